@@ -1,0 +1,73 @@
+# torchc — two commands do all set-up on a fresh machine: `make demo` and `make test`.
+PYTHON      ?= python3
+LLVM_CONFIG ?= $(shell command -v llvm-config-16 2>/dev/null || echo llvm-config)
+LLVM_INCLUDE ?= $(shell $(LLVM_CONFIG) --includedir 2>/dev/null)
+LLVM_LIB    ?= $(shell $(LLVM_CONFIG) --libdir 2>/dev/null)
+LLVM_LINK    = $(if $(filter %.so %.so.1,$(LLVM_LIB)),$(LLVM_LIB),-L$(LLVM_LIB) -Wl,-rpath,$(LLVM_LIB) -lLLVM-16)
+CC          ?= cc
+CFLAGS_C     = -std=c11 -D_GNU_SOURCE -O1 -g -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers
+ASAN         = -fsanitize=address,undefined -fno-omit-frame-pointer
+IC_SRCS      = $(wildcard inductor_c/*.c inductor_c/*/*.c)
+LL_SRCS      = $(wildcard layouts/*.c)
+C_SRCS       = $(wildcard csrc/*.c csrc/*.cpp csrc/*.h dynamo_hook/*.c dynamo_hook/*.h inductor_c/*.h inductor_c/*/*.h layouts/*.h) $(IC_SRCS) $(LL_SRCS)
+STAMP        = build/.deps-ok
+
+export LLVM_INCLUDE LLVM_LIB
+
+.PHONY: deps build test test-py test-c test-asan demo bench ptx-check clean
+
+# Installs what the build needs: torch (CPU build), pytest, numpy, LLVM 16 headers.
+deps: $(STAMP)
+$(STAMP):
+	@mkdir -p build
+	$(PYTHON) -c "import torch, pytest, numpy" 2>/dev/null || $(PYTHON) -m pip install -q torch==2.13.0 pytest numpy
+	@if ! command -v llvm-config-16 >/dev/null 2>&1 && [ ! -d "$(LLVM_INCLUDE)/llvm-c" ]; then \
+	  SUDO=$$(command -v sudo >/dev/null 2>&1 && [ $$(id -u) -ne 0 ] && echo sudo); \
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq llvm-16-dev; fi
+	@touch $@
+
+build: deps build/.ext-ok
+build/.ext-ok: $(C_SRCS) setup.py
+	$(PYTHON) setup.py -q build_ext --inplace
+	@touch $@
+
+test: build test-c test-py
+
+test-py: build
+	$(PYTHON) -m pytest -q -x tests
+
+build/c/test_layouts: tests/c/test_layouts.c $(LL_SRCS) $(wildcard layouts/*.h)
+	@mkdir -p build/c
+	$(CC) $(CFLAGS_C) $(EXTRA_CFLAGS) -Ilayouts tests/c/test_layouts.c $(LL_SRCS) -lm -o $@
+
+build/c/test_inductor: tests/c/test_inductor.c $(IC_SRCS) $(wildcard inductor_c/*.h inductor_c/*/*.h)
+	@mkdir -p build/c
+	$(CC) $(CFLAGS_C) $(EXTRA_CFLAGS) -Iinductor_c -I$(LLVM_INCLUDE) tests/c/test_inductor.c $(IC_SRCS) $(LLVM_LINK) -lpthread -lm -ldl -o $@
+
+C_TESTS = $(patsubst tests/c/%.c,build/c/%,$(wildcard tests/c/test_*.c))
+
+test-c: deps $(C_TESTS)
+	@set -e; for t in $(C_TESTS); do echo "== $$t"; $$t; done
+
+# C libraries and their tests under ASan+UBSan, then the Python tests against an ASan build
+# of the extension (in build-asan/, the normal build is left alone).
+test-asan: deps
+	@mkdir -p build-asan/c
+	@set -e; for t in $(patsubst tests/c/%.c,%,$(wildcard tests/c/test_*.c)); do \
+	  $(MAKE) --no-print-directory build/c/$$t EXTRA_CFLAGS="$(ASAN)" C_TESTS= >/dev/null; \
+	  mv build/c/$$t build-asan/c/$$t; echo "== asan $$t"; \
+	  ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 build-asan/c/$$t; done
+	TORCHC_ASAN=1 $(PYTHON) setup.py -q build --build-base build-asan/py --build-lib build-asan/lib
+	cd build-asan && ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0 \
+	  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	  LD_PRELOAD="$$($(CC) -print-file-name=libasan.so) $$($(CC) -print-file-name=libubsan.so)" \
+	  PYTHONPATH=$(CURDIR)/build-asan/lib $(PYTHON) -m pytest -q -x -p no:cacheprovider --rootdir=$(CURDIR)/build-asan $(CURDIR)/tests
+
+demo: build
+	$(PYTHON) benchmarks/demo.py
+
+bench: build
+	$(PYTHON) benchmarks/run.py
+
+clean:
+	rm -rf build build-asan torchc/*.so

@@ -1,0 +1,114 @@
+// aten_bridge.cpp — the only C++ in torchc: reads tensor metadata and allocates through
+// ATen for the C layers. Everything here is reached through aten_bridge.h (extern "C").
+// Errors become Python exceptions; no C++ exception crosses the boundary.
+#include "aten_bridge.h"
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <c10/core/GradMode.h>
+#include <torch/csrc/autograd/python_variable.h>
+#include <torch/version.h>
+
+namespace {
+
+int dtype_to_ic(c10::ScalarType t) {
+    switch (t) {
+    case c10::ScalarType::Bool: return 0;
+    case c10::ScalarType::Byte: return 1;
+    case c10::ScalarType::Char: return 2;
+    case c10::ScalarType::Short: return 3;
+    case c10::ScalarType::Int: return 4;
+    case c10::ScalarType::Long: return 5;
+    case c10::ScalarType::Half: return 6;
+    case c10::ScalarType::BFloat16: return 7;
+    case c10::ScalarType::Float: return 8;
+    case c10::ScalarType::Double: return 9;
+    default: return -1;
+    }
+}
+
+bool ic_to_dtype(int d, c10::ScalarType *out) {
+    static const c10::ScalarType table[] = {
+        c10::ScalarType::Bool, c10::ScalarType::Byte, c10::ScalarType::Char,
+        c10::ScalarType::Short, c10::ScalarType::Int, c10::ScalarType::Long,
+        c10::ScalarType::Half, c10::ScalarType::BFloat16, c10::ScalarType::Float,
+        c10::ScalarType::Double};
+    if (d < 0 || d >= (int)(sizeof table / sizeof table[0])) return false;
+    *out = table[d];
+    return true;
+}
+
+} // namespace
+
+extern "C" {
+
+int tc_is_tensor(PyObject *o) { return THPVariable_Check(o) ? 1 : 0; }
+
+int tc_is_plain_tensor(PyObject *o) { return THPVariable_CheckExact(o) ? 1 : 0; }
+
+int tc_tensor_meta(PyObject *o, tc_meta *m) {
+    const at::Tensor &t = THPVariable_Unpack(o);
+    m->flags = 0;
+    if (!t.defined() || t.layout() != c10::kStrided || t.is_quantized() || t.is_nested() ||
+        t.is_meta() || t.is_mkldnn() || t.is_neg() || t.is_conj() || !THPVariable_CheckExact(o))
+        m->flags |= TC_META_SPECIAL;
+    if (!t.defined()) {
+        m->ndim = 0;
+        m->dtype = -1;
+        return 0;
+    }
+    m->dtype = dtype_to_ic(t.scalar_type());
+    const c10::Device dev = t.device();
+    m->device_type = dev.is_cpu() ? TC_DEV_CPU : dev.is_cuda() ? TC_DEV_CUDA : TC_DEV_OTHER;
+    m->device_index = dev.has_index() ? dev.index() : 0;
+    m->requires_grad = t.requires_grad() ? 1 : 0;
+    const int64_t nd = t.dim();
+    m->ndim = (int)nd;
+    if (nd > TC_MAX_DIMS) {
+        m->flags |= TC_META_TOO_MANY_DIMS;
+        m->data = nullptr;
+        return 0;
+    }
+    if (m->flags & TC_META_SPECIAL) {
+        m->data = nullptr;
+        return 0;
+    }
+    c10::IntArrayRef sz = t.sizes(), st = t.strides();
+    for (int64_t i = 0; i < nd; i++) {
+        m->sizes[i] = sz[i];
+        m->strides[i] = st[i];
+    }
+    m->data = t.data_ptr();
+    return 0;
+}
+
+PyObject *tc_empty_strided(int ndim, const int64_t *sizes, const int64_t *strides, int dtype,
+                           int device_type, int device_index) {
+    c10::ScalarType st;
+    if (!ic_to_dtype(dtype, &st)) {
+        PyErr_Format(PyExc_ValueError, "torchc: unknown dtype code %d", dtype);
+        return nullptr;
+    }
+    try {
+        c10::Device dev = device_type == TC_DEV_CUDA
+                              ? c10::Device(c10::DeviceType::CUDA, (c10::DeviceIndex)device_index)
+                              : c10::Device(c10::DeviceType::CPU);
+        at::Tensor t = at::empty_strided(c10::IntArrayRef(sizes, ndim),
+                                         c10::IntArrayRef(strides, ndim),
+                                         at::TensorOptions().dtype(st).device(dev));
+        return THPVariable_Wrap(std::move(t));
+    } catch (const std::exception &e) {
+        PyErr_Format(PyExc_RuntimeError, "torchc: allocation failed: %s", e.what());
+        return nullptr;
+    }
+}
+
+void *tc_data_ptr(PyObject *o) { return THPVariable_Unpack(o).data_ptr(); }
+
+int tc_grad_enabled(void) { return c10::GradMode::is_enabled() ? 1 : 0; }
+
+int tc_num_threads(void) { return at::get_num_threads(); }
+
+const char *tc_torch_version(void) { return TORCH_VERSION; }
+
+} // extern "C"

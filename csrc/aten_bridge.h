@@ -1,0 +1,57 @@
+/* aten_bridge.h — the C face of the only C++ file (aten_bridge.cpp): tensor metadata,
+ * allocation and ATen calls, behind extern "C". Prefix tc_. */
+#ifndef TC_ATEN_BRIDGE_H
+#define TC_ATEN_BRIDGE_H
+
+#include <Python.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TC_MAX_DIMS 8
+
+/* Device kinds as the bridge reports them. */
+enum { TC_DEV_CPU = 0, TC_DEV_CUDA = 1, TC_DEV_OTHER = 2 };
+
+/* Metadata of one tensor, read without touching Python. dtype uses ic_dtype numbering
+ * (inductor_c/ic.h); -1 for a dtype torchc does not know (complex, quantized, ...). */
+typedef struct tc_meta {
+    int dtype;
+    int device_type;
+    int device_index;
+    int ndim;
+    int requires_grad;
+    int flags;            /* TC_META_* */
+    int64_t sizes[TC_MAX_DIMS];
+    int64_t strides[TC_MAX_DIMS];
+    void *data;           /* data_ptr (storage offset applied) */
+} tc_meta;
+
+enum {
+    TC_META_TOO_MANY_DIMS = 1, /* ndim > TC_MAX_DIMS: sizes not filled */
+    TC_META_SPECIAL = 2        /* sparse/quantized/nested/meta/mkldnn/tensor subclass: unsupported */
+};
+
+/* 1 if o is a torch.Tensor (or subclass), else 0. Never fails. */
+int tc_is_tensor(PyObject *o);
+/* 1 if exactly torch.Tensor or nn.Parameter (no user subclass). */
+int tc_is_plain_tensor(PyObject *o);
+/* Fills m. o must satisfy tc_is_tensor. Returns 0. */
+int tc_tensor_meta(PyObject *o, tc_meta *m);
+/* New reference to a fresh tensor, or NULL with a Python exception. */
+PyObject *tc_empty_strided(int ndim, const int64_t *sizes, const int64_t *strides, int dtype,
+                           int device_type, int device_index);
+/* Data pointer of a tensor created by tc_empty_strided (or any tensor). */
+void *tc_data_ptr(PyObject *o);
+int tc_grad_enabled(void);
+/* torch.get_num_threads() */
+int tc_num_threads(void);
+/* Fills the name of torch's version / build (for cache keys). */
+const char *tc_torch_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,203 @@
+/* module.c — the CPython module torchc._C: module init, the CompiledFunction type that
+ * runs a callable under the frame hook, and the small API behind torchc/__init__.py.
+ * Errors from the C layers arrive here as Python exceptions. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+
+#include "aten_bridge.h"
+#include "dh.h"
+#include "ic.h"
+
+
+/* ---- CompiledFunction: fn called with the hook active ----------------------------- */
+typedef struct {
+    PyObject_HEAD
+    PyObject *fn;
+    PyObject *dict;
+    PyObject *weakrefs;
+    dh_config cfg;
+} CompiledFunction;
+
+static int cf_init(CompiledFunction *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"fn", "fullgraph", "dynamic", "recompile_limit", NULL};
+    PyObject *fn;
+    int fullgraph = 0, dynamic = 0, limit = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|ppi", kwlist, &fn, &fullgraph, &dynamic, &limit))
+        return -1;
+    if (!PyCallable_Check(fn)) {
+        PyErr_Format(PyExc_TypeError, "torchc.compile expects a callable, got %s",
+                     Py_TYPE(fn)->tp_name);
+        return -1;
+    }
+    Py_XSETREF(self->fn, Py_NewRef(fn));
+    self->cfg.fullgraph = fullgraph;
+    self->cfg.dynamic = dynamic;
+    self->cfg.recompile_limit = limit;
+    return 0;
+}
+
+static PyObject *cf_call(CompiledFunction *self, PyObject *args, PyObject *kw) {
+    if (self->fn == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "CompiledFunction not initialized");
+        return NULL;
+    }
+    return dh_call(self->fn, args, kw, &self->cfg);
+}
+
+static int cf_traverse(CompiledFunction *self, visitproc visit, void *arg) {
+    Py_VISIT(self->fn);
+    Py_VISIT(self->dict);
+    return 0;
+}
+
+static int cf_clear(CompiledFunction *self) {
+    Py_CLEAR(self->fn);
+    Py_CLEAR(self->dict);
+    return 0;
+}
+
+static void cf_dealloc(CompiledFunction *self) {
+    PyObject_GC_UnTrack(self);
+    if (self->weakrefs)
+        PyObject_ClearWeakRefs((PyObject *)self);
+    cf_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *cf_descr_get(PyObject *self, PyObject *obj, PyObject *type) {
+    if (obj == NULL || obj == Py_None)
+        return Py_NewRef(self);
+    return PyMethod_New(self, obj);
+}
+
+static PyMemberDef cf_members[] = {
+    {"__wrapped__", T_OBJECT, offsetof(CompiledFunction, fn), READONLY, "the original callable"},
+    {"fullgraph", T_INT, offsetof(CompiledFunction, cfg.fullgraph), 0, NULL},
+    {"dynamic", T_INT, offsetof(CompiledFunction, cfg.dynamic), 0, NULL},
+    {"__dictoffset__", T_PYSSIZET, offsetof(CompiledFunction, dict), READONLY},
+    {"__weaklistoffset__", T_PYSSIZET, offsetof(CompiledFunction, weakrefs), READONLY},
+    {NULL},
+};
+
+static PyType_Slot cf_slots[] = {
+    {Py_tp_init, cf_init},
+    {Py_tp_call, cf_call},
+    {Py_tp_traverse, cf_traverse},
+    {Py_tp_clear, cf_clear},
+    {Py_tp_dealloc, cf_dealloc},
+    {Py_tp_members, cf_members},
+    {Py_tp_descr_get, cf_descr_get},
+    {Py_tp_new, PyType_GenericNew},
+    {Py_tp_doc, "CompiledFunction(fn, fullgraph=False, dynamic=False): fn run under torchc's frame hook"},
+    {0, NULL},
+};
+
+static PyType_Spec cf_spec = {
+    "torchc._C.CompiledFunction",
+    sizeof(CompiledFunction),
+    0,
+    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
+    cf_slots,
+};
+
+/* ---- module functions ----------------------------------------------------------------- */
+
+static PyObject *m_reset(PyObject *m, PyObject *unused) {
+    dh_reset();
+    Py_RETURN_NONE;
+}
+
+static PyObject *m_explain_start(PyObject *m, PyObject *unused) {
+    if (dh_explain_start() < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *m_explain_stop(PyObject *m, PyObject *unused) { return dh_explain_stop(); }
+
+static PyObject *m_stats(PyObject *m, PyObject *unused) { return dh_stats(); }
+
+static PyObject *m_set_recompile_limit(PyObject *m, PyObject *arg) {
+    long n = PyLong_AsLong(arg);
+    if (n == -1 && PyErr_Occurred())
+        return NULL;
+    if (n < 1) {
+        PyErr_SetString(PyExc_ValueError, "recompile_limit must be >= 1");
+        return NULL;
+    }
+    dh_default_recompile_limit = (int)n;
+    Py_RETURN_NONE;
+}
+
+static PyObject *m_set_num_threads(PyObject *m, PyObject *arg) {
+    long n = PyLong_AsLong(arg);
+    if (n == -1 && PyErr_Occurred())
+        return NULL;
+    if (n < 1) {
+        PyErr_SetString(PyExc_ValueError, "num_threads must be >= 1");
+        return NULL;
+    }
+    ic_set_num_threads((int)n);
+    Py_RETURN_NONE;
+}
+
+static PyObject *m_get_num_threads(PyObject *m, PyObject *unused) {
+    return PyLong_FromLong(ic_get_num_threads());
+}
+
+static PyObject *m_skip_code(PyObject *m, PyObject *code) {
+    if (!PyCode_Check(code)) {
+        PyErr_SetString(PyExc_TypeError, "skip_code expects a code object");
+        return NULL;
+    }
+    if (dh_skip_code(code) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"skip_code", m_skip_code, METH_O, "Never hook frames of this code object."},
+    {"reset", m_reset, METH_NOARGS, "Drop every compiled entry."},
+    {"explain_start", m_explain_start, METH_NOARGS, "Start recording handled frames."},
+    {"explain_stop", m_explain_stop, METH_NOARGS, "Stop recording; return the records."},
+    {"stats", m_stats, METH_NOARGS, "Counters of the frame hook."},
+    {"set_recompile_limit", m_set_recompile_limit, METH_O, "Default recompile limit."},
+    {"set_num_threads", m_set_num_threads, METH_O, "Worker threads of the CPU runtime."},
+    {"get_num_threads", m_get_num_threads, METH_NOARGS, "Worker threads of the CPU runtime."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef moduledef = {PyModuleDef_HEAD_INIT, "torchc._C",
+                                       "torchc's C engine", -1, methods};
+
+/* layouts are built by their own team; the binding is optional at link time */
+__attribute__((weak)) int tc_layouts_init(PyObject *module);
+
+PyMODINIT_FUNC PyInit__C(void) {
+    PyObject *m = NULL, *type = NULL;
+    PyObject *torch = PyImport_ImportModule("torch"); /* loads libtorch before we use it */
+    if (torch == NULL)
+        return NULL;
+    Py_DECREF(torch);
+    m = PyModule_Create(&moduledef);
+    if (m == NULL)
+        return NULL;
+    type = PyType_FromSpec(&cf_spec);
+    if (type == NULL || PyModule_AddObject(m, "CompiledFunction", type) < 0)
+        goto error;
+    type = NULL;
+    if (PyModule_AddStringConstant(m, "ic_version", ic_version()) < 0 ||
+        PyModule_AddIntConstant(m, "PY312", PY_VERSION_HEX >= 0x030C0000) < 0)
+        goto error;
+    ic_set_num_threads(tc_num_threads() > 0 ? tc_num_threads() : 1);
+    if (dh_init(m) < 0)
+        goto error;
+    if (tc_layouts_init && tc_layouts_init(m) < 0)
+        goto error;
+    return m;
+error:
+    Py_XDECREF(type);
+    Py_DECREF(m);
+    return NULL;
+}

@@ -1,0 +1,209 @@
+/* cache.c — per-code-object caches of compiled entries, stored in the code object's
+ * co_extra slot (PEP 523's _PyEval_RequestCodeExtraIndex). Entries are kept most recently
+ * used first; all caches are on a registry list so torchc.reset() can drop every entry.
+ * The cache struct itself lives until its code object dies (free_cache callback). */
+#include "dh_internal.h"
+
+#include <string.h>
+
+#if PY_VERSION_HEX < 0x030C0000
+#define PyUnstable_Code_GetExtra _PyCode_GetExtra
+#define PyUnstable_Code_SetExtra _PyCode_SetExtra
+#define PyUnstable_Eval_RequestCodeExtraIndex _PyEval_RequestCodeExtraIndex
+#endif
+
+static Py_ssize_t extra_index = -1;
+static dh_cache registry = {&registry, &registry, NULL, NULL, 0, 0, 0, NULL};
+static PyObject *skip_prefixes; /* tuple of directory prefixes never hooked */
+static PyObject *stdlib_prefix; /* the standard library, skipped except its *-packages/ */
+
+void dh_guard_clear(dh_guard *g) {
+    Py_CLEAR(g->obj);
+}
+
+void dh_entry_free(dh_entry *e) {
+    if (e == NULL)
+        return;
+    for (int i = 0; i < e->nsources; i++)
+        Py_XDECREF(e->sources[i].name);
+    for (int i = 0; i < e->nguards; i++)
+        dh_guard_clear(&e->guards[i]);
+    for (int i = 0; i < e->nouts; i++)
+        Py_XDECREF(e->outs[i].obj);
+    free(e->sources);
+    free(e->guards);
+    free(e->input_src);
+    free(e->outs);
+    free(e->reason);
+    free(e->graph_text);
+    if (e->compiled)
+        ic_compiled_free(e->compiled);
+    free(e);
+}
+
+static void clear_entries(dh_cache *c) {
+    dh_entry *e = c->entries;
+    while (e) {
+        dh_entry *n = e->next;
+        dh_entry_free(e);
+        e = n;
+    }
+    c->entries = NULL;
+    c->nentries = 0;
+    c->limit_hit = 0;
+}
+
+static void free_cache(void *p) {
+    dh_cache *c = p;
+    if (c == NULL)
+        return;
+    c->prev->next = c->next;
+    c->next->prev = c->prev;
+    clear_entries(c);
+    free(c->skip_reason);
+    free(c);
+}
+
+int dh_cache_should_skip_file(PyCodeObject *code) {
+    if (skip_prefixes == NULL || !PyUnicode_Check(code->co_filename))
+        return 0;
+    PyObject *fn = code->co_filename;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(skip_prefixes); i++)
+        if (PyUnicode_Tailmatch(fn, PyTuple_GET_ITEM(skip_prefixes, i), 0, PY_SSIZE_T_MAX, -1) == 1)
+            return 1;
+    const char *s = PyUnicode_AsUTF8(fn);
+    if (s == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    if (strncmp(s, "<frozen", 7) == 0)
+        return 1;
+    if (stdlib_prefix && PyUnicode_Tailmatch(fn, stdlib_prefix, 0, PY_SSIZE_T_MAX, -1) == 1 &&
+        strstr(s, "-packages/") == NULL)
+        return 1;
+    return 0;
+}
+
+dh_cache *dh_cache_of(PyCodeObject *code) {
+    void *p = NULL;
+    if (PyUnstable_Code_GetExtra((PyObject *)code, extra_index, &p) < 0)
+        return NULL;
+    if (p != NULL)
+        return p;
+    dh_cache *c = calloc(1, sizeof *c);
+    if (c == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    c->code = code;
+    if (code->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR | CO_ITERABLE_COROUTINE)) {
+        c->skip = 1;
+        c->skip_reason = strdup("generator or coroutine");
+    } else if (dh_cache_should_skip_file(code)) {
+        c->skip = 1;
+        c->skip_reason = strdup("file in skip list (torch, torchc, stdlib)");
+    }
+    if (PyUnstable_Code_SetExtra((PyObject *)code, extra_index, c) < 0) {
+        free(c->skip_reason);
+        free(c);
+        return NULL;
+    }
+    c->next = registry.next;
+    c->prev = &registry;
+    registry.next->prev = c;
+    registry.next = c;
+    return c;
+}
+
+void dh_cache_add(dh_cache *c, dh_entry *e) {
+    e->next = c->entries;
+    c->entries = e;
+    c->nentries++;
+}
+
+void dh_cache_touch(dh_cache *c, dh_entry *prev, dh_entry *e) {
+    if (prev == NULL)
+        return;
+    prev->next = e->next;
+    e->next = c->entries;
+    c->entries = e;
+}
+
+void dh_cache_reset_all(void) {
+    for (dh_cache *c = registry.next; c != &registry; c = c->next)
+        clear_entries(c);
+}
+
+/* Skip list: torch's and torchc's own packages and the standard library. */
+static int init_skip_prefixes(void) {
+    PyObject *os = NULL, *torch = NULL, *list = NULL, *item = NULL;
+    int rc = -1;
+    list = PyList_New(0);
+    if (list == NULL)
+        goto error;
+    const char *mods[] = {"os", "torch", "torchc"};
+    for (size_t i = 0; i < sizeof mods / sizeof mods[0]; i++) {
+        PyObject *m = PyImport_ImportModule(mods[i]);
+        if (m == NULL) {
+            PyErr_Clear(); /* torchc itself may still be importing */
+            continue;
+        }
+        PyObject *file = PyObject_GetAttrString(m, "__file__");
+        Py_DECREF(m);
+        if (file == NULL) {
+            PyErr_Clear();
+            continue;
+        }
+        /* dirname */
+        PyObject *osmod = PyImport_ImportModule("os.path");
+        if (osmod == NULL) {
+            Py_DECREF(file);
+            goto error;
+        }
+        item = PyObject_CallMethod(osmod, "dirname", "O", file);
+        Py_DECREF(osmod);
+        Py_DECREF(file);
+        if (item == NULL)
+            goto error;
+        PyObject *withsep = PyUnicode_FromFormat("%U/", item);
+        Py_CLEAR(item);
+        if (withsep != NULL && i == 0) {
+            stdlib_prefix = withsep;
+            continue;
+        }
+        if (withsep == NULL || PyList_Append(list, withsep) < 0) {
+            Py_XDECREF(withsep);
+            goto error;
+        }
+        Py_DECREF(withsep);
+    }
+    skip_prefixes = PyList_AsTuple(list);
+    if (skip_prefixes == NULL)
+        goto error;
+    rc = 0;
+error:
+    Py_XDECREF(os);
+    Py_XDECREF(torch);
+    Py_XDECREF(list);
+    Py_XDECREF(item);
+    return rc;
+}
+
+int dh_cache_init(void) {
+    extra_index = PyUnstable_Eval_RequestCodeExtraIndex(free_cache);
+    if (extra_index < 0) {
+        PyErr_SetString(PyExc_RuntimeError, "torchc: no code extra index left");
+        return -1;
+    }
+    return init_skip_prefixes();
+}
+
+int dh_skip_code(PyObject *code) {
+    dh_cache *c = dh_cache_of((PyCodeObject *)code);
+    if (c == NULL)
+        return -1;
+    c->skip = 1;
+    free(c->skip_reason);
+    c->skip_reason = strdup("torchc.disable");
+    return 0;
+}

@@ -1,0 +1,149 @@
+/* dh_internal.h — shared structures of dynamo_hook/ (not a public header).
+ *
+ * Flow of one hooked call:
+ *
+ *   eval_frame.c  dh_eval_frame ── cache.c dh_cache_of(code) ── guards.c dh_guards_check
+ *        │ miss                                                       │ hit
+ *        ▼                                                            ▼
+ *   symbolic.c dh_trace(frame) → graph + guards + output spec    dh_entry_run
+ *        │                      (variables.c: torch calls → ic_*)      │
+ *        ▼                                                            ▼
+ *   inductor_c ic_compile ──────────────► cache entry ───────► result; frame popped
+ *
+ * Sources name where a guarded value comes from (a local, a global, an attribute of
+ * another source); guards test what the graph was specialized on.
+ */
+#ifndef DH_INTERNAL_H
+#define DH_INTERNAL_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+
+#include "aten_bridge.h"
+#include "dh.h"
+#include "ic.h"
+
+#if PY_VERSION_HEX < 0x030B0000 || PY_VERSION_HEX >= 0x030D0000
+#error "dynamo_hook supports CPython 3.11 and 3.12"
+#endif
+#define DH_PY312 (PY_VERSION_HEX >= 0x030C0000)
+
+/* ---- sources ---------------------------------------------------------------------- */
+typedef enum dh_srckind {
+    DH_S_LOCAL,  /* frame localsplus[index] */
+    DH_S_GLOBAL, /* f_globals[name], else f_builtins[name] */
+    DH_S_ATTR,   /* getattr(sources[base], name), nn.Module-aware, never runs Python */
+    DH_S_ITEM,   /* sources[base][index] for a tuple/list */
+    DH_S_CLOSURE /* function closure cell index (3.11/3.12 free vars) */
+} dh_srckind;
+
+typedef struct dh_source {
+    dh_srckind kind;
+    int base;       /* index of the base source (ATTR/ITEM) */
+    Py_ssize_t index;
+    PyObject *name; /* strong (ATTR/GLOBAL) */
+} dh_source;
+
+/* ---- guards ----------------------------------------------------------------------- */
+typedef enum dh_guardkind {
+    DH_G_TENSOR,    /* exact tensor type + dtype/device/shape/stride/requires_grad */
+    DH_G_ID,        /* identity: weakref (or strong ref when not weakrefable) */
+    DH_G_CONST,     /* exact type and == value (int, float, bool, str, None, tuple) */
+    DH_G_TYPE,      /* exact type */
+    DH_G_GRAD_MODE  /* torch.is_grad_enabled() == value */
+} dh_guardkind;
+
+typedef struct dh_guard {
+    dh_guardkind kind;
+    int src;          /* source index (unused for GRAD_MODE) */
+    int input_index;  /* TENSOR: graph input index, or -1 */
+    PyObject *obj;    /* ID: weakref or strong; CONST: value; TYPE: type (all strong) */
+    int weak;         /* ID: obj is a weakref */
+    int value;        /* GRAD_MODE */
+    tc_meta meta;     /* TENSOR */
+} dh_guard;
+
+/* ---- output spec: how the frame's return value is rebuilt -------------------------- */
+typedef enum dh_outkind {
+    DH_O_GRAPH, /* graph output index */
+    DH_O_SOURCE,/* a guarded source value (an input tensor returned as is) */
+    DH_O_CONST, /* a Python constant */
+    DH_O_TUPLE, /* children follow */
+    DH_O_LIST
+} dh_outkind;
+
+typedef struct dh_outspec {
+    dh_outkind kind;
+    int index;      /* GRAPH: output index; SOURCE: source index; TUPLE/LIST: first child */
+    int count;      /* TUPLE/LIST: number of children */
+    PyObject *obj;  /* CONST (strong) */
+} dh_outspec;
+
+/* ---- cache entries ---------------------------------------------------------------- */
+typedef struct dh_entry {
+    struct dh_entry *next;
+    int fallback;           /* 1: run eagerly (capture failed for inputs like these) */
+    char *reason;           /* why fallback (malloc'd) */
+    int nsources;
+    dh_source *sources;
+    int nguards;
+    dh_guard *guards;
+    int ninputs;            /* graph inputs, each a source index */
+    int *input_src;
+    int nouts;              /* outspec nodes; node 0 is the root */
+    dh_outspec *outs;
+    ic_compiled *compiled;  /* NULL when the graph has no outputs */
+    char *graph_text;       /* printable graph (malloc'd) */
+    int op_count;
+    double compile_ms;
+    uint64_t hits;
+} dh_entry;
+
+typedef struct dh_cache {
+    struct dh_cache *prev, *next; /* registry of all caches (for reset) */
+    PyCodeObject *code;           /* borrowed: the cache dies with its code object */
+    dh_entry *entries;            /* most recently used first */
+    int nentries;
+    int skip;                     /* never hook this code (file skip list, generator, ...) */
+    int limit_hit;                /* recompile limit reached: eager from now on */
+    char *skip_reason;
+} dh_cache;
+
+/* eval_frame.c */
+extern _Thread_local int dh_tl_busy;     /* capture/guards running: hook passes through */
+PyObject *dh_frame_function(void *frame); /* borrowed */
+
+/* cache.c */
+int dh_cache_init(void);
+dh_cache *dh_cache_of(PyCodeObject *code); /* NULL with exception on failure */
+void dh_entry_free(dh_entry *e);
+void dh_cache_add(dh_cache *c, dh_entry *e);
+void dh_cache_touch(dh_cache *c, dh_entry *prev, dh_entry *e);
+void dh_cache_reset_all(void);
+int dh_cache_should_skip_file(PyCodeObject *code);
+
+/* guards.c: values[] receives borrowed references for each source; 1 pass, 0 fail,
+ * -1 error (exception set). */
+int dh_guards_check(const dh_entry *e, PyObject *const *localsplus, PyObject *globals,
+                    PyObject *builtins, PyObject *func, PyObject **values, void **data_ptrs);
+PyObject *dh_source_resolve(const dh_source *s, PyObject *const *values,
+                            PyObject *const *localsplus, PyObject *globals,
+                            PyObject *builtins, PyObject *func); /* borrowed, NULL: missing */
+PyObject *dh_module_getattr(PyObject *obj, PyObject *name); /* new ref or NULL (no error) */
+PyObject *dh_guards_describe(const dh_entry *e);             /* list of str */
+void dh_guard_clear(dh_guard *g);
+
+/* symbolic.c: traces one frame. Returns a new entry (compiled, or fallback with a
+ * reason) or NULL with a Python exception for internal errors. */
+dh_entry *dh_trace_frame(PyCodeObject *code, PyObject *const *localsplus, PyObject *globals,
+                         PyObject *builtins, PyObject *func, const dh_config *cfg);
+int dh_symbolic_init(void);
+
+/* entry execution (eval_frame.c) */
+PyObject *dh_entry_run(const dh_entry *e, PyObject *const *values, void *const *data_ptrs);
+
+/* explain recording (eval_frame.c) */
+void dh_explain_record(PyCodeObject *code, const dh_entry *e, const char *event);
+
+#endif

@@ -1,0 +1,387 @@
+/* eval_frame.c — the PEP 523 hook: decide per frame whether to run a compiled entry,
+ * capture a new one, or let CPython evaluate the frame as usual.
+ *
+ * The hook is installed only while some thread is inside dh_call (3.12 stops inlining
+ * Python-to-Python calls while any hook is set) and acts only on threads inside dh_call.
+ *
+ * Frame ownership when we return without evaluating the frame:
+ *   3.11: _PyEval_Vector clears and pops the frame after the eval function returns.
+ *   3.12: the evaluator pops its own frame, so we clear and pop it here
+ *         (mirrors ceval.c clear_thread_frame; those helpers are not exported).
+ */
+#include "dh_internal.h"
+
+#define Py_BUILD_CORE
+#include <internal/pycore_frame.h>
+#undef Py_BUILD_CORE
+
+#include <string.h>
+#include <time.h>
+
+_Thread_local int dh_tl_busy;
+static _Thread_local const dh_config *tl_cfg;
+static _Thread_local PyObject *tl_explain; /* list, or NULL */
+static _PyFrameEvalFunction prev_eval;
+static int active_calls;
+int dh_default_recompile_limit = 8;
+
+static struct {
+    unsigned long long frames, hits, compiles, fallbacks, limit_fallbacks;
+} stats;
+
+#define DH_MAX_SOURCES 512
+
+static PyObject *frame_func(_PyInterpreterFrame *f) {
+#if DH_PY312
+    return f->f_funcobj;
+#else
+    return (PyObject *)f->f_func;
+#endif
+}
+
+PyObject *dh_frame_function(void *frame) { return frame_func((_PyInterpreterFrame *)frame); }
+
+static PyObject *eval_default(PyThreadState *ts, _PyInterpreterFrame *f, int throwflag) {
+    if (prev_eval != NULL && prev_eval != _PyEval_EvalFrameDefault)
+        return prev_eval(ts, f, throwflag);
+    return _PyEval_EvalFrameDefault(ts, f, throwflag);
+}
+
+#if DH_PY312
+/* ceval.c clear_thread_frame + _PyFrame_ClearExceptCode + _PyThreadState_PopFrame, for a
+ * frame that never started and has no frame object (checked by the caller). */
+static void clear_and_pop(PyThreadState *ts, _PyInterpreterFrame *f) {
+    for (int i = 0; i < f->stacktop; i++)
+        Py_XDECREF(f->localsplus[i]);
+    Py_XDECREF(f->f_locals);
+    Py_DECREF(f->f_funcobj);
+    Py_DECREF(f->f_code);
+    PyObject **base = (PyObject **)f;
+    if (base == &ts->datastack_chunk->data[0]) {
+        _PyStackChunk *chunk = ts->datastack_chunk;
+        _PyStackChunk *previous = chunk->previous;
+        ts->datastack_top = &previous->data[previous->top];
+        ts->datastack_chunk = previous;
+        PyObjectArenaAllocator a;
+        PyObject_GetArenaAllocator(&a);
+        a.free(a.ctx, chunk, chunk->size);
+        ts->datastack_limit = (PyObject **)(((char *)previous) + previous->size);
+    } else {
+        ts->datastack_top = base;
+    }
+}
+#define FINISH(ts, f, result) (clear_and_pop((ts), (f)), (result))
+#else
+#define FINISH(ts, f, result) (result)
+#endif
+
+static int frame_not_started(_PyInterpreterFrame *f) {
+    return f->prev_instr == _PyCode_CODE(f->f_code) - 1;
+}
+
+void dh_explain_record(PyCodeObject *code, const dh_entry *e, const char *event) {
+    if (tl_explain == NULL)
+        return;
+    PyObject *d = NULL, *v = NULL;
+    d = PyDict_New();
+    if (d == NULL)
+        goto error;
+#define SET(key, expr)                                    \
+    do {                                                  \
+        v = (expr);                                       \
+        if (v == NULL || PyDict_SetItemString(d, key, v)) \
+            goto error;                                   \
+        Py_CLEAR(v);                                      \
+    } while (0)
+    SET("event", PyUnicode_FromString(event));
+    SET("name", Py_NewRef(code->co_name));
+    SET("filename", Py_NewRef(code->co_filename));
+    SET("firstlineno", PyLong_FromLong(code->co_firstlineno));
+    if (e != NULL) {
+        SET("fallback", PyBool_FromLong(e->fallback));
+        SET("reason", e->reason ? PyUnicode_FromString(e->reason) : Py_NewRef(Py_None));
+        SET("graph", e->graph_text ? PyUnicode_FromString(e->graph_text) : Py_NewRef(Py_None));
+        SET("op_count", PyLong_FromLong(e->op_count));
+        SET("guards", dh_guards_describe(e));
+        SET("compile_ms", PyFloat_FromDouble(e->compile_ms));
+        char *kd = e->compiled ? ic_compiled_describe(e->compiled) : NULL;
+        SET("kernels", kd ? PyUnicode_FromString(kd) : Py_NewRef(Py_None));
+        free(kd);
+    }
+#undef SET
+    if (PyList_Append(tl_explain, d))
+        goto error;
+    Py_DECREF(d);
+    return;
+error:
+    Py_XDECREF(v);
+    Py_XDECREF(d);
+    PyErr_Clear(); /* explain is best effort; never disturbs the program */
+}
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* Records a fallback of the whole frame with a reason and runs it eagerly. */
+static PyObject *fallback(PyThreadState *ts, _PyInterpreterFrame *f, const char *why) {
+    if (tl_explain != NULL) {
+        dh_entry tmp = {0};
+        tmp.fallback = 1;
+        tmp.reason = (char *)why;
+        dh_explain_record(f->f_code, &tmp, "fallback");
+    }
+    return eval_default(ts, f, 0);
+}
+
+static PyObject *dh_eval_frame(PyThreadState *ts, _PyInterpreterFrame *f, int throwflag) {
+    const dh_config *cfg = tl_cfg;
+    if (cfg == NULL || dh_tl_busy || throwflag || f->owner != FRAME_OWNED_BY_THREAD ||
+        f->frame_obj != NULL || !frame_not_started(f))
+        return eval_default(ts, f, throwflag);
+    PyCodeObject *code = f->f_code;
+    stats.frames++;
+    dh_cache *c = dh_cache_of(code);
+    if (c == NULL) {
+        PyErr_Clear();
+        return eval_default(ts, f, throwflag);
+    }
+    if (c->skip)
+        return eval_default(ts, f, throwflag);
+    if (c->limit_hit) {
+        stats.limit_fallbacks++;
+        return fallback(ts, f, c->skip_reason);
+    }
+
+    PyObject *values[DH_MAX_SOURCES];
+    void *ptrs[DH_MAX_SOURCES];
+    PyObject *func = frame_func(f);
+    dh_entry *e, *prev = NULL;
+    int r = 0;
+    dh_tl_busy = 1;
+    for (e = c->entries; e != NULL; prev = e, e = e->next) {
+        r = dh_guards_check(e, (PyObject *const *)f->localsplus, f->f_globals, f->f_builtins,
+                            func, values, ptrs);
+        if (r < 0) {
+            PyErr_Clear();
+            r = 0;
+        }
+        if (r == 1)
+            break;
+    }
+    const char *event = "hit";
+    if (e != NULL) {
+        dh_cache_touch(c, prev, e);
+    } else {
+        int limit = cfg->recompile_limit > 0 ? cfg->recompile_limit : dh_default_recompile_limit;
+        if (c->nentries >= limit) {
+            c->limit_hit = 1;
+            free(c->skip_reason);
+            char buf[160];
+            snprintf(buf, sizeof buf, "recompile limit (%d) reached for %s", limit,
+                     PyUnicode_AsUTF8(code->co_name));
+            c->skip_reason = strdup(buf);
+            dh_tl_busy = 0;
+            if (PyErr_WarnFormat(PyExc_RuntimeWarning, 1, "torchc: %s; running eagerly", buf) < 0)
+                PyErr_Clear();
+            stats.limit_fallbacks++;
+            return fallback(ts, f, c->skip_reason);
+        }
+        double t0 = now_ms();
+        e = dh_trace_frame(code, (PyObject *const *)f->localsplus, f->f_globals, f->f_builtins,
+                           func, cfg);
+        if (e == NULL) {
+            /* internal fault: never break the program; report through explain/warning */
+            dh_tl_busy = 0;
+            if (cfg->fullgraph)
+                return FINISH(ts, f, NULL);
+            PyObject *et, *ev, *tb;
+            PyErr_Fetch(&et, &ev, &tb);
+            PyObject *msg = ev ? PyObject_Str(ev) : NULL;
+            char buf[300];
+            snprintf(buf, sizeof buf, "internal error while capturing: %s",
+                     msg ? PyUnicode_AsUTF8(msg) : "?");
+            Py_XDECREF(msg);
+            Py_XDECREF(et);
+            Py_XDECREF(ev);
+            Py_XDECREF(tb);
+            PyErr_Clear();
+            return fallback(ts, f, buf);
+        }
+        e->compile_ms = now_ms() - t0;
+        dh_cache_add(c, e);
+        event = e->fallback ? "fallback" : "compiled";
+        if (e->fallback)
+            stats.fallbacks++;
+        else
+            stats.compiles++;
+        r = dh_guards_check(e, (PyObject *const *)f->localsplus, f->f_globals, f->f_builtins,
+                            func, values, ptrs);
+        if (r != 1) {
+            /* guards that reject the frame they came from: a bug; stay correct */
+            PyErr_Clear();
+            e->fallback = 1;
+            free(e->reason);
+            e->reason = strdup("internal: guards reject their own frame");
+        }
+        if (e->fallback && cfg->fullgraph) {
+            dh_tl_busy = 0;
+            PyErr_Format(PyExc_RuntimeError, "torchc: fullgraph=True but %s could not be captured: %s",
+                         PyUnicode_AsUTF8(code->co_name), e->reason ? e->reason : "?");
+            return FINISH(ts, f, NULL);
+        }
+    }
+    dh_tl_busy = 0;
+    dh_explain_record(code, e, event);
+    if (e->fallback)
+        return eval_default(ts, f, throwflag);
+    stats.hits++;
+    e->hits++;
+    PyObject *res = dh_entry_run(e, values, ptrs);
+    return FINISH(ts, f, res);
+}
+
+/* ---- running an entry -------------------------------------------------------------- */
+
+static PyObject *build_output(const dh_entry *e, int node, PyObject *const *outs,
+                              PyObject *const *values) {
+    const dh_outspec *o = &e->outs[node];
+    switch (o->kind) {
+    case DH_O_GRAPH:
+        return Py_NewRef(outs[o->index]);
+    case DH_O_SOURCE:
+        return Py_NewRef(values[o->index]);
+    case DH_O_CONST:
+        return Py_NewRef(o->obj);
+    case DH_O_TUPLE:
+    case DH_O_LIST: {
+        PyObject *seq = o->kind == DH_O_TUPLE ? PyTuple_New(o->count) : PyList_New(o->count);
+        if (seq == NULL)
+            return NULL;
+        for (int i = 0; i < o->count; i++) {
+            PyObject *item = build_output(e, o->index + i, outs, values);
+            if (item == NULL) {
+                Py_DECREF(seq);
+                return NULL;
+            }
+            if (o->kind == DH_O_TUPLE)
+                PyTuple_SET_ITEM(seq, i, item);
+            else
+                PyList_SET_ITEM(seq, i, item);
+        }
+        return seq;
+    }
+    }
+    PyErr_SetString(PyExc_SystemError, "torchc: bad output spec");
+    return NULL;
+}
+
+PyObject *dh_entry_run(const dh_entry *e, PyObject *const *values, void *const *data_ptrs) {
+    int nout = e->compiled ? ic_compiled_num_outputs(e->compiled) : 0;
+    PyObject *small_outs[16];
+    void *small_ptrs[16 + 16];
+    PyObject **outs = small_outs;
+    void **ptrs = small_ptrs; /* inputs then outputs */
+    PyObject *res = NULL;
+    if (nout > 16 || e->ninputs > 16) {
+        outs = calloc((size_t)nout + 1, sizeof *outs);
+        ptrs = calloc((size_t)e->ninputs + nout + 1, sizeof *ptrs);
+        if (outs == NULL || ptrs == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
+    }
+    for (int i = 0; i < nout; i++)
+        outs[i] = NULL;
+    for (int i = 0; i < e->ninputs; i++)
+        ptrs[i] = data_ptrs[e->input_src[i]];
+    for (int i = 0; i < nout; i++) {
+        const ic_meta *m = ic_compiled_output_meta(e->compiled, i);
+        outs[i] = tc_empty_strided(m->ndim, m->sizes, m->strides, m->dtype, TC_DEV_CPU, 0);
+        if (outs[i] == NULL)
+            goto done;
+        ptrs[e->ninputs + i] = tc_data_ptr(outs[i]);
+    }
+    if (nout > 0) {
+        ic_err err = {0};
+        int rc;
+        Py_BEGIN_ALLOW_THREADS
+        rc = ic_run(e->compiled, ptrs, ptrs + e->ninputs, &err);
+        Py_END_ALLOW_THREADS
+        if (rc != 0) {
+            PyErr_Format(PyExc_RuntimeError, "torchc: compiled kernel failed: %s", err.msg);
+            goto done;
+        }
+    }
+    res = build_output(e, 0, outs, values);
+done:
+    for (int i = 0; i < nout; i++)
+        Py_XDECREF(outs[i]);
+    if (outs != small_outs)
+        free(outs);
+    if (ptrs != small_ptrs)
+        free(ptrs);
+    return res;
+}
+
+/* ---- public API ---------------------------------------------------------------------- */
+
+PyObject *dh_call(PyObject *fn, PyObject *args, PyObject *kwargs, const dh_config *cfg) {
+    PyInterpreterState *interp = PyInterpreterState_Get();
+    if (active_calls == 0) {
+        _PyFrameEvalFunction cur = _PyInterpreterState_GetEvalFrameFunc(interp);
+        if (cur != dh_eval_frame) {
+            prev_eval = cur;
+            _PyInterpreterState_SetEvalFrameFunc(interp, dh_eval_frame);
+        }
+    }
+    active_calls++;
+    const dh_config *saved = tl_cfg;
+    int saved_busy = dh_tl_busy;
+    tl_cfg = cfg;
+    dh_tl_busy = 0;
+    PyObject *res = PyObject_Call(fn, args, kwargs);
+    tl_cfg = saved;
+    dh_tl_busy = saved_busy;
+    if (--active_calls == 0)
+        _PyInterpreterState_SetEvalFrameFunc(interp, prev_eval ? prev_eval : _PyEval_EvalFrameDefault);
+    return res;
+}
+
+int dh_explain_start(void) {
+    if (tl_explain != NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "torchc.explain is already running on this thread");
+        return -1;
+    }
+    tl_explain = PyList_New(0);
+    return tl_explain ? 0 : -1;
+}
+
+PyObject *dh_explain_stop(void) {
+    PyObject *l = tl_explain;
+    tl_explain = NULL;
+    if (l == NULL)
+        return PyList_New(0);
+    return l;
+}
+
+PyObject *dh_stats(void) {
+    return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K}", "frames", stats.frames, "hits", stats.hits,
+                         "compiles", stats.compiles, "fallbacks", stats.fallbacks,
+                         "limit_fallbacks", stats.limit_fallbacks);
+}
+
+void dh_reset(void) {
+    dh_cache_reset_all();
+    memset(&stats, 0, sizeof stats);
+}
+
+int dh_init(PyObject *module) {
+    if (dh_cache_init() < 0)
+        return -1;
+    if (dh_symbolic_init() < 0)
+        return -1;
+    return 0;
+}

@@ -1,0 +1,262 @@
+/* guards.c — resolve sources and evaluate an entry's guard list in C.
+ *
+ * Sources are resolved in order (a source's base always precedes it), each to a borrowed
+ * reference stored in values[]; guards then test those values. Attribute sources on
+ * nn.Module look in the instance dict and _parameters/_buffers/_modules directly, so a
+ * guard check never runs Python code.
+ */
+#include "dh_internal.h"
+
+#include <string.h>
+
+static PyObject *str_parameters, *str_buffers, *str_modules, *str_dict;
+
+static int init_strings(void) {
+    if (str_parameters)
+        return 0;
+    str_parameters = PyUnicode_InternFromString("_parameters");
+    str_buffers = PyUnicode_InternFromString("_buffers");
+    str_modules = PyUnicode_InternFromString("_modules");
+    str_dict = PyUnicode_InternFromString("__dict__");
+    return str_parameters && str_buffers && str_modules && str_dict ? 0 : -1;
+}
+
+/* getattr without running Python: instance __dict__ first (after data descriptors are
+ * ruled out by the trace), then nn.Module's _parameters/_buffers/_modules. New ref. */
+PyObject *dh_module_getattr(PyObject *obj, PyObject *name) {
+    if (init_strings() < 0) {
+        PyErr_Clear();
+        return NULL;
+    }
+    PyObject **dictptr = _PyObject_GetDictPtr(obj);
+    PyObject *dict = dictptr ? *dictptr : NULL;
+    if (dict == NULL)
+        return NULL;
+    PyObject *v = PyDict_GetItemWithError(dict, name);
+    if (v != NULL)
+        return Py_NewRef(v);
+    if (PyErr_Occurred()) {
+        PyErr_Clear();
+        return NULL;
+    }
+    PyObject *subs[3] = {str_parameters, str_buffers, str_modules};
+    for (int i = 0; i < 3; i++) {
+        PyObject *d = PyDict_GetItemWithError(dict, subs[i]);
+        if (d == NULL || !PyDict_Check(d)) {
+            PyErr_Clear();
+            continue;
+        }
+        v = PyDict_GetItemWithError(d, name);
+        if (v != NULL)
+            return Py_NewRef(v);
+        PyErr_Clear();
+    }
+    return NULL;
+}
+
+/* Borrowed result (kept alive by its container for the duration of the call), or NULL
+ * when the value is missing. ATTR results are new references owned by... see below. */
+PyObject *dh_source_resolve(const dh_source *s, PyObject *const *values,
+                            PyObject *const *localsplus, PyObject *globals, PyObject *builtins,
+                            PyObject *func) {
+    switch (s->kind) {
+    case DH_S_LOCAL:
+        return localsplus[s->index];
+    case DH_S_GLOBAL: {
+        PyObject *v = PyDict_GetItemWithError(globals, s->name);
+        if (v == NULL && !PyErr_Occurred() && PyDict_Check(builtins))
+            v = PyDict_GetItemWithError(builtins, s->name);
+        if (v == NULL)
+            PyErr_Clear();
+        return v;
+    }
+    case DH_S_ATTR: {
+        PyObject *base = values[s->base];
+        if (base == NULL)
+            return NULL;
+        PyObject *v = dh_module_getattr(base, s->name);
+        if (v == NULL && PyModule_Check(base)) {
+            v = PyObject_GetAttr(base, s->name);
+            if (v == NULL)
+                PyErr_Clear();
+        }
+        /* The attribute is owned by the object's dict (or module), which the frame keeps
+         * alive during the call; hand out a borrowed reference. */
+        Py_XDECREF(v);
+        return v;
+    }
+    case DH_S_ITEM: {
+        PyObject *base = values[s->base];
+        if (base == NULL)
+            return NULL;
+        if (PyTuple_CheckExact(base) && s->index < PyTuple_GET_SIZE(base))
+            return PyTuple_GET_ITEM(base, s->index);
+        if (PyList_CheckExact(base) && s->index < PyList_GET_SIZE(base))
+            return PyList_GET_ITEM(base, s->index);
+        return NULL;
+    }
+    case DH_S_CLOSURE: {
+        if (func == NULL || !PyFunction_Check(func))
+            return NULL;
+        PyObject *cl = PyFunction_GET_CLOSURE(func);
+        if (cl == NULL || s->index >= PyTuple_GET_SIZE(cl))
+            return NULL;
+        PyObject *cell = PyTuple_GET_ITEM(cl, s->index);
+        return PyCell_Check(cell) ? PyCell_GET(cell) : NULL;
+    }
+    }
+    return NULL;
+}
+
+static int const_equal(PyObject *a, PyObject *b) {
+    if (a == b)
+        return 1;
+    if (Py_TYPE(a) != Py_TYPE(b))
+        return 0;
+    if (PyFloat_CheckExact(a)) /* NaN-safe and exact: compare bits */
+        return memcmp(&((PyFloatObject *)a)->ob_fval, &((PyFloatObject *)b)->ob_fval,
+                      sizeof(double)) == 0;
+    if (PyTuple_CheckExact(a)) {
+        if (PyTuple_GET_SIZE(a) != PyTuple_GET_SIZE(b))
+            return 0;
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(a); i++)
+            if (!const_equal(PyTuple_GET_ITEM(a, i), PyTuple_GET_ITEM(b, i)))
+                return 0;
+        return 1;
+    }
+    int r = PyObject_RichCompareBool(a, b, Py_EQ);
+    if (r < 0) {
+        PyErr_Clear();
+        return 0;
+    }
+    return r;
+}
+
+static int tensor_matches(PyObject *v, const tc_meta *want, void **data) {
+    if (!tc_is_tensor(v))
+        return 0;
+    tc_meta m;
+    tc_tensor_meta(v, &m);
+    if (m.flags || m.dtype != want->dtype || m.device_type != want->device_type ||
+        m.device_index != want->device_index || m.ndim != want->ndim ||
+        m.requires_grad != want->requires_grad)
+        return 0;
+    for (int d = 0; d < m.ndim; d++)
+        if (m.sizes[d] != want->sizes[d] || (m.strides[d] != want->strides[d] && m.sizes[d] > 1))
+            return 0;
+    *data = m.data;
+    return 1;
+}
+
+int dh_guards_check(const dh_entry *e, PyObject *const *localsplus, PyObject *globals,
+                    PyObject *builtins, PyObject *func, PyObject **values, void **data_ptrs) {
+    for (int i = 0; i < e->nsources; i++) {
+        values[i] = dh_source_resolve(&e->sources[i], values, localsplus, globals, builtins, func);
+        data_ptrs[i] = NULL;
+    }
+    for (int i = 0; i < e->nguards; i++) {
+        const dh_guard *g = &e->guards[i];
+        PyObject *v = g->kind == DH_G_GRAD_MODE ? NULL : values[g->src];
+        switch (g->kind) {
+        case DH_G_TENSOR:
+            if (v == NULL || !tensor_matches(v, &g->meta, &data_ptrs[g->src]))
+                return 0;
+            break;
+        case DH_G_ID: {
+            PyObject *want = g->weak ? PyWeakref_GetObject(g->obj) : g->obj;
+            if (v == NULL || v != want)
+                return 0;
+            break;
+        }
+        case DH_G_CONST:
+            if (v == NULL || !const_equal(v, g->obj))
+                return 0;
+            break;
+        case DH_G_TYPE:
+            if (v == NULL || (PyObject *)Py_TYPE(v) != g->obj)
+                return 0;
+            break;
+        case DH_G_GRAD_MODE:
+            if (tc_grad_enabled() != g->value)
+                return 0;
+            break;
+        }
+    }
+    return 1;
+}
+
+static PyObject *source_str(const dh_entry *e, int i) {
+    const dh_source *s = &e->sources[i];
+    PyObject *base = NULL, *r = NULL;
+    switch (s->kind) {
+    case DH_S_LOCAL:
+        return PyUnicode_FromFormat("L[%zd]", s->index);
+    case DH_S_GLOBAL:
+        return PyUnicode_FromFormat("G[%R]", s->name);
+    case DH_S_CLOSURE:
+        return PyUnicode_FromFormat("closure[%zd]", s->index);
+    case DH_S_ATTR:
+        base = source_str(e, s->base);
+        r = base ? PyUnicode_FromFormat("%U.%U", base, s->name) : NULL;
+        break;
+    case DH_S_ITEM:
+        base = source_str(e, s->base);
+        r = base ? PyUnicode_FromFormat("%U[%zd]", base, s->index) : NULL;
+        break;
+    }
+    Py_XDECREF(base);
+    return r;
+}
+
+PyObject *dh_guards_describe(const dh_entry *e) {
+    PyObject *list = PyList_New(0), *src = NULL, *item = NULL;
+    if (list == NULL)
+        return NULL;
+    for (int i = 0; i < e->nguards; i++) {
+        const dh_guard *g = &e->guards[i];
+        if (g->kind != DH_G_GRAD_MODE) {
+            src = source_str(e, g->src);
+            if (src == NULL)
+                goto error;
+        }
+        switch (g->kind) {
+        case DH_G_TENSOR: {
+            char shape[256] = "", *p = shape;
+            for (int d = 0; d < g->meta.ndim && p < shape + 200; d++)
+                p += snprintf(p, 24, d ? ", %lld" : "%lld", (long long)g->meta.sizes[d]);
+            char strides[256] = "";
+            p = strides;
+            for (int d = 0; d < g->meta.ndim && p < strides + 200; d++)
+                p += snprintf(p, 24, d ? ", %lld" : "%lld", (long long)g->meta.strides[d]);
+            item = PyUnicode_FromFormat(
+                "TENSOR_MATCH %U: dtype=%s device=%s:%d shape=(%s) stride=(%s) requires_grad=%d",
+                src, ic_dtype_name((ic_dtype)g->meta.dtype),
+                g->meta.device_type == TC_DEV_CUDA ? "cuda" : "cpu", g->meta.device_index, shape,
+                strides, g->meta.requires_grad);
+            break;
+        }
+        case DH_G_ID:
+            item = PyUnicode_FromFormat("ID_MATCH %U", src);
+            break;
+        case DH_G_CONST:
+            item = PyUnicode_FromFormat("CONSTANT_MATCH %U == %R", src, g->obj);
+            break;
+        case DH_G_TYPE:
+            item = PyUnicode_FromFormat("TYPE_MATCH %U: %s", src, ((PyTypeObject *)g->obj)->tp_name);
+            break;
+        case DH_G_GRAD_MODE:
+            item = PyUnicode_FromFormat("GLOBAL_STATE grad_mode=%d", g->value);
+            break;
+        }
+        Py_CLEAR(src);
+        if (item == NULL || PyList_Append(list, item) < 0)
+            goto error;
+        Py_CLEAR(item);
+    }
+    return list;
+error:
+    Py_XDECREF(src);
+    Py_XDECREF(item);
+    Py_DECREF(list);
+    return NULL;
+}

@@ -1,0 +1,87 @@
+/* sym.h — the symbolic interpreter's values and trace state, shared by symbolic.c (the
+ * bytecode loop), variables.c (wrapping Python values, sources, guards) and torch_ops.c
+ * (torch calls lowered to inductor_c graph builders). */
+#ifndef DH_SYM_H
+#define DH_SYM_H
+
+#include "dh_internal.h"
+
+/* Tracked values. Python objects in vars are borrowed from t->keep (owned there). */
+typedef enum vkind {
+    V_UNSET,  /* local not read yet (lazily wrapped from the frame) or unbound */
+    V_NULL,   /* the NULL of PUSH_NULL / LOAD_GLOBAL / LOAD_ATTR method bit */
+    V_TENSOR, /* graph value */
+    V_CONST,  /* Python constant (int, float, bool, None, str, tuple, dtype, Size, ...) */
+    V_SEQ,    /* tuple/list holding tracked values */
+    V_OBJ,    /* Python module or nn.Module instance (attribute access) */
+    V_FUNC,   /* callable: torch op handler (op >= 0) or builtin/const callable (op < 0) */
+    V_METHOD, /* bound method of a tracked value: self + name */
+    V_ITER    /* iterator over items (range/tuple/SEQ) */
+} vkind;
+
+typedef struct var {
+    vkind kind;
+    int src;        /* source index or -1 */
+    ic_val val;     /* TENSOR */
+    int op;         /* FUNC: torch op table index, or -1 */
+    int is_list;    /* SEQ */
+    int n;          /* SEQ / ITER: item count */
+    int pos;        /* ITER: next item */
+    PyObject *obj;  /* CONST value, OBJ object, FUNC callable, METHOD name (str) */
+    struct var *items; /* SEQ/ITER items; METHOD: items[0] is self */
+} var;
+
+#define DH_SRC_MAX 512
+
+typedef struct trace {
+    PyCodeObject *code;
+    PyObject *const *localsplus;
+    PyObject *globals, *builtins, *func;
+    const dh_config *cfg;
+    ic_graph *g;
+    dh_source *src;
+    int nsrc, capsrc;
+    dh_guard *guards;
+    int nguards, capguards;
+    int *input_src;
+    int ninputs, capinputs;
+    PyObject *keep; /* list: owns every object a var points at */
+    /* per-value facts */
+    unsigned char *view_of_input; /* indexed by ic_val */
+    int capvals;
+    var srcvar[DH_SRC_MAX];           /* the tracked value of each source */
+    unsigned char srcdone[DH_SRC_MAX];
+    char reason[300];
+    int failed;
+    long steps;
+} trace;
+
+/* variables.c */
+int sym_fail(trace *t, const char *fmt, ...); /* records the first reason; returns -1 */
+PyObject *sym_keep(trace *t, PyObject *o);    /* steals o into t->keep; borrowed result */
+var *sym_alloc(trace *t, int n);              /* zeroed vars living as long as the trace */
+int sym_source(trace *t, dh_srckind kind, int base, Py_ssize_t index, PyObject *name);
+int sym_guard_const(trace *t, int src, PyObject *value);
+int sym_guard_id(trace *t, int src, PyObject *obj);
+/* Wraps a Python value that came from source src (or -1: a constant needing no guard). */
+int sym_wrap(trace *t, PyObject *o, int src, var *out);
+int sym_const(trace *t, PyObject *o, var *out); /* steals o */
+int sym_is_number(const var *v);
+void sym_mark_view(trace *t, ic_val out, ic_val in);
+int sym_is_view_of_input(trace *t, ic_val v);
+int sym_check_graph(trace *t); /* fails the trace if the graph is in error */
+PyObject *sym_dtype_object(ic_dtype d);      /* borrowed torch.dtype */
+int sym_dtype_from_object(PyObject *o);      /* ic_dtype or -1 */
+int sym_variables_init(void);
+
+/* torch_ops.c */
+int sym_ops_init(void);
+int sym_func_op(PyObject *callable);                 /* op index for torch.X / F.X, or -1 */
+int sym_method_op(PyObject *name);                   /* op index for Tensor.X, or -1 */
+int sym_call(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out);
+int sym_binary(trace *t, int nb_op, const var *a, const var *b, var *out); /* BINARY_OP */
+int sym_compare(trace *t, int cmp, const var *a, const var *b, var *out);
+int sym_tensor_attr(trace *t, const var *x, PyObject *name, var *out);
+int sym_neg(trace *t, const var *a, var *out);
+
+#endif

@@ -1,0 +1,935 @@
+/* symbolic.c — the bytecode symbolic interpreter (CPython 3.11 and 3.12).
+ *
+ * Requires: a frame that has not started (locals = bound arguments).
+ * Produces: an inductor_c graph, the sources/guards it was specialized on, and an output
+ *           spec; or a fallback entry whose reason says what stopped the capture. The
+ *           guards of a fallback entry cover the path traced so far, so the same inputs
+ *           skip the capture next time.
+ * Opcodes are identified by name through dis.opmap at init (one table for both versions);
+ * inline cache sizes come from dis._inline_cache_entries.
+ */
+#include "sym.h"
+
+#include <string.h>
+
+/* opcode names we interpret (X-macro): one enum, looked up by name at init */
+#define DH_OPCODES(X)                                                                     \
+    X(NOP) X(RESUME) X(CACHE) X(PRECALL) X(PUSH_NULL) X(POP_TOP) X(COPY) X(SWAP)          \
+    X(LOAD_CONST) X(RETURN_CONST) X(LOAD_FAST) X(LOAD_FAST_CHECK) X(LOAD_FAST_AND_CLEAR)  \
+    X(STORE_FAST) X(DELETE_FAST) X(LOAD_GLOBAL) X(LOAD_ATTR) X(LOAD_METHOD) X(KW_NAMES)   \
+    X(CALL) X(BINARY_OP) X(COMPARE_OP) X(IS_OP) X(CONTAINS_OP) X(UNARY_NEGATIVE)          \
+    X(UNARY_NOT) X(BUILD_TUPLE) X(BUILD_LIST) X(LIST_EXTEND) X(LIST_TO_TUPLE)             \
+    X(BINARY_SUBSCR) X(UNPACK_SEQUENCE) X(RETURN_VALUE) X(POP_JUMP_IF_FALSE)              \
+    X(POP_JUMP_IF_TRUE) X(POP_JUMP_IF_NONE) X(POP_JUMP_IF_NOT_NONE)                       \
+    X(POP_JUMP_FORWARD_IF_FALSE) X(POP_JUMP_FORWARD_IF_TRUE) X(POP_JUMP_FORWARD_IF_NONE)  \
+    X(POP_JUMP_FORWARD_IF_NOT_NONE) X(POP_JUMP_BACKWARD_IF_FALSE)                         \
+    X(POP_JUMP_BACKWARD_IF_TRUE) X(POP_JUMP_BACKWARD_IF_NONE)                             \
+    X(POP_JUMP_BACKWARD_IF_NOT_NONE) X(JUMP_FORWARD) X(JUMP_BACKWARD)                     \
+    X(JUMP_BACKWARD_NO_INTERRUPT) X(JUMP_IF_FALSE_OR_POP) X(JUMP_IF_TRUE_OR_POP)          \
+    X(GET_ITER) X(FOR_ITER) X(END_FOR) X(EXTENDED_ARG) X(MAKE_CELL) X(COPY_FREE_VARS)     \
+    X(LOAD_DEREF) X(STORE_DEREF) X(LOAD_CLOSURE)
+
+enum {
+    OP_UNKNOWN = 0,
+#define X(n) OP_##n,
+    DH_OPCODES(X)
+#undef X
+    OP_COUNT_
+};
+
+static unsigned char optab[256];   /* CPython opcode → OP_* */
+static unsigned char ncaches[256]; /* inline cache entries after each opcode */
+static const char *opnames[256];   /* for reasons */
+
+int dh_symbolic_init(void) {
+    PyObject *dis = NULL, *opmap = NULL, *caches = NULL;
+    int rc = -1;
+    static const char *names[] = {
+        "",
+#define X(n) #n,
+        DH_OPCODES(X)
+#undef X
+    };
+    if (sym_variables_init() < 0 || sym_ops_init() < 0)
+        return -1;
+    dis = PyImport_ImportModule("dis");
+    if (dis == NULL)
+        goto error;
+    opmap = PyObject_GetAttrString(dis, "opmap");
+    caches = PyObject_GetAttrString(dis, "_inline_cache_entries");
+    if (opmap == NULL || caches == NULL)
+        goto error;
+    PyObject *k, *v;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(opmap, &pos, &k, &v)) {
+        long code = PyLong_AsLong(v);
+        if (code < 0 || code > 255)
+            continue;
+        const char *s = PyUnicode_AsUTF8(k);
+        opnames[code] = s; /* opmap keys are interned and live as long as dis */
+        for (int i = 1; i < OP_COUNT_; i++)
+            if (strcmp(names[i], s) == 0)
+                optab[code] = (unsigned char)i;
+    }
+    Py_ssize_t n = PySequence_Size(caches);
+    for (Py_ssize_t i = 0; i < n && i < 256; i++) {
+        PyObject *c = PySequence_GetItem(caches, i);
+        if (c == NULL)
+            goto error;
+        ncaches[i] = (unsigned char)PyLong_AsLong(c);
+        Py_DECREF(c);
+    }
+    Py_INCREF(opmap); /* keep the names alive for opnames[] */
+    rc = 0;
+error:
+    Py_XDECREF(dis);
+    Py_XDECREF(opmap);
+    Py_XDECREF(caches);
+    return rc;
+}
+
+/* ---- frames of the symbolic interpreter ------------------------------------------ */
+
+#define STACK_MAX 256
+
+typedef struct sframe {
+    PyCodeObject *code;
+    var *locals;
+    int nlocals;
+    var stack[STACK_MAX];
+    int sp;
+    PyObject *kwnames; /* pending KW_NAMES (borrowed from co_consts) */
+    int top;           /* the frame being compiled (locals come from the real frame) */
+} sframe;
+
+#define PUSH(v)                                            \
+    do {                                                   \
+        if (f->sp >= STACK_MAX)                            \
+            return sym_fail(t, "symbolic stack overflow"); \
+        f->stack[f->sp++] = (v);                           \
+    } while (0)
+#define POP() (f->stack[--f->sp])
+#define PEEK(n) (f->stack[f->sp - (n)])
+#define NEED(n)                                                \
+    do {                                                       \
+        if (f->sp < (n))                                       \
+            return sym_fail(t, "symbolic stack underflow");   \
+    } while (0)
+
+static var null_var(void) {
+    var v;
+    memset(&v, 0, sizeof v);
+    v.kind = V_NULL;
+    v.src = -1;
+    return v;
+}
+
+/* Reads local i: the real frame's value wrapped on first use. */
+static int load_local(trace *t, sframe *f, int i, var *out) {
+    if (i < 0 || i >= f->nlocals)
+        return sym_fail(t, "bad local index");
+    var *l = &f->locals[i];
+    if (l->kind == V_UNSET && f->top) {
+        PyObject *o = t->localsplus[i];
+        if (o == NULL)
+            return sym_fail(t, "local read before assignment");
+        int s = sym_source(t, DH_S_LOCAL, -1, i, NULL);
+        if (s < 0 || sym_wrap(t, o, s, l) < 0)
+            return -1;
+    } else if (l->kind == V_UNSET) {
+        return sym_fail(t, "local read before assignment");
+    }
+    *out = *l;
+    return 0;
+}
+
+static int truthy(trace *t, const var *v, int *out) {
+    if (v->kind == V_CONST) {
+        int r = PyObject_IsTrue(v->obj);
+        if (r < 0) {
+            PyErr_Clear();
+            return sym_fail(t, "truth value of a constant raised");
+        }
+        *out = r;
+        return 0;
+    }
+    if (v->kind == V_SEQ) {
+        *out = v->n != 0;
+        return 0;
+    }
+    if (v->kind == V_OBJ || v->kind == V_FUNC) {
+        *out = 1;
+        return 0;
+    }
+    if (v->kind == V_TENSOR)
+        return sym_fail(t, "data-dependent branch on a tensor (graph break not supported yet)");
+    return sym_fail(t, "branch on an unsupported value");
+}
+
+static int load_attr(trace *t, const var *o, PyObject *name, var *out) {
+    switch (o->kind) {
+    case V_TENSOR:
+        return sym_tensor_attr(t, o, name, out);
+    case V_OBJ: {
+        if (PyModule_Check(o->obj)) {
+            PyObject *a = PyObject_GetAttr(o->obj, name);
+            if (a == NULL) {
+                PyErr_Clear();
+                return sym_fail(t, "module has no attribute %U", name);
+            }
+            int rc = sym_wrap(t, a, -1, out);
+            Py_DECREF(a);
+            return rc;
+        }
+        /* nn.Module: no data descriptor may shadow the instance attribute */
+        PyObject *descr = _PyType_Lookup(Py_TYPE(o->obj), name);
+        if (descr != NULL) {
+            if (Py_TYPE(descr)->tp_descr_set != NULL)
+                return sym_fail(t, "property/descriptor %U on %s not supported", name,
+                                Py_TYPE(o->obj)->tp_name);
+            if (PyFunction_Check(descr))
+                return sym_fail(t, "method %s.%U (inlining) not supported yet",
+                                Py_TYPE(o->obj)->tp_name, name);
+        }
+        PyObject *a = dh_module_getattr(o->obj, name);
+        if (a == NULL) {
+            if (descr != NULL)
+                return sym_fail(t, "class attribute %U not supported", name);
+            return sym_fail(t, "attribute %U not found", name);
+        }
+        int s = sym_source(t, DH_S_ATTR, o->src, 0, name);
+        int rc = s < 0 ? -1 : sym_wrap(t, a, s, out);
+        Py_DECREF(a);
+        return rc;
+    }
+    case V_CONST: {
+        /* attributes of constants: only plain data of immutable builtins */
+        if (PyFloat_CheckExact(o->obj) || PyLong_CheckExact(o->obj)) {
+            const char *n = PyUnicode_AsUTF8(name);
+            if (!strcmp(n, "real") || !strcmp(n, "imag"))
+                return sym_const(t, PyObject_GetAttr(o->obj, name), out);
+        }
+        const char *n = PyUnicode_AsUTF8(name);
+        if (strcmp(Py_TYPE(o->obj)->tp_name, "torch.dtype") == 0 &&
+            (!strcmp(n, "is_floating_point") || !strcmp(n, "itemsize") || !strcmp(n, "is_complex")))
+            return sym_const(t, PyObject_GetAttr(o->obj, name), out);
+        return sym_fail(t, "attribute %U of %s constant not supported", name, Py_TYPE(o->obj)->tp_name);
+    }
+    default:
+        return sym_fail(t, "attribute %U of an unsupported value", name);
+    }
+}
+
+static int subscr(trace *t, const var *c, const var *k, var *out) {
+    if (c->kind == V_CONST && k->kind == V_CONST &&
+        (PyTuple_Check(c->obj) || PyList_CheckExact(c->obj) || PyUnicode_CheckExact(c->obj)) &&
+        (PyLong_Check(k->obj) || PySlice_Check(k->obj))) {
+        PyObject *r = PyObject_GetItem(c->obj, k->obj);
+        if (r == NULL) {
+            PyErr_Clear();
+            return sym_fail(t, "constant subscript raised");
+        }
+        return sym_const(t, r, out);
+    }
+    if (c->kind == V_SEQ && k->kind == V_CONST && PyLong_CheckExact(k->obj)) {
+        long i = PyLong_AsLong(k->obj);
+        if (i < 0)
+            i += c->n;
+        if (i < 0 || i >= c->n)
+            return sym_fail(t, "index out of range");
+        *out = c->items[i];
+        return 0;
+    }
+    if (c->kind == V_TENSOR)
+        return sym_fail(t, "tensor indexing not supported yet");
+    return sym_fail(t, "subscript of an unsupported value");
+}
+
+static int build_seq(trace *t, sframe *f, int n, int is_list, var *out) {
+    int allconst = 1;
+    for (int i = 0; i < n; i++)
+        if (PEEK(n - i).kind != V_CONST)
+            allconst = 0;
+    if (allconst && !is_list) {
+        PyObject *tup = PyTuple_New(n);
+        if (tup == NULL)
+            return -1;
+        for (int i = 0; i < n; i++)
+            PyTuple_SET_ITEM(tup, i, Py_NewRef(PEEK(n - i).obj));
+        f->sp -= n;
+        return sym_const(t, tup, out);
+    }
+    var *items = sym_alloc(t, n);
+    if (items == NULL)
+        return -1;
+    for (int i = 0; i < n; i++)
+        items[i] = PEEK(n - i);
+    f->sp -= n;
+    memset(out, 0, sizeof *out);
+    out->kind = V_SEQ;
+    out->src = -1;
+    out->is_list = is_list;
+    out->n = n;
+    out->items = items;
+    return 0;
+}
+
+static int to_items(trace *t, const var *v, var **items, int *n) {
+    if (v->kind == V_SEQ || v->kind == V_ITER) {
+        *items = v->items + (v->kind == V_ITER ? v->pos : 0);
+        *n = v->n - (v->kind == V_ITER ? v->pos : 0);
+        return 0;
+    }
+    if (v->kind == V_CONST && (PyTuple_Check(v->obj) || PyList_CheckExact(v->obj) ||
+                               PyRange_Check(v->obj))) {
+        PyObject *seq = PySequence_Fast(v->obj, "");
+        if (seq == NULL)
+            return -1;
+        Py_ssize_t k = PySequence_Fast_GET_SIZE(seq);
+        if (k > 4096) {
+            Py_DECREF(seq);
+            return sym_fail(t, "constant sequence too long to unroll");
+        }
+        var *it = sym_alloc(t, (int)k);
+        if (it == NULL) {
+            Py_DECREF(seq);
+            return -1;
+        }
+        for (Py_ssize_t i = 0; i < k; i++)
+            if (sym_const(t, Py_NewRef(PySequence_Fast_GET_ITEM(seq, i)), &it[i]) < 0) {
+                Py_DECREF(seq);
+                return -1;
+            }
+        Py_DECREF(seq);
+        *items = it;
+        *n = (int)k;
+        return 0;
+    }
+    if (v->kind == V_TENSOR)
+        return sym_fail(t, "iterating over a tensor not supported yet");
+    return sym_fail(t, "iteration over an unsupported value");
+}
+
+/* ---- the interpreter loop ---------------------------------------------------------- */
+
+static int run(trace *t, sframe *f, var *result) {
+    PyObject *bytes = PyCode_GetCode(f->code);
+    if (bytes == NULL)
+        return -1;
+    /* keep the deoptimized bytes alive for the trace */
+    if (sym_keep(t, bytes) == NULL)
+        return -1;
+    const unsigned char *code = (const unsigned char *)PyBytes_AS_STRING(bytes);
+    int ninstr = (int)(PyBytes_GET_SIZE(bytes) / 2);
+    PyObject *consts = f->code->co_consts, *names = f->code->co_names;
+    int pc = 0, ext = 0;
+    while (pc < ninstr) {
+        if (++t->steps > 200000)
+            return sym_fail(t, "trace too long (loop unrolled too far)");
+        int opcode = code[2 * pc];
+        int oparg = code[2 * pc + 1] | ext;
+        int next = pc + 1 + ncaches[opcode];
+        int op = optab[opcode];
+        ext = 0;
+        var a, b, c;
+        switch (op) {
+        case OP_EXTENDED_ARG:
+            ext = oparg << 8;
+            break;
+        case OP_NOP:
+        case OP_RESUME:
+        case OP_CACHE:
+        case OP_PRECALL:
+        case OP_MAKE_CELL:
+            break;
+        case OP_COPY_FREE_VARS: {
+            /* free variables are the last oparg slots; read them through the closure */
+            if (!f->top)
+                return sym_fail(t, "closures in inlined frames not supported yet");
+            int first = f->nlocals - oparg;
+            for (int i = 0; i < oparg; i++) {
+                PyObject *fn = t->func;
+                PyObject *cl = fn && PyFunction_Check(fn) ? PyFunction_GET_CLOSURE(fn) : NULL;
+                if (cl == NULL || i >= PyTuple_GET_SIZE(cl))
+                    return sym_fail(t, "missing closure");
+                PyObject *cell = PyTuple_GET_ITEM(cl, i);
+                PyObject *o = PyCell_GET(cell);
+                if (o == NULL) {
+                    f->locals[first + i].kind = V_NULL; /* empty cell: unbound */
+                    continue;
+                }
+                int s = sym_source(t, DH_S_CLOSURE, -1, i, NULL);
+                if (s < 0 || sym_wrap(t, o, s, &f->locals[first + i]) < 0)
+                    return -1;
+            }
+            break;
+        }
+        case OP_PUSH_NULL:
+            PUSH(null_var());
+            break;
+        case OP_POP_TOP:
+            NEED(1);
+            (void)POP();
+            break;
+        case OP_END_FOR:
+            NEED(2);
+            f->sp -= 2;
+            break;
+        case OP_COPY:
+            NEED(oparg);
+            a = PEEK(oparg);
+            PUSH(a);
+            break;
+        case OP_SWAP:
+            NEED(oparg);
+            a = PEEK(1);
+            PEEK(1) = PEEK(oparg);
+            PEEK(oparg) = a;
+            break;
+        case OP_LOAD_CONST:
+            if (sym_const(t, Py_NewRef(PyTuple_GET_ITEM(consts, oparg)), &a) < 0)
+                return -1;
+            PUSH(a);
+            break;
+        case OP_RETURN_CONST:
+            return sym_const(t, Py_NewRef(PyTuple_GET_ITEM(consts, oparg)), result);
+        case OP_RETURN_VALUE:
+            NEED(1);
+            *result = POP();
+            return 0;
+        case OP_LOAD_FAST:
+        case OP_LOAD_FAST_CHECK:
+        case OP_LOAD_DEREF:
+        case OP_LOAD_CLOSURE:
+            if (load_local(t, f, oparg, &a) < 0)
+                return -1;
+            if (a.kind == V_NULL)
+                return sym_fail(t, "free variable referenced before assignment");
+            PUSH(a);
+            break;
+        case OP_LOAD_FAST_AND_CLEAR: /* 3.12 inlined comprehensions */
+            if (oparg >= f->nlocals)
+                return sym_fail(t, "bad local");
+            if (f->locals[oparg].kind == V_UNSET && f->top && t->localsplus[oparg] != NULL) {
+                if (load_local(t, f, oparg, &a) < 0)
+                    return -1;
+            } else {
+                a = f->locals[oparg].kind == V_UNSET ? null_var() : f->locals[oparg];
+            }
+            f->locals[oparg] = null_var();
+            f->locals[oparg].kind = V_UNSET;
+            PUSH(a);
+            break;
+        case OP_STORE_FAST:
+        case OP_STORE_DEREF:
+            NEED(1);
+            if (oparg >= f->nlocals)
+                return sym_fail(t, "bad local");
+            a = POP();
+            if (a.kind == V_NULL) {
+                /* restoring a cleared slot (LOAD_FAST_AND_CLEAR of an unbound local) */
+                f->locals[oparg].kind = V_UNSET;
+                break;
+            }
+            f->locals[oparg] = a;
+            break;
+        case OP_DELETE_FAST:
+            f->locals[oparg].kind = V_UNSET;
+            break;
+        case OP_LOAD_GLOBAL: {
+            PyObject *name = PyTuple_GET_ITEM(names, oparg >> 1);
+            if (oparg & 1)
+                PUSH(null_var());
+            int s = sym_source(t, DH_S_GLOBAL, -1, 0, name);
+            if (s < 0)
+                return -1;
+            PyObject *o = dh_source_resolve(&t->src[s], NULL, NULL, t->globals, t->builtins, NULL);
+            if (o == NULL)
+                return sym_fail(t, "global %U not found (eager will raise)", name);
+            if (sym_wrap(t, o, s, &a) < 0)
+                return -1;
+            PUSH(a);
+            break;
+        }
+        case OP_LOAD_ATTR:
+        case OP_LOAD_METHOD: {
+            NEED(1);
+            int method = op == OP_LOAD_METHOD || (DH_PY312 && (oparg & 1));
+            PyObject *name = PyTuple_GET_ITEM(names, DH_PY312 && op == OP_LOAD_ATTR ? oparg >> 1 : oparg);
+            a = POP();
+            if (load_attr(t, &a, name, &b) < 0)
+                return -1;
+            if (method)
+                PUSH(null_var());
+            PUSH(b);
+            break;
+        }
+        case OP_KW_NAMES:
+            f->kwnames = PyTuple_GET_ITEM(consts, oparg);
+            break;
+        case OP_CALL: {
+            NEED(oparg + 2);
+            var *args = &f->stack[f->sp - oparg];
+            var *callable = &PEEK(oparg + 1);
+            var *maybe = &PEEK(oparg + 2);
+            var *fnv;
+            var *argv = args;
+            int nargs = oparg;
+            if (maybe->kind != V_NULL) { /* [method, self, args...] */
+                fnv = maybe;
+                argv = callable;
+                nargs = oparg + 1;
+            } else {
+                fnv = callable;
+            }
+            var fn = *fnv;
+            var *copy = sym_alloc(t, nargs);
+            if (copy == NULL)
+                return -1;
+            memcpy(copy, argv, (size_t)nargs * sizeof *copy);
+            PyObject *kw = f->kwnames;
+            f->kwnames = NULL;
+            f->sp -= oparg + 2;
+            if (sym_call(t, &fn, copy, nargs, kw, &a) < 0)
+                return -1;
+            PUSH(a);
+            break;
+        }
+        case OP_BINARY_OP:
+            NEED(2);
+            b = POP();
+            a = POP();
+            if (sym_binary(t, oparg, &a, &b, &c) < 0)
+                return -1;
+            PUSH(c);
+            break;
+        case OP_COMPARE_OP:
+            NEED(2);
+            b = POP();
+            a = POP();
+            if (sym_compare(t, DH_PY312 ? oparg >> 4 : oparg, &a, &b, &c) < 0)
+                return -1;
+            PUSH(c);
+            break;
+        case OP_IS_OP: {
+            NEED(2);
+            b = POP();
+            a = POP();
+            int same;
+            if (a.kind == V_CONST && b.kind == V_CONST)
+                same = a.obj == b.obj;
+            else if ((a.kind == V_CONST && a.obj == Py_None) || (b.kind == V_CONST && b.obj == Py_None))
+                same = a.kind == b.kind && a.obj == b.obj; /* a tracked non-const is never None */
+            else if (a.kind == V_TENSOR && b.kind == V_TENSOR)
+                same = a.val == b.val && ic_value_op(t->g, a.val) == IC_OP_INPUT ? 1 : a.val == b.val;
+            else if ((a.kind == V_OBJ || a.kind == V_FUNC) && a.kind == b.kind)
+                same = a.obj == b.obj;
+            else if (a.kind != b.kind && a.kind != V_CONST && b.kind != V_CONST)
+                same = 0;
+            else
+                return sym_fail(t, "'is' on unsupported values");
+            if (sym_const(t, PyBool_FromLong(same ^ oparg), &c) < 0)
+                return -1;
+            PUSH(c);
+            break;
+        }
+        case OP_CONTAINS_OP: {
+            NEED(2);
+            b = POP();
+            a = POP();
+            if (a.kind != V_CONST || b.kind != V_CONST)
+                return sym_fail(t, "'in' on non-constant values");
+            int r = PySequence_Contains(b.obj, a.obj);
+            if (r < 0) {
+                PyErr_Clear();
+                return sym_fail(t, "'in' raised");
+            }
+            if (sym_const(t, PyBool_FromLong(r ^ oparg), &c) < 0)
+                return -1;
+            PUSH(c);
+            break;
+        }
+        case OP_UNARY_NEGATIVE:
+            NEED(1);
+            a = POP();
+            if (sym_neg(t, &a, &b) < 0)
+                return -1;
+            PUSH(b);
+            break;
+        case OP_UNARY_NOT: {
+            NEED(1);
+            a = POP();
+            int r;
+            if (truthy(t, &a, &r) < 0)
+                return -1;
+            if (sym_const(t, PyBool_FromLong(!r), &b) < 0)
+                return -1;
+            PUSH(b);
+            break;
+        }
+        case OP_BUILD_TUPLE:
+        case OP_BUILD_LIST:
+            NEED(oparg);
+            if (build_seq(t, f, oparg, op == OP_BUILD_LIST, &a) < 0)
+                return -1;
+            PUSH(a);
+            break;
+        case OP_LIST_EXTEND: {
+            NEED(oparg + 1);
+            b = POP();
+            var *lst = &PEEK(oparg);
+            var *items;
+            int n;
+            if (lst->kind != V_SEQ || !lst->is_list)
+                return sym_fail(t, "LIST_EXTEND on a non-list");
+            if (to_items(t, &b, &items, &n) < 0)
+                return -1;
+            var *m = sym_alloc(t, lst->n + n);
+            if (m == NULL)
+                return -1;
+            memcpy(m, lst->items, (size_t)lst->n * sizeof *m);
+            memcpy(m + lst->n, items, (size_t)n * sizeof *m);
+            lst->items = m;
+            lst->n += n;
+            break;
+        }
+        case OP_LIST_TO_TUPLE:
+            NEED(1);
+            if (PEEK(1).kind != V_SEQ)
+                return sym_fail(t, "LIST_TO_TUPLE on a non-list");
+            PEEK(1).is_list = 0;
+            break;
+        case OP_BINARY_SUBSCR:
+            NEED(2);
+            b = POP();
+            a = POP();
+            if (subscr(t, &a, &b, &c) < 0)
+                return -1;
+            PUSH(c);
+            break;
+        case OP_UNPACK_SEQUENCE: {
+            NEED(1);
+            a = POP();
+            var *items;
+            int n;
+            if (to_items(t, &a, &items, &n) < 0)
+                return -1;
+            if (n != oparg)
+                return sym_fail(t, "unpacking %d values into %d (eager will raise)", n, oparg);
+            for (int i = n - 1; i >= 0; i--)
+                PUSH(items[i]);
+            break;
+        }
+        case OP_GET_ITER: {
+            NEED(1);
+            a = POP();
+            var *items;
+            int n;
+            if (to_items(t, &a, &items, &n) < 0)
+                return -1;
+            memset(&b, 0, sizeof b);
+            b.kind = V_ITER;
+            b.src = -1;
+            b.items = items;
+            b.n = n;
+            PUSH(b);
+            break;
+        }
+        case OP_FOR_ITER: {
+            NEED(1);
+            var *it = &PEEK(1);
+            if (it->kind != V_ITER)
+                return sym_fail(t, "FOR_ITER on a non-iterator");
+            if (it->pos < it->n) {
+                a = it->items[it->pos++];
+                PUSH(a);
+            } else {
+                (void)POP();
+                next = next + oparg + (DH_PY312 ? 1 : 0);
+            }
+            break;
+        }
+        case OP_JUMP_FORWARD:
+            next = next + oparg;
+            break;
+        case OP_JUMP_BACKWARD:
+        case OP_JUMP_BACKWARD_NO_INTERRUPT:
+            next = next - oparg;
+            break;
+        case OP_POP_JUMP_IF_FALSE:
+        case OP_POP_JUMP_IF_TRUE:
+        case OP_POP_JUMP_FORWARD_IF_FALSE:
+        case OP_POP_JUMP_FORWARD_IF_TRUE:
+        case OP_POP_JUMP_BACKWARD_IF_FALSE:
+        case OP_POP_JUMP_BACKWARD_IF_TRUE: {
+            NEED(1);
+            a = POP();
+            int r;
+            if (truthy(t, &a, &r) < 0)
+                return -1;
+            int want = op == OP_POP_JUMP_IF_TRUE || op == OP_POP_JUMP_FORWARD_IF_TRUE ||
+                       op == OP_POP_JUMP_BACKWARD_IF_TRUE;
+            int back = op == OP_POP_JUMP_BACKWARD_IF_FALSE || op == OP_POP_JUMP_BACKWARD_IF_TRUE;
+            if (r == want)
+                next = back ? next - oparg : next + oparg;
+            break;
+        }
+        case OP_POP_JUMP_IF_NONE:
+        case OP_POP_JUMP_IF_NOT_NONE:
+        case OP_POP_JUMP_FORWARD_IF_NONE:
+        case OP_POP_JUMP_FORWARD_IF_NOT_NONE:
+        case OP_POP_JUMP_BACKWARD_IF_NONE:
+        case OP_POP_JUMP_BACKWARD_IF_NOT_NONE: {
+            NEED(1);
+            a = POP();
+            int isnone = a.kind == V_CONST && a.obj == Py_None;
+            int want = op == OP_POP_JUMP_IF_NONE || op == OP_POP_JUMP_FORWARD_IF_NONE ||
+                       op == OP_POP_JUMP_BACKWARD_IF_NONE;
+            int back = op == OP_POP_JUMP_BACKWARD_IF_NONE || op == OP_POP_JUMP_BACKWARD_IF_NOT_NONE;
+            if (isnone == want)
+                next = back ? next - oparg : next + oparg;
+            break;
+        }
+        case OP_JUMP_IF_FALSE_OR_POP:
+        case OP_JUMP_IF_TRUE_OR_POP: {
+            NEED(1);
+            int r;
+            if (truthy(t, &PEEK(1), &r) < 0)
+                return -1;
+            if (r == (op == OP_JUMP_IF_TRUE_OR_POP))
+                next = next + oparg;
+            else
+                (void)POP();
+            break;
+        }
+        default:
+            return sym_fail(t, "unsupported bytecode %s", opnames[opcode] ? opnames[opcode] : "?");
+        }
+        pc = next;
+    }
+    return sym_fail(t, "fell off the end of the bytecode");
+}
+
+/* ---- output spec ------------------------------------------------------------------- */
+
+typedef struct outbuf {
+    dh_outspec *o;
+    int n, cap;
+} outbuf;
+
+static int out_reserve(trace *t, outbuf *ob, int k) {
+    if (ob->n + k > ob->cap) {
+        int cap = ob->cap ? ob->cap * 2 : 8;
+        while (cap < ob->n + k)
+            cap *= 2;
+        dh_outspec *n = realloc(ob->o, (size_t)cap * sizeof *n);
+        if (n == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        ob->o = n;
+        ob->cap = cap;
+    }
+    int at = ob->n;
+    memset(ob->o + at, 0, (size_t)k * sizeof *ob->o);
+    ob->n += k;
+    return at;
+}
+
+static int fill_out(trace *t, outbuf *ob, int at, const var *v, ic_val *outvals, int *nout) {
+    dh_outspec *o = &ob->o[at];
+    switch (v->kind) {
+    case V_TENSOR: {
+        if (ic_value_op(t->g, v->val) == IC_OP_INPUT) {
+            if (v->src < 0) {
+                /* an input reached through a no-op (detach/contiguous): find its source */
+                int k = 0;
+                for (ic_val x = 0; x < v->val; x++)
+                    if (ic_value_op(t->g, x) == IC_OP_INPUT)
+                        k++;
+                o->kind = DH_O_SOURCE;
+                o->index = t->input_src[k];
+                return 0;
+            }
+            o->kind = DH_O_SOURCE;
+            o->index = v->src;
+            return 0;
+        }
+        if (sym_is_view_of_input(t, v->val))
+            return sym_fail(t, "returning a view of an input not supported yet");
+        for (int i = 0; i < *nout; i++)
+            if (outvals[i] == v->val) {
+                o->kind = DH_O_GRAPH;
+                o->index = i;
+                return 0;
+            }
+        if (*nout >= 64)
+            return sym_fail(t, "too many outputs");
+        if (ic_output(t->g, v->val) < 0)
+            return sym_check_graph(t);
+        outvals[*nout] = v->val;
+        o->kind = DH_O_GRAPH;
+        o->index = (*nout)++;
+        return 0;
+    }
+    case V_CONST:
+        o->kind = DH_O_CONST;
+        o->obj = Py_NewRef(v->obj);
+        return 0;
+    case V_SEQ: {
+        int first = out_reserve(t, ob, v->n);
+        if (first < 0)
+            return -1;
+        o = &ob->o[at]; /* may have moved */
+        o->kind = v->is_list ? DH_O_LIST : DH_O_TUPLE;
+        o->index = first;
+        o->count = v->n;
+        for (int i = 0; i < v->n; i++)
+            if (fill_out(t, ob, first + i, &v->items[i], outvals, nout) < 0)
+                return -1;
+        return 0;
+    }
+    default:
+        return sym_fail(t, "returning an unsupported value");
+    }
+}
+
+/* ---- driver -------------------------------------------------------------------------- */
+
+static dh_entry *finish(trace *t, outbuf *ob, ic_compiled *compiled) {
+    dh_entry *e = calloc(1, sizeof *e);
+    if (e == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    e->fallback = t->failed;
+    e->reason = t->failed ? strdup(t->reason) : NULL;
+    e->nsources = t->nsrc;
+    e->sources = t->src;
+    t->src = NULL;
+    t->nsrc = 0;
+    e->nguards = t->nguards;
+    e->guards = t->guards;
+    t->guards = NULL;
+    t->nguards = 0;
+    e->ninputs = t->ninputs;
+    e->input_src = t->input_src;
+    t->input_src = NULL;
+    if (!t->failed) {
+        e->nouts = ob->n;
+        e->outs = ob->o;
+        ob->o = NULL;
+        ob->n = 0;
+        e->compiled = compiled;
+        e->graph_text = ic_graph_to_string(t->g);
+        e->op_count = ic_graph_num_ops(t->g);
+    }
+    return e;
+}
+
+static void trace_free(trace *t, outbuf *ob) {
+    for (int i = 0; i < t->nsrc; i++)
+        Py_XDECREF(t->src[i].name);
+    free(t->src);
+    for (int i = 0; i < t->nguards; i++)
+        dh_guard_clear(&t->guards[i]);
+    free(t->guards);
+    free(t->input_src);
+    free(t->view_of_input);
+    if (ob) {
+        for (int i = 0; i < ob->n; i++)
+            Py_XDECREF(ob->o[i].obj);
+        free(ob->o);
+    }
+    Py_XDECREF(t->keep);
+    if (t->g)
+        ic_graph_free(t->g);
+    free(t);
+}
+
+dh_entry *dh_trace_frame(PyCodeObject *code, PyObject *const *localsplus, PyObject *globals,
+                         PyObject *builtins, PyObject *func, const dh_config *cfg) {
+    trace *t = calloc(1, sizeof *t);
+    sframe *f = calloc(1, sizeof *f);
+    outbuf ob = {0};
+    dh_entry *e = NULL;
+    ic_compiled *compiled = NULL;
+    if (t == NULL || f == NULL) {
+        free(t);
+        free(f);
+        PyErr_NoMemory();
+        return NULL;
+    }
+    t->code = code;
+    t->localsplus = localsplus;
+    t->globals = globals;
+    t->builtins = builtins;
+    t->func = func;
+    t->cfg = cfg;
+    t->keep = PyList_New(0);
+    t->g = ic_graph_new();
+    if (t->keep == NULL || t->g == NULL) {
+        if (t->g == NULL)
+            PyErr_NoMemory();
+        goto error;
+    }
+    /* grad mode is part of every specialization */
+    {
+        dh_guard *g = NULL;
+        if (t->nguards == t->capguards) {
+            t->guards = malloc(16 * sizeof *t->guards);
+            if (t->guards == NULL) {
+                PyErr_NoMemory();
+                goto error;
+            }
+            t->capguards = 16;
+        }
+        g = &t->guards[t->nguards++];
+        memset(g, 0, sizeof *g);
+        g->kind = DH_G_GRAD_MODE;
+        g->src = -1;
+        g->input_index = -1;
+        g->value = tc_grad_enabled();
+    }
+    f->code = code;
+    f->top = 1;
+    f->nlocals = (int)code->co_nlocalsplus;
+    f->locals = sym_alloc(t, f->nlocals);
+    if (f->locals == NULL)
+        goto error;
+    if (PyBytes_GET_SIZE(code->co_exceptiontable) > 0) {
+        sym_fail(t, "try/except/with blocks not supported yet");
+    } else {
+        var result;
+        memset(&result, 0, sizeof result);
+        if (run(t, f, &result) == 0) {
+            ic_val outvals[64];
+            int nout = 0;
+            if (out_reserve(t, &ob, 1) == 0)
+                fill_out(t, &ob, 0, &result, outvals, &nout);
+            if (!t->failed && !PyErr_Occurred() && nout > 0) {
+                ic_options opt = {0};
+                opt.device = IC_CPU;
+                opt.opt_level = 3;
+                ic_err err = {0};
+                Py_BEGIN_ALLOW_THREADS
+                compiled = ic_compile(t->g, &opt, &err);
+                Py_END_ALLOW_THREADS
+                if (compiled == NULL)
+                    sym_fail(t, "compile failed: %s", err.msg);
+            } else if (!t->failed && !PyErr_Occurred() && nout == 0 && ic_graph_num_ops(t->g) > 0) {
+                /* every op was dead (result is an input or a constant): nothing to compile */
+            }
+        }
+    }
+    if (PyErr_Occurred())
+        goto error; /* internal error: reported by the hook */
+    e = finish(t, &ob, compiled);
+    compiled = NULL;
+error:
+    if (compiled)
+        ic_compiled_free(compiled);
+    free(f);
+    trace_free(t, &ob);
+    return e;
+}

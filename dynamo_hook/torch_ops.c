@@ -1,0 +1,1056 @@
+/* torch_ops.c — torch calls seen by the trace, lowered to inductor_c graph builders.
+ *
+ * One table (OPS) lists every supported callable: where it lives (torch.X, torch.nn.
+ * functional.X, Tensor.X), its Python signature, and its handler. The signature string
+ * names parameters in order; names after '|' are keyword-only. Anything not in the table
+ * fails the trace with a reason (eager fallback).
+ */
+#include "sym.h"
+
+#include <math.h>
+#include <string.h>
+
+enum { W_TORCH = 1, W_F = 2, W_METHOD = 4, W_ALL = 7 };
+#define MAXP 8
+
+typedef struct opdef opdef;
+typedef int (*handler)(trace *t, const opdef *d, var **p, var *out);
+struct opdef {
+    const char *name;
+    unsigned where;
+    const char *sig;
+    handler fn;
+    int op; /* ic_op for generic handlers */
+};
+
+/* ---- helpers -------------------------------------------------------------------- */
+
+static int as_tensor(trace *t, const var *v, ic_val *out) {
+    if (v->kind == V_TENSOR) {
+        *out = v->val;
+        return 0;
+    }
+    if (v->kind == V_CONST && (PyFloat_CheckExact(v->obj) || PyLong_CheckExact(v->obj) ||
+                               PyBool_Check(v->obj))) {
+        ic_dtype kind = PyBool_Check(v->obj) ? IC_BOOL : PyFloat_CheckExact(v->obj) ? IC_F64 : IC_I64;
+        double x = PyFloat_CheckExact(v->obj) ? PyFloat_AS_DOUBLE(v->obj) : (double)PyLong_AsLongLong(v->obj);
+        if (PyErr_Occurred()) {
+            PyErr_Clear();
+            return sym_fail(t, "integer constant out of range");
+        }
+        *out = ic_scalar(t->g, x, kind);
+        return *out < 0 ? sym_check_graph(t) : 0;
+    }
+    return sym_fail(t, "expected a tensor or a number, got %s",
+                    v->kind == V_CONST ? Py_TYPE(v->obj)->tp_name : "a non-tensor value");
+}
+
+static int tensor_out(trace *t, ic_val v, var *out) {
+    if (v < 0)
+        return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "graph builder failed");
+    memset(out, 0, sizeof *out);
+    out->kind = V_TENSOR;
+    out->src = -1;
+    out->val = v;
+    return 0;
+}
+
+static int is_none(const var *v) { return v == NULL || (v->kind == V_CONST && v->obj == Py_None); }
+
+static int get_int(trace *t, const var *v, long long *out, const char *what) {
+    if (v && v->kind == V_CONST && (PyLong_CheckExact(v->obj) || PyBool_Check(v->obj))) {
+        *out = PyLong_AsLongLong(v->obj);
+        return 0;
+    }
+    return sym_fail(t, "%s must be a constant int", what);
+}
+
+static int get_bool(trace *t, const var *v, int dflt, int *out, const char *what) {
+    if (is_none(v)) {
+        *out = dflt;
+        return 0;
+    }
+    if (v->kind == V_CONST && (PyBool_Check(v->obj) || PyLong_CheckExact(v->obj))) {
+        *out = PyObject_IsTrue(v->obj);
+        return 0;
+    }
+    return sym_fail(t, "%s must be a constant bool", what);
+}
+
+static int ndim_of(trace *t, ic_val v) { return ic_value_meta(t->g, v)->ndim; }
+
+static int norm_dim(trace *t, long long d, int ndim, int *out) {
+    int n = ndim > 0 ? ndim : 1;
+    if (d < -n || d >= n)
+        return sym_fail(t, "dim %lld out of range for %d-d tensor", d, ndim);
+    *out = (int)(d < 0 ? d + n : d);
+    return 0;
+}
+
+/* int, tuple/list of ints, torch.Size or a SEQ of consts → list of ints */
+static int get_ints(trace *t, const var *v, long long *out, int max, int *n, const char *what) {
+    *n = 0;
+    if (v->kind == V_CONST && (PyLong_CheckExact(v->obj) || PyBool_Check(v->obj))) {
+        out[(*n)++] = PyLong_AsLongLong(v->obj);
+        return 0;
+    }
+    if (v->kind == V_CONST && PyTuple_Check(v->obj)) {
+        Py_ssize_t k = PyTuple_GET_SIZE(v->obj);
+        if (k > max)
+            return sym_fail(t, "%s: too many values", what);
+        for (Py_ssize_t i = 0; i < k; i++) {
+            PyObject *it = PyTuple_GET_ITEM(v->obj, i);
+            if (!PyLong_Check(it))
+                return sym_fail(t, "%s must hold ints", what);
+            out[(*n)++] = PyLong_AsLongLong(it);
+        }
+        return 0;
+    }
+    if (v->kind == V_CONST && PyList_CheckExact(v->obj)) {
+        Py_ssize_t k = PyList_GET_SIZE(v->obj);
+        if (k > max)
+            return sym_fail(t, "%s: too many values", what);
+        for (Py_ssize_t i = 0; i < k; i++) {
+            PyObject *it = PyList_GET_ITEM(v->obj, i);
+            if (!PyLong_Check(it))
+                return sym_fail(t, "%s must hold ints", what);
+            out[(*n)++] = PyLong_AsLongLong(it);
+        }
+        return 0;
+    }
+    if (v->kind == V_SEQ) {
+        if (v->n > max)
+            return sym_fail(t, "%s: too many values", what);
+        for (int i = 0; i < v->n; i++) {
+            long long x;
+            if (get_int(t, &v->items[i], &x, what) < 0)
+                return -1;
+            out[(*n)++] = x;
+        }
+        return 0;
+    }
+    return sym_fail(t, "%s must be ints", what);
+}
+
+/* varargs shapes: f(x, 2, 3) or f(x, (2, 3)) — p[1] holds the packed extra positionals */
+static int get_shape_args(trace *t, const var *rest, long long *out, int *n, const char *what) {
+    if (rest->kind == V_SEQ && rest->n == 1 && rest->items[0].kind != V_TENSOR &&
+        !(rest->items[0].kind == V_CONST && PyLong_Check(rest->items[0].obj)))
+        return get_ints(t, &rest->items[0], out, IC_MAX_DIMS, n, what);
+    return get_ints(t, rest, out, IC_MAX_DIMS, n, what);
+}
+
+static int dims_mask(trace *t, const var *dim, int ndim, uint32_t *mask) {
+    *mask = 0;
+    if (is_none(dim))
+        return 0;
+    long long ds[IC_MAX_DIMS];
+    int n;
+    if (get_ints(t, dim, ds, IC_MAX_DIMS, &n, "dim") < 0)
+        return -1;
+    for (int i = 0; i < n; i++) {
+        int d;
+        if (norm_dim(t, ds[i], ndim, &d) < 0)
+            return -1;
+        if (ndim == 0)
+            continue;
+        if (*mask & (1u << d))
+            return sym_fail(t, "dim %d repeated", d);
+        *mask |= 1u << d;
+    }
+    if (n == 0 || ndim == 0)
+        *mask = 0; /* dim=() or a 0-d input: reduce everything */
+    return 0;
+}
+
+static int get_dtype(trace *t, const var *v, int *out) {
+    if (is_none(v)) {
+        *out = -1;
+        return 0;
+    }
+    if (v->kind == V_CONST) {
+        int d = sym_dtype_from_object(v->obj);
+        if (d >= 0) {
+            *out = d;
+            return 0;
+        }
+    }
+    return sym_fail(t, "dtype must be a torch.dtype");
+}
+
+/* ---- handlers ------------------------------------------------------------------- */
+
+static int h_binary(trace *t, const opdef *d, var **p, var *out) {
+    ic_val a, b;
+    if (as_tensor(t, p[0], &a) < 0 || as_tensor(t, p[1], &b) < 0)
+        return -1;
+    if (p[0]->kind != V_TENSOR && p[1]->kind != V_TENSOR)
+        return sym_fail(t, "%s of two numbers", d->name);
+    return tensor_out(t, ic_binary(t->g, (ic_op)d->op, a, b), out);
+}
+
+static int h_add_sub(trace *t, const opdef *d, var **p, var *out) {
+    ic_val a, b;
+    if (as_tensor(t, p[0], &a) < 0 || as_tensor(t, p[1], &b) < 0)
+        return -1;
+    if (!is_none(p[2])) {
+        if (!sym_is_number(p[2]))
+            return sym_fail(t, "alpha must be a number");
+        ic_val al;
+        if (as_tensor(t, p[2], &al) < 0)
+            return -1;
+        b = ic_binary(t->g, IC_OP_MUL, b, al);
+    }
+    return tensor_out(t, ic_binary(t->g, (ic_op)d->op, a, b), out);
+}
+
+static int h_div(trace *t, const opdef *d, var **p, var *out) {
+    if (!is_none(p[2]))
+        return sym_fail(t, "div with rounding_mode not supported yet");
+    return h_binary(t, d, p, out);
+}
+
+static int h_unary(trace *t, const opdef *d, var **p, var *out) {
+    int inplace = 0;
+    if (p[1] && get_bool(t, p[1], 0, &inplace, "inplace") < 0)
+        return -1;
+    if (inplace)
+        return sym_fail(t, "%s(inplace=True) not supported yet", d->name);
+    if (p[0]->kind != V_TENSOR)
+        return sym_fail(t, "%s of a non-tensor", d->name);
+    return tensor_out(t, ic_unary(t->g, (ic_op)d->op, p[0]->val), out);
+}
+
+static int h_square(trace *t, const opdef *d, var **p, var *out) {
+    if (p[0]->kind != V_TENSOR)
+        return sym_fail(t, "square of a non-tensor");
+    return tensor_out(t, ic_binary(t->g, IC_OP_MUL, p[0]->val, p[0]->val), out);
+}
+
+static int h_gelu(trace *t, const opdef *d, var **p, var *out) {
+    if (p[0]->kind != V_TENSOR)
+        return sym_fail(t, "gelu of a non-tensor");
+    ic_op op = IC_OP_GELU;
+    if (!is_none(p[1])) {
+        if (p[1]->kind != V_CONST || !PyUnicode_Check(p[1]->obj))
+            return sym_fail(t, "gelu approximate must be a string");
+        const char *s = PyUnicode_AsUTF8(p[1]->obj);
+        if (strcmp(s, "tanh") == 0)
+            op = IC_OP_GELU_TANH;
+        else if (strcmp(s, "none") != 0)
+            return sym_fail(t, "gelu approximate=%s", s);
+    }
+    return tensor_out(t, ic_unary(t->g, op, p[0]->val), out);
+}
+
+static int h_where(trace *t, const opdef *d, var **p, var *out) {
+    ic_val c, a, b;
+    if (p[0]->kind != V_TENSOR)
+        return sym_fail(t, "where condition must be a tensor");
+    if (p[1] == NULL || p[2] == NULL)
+        return sym_fail(t, "where(condition) (nonzero) not supported");
+    if (as_tensor(t, p[0], &c) < 0 || as_tensor(t, p[1], &a) < 0 || as_tensor(t, p[2], &b) < 0)
+        return -1;
+    return tensor_out(t, ic_where(t->g, c, a, b), out);
+}
+
+static int h_clamp(trace *t, const opdef *d, var **p, var *out) {
+    ic_val x = p[0]->val, lo, hi;
+    if (p[0]->kind != V_TENSOR)
+        return sym_fail(t, "clamp of a non-tensor");
+    var *mn = p[1], *mx = p[2];
+    if (d->op == 1) { /* clamp_max */
+        mx = p[1];
+        mn = NULL;
+    } else if (d->op == 2) { /* clamp_min */
+        mx = NULL;
+    }
+    if (is_none(mn) && is_none(mx))
+        return sym_fail(t, "clamp needs min or max");
+    if (!is_none(mn)) {
+        if (as_tensor(t, mn, &lo) < 0)
+            return -1;
+        x = ic_binary(t->g, IC_OP_MAXIMUM, x, lo);
+    }
+    if (!is_none(mx)) {
+        if (as_tensor(t, mx, &hi) < 0)
+            return -1;
+        x = ic_binary(t->g, IC_OP_MINIMUM, x, hi);
+    }
+    return tensor_out(t, x, out);
+}
+
+static int h_reduce(trace *t, const opdef *d, var **p, var *out) {
+    if (p[0]->kind != V_TENSOR)
+        return sym_fail(t, "%s of a non-tensor", d->name);
+    int nd = ndim_of(t, p[0]->val), keep = 0, dt = -1;
+    uint32_t mask;
+    if (dims_mask(t, p[1], nd, &mask) < 0 || get_bool(t, p[2], 0, &keep, "keepdim") < 0)
+        return -1;
+    if (p[3] && get_dtype(t, p[3], &dt) < 0)
+        return -1;
+    if ((d->op == IC_OP_AMAX || d->op == IC_OP_AMIN) && is_none(p[1]) && p[1] != NULL && 0)
+        return -1;
+    return tensor_out(t, ic_reduce(t->g, (ic_op)d->op, p[0]->val, mask, keep, dt), out);
+}
+
+/* max(x) / max(x, other) / max(x, dim) */
+static int h_max_min(trace *t, const opdef *d, var **p, var *out) {
+    if (p[1] == NULL) {
+        if (p[0]->kind != V_TENSOR)
+            return sym_fail(t, "%s of a non-tensor", d->name);
+        return tensor_out(t, ic_reduce(t->g, d->op == IC_OP_MAXIMUM ? IC_OP_AMAX : IC_OP_AMIN,
+                                       p[0]->val, 0, 0, -1), out);
+    }
+    if (p[1]->kind == V_TENSOR) {
+        opdef b = *d;
+        return h_binary(t, &b, p, out);
+    }
+    return sym_fail(t, "%s(dim) returning indices not supported yet", d->name);
+}
+
+static int softmax_common(trace *t, var **p, int dim_i, int dtype_i, int log, var *out) {
+    if (p[0]->kind != V_TENSOR)
+        return sym_fail(t, "softmax of a non-tensor");
+    if (is_none(p[dim_i]))
+        return sym_fail(t, "softmax without dim");
+    long long dd;
+    int dim, dt = -1;
+    if (get_int(t, p[dim_i], &dd, "dim") < 0 || norm_dim(t, dd, ndim_of(t, p[0]->val), &dim) < 0)
+        return -1;
+    if (p[dtype_i] && get_dtype(t, p[dtype_i], &dt) < 0)
+        return -1;
+    ic_val x = p[0]->val;
+    if (dt >= 0)
+        x = ic_cast(t->g, x, (ic_dtype)dt);
+    else if (ic_value_meta(t->g, x)->dtype < IC_F16)
+        return sym_fail(t, "softmax of an integer tensor");
+    uint32_t mask = ndim_of(t, x) ? 1u << dim : 0;
+    ic_val m = ic_reduce(t->g, IC_OP_AMAX, x, mask, 1, -1);
+    ic_val s = ic_binary(t->g, IC_OP_SUB, x, m);
+    ic_val e = ic_unary(t->g, IC_OP_EXP, s);
+    ic_val z = ic_reduce(t->g, IC_OP_SUM, e, mask, 1, -1);
+    ic_val r = log ? ic_binary(t->g, IC_OP_SUB, s, ic_unary(t->g, IC_OP_LOG, z))
+                   : ic_binary(t->g, IC_OP_DIV, e, z);
+    return tensor_out(t, r, out);
+}
+
+static int h_softmax(trace *t, const opdef *d, var **p, var *out) {
+    /* F.softmax(input, dim, _stacklevel, dtype); torch/Tensor: (input, dim, dtype) */
+    int dtype_i = (d->where == W_F) ? 3 : 2;
+    return softmax_common(t, p, 1, dtype_i, d->op, out);
+}
+
+static int h_cast(trace *t, const opdef *d, var **p, var *out) {
+    if (p[0]->kind != V_TENSOR)
+        return sym_fail(t, "cast of a non-tensor");
+    return tensor_out(t, ic_cast(t->g, p[0]->val, (ic_dtype)d->op), out);
+}
+
+static int h_to(trace *t, const opdef *d, var **p, var *out) {
+    /* x.to(dtype) / x.to(device) / x.to(device, dtype) / x.to(dtype=...) */
+    if (p[0]->kind != V_TENSOR)
+        return sym_fail(t, "to() of a non-tensor");
+    ic_val x = p[0]->val;
+    for (int i = 1; i <= 2; i++) {
+        if (is_none(p[i]))
+            continue;
+        int dt = p[i]->kind == V_CONST ? sym_dtype_from_object(p[i]->obj) : -1;
+        if (dt >= 0) {
+            x = ic_cast(t->g, x, (ic_dtype)dt);
+            continue;
+        }
+        if (p[i]->kind == V_CONST && (PyUnicode_Check(p[i]->obj) ||
+                                      strcmp(Py_TYPE(p[i]->obj)->tp_name, "torch.device") == 0)) {
+            PyObject *s = PyObject_Str(p[i]->obj);
+            if (s == NULL)
+                return -1;
+            int cpu = strcmp(PyUnicode_AsUTF8(s), "cpu") == 0;
+            Py_DECREF(s);
+            if (!cpu)
+                return sym_fail(t, "to(device) other than cpu not supported yet");
+            continue;
+        }
+        return sym_fail(t, "unsupported to() argument");
+    }
+    if (!is_none(p[3])) {
+        int dt;
+        if (get_dtype(t, p[3], &dt) < 0)
+            return -1;
+        x = ic_cast(t->g, x, (ic_dtype)dt);
+    }
+    return tensor_out(t, x, out);
+}
+
+static int view_out(trace *t, ic_val in, ic_val v, var *out) {
+    if (tensor_out(t, v, out) < 0)
+        return -1;
+    sym_mark_view(t, v, in);
+    return 0;
+}
+
+static int h_reshape(trace *t, const opdef *d, var **p, var *out) {
+    if (p[0]->kind != V_TENSOR)
+        return sym_fail(t, "reshape of a non-tensor");
+    long long s[IC_MAX_DIMS];
+    int n;
+    if (get_shape_args(t, p[1], s, &n, "shape") < 0)
+        return -1;
+    int64_t s64[IC_MAX_DIMS];
+    for (int i = 0; i < n; i++)
+        s64[i] = s[i];
+    return view_out(t, p[0]->val, ic_reshape(t->g, p[0]->val, n, s64), out);
+}
+
+static int h_flatten(trace *t, const opdef *d, var **p, var *out) {
+    if (p[0]->kind != V_TENSOR)
+        return sym_fail(t, "flatten of a non-tensor");
+    const ic_meta *m = ic_value_meta(t->g, p[0]->val);
+    long long a = 0, b = -1;
+    if (!is_none(p[1]) && get_int(t, p[1], &a, "start_dim") < 0)
+        return -1;
+    if (!is_none(p[2]) && get_int(t, p[2], &b, "end_dim") < 0)
+        return -1;
+    if (m->ndim == 0)
+        return view_out(t, p[0]->val, ic_reshape(t->g, p[0]->val, 1, (int64_t[]){1}), out);
+    int s, e;
+    if (norm_dim(t, a, m->ndim, &s) < 0 || norm_dim(t, b, m->ndim, &e) < 0)
+        return -1;
+    if (s > e)
+        return sym_fail(t, "flatten start_dim > end_dim");
+    int64_t sz[IC_MAX_DIMS];
+    int n = 0;
+    for (int i = 0; i < s; i++)
+        sz[n++] = m->sizes[i];
+    int64_t prod = 1;
+    for (int i = s; i <= e; i++)
+        prod *= m->sizes[i];
+    sz[n++] = prod;
+    for (int i = e + 1; i < m->ndim; i++)
+        sz[n++] = m->sizes[i];
+    return view_out(t, p[0]->val, ic_reshape(t->g, p[0]->val, n, sz), out);
+}
+
+static int h_permute(trace *t, const opdef *d, var **p, var *out) {
+    if (p[0]->kind != V_TENSOR)
+        return sym_fail(t, "permute of a non-tensor");
+    long long s[IC_MAX_DIMS];
+    int n, perm[IC_MAX_DIMS];
+    int nd = ndim_of(t, p[0]->val);
+    if (get_shape_args(t, p[1], s, &n, "dims") < 0)
+        return -1;
+    if (n != nd)
+        return sym_fail(t, "permute: %d dims for a %d-d tensor", n, nd);
+    for (int i = 0; i < n; i++)
+        if (norm_dim(t, s[i], nd, &perm[i]) < 0)
+            return -1;
+    return view_out(t, p[0]->val, ic_permute(t->g, p[0]->val, perm), out);
+}
+
+static int h_transpose(trace *t, const opdef *d, var **p, var *out) {
+    if (p[0]->kind != V_TENSOR)
+        return sym_fail(t, "transpose of a non-tensor");
+    int nd = ndim_of(t, p[0]->val), perm[IC_MAX_DIMS];
+    for (int i = 0; i < nd; i++)
+        perm[i] = i;
+    int a, b;
+    if (d->op == 1) { /* t(): 2-d transpose, no-op below 2 dims */
+        if (nd > 2)
+            return sym_fail(t, "t() of a %d-d tensor", nd);
+        if (nd < 2) {
+            *out = *p[0];
+            out->src = -1;
+            return 0;
+        }
+        a = 0;
+        b = 1;
+    } else {
+        long long x, y;
+        if (get_int(t, p[1], &x, "dim0") < 0 || get_int(t, p[2], &y, "dim1") < 0 ||
+            norm_dim(t, x, nd, &a) < 0 || norm_dim(t, y, nd, &b) < 0)
+            return -1;
+        if (nd == 0) {
+            *out = *p[0];
+            out->src = -1;
+            return 0;
+        }
+    }
+    perm[a] = b;
+    perm[b] = a;
+    return view_out(t, p[0]->val, ic_permute(t->g, p[0]->val, perm), out);
+}
+
+static int h_unsqueeze(trace *t, const opdef *d, var **p, var *out) {
+    if (p[0]->kind != V_TENSOR)
+        return sym_fail(t, "unsqueeze of a non-tensor");
+    const ic_meta *m = ic_value_meta(t->g, p[0]->val);
+    long long x;
+    int dim;
+    if (get_int(t, p[1], &x, "dim") < 0 || norm_dim(t, x, m->ndim + 1, &dim) < 0)
+        return -1;
+    if (m->ndim + 1 > IC_MAX_DIMS)
+        return sym_fail(t, "too many dims");
+    int64_t sz[IC_MAX_DIMS];
+    int n = 0;
+    for (int i = 0; i <= m->ndim; i++) {
+        if (i == dim)
+            sz[n++] = 1;
+        if (i < m->ndim)
+            sz[n++] = m->sizes[i];
+    }
+    return view_out(t, p[0]->val, ic_reshape(t->g, p[0]->val, n, sz), out);
+}
+
+static int h_squeeze(trace *t, const opdef *d, var **p, var *out) {
+    if (p[0]->kind != V_TENSOR)
+        return sym_fail(t, "squeeze of a non-tensor");
+    const ic_meta *m = ic_value_meta(t->g, p[0]->val);
+    uint32_t mask = 0;
+    if (is_none(p[1])) {
+        for (int i = 0; i < m->ndim; i++)
+            if (m->sizes[i] == 1)
+                mask |= 1u << i;
+    } else {
+        if (dims_mask(t, p[1], m->ndim, &mask) < 0)
+            return -1;
+        uint32_t keep = 0;
+        for (int i = 0; i < m->ndim; i++)
+            if ((mask >> i & 1) && m->sizes[i] == 1)
+                keep |= 1u << i;
+        mask = keep;
+    }
+    int64_t sz[IC_MAX_DIMS];
+    int n = 0;
+    for (int i = 0; i < m->ndim; i++)
+        if (!(mask >> i & 1))
+            sz[n++] = m->sizes[i];
+    return view_out(t, p[0]->val, ic_reshape(t->g, p[0]->val, n, sz), out);
+}
+
+static int h_expand(trace *t, const opdef *d, var **p, var *out) {
+    if (p[0]->kind != V_TENSOR)
+        return sym_fail(t, "expand of a non-tensor");
+    long long s[IC_MAX_DIMS];
+    int n;
+    if (get_shape_args(t, p[1], s, &n, "sizes") < 0)
+        return -1;
+    const ic_meta *m = ic_value_meta(t->g, p[0]->val);
+    int64_t s64[IC_MAX_DIMS];
+    for (int i = 0; i < n; i++) {
+        int j = i - (n - m->ndim);
+        s64[i] = (s[i] == -1 && j >= 0) ? m->sizes[j] : s[i];
+    }
+    return view_out(t, p[0]->val, ic_expand(t->g, p[0]->val, n, s64), out);
+}
+
+static int h_identity(trace *t, const opdef *d, var **p, var *out) {
+    if (p[0]->kind != V_TENSOR)
+        return sym_fail(t, "%s of a non-tensor", d->name);
+    const ic_meta *m = ic_value_meta(t->g, p[0]->val);
+    if (d->op == 1) { /* contiguous(): a no-op only when already contiguous */
+        int64_t st = 1;
+        for (int i = m->ndim - 1; i >= 0; i--) {
+            if (m->sizes[i] != 1 && m->strides[i] != st)
+                return sym_fail(t, "contiguous() of a non-contiguous tensor not supported yet");
+            st *= m->sizes[i];
+        }
+    }
+    *out = *p[0];
+    return 0;
+}
+
+static int h_size(trace *t, const opdef *d, var **p, var *out) {
+    if (p[0]->kind != V_TENSOR)
+        return sym_fail(t, "size() of a non-tensor");
+    const ic_meta *m = ic_value_meta(t->g, p[0]->val);
+    if (d->op == 1) /* dim() / ndimension() */
+        return sym_const(t, PyLong_FromLong(m->ndim), out);
+    if (d->op == 2) { /* numel() */
+        long long n = 1;
+        for (int i = 0; i < m->ndim; i++)
+            n *= m->sizes[i];
+        return sym_const(t, PyLong_FromLongLong(n), out);
+    }
+    if (is_none(p[1])) {
+        var tmp = *p[0];
+        return sym_tensor_attr(t, &tmp, NULL, out);
+    }
+    long long x;
+    int dim;
+    if (get_int(t, p[1], &x, "dim") < 0 || norm_dim(t, x, m->ndim, &dim) < 0)
+        return -1;
+    if (m->ndim == 0)
+        return sym_fail(t, "size(dim) of a 0-d tensor");
+    return sym_const(t, PyLong_FromLongLong(m->sizes[dim]), out);
+}
+
+/* ---- the table ------------------------------------------------------------------- */
+
+#define UN(n, w, opc) {n, w, "input,inplace", h_unary, IC_OP_##opc}
+#define BIN(n, opc) {n, W_ALL, "input,other", h_binary, IC_OP_##opc}
+
+static const opdef OPS[] = {
+    {"add", W_TORCH | W_METHOD, "input,other|alpha", h_add_sub, IC_OP_ADD},
+    {"sub", W_TORCH | W_METHOD, "input,other|alpha", h_add_sub, IC_OP_SUB},
+    {"subtract", W_TORCH | W_METHOD, "input,other|alpha", h_add_sub, IC_OP_SUB},
+    BIN("mul", MUL), BIN("multiply", MUL),
+    {"div", W_TORCH | W_METHOD, "input,other|rounding_mode", h_div, IC_OP_DIV},
+    {"divide", W_TORCH | W_METHOD, "input,other|rounding_mode", h_div, IC_OP_DIV},
+    {"true_divide", W_TORCH | W_METHOD, "input,other|rounding_mode", h_div, IC_OP_DIV},
+    BIN("maximum", MAXIMUM), BIN("minimum", MINIMUM),
+    {"pow", W_TORCH | W_METHOD, "input,exponent", h_binary, IC_OP_POW},
+    BIN("eq", EQ), BIN("ne", NE), BIN("not_equal", NE), BIN("lt", LT), BIN("less", LT),
+    BIN("le", LE), BIN("less_equal", LE), BIN("gt", GT), BIN("greater", GT), BIN("ge", GE),
+    BIN("greater_equal", GE), BIN("logical_and", LOGICAL_AND), BIN("logical_or", LOGICAL_OR),
+    UN("neg", W_TORCH | W_METHOD, NEG), UN("negative", W_TORCH | W_METHOD, NEG),
+    UN("abs", W_TORCH | W_METHOD, ABS), UN("exp", W_TORCH | W_METHOD, EXP),
+    UN("log", W_TORCH | W_METHOD, LOG), UN("sqrt", W_TORCH | W_METHOD, SQRT),
+    UN("rsqrt", W_TORCH | W_METHOD, RSQRT), UN("reciprocal", W_TORCH | W_METHOD, RECIPROCAL),
+    UN("sigmoid", W_ALL, SIGMOID), UN("tanh", W_ALL, TANH), UN("relu", W_ALL, RELU),
+    UN("silu", W_F, SILU), UN("sin", W_TORCH | W_METHOD, SIN), UN("cos", W_TORCH | W_METHOD, COS),
+    UN("logical_not", W_TORCH | W_METHOD, LOGICAL_NOT),
+    {"square", W_TORCH | W_METHOD, "input", h_square, 0},
+    {"gelu", W_ALL, "input|approximate", h_gelu, 0},
+    {"where", W_TORCH | W_METHOD, "condition,input,other", h_where, 0},
+    {"clamp", W_TORCH | W_METHOD, "input,min,max", h_clamp, 0},
+    {"clip", W_TORCH | W_METHOD, "input,min,max", h_clamp, 0},
+    {"clamp_max", W_TORCH | W_METHOD, "input,max", h_clamp, 1},
+    {"clamp_min", W_TORCH | W_METHOD, "input,min", h_clamp, 2},
+    {"sum", W_TORCH | W_METHOD, "input,dim,keepdim|dtype", h_reduce, IC_OP_SUM},
+    {"mean", W_TORCH | W_METHOD, "input,dim,keepdim|dtype", h_reduce, IC_OP_MEAN},
+    {"amax", W_TORCH | W_METHOD, "input,dim,keepdim", h_reduce, IC_OP_AMAX},
+    {"amin", W_TORCH | W_METHOD, "input,dim,keepdim", h_reduce, IC_OP_AMIN},
+    {"max", W_TORCH | W_METHOD, "input,other", h_max_min, IC_OP_MAXIMUM},
+    {"min", W_TORCH | W_METHOD, "input,other", h_max_min, IC_OP_MINIMUM},
+    {"softmax", W_TORCH | W_METHOD, "input,dim,dtype", h_softmax, 0},
+    {"softmax", W_F, "input,dim,_stacklevel,dtype", h_softmax, 0},
+    {"log_softmax", W_TORCH | W_METHOD, "input,dim,dtype", h_softmax, 1},
+    {"log_softmax", W_F, "input,dim,_stacklevel,dtype", h_softmax, 1},
+    {"float", W_METHOD, "input", h_cast, IC_F32},
+    {"double", W_METHOD, "input", h_cast, IC_F64},
+    {"int", W_METHOD, "input", h_cast, IC_I32},
+    {"long", W_METHOD, "input", h_cast, IC_I64},
+    {"bool", W_METHOD, "input", h_cast, IC_BOOL},
+    {"to", W_METHOD, "input,a,b|dtype,non_blocking,copy", h_to, 0},
+    {"reshape", W_TORCH | W_METHOD, "input,*shape", h_reshape, 0},
+    {"view", W_METHOD, "input,*shape", h_reshape, 0},
+    {"flatten", W_TORCH | W_METHOD, "input,start_dim,end_dim", h_flatten, 0},
+    {"permute", W_TORCH | W_METHOD, "input,*dims", h_permute, 0},
+    {"transpose", W_TORCH | W_METHOD, "input,dim0,dim1", h_transpose, 0},
+    {"swapaxes", W_TORCH | W_METHOD, "input,dim0,dim1", h_transpose, 0},
+    {"t", W_TORCH | W_METHOD, "input", h_transpose, 1},
+    {"unsqueeze", W_TORCH | W_METHOD, "input,dim", h_unsqueeze, 0},
+    {"squeeze", W_TORCH | W_METHOD, "input,dim", h_squeeze, 0},
+    {"expand", W_METHOD, "input,*sizes", h_expand, 0},
+    {"contiguous", W_METHOD, "input", h_identity, 1},
+    {"detach", W_TORCH | W_METHOD, "input", h_identity, 0},
+    {"size", W_METHOD, "input,dim", h_size, 0},
+    {"dim", W_METHOD, "input", h_size, 1},
+    {"ndimension", W_METHOD, "input", h_size, 1},
+    {"numel", W_TORCH | W_METHOD, "input", h_size, 2},
+};
+#define NOPS ((int)(sizeof OPS / sizeof OPS[0]))
+
+static PyObject *func_table;   /* callable → op index */
+static PyObject *method_table; /* name → op index */
+
+int sym_func_op(PyObject *callable) {
+    if (func_table == NULL)
+        return -1;
+    PyObject *v = PyDict_GetItemWithError(func_table, callable);
+    if (v == NULL) {
+        PyErr_Clear();
+        return -1;
+    }
+    return (int)PyLong_AsLong(v);
+}
+
+int sym_method_op(PyObject *name) {
+    PyObject *v = PyDict_GetItemWithError(method_table, name);
+    if (v == NULL) {
+        PyErr_Clear();
+        return -1;
+    }
+    return (int)PyLong_AsLong(v);
+}
+
+int sym_ops_init(void) {
+    PyObject *torch = NULL, *F = NULL;
+    func_table = PyDict_New();
+    method_table = PyDict_New();
+    if (!func_table || !method_table)
+        return -1;
+    torch = PyImport_ImportModule("torch");
+    F = PyImport_ImportModule("torch.nn.functional");
+    if (!torch || !F)
+        goto error;
+    for (int i = 0; i < NOPS; i++) {
+        PyObject *idx = PyLong_FromLong(i);
+        if (idx == NULL)
+            goto error;
+        PyObject *mods[2] = {torch, F};
+        unsigned bits[2] = {W_TORCH, W_F};
+        for (int k = 0; k < 2; k++) {
+            if (!(OPS[i].where & bits[k]))
+                continue;
+            PyObject *fn = PyObject_GetAttrString(mods[k], OPS[i].name);
+            if (fn == NULL) {
+                PyErr_Clear();
+                continue;
+            }
+            int rc = PyDict_Contains(func_table, fn) ? 0 : PyDict_SetItem(func_table, fn, idx);
+            Py_DECREF(fn);
+            if (rc < 0) {
+                Py_DECREF(idx);
+                goto error;
+            }
+        }
+        if (OPS[i].where & W_METHOD) {
+            if (PyDict_GetItemString(method_table, OPS[i].name) == NULL &&
+                PyDict_SetItemString(method_table, OPS[i].name, idx) < 0) {
+                Py_DECREF(idx);
+                goto error;
+            }
+        }
+        Py_DECREF(idx);
+    }
+    Py_DECREF(torch);
+    Py_DECREF(F);
+    return 0;
+error:
+    Py_XDECREF(torch);
+    Py_XDECREF(F);
+    return -1;
+}
+
+/* ---- binding arguments to a signature ------------------------------------------- */
+
+static int bind(trace *t, const opdef *d, var *args, int nargs, PyObject *kwnames, var *kwv,
+                var **slots, var *packed) {
+    char names[MAXP][24];
+    int np = 0, kwonly_from = MAXP, star = -1;
+    const char *s = d->sig;
+    while (*s && np < MAXP) {
+        if (*s == '|') {
+            kwonly_from = np;
+            s++;
+            continue;
+        }
+        int k = 0;
+        if (*s == '*') {
+            star = np;
+            s++;
+        }
+        while (*s && *s != ',' && *s != '|' && k < 23)
+            names[np][k++] = *s++;
+        names[np][k] = 0;
+        np++;
+        if (*s == ',')
+            s++;
+    }
+    for (int i = 0; i < MAXP; i++)
+        slots[i] = NULL;
+    int npos = nargs;
+    if (star >= 0) {
+        /* *name packs the remaining positionals into one SEQ */
+        int rest = nargs - star;
+        if (rest < 0)
+            rest = 0;
+        var *items = sym_alloc(t, rest);
+        if (items == NULL)
+            return -1;
+        for (int i = 0; i < rest; i++)
+            items[i] = args[star + i];
+        memset(packed, 0, sizeof *packed);
+        packed->kind = V_SEQ;
+        packed->src = -1;
+        packed->n = rest;
+        packed->items = items;
+        slots[star] = packed;
+        npos = star < nargs ? star : nargs;
+    } else if (nargs > (kwonly_from < np ? kwonly_from : np)) {
+        return sym_fail(t, "%s: too many positional arguments", d->name);
+    }
+    for (int i = 0; i < npos; i++)
+        slots[i] = &args[i];
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    for (Py_ssize_t k = 0; k < nkw; k++) {
+        const char *kn = PyUnicode_AsUTF8(PyTuple_GET_ITEM(kwnames, k));
+        int found = -1;
+        for (int i = 0; i < np; i++)
+            if (strcmp(names[i], kn) == 0)
+                found = i;
+        /* torch's Tensor methods call the first parameter 'self' or 'input' */
+        if (found < 0 && strcmp(kn, "self") == 0)
+            found = 0;
+        if (found < 0 || found == star)
+            return sym_fail(t, "%s: unsupported keyword argument '%s'", d->name, kn);
+        if (slots[found] != NULL)
+            return sym_fail(t, "%s: argument '%s' given twice", d->name, kn);
+        slots[found] = &kwv[k];
+    }
+    if (slots[0] == NULL)
+        return sym_fail(t, "%s: missing first argument", d->name);
+    return 0;
+}
+
+static int call_op(trace *t, int opi, var *args, int nargs, PyObject *kwnames, var *kwv, var *out) {
+    const opdef *d = &OPS[opi];
+    var *slots[MAXP];
+    var packed;
+    if (bind(t, d, args, nargs, kwnames, kwv, slots, &packed) < 0)
+        return -1;
+    return d->fn(t, d, slots, out);
+}
+
+/* Generic callables: builtins and math on constants, isinstance, len. */
+static int call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out) {
+    PyObject *f = fn->obj;
+    const char *name = PyCFunction_Check(f) ? ((PyCFunctionObject *)f)->m_ml->ml_name : NULL;
+    if (name && strcmp(name, "len") == 0 && nargs == 1 && !kwnames) {
+        if (args[0].kind == V_TENSOR) {
+            const ic_meta *m = ic_value_meta(t->g, args[0].val);
+            if (m->ndim == 0)
+                return sym_fail(t, "len() of a 0-d tensor");
+            return sym_const(t, PyLong_FromLongLong(m->sizes[0]), out);
+        }
+        if (args[0].kind == V_SEQ)
+            return sym_const(t, PyLong_FromLong(args[0].n), out);
+    }
+    if (name && strcmp(name, "isinstance") == 0 && nargs == 2 && args[1].kind == V_CONST) {
+        if (args[0].kind == V_TENSOR) {
+            PyObject *torch = PyImport_ImportModule("torch");
+            if (torch == NULL)
+                return -1;
+            PyObject *tt = PyObject_GetAttrString(torch, "Tensor");
+            Py_DECREF(torch);
+            if (tt == NULL)
+                return -1;
+            int r = PyObject_IsSubclass(tt, args[1].obj);
+            Py_DECREF(tt);
+            if (r < 0) {
+                PyErr_Clear();
+                return sym_fail(t, "isinstance with an unsupported class argument");
+            }
+            return sym_const(t, PyBool_FromLong(r), out);
+        }
+    }
+    /* pure functions of constants: math.*, abs, min, max, int, float, bool, round */
+    int allconst = 1;
+    for (int i = 0; i < nargs; i++)
+        if (args[i].kind != V_CONST)
+            allconst = 0;
+    if (kwnames)
+        allconst = 0;
+    PyObject *mod = PyCFunction_Check(f) ? ((PyCFunctionObject *)f)->m_module : NULL;
+    const char *modname = mod && PyUnicode_Check(mod) ? PyUnicode_AsUTF8(mod) : NULL;
+    if (!modname && mod && PyModule_Check(mod))
+        modname = PyModule_GetName(mod);
+    if (modname == NULL)
+        PyErr_Clear();
+    int pure = (modname && strcmp(modname, "math") == 0) ||
+               (name && (!strcmp(name, "abs") || !strcmp(name, "min") || !strcmp(name, "max") ||
+                         !strcmp(name, "round") || !strcmp(name, "len"))) ||
+               f == (PyObject *)&PyLong_Type || f == (PyObject *)&PyFloat_Type ||
+               f == (PyObject *)&PyBool_Type || f == (PyObject *)&PyTuple_Type;
+    if (allconst && pure) {
+        PyObject *tup = PyTuple_New(nargs);
+        if (tup == NULL)
+            return -1;
+        for (int i = 0; i < nargs; i++)
+            PyTuple_SET_ITEM(tup, i, Py_NewRef(args[i].obj));
+        PyObject *r = PyObject_Call(f, tup, NULL);
+        Py_DECREF(tup);
+        if (r == NULL) {
+            PyErr_Clear();
+            return sym_fail(t, "constant call raised");
+        }
+        return sym_const(t, r, out);
+    }
+    if (PyType_Check(f))
+        return sym_fail(t, "call of type %s not supported", ((PyTypeObject *)f)->tp_name);
+    return sym_fail(t, "call to %s not supported", name ? name : Py_TYPE(f)->tp_name);
+}
+
+int sym_call(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out) {
+    int nkw = kwnames ? (int)PyTuple_GET_SIZE(kwnames) : 0;
+    int npos = nargs - nkw;
+    var *kwv = args + npos;
+    if (fn->kind == V_FUNC && fn->op >= 0)
+        return call_op(t, fn->op, args, npos, kwnames, kwv, out);
+    if (fn->kind == V_FUNC)
+        return call_builtin(t, fn, args, npos, kwnames, out);
+    if (fn->kind == V_METHOD) {
+        var *self = &fn->items[0];
+        if (self->kind == V_TENSOR) {
+            int opi = sym_method_op(fn->obj);
+            if (opi < 0)
+                return sym_fail(t, "Tensor.%U not supported", fn->obj);
+            var *all = sym_alloc(t, npos + 1);
+            if (all == NULL)
+                return -1;
+            all[0] = *self;
+            for (int i = 0; i < npos; i++)
+                all[i + 1] = args[i];
+            return call_op(t, opi, all, npos + 1, kwnames, kwv, out);
+        }
+        return sym_fail(t, "method %U of a non-tensor not supported", fn->obj);
+    }
+    if (fn->kind == V_OBJ)
+        return sym_fail(t, "calling %s objects (module inlining) not supported yet",
+                        Py_TYPE(fn->obj)->tp_name);
+    return sym_fail(t, "call of a non-callable value");
+}
+
+/* BINARY_OP on tensors or numbers. nb_op is the oparg of BINARY_OP (NB_*). */
+int sym_binary(trace *t, int nb, const var *a, const var *b, var *out) {
+    int inplace = nb >= 13;
+    int base = inplace ? nb - 13 : nb;
+    if (a->kind == V_CONST && b->kind == V_CONST) {
+        /* constant folding on plain Python values */
+        static binaryfunc const *dummy;
+        (void)dummy;
+        PyObject *r = NULL;
+        switch (base) {
+        case 0: r = PyNumber_Add(a->obj, b->obj); break;
+        case 1: r = PyNumber_And(a->obj, b->obj); break;
+        case 2: r = PyNumber_FloorDivide(a->obj, b->obj); break;
+        case 3: r = PyNumber_Lshift(a->obj, b->obj); break;
+        case 5: r = PyNumber_Multiply(a->obj, b->obj); break;
+        case 6: r = PyNumber_Remainder(a->obj, b->obj); break;
+        case 7: r = PyNumber_Or(a->obj, b->obj); break;
+        case 8: r = PyNumber_Power(a->obj, b->obj, Py_None); break;
+        case 9: r = PyNumber_Rshift(a->obj, b->obj); break;
+        case 10: r = PyNumber_Subtract(a->obj, b->obj); break;
+        case 11: r = PyNumber_TrueDivide(a->obj, b->obj); break;
+        case 12: r = PyNumber_Xor(a->obj, b->obj); break;
+        default: return sym_fail(t, "binary op %d on constants", nb);
+        }
+        if (r == NULL) {
+            PyErr_Clear();
+            return sym_fail(t, "constant arithmetic raised (eager will raise too)");
+        }
+        return sym_const(t, r, out);
+    }
+    if (a->kind != V_TENSOR && b->kind != V_TENSOR)
+        return sym_fail(t, "binary op on unsupported values");
+    if (inplace)
+        return sym_fail(t, "in-place tensor arithmetic (mutation) not supported yet");
+    ic_op op;
+    switch (base) {
+    case 0: op = IC_OP_ADD; break;
+    case 5: op = IC_OP_MUL; break;
+    case 8: op = IC_OP_POW; break;
+    case 10: op = IC_OP_SUB; break;
+    case 11: op = IC_OP_DIV; break;
+    case 1:
+    case 7: {
+        /* & and | on bool tensors are logical */
+        ic_val x, y;
+        if (as_tensor(t, a, &x) < 0 || as_tensor(t, b, &y) < 0)
+            return -1;
+        if (ic_value_meta(t->g, x)->dtype != IC_BOOL || ic_value_meta(t->g, y)->dtype != IC_BOOL)
+            return sym_fail(t, "bitwise ops on non-bool tensors not supported yet");
+        return tensor_out(t, ic_binary(t->g, base == 1 ? IC_OP_LOGICAL_AND : IC_OP_LOGICAL_OR, x, y), out);
+    }
+    case 4: return sym_fail(t, "matmul (@) not supported yet");
+    default: return sym_fail(t, "binary op %d on tensors not supported yet", nb);
+    }
+    ic_val x, y;
+    if (as_tensor(t, a, &x) < 0 || as_tensor(t, b, &y) < 0)
+        return -1;
+    return tensor_out(t, ic_binary(t->g, op, x, y), out);
+}
+
+int sym_neg(trace *t, const var *a, var *out) {
+    if (a->kind == V_CONST)
+        return sym_const(t, PyNumber_Negative(a->obj), out) < 0
+                   ? (PyErr_Clear(), sym_fail(t, "negation of a constant raised"))
+                   : 0;
+    if (a->kind != V_TENSOR)
+        return sym_fail(t, "negation of an unsupported value");
+    return tensor_out(t, ic_unary(t->g, IC_OP_NEG, a->val), out);
+}
+
+int sym_compare(trace *t, int cmp, const var *a, const var *b, var *out) {
+    if (a->kind == V_CONST && b->kind == V_CONST) {
+        PyObject *r = PyObject_RichCompare(a->obj, b->obj, cmp);
+        if (r == NULL) {
+            PyErr_Clear();
+            return sym_fail(t, "constant comparison raised");
+        }
+        return sym_const(t, r, out);
+    }
+    static const ic_op ops[6] = {IC_OP_LT, IC_OP_LE, IC_OP_EQ, IC_OP_NE, IC_OP_GT, IC_OP_GE};
+    if (cmp < 0 || cmp > 5)
+        return sym_fail(t, "bad comparison");
+    ic_val x, y;
+    if (a->kind != V_TENSOR && b->kind != V_TENSOR)
+        return sym_fail(t, "comparison of unsupported values");
+    if (as_tensor(t, a, &x) < 0 || as_tensor(t, b, &y) < 0)
+        return -1;
+    return tensor_out(t, ic_binary(t->g, ops[cmp], x, y), out);
+}
+
+/* x.shape, x.dtype, ... ; name NULL means shape (for size()). */
+int sym_tensor_attr(trace *t, const var *x, PyObject *name, var *out) {
+    const ic_meta *m = ic_value_meta(t->g, x->val);
+    const char *n = name ? PyUnicode_AsUTF8(name) : "shape";
+    if (!strcmp(n, "shape")) {
+        PyObject *tup = PyTuple_New(m->ndim);
+        if (tup == NULL)
+            return -1;
+        for (int i = 0; i < m->ndim; i++)
+            PyTuple_SET_ITEM(tup, i, PyLong_FromLongLong(m->sizes[i]));
+        PyObject *torch = PyImport_ImportModule("torch");
+        PyObject *size = torch ? PyObject_CallMethod(torch, "Size", "O", tup) : NULL;
+        Py_XDECREF(torch);
+        Py_DECREF(tup);
+        return sym_const(t, size, out);
+    }
+    if (!strcmp(n, "ndim"))
+        return sym_const(t, PyLong_FromLong(m->ndim), out);
+    if (!strcmp(n, "dtype"))
+        return sym_const(t, Py_NewRef(sym_dtype_object(m->dtype)), out);
+    if (!strcmp(n, "is_cuda"))
+        return sym_const(t, Py_NewRef(Py_False), out);
+    if (!strcmp(n, "requires_grad"))
+        return sym_const(t, Py_NewRef(Py_False), out);
+    if (!strcmp(n, "device")) {
+        PyObject *torch = PyImport_ImportModule("torch");
+        PyObject *dev = torch ? PyObject_CallMethod(torch, "device", "s", "cpu") : NULL;
+        Py_XDECREF(torch);
+        return sym_const(t, dev, out);
+    }
+    if (!strcmp(n, "T") || !strcmp(n, "mT")) {
+        int nd = m->ndim, perm[IC_MAX_DIMS];
+        for (int i = 0; i < nd; i++)
+            perm[i] = n[0] == 'T' ? nd - 1 - i : i;
+        if (n[0] == 'm') {
+            if (nd < 2)
+                return sym_fail(t, "mT of a tensor with < 2 dims");
+            perm[nd - 1] = nd - 2;
+            perm[nd - 2] = nd - 1;
+        }
+        if (nd < 2) {
+            *out = *x;
+            out->src = -1;
+            return 0;
+        }
+        return view_out(t, x->val, ic_permute(t->g, x->val, perm), out);
+    }
+    int opi = sym_method_op(name);
+    if (opi >= 0) {
+        var *self = sym_alloc(t, 1);
+        if (self == NULL)
+            return -1;
+        self[0] = *x;
+        memset(out, 0, sizeof *out);
+        out->kind = V_METHOD;
+        out->src = -1;
+        out->obj = name;
+        out->items = self;
+        return 0;
+    }
+    return sym_fail(t, "Tensor attribute '%s' not supported", n);
+}

@@ -1,0 +1,400 @@
+/* variables.c — turning Python values seen by the trace into tracked values, with the
+ * sources and guards that make the specialization sound.
+ *
+ * Contract: every Python value the trace specializes on is reached through a source and
+ * gets a guard: tensors → TENSOR_MATCH (and become graph inputs), numbers/strings/tuples →
+ * CONSTANT_MATCH, modules and callables → ID_MATCH, nn.Module → ID_MATCH + training.
+ */
+#include "sym.h"
+
+#include <stdarg.h>
+#include <string.h>
+
+static PyObject *dtype_objs[IC_DTYPE_COUNT];
+static PyObject *nn_module_type, *torch_module, *torch_size_type, *torch_dtype_type;
+static PyObject *torch_device_type;
+
+int sym_fail(trace *t, const char *fmt, ...) {
+    if (!t->failed) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(t->reason, sizeof t->reason, fmt, ap);
+        va_end(ap);
+        t->failed = 1;
+    }
+    return -1;
+}
+
+PyObject *sym_keep(trace *t, PyObject *o) {
+    if (o == NULL)
+        return NULL;
+    if (PyList_Append(t->keep, o) < 0) {
+        Py_DECREF(o);
+        return NULL;
+    }
+    Py_DECREF(o);
+    return o;
+}
+
+/* Vars are allocated in chunks that live in t->keep as capsules: freed with the trace. */
+static void free_chunk(PyObject *cap) { free(PyCapsule_GetPointer(cap, NULL)); }
+
+var *sym_alloc(trace *t, int n) {
+    if (n <= 0)
+        n = 1;
+    var *p = calloc((size_t)n, sizeof *p);
+    if (p == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    PyObject *cap = PyCapsule_New(p, NULL, free_chunk);
+    if (cap == NULL) {
+        free(p);
+        return NULL;
+    }
+    if (sym_keep(t, cap) == NULL)
+        return NULL;
+    return p;
+}
+
+int sym_source(trace *t, dh_srckind kind, int base, Py_ssize_t index, PyObject *name) {
+    for (int i = 0; i < t->nsrc; i++) {
+        dh_source *s = &t->src[i];
+        if (s->kind == kind && s->base == base && s->index == index &&
+            (s->name == name || (s->name && name && PyUnicode_Compare(s->name, name) == 0)))
+            return i;
+    }
+    if (t->nsrc == t->capsrc) {
+        int cap = t->capsrc ? 2 * t->capsrc : 16;
+        if (cap > DH_SRC_MAX)
+            return sym_fail(t, "too many sources");
+        dh_source *n = realloc(t->src, (size_t)cap * sizeof *n);
+        if (n == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        t->src = n;
+        t->capsrc = cap;
+    }
+    dh_source *s = &t->src[t->nsrc];
+    s->kind = kind;
+    s->base = base;
+    s->index = index;
+    s->name = Py_XNewRef(name);
+    return t->nsrc++;
+}
+
+static dh_guard *new_guard(trace *t, dh_guardkind kind, int src) {
+    if (t->nguards == t->capguards) {
+        int cap = t->capguards ? 2 * t->capguards : 16;
+        dh_guard *n = realloc(t->guards, (size_t)cap * sizeof *n);
+        if (n == NULL) {
+            PyErr_NoMemory();
+            return NULL;
+        }
+        t->guards = n;
+        t->capguards = cap;
+    }
+    dh_guard *g = &t->guards[t->nguards++];
+    memset(g, 0, sizeof *g);
+    g->kind = kind;
+    g->src = src;
+    g->input_index = -1;
+    return g;
+}
+
+static int has_guard(trace *t, dh_guardkind kind, int src) {
+    for (int i = 0; i < t->nguards; i++)
+        if (t->guards[i].kind == kind && t->guards[i].src == src)
+            return 1;
+    return 0;
+}
+
+int sym_guard_const(trace *t, int src, PyObject *value) {
+    if (src < 0 || has_guard(t, DH_G_CONST, src))
+        return 0;
+    dh_guard *g = new_guard(t, DH_G_CONST, src);
+    if (g == NULL)
+        return -1;
+    g->obj = Py_NewRef(value);
+    return 0;
+}
+
+int sym_guard_id(trace *t, int src, PyObject *obj) {
+    if (src < 0 || has_guard(t, DH_G_ID, src))
+        return 0;
+    dh_guard *g = new_guard(t, DH_G_ID, src);
+    if (g == NULL)
+        return -1;
+    PyObject *ref = PyWeakref_NewRef(obj, NULL);
+    if (ref != NULL) {
+        g->obj = ref;
+        g->weak = 1;
+    } else {
+        PyErr_Clear();
+        g->obj = Py_NewRef(obj);
+    }
+    return 0;
+}
+
+int sym_const(trace *t, PyObject *o, var *out) {
+    if (o == NULL)
+        return -1;
+    memset(out, 0, sizeof *out);
+    out->kind = V_CONST;
+    out->src = -1;
+    out->obj = sym_keep(t, o);
+    return out->obj ? 0 : -1;
+}
+
+int sym_is_number(const var *v) {
+    return v->kind == V_CONST &&
+           (PyLong_CheckExact(v->obj) || PyFloat_CheckExact(v->obj) || PyBool_Check(v->obj));
+}
+
+PyObject *sym_dtype_object(ic_dtype d) {
+    return (unsigned)d < IC_DTYPE_COUNT ? dtype_objs[d] : NULL;
+}
+
+int sym_dtype_from_object(PyObject *o) {
+    for (int i = 0; i < IC_DTYPE_COUNT; i++)
+        if (dtype_objs[i] == o)
+            return i;
+    return -1;
+}
+
+static int ensure_vals(trace *t, ic_val v) {
+    if (v < t->capvals)
+        return 0;
+    int cap = t->capvals ? t->capvals : 64;
+    while (cap <= v)
+        cap *= 2;
+    unsigned char *n = realloc(t->view_of_input, (size_t)cap);
+    if (n == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    memset(n + t->capvals, 0, (size_t)(cap - t->capvals));
+    t->view_of_input = n;
+    t->capvals = cap;
+    return 0;
+}
+
+void sym_mark_view(trace *t, ic_val out, ic_val in) {
+    if (out < 0 || in < 0 || ensure_vals(t, out > in ? out : in) < 0) {
+        PyErr_Clear();
+        return;
+    }
+    if (ic_value_op(t->g, in) == IC_OP_INPUT || t->view_of_input[in])
+        t->view_of_input[out] = 1;
+}
+
+int sym_is_view_of_input(trace *t, ic_val v) {
+    return v >= 0 && v < t->capvals && t->view_of_input[v];
+}
+
+int sym_check_graph(trace *t) {
+    if (ic_graph_error(t->g) != NULL)
+        return sym_fail(t, "%s", ic_graph_error(t->g));
+    return 0;
+}
+
+static int is_simple_const(PyObject *o) {
+    if (o == Py_None || PyBool_Check(o) || PyLong_CheckExact(o) || PyFloat_CheckExact(o) ||
+        PyUnicode_CheckExact(o) || o == Py_Ellipsis)
+        return 1;
+    if (PyTuple_CheckExact(o) || (torch_size_type && Py_TYPE(o) == (PyTypeObject *)torch_size_type)) {
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(o); i++)
+            if (!is_simple_const(PyTuple_GET_ITEM(o, i)))
+                return 0;
+        return 1;
+    }
+    return 0;
+}
+
+static int wrap_tensor(trace *t, PyObject *o, int src, var *out) {
+    tc_meta m;
+    tc_tensor_meta(o, &m);
+    if (src < 0)
+        return sym_fail(t, "tensor without a source");
+    if (m.flags & TC_META_TOO_MANY_DIMS)
+        return sym_fail(t, "tensor with more than %d dims", TC_MAX_DIMS);
+    if (m.flags & TC_META_SPECIAL)
+        return sym_fail(t, "unsupported tensor kind (subclass, sparse, quantized, conj/neg view...)");
+    if (m.dtype < 0)
+        return sym_fail(t, "unsupported dtype (complex or other)");
+    if (m.device_type != TC_DEV_CPU)
+        return sym_fail(t, "device %s not supported yet", m.device_type == TC_DEV_CUDA ? "cuda" : "other");
+    if (m.requires_grad && tc_grad_enabled())
+        return sym_fail(t, "input requires grad with grad mode on (training not supported yet)");
+    ic_meta im = {0};
+    im.dtype = (ic_dtype)m.dtype;
+    im.ndim = m.ndim;
+    for (int d = 0; d < m.ndim; d++) {
+        im.sizes[d] = m.sizes[d];
+        im.strides[d] = m.strides[d];
+    }
+    ic_val v = ic_input(t->g, &im);
+    if (v < 0)
+        return sym_check_graph(t);
+    dh_guard *g = new_guard(t, DH_G_TENSOR, src);
+    if (g == NULL)
+        return -1;
+    g->meta = m;
+    g->meta.data = NULL;
+    g->input_index = t->ninputs;
+    if (t->ninputs == t->capinputs) {
+        int cap = t->capinputs ? 2 * t->capinputs : 8;
+        int *n = realloc(t->input_src, (size_t)cap * sizeof *n);
+        if (n == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        t->input_src = n;
+        t->capinputs = cap;
+    }
+    t->input_src[t->ninputs++] = src;
+    memset(out, 0, sizeof *out);
+    out->kind = V_TENSOR;
+    out->src = src;
+    out->val = v;
+    return 0;
+}
+
+static int wrap_uncached(trace *t, PyObject *o, int src, var *out);
+
+int sym_wrap(trace *t, PyObject *o, int src, var *out) {
+    if (src >= 0 && src < DH_SRC_MAX && t->srcdone[src]) {
+        *out = t->srcvar[src]; /* one source, one tracked value */
+        return 0;
+    }
+    int rc = wrap_uncached(t, o, src, out);
+    if (rc == 0 && src >= 0 && src < DH_SRC_MAX) {
+        t->srcvar[src] = *out;
+        t->srcdone[src] = 1;
+    }
+    return rc;
+}
+
+static int wrap_uncached(trace *t, PyObject *o, int src, var *out) {
+    memset(out, 0, sizeof *out);
+    out->src = src;
+    if (tc_is_tensor(o))
+        return wrap_tensor(t, o, src, out);
+    if (is_simple_const(o)) {
+        if (sym_guard_const(t, src, o) < 0)
+            return -1;
+        out->kind = V_CONST;
+        out->obj = sym_keep(t, Py_NewRef(o));
+        return out->obj ? 0 : -1;
+    }
+    if (PyTuple_CheckExact(o) || PyList_CheckExact(o)) {
+        /* a sequence holding tensors: guard its type and length, wrap items */
+        Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
+        if (n > 64)
+            return sym_fail(t, "sequence too long (%zd)", n);
+        if (src >= 0) {
+            dh_guard *g = new_guard(t, DH_G_TYPE, src);
+            if (g == NULL)
+                return -1;
+            g->obj = Py_NewRef((PyObject *)Py_TYPE(o));
+        }
+        /* length is pinned by the ITEM sources failing to resolve past the end; also
+         * guard the length through a CONST on len: cheap, via a tuple snapshot of types */
+        var *items = sym_alloc(t, (int)n);
+        if (items == NULL)
+            return -1;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            int s = src >= 0 ? sym_source(t, DH_S_ITEM, src, i, NULL) : -1;
+            if (src >= 0 && s < 0)
+                return -1;
+            if (sym_wrap(t, PySequence_Fast_GET_ITEM(o, i), s, &items[i]) < 0)
+                return -1;
+        }
+        out->kind = V_SEQ;
+        out->is_list = PyList_CheckExact(o);
+        out->n = (int)n;
+        out->items = items;
+        return 0;
+    }
+    if (sym_dtype_from_object(o) >= 0 || (torch_device_type && PyObject_TypeCheck(o, (PyTypeObject *)torch_device_type))) {
+        if (sym_guard_const(t, src, o) < 0)
+            return -1;
+        out->kind = V_CONST;
+        out->obj = sym_keep(t, Py_NewRef(o));
+        return out->obj ? 0 : -1;
+    }
+    if (PyModule_Check(o)) {
+        if (sym_guard_id(t, src, o) < 0)
+            return -1;
+        out->kind = V_OBJ;
+        out->obj = sym_keep(t, Py_NewRef(o));
+        return out->obj ? 0 : -1;
+    }
+    if (nn_module_type && PyObject_TypeCheck(o, (PyTypeObject *)nn_module_type)) {
+        if (src < 0)
+            return sym_fail(t, "nn.Module without a source");
+        if (sym_guard_id(t, src, o) < 0)
+            return -1;
+        /* guard training */
+        PyObject *name = PyUnicode_InternFromString("training");
+        if (name == NULL)
+            return -1;
+        PyObject *tr = dh_module_getattr(o, name);
+        int s = sym_source(t, DH_S_ATTR, src, 0, name);
+        Py_DECREF(name);
+        if (s < 0) {
+            Py_XDECREF(tr);
+            return -1;
+        }
+        if (tr != NULL) {
+            int rc = sym_guard_const(t, s, tr);
+            Py_DECREF(tr);
+            if (rc < 0)
+                return -1;
+        }
+        out->kind = V_OBJ;
+        out->obj = sym_keep(t, Py_NewRef(o));
+        return out->obj ? 0 : -1;
+    }
+    if (PyCallable_Check(o)) {
+        int op = sym_func_op(o);
+        if (op >= 0 || PyCFunction_Check(o) || PyType_Check(o)) {
+            if (sym_guard_id(t, src, o) < 0)
+                return -1;
+            out->kind = V_FUNC;
+            out->op = op;
+            out->obj = sym_keep(t, Py_NewRef(o));
+            return out->obj ? 0 : -1;
+        }
+        if (PyFunction_Check(o))
+            return sym_fail(t, "call to user function %S not inlined yet",
+                            ((PyFunctionObject *)o)->func_qualname);
+    }
+    return sym_fail(t, "unsupported Python value of type %s", Py_TYPE(o)->tp_name);
+}
+
+int sym_variables_init(void) {
+    static const char *names[IC_DTYPE_COUNT] = {"bool", "uint8", "int8", "int16", "int32",
+                                                "int64", "float16", "bfloat16", "float32",
+                                                "float64"};
+    torch_module = PyImport_ImportModule("torch");
+    if (torch_module == NULL)
+        return -1;
+    for (int i = 0; i < IC_DTYPE_COUNT; i++) {
+        dtype_objs[i] = PyObject_GetAttrString(torch_module, names[i]);
+        if (dtype_objs[i] == NULL)
+            return -1;
+    }
+    torch_size_type = PyObject_GetAttrString(torch_module, "Size");
+    torch_dtype_type = PyObject_GetAttrString(torch_module, "dtype");
+    torch_device_type = PyObject_GetAttrString(torch_module, "device");
+    PyObject *nn = PyImport_ImportModule("torch.nn");
+    if (nn == NULL)
+        return -1;
+    nn_module_type = PyObject_GetAttrString(nn, "Module");
+    Py_DECREF(nn);
+    if (!torch_size_type || !torch_dtype_type || !torch_device_type || !nn_module_type)
+        return -1;
+    return 0;
+}

@@ -1,0 +1,158 @@
+/* ic.h — public API of inductor_c, the C Inductor. No Python here.
+ *
+ * Use from the capture layer (dynamo_hook/):
+ *
+ *   ic_graph *g = ic_graph_new();
+ *   ic_meta m = {.dtype = IC_F32, .ndim = 2, .sizes = {4, 5}, .strides = {5, 1}};
+ *   ic_val x = ic_input(g, &m);                       // graph input 0
+ *   ic_val s = ic_scalar(g, 2.0, IC_F64);             // python float
+ *   ic_val y = ic_binary(g, IC_OP_MUL, x, s);         // x * 2.0
+ *   ic_val r = ic_reduce(g, IC_OP_SUM, y, 1u << 1, 1);// y.sum(1, keepdim=True)
+ *   ic_output(g, r);
+ *   ic_compiled *c = ic_compile(g, &opts, &err);      // g may be freed afterwards
+ *   ic_run(c, in_ptrs, out_ptrs, &err);               // out buffers: ic_compiled_output_meta
+ *
+ * Every builder returns a value handle >= 0, or IC_NONE (-1) with the reason in
+ * ic_graph_error(g); after the first error, the graph stays in the error state and
+ * every later builder returns IC_NONE. Shapes are static: strides of inputs are part
+ * of the graph (the caller guards them). Builders do shape and dtype inference at once,
+ * so ic_value_meta answers x.shape / x.dtype during capture.
+ */
+#ifndef IC_H
+#define IC_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "ic_ops.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define IC_MAX_DIMS 8
+#define IC_NONE (-1)
+
+/* Element types. Order is fixed (tests and the bridge map torch dtypes onto it). */
+typedef enum ic_dtype {
+    IC_BOOL,  /* 1 byte, 0/1 */
+    IC_U8,
+    IC_I8,
+    IC_I16,
+    IC_I32,
+    IC_I64,
+    IC_F16,
+    IC_BF16,
+    IC_F32,
+    IC_F64,
+    IC_DTYPE_COUNT
+} ic_dtype;
+
+typedef int32_t ic_val; /* value handle inside one graph */
+
+/* Tensor metadata: sizes and strides in elements. */
+typedef struct ic_meta {
+    ic_dtype dtype;
+    int ndim;
+    int64_t sizes[IC_MAX_DIMS];
+    int64_t strides[IC_MAX_DIMS];
+} ic_meta;
+
+/* Error channel: code separates user-level "unsupported" (eager fallback) from faults. */
+typedef enum ic_errcode {
+    IC_OK = 0,
+    IC_EUNSUPPORTED, /* op/dtype/shape the compiler does not handle: fall back to eager */
+    IC_EINVALID,     /* the program is wrong (bad broadcast, bad dim): eager will raise */
+    IC_EINTERNAL,    /* a bug or an LLVM/driver failure */
+    IC_ENOMEM
+} ic_errcode;
+
+typedef struct ic_err {
+    ic_errcode code;
+    char msg[256];
+} ic_err;
+
+typedef struct ic_graph ic_graph;
+
+/* ---- graph building ---------------------------------------------------------------- */
+ic_graph *ic_graph_new(void);
+void ic_graph_free(ic_graph *g);
+const char *ic_graph_error(const ic_graph *g); /* NULL while no error */
+ic_errcode ic_graph_errcode(const ic_graph *g);
+
+ic_val ic_input(ic_graph *g, const ic_meta *m);
+/* A Python scalar. kind: IC_F64 for float, IC_I64 for int, IC_BOOL for bool. */
+ic_val ic_scalar(ic_graph *g, double v, ic_dtype kind);
+ic_val ic_unary(ic_graph *g, ic_op op, ic_val a);
+ic_val ic_binary(ic_graph *g, ic_op op, ic_val a, ic_val b);
+ic_val ic_where(ic_graph *g, ic_val cond, ic_val a, ic_val b);
+ic_val ic_cast(ic_graph *g, ic_val a, ic_dtype to);
+/* dim_mask: bit d set = reduce dim d (already normalized, non-negative). dim_mask == 0
+ * reduces all dims (torch's dim=None). dtype: result dtype or -1 for torch's default
+ * (sum of bool/int -> int64; mean requires float). */
+ic_val ic_reduce(ic_graph *g, ic_op op, ic_val a, uint32_t dim_mask, int keepdim, int dtype);
+/* Views as index maps. sizes may hold one -1 for reshape. */
+ic_val ic_reshape(ic_graph *g, ic_val a, int ndim, const int64_t *sizes);
+ic_val ic_permute(ic_graph *g, ic_val a, const int *perm);
+ic_val ic_expand(ic_graph *g, ic_val a, int ndim, const int64_t *sizes);
+int ic_output(ic_graph *g, ic_val v); /* returns output index, or -1 */
+
+/* Queries (valid for any handle returned without error). Outputs of ops have
+ * contiguous strides in meta; inputs keep theirs. */
+const ic_meta *ic_value_meta(const ic_graph *g, ic_val v);
+ic_op ic_value_op(const ic_graph *g, ic_val v);
+int ic_graph_num_inputs(const ic_graph *g);
+int ic_graph_num_outputs(const ic_graph *g);
+int ic_graph_num_ops(const ic_graph *g); /* compute ops, not counting inputs/scalars */
+/* Text form (one line per value); malloc'd string, caller frees. */
+char *ic_graph_to_string(const ic_graph *g);
+
+/* ---- compilation -------------------------------------------------------------------- */
+typedef enum ic_device { IC_CPU = 0, IC_CUDA = 1 } ic_device;
+
+typedef struct ic_options {
+    ic_device device;
+    int device_index;
+    int num_threads;   /* 0: runtime default (ic_set_num_threads) */
+    int opt_level;     /* LLVM optimization level 0..3, default 3 */
+    unsigned debug;    /* IC_DEBUG_* bits; ORed with TORCHC_DEBUG from the environment */
+} ic_options;
+
+enum { IC_DEBUG_GRAPH = 1, IC_DEBUG_LOOPS = 2, IC_DEBUG_LLVM = 4, IC_DEBUG_PTX = 8 };
+
+typedef struct ic_compiled ic_compiled;
+
+/* Compiles g (not modified; may be freed after). NULL with err set on failure. */
+ic_compiled *ic_compile(const ic_graph *g, const ic_options *opt, ic_err *err);
+void ic_compiled_free(ic_compiled *c);
+int ic_compiled_num_inputs(const ic_compiled *c);
+int ic_compiled_num_outputs(const ic_compiled *c);
+/* Meta of output i: dtype, sizes and the strides the caller must allocate with
+ * (contiguous). Output buffers must not alias inputs. */
+const ic_meta *ic_compiled_output_meta(const ic_compiled *c, int i);
+int ic_compiled_num_kernels(const ic_compiled *c);
+/* Loop IR / kernel summary text (fusion decisions visible); malloc'd, caller frees. */
+char *ic_compiled_describe(const ic_compiled *c);
+
+/* Runs the compiled graph. inputs[i]: address of element 0 of input i (data_ptr, storage
+ * offset included), laid out with the strides given to ic_input. outputs[i]: buffers
+ * allocated by the caller per ic_compiled_output_meta. Thread-safe for distinct buffers. */
+int ic_run(const ic_compiled *c, void *const *inputs, void *const *outputs, ic_err *err);
+
+/* ---- runtime ------------------------------------------------------------------------ */
+void ic_set_num_threads(int n); /* worker count of the CPU pool (>= 1) */
+int ic_get_num_threads(void);
+const char *ic_version(void);
+/* Bits parsed from TORCHC_DEBUG=graph,loops,llvm,ptx */
+unsigned ic_debug_flags(void);
+
+/* dtype helpers */
+const char *ic_dtype_name(ic_dtype t);
+size_t ic_dtype_size(ic_dtype t);
+const char *ic_op_name(ic_op op);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,162 @@
+"""The thin Python API over torchc._C: compile(), explain(), reset(), disable(), config."""
+import functools
+import types
+
+import torch
+
+from . import _C
+
+
+class _Config:
+    """torchc.config: process-wide settings (validated on assignment)."""
+
+    def __init__(self):
+        object.__setattr__(self, "_values", {"recompile_limit": 8, "num_threads": _C.get_num_threads()})
+
+    def __getattr__(self, name):
+        try:
+            return self._values[name]
+        except KeyError:
+            raise AttributeError(f"torchc.config has no setting {name!r}") from None
+
+    def __setattr__(self, name, value):
+        if name not in self._values:
+            raise AttributeError(f"torchc.config has no setting {name!r}")
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"torchc.config.{name} must be a positive int, got {value!r}")
+        if name == "recompile_limit":
+            _C.set_recompile_limit(value)
+        elif name == "num_threads":
+            _C.set_num_threads(value)
+        self._values[name] = value
+
+    def __repr__(self):
+        return f"torchc.config({', '.join(f'{k}={v!r}' for k, v in self._values.items())})"
+
+
+config = _Config()
+
+_MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+
+
+def _check_options(backend, mode, options):
+    if backend not in (None, "inductor", "torchc"):
+        raise ValueError(f"torchc.compile: unsupported backend {backend!r}")
+    if mode not in _MODES:
+        raise ValueError(f"torchc.compile: unknown mode {mode!r}; expected one of {_MODES[1:]}")
+    if options is not None and not isinstance(options, dict):
+        raise TypeError("torchc.compile: options must be a dict")
+
+
+class OptimizedModule(torch.nn.Module):
+    """What torchc.compile(module) returns: forwards to the original module, with its
+    forward frames captured by torchc. Parameters are shared with the original."""
+
+    def __init__(self, mod, compiled_call):
+        super().__init__()
+        self._orig_mod = mod
+        self._torchc_call = compiled_call
+
+    def forward(self, *args, **kwargs):
+        return self._torchc_call(*args, **kwargs)
+
+    def __getattr__(self, name):
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            return getattr(self._orig_mod, name)
+
+
+def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mode=None,
+            options=None, disable=False):
+    """torch.compile's signature. Returns a compiled function or an OptimizedModule."""
+    _check_options(backend, mode, options)
+    if model is None:
+        return lambda m: compile(m, fullgraph=fullgraph, dynamic=dynamic, backend=backend,
+                                 mode=mode, options=options, disable=disable)
+    if disable:
+        return model
+    if isinstance(model, torch.nn.Module):
+        call = _C.CompiledFunction(model, bool(fullgraph), bool(dynamic))
+        return OptimizedModule(model, call)
+    if not callable(model):
+        raise TypeError(f"torchc.compile expects a callable or nn.Module, got {type(model).__name__}")
+    cf = _C.CompiledFunction(model, bool(fullgraph), bool(dynamic))
+    try:
+        functools.update_wrapper(cf, model)
+    except (AttributeError, TypeError):
+        pass
+    return cf
+
+
+def disable(fn=None, recursive=True):
+    """Never capture fn's frame: it runs eagerly even when called from compiled code."""
+    if fn is None:
+        return functools.partial(disable, recursive=recursive)
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        raise TypeError(f"torchc.disable expects a Python function, got {type(fn).__name__}")
+    _C.skip_code(code)
+    return fn
+
+
+def reset():
+    """Forget every compiled graph (like torch._dynamo.reset())."""
+    _C.reset()
+
+
+class ExplainOutput:
+    """What torchc.explain(fn)(*args) returns."""
+
+    def __init__(self, records, result):
+        self.records = records
+        self.result = result
+        compiled = [r for r in records if r["event"] in ("compiled", "hit") and not r.get("fallback")]
+        fallbacks = [r for r in records if r["event"] == "fallback"]
+        self.graphs = [r["graph"] for r in compiled]
+        self.graph_count = len(compiled)
+        self.graph_break_count = len(fallbacks)
+        self.break_reasons = [f"{r['name']} ({r['filename']}:{r['firstlineno']}): {r['reason']}"
+                              for r in fallbacks]
+        self.op_count = sum(r["op_count"] for r in compiled)
+        self.guards = [g for r in compiled for g in r["guards"]]
+        self.kernels = [r["kernels"] for r in compiled if r.get("kernels")]
+        self.compile_ms = sum(r.get("compile_ms", 0.0) for r in records if r["event"] != "hit")
+
+    def __str__(self):
+        lines = [f"Graph Count: {self.graph_count}",
+                 f"Graph Break Count: {self.graph_break_count}",
+                 f"Op Count: {self.op_count}"]
+        if self.break_reasons:
+            lines.append("Break Reasons:")
+            lines += [f"  {i + 1}. {r}" for i, r in enumerate(self.break_reasons)]
+        for i, g in enumerate(self.graphs):
+            lines.append(f"Graph {i}:")
+            lines += ["  " + ln for ln in g.splitlines()]
+        if self.guards:
+            lines.append("Guards:")
+            lines += [f"  {g}" for g in self.guards]
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+
+def explain(fn, **compile_kwargs):
+    """torchc.explain(fn)(*args) -> ExplainOutput: graphs, breaks and their reasons, guards."""
+    target = fn
+    if isinstance(fn, OptimizedModule):
+        call = fn._torchc_call
+    elif isinstance(fn, _C.CompiledFunction):
+        call = fn
+    else:
+        call = compile(target, **compile_kwargs)
+
+    def run(*args, **kwargs):
+        _C.explain_start()
+        try:
+            result = call(*args, **kwargs)
+        finally:
+            records = _C.explain_stop()
+        return ExplainOutput(records, result)
+
+    return run
