@@ -174,6 +174,8 @@ static PyObject *dh_eval_frame(PyThreadState *ts, _PyInterpreterFrame *f, int th
     const char *event = "hit";
     if (e != NULL) {
         dh_cache_touch(c, prev, e);
+        if (e->fallback)
+            event = "fallback";
     } else {
         int limit = cfg->recompile_limit > 0 ? cfg->recompile_limit : dh_default_recompile_limit;
         if (c->nentries >= limit) {

@@ -1,0 +1,131 @@
+"""Benchmark runner: eager vs torchc vs real torch.compile, measured in one run.
+
+    python benchmarks/run.py [--only NAME] [--no-torch-compile] [--out results/cpu.json]
+
+For each workload: median ms/call of each variant, speedup over eager, first-call
+(compile) seconds, and max error against eager. Results go to benchmarks/results/.
+"""
+import argparse
+import json
+import math
+import os
+import platform
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import torchc  # noqa: E402
+from common import bench, first_call, max_abs_err, torch_compile_available  # noqa: E402
+
+
+def softmax(x):
+    return torch.softmax(x, -1)
+
+
+def layernorm(x, w, b):
+    mu = x.mean(-1, keepdim=True)
+    xc = x - mu
+    var = (xc * xc).mean(-1, keepdim=True)
+    return xc * torch.rsqrt(var + 1e-5) * w + b
+
+
+def rmsnorm(x, w):
+    return x * torch.rsqrt((x * x).mean(-1, keepdim=True) + 1e-6) * w
+
+
+def gelu(x):
+    return F.gelu(x)
+
+
+def pointwise_chain(x, y):
+    return torch.sigmoid(x * 1.5 + y) * torch.tanh(y) - (x - y).abs().sqrt()
+
+
+def rmsnorm_gelu_softmax(x, w, b):
+    h = x * torch.rsqrt((x * x).mean(-1, keepdim=True) + 1e-6)
+    return torch.softmax(F.gelu(h * w + b), dim=-1)
+
+
+def sum_rows(x):
+    return (x * x).sum(-1)
+
+
+def workloads():
+    r, c = 4096, 1024
+    x, y = torch.randn(r, c), torch.randn(r, c)
+    w, b = torch.randn(c), torch.randn(c)
+    return [
+        ("softmax_4096x1024", softmax, (x,)),
+        ("layernorm_4096x1024", layernorm, (x, w, b)),
+        ("rmsnorm_4096x1024", rmsnorm, (x, w)),
+        ("gelu_4096x1024", gelu, (x,)),
+        ("pointwise_chain_4096x1024", pointwise_chain, (x, y)),
+        ("rmsnorm_gelu_softmax_4096x1024", rmsnorm_gelu_softmax, (x, w, b)),
+        ("sum_sq_rows_4096x1024", sum_rows, (x,)),
+        ("softmax_small_64x128", softmax, (torch.randn(64, 128),)),
+    ]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--only", default=None)
+    ap.add_argument("--no-torch-compile", action="store_true")
+    ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results", "cpu.json"))
+    args = ap.parse_args()
+    use_tc = torch_compile_available() and not args.no_torch_compile
+    rows = []
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {platform.processor() or platform.machine()}")
+    hdr = f"{'workload':34s} {'eager ms':>9s} {'torchc ms':>9s} {'x eager':>8s} {'compile s':>9s}"
+    if use_tc:
+        hdr += f" {'inductor ms':>11s} {'x eager':>8s} {'compile s':>9s}"
+    print(hdr)
+    for name, fn, inputs in workloads():
+        if args.only and args.only not in name:
+            continue
+        with torch.no_grad():
+            ref = fn(*inputs)
+            torchc.reset()
+            cf = torchc.compile(fn)
+            t_c, out = first_call(cf, *inputs)
+            err = max_abs_err(out, ref)
+            ex = torchc.explain(cf)(*inputs)
+            t_e = bench(fn, *inputs)
+            t_t = bench(cf, *inputs)
+            row = dict(name=name, eager_ms=t_e * 1e3, torchc_ms=t_t * 1e3, torchc_speedup=t_e / t_t,
+                       torchc_compile_s=t_c, torchc_max_err=err, torchc_graphs=ex.graph_count,
+                       torchc_breaks=ex.graph_break_count)
+            line = f"{name:34s} {t_e*1e3:9.3f} {t_t*1e3:9.3f} {t_e/t_t:8.2f} {t_c:9.3f}"
+            if use_tc:
+                import torch._dynamo
+                torch._dynamo.reset()
+                tfn = torch.compile(fn)
+                t_ci, out2 = first_call(tfn, *inputs)
+                t_i = bench(tfn, *inputs)
+                row.update(inductor_ms=t_i * 1e3, inductor_speedup=t_e / t_i, inductor_compile_s=t_ci,
+                           inductor_max_err=max_abs_err(out2, ref))
+                line += f" {t_i*1e3:11.3f} {t_e/t_i:8.2f} {t_ci:9.3f}"
+            print(line, flush=True)
+            rows.append(row)
+    if rows:
+        g = math.exp(sum(math.log(r["torchc_speedup"]) for r in rows) / len(rows))
+        summary = dict(torchc_geomean=g, torchc_mean_compile_s=sum(r["torchc_compile_s"] for r in rows) / len(rows))
+        print(f"torchc geomean speedup over eager: {g:.2f}x, mean first-call compile "
+              f"{summary['torchc_mean_compile_s']*1e3:.1f} ms")
+        if use_tc:
+            gi = math.exp(sum(math.log(r["inductor_speedup"]) for r in rows) / len(rows))
+            summary.update(inductor_geomean=gi,
+                           inductor_mean_compile_s=sum(r["inductor_compile_s"] for r in rows) / len(rows))
+            print(f"torch.compile geomean speedup over eager: {gi:.2f}x, mean first-call compile "
+                  f"{summary['inductor_mean_compile_s']:.1f} s")
+        os.makedirs(os.path.dirname(args.out), exist_ok=True)
+        with open(args.out, "w") as f:
+            json.dump(dict(date=time.strftime("%Y-%m-%d %H:%M"), torch=torch.__version__,
+                           threads=torch.get_num_threads(), rows=rows, summary=summary), f, indent=1)
+        print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()

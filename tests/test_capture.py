@@ -1,0 +1,321 @@
+"""The frame hook: caching, guards, recompiles, fallback, explain, modules, references."""
+import gc
+import sys
+import warnings
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import torchc
+from torchc import _C
+from conftest import assert_same, explain_of
+
+
+def stats():
+    return _C.stats()
+
+
+def test_cache_hit_no_recompile():
+    def f(x, y):
+        return (x * y).relu().sum(-1)
+
+    cf = torchc.compile(f)
+    x, y = torch.randn(4, 8), torch.randn(4, 8)
+    for _ in range(5):
+        assert_same(cf(x, y), f(x, y))
+    s = stats()
+    assert s["compiles"] == 1 and s["hits"] == 5, s
+
+
+@pytest.mark.parametrize("change", ["dtype", "shape", "stride", "ndim", "requires_grad"])
+def test_guard_failure_recompiles(change):
+    def f(x):
+        return torch.sigmoid(x) * 2
+
+    cf = torchc.compile(f)
+    x = torch.randn(4, 6)
+    assert_same(cf(x), f(x))
+    y = {
+        "dtype": x.double(),
+        "shape": torch.randn(5, 6),
+        "stride": torch.randn(6, 4).t(),
+        "ndim": torch.randn(4, 6, 1),
+        "requires_grad": torch.randn(4, 6, requires_grad=True),
+    }[change]
+    if change == "requires_grad":
+        with torch.no_grad():
+            assert_same(cf(y), f(y))
+        out = cf(y)  # grad mode on + requires_grad: runs eagerly, keeps autograd
+        assert out.requires_grad and out.grad_fn is not None
+        out.sum().backward()
+        assert y.grad is not None
+        return
+    assert_same(cf(y), f(y))
+    assert stats()["compiles"] == 2
+    assert_same(cf(x), f(x))  # the first entry still hits
+    assert stats()["compiles"] == 2
+
+
+def test_constant_guard_recompiles():
+    def f(x, k):
+        return x * k
+
+    cf = torchc.compile(f)
+    x = torch.randn(3)
+    assert_same(cf(x, 2), f(x, 2))
+    assert_same(cf(x, 3), f(x, 3))
+    assert_same(cf(x, 2.5), f(x, 2.5))
+    assert_same(cf(x, True), f(x, True))
+    assert stats()["compiles"] == 4
+
+
+def test_recompile_limit_falls_back():
+    def f(x):
+        return x + 1
+
+    torchc.config.recompile_limit = 3
+    try:
+        cf = torchc.compile(f)
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            for n in range(1, 7):
+                x = torch.randn(n)
+                assert_same(cf(x), f(x))
+        assert stats()["compiles"] == 3
+        assert any("recompile limit" in str(m.message) for m in w)
+    finally:
+        torchc.config.recompile_limit = 8
+
+
+
+def helper_scale(x):
+    return x * 3
+
+
+SCALE = 2.0
+
+
+def uses_global(x):
+    return x * SCALE
+
+
+def test_global_constant_guarded():
+    global SCALE
+    cf = torchc.compile(uses_global)
+    x = torch.randn(4)
+    assert_same(cf(x), x * 2.0)
+    SCALE = 5.0
+    try:
+        assert_same(cf(x), x * 5.0)
+    finally:
+        SCALE = 2.0
+
+
+def test_unsupported_falls_back_with_reason():
+    def f(x):
+        y = x * 2
+        print_free = y.cumsum(0)  # not lowered yet
+        return print_free + 1
+
+    cf = torchc.compile(f)
+    x = torch.randn(5)
+    assert_same(cf(x), f(x))
+    ex = explain_of(f, x)
+    assert ex.graph_break_count == 1 and ex.graph_count == 0
+    assert "cumsum" in ex.break_reasons[0]
+
+
+def test_data_dependent_branch_falls_back():
+    def f(x):
+        if x.sum() > 0:
+            return x + 1
+        return x - 1
+
+    cf = torchc.compile(f)
+    for x in (torch.ones(3), -torch.ones(3)):
+        assert_same(cf(x), f(x))
+    ex = explain_of(f, torch.ones(3))
+    assert "data-dependent" in ex.break_reasons[0]
+
+
+def test_fullgraph_raises():
+    def f(x):
+        return x.cumsum(0)
+
+    with pytest.raises(RuntimeError, match="fullgraph"):
+        torchc.compile(f, fullgraph=True)(torch.randn(3))
+
+
+def test_eager_errors_are_eager_errors():
+    def f(x, y):
+        return x + y
+
+    cf = torchc.compile(f)
+    with pytest.raises(RuntimeError):
+        cf(torch.randn(3), torch.randn(4))
+
+
+def test_bad_arguments():
+    with pytest.raises(TypeError):
+        torchc.compile(3)
+    with pytest.raises(ValueError):
+        torchc.compile(lambda x: x, mode="fastest")
+    with pytest.raises(ValueError):
+        torchc.compile(lambda x: x, backend="nope")
+    with pytest.raises(ValueError):
+        torchc.config.recompile_limit = 0
+    with pytest.raises(AttributeError):
+        torchc.config.no_such = 1
+
+
+def test_unsupported_dtype_and_device_fall_back():
+    def f(x):
+        return x * 2 + 1
+
+    cf = torchc.compile(f)
+    for x in (torch.randn(3, dtype=torch.complex64), torch.randn(3).to(torch.float16)):
+        assert_same(cf(x), f(x))
+
+
+def test_decorator_forms():
+    @torchc.compile
+    def f(x):
+        return x.exp()
+
+    @torchc.compile(fullgraph=True)
+    def g(x):
+        return x.exp()
+
+    x = torch.randn(3)
+    assert_same(f(x), x.exp())
+    assert_same(g(x), x.exp())
+    assert f.__name__ == "f"
+
+
+def test_hook_inactive_outside_compiled_calls():
+    calls = []
+
+    def f(x):
+        return x + 1
+
+    cf = torchc.compile(f)
+    cf(torch.randn(2))
+    before = stats()["frames"]
+    for _ in range(3):
+        f(torch.randn(2))  # plain calls: no hook
+    assert stats()["frames"] == before
+    assert not calls
+
+
+def test_nested_function_frames_are_captured_separately():
+    def inner(x):
+        return x * 2 + 1
+
+    def outer(x):
+        y = inner(x)       # user function call: not inlined yet -> outer falls back
+        return inner(y)
+
+    cf = torchc.compile(outer)
+    x = torch.randn(4)
+    assert_same(cf(x), outer(x))
+    ex = explain_of(outer, x)
+    assert ex.graph_break_count == 1
+    assert ex.graph_count == 2  # inner captured at each call (one compile, then a hit)
+
+
+class Norm(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(d))
+        self.register_buffer("shift", torch.randn(d))
+        self.eps = 1e-6
+
+    def forward(self, x):
+        rms = torch.rsqrt((x * x).mean(-1, keepdim=True) + self.eps)
+        return F.gelu(x * rms * self.weight + self.shift)
+
+
+def test_module_compile_and_training_guard():
+    m = Norm(16)
+    cm = torchc.compile(m)
+    x = torch.randn(8, 16)
+    with torch.no_grad():
+        assert_same(cm(x), m(x))
+        m.eval()
+        assert_same(cm(x), m(x))
+        assert stats()["compiles"] == 2  # training flag is guarded
+        m.weight.mul_(2)  # in-place parameter update is seen (parameters are inputs)
+        assert_same(cm(x), m(x))
+        m.weight = nn.Parameter(torch.randn(16))  # replaced parameter
+        assert_same(cm(x), m(x))
+    # grad mode with parameters that require grad: eager fallback keeps autograd working
+    out = cm(x)
+    out.sum().backward()
+    assert m.weight.grad is not None
+
+
+def test_explain_contents():
+    def f(x, y):
+        return torch.relu(x + y).sum(-1)
+
+    ex = explain_of(f, torch.randn(3, 4), torch.randn(4))
+    assert ex.graph_count == 1 and ex.graph_break_count == 0 and ex.op_count >= 3
+    assert any("TENSOR_MATCH" in g for g in ex.guards)
+    text = str(ex)
+    assert "relu" in text and "sum" in text
+
+
+def test_no_reference_leaks():
+    def f(x, y, k):
+        return (x * y + k).sum(-1), x
+
+    cf = torchc.compile(f)
+    x, y = torch.randn(4, 5), torch.randn(5)
+    cf(x, y, 2)  # compile
+    gc.collect()
+    rx, ry = sys.getrefcount(x), sys.getrefcount(y)
+    for _ in range(200):
+        out = cf(x, y, 2)
+    del out
+    gc.collect()
+    assert sys.getrefcount(x) == rx and sys.getrefcount(y) == ry
+
+
+def test_reset_and_code_death():
+    def make():
+        def f(x):
+            return x * 2
+        return f
+
+    for _ in range(20):
+        cf = torchc.compile(make())
+        cf(torch.randn(3))
+    torchc.reset()
+    gc.collect()
+    x = torch.randn(3)
+    assert_same(torchc.compile(make())(x), x * 2)
+
+
+def test_disable():
+    @torchc.disable
+    def g(x):
+        return x.cumsum(0)
+
+    x = torch.randn(5)
+    assert_same(torchc.compile(g)(x), x.cumsum(0))
+    ex = explain_of(g, x)
+    assert ex.graph_count == 0
+
+
+def test_threads_setting():
+    n = torchc.config.num_threads
+    torchc.config.num_threads = 1
+    try:
+        def f(x):
+            return torch.tanh(x).sum(-1)
+        x = torch.randn(64, 257)
+        assert_same(torchc.compile(f)(x), f(x), rtol=1e-5, atol=1e-5)
+    finally:
+        torchc.config.num_threads = n
