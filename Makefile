@@ -50,18 +50,19 @@ test-c: deps $(C_TESTS)
 	@set -e; for t in $(C_TESTS); do echo "== $$t"; $$t; done
 
 # C libraries and their tests under ASan+UBSan, then the Python tests against an ASan build
-# of the extension (in build-asan/, the normal build is left alone).
+# of the extension (in build-asan/, the normal in-place build is left alone).
+ASAN_ENV = ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 test-asan: deps
 	@mkdir -p build-asan/c
-	@set -e; for t in $(patsubst tests/c/%.c,%,$(wildcard tests/c/test_*.c)); do \
-	  $(MAKE) --no-print-directory build/c/$$t EXTRA_CFLAGS="$(ASAN)" C_TESTS= >/dev/null; \
-	  mv build/c/$$t build-asan/c/$$t; echo "== asan $$t"; \
-	  ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 build-asan/c/$$t; done
+	$(CC) $(CFLAGS_C) $(ASAN) -Ilayouts tests/c/test_layouts.c $(LL_SRCS) -lm -o build-asan/c/test_layouts
+	$(CC) $(CFLAGS_C) $(ASAN) -Iinductor_c -I$(LLVM_INCLUDE) tests/c/test_inductor.c $(IC_SRCS) $(LLVM_LINK) -lpthread -lm -ldl -o build-asan/c/test_inductor
+	$(ASAN_ENV) build-asan/c/test_layouts
+	$(ASAN_ENV) build-asan/c/test_inductor
 	TORCHC_ASAN=1 $(PYTHON) setup.py -q build --build-base build-asan/py --build-lib build-asan/lib
-	cd build-asan && ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0 \
-	  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	cd build-asan && $(ASAN_ENV) \
 	  LD_PRELOAD="$$($(CC) -print-file-name=libasan.so) $$($(CC) -print-file-name=libubsan.so)" \
-	  PYTHONPATH=$(CURDIR)/build-asan/lib $(PYTHON) -m pytest -q -x -p no:cacheprovider --rootdir=$(CURDIR)/build-asan $(CURDIR)/tests
+	  PYTHONPATH=$(CURDIR)/build-asan/lib:$(CURDIR)/tests $(PYTHON) -m pytest -q -x -p no:cacheprovider \
+	  --rootdir=$(CURDIR)/build-asan $(CURDIR)/tests
 
 demo: build
 	$(PYTHON) benchmarks/demo.py
