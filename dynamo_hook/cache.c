@@ -13,7 +13,7 @@
 #endif
 
 static Py_ssize_t extra_index = -1;
-static dh_cache registry = {&registry, &registry, NULL, NULL, 0, 0, 0, NULL};
+static dh_cache registry = {.prev = &registry, .next = &registry};
 static PyObject *skip_prefixes; /* tuple of directory prefixes never hooked */
 static PyObject *stdlib_prefix; /* the standard library, skipped except its *-packages/ */
 
@@ -203,7 +203,17 @@ int dh_skip_code(PyObject *code) {
     if (c == NULL)
         return -1;
     c->skip = 1;
+    c->disabled = 1;
     free(c->skip_reason);
     c->skip_reason = strdup("torchc.disable");
     return 0;
+}
+
+int dh_code_is_disabled(PyCodeObject *code) {
+    void *p = NULL;
+    if (PyUnstable_Code_GetExtra((PyObject *)code, extra_index, &p) < 0) {
+        PyErr_Clear();
+        return 0;
+    }
+    return p != NULL && ((dh_cache *)p)->disabled;
 }

@@ -107,6 +107,7 @@ typedef struct dh_cache {
     int nentries;
     int skip;                     /* never hook this code (file skip list, generator, ...) */
     int limit_hit;                /* recompile limit reached: eager from now on */
+    int disabled;                 /* torchc.disable: never captured, never inlined */
     char *skip_reason;
 } dh_cache;
 
@@ -131,6 +132,8 @@ PyObject *dh_source_resolve(const dh_source *s, PyObject *const *values,
                             PyObject *const *localsplus, PyObject *globals,
                             PyObject *builtins, PyObject *func); /* borrowed, NULL: missing */
 PyObject *dh_module_getattr(PyObject *obj, PyObject *name); /* new ref or NULL (no error) */
+int dh_module_has_attr(PyObject *obj, PyObject *name);
+int dh_code_is_disabled(PyCodeObject *code);
 PyObject *dh_guards_describe(const dh_entry *e);             /* list of str */
 void dh_guard_clear(dh_guard *g);
 

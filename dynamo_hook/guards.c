@@ -54,6 +54,12 @@ PyObject *dh_module_getattr(PyObject *obj, PyObject *name) {
     return NULL;
 }
 
+int dh_module_has_attr(PyObject *obj, PyObject *name) {
+    PyObject *v = dh_module_getattr(obj, name);
+    Py_XDECREF(v);
+    return v != NULL;
+}
+
 /* Borrowed result (kept alive by its container for the duration of the call), or NULL
  * when the value is missing. ATTR results are new references owned by... see below. */
 PyObject *dh_source_resolve(const dh_source *s, PyObject *const *values,
@@ -63,6 +69,12 @@ PyObject *dh_source_resolve(const dh_source *s, PyObject *const *values,
     case DH_S_LOCAL:
         return localsplus[s->index];
     case DH_S_GLOBAL: {
+        if (s->base >= 0) { /* a global of an inlined function: its own __globals__ */
+            PyObject *fn = values[s->base];
+            if (fn == NULL || !PyFunction_Check(fn))
+                return NULL;
+            globals = PyFunction_GET_GLOBALS(fn);
+        }
         PyObject *v = PyDict_GetItemWithError(globals, s->name);
         if (v == NULL && !PyErr_Occurred() && PyDict_Check(builtins))
             v = PyDict_GetItemWithError(builtins, s->name);
@@ -74,6 +86,8 @@ PyObject *dh_source_resolve(const dh_source *s, PyObject *const *values,
         PyObject *base = values[s->base];
         if (base == NULL)
             return NULL;
+        if (s->index == 1) /* the class attribute (a method's function), borrowed */
+            return _PyType_Lookup(Py_TYPE(base), s->name);
         PyObject *v = dh_module_getattr(base, s->name);
         if (v == NULL && PyModule_Check(base)) {
             v = PyObject_GetAttr(base, s->name);
@@ -96,6 +110,8 @@ PyObject *dh_source_resolve(const dh_source *s, PyObject *const *values,
         return NULL;
     }
     case DH_S_CLOSURE: {
+        if (s->base >= 0)
+            func = values[s->base];
         if (func == NULL || !PyFunction_Check(func))
             return NULL;
         PyObject *cl = PyFunction_GET_CLOSURE(func);
@@ -192,8 +208,16 @@ static PyObject *source_str(const dh_entry *e, int i) {
     case DH_S_LOCAL:
         return PyUnicode_FromFormat("L[%zd]", s->index);
     case DH_S_GLOBAL:
-        return PyUnicode_FromFormat("G[%R]", s->name);
     case DH_S_CLOSURE:
+        if (s->base >= 0) {
+            base = source_str(e, s->base);
+            r = base == NULL ? NULL
+                : s->kind == DH_S_GLOBAL ? PyUnicode_FromFormat("%U.__globals__[%R]", base, s->name)
+                                         : PyUnicode_FromFormat("%U.__closure__[%zd]", base, s->index);
+            break;
+        }
+        if (s->kind == DH_S_GLOBAL)
+            return PyUnicode_FromFormat("G[%R]", s->name);
         return PyUnicode_FromFormat("closure[%zd]", s->index);
     case DH_S_ATTR:
         base = source_str(e, s->base);

@@ -32,6 +32,8 @@ typedef struct var {
 } var;
 
 #define DH_SRC_MAX 512
+#define SYM_USER_FUNCTION (-2) /* V_FUNC.op of a Python function: inlined when called */
+#define SYM_INLINE_DEPTH 24
 
 typedef struct trace {
     PyCodeObject *code;
@@ -51,6 +53,7 @@ typedef struct trace {
     int capvals;
     var srcvar[DH_SRC_MAX];           /* the tracked value of each source */
     unsigned char srcdone[DH_SRC_MAX];
+    int depth;                        /* inlining depth */
     char reason[300];
     int failed;
     long steps;
@@ -79,6 +82,11 @@ int sym_ops_init(void);
 int sym_func_op(PyObject *callable);                 /* op index for torch.X / F.X, or -1 */
 int sym_method_op(PyObject *name);                   /* op index for Tensor.X, or -1 */
 int sym_call(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out);
+/* symbolic.c: inline a Python function (fn_src: source of the function object; self: a
+ * bound receiver or NULL) */
+int sym_inline(trace *t, PyObject *func, int fn_src, const var *self, var *args, int nargs,
+               PyObject *kwnames, var *out);
+int sym_inline_module(trace *t, const var *mod, var *args, int nargs, PyObject *kwnames, var *out);
 int sym_binary(trace *t, int nb_op, const var *a, const var *b, var *out); /* BINARY_OP */
 int sym_compare(trace *t, int cmp, const var *a, const var *b, var *out);
 int sym_tensor_attr(trace *t, const var *x, PyObject *name, var *out);

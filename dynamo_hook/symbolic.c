@@ -100,6 +100,9 @@ typedef struct sframe {
     int sp;
     PyObject *kwnames; /* pending KW_NAMES (borrowed from co_consts) */
     int top;           /* the frame being compiled (locals come from the real frame) */
+    PyObject *globals; /* this frame's globals */
+    PyObject *func;    /* this frame's function (closure cells) */
+    int func_src;      /* source of func for inlined frames; -1 for the top frame */
 } sframe;
 
 #define PUSH(v)                                            \
@@ -166,6 +169,8 @@ static int truthy(trace *t, const var *v, int *out) {
     return sym_fail(t, "branch on an unsupported value");
 }
 
+static int to_items(trace *t, const var *v, var **items, int *n);
+
 static int load_attr(trace *t, const var *o, PyObject *name, var *out) {
     switch (o->kind) {
     case V_TENSOR:
@@ -177,7 +182,12 @@ static int load_attr(trace *t, const var *o, PyObject *name, var *out) {
                 PyErr_Clear();
                 return sym_fail(t, "module has no attribute %U", name);
             }
-            int rc = sym_wrap(t, a, -1, out);
+            /* user functions and modules reached through a module are guarded; torch's
+             * own callables are taken as constants */
+            int s = -1;
+            if (o->src >= 0 && (PyFunction_Check(a) || PyModule_Check(a)))
+                s = sym_source(t, DH_S_ATTR, o->src, 0, name);
+            int rc = sym_wrap(t, a, s, out);
             Py_DECREF(a);
             return rc;
         }
@@ -187,9 +197,20 @@ static int load_attr(trace *t, const var *o, PyObject *name, var *out) {
             if (Py_TYPE(descr)->tp_descr_set != NULL)
                 return sym_fail(t, "property/descriptor %U on %s not supported", name,
                                 Py_TYPE(o->obj)->tp_name);
-            if (PyFunction_Check(descr))
-                return sym_fail(t, "method %s.%U (inlining) not supported yet",
-                                Py_TYPE(o->obj)->tp_name, name);
+            if (PyFunction_Check(descr) && !dh_module_has_attr(o->obj, name)) {
+                /* a method: inlined when called, its function reached through the class */
+                int s = sym_source(t, DH_S_ATTR, o->src, 1, name);
+                var *self = sym_alloc(t, 1);
+                if (s < 0 || self == NULL)
+                    return -1;
+                self[0] = *o;
+                memset(out, 0, sizeof *out);
+                out->kind = V_METHOD;
+                out->src = s;
+                out->obj = descr;
+                out->items = self;
+                return 0;
+            }
         }
         PyObject *a = dh_module_getattr(o->obj, name);
         if (a == NULL) {
@@ -238,6 +259,20 @@ static int subscr(trace *t, const var *c, const var *k, var *out) {
         if (i < 0 || i >= c->n)
             return sym_fail(t, "index out of range");
         *out = c->items[i];
+        return 0;
+    }
+    if (c->kind == V_OBJ && !PyModule_Check(c->obj) && k->kind == V_CONST && PyLong_CheckExact(k->obj)) {
+        /* ModuleList / Sequential indexing by a constant */
+        var *items;
+        int n;
+        if (to_items(t, c, &items, &n) < 0)
+            return -1;
+        long i = PyLong_AsLong(k->obj);
+        if (i < 0)
+            i += n;
+        if (i < 0 || i >= n)
+            return sym_fail(t, "module index out of range");
+        *out = items[i];
         return 0;
     }
     if (c->kind == V_TENSOR)
@@ -305,6 +340,39 @@ static int to_items(trace *t, const var *v, var **items, int *n) {
         *n = (int)k;
         return 0;
     }
+    if (v->kind == V_OBJ && !PyModule_Check(v->obj)) {
+        /* nn.Sequential / nn.ModuleList: their submodules, in order */
+        const char *tn = Py_TYPE(v->obj)->tp_name;
+        if (strcmp(tn, "Sequential") && strcmp(tn, "ModuleList"))
+            return sym_fail(t, "iteration over %s not supported yet", tn);
+        PyObject *name = PyUnicode_InternFromString("_modules");
+        PyObject *mods = name ? dh_module_getattr(v->obj, name) : NULL;
+        Py_XDECREF(name);
+        if (mods == NULL || !PyDict_Check(mods)) {
+            Py_XDECREF(mods);
+            return sym_fail(t, "module container without _modules");
+        }
+        int k = (int)PyDict_GET_SIZE(mods);
+        var *it = sym_alloc(t, k);
+        if (it == NULL) {
+            Py_DECREF(mods);
+            return -1;
+        }
+        PyObject *key, *val;
+        Py_ssize_t pos = 0;
+        int j = 0;
+        while (PyDict_Next(mods, &pos, &key, &val) && j < k) {
+            int s = sym_source(t, DH_S_ATTR, v->src, 0, key);
+            if (s < 0 || sym_wrap(t, val, s, &it[j++]) < 0) {
+                Py_DECREF(mods);
+                return -1;
+            }
+        }
+        Py_DECREF(mods);
+        *items = it;
+        *n = j;
+        return 0;
+    }
     if (v->kind == V_TENSOR)
         return sym_fail(t, "iterating over a tensor not supported yet");
     return sym_fail(t, "iteration over an unsupported value");
@@ -344,11 +412,11 @@ static int run(trace *t, sframe *f, var *result) {
             break;
         case OP_COPY_FREE_VARS: {
             /* free variables are the last oparg slots; read them through the closure */
-            if (!f->top)
-                return sym_fail(t, "closures in inlined frames not supported yet");
+            if (!f->top && f->func_src < 0)
+                return sym_fail(t, "closure of an inlined function without a source");
             int first = f->nlocals - oparg;
             for (int i = 0; i < oparg; i++) {
-                PyObject *fn = t->func;
+                PyObject *fn = f->func;
                 PyObject *cl = fn && PyFunction_Check(fn) ? PyFunction_GET_CLOSURE(fn) : NULL;
                 if (cl == NULL || i >= PyTuple_GET_SIZE(cl))
                     return sym_fail(t, "missing closure");
@@ -358,7 +426,7 @@ static int run(trace *t, sframe *f, var *result) {
                     f->locals[first + i].kind = V_NULL; /* empty cell: unbound */
                     continue;
                 }
-                int s = sym_source(t, DH_S_CLOSURE, -1, i, NULL);
+                int s = sym_source(t, DH_S_CLOSURE, f->top ? -1 : f->func_src, i, NULL);
                 if (s < 0 || sym_wrap(t, o, s, &f->locals[first + i]) < 0)
                     return -1;
             }
@@ -440,12 +508,16 @@ static int run(trace *t, sframe *f, var *result) {
             PyObject *name = PyTuple_GET_ITEM(names, oparg >> 1);
             if (oparg & 1)
                 PUSH(null_var());
-            int s = sym_source(t, DH_S_GLOBAL, -1, 0, name);
+            int s = sym_source(t, DH_S_GLOBAL, f->top ? -1 : f->func_src, 0, name);
             if (s < 0)
                 return -1;
-            PyObject *o = dh_source_resolve(&t->src[s], NULL, NULL, t->globals, t->builtins, NULL);
-            if (o == NULL)
+            PyObject *o = PyDict_GetItemWithError(f->globals, name);
+            if (o == NULL && !PyErr_Occurred())
+                o = PyDict_GetItemWithError(t->builtins, name);
+            if (o == NULL) {
+                PyErr_Clear();
                 return sym_fail(t, "global %U not found (eager will raise)", name);
+            }
             if (sym_wrap(t, o, s, &a) < 0)
                 return -1;
             PUSH(a);
@@ -710,6 +782,143 @@ static int run(trace *t, sframe *f, var *result) {
     return sym_fail(t, "fell off the end of the bytecode");
 }
 
+/* ---- inlining ----------------------------------------------------------------------- */
+
+int sym_inline(trace *t, PyObject *func, int fn_src, const var *self, var *args, int nargs,
+               PyObject *kwnames, var *out) {
+    PyCodeObject *code = (PyCodeObject *)PyFunction_GET_CODE(func);
+    if (t->depth >= SYM_INLINE_DEPTH)
+        return sym_fail(t, "inlining too deep (recursion?)");
+    if (code->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR))
+        return sym_fail(t, "call to generator function %U", code->co_name);
+    if (code->co_flags & CO_VARKEYWORDS)
+        return sym_fail(t, "inlining %U: **kwargs not supported yet", code->co_name);
+    if (PyBytes_GET_SIZE(code->co_exceptiontable) > 0)
+        return sym_fail(t, "inlining %U: try/except/with not supported yet", code->co_name);
+    if (dh_code_is_disabled(code))
+        return sym_fail(t, "call to %U, which is torchc.disable'd", code->co_qualname);
+    int nkw = kwnames ? (int)PyTuple_GET_SIZE(kwnames) : 0;
+    int npos = nargs - nkw;
+    sframe *f = calloc(1, sizeof *f);
+    if (f == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    int rc = -1;
+    f->code = code;
+    f->top = 0;
+    f->globals = PyFunction_GET_GLOBALS(func);
+    f->func = func;
+    f->func_src = fn_src;
+    f->nlocals = (int)code->co_nlocalsplus;
+    f->locals = sym_alloc(t, f->nlocals);
+    if (f->locals == NULL)
+        goto done;
+    /* bind: [self] + positionals, keywords by name, then defaults */
+    int argc = code->co_argcount, kwonly = code->co_kwonlyargcount;
+    int given = npos + (self ? 1 : 0);
+    int i = 0;
+    if (self)
+        f->locals[i++] = *self;
+    for (int k = 0; k < npos && i < argc; k++)
+        f->locals[i++] = args[k];
+    int extra_pos = given - argc;
+    if (extra_pos > 0) {
+        if (!(code->co_flags & CO_VARARGS)) {
+            sym_fail(t, "%U() takes %d positional arguments but %d were given (eager will raise)",
+                     code->co_name, argc, given);
+            goto done;
+        }
+        var *items = sym_alloc(t, extra_pos);
+        if (items == NULL)
+            goto done;
+        for (int k = 0; k < extra_pos; k++)
+            items[k] = args[npos - extra_pos + k];
+        var *va = &f->locals[argc + kwonly];
+        va->kind = V_SEQ;
+        va->src = -1;
+        va->n = extra_pos;
+        va->items = items;
+    } else if (code->co_flags & CO_VARARGS) {
+        var *va = &f->locals[argc + kwonly];
+        if (sym_const(t, PyTuple_New(0), va) < 0)
+            goto done;
+    }
+    for (int k = 0; k < nkw; k++) {
+        PyObject *kn = PyTuple_GET_ITEM(kwnames, k);
+        int found = -1;
+        for (int j = self ? 1 : 0; j < argc + kwonly; j++)
+            if (PyUnicode_Compare(PyTuple_GET_ITEM(code->co_localsplusnames, j), kn) == 0)
+                found = j;
+        if (found < 0) {
+            sym_fail(t, "%U() got an unexpected keyword argument %R (eager will raise)",
+                     code->co_name, kn);
+            goto done;
+        }
+        if (f->locals[found].kind != V_UNSET) {
+            sym_fail(t, "%U() got multiple values for %R", code->co_name, kn);
+            goto done;
+        }
+        f->locals[found] = args[npos + k];
+    }
+    PyObject *defs = PyFunction_GET_DEFAULTS(func);
+    PyObject *kwdefs = PyFunction_GET_KW_DEFAULTS(func);
+    int ndefs = defs ? (int)PyTuple_GET_SIZE(defs) : 0;
+    for (int j = 0; j < argc + kwonly; j++) {
+        if (f->locals[j].kind != V_UNSET)
+            continue;
+        PyObject *d = NULL;
+        if (j < argc && j >= argc - ndefs)
+            d = PyTuple_GET_ITEM(defs, j - (argc - ndefs));
+        else if (j >= argc && kwdefs)
+            d = PyDict_GetItemWithError(kwdefs, PyTuple_GET_ITEM(code->co_localsplusnames, j));
+        if (d == NULL) {
+            PyErr_Clear();
+            sym_fail(t, "%U() missing argument %R (eager will raise)", code->co_name,
+                     PyTuple_GET_ITEM(code->co_localsplusnames, j));
+            goto done;
+        }
+        /* defaults belong to the (guarded) function object: constants */
+        if (sym_wrap(t, d, -1, &f->locals[j]) < 0)
+            goto done;
+    }
+    t->depth++;
+    rc = run(t, f, out);
+    t->depth--;
+done:
+    free(f);
+    return rc;
+}
+
+static PyObject *str_forward, *str_hooks[4];
+
+int sym_inline_module(trace *t, const var *mod, var *args, int nargs, PyObject *kwnames,
+                      var *out) {
+    if (str_forward == NULL) {
+        str_forward = PyUnicode_InternFromString("forward");
+        str_hooks[0] = PyUnicode_InternFromString("_forward_hooks");
+        str_hooks[1] = PyUnicode_InternFromString("_forward_pre_hooks");
+        str_hooks[2] = PyUnicode_InternFromString("_backward_hooks");
+        str_hooks[3] = PyUnicode_InternFromString("_backward_pre_hooks");
+        if (!str_forward || !str_hooks[3])
+            return -1;
+    }
+    for (int i = 0; i < 4; i++) {
+        PyObject *h = dh_module_getattr(mod->obj, str_hooks[i]);
+        int busy = h != NULL && PyDict_Check(h) && PyDict_GET_SIZE(h) > 0;
+        Py_XDECREF(h);
+        if (busy)
+            return sym_fail(t, "module %s has hooks", Py_TYPE(mod->obj)->tp_name);
+    }
+    PyObject *fwd = _PyType_Lookup(Py_TYPE(mod->obj), str_forward);
+    if (fwd == NULL || !PyFunction_Check(fwd))
+        return sym_fail(t, "module %s has no Python forward", Py_TYPE(mod->obj)->tp_name);
+    int s = sym_source(t, DH_S_ATTR, mod->src, 1, str_forward);
+    if (s < 0)
+        return -1;
+    return sym_inline(t, fwd, s, mod, args, nargs, kwnames, out);
+}
+
 /* ---- output spec ------------------------------------------------------------------- */
 
 typedef struct outbuf {
@@ -893,6 +1102,9 @@ dh_entry *dh_trace_frame(PyCodeObject *code, PyObject *const *localsplus, PyObje
     }
     f->code = code;
     f->top = 1;
+    f->globals = globals;
+    f->func = func;
+    f->func_src = -1;
     f->nlocals = (int)code->co_nlocalsplus;
     f->locals = sym_alloc(t, f->nlocals);
     if (f->locals == NULL)

@@ -584,6 +584,76 @@ static int h_size(trace *t, const opdef *d, var **p, var *out) {
     return sym_const(t, PyLong_FromLongLong(m->sizes[dim]), out);
 }
 
+/* layer_norm(input, normalized_shape, weight, bias, eps) over the trailing dims */
+static int h_layer_norm(trace *t, const opdef *d, var **p, var *out) {
+    if (p[0]->kind != V_TENSOR || p[1] == NULL)
+        return sym_fail(t, "%s: bad arguments", d->name);
+    const ic_meta *m = ic_value_meta(t->g, p[0]->val);
+    long long ns[IC_MAX_DIMS];
+    int k;
+    if (get_ints(t, p[1], ns, IC_MAX_DIMS, &k, "normalized_shape") < 0)
+        return -1;
+    if (k > m->ndim || k == 0)
+        return sym_fail(t, "%s: normalized_shape does not match", d->name);
+    for (int i = 0; i < k; i++)
+        if (m->sizes[m->ndim - k + i] != ns[i])
+            return sym_fail(t, "%s: normalized_shape does not match (eager will raise)", d->name);
+    if (m->dtype != IC_F32 && m->dtype != IC_F64)
+        return sym_fail(t, "%s of a non-float32/64 tensor", d->name);
+    uint32_t mask = 0;
+    for (int i = m->ndim - k; i < m->ndim; i++)
+        mask |= 1u << i;
+    int rms = d->op == 1;
+    var *eps_v = rms ? p[3] : p[4];
+    double eps = rms ? (m->dtype == IC_F32 ? 1.1920928955078125e-07 : 2.220446049250313e-16) : 1e-5;
+    if (!is_none(eps_v)) {
+        if (!sym_is_number(eps_v))
+            return sym_fail(t, "eps must be a number");
+        eps = PyFloat_AsDouble(eps_v->obj);
+    }
+    ic_val x = p[0]->val, y;
+    ic_val e = ic_scalar(t->g, eps, IC_F64);
+    if (rms) {
+        ic_val ms = ic_reduce(t->g, IC_OP_MEAN, ic_binary(t->g, IC_OP_MUL, x, x), mask, 1, -1);
+        y = ic_binary(t->g, IC_OP_MUL, x, ic_unary(t->g, IC_OP_RSQRT, ic_binary(t->g, IC_OP_ADD, ms, e)));
+    } else {
+        ic_val mu = ic_reduce(t->g, IC_OP_MEAN, x, mask, 1, -1);
+        ic_val xc = ic_binary(t->g, IC_OP_SUB, x, mu);
+        ic_val var = ic_reduce(t->g, IC_OP_MEAN, ic_binary(t->g, IC_OP_MUL, xc, xc), mask, 1, -1);
+        y = ic_binary(t->g, IC_OP_MUL, xc, ic_unary(t->g, IC_OP_RSQRT, ic_binary(t->g, IC_OP_ADD, var, e)));
+    }
+    var *w = p[2], *b = rms ? NULL : p[3];
+    if (!is_none(w)) {
+        if (w->kind != V_TENSOR)
+            return sym_fail(t, "weight must be a tensor");
+        y = ic_binary(t->g, IC_OP_MUL, y, w->val);
+    }
+    if (!is_none(b)) {
+        if (b->kind != V_TENSOR)
+            return sym_fail(t, "bias must be a tensor");
+        y = ic_binary(t->g, IC_OP_ADD, y, b->val);
+    }
+    return tensor_out(t, y, out);
+}
+
+/* dropout(input, p, training, inplace): identity unless training */
+static int h_dropout(trace *t, const opdef *d, var **p, var *out) {
+    int training = 1, inplace = 0;
+    if (get_bool(t, p[2], 1, &training, "training") < 0 || get_bool(t, p[3], 0, &inplace, "inplace") < 0)
+        return -1;
+    if (p[0]->kind != V_TENSOR)
+        return sym_fail(t, "dropout of a non-tensor");
+    if (!is_none(p[1]) && sym_is_number(p[1]) && PyFloat_AsDouble(p[1]->obj) == 0.0)
+        training = 0;
+    if (training)
+        return sym_fail(t, "dropout in training mode (RNG) not supported yet");
+    if (inplace)
+        return sym_fail(t, "dropout(inplace=True) not supported yet");
+    *out = *p[0];
+    out->src = -1;
+    return 0;
+}
+
 /* ---- the table ------------------------------------------------------------------- */
 
 #define UN(n, w, opc) {n, w, "input,inplace", h_unary, IC_OP_##opc}
@@ -626,6 +696,9 @@ static const opdef OPS[] = {
     {"softmax", W_F, "input,dim,_stacklevel,dtype", h_softmax, 0},
     {"log_softmax", W_TORCH | W_METHOD, "input,dim,dtype", h_softmax, 1},
     {"log_softmax", W_F, "input,dim,_stacklevel,dtype", h_softmax, 1},
+    {"layer_norm", W_TORCH | W_F, "input,normalized_shape,weight,bias,eps", h_layer_norm, 0},
+    {"rms_norm", W_TORCH | W_F, "input,normalized_shape,weight,eps", h_layer_norm, 1},
+    {"dropout", W_TORCH | W_F, "input,p,training,inplace", h_dropout, 0},
     {"float", W_METHOD, "input", h_cast, IC_F32},
     {"double", W_METHOD, "input", h_cast, IC_F64},
     {"int", W_METHOD, "input", h_cast, IC_I32},
@@ -816,6 +889,16 @@ static int call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject 
         }
         if (args[0].kind == V_SEQ)
             return sym_const(t, PyLong_FromLong(args[0].n), out);
+        if (args[0].kind == V_OBJ && !PyModule_Check(args[0].obj)) {
+            PyObject *name = PyUnicode_InternFromString("_modules");
+            PyObject *mods = name ? dh_module_getattr(args[0].obj, name) : NULL;
+            Py_XDECREF(name);
+            int ok = mods && PyDict_Check(mods);
+            Py_ssize_t k = ok ? PyDict_GET_SIZE(mods) : 0;
+            Py_XDECREF(mods);
+            if (ok)
+                return sym_const(t, PyLong_FromSsize_t(k), out);
+        }
     }
     if (name && strcmp(name, "isinstance") == 0 && nargs == 2 && args[1].kind == V_CONST) {
         if (args[0].kind == V_TENSOR) {
@@ -876,10 +959,14 @@ int sym_call(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, v
     int nkw = kwnames ? (int)PyTuple_GET_SIZE(kwnames) : 0;
     int npos = nargs - nkw;
     var *kwv = args + npos;
+    if (fn->kind == V_FUNC && fn->op == SYM_USER_FUNCTION)
+        return sym_inline(t, fn->obj, fn->src, NULL, args, nargs, kwnames, out);
     if (fn->kind == V_FUNC && fn->op >= 0)
         return call_op(t, fn->op, args, npos, kwnames, kwv, out);
     if (fn->kind == V_FUNC)
         return call_builtin(t, fn, args, npos, kwnames, out);
+    if (fn->kind == V_METHOD && PyFunction_Check(fn->obj))
+        return sym_inline(t, fn->obj, fn->src, &fn->items[0], args, nargs, kwnames, out);
     if (fn->kind == V_METHOD) {
         var *self = &fn->items[0];
         if (self->kind == V_TENSOR) {
@@ -896,9 +983,8 @@ int sym_call(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, v
         }
         return sym_fail(t, "method %U of a non-tensor not supported", fn->obj);
     }
-    if (fn->kind == V_OBJ)
-        return sym_fail(t, "calling %s objects (module inlining) not supported yet",
-                        Py_TYPE(fn->obj)->tp_name);
+    if (fn->kind == V_OBJ && !PyModule_Check(fn->obj))
+        return sym_inline_module(t, fn, args, nargs, kwnames, out);
     return sym_fail(t, "call of a non-callable value");
 }
 

@@ -367,9 +367,17 @@ static int wrap_uncached(trace *t, PyObject *o, int src, var *out) {
             out->obj = sym_keep(t, Py_NewRef(o));
             return out->obj ? 0 : -1;
         }
-        if (PyFunction_Check(o))
-            return sym_fail(t, "call to user function %S not inlined yet",
-                            ((PyFunctionObject *)o)->func_qualname);
+        if (PyFunction_Check(o)) {
+            if (src < 0)
+                return sym_fail(t, "function %S reached without a source",
+                                ((PyFunctionObject *)o)->func_qualname);
+            if (sym_guard_id(t, src, o) < 0)
+                return -1;
+            out->kind = V_FUNC;
+            out->op = SYM_USER_FUNCTION;
+            out->obj = sym_keep(t, Py_NewRef(o));
+            return out->obj ? 0 : -1;
+        }
     }
     return sym_fail(t, "unsupported Python value of type %s", Py_TYPE(o)->tp_name);
 }
