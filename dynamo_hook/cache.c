@@ -36,6 +36,10 @@ void dh_entry_free(dh_entry *e) {
     free(e->outs);
     free(e->reason);
     free(e->graph_text);
+    free(e->brk_reason);
+    Py_XDECREF(e->brk_kwnames);
+    Py_XDECREF(e->resume[0]);
+    Py_XDECREF(e->resume[1]);
     if (e->compiled)
         ic_compiled_free(e->compiled);
     free(e);
@@ -129,7 +133,10 @@ void dh_cache_touch(dh_cache *c, dh_entry *prev, dh_entry *e) {
     c->entries = e;
 }
 
+void dh_resume_reset(void);
+
 void dh_cache_reset_all(void) {
+    dh_resume_reset();
     for (dh_cache *c = registry.next; c != &registry; c = c->next)
         clear_entries(c);
 }

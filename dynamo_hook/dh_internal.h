@@ -70,8 +70,13 @@ typedef enum dh_outkind {
     DH_O_SOURCE,/* a guarded source value (an input tensor returned as is) */
     DH_O_CONST, /* a Python constant */
     DH_O_TUPLE, /* children follow */
-    DH_O_LIST
+    DH_O_LIST,
+    DH_O_ITER,  /* iter(child tuple) */
+    DH_O_ATTR,  /* getattr(child, obj) */
+    DH_O_BOUND  /* method obj bound to child */
 } dh_outkind;
+
+enum { DH_BRK_NONE = 0, DH_BRK_CALL = 1, DH_BRK_JUMP = 2 };
 
 typedef struct dh_outspec {
     dh_outkind kind;
@@ -98,6 +103,12 @@ typedef struct dh_entry {
     int op_count;
     double compile_ms;
     uint64_t hits;
+    /* graph break: root outspec is a tuple (fn/cond, args..., stack..., locals...) */
+    int brk;                /* DH_BRK_* */
+    int brk_nargs, brk_nstack, brk_nlocals, brk_jump_when;
+    PyObject *brk_kwnames;  /* strong or NULL */
+    PyObject *resume[2];    /* [0]: after the call / jump not taken; [1]: jump taken */
+    char *brk_reason;
 } dh_entry;
 
 typedef struct dh_cache {

@@ -104,6 +104,7 @@ void dh_explain_record(PyCodeObject *code, const dh_entry *e, const char *event)
         SET("op_count", PyLong_FromLong(e->op_count));
         SET("guards", dh_guards_describe(e));
         SET("compile_ms", PyFloat_FromDouble(e->compile_ms));
+        SET("break_reason", e->brk_reason ? PyUnicode_FromString(e->brk_reason) : Py_NewRef(Py_None));
         char *kd = e->compiled ? ic_compiled_describe(e->compiled) : NULL;
         SET("kernels", kd ? PyUnicode_FromString(kd) : Py_NewRef(Py_None));
         free(kd);
@@ -257,6 +258,18 @@ static PyObject *build_output(const dh_entry *e, int node, PyObject *const *outs
         return Py_NewRef(values[o->index]);
     case DH_O_CONST:
         return Py_NewRef(o->obj);
+    case DH_O_ITER:
+    case DH_O_ATTR:
+    case DH_O_BOUND: {
+        PyObject *child = build_output(e, o->index, outs, values);
+        if (child == NULL)
+            return NULL;
+        PyObject *r = o->kind == DH_O_ITER   ? PyObject_GetIter(child)
+                      : o->kind == DH_O_ATTR ? PyObject_GetAttr(child, o->obj)
+                                             : PyMethod_New(o->obj, child);
+        Py_DECREF(child);
+        return r;
+    }
     case DH_O_TUPLE:
     case DH_O_LIST: {
         PyObject *seq = o->kind == DH_O_TUPLE ? PyTuple_New(o->count) : PyList_New(o->count);
@@ -278,6 +291,44 @@ static PyObject *build_output(const dh_entry *e, int node, PyObject *const *outs
     }
     PyErr_SetString(PyExc_SystemError, "torchc: bad output spec");
     return NULL;
+}
+
+/* Runs the instruction the trace stopped at, then the resume function.
+ * state = (fn/cond, args..., stack..., locals...). */
+static PyObject *run_break(const dh_entry *e, PyObject *state) {
+    PyObject **items = &PyTuple_GET_ITEM(state, 0);
+    int nargs = e->brk_nargs, nstack = e->brk_nstack, nlocals = e->brk_nlocals;
+    PyObject *const *stack = items + 1 + nargs, *const *locals = stack + nstack;
+    PyObject *small[32], **argv = small, *res = NULL, *fn;
+    int n = nlocals + nstack + 1;
+    if (n > 32) {
+        argv = malloc((size_t)n * sizeof *argv);
+        if (argv == NULL)
+            return PyErr_NoMemory();
+    }
+    for (int i = 0; i < nlocals; i++)
+        argv[i] = locals[i];
+    for (int i = 0; i < nstack; i++)
+        argv[nlocals + i] = stack[i];
+    if (e->brk == DH_BRK_CALL) {
+        Py_ssize_t nkw = e->brk_kwnames ? PyTuple_GET_SIZE(e->brk_kwnames) : 0;
+        PyObject *r = PyObject_Vectorcall(items[0], items + 1, (size_t)(nargs - nkw), e->brk_kwnames);
+        if (r == NULL)
+            goto done;
+        argv[nlocals + nstack] = r;
+        res = PyObject_Vectorcall(e->resume[0], argv, (size_t)n, NULL);
+        Py_DECREF(r);
+    } else {
+        int truth = PyObject_IsTrue(items[0]);
+        if (truth < 0)
+            goto done;
+        fn = truth == e->brk_jump_when ? e->resume[1] : e->resume[0];
+        res = PyObject_Vectorcall(fn, argv, (size_t)(n - 1), NULL);
+    }
+done:
+    if (argv != small)
+        free(argv);
+    return res;
 }
 
 PyObject *dh_entry_run(const dh_entry *e, PyObject *const *values, void *const *data_ptrs) {
@@ -318,6 +369,11 @@ PyObject *dh_entry_run(const dh_entry *e, PyObject *const *values, void *const *
         }
     }
     res = build_output(e, 0, outs, values);
+    if (res != NULL && e->brk != DH_BRK_NONE) {
+        PyObject *state = res;
+        res = run_break(e, state);
+        Py_DECREF(state);
+    }
 done:
     for (int i = 0; i < nout; i++)
         Py_XDECREF(outs[i]);

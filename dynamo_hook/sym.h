@@ -32,6 +32,23 @@ typedef struct var {
 } var;
 
 #define DH_SRC_MAX 512
+
+/* A graph break recorded by the top frame: the instruction to run eagerly and the state
+ * to hand to the resume function. */
+typedef struct sym_break {
+    int kind;           /* DH_BRK_NONE / CALL / JUMP */
+    int pc_next;        /* resume here after the CALL, or when the jump is not taken */
+    int pc_taken;       /* JUMP: resume here when taken */
+    int jump_when;      /* JUMP: taken when bool(cond) == jump_when */
+    int nstack;         /* stack items below the instruction's operands */
+    int nargs;          /* CALL: values after the callable (keyword values last) */
+    PyObject *kwnames;  /* CALL: borrowed from co_consts */
+    struct var *stack;
+    struct var *fn;     /* CALL: callable; JUMP: condition */
+    struct var *args;
+    struct var *locals;
+    int nlocals;
+} sym_break;
 #define SYM_USER_FUNCTION (-2) /* V_FUNC.op of a Python function: inlined when called */
 #define SYM_INLINE_DEPTH 24
 
@@ -54,6 +71,7 @@ typedef struct trace {
     var srcvar[DH_SRC_MAX];           /* the tracked value of each source */
     unsigned char srcdone[DH_SRC_MAX];
     int depth;                        /* inlining depth */
+    sym_break brk;                    /* set when the top frame stops at a graph break */
     char reason[300];
     int failed;
     long steps;
@@ -86,6 +104,8 @@ int sym_call(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, v
  * bound receiver or NULL) */
 int sym_inline(trace *t, PyObject *func, int fn_src, const var *self, var *args, int nargs,
                PyObject *kwnames, var *out);
+PyObject *dh_make_resume(PyCodeObject *code, PyObject *globals, int target_pc, int nlocals,
+                         const unsigned char *unbound, int nstack, const unsigned char *stack_null);
 int sym_inline_module(trace *t, const var *mod, var *args, int nargs, PyObject *kwnames, var *out);
 int sym_binary(trace *t, int nb_op, const var *a, const var *b, var *out); /* BINARY_OP */
 int sym_compare(trace *t, int cmp, const var *a, const var *b, var *out);

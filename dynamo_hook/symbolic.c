@@ -139,8 +139,8 @@ static int load_local(trace *t, sframe *f, int i, var *out) {
         int s = sym_source(t, DH_S_LOCAL, -1, i, NULL);
         if (s < 0 || sym_wrap(t, o, s, l) < 0)
             return -1;
-    } else if (l->kind == V_UNSET) {
-        return sym_fail(t, "local read before assignment");
+    } else if (l->kind == V_UNSET || l->kind == V_NULL) {
+        return sym_fail(t, "local read before assignment (eager will raise)");
     }
     *out = *l;
     return 0;
@@ -378,6 +378,29 @@ static int to_items(trace *t, const var *v, var **items, int *n) {
     return sym_fail(t, "iteration over an unsupported value");
 }
 
+/* ---- graph breaks ------------------------------------------------------------------ */
+
+static int can_break(trace *t) {
+    PyCodeObject *c = t->code;
+    return (c->co_ncellvars == 0 && c->co_nfreevars == 0 &&
+            PyBytes_GET_SIZE(c->co_exceptiontable) == 0 && !t->cfg->fullgraph);
+}
+
+/* The trace stops here: keep the reason, clear the failure, snapshot stack and locals.
+ * Returns 1 (a break), which run() passes up. */
+static int record_break_state(trace *t, sframe *f) {
+    t->failed = 0;
+    t->brk.nstack = f->sp;
+    t->brk.stack = sym_alloc(t, f->sp);
+    t->brk.locals = sym_alloc(t, f->nlocals);
+    if (t->brk.stack == NULL || t->brk.locals == NULL)
+        return -1;
+    memcpy(t->brk.stack, f->stack, (size_t)f->sp * sizeof(var));
+    memcpy(t->brk.locals, f->locals, (size_t)f->nlocals * sizeof(var));
+    t->brk.nlocals = f->nlocals;
+    return 1;
+}
+
 /* ---- the interpreter loop ---------------------------------------------------------- */
 
 static int run(trace *t, sframe *f, var *result) {
@@ -483,9 +506,10 @@ static int run(trace *t, sframe *f, var *result) {
                     return -1;
             } else {
                 a = f->locals[oparg].kind == V_UNSET ? null_var() : f->locals[oparg];
+                if (a.kind == V_UNSET)
+                    a = null_var();
             }
-            f->locals[oparg] = null_var();
-            f->locals[oparg].kind = V_UNSET;
+            f->locals[oparg] = null_var(); /* unbound */
             PUSH(a);
             break;
         case OP_STORE_FAST:
@@ -494,15 +518,10 @@ static int run(trace *t, sframe *f, var *result) {
             if (oparg >= f->nlocals)
                 return sym_fail(t, "bad local");
             a = POP();
-            if (a.kind == V_NULL) {
-                /* restoring a cleared slot (LOAD_FAST_AND_CLEAR of an unbound local) */
-                f->locals[oparg].kind = V_UNSET;
-                break;
-            }
-            f->locals[oparg] = a;
+            f->locals[oparg] = a; /* V_NULL: restoring an unbound slot (3.12 comprehensions) */
             break;
         case OP_DELETE_FAST:
-            f->locals[oparg].kind = V_UNSET;
+            f->locals[oparg] = null_var();
             break;
         case OP_LOAD_GLOBAL: {
             PyObject *name = PyTuple_GET_ITEM(names, oparg >> 1);
@@ -562,8 +581,22 @@ static int run(trace *t, sframe *f, var *result) {
             PyObject *kw = f->kwnames;
             f->kwnames = NULL;
             f->sp -= oparg + 2;
-            if (sym_call(t, &fn, copy, nargs, kw, &a) < 0)
+            if (sym_call(t, &fn, copy, nargs, kw, &a) < 0) {
+                if (f->top && t->failed && !PyErr_Occurred() && can_break(t)) {
+                    var *fnc = sym_alloc(t, 1);
+                    if (fnc == NULL)
+                        return -1;
+                    *fnc = fn;
+                    t->brk.kind = DH_BRK_CALL;
+                    t->brk.pc_next = next;
+                    t->brk.fn = fnc;
+                    t->brk.args = copy;
+                    t->brk.nargs = nargs;
+                    t->brk.kwnames = kw;
+                    return record_break_state(t, f);
+                }
                 return -1;
+            }
             PUSH(a);
             break;
         }
@@ -737,11 +770,24 @@ static int run(trace *t, sframe *f, var *result) {
             NEED(1);
             a = POP();
             int r;
-            if (truthy(t, &a, &r) < 0)
-                return -1;
             int want = op == OP_POP_JUMP_IF_TRUE || op == OP_POP_JUMP_FORWARD_IF_TRUE ||
                        op == OP_POP_JUMP_BACKWARD_IF_TRUE;
             int back = op == OP_POP_JUMP_BACKWARD_IF_FALSE || op == OP_POP_JUMP_BACKWARD_IF_TRUE;
+            if (truthy(t, &a, &r) < 0) {
+                if (f->top && a.kind == V_TENSOR && !PyErr_Occurred() && can_break(t)) {
+                    var *cond = sym_alloc(t, 1);
+                    if (cond == NULL)
+                        return -1;
+                    *cond = a;
+                    t->brk.kind = DH_BRK_JUMP;
+                    t->brk.pc_next = next;
+                    t->brk.pc_taken = back ? next - oparg : next + oparg;
+                    t->brk.jump_when = want;
+                    t->brk.fn = cond;
+                    return record_break_state(t, f);
+                }
+                return -1;
+            }
             if (r == want)
                 next = back ? next - oparg : next + oparg;
             break;
@@ -921,6 +967,10 @@ int sym_inline_module(trace *t, const var *mod, var *args, int nargs, PyObject *
 
 /* ---- output spec ------------------------------------------------------------------- */
 
+typedef struct dh_entry_brk {
+    PyObject *resume[2];
+} dh_entry_brk;
+
 typedef struct outbuf {
     dh_outspec *o;
     int n, cap;
@@ -982,9 +1032,36 @@ static int fill_out(trace *t, outbuf *ob, int at, const var *v, ic_val *outvals,
         return 0;
     }
     case V_CONST:
+    case V_OBJ:
+    case V_FUNC:
         o->kind = DH_O_CONST;
         o->obj = Py_NewRef(v->obj);
         return 0;
+    case V_NULL:
+        o->kind = DH_O_CONST;
+        o->obj = Py_NewRef(Py_None);
+        return 0;
+    case V_ITER:
+    case V_METHOD: {
+        int child = out_reserve(t, ob, 1);
+        if (child < 0)
+            return -1;
+        o = &ob->o[at];
+        o->index = child;
+        if (v->kind == V_ITER) {
+            var seq;
+            memset(&seq, 0, sizeof seq);
+            seq.kind = V_SEQ;
+            seq.src = -1;
+            seq.n = v->n - v->pos;
+            seq.items = v->items + v->pos;
+            o->kind = DH_O_ITER;
+            return fill_out(t, ob, child, &seq, outvals, nout);
+        }
+        o->kind = PyFunction_Check(v->obj) ? DH_O_BOUND : DH_O_ATTR;
+        o->obj = Py_NewRef(v->obj);
+        return fill_out(t, ob, child, &v->items[0], outvals, nout);
+    }
     case V_SEQ: {
         int first = out_reserve(t, ob, v->n);
         if (first < 0)
@@ -1001,6 +1078,74 @@ static int fill_out(trace *t, outbuf *ob, int at, const var *v, ic_val *outvals,
     default:
         return sym_fail(t, "returning an unsupported value");
     }
+}
+
+/* Outspec of the break state: (fn/cond, args..., stack..., locals...) and resume code. */
+static int fill_break(trace *t, outbuf *ob, ic_val *outvals, int *nout, dh_entry_brk *eb) {
+    sym_break *b = &t->brk;
+    int n = 1 + b->nargs + b->nstack + b->nlocals;
+    int first = out_reserve(t, ob, n);
+    if (first < 0)
+        return -1;
+    ob->o[0].kind = DH_O_TUPLE;
+    ob->o[0].index = first;
+    ob->o[0].count = n;
+    int k = first;
+    if (fill_out(t, ob, k++, b->fn, outvals, nout) < 0)
+        return -1;
+    for (int i = 0; i < b->nargs; i++)
+        if (fill_out(t, ob, k++, &b->args[i], outvals, nout) < 0)
+            return -1;
+    unsigned char stack_null[STACK_MAX + 1], *unbound = calloc((size_t)b->nlocals + 1, 1);
+    if (unbound == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    int rc = -1;
+    for (int i = 0; i < b->nstack; i++) {
+        stack_null[i] = b->stack[i].kind == V_NULL;
+        if (fill_out(t, ob, k++, &b->stack[i], outvals, nout) < 0)
+            goto done;
+    }
+    for (int i = 0; i < b->nlocals; i++) {
+        var *l = &b->locals[i];
+        if (l->kind == V_UNSET && t->localsplus[i] != NULL) {
+            /* never read by the trace: pass the frame's value through */
+            int s = sym_source(t, DH_S_LOCAL, -1, i, NULL);
+            if (s < 0)
+                goto done;
+            ob->o[k].kind = DH_O_SOURCE;
+            ob->o[k++].index = s;
+            continue;
+        }
+        if (l->kind == V_UNSET || l->kind == V_NULL) {
+            unbound[i] = 1;
+            ob->o[k].kind = DH_O_CONST;
+            ob->o[k++].obj = Py_NewRef(Py_None);
+            continue;
+        }
+        if (fill_out(t, ob, k++, l, outvals, nout) < 0)
+            goto done;
+    }
+    if (b->kind == DH_BRK_CALL) {
+        stack_null[b->nstack] = 0; /* the call's result */
+        eb->resume[0] = dh_make_resume(t->code, t->globals, b->pc_next, b->nlocals, unbound,
+                                       b->nstack + 1, stack_null);
+        if (eb->resume[0] == NULL)
+            goto done;
+    } else {
+        eb->resume[0] = dh_make_resume(t->code, t->globals, b->pc_next, b->nlocals, unbound,
+                                       b->nstack, stack_null);
+        eb->resume[1] = eb->resume[0] ? dh_make_resume(t->code, t->globals, b->pc_taken,
+                                                       b->nlocals, unbound, b->nstack, stack_null)
+                                      : NULL;
+        if (eb->resume[1] == NULL)
+            goto done;
+    }
+    rc = 0;
+done:
+    free(unbound);
+    return rc;
 }
 
 /* ---- driver -------------------------------------------------------------------------- */
@@ -1062,6 +1207,7 @@ dh_entry *dh_trace_frame(PyCodeObject *code, PyObject *const *localsplus, PyObje
     sframe *f = calloc(1, sizeof *f);
     outbuf ob = {0};
     dh_entry *e = NULL;
+    dh_entry_brk brk = {{NULL, NULL}};
     ic_compiled *compiled = NULL;
     if (t == NULL || f == NULL) {
         free(t);
@@ -1114,11 +1260,16 @@ dh_entry *dh_trace_frame(PyCodeObject *code, PyObject *const *localsplus, PyObje
     } else {
         var result;
         memset(&result, 0, sizeof result);
-        if (run(t, f, &result) == 0) {
+        int rr = run(t, f, &result);
+        if (rr >= 0) {
             ic_val outvals[64];
             int nout = 0;
-            if (out_reserve(t, &ob, 1) == 0)
-                fill_out(t, &ob, 0, &result, outvals, &nout);
+            if (out_reserve(t, &ob, 1) == 0) {
+                if (rr == 1)
+                    fill_break(t, &ob, outvals, &nout, &brk);
+                else
+                    fill_out(t, &ob, 0, &result, outvals, &nout);
+            }
             if (!t->failed && !PyErr_Occurred() && nout > 0) {
                 ic_options opt = {0};
                 opt.device = IC_CPU;
@@ -1138,7 +1289,21 @@ dh_entry *dh_trace_frame(PyCodeObject *code, PyObject *const *localsplus, PyObje
         goto error; /* internal error: reported by the hook */
     e = finish(t, &ob, compiled);
     compiled = NULL;
+    if (e != NULL && !e->fallback && t->brk.kind != DH_BRK_NONE) {
+        e->brk = t->brk.kind;
+        e->brk_nargs = t->brk.nargs;
+        e->brk_nstack = t->brk.nstack;
+        e->brk_nlocals = t->brk.nlocals;
+        e->brk_jump_when = t->brk.jump_when;
+        e->brk_kwnames = Py_XNewRef(t->brk.kwnames);
+        e->resume[0] = brk.resume[0];
+        e->resume[1] = brk.resume[1];
+        brk.resume[0] = brk.resume[1] = NULL;
+        e->brk_reason = strdup(t->reason);
+    }
 error:
+    Py_XDECREF(brk.resume[0]);
+    Py_XDECREF(brk.resume[1]);
     if (compiled)
         ic_compiled_free(compiled);
     free(f);

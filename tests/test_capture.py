@@ -127,17 +127,56 @@ def test_unsupported_falls_back_with_reason():
     assert "cumsum" in ex.break_reasons[0]
 
 
-def test_data_dependent_branch_falls_back():
+def test_data_dependent_branch_breaks_the_graph():
     def f(x):
-        if x.sum() > 0:
-            return x + 1
-        return x - 1
+        y = x * 2
+        if y.sum() > 0:
+            return y + 1
+        return y - 1
 
     cf = torchc.compile(f)
-    for x in (torch.ones(3), -torch.ones(3)):
+    for x in (torch.ones(3), -torch.ones(3), torch.ones(3)):
         assert_same(cf(x), f(x))
     ex = explain_of(f, torch.ones(3))
+    assert ex.graph_break_count == 1 and ex.graph_count == 2, ex
     assert "data-dependent" in ex.break_reasons[0]
+
+
+def test_graph_break_on_print_item_and_unknown_calls(capsys):
+    def f(x, n):
+        y = torch.relu(x) * n
+        print("value", n)
+        s = y.sum().item()           # .item(): a break, the Python float flows on
+        z = y * 2 + s
+        k = id(z) > 0                # unknown C function
+        for i in range(2):
+            z = z + i
+        return z, k
+
+    cf = torchc.compile(f)
+    x = torch.randn(5)
+    assert_same(cf(x, 3), f(x, 3))
+    out = capsys.readouterr().out
+    assert out.count("value 3") == 2
+    ex = explain_of(f, x, 3)
+    assert ex.graph_break_count == 3, ex
+    assert_same(cf(x, 3), f(x, 3))
+
+
+def test_graph_break_inside_inlined_function():
+    def inner(x):
+        print("inside")
+        return x.exp()
+
+    def outer(x):
+        y = x + 1
+        z = inner(y)    # breaks at this call; inner then runs hooked, breaking on print
+        return z * 2
+
+    cf = torchc.compile(outer)
+    x = torch.randn(4)
+    assert_same(cf(x), outer(x))
+    assert_same(cf(x), outer(x))
 
 
 def test_fullgraph_raises():

@@ -115,9 +115,12 @@ class ExplainOutput:
         fallbacks = [r for r in records if r["event"] == "fallback"]
         self.graphs = [r["graph"] for r in compiled]
         self.graph_count = len(compiled)
-        self.graph_break_count = len(fallbacks)
+        breaks = [r for r in compiled if r.get("break_reason")]
+        self.graph_break_count = len(fallbacks) + len(breaks)
         self.break_reasons = [f"{r['name']} ({r['filename']}:{r['firstlineno']}): {r['reason']}"
                               for r in fallbacks]
+        self.break_reasons += [f"{r['name']} ({r['filename']}:{r['firstlineno']}): graph break: "
+                               f"{r['break_reason']}" for r in breaks]
         self.op_count = sum(r["op_count"] for r in compiled)
         self.guards = [g for r in compiled for g in r["guards"]]
         self.kernels = [r["kernels"] for r in compiled if r.get("kernels")]
