@@ -1,0 +1,801 @@
+/* cpu_llvm.c — kernels to one LLVM module, explicitly vectorized, optimized, JIT-compiled.
+ *
+ * Requires: finalized kernels (flat loads, outer/inner vars, stores decided), buffers.
+ * Produces: one function per kernel, `void icN_kK(void **bufs, i64 start, i64 end)`, that
+ *   runs outer iterations [start, end). Shape of the code:
+ *
+ *     for it in [start, end):                  outer vars = digits of it (tile digit last)
+ *       row block 0                            scalar items of position 0
+ *       pass 0:  for inner vars (nested)       innermost: <16 x T> body, then scalar tail
+ *                   items of position 1        stores; reductions into vector accumulators
+ *                tree-reduce accumulators  ->  row values (X_ROWVAL), stored if needed
+ *       row block 1, pass 1, ...
+ *
+ *   Loads whose offset has coefficient 1 in the innermost var are vector loads, 0 a
+ *   broadcast, anything else a gather. Float math keeps IEEE semantics (no fast-math
+ *   flags exist in the LLVM 16 C API and none are needed: vectorization is explicit and
+ *   reductions are reassociated by construction: 16 lanes, then a tree). f32
+ *   transcendentals come from vmath.c; f64 ones from libm.
+ *   Buffers reach the body as noalias arguments of an always-inlined function, so LLVM
+ *   may hoist and reorder memory accesses across buffers.
+ * Then: verifier, `default<O3>` (new pass manager, host TargetMachine), ORC LLJIT.
+ */
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <llvm-c/Analysis.h>
+#include <llvm-c/Core.h>
+#include <llvm-c/LLJIT.h>
+#include <llvm-c/Orc.h>
+#include <llvm-c/TargetMachine.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+
+#include "../support.h"
+#include "cg.h"
+
+#define B g->b
+
+/* ---- small helpers ------------------------------------------------------------------- */
+LLVMTypeRef cg_type(cg *g, ic_dtype t, int width) {
+    LLVMTypeRef s;
+    switch (t) {
+    case IC_BOOL: s = g->i1; break;
+    case IC_U8: case IC_I8: s = g->i8; break;
+    case IC_I16: s = g->i16; break;
+    case IC_I32: s = g->i32; break;
+    case IC_I64: s = g->i64; break;
+    case IC_F32: s = g->f32; break;
+    case IC_F64: s = g->f64; break;
+    default: ic_fail(g->c, IC_EUNSUPPORTED, "dtype %s not supported by the CPU backend", ic_dtype_name(t));
+    }
+    return width > 1 ? LLVMVectorType(s, (unsigned)width) : s;
+}
+
+static LLVMTypeRef mem_type(cg *g, ic_dtype t) { return t == IC_BOOL ? g->i8 : cg_type(g, t, 1); }
+
+static LLVMValueRef splat_const(LLVMValueRef s, int width) {
+    LLVMValueRef e[IC_VF];
+    for (int i = 0; i < width; i++) e[i] = s;
+    return LLVMConstVector(e, (unsigned)width);
+}
+
+LLVMValueRef cg_splat(cg *g, LLVMValueRef s, int width) {
+    if (width <= 1) return s;
+    if (LLVMIsConstant(s)) return splat_const(s, width);
+    LLVMTypeRef vt = LLVMVectorType(LLVMTypeOf(s), (unsigned)width);
+    LLVMValueRef v = LLVMBuildInsertElement(B, LLVMGetPoison(vt), s, LLVMConstInt(g->i32, 0, 0), "");
+    LLVMValueRef zero = LLVMConstNull(LLVMVectorType(g->i32, (unsigned)width));
+    return LLVMBuildShuffleVector(B, v, LLVMGetPoison(vt), zero, "");
+}
+
+LLVMValueRef cg_constf(cg *g, LLVMTypeRef ty, double v) {
+    if (LLVMGetTypeKind(ty) == LLVMVectorTypeKind)
+        return splat_const(LLVMConstReal(LLVMGetElementType(ty), v), (int)LLVMGetVectorSize(ty));
+    return LLVMConstReal(ty, v);
+}
+
+LLVMValueRef cg_consti(cg *g, LLVMTypeRef ty, long long v) {
+    if (LLVMGetTypeKind(ty) == LLVMVectorTypeKind)
+        return splat_const(LLVMConstInt(LLVMGetElementType(ty), (unsigned long long)v, 1),
+                           (int)LLVMGetVectorSize(ty));
+    return LLVMConstInt(ty, (unsigned long long)v, 1);
+}
+
+LLVMValueRef cg_intrin(cg *g, const char *name, LLVMTypeRef *ov, int nov, LLVMValueRef *args,
+                       int nargs) {
+    unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+    if (!id) ic_fail(g->c, IC_EINTERNAL, "unknown intrinsic %s", name);
+    LLVMValueRef fn = LLVMGetIntrinsicDeclaration(g->mod, id, ov, (size_t)nov);
+    LLVMTypeRef fty = LLVMIntrinsicGetType(g->ctx, id, ov, (size_t)nov);
+    return LLVMBuildCall2(B, fty, fn, args, (unsigned)nargs, "");
+}
+
+static LLVMValueRef libm_fn(cg *g, const char *name, LLVMTypeRef st, int nargs, LLVMTypeRef *fty) {
+    LLVMTypeRef ps[2] = {st, st};
+    *fty = LLVMFunctionType(st, ps, (unsigned)nargs, 0);
+    LLVMValueRef f = LLVMGetNamedFunction(g->mod, name);
+    if (!f) f = LLVMAddFunction(g->mod, name, *fty);
+    return f;
+}
+
+static LLVMValueRef libm_call(cg *g, const char *name, LLVMValueRef x, LLVMValueRef y) {
+    LLVMTypeRef t = LLVMTypeOf(x);
+    bool vec = LLVMGetTypeKind(t) == LLVMVectorTypeKind;
+    LLVMTypeRef st = vec ? LLVMGetElementType(t) : t;
+    LLVMTypeRef fty;
+    int nargs = y ? 2 : 1;
+    LLVMValueRef f = libm_fn(g, name, st, nargs, &fty);
+    if (!vec) {
+        LLVMValueRef a[2] = {x, y};
+        return LLVMBuildCall2(B, fty, f, a, (unsigned)nargs, "");
+    }
+    LLVMValueRef r = LLVMGetPoison(t);
+    for (unsigned i = 0; i < LLVMGetVectorSize(t); i++) {
+        LLVMValueRef idx = LLVMConstInt(g->i32, i, 0);
+        LLVMValueRef a[2] = {LLVMBuildExtractElement(B, x, idx, ""),
+                             y ? LLVMBuildExtractElement(B, y, idx, "") : NULL};
+        r = LLVMBuildInsertElement(B, r, LLVMBuildCall2(B, fty, f, a, (unsigned)nargs, ""), idx, "");
+    }
+    return r;
+}
+
+LLVMValueRef cg_libm1(cg *g, const char *name, LLVMValueRef x) { return libm_call(g, name, x, NULL); }
+LLVMValueRef cg_libm2(cg *g, const char *name, LLVMValueRef x, LLVMValueRef y) {
+    return libm_call(g, name, x, y);
+}
+
+static LLVMValueRef alloca_(cg *g, LLVMTypeRef t) { return LLVMBuildAlloca(g->ab, t, ""); }
+
+/* ---- loops over an i64 counter kept in an alloca (mem2reg makes it a phi) --------------- */
+typedef struct lp {
+    LLVMValueRef iv, i, hi;
+    LLVMBasicBlockRef cond, body, exit;
+    int step;
+} lp;
+
+static void lp_begin(cg *g, lp *L, LLVMValueRef iv, LLVMValueRef lo, LLVMValueRef hi, int step) {
+    L->iv = iv ? iv : alloca_(g, g->i64);
+    if (lo) LLVMBuildStore(B, lo, L->iv);
+    L->hi = hi;
+    L->step = step;
+    L->cond = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "cond");
+    L->body = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "body");
+    L->exit = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "exit");
+    LLVMBuildBr(B, L->cond);
+    LLVMPositionBuilderAtEnd(B, L->cond);
+    L->i = LLVMBuildLoad2(B, g->i64, L->iv, "i");
+    LLVMValueRef next = LLVMBuildAdd(B, L->i, LLVMConstInt(g->i64, (unsigned)step, 0), "");
+    LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntSLE, next, hi, ""), L->body, L->exit);
+    LLVMPositionBuilderAtEnd(B, L->body);
+}
+
+static void lp_end(cg *g, lp *L) {
+    LLVMBuildStore(B, LLVMBuildAdd(B, L->i, LLVMConstInt(g->i64, (unsigned)L->step, 0), ""), L->iv);
+    LLVMBuildBr(B, L->cond);
+    LLVMPositionBuilderAtEnd(B, L->exit);
+}
+
+/* ---- index expressions ------------------------------------------------------------------ */
+static LLVMValueRef lanes(cg *g) {
+    LLVMValueRef e[IC_VF];
+    for (int i = 0; i < g->width; i++) e[i] = LLVMConstInt(g->i64, (unsigned)i, 0);
+    return LLVMConstVector(e, (unsigned)g->width);
+}
+
+/* vec: the value as <width x i64> with the vec var's lanes consecutive */
+static LLVMValueRef ixval(cg *g, ic_ix a, bool vec) {
+    ic_ctx *c = g->c;
+    const ix_sum s = c->sums[a];
+    int w = vec ? g->width : 1;
+    LLVMTypeRef t = vec ? LLVMVectorType(g->i64, (unsigned)w) : g->i64;
+    LLVMValueRef sum = cg_consti(g, t, s.off);
+    for (int i = 0; i < s.n; i++) {
+        ix_term tm = c->terms[s.first + i];
+        ix_atom at = c->atoms[tm.atom];
+        LLVMValueRef v;
+        if (at.kind == IX_VAR) {
+            LLVMValueRef sv = g->var_val[at.var];
+            if (!sv) ic_fail(c, IC_EINTERNAL, "codegen: var i%d has no value", at.var);
+            v = cg_splat(g, sv, w);
+            if (vec && at.var == g->vec_var) v = LLVMBuildAdd(B, v, lanes(g), "");
+        } else {
+            v = ixval(g, at.sub, vec);
+            if (at.div != 1) v = LLVMBuildSDiv(B, v, cg_consti(g, t, at.div), "");
+            if (at.mod) v = LLVMBuildSRem(B, v, cg_consti(g, t, at.mod), "");
+        }
+        if (tm.coeff != 1) v = LLVMBuildMul(B, v, cg_consti(g, t, tm.coeff), "");
+        sum = LLVMBuildAdd(B, sum, v, "");
+    }
+    return sum;
+}
+
+/* ---- expressions ------------------------------------------------------------------------ */
+static LLVMValueRef emit(cg *g, ic_xid x);
+
+static LLVMValueRef to_bool(cg *g, LLVMValueRef v, ic_dtype from) {
+    LLVMTypeRef t = LLVMTypeOf(v);
+    if (from == IC_BOOL) return v;
+    if (ic_is_float(from)) return LLVMBuildFCmp(B, LLVMRealUNE, v, LLVMConstNull(t), "");
+    return LLVMBuildICmp(B, LLVMIntNE, v, LLVMConstNull(t), "");
+}
+
+static LLVMValueRef convert(cg *g, LLVMValueRef v, ic_dtype from, ic_dtype to) {
+    if (from == to) return v;
+    LLVMTypeRef tt = cg_type(g, to, g->width);
+    if (to == IC_BOOL) return to_bool(g, v, from);
+    bool fu = from == IC_BOOL || from == IC_U8;
+    if (ic_is_float(to)) {
+        if (ic_is_float(from)) return LLVMBuildFPCast(B, v, tt, "");
+        return fu ? LLVMBuildUIToFP(B, v, tt, "") : LLVMBuildSIToFP(B, v, tt, "");
+    }
+    if (ic_is_float(from)) {
+        /* float -> int truncates toward zero (through i64, then wraps like torch) */
+        LLVMValueRef w = LLVMBuildFPToSI(B, v, cg_type(g, IC_I64, g->width), "");
+        return to == IC_I64 ? w : LLVMBuildTrunc(B, w, tt, "");
+    }
+    return LLVMBuildIntCast2(B, v, tt, !fu, "");
+}
+
+static bool is_unsigned(ic_dtype t) { return t == IC_BOOL || t == IC_U8; }
+
+static LLVMValueRef isnan_(cg *g, LLVMValueRef v) { return LLVMBuildFCmp(B, LLVMRealUNO, v, v, ""); }
+
+static LLVMValueRef fmaxmin(cg *g, LLVMValueRef a, LLVMValueRef b, bool max) {
+    LLVMValueRef gt = LLVMBuildFCmp(B, max ? LLVMRealOGT : LLVMRealOLT, a, b, "");
+    LLVMValueRef r = LLVMBuildSelect(B, gt, a, b, "");
+    r = LLVMBuildSelect(B, isnan_(g, a), a, r, "");
+    return LLVMBuildSelect(B, isnan_(g, b), b, r, "");
+}
+
+static LLVMValueRef imaxmin(cg *g, LLVMValueRef a, LLVMValueRef b, bool max, ic_dtype t) {
+    LLVMIntPredicate p = is_unsigned(t) ? (max ? LLVMIntUGT : LLVMIntULT) : (max ? LLVMIntSGT : LLVMIntSLT);
+    return LLVMBuildSelect(B, LLVMBuildICmp(B, p, a, b, ""), a, b, "");
+}
+
+static LLVMValueRef fconst(cg *g, LLVMValueRef like, double v) { return cg_constf(g, LLVMTypeOf(like), v); }
+
+static LLVMValueRef unary(cg *g, ic_op op, ic_dtype t, LLVMValueRef a) {
+    LLVMTypeRef ty = LLVMTypeOf(a);
+    bool f = ic_is_float(t), f32 = t == IC_F32;
+    switch (op) {
+    case IC_OP_NEG: return f ? LLVMBuildFNeg(B, a, "") : LLVMBuildNeg(B, a, "");
+    case IC_OP_ABS:
+        if (f) return cg_intrin(g, "llvm.fabs", &ty, 1, &a, 1);
+        if (is_unsigned(t)) return a;
+        return LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, a, LLVMConstNull(ty), ""),
+                               LLVMBuildNeg(B, a, ""), a, "");
+    case IC_OP_RELU:
+        if (f) return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOLT, a, LLVMConstNull(ty), ""),
+                                      LLVMConstNull(ty), a, "");
+        if (is_unsigned(t)) return a;
+        return LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, a, LLVMConstNull(ty), ""),
+                               LLVMConstNull(ty), a, "");
+    case IC_OP_LOGICAL_NOT: return LLVMBuildNot(B, a, "");
+    case IC_OP_EXP: return f32 ? vm_exp(g, a) : cg_intrin(g, "llvm.exp", &ty, 1, &a, 1);
+    case IC_OP_LOG: return f32 ? vm_log(g, a) : cg_intrin(g, "llvm.log", &ty, 1, &a, 1);
+    case IC_OP_SQRT: return cg_intrin(g, "llvm.sqrt", &ty, 1, &a, 1);
+    case IC_OP_RSQRT:
+        return LLVMBuildFDiv(B, fconst(g, a, 1.0), cg_intrin(g, "llvm.sqrt", &ty, 1, &a, 1), "");
+    case IC_OP_RECIPROCAL: return LLVMBuildFDiv(B, fconst(g, a, 1.0), a, "");
+    case IC_OP_SIGMOID:
+        if (f32) return vm_sigmoid(g, a);
+        return LLVMBuildFDiv(B, fconst(g, a, 1.0),
+                             LLVMBuildFAdd(B, fconst(g, a, 1.0), unary(g, IC_OP_EXP, t, LLVMBuildFNeg(B, a, "")), ""), "");
+    case IC_OP_TANH: return f32 ? vm_tanh(g, a) : cg_libm1(g, "tanh", a);
+    case IC_OP_SILU: return LLVMBuildFMul(B, a, unary(g, IC_OP_SIGMOID, t, a), "");
+    case IC_OP_GELU: {
+        if (f32) return vm_gelu(g, a);
+        /* 1 + erf(s) = erfc(-s): no cancellation for negative inputs */
+        LLVMValueRef s = LLVMBuildFMul(B, a, fconst(g, a, -0.70710678118654752440), "");
+        LLVMValueRef h = LLVMBuildFMul(B, a, fconst(g, a, 0.5), "");
+        return LLVMBuildFMul(B, h, cg_libm1(g, "erfc", s), "");
+    }
+    case IC_OP_GELU_TANH: {
+        /* x/2 (1 + tanh(u)) = x * sigmoid(2u) */
+        LLVMValueRef x3 = LLVMBuildFMul(B, LLVMBuildFMul(B, a, a, ""), a, "");
+        LLVMValueRef in = LLVMBuildFAdd(B, a, LLVMBuildFMul(B, x3, fconst(g, a, 0.044715), ""), "");
+        in = LLVMBuildFMul(B, in, fconst(g, a, 2 * 0.79788456080286535588), "");
+        return LLVMBuildFMul(B, a, unary(g, IC_OP_SIGMOID, t, in), "");
+    }
+    case IC_OP_SIN: return cg_intrin(g, "llvm.sin", &ty, 1, &a, 1);
+    case IC_OP_COS: return cg_intrin(g, "llvm.cos", &ty, 1, &a, 1);
+    default: ic_fail(g->c, IC_EUNSUPPORTED, "codegen: unary %s", ic_op_name(op));
+    }
+}
+
+static LLVMValueRef binary(cg *g, ic_op op, ic_dtype rt, ic_dtype ct, LLVMValueRef a,
+                           LLVMValueRef b, ic_xid bx) {
+    LLVMTypeRef ty = LLVMTypeOf(a);
+    bool f = ic_is_float(ct), u = is_unsigned(ct);
+    if (ct == IC_BOOL) {
+        switch (op) {
+        case IC_OP_ADD: case IC_OP_MAXIMUM: case IC_OP_LOGICAL_OR: return LLVMBuildOr(B, a, b, "");
+        case IC_OP_MUL: case IC_OP_MINIMUM: case IC_OP_LOGICAL_AND: return LLVMBuildAnd(B, a, b, "");
+        default: break;
+        }
+    }
+    switch (op) {
+    case IC_OP_ADD: return f ? LLVMBuildFAdd(B, a, b, "") : LLVMBuildAdd(B, a, b, "");
+    case IC_OP_SUB: return f ? LLVMBuildFSub(B, a, b, "") : LLVMBuildSub(B, a, b, "");
+    case IC_OP_MUL: return f ? LLVMBuildFMul(B, a, b, "") : LLVMBuildMul(B, a, b, "");
+    case IC_OP_DIV: return LLVMBuildFDiv(B, a, b, "");
+    case IC_OP_MAXIMUM: return f ? fmaxmin(g, a, b, true) : imaxmin(g, a, b, true, ct);
+    case IC_OP_MINIMUM: return f ? fmaxmin(g, a, b, false) : imaxmin(g, a, b, false, ct);
+    case IC_OP_POW: {
+        const ic_x *e = &g->c->xs[bx];
+        if (e->kind == X_CONST) {
+            double p = e->cval;
+            if (p == 1.0) return a;
+            if (p == 2.0) return LLVMBuildFMul(B, a, a, "");
+            if (p == 3.0) return LLVMBuildFMul(B, LLVMBuildFMul(B, a, a, ""), a, "");
+            if (p == 0.5) return cg_intrin(g, "llvm.sqrt", &ty, 1, &a, 1);
+            if (p == -1.0) return LLVMBuildFDiv(B, fconst(g, a, 1.0), a, "");
+            if (p == -2.0) return LLVMBuildFDiv(B, fconst(g, a, 1.0), LLVMBuildFMul(B, a, a, ""), "");
+            if (p == -0.5)
+                return LLVMBuildFDiv(B, fconst(g, a, 1.0), cg_intrin(g, "llvm.sqrt", &ty, 1, &a, 1), "");
+            if (p == 0.0) return fconst(g, a, 1.0);
+        }
+        LLVMValueRef args[2] = {a, b};
+        return cg_intrin(g, "llvm.pow", &ty, 1, args, 2);
+    }
+    case IC_OP_EQ: return f ? LLVMBuildFCmp(B, LLVMRealOEQ, a, b, "") : LLVMBuildICmp(B, LLVMIntEQ, a, b, "");
+    case IC_OP_NE: return f ? LLVMBuildFCmp(B, LLVMRealUNE, a, b, "") : LLVMBuildICmp(B, LLVMIntNE, a, b, "");
+    case IC_OP_LT: return f ? LLVMBuildFCmp(B, LLVMRealOLT, a, b, "") : LLVMBuildICmp(B, u ? LLVMIntULT : LLVMIntSLT, a, b, "");
+    case IC_OP_LE: return f ? LLVMBuildFCmp(B, LLVMRealOLE, a, b, "") : LLVMBuildICmp(B, u ? LLVMIntULE : LLVMIntSLE, a, b, "");
+    case IC_OP_GT: return f ? LLVMBuildFCmp(B, LLVMRealOGT, a, b, "") : LLVMBuildICmp(B, u ? LLVMIntUGT : LLVMIntSGT, a, b, "");
+    case IC_OP_GE: return f ? LLVMBuildFCmp(B, LLVMRealOGE, a, b, "") : LLVMBuildICmp(B, u ? LLVMIntUGE : LLVMIntSGE, a, b, "");
+    default: break;
+    }
+    (void)rt;
+    ic_fail(g->c, IC_EUNSUPPORTED, "codegen: binary %s on %s", ic_op_name(op), ic_dtype_name(ct));
+}
+
+static LLVMValueRef load(cg *g, const ic_x *e) {
+    ic_ctx *c = g->c;
+    LLVMTypeRef mt = mem_type(g, e->dtype);
+    LLVMValueRef base = g->buf_ptr[e->buf];
+    size_t esz = ic_dtype_size(e->dtype);
+    LLVMValueRef v;
+    if (g->width == 1 || !ix_uses_var(c, e->ix, g->vec_var)) {
+        LLVMValueRef off = ixval(g, e->ix, false);
+        LLVMValueRef p = LLVMBuildGEP2(B, mt, base, &off, 1, "");
+        v = LLVMBuildLoad2(B, mt, p, "");
+        LLVMSetAlignment(v, (unsigned)esz);
+        if (e->dtype == IC_BOOL) v = LLVMBuildICmp(B, LLVMIntNE, v, LLVMConstNull(mt), "");
+        return cg_splat(g, v, g->width);
+    }
+    bool nonaff;
+    int64_t k = ix_coeff(c, e->ix, g->vec_var, &nonaff);
+    LLVMTypeRef vt = LLVMVectorType(mt, (unsigned)g->width);
+    if (!nonaff && k == 1) {
+        LLVMValueRef off = ixval(g, e->ix, false);
+        LLVMValueRef p = LLVMBuildGEP2(B, mt, base, &off, 1, "");
+        v = LLVMBuildLoad2(B, vt, p, "");
+        LLVMSetAlignment(v, (unsigned)esz);
+    } else {
+        LLVMValueRef offs = ixval(g, e->ix, true);
+        LLVMValueRef ps = LLVMBuildGEP2(B, mt, base, &offs, 1, "");
+        LLVMTypeRef ov[2] = {vt, LLVMTypeOf(ps)};
+        LLVMValueRef ones[IC_VF];
+        for (int i = 0; i < g->width; i++) ones[i] = LLVMConstInt(g->i1, 1, 0);
+        LLVMValueRef args[4] = {ps, LLVMConstInt(g->i32, esz, 0),
+                                LLVMConstVector(ones, (unsigned)g->width), LLVMGetPoison(vt)};
+        v = cg_intrin(g, "llvm.masked.gather", ov, 2, args, 4);
+    }
+    if (e->dtype == IC_BOOL) v = LLVMBuildICmp(B, LLVMIntNE, v, LLVMConstNull(vt), "");
+    return v;
+}
+
+static LLVMValueRef emit(cg *g, ic_xid x) {
+    if (g->memo_gen[x] == g->gen) return g->memo[x];
+    const ic_x e = g->c->xs[x];
+    LLVMValueRef r = NULL;
+    switch (e.kind) {
+    case X_CONST: {
+        LLVMTypeRef t = cg_type(g, e.dtype, 1);
+        LLVMValueRef s = ic_is_float(e.dtype) ? LLVMConstReal(t, e.cval)
+                                              : LLVMConstInt(t, (unsigned long long)(long long)e.cval, 1);
+        r = cg_splat(g, s, g->width);
+        break;
+    }
+    case X_LOADF:
+        r = load(g, &e);
+        break;
+    case X_ROWVAL:
+        if (!g->rowval[e.a]) ic_fail(g->c, IC_EINTERNAL, "codegen: row value %d not ready", e.a);
+        r = cg_splat(g, g->rowval[e.a], g->width);
+        break;
+    case X_CAST:
+        r = convert(g, emit(g, e.a), g->c->xs[e.a].dtype, e.dtype);
+        break;
+    case X_OP: {
+        ic_kind k = ic_op_kind(e.op);
+        LLVMValueRef a = emit(g, e.a);
+        if (k == IC_K_UNARY) {
+            r = unary(g, e.op, g->c->xs[e.a].dtype, a);
+        } else if (k == IC_K_BINARY) {
+            r = binary(g, e.op, e.dtype, g->c->xs[e.a].dtype, a, emit(g, e.b), e.b);
+        } else if (e.op == IC_OP_WHERE) {
+            r = LLVMBuildSelect(B, a, emit(g, e.b), emit(g, e.c), "");
+        } else {
+            ic_fail(g->c, IC_EINTERNAL, "codegen: op %s", ic_op_name(e.op));
+        }
+        break;
+    }
+    default:
+        ic_fail(g->c, IC_EINTERNAL, "codegen: expression kind %d", e.kind);
+    }
+    g->memo[x] = r;
+    g->memo_gen[x] = g->gen;
+    return r;
+}
+
+static void store(cg *g, const ic_item *it, LLVMValueRef v) {
+    ic_ctx *c = g->c;
+    LLVMTypeRef mt = mem_type(g, it->dtype);
+    size_t esz = ic_dtype_size(it->dtype);
+    if (it->dtype == IC_BOOL) v = LLVMBuildZExt(B, v, g->width > 1 ? LLVMVectorType(mt, (unsigned)g->width) : mt, "");
+    LLVMValueRef base = g->buf_ptr[it->buf];
+    bool nonaff = false;
+    int64_t k = g->width > 1 ? ix_coeff(c, it->out_ix, g->vec_var, &nonaff) : 0;
+    if (g->width == 1 || (!nonaff && k == 1)) {
+        LLVMValueRef off = ixval(g, it->out_ix, false);
+        LLVMValueRef p = LLVMBuildGEP2(B, mt, base, &off, 1, "");
+        LLVMValueRef s = LLVMBuildStore(B, v, p);
+        LLVMSetAlignment(s, (unsigned)esz);
+        return;
+    }
+    /* scattered store, one lane at a time (lane order keeps last-writer semantics) */
+    LLVMValueRef offs = ixval(g, it->out_ix, true);
+    for (int i = 0; i < g->width; i++) {
+        LLVMValueRef idx = LLVMConstInt(g->i32, (unsigned)i, 0);
+        LLVMValueRef off = LLVMBuildExtractElement(B, offs, idx, "");
+        LLVMValueRef p = LLVMBuildGEP2(B, mt, base, &off, 1, "");
+        LLVMValueRef s = LLVMBuildStore(B, LLVMBuildExtractElement(B, v, idx, ""), p);
+        LLVMSetAlignment(s, (unsigned)esz);
+    }
+}
+
+/* ---- reductions ------------------------------------------------------------------------- */
+static LLVMValueRef red_identity(cg *g, const ic_item *it, int width) {
+    LLVMTypeRef t = cg_type(g, it->acc, width);
+    bool f = ic_is_float(it->acc);
+    bool max = it->red_op == IC_OP_AMAX;
+    if (it->red_op == IC_OP_SUM || it->red_op == IC_OP_MEAN) return LLVMConstNull(t);
+    if (f) return cg_constf(g, t, max ? -__builtin_inf() : __builtin_inf());
+    if (is_unsigned(it->acc)) return max ? LLVMConstNull(t) : LLVMConstAllOnes(t);
+    unsigned bits = (unsigned)ic_dtype_size(it->acc) * 8;
+    long long lo = bits == 64 ? INT64_MIN : -(1LL << (bits - 1));
+    return cg_consti(g, t, max ? lo : ~lo);
+}
+
+static LLVMValueRef red_combine(cg *g, const ic_item *it, LLVMValueRef acc, LLVMValueRef x) {
+    bool f = ic_is_float(it->acc);
+    switch (it->red_op) {
+    case IC_OP_SUM:
+    case IC_OP_MEAN:
+        if (it->acc == IC_BOOL) return LLVMBuildOr(B, acc, x, "");
+        return f ? LLVMBuildFAdd(B, acc, x, "") : LLVMBuildAdd(B, acc, x, "");
+    case IC_OP_AMAX:
+    case IC_OP_AMIN: {
+        bool max = it->red_op == IC_OP_AMAX;
+        if (!f) return imaxmin(g, x, acc, max, it->acc);
+        /* NaN-propagating: once a lane holds NaN it keeps it */
+        LLVMValueRef better = LLVMBuildFCmp(B, max ? LLVMRealOGT : LLVMRealOLT, x, acc, "");
+        better = LLVMBuildOr(B, better, isnan_(g, x), "");
+        return LLVMBuildSelect(B, better, x, acc, "");
+    }
+    default:
+        ic_fail(g->c, IC_EINTERNAL, "codegen: reduction %s", ic_op_name(it->red_op));
+    }
+}
+
+static LLVMValueRef hreduce(cg *g, const ic_item *it, LLVMValueRef v) {
+    for (int w = IC_VF / 2; w >= 1; w /= 2) {
+        LLVMValueRef lo[IC_VF], hi[IC_VF];
+        for (int i = 0; i < w; i++) {
+            lo[i] = LLVMConstInt(g->i32, (unsigned)i, 0);
+            hi[i] = LLVMConstInt(g->i32, (unsigned)(i + w), 0);
+        }
+        LLVMValueRef a = LLVMBuildShuffleVector(B, v, LLVMGetPoison(LLVMTypeOf(v)), LLVMConstVector(lo, (unsigned)w), "");
+        LLVMValueRef b = LLVMBuildShuffleVector(B, v, LLVMGetPoison(LLVMTypeOf(v)), LLVMConstVector(hi, (unsigned)w), "");
+        v = red_combine(g, it, a, b);
+    }
+    return LLVMBuildExtractElement(B, v, LLVMConstInt(g->i32, 0, 0), "");
+}
+
+/* ---- kernel structure ------------------------------------------------------------------- */
+static void emit_items(cg *g, ic_kernel *k, int pos, LLVMValueRef *vacc, LLVMValueRef *sacc) {
+    g->gen++;
+    for (int j = 0; j < k->nitems; j++) {
+        ic_item *it = &k->items[j];
+        if (it->pos != pos) continue;
+        LLVMValueRef v = emit(g, it->expr);
+        if (it->kind == IT_REDUCE) {
+            LLVMValueRef accp = g->width > 1 ? vacc[j] : sacc[j];
+            LLVMTypeRef at = cg_type(g, it->acc, g->width);
+            LLVMValueRef acc = LLVMBuildLoad2(B, at, accp, "");
+            LLVMBuildStore(B, red_combine(g, it, acc, v), accp);
+        } else if (it->store) {
+            store(g, it, v);
+        }
+    }
+}
+
+static void gen_pass(cg *g, ic_kernel *k, int pos, LLVMValueRef tile) {
+    LLVMValueRef *vacc = calloc((size_t)k->nitems, sizeof *vacc);
+    LLVMValueRef *sacc = calloc((size_t)k->nitems, sizeof *sacc);
+    if (!vacc || !sacc) {
+        free(vacc);
+        free(sacc);
+        ic_fail(g->c, IC_ENOMEM, "out of memory");
+    }
+    for (int j = 0; j < k->nitems; j++) {
+        ic_item *it = &k->items[j];
+        if (it->pos != pos || it->kind != IT_REDUCE) continue;
+        vacc[j] = alloca_(g, cg_type(g, it->acc, IC_VF));
+        sacc[j] = alloca_(g, cg_type(g, it->acc, 1));
+        LLVMBuildStore(B, red_identity(g, it, IC_VF), vacc[j]);
+        LLVMBuildStore(B, red_identity(g, it, 1), sacc[j]);
+    }
+    if (k->ninner == 0) {
+        g->width = 1;
+        g->vec_var = -1;
+        emit_items(g, k, pos, vacc, sacc);
+    } else {
+        lp outer[IC_MAX_DIMS];
+        for (int d = 0; d + 1 < k->ninner; d++) {
+            lp_begin(g, &outer[d], NULL, LLVMConstInt(g->i64, 0, 0),
+                     LLVMConstInt(g->i64, (unsigned long long)k->isize[d], 0), 1);
+            g->var_val[k->ivar[d]] = outer[d].i;
+        }
+        int32_t iv = k->ivar[k->ninner - 1];
+        int64_t n = k->isize[k->ninner - 1];
+        LLVMValueRef lo = LLVMConstInt(g->i64, 0, 0), hi = LLVMConstInt(g->i64, (unsigned long long)n, 0);
+        if (k->ntiles > 1) {
+            lo = LLVMBuildMul(B, tile, LLVMConstInt(g->i64, (unsigned long long)k->tile, 0), "");
+            LLVMValueRef h = LLVMBuildAdd(B, lo, LLVMConstInt(g->i64, (unsigned long long)k->tile, 0), "");
+            hi = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, h, hi, ""), h, hi, "");
+        }
+        lp vl, sl;
+        lp_begin(g, &vl, NULL, lo, hi, IC_VF);
+        g->width = IC_VF;
+        g->vec_var = iv;
+        g->var_val[iv] = vl.i;
+        emit_items(g, k, pos, vacc, sacc);
+        lp_end(g, &vl);
+        lp_begin(g, &sl, vl.iv, NULL, hi, 1);
+        g->width = 1;
+        g->vec_var = -1;
+        g->var_val[iv] = sl.i;
+        emit_items(g, k, pos, vacc, sacc);
+        lp_end(g, &sl);
+        for (int d = k->ninner - 2; d >= 0; d--) lp_end(g, &outer[d]);
+    }
+    g->width = 1;
+    g->vec_var = -1;
+    g->gen++;
+    for (int j = 0; j < k->nitems; j++) {
+        ic_item *it = &k->items[j];
+        if (it->pos != pos || it->kind != IT_REDUCE) continue;
+        LLVMValueRef s = LLVMBuildLoad2(B, cg_type(g, it->acc, 1), sacc[j], "");
+        LLVMValueRef r = s;
+        if (k->ninner > 0) {
+            LLVMValueRef v = LLVMBuildLoad2(B, cg_type(g, it->acc, IC_VF), vacc[j], "");
+            r = red_combine(g, it, hreduce(g, it, v), s);
+        }
+        if (it->red_op == IC_OP_MEAN) r = LLVMBuildFDiv(B, r, fconst(g, r, (double)it->red_count), "");
+        g->rowval[j] = r;
+        if (it->store) store(g, it, r);
+    }
+    free(vacc);
+    free(sacc);
+}
+
+static void gen_kernel(cg *g, ic_kernel *k, const char *name, const char *cpu, const char *feat) {
+    ic_ctx *c = g->c;
+    /* buffers used by this kernel */
+    int *used = calloc((size_t)c->nbufs, sizeof(int));
+    if (!used) ic_fail(c, IC_ENOMEM, "out of memory");
+    for (int j = 0; j < k->nitems; j++) {
+        if (k->items[j].store) used[k->items[j].buf] = 1;
+        /* scan loads */
+        ic_xid stack[256];
+        int sp = 0;
+        stack[sp++] = k->items[j].expr;
+        while (sp) {
+            const ic_x *e = &c->xs[stack[--sp]];
+            if (e->kind == X_LOADF) used[e->buf] = 1;
+            if (e->kind == X_ROWVAL) continue;
+            if (sp + 3 > 256) {
+                free(used);
+                ic_fail(c, IC_EUNSUPPORTED, "expression too deep");
+            }
+            if (e->a >= 0) stack[sp++] = e->a;
+            if (e->b >= 0) stack[sp++] = e->b;
+            if (e->c >= 0) stack[sp++] = e->c;
+        }
+    }
+    int nu = 0;
+    int ub[512];
+    for (int b = 0; b < c->nbufs && nu < 512; b++)
+        if (used[b]) ub[nu++] = b;
+    free(used);
+    LLVMTypeRef ps[515];
+    ps[0] = g->i64;
+    ps[1] = g->i64;
+    for (int i = 0; i < nu; i++) ps[2 + i] = g->ptr;
+    LLVMTypeRef bty = LLVMFunctionType(g->vd, ps, (unsigned)(2 + nu), 0);
+    char bname[64];
+    snprintf(bname, sizeof bname, "%s_body", name);
+    LLVMValueRef body = LLVMAddFunction(g->mod, bname, bty);
+    LLVMSetLinkage(body, LLVMInternalLinkage);
+    unsigned kna = LLVMGetEnumAttributeKindForName("noalias", 7);
+    unsigned kai = LLVMGetEnumAttributeKindForName("alwaysinline", 12);
+    unsigned knu = LLVMGetEnumAttributeKindForName("nounwind", 8);
+    for (int i = 0; i < nu; i++)
+        LLVMAddAttributeAtIndex(body, (unsigned)(3 + i), LLVMCreateEnumAttribute(g->ctx, kna, 0));
+    LLVMAddAttributeAtIndex(body, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(g->ctx, kai, 0));
+    LLVMTypeRef wps[3] = {g->ptr, g->i64, g->i64};
+    LLVMValueRef wrap = LLVMAddFunction(g->mod, name, LLVMFunctionType(g->vd, wps, 3, 0));
+    LLVMValueRef fns[2] = {body, wrap};
+    for (int i = 0; i < 2; i++) {
+        LLVMAddAttributeAtIndex(fns[i], LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(g->ctx, knu, 0));
+        LLVMAddTargetDependentFunctionAttr(fns[i], "target-cpu", cpu);
+        LLVMAddTargetDependentFunctionAttr(fns[i], "target-features", feat);
+        LLVMAddTargetDependentFunctionAttr(fns[i], "min-legal-vector-width", "512");
+    }
+    /* wrapper: unpack bufs */
+    LLVMBasicBlockRef wb = LLVMAppendBasicBlockInContext(g->ctx, wrap, "entry");
+    LLVMPositionBuilderAtEnd(B, wb);
+    LLVMValueRef args[515];
+    args[0] = LLVMGetParam(wrap, 1);
+    args[1] = LLVMGetParam(wrap, 2);
+    for (int i = 0; i < nu; i++) {
+        LLVMValueRef idx = LLVMConstInt(g->i64, (unsigned)ub[i], 0);
+        LLVMValueRef p = LLVMBuildGEP2(B, g->ptr, LLVMGetParam(wrap, 0), &idx, 1, "");
+        args[2 + i] = LLVMBuildLoad2(B, g->ptr, p, "");
+    }
+    LLVMBuildCall2(B, bty, body, args, (unsigned)(2 + nu), "");
+    LLVMBuildRetVoid(B);
+
+    /* body */
+    g->fn = body;
+    g->k = k;
+    for (int i = 0; i < nu; i++) g->buf_ptr[ub[i]] = LLVMGetParam(body, (unsigned)(2 + i));
+    g->entry = LLVMAppendBasicBlockInContext(g->ctx, body, "entry");
+    LLVMBasicBlockRef start = LLVMAppendBasicBlockInContext(g->ctx, body, "start");
+    LLVMPositionBuilderAtEnd(g->ab, g->entry);
+    LLVMPositionBuilderAtEnd(B, start);
+    memset(g->rowval, 0, sizeof(LLVMValueRef) * (size_t)(k->nitems + 1));
+    lp ol;
+    lp_begin(g, &ol, NULL, LLVMGetParam(body, 0), LLVMGetParam(body, 1), 1);
+    LLVMValueRef it = ol.i, tile = NULL;
+    if (k->ntiles > 1) {
+        LLVMValueRef nt = LLVMConstInt(g->i64, (unsigned long long)k->ntiles, 0);
+        tile = LLVMBuildURem(B, it, nt, "");
+        it = LLVMBuildUDiv(B, it, nt, "");
+    }
+    for (int d = k->nouter - 1; d >= 0; d--) {
+        LLVMValueRef s = LLVMConstInt(g->i64, (unsigned long long)k->osize[d], 0);
+        g->var_val[k->ovar[d]] = d == 0 ? it : LLVMBuildURem(B, it, s, "");
+        if (d > 0) it = LLVMBuildUDiv(B, it, s, "");
+    }
+    g->width = 1;
+    g->vec_var = -1;
+    for (int p = 0; p < k->npos; p++) {
+        if (p % 2) {
+            gen_pass(g, k, p, tile);
+        } else {
+            g->width = 1;
+            g->vec_var = -1;
+            emit_items(g, k, p, NULL, NULL);
+        }
+    }
+    lp_end(g, &ol);
+    LLVMBuildRetVoid(B);
+    LLVMPositionBuilderAtEnd(g->ab, g->entry);
+    LLVMBuildBr(g->ab, start);
+}
+
+/* ---- driver ----------------------------------------------------------------------------- */
+static atomic_int module_counter;
+
+typedef struct cg_res {
+    LLVMOrcThreadSafeContextRef tsc;
+    LLVMModuleRef mod;
+    LLVMBuilderRef b, ab;
+    char *cpu, *feat;
+} cg_res;
+
+static void cg_res_free(cg_res *r) {
+    if (r->b) LLVMDisposeBuilder(r->b);
+    if (r->ab) LLVMDisposeBuilder(r->ab);
+    if (r->mod) LLVMDisposeModule(r->mod);
+    if (r->tsc) LLVMOrcDisposeThreadSafeContext(r->tsc);
+    if (r->cpu) LLVMDisposeMessage(r->cpu);
+    if (r->feat) LLVMDisposeMessage(r->feat);
+    memset(r, 0, sizeof *r);
+}
+
+/* codegen errors longjmp through here: LLVM objects are released by the driver via
+ * c->cg_cleanup before the arena goes. */
+void ic_codegen_cpu(ic_ctx *c, ic_kernel_fn *fns, void **rt_out) {
+    char msg[256];
+    LLVMTargetMachineRef tm = ic_jit_target_machine(msg, sizeof msg);
+    if (!tm) ic_fail(c, IC_EINTERNAL, "LLVM: %s", msg);
+    cg_res *R = ic_alloc(c, sizeof(cg_res));
+    c->cg_res = R;
+    R->tsc = LLVMOrcCreateNewThreadSafeContext();
+    cg G = {.c = c, .gen = 1};
+    cg *g = &G;
+    g->ctx = LLVMOrcThreadSafeContextGetContext(R->tsc);
+    int mid = atomic_fetch_add(&module_counter, 1);
+    char mname[32];
+    snprintf(mname, sizeof mname, "ic%d", mid);
+    R->mod = g->mod = LLVMModuleCreateWithNameInContext(mname, g->ctx);
+    R->b = g->b = LLVMCreateBuilderInContext(g->ctx);
+    R->ab = g->ab = LLVMCreateBuilderInContext(g->ctx);
+    g->i1 = LLVMInt1TypeInContext(g->ctx);
+    g->i8 = LLVMInt8TypeInContext(g->ctx);
+    g->i16 = LLVMInt16TypeInContext(g->ctx);
+    g->i32 = LLVMInt32TypeInContext(g->ctx);
+    g->i64 = LLVMInt64TypeInContext(g->ctx);
+    g->f32 = LLVMFloatTypeInContext(g->ctx);
+    g->f64 = LLVMDoubleTypeInContext(g->ctx);
+    g->ptr = LLVMPointerTypeInContext(g->ctx, 0);
+    g->vd = LLVMVoidTypeInContext(g->ctx);
+    g->var_val = ic_alloc(c, (size_t)(c->nvars + 1) * sizeof(LLVMValueRef));
+    g->buf_ptr = ic_alloc(c, (size_t)(c->nbufs + 1) * sizeof(LLVMValueRef));
+    g->memo = ic_alloc(c, (size_t)(c->nxs + 1) * sizeof(LLVMValueRef));
+    g->memo_gen = ic_alloc(c, (size_t)(c->nxs + 1) * sizeof(uint32_t));
+    int maxitems = 1;
+    for (int i = 0; i < c->nkernels; i++)
+        if (c->kernels[i].nitems > maxitems) maxitems = c->kernels[i].nitems;
+    g->rowval = ic_alloc(c, (size_t)(maxitems + 1) * sizeof(LLVMValueRef));
+
+    char *triple = LLVMGetTargetMachineTriple(tm);
+    LLVMSetTarget(g->mod, triple);
+    LLVMDisposeMessage(triple);
+    LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
+    LLVMSetModuleDataLayout(g->mod, td);
+    LLVMDisposeTargetData(td);
+    R->cpu = LLVMGetTargetMachineCPU(tm);
+    R->feat = LLVMGetTargetMachineFeatureString(tm);
+
+    const char **names = ic_alloc(c, (size_t)(c->nkernels + 1) * sizeof(char *));
+    for (int i = 0; i < c->nkernels; i++) {
+        char *nm = ic_alloc(c, 64);
+        snprintf(nm, 64, "ic%d_%s", mid, c->kernels[i].name);
+        names[i] = nm;
+        gen_kernel(g, &c->kernels[i], nm, R->cpu, R->feat);
+    }
+    char *verr = NULL;
+    if (LLVMVerifyModule(g->mod, LLVMReturnStatusAction, &verr)) {
+        snprintf(msg, sizeof msg, "%s", verr ? verr : "?");
+        if (c->debug & IC_DEBUG_LLVM) {
+            char *s = LLVMPrintModuleToString(g->mod);
+            fprintf(stderr, "%s\n", s);
+            LLVMDisposeMessage(s);
+        }
+        LLVMDisposeMessage(verr);
+        ic_fail(c, IC_EINTERNAL, "LLVM verifier: %s", msg);
+    }
+    if (verr) LLVMDisposeMessage(verr);
+    LLVMPassBuilderOptionsRef pbo = LLVMCreatePassBuilderOptions();
+    char passes[32];
+    int ol = c->opt_level < 0 ? 0 : c->opt_level > 3 ? 3 : c->opt_level;
+    snprintf(passes, sizeof passes, "default<O%d>", ol);
+    LLVMErrorRef err = LLVMRunPasses(g->mod, passes, tm, pbo);
+    LLVMDisposePassBuilderOptions(pbo);
+    if (err) {
+        char *m = LLVMGetErrorMessage(err);
+        snprintf(msg, sizeof msg, "%s", m);
+        LLVMDisposeErrorMessage(m);
+        ic_fail(c, IC_EINTERNAL, "LLVM passes: %s", msg);
+    }
+    if (c->debug & IC_DEBUG_LLVM) {
+        char *s = LLVMPrintModuleToString(g->mod);
+        fprintf(stderr, "=== torchc llvm (%s, after O%d) ===\n%s\n", mname, ol, s);
+        LLVMDisposeMessage(s);
+    }
+    LLVMDisposeBuilder(R->b);
+    LLVMDisposeBuilder(R->ab);
+    R->b = R->ab = NULL;
+    LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(R->mod, R->tsc);
+    R->mod = NULL; /* owned by tsm */
+    LLVMOrcDisposeThreadSafeContext(R->tsc);
+    R->tsc = NULL;
+    void **addrs = ic_alloc(c, (size_t)(c->nkernels + 1) * sizeof(void *));
+    if (ic_jit_add_module(tsm, names, c->nkernels, addrs, rt_out, msg, sizeof msg))
+        ic_fail(c, IC_EINTERNAL, "JIT: %s", msg);
+    for (int i = 0; i < c->nkernels; i++) fns[i] = (ic_kernel_fn)addrs[i];
+    cg_res_free(R);
+    c->cg_res = NULL;
+}
+
+void ic_codegen_cleanup(ic_ctx *c) {
+    if (c->cg_res) cg_res_free(c->cg_res);
+    c->cg_res = NULL;
+}

@@ -1,0 +1,257 @@
+/* compile.c — the driver: ic_compile_graph lists the whole pipeline in order.
+ *
+ *   copy graph (fix outputs) → verify → lower (loops) → schedule (realize, fuse)
+ *   → finalize (flat offsets, collapse, tiles) → plan buffers → describe → codegen + JIT
+ *
+ * Errors anywhere longjmp back here (ic_fail) and become the ic_err of ic_compile; the
+ * per-compilation arena is freed on every path. TORCHC_DEBUG=graph,loops,llvm dumps
+ * the stages to stderr.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ic_internal.h"
+#include "support.h"
+
+IC_API const char *ic_version(void) { return "torchc-inductor 0.1 (LLVM 16, cpu)"; }
+
+IC_API unsigned ic_debug_flags(void) {
+    const char *s = getenv("TORCHC_DEBUG");
+    unsigned f = 0;
+    if (!s) return 0;
+    while (*s) {
+        const char *e = s;
+        while (*e && *e != ',') e++;
+        size_t n = (size_t)(e - s);
+        if (n == 5 && !strncmp(s, "graph", 5)) f |= IC_DEBUG_GRAPH;
+        else if (n == 5 && !strncmp(s, "loops", 5)) f |= IC_DEBUG_LOOPS;
+        else if (n == 4 && !strncmp(s, "llvm", 4)) f |= IC_DEBUG_LLVM;
+        else if (n == 3 && !strncmp(s, "ptx", 3)) f |= IC_DEBUG_PTX;
+        else if (n == 3 && !strncmp(s, "all", 3)) f |= ~0u;
+        s = *e ? e + 1 : e;
+    }
+    return f;
+}
+
+/* Private copy of the graph; outputs that are inputs, scalars or repeated get an identity
+ * cast so every output is a distinct computed value with its own buffer. */
+static ic_graph *copy_graph(ic_ctx *c, const ic_graph *g) {
+    ic_graph *n = ic_alloc(c, sizeof *n);
+    *n = *g;
+    n->nodes = ic_alloc(c, (size_t)(g->n + g->noutputs + 1) * sizeof(ic_node));
+    memcpy(n->nodes, g->nodes, (size_t)g->n * sizeof(ic_node));
+    n->cap = g->n + g->noutputs + 1;
+    n->inputs = ic_alloc(c, (size_t)(g->ninputs + 1) * sizeof(ic_val));
+    memcpy(n->inputs, g->inputs, (size_t)g->ninputs * sizeof(ic_val));
+    n->outputs = ic_alloc(c, (size_t)(g->noutputs + 1) * sizeof(ic_val));
+    memcpy(n->outputs, g->outputs, (size_t)g->noutputs * sizeof(ic_val));
+    for (int j = 0; j < n->noutputs; j++) {
+        ic_val v = n->outputs[j];
+        bool dup = false;
+        for (int i = 0; i < j; i++) dup |= n->outputs[i] == v;
+        ic_op op = n->nodes[v].op;
+        if (!dup && op != IC_OP_INPUT && op != IC_OP_SCALAR) continue;
+        ic_node *m = &n->nodes[n->n];
+        memset(m, 0, sizeof *m);
+        m->op = IC_OP_CAST;
+        m->in[0] = v;
+        m->in[1] = m->in[2] = -1;
+        m->meta = n->nodes[v].meta;
+        ic_contiguous_strides(&m->meta);
+        n->outputs[j] = n->n++;
+        n->nops++;
+    }
+    return n;
+}
+
+static void dump(const char *stage, const char *text) {
+    fprintf(stderr, "=== torchc %s ===\n%s", stage, text ? text : "(null)\n");
+}
+
+static void compiled_free_parts(ic_compiled *o) {
+    if (!o) return;
+    if (o->jit_rt) ic_jit_remove(o->jit_rt);
+    free(o->out_meta);
+    free(o->buf_offset);
+    free(o->buf_index);
+    free(o->buf_kind);
+    free(o->kernels);
+    free(o->describe);
+    free(o);
+}
+
+/* The pipeline, in order. Returns NULL after an ic_fail (c->err set). */
+static ic_compiled *pipeline(ic_ctx *c, const ic_graph *g, const ic_options *o) {
+    if (setjmp(c->jb)) return NULL;
+    ic_compiled *out = c->out = calloc(1, sizeof *out);
+    if (!out) ic_fail(c, IC_ENOMEM, "out of memory");
+    /* 1. graph */
+    c->g = copy_graph(c, g);
+    char vmsg[200];
+    if (ic_graph_verify(c->g, vmsg, sizeof vmsg)) ic_fail(c, IC_EINTERNAL, "graph verifier: %s", vmsg);
+    if (c->debug & IC_DEBUG_GRAPH) {
+        char *s = ic_graph_to_string(c->g);
+        dump("graph", s);
+        free(s);
+    }
+    /* 2. loops: one loop node per value */
+    ic_lower(c);
+    /* 3. schedule: realize-or-inline, fusion into kernels */
+    ic_schedule(c);
+    if (c->debug & IC_DEBUG_LOOPS) {
+        ic_str s = {0};
+        ic_loops_print(c, &s);
+        dump("loops", s.s);
+        free(s.s);
+    }
+    /* 4. kernels to loop form: buffers, flat offsets, collapsed dims, tiles */
+    ic_finalize_kernels(c);
+    /* 5. workspace for intermediates */
+    ic_plan_buffers(c);
+    out->describe = ic_describe_kernels(c, false);
+    if (c->debug & IC_DEBUG_LOOPS) {
+        char *s = ic_describe_kernels(c, true);
+        dump("kernels", s);
+        free(s);
+    }
+    /* 6. LLVM IR, O3, JIT */
+    ic_kernel_fn *fns = ic_alloc(c, (size_t)(c->nkernels + 1) * sizeof(ic_kernel_fn));
+    if (c->nkernels > 0) ic_codegen_cpu(c, fns, &out->jit_rt);
+
+    /* 7. the compiled object (outlives the arena) */
+    const ic_graph *G = c->g;
+    out->ninputs = G->ninputs;
+    out->noutputs = G->noutputs;
+    out->nbufs = c->nbufs;
+    out->ws_size = c->ws_size;
+    out->nkernels = c->nkernels;
+    out->num_threads = o->num_threads;
+    out->out_meta = calloc((size_t)G->noutputs + 1, sizeof(ic_meta));
+    out->buf_offset = calloc((size_t)c->nbufs + 1, sizeof(int64_t));
+    out->buf_index = calloc((size_t)c->nbufs + 1, sizeof(int));
+    out->buf_kind = calloc((size_t)c->nbufs + 1, sizeof(int));
+    out->kernels = calloc((size_t)c->nkernels + 1, sizeof(ic_rkernel));
+    if (!out->out_meta || !out->buf_offset || !out->buf_index || !out->buf_kind || !out->kernels)
+        ic_fail(c, IC_ENOMEM, "out of memory");
+    for (int i = 0; i < G->noutputs; i++) {
+        out->out_meta[i] = G->nodes[G->outputs[i]].meta;
+        ic_contiguous_strides(&out->out_meta[i]);
+    }
+    for (int b = 0; b < c->nbufs; b++) {
+        out->buf_offset[b] = c->bufs[b].offset;
+        out->buf_index[b] = c->bufs[b].index;
+        out->buf_kind[b] = c->bufs[b].kind;
+    }
+    for (int k = 0; k < c->nkernels; k++) {
+        out->kernels[k].fn = fns[k];
+        out->kernels[k].iters = c->kernels[k].iters;
+        out->kernels[k].work = c->kernels[k].work;
+    }
+    c->out = NULL;
+    return out;
+}
+
+ic_compiled *ic_compile_graph(const ic_graph *g, const ic_options *opt, ic_err *err_arg) {
+    ic_err dummy;
+    ic_err *const err = err_arg ? err_arg : &dummy;
+    err->code = IC_OK;
+    err->msg[0] = 0;
+    if (!g) {
+        err->code = IC_EINVALID;
+        snprintf(err->msg, sizeof err->msg, "no graph");
+        return NULL;
+    }
+    if (g->err) {
+        err->code = g->err;
+        snprintf(err->msg, sizeof err->msg, "%s", g->msg);
+        return NULL;
+    }
+    ic_options o = {.opt_level = 3};
+    if (opt) o = *opt;
+    if (o.device != IC_CPU) {
+        err->code = IC_EUNSUPPORTED;
+        snprintf(err->msg, sizeof err->msg, "device %d is not supported by this build", o.device);
+        return NULL;
+    }
+    ic_ctx *c = calloc(1, sizeof *c);
+    if (!c) {
+        err->code = IC_ENOMEM;
+        snprintf(err->msg, sizeof err->msg, "out of memory");
+        return NULL;
+    }
+    c->err = err;
+    c->debug = o.debug | ic_debug_flags();
+    /* a zero-initialized ic_options means the default O3 */
+    c->opt_level = o.opt_level > 0 ? o.opt_level : 3;
+    c->num_threads = o.num_threads;
+    ic_compiled *out = pipeline(c, g, &o);
+    if (!out) {
+        ic_codegen_cleanup(c);
+        compiled_free_parts(c->out);
+        if (err->code == IC_OK) err->code = IC_EINTERNAL;
+    }
+    ic_arena_free(c);
+    free(c);
+    return out;
+}
+
+IC_API ic_compiled *ic_compile(const ic_graph *g, const ic_options *opt, ic_err *err) {
+    return ic_compile_graph(g, opt, err);
+}
+
+IC_API void ic_compiled_free(ic_compiled *c) { compiled_free_parts(c); }
+IC_API int ic_compiled_num_inputs(const ic_compiled *c) { return c->ninputs; }
+IC_API int ic_compiled_num_outputs(const ic_compiled *c) { return c->noutputs; }
+IC_API const ic_meta *ic_compiled_output_meta(const ic_compiled *c, int i) {
+    return i >= 0 && i < c->noutputs ? &c->out_meta[i] : NULL;
+}
+IC_API int ic_compiled_num_kernels(const ic_compiled *c) { return c->nkernels; }
+IC_API char *ic_compiled_describe(const ic_compiled *c) {
+    if (!c->describe) return NULL;
+    size_t n = strlen(c->describe) + 1;
+    char *s = malloc(n);
+    if (s) memcpy(s, c->describe, n);
+    return s;
+}
+
+/* ---- running ---------------------------------------------------------------------------- */
+#define PAR_MIN_WORK 32768
+
+IC_API int ic_run(const ic_compiled *c, void *const *inputs, void *const *outputs, ic_err *err) {
+    void *stackbufs[64];
+    void **bufs = c->nbufs <= 64 ? stackbufs : malloc((size_t)c->nbufs * sizeof(void *));
+    void *ws = NULL;
+    if (!bufs) goto nomem;
+    if (c->ws_size > 0) {
+        size_t n = ((size_t)c->ws_size + 63) & ~(size_t)63;
+        ws = aligned_alloc(64, n);
+        if (!ws) goto nomem;
+    }
+    for (int b = 0; b < c->nbufs; b++) {
+        switch (c->buf_kind[b]) {
+        case 0: bufs[b] = inputs[c->buf_index[b]]; break;
+        case 1: bufs[b] = outputs[c->buf_index[b]]; break;
+        default: bufs[b] = (char *)ws + c->buf_offset[b]; break;
+        }
+    }
+    int nt = c->num_threads > 0 ? c->num_threads : ic_get_num_threads();
+    for (int k = 0; k < c->nkernels; k++) {
+        const ic_rkernel *K = &c->kernels[k];
+        if (K->iters <= 0) continue;
+        if (nt > 1 && K->iters > 1 && K->work >= PAR_MIN_WORK)
+            ic_parallel_for(K->fn, bufs, K->iters, nt);
+        else
+            K->fn(bufs, 0, K->iters);
+    }
+    free(ws);
+    if (bufs != stackbufs) free(bufs);
+    if (err) err->code = IC_OK;
+    return 0;
+nomem:
+    if (bufs != stackbufs) free(bufs);
+    if (err) {
+        err->code = IC_ENOMEM;
+        snprintf(err->msg, sizeof err->msg, "out of memory for the workspace");
+    }
+    return -1;
+}

@@ -1,0 +1,454 @@
+/* graph.c — graph building with shape and dtype inference (the ic.h builders).
+ *
+ * Contract: requires nothing; every builder either appends one node whose meta is final
+ * (shape broadcast, torch.result_type promotion, contiguous strides) or puts the graph in
+ * its sticky error state (IC_EINVALID: eager would raise; IC_EUNSUPPORTED: fall back;
+ * IC_ENOMEM). Nodes only reference earlier nodes, so node order is a topological order.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../ic_internal.h"
+
+static const struct {
+    const char *name;
+    int nin;
+    ic_kind kind;
+} optab[] = {
+#define IC_X_TAB(name, text, nin, kind) {text, nin, kind},
+    IC_OPS(IC_X_TAB)
+#undef IC_X_TAB
+};
+_Static_assert(sizeof(optab) / sizeof(optab[0]) == IC_OP_COUNT, "op table size");
+
+IC_API const char *ic_op_name(ic_op op) {
+    return (unsigned)op < IC_OP_COUNT ? optab[op].name : "?";
+}
+ic_kind ic_op_kind(ic_op op) { return optab[op].kind; }
+
+static const char *dtnames[IC_DTYPE_COUNT] = {"bool", "u8",  "i8",   "i16", "i32",
+                                              "i64",  "f16", "bf16", "f32", "f64"};
+static const size_t dtsizes[IC_DTYPE_COUNT] = {1, 1, 1, 2, 4, 8, 2, 2, 4, 8};
+
+IC_API const char *ic_dtype_name(ic_dtype t) {
+    return (unsigned)t < IC_DTYPE_COUNT ? dtnames[t] : "?";
+}
+IC_API size_t ic_dtype_size(ic_dtype t) { return (unsigned)t < IC_DTYPE_COUNT ? dtsizes[t] : 0; }
+
+bool ic_is_float(ic_dtype t) { return t == IC_F16 || t == IC_BF16 || t == IC_F32 || t == IC_F64; }
+bool ic_is_int(ic_dtype t) { return t >= IC_U8 && t <= IC_I64; }
+
+/* torch.promote_types over the supported dtypes */
+ic_dtype ic_promote(ic_dtype a, ic_dtype b) {
+    if (a == b) return a;
+    if (a == IC_BOOL) return b;
+    if (b == IC_BOOL) return a;
+    if (ic_is_float(a) != ic_is_float(b)) return ic_is_float(a) ? a : b;
+    if (ic_is_float(a)) {
+        if ((a == IC_F16 && b == IC_BF16) || (a == IC_BF16 && b == IC_F16)) return IC_F32;
+        return a > b ? a : b;
+    }
+    /* ints: u8 with a signed type needs a wider signed type */
+    if (a == IC_U8 || b == IC_U8) {
+        ic_dtype s = a == IC_U8 ? b : a;
+        return s == IC_I8 ? IC_I16 : s;
+    }
+    return a > b ? a : b;
+}
+
+int64_t ic_numel(const ic_meta *m) {
+    int64_t n = 1;
+    for (int i = 0; i < m->ndim; i++) n *= m->sizes[i];
+    return n;
+}
+
+void ic_contiguous_strides(ic_meta *m) {
+    int64_t s = 1;
+    for (int i = m->ndim - 1; i >= 0; i--) {
+        m->strides[i] = s;
+        s *= m->sizes[i] > 1 ? m->sizes[i] : 1;
+    }
+}
+
+/* ---- error state ----------------------------------------------------------------------- */
+static ic_val fail(ic_graph *g, ic_errcode code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static ic_val fail(ic_graph *g, ic_errcode code, const char *fmt, ...) {
+    if (g->err == IC_OK) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(g->msg, sizeof g->msg, fmt, ap);
+        va_end(ap);
+        g->err = code;
+    }
+    return IC_NONE;
+}
+
+IC_API ic_graph *ic_graph_new(void) { return calloc(1, sizeof(ic_graph)); }
+
+IC_API void ic_graph_free(ic_graph *g) {
+    if (!g) return;
+    free(g->nodes);
+    free(g->inputs);
+    free(g->outputs);
+    free(g);
+}
+
+IC_API const char *ic_graph_error(const ic_graph *g) { return g->err ? g->msg : NULL; }
+IC_API ic_errcode ic_graph_errcode(const ic_graph *g) { return g->err; }
+
+static bool grow(void **p, int *cap, int need, size_t elem) {
+    if (need <= *cap) return true;
+    int nc = *cap ? *cap * 2 : 16;
+    while (nc < need) nc *= 2;
+    void *q = realloc(*p, (size_t)nc * elem);
+    if (!q) return false;
+    *p = q;
+    *cap = nc;
+    return true;
+}
+
+static ic_val append(ic_graph *g, const ic_node *n) {
+    if (!grow((void **)&g->nodes, &g->cap, g->n + 1, sizeof(ic_node)))
+        return fail(g, IC_ENOMEM, "out of memory");
+    g->nodes[g->n] = *n;
+    if (n->op != IC_OP_INPUT && n->op != IC_OP_SCALAR) g->nops++;
+    return g->n++;
+}
+
+static bool check(ic_graph *g, ic_val v) {
+    if (g->err) return false;
+    if (v < 0 || v >= g->n) {
+        fail(g, IC_EINVALID, "invalid value handle %d", v);
+        return false;
+    }
+    return true;
+}
+
+static bool check_meta(ic_graph *g, const ic_meta *m) {
+    if ((unsigned)m->dtype >= IC_DTYPE_COUNT) return fail(g, IC_EINVALID, "bad dtype"), false;
+    if (m->ndim < 0 || m->ndim > IC_MAX_DIMS)
+        return fail(g, IC_EUNSUPPORTED, "ndim %d out of range", m->ndim), false;
+    for (int i = 0; i < m->ndim; i++)
+        if (m->sizes[i] < 0) return fail(g, IC_EINVALID, "negative size"), false;
+    return true;
+}
+
+IC_API ic_val ic_input(ic_graph *g, const ic_meta *m) {
+    if (g->err) return IC_NONE;
+    if (!m || !check_meta(g, m)) return IC_NONE;
+    if (!grow((void **)&g->inputs, &g->icap, g->ninputs + 1, sizeof(ic_val)))
+        return fail(g, IC_ENOMEM, "out of memory");
+    ic_node n = {.op = IC_OP_INPUT, .meta = *m, .in = {-1, -1, -1}, .index = g->ninputs};
+    ic_val v = append(g, &n);
+    if (v >= 0) g->inputs[g->ninputs++] = v;
+    return v;
+}
+
+IC_API ic_val ic_scalar(ic_graph *g, double v, ic_dtype kind) {
+    if (g->err) return IC_NONE;
+    if (kind != IC_F64 && kind != IC_I64 && kind != IC_BOOL)
+        return fail(g, IC_EINVALID, "scalar kind must be f64, i64 or bool");
+    ic_node n = {.op = IC_OP_SCALAR, .num = v, .in = {-1, -1, -1}};
+    n.meta.dtype = kind;
+    if (kind == IC_BOOL) n.num = v != 0;
+    return append(g, &n);
+}
+
+/* ---- type promotion (torch.result_type) ------------------------------------------------ */
+typedef struct {
+    int dim, zero, wrapped; /* -1: none yet */
+} rstate;
+
+static int promote_skip(int a, int b) { return a < 0 ? b : b < 0 ? a : (int)ic_promote(a, b); }
+
+static void rstate_add(const ic_graph *g, rstate *s, ic_val v) {
+    const ic_node *n = &g->nodes[v];
+    ic_dtype t = n->meta.dtype;
+    if (n->op == IC_OP_SCALAR) {
+        if (t == IC_F64) t = IC_F32; /* wrapped floats take the default dtype */
+        s->wrapped = promote_skip(s->wrapped, t);
+    } else if (n->meta.ndim == 0) {
+        s->zero = promote_skip(s->zero, t);
+    } else {
+        s->dim = promote_skip(s->dim, t);
+    }
+}
+
+static int combine(int higher, int lower) {
+    if (higher >= 0 && ic_is_float(higher)) return higher;
+    if (higher == IC_BOOL || (lower >= 0 && ic_is_float(lower))) return promote_skip(higher, lower);
+    if (higher >= 0) return higher;
+    return lower;
+}
+
+ic_dtype ic_result_type(const ic_graph *g, const ic_val *v, int n) {
+    rstate s = {-1, -1, -1};
+    for (int i = 0; i < n; i++) rstate_add(g, &s, v[i]);
+    int r = combine(s.dim, combine(s.zero, s.wrapped));
+    return r < 0 ? IC_F32 : (ic_dtype)r;
+}
+
+/* ---- broadcasting --------------------------------------------------------------------- */
+static bool broadcast(ic_graph *g, const ic_val *v, int n, ic_meta *out) {
+    int nd = 0;
+    for (int i = 0; i < n; i++)
+        if (g->nodes[v[i]].meta.ndim > nd) nd = g->nodes[v[i]].meta.ndim;
+    out->ndim = nd;
+    for (int d = 0; d < nd; d++) out->sizes[d] = 1;
+    for (int i = 0; i < n; i++) {
+        const ic_meta *m = &g->nodes[v[i]].meta;
+        for (int d = 0; d < m->ndim; d++) {
+            int od = nd - m->ndim + d;
+            int64_t a = out->sizes[od], b = m->sizes[d];
+            if (a == b || b == 1) continue;
+            if (a == 1) {
+                out->sizes[od] = b;
+                continue;
+            }
+            fail(g, IC_EINVALID,
+                 "The size of tensor a (%lld) must match the size of tensor b (%lld) at "
+                 "non-singleton dimension %d",
+                 (long long)a, (long long)b, od);
+            return false;
+        }
+    }
+    ic_contiguous_strides(out);
+    return true;
+}
+
+static bool is_cmp(ic_op op) { return op >= IC_OP_EQ && op <= IC_OP_GE; }
+
+IC_API ic_val ic_binary(ic_graph *g, ic_op op, ic_val a, ic_val b) {
+    if (!check(g, a) || !check(g, b)) return IC_NONE;
+    if ((unsigned)op >= IC_OP_COUNT || optab[op].kind != IC_K_BINARY)
+        return fail(g, IC_EINVALID, "ic_binary: %s is not a binary op", ic_op_name(op));
+    ic_val ab[2] = {a, b};
+    ic_node n = {.op = op, .in = {a, b, -1}};
+    if (!broadcast(g, ab, 2, &n.meta)) return IC_NONE;
+    ic_dtype t = ic_result_type(g, ab, 2);
+    if (is_cmp(op) || op == IC_OP_LOGICAL_AND || op == IC_OP_LOGICAL_OR) {
+        t = IC_BOOL;
+    } else if (op == IC_OP_DIV) {
+        if (!ic_is_float(t)) t = IC_F32;
+    } else if (op == IC_OP_SUB && t == IC_BOOL) {
+        return fail(g, IC_EINVALID,
+                    "Subtraction, the `-` operator, with two bool tensors is not supported");
+    } else if (op == IC_OP_POW && !ic_is_float(t)) {
+        return fail(g, IC_EUNSUPPORTED, "integer pow is not supported");
+    }
+    n.meta.dtype = t;
+    return append(g, &n);
+}
+
+static bool float_unary(ic_op op) {
+    switch (op) {
+    case IC_OP_EXP: case IC_OP_LOG: case IC_OP_SQRT: case IC_OP_RSQRT: case IC_OP_RECIPROCAL:
+    case IC_OP_SIGMOID: case IC_OP_TANH: case IC_OP_GELU: case IC_OP_GELU_TANH: case IC_OP_SILU:
+    case IC_OP_SIN: case IC_OP_COS:
+        return true;
+    default:
+        return false;
+    }
+}
+
+IC_API ic_val ic_unary(ic_graph *g, ic_op op, ic_val a) {
+    if (!check(g, a)) return IC_NONE;
+    if ((unsigned)op >= IC_OP_COUNT || optab[op].kind != IC_K_UNARY)
+        return fail(g, IC_EINVALID, "ic_unary: %s is not a unary op", ic_op_name(op));
+    ic_node n = {.op = op, .in = {a, -1, -1}, .meta = g->nodes[a].meta};
+    ic_contiguous_strides(&n.meta);
+    ic_dtype t = n.meta.dtype;
+    if (op == IC_OP_LOGICAL_NOT) {
+        t = IC_BOOL;
+    } else if (float_unary(op)) {
+        if (!ic_is_float(t)) t = IC_F32;
+    } else if (t == IC_BOOL) {
+        if (op == IC_OP_NEG)
+            return fail(g, IC_EINVALID,
+                        "Negation, the `-` operator, on a bool tensor is not supported");
+        return fail(g, IC_EUNSUPPORTED, "%s on bool is not supported", ic_op_name(op));
+    }
+    n.meta.dtype = t;
+    return append(g, &n);
+}
+
+IC_API ic_val ic_where(ic_graph *g, ic_val cond, ic_val a, ic_val b) {
+    if (!check(g, cond) || !check(g, a) || !check(g, b)) return IC_NONE;
+    if (g->nodes[cond].meta.dtype != IC_BOOL)
+        return fail(g, IC_EINVALID, "where expected condition to be a boolean tensor");
+    ic_val all[3] = {cond, a, b};
+    ic_node n = {.op = IC_OP_WHERE, .in = {cond, a, b}};
+    if (!broadcast(g, all, 3, &n.meta)) return IC_NONE;
+    n.meta.dtype = ic_result_type(g, all + 1, 2);
+    return append(g, &n);
+}
+
+IC_API ic_val ic_cast(ic_graph *g, ic_val a, ic_dtype to) {
+    if (!check(g, a)) return IC_NONE;
+    if ((unsigned)to >= IC_DTYPE_COUNT) return fail(g, IC_EINVALID, "bad dtype");
+    ic_node n = {.op = IC_OP_CAST, .in = {a, -1, -1}, .meta = g->nodes[a].meta};
+    ic_contiguous_strides(&n.meta);
+    n.meta.dtype = to;
+    return append(g, &n);
+}
+
+IC_API ic_val ic_reduce(ic_graph *g, ic_op op, ic_val a, uint32_t dim_mask, int keepdim,
+                        int dtype) {
+    if (!check(g, a)) return IC_NONE;
+    if ((unsigned)op >= IC_OP_COUNT || optab[op].kind != IC_K_REDUCE)
+        return fail(g, IC_EINVALID, "ic_reduce: %s is not a reduction", ic_op_name(op));
+    const ic_meta *im = &g->nodes[a].meta;
+    int nd = im->ndim;
+    if (nd == 0) {
+        if (dim_mask & ~1u) return fail(g, IC_EINVALID, "Dimension out of range");
+        dim_mask = 0;
+    } else {
+        if (dim_mask >> nd) return fail(g, IC_EINVALID, "Dimension out of range");
+        if (dim_mask == 0) dim_mask = (nd >= 32 ? ~0u : ((1u << nd) - 1));
+    }
+    ic_dtype in_t = im->dtype, t;
+    if (dtype >= 0) {
+        if (dtype >= IC_DTYPE_COUNT) return fail(g, IC_EINVALID, "bad dtype");
+        t = dtype;
+    } else if (op == IC_OP_SUM) {
+        t = ic_is_float(in_t) ? in_t : IC_I64;
+    } else if (op == IC_OP_MEAN) {
+        if (!ic_is_float(in_t))
+            return fail(g, IC_EINVALID,
+                        "mean(): could not infer output dtype. Input dtype must be either a "
+                        "floating point or complex dtype. Got: %s",
+                        ic_dtype_name(in_t));
+        t = in_t;
+    } else {
+        t = in_t;
+    }
+    if (op == IC_OP_MEAN && !ic_is_float(t))
+        return fail(g, IC_EINVALID, "mean(): dtype must be floating point");
+    if (op == IC_OP_AMAX || op == IC_OP_AMIN) {
+        for (int d = 0; d < nd; d++)
+            if (((dim_mask >> d) & 1) && im->sizes[d] == 0)
+                return fail(g, IC_EINVALID,
+                            "%s(): Expected reduction dim %d to have non-zero size.",
+                            ic_op_name(op), d);
+    }
+    ic_node n = {.op = op, .in = {a, -1, -1}, .dim_mask = dim_mask, .keepdim = keepdim != 0};
+    n.meta.dtype = t;
+    int k = 0;
+    for (int d = 0; d < nd; d++) {
+        if ((dim_mask >> d) & 1) {
+            if (keepdim) n.meta.sizes[k++] = 1;
+        } else {
+            n.meta.sizes[k++] = im->sizes[d];
+        }
+    }
+    n.meta.ndim = k;
+    ic_contiguous_strides(&n.meta);
+    return append(g, &n);
+}
+
+IC_API ic_val ic_reshape(ic_graph *g, ic_val a, int ndim, const int64_t *sizes) {
+    if (!check(g, a)) return IC_NONE;
+    if (ndim < 0 || ndim > IC_MAX_DIMS) return fail(g, IC_EUNSUPPORTED, "ndim out of range");
+    const ic_meta *im = &g->nodes[a].meta;
+    int64_t numel = ic_numel(im), known = 1;
+    int infer = -1;
+    ic_node n = {.op = IC_OP_RESHAPE, .in = {a, -1, -1}};
+    n.meta.dtype = im->dtype;
+    n.meta.ndim = ndim;
+    for (int i = 0; i < ndim; i++) {
+        if (sizes[i] == -1) {
+            if (infer >= 0) return fail(g, IC_EINVALID, "only one dimension can be inferred");
+            infer = i;
+        } else if (sizes[i] < 0) {
+            return fail(g, IC_EINVALID, "invalid shape dimension %lld", (long long)sizes[i]);
+        } else {
+            known *= sizes[i];
+        }
+        n.meta.sizes[i] = sizes[i];
+    }
+    if (infer >= 0) {
+        if (known == 0 || numel % known)
+            return fail(g, IC_EINVALID, "shape is invalid for input of size %lld",
+                        (long long)numel);
+        n.meta.sizes[infer] = numel / known;
+    } else if (known != numel) {
+        return fail(g, IC_EINVALID, "shape is invalid for input of size %lld", (long long)numel);
+    }
+    ic_contiguous_strides(&n.meta);
+    return append(g, &n);
+}
+
+IC_API ic_val ic_permute(ic_graph *g, ic_val a, const int *perm) {
+    if (!check(g, a)) return IC_NONE;
+    const ic_meta *im = &g->nodes[a].meta;
+    ic_node n = {.op = IC_OP_PERMUTE, .in = {a, -1, -1}};
+    n.meta.dtype = im->dtype;
+    n.meta.ndim = im->ndim;
+    unsigned seen = 0;
+    for (int i = 0; i < im->ndim; i++) {
+        int p = perm[i];
+        if (p < 0 || p >= im->ndim || (seen >> p) & 1)
+            return fail(g, IC_EINVALID, "permute(): dims don't match or repeat");
+        seen |= 1u << p;
+        n.perm[i] = p;
+        n.meta.sizes[i] = im->sizes[p];
+    }
+    ic_contiguous_strides(&n.meta);
+    return append(g, &n);
+}
+
+IC_API ic_val ic_expand(ic_graph *g, ic_val a, int ndim, const int64_t *sizes) {
+    if (!check(g, a)) return IC_NONE;
+    const ic_meta *im = &g->nodes[a].meta;
+    if (ndim < im->ndim)
+        return fail(g, IC_EINVALID,
+                    "expand: the number of sizes provided (%d) must be greater or equal to the "
+                    "number of dimensions in the tensor (%d)",
+                    ndim, im->ndim);
+    if (ndim > IC_MAX_DIMS) return fail(g, IC_EUNSUPPORTED, "ndim out of range");
+    ic_node n = {.op = IC_OP_EXPAND, .in = {a, -1, -1}};
+    n.meta.dtype = im->dtype;
+    n.meta.ndim = ndim;
+    int lead = ndim - im->ndim;
+    for (int i = 0; i < ndim; i++) {
+        int64_t s = sizes[i];
+        if (i < lead) {
+            if (s < 0) return fail(g, IC_EINVALID, "expand: -1 not allowed in leading dims");
+        } else {
+            int64_t have = im->sizes[i - lead];
+            if (s == -1) s = have;
+            if (s < 0 || (have != 1 && have != s))
+                return fail(g, IC_EINVALID,
+                            "The expanded size of the tensor (%lld) must match the existing "
+                            "size (%lld) at non-singleton dimension %d",
+                            (long long)s, (long long)have, i);
+        }
+        n.meta.sizes[i] = s;
+    }
+    ic_contiguous_strides(&n.meta);
+    return append(g, &n);
+}
+
+IC_API int ic_output(ic_graph *g, ic_val v) {
+    if (!check(g, v)) return -1;
+    if (!grow((void **)&g->outputs, &g->ocap, g->noutputs + 1, sizeof(ic_val))) {
+        fail(g, IC_ENOMEM, "out of memory");
+        return -1;
+    }
+    g->outputs[g->noutputs] = v;
+    return g->noutputs++;
+}
+
+IC_API const ic_meta *ic_value_meta(const ic_graph *g, ic_val v) {
+    if (v < 0 || v >= g->n) return NULL;
+    return &g->nodes[v].meta;
+}
+IC_API ic_op ic_value_op(const ic_graph *g, ic_val v) {
+    if (v < 0 || v >= g->n) return IC_OP_COUNT;
+    return g->nodes[v].op;
+}
+IC_API int ic_graph_num_inputs(const ic_graph *g) { return g->ninputs; }
+IC_API int ic_graph_num_outputs(const ic_graph *g) { return g->noutputs; }
+IC_API int ic_graph_num_ops(const ic_graph *g) { return g->nops; }
+

@@ -1,0 +1,122 @@
+/* print.c — text form and verifier of the graph IR.
+ *
+ * Contract: reads a graph, never modifies it. Text format, one line per value:
+ *   %3 = sum %2 dims=[1] keepdim : f32[4,1]
+ *   %0 = input 0 : f32[4,5] strides=[5,1]
+ *   output 0 = %3
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../ic_internal.h"
+
+void ic_str_printf(ic_str *s, const char *fmt, ...) {
+    if (s->oom) return;
+    for (;;) {
+        size_t room = s->cap - s->n;
+        va_list ap;
+        va_start(ap, fmt);
+        int k = room ? vsnprintf(s->s + s->n, room, fmt, ap) : -1;
+        va_end(ap);
+        if (k >= 0 && (size_t)k < room) {
+            s->n += (size_t)k;
+            return;
+        }
+        size_t nc = s->cap ? s->cap * 2 : 256;
+        while (k >= 0 && nc < s->n + (size_t)k + 1) nc *= 2;
+        char *p = realloc(s->s, nc);
+        if (!p) {
+            s->oom = true;
+            return;
+        }
+        s->s = p;
+        s->cap = nc;
+    }
+}
+
+static void meta_str(ic_str *s, const ic_meta *m, bool strides) {
+    ic_str_printf(s, "%s[", ic_dtype_name(m->dtype));
+    for (int i = 0; i < m->ndim; i++) ic_str_printf(s, "%s%lld", i ? "," : "", (long long)m->sizes[i]);
+    ic_str_printf(s, "]");
+    if (strides) {
+        ic_str_printf(s, " strides=[");
+        for (int i = 0; i < m->ndim; i++)
+            ic_str_printf(s, "%s%lld", i ? "," : "", (long long)m->strides[i]);
+        ic_str_printf(s, "]");
+    }
+}
+
+IC_API char *ic_graph_to_string(const ic_graph *g) {
+    ic_str s = {0};
+    for (int v = 0; v < g->n; v++) {
+        const ic_node *n = &g->nodes[v];
+        ic_str_printf(&s, "%%%d = %s", v, ic_op_name(n->op));
+        switch (n->op) {
+        case IC_OP_INPUT:
+            ic_str_printf(&s, " %d", n->index);
+            break;
+        case IC_OP_SCALAR:
+            ic_str_printf(&s, " %.17g", n->num);
+            break;
+        default:
+            for (int i = 0; i < 3 && n->in[i] >= 0; i++) ic_str_printf(&s, " %%%d", n->in[i]);
+        }
+        if (n->op == IC_OP_SUM || n->op == IC_OP_MEAN || n->op == IC_OP_AMAX ||
+            n->op == IC_OP_AMIN) {
+            ic_str_printf(&s, " dims=[");
+            int k = 0;
+            for (int d = 0; d < 32; d++)
+                if ((n->dim_mask >> d) & 1) ic_str_printf(&s, "%s%d", k++ ? "," : "", d);
+            ic_str_printf(&s, "]%s", n->keepdim ? " keepdim" : "");
+        }
+        if (n->op == IC_OP_PERMUTE) {
+            ic_str_printf(&s, " perm=[");
+            for (int d = 0; d < n->meta.ndim; d++) ic_str_printf(&s, "%s%d", d ? "," : "", n->perm[d]);
+            ic_str_printf(&s, "]");
+        }
+        ic_str_printf(&s, " : ");
+        meta_str(&s, &n->meta, n->op == IC_OP_INPUT);
+        ic_str_printf(&s, "\n");
+    }
+    for (int i = 0; i < g->noutputs; i++) ic_str_printf(&s, "output %d = %%%d\n", i, g->outputs[i]);
+    if (!s.s) ic_str_printf(&s, "%s", "");
+    if (s.oom) {
+        free(s.s);
+        return NULL;
+    }
+    return s.s;
+}
+
+/* Structural checks: operands precede users, arities match the op table, metas sane. */
+int ic_graph_verify(const ic_graph *g, char *msg, size_t mn) {
+    static const int nin[] = {
+#define IC_X_NIN(name, text, nin, kind) nin,
+        IC_OPS(IC_X_NIN)
+#undef IC_X_NIN
+    };
+    for (int v = 0; v < g->n; v++) {
+        const ic_node *n = &g->nodes[v];
+        if ((unsigned)n->op >= IC_OP_COUNT) {
+            snprintf(msg, mn, "%%%d: bad op", v);
+            return -1;
+        }
+        int k = nin[n->op];
+        for (int i = 0; i < 3; i++) {
+            bool want = i < k;
+            if (want != (n->in[i] >= 0) || (want && n->in[i] >= v)) {
+                snprintf(msg, mn, "%%%d: bad operand %d", v, i);
+                return -1;
+            }
+        }
+        if (n->meta.ndim < 0 || n->meta.ndim > IC_MAX_DIMS || (unsigned)n->meta.dtype >= IC_DTYPE_COUNT) {
+            snprintf(msg, mn, "%%%d: bad meta", v);
+            return -1;
+        }
+    }
+    for (int i = 0; i < g->noutputs; i++)
+        if (g->outputs[i] < 0 || g->outputs[i] >= g->n) {
+            snprintf(msg, mn, "output %d: bad value", i);
+            return -1;
+        }
+    return 0;
+}

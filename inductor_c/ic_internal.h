@@ -1,0 +1,303 @@
+/* ic_internal.h — shared internals of inductor_c (hidden symbols, not part of the API).
+ *
+ * Pipeline (see ic_compile_graph in compile.c):
+ *
+ *   ic_graph ──lower──▶ loop nodes (one per graph value: Pointwise / Reduction body
+ *                        = expression DAG over that value's own index vars)
+ *            ──sched──▶ kernels (realized values; bodies inlined into the kernel's vars;
+ *                        passes over a row; flat load/store offsets; buffers)
+ *            ──codegen─▶ one LLVM module, explicitly vectorized, O3
+ *            ──runtime─▶ ORC JIT resource tracker; ic_run calls kernels via a thread pool
+ *
+ * Handles are 32-bit indices into pools owned by one compilation (ic_ctx): index
+ * expressions (ic_ix), index tuples (ic_ixv), expressions (ic_xid). All pools are
+ * hash-consed, so equal handles mean equal terms.
+ */
+#ifndef IC_INTERNAL_H
+#define IC_INTERNAL_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+
+#include "ic.h"
+
+#define IC_API __attribute__((visibility("default")))
+#define IC_HIDDEN __attribute__((visibility("hidden")))
+
+/* ---- graph --------------------------------------------------------------------------- */
+typedef struct ic_node {
+    ic_op op;
+    ic_val in[3];
+    ic_meta meta;        /* result meta; CAST: target dtype; views: target sizes */
+    double num;          /* SCALAR: value */
+    uint32_t dim_mask;   /* reductions: normalized (never 0 unless ndim == 0) */
+    int keepdim;         /* reductions */
+    int perm[IC_MAX_DIMS]; /* PERMUTE */
+    int index;           /* INPUT: input number */
+} ic_node;
+
+struct ic_graph {
+    ic_node *nodes;
+    int n, cap;
+    ic_val *inputs;
+    int ninputs, icap;
+    ic_val *outputs;
+    int noutputs, ocap;
+    int nops;
+    ic_errcode err;
+    char msg[256];
+};
+
+bool ic_is_float(ic_dtype t);
+bool ic_is_int(ic_dtype t); /* integral, not bool */
+ic_dtype ic_promote(ic_dtype a, ic_dtype b);
+/* torch.result_type over graph values (scalars weak, 0-dim tensors below dimensioned) */
+ic_dtype ic_result_type(const ic_graph *g, const ic_val *v, int n);
+int64_t ic_numel(const ic_meta *m);
+void ic_contiguous_strides(ic_meta *m);
+int ic_graph_verify(const ic_graph *g, char *msg, size_t n); /* 0 ok */
+/* Appends to a malloc'd growing string. */
+typedef struct ic_str {
+    char *s;
+    size_t n, cap;
+    bool oom;
+} ic_str;
+void ic_str_printf(ic_str *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- compilation context: arena + error jump ----------------------------------------- */
+typedef struct ic_chunk ic_chunk;
+typedef struct ic_ctx ic_ctx;
+
+typedef int32_t ic_ix;  /* index expression */
+typedef int32_t ic_ixv; /* tuple of index expressions */
+typedef int32_t ic_xid; /* expression node */
+
+/* Index expression: off + sum coeff_i * atom_i, atoms sorted by id.
+ * Atom: a loop variable, or modidx(sub, div, mod) = (sub // div) % mod (mod 0: no %). */
+enum { IX_VAR, IX_MODIDX };
+typedef struct ix_atom {
+    int kind;
+    int32_t var;
+    ic_ix sub;
+    int64_t div, mod;
+} ix_atom;
+typedef struct ix_term {
+    int64_t coeff;
+    int32_t atom;
+} ix_term;
+typedef struct ix_sum {
+    int64_t off;
+    int32_t n, first; /* terms[first .. first+n) */
+} ix_sum;
+
+/* Expression DAG node kinds. */
+enum {
+    X_CONST,  /* cval of dtype */
+    X_LOAD,   /* per-value IR and sched: value `buf` at tuple `ixv` */
+    X_LOADF,  /* kernel IR: buffer `buf` at flat offset `ix` */
+    X_OP,     /* op(a, b, c) of unary/binary/where; result dtype; operands pre-cast */
+    X_CAST,   /* a converted to dtype */
+    X_ROWVAL, /* kernel IR: result of reduction item `a` of the current row */
+};
+typedef struct ic_x {
+    int kind;
+    ic_dtype dtype;
+    ic_op op;
+    ic_xid a, b, c;
+    int32_t buf;
+    int32_t ix; /* ic_ixv for X_LOAD, ic_ix for X_LOADF */
+    double cval;
+} ic_x;
+
+/* Loop node: the loop-level form of one graph value. */
+enum { L_INPUT, L_CONST, L_POINTWISE, L_REDUCE };
+typedef struct ic_lnode {
+    int kind;
+    int ndim;                    /* POINTWISE: output dims; REDUCE: input dims */
+    int32_t var[IC_MAX_DIMS];    /* local index vars, -1 for size-1 dims (index 0) */
+    int64_t size[IC_MAX_DIMS];
+    uint32_t red_mask;           /* REDUCE: reduced input dims */
+    ic_op red_op;                /* SUM / MEAN / AMAX / AMIN */
+    ic_dtype acc;                /* REDUCE: accumulator dtype */
+    int64_t red_count;           /* number of reduced elements (for MEAN) */
+    ic_xid body;                 /* value (REDUCE: element fed to the reduction) */
+} ic_lnode;
+
+/* ---- kernels --------------------------------------------------------------------------- */
+enum { IT_STORE, IT_REDUCE };
+typedef struct ic_item {
+    int kind;
+    ic_val v;          /* graph value this item realizes */
+    int pos;           /* timeline: 0 row block before pass 0, 2k+1 pass k, 2k+2 row after */
+    bool inner;        /* iterates the inner vars */
+    bool store;        /* result must be written to its buffer */
+    ic_xid expr;       /* value (REDUCE: element) in kernel vars */
+    ic_ixv out_ixv;    /* v's index tuple in kernel vars (matching reads) */
+    ic_ix out_ix;      /* flat store offset (after finalize) */
+    int buf;           /* buffer id (after planning), -1 if none */
+    ic_op red_op;
+    ic_dtype acc;
+    int64_t red_count;
+    ic_dtype dtype;    /* stored dtype (graph dtype of v) */
+    int32_t *fused;    /* graph values inlined into this item (incl. v) */
+    int nfused;
+} ic_item;
+
+typedef struct ic_kernel {
+    int id;
+    /* frame: dims of the kernel's iteration shape, each a var or fixed 0 */
+    int nf;
+    int64_t fsize[IC_MAX_DIMS];
+    int32_t fvar[IC_MAX_DIMS];   /* -1: size-1 dim */
+    bool finner[IC_MAX_DIMS];
+    bool has_red;
+    ic_item *items;
+    int nitems, cap;
+    /* after finalize: loop vars (collapsed), outer then inner */
+    int nouter, ninner;
+    int32_t ovar[IC_MAX_DIMS], ivar[IC_MAX_DIMS];
+    int64_t osize[IC_MAX_DIMS], isize[IC_MAX_DIMS];
+    int64_t ntiles, tile;        /* tiling of the innermost var (pointwise kernels) */
+    int64_t iters;               /* outer iterations = prod(osize) * ntiles */
+    int64_t work;                /* elements touched per call (parallel heuristic) */
+    int npos;                    /* positions used: 0 .. npos-1 */
+    char name[48];
+} ic_kernel;
+
+typedef struct ic_buffer {
+    int kind;     /* 0 input, 1 output, 2 intermediate */
+    int index;    /* input / output number */
+    ic_val v;
+    ic_dtype dtype;
+    int64_t nbytes;
+    int64_t offset;   /* intermediates: offset in the workspace */
+    ic_meta meta;     /* strides used to address it */
+} ic_buffer;
+
+/* Resolved at compile time, owned by ic_compiled. */
+typedef void (*ic_kernel_fn)(void *const *bufs, int64_t start, int64_t end);
+
+typedef struct ic_rkernel {
+    ic_kernel_fn fn;
+    int64_t iters;
+    int64_t work;
+} ic_rkernel;
+
+struct ic_compiled {
+    int ninputs, noutputs;
+    ic_meta *out_meta;
+    int nbufs;
+    int64_t ws_size;
+    int64_t *buf_offset; /* per buffer: -1 input/output, else workspace offset */
+    int *buf_index;      /* per buffer: input/output number */
+    int *buf_kind;
+    int nkernels;
+    ic_rkernel *kernels;
+    char *describe;
+    void *jit_rt;        /* LLVMOrcResourceTrackerRef */
+    int num_threads;
+};
+
+struct ic_ctx {
+    jmp_buf jb;
+    ic_err *err;
+    unsigned debug;
+    ic_chunk *chunks;
+    /* the graph being compiled (a private copy, outputs fixed up) */
+    ic_graph *g;
+    /* variables */
+    int64_t *var_size;
+    int nvars, var_cap;
+    /* index expressions */
+    ix_atom *atoms;
+    int natoms, atom_cap;
+    ix_term *terms;
+    int nterms, term_cap;
+    ix_sum *sums;
+    int nsums, sum_cap;
+    int32_t *ixv_data;   /* tuples: [n, ix0, ix1, ...] */
+    int nixv_data, ixv_cap;
+    int32_t *ixv_start;
+    int nixv, ixv_start_cap;
+    ic_x *xs;
+    int nxs, xs_cap;
+    struct ic_htab *h_atom, *h_sum, *h_ixv, *h_x;
+    /* loops */
+    ic_lnode *ln;       /* per graph value */
+    /* sched */
+    bool *realized;
+    int *users;
+    bool *live;
+    int *kernel_of;     /* per value: kernel index or -1 */
+    int *item_of;       /* per value: item index in its kernel */
+    ic_kernel *kernels;
+    int nkernels, kcap;
+    ic_buffer *bufs;
+    int nbufs, bcap;
+    int *buf_of;        /* per value: buffer id or -1 */
+    int64_t ws_size;
+    int num_threads;
+    int opt_level;
+    void *memo; /* sched: inlining memo */
+    void *cg_res; /* codegen: LLVM objects to release on error */
+    struct ic_compiled *out;
+    uint32_t memo_cap;
+};
+
+/* arena / errors (compile.c) */
+void *ic_alloc(ic_ctx *c, size_t n);                 /* zeroed; longjmps on OOM */
+void *ic_grow(ic_ctx *c, void *p, int *cap, int need, size_t elem); /* arena realloc */
+_Noreturn void ic_fail(ic_ctx *c, ic_errcode code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+#define IC_PUSH(c, arr, n, cap) \
+    ((arr) = ic_grow((c), (arr), &(cap), (n) + 1, sizeof(*(arr))), &(arr)[(n)++])
+
+/* index expressions (loops/ix.c) */
+int32_t ic_new_var(ic_ctx *c, int64_t size);
+ic_ix ix_const(ic_ctx *c, int64_t k);
+ic_ix ix_var(ic_ctx *c, int32_t var); /* constant 0 when the var has size 1 */
+ic_ix ix_add(ic_ctx *c, ic_ix a, ic_ix b);
+ic_ix ix_scale(ic_ctx *c, ic_ix a, int64_t k);
+ic_ix ix_div(ic_ctx *c, ic_ix a, int64_t d);
+ic_ix ix_mod(ic_ctx *c, ic_ix a, int64_t m);
+ic_ix ix_subst(ic_ctx *c, ic_ix a, const int32_t *from, const ic_ix *to, int n);
+bool ix_is_const(ic_ctx *c, ic_ix a, int64_t *k);
+void ix_range(ic_ctx *c, ic_ix a, int64_t *lo, int64_t *hi);
+/* coefficient of `var` at the top level; *nonaffine set when var occurs inside an atom */
+int64_t ix_coeff(ic_ctx *c, ic_ix a, int32_t var, bool *nonaffine);
+bool ix_uses_var(ic_ctx *c, ic_ix a, int32_t var);
+void ix_print(ic_ctx *c, ic_str *s, ic_ix a);
+ic_ixv ixv_make(ic_ctx *c, int n, const ic_ix *ix);
+int ixv_len(ic_ctx *c, ic_ixv t);
+ic_ix ixv_get(ic_ctx *c, ic_ixv t, int i);
+
+/* expressions (loops/expr.c) */
+ic_xid x_const(ic_ctx *c, double v, ic_dtype t);
+ic_xid x_load(ic_ctx *c, ic_val v, ic_ixv t, ic_dtype dt);
+ic_xid x_loadf(ic_ctx *c, int buf, ic_ix off, ic_dtype dt);
+ic_xid x_op(ic_ctx *c, ic_op op, ic_dtype t, ic_xid a, ic_xid b, ic_xid cc);
+ic_xid x_cast(ic_ctx *c, ic_xid a, ic_dtype t);
+ic_xid x_rowval(ic_ctx *c, int item, ic_dtype t);
+ic_xid x_intern(ic_ctx *c, const ic_x *x);
+void x_print(ic_ctx *c, ic_str *s, ic_xid root);
+
+/* passes */
+void ic_lower(ic_ctx *c);               /* loops/lower.c */
+void ic_loops_print(ic_ctx *c, ic_str *s);
+void ic_schedule(ic_ctx *c);            /* sched/sched.c */
+void ic_finalize_kernels(ic_ctx *c);    /* sched/finalize.c */
+void ic_plan_buffers(ic_ctx *c);        /* sched/buffers.c */
+char *ic_describe_kernels(ic_ctx *c, bool detail); /* malloc'd */   /* sched/describe.c */
+/* codegen/cpu_llvm.c: builds, optimizes, JITs; fills fns (one per kernel) */
+void ic_codegen_cpu(ic_ctx *c, ic_kernel_fn *fns, void **rt_out);
+void ic_codegen_cleanup(ic_ctx *c);
+/* runtime/jit.c */
+int ic_jit_add_module(void *tsm, const char **names, int n, void **addrs, void **rt_out,
+                      char *msg, size_t msgn);
+void ic_jit_remove(void *rt);
+void *ic_jit_target_machine(char *msg, size_t msgn);
+/* runtime/pool.c */
+void ic_parallel_for(ic_kernel_fn fn, void *const *bufs, int64_t n, int nthreads);
+
+#endif

@@ -1,0 +1,113 @@
+/* expr.c — the expression DAG that forms loop bodies (hash-consed: common
+ * subexpressions share one node, so a body is a DAG and CSE is free).
+ *
+ * Contract: constructors never fold across loads; X_OP operands already have the compute
+ * dtype (lowering inserts X_CAST), so codegen needs no promotion logic.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "../ic_internal.h"
+#include "../support.h"
+
+static bool x_eq(ic_ctx *c, int32_t a, int32_t b) {
+    const ic_x *x = &c->xs[a], *y = &c->xs[b];
+    return x->kind == y->kind && x->dtype == y->dtype && x->op == y->op && x->a == y->a &&
+           x->b == y->b && x->c == y->c && x->buf == y->buf && x->ix == y->ix &&
+           memcmp(&x->cval, &y->cval, sizeof(double)) == 0;
+}
+
+ic_xid x_intern(ic_ctx *c, const ic_x *x) {
+    *IC_PUSH(c, c->xs, c->nxs, c->xs_cap) = *x;
+    int32_t cand = c->nxs - 1;
+    uint64_t bits;
+    memcpy(&bits, &x->cval, sizeof bits);
+    uint64_t h = ic_hmix(ic_hmix((uint64_t)x->kind, (uint64_t)x->dtype), (uint64_t)x->op);
+    h = ic_hmix(ic_hmix(h, (uint64_t)x->a), ic_hmix((uint64_t)x->b, (uint64_t)x->c));
+    h = ic_hmix(ic_hmix(h, (uint64_t)x->buf), ic_hmix((uint64_t)x->ix, bits));
+    int32_t id = ic_hintern(c, &c->h_x, h, cand, x_eq);
+    if (id != cand) c->nxs--;
+    return id;
+}
+
+ic_xid x_const(ic_ctx *c, double v, ic_dtype t) {
+    if (t == IC_BOOL) v = v != 0;
+    else if (t == IC_F32) v = (float)v;
+    else if (!ic_is_float(t)) v = trunc(v);
+    ic_x x = {.kind = X_CONST, .dtype = t, .a = -1, .b = -1, .c = -1, .buf = -1, .ix = -1, .cval = v};
+    return x_intern(c, &x);
+}
+
+ic_xid x_load(ic_ctx *c, ic_val v, ic_ixv t, ic_dtype dt) {
+    ic_x x = {.kind = X_LOAD, .dtype = dt, .a = -1, .b = -1, .c = -1, .buf = v, .ix = t};
+    return x_intern(c, &x);
+}
+
+ic_xid x_loadf(ic_ctx *c, int buf, ic_ix off, ic_dtype dt) {
+    ic_x x = {.kind = X_LOADF, .dtype = dt, .a = -1, .b = -1, .c = -1, .buf = buf, .ix = off};
+    return x_intern(c, &x);
+}
+
+ic_xid x_op(ic_ctx *c, ic_op op, ic_dtype t, ic_xid a, ic_xid b, ic_xid cc) {
+    ic_x x = {.kind = X_OP, .dtype = t, .op = op, .a = a, .b = b, .c = cc, .buf = -1, .ix = -1};
+    return x_intern(c, &x);
+}
+
+ic_xid x_cast(ic_ctx *c, ic_xid a, ic_dtype t) {
+    const ic_x *s = &c->xs[a];
+    if (s->dtype == t) return a;
+    if (s->kind == X_CONST) return x_const(c, s->cval, t);
+    ic_x x = {.kind = X_CAST, .dtype = t, .a = a, .b = -1, .c = -1, .buf = -1, .ix = -1};
+    return x_intern(c, &x);
+}
+
+ic_xid x_rowval(ic_ctx *c, int item, ic_dtype t) {
+    ic_x x = {.kind = X_ROWVAL, .dtype = t, .a = item, .b = -1, .c = -1, .buf = -1, .ix = -1};
+    return x_intern(c, &x);
+}
+
+/* Prints the DAG rooted at root as a let-list: "t5 = exp f32 t4". */
+static void pr(ic_ctx *c, ic_str *s, ic_xid id, uint8_t *seen) {
+    if (seen[id]) return;
+    seen[id] = 1;
+    const ic_x *x = &c->xs[id];
+    if (x->a >= 0 && x->kind != X_ROWVAL) pr(c, s, x->a, seen);
+    if (x->b >= 0) pr(c, s, x->b, seen);
+    if (x->c >= 0) pr(c, s, x->c, seen);
+    ic_str_printf(s, "    t%d = ", id);
+    switch (x->kind) {
+    case X_CONST:
+        ic_str_printf(s, "const %.9g", x->cval);
+        break;
+    case X_LOAD:
+        ic_str_printf(s, "load %%%d[", x->buf);
+        for (int i = 0; i < ixv_len(c, x->ix); i++) {
+            if (i) ic_str_printf(s, ", ");
+            ix_print(c, s, ixv_get(c, x->ix, i));
+        }
+        ic_str_printf(s, "]");
+        break;
+    case X_LOADF:
+        ic_str_printf(s, "load buf%d[", x->buf);
+        ix_print(c, s, x->ix);
+        ic_str_printf(s, "]");
+        break;
+    case X_OP:
+        ic_str_printf(s, "%s t%d", ic_op_name(x->op), x->a);
+        if (x->b >= 0) ic_str_printf(s, " t%d", x->b);
+        if (x->c >= 0) ic_str_printf(s, " t%d", x->c);
+        break;
+    case X_CAST:
+        ic_str_printf(s, "cast t%d", x->a);
+        break;
+    case X_ROWVAL:
+        ic_str_printf(s, "rowval item%d", x->a);
+        break;
+    }
+    ic_str_printf(s, " : %s\n", ic_dtype_name(x->dtype));
+}
+
+void x_print(ic_ctx *c, ic_str *s, ic_xid root) {
+    uint8_t *seen = ic_alloc(c, (size_t)c->nxs);
+    pr(c, s, root, seen);
+}

@@ -1,0 +1,145 @@
+/* lower.c — graph values to loop nodes.
+ *
+ * Requires: a verified graph (c->g) with final metas.
+ * Produces: c->ln[v] for every value: L_INPUT (a buffer), L_CONST (a scalar), L_POINTWISE
+ *   (body over one fresh index var per output dim), L_REDUCE (body over one var per input
+ *   dim; red_mask tells which are reduced). Bodies load operands with X_LOAD(value, tuple),
+ *   one index per operand dim. Broadcast, expand, permute and reshape are index maps here:
+ *   no view ever copies. Operands are cast to the compute dtype (torch promotion).
+ * Keeps: the graph. Breaks: nothing.
+ */
+#include "../ic_internal.h"
+#include "../support.h"
+
+static ic_xid load_bcast(ic_ctx *c, ic_val u, int nd, const int32_t *var) {
+    const ic_meta *m = &c->g->nodes[u].meta;
+    ic_ix t[IC_MAX_DIMS];
+    int lead = nd - m->ndim;
+    for (int e = 0; e < m->ndim; e++)
+        t[e] = (m->sizes[e] == 1 || var[lead + e] < 0) ? ix_const(c, 0) : ix_var(c, var[lead + e]);
+    if (c->g->nodes[u].op == IC_OP_SCALAR) return c->ln[u].body;
+    return x_load(c, u, ixv_make(c, m->ndim, t), m->dtype);
+}
+
+static ic_xid lower_pointwise(ic_ctx *c, ic_val v, const ic_node *n, const int32_t *var) {
+    int nd = n->meta.ndim;
+    ic_dtype t = n->meta.dtype;
+    ic_kind k = ic_op_kind(n->op);
+    if (k == IC_K_UNARY) {
+        ic_xid a = load_bcast(c, n->in[0], nd, var);
+        ic_dtype ct = n->op == IC_OP_LOGICAL_NOT ? IC_BOOL : t;
+        return x_op(c, n->op, t, x_cast(c, a, ct), -1, -1);
+    }
+    if (k == IC_K_BINARY) {
+        ic_xid a = load_bcast(c, n->in[0], nd, var);
+        ic_xid b = load_bcast(c, n->in[1], nd, var);
+        ic_dtype ct = t;
+        if (n->op >= IC_OP_EQ && n->op <= IC_OP_GE) ct = ic_result_type(c->g, n->in, 2);
+        if (n->op == IC_OP_LOGICAL_AND || n->op == IC_OP_LOGICAL_OR) ct = IC_BOOL;
+        return x_op(c, n->op, t, x_cast(c, a, ct), x_cast(c, b, ct), -1);
+    }
+    if (n->op == IC_OP_WHERE) {
+        ic_xid w = load_bcast(c, n->in[0], nd, var);
+        ic_xid a = load_bcast(c, n->in[1], nd, var);
+        ic_xid b = load_bcast(c, n->in[2], nd, var);
+        return x_op(c, IC_OP_WHERE, t, x_cast(c, w, IC_BOOL), x_cast(c, a, t), x_cast(c, b, t));
+    }
+    if (n->op == IC_OP_CAST) return x_cast(c, load_bcast(c, n->in[0], nd, var), t);
+    /* views */
+    ic_val a = n->in[0];
+    const ic_meta *am = &c->g->nodes[a].meta;
+    if (c->g->nodes[a].op == IC_OP_SCALAR) return c->ln[a].body;
+    ic_ix T[IC_MAX_DIMS];
+    if (n->op == IC_OP_EXPAND) return load_bcast(c, a, nd, var);
+    if (n->op == IC_OP_PERMUTE) {
+        for (int i = 0; i < nd; i++)
+            T[n->perm[i]] = var[i] < 0 ? ix_const(c, 0) : ix_var(c, var[i]);
+    } else if (n->op == IC_OP_RESHAPE) {
+        ic_ix lin = ix_const(c, 0);
+        for (int j = 0; j < nd; j++)
+            if (var[j] >= 0)
+                lin = ix_add(c, lin, ix_scale(c, ix_var(c, var[j]), n->meta.strides[j]));
+        ic_meta cm = *am;
+        ic_contiguous_strides(&cm);
+        for (int i = 0; i < am->ndim; i++)
+            T[i] = am->sizes[i] == 1 ? ix_const(c, 0)
+                                     : ix_mod(c, ix_div(c, lin, cm.strides[i]), am->sizes[i]);
+    } else {
+        ic_fail(c, IC_EUNSUPPORTED, "lowering of %s is not implemented", ic_op_name(n->op));
+    }
+    (void)v;
+    return x_load(c, a, ixv_make(c, am->ndim, T), am->dtype);
+}
+
+void ic_lower(ic_ctx *c) {
+    const ic_graph *g = c->g;
+    c->ln = ic_alloc(c, (size_t)g->n * sizeof(ic_lnode));
+    for (ic_val v = 0; v < g->n; v++) {
+        const ic_node *n = &g->nodes[v];
+        ic_lnode *L = &c->ln[v];
+        if (n->meta.dtype == IC_F16 || n->meta.dtype == IC_BF16)
+            ic_fail(c, IC_EUNSUPPORTED, "%%%d: dtype %s is not supported by the CPU backend yet", v,
+                    ic_dtype_name(n->meta.dtype));
+        if (n->op == IC_OP_INPUT) {
+            L->kind = L_INPUT;
+            L->body = -1;
+            continue;
+        }
+        if (n->op == IC_OP_SCALAR) {
+            L->kind = L_CONST;
+            L->body = x_const(c, n->num, n->meta.dtype);
+            continue;
+        }
+        if (ic_op_kind(n->op) == IC_K_REDUCE) {
+            ic_val a = n->in[0];
+            const ic_meta *am = &g->nodes[a].meta;
+            L->kind = L_REDUCE;
+            L->ndim = am->ndim;
+            L->red_mask = am->ndim ? n->dim_mask : 0;
+            L->red_op = n->op;
+            L->acc = n->meta.dtype;
+            L->red_count = 1;
+            ic_ix T[IC_MAX_DIMS];
+            for (int d = 0; d < am->ndim; d++) {
+                L->size[d] = am->sizes[d];
+                L->var[d] = am->sizes[d] == 1 ? -1 : ic_new_var(c, am->sizes[d]);
+                T[d] = L->var[d] < 0 ? ix_const(c, 0) : ix_var(c, L->var[d]);
+                if ((L->red_mask >> d) & 1) L->red_count *= am->sizes[d];
+            }
+            ic_xid x = g->nodes[a].op == IC_OP_SCALAR
+                           ? c->ln[a].body
+                           : x_load(c, a, ixv_make(c, am->ndim, T), am->dtype);
+            L->body = x_cast(c, x, L->acc);
+            continue;
+        }
+        L->kind = L_POINTWISE;
+        L->ndim = n->meta.ndim;
+        for (int d = 0; d < L->ndim; d++) {
+            L->size[d] = n->meta.sizes[d];
+            L->var[d] = n->meta.sizes[d] == 1 ? -1 : ic_new_var(c, n->meta.sizes[d]);
+        }
+        L->body = lower_pointwise(c, v, n, L->var);
+    }
+}
+
+void ic_loops_print(ic_ctx *c, ic_str *s) {
+    const ic_graph *g = c->g;
+    for (ic_val v = 0; v < g->n; v++) {
+        const ic_lnode *L = &c->ln[v];
+        if (L->kind == L_INPUT || L->kind == L_CONST) continue;
+        if (c->live && !c->live[v]) continue;
+        ic_str_printf(s, "%%%d = %s %s[", v, L->kind == L_REDUCE ? "reduction" : "pointwise",
+                      ic_op_name(g->nodes[v].op));
+        for (int d = 0; d < L->ndim; d++)
+            ic_str_printf(s, "%s%s%lld", d ? "," : "",
+                          L->kind == L_REDUCE && ((L->red_mask >> d) & 1) ? "r" : "",
+                          (long long)L->size[d]);
+        ic_str_printf(s, "] vars (");
+        for (int d = 0; d < L->ndim; d++) {
+            if (L->var[d] < 0) ic_str_printf(s, "%s0", d ? ", " : "");
+            else ic_str_printf(s, "%si%d", d ? ", " : "", L->var[d]);
+        }
+        ic_str_printf(s, ")\n");
+        x_print(c, s, L->body);
+    }
+}

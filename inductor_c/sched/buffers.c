@@ -1,0 +1,79 @@
+/* buffers.c — workspace planning for intermediate buffers.
+ *
+ * Requires: finalized kernels and buffers (kind 2 = intermediate).
+ * Produces: bufs[i].offset (64-byte aligned) inside one workspace of c->ws_size bytes.
+ *   An intermediate lives from the kernel that stores it to the last kernel that loads it;
+ *   a slot is reused by a later buffer once its last reader has finished (never inside
+ *   the same kernel, so no kernel sees two buffers in one slot).
+ * Keeps: everything else.
+ */
+#include <string.h>
+
+#include "../ic_internal.h"
+
+static void scan_reads(ic_ctx *c, ic_xid x, int ki, int *last, uint8_t *seen) {
+    if (seen[x]) return;
+    seen[x] = 1;
+    const ic_x *e = &c->xs[x];
+    if (e->kind == X_LOADF) {
+        if (last[e->buf] < ki) last[e->buf] = ki;
+        return;
+    }
+    if (e->kind == X_ROWVAL) return;
+    if (e->a >= 0) scan_reads(c, e->a, ki, last, seen);
+    if (e->b >= 0) scan_reads(c, e->b, ki, last, seen);
+    if (e->c >= 0) scan_reads(c, e->c, ki, last, seen);
+}
+
+void ic_plan_buffers(ic_ctx *c) {
+    int nb = c->nbufs;
+    int *first = ic_alloc(c, (size_t)nb * sizeof(int));
+    int *last = ic_alloc(c, (size_t)nb * sizeof(int));
+    for (int b = 0; b < nb; b++) first[b] = last[b] = -1;
+    for (int ki = 0; ki < c->nkernels; ki++) {
+        ic_kernel *k = &c->kernels[ki];
+        uint8_t *seen = ic_alloc(c, (size_t)c->nxs);
+        for (int j = 0; j < k->nitems; j++) {
+            ic_item *it = &k->items[j];
+            if (it->store && first[it->buf] < 0) first[it->buf] = ki;
+            if (it->store && last[it->buf] < ki) last[it->buf] = ki;
+            scan_reads(c, it->expr, ki, last, seen);
+        }
+    }
+    /* slots: size and the kernel after which they are free */
+    int nslots = 0;
+    int64_t *ssize = ic_alloc(c, (size_t)(nb + 1) * sizeof(int64_t));
+    int *sfree = ic_alloc(c, (size_t)(nb + 1) * sizeof(int));
+    int *slot_of = ic_alloc(c, (size_t)(nb + 1) * sizeof(int));
+    for (int ki = 0; ki < c->nkernels; ki++) {
+        for (int b = 0; b < nb; b++) {
+            if (c->bufs[b].kind != 2 || first[b] != ki) continue;
+            int64_t need = (c->bufs[b].nbytes + 63) & ~(int64_t)63;
+            int best = -1;
+            for (int s = 0; s < nslots; s++)
+                if (sfree[s] < ki && ssize[s] >= need && (best < 0 || ssize[s] < ssize[best]))
+                    best = s;
+            if (best < 0) {
+                /* grow the largest free slot rather than adding one */
+                for (int s = 0; s < nslots; s++)
+                    if (sfree[s] < ki && (best < 0 || ssize[s] > ssize[best])) best = s;
+                if (best >= 0) ssize[best] = need;
+            }
+            if (best < 0) {
+                best = nslots++;
+                ssize[best] = need;
+            }
+            sfree[best] = last[b];
+            slot_of[b] = best;
+        }
+    }
+    int64_t *soff = ic_alloc(c, (size_t)(nslots + 1) * sizeof(int64_t));
+    int64_t off = 0;
+    for (int s = 0; s < nslots; s++) {
+        soff[s] = off;
+        off += ssize[s];
+    }
+    for (int b = 0; b < nb; b++)
+        if (c->bufs[b].kind == 2) c->bufs[b].offset = soff[slot_of[b]];
+    c->ws_size = off;
+}

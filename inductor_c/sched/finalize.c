@@ -1,0 +1,299 @@
+/* finalize.c — kernels to their loop form.
+ *
+ * Requires: scheduled kernels (items with X_LOAD tuples in kernel vars).
+ * Produces: buffers (inputs, outputs, needed intermediates) with the strides used to
+ *   address them; item stores decided (outputs, values read by later kernels or later
+ *   passes; values only read at the same element in the same pass are forwarded in
+ *   registers and never stored); loads as X_LOADF flat offsets; loop vars split into
+ *   outer and inner lists with adjacent dims collapsed where every access stays affine;
+ *   the innermost var of pointwise kernels tiled when the outer loop is too short to
+ *   feed the threads.
+ * Keeps: item order and positions. Breaks: out_ixv (tuples are stale after collapsing).
+ */
+#include <string.h>
+
+#include "../ic_internal.h"
+#include "../support.h"
+
+typedef struct rw {
+    ic_ctx *c;
+    int kidx, pos; /* to_flat: the reading item's kernel and position */
+    ic_xid *memo; /* xid -> rewritten, -1 unknown; sized at creation */
+    int n;
+} rw;
+
+static rw rw_new(ic_ctx *c) {
+    rw r = {.c = c, .n = c->nxs};
+    r.memo = ic_alloc(c, (size_t)r.n * sizeof(ic_xid));
+    memset(r.memo, 0xff, (size_t)r.n * sizeof(ic_xid));
+    return r;
+}
+
+static ic_ix flat(ic_ctx *c, ic_ixv T, const ic_meta *m) {
+    ic_ix off = ix_const(c, 0);
+    for (int d = 0; d < m->ndim; d++) {
+        ic_ix t = ixv_get(c, T, d);
+        int64_t k;
+        if (ix_is_const(c, t, &k) && k == 0) continue;
+        off = ix_add(c, off, ix_scale(c, t, m->strides[d]));
+    }
+    return off;
+}
+
+/* X_LOAD(value, tuple) -> X_LOADF(buffer, offset) */
+static ic_xid to_flat(rw *R, ic_xid x) {
+    ic_ctx *c = R->c;
+    if (x < R->n && R->memo[x] >= 0) return R->memo[x];
+    ic_x e = c->xs[x];
+    ic_xid r = x;
+    switch (e.kind) {
+    case X_LOAD: {
+        ic_val u = e.buf;
+        if (c->kernel_of[u] == R->kidx) {
+            const ic_item *P = &c->kernels[R->kidx].items[c->item_of[u]];
+            if (P->pos == R->pos) {
+                /* same pass, same element (sched checked): forward the value */
+                r = P->expr;
+                break;
+            }
+        }
+        int b = c->buf_of[u];
+        if (b < 0) ic_fail(c, IC_EINTERNAL, "load of %%%d without a buffer", e.buf);
+        r = x_loadf(c, b, flat(c, e.ix, &c->bufs[b].meta), e.dtype);
+        break;
+    }
+    case X_OP: {
+        ic_xid a = to_flat(R, e.a);
+        ic_xid b = e.b >= 0 ? to_flat(R, e.b) : -1;
+        ic_xid cc = e.c >= 0 ? to_flat(R, e.c) : -1;
+        r = x_op(c, e.op, e.dtype, a, b, cc);
+        break;
+    }
+    case X_CAST:
+        r = x_cast(c, to_flat(R, e.a), e.dtype);
+        break;
+    default:
+        break;
+    }
+    if (x < R->n) R->memo[x] = r;
+    return r;
+}
+
+/* substitute vars in every flat offset */
+typedef struct sub {
+    const int32_t *from;
+    const ic_ix *to;
+    int n;
+    int32_t z;   /* the new var: must stay affine */
+    bool bad;
+} sub;
+
+static ic_ix sub_ix(ic_ctx *c, sub *S, ic_ix a) {
+    ic_ix r = ix_subst(c, a, S->from, S->to, S->n);
+    bool nonaff;
+    ix_coeff(c, r, S->z, &nonaff);
+    if (nonaff) S->bad = true;
+    return r;
+}
+
+static ic_xid sub_x(rw *R, sub *S, ic_xid x) {
+    ic_ctx *c = R->c;
+    if (x < R->n && R->memo[x] >= 0) return R->memo[x];
+    ic_x e = c->xs[x];
+    ic_xid r = x;
+    switch (e.kind) {
+    case X_LOADF:
+        r = x_loadf(c, e.buf, sub_ix(c, S, e.ix), e.dtype);
+        break;
+    case X_OP: {
+        ic_xid a = sub_x(R, S, e.a);
+        ic_xid b = e.b >= 0 ? sub_x(R, S, e.b) : -1;
+        ic_xid cc = e.c >= 0 ? sub_x(R, S, e.c) : -1;
+        r = x_op(c, e.op, e.dtype, a, b, cc);
+        break;
+    }
+    case X_CAST:
+        r = x_cast(c, sub_x(R, S, e.a), e.dtype);
+        break;
+    default:
+        break;
+    }
+    if (x < R->n) R->memo[x] = r;
+    return r;
+}
+
+/* Try to merge vars list[i] (slower) and list[i+1] into one. */
+static bool collapse(ic_ctx *c, ic_kernel *k, int32_t *list, int64_t *size, int *len, int i) {
+    int32_t u = list[i], w = list[i + 1];
+    int64_t su = size[i], sw = size[i + 1];
+    if (su == 0 || sw == 0) return false;
+    int32_t z = ic_new_var(c, su * sw);
+    ic_ix zi = ix_var(c, z);
+    int32_t from[2] = {u, w};
+    ic_ix to[2] = {ix_div(c, zi, sw), ix_mod(c, zi, sw)};
+    sub S = {.from = from, .to = to, .n = 2, .z = z};
+    rw R = rw_new(c);
+    ic_xid *nx = ic_alloc(c, (size_t)k->nitems * sizeof(ic_xid));
+    ic_ix *no = ic_alloc(c, (size_t)k->nitems * sizeof(ic_ix));
+    for (int j = 0; j < k->nitems && !S.bad; j++) {
+        nx[j] = sub_x(&R, &S, k->items[j].expr);
+        no[j] = k->items[j].out_ix >= 0 ? sub_ix(c, &S, k->items[j].out_ix) : -1;
+    }
+    if (S.bad) return false;
+    for (int j = 0; j < k->nitems; j++) {
+        k->items[j].expr = nx[j];
+        k->items[j].out_ix = no[j];
+    }
+    list[i] = z;
+    size[i] = su * sw;
+    for (int j = i + 1; j + 1 < *len; j++) {
+        list[j] = list[j + 1];
+        size[j] = size[j + 1];
+    }
+    (*len)--;
+    return true;
+}
+
+static void collapse_all(ic_ctx *c, ic_kernel *k, int32_t *list, int64_t *size, int *len) {
+    int i = *len - 2;
+    while (i >= 0) {
+        if (collapse(c, k, list, size, len, i)) {
+            if (i > *len - 2) i = *len - 2;
+        } else {
+            i--;
+        }
+    }
+}
+
+static int add_buffer(ic_ctx *c, int kind, int index, ic_val v, const ic_meta *m) {
+    ic_buffer *b = IC_PUSH(c, c->bufs, c->nbufs, c->bcap);
+    memset(b, 0, sizeof *b);
+    b->kind = kind;
+    b->index = index;
+    b->v = v;
+    b->dtype = m->dtype;
+    b->meta = *m;
+    b->nbytes = ic_numel(m) * (int64_t)ic_dtype_size(m->dtype);
+    b->offset = -1;
+    return c->nbufs - 1;
+}
+
+static void mark_needed(ic_ctx *c, bool *needed, int kidx, int pos, ic_xid x, uint8_t *seen) {
+    if (seen[x]) return;
+    seen[x] = 1;
+    const ic_x *e = &c->xs[x];
+    if (e->kind == X_LOAD) {
+        ic_val u = e->buf;
+        if (c->kernel_of[u] != kidx) needed[u] = true;
+        else if (c->kernels[kidx].items[c->item_of[u]].pos != pos) needed[u] = true;
+        return;
+    }
+    if (e->kind == X_ROWVAL) return;
+    if (e->a >= 0) mark_needed(c, needed, kidx, pos, e->a, seen);
+    if (e->b >= 0) mark_needed(c, needed, kidx, pos, e->b, seen);
+    if (e->c >= 0) mark_needed(c, needed, kidx, pos, e->c, seen);
+}
+
+void ic_finalize_kernels(ic_ctx *c) {
+    const ic_graph *g = c->g;
+    bool *needed = ic_alloc(c, (size_t)g->n);
+    for (int i = 0; i < g->noutputs; i++) needed[g->outputs[i]] = true;
+    for (int ki = 0; ki < c->nkernels; ki++) {
+        ic_kernel *k = &c->kernels[ki];
+        for (int j = 0; j < k->nitems; j++) {
+            uint8_t *seen = ic_alloc(c, (size_t)c->nxs);
+            mark_needed(c, needed, ki, k->items[j].pos, k->items[j].expr, seen);
+        }
+    }
+    /* buffers: inputs, outputs, intermediates */
+    c->buf_of = ic_alloc(c, (size_t)g->n * sizeof(int));
+    for (int v = 0; v < g->n; v++) c->buf_of[v] = -1;
+    for (int i = 0; i < g->ninputs; i++) {
+        ic_val v = g->inputs[i];
+        c->buf_of[v] = add_buffer(c, 0, i, v, &g->nodes[v].meta);
+    }
+    for (int i = 0; i < g->noutputs; i++) {
+        ic_val v = g->outputs[i];
+        ic_meta m = g->nodes[v].meta;
+        ic_contiguous_strides(&m);
+        c->buf_of[v] = add_buffer(c, 1, i, v, &m);
+    }
+    for (int ki = 0; ki < c->nkernels; ki++) {
+        ic_kernel *k = &c->kernels[ki];
+        for (int j = 0; j < k->nitems; j++) {
+            ic_item *it = &k->items[j];
+            if (!needed[it->v]) continue;
+            it->store = true;
+            if (c->buf_of[it->v] < 0) {
+                ic_meta m = g->nodes[it->v].meta;
+                ic_contiguous_strides(&m);
+                c->buf_of[it->v] = add_buffer(c, 2, -1, it->v, &m);
+            }
+            it->buf = c->buf_of[it->v];
+        }
+    }
+    for (int ki = 0; ki < c->nkernels; ki++) {
+        ic_kernel *k = &c->kernels[ki];
+        for (int j = 0; j < k->nitems; j++) {
+            ic_item *it = &k->items[j];
+            rw R = rw_new(c);
+            R.kidx = ki;
+            R.pos = it->pos;
+            it->expr = to_flat(&R, it->expr);
+            if (it->store) it->out_ix = flat(c, it->out_ixv, &c->bufs[it->buf].meta);
+        }
+        /* loop vars */
+        int32_t all[IC_MAX_DIMS];
+        int64_t asz[IC_MAX_DIMS];
+        int na = 0;
+        k->nouter = k->ninner = 0;
+        for (int d = 0; d < k->nf; d++) {
+            if (k->fvar[d] < 0) continue;
+            if (k->has_red && k->finner[d]) {
+                k->ivar[k->ninner] = k->fvar[d];
+                k->isize[k->ninner++] = k->fsize[d];
+            } else if (k->has_red) {
+                k->ovar[k->nouter] = k->fvar[d];
+                k->osize[k->nouter++] = k->fsize[d];
+            } else {
+                all[na] = k->fvar[d];
+                asz[na++] = k->fsize[d];
+            }
+        }
+        if (!k->has_red) {
+            collapse_all(c, k, all, asz, &na);
+            for (int i = 0; i + 1 < na; i++) {
+                k->ovar[k->nouter] = all[i];
+                k->osize[k->nouter++] = asz[i];
+            }
+            if (na > 0) {
+                k->ivar[0] = all[na - 1];
+                k->isize[0] = asz[na - 1];
+                k->ninner = 1;
+            }
+        } else {
+            collapse_all(c, k, k->ovar, k->osize, &k->nouter);
+            collapse_all(c, k, k->ivar, k->isize, &k->ninner);
+        }
+        int64_t outer = 1, inner = 1;
+        for (int i = 0; i < k->nouter; i++) outer *= k->osize[i];
+        for (int i = 0; i < k->ninner; i++) inner *= k->isize[i];
+        k->ntiles = 1;
+        k->tile = k->ninner ? k->isize[k->ninner - 1] : 1;
+        if (!k->has_red && k->ninner == 1 && outer < 16 && inner >= 8192) {
+            int64_t want = (16 + outer - 1) / (outer ? outer : 1);
+            int64_t t = (inner + want - 1) / want;
+            if (t < 2048) t = 2048;
+            t = (t + 63) & ~(int64_t)63;
+            k->tile = t;
+            k->ntiles = (inner + t - 1) / t;
+        }
+        k->iters = outer * k->ntiles;
+        int maxpos = 0;
+        for (int j = 0; j < k->nitems; j++)
+            if (k->items[j].pos > maxpos) maxpos = k->items[j].pos;
+        k->npos = maxpos + 1;
+        k->work = outer * inner * ((maxpos + 1) / 2 + 1);
+        snprintf(k->name, sizeof k->name, "k%d", ki);
+    }
+}

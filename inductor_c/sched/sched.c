@@ -1,0 +1,349 @@
+/* sched.c — realize-or-inline decisions and fusion into kernels.
+ *
+ * Requires: loop nodes (c->ln) for every value.
+ * Produces: c->kernels; each kernel has a frame (iteration shape, dims split into outer and
+ *   inner when it holds a reduction) and items in topological order. An item realizes one
+ *   value: IT_STORE (pointwise) or IT_REDUCE, with its body inlined into the kernel's vars.
+ *   Loads left in bodies (X_LOAD) read realized values: inputs, values of earlier kernels,
+ *   or values of this kernel at exactly the element they were produced (same row); reads of
+ *   a reduction of this kernel at its row become X_ROWVAL.
+ * Decisions:
+ *   realized = inputs, outputs, reductions, and pointwise values with users > 1 and
+ *              (reads > 4 or ops > 30) (inductor's realize thresholds); the rest is inlined
+ *              into every consumer (recomputed, never stored).
+ *   fusion   = greedy in topological order: a realized value joins the last kernel when its
+ *              iteration space maps onto the kernel's frame (same shape: inner pass; the
+ *              shape with the reduced dims dropped or 1: per-row block) and all its reads of
+ *              the kernel's own values stay within the row. Positions order the work inside
+ *              one row: 0 row block, 1 pass 0, 2 row block, 3 pass 1, ... A reduction's result
+ *              is usable from the next position on (softmax: max pass, sum pass, store pass).
+ * Keeps: graph, loop nodes. Breaks: nothing (kernels are new).
+ */
+#include <string.h>
+
+#include "../ic_internal.h"
+#include "../support.h"
+
+typedef struct inl {
+    ic_ctx *c;
+    int kidx;
+    bool illegal;
+    uint32_t gen;
+    /* deps on items of the current kernel */
+    int ndeps;
+    int dep_item[64];
+    /* values inlined */
+    int32_t *fused;
+    int nfused, fcap;
+} inl;
+
+/* memo (value, tuple) -> expr, valid for one placement attempt (generation) */
+typedef struct memo_ent {
+    uint64_t key;
+    uint32_t gen;
+    ic_xid x;
+} memo_ent;
+
+/* NULL when the table is too full to memoize (then the caller recomputes). */
+static ic_xid *memo_slot(ic_ctx *c, inl *S, uint64_t key, bool *found) {
+    memo_ent *m = c->memo;
+    uint32_t cap = c->memo_cap;
+    uint32_t j = (uint32_t)ic_hmix(key, 0) & (cap - 1);
+    for (uint32_t probes = 0; probes < 64; probes++) {
+        if (m[j].gen != S->gen) {
+            m[j].gen = S->gen;
+            m[j].key = key;
+            m[j].x = -1;
+            *found = false;
+            return &m[j].x;
+        }
+        if (m[j].key == key) {
+            *found = true;
+            return &m[j].x;
+        }
+        j = (j + 1) & (cap - 1);
+    }
+    *found = false;
+    return NULL;
+}
+
+static ic_xid inl_value(inl *S, ic_val u, ic_ixv T);
+
+static ic_xid rewrite(inl *S, ic_xid x, const int32_t *from, const ic_ix *to, int n) {
+    ic_ctx *c = S->c;
+    ic_x e = c->xs[x];
+    switch (e.kind) {
+    case X_CONST:
+        return x;
+    case X_LOAD: {
+        int len = ixv_len(c, e.ix);
+        ic_ix t[IC_MAX_DIMS];
+        for (int i = 0; i < len; i++) t[i] = ix_subst(c, ixv_get(c, e.ix, i), from, to, n);
+        return inl_value(S, e.buf, ixv_make(c, len, t));
+    }
+    case X_OP: {
+        ic_xid a = rewrite(S, e.a, from, to, n);
+        ic_xid b = e.b >= 0 ? rewrite(S, e.b, from, to, n) : -1;
+        ic_xid cc = e.c >= 0 ? rewrite(S, e.c, from, to, n) : -1;
+        return x_op(c, e.op, e.dtype, a, b, cc);
+    }
+    case X_CAST:
+        return x_cast(c, rewrite(S, e.a, from, to, n), e.dtype);
+    default:
+        ic_fail(c, IC_EINTERNAL, "rewrite: unexpected expression kind %d", e.kind);
+    }
+}
+
+static void add_dep(inl *S, int item) {
+    for (int i = 0; i < S->ndeps; i++)
+        if (S->dep_item[i] == item) return;
+    if (S->ndeps == 64) {
+        S->illegal = true;
+        return;
+    }
+    S->dep_item[S->ndeps++] = item;
+}
+
+static ic_xid inl_value(inl *S, ic_val u, ic_ixv T) {
+    ic_ctx *c = S->c;
+    const ic_lnode *L = &c->ln[u];
+    ic_dtype dt = c->g->nodes[u].meta.dtype;
+    if (L->kind == L_CONST) return L->body;
+    if (c->realized[u]) {
+        if (c->kernel_of[u] == S->kidx) {
+            int it = c->item_of[u];
+            const ic_item *I = &c->kernels[S->kidx].items[it];
+            if (I->out_ixv != T) {
+                S->illegal = true;
+                return x_load(c, u, T, dt);
+            }
+            add_dep(S, it);
+            if (I->kind == IT_REDUCE) return x_rowval(c, it, dt);
+        }
+        return x_load(c, u, T, dt);
+    }
+    uint64_t key = ((uint64_t)(uint32_t)u << 32) | (uint32_t)T;
+    bool found;
+    ic_xid *slot = memo_slot(c, S, key, &found);
+    if (found && *slot >= 0) return *slot;
+    /* inline u's body with its vars bound to T */
+    int32_t from[IC_MAX_DIMS];
+    ic_ix to[IC_MAX_DIMS];
+    int n = 0;
+    for (int d = 0; d < L->ndim; d++)
+        if (L->var[d] >= 0) {
+            from[n] = L->var[d];
+            to[n++] = ixv_get(c, T, d);
+        }
+    ic_xid r = rewrite(S, L->body, from, to, n);
+    slot = memo_slot(c, S, key, &found);
+    if (slot) *slot = r;
+    *IC_PUSH(c, S->fused, S->nfused, S->fcap) = u;
+    return r;
+}
+
+static bool same_sizes(const int64_t *a, const int64_t *b, int n) {
+    for (int i = 0; i < n; i++)
+        if (a[i] != b[i]) return false;
+    return true;
+}
+
+static ic_ix fix(ic_ctx *c, int32_t var) { return var < 0 ? ix_const(c, 0) : ix_var(c, var); }
+
+/* Tries to add realized value v to kernel kidx. Returns false (nothing changed) if the
+ * iteration spaces do not match or a read would leave the row. */
+static bool try_place(ic_ctx *c, int kidx, ic_val v, uint32_t gen) {
+    ic_kernel *k = &c->kernels[kidx];
+    const ic_lnode *L = &c->ln[v];
+    const ic_node *n = &c->g->nodes[v];
+    ic_kernel nk = *k; /* tentative frame */
+    bool inner = true;
+    ic_ix T[IC_MAX_DIMS];
+    int nT = 0;
+    bool fresh = k->nitems == 0;
+    if (L->kind == L_REDUCE) {
+        if (fresh) {
+            nk.nf = L->ndim;
+            for (int d = 0; d < L->ndim; d++) {
+                nk.fsize[d] = L->size[d];
+                nk.fvar[d] = L->size[d] == 1 ? -1 : ic_new_var(c, L->size[d]);
+            }
+        } else if (k->nf != L->ndim || !same_sizes(k->fsize, L->size, L->ndim)) {
+            return false;
+        }
+        for (int d = 0; d < L->ndim; d++) {
+            bool r = (L->red_mask >> d) & 1;
+            if (k->has_red && !fresh && r != k->finner[d] && nk.fvar[d] >= 0) return false;
+            nk.finner[d] = r;
+        }
+        nk.has_red = true;
+    } else {
+        int nd = L->ndim;
+        if (fresh) {
+            nk.nf = nd;
+            for (int d = 0; d < nd; d++) {
+                nk.fsize[d] = L->size[d];
+                nk.fvar[d] = L->size[d] == 1 ? -1 : ic_new_var(c, L->size[d]);
+                nk.finner[d] = false;
+            }
+        }
+        if (nd == nk.nf && same_sizes(L->size, nk.fsize, nd)) {
+            for (int d = 0; d < nd; d++) T[d] = fix(c, nk.fvar[d]);
+            nT = nd;
+            if (nk.has_red) {
+                inner = false;
+                for (int d = 0; d < nd; d++)
+                    if (nk.finner[d] && nk.fvar[d] >= 0) inner = true;
+            }
+        } else if (nk.has_red && nd == nk.nf) {
+            for (int d = 0; d < nd; d++) {
+                if (nk.finner[d] ? L->size[d] != 1 : L->size[d] != nk.fsize[d]) return false;
+                T[d] = nk.finner[d] ? ix_const(c, 0) : fix(c, nk.fvar[d]);
+            }
+            nT = nd;
+            inner = false;
+        } else if (nk.has_red) {
+            int j = 0;
+            for (int d = 0; d < nk.nf; d++) {
+                if (nk.finner[d]) continue;
+                if (j >= nd || L->size[j] != nk.fsize[d]) return false;
+                T[j++] = fix(c, nk.fvar[d]);
+            }
+            if (j != nd) return false;
+            nT = nd;
+            inner = false;
+        } else {
+            return false;
+        }
+    }
+
+    inl S = {.c = c, .kidx = kidx, .gen = gen};
+    ic_xid expr;
+    ic_ixv out_ixv;
+    if (L->kind == L_REDUCE) {
+        int32_t from[IC_MAX_DIMS];
+        ic_ix to[IC_MAX_DIMS];
+        int m = 0;
+        for (int d = 0; d < L->ndim; d++)
+            if (L->var[d] >= 0) {
+                from[m] = L->var[d];
+                to[m++] = fix(c, nk.fvar[d]);
+            }
+        expr = rewrite(&S, L->body, from, to, m);
+        int j = 0;
+        for (int d = 0; d < L->ndim; d++) {
+            if ((L->red_mask >> d) & 1) {
+                if (n->keepdim) T[j++] = ix_const(c, 0);
+            } else {
+                T[j++] = fix(c, nk.fvar[d]);
+            }
+        }
+        out_ixv = ixv_make(c, j, T);
+        inner = true;
+    } else {
+        int32_t from[IC_MAX_DIMS];
+        ic_ix to[IC_MAX_DIMS];
+        int m = 0;
+        for (int d = 0; d < L->ndim; d++)
+            if (L->var[d] >= 0) {
+                from[m] = L->var[d];
+                to[m++] = T[d];
+            }
+        expr = rewrite(&S, L->body, from, to, m);
+        out_ixv = ixv_make(c, nT, T);
+    }
+    if (S.illegal) return false;
+
+    /* position inside the row */
+    int need = 0;
+    for (int i = 0; i < S.ndeps; i++) {
+        const ic_item *d = &k->items[S.dep_item[i]];
+        int p = d->pos;
+        if (d->kind == IT_REDUCE || (d->inner && !inner)) p++;
+        if (need < p) need = p;
+    }
+    int pos = inner ? (need % 2 ? need : need + 1) : (need % 2 ? need + 1 : need);
+    if (!nk.has_red) pos = 1;
+
+    *k = nk;
+    ic_item *it = IC_PUSH(c, k->items, k->nitems, k->cap);
+    memset(it, 0, sizeof *it);
+    it->kind = L->kind == L_REDUCE ? IT_REDUCE : IT_STORE;
+    it->v = v;
+    it->pos = pos;
+    it->inner = inner;
+    it->expr = expr;
+    it->out_ixv = out_ixv;
+    it->out_ix = -1;
+    it->buf = -1;
+    it->red_op = L->red_op;
+    it->acc = L->acc;
+    it->red_count = L->red_count;
+    it->dtype = n->meta.dtype;
+    *IC_PUSH(c, S.fused, S.nfused, S.fcap) = v;
+    it->fused = S.fused;
+    it->nfused = S.nfused;
+    c->kernel_of[v] = kidx;
+    c->item_of[v] = k->nitems - 1;
+    return true;
+}
+
+void ic_schedule(ic_ctx *c) {
+    const ic_graph *g = c->g;
+    int N = g->n;
+    c->live = ic_alloc(c, (size_t)N);
+    c->realized = ic_alloc(c, (size_t)N);
+    c->users = ic_alloc(c, (size_t)N * sizeof(int));
+    c->kernel_of = ic_alloc(c, (size_t)N * sizeof(int));
+    c->item_of = ic_alloc(c, (size_t)N * sizeof(int));
+    int *reads = ic_alloc(c, (size_t)N * sizeof(int));
+    int *ops = ic_alloc(c, (size_t)N * sizeof(int));
+    for (int i = 0; i < g->noutputs; i++) c->live[g->outputs[i]] = true;
+    for (ic_val v = N - 1; v >= 0; v--) {
+        c->kernel_of[v] = -1;
+        c->item_of[v] = -1;
+        if (!c->live[v]) continue;
+        const ic_node *n = &g->nodes[v];
+        for (int i = 0; i < 3 && n->in[i] >= 0; i++) {
+            bool dup = false;
+            for (int j = 0; j < i; j++) dup |= n->in[j] == n->in[i];
+            c->live[n->in[i]] = true;
+            if (!dup) c->users[n->in[i]]++;
+        }
+    }
+    for (int i = 0; i < g->noutputs; i++) c->realized[g->outputs[i]] = true;
+    for (ic_val v = 0; v < N; v++) {
+        if (!c->live[v]) continue;
+        const ic_lnode *L = &c->ln[v];
+        const ic_node *n = &g->nodes[v];
+        if (L->kind == L_INPUT || L->kind == L_REDUCE) c->realized[v] = true;
+        if (L->kind != L_POINTWISE) continue;
+        bool view = n->op == IC_OP_RESHAPE || n->op == IC_OP_PERMUTE || n->op == IC_OP_EXPAND;
+        ops[v] = view ? 0 : 1;
+        for (int i = 0; i < 3 && n->in[i] >= 0; i++) {
+            ic_val u = n->in[i];
+            if (c->ln[u].kind == L_CONST) continue;
+            if (c->realized[u]) {
+                reads[v] += 1;
+            } else {
+                reads[v] += reads[u];
+                ops[v] += ops[u];
+            }
+        }
+        if (!view && c->users[v] > 1 && (reads[v] > 4 || ops[v] > 30)) c->realized[v] = true;
+    }
+    /* the memo for inlining */
+    c->memo_cap = 1;
+    while (c->memo_cap < 4u * (uint32_t)N + 1024) c->memo_cap <<= 1;
+    c->memo = ic_alloc(c, c->memo_cap * sizeof(memo_ent));
+    uint32_t gen = 0;
+    for (ic_val v = 0; v < N; v++) {
+        if (!c->live[v] || !c->realized[v] || c->ln[v].kind == L_INPUT) continue;
+        if (c->nkernels > 0 && try_place(c, c->nkernels - 1, v, ++gen)) continue;
+        ic_kernel *k = IC_PUSH(c, c->kernels, c->nkernels, c->kcap);
+        memset(k, 0, sizeof *k);
+        k->id = c->nkernels - 1;
+        if (!try_place(c, c->nkernels - 1, v, ++gen))
+            ic_fail(c, IC_EINTERNAL, "scheduling %%%d into a fresh kernel failed", v);
+    }
+}

@@ -1,0 +1,1225 @@
+/* test_inductor.c — differential tests of inductor_c against a naive reference evaluator.
+ *
+ * Each test builds a graph through ic.h with a "dual" builder: every t_* call adds the node
+ * to the graph and computes the same value eagerly in double precision (rounded to the
+ * result dtype after every op, as torch does), on logical (contiguous) copies. Inputs are
+ * laid out with random strides (contiguous, permuted, strided, broadcast stride 0). After
+ * ic_compile + ic_run, outputs are compared with tolerances; fusion decisions are checked
+ * on the text of ic_compiled_describe.
+ *
+ * Build: see the Makefile target or
+ *   cc -std=c11 -O1 -g -Iinductor_c -I$(llvm-config-16 --includedir) tests/c/test_inductor.c \
+ *      inductor_c/[*].c inductor_c/[*]/[*].c -L$(llvm-config-16 --libdir) -lLLVM-16 -lpthread -lm -ldl
+ * Exit status: number of failures (0 = pass). TEST_SEED=n varies the random cases.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ic.h"
+
+/* ---- tiny harness ------------------------------------------------------------------- */
+static int failures, checks;
+static const char *cur_test = "";
+
+#define CHECK(cond, ...)                                                                    \
+    do {                                                                                    \
+        checks++;                                                                           \
+        if (!(cond)) {                                                                      \
+            failures++;                                                                     \
+            fprintf(stderr, "FAIL [%s] %s:%d: ", cur_test, __FILE__, __LINE__);             \
+            fprintf(stderr, __VA_ARGS__);                                                   \
+            fprintf(stderr, "\n");                                                          \
+        }                                                                                   \
+    } while (0)
+
+static uint64_t rng = 88172645463325252ull;
+static uint64_t rnd(void) {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+}
+static int rndi(int n) { return (int)(rnd() % (uint64_t)n); }
+static double rndu(void) { return (double)(rnd() >> 11) / 9007199254740992.0; }
+
+static bool isf(ic_dtype t) { return t == IC_F32 || t == IC_F64 || t == IC_F16 || t == IC_BF16; }
+
+/* ---- reference tensors --------------------------------------------------------------- */
+typedef struct R {
+    ic_val v;
+    ic_meta m;   /* logical meta: contiguous */
+    double *d;   /* numel values in logical order */
+    bool scalar; /* python scalar */
+} R;
+
+#define MAXV 64
+typedef struct T {
+    ic_graph *g;
+    int nin;
+    R in[16];
+    void *store[16]; /* input storage given to ic_run */
+    int nout;
+    R out[16];
+    double *alloc[256];
+    int nalloc;
+    bool quantize; /* inputs are multiples of 1/8 (exact comparisons) */
+    double lo, hi; /* input value range */
+} T;
+
+static int64_t numel(const ic_meta *m) {
+    int64_t n = 1;
+    for (int i = 0; i < m->ndim; i++) n *= m->sizes[i];
+    return n;
+}
+
+static void contig(ic_meta *m) {
+    int64_t s = 1;
+    for (int i = m->ndim - 1; i >= 0; i--) {
+        m->strides[i] = s;
+        s *= m->sizes[i] > 1 ? m->sizes[i] : 1;
+    }
+}
+
+static double *talloc(T *t, int64_t n) {
+    double *p = calloc((size_t)(n > 0 ? n : 1), sizeof(double));
+    if (!p) {
+        fprintf(stderr, "out of memory\n");
+        exit(2);
+    }
+    t->alloc[t->nalloc++] = p;
+    return p;
+}
+
+static double round_to(double x, ic_dtype t) {
+    switch (t) {
+    case IC_F32: return (double)(float)x;
+    case IC_F64: return x;
+    case IC_BOOL: return x != 0;
+    case IC_U8: return (double)(uint8_t)(int64_t)x;
+    case IC_I8: return (double)(int8_t)(int64_t)x;
+    case IC_I16: return (double)(int16_t)(int64_t)x;
+    case IC_I32: return (double)(int32_t)(int64_t)x;
+    case IC_I64: return (double)(int64_t)x;
+    default: return x;
+    }
+}
+
+static T *t_new(void) {
+    T *t = calloc(1, sizeof *t);
+    t->g = ic_graph_new();
+    t->lo = -3;
+    t->hi = 3;
+    return t;
+}
+
+static void t_free(T *t) {
+    for (int i = 0; i < t->nalloc; i++) free(t->alloc[i]);
+    for (int i = 0; i < t->nin; i++) free(t->store[i]);
+    ic_graph_free(t->g);
+    free(t);
+}
+
+static double rand_value(T *t, ic_dtype dt) {
+    if (dt == IC_BOOL) return rndi(2);
+    if (dt == IC_U8) return rndi(10);
+    if (!isf(dt)) return rndi(11) - 5;
+    double v = t->lo + (t->hi - t->lo) * rndu();
+    if (t->quantize) v = round(v * 8) / 8;
+    return round_to(v, dt);
+}
+
+static void store_elem(void *p, ic_dtype t, int64_t i, double v) {
+    switch (t) {
+    case IC_BOOL: case IC_U8: ((uint8_t *)p)[i] = (uint8_t)v; break;
+    case IC_I8: ((int8_t *)p)[i] = (int8_t)v; break;
+    case IC_I16: ((int16_t *)p)[i] = (int16_t)v; break;
+    case IC_I32: ((int32_t *)p)[i] = (int32_t)v; break;
+    case IC_I64: ((int64_t *)p)[i] = (int64_t)v; break;
+    case IC_F32: ((float *)p)[i] = (float)v; break;
+    case IC_F64: ((double *)p)[i] = v; break;
+    default: break;
+    }
+}
+
+static double load_elem(const void *p, ic_dtype t, int64_t i) {
+    switch (t) {
+    case IC_BOOL: case IC_U8: return ((const uint8_t *)p)[i];
+    case IC_I8: return ((const int8_t *)p)[i];
+    case IC_I16: return ((const int16_t *)p)[i];
+    case IC_I32: return ((const int32_t *)p)[i];
+    case IC_I64: return (double)((const int64_t *)p)[i];
+    case IC_F32: return ((const float *)p)[i];
+    case IC_F64: return ((const double *)p)[i];
+    default: return 0;
+    }
+}
+
+static size_t dsize(ic_dtype t) { return ic_dtype_size(t); }
+
+/* unravel logical index i of shape m into idx */
+static void unravel(const ic_meta *m, int64_t i, int64_t *idx) {
+    for (int d = m->ndim - 1; d >= 0; d--) {
+        int64_t s = m->sizes[d];
+        idx[d] = s ? i % s : 0;
+        i = s ? i / s : 0;
+    }
+}
+
+enum { L_CONTIG, L_PERMUTED, L_STRIDED, L_BCAST, L_NLAYOUT };
+
+/* An input with a given layout: storage allocated and filled; reference in logical order. */
+static R t_input(T *t, ic_dtype dt, int ndim, const int64_t *sizes, int layout) {
+    R r = {0};
+    r.m.dtype = dt;
+    r.m.ndim = ndim;
+    for (int i = 0; i < ndim; i++) r.m.sizes[i] = sizes[i];
+    contig(&r.m);
+    ic_meta sm = r.m; /* storage strides */
+    int64_t n = numel(&r.m), span = 1;
+    if (layout == L_PERMUTED && ndim >= 2) {
+        /* dims laid out in reverse order (column-major) */
+        int64_t s = 1;
+        for (int d = 0; d < ndim; d++) {
+            sm.strides[d] = s;
+            s *= sizes[d] > 1 ? sizes[d] : 1;
+        }
+    } else if (layout == L_STRIDED && ndim >= 1) {
+        int64_t s = 2;
+        for (int d = ndim - 1; d >= 0; d--) {
+            sm.strides[d] = s;
+            s *= (sizes[d] > 1 ? sizes[d] : 1) + 1;
+        }
+    } else if (layout == L_BCAST && ndim >= 1) {
+        int64_t s = 1;
+        for (int d = ndim - 1; d >= 0; d--) {
+            bool b = d == 0 || (d == ndim - 1 && ndim > 1 && rndi(2));
+            sm.strides[d] = b ? 0 : s;
+            if (!b) s *= sizes[d] > 1 ? sizes[d] : 1;
+        }
+    }
+    for (int d = 0; d < ndim; d++)
+        if (sizes[d] > 0) span += (sizes[d] - 1) * sm.strides[d];
+    if (n == 0) span = 1;
+    void *st = calloc((size_t)span + 1, dsize(dt));
+    r.d = talloc(t, n);
+    /* fill storage, then read the logical view */
+    for (int64_t i = 0; i < span; i++) store_elem(st, dt, i, rand_value(t, dt));
+    int64_t idx[8];
+    for (int64_t i = 0; i < n; i++) {
+        unravel(&r.m, i, idx);
+        int64_t off = 0;
+        for (int d = 0; d < ndim; d++) off += idx[d] * sm.strides[d];
+        r.d[i] = load_elem(st, dt, off);
+    }
+    r.v = ic_input(t->g, &sm);
+    t->in[t->nin] = r;
+    t->store[t->nin++] = st;
+    return r;
+}
+
+static R t_scalar(T *t, double v, ic_dtype kind) {
+    R r = {0};
+    r.v = ic_scalar(t->g, v, kind);
+    r.m.dtype = kind;
+    r.m.ndim = 0;
+    r.d = talloc(t, 1);
+    r.d[0] = kind == IC_BOOL ? (v != 0) : v;
+    r.scalar = true;
+    return r;
+}
+
+/* broadcast index helper: element of a (shape am) for output index idx (ndim nd) */
+static double at_bcast(const R *a, const int64_t *idx, int nd) {
+    int64_t off = 0;
+    int lead = nd - a->m.ndim;
+    for (int d = 0; d < a->m.ndim; d++) {
+        int64_t i = a->m.sizes[d] == 1 ? 0 : idx[lead + d];
+        off = off * a->m.sizes[d] + i;
+    }
+    return a->d[off];
+}
+
+static bool bcast_shape(const R *const *ops, int n, ic_meta *out) {
+    int nd = 0;
+    for (int i = 0; i < n; i++)
+        if (ops[i]->m.ndim > nd) nd = ops[i]->m.ndim;
+    out->ndim = nd;
+    for (int d = 0; d < nd; d++) out->sizes[d] = 1;
+    for (int i = 0; i < n; i++) {
+        for (int d = 0; d < ops[i]->m.ndim; d++) {
+            int od = nd - ops[i]->m.ndim + d;
+            int64_t s = ops[i]->m.sizes[d];
+            if (s == 1) continue;
+            if (out->sizes[od] != 1 && out->sizes[od] != s) return false;
+            out->sizes[od] = s;
+        }
+    }
+    contig(out);
+    return true;
+}
+
+static double gelu_ref(double x) { return 0.5 * x * (1 + erf(x / sqrt(2.0))); }
+
+static double un_ref(ic_op op, double x, ic_dtype t) {
+    switch (op) {
+    case IC_OP_NEG: return -x;
+    case IC_OP_ABS: return fabs(x);
+    case IC_OP_EXP: return exp(x);
+    case IC_OP_LOG: return log(x);
+    case IC_OP_SQRT: return sqrt(x);
+    case IC_OP_RSQRT: return 1 / sqrt(x);
+    case IC_OP_RECIPROCAL: return 1 / x;
+    case IC_OP_SIGMOID: return 1 / (1 + exp(-x));
+    case IC_OP_TANH: return tanh(x);
+    case IC_OP_RELU: return x < 0 ? 0 : x;
+    case IC_OP_GELU: return gelu_ref(x);
+    case IC_OP_GELU_TANH: return 0.5 * x * (1 + tanh(sqrt(2 / 3.14159265358979323846) * (x + 0.044715 * x * x * x)));
+    case IC_OP_SILU: return x / (1 + exp(-x));
+    case IC_OP_SIN: return sin(x);
+    case IC_OP_COS: return cos(x);
+    case IC_OP_LOGICAL_NOT: return x == 0;
+    default: return NAN;
+    }
+    (void)t;
+}
+
+static double bin_ref(ic_op op, double a, double b, ic_dtype t) {
+    switch (op) {
+    case IC_OP_ADD: return t == IC_BOOL ? (a || b) : a + b;
+    case IC_OP_SUB: return a - b;
+    case IC_OP_MUL: return t == IC_BOOL ? (a && b) : a * b;
+    case IC_OP_DIV: return a / b;
+    case IC_OP_MAXIMUM: return isnan(a) || isnan(b) ? NAN : a > b ? a : b;
+    case IC_OP_MINIMUM: return isnan(a) || isnan(b) ? NAN : a < b ? a : b;
+    case IC_OP_POW: return pow(a, b);
+    case IC_OP_EQ: return a == b;
+    case IC_OP_NE: return a != b;
+    case IC_OP_LT: return a < b;
+    case IC_OP_LE: return a <= b;
+    case IC_OP_GT: return a > b;
+    case IC_OP_GE: return a >= b;
+    case IC_OP_LOGICAL_AND: return a != 0 && b != 0;
+    case IC_OP_LOGICAL_OR: return a != 0 || b != 0;
+    default: return NAN;
+    }
+}
+
+static R result(T *t, ic_val v, const ic_meta *want) {
+    R r = {0};
+    r.v = v;
+    const ic_meta *m = ic_value_meta(t->g, v);
+    CHECK(m != NULL, "builder failed: %s", ic_graph_error(t->g) ? ic_graph_error(t->g) : "?");
+    if (!m) {
+        r.m = *want;
+        r.d = talloc(t, numel(want));
+        return r;
+    }
+    r.m = *m;
+    CHECK(m->ndim == want->ndim, "ndim %d, want %d", m->ndim, want->ndim);
+    for (int d = 0; d < want->ndim && d < m->ndim; d++)
+        CHECK(m->sizes[d] == want->sizes[d], "size[%d] %lld, want %lld", d, (long long)m->sizes[d],
+              (long long)want->sizes[d]);
+    r.m.ndim = want->ndim;
+    for (int d = 0; d < want->ndim; d++) r.m.sizes[d] = want->sizes[d];
+    contig(&r.m);
+    r.d = talloc(t, numel(&r.m));
+    return r;
+}
+
+static R t_un(T *t, ic_op op, R a) {
+    ic_val v = ic_unary(t->g, op, a.v);
+    ic_meta w = a.m;
+    contig(&w);
+    R r = result(t, v, &w);
+    for (int64_t i = 0; i < numel(&r.m); i++) {
+        double x = a.d[i];
+        /* int inputs to float ops are converted to the result dtype first */
+        if (isf(r.m.dtype) && !isf(a.m.dtype)) x = round_to(x, r.m.dtype);
+        r.d[i] = round_to(un_ref(op, x, r.m.dtype), r.m.dtype);
+    }
+    return r;
+}
+
+static R t_bin(T *t, ic_op op, R a, R b) {
+    ic_val v = ic_binary(t->g, op, a.v, b.v);
+    const R *ops[2] = {&a, &b};
+    ic_meta w;
+    bcast_shape(ops, 2, &w);
+    R r = result(t, v, &w);
+    int64_t idx[8];
+    ic_dtype ct = r.m.dtype;
+    bool cmp = op >= IC_OP_EQ && op <= IC_OP_LOGICAL_OR;
+    for (int64_t i = 0; i < numel(&r.m); i++) {
+        unravel(&r.m, i, idx);
+        double x = at_bcast(&a, idx, r.m.ndim), y = at_bcast(&b, idx, r.m.ndim);
+        if (!cmp) {
+            x = round_to(x, ct);
+            y = round_to(y, ct);
+        }
+        r.d[i] = round_to(bin_ref(op, x, y, ct), ct);
+    }
+    return r;
+}
+
+static R t_where(T *t, R c, R a, R b) {
+    ic_val v = ic_where(t->g, c.v, a.v, b.v);
+    const R *ops[3] = {&c, &a, &b};
+    ic_meta w;
+    bcast_shape(ops, 3, &w);
+    R r = result(t, v, &w);
+    int64_t idx[8];
+    for (int64_t i = 0; i < numel(&r.m); i++) {
+        unravel(&r.m, i, idx);
+        double x = at_bcast(&c, idx, r.m.ndim) ? at_bcast(&a, idx, r.m.ndim) : at_bcast(&b, idx, r.m.ndim);
+        r.d[i] = round_to(x, r.m.dtype);
+    }
+    return r;
+}
+
+static R t_cast(T *t, R a, ic_dtype to) {
+    ic_val v = ic_cast(t->g, a.v, to);
+    ic_meta w = a.m;
+    contig(&w);
+    R r = result(t, v, &w);
+    for (int64_t i = 0; i < numel(&r.m); i++) {
+        double x = a.d[i];
+        if (isf(a.m.dtype) && !isf(to) && to != IC_BOOL) x = trunc(x);
+        r.d[i] = round_to(x, to);
+    }
+    return r;
+}
+
+static R t_red(T *t, ic_op op, R a, uint32_t mask, int keepdim, int dtype) {
+    ic_val v = ic_reduce(t->g, op, a.v, mask, keepdim, dtype);
+    uint32_t mk = mask ? mask : (a.m.ndim ? (1u << a.m.ndim) - 1 : 0);
+    ic_meta w = {.ndim = 0};
+    for (int d = 0; d < a.m.ndim; d++) {
+        if ((mk >> d) & 1) {
+            if (keepdim) w.sizes[w.ndim++] = 1;
+        } else {
+            w.sizes[w.ndim++] = a.m.sizes[d];
+        }
+    }
+    contig(&w);
+    R r = result(t, v, &w);
+    int64_t n = numel(&r.m);
+    ic_dtype at = r.m.dtype;
+    bool mx = op == IC_OP_AMAX, mn = op == IC_OP_AMIN;
+    for (int64_t i = 0; i < n; i++) r.d[i] = mx ? -INFINITY : mn ? INFINITY : 0;
+    int64_t cnt = 1;
+    for (int d = 0; d < a.m.ndim; d++)
+        if ((mk >> d) & 1) cnt *= a.m.sizes[d];
+    int64_t idx[8];
+    for (int64_t i = 0; i < numel(&a.m); i++) {
+        unravel(&a.m, i, idx);
+        int64_t o = 0;
+        for (int d = 0; d < a.m.ndim; d++) {
+            if ((mk >> d) & 1) {
+                if (keepdim) o = o * 1;
+            } else {
+                o = o * a.m.sizes[d] + idx[d];
+            }
+        }
+        double x = round_to(a.d[i], at);
+        if (mx) r.d[o] = (isnan(x) || isnan(r.d[o])) ? NAN : (x > r.d[o] ? x : r.d[o]);
+        else if (mn) r.d[o] = (isnan(x) || isnan(r.d[o])) ? NAN : (x < r.d[o] ? x : r.d[o]);
+        else r.d[o] += x;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        if (op == IC_OP_MEAN) r.d[i] /= (double)cnt;
+        r.d[i] = round_to(r.d[i], at);
+    }
+    return r;
+}
+
+static R t_reshape(T *t, R a, int nd, const int64_t *sizes) {
+    ic_val v = ic_reshape(t->g, a.v, nd, sizes);
+    ic_meta w = {.ndim = nd};
+    int64_t known = 1;
+    int inf = -1;
+    for (int i = 0; i < nd; i++) {
+        if (sizes[i] < 0) inf = i;
+        else known *= sizes[i];
+        w.sizes[i] = sizes[i];
+    }
+    if (inf >= 0) w.sizes[inf] = known ? numel(&a.m) / known : 0;
+    contig(&w);
+    R r = result(t, v, &w);
+    memcpy(r.d, a.d, (size_t)numel(&r.m) * sizeof(double));
+    return r;
+}
+
+static R t_permute(T *t, R a, const int *perm) {
+    ic_val v = ic_permute(t->g, a.v, perm);
+    ic_meta w = {.ndim = a.m.ndim};
+    for (int i = 0; i < a.m.ndim; i++) w.sizes[i] = a.m.sizes[perm[i]];
+    contig(&w);
+    R r = result(t, v, &w);
+    int64_t idx[8], src[8];
+    for (int64_t i = 0; i < numel(&r.m); i++) {
+        unravel(&r.m, i, idx);
+        for (int d = 0; d < a.m.ndim; d++) src[perm[d]] = idx[d];
+        int64_t off = 0;
+        for (int d = 0; d < a.m.ndim; d++) off = off * a.m.sizes[d] + src[d];
+        r.d[i] = a.d[off];
+    }
+    return r;
+}
+
+static R t_expand(T *t, R a, int nd, const int64_t *sizes) {
+    ic_val v = ic_expand(t->g, a.v, nd, sizes);
+    ic_meta w = {.ndim = nd};
+    for (int i = 0; i < nd; i++) {
+        int ai = i - (nd - a.m.ndim);
+        w.sizes[i] = sizes[i] == -1 ? a.m.sizes[ai] : sizes[i];
+    }
+    contig(&w);
+    R r = result(t, v, &w);
+    int64_t idx[8];
+    for (int64_t i = 0; i < numel(&r.m); i++) {
+        unravel(&r.m, i, idx);
+        r.d[i] = at_bcast(&a, idx, nd);
+    }
+    return r;
+}
+
+static void t_output(T *t, R r) {
+    ic_output(t->g, r.v);
+    t->out[t->nout++] = r;
+}
+
+static bool close_enough(double got, double want, ic_dtype dt, double atol, double rtol) {
+    if (isnan(want)) return isnan(got);
+    if (isinf(want)) return got == want;
+    if (!isf(dt)) return got == want;
+    return fabs(got - want) <= atol + rtol * fabs(want);
+}
+
+typedef struct runopts {
+    double atol, rtol;
+    const char *expect_describe[8]; /* substrings that must appear */
+    const char *forbid_describe[4];
+    int expect_kernels;             /* -1: don't care */
+    char **describe_out;
+} runopts;
+
+/* compile, run, compare; returns the describe text (caller frees) */
+static void t_run(T *t, runopts o) {
+    ic_err err;
+    ic_options opts = {0};
+    if (ic_graph_error(t->g)) {
+        CHECK(0, "graph error: %s", ic_graph_error(t->g));
+        return;
+    }
+    ic_compiled *c = ic_compile(t->g, &opts, &err);
+    CHECK(c != NULL, "compile failed (%d): %s", err.code, err.msg);
+    if (!c) return;
+    char *desc = ic_compiled_describe(c);
+    if (o.expect_kernels >= 0)
+        CHECK(ic_compiled_num_kernels(c) == o.expect_kernels, "kernels %d, want %d\n%s",
+              ic_compiled_num_kernels(c), o.expect_kernels, desc);
+    for (int i = 0; i < 8 && o.expect_describe[i]; i++)
+        CHECK(strstr(desc, o.expect_describe[i]) != NULL, "describe lacks '%s':\n%s", o.expect_describe[i], desc);
+    for (int i = 0; i < 4 && o.forbid_describe[i]; i++)
+        CHECK(strstr(desc, o.forbid_describe[i]) == NULL, "describe has '%s':\n%s", o.forbid_describe[i], desc);
+    CHECK(ic_compiled_num_outputs(c) == t->nout, "outputs");
+    void *outs[16];
+    for (int i = 0; i < t->nout; i++) {
+        const ic_meta *m = ic_compiled_output_meta(c, i);
+        CHECK(m->dtype == t->out[i].m.dtype, "output %d dtype %s want %s", i, ic_dtype_name(m->dtype),
+              ic_dtype_name(t->out[i].m.dtype));
+        outs[i] = calloc((size_t)(numel(m) + 1), dsize(m->dtype));
+    }
+    int rc = ic_run(c, t->store, outs, &err);
+    CHECK(rc == 0, "run failed: %s", err.msg);
+    for (int i = 0; i < t->nout; i++) {
+        const R *r = &t->out[i];
+        int64_t n = numel(&r->m), bad = 0;
+        double atol = o.atol, rtol = o.rtol;
+        if (r->m.dtype == IC_F64) {
+            atol = atol * 1e-6;
+            rtol = rtol * 1e-6;
+        }
+        for (int64_t j = 0; j < n; j++) {
+            double got = load_elem(outs[i], r->m.dtype, j);
+            if (!close_enough(got, r->d[j], r->m.dtype, atol, rtol)) {
+                if (bad++ < 3)
+                    CHECK(0, "output %d [%lld]: got %.9g want %.9g (%s)\n%s", i, (long long)j, got,
+                          r->d[j], ic_dtype_name(r->m.dtype), bad == 1 ? desc : "");
+            }
+        }
+        checks++;
+        free(outs[i]);
+    }
+    if (o.describe_out) *o.describe_out = desc;
+    else free(desc);
+    ic_compiled_free(c);
+}
+
+static runopts defaults(void) {
+    runopts o = {.atol = 1e-5, .rtol = 1e-5, .expect_kernels = -1};
+    return o;
+}
+
+/* ---- random shapes --------------------------------------------------------------------- */
+static int64_t rsize(void) {
+    static const int64_t S[] = {0, 1, 1, 2, 3, 5, 7, 16, 17, 31, 33};
+    return rndi(20) == 0 ? 0 : S[1 + rndi(10)];
+}
+
+static int rshape(int64_t *s, int maxnd) {
+    int nd = rndi(maxnd + 1);
+    int64_t n = 1;
+    for (int i = 0; i < nd; i++) {
+        s[i] = rsize();
+        if (n * (s[i] ? s[i] : 1) > 20000) s[i] = 1;
+        n *= s[i] ? s[i] : 1;
+    }
+    return nd;
+}
+
+/* a shape broadcastable to s: some dims set to 1, some leading dims dropped */
+static int bshape(const int64_t *s, int nd, int64_t *o) {
+    int drop = nd ? rndi(nd + 1) / 2 : 0;
+    int k = 0;
+    for (int i = drop; i < nd; i++) o[k++] = rndi(3) == 0 ? 1 : s[i];
+    return k;
+}
+
+/* ---- tests ------------------------------------------------------------------------------ */
+static const ic_op unary_ops[] = {IC_OP_NEG,  IC_OP_ABS,  IC_OP_EXP,        IC_OP_LOG,     IC_OP_SQRT,
+                                  IC_OP_RSQRT, IC_OP_RECIPROCAL, IC_OP_SIGMOID, IC_OP_TANH,  IC_OP_RELU,
+                                  IC_OP_GELU,  IC_OP_GELU_TANH,  IC_OP_SILU,    IC_OP_SIN,   IC_OP_COS};
+static const ic_op binary_ops[] = {IC_OP_ADD, IC_OP_SUB, IC_OP_MUL, IC_OP_DIV, IC_OP_MAXIMUM,
+                                   IC_OP_MINIMUM, IC_OP_POW};
+static const ic_op cmp_ops[] = {IC_OP_EQ, IC_OP_NE, IC_OP_LT, IC_OP_LE, IC_OP_GT, IC_OP_GE,
+                                IC_OP_LOGICAL_AND, IC_OP_LOGICAL_OR};
+static const ic_op red_ops[] = {IC_OP_SUM, IC_OP_MEAN, IC_OP_AMAX, IC_OP_AMIN};
+
+static void test_unary(void) {
+    cur_test = "unary";
+    for (int rep = 0; rep < 2; rep++)
+        for (size_t k = 0; k < sizeof unary_ops / sizeof unary_ops[0]; k++) {
+            ic_op op = unary_ops[k];
+            ic_dtype dt = rep ? IC_F64 : IC_F32;
+            T *t = t_new();
+            if (op == IC_OP_LOG || op == IC_OP_SQRT || op == IC_OP_RSQRT) {
+                t->lo = 0.01;
+                t->hi = 50;
+            }
+            if (op == IC_OP_EXP || op == IC_OP_SIGMOID || op == IC_OP_TANH || op == IC_OP_SILU || op == IC_OP_GELU) {
+                t->lo = -30;
+                t->hi = 30;
+            }
+            int64_t s[8];
+            int nd = rshape(s, 3);
+            R x = t_input(t, dt, nd, s, rndi(L_NLAYOUT));
+            t_output(t, t_un(t, op, x));
+            runopts o = defaults();
+            o.atol = 1e-6;
+            o.rtol = 4e-6;
+            o.expect_kernels = numel(&x.m) ? 1 : -1;
+            t_run(t, o);
+            t_free(t);
+        }
+}
+
+static void test_unary_special(void) {
+    cur_test = "unary_special";
+    /* inf, nan, zero, denormal, big values through the polynomial math */
+    static const double vals[] = {0.0, -0.0, 1e-40, -1e-40, 1e-30, 1.0, -1.0, 88.7, 89.0, -87.5, -103.0, -110.0,
+                                  1e30, -1e30, INFINITY, -INFINITY, NAN, 0.5, 0.625, 0.9277, 3.9, -4.1, 20.0};
+    int n = (int)(sizeof vals / sizeof vals[0]);
+    for (size_t k = 0; k < sizeof unary_ops / sizeof unary_ops[0]; k++) {
+        ic_op op = unary_ops[k];
+        if (op == IC_OP_SIN || op == IC_OP_COS) continue;
+        T *t = t_new();
+        int64_t s[1] = {n};
+        R x = t_input(t, IC_F32, 1, s, L_CONTIG);
+        for (int i = 0; i < n; i++) {
+            x.d[i] = (double)(float)vals[i];
+            ((float *)t->store[0])[i] = (float)vals[i];
+        }
+        t_output(t, t_un(t, op, x));
+        runopts o = defaults();
+        o.atol = 1e-37;
+        /* erf's outer piece is accurate relative to 1, so 1+erf(x) for x << 0 (gelu's tail)
+         * has a small absolute, not relative, error (as in torch's vectorized erf) */
+        o.rtol = op == IC_OP_GELU ? 1e-4 : 4e-6;
+        t_run(t, o);
+        t_free(t);
+    }
+}
+
+static void test_binary(void) {
+    cur_test = "binary";
+    for (int rep = 0; rep < 3; rep++)
+        for (size_t k = 0; k < sizeof binary_ops / sizeof binary_ops[0]; k++) {
+            ic_op op = binary_ops[k];
+            ic_dtype dt = rep == 1 ? IC_F64 : IC_F32;
+            T *t = t_new();
+            int64_t s[8], s2[8];
+            int nd = rshape(s, 4);
+            int nd2 = bshape(s, nd, s2);
+            if (op == IC_OP_POW) {
+                t->lo = 0.1;
+                t->hi = 3;
+            }
+            R a = t_input(t, dt, nd, s, rndi(L_NLAYOUT));
+            R b;
+            if (rep == 2) b = t_scalar(t, op == IC_OP_POW ? 2.0 : 1.5, IC_F64);
+            else b = t_input(t, dt, nd2, s2, rndi(L_NLAYOUT));
+            if (rndi(2)) t_output(t, t_bin(t, op, a, b));
+            else t_output(t, t_bin(t, op, b, a));
+            runopts o = defaults();
+            o.rtol = 2e-6;
+            t_run(t, o);
+            t_free(t);
+        }
+}
+
+static void test_compare_where(void) {
+    cur_test = "compare_where";
+    for (int rep = 0; rep < 2; rep++)
+        for (size_t k = 0; k < sizeof cmp_ops / sizeof cmp_ops[0]; k++) {
+            T *t = t_new();
+            t->quantize = true;
+            t->lo = -1;
+            t->hi = 1;
+            int64_t s[8], s2[8];
+            int nd = rshape(s, 3);
+            int nd2 = bshape(s, nd, s2);
+            ic_dtype dt = rep ? IC_I32 : IC_F32;
+            R a = t_input(t, dt, nd, s, rndi(L_NLAYOUT));
+            R b = rndi(3) ? t_input(t, rep ? IC_I64 : IC_F64, nd2, s2, rndi(L_NLAYOUT)) : t_scalar(t, 0.5, IC_F64);
+            R c = t_bin(t, cmp_ops[k], a, b);
+            t_output(t, c);
+            /* where(c, a, b) and not(c), bool outputs */
+            t_output(t, t_where(t, c, a, b));
+            t_output(t, t_un(t, IC_OP_LOGICAL_NOT, c));
+            t_run(t, defaults());
+            t_free(t);
+        }
+}
+
+static void test_casts(void) {
+    cur_test = "casts";
+    static const ic_dtype dts[] = {IC_BOOL, IC_U8, IC_I8, IC_I16, IC_I32, IC_I64, IC_F32, IC_F64};
+    for (int i = 0; i < 8; i++)
+        for (int j = 0; j < 8; j++) {
+            T *t = t_new();
+            t->lo = -100;
+            t->hi = 100;
+            int64_t s[8];
+            int nd = rshape(s, 3);
+            R a = t_input(t, dts[i], nd, s, rndi(L_NLAYOUT));
+            if (dts[j] == IC_U8 && (isf(dts[i]) || dts[i] != IC_BOOL)) {
+                /* negative to u8 is implementation-defined in torch: keep it positive */
+                R z = t_un(t, IC_OP_ABS, dts[i] == IC_BOOL ? a : a);
+                if (dts[i] == IC_BOOL) z = a;
+                t_output(t, t_cast(t, z, dts[j]));
+            } else {
+                t_output(t, t_cast(t, a, dts[j]));
+            }
+            t_run(t, defaults());
+            t_free(t);
+        }
+}
+
+static void test_reductions(void) {
+    cur_test = "reductions";
+    for (int rep = 0; rep < 6; rep++)
+        for (size_t k = 0; k < 4; k++) {
+            ic_op op = red_ops[k];
+            ic_dtype dt = rep % 3 == 1 ? IC_F64 : rep % 3 == 2 && op != IC_OP_MEAN ? IC_I32 : IC_F32;
+            T *t = t_new();
+            int64_t s[8];
+            int nd = rshape(s, 4);
+            uint32_t mask = nd ? (uint32_t)rndi(1 << nd) : 0;
+            if (op == IC_OP_AMAX || op == IC_OP_AMIN) {
+                uint32_t mk = mask ? mask : (nd ? (1u << nd) - 1 : 0);
+                for (int d = 0; d < nd; d++)
+                    if (((mk >> d) & 1) && s[d] == 0) s[d] = 3;
+            }
+            R a = t_input(t, dt, nd, s, rndi(L_NLAYOUT));
+            R x = rndi(2) ? t_bin(t, IC_OP_MUL, a, a) : a;
+            R r = t_red(t, op, x, mask, rndi(2), -1);
+            t_output(t, r);
+            runopts o = defaults();
+            o.atol = 1e-4;
+            o.rtol = 1e-5;
+            t_run(t, o);
+            t_free(t);
+        }
+}
+
+static void test_views(void) {
+    cur_test = "views";
+    for (int rep = 0; rep < 24; rep++) {
+        T *t = t_new();
+        int64_t s[8] = {2 + rndi(3), 3 + rndi(4), 1 + rndi(5)};
+        R a = t_input(t, rep % 2 ? IC_F64 : IC_F32, 3, s, rndi(L_NLAYOUT));
+        R x = t_un(t, IC_OP_NEG, a);
+        R y;
+        switch (rep % 6) {
+        case 0: { int64_t n[2] = {s[0] * s[1], s[2]}; y = t_reshape(t, x, 2, n); break; }
+        case 1: { int64_t n[2] = {s[0], -1}; y = t_reshape(t, a, 2, n); break; }
+        case 2: { int p[3] = {2, 0, 1}; y = t_permute(t, a, p); break; }
+        case 3: { int64_t n[4] = {2, s[0], s[1], s[2]}; y = t_expand(t, x, 4, n); break; }
+        case 4: { int p[3] = {1, 2, 0}; R z = t_permute(t, a, p); int64_t n[1] = {-1}; y = t_reshape(t, z, 1, n); break; }
+        default: { int64_t n[4] = {s[0], 1, s[1] * s[2], 1}; R z = t_reshape(t, a, 4, n); int64_t e[4] = {-1, 3, -1, 2}; y = t_expand(t, z, 4, e); break; }
+        }
+        R w = t_bin(t, IC_OP_ADD, y, t_scalar(t, 1.0, IC_F64));
+        t_output(t, w);
+        if (rep % 3 == 0) t_output(t, y);
+        runopts o = defaults();
+        t_run(t, o);
+        t_free(t);
+    }
+    /* reshape that splits and merges: [6,4] -> [2,3,2,2] -> permute -> [12, 2] */
+    T *t = t_new();
+    int64_t s[2] = {6, 4};
+    R a = t_input(t, IC_F32, 2, s, L_PERMUTED);
+    int64_t n1[4] = {2, 3, 2, 2};
+    int p[4] = {1, 0, 3, 2};
+    int64_t n2[2] = {12, 2};
+    R y = t_reshape(t, t_permute(t, t_reshape(t, a, 4, n1), p), 2, n2);
+    t_output(t, t_un(t, IC_OP_EXP, y));
+    t_run(t, defaults());
+    t_free(t);
+}
+
+static void test_promotion(void) {
+    cur_test = "promotion";
+    struct {
+        ic_dtype a;
+        int anext; /* 0 dim tensor (ndim 1), 1 zero-dim tensor, 2 scalar */
+        ic_dtype b;
+        int bkind;
+        ic_op op;
+        ic_dtype want;
+    } cases[] = {
+        {IC_I32, 0, IC_F64, 2, IC_OP_ADD, IC_F32},   {IC_I32, 0, IC_I64, 2, IC_OP_ADD, IC_I32},
+        {IC_BOOL, 0, IC_I64, 2, IC_OP_ADD, IC_I64},  {IC_F16, 0, IC_F64, 2, IC_OP_MUL, IC_F16},
+        {IC_I32, 0, IC_F64, 1, IC_OP_ADD, IC_F64},   {IC_F32, 0, IC_F64, 1, IC_OP_ADD, IC_F32},
+        {IC_I32, 0, IC_I64, 0, IC_OP_ADD, IC_I64},   {IC_U8, 0, IC_I8, 0, IC_OP_ADD, IC_I16},
+        {IC_BOOL, 0, IC_BOOL, 0, IC_OP_ADD, IC_BOOL}, {IC_I64, 0, IC_I64, 0, IC_OP_DIV, IC_F32},
+        {IC_I32, 0, IC_F64, 2, IC_OP_LT, IC_BOOL},   {IC_F32, 1, IC_F64, 1, IC_OP_ADD, IC_F64},
+        {IC_I32, 1, IC_F32, 0, IC_OP_ADD, IC_F32},   {IC_F64, 1, IC_F32, 0, IC_OP_ADD, IC_F32},
+        {IC_BOOL, 0, IC_F64, 2, IC_OP_MUL, IC_F32},  {IC_I8, 0, IC_BOOL, 2, IC_OP_ADD, IC_I8},
+        {IC_F16, 0, IC_BF16, 0, IC_OP_ADD, IC_F32},  {IC_I32, 0, IC_I32, 0, IC_OP_LOGICAL_AND, IC_BOOL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ic_graph *g = ic_graph_new();
+        ic_val v[2];
+        ic_dtype dts[2] = {cases[i].a, cases[i].b};
+        int kinds[2] = {cases[i].anext, cases[i].bkind};
+        for (int j = 0; j < 2; j++) {
+            if (kinds[j] == 2) {
+                v[j] = ic_scalar(g, 1, dts[j]);
+            } else {
+                ic_meta m = {.dtype = dts[j], .ndim = kinds[j] ? 0 : 1, .sizes = {3}, .strides = {1}};
+                v[j] = ic_input(g, &m);
+            }
+        }
+        ic_val r = ic_binary(g, cases[i].op, v[0], v[1]);
+        CHECK(r >= 0 && ic_value_meta(g, r)->dtype == cases[i].want, "case %zu: got %s want %s", i,
+              r >= 0 ? ic_dtype_name(ic_value_meta(g, r)->dtype) : ic_graph_error(g), ic_dtype_name(cases[i].want));
+        ic_graph_free(g);
+    }
+    /* unary float ops on ints, reductions, where */
+    ic_graph *g = ic_graph_new();
+    ic_meta mi = {.dtype = IC_I32, .ndim = 1, .sizes = {3}, .strides = {1}};
+    ic_meta mb = {.dtype = IC_BOOL, .ndim = 1, .sizes = {3}, .strides = {1}};
+    ic_val xi = ic_input(g, &mi), xb = ic_input(g, &mb);
+    CHECK(ic_value_meta(g, ic_unary(g, IC_OP_EXP, xi))->dtype == IC_F32, "exp(i32)");
+    CHECK(ic_value_meta(g, ic_unary(g, IC_OP_SIGMOID, xb))->dtype == IC_F32, "sigmoid(bool)");
+    CHECK(ic_value_meta(g, ic_unary(g, IC_OP_NEG, xi))->dtype == IC_I32, "neg(i32)");
+    CHECK(ic_value_meta(g, ic_reduce(g, IC_OP_SUM, xi, 0, 0, -1))->dtype == IC_I64, "sum(i32)");
+    CHECK(ic_value_meta(g, ic_reduce(g, IC_OP_SUM, xb, 0, 0, -1))->dtype == IC_I64, "sum(bool)");
+    CHECK(ic_value_meta(g, ic_reduce(g, IC_OP_AMAX, xi, 0, 0, -1))->dtype == IC_I32, "amax(i32)");
+    CHECK(ic_value_meta(g, ic_where(g, xb, xi, ic_scalar(g, 1.5, IC_F64)))->dtype == IC_F32, "where");
+    CHECK(ic_value_meta(g, ic_where(g, xb, xi, ic_scalar(g, 1, IC_I64)))->dtype == IC_I32, "where int");
+    CHECK(ic_value_meta(g, ic_reduce(g, IC_OP_SUM, xi, 0, 0, IC_F64))->dtype == IC_F64, "sum dtype=");
+    CHECK(ic_graph_error(g) == NULL, "no error yet");
+    CHECK(ic_reduce(g, IC_OP_MEAN, xi, 0, 0, -1) == IC_NONE && ic_graph_errcode(g) == IC_EINVALID, "mean(int)");
+    CHECK(ic_unary(g, IC_OP_EXP, xi) == IC_NONE, "sticky error");
+    ic_graph_free(g);
+}
+
+static void test_errors(void) {
+    cur_test = "errors";
+    ic_graph *g = ic_graph_new();
+    ic_meta a = {.dtype = IC_F32, .ndim = 2, .sizes = {3, 4}, .strides = {4, 1}};
+    ic_meta b = {.dtype = IC_F32, .ndim = 2, .sizes = {3, 5}, .strides = {5, 1}};
+    ic_val x = ic_input(g, &a), y = ic_input(g, &b);
+    CHECK(ic_binary(g, IC_OP_ADD, x, y) == IC_NONE && ic_graph_errcode(g) == IC_EINVALID, "bad broadcast");
+    CHECK(strstr(ic_graph_error(g), "must match") != NULL, "message: %s", ic_graph_error(g));
+    ic_err err;
+    CHECK(ic_compile(g, NULL, &err) == NULL && err.code == IC_EINVALID, "compile of a graph in error");
+    ic_graph_free(g);
+
+    g = ic_graph_new();
+    x = ic_input(g, &a);
+    int64_t bad[2] = {5, 5};
+    CHECK(ic_reshape(g, x, 2, bad) == IC_NONE && ic_graph_errcode(g) == IC_EINVALID, "bad reshape");
+    ic_graph_free(g);
+
+    g = ic_graph_new();
+    x = ic_input(g, &a);
+    int perm[2] = {0, 0};
+    CHECK(ic_permute(g, x, perm) == IC_NONE && ic_graph_errcode(g) == IC_EINVALID, "bad permute");
+    ic_graph_free(g);
+
+    g = ic_graph_new();
+    x = ic_input(g, &a);
+    CHECK(ic_reduce(g, IC_OP_SUM, x, 1u << 5, 0, -1) == IC_NONE && ic_graph_errcode(g) == IC_EINVALID, "bad dim");
+    ic_graph_free(g);
+
+    g = ic_graph_new();
+    ic_meta z = {.dtype = IC_F32, .ndim = 2, .sizes = {3, 0}, .strides = {1, 1}};
+    x = ic_input(g, &z);
+    CHECK(ic_reduce(g, IC_OP_AMAX, x, 2, 0, -1) == IC_NONE && ic_graph_errcode(g) == IC_EINVALID, "amax empty");
+    ic_graph_free(g);
+
+    g = ic_graph_new();
+    ic_meta h = {.dtype = IC_F16, .ndim = 1, .sizes = {8}, .strides = {1}};
+    x = ic_input(g, &h);
+    ic_output(g, ic_unary(g, IC_OP_EXP, x));
+    ic_compiled *c = ic_compile(g, NULL, &err);
+    CHECK(c == NULL && err.code == IC_EUNSUPPORTED, "f16 unsupported: %d %s", err.code, err.msg);
+    ic_graph_free(g);
+
+    g = ic_graph_new();
+    CHECK(ic_unary(g, IC_OP_EXP, 7) == IC_NONE && ic_graph_errcode(g) == IC_EINVALID, "bad handle");
+    ic_graph_free(g);
+
+    ic_options cuda = {.device = IC_CUDA};
+    g = ic_graph_new();
+    x = ic_input(g, &a);
+    ic_output(g, x);
+    CHECK(ic_compile(g, &cuda, &err) == NULL && err.code == IC_EUNSUPPORTED, "cuda");
+    ic_graph_free(g);
+}
+
+static void test_edges(void) {
+    cur_test = "edges";
+    /* zero-dim tensors, outputs that are inputs / scalars / repeated, size-0 reductions */
+    T *t = t_new();
+    int64_t s0[1] = {0};
+    R x = t_input(t, IC_F32, 0, s0, L_CONTIG);
+    int64_t s[2] = {5, 3};
+    R y = t_input(t, IC_F32, 2, s, L_STRIDED);
+    R z = t_bin(t, IC_OP_MUL, y, x);
+    t_output(t, z);
+    t_output(t, x);
+    t_output(t, y);
+    t_output(t, z);
+    t_output(t, t_red(t, IC_OP_SUM, y, 0, 0, -1));
+    t_output(t, t_bin(t, IC_OP_ADD, x, t_scalar(t, 2, IC_I64)));
+    t_run(t, defaults());
+    t_free(t);
+
+    t = t_new();
+    int64_t e[3] = {4, 0, 3};
+    R a = t_input(t, IC_F32, 3, e, L_CONTIG);
+    t_output(t, t_red(t, IC_OP_SUM, a, 2, 1, -1));
+    t_output(t, t_red(t, IC_OP_MEAN, a, 2, 0, -1));
+    t_output(t, t_red(t, IC_OP_SUM, a, 1, 0, -1));
+    t_output(t, t_un(t, IC_OP_EXP, a));
+    int64_t e2[2] = {4, 3};
+    R b = t_input(t, IC_I32, 2, e2, L_CONTIG);
+    t_output(t, t_red(t, IC_OP_SUM, b, 0, 0, -1));
+    t_output(t, t_red(t, IC_OP_AMAX, b, 1, 0, -1));
+    t_output(t, t_red(t, IC_OP_SUM, t_bin(t, IC_OP_GT, b, t_scalar(t, 0, IC_I64)), 2, 0, -1));
+    t_run(t, defaults());
+    t_free(t);
+
+    /* int arithmetic and int division */
+    t = t_new();
+    int64_t s3[2] = {7, 9};
+    R i = t_input(t, IC_I32, 2, s3, L_PERMUTED);
+    R j = t_input(t, IC_I64, 1, s3 + 1, L_CONTIG);
+    t_output(t, t_bin(t, IC_OP_ADD, i, j));
+    t_output(t, t_bin(t, IC_OP_MUL, i, t_scalar(t, 3, IC_I64)));
+    t_output(t, t_bin(t, IC_OP_DIV, i, t_bin(t, IC_OP_ADD, t_un(t, IC_OP_ABS, j), t_scalar(t, 1, IC_I64))));
+    t_output(t, t_bin(t, IC_OP_MAXIMUM, i, j));
+    t_output(t, t_un(t, IC_OP_RELU, i));
+    t_output(t, t_un(t, IC_OP_NEG, i));
+    t_output(t, t_bin(t, IC_OP_ADD, i, t_scalar(t, 0.5, IC_F64)));
+    t_run(t, defaults());
+    t_free(t);
+
+    /* NaN propagation through max reductions and maximum */
+    t = t_new();
+    int64_t s4[2] = {3, 37};
+    R n = t_input(t, IC_F32, 2, s4, L_CONTIG);
+    n.d[5] = NAN;
+    ((float *)t->store[0])[5] = NAN;
+    n.d[37 + 36] = NAN;
+    ((float *)t->store[0])[37 + 36] = NAN;
+    t_output(t, t_red(t, IC_OP_AMAX, n, 2, 0, -1));
+    t_output(t, t_red(t, IC_OP_AMIN, n, 2, 0, -1));
+    t_output(t, t_bin(t, IC_OP_MAXIMUM, n, t_scalar(t, 0, IC_F64)));
+    t_run(t, defaults());
+    t_free(t);
+}
+
+/* random DAGs mixing everything (differential fuzz) */
+static void test_random_graphs(int count) {
+    cur_test = "random_graphs";
+    for (int rep = 0; rep < count; rep++) {
+        T *t = t_new();
+        t->lo = -2;
+        t->hi = 2;
+        ic_dtype dt = rep % 4 == 3 ? IC_F64 : IC_F32;
+        int64_t s[8];
+        int nd = 1 + rndi(3);
+        for (int i = 0; i < nd; i++) s[i] = 1 + rndi(40);
+        R vals[32];
+        int nv = 0;
+        int nin = 1 + rndi(3);
+        for (int i = 0; i < nin; i++) {
+            int64_t b[8];
+            int k = i ? bshape(s, nd, b) : nd;
+            if (!i) memcpy(b, s, sizeof s);
+            vals[nv++] = t_input(t, dt, k, b, rndi(L_NLAYOUT));
+        }
+        int nops = 3 + rndi(10);
+        for (int i = 0; i < nops && nv < 30; i++) {
+            R a = vals[rndi(nv)], b = vals[rndi(nv)];
+            int kind = rndi(10);
+            R r;
+            if (kind < 3) {
+                static const ic_op safe[] = {IC_OP_EXP, IC_OP_TANH, IC_OP_SIGMOID, IC_OP_NEG, IC_OP_ABS,
+                                             IC_OP_RELU, IC_OP_GELU, IC_OP_SILU};
+                R c = t_un(t, IC_OP_TANH, a); /* keep values bounded */
+                r = t_un(t, safe[rndi(8)], c);
+            } else if (kind < 7) {
+                static const ic_op safe[] = {IC_OP_ADD, IC_OP_SUB, IC_OP_MUL, IC_OP_MAXIMUM};
+                r = t_bin(t, safe[rndi(4)], a, b);
+                r = t_un(t, IC_OP_TANH, r);
+            } else if (kind < 9 && a.m.ndim > 0) {
+                uint32_t mask = 1u << (a.m.ndim - 1);
+                if (rndi(3) == 0) mask = (uint32_t)rndi(1 << a.m.ndim);
+                r = t_red(t, red_ops[rndi(4)], a, mask, 1, -1);
+                r = t_un(t, IC_OP_TANH, r);
+            } else {
+                r = t_where(t, t_bin(t, IC_OP_GT, a, b), a, b);
+            }
+            if (ic_graph_error(t->g)) break;
+            vals[nv++] = r;
+        }
+        if (ic_graph_error(t->g)) {
+            CHECK(0, "builder: %s", ic_graph_error(t->g));
+            t_free(t);
+            continue;
+        }
+        t_output(t, vals[nv - 1]);
+        if (nv > 3 && rndi(2)) t_output(t, vals[nv - 3]);
+        runopts o = defaults();
+        o.atol = 1e-4;
+        o.rtol = 1e-4;
+        t_run(t, o);
+        t_free(t);
+    }
+}
+
+/* ---- fusion decisions on the describe text ---------------------------------------------- */
+static R rmsnorm_gelu(T *t, int64_t rows, int64_t cols) {
+    int64_t s[2] = {rows, cols};
+    R x = t_input(t, IC_F32, 2, s, L_CONTIG);
+    R w = t_input(t, IC_F32, 1, s + 1, L_CONTIG);
+    R ms = t_red(t, IC_OP_MEAN, t_bin(t, IC_OP_MUL, x, x), 2, 1, -1);
+    R r = t_un(t, IC_OP_RSQRT, t_bin(t, IC_OP_ADD, ms, t_scalar(t, 1e-6, IC_F64)));
+    R y = t_bin(t, IC_OP_MUL, t_bin(t, IC_OP_MUL, x, r), w);
+    return t_un(t, IC_OP_GELU, y);
+}
+
+static R softmax(T *t, R x) {
+    R m = t_red(t, IC_OP_AMAX, x, 1u << (x.m.ndim - 1), 1, -1);
+    R e = t_un(t, IC_OP_EXP, t_bin(t, IC_OP_SUB, x, m));
+    R s = t_red(t, IC_OP_SUM, e, 1u << (x.m.ndim - 1), 1, -1);
+    return t_bin(t, IC_OP_DIV, e, s);
+}
+
+static void test_fusion(void) {
+    cur_test = "fusion";
+    /* softmax: one kernel, three passes over a row, nothing stored but the output */
+    T *t = t_new();
+    int64_t s[2] = {67, 129};
+    R x = t_input(t, IC_F32, 2, s, L_CONTIG);
+    t_output(t, softmax(t, x));
+    runopts o = defaults();
+    o.expect_kernels = 1;
+    o.expect_describe[0] = "pass 0: reduce amax %1 fused(%1) noStore";
+    o.expect_describe[1] = "pass 1: reduce sum %4 fused(%2,%3,%4) noStore";
+    o.expect_describe[2] = "pass 2: store %5 -> out0 fused(%2,%3,%5)";
+    o.expect_describe[3] = "workspace 0 bytes";
+    t_run(t, o);
+    t_free(t);
+
+    /* RMSNorm + GELU: one kernel */
+    t = t_new();
+    t_output(t, rmsnorm_gelu(t, 33, 100));
+    o = defaults();
+    o.expect_kernels = 1;
+    o.expect_describe[0] = "pass 0: reduce mean";
+    o.expect_describe[1] = "pass 1: store";
+    o.expect_describe[2] = "workspace 0 bytes";
+    t_run(t, o);
+    t_free(t);
+
+    /* pointwise chain: one kernel, no intermediates, dims collapsed */
+    t = t_new();
+    int64_t s3[3] = {4, 5, 6};
+    R a = t_input(t, IC_F32, 3, s3, L_CONTIG);
+    R b = t_input(t, IC_F32, 3, s3, L_CONTIG);
+    R c = t_un(t, IC_OP_SIGMOID, t_bin(t, IC_OP_MUL, t_bin(t, IC_OP_ADD, a, b), t_scalar(t, 0.5, IC_F64)));
+    t_output(t, t_un(t, IC_OP_EXP, c));
+    o = defaults();
+    o.expect_kernels = 1;
+    o.expect_describe[0] = "outer [] inner [120]";
+    o.expect_describe[1] = "workspace 0 bytes";
+    t_run(t, o);
+    t_free(t);
+
+    /* multi-use value above the read threshold is realized (stored), below is inlined */
+    t = t_new();
+    R in[6];
+    for (int i = 0; i < 6; i++) in[i] = t_input(t, IC_F32, 3, s3, L_CONTIG);
+    R sum5 = in[0];
+    for (int i = 1; i < 6; i++) sum5 = t_bin(t, IC_OP_ADD, sum5, in[i]); /* 6 reads */
+    R r1 = t_red(t, IC_OP_SUM, sum5, 4, 0, -1);
+    R r2 = t_red(t, IC_OP_AMAX, sum5, 1, 0, -1);
+    t_output(t, r1);
+    t_output(t, r2);
+    o = defaults();
+    o.expect_describe[0] = "store %10 -> tmp";
+    t_run(t, o);
+    t_free(t);
+
+    t = t_new();
+    R p = t_input(t, IC_F32, 3, s3, L_CONTIG);
+    R q = t_un(t, IC_OP_EXP, p);
+    t_output(t, t_red(t, IC_OP_SUM, q, 4, 0, -1));
+    t_output(t, t_red(t, IC_OP_AMAX, q, 1, 0, -1));
+    o = defaults();
+    o.expect_kernels = 2;
+    o.forbid_describe[0] = "tmp";
+    t_run(t, o);
+    t_free(t);
+
+    /* layernorm-like: two reductions in one kernel; an output read at the same element is
+     * forwarded in registers */
+    t = t_new();
+    int64_t s2[2] = {16, 50};
+    R l = t_input(t, IC_F32, 2, s2, L_CONTIG);
+    R mu = t_red(t, IC_OP_MEAN, l, 2, 1, -1);
+    R d = t_bin(t, IC_OP_SUB, l, mu);
+    R var = t_red(t, IC_OP_MEAN, t_bin(t, IC_OP_MUL, d, d), 2, 1, -1);
+    R nrm = t_bin(t, IC_OP_MUL, d, t_un(t, IC_OP_RSQRT, t_bin(t, IC_OP_ADD, var, t_scalar(t, 1e-5, IC_F64))));
+    t_output(t, nrm);
+    t_output(t, t_un(t, IC_OP_RELU, nrm));
+    t_output(t, mu);
+    o = defaults();
+    o.expect_kernels = 1;
+    o.expect_describe[0] = "pass 2: store";
+    o.expect_describe[1] = "workspace 0 bytes";
+    t_run(t, o);
+    t_free(t);
+
+    /* views are index maps: permute+reshape feeding a pointwise op is one kernel */
+    t = t_new();
+    int64_t s4[3] = {8, 6, 4};
+    R v = t_input(t, IC_F32, 3, s4, L_CONTIG);
+    int pr[3] = {0, 2, 1};
+    int64_t ns[2] = {8, 24};
+    R vv = t_reshape(t, t_permute(t, v, pr), 2, ns);
+    t_output(t, t_bin(t, IC_OP_ADD, vv, t_scalar(t, 1, IC_F64)));
+    o = defaults();
+    o.expect_kernels = 1;
+    o.expect_describe[0] = "workspace 0 bytes";
+    t_run(t, o);
+    t_free(t);
+}
+
+static void test_big_and_threads(void) {
+    cur_test = "big_threads";
+    for (int nt = 1; nt <= 3; nt++) {
+        ic_set_num_threads(nt);
+        T *t = t_new();
+        t_output(t, rmsnorm_gelu(t, 257, 1000));
+        int64_t s[2] = {301, 517};
+        R x = t_input(t, IC_F32, 2, s, L_CONTIG);
+        t_output(t, softmax(t, x));
+        int64_t n1[1] = {100003};
+        R big = t_input(t, IC_F32, 1, n1, L_CONTIG);
+        t_output(t, t_un(t, IC_OP_TANH, big));
+        t_output(t, t_red(t, IC_OP_SUM, big, 0, 0, -1));
+        runopts o = defaults();
+        o.atol = 1e-3;
+        o.rtol = 1e-4;
+        t_run(t, o);
+        t_free(t);
+    }
+    ic_set_num_threads(2);
+    CHECK(ic_get_num_threads() == 2, "threads");
+}
+
+static void test_text(void) {
+    cur_test = "text";
+    ic_graph *g = ic_graph_new();
+    ic_meta m = {.dtype = IC_F32, .ndim = 2, .sizes = {4, 5}, .strides = {5, 1}};
+    ic_val x = ic_input(g, &m);
+    ic_val s = ic_scalar(g, 2.0, IC_F64);
+    ic_val y = ic_binary(g, IC_OP_MUL, x, s);
+    ic_val r = ic_reduce(g, IC_OP_SUM, y, 1u << 1, 1, -1);
+    ic_output(g, r);
+    char *txt = ic_graph_to_string(g);
+    const char *want = "%0 = input 0 : f32[4,5] strides=[5,1]\n"
+                       "%1 = scalar 2 : f64[]\n"
+                       "%2 = mul %0 %1 : f32[4,5]\n"
+                       "%3 = sum %2 dims=[1] keepdim : f32[4,1]\n"
+                       "output 0 = %3\n";
+    CHECK(strcmp(txt, want) == 0, "graph text:\n%s", txt);
+    free(txt);
+    CHECK(ic_graph_num_ops(g) == 2 && ic_graph_num_inputs(g) == 1 && ic_graph_num_outputs(g) == 1, "counts");
+    CHECK(ic_value_op(g, r) == IC_OP_SUM, "value op");
+    CHECK(strcmp(ic_op_name(IC_OP_GELU_TANH), "gelu_tanh") == 0, "op name");
+    CHECK(ic_dtype_size(IC_BF16) == 2 && strcmp(ic_dtype_name(IC_I64), "i64") == 0, "dtype helpers");
+    ic_graph_free(g);
+}
+
+int main(int argc, char **argv) {
+    const char *seed = getenv("TEST_SEED");
+    if (seed) rng = strtoull(seed, NULL, 10) * 2654435761u + 1;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int fuzz = argc > 1 ? atoi(argv[1]) : 150;
+    test_text();
+    test_promotion();
+    test_errors();
+    test_unary();
+    test_unary_special();
+    test_binary();
+    test_compare_where();
+    test_casts();
+    test_reductions();
+    test_views();
+    test_edges();
+    test_fusion();
+    test_big_and_threads();
+    test_random_graphs(fuzz);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double sec = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    printf("test_inductor: %d checks, %d failures, %.1f s\n", checks, failures, sec);
+    return failures ? 1 : 0;
+}
