@@ -150,7 +150,22 @@ PyObject *dh_make_resume(PyCodeObject *code, PyObject *globals, int target_pc, i
             goto done;
         PyTuple_SET_ITEM(varnames, nlocals + k, s);
     }
-    name = PyUnicode_FromFormat("torchc_resume_%U_at_%d", code->co_name, target_pc);
+    /* resume functions of resume functions keep the original name: torchc_resume_<fn>_at_<pc> */
+    PyObject *base = code->co_name;
+    Py_ssize_t cut = -1;
+    const char *bn = PyUnicode_AsUTF8(base);
+    if (bn && strncmp(bn, "torchc_resume_", 14) == 0) {
+        const char *at = strstr(bn + 14, "_at_");
+        cut = at ? at - (bn + 14) : -1;
+    }
+    if (cut >= 0) {
+        char nb[256];
+        snprintf(nb, sizeof nb, "torchc_resume_%.*s_at_%d", (int)(cut < 200 ? cut : 200), bn + 14,
+                 target_pc);
+        name = PyUnicode_FromString(nb);
+    } else {
+        name = PyUnicode_FromFormat("torchc_resume_%U_at_%d", base, target_pc);
+    }
     if (name == NULL)
         goto done;
     int flags = code->co_flags & ~(CO_VARARGS | CO_VARKEYWORDS);

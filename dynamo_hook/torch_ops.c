@@ -935,7 +935,8 @@ static int call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject 
                (name && (!strcmp(name, "abs") || !strcmp(name, "min") || !strcmp(name, "max") ||
                          !strcmp(name, "round") || !strcmp(name, "len"))) ||
                f == (PyObject *)&PyLong_Type || f == (PyObject *)&PyFloat_Type ||
-               f == (PyObject *)&PyBool_Type || f == (PyObject *)&PyTuple_Type;
+               f == (PyObject *)&PyBool_Type || f == (PyObject *)&PyTuple_Type ||
+               f == (PyObject *)&PyRange_Type;
     if (allconst && pure) {
         PyObject *tup = PyTuple_New(nargs);
         if (tup == NULL)
@@ -972,7 +973,7 @@ int sym_call(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, v
         if (self->kind == V_TENSOR) {
             int opi = sym_method_op(fn->obj);
             if (opi < 0)
-                return sym_fail(t, "Tensor.%U not supported", fn->obj);
+                return sym_fail(t, "Tensor.%U() not supported", fn->obj);
             var *all = sym_alloc(t, npos + 1);
             if (all == NULL)
                 return -1;
@@ -1126,6 +1127,19 @@ int sym_tensor_attr(trace *t, const var *x, PyObject *name, var *out) {
         return view_out(t, x->val, ic_permute(t->g, x->val, perm), out);
     }
     int opi = sym_method_op(name);
+    if (opi < 0 && name != NULL) {
+        /* any other Tensor method: tracked as a bound method; calling it breaks the graph */
+        PyObject *torch = PyImport_ImportModule("torch");
+        PyObject *tt = torch ? PyObject_GetAttrString(torch, "Tensor") : NULL;
+        Py_XDECREF(torch);
+        PyObject *m = tt ? PyObject_GetAttr(tt, name) : NULL;
+        Py_XDECREF(tt);
+        int callable = m != NULL && PyCallable_Check(m) && !PyType_Check(m);
+        Py_XDECREF(m);
+        PyErr_Clear();
+        if (callable)
+            opi = NOPS; /* not in the table */
+    }
     if (opi >= 0) {
         var *self = sym_alloc(t, 1);
         if (self == NULL)

@@ -15,11 +15,19 @@ static PyObject *nn_module_type, *torch_module, *torch_size_type, *torch_dtype_t
 static PyObject *torch_device_type;
 
 int sym_fail(trace *t, const char *fmt, ...) {
+    /* PyUnicode_FromFormat: reasons may name Python objects (%U, %S, %R) */
     if (!t->failed) {
+        PyObject *et, *ev, *tb;
+        PyErr_Fetch(&et, &ev, &tb);
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(t->reason, sizeof t->reason, fmt, ap);
+        PyObject *msg = PyUnicode_FromFormatV(fmt, ap);
         va_end(ap);
+        const char *s = msg ? PyUnicode_AsUTF8(msg) : NULL;
+        snprintf(t->reason, sizeof t->reason, "%s", s ? s : fmt);
+        Py_XDECREF(msg);
+        PyErr_Clear();
+        PyErr_Restore(et, ev, tb);
         t->failed = 1;
     }
     return -1;
@@ -201,7 +209,7 @@ int sym_check_graph(trace *t) {
 
 static int is_simple_const(PyObject *o) {
     if (o == Py_None || PyBool_Check(o) || PyLong_CheckExact(o) || PyFloat_CheckExact(o) ||
-        PyUnicode_CheckExact(o) || o == Py_Ellipsis)
+        PyUnicode_CheckExact(o) || o == Py_Ellipsis || PyRange_Check(o))
         return 1;
     if (PyTuple_CheckExact(o) || (torch_size_type && Py_TYPE(o) == (PyTypeObject *)torch_size_type)) {
         for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(o); i++)

@@ -9,6 +9,8 @@ import torchc
 @pytest.fixture(autouse=True)
 def _fresh():
     torchc.reset()
+    # differential tests sweep many shapes through one function: allow the recompiles
+    torchc.config.recompile_limit = 1000
     torch.manual_seed(0)
     random.seed(0)
     yield

@@ -86,7 +86,7 @@ def test_recompile_limit_falls_back():
         assert stats()["compiles"] == 3
         assert any("recompile limit" in str(m.message) for m in w)
     finally:
-        torchc.config.recompile_limit = 8
+        torchc.config.recompile_limit = 1000
 
 
 
@@ -123,7 +123,7 @@ def test_unsupported_falls_back_with_reason():
     x = torch.randn(5)
     assert_same(cf(x), f(x))
     ex = explain_of(f, x)
-    assert ex.graph_break_count == 1 and ex.graph_count == 0
+    assert ex.graph_break_count == 1 and ex.graph_count == 2, ex  # graph, eager cumsum, graph
     assert "cumsum" in ex.break_reasons[0]
 
 

@@ -1198,7 +1198,83 @@ static void test_text(void) {
     ic_graph_free(g);
 }
 
+/* ---- benchmarks: test_inductor --bench [rows cols] ---------------------------------------- */
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void bench_graph(const char *name, T *t, int iters) {
+    ic_err err;
+    double t0 = now();
+    ic_compiled *c = ic_compile(t->g, NULL, &err);
+    double tc = now() - t0;
+    if (!c) {
+        printf("%s: compile failed: %s\n", name, err.msg);
+        return;
+    }
+    void *outs[16];
+    for (int i = 0; i < t->nout; i++) {
+        const ic_meta *m = ic_compiled_output_meta(c, i);
+        outs[i] = aligned_alloc(64, ((size_t)numel(m) * dsize(m->dtype) + 64) & ~(size_t)63);
+        memset(outs[i], 0, (size_t)numel(m) * dsize(m->dtype));
+    }
+    double ts[1000];
+    ic_run(c, t->store, outs, &err); /* warm-up */
+    for (int i = 0; i < iters; i++) {
+        double a = now();
+        ic_run(c, t->store, outs, &err);
+        ts[i] = now() - a;
+    }
+    qsort(ts, (size_t)iters, sizeof(double), cmp_double);
+    printf("%-28s kernels %d  compile %6.1f ms  run median %8.3f ms  min %8.3f ms  (threads %d)\n", name,
+           ic_compiled_num_kernels(c), tc * 1e3, ts[iters / 2] * 1e3, ts[0] * 1e3, ic_get_num_threads());
+    for (int i = 0; i < t->nout; i++) free(outs[i]);
+    ic_compiled_free(c);
+}
+
+static void bench(int64_t rows, int64_t cols) {
+    T *t = t_new();
+    t_output(t, rmsnorm_gelu(t, rows, cols));
+    bench_graph("rmsnorm+gelu", t, 50);
+    t_free(t);
+    t = t_new();
+    int64_t s[2] = {rows, cols};
+    R x = t_input(t, IC_F32, 2, s, L_CONTIG);
+    t_output(t, softmax(t, x));
+    bench_graph("softmax", t, 50);
+    t_free(t);
+    t = t_new();
+    x = t_input(t, IC_F32, 2, s, L_CONTIG);
+    R y = t_input(t, IC_F32, 2, s, L_CONTIG);
+    t_output(t, t_bin(t, IC_OP_ADD, t_bin(t, IC_OP_MUL, x, y), t_scalar(t, 1, IC_F64)));
+    bench_graph("x*y+1", t, 50);
+    t_free(t);
+    t = t_new();
+    x = t_input(t, IC_F32, 2, s, L_CONTIG);
+    t_output(t, t_un(t, IC_OP_GELU, x));
+    bench_graph("gelu", t, 50);
+    t_free(t);
+    t = t_new();
+    int64_t s1[1] = {64};
+    x = t_input(t, IC_F32, 1, s1, L_CONTIG);
+    t_output(t, t_un(t, IC_OP_RELU, t_bin(t, IC_OP_ADD, x, t_scalar(t, 1, IC_F64))));
+    bench_graph("tiny relu(x+1) [64]", t, 200);
+    t_free(t);
+}
+
 int main(int argc, char **argv) {
+    if (argc > 1 && strcmp(argv[1], "--bench") == 0) {
+        int64_t rows = argc > 3 ? atoll(argv[2]) : 4096, cols = argc > 3 ? atoll(argv[3]) : 1024;
+        bench(rows, cols);
+        return 0;
+    }
     const char *seed = getenv("TEST_SEED");
     if (seed) rng = strtoull(seed, NULL, 10) * 2654435761u + 1;
     struct timespec t0, t1;
