@@ -29,6 +29,19 @@ static void *const *job_bufs;
 static int64_t job_n;
 static int job_parts;
 
+/* Busy-wait budget of an idle worker before it sleeps (pause instructions, ~40 ns each).
+ * Short on purpose: a spinning worker steals a core from eager ops (OpenMP) that run
+ * between compiled graphs. TORCHC_SPIN overrides it. */
+static int spin_iters(void) {
+    static int v = -1;
+    if (v < 0) {
+        const char *s = getenv("TORCHC_SPIN");
+        v = s ? atoi(s) : 2000;
+        if (v < 0) v = 0;
+    }
+    return v;
+}
+
 static void run_part(int part) {
     if (part >= job_parts) return;
     int64_t lo = job_n * part / job_parts, hi = job_n * (part + 1) / job_parts;
@@ -40,11 +53,9 @@ static void *worker(void *arg) {
     unsigned seen = 0;
     for (;;) {
         /* spin a little, then sleep */
-        unsigned g = 0;
-        for (int i = 0; i < 20000; i++) {
-            g = atomic_load_explicit(&job_gen, memory_order_acquire);
-            if (g != seen) break;
-            if (i > 100) sched_yield();
+        for (int i = 0; i < spin_iters(); i++) {
+            if (atomic_load_explicit(&job_gen, memory_order_acquire) != seen) break;
+            __builtin_ia32_pause();
         }
         pthread_mutex_lock(&mu);
         while (!stop && atomic_load(&job_gen) == seen) pthread_cond_wait(&cv_start, &mu);
@@ -120,8 +131,7 @@ void ic_parallel_for(ic_kernel_fn fn, void *const *bufs, int64_t n, int nthreads
     pthread_mutex_unlock(&mu);
     run_part(0);
     /* wait: spin, then sleep */
-    for (int i = 0; i < 200000 && atomic_load(&pending) > 0; i++)
-        if (i > 1000) sched_yield();
+    for (int i = 0; i < 4 * spin_iters() && atomic_load(&pending) > 0; i++) __builtin_ia32_pause();
     pthread_mutex_lock(&mu);
     while (atomic_load(&pending) > 0) pthread_cond_wait(&cv_done, &mu);
     pthread_mutex_unlock(&mu);
