@@ -665,7 +665,10 @@ size_t ll_format_table(const ll_layout *L, char *buf, size_t cap) {
     put(&o, "[");
     for (int i = 0; i < L->n_out; i++) put(&o, "%s%s", i ? ", " : "", L->out[i].name);
     put(&o, "] each element held by %llu index%s", (unsigned long long)1 << dup, dup ? "es" : "");
-    if (L->n_in > 1) put(&o, "; cells: <dim letter><index>... :<%s>", L->in[0].name);
+    int others = 0;
+    for (int i = 1; i < L->n_in; i++) others += L->in[i].log2 > 0;
+    if (others) put(&o, "; cells: <dim letter><index>...:<%s>", L->in[0].name);
+    else if (L->n_in) put(&o, "; cells: <%s>", L->in[0].name);
     put(&o, "\n");
     int n = L->n_out;
     int cdim = n - 1, rdim = n - 2; /* last out dim = columns, previous = rows */
