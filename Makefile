@@ -72,3 +72,6 @@ bench: build
 
 clean:
 	rm -rf build build-asan torchc/*.so
+
+# Helper makefiles (targets owned by their subsystems), e.g. mk/gpu.mk: ptx-check
+-include mk/*.mk

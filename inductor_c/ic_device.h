@@ -1,0 +1,48 @@
+/* ic_device.h — the GPU (CUDA) side of inductor_c's public API, beside ic.h.
+ *
+ * ic_compile(g, &opts, &err) with opts.device == IC_CUDA (opts.device_index = ordinal)
+ * generates NVPTX kernels and loads them through the CUDA driver (libcuda opened with
+ * dlopen at run time, never linked). Without a usable driver it fails with
+ * IC_EUNSUPPORTED, so callers fall back to eager.
+ *
+ * Buffers: inputs/outputs are device pointers owned by the caller (PyTorch tensors).
+ * Intermediates come from the allocator the caller registers (PyTorch's caching allocator
+ * through csrc's bridge), so they are stream-ordered like PyTorch's own.
+ */
+#ifndef IC_DEVICE_H
+#define IC_DEVICE_H
+
+#include "ic.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ic_device_allocator {
+    /* returns a device pointer of at least bytes (256-byte aligned) and an opaque handle */
+    void *(*alloc)(size_t bytes, int device, void *stream, void **handle);
+    void (*release)(void *handle);
+} ic_device_allocator;
+
+/* Registers the allocator for device intermediates (NULL: cuMemAlloc/cuMemFree). */
+void ic_set_device_allocator(const ic_device_allocator *a);
+
+/* Like ic_run, on a CUDA stream (CUstream; NULL = legacy default stream). For CPU-compiled
+ * graphs the stream is ignored. Launches are asynchronous on that stream. */
+int ic_run_stream(const ic_compiled *c, void *const *inputs, void *const *outputs, void *stream,
+                  ic_err *err);
+
+/* 1 when libcuda loads, initializes and has at least one device; the reason otherwise. */
+int ic_cuda_available(void);
+const char *ic_cuda_unavailable_reason(void);
+
+/* PTX text of a CUDA-compiled graph (malloc'd, caller frees), or NULL. */
+char *ic_compiled_ptx(const ic_compiled *c);
+
+/* PTX for a graph without any GPU (make ptx-check): target sm_XY as XY (e.g. 90). */
+char *ic_graph_to_ptx(const ic_graph *g, int sm, ic_err *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
