@@ -159,6 +159,8 @@ typedef struct ic_kernel {
     int32_t ovar[IC_MAX_DIMS], ivar[IC_MAX_DIMS];
     int64_t osize[IC_MAX_DIMS], isize[IC_MAX_DIMS];
     int64_t ntiles, tile;        /* tiling of the innermost var (pointwise kernels) */
+    bool vec_outer;              /* lanes = 16 consecutive values of the last outer var */
+    int64_t nchunks;             /* vec_outer: chunks of the last outer var */
     int64_t iters;               /* outer iterations = prod(osize) * ntiles */
     int64_t work;                /* elements touched per call (parallel heuristic) */
     int npos;                    /* positions used: 0 .. npos-1 */

@@ -61,7 +61,7 @@ static LLVMValueRef splat_const(LLVMValueRef s, int width) {
 }
 
 LLVMValueRef cg_splat(cg *g, LLVMValueRef s, int width) {
-    if (width <= 1) return s;
+    if (width <= 1 || LLVMGetTypeKind(LLVMTypeOf(s)) == LLVMVectorTypeKind) return s;
     if (LLVMIsConstant(s)) return splat_const(s, width);
     LLVMTypeRef vt = LLVMVectorType(LLVMTypeOf(s), (unsigned)width);
     LLVMValueRef v = LLVMBuildInsertElement(B, LLVMGetPoison(vt), s, LLVMConstInt(g->i32, 0, 0), "");
@@ -503,7 +503,11 @@ static void emit_items(cg *g, ic_kernel *k, int pos, LLVMValueRef *vacc, LLVMVal
     }
 }
 
-static void gen_pass(cg *g, ic_kernel *k, int pos, LLVMValueRef tile) {
+/* One pass over the inner vars at position pos. Row mode: the innermost inner var is
+ * vectorized (vector loop + scalar tail), reductions end in a tree reduction. vec_outer
+ * mode: lanes run along the last outer var, every inner var is a scalar loop and each lane
+ * accumulates its own output. */
+static void gen_pass(cg *g, ic_kernel *k, int pos, LLVMValueRef tile, bool vouter) {
     LLVMValueRef *vacc = calloc((size_t)k->nitems, sizeof *vacc);
     LLVMValueRef *sacc = calloc((size_t)k->nitems, sizeof *sacc);
     if (!vacc || !sacc) {
@@ -519,7 +523,19 @@ static void gen_pass(cg *g, ic_kernel *k, int pos, LLVMValueRef tile) {
         LLVMBuildStore(B, red_identity(g, it, IC_VF), vacc[j]);
         LLVMBuildStore(B, red_identity(g, it, 1), sacc[j]);
     }
-    if (k->ninner == 0) {
+    int32_t ov = vouter ? k->ovar[k->nouter - 1] : -1;
+    if (vouter) {
+        lp loops[IC_MAX_DIMS];
+        for (int d = 0; d < k->ninner; d++) {
+            lp_begin(g, &loops[d], NULL, LLVMConstInt(g->i64, 0, 0),
+                     LLVMConstInt(g->i64, (unsigned long long)k->isize[d], 0), 1);
+            g->var_val[k->ivar[d]] = loops[d].i;
+        }
+        g->width = IC_VF;
+        g->vec_var = ov;
+        emit_items(g, k, pos, vacc, sacc);
+        for (int d = k->ninner - 1; d >= 0; d--) lp_end(g, &loops[d]);
+    } else if (k->ninner == 0) {
         g->width = 1;
         g->vec_var = -1;
         emit_items(g, k, pos, vacc, sacc);
@@ -553,17 +569,21 @@ static void gen_pass(cg *g, ic_kernel *k, int pos, LLVMValueRef tile) {
         lp_end(g, &sl);
         for (int d = k->ninner - 2; d >= 0; d--) lp_end(g, &outer[d]);
     }
-    g->width = 1;
-    g->vec_var = -1;
+    g->width = vouter ? IC_VF : 1;
+    g->vec_var = ov;
     g->gen++;
     for (int j = 0; j < k->nitems; j++) {
         ic_item *it = &k->items[j];
         if (it->pos != pos || it->kind != IT_REDUCE) continue;
-        LLVMValueRef s = LLVMBuildLoad2(B, cg_type(g, it->acc, 1), sacc[j], "");
-        LLVMValueRef r = s;
-        if (k->ninner > 0) {
-            LLVMValueRef v = LLVMBuildLoad2(B, cg_type(g, it->acc, IC_VF), vacc[j], "");
-            r = red_combine(g, it, hreduce(g, it, v), s);
+        LLVMValueRef r;
+        if (vouter) {
+            r = LLVMBuildLoad2(B, cg_type(g, it->acc, IC_VF), vacc[j], "");
+        } else {
+            r = LLVMBuildLoad2(B, cg_type(g, it->acc, 1), sacc[j], "");
+            if (k->ninner > 0) {
+                LLVMValueRef v = LLVMBuildLoad2(B, cg_type(g, it->acc, IC_VF), vacc[j], "");
+                r = red_combine(g, it, hreduce(g, it, v), r);
+            }
         }
         if (it->red_op == IC_OP_MEAN) r = LLVMBuildFDiv(B, r, fconst(g, r, (double)it->red_count), "");
         g->rowval[j] = r;
@@ -571,6 +591,19 @@ static void gen_pass(cg *g, ic_kernel *k, int pos, LLVMValueRef tile) {
     }
     free(vacc);
     free(sacc);
+}
+
+/* All positions of one row (or, vec_outer, of 16 rows side by side). */
+static void gen_row(cg *g, ic_kernel *k, LLVMValueRef tile, bool vouter) {
+    for (int p = 0; p < k->npos; p++) {
+        if (p % 2) {
+            gen_pass(g, k, p, tile, vouter);
+        } else {
+            g->width = vouter ? IC_VF : 1;
+            g->vec_var = vouter ? k->ovar[k->nouter - 1] : -1;
+            emit_items(g, k, p, NULL, NULL);
+        }
+    }
 }
 
 static void gen_kernel(cg *g, ic_kernel *k, const char *name, const char *cpu, const char *feat) {
@@ -657,21 +690,43 @@ static void gen_kernel(cg *g, ic_kernel *k, const char *name, const char *cpu, c
         tile = LLVMBuildURem(B, it, nt, "");
         it = LLVMBuildUDiv(B, it, nt, "");
     }
-    for (int d = k->nouter - 1; d >= 0; d--) {
+    int last = k->nouter - 1;
+    LLVMValueRef chunk = NULL;
+    if (k->vec_outer) {
+        LLVMValueRef nc = LLVMConstInt(g->i64, (unsigned long long)k->nchunks, 0);
+        chunk = LLVMBuildURem(B, it, nc, "");
+        it = LLVMBuildUDiv(B, it, nc, "");
+        last--;
+    }
+    for (int d = last; d >= 0; d--) {
         LLVMValueRef s = LLVMConstInt(g->i64, (unsigned long long)k->osize[d], 0);
         g->var_val[k->ovar[d]] = d == 0 ? it : LLVMBuildURem(B, it, s, "");
         if (d > 0) it = LLVMBuildUDiv(B, it, s, "");
     }
-    g->width = 1;
-    g->vec_var = -1;
-    for (int p = 0; p < k->npos; p++) {
-        if (p % 2) {
-            gen_pass(g, k, p, tile);
-        } else {
-            g->width = 1;
-            g->vec_var = -1;
-            emit_items(g, k, p, NULL, NULL);
-        }
+    if (k->vec_outer) {
+        /* full chunk: 16 lanes; last partial chunk: lane by lane in row mode */
+        int32_t ov = k->ovar[k->nouter - 1];
+        LLVMValueRef S = LLVMConstInt(g->i64, (unsigned long long)k->osize[k->nouter - 1], 0);
+        LLVMValueRef base = LLVMBuildMul(B, chunk, LLVMConstInt(g->i64, IC_VF, 0), "");
+        LLVMValueRef full = LLVMBuildICmp(B, LLVMIntSLE, LLVMBuildAdd(B, base, LLVMConstInt(g->i64, IC_VF, 0), ""), S, "");
+        LLVMBasicBlockRef vb = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "vouter");
+        LLVMBasicBlockRef sb = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "vtail");
+        LLVMBasicBlockRef jb = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "vjoin");
+        LLVMBuildCondBr(B, full, vb, sb);
+        LLVMPositionBuilderAtEnd(B, vb);
+        g->var_val[ov] = base;
+        gen_row(g, k, tile, true);
+        LLVMBuildBr(B, jb);
+        LLVMPositionBuilderAtEnd(B, sb);
+        lp tl;
+        lp_begin(g, &tl, NULL, base, S, 1);
+        g->var_val[ov] = tl.i;
+        gen_row(g, k, tile, false);
+        lp_end(g, &tl);
+        LLVMBuildBr(B, jb);
+        LLVMPositionBuilderAtEnd(B, jb);
+    } else {
+        gen_row(g, k, tile, false);
     }
     lp_end(g, &ol);
     LLVMBuildRetVoid(B);

@@ -165,7 +165,9 @@ LLVMValueRef vm_gelu(cg *g, LLVMValueRef x) {
     LLVMTypeRef T = LLVMTypeOf(x);
     LLVMValueRef s = LLVMBuildFMul(B, x, K(0.70710678118654752440), "");
     LLVMValueRef h = LLVMBuildFMul(B, x, K(0.5), "");
-    return LLVMBuildFMul(B, h, erf_impl(g, s, true), "");
+    LLVMValueRef r = LLVMBuildFMul(B, h, erf_impl(g, s, true), "");
+    /* eager's f32 gelu(+inf) is NaN (its vectorized erf); a drop-in matches it */
+    return sel(g, LLVMRealOEQ, x, K(__builtin_inf()), K(__builtin_nan("")), r);
 }
 
 LLVMValueRef vm_sigmoid(cg *g, LLVMValueRef x) {

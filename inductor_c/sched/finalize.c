@@ -194,6 +194,48 @@ static void mark_needed(ic_ctx *c, bool *needed, int kidx, int pos, ic_xid x, ui
     if (e->c >= 0) mark_needed(c, needed, kidx, pos, e->c, seen);
 }
 
+/* Cost of vectorizing a load along a var: 0 broadcast, 1 contiguous, 2 short stride
+ * (gather within a few cache lines), 4 anything else. */
+static int vcost(ic_ctx *c, ic_ix ix, int32_t v) {
+    bool na;
+    int64_t k = ix_coeff(c, ix, v, &na);
+    if (na) return 4;
+    if (k < 0) k = -k;
+    return k == 0 ? 0 : k == 1 ? 1 : k <= 4 ? 2 : 4;
+}
+
+static void count_contig(ic_ctx *c, ic_xid x, int32_t v, int32_t w, int *nv, int *nw, uint8_t *seen) {
+    if (seen[x]) return;
+    seen[x] = 1;
+    const ic_x *e = &c->xs[x];
+    if (e->kind == X_LOADF) {
+        *nv += vcost(c, e->ix, v);
+        *nw += vcost(c, e->ix, w);
+        return;
+    }
+    if (e->kind == X_ROWVAL) return;
+    if (e->a >= 0) count_contig(c, e->a, v, w, nv, nw, seen);
+    if (e->b >= 0) count_contig(c, e->b, v, w, nv, nw, seen);
+    if (e->c >= 0) count_contig(c, e->c, v, w, nv, nw, seen);
+}
+
+/* Reductions whose inputs are contiguous along the last outer var rather than the
+ * innermost reduced var (x.sum(0), column softmax) run 16 outputs per vector: the
+ * reduced dims become scalar loops and each lane keeps its own accumulator. */
+static void choose_vec_outer(ic_ctx *c, ic_kernel *k) {
+    k->vec_outer = false;
+    if (!k->has_red || k->nouter < 1 || k->ninner < 1) return;
+    int32_t ov = k->ovar[k->nouter - 1], iv = k->ivar[k->ninner - 1];
+    if (k->osize[k->nouter - 1] < 16) return;
+    int n_in = 0, n_out = 0;
+    uint8_t *seen = ic_alloc(c, (size_t)c->nxs);
+    for (int j = 0; j < k->nitems; j++)
+        if (k->items[j].inner) count_contig(c, k->items[j].expr, iv, ov, &n_in, &n_out, seen);
+    if (n_out >= n_in) return; /* costs: lower is better */
+    k->vec_outer = true;
+    k->nchunks = (k->osize[k->nouter - 1] + 15) / 16;
+}
+
 void ic_finalize_kernels(ic_ctx *c) {
     const ic_graph *g = c->g;
     bool *needed = ic_alloc(c, (size_t)g->n);
@@ -288,7 +330,9 @@ void ic_finalize_kernels(ic_ctx *c) {
             k->tile = t;
             k->ntiles = (inner + t - 1) / t;
         }
+        choose_vec_outer(c, k);
         k->iters = outer * k->ntiles;
+        if (k->vec_outer) k->iters = outer / k->osize[k->nouter - 1] * k->nchunks;
         int maxpos = 0;
         for (int j = 0; j < k->nitems; j++)
             if (k->items[j].pos > maxpos) maxpos = k->items[j].pos;
