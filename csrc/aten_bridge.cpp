@@ -105,6 +105,22 @@ PyObject *tc_empty_strided(int ndim, const int64_t *sizes, const int64_t *stride
 
 void *tc_data_ptr(PyObject *o) { return THPVariable_Unpack(o).data_ptr(); }
 
+void *tc_device_alloc(size_t bytes, int device, void *stream, void **handle) {
+    try {
+        auto *t = new at::Tensor(at::empty(
+            {(int64_t)(bytes ? bytes : 1)},
+            at::TensorOptions().dtype(at::kByte).device(c10::Device(c10::DeviceType::CUDA,
+                                                                    (c10::DeviceIndex)device))));
+        *handle = t;
+        return t->data_ptr();
+    } catch (const std::exception &) {
+        *handle = nullptr;
+        return nullptr;
+    }
+}
+
+void tc_device_release(void *handle) { delete static_cast<at::Tensor *>(handle); }
+
 int tc_grad_enabled(void) { return c10::GradMode::is_enabled() ? 1 : 0; }
 
 int tc_num_threads(void) { return at::get_num_threads(); }

@@ -48,6 +48,10 @@ void *tc_data_ptr(PyObject *o);
 int tc_grad_enabled(void);
 /* torch.get_num_threads() */
 int tc_num_threads(void);
+/* Device scratch memory from PyTorch's allocator (caching allocator on CUDA): returns the
+ * device pointer; *handle owns it until tc_device_release(handle). NULL on failure. */
+void *tc_device_alloc(size_t bytes, int device, void *stream, void **handle);
+void tc_device_release(void *handle);
 /* Fills the name of torch's version / build (for cache keys). */
 const char *tc_torch_version(void);
 

@@ -8,6 +8,10 @@
 #include "aten_bridge.h"
 #include "dh.h"
 #include "ic.h"
+#include "ic_device.h"
+
+__attribute__((weak)) void ic_set_device_allocator(const ic_device_allocator *a);
+__attribute__((weak)) int ic_cuda_available(void);
 
 
 /* ---- CompiledFunction: fn called with the hook active ----------------------------- */
@@ -193,6 +197,10 @@ PyMODINIT_FUNC PyInit__C(void) {
     ic_set_num_threads(tc_num_threads() > 0 ? tc_num_threads() : 1);
     if (dh_init(m) < 0)
         goto error;
+    if (ic_set_device_allocator) {
+        static const ic_device_allocator alloc = {tc_device_alloc, tc_device_release};
+        ic_set_device_allocator(&alloc);
+    }
     if (tc_layouts_init && tc_layouts_init(m) < 0)
         goto error;
     return m;

@@ -23,6 +23,14 @@
 #include "aten_bridge.h"
 #include "dh.h"
 #include "ic.h"
+#include "ic_device.h"
+
+/* The GPU half of inductor_c may be absent from a build: weak references. */
+__attribute__((weak)) int ic_cuda_available(void);
+__attribute__((weak)) const char *ic_cuda_unavailable_reason(void);
+__attribute__((weak)) void ic_set_device_allocator(const ic_device_allocator *a);
+__attribute__((weak)) int ic_run_stream(const ic_compiled *c, void *const *inputs,
+                                        void *const *outputs, void *stream, ic_err *err);
 
 #if PY_VERSION_HEX < 0x030B0000 || PY_VERSION_HEX >= 0x030D0000
 #error "dynamo_hook supports CPython 3.11 and 3.12"
@@ -101,6 +109,8 @@ typedef struct dh_entry {
     ic_compiled *compiled;  /* NULL when the graph has no outputs */
     char *graph_text;       /* printable graph (malloc'd) */
     int op_count;
+    int device_type;        /* TC_DEV_CPU / TC_DEV_CUDA: where the graph runs */
+    int device_index;
     double compile_ms;
     uint64_t hits;
     /* graph break: root outspec is a tuple (fn/cond, args..., stack..., locals...) */

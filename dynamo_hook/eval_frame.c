@@ -293,6 +293,24 @@ static PyObject *build_output(const dh_entry *e, int node, PyObject *const *outs
     return NULL;
 }
 
+/* torch's current CUDA stream of a device, through torch._C._cuda_getCurrentRawStream. */
+static int current_stream(int device, void **stream) {
+    static PyObject *fn;
+    if (fn == NULL) {
+        PyObject *tc = PyImport_ImportModule("torch._C");
+        fn = tc ? PyObject_GetAttrString(tc, "_cuda_getCurrentRawStream") : NULL;
+        Py_XDECREF(tc);
+        if (fn == NULL)
+            return -1;
+    }
+    PyObject *r = PyObject_CallFunction(fn, "i", device);
+    if (r == NULL)
+        return -1;
+    *stream = PyLong_AsVoidPtr(r);
+    Py_DECREF(r);
+    return PyErr_Occurred() ? -1 : 0;
+}
+
 /* Runs the instruction the trace stopped at, then the resume function.
  * state = (fn/cond, args..., stack..., locals...). */
 static PyObject *run_break(const dh_entry *e, PyObject *state) {
@@ -352,7 +370,8 @@ PyObject *dh_entry_run(const dh_entry *e, PyObject *const *values, void *const *
         ptrs[i] = data_ptrs[e->input_src[i]];
     for (int i = 0; i < nout; i++) {
         const ic_meta *m = ic_compiled_output_meta(e->compiled, i);
-        outs[i] = tc_empty_strided(m->ndim, m->sizes, m->strides, m->dtype, TC_DEV_CPU, 0);
+        outs[i] = tc_empty_strided(m->ndim, m->sizes, m->strides, m->dtype, e->device_type,
+                                   e->device_index);
         if (outs[i] == NULL)
             goto done;
         ptrs[e->ninputs + i] = tc_data_ptr(outs[i]);
@@ -360,9 +379,16 @@ PyObject *dh_entry_run(const dh_entry *e, PyObject *const *values, void *const *
     if (nout > 0) {
         ic_err err = {0};
         int rc;
-        Py_BEGIN_ALLOW_THREADS
-        rc = ic_run(e->compiled, ptrs, ptrs + e->ninputs, &err);
-        Py_END_ALLOW_THREADS
+        if (e->device_type == TC_DEV_CUDA) {
+            void *stream = NULL;
+            if (current_stream(e->device_index, &stream) < 0)
+                goto done;
+            rc = ic_run_stream ? ic_run_stream(e->compiled, ptrs, ptrs + e->ninputs, stream, &err) : -1;
+        } else {
+            Py_BEGIN_ALLOW_THREADS
+            rc = ic_run(e->compiled, ptrs, ptrs + e->ninputs, &err);
+            Py_END_ALLOW_THREADS
+        }
         if (rc != 0) {
             PyErr_Format(PyExc_RuntimeError, "torchc: compiled kernel failed: %s", err.msg);
             goto done;

@@ -71,6 +71,7 @@ typedef struct trace {
     var srcvar[DH_SRC_MAX];           /* the tracked value of each source */
     unsigned char srcdone[DH_SRC_MAX];
     int depth;                        /* inlining depth */
+    int device_type, device_index;    /* of the tensor inputs (-1: none yet) */
     sym_break brk;                    /* set when the top frame stops at a graph break */
     char reason[300];
     int failed;

@@ -1223,6 +1223,7 @@ dh_entry *dh_trace_frame(PyCodeObject *code, PyObject *const *localsplus, PyObje
     t->cfg = cfg;
     t->keep = PyList_New(0);
     t->g = ic_graph_new();
+    t->device_type = -1;
     if (t->keep == NULL || t->g == NULL) {
         if (t->g == NULL)
             PyErr_NoMemory();
@@ -1272,7 +1273,8 @@ dh_entry *dh_trace_frame(PyCodeObject *code, PyObject *const *localsplus, PyObje
             }
             if (!t->failed && !PyErr_Occurred() && nout > 0) {
                 ic_options opt = {0};
-                opt.device = IC_CPU;
+                opt.device = t->device_type == TC_DEV_CUDA ? IC_CUDA : IC_CPU;
+                opt.device_index = t->device_index > 0 ? t->device_index : 0;
                 opt.opt_level = 3;
                 ic_err err = {0};
                 Py_BEGIN_ALLOW_THREADS
@@ -1289,6 +1291,10 @@ dh_entry *dh_trace_frame(PyCodeObject *code, PyObject *const *localsplus, PyObje
         goto error; /* internal error: reported by the hook */
     e = finish(t, &ob, compiled);
     compiled = NULL;
+    if (e != NULL) {
+        e->device_type = t->device_type < 0 ? TC_DEV_CPU : t->device_type;
+        e->device_index = t->device_index > 0 ? t->device_index : 0;
+    }
     if (e != NULL && !e->fallback && t->brk.kind != DH_BRK_NONE) {
         e->brk = t->brk.kind;
         e->brk_nargs = t->brk.nargs;

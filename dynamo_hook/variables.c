@@ -231,8 +231,19 @@ static int wrap_tensor(trace *t, PyObject *o, int src, var *out) {
         return sym_fail(t, "unsupported tensor kind (subclass, sparse, quantized, conj/neg view...)");
     if (m.dtype < 0)
         return sym_fail(t, "unsupported dtype (complex or other)");
-    if (m.device_type != TC_DEV_CPU)
-        return sym_fail(t, "device %s not supported yet", m.device_type == TC_DEV_CUDA ? "cuda" : "other");
+    if (m.device_type == TC_DEV_CUDA) {
+        if (ic_cuda_available == NULL || !ic_cuda_available())
+            return sym_fail(t, "cuda tensors: the CUDA backend is not available (%s)",
+                            ic_cuda_available ? ic_cuda_unavailable_reason() : "not built");
+    } else if (m.device_type != TC_DEV_CPU) {
+        return sym_fail(t, "device type not supported");
+    }
+    if (t->device_type < 0) {
+        t->device_type = m.device_type;
+        t->device_index = m.device_index;
+    } else if (t->device_type != m.device_type || t->device_index != m.device_index) {
+        return sym_fail(t, "tensors on different devices (eager decides)");
+    }
     if (m.requires_grad && tc_grad_enabled())
         return sym_fail(t, "input requires grad with grad mode on (training not supported yet)");
     ic_meta im = {0};
