@@ -475,6 +475,7 @@ typedef struct shuf {
     uint64_t a_img[LL_MAX_BITS]; /* A(kernel vector i) */
     int wdim;            /* log2 of sub-rounds per group */
     llx_echelon wext;    /* basis of W extended to the src register space */
+    bool m_identity;     /* M == I: lanes read themselves unless P_lr k != 0 */
 } shuf;
 
 static uint64_t a_of(const shuf *sh, uint64_t d) {
@@ -554,6 +555,12 @@ static int shuf_setup(shuf *sh, const ll_cvt_plan *plan, const ll_layout *dst, i
         if (sr && llx_ech_add(&ew, sr, 0)) vpush(&W, sr);
     }
     sh->wdim = W.n;
+    sh->m_identity = true;
+    for (int q = 0; q < v->in_lane_bits; q++) {
+        uint64_t sr, sl, d = (uint64_t)1 << q;
+        view_apply(v, a_of(sh, d), d, &sr, &sl);
+        if (sl != d) sh->m_identity = false;
+    }
     llx_ech_init(&sh->wext);
     for (int i = 0; i < W.n; i++) llx_ech_add(&sh->wext, W.v[i], (uint64_t)1 << i);
     for (int j = 0; j < v->out_reg_bits; j++)
@@ -561,14 +568,14 @@ static int shuf_setup(shuf *sh, const ll_cvt_plan *plan, const ll_layout *dst, i
     return LL_OK;
 }
 
-/* Does round k (a group of dst registers) move anything between lanes? */
+/* Does round k (a group of dst registers) move anything between lanes?  The
+ * sender of d is P_lr k ^ M d, so all lanes read themselves exactly when
+ * M == I and P_lr k == 0. */
 static bool group_needs(const shuf *sh, uint64_t k) {
-    for (uint64_t d = 0; d < ((uint64_t)1 << sh->v.in_lane_bits); d++) {
-        uint64_t sr, sl;
-        view_apply(&sh->v, k ^ a_of(sh, d), d, &sr, &sl);
-        if (sl != d) return true;
-    }
-    return false;
+    if (!sh->m_identity) return true;
+    uint64_t sr, sl;
+    view_apply(&sh->v, k, 0, &sr, &sl);
+    return sl != 0;
 }
 
 /* Sub-round of receiver d: coordinates along W of the register it wants

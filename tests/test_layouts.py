@@ -381,6 +381,14 @@ def test_bank_conflicts_known_and_simulated():
     bc = L.bank_conflicts(reg, plain, 32, 1)
     assert (bc.instructions, bc.wavefronts, bc.max_wavefronts) == (32, 1024, 32) and bc.conflicts == 992
     assert L.bank_conflicts(reg, swz, 32, 1).wavefronts == 32
+    # mma accumulators (fp16) into a row-major 128x128 tile: 8 rows share the banks -> 8-way;
+    # the 128-byte NVMMA swizzle removes every conflict.
+    acc = L.mma_accumulator([128, 128], [4, 2])
+    bc = L.bank_conflicts(acc, L.shared_swizzled([128, 128]), 16)
+    assert bc.vec == 2 and bc.max_wavefronts == 8 and bc.wavefronts == 8 * bc.instructions
+    bc = L.bank_conflicts(acc, L.nvmma_shared([128, 128], 16, 128), 16)
+    assert bc.vec == 2 and bc.conflicts == 0
+    assert (bc.instructions, bc.wavefronts) == simulate_banks(acc, L.nvmma_shared([128, 128], 16, 128), 16, 2)
     rng = random.Random(6)
     for _ in range(40):
         s0, s1 = 1 << rng.randint(3, 5), 1 << rng.randint(3, 5)
