@@ -47,6 +47,8 @@ LLVMTypeRef cg_type(cg *g, ic_dtype t, int width) {
     case IC_I64: s = g->i64; break;
     case IC_F32: s = g->f32; break;
     case IC_F64: s = g->f64; break;
+    case IC_F16: s = LLVMHalfTypeInContext(g->ctx); break;
+    case IC_BF16: s = g->i16; break; /* bits; math happens in f32 */
     default: ic_fail(g->c, IC_EUNSUPPORTED, "dtype %s not supported by the CPU backend", ic_dtype_name(t));
     }
     return width > 1 ? LLVMVectorType(s, (unsigned)width) : s;
@@ -200,8 +202,37 @@ static LLVMValueRef to_bool(cg *g, LLVMValueRef v, ic_dtype from) {
     return LLVMBuildICmp(B, LLVMIntNE, v, LLVMConstNull(t), "");
 }
 
+/* bf16 bits <-> f32 */
+static LLVMValueRef bf16_to_f32(cg *g, LLVMValueRef v) {
+    int w = g->width;
+    LLVMValueRef x = LLVMBuildZExt(B, v, cg_type(g, IC_I32, w), "");
+    x = LLVMBuildShl(B, x, cg_consti(g, cg_type(g, IC_I32, w), 16), "");
+    return LLVMBuildBitCast(B, x, cg_type(g, IC_F32, w), "");
+}
+
+static LLVMValueRef f32_to_bf16(cg *g, LLVMValueRef f) {
+    /* round to nearest even; NaN stays a (quiet) NaN */
+    int w = g->width;
+    LLVMTypeRef it = cg_type(g, IC_I32, w);
+    LLVMValueRef x = LLVMBuildBitCast(B, f, it, "");
+    LLVMValueRef lsb = LLVMBuildAnd(B, LLVMBuildLShr(B, x, cg_consti(g, it, 16), ""), cg_consti(g, it, 1), "");
+    LLVMValueRef r = LLVMBuildAdd(B, x, LLVMBuildAdd(B, lsb, cg_consti(g, it, 0x7FFF), ""), "");
+    r = LLVMBuildLShr(B, r, cg_consti(g, it, 16), "");
+    LLVMValueRef nan = LLVMBuildFCmp(B, LLVMRealUNO, f, f, "");
+    LLVMValueRef qn = LLVMBuildOr(B, LLVMBuildLShr(B, x, cg_consti(g, it, 16), ""), cg_consti(g, it, 0x40), "");
+    r = LLVMBuildSelect(B, nan, qn, r, "");
+    return LLVMBuildTrunc(B, r, cg_type(g, IC_I16, w), "");
+}
+
 static LLVMValueRef convert(cg *g, LLVMValueRef v, ic_dtype from, ic_dtype to) {
     if (from == to) return v;
+    if (from == IC_BF16) return convert(g, bf16_to_f32(g, v), IC_F32, to);
+    if (to == IC_BF16) {
+        if (from != IC_F32) v = convert(g, v, from, IC_F32);
+        return f32_to_bf16(g, v);
+    }
+    if (from == IC_F16 && to != IC_F32 && to != IC_F64) return convert(g, convert(g, v, IC_F16, IC_F32), IC_F32, to);
+    if (to == IC_F16 && !ic_is_float(from)) return convert(g, convert(g, v, from, IC_F32), IC_F32, IC_F16);
     LLVMTypeRef tt = cg_type(g, to, g->width);
     if (to == IC_BOOL) return to_bool(g, v, from);
     bool fu = from == IC_BOOL || from == IC_U8;
@@ -374,8 +405,18 @@ static LLVMValueRef emit(cg *g, ic_xid x) {
     switch (e.kind) {
     case X_CONST: {
         LLVMTypeRef t = cg_type(g, e.dtype, 1);
-        LLVMValueRef s = ic_is_float(e.dtype) ? LLVMConstReal(t, e.cval)
-                                              : LLVMConstInt(t, (unsigned long long)(long long)e.cval, 1);
+        LLVMValueRef s;
+        if (e.dtype == IC_BF16) {
+            float f = (float)e.cval;
+            uint32_t u;
+            memcpy(&u, &f, 4);
+            u = f != f ? (u >> 16) | 0x40 : (u + 0x7FFF + ((u >> 16) & 1)) >> 16;
+            s = LLVMConstInt(t, u & 0xFFFF, 0);
+        } else if (ic_is_float(e.dtype)) {
+            s = LLVMConstReal(t, e.cval);
+        } else {
+            s = LLVMConstInt(t, (unsigned long long)(long long)e.cval, 1);
+        }
         r = cg_splat(g, s, g->width);
         break;
     }
@@ -587,7 +628,7 @@ static void gen_pass(cg *g, ic_kernel *k, int pos, LLVMValueRef tile, bool voute
         }
         if (it->red_op == IC_OP_MEAN) r = LLVMBuildFDiv(B, r, fconst(g, r, (double)it->red_count), "");
         g->rowval[j] = r;
-        if (it->store) store(g, it, r);
+        if (it->store) store(g, it, convert(g, r, it->acc, it->dtype));
     }
     free(vacc);
     free(sacc);

@@ -5,7 +5,9 @@
  *   (body over one fresh index var per output dim), L_REDUCE (body over one var per input
  *   dim; red_mask tells which are reduced). Bodies load operands with X_LOAD(value, tuple),
  *   one index per operand dim. Broadcast, expand, permute and reshape are index maps here:
- *   no view ever copies. Operands are cast to the compute dtype (torch promotion).
+ *   no view ever copies. Operands are cast to the compute dtype (torch promotion); f16/bf16
+ *   math is done in f32 and rounded back after every op (eager semantics); reductions of
+ *   half types accumulate in f32.
  * Keeps: the graph. Breaks: nothing.
  */
 #include "../ic_internal.h"
@@ -21,6 +23,18 @@ static ic_xid load_bcast(ic_ctx *c, ic_val u, int nd, const int32_t *var) {
     return x_load(c, u, ixv_make(c, m->ndim, t), m->dtype);
 }
 
+static bool is_half(ic_dtype t) { return t == IC_F16 || t == IC_BF16; }
+
+/* f16/bf16 math runs in f32 and rounds to the half type after each op, as eager does */
+static ic_dtype compute_type(ic_dtype t) { return is_half(t) ? IC_F32 : t; }
+
+static ic_xid op_in(ic_ctx *c, ic_op op, ic_dtype t, ic_dtype ct, ic_xid a, ic_xid b) {
+    ic_dtype cc = compute_type(ct);
+    ic_dtype rt = t == ct ? cc : t;
+    ic_xid r = x_op(c, op, rt, x_cast(c, a, cc), b >= 0 ? x_cast(c, b, cc) : -1, -1);
+    return x_cast(c, r, t);
+}
+
 static ic_xid lower_pointwise(ic_ctx *c, ic_val v, const ic_node *n, const int32_t *var) {
     int nd = n->meta.ndim;
     ic_dtype t = n->meta.dtype;
@@ -28,7 +42,7 @@ static ic_xid lower_pointwise(ic_ctx *c, ic_val v, const ic_node *n, const int32
     if (k == IC_K_UNARY) {
         ic_xid a = load_bcast(c, n->in[0], nd, var);
         ic_dtype ct = n->op == IC_OP_LOGICAL_NOT ? IC_BOOL : t;
-        return x_op(c, n->op, t, x_cast(c, a, ct), -1, -1);
+        return op_in(c, n->op, t, ct, a, -1);
     }
     if (k == IC_K_BINARY) {
         ic_xid a = load_bcast(c, n->in[0], nd, var);
@@ -36,7 +50,7 @@ static ic_xid lower_pointwise(ic_ctx *c, ic_val v, const ic_node *n, const int32
         ic_dtype ct = t;
         if (n->op >= IC_OP_EQ && n->op <= IC_OP_GE) ct = ic_result_type(c->g, n->in, 2);
         if (n->op == IC_OP_LOGICAL_AND || n->op == IC_OP_LOGICAL_OR) ct = IC_BOOL;
-        return x_op(c, n->op, t, x_cast(c, a, ct), x_cast(c, b, ct), -1);
+        return op_in(c, n->op, t, ct, a, b);
     }
     if (n->op == IC_OP_WHERE) {
         ic_xid w = load_bcast(c, n->in[0], nd, var);
@@ -77,9 +91,6 @@ void ic_lower(ic_ctx *c) {
     for (ic_val v = 0; v < g->n; v++) {
         const ic_node *n = &g->nodes[v];
         ic_lnode *L = &c->ln[v];
-        if (n->meta.dtype == IC_F16 || n->meta.dtype == IC_BF16)
-            ic_fail(c, IC_EUNSUPPORTED, "%%%d: dtype %s is not supported by the CPU backend yet", v,
-                    ic_dtype_name(n->meta.dtype));
         if (n->op == IC_OP_INPUT) {
             L->kind = L_INPUT;
             L->body = -1;
@@ -97,7 +108,7 @@ void ic_lower(ic_ctx *c) {
             L->ndim = am->ndim;
             L->red_mask = am->ndim ? n->dim_mask : 0;
             L->red_op = n->op;
-            L->acc = n->meta.dtype;
+            L->acc = compute_type(n->meta.dtype);
             L->red_count = 1;
             ic_ix T[IC_MAX_DIMS];
             for (int d = 0; d < am->ndim; d++) {

@@ -118,7 +118,7 @@ static ic_xid inl_value(inl *S, ic_val u, ic_ixv T) {
                 return x_load(c, u, T, dt);
             }
             add_dep(S, it);
-            if (I->kind == IT_REDUCE) return x_rowval(c, it, dt);
+            if (I->kind == IT_REDUCE) return x_cast(c, x_rowval(c, it, I->acc), dt);
         }
         return x_load(c, u, T, dt);
     }

@@ -97,8 +97,19 @@ static double *talloc(T *t, int64_t n) {
     return p;
 }
 
+static float bf16_round(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if (f != f) return f;
+    u = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16) << 16;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
 static double round_to(double x, ic_dtype t) {
     switch (t) {
+    case IC_F16: return (double)(_Float16)(float)x;
+    case IC_BF16: return (double)bf16_round((float)x);
     case IC_F32: return (double)(float)x;
     case IC_F64: return x;
     case IC_BOOL: return x != 0;
@@ -144,6 +155,14 @@ static void store_elem(void *p, ic_dtype t, int64_t i, double v) {
     case IC_I64: ((int64_t *)p)[i] = (int64_t)v; break;
     case IC_F32: ((float *)p)[i] = (float)v; break;
     case IC_F64: ((double *)p)[i] = v; break;
+    case IC_F16: ((_Float16 *)p)[i] = (_Float16)(float)v; break;
+    case IC_BF16: {
+        float f = bf16_round((float)v);
+        uint32_t u;
+        memcpy(&u, &f, 4);
+        ((uint16_t *)p)[i] = (uint16_t)(u >> 16);
+        break;
+    }
     default: break;
     }
 }
@@ -157,6 +176,13 @@ static double load_elem(const void *p, ic_dtype t, int64_t i) {
     case IC_I64: return (double)((const int64_t *)p)[i];
     case IC_F32: return ((const float *)p)[i];
     case IC_F64: return ((const double *)p)[i];
+    case IC_F16: return (double)((const _Float16 *)p)[i];
+    case IC_BF16: {
+        uint32_t u = (uint32_t)((const uint16_t *)p)[i] << 16;
+        float f;
+        memcpy(&f, &u, 4);
+        return f;
+    }
     default: return 0;
     }
 }
@@ -545,6 +571,12 @@ static void t_run(T *t, runopts o) {
         if (r->m.dtype == IC_F64) {
             atol = atol * 1e-6;
             rtol = rtol * 1e-6;
+        } else if (r->m.dtype == IC_F16) {
+            atol = atol > 1e-3 ? atol : 1e-3;
+            rtol = 2e-3;
+        } else if (r->m.dtype == IC_BF16) {
+            atol = atol > 1e-2 ? atol : 1e-2;
+            rtol = 1.6e-2;
         }
         for (int64_t j = 0; j < n; j++) {
             double got = load_elem(outs[i], r->m.dtype, j);
@@ -891,9 +923,8 @@ static void test_errors(void) {
     g = ic_graph_new();
     ic_meta h = {.dtype = IC_F16, .ndim = 1, .sizes = {8}, .strides = {1}};
     x = ic_input(g, &h);
-    ic_output(g, ic_unary(g, IC_OP_EXP, x));
-    ic_compiled *c = ic_compile(g, NULL, &err);
-    CHECK(c == NULL && err.code == IC_EUNSUPPORTED, "f16 unsupported: %d %s", err.code, err.msg);
+    ic_output(g, ic_binary(g, IC_OP_POW, ic_cast(g, x, IC_I32), ic_scalar(g, 2, IC_I64)));
+    CHECK(ic_graph_errcode(g) == IC_EUNSUPPORTED, "integer pow unsupported");
     ic_graph_free(g);
 
     g = ic_graph_new();
@@ -1190,6 +1221,45 @@ static void test_vec_outer(void) {
     t_free(t);
 }
 
+static void test_half(void) {
+    cur_test = "half";
+    /* f16/bf16: math in f32, rounded to the half type after each op (eager semantics) */
+    for (int rep = 0; rep < 12; rep++) {
+        ic_dtype dt = rep % 2 ? IC_BF16 : IC_F16;
+        T *t = t_new();
+        t->lo = -2;
+        t->hi = 2;
+        int64_t s[8];
+        int nd = 1 + rndi(3);
+        for (int i = 0; i < nd; i++) s[i] = 1 + rndi(37);
+        R x = t_input(t, dt, nd, s, rndi(L_NLAYOUT));
+        R w = t_input(t, dt, 1, s + nd - 1, L_CONTIG);
+        R y = t_bin(t, IC_OP_MUL, x, w);
+        t_output(t, t_un(t, unary_ops[rndi(15)] == IC_OP_LOG ? IC_OP_EXP : IC_OP_GELU, y));
+        t_output(t, t_bin(t, IC_OP_ADD, y, t_scalar(t, 0.5, IC_F64)));
+        t_output(t, t_red(t, IC_OP_SUM, x, 1u << (nd - 1), 1, -1));
+        t_output(t, t_red(t, IC_OP_AMAX, y, 1u << (nd - 1), 0, -1));
+        t_output(t, t_cast(t, x, IC_F32));
+        t_output(t, t_cast(t, t_un(t, IC_OP_SIGMOID, x), rep % 4 < 2 ? IC_F16 : IC_BF16));
+        t_output(t, t_bin(t, IC_OP_GT, x, t_scalar(t, 0.25, IC_F64)));
+        R f = t_input(t, IC_F32, nd, s, L_CONTIG);
+        t_output(t, t_bin(t, IC_OP_MUL, f, x)); /* promotes to f32 */
+        t_output(t, t_where(t, t_bin(t, IC_OP_LT, f, x), x, t_scalar(t, 1.5, IC_F64)));
+        runopts o = defaults();
+        o.atol = 1e-3;
+        o.rtol = 1e-3;
+        t_run(t, o);
+        t_free(t);
+    }
+    /* softmax in half */
+    T *t = t_new();
+    int64_t s2[2] = {9, 70};
+    R x = t_input(t, IC_BF16, 2, s2, L_CONTIG);
+    t_output(t, softmax(t, x));
+    t_run(t, defaults());
+    t_free(t);
+}
+
 static void test_big_and_threads(void) {
     cur_test = "big_threads";
     for (int nt = 1; nt <= 3; nt++) {
@@ -1332,6 +1402,7 @@ int main(int argc, char **argv) {
     test_edges();
     test_fusion();
     test_vec_outer();
+    test_half();
     test_big_and_threads();
     test_random_graphs(fuzz);
     clock_gettime(CLOCK_MONOTONIC, &t1);
