@@ -45,6 +45,7 @@ void llx_fix_shifts(ll_layout *L) {
     int s = 0;
     for (int i = 0; i < L->n_in; i++) { L->in[i].shift = (uint8_t)s; s += L->in[i].log2; }
     L->in_bits = (uint8_t)s;
+    for (int k = s; k < LL_MAX_BITS; k++) L->basis[k] = 0; /* no stale bases above in_bits */
     s = 0;
     for (int i = 0; i < L->n_out; i++) { L->out[i].shift = (uint8_t)s; s += L->out[i].log2; }
     L->out_bits = (uint8_t)s;
