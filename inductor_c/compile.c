@@ -115,7 +115,7 @@ static ic_compiled *pipeline(ic_ctx *c, const ic_graph *g, const ic_options *o) 
         free(s);
     }
     /* 6. LLVM IR, O3, JIT */
-    ic_kernel_fn *fns = ic_alloc(c, (size_t)(c->nkernels + 1) * sizeof(ic_kernel_fn));
+    ic_kernel_fn *fns = ic_alloc(c, (size_t)(2 * c->nkernels + 1) * sizeof(ic_kernel_fn));
     if (c->nkernels > 0) ic_codegen_cpu(c, fns, &out->jit_rt);
 
     /* 7. the compiled object (outlives the arena) */
@@ -124,13 +124,16 @@ static ic_compiled *pipeline(ic_ctx *c, const ic_graph *g, const ic_options *o) 
     out->noutputs = G->noutputs;
     out->nbufs = c->nbufs;
     out->ws_size = c->ws_size;
+    int nrk = 0;
+    for (int k = 0; k < c->nkernels; k++) nrk += c->kernels[k].split ? 2 : 1;
     out->nkernels = c->nkernels;
+    out->nrun = nrk;
     out->num_threads = o->num_threads;
     out->out_meta = calloc((size_t)G->noutputs + 1, sizeof(ic_meta));
     out->buf_offset = calloc((size_t)c->nbufs + 1, sizeof(int64_t));
     out->buf_index = calloc((size_t)c->nbufs + 1, sizeof(int));
     out->buf_kind = calloc((size_t)c->nbufs + 1, sizeof(int));
-    out->kernels = calloc((size_t)c->nkernels + 1, sizeof(ic_rkernel));
+    out->kernels = calloc((size_t)nrk + 1, sizeof(ic_rkernel));
     if (!out->out_meta || !out->buf_offset || !out->buf_index || !out->buf_kind || !out->kernels)
         ic_fail(c, IC_ENOMEM, "out of memory");
     for (int i = 0; i < G->noutputs; i++) {
@@ -142,10 +145,16 @@ static ic_compiled *pipeline(ic_ctx *c, const ic_graph *g, const ic_options *o) 
         out->buf_index[b] = c->bufs[b].index;
         out->buf_kind[b] = c->bufs[b].kind;
     }
-    for (int k = 0; k < c->nkernels; k++) {
-        out->kernels[k].fn = fns[k];
-        out->kernels[k].iters = c->kernels[k].iters;
-        out->kernels[k].work = c->kernels[k].work;
+    for (int k = 0, r = 0; k < c->nkernels; k++) {
+        const ic_kernel *K = &c->kernels[k];
+        out->kernels[r].fn = fns[2 * k];
+        out->kernels[r].iters = K->split ? K->ntiles : K->iters;
+        out->kernels[r++].work = K->work;
+        if (K->split) {
+            out->kernels[r].fn = fns[2 * k + 1];
+            out->kernels[r].iters = 1;
+            out->kernels[r++].work = 0;
+        }
     }
     c->out = NULL;
     return out;
@@ -235,7 +244,7 @@ IC_API int ic_run(const ic_compiled *c, void *const *inputs, void *const *output
         }
     }
     int nt = c->num_threads > 0 ? c->num_threads : ic_get_num_threads();
-    for (int k = 0; k < c->nkernels; k++) {
+    for (int k = 0; k < c->nrun; k++) {
         const ic_rkernel *K = &c->kernels[k];
         if (K->iters <= 0) continue;
         if (nt > 1 && K->iters > 1 && K->work >= PAR_MIN_WORK)

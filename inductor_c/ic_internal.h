@@ -160,6 +160,9 @@ typedef struct ic_kernel {
     int64_t osize[IC_MAX_DIMS], isize[IC_MAX_DIMS];
     int64_t ntiles, tile;        /* tiling of the innermost var (pointwise kernels) */
     bool vec_outer;              /* lanes = 16 consecutive values of the last outer var */
+    bool split;                  /* one big row: pass 1 in ntiles parallel parts writing
+                                    partial accumulators, then a combine kernel */
+    int partial_buf;             /* split: buffer of ntiles x nitems 8-byte partials */
     int64_t nchunks;             /* vec_outer: chunks of the last outer var */
     int64_t iters;               /* outer iterations = prod(osize) * ntiles */
     int64_t work;                /* elements touched per call (parallel heuristic) */
@@ -194,7 +197,8 @@ struct ic_compiled {
     int64_t *buf_offset; /* per buffer: -1 input/output, else workspace offset */
     int *buf_index;      /* per buffer: input/output number */
     int *buf_kind;
-    int nkernels;
+    int nkernels;      /* scheduled kernels (ic_compiled_num_kernels) */
+    int nrun;          /* runtime kernels: split kernels add a combine step */
     ic_rkernel *kernels;
     char *describe;
     void *jit_rt;        /* LLVMOrcResourceTrackerRef */
@@ -292,9 +296,11 @@ void ic_finalize_kernels(ic_ctx *c);    /* sched/finalize.c */
 void ic_plan_buffers(ic_ctx *c);        /* sched/buffers.c */
 char *ic_describe_kernels(ic_ctx *c, bool detail); /* malloc'd */   /* sched/describe.c */
 /* codegen/cpu_llvm.c: builds, optimizes, JITs; fills fns (one per kernel) */
+/* fns[2k]: kernel k; fns[2k+1]: its combine kernel when split, else NULL */
 void ic_codegen_cpu(ic_ctx *c, ic_kernel_fn *fns, void **rt_out);
 void ic_codegen_cleanup(ic_ctx *c);
 /* runtime/jit.c */
+#define IC_SPLIT_PARTS 32
 int ic_jit_add_module(void *tsm, const char **names, int n, void **addrs, void **rt_out,
                       char *msg, size_t msgn);
 void ic_jit_remove(void *rt);

@@ -27,6 +27,7 @@ typedef struct cg {
     uint32_t *memo_gen;
     uint32_t gen;
     LLVMValueRef *rowval;    /* per item: reduction result of the current row */
+    LLVMValueRef loop_lo[IC_MAX_DIMS], loop_hi[IC_MAX_DIMS]; /* inner loop bounds */
 } cg;
 
 LLVMTypeRef cg_type(cg *g, ic_dtype t, int width);

@@ -527,6 +527,12 @@ static LLVMValueRef hreduce(cg *g, const ic_item *it, LLVMValueRef v) {
 }
 
 /* ---- kernel structure ------------------------------------------------------------------- */
+static void finish_reduce(cg *g, ic_kernel *k, int j, LLVMValueRef r) {
+    ic_item *it = &k->items[j];
+    if (it->red_op == IC_OP_MEAN) r = LLVMBuildFDiv(B, r, fconst(g, r, (double)it->red_count), "");
+    g->rowval[j] = r;
+    if (it->store) store(g, it, convert(g, r, it->acc, it->dtype));
+}
 static void emit_items(cg *g, ic_kernel *k, int pos, LLVMValueRef *vacc, LLVMValueRef *sacc) {
     g->gen++;
     for (int j = 0; j < k->nitems; j++) {
@@ -548,6 +554,14 @@ static void emit_items(cg *g, ic_kernel *k, int pos, LLVMValueRef *vacc, LLVMVal
  * vectorized (vector loop + scalar tail), reductions end in a tree reduction. vec_outer
  * mode: lanes run along the last outer var, every inner var is a scalar loop and each lane
  * accumulates its own output. */
+/* split kernels: phase 1 writes the partial accumulators of part `tile` */
+static void store_partial(cg *g, ic_kernel *k, int j, LLVMValueRef tile, LLVMValueRef r) {
+    LLVMValueRef slot = LLVMBuildAdd(B, LLVMBuildMul(B, tile, LLVMConstInt(g->i64, (unsigned)k->nitems, 0), ""),
+                                     LLVMConstInt(g->i64, (unsigned)j, 0), "");
+    LLVMValueRef p = LLVMBuildGEP2(B, g->i64, g->buf_ptr[k->partial_buf], &slot, 1, "");
+    LLVMBuildStore(B, r, p);
+}
+
 static void gen_pass(cg *g, ic_kernel *k, int pos, LLVMValueRef tile, bool vouter) {
     LLVMValueRef *vacc = calloc((size_t)k->nitems, sizeof *vacc);
     LLVMValueRef *sacc = calloc((size_t)k->nitems, sizeof *sacc);
@@ -581,20 +595,25 @@ static void gen_pass(cg *g, ic_kernel *k, int pos, LLVMValueRef tile, bool voute
         g->vec_var = -1;
         emit_items(g, k, pos, vacc, sacc);
     } else {
+        /* tiles (pointwise) and split parts cut the outermost inner var */
         lp outer[IC_MAX_DIMS];
+        for (int d = 0; d < k->ninner; d++) {
+            LLVMValueRef lo = LLVMConstInt(g->i64, 0, 0);
+            LLVMValueRef hi = LLVMConstInt(g->i64, (unsigned long long)k->isize[d], 0);
+            if (d == 0 && k->ntiles > 1) {
+                lo = LLVMBuildMul(B, tile, LLVMConstInt(g->i64, (unsigned long long)k->tile, 0), "");
+                LLVMValueRef h = LLVMBuildAdd(B, lo, LLVMConstInt(g->i64, (unsigned long long)k->tile, 0), "");
+                hi = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, h, hi, ""), h, hi, "");
+            }
+            g->loop_lo[d] = lo;
+            g->loop_hi[d] = hi;
+        }
         for (int d = 0; d + 1 < k->ninner; d++) {
-            lp_begin(g, &outer[d], NULL, LLVMConstInt(g->i64, 0, 0),
-                     LLVMConstInt(g->i64, (unsigned long long)k->isize[d], 0), 1);
+            lp_begin(g, &outer[d], NULL, g->loop_lo[d], g->loop_hi[d], 1);
             g->var_val[k->ivar[d]] = outer[d].i;
         }
         int32_t iv = k->ivar[k->ninner - 1];
-        int64_t n = k->isize[k->ninner - 1];
-        LLVMValueRef lo = LLVMConstInt(g->i64, 0, 0), hi = LLVMConstInt(g->i64, (unsigned long long)n, 0);
-        if (k->ntiles > 1) {
-            lo = LLVMBuildMul(B, tile, LLVMConstInt(g->i64, (unsigned long long)k->tile, 0), "");
-            LLVMValueRef h = LLVMBuildAdd(B, lo, LLVMConstInt(g->i64, (unsigned long long)k->tile, 0), "");
-            hi = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, h, hi, ""), h, hi, "");
-        }
+        LLVMValueRef lo = g->loop_lo[k->ninner - 1], hi = g->loop_hi[k->ninner - 1];
         lp vl, sl;
         lp_begin(g, &vl, NULL, lo, hi, IC_VF);
         g->width = IC_VF;
@@ -626,9 +645,11 @@ static void gen_pass(cg *g, ic_kernel *k, int pos, LLVMValueRef tile, bool voute
                 r = red_combine(g, it, hreduce(g, it, v), r);
             }
         }
-        if (it->red_op == IC_OP_MEAN) r = LLVMBuildFDiv(B, r, fconst(g, r, (double)it->red_count), "");
-        g->rowval[j] = r;
-        if (it->store) store(g, it, convert(g, r, it->acc, it->dtype));
+        if (k->split) {
+            store_partial(g, k, j, tile, r);
+            continue;
+        }
+        finish_reduce(g, k, j, r);
     }
     free(vacc);
     free(sacc);
@@ -647,11 +668,40 @@ static void gen_row(cg *g, ic_kernel *k, LLVMValueRef tile, bool vouter) {
     }
 }
 
-static void gen_kernel(cg *g, ic_kernel *k, const char *name, const char *cpu, const char *feat) {
+/* split kernels, phase 2: fold the partials of every part, then the row blocks after */
+static void gen_combine(cg *g, ic_kernel *k) {
+    g->width = 1;
+    g->vec_var = -1;
+    for (int j = 0; j < k->nitems; j++) {
+        ic_item *it = &k->items[j];
+        if (it->kind != IT_REDUCE) continue;
+        LLVMTypeRef at = cg_type(g, it->acc, 1);
+        LLVMValueRef acc = alloca_(g, at);
+        LLVMBuildStore(B, red_identity(g, it, 1), acc);
+        lp L;
+        lp_begin(g, &L, NULL, LLVMConstInt(g->i64, 0, 0), LLVMConstInt(g->i64, (unsigned long long)k->ntiles, 0), 1);
+        LLVMValueRef slot = LLVMBuildAdd(B, LLVMBuildMul(B, L.i, LLVMConstInt(g->i64, (unsigned)k->nitems, 0), ""),
+                                         LLVMConstInt(g->i64, (unsigned)j, 0), "");
+        LLVMValueRef p = LLVMBuildGEP2(B, g->i64, g->buf_ptr[k->partial_buf], &slot, 1, "");
+        LLVMValueRef x = LLVMBuildLoad2(B, at, p, "");
+        LLVMBuildStore(B, red_combine(g, it, LLVMBuildLoad2(B, at, acc, ""), x), acc);
+        lp_end(g, &L);
+        finish_reduce(g, k, j, LLVMBuildLoad2(B, at, acc, ""));
+    }
+    for (int p = 2; p < k->npos; p += 2) {
+        g->width = 1;
+        g->vec_var = -1;
+        emit_items(g, k, p, NULL, NULL);
+    }
+}
+
+/* phase 0: the kernel; split kernels: phase 1 the parallel parts, phase 2 the combine */
+static void gen_kernel(cg *g, ic_kernel *k, const char *name, const char *cpu, const char *feat, int phase) {
     ic_ctx *c = g->c;
     /* buffers used by this kernel */
     int *used = calloc((size_t)c->nbufs, sizeof(int));
     if (!used) ic_fail(c, IC_ENOMEM, "out of memory");
+    if (k->split) used[k->partial_buf] = 1;
     for (int j = 0; j < k->nitems; j++) {
         if (k->items[j].store) used[k->items[j].buf] = 1;
         /* scan loads */
@@ -723,6 +773,13 @@ static void gen_kernel(cg *g, ic_kernel *k, const char *name, const char *cpu, c
     LLVMPositionBuilderAtEnd(g->ab, g->entry);
     LLVMPositionBuilderAtEnd(B, start);
     memset(g->rowval, 0, sizeof(LLVMValueRef) * (size_t)(k->nitems + 1));
+    if (phase == 2) {
+        gen_combine(g, k);
+        LLVMBuildRetVoid(B);
+        LLVMPositionBuilderAtEnd(g->ab, g->entry);
+        LLVMBuildBr(g->ab, start);
+        return;
+    }
     lp ol;
     lp_begin(g, &ol, NULL, LLVMGetParam(body, 0), LLVMGetParam(body, 1), 1);
     LLVMValueRef it = ol.i, tile = NULL;
@@ -766,6 +823,8 @@ static void gen_kernel(cg *g, ic_kernel *k, const char *name, const char *cpu, c
         lp_end(g, &tl);
         LLVMBuildBr(B, jb);
         LLVMPositionBuilderAtEnd(B, jb);
+    } else if (phase == 1) {
+        gen_pass(g, k, 1, tile, false);
     } else {
         gen_row(g, k, tile, false);
     }
@@ -840,12 +899,18 @@ void ic_codegen_cpu(ic_ctx *c, ic_kernel_fn *fns, void **rt_out) {
     R->cpu = LLVMGetTargetMachineCPU(tm);
     R->feat = LLVMGetTargetMachineFeatureString(tm);
 
-    const char **names = ic_alloc(c, (size_t)(c->nkernels + 1) * sizeof(char *));
+    const char **names = ic_alloc(c, (size_t)(2 * c->nkernels + 1) * sizeof(char *));
+    int *slot = ic_alloc(c, (size_t)(2 * c->nkernels + 1) * sizeof(int));
+    int nnames = 0;
     for (int i = 0; i < c->nkernels; i++) {
-        char *nm = ic_alloc(c, 64);
-        snprintf(nm, 64, "ic%d_%s", mid, c->kernels[i].name);
-        names[i] = nm;
-        gen_kernel(g, &c->kernels[i], nm, R->cpu, R->feat);
+        ic_kernel *k = &c->kernels[i];
+        for (int ph = 0; ph < (k->split ? 2 : 1); ph++) {
+            char *nm = ic_alloc(c, 64);
+            snprintf(nm, 64, "ic%d_%s%s", mid, k->name, ph ? "_fin" : "");
+            names[nnames] = nm;
+            slot[nnames++] = 2 * i + ph;
+            gen_kernel(g, k, nm, R->cpu, R->feat, k->split ? ph + 1 : 0);
+        }
     }
     char *verr = NULL;
     if (LLVMVerifyModule(g->mod, LLVMReturnStatusAction, &verr)) {
@@ -883,10 +948,11 @@ void ic_codegen_cpu(ic_ctx *c, ic_kernel_fn *fns, void **rt_out) {
     R->mod = NULL; /* owned by tsm */
     LLVMOrcDisposeThreadSafeContext(R->tsc);
     R->tsc = NULL;
-    void **addrs = ic_alloc(c, (size_t)(c->nkernels + 1) * sizeof(void *));
-    if (ic_jit_add_module(tsm, names, c->nkernels, addrs, rt_out, msg, sizeof msg))
+    void **addrs = ic_alloc(c, (size_t)(nnames + 1) * sizeof(void *));
+    if (ic_jit_add_module(tsm, names, nnames, addrs, rt_out, msg, sizeof msg))
         ic_fail(c, IC_EINTERNAL, "JIT: %s", msg);
-    for (int i = 0; i < c->nkernels; i++) fns[i] = (ic_kernel_fn)addrs[i];
+    for (int i = 0; i < 2 * c->nkernels; i++) fns[i] = NULL;
+    for (int i = 0; i < nnames; i++) fns[slot[i]] = (ic_kernel_fn)addrs[i];
     cg_res_free(R);
     c->cg_res = NULL;
 }

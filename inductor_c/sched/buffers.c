@@ -39,6 +39,7 @@ void ic_plan_buffers(ic_ctx *c) {
             if (it->store && last[it->buf] < ki) last[it->buf] = ki;
             scan_reads(c, it->expr, ki, last, seen);
         }
+        if (k->split) first[k->partial_buf] = last[k->partial_buf] = ki;
     }
     /* slots: size and the kernel after which they are free */
     int nslots = 0;

@@ -236,6 +236,31 @@ static void choose_vec_outer(ic_ctx *c, ic_kernel *k) {
     k->nchunks = (k->osize[k->nouter - 1] + 15) / 16;
 }
 
+static int add_buffer(ic_ctx *c, int kind, int index, ic_val v, const ic_meta *m);
+
+/* A single huge row (x.sum(), (x*x).mean()) would run on one thread: cut its only pass
+ * into IC_SPLIT_PARTS ranges that run in parallel and leave partial accumulators; a
+ * combine kernel finishes the row. The parts cut the outermost inner var. Needs: no outer
+ * dims, items only in pass 0 and the row blocks after it. */
+static void choose_split(ic_ctx *c, ic_kernel *k, int64_t inner) {
+    k->split = false;
+    k->partial_buf = -1;
+    if (!k->has_red || k->nouter != 0 || k->ninner < 1 || inner < 65536 || k->isize[0] < 2) return;
+    for (int j = 0; j < k->nitems; j++) {
+        int p = k->items[j].pos;
+        if (p == 0 || (p % 2 == 1 && p != 1)) return;
+    }
+    int64_t n0 = k->isize[0];
+    int64_t parts = n0 < IC_SPLIT_PARTS ? n0 : IC_SPLIT_PARTS;
+    int64_t t = (n0 + parts - 1) / parts;
+    if (k->ninner == 1) t = (t + 63) & ~(int64_t)63;
+    k->split = true;
+    k->tile = t;
+    k->ntiles = (n0 + t - 1) / t;
+    ic_meta m = {.dtype = IC_I64, .ndim = 1, .sizes = {k->ntiles * k->nitems}, .strides = {1}};
+    k->partial_buf = add_buffer(c, 2, -1, -1, &m);
+}
+
 void ic_finalize_kernels(ic_ctx *c) {
     const ic_graph *g = c->g;
     bool *needed = ic_alloc(c, (size_t)g->n);
@@ -331,6 +356,7 @@ void ic_finalize_kernels(ic_ctx *c) {
             k->ntiles = (inner + t - 1) / t;
         }
         choose_vec_outer(c, k);
+        choose_split(c, k, inner);
         k->iters = outer * k->ntiles;
         if (k->vec_outer) k->iters = outer / k->osize[k->nouter - 1] * k->nchunks;
         int maxpos = 0;

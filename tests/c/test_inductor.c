@@ -1221,6 +1221,39 @@ static void test_vec_outer(void) {
     t_free(t);
 }
 
+static void test_split(void) {
+    cur_test = "split";
+    int64_t n1[1] = {200003};
+    int64_t n2[2] = {300, 701};
+    for (int rep = 0; rep < 4; rep++) {
+        T *t = t_new();
+        R x = rep == 1 ? t_input(t, IC_F32, 2, n2, L_PERMUTED) : t_input(t, rep == 2 ? IC_F64 : IC_F32, 1, n1, L_CONTIG);
+        if (rep == 3) {
+            x.d[12345] = NAN;
+            ((float *)t->store[0])[12345] = NAN;
+        }
+        R sq = t_bin(t, IC_OP_MUL, x, x);
+        R ms = t_red(t, IC_OP_MEAN, sq, 0, 0, -1);
+        t_output(t, t_un(t, IC_OP_SQRT, ms)); /* epilogue in the combine step */
+        t_output(t, t_red(t, IC_OP_AMAX, x, 0, 1, -1));
+        t_output(t, t_red(t, IC_OP_SUM, x, 0, 0, -1));
+        t_output(t, sq); /* a store in the split pass */
+        runopts o = defaults();
+        o.atol = 1e-3;
+        o.rtol = 1e-4;
+        o.expect_kernels = 1;
+        o.expect_describe[0] = " split ";
+        t_run(t, o);
+        t_free(t);
+    }
+    T *t = t_new();
+    R b = t_input(t, IC_I32, 1, n1, L_STRIDED);
+    t_output(t, t_red(t, IC_OP_SUM, b, 0, 0, -1));
+    t_output(t, t_red(t, IC_OP_AMIN, b, 0, 0, -1));
+    t_run(t, defaults());
+    t_free(t);
+}
+
 static void test_half(void) {
     cur_test = "half";
     /* f16/bf16: math in f32, rounded to the half type after each op (eager semantics) */
@@ -1403,6 +1436,7 @@ int main(int argc, char **argv) {
     test_fusion();
     test_vec_outer();
     test_half();
+    test_split();
     test_big_and_threads();
     test_random_graphs(fuzz);
     clock_gettime(CLOCK_MONOTONIC, &t1);
