@@ -121,6 +121,18 @@ void *tc_device_alloc(size_t bytes, int device, void *stream, void **handle) {
 
 void tc_device_release(void *handle) { delete static_cast<at::Tensor *>(handle); }
 
+int tc_copy_(PyObject *dst, PyObject *src) {
+    try {
+        c10::AutoGradMode no_grad(false);
+        at::Tensor d = THPVariable_Unpack(dst);
+        d.copy_(THPVariable_Unpack(src));
+        return 0;
+    } catch (const std::exception &e) {
+        PyErr_Format(PyExc_RuntimeError, "torchc: in-place copy-back failed: %s", e.what());
+        return -1;
+    }
+}
+
 int tc_grad_enabled(void) { return c10::GradMode::is_enabled() ? 1 : 0; }
 
 int tc_num_threads(void) { return at::get_num_threads(); }

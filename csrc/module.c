@@ -9,6 +9,7 @@
 #include "dh.h"
 #include "ic.h"
 #include "ic_device.h"
+#include "layouts_py.h"
 
 __attribute__((weak)) void ic_set_device_allocator(const ic_device_allocator *a);
 __attribute__((weak)) int ic_cuda_available(void);
@@ -175,8 +176,6 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef moduledef = {PyModuleDef_HEAD_INIT, "torchc._C",
                                        "torchc's C engine", -1, methods};
 
-/* layouts are built by their own team; the binding is optional at link time */
-__attribute__((weak)) int tc_layouts_init(PyObject *module);
 
 PyMODINIT_FUNC PyInit__C(void) {
     PyObject *m = NULL, *type = NULL;
@@ -201,7 +200,7 @@ PyMODINIT_FUNC PyInit__C(void) {
         static const ic_device_allocator alloc = {tc_device_alloc, tc_device_release};
         ic_set_device_allocator(&alloc);
     }
-    if (tc_layouts_init && tc_layouts_init(m) < 0)
+    if (tc_layouts_init(m) < 0)
         goto error;
     return m;
 error:

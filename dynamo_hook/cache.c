@@ -33,6 +33,8 @@ void dh_entry_free(dh_entry *e) {
     free(e->sources);
     free(e->guards);
     free(e->input_src);
+    free(e->mut_src);
+    free(e->mut_from);
     free(e->outs);
     free(e->reason);
     free(e->graph_text);

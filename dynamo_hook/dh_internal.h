@@ -104,6 +104,9 @@ typedef struct dh_entry {
     dh_guard *guards;
     int ninputs;            /* graph inputs, each a source index */
     int *input_src;
+    int nmut;               /* inputs updated in place: copy back after the kernels */
+    int *mut_src;           /* source of the updated tensor */
+    int *mut_from;          /* graph output index >= 0, or -1 - source index */
     int nouts;              /* outspec nodes; node 0 is the root */
     dh_outspec *outs;
     ic_compiled *compiled;  /* NULL when the graph has no outputs */

@@ -394,6 +394,12 @@ PyObject *dh_entry_run(const dh_entry *e, PyObject *const *values, void *const *
             goto done;
         }
     }
+    for (int i = 0; i < e->nmut; i++) {
+        int from = e->mut_from[i];
+        PyObject *srcobj = from >= 0 ? outs[from] : values[-1 - from];
+        if (tc_copy_(values[e->mut_src[i]], srcobj) < 0)
+            goto done;
+    }
     res = build_output(e, 0, outs, values);
     if (res != NULL && e->brk != DH_BRK_NONE) {
         PyObject *state = res;

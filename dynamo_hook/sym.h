@@ -23,6 +23,7 @@ typedef struct var {
     vkind kind;
     int src;        /* source index or -1 */
     ic_val val;     /* TENSOR */
+    int oid;        /* TENSOR: object id (aliases share it), 0: none */
     int op;         /* FUNC: torch op table index, or -1 */
     int is_list;    /* SEQ */
     int n;          /* SEQ / ITER: item count */
@@ -63,11 +64,16 @@ typedef struct trace {
     dh_guard *guards;
     int nguards, capguards;
     int *input_src;
+    int *input_oid;   /* the tensor object of each graph input (in-place updates) */
     int ninputs, capinputs;
     PyObject *keep; /* list: owns every object a var points at */
     /* per-value facts */
     unsigned char *view_of_input; /* indexed by ic_val */
     int capvals;
+    /* tensor objects: aliases share an oid; in-place updates change obj_val[oid] */
+    ic_val *obj_val;
+    unsigned char *obj_aliased;   /* a view of / from this object exists */
+    int nobj, capobj;
     var srcvar[DH_SRC_MAX];           /* the tracked value of each source */
     unsigned char srcdone[DH_SRC_MAX];
     int depth;                        /* inlining depth */
@@ -92,6 +98,11 @@ int sym_is_number(const var *v);
 void sym_mark_view(trace *t, ic_val out, ic_val in);
 int sym_is_view_of_input(trace *t, ic_val v);
 int sym_check_graph(trace *t); /* fails the trace if the graph is in error */
+/* In-place updates: the latest version of a value, resolution of a var (recursively in
+ * sequences), and recording that target now holds newval (cast to target's dtype). */
+int sym_new_object(trace *t, ic_val v); /* a fresh tensor object holding v: its oid */
+void sym_resolve(trace *t, var *v);
+int sym_mutate(trace *t, const var *target, ic_val newval);
 PyObject *sym_dtype_object(ic_dtype d);      /* borrowed torch.dtype */
 int sym_dtype_from_object(PyObject *o);      /* ic_dtype or -1 */
 int sym_variables_init(void);

@@ -995,10 +995,19 @@ static int out_reserve(trace *t, outbuf *ob, int k) {
     return at;
 }
 
-static int fill_out(trace *t, outbuf *ob, int at, const var *v, ic_val *outvals, int *nout) {
+static int fill_out(trace *t, outbuf *ob, int at, const var *v_in, ic_val *outvals, int *nout) {
     dh_outspec *o = &ob->o[at];
+    var rv = *v_in, *v = &rv;
+    sym_resolve(t, v);
     switch (v->kind) {
     case V_TENSOR: {
+        if (v->src >= 0 && t->srcdone[v->src] && t->srcvar[v->src].kind == V_TENSOR &&
+            t->srcvar[v->src].oid == v->oid) {
+            /* the input object itself (maybe updated in place: copied back first) */
+            o->kind = DH_O_SOURCE;
+            o->index = v->src;
+            return 0;
+        }
         if (ic_value_op(t->g, v->val) == IC_OP_INPUT) {
             if (v->src < 0) {
                 /* an input reached through a no-op (detach/contiguous): find its source */
@@ -1148,6 +1157,58 @@ done:
     return rc;
 }
 
+/* Inputs whose object was updated in place: their final value becomes an output and is
+ * copied back into the caller's tensor after the kernels (as eager would have written). */
+typedef struct mutlist {
+    int n;
+    int src[64], from[64];
+} mutlist;
+
+static void record_mutations(trace *t, ic_val *outvals, int *nout, mutlist *m) {
+    for (int i = 0; i < t->ninputs; i++) {
+        int oid = t->input_oid[i];
+        ic_val now = t->obj_val[oid];
+        if (ic_value_op(t->g, now) == IC_OP_INPUT && now == t->obj_val[oid] &&
+            ic_value_meta(t->g, now) != NULL) {
+            /* unchanged, or replaced by another input's value */
+            int k = -1;
+            for (int j = 0, c = 0; j <= now; j++)
+                if (ic_value_op(t->g, j) == IC_OP_INPUT) {
+                    if (j == now)
+                        k = c;
+                    c++;
+                }
+            if (k == i)
+                continue;
+            if (m->n >= 64 || k < 0) {
+                sym_fail(t, "too many in-place updated inputs");
+                return;
+            }
+            m->src[m->n] = t->input_src[i];
+            m->from[m->n++] = -1 - t->input_src[k];
+            continue;
+        }
+        int idx = -1;
+        for (int j = 0; j < *nout; j++)
+            if (outvals[j] == now)
+                idx = j;
+        if (idx < 0) {
+            if (*nout >= 64 || m->n >= 64) {
+                sym_fail(t, "too many outputs");
+                return;
+            }
+            if (ic_output(t->g, now) < 0) {
+                sym_check_graph(t);
+                return;
+            }
+            outvals[*nout] = now;
+            idx = (*nout)++;
+        }
+        m->src[m->n] = t->input_src[i];
+        m->from[m->n++] = idx;
+    }
+}
+
 /* ---- driver -------------------------------------------------------------------------- */
 
 static dh_entry *finish(trace *t, outbuf *ob, ic_compiled *compiled) {
@@ -1189,6 +1250,9 @@ static void trace_free(trace *t, outbuf *ob) {
         dh_guard_clear(&t->guards[i]);
     free(t->guards);
     free(t->input_src);
+    free(t->input_oid);
+    free(t->obj_val);
+    free(t->obj_aliased);
     free(t->view_of_input);
     if (ob) {
         for (int i = 0; i < ob->n; i++)
@@ -1208,6 +1272,7 @@ dh_entry *dh_trace_frame(PyCodeObject *code, PyObject *const *localsplus, PyObje
     outbuf ob = {0};
     dh_entry *e = NULL;
     dh_entry_brk brk = {{NULL, NULL}};
+    mutlist muts = {0};
     ic_compiled *compiled = NULL;
     if (t == NULL || f == NULL) {
         free(t);
@@ -1270,6 +1335,8 @@ dh_entry *dh_trace_frame(PyCodeObject *code, PyObject *const *localsplus, PyObje
                     fill_break(t, &ob, outvals, &nout, &brk);
                 else
                     fill_out(t, &ob, 0, &result, outvals, &nout);
+                if (!t->failed && !PyErr_Occurred())
+                    record_mutations(t, outvals, &nout, &muts);
             }
             if (!t->failed && !PyErr_Occurred() && nout > 0) {
                 ic_options opt = {0};
@@ -1291,6 +1358,19 @@ dh_entry *dh_trace_frame(PyCodeObject *code, PyObject *const *localsplus, PyObje
         goto error; /* internal error: reported by the hook */
     e = finish(t, &ob, compiled);
     compiled = NULL;
+    if (e != NULL && !e->fallback && muts.n > 0) {
+        e->mut_src = malloc(sizeof(int) * (size_t)muts.n);
+        e->mut_from = malloc(sizeof(int) * (size_t)muts.n);
+        if (e->mut_src == NULL || e->mut_from == NULL) {
+            dh_entry_free(e);
+            e = NULL;
+            PyErr_NoMemory();
+            goto error;
+        }
+        memcpy(e->mut_src, muts.src, sizeof(int) * (size_t)muts.n);
+        memcpy(e->mut_from, muts.from, sizeof(int) * (size_t)muts.n);
+        e->nmut = muts.n;
+    }
     if (e != NULL) {
         e->device_type = t->device_type < 0 ? TC_DEV_CPU : t->device_type;
         e->device_index = t->device_index > 0 ? t->device_index : 0;

@@ -52,7 +52,8 @@ static int tensor_out(trace *t, ic_val v, var *out) {
     out->kind = V_TENSOR;
     out->src = -1;
     out->val = v;
-    return 0;
+    out->oid = sym_new_object(t, v);
+    return out->oid > 0 ? 0 : -1;
 }
 
 static int is_none(const var *v) { return v == NULL || (v->kind == V_CONST && v->obj == Py_None); }
@@ -214,11 +215,17 @@ static int h_unary(trace *t, const opdef *d, var **p, var *out) {
     int inplace = 0;
     if (p[1] && get_bool(t, p[1], 0, &inplace, "inplace") < 0)
         return -1;
-    if (inplace)
-        return sym_fail(t, "%s(inplace=True) not supported yet", d->name);
     if (p[0]->kind != V_TENSOR)
         return sym_fail(t, "%s of a non-tensor", d->name);
-    return tensor_out(t, ic_unary(t->g, (ic_op)d->op, p[0]->val), out);
+    ic_val r = ic_unary(t->g, (ic_op)d->op, p[0]->val);
+    if (inplace) { /* F.relu(x, inplace=True): x is updated and returned */
+        if (sym_mutate(t, p[0], r) < 0)
+            return -1;
+        *out = *p[0];
+        sym_resolve(t, out);
+        return 0;
+    }
+    return tensor_out(t, r, out);
 }
 
 static int h_square(trace *t, const opdef *d, var **p, var *out) {
@@ -382,10 +389,13 @@ static int h_to(trace *t, const opdef *d, var **p, var *out) {
     return tensor_out(t, x, out);
 }
 
-static int view_out(trace *t, ic_val in, ic_val v, var *out) {
+static int view_out(trace *t, const var *in, ic_val v, var *out) {
     if (tensor_out(t, v, out) < 0)
         return -1;
-    sym_mark_view(t, v, in);
+    sym_mark_view(t, v, in->val);
+    if (in->oid > 0)
+        t->obj_aliased[in->oid] = 1;
+    t->obj_aliased[out->oid] = 1;
     return 0;
 }
 
@@ -399,7 +409,7 @@ static int h_reshape(trace *t, const opdef *d, var **p, var *out) {
     int64_t s64[IC_MAX_DIMS];
     for (int i = 0; i < n; i++)
         s64[i] = s[i];
-    return view_out(t, p[0]->val, ic_reshape(t->g, p[0]->val, n, s64), out);
+    return view_out(t, p[0], ic_reshape(t->g, p[0]->val, n, s64), out);
 }
 
 static int h_flatten(trace *t, const opdef *d, var **p, var *out) {
@@ -412,7 +422,7 @@ static int h_flatten(trace *t, const opdef *d, var **p, var *out) {
     if (!is_none(p[2]) && get_int(t, p[2], &b, "end_dim") < 0)
         return -1;
     if (m->ndim == 0)
-        return view_out(t, p[0]->val, ic_reshape(t->g, p[0]->val, 1, (int64_t[]){1}), out);
+        return view_out(t, p[0], ic_reshape(t->g, p[0]->val, 1, (int64_t[]){1}), out);
     int s, e;
     if (norm_dim(t, a, m->ndim, &s) < 0 || norm_dim(t, b, m->ndim, &e) < 0)
         return -1;
@@ -428,7 +438,7 @@ static int h_flatten(trace *t, const opdef *d, var **p, var *out) {
     sz[n++] = prod;
     for (int i = e + 1; i < m->ndim; i++)
         sz[n++] = m->sizes[i];
-    return view_out(t, p[0]->val, ic_reshape(t->g, p[0]->val, n, sz), out);
+    return view_out(t, p[0], ic_reshape(t->g, p[0]->val, n, sz), out);
 }
 
 static int h_permute(trace *t, const opdef *d, var **p, var *out) {
@@ -444,7 +454,7 @@ static int h_permute(trace *t, const opdef *d, var **p, var *out) {
     for (int i = 0; i < n; i++)
         if (norm_dim(t, s[i], nd, &perm[i]) < 0)
             return -1;
-    return view_out(t, p[0]->val, ic_permute(t->g, p[0]->val, perm), out);
+    return view_out(t, p[0], ic_permute(t->g, p[0]->val, perm), out);
 }
 
 static int h_transpose(trace *t, const opdef *d, var **p, var *out) {
@@ -477,7 +487,7 @@ static int h_transpose(trace *t, const opdef *d, var **p, var *out) {
     }
     perm[a] = b;
     perm[b] = a;
-    return view_out(t, p[0]->val, ic_permute(t->g, p[0]->val, perm), out);
+    return view_out(t, p[0], ic_permute(t->g, p[0]->val, perm), out);
 }
 
 static int h_unsqueeze(trace *t, const opdef *d, var **p, var *out) {
@@ -498,7 +508,7 @@ static int h_unsqueeze(trace *t, const opdef *d, var **p, var *out) {
         if (i < m->ndim)
             sz[n++] = m->sizes[i];
     }
-    return view_out(t, p[0]->val, ic_reshape(t->g, p[0]->val, n, sz), out);
+    return view_out(t, p[0], ic_reshape(t->g, p[0]->val, n, sz), out);
 }
 
 static int h_squeeze(trace *t, const opdef *d, var **p, var *out) {
@@ -524,7 +534,7 @@ static int h_squeeze(trace *t, const opdef *d, var **p, var *out) {
     for (int i = 0; i < m->ndim; i++)
         if (!(mask >> i & 1))
             sz[n++] = m->sizes[i];
-    return view_out(t, p[0]->val, ic_reshape(t->g, p[0]->val, n, sz), out);
+    return view_out(t, p[0], ic_reshape(t->g, p[0]->val, n, sz), out);
 }
 
 static int h_expand(trace *t, const opdef *d, var **p, var *out) {
@@ -540,7 +550,7 @@ static int h_expand(trace *t, const opdef *d, var **p, var *out) {
         int j = i - (n - m->ndim);
         s64[i] = (s[i] == -1 && j >= 0) ? m->sizes[j] : s[i];
     }
-    return view_out(t, p[0]->val, ic_expand(t->g, p[0]->val, n, s64), out);
+    return view_out(t, p[0], ic_expand(t->g, p[0]->val, n, s64), out);
 }
 
 static int h_identity(trace *t, const opdef *d, var **p, var *out) {
@@ -647,10 +657,35 @@ static int h_dropout(trace *t, const opdef *d, var **p, var *out) {
         training = 0;
     if (training)
         return sym_fail(t, "dropout in training mode (RNG) not supported yet");
-    if (inplace)
-        return sym_fail(t, "dropout(inplace=True) not supported yet");
+    (void)inplace; /* eval-mode dropout is the identity, in place or not */
     *out = *p[0];
     out->src = -1;
+    return 0;
+}
+
+/* zero_() / fill_(v) / copy_(src): the new value broadcast to self's shape */
+static int h_fill(trace *t, const opdef *d, var **p, var *out) {
+    if (p[0]->kind != V_TENSOR)
+        return sym_fail(t, "%s of a non-tensor", d->name);
+    const ic_meta *m = ic_value_meta(t->g, p[0]->val);
+    ic_val v;
+    if (d->op == 0)
+        v = ic_scalar(t->g, 0.0, IC_I64);
+    else if (p[1] == NULL)
+        return sym_fail(t, "%s needs a value", d->name);
+    else if (d->op == 2 && p[1]->kind != V_TENSOR)
+        return sym_fail(t, "copy_ from a non-tensor");
+    else if (as_tensor(t, p[1], &v) < 0)
+        return -1;
+    int64_t sz[IC_MAX_DIMS];
+    for (int i = 0; i < m->ndim; i++)
+        sz[i] = m->sizes[i];
+    ic_val c = ic_cast(t->g, v, m->dtype);
+    ic_val e = ic_expand(t->g, c, m->ndim, sz);
+    if (sym_mutate(t, p[0], e) < 0)
+        return -1;
+    *out = *p[0];
+    sym_resolve(t, out);
     return 0;
 }
 
@@ -716,6 +751,9 @@ static const opdef OPS[] = {
     {"squeeze", W_TORCH | W_METHOD, "input,dim", h_squeeze, 0},
     {"expand", W_METHOD, "input,*sizes", h_expand, 0},
     {"contiguous", W_METHOD, "input", h_identity, 1},
+    {"zero_", W_METHOD, "input", h_fill, 0},
+    {"fill_", W_METHOD, "input,value", h_fill, 1},
+    {"copy_", W_METHOD, "input,src,non_blocking", h_fill, 2},
     {"detach", W_TORCH | W_METHOD, "input", h_identity, 0},
     {"size", W_METHOD, "input,dim", h_size, 0},
     {"dim", W_METHOD, "input", h_size, 1},
@@ -956,7 +994,18 @@ static int call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject 
     return sym_fail(t, "call to %s not supported", name ? name : Py_TYPE(f)->tp_name);
 }
 
-int sym_call(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out) {
+int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames, var *out) {
+    var fnv = *fn_in, *fn = &fnv;
+    for (int i = 0; i < nargs; i++)
+        sym_resolve(t, &args[i]);
+    if (fn->kind == V_METHOD && fn->items) {
+        var *self = sym_alloc(t, 1);
+        if (self == NULL)
+            return -1;
+        *self = fn->items[0];
+        sym_resolve(t, self);
+        fn->items = self;
+    }
     int nkw = kwnames ? (int)PyTuple_GET_SIZE(kwnames) : 0;
     int npos = nargs - nkw;
     var *kwv = args + npos;
@@ -972,8 +1021,40 @@ int sym_call(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, v
         var *self = &fn->items[0];
         if (self->kind == V_TENSOR) {
             int opi = sym_method_op(fn->obj);
-            if (opi < 0)
+            PyObject *base = NULL;
+            if (opi < 0) {
+                /* x.add_(y): the out-of-place op, then an in-place update of x */
+                Py_ssize_t L = PyUnicode_GET_LENGTH(fn->obj);
+                if (L > 1 && PyUnicode_READ_CHAR(fn->obj, L - 1) == '_' &&
+                    PyUnicode_READ_CHAR(fn->obj, L - 2) != '_') {
+                    base = PyUnicode_Substring(fn->obj, 0, L - 1);
+                    if (base == NULL)
+                        return -1;
+                    opi = sym_method_op(base);
+                    Py_DECREF(base);
+                    if (opi >= 0 && OPS[opi].fn != h_binary && OPS[opi].fn != h_add_sub &&
+                        OPS[opi].fn != h_div && OPS[opi].fn != h_unary && OPS[opi].fn != h_clamp &&
+                        OPS[opi].fn != h_gelu)
+                        opi = -1;
+                    if (opi >= 0) {
+                        var *all = sym_alloc(t, npos + 1);
+                        if (all == NULL)
+                            return -1;
+                        all[0] = *self;
+                        for (int i = 0; i < npos; i++)
+                            all[i + 1] = args[i];
+                        var r;
+                        if (call_op(t, opi, all, npos + 1, kwnames, kwv, &r) < 0)
+                            return -1;
+                        if (r.kind != V_TENSOR || sym_mutate(t, self, r.val) < 0)
+                            return sym_fail(t, "Tensor.%U() not supported", fn->obj);
+                        *out = *self;
+                        sym_resolve(t, out);
+                        return 0;
+                    }
+                }
                 return sym_fail(t, "Tensor.%U() not supported", fn->obj);
+            }
             var *all = sym_alloc(t, npos + 1);
             if (all == NULL)
                 return -1;
@@ -990,7 +1071,10 @@ int sym_call(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, v
 }
 
 /* BINARY_OP on tensors or numbers. nb_op is the oparg of BINARY_OP (NB_*). */
-int sym_binary(trace *t, int nb, const var *a, const var *b, var *out) {
+int sym_binary(trace *t, int nb, const var *a_in, const var *b_in, var *out) {
+    var av = *a_in, bv = *b_in, *a = &av, *b = &bv;
+    sym_resolve(t, a);
+    sym_resolve(t, b);
     int inplace = nb >= 13;
     int base = inplace ? nb - 13 : nb;
     if (a->kind == V_CONST && b->kind == V_CONST) {
@@ -1021,8 +1105,17 @@ int sym_binary(trace *t, int nb, const var *a, const var *b, var *out) {
     }
     if (a->kind != V_TENSOR && b->kind != V_TENSOR)
         return sym_fail(t, "binary op on unsupported values");
-    if (inplace)
-        return sym_fail(t, "in-place tensor arithmetic (mutation) not supported yet");
+    if (inplace && a->kind == V_TENSOR) {
+        /* x += y: compute, then update x in place (x stays the same object) */
+        var r;
+        if (sym_binary(t, base, a, b, &r) < 0)
+            return -1;
+        if (r.kind != V_TENSOR || sym_mutate(t, a, r.val) < 0)
+            return -1;
+        *out = *a;
+        sym_resolve(t, out);
+        return 0;
+    }
     ic_op op;
     switch (base) {
     case 0: op = IC_OP_ADD; break;
@@ -1049,7 +1142,9 @@ int sym_binary(trace *t, int nb, const var *a, const var *b, var *out) {
     return tensor_out(t, ic_binary(t->g, op, x, y), out);
 }
 
-int sym_neg(trace *t, const var *a, var *out) {
+int sym_neg(trace *t, const var *a_in, var *out) {
+    var av = *a_in, *a = &av;
+    sym_resolve(t, a);
     if (a->kind == V_CONST)
         return sym_const(t, PyNumber_Negative(a->obj), out) < 0
                    ? (PyErr_Clear(), sym_fail(t, "negation of a constant raised"))
@@ -1059,7 +1154,10 @@ int sym_neg(trace *t, const var *a, var *out) {
     return tensor_out(t, ic_unary(t->g, IC_OP_NEG, a->val), out);
 }
 
-int sym_compare(trace *t, int cmp, const var *a, const var *b, var *out) {
+int sym_compare(trace *t, int cmp, const var *a_in, const var *b_in, var *out) {
+    var av = *a_in, bv = *b_in, *a = &av, *b = &bv;
+    sym_resolve(t, a);
+    sym_resolve(t, b);
     if (a->kind == V_CONST && b->kind == V_CONST) {
         PyObject *r = PyObject_RichCompare(a->obj, b->obj, cmp);
         if (r == NULL) {
@@ -1124,7 +1222,7 @@ int sym_tensor_attr(trace *t, const var *x, PyObject *name, var *out) {
             out->src = -1;
             return 0;
         }
-        return view_out(t, x->val, ic_permute(t->g, x->val, perm), out);
+        return view_out(t, x, ic_permute(t->g, x->val, perm), out);
     }
     int opi = sym_method_op(name);
     if (opi < 0 && name != NULL) {

@@ -182,8 +182,8 @@ static int ensure_vals(trace *t, ic_val v) {
         PyErr_NoMemory();
         return -1;
     }
-    memset(n + t->capvals, 0, (size_t)(cap - t->capvals));
     t->view_of_input = n;
+    memset(n + t->capvals, 0, (size_t)(cap - t->capvals));
     t->capvals = cap;
     return 0;
 }
@@ -195,6 +195,62 @@ void sym_mark_view(trace *t, ic_val out, ic_val in) {
     }
     if (ic_value_op(t->g, in) == IC_OP_INPUT || t->view_of_input[in])
         t->view_of_input[out] = 1;
+}
+
+int sym_new_object(trace *t, ic_val v) {
+    if (t->nobj + 1 >= t->capobj) {
+        int cap = t->capobj ? 2 * t->capobj : 64;
+        ic_val *ov = realloc(t->obj_val, (size_t)cap * sizeof *ov);
+        if (ov != NULL)
+            t->obj_val = ov;
+        unsigned char *oa = realloc(t->obj_aliased, (size_t)cap);
+        if (oa != NULL)
+            t->obj_aliased = oa;
+        if (ov == NULL || oa == NULL) {
+            PyErr_NoMemory();
+            return 0;
+        }
+        memset(oa + t->capobj, 0, (size_t)(cap - t->capobj));
+        t->capobj = cap;
+    }
+    int oid = ++t->nobj;
+    t->obj_val[oid] = v;
+    return oid;
+}
+
+void sym_resolve(trace *t, var *v) {
+    if (v->kind == V_TENSOR && v->oid > 0 && v->oid <= t->nobj)
+        v->val = t->obj_val[v->oid];
+    else if (v->kind == V_SEQ || v->kind == V_ITER || v->kind == V_METHOD)
+        for (int i = 0; i < (v->kind == V_METHOD ? 1 : v->n); i++)
+            if (v->items)
+                sym_resolve(t, &v->items[i]);
+}
+
+int sym_mutate(trace *t, const var *target, ic_val newval) {
+    if (target->kind != V_TENSOR || target->oid <= 0)
+        return sym_fail(t, "in-place update of a non-tensor");
+    if (newval < 0)
+        return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "in-place update failed");
+    if (t->obj_aliased[target->oid])
+        return sym_fail(t, "in-place update of a tensor that has views (aliasing) not supported yet");
+    ic_val old = t->obj_val[target->oid];
+    const ic_meta *mo = ic_value_meta(t->g, old), *mn = ic_value_meta(t->g, newval);
+    if (mo->ndim != mn->ndim)
+        return sym_fail(t, "in-place result shape differs (eager will raise)");
+    for (int d = 0; d < mo->ndim; d++)
+        if (mo->sizes[d] != mn->sizes[d])
+            return sym_fail(t, "in-place result shape differs (eager will raise)");
+    int ofloat = mo->dtype >= IC_F16, nfloat = mn->dtype >= IC_F16;
+    if ((nfloat && !ofloat) || (mn->dtype != IC_BOOL && mo->dtype == IC_BOOL))
+        return sym_fail(t, "in-place result dtype can't be cast to the tensor's (eager will raise)");
+    if (mn->dtype != mo->dtype) {
+        newval = ic_cast(t->g, newval, mo->dtype);
+        if (newval < 0)
+            return sym_check_graph(t);
+    }
+    t->obj_val[target->oid] = newval;
+    return 0;
 }
 
 int sym_is_view_of_input(trace *t, ic_val v) {
@@ -265,18 +321,27 @@ static int wrap_tensor(trace *t, PyObject *o, int src, var *out) {
     if (t->ninputs == t->capinputs) {
         int cap = t->capinputs ? 2 * t->capinputs : 8;
         int *n = realloc(t->input_src, (size_t)cap * sizeof *n);
-        if (n == NULL) {
+        if (n != NULL)
+            t->input_src = n;
+        int *o = realloc(t->input_oid, (size_t)cap * sizeof *o);
+        if (o != NULL)
+            t->input_oid = o;
+        if (n == NULL || o == NULL) {
             PyErr_NoMemory();
             return -1;
         }
-        t->input_src = n;
         t->capinputs = cap;
     }
+    int oid = sym_new_object(t, v);
+    if (oid <= 0)
+        return -1;
+    t->input_oid[t->ninputs] = oid;
     t->input_src[t->ninputs++] = src;
     memset(out, 0, sizeof *out);
     out->kind = V_TENSOR;
     out->src = src;
     out->val = v;
+    out->oid = oid;
     return 0;
 }
 

@@ -409,3 +409,57 @@ def test_closure_variables_are_guarded():
     x = torch.randn(3)
     assert_same(f2(x), x * 2.0)
     assert_same(f3(x), x * 3.0)
+
+
+def test_inplace_updates_are_visible_like_eager():
+    def f(x, y, buf):
+        y.add_(1)                 # an input, updated in place
+        x += y * 2                # augmented assignment on an input
+        z = x * 3
+        z.mul_(2)                 # an intermediate, updated in place
+        h = torch.relu(z - 5)
+        F.relu(h, inplace=True)
+        buf.copy_(h.sum(0))       # copy_ into an input
+        return z, h, x
+
+    cf = torchc.compile(f)
+    args = [torch.randn(4, 3), torch.randn(3), torch.zeros(3)]
+    ref = [a.clone() for a in args]
+    out = cf(*args)
+    want = f(*ref)
+    assert_same(out, want)
+    for a, r in zip(args, ref):
+        assert_same(a, r)
+    assert out[2] is args[0]  # x returned: the same object, updated
+    ex = explain_of(f, *[a.clone() for a in ref])
+    assert ex.graph_count == 1 and ex.graph_break_count == 0, ex
+
+
+def test_inplace_on_module_buffer():
+    class Counter(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("total", torch.zeros(4))
+
+        def forward(self, x):
+            self.total.add_(x.sum(0))
+            return x * 2
+
+    m, m2 = Counter(), Counter()
+    cm = torchc.compile(m)
+    x = torch.randn(3, 4)
+    for _ in range(3):
+        assert_same(cm(x), m2(x))
+    assert_same(m.total, m2.total)
+
+
+def test_inplace_on_views_falls_back_correctly():
+    def f(x):
+        v = x.view(-1)
+        v.mul_(2)                 # aliasing: not captured, eager result
+        return x + 1
+
+    x1, x2 = torch.randn(2, 3), None
+    x2 = x1.clone()
+    assert_same(torchc.compile(f)(x1), f(x2))
+    assert_same(x1, x2)
