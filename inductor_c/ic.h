@@ -97,6 +97,18 @@ ic_val ic_reshape(ic_graph *g, ic_val a, int ndim, const int64_t *sizes);
 ic_val ic_permute(ic_graph *g, ic_val a, const int *perm);
 ic_val ic_expand(ic_graph *g, ic_val a, int ndim, const int64_t *sizes);
 int ic_output(ic_graph *g, ic_val v); /* returns output index, or -1 */
+/* Data movement (added by inductor_c). dim is normalized (0 <= dim < ndim).
+ * slice: a[..., start:end:step, ...] with 0 <= start <= end <= size (clamped like Python
+ *   after normalization by the caller) and step >= 1; a view (an index map).
+ * cat: torch.cat((a, b), dim) (chain for more inputs); dtypes promote like torch.cat.
+ * index_select: torch.index_select(a, dim, index), index a 0-/1-D i32/i64 tensor; also
+ *   embedding (index_select(weight, 0, idx.flatten()) then reshape). Out-of-range
+ *   indices are clamped (eager raises). a is realized in memory.
+ * arange: 1-D [n], value start + i*step in dtype (n computed by the caller). */
+ic_val ic_slice(ic_graph *g, ic_val a, int dim, int64_t start, int64_t end, int64_t step);
+ic_val ic_cat(ic_graph *g, ic_val a, ic_val b, int dim);
+ic_val ic_index_select(ic_graph *g, ic_val a, int dim, ic_val index);
+ic_val ic_arange(ic_graph *g, int64_t n, double start, double step, ic_dtype dtype);
 
 /* Queries (valid for any handle returned without error). Outputs of ops have
  * contiguous strides in meta; inputs keep theirs. */

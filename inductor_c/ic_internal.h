@@ -35,6 +35,9 @@ typedef struct ic_node {
     int keepdim;         /* reductions */
     int perm[IC_MAX_DIMS]; /* PERMUTE */
     int index;           /* INPUT: input number */
+    int dim;             /* SLICE, CAT, INDEX_SELECT */
+    int64_t start, step; /* SLICE */
+    double num2;         /* ARANGE: step (num: start) */
 } ic_node;
 
 struct ic_graph {
@@ -99,6 +102,9 @@ enum {
     X_OP,     /* op(a, b, c) of unary/binary/where; result dtype; operands pre-cast */
     X_CAST,   /* a converted to dtype */
     X_ROWVAL, /* kernel IR: result of reduction item `a` of the current row */
+    X_IXVAL,  /* the value of index expression `ix` (i64) */
+    X_GATHER, /* per-value IR and sched: value `buf` at tuple `ix` whose dim `aux` is
+                 replaced by the value of expression `a` (index_select) */
 };
 typedef struct ic_x {
     int kind;
@@ -106,8 +112,9 @@ typedef struct ic_x {
     ic_op op;
     ic_xid a, b, c;
     int32_t buf;
-    int32_t ix; /* ic_ixv for X_LOAD, ic_ix for X_LOADF */
-    double cval;
+    int32_t ix; /* ic_ixv for X_LOAD/X_GATHER, ic_ix for X_LOADF/X_IXVAL */
+    int32_t aux; /* X_GATHER: dim; X_LOADF with a >= 0: size clamped to */
+    double cval; /* X_CONST: value; X_LOADF with a >= 0: stride of the gathered index */
 } ic_x;
 
 /* Loop node: the loop-level form of one graph value. */
@@ -177,6 +184,7 @@ typedef struct ic_buffer {
     ic_dtype dtype;
     int64_t nbytes;
     int64_t offset;   /* intermediates: offset in the workspace */
+    int64_t span;     /* elements addressable: 1 + max offset (0 when empty) */
     ic_meta meta;     /* strides used to address it */
 } ic_buffer;
 
@@ -285,6 +293,9 @@ ic_xid x_loadf(ic_ctx *c, int buf, ic_ix off, ic_dtype dt);
 ic_xid x_op(ic_ctx *c, ic_op op, ic_dtype t, ic_xid a, ic_xid b, ic_xid cc);
 ic_xid x_cast(ic_ctx *c, ic_xid a, ic_dtype t);
 ic_xid x_rowval(ic_ctx *c, int item, ic_dtype t);
+ic_xid x_ixval(ic_ctx *c, ic_ix ix);
+ic_xid x_gather(ic_ctx *c, ic_val v, ic_ixv t, int dim, ic_xid index, ic_dtype dt);
+ic_xid x_gatherf(ic_ctx *c, int buf, ic_ix off, ic_xid index, int64_t stride, int64_t size, ic_dtype dt);
 ic_xid x_intern(ic_ctx *c, const ic_x *x);
 void x_print(ic_ctx *c, ic_str *s, ic_xid root);
 

@@ -62,7 +62,41 @@
     /* views as index maps (attrs.ndim/sizes/perm) */                 \
     X(RESHAPE, "reshape", 1, IC_K_OTHER)                              \
     X(PERMUTE, "permute", 1, IC_K_OTHER)                              \
-    X(EXPAND, "expand", 1, IC_K_OTHER)
+    X(EXPAND, "expand", 1, IC_K_OTHER)                                \
+    /* --- added by inductor_c (appended: earlier values are unchanged) --- */ \
+    /* unary: rounding ops keep int dtypes, float math promotes ints */ \
+    X(FLOOR, "floor", 1, IC_K_UNARY)                                  \
+    X(CEIL, "ceil", 1, IC_K_UNARY)                                    \
+    X(ROUND, "round", 1, IC_K_UNARY)        /* half to even */         \
+    X(TRUNC, "trunc", 1, IC_K_UNARY)                                  \
+    X(SIGN, "sign", 1, IC_K_UNARY)                                    \
+    X(ERF, "erf", 1, IC_K_UNARY)                                      \
+    X(LOG1P, "log1p", 1, IC_K_UNARY)                                  \
+    X(EXPM1, "expm1", 1, IC_K_UNARY)                                  \
+    X(LOG2, "log2", 1, IC_K_UNARY)                                    \
+    X(EXP2, "exp2", 1, IC_K_UNARY)                                    \
+    X(TAN, "tan", 1, IC_K_UNARY)                                      \
+    X(ATAN, "atan", 1, IC_K_UNARY)                                    \
+    X(ISNAN, "isnan", 1, IC_K_UNARY)        /* -> bool */              \
+    X(ISINF, "isinf", 1, IC_K_UNARY)        /* -> bool */              \
+    X(ISFINITE, "isfinite", 1, IC_K_UNARY)  /* -> bool */              \
+    X(BITWISE_NOT, "bitwise_not", 1, IC_K_UNARY) /* ints and bool */   \
+    /* binary */                                                      \
+    X(FMOD, "fmod", 2, IC_K_BINARY)         /* sign of the dividend */ \
+    X(REMAINDER, "remainder", 2, IC_K_BINARY) /* Python %: sign of the divisor */ \
+    X(FLOOR_DIVIDE, "floor_divide", 2, IC_K_BINARY)                   \
+    X(BITWISE_AND, "bitwise_and", 2, IC_K_BINARY) /* ints and bool */ \
+    X(BITWISE_OR, "bitwise_or", 2, IC_K_BINARY)                       \
+    X(BITWISE_XOR, "bitwise_xor", 2, IC_K_BINARY)                     \
+    X(LOGICAL_XOR, "logical_xor", 2, IC_K_BINARY) /* -> bool */       \
+    X(ATAN2, "atan2", 2, IC_K_BINARY)                                 \
+    /* reductions */                                                  \
+    X(PROD, "prod", 1, IC_K_REDUCE)         /* bool/int -> i64 */      \
+    /* data movement (ic_slice, ic_cat, ic_index_select, ic_arange) */ \
+    X(SLICE, "slice", 1, IC_K_OTHER)        /* attrs dim, start, step */ \
+    X(CAT, "cat", 2, IC_K_OTHER)            /* attrs dim; promotes */  \
+    X(INDEX_SELECT, "index_select", 2, IC_K_OTHER) /* (a, 1-D int index), attrs dim */ \
+    X(ARANGE, "arange", 0, IC_K_OTHER)      /* start + i*step */
 
 typedef enum ic_kind { IC_K_UNARY, IC_K_BINARY, IC_K_TERNARY, IC_K_REDUCE, IC_K_OTHER } ic_kind;
 

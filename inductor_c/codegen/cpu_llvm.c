@@ -311,8 +311,100 @@ static LLVMValueRef unary(cg *g, ic_op op, ic_dtype t, LLVMValueRef a) {
     }
     case IC_OP_SIN: return cg_intrin(g, "llvm.sin", &ty, 1, &a, 1);
     case IC_OP_COS: return cg_intrin(g, "llvm.cos", &ty, 1, &a, 1);
+    case IC_OP_FLOOR: return f ? cg_intrin(g, "llvm.floor", &ty, 1, &a, 1) : a;
+    case IC_OP_CEIL: return f ? cg_intrin(g, "llvm.ceil", &ty, 1, &a, 1) : a;
+    case IC_OP_ROUND: return f ? cg_intrin(g, "llvm.roundeven", &ty, 1, &a, 1) : a;
+    case IC_OP_TRUNC: return f ? cg_intrin(g, "llvm.trunc", &ty, 1, &a, 1) : a;
+    case IC_OP_SIGN: {
+        if (t == IC_BOOL) return a;
+        LLVMValueRef z = LLVMConstNull(ty);
+        LLVMValueRef pos = f ? LLVMBuildFCmp(B, LLVMRealOGT, a, z, "") : LLVMBuildICmp(B, is_unsigned(t) ? LLVMIntUGT : LLVMIntSGT, a, z, "");
+        LLVMValueRef neg = f ? LLVMBuildFCmp(B, LLVMRealOLT, a, z, "") : LLVMBuildICmp(B, LLVMIntSLT, a, z, "");
+        LLVMValueRef one = f ? fconst(g, a, 1.0) : cg_consti(g, ty, 1);
+        LLVMValueRef mone = f ? fconst(g, a, -1.0) : cg_consti(g, ty, -1);
+        return LLVMBuildSelect(B, pos, one, LLVMBuildSelect(B, neg, mone, z, ""), "");
+    }
+    case IC_OP_ERF: return f32 ? vm_erf(g, a) : cg_libm1(g, "erf", a);
+    case IC_OP_LOG1P: {
+        if (!f32) return cg_libm1(g, "log1p", a);
+        /* log(u) - ((u - 1) - x) / u, u = 1 + x: exact for tiny x */
+        LLVMValueRef u = LLVMBuildFAdd(B, fconst(g, a, 1.0), a, "");
+        LLVMValueRef lu = vm_log(g, u);
+        LLVMValueRef corr = LLVMBuildFDiv(B, LLVMBuildFSub(B, LLVMBuildFSub(B, u, fconst(g, a, 1.0), ""), a, ""), u, "");
+        LLVMValueRef r = LLVMBuildFSub(B, lu, corr, "");
+        LLVMValueRef big = LLVMBuildFCmp(B, LLVMRealOEQ, u, fconst(g, a, __builtin_inf()), "");
+        r = LLVMBuildSelect(B, big, u, r, "");
+        return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOEQ, u, fconst(g, a, 1.0), ""), a, r, "");
+    }
+    case IC_OP_EXPM1: {
+        if (!f32) return cg_libm1(g, "expm1", a);
+        /* Kahan: (u - 1) * x / log(u), u = exp(x) */
+        LLVMValueRef u = vm_exp(g, a);
+        LLVMValueRef um1 = LLVMBuildFSub(B, u, fconst(g, a, 1.0), "");
+        LLVMValueRef r = LLVMBuildFDiv(B, LLVMBuildFMul(B, um1, a, ""), vm_log(g, u), "");
+        r = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOEQ, um1, fconst(g, a, -1.0), ""), um1, r, "");
+        r = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOEQ, u, fconst(g, a, __builtin_inf()), ""), u, r, "");
+        return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOEQ, u, fconst(g, a, 1.0), ""), a, r, "");
+    }
+    case IC_OP_LOG2: return cg_intrin(g, "llvm.log2", &ty, 1, &a, 1);
+    case IC_OP_EXP2: return cg_intrin(g, "llvm.exp2", &ty, 1, &a, 1);
+    case IC_OP_TAN: return cg_libm1(g, f32 ? "tanf" : "tan", a);
+    case IC_OP_ATAN: return cg_libm1(g, f32 ? "atanf" : "atan", a);
+    case IC_OP_ISNAN:
+        return f ? LLVMBuildFCmp(B, LLVMRealUNO, a, a, "") : cg_consti(g, cg_type(g, IC_BOOL, g->width), 0);
+    case IC_OP_ISINF:
+        if (!f) return cg_consti(g, cg_type(g, IC_BOOL, g->width), 0);
+        return LLVMBuildFCmp(B, LLVMRealOEQ, cg_intrin(g, "llvm.fabs", &ty, 1, &a, 1), fconst(g, a, __builtin_inf()), "");
+    case IC_OP_ISFINITE:
+        if (!f) return cg_consti(g, cg_type(g, IC_BOOL, g->width), 1);
+        return LLVMBuildFCmp(B, LLVMRealOLT, cg_intrin(g, "llvm.fabs", &ty, 1, &a, 1), fconst(g, a, __builtin_inf()), "");
+    case IC_OP_BITWISE_NOT: return LLVMBuildNot(B, a, "");
     default: ic_fail(g->c, IC_EUNSUPPORTED, "codegen: unary %s", ic_op_name(op));
     }
+}
+
+/* float fmod / remainder / floor_divide with eager's rules */
+static LLVMValueRef fdivmod(cg *g, ic_op op, LLVMValueRef a, LLVMValueRef b) {
+    LLVMValueRef z = LLVMConstNull(LLVMTypeOf(a));
+    LLVMValueRef mod = LLVMBuildFRem(B, a, b, "");
+    if (op == IC_OP_FMOD) return mod;
+    LLVMValueRef sdiff = LLVMBuildXor(B, LLVMBuildFCmp(B, LLVMRealOLT, mod, z, ""), LLVMBuildFCmp(B, LLVMRealOLT, b, z, ""), "");
+    LLVMValueRef fix = LLVMBuildAnd(B, LLVMBuildFCmp(B, LLVMRealONE, mod, z, ""), sdiff, "");
+    if (op == IC_OP_REMAINDER) return LLVMBuildSelect(B, fix, LLVMBuildFAdd(B, mod, b, ""), mod, "");
+    /* floor_divide */
+    LLVMTypeRef ty = LLVMTypeOf(a);
+    LLVMValueRef div = LLVMBuildFDiv(B, LLVMBuildFSub(B, a, mod, ""), b, "");
+    div = LLVMBuildSelect(B, fix, LLVMBuildFSub(B, div, fconst(g, a, 1.0), ""), div, "");
+    LLVMValueRef fl = cg_intrin(g, "llvm.floor", &ty, 1, &div, 1);
+    LLVMValueRef up = LLVMBuildFCmp(B, LLVMRealOGT, LLVMBuildFSub(B, div, fl, ""), fconst(g, a, 0.5), "");
+    fl = LLVMBuildSelect(B, up, LLVMBuildFAdd(B, fl, fconst(g, a, 1.0), ""), fl, "");
+    LLVMValueRef q = LLVMBuildFDiv(B, a, b, "");
+    LLVMValueRef args[2] = {z, q};
+    LLVMValueRef zs = cg_intrin(g, "llvm.copysign", &ty, 1, args, 2);
+    LLVMValueRef r = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealUNE, div, z, ""), fl, zs, "");
+    return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOEQ, b, z, ""), q, r, "");
+}
+
+/* integer versions; a zero divisor yields garbage instead of trapping (eager raises) and
+ * INT_MIN / -1 wraps */
+static LLVMValueRef idivmod(cg *g, ic_op op, ic_dtype t, LLVMValueRef a, LLVMValueRef b) {
+    LLVMTypeRef ty = LLVMTypeOf(a);
+    LLVMValueRef z = LLVMConstNull(ty), one = cg_consti(g, ty, 1);
+    if (is_unsigned(t)) {
+        LLVMValueRef bb = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntEQ, b, z, ""), one, b, "");
+        return op == IC_OP_FLOOR_DIVIDE ? LLVMBuildUDiv(B, a, bb, "") : LLVMBuildURem(B, a, bb, "");
+    }
+    LLVMValueRef m1 = LLVMBuildICmp(B, LLVMIntEQ, b, cg_consti(g, ty, -1), "");
+    LLVMValueRef bad = LLVMBuildOr(B, m1, LLVMBuildICmp(B, LLVMIntEQ, b, z, ""), "");
+    LLVMValueRef bb = LLVMBuildSelect(B, bad, one, b, "");
+    LLVMValueRef q = LLVMBuildSDiv(B, a, bb, ""), r = LLVMBuildSRem(B, a, bb, "");
+    q = LLVMBuildSelect(B, m1, LLVMBuildNeg(B, a, ""), q, "");
+    r = LLVMBuildSelect(B, m1, z, r, "");
+    if (op == IC_OP_FMOD) return r;
+    LLVMValueRef fix = LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntNE, r, z, ""),
+                                    LLVMBuildICmp(B, LLVMIntSLT, LLVMBuildXor(B, r, b, ""), z, ""), "");
+    if (op == IC_OP_REMAINDER) return LLVMBuildSelect(B, fix, LLVMBuildAdd(B, r, b, ""), r, "");
+    return LLVMBuildSelect(B, fix, LLVMBuildSub(B, q, one, ""), q, "");
 }
 
 static LLVMValueRef binary(cg *g, ic_op op, ic_dtype rt, ic_dtype ct, LLVMValueRef a,
@@ -356,18 +448,83 @@ static LLVMValueRef binary(cg *g, ic_op op, ic_dtype rt, ic_dtype ct, LLVMValueR
     case IC_OP_LE: return f ? LLVMBuildFCmp(B, LLVMRealOLE, a, b, "") : LLVMBuildICmp(B, u ? LLVMIntULE : LLVMIntSLE, a, b, "");
     case IC_OP_GT: return f ? LLVMBuildFCmp(B, LLVMRealOGT, a, b, "") : LLVMBuildICmp(B, u ? LLVMIntUGT : LLVMIntSGT, a, b, "");
     case IC_OP_GE: return f ? LLVMBuildFCmp(B, LLVMRealOGE, a, b, "") : LLVMBuildICmp(B, u ? LLVMIntUGE : LLVMIntSGE, a, b, "");
+    case IC_OP_BITWISE_AND: return LLVMBuildAnd(B, a, b, "");
+    case IC_OP_BITWISE_OR: return LLVMBuildOr(B, a, b, "");
+    case IC_OP_BITWISE_XOR: case IC_OP_LOGICAL_XOR: return LLVMBuildXor(B, a, b, "");
+    case IC_OP_ATAN2: return cg_libm2(g, ct == IC_F32 ? "atan2f" : "atan2", a, b);
+    case IC_OP_FMOD: case IC_OP_REMAINDER: case IC_OP_FLOOR_DIVIDE:
+        return f ? fdivmod(g, op, a, b) : idivmod(g, op, ct, a, b);
     default: break;
     }
     (void)rt;
     ic_fail(g->c, IC_EUNSUPPORTED, "codegen: binary %s on %s", ic_op_name(op), ic_dtype_name(ct));
 }
 
+static LLVMValueRef all_ones(cg *g) {
+    LLVMValueRef ones[IC_VF];
+    for (int i = 0; i < g->width; i++) ones[i] = LLVMConstInt(g->i1, 1, 0);
+    return LLVMConstVector(ones, (unsigned)g->width);
+}
+
+static LLVMValueRef gather(cg *g, LLVMTypeRef mt, LLVMValueRef base, LLVMValueRef offs, size_t esz) {
+    LLVMValueRef ps = LLVMBuildGEP2(B, mt, base, &offs, 1, "");
+    LLVMTypeRef vt = LLVMVectorType(mt, (unsigned)g->width);
+    LLVMTypeRef ov[2] = {vt, LLVMTypeOf(ps)};
+    LLVMValueRef args[4] = {ps, LLVMConstInt(g->i32, esz, 0), all_ones(g), LLVMGetPoison(vt)};
+    return cg_intrin(g, "llvm.masked.gather", ov, 2, args, 4);
+}
+
+/* offsets clamped into [0, hi) (scalar or vector) */
+static LLVMValueRef clamp_off(cg *g, LLVMValueRef off, int64_t hi) {
+    LLVMTypeRef t = LLVMTypeOf(off);
+    LLVMValueRef z = LLVMConstNull(t), h = cg_consti(g, t, hi > 0 ? hi - 1 : 0);
+    off = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, off, z, ""), z, off, "");
+    return LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSGT, off, h, ""), h, off, "");
+}
+
+/* index_select: static offset + clamp(index) * stride */
+static LLVMValueRef load_gather(cg *g, const ic_x *e) {
+    LLVMTypeRef mt = mem_type(g, e->dtype);
+    LLVMValueRef base = g->buf_ptr[e->buf];
+    size_t esz = ic_dtype_size(e->dtype);
+    bool vec = g->width > 1;
+    LLVMValueRef idx = clamp_off(g, emit(g, e->a), e->aux);
+    LLVMValueRef off = LLVMBuildAdd(B, ixval(g, e->ix, vec), LLVMBuildMul(B, idx, cg_consti(g, LLVMTypeOf(idx), (long long)e->cval), ""), "");
+    LLVMValueRef v;
+    if (!vec) {
+        LLVMValueRef p = LLVMBuildGEP2(B, mt, base, &off, 1, "");
+        v = LLVMBuildLoad2(B, mt, p, "");
+        LLVMSetAlignment(v, (unsigned)esz);
+    } else {
+        v = gather(g, mt, base, off, esz);
+    }
+    if (e->dtype == IC_BOOL) v = LLVMBuildICmp(B, LLVMIntNE, v, LLVMConstNull(LLVMTypeOf(v)), "");
+    return v;
+}
+
 static LLVMValueRef load(cg *g, const ic_x *e) {
     ic_ctx *c = g->c;
+    if (e->a >= 0) return load_gather(g, e);
     LLVMTypeRef mt = mem_type(g, e->dtype);
     LLVMValueRef base = g->buf_ptr[e->buf];
     size_t esz = ic_dtype_size(e->dtype);
     LLVMValueRef v;
+    /* loads that may leave the buffer (branches of cat never taken there) are clamped */
+    int64_t lo, hi, span = c->bufs[e->buf].span;
+    ix_range(c, e->ix, &lo, &hi);
+    bool unsafe = lo < 0 || hi >= span;
+    if (unsafe) {
+        LLVMValueRef off = clamp_off(g, ixval(g, e->ix, g->width > 1), span);
+        if (g->width == 1) {
+            LLVMValueRef p = LLVMBuildGEP2(B, mt, base, &off, 1, "");
+            v = LLVMBuildLoad2(B, mt, p, "");
+            LLVMSetAlignment(v, (unsigned)esz);
+        } else {
+            v = gather(g, mt, base, off, esz);
+        }
+        if (e->dtype == IC_BOOL) v = LLVMBuildICmp(B, LLVMIntNE, v, LLVMConstNull(LLVMTypeOf(v)), "");
+        return v;
+    }
     if (g->width == 1 || !ix_uses_var(c, e->ix, g->vec_var)) {
         LLVMValueRef off = ixval(g, e->ix, false);
         LLVMValueRef p = LLVMBuildGEP2(B, mt, base, &off, 1, "");
@@ -385,14 +542,7 @@ static LLVMValueRef load(cg *g, const ic_x *e) {
         v = LLVMBuildLoad2(B, vt, p, "");
         LLVMSetAlignment(v, (unsigned)esz);
     } else {
-        LLVMValueRef offs = ixval(g, e->ix, true);
-        LLVMValueRef ps = LLVMBuildGEP2(B, mt, base, &offs, 1, "");
-        LLVMTypeRef ov[2] = {vt, LLVMTypeOf(ps)};
-        LLVMValueRef ones[IC_VF];
-        for (int i = 0; i < g->width; i++) ones[i] = LLVMConstInt(g->i1, 1, 0);
-        LLVMValueRef args[4] = {ps, LLVMConstInt(g->i32, esz, 0),
-                                LLVMConstVector(ones, (unsigned)g->width), LLVMGetPoison(vt)};
-        v = cg_intrin(g, "llvm.masked.gather", ov, 2, args, 4);
+        v = gather(g, mt, base, ixval(g, e->ix, true), esz);
     }
     if (e->dtype == IC_BOOL) v = LLVMBuildICmp(B, LLVMIntNE, v, LLVMConstNull(vt), "");
     return v;
@@ -422,6 +572,9 @@ static LLVMValueRef emit(cg *g, ic_xid x) {
     }
     case X_LOADF:
         r = load(g, &e);
+        break;
+    case X_IXVAL:
+        r = ixval(g, e.ix, g->width > 1);
         break;
     case X_ROWVAL:
         if (!g->rowval[e.a]) ic_fail(g->c, IC_EINTERNAL, "codegen: row value %d not ready", e.a);
@@ -484,6 +637,7 @@ static LLVMValueRef red_identity(cg *g, const ic_item *it, int width) {
     bool f = ic_is_float(it->acc);
     bool max = it->red_op == IC_OP_AMAX;
     if (it->red_op == IC_OP_SUM || it->red_op == IC_OP_MEAN) return LLVMConstNull(t);
+    if (it->red_op == IC_OP_PROD) return f ? cg_constf(g, t, 1.0) : cg_consti(g, t, 1);
     if (f) return cg_constf(g, t, max ? -__builtin_inf() : __builtin_inf());
     if (is_unsigned(it->acc)) return max ? LLVMConstNull(t) : LLVMConstAllOnes(t);
     unsigned bits = (unsigned)ic_dtype_size(it->acc) * 8;
@@ -498,6 +652,9 @@ static LLVMValueRef red_combine(cg *g, const ic_item *it, LLVMValueRef acc, LLVM
     case IC_OP_MEAN:
         if (it->acc == IC_BOOL) return LLVMBuildOr(B, acc, x, "");
         return f ? LLVMBuildFAdd(B, acc, x, "") : LLVMBuildAdd(B, acc, x, "");
+    case IC_OP_PROD:
+        if (it->acc == IC_BOOL) return LLVMBuildAnd(B, acc, x, "");
+        return f ? LLVMBuildFMul(B, acc, x, "") : LLVMBuildMul(B, acc, x, "");
     case IC_OP_AMAX:
     case IC_OP_AMIN: {
         bool max = it->red_op == IC_OP_AMAX;

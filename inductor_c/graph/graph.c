@@ -227,8 +227,15 @@ IC_API ic_val ic_binary(ic_graph *g, ic_op op, ic_val a, ic_val b) {
     ic_node n = {.op = op, .in = {a, b, -1}};
     if (!broadcast(g, ab, 2, &n.meta)) return IC_NONE;
     ic_dtype t = ic_result_type(g, ab, 2);
-    if (is_cmp(op) || op == IC_OP_LOGICAL_AND || op == IC_OP_LOGICAL_OR) {
+    if (is_cmp(op) || op == IC_OP_LOGICAL_AND || op == IC_OP_LOGICAL_OR || op == IC_OP_LOGICAL_XOR) {
         t = IC_BOOL;
+    } else if (op == IC_OP_BITWISE_AND || op == IC_OP_BITWISE_OR || op == IC_OP_BITWISE_XOR) {
+        if (ic_is_float(t))
+            return fail(g, IC_EINVALID, "\"%s_cpu\" not implemented for '%s'", ic_op_name(op), ic_dtype_name(t));
+    } else if (op == IC_OP_FMOD || op == IC_OP_REMAINDER || op == IC_OP_FLOOR_DIVIDE) {
+        if (t == IC_BOOL) return fail(g, IC_EUNSUPPORTED, "%s on bool is not supported", ic_op_name(op));
+    } else if (op == IC_OP_ATAN2) {
+        if (!ic_is_float(t)) t = IC_F32;
     } else if (op == IC_OP_DIV) {
         if (!ic_is_float(t)) t = IC_F32;
     } else if (op == IC_OP_SUB && t == IC_BOOL) {
@@ -245,7 +252,8 @@ static bool float_unary(ic_op op) {
     switch (op) {
     case IC_OP_EXP: case IC_OP_LOG: case IC_OP_SQRT: case IC_OP_RSQRT: case IC_OP_RECIPROCAL:
     case IC_OP_SIGMOID: case IC_OP_TANH: case IC_OP_GELU: case IC_OP_GELU_TANH: case IC_OP_SILU:
-    case IC_OP_SIN: case IC_OP_COS:
+    case IC_OP_SIN: case IC_OP_COS: case IC_OP_ERF: case IC_OP_LOG1P: case IC_OP_EXPM1:
+    case IC_OP_LOG2: case IC_OP_EXP2: case IC_OP_TAN: case IC_OP_ATAN:
         return true;
     default:
         return false;
@@ -259,8 +267,15 @@ IC_API ic_val ic_unary(ic_graph *g, ic_op op, ic_val a) {
     ic_node n = {.op = op, .in = {a, -1, -1}, .meta = g->nodes[a].meta};
     ic_contiguous_strides(&n.meta);
     ic_dtype t = n.meta.dtype;
-    if (op == IC_OP_LOGICAL_NOT) {
+    if (op == IC_OP_LOGICAL_NOT || op == IC_OP_ISNAN || op == IC_OP_ISINF || op == IC_OP_ISFINITE) {
         t = IC_BOOL;
+    } else if (op == IC_OP_BITWISE_NOT) {
+        if (ic_is_float(t))
+            return fail(g, IC_EINVALID, "\"bitwise_not_cpu\" not implemented for '%s'", ic_dtype_name(t));
+    } else if (op == IC_OP_SIGN || op == IC_OP_FLOOR || op == IC_OP_CEIL || op == IC_OP_ROUND ||
+               op == IC_OP_TRUNC) {
+        if (t == IC_BOOL && op != IC_OP_SIGN)
+            return fail(g, IC_EUNSUPPORTED, "%s on bool is not supported", ic_op_name(op));
     } else if (float_unary(op)) {
         if (!ic_is_float(t)) t = IC_F32;
     } else if (t == IC_BOOL) {
@@ -311,7 +326,7 @@ IC_API ic_val ic_reduce(ic_graph *g, ic_op op, ic_val a, uint32_t dim_mask, int 
     if (dtype >= 0) {
         if (dtype >= IC_DTYPE_COUNT) return fail(g, IC_EINVALID, "bad dtype");
         t = dtype;
-    } else if (op == IC_OP_SUM) {
+    } else if (op == IC_OP_SUM || op == IC_OP_PROD) {
         t = ic_is_float(in_t) ? in_t : IC_I64;
     } else if (op == IC_OP_MEAN) {
         if (!ic_is_float(in_t))
@@ -426,6 +441,65 @@ IC_API ic_val ic_expand(ic_graph *g, ic_val a, int ndim, const int64_t *sizes) {
         }
         n.meta.sizes[i] = s;
     }
+    ic_contiguous_strides(&n.meta);
+    return append(g, &n);
+}
+
+IC_API ic_val ic_slice(ic_graph *g, ic_val a, int dim, int64_t start, int64_t end, int64_t step) {
+    if (!check(g, a)) return IC_NONE;
+    const ic_meta *im = &g->nodes[a].meta;
+    if (dim < 0 || dim >= im->ndim) return fail(g, IC_EINVALID, "slice: dimension out of range");
+    if (step < 1) return fail(g, IC_EINVALID, "slice step must be positive");
+    if (start < 0 || end < start || end > im->sizes[dim])
+        return fail(g, IC_EINVALID, "slice: bounds [%lld, %lld) not normalized for size %lld",
+                    (long long)start, (long long)end, (long long)im->sizes[dim]);
+    ic_node n = {.op = IC_OP_SLICE, .in = {a, -1, -1}, .meta = *im, .dim = dim, .start = start, .step = step};
+    n.meta.sizes[dim] = (end - start + step - 1) / step;
+    ic_contiguous_strides(&n.meta);
+    return append(g, &n);
+}
+
+IC_API ic_val ic_cat(ic_graph *g, ic_val a, ic_val b, int dim) {
+    if (!check(g, a) || !check(g, b)) return IC_NONE;
+    const ic_meta *x = &g->nodes[a].meta, *y = &g->nodes[b].meta;
+    if (x->ndim != y->ndim || x->ndim == 0)
+        return fail(g, IC_EINVALID, "cat: tensors must have the same number of dimensions (>0)");
+    if (dim < 0 || dim >= x->ndim) return fail(g, IC_EINVALID, "cat: dimension out of range");
+    for (int d = 0; d < x->ndim; d++)
+        if (d != dim && x->sizes[d] != y->sizes[d])
+            return fail(g, IC_EINVALID, "Sizes of tensors must match except in dimension %d", dim);
+    ic_val ab[2] = {a, b};
+    ic_node n = {.op = IC_OP_CAT, .in = {a, b, -1}, .meta = *x, .dim = dim};
+    /* torch.cat promotes like result_type over tensors (no weak scalars here) */
+    n.meta.dtype = ic_promote(x->dtype, y->dtype);
+    (void)ab;
+    n.meta.sizes[dim] = x->sizes[dim] + y->sizes[dim];
+    ic_contiguous_strides(&n.meta);
+    return append(g, &n);
+}
+
+IC_API ic_val ic_index_select(ic_graph *g, ic_val a, int dim, ic_val index) {
+    if (!check(g, a) || !check(g, index)) return IC_NONE;
+    const ic_meta *x = &g->nodes[a].meta, *ix = &g->nodes[index].meta;
+    if (ix->dtype != IC_I32 && ix->dtype != IC_I64)
+        return fail(g, IC_EINVALID, "index_select(): Expected dtype int32/int64 for index");
+    if (ix->ndim > 1) return fail(g, IC_EINVALID, "index_select(): Index is supposed to be a vector");
+    if (x->ndim == 0) return fail(g, IC_EUNSUPPORTED, "index_select of a 0-dim tensor");
+    if (dim < 0 || dim >= x->ndim) return fail(g, IC_EINVALID, "index_select: dimension out of range");
+    ic_node n = {.op = IC_OP_INDEX_SELECT, .in = {a, index, -1}, .meta = *x, .dim = dim};
+    n.meta.sizes[dim] = ix->ndim ? ix->sizes[0] : 1;
+    ic_contiguous_strides(&n.meta);
+    return append(g, &n);
+}
+
+IC_API ic_val ic_arange(ic_graph *g, int64_t count, double start, double step, ic_dtype dtype) {
+    if (g->err) return IC_NONE;
+    if (count < 0) return fail(g, IC_EINVALID, "arange: negative size");
+    if ((unsigned)dtype >= IC_DTYPE_COUNT || dtype == IC_BOOL) return fail(g, IC_EINVALID, "arange: bad dtype");
+    ic_node n = {.op = IC_OP_ARANGE, .in = {-1, -1, -1}, .num = start, .num2 = step};
+    n.meta.dtype = dtype;
+    n.meta.ndim = 1;
+    n.meta.sizes[0] = count;
     ic_contiguous_strides(&n.meta);
     return append(g, &n);
 }

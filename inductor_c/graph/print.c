@@ -61,8 +61,12 @@ IC_API char *ic_graph_to_string(const ic_graph *g) {
         default:
             for (int i = 0; i < 3 && n->in[i] >= 0; i++) ic_str_printf(&s, " %%%d", n->in[i]);
         }
+        if (n->op == IC_OP_SLICE)
+            ic_str_printf(&s, " dim=%d start=%lld step=%lld", n->dim, (long long)n->start, (long long)n->step);
+        if (n->op == IC_OP_CAT || n->op == IC_OP_INDEX_SELECT) ic_str_printf(&s, " dim=%d", n->dim);
+        if (n->op == IC_OP_ARANGE) ic_str_printf(&s, " start=%.17g step=%.17g", n->num, n->num2);
         if (n->op == IC_OP_SUM || n->op == IC_OP_MEAN || n->op == IC_OP_AMAX ||
-            n->op == IC_OP_AMIN) {
+            n->op == IC_OP_AMIN || n->op == IC_OP_PROD) {
             ic_str_printf(&s, " dims=[");
             int k = 0;
             for (int d = 0; d < 32; d++)

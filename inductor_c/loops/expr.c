@@ -5,6 +5,7 @@
  * dtype (lowering inserts X_CAST), so codegen needs no promotion logic.
  */
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "../ic_internal.h"
@@ -13,7 +14,7 @@
 static bool x_eq(ic_ctx *c, int32_t a, int32_t b) {
     const ic_x *x = &c->xs[a], *y = &c->xs[b];
     return x->kind == y->kind && x->dtype == y->dtype && x->op == y->op && x->a == y->a &&
-           x->b == y->b && x->c == y->c && x->buf == y->buf && x->ix == y->ix &&
+           x->b == y->b && x->c == y->c && x->buf == y->buf && x->ix == y->ix && x->aux == y->aux &&
            memcmp(&x->cval, &y->cval, sizeof(double)) == 0;
 }
 
@@ -25,6 +26,7 @@ ic_xid x_intern(ic_ctx *c, const ic_x *x) {
     uint64_t h = ic_hmix(ic_hmix((uint64_t)x->kind, (uint64_t)x->dtype), (uint64_t)x->op);
     h = ic_hmix(ic_hmix(h, (uint64_t)x->a), ic_hmix((uint64_t)x->b, (uint64_t)x->c));
     h = ic_hmix(ic_hmix(h, (uint64_t)x->buf), ic_hmix((uint64_t)x->ix, bits));
+    h = ic_hmix(h, (uint64_t)x->aux);
     int32_t id = ic_hintern(c, &c->h_x, h, cand, x_eq);
     if (id != cand) c->nxs--;
     return id;
@@ -66,6 +68,22 @@ ic_xid x_rowval(ic_ctx *c, int item, ic_dtype t) {
     return x_intern(c, &x);
 }
 
+ic_xid x_ixval(ic_ctx *c, ic_ix ix) {
+    ic_x x = {.kind = X_IXVAL, .dtype = IC_I64, .a = -1, .b = -1, .c = -1, .buf = -1, .ix = ix};
+    return x_intern(c, &x);
+}
+
+ic_xid x_gather(ic_ctx *c, ic_val v, ic_ixv t, int dim, ic_xid index, ic_dtype dt) {
+    ic_x x = {.kind = X_GATHER, .dtype = dt, .a = index, .b = -1, .c = -1, .buf = v, .ix = t, .aux = dim};
+    return x_intern(c, &x);
+}
+
+ic_xid x_gatherf(ic_ctx *c, int buf, ic_ix off, ic_xid index, int64_t stride, int64_t size, ic_dtype dt) {
+    ic_x x = {.kind = X_LOADF, .dtype = dt, .a = index, .b = -1, .c = -1, .buf = buf, .ix = off,
+              .aux = (int32_t)(size > INT32_MAX ? INT32_MAX : size), .cval = (double)stride};
+    return x_intern(c, &x);
+}
+
 /* Prints the DAG rooted at root as a let-list: "t5 = exp f32 t4". */
 static void pr(ic_ctx *c, ic_str *s, ic_xid id, uint8_t *seen) {
     if (seen[id]) return;
@@ -90,6 +108,20 @@ static void pr(ic_ctx *c, ic_str *s, ic_xid id, uint8_t *seen) {
     case X_LOADF:
         ic_str_printf(s, "load buf%d[", x->buf);
         ix_print(c, s, x->ix);
+        if (x->a >= 0) ic_str_printf(s, " + %.0f*clamp(t%d, %d)", x->cval, x->a, x->aux);
+        ic_str_printf(s, "]");
+        break;
+    case X_IXVAL:
+        ic_str_printf(s, "index ");
+        ix_print(c, s, x->ix);
+        break;
+    case X_GATHER:
+        ic_str_printf(s, "gather %%%d[", x->buf);
+        for (int i = 0; i < ixv_len(c, x->ix); i++) {
+            if (i) ic_str_printf(s, ", ");
+            if (i == x->aux) ic_str_printf(s, "t%d", x->a);
+            else ix_print(c, s, ixv_get(c, x->ix, i));
+        }
         ic_str_printf(s, "]");
         break;
     case X_OP:

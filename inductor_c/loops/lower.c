@@ -42,6 +42,8 @@ static ic_xid lower_pointwise(ic_ctx *c, ic_val v, const ic_node *n, const int32
     if (k == IC_K_UNARY) {
         ic_xid a = load_bcast(c, n->in[0], nd, var);
         ic_dtype ct = n->op == IC_OP_LOGICAL_NOT ? IC_BOOL : t;
+        if (n->op == IC_OP_ISNAN || n->op == IC_OP_ISINF || n->op == IC_OP_ISFINITE)
+            ct = c->g->nodes[n->in[0]].meta.dtype;
         return op_in(c, n->op, t, ct, a, -1);
     }
     if (k == IC_K_BINARY) {
@@ -49,7 +51,7 @@ static ic_xid lower_pointwise(ic_ctx *c, ic_val v, const ic_node *n, const int32
         ic_xid b = load_bcast(c, n->in[1], nd, var);
         ic_dtype ct = t;
         if (n->op >= IC_OP_EQ && n->op <= IC_OP_GE) ct = ic_result_type(c->g, n->in, 2);
-        if (n->op == IC_OP_LOGICAL_AND || n->op == IC_OP_LOGICAL_OR) ct = IC_BOOL;
+        if (n->op == IC_OP_LOGICAL_AND || n->op == IC_OP_LOGICAL_OR || n->op == IC_OP_LOGICAL_XOR) ct = IC_BOOL;
         return op_in(c, n->op, t, ct, a, b);
     }
     if (n->op == IC_OP_WHERE) {
@@ -59,12 +61,61 @@ static ic_xid lower_pointwise(ic_ctx *c, ic_val v, const ic_node *n, const int32
         return x_op(c, IC_OP_WHERE, t, x_cast(c, w, IC_BOOL), x_cast(c, a, t), x_cast(c, b, t));
     }
     if (n->op == IC_OP_CAST) return x_cast(c, load_bcast(c, n->in[0], nd, var), t);
+    if (n->op == IC_OP_ARANGE) {
+        ic_xid i = var[0] < 0 ? x_const(c, 0, IC_I64) : x_ixval(c, ix_var(c, var[0]));
+        if (ic_is_float(t)) {
+            ic_xid f = x_op(c, IC_OP_MUL, IC_F64, x_cast(c, i, IC_F64), x_const(c, n->num2, IC_F64), -1);
+            return x_cast(c, x_op(c, IC_OP_ADD, IC_F64, f, x_const(c, n->num, IC_F64), -1), t);
+        }
+        ic_xid f = x_op(c, IC_OP_MUL, IC_I64, i, x_const(c, n->num2, IC_I64), -1);
+        return x_cast(c, x_op(c, IC_OP_ADD, IC_I64, f, x_const(c, n->num, IC_I64), -1), t);
+    }
+    if (n->op == IC_OP_CAT) {
+        /* where(i < na, a[i], b[i - na]); b's loads at i < na (and a's beyond) are never
+         * used, and codegen keeps such out-of-range loads inside the buffers */
+        int d = n->dim;
+        ic_val a = n->in[0], b = n->in[1];
+        int64_t na = c->g->nodes[a].meta.sizes[d];
+        ic_ix T[IC_MAX_DIMS] = {0}, U[IC_MAX_DIMS] = {0};
+        for (int i = 0; i < nd; i++) T[i] = U[i] = var[i] < 0 ? ix_const(c, 0) : ix_var(c, var[i]);
+        U[d] = ix_add(c, T[d], ix_const(c, -na));
+        /* size-1 dims of an operand index 0 */
+        ic_ix Ta[IC_MAX_DIMS], Ub[IC_MAX_DIMS];
+        for (int i = 0; i < nd; i++) {
+            Ta[i] = c->g->nodes[a].meta.sizes[i] == 1 ? ix_const(c, 0) : T[i];
+            Ub[i] = c->g->nodes[b].meta.sizes[i] == 1 ? ix_const(c, 0) : U[i];
+        }
+        const ic_dtype ta = c->g->nodes[a].meta.dtype, tb = c->g->nodes[b].meta.dtype;
+        ic_xid la = x_cast(c, x_load(c, a, ixv_make(c, nd, Ta), ta), t);
+        ic_xid lb = x_cast(c, x_load(c, b, ixv_make(c, nd, Ub), tb), t);
+        if (na == 0) return lb;
+        if (c->g->nodes[b].meta.sizes[d] == 0) return la;
+        ic_xid cond = x_op(c, IC_OP_LT, IC_BOOL, x_ixval(c, T[d]), x_const(c, (double)na, IC_I64), -1);
+        return x_op(c, IC_OP_WHERE, t, cond, la, lb);
+    }
+    if (n->op == IC_OP_INDEX_SELECT) {
+        int d = n->dim;
+        ic_val a = n->in[0], ix = n->in[1];
+        const ic_meta *am = &c->g->nodes[a].meta;
+        ic_ix T[IC_MAX_DIMS];
+        for (int i = 0; i < nd; i++) T[i] = var[i] < 0 || i == d ? ix_const(c, 0) : ix_var(c, var[i]);
+        ic_ix it[1] = {var[d] < 0 ? ix_const(c, 0) : ix_var(c, var[d])};
+        const ic_meta *im = &c->g->nodes[ix].meta;
+        ic_xid idx = x_load(c, ix, ixv_make(c, im->ndim, it), im->dtype);
+        return x_gather(c, a, ixv_make(c, am->ndim, T), d, x_cast(c, idx, IC_I64), am->dtype);
+    }
     /* views */
     ic_val a = n->in[0];
     const ic_meta *am = &c->g->nodes[a].meta;
     if (c->g->nodes[a].op == IC_OP_SCALAR) return c->ln[a].body;
     ic_ix T[IC_MAX_DIMS];
     if (n->op == IC_OP_EXPAND) return load_bcast(c, a, nd, var);
+    if (n->op == IC_OP_SLICE) {
+        for (int i = 0; i < nd; i++) T[i] = var[i] < 0 ? ix_const(c, 0) : ix_var(c, var[i]);
+        T[n->dim] = ix_add(c, ix_scale(c, T[n->dim], n->step), ix_const(c, n->start));
+        if (am->sizes[n->dim] == 1) T[n->dim] = ix_const(c, 0);
+        return x_load(c, a, ixv_make(c, am->ndim, T), am->dtype);
+    }
     if (n->op == IC_OP_PERMUTE) {
         for (int i = 0; i < nd; i++)
             T[n->perm[i]] = var[i] < 0 ? ix_const(c, 0) : ix_var(c, var[i]);

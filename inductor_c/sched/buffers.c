@@ -17,6 +17,7 @@ static void scan_reads(ic_ctx *c, ic_xid x, int ki, int *last, uint8_t *seen) {
     const ic_x *e = &c->xs[x];
     if (e->kind == X_LOADF) {
         if (last[e->buf] < ki) last[e->buf] = ki;
+        if (e->a >= 0) scan_reads(c, e->a, ki, last, seen);
         return;
     }
     if (e->kind == X_ROWVAL) return;

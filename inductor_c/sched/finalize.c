@@ -62,6 +62,13 @@ static ic_xid to_flat(rw *R, ic_xid x) {
         r = x_loadf(c, b, flat(c, e.ix, &c->bufs[b].meta), e.dtype);
         break;
     }
+    case X_GATHER: {
+        int b = c->buf_of[e.buf];
+        if (b < 0) ic_fail(c, IC_EINTERNAL, "gather from %%%d without a buffer", e.buf);
+        const ic_meta *m = &c->bufs[b].meta;
+        r = x_gatherf(c, b, flat(c, e.ix, m), to_flat(R, e.a), m->strides[e.aux], m->sizes[e.aux], e.dtype);
+        break;
+    }
     case X_OP: {
         ic_xid a = to_flat(R, e.a);
         ic_xid b = e.b >= 0 ? to_flat(R, e.b) : -1;
@@ -103,7 +110,13 @@ static ic_xid sub_x(rw *R, sub *S, ic_xid x) {
     ic_xid r = x;
     switch (e.kind) {
     case X_LOADF:
-        r = x_loadf(c, e.buf, sub_ix(c, S, e.ix), e.dtype);
+        if (e.a >= 0)
+            r = x_gatherf(c, e.buf, sub_ix(c, S, e.ix), sub_x(R, S, e.a), (int64_t)e.cval, e.aux, e.dtype);
+        else
+            r = x_loadf(c, e.buf, sub_ix(c, S, e.ix), e.dtype);
+        break;
+    case X_IXVAL:
+        r = x_ixval(c, sub_ix(c, S, e.ix));
         break;
     case X_OP: {
         ic_xid a = sub_x(R, S, e.a);
@@ -174,6 +187,9 @@ static int add_buffer(ic_ctx *c, int kind, int index, ic_val v, const ic_meta *m
     b->dtype = m->dtype;
     b->meta = *m;
     b->nbytes = ic_numel(m) * (int64_t)ic_dtype_size(m->dtype);
+    b->span = ic_numel(m) ? 1 : 0;
+    for (int d = 0; d < m->ndim && b->span; d++)
+        b->span += (m->sizes[d] - 1) * (m->strides[d] < 0 ? -m->strides[d] : m->strides[d]);
     b->offset = -1;
     return c->nbufs - 1;
 }
@@ -188,6 +204,7 @@ static void mark_needed(ic_ctx *c, bool *needed, int kidx, int pos, ic_xid x, ui
         else if (c->kernels[kidx].items[c->item_of[u]].pos != pos) needed[u] = true;
         return;
     }
+    if (e->kind == X_GATHER) needed[e->buf] = true;
     if (e->kind == X_ROWVAL) return;
     if (e->a >= 0) mark_needed(c, needed, kidx, pos, e->a, seen);
     if (e->b >= 0) mark_needed(c, needed, kidx, pos, e->b, seen);
@@ -208,7 +225,7 @@ static void count_contig(ic_ctx *c, ic_xid x, int32_t v, int32_t w, int *nv, int
     if (seen[x]) return;
     seen[x] = 1;
     const ic_x *e = &c->xs[x];
-    if (e->kind == X_LOADF) {
+    if (e->kind == X_LOADF && e->a < 0) {
         *nv += vcost(c, e->ix, v);
         *nw += vcost(c, e->ix, w);
         return;

@@ -89,6 +89,18 @@ static ic_xid rewrite(inl *S, ic_xid x, const int32_t *from, const ic_ix *to, in
     }
     case X_CAST:
         return x_cast(c, rewrite(S, e.a, from, to, n), e.dtype);
+    case X_IXVAL:
+        return x_ixval(c, ix_subst(c, e.ix, from, to, n));
+    case X_GATHER: {
+        /* the gathered value is realized (ic_schedule); its rows are data-dependent, so
+         * it must come from an earlier kernel */
+        if (c->kernel_of[e.buf] == S->kidx) S->illegal = true;
+        int len = ixv_len(c, e.ix);
+        ic_ix t[IC_MAX_DIMS];
+        for (int i = 0; i < len; i++) t[i] = ix_subst(c, ixv_get(c, e.ix, i), from, to, n);
+        ic_xid idx = rewrite(S, e.a, from, to, n);
+        return x_gather(c, e.buf, ixv_make(c, len, t), e.aux, idx, e.dtype);
+    }
     default:
         ic_fail(c, IC_EINTERNAL, "rewrite: unexpected expression kind %d", e.kind);
     }
@@ -317,8 +329,10 @@ void ic_schedule(ic_ctx *c) {
         const ic_lnode *L = &c->ln[v];
         const ic_node *n = &g->nodes[v];
         if (L->kind == L_INPUT || L->kind == L_REDUCE) c->realized[v] = true;
+        if (n->op == IC_OP_INDEX_SELECT) c->realized[n->in[0]] = true; /* gathered from memory */
         if (L->kind != L_POINTWISE) continue;
-        bool view = n->op == IC_OP_RESHAPE || n->op == IC_OP_PERMUTE || n->op == IC_OP_EXPAND;
+        bool view = n->op == IC_OP_RESHAPE || n->op == IC_OP_PERMUTE || n->op == IC_OP_EXPAND ||
+                    n->op == IC_OP_SLICE;
         ops[v] = view ? 0 : 1;
         for (int i = 0; i < 3 && n->in[i] >= 0; i++) {
             ic_val u = n->in[i];

@@ -311,6 +311,22 @@ static double un_ref(ic_op op, double x, ic_dtype t) {
     case IC_OP_SIN: return sin(x);
     case IC_OP_COS: return cos(x);
     case IC_OP_LOGICAL_NOT: return x == 0;
+    case IC_OP_FLOOR: return floor(x);
+    case IC_OP_CEIL: return ceil(x);
+    case IC_OP_ROUND: return nearbyint(x);
+    case IC_OP_TRUNC: return trunc(x);
+    case IC_OP_SIGN: return (double)(x > 0) - (double)(x < 0);
+    case IC_OP_ERF: return erf(x);
+    case IC_OP_LOG1P: return log1p(x);
+    case IC_OP_EXPM1: return expm1(x);
+    case IC_OP_LOG2: return log2(x);
+    case IC_OP_EXP2: return exp2(x);
+    case IC_OP_TAN: return tan(x);
+    case IC_OP_ATAN: return atan(x);
+    case IC_OP_ISNAN: return isnan(x);
+    case IC_OP_ISINF: return isinf(x) != 0;
+    case IC_OP_ISFINITE: return isfinite(x) != 0;
+    case IC_OP_BITWISE_NOT: return t == IC_BOOL ? !x : (double)~(int64_t)x;
     default: return NAN;
     }
 }
@@ -332,6 +348,24 @@ static double bin_ref(ic_op op, double a, double b, ic_dtype t) {
     case IC_OP_GE: return a >= b;
     case IC_OP_LOGICAL_AND: return a != 0 && b != 0;
     case IC_OP_LOGICAL_OR: return a != 0 || b != 0;
+    case IC_OP_LOGICAL_XOR: return (a != 0) != (b != 0);
+    case IC_OP_BITWISE_AND: return (double)((int64_t)a & (int64_t)b);
+    case IC_OP_BITWISE_OR: return (double)((int64_t)a | (int64_t)b);
+    case IC_OP_BITWISE_XOR: return (double)((int64_t)a ^ (int64_t)b);
+    case IC_OP_ATAN2: return atan2(a, b);
+    case IC_OP_FMOD: return fmod(a, b);
+    case IC_OP_REMAINDER: {
+        double r = fmod(a, b);
+        return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+    }
+    case IC_OP_FLOOR_DIVIDE: {
+        if (b == 0) return a / b;
+        double m = fmod(a, b), d = (a - m) / b;
+        if (m != 0 && ((b < 0) != (m < 0))) d -= 1;
+        if (d == 0) return copysign(0.0, a / b);
+        double f = floor(d);
+        return d - f > 0.5 ? f + 1 : f;
+    }
     default: return NAN;
     }
 }
@@ -380,7 +414,7 @@ static R t_bin(T *t, ic_op op, R a, R b) {
     R r = result(t, v, &w);
     int64_t idx[8];
     ic_dtype ct = r.m.dtype;
-    bool cmp = op >= IC_OP_EQ && op <= IC_OP_LOGICAL_OR;
+    bool cmp = (op >= IC_OP_EQ && op <= IC_OP_LOGICAL_OR) || op == IC_OP_LOGICAL_XOR;
     for (int64_t i = 0; i < numel(&r.m); i++) {
         unravel(&r.m, i, idx);
         double x = at_bcast(&a, idx, r.m.ndim), y = at_bcast(&b, idx, r.m.ndim);
@@ -437,7 +471,7 @@ static R t_red(T *t, ic_op op, R a, uint32_t mask, int keepdim, int dtype) {
     int64_t n = numel(&r.m);
     ic_dtype at = r.m.dtype;
     bool mx = op == IC_OP_AMAX, mn = op == IC_OP_AMIN;
-    for (int64_t i = 0; i < n; i++) r.d[i] = mx ? -INFINITY : mn ? INFINITY : 0;
+    for (int64_t i = 0; i < n; i++) r.d[i] = mx ? -INFINITY : mn ? INFINITY : op == IC_OP_PROD ? 1 : 0;
     int64_t cnt = 1;
     for (int d = 0; d < a.m.ndim; d++)
         if ((mk >> d) & 1) cnt *= a.m.sizes[d];
@@ -455,6 +489,7 @@ static R t_red(T *t, ic_op op, R a, uint32_t mask, int keepdim, int dtype) {
         double x = round_to(a.d[i], at);
         if (mx) r.d[o] = (isnan(x) || isnan(r.d[o])) ? NAN : (x > r.d[o] ? x : r.d[o]);
         else if (mn) r.d[o] = (isnan(x) || isnan(r.d[o])) ? NAN : (x < r.d[o] ? x : r.d[o]);
+        else if (op == IC_OP_PROD) r.d[o] *= x;
         else r.d[o] += x;
     }
     for (int64_t i = 0; i < n; i++) {
@@ -512,6 +547,67 @@ static R t_expand(T *t, R a, int nd, const int64_t *sizes) {
         unravel(&r.m, i, idx);
         r.d[i] = at_bcast(&a, idx, nd);
     }
+    return r;
+}
+
+static R t_slice(T *t, R a, int dim, int64_t start, int64_t end, int64_t step) {
+    ic_val v = ic_slice(t->g, a.v, dim, start, end, step);
+    ic_meta w = a.m;
+    w.sizes[dim] = end > start ? (end - start + step - 1) / step : 0;
+    contig(&w);
+    R r = result(t, v, &w);
+    int64_t idx[8];
+    for (int64_t i = 0; i < numel(&r.m); i++) {
+        unravel(&r.m, i, idx);
+        idx[dim] = start + idx[dim] * step;
+        int64_t off = 0;
+        for (int d = 0; d < a.m.ndim; d++) off = off * a.m.sizes[d] + idx[d];
+        r.d[i] = a.d[off];
+    }
+    return r;
+}
+
+static R t_cat(T *t, R a, R b, int dim) {
+    ic_val v = ic_cat(t->g, a.v, b.v, dim);
+    ic_meta w = a.m;
+    w.sizes[dim] = a.m.sizes[dim] + b.m.sizes[dim];
+    contig(&w);
+    R r = result(t, v, &w);
+    int64_t idx[8];
+    for (int64_t i = 0; i < numel(&r.m); i++) {
+        unravel(&r.m, i, idx);
+        const R *src = idx[dim] < a.m.sizes[dim] ? &a : &b;
+        if (src == &b) idx[dim] -= a.m.sizes[dim];
+        int64_t off = 0;
+        for (int d = 0; d < src->m.ndim; d++) off = off * src->m.sizes[d] + idx[d];
+        r.d[i] = round_to(src->d[off], r.m.dtype);
+    }
+    return r;
+}
+
+static R t_index_select(T *t, R a, int dim, R index) {
+    ic_val v = ic_index_select(t->g, a.v, dim, index.v);
+    ic_meta w = a.m;
+    w.sizes[dim] = index.m.ndim ? index.m.sizes[0] : 1;
+    contig(&w);
+    R r = result(t, v, &w);
+    int64_t idx[8];
+    for (int64_t i = 0; i < numel(&r.m); i++) {
+        unravel(&r.m, i, idx);
+        idx[dim] = (int64_t)index.d[idx[dim]];
+        int64_t off = 0;
+        for (int d = 0; d < a.m.ndim; d++) off = off * a.m.sizes[d] + idx[d];
+        r.d[i] = a.d[off];
+    }
+    return r;
+}
+
+static R t_arange(T *t, int64_t n, double start, double step, ic_dtype dt) {
+    ic_val v = ic_arange(t->g, n, start, step, dt);
+    ic_meta w = {.ndim = 1, .sizes = {n}};
+    contig(&w);
+    R r = result(t, v, &w);
+    for (int64_t i = 0; i < n; i++) r.d[i] = round_to(start + (double)i * step, dt);
     return r;
 }
 
@@ -1221,6 +1317,146 @@ static void test_vec_outer(void) {
     t_free(t);
 }
 
+static void test_more_ops(void) {
+    cur_test = "more_ops";
+    static const ic_op un[] = {IC_OP_FLOOR, IC_OP_CEIL, IC_OP_ROUND, IC_OP_TRUNC, IC_OP_SIGN, IC_OP_ERF,
+                               IC_OP_LOG1P, IC_OP_EXPM1, IC_OP_LOG2, IC_OP_EXP2, IC_OP_TAN, IC_OP_ATAN,
+                               IC_OP_ISNAN, IC_OP_ISINF, IC_OP_ISFINITE};
+    for (int rep = 0; rep < 2; rep++)
+        for (size_t k = 0; k < sizeof un / sizeof un[0]; k++) {
+            T *t = t_new();
+            ic_op op = un[k];
+            t->lo = op == IC_OP_LOG1P ? -0.9 : -4;
+            t->hi = 4;
+            if (op == IC_OP_ROUND) t->quantize = true; /* exact .5 ties */
+            int64_t s[8];
+            int nd = rshape(s, 3);
+            R x = t_input(t, rep ? IC_F64 : IC_F32, nd, s, rndi(L_NLAYOUT));
+            t_output(t, t_un(t, op, x));
+            if (op <= IC_OP_SIGN) {
+                R xi = t_input(t, IC_I32, nd, s, L_CONTIG);
+                t_output(t, t_un(t, op, xi));
+            }
+            runopts o = defaults();
+            o.rtol = 4e-6;
+            o.atol = 1e-6;
+            t_run(t, o);
+            t_free(t);
+        }
+    /* isnan & co on real special values */
+    T *t = t_new();
+    int64_t s1[1] = {6};
+    R x = t_input(t, IC_F32, 1, s1, L_CONTIG);
+    float sv[6] = {NAN, INFINITY, -INFINITY, 0, -1, 3};
+    for (int i = 0; i < 6; i++) {
+        x.d[i] = sv[i];
+        ((float *)t->store[0])[i] = sv[i];
+    }
+    t_output(t, t_un(t, IC_OP_ISNAN, x));
+    t_output(t, t_un(t, IC_OP_ISINF, x));
+    t_output(t, t_un(t, IC_OP_ISFINITE, x));
+    t_output(t, t_un(t, IC_OP_SIGN, x));
+    t_run(t, defaults());
+    t_free(t);
+
+    static const ic_op bin[] = {IC_OP_FMOD, IC_OP_REMAINDER, IC_OP_FLOOR_DIVIDE, IC_OP_ATAN2,
+                                IC_OP_BITWISE_AND, IC_OP_BITWISE_OR, IC_OP_BITWISE_XOR, IC_OP_LOGICAL_XOR};
+    for (int rep = 0; rep < 3; rep++)
+        for (size_t k = 0; k < sizeof bin / sizeof bin[0]; k++) {
+            ic_op op = bin[k];
+            bool bitwise = op >= IC_OP_BITWISE_AND && op <= IC_OP_BITWISE_XOR;
+            ic_dtype dt = bitwise || rep == 2 ? (rep == 1 ? IC_I64 : IC_I32) : rep == 1 ? IC_F64 : IC_F32;
+            if (op == IC_OP_ATAN2 && !isf(dt)) dt = IC_F32;
+            T *t = t_new();
+            t->quantize = true;
+            t->lo = -6;
+            t->hi = 6;
+            int64_t s[8], s2[8];
+            int nd = rshape(s, 3);
+            int nd2 = bshape(s, nd, s2);
+            R a = t_input(t, dt, nd, s, rndi(L_NLAYOUT));
+            R b = t_input(t, dt, nd2, s2, rndi(L_NLAYOUT));
+            if (!isf(dt) && (op == IC_OP_FMOD || op == IC_OP_REMAINDER || op == IC_OP_FLOOR_DIVIDE)) {
+                /* no zero divisors for ints: b = |b| + 1 with random sign via -b */
+                b = t_bin(t, IC_OP_ADD, t_un(t, IC_OP_ABS, b), t_scalar(t, 1, IC_I64));
+                if (rndi(2)) b = t_un(t, IC_OP_NEG, b);
+            }
+            t_output(t, t_bin(t, op, a, b));
+            runopts o = defaults();
+            o.rtol = 4e-6;
+            t_run(t, o);
+            t_free(t);
+        }
+    /* prod */
+    for (int rep = 0; rep < 3; rep++) {
+        T *t = t_new();
+        t->lo = 0.5;
+        t->hi = 1.5;
+        int64_t s[8];
+        int nd = rshape(s, 3);
+        R a = t_input(t, rep == 2 ? IC_F64 : IC_F32, nd, s, rndi(L_NLAYOUT));
+        uint32_t mask = nd ? (uint32_t)rndi(1 << nd) : 0;
+        t_output(t, t_red(t, IC_OP_PROD, a, mask, rndi(2), -1));
+        runopts o = defaults();
+        o.rtol = 1e-4;
+        t_run(t, o);
+        t_free(t);
+    }
+}
+
+static void test_data_movement(void) {
+    cur_test = "data_movement";
+    for (int rep = 0; rep < 16; rep++) {
+        T *t = t_new();
+        int64_t s[3] = {1 + rndi(6), 1 + rndi(9), 1 + rndi(20)};
+        ic_dtype dt = rep % 3 == 2 ? IC_F64 : IC_F32;
+        R x = t_input(t, dt, 3, s, rndi(L_NLAYOUT));
+        int dim = rndi(3);
+        int64_t st = rndi((int)s[dim]), en = st + rndi((int)(s[dim] - st) + 1), step = 1 + rndi(3);
+        R sl = t_slice(t, x, dim, st, en, step);
+        t_output(t, t_un(t, IC_OP_NEG, sl));
+        /* cat of two computed halves along dim (rope-like: cat(-x2, x1)) */
+        int64_t h = s[dim] / 2;
+        R x1 = t_slice(t, x, dim, 0, h, 1), x2 = t_slice(t, x, dim, h, s[dim], 1);
+        R c = t_cat(t, t_un(t, IC_OP_NEG, x2), x1, dim);
+        t_output(t, t_bin(t, IC_OP_MUL, c, x));
+        /* cat with a different dtype operand and an input */
+        int64_t s2[3] = {s[0], s[1], s[2]};
+        s2[dim] = 1 + rndi(4);
+        R y = t_input(t, IC_I32, 3, s2, rndi(L_NLAYOUT));
+        t_output(t, t_cat(t, y, x, dim));
+        runopts o = defaults();
+        t_run(t, o);
+        t_free(t);
+    }
+    /* index_select / embedding, arange masks */
+    for (int rep = 0; rep < 8; rep++) {
+        T *t = t_new();
+        int64_t ws[2] = {50 + rndi(30), 1 + rndi(40)};
+        R w = t_input(t, rep % 2 ? IC_F64 : IC_F32, 2, ws, rndi(L_NLAYOUT));
+        int64_t ns[1] = {1 + rndi(30)};
+        R idx = t_input(t, rep % 3 ? IC_I64 : IC_I32, 1, ns, L_CONTIG);
+        for (int64_t i = 0; i < ns[0]; i++) {
+            double v = rndi((int)ws[0]);
+            idx.d[i] = v;
+            store_elem(t->store[t->nin - 1], idx.m.dtype, i, v);
+        }
+        R e = t_index_select(t, w, 0, idx);
+        t_output(t, t_bin(t, IC_OP_ADD, e, t_scalar(t, 1, IC_F64)));
+        R cols = t_index_select(t, w, 1, t_slice(t, t_arange(t, ws[1], 0, 1, IC_I64), 0, 0, ws[1], 2));
+        t_output(t, cols);
+        /* causal mask: arange[:, None] >= arange[None, :] */
+        int64_t n = 1 + rndi(20);
+        R ar = t_arange(t, n, 0, 1, IC_I64);
+        int64_t s1[2] = {n, 1}, s2[2] = {1, n};
+        R m = t_bin(t, IC_OP_GE, t_reshape(t, ar, 2, s1), t_reshape(t, ar, 2, s2));
+        t_output(t, m);
+        t_output(t, t_arange(t, n, 0.5, 0.25, IC_F32));
+        t_run(t, defaults());
+        t_free(t);
+    }
+}
+
 static void test_split(void) {
     cur_test = "split";
     int64_t n1[1] = {200003};
@@ -1437,6 +1673,8 @@ int main(int argc, char **argv) {
     test_vec_outer();
     test_half();
     test_split();
+    test_more_ops();
+    test_data_movement();
     test_big_and_threads();
     test_random_graphs(fuzz);
     clock_gettime(CLOCK_MONOTONIC, &t1);

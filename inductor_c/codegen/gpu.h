@@ -1,0 +1,82 @@
+/* gpu.h — private interface of the CUDA backend (not part of the API).
+ *
+ *   codegen/gpu_nvptx.c   finalized kernels -> LLVM IR (nvptx64-nvidia-cuda) -> PTX, and the
+ *                         launch plan of every kernel (ic_gpu, owned by ic_compiled.gpu)
+ *   runtime/cuda.c        libcuda through dlopen: context, module load, launches, allocator
+ *
+ * Launch plan. Every kernel has one or two variants: a vector variant (V > 1 elements per
+ * thread and access, 16-byte loads/stores) and the scalar fallback (V = 1). The vector
+ * variant assumes the base pointers of some buffers are aligned (align_buf/align_bytes);
+ * ic_run_stream checks the actual pointers and takes the fallback when one is not.
+ * Kernel parameters are the device pointers of the buffers in params[] order.
+ *
+ * The few CUDA driver types we need are declared here, so the backend builds without
+ * cuda.h (CI has no CUDA); with TORCHC_HAVE_CUDA_H they are checked against it.
+ */
+#ifndef IC_GPU_H
+#define IC_GPU_H
+
+#include "../ic_device.h"
+#include "../ic_internal.h"
+
+/* ---- driver ABI (subset of cuda.h) ------------------------------------------------------ */
+typedef int ic_CUresult;            /* CUresult: 0 = CUDA_SUCCESS */
+typedef int ic_CUdevice;            /* CUdevice */
+typedef unsigned long long ic_CUdeviceptr; /* CUdeviceptr (64-bit) */
+typedef struct ic_CUctx_st *ic_CUcontext;
+typedef struct ic_CUmod_st *ic_CUmodule;
+typedef struct ic_CUfunc_st *ic_CUfunction;
+typedef struct ic_CUstream_st *ic_CUstream;
+
+enum {
+    IC_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16,
+    IC_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
+    IC_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
+    IC_CU_JIT_INFO_LOG_BUFFER = 3,
+    IC_CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES = 4,
+    IC_CU_JIT_ERROR_LOG_BUFFER = 5,
+    IC_CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6,
+};
+
+/* ---- launch plan ------------------------------------------------------------------------- */
+typedef struct ic_gvariant {
+    char name[48];
+    ic_CUfunction fn;     /* after loading */
+    unsigned grid, block; /* 1-D grid and block */
+    int vec;              /* elements per access (1 = scalar variant) */
+    int nparams;
+    int *params;          /* buffer ids, in parameter order */
+    int nalign;
+    int *align_buf;       /* vector variant: buffers whose base must be aligned ... */
+    int *align_bytes;     /* ... to this many bytes */
+} ic_gvariant;
+
+typedef struct ic_gkernel {
+    int nvar;             /* 1 or 2; v[nvar-1] is the scalar fallback */
+    ic_gvariant v[2];
+} ic_gkernel;
+
+typedef struct ic_gpu {
+    char *ptx;            /* NUL-terminated PTX text of the module */
+    int sm;               /* target, e.g. 90 */
+    int device;           /* device ordinal the module was loaded on */
+    ic_CUcontext ctx;     /* context the module lives in */
+    ic_CUmodule module;   /* NULL for PTX-only compilations (ic_graph_to_ptx) */
+    int nkernels;
+    ic_gkernel *k;
+} ic_gpu;
+
+/* codegen/gpu_nvptx.c: PTX for the finalized kernels of c; loads it unless the compilation
+ * is PTX-only (ic_graph_to_ptx). Sets out->gpu. Failures go through ic_fail. */
+void ic_codegen_gpu(ic_ctx *c, ic_compiled *out);
+
+/* runtime/cuda.c */
+void ic_gpu_free(void *gpu);
+/* driver up and the device's properties (sm = major*10+minor); 0 ok, else msg */
+int ic_cuda_device_info(int device, int *sm, int *nsm, char *msg, size_t n);
+/* loads G->ptx in the current (else primary) context of `device`, resolves the kernels */
+int ic_cuda_load(ic_gpu *G, int device, char *msg, size_t n);
+/* ic_graph_to_ptx support: 1 while the calling thread compiles for PTX only */
+int ic_gpu_ptx_only(int *sm);
+
+#endif
