@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codegen/gpu.h" /* GPU hook: ic_codegen_gpu, ic_gpu_free */
 #include "ic_internal.h"
 #include "support.h"
 
@@ -71,6 +72,7 @@ static void dump(const char *stage, const char *text) {
 static void compiled_free_parts(ic_compiled *o) {
     if (!o) return;
     if (o->jit_rt) ic_jit_remove(o->jit_rt);
+    if (o->gpu) ic_gpu_free(o->gpu); /* GPU hook */
     free(o->out_meta);
     free(o->buf_offset);
     free(o->buf_index);
@@ -116,7 +118,8 @@ static ic_compiled *pipeline(ic_ctx *c, const ic_graph *g, const ic_options *o) 
     }
     /* 6. LLVM IR, O3, JIT */
     ic_kernel_fn *fns = ic_alloc(c, (size_t)(2 * c->nkernels + 1) * sizeof(ic_kernel_fn));
-    if (c->nkernels > 0) ic_codegen_cpu(c, fns, &out->jit_rt);
+    if (o->device == IC_CUDA) ic_codegen_gpu(c, out, o->device_index); /* GPU hook: NVPTX + driver */
+    else if (c->nkernels > 0) ic_codegen_cpu(c, fns, &out->jit_rt);
 
     /* 7. the compiled object (outlives the arena) */
     const ic_graph *G = c->g;
@@ -177,7 +180,7 @@ ic_compiled *ic_compile_graph(const ic_graph *g, const ic_options *opt, ic_err *
     }
     ic_options o = {.opt_level = 3};
     if (opt) o = *opt;
-    if (o.device != IC_CPU) {
+    if (o.device != IC_CPU && o.device != IC_CUDA) {
         err->code = IC_EUNSUPPORTED;
         snprintf(err->msg, sizeof err->msg, "device %d is not supported by this build", o.device);
         return NULL;
@@ -227,6 +230,7 @@ IC_API char *ic_compiled_describe(const ic_compiled *c) {
 #define PAR_MIN_WORK 32768
 
 IC_API int ic_run(const ic_compiled *c, void *const *inputs, void *const *outputs, ic_err *err) {
+    if (c->gpu) return ic_run_stream(c, inputs, outputs, NULL, err); /* GPU hook */
     void *stackbufs[64];
     void **bufs = c->nbufs <= 64 ? stackbufs : malloc((size_t)c->nbufs * sizeof(void *));
     void *ws = NULL;

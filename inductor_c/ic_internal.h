@@ -129,7 +129,10 @@ typedef struct ic_lnode {
     ic_dtype acc;                /* REDUCE: accumulator dtype */
     int64_t red_count;           /* number of reduced elements (for MEAN) */
     ic_xid body;                 /* value (REDUCE: element fed to the reduction) */
+    ic_xid body2;                /* ARGMAX/ARGMIN: the element's index (X_IXVAL), else -1 */
 } ic_lnode;
+
+static inline bool ic_is_arg(ic_op op) { return op == IC_OP_ARGMAX || op == IC_OP_ARGMIN; }
 
 /* ---- kernels --------------------------------------------------------------------------- */
 enum { IT_STORE, IT_REDUCE };
@@ -140,11 +143,12 @@ typedef struct ic_item {
     bool inner;        /* iterates the inner vars */
     bool store;        /* result must be written to its buffer */
     ic_xid expr;       /* value (REDUCE: element) in kernel vars */
+    ic_xid expr2;      /* ARGMAX/ARGMIN: index of the element, else -1 */
     ic_ixv out_ixv;    /* v's index tuple in kernel vars (matching reads) */
     ic_ix out_ix;      /* flat store offset (after finalize) */
     int buf;           /* buffer id (after planning), -1 if none */
     ic_op red_op;
-    ic_dtype acc;
+    ic_dtype acc;      /* accumulator (argmax/argmin: of the value; the result is i64) */
     int64_t red_count;
     ic_dtype dtype;    /* stored dtype (graph dtype of v) */
     int32_t *fused;    /* graph values inlined into this item (incl. v) */
@@ -210,6 +214,7 @@ struct ic_compiled {
     ic_rkernel *kernels;
     char *describe;
     void *jit_rt;        /* LLVMOrcResourceTrackerRef */
+    void *gpu;           /* IC_CUDA: ic_gpu (codegen/gpu.h), owned; NULL on the CPU */
     int num_threads;
 };
 

@@ -92,6 +92,8 @@
     X(ATAN2, "atan2", 2, IC_K_BINARY)                                 \
     /* reductions */                                                  \
     X(PROD, "prod", 1, IC_K_REDUCE)         /* bool/int -> i64 */      \
+    X(ARGMAX, "argmax", 1, IC_K_REDUCE)     /* -> i64; first max; NaN is max; index over the reduced dims, row-major */ \
+    X(ARGMIN, "argmin", 1, IC_K_REDUCE)     /* -> i64; first min; NaN is min */ \
     /* data movement (ic_slice, ic_cat, ic_index_select, ic_arange) */ \
     X(SLICE, "slice", 1, IC_K_OTHER)        /* attrs dim, start, step */ \
     X(CAT, "cat", 2, IC_K_OTHER)            /* attrs dim; promotes */  \

@@ -635,7 +635,7 @@ static void store(cg *g, const ic_item *it, LLVMValueRef v) {
 static LLVMValueRef red_identity(cg *g, const ic_item *it, int width) {
     LLVMTypeRef t = cg_type(g, it->acc, width);
     bool f = ic_is_float(it->acc);
-    bool max = it->red_op == IC_OP_AMAX;
+    bool max = it->red_op == IC_OP_AMAX || it->red_op == IC_OP_ARGMAX;
     if (it->red_op == IC_OP_SUM || it->red_op == IC_OP_MEAN) return LLVMConstNull(t);
     if (it->red_op == IC_OP_PROD) return f ? cg_constf(g, t, 1.0) : cg_consti(g, t, 1);
     if (f) return cg_constf(g, t, max ? -__builtin_inf() : __builtin_inf());
@@ -669,6 +669,46 @@ static LLVMValueRef red_combine(cg *g, const ic_item *it, LLVMValueRef acc, LLVM
     }
 }
 
+/* argmax/argmin: take (x, xi) over (acc, ai) when x is better, or equal (NaN equal to NaN)
+ * with a smaller index: the first extreme wins whatever the order of combination. */
+static void arg_combine(cg *g, const ic_item *it, LLVMValueRef acc, LLVMValueRef ai, LLVMValueRef x,
+                        LLVMValueRef xi, LLVMValueRef *ro, LLVMValueRef *ri) {
+    bool max = it->red_op == IC_OP_ARGMAX;
+    LLVMValueRef better, tie;
+    if (ic_is_float(it->acc)) {
+        LLVMValueRef xn = isnan_(g, x), an = isnan_(g, acc);
+        better = LLVMBuildFCmp(B, max ? LLVMRealOGT : LLVMRealOLT, x, acc, "");
+        better = LLVMBuildOr(B, better, LLVMBuildAnd(B, xn, LLVMBuildNot(B, an, ""), ""), "");
+        tie = LLVMBuildOr(B, LLVMBuildFCmp(B, LLVMRealOEQ, x, acc, ""), LLVMBuildAnd(B, xn, an, ""), "");
+    } else {
+        bool u = is_unsigned(it->acc);
+        better = LLVMBuildICmp(B, max ? (u ? LLVMIntUGT : LLVMIntSGT) : (u ? LLVMIntULT : LLVMIntSLT), x, acc, "");
+        tie = LLVMBuildICmp(B, LLVMIntEQ, x, acc, "");
+    }
+    LLVMValueRef take = LLVMBuildOr(B, better, LLVMBuildAnd(B, tie, LLVMBuildICmp(B, LLVMIntSLT, xi, ai, ""), ""), "");
+    *ro = LLVMBuildSelect(B, take, x, acc, "");
+    *ri = LLVMBuildSelect(B, take, xi, ai, "");
+}
+
+static void arg_hreduce(cg *g, const ic_item *it, LLVMValueRef v, LLVMValueRef vi, LLVMValueRef *ro,
+                        LLVMValueRef *ri) {
+    for (int w = IC_VF / 2; w >= 1; w /= 2) {
+        LLVMValueRef lo[IC_VF], hi[IC_VF];
+        for (int i = 0; i < w; i++) {
+            lo[i] = LLVMConstInt(g->i32, (unsigned)i, 0);
+            hi[i] = LLVMConstInt(g->i32, (unsigned)(i + w), 0);
+        }
+        LLVMValueRef ml = LLVMConstVector(lo, (unsigned)w), mh = LLVMConstVector(hi, (unsigned)w);
+        LLVMValueRef a = LLVMBuildShuffleVector(B, v, LLVMGetPoison(LLVMTypeOf(v)), ml, "");
+        LLVMValueRef b = LLVMBuildShuffleVector(B, v, LLVMGetPoison(LLVMTypeOf(v)), mh, "");
+        LLVMValueRef ai = LLVMBuildShuffleVector(B, vi, LLVMGetPoison(LLVMTypeOf(vi)), ml, "");
+        LLVMValueRef bi = LLVMBuildShuffleVector(B, vi, LLVMGetPoison(LLVMTypeOf(vi)), mh, "");
+        arg_combine(g, it, a, ai, b, bi, &v, &vi);
+    }
+    *ro = LLVMBuildExtractElement(B, v, LLVMConstInt(g->i32, 0, 0), "");
+    *ri = LLVMBuildExtractElement(B, vi, LLVMConstInt(g->i32, 0, 0), "");
+}
+
 static LLVMValueRef hreduce(cg *g, const ic_item *it, LLVMValueRef v) {
     for (int w = IC_VF / 2; w >= 1; w /= 2) {
         LLVMValueRef lo[IC_VF], hi[IC_VF];
@@ -688,7 +728,7 @@ static void finish_reduce(cg *g, ic_kernel *k, int j, LLVMValueRef r) {
     ic_item *it = &k->items[j];
     if (it->red_op == IC_OP_MEAN) r = LLVMBuildFDiv(B, r, fconst(g, r, (double)it->red_count), "");
     g->rowval[j] = r;
-    if (it->store) store(g, it, convert(g, r, it->acc, it->dtype));
+    if (it->store) store(g, it, convert(g, r, ic_is_arg(it->red_op) ? IC_I64 : it->acc, it->dtype));
 }
 static void emit_items(cg *g, ic_kernel *k, int pos, LLVMValueRef *vacc, LLVMValueRef *sacc) {
     g->gen++;
@@ -700,7 +740,16 @@ static void emit_items(cg *g, ic_kernel *k, int pos, LLVMValueRef *vacc, LLVMVal
             LLVMValueRef accp = g->width > 1 ? vacc[j] : sacc[j];
             LLVMTypeRef at = cg_type(g, it->acc, g->width);
             LLVMValueRef acc = LLVMBuildLoad2(B, at, accp, "");
-            LLVMBuildStore(B, red_combine(g, it, acc, v), accp);
+            if (ic_is_arg(it->red_op)) {
+                LLVMValueRef idxp = g->width > 1 ? vacc[k->nitems + j] : sacc[k->nitems + j];
+                LLVMTypeRef it64 = cg_type(g, IC_I64, g->width);
+                LLVMValueRef ai = LLVMBuildLoad2(B, it64, idxp, ""), ro, ri;
+                arg_combine(g, it, acc, ai, v, cg_splat(g, emit(g, it->expr2), g->width), &ro, &ri);
+                LLVMBuildStore(B, ro, accp);
+                LLVMBuildStore(B, ri, idxp);
+            } else {
+                LLVMBuildStore(B, red_combine(g, it, acc, v), accp);
+            }
         } else if (it->store) {
             store(g, it, v);
         }
@@ -720,8 +769,9 @@ static void store_partial(cg *g, ic_kernel *k, int j, LLVMValueRef tile, LLVMVal
 }
 
 static void gen_pass(cg *g, ic_kernel *k, int pos, LLVMValueRef tile, bool vouter) {
-    LLVMValueRef *vacc = calloc((size_t)k->nitems, sizeof *vacc);
-    LLVMValueRef *sacc = calloc((size_t)k->nitems, sizeof *sacc);
+    /* accumulators: [j] value, [nitems + j] index (argmax/argmin) */
+    LLVMValueRef *vacc = calloc((size_t)(2 * k->nitems), sizeof *vacc);
+    LLVMValueRef *sacc = calloc((size_t)(2 * k->nitems), sizeof *sacc);
     if (!vacc || !sacc) {
         free(vacc);
         free(sacc);
@@ -734,6 +784,13 @@ static void gen_pass(cg *g, ic_kernel *k, int pos, LLVMValueRef tile, bool voute
         sacc[j] = alloca_(g, cg_type(g, it->acc, 1));
         LLVMBuildStore(B, red_identity(g, it, IC_VF), vacc[j]);
         LLVMBuildStore(B, red_identity(g, it, 1), sacc[j]);
+        if (ic_is_arg(it->red_op)) {
+            int n = k->nitems + j;
+            vacc[n] = alloca_(g, cg_type(g, IC_I64, IC_VF));
+            sacc[n] = alloca_(g, g->i64);
+            LLVMBuildStore(B, cg_consti(g, cg_type(g, IC_I64, IC_VF), INT64_MAX), vacc[n]);
+            LLVMBuildStore(B, LLVMConstInt(g->i64, INT64_MAX, 0), sacc[n]);
+        }
     }
     int32_t ov = vouter ? k->ovar[k->nouter - 1] : -1;
     if (vouter) {
@@ -793,7 +850,22 @@ static void gen_pass(cg *g, ic_kernel *k, int pos, LLVMValueRef tile, bool voute
         ic_item *it = &k->items[j];
         if (it->pos != pos || it->kind != IT_REDUCE) continue;
         LLVMValueRef r;
-        if (vouter) {
+        if (ic_is_arg(it->red_op)) {
+            int n = k->nitems + j;
+            if (vouter) {
+                r = LLVMBuildLoad2(B, cg_type(g, IC_I64, IC_VF), vacc[n], "");
+            } else {
+                LLVMValueRef sv = LLVMBuildLoad2(B, cg_type(g, it->acc, 1), sacc[j], "");
+                LLVMValueRef si = LLVMBuildLoad2(B, g->i64, sacc[n], "");
+                if (k->ninner > 0) {
+                    LLVMValueRef hv, hi, rv;
+                    arg_hreduce(g, it, LLVMBuildLoad2(B, cg_type(g, it->acc, IC_VF), vacc[j], ""),
+                                LLVMBuildLoad2(B, cg_type(g, IC_I64, IC_VF), vacc[n], ""), &hv, &hi);
+                    arg_combine(g, it, hv, hi, sv, si, &rv, &si);
+                }
+                r = si;
+            }
+        } else if (vouter) {
             r = LLVMBuildLoad2(B, cg_type(g, it->acc, IC_VF), vacc[j], "");
         } else {
             r = LLVMBuildLoad2(B, cg_type(g, it->acc, 1), sacc[j], "");

@@ -340,7 +340,12 @@ IC_API ic_val ic_reduce(ic_graph *g, ic_op op, ic_val a, uint32_t dim_mask, int 
     }
     if (op == IC_OP_MEAN && !ic_is_float(t))
         return fail(g, IC_EINVALID, "mean(): dtype must be floating point");
-    if (op == IC_OP_AMAX || op == IC_OP_AMIN) {
+    if (op == IC_OP_ARGMAX || op == IC_OP_ARGMIN) {
+        if (in_t == IC_BOOL) return fail(g, IC_EUNSUPPORTED, "%s on bool is not supported", ic_op_name(op));
+        if (dtype >= 0) return fail(g, IC_EINVALID, "%s has no dtype argument", ic_op_name(op));
+        t = IC_I64;
+    }
+    if (op == IC_OP_AMAX || op == IC_OP_AMIN || op == IC_OP_ARGMAX || op == IC_OP_ARGMIN) {
         for (int d = 0; d < nd; d++)
             if (((dim_mask >> d) & 1) && im->sizes[d] == 0)
                 return fail(g, IC_EINVALID,

@@ -66,7 +66,7 @@ IC_API char *ic_graph_to_string(const ic_graph *g) {
         if (n->op == IC_OP_CAT || n->op == IC_OP_INDEX_SELECT) ic_str_printf(&s, " dim=%d", n->dim);
         if (n->op == IC_OP_ARANGE) ic_str_printf(&s, " start=%.17g step=%.17g", n->num, n->num2);
         if (n->op == IC_OP_SUM || n->op == IC_OP_MEAN || n->op == IC_OP_AMAX ||
-            n->op == IC_OP_AMIN || n->op == IC_OP_PROD) {
+            n->op == IC_OP_AMIN || n->op == IC_OP_PROD || n->op == IC_OP_ARGMAX || n->op == IC_OP_ARGMIN) {
             ic_str_printf(&s, " dims=[");
             int k = 0;
             for (int d = 0; d < 32; d++)

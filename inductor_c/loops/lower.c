@@ -144,11 +144,12 @@ void ic_lower(ic_ctx *c) {
         ic_lnode *L = &c->ln[v];
         if (n->op == IC_OP_INPUT) {
             L->kind = L_INPUT;
-            L->body = -1;
+            L->body = L->body2 = -1;
             continue;
         }
         if (n->op == IC_OP_SCALAR) {
             L->kind = L_CONST;
+            L->body2 = -1;
             L->body = x_const(c, n->num, n->meta.dtype);
             continue;
         }
@@ -159,7 +160,8 @@ void ic_lower(ic_ctx *c) {
             L->ndim = am->ndim;
             L->red_mask = am->ndim ? n->dim_mask : 0;
             L->red_op = n->op;
-            L->acc = compute_type(n->meta.dtype);
+            L->acc = compute_type(ic_is_arg(n->op) ? am->dtype : n->meta.dtype);
+            L->body2 = -1;
             L->red_count = 1;
             ic_ix T[IC_MAX_DIMS];
             for (int d = 0; d < am->ndim; d++) {
@@ -172,9 +174,17 @@ void ic_lower(ic_ctx *c) {
                            ? c->ln[a].body
                            : x_load(c, a, ixv_make(c, am->ndim, T), am->dtype);
             L->body = x_cast(c, x, L->acc);
+            if (ic_is_arg(n->op)) {
+                /* row-major index over the reduced dims */
+                ic_ix li = ix_const(c, 0);
+                for (int d = 0; d < am->ndim; d++)
+                    if ((L->red_mask >> d) & 1) li = ix_add(c, ix_scale(c, li, am->sizes[d]), T[d]);
+                L->body2 = x_ixval(c, li);
+            }
             continue;
         }
         L->kind = L_POINTWISE;
+        L->body2 = -1;
         L->ndim = n->meta.ndim;
         for (int d = 0; d < L->ndim; d++) {
             L->size[d] = n->meta.sizes[d];

@@ -148,13 +148,16 @@ static bool collapse(ic_ctx *c, ic_kernel *k, int32_t *list, int64_t *size, int 
     rw R = rw_new(c);
     ic_xid *nx = ic_alloc(c, (size_t)k->nitems * sizeof(ic_xid));
     ic_ix *no = ic_alloc(c, (size_t)k->nitems * sizeof(ic_ix));
+    ic_xid *nx2 = ic_alloc(c, (size_t)k->nitems * sizeof(ic_xid));
     for (int j = 0; j < k->nitems && !S.bad; j++) {
         nx[j] = sub_x(&R, &S, k->items[j].expr);
+        nx2[j] = k->items[j].expr2 >= 0 ? sub_x(&R, &S, k->items[j].expr2) : -1;
         no[j] = k->items[j].out_ix >= 0 ? sub_ix(c, &S, k->items[j].out_ix) : -1;
     }
     if (S.bad) return false;
     for (int j = 0; j < k->nitems; j++) {
         k->items[j].expr = nx[j];
+        k->items[j].expr2 = nx2[j];
         k->items[j].out_ix = no[j];
     }
     list[i] = z;
@@ -266,6 +269,7 @@ static void choose_split(ic_ctx *c, ic_kernel *k, int64_t inner) {
     for (int j = 0; j < k->nitems; j++) {
         int p = k->items[j].pos;
         if (p == 0 || (p % 2 == 1 && p != 1)) return;
+        if (ic_is_arg(k->items[j].red_op) && k->items[j].kind == IT_REDUCE) return;
     }
     int64_t n0 = k->isize[0];
     int64_t parts = n0 < IC_SPLIT_PARTS ? n0 : IC_SPLIT_PARTS;
@@ -324,6 +328,7 @@ void ic_finalize_kernels(ic_ctx *c) {
             R.kidx = ki;
             R.pos = it->pos;
             it->expr = to_flat(&R, it->expr);
+            if (it->expr2 >= 0) it->expr2 = to_flat(&R, it->expr2);
             if (it->store) it->out_ix = flat(c, it->out_ixv, &c->bufs[it->buf].meta);
         }
         /* loop vars */

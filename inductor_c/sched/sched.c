@@ -130,7 +130,8 @@ static ic_xid inl_value(inl *S, ic_val u, ic_ixv T) {
                 return x_load(c, u, T, dt);
             }
             add_dep(S, it);
-            if (I->kind == IT_REDUCE) return x_cast(c, x_rowval(c, it, I->acc), dt);
+            if (I->kind == IT_REDUCE)
+                return x_cast(c, x_rowval(c, it, ic_is_arg(I->red_op) ? IC_I64 : I->acc), dt);
         }
         return x_load(c, u, T, dt);
     }
@@ -230,7 +231,7 @@ static bool try_place(ic_ctx *c, int kidx, ic_val v, uint32_t gen) {
     }
 
     inl S = {.c = c, .kidx = kidx, .gen = gen};
-    ic_xid expr;
+    ic_xid expr, expr2 = -1;
     ic_ixv out_ixv;
     if (L->kind == L_REDUCE) {
         int32_t from[IC_MAX_DIMS];
@@ -242,6 +243,7 @@ static bool try_place(ic_ctx *c, int kidx, ic_val v, uint32_t gen) {
                 to[m++] = fix(c, nk.fvar[d]);
             }
         expr = rewrite(&S, L->body, from, to, m);
+        expr2 = L->body2 >= 0 ? rewrite(&S, L->body2, from, to, m) : -1;
         int j = 0;
         for (int d = 0; d < L->ndim; d++) {
             if ((L->red_mask >> d) & 1) {
@@ -285,6 +287,7 @@ static bool try_place(ic_ctx *c, int kidx, ic_val v, uint32_t gen) {
     it->pos = pos;
     it->inner = inner;
     it->expr = expr;
+    it->expr2 = expr2;
     it->out_ixv = out_ixv;
     it->out_ix = -1;
     it->buf = -1;

@@ -455,6 +455,41 @@ static R t_cast(T *t, R a, ic_dtype to) {
     return r;
 }
 
+static R t_argred(T *t, ic_op op, R a, uint32_t mask, int keepdim) {
+    ic_val v = ic_reduce(t->g, op, a.v, mask, keepdim, -1);
+    uint32_t mk = mask ? mask : (a.m.ndim ? (1u << a.m.ndim) - 1 : 0);
+    ic_meta w = {.ndim = 0};
+    for (int d = 0; d < a.m.ndim; d++) {
+        if ((mk >> d) & 1) {
+            if (keepdim) w.sizes[w.ndim++] = 1;
+        } else {
+            w.sizes[w.ndim++] = a.m.sizes[d];
+        }
+    }
+    contig(&w);
+    R r = result(t, v, &w);
+    int64_t n = numel(&r.m);
+    double *best = talloc(t, n);
+    for (int64_t i = 0; i < n; i++) r.d[i] = -1;
+    int64_t idx[8];
+    for (int64_t i = 0; i < numel(&a.m); i++) {
+        unravel(&a.m, i, idx);
+        int64_t o = 0, ri = 0;
+        for (int d = 0; d < a.m.ndim; d++) {
+            if ((mk >> d) & 1) ri = ri * a.m.sizes[d] + idx[d];
+            else o = o * a.m.sizes[d] + idx[d];
+        }
+        double x = a.d[i];
+        bool take = r.d[o] < 0;
+        if (!take && !isnan(best[o])) take = isnan(x) || (op == IC_OP_ARGMAX ? x > best[o] : x < best[o]);
+        if (take) {
+            best[o] = x;
+            r.d[o] = (double)ri;
+        }
+    }
+    return r;
+}
+
 static R t_red(T *t, ic_op op, R a, uint32_t mask, int keepdim, int dtype) {
     ic_val v = ic_reduce(t->g, op, a.v, mask, keepdim, dtype);
     uint32_t mk = mask ? mask : (a.m.ndim ? (1u << a.m.ndim) - 1 : 0);
@@ -1404,6 +1439,43 @@ static void test_more_ops(void) {
     }
 }
 
+static void test_argreduce(void) {
+    cur_test = "argmax";
+    for (int rep = 0; rep < 16; rep++) {
+        T *t = t_new();
+        t->quantize = true; /* ties */
+        t->lo = -1;
+        t->hi = 1;
+        int64_t s[8];
+        int nd = 1 + rndi(3);
+        for (int i = 0; i < nd; i++) s[i] = 1 + rndi(40);
+        ic_dtype dt = rep % 4 == 3 ? IC_I32 : rep % 4 == 2 ? IC_F64 : IC_F32;
+        R x = t_input(t, dt, nd, s, rndi(L_NLAYOUT));
+        uint32_t mask = rndi(3) == 0 ? 0 : 1u << rndi(nd);
+        ic_op op = rep % 2 ? IC_OP_ARGMIN : IC_OP_ARGMAX;
+        t_output(t, t_argred(t, op, x, mask, rndi(2)));
+        /* argmax of a computed value fused with a softmax-like row */
+        if (mask == 1u << (nd - 1)) t_output(t, t_argred(t, op, t_un(t, IC_OP_NEG, x), mask, 0));
+        t_run(t, defaults());
+        t_free(t);
+    }
+    T *t = t_new();
+    int64_t s[2] = {3, 40};
+    R x = t_input(t, IC_F32, 2, s, L_CONTIG);
+    for (int i = 0; i < 120; i++) {
+        double v = (i % 7 == 0) ? 5.0 : (double)(i % 5);
+        if (i == 47 || i == 53) v = NAN;
+        x.d[i] = v;
+        ((float *)t->store[0])[i] = (float)v;
+    }
+    t_output(t, t_argred(t, IC_OP_ARGMAX, x, 2, 0));
+    t_output(t, t_argred(t, IC_OP_ARGMIN, x, 2, 1));
+    t_output(t, t_argred(t, IC_OP_ARGMAX, x, 1, 0));
+    t_output(t, t_argred(t, IC_OP_ARGMAX, x, 0, 0));
+    t_run(t, defaults());
+    t_free(t);
+}
+
 static void test_data_movement(void) {
     cur_test = "data_movement";
     for (int rep = 0; rep < 16; rep++) {
@@ -1675,6 +1747,7 @@ int main(int argc, char **argv) {
     test_split();
     test_more_ops();
     test_data_movement();
+    test_argreduce();
     test_big_and_threads();
     test_random_graphs(fuzz);
     clock_gettime(CLOCK_MONOTONIC, &t1);
