@@ -931,20 +931,20 @@ static void gen_kernel(cg *g, ic_kernel *k, const char *name, const char *cpu, c
     int *used = calloc((size_t)c->nbufs, sizeof(int));
     if (!used) ic_fail(c, IC_ENOMEM, "out of memory");
     if (k->split) used[k->partial_buf] = 1;
+    /* scan loads: a DAG walk with a visited set (shared subexpressions are common) */
+    uint8_t *seen = ic_alloc(c, (size_t)c->nxs + 1);
+    ic_xid *stack = ic_alloc(c, (size_t)(3 * c->nxs + 3) * sizeof(ic_xid));
     for (int j = 0; j < k->nitems; j++) {
         if (k->items[j].store) used[k->items[j].buf] = 1;
-        /* scan loads */
-        ic_xid stack[256];
         int sp = 0;
         stack[sp++] = k->items[j].expr;
         while (sp) {
-            const ic_x *e = &c->xs[stack[--sp]];
+            ic_xid x = stack[--sp];
+            if (seen[x]) continue;
+            seen[x] = 1;
+            const ic_x *e = &c->xs[x];
             if (e->kind == X_LOADF) used[e->buf] = 1;
             if (e->kind == X_ROWVAL) continue;
-            if (sp + 3 > 256) {
-                free(used);
-                ic_fail(c, IC_EUNSUPPORTED, "expression too deep");
-            }
             if (e->a >= 0) stack[sp++] = e->a;
             if (e->b >= 0) stack[sp++] = e->b;
             if (e->c >= 0) stack[sp++] = e->c;

@@ -9,8 +9,9 @@
  *   a reduction of this kernel at its row become X_ROWVAL.
  * Decisions:
  *   realized = inputs, outputs, reductions, and pointwise values with users > 1 and
- *              (reads > 4 or ops > 30) (inductor's realize thresholds); the rest is inlined
- *              into every consumer (recomputed, never stored).
+ *              (reads > 4 or ops > 30) (inductor's realize thresholds), and every value
+ *              whose inlined body would exceed IC_MAX_INLINE ops; the rest is inlined into
+ *              every consumer (recomputed, never stored).
  *   fusion   = greedy in topological order: a realized value joins the last kernel when its
  *              iteration space maps onto the kernel's frame (same shape: inner pass; the
  *              shape with the reduced dims dropped or 1: per-row block) and all its reads of
@@ -23,6 +24,8 @@
 
 #include "../ic_internal.h"
 #include "../support.h"
+
+#define IC_MAX_INLINE 200
 
 typedef struct inl {
     ic_ctx *c;
@@ -348,6 +351,11 @@ void ic_schedule(ic_ctx *c) {
             }
         }
         if (!view && c->users[v] > 1 && (reads[v] > 4 || ops[v] > 30)) c->realized[v] = true;
+        /* bound the size (and recursion depth) of inlined bodies: long chains are stored
+         * every IC_MAX_INLINE ops even with one user */
+        if (ops[v] > IC_MAX_INLINE || reads[v] > 4 * IC_MAX_INLINE) c->realized[v] = true;
+        if (ops[v] > 1 << 20) ops[v] = 1 << 20;
+        if (reads[v] > 1 << 20) reads[v] = 1 << 20;
     }
     /* the memo for inlining */
     c->memo_cap = 1;

@@ -67,8 +67,8 @@ typedef struct T {
     void *store[16]; /* input storage given to ic_run */
     int nout;
     R out[16];
-    double *alloc[256];
-    int nalloc;
+    double **alloc;
+    int nalloc, acap;
     bool quantize; /* inputs are multiples of 1/8 (exact comparisons) */
     double lo, hi; /* input value range */
 } T;
@@ -92,6 +92,14 @@ static double *talloc(T *t, int64_t n) {
     if (!p) {
         fprintf(stderr, "out of memory\n");
         exit(2);
+    }
+    if (t->nalloc == t->acap) {
+        t->acap = t->acap ? 2 * t->acap : 64;
+        t->alloc = realloc(t->alloc, (size_t)t->acap * sizeof(double *));
+        if (!t->alloc) {
+            fprintf(stderr, "out of memory\n");
+            exit(2);
+        }
     }
     t->alloc[t->nalloc++] = p;
     return p;
@@ -132,6 +140,7 @@ static T *t_new(void) {
 
 static void t_free(T *t) {
     for (int i = 0; i < t->nalloc; i++) free(t->alloc[i]);
+    free(t->alloc);
     for (int i = 0; i < t->nin; i++) free(t->store[i]);
     ic_graph_free(t->g);
     free(t);
@@ -1601,6 +1610,26 @@ static void test_half(void) {
     t_free(t);
 }
 
+static void test_deep_graphs(void) {
+    cur_test = "deep";
+    /* 60 squarings (a diamond DAG of depth 60) and a 1000-op chain */
+    T *t = t_new();
+    t->lo = 0.999;
+    t->hi = 1.001;
+    int64_t s[1] = {37};
+    R x = t_input(t, IC_F32, 1, s, L_CONTIG);
+    R y = x;
+    for (int i = 0; i < 60; i++) y = t_un(t, IC_OP_SQRT, t_bin(t, IC_OP_MUL, y, y));
+    t_output(t, y);
+    R z = x;
+    for (int i = 0; i < 1000; i++) z = t_bin(t, IC_OP_ADD, z, t_scalar(t, 0.001, IC_F64));
+    t_output(t, z);
+    runopts o = defaults();
+    o.atol = 1e-4;
+    t_run(t, o);
+    t_free(t);
+}
+
 static void test_big_and_threads(void) {
     cur_test = "big_threads";
     for (int nt = 1; nt <= 3; nt++) {
@@ -1742,6 +1771,7 @@ int main(int argc, char **argv) {
     test_views();
     test_edges();
     test_fusion();
+    test_deep_graphs();
     test_vec_outer();
     test_half();
     test_split();
