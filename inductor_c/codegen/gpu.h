@@ -68,7 +68,7 @@ typedef struct ic_gpu {
 
 /* codegen/gpu_nvptx.c: PTX for the finalized kernels of c; loads it unless the compilation
  * is PTX-only (ic_graph_to_ptx). Sets out->gpu. Failures go through ic_fail. */
-void ic_codegen_gpu(ic_ctx *c, ic_compiled *out);
+void ic_codegen_gpu(ic_ctx *c, ic_compiled *out, int device);
 
 /* runtime/cuda.c */
 void ic_gpu_free(void *gpu);
