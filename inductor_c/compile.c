@@ -110,6 +110,13 @@ static ic_compiled *pipeline(ic_ctx *c, const ic_graph *g, const ic_options *o) 
     ic_finalize_kernels(c);
     /* 5. workspace for intermediates */
     ic_plan_buffers(c);
+#ifdef NDEBUG
+    if (c->debug)
+#endif
+    {
+        char kmsg[256];
+        if (ic_verify_kernels(c, kmsg, sizeof kmsg)) ic_fail(c, IC_EINTERNAL, "kernel verifier: %s", kmsg);
+    }
     out->describe = ic_describe_kernels(c, false);
     if (c->debug & IC_DEBUG_LOOPS) {
         char *s = ic_describe_kernels(c, true);

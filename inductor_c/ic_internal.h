@@ -310,7 +310,10 @@ void ic_loops_print(ic_ctx *c, ic_str *s);
 void ic_schedule(ic_ctx *c);            /* sched/sched.c */
 void ic_finalize_kernels(ic_ctx *c);    /* sched/finalize.c */
 void ic_plan_buffers(ic_ctx *c);        /* sched/buffers.c */
-char *ic_describe_kernels(ic_ctx *c, bool detail); /* malloc'd */   /* sched/describe.c */
+char *ic_describe_kernels(ic_ctx *c, bool detail); /* malloc'd */
+int ic_verify_kernels(ic_ctx *c, char *msg, size_t n); /* sched/verify.c; 0 ok */
+/* test hook (support.c): the n-th arena allocation from now fails; -1 disables */
+void ic_test_fail_alloc_after(long n);   /* sched/describe.c */
 /* codegen/cpu_llvm.c: builds, optimizes, JITs; fills fns (one per kernel) */
 /* fns[2k]: kernel k; fns[2k+1]: its combine kernel when split, else NULL */
 void ic_codegen_cpu(ic_ctx *c, ic_kernel_fn *fns, void **rt_out);

@@ -16,8 +16,13 @@ struct ic_chunk {
     _Alignas(16) unsigned char data[];
 };
 
+static long fail_after = -1; /* test hook: injected allocation failure (not thread-safe) */
+
+void ic_test_fail_alloc_after(long n) { fail_after = n; }
+
 void *ic_alloc(ic_ctx *c, size_t n) {
     n = (n + 15) & ~(size_t)15;
+    if (fail_after >= 0 && fail_after-- == 0) ic_fail(c, IC_ENOMEM, "out of memory (injected)");
     ic_chunk *k = malloc(sizeof(ic_chunk) + n);
     if (!k) ic_fail(c, IC_ENOMEM, "out of memory (%zu bytes)", n);
     k->next = c->chunks;

@@ -770,13 +770,8 @@ static void store_partial(cg *g, ic_kernel *k, int j, LLVMValueRef tile, LLVMVal
 
 static void gen_pass(cg *g, ic_kernel *k, int pos, LLVMValueRef tile, bool vouter) {
     /* accumulators: [j] value, [nitems + j] index (argmax/argmin) */
-    LLVMValueRef *vacc = calloc((size_t)(2 * k->nitems), sizeof *vacc);
-    LLVMValueRef *sacc = calloc((size_t)(2 * k->nitems), sizeof *sacc);
-    if (!vacc || !sacc) {
-        free(vacc);
-        free(sacc);
-        ic_fail(g->c, IC_ENOMEM, "out of memory");
-    }
+    LLVMValueRef *vacc = ic_alloc(g->c, (size_t)(2 * k->nitems) * sizeof *vacc);
+    LLVMValueRef *sacc = ic_alloc(g->c, (size_t)(2 * k->nitems) * sizeof *sacc);
     for (int j = 0; j < k->nitems; j++) {
         ic_item *it = &k->items[j];
         if (it->pos != pos || it->kind != IT_REDUCE) continue;
@@ -880,8 +875,6 @@ static void gen_pass(cg *g, ic_kernel *k, int pos, LLVMValueRef tile, bool voute
         }
         finish_reduce(g, k, j, r);
     }
-    free(vacc);
-    free(sacc);
 }
 
 /* All positions of one row (or, vec_outer, of 16 rows side by side). */
@@ -928,8 +921,7 @@ static void gen_combine(cg *g, ic_kernel *k) {
 static void gen_kernel(cg *g, ic_kernel *k, const char *name, const char *cpu, const char *feat, int phase) {
     ic_ctx *c = g->c;
     /* buffers used by this kernel */
-    int *used = calloc((size_t)c->nbufs, sizeof(int));
-    if (!used) ic_fail(c, IC_ENOMEM, "out of memory");
+    int *used = ic_alloc(c, (size_t)(c->nbufs + 1) * sizeof(int));
     if (k->split) used[k->partial_buf] = 1;
     /* scan loads: a DAG walk with a visited set (shared subexpressions are common) */
     uint8_t *seen = ic_alloc(c, (size_t)c->nxs + 1);
@@ -954,7 +946,6 @@ static void gen_kernel(cg *g, ic_kernel *k, const char *name, const char *cpu, c
     int ub[512];
     for (int b = 0; b < c->nbufs && nu < 512; b++)
         if (used[b]) ub[nu++] = b;
-    free(used);
     LLVMTypeRef ps[515];
     ps[0] = g->i64;
     ps[1] = g->i64;
@@ -1173,11 +1164,11 @@ void ic_codegen_cpu(ic_ctx *c, ic_kernel_fn *fns, void **rt_out) {
     LLVMDisposeBuilder(R->b);
     LLVMDisposeBuilder(R->ab);
     R->b = R->ab = NULL;
+    void **addrs = ic_alloc(c, (size_t)(nnames + 1) * sizeof(void *));
     LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(R->mod, R->tsc);
     R->mod = NULL; /* owned by tsm */
     LLVMOrcDisposeThreadSafeContext(R->tsc);
     R->tsc = NULL;
-    void **addrs = ic_alloc(c, (size_t)(nnames + 1) * sizeof(void *));
     if (ic_jit_add_module(tsm, names, nnames, addrs, rt_out, msg, sizeof msg))
         ic_fail(c, IC_EINTERNAL, "JIT: %s", msg);
     for (int i = 0; i < 2 * c->nkernels; i++) fns[i] = NULL;

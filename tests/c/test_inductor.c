@@ -24,6 +24,9 @@
 
 #include "ic.h"
 
+/* internal test hook of inductor_c (support.c) */
+void ic_test_fail_alloc_after(long n);
+
 /* ---- tiny harness ------------------------------------------------------------------- */
 static int failures, checks;
 static const char *cur_test = "";
@@ -1630,6 +1633,33 @@ static void test_deep_graphs(void) {
     t_free(t);
 }
 
+/* every arena allocation of a compile fails once: ENOMEM comes back, nothing leaks */
+static void test_alloc_failures(void) {
+    cur_test = "alloc_failures";
+    int ok = 0, nomem = 0;
+    for (long n = 0; n < 4000; n += (n < 80 ? 1 : 41)) {
+        T *t = t_new();
+        int64_t s[2] = {5, 33};
+        R x = t_input(t, IC_F32, 2, s, L_CONTIG);
+        t_output(t, softmax(t, x));
+        t_output(t, t_red(t, IC_OP_ARGMAX, x, 0, 0, -1));
+        ic_err err;
+        ic_test_fail_alloc_after(n);
+        ic_compiled *c = ic_compile(t->g, NULL, &err);
+        ic_test_fail_alloc_after(-1);
+        if (c) {
+            ok++;
+            ic_compiled_free(c);
+        } else {
+            nomem++;
+            CHECK(err.code == IC_ENOMEM, "n=%ld: code %d (%s)", n, err.code, err.msg);
+        }
+        t_free(t);
+        if (c) break; /* past the last allocation */
+    }
+    CHECK(ok == 1 && nomem > 40, "ok %d nomem %d", ok, nomem);
+}
+
 static void test_big_and_threads(void) {
     cur_test = "big_threads";
     for (int nt = 1; nt <= 3; nt++) {
@@ -1772,6 +1802,7 @@ int main(int argc, char **argv) {
     test_edges();
     test_fusion();
     test_deep_graphs();
+    test_alloc_failures();
     test_vec_outer();
     test_half();
     test_split();
