@@ -81,7 +81,8 @@ typedef enum dh_outkind {
     DH_O_LIST,
     DH_O_ITER,  /* iter(child tuple) */
     DH_O_ATTR,  /* getattr(child, obj) */
-    DH_O_BOUND  /* method obj bound to child */
+    DH_O_BOUND, /* method obj bound to child */
+    DH_O_DICT   /* dict(zip(obj keys, children)) */
 } dh_outkind;
 
 enum { DH_BRK_NONE = 0, DH_BRK_CALL = 1, DH_BRK_JUMP = 2 };

@@ -270,6 +270,21 @@ static PyObject *build_output(const dh_entry *e, int node, PyObject *const *outs
         Py_DECREF(child);
         return r;
     }
+    case DH_O_DICT: {
+        PyObject *d = PyDict_New();
+        if (d == NULL)
+            return NULL;
+        for (int i = 0; i < o->count; i++) {
+            PyObject *item = build_output(e, o->index + i, outs, values);
+            if (item == NULL || PyDict_SetItem(d, PyTuple_GET_ITEM(o->obj, i), item) < 0) {
+                Py_XDECREF(item);
+                Py_DECREF(d);
+                return NULL;
+            }
+            Py_DECREF(item);
+        }
+        return d;
+    }
     case DH_O_TUPLE:
     case DH_O_LIST: {
         PyObject *seq = o->kind == DH_O_TUPLE ? PyTuple_New(o->count) : PyList_New(o->count);

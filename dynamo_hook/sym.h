@@ -16,7 +16,8 @@ typedef enum vkind {
     V_OBJ,    /* Python module or nn.Module instance (attribute access) */
     V_FUNC,   /* callable: torch op handler (op >= 0) or builtin/const callable (op < 0) */
     V_METHOD, /* bound method of a tracked value: self + name */
-    V_ITER    /* iterator over items (range/tuple/SEQ) */
+    V_ITER,   /* iterator over items (range/tuple/SEQ) */
+    V_DICT    /* dict: obj = tuple of constant keys, items = values */
 } vkind;
 
 typedef struct var {
@@ -51,6 +52,7 @@ typedef struct sym_break {
     int nlocals;
 } sym_break;
 #define SYM_USER_FUNCTION (-2) /* V_FUNC.op of a Python function: inlined when called */
+#define SYM_MADE_FUNCTION (-3) /* V_FUNC.op of a MAKE_FUNCTION result: obj = code, items = closure */
 #define SYM_INLINE_DEPTH 24
 
 typedef struct trace {
@@ -77,6 +79,7 @@ typedef struct trace {
     var srcvar[DH_SRC_MAX];           /* the tracked value of each source */
     unsigned char srcdone[DH_SRC_MAX];
     int depth;                        /* inlining depth */
+    PyObject *cur_globals;            /* globals of the frame being interpreted */
     int device_type, device_index;    /* of the tensor inputs (-1: none yet) */
     sym_break brk;                    /* set when the top frame stops at a graph break */
     char reason[300];
@@ -118,6 +121,9 @@ int sym_inline(trace *t, PyObject *func, int fn_src, const var *self, var *args,
                PyObject *kwnames, var *out);
 PyObject *dh_make_resume(PyCodeObject *code, PyObject *globals, int target_pc, int nlocals,
                          const unsigned char *unbound, int nstack, const unsigned char *stack_null);
+int sym_inline_made(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out);
+int sym_load_attr(trace *t, const var *o, PyObject *name, var *out);
+int sym_iter_items(trace *t, const var *v, var **items, int *n);
 int sym_inline_module(trace *t, const var *mod, var *args, int nargs, PyObject *kwnames, var *out);
 int sym_binary(trace *t, int nb_op, const var *a, const var *b, var *out); /* BINARY_OP */
 int sym_compare(trace *t, int cmp, const var *a, const var *b, var *out);

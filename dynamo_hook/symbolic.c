@@ -27,7 +27,9 @@
     X(POP_JUMP_BACKWARD_IF_NOT_NONE) X(JUMP_FORWARD) X(JUMP_BACKWARD)                     \
     X(JUMP_BACKWARD_NO_INTERRUPT) X(JUMP_IF_FALSE_OR_POP) X(JUMP_IF_TRUE_OR_POP)          \
     X(GET_ITER) X(FOR_ITER) X(END_FOR) X(EXTENDED_ARG) X(MAKE_CELL) X(COPY_FREE_VARS)     \
-    X(LOAD_DEREF) X(STORE_DEREF) X(LOAD_CLOSURE)
+    X(LOAD_DEREF) X(STORE_DEREF) X(LOAD_CLOSURE) X(BUILD_MAP) X(BUILD_CONST_KEY_MAP)         \
+    X(CALL_FUNCTION_EX) X(DICT_MERGE) X(DICT_UPDATE) X(FORMAT_VALUE) X(BUILD_STRING)      \
+    X(STORE_ATTR) X(BUILD_SLICE) X(LIST_APPEND) X(MAP_ADD) X(UNPACK_EX) X(MAKE_FUNCTION)
 
 enum {
     OP_UNKNOWN = 0,
@@ -103,6 +105,9 @@ typedef struct sframe {
     PyObject *globals; /* this frame's globals */
     PyObject *func;    /* this frame's function (closure cells) */
     int func_src;      /* source of func for inlined frames; -1 for the top frame */
+    var *closure;      /* a MAKE_FUNCTION closure: free variable values */
+    int nclosure;
+    int made_closure;  /* a closure was created: cell variables must not change */
 } sframe;
 
 #define PUSH(v)                                            \
@@ -170,6 +175,10 @@ static int truthy(trace *t, const var *v, int *out) {
 }
 
 static int to_items(trace *t, const var *v, var **items, int *n);
+static int load_attr(trace *t, const var *o, PyObject *name, var *out);
+
+int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) { return load_attr(t, o, name, out); }
+int sym_iter_items(trace *t, const var *v, var **items, int *n) { return to_items(t, v, items, n); }
 
 static int load_attr(trace *t, const var *o, PyObject *name, var *out) {
     switch (o->kind) {
@@ -236,6 +245,21 @@ static int load_attr(trace *t, const var *o, PyObject *name, var *out) {
             return sym_const(t, PyObject_GetAttr(o->obj, name), out);
         return sym_fail(t, "attribute %U of %s constant not supported", name, Py_TYPE(o->obj)->tp_name);
     }
+    case V_DICT: {
+        const char *n = PyUnicode_AsUTF8(name);
+        if (strcmp(n, "items") && strcmp(n, "keys") && strcmp(n, "values"))
+            return sym_fail(t, "dict.%U not supported", name);
+        var *self = sym_alloc(t, 1);
+        if (self == NULL)
+            return -1;
+        self[0] = *o;
+        memset(out, 0, sizeof *out);
+        out->kind = V_METHOD;
+        out->src = -1;
+        out->obj = name;
+        out->items = self;
+        return 0;
+    }
     default:
         return sym_fail(t, "attribute %U of an unsupported value", name);
     }
@@ -251,6 +275,20 @@ static int subscr(trace *t, const var *c, const var *k, var *out) {
             return sym_fail(t, "constant subscript raised");
         }
         return sym_const(t, r, out);
+    }
+    if (c->kind == V_DICT && k->kind == V_CONST) {
+        for (int i = 0; i < c->n; i++) {
+            int eq = PyObject_RichCompareBool(PyTuple_GET_ITEM(c->obj, i), k->obj, Py_EQ);
+            if (eq < 0) {
+                PyErr_Clear();
+                return sym_fail(t, "dict key comparison raised");
+            }
+            if (eq) {
+                *out = c->items[i];
+                return 0;
+            }
+        }
+        return sym_fail(t, "KeyError %R (eager will raise)", k->obj);
     }
     if (c->kind == V_SEQ && k->kind == V_CONST && PyLong_CheckExact(k->obj)) {
         long i = PyLong_AsLong(k->obj);
@@ -310,6 +348,17 @@ static int build_seq(trace *t, sframe *f, int n, int is_list, var *out) {
 }
 
 static int to_items(trace *t, const var *v, var **items, int *n) {
+    if (v->kind == V_DICT) { /* iterating a dict: its keys */
+        var *it = sym_alloc(t, v->n);
+        if (it == NULL)
+            return -1;
+        for (int i = 0; i < v->n; i++)
+            if (sym_const(t, Py_NewRef(PyTuple_GET_ITEM(v->obj, i)), &it[i]) < 0)
+                return -1;
+        *items = it;
+        *n = v->n;
+        return 0;
+    }
     if (v->kind == V_SEQ || v->kind == V_ITER) {
         *items = v->items + (v->kind == V_ITER ? v->pos : 0);
         *n = v->n - (v->kind == V_ITER ? v->pos : 0);
@@ -378,6 +427,84 @@ static int to_items(trace *t, const var *v, var **items, int *n) {
     return sym_fail(t, "iteration over an unsupported value");
 }
 
+/* ---- dicts -------------------------------------------------------------------------- */
+
+/* A dict of constant keys; values are tracked values. Keys must be hashable constants. */
+static int make_dict(trace *t, PyObject *keys, var *vals, int n, var *out) {
+    memset(out, 0, sizeof *out);
+    out->kind = V_DICT;
+    out->src = -1;
+    out->n = n;
+    out->items = vals;
+    out->obj = keys;
+    return 0;
+}
+
+static int dict_from_const(trace *t, PyObject *d, var *out) {
+    Py_ssize_t n = PyDict_GET_SIZE(d), pos = 0;
+    PyObject *k, *v, *keys = PyTuple_New(n);
+    var *vals = sym_alloc(t, (int)n);
+    if (keys == NULL || vals == NULL) {
+        Py_XDECREF(keys);
+        return -1;
+    }
+    int i = 0;
+    while (PyDict_Next(d, &pos, &k, &v)) {
+        PyTuple_SET_ITEM(keys, i, Py_NewRef(k));
+        if (sym_wrap(t, v, -1, &vals[i++]) < 0) {
+            Py_DECREF(keys);
+            return -1;
+        }
+    }
+    PyObject *kk = sym_keep(t, keys);
+    return kk ? make_dict(t, kk, vals, (int)n, out) : -1;
+}
+
+static int dict_merge(trace *t, var *dst, const var *src) {
+    var tmp;
+    if (src->kind == V_CONST && PyDict_Check(src->obj)) {
+        if (dict_from_const(t, src->obj, &tmp) < 0)
+            return -1;
+        src = &tmp;
+    }
+    if (dst->kind != V_DICT || src->kind != V_DICT)
+        return sym_fail(t, "dict merge of unsupported values");
+    int n = dst->n + src->n;
+    PyObject *keys = PyTuple_New(n);
+    var *vals = sym_alloc(t, n);
+    if (keys == NULL || vals == NULL) {
+        Py_XDECREF(keys);
+        return -1;
+    }
+    int m = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        const var *d = pass ? src : dst;
+        for (int i = 0; i < d->n; i++) {
+            PyObject *k = PyTuple_GET_ITEM(d->obj, i);
+            int at = -1;
+            for (int j = 0; j < m; j++) {
+                int eq = PyObject_RichCompareBool(PyTuple_GET_ITEM(keys, j), k, Py_EQ);
+                if (eq < 0) {
+                    PyErr_Clear();
+                    Py_DECREF(keys);
+                    return sym_fail(t, "dict key comparison raised");
+                }
+                if (eq)
+                    at = j;
+            }
+            if (at < 0) {
+                PyTuple_SET_ITEM(keys, m, Py_NewRef(k));
+                at = m++;
+            }
+            vals[at] = d->items[i];
+        }
+    }
+    if (_PyTuple_Resize(&keys, m) < 0)
+        return -1;
+    PyObject *kk = sym_keep(t, keys);
+    return kk ? make_dict(t, kk, vals, m, dst) : -1;
+}
+
 /* ---- graph breaks ------------------------------------------------------------------ */
 
 static int can_break(trace *t) {
@@ -435,9 +562,16 @@ static int run(trace *t, sframe *f, var *result) {
             break;
         case OP_COPY_FREE_VARS: {
             /* free variables are the last oparg slots; read them through the closure */
+            int first = f->nlocals - oparg;
+            if (f->closure != NULL) {
+                if (oparg > f->nclosure)
+                    return sym_fail(t, "closure size mismatch");
+                for (int i = 0; i < oparg; i++)
+                    f->locals[first + i] = f->closure[i];
+                break;
+            }
             if (!f->top && f->func_src < 0)
                 return sym_fail(t, "closure of an inlined function without a source");
-            int first = f->nlocals - oparg;
             for (int i = 0; i < oparg; i++) {
                 PyObject *fn = f->func;
                 PyObject *cl = fn && PyFunction_Check(fn) ? PyFunction_GET_CLOSURE(fn) : NULL;
@@ -515,6 +649,8 @@ static int run(trace *t, sframe *f, var *result) {
         case OP_STORE_FAST:
         case OP_STORE_DEREF:
             NEED(1);
+            if (op == OP_STORE_DEREF && f->made_closure)
+                return sym_fail(t, "a captured variable changes after its closure was made");
             if (oparg >= f->nlocals)
                 return sym_fail(t, "bad local");
             a = POP();
@@ -698,6 +834,258 @@ static int run(trace *t, sframe *f, var *result) {
             lst->n += n;
             break;
         }
+        case OP_BUILD_MAP: {
+            NEED(2 * oparg);
+            PyObject *keys = PyTuple_New(oparg);
+            var *vals = sym_alloc(t, oparg);
+            if (keys == NULL || vals == NULL) {
+                Py_XDECREF(keys);
+                return -1;
+            }
+            for (int i = 0; i < oparg; i++) {
+                var *k = &PEEK(2 * oparg - 2 * i), *v = &PEEK(2 * oparg - 2 * i - 1);
+                if (k->kind != V_CONST || PyObject_Hash(k->obj) == -1) {
+                    PyErr_Clear();
+                    Py_DECREF(keys);
+                    return sym_fail(t, "dict with non-constant keys");
+                }
+                PyTuple_SET_ITEM(keys, i, Py_NewRef(k->obj));
+                vals[i] = *v;
+            }
+            f->sp -= 2 * oparg;
+            var d;
+            if (sym_keep(t, keys) == NULL)
+                return -1;
+            memset(&d, 0, sizeof d);
+            d.kind = V_DICT;
+            d.src = -1;
+            d.obj = keys;
+            d.items = vals;
+            d.n = oparg;
+            if (oparg > 0) {
+                /* duplicate keys: the last wins, as in Python */
+                var e2;
+                memset(&e2, 0, sizeof e2);
+                e2.kind = V_DICT;
+                e2.obj = sym_keep(t, PyTuple_New(0));
+                if (e2.obj == NULL || dict_merge(t, &e2, &d) < 0)
+                    return -1;
+                d = e2;
+            }
+            PUSH(d);
+            break;
+        }
+        case OP_BUILD_CONST_KEY_MAP: {
+            NEED(oparg + 1);
+            a = POP(); /* keys tuple */
+            if (a.kind != V_CONST || !PyTuple_Check(a.obj) || PyTuple_GET_SIZE(a.obj) != oparg)
+                return sym_fail(t, "BUILD_CONST_KEY_MAP without constant keys");
+            var *vals = sym_alloc(t, oparg);
+            if (vals == NULL)
+                return -1;
+            for (int i = 0; i < oparg; i++)
+                vals[i] = PEEK(oparg - i);
+            f->sp -= oparg;
+            make_dict(t, a.obj, vals, oparg, &b);
+            PUSH(b);
+            break;
+        }
+        case OP_DICT_MERGE:
+        case OP_DICT_UPDATE: {
+            NEED(oparg + 1);
+            b = POP();
+            if (dict_merge(t, &PEEK(oparg), &b) < 0)
+                return -1;
+            break;
+        }
+        case OP_MAP_ADD: {
+            NEED(oparg + 2);
+            b = POP(); /* value */
+            a = POP(); /* key */
+            if (a.kind != V_CONST)
+                return sym_fail(t, "dict comprehension with non-constant keys");
+            var one;
+            PyObject *k1 = PyTuple_Pack(1, a.obj);
+            var *v1 = sym_alloc(t, 1);
+            if (k1 == NULL || v1 == NULL || sym_keep(t, k1) == NULL)
+                return -1;
+            v1[0] = b;
+            make_dict(t, k1, v1, 1, &one);
+            if (dict_merge(t, &PEEK(oparg), &one) < 0)
+                return -1;
+            break;
+        }
+        case OP_LIST_APPEND: {
+            NEED(oparg + 1);
+            b = POP();
+            var *lst = &PEEK(oparg);
+            if (lst->kind != V_SEQ || !lst->is_list)
+                return sym_fail(t, "LIST_APPEND on a non-list");
+            var *m = sym_alloc(t, lst->n + 1);
+            if (m == NULL)
+                return -1;
+            memcpy(m, lst->items, (size_t)lst->n * sizeof *m);
+            m[lst->n] = b;
+            lst->items = m;
+            lst->n++;
+            break;
+        }
+        case OP_UNPACK_EX: {
+            NEED(1);
+            a = POP();
+            var *items;
+            int n, before = oparg & 0xff, after = oparg >> 8;
+            if (to_items(t, &a, &items, &n) < 0)
+                return -1;
+            if (n < before + after)
+                return sym_fail(t, "not enough values to unpack (eager will raise)");
+            for (int i = n - 1; i >= n - after; i--)
+                PUSH(items[i]);
+            var *mid = sym_alloc(t, n - before - after);
+            if (mid == NULL)
+                return -1;
+            memcpy(mid, items + before, (size_t)(n - before - after) * sizeof *mid);
+            memset(&b, 0, sizeof b);
+            b.kind = V_SEQ;
+            b.src = -1;
+            b.is_list = 1;
+            b.n = n - before - after;
+            b.items = mid;
+            PUSH(b);
+            for (int i = before - 1; i >= 0; i--)
+                PUSH(items[i]);
+            break;
+        }
+        case OP_BUILD_SLICE: {
+            NEED(oparg);
+            PyObject *parts[3] = {Py_None, Py_None, Py_None};
+            for (int i = 0; i < oparg; i++) {
+                var *v = &PEEK(oparg - i);
+                if (v->kind != V_CONST)
+                    return sym_fail(t, "slice with non-constant bounds");
+                parts[i] = v->obj;
+            }
+            f->sp -= oparg;
+            if (sym_const(t, PySlice_New(parts[0], parts[1], oparg == 3 ? parts[2] : Py_None), &a) < 0)
+                return -1;
+            PUSH(a);
+            break;
+        }
+        case OP_FORMAT_VALUE: {
+            int have_spec = (oparg & 0x04) != 0;
+            NEED(1 + have_spec);
+            var spec = have_spec ? POP() : null_var();
+            a = POP();
+            if (a.kind != V_CONST || (have_spec && spec.kind != V_CONST))
+                return sym_fail(t, "f-string of a non-constant value");
+            PyObject *v = Py_NewRef(a.obj), *r;
+            int conv = oparg & 0x03;
+            if (conv) {
+                PyObject *c = conv == 1 ? PyObject_Str(v) : conv == 2 ? PyObject_Repr(v) : PyObject_ASCII(v);
+                Py_DECREF(v);
+                if (c == NULL)
+                    return -1;
+                v = c;
+            }
+            r = PyObject_Format(v, have_spec ? spec.obj : NULL);
+            Py_DECREF(v);
+            if (r == NULL) {
+                PyErr_Clear();
+                return sym_fail(t, "format raised");
+            }
+            if (sym_const(t, r, &b) < 0)
+                return -1;
+            PUSH(b);
+            break;
+        }
+        case OP_BUILD_STRING: {
+            NEED(oparg);
+            PyObject *parts = PyTuple_New(oparg);
+            if (parts == NULL)
+                return -1;
+            for (int i = 0; i < oparg; i++) {
+                var *v = &PEEK(oparg - i);
+                if (v->kind != V_CONST || !PyUnicode_Check(v->obj)) {
+                    Py_DECREF(parts);
+                    return sym_fail(t, "BUILD_STRING of non-strings");
+                }
+                PyTuple_SET_ITEM(parts, i, Py_NewRef(v->obj));
+            }
+            f->sp -= oparg;
+            PyObject *empty = PyUnicode_FromString("");
+            PyObject *r = empty ? PyUnicode_Join(empty, parts) : NULL;
+            Py_XDECREF(empty);
+            Py_DECREF(parts);
+            if (sym_const(t, r, &a) < 0)
+                return -1;
+            PUSH(a);
+            break;
+        }
+        case OP_CALL_FUNCTION_EX: {
+            int has_kw = oparg & 1;
+            NEED(3 + has_kw);
+            var kw = has_kw ? POP() : null_var();
+            var args = POP();
+            var fnv = POP();
+            (void)POP(); /* the NULL slot */
+            var *items;
+            int n;
+            if (to_items(t, &args, &items, &n) < 0)
+                return -1;
+            var kwd = kw;
+            if (has_kw && kwd.kind == V_CONST && PyDict_Check(kwd.obj) && dict_from_const(t, kwd.obj, &kwd) < 0)
+                return -1;
+            if (has_kw && kwd.kind != V_DICT)
+                return sym_fail(t, "**kwargs of an unsupported value");
+            int nk = has_kw ? kwd.n : 0;
+            var *all = sym_alloc(t, n + nk);
+            if (all == NULL)
+                return -1;
+            memcpy(all, items, (size_t)n * sizeof *all);
+            PyObject *kwnames = NULL;
+            if (nk > 0) {
+                for (int i = 0; i < nk; i++) {
+                    if (!PyUnicode_Check(PyTuple_GET_ITEM(kwd.obj, i)))
+                        return sym_fail(t, "keywords must be strings (eager will raise)");
+                    all[n + i] = kwd.items[i];
+                }
+                kwnames = kwd.obj;
+            }
+            if (sym_call(t, &fnv, all, n + nk, kwnames, &a) < 0)
+                return -1;
+            PUSH(a);
+            break;
+        }
+        case OP_MAKE_FUNCTION: {
+            if (oparg & 0x03)
+                return sym_fail(t, "nested function with defaults not supported yet");
+            int need = 1 + !!(oparg & 0x04) + !!(oparg & 0x08);
+            NEED(need);
+            var code = POP();
+            var clos = null_var();
+            if (oparg & 0x08)
+                clos = POP();
+            if (oparg & 0x04)
+                (void)POP();
+            if (code.kind != V_CONST || !PyCode_Check(code.obj))
+                return sym_fail(t, "MAKE_FUNCTION without a code constant");
+            memset(&a, 0, sizeof a);
+            a.kind = V_FUNC;
+            a.op = SYM_MADE_FUNCTION;
+            a.src = -1;
+            a.obj = code.obj;
+            if (oparg & 0x08) {
+                if (clos.kind != V_SEQ)
+                    return sym_fail(t, "closure of unsupported values");
+                a.items = clos.items;
+                a.n = clos.n;
+                f->made_closure = 1;
+            }
+            PUSH(a);
+            break;
+        }
+        case OP_STORE_ATTR:
+            return sym_fail(t, "attribute assignment (STORE_ATTR) not supported yet");
         case OP_LIST_TO_TUPLE:
             NEED(1);
             if (PEEK(1).kind != V_SEQ)
@@ -830,21 +1218,37 @@ static int run(trace *t, sframe *f, var *result) {
 
 /* ---- inlining ----------------------------------------------------------------------- */
 
+static int inline_code(trace *t, PyCodeObject *code, PyObject *globals, PyObject *func,
+                       int fn_src, var *closure, int nclosure, const var *self, var *args,
+                       int nargs, PyObject *kwnames, var *out);
+
 int sym_inline(trace *t, PyObject *func, int fn_src, const var *self, var *args, int nargs,
                PyObject *kwnames, var *out) {
-    PyCodeObject *code = (PyCodeObject *)PyFunction_GET_CODE(func);
+    return inline_code(t, (PyCodeObject *)PyFunction_GET_CODE(func), PyFunction_GET_GLOBALS(func),
+                       func, fn_src, NULL, 0, self, args, nargs, kwnames, out);
+}
+
+int sym_inline_made(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out) {
+    return inline_code(t, (PyCodeObject *)fn->obj, t->cur_globals, NULL, -1, fn->items, fn->n,
+                       NULL, args, nargs, kwnames, out);
+}
+
+static int inline_code(trace *t, PyCodeObject *code, PyObject *globals, PyObject *func,
+                       int fn_src, var *closure, int nclosure, const var *self, var *args,
+                       int nargs, PyObject *kwnames, var *out) {
     if (t->depth >= SYM_INLINE_DEPTH)
         return sym_fail(t, "inlining too deep (recursion?)");
     if (code->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR))
         return sym_fail(t, "call to generator function %U", code->co_name);
-    if (code->co_flags & CO_VARKEYWORDS)
-        return sym_fail(t, "inlining %U: **kwargs not supported yet", code->co_name);
     if (PyBytes_GET_SIZE(code->co_exceptiontable) > 0)
         return sym_fail(t, "inlining %U: try/except/with not supported yet", code->co_name);
     if (dh_code_is_disabled(code))
         return sym_fail(t, "call to %U, which is torchc.disable'd", code->co_qualname);
     int nkw = kwnames ? (int)PyTuple_GET_SIZE(kwnames) : 0;
     int npos = nargs - nkw;
+    int extra_kw[64], nextra_kw = 0;
+    if (nkw > 64)
+        return sym_fail(t, "too many keyword arguments");
     sframe *f = calloc(1, sizeof *f);
     if (f == NULL) {
         PyErr_NoMemory();
@@ -853,9 +1257,11 @@ int sym_inline(trace *t, PyObject *func, int fn_src, const var *self, var *args,
     int rc = -1;
     f->code = code;
     f->top = 0;
-    f->globals = PyFunction_GET_GLOBALS(func);
+    f->globals = globals;
     f->func = func;
     f->func_src = fn_src;
+    f->closure = closure;
+    f->nclosure = nclosure;
     f->nlocals = (int)code->co_nlocalsplus;
     f->locals = sym_alloc(t, f->nlocals);
     if (f->locals == NULL)
@@ -896,6 +1302,10 @@ int sym_inline(trace *t, PyObject *func, int fn_src, const var *self, var *args,
         for (int j = self ? 1 : 0; j < argc + kwonly; j++)
             if (PyUnicode_Compare(PyTuple_GET_ITEM(code->co_localsplusnames, j), kn) == 0)
                 found = j;
+        if (found < 0 && (code->co_flags & CO_VARKEYWORDS)) {
+            extra_kw[nextra_kw++] = k;
+            continue;
+        }
         if (found < 0) {
             sym_fail(t, "%U() got an unexpected keyword argument %R (eager will raise)",
                      code->co_name, kn);
@@ -907,8 +1317,26 @@ int sym_inline(trace *t, PyObject *func, int fn_src, const var *self, var *args,
         }
         f->locals[found] = args[npos + k];
     }
-    PyObject *defs = PyFunction_GET_DEFAULTS(func);
-    PyObject *kwdefs = PyFunction_GET_KW_DEFAULTS(func);
+    if (code->co_flags & CO_VARKEYWORDS) {
+        /* **kwargs: a dict of the keywords no parameter took */
+        PyObject *keys = PyTuple_New(nextra_kw);
+        var *vals = sym_alloc(t, nextra_kw);
+        if (keys == NULL || vals == NULL || sym_keep(t, keys) == NULL)
+            goto done;
+        for (int k = 0; k < nextra_kw; k++) {
+            PyTuple_SET_ITEM(keys, k, Py_NewRef(PyTuple_GET_ITEM(kwnames, extra_kw[k])));
+            vals[k] = args[npos + extra_kw[k]];
+        }
+        var *kwv = &f->locals[argc + kwonly + ((code->co_flags & CO_VARARGS) ? 1 : 0)];
+        memset(kwv, 0, sizeof *kwv);
+        kwv->kind = V_DICT;
+        kwv->src = -1;
+        kwv->obj = keys;
+        kwv->items = vals;
+        kwv->n = nextra_kw;
+    }
+    PyObject *defs = func ? PyFunction_GET_DEFAULTS(func) : NULL;
+    PyObject *kwdefs = func ? PyFunction_GET_KW_DEFAULTS(func) : NULL;
     int ndefs = defs ? (int)PyTuple_GET_SIZE(defs) : 0;
     for (int j = 0; j < argc + kwonly; j++) {
         if (f->locals[j].kind != V_UNSET)
@@ -929,7 +1357,10 @@ int sym_inline(trace *t, PyObject *func, int fn_src, const var *self, var *args,
             goto done;
     }
     t->depth++;
+    PyObject *saved_globals = t->cur_globals;
+    t->cur_globals = globals;
     rc = run(t, f, out);
+    t->cur_globals = saved_globals;
     t->depth--;
 done:
     free(f);
@@ -1043,6 +1474,8 @@ static int fill_out(trace *t, outbuf *ob, int at, const var *v_in, ic_val *outva
     case V_CONST:
     case V_OBJ:
     case V_FUNC:
+        if (v->kind == V_FUNC && v->op == SYM_MADE_FUNCTION)
+            return sym_fail(t, "a nested function is live across a graph break");
         o->kind = DH_O_CONST;
         o->obj = Py_NewRef(v->obj);
         return 0;
@@ -1070,6 +1503,20 @@ static int fill_out(trace *t, outbuf *ob, int at, const var *v_in, ic_val *outva
         o->kind = PyFunction_Check(v->obj) ? DH_O_BOUND : DH_O_ATTR;
         o->obj = Py_NewRef(v->obj);
         return fill_out(t, ob, child, &v->items[0], outvals, nout);
+    }
+    case V_DICT: {
+        int first = out_reserve(t, ob, v->n);
+        if (first < 0)
+            return -1;
+        o = &ob->o[at];
+        o->kind = DH_O_DICT;
+        o->index = first;
+        o->count = v->n;
+        o->obj = Py_NewRef(v->obj);
+        for (int i = 0; i < v->n; i++)
+            if (fill_out(t, ob, first + i, &v->items[i], outvals, nout) < 0)
+                return -1;
+        return 0;
     }
     case V_SEQ: {
         int first = out_reserve(t, ob, v->n);
@@ -1289,6 +1736,7 @@ dh_entry *dh_trace_frame(PyCodeObject *code, PyObject *const *localsplus, PyObje
     t->keep = PyList_New(0);
     t->g = ic_graph_new();
     t->device_type = -1;
+    t->cur_globals = globals;
     if (t->keep == NULL || t->g == NULL) {
         if (t->g == NULL)
             PyErr_NoMemory();

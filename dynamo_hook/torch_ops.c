@@ -956,6 +956,73 @@ static int call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject 
             return sym_const(t, PyBool_FromLong(r), out);
         }
     }
+    if (name && (!strcmp(name, "getattr") || !strcmp(name, "hasattr")) && (nargs == 2 || nargs == 3) &&
+        args[1].kind == V_CONST && PyUnicode_Check(args[1].obj) && !kwnames) {
+        int rc = sym_load_attr(t, &args[0], args[1].obj, out);
+        if (!strcmp(name, "hasattr")) {
+            if (rc < 0 && PyErr_Occurred())
+                return -1;
+            t->failed = rc < 0 ? 0 : t->failed;
+            return sym_const(t, PyBool_FromLong(rc == 0), out);
+        }
+        if (rc < 0 && nargs == 3 && !PyErr_Occurred()) {
+            t->failed = 0;
+            *out = args[2];
+            return 0;
+        }
+        return rc;
+    }
+    if ((f == (PyObject *)&PyEnum_Type || f == (PyObject *)&PyZip_Type ||
+         f == (PyObject *)&PyReversed_Type || f == (PyObject *)&PyList_Type) && !kwnames && nargs >= 1) {
+        /* enumerate / zip / reversed / list over tracked sequences: unrolled */
+        var *its[8];
+        int lens[8], n = 1 << 30;
+        if (nargs > 8 || (f != (PyObject *)&PyZip_Type && nargs != 1))
+            return sym_fail(t, "unsupported iteration helper call");
+        for (int i = 0; i < nargs; i++) {
+            if (sym_iter_items(t, &args[i], &its[i], &lens[i]) < 0)
+                return -1;
+            if (lens[i] < n)
+                n = lens[i];
+        }
+        var *items = sym_alloc(t, n);
+        if (items == NULL)
+            return -1;
+        for (int j = 0; j < n; j++) {
+            if (f == (PyObject *)&PyReversed_Type) {
+                items[j] = its[0][n - 1 - j];
+                continue;
+            }
+            if (f == (PyObject *)&PyList_Type) {
+                items[j] = its[0][j];
+                continue;
+            }
+            int k = f == (PyObject *)&PyEnum_Type ? 2 : nargs;
+            var *tup = sym_alloc(t, k);
+            if (tup == NULL)
+                return -1;
+            if (f == (PyObject *)&PyEnum_Type) {
+                if (sym_const(t, PyLong_FromLong(j), &tup[0]) < 0)
+                    return -1;
+                tup[1] = its[0][j];
+            } else {
+                for (int i = 0; i < nargs; i++)
+                    tup[i] = its[i][j];
+            }
+            memset(&items[j], 0, sizeof items[j]);
+            items[j].kind = V_SEQ;
+            items[j].src = -1;
+            items[j].n = k;
+            items[j].items = tup;
+        }
+        memset(out, 0, sizeof *out);
+        out->kind = V_SEQ;
+        out->src = -1;
+        out->is_list = f == (PyObject *)&PyList_Type;
+        out->n = n;
+        out->items = items;
+        return 0;
+    }
     /* pure functions of constants: math.*, abs, min, max, int, float, bool, round */
     int allconst = 1;
     for (int i = 0; i < nargs; i++)
@@ -971,7 +1038,9 @@ static int call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject 
         PyErr_Clear();
     int pure = (modname && strcmp(modname, "math") == 0) ||
                (name && (!strcmp(name, "abs") || !strcmp(name, "min") || !strcmp(name, "max") ||
-                         !strcmp(name, "round") || !strcmp(name, "len"))) ||
+                         !strcmp(name, "round") || !strcmp(name, "len") ||
+                         !strcmp(name, "isinstance") || !strcmp(name, "divmod") ||
+                         !strcmp(name, "sum") || !strcmp(name, "all") || !strcmp(name, "any"))) ||
                f == (PyObject *)&PyLong_Type || f == (PyObject *)&PyFloat_Type ||
                f == (PyObject *)&PyBool_Type || f == (PyObject *)&PyTuple_Type ||
                f == (PyObject *)&PyRange_Type;
@@ -1009,12 +1078,51 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
     int nkw = kwnames ? (int)PyTuple_GET_SIZE(kwnames) : 0;
     int npos = nargs - nkw;
     var *kwv = args + npos;
+    if (fn->kind == V_FUNC && fn->op == SYM_MADE_FUNCTION)
+        return sym_inline_made(t, fn, args, nargs, kwnames, out);
     if (fn->kind == V_FUNC && fn->op == SYM_USER_FUNCTION)
         return sym_inline(t, fn->obj, fn->src, NULL, args, nargs, kwnames, out);
     if (fn->kind == V_FUNC && fn->op >= 0)
         return call_op(t, fn->op, args, npos, kwnames, kwv, out);
     if (fn->kind == V_FUNC)
         return call_builtin(t, fn, args, npos, kwnames, out);
+    if (fn->kind == V_METHOD && fn->items && fn->items[0].kind == V_DICT) {
+        /* d.items() / d.keys() / d.values() */
+        const var *d = &fn->items[0];
+        const char *mn = PyUnicode_AsUTF8(fn->obj);
+        var *items = sym_alloc(t, d->n);
+        if (items == NULL)
+            return -1;
+        for (int i = 0; i < d->n; i++) {
+            if (!strcmp(mn, "values")) {
+                items[i] = d->items[i];
+                continue;
+            }
+            var key;
+            if (sym_const(t, Py_NewRef(PyTuple_GET_ITEM(d->obj, i)), &key) < 0)
+                return -1;
+            if (!strcmp(mn, "keys")) {
+                items[i] = key;
+                continue;
+            }
+            var *pair = sym_alloc(t, 2);
+            if (pair == NULL)
+                return -1;
+            pair[0] = key;
+            pair[1] = d->items[i];
+            memset(&items[i], 0, sizeof items[i]);
+            items[i].kind = V_SEQ;
+            items[i].src = -1;
+            items[i].n = 2;
+            items[i].items = pair;
+        }
+        memset(out, 0, sizeof *out);
+        out->kind = V_SEQ;
+        out->src = -1;
+        out->n = d->n;
+        out->items = items;
+        return 0;
+    }
     if (fn->kind == V_METHOD && PyFunction_Check(fn->obj))
         return sym_inline(t, fn->obj, fn->src, &fn->items[0], args, nargs, kwnames, out);
     if (fn->kind == V_METHOD) {
@@ -1188,7 +1296,7 @@ int sym_tensor_attr(trace *t, const var *x, PyObject *name, var *out) {
         for (int i = 0; i < m->ndim; i++)
             PyTuple_SET_ITEM(tup, i, PyLong_FromLongLong(m->sizes[i]));
         PyObject *torch = PyImport_ImportModule("torch");
-        PyObject *size = torch ? PyObject_CallMethod(torch, "Size", "O", tup) : NULL;
+        PyObject *size = torch ? PyObject_CallMethod(torch, "Size", "(O)", tup) : NULL;
         Py_XDECREF(torch);
         Py_DECREF(tup);
         return sym_const(t, size, out);
