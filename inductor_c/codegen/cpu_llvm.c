@@ -20,6 +20,7 @@
  *   may hoist and reorder memory accesses across buffers.
  * Then: verifier, `default<O3>` (new pass manager, host TargetMachine), ORC LLJIT.
  */
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1148,7 +1149,11 @@ void ic_codegen_cpu(ic_ctx *c, ic_kernel_fn *fns, void **rt_out) {
     char passes[32];
     int ol = c->opt_level < 0 ? 0 : c->opt_level > 3 ? 3 : c->opt_level;
     snprintf(passes, sizeof passes, "default<O%d>", ol);
+    /* the TargetMachine is shared: one optimization pipeline at a time */
+    static pthread_mutex_t tm_mu = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&tm_mu);
     LLVMErrorRef err = LLVMRunPasses(g->mod, passes, tm, pbo);
+    pthread_mutex_unlock(&tm_mu);
     LLVMDisposePassBuilderOptions(pbo);
     if (err) {
         char *m = LLVMGetErrorMessage(err);

@@ -33,13 +33,15 @@ static int job_parts;
  * Short on purpose: a spinning worker steals a core from eager ops (OpenMP) that run
  * between compiled graphs. TORCHC_SPIN overrides it. */
 static int spin_iters(void) {
-    static int v = -1;
-    if (v < 0) {
+    static atomic_int v = -1;
+    int x = atomic_load_explicit(&v, memory_order_relaxed);
+    if (x < 0) {
         const char *s = getenv("TORCHC_SPIN");
-        v = s ? atoi(s) : 2000;
-        if (v < 0) v = 0;
+        x = s ? atoi(s) : 2000;
+        if (x < 0) x = 0;
+        atomic_store_explicit(&v, x, memory_order_relaxed);
     }
-    return v;
+    return x;
 }
 
 static void run_part(int part) {
@@ -48,9 +50,12 @@ static void run_part(int part) {
     if (lo < hi) job_fn(job_bufs, lo, hi);
 }
 
+static unsigned start_gen[MAX_WORKERS]; /* job generation when worker i was created */
+
 static void *worker(void *arg) {
     int idx = (int)(intptr_t)arg;
-    unsigned seen = 0;
+    /* jobs posted before this worker existed are not its business */
+    unsigned seen = start_gen[idx];
     for (;;) {
         /* spin a little, then sleep */
         for (int i = 0; i < spin_iters(); i++) {
@@ -110,6 +115,7 @@ void ic_parallel_for(ic_kernel_fn fn, void *const *bufs, int64_t n, int nthreads
         return;
     }
     while (nworkers < nthreads - 1) {
+        start_gen[nworkers] = atomic_load(&job_gen);
         if (pthread_create(&workers[nworkers], NULL, worker, (void *)(intptr_t)nworkers) != 0) break;
         nworkers++;
     }

@@ -20,6 +20,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <time.h>
 
 #include "ic.h"
@@ -1633,6 +1635,82 @@ static void test_deep_graphs(void) {
     t_free(t);
 }
 
+/* concurrent compiles (each thread its own graph) and concurrent runs of one compiled
+ * graph with distinct buffers */
+static ic_compiled *shared_c;
+static const float *shared_in;
+static const float *shared_want;
+static int64_t shared_n;
+static atomic_int thread_failures;
+
+static void *worker_main(void *arg) {
+    int id = (int)(intptr_t)arg;
+    /* own compile */
+    ic_graph *g = ic_graph_new();
+    ic_meta m = {.dtype = IC_F32, .ndim = 1, .sizes = {1000 + id}, .strides = {1}};
+    ic_val x = ic_input(g, &m);
+    ic_output(g, ic_unary(g, IC_OP_EXP, ic_binary(g, IC_OP_MUL, x, ic_scalar(g, 0.5 + id, IC_F64))));
+    ic_err err;
+    ic_compiled *c = ic_compile(g, NULL, &err);
+    if (!c) {
+        atomic_fetch_add(&thread_failures, 1);
+    } else {
+        float in[1100], out[1100];
+        for (int i = 0; i < 1000 + id; i++) in[i] = (float)(i % 7) * 0.1f;
+        void *ins[1] = {in}, *outs[1] = {out};
+        ic_run(c, ins, outs, &err);
+        for (int i = 0; i < 1000 + id; i++)
+            if (fabsf(out[i] - expf(in[i] * (0.5f + (float)id))) > 1e-5f * expf(in[i] * (0.5f + (float)id))) {
+                atomic_fetch_add(&thread_failures, 1);
+                break;
+            }
+        ic_compiled_free(c);
+    }
+    ic_graph_free(g);
+    /* shared runs */
+    float *out = malloc((size_t)shared_n * sizeof(float));
+    for (int rep = 0; rep < 20; rep++) {
+        void *ins[1] = {(void *)shared_in}, *outs[1] = {out};
+        if (ic_run(shared_c, ins, outs, &err) != 0) atomic_fetch_add(&thread_failures, 1);
+        if (memcmp(out, shared_want, (size_t)shared_n * sizeof(float)) != 0) {
+            atomic_fetch_add(&thread_failures, 1);
+            break;
+        }
+    }
+    free(out);
+    return NULL;
+}
+
+static void test_threads_concurrent(void) {
+    cur_test = "concurrent";
+    int64_t R_ = 512, C_ = 300;
+    ic_graph *g = ic_graph_new();
+    ic_meta m = {.dtype = IC_F32, .ndim = 2, .sizes = {R_, C_}, .strides = {C_, 1}};
+    ic_val x = ic_input(g, &m);
+    ic_val mx = ic_reduce(g, IC_OP_AMAX, x, 2, 1, -1);
+    ic_val e = ic_unary(g, IC_OP_EXP, ic_binary(g, IC_OP_SUB, x, mx));
+    ic_output(g, ic_binary(g, IC_OP_DIV, e, ic_reduce(g, IC_OP_SUM, e, 2, 1, -1)));
+    ic_err err;
+    shared_c = ic_compile(g, NULL, &err);
+    CHECK(shared_c != NULL, "compile: %s", err.msg);
+    if (!shared_c) return;
+    shared_n = R_ * C_;
+    float *in = malloc((size_t)shared_n * sizeof(float)), *want = malloc((size_t)shared_n * sizeof(float));
+    for (int64_t i = 0; i < shared_n; i++) in[i] = (float)((i * 7919) % 1000) * 0.01f;
+    void *ins[1] = {in}, *outs[1] = {want};
+    ic_run(shared_c, ins, outs, &err);
+    shared_in = in;
+    shared_want = want;
+    pthread_t th[4];
+    for (int i = 0; i < 4; i++) pthread_create(&th[i], NULL, worker_main, (void *)(intptr_t)i);
+    for (int i = 0; i < 4; i++) pthread_join(th[i], NULL);
+    CHECK(atomic_load(&thread_failures) == 0, "%d thread failures", atomic_load(&thread_failures));
+    ic_compiled_free(shared_c);
+    ic_graph_free(g);
+    free(in);
+    free(want);
+}
+
 /* every arena allocation of a compile fails once: ENOMEM comes back, nothing leaks */
 static void test_alloc_failures(void) {
     cur_test = "alloc_failures";
@@ -1803,6 +1881,7 @@ int main(int argc, char **argv) {
     test_fusion();
     test_deep_graphs();
     test_alloc_failures();
+    test_threads_concurrent();
     test_vec_outer();
     test_half();
     test_split();
