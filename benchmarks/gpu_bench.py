@@ -1,0 +1,128 @@
+"""Bandwidth of fused GPU kernels: eager vs torchc (IC_CUDA) vs torch.compile, in one run.
+
+Each case is one function written once (torch-like helpers of tests/test_gpu.py) and run
+  eager          the torch ops, one kernel per op
+  torchc         traced into an inductor_c graph, compiled with device=IC_CUDA, launched with
+                 ic_run_stream on torch's current stream (outputs preallocated)
+  torch.compile  PyTorch Inductor (Triton), default mode
+Bandwidth counts the bytes a perfect fused kernel moves (every input read once, every output
+written once) over the measured time, and is reported as a fraction of the device copy
+bandwidth measured here (torch's x.clone() of a 1 GiB tensor: read + write).
+
+Usage: python benchmarks/gpu_bench.py [--no-inductor] [--quick] [--json FILE]
+"""
+import argparse
+import json
+import os
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+import test_gpu as T  # noqa: E402  (the ctypes graph builder)
+
+
+def timeit(fn, iters=20, warmup=3):
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    a.record()
+    for _ in range(iters):
+        fn()
+    b.record()
+    torch.cuda.synchronize()
+    return a.elapsed_time(b) / iters * 1e-3  # seconds
+
+
+def copy_bandwidth():
+    x = torch.empty(1 << 28, device="cuda")  # 1 GiB
+    x.uniform_()
+    t = timeit(lambda: x.clone(), iters=20)
+    return 2 * x.numel() * 4 / t
+
+
+def nbytes(ts):
+    return sum(t.numel() * t.element_size() for t in ts)
+
+
+def cases(quick):
+    R = 4096 if quick else 16384
+    bf = torch.bfloat16
+    r = T.rand
+    return [
+        ("add 64M f32", lambda x, y: x + y, lambda: (r(R * 4096), r(R * 4096))),
+        ("gelu(x*w+b) f32", lambda x, w, b: T.ops.unary("gelu", x * w + b), lambda: (r(R, 4096), r(4096), r(4096))),
+        ("add bf16", lambda x, y: x + y, lambda: (r(R * 4096, dtype=bf), r(R * 4096, dtype=bf))),
+        ("sum(-1) f32", lambda x: T.sum_(x, -1), lambda: (r(R, 4096),)),
+        ("sum(0) f32", lambda x: T.sum_(x, 0), lambda: (r(4096, R),)),
+        ("sum() f32", lambda x: T.sum_(x), lambda: (r(R * 1024),)),
+        ("softmax 4096 f32", T.softmax, lambda: (r(R, 4096),)),
+        ("softmax 32768 f32", T.softmax, lambda: (r(R // 8, 32768),)),
+        ("softmax 4096 bf16", T.softmax, lambda: (r(R, 4096, dtype=bf),)),
+        ("rmsnorm 4096 f32", T.rmsnorm, lambda: (r(R, 4096), r(4096))),
+        ("layernorm 4096 f32", T.layernorm, lambda: (r(R, 4096), r(4096), r(4096))),
+        ("layernorm 768 f32", T.layernorm, lambda: (r(R * 4, 768), r(768), r(768))),
+        ("rmsnorm 4096 bf16", T.rmsnorm, lambda: (r(R, 4096, dtype=bf), r(4096, dtype=bf))),
+    ]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--no-inductor", action="store_true")
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--json")
+    a = ap.parse_args()
+    torch.manual_seed(0)
+    copy = copy_bandwidth()
+    dev = torch.cuda.get_device_name()
+    print(f"{dev}: copy bandwidth {copy / 1e12:.2f} TB/s (x.clone(), 1 GiB)")
+    print(f"{'case':22s} {'MB':>7s} | {'eager us':>9s} {'frac':>5s} | {'torchc us':>9s} {'frac':>5s} | "
+          f"{'inductor us':>11s} {'frac':>5s} | {'torchc cmp s':>12s}")
+    rows = []
+    for name, fn, make in cases(a.quick):
+        ins = make()
+        want = fn(*ins)
+        wants = want if isinstance(want, tuple) else (want,)
+        moved = nbytes(ins) + nbytes(wants)
+        row = {"case": name, "bytes": moved}
+        row["eager_s"] = timeit(lambda: fn(*ins))
+        t0 = time.perf_counter()
+        try:
+            c = T.Compiled(fn, *ins)
+            row["torchc_compile_s"] = time.perf_counter() - t0
+            outs = c.outputs()
+            c.run(ins, outs)
+            torch.cuda.synchronize()
+            for g, w in zip(outs, wants):
+                tl = T.tol(w.dtype)
+                torch.testing.assert_close(g, w, rtol=tl["rtol"] * 10, atol=tl["atol"] * 10, equal_nan=True)
+            row["torchc_s"] = timeit(lambda: c.run(ins, outs))
+        except Exception as e:  # report and go on
+            row["torchc_error"] = str(e)[:200]
+        if not a.no_inductor:
+            try:
+                cf = torch.compile(fn)
+                cf(*ins)
+                row["inductor_s"] = timeit(lambda: cf(*ins))
+            except Exception as e:
+                row["inductor_error"] = str(e)[:200]
+        rows.append(row)
+
+        def col(key):
+            t = row.get(key)
+            return f"{t * 1e6:9.1f} {moved / t / copy:5.2f}" if t else f"{'-':>9s} {'-':>5s}"
+
+        print(f"{name:22s} {moved / 1e6:7.0f} | {col('eager_s')} | {col('torchc_s')} | "
+              f"{col('inductor_s'):>17s} | {row.get('torchc_compile_s', 0):12.3f}"
+              + (f"  torchc: {row['torchc_error']}" if "torchc_error" in row else "")
+              + (f"  inductor: {row['inductor_error'][:80]}" if "inductor_error" in row else ""))
+        sys.stdout.flush()
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"device": dev, "copy_Bps": copy, "torch": torch.__version__, "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

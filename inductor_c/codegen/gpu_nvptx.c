@@ -1,0 +1,1648 @@
+/* gpu_nvptx.c — finalized kernels to PTX for nvptx64-nvidia-cuda through the LLVM-C API.
+ *
+ * Requires: finalized kernels (flat loads, outer/inner vars, stores decided) and planned
+ *   buffers, exactly what the CPU backend gets (ic_codegen_cpu).
+ * Produces: one PTX module (ic_gpu.ptx) and a launch plan per kernel (ic_gpu.k); then, unless
+ *   the compilation is PTX-only, loads the module through runtime/cuda.c. Sets out->gpu.
+ * Keeps: kernels, buffers (it may only grow nothing). Breaks: nothing.
+ *
+ * Element -> hardware mapping (what a linear layout would say, bits low to high):
+ *
+ *   pointwise   element e = ((block*B + tid) + k*grid*B) * V + reg     grid-stride loop
+ *               reg bits -> e bits [0, log V), tid bits next, then block bits: a blocked
+ *               layout with V registers per thread; consecutive lanes hold consecutive
+ *               V-vectors, so every access of a contiguous buffer is one 16-byte ld/st.
+ *   row         a block holds R rows and T threads per row (R*T = B):
+ *     (rows on    tid = rl*T + j   (j-bits low: lanes along the row, rows contiguous)
+ *      warps)     element of row r = (c*T + j) * V + reg, c = chunk 0..C-1
+ *   column      tid = j*R + rl with R = 32 (rows on lanes: the kept dim is the contiguous
+ *     (vec_outer) one, x.sum(0)); element of row r = c*T + j, V = 1.
+ *   A row's reduction combines over the j-bits of tid: lane bits by shfl.sync.bfly
+ *   butterflies, warp bits through shared memory (every thread reads the same slots in the
+ *   same order, so all threads of a row hold the identical result: no broadcast step).
+ *   Persistent rows (groups per row <= 1024): C <= 4 chunks unrolled, loads of buffers
+ *   the kernel does not write are kept in registers across the row's passes (softmax
+ *   reads x once). Longer rows loop over chunks and reload (L1/L2 hits).
+ *   Multi-pass row kernels (softmax, layernorm: reduce, reduce, store) stay one kernel:
+ *   passes run one after another in the same block; X_ROWVAL is the block-reduced value.
+ *
+ * Control flow is uniform across a block except around stores (`if (valid) store`), so the
+ * barriers of the reductions are always reached by every thread; threads past the last
+ * row / element compute on clamped (in-bounds) indices and are masked out of reductions.
+ * f16/bf16 values live in f32 registers rounded to their precision (eager's per-op
+ * rounding); memory holds the 16-bit form. f32 transcendentals come from vmath.c (the
+ * CPU's straight-line polynomial code, shared through the cg struct), plus sin/cos/pow
+ * here; f64 transcendentals are IC_EUNSUPPORTED (no libdevice).
+ * Then: verifier, default<O3> with the NVPTX TargetMachine, PTX (sm_XY, +ptx78) to memory.
+ */
+#include <math.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <llvm-c/Analysis.h>
+#include <llvm-c/Core.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/TargetMachine.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+
+#include "../support.h"
+#include "cg.h"
+#include "gpu.h"
+
+#define VMAX 8  /* elements per thread and access */
+#define SMAX 4  /* chunks per thread of a persistent row */
+#define UNROLL 4 /* chunks per iteration of a looped row */
+#define B g->cg.b
+
+enum { P_POINTWISE, P_ROWS };
+
+typedef struct plan {
+    int mode;
+    int V;                 /* elements per access */
+    int T, R, Bk;          /* threads per row, rows per block, block size */
+    int logT, logR;
+    bool jlow;             /* j (position in the row) in the low bits of tid */
+    bool persistent;
+    int64_t n, nv;         /* elements / V-groups per row */
+    int64_t rows, C;       /* rows; chunks per thread */
+    int64_t G;             /* pointwise: V-groups in total */
+    unsigned grid;
+    int32_t vv;            /* var whose V consecutive values a thread holds, -1 none */
+} plan;
+
+typedef struct gg {
+    cg cg;                 /* shared with vmath.c: context, module, builder, scalar types */
+    ic_ctx *c;
+    LLVMTypeRef f16, gptr, sptr, ity;
+    ic_kernel *k;
+    const plan *P;
+    int V;                 /* lanes of the code being emitted (1 in row blocks) */
+    int32_t vv;            /* vectorized var of the code being emitted, -1 none */
+    LLVMValueRef *var_val; /* per var: value (lane 0) in ity */
+    LLVMValueRef *buf_ptr; /* per buffer: kernel parameter (global pointer) */
+    bool *written;         /* per buffer: stored by the current kernel */
+    int *align;            /* per buffer: base alignment the variant assumes (bytes) */
+    LLVMValueRef *memo;    /* [x*VMAX + lane] for the current generation */
+    uint32_t *memo_gen;
+    LLVMValueRef *vld;     /* [x]: vector load of the current generation */
+    uint32_t *vld_gen;
+    LLVMValueRef *pmemo;   /* persistent rows: [(x*SMAX + chunk)*VMAX + lane] */
+    LLVMValueRef *pvld;    /* [x*SMAX + chunk] */
+    uint32_t *pgen;        /* [x*SMAX + chunk]: variant that filled pmemo/pvld */
+    uint32_t vgen;
+    int chunk;             /* persistent chunk being emitted, -1 none */
+    uint32_t gen;
+    LLVMValueRef *rowval;  /* per item: the row's reduced value (item dtype) */
+    LLVMValueRef smem, tid, j, active, allok;
+    LLVMValueRef fn;
+} gg;
+
+/* ---- PTX-only mode (ic_graph_to_ptx) ------------------------------------------------ */
+static _Thread_local int tls_ptx_only, tls_sm;
+
+int ic_gpu_ptx_only(int *sm) {
+    if (tls_ptx_only && sm) *sm = tls_sm;
+    return tls_ptx_only;
+}
+
+/* ---- types and constants ---------------------------------------------------------------- */
+static LLVMTypeRef rtype(gg *g, ic_dtype t) { /* register type */
+    switch (t) {
+    case IC_BOOL: return g->cg.i1;
+    case IC_U8: case IC_I8: return g->cg.i8;
+    case IC_I16: return g->cg.i16;
+    case IC_I32: return g->cg.i32;
+    case IC_I64: return g->cg.i64;
+    case IC_F16: case IC_BF16: case IC_F32: return g->cg.f32;
+    case IC_F64: return g->cg.f64;
+    default: ic_fail(g->c, IC_EUNSUPPORTED, "dtype %s on the GPU", ic_dtype_name(t));
+    }
+}
+
+static LLVMTypeRef mtype(gg *g, ic_dtype t) { /* memory type */
+    if (t == IC_BOOL) return g->cg.i8;
+    if (t == IC_F16) return g->f16;
+    if (t == IC_BF16) return g->cg.i16;
+    return rtype(g, t);
+}
+
+static bool is_unsigned(ic_dtype t) { return t == IC_BOOL || t == IC_U8; }
+static LLVMValueRef ki(gg *g, LLVMTypeRef t, long long v) { return LLVMConstInt(t, (unsigned long long)v, 1); }
+static LLVMValueRef kix(gg *g, int64_t v) { return ki(g, g->ity, v); }
+static LLVMValueRef kf(LLVMValueRef like, double v) { return LLVMConstReal(LLVMTypeOf(like), v); }
+static LLVMValueRef intrin(gg *g, const char *name, LLVMTypeRef *ov, int nov, LLVMValueRef *a, int na) {
+    return cg_intrin(&g->cg, name, ov, nov, a, na);
+}
+static LLVMValueRef intrin1(gg *g, const char *name, LLVMValueRef x) {
+    LLVMTypeRef t = LLVMTypeOf(x);
+    return intrin(g, name, &t, 1, &x, 1);
+}
+static LLVMValueRef sreg(gg *g, const char *name) { return intrin(g, name, NULL, 0, NULL, 0); }
+static LLVMValueRef fma3(gg *g, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c) {
+    LLVMTypeRef t = LLVMTypeOf(a);
+    LLVMValueRef args[3] = {a, b, c};
+    return intrin(g, "llvm.fma", &t, 1, args, 3);
+}
+static LLVMValueRef sel(gg *g, LLVMValueRef c, LLVMValueRef a, LLVMValueRef b) {
+    return LLVMBuildSelect(B, c, a, b, "");
+}
+static LLVMValueRef fcmp(gg *g, LLVMRealPredicate p, LLVMValueRef a, LLVMValueRef b) {
+    return LLVMBuildFCmp(B, p, a, b, "");
+}
+static LLVMValueRef isnan_(gg *g, LLVMValueRef v) { return fcmp(g, LLVMRealUNO, v, v); }
+static LLVMValueRef and_(gg *g, LLVMValueRef a, LLVMValueRef b) {
+    if (!a) return b;
+    if (!b) return a;
+    return LLVMBuildAnd(B, a, b, "");
+}
+
+/* f32 register value rounded to f16 / bf16 precision (kept as f32) */
+static LLVMValueRef round_half(gg *g, LLVMValueRef f, ic_dtype t) {
+    if (t == IC_F16) return LLVMBuildFPExt(B, LLVMBuildFPTrunc(B, f, g->f16, ""), g->cg.f32, "");
+    LLVMTypeRef it = g->cg.i32;
+    LLVMValueRef x = LLVMBuildBitCast(B, f, it, "");
+    LLVMValueRef lsb = LLVMBuildAnd(B, LLVMBuildLShr(B, x, ki(g, it, 16), ""), ki(g, it, 1), "");
+    LLVMValueRef r = LLVMBuildAdd(B, x, LLVMBuildAdd(B, lsb, ki(g, it, 0x7FFF), ""), "");
+    LLVMValueRef qn = LLVMBuildOr(B, x, ki(g, it, 0x400000), "");
+    r = LLVMBuildAnd(B, sel(g, isnan_(g, f), qn, r), ki(g, it, (long long)0xFFFF0000u), "");
+    return LLVMBuildBitCast(B, r, g->cg.f32, "");
+}
+
+/* memory form -> register form */
+static LLVMValueRef to_reg(gg *g, LLVMValueRef v, ic_dtype t) {
+    switch (t) {
+    case IC_BOOL: return LLVMBuildICmp(B, LLVMIntNE, v, LLVMConstNull(g->cg.i8), "");
+    case IC_F16: return LLVMBuildFPExt(B, v, g->cg.f32, "");
+    case IC_BF16: {
+        LLVMValueRef x = LLVMBuildShl(B, LLVMBuildZExt(B, v, g->cg.i32, ""), ki(g, g->cg.i32, 16), "");
+        return LLVMBuildBitCast(B, x, g->cg.f32, "");
+    }
+    default: return v;
+    }
+}
+
+/* register form (already rounded) -> memory form */
+static LLVMValueRef to_mem(gg *g, LLVMValueRef v, ic_dtype t) {
+    switch (t) {
+    case IC_BOOL: return LLVMBuildZExt(B, v, g->cg.i8, "");
+    case IC_F16: return LLVMBuildFPTrunc(B, v, g->f16, "");
+    case IC_BF16: {
+        LLVMValueRef x = LLVMBuildBitCast(B, v, g->cg.i32, "");
+        return LLVMBuildTrunc(B, LLVMBuildLShr(B, x, ki(g, g->cg.i32, 16), ""), g->cg.i16, "");
+    }
+    default: return v;
+    }
+}
+
+static LLVMValueRef to_bool(gg *g, LLVMValueRef v, ic_dtype from) {
+    if (from == IC_BOOL) return v;
+    if (ic_is_float(from)) return fcmp(g, LLVMRealUNE, v, LLVMConstNull(LLVMTypeOf(v)));
+    return LLVMBuildICmp(B, LLVMIntNE, v, LLVMConstNull(LLVMTypeOf(v)), "");
+}
+
+static bool is_half(ic_dtype t) { return t == IC_F16 || t == IC_BF16; }
+
+static LLVMValueRef convert(gg *g, LLVMValueRef v, ic_dtype from, ic_dtype to) {
+    if (from == to) return v;
+    if (to == IC_BOOL) return to_bool(g, v, from);
+    LLVMTypeRef tt = rtype(g, to);
+    bool fu = from == IC_BOOL || from == IC_U8;
+    if (ic_is_float(to)) {
+        LLVMValueRef r;
+        if (ic_is_float(from)) r = LLVMTypeOf(v) == tt ? v : LLVMBuildFPCast(B, v, tt, "");
+        else r = fu ? LLVMBuildUIToFP(B, v, tt, "") : LLVMBuildSIToFP(B, v, tt, "");
+        return is_half(to) ? round_half(g, r, to) : r;
+    }
+    if (ic_is_float(from)) {
+        /* float -> int truncates toward zero (through i64, then wraps like torch) */
+        LLVMValueRef w = LLVMBuildFPToSI(B, v, g->cg.i64, "");
+        return to == IC_I64 ? w : LLVMBuildTrunc(B, w, tt, "");
+    }
+    return LLVMBuildIntCast2(B, v, tt, !fu, "");
+}
+
+/* ---- f32 math not in vmath.c --------------------------------------------------------------- */
+/* sin / cos (Cephes sinf/cosf: reduction by pi/4 in three parts, degree-7/8 polynomials);
+ * accurate to ~1 ulp for |x| < 8192, NaN for inf/NaN. */
+static LLVMValueRef sincos_f32(gg *g, LLVMValueRef x, bool want_cos) {
+    LLVMTypeRef F = g->cg.f32, I = g->cg.i32;
+    LLVMValueRef ax = intrin1(g, "llvm.fabs", x);
+    LLVMValueRef fin = fcmp(g, LLVMRealOLT, ax, LLVMConstReal(F, 1e30));
+    LLVMValueRef sx = sel(g, fin, ax, LLVMConstReal(F, 0.0));
+    LLVMValueRef j = LLVMBuildFPToSI(B, LLVMBuildFMul(B, sx, LLVMConstReal(F, 1.27323954473516), ""), I, "");
+    j = LLVMBuildAnd(B, LLVMBuildAdd(B, j, ki(g, I, 1), ""), ki(g, I, ~1LL), ""); /* j += j & 1 */
+    LLVMValueRef y = LLVMBuildSIToFP(B, j, F, "");
+    LLVMValueRef ny = LLVMBuildFNeg(B, y, "");
+    LLVMValueRef z = fma3(g, ny, LLVMConstReal(F, 0.78515625), sx);
+    z = fma3(g, ny, LLVMConstReal(F, 2.4187564849853515625e-4), z);
+    z = fma3(g, ny, LLVMConstReal(F, 3.77489497744594108e-8), z);
+    LLVMValueRef j7 = LLVMBuildAnd(B, j, ki(g, I, 7), "");
+    LLVMValueRef hi = LLVMBuildICmp(B, LLVMIntUGT, j7, ki(g, I, 3), "");
+    LLVMValueRef jj = sel(g, hi, LLVMBuildSub(B, j7, ki(g, I, 4), ""), j7);
+    LLVMValueRef zz = LLVMBuildFMul(B, z, z, "");
+    /* cos poly */
+    LLVMValueRef cp = fma3(g, LLVMConstReal(F, 2.443315711809948e-5), zz, LLVMConstReal(F, -1.388731625493765e-3));
+    cp = fma3(g, cp, zz, LLVMConstReal(F, 4.166664568298827e-2));
+    cp = LLVMBuildFMul(B, LLVMBuildFMul(B, cp, zz, ""), zz, "");
+    cp = fma3(g, zz, LLVMConstReal(F, -0.5), cp);
+    cp = LLVMBuildFAdd(B, cp, LLVMConstReal(F, 1.0), "");
+    /* sin poly */
+    LLVMValueRef sp = fma3(g, LLVMConstReal(F, -1.9515295891e-4), zz, LLVMConstReal(F, 8.3321608736e-3));
+    sp = fma3(g, sp, zz, LLVMConstReal(F, -1.6666654611e-1));
+    sp = fma3(g, LLVMBuildFMul(B, sp, zz, ""), z, z);
+    LLVMValueRef mid = LLVMBuildOr(B, LLVMBuildICmp(B, LLVMIntEQ, jj, ki(g, I, 1), ""),
+                                   LLVMBuildICmp(B, LLVMIntEQ, jj, ki(g, I, 2), ""), "");
+    LLVMValueRef r, neg;
+    if (!want_cos) {
+        r = sel(g, mid, cp, sp);
+        neg = LLVMBuildXor(B, hi, fcmp(g, LLVMRealOLT, x, LLVMConstReal(F, 0.0)), "");
+    } else {
+        r = sel(g, mid, sp, cp);
+        neg = LLVMBuildXor(B, hi, LLVMBuildICmp(B, LLVMIntUGT, jj, ki(g, I, 1), ""), "");
+    }
+    r = sel(g, neg, LLVMBuildFNeg(B, r, ""), r);
+    return sel(g, fin, r, LLVMBuildFSub(B, x, x, "")); /* inf - inf = NaN, NaN stays */
+}
+
+/* x ** y in f32 (y not a special constant): exp(y log|x|) with torch's special cases */
+static LLVMValueRef pow_f32(gg *g, LLVMValueRef x, LLVMValueRef y) {
+    LLVMTypeRef F = g->cg.f32;
+    LLVMValueRef zero = LLVMConstReal(F, 0.0), one = LLVMConstReal(F, 1.0);
+    LLVMValueRef ax = intrin1(g, "llvm.fabs", x);
+    LLVMValueRef r = vm_exp(&g->cg, LLVMBuildFMul(B, y, vm_log(&g->cg, ax), ""));
+    LLVMValueRef yint = fcmp(g, LLVMRealOEQ, intrin1(g, "llvm.trunc", y), y);
+    LLVMValueRef h = LLVMBuildFMul(B, y, LLVMConstReal(F, 0.5), "");
+    LLVMValueRef yodd = and_(g, yint, fcmp(g, LLVMRealUNE, intrin1(g, "llvm.trunc", h), h));
+    LLVMValueRef xneg = fcmp(g, LLVMRealOLT, x, zero);
+    LLVMValueRef nr = sel(g, yint, sel(g, yodd, LLVMBuildFNeg(B, r, ""), r), LLVMConstReal(F, NAN));
+    r = sel(g, xneg, nr, r);
+    /* x == +-0: sign of an odd power follows x */
+    LLVMValueRef xz = fcmp(g, LLVMRealOEQ, x, zero);
+    LLVMValueRef zr = sel(g, fcmp(g, LLVMRealOGT, y, zero), zero, LLVMConstReal(F, INFINITY));
+    LLVMValueRef args[2] = {zr, x};
+    LLVMValueRef zs = intrin(g, "llvm.copysign", &F, 1, args, 2);
+    r = sel(g, xz, sel(g, yodd, zs, zr), r);
+    r = sel(g, fcmp(g, LLVMRealOEQ, x, one), one, r);
+    return sel(g, fcmp(g, LLVMRealOEQ, y, zero), one, r);
+}
+
+/* 2^n for an i32 n in [-126, 127] */
+static LLVMValueRef pow2i(gg *g, LLVMValueRef n) {
+    LLVMTypeRef I = g->cg.i32;
+    LLVMValueRef e = LLVMBuildShl(B, LLVMBuildAdd(B, n, ki(g, I, 127), ""), ki(g, I, 23), "");
+    return LLVMBuildBitCast(B, e, g->cg.f32, "");
+}
+
+/* 2^x: 2^(x - n) through exp on [-ln2/2, ln2/2], times 2^n applied in two halves */
+static LLVMValueRef exp2_f32(gg *g, LLVMValueRef x) {
+    LLVMTypeRef F = g->cg.f32, I = g->cg.i32;
+    LLVMValueRef xc = sel(g, fcmp(g, LLVMRealOLT, x, LLVMConstReal(F, -160.0)), LLVMConstReal(F, -160.0), x);
+    xc = sel(g, fcmp(g, LLVMRealOGT, xc, LLVMConstReal(F, 130.0)), LLVMConstReal(F, 130.0), xc);
+    LLVMValueRef n = intrin1(g, "llvm.rint", xc);
+    LLVMValueRef f = LLVMBuildFSub(B, xc, n, "");
+    LLVMValueRef r = vm_exp(&g->cg, LLVMBuildFMul(B, f, LLVMConstReal(F, 0.693147180559945309), ""));
+    LLVMValueRef ni = LLVMBuildFPToSI(B, n, I, "");
+    LLVMValueRef n1 = LLVMBuildAShr(B, ni, ki(g, I, 1), "");
+    r = LLVMBuildFMul(B, LLVMBuildFMul(B, r, pow2i(g, n1), ""), pow2i(g, LLVMBuildSub(B, ni, n1, "")), "");
+    return sel(g, isnan_(g, x), x, r);
+}
+
+/* log2(x) = e + log(m)/ln2 with x = m 2^e, m in [sqrt(1/2), sqrt(2)): exact at powers of 2 */
+static LLVMValueRef log2_f32(gg *g, LLVMValueRef x) {
+    LLVMTypeRef F = g->cg.f32, I = g->cg.i32;
+    LLVMValueRef tiny = fcmp(g, LLVMRealOLT, x, LLVMConstReal(F, 1.17549435e-38));
+    LLVMValueRef xs = sel(g, tiny, LLVMBuildFMul(B, x, LLVMConstReal(F, 8388608.0), ""), x);
+    LLVMValueRef bits = LLVMBuildBitCast(B, xs, I, "");
+    LLVMValueRef e = LLVMBuildSub(B, LLVMBuildLShr(B, bits, ki(g, I, 23), ""), ki(g, I, 127), "");
+    e = LLVMBuildSub(B, e, sel(g, tiny, ki(g, I, 23), ki(g, I, 0)), "");
+    LLVMValueRef m = LLVMBuildBitCast(B, LLVMBuildOr(B, LLVMBuildAnd(B, bits, ki(g, I, 0x7FFFFF), ""), ki(g, I, 0x3F800000), ""), F, "");
+    LLVMValueRef big = fcmp(g, LLVMRealOGT, m, LLVMConstReal(F, 1.41421356237));
+    m = sel(g, big, LLVMBuildFMul(B, m, LLVMConstReal(F, 0.5), ""), m);
+    e = sel(g, big, LLVMBuildAdd(B, e, ki(g, I, 1), ""), e);
+    LLVMValueRef r = fma3(g, vm_log(&g->cg, m), LLVMConstReal(F, 1.44269504088896341), LLVMBuildSIToFP(B, e, F, ""));
+    /* zero, negative, inf, NaN: what log gives */
+    LLVMValueRef odd = LLVMBuildOr(B, fcmp(g, LLVMRealULE, x, LLVMConstReal(F, 0.0)),
+                                   fcmp(g, LLVMRealOEQ, x, LLVMConstReal(F, INFINITY)), "");
+    return sel(g, odd, vm_log(&g->cg, x), r);
+}
+
+/* atan(t) for t in [0, 1] and beyond (Cephes atanf, ~1 ulp) */
+static LLVMValueRef atan_f32(gg *g, LLVMValueRef x) {
+    LLVMTypeRef F = g->cg.f32;
+    LLVMValueRef ax = intrin1(g, "llvm.fabs", x);
+    LLVMValueRef hi = fcmp(g, LLVMRealOGT, ax, LLVMConstReal(F, 2.414213562373095));
+    LLVMValueRef mid = fcmp(g, LLVMRealOGT, ax, LLVMConstReal(F, 0.4142135623730950));
+    LLVMValueRef one = LLVMConstReal(F, 1.0);
+    LLVMValueRef t = sel(g, hi, LLVMBuildFDiv(B, LLVMConstReal(F, -1.0), ax, ""),
+                         sel(g, mid, LLVMBuildFDiv(B, LLVMBuildFSub(B, ax, one, ""), LLVMBuildFAdd(B, ax, one, ""), ""), ax));
+    LLVMValueRef y0 = sel(g, hi, LLVMConstReal(F, 1.5707963267948966), sel(g, mid, LLVMConstReal(F, 0.7853981633974483), LLVMConstReal(F, 0.0)));
+    LLVMValueRef z = LLVMBuildFMul(B, t, t, "");
+    LLVMValueRef p = fma3(g, LLVMConstReal(F, 8.05374449538e-2), z, LLVMConstReal(F, -1.38776856032e-1));
+    p = fma3(g, p, z, LLVMConstReal(F, 1.99777106478e-1));
+    p = fma3(g, p, z, LLVMConstReal(F, -3.33329491539e-1));
+    LLVMValueRef r = LLVMBuildFAdd(B, y0, fma3(g, LLVMBuildFMul(B, p, z, ""), t, t), "");
+    LLVMValueRef args[2] = {r, x};
+    return intrin(g, "llvm.copysign", &F, 1, args, 2); /* NaN stays NaN */
+}
+
+static LLVMValueRef signbit_(gg *g, LLVMValueRef x) {
+    LLVMValueRef b = LLVMBuildBitCast(B, x, g->cg.i32, "");
+    return LLVMBuildICmp(B, LLVMIntSLT, b, ki(g, g->cg.i32, 0), "");
+}
+
+static LLVMValueRef atan2_f32(gg *g, LLVMValueRef y, LLVMValueRef x) {
+    LLVMTypeRef F = g->cg.f32;
+    LLVMValueRef ax = intrin1(g, "llvm.fabs", x), ay = intrin1(g, "llvm.fabs", y);
+    LLVMValueRef swap = fcmp(g, LLVMRealOGT, ay, ax);
+    LLVMValueRef t = LLVMBuildFDiv(B, sel(g, swap, ax, ay), sel(g, swap, ay, ax), "");
+    LLVMValueRef a = atan_f32(g, t);
+    LLVMValueRef r = sel(g, swap, LLVMBuildFSub(B, LLVMConstReal(F, 1.5707963267948966), a, ""), a);
+    LLVMValueRef inf = LLVMConstReal(F, INFINITY), zero = LLVMConstReal(F, 0.0);
+    r = sel(g, and_(g, fcmp(g, LLVMRealOEQ, ax, inf), fcmp(g, LLVMRealOEQ, ay, inf)), LLVMConstReal(F, 0.7853981633974483), r);
+    r = sel(g, and_(g, fcmp(g, LLVMRealOEQ, ax, zero), fcmp(g, LLVMRealOEQ, ay, zero)), zero, r);
+    r = sel(g, signbit_(g, x), LLVMBuildFSub(B, LLVMConstReal(F, 3.14159265358979323846), r, ""), r);
+    LLVMValueRef args[2] = {r, y};
+    r = intrin(g, "llvm.copysign", &F, 1, args, 2);
+    return sel(g, LLVMBuildOr(B, isnan_(g, x), isnan_(g, y), ""), LLVMBuildFAdd(B, x, y, ""), r);
+}
+
+/* fmod: f32 exactly through f64 (|a/b| < 2^29), f64 through LLVM's frem expansion */
+static LLVMValueRef fmod_(gg *g, LLVMValueRef a, LLVMValueRef b) {
+    if (LLVMTypeOf(a) != g->cg.f32) return LLVMBuildFRem(B, a, b, "");
+    LLVMTypeRef D = g->cg.f64;
+    LLVMValueRef da = LLVMBuildFPExt(B, a, D, ""), db = LLVMBuildFPExt(B, b, D, "");
+    LLVMValueRef q = intrin1(g, "llvm.trunc", LLVMBuildFDiv(B, da, db, ""));
+    LLVMValueRef r = fma3(g, LLVMBuildFNeg(B, q, ""), db, da);
+    r = sel(g, fcmp(g, LLVMRealOEQ, intrin1(g, "llvm.fabs", db), LLVMConstReal(D, INFINITY)), da, r);
+    LLVMValueRef args[2] = {LLVMBuildFPTrunc(B, r, g->cg.f32, ""), a};
+    LLVMTypeRef F = g->cg.f32;
+    return intrin(g, "llvm.copysign", &F, 1, args, 2); /* fmod keeps the dividend's sign, -0 too */
+}
+
+/* float fmod / remainder / floor_divide with eager's rules (as the CPU backend) */
+static LLVMValueRef fdivmod(gg *g, ic_op op, LLVMValueRef a, LLVMValueRef b) {
+    LLVMValueRef z = LLVMConstNull(LLVMTypeOf(a));
+    LLVMValueRef mod = fmod_(g, a, b);
+    if (op == IC_OP_FMOD) return mod;
+    LLVMValueRef sdiff = LLVMBuildXor(B, fcmp(g, LLVMRealOLT, mod, z), fcmp(g, LLVMRealOLT, b, z), "");
+    LLVMValueRef fix = LLVMBuildAnd(B, fcmp(g, LLVMRealONE, mod, z), sdiff, "");
+    if (op == IC_OP_REMAINDER) return sel(g, fix, LLVMBuildFAdd(B, mod, b, ""), mod);
+    LLVMTypeRef ty = LLVMTypeOf(a);
+    LLVMValueRef div = LLVMBuildFDiv(B, LLVMBuildFSub(B, a, mod, ""), b, "");
+    div = sel(g, fix, LLVMBuildFSub(B, div, kf(a, 1.0), ""), div);
+    LLVMValueRef fl = intrin1(g, "llvm.floor", div);
+    LLVMValueRef up = fcmp(g, LLVMRealOGT, LLVMBuildFSub(B, div, fl, ""), kf(a, 0.5));
+    fl = sel(g, up, LLVMBuildFAdd(B, fl, kf(a, 1.0), ""), fl);
+    LLVMValueRef q = LLVMBuildFDiv(B, a, b, "");
+    LLVMValueRef args[2] = {z, q};
+    LLVMValueRef zs = intrin(g, "llvm.copysign", &ty, 1, args, 2);
+    LLVMValueRef r = sel(g, fcmp(g, LLVMRealUNE, div, z), fl, zs);
+    return sel(g, fcmp(g, LLVMRealOEQ, b, z), q, r);
+}
+
+/* integer versions (as the CPU backend): a zero divisor gives garbage, INT_MIN / -1 wraps */
+static LLVMValueRef idivmod(gg *g, ic_op op, ic_dtype t, LLVMValueRef a, LLVMValueRef b) {
+    LLVMTypeRef ty = LLVMTypeOf(a);
+    LLVMValueRef z = LLVMConstNull(ty), one = ki(g, ty, 1);
+    if (t == IC_BOOL || t == IC_U8) {
+        LLVMValueRef bb = sel(g, LLVMBuildICmp(B, LLVMIntEQ, b, z, ""), one, b);
+        return op == IC_OP_FLOOR_DIVIDE ? LLVMBuildUDiv(B, a, bb, "") : LLVMBuildURem(B, a, bb, "");
+    }
+    LLVMValueRef m1 = LLVMBuildICmp(B, LLVMIntEQ, b, ki(g, ty, -1), "");
+    LLVMValueRef bad = LLVMBuildOr(B, m1, LLVMBuildICmp(B, LLVMIntEQ, b, z, ""), "");
+    LLVMValueRef bb = sel(g, bad, one, b);
+    LLVMValueRef q = LLVMBuildSDiv(B, a, bb, ""), r = LLVMBuildSRem(B, a, bb, "");
+    q = sel(g, m1, LLVMBuildNeg(B, a, ""), q);
+    r = sel(g, m1, z, r);
+    if (op == IC_OP_FMOD) return r;
+    LLVMValueRef fix = LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntNE, r, z, ""),
+                                    LLVMBuildICmp(B, LLVMIntSLT, LLVMBuildXor(B, r, b, ""), z, ""), "");
+    if (op == IC_OP_REMAINDER) return sel(g, fix, LLVMBuildAdd(B, r, b, ""), r);
+    return sel(g, fix, LLVMBuildSub(B, q, one, ""), q);
+}
+
+/* ---- pointwise ops ------------------------------------------------------------------------ */
+static LLVMValueRef fmaxmin(gg *g, LLVMValueRef a, LLVMValueRef b, bool max) {
+    LLVMValueRef r = sel(g, fcmp(g, max ? LLVMRealOGT : LLVMRealOLT, a, b), a, b);
+    r = sel(g, isnan_(g, a), a, r);
+    return sel(g, isnan_(g, b), b, r);
+}
+
+static LLVMValueRef imaxmin(gg *g, LLVMValueRef a, LLVMValueRef b, bool max, ic_dtype t) {
+    LLVMIntPredicate p = is_unsigned(t) ? (max ? LLVMIntUGT : LLVMIntULT) : (max ? LLVMIntSGT : LLVMIntSLT);
+    return sel(g, LLVMBuildICmp(B, p, a, b, ""), a, b);
+}
+
+static _Noreturn void no_f64(gg *g, ic_op op) {
+    ic_fail(g->c, IC_EUNSUPPORTED, "%s in f64 on the GPU (no libdevice)", ic_op_name(op));
+}
+
+static LLVMValueRef sigmoid(gg *g, LLVMValueRef a, ic_dtype t) {
+    if (t != IC_F32) no_f64(g, IC_OP_SIGMOID);
+    return vm_sigmoid(&g->cg, a);
+}
+
+static LLVMValueRef unary(gg *g, ic_op op, ic_dtype t, LLVMValueRef a) {
+    LLVMTypeRef ty = LLVMTypeOf(a);
+    bool f = ic_is_float(t), f32 = ty == g->cg.f32;
+    cg *C = &g->cg;
+    switch (op) {
+    case IC_OP_NEG: return f ? LLVMBuildFNeg(B, a, "") : LLVMBuildNeg(B, a, "");
+    case IC_OP_ABS:
+        if (f) return intrin1(g, "llvm.fabs", a);
+        if (is_unsigned(t)) return a;
+        return sel(g, LLVMBuildICmp(B, LLVMIntSLT, a, LLVMConstNull(ty), ""), LLVMBuildNeg(B, a, ""), a);
+    case IC_OP_RELU:
+        if (f) return sel(g, fcmp(g, LLVMRealOLT, a, LLVMConstNull(ty)), LLVMConstNull(ty), a);
+        if (is_unsigned(t)) return a;
+        return sel(g, LLVMBuildICmp(B, LLVMIntSLT, a, LLVMConstNull(ty), ""), LLVMConstNull(ty), a);
+    case IC_OP_LOGICAL_NOT: return LLVMBuildNot(B, a, "");
+    case IC_OP_SQRT: return intrin1(g, "llvm.sqrt", a);
+    case IC_OP_RSQRT: return LLVMBuildFDiv(B, kf(a, 1.0), intrin1(g, "llvm.sqrt", a), "");
+    case IC_OP_RECIPROCAL: return LLVMBuildFDiv(B, kf(a, 1.0), a, "");
+    case IC_OP_FLOOR: return f ? intrin1(g, "llvm.floor", a) : a;
+    case IC_OP_CEIL: return f ? intrin1(g, "llvm.ceil", a) : a;
+    case IC_OP_ROUND: return f ? intrin1(g, "llvm.roundeven", a) : a;
+    case IC_OP_TRUNC: return f ? intrin1(g, "llvm.trunc", a) : a;
+    case IC_OP_SIGN: {
+        if (t == IC_BOOL) return a;
+        LLVMValueRef z = LLVMConstNull(ty);
+        LLVMValueRef pos = f ? fcmp(g, LLVMRealOGT, a, z) : LLVMBuildICmp(B, is_unsigned(t) ? LLVMIntUGT : LLVMIntSGT, a, z, "");
+        LLVMValueRef neg = f ? fcmp(g, LLVMRealOLT, a, z) : LLVMBuildICmp(B, LLVMIntSLT, a, z, "");
+        LLVMValueRef one = f ? kf(a, 1.0) : ki(g, ty, 1), mone = f ? kf(a, -1.0) : ki(g, ty, -1);
+        return sel(g, pos, one, sel(g, neg, mone, z));
+    }
+    case IC_OP_ISNAN: return f ? isnan_(g, a) : LLVMConstInt(g->cg.i1, 0, 0);
+    case IC_OP_ISINF:
+        return f ? fcmp(g, LLVMRealOEQ, intrin1(g, "llvm.fabs", a), kf(a, INFINITY)) : LLVMConstInt(g->cg.i1, 0, 0);
+    case IC_OP_ISFINITE:
+        return f ? fcmp(g, LLVMRealOLT, intrin1(g, "llvm.fabs", a), kf(a, INFINITY)) : LLVMConstInt(g->cg.i1, 1, 0);
+    case IC_OP_BITWISE_NOT: return LLVMBuildNot(B, a, "");
+    default: break;
+    }
+    if (!f32 && ty == g->cg.f64) no_f64(g, op);
+    if (!f32) ic_fail(g->c, IC_EUNSUPPORTED, "GPU codegen: %s on %s", ic_op_name(op), ic_dtype_name(t));
+    switch (op) {
+    case IC_OP_EXP: return vm_exp(C, a);
+    case IC_OP_LOG: return vm_log(C, a);
+    case IC_OP_SIGMOID: return vm_sigmoid(C, a);
+    case IC_OP_TANH: return vm_tanh(C, a);
+    case IC_OP_SILU: return LLVMBuildFMul(B, a, vm_sigmoid(C, a), "");
+    case IC_OP_GELU: {
+        /* vm_gelu gives NaN at +inf to match eager's CPU kernel; CUDA eager gives inf */
+        LLVMValueRef r = vm_gelu(C, a);
+        return sel(g, fcmp(g, LLVMRealOEQ, a, kf(a, INFINITY)), a, r);
+    }
+    case IC_OP_GELU_TANH: {
+        /* x/2 (1 + tanh(u)) = x * sigmoid(2u) */
+        LLVMValueRef x3 = LLVMBuildFMul(B, LLVMBuildFMul(B, a, a, ""), a, "");
+        LLVMValueRef in = LLVMBuildFAdd(B, a, LLVMBuildFMul(B, x3, kf(a, 0.044715), ""), "");
+        in = LLVMBuildFMul(B, in, kf(a, 2 * 0.79788456080286535588), "");
+        return LLVMBuildFMul(B, a, sigmoid(g, in, t), "");
+    }
+    case IC_OP_SIN: return sincos_f32(g, a, false);
+    case IC_OP_COS: return sincos_f32(g, a, true);
+    case IC_OP_TAN: return LLVMBuildFDiv(B, sincos_f32(g, a, false), sincos_f32(g, a, true), "");
+    case IC_OP_ATAN: return atan_f32(g, a);
+    case IC_OP_ERF: return vm_erf(C, a);
+    case IC_OP_EXP2: return exp2_f32(g, a);
+    case IC_OP_LOG2: return log2_f32(g, a);
+    case IC_OP_LOG1P: {
+        /* log(u) - ((u - 1) - x) / u, u = 1 + x: exact for tiny x */
+        LLVMValueRef u = LLVMBuildFAdd(B, kf(a, 1.0), a, "");
+        LLVMValueRef corr = LLVMBuildFDiv(B, LLVMBuildFSub(B, LLVMBuildFSub(B, u, kf(a, 1.0), ""), a, ""), u, "");
+        LLVMValueRef r = LLVMBuildFSub(B, vm_log(C, u), corr, "");
+        r = sel(g, fcmp(g, LLVMRealOEQ, u, kf(a, INFINITY)), u, r);
+        return sel(g, fcmp(g, LLVMRealOEQ, u, kf(a, 1.0)), a, r);
+    }
+    case IC_OP_EXPM1: {
+        /* Kahan: (u - 1) * x / log(u), u = exp(x) */
+        LLVMValueRef u = vm_exp(C, a);
+        LLVMValueRef um1 = LLVMBuildFSub(B, u, kf(a, 1.0), "");
+        LLVMValueRef r = LLVMBuildFDiv(B, LLVMBuildFMul(B, um1, a, ""), vm_log(C, u), "");
+        r = sel(g, fcmp(g, LLVMRealOEQ, um1, kf(a, -1.0)), um1, r);
+        r = sel(g, fcmp(g, LLVMRealOEQ, u, kf(a, INFINITY)), u, r);
+        return sel(g, fcmp(g, LLVMRealOEQ, u, kf(a, 1.0)), a, r);
+    }
+    default: ic_fail(g->c, IC_EUNSUPPORTED, "GPU codegen: unary %s", ic_op_name(op));
+    }
+}
+
+static LLVMValueRef pow_(gg *g, LLVMValueRef a, LLVMValueRef b, ic_xid bx) {
+    const ic_x *e = &g->c->xs[bx];
+    if (e->kind == X_CONST) {
+        double p = e->cval;
+        if (p == 1.0) return a;
+        if (p == 2.0) return LLVMBuildFMul(B, a, a, "");
+        if (p == 3.0) return LLVMBuildFMul(B, LLVMBuildFMul(B, a, a, ""), a, "");
+        if (p == 0.5) return intrin1(g, "llvm.sqrt", a);
+        if (p == -1.0) return LLVMBuildFDiv(B, kf(a, 1.0), a, "");
+        if (p == -2.0) return LLVMBuildFDiv(B, kf(a, 1.0), LLVMBuildFMul(B, a, a, ""), "");
+        if (p == -0.5) return LLVMBuildFDiv(B, kf(a, 1.0), intrin1(g, "llvm.sqrt", a), "");
+        if (p == 0.0) return kf(a, 1.0);
+    }
+    if (LLVMTypeOf(a) != g->cg.f32) no_f64(g, IC_OP_POW);
+    return pow_f32(g, a, b);
+}
+
+static LLVMValueRef binary(gg *g, ic_op op, ic_dtype ct, LLVMValueRef a, LLVMValueRef b, ic_xid bx) {
+    bool f = ic_is_float(ct), u = is_unsigned(ct);
+    if (ct == IC_BOOL) {
+        switch (op) {
+        case IC_OP_ADD: case IC_OP_MAXIMUM: case IC_OP_LOGICAL_OR: return LLVMBuildOr(B, a, b, "");
+        case IC_OP_MUL: case IC_OP_MINIMUM: case IC_OP_LOGICAL_AND: return LLVMBuildAnd(B, a, b, "");
+        default: break;
+        }
+    }
+    switch (op) {
+    case IC_OP_ADD: return f ? LLVMBuildFAdd(B, a, b, "") : LLVMBuildAdd(B, a, b, "");
+    case IC_OP_SUB: return f ? LLVMBuildFSub(B, a, b, "") : LLVMBuildSub(B, a, b, "");
+    case IC_OP_MUL: return f ? LLVMBuildFMul(B, a, b, "") : LLVMBuildMul(B, a, b, "");
+    case IC_OP_DIV:
+        if (f) return LLVMBuildFDiv(B, a, b, "");
+        break;
+    case IC_OP_MAXIMUM: return f ? fmaxmin(g, a, b, true) : imaxmin(g, a, b, true, ct);
+    case IC_OP_MINIMUM: return f ? fmaxmin(g, a, b, false) : imaxmin(g, a, b, false, ct);
+    case IC_OP_POW:
+        if (f) return pow_(g, a, b, bx);
+        break;
+    case IC_OP_BITWISE_AND: return LLVMBuildAnd(B, a, b, "");
+    case IC_OP_BITWISE_OR: return LLVMBuildOr(B, a, b, "");
+    case IC_OP_BITWISE_XOR: case IC_OP_LOGICAL_XOR: return LLVMBuildXor(B, a, b, "");
+    case IC_OP_FMOD: case IC_OP_REMAINDER: case IC_OP_FLOOR_DIVIDE:
+        return f ? fdivmod(g, op, a, b) : idivmod(g, op, ct, a, b);
+    case IC_OP_ATAN2:
+        if (LLVMTypeOf(a) == g->cg.f32) return atan2_f32(g, a, b);
+        no_f64(g, op);
+    case IC_OP_EQ: return f ? fcmp(g, LLVMRealOEQ, a, b) : LLVMBuildICmp(B, LLVMIntEQ, a, b, "");
+    case IC_OP_NE: return f ? fcmp(g, LLVMRealUNE, a, b) : LLVMBuildICmp(B, LLVMIntNE, a, b, "");
+    case IC_OP_LT: return f ? fcmp(g, LLVMRealOLT, a, b) : LLVMBuildICmp(B, u ? LLVMIntULT : LLVMIntSLT, a, b, "");
+    case IC_OP_LE: return f ? fcmp(g, LLVMRealOLE, a, b) : LLVMBuildICmp(B, u ? LLVMIntULE : LLVMIntSLE, a, b, "");
+    case IC_OP_GT: return f ? fcmp(g, LLVMRealOGT, a, b) : LLVMBuildICmp(B, u ? LLVMIntUGT : LLVMIntSGT, a, b, "");
+    case IC_OP_GE: return f ? fcmp(g, LLVMRealOGE, a, b) : LLVMBuildICmp(B, u ? LLVMIntUGE : LLVMIntSGE, a, b, "");
+    default: break;
+    }
+    ic_fail(g->c, IC_EUNSUPPORTED, "GPU codegen: binary %s on %s", ic_op_name(op), ic_dtype_name(ct));
+}
+
+/* ---- index expressions ------------------------------------------------------------------- */
+static LLVMValueRef gix(gg *g, ic_ix a, int lane) {
+    ic_ctx *c = g->c;
+    const ix_sum s = c->sums[a];
+    LLVMValueRef sum = kix(g, s.off);
+    for (int i = 0; i < s.n; i++) {
+        ix_term tm = c->terms[s.first + i];
+        ix_atom at = c->atoms[tm.atom];
+        LLVMValueRef v;
+        if (at.kind == IX_VAR) {
+            v = g->var_val[at.var];
+            if (!v) ic_fail(c, IC_EINTERNAL, "GPU codegen: var i%d has no value", at.var);
+            if (lane && at.var == g->vv) v = LLVMBuildAdd(B, v, kix(g, lane), "");
+        } else {
+            int64_t lo, hi;
+            ix_range(c, at.sub, &lo, &hi);
+            bool sgn = lo < 0;
+            v = gix(g, at.sub, lane);
+            if (at.div != 1) {
+                if (sgn) { /* floor division */
+                    LLVMValueRef q = LLVMBuildSDiv(B, v, kix(g, at.div), "");
+                    LLVMValueRef r = LLVMBuildSRem(B, v, kix(g, at.div), "");
+                    LLVMValueRef neg = LLVMBuildICmp(B, LLVMIntSLT, r, kix(g, 0), "");
+                    v = sel(g, neg, LLVMBuildSub(B, q, kix(g, 1), ""), q);
+                } else {
+                    v = LLVMBuildUDiv(B, v, kix(g, at.div), "");
+                }
+            }
+            if (at.mod) {
+                int64_t l2 = at.div != 1 ? (lo < 0 ? -1 : 0) : lo;
+                if (l2 < 0) {
+                    LLVMValueRef r = LLVMBuildSRem(B, v, kix(g, at.mod), "");
+                    LLVMValueRef neg = LLVMBuildICmp(B, LLVMIntSLT, r, kix(g, 0), "");
+                    v = sel(g, neg, LLVMBuildAdd(B, r, kix(g, at.mod), ""), r);
+                } else {
+                    v = LLVMBuildURem(B, v, kix(g, at.mod), "");
+                }
+            }
+        }
+        if (tm.coeff != 1) v = LLVMBuildMul(B, v, kix(g, tm.coeff), "");
+        sum = LLVMBuildAdd(B, sum, v, "");
+    }
+    return sum;
+}
+
+/* An access the V lanes make as one aligned vector: coefficient 1 along the vectorized var,
+ * every other part a multiple of V (so lane 0 sits at a multiple of V). */
+static bool vec_access(gg *g, ic_ix a) {
+    if (g->V <= 1 || g->vv < 0) return false;
+    ic_ctx *c = g->c;
+    bool na;
+    if (ix_coeff(c, a, g->vv, &na) != 1 || na) return false;
+    const ix_sum s = c->sums[a];
+    if (s.off % g->V) return false;
+    for (int i = 0; i < s.n; i++) {
+        ix_term tm = c->terms[s.first + i];
+        const ix_atom *at = &c->atoms[tm.atom];
+        if (at->kind == IX_VAR && at->var == g->vv) continue;
+        if (tm.coeff % g->V) return false;
+    }
+    return true;
+}
+
+static bool lane_dep(gg *g, ic_ix a) { return g->V > 1 && g->vv >= 0 && ix_uses_var(g->c, a, g->vv); }
+
+/* offset clamped into [0, span) for loads that may leave their buffer (untaken cat sides) */
+static LLVMValueRef clamp_off(gg *g, ic_ix a, LLVMValueRef off, int b) {
+    int64_t lo, hi, span = g->c->bufs[b].span;
+    ix_range(g->c, a, &lo, &hi);
+    if (lo >= 0 && hi < span) return off;
+    LLVMValueRef z = kix(g, 0), m = kix(g, span > 0 ? span - 1 : 0);
+    off = sel(g, LLVMBuildICmp(B, LLVMIntSLT, off, z, ""), z, off);
+    return sel(g, LLVMBuildICmp(B, LLVMIntSGT, off, m, ""), m, off);
+}
+
+static bool safe_ix(gg *g, ic_ix a, int b) {
+    int64_t lo, hi;
+    ix_range(g->c, a, &lo, &hi);
+    return lo >= 0 && hi < g->c->bufs[b].span;
+}
+
+/* ---- memory ------------------------------------------------------------------------------ */
+static unsigned vec_align(gg *g, ic_dtype t) {
+    unsigned bytes = (unsigned)(g->V * (int)ic_dtype_size(t));
+    return bytes > 16 ? 16 : bytes;
+}
+
+static void need_align(gg *g, int b, unsigned bytes) {
+    if (g->align[b] < (int)bytes) g->align[b] = (int)bytes;
+}
+
+/* Vector load of V elements: 16-bit and 8-bit elements travel as i32 words. Returns a
+ * vector value; vec_lane extracts lane l in memory form. */
+static LLVMValueRef vec_load(gg *g, int b, ic_dtype t, LLVMValueRef off) {
+    size_t esz = ic_dtype_size(t);
+    unsigned al = vec_align(g, t);
+    LLVMTypeRef mt = mtype(g, t);
+    LLVMValueRef p = LLVMBuildGEP2(B, mt, g->buf_ptr[b], &off, 1, "");
+    LLVMTypeRef vt = (esz < 4 && g->V * esz >= 4) ? LLVMVectorType(g->cg.i32, (unsigned)(g->V * esz / 4))
+                                                  : LLVMVectorType(mt, (unsigned)g->V);
+    LLVMValueRef v = LLVMBuildLoad2(B, vt, p, "");
+    LLVMSetAlignment(v, al);
+    need_align(g, b, al);
+    return v;
+}
+
+static LLVMValueRef vec_lane(gg *g, LLVMValueRef v, ic_dtype t, int lane) {
+    size_t esz = ic_dtype_size(t);
+    LLVMTypeRef vt = LLVMTypeOf(v);
+    if (LLVMGetElementType(vt) != g->cg.i32 || esz >= 4)
+        return LLVMBuildExtractElement(B, v, LLVMConstInt(g->cg.i32, (unsigned)lane, 0), "");
+    unsigned per = (unsigned)(4 / esz);
+    LLVMValueRef w = LLVMBuildExtractElement(B, v, LLVMConstInt(g->cg.i32, (unsigned)lane / per, 0), "");
+    unsigned sh = (unsigned)(lane % per) * (unsigned)esz * 8;
+    if (sh) w = LLVMBuildLShr(B, w, ki(g, g->cg.i32, sh), "");
+    LLVMValueRef bits = LLVMBuildTrunc(B, w, LLVMIntTypeInContext(g->cg.ctx, (unsigned)esz * 8), "");
+    return t == IC_F16 ? LLVMBuildBitCast(B, bits, g->f16, "") : bits;
+}
+
+static LLVMValueRef scalar_load(gg *g, int b, ic_dtype t, LLVMValueRef off) {
+    LLVMTypeRef mt = mtype(g, t);
+    LLVMValueRef p = LLVMBuildGEP2(B, mt, g->buf_ptr[b], &off, 1, "");
+    LLVMValueRef v = LLVMBuildLoad2(B, mt, p, "");
+    LLVMSetAlignment(v, (unsigned)ic_dtype_size(t));
+    return v;
+}
+
+static LLVMValueRef val(gg *g, ic_xid x, int lane);
+
+/* index_select: ix + clamp(index, 0, size-1) * stride */
+static LLVMValueRef gather_off(gg *g, const ic_x *e, int lane) {
+    LLVMValueRef iv = val(g, e->a, lane);
+    ic_dtype it = g->c->xs[e->a].dtype;
+    iv = LLVMBuildIntCast2(B, iv, g->ity, !is_unsigned(it), "");
+    LLVMValueRef z = kix(g, 0), m = kix(g, e->aux > 0 ? e->aux - 1 : 0);
+    iv = sel(g, LLVMBuildICmp(B, LLVMIntSLT, iv, z, ""), z, iv);
+    iv = sel(g, LLVMBuildICmp(B, LLVMIntSGT, iv, m, ""), m, iv);
+    LLVMValueRef off = LLVMBuildAdd(B, gix(g, e->ix, lane), LLVMBuildMul(B, iv, kix(g, (int64_t)e->cval), ""), "");
+    int64_t span = g->c->bufs[e->buf].span;
+    LLVMValueRef mx = kix(g, span > 0 ? span - 1 : 0);
+    off = sel(g, LLVMBuildICmp(B, LLVMIntSGT, off, mx, ""), mx, off);
+    return sel(g, LLVMBuildICmp(B, LLVMIntSLT, off, z, ""), z, off);
+}
+
+static LLVMValueRef load_lane(gg *g, ic_xid x, int lane) {
+    const ic_x *e = &g->c->xs[x];
+    int b = e->buf;
+    bool pers = g->chunk >= 0 && !g->written[b];
+    size_t vk = (size_t)x * SMAX + (size_t)(pers ? g->chunk : 0);
+    size_t pk = vk * VMAX + (size_t)lane;
+    if (pers && g->pgen[vk] != g->vgen) {
+        g->pgen[vk] = g->vgen;
+        g->pvld[vk] = NULL;
+        memset(&g->pmemo[vk * VMAX], 0, VMAX * sizeof(LLVMValueRef));
+    }
+    if (pers && g->pmemo[pk]) return g->pmemo[pk];
+    LLVMValueRef r;
+    if (e->a >= 0) {
+        r = scalar_load(g, b, e->dtype, gather_off(g, e, lane));
+    } else if (vec_access(g, e->ix) && safe_ix(g, e->ix, b)) {
+        LLVMValueRef v;
+        if (pers && g->pvld[vk]) {
+            v = g->pvld[vk];
+        } else if (!pers && g->vld_gen[x] == g->gen) {
+            v = g->vld[x];
+        } else {
+            v = vec_load(g, b, e->dtype, gix(g, e->ix, 0));
+            if (pers) g->pvld[vk] = v;
+            g->vld[x] = v;
+            g->vld_gen[x] = g->gen;
+        }
+        r = vec_lane(g, v, e->dtype, lane);
+    } else {
+        int l = lane_dep(g, e->ix) ? lane : 0;
+        r = scalar_load(g, b, e->dtype, clamp_off(g, e->ix, gix(g, e->ix, l), b));
+    }
+    r = to_reg(g, r, e->dtype);
+    if (pers) g->pmemo[pk] = r;
+    return r;
+}
+
+static LLVMValueRef const_val(gg *g, const ic_x *e) {
+    LLVMTypeRef t = rtype(g, e->dtype);
+    if (is_half(e->dtype)) { /* rounded by LLVM's constant folding (APFloat, nearest even) */
+        LLVMTypeRef ht = e->dtype == IC_F16 ? g->f16 : LLVMBFloatTypeInContext(g->cg.ctx);
+        return LLVMBuildFPExt(B, LLVMConstReal(ht, e->cval), t, "");
+    }
+    if (ic_is_float(e->dtype)) return LLVMConstReal(t, e->cval);
+    if (e->dtype == IC_BOOL) return LLVMConstInt(t, e->cval != 0, 0);
+    return LLVMConstInt(t, (unsigned long long)(long long)e->cval, 1);
+}
+
+static LLVMValueRef val(gg *g, ic_xid x, int lane) {
+    size_t mi = (size_t)x * VMAX + (size_t)lane;
+    if (g->memo_gen[mi] == g->gen) return g->memo[mi];
+    const ic_x e = g->c->xs[x];
+    LLVMValueRef r = NULL;
+    switch (e.kind) {
+    case X_CONST: r = const_val(g, &e); break;
+    case X_LOADF: r = load_lane(g, x, lane); break;
+    case X_IXVAL: r = LLVMBuildIntCast2(B, gix(g, e.ix, lane_dep(g, e.ix) ? lane : 0), g->cg.i64, 1, ""); break;
+    case X_ROWVAL:
+        if (!g->rowval[e.a]) ic_fail(g->c, IC_EINTERNAL, "GPU codegen: row value %d not ready", e.a);
+        r = g->rowval[e.a];
+        break;
+    case X_CAST: r = convert(g, val(g, e.a, lane), g->c->xs[e.a].dtype, e.dtype); break;
+    case X_OP: {
+        ic_kind k = ic_op_kind(e.op);
+        LLVMValueRef a = val(g, e.a, lane);
+        if (k == IC_K_UNARY) r = unary(g, e.op, g->c->xs[e.a].dtype, a);
+        else if (k == IC_K_BINARY) r = binary(g, e.op, g->c->xs[e.a].dtype, a, val(g, e.b, lane), e.b);
+        else if (e.op == IC_OP_WHERE) r = sel(g, a, val(g, e.b, lane), val(g, e.c, lane));
+        else ic_fail(g->c, IC_EINTERNAL, "GPU codegen: op %s", ic_op_name(e.op));
+        break;
+    }
+    default: ic_fail(g->c, IC_EINTERNAL, "GPU codegen: expression kind %d", e.kind);
+    }
+    g->memo[mi] = r;
+    g->memo_gen[mi] = g->gen;
+    return r;
+}
+
+/* Stores the lanes' values of item it (register form, item dtype) under cond (NULL: always). */
+static void store_item(gg *g, const ic_item *it, LLVMValueRef *v, int nl, LLVMValueRef cond) {
+    LLVMBasicBlockRef st = NULL, end = NULL;
+    if (cond) {
+        st = LLVMAppendBasicBlockInContext(g->cg.ctx, g->fn, "st");
+        end = LLVMAppendBasicBlockInContext(g->cg.ctx, g->fn, "st.end");
+        LLVMBuildCondBr(B, cond, st, end);
+        LLVMPositionBuilderAtEnd(B, st);
+    }
+    int b = it->buf;
+    ic_dtype t = it->dtype;
+    LLVMTypeRef mt = mtype(g, t);
+    size_t esz = ic_dtype_size(t);
+    if (nl > 1 && vec_access(g, it->out_ix)) {
+        LLVMValueRef off = gix(g, it->out_ix, 0);
+        LLVMValueRef p = LLVMBuildGEP2(B, mt, g->buf_ptr[b], &off, 1, "");
+        LLVMValueRef vec;
+        if (esz < 4 && nl * esz >= 4) {
+            unsigned per = (unsigned)(4 / esz), nw = (unsigned)(nl * esz / 4);
+            vec = LLVMGetUndef(LLVMVectorType(g->cg.i32, nw));
+            for (unsigned w = 0; w < nw; w++) {
+                LLVMValueRef word = LLVMConstInt(g->cg.i32, 0, 0);
+                for (unsigned q = 0; q < per; q++) {
+                    LLVMValueRef m = to_mem(g, v[w * per + q], t);
+                    if (t == IC_F16) m = LLVMBuildBitCast(B, m, g->cg.i16, "");
+                    m = LLVMBuildZExt(B, m, g->cg.i32, "");
+                    if (q) m = LLVMBuildShl(B, m, ki(g, g->cg.i32, q * esz * 8), "");
+                    word = LLVMBuildOr(B, word, m, "");
+                }
+                vec = LLVMBuildInsertElement(B, vec, word, LLVMConstInt(g->cg.i32, w, 0), "");
+            }
+        } else {
+            vec = LLVMGetUndef(LLVMVectorType(mt, (unsigned)nl));
+            for (int l = 0; l < nl; l++)
+                vec = LLVMBuildInsertElement(B, vec, to_mem(g, v[l], t), LLVMConstInt(g->cg.i32, (unsigned)l, 0), "");
+        }
+        LLVMValueRef s = LLVMBuildStore(B, vec, p);
+        unsigned al = vec_align(g, t);
+        LLVMSetAlignment(s, al);
+        need_align(g, b, al);
+    } else {
+        bool dep = lane_dep(g, it->out_ix);
+        for (int l = dep ? 0 : nl - 1; l < nl; l++) { /* lane order: the last writer wins */
+            LLVMValueRef off = gix(g, it->out_ix, dep ? l : 0);
+            LLVMValueRef p = LLVMBuildGEP2(B, mt, g->buf_ptr[b], &off, 1, "");
+            LLVMValueRef s = LLVMBuildStore(B, to_mem(g, v[l], t), p);
+            LLVMSetAlignment(s, (unsigned)esz);
+        }
+    }
+    if (cond) {
+        LLVMBuildBr(B, end);
+        LLVMPositionBuilderAtEnd(B, end);
+    }
+}
+
+/* ---- reductions ---------------------------------------------------------------------------- */
+static LLVMValueRef red_identity(gg *g, const ic_item *it) {
+    LLVMTypeRef t = rtype(g, it->acc);
+    bool f = ic_is_float(it->acc);
+    bool max = it->red_op == IC_OP_AMAX || it->red_op == IC_OP_ARGMAX;
+    if (it->red_op == IC_OP_SUM || it->red_op == IC_OP_MEAN) return LLVMConstNull(t);
+    if (it->red_op == IC_OP_PROD) return f ? LLVMConstReal(t, 1.0) : LLVMConstInt(t, 1, 0);
+    if (f) return LLVMConstReal(t, max ? -INFINITY : INFINITY);
+    if (is_unsigned(it->acc)) return max ? LLVMConstNull(t) : LLVMConstAllOnes(t);
+    unsigned bits = (unsigned)ic_dtype_size(it->acc) * 8;
+    long long lo = bits == 64 ? INT64_MIN : -(1LL << (bits - 1));
+    return ki(g, t, max ? lo : ~lo);
+}
+
+static LLVMValueRef red_combine(gg *g, const ic_item *it, LLVMValueRef acc, LLVMValueRef x) {
+    bool f = ic_is_float(it->acc);
+    switch (it->red_op) {
+    case IC_OP_SUM:
+    case IC_OP_MEAN:
+        if (it->acc == IC_BOOL) return LLVMBuildOr(B, acc, x, "");
+        return f ? LLVMBuildFAdd(B, acc, x, "") : LLVMBuildAdd(B, acc, x, "");
+    case IC_OP_AMAX:
+    case IC_OP_AMIN: {
+        bool max = it->red_op == IC_OP_AMAX;
+        if (!f) return imaxmin(g, x, acc, max, it->acc);
+        LLVMValueRef better = fcmp(g, max ? LLVMRealOGT : LLVMRealOLT, x, acc);
+        better = LLVMBuildOr(B, better, isnan_(g, x), "");
+        return sel(g, better, x, acc);
+    }
+    case IC_OP_PROD:
+        if (it->acc == IC_BOOL) return LLVMBuildAnd(B, acc, x, "");
+        return f ? LLVMBuildFMul(B, acc, x, "") : LLVMBuildMul(B, acc, x, "");
+    default:
+        ic_fail(g->c, IC_EINTERNAL, "GPU codegen: reduction %s", ic_op_name(it->red_op));
+    }
+}
+
+/* argmax/argmin: (value, index) pairs; the first extreme wins, NaN counts as the extreme.
+ * Commutative and associative (ties go to the lower index), so any combine order agrees. */
+static void arg_combine(gg *g, const ic_item *it, LLVMValueRef acc, LLVMValueRef ai, LLVMValueRef x,
+                        LLVMValueRef xi, LLVMValueRef *ro, LLVMValueRef *ri) {
+    bool max = it->red_op == IC_OP_ARGMAX;
+    LLVMValueRef better, tie;
+    if (ic_is_float(it->acc)) {
+        LLVMValueRef xn = isnan_(g, x), an = isnan_(g, acc);
+        better = fcmp(g, max ? LLVMRealOGT : LLVMRealOLT, x, acc);
+        better = LLVMBuildOr(B, better, LLVMBuildAnd(B, xn, LLVMBuildNot(B, an, ""), ""), "");
+        tie = LLVMBuildOr(B, fcmp(g, LLVMRealOEQ, x, acc), LLVMBuildAnd(B, xn, an, ""), "");
+    } else {
+        bool u = is_unsigned(it->acc);
+        better = LLVMBuildICmp(B, max ? (u ? LLVMIntUGT : LLVMIntSGT) : (u ? LLVMIntULT : LLVMIntSLT), x, acc, "");
+        tie = LLVMBuildICmp(B, LLVMIntEQ, x, acc, "");
+    }
+    LLVMValueRef take = LLVMBuildOr(B, better, LLVMBuildAnd(B, tie, LLVMBuildICmp(B, LLVMIntSLT, xi, ai, ""), ""), "");
+    *ro = sel(g, take, x, acc);
+    *ri = sel(g, take, xi, ai);
+}
+
+/* a value as i32 words for shuffles / back */
+static LLVMValueRef shfl1(gg *g, LLVMValueRef w, int mask) {
+    LLVMValueRef args[4] = {LLVMConstInt(g->cg.i32, 0xFFFFFFFFu, 0), w, LLVMConstInt(g->cg.i32, (unsigned)mask, 0),
+                            LLVMConstInt(g->cg.i32, 0x1F, 0)};
+    return intrin(g, "llvm.nvvm.shfl.sync.bfly.i32", NULL, 0, args, 4);
+}
+
+static LLVMValueRef shfl_bfly(gg *g, LLVMValueRef v, int mask) {
+    LLVMTypeRef t = LLVMTypeOf(v);
+    LLVMTypeKind tk = LLVMGetTypeKind(t);
+    unsigned bits = tk == LLVMFloatTypeKind ? 32 : tk == LLVMDoubleTypeKind ? 64 : LLVMGetIntTypeWidth(t);
+    LLVMTypeRef it = LLVMIntTypeInContext(g->cg.ctx, bits);
+    LLVMValueRef x = tk == LLVMIntegerTypeKind ? v : LLVMBuildBitCast(B, v, it, "");
+    LLVMValueRef r;
+    if (bits <= 32) {
+        LLVMValueRef w = bits < 32 ? LLVMBuildZExt(B, x, g->cg.i32, "") : x;
+        w = shfl1(g, w, mask);
+        r = bits < 32 ? LLVMBuildTrunc(B, w, it, "") : w;
+    } else {
+        LLVMValueRef lo = LLVMBuildTrunc(B, x, g->cg.i32, "");
+        LLVMValueRef hi = LLVMBuildTrunc(B, LLVMBuildLShr(B, x, ki(g, it, 32), ""), g->cg.i32, "");
+        lo = LLVMBuildZExt(B, shfl1(g, lo, mask), it, "");
+        hi = LLVMBuildShl(B, LLVMBuildZExt(B, shfl1(g, hi, mask), it, ""), ki(g, it, 32), "");
+        r = LLVMBuildOr(B, lo, hi, "");
+    }
+    return tk == LLVMIntegerTypeKind ? r : LLVMBuildBitCast(B, r, t, "");
+}
+
+static void barrier(gg *g) { intrin(g, "llvm.nvvm.barrier0", NULL, 0, NULL, 0); }
+
+/* Combines a (with its index *ai for argmax/argmin) over the threads of one row, the j-bits
+ * of tid; every thread gets the result. Lane bits: shfl.sync butterflies; warp bits: shared
+ * memory, read by every thread in the same order. */
+static LLVMValueRef block_reduce(gg *g, const ic_item *it, LLVMValueRef a, LLVMValueRef *ai) {
+    const plan *P = g->P;
+    int jlo = P->jlow ? 0 : P->logR, jhi = jlo + P->logT;
+    for (int b = jhi - 1; b >= jlo; b--) {
+        if (b >= 5) continue;
+        LLVMValueRef x = shfl_bfly(g, a, 1 << b);
+        if (ai) {
+            LLVMValueRef xi = shfl_bfly(g, *ai, 1 << b);
+            arg_combine(g, it, a, *ai, x, xi, &a, ai);
+        } else {
+            a = red_combine(g, it, a, x);
+        }
+    }
+    int wlo = jlo > 5 ? jlo : 5;
+    if (jhi <= wlo) return a;
+    LLVMTypeRef t = LLVMTypeOf(a);
+    bool i1 = t == g->cg.i1;
+    LLVMTypeRef st = i1 ? g->cg.i8 : t;
+    barrier(g);
+    LLVMValueRef p = LLVMBuildGEP2(B, st, g->smem, &g->tid, 1, "");
+    LLVMBuildStore(B, i1 ? LLVMBuildZExt(B, a, st, "") : a, p);
+    LLVMValueRef ibase = NULL;
+    if (ai) { /* indices in the second half */
+        LLVMValueRef off = LLVMConstInt(g->cg.i32, (unsigned)P->Bk, 0);
+        ibase = LLVMBuildGEP2(B, g->cg.i64, g->smem, &off, 1, "");
+        LLVMBuildStore(B, *ai, LLVMBuildGEP2(B, g->cg.i64, ibase, &g->tid, 1, ""));
+    }
+    barrier(g);
+    int nw = 1 << (jhi - wlo);
+    LLVMValueRef base = LLVMBuildAnd(B, g->tid, LLVMConstInt(g->cg.i32, ~(((unsigned)nw - 1) << wlo), 0), "");
+    LLVMValueRef r = NULL, ri = NULL;
+    for (int w = 0; w < nw; w++) {
+        LLVMValueRef idx = LLVMBuildOr(B, base, LLVMConstInt(g->cg.i32, (unsigned)w << wlo, 0), "");
+        LLVMValueRef v = LLVMBuildLoad2(B, st, LLVMBuildGEP2(B, st, g->smem, &idx, 1, ""), "");
+        if (i1) v = LLVMBuildTrunc(B, v, g->cg.i1, "");
+        if (ai) {
+            LLVMValueRef vi = LLVMBuildLoad2(B, g->cg.i64, LLVMBuildGEP2(B, g->cg.i64, ibase, &idx, 1, ""), "");
+            if (r) arg_combine(g, it, r, ri, v, vi, &r, &ri);
+            else r = v, ri = vi;
+        } else {
+            r = r ? red_combine(g, it, r, v) : v;
+        }
+    }
+    if (ai) *ai = ri;
+    return r;
+}
+
+/* ---- kernel bodies --------------------------------------------------------------------------- */
+/* vars[0..n) (slowest first) = digits of e */
+static void decompose(gg *g, LLVMValueRef e, const int32_t *vars, const int64_t *sizes, int n) {
+    for (int d = n - 1; d >= 0; d--) {
+        if (d == 0) {
+            g->var_val[vars[d]] = e;
+            break;
+        }
+        g->var_val[vars[d]] = LLVMBuildURem(B, e, kix(g, sizes[d]), "");
+        e = LLVMBuildUDiv(B, e, kix(g, sizes[d]), "");
+    }
+}
+
+static LLVMValueRef alloca_(gg *g, LLVMTypeRef t, LLVMBasicBlockRef entry) {
+    LLVMBuilderRef ab = LLVMCreateBuilderInContext(g->cg.ctx);
+    LLVMValueRef first = LLVMGetFirstInstruction(entry);
+    if (first) LLVMPositionBuilderBefore(ab, first);
+    else LLVMPositionBuilderAtEnd(ab, entry);
+    LLVMValueRef a = LLVMBuildAlloca(ab, t, "");
+    LLVMDisposeBuilder(ab);
+    return a;
+}
+
+typedef struct loop {
+    LLVMValueRef iv, i;
+    LLVMBasicBlockRef cond, body, exit;
+} loop;
+
+/* for (i = lo; i < hi; i += step) */
+static void loop_begin(gg *g, loop *L, LLVMValueRef lo, LLVMValueRef hi) {
+    L->iv = alloca_(g, g->ity, LLVMGetEntryBasicBlock(g->fn));
+    LLVMBuildStore(B, lo, L->iv);
+    L->cond = LLVMAppendBasicBlockInContext(g->cg.ctx, g->fn, "cond");
+    L->body = LLVMAppendBasicBlockInContext(g->cg.ctx, g->fn, "body");
+    L->exit = LLVMAppendBasicBlockInContext(g->cg.ctx, g->fn, "exit");
+    LLVMBuildBr(B, L->cond);
+    LLVMPositionBuilderAtEnd(B, L->cond);
+    L->i = LLVMBuildLoad2(B, g->ity, L->iv, "i");
+    LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntSLT, L->i, hi, ""), L->body, L->exit);
+    LLVMPositionBuilderAtEnd(B, L->body);
+}
+
+static void loop_end(gg *g, loop *L, LLVMValueRef step) {
+    LLVMBuildStore(B, LLVMBuildAdd(B, L->i, step, ""), L->iv);
+    LLVMBuildBr(B, L->cond);
+    LLVMPositionBuilderAtEnd(B, L->exit);
+}
+
+static void emit_pointwise(gg *g, ic_kernel *k) {
+    const plan *P = g->P;
+    int32_t vars[2 * IC_MAX_DIMS];
+    int64_t sizes[2 * IC_MAX_DIMS];
+    int nv = 0;
+    for (int i = 0; i < k->nouter; i++) vars[nv] = k->ovar[i], sizes[nv++] = k->osize[i];
+    for (int i = 0; i < k->ninner; i++) vars[nv] = k->ivar[i], sizes[nv++] = k->isize[i];
+    LLVMValueRef tid = LLVMBuildZExt(B, g->tid, g->ity, "");
+    LLVMValueRef bid = LLVMBuildZExt(B, sreg(g, "llvm.nvvm.read.ptx.sreg.ctaid.x"), g->ity, "");
+    LLVMValueRef i0 = LLVMBuildAdd(B, LLVMBuildMul(B, bid, kix(g, P->Bk), ""), tid, "");
+    loop L;
+    loop_begin(g, &L, i0, kix(g, P->G));
+    LLVMValueRef e0 = P->V > 1 ? LLVMBuildMul(B, L.i, kix(g, P->V), "") : L.i;
+    decompose(g, e0, vars, sizes, nv);
+    g->V = P->V;
+    g->vv = P->vv;
+    g->chunk = -1;
+    g->gen++;
+    for (int j = 0; j < k->nitems; j++) {
+        ic_item *it = &k->items[j];
+        if (!it->store) continue;
+        LLVMValueRef v[VMAX];
+        for (int l = 0; l < g->V; l++) v[l] = val(g, it->expr, l);
+        store_item(g, it, v, g->V, NULL);
+    }
+    loop_end(g, &L, kix(g, (int64_t)P->grid * P->Bk));
+}
+
+/* One chunk of a pass: V consecutive elements of the row per thread. */
+static void emit_chunk(gg *g, ic_kernel *k, int pos, LLVMValueRef ci, int cidx, LLVMValueRef *acc) {
+    const plan *P = g->P;
+    LLVMValueRef gi = LLVMBuildAdd(B, LLVMBuildMul(B, ci, kix(g, P->T), ""), g->j, "");
+    LLVMValueRef valid = and_(g, g->active, LLVMBuildICmp(B, LLVMIntSLT, gi, kix(g, P->nv), ""));
+    LLVMValueRef gc = sel(g, valid, gi, kix(g, 0));
+    LLVMValueRef e0 = P->V > 1 ? LLVMBuildMul(B, gc, kix(g, P->V), "") : gc;
+    decompose(g, e0, k->ivar, k->isize, k->ninner);
+    g->V = P->V;
+    g->vv = P->vv;
+    g->chunk = cidx;
+    g->gen++;
+    for (int j = 0; j < k->nitems; j++) {
+        ic_item *it = &k->items[j];
+        if (it->pos != pos) continue;
+        if (it->kind == IT_REDUCE && ic_is_arg(it->red_op)) {
+            LLVMValueRef a = LLVMBuildLoad2(B, rtype(g, it->acc), acc[j], "");
+            LLVMValueRef ai = LLVMBuildLoad2(B, g->cg.i64, acc[k->nitems + j], "");
+            LLVMValueRef id = red_identity(g, it), none = ki(g, g->cg.i64, INT64_MAX);
+            ic_dtype xt = g->c->xs[it->expr2].dtype;
+            for (int l = 0; l < g->V; l++) {
+                LLVMValueRef x = sel(g, valid, val(g, it->expr, l), id);
+                LLVMValueRef xi = sel(g, valid, convert(g, val(g, it->expr2, l), xt, IC_I64), none);
+                arg_combine(g, it, a, ai, x, xi, &a, &ai);
+            }
+            LLVMBuildStore(B, a, acc[j]);
+            LLVMBuildStore(B, ai, acc[k->nitems + j]);
+        } else if (it->kind == IT_REDUCE) {
+            LLVMTypeRef at = rtype(g, it->acc);
+            LLVMValueRef a = LLVMBuildLoad2(B, at, acc[j], "");
+            LLVMValueRef id = red_identity(g, it);
+            for (int l = 0; l < g->V; l++) a = red_combine(g, it, a, sel(g, valid, val(g, it->expr, l), id));
+            LLVMBuildStore(B, a, acc[j]);
+        } else if (it->store) {
+            LLVMValueRef v[VMAX];
+            for (int l = 0; l < g->V; l++) v[l] = val(g, it->expr, l);
+            store_item(g, it, v, g->V, valid);
+        }
+    }
+    g->chunk = -1;
+}
+
+static void emit_pass(gg *g, ic_kernel *k, int pos) {
+    const plan *P = g->P;
+    LLVMValueRef *acc = calloc(2 * (size_t)k->nitems + 1, sizeof *acc); /* values, then arg indices */
+    if (!acc) ic_fail(g->c, IC_ENOMEM, "out of memory");
+    LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(g->fn);
+    for (int j = 0; j < k->nitems; j++) {
+        ic_item *it = &k->items[j];
+        if (it->pos != pos || it->kind != IT_REDUCE) continue;
+        acc[j] = alloca_(g, rtype(g, it->acc), entry);
+        LLVMBuildStore(B, red_identity(g, it), acc[j]);
+        if (ic_is_arg(it->red_op)) {
+            acc[k->nitems + j] = alloca_(g, g->cg.i64, entry);
+            LLVMBuildStore(B, ki(g, g->cg.i64, INT64_MAX), acc[k->nitems + j]);
+        }
+    }
+    if (P->persistent) {
+        for (int c = 0; c < P->C; c++) emit_chunk(g, k, pos, kix(g, c), c, acc);
+    } else if (P->C > 0) {
+        /* UNROLL chunks per iteration: their loads are independent and go out together */
+        loop L;
+        loop_begin(g, &L, kix(g, 0), kix(g, P->C));
+        for (int u = 0; u < UNROLL; u++)
+            emit_chunk(g, k, pos, u ? LLVMBuildAdd(B, L.i, kix(g, u), "") : L.i, -1, acc);
+        loop_end(g, &L, kix(g, UNROLL));
+    }
+    g->V = 1;
+    g->vv = -1;
+    g->gen++;
+    LLVMValueRef first = and_(g, g->active, LLVMBuildICmp(B, LLVMIntEQ, g->j, kix(g, 0), ""));
+    for (int j = 0; j < k->nitems; j++) {
+        ic_item *it = &k->items[j];
+        if (it->pos != pos || it->kind != IT_REDUCE) continue;
+        LLVMValueRef r = LLVMBuildLoad2(B, rtype(g, it->acc), acc[j], "");
+        if (ic_is_arg(it->red_op)) {
+            LLVMValueRef ri = LLVMBuildLoad2(B, g->cg.i64, acc[k->nitems + j], "");
+            block_reduce(g, it, r, &ri);
+            r = convert(g, ri, IC_I64, it->dtype);
+        } else {
+            r = block_reduce(g, it, r, NULL);
+            if (it->red_op == IC_OP_MEAN) r = LLVMBuildFDiv(B, r, kf(r, (double)it->red_count), "");
+            r = convert(g, r, it->acc, it->dtype);
+        }
+        g->rowval[j] = r;
+        if (it->store) store_item(g, it, &r, 1, first);
+    }
+    free(acc);
+}
+
+static void emit_rows(gg *g, ic_kernel *k) {
+    const plan *P = g->P;
+    LLVMValueRef tid = LLVMBuildZExt(B, g->tid, g->ity, "");
+    LLVMValueRef bid = LLVMBuildZExt(B, sreg(g, "llvm.nvvm.read.ptx.sreg.ctaid.x"), g->ity, "");
+    LLVMValueRef rl;
+    if (P->jlow) {
+        g->j = LLVMBuildAnd(B, tid, kix(g, P->T - 1), "");
+        rl = LLVMBuildLShr(B, tid, kix(g, P->logT), "");
+    } else {
+        rl = LLVMBuildAnd(B, tid, kix(g, P->R - 1), "");
+        g->j = LLVMBuildLShr(B, tid, kix(g, P->logR), "");
+    }
+    LLVMValueRef r = LLVMBuildAdd(B, LLVMBuildMul(B, bid, kix(g, P->R), ""), rl, "");
+    g->active = LLVMBuildICmp(B, LLVMIntSLT, r, kix(g, P->rows), "");
+    LLVMValueRef rc = sel(g, g->active, r, kix(g, 0));
+    decompose(g, rc, k->ovar, k->osize, k->nouter);
+    memset(g->rowval, 0, sizeof(LLVMValueRef) * (size_t)(k->nitems + 1));
+    LLVMValueRef first = and_(g, g->active, LLVMBuildICmp(B, LLVMIntEQ, g->j, kix(g, 0), ""));
+    for (int p = 0; p < k->npos; p++) {
+        if (p % 2) {
+            emit_pass(g, k, p);
+            continue;
+        }
+        g->V = 1;
+        g->vv = -1;
+        g->chunk = -1;
+        g->gen++;
+        bool stored = false;
+        for (int j = 0; j < k->nitems; j++) {
+            ic_item *it = &k->items[j];
+            if (it->pos != p || !it->store) continue;
+            LLVMValueRef v = val(g, it->expr, 0);
+            store_item(g, it, &v, 1, first);
+            stored = true;
+        }
+        /* a row value stored by thread j == 0 may be loaded by every thread of a later pass */
+        if (stored && p + 1 < k->npos) barrier(g);
+    }
+}
+
+/* ---- planning ------------------------------------------------------------------------------- */
+static int ilog2(int64_t x) {
+    int l = 0;
+    while (((int64_t)1 << l) < x) l++;
+    return l;
+}
+
+static int64_t pow2ceil(int64_t x) { return (int64_t)1 << ilog2(x < 1 ? 1 : x); }
+
+typedef struct scan {
+    ic_ctx *c;
+    int32_t vv;
+    int min_esz;     /* smallest element of an access contiguous along vv */
+    uint8_t *seen;
+} scan;
+
+static void scan_ix(scan *S, ic_ix a, ic_dtype t) {
+    bool na;
+    if (S->vv < 0 || ix_coeff(S->c, a, S->vv, &na) != 1 || na) return;
+    int e = (int)ic_dtype_size(t);
+    if (e < S->min_esz) S->min_esz = e;
+}
+
+static void scan_x(scan *S, ic_xid x) {
+    if (S->seen[x]) return;
+    S->seen[x] = 1;
+    const ic_x *e = &S->c->xs[x];
+    if (e->kind == X_LOADF && e->a < 0) scan_ix(S, e->ix, e->dtype);
+    if (e->kind == X_ROWVAL) return;
+    if (e->a >= 0) scan_x(S, e->a);
+    if (e->b >= 0) scan_x(S, e->b);
+    if (e->c >= 0) scan_x(S, e->c);
+}
+
+/* Elements per access: 16 bytes of the smallest contiguous element type, while the
+ * vectorized var's size stays a multiple. */
+static int choose_vec(ic_ctx *c, ic_kernel *k, int32_t vv, int64_t vsize, bool rows) {
+    if (vv < 0) return 1;
+    scan S = {.c = c, .vv = vv, .min_esz = 99, .seen = ic_alloc(c, (size_t)c->nxs + 1)};
+    for (int j = 0; j < k->nitems; j++) {
+        const ic_item *it = &k->items[j];
+        if (rows && !it->inner) continue;
+        scan_x(&S, it->expr);
+        if (it->store && it->kind != IT_REDUCE) scan_ix(&S, it->out_ix, it->dtype);
+    }
+    if (S.min_esz == 99) return 1;
+    int V = 16 / S.min_esz;
+    if (V > VMAX) V = VMAX;
+    while (V > 1 && vsize % V) V /= 2;
+    return V;
+}
+
+static void plan_kernel(ic_ctx *c, ic_kernel *k, plan *P, int V, int nsm) {
+    memset(P, 0, sizeof *P);
+    P->V = V;
+    if (!k->has_red) {
+        P->mode = P_POINTWISE;
+        int64_t N = 1;
+        for (int i = 0; i < k->nouter; i++) N *= k->osize[i];
+        for (int i = 0; i < k->ninner; i++) N *= k->isize[i];
+        P->vv = k->ninner ? k->ivar[k->ninner - 1] : -1;
+        P->G = N / V;
+        P->Bk = 256;
+        if (P->G < 256) P->Bk = (int)(pow2ceil(P->G) < 32 ? 32 : pow2ceil(P->G));
+        int64_t blocks = (P->G + P->Bk - 1) / P->Bk, cap = (int64_t)nsm * 2048 / P->Bk * 2;
+        P->grid = (unsigned)(blocks < cap ? blocks : cap);
+        return;
+    }
+    P->mode = P_ROWS;
+    P->rows = 1;
+    for (int i = 0; i < k->nouter; i++) P->rows *= k->osize[i];
+    P->n = 1;
+    for (int i = 0; i < k->ninner; i++) P->n *= k->isize[i];
+    P->nv = P->n / V;
+    if (k->vec_outer) {
+        P->vv = -1;
+        P->jlow = false;
+        P->R = 32;
+        P->T = (int)(P->n >= 256 ? 32 : pow2ceil(P->n) < 8 ? pow2ceil(P->n) : 8);
+    } else {
+        P->vv = k->ninner ? k->ivar[k->ninner - 1] : -1;
+        P->jlow = true;
+        if (P->nv <= 1024) {
+            P->T = (int)(P->nv <= 256 ? pow2ceil(P->nv) : 256);
+            P->R = 256 / P->T;
+            int64_t rr = pow2ceil(P->rows);
+            if (P->R > rr) P->R = (int)rr;
+            if (P->R * P->T < 32) P->R = 32 / P->T; /* whole warps: shfl.sync uses a full mask */
+        } else {
+            P->T = 512;
+            P->R = 1;
+        }
+    }
+    P->logT = ilog2(P->T);
+    P->logR = ilog2(P->R);
+    P->Bk = P->T * P->R;
+    P->C = (P->nv + P->T - 1) / P->T;
+    P->persistent = P->C <= SMAX;
+    int64_t blocks = (P->rows + P->R - 1) / P->R;
+    P->grid = (unsigned)blocks;
+}
+
+/* i32 index math when every offset and counter stays far below 2^31 */
+static bool fits_i32(ic_ctx *c, ic_kernel *k, const plan *P) {
+    const int64_t lim = ((int64_t)1 << 31) - ((int64_t)1 << 25);
+    int64_t total = P->mode == P_POINTWISE ? P->G * P->V : P->rows * ((P->C + UNROLL) * P->T + 1) * P->V;
+    if (total >= lim || P->rows + P->R >= lim) return false;
+    for (int b = 0; b < c->nbufs; b++)
+        if (c->bufs[b].span >= lim) return false;
+    (void)k;
+    return true;
+}
+
+/* ---- one kernel variant ----------------------------------------------------------------------- */
+static void mark_bufs(ic_ctx *c, ic_xid x, int *used, uint8_t *seen) {
+    if (seen[x]) return;
+    seen[x] = 1;
+    const ic_x *e = &c->xs[x];
+    if (e->kind == X_LOADF) used[e->buf] |= 1;
+    if (e->kind == X_ROWVAL) return;
+    if (e->a >= 0) mark_bufs(c, e->a, used, seen);
+    if (e->b >= 0) mark_bufs(c, e->b, used, seen);
+    if (e->c >= 0) mark_bufs(c, e->c, used, seen);
+}
+
+static void add_annotation(gg *g, LLVMValueRef fn, const char *key, int v) {
+    LLVMValueRef md[3] = {fn, LLVMMDStringInContext(g->cg.ctx, key, (unsigned)strlen(key)),
+                          LLVMConstInt(g->cg.i32, (unsigned)v, 0)};
+    LLVMAddNamedMetadataOperand(g->cg.mod, "nvvm.annotations", LLVMMDNodeInContext(g->cg.ctx, md, 3));
+}
+
+static void gen_variant(gg *g, ic_kernel *k, const plan *P, ic_gvariant *out, const char *name) {
+    ic_ctx *c = g->c;
+    int *used = ic_alloc(c, (size_t)c->nbufs * sizeof(int) + 1);
+    uint8_t *seen = ic_alloc(c, (size_t)c->nxs + 1);
+    for (int j = 0; j < k->nitems; j++) {
+        mark_bufs(c, k->items[j].expr, used, seen);
+        if (k->items[j].store) used[k->items[j].buf] |= 2;
+    }
+    int nu = 0;
+    int *ub = ic_alloc(c, (size_t)c->nbufs * sizeof(int) + 1);
+    for (int b = 0; b < c->nbufs; b++)
+        if (used[b]) ub[nu++] = b;
+    LLVMTypeRef *ps = ic_alloc(c, (size_t)(nu + 1) * sizeof(LLVMTypeRef));
+    for (int i = 0; i < nu; i++) ps[i] = g->gptr;
+    LLVMValueRef fn = LLVMAddFunction(g->cg.mod, name, LLVMFunctionType(g->cg.vd, ps, (unsigned)nu, 0));
+    g->fn = g->cg.fn = fn;
+    unsigned kna = LLVMGetEnumAttributeKindForName("noalias", 7);
+    unsigned kro = LLVMGetEnumAttributeKindForName("readonly", 8);
+    unsigned kwo = LLVMGetEnumAttributeKindForName("writeonly", 9);
+    unsigned knu = LLVMGetEnumAttributeKindForName("nounwind", 8);
+    LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(g->cg.ctx, knu, 0));
+    memset(g->written, 0, (size_t)c->nbufs * sizeof(bool));
+    memset(g->align, 0, (size_t)c->nbufs * sizeof(int));
+    for (int i = 0; i < nu; i++) {
+        int b = ub[i];
+        g->buf_ptr[b] = LLVMGetParam(fn, (unsigned)i);
+        g->written[b] = (used[b] & 2) != 0;
+        LLVMAddAttributeAtIndex(fn, (unsigned)(1 + i), LLVMCreateEnumAttribute(g->cg.ctx, kna, 0));
+        if (used[b] == 1) LLVMAddAttributeAtIndex(fn, (unsigned)(1 + i), LLVMCreateEnumAttribute(g->cg.ctx, kro, 0));
+        if (used[b] == 2) LLVMAddAttributeAtIndex(fn, (unsigned)(1 + i), LLVMCreateEnumAttribute(g->cg.ctx, kwo, 0));
+    }
+    add_annotation(g, fn, "kernel", 1);
+    add_annotation(g, fn, "maxntidx", P->Bk);
+    g->k = k;
+    g->P = P;
+    g->smem = NULL;
+    g->vgen++; /* invalidates the persistent loads of the previous variant */
+    if (P->mode == P_ROWS && P->logT + (P->jlow ? 0 : P->logR) > 5) {
+        char sn[64];
+        snprintf(sn, sizeof sn, "%s_smem", name);
+        LLVMTypeRef at = LLVMArrayType(g->cg.i64, 2 * (unsigned)P->Bk); /* values, arg indices */
+        g->smem = LLVMAddGlobalInAddressSpace(g->cg.mod, at, sn, 3);
+        LLVMSetInitializer(g->smem, LLVMGetUndef(at));
+        LLVMSetLinkage(g->smem, LLVMInternalLinkage);
+        LLVMSetAlignment(g->smem, 16);
+    }
+    LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(g->cg.ctx, fn, "entry");
+    LLVMBasicBlockRef start = LLVMAppendBasicBlockInContext(g->cg.ctx, fn, "start");
+    LLVMPositionBuilderAtEnd(B, start);
+    g->tid = sreg(g, "llvm.nvvm.read.ptx.sreg.tid.x");
+    if (P->mode == P_POINTWISE) emit_pointwise(g, k);
+    else emit_rows(g, k);
+    LLVMBuildRetVoid(B);
+    LLVMPositionBuilderAtEnd(B, entry);
+    LLVMBuildBr(B, start);
+
+    snprintf(out->name, sizeof out->name, "%s", name);
+    out->grid = P->grid;
+    out->block = (unsigned)P->Bk;
+    out->vec = P->V;
+    out->nparams = nu;
+    out->params = malloc((size_t)(nu + 1) * sizeof(int));
+    out->align_buf = malloc((size_t)(nu + 1) * sizeof(int));
+    out->align_bytes = malloc((size_t)(nu + 1) * sizeof(int));
+    if (!out->params || !out->align_buf || !out->align_bytes) ic_fail(c, IC_ENOMEM, "out of memory");
+    for (int i = 0; i < nu; i++) {
+        out->params[i] = ub[i];
+        if (g->align[ub[i]] > (int)ic_dtype_size(c->bufs[ub[i]].dtype)) {
+            out->align_buf[out->nalign] = ub[i];
+            out->align_bytes[out->nalign++] = g->align[ub[i]];
+        }
+    }
+}
+
+static bool kernel_empty(ic_kernel *k) {
+    for (int i = 0; i < k->nouter; i++)
+        if (k->osize[i] == 0) return true;
+    if (!k->has_red)
+        for (int i = 0; i < k->ninner; i++)
+            if (k->isize[i] == 0) return true;
+    return false;
+}
+
+/* ---- driver ----------------------------------------------------------------------------------- */
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+
+static void init_nvptx(void) {
+    LLVMInitializeNVPTXTargetInfo();
+    LLVMInitializeNVPTXTarget();
+    LLVMInitializeNVPTXTargetMC();
+    LLVMInitializeNVPTXAsmPrinter();
+}
+
+typedef struct gres { /* LLVM objects released on every path */
+    LLVMContextRef ctx;
+    LLVMModuleRef mod;
+    LLVMBuilderRef b;
+    LLVMTargetMachineRef tm;
+    ic_gpu *gpu;
+} gres;
+
+static void gres_free(gres *R) {
+    if (R->b) LLVMDisposeBuilder(R->b);
+    if (R->mod) LLVMDisposeModule(R->mod);
+    if (R->ctx) LLVMContextDispose(R->ctx);
+    if (R->tm) LLVMDisposeTargetMachine(R->tm);
+    if (R->gpu) ic_gpu_free(R->gpu);
+    memset(R, 0, sizeof *R);
+}
+
+static void describe_append(ic_compiled *out, const ic_gpu *G) {
+    ic_str s = {0};
+    if (out->describe) ic_str_printf(&s, "%s", out->describe);
+    for (int i = 0; i < G->nkernels; i++)
+        for (int v = 0; v < G->k[i].nvar; v++) {
+            const ic_gvariant *gv = &G->k[i].v[v];
+            ic_str_printf(&s, "gpu %s: grid %u block %u vec %d\n", gv->name, gv->grid, gv->block, gv->vec);
+        }
+    if (!s.oom && s.s) {
+        free(out->describe);
+        out->describe = s.s;
+    } else {
+        free(s.s);
+    }
+}
+
+static void codegen(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
+    int sm = 90, nsm = 132;
+    bool ptx_only = ic_gpu_ptx_only(&sm) != 0;
+    char msg[512];
+    if (!ptx_only) {
+        if (ic_cuda_device_info(dev, &sm, &nsm, msg, sizeof msg)) ic_fail(c, IC_EUNSUPPORTED, "CUDA: %s", msg);
+    }
+    int tsm = sm > 90 ? 90 : sm < 52 ? 52 : sm;
+    pthread_once(&init_once, init_nvptx);
+    const char *triple = "nvptx64-nvidia-cuda";
+    LLVMTargetRef target;
+    char *terr = NULL;
+    if (LLVMGetTargetFromTriple(triple, &target, &terr)) {
+        snprintf(msg, sizeof msg, "%s", terr ? terr : "?");
+        LLVMDisposeMessage(terr);
+        ic_fail(c, IC_EUNSUPPORTED, "LLVM has no NVPTX target: %s", msg);
+    }
+    char cpu[16];
+    snprintf(cpu, sizeof cpu, "sm_%d", tsm);
+    const char *feat = tsm >= 90 ? "+ptx78" : tsm >= 80 ? "+ptx70" : "+ptx64";
+    R->tm = LLVMCreateTargetMachine(target, triple, cpu, feat, LLVMCodeGenLevelAggressive, LLVMRelocDefault,
+                                    LLVMCodeModelDefault);
+    if (!R->tm) ic_fail(c, IC_EINTERNAL, "LLVM: cannot create the NVPTX TargetMachine for %s", cpu);
+
+    gg G = {.c = c, .gen = 1};
+    gg *g = &G;
+    R->ctx = LLVMContextCreate();
+    g->cg.c = c;
+    g->cg.ctx = R->ctx;
+    R->mod = g->cg.mod = LLVMModuleCreateWithNameInContext("torchc_gpu", R->ctx);
+    R->b = g->cg.b = LLVMCreateBuilderInContext(R->ctx);
+    g->cg.ab = g->cg.b;
+    g->cg.width = 1;
+    g->cg.vec_var = -1;
+    g->cg.i1 = LLVMInt1TypeInContext(R->ctx);
+    g->cg.i8 = LLVMInt8TypeInContext(R->ctx);
+    g->cg.i16 = LLVMInt16TypeInContext(R->ctx);
+    g->cg.i32 = LLVMInt32TypeInContext(R->ctx);
+    g->cg.i64 = LLVMInt64TypeInContext(R->ctx);
+    g->cg.f32 = LLVMFloatTypeInContext(R->ctx);
+    g->cg.f64 = LLVMDoubleTypeInContext(R->ctx);
+    g->cg.ptr = LLVMPointerTypeInContext(R->ctx, 0);
+    g->cg.vd = LLVMVoidTypeInContext(R->ctx);
+    g->f16 = LLVMHalfTypeInContext(R->ctx);
+    g->gptr = LLVMPointerTypeInContext(R->ctx, 1);
+    g->sptr = LLVMPointerTypeInContext(R->ctx, 3);
+    LLVMSetTarget(R->mod, triple);
+    LLVMTargetDataRef td = LLVMCreateTargetDataLayout(R->tm);
+    LLVMSetModuleDataLayout(R->mod, td);
+    LLVMDisposeTargetData(td);
+
+    size_t nx = (size_t)c->nxs + 1;
+    g->var_val = ic_alloc(c, ((size_t)c->nvars + 1) * sizeof(LLVMValueRef));
+    g->buf_ptr = ic_alloc(c, ((size_t)c->nbufs + 1) * sizeof(LLVMValueRef));
+    g->written = ic_alloc(c, (size_t)c->nbufs + 1);
+    g->align = ic_alloc(c, ((size_t)c->nbufs + 1) * sizeof(int));
+    g->memo = ic_alloc(c, nx * VMAX * sizeof(LLVMValueRef));
+    g->memo_gen = ic_alloc(c, nx * VMAX * sizeof(uint32_t));
+    g->vld = ic_alloc(c, nx * sizeof(LLVMValueRef));
+    g->vld_gen = ic_alloc(c, nx * sizeof(uint32_t));
+    g->pmemo = ic_alloc(c, nx * SMAX * VMAX * sizeof(LLVMValueRef));
+    g->pvld = ic_alloc(c, nx * SMAX * sizeof(LLVMValueRef));
+    g->pgen = ic_alloc(c, nx * SMAX * sizeof(uint32_t));
+    int maxitems = 1;
+    for (int i = 0; i < c->nkernels; i++)
+        if (c->kernels[i].nitems > maxitems) maxitems = c->kernels[i].nitems;
+    g->rowval = ic_alloc(c, ((size_t)maxitems + 1) * sizeof(LLVMValueRef));
+
+    ic_gpu *gpu = R->gpu = calloc(1, sizeof *gpu);
+    if (!gpu) ic_fail(c, IC_ENOMEM, "out of memory");
+    gpu->sm = tsm;
+    gpu->device = dev;
+    gpu->nkernels = c->nkernels;
+    gpu->k = calloc((size_t)c->nkernels + 1, sizeof(ic_gkernel));
+    if (!gpu->k) ic_fail(c, IC_ENOMEM, "out of memory");
+    static int module_counter;
+    int mid = __atomic_fetch_add(&module_counter, 1, __ATOMIC_RELAXED);
+    for (int ki = 0; ki < c->nkernels; ki++) {
+        ic_kernel *k = &c->kernels[ki];
+        if (kernel_empty(k)) continue;
+        int32_t vv = -1;
+        int64_t vsize = 1;
+        if (k->ninner > 0 && !k->vec_outer) {
+            vv = k->ivar[k->ninner - 1];
+            vsize = k->isize[k->ninner - 1];
+        }
+        int V = choose_vec(c, k, vv, vsize, k->has_red);
+        int nvar = V > 1 ? 2 : 1;
+        for (int v = 0; v < nvar; v++) {
+            plan P;
+            plan_kernel(c, k, &P, v == 0 ? V : 1, nsm);
+            if (P.grid == 0) continue;
+            if ((int64_t)P.grid > 0x7FFFFFFF) ic_fail(c, IC_EUNSUPPORTED, "GPU grid too large");
+            g->ity = fits_i32(c, k, &P) ? g->cg.i32 : g->cg.i64;
+            char name[48];
+            snprintf(name, sizeof name, "tc%d_k%d%s", mid % 1000000, ki, P.V > 1 ? "v" : "");
+            gen_variant(g, k, &P, &gpu->k[ki].v[gpu->k[ki].nvar++], name);
+            /* the vector variant needs no fallback when it assumes no alignment */
+            if (v == 0 && nvar == 2 && gpu->k[ki].v[0].nalign == 0) break;
+        }
+    }
+    char *verr = NULL;
+    if (LLVMVerifyModule(R->mod, LLVMReturnStatusAction, &verr)) {
+        snprintf(msg, sizeof msg, "%s", verr ? verr : "?");
+        if (c->debug & IC_DEBUG_LLVM) {
+            char *s = LLVMPrintModuleToString(R->mod);
+            fprintf(stderr, "%s\n", s);
+            LLVMDisposeMessage(s);
+        }
+        LLVMDisposeMessage(verr);
+        ic_fail(c, IC_EINTERNAL, "LLVM verifier (GPU): %s", msg);
+    }
+    if (verr) LLVMDisposeMessage(verr);
+    LLVMPassBuilderOptionsRef pbo = LLVMCreatePassBuilderOptions();
+    LLVMErrorRef err = LLVMRunPasses(R->mod, "default<O3>", R->tm, pbo);
+    LLVMDisposePassBuilderOptions(pbo);
+    if (err) {
+        char *m = LLVMGetErrorMessage(err);
+        snprintf(msg, sizeof msg, "%s", m);
+        LLVMDisposeErrorMessage(m);
+        ic_fail(c, IC_EINTERNAL, "LLVM passes (GPU): %s", msg);
+    }
+    if (c->debug & IC_DEBUG_LLVM) {
+        char *s = LLVMPrintModuleToString(R->mod);
+        fprintf(stderr, "=== torchc llvm (nvptx, after O3) ===\n%s\n", s);
+        LLVMDisposeMessage(s);
+    }
+    LLVMMemoryBufferRef mb = NULL;
+    char *eerr = NULL;
+    if (LLVMTargetMachineEmitToMemoryBuffer(R->tm, R->mod, LLVMAssemblyFile, &eerr, &mb)) {
+        snprintf(msg, sizeof msg, "%s", eerr ? eerr : "?");
+        LLVMDisposeMessage(eerr);
+        ic_fail(c, IC_EINTERNAL, "NVPTX code generation: %s", msg);
+    }
+    size_t n = LLVMGetBufferSize(mb);
+    gpu->ptx = malloc(n + 1);
+    if (!gpu->ptx) {
+        LLVMDisposeMemoryBuffer(mb);
+        ic_fail(c, IC_ENOMEM, "out of memory");
+    }
+    memcpy(gpu->ptx, LLVMGetBufferStart(mb), n);
+    gpu->ptx[n] = 0;
+    LLVMDisposeMemoryBuffer(mb);
+    if (c->debug & IC_DEBUG_PTX) fprintf(stderr, "=== torchc ptx ===\n%s\n", gpu->ptx);
+    if (!ptx_only && ic_cuda_load(gpu, dev, msg, sizeof msg)) ic_fail(c, IC_EINTERNAL, "CUDA: %s", msg);
+    describe_append(out, gpu);
+    out->gpu = gpu;
+    R->gpu = NULL;
+}
+
+void ic_codegen_gpu(ic_ctx *c, ic_compiled *out, int device) {
+    /* Errors longjmp to the driver; catch them here first to release the LLVM objects. */
+    gres R = {0};
+    jmp_buf saved;
+    memcpy(saved, c->jb, sizeof(jmp_buf));
+    if (setjmp(c->jb)) {
+        gres_free(&R);
+        memcpy(c->jb, saved, sizeof(jmp_buf));
+        longjmp(c->jb, 1);
+    }
+    codegen(c, out, device, &R);
+    gres_free(&R);
+    memcpy(c->jb, saved, sizeof(jmp_buf));
+}
+
+/* ---- public: PTX without a GPU ------------------------------------------------------------- */
+IC_API char *ic_graph_to_ptx(const ic_graph *g, int sm, ic_err *err) {
+    ic_options o = {.device = IC_CUDA, .opt_level = 3};
+    tls_ptx_only = 1;
+    tls_sm = sm > 0 ? sm : 90;
+    ic_compiled *cc = ic_compile(g, &o, err);
+    tls_ptx_only = 0;
+    if (!cc) return NULL;
+    char *s = ic_compiled_ptx(cc);
+    ic_compiled_free(cc);
+    if (!s && err) {
+        err->code = IC_ENOMEM;
+        snprintf(err->msg, sizeof err->msg, "out of memory");
+    }
+    return s;
+}

@@ -1,0 +1,12 @@
+# mk/gpu.mk — targets of the GPU backend (codegen/gpu_nvptx.c, runtime/cuda.c); included by the
+# top Makefile. ptx-check: PTX of a graph corpus through ic_graph_to_ptx, assembled with
+# `ptxas -arch=sm_90` when ptxas exists, plus a GPU-vs-CPU differential run where libcuda works.
+# tests/c/test_ptx.c is also one of the C_TESTS of `make test`.
+.PHONY: ptx-check
+
+build/c/test_ptx: tests/c/test_ptx.c $(IC_SRCS) $(wildcard inductor_c/*.h inductor_c/*/*.h)
+	@mkdir -p build/c
+	$(CC) $(CFLAGS_C) $(EXTRA_CFLAGS) -Iinductor_c -I$(LLVM_INCLUDE) tests/c/test_ptx.c $(IC_SRCS) $(LLVM_LINK) -lpthread -lm -ldl -o $@
+
+ptx-check: build/c/test_ptx
+	build/c/test_ptx

@@ -1,0 +1,639 @@
+/* test_ptx.c — the GPU backend without and with a GPU (make ptx-check; also run by make test).
+ *
+ * 1. PTX corpus: every graph below goes through ic_graph_to_ptx (sm_90) and, when ptxas is
+ *    found ($PTXAS, /usr/local/cuda/bin/ptxas, or ptxas on PATH), is assembled with
+ *    `ptxas -arch=sm_90`; without ptxas that step is skipped with a message.
+ * 2. Where libcuda works (ic_cuda_available), each corpus graph is also compiled for
+ *    IC_CUDA, run on random inputs (strided layouts as built), and compared with the CPU
+ *    backend on the same inputs (which itself is tested against a reference elsewhere).
+ *    The harness opens libcuda itself for memory copies. TEST_PTX_BENCH=1 adds timings.
+ * 3. Error paths: without a driver ic_compile(IC_CUDA) must fail with IC_EUNSUPPORTED.
+ *
+ * Exit status: number of failures. Options: -v (print each graph), -k NAME (only graphs
+ * whose name contains NAME), -s (keep the PTX files in /tmp/torchc_ptx).
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <dlfcn.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ic.h"
+#include "ic_device.h"
+
+static int failures, checks, verbose, keep;
+static const char *only;
+
+#define CHECK(cond, ...)                                                                          \
+    do {                                                                                          \
+        checks++;                                                                                 \
+        if (!(cond)) {                                                                            \
+            failures++;                                                                           \
+            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                  \
+            fprintf(stderr, __VA_ARGS__);                                                         \
+            fprintf(stderr, "\n");                                                                \
+        }                                                                                         \
+    } while (0)
+
+/* ---- graph helpers ------------------------------------------------------------------------- */
+static ic_val in_(ic_graph *g, ic_dtype t, int nd, const int64_t *sz) {
+    ic_meta m = {.dtype = t, .ndim = nd};
+    int64_t s = 1;
+    for (int i = nd - 1; i >= 0; i--) {
+        m.sizes[i] = sz[i];
+        m.strides[i] = s;
+        s *= sz[i] > 0 ? sz[i] : 1;
+    }
+    return ic_input(g, &m);
+}
+#define IN(g, t, ...) in_(g, t, (int)(sizeof((int64_t[]){__VA_ARGS__}) / 8), (int64_t[]){__VA_ARGS__})
+/* transposed 2-D input: logical [a, b], stored as [b, a] */
+static ic_val in_t(ic_graph *g, ic_dtype t, int64_t a, int64_t b) {
+    ic_meta m = {.dtype = t, .ndim = 2, .sizes = {a, b}, .strides = {1, a}};
+    return ic_input(g, &m);
+}
+static ic_val S(ic_graph *g, double v) { return ic_scalar(g, v, IC_F64); }
+static ic_val U(ic_graph *g, ic_op op, ic_val a) { return ic_unary(g, op, a); }
+static ic_val Bn(ic_graph *g, ic_op op, ic_val a, ic_val b) { return ic_binary(g, op, a, b); }
+static int last_dim(ic_graph *g, ic_val v) { return ic_value_meta(g, v)->ndim - 1; }
+static ic_val R(ic_graph *g, ic_op op, ic_val a, int dim, int keep) {
+    return ic_reduce(g, op, a, 1u << dim, keep, -1);
+}
+static ic_val softmax(ic_graph *g, ic_val x) {
+    int d = last_dim(g, x);
+    ic_val m = R(g, IC_OP_AMAX, x, d, 1);
+    ic_val e = U(g, IC_OP_EXP, Bn(g, IC_OP_SUB, x, m));
+    return Bn(g, IC_OP_DIV, e, R(g, IC_OP_SUM, e, d, 1));
+}
+static ic_val layernorm(ic_graph *g, ic_val x, ic_val w, ic_val b) {
+    int d = last_dim(g, x);
+    ic_val mu = R(g, IC_OP_MEAN, x, d, 1);
+    ic_val c = Bn(g, IC_OP_SUB, x, mu);
+    ic_val var = R(g, IC_OP_MEAN, Bn(g, IC_OP_MUL, c, c), d, 1);
+    ic_val y = Bn(g, IC_OP_MUL, c, U(g, IC_OP_RSQRT, Bn(g, IC_OP_ADD, var, S(g, 1e-5))));
+    return Bn(g, IC_OP_ADD, Bn(g, IC_OP_MUL, y, w), b);
+}
+static ic_val rmsnorm(ic_graph *g, ic_val x, ic_val w) {
+    int d = last_dim(g, x);
+    ic_val ms = R(g, IC_OP_MEAN, Bn(g, IC_OP_MUL, x, x), d, 1);
+    return Bn(g, IC_OP_MUL, Bn(g, IC_OP_MUL, x, U(g, IC_OP_RSQRT, Bn(g, IC_OP_ADD, ms, S(g, 1e-6)))), w);
+}
+
+/* ---- the corpus ----------------------------------------------------------------------------- */
+typedef struct gcase {
+    char name[64];
+    ic_graph *g;
+    ic_errcode expect; /* IC_OK, or the error code ic_graph_to_ptx must give */
+    double tol; /* relative tolerance GPU vs CPU */
+} gcase;
+
+static gcase cases[256];
+static int ncases;
+
+static ic_graph *add_case(const char *name, ic_errcode expect, double tol) {
+    gcase *c = &cases[ncases++];
+    snprintf(c->name, sizeof c->name, "%s", name);
+    c->g = ic_graph_new();
+    c->expect = expect;
+    c->tol = tol;
+    return c->g;
+}
+static ic_graph *G(const char *name) { return add_case(name, IC_OK, 2e-6); }
+
+static void build_corpus(void) {
+    ic_graph *g;
+    ic_val x, y, w, b;
+    /* pointwise */
+    g = G("add_1000");
+    ic_output(g, Bn(g, IC_OP_ADD, IN(g, IC_F32, 1000), IN(g, IC_F32, 1000)));
+    g = G("add_odd_1023");
+    ic_output(g, Bn(g, IC_OP_ADD, IN(g, IC_F32, 1023), IN(g, IC_F32, 1023)));
+    g = G("chain_33x65");
+    x = IN(g, IC_F32, 33, 65);
+    y = Bn(g, IC_OP_ADD, Bn(g, IC_OP_MUL, x, S(g, 2.0)), S(g, 1.0));
+    ic_output(g, U(g, IC_OP_TANH, U(g, IC_OP_RELU, Bn(g, IC_OP_SUB, U(g, IC_OP_EXP, y), x))));
+    g = G("broadcast_64x1_1x100");
+    ic_output(g, Bn(g, IC_OP_MUL, IN(g, IC_F32, 64, 1), IN(g, IC_F32, 1, 100)));
+    g = G("broadcast_row_7x9x256");
+    ic_output(g, Bn(g, IC_OP_ADD, IN(g, IC_F32, 7, 9, 256), IN(g, IC_F32, 256)));
+    g = G("transposed_in_300x17");
+    x = in_t(g, IC_F32, 300, 17);
+    ic_output(g, Bn(g, IC_OP_ADD, x, IN(g, IC_F32, 300, 17)));
+    g = G("permute_out_4x5x6");
+    x = IN(g, IC_F32, 4, 5, 6);
+    ic_output(g, U(g, IC_OP_NEG, ic_permute(g, x, (int[]){2, 0, 1})));
+    g = G("reshape_expand");
+    x = IN(g, IC_F32, 6, 4);
+    y = ic_reshape(g, x, 3, (int64_t[]){2, 3, 4});
+    ic_output(g, Bn(g, IC_OP_ADD, y, ic_expand(g, IN(g, IC_F32, 1, 3, 1), 3, (int64_t[]){2, 3, 4})));
+    g = G("multi_out");
+    x = IN(g, IC_F32, 129, 3);
+    y = U(g, IC_OP_SIGMOID, x);
+    ic_output(g, y);
+    ic_output(g, Bn(g, IC_OP_MUL, y, x));
+    g = G("scalar_0d");
+    x = in_(g, IC_F32, 0, NULL);
+    ic_output(g, Bn(g, IC_OP_ADD, x, S(g, 3.5)));
+    g = G("empty_0x5");
+    ic_output(g, Bn(g, IC_OP_ADD, IN(g, IC_F32, 0, 5), S(g, 1.0)));
+    g = G("size1_1x1");
+    ic_output(g, U(g, IC_OP_EXP, IN(g, IC_F32, 1, 1)));
+    /* every unary op, f32 */
+    static const ic_op un[] = {IC_OP_NEG, IC_OP_ABS, IC_OP_EXP, IC_OP_LOG, IC_OP_SQRT, IC_OP_RSQRT,
+                               IC_OP_RECIPROCAL, IC_OP_SIGMOID, IC_OP_TANH, IC_OP_RELU, IC_OP_GELU,
+                               IC_OP_GELU_TANH, IC_OP_SILU, IC_OP_SIN, IC_OP_COS};
+    for (size_t i = 0; i < sizeof un / sizeof un[0]; i++) {
+        char nm[64];
+        snprintf(nm, sizeof nm, "unary_%s", ic_op_name(un[i]));
+        g = add_case(nm, IC_OK, 4e-6);
+        x = IN(g, IC_F32, 517);
+        if (un[i] == IC_OP_LOG || un[i] == IC_OP_SQRT || un[i] == IC_OP_RSQRT) x = U(g, IC_OP_ABS, x);
+        ic_output(g, U(g, un[i], x));
+    }
+    static const ic_op un2[] = {IC_OP_FLOOR, IC_OP_CEIL, IC_OP_ROUND, IC_OP_TRUNC, IC_OP_SIGN, IC_OP_ERF,
+                                IC_OP_LOG1P, IC_OP_EXPM1, IC_OP_LOG2, IC_OP_EXP2, IC_OP_TAN, IC_OP_ATAN,
+                                IC_OP_ISNAN, IC_OP_ISINF, IC_OP_ISFINITE};
+    for (size_t i = 0; i < sizeof un2 / sizeof un2[0]; i++) {
+        char nm[64];
+        snprintf(nm, sizeof nm, "unary_%s", ic_op_name(un2[i]));
+        g = add_case(nm, IC_OK, 4e-6);
+        x = Bn(g, IC_OP_MUL, IN(g, IC_F32, 517), S(g, 3.0));
+        if (un2[i] == IC_OP_LOG2) x = U(g, IC_OP_ABS, x);
+        if (un2[i] == IC_OP_LOG1P) x = Bn(g, IC_OP_ADD, U(g, IC_OP_ABS, x), S(g, -0.9));
+        ic_output(g, U(g, un2[i], x));
+    }
+    g = G("int_bitwise");
+    x = IN(g, IC_I32, 200);
+    y = IN(g, IC_I32, 200);
+    ic_output(g, U(g, IC_OP_BITWISE_NOT, x));
+    ic_output(g, Bn(g, IC_OP_BITWISE_AND, x, y));
+    ic_output(g, Bn(g, IC_OP_BITWISE_OR, x, y));
+    ic_output(g, Bn(g, IC_OP_BITWISE_XOR, x, y));
+    ic_output(g, Bn(g, IC_OP_FLOOR_DIVIDE, x, y));
+    ic_output(g, Bn(g, IC_OP_REMAINDER, x, y));
+    ic_output(g, Bn(g, IC_OP_FMOD, x, y));
+    static const ic_op bi2[] = {IC_OP_FMOD, IC_OP_REMAINDER, IC_OP_FLOOR_DIVIDE, IC_OP_ATAN2, IC_OP_LOGICAL_XOR};
+    for (size_t i = 0; i < sizeof bi2 / sizeof bi2[0]; i++) {
+        char nm[64];
+        snprintf(nm, sizeof nm, "binary_%s", ic_op_name(bi2[i]));
+        g = add_case(nm, IC_OK, 8e-6);
+        ic_output(g, Bn(g, bi2[i], Bn(g, IC_OP_MUL, IN(g, IC_F32, 33, 31), S(g, 5.0)), IN(g, IC_F32, 31)));
+    }
+    g = add_case("prod_rows", IC_OK, 1e-5);
+    ic_output(g, R(g, IC_OP_PROD, Bn(g, IC_OP_ADD, Bn(g, IC_OP_MUL, IN(g, IC_F32, 40, 30), S(g, 0.1)), S(g, 1.0)), 1, 0));
+    g = add_case("argmax_last_8x5000", IC_OK, 0);
+    ic_output(g, R(g, IC_OP_ARGMAX, IN(g, IC_F32, 8, 5000), 1, 0));
+    g = add_case("argmax_last_64x100", IC_OK, 0);
+    ic_output(g, R(g, IC_OP_ARGMAX, IN(g, IC_F32, 64, 100), 1, 1));
+    g = add_case("argmin_first_300x40", IC_OK, 0);
+    ic_output(g, R(g, IC_OP_ARGMIN, IN(g, IC_F32, 300, 40), 0, 0));
+    g = add_case("argmax_int_ties", IC_OK, 0);
+    ic_output(g, R(g, IC_OP_ARGMAX, IN(g, IC_I8, 16, 3000), 1, 0));
+    g = G("logical_not");
+    ic_output(g, U(g, IC_OP_LOGICAL_NOT, Bn(g, IC_OP_GT, IN(g, IC_F32, 300), S(g, 0.0))));
+    /* every binary op */
+    static const ic_op bi[] = {IC_OP_ADD, IC_OP_SUB, IC_OP_MUL, IC_OP_DIV, IC_OP_MAXIMUM, IC_OP_MINIMUM,
+                               IC_OP_POW, IC_OP_EQ, IC_OP_NE, IC_OP_LT, IC_OP_LE, IC_OP_GT, IC_OP_GE,
+                               IC_OP_LOGICAL_AND, IC_OP_LOGICAL_OR};
+    for (size_t i = 0; i < sizeof bi / sizeof bi[0]; i++) {
+        char nm[64];
+        snprintf(nm, sizeof nm, "binary_%s", ic_op_name(bi[i]));
+        g = add_case(nm, IC_OK, 8e-6);
+        x = IN(g, IC_F32, 33, 31);
+        y = IN(g, IC_F32, 31);
+        if (bi[i] == IC_OP_POW) x = U(g, IC_OP_ABS, x);
+        ic_output(g, Bn(g, bi[i], x, y));
+    }
+    g = G("pow_const");
+    x = IN(g, IC_F32, 100);
+    ic_output(g, Bn(g, IC_OP_POW, x, S(g, 2.0)));
+    ic_output(g, Bn(g, IC_OP_POW, U(g, IC_OP_ABS, x), S(g, 0.5)));
+    ic_output(g, Bn(g, IC_OP_POW, x, S(g, 3.0)));
+    g = G("where");
+    x = IN(g, IC_F32, 40, 50);
+    ic_output(g, ic_where(g, Bn(g, IC_OP_GT, x, S(g, 0.0)), x, Bn(g, IC_OP_MUL, x, S(g, 0.1))));
+    g = G("casts");
+    x = IN(g, IC_F32, 257);
+    ic_output(g, ic_cast(g, Bn(g, IC_OP_MUL, x, S(g, 10.0)), IC_I32));
+    ic_output(g, ic_cast(g, x, IC_BOOL));
+    ic_output(g, ic_cast(g, x, IC_F64));
+    g = G("int_ops");
+    x = IN(g, IC_I32, 77);
+    y = IN(g, IC_I64, 77);
+    ic_output(g, Bn(g, IC_OP_ADD, x, y));
+    ic_output(g, Bn(g, IC_OP_MAXIMUM, x, ic_cast(g, y, IC_I32)));
+    ic_output(g, U(g, IC_OP_ABS, x));
+    g = G("u8_i8_bool");
+    x = IN(g, IC_U8, 100);
+    y = IN(g, IC_I8, 100);
+    ic_output(g, Bn(g, IC_OP_ADD, x, y));
+    ic_output(g, Bn(g, IC_OP_LOGICAL_AND, ic_cast(g, x, IC_BOOL), ic_cast(g, y, IC_BOOL)));
+    /* f64 */
+    g = add_case("f64_arith", IC_OK, 1e-14);
+    x = IN(g, IC_F64, 999);
+    y = IN(g, IC_F64, 999);
+    ic_output(g, U(g, IC_OP_SQRT, U(g, IC_OP_ABS, Bn(g, IC_OP_DIV, Bn(g, IC_OP_MUL, x, y), Bn(g, IC_OP_ADD, y, S(g, 3.0))))));
+    g = add_case("f64_sum_rows", IC_OK, 1e-13);
+    ic_output(g, R(g, IC_OP_SUM, IN(g, IC_F64, 50, 333), 1, 0));
+    g = add_case("f64_exp_unsupported", IC_EUNSUPPORTED, 0);
+    ic_output(g, U(g, IC_OP_EXP, IN(g, IC_F64, 10)));
+    /* reductions */
+    g = add_case("sum_last_100x37", IC_OK, 1e-5);
+    ic_output(g, R(g, IC_OP_SUM, IN(g, IC_F32, 100, 37), 1, 0));
+    g = add_case("sum_last_64x1024", IC_OK, 1e-5);
+    ic_output(g, R(g, IC_OP_SUM, IN(g, IC_F32, 64, 1024), 1, 1));
+    g = add_case("sum_last_8x100000_looped", IC_OK, 1e-5);
+    ic_output(g, R(g, IC_OP_SUM, IN(g, IC_F32, 8, 100000), 1, 0));
+    g = add_case("amax_last_odd_31x4099", IC_OK, 0);
+    ic_output(g, R(g, IC_OP_AMAX, IN(g, IC_F32, 31, 4099), 1, 0));
+    g = add_case("amax_first_1000x64", IC_OK, 0);
+    ic_output(g, R(g, IC_OP_AMAX, IN(g, IC_F32, 1000, 64), 0, 0));
+    g = add_case("sum_first_4096x256", IC_OK, 1e-5);
+    ic_output(g, R(g, IC_OP_SUM, IN(g, IC_F32, 4096, 256), 0, 1));
+    g = add_case("sum_first_small_5x7", IC_OK, 1e-6);
+    ic_output(g, R(g, IC_OP_SUM, IN(g, IC_F32, 5, 7), 0, 0));
+    g = add_case("amin_mid_6x50x8", IC_OK, 0);
+    ic_output(g, R(g, IC_OP_AMIN, IN(g, IC_F32, 6, 50, 8), 1, 0));
+    g = add_case("mean_all_12345", IC_OK, 1e-5);
+    ic_output(g, ic_reduce(g, IC_OP_MEAN, IN(g, IC_F32, 12345), 0, 0, -1));
+    g = add_case("sum_all_2d_300x301", IC_OK, 1e-5);
+    ic_output(g, ic_reduce(g, IC_OP_SUM, IN(g, IC_F32, 300, 301), 0, 0, -1));
+    g = add_case("sum_int_rows", IC_OK, 0);
+    ic_output(g, R(g, IC_OP_SUM, IN(g, IC_I32, 17, 129), 1, 0));
+    g = add_case("sum_bool_rows", IC_OK, 0);
+    ic_output(g, R(g, IC_OP_SUM, Bn(g, IC_OP_GT, IN(g, IC_F32, 19, 300), S(g, 0.0)), 1, 0));
+    g = add_case("sum_transposed_in", IC_OK, 1e-5);
+    ic_output(g, R(g, IC_OP_SUM, in_t(g, IC_F32, 200, 300), 1, 0));
+    g = add_case("sum_dims_0_2", IC_OK, 1e-5);
+    ic_output(g, ic_reduce(g, IC_OP_SUM, IN(g, IC_F32, 8, 9, 10), 5u, 0, -1));
+    g = add_case("reduce_empty_3x0", IC_OK, 0);
+    ic_output(g, R(g, IC_OP_SUM, IN(g, IC_F32, 3, 0), 1, 0));
+    g = add_case("reduce_size1_dim", IC_OK, 0);
+    ic_output(g, R(g, IC_OP_SUM, IN(g, IC_F32, 40, 1), 1, 0));
+    /* row patterns */
+    g = add_case("softmax_128x1000", IC_OK, 1e-5);
+    ic_output(g, softmax(g, IN(g, IC_F32, 128, 1000)));
+    g = add_case("softmax_3x33", IC_OK, 1e-5);
+    ic_output(g, softmax(g, IN(g, IC_F32, 3, 33)));
+    g = add_case("softmax_4x8192", IC_OK, 1e-5);
+    ic_output(g, softmax(g, IN(g, IC_F32, 4, 8192)));
+    g = add_case("softmax_2x50000_looped", IC_OK, 1e-5);
+    ic_output(g, softmax(g, IN(g, IC_F32, 2, 50000)));
+    g = add_case("softmax_dim0_300x40", IC_OK, 1e-5);
+    x = IN(g, IC_F32, 300, 40);
+    {
+        ic_val m = R(g, IC_OP_AMAX, x, 0, 1);
+        ic_val e = U(g, IC_OP_EXP, Bn(g, IC_OP_SUB, x, m));
+        ic_output(g, Bn(g, IC_OP_DIV, e, R(g, IC_OP_SUM, e, 0, 1)));
+    }
+    g = add_case("layernorm_64x768", IC_OK, 2e-5);
+    x = IN(g, IC_F32, 64, 768);
+    w = IN(g, IC_F32, 768);
+    b = IN(g, IC_F32, 768);
+    ic_output(g, layernorm(g, x, w, b));
+    g = add_case("layernorm_odd_10x771", IC_OK, 2e-5);
+    ic_output(g, layernorm(g, IN(g, IC_F32, 10, 771), IN(g, IC_F32, 771), IN(g, IC_F32, 771)));
+    g = add_case("rmsnorm_32x4096", IC_OK, 2e-5);
+    ic_output(g, rmsnorm(g, IN(g, IC_F32, 32, 4096), IN(g, IC_F32, 4096)));
+    g = add_case("rmsnorm_3d_2x5x127", IC_OK, 2e-5);
+    ic_output(g, rmsnorm(g, IN(g, IC_F32, 2, 5, 127), IN(g, IC_F32, 127)));
+    g = add_case("logsumexp_16x500", IC_OK, 1e-5);
+    x = IN(g, IC_F32, 16, 500);
+    {
+        ic_val m = R(g, IC_OP_AMAX, x, 1, 1);
+        ic_val s = R(g, IC_OP_SUM, U(g, IC_OP_EXP, Bn(g, IC_OP_SUB, x, m)), 1, 1);
+        ic_output(g, Bn(g, IC_OP_ADD, U(g, IC_OP_LOG, s), m));
+    }
+    /* half precision storage */
+    g = add_case("bf16_add_mul", IC_OK, 1e-2);
+    x = IN(g, IC_BF16, 64, 128);
+    ic_output(g, Bn(g, IC_OP_MUL, Bn(g, IC_OP_ADD, x, IN(g, IC_BF16, 128)), S(g, 0.5)));
+    g = add_case("bf16_odd_softmax_7x99", IC_OK, 1e-2);
+    ic_output(g, softmax(g, IN(g, IC_BF16, 7, 99)));
+    g = add_case("bf16_rmsnorm_16x2048", IC_OK, 1e-2);
+    ic_output(g, rmsnorm(g, IN(g, IC_BF16, 16, 2048), IN(g, IC_BF16, 2048)));
+    g = add_case("f16_gelu_layernorm", IC_OK, 1e-2);
+    x = IN(g, IC_F16, 8, 512);
+    ic_output(g, layernorm(g, U(g, IC_OP_GELU, x), IN(g, IC_F16, 512), IN(g, IC_F16, 512)));
+    g = add_case("bf16_to_f32_sum", IC_OK, 1e-5);
+    ic_output(g, R(g, IC_OP_SUM, ic_cast(g, IN(g, IC_BF16, 33, 256), IC_F32), 1, 0));
+}
+
+/* ---- ptxas ---------------------------------------------------------------------------------- */
+static const char *find_ptxas(void) {
+    static char path[512];
+    const char *e = getenv("PTXAS");
+    if (e && *e) return access(e, X_OK) == 0 ? e : NULL;
+    if (access("/usr/local/cuda/bin/ptxas", X_OK) == 0) return "/usr/local/cuda/bin/ptxas";
+    const char *p = getenv("PATH");
+    while (p && *p) {
+        const char *q = strchr(p, ':');
+        size_t n = q ? (size_t)(q - p) : strlen(p);
+        snprintf(path, sizeof path, "%.*s/ptxas", (int)n, p);
+        if (access(path, X_OK) == 0) return path;
+        p = q ? q + 1 : NULL;
+    }
+    return NULL;
+}
+
+static int run_ptxas(const char *ptxas, const char *file, const char *name) {
+    char cmd[1024], out[64 * 1024];
+    snprintf(cmd, sizeof cmd, "'%s' -arch=sm_90 '%s' -o /dev/null 2>&1", ptxas, file);
+    FILE *f = popen(cmd, "r");
+    if (!f) return -1;
+    size_t n = fread(out, 1, sizeof out - 1, f);
+    out[n] = 0;
+    int st = pclose(f);
+    if (st != 0) fprintf(stderr, "ptxas failed on %s:\n%s\n", name, out);
+    return st;
+}
+
+/* ---- a minimal libcuda for the harness ------------------------------------------------------- */
+typedef int CUr;
+static struct {
+    void *lib;
+    CUr (*MemAlloc)(unsigned long long *, size_t);
+    CUr (*MemFree)(unsigned long long);
+    CUr (*HtoD)(unsigned long long, const void *, size_t);
+    CUr (*DtoH)(void *, unsigned long long, size_t);
+    CUr (*Sync)(void);
+    CUr (*Memset)(unsigned long long, unsigned char, size_t);
+} cu;
+
+static bool cu_open(void) {
+    cu.lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!cu.lib) return false;
+    *(void **)&cu.MemAlloc = dlsym(cu.lib, "cuMemAlloc_v2");
+    *(void **)&cu.MemFree = dlsym(cu.lib, "cuMemFree_v2");
+    *(void **)&cu.HtoD = dlsym(cu.lib, "cuMemcpyHtoD_v2");
+    *(void **)&cu.DtoH = dlsym(cu.lib, "cuMemcpyDtoH_v2");
+    *(void **)&cu.Sync = dlsym(cu.lib, "cuCtxSynchronize");
+    *(void **)&cu.Memset = dlsym(cu.lib, "cuMemsetD8_v2");
+    return cu.MemAlloc && cu.MemFree && cu.HtoD && cu.DtoH && cu.Sync && cu.Memset;
+}
+
+/* ---- differential GPU run --------------------------------------------------------------------- */
+static uint64_t rng = 0x9E3779B97F4A7C15ull;
+static uint64_t rnd(void) {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+}
+static double rndu(void) { return (double)(rnd() >> 11) / 9007199254740992.0; }
+
+static int64_t span_of(const ic_meta *m) {
+    int64_t s = 1;
+    for (int d = 0; d < m->ndim; d++) {
+        if (m->sizes[d] == 0) return 0;
+        s += (m->sizes[d] - 1) * m->strides[d];
+    }
+    return s;
+}
+
+static float bf16f(uint16_t h) {
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+static uint16_t f2bf(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return (uint16_t)((u + 0x7FFF + ((u >> 16) & 1)) >> 16);
+}
+static float f16f(uint16_t h) {
+    int s = h >> 15, e = (h >> 10) & 31, m = h & 1023;
+    float v = e == 0 ? ldexpf((float)m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexpf((float)(m | 1024), e - 25);
+    return s ? -v : v;
+}
+static uint16_t f2h(float f) { /* inputs are small normal numbers here: truncating is fine */
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    uint32_t s = (u >> 16) & 0x8000;
+    int e = (int)((u >> 23) & 255) - 127 + 15;
+    if (f == 0 || e <= 0) return (uint16_t)s;
+    return (uint16_t)(s | ((uint32_t)e << 10) | ((u >> 13) & 1023));
+}
+
+static void fill(void *p, ic_dtype t, int64_t n) {
+    for (int64_t i = 0; i < n; i++) {
+        double v = (rndu() * 4.0 - 2.0);
+        switch (t) {
+        case IC_BOOL: ((uint8_t *)p)[i] = rnd() & 1; break;
+        case IC_U8: ((uint8_t *)p)[i] = (uint8_t)(rnd() % 11); break;
+        case IC_I8: ((int8_t *)p)[i] = (int8_t)((int)(rnd() % 11) - 5); break;
+        case IC_I16: ((int16_t *)p)[i] = (int16_t)((int)(rnd() % 101) - 50); break;
+        case IC_I32: ((int32_t *)p)[i] = (int32_t)(rnd() % 2001) - 1000; break;
+        case IC_I64: ((int64_t *)p)[i] = (int64_t)(rnd() % 2001) - 1000; break;
+        case IC_F16: ((uint16_t *)p)[i] = f2h((float)v); break;
+        case IC_BF16: ((uint16_t *)p)[i] = f2bf((float)v); break;
+        case IC_F32: ((float *)p)[i] = (float)v; break;
+        case IC_F64: ((double *)p)[i] = v; break;
+        default: break;
+        }
+    }
+}
+
+static double getv(const void *p, ic_dtype t, int64_t i) {
+    switch (t) {
+    case IC_BOOL: case IC_U8: return ((const uint8_t *)p)[i];
+    case IC_I8: return ((const int8_t *)p)[i];
+    case IC_I16: return ((const int16_t *)p)[i];
+    case IC_I32: return ((const int32_t *)p)[i];
+    case IC_I64: return (double)((const int64_t *)p)[i];
+    case IC_F16: return f16f(((const uint16_t *)p)[i]);
+    case IC_BF16: return bf16f(((const uint16_t *)p)[i]);
+    case IC_F32: return ((const float *)p)[i];
+    case IC_F64: return ((const double *)p)[i];
+    default: return 0;
+    }
+}
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int ndiff, gpu_runs, cpu_skipped;
+
+static void run_gpu(gcase *gc) {
+    ic_graph *g = gc->g;
+    ic_err e1, e2;
+    ic_options oc = {.device = IC_CPU}, og = {.device = IC_CUDA};
+    ic_compiled *cg = ic_compile(g, &og, &e2);
+    if (gc->expect != IC_OK) {
+        CHECK(!cg && e2.code == gc->expect, "%s: expected error %d, got %d (%s)", gc->name, gc->expect,
+              cg ? 0 : e2.code, cg ? "compiled" : e2.msg);
+        if (cg) ic_compiled_free(cg);
+        return;
+    }
+    CHECK(cg != NULL, "%s: GPU compile failed: %s", gc->name, e2.msg);
+    if (!cg) return;
+    ic_compiled *cc = ic_compile(g, &oc, &e1);
+    int ni = ic_graph_num_inputs(g), no = ic_compiled_num_outputs(cg);
+    void *hin[16], *cout[16];
+    unsigned long long din[16] = {0}, dout[16] = {0};
+    void *dinp[16], *doutp[16];
+    size_t obytes[16];
+    ic_val inv[16];
+    for (int v = 0, i = 0; i < ni; v++)
+        if (ic_value_op(g, v) == IC_OP_INPUT) inv[i++] = v;
+    for (int i = 0; i < ni; i++) {
+        const ic_meta *m = ic_value_meta(g, inv[i]);
+        int64_t sp = span_of(m);
+        size_t bytes = (size_t)sp * ic_dtype_size(m->dtype);
+        hin[i] = calloc(1, bytes + 16);
+        fill(hin[i], m->dtype, sp);
+        cu.MemAlloc(&din[i], bytes + 256);
+        cu.HtoD(din[i], hin[i], bytes);
+        dinp[i] = (void *)(uintptr_t)din[i];
+    }
+    for (int o = 0; o < no; o++) {
+        const ic_meta *m = ic_compiled_output_meta(cg, o);
+        int64_t n = 1;
+        for (int d = 0; d < m->ndim; d++) n *= m->sizes[d];
+        obytes[o] = (size_t)n * ic_dtype_size(m->dtype);
+        cout[o] = calloc(1, obytes[o] + 16);
+        cu.MemAlloc(&dout[o], obytes[o] + 256);
+        cu.Memset(dout[o], 0xFF, obytes[o] + 1);
+        doutp[o] = (void *)(uintptr_t)dout[o];
+    }
+    ic_err er;
+    int rc = ic_run_stream(cg, dinp, doutp, NULL, &er);
+    CHECK(rc == 0, "%s: GPU run: %s", gc->name, er.msg);
+    CHECK(cu.Sync() == 0, "%s: synchronize failed (kernel fault?)", gc->name);
+    if (getenv("TEST_PTX_BENCH")) {
+        double t0 = now();
+        for (int it = 0; it < 20; it++) ic_run_stream(cg, dinp, doutp, NULL, &er);
+        cu.Sync();
+        printf("  %-32s %8.1f us/call\n", gc->name, (now() - t0) / 20 * 1e6);
+    }
+    gpu_runs++;
+    if (!cc) {
+        cpu_skipped++;
+        if (verbose) printf("  %s: GPU ran; no CPU reference (%s)\n", gc->name, e1.msg);
+    } else {
+        rc = ic_run(cc, hin, cout, &er);
+        CHECK(rc == 0, "%s: CPU run: %s", gc->name, er.msg);
+        for (int o = 0; o < no; o++) {
+            const ic_meta *m = ic_compiled_output_meta(cg, o);
+            void *gout = malloc(obytes[o] + 16);
+            cu.DtoH(gout, dout[o], obytes[o]);
+            int64_t n = (int64_t)(obytes[o] / ic_dtype_size(m->dtype));
+            int bad = 0;
+            double worst = 0;
+            for (int64_t i = 0; i < n; i++) {
+                double a = getv(gout, m->dtype, i), b = getv(cout[o], m->dtype, i);
+                if (isnan(a) && isnan(b)) continue;
+                double d = fabs(a - b), lim = gc->tol * fabs(b) + gc->tol * 1e-2 + (gc->tol > 0 ? 1e-30 : 0);
+                if (m->dtype == IC_BF16 || m->dtype == IC_F16) lim += 1e-2 * fabs(b);
+                if (!(d <= lim)) {
+                    if (bad < 3)
+                        fprintf(stderr, "  %s out%d[%lld]: gpu %.9g cpu %.9g\n", gc->name, o, (long long)i, a, b);
+                    bad++;
+                }
+                if (d > worst) worst = d;
+            }
+            CHECK(bad == 0, "%s: output %d: %d of %lld elements differ (worst %g)", gc->name, o, bad, (long long)n, worst);
+            ndiff += bad;
+            free(gout);
+        }
+        ic_compiled_free(cc);
+    }
+    for (int i = 0; i < ni; i++) {
+        cu.MemFree(din[i]);
+        free(hin[i]);
+    }
+    for (int o = 0; o < no; o++) {
+        cu.MemFree(dout[o]);
+        free(cout[o]);
+    }
+    ic_compiled_free(cg);
+}
+
+int main(int argc, char **argv) {
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-v")) verbose = 1;
+        else if (!strcmp(argv[i], "-s")) keep = 1;
+        else if (!strcmp(argv[i], "-k") && i + 1 < argc) only = argv[++i];
+    }
+    double t0 = now();
+    build_corpus();
+    const char *ptxas = find_ptxas();
+    char dir[256];
+    snprintf(dir, sizeof dir, "/tmp/torchc_ptx_%d", (int)getpid());
+    if (keep) snprintf(dir, sizeof dir, "/tmp/torchc_ptx");
+    if (ptxas) mkdir(dir, 0700);
+    int nptx = 0, nasm = 0, nunsup = 0;
+    size_t ptx_bytes = 0;
+    for (int i = 0; i < ncases; i++) {
+        gcase *gc = &cases[i];
+        if (only && !strstr(gc->name, only)) continue;
+        CHECK(ic_graph_error(gc->g) == NULL, "%s: graph error %s", gc->name, ic_graph_error(gc->g));
+        ic_err err;
+        char *ptx = ic_graph_to_ptx(gc->g, 90, &err);
+        if (gc->expect != IC_OK) {
+            CHECK(!ptx && err.code == gc->expect, "%s: expected error %d, got %s", gc->name, gc->expect,
+                  ptx ? "PTX" : err.msg);
+            nunsup++;
+            free(ptx);
+            continue;
+        }
+        CHECK(ptx != NULL, "%s: ic_graph_to_ptx: %s", gc->name, err.msg);
+        if (!ptx) continue;
+        nptx++;
+        ptx_bytes += strlen(ptx);
+        CHECK(strstr(ptx, ".target sm_90") != NULL, "%s: no .target sm_90", gc->name);
+        if (verbose) printf("  %-32s %6zu bytes of PTX\n", gc->name, strlen(ptx));
+        if (ptxas) {
+            char file[1024];
+            snprintf(file, sizeof file, "%s/%.64s.ptx", dir, gc->name);
+            FILE *f = fopen(file, "w");
+            if (f) {
+                fputs(ptx, f);
+                fclose(f);
+                CHECK(run_ptxas(ptxas, file, gc->name) == 0, "%s: ptxas rejected the PTX", gc->name);
+                nasm++;
+                if (!keep) unlink(file);
+            }
+        }
+        free(ptx);
+    }
+    if (ptxas && !keep) rmdir(dir);
+    printf("ptx: %d graphs -> PTX (%zu KiB), %d expected-unsupported, ", nptx, ptx_bytes / 1024, nunsup);
+    if (ptxas) printf("%d assembled by %s -arch=sm_90\n", nasm, ptxas);
+    else printf("ptxas not found: assembly skipped\n");
+
+    if (ic_cuda_available()) {
+        if (!cu_open()) {
+            CHECK(0, "libcuda loads for torchc but not for the harness");
+        } else {
+            for (int i = 0; i < ncases; i++)
+                if (!only || strstr(cases[i].name, only)) run_gpu(&cases[i]);
+            printf("gpu: %d graphs run on the device, %d compared with the CPU backend (%d without a CPU "
+                   "reference), %d differing elements\n",
+                   gpu_runs, gpu_runs - cpu_skipped, cpu_skipped, ndiff);
+        }
+    } else {
+        const char *why = ic_cuda_unavailable_reason();
+        CHECK(why && *why, "no reason for the missing driver");
+        printf("gpu: skipped (%s)\n", why ? why : "?");
+        ic_options o = {.device = IC_CUDA};
+        ic_err err;
+        ic_compiled *c = ic_compile(cases[0].g, &o, &err);
+        CHECK(!c && err.code == IC_EUNSUPPORTED, "compile for IC_CUDA without a driver: %d %s", c ? 0 : err.code,
+              err.msg);
+        if (c) ic_compiled_free(c);
+    }
+    for (int i = 0; i < ncases; i++) ic_graph_free(cases[i].g);
+    printf("test_ptx: %d checks, %d failures (%.1f s)\n", checks, failures, now() - t0);
+    return failures;
+}
