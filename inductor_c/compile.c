@@ -7,6 +7,8 @@
  * per-compilation arena is freed on every path. TORCHC_DEBUG=graph,loops,llvm dumps
  * the stages to stderr.
  */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -214,11 +216,120 @@ ic_compiled *ic_compile_graph(const ic_graph *g, const ic_options *opt, ic_err *
     return out;
 }
 
-IC_API ic_compiled *ic_compile(const ic_graph *g, const ic_options *opt, ic_err *err) {
-    return ic_compile_graph(g, opt, err);
+/* ---- in-memory cache: graph text + options -> compiled (CPU) ------------------------------- */
+#define IC_CACHE_SIZE 128
+
+typedef struct cache_ent {
+    char *key;
+    uint64_t hash, used;
+    ic_compiled *c;
+} cache_ent;
+
+static cache_ent cache[IC_CACHE_SIZE];
+static uint64_t cache_clock;
+static pthread_mutex_t cache_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void release(ic_compiled *c) {
+    if (c && atomic_fetch_sub(&c->refs, 1) == 1) compiled_free_parts(c);
 }
 
-IC_API void ic_compiled_free(ic_compiled *c) { compiled_free_parts(c); }
+static uint64_t hash_str(const char *s) {
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+static bool cache_enabled(const ic_options *o) {
+    const char *e = getenv("TORCHC_CACHE");
+    if (e && strcmp(e, "0") == 0) return false;
+    if (ic_debug_flags() || (o && o->debug)) return false;
+    return !o || o->device == IC_CPU;
+}
+
+static char *cache_key(const ic_graph *g, const ic_options *o) {
+    char *text = ic_graph_to_string(g);
+    if (!text) return NULL;
+    ic_options d = {.opt_level = 3};
+    if (!o) o = &d;
+    ic_str s = {0};
+    ic_str_printf(&s, "%s|opt=%d|threads=%d|dev=%d", text, o->opt_level > 0 ? o->opt_level : 3, o->num_threads,
+                  o->device);
+    free(text);
+    if (s.oom) {
+        free(s.s);
+        return NULL;
+    }
+    return s.s;
+}
+
+IC_API void ic_cache_clear(void) {
+    pthread_mutex_lock(&cache_mu);
+    ic_compiled *drop[IC_CACHE_SIZE];
+    int n = 0;
+    for (int i = 0; i < IC_CACHE_SIZE; i++) {
+        if (!cache[i].key) continue;
+        free(cache[i].key);
+        drop[n++] = cache[i].c;
+        memset(&cache[i], 0, sizeof cache[i]);
+    }
+    pthread_mutex_unlock(&cache_mu);
+    for (int i = 0; i < n; i++) release(drop[i]);
+}
+
+IC_API ic_compiled *ic_compile(const ic_graph *g, const ic_options *opt, ic_err *err) {
+    if (!g || g->err || !cache_enabled(opt)) {
+        ic_compiled *c = ic_compile_graph(g, opt, err);
+        if (c) atomic_store(&c->refs, 1);
+        return c;
+    }
+    char *key = cache_key(g, opt);
+    uint64_t h = key ? hash_str(key) : 0;
+    if (key) {
+        pthread_mutex_lock(&cache_mu);
+        for (int i = 0; i < IC_CACHE_SIZE; i++) {
+            if (cache[i].key && cache[i].hash == h && strcmp(cache[i].key, key) == 0) {
+                ic_compiled *c = cache[i].c;
+                atomic_fetch_add(&c->refs, 1);
+                cache[i].used = ++cache_clock;
+                pthread_mutex_unlock(&cache_mu);
+                free(key);
+                if (err) {
+                    err->code = IC_OK;
+                    err->msg[0] = 0;
+                }
+                return c;
+            }
+        }
+        pthread_mutex_unlock(&cache_mu);
+    }
+    ic_compiled *c = ic_compile_graph(g, opt, err);
+    if (!c || !key) {
+        if (c) atomic_store(&c->refs, 1);
+        free(key);
+        return c;
+    }
+    atomic_store(&c->refs, 2); /* the caller and the cache */
+    ic_compiled *evict = NULL;
+    pthread_mutex_lock(&cache_mu);
+    int slot = 0;
+    for (int i = 0; i < IC_CACHE_SIZE; i++) {
+        if (!cache[i].key) {
+            slot = i;
+            break;
+        }
+        if (cache[i].used < cache[slot].used) slot = i;
+    }
+    if (cache[slot].key) {
+        free(cache[slot].key);
+        evict = cache[slot].c;
+    }
+    cache[slot] = (cache_ent){.key = key, .hash = h, .used = ++cache_clock, .c = c};
+    pthread_mutex_unlock(&cache_mu);
+    release(evict);
+    return c;
+}
+
+IC_API void ic_compiled_free(ic_compiled *c) { release(c); }
 IC_API int ic_compiled_num_inputs(const ic_compiled *c) { return c->ninputs; }
 IC_API int ic_compiled_num_outputs(const ic_compiled *c) { return c->noutputs; }
 IC_API const ic_meta *ic_compiled_output_meta(const ic_compiled *c, int i) {

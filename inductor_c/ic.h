@@ -152,6 +152,12 @@ char *ic_compiled_describe(const ic_compiled *c);
  * allocated by the caller per ic_compiled_output_meta. Thread-safe for distinct buffers. */
 int ic_run(const ic_compiled *c, void *const *inputs, void *const *outputs, ic_err *err);
 
+/* Compiles are cached in memory (CPU): an identical graph (same text: ops, shapes, input
+ * strides, scalars) with the same options returns the cached code at once. The cache
+ * keeps at most 128 graphs; TORCHC_CACHE=0 or any TORCHC_DEBUG bypasses it. ic_cache_clear
+ * drops the cache's references (torchc.reset()); objects still held stay valid. */
+void ic_cache_clear(void);
+
 /* ---- runtime ------------------------------------------------------------------------ */
 void ic_set_num_threads(int n); /* worker count of the CPU pool (>= 1) */
 int ic_get_num_threads(void);

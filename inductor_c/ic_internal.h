@@ -214,6 +214,7 @@ struct ic_compiled {
     ic_rkernel *kernels;
     char *describe;
     void *jit_rt;        /* LLVMOrcResourceTrackerRef */
+    _Atomic int refs;    /* owners: the caller of ic_compile, and the compile cache */
     void *gpu;           /* IC_CUDA: ic_gpu (codegen/gpu.h), owned; NULL on the CPU */
     int num_threads;
 };

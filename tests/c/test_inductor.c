@@ -1714,6 +1714,7 @@ static void test_threads_concurrent(void) {
 /* every arena allocation of a compile fails once: ENOMEM comes back, nothing leaks */
 static void test_alloc_failures(void) {
     cur_test = "alloc_failures";
+    setenv("TORCHC_CACHE", "0", 1); /* a cache hit would skip the allocations */
     int ok = 0, nomem = 0;
     for (long n = 0; n < 4000; n += (n < 80 ? 1 : 41)) {
         T *t = t_new();
@@ -1736,6 +1737,42 @@ static void test_alloc_failures(void) {
         if (c) break; /* past the last allocation */
     }
     CHECK(ok == 1 && nomem > 40, "ok %d nomem %d", ok, nomem);
+    unsetenv("TORCHC_CACHE");
+}
+
+static ic_graph *cache_graph(int64_t stride0, double k) {
+    ic_graph *g = ic_graph_new();
+    ic_meta m = {.dtype = IC_F32, .ndim = 2, .sizes = {8, 9}, .strides = {stride0, 1}};
+    ic_val x = ic_input(g, &m);
+    ic_output(g, ic_unary(g, IC_OP_TANH, ic_binary(g, IC_OP_MUL, x, ic_scalar(g, k, IC_F64))));
+    return g;
+}
+
+static void test_cache(void) {
+    cur_test = "cache";
+    ic_err err;
+    ic_graph *g1 = cache_graph(9, 0.5), *g2 = cache_graph(9, 0.5), *g3 = cache_graph(10, 0.5),
+             *g4 = cache_graph(9, 0.5000001);
+    ic_compiled *a = ic_compile(g1, NULL, &err), *b = ic_compile(g2, NULL, &err);
+    ic_compiled *c = ic_compile(g3, NULL, &err), *d = ic_compile(g4, NULL, &err);
+    CHECK(a && a == b, "identical graphs share the compiled code");
+    CHECK(c && c != a && d && d != a, "strides and scalars are part of the key");
+    ic_options o3 = {.opt_level = 2};
+    ic_compiled *e = ic_compile(g1, &o3, &err);
+    CHECK(e && e != a, "options are part of the key");
+    ic_cache_clear();
+    float in[90], out[72];
+    for (int i = 0; i < 90; i++) in[i] = (float)i * 0.01f;
+    void *ins[1] = {in}, *outs[1] = {out};
+    CHECK(ic_run(a, ins, outs, &err) == 0 && fabsf(out[1] - tanhf(0.005f)) < 1e-6f, "valid after clear");
+    ic_compiled *f = ic_compile(g1, NULL, &err);
+    CHECK(f && f != a, "recompiled after clear");
+    ic_compiled *all[6] = {a, b, c, d, e, f};
+    for (int i = 0; i < 6; i++) ic_compiled_free(all[i]);
+    ic_graph_free(g1);
+    ic_graph_free(g2);
+    ic_graph_free(g3);
+    ic_graph_free(g4);
 }
 
 static void test_big_and_threads(void) {
@@ -1882,6 +1919,7 @@ int main(int argc, char **argv) {
     test_deep_graphs();
     test_alloc_failures();
     test_threads_concurrent();
+    test_cache();
     test_vec_outer();
     test_half();
     test_split();
