@@ -82,7 +82,8 @@ typedef enum dh_outkind {
     DH_O_ITER,  /* iter(child tuple) */
     DH_O_ATTR,  /* getattr(child, obj) */
     DH_O_BOUND, /* method obj bound to child */
-    DH_O_DICT   /* dict(zip(obj keys, children)) */
+    DH_O_DICT,  /* dict(zip(obj keys, children)) */
+    DH_O_CALLM  /* child.name(*args), obj = (name, args): a view replayed on an input */
 } dh_outkind;
 
 enum { DH_BRK_NONE = 0, DH_BRK_CALL = 1, DH_BRK_JUMP = 2 };

@@ -270,6 +270,18 @@ static PyObject *build_output(const dh_entry *e, int node, PyObject *const *outs
         Py_DECREF(child);
         return r;
     }
+    case DH_O_CALLM: {
+        PyObject *child = build_output(e, o->index, outs, values);
+        if (child == NULL)
+            return NULL;
+        PyObject *m = PyObject_GetAttr(child, PyTuple_GET_ITEM(o->obj, 0));
+        Py_DECREF(child);
+        if (m == NULL)
+            return NULL;
+        PyObject *r = PyObject_Call(m, PyTuple_GET_ITEM(o->obj, 1), NULL);
+        Py_DECREF(m);
+        return r;
+    }
     case DH_O_DICT: {
         PyObject *d = PyDict_New();
         if (d == NULL)

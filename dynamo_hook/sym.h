@@ -71,6 +71,7 @@ typedef struct trace {
     PyObject *keep; /* list: owns every object a var points at */
     /* per-value facts */
     unsigned char *view_of_input; /* indexed by ic_val */
+    PyObject **view_desc;         /* (base val, method name, args) per view value, borrowed */
     int capvals;
     /* tensor objects: aliases share an oid; in-place updates change obj_val[oid] */
     ic_val *obj_val;
@@ -100,6 +101,7 @@ int sym_const(trace *t, PyObject *o, var *out); /* steals o */
 int sym_is_number(const var *v);
 void sym_mark_view(trace *t, ic_val out, ic_val in);
 int sym_is_view_of_input(trace *t, ic_val v);
+void sym_set_view_desc(trace *t, ic_val v, PyObject *desc);
 int sym_check_graph(trace *t); /* fails the trace if the graph is in error */
 /* In-place updates: the latest version of a value, resolution of a var (recursively in
  * sequences), and recording that target now holds newval (cast to target's dtype). */
@@ -129,5 +131,6 @@ int sym_binary(trace *t, int nb_op, const var *a, const var *b, var *out); /* BI
 int sym_compare(trace *t, int cmp, const var *a, const var *b, var *out);
 int sym_tensor_attr(trace *t, const var *x, PyObject *name, var *out);
 int sym_neg(trace *t, const var *a, var *out);
+int sym_tensor_index(trace *t, const var *x, const var *k, var *out);
 
 #endif

@@ -29,7 +29,7 @@
     X(GET_ITER) X(FOR_ITER) X(END_FOR) X(EXTENDED_ARG) X(MAKE_CELL) X(COPY_FREE_VARS)     \
     X(LOAD_DEREF) X(STORE_DEREF) X(LOAD_CLOSURE) X(BUILD_MAP) X(BUILD_CONST_KEY_MAP)         \
     X(CALL_FUNCTION_EX) X(DICT_MERGE) X(DICT_UPDATE) X(FORMAT_VALUE) X(BUILD_STRING)      \
-    X(STORE_ATTR) X(BUILD_SLICE) X(LIST_APPEND) X(MAP_ADD) X(UNPACK_EX) X(MAKE_FUNCTION)
+    X(STORE_ATTR) X(BUILD_SLICE) X(LIST_APPEND) X(MAP_ADD) X(UNPACK_EX) X(MAKE_FUNCTION) X(BINARY_SLICE) X(UNARY_INVERT)
 
 enum {
     OP_UNKNOWN = 0,
@@ -314,7 +314,7 @@ static int subscr(trace *t, const var *c, const var *k, var *out) {
         return 0;
     }
     if (c->kind == V_TENSOR)
-        return sym_fail(t, "tensor indexing not supported yet");
+        return sym_tensor_index(t, c, k, out);
     return sym_fail(t, "subscript of an unsupported value");
 }
 
@@ -1092,6 +1092,45 @@ static int run(trace *t, sframe *f, var *result) {
                 return sym_fail(t, "LIST_TO_TUPLE on a non-list");
             PEEK(1).is_list = 0;
             break;
+        case OP_BINARY_SLICE: {
+            NEED(3);
+            var stop = POP(), start = POP();
+            a = POP();
+            if ((start.kind != V_CONST) || (stop.kind != V_CONST))
+                return sym_fail(t, "slice with non-constant bounds");
+            var k;
+            if (sym_const(t, PySlice_New(start.obj, stop.obj, Py_None), &k) < 0)
+                return -1;
+            if (subscr(t, &a, &k, &c) < 0)
+                return -1;
+            PUSH(c);
+            break;
+        }
+        case OP_UNARY_INVERT: {
+            NEED(1);
+            a = POP();
+            sym_resolve(t, &a);
+            if (a.kind == V_CONST) {
+                if (sym_const(t, PyNumber_Invert(a.obj), &b) < 0) {
+                    PyErr_Clear();
+                    return sym_fail(t, "~ of a constant raised");
+                }
+            } else if (a.kind == V_TENSOR) {
+                ic_op iop = ic_value_meta(t->g, a.val)->dtype == IC_BOOL ? IC_OP_LOGICAL_NOT : IC_OP_BITWISE_NOT;
+                ic_val r = ic_unary(t->g, iop, a.val);
+                if (r < 0)
+                    return sym_check_graph(t);
+                memset(&b, 0, sizeof b);
+                b.kind = V_TENSOR;
+                b.src = -1;
+                b.val = r;
+                b.oid = sym_new_object(t, r);
+            } else {
+                return sym_fail(t, "~ of an unsupported value");
+            }
+            PUSH(b);
+            break;
+        }
         case OP_BINARY_SUBSCR:
             NEED(2);
             b = POP();
@@ -1454,8 +1493,37 @@ static int fill_out(trace *t, outbuf *ob, int at, const var *v_in, ic_val *outva
             o->index = v->src;
             return 0;
         }
-        if (sym_is_view_of_input(t, v->val))
-            return sym_fail(t, "returning a view of an input not supported yet");
+        if (sym_is_view_of_input(t, v->val)) {
+            /* replay the view ops on the real input: the caller gets a real view */
+            PyObject *desc = v->val < t->capvals ? t->view_desc[v->val] : NULL;
+            if (desc == NULL)
+                return sym_fail(t, "returning a view of an input (untracked view)");
+            ic_val base = (ic_val)PyLong_AsLong(PyTuple_GET_ITEM(desc, 0));
+            int child = out_reserve(t, ob, 1);
+            if (child < 0)
+                return -1;
+            o = &ob->o[at];
+            o->kind = DH_O_CALLM;
+            o->index = child;
+            o->obj = PyTuple_GetSlice(desc, 1, 3);
+            if (o->obj == NULL)
+                return -1;
+            if (ic_value_op(t->g, base) == IC_OP_INPUT) {
+                int k = 0;
+                for (ic_val x = 0; x < base; x++)
+                    if (ic_value_op(t->g, x) == IC_OP_INPUT)
+                        k++;
+                ob->o[child].kind = DH_O_SOURCE;
+                ob->o[child].index = t->input_src[k];
+                return 0;
+            }
+            var bv;
+            memset(&bv, 0, sizeof bv);
+            bv.kind = V_TENSOR;
+            bv.src = -1;
+            bv.val = base;
+            return fill_out(t, ob, child, &bv, outvals, nout);
+        }
         for (int i = 0; i < *nout; i++)
             if (outvals[i] == v->val) {
                 o->kind = DH_O_GRAPH;
@@ -1701,6 +1769,7 @@ static void trace_free(trace *t, outbuf *ob) {
     free(t->obj_val);
     free(t->obj_aliased);
     free(t->view_of_input);
+    free(t->view_desc);
     if (ob) {
         for (int i = 0; i < ob->n; i++)
             Py_XDECREF(ob->o[i].obj);

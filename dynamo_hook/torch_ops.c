@@ -389,14 +389,56 @@ static int h_to(trace *t, const opdef *d, var **p, var *out) {
     return tensor_out(t, x, out);
 }
 
-static int view_out(trace *t, const var *in, ic_val v, var *out) {
-    if (tensor_out(t, v, out) < 0)
+static PyObject *ints_tuple(const int64_t *v, int n) {
+    PyObject *tup = PyTuple_New(n);
+    if (tup == NULL)
+        return NULL;
+    for (int i = 0; i < n; i++) {
+        PyObject *x = PyLong_FromLongLong(v[i]);
+        if (x == NULL) {
+            Py_DECREF(tup);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(tup, i, x);
+    }
+    return tup;
+}
+
+static PyObject *perm_tuple(const int *perm, int n) {
+    int64_t v[IC_MAX_DIMS];
+    for (int i = 0; i < n; i++)
+        v[i] = perm[i];
+    return ints_tuple(v, n);
+}
+
+/* A view of in: name(*args) replayed on the real tensor when a view of an input is
+ * returned (so the caller gets a real view, as from eager). args: new reference. */
+static int view_out_desc(trace *t, const var *in, ic_val v, var *out, const char *name,
+                         PyObject *args) {
+    if (args == NULL)
         return -1;
+    if (tensor_out(t, v, out) < 0) {
+        Py_DECREF(args);
+        return -1;
+    }
+    PyObject *desc = Py_BuildValue("(isN)", in->val, name, args);
+    if (desc == NULL || sym_keep(t, desc) == NULL)
+        return -1;
+    sym_set_view_desc(t, v, desc);
     sym_mark_view(t, v, in->val);
     if (in->oid > 0)
         t->obj_aliased[in->oid] = 1;
     t->obj_aliased[out->oid] = 1;
     return 0;
+}
+
+#define view_out(t, in, v, out) view_out_desc(t, in, v, out, "reshape", shape_args(t, v))
+
+static PyObject *shape_args(trace *t, ic_val v) {
+    const ic_meta *m = v >= 0 ? ic_value_meta(t->g, v) : NULL;
+    if (m == NULL)
+        return PyTuple_New(0);
+    return Py_BuildValue("(N)", ints_tuple(m->sizes, m->ndim));
 }
 
 static int h_reshape(trace *t, const opdef *d, var **p, var *out) {
@@ -454,7 +496,8 @@ static int h_permute(trace *t, const opdef *d, var **p, var *out) {
     for (int i = 0; i < n; i++)
         if (norm_dim(t, s[i], nd, &perm[i]) < 0)
             return -1;
-    return view_out(t, p[0], ic_permute(t->g, p[0]->val, perm), out);
+    return view_out_desc(t, p[0], ic_permute(t->g, p[0]->val, perm), out, "permute",
+                         Py_BuildValue("(N)", perm_tuple(perm, n)));
 }
 
 static int h_transpose(trace *t, const opdef *d, var **p, var *out) {
@@ -487,7 +530,8 @@ static int h_transpose(trace *t, const opdef *d, var **p, var *out) {
     }
     perm[a] = b;
     perm[b] = a;
-    return view_out(t, p[0], ic_permute(t->g, p[0]->val, perm), out);
+    return view_out_desc(t, p[0], ic_permute(t->g, p[0]->val, perm), out, "permute",
+                         Py_BuildValue("(N)", perm_tuple(perm, nd)));
 }
 
 static int h_unsqueeze(trace *t, const opdef *d, var **p, var *out) {
@@ -550,7 +594,8 @@ static int h_expand(trace *t, const opdef *d, var **p, var *out) {
         int j = i - (n - m->ndim);
         s64[i] = (s[i] == -1 && j >= 0) ? m->sizes[j] : s[i];
     }
-    return view_out(t, p[0], ic_expand(t->g, p[0]->val, n, s64), out);
+    return view_out_desc(t, p[0], ic_expand(t->g, p[0]->val, n, s64), out, "expand",
+                         Py_BuildValue("(N)", ints_tuple(s64, n)));
 }
 
 static int h_identity(trace *t, const opdef *d, var **p, var *out) {
@@ -689,6 +734,356 @@ static int h_fill(trace *t, const opdef *d, var **p, var *out) {
     return 0;
 }
 
+/* argmax/argmin(input, dim=None, keepdim=False) */
+static int h_arg(trace *t, const opdef *d, var **p, var *out) {
+    if (p[0]->kind != V_TENSOR)
+        return sym_fail(t, "%s of a non-tensor", d->name);
+    int nd = ndim_of(t, p[0]->val), keep = 0;
+    uint32_t mask = 0;
+    if (get_bool(t, p[2], 0, &keep, "keepdim") < 0)
+        return -1;
+    if (!is_none(p[1])) {
+        long long x;
+        int dim;
+        if (get_int(t, p[1], &x, "dim") < 0 || norm_dim(t, x, nd, &dim) < 0)
+            return -1;
+        mask = nd ? 1u << dim : 0;
+    } else if (keep) {
+        return sym_fail(t, "%s(dim=None, keepdim=True) not supported", d->name);
+    }
+    return tensor_out(t, ic_reduce(t->g, (ic_op)d->op, p[0]->val, mask, keep, -1), out);
+}
+
+static int tensors_of(trace *t, const var *seq, ic_val *vals, int max, int *n) {
+    var *items;
+    int k;
+    if (seq->kind != V_SEQ)
+        return sym_fail(t, "expected a sequence of tensors");
+    items = seq->items;
+    k = seq->n;
+    if (k < 1 || k > max)
+        return sym_fail(t, "sequence of %d tensors not supported", k);
+    for (int i = 0; i < k; i++) {
+        var it = items[i];
+        sym_resolve(t, &it);
+        if (it.kind != V_TENSOR)
+            return sym_fail(t, "expected tensors in the sequence");
+        vals[i] = it.val;
+    }
+    *n = k;
+    return 0;
+}
+
+static ic_val unsqueeze_val(trace *t, ic_val x, int dim) {
+    const ic_meta *m = ic_value_meta(t->g, x);
+    int64_t sz[IC_MAX_DIMS];
+    int n = 0;
+    for (int i = 0; i <= m->ndim; i++) {
+        if (i == dim)
+            sz[n++] = 1;
+        if (i < m->ndim)
+            sz[n++] = m->sizes[i];
+    }
+    return ic_reshape(t->g, x, n, sz);
+}
+
+/* cat(tensors, dim) / stack(tensors, dim) */
+static int h_cat(trace *t, const opdef *d, var **p, var *out) {
+    ic_val v[64];
+    int n;
+    long long dd = 0;
+    if (tensors_of(t, p[0], v, 64, &n) < 0 || (!is_none(p[1]) && get_int(t, p[1], &dd, "dim") < 0))
+        return -1;
+    int nd = ndim_of(t, v[0]) + (d->op == 1);
+    int dim;
+    if (norm_dim(t, dd, nd, &dim) < 0)
+        return -1;
+    if (d->op == 1)
+        for (int i = 0; i < n; i++)
+            v[i] = unsqueeze_val(t, v[i], dim);
+    ic_val r = v[0];
+    for (int i = 1; i < n; i++)
+        r = ic_cat(t->g, r, v[i], dim);
+    if (n == 1 && d->op == 0) /* cat of one tensor: a copy */
+        r = ic_cast(t->g, r, ic_value_meta(t->g, r)->dtype);
+    return tensor_out(t, r, out);
+}
+
+/* narrow(input, dim, start, length) / select(input, dim, index) */
+static int h_narrow(trace *t, const opdef *d, var **p, var *out) {
+    if (p[0]->kind != V_TENSOR)
+        return sym_fail(t, "%s of a non-tensor", d->name);
+    const ic_meta *m = ic_value_meta(t->g, p[0]->val);
+    long long dd, st, len = 1;
+    int dim;
+    if (get_int(t, p[1], &dd, "dim") < 0 || norm_dim(t, dd, m->ndim, &dim) < 0 ||
+        get_int(t, p[2], &st, "start") < 0 || (d->op == 0 && get_int(t, p[3], &len, "length") < 0))
+        return -1;
+    if (m->ndim == 0)
+        return sym_fail(t, "%s of a 0-d tensor", d->name);
+    if (st < 0)
+        st += m->sizes[dim];
+    if (st < 0 || st + len > m->sizes[dim] || len < 0)
+        return sym_fail(t, "%s out of range (eager will raise)", d->name);
+    ic_val r = ic_slice(t->g, p[0]->val, dim, st, st + len, 1);
+    if (d->op == 1) { /* select: drop the dim */
+        int64_t sz[IC_MAX_DIMS];
+        int n = 0;
+        for (int i = 0; i < m->ndim; i++)
+            if (i != dim)
+                sz[n++] = m->sizes[i];
+        r = ic_reshape(t->g, r, n, sz);
+    }
+    return view_out_desc(t, p[0], r, out, d->op == 1 ? "select" : "narrow",
+                         d->op == 1 ? Py_BuildValue("(iL)", dim, st) : Py_BuildValue("(iLL)", dim, st, len));
+}
+
+/* split(tensor, split_size_or_sections, dim) / chunk(input, chunks, dim) -> tuple of views */
+static int h_split(trace *t, const opdef *d, var **p, var *out) {
+    if (p[0]->kind != V_TENSOR)
+        return sym_fail(t, "%s of a non-tensor", d->name);
+    const ic_meta *m = ic_value_meta(t->g, p[0]->val);
+    long long dd = 0, sizes[64];
+    int dim, ns = 0;
+    if (!is_none(p[2]) && get_int(t, p[2], &dd, "dim") < 0)
+        return -1;
+    if (norm_dim(t, dd, m->ndim, &dim) < 0)
+        return -1;
+    if (m->ndim == 0)
+        return sym_fail(t, "%s of a 0-d tensor", d->name);
+    int64_t L = m->sizes[dim];
+    if (p[1] == NULL)
+        return sym_fail(t, "%s needs sizes", d->name);
+    if (p[1]->kind == V_CONST && PyLong_Check(p[1]->obj)) {
+        long long k = PyLong_AsLongLong(p[1]->obj);
+        if (k <= 0)
+            return sym_fail(t, "%s with a non-positive size (eager will raise)", d->name);
+        long long each = d->op == 1 ? (L + k - 1) / k : k; /* chunk: ceil(L / chunks) */
+        if (each <= 0)
+            each = 1;
+        for (long long at = 0; at < L && ns < 64; at += each)
+            sizes[ns++] = at + each <= L ? each : L - at;
+        if (L == 0)
+            sizes[ns++] = 0;
+    } else {
+        int n;
+        if (d->op == 1 || get_ints(t, p[1], sizes, 64, &n, "split sizes") < 0)
+            return -1;
+        ns = n;
+        long long sum = 0;
+        for (int i = 0; i < n; i++)
+            sum += sizes[i];
+        if (sum != L)
+            return sym_fail(t, "split sizes do not sum to the dim (eager will raise)");
+    }
+    var *items = sym_alloc(t, ns);
+    if (items == NULL)
+        return -1;
+    long long at = 0;
+    for (int i = 0; i < ns; i++) {
+        if (view_out_desc(t, p[0], ic_slice(t->g, p[0]->val, dim, at, at + sizes[i], 1), &items[i],
+                          "narrow", Py_BuildValue("(iLL)", dim, at, sizes[i])) < 0)
+            return -1;
+        at += sizes[i];
+    }
+    memset(out, 0, sizeof *out);
+    out->kind = V_SEQ;
+    out->src = -1;
+    out->n = ns;
+    out->items = items;
+    return 0;
+}
+
+/* index_select(input, dim, index) / F.embedding(input, weight) */
+static int h_index_select(trace *t, const opdef *d, var **p, var *out) {
+    if (d->op == 1) { /* embedding(input, weight, padding_idx=None, max_norm=None, ...) */
+        if (p[0]->kind != V_TENSOR || p[1] == NULL || p[1]->kind != V_TENSOR)
+            return sym_fail(t, "embedding: bad arguments");
+        if (!is_none(p[3]))
+            return sym_fail(t, "embedding with max_norm not supported");
+        const ic_meta *im = ic_value_meta(t->g, p[0]->val), *wm = ic_value_meta(t->g, p[1]->val);
+        int64_t n = 1;
+        for (int i = 0; i < im->ndim; i++)
+            n *= im->sizes[i];
+        ic_val flat = ic_reshape(t->g, p[0]->val, 1, &n);
+        ic_val rows = ic_index_select(t->g, p[1]->val, 0, flat);
+        int64_t sz[IC_MAX_DIMS];
+        int k = 0;
+        for (int i = 0; i < im->ndim; i++)
+            sz[k++] = im->sizes[i];
+        if (wm->ndim != 2 || k + 1 > IC_MAX_DIMS)
+            return sym_fail(t, "embedding: weight must be 2-d");
+        sz[k++] = wm->sizes[1];
+        return tensor_out(t, ic_reshape(t->g, rows, k, sz), out);
+    }
+    if (p[0]->kind != V_TENSOR || p[2] == NULL || p[2]->kind != V_TENSOR)
+        return sym_fail(t, "index_select: bad arguments");
+    long long dd;
+    int dim;
+    if (get_int(t, p[1], &dd, "dim") < 0 || norm_dim(t, dd, ndim_of(t, p[0]->val), &dim) < 0)
+        return -1;
+    return tensor_out(t, ic_index_select(t->g, p[0]->val, dim, p[2]->val), out);
+}
+
+/* arange(end) / arange(start, end, step=1, *, dtype=None) */
+static int h_arange(trace *t, const opdef *d, var **p, var *out) {
+    var *a = p[0], *b = p[1], *c = p[2];
+    double start = 0, end, step = 1;
+    int anyfloat = 0;
+    var *vals[3] = {a, b, c};
+    for (int i = 0; i < 3; i++)
+        if (vals[i] && !is_none(vals[i])) {
+            if (!sym_is_number(vals[i]))
+                return sym_fail(t, "arange bounds must be numbers");
+            if (PyFloat_Check(vals[i]->obj))
+                anyfloat = 1;
+        }
+    if (is_none(b)) {
+        end = PyFloat_AsDouble(a->obj);
+    } else {
+        start = PyFloat_AsDouble(a->obj);
+        end = PyFloat_AsDouble(b->obj);
+        if (!is_none(c))
+            step = PyFloat_AsDouble(c->obj);
+    }
+    if (step == 0)
+        return sym_fail(t, "arange step 0 (eager will raise)");
+    int dt = -1;
+    if (p[3] && get_dtype(t, p[3], &dt) < 0)
+        return -1;
+    if (dt < 0)
+        dt = anyfloat ? IC_F32 : IC_I64;
+    double nn = ceil((end - start) / step);
+    int64_t n = nn > 0 ? (int64_t)nn : 0;
+    if (t->device_type < 0) {
+        t->device_type = TC_DEV_CPU;
+        t->device_index = 0;
+    }
+    if (!is_none(p[4]) || !is_none(p[5]))
+        return sym_fail(t, "arange with device/layout arguments not supported yet");
+    return tensor_out(t, ic_arange(t->g, n, start, step, (ic_dtype)dt), out);
+}
+
+/* x[k]: ints, slices, None, Ellipsis, tuples of them, and one 1-D integer tensor index.
+ * Basic indexing gives views (index maps); the tensor index is an index_select. */
+int sym_tensor_index(trace *t, const var *x_in, const var *k, var *out) {
+    var xv = *x_in, *x = &xv;
+    sym_resolve(t, x);
+    const var *parts[IC_MAX_DIMS + 4];
+    var tmp[IC_MAX_DIMS + 4];
+    int np = 0;
+    if (k->kind == V_CONST && PyTuple_CheckExact(k->obj)) {
+        if (PyTuple_GET_SIZE(k->obj) > IC_MAX_DIMS + 4)
+            return sym_fail(t, "too many indices");
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(k->obj); i++) {
+            memset(&tmp[np], 0, sizeof tmp[np]);
+            tmp[np].kind = V_CONST;
+            tmp[np].obj = PyTuple_GET_ITEM(k->obj, i);
+            parts[np] = &tmp[np];
+            np++;
+        }
+    } else if (k->kind == V_SEQ && !k->is_list) {
+        if (k->n > IC_MAX_DIMS + 4)
+            return sym_fail(t, "too many indices");
+        for (int i = 0; i < k->n; i++)
+            parts[np++] = &k->items[i];
+    } else {
+        parts[np++] = k;
+    }
+    const ic_meta *m0 = ic_value_meta(t->g, x->val);
+    int consuming = 0, ell = -1, ntensor = 0;
+    for (int i = 0; i < np; i++) {
+        const var *p = parts[i];
+        if (p->kind == V_CONST && p->obj == Py_Ellipsis) {
+            if (ell >= 0)
+                return sym_fail(t, "two ellipses (eager will raise)");
+            ell = i;
+        } else if (p->kind == V_CONST && p->obj == Py_None) {
+        } else if (p->kind == V_TENSOR) {
+            consuming++;
+            ntensor++;
+        } else if (p->kind == V_CONST && (PyLong_Check(p->obj) || PySlice_Check(p->obj))) {
+            consuming++;
+        } else {
+            return sym_fail(t, "unsupported index type");
+        }
+    }
+    if (ntensor > 1)
+        return sym_fail(t, "advanced indexing with several tensors not supported yet");
+    if (consuming > m0->ndim)
+        return sym_fail(t, "too many indices for the tensor (eager will raise)");
+    ic_val v = x->val;
+    int d = 0, is_copy = 0;
+    for (int i = 0; i < np; i++) {
+        const var *p = parts[i];
+        const ic_meta *m = ic_value_meta(t->g, v);
+        if (p->kind == V_CONST && p->obj == Py_Ellipsis) {
+            d += m0->ndim - consuming;
+            continue;
+        }
+        if (p->kind == V_CONST && p->obj == Py_None) {
+            if (m->ndim + 1 > IC_MAX_DIMS)
+                return sym_fail(t, "too many dims");
+            v = unsqueeze_val(t, v, d);
+            d++;
+            continue;
+        }
+        if (d >= m->ndim)
+            return sym_fail(t, "index out of range (eager will raise)");
+        if (p->kind == V_TENSOR) {
+            var pv = *p;
+            sym_resolve(t, &pv);
+            const ic_meta *im = ic_value_meta(t->g, pv.val);
+            if (im->ndim != 1 || (im->dtype != IC_I64 && im->dtype != IC_I32))
+                return sym_fail(t, "tensor index other than a 1-D integer tensor not supported yet");
+            v = ic_index_select(t->g, v, d, pv.val);
+            is_copy = 1;
+            d++;
+            continue;
+        }
+        int64_t size = m->sizes[d];
+        if (PyLong_Check(p->obj)) {
+            long long i0 = PyLong_AsLongLong(p->obj);
+            if (i0 < 0)
+                i0 += size;
+            if (i0 < 0 || i0 >= size)
+                return sym_fail(t, "index out of range (eager will raise)");
+            v = ic_slice(t->g, v, d, i0, i0 + 1, 1);
+            const ic_meta *ms = ic_value_meta(t->g, v);
+            if (ms == NULL)
+                return sym_check_graph(t);
+            int64_t sz[IC_MAX_DIMS];
+            int n = 0;
+            for (int j = 0; j < ms->ndim; j++)
+                if (j != d)
+                    sz[n++] = ms->sizes[j];
+            v = ic_reshape(t->g, v, n, sz);
+            continue;
+        }
+        Py_ssize_t start, stop, step;
+        if (PySlice_Unpack(p->obj, &start, &stop, &step) < 0) {
+            PyErr_Clear();
+            return sym_fail(t, "bad slice");
+        }
+        if (step <= 0)
+            return sym_fail(t, "slice step must be positive (eager will raise)");
+        PySlice_AdjustIndices(size, &start, &stop, step);
+        if (stop < start)
+            stop = start;
+        v = ic_slice(t->g, v, d, start, stop, step);
+        d++;
+    }
+    if (v < 0)
+        return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "indexing failed");
+    if (is_copy)
+        return tensor_out(t, v, out);
+    if (v == x->val) /* x[...] or x[:]: a view of the same data */
+        v = ic_reshape(t->g, v, m0->ndim, m0->sizes);
+    if (k->kind != V_CONST)
+        return sym_fail(t, "indexing: non-constant index");
+    return view_out_desc(t, x, v, out, "__getitem__", Py_BuildValue("(O)", k->obj));
+}
+
 /* ---- the table ------------------------------------------------------------------- */
 
 #define UN(n, w, opc) {n, w, "input,inplace", h_unary, IC_OP_##opc}
@@ -734,6 +1129,31 @@ static const opdef OPS[] = {
     {"layer_norm", W_TORCH | W_F, "input,normalized_shape,weight,bias,eps", h_layer_norm, 0},
     {"rms_norm", W_TORCH | W_F, "input,normalized_shape,weight,eps", h_layer_norm, 1},
     {"dropout", W_TORCH | W_F, "input,p,training,inplace", h_dropout, 0},
+    UN("floor", W_TORCH | W_METHOD, FLOOR), UN("ceil", W_TORCH | W_METHOD, CEIL),
+    UN("round", W_TORCH | W_METHOD, ROUND), UN("trunc", W_TORCH | W_METHOD, TRUNC),
+    UN("sign", W_TORCH | W_METHOD, SIGN), UN("erf", W_TORCH | W_METHOD, ERF),
+    UN("log1p", W_TORCH | W_METHOD, LOG1P), UN("expm1", W_TORCH | W_METHOD, EXPM1),
+    UN("log2", W_TORCH | W_METHOD, LOG2), UN("exp2", W_TORCH | W_METHOD, EXP2),
+    UN("tan", W_TORCH | W_METHOD, TAN), UN("atan", W_TORCH | W_METHOD, ATAN),
+    UN("isnan", W_TORCH | W_METHOD, ISNAN), UN("isinf", W_TORCH | W_METHOD, ISINF),
+    UN("isfinite", W_TORCH | W_METHOD, ISFINITE), UN("bitwise_not", W_TORCH | W_METHOD, BITWISE_NOT),
+    BIN("fmod", FMOD), BIN("remainder", REMAINDER), BIN("floor_divide", FLOOR_DIVIDE),
+    BIN("bitwise_and", BITWISE_AND), BIN("bitwise_or", BITWISE_OR), BIN("bitwise_xor", BITWISE_XOR),
+    BIN("logical_xor", LOGICAL_XOR), BIN("atan2", ATAN2), BIN("arctan2", ATAN2),
+    {"prod", W_TORCH | W_METHOD, "input,dim,keepdim|dtype", h_reduce, IC_OP_PROD},
+    {"argmax", W_TORCH | W_METHOD, "input,dim,keepdim", h_arg, IC_OP_ARGMAX},
+    {"argmin", W_TORCH | W_METHOD, "input,dim,keepdim", h_arg, IC_OP_ARGMIN},
+    {"cat", W_TORCH, "tensors,dim", h_cat, 0},
+    {"concat", W_TORCH, "tensors,dim", h_cat, 0},
+    {"concatenate", W_TORCH, "tensors,dim", h_cat, 0},
+    {"stack", W_TORCH, "tensors,dim", h_cat, 1},
+    {"narrow", W_TORCH | W_METHOD, "input,dim,start,length", h_narrow, 0},
+    {"select", W_TORCH | W_METHOD, "input,dim,index", h_narrow, 1},
+    {"split", W_TORCH | W_METHOD, "tensor,split_size_or_sections,dim", h_split, 0},
+    {"chunk", W_TORCH | W_METHOD, "input,chunks,dim", h_split, 1},
+    {"index_select", W_TORCH | W_METHOD, "input,dim,index", h_index_select, 0},
+    {"embedding", W_F, "input,weight,padding_idx,max_norm,norm_type,scale_grad_by_freq,sparse", h_index_select, 1},
+    {"arange", W_TORCH, "start,end,step|dtype,device,layout,out,requires_grad,pin_memory", h_arange, 0},
     {"float", W_METHOD, "input", h_cast, IC_F32},
     {"double", W_METHOD, "input", h_cast, IC_F64},
     {"int", W_METHOD, "input", h_cast, IC_I32},
@@ -1238,9 +1658,12 @@ int sym_binary(trace *t, int nb, const var *a_in, const var *b_in, var *out) {
         if (as_tensor(t, a, &x) < 0 || as_tensor(t, b, &y) < 0)
             return -1;
         if (ic_value_meta(t->g, x)->dtype != IC_BOOL || ic_value_meta(t->g, y)->dtype != IC_BOOL)
-            return sym_fail(t, "bitwise ops on non-bool tensors not supported yet");
+            return tensor_out(t, ic_binary(t->g, base == 1 ? IC_OP_BITWISE_AND : IC_OP_BITWISE_OR, x, y), out);
         return tensor_out(t, ic_binary(t->g, base == 1 ? IC_OP_LOGICAL_AND : IC_OP_LOGICAL_OR, x, y), out);
     }
+    case 2: op = IC_OP_FLOOR_DIVIDE; break;
+    case 6: op = IC_OP_REMAINDER; break;
+    case 12: op = IC_OP_BITWISE_XOR; break;
     case 4: return sym_fail(t, "matmul (@) not supported yet");
     default: return sym_fail(t, "binary op %d on tensors not supported yet", nb);
     }
@@ -1330,7 +1753,8 @@ int sym_tensor_attr(trace *t, const var *x, PyObject *name, var *out) {
             out->src = -1;
             return 0;
         }
-        return view_out(t, x, ic_permute(t->g, x->val, perm), out);
+        return view_out_desc(t, x, ic_permute(t->g, x->val, perm), out, "permute",
+                             Py_BuildValue("(N)", perm_tuple(perm, nd)));
     }
     int opi = sym_method_op(name);
     if (opi < 0 && name != NULL) {

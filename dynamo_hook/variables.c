@@ -178,12 +178,17 @@ static int ensure_vals(trace *t, ic_val v) {
     while (cap <= v)
         cap *= 2;
     unsigned char *n = realloc(t->view_of_input, (size_t)cap);
-    if (n == NULL) {
+    if (n != NULL)
+        t->view_of_input = n;
+    PyObject **vd = realloc(t->view_desc, (size_t)cap * sizeof *vd);
+    if (vd != NULL)
+        t->view_desc = vd;
+    if (n == NULL || vd == NULL) {
         PyErr_NoMemory();
         return -1;
     }
-    t->view_of_input = n;
     memset(n + t->capvals, 0, (size_t)(cap - t->capvals));
+    memset(vd + t->capvals, 0, (size_t)(cap - t->capvals) * sizeof *vd);
     t->capvals = cap;
     return 0;
 }
@@ -251,6 +256,14 @@ int sym_mutate(trace *t, const var *target, ic_val newval) {
     }
     t->obj_val[target->oid] = newval;
     return 0;
+}
+
+void sym_set_view_desc(trace *t, ic_val v, PyObject *desc) {
+    if (v < 0 || ensure_vals(t, v) < 0) {
+        PyErr_Clear();
+        return;
+    }
+    t->view_desc[v] = desc;
 }
 
 int sym_is_view_of_input(trace *t, ic_val v) {

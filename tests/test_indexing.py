@@ -1,0 +1,73 @@
+"""Indexing, slicing, cat/stack/split, embedding, arange and returned views: compiled vs eager."""
+import pytest
+import torch
+import torch.nn.functional as F
+
+import torchc
+from conftest import assert_same, explain_of
+
+
+def test_basic_indexing_and_views():
+    def f(x):
+        a = x[:, 1:3] * 2
+        b = x[0] + x[..., -1:].sum()
+        c = x[None, :, ::2] + 1
+        d = x[1, 2] * x[-1]
+        e = x[:, None, 1] - x[2:, :][:1]
+        return a, b, c, d, e
+
+    cf = torchc.compile(f)
+    for x in (torch.randn(4, 5), torch.randn(5, 4).t(), torch.randn(3, 3)):
+        assert_same(cf(x), f(x))
+    assert explain_of(f, torch.randn(4, 5)).graph_count == 1
+
+
+def test_data_movement_ops():
+    def f(x, idx, emb):
+        d = torch.cat([x, x * 2], dim=1).sum(0)
+        e = torch.stack((x, x + 1), 0).mean(0)
+        g1, g2 = x.chunk(2, dim=1)
+        parts = torch.split(x, [1, 3], dim=0)
+        h = x[idx]
+        i = F.embedding(idx, emb)
+        j = torch.arange(4) * 2 + x.argmax(-1)
+        k = (x.floor() % 2) // 1 + x.prod(1, keepdim=True)
+        return d, e, g1 * g2, parts[1] + 1, h, i, j, k, ~(x > 0), x.narrow(1, 1, 2) + 0, x.select(0, 1) * 1
+
+    cf = torchc.compile(f)
+    x = torch.randn(4, 4)
+    idx = torch.tensor([0, 2, 1, 3, 3])
+    emb = torch.randn(5, 3)
+    assert_same(cf(x, idx, emb), f(x, idx, emb))
+    ex = explain_of(f, x, idx, emb)
+    assert ex.graph_count == 1 and ex.graph_break_count == 0, ex
+
+
+@pytest.mark.parametrize("view", ["t", "slice", "select", "getitem_none", "permute", "view", "expand", "narrow"])
+def test_returned_views_of_inputs_are_views(view):
+    fns = {
+        "t": lambda x: x.t(),
+        "slice": lambda x: x[:, 1:],
+        "select": lambda x: x[1],
+        "getitem_none": lambda x: x[None, ..., 0],
+        "permute": lambda x: x.permute(1, 0),
+        "view": lambda x: x.view(-1),
+        "expand": lambda x: x[:, :1].expand(3, 4),
+        "narrow": lambda x: x.narrow(0, 1, 2),
+    }
+    fn = fns[view]
+    x = torch.randn(3, 4)
+    out = torchc.compile(fn)(x)
+    ref = fn(x)
+    assert_same(out, ref)
+    assert out.data_ptr() == ref.data_ptr() and out.stride() == ref.stride()
+    x.add_(1)  # a real view sees the update, as in eager
+    assert_same(out, fn(x))
+
+
+def test_index_errors_match_eager():
+    def f(x):
+        return x[5]
+
+    with pytest.raises(IndexError):
+        torchc.compile(f)(torch.randn(3))
