@@ -86,7 +86,7 @@ typedef enum dh_outkind {
     DH_O_CALLM  /* child.name(*args), obj = (name, args): a view replayed on an input */
 } dh_outkind;
 
-enum { DH_BRK_NONE = 0, DH_BRK_CALL = 1, DH_BRK_JUMP = 2 };
+enum { DH_BRK_NONE = 0, DH_BRK_CALL = 1, DH_BRK_JUMP = 2, DH_BRK_BINOP = 3 };
 
 typedef struct dh_outspec {
     dh_outkind kind;
@@ -121,6 +121,8 @@ typedef struct dh_entry {
     /* graph break: root outspec is a tuple (fn/cond, args..., stack..., locals...) */
     int brk;                /* DH_BRK_* */
     int brk_nargs, brk_nstack, brk_nlocals, brk_jump_when;
+    int brk_binop;          /* BINOP: BINARY_OP oparg */
+    int brk_extern;         /* the split is an extern kernel (matmul, conv): not a break */
     PyObject *brk_kwnames;  /* strong or NULL */
     PyObject *resume[2];    /* [0]: after the call / jump not taken; [1]: jump taken */
     char *brk_reason;

@@ -104,7 +104,9 @@ void dh_explain_record(PyCodeObject *code, const dh_entry *e, const char *event)
         SET("op_count", PyLong_FromLong(e->op_count));
         SET("guards", dh_guards_describe(e));
         SET("compile_ms", PyFloat_FromDouble(e->compile_ms));
-        SET("break_reason", e->brk_reason ? PyUnicode_FromString(e->brk_reason) : Py_NewRef(Py_None));
+        SET("break_reason", e->brk_reason && !e->brk_extern ? PyUnicode_FromString(e->brk_reason)
+                                                          : Py_NewRef(Py_None));
+        SET("extern_call", e->brk_extern ? PyUnicode_FromString(e->brk_reason) : Py_NewRef(Py_None));
         char *kd = e->compiled ? ic_compiled_describe(e->compiled) : NULL;
         SET("kernels", kd ? PyUnicode_FromString(kd) : Py_NewRef(Py_None));
         free(kd);
@@ -338,6 +340,39 @@ static int current_stream(int device, void **stream) {
     return PyErr_Occurred() ? -1 : 0;
 }
 
+static PyObject *binop(int op, PyObject *a, PyObject *b) {
+    switch (op) {
+    case 0: return PyNumber_Add(a, b);
+    case 1: return PyNumber_And(a, b);
+    case 2: return PyNumber_FloorDivide(a, b);
+    case 3: return PyNumber_Lshift(a, b);
+    case 4: return PyNumber_MatrixMultiply(a, b);
+    case 5: return PyNumber_Multiply(a, b);
+    case 6: return PyNumber_Remainder(a, b);
+    case 7: return PyNumber_Or(a, b);
+    case 8: return PyNumber_Power(a, b, Py_None);
+    case 9: return PyNumber_Rshift(a, b);
+    case 10: return PyNumber_Subtract(a, b);
+    case 11: return PyNumber_TrueDivide(a, b);
+    case 12: return PyNumber_Xor(a, b);
+    case 13: return PyNumber_InPlaceAdd(a, b);
+    case 14: return PyNumber_InPlaceAnd(a, b);
+    case 15: return PyNumber_InPlaceFloorDivide(a, b);
+    case 16: return PyNumber_InPlaceLshift(a, b);
+    case 17: return PyNumber_InPlaceMatrixMultiply(a, b);
+    case 18: return PyNumber_InPlaceMultiply(a, b);
+    case 19: return PyNumber_InPlaceRemainder(a, b);
+    case 20: return PyNumber_InPlaceOr(a, b);
+    case 21: return PyNumber_InPlacePower(a, b, Py_None);
+    case 22: return PyNumber_InPlaceRshift(a, b);
+    case 23: return PyNumber_InPlaceSubtract(a, b);
+    case 24: return PyNumber_InPlaceTrueDivide(a, b);
+    case 25: return PyNumber_InPlaceXor(a, b);
+    }
+    PyErr_SetString(PyExc_SystemError, "torchc: bad binary op");
+    return NULL;
+}
+
 /* Runs the instruction the trace stopped at, then the resume function.
  * state = (fn/cond, args..., stack..., locals...). */
 static PyObject *run_break(const dh_entry *e, PyObject *state) {
@@ -358,6 +393,13 @@ static PyObject *run_break(const dh_entry *e, PyObject *state) {
     if (e->brk == DH_BRK_CALL) {
         Py_ssize_t nkw = e->brk_kwnames ? PyTuple_GET_SIZE(e->brk_kwnames) : 0;
         PyObject *r = PyObject_Vectorcall(items[0], items + 1, (size_t)(nargs - nkw), e->brk_kwnames);
+        if (r == NULL)
+            goto done;
+        argv[nlocals + nstack] = r;
+        res = PyObject_Vectorcall(e->resume[0], argv, (size_t)n, NULL);
+        Py_DECREF(r);
+    } else if (e->brk == DH_BRK_BINOP) {
+        PyObject *r = binop(e->brk_binop, items[0], items[1]);
         if (r == NULL)
             goto done;
         argv[nlocals + nstack] = r;

@@ -38,7 +38,8 @@ typedef struct var {
 /* A graph break recorded by the top frame: the instruction to run eagerly and the state
  * to hand to the resume function. */
 typedef struct sym_break {
-    int kind;           /* DH_BRK_NONE / CALL / JUMP */
+    int kind;           /* DH_BRK_NONE / CALL / JUMP / BINOP */
+    int binop;          /* BINOP: the BINARY_OP oparg */
     int pc_next;        /* resume here after the CALL, or when the jump is not taken */
     int pc_taken;       /* JUMP: resume here when taken */
     int jump_when;      /* JUMP: taken when bool(cond) == jump_when */

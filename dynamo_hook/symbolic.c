@@ -740,8 +740,25 @@ static int run(trace *t, sframe *f, var *result) {
             NEED(2);
             b = POP();
             a = POP();
-            if (sym_binary(t, oparg, &a, &b, &c) < 0)
+            if (sym_binary(t, oparg, &a, &b, &c) < 0) {
+                /* a tensor operator the graph can't express (e.g. @): run it eagerly */
+                if (f->top && t->failed && !PyErr_Occurred() && can_break(t) &&
+                    (a.kind == V_TENSOR || b.kind == V_TENSOR)) {
+                    var *ops = sym_alloc(t, 2);
+                    if (ops == NULL)
+                        return -1;
+                    ops[0] = a;
+                    ops[1] = b;
+                    t->brk.kind = DH_BRK_BINOP;
+                    t->brk.binop = oparg;
+                    t->brk.pc_next = next;
+                    t->brk.fn = &ops[0];
+                    t->brk.args = &ops[1];
+                    t->brk.nargs = 1;
+                    return record_break_state(t, f);
+                }
                 return -1;
+            }
             PUSH(c);
             break;
         case OP_COMPARE_OP:
@@ -1651,7 +1668,7 @@ static int fill_break(trace *t, outbuf *ob, ic_val *outvals, int *nout, dh_entry
         if (fill_out(t, ob, k++, l, outvals, nout) < 0)
             goto done;
     }
-    if (b->kind == DH_BRK_CALL) {
+    if (b->kind == DH_BRK_CALL || b->kind == DH_BRK_BINOP) {
         stack_null[b->nstack] = 0; /* the call's result */
         eb->resume[0] = dh_make_resume(t->code, t->globals, b->pc_next, b->nlocals, unbound,
                                        b->nstack + 1, stack_null);
@@ -1722,6 +1739,43 @@ static void record_mutations(trace *t, ic_val *outvals, int *nout, mutlist *m) {
         m->src[m->n] = t->input_src[i];
         m->from[m->n++] = idx;
     }
+}
+
+/* Splits at matrix products and convolutions are by design (they run as ATen kernels
+ * between compiled graphs, the epilogue fused into the next graph): explain reports them
+ * as extern calls, not as graph breaks. */
+static int is_extern_break(const sym_break *b) {
+    static const char *names[] = {"matmul", "mm", "bmm", "addmm", "baddbmm", "linear",
+                                  "conv1d", "conv2d", "conv3d", "einsum", "addmv", "mv",
+                                  "scaled_dot_product_attention", NULL};
+    if (b->kind == DH_BRK_BINOP)
+        return b->binop == 4 || b->binop == 17;
+    if (b->kind != DH_BRK_CALL)
+        return 0;
+    const char *n = NULL;
+    if (b->fn->kind == V_OBJ && !PyModule_Check(b->fn->obj)) {
+        /* torch's own linear/conv modules: their forward is the extern kernel */
+        const char *tn = Py_TYPE(b->fn->obj)->tp_name;
+        PyObject *mod = PyObject_GetAttrString((PyObject *)Py_TYPE(b->fn->obj), "__module__");
+        const char *mn = mod && PyUnicode_Check(mod) ? PyUnicode_AsUTF8(mod) : "";
+        int torchmod = mn && strncmp(mn, "torch.nn.modules.", 17) == 0;
+        Py_XDECREF(mod);
+        PyErr_Clear();
+        return torchmod && (!strcmp(tn, "Linear") || !strcmp(tn, "Conv1d") || !strcmp(tn, "Conv2d") ||
+                            !strcmp(tn, "Conv3d") || !strcmp(tn, "Bilinear"));
+    }
+    if (b->fn->kind == V_METHOD && PyUnicode_Check(b->fn->obj))
+        n = PyUnicode_AsUTF8(b->fn->obj);
+    else if (b->fn->kind == V_FUNC && PyCFunction_Check(b->fn->obj))
+        n = ((PyCFunctionObject *)b->fn->obj)->m_ml->ml_name;
+    if (n == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    for (int i = 0; names[i]; i++)
+        if (strcmp(n, names[i]) == 0)
+            return 1;
+    return 0;
 }
 
 /* ---- driver -------------------------------------------------------------------------- */
@@ -1899,6 +1953,8 @@ dh_entry *dh_trace_frame(PyCodeObject *code, PyObject *const *localsplus, PyObje
         e->brk_nlocals = t->brk.nlocals;
         e->brk_jump_when = t->brk.jump_when;
         e->brk_kwnames = Py_XNewRef(t->brk.kwnames);
+        e->brk_binop = t->brk.binop;
+        e->brk_extern = is_extern_break(&t->brk);
         e->resume[0] = brk.resume[0];
         e->resume[1] = brk.resume[1];
         brk.resume[0] = brk.resume[1] = NULL;

@@ -1664,7 +1664,7 @@ int sym_binary(trace *t, int nb, const var *a_in, const var *b_in, var *out) {
     case 2: op = IC_OP_FLOOR_DIVIDE; break;
     case 6: op = IC_OP_REMAINDER; break;
     case 12: op = IC_OP_BITWISE_XOR; break;
-    case 4: return sym_fail(t, "matmul (@) not supported yet");
+    case 4: return sym_fail(t, "matmul (@): an extern ATen kernel");
     default: return sym_fail(t, "binary op %d on tensors not supported yet", nb);
     }
     ic_val x, y;

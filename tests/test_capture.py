@@ -463,3 +463,35 @@ def test_inplace_on_views_falls_back_correctly():
     x2 = x1.clone()
     assert_same(torchc.compile(f)(x1), f(x2))
     assert_same(x1, x2)
+
+
+def test_matmul_and_linear_are_extern_calls_not_breaks():
+    class MLP(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.l1, self.l2 = nn.Linear(16, 32), nn.Linear(32, 4)
+
+        def forward(self, x):
+            h = torch.relu(self.l1(x))
+            y = self.l2(h) @ torch.ones(4, 3)
+            return torch.log_softmax(y + 1, -1)
+
+    m = MLP().eval()
+    x = torch.randn(5, 16)
+    with torch.no_grad():
+        assert_same(torchc.compile(m)(x), m(x), rtol=1e-5, atol=1e-5)
+        ex = torchc.explain(torchc.compile(m))(x)
+    assert ex.graph_break_count == 0 and len(ex.extern_calls) == 3, ex
+
+
+def test_any_binary_operator_failure_breaks_not_falls_back():
+    def f(x, y):
+        a = x * 2
+        b = a @ y          # extern
+        c = b << 1 if b.dtype == torch.int64 else b   # constant branch on dtype
+        return c + 1
+
+    x, y = torch.randn(3, 4), torch.randn(4, 2)
+    assert_same(torchc.compile(f)(x, y), f(x, y))
+    xi, yi = torch.randint(0, 5, (3, 4)), torch.randint(0, 5, (4, 2))
+    assert_same(torchc.compile(f)(xi, yi), f(xi, yi))

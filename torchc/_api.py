@@ -122,6 +122,8 @@ class ExplainOutput:
         self.break_reasons += [f"{r['name']} ({r['filename']}:{r['firstlineno']}): graph break: "
                                f"{r['break_reason']}" for r in breaks]
         self.op_count = sum(r["op_count"] for r in compiled)
+        # graph splits at matmul/conv: ATen kernels between graphs, not breaks
+        self.extern_calls = [r["extern_call"] for r in compiled if r.get("extern_call")]
         self.guards = [g for r in compiled for g in r["guards"]]
         self.kernels = [r["kernels"] for r in compiled if r.get("kernels")]
         self.compile_ms = sum(r.get("compile_ms", 0.0) for r in records if r["event"] != "hit")
@@ -129,7 +131,8 @@ class ExplainOutput:
     def __str__(self):
         lines = [f"Graph Count: {self.graph_count}",
                  f"Graph Break Count: {self.graph_break_count}",
-                 f"Op Count: {self.op_count}"]
+                 f"Op Count: {self.op_count}",
+                 f"Extern Calls (matmul/conv between graphs): {len(self.extern_calls)}"]
         if self.break_reasons:
             lines.append("Break Reasons:")
             lines += [f"  {i + 1}. {r}" for i, r in enumerate(self.break_reasons)]
