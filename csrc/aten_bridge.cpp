@@ -5,6 +5,7 @@
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
+#include <c10/core/DefaultDtype.h>
 #include <c10/core/GradMode.h>
 #include <torch/csrc/autograd/python_variable.h>
 #include <torch/version.h>
@@ -132,6 +133,8 @@ int tc_copy_(PyObject *dst, PyObject *src) {
         return -1;
     }
 }
+
+int tc_default_dtype(void) { return dtype_to_ic(c10::typeMetaToScalarType(c10::get_default_dtype())); }
 
 int tc_grad_enabled(void) { return c10::GradMode::is_enabled() ? 1 : 0; }
 

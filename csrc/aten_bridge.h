@@ -46,6 +46,8 @@ PyObject *tc_empty_strided(int ndim, const int64_t *sizes, const int64_t *stride
 /* Data pointer of a tensor created by tc_empty_strided (or any tensor). */
 void *tc_data_ptr(PyObject *o);
 int tc_grad_enabled(void);
+/* torch.get_default_dtype() as an ic_dtype code */
+int tc_default_dtype(void);
 /* dst.copy_(src) without autograd; 0, or -1 with a Python exception. */
 int tc_copy_(PyObject *dst, PyObject *src);
 /* torch.get_num_threads() */

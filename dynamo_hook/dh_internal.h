@@ -59,7 +59,8 @@ typedef enum dh_guardkind {
     DH_G_ID,        /* identity: weakref (or strong ref when not weakrefable) */
     DH_G_CONST,     /* exact type and == value (int, float, bool, str, None, tuple) */
     DH_G_TYPE,      /* exact type */
-    DH_G_GRAD_MODE  /* torch.is_grad_enabled() == value */
+    DH_G_GRAD_MODE, /* torch.is_grad_enabled() == value */
+    DH_G_DEFAULT_DTYPE /* torch.get_default_dtype() == value */
 } dh_guardkind;
 
 typedef struct dh_guard {

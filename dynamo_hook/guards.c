@@ -172,7 +172,7 @@ int dh_guards_check(const dh_entry *e, PyObject *const *localsplus, PyObject *gl
     }
     for (int i = 0; i < e->nguards; i++) {
         const dh_guard *g = &e->guards[i];
-        PyObject *v = g->kind == DH_G_GRAD_MODE ? NULL : values[g->src];
+        PyObject *v = g->src < 0 ? NULL : values[g->src];
         switch (g->kind) {
         case DH_G_TENSOR:
             if (v == NULL || !tensor_matches(v, &g->meta, &data_ptrs[g->src]))
@@ -194,6 +194,10 @@ int dh_guards_check(const dh_entry *e, PyObject *const *localsplus, PyObject *gl
             break;
         case DH_G_GRAD_MODE:
             if (tc_grad_enabled() != g->value)
+                return 0;
+            break;
+        case DH_G_DEFAULT_DTYPE:
+            if (tc_default_dtype() != g->value)
                 return 0;
             break;
         }
@@ -238,7 +242,7 @@ PyObject *dh_guards_describe(const dh_entry *e) {
         return NULL;
     for (int i = 0; i < e->nguards; i++) {
         const dh_guard *g = &e->guards[i];
-        if (g->kind != DH_G_GRAD_MODE) {
+        if (g->src >= 0) {
             src = source_str(e, g->src);
             if (src == NULL)
                 goto error;
@@ -270,6 +274,9 @@ PyObject *dh_guards_describe(const dh_entry *e) {
             break;
         case DH_G_GRAD_MODE:
             item = PyUnicode_FromFormat("GLOBAL_STATE grad_mode=%d", g->value);
+            break;
+        case DH_G_DEFAULT_DTYPE:
+            item = PyUnicode_FromFormat("GLOBAL_STATE default_dtype=%s", ic_dtype_name((ic_dtype)g->value));
             break;
         }
         Py_CLEAR(src);

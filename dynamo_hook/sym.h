@@ -95,6 +95,7 @@ PyObject *sym_keep(trace *t, PyObject *o);    /* steals o into t->keep; borrowed
 var *sym_alloc(trace *t, int n);              /* zeroed vars living as long as the trace */
 int sym_source(trace *t, dh_srckind kind, int base, Py_ssize_t index, PyObject *name);
 int sym_guard_const(trace *t, int src, PyObject *value);
+int sym_default_dtype(trace *t); /* guarded; -1 on error */
 int sym_guard_id(trace *t, int src, PyObject *obj);
 /* Wraps a Python value that came from source src (or -1: a constant needing no guard). */
 int sym_wrap(trace *t, PyObject *o, int src, var *out);

@@ -1084,6 +1084,59 @@ int sym_tensor_index(trace *t, const var *x_in, const var *k, var *out) {
     return view_out_desc(t, x, v, out, "__getitem__", Py_BuildValue("(O)", k->obj));
 }
 
+/* ones/zeros/full(size, [fill], *, dtype) and ones_like/zeros_like/full_like(x, [fill]) */
+static int h_factory(trace *t, const opdef *d, var **p, var *out) {
+    int like = d->op >= 3, kind = d->op % 3; /* 0 zeros, 1 ones, 2 full */
+    int64_t sz[IC_MAX_DIMS];
+    int n = 0, dt = -1;
+    double fill = kind == 1 ? 1.0 : 0.0;
+    ic_dtype fill_kind = IC_I64;
+    var *fv = kind == 2 ? p[1] : NULL;
+    if (kind == 2) {
+        if (!sym_is_number(fv))
+            return sym_fail(t, "%s: fill value must be a number", d->name);
+        fill = PyFloat_AsDouble(fv->obj);
+        fill_kind = PyBool_Check(fv->obj) ? IC_BOOL : PyFloat_Check(fv->obj) ? IC_F64 : IC_I64;
+    }
+    var *dtv = p[kind == 2 ? 2 : 1];
+    if (dtv && get_dtype(t, dtv, &dt) < 0)
+        return -1;
+    for (int i = (kind == 2 ? 3 : 2); i < MAXP; i++)
+        if (p[i] && !is_none(p[i]) && !(p[i]->kind == V_CONST && PyBool_Check(p[i]->obj) && p[i]->obj == Py_False))
+            return sym_fail(t, "%s: device/layout/requires_grad arguments not supported yet", d->name);
+    if (like) {
+        if (p[0]->kind != V_TENSOR)
+            return sym_fail(t, "%s of a non-tensor", d->name);
+        const ic_meta *m = ic_value_meta(t->g, p[0]->val);
+        n = m->ndim;
+        for (int i = 0; i < n; i++)
+            sz[i] = m->sizes[i];
+        if (dt < 0)
+            dt = m->dtype;
+    } else {
+        long long s64[IC_MAX_DIMS];
+        if (get_shape_args(t, p[0], s64, &n, "size") < 0)
+            return -1;
+        for (int i = 0; i < n; i++) {
+            if (s64[i] < 0)
+                return sym_fail(t, "negative size (eager will raise)");
+            sz[i] = s64[i];
+        }
+        if (dt < 0) {
+            if (kind == 2 && fill_kind != IC_F64)
+                dt = fill_kind == IC_BOOL ? IC_BOOL : IC_I64; /* torch.full infers from the value */
+            else if ((dt = sym_default_dtype(t)) < 0)
+                return -1;
+        }
+        if (t->device_type < 0) {
+            t->device_type = TC_DEV_CPU;
+            t->device_index = 0;
+        }
+    }
+    ic_val v = ic_cast(t->g, ic_scalar(t->g, fill, fill_kind), (ic_dtype)dt);
+    return tensor_out(t, ic_expand(t->g, v, n, sz), out);
+}
+
 /* ---- the table ------------------------------------------------------------------- */
 
 #define UN(n, w, opc) {n, w, "input,inplace", h_unary, IC_OP_##opc}
@@ -1154,6 +1207,12 @@ static const opdef OPS[] = {
     {"index_select", W_TORCH | W_METHOD, "input,dim,index", h_index_select, 0},
     {"embedding", W_F, "input,weight,padding_idx,max_norm,norm_type,scale_grad_by_freq,sparse", h_index_select, 1},
     {"arange", W_TORCH, "start,end,step|dtype,device,layout,out,requires_grad,pin_memory", h_arange, 0},
+    {"zeros", W_TORCH, "*size|dtype,device,layout,requires_grad,pin_memory,out", h_factory, 0},
+    {"ones", W_TORCH, "*size|dtype,device,layout,requires_grad,pin_memory,out", h_factory, 1},
+    {"full", W_TORCH, "size,fill_value|dtype,device,layout,requires_grad,pin_memory,out", h_factory, 2},
+    {"zeros_like", W_TORCH, "input|dtype,device,layout,requires_grad,memory_format", h_factory, 3},
+    {"ones_like", W_TORCH, "input|dtype,device,layout,requires_grad,memory_format", h_factory, 4},
+    {"full_like", W_TORCH, "input,fill_value|dtype,device,layout,requires_grad,memory_format", h_factory, 5},
     {"float", W_METHOD, "input", h_cast, IC_F32},
     {"double", W_METHOD, "input", h_cast, IC_F64},
     {"int", W_METHOD, "input", h_cast, IC_I32},

