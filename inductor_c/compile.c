@@ -74,6 +74,7 @@ static void dump(const char *stage, const char *text) {
 static void compiled_free_parts(ic_compiled *o) {
     if (!o) return;
     if (o->jit_rt) ic_jit_remove(o->jit_rt);
+    free(atomic_load(&o->ws_cache));
     if (o->gpu) ic_gpu_free(o->gpu); /* GPU hook */
     free(o->out_meta);
     free(o->buf_offset);
@@ -354,14 +355,19 @@ IC_API int ic_run(const ic_compiled *c, void *const *inputs, void *const *output
     void *ws = NULL;
     if (!bufs) goto nomem;
     if (c->ws_size > 0) {
-        size_t n = ((size_t)c->ws_size + 63) & ~(size_t)63;
-        ws = aligned_alloc(64, n);
-        if (!ws) goto nomem;
+        /* reuse the cached workspace unless a concurrent run holds it */
+        ws = atomic_exchange(&((ic_compiled *)c)->ws_cache, NULL);
+        if (!ws) {
+            size_t n = ((size_t)c->ws_size + 63) & ~(size_t)63;
+            ws = aligned_alloc(64, n);
+            if (!ws) goto nomem;
+        }
     }
     for (int b = 0; b < c->nbufs; b++) {
         switch (c->buf_kind[b]) {
         case 0: bufs[b] = inputs[c->buf_index[b]]; break;
         case 1: bufs[b] = outputs[c->buf_index[b]]; break;
+        case 3: bufs[b] = NULL; break; /* row scratch: on each kernel's stack */
         default: bufs[b] = (char *)ws + c->buf_offset[b]; break;
         }
     }
@@ -374,7 +380,10 @@ IC_API int ic_run(const ic_compiled *c, void *const *inputs, void *const *output
         else
             K->fn(bufs, 0, K->iters);
     }
-    free(ws);
+    if (ws) {
+        void *expect = NULL;
+        if (!atomic_compare_exchange_strong(&((ic_compiled *)c)->ws_cache, &expect, ws)) free(ws);
+    }
     if (bufs != stackbufs) free(bufs);
     if (err) err->code = IC_OK;
     return 0;

@@ -215,6 +215,7 @@ struct ic_compiled {
     char *describe;
     void *jit_rt;        /* LLVMOrcResourceTrackerRef */
     _Atomic int refs;    /* owners: the caller of ic_compile, and the compile cache */
+    void *_Atomic ws_cache; /* a workspace kept between runs (first touch is costly) */
     void *gpu;           /* IC_CUDA: ic_gpu (codegen/gpu.h), owned; NULL on the CPU */
     int num_threads;
 };

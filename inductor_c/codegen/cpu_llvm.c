@@ -943,10 +943,13 @@ static void gen_kernel(cg *g, ic_kernel *k, const char *name, const char *cpu, c
             if (e->c >= 0) stack[sp++] = e->c;
         }
     }
-    int nu = 0;
-    int ub[512];
-    for (int b = 0; b < c->nbufs && nu < 512; b++)
-        if (used[b]) ub[nu++] = b;
+    int nu = 0, nrow = 0;
+    int ub[512], rb[64];
+    for (int b = 0; b < c->nbufs && nu < 512; b++) {
+        if (!used[b]) continue;
+        if (c->bufs[b].kind == 3 && nrow < 64) rb[nrow++] = b; /* row scratch: an alloca */
+        else ub[nu++] = b;
+    }
     LLVMTypeRef ps[515];
     ps[0] = g->i64;
     ps[1] = g->i64;
@@ -993,6 +996,11 @@ static void gen_kernel(cg *g, ic_kernel *k, const char *name, const char *cpu, c
     LLVMBasicBlockRef start = LLVMAppendBasicBlockInContext(g->ctx, body, "start");
     LLVMPositionBuilderAtEnd(g->ab, g->entry);
     LLVMPositionBuilderAtEnd(B, start);
+    for (int i = 0; i < nrow; i++) {
+        LLVMValueRef a = LLVMBuildAlloca(g->ab, LLVMArrayType(g->i8, (unsigned)c->bufs[rb[i]].nbytes), "rowtmp");
+        LLVMSetAlignment(a, 64);
+        g->buf_ptr[rb[i]] = a;
+    }
     memset(g->rowval, 0, sizeof(LLVMValueRef) * (size_t)(k->nitems + 1));
     if (phase == 2) {
         gen_combine(g, k);

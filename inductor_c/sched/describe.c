@@ -15,6 +15,7 @@ static void bufname(ic_ctx *c, ic_str *s, int b) {
     const ic_buffer *B = &c->bufs[b];
     if (B->kind == 0) ic_str_printf(s, "in%d", B->index);
     else if (B->kind == 1) ic_str_printf(s, "out%d", B->index);
+    else if (B->kind == 3) ic_str_printf(s, "rowtmp%d", b);
     else ic_str_printf(s, "tmp%d", b);
 }
 

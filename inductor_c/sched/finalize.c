@@ -197,21 +197,91 @@ static int add_buffer(ic_ctx *c, int kind, int index, ic_val v, const ic_meta *m
     return c->nbufs - 1;
 }
 
-static void mark_needed(ic_ctx *c, bool *needed, int kidx, int pos, ic_xid x, uint8_t *seen) {
+/* needed[u]: u must be in memory; external[u]: some other kernel reads it */
+static void mark_needed(ic_ctx *c, bool *needed, bool *external, int kidx, int pos, ic_xid x, uint8_t *seen) {
     if (seen[x]) return;
     seen[x] = 1;
     const ic_x *e = &c->xs[x];
     if (e->kind == X_LOAD) {
         ic_val u = e->buf;
-        if (c->kernel_of[u] != kidx) needed[u] = true;
+        if (c->kernel_of[u] != kidx) needed[u] = external[u] = true;
         else if (c->kernels[kidx].items[c->item_of[u]].pos != pos) needed[u] = true;
         return;
     }
-    if (e->kind == X_GATHER) needed[e->buf] = true;
+    if (e->kind == X_GATHER) needed[e->buf] = external[e->buf] = true;
     if (e->kind == X_ROWVAL) return;
-    if (e->a >= 0) mark_needed(c, needed, kidx, pos, e->a, seen);
-    if (e->b >= 0) mark_needed(c, needed, kidx, pos, e->b, seen);
-    if (e->c >= 0) mark_needed(c, needed, kidx, pos, e->c, seen);
+    if (e->a >= 0) mark_needed(c, needed, external, kidx, pos, e->a, seen);
+    if (e->b >= 0) mark_needed(c, needed, external, kidx, pos, e->b, seen);
+    if (e->c >= 0) mark_needed(c, needed, external, kidx, pos, e->c, seen);
+}
+
+/* loads of buffer b: offsets with the outer vars set to 0 */
+static ic_xid row_loads(rw *R, int b, const int32_t *from, const ic_ix *to, int n, ic_xid x) {
+    ic_ctx *c = R->c;
+    if (x < R->n && R->memo[x] >= 0) return R->memo[x];
+    ic_x e = c->xs[x];
+    ic_xid r = x;
+    switch (e.kind) {
+    case X_LOADF: {
+        ic_xid a = e.a >= 0 ? row_loads(R, b, from, to, n, e.a) : -1;
+        ic_ix off = e.buf == b ? ix_subst(c, e.ix, from, to, n) : e.ix;
+        r = a >= 0 ? x_gatherf(c, e.buf, off, a, (int64_t)e.cval, e.aux, e.dtype) : x_loadf(c, e.buf, off, e.dtype);
+        break;
+    }
+    case X_OP: {
+        ic_xid a = row_loads(R, b, from, to, n, e.a);
+        ic_xid bb = e.b >= 0 ? row_loads(R, b, from, to, n, e.b) : -1;
+        ic_xid cc = e.c >= 0 ? row_loads(R, b, from, to, n, e.c) : -1;
+        r = x_op(c, e.op, e.dtype, a, bb, cc);
+        break;
+    }
+    case X_CAST:
+        r = x_cast(c, row_loads(R, b, from, to, n, e.a), e.dtype);
+        break;
+    default:
+        break;
+    }
+    if (x < R->n) R->memo[x] = r;
+    return r;
+}
+
+#define IC_ROW_SCRATCH_MAX 65536
+
+/* Intermediates written and read only inside one row of one kernel (softmax's exp when it
+ * is realized) live in a per-thread row buffer on the kernel's stack (kind 3): the row
+ * stays in L1/L2 instead of streaming a full-size temporary through memory. */
+static void row_scratch(ic_ctx *c, ic_kernel *k, const bool *external) {
+    if (!k->has_red) return;
+    int32_t from[IC_MAX_DIMS];
+    ic_ix to[IC_MAX_DIMS];
+    int n = 0;
+    int64_t rowsize = 1;
+    for (int d = 0; d < k->nf; d++) {
+        if (k->finner[d]) rowsize *= k->fsize[d];
+        else if (k->fvar[d] >= 0) {
+            from[n] = k->fvar[d];
+            to[n++] = ix_const(c, 0);
+        }
+    }
+    for (int j = 0; j < k->nitems; j++) {
+        ic_item *it = &k->items[j];
+        if (!it->store || it->kind != IT_STORE || !it->inner || external[it->v]) continue;
+        ic_buffer *B = &c->bufs[it->buf];
+        int64_t esz = (int64_t)ic_dtype_size(B->dtype);
+        if (B->kind != 2 || rowsize * esz > IC_ROW_SCRATCH_MAX) continue;
+        ic_ix off = ix_subst(c, it->out_ix, from, to, n);
+        int64_t lo, hi;
+        ix_range(c, off, &lo, &hi);
+        if (lo < 0 || hi >= rowsize) continue;
+        B->kind = 3;
+        B->nbytes = rowsize * esz;
+        B->span = rowsize;
+        it->out_ix = off;
+        for (int i = 0; i < k->nitems; i++) {
+            rw R = rw_new(c);
+            k->items[i].expr = row_loads(&R, it->buf, from, to, n, k->items[i].expr);
+        }
+    }
 }
 
 /* Cost of vectorizing a load along a var: 0 broadcast, 1 contiguous, 2 short stride
@@ -245,6 +315,8 @@ static void count_contig(ic_ctx *c, ic_xid x, int32_t v, int32_t w, int *nv, int
 static void choose_vec_outer(ic_ctx *c, ic_kernel *k) {
     k->vec_outer = false;
     if (!k->has_red || k->nouter < 1 || k->ninner < 1) return;
+    for (int j = 0; j < k->nitems; j++)
+        if (k->items[j].store && c->bufs[k->items[j].buf].kind == 3) return; /* row scratch */
     int32_t ov = k->ovar[k->nouter - 1], iv = k->ivar[k->ninner - 1];
     if (k->osize[k->nouter - 1] < 16) return;
     int n_in = 0, n_out = 0;
@@ -285,12 +357,13 @@ static void choose_split(ic_ctx *c, ic_kernel *k, int64_t inner) {
 void ic_finalize_kernels(ic_ctx *c) {
     const ic_graph *g = c->g;
     bool *needed = ic_alloc(c, (size_t)g->n);
-    for (int i = 0; i < g->noutputs; i++) needed[g->outputs[i]] = true;
+    bool *external = ic_alloc(c, (size_t)g->n);
+    for (int i = 0; i < g->noutputs; i++) needed[g->outputs[i]] = external[g->outputs[i]] = true;
     for (int ki = 0; ki < c->nkernels; ki++) {
         ic_kernel *k = &c->kernels[ki];
         for (int j = 0; j < k->nitems; j++) {
             uint8_t *seen = ic_alloc(c, (size_t)c->nxs);
-            mark_needed(c, needed, ki, k->items[j].pos, k->items[j].expr, seen);
+            mark_needed(c, needed, external, ki, k->items[j].pos, k->items[j].expr, seen);
         }
     }
     /* buffers: inputs, outputs, intermediates */
@@ -331,6 +404,7 @@ void ic_finalize_kernels(ic_ctx *c) {
             if (it->expr2 >= 0) it->expr2 = to_flat(&R, it->expr2);
             if (it->store) it->out_ix = flat(c, it->out_ixv, &c->bufs[it->buf].meta);
         }
+        row_scratch(c, k, external);
         /* loop vars */
         int32_t all[IC_MAX_DIMS];
         int64_t asz[IC_MAX_DIMS];

@@ -1713,7 +1713,10 @@ static void test_threads_concurrent(void) {
     ic_val x = ic_input(g, &m);
     ic_val mx = ic_reduce(g, IC_OP_AMAX, x, 2, 1, -1);
     ic_val e = ic_unary(g, IC_OP_EXP, ic_binary(g, IC_OP_SUB, x, mx));
-    ic_output(g, ic_binary(g, IC_OP_DIV, e, ic_reduce(g, IC_OP_SUM, e, 2, 1, -1)));
+    /* sum of per-row max: a second kernel reading a workspace buffer (concurrent runs
+     * share the cached workspace or get their own) */
+    ic_val total = ic_reduce(g, IC_OP_SUM, ic_reduce(g, IC_OP_AMAX, e, 2, 0, -1), 0, 0, -1);
+    ic_output(g, ic_binary(g, IC_OP_ADD, ic_binary(g, IC_OP_DIV, e, ic_reduce(g, IC_OP_SUM, e, 2, 1, -1)), total));
     ic_err err;
     shared_c = ic_compile(g, NULL, &err);
     CHECK(shared_c != NULL, "compile: %s", err.msg);
