@@ -49,6 +49,7 @@ typedef struct ic_gvariant {
     int nalign;
     int *align_buf;       /* vector variant: buffers whose base must be aligned ... */
     int *align_bytes;     /* ... to this many bytes */
+    int64_t part_off;     /* >= 0: one more parameter, workspace + part_off (split rows) */
 } ic_gvariant;
 
 typedef struct ic_gkernel {
@@ -62,8 +63,11 @@ typedef struct ic_gpu {
     int device;           /* device ordinal the module was loaded on */
     ic_CUcontext ctx;     /* context the module lives in */
     ic_CUmodule module;   /* NULL for PTX-only compilations (ic_graph_to_ptx) */
-    int nkernels;
+    int nkernels;         /* launches, in order (a split row kernel takes several) */
     ic_gkernel *k;
+    int nbufs;
+    int64_t *scratch_off; /* per buffer: row scratch (kind 3) at workspace + this, else -1;
+                             the GPU keeps one row-local copy per row there */
 } ic_gpu;
 
 /* codegen/gpu_nvptx.c: PTX for the finalized kernels of c; loads it unless the compilation

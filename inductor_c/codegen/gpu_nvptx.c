@@ -52,8 +52,9 @@
 #include "gpu.h"
 
 #define VMAX 8  /* elements per thread and access */
-#define SMAX 4  /* chunks per thread of a persistent row */
+#define SMAX 8  /* chunks per thread of a persistent row */
 #define UNROLL 4 /* chunks per iteration of a looped row */
+#define SPLIT_T 512 /* threads per block of split rows (>= the number of parts) */
 #define B g->cg.b
 
 enum { P_POINTWISE, P_ROWS };
@@ -70,18 +71,27 @@ typedef struct plan {
     int64_t G;             /* pointwise: V-groups in total */
     unsigned grid;
     int32_t vv;            /* var whose V consecutive values a thread holds, -1 none */
+    /* split rows (few huge rows): S blocks per row; one launch per pass (pass = its
+     * position) leaves per-block partials of the pass's reductions; a final launch
+     * (pass = -1) combines them and stores. Later launches recombine earlier partials. */
+    int S;
+    int64_t Cs;            /* chunks per block (multiple of UNROLL) */
+    int pass;
+    const int *slot;       /* per item: partial slot (arg: slot + 1 holds the index) */
 } plan;
 
 typedef struct gg {
     cg cg;                 /* shared with vmath.c: context, module, builder, scalar types */
     ic_ctx *c;
     LLVMTypeRef f16, gptr, sptr, ity;
+    int sm;                /* target sm_XY as XY */
     ic_kernel *k;
     const plan *P;
     int V;                 /* lanes of the code being emitted (1 in row blocks) */
     int32_t vv;            /* vectorized var of the code being emitted, -1 none */
     LLVMValueRef *var_val; /* per var: value (lane 0) in ity */
-    LLVMValueRef *buf_ptr; /* per buffer: kernel parameter (global pointer) */
+    LLVMValueRef *buf_ptr; /* per buffer: base pointer (row scratch: this row's copy) */
+    LLVMValueRef *buf_param; /* per buffer: kernel parameter (global pointer) */
     bool *written;         /* per buffer: stored by the current kernel */
     int *align;            /* per buffer: base alignment the variant assumes (bytes) */
     LLVMValueRef *memo;    /* [x*VMAX + lane] for the current generation */
@@ -96,6 +106,7 @@ typedef struct gg {
     uint32_t gen;
     LLVMValueRef *rowval;  /* per item: the row's reduced value (item dtype) */
     LLVMValueRef smem, tid, j, active, allok;
+    LLVMValueRef part, part_s, row; /* split rows: partials parameter, block part, row index */
     LLVMValueRef fn;
 } gg;
 
@@ -161,6 +172,15 @@ static LLVMValueRef and_(gg *g, LLVMValueRef a, LLVMValueRef b) {
 /* f32 register value rounded to f16 / bf16 precision (kept as f32) */
 static LLVMValueRef round_half(gg *g, LLVMValueRef f, ic_dtype t) {
     if (t == IC_F16) return LLVMBuildFPExt(B, LLVMBuildFPTrunc(B, f, g->f16, ""), g->cg.f32, "");
+    if (g->sm >= 80) { /* one cvt.rn.bf16.f32 (round to nearest even, NaN stays NaN) */
+        LLVMTypeRef fty = LLVMFunctionType(g->cg.i16, &g->cg.f32, 1, 0);
+        static char text[] = "cvt.rn.bf16.f32 $0, $1;", cons[] = "=h,f";
+        LLVMValueRef asmv = LLVMGetInlineAsm(fty, text, sizeof text - 1, cons, sizeof cons - 1, 0, 0,
+                                             LLVMInlineAsmDialectATT, 0);
+        LLVMValueRef h = LLVMBuildCall2(B, fty, asmv, &f, 1, "");
+        LLVMValueRef x = LLVMBuildShl(B, LLVMBuildZExt(B, h, g->cg.i32, ""), ki(g, g->cg.i32, 16), "");
+        return LLVMBuildBitCast(B, x, g->cg.f32, "");
+    }
     LLVMTypeRef it = g->cg.i32;
     LLVMValueRef x = LLVMBuildBitCast(B, f, it, "");
     LLVMValueRef lsb = LLVMBuildAnd(B, LLVMBuildLShr(B, x, ki(g, it, 16), ""), ki(g, it, 1), "");
@@ -650,6 +670,15 @@ static bool vec_access(gg *g, ic_ix a) {
     return true;
 }
 
+/* vector access to buffer b: its base must be aligned in every row copy */
+static bool buf_vec_ok(gg *g, int b, ic_dtype t) {
+    const ic_buffer *Bf = &g->c->bufs[b];
+    if (Bf->kind != 3) return true;
+    int64_t al = g->V * (int64_t)ic_dtype_size(t);
+    if (al > 16) al = 16;
+    return (Bf->span * (int64_t)ic_dtype_size(t)) % al == 0;
+}
+
 static bool lane_dep(gg *g, ic_ix a) { return g->V > 1 && g->vv >= 0 && ix_uses_var(g->c, a, g->vv); }
 
 /* offset clamped into [0, span) for loads that may leave their buffer (untaken cat sides) */
@@ -746,7 +775,7 @@ static LLVMValueRef load_lane(gg *g, ic_xid x, int lane) {
     LLVMValueRef r;
     if (e->a >= 0) {
         r = scalar_load(g, b, e->dtype, gather_off(g, e, lane));
-    } else if (vec_access(g, e->ix) && safe_ix(g, e->ix, b)) {
+    } else if (vec_access(g, e->ix) && safe_ix(g, e->ix, b) && buf_vec_ok(g, b, e->dtype)) {
         LLVMValueRef v;
         if (pers && g->pvld[vk]) {
             v = g->pvld[vk];
@@ -822,7 +851,7 @@ static void store_item(gg *g, const ic_item *it, LLVMValueRef *v, int nl, LLVMVa
     ic_dtype t = it->dtype;
     LLVMTypeRef mt = mtype(g, t);
     size_t esz = ic_dtype_size(t);
-    if (nl > 1 && vec_access(g, it->out_ix)) {
+    if (nl > 1 && vec_access(g, it->out_ix) && buf_vec_ok(g, b, t)) {
         LLVMValueRef off = gix(g, it->out_ix, 0);
         LLVMValueRef p = LLVMBuildGEP2(B, mt, g->buf_ptr[b], &off, 1, "");
         LLVMValueRef vec;
@@ -1120,6 +1149,91 @@ static void emit_chunk(gg *g, ic_kernel *k, int pos, LLVMValueRef ci, int cidx, 
     g->chunk = -1;
 }
 
+/* address of partial (slot, current row, part) */
+static LLVMValueRef part_ptr(gg *g, int slot, LLVMValueRef part) {
+    const plan *P = g->P;
+    LLVMValueRef i = LLVMBuildAdd(B, LLVMBuildMul(B, kix(g, slot), kix(g, P->rows), ""), g->row, "");
+    i = LLVMBuildAdd(B, LLVMBuildMul(B, i, kix(g, P->S), ""), part, "");
+    i = LLVMBuildMul(B, i, kix(g, 8), "");
+    return LLVMBuildGEP2(B, g->cg.i8, g->part, &i, 1, "");
+}
+
+static void part_store(gg *g, int slot, LLVMValueRef part, LLVMValueRef v) {
+    if (LLVMTypeOf(v) == g->cg.i1) v = LLVMBuildZExt(B, v, g->cg.i8, "");
+    LLVMBuildStore(B, v, part_ptr(g, slot, part));
+}
+
+/* The row value of reduction item j from its S partials: thread t < S reads partial t, then
+ * one block reduction (same order in every block, so every launch gets the same value). */
+static LLVMValueRef part_combine(gg *g, const ic_item *it, int slot) {
+    const plan *P = g->P;
+    LLVMValueRef ok = LLVMBuildICmp(B, LLVMIntSLT, g->j, kix(g, P->S), "");
+    LLVMValueRef t = sel(g, ok, g->j, kix(g, 0));
+    LLVMTypeRef at = rtype(g, it->acc);
+    LLVMTypeRef lt = at == g->cg.i1 ? g->cg.i8 : at;
+    LLVMValueRef v = LLVMBuildLoad2(B, lt, part_ptr(g, slot, t), "");
+    if (lt != at) v = LLVMBuildTrunc(B, v, at, "");
+    v = sel(g, ok, v, red_identity(g, it));
+    if (ic_is_arg(it->red_op)) {
+        LLVMValueRef vi = LLVMBuildLoad2(B, g->cg.i64, part_ptr(g, slot + 1, t), "");
+        vi = sel(g, ok, vi, ki(g, g->cg.i64, INT64_MAX));
+        block_reduce(g, it, v, &vi);
+        return convert(g, vi, IC_I64, it->dtype);
+    }
+    v = block_reduce(g, it, v, NULL);
+    if (it->red_op == IC_OP_MEAN) v = LLVMBuildFDiv(B, v, kf(v, (double)it->red_count), "");
+    return convert(g, v, it->acc, it->dtype);
+}
+
+static void emit_pass(gg *g, ic_kernel *k, int pos);
+
+/* Row scratch buffers (kind 3) are addressed row-locally; on the GPU every row has its own
+ * copy (rows x span in the workspace): point them at this thread's row. */
+static void rebase_scratch(gg *g, ic_kernel *k, LLVMValueRef row) {
+    ic_ctx *c = g->c;
+    for (int b = 0; b < c->nbufs; b++) {
+        if (c->bufs[b].kind != 3 || !g->buf_param[b]) continue;
+        (void)k;
+        LLVMValueRef off = LLVMBuildMul(B, row, kix(g, c->bufs[b].span * (int64_t)ic_dtype_size(c->bufs[b].dtype)), "");
+        g->buf_ptr[b] = LLVMBuildGEP2(B, g->cg.i8, g->buf_param[b], &off, 1, "");
+    }
+}
+
+/* One launch of a split row kernel: block = (row, part). */
+static void emit_split(gg *g, ic_kernel *k) {
+    const plan *P = g->P;
+    LLVMValueRef bid = LLVMBuildZExt(B, sreg(g, "llvm.nvvm.read.ptx.sreg.ctaid.x"), g->ity, "");
+    g->j = LLVMBuildZExt(B, g->tid, g->ity, "");
+    int S = P->pass >= 0 ? P->S : 1;
+    g->row = S > 1 ? LLVMBuildUDiv(B, bid, kix(g, S), "") : bid;
+    g->part_s = S > 1 ? LLVMBuildURem(B, bid, kix(g, S), "") : kix(g, 0);
+    g->active = LLVMConstInt(g->cg.i1, 1, 0);
+    decompose(g, g->row, k->ovar, k->osize, k->nouter);
+    rebase_scratch(g, k, g->row);
+    memset(g->rowval, 0, sizeof(LLVMValueRef) * (size_t)(k->nitems + 1));
+    LLVMValueRef first = LLVMBuildICmp(B, LLVMIntEQ, g->j, kix(g, 0), "");
+    g->V = 1;
+    g->vv = -1;
+    g->chunk = -1;
+    g->gen++;
+    for (int j = 0; j < k->nitems; j++) {
+        ic_item *it = &k->items[j];
+        if (it->kind != IT_REDUCE || (P->pass >= 0 && it->pos >= P->pass)) continue;
+        g->rowval[j] = part_combine(g, it, P->slot[j]);
+        if (P->pass < 0 && it->store) store_item(g, it, &g->rowval[j], 1, first);
+    }
+    if (P->pass >= 0) {
+        emit_pass(g, k, P->pass);
+        return;
+    }
+    for (int j = 0; j < k->nitems; j++) { /* the row blocks' stores (only at the end: choose_split) */
+        ic_item *it = &k->items[j];
+        if (it->pos % 2 || !it->store) continue;
+        LLVMValueRef v = val(g, it->expr, 0);
+        store_item(g, it, &v, 1, first);
+    }
+}
+
 static void emit_pass(gg *g, ic_kernel *k, int pos) {
     const plan *P = g->P;
     LLVMValueRef *acc = calloc(2 * (size_t)k->nitems + 1, sizeof *acc); /* values, then arg indices */
@@ -1140,7 +1254,12 @@ static void emit_pass(gg *g, ic_kernel *k, int pos) {
     } else if (P->C > 0) {
         /* UNROLL chunks per iteration: their loads are independent and go out together */
         loop L;
-        loop_begin(g, &L, kix(g, 0), kix(g, P->C));
+        if (P->S > 1) {
+            LLVMValueRef lo = LLVMBuildMul(B, g->part_s, kix(g, P->Cs), "");
+            loop_begin(g, &L, lo, LLVMBuildAdd(B, lo, kix(g, P->Cs), ""));
+        } else {
+            loop_begin(g, &L, kix(g, 0), kix(g, P->C));
+        }
         for (int u = 0; u < UNROLL; u++)
             emit_chunk(g, k, pos, u ? LLVMBuildAdd(B, L.i, kix(g, u), "") : L.i, -1, acc);
         loop_end(g, &L, kix(g, UNROLL));
@@ -1153,6 +1272,19 @@ static void emit_pass(gg *g, ic_kernel *k, int pos) {
         ic_item *it = &k->items[j];
         if (it->pos != pos || it->kind != IT_REDUCE) continue;
         LLVMValueRef r = LLVMBuildLoad2(B, rtype(g, it->acc), acc[j], "");
+        if (P->S > 1) { /* this block's partial: raw accumulator (and index) */
+            LLVMValueRef ri = ic_is_arg(it->red_op) ? LLVMBuildLoad2(B, g->cg.i64, acc[k->nitems + j], "") : NULL;
+            r = block_reduce(g, it, r, ri ? &ri : NULL);
+            LLVMBasicBlockRef st = LLVMAppendBasicBlockInContext(g->cg.ctx, g->fn, "part");
+            LLVMBasicBlockRef end = LLVMAppendBasicBlockInContext(g->cg.ctx, g->fn, "part.end");
+            LLVMBuildCondBr(B, first, st, end);
+            LLVMPositionBuilderAtEnd(B, st);
+            part_store(g, P->slot[j], g->part_s, r);
+            if (ri) part_store(g, P->slot[j] + 1, g->part_s, ri);
+            LLVMBuildBr(B, end);
+            LLVMPositionBuilderAtEnd(B, end);
+            continue;
+        }
         if (ic_is_arg(it->red_op)) {
             LLVMValueRef ri = LLVMBuildLoad2(B, g->cg.i64, acc[k->nitems + j], "");
             block_reduce(g, it, r, &ri);
@@ -1170,6 +1302,10 @@ static void emit_pass(gg *g, ic_kernel *k, int pos) {
 
 static void emit_rows(gg *g, ic_kernel *k) {
     const plan *P = g->P;
+    if (P->S > 1) {
+        emit_split(g, k);
+        return;
+    }
     LLVMValueRef tid = LLVMBuildZExt(B, g->tid, g->ity, "");
     LLVMValueRef bid = LLVMBuildZExt(B, sreg(g, "llvm.nvvm.read.ptx.sreg.ctaid.x"), g->ity, "");
     LLVMValueRef rl;
@@ -1184,6 +1320,7 @@ static void emit_rows(gg *g, ic_kernel *k) {
     g->active = LLVMBuildICmp(B, LLVMIntSLT, r, kix(g, P->rows), "");
     LLVMValueRef rc = sel(g, g->active, r, kix(g, 0));
     decompose(g, rc, k->ovar, k->osize, k->nouter);
+    rebase_scratch(g, k, rc);
     memset(g->rowval, 0, sizeof(LLVMValueRef) * (size_t)(k->nitems + 1));
     LLVMValueRef first = and_(g, g->active, LLVMBuildICmp(B, LLVMIntEQ, g->j, kix(g, 0), ""));
     for (int p = 0; p < k->npos; p++) {
@@ -1260,7 +1397,7 @@ static int choose_vec(ic_ctx *c, ic_kernel *k, int32_t vv, int64_t vsize, bool r
     return V;
 }
 
-static void plan_kernel(ic_ctx *c, ic_kernel *k, plan *P, int V, int nsm) {
+static void plan_kernel(ic_ctx *c, ic_kernel *k, plan *P, int V, int nsm, int S, int pass, const int *slot) {
     memset(P, 0, sizeof *P);
     P->V = V;
     if (!k->has_red) {
@@ -1291,23 +1428,65 @@ static void plan_kernel(ic_ctx *c, ic_kernel *k, plan *P, int V, int nsm) {
         P->vv = k->ninner ? k->ivar[k->ninner - 1] : -1;
         P->jlow = true;
         if (P->nv <= 1024) {
-            P->T = (int)(P->nv <= 256 ? pow2ceil(P->nv) : 256);
+            /* the T (<= 256, <= 4 chunks) wasting the fewest thread slots, larger on ties */
+            P->T = (int)pow2ceil(P->nv);
+            if (P->nv > 32) {
+                int64_t best = -1;
+                for (int t = 32; t <= 256; t *= 2) {
+                    int64_t ch = (P->nv + t - 1) / t, waste = ch * t - P->nv;
+                    if (ch <= 4 && (best < 0 || waste <= best)) best = waste, P->T = t;
+                }
+            }
             P->R = 256 / P->T;
             int64_t rr = pow2ceil(P->rows);
             if (P->R > rr) P->R = (int)rr;
             if (P->R * P->T < 32) P->R = 32 / P->T; /* whole warps: shfl.sync uses a full mask */
+        } else if (P->nv <= 8 * 1024 && (P->nv + 1023) / 1024 * V <= 32) {
+            P->T = 1024; /* persistent: up to 32 values per thread stay in registers */
+            P->R = 1;
         } else {
             P->T = 512;
             P->R = 1;
         }
     }
+    if (S > 1) {
+        P->T = SPLIT_T;
+        P->R = 1;
+        P->jlow = true;
+    }
     P->logT = ilog2(P->T);
     P->logR = ilog2(P->R);
     P->Bk = P->T * P->R;
     P->C = (P->nv + P->T - 1) / P->T;
-    P->persistent = P->C <= SMAX;
+    P->persistent = P->C <= 4 || (P->T == 1024 && P->C <= SMAX && P->C * V <= 32);
     int64_t blocks = (P->rows + P->R - 1) / P->R;
     P->grid = (unsigned)blocks;
+    if (S > 1) {
+        P->S = S;
+        P->persistent = false;
+        P->Cs = ((P->C + S - 1) / S + UNROLL - 1) / UNROLL * UNROLL;
+        P->grid = (unsigned)(pass >= 0 ? P->rows * S : P->rows);
+        P->pass = pass;
+        P->slot = slot;
+    }
+}
+
+/* Blocks per row for few huge rows (x.sum(), softmax of one long row): enough blocks to
+ * fill the device, each with a few unrolled iterations. 0: no split. A stored row value
+ * between passes would be read across blocks: such kernels stay unsplit. */
+static int choose_split(ic_kernel *k, int nsm) {
+    if (!k->has_red || k->vec_outer) return 0;
+    int64_t rows = 1, n = 1;
+    for (int i = 0; i < k->nouter; i++) rows *= k->osize[i];
+    for (int i = 0; i < k->ninner; i++) n *= k->isize[i];
+    if (rows >= nsm || rows < 1) return 0;
+    for (int j = 0; j < k->nitems; j++)
+        if (k->items[j].pos % 2 == 0 && k->items[j].store && k->items[j].pos != k->npos - 1) return 0;
+    int64_t chunks = (n + 4 * SPLIT_T - 1) / (4 * SPLIT_T); /* with 4 elements per access */
+    int64_t s = (4 * (int64_t)nsm + rows - 1) / rows;
+    if (s > chunks / UNROLL) s = chunks / UNROLL;
+    if (s > SPLIT_T) s = SPLIT_T;
+    return s >= 2 ? (int)s : 0;
 }
 
 /* i32 index math when every offset and counter stays far below 2^31 */
@@ -1315,9 +1494,13 @@ static bool fits_i32(ic_ctx *c, ic_kernel *k, const plan *P) {
     const int64_t lim = ((int64_t)1 << 31) - ((int64_t)1 << 25);
     int64_t total = P->mode == P_POINTWISE ? P->G * P->V : P->rows * ((P->C + UNROLL) * P->T + 1) * P->V;
     if (total >= lim || P->rows + P->R >= lim) return false;
-    for (int b = 0; b < c->nbufs; b++)
+    int64_t rows = 1;
+    for (int i = 0; i < k->nouter; i++) rows *= k->osize[i];
+    for (int b = 0; b < c->nbufs; b++) {
         if (c->bufs[b].span >= lim) return false;
-    (void)k;
+        if (c->bufs[b].kind == 3 && rows * c->bufs[b].span * (int64_t)ic_dtype_size(c->bufs[b].dtype) >= lim)
+            return false;
+    }
     return true;
 }
 
@@ -1351,9 +1534,11 @@ static void gen_variant(gg *g, ic_kernel *k, const plan *P, ic_gvariant *out, co
     int *ub = ic_alloc(c, (size_t)c->nbufs * sizeof(int) + 1);
     for (int b = 0; b < c->nbufs; b++)
         if (used[b]) ub[nu++] = b;
-    LLVMTypeRef *ps = ic_alloc(c, (size_t)(nu + 1) * sizeof(LLVMTypeRef));
-    for (int i = 0; i < nu; i++) ps[i] = g->gptr;
-    LLVMValueRef fn = LLVMAddFunction(g->cg.mod, name, LLVMFunctionType(g->cg.vd, ps, (unsigned)nu, 0));
+    LLVMTypeRef *ps = ic_alloc(c, (size_t)(nu + 2) * sizeof(LLVMTypeRef));
+    for (int i = 0; i < nu + 1; i++) ps[i] = g->gptr;
+    int np = nu + (P->S > 1); /* split rows: the partials come last */
+    LLVMValueRef fn = LLVMAddFunction(g->cg.mod, name, LLVMFunctionType(g->cg.vd, ps, (unsigned)np, 0));
+    g->part = P->S > 1 ? LLVMGetParam(fn, (unsigned)nu) : NULL;
     g->fn = g->cg.fn = fn;
     unsigned kna = LLVMGetEnumAttributeKindForName("noalias", 7);
     unsigned kro = LLVMGetEnumAttributeKindForName("readonly", 8);
@@ -1361,10 +1546,11 @@ static void gen_variant(gg *g, ic_kernel *k, const plan *P, ic_gvariant *out, co
     unsigned knu = LLVMGetEnumAttributeKindForName("nounwind", 8);
     LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(g->cg.ctx, knu, 0));
     memset(g->written, 0, (size_t)c->nbufs * sizeof(bool));
+    memset(g->buf_param, 0, (size_t)c->nbufs * sizeof(LLVMValueRef));
     memset(g->align, 0, (size_t)c->nbufs * sizeof(int));
     for (int i = 0; i < nu; i++) {
         int b = ub[i];
-        g->buf_ptr[b] = LLVMGetParam(fn, (unsigned)i);
+        g->buf_ptr[b] = g->buf_param[b] = LLVMGetParam(fn, (unsigned)i);
         g->written[b] = (used[b] & 2) != 0;
         LLVMAddAttributeAtIndex(fn, (unsigned)(1 + i), LLVMCreateEnumAttribute(g->cg.ctx, kna, 0));
         if (used[b] == 1) LLVMAddAttributeAtIndex(fn, (unsigned)(1 + i), LLVMCreateEnumAttribute(g->cg.ctx, kro, 0));
@@ -1398,6 +1584,7 @@ static void gen_variant(gg *g, ic_kernel *k, const plan *P, ic_gvariant *out, co
     snprintf(out->name, sizeof out->name, "%s", name);
     out->grid = P->grid;
     out->block = (unsigned)P->Bk;
+    out->part_off = -1;
     out->vec = P->V;
     out->nparams = nu;
     out->params = malloc((size_t)(nu + 1) * sizeof(int));
@@ -1489,7 +1676,7 @@ static void codegen(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
                                     LLVMCodeModelDefault);
     if (!R->tm) ic_fail(c, IC_EINTERNAL, "LLVM: cannot create the NVPTX TargetMachine for %s", cpu);
 
-    gg G = {.c = c, .gen = 1};
+    gg G = {.c = c, .gen = 1, .sm = tsm};
     gg *g = &G;
     R->ctx = LLVMContextCreate();
     g->cg.c = c;
@@ -1519,6 +1706,7 @@ static void codegen(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
     size_t nx = (size_t)c->nxs + 1;
     g->var_val = ic_alloc(c, ((size_t)c->nvars + 1) * sizeof(LLVMValueRef));
     g->buf_ptr = ic_alloc(c, ((size_t)c->nbufs + 1) * sizeof(LLVMValueRef));
+    g->buf_param = ic_alloc(c, ((size_t)c->nbufs + 1) * sizeof(LLVMValueRef));
     g->written = ic_alloc(c, (size_t)c->nbufs + 1);
     g->align = ic_alloc(c, ((size_t)c->nbufs + 1) * sizeof(int));
     g->memo = ic_alloc(c, nx * VMAX * sizeof(LLVMValueRef));
@@ -1537,8 +1725,25 @@ static void codegen(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
     if (!gpu) ic_fail(c, IC_ENOMEM, "out of memory");
     gpu->sm = tsm;
     gpu->device = dev;
-    gpu->nkernels = c->nkernels;
-    gpu->k = calloc((size_t)c->nkernels + 1, sizeof(ic_gkernel));
+    /* row scratch: one row-local copy per row of the kernel that stores it */
+    gpu->nbufs = c->nbufs;
+    gpu->scratch_off = malloc(((size_t)c->nbufs + 1) * sizeof(int64_t));
+    if (!gpu->scratch_off) ic_fail(c, IC_ENOMEM, "out of memory");
+    for (int b = 0; b < c->nbufs; b++) gpu->scratch_off[b] = -1;
+    for (int ki = 0; ki < c->nkernels; ki++) {
+        const ic_kernel *k = &c->kernels[ki];
+        int64_t rows = 1;
+        for (int i = 0; i < k->nouter; i++) rows *= k->osize[i];
+        for (int j = 0; j < k->nitems; j++) {
+            int b = k->items[j].buf;
+            if (!k->items[j].store || b < 0 || c->bufs[b].kind != 3 || gpu->scratch_off[b] >= 0) continue;
+            gpu->scratch_off[b] = (c->ws_size + 255) & ~(int64_t)255;
+            c->ws_size = gpu->scratch_off[b] + rows * c->bufs[b].span * (int64_t)ic_dtype_size(c->bufs[b].dtype);
+        }
+    }
+    int nlaunch = 0;
+    for (int ki = 0; ki < c->nkernels; ki++) nlaunch += 2 + c->kernels[ki].npos;
+    gpu->k = calloc((size_t)nlaunch + 1, sizeof(ic_gkernel));
     if (!gpu->k) ic_fail(c, IC_ENOMEM, "out of memory");
     static int module_counter;
     int mid = __atomic_fetch_add(&module_counter, 1, __ATOMIC_RELAXED);
@@ -1553,17 +1758,54 @@ static void codegen(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
         }
         int V = choose_vec(c, k, vv, vsize, k->has_red);
         int nvar = V > 1 ? 2 : 1;
-        for (int v = 0; v < nvar; v++) {
-            plan P;
-            plan_kernel(c, k, &P, v == 0 ? V : 1, nsm);
-            if (P.grid == 0) continue;
-            if ((int64_t)P.grid > 0x7FFFFFFF) ic_fail(c, IC_EUNSUPPORTED, "GPU grid too large");
-            g->ity = fits_i32(c, k, &P) ? g->cg.i32 : g->cg.i64;
-            char name[48];
-            snprintf(name, sizeof name, "tc%d_k%d%s", mid % 1000000, ki, P.V > 1 ? "v" : "");
-            gen_variant(g, k, &P, &gpu->k[ki].v[gpu->k[ki].nvar++], name);
-            /* the vector variant needs no fallback when it assumes no alignment */
-            if (v == 0 && nvar == 2 && gpu->k[ki].v[0].nalign == 0) break;
+        /* split rows: partial slots in extra workspace, launches per pass, then a final one */
+        int S = choose_split(k, nsm);
+        int *slot = ic_alloc(c, ((size_t)k->nitems + 1) * sizeof(int));
+        int nslot = 0, nfinal = 0; /* nfinal: stores the final launch makes */
+        int64_t part_off = -1;
+        for (int j = 0; j < k->nitems; j++) {
+            const ic_item *it = &k->items[j];
+            if (it->kind == IT_REDUCE) {
+                slot[j] = nslot;
+                nslot += ic_is_arg(it->red_op) ? 2 : 1;
+            }
+            nfinal += it->store && (it->kind == IT_REDUCE || it->pos % 2 == 0);
+        }
+        int passes[IC_MAX_DIMS * 8 + 2], npass = 0;
+        if (S > 1) {
+            int64_t rows = 1;
+            for (int i = 0; i < k->nouter; i++) rows *= k->osize[i];
+            part_off = (c->ws_size + 255) & ~(int64_t)255;
+            c->ws_size = part_off + (int64_t)nslot * rows * S * 8;
+            for (int p = 1; p < k->npos && npass < (int)(sizeof passes / sizeof passes[0]) - 1; p += 2) {
+                bool any = false;
+                for (int j = 0; j < k->nitems; j++) any |= k->items[j].pos == p;
+                if (any) passes[npass++] = p;
+            }
+            if (nfinal) passes[npass++] = -1;
+        } else {
+            passes[npass++] = 0;
+        }
+        for (int q = 0; q < npass; q++) {
+            ic_gkernel *K = &gpu->k[gpu->nkernels++];
+            for (int v = 0; v < nvar; v++) {
+                plan P;
+                plan_kernel(c, k, &P, v == 0 ? V : 1, nsm, S, passes[q], slot);
+                if (P.grid == 0) continue;
+                if ((int64_t)P.grid > 0x7FFFFFFF) ic_fail(c, IC_EUNSUPPORTED, "GPU grid too large");
+                g->ity = fits_i32(c, k, &P) ? g->cg.i32 : g->cg.i64;
+                char name[48];
+                if (S > 1)
+                    snprintf(name, sizeof name, "tc%d_k%d%s%d%s", mid % 1000000, ki, passes[q] >= 0 ? "p" : "f",
+                             passes[q] >= 0 ? passes[q] : 0, P.V > 1 ? "v" : "");
+                else
+                    snprintf(name, sizeof name, "tc%d_k%d%s", mid % 1000000, ki, P.V > 1 ? "v" : "");
+                ic_gvariant *gv = &K->v[K->nvar++];
+                gen_variant(g, k, &P, gv, name);
+                gv->part_off = part_off;
+                /* the vector variant needs no fallback when it assumes no alignment */
+                if (v == 0 && nvar == 2 && K->v[0].nalign == 0) break;
+            }
         }
     }
     char *verr = NULL;

@@ -240,6 +240,7 @@ void ic_gpu_free(void *p) {
             free(G->k[k].v[v].align_bytes);
         }
     free(G->k);
+    free(G->scratch_off);
     free(G->ptx);
     free(G);
 }
@@ -280,7 +281,7 @@ IC_API int ic_run_stream(const ic_compiled *c, void *const *inputs, void *const 
     for (int k = 0; k < G->nkernels; k++)
         for (int v = 0; v < G->k[k].nvar; v++)
             if (G->k[k].v[v].nparams > maxp) maxp = G->k[k].v[v].nparams;
-    if (maxp > 64) args = malloc((size_t)maxp * sizeof(void *));
+    if (maxp > 63) args = malloc((size_t)(maxp + 1) * sizeof(void *));
     ic_CUdeviceptr ws = 0;
     void *ws_handle = NULL;
     ic_device_allocator a = {0};
@@ -320,6 +321,9 @@ IC_API int ic_run_stream(const ic_compiled *c, void *const *inputs, void *const 
         switch (c->buf_kind[b]) {
         case 0: bufs[b] = (ic_CUdeviceptr)(uintptr_t)inputs[c->buf_index[b]]; break;
         case 1: bufs[b] = (ic_CUdeviceptr)(uintptr_t)outputs[c->buf_index[b]]; break;
+        case 3: /* row scratch: rows x row in the workspace (gpu_nvptx.c) */
+            bufs[b] = G->scratch_off && G->scratch_off[b] >= 0 ? ws + (ic_CUdeviceptr)G->scratch_off[b] : 0;
+            break;
         default: bufs[b] = ws + (ic_CUdeviceptr)c->buf_offset[b]; break;
         }
     }
@@ -334,6 +338,8 @@ IC_API int ic_run_stream(const ic_compiled *c, void *const *inputs, void *const 
         }
         if (!gv) continue; /* empty kernel */
         for (int i = 0; i < gv->nparams; i++) args[i] = &bufs[gv->params[i]];
+        ic_CUdeviceptr part = ws + (ic_CUdeviceptr)(gv->part_off > 0 ? gv->part_off : 0);
+        if (gv->part_off >= 0) args[gv->nparams] = &part;
         r = D.LaunchKernel(gv->fn, gv->grid, 1, 1, gv->block, 1, 1, 0, st, args, NULL);
         if (r) {
             rc = fail(err, IC_EINTERNAL, "launch of %s: %s", gv->name, errstr(r));

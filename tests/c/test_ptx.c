@@ -309,6 +309,15 @@ static void build_corpus(void) {
         ic_val e = U(g, IC_OP_EXP, Bn(g, IC_OP_SUB, x, m));
         ic_output(g, Bn(g, IC_OP_DIV, e, R(g, IC_OP_SUM, e, 0, 1)));
     }
+    /* a long chain used twice in a row kernel is realized in row scratch (kind 3) */
+    g = add_case("rowscratch_heavy_softmax_33x1000", IC_OK, 2e-5);
+    x = IN(g, IC_F32, 33, 1000);
+    for (int i = 0; i < 20; i++) x = Bn(g, IC_OP_ADD, Bn(g, IC_OP_MUL, x, S(g, 1.001)), S(g, 0.001));
+    ic_output(g, softmax(g, x));
+    g = add_case("rowscratch_split_1x200000", IC_OK, 2e-5);
+    x = IN(g, IC_F32, 1, 200000);
+    for (int i = 0; i < 20; i++) x = Bn(g, IC_OP_ADD, Bn(g, IC_OP_MUL, x, S(g, 1.001)), S(g, 0.001));
+    ic_output(g, softmax(g, x));
     g = add_case("layernorm_64x768", IC_OK, 2e-5);
     x = IN(g, IC_F32, 64, 768);
     w = IN(g, IC_F32, 768);
@@ -611,7 +620,15 @@ int main(int argc, char **argv) {
         nptx++;
         ptx_bytes += strlen(ptx);
         CHECK(strstr(ptx, ".target sm_90") != NULL, "%s: no .target sm_90", gc->name);
-        if (verbose) printf("  %-32s %6zu bytes of PTX\n", gc->name, strlen(ptx));
+        if (verbose) {
+            printf("  %-32s %6zu bytes of PTX\n", gc->name, strlen(ptx));
+            ic_options oc = {.device = IC_CPU};
+            ic_compiled *cc = ic_compile(gc->g, &oc, &err);
+            char *d = cc ? ic_compiled_describe(cc) : NULL;
+            if (d) printf("%s", d);
+            free(d);
+            if (cc) ic_compiled_free(cc);
+        }
         if (ptxas) {
             char file[1024];
             snprintf(file, sizeof file, "%s/%.64s.ptx", dir, gc->name);
