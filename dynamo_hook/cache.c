@@ -33,6 +33,10 @@ void dh_entry_free(dh_entry *e) {
     free(e->sources);
     free(e->guards);
     free(e->input_src);
+    for (int i = 0; i < e->nattrw; i++)
+        Py_XDECREF(e->attrw_name[i]);
+    free(e->attrw_src);
+    free(e->attrw_name);
     free(e->mut_src);
     free(e->mut_from);
     free(e->outs);

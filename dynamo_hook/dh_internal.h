@@ -110,6 +110,9 @@ typedef struct dh_entry {
     int nmut;               /* inputs updated in place: copy back after the kernels */
     int *mut_src;           /* source of the updated tensor */
     int *mut_from;          /* graph output index >= 0, or -1 - source index */
+    int nattrw;             /* module attribute writes: root is (result, values...) */
+    int *attrw_src;
+    PyObject **attrw_name;  /* strong */
     int nouts;              /* outspec nodes; node 0 is the root */
     dh_outspec *outs;
     ic_compiled *compiled;  /* NULL when the graph has no outputs */

@@ -470,6 +470,19 @@ PyObject *dh_entry_run(const dh_entry *e, PyObject *const *values, void *const *
             goto done;
     }
     res = build_output(e, 0, outs, values);
+    if (res != NULL && e->nattrw > 0) {
+        /* replay module attribute writes, then unwrap (result, values...) */
+        PyObject *root = res;
+        res = NULL;
+        for (int i = 0; i < e->nattrw; i++)
+            if (PyObject_SetAttr(values[e->attrw_src[i]], e->attrw_name[i],
+                                 PyTuple_GET_ITEM(root, 1 + i)) < 0) {
+                Py_DECREF(root);
+                goto done;
+            }
+        res = Py_NewRef(PyTuple_GET_ITEM(root, 0));
+        Py_DECREF(root);
+    }
     if (res != NULL && e->brk != DH_BRK_NONE) {
         PyObject *state = res;
         res = run_break(e, state);

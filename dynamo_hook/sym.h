@@ -17,7 +17,8 @@ typedef enum vkind {
     V_FUNC,   /* callable: torch op handler (op >= 0) or builtin/const callable (op < 0) */
     V_METHOD, /* bound method of a tracked value: self + name */
     V_ITER,   /* iterator over items (range/tuple/SEQ) */
-    V_DICT    /* dict: obj = tuple of constant keys, items = values */
+    V_DICT,   /* dict: obj = tuple of constant keys, items = values */
+    V_SUPER   /* super(): obj = the class, items[0] = self */
 } vkind;
 
 typedef struct var {
@@ -84,6 +85,12 @@ typedef struct trace {
     PyObject *cur_globals;            /* globals of the frame being interpreted */
     int device_type, device_index;    /* of the tensor inputs (-1: none yet) */
     sym_break brk;                    /* set when the top frame stops at a graph break */
+    struct {                          /* attribute writes on modules, replayed after the graph */
+        int src;
+        PyObject *name;
+        struct var *val;
+    } attrw[32];
+    int nattrw;
     char reason[300];
     int failed;
     long steps;

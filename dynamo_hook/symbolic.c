@@ -200,6 +200,44 @@ static int load_attr(trace *t, const var *o, PyObject *name, var *out) {
             Py_DECREF(a);
             return rc;
         }
+        for (int i = t->nattrw - 1; i >= 0; i--) /* written earlier in this trace */
+            if (t->attrw[i].src == o->src && o->src >= 0 &&
+                PyUnicode_Compare(t->attrw[i].name, name) == 0) {
+                *out = *t->attrw[i].val;
+                return 0;
+            }
+        if (PyUnicode_CompareWithASCIIString(name, "_modules") == 0 && o->src >= 0) {
+            /* the submodule dict: values reached as attributes of the module */
+            PyObject *mods = dh_module_getattr(o->obj, name);
+            if (mods == NULL || !PyDict_Check(mods)) {
+                Py_XDECREF(mods);
+                return sym_fail(t, "_modules is not a dict");
+            }
+            Py_ssize_t n = PyDict_GET_SIZE(mods), pos = 0;
+            PyObject *keys = PyTuple_New(n), *k, *v;
+            var *vals = sym_alloc(t, (int)n);
+            if (keys == NULL || vals == NULL || sym_keep(t, keys) == NULL) {
+                Py_DECREF(mods);
+                return -1;
+            }
+            int i = 0;
+            while (PyDict_Next(mods, &pos, &k, &v)) {
+                PyTuple_SET_ITEM(keys, i, Py_NewRef(k));
+                int s = sym_source(t, DH_S_ATTR, o->src, 0, k);
+                if (s < 0 || sym_wrap(t, v, s, &vals[i++]) < 0) {
+                    Py_DECREF(mods);
+                    return -1;
+                }
+            }
+            Py_DECREF(mods);
+            memset(out, 0, sizeof *out);
+            out->kind = V_DICT;
+            out->src = -1;
+            out->obj = keys;
+            out->items = vals;
+            out->n = i;
+            return 0;
+        }
         /* nn.Module: no data descriptor may shadow the instance attribute */
         PyObject *descr = _PyType_Lookup(Py_TYPE(o->obj), name);
         if (descr != NULL) {
@@ -222,6 +260,11 @@ static int load_attr(trace *t, const var *o, PyObject *name, var *out) {
             }
         }
         PyObject *a = dh_module_getattr(o->obj, name);
+        if (a == NULL && descr != NULL && o->src >= 0 && Py_TYPE(descr)->tp_descr_get == NULL) {
+            /* a plain class attribute (a constant on the class) */
+            int s = sym_source(t, DH_S_ATTR, o->src, 1, name);
+            return s < 0 ? -1 : sym_wrap(t, descr, s, out);
+        }
         if (a == NULL) {
             if (descr != NULL)
                 return sym_fail(t, "class attribute %U not supported", name);
@@ -244,6 +287,37 @@ static int load_attr(trace *t, const var *o, PyObject *name, var *out) {
             (!strcmp(n, "is_floating_point") || !strcmp(n, "itemsize") || !strcmp(n, "is_complex")))
             return sym_const(t, PyObject_GetAttr(o->obj, name), out);
         return sym_fail(t, "attribute %U of %s constant not supported", name, Py_TYPE(o->obj)->tp_name);
+    }
+    case V_SUPER: {
+        /* super().name: look past the class in self's MRO; methods are inlined */
+        PyObject *sup = PyObject_CallFunctionObjArgs((PyObject *)&PySuper_Type, o->obj,
+                                                     o->items[0].obj, NULL);
+        if (sup == NULL) {
+            PyErr_Clear();
+            return sym_fail(t, "super() failed");
+        }
+        PyObject *a = PyObject_GetAttr(sup, name);
+        Py_DECREF(sup);
+        if (a == NULL) {
+            PyErr_Clear();
+            return sym_fail(t, "super().%U not found", name);
+        }
+        if (PyMethod_Check(a) && PyFunction_Check(PyMethod_GET_FUNCTION(a))) {
+            PyObject *fn = sym_keep(t, Py_NewRef(PyMethod_GET_FUNCTION(a)));
+            Py_DECREF(a);
+            var *self = sym_alloc(t, 1);
+            if (fn == NULL || self == NULL)
+                return -1;
+            self[0] = o->items[0];
+            memset(out, 0, sizeof *out);
+            out->kind = V_METHOD;
+            out->src = -1;
+            out->obj = fn;
+            out->items = self;
+            return 0;
+        }
+        Py_DECREF(a);
+        return sym_fail(t, "super().%U is not a Python method", name);
     }
     case V_DICT: {
         const char *n = PyUnicode_AsUTF8(name);
@@ -298,6 +372,17 @@ static int subscr(trace *t, const var *c, const var *k, var *out) {
             return sym_fail(t, "index out of range");
         *out = c->items[i];
         return 0;
+    }
+    if (c->kind == V_OBJ && !PyModule_Check(c->obj) && k->kind == V_CONST && PyUnicode_Check(k->obj) &&
+        c->src >= 0) {
+        /* ModuleDict["name"] */
+        PyObject *m = dh_module_getattr(c->obj, k->obj);
+        if (m == NULL)
+            return sym_fail(t, "KeyError %R (eager will raise)", k->obj);
+        int s = sym_source(t, DH_S_ATTR, c->src, 0, k->obj);
+        int rc = s < 0 ? -1 : sym_wrap(t, m, s, out);
+        Py_DECREF(m);
+        return rc;
     }
     if (c->kind == V_OBJ && !PyModule_Check(c->obj) && k->kind == V_CONST && PyLong_CheckExact(k->obj)) {
         /* ModuleList / Sequential indexing by a constant */
@@ -710,6 +795,38 @@ static int run(trace *t, sframe *f, var *result) {
                 fnv = callable;
             }
             var fn = *fnv;
+            if (fn.kind == V_FUNC && fn.obj == (PyObject *)&PySuper_Type && nargs == 0) {
+                /* zero-argument super(): the method's __class__ cell and first argument */
+                PyObject *cls = NULL;
+                PyObject *fv = PyObject_GetAttrString((PyObject *)f->code, "co_freevars");
+                if (fv != NULL && PyTuple_Check(fv)) {
+                    Py_ssize_t nfree = PyTuple_GET_SIZE(fv);
+                    for (Py_ssize_t ci = 0; ci < nfree; ci++)
+                        if (PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(fv, ci), "__class__") == 0) {
+                            var *cv = &f->locals[f->nlocals - (int)nfree + (int)ci];
+                            if (cv->kind == V_CONST || cv->kind == V_FUNC || cv->kind == V_OBJ)
+                                cls = cv->obj;
+                        }
+                }
+                Py_XDECREF(fv);
+                PyErr_Clear();
+                var self0;
+                if (cls == NULL || !PyType_Check(cls) || f->code->co_argcount < 1 ||
+                    load_local(t, f, 0, &self0) < 0 || self0.kind != V_OBJ)
+                    return sym_fail(t, "zero-argument super() outside a module method");
+                f->sp -= oparg + 2;
+                var *sv = sym_alloc(t, 1);
+                if (sv == NULL)
+                    return -1;
+                sv[0] = self0;
+                memset(&a, 0, sizeof a);
+                a.kind = V_SUPER;
+                a.src = -1;
+                a.obj = cls;
+                a.items = sv;
+                PUSH(a);
+                break;
+            }
             var *copy = sym_alloc(t, nargs);
             if (copy == NULL)
                 return -1;
@@ -1101,8 +1218,36 @@ static int run(trace *t, sframe *f, var *result) {
             PUSH(a);
             break;
         }
-        case OP_STORE_ATTR:
-            return sym_fail(t, "attribute assignment (STORE_ATTR) not supported yet");
+        case OP_STORE_ATTR: {
+            NEED(2);
+            a = POP(); /* the object */
+            b = POP(); /* the value */
+            PyObject *name = PyTuple_GET_ITEM(names, oparg);
+            if (a.kind != V_OBJ || PyModule_Check(a.obj) || a.src < 0)
+                return sym_fail(t, "attribute assignment on a non-module value");
+            PyObject *descr = _PyType_Lookup(Py_TYPE(a.obj), name);
+            if (descr != NULL && Py_TYPE(descr)->tp_descr_set != NULL)
+                return sym_fail(t, "assignment to a property %U", name);
+            if (b.kind == V_FUNC && b.op == SYM_MADE_FUNCTION)
+                return sym_fail(t, "storing a nested function on a module");
+            int i;
+            for (i = 0; i < t->nattrw; i++)
+                if (t->attrw[i].src == a.src && PyUnicode_Compare(t->attrw[i].name, name) == 0)
+                    break;
+            if (i == t->nattrw) {
+                if (t->nattrw >= 32)
+                    return sym_fail(t, "too many attribute writes");
+                t->nattrw++;
+            }
+            var *v = sym_alloc(t, 1);
+            if (v == NULL)
+                return -1;
+            *v = b;
+            t->attrw[i].src = a.src;
+            t->attrw[i].name = name;
+            t->attrw[i].val = v;
+            break;
+        }
         case OP_LIST_TO_TUPLE:
             NEED(1);
             if (PEEK(1).kind != V_SEQ)
@@ -1906,6 +2051,19 @@ dh_entry *dh_trace_frame(PyCodeObject *code, PyObject *const *localsplus, PyObje
                     fill_break(t, &ob, outvals, &nout, &brk);
                 else
                     fill_out(t, &ob, 0, &result, outvals, &nout);
+                if (!t->failed && !PyErr_Occurred() && t->nattrw > 0) {
+                    /* root becomes (result, written values...) */
+                    int first = out_reserve(t, &ob, 1 + t->nattrw);
+                    if (first >= 0) {
+                        ob.o[first] = ob.o[0];
+                        memset(&ob.o[0], 0, sizeof ob.o[0]);
+                        ob.o[0].kind = DH_O_TUPLE;
+                        ob.o[0].index = first;
+                        ob.o[0].count = 1 + t->nattrw;
+                        for (int i = 0; i < t->nattrw && !t->failed; i++)
+                            fill_out(t, &ob, first + 1 + i, t->attrw[i].val, outvals, &nout);
+                    }
+                }
                 if (!t->failed && !PyErr_Occurred())
                     record_mutations(t, outvals, &nout, &muts);
             }
@@ -1941,6 +2099,21 @@ dh_entry *dh_trace_frame(PyCodeObject *code, PyObject *const *localsplus, PyObje
         memcpy(e->mut_src, muts.src, sizeof(int) * (size_t)muts.n);
         memcpy(e->mut_from, muts.from, sizeof(int) * (size_t)muts.n);
         e->nmut = muts.n;
+    }
+    if (e != NULL && !e->fallback && t->nattrw > 0) {
+        e->attrw_src = malloc(sizeof(int) * (size_t)t->nattrw);
+        e->attrw_name = calloc((size_t)t->nattrw, sizeof(PyObject *));
+        if (e->attrw_src == NULL || e->attrw_name == NULL) {
+            dh_entry_free(e);
+            e = NULL;
+            PyErr_NoMemory();
+            goto error;
+        }
+        for (int i = 0; i < t->nattrw; i++) {
+            e->attrw_src[i] = t->attrw[i].src;
+            e->attrw_name[i] = Py_NewRef(t->attrw[i].name);
+        }
+        e->nattrw = t->nattrw;
     }
     if (e != NULL) {
         e->device_type = t->device_type < 0 ? TC_DEV_CPU : t->device_type;

@@ -495,3 +495,36 @@ def test_any_binary_operator_failure_breaks_not_falls_back():
     assert_same(torchc.compile(f)(x, y), f(x, y))
     xi, yi = torch.randint(0, 5, (3, 4)), torch.randint(0, 5, (4, 2))
     assert_same(torchc.compile(f)(xi, yi), f(xi, yi))
+
+
+def test_module_attribute_writes_super_moduledict_class_attrs():
+    class Base(nn.Module):
+        scale = 2.0  # a class attribute
+
+        def forward(self, x):
+            return x * self.scale
+
+    class Child(Base):
+        def __init__(self):
+            super().__init__()
+            self.blocks = nn.ModuleDict({"a": nn.ReLU(), "b": nn.Tanh()})
+            self.calls = 0
+
+        def forward(self, x):
+            y = super().forward(x)
+            for name, m in self.blocks.items():
+                y = m(y) + len(name)
+            self.last = y * 1          # attribute write, replayed after the graph
+            self.calls = self.calls + 1
+            return self.blocks["b"](y) + self.calls
+
+    m1, m2 = Child(), Child()
+    cm = torchc.compile(m1)
+    x = torch.randn(3, 4)
+    with torch.no_grad():
+        for _ in range(3):
+            assert_same(cm(x), m2(x))
+            assert m1.calls == m2.calls
+            assert_same(m1.last, m2.last)
+        ex = torchc.explain(cm)(x)
+    assert ex.graph_count == 1 and ex.graph_break_count == 0, ex
