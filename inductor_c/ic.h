@@ -127,7 +127,7 @@ typedef struct ic_options {
     ic_device device;
     int device_index;
     int num_threads;   /* 0: runtime default (ic_set_num_threads) */
-    int opt_level;     /* LLVM optimization level 0..3, default 3 */
+    int opt_level;     /* LLVM optimization level 1..3; 0 (zero-initialized) means the default 3 */
     unsigned debug;    /* IC_DEBUG_* bits; ORed with TORCHC_DEBUG from the environment */
 } ic_options;
 
@@ -144,7 +144,16 @@ int ic_compiled_num_outputs(const ic_compiled *c);
  * (contiguous). Output buffers must not alias inputs. */
 const ic_meta *ic_compiled_output_meta(const ic_compiled *c, int i);
 int ic_compiled_num_kernels(const ic_compiled *c);
-/* Loop IR / kernel summary text (fusion decisions visible); malloc'd, caller frees. */
+/* Loop IR / kernel summary text (fusion decisions visible); malloc'd, caller frees.
+ * One block per kernel, e.g.
+ *   kernel k0: outer [4096] inner [1024] iters 4096
+ *     pass 0: reduce amax %1 fused(%1) noStore        (a pass = one loop over a row)
+ *     row: store %4 -> tmp2 fused(%3,%4)              (per-row code between passes)
+ *     pass 1: store %5 -> out0 fused(%2,%3,%5)        (fused(...) = graph values inlined)
+ *   buffers: in0 f32[4096,1024]; out0 ...; tmp2 ... @offset; rowtmp3 (per-row stack scratch)
+ *   workspace N bytes
+ * Kernel flags: "tiles AxB" (pointwise inner dim cut for threads), "split AxB" (one big row
+ * reduced in parallel parts), "vec_outer" (lanes along the kept dim: x.sum(0)). */
 char *ic_compiled_describe(const ic_compiled *c);
 
 /* Runs the compiled graph. inputs[i]: address of element 0 of input i (data_ptr, storage

@@ -1199,6 +1199,13 @@ static void test_random_graphs(int count) {
         }
         t_output(t, vals[nv - 1]);
         if (nv > 3 && rndi(2)) t_output(t, vals[nv - 3]);
+        /* a non-keepdim reduction of some value, post-processed per row */
+        R a = vals[rndi(nv)];
+        if (a.m.ndim > 0 && rndi(2)) {
+            uint32_t mask = 1u << (a.m.ndim - 1);
+            R r = t_red(t, red_ops[rndi(4)], a, mask, 0, -1);
+            t_output(t, t_un(t, IC_OP_SIGMOID, t_bin(t, IC_OP_MUL, r, r)));
+        }
         runopts o = defaults();
         o.atol = 1e-4;
         o.rtol = 1e-4;
