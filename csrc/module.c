@@ -161,7 +161,18 @@ static PyObject *m_skip_code(PyObject *m, PyObject *code) {
     Py_RETURN_NONE;
 }
 
+static PyObject *m_allow_code(PyObject *m, PyObject *code) {
+    if (!PyCode_Check(code)) {
+        PyErr_SetString(PyExc_TypeError, "allow_code expects a code object");
+        return NULL;
+    }
+    if (dh_allow_code(code) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
+    {"allow_code", m_allow_code, METH_O, "Capture/inline this code object (allow_in_graph)."},
     {"skip_code", m_skip_code, METH_O, "Never hook frames of this code object."},
     {"reset", m_reset, METH_NOARGS, "Drop every compiled entry."},
     {"explain_start", m_explain_start, METH_NOARGS, "Start recording handled frames."},

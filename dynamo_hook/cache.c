@@ -230,3 +230,14 @@ int dh_code_is_disabled(PyCodeObject *code) {
     }
     return p != NULL && ((dh_cache *)p)->disabled;
 }
+
+int dh_allow_code(PyObject *code) {
+    dh_cache *c = dh_cache_of((PyCodeObject *)code);
+    if (c == NULL)
+        return -1;
+    c->skip = 0;
+    c->disabled = 0;
+    free(c->skip_reason);
+    c->skip_reason = NULL;
+    return 0;
+}

@@ -17,6 +17,8 @@ int dh_init(PyObject *module);
 PyObject *dh_call(PyObject *fn, PyObject *args, PyObject *kwargs, const dh_config *cfg);
 /* Marks a code object never to be hooked (torchc.disable). */
 int dh_skip_code(PyObject *code);
+/* Undoes dh_skip_code and the file skip list for this code object (allow_in_graph). */
+int dh_allow_code(PyObject *code);
 /* Drops every cache entry (torchc.reset()). */
 void dh_reset(void);
 /* Explain recording on this thread: start() begins a list, stop() returns it (new ref):

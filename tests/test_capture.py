@@ -528,3 +528,22 @@ def test_module_attribute_writes_super_moduledict_class_attrs():
             assert_same(m1.last, m2.last)
         ex = torchc.explain(cm)(x)
     assert ex.graph_count == 1 and ex.graph_break_count == 0, ex
+
+
+def _allow_g(x):
+    return x * 3
+
+
+def _allow_f(x):
+    return _allow_g(x) + 1
+
+
+def test_allow_in_graph_undoes_disable():
+    torchc.disable(_allow_g)
+    x = torch.randn(3)
+    assert explain_of(_allow_f, x).graph_count == 2  # split around the disabled function
+    torchc.allow_in_graph(_allow_g)
+    torchc.reset()
+    ex = explain_of(_allow_f, x)
+    assert ex.graph_count == 1 and ex.graph_break_count == 0, ex
+    assert_same(torchc.compile(_allow_f)(x), _allow_f(x))

@@ -12,8 +12,9 @@ fuses them into loops and compiles them with LLVM ORC; anything unsupported runs
 import torch  # noqa: F401  (libtorch must be loaded before the extension)
 
 from . import _C
-from ._api import OptimizedModule, compile, config, disable, explain, reset, ExplainOutput
+from ._api import (ExplainOutput, OptimizedModule, allow_in_graph, compile, config, disable,
+                   explain, reset)
 
-__all__ = ["compile", "explain", "reset", "disable", "config", "OptimizedModule",
-           "ExplainOutput"]
+__all__ = ["compile", "explain", "reset", "disable", "allow_in_graph", "config",
+           "OptimizedModule", "ExplainOutput"]
 __version__ = "0.1.0"

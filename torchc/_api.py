@@ -100,6 +100,17 @@ def disable(fn=None, recursive=True):
     return fn
 
 
+def allow_in_graph(fn):
+    """Capture calls of fn into the caller's graph (inline it) even where torchc would
+    otherwise not: undoes torchc.disable(fn), and lets frames of fn be captured when it
+    lives in a skipped file. Returns fn."""
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        raise TypeError(f"torchc.allow_in_graph expects a Python function, got {type(fn).__name__}")
+    _C.allow_code(code)
+    return fn
+
+
 def reset():
     """Forget every compiled graph (like torch._dynamo.reset())."""
     _C.reset()
