@@ -100,6 +100,8 @@ typedef struct gg {
     uint32_t *vld_gen;
     LLVMValueRef *pmemo;   /* persistent rows: [(x*SMAX + chunk)*VMAX + lane] */
     LLVMValueRef *pvld;    /* [x*SMAX + chunk] */
+    bool *dep;             /* [x]: differs between lanes (x_lane_dep), valid at dep_gen */
+    uint32_t *dep_gen;
     uint32_t *pgen;        /* [x*SMAX + chunk]: variant that filled pmemo/pvld */
     uint32_t vgen;
     int chunk;             /* persistent chunk being emitted, -1 none */
@@ -172,12 +174,8 @@ static LLVMValueRef and_(gg *g, LLVMValueRef a, LLVMValueRef b) {
 /* f32 register value rounded to f16 / bf16 precision (kept as f32) */
 static LLVMValueRef round_half(gg *g, LLVMValueRef f, ic_dtype t) {
     if (t == IC_F16) return LLVMBuildFPExt(B, LLVMBuildFPTrunc(B, f, g->f16, ""), g->cg.f32, "");
-    if (g->sm >= 80) { /* one cvt.rn.bf16.f32 (round to nearest even, NaN stays NaN) */
-        LLVMTypeRef fty = LLVMFunctionType(g->cg.i16, &g->cg.f32, 1, 0);
-        static char text[] = "cvt.rn.bf16.f32 $0, $1;", cons[] = "=h,f";
-        LLVMValueRef asmv = LLVMGetInlineAsm(fty, text, sizeof text - 1, cons, sizeof cons - 1, 0, 0,
-                                             LLVMInlineAsmDialectATT, 0);
-        LLVMValueRef h = LLVMBuildCall2(B, fty, asmv, &f, 1, "");
+    if (g->sm >= 80) { /* one cvt.rn.bf16.f32 (nearest even, NaN stays NaN); a pure intrinsic */
+        LLVMValueRef h = intrin(g, "llvm.nvvm.f2bf16.rn", NULL, 0, &f, 1);
         LLVMValueRef x = LLVMBuildShl(B, LLVMBuildZExt(B, h, g->cg.i32, ""), ki(g, g->cg.i32, 16), "");
         return LLVMBuildBitCast(B, x, g->cg.f32, "");
     }
@@ -808,9 +806,36 @@ static LLVMValueRef const_val(gg *g, const ic_x *e) {
     return LLVMConstInt(t, (unsigned long long)(long long)e->cval, 1);
 }
 
+/* Does x differ between the V lanes (reads along the vectorized var)? Memoized per
+ * generation; lanes of a lane-invariant x share lane 0's value (row math such as
+ * rsqrt(mean + eps) is computed once, not V times). */
+static bool x_lane_dep(gg *g, ic_xid x) {
+    if (g->V <= 1 || g->vv < 0) return false;
+    if (g->dep_gen[x] == g->gen) return g->dep[x];
+    const ic_x *e = &g->c->xs[x];
+    bool d = false;
+    switch (e->kind) {
+    case X_LOADF: d = lane_dep(g, e->ix) || (e->a >= 0 && x_lane_dep(g, e->a)); break;
+    case X_IXVAL: d = lane_dep(g, e->ix); break;
+    case X_CONST: case X_ROWVAL: break;
+    default:
+        d = (e->a >= 0 && x_lane_dep(g, e->a)) || (e->b >= 0 && x_lane_dep(g, e->b)) ||
+            (e->c >= 0 && x_lane_dep(g, e->c));
+    }
+    g->dep[x] = d;
+    g->dep_gen[x] = g->gen;
+    return d;
+}
+
 static LLVMValueRef val(gg *g, ic_xid x, int lane) {
     size_t mi = (size_t)x * VMAX + (size_t)lane;
     if (g->memo_gen[mi] == g->gen) return g->memo[mi];
+    if (lane > 0 && !x_lane_dep(g, x)) {
+        LLVMValueRef r0 = val(g, x, 0);
+        g->memo[mi] = r0;
+        g->memo_gen[mi] = g->gen;
+        return r0;
+    }
     const ic_x e = g->c->xs[x];
     LLVMValueRef r = NULL;
     switch (e.kind) {
@@ -1716,6 +1741,8 @@ static void codegen(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
     g->pmemo = ic_alloc(c, nx * SMAX * VMAX * sizeof(LLVMValueRef));
     g->pvld = ic_alloc(c, nx * SMAX * sizeof(LLVMValueRef));
     g->pgen = ic_alloc(c, nx * SMAX * sizeof(uint32_t));
+    g->dep = ic_alloc(c, nx * sizeof(bool));
+    g->dep_gen = ic_alloc(c, nx * sizeof(uint32_t));
     int maxitems = 1;
     for (int i = 0; i < c->nkernels; i++)
         if (c->kernels[i].nitems > maxitems) maxitems = c->kernels[i].nitems;
