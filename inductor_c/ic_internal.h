@@ -171,6 +171,8 @@ typedef struct ic_kernel {
     int64_t osize[IC_MAX_DIMS], isize[IC_MAX_DIMS];
     int64_t ntiles, tile;        /* tiling of the innermost var (pointwise kernels) */
     bool vec_outer;              /* lanes = 16 consecutive values of the last outer var */
+    int64_t nob;                 /* > 0: pointwise 2-D blocking, blocks of IC_BLOCK_ROWS of the
+                                    last outer var (x tiles of the inner var): transposes */
     bool split;                  /* one big row: pass 1 in ntiles parallel parts writing
                                     partial accumulators, then a combine kernel */
     int partial_buf;             /* split: buffer of ntiles x nitems 8-byte partials */
@@ -322,6 +324,8 @@ void ic_codegen_cpu(ic_ctx *c, ic_kernel_fn *fns, void **rt_out);
 void ic_codegen_cleanup(ic_ctx *c);
 /* runtime/jit.c */
 #define IC_SPLIT_PARTS 32
+#define IC_BLOCK_ROWS 32
+#define IC_BLOCK_COLS 64
 int ic_jit_add_module(void *tsm, const char **names, int n, void **addrs, void **rt_out,
                       char *msg, size_t msgn);
 void ic_jit_remove(void *rt);

@@ -1018,7 +1018,13 @@ static void gen_kernel(cg *g, ic_kernel *k, const char *name, const char *cpu, c
         it = LLVMBuildUDiv(B, it, nt, "");
     }
     int last = k->nouter - 1;
-    LLVMValueRef chunk = NULL;
+    LLVMValueRef chunk = NULL, oblock = NULL;
+    if (k->nob) {
+        LLVMValueRef nb = LLVMConstInt(g->i64, (unsigned long long)k->nob, 0);
+        oblock = LLVMBuildURem(B, it, nb, "");
+        it = LLVMBuildUDiv(B, it, nb, "");
+        last--;
+    }
     if (k->vec_outer) {
         LLVMValueRef nc = LLVMConstInt(g->i64, (unsigned long long)k->nchunks, 0);
         chunk = LLVMBuildURem(B, it, nc, "");
@@ -1054,6 +1060,18 @@ static void gen_kernel(cg *g, ic_kernel *k, const char *name, const char *cpu, c
         LLVMPositionBuilderAtEnd(B, jb);
     } else if (phase == 1) {
         gen_pass(g, k, 1, tile, false);
+    } else if (k->nob) {
+        /* rows of the block, each over the block's columns (tile) */
+        int32_t ov = k->ovar[k->nouter - 1];
+        LLVMValueRef S = LLVMConstInt(g->i64, (unsigned long long)k->osize[k->nouter - 1], 0);
+        LLVMValueRef lo = LLVMBuildMul(B, oblock, LLVMConstInt(g->i64, IC_BLOCK_ROWS, 0), "");
+        LLVMValueRef h = LLVMBuildAdd(B, lo, LLVMConstInt(g->i64, IC_BLOCK_ROWS, 0), "");
+        LLVMValueRef hi = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, h, S, ""), h, S, "");
+        lp rl;
+        lp_begin(g, &rl, NULL, lo, hi, 1);
+        g->var_val[ov] = rl.i;
+        gen_row(g, k, tile, false);
+        lp_end(g, &rl);
     } else {
         gen_row(g, k, tile, false);
     }

@@ -28,8 +28,9 @@ char *ic_describe_kernels(ic_ctx *c, bool detail) {
         ic_str_printf(&s, "] inner [");
         for (int i = 0; i < k->ninner; i++) ic_str_printf(&s, "%s%lld", i ? "," : "", (long long)k->isize[i]);
         ic_str_printf(&s, "] iters %lld", (long long)k->iters);
-        if (k->ntiles > 1) ic_str_printf(&s, " %s %lldx%lld", k->split ? "split" : "tiles", (long long)k->ntiles, (long long)k->tile);
+        if (k->ntiles > 1 && !k->nob) ic_str_printf(&s, " %s %lldx%lld", k->split ? "split" : "tiles", (long long)k->ntiles, (long long)k->tile);
         if (k->vec_outer) ic_str_printf(&s, " vec_outer");
+        if (k->nob) ic_str_printf(&s, " blocked %dx%d", IC_BLOCK_ROWS, IC_BLOCK_COLS);
         ic_str_printf(&s, "\n");
         for (int p = 0; p < k->npos; p++) {
             for (int j = 0; j < k->nitems; j++) {

@@ -354,6 +354,37 @@ static void choose_split(ic_ctx *c, ic_kernel *k, int64_t inner) {
     k->partial_buf = add_buffer(c, 2, -1, -1, &m);
 }
 
+/* Pointwise kernels reading with a large stride along the inner var but (nearly)
+ * contiguously along the last outer var (x.t() + y, transpose().contiguous()) visit
+ * IC_BLOCK_ROWS x IC_BLOCK_COLS blocks, so the lines and pages a strided load touches are
+ * reused by the next rows instead of being evicted (TLB and cache thrash otherwise). */
+static bool transposed_load(ic_ctx *c, ic_xid x, int32_t iv, int32_t ov, uint8_t *seen) {
+    if (seen[x]) return false;
+    seen[x] = 1;
+    const ic_x *e = &c->xs[x];
+    if (e->kind == X_LOADF) return e->a < 0 && vcost(c, e->ix, iv) == 4 && vcost(c, e->ix, ov) <= 2;
+    if (e->kind == X_ROWVAL) return false;
+    return (e->a >= 0 && transposed_load(c, e->a, iv, ov, seen)) || (e->b >= 0 && transposed_load(c, e->b, iv, ov, seen)) ||
+           (e->c >= 0 && transposed_load(c, e->c, iv, ov, seen));
+}
+
+static void choose_blocking(ic_ctx *c, ic_kernel *k, int64_t outer, int64_t inner) {
+    k->nob = 0;
+    if (k->has_red || k->nouter < 1 || k->ninner != 1) return;
+    int64_t O = k->osize[k->nouter - 1];
+    if (O < IC_BLOCK_ROWS || inner < IC_BLOCK_COLS) return;
+    int32_t ov = k->ovar[k->nouter - 1], iv = k->ivar[0];
+    /* some load is far apart along iv while near along ov */
+    uint8_t *seen = ic_alloc(c, (size_t)c->nxs);
+    bool strided = false;
+    for (int j = 0; j < k->nitems && !strided; j++) strided = transposed_load(c, k->items[j].expr, iv, ov, seen);
+    if (!strided) return;
+    (void)outer;
+    k->nob = (O + IC_BLOCK_ROWS - 1) / IC_BLOCK_ROWS;
+    k->tile = IC_BLOCK_COLS;
+    k->ntiles = (inner + IC_BLOCK_COLS - 1) / IC_BLOCK_COLS;
+}
+
 void ic_finalize_kernels(ic_ctx *c) {
     const ic_graph *g = c->g;
     bool *needed = ic_alloc(c, (size_t)g->n);
@@ -453,8 +484,10 @@ void ic_finalize_kernels(ic_ctx *c) {
         }
         choose_vec_outer(c, k);
         choose_split(c, k, inner);
+        choose_blocking(c, k, outer, inner);
         k->iters = outer * k->ntiles;
         if (k->vec_outer) k->iters = outer / k->osize[k->nouter - 1] * k->nchunks;
+        if (k->nob) k->iters = outer / k->osize[k->nouter - 1] * k->nob * k->ntiles;
         int maxpos = 0;
         for (int j = 0; j < k->nitems; j++)
             if (k->items[j].pos > maxpos) maxpos = k->items[j].pos;

@@ -1646,6 +1646,32 @@ static void test_half(void) {
     t_free(t);
 }
 
+static void test_blocking(void) {
+    cur_test = "blocking";
+    /* transposed reads: 2-D blocked loops, odd sizes for partial blocks */
+    int64_t shapes[][2] = {{64, 256}, {37, 201}, {16, 64}, {100, 65}, {130, 70}};
+    for (int i = 0; i < 5; i++) {
+        T *t = t_new();
+        R x = t_input(t, i == 1 ? IC_F64 : IC_F32, 2, shapes[i], L_CONTIG);
+        int64_t ts[2] = {shapes[i][1], shapes[i][0]};
+        R y = t_input(t, IC_F32, 2, ts, L_CONTIG);
+        int p[2] = {1, 0};
+        t_output(t, t_bin(t, IC_OP_ADD, t_permute(t, x, p), y));
+        runopts o = defaults();
+        if (shapes[i][0] >= 64 && shapes[i][1] >= 32) o.expect_describe[0] = "blocked";
+        t_run(t, o);
+        t_free(t);
+    }
+    /* attention-style: [B, T, H, D] -> transpose(1, 2) -> contiguous */
+    T *t = t_new();
+    int64_t s4[4] = {2, 33, 4, 16};
+    R x = t_input(t, IC_F32, 4, s4, L_CONTIG);
+    int p4[4] = {0, 2, 1, 3};
+    t_output(t, t_un(t, IC_OP_NEG, t_permute(t, x, p4)));
+    t_run(t, defaults());
+    t_free(t);
+}
+
 static void test_deep_graphs(void) {
     cur_test = "deep";
     /* 60 squarings (a diamond DAG of depth 60) and a 1000-op chain */
@@ -1951,6 +1977,7 @@ int main(int argc, char **argv) {
     test_edges();
     test_fusion();
     test_deep_graphs();
+    test_blocking();
     test_alloc_failures();
     test_threads_concurrent();
     test_cache();
