@@ -1137,6 +1137,452 @@ static int h_factory(trace *t, const opdef *d, var **p, var *out) {
     return tensor_out(t, ic_expand(t->g, v, n, sz), out);
 }
 
+/* ---- decompositions into graph ops ----------------------------------------------- */
+
+#define G (t->g)
+static ic_val num(trace *t, double v) { return ic_scalar(G, v, IC_F64); }
+static ic_val inum(trace *t, long long v) { return ic_scalar(G, (double)v, IC_I64); }
+
+static int opt_num(trace *t, var *v, double dflt, double *out, const char *what) {
+    if (is_none(v)) {
+        *out = dflt;
+        return 0;
+    }
+    if (!sym_is_number(v))
+        return sym_fail(t, "%s must be a number", what);
+    *out = PyFloat_AsDouble(v->obj);
+    return 0;
+}
+
+static int need_tensor(trace *t, const opdef *d, var *v) {
+    if (v == NULL || v->kind != V_TENSOR)
+        return sym_fail(t, "%s of a non-tensor", d->name);
+    return 0;
+}
+
+/* activations: op selects the formula; parameters from the slots */
+static int h_act(trace *t, const opdef *d, var **p, var *out) {
+    if (need_tensor(t, d, p[0]) < 0)
+        return -1;
+    ic_val x = p[0]->val, r;
+    double a, b;
+    int inplace = 0;
+    switch (d->op) {
+    case 0: /* softplus(input, beta=1, threshold=20) */
+        if (opt_num(t, p[1], 1.0, &a, "beta") < 0 || opt_num(t, p[2], 20.0, &b, "threshold") < 0)
+            return -1;
+        {
+            ic_val xb = ic_binary(G, IC_OP_MUL, x, num(t, a));
+            r = ic_where(G, ic_binary(G, IC_OP_GT, xb, num(t, b)), x,
+                         ic_binary(G, IC_OP_DIV, ic_unary(G, IC_OP_LOG1P, ic_unary(G, IC_OP_EXP, xb)), num(t, a)));
+        }
+        break;
+    case 1: /* elu(input, alpha=1, inplace) */
+        if (opt_num(t, p[1], 1.0, &a, "alpha") < 0 || get_bool(t, p[2], 0, &inplace, "inplace") < 0)
+            return -1;
+        r = ic_where(G, ic_binary(G, IC_OP_GT, x, num(t, 0)), x,
+                     ic_binary(G, IC_OP_MUL, ic_unary(G, IC_OP_EXPM1, x), num(t, a)));
+        break;
+    case 2: /* leaky_relu(input, negative_slope=0.01, inplace) */
+        if (opt_num(t, p[1], 0.01, &a, "negative_slope") < 0 || get_bool(t, p[2], 0, &inplace, "inplace") < 0)
+            return -1;
+        r = ic_where(G, ic_binary(G, IC_OP_GT, x, num(t, 0)), x, ic_binary(G, IC_OP_MUL, x, num(t, a)));
+        break;
+    case 3: /* hardswish(input, inplace) = x * relu6(x + 3) / 6 */
+        if (get_bool(t, p[1], 0, &inplace, "inplace") < 0)
+            return -1;
+        r = ic_binary(G, IC_OP_DIV,
+                      ic_binary(G, IC_OP_MUL, x,
+                                ic_binary(G, IC_OP_MINIMUM,
+                                          ic_binary(G, IC_OP_MAXIMUM, ic_binary(G, IC_OP_ADD, x, num(t, 3)), num(t, 0)),
+                                          num(t, 6))),
+                      num(t, 6));
+        break;
+    case 4: /* hardsigmoid(input, inplace) = relu6(x + 3) / 6 */
+        if (get_bool(t, p[1], 0, &inplace, "inplace") < 0)
+            return -1;
+        r = ic_binary(G, IC_OP_DIV,
+                      ic_binary(G, IC_OP_MINIMUM,
+                                ic_binary(G, IC_OP_MAXIMUM, ic_binary(G, IC_OP_ADD, x, num(t, 3)), num(t, 0)),
+                                num(t, 6)),
+                      num(t, 6));
+        break;
+    case 5: /* relu6(input, inplace) */
+        if (get_bool(t, p[1], 0, &inplace, "inplace") < 0)
+            return -1;
+        r = ic_binary(G, IC_OP_MINIMUM, ic_binary(G, IC_OP_MAXIMUM, x, num(t, 0)), num(t, 6));
+        break;
+    case 6: /* hardtanh(input, min_val=-1, max_val=1, inplace) */
+        if (opt_num(t, p[1], -1.0, &a, "min_val") < 0 || opt_num(t, p[2], 1.0, &b, "max_val") < 0 ||
+            get_bool(t, p[3], 0, &inplace, "inplace") < 0)
+            return -1;
+        r = ic_binary(G, IC_OP_MINIMUM, ic_binary(G, IC_OP_MAXIMUM, x, num(t, a)), num(t, b));
+        break;
+    case 7: /* mish(input, inplace) = x * tanh(softplus(x)) */
+        if (get_bool(t, p[1], 0, &inplace, "inplace") < 0)
+            return -1;
+        {
+            ic_val sp = ic_where(G, ic_binary(G, IC_OP_GT, x, num(t, 20)), x,
+                                 ic_unary(G, IC_OP_LOG1P, ic_unary(G, IC_OP_EXP, x)));
+            r = ic_binary(G, IC_OP_MUL, x, ic_unary(G, IC_OP_TANH, sp));
+        }
+        break;
+    case 8: /* logsigmoid(input) = -softplus(-x) */
+        {
+            ic_val nx = ic_unary(G, IC_OP_NEG, x);
+            r = ic_unary(G, IC_OP_NEG, ic_where(G, ic_binary(G, IC_OP_GT, nx, num(t, 20)), nx,
+                                                ic_unary(G, IC_OP_LOG1P, ic_unary(G, IC_OP_EXP, nx))));
+        }
+        break;
+    case 9: /* selu */
+        if (get_bool(t, p[1], 0, &inplace, "inplace") < 0)
+            return -1;
+        r = ic_binary(G, IC_OP_MUL,
+                      ic_where(G, ic_binary(G, IC_OP_GT, x, num(t, 0)), x,
+                               ic_binary(G, IC_OP_MUL, ic_unary(G, IC_OP_EXPM1, x), num(t, 1.6732632423543772848170429916717))),
+                      num(t, 1.0507009873554804934193349852946));
+        break;
+    case 10: /* softsign */
+        r = ic_binary(G, IC_OP_DIV, x, ic_binary(G, IC_OP_ADD, ic_unary(G, IC_OP_ABS, x), num(t, 1)));
+        break;
+    default:
+        return sym_fail(t, "internal: activation");
+    }
+    if (inplace) {
+        if (sym_mutate(t, p[0], r) < 0)
+            return -1;
+        *out = *p[0];
+        sym_resolve(t, out);
+        return 0;
+    }
+    return tensor_out(t, r, out);
+}
+
+/* var/std(input, dim=None, *, correction=1, keepdim=False) and unbiased= */
+static int h_var(trace *t, const opdef *d, var **p, var *out) {
+    if (need_tensor(t, d, p[0]) < 0)
+        return -1;
+    ic_val x = p[0]->val;
+    const ic_meta *m = ic_value_meta(G, x);
+    if (m->dtype < IC_F16)
+        return sym_fail(t, "%s of a non-float tensor", d->name);
+    int nd = m->ndim, keep = 0;
+    uint32_t mask;
+    /* torch.var(x, True) means unbiased: a bool in the dim slot */
+    var *dimv = p[1];
+    double corr = 1.0;
+    if (dimv && dimv->kind == V_CONST && PyBool_Check(dimv->obj)) {
+        corr = dimv->obj == Py_True ? 1.0 : 0.0;
+        dimv = NULL;
+    }
+    if (dims_mask(t, dimv, nd, &mask) < 0 || get_bool(t, p[2], 0, &keep, "keepdim") < 0)
+        return -1;
+    if (!is_none(p[3])) {
+        int ub;
+        if (get_bool(t, p[3], 1, &ub, "unbiased") < 0)
+            return -1;
+        corr = ub ? 1.0 : 0.0;
+    }
+    if (!is_none(p[4]) && opt_num(t, p[4], 1.0, &corr, "correction") < 0)
+        return -1;
+    int64_t n = 1;
+    for (int i = 0; i < nd; i++)
+        if (mask == 0 || (mask >> i & 1))
+            n *= m->sizes[i];
+    ic_val mu = ic_reduce(G, IC_OP_MEAN, x, mask, 1, -1);
+    ic_val xc = ic_binary(G, IC_OP_SUB, x, mu);
+    ic_val ss = ic_reduce(G, IC_OP_SUM, ic_binary(G, IC_OP_MUL, xc, xc), mask, keep, -1);
+    double denom = (double)n - corr;
+    ic_val v = ic_binary(G, IC_OP_DIV, ss, num(t, denom > 0 ? denom : 0.0));
+    if (d->op == 1)
+        v = ic_unary(G, IC_OP_SQRT, v);
+    return tensor_out(t, v, out);
+}
+
+/* logsumexp(input, dim, keepdim=False) */
+static int h_logsumexp(trace *t, const opdef *d, var **p, var *out) {
+    if (need_tensor(t, d, p[0]) < 0)
+        return -1;
+    ic_val x = p[0]->val;
+    if (ic_value_meta(G, x)->dtype < IC_F16)
+        x = ic_cast(G, x, IC_F32);
+    int keep = 0;
+    uint32_t mask;
+    if (dims_mask(t, p[1], ndim_of(t, x), &mask) < 0 || get_bool(t, p[2], 0, &keep, "keepdim") < 0)
+        return -1;
+    ic_val m = ic_reduce(G, IC_OP_AMAX, x, mask, 1, -1);
+    ic_val ms = ic_where(G, ic_unary(G, IC_OP_ISINF, m), num(t, 0), m);
+    ic_val s = ic_reduce(G, IC_OP_SUM, ic_unary(G, IC_OP_EXP, ic_binary(G, IC_OP_SUB, x, ms)), mask, keep, -1);
+    ic_val msk = keep ? ms : ic_reduce(G, IC_OP_AMAX, ms, mask, 0, -1);
+    return tensor_out(t, ic_binary(G, IC_OP_ADD, ic_unary(G, IC_OP_LOG, s), msk), out);
+}
+
+/* any/all(input, dim=None, keepdim=False) */
+static int h_anyall(trace *t, const opdef *d, var **p, var *out) {
+    if (need_tensor(t, d, p[0]) < 0)
+        return -1;
+    int keep = 0;
+    uint32_t mask;
+    ic_val x = p[0]->val;
+    if (dims_mask(t, p[1], ndim_of(t, x), &mask) < 0 || get_bool(t, p[2], 0, &keep, "keepdim") < 0)
+        return -1;
+    ic_val nz = ic_cast(G, ic_binary(G, IC_OP_NE, x, inum(t, 0)), IC_I32);
+    ic_val r = ic_reduce(G, d->op ? IC_OP_AMIN : IC_OP_AMAX, nz, mask, keep, -1);
+    return tensor_out(t, ic_cast(G, r, IC_BOOL), out);
+}
+
+/* norm(input, p=2, dim=None, keepdim=False) / linalg.vector_norm(x, ord=2, dim, keepdim) */
+static int h_norm(trace *t, const opdef *d, var **p, var *out) {
+    if (need_tensor(t, d, p[0]) < 0)
+        return -1;
+    double ord = 2.0;
+    if (p[1] && !is_none(p[1])) {
+        if (p[1]->kind == V_CONST && PyUnicode_Check(p[1]->obj)) {
+            if (PyUnicode_CompareWithASCIIString(p[1]->obj, "fro"))
+                return sym_fail(t, "norm p=%R not supported", p[1]->obj);
+        } else if (opt_num(t, p[1], 2.0, &ord, "p") < 0) {
+            return -1;
+        }
+    }
+    int keep = 0;
+    uint32_t mask;
+    ic_val x = p[0]->val;
+    if (ic_value_meta(G, x)->dtype < IC_F16)
+        return sym_fail(t, "norm of a non-float tensor");
+    if (dims_mask(t, p[2], ndim_of(t, x), &mask) < 0 || get_bool(t, p[3], 0, &keep, "keepdim") < 0)
+        return -1;
+    ic_val a = ic_unary(G, IC_OP_ABS, x), r;
+    if (ord == 2.0)
+        r = ic_unary(G, IC_OP_SQRT, ic_reduce(G, IC_OP_SUM, ic_binary(G, IC_OP_MUL, x, x), mask, keep, -1));
+    else if (ord == 1.0)
+        r = ic_reduce(G, IC_OP_SUM, a, mask, keep, -1);
+    else if (isinf(ord))
+        r = ic_reduce(G, ord > 0 ? IC_OP_AMAX : IC_OP_AMIN, a, mask, keep, -1);
+    else if (ord == 0.0)
+        r = ic_reduce(G, IC_OP_SUM, ic_cast(G, ic_binary(G, IC_OP_NE, x, num(t, 0)), ic_value_meta(G, x)->dtype), mask, keep, -1);
+    else
+        r = ic_binary(G, IC_OP_POW, ic_reduce(G, IC_OP_SUM, ic_binary(G, IC_OP_POW, a, num(t, ord)), mask, keep, -1),
+                      num(t, 1.0 / ord));
+    return tensor_out(t, r, out);
+}
+
+/* masked_fill(input, mask, value) / masked_fill_ */
+static int h_masked_fill(trace *t, const opdef *d, var **p, var *out) {
+    ic_val v;
+    if (need_tensor(t, d, p[0]) < 0 || p[1] == NULL || p[1]->kind != V_TENSOR || p[2] == NULL ||
+        as_tensor(t, p[2], &v) < 0)
+        return -1;
+    const ic_meta *m = ic_value_meta(G, p[0]->val);
+    return tensor_out(t, ic_where(G, p[1]->val, ic_cast(G, v, m->dtype), p[0]->val), out);
+}
+
+/* addcmul/addcdiv(input, t1, t2, *, value=1); lerp(input, end, weight) */
+static int h_addc(trace *t, const opdef *d, var **p, var *out) {
+    ic_val a, b, c;
+    if (need_tensor(t, d, p[0]) < 0 || p[1] == NULL || p[2] == NULL || as_tensor(t, p[1], &b) < 0 ||
+        as_tensor(t, p[2], &c) < 0)
+        return -1;
+    a = p[0]->val;
+    if (d->op == 2) /* lerp: a + w * (b - a) */
+        return tensor_out(t, ic_binary(G, IC_OP_ADD, a, ic_binary(G, IC_OP_MUL, c, ic_binary(G, IC_OP_SUB, b, a))), out);
+    double val = 1.0;
+    if (opt_num(t, p[3], 1.0, &val, "value") < 0)
+        return -1;
+    ic_val bc = ic_binary(G, d->op ? IC_OP_DIV : IC_OP_MUL, b, c);
+    if (val != 1.0)
+        bc = ic_binary(G, IC_OP_MUL, bc, num(t, val));
+    return tensor_out(t, ic_binary(G, IC_OP_ADD, a, bc), out);
+}
+
+/* tril/triu(input, diagonal=0) on the last two dims */
+static int h_tri(trace *t, const opdef *d, var **p, var *out) {
+    if (need_tensor(t, d, p[0]) < 0)
+        return -1;
+    long long k = 0;
+    if (!is_none(p[1]) && get_int(t, p[1], &k, "diagonal") < 0)
+        return -1;
+    const ic_meta *m = ic_value_meta(G, p[0]->val);
+    if (m->ndim < 2)
+        return sym_fail(t, "%s needs 2 dims (eager will raise)", d->name);
+    int64_t R = m->sizes[m->ndim - 2], C = m->sizes[m->ndim - 1];
+    ic_val rows = ic_reshape(G, ic_arange(G, R, 0, 1, IC_I64), 2, (int64_t[]){R, 1});
+    ic_val cols = ic_reshape(G, ic_arange(G, C, 0, 1, IC_I64), 2, (int64_t[]){1, C});
+    ic_val diff = ic_binary(G, IC_OP_SUB, cols, rows); /* col - row */
+    ic_val keepm = d->op == 0 ? ic_binary(G, IC_OP_LE, diff, inum(t, k)) : ic_binary(G, IC_OP_GE, diff, inum(t, k));
+    ic_val zero = ic_cast(G, inum(t, 0), m->dtype);
+    return tensor_out(t, ic_where(G, keepm, p[0]->val, zero), out);
+}
+
+/* flip(input, dims) via index_select with a reversed arange; roll(input, shifts, dims) */
+static int h_flip(trace *t, const opdef *d, var **p, var *out) {
+    if (need_tensor(t, d, p[0]) < 0)
+        return -1;
+    const ic_meta *m = ic_value_meta(G, p[0]->val);
+    long long ds[IC_MAX_DIMS], sh[IC_MAX_DIMS];
+    int nd, nsh = 0;
+    var *dimv = d->op == 0 ? p[1] : p[2];
+    if (d->op == 1) {
+        if (get_ints(t, p[1], sh, IC_MAX_DIMS, &nsh, "shifts") < 0)
+            return -1;
+        if (is_none(dimv))
+            return sym_fail(t, "roll without dims not supported yet");
+    }
+    if (get_ints(t, dimv, ds, IC_MAX_DIMS, &nd, "dims") < 0)
+        return -1;
+    if (d->op == 1 && nd != nsh)
+        return sym_fail(t, "roll: shifts and dims differ in length (eager will raise)");
+    ic_val v = p[0]->val;
+    for (int i = 0; i < nd; i++) {
+        int dim;
+        if (norm_dim(t, ds[i], m->ndim, &dim) < 0)
+            return -1;
+        int64_t n = m->sizes[dim];
+        if (n == 0)
+            continue;
+        if (d->op == 0) {
+            v = ic_index_select(G, v, dim, ic_arange(G, n, (double)(n - 1), -1.0, IC_I64));
+        } else {
+            long long s0 = ((sh[i] % n) + n) % n;
+            if (s0 == 0)
+                continue;
+            ic_val a = ic_slice(G, v, dim, n - s0, n, 1), b = ic_slice(G, v, dim, 0, n - s0, 1);
+            v = ic_cat(G, a, b, dim);
+        }
+    }
+    if (v == p[0]->val)
+        v = ic_cast(G, v, m->dtype);
+    return tensor_out(t, v, out);
+}
+
+/* batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps) */
+static int h_batch_norm(trace *t, const opdef *d, var **p, var *out) {
+    if (need_tensor(t, d, p[0]) < 0)
+        return -1;
+    const ic_meta *m = ic_value_meta(G, p[0]->val);
+    if (m->ndim < 2 || m->dtype < IC_F16)
+        return sym_fail(t, "batch_norm: input must be float with >= 2 dims");
+    int training = 0;
+    double momentum = 0.1, eps = 1e-5;
+    if (get_bool(t, p[5], 0, &training, "training") < 0 || opt_num(t, p[6], 0.1, &momentum, "momentum") < 0 ||
+        opt_num(t, p[7], 1e-5, &eps, "eps") < 0)
+        return -1;
+    int64_t C = m->sizes[1];
+    int64_t bshape[IC_MAX_DIMS];
+    for (int i = 0; i < m->ndim; i++)
+        bshape[i] = i == 1 ? C : 1;
+    uint32_t mask = 0;
+    int64_t n = 1;
+    for (int i = 0; i < m->ndim; i++)
+        if (i != 1) {
+            mask |= 1u << i;
+            n *= m->sizes[i];
+        }
+    ic_val x = p[0]->val, mean, varv;
+    for (int i = 1; i <= 4; i++)
+        if (!is_none(p[i]) && p[i]->kind != V_TENSOR)
+            return sym_fail(t, "batch_norm: statistics and affine parameters must be tensors");
+    if (training) {
+        mean = ic_reduce(G, IC_OP_MEAN, x, mask, 1, -1);
+        ic_val xc = ic_binary(G, IC_OP_SUB, x, mean);
+        varv = ic_reduce(G, IC_OP_MEAN, ic_binary(G, IC_OP_MUL, xc, xc), mask, 1, -1);
+        /* running stats: r = (1 - m) r + m * stat (unbiased variance), updated in place */
+        if (!is_none(p[1]) && !is_none(p[2])) {
+            ic_val mu1 = ic_reshape(G, mean, 1, &C);
+            ic_val v1 = ic_binary(G, IC_OP_MUL, ic_reshape(G, varv, 1, &C), num(t, n > 1 ? (double)n / (double)(n - 1) : 1.0));
+            ic_val rm = ic_binary(G, IC_OP_ADD, ic_binary(G, IC_OP_MUL, p[1]->val, num(t, 1 - momentum)),
+                                  ic_binary(G, IC_OP_MUL, mu1, num(t, momentum)));
+            ic_val rv = ic_binary(G, IC_OP_ADD, ic_binary(G, IC_OP_MUL, p[2]->val, num(t, 1 - momentum)),
+                                  ic_binary(G, IC_OP_MUL, v1, num(t, momentum)));
+            if (sym_mutate(t, p[1], rm) < 0 || sym_mutate(t, p[2], rv) < 0)
+                return -1;
+        }
+    } else {
+        if (is_none(p[1]) || is_none(p[2]))
+            return sym_fail(t, "batch_norm in eval mode without running statistics");
+        mean = ic_reshape(G, p[1]->val, m->ndim, bshape);
+        varv = ic_reshape(G, p[2]->val, m->ndim, bshape);
+    }
+    ic_val y = ic_binary(G, IC_OP_MUL, ic_binary(G, IC_OP_SUB, x, mean),
+                         ic_unary(G, IC_OP_RSQRT, ic_binary(G, IC_OP_ADD, varv, num(t, eps))));
+    if (!is_none(p[3]))
+        y = ic_binary(G, IC_OP_MUL, y, ic_reshape(G, p[3]->val, m->ndim, bshape));
+    if (!is_none(p[4]))
+        y = ic_binary(G, IC_OP_ADD, y, ic_reshape(G, p[4]->val, m->ndim, bshape));
+    return tensor_out(t, y, out);
+}
+
+/* group_norm(input, num_groups, weight, bias, eps) */
+static int h_group_norm(trace *t, const opdef *d, var **p, var *out) {
+    if (need_tensor(t, d, p[0]) < 0)
+        return -1;
+    const ic_meta *m = ic_value_meta(G, p[0]->val);
+    long long g;
+    double eps = 1e-5;
+    if (get_int(t, p[1], &g, "num_groups") < 0 || opt_num(t, p[4], 1e-5, &eps, "eps") < 0)
+        return -1;
+    if (m->ndim < 2 || g <= 0 || m->sizes[1] % g || m->dtype < IC_F16)
+        return sym_fail(t, "group_norm: bad shapes (eager will raise)");
+    int64_t N = m->sizes[0], C = m->sizes[1], rest = 1;
+    for (int i = 2; i < m->ndim; i++)
+        rest *= m->sizes[i];
+    ic_val x3 = ic_reshape(G, p[0]->val, 3, (int64_t[]){N, g, (C / g) * rest});
+    ic_val mu = ic_reduce(G, IC_OP_MEAN, x3, 1u << 2, 1, -1);
+    ic_val xc = ic_binary(G, IC_OP_SUB, x3, mu);
+    ic_val var = ic_reduce(G, IC_OP_MEAN, ic_binary(G, IC_OP_MUL, xc, xc), 1u << 2, 1, -1);
+    ic_val y = ic_binary(G, IC_OP_MUL, xc, ic_unary(G, IC_OP_RSQRT, ic_binary(G, IC_OP_ADD, var, num(t, eps))));
+    y = ic_reshape(G, y, m->ndim, m->sizes);
+    int64_t bshape[IC_MAX_DIMS];
+    for (int i = 0; i < m->ndim; i++)
+        bshape[i] = i == 1 ? C : 1;
+    if (!is_none(p[2])) {
+        if (p[2]->kind != V_TENSOR)
+            return sym_fail(t, "group_norm weight must be a tensor");
+        y = ic_binary(G, IC_OP_MUL, y, ic_reshape(G, p[2]->val, m->ndim, bshape));
+    }
+    if (!is_none(p[3])) {
+        if (p[3]->kind != V_TENSOR)
+            return sym_fail(t, "group_norm bias must be a tensor");
+        y = ic_binary(G, IC_OP_ADD, y, ic_reshape(G, p[3]->val, m->ndim, bshape));
+    }
+    return tensor_out(t, y, out);
+}
+
+/* type_as(input, other) */
+static int h_type_as(trace *t, const opdef *d, var **p, var *out) {
+    if (need_tensor(t, d, p[0]) < 0 || need_tensor(t, d, p[1]) < 0)
+        return -1;
+    return tensor_out(t, ic_cast(G, p[0]->val, ic_value_meta(G, p[1]->val)->dtype), out);
+}
+
+/* repeat(*sizes): expand a leading-padded view, then reshape */
+static int h_repeat(trace *t, const opdef *d, var **p, var *out) {
+    if (need_tensor(t, d, p[0]) < 0)
+        return -1;
+    long long r[IC_MAX_DIMS];
+    int n;
+    if (get_shape_args(t, p[1], r, &n, "repeats") < 0)
+        return -1;
+    const ic_meta *m = ic_value_meta(G, p[0]->val);
+    if (n < m->ndim || 2 * n > IC_MAX_DIMS)
+        return sym_fail(t, "repeat: unsupported number of dims");
+    int64_t src[IC_MAX_DIMS], inter[IC_MAX_DIMS], exp[IC_MAX_DIMS], fin[IC_MAX_DIMS];
+    for (int i = 0; i < n; i++)
+        src[i] = i < n - m->ndim ? 1 : m->sizes[i - (n - m->ndim)];
+    for (int i = 0; i < n; i++) {
+        inter[2 * i] = 1;
+        inter[2 * i + 1] = src[i];
+        exp[2 * i] = r[i];
+        exp[2 * i + 1] = src[i];
+        fin[i] = r[i] * src[i];
+    }
+    ic_val v = ic_reshape(G, p[0]->val, 2 * n, inter);
+    v = ic_expand(G, v, 2 * n, exp);
+    v = ic_reshape(G, v, n, fin);
+    return tensor_out(t, v, out);
+}
+
+#undef G
+
 /* ---- the table ------------------------------------------------------------------- */
 
 #define UN(n, w, opc) {n, w, "input,inplace", h_unary, IC_OP_##opc}
@@ -1213,6 +1659,35 @@ static const opdef OPS[] = {
     {"zeros_like", W_TORCH, "input|dtype,device,layout,requires_grad,memory_format", h_factory, 3},
     {"ones_like", W_TORCH, "input|dtype,device,layout,requires_grad,memory_format", h_factory, 4},
     {"full_like", W_TORCH, "input,fill_value|dtype,device,layout,requires_grad,memory_format", h_factory, 5},
+    {"softplus", W_F, "input,beta,threshold", h_act, 0},
+    {"elu", W_F, "input,alpha,inplace", h_act, 1},
+    {"leaky_relu", W_F, "input,negative_slope,inplace", h_act, 2},
+    {"hardswish", W_F, "input,inplace", h_act, 3},
+    {"hardsigmoid", W_F, "input,inplace", h_act, 4},
+    {"relu6", W_F, "input,inplace", h_act, 5},
+    {"hardtanh", W_F, "input,min_val,max_val,inplace", h_act, 6},
+    {"mish", W_F, "input,inplace", h_act, 7},
+    {"logsigmoid", W_F, "input", h_act, 8},
+    {"selu", W_TORCH | W_F, "input,inplace", h_act, 9},
+    {"softsign", W_F, "input", h_act, 10},
+    {"var", W_TORCH | W_METHOD, "input,dim,keepdim|unbiased,correction", h_var, 0},
+    {"std", W_TORCH | W_METHOD, "input,dim,keepdim|unbiased,correction", h_var, 1},
+    {"logsumexp", W_TORCH | W_METHOD, "input,dim,keepdim", h_logsumexp, 0},
+    {"any", W_TORCH | W_METHOD, "input,dim,keepdim", h_anyall, 0},
+    {"all", W_TORCH | W_METHOD, "input,dim,keepdim", h_anyall, 1},
+    {"norm", W_TORCH | W_METHOD, "input,p,dim,keepdim", h_norm, 0},
+    {"masked_fill", W_TORCH | W_METHOD, "input,mask,value", h_masked_fill, 0},
+    {"addcmul", W_TORCH | W_METHOD, "input,tensor1,tensor2|value", h_addc, 0},
+    {"addcdiv", W_TORCH | W_METHOD, "input,tensor1,tensor2|value", h_addc, 1},
+    {"lerp", W_TORCH | W_METHOD, "input,end,weight", h_addc, 2},
+    {"tril", W_TORCH | W_METHOD, "input,diagonal", h_tri, 0},
+    {"triu", W_TORCH | W_METHOD, "input,diagonal", h_tri, 1},
+    {"flip", W_TORCH | W_METHOD, "input,dims", h_flip, 0},
+    {"roll", W_TORCH | W_METHOD, "input,shifts,dims", h_flip, 1},
+    {"batch_norm", W_F, "input,running_mean,running_var,weight,bias,training,momentum,eps", h_batch_norm, 0},
+    {"group_norm", W_TORCH | W_F, "input,num_groups,weight,bias,eps", h_group_norm, 0},
+    {"type_as", W_METHOD, "input,other", h_type_as, 0},
+    {"repeat", W_METHOD, "input,*repeats", h_repeat, 0},
     {"float", W_METHOD, "input", h_cast, IC_F32},
     {"double", W_METHOD, "input", h_cast, IC_F64},
     {"int", W_METHOD, "input", h_cast, IC_I32},

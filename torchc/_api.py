@@ -77,6 +77,9 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
     if disable:
         return model
     if isinstance(model, torch.nn.Module):
+        fwd = getattr(type(model).forward, "__code__", None)
+        if fwd is not None:  # torch's own modules live in skipped files: capture their forward
+            _C.allow_code(fwd)
         call = _C.CompiledFunction(model, bool(fullgraph), bool(dynamic))
         return OptimizedModule(model, call)
     if not callable(model):
