@@ -42,7 +42,7 @@ build/c/test_layouts: tests/c/test_layouts.c $(LL_SRCS) $(wildcard layouts/*.h)
 
 build/c/test_inductor: tests/c/test_inductor.c $(IC_SRCS) $(wildcard inductor_c/*.h inductor_c/*/*.h)
 	@mkdir -p build/c
-	$(CC) $(CFLAGS_C) $(EXTRA_CFLAGS) -Iinductor_c -I$(LLVM_INCLUDE) tests/c/test_inductor.c $(IC_SRCS) $(LLVM_LINK) -lpthread -lm -ldl -o $@
+	$(CC) $(CFLAGS_C) $(EXTRA_CFLAGS) -Iinductor_c -Ilayouts -I$(LLVM_INCLUDE) tests/c/test_inductor.c $(IC_SRCS) $(LL_SRCS) $(LLVM_LINK) -lpthread -lm -ldl -o $@
 
 C_TESTS = $(patsubst tests/c/%.c,build/c/%,$(wildcard tests/c/test_*.c))
 
@@ -55,7 +55,7 @@ ASAN_ENV = ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0 UBSAN_OPTIONS=ha
 test-asan: deps
 	@mkdir -p build-asan/c
 	$(CC) $(CFLAGS_C) $(ASAN) -Ilayouts tests/c/test_layouts.c $(LL_SRCS) -lm -o build-asan/c/test_layouts
-	$(CC) $(CFLAGS_C) $(ASAN) -Iinductor_c -I$(LLVM_INCLUDE) tests/c/test_inductor.c $(IC_SRCS) $(LLVM_LINK) -lpthread -lm -ldl -o build-asan/c/test_inductor
+	$(CC) $(CFLAGS_C) $(ASAN) -Iinductor_c -Ilayouts -I$(LLVM_INCLUDE) tests/c/test_inductor.c $(IC_SRCS) $(LL_SRCS) $(LLVM_LINK) -lpthread -lm -ldl -o build-asan/c/test_inductor
 	$(ASAN_ENV) build-asan/c/test_layouts
 	$(ASAN_ENV) build-asan/c/test_inductor
 	TORCHC_ASAN=1 $(PYTHON) setup.py -q build --build-base build-asan/py --build-lib build-asan/lib
