@@ -1607,6 +1607,26 @@ static void test_split(void) {
     t_free(t);
 }
 
+static void test_long_sums(void) {
+    cur_test = "long_sums";
+    /* f32 sums of 1M constants per row: two-level accumulation stays close to exact */
+    T *t = t_new();
+    int64_t s[2] = {3, 1000003};
+    R x = t_input(t, IC_F32, 2, s, L_CONTIG);
+    for (int64_t i = 0; i < numel(&x.m); i++) {
+        x.d[i] = (double)0.1f;
+        ((float *)t->store[0])[i] = 0.1f;
+    }
+    t_output(t, t_red(t, IC_OP_SUM, x, 2, 0, -1));
+    t_output(t, t_red(t, IC_OP_MEAN, x, 2, 0, -1));
+    t_output(t, t_red(t, IC_OP_SUM, x, 0, 0, -1)); /* split path */
+    runopts o = defaults();
+    o.atol = 0;
+    o.rtol = 2e-6;
+    t_run(t, o);
+    t_free(t);
+}
+
 static void test_half(void) {
     cur_test = "half";
     /* f16/bf16: math in f32, rounded to the half type after each op (eager semantics) */
@@ -1983,6 +2003,7 @@ int main(int argc, char **argv) {
     test_cache();
     test_vec_outer();
     test_half();
+    test_long_sums();
     test_split();
     test_more_ops();
     test_data_movement();
