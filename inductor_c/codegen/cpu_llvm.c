@@ -855,8 +855,10 @@ static void gen_pass(cg *g, ic_kernel *k, int pos, LLVMValueRef tile, bool voute
                 if (it->pos == pos && it->kind == IT_REDUCE && it->acc == IC_F32 &&
                     (it->red_op == IC_OP_SUM || it->red_op == IC_OP_MEAN)) {
                     bacc[j] = alloca_(g, vt);
-                    dacc[j] = alloca_(g, dt); /* the block sums add up in f64 */
-                    LLVMBuildStore(B, LLVMConstNull(dt), dacc[j]);
+                    /* the block sums add up in f64, starting from the running sum (outer
+                     * inner vars re-enter this loop) */
+                    dacc[j] = alloca_(g, dt);
+                    LLVMBuildStore(B, LLVMBuildFPExt(B, LLVMBuildLoad2(B, vt, vacc[j], ""), dt, ""), dacc[j]);
                 }
             }
             LLVMValueRef CH = LLVMConstInt(g->i64, IC_SUM_BLOCK, 0);

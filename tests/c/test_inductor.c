@@ -1625,6 +1625,20 @@ static void test_long_sums(void) {
     o.rtol = 2e-6;
     t_run(t, o);
     t_free(t);
+    /* long rows under outer inner vars (permuted inputs do not collapse) */
+    int64_t shapes[][2] = {{8, 1025}, {3, 5000}, {130, 33}};
+    for (int i = 0; i < 3; i++) {
+        t = t_new();
+        R y = t_input(t, IC_F32, 2, shapes[i], L_PERMUTED);
+        t_output(t, t_red(t, IC_OP_SUM, y, 0, 0, -1));
+        t_output(t, t_red(t, IC_OP_MEAN, y, 0, 1, -1));
+        t_output(t, t_red(t, IC_OP_SUM, y, 2, 0, -1));
+        o = defaults();
+        o.atol = 1e-3;
+        o.rtol = 1e-5;
+        t_run(t, o);
+        t_free(t);
+    }
 }
 
 static void test_half(void) {
