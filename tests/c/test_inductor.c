@@ -936,6 +936,28 @@ static void test_reductions(void) {
         }
 }
 
+/* long rows (> the 512-element summation block, > 16-lane vectors) in every layout and
+ * reduction direction */
+static void test_long_reductions(void) {
+    cur_test = "long_reductions";
+    for (int rep = 0; rep < 16; rep++) {
+        T *t = t_new();
+        int64_t s[3] = {1 + rndi(4), 1 + rndi(3000), 1 + rndi(5)};
+        int nd = 2 + rndi(2);
+        if (nd == 2) s[1] = 1 + rndi(1500), s[0] = 1 + rndi(1200);
+        R x = t_input(t, rep % 5 == 4 ? IC_F64 : IC_F32, nd, s, rndi(L_NLAYOUT));
+        uint32_t mask = (uint32_t)(1 + rndi((1 << nd) - 1));
+        ic_op op = red_ops[rndi(4)];
+        t_output(t, t_red(t, op, x, mask, rndi(2), -1));
+        t_output(t, t_red(t, IC_OP_SUM, t_bin(t, IC_OP_MUL, x, x), 0, 0, -1));
+        runopts o = defaults();
+        o.atol = 1e-3;
+        o.rtol = 1e-5;
+        t_run(t, o);
+        t_free(t);
+    }
+}
+
 static void test_views(void) {
     cur_test = "views";
     for (int rep = 0; rep < 24; rep++) {
@@ -2007,6 +2029,7 @@ int main(int argc, char **argv) {
     test_compare_where();
     test_casts();
     test_reductions();
+    test_long_reductions();
     test_views();
     test_edges();
     test_fusion();
