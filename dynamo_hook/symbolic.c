@@ -29,7 +29,7 @@
     X(GET_ITER) X(FOR_ITER) X(END_FOR) X(EXTENDED_ARG) X(MAKE_CELL) X(COPY_FREE_VARS)     \
     X(LOAD_DEREF) X(STORE_DEREF) X(LOAD_CLOSURE) X(BUILD_MAP) X(BUILD_CONST_KEY_MAP)         \
     X(CALL_FUNCTION_EX) X(DICT_MERGE) X(DICT_UPDATE) X(FORMAT_VALUE) X(BUILD_STRING)      \
-    X(STORE_ATTR) X(BUILD_SLICE) X(LIST_APPEND) X(MAP_ADD) X(UNPACK_EX) X(MAKE_FUNCTION) X(BINARY_SLICE) X(UNARY_INVERT)
+    X(STORE_ATTR) X(BUILD_SLICE) X(LIST_APPEND) X(MAP_ADD) X(UNPACK_EX) X(MAKE_FUNCTION) X(BINARY_SLICE) X(UNARY_INVERT) X(LOAD_SUPER_ATTR)
 
 enum {
     OP_UNKNOWN = 0,
@@ -1254,6 +1254,28 @@ static int run(trace *t, sframe *f, var *result) {
                 return sym_fail(t, "LIST_TO_TUPLE on a non-list");
             PEEK(1).is_list = 0;
             break;
+        case OP_LOAD_SUPER_ATTR: { /* 3.12: [super, class, self] -> attribute of super(class, self) */
+            NEED(3);
+            var self0 = POP(), cls = POP();
+            (void)POP();
+            if (self0.kind != V_OBJ || cls.obj == NULL || !PyType_Check(cls.obj))
+                return sym_fail(t, "super() outside a module method");
+            var *sv = sym_alloc(t, 1);
+            if (sv == NULL)
+                return -1;
+            sv[0] = self0;
+            memset(&a, 0, sizeof a);
+            a.kind = V_SUPER;
+            a.src = -1;
+            a.obj = cls.obj;
+            a.items = sv;
+            if (load_attr(t, &a, PyTuple_GET_ITEM(names, oparg >> 2), &b) < 0)
+                return -1;
+            if (oparg & 1)
+                PUSH(null_var());
+            PUSH(b);
+            break;
+        }
         case OP_BINARY_SLICE: {
             NEED(3);
             var stop = POP(), start = POP();

@@ -644,3 +644,48 @@ def test_torchc_compile_cuda_matches_eager():
     x, w = rand(64, 512), rand(512)
     got = torchc.compile(f)(x, w)
     torch.testing.assert_close(got, f(x, w), rtol=2e-5, atol=2e-5)
+
+
+def test_capture_on_cuda_compiles_one_graph_and_matches():
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    class Block(nn.Module):
+        def __init__(self, d):
+            super().__init__()
+            self.norm = nn.LayerNorm(d)
+            self.w = nn.Parameter(torch.randn(d))
+
+        def forward(self, x):
+            h = self.norm(x) * self.w
+            h = F.gelu(h) + x
+            print_free = h.amax(-1, keepdim=True)
+            return torch.softmax(h - print_free, -1), h.sum()
+
+    m = Block(768).cuda().eval()
+    x = torch.randn(256, 768, device="cuda")
+    cm = torchc.compile(m)
+    with torch.no_grad():
+        got, want = cm(x), m(x)
+        for g, w in zip(got, want):
+            assert g.device == w.device and g.dtype == w.dtype
+            torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-4)
+        ex = torchc.explain(cm)(x)
+    assert ex.graph_count == 1 and ex.graph_break_count == 0, ex
+
+
+def test_capture_on_cuda_breaks_mutation_and_bf16():
+    def f(x, buf):
+        y = torch.relu(x) * 2
+        buf.add_(y.sum(0))            # in-place update of an input, copied back on the GPU
+        s = y.mean().item()           # graph break, the float flows on
+        return (y + s).to(torch.bfloat16).float() * 0.5
+
+    x = torch.randn(33, 65, device="cuda")
+    b1, b2 = torch.zeros(65, device="cuda"), torch.zeros(65, device="cuda")
+    got, want = torchc.compile(f)(x, b1), f(x, b2)
+    torch.testing.assert_close(got, want, rtol=1e-2, atol=1e-2)
+    torch.testing.assert_close(b1, b2, rtol=1e-5, atol=1e-5)
+    xb = torch.randn(16, 128, device="cuda", dtype=torch.bfloat16)
+    g = lambda x: torch.softmax(x.float() * 3, -1).to(torch.bfloat16)
+    torch.testing.assert_close(torchc.compile(g)(xb).float(), g(xb).float(), rtol=2e-2, atol=2e-2)
