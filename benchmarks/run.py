@@ -53,6 +53,66 @@ def sum_rows(x):
     return (x * x).sum(-1)
 
 
+class MLP(torch.nn.Module):
+    """MLP 784-1024-1024-10."""
+
+    def __init__(self):
+        super().__init__()
+        self.l1 = torch.nn.Linear(784, 1024)
+        self.l2 = torch.nn.Linear(1024, 1024)
+        self.l3 = torch.nn.Linear(1024, 10)
+
+    def forward(self, x):
+        x = torch.relu(self.l1(x))
+        x = torch.relu(self.l2(x))
+        return torch.log_softmax(self.l3(x), -1)
+
+
+class PreLNBlock(torch.nn.Module):
+    """Pre-LN transformer block, d=256, 4 heads, MLP 4x, GELU."""
+
+    def __init__(self, d=256, h=4):
+        super().__init__()
+        self.h = h
+        self.ln1 = torch.nn.LayerNorm(d)
+        self.qkv = torch.nn.Linear(d, 3 * d)
+        self.proj = torch.nn.Linear(d, d)
+        self.ln2 = torch.nn.LayerNorm(d)
+        self.fc1 = torch.nn.Linear(d, 4 * d)
+        self.fc2 = torch.nn.Linear(4 * d, d)
+
+    def forward(self, x):
+        b, t, d = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(d, dim=-1)
+        q = q.view(b, t, self.h, d // self.h).transpose(1, 2)
+        k = k.view(b, t, self.h, d // self.h).transpose(1, 2)
+        v = v.view(b, t, self.h, d // self.h).transpose(1, 2)
+        att = torch.softmax((q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(d // self.h)), dim=-1)
+        y = (att @ v).transpose(1, 2).reshape(b, t, d)
+        x = x + self.proj(y)
+        return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
+
+
+class GRUCell(torch.nn.Module):
+    """A GRU-style cell unrolled over T=32 steps (the loop is unrolled by the capture)."""
+
+    def __init__(self, d=256, steps=32):
+        super().__init__()
+        self.steps = steps
+        self.wx = torch.nn.Linear(d, 3 * d)
+        self.wh = torch.nn.Linear(d, 3 * d)
+
+    def forward(self, xs, h):
+        for i in range(self.steps):
+            gx, gh = self.wx(xs[i]), self.wh(h)
+            rx, zx, nx = gx.chunk(3, -1)
+            rh, zh, nh = gh.chunk(3, -1)
+            r, z = torch.sigmoid(rx + rh), torch.sigmoid(zx + zh)
+            n = torch.tanh(nx + r * nh)
+            h = (1 - z) * n + z * h
+        return h
+
+
 def workloads():
     r, c = 4096, 1024
     x, y = torch.randn(r, c), torch.randn(r, c)
@@ -66,6 +126,9 @@ def workloads():
         ("rmsnorm_gelu_softmax_4096x1024", rmsnorm_gelu_softmax, (x, w, b)),
         ("sum_sq_rows_4096x1024", sum_rows, (x,)),
         ("softmax_small_64x128", softmax, (torch.randn(64, 128),)),
+        ("mlp_784_1024_1024_10_b256", MLP().eval(), (torch.randn(256, 784),)),
+        ("preln_block_d256_t128_b8", PreLNBlock().eval(), (torch.randn(8, 128, 256),)),
+        ("gru_cell_t32_d256_b64", GRUCell().eval(), (torch.randn(32, 64, 256), torch.randn(64, 256))),
     ]
 
 

@@ -5,7 +5,8 @@
  *
  *   RESUME 0
  *   DELETE_FAST u        for each local unbound at the break (passed as None)
- *   LOAD_FAST  s_k       for each stack item kept across the break (PUSH_NULL for NULLs)
+ *   LOAD_FAST  s_k       for each stack item kept across the break (PUSH_NULL for NULLs;
+ *                        GET_ITER after it for a loop iterator, passed as a tuple)
  *   JUMP_FORWARD pc      to the instruction after the break (offset by the prologue)
  *   <original bytecode, unchanged>
  *
@@ -20,7 +21,7 @@
 #include <string.h>
 
 static int op_resume = -1, op_delete_fast, op_load_fast, op_push_null, op_jump_forward,
-           op_extended_arg;
+           op_extended_arg, op_get_iter;
 static PyObject *resume_cache; /* (code, pc, nstack, mask bytes) -> function */
 
 static int opnum(PyObject *opmap, const char *name) {
@@ -42,6 +43,7 @@ static int init_ops(void) {
     op_push_null = opnum(opmap, "PUSH_NULL");
     op_jump_forward = opnum(opmap, "JUMP_FORWARD");
     op_extended_arg = opnum(opmap, "EXTENDED_ARG");
+    op_get_iter = opnum(opmap, "GET_ITER");
     Py_DECREF(opmap);
     resume_cache = PyDict_New();
     if (resume_cache == NULL || op_resume < 0 || op_delete_fast < 0 || op_load_fast < 0 ||
@@ -108,9 +110,13 @@ PyObject *dh_make_resume(PyCodeObject *code, PyObject *globals, int target_pc, i
     for (int i = 0; i < nlocals; i++)
         if (unbound[i] && emit(&w, op_delete_fast, i) < 0)
             goto done;
-    for (int k = 0; k < nstack; k++)
-        if ((stack_null[k] ? emit(&w, op_push_null, 0) : emit(&w, op_load_fast, nlocals + k)) < 0)
+    /* stack_null[k]: 0 a value, 1 NULL, 2 an iterator passed as the tuple of what is left */
+    for (int k = 0; k < nstack; k++) {
+        if ((stack_null[k] == 1 ? emit(&w, op_push_null, 0) : emit(&w, op_load_fast, nlocals + k)) < 0)
             goto done;
+        if (stack_null[k] == 2 && emit(&w, op_get_iter, 0) < 0)
+            goto done;
+    }
     if (emit(&w, op_jump_forward, target_pc) < 0)
         goto done;
     int prologue_units = w.n / 2;

@@ -1811,8 +1811,16 @@ static int fill_break(trace *t, outbuf *ob, ic_val *outvals, int *nout, dh_entry
     }
     int rc = -1;
     for (int i = 0; i < b->nstack; i++) {
-        stack_null[i] = b->stack[i].kind == V_NULL;
-        if (fill_out(t, ob, k++, &b->stack[i], outvals, nout) < 0)
+        var it = b->stack[i];
+        stack_null[i] = it.kind == V_NULL ? 1 : it.kind == V_ITER ? 2 : 0;
+        if (it.kind == V_ITER) { /* the items still to come, as a tuple; GET_ITER in the prologue */
+            it.kind = V_SEQ;
+            it.items = it.items + it.pos;
+            it.n = it.n - it.pos;
+            it.pos = 0;
+            it.is_list = 0;
+        }
+        if (fill_out(t, ob, k++, &it, outvals, nout) < 0)
             goto done;
     }
     for (int i = 0; i < b->nlocals; i++) {

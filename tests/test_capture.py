@@ -547,3 +547,17 @@ def test_allow_in_graph_undoes_disable():
     ex = explain_of(_allow_f, x)
     assert ex.graph_count == 1 and ex.graph_break_count == 0, ex
     assert_same(torchc.compile(_allow_f)(x), _allow_f(x))
+
+
+def test_break_inside_a_loop_keeps_the_iterator():
+    def f(x, w):
+        h = x
+        for i in range(4):
+            h = torch.tanh(h @ w + i)   # extern matmul inside the loop body
+            print("step", i)            # a real break inside the loop too
+        return h * 2
+
+    x, w = torch.randn(3, 5), torch.randn(5, 5)
+    assert_same(torchc.compile(f)(x, w), f(x, w), rtol=1e-5, atol=1e-5)
+    ex = explain_of(f, x, w)
+    assert ex.graph_break_count == 4 and len(ex.extern_calls) == 4, ex
