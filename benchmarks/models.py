@@ -115,8 +115,8 @@ def main():
                 line = (f"{name:20s} {te:9.3f} {tt:9.3f} {te/tt:6.2f} {tcc:7.2f} {err:8.3g} "
                         f"{ex.graph_count:5d}/{len(ex.extern_calls):3d}/{ex.graph_break_count:3d}")
                 if not a.no_torch_compile:
-                    import torch._dynamo
-                    torch._dynamo.reset()
+                    from torch import _dynamo
+                    _dynamo.reset()
                     tm = torch.compile(m)
                     tic, _ = first_call(tm, *x)
                     ti = cuda_bench(tm, *x)

@@ -162,8 +162,8 @@ def main():
                        torchc_breaks=ex.graph_break_count)
             line = f"{name:34s} {t_e*1e3:9.3f} {t_t*1e3:9.3f} {t_e/t_t:8.2f} {t_c:9.3f}"
             if use_tc:
-                import torch._dynamo
-                torch._dynamo.reset()
+                from torch import _dynamo
+                _dynamo.reset()
                 tfn = torch.compile(fn)
                 t_ci, out2 = first_call(tfn, *inputs)
                 t_i = bench(tfn, *inputs)
