@@ -177,6 +177,7 @@ typedef struct ic_kernel {
                                     partial accumulators, then a combine kernel */
     int partial_buf;             /* split: buffer of ntiles x nitems 8-byte partials */
     int64_t nchunks;             /* vec_outer: chunks of the last outer var */
+    int vo_unroll;               /* vec_outer: vectors of 16 lanes per chunk (1..16) */
     int64_t iters;               /* outer iterations = prod(osize) * ntiles */
     int64_t work;                /* elements touched per call (parallel heuristic) */
     int npos;                    /* positions used: 0 .. npos-1 */

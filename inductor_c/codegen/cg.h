@@ -28,6 +28,8 @@ typedef struct cg {
     uint32_t gen;
     LLVMValueRef *rowval;    /* per item: reduction result of the current row */
     LLVMValueRef loop_lo[IC_MAX_DIMS], loop_hi[IC_MAX_DIMS]; /* inner loop bounds */
+    LLVMValueRef vo_u;        /* vec_outer: the current vector number, NULL elsewhere */
+    LLVMValueRef *rowval_arr; /* vec_outer: per item, [unroll x <16 x T>] row values */
 } cg;
 
 LLVMTypeRef cg_type(cg *g, ic_dtype t, int width);

@@ -36,7 +36,8 @@
 #include "cg.h"
 
 #define B g->b
-#define IC_SUM_BLOCK 512
+#define IC_SUM_BLOCK 512 /* row mode: 32 adds per lane */
+#define IC_COL_BLOCK 32  /* vec_outer: each lane is a column */
 
 /* ---- small helpers ------------------------------------------------------------------- */
 LLVMTypeRef cg_type(cg *g, ic_dtype t, int width) {
@@ -579,6 +580,12 @@ static LLVMValueRef emit(cg *g, ic_xid x) {
         r = ixval(g, e.ix, g->width > 1);
         break;
     case X_ROWVAL:
+        if (g->vo_u && g->rowval_arr && g->rowval_arr[e.a]) {
+            const ic_item *it = &g->k->items[e.a];
+            LLVMTypeRef rt = cg_type(g, ic_is_arg(it->red_op) ? IC_I64 : it->acc, IC_VF);
+            r = LLVMBuildLoad2(B, rt, LLVMBuildGEP2(B, rt, g->rowval_arr[e.a], &g->vo_u, 1, ""), "");
+            break;
+        }
         if (!g->rowval[e.a]) ic_fail(g->c, IC_EINTERNAL, "codegen: row value %d not ready", e.a);
         r = cg_splat(g, g->rowval[e.a], g->width);
         break;
@@ -770,7 +777,7 @@ static void store_partial(cg *g, ic_kernel *k, int j, LLVMValueRef tile, LLVMVal
     LLVMBuildStore(B, r, p);
 }
 
-static void gen_pass(cg *g, ic_kernel *k, int pos, LLVMValueRef tile, bool vouter) {
+static void gen_pass(cg *g, ic_kernel *k, int pos, LLVMValueRef tile) {
     /* accumulators: [j] value, [nitems + j] index (argmax/argmin) */
     LLVMValueRef *vacc = ic_alloc(g->c, (size_t)(2 * k->nitems) * sizeof *vacc);
     LLVMValueRef *sacc = ic_alloc(g->c, (size_t)(2 * k->nitems) * sizeof *sacc);
@@ -789,19 +796,7 @@ static void gen_pass(cg *g, ic_kernel *k, int pos, LLVMValueRef tile, bool voute
             LLVMBuildStore(B, LLVMConstInt(g->i64, INT64_MAX, 0), sacc[n]);
         }
     }
-    int32_t ov = vouter ? k->ovar[k->nouter - 1] : -1;
-    if (vouter) {
-        lp loops[IC_MAX_DIMS];
-        for (int d = 0; d < k->ninner; d++) {
-            lp_begin(g, &loops[d], NULL, LLVMConstInt(g->i64, 0, 0),
-                     LLVMConstInt(g->i64, (unsigned long long)k->isize[d], 0), 1);
-            g->var_val[k->ivar[d]] = loops[d].i;
-        }
-        g->width = IC_VF;
-        g->vec_var = ov;
-        emit_items(g, k, pos, vacc, sacc);
-        for (int d = k->ninner - 1; d >= 0; d--) lp_end(g, &loops[d]);
-    } else if (k->ninner == 0) {
+    if (k->ninner == 0) {
         g->width = 1;
         g->vec_var = -1;
         emit_items(g, k, pos, vacc, sacc);
@@ -894,8 +889,8 @@ static void gen_pass(cg *g, ic_kernel *k, int pos, LLVMValueRef tile, bool voute
         lp_end(g, &sl);
         for (int d = k->ninner - 2; d >= 0; d--) lp_end(g, &outer[d]);
     }
-    g->width = vouter ? IC_VF : 1;
-    g->vec_var = ov;
+    g->width = 1;
+    g->vec_var = -1;
     g->gen++;
     for (int j = 0; j < k->nitems; j++) {
         ic_item *it = &k->items[j];
@@ -903,21 +898,15 @@ static void gen_pass(cg *g, ic_kernel *k, int pos, LLVMValueRef tile, bool voute
         LLVMValueRef r;
         if (ic_is_arg(it->red_op)) {
             int n = k->nitems + j;
-            if (vouter) {
-                r = LLVMBuildLoad2(B, cg_type(g, IC_I64, IC_VF), vacc[n], "");
-            } else {
-                LLVMValueRef sv = LLVMBuildLoad2(B, cg_type(g, it->acc, 1), sacc[j], "");
-                LLVMValueRef si = LLVMBuildLoad2(B, g->i64, sacc[n], "");
-                if (k->ninner > 0) {
-                    LLVMValueRef hv, hi, rv;
-                    arg_hreduce(g, it, LLVMBuildLoad2(B, cg_type(g, it->acc, IC_VF), vacc[j], ""),
-                                LLVMBuildLoad2(B, cg_type(g, IC_I64, IC_VF), vacc[n], ""), &hv, &hi);
-                    arg_combine(g, it, hv, hi, sv, si, &rv, &si);
-                }
-                r = si;
+            LLVMValueRef sv = LLVMBuildLoad2(B, cg_type(g, it->acc, 1), sacc[j], "");
+            LLVMValueRef si = LLVMBuildLoad2(B, g->i64, sacc[n], "");
+            if (k->ninner > 0) {
+                LLVMValueRef hv, hi, rv;
+                arg_hreduce(g, it, LLVMBuildLoad2(B, cg_type(g, it->acc, IC_VF), vacc[j], ""),
+                            LLVMBuildLoad2(B, cg_type(g, IC_I64, IC_VF), vacc[n], ""), &hv, &hi);
+                arg_combine(g, it, hv, hi, sv, si, &rv, &si);
             }
-        } else if (vouter) {
-            r = LLVMBuildLoad2(B, cg_type(g, it->acc, IC_VF), vacc[j], "");
+            r = si;
         } else {
             r = LLVMBuildLoad2(B, cg_type(g, it->acc, 1), sacc[j], "");
             if (k->ninner > 0) {
@@ -933,17 +922,171 @@ static void gen_pass(cg *g, ic_kernel *k, int pos, LLVMValueRef tile, bool voute
     }
 }
 
-/* All positions of one row (or, vec_outer, of 16 rows side by side). */
-static void gen_row(cg *g, ic_kernel *k, LLVMValueRef tile, bool vouter) {
+/* All positions of one row. */
+static void gen_row(cg *g, ic_kernel *k, LLVMValueRef tile) {
     for (int p = 0; p < k->npos; p++) {
         if (p % 2) {
-            gen_pass(g, k, p, tile, vouter);
+            gen_pass(g, k, p, tile);
         } else {
-            g->width = vouter ? IC_VF : 1;
-            g->vec_var = vouter ? k->ovar[k->nouter - 1] : -1;
+            g->width = 1;
+            g->vec_var = -1;
             emit_items(g, k, p, NULL, NULL);
         }
     }
+}
+
+/* vec_outer rows: lanes run along the last outer var, nvec (<= k->vo_unroll) vectors of
+ * 16 adjacent outputs side by side, so every step down the reduced dims reads nvec*16
+ * contiguous elements. Accumulators and row values live in [vo_unroll x <16 x T>] arrays
+ * indexed by the vector number u; the reduced dims are scalar loops. Tall f32 sums fold
+ * blocks of IC_COL_BLOCK rows into f64 (each lane is a column). */
+static LLVMValueRef uptr(cg *g, LLVMTypeRef vt, LLVMValueRef arr, LLVMValueRef u) {
+    return LLVMBuildGEP2(B, vt, arr, &u, 1, "");
+}
+
+static bool col_blocked_item(const ic_item *it, int pos) {
+    return it->pos == pos && it->kind == IT_REDUCE && it->acc == IC_F32 &&
+           (it->red_op == IC_OP_SUM || it->red_op == IC_OP_MEAN);
+}
+
+static void gen_row_vouter(cg *g, ic_kernel *k, LLVMValueRef base, LLVMValueRef nvec) {
+    ic_ctx *c = g->c;
+    int32_t ov = k->ovar[k->nouter - 1];
+    unsigned U = (unsigned)k->vo_unroll;
+    int n = k->nitems;
+    LLVMValueRef *acc = ic_alloc(c, (size_t)(2 * n) * sizeof *acc);   /* [j], [n+j] index */
+    LLVMValueRef *racc = ic_alloc(c, (size_t)n * sizeof *racc);      /* row values */
+    LLVMValueRef *bacc = ic_alloc(c, (size_t)n * sizeof *bacc), *dacc = ic_alloc(c, (size_t)n * sizeof *dacc);
+    LLVMValueRef *ptr = ic_alloc(c, (size_t)(2 * n) * sizeof *ptr);
+    LLVMTypeRef vi64 = cg_type(g, IC_I64, IC_VF), vf32 = cg_type(g, IC_F32, IC_VF), vf64 = cg_type(g, IC_F64, IC_VF);
+    for (int j = 0; j < n; j++) {
+        ic_item *it = &k->items[j];
+        if (it->kind != IT_REDUCE) continue;
+        LLVMTypeRef at = cg_type(g, it->acc, IC_VF);
+        acc[j] = LLVMBuildAlloca(g->ab, LLVMArrayType(at, U), "vacc");
+        if (ic_is_arg(it->red_op)) acc[n + j] = LLVMBuildAlloca(g->ab, LLVMArrayType(vi64, U), "vidx");
+        LLVMTypeRef rt = ic_is_arg(it->red_op) ? vi64 : at;
+        racc[j] = LLVMBuildAlloca(g->ab, LLVMArrayType(rt, U), "rowval");
+        if (col_blocked_item(it, it->pos)) {
+            bacc[j] = LLVMBuildAlloca(g->ab, LLVMArrayType(vf32, U), "bacc");
+            dacc[j] = LLVMBuildAlloca(g->ab, LLVMArrayType(vf64, U), "dacc");
+        }
+    }
+    g->rowval_arr = racc;
+    LLVMValueRef zero = LLVMConstInt(g->i64, 0, 0);
+#define ULOOP(L)                                                                              \
+    lp L;                                                                                     \
+    lp_begin(g, &L, NULL, zero, nvec, 1);                                                     \
+    g->vo_u = L.i;                                                                            \
+    g->var_val[ov] = LLVMBuildAdd(B, base, LLVMBuildMul(B, L.i, LLVMConstInt(g->i64, IC_VF, 0), ""), "")
+#define UEND(L) lp_end(g, &L)
+    for (int pos = 0; pos < k->npos; pos++) {
+        g->width = IC_VF;
+        g->vec_var = ov;
+        if (pos % 2 == 0) {
+            ULOOP(L);
+            emit_items(g, k, pos, NULL, NULL);
+            UEND(L);
+            continue;
+        }
+        int last = k->ninner - 1;
+        bool blocked = false;
+        {
+            ULOOP(L);
+            for (int j = 0; j < n; j++) {
+                ic_item *it = &k->items[j];
+                if (it->pos != pos || it->kind != IT_REDUCE) continue;
+                LLVMBuildStore(B, red_identity(g, it, IC_VF), uptr(g, cg_type(g, it->acc, IC_VF), acc[j], L.i));
+                if (ic_is_arg(it->red_op)) LLVMBuildStore(B, cg_consti(g, vi64, INT64_MAX), uptr(g, vi64, acc[n + j], L.i));
+                if (col_blocked_item(it, pos) && last >= 0 && k->isize[last] > 2 * IC_COL_BLOCK) blocked = true;
+            }
+            UEND(L);
+        }
+        lp loops[IC_MAX_DIMS], cl;
+        for (int d = 0; d < last; d++) {
+            lp_begin(g, &loops[d], NULL, zero, LLVMConstInt(g->i64, (unsigned long long)k->isize[d], 0), 1);
+            g->var_val[k->ivar[d]] = loops[d].i;
+        }
+        LLVMValueRef clo = zero, chi = NULL;
+        if (last >= 0) chi = LLVMConstInt(g->i64, (unsigned long long)k->isize[last], 0);
+        if (blocked) {
+            ULOOP(L);
+            for (int j = 0; j < n; j++)
+                if (col_blocked_item(&k->items[j], pos))
+                    LLVMBuildStore(B, LLVMBuildFPExt(B, LLVMBuildLoad2(B, vf32, uptr(g, vf32, acc[j], L.i), ""), vf64, ""),
+                                   uptr(g, vf64, dacc[j], L.i));
+            UEND(L);
+            LLVMValueRef N = chi;
+            lp_begin(g, &cl, NULL, zero, LLVMBuildAdd(B, N, LLVMConstInt(g->i64, IC_COL_BLOCK - 1, 0), ""), IC_COL_BLOCK);
+            clo = cl.i;
+            chi = LLVMBuildAdd(B, cl.i, LLVMConstInt(g->i64, IC_COL_BLOCK, 0), "");
+            chi = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, chi, N, ""), chi, N, "");
+            ULOOP(L2);
+            for (int j = 0; j < n; j++)
+                if (col_blocked_item(&k->items[j], pos)) LLVMBuildStore(B, LLVMConstNull(vf32), uptr(g, vf32, bacc[j], L2.i));
+            UEND(L2);
+        }
+        lp rl;
+        if (last >= 0) {
+            lp_begin(g, &rl, NULL, clo, chi, 1);
+            g->var_val[k->ivar[last]] = rl.i;
+        }
+        {
+            ULOOP(L);
+            for (int j = 0; j < n; j++) {
+                ic_item *it = &k->items[j];
+                ptr[j] = ptr[n + j] = NULL;
+                if (it->pos != pos || it->kind != IT_REDUCE) continue;
+                if (blocked && col_blocked_item(it, pos)) ptr[j] = uptr(g, vf32, bacc[j], L.i);
+                else ptr[j] = uptr(g, cg_type(g, it->acc, IC_VF), acc[j], L.i);
+                if (ic_is_arg(it->red_op)) ptr[n + j] = uptr(g, vi64, acc[n + j], L.i);
+            }
+            g->width = IC_VF;
+            g->vec_var = ov;
+            emit_items(g, k, pos, ptr, NULL);
+            UEND(L);
+        }
+        if (last >= 0) lp_end(g, &rl);
+        if (blocked) {
+            ULOOP(L);
+            for (int j = 0; j < n; j++)
+                if (col_blocked_item(&k->items[j], pos)) {
+                    LLVMValueRef dp = uptr(g, vf64, dacc[j], L.i);
+                    LLVMValueRef b64 = LLVMBuildFPExt(B, LLVMBuildLoad2(B, vf32, uptr(g, vf32, bacc[j], L.i), ""), vf64, "");
+                    LLVMBuildStore(B, LLVMBuildFAdd(B, LLVMBuildLoad2(B, vf64, dp, ""), b64, ""), dp);
+                }
+            UEND(L);
+            lp_end(g, &cl);
+            ULOOP(L3);
+            for (int j = 0; j < n; j++)
+                if (col_blocked_item(&k->items[j], pos))
+                    LLVMBuildStore(B, LLVMBuildFPTrunc(B, LLVMBuildLoad2(B, vf64, uptr(g, vf64, dacc[j], L3.i), ""), vf32, ""),
+                                   uptr(g, vf32, acc[j], L3.i));
+            UEND(L3);
+        }
+        for (int d = last - 1; d >= 0; d--) lp_end(g, &loops[d]);
+        /* finish: per vector, the row values (and their stores) */
+        {
+            ULOOP(L);
+            g->width = IC_VF;
+            g->vec_var = ov;
+            g->gen++;
+            for (int j = 0; j < n; j++) {
+                ic_item *it = &k->items[j];
+                if (it->pos != pos || it->kind != IT_REDUCE) continue;
+                LLVMValueRef r = ic_is_arg(it->red_op) ? LLVMBuildLoad2(B, vi64, uptr(g, vi64, acc[n + j], L.i), "")
+                                                       : LLVMBuildLoad2(B, cg_type(g, it->acc, IC_VF), uptr(g, cg_type(g, it->acc, IC_VF), acc[j], L.i), "");
+                if (it->red_op == IC_OP_MEAN) r = LLVMBuildFDiv(B, r, fconst(g, r, (double)it->red_count), "");
+                LLVMBuildStore(B, r, uptr(g, LLVMTypeOf(r), racc[j], L.i));
+                if (it->store) store(g, it, convert(g, r, ic_is_arg(it->red_op) ? IC_I64 : it->acc, it->dtype));
+            }
+            UEND(L);
+        }
+    }
+#undef ULOOP
+#undef UEND
+    g->vo_u = NULL;
+    g->rowval_arr = NULL;
 }
 
 /* split kernels, phase 2: fold the partials of every part, then the row blocks after */
@@ -1095,26 +1238,30 @@ static void gen_kernel(cg *g, ic_kernel *k, const char *name, const char *cpu, c
         /* full chunk: 16 lanes; last partial chunk: lane by lane in row mode */
         int32_t ov = k->ovar[k->nouter - 1];
         LLVMValueRef S = LLVMConstInt(g->i64, (unsigned long long)k->osize[k->nouter - 1], 0);
-        LLVMValueRef base = LLVMBuildMul(B, chunk, LLVMConstInt(g->i64, IC_VF, 0), "");
-        LLVMValueRef full = LLVMBuildICmp(B, LLVMIntSLE, LLVMBuildAdd(B, base, LLVMConstInt(g->i64, IC_VF, 0), ""), S, "");
+        /* a chunk is vo_unroll vectors of 16 lanes; the lanes past the last full vector
+         * (at most 15, last chunk only) run one by one in row mode */
+        LLVMValueRef W = LLVMConstInt(g->i64, (unsigned long long)(IC_VF * k->vo_unroll), 0);
+        LLVMValueRef base = LLVMBuildMul(B, chunk, W, "");
+        LLVMValueRef nvec = LLVMBuildUDiv(B, LLVMBuildSub(B, S, base, ""), LLVMConstInt(g->i64, IC_VF, 0), "");
+        LLVMValueRef Uc = LLVMConstInt(g->i64, (unsigned long long)k->vo_unroll, 0);
+        nvec = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntULT, nvec, Uc, ""), nvec, Uc, "");
         LLVMBasicBlockRef vb = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "vouter");
         LLVMBasicBlockRef sb = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "vtail");
-        LLVMBasicBlockRef jb = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "vjoin");
-        LLVMBuildCondBr(B, full, vb, sb);
+        LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntUGT, nvec, LLVMConstInt(g->i64, 0, 0), ""), vb, sb);
         LLVMPositionBuilderAtEnd(B, vb);
-        g->var_val[ov] = base;
-        gen_row(g, k, tile, true);
-        LLVMBuildBr(B, jb);
+        gen_row_vouter(g, k, base, nvec);
+        LLVMBuildBr(B, sb);
         LLVMPositionBuilderAtEnd(B, sb);
+        LLVMValueRef tlo = LLVMBuildAdd(B, base, LLVMBuildMul(B, nvec, LLVMConstInt(g->i64, IC_VF, 0), ""), "");
+        LLVMValueRef thi = LLVMBuildAdd(B, base, W, "");
+        thi = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, thi, S, ""), thi, S, "");
         lp tl;
-        lp_begin(g, &tl, NULL, base, S, 1);
+        lp_begin(g, &tl, NULL, tlo, thi, 1);
         g->var_val[ov] = tl.i;
-        gen_row(g, k, tile, false);
+        gen_row(g, k, tile);
         lp_end(g, &tl);
-        LLVMBuildBr(B, jb);
-        LLVMPositionBuilderAtEnd(B, jb);
     } else if (phase == 1) {
-        gen_pass(g, k, 1, tile, false);
+        gen_pass(g, k, 1, tile);
     } else if (k->nob) {
         /* rows of the block, each over the block's columns (tile) */
         int32_t ov = k->ovar[k->nouter - 1];
@@ -1125,10 +1272,10 @@ static void gen_kernel(cg *g, ic_kernel *k, const char *name, const char *cpu, c
         lp rl;
         lp_begin(g, &rl, NULL, lo, hi, 1);
         g->var_val[ov] = rl.i;
-        gen_row(g, k, tile, false);
+        gen_row(g, k, tile);
         lp_end(g, &rl);
     } else {
-        gen_row(g, k, tile, false);
+        gen_row(g, k, tile);
     }
     lp_end(g, &ol);
     LLVMBuildRetVoid(B);

@@ -325,7 +325,11 @@ static void choose_vec_outer(ic_ctx *c, ic_kernel *k) {
         if (k->items[j].inner) count_contig(c, k->items[j].expr, iv, ov, &n_in, &n_out, seen);
     if (n_out >= n_in) return; /* costs: lower is better */
     k->vec_outer = true;
-    k->nchunks = (k->osize[k->nouter - 1] + 15) / 16;
+    /* up to 16 vectors (256 lanes, 1 KB of f32) per chunk, keeping >= 4 chunks for threads */
+    int64_t O = k->osize[k->nouter - 1];
+    int64_t u = O / 64;
+    k->vo_unroll = (int)(u < 1 ? 1 : u > 16 ? 16 : u);
+    k->nchunks = (O + 16 * k->vo_unroll - 1) / (16 * k->vo_unroll);
 }
 
 static int add_buffer(ic_ctx *c, int kind, int index, ic_val v, const ic_meta *m);

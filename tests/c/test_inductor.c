@@ -1382,8 +1382,8 @@ static void test_fusion(void) {
 static void test_vec_outer(void) {
     cur_test = "vec_outer";
     /* column reductions and a column softmax: lanes along the kept dim, tails included */
-    int64_t shapes[][2] = {{37, 50}, {5, 16}, {64, 33}, {3, 200}};
-    for (int i = 0; i < 4; i++) {
+    int64_t shapes[][2] = {{37, 50}, {5, 16}, {64, 33}, {3, 200}, {40, 1000}, {7, 517}, {2000, 70}};
+    for (int i = 0; i < 7; i++) {
         T *t = t_new();
         R x = t_input(t, i % 2 ? IC_F64 : IC_F32, 2, shapes[i], i == 3 ? L_STRIDED : L_CONTIG);
         t_output(t, t_red(t, IC_OP_SUM, x, 1, 0, -1));
@@ -1400,6 +1400,8 @@ static void test_vec_outer(void) {
         R sm = t_bin(t, IC_OP_DIV, e, t_red(t, IC_OP_SUM, e, 1, 1, -1));
         t_output(t, sm);
         t_output(t, m);
+        t_output(t, t_argred(t, IC_OP_ARGMAX, x, 1, 0));
+        t_output(t, t_red(t, IC_OP_MEAN, x, 1, 1, -1));
         o = defaults();
         o.expect_kernels = 1;
         o.expect_describe[0] = "vec_outer";
@@ -1645,6 +1647,22 @@ static void test_long_sums(void) {
     runopts o = defaults();
     o.atol = 0;
     o.rtol = 2e-6;
+    t_run(t, o);
+    t_free(t);
+    /* tall columns (vec_outer lanes) of constants */
+    t = t_new();
+    int64_t sc[2] = {300007, 17};
+    R z = t_input(t, IC_F32, 2, sc, L_CONTIG);
+    for (int64_t i = 0; i < numel(&z.m); i++) {
+        z.d[i] = (double)0.1f;
+        ((float *)t->store[0])[i] = 0.1f;
+    }
+    t_output(t, t_red(t, IC_OP_SUM, z, 1, 0, -1));
+    t_output(t, t_red(t, IC_OP_MEAN, z, 1, 1, -1));
+    o = defaults();
+    o.atol = 0;
+    o.rtol = 2e-6;
+    o.expect_describe[0] = "vec_outer";
     t_run(t, o);
     t_free(t);
     /* long rows under outer inner vars (permuted inputs do not collapse) */
