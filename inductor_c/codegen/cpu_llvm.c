@@ -12,7 +12,11 @@
  *       row block 1, pass 1, ...
  *
  *   Loads whose offset has coefficient 1 in the innermost var are vector loads, 0 a
- *   broadcast, anything else a gather. Float math keeps IEEE semantics (no fast-math
+ *   broadcast, anything else a gather; loads that may leave their buffer (cat branches)
+ *   are clamped into it. f32 sums of long rows (and tall columns) add blocks in f32 and
+ *   block sums in f64. vec_outer kernels put the lanes along the kept dim instead (up to
+ *   16 vectors side by side, scalar loops over the reduced dims); split kernels write
+ *   partial accumulators per part and a second function (`_fin`) combines them. Float math keeps IEEE semantics (no fast-math
  *   flags exist in the LLVM 16 C API and none are needed: vectorization is explicit and
  *   reductions are reassociated by construction: 16 lanes, then a tree). f32
  *   transcendentals come from vmath.c; f64 ones from libm.

@@ -4,10 +4,15 @@
  * Produces: buffers (inputs, outputs, needed intermediates) with the strides used to
  *   address them; item stores decided (outputs, values read by later kernels or later
  *   passes; values only read at the same element in the same pass are forwarded in
- *   registers and never stored); loads as X_LOADF flat offsets; loop vars split into
- *   outer and inner lists with adjacent dims collapsed where every access stays affine;
- *   the innermost var of pointwise kernels tiled when the outer loop is too short to
- *   feed the threads.
+ *   registers and never stored); intermediates read only inside their own row become
+ *   per-thread row scratch (kind 3, on the kernel's stack); loads as X_LOADF flat
+ *   offsets (gathers keep their index expression); loop vars split into outer and inner
+ *   lists with adjacent dims collapsed where every access stays affine. Then one loop
+ *   shape per kernel:
+ *     tiles      pointwise, short outer loop: the inner var cut into parts for threads
+ *     blocked    pointwise with transposed reads: 2-D blocks of rows x columns
+ *     vec_outer  reductions contiguous along the kept dim: lanes along it
+ *     split      one huge row: parallel parts with partial accumulators + combine
  * Keeps: item order and positions. Breaks: out_ixv (tuples are stale after collapsing).
  */
 #include <string.h>
