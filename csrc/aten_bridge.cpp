@@ -136,6 +136,19 @@ int tc_copy_(PyObject *dst, PyObject *src) {
 
 int tc_default_dtype(void) { return dtype_to_ic(c10::typeMetaToScalarType(c10::get_default_dtype())); }
 
+int tc_index_in_range(PyObject *idx, int64_t bound) {
+    try {
+        c10::AutoGradMode no_grad(false);
+        const at::Tensor &t = THPVariable_Unpack(idx);
+        if (t.numel() == 0)
+            return 1;
+        auto mm = at::aminmax(t);
+        return std::get<0>(mm).item<int64_t>() >= 0 && std::get<1>(mm).item<int64_t>() < bound;
+    } catch (const std::exception &) {
+        return 0;
+    }
+}
+
 int tc_grad_enabled(void) { return c10::GradMode::is_enabled() ? 1 : 0; }
 
 int tc_num_threads(void) { return at::get_num_threads(); }

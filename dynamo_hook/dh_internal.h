@@ -60,7 +60,8 @@ typedef enum dh_guardkind {
     DH_G_CONST,     /* exact type and == value (int, float, bool, str, None, tuple) */
     DH_G_TYPE,      /* exact type */
     DH_G_GRAD_MODE, /* torch.is_grad_enabled() == value */
-    DH_G_DEFAULT_DTYPE /* torch.get_default_dtype() == value */
+    DH_G_DEFAULT_DTYPE, /* torch.get_default_dtype() == value */
+    DH_G_LEN           /* len(value) == value */
 } dh_guardkind;
 
 typedef struct dh_guard {
@@ -110,6 +111,9 @@ typedef struct dh_entry {
     int nmut;               /* inputs updated in place: copy back after the kernels */
     int *mut_src;           /* source of the updated tensor */
     int *mut_from;          /* graph output index >= 0, or -1 - source index */
+    int nidx;               /* index inputs checked against bounds before each run */
+    int idx_src[16];
+    int64_t idx_bound[16];
     int nattrw;             /* module attribute writes: root is (result, values...) */
     int *attrw_src;
     PyObject **attrw_name;  /* strong */
@@ -165,6 +169,8 @@ PyObject *dh_source_resolve(const dh_source *s, PyObject *const *values,
                             PyObject *builtins, PyObject *func); /* borrowed, NULL: missing */
 PyObject *dh_module_getattr(PyObject *obj, PyObject *name); /* new ref or NULL (no error) */
 int dh_module_has_attr(PyObject *obj, PyObject *name);
+void dh_scratch_keep(PyObject *v); /* steals v; alive until dh_scratch_clear */
+void dh_scratch_clear(void);
 int dh_code_is_disabled(PyCodeObject *code);
 PyObject *dh_guards_describe(const dh_entry *e);             /* list of str */
 void dh_guard_clear(dh_guard *g);

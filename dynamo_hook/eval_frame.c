@@ -242,9 +242,18 @@ static PyObject *dh_eval_frame(PyThreadState *ts, _PyInterpreterFrame *f, int th
     dh_explain_record(code, e, event);
     if (e->fallback)
         return eval_default(ts, f, throwflag);
+    for (int i = 0; i < e->nidx; i++) {
+        /* out-of-range (or negative) indices: eager raises or wraps; let it */
+        int ok = tc_index_in_range(values[e->idx_src[i]], e->idx_bound[i]);
+        if (ok != 1) {
+            dh_scratch_clear();
+            return eval_default(ts, f, throwflag);
+        }
+    }
     stats.hits++;
     e->hits++;
     PyObject *res = dh_entry_run(e, values, ptrs);
+    dh_scratch_clear();
     return FINISH(ts, f, res);
 }
 
@@ -547,6 +556,7 @@ PyObject *dh_stats(void) {
 
 void dh_reset(void) {
     dh_cache_reset_all();
+    ic_cache_clear();
     memset(&stats, 0, sizeof stats);
 }
 

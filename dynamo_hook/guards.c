@@ -10,6 +10,20 @@
 #include <string.h>
 
 static PyObject *str_parameters, *str_buffers, *str_modules, *str_dict;
+static PyObject *scratch; /* owns getattr results of one guard check (cleared per check) */
+
+void dh_scratch_keep(PyObject *v) {
+    if (scratch == NULL)
+        scratch = PyList_New(0);
+    if (scratch == NULL || PyList_Append(scratch, v) < 0)
+        PyErr_Clear();
+    Py_DECREF(v);
+}
+
+void dh_scratch_clear(void) {
+    if (scratch && PyList_GET_SIZE(scratch) > 0)
+        PyList_SetSlice(scratch, 0, PyList_GET_SIZE(scratch), NULL);
+}
 
 static int init_strings(void) {
     if (str_parameters)
@@ -88,6 +102,17 @@ PyObject *dh_source_resolve(const dh_source *s, PyObject *const *values,
             return NULL;
         if (s->index == 1) /* the class attribute (a method's function), borrowed */
             return _PyType_Lookup(Py_TYPE(base), s->name);
+        if (s->index == 2) {
+            /* full getattr of an object with a custom __getattribute__/__getattr__: the
+             * result is kept alive by the entry's scratch list for this check */
+            PyObject *v = PyObject_GetAttr(base, s->name);
+            if (v == NULL) {
+                PyErr_Clear();
+                return NULL;
+            }
+            dh_scratch_keep(v);
+            return v;
+        }
         PyObject *v = dh_module_getattr(base, s->name);
         if (v == NULL && PyModule_Check(base)) {
             v = PyObject_GetAttr(base, s->name);
@@ -103,6 +128,14 @@ PyObject *dh_source_resolve(const dh_source *s, PyObject *const *values,
         PyObject *base = values[s->base];
         if (base == NULL)
             return NULL;
+        if (s->name != NULL) { /* dict[key] */
+            if (!PyDict_CheckExact(base))
+                return NULL;
+            PyObject *v = PyDict_GetItemWithError(base, s->name);
+            if (v == NULL)
+                PyErr_Clear();
+            return v;
+        }
         if (PyTuple_CheckExact(base) && s->index < PyTuple_GET_SIZE(base))
             return PyTuple_GET_ITEM(base, s->index);
         if (PyList_CheckExact(base) && s->index < PyList_GET_SIZE(base))
@@ -192,6 +225,12 @@ int dh_guards_check(const dh_entry *e, PyObject *const *localsplus, PyObject *gl
             if (v == NULL || (PyObject *)Py_TYPE(v) != g->obj)
                 return 0;
             break;
+        case DH_G_LEN:
+            if (v == NULL || PyObject_Length(v) != g->value) {
+                PyErr_Clear();
+                return 0;
+            }
+            break;
         case DH_G_GRAD_MODE:
             if (tc_grad_enabled() != g->value)
                 return 0;
@@ -229,7 +268,9 @@ static PyObject *source_str(const dh_entry *e, int i) {
         break;
     case DH_S_ITEM:
         base = source_str(e, s->base);
-        r = base ? PyUnicode_FromFormat("%U[%zd]", base, s->index) : NULL;
+        r = base == NULL ? NULL
+            : s->name ? PyUnicode_FromFormat("%U[%R]", base, s->name)
+                      : PyUnicode_FromFormat("%U[%zd]", base, s->index);
         break;
     }
     Py_XDECREF(base);
@@ -271,6 +312,9 @@ PyObject *dh_guards_describe(const dh_entry *e) {
             break;
         case DH_G_TYPE:
             item = PyUnicode_FromFormat("TYPE_MATCH %U: %s", src, ((PyTypeObject *)g->obj)->tp_name);
+            break;
+        case DH_G_LEN:
+            item = PyUnicode_FromFormat("LENGTH_CHECK len(%U) == %d", src, g->value);
             break;
         case DH_G_GRAD_MODE:
             item = PyUnicode_FromFormat("GLOBAL_STATE grad_mode=%d", g->value);

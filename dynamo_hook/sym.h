@@ -91,6 +91,9 @@ typedef struct trace {
         struct var *val;
     } attrw[32];
     int nattrw;
+    int nidx;                         /* index inputs to bounds-check before each run */
+    int idx_src[16];
+    int64_t idx_bound[16];
     char reason[300];
     int failed;
     long steps;
@@ -120,6 +123,7 @@ int sym_mutate(trace *t, const var *target, ic_val newval);
 PyObject *sym_dtype_object(ic_dtype d);      /* borrowed torch.dtype */
 int sym_dtype_from_object(PyObject *o);      /* ic_dtype or -1 */
 int sym_variables_init(void);
+int sym_is_nn_module(PyObject *o);
 
 /* torch_ops.c */
 int sym_ops_init(void);
@@ -141,5 +145,8 @@ int sym_compare(trace *t, int cmp, const var *a, const var *b, var *out);
 int sym_tensor_attr(trace *t, const var *x, PyObject *name, var *out);
 int sym_neg(trace *t, const var *a, var *out);
 int sym_tensor_index(trace *t, const var *x, const var *k, var *out);
+/* index_select with a checked index: graph inputs are bounds-checked at run time (eager
+ * runs when out of range), argmax/argmin/arange results are in range by construction. */
+int sym_check_index(trace *t, const var *index, int64_t bound);
 
 #endif

@@ -29,7 +29,7 @@
     X(GET_ITER) X(FOR_ITER) X(END_FOR) X(EXTENDED_ARG) X(MAKE_CELL) X(COPY_FREE_VARS)     \
     X(LOAD_DEREF) X(STORE_DEREF) X(LOAD_CLOSURE) X(BUILD_MAP) X(BUILD_CONST_KEY_MAP)         \
     X(CALL_FUNCTION_EX) X(DICT_MERGE) X(DICT_UPDATE) X(FORMAT_VALUE) X(BUILD_STRING)      \
-    X(STORE_ATTR) X(BUILD_SLICE) X(LIST_APPEND) X(MAP_ADD) X(UNPACK_EX) X(MAKE_FUNCTION) X(BINARY_SLICE) X(UNARY_INVERT) X(LOAD_SUPER_ATTR)
+    X(STORE_ATTR) X(BUILD_SLICE) X(LIST_APPEND) X(MAP_ADD) X(UNPACK_EX) X(MAKE_FUNCTION) X(BINARY_SLICE) X(UNARY_INVERT) X(LOAD_SUPER_ATTR) X(IMPORT_NAME) X(IMPORT_FROM) X(BUILD_SET)
 
 enum {
     OP_UNKNOWN = 0,
@@ -177,6 +177,10 @@ static int truthy(trace *t, const var *v, int *out) {
 static int to_items(trace *t, const var *v, var **items, int *n);
 static int load_attr(trace *t, const var *o, PyObject *name, var *out);
 
+static int fn_const_attr(const char *n) {
+    return !strcmp(n, "__name__") || !strcmp(n, "__qualname__") || !strcmp(n, "__module__");
+}
+
 int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) { return load_attr(t, o, name, out); }
 int sym_iter_items(trace *t, const var *v, var **items, int *n) { return to_items(t, v, items, n); }
 
@@ -197,6 +201,36 @@ static int load_attr(trace *t, const var *o, PyObject *name, var *out) {
             if (o->src >= 0 && (PyFunction_Check(a) || PyModule_Check(a)))
                 s = sym_source(t, DH_S_ATTR, o->src, 0, name);
             int rc = sym_wrap(t, a, s, out);
+            Py_DECREF(a);
+            return rc;
+        }
+        if (!sym_is_nn_module(o->obj) && Py_TYPE(o->obj)->tp_getattro != PyObject_GenericGetAttr) {
+            /* a custom __getattribute__/__getattr__: the real getattr, re-run by the guard */
+            if (o->src < 0)
+                return sym_fail(t, "attribute of an object without a source");
+            PyObject *a = PyObject_GetAttr(o->obj, name);
+            if (a == NULL) {
+                PyErr_Clear();
+                return sym_fail(t, "attribute %U not found", name);
+            }
+            if (PyMethod_Check(a) && PyFunction_Check(PyMethod_GET_FUNCTION(a)) &&
+                PyMethod_GET_SELF(a) == o->obj) {
+                PyObject *fn = sym_keep(t, Py_NewRef(PyMethod_GET_FUNCTION(a)));
+                Py_DECREF(a);
+                var *self = sym_alloc(t, 1);
+                int s = sym_source(t, DH_S_ATTR, o->src, 1, name);
+                if (fn == NULL || self == NULL || s < 0)
+                    return -1;
+                self[0] = *o;
+                memset(out, 0, sizeof *out);
+                out->kind = V_METHOD;
+                out->src = s;
+                out->obj = fn;
+                out->items = self;
+                return 0;
+            }
+            int s = sym_source(t, DH_S_ATTR, o->src, 2, name);
+            int rc = s < 0 ? -1 : sym_wrap(t, a, s, out);
             Py_DECREF(a);
             return rc;
         }
@@ -283,6 +317,12 @@ static int load_attr(trace *t, const var *o, PyObject *name, var *out) {
                 return sym_const(t, PyObject_GetAttr(o->obj, name), out);
         }
         const char *n = PyUnicode_AsUTF8(name);
+        if ((PyUnicode_CheckExact(o->obj) || PyTuple_CheckExact(o->obj) || PyAnySet_CheckExact(o->obj)) &&
+            n[0] != '_') {
+            /* methods of immutable builtins are pure: called on constants */
+            return sym_const(t, PyObject_GetAttr(o->obj, name), out) < 0
+                       ? (PyErr_Clear(), sym_fail(t, "attribute %U of a constant", name)) : 0;
+        }
         if (strcmp(Py_TYPE(o->obj)->tp_name, "torch.dtype") == 0 &&
             (!strcmp(n, "is_floating_point") || !strcmp(n, "itemsize") || !strcmp(n, "is_complex")))
             return sym_const(t, PyObject_GetAttr(o->obj, name), out);
@@ -333,6 +373,18 @@ static int load_attr(trace *t, const var *o, PyObject *name, var *out) {
         out->obj = name;
         out->items = self;
         return 0;
+    }
+    case V_FUNC: {
+        const char *n = PyUnicode_AsUTF8(name);
+        if (fn_const_attr(n) && o->obj && o->op != SYM_MADE_FUNCTION) {
+            PyObject *a = PyObject_GetAttr(o->obj, name);
+            if (a == NULL) {
+                PyErr_Clear();
+                return sym_fail(t, "attribute %U not found", name);
+            }
+            return sym_const(t, a, out);
+        }
+        return sym_fail(t, "attribute %U of a function", name);
     }
     default:
         return sym_fail(t, "attribute %U of an unsupported value", name);
@@ -1254,6 +1306,85 @@ static int run(trace *t, sframe *f, var *result) {
                 return sym_fail(t, "LIST_TO_TUPLE on a non-list");
             PEEK(1).is_list = 0;
             break;
+        case OP_IMPORT_NAME: {
+            /* import of a module that is already loaded: a constant module */
+            NEED(2);
+            (void)POP();
+            (void)POP();
+            PyObject *name = PyTuple_GET_ITEM(names, oparg);
+            PyObject *mods = PyImport_GetModuleDict();
+            PyObject *m = PyDict_GetItemWithError(mods, name);
+            if (m == NULL) {
+                PyErr_Clear();
+                return sym_fail(t, "import of a module not loaded yet");
+            }
+            /* "import a.b" binds a; "from a.b import c" reads from a.b (IMPORT_FROM) */
+            PyObject *top = m;
+            Py_ssize_t dot = PyUnicode_FindChar(name, '.', 0, PyUnicode_GET_LENGTH(name), 1);
+            if (dot > 0) {
+                PyObject *first = PyUnicode_Substring(name, 0, dot);
+                top = first ? PyDict_GetItemWithError(mods, first) : NULL;
+                Py_XDECREF(first);
+                if (top == NULL) {
+                    PyErr_Clear();
+                    return sym_fail(t, "import of a module not loaded yet");
+                }
+            }
+            memset(&a, 0, sizeof a);
+            a.kind = V_OBJ;
+            a.src = -1;
+            a.obj = sym_keep(t, Py_NewRef(top));
+            a.items = NULL;
+            a.n = 0;
+            /* remember the full module for IMPORT_FROM */
+            a.pos = 0;
+            if (a.obj == NULL)
+                return -1;
+            if (dot > 0) {
+                var *full = sym_alloc(t, 1);
+                if (full == NULL)
+                    return -1;
+                memset(full, 0, sizeof *full);
+                full->kind = V_OBJ;
+                full->src = -1;
+                full->obj = sym_keep(t, Py_NewRef(m));
+                a.items = full;
+            }
+            PUSH(a);
+            break;
+        }
+        case OP_IMPORT_FROM: {
+            NEED(1);
+            var *mod = &PEEK(1);
+            var base = mod->items ? mod->items[0] : *mod;
+            if (base.kind != V_OBJ || !PyModule_Check(base.obj))
+                return sym_fail(t, "IMPORT_FROM of a non-module");
+            if (load_attr(t, &base, PyTuple_GET_ITEM(names, oparg), &b) < 0)
+                return -1;
+            PUSH(b);
+            break;
+        }
+        case OP_BUILD_SET: {
+            NEED(oparg);
+            PyObject *set = PySet_New(NULL);
+            if (set == NULL)
+                return -1;
+            for (int i = 0; i < oparg; i++) {
+                var *v = &PEEK(oparg - i);
+                if (v->kind != V_CONST || PySet_Add(set, v->obj) < 0) {
+                    PyErr_Clear();
+                    Py_DECREF(set);
+                    return sym_fail(t, "set of non-constant values");
+                }
+            }
+            f->sp -= oparg;
+            PyObject *fs = PyFrozenSet_New(set);
+            Py_DECREF(set);
+            if (sym_const(t, fs, &a) < 0)
+                return -1;
+            PUSH(a);
+            break;
+        }
         case OP_LOAD_SUPER_ATTR: { /* 3.12: [super, class, self] -> attribute of super(class, self) */
             NEED(3);
             var self0 = POP(), cls = POP();
@@ -1602,6 +1733,18 @@ int sym_inline_module(trace *t, const var *mod, var *args, int nargs, PyObject *
         str_hooks[3] = PyUnicode_InternFromString("_backward_pre_hooks");
         if (!str_forward || !str_hooks[3])
             return -1;
+    }
+    if (!sym_is_nn_module(mod->obj)) {
+        /* a callable object: inline type(obj).__call__ */
+        PyObject *call = PyUnicode_InternFromString("__call__");
+        PyObject *fn = call ? _PyType_Lookup(Py_TYPE(mod->obj), call) : NULL;
+        if (fn == NULL || !PyFunction_Check(fn)) {
+            Py_XDECREF(call);
+            return sym_fail(t, "call of a %s object", Py_TYPE(mod->obj)->tp_name);
+        }
+        int s = sym_source(t, DH_S_ATTR, mod->src, 1, call);
+        Py_DECREF(call);
+        return s < 0 ? -1 : sym_inline(t, fn, s, mod, args, nargs, kwnames, out);
     }
     for (int i = 0; i < 4; i++) {
         PyObject *h = dh_module_getattr(mod->obj, str_hooks[i]);
@@ -2129,6 +2272,11 @@ dh_entry *dh_trace_frame(PyCodeObject *code, PyObject *const *localsplus, PyObje
         memcpy(e->mut_src, muts.src, sizeof(int) * (size_t)muts.n);
         memcpy(e->mut_from, muts.from, sizeof(int) * (size_t)muts.n);
         e->nmut = muts.n;
+    }
+    if (e != NULL && !e->fallback && t->nidx > 0) {
+        e->nidx = t->nidx;
+        memcpy(e->idx_src, t->idx_src, sizeof t->idx_src);
+        memcpy(e->idx_bound, t->idx_bound, sizeof t->idx_bound);
     }
     if (e != NULL && !e->fallback && t->nattrw > 0) {
         e->attrw_src = malloc(sizeof(int) * (size_t)t->nattrw);

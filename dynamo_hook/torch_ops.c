@@ -906,6 +906,8 @@ static int h_index_select(trace *t, const opdef *d, var **p, var *out) {
         for (int i = 0; i < im->ndim; i++)
             n *= im->sizes[i];
         ic_val flat = ic_reshape(t->g, p[0]->val, 1, &n);
+        if (sym_check_index(t, p[0], wm->ndim ? wm->sizes[0] : 0) < 0)
+            return -1;
         ic_val rows = ic_index_select(t->g, p[1]->val, 0, flat);
         int64_t sz[IC_MAX_DIMS];
         int k = 0;
@@ -921,6 +923,8 @@ static int h_index_select(trace *t, const opdef *d, var **p, var *out) {
     long long dd;
     int dim;
     if (get_int(t, p[1], &dd, "dim") < 0 || norm_dim(t, dd, ndim_of(t, p[0]->val), &dim) < 0)
+        return -1;
+    if (sym_check_index(t, p[2], ic_value_meta(t->g, p[0]->val)->sizes[dim]) < 0)
         return -1;
     return tensor_out(t, ic_index_select(t->g, p[0]->val, dim, p[2]->val), out);
 }
@@ -1036,6 +1040,8 @@ int sym_tensor_index(trace *t, const var *x_in, const var *k, var *out) {
             const ic_meta *im = ic_value_meta(t->g, pv.val);
             if (im->ndim != 1 || (im->dtype != IC_I64 && im->dtype != IC_I32))
                 return sym_fail(t, "tensor index other than a 1-D integer tensor not supported yet");
+            if (sym_check_index(t, &pv, m->sizes[d]) < 0)
+                return -1;
             v = ic_index_select(t->g, v, d, pv.val);
             is_copy = 1;
             d++;
@@ -1135,6 +1141,32 @@ static int h_factory(trace *t, const opdef *d, var **p, var *out) {
     }
     ic_val v = ic_cast(t->g, ic_scalar(t->g, fill, fill_kind), (ic_dtype)dt);
     return tensor_out(t, ic_expand(t->g, v, n, sz), out);
+}
+
+int sym_check_index(trace *t, const var *index, int64_t bound) {
+    ic_val iv = index->val;
+    ic_op op = ic_value_op(t->g, iv);
+    if (op == IC_OP_INPUT) {
+        int s = index->src;
+        if (s < 0) {
+            int k = 0;
+            for (ic_val x = 0; x < iv; x++)
+                if (ic_value_op(t->g, x) == IC_OP_INPUT)
+                    k++;
+            s = t->input_src[k];
+        }
+        for (int i = 0; i < t->nidx; i++)
+            if (t->idx_src[i] == s && t->idx_bound[i] == bound)
+                return 0;
+        if (t->nidx >= 16)
+            return sym_fail(t, "too many index tensors");
+        t->idx_src[t->nidx] = s;
+        t->idx_bound[t->nidx++] = bound;
+        return 0;
+    }
+    if (op == IC_OP_ARGMAX || op == IC_OP_ARGMIN || op == IC_OP_ARANGE)
+        return 0;
+    return sym_fail(t, "indexing with a computed index tensor (bounds unknown) not supported yet");
 }
 
 /* ---- decompositions into graph ops ----------------------------------------------- */
@@ -1892,6 +1924,37 @@ static int call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject 
                 return sym_const(t, PyLong_FromSsize_t(k), out);
         }
     }
+    if (f == (PyObject *)&PyType_Type && nargs == 1 && !kwnames) {
+        /* type(x) */
+        PyObject *tp = NULL;
+        if (args[0].kind == V_OBJ || args[0].kind == V_CONST || args[0].kind == V_FUNC)
+            tp = (PyObject *)Py_TYPE(args[0].obj);
+        else if (args[0].kind == V_DICT)
+            tp = (PyObject *)&PyDict_Type;
+        else if (args[0].kind == V_SEQ)
+            tp = args[0].is_list ? (PyObject *)&PyList_Type : (PyObject *)&PyTuple_Type;
+        if (tp != NULL)
+            return sym_const(t, Py_NewRef(tp), out);
+    }
+    if (name && strcmp(name, "isinstance") == 0 && nargs == 2 && args[1].kind == V_CONST &&
+        args[0].kind != V_TENSOR) {
+        PyObject *probe = NULL;
+        if (args[0].kind == V_OBJ || args[0].kind == V_FUNC)
+            probe = Py_NewRef(args[0].obj);
+        else if (args[0].kind == V_DICT)
+            probe = PyDict_New();
+        else if (args[0].kind == V_SEQ)
+            probe = args[0].is_list ? PyList_New(0) : PyTuple_New(0);
+        if (probe != NULL) {
+            int r = PyObject_IsInstance(probe, args[1].obj);
+            Py_DECREF(probe);
+            if (r < 0) {
+                PyErr_Clear();
+                return sym_fail(t, "isinstance raised");
+            }
+            return sym_const(t, PyBool_FromLong(r), out);
+        }
+    }
     if (name && strcmp(name, "isinstance") == 0 && nargs == 2 && args[1].kind == V_CONST) {
         if (args[0].kind == V_TENSOR) {
             PyObject *torch = PyImport_ImportModule("torch");
@@ -2032,6 +2095,40 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
     int nkw = kwnames ? (int)PyTuple_GET_SIZE(kwnames) : 0;
     int npos = nargs - nkw;
     var *kwv = args + npos;
+    if (fn->kind == V_CONST && PyCFunction_Check(fn->obj) && PyCFunction_GET_SELF(fn->obj) != NULL &&
+        (PyUnicode_CheckExact(PyCFunction_GET_SELF(fn->obj)) || PyTuple_CheckExact(PyCFunction_GET_SELF(fn->obj)) ||
+         PyAnySet_CheckExact(PyCFunction_GET_SELF(fn->obj)))) {
+        /* "abc".startswith(...), (1, 2).index(...): pure on constants */
+        PyObject *tup = PyTuple_New(npos), *kw = NULL;
+        if (tup == NULL)
+            return -1;
+        for (int i = 0; i < nargs; i++) {
+            if (args[i].kind != V_CONST) {
+                Py_DECREF(tup);
+                return sym_fail(t, "method of a constant with non-constant arguments");
+            }
+            if (i < npos)
+                PyTuple_SET_ITEM(tup, i, Py_NewRef(args[i].obj));
+        }
+        if (nkw) {
+            kw = PyDict_New();
+            for (int i = 0; kw && i < nkw; i++)
+                if (PyDict_SetItem(kw, PyTuple_GET_ITEM(kwnames, i), args[npos + i].obj) < 0)
+                    Py_CLEAR(kw);
+            if (kw == NULL) {
+                Py_DECREF(tup);
+                return -1;
+            }
+        }
+        PyObject *r = PyObject_Call(fn->obj, tup, kw);
+        Py_DECREF(tup);
+        Py_XDECREF(kw);
+        if (r == NULL) {
+            PyErr_Clear();
+            return sym_fail(t, "constant method raised (eager will raise)");
+        }
+        return sym_const(t, r, out);
+    }
     if (fn->kind == V_FUNC && fn->op == SYM_MADE_FUNCTION)
         return sym_inline_made(t, fn, args, nargs, kwnames, out);
     if (fn->kind == V_FUNC && fn->op == SYM_USER_FUNCTION)

@@ -489,7 +489,49 @@ static int wrap_uncached(trace *t, PyObject *o, int src, var *out) {
             return out->obj ? 0 : -1;
         }
     }
+    if (PyDict_CheckExact(o) && PyDict_GET_SIZE(o) <= 64 && src >= 0) {
+        /* a dict: type and length guarded, every item wrapped (keys must be strings) */
+        Py_ssize_t n = PyDict_GET_SIZE(o), pos = 0;
+        PyObject *k, *v, *keys = PyTuple_New(n);
+        var *vals = sym_alloc(t, (int)n);
+        if (keys == NULL || vals == NULL || sym_keep(t, keys) == NULL)
+            return -1;
+        dh_guard *g = new_guard(t, DH_G_TYPE, src);
+        if (g == NULL)
+            return -1;
+        g->obj = Py_NewRef((PyObject *)&PyDict_Type);
+        g = new_guard(t, DH_G_LEN, src);
+        if (g == NULL)
+            return -1;
+        g->value = (int)n;
+        int i = 0;
+        while (PyDict_Next(o, &pos, &k, &v)) {
+            if (!PyUnicode_CheckExact(k))
+                return sym_fail(t, "dict with non-string keys");
+            PyTuple_SET_ITEM(keys, i, Py_NewRef(k));
+            int s = sym_source(t, DH_S_ITEM, src, -1, k);
+            if (s < 0 || sym_wrap(t, v, s, &vals[i++]) < 0)
+                return -1;
+        }
+        out->kind = V_DICT;
+        out->obj = keys;
+        out->items = vals;
+        out->n = i;
+        return 0;
+    }
+    if (src >= 0 && !PyType_Check(o) && (Py_TYPE(o)->tp_dictoffset != 0 || PyCallable_Check(o))) {
+        /* any other object: identity-guarded; attributes read through guarded sources */
+        if (sym_guard_id(t, src, o) < 0)
+            return -1;
+        out->kind = V_OBJ;
+        out->obj = sym_keep(t, Py_NewRef(o));
+        return out->obj ? 0 : -1;
+    }
     return sym_fail(t, "unsupported Python value of type %s", Py_TYPE(o)->tp_name);
+}
+
+int sym_is_nn_module(PyObject *o) {
+    return nn_module_type && PyObject_TypeCheck(o, (PyTypeObject *)nn_module_type);
 }
 
 int sym_variables_init(void) {

@@ -346,7 +346,7 @@ IC_API char *ic_compiled_describe(const ic_compiled *c) {
 }
 
 /* ---- running ---------------------------------------------------------------------------- */
-#define PAR_MIN_WORK 32768
+#define PAR_MIN_WORK (1 << 20) /* below this, waking a sleeping worker costs more than it saves */
 
 IC_API int ic_run(const ic_compiled *c, void *const *inputs, void *const *outputs, ic_err *err) {
     if (c->gpu) return ic_run_stream(c, inputs, outputs, NULL, err); /* GPU hook */

@@ -93,3 +93,33 @@ def test_factories_and_default_dtype_guard():
         assert_same(cf(x), f(x))
     finally:
         torch.set_default_dtype(old)
+
+
+def test_out_of_range_and_negative_indices_behave_like_eager():
+    def f(x, idx, emb):
+        return x[idx] * 2, F.embedding(idx.clamp(min=0), emb) if False else F.embedding(idx, emb)
+
+    cf = torchc.compile(f)
+    x, emb = torch.randn(4, 3), torch.randn(4, 2)
+    good = torch.tensor([0, 3, 1])
+    assert_same(cf(x, good, emb), f(x, good, emb))
+    bad = torch.tensor([0, 4])
+    with pytest.raises((IndexError, RuntimeError)):
+        cf(x, bad, emb)
+    neg = torch.tensor([-1, 0])
+
+    def g(x, idx):
+        return x[idx] + 1
+
+    assert_same(torchc.compile(g)(x, neg), g(x, neg))  # negative wraps in eager: run eagerly
+
+
+def test_computed_index_tensors_are_not_trusted():
+    def f(x, idx):
+        return x[idx * 2] + 1
+
+    x = torch.randn(5, 2)
+    idx = torch.tensor([0, 1, 2])
+    assert_same(torchc.compile(f)(x, idx), f(x, idx))
+    with pytest.raises(IndexError):
+        torchc.compile(f)(x, torch.tensor([3]))
