@@ -55,6 +55,7 @@ typedef struct sym_break {
 } sym_break;
 #define SYM_USER_FUNCTION (-2) /* V_FUNC.op of a Python function: inlined when called */
 #define SYM_MADE_FUNCTION (-3) /* V_FUNC.op of a MAKE_FUNCTION result: obj = code, items = closure */
+#define SYM_CTX_EXIT (-4)      /* V_FUNC.op of a grad-mode context's __exit__ */
 #define SYM_INLINE_DEPTH 24
 
 typedef struct trace {
@@ -124,6 +125,8 @@ PyObject *sym_dtype_object(ic_dtype d);      /* borrowed torch.dtype */
 int sym_dtype_from_object(PyObject *o);      /* ic_dtype or -1 */
 int sym_variables_init(void);
 int sym_is_nn_module(PyObject *o);
+int sym_is_grad_ctx(PyObject *o);
+int sym_is_grad_ctx_type(PyObject *tp); /* torch.no_grad()/enable_grad()/inference_mode()/set_grad_enabled() */
 
 /* torch_ops.c */
 int sym_ops_init(void);

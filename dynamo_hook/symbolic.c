@@ -29,7 +29,7 @@
     X(GET_ITER) X(FOR_ITER) X(END_FOR) X(EXTENDED_ARG) X(MAKE_CELL) X(COPY_FREE_VARS)     \
     X(LOAD_DEREF) X(STORE_DEREF) X(LOAD_CLOSURE) X(BUILD_MAP) X(BUILD_CONST_KEY_MAP)         \
     X(CALL_FUNCTION_EX) X(DICT_MERGE) X(DICT_UPDATE) X(FORMAT_VALUE) X(BUILD_STRING)      \
-    X(STORE_ATTR) X(BUILD_SLICE) X(LIST_APPEND) X(MAP_ADD) X(UNPACK_EX) X(MAKE_FUNCTION) X(BINARY_SLICE) X(UNARY_INVERT) X(LOAD_SUPER_ATTR) X(IMPORT_NAME) X(IMPORT_FROM) X(BUILD_SET)
+    X(STORE_ATTR) X(BUILD_SLICE) X(LIST_APPEND) X(MAP_ADD) X(UNPACK_EX) X(MAKE_FUNCTION) X(BINARY_SLICE) X(UNARY_INVERT) X(LOAD_SUPER_ATTR) X(IMPORT_NAME) X(IMPORT_FROM) X(BUILD_SET) X(BEFORE_WITH)
 
 enum {
     OP_UNKNOWN = 0,
@@ -1306,6 +1306,25 @@ static int run(trace *t, sframe *f, var *result) {
                 return sym_fail(t, "LIST_TO_TUPLE on a non-list");
             PEEK(1).is_list = 0;
             break;
+        case OP_BEFORE_WITH: {
+            /* with torch.no_grad()/enable_grad()/inference_mode()/set_grad_enabled(b): the
+             * graph is the same; grad mode at entry is guarded, outputs never need grad */
+            NEED(1);
+            a = POP();
+            if (a.kind != V_OBJ || !sym_is_grad_ctx(a.obj))
+                return sym_fail(t, "with-statement on %s not supported yet",
+                                a.kind == V_OBJ ? Py_TYPE(a.obj)->tp_name : "a tracked value");
+            memset(&b, 0, sizeof b);
+            b.kind = V_FUNC;
+            b.op = SYM_CTX_EXIT;
+            b.src = -1;
+            b.obj = a.obj;
+            PUSH(b);
+            if (sym_const(t, Py_NewRef(Py_None), &c) < 0)
+                return -1;
+            PUSH(c);
+            break;
+        }
         case OP_IMPORT_NAME: {
             /* import of a module that is already loaded: a constant module */
             NEED(2);
@@ -1594,8 +1613,8 @@ static int inline_code(trace *t, PyCodeObject *code, PyObject *globals, PyObject
         return sym_fail(t, "inlining too deep (recursion?)");
     if (code->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR))
         return sym_fail(t, "call to generator function %U", code->co_name);
-    if (PyBytes_GET_SIZE(code->co_exceptiontable) > 0)
-        return sym_fail(t, "inlining %U: try/except/with not supported yet", code->co_name);
+    /* try/except/with: only the path without exceptions is traced; anything that would
+     * raise fails the trace (eager then runs, raising and handling as usual) */
     if (dh_code_is_disabled(code))
         return sym_fail(t, "call to %U, which is torchc.disable'd", code->co_qualname);
     int nkw = kwnames ? (int)PyTuple_GET_SIZE(kwnames) : 0;
@@ -2210,9 +2229,7 @@ dh_entry *dh_trace_frame(PyCodeObject *code, PyObject *const *localsplus, PyObje
     f->locals = sym_alloc(t, f->nlocals);
     if (f->locals == NULL)
         goto error;
-    if (PyBytes_GET_SIZE(code->co_exceptiontable) > 0) {
-        sym_fail(t, "try/except/with blocks not supported yet");
-    } else {
+    {
         var result;
         memset(&result, 0, sizeof result);
         int rr = run(t, f, &result);

@@ -2129,6 +2129,37 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
         }
         return sym_const(t, r, out);
     }
+    if (fn->kind == V_FUNC && fn->op == SYM_CTX_EXIT) /* __exit__(None, None, None) */
+        return sym_const(t, Py_NewRef(Py_None), out);
+    if (fn->kind == V_FUNC && sym_is_grad_ctx_type(fn->obj)) {
+        /* torch.no_grad() & co: a real context object (harmless to create), constant args */
+        PyObject *tup = PyTuple_New(npos);
+        if (tup == NULL)
+            return -1;
+        for (int i = 0; i < npos; i++) {
+            if (args[i].kind != V_CONST) {
+                Py_DECREF(tup);
+                return sym_fail(t, "grad-mode context with non-constant arguments");
+            }
+            PyTuple_SET_ITEM(tup, i, Py_NewRef(args[i].obj));
+        }
+        if (nkw) {
+            Py_DECREF(tup);
+            return sym_fail(t, "grad-mode context with keywords");
+        }
+        PyObject *ctx = PyObject_Call(fn->obj, tup, NULL);
+        Py_DECREF(tup);
+        if (ctx == NULL) {
+            PyErr_Clear();
+            return sym_fail(t, "grad-mode context raised");
+        }
+        /* set_grad_enabled(b) switches mode at construction: undo, the trace only needs the object */
+        memset(out, 0, sizeof *out);
+        out->kind = V_OBJ;
+        out->src = -1;
+        out->obj = sym_keep(t, ctx);
+        return out->obj ? 0 : -1;
+    }
     if (fn->kind == V_FUNC && fn->op == SYM_MADE_FUNCTION)
         return sym_inline_made(t, fn, args, nargs, kwnames, out);
     if (fn->kind == V_FUNC && fn->op == SYM_USER_FUNCTION)

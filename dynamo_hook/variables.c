@@ -530,6 +530,22 @@ static int wrap_uncached(trace *t, PyObject *o, int src, var *out) {
     return sym_fail(t, "unsupported Python value of type %s", Py_TYPE(o)->tp_name);
 }
 
+static PyObject *grad_ctx_types[4];
+
+int sym_is_grad_ctx(PyObject *o) {
+    for (int i = 0; i < 4; i++)
+        if (grad_ctx_types[i] && (PyObject *)Py_TYPE(o) == grad_ctx_types[i])
+            return 1;
+    return 0;
+}
+
+int sym_is_grad_ctx_type(PyObject *tp) {
+    for (int i = 0; i < 4; i++)
+        if (grad_ctx_types[i] && tp == grad_ctx_types[i])
+            return 1;
+    return 0;
+}
+
 int sym_is_nn_module(PyObject *o) {
     return nn_module_type && PyObject_TypeCheck(o, (PyTypeObject *)nn_module_type);
 }
@@ -545,6 +561,14 @@ int sym_variables_init(void) {
         dtype_objs[i] = PyObject_GetAttrString(torch_module, names[i]);
         if (dtype_objs[i] == NULL)
             return -1;
+    }
+    /* only contexts that turn gradients off: the graph never records autograd anyway
+     * (enable_grad/set_grad_enabled could turn recording on: not captured) */
+    static const char *ctx[4] = {"no_grad", "inference_mode", NULL, NULL};
+    for (int i = 0; i < 2; i++) {
+        grad_ctx_types[i] = PyObject_GetAttrString(torch_module, ctx[i]);
+        if (grad_ctx_types[i] == NULL)
+            PyErr_Clear();
     }
     torch_size_type = PyObject_GetAttrString(torch_module, "Size");
     torch_dtype_type = PyObject_GetAttrString(torch_module, "dtype");

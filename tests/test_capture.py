@@ -561,3 +561,27 @@ def test_break_inside_a_loop_keeps_the_iterator():
     assert_same(torchc.compile(f)(x, w), f(x, w), rtol=1e-5, atol=1e-5)
     ex = explain_of(f, x, w)
     assert ex.graph_break_count == 4 and len(ex.extern_calls) == 4, ex
+
+
+def test_with_no_grad_and_try_blocks_on_the_happy_path():
+    def f(x, d):
+        with torch.no_grad():
+            y = torch.relu(x) * 2
+        try:
+            z = y + d["k"]
+        except KeyError:
+            z = y - 1
+        return z
+
+    x = torch.randn(3, 4)
+    assert_same(torchc.compile(f)(x, {"k": 1.0}), f(x, {"k": 1.0}))
+    ex = explain_of(f, x, {"k": 1.0})
+    assert ex.graph_count == 1 and ex.graph_break_count == 0, ex
+    # the exception path: eager runs (the trace refuses the raising subscript)
+    assert_same(torchc.compile(f)(x, {"j": 1.0}), f(x, {"j": 1.0}))
+
+    def g(x):
+        with torch.enable_grad():   # could turn recording on: not captured, eager
+            return x * 2
+
+    assert_same(torchc.compile(g)(x), g(x))
