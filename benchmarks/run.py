@@ -150,12 +150,12 @@ def main():
             continue
         with torch.no_grad():
             ref = fn(*inputs)
+            t_e = bench(fn, *inputs)  # eager first, before torchc's thread pool exists
             torchc.reset()
             cf = torchc.compile(fn)
             t_c, out = first_call(cf, *inputs)
             err = max_abs_err(out, ref)
             ex = torchc.explain(cf)(*inputs)
-            t_e = bench(fn, *inputs)
             t_t = bench(cf, *inputs)
             row = dict(name=name, eager_ms=t_e * 1e3, torchc_ms=t_t * 1e3, torchc_speedup=t_e / t_t,
                        torchc_compile_s=t_c, torchc_max_err=err, torchc_graphs=ex.graph_count,
