@@ -136,8 +136,13 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--only", default=None)
     ap.add_argument("--no-torch-compile", action="store_true")
+    ap.add_argument("--threads", type=int, default=None,
+                    help="threads for eager (torch.set_num_threads) and torchc alike")
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results", "cpu.json"))
     args = ap.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+        torchc.config.num_threads = args.threads
     use_tc = torch_compile_available() and not args.no_torch_compile
     rows = []
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {platform.processor() or platform.machine()}")
