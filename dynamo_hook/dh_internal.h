@@ -182,7 +182,8 @@ dh_entry *dh_trace_frame(PyCodeObject *code, PyObject *const *localsplus, PyObje
 int dh_symbolic_init(void);
 
 /* entry execution (eval_frame.c) */
-PyObject *dh_entry_run(const dh_entry *e, PyObject *const *values, void *const *data_ptrs);
+PyObject *dh_entry_run(const dh_entry *e, PyObject *const *values, void *const *data_ptrs,
+                       PyObject *func);
 
 /* explain recording (eval_frame.c) */
 void dh_explain_record(PyCodeObject *code, const dh_entry *e, const char *event);

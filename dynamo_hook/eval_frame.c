@@ -252,7 +252,7 @@ static PyObject *dh_eval_frame(PyThreadState *ts, _PyInterpreterFrame *f, int th
     }
     stats.hits++;
     e->hits++;
-    PyObject *res = dh_entry_run(e, values, ptrs);
+    PyObject *res = dh_entry_run(e, values, ptrs, func);
     dh_scratch_clear();
     return FINISH(ts, f, res);
 }
@@ -384,7 +384,24 @@ static PyObject *binop(int op, PyObject *a, PyObject *b) {
 
 /* Runs the instruction the trace stopped at, then the resume function.
  * state = (fn/cond, args..., stack..., locals...). */
-static PyObject *run_break(const dh_entry *e, PyObject *state) {
+/* The resume function to call: with the frame's closure when the code has free variables
+ * (one function object per call; the resume code is shared). New reference. */
+static PyObject *resume_fn(PyObject *proto, PyObject *func) {
+    PyObject *code = PyFunction_GET_CODE(proto);
+    if (((PyCodeObject *)code)->co_nfreevars == 0)
+        return Py_NewRef(proto);
+    PyObject *cl = func && PyFunction_Check(func) ? PyFunction_GET_CLOSURE(func) : NULL;
+    if (cl == NULL) {
+        PyErr_SetString(PyExc_SystemError, "torchc: resume function without a closure");
+        return NULL;
+    }
+    PyObject *fn = PyFunction_New(code, PyFunction_GET_GLOBALS(proto));
+    if (fn != NULL && PyFunction_SetClosure(fn, cl) < 0)
+        Py_CLEAR(fn);
+    return fn;
+}
+
+static PyObject *run_break(const dh_entry *e, PyObject *state, PyObject *func) {
     PyObject **items = &PyTuple_GET_ITEM(state, 0);
     int nargs = e->brk_nargs, nstack = e->brk_nstack, nlocals = e->brk_nlocals;
     PyObject *const *stack = items + 1 + nargs, *const *locals = stack + nstack;
@@ -405,21 +422,26 @@ static PyObject *run_break(const dh_entry *e, PyObject *state) {
         if (r == NULL)
             goto done;
         argv[nlocals + nstack] = r;
-        res = PyObject_Vectorcall(e->resume[0], argv, (size_t)n, NULL);
+        PyObject *rf = resume_fn(e->resume[0], func);
+        res = rf ? PyObject_Vectorcall(rf, argv, (size_t)n, NULL) : NULL;
+        Py_XDECREF(rf);
         Py_DECREF(r);
     } else if (e->brk == DH_BRK_BINOP) {
         PyObject *r = binop(e->brk_binop, items[0], items[1]);
         if (r == NULL)
             goto done;
         argv[nlocals + nstack] = r;
-        res = PyObject_Vectorcall(e->resume[0], argv, (size_t)n, NULL);
+        PyObject *rf = resume_fn(e->resume[0], func);
+        res = rf ? PyObject_Vectorcall(rf, argv, (size_t)n, NULL) : NULL;
+        Py_XDECREF(rf);
         Py_DECREF(r);
     } else {
         int truth = PyObject_IsTrue(items[0]);
         if (truth < 0)
             goto done;
-        fn = truth == e->brk_jump_when ? e->resume[1] : e->resume[0];
-        res = PyObject_Vectorcall(fn, argv, (size_t)(n - 1), NULL);
+        fn = resume_fn(truth == e->brk_jump_when ? e->resume[1] : e->resume[0], func);
+        res = fn ? PyObject_Vectorcall(fn, argv, (size_t)(n - 1), NULL) : NULL;
+        Py_XDECREF(fn);
     }
 done:
     if (argv != small)
@@ -427,7 +449,8 @@ done:
     return res;
 }
 
-PyObject *dh_entry_run(const dh_entry *e, PyObject *const *values, void *const *data_ptrs) {
+PyObject *dh_entry_run(const dh_entry *e, PyObject *const *values, void *const *data_ptrs,
+                       PyObject *func) {
     int nout = e->compiled ? ic_compiled_num_outputs(e->compiled) : 0;
     PyObject *small_outs[16];
     void *small_ptrs[16 + 16];
@@ -494,7 +517,7 @@ PyObject *dh_entry_run(const dh_entry *e, PyObject *const *values, void *const *
     }
     if (res != NULL && e->brk != DH_BRK_NONE) {
         PyObject *state = res;
-        res = run_break(e, state);
+        res = run_break(e, state, func);
         Py_DECREF(state);
     }
 done:

@@ -21,7 +21,8 @@
 #include <string.h>
 
 static int op_resume = -1, op_delete_fast, op_load_fast, op_push_null, op_jump_forward,
-           op_extended_arg, op_get_iter;
+           op_extended_arg, op_get_iter, op_copy_free_vars;
+static unsigned char deref_op[256]; /* opcodes whose oparg indexes localsplus cells/frees */
 static PyObject *resume_cache; /* (code, pc, nstack, mask bytes) -> function */
 
 static int opnum(PyObject *opmap, const char *name) {
@@ -44,6 +45,14 @@ static int init_ops(void) {
     op_jump_forward = opnum(opmap, "JUMP_FORWARD");
     op_extended_arg = opnum(opmap, "EXTENDED_ARG");
     op_get_iter = opnum(opmap, "GET_ITER");
+    op_copy_free_vars = opnum(opmap, "COPY_FREE_VARS");
+    static const char *derefs[] = {"LOAD_DEREF", "STORE_DEREF", "DELETE_DEREF", "LOAD_CLOSURE",
+                                   "MAKE_CELL", "LOAD_CLASSDEREF", "LOAD_FROM_DICT_OR_DEREF", NULL};
+    for (int i = 0; derefs[i]; i++) {
+        int o = opnum(opmap, derefs[i]);
+        if (o >= 0 && o < 256)
+            deref_op[o] = 1;
+    }
     Py_DECREF(opmap);
     resume_cache = PyDict_New();
     if (resume_cache == NULL || op_resume < 0 || op_delete_fast < 0 || op_load_fast < 0 ||
@@ -105,6 +114,9 @@ PyObject *dh_make_resume(PyCodeObject *code, PyObject *globals, int target_pc, i
     orig = PyCode_GetCode(code);
     if (orig == NULL)
         goto done;
+    int nfree = code->co_nfreevars;
+    if (nfree > 0 && emit(&w, op_copy_free_vars, nfree) < 0)
+        goto done;
     if (emit(&w, op_resume, 0) < 0)
         goto done;
     for (int i = 0; i < nlocals; i++)
@@ -126,6 +138,28 @@ PyObject *dh_make_resume(PyCodeObject *code, PyObject *globals, int target_pc, i
         goto done;
     memcpy(PyBytes_AS_STRING(bytes), w.b, (size_t)w.n);
     memcpy(PyBytes_AS_STRING(bytes) + w.n, PyBytes_AS_STRING(orig), (size_t)olen);
+    if (nfree > 0 && nstack > 0) {
+        /* the stack slots sit between the locals and the free variables: shift the free
+         * variable indices of the original body by nstack (same instruction sizes only) */
+        unsigned char *body = (unsigned char *)PyBytes_AS_STRING(bytes) + w.n;
+        for (Py_ssize_t i = 0; i + 1 < olen; i += 2) {
+            int op = body[i];
+            if (!deref_op[op])
+                continue;
+            if (i >= 2 && body[i - 2] == op_extended_arg) {
+                PyErr_SetString(PyExc_NotImplementedError, "resume: EXTENDED_ARG on a free variable");
+                goto done;
+            }
+            int arg = body[i + 1];
+            if (arg >= nlocals) {
+                if (arg + nstack > 255) {
+                    PyErr_SetString(PyExc_NotImplementedError, "resume: free variable index > 255");
+                    goto done;
+                }
+                body[i + 1] = (unsigned char)(arg + nstack);
+            }
+        }
+    }
     /* line table: "no location" entries (code 15) for the prologue, then the original */
     PyObject *olt = code->co_linetable;
     int nlt = (prologue_units + 7) / 8;

@@ -646,8 +646,10 @@ static int dict_merge(trace *t, var *dst, const var *src) {
 
 static int can_break(trace *t) {
     PyCodeObject *c = t->code;
-    return (c->co_ncellvars == 0 && c->co_nfreevars == 0 &&
-            PyBytes_GET_SIZE(c->co_exceptiontable) == 0 && !t->cfg->fullgraph);
+    /* free variables come back through the closure (COPY_FREE_VARS in the prologue);
+     * cell variables would need their cells rebuilt: not supported */
+    return (c->co_ncellvars == 0 && PyBytes_GET_SIZE(c->co_exceptiontable) == 0 &&
+            !t->cfg->fullgraph);
 }
 
 /* The trace stops here: keep the reason, clear the failure, snapshot stack and locals.
@@ -661,7 +663,7 @@ static int record_break_state(trace *t, sframe *f) {
         return -1;
     memcpy(t->brk.stack, f->stack, (size_t)f->sp * sizeof(var));
     memcpy(t->brk.locals, f->locals, (size_t)f->nlocals * sizeof(var));
-    t->brk.nlocals = f->nlocals;
+    t->brk.nlocals = f->nlocals - f->code->co_nfreevars; /* plain locals: free vars stay in the closure */
     return 1;
 }
 

@@ -585,3 +585,33 @@ def test_with_no_grad_and_try_blocks_on_the_happy_path():
             return x * 2
 
     assert_same(torchc.compile(g)(x), g(x))
+
+
+def test_breaks_in_functions_with_free_variables():
+    scale, shift = 3.0, torch.ones(4)
+
+    def f(x):
+        y = x * scale + shift
+        print("between")          # a break: the resume function needs the closure
+        z = torch.tanh(y) * scale
+        if z.sum() > 0:           # a data-dependent break, closure again
+            return z + shift
+        return z - shift
+
+    cf = torchc.compile(f)
+    for x in (torch.randn(4), -torch.ones(4) * 5, torch.randn(4)):
+        assert_same(cf(x), f(x))
+    ex = explain_of(f, torch.randn(4))
+    assert ex.graph_break_count == 2 and ex.graph_count == 3, ex
+
+    def make(k):
+        def g(x):
+            y = x * k
+            id(y)                  # break
+            return y + k
+        return g
+
+    g2, g5 = torchc.compile(make(2.0)), torchc.compile(make(5.0))
+    x = torch.randn(3)
+    assert_same(g2(x), x * 2.0 + 2.0)
+    assert_same(g5(x), x * 5.0 + 5.0)   # same code, other closure: guarded, right value
