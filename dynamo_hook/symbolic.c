@@ -950,7 +950,7 @@ static int run(trace *t, sframe *f, var *result) {
             else if ((a.kind == V_CONST && a.obj == Py_None) || (b.kind == V_CONST && b.obj == Py_None))
                 same = a.kind == b.kind && a.obj == b.obj; /* a tracked non-const is never None */
             else if (a.kind == V_TENSOR && b.kind == V_TENSOR)
-                same = a.val == b.val && ic_value_op(t->g, a.val) == IC_OP_INPUT ? 1 : a.val == b.val;
+                same = (a.oid > 0 && b.oid > 0) ? a.oid == b.oid : a.val == b.val; /* object identity */
             else if ((a.kind == V_OBJ || a.kind == V_FUNC) && a.kind == b.kind)
                 same = a.obj == b.obj;
             else if (a.kind != b.kind && a.kind != V_CONST && b.kind != V_CONST)

@@ -348,9 +348,18 @@ static int h_softmax(trace *t, const opdef *d, var **p, var *out) {
     return softmax_common(t, p, 1, dtype_i, d->op, out);
 }
 
+/* x.to(x.dtype), x.float() on a float tensor, ...: eager returns x itself (an alias) */
+static int same_tensor(trace *t, var **p, var *out) {
+    *out = *p[0];
+    sym_resolve(t, out);
+    return 0;
+}
+
 static int h_cast(trace *t, const opdef *d, var **p, var *out) {
     if (p[0]->kind != V_TENSOR)
         return sym_fail(t, "cast of a non-tensor");
+    if (ic_value_meta(t->g, p[0]->val)->dtype == (ic_dtype)d->op)
+        return same_tensor(t, p, out);
     return tensor_out(t, ic_cast(t->g, p[0]->val, (ic_dtype)d->op), out);
 }
 
@@ -386,6 +395,8 @@ static int h_to(trace *t, const opdef *d, var **p, var *out) {
             return -1;
         x = ic_cast(t->g, x, (ic_dtype)dt);
     }
+    if (x == p[0]->val || ic_value_meta(t->g, x)->dtype == ic_value_meta(t->g, p[0]->val)->dtype)
+        return same_tensor(t, p, out); /* no conversion: eager returns self */
     return tensor_out(t, x, out);
 }
 
@@ -1583,6 +1594,8 @@ static int h_group_norm(trace *t, const opdef *d, var **p, var *out) {
 static int h_type_as(trace *t, const opdef *d, var **p, var *out) {
     if (need_tensor(t, d, p[0]) < 0 || need_tensor(t, d, p[1]) < 0)
         return -1;
+    if (ic_value_meta(G, p[0]->val)->dtype == ic_value_meta(G, p[1]->val)->dtype)
+        return same_tensor(t, p, out);
     return tensor_out(t, ic_cast(G, p[0]->val, ic_value_meta(G, p[1]->val)->dtype), out);
 }
 

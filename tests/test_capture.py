@@ -615,3 +615,16 @@ def test_breaks_in_functions_with_free_variables():
     x = torch.randn(3)
     assert_same(g2(x), x * 2.0 + 2.0)
     assert_same(g5(x), x * 5.0 + 5.0)   # same code, other closure: guarded, right value
+
+
+def test_no_op_conversions_alias_like_eager():
+    def f(x):
+        v = x.to(x.dtype)      # eager returns x itself
+        v.add_(1)              # ... so this updates x
+        w = x.float()
+        return torch.tanh(x), w is x, v is x
+
+    x1 = torch.randn(3, 4)
+    x2 = x1.clone()
+    assert_same(torchc.compile(f)(x1), f(x2))
+    assert_same(x1, x2)
