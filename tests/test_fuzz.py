@@ -13,8 +13,8 @@ printed text and exceptions must agree, and reference counts of the inputs must 
     TORCHC_FUZZ_SEED=7        base seed (default 0); program i uses seed BASE + i
     TORCHC_FUZZ_ONLY=123      run only program 123 (prints its source)
     TORCHC_FUZZ_KNOWN_BUGS=1  also generate patterns with known torchc bugs (views that
-                              are updated in place across graph breaks, no-op casts updated
-                              in place)
+                              are updated in place across graph breaks, detach() of inputs,
+                              lerp/addcdiv dtype checks)
 
 A failure prints the program's source, its seed and shapes: paste the source into a file
 to reproduce.
@@ -348,9 +348,6 @@ class Gen:
             return self.add_val(v.shape, torch.float32 if c == "float" else torch.float64,
                                 v.bound, f"{v.name}.{c}()")
         c = self.r.choice(["double", "float", "long", "int", "to64", "todt"])
-        if not KNOWN_BUGS:
-            # known bug: a no-op cast returns a new tensor (eager: the same tensor)
-            c = self.r.choice(["long", "int", "double" if v.dtype == torch.float32 else "float"])
         if c == "long" or c == "int":
             # truncation: away from .5 boundaries the results agree
             return self.add_val(v.shape, torch.int64 if c == "long" else torch.int32,
@@ -365,8 +362,8 @@ class Gen:
             dt = torch.float64 if c == "double" else torch.float32
             out = self.add_val(v.shape, dt, v.bound, f"{v.name}.{c}()")
             same = dt == v.dtype
-        if same:   # eager returns the same tensor: an alias
-            out.aliased = v.aliased = True
+        if same:   # eager returns the same tensor: in place through it updates v
+            out.writable = v.writable
         return out
 
     def st_view(self):
