@@ -78,7 +78,15 @@ static int get_bool(trace *t, const var *v, int dflt, int *out, const char *what
     return sym_fail(t, "%s must be a constant bool", what);
 }
 
-static int ndim_of(trace *t, ic_val v) { return ic_value_meta(t->g, v)->ndim; }
+/* Meta of a value, never NULL (a zero meta for a failed builder: the graph's error is
+ * reported where the value is used). */
+static const ic_meta *metap(trace *t, ic_val v) {
+    static const ic_meta zero;
+    const ic_meta *m = v >= 0 ? ic_value_meta(t->g, v) : NULL;
+    return m ? m : &zero;
+}
+
+static int ndim_of(trace *t, ic_val v) { return metap(t, v)->ndim; }
 
 static int norm_dim(trace *t, long long d, int ndim, int *out) {
     int n = ndim > 0 ? ndim : 1;
@@ -468,7 +476,8 @@ static int h_reshape(trace *t, const opdef *d, var **p, var *out) {
 static int h_flatten(trace *t, const opdef *d, var **p, var *out) {
     if (p[0]->kind != V_TENSOR)
         return sym_fail(t, "flatten of a non-tensor");
-    const ic_meta *m = ic_value_meta(t->g, p[0]->val);
+    ic_meta m_copy = *metap(t, p[0]->val);
+    const ic_meta *m = &m_copy; /* a copy: the graph reallocates */
     long long a = 0, b = -1;
     if (!is_none(p[1]) && get_int(t, p[1], &a, "start_dim") < 0)
         return -1;
@@ -548,7 +557,8 @@ static int h_transpose(trace *t, const opdef *d, var **p, var *out) {
 static int h_unsqueeze(trace *t, const opdef *d, var **p, var *out) {
     if (p[0]->kind != V_TENSOR)
         return sym_fail(t, "unsqueeze of a non-tensor");
-    const ic_meta *m = ic_value_meta(t->g, p[0]->val);
+    ic_meta m_copy = *metap(t, p[0]->val);
+    const ic_meta *m = &m_copy; /* a copy: the graph reallocates */
     long long x;
     int dim;
     if (get_int(t, p[1], &x, "dim") < 0 || norm_dim(t, x, m->ndim + 1, &dim) < 0)
@@ -569,7 +579,8 @@ static int h_unsqueeze(trace *t, const opdef *d, var **p, var *out) {
 static int h_squeeze(trace *t, const opdef *d, var **p, var *out) {
     if (p[0]->kind != V_TENSOR)
         return sym_fail(t, "squeeze of a non-tensor");
-    const ic_meta *m = ic_value_meta(t->g, p[0]->val);
+    ic_meta m_copy = *metap(t, p[0]->val);
+    const ic_meta *m = &m_copy; /* a copy: the graph reallocates */
     uint32_t mask = 0;
     if (is_none(p[1])) {
         for (int i = 0; i < m->ndim; i++)
@@ -599,7 +610,8 @@ static int h_expand(trace *t, const opdef *d, var **p, var *out) {
     int n;
     if (get_shape_args(t, p[1], s, &n, "sizes") < 0)
         return -1;
-    const ic_meta *m = ic_value_meta(t->g, p[0]->val);
+    ic_meta m_copy = *metap(t, p[0]->val);
+    const ic_meta *m = &m_copy; /* a copy: the graph reallocates */
     int64_t s64[IC_MAX_DIMS];
     for (int i = 0; i < n; i++) {
         int j = i - (n - m->ndim);
@@ -612,7 +624,8 @@ static int h_expand(trace *t, const opdef *d, var **p, var *out) {
 static int h_identity(trace *t, const opdef *d, var **p, var *out) {
     if (p[0]->kind != V_TENSOR)
         return sym_fail(t, "%s of a non-tensor", d->name);
-    const ic_meta *m = ic_value_meta(t->g, p[0]->val);
+    ic_meta m_copy = *metap(t, p[0]->val);
+    const ic_meta *m = &m_copy; /* a copy: the graph reallocates */
     if (d->op == 1) { /* contiguous(): a no-op only when already contiguous */
         int64_t st = 1;
         for (int i = m->ndim - 1; i >= 0; i--) {
@@ -628,7 +641,8 @@ static int h_identity(trace *t, const opdef *d, var **p, var *out) {
 static int h_size(trace *t, const opdef *d, var **p, var *out) {
     if (p[0]->kind != V_TENSOR)
         return sym_fail(t, "size() of a non-tensor");
-    const ic_meta *m = ic_value_meta(t->g, p[0]->val);
+    ic_meta m_copy = *metap(t, p[0]->val);
+    const ic_meta *m = &m_copy; /* a copy: the graph reallocates */
     if (d->op == 1) /* dim() / ndimension() */
         return sym_const(t, PyLong_FromLong(m->ndim), out);
     if (d->op == 2) { /* numel() */
@@ -654,7 +668,8 @@ static int h_size(trace *t, const opdef *d, var **p, var *out) {
 static int h_layer_norm(trace *t, const opdef *d, var **p, var *out) {
     if (p[0]->kind != V_TENSOR || p[1] == NULL)
         return sym_fail(t, "%s: bad arguments", d->name);
-    const ic_meta *m = ic_value_meta(t->g, p[0]->val);
+    ic_meta m_copy = *metap(t, p[0]->val);
+    const ic_meta *m = &m_copy; /* a copy: the graph reallocates */
     long long ns[IC_MAX_DIMS];
     int k;
     if (get_ints(t, p[1], ns, IC_MAX_DIMS, &k, "normalized_shape") < 0)
@@ -723,7 +738,8 @@ static int h_dropout(trace *t, const opdef *d, var **p, var *out) {
 static int h_fill(trace *t, const opdef *d, var **p, var *out) {
     if (p[0]->kind != V_TENSOR)
         return sym_fail(t, "%s of a non-tensor", d->name);
-    const ic_meta *m = ic_value_meta(t->g, p[0]->val);
+    ic_meta m_copy = *metap(t, p[0]->val);
+    const ic_meta *m = &m_copy; /* a copy: the graph reallocates */
     ic_val v;
     if (d->op == 0)
         v = ic_scalar(t->g, 0.0, IC_I64);
@@ -786,7 +802,8 @@ static int tensors_of(trace *t, const var *seq, ic_val *vals, int max, int *n) {
 }
 
 static ic_val unsqueeze_val(trace *t, ic_val x, int dim) {
-    const ic_meta *m = ic_value_meta(t->g, x);
+    ic_meta m_copy = *metap(t, x);
+    const ic_meta *m = &m_copy; /* a copy: the graph reallocates */
     int64_t sz[IC_MAX_DIMS];
     int n = 0;
     for (int i = 0; i <= m->ndim; i++) {
@@ -824,7 +841,8 @@ static int h_cat(trace *t, const opdef *d, var **p, var *out) {
 static int h_narrow(trace *t, const opdef *d, var **p, var *out) {
     if (p[0]->kind != V_TENSOR)
         return sym_fail(t, "%s of a non-tensor", d->name);
-    const ic_meta *m = ic_value_meta(t->g, p[0]->val);
+    ic_meta m_copy = *metap(t, p[0]->val);
+    const ic_meta *m = &m_copy; /* a copy: the graph reallocates */
     long long dd, st, len = 1;
     int dim;
     if (get_int(t, p[1], &dd, "dim") < 0 || norm_dim(t, dd, m->ndim, &dim) < 0 ||
@@ -853,7 +871,8 @@ static int h_narrow(trace *t, const opdef *d, var **p, var *out) {
 static int h_split(trace *t, const opdef *d, var **p, var *out) {
     if (p[0]->kind != V_TENSOR)
         return sym_fail(t, "%s of a non-tensor", d->name);
-    const ic_meta *m = ic_value_meta(t->g, p[0]->val);
+    ic_meta m_copy = *metap(t, p[0]->val);
+    const ic_meta *m = &m_copy; /* a copy: the graph reallocates */
     long long dd = 0, sizes[64];
     int dim, ns = 0;
     if (!is_none(p[2]) && get_int(t, p[2], &dd, "dim") < 0)
@@ -912,7 +931,8 @@ static int h_index_select(trace *t, const opdef *d, var **p, var *out) {
             return sym_fail(t, "embedding: bad arguments");
         if (!is_none(p[3]))
             return sym_fail(t, "embedding with max_norm not supported");
-        const ic_meta *im = ic_value_meta(t->g, p[0]->val), *wm = ic_value_meta(t->g, p[1]->val);
+        ic_meta im_copy = *metap(t, p[0]->val), wm_copy = *metap(t, p[1]->val);
+        const ic_meta *im = &im_copy, *wm = &wm_copy;
         int64_t n = 1;
         for (int i = 0; i < im->ndim; i++)
             n *= im->sizes[i];
@@ -1005,7 +1025,8 @@ int sym_tensor_index(trace *t, const var *x_in, const var *k, var *out) {
     } else {
         parts[np++] = k;
     }
-    const ic_meta *m0 = ic_value_meta(t->g, x->val);
+    ic_meta m0_copy = *metap(t, x->val);
+    const ic_meta *m0 = &m0_copy; /* a copy: the graph reallocates */
     int consuming = 0, ell = -1, ntensor = 0;
     for (int i = 0; i < np; i++) {
         const var *p = parts[i];
@@ -1031,7 +1052,8 @@ int sym_tensor_index(trace *t, const var *x_in, const var *k, var *out) {
     int d = 0, is_copy = 0;
     for (int i = 0; i < np; i++) {
         const var *p = parts[i];
-        const ic_meta *m = ic_value_meta(t->g, v);
+        ic_meta m_copy = *metap(t, v);
+    const ic_meta *m = &m_copy; /* a copy: the graph reallocates */
         if (p->kind == V_CONST && p->obj == Py_Ellipsis) {
             d += m0->ndim - consuming;
             continue;
@@ -1048,7 +1070,8 @@ int sym_tensor_index(trace *t, const var *x_in, const var *k, var *out) {
         if (p->kind == V_TENSOR) {
             var pv = *p;
             sym_resolve(t, &pv);
-            const ic_meta *im = ic_value_meta(t->g, pv.val);
+            ic_meta im_copy = *metap(t, pv.val);
+    const ic_meta *im = &im_copy; /* a copy: the graph reallocates */
             if (im->ndim != 1 || (im->dtype != IC_I64 && im->dtype != IC_I32))
                 return sym_fail(t, "tensor index other than a 1-D integer tensor not supported yet");
             if (sym_check_index(t, &pv, m->sizes[d]) < 0)
@@ -1066,7 +1089,8 @@ int sym_tensor_index(trace *t, const var *x_in, const var *k, var *out) {
             if (i0 < 0 || i0 >= size)
                 return sym_fail(t, "index out of range (eager will raise)");
             v = ic_slice(t->g, v, d, i0, i0 + 1, 1);
-            const ic_meta *ms = ic_value_meta(t->g, v);
+            ic_meta ms_copy = *metap(t, v);
+    const ic_meta *ms = &ms_copy; /* a copy: the graph reallocates */
             if (ms == NULL)
                 return sym_check_graph(t);
             int64_t sz[IC_MAX_DIMS];
@@ -1124,7 +1148,8 @@ static int h_factory(trace *t, const opdef *d, var **p, var *out) {
     if (like) {
         if (p[0]->kind != V_TENSOR)
             return sym_fail(t, "%s of a non-tensor", d->name);
-        const ic_meta *m = ic_value_meta(t->g, p[0]->val);
+        ic_meta m_copy = *metap(t, p[0]->val);
+    const ic_meta *m = &m_copy; /* a copy: the graph reallocates */
         n = m->ndim;
         for (int i = 0; i < n; i++)
             sz[i] = m->sizes[i];
@@ -1306,7 +1331,8 @@ static int h_var(trace *t, const opdef *d, var **p, var *out) {
     if (need_tensor(t, d, p[0]) < 0)
         return -1;
     ic_val x = p[0]->val;
-    const ic_meta *m = ic_value_meta(G, x);
+    ic_meta m_copy = *metap(t, x);
+    const ic_meta *m = &m_copy; /* a copy: the graph reallocates */
     if (m->dtype < IC_F16)
         return sym_fail(t, "%s of a non-float tensor", d->name);
     int nd = m->ndim, keep = 0;
@@ -1415,7 +1441,8 @@ static int h_masked_fill(trace *t, const opdef *d, var **p, var *out) {
     if (need_tensor(t, d, p[0]) < 0 || p[1] == NULL || p[1]->kind != V_TENSOR || p[2] == NULL ||
         as_tensor(t, p[2], &v) < 0)
         return -1;
-    const ic_meta *m = ic_value_meta(G, p[0]->val);
+    ic_meta m_copy = *metap(t, p[0]->val);
+    const ic_meta *m = &m_copy; /* a copy: the graph reallocates */
     return tensor_out(t, ic_where(G, p[1]->val, ic_cast(G, v, m->dtype), p[0]->val), out);
 }
 
@@ -1444,7 +1471,8 @@ static int h_tri(trace *t, const opdef *d, var **p, var *out) {
     long long k = 0;
     if (!is_none(p[1]) && get_int(t, p[1], &k, "diagonal") < 0)
         return -1;
-    const ic_meta *m = ic_value_meta(G, p[0]->val);
+    ic_meta m_copy = *metap(t, p[0]->val);
+    const ic_meta *m = &m_copy; /* a copy: the graph reallocates */
     if (m->ndim < 2)
         return sym_fail(t, "%s needs 2 dims (eager will raise)", d->name);
     int64_t R = m->sizes[m->ndim - 2], C = m->sizes[m->ndim - 1];
@@ -1460,7 +1488,8 @@ static int h_tri(trace *t, const opdef *d, var **p, var *out) {
 static int h_flip(trace *t, const opdef *d, var **p, var *out) {
     if (need_tensor(t, d, p[0]) < 0)
         return -1;
-    const ic_meta *m = ic_value_meta(G, p[0]->val);
+    ic_meta m_copy = *metap(t, p[0]->val);
+    const ic_meta *m = &m_copy; /* a copy: the graph reallocates */
     long long ds[IC_MAX_DIMS], sh[IC_MAX_DIMS];
     int nd, nsh = 0;
     var *dimv = d->op == 0 ? p[1] : p[2];
@@ -1501,7 +1530,8 @@ static int h_flip(trace *t, const opdef *d, var **p, var *out) {
 static int h_batch_norm(trace *t, const opdef *d, var **p, var *out) {
     if (need_tensor(t, d, p[0]) < 0)
         return -1;
-    const ic_meta *m = ic_value_meta(G, p[0]->val);
+    ic_meta m_copy = *metap(t, p[0]->val);
+    const ic_meta *m = &m_copy; /* a copy: the graph reallocates */
     if (m->ndim < 2 || m->dtype < IC_F16)
         return sym_fail(t, "batch_norm: input must be float with >= 2 dims");
     int training = 0;
@@ -1558,7 +1588,8 @@ static int h_batch_norm(trace *t, const opdef *d, var **p, var *out) {
 static int h_group_norm(trace *t, const opdef *d, var **p, var *out) {
     if (need_tensor(t, d, p[0]) < 0)
         return -1;
-    const ic_meta *m = ic_value_meta(G, p[0]->val);
+    ic_meta m_copy = *metap(t, p[0]->val);
+    const ic_meta *m = &m_copy; /* a copy: the graph reallocates */
     long long g;
     double eps = 1e-5;
     if (get_int(t, p[1], &g, "num_groups") < 0 || opt_num(t, p[4], 1e-5, &eps, "eps") < 0)
@@ -1607,7 +1638,8 @@ static int h_repeat(trace *t, const opdef *d, var **p, var *out) {
     int n;
     if (get_shape_args(t, p[1], r, &n, "repeats") < 0)
         return -1;
-    const ic_meta *m = ic_value_meta(G, p[0]->val);
+    ic_meta m_copy = *metap(t, p[0]->val);
+    const ic_meta *m = &m_copy; /* a copy: the graph reallocates */
     if (n < m->ndim || 2 * n > IC_MAX_DIMS)
         return sym_fail(t, "repeat: unsupported number of dims");
     int64_t src[IC_MAX_DIMS], inter[IC_MAX_DIMS], exp[IC_MAX_DIMS], fin[IC_MAX_DIMS];
@@ -1624,6 +1656,33 @@ static int h_repeat(trace *t, const opdef *d, var **p, var *out) {
     v = ic_expand(G, v, 2 * n, exp);
     v = ic_reshape(G, v, n, fin);
     return tensor_out(t, v, out);
+}
+
+/* clone(input, memory_format): a fresh copy (contiguous) */
+static int h_clone(trace *t, const opdef *d, var **p, var *out) {
+    if (need_tensor(t, d, p[0]) < 0)
+        return -1;
+    return tensor_out(t, ic_cast(G, p[0]->val, ic_value_meta(G, p[0]->val)->dtype), out);
+}
+
+/* nan_to_num(input, nan=0.0, posinf=None, neginf=None) */
+static int h_nan_to_num(trace *t, const opdef *d, var **p, var *out) {
+    if (need_tensor(t, d, p[0]) < 0)
+        return -1;
+    ic_val x = p[0]->val;
+    ic_dtype dt = ic_value_meta(G, x)->dtype;
+    if (dt < IC_F16) /* integers have no NaN/inf: a copy */
+        return tensor_out(t, ic_cast(G, x, dt), out);
+    double big = dt == IC_F64 ? 1.7976931348623157e308 : dt == IC_F32 ? 3.4028234663852886e38
+                 : dt == IC_F16 ? 65504.0 : 3.3895313892515355e38;
+    double nanv, pinf, ninf;
+    if (opt_num(t, p[1], 0.0, &nanv, "nan") < 0 || opt_num(t, p[2], big, &pinf, "posinf") < 0 ||
+        opt_num(t, p[3], -big, &ninf, "neginf") < 0)
+        return -1;
+    ic_val r = ic_where(G, ic_unary(G, IC_OP_ISNAN, x), ic_cast(G, num(t, nanv), dt), x);
+    r = ic_where(G, ic_binary(G, IC_OP_EQ, x, num(t, INFINITY)), ic_cast(G, num(t, pinf), dt), r);
+    r = ic_where(G, ic_binary(G, IC_OP_EQ, x, num(t, -INFINITY)), ic_cast(G, num(t, ninf), dt), r);
+    return tensor_out(t, r, out);
 }
 
 #undef G
@@ -1732,6 +1791,8 @@ static const opdef OPS[] = {
     {"batch_norm", W_F, "input,running_mean,running_var,weight,bias,training,momentum,eps", h_batch_norm, 0},
     {"group_norm", W_TORCH | W_F, "input,num_groups,weight,bias,eps", h_group_norm, 0},
     {"type_as", W_METHOD, "input,other", h_type_as, 0},
+    {"clone", W_TORCH | W_METHOD, "input|memory_format", h_clone, 0},
+    {"nan_to_num", W_TORCH | W_METHOD, "input,nan,posinf,neginf", h_nan_to_num, 0},
     {"repeat", W_METHOD, "input,*repeats", h_repeat, 0},
     {"float", W_METHOD, "input", h_cast, IC_F32},
     {"double", W_METHOD, "input", h_cast, IC_F64},
@@ -1919,7 +1980,8 @@ static int call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject 
     const char *name = PyCFunction_Check(f) ? ((PyCFunctionObject *)f)->m_ml->ml_name : NULL;
     if (name && strcmp(name, "len") == 0 && nargs == 1 && !kwnames) {
         if (args[0].kind == V_TENSOR) {
-            const ic_meta *m = ic_value_meta(t->g, args[0].val);
+            ic_meta m_copy = *metap(t, args[0].val);
+    const ic_meta *m = &m_copy; /* a copy: the graph reallocates */
             if (m->ndim == 0)
                 return sym_fail(t, "len() of a 0-d tensor");
             return sym_const(t, PyLong_FromLongLong(m->sizes[0]), out);
@@ -2385,7 +2447,8 @@ int sym_compare(trace *t, int cmp, const var *a_in, const var *b_in, var *out) {
 
 /* x.shape, x.dtype, ... ; name NULL means shape (for size()). */
 int sym_tensor_attr(trace *t, const var *x, PyObject *name, var *out) {
-    const ic_meta *m = ic_value_meta(t->g, x->val);
+    ic_meta m_copy = *metap(t, x->val);
+    const ic_meta *m = &m_copy; /* a copy: the graph reallocates */
     const char *n = name ? PyUnicode_AsUTF8(name) : "shape";
     if (!strcmp(n, "shape")) {
         PyObject *tup = PyTuple_New(m->ndim);

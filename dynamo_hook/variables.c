@@ -253,7 +253,8 @@ int sym_mutate(trace *t, const var *target, ic_val newval) {
     if (t->obj_aliased[target->oid])
         return sym_fail(t, "in-place update of a tensor that has views (aliasing) not supported yet");
     ic_val old = t->obj_val[target->oid];
-    const ic_meta *mo = ic_value_meta(t->g, old), *mn = ic_value_meta(t->g, newval);
+    ic_meta mo_copy = *ic_value_meta(t->g, old), mn_copy = *ic_value_meta(t->g, newval);
+    const ic_meta *mo = &mo_copy, *mn = &mn_copy;
     if (mo->ndim != mn->ndim)
         return sym_fail(t, "in-place result shape differs (eager will raise)");
     for (int d = 0; d < mo->ndim; d++)

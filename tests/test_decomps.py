@@ -65,3 +65,17 @@ def test_group_norm_module():
         assert_same(torchc.compile(m)(x), m(x), rtol=1e-4, atol=1e-5)
         ex = torchc.explain(torchc.compile(m))(x)
     assert ex.graph_count == 1 and ex.graph_break_count == 0, ex
+
+
+def test_clone_and_nan_to_num():
+    def f(x):
+        c = x.clone()
+        c.add_(1)                      # the clone is a new tensor: x unchanged
+        y = torch.log(x)               # NaN for negatives, -inf at 0
+        return c, torch.nan_to_num(y), y.nan_to_num(nan=1.0, posinf=2.0, neginf=-2.0), x
+
+    x1 = torch.tensor([[-1.0, 0.0, 2.0], [float("inf"), 3.0, -0.5]])
+    x2 = x1.clone()
+    assert_same(torchc.compile(f)(x1), f(x2))
+    assert_same(x1, x2)
+    assert explain_of(f, x1).graph_count == 1
