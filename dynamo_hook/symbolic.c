@@ -1599,6 +1599,24 @@ static int inline_code(trace *t, PyCodeObject *code, PyObject *globals, PyObject
 
 int sym_inline(trace *t, PyObject *func, int fn_src, const var *self, var *args, int nargs,
                PyObject *kwnames, var *out) {
+    if (fn_src >= 0) {
+        /* the function object is identity-guarded; its code and defaults can still be
+         * reassigned: guard them too (getattr re-run by the guard) */
+        static PyObject *s_code, *s_defaults;
+        if (s_code == NULL) {
+            s_code = PyUnicode_InternFromString("__code__");
+            s_defaults = PyUnicode_InternFromString("__defaults__");
+            if (s_code == NULL || s_defaults == NULL)
+                return -1;
+        }
+        int sc = sym_source(t, DH_S_ATTR, fn_src, 2, s_code);
+        int sd = sym_source(t, DH_S_ATTR, fn_src, 2, s_defaults);
+        if (sc < 0 || sd < 0 || sym_guard_id(t, sc, PyFunction_GET_CODE(func)) < 0)
+            return -1;
+        PyObject *defs = PyFunction_GET_DEFAULTS(func);
+        if (sym_guard_id(t, sd, defs ? defs : Py_None) < 0)
+            return -1;
+    }
     return inline_code(t, (PyCodeObject *)PyFunction_GET_CODE(func), PyFunction_GET_GLOBALS(func),
                        func, fn_src, NULL, 0, self, args, nargs, kwnames, out);
 }
@@ -1892,6 +1910,12 @@ static int fill_out(trace *t, outbuf *ob, int at, const var *v_in, ic_val *outva
     case V_FUNC:
         if (v->kind == V_FUNC && v->op == SYM_MADE_FUNCTION)
             return sym_fail(t, "a nested function is live across a graph break");
+        if (v->kind != V_CONST && v->src >= 0) {
+            /* re-read from the frame each call: no strong reference in the cache entry */
+            o->kind = DH_O_SOURCE;
+            o->index = v->src;
+            return 0;
+        }
         o->kind = DH_O_CONST;
         o->obj = Py_NewRef(v->obj);
         return 0;

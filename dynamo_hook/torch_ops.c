@@ -635,6 +635,16 @@ static int h_identity(trace *t, const opdef *d, var **p, var *out) {
         }
     }
     *out = *p[0];
+    if (d->op == 0 && out->oid > 0) {
+        /* detach(): a new tensor object sharing the data: both become aliased, so an
+         * in-place update through either is not captured (eager handles it) */
+        t->obj_aliased[out->oid] = 1;
+        out->oid = sym_new_object(t, out->val);
+        if (out->oid <= 0)
+            return -1;
+        t->obj_aliased[out->oid] = 1;
+        out->src = -1;
+    }
     return 0;
 }
 
@@ -1453,6 +1463,11 @@ static int h_addc(trace *t, const opdef *d, var **p, var *out) {
         as_tensor(t, p[2], &c) < 0)
         return -1;
     a = p[0]->val;
+    ic_dtype da = metap(t, a)->dtype, db = metap(t, b)->dtype;
+    if (d->op == 2 && (da != db || da < IC_F16 || (p[2]->kind == V_TENSOR && metap(t, c)->dtype != da)))
+        return sym_fail(t, "lerp: dtypes must match and be floating (eager will raise)");
+    if (d->op == 1 && (metap(t, b)->dtype < IC_F16 && metap(t, c)->dtype < IC_F16))
+        return sym_fail(t, "addcdiv of integer tensors (eager will raise)");
     if (d->op == 2) /* lerp: a + w * (b - a) */
         return tensor_out(t, ic_binary(G, IC_OP_ADD, a, ic_binary(G, IC_OP_MUL, c, ic_binary(G, IC_OP_SUB, b, a))), out);
     double val = 1.0;

@@ -409,6 +409,10 @@ static int wrap_uncached(trace *t, PyObject *o, int src, var *out) {
             if (g == NULL)
                 return -1;
             g->obj = Py_NewRef((PyObject *)Py_TYPE(o));
+            g = new_guard(t, DH_G_LEN, src); /* a longer list must not hit this entry */
+            if (g == NULL)
+                return -1;
+            g->value = (int)n;
         }
         /* length is pinned by the ITEM sources failing to resolve past the end; also
          * guard the length through a CONST on len: cheap, via a tuple snapshot of types */

@@ -328,8 +328,7 @@ def test_program_freed(p):
 
 # ---- known bugs outside the per-program harness -----------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="BUG: a list argument's length is not guarded: "
-                   "a longer list hits the entry compiled for the shorter one")
+# fixed (was a known bug)
 def test_bug_list_argument_length_is_guarded():
     def f(xs):
         acc = xs[0] * 0
@@ -430,9 +429,7 @@ def _calls_helper_replaced(x):
     return _helper_replaced(x)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: defaults of an inlined function are baked in as "
-                   "constants, and the function is only ID-guarded: changing __defaults__ is "
-                   "not seen")
+# fixed (was a known bug)
 def test_bug_inlined_function_defaults_are_guarded():
     cf = torchc.compile(_calls_helper_with_default)
     x = torch.zeros(2)
@@ -445,8 +442,7 @@ def test_bug_inlined_function_defaults_are_guarded():
         _helper_with_default.__defaults__ = old
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: an inlined function is ID-guarded only: assigning "
-                   "its __code__ is not seen")
+# fixed (was a known bug)
 def test_bug_inlined_function_code_is_guarded():
     cf = torchc.compile(_calls_helper_replaced)
     x = torch.zeros(2)
