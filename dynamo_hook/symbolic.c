@@ -1851,6 +1851,21 @@ static int fill_out(trace *t, outbuf *ob, int at, const var *v_in, ic_val *outva
                 for (ic_val x = 0; x < v->val; x++)
                     if (ic_value_op(t->g, x) == IC_OP_INPUT)
                         k++;
+                if (v->oid > 0 && v->oid != t->input_oid[k]) {
+                    /* another object over the input's data (detach()): a real one, as eager */
+                    int child = out_reserve(t, ob, 1);
+                    if (child < 0)
+                        return -1;
+                    o = &ob->o[at];
+                    o->kind = DH_O_CALLM;
+                    o->index = child;
+                    o->obj = Py_BuildValue("(s())", "detach");
+                    if (o->obj == NULL)
+                        return -1;
+                    ob->o[child].kind = DH_O_SOURCE;
+                    ob->o[child].index = t->input_src[k];
+                    return 0;
+                }
                 o->kind = DH_O_SOURCE;
                 o->index = t->input_src[k];
                 return 0;

@@ -1951,7 +1951,7 @@ def view_of_intermediate_across_break_no_inplace(x):
     return y + 1, z * 2
 
 
-@case(2, 1, lambda: (R(2, 3),), reason="id", bug="x.detach() of an input returns the input object")
+@case(2, 1, lambda: (R(2, 3),), reason="id")  # fixed: a real detached tensor
 def detach_of_input_returned(x):
     v = x.detach()
     _ = id(v)
