@@ -1874,8 +1874,11 @@ static int fill_out(trace *t, outbuf *ob, int at, const var *v_in, ic_val *outva
             o->index = v->src;
             return 0;
         }
-        if (sym_is_view_of_input(t, v->val)) {
-            /* replay the view ops on the real input: the caller gets a real view */
+        if (sym_is_view_of_input(t, v->val) ||
+            (v->val < t->capvals && t->view_desc[v->val] != NULL && v->oid > 0 &&
+             t->obj_aliased[v->oid])) {
+            /* replay the view ops on the real base (an input, or a graph output): the caller
+             * (or the eager code after a break) gets a real view sharing its base's data */
             PyObject *desc = v->val < t->capvals ? t->view_desc[v->val] : NULL;
             if (desc == NULL)
                 return sym_fail(t, "returning a view of an input (untracked view)");

@@ -2483,8 +2483,17 @@ int sym_tensor_attr(trace *t, const var *x, PyObject *name, var *out) {
         return sym_const(t, Py_NewRef(sym_dtype_object(m->dtype)), out);
     if (!strcmp(n, "is_cuda"))
         return sym_const(t, Py_NewRef(Py_False), out);
-    if (!strcmp(n, "requires_grad"))
-        return sym_const(t, Py_NewRef(Py_False), out);
+    if (!strcmp(n, "requires_grad")) {
+        /* inputs: what their guard pinned; values computed in the graph never require grad
+         * (inputs that require grad with grad mode on are not captured) */
+        int rg = 0;
+        if (x->src >= 0)
+            for (int i = 0; i < t->nguards; i++)
+                if (t->guards[i].kind == DH_G_TENSOR && t->guards[i].src == x->src &&
+                    t->srcdone[x->src] && t->srcvar[x->src].oid == x->oid)
+                    rg = t->guards[i].meta.requires_grad;
+        return sym_const(t, PyBool_FromLong(rg), out);
+    }
     if (!strcmp(n, "device")) {
         PyObject *torch = PyImport_ImportModule("torch");
         PyObject *dev = torch ? PyObject_CallMethod(torch, "device", "s", "cpu") : NULL;

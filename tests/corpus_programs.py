@@ -1236,9 +1236,7 @@ def inplace_through_view(x):
     return x + 1
 
 
-@case(2, 1, lambda: (R(3, 4),), reason="aliasing",
-      bug="views of intermediates become separate graph outputs at a graph break: the "
-      "in-place update of the view (run eagerly) does not reach its base")
+@case(2, 1, lambda: (R(3, 4),), reason="aliasing")
 def inplace_on_transposed_intermediate(x):
     y = x * 2
     z = y.t()
@@ -1340,7 +1338,7 @@ def detach_is_not_self(x):
 _RG_W = nn.Parameter(torch.ones(4))
 
 
-@case(1, 0, lambda: (R(4),), grad=False, bug="requires_grad")
+@case(1, 0, lambda: (R(4),), grad=False)
 def requires_grad_attribute_under_no_grad(x):
     if _RG_W.requires_grad:
         return x * _RG_W
@@ -1932,9 +1930,7 @@ def overlapping_view_arguments(a, b):
     return b * 2
 
 
-@case(2, 1, lambda: (R(2, 3),), reason="print",
-      bug="views of intermediates become separate graph outputs at a graph break: the "
-      "in-place update of the view (run eagerly) does not reach its base")
+@case(2, 1, lambda: (R(2, 3),), reason="print")
 def view_of_intermediate_across_break(x):
     y = x * 2
     z = y.view(-1)
@@ -2540,9 +2536,7 @@ def loop_over_list_mutated_after_break(x, lst):
     return x
 
 
-@case(2, 1, lambda: (R(5, 4),), reason="has views",
-      bug="views of intermediates become separate graph outputs at a graph break: the "
-      "in-place update of the slice (run eagerly) does not reach its base")
+@case(2, 1, lambda: (R(5, 4),), reason="has views")
 def inplace_on_slice_of_intermediate(x):
     y = x * 1
     v = y[1:]
