@@ -889,7 +889,10 @@ static int run(trace *t, sframe *f, var *result) {
             f->kwnames = NULL;
             f->sp -= oparg + 2;
             if (sym_call(t, &fn, copy, nargs, kw, &a) < 0) {
-                if (f->top && t->failed && !PyErr_Occurred() && can_break(t)) {
+                /* constructing an exception (to raise it) is not worth a break: the resume
+                 * would be specialized on each new exception object */
+                int exc = fn.kind == V_FUNC && fn.obj && PyExceptionClass_Check(fn.obj);
+                if (f->top && t->failed && !PyErr_Occurred() && can_break(t) && !exc) {
                     var *fnc = sym_alloc(t, 1);
                     if (fnc == NULL)
                         return -1;
