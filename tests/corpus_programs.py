@@ -2554,20 +2554,17 @@ def return_views_of_input(x):
     return x[1:], x.t(), x.view(-1), x[0], x.chunk(2)
 
 
-@case(1, 0, lambda: (torch.arange(3), R(3)), raises=RuntimeError,
-      bug="torch.lerp with an integer start returns a value; eager raises (dtype check)")
+@case(1, 1, lambda: (torch.arange(3), R(3)), raises=RuntimeError, reason="lerp: dtypes")
 def lerp_integer_start_raises(a, b):
     return torch.lerp(a, b, 0.3)
 
 
-@case(1, 0, lambda: (torch.arange(3),), raises=RuntimeError,
-      bug="torch.addcdiv on integer tensors returns a value; eager raises")
+@case(1, 1, lambda: (torch.arange(3),), raises=RuntimeError, reason="addcdiv of integer")
 def addcdiv_integer_raises(a):
     return torch.addcdiv(a, a, a)
 
 
-@case(1, 0, lambda: (R(3), D(3)), raises=RuntimeError,
-      bug="torch.lerp of float32 and float64 returns a value; eager raises (dtype check)")
+@case(1, 1, lambda: (R(3), D(3)), raises=RuntimeError, reason="lerp: dtypes")
 def lerp_mixed_float_dtypes_raises(a, b):
     return torch.lerp(a, b, 0.3)
 
