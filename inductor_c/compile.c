@@ -210,6 +210,12 @@ ic_compiled *ic_compile_graph(const ic_graph *g, const ic_options *opt, ic_err *
         snprintf(err->msg, sizeof err->msg, "device %d is not supported by this build", o.device);
         return NULL;
     }
+    for (int v = 0; v < g->n; v++)
+        if (g->nodes[v].meta.dyn) {
+            err->code = IC_EUNSUPPORTED;
+            snprintf(err->msg, sizeof err->msg, "symbolic sizes are not supported by the compiler yet");
+            return NULL;
+        }
     ic_ctx *c = calloc(1, sizeof *c);
     if (!c) {
         err->code = IC_ENOMEM;
@@ -362,6 +368,29 @@ IC_API const ic_meta *ic_compiled_output_meta(const ic_compiled *c, int i) {
     return i >= 0 && i < c->noutputs ? &c->out_meta[i] : NULL;
 }
 IC_API int ic_compiled_num_kernels(const ic_compiled *c) { return c->nkernels; }
+IC_API int ic_compiled_num_syms(const ic_compiled *c) { return c->nsyms; }
+
+static bool syms_ok(const ic_compiled *c, const int64_t *sym) {
+    for (int k = 0; k < c->nsyms; k++)
+        if (!sym || sym[k] < 2) return false;
+    return true;
+}
+
+IC_API int ic_compiled_output_meta_at(const ic_compiled *c, int i, const int64_t *sym, ic_meta *out) {
+    if (i < 0 || i >= c->noutputs || !syms_ok(c, sym)) return -1;
+    *out = c->out_meta[i];
+    if (!out->dyn) return 0;
+    int64_t s[IC_MAX_SYMS] = {0};
+    for (int k = 0; k < c->nsyms; k++) s[k] = sym[k];
+    for (int d = 0; d < out->ndim; d++) {
+        out->sizes[d] = ic_dim_eval(out->dims[d], s);
+        if (out->sizes[d] < 0) return -1;
+    }
+    out->dyn = 0;
+    memset(out->dims, 0, sizeof out->dims);
+    ic_contiguous_strides(out);
+    return 0;
+}
 IC_API char *ic_compiled_describe(const ic_compiled *c) {
     if (!c->describe) return NULL;
     size_t n = strlen(c->describe) + 1;
@@ -372,6 +401,23 @@ IC_API char *ic_compiled_describe(const ic_compiled *c) {
 
 /* ---- running ---------------------------------------------------------------------------- */
 #define PAR_MIN_WORK (1 << 20) /* below this, waking a sleeping worker costs more than it saves */
+
+IC_API int ic_run_dyn(const ic_compiled *c, void *const *inputs, void *const *outputs,
+                      const int64_t *sym, ic_err *err) {
+    if (c->nsyms == 0) return ic_run(c, inputs, outputs, err);
+    if (!syms_ok(c, sym)) {
+        if (err) {
+            err->code = IC_EINVALID;
+            snprintf(err->msg, sizeof err->msg, "ic_run_dyn: symbol values must be >= 2");
+        }
+        return -1;
+    }
+    if (err) {
+        err->code = IC_EINTERNAL;
+        snprintf(err->msg, sizeof err->msg, "ic_run_dyn: not implemented");
+    }
+    return -1;
+}
 
 IC_API int ic_run(const ic_compiled *c, void *const *inputs, void *const *outputs, ic_err *err) {
     if (c->gpu) return ic_run_stream(c, inputs, outputs, NULL, err); /* GPU hook */

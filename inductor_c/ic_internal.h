@@ -50,6 +50,7 @@ struct ic_graph {
     int nops;
     ic_errcode err;
     char msg[256];
+    int64_t sym_hint[IC_MAX_SYMS]; /* hint value of each size symbol, 0: not used yet */
 };
 
 bool ic_is_float(ic_dtype t);
@@ -60,6 +61,7 @@ ic_dtype ic_result_type(const ic_graph *g, const ic_val *v, int n);
 int64_t ic_numel(const ic_meta *m);
 void ic_contiguous_strides(ic_meta *m);
 int ic_graph_verify(const ic_graph *g, char *msg, size_t n); /* 0 ok */
+
 /* Appends to a malloc'd growing string. */
 typedef struct ic_str {
     char *s;
@@ -67,6 +69,17 @@ typedef struct ic_str {
     bool oom;
 } ic_str;
 void ic_str_printf(ic_str *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* symbolic sizes (graph/symdim.c): monomials coef * prod s_k^exp[k] */
+static inline ic_dim ic_dim_k(int64_t k) { return (ic_dim){.coef = k}; }
+bool ic_dim_is_static(ic_dim d);
+bool ic_dim_eq(ic_dim a, ic_dim b);
+ic_dim ic_dim_mul(ic_dim a, ic_dim b);            /* exponents saturate at 255 */
+bool ic_dim_div(ic_dim a, ic_dim b, ic_dim *q);   /* exact monomial quotient a / b */
+int64_t ic_dim_eval(ic_dim d, const int64_t *syms); /* -1 on overflow */
+ic_dim ic_meta_dim(const ic_meta *m, int i);      /* dims[i], or the static sizes[i] */
+int ic_dim_nsyms(ic_dim d);                       /* highest symbol used + 1 */
+void ic_dim_print(ic_str *s, ic_dim d);
 
 /* ---- compilation context: arena + error jump ----------------------------------------- */
 /* Compile stages timed for TORCHC_DEBUG=time (compile.c prints them in this order). */
@@ -234,6 +247,8 @@ struct ic_compiled {
     void *_Atomic ws_cache; /* a workspace kept between runs (first touch is costly) */
     void *gpu;           /* IC_CUDA: ic_gpu (codegen/gpu.h), owned; NULL on the CPU */
     int num_threads;
+    int nsyms;                       /* dynamic graphs: symbols used (0: static) */
+    int64_t sym_hint[IC_MAX_SYMS];   /* ic_run on a dynamic graph runs at these */
 };
 
 struct ic_ctx {
