@@ -1774,8 +1774,12 @@ static void codegen(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
     if (!gpu->k) ic_fail(c, IC_ENOMEM, "out of memory");
     static int module_counter;
     int mid = __atomic_fetch_add(&module_counter, 1, __ATOMIC_RELAXED);
-    for (int ki = 0; ki < c->nkernels; ki++) {
+    for (int ki = 0, ext = 0; ki < c->nkernels; ki++) {
         ic_kernel *k = &c->kernels[ki];
+        if (k->is_ext) { /* extern call: the runtime calls the handler between launches */
+            gpu->k[gpu->nkernels++].ext = ++ext;
+            continue;
+        }
         if (kernel_empty(k)) continue;
         int32_t vv = -1;
         int64_t vsize = 1;

@@ -13,6 +13,8 @@
  *     blocked    pointwise with transposed reads: 2-D blocks of rows x columns
  *     vec_outer  reductions contiguous along the kept dim: lanes along it
  *     split      one huge row: parallel parts with partial accumulators + combine
+ *   Extern kernels get their output buffer (an intermediate unless it is a graph output)
+ *   and mark their operands as needed in memory; they have no loops.
  * Keeps: item order and positions. Breaks: out_ixv (tuples are stale after collapsing).
  */
 #include <string.h>
@@ -401,6 +403,10 @@ void ic_finalize_kernels(ic_ctx *c) {
     for (int i = 0; i < g->noutputs; i++) needed[g->outputs[i]] = external[g->outputs[i]] = true;
     for (int ki = 0; ki < c->nkernels; ki++) {
         ic_kernel *k = &c->kernels[ki];
+        if (k->is_ext) { /* an extern call reads its operands from memory */
+            const ic_node *n = &g->nodes[k->ext_v];
+            for (int i = 0; i < 3 && n->in[i] >= 0; i++) needed[n->in[i]] = external[n->in[i]] = true;
+        }
         for (int j = 0; j < k->nitems; j++) {
             uint8_t *seen = ic_alloc(c, (size_t)c->nxs);
             mark_needed(c, needed, external, ki, k->items[j].pos, k->items[j].expr, seen);
@@ -421,6 +427,11 @@ void ic_finalize_kernels(ic_ctx *c) {
     }
     for (int ki = 0; ki < c->nkernels; ki++) {
         ic_kernel *k = &c->kernels[ki];
+        if (k->is_ext && c->buf_of[k->ext_v] < 0) {
+            ic_meta m = g->nodes[k->ext_v].meta;
+            ic_contiguous_strides(&m);
+            c->buf_of[k->ext_v] = add_buffer(c, 2, -1, k->ext_v, &m);
+        }
         for (int j = 0; j < k->nitems; j++) {
             ic_item *it = &k->items[j];
             if (!needed[it->v]) continue;
@@ -435,6 +446,14 @@ void ic_finalize_kernels(ic_ctx *c) {
     }
     for (int ki = 0; ki < c->nkernels; ki++) {
         ic_kernel *k = &c->kernels[ki];
+        if (k->is_ext) {
+            k->nouter = k->ninner = 0;
+            k->ntiles = k->tile = k->iters = 1;
+            k->npos = 0;
+            k->work = 0;
+            snprintf(k->name, sizeof k->name, "k%d", ki);
+            continue;
+        }
         for (int j = 0; j < k->nitems; j++) {
             ic_item *it = &k->items[j];
             rw R = rw_new(c);
