@@ -171,7 +171,17 @@ static PyObject *m_allow_code(PyObject *m, PyObject *code) {
     Py_RETURN_NONE;
 }
 
+static PyObject *m_probe(PyObject *m, PyObject *const *a, Py_ssize_t n) {
+    if (n < 2 || n > 3 || !PyTuple_Check(a[1]) || (n == 3 && a[2] != Py_None && !PyDict_Check(a[2]))) {
+        PyErr_SetString(PyExc_TypeError, "probe(func, args_tuple, kwargs_dict_or_None)");
+        return NULL;
+    }
+    return dh_probe(a[0], a[1], n == 3 && a[2] != Py_None ? a[2] : NULL);
+}
+
 static PyMethodDef methods[] = {
+    {"probe", (PyCFunction)(void (*)(void))m_probe, METH_FASTCALL,
+     "probe(func, args, kwargs): the cache entry (int) a call would take, else None."},
     {"allow_code", m_allow_code, METH_O, "Capture/inline this code object (allow_in_graph)."},
     {"skip_code", m_skip_code, METH_O, "Never hook frames of this code object."},
     {"reset", m_reset, METH_NOARGS, "Drop every compiled entry."},

@@ -27,6 +27,9 @@ int dh_explain_start(void);
 PyObject *dh_explain_stop(void);
 /* Global counters: dict of frames hooked, cache hits, compiles, fallbacks. */
 PyObject *dh_stats(void);
+/* The cache entry a call func(*args, **kwargs) would take (guards of its frame only), as an
+ * opaque int; None when none passes or the call cannot be bound here (probe.c). New ref. */
+PyObject *dh_probe(PyObject *func, PyObject *args, PyObject *kwargs);
 /* The default recompile limit (torchc.config.recompile_limit). */
 extern int dh_default_recompile_limit;
 

@@ -13,6 +13,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "codegen/gpu.h" /* GPU hook: ic_codegen_gpu, ic_gpu_free */
 #include "ic_internal.h"
@@ -32,6 +33,7 @@ IC_API unsigned ic_debug_flags(void) {
         else if (n == 5 && !strncmp(s, "loops", 5)) f |= IC_DEBUG_LOOPS;
         else if (n == 4 && !strncmp(s, "llvm", 4)) f |= IC_DEBUG_LLVM;
         else if (n == 3 && !strncmp(s, "ptx", 3)) f |= IC_DEBUG_PTX;
+        else if (n == 4 && !strncmp(s, "time", 4)) f |= IC_DEBUG_TIME;
         else if (n == 3 && !strncmp(s, "all", 3)) f |= ~0u;
         s = *e ? e + 1 : e;
     }
@@ -67,6 +69,12 @@ static ic_graph *copy_graph(ic_ctx *c, const ic_graph *g) {
         n->nops++;
     }
     return n;
+}
+
+double ic_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
 static void dump(const char *stage, const char *text) {
@@ -122,6 +130,8 @@ static void compiled_free_parts(ic_compiled *o) {
 /* The pipeline, in order. Returns NULL after an ic_fail (c->err set). */
 static ic_compiled *pipeline(ic_ctx *c, const ic_graph *g, const ic_options *o) {
     if (setjmp(c->jb)) return NULL;
+    double t = ic_now_ms(), t1;
+#define STAGE(s) (t1 = ic_now_ms(), c->t_stage[s] += t1 - t, t = t1)
     ic_compiled *out = c->out = calloc(1, sizeof *out);
     if (!out) ic_fail(c, IC_ENOMEM, "out of memory");
     /* 1. graph */
@@ -133,10 +143,13 @@ static ic_compiled *pipeline(ic_ctx *c, const ic_graph *g, const ic_options *o) 
         dump("graph", s);
         free(s);
     }
+    STAGE(IC_T_GRAPH);
     /* 2. loops: one loop node per value */
     ic_lower(c);
+    STAGE(IC_T_LOWER);
     /* 3. schedule: realize-or-inline, fusion into kernels */
     ic_schedule(c);
+    STAGE(IC_T_SCHED);
     if (c->debug & IC_DEBUG_LOOPS) {
         ic_str s = {0};
         ic_loops_print(c, &s);
@@ -148,7 +161,7 @@ static ic_compiled *pipeline(ic_ctx *c, const ic_graph *g, const ic_options *o) 
     /* 5. workspace for intermediates */
     ic_plan_buffers(c);
 #ifdef NDEBUG
-    if (c->debug)
+    if (c->debug & ~(unsigned)IC_DEBUG_TIME)
 #endif
     {
         char kmsg[256];
@@ -160,6 +173,7 @@ static ic_compiled *pipeline(ic_ctx *c, const ic_graph *g, const ic_options *o) 
         dump("kernels", s);
         free(s);
     }
+    STAGE(IC_T_FINAL);
     /* 6. LLVM IR, O3, JIT */
     ic_kernel_fn *fns = ic_alloc(c, (size_t)(2 * c->nkernels + 1) * sizeof(ic_kernel_fn));
     int nfused = 0, next = 0;
@@ -167,6 +181,7 @@ static ic_compiled *pipeline(ic_ctx *c, const ic_graph *g, const ic_options *o) 
     if (o->device == IC_CUDA) ic_codegen_gpu(c, out, o->device_index); /* GPU hook: NVPTX + driver */
     else if (nfused > 0) ic_codegen_cpu(c, fns, &out->jit_rt);
 
+#undef STAGE
     /* 7. the compiled object (outlives the arena) */
     const ic_graph *G = c->g;
     out->ninputs = G->ninputs;
@@ -257,6 +272,12 @@ ic_compiled *ic_compile_graph(const ic_graph *g, const ic_options *opt, ic_err *
         snprintf(err->msg, sizeof err->msg, "device %d is not supported by this build", o.device);
         return NULL;
     }
+    for (int v = 0; v < g->n; v++)
+        if (g->nodes[v].meta.dyn) {
+            err->code = IC_EUNSUPPORTED;
+            snprintf(err->msg, sizeof err->msg, "symbolic sizes are not supported by the compiler yet");
+            return NULL;
+        }
     ic_ctx *c = calloc(1, sizeof *c);
     if (!c) {
         err->code = IC_ENOMEM;
@@ -268,7 +289,17 @@ ic_compiled *ic_compile_graph(const ic_graph *g, const ic_options *opt, ic_err *
     /* a zero-initialized ic_options means the default O3 */
     c->opt_level = o.opt_level > 0 ? o.opt_level : 3;
     c->num_threads = o.num_threads;
+    double t0 = ic_now_ms();
     ic_compiled *out = pipeline(c, g, &o);
+    if (c->debug & IC_DEBUG_TIME) {
+        static const char *names[IC_T_COUNT] = {"graph", "lower", "sched", "final", "irgen", "opt", "jit"};
+        char line[400];
+        int n = snprintf(line, sizeof line, "torchc time: compile %.2f ms (%d nodes, %d kernels):",
+                         ic_now_ms() - t0, g->n, c->nkernels);
+        for (int i = 0; i < IC_T_COUNT && n > 0 && n < (int)sizeof line; i++)
+            n += snprintf(line + n, sizeof line - (size_t)n, " %s %.2f", names[i], c->t_stage[i]);
+        fprintf(stderr, "%s%s\n", line, out ? "" : " (failed)");
+    }
     if (!out) {
         ic_codegen_cleanup(c);
         compiled_free_parts(c->out);
@@ -305,7 +336,7 @@ static uint64_t hash_str(const char *s) {
 static bool cache_enabled(const ic_options *o) {
     const char *e = getenv("TORCHC_CACHE");
     if (e && strcmp(e, "0") == 0) return false;
-    if (ic_debug_flags() || (o && o->debug)) return false;
+    if ((ic_debug_flags() | (o ? o->debug : 0)) & ~(unsigned)IC_DEBUG_TIME) return false;
     return !o || o->device == IC_CPU;
 }
 
@@ -400,6 +431,29 @@ IC_API const ic_meta *ic_compiled_output_meta(const ic_compiled *c, int i) {
 }
 IC_API int ic_compiled_num_kernels(const ic_compiled *c) { return c->nkernels; }
 IC_API int ic_compiled_num_externs(const ic_compiled *c) { return c->nexts; }
+IC_API int ic_compiled_num_syms(const ic_compiled *c) { return c->nsyms; }
+
+static bool syms_ok(const ic_compiled *c, const int64_t *sym) {
+    for (int k = 0; k < c->nsyms; k++)
+        if (!sym || sym[k] < 2) return false;
+    return true;
+}
+
+IC_API int ic_compiled_output_meta_at(const ic_compiled *c, int i, const int64_t *sym, ic_meta *out) {
+    if (i < 0 || i >= c->noutputs || !syms_ok(c, sym)) return -1;
+    *out = c->out_meta[i];
+    if (!out->dyn) return 0;
+    int64_t s[IC_MAX_SYMS] = {0};
+    for (int k = 0; k < c->nsyms; k++) s[k] = sym[k];
+    for (int d = 0; d < out->ndim; d++) {
+        out->sizes[d] = ic_dim_eval(out->dims[d], s);
+        if (out->sizes[d] < 0) return -1;
+    }
+    out->dyn = 0;
+    memset(out->dims, 0, sizeof out->dims);
+    ic_contiguous_strides(out);
+    return 0;
+}
 IC_API char *ic_compiled_describe(const ic_compiled *c) {
     if (!c->describe) return NULL;
     size_t n = strlen(c->describe) + 1;
@@ -410,6 +464,23 @@ IC_API char *ic_compiled_describe(const ic_compiled *c) {
 
 /* ---- running ---------------------------------------------------------------------------- */
 #define PAR_MIN_WORK (1 << 20) /* below this, waking a sleeping worker costs more than it saves */
+
+IC_API int ic_run_dyn(const ic_compiled *c, void *const *inputs, void *const *outputs,
+                      const int64_t *sym, ic_err *err) {
+    if (c->nsyms == 0) return ic_run(c, inputs, outputs, err);
+    if (!syms_ok(c, sym)) {
+        if (err) {
+            err->code = IC_EINVALID;
+            snprintf(err->msg, sizeof err->msg, "ic_run_dyn: symbol values must be >= 2");
+        }
+        return -1;
+    }
+    if (err) {
+        err->code = IC_EINTERNAL;
+        snprintf(err->msg, sizeof err->msg, "ic_run_dyn: not implemented");
+    }
+    return -1;
+}
 
 IC_API int ic_run(const ic_compiled *c, void *const *inputs, void *const *outputs, ic_err *err) {
     if (c->gpu) return ic_run_stream(c, inputs, outputs, NULL, err); /* GPU hook */

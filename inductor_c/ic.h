@@ -14,9 +14,16 @@
  *
  * Every builder returns a value handle >= 0, or IC_NONE (-1) with the reason in
  * ic_graph_error(g); after the first error, the graph stays in the error state and
- * every later builder returns IC_NONE. Shapes are static: strides of inputs are part
- * of the graph (the caller guards them). Builders do shape and dtype inference at once,
- * so ic_value_meta answers x.shape / x.dtype during capture.
+ * every later builder returns IC_NONE. Shapes are static unless an input is made with
+ * ic_input_dyn: strides of inputs are part of the graph (the caller guards them). Builders
+ * do shape and dtype inference at once, so ic_value_meta answers x.shape / x.dtype during
+ * capture.
+ *
+ * Dynamic (symbolic) sizes: a size may be a monomial coef * s0^a * s1^b ... in up to
+ * IC_MAX_SYMS size symbols (ic_dim). Inputs made with ic_input_dyn carry them, builders
+ * propagate them (ic_meta.dyn / dims; sizes[] keep the hint values seen at trace time), and
+ * one compile runs for any symbol values (ic_run_dyn). What a builder or the compiler cannot
+ * do symbolically is IC_EUNSUPPORTED (the caller then specializes).
  */
 #ifndef IC_H
 #define IC_H
@@ -51,12 +58,23 @@ typedef enum ic_dtype {
 
 typedef int32_t ic_val; /* value handle inside one graph */
 
+#define IC_MAX_SYMS 4
+/* A symbolic size: coef * prod_k s_k^exp[k], a monomial in the graph's size symbols
+ * s0..s3 (each symbol's value is >= 2 at run time: 0/1 are specialized by the caller).
+ * A static size k is {k, {0}}. */
+typedef struct ic_dim {
+    int64_t coef;
+    uint8_t exp[IC_MAX_SYMS];
+} ic_dim;
+
 /* Tensor metadata: sizes and strides in elements. */
 typedef struct ic_meta {
     ic_dtype dtype;
     int ndim;
-    int64_t sizes[IC_MAX_DIMS];
-    int64_t strides[IC_MAX_DIMS];
+    int64_t sizes[IC_MAX_DIMS];   /* dyn: the hint values (sizes seen at trace time) */
+    int64_t strides[IC_MAX_DIMS]; /* dyn: contiguous strides of the hint sizes */
+    int dyn;                      /* 0: all sizes static (dims unused); 1: dims[] valid */
+    ic_dim dims[IC_MAX_DIMS];     /* dyn: symbolic size of each dim (static dims too) */
 } ic_meta;
 
 /* Error channel: code separates user-level "unsupported" (eager fallback) from faults. */
@@ -81,7 +99,13 @@ void ic_graph_free(ic_graph *g);
 const char *ic_graph_error(const ic_graph *g); /* NULL while no error */
 ic_errcode ic_graph_errcode(const ic_graph *g);
 
-ic_val ic_input(ic_graph *g, const ic_meta *m);
+ic_val ic_input(ic_graph *g, const ic_meta *m); /* static: m->dyn and m->dims are ignored */
+/* A contiguous input with symbolic sizes m->dims (m->dyn is taken as 1; m->sizes are the
+ * hints and must equal the dims at the hint symbol values; m->strides are ignored: the
+ * input is contiguous). Each symbol's hint is learned from the first dim that is
+ * coef * s_k; a dim in symbols with no hint yet must be of that form. Values whose dims
+ * are all static report dyn = 0. */
+ic_val ic_input_dyn(ic_graph *g, const ic_meta *m);
 /* A Python scalar. kind: IC_F64 for float, IC_I64 for int, IC_BOOL for bool. */
 ic_val ic_scalar(ic_graph *g, double v, ic_dtype kind);
 ic_val ic_unary(ic_graph *g, ic_op op, ic_val a);
@@ -96,6 +120,16 @@ ic_val ic_reduce(ic_graph *g, ic_op op, ic_val a, uint32_t dim_mask, int keepdim
 ic_val ic_reshape(ic_graph *g, ic_val a, int ndim, const int64_t *sizes);
 ic_val ic_permute(ic_graph *g, ic_val a, const int *perm);
 ic_val ic_expand(ic_graph *g, ic_val a, int ndim, const int64_t *sizes);
+/* Symbolic forms: reshape sizes may hold one entry with coef == -1 (inferred, like -1);
+ * expand sizes with coef == -1 keep the existing size. On values with symbolic dims the
+ * plain int64 forms accept sizes only where they are unambiguous (reshape: the same sizes;
+ * expand: -1, the hint of a symbolic dim, or the size of a static dim), else IC_EUNSUPPORTED.
+ * Builders on symbolic dims: broadcast s vs s / s vs 1 (s vs another size: IC_EUNSUPPORTED);
+ * slice of a symbolic dim: only the full range; cat along a symbolic dim: only if the sum
+ * is a monomial (s0 + s0); index_select: the index length may be symbolic, the indexed dim
+ * of the source must be static. */
+ic_val ic_reshape_dyn(ic_graph *g, ic_val a, int ndim, const ic_dim *sizes);
+ic_val ic_expand_dyn(ic_graph *g, ic_val a, int ndim, const ic_dim *sizes);
 int ic_output(ic_graph *g, ic_val v); /* returns output index, or -1 */
 /* Data movement (added by inductor_c). dim is normalized (0 <= dim < ndim).
  * slice: a[..., start:end:step, ...] with 0 <= start <= end <= size (clamped like Python
@@ -188,7 +222,8 @@ typedef struct ic_options {
     unsigned debug;    /* IC_DEBUG_* bits; ORed with TORCHC_DEBUG from the environment */
 } ic_options;
 
-enum { IC_DEBUG_GRAPH = 1, IC_DEBUG_LOOPS = 2, IC_DEBUG_LLVM = 4, IC_DEBUG_PTX = 8 };
+/* IC_DEBUG_TIME: per-stage compile times on stderr (does not bypass the caches) */
+enum { IC_DEBUG_GRAPH = 1, IC_DEBUG_LOOPS = 2, IC_DEBUG_LLVM = 4, IC_DEBUG_PTX = 8, IC_DEBUG_TIME = 16 };
 
 typedef struct ic_compiled ic_compiled;
 
@@ -202,6 +237,11 @@ int ic_compiled_num_outputs(const ic_compiled *c);
 const ic_meta *ic_compiled_output_meta(const ic_compiled *c, int i);
 int ic_compiled_num_kernels(const ic_compiled *c); /* fused kernels + extern calls */
 int ic_compiled_num_externs(const ic_compiled *c);
+/* Dynamic graphs: highest symbol index used + 1 (0 for a static graph). */
+int ic_compiled_num_syms(const ic_compiled *c);
+/* Output meta for given symbol values (concrete sizes, contiguous strides, dyn = 0).
+ * 0 ok, -1 bad index / symbol value < 2. For a static graph sym_values is ignored. */
+int ic_compiled_output_meta_at(const ic_compiled *c, int i, const int64_t *sym_values, ic_meta *out);
 /* Loop IR / kernel summary text (fusion decisions visible); malloc'd, caller frees.
  * One block per kernel, e.g.
  *   kernel k0: outer [4096] inner [1024] iters 4096
@@ -218,10 +258,15 @@ char *ic_compiled_describe(const ic_compiled *c);
  * offset included), laid out with the strides given to ic_input. outputs[i]: buffers
  * allocated by the caller per ic_compiled_output_meta. Thread-safe for distinct buffers. */
 int ic_run(const ic_compiled *c, void *const *inputs, void *const *outputs, ic_err *err);
+/* Runs a dynamic graph at the symbol values sym_values[0 .. num_syms) (each >= 2): inputs
+ * contiguous at those sizes, outputs allocated per ic_compiled_output_meta_at. ic_run on a
+ * dynamic graph runs it at the hint values. On a static graph sym_values is ignored. */
+int ic_run_dyn(const ic_compiled *c, void *const *inputs, void *const *outputs,
+               const int64_t *sym_values, ic_err *err);
 
 /* Compiles are cached in memory (CPU): an identical graph (same text: ops, shapes, input
- * strides, scalars) with the same options returns the cached code at once. The cache
- * keeps at most 128 graphs; TORCHC_CACHE=0 or any TORCHC_DEBUG bypasses it. ic_cache_clear
+ * strides, scalars, symbolic sizes) with the same options returns the cached code at once. The cache
+ * keeps at most 128 graphs; TORCHC_CACHE=0 or any TORCHC_DEBUG (but time) bypasses it. ic_cache_clear
  * drops the cache's references (torchc.reset()); objects still held stay valid. */
 void ic_cache_clear(void);
 
@@ -229,7 +274,7 @@ void ic_cache_clear(void);
 void ic_set_num_threads(int n); /* worker count of the CPU pool (>= 1) */
 int ic_get_num_threads(void);
 const char *ic_version(void);
-/* Bits parsed from TORCHC_DEBUG=graph,loops,llvm,ptx */
+/* Bits parsed from TORCHC_DEBUG=graph,loops,llvm,ptx,time */
 unsigned ic_debug_flags(void);
 
 /* dtype helpers */

@@ -53,6 +53,7 @@ struct ic_graph {
     int nops;
     ic_errcode err;
     char msg[256];
+    int64_t sym_hint[IC_MAX_SYMS]; /* hint value of each size symbol, 0: not used yet */
 };
 
 bool ic_is_float(ic_dtype t);
@@ -63,6 +64,7 @@ ic_dtype ic_result_type(const ic_graph *g, const ic_val *v, int n);
 int64_t ic_numel(const ic_meta *m);
 void ic_contiguous_strides(ic_meta *m);
 int ic_graph_verify(const ic_graph *g, char *msg, size_t n); /* 0 ok */
+
 /* Appends to a malloc'd growing string. */
 typedef struct ic_str {
     char *s;
@@ -71,7 +73,31 @@ typedef struct ic_str {
 } ic_str;
 void ic_str_printf(ic_str *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* symbolic sizes (graph/symdim.c): monomials coef * prod s_k^exp[k] */
+static inline ic_dim ic_dim_k(int64_t k) { return (ic_dim){.coef = k}; }
+bool ic_dim_is_static(ic_dim d);
+bool ic_dim_eq(ic_dim a, ic_dim b);
+ic_dim ic_dim_mul(ic_dim a, ic_dim b);            /* exponents saturate at 255 */
+bool ic_dim_div(ic_dim a, ic_dim b, ic_dim *q);   /* exact monomial quotient a / b */
+int64_t ic_dim_eval(ic_dim d, const int64_t *syms); /* -1 on overflow */
+ic_dim ic_meta_dim(const ic_meta *m, int i);      /* dims[i], or the static sizes[i] */
+int ic_dim_nsyms(ic_dim d);                       /* highest symbol used + 1 */
+void ic_dim_print(ic_str *s, ic_dim d);
+
 /* ---- compilation context: arena + error jump ----------------------------------------- */
+/* Compile stages timed for TORCHC_DEBUG=time (compile.c prints them in this order). */
+typedef enum ic_stage {
+    IC_T_GRAPH,    /* copy + verify the graph */
+    IC_T_LOWER,    /* loops/lower.c */
+    IC_T_SCHED,    /* sched/sched.c: realize, fuse */
+    IC_T_FINAL,    /* finalize, buffers, verify, describe */
+    IC_T_IRGEN,    /* codegen: LLVM IR built + verified */
+    IC_T_OPT,      /* LLVM optimization pipeline */
+    IC_T_JIT,      /* ORC: machine code (materialized at the symbol lookups) */
+    IC_T_COUNT
+} ic_stage;
+double ic_now_ms(void); /* monotonic clock */
+
 typedef struct ic_chunk ic_chunk;
 typedef struct ic_ctx ic_ctx;
 
@@ -240,6 +266,8 @@ struct ic_compiled {
     int nexts;
     ic_rext *exts;
     int device, device_index; /* ic_device of the compilation */
+    int nsyms;                       /* dynamic graphs: symbols used (0: static) */
+    int64_t sym_hint[IC_MAX_SYMS];   /* ic_run on a dynamic graph runs at these */
 };
 
 struct ic_ctx {
@@ -282,6 +310,7 @@ struct ic_ctx {
     int64_t ws_size;
     int num_threads;
     int opt_level;
+    double t_stage[IC_T_COUNT]; /* ms per stage (TORCHC_DEBUG=time) */
     void *memo; /* sched: inlining memo */
     void *cg_res; /* codegen: LLVM objects to release on error */
     struct ic_compiled *out;

@@ -5,6 +5,7 @@ import types
 import torch
 
 from . import _C
+from . import _cudagraphs
 
 
 class _Config:
@@ -67,6 +68,12 @@ class OptimizedModule(torch.nn.Module):
             return getattr(self._orig_mod, name)
 
 
+def _adaptive(options):
+    """mode="reduce-overhead": options={"cudagraph_adaptive": False} replays CUDA graphs even
+    where a normal call is faster (torchc/_cudagraphs.py)."""
+    return bool((options or {}).get("cudagraph_adaptive", True))
+
+
 def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mode=None,
             options=None, disable=False):
     """torch.compile's signature. Returns a compiled function or an OptimizedModule."""
@@ -81,6 +88,9 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
         if fwd is not None:  # torch's own modules live in skipped files: capture their forward
             _C.allow_code(fwd)
         call = _C.CompiledFunction(model, bool(fullgraph), bool(dynamic))
+        if mode == "reduce-overhead" and fwd is not None:
+            call = _cudagraphs.CUDAGraphed(call, type(model).forward, (model,), module=model,
+                                           adaptive=_adaptive(options))
         return OptimizedModule(model, call)
     if not callable(model):
         raise TypeError(f"torchc.compile expects a callable or nn.Module, got {type(model).__name__}")
@@ -89,6 +99,15 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
         functools.update_wrapper(cf, model)
     except (AttributeError, TypeError):
         pass
+    if mode == "reduce-overhead":
+        if isinstance(model, types.MethodType):
+            cf = _cudagraphs.CUDAGraphed(cf, model.__func__, (model.__self__,), adaptive=_adaptive(options))
+        elif isinstance(model, types.FunctionType):
+            cf = _cudagraphs.CUDAGraphed(cf, model, adaptive=_adaptive(options))
+        try:
+            functools.update_wrapper(cf, model)
+        except (AttributeError, TypeError):
+            pass
     return cf
 
 
@@ -117,14 +136,18 @@ def allow_in_graph(fn):
 def reset():
     """Forget every compiled graph (like torch._dynamo.reset())."""
     _C.reset()
+    _cudagraphs.reset_all()
 
 
 class ExplainOutput:
     """What torchc.explain(fn)(*args) returns."""
 
-    def __init__(self, records, result):
+    def __init__(self, records, result, cudagraphs=()):
         self.records = records
         self.result = result
+        # mode="reduce-overhead": what the CUDA graph layer did on this call
+        # ({"event": warmup|captured|replayed|fallback, "reason": str or None})
+        self.cudagraphs = list(cudagraphs)
         compiled = [r for r in records if r["event"] in ("compiled", "hit") and not r.get("fallback")]
         fallbacks = [r for r in records if r["event"] == "fallback"]
         self.graphs = [r["graph"] for r in compiled]
@@ -169,17 +192,22 @@ def explain(fn, **compile_kwargs):
     target = fn
     if isinstance(fn, OptimizedModule):
         call = fn._torchc_call
-    elif isinstance(fn, _C.CompiledFunction):
+    elif isinstance(fn, (_C.CompiledFunction, _cudagraphs.CUDAGraphed)):
         call = fn
     else:
         call = compile(target, **compile_kwargs)
 
     def run(*args, **kwargs):
+        cg = call if isinstance(call, _cudagraphs.CUDAGraphed) else None
+        n0 = cg.nevents if cg else 0
         _C.explain_start()
         try:
             result = call(*args, **kwargs)
         finally:
             records = _C.explain_stop()
-        return ExplainOutput(records, result)
+        events = cg.events[len(cg.events) - min(cg.nevents - n0, len(cg.events)):] if cg else ()
+        if cg and not events:
+            events = [{"event": "replayed", "reason": None}]
+        return ExplainOutput(records, result, events)
 
     return run

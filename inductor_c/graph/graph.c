@@ -108,10 +108,29 @@ static bool grow(void **p, int *cap, int need, size_t elem) {
     return true;
 }
 
+/* A symbolic meta: hint sizes from the dims, contiguous strides; dyn = 0 (and dims
+ * cleared) when every dim turned out static. */
+static bool finish_dyn(ic_graph *g, ic_meta *m) {
+    bool sym = false;
+    for (int i = 0; i < m->ndim; i++) {
+        int64_t v = ic_dim_eval(m->dims[i], g->sym_hint);
+        if (v < 0) return fail(g, IC_EUNSUPPORTED, "symbolic size overflows at the hint values"), false;
+        m->sizes[i] = v;
+        sym |= !ic_dim_is_static(m->dims[i]);
+    }
+    if (!sym) {
+        m->dyn = 0;
+        memset(m->dims, 0, sizeof m->dims);
+    }
+    ic_contiguous_strides(m);
+    return true;
+}
+
 static ic_val append(ic_graph *g, const ic_node *n) {
     if (!grow((void **)&g->nodes, &g->cap, g->n + 1, sizeof(ic_node)))
         return fail(g, IC_ENOMEM, "out of memory");
     g->nodes[g->n] = *n;
+    if (n->meta.dyn && !finish_dyn(g, &g->nodes[g->n].meta)) return IC_NONE;
     if (n->op != IC_OP_INPUT && n->op != IC_OP_SCALAR) g->nops++;
     return g->n++;
 }
@@ -140,6 +159,49 @@ IC_API ic_val ic_input(ic_graph *g, const ic_meta *m) {
     if (!grow((void **)&g->inputs, &g->icap, g->ninputs + 1, sizeof(ic_val)))
         return fail(g, IC_ENOMEM, "out of memory");
     ic_node n = {.op = IC_OP_INPUT, .meta = *m, .in = {-1, -1, -1}, .index = g->ninputs};
+    n.meta.dyn = 0;
+    memset(n.meta.dims, 0, sizeof n.meta.dims);
+    ic_val v = append(g, &n);
+    if (v >= 0) g->inputs[g->ninputs++] = v;
+    return v;
+}
+
+/* Learns the hint of each symbol from dims coef * s_k; checks every dim against the hints. */
+IC_API ic_val ic_input_dyn(ic_graph *g, const ic_meta *m) {
+    if (g->err) return IC_NONE;
+    if (!m || !check_meta(g, m)) return IC_NONE;
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = 0; i < m->ndim; i++) {
+            ic_dim d = m->dims[i];
+            int nsym = 0, k1 = -1;
+            for (int k = 0; k < IC_MAX_SYMS; k++)
+                if (d.exp[k]) nsym++, k1 = k;
+            if (d.coef < 0 || (nsym && d.coef == 0))
+                return fail(g, IC_EINVALID, "ic_input_dyn: bad symbolic size at dim %d", i);
+            if (pass == 0 && nsym == 1 && d.exp[k1] == 1 && !g->sym_hint[k1]) {
+                if (d.coef == 0 || m->sizes[i] % d.coef || m->sizes[i] / d.coef < 2)
+                    return fail(g, IC_EINVALID,
+                                "ic_input_dyn: hint %lld of dim %d is not a multiple >= 2 of %lld",
+                                (long long)m->sizes[i], i, (long long)d.coef);
+                g->sym_hint[k1] = m->sizes[i] / d.coef;
+            }
+            if (pass == 1) {
+                for (int k = 0; k < IC_MAX_SYMS; k++)
+                    if (d.exp[k] && !g->sym_hint[k])
+                        return fail(g, IC_EUNSUPPORTED,
+                                    "ic_input_dyn: no hint for symbol s%d (dim %d)", k, i);
+                if (ic_dim_eval(d, g->sym_hint) != m->sizes[i])
+                    return fail(g, IC_EINVALID,
+                                "ic_input_dyn: hint size %lld of dim %d does not match its "
+                                "symbolic size at the symbol hints",
+                                (long long)m->sizes[i], i);
+            }
+        }
+    }
+    if (!grow((void **)&g->inputs, &g->icap, g->ninputs + 1, sizeof(ic_val)))
+        return fail(g, IC_ENOMEM, "out of memory");
+    ic_node n = {.op = IC_OP_INPUT, .meta = *m, .in = {-1, -1, -1}, .index = g->ninputs};
+    n.meta.dyn = 1;
     ic_val v = append(g, &n);
     if (v >= 0) g->inputs[g->ninputs++] = v;
     return v;
@@ -190,11 +252,42 @@ ic_dtype ic_result_type(const ic_graph *g, const ic_val *v, int n) {
 }
 
 /* ---- broadcasting --------------------------------------------------------------------- */
+/* Symbolic broadcast: s vs s and s vs 1 only; s vs another size is not decidable here. */
+static bool broadcast_dyn(ic_graph *g, const ic_val *v, int n, ic_meta *out) {
+    for (int d = 0; d < out->ndim; d++) out->dims[d] = ic_dim_k(1);
+    for (int i = 0; i < n; i++) {
+        const ic_meta *m = &g->nodes[v[i]].meta;
+        for (int d = 0; d < m->ndim; d++) {
+            int od = out->ndim - m->ndim + d;
+            ic_dim a = out->dims[od], b = ic_meta_dim(m, d);
+            if (ic_dim_eq(a, b) || ic_dim_eq(b, ic_dim_k(1))) continue;
+            if (ic_dim_eq(a, ic_dim_k(1))) {
+                out->dims[od] = b;
+                continue;
+            }
+            if (ic_dim_is_static(a) && ic_dim_is_static(b))
+                return fail(g, IC_EINVALID,
+                            "The size of tensor a (%lld) must match the size of tensor b (%lld) "
+                            "at non-singleton dimension %d",
+                            (long long)a.coef, (long long)b.coef, od), false;
+            return fail(g, IC_EUNSUPPORTED,
+                        "broadcast of a symbolic size against a different size at dimension %d", od),
+                   false;
+        }
+    }
+    out->dyn = 1;
+    return true;
+}
+
 static bool broadcast(ic_graph *g, const ic_val *v, int n, ic_meta *out) {
     int nd = 0;
-    for (int i = 0; i < n; i++)
+    bool dyn = false;
+    for (int i = 0; i < n; i++) {
         if (g->nodes[v[i]].meta.ndim > nd) nd = g->nodes[v[i]].meta.ndim;
+        dyn |= g->nodes[v[i]].meta.dyn != 0;
+    }
     out->ndim = nd;
+    if (dyn) return broadcast_dyn(g, v, n, out);
     for (int d = 0; d < nd; d++) out->sizes[d] = 1;
     for (int i = 0; i < n; i++) {
         const ic_meta *m = &g->nodes[v[i]].meta;
@@ -354,11 +447,13 @@ IC_API ic_val ic_reduce(ic_graph *g, ic_op op, ic_val a, uint32_t dim_mask, int 
     }
     ic_node n = {.op = op, .in = {a, -1, -1}, .dim_mask = dim_mask, .keepdim = keepdim != 0};
     n.meta.dtype = t;
+    n.meta.dyn = im->dyn;
     int k = 0;
     for (int d = 0; d < nd; d++) {
         if ((dim_mask >> d) & 1) {
-            if (keepdim) n.meta.sizes[k++] = 1;
+            if (keepdim) n.meta.dims[k] = ic_dim_k(im->dyn ? 1 : 0), n.meta.sizes[k++] = 1;
         } else {
+            n.meta.dims[k] = im->dims[d];
             n.meta.sizes[k++] = im->sizes[d];
         }
     }
@@ -371,6 +466,15 @@ IC_API ic_val ic_reshape(ic_graph *g, ic_val a, int ndim, const int64_t *sizes) 
     if (!check(g, a)) return IC_NONE;
     if (ndim < 0 || ndim > IC_MAX_DIMS) return fail(g, IC_EUNSUPPORTED, "ndim out of range");
     const ic_meta *im = &g->nodes[a].meta;
+    if (im->dyn) {
+        /* only unambiguous: the same (hint) sizes keep the symbolic dims */
+        bool same = ndim == im->ndim;
+        for (int i = 0; same && i < ndim; i++) same = sizes[i] == im->sizes[i];
+        if (!same)
+            return fail(g, IC_EUNSUPPORTED, "reshape of a value with symbolic sizes: use ic_reshape_dyn");
+        ic_node n = {.op = IC_OP_RESHAPE, .in = {a, -1, -1}, .meta = *im};
+        return append(g, &n);
+    }
     int64_t numel = ic_numel(im), known = 1;
     int infer = -1;
     ic_node n = {.op = IC_OP_RESHAPE, .in = {a, -1, -1}};
@@ -413,7 +517,9 @@ IC_API ic_val ic_permute(ic_graph *g, ic_val a, const int *perm) {
         seen |= 1u << p;
         n.perm[i] = p;
         n.meta.sizes[i] = im->sizes[p];
+        n.meta.dims[i] = im->dims[p];
     }
+    n.meta.dyn = im->dyn;
     ic_contiguous_strides(&n.meta);
     return append(g, &n);
 }
@@ -431,6 +537,18 @@ IC_API ic_val ic_expand(ic_graph *g, ic_val a, int ndim, const int64_t *sizes) {
     n.meta.dtype = im->dtype;
     n.meta.ndim = ndim;
     int lead = ndim - im->ndim;
+    if (im->dyn) {
+        ic_dim ds[IC_MAX_DIMS];
+        for (int i = 0; i < ndim; i++) {
+            ds[i] = ic_dim_k(sizes[i]);
+            if (i >= lead && !ic_dim_is_static(im->dims[i - lead])) {
+                if (sizes[i] != -1 && sizes[i] != im->sizes[i - lead])
+                    return fail(g, IC_EUNSUPPORTED, "expand of a symbolic dim: use ic_expand_dyn");
+                ds[i].coef = -1;
+            }
+        }
+        return ic_expand_dyn(g, a, ndim, ds);
+    }
     for (int i = 0; i < ndim; i++) {
         int64_t s = sizes[i];
         if (i < lead) {
@@ -450,16 +568,93 @@ IC_API ic_val ic_expand(ic_graph *g, ic_val a, int ndim, const int64_t *sizes) {
     return append(g, &n);
 }
 
+/* Symbolic reshape: the numel monomials must agree; one coef == -1 entry is inferred
+ * by exact monomial division. */
+IC_API ic_val ic_reshape_dyn(ic_graph *g, ic_val a, int ndim, const ic_dim *sizes) {
+    if (!check(g, a)) return IC_NONE;
+    if (ndim < 0 || ndim > IC_MAX_DIMS) return fail(g, IC_EUNSUPPORTED, "ndim out of range");
+    const ic_meta *im = &g->nodes[a].meta;
+    ic_dim numel = ic_dim_k(1), known = ic_dim_k(1);
+    for (int i = 0; i < im->ndim; i++) numel = ic_dim_mul(numel, ic_meta_dim(im, i));
+    ic_node n = {.op = IC_OP_RESHAPE, .in = {a, -1, -1}};
+    n.meta.dtype = im->dtype;
+    n.meta.ndim = ndim;
+    n.meta.dyn = 1;
+    int infer = -1;
+    for (int i = 0; i < ndim; i++) {
+        if (sizes[i].coef == -1) {
+            if (infer >= 0) return fail(g, IC_EINVALID, "only one dimension can be inferred");
+            infer = i;
+            continue;
+        }
+        if (sizes[i].coef < 0) return fail(g, IC_EINVALID, "invalid shape dimension %lld", (long long)sizes[i].coef);
+        for (int k = 0; k < IC_MAX_SYMS; k++)
+            if (sizes[i].exp[k] && !g->sym_hint[k])
+                return fail(g, IC_EINVALID, "reshape: unknown size symbol s%d", k);
+        n.meta.dims[i] = sizes[i];
+        if (sizes[i].coef == 0) memset(n.meta.dims[i].exp, 0, sizeof n.meta.dims[i].exp);
+        known = ic_dim_mul(known, n.meta.dims[i]);
+    }
+    if (infer >= 0) {
+        if (!ic_dim_div(numel, known, &n.meta.dims[infer]) || known.coef == 0)
+            return fail(g, ic_dim_is_static(numel) && ic_dim_is_static(known) ? IC_EINVALID : IC_EUNSUPPORTED,
+                        "reshape: the inferred size is not a symbolic monomial");
+    } else if (!ic_dim_eq(numel, known)) {
+        return fail(g, ic_dim_is_static(numel) && ic_dim_is_static(known) ? IC_EINVALID : IC_EUNSUPPORTED,
+                    "reshape: symbolic sizes do not match the number of elements");
+    }
+    return append(g, &n);
+}
+
+IC_API ic_val ic_expand_dyn(ic_graph *g, ic_val a, int ndim, const ic_dim *sizes) {
+    if (!check(g, a)) return IC_NONE;
+    const ic_meta *im = &g->nodes[a].meta;
+    if (ndim < im->ndim)
+        return fail(g, IC_EINVALID, "expand: the number of sizes provided (%d) must be greater or "
+                    "equal to the number of dimensions in the tensor (%d)", ndim, im->ndim);
+    if (ndim > IC_MAX_DIMS) return fail(g, IC_EUNSUPPORTED, "ndim out of range");
+    ic_node n = {.op = IC_OP_EXPAND, .in = {a, -1, -1}};
+    n.meta.dtype = im->dtype;
+    n.meta.ndim = ndim;
+    n.meta.dyn = 1;
+    int lead = ndim - im->ndim;
+    for (int i = 0; i < ndim; i++) {
+        ic_dim s = sizes[i];
+        if (s.coef >= 0)
+            for (int k = 0; k < IC_MAX_SYMS; k++)
+                if (s.exp[k] && !g->sym_hint[k]) return fail(g, IC_EINVALID, "expand: unknown size symbol s%d", k);
+        if (i < lead) {
+            if (s.coef < 0) return fail(g, IC_EINVALID, "expand: -1 not allowed in leading dims");
+        } else {
+            ic_dim have = ic_meta_dim(im, i - lead);
+            if (s.coef == -1) s = have;
+            if (s.coef < 0) return fail(g, IC_EINVALID, "expand: bad size");
+            if (!ic_dim_eq(have, ic_dim_k(1)) && !ic_dim_eq(have, s))
+                return fail(g, ic_dim_is_static(have) && ic_dim_is_static(s) ? IC_EINVALID : IC_EUNSUPPORTED,
+                            "The expanded size of the tensor must match the existing size at "
+                            "non-singleton dimension %d", i);
+        }
+        n.meta.dims[i] = s;
+    }
+    return append(g, &n);
+}
+
 IC_API ic_val ic_slice(ic_graph *g, ic_val a, int dim, int64_t start, int64_t end, int64_t step) {
     if (!check(g, a)) return IC_NONE;
     const ic_meta *im = &g->nodes[a].meta;
     if (dim < 0 || dim >= im->ndim) return fail(g, IC_EINVALID, "slice: dimension out of range");
     if (step < 1) return fail(g, IC_EINVALID, "slice step must be positive");
+    if (im->dyn && !ic_dim_is_static(im->dims[dim])) {
+        if (start != 0 || end < im->sizes[dim] || step != 1)
+            return fail(g, IC_EUNSUPPORTED, "slice of a symbolic dim other than the full range");
+        end = im->sizes[dim];
+    }
     if (start < 0 || end < start || end > im->sizes[dim])
         return fail(g, IC_EINVALID, "slice: bounds [%lld, %lld) not normalized for size %lld",
                     (long long)start, (long long)end, (long long)im->sizes[dim]);
     ic_node n = {.op = IC_OP_SLICE, .in = {a, -1, -1}, .meta = *im, .dim = dim, .start = start, .step = step};
     n.meta.sizes[dim] = (end - start + step - 1) / step;
+    if (n.meta.dyn && ic_dim_is_static(n.meta.dims[dim])) n.meta.dims[dim] = ic_dim_k(n.meta.sizes[dim]);
     ic_contiguous_strides(&n.meta);
     return append(g, &n);
 }
@@ -470,15 +665,31 @@ IC_API ic_val ic_cat(ic_graph *g, ic_val a, ic_val b, int dim) {
     if (x->ndim != y->ndim || x->ndim == 0)
         return fail(g, IC_EINVALID, "cat: tensors must have the same number of dimensions (>0)");
     if (dim < 0 || dim >= x->ndim) return fail(g, IC_EINVALID, "cat: dimension out of range");
-    for (int d = 0; d < x->ndim; d++)
-        if (d != dim && x->sizes[d] != y->sizes[d])
+    bool dyn = x->dyn || y->dyn;
+    for (int d = 0; d < x->ndim; d++) {
+        if (d == dim) continue;
+        if (dyn && !ic_dim_eq(ic_meta_dim(x, d), ic_meta_dim(y, d))) {
+            if (ic_dim_is_static(ic_meta_dim(x, d)) && ic_dim_is_static(ic_meta_dim(y, d)))
+                return fail(g, IC_EINVALID, "Sizes of tensors must match except in dimension %d", dim);
+            return fail(g, IC_EUNSUPPORTED, "cat: symbolic sizes differ at dimension %d", d);
+        }
+        if (!dyn && x->sizes[d] != y->sizes[d])
             return fail(g, IC_EINVALID, "Sizes of tensors must match except in dimension %d", dim);
-    ic_val ab[2] = {a, b};
+    }
     ic_node n = {.op = IC_OP_CAT, .in = {a, b, -1}, .meta = *x, .dim = dim};
     /* torch.cat promotes like result_type over tensors (no weak scalars here) */
     n.meta.dtype = ic_promote(x->dtype, y->dtype);
-    (void)ab;
     n.meta.sizes[dim] = x->sizes[dim] + y->sizes[dim];
+    if (dyn) {
+        ic_dim dx = ic_meta_dim(x, dim), dy = ic_meta_dim(y, dim);
+        if (memcmp(dx.exp, dy.exp, sizeof dx.exp) != 0 && dx.coef && dy.coef)
+            return fail(g, IC_EUNSUPPORTED, "cat along a symbolic dim: the size is not a monomial");
+        ic_dim r = dx.coef ? dx : dy;
+        r.coef = dx.coef + dy.coef;
+        for (int d = 0; d < x->ndim; d++) n.meta.dims[d] = ic_meta_dim(x, d);
+        n.meta.dims[dim] = r;
+        n.meta.dyn = 1;
+    }
     ic_contiguous_strides(&n.meta);
     return append(g, &n);
 }
@@ -491,8 +702,15 @@ IC_API ic_val ic_index_select(ic_graph *g, ic_val a, int dim, ic_val index) {
     if (ix->ndim > 1) return fail(g, IC_EINVALID, "index_select(): Index is supposed to be a vector");
     if (x->ndim == 0) return fail(g, IC_EUNSUPPORTED, "index_select of a 0-dim tensor");
     if (dim < 0 || dim >= x->ndim) return fail(g, IC_EINVALID, "index_select: dimension out of range");
+    if (x->dyn && !ic_dim_is_static(x->dims[dim]))
+        return fail(g, IC_EUNSUPPORTED, "index_select along a symbolic dim");
     ic_node n = {.op = IC_OP_INDEX_SELECT, .in = {a, index, -1}, .meta = *x, .dim = dim};
     n.meta.sizes[dim] = ix->ndim ? ix->sizes[0] : 1;
+    if (x->dyn || ix->dyn) {
+        for (int d = 0; d < x->ndim; d++) n.meta.dims[d] = ic_meta_dim(x, d);
+        n.meta.dims[dim] = ix->ndim ? ic_meta_dim(ix, 0) : ic_dim_k(1);
+        n.meta.dyn = 1;
+    }
     ic_contiguous_strides(&n.meta);
     return append(g, &n);
 }
@@ -582,6 +800,7 @@ IC_API ic_val ic_extern(ic_graph *g, ic_extern_kind kind, int nin, const ic_val 
     for (int i = 0; i < nin; i++) {
         if (!check(g, in[i])) return IC_NONE;
         if (g->nodes[in[i]].op == IC_OP_SCALAR) return fail(g, IC_EINVALID, "ic_extern: operands must be tensors");
+        if (g->nodes[in[i]].meta.dyn) return fail(g, IC_EUNSUPPORTED, "extern calls on symbolic sizes");
     }
     const char *nm = extnames[kind];
     ic_node n = {.op = IC_OP_EXTERN, .in = {-1, -1, -1}, .ext_kind = kind, .nparams = nparams, .num = beta,

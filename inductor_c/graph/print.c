@@ -38,6 +38,14 @@ static void meta_str(ic_str *s, const ic_meta *m, bool strides) {
     ic_str_printf(s, "%s[", ic_dtype_name(m->dtype));
     for (int i = 0; i < m->ndim; i++) ic_str_printf(s, "%s%lld", i ? "," : "", (long long)m->sizes[i]);
     ic_str_printf(s, "]");
+    if (m->dyn) { /* symbolic sizes (part of the cache key) */
+        ic_str_printf(s, " sym=[");
+        for (int i = 0; i < m->ndim; i++) {
+            if (i) ic_str_printf(s, ",");
+            ic_dim_print(s, m->dims[i]);
+        }
+        ic_str_printf(s, "]");
+    }
     if (strides) {
         ic_str_printf(s, " strides=[");
         for (int i = 0; i < m->ndim; i++)

@@ -342,6 +342,10 @@ static void build_corpus(void) {
     ic_output(g, Bn(g, IC_OP_MUL, Bn(g, IC_OP_ADD, x, IN(g, IC_BF16, 128)), S(g, 0.5)));
     g = add_case("bf16_odd_softmax_7x99", IC_OK, 1e-2);
     ic_output(g, softmax(g, IN(g, IC_BF16, 7, 99)));
+    g = add_case("bf16_softmax_64x4096", IC_OK, 1e-2);
+    ic_output(g, softmax(g, IN(g, IC_BF16, 64, 4096)));
+    g = add_case("f32_softmax_64x4096", IC_OK, 1e-5);
+    ic_output(g, softmax(g, IN(g, IC_F32, 64, 4096)));
     g = add_case("bf16_rmsnorm_16x2048", IC_OK, 1e-2);
     ic_output(g, rmsnorm(g, IN(g, IC_BF16, 16, 2048), IN(g, IC_BF16, 2048)));
     g = add_case("f16_gelu_layernorm", IC_OK, 1e-2);

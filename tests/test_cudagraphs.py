@@ -1,0 +1,221 @@
+"""torchc.compile(..., mode="reduce-overhead"): CUDA graphs (torchc/_cudagraphs.py).
+
+Differential tests against eager; the GPU ones skip without a CUDA device, the fallback
+and probe tests run everywhere."""
+import pytest
+import torch
+
+import torchc
+from torchc import _C
+
+cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+
+
+def _events(fn, *args):
+    return [e["event"] for e in torchc.explain(fn)(*args).cudagraphs]
+
+
+def _ro(f):
+    """reduce-overhead that always replays (no adaptive choice by host time)."""
+    return torchc.compile(f, mode="reduce-overhead", options={"cudagraph_adaptive": False})
+
+
+def _until_replayed(cf, *args, limit=8):
+    evs = []
+    for _ in range(limit):
+        evs.append(_events(cf, *args))
+        if evs[-1] == ["replayed"]:
+            return evs
+    raise AssertionError(f"never replayed: {evs}")
+
+
+def test_probe_follows_guards():
+    scale = {"v": 2.0}
+
+    def f(x, k=1.0):
+        return x * k + 1
+
+    cf = torchc.compile(f)
+    x = torch.randn(5)
+    assert _C.probe(f, (x,), None) is None  # nothing compiled yet
+    cf(x)
+    e = _C.probe(f, (x,), None)
+    assert isinstance(e, int)
+    assert _C.probe(f, (x, 1.0), None) in (e, None)
+    assert _C.probe(f, (torch.randn(6),), None) is None  # shape guard fails
+    assert _C.probe(f, (x.double(),), None) is None
+    with pytest.raises(TypeError):
+        _C.probe(f, [x])
+    assert _C.probe(len, (x,), None) is None  # not a Python function
+    del scale
+
+
+def test_reduce_overhead_on_cpu_runs_normally():
+    def f(x, y):
+        return torch.relu(x * y) + 1
+
+    cf = _ro(f)
+    x, y = torch.randn(7, 3), torch.randn(7, 3)
+    for _ in range(3):
+        torch.testing.assert_close(cf(x, y), f(x, y))
+    ex = torchc.explain(cf)(x, y)
+    assert [e["event"] for e in ex.cudagraphs] == ["fallback"]
+    assert "CUDA" in ex.cudagraphs[0]["reason"]
+
+
+@cuda
+def test_replay_matches_eager_with_changing_values():
+    def f(x, y):
+        return (torch.sigmoid(x) * y).sum(-1), x - y
+
+    cf = _ro(f)
+    shapes = [(33, 17)] * 4 + [(1, 1)] * 3 + [(33, 17)] * 2 + [(0, 4)] * 3
+    for i, s in enumerate(shapes):
+        x = torch.randn(s, device="cuda")
+        y = torch.randn(s, device="cuda")
+        got = cf(x, y)
+        want = f(x, y)
+        torch.testing.assert_close(got, want)
+    _until_replayed(cf, torch.randn(33, 17, device="cuda"), torch.randn(33, 17, device="cuda"))
+
+
+@cuda
+def test_outputs_are_static_and_overwritten_like_torch():
+    def f(x):
+        return x * 2
+
+    cf = _ro(f)
+    x = torch.randn(16, device="cuda")
+    evs = _until_replayed(cf, x)
+    assert ["captured"] in evs and evs[0] == ["warmup"]
+    a = cf(x)
+    a_val = a.clone()
+    b = cf(x + 1)
+    assert b.data_ptr() == a.data_ptr()  # torch's semantics: the next replay overwrites
+    torch.testing.assert_close(b, (x + 1) * 2)
+    torch.testing.assert_close(a_val, x * 2)
+
+
+@cuda
+def test_non_contiguous_broadcast_and_bf16():
+    def f(x, b):
+        return (x.t() + b).to(torch.float32).softmax(-1)
+
+    cf = _ro(f)
+    for _ in range(6):
+        x = torch.randn(64, 48, device="cuda", dtype=torch.bfloat16)
+        b = torch.randn(64, device="cuda", dtype=torch.bfloat16)
+        torch.testing.assert_close(cf(x, b), f(x, b), rtol=2e-2, atol=2e-2)
+
+
+@cuda
+def test_guard_failure_recaptures():
+    k = [2.0]
+
+    def f(x):
+        return x * k[0]
+
+    cf = _ro(f)
+    x = torch.randn(8, device="cuda")
+    _until_replayed(cf, x)
+    torch.testing.assert_close(cf(x), x * 2.0)
+    k[0] = 3.0  # the guard on k[0] fails: recompile, warm-up, new graph
+    torch.testing.assert_close(cf(x), x * 3.0)
+    _until_replayed(cf, x)
+    for _ in range(2):
+        torch.testing.assert_close(cf(x), x * 3.0)
+    k[0] = 2.0
+    torch.testing.assert_close(cf(x), x * 2.0)
+
+
+@cuda
+def test_inplace_argument_update_is_copied_back():
+    def f(x, y):
+        x.add_(y)
+        return x * 2
+
+    cf = _ro(f)
+    for _ in range(6):
+        x = torch.randn(10, device="cuda")
+        y = torch.randn(10, device="cuda")
+        x0 = x.clone()
+        out = cf(x, y)
+        torch.testing.assert_close(x, x0 + y)
+        torch.testing.assert_close(out, (x0 + y) * 2)
+
+
+@cuda
+def test_aliasing_output_and_capture_failure_fall_back():
+    def ident(x):
+        return x, x + 1
+
+    cf = _ro(ident)
+    x = torch.randn(4, device="cuda")
+    for _ in range(5):
+        a, b = cf(x)
+        assert a is x or a.data_ptr() == x.data_ptr()
+        torch.testing.assert_close(b, x + 1)
+
+    def sync(x):
+        y = x + 1
+        if y.sum().item() > 0:  # graph break on a data-dependent branch: .item() syncs
+            return y * 2
+        return y * 3
+
+    cs = _ro(sync)
+    for v in (1.0, -1.0) * 5:
+        x = torch.full((5,), v, device="cuda")
+        torch.testing.assert_close(cs(x), sync(x))
+
+
+@cuda
+def test_module_with_matmul_and_param_update():
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.GELU(), torch.nn.Linear(64, 8)).cuda()
+    cm = torchc.compile(m, mode="reduce-overhead", options={"cudagraph_adaptive": False})
+    with torch.no_grad():
+        for _ in range(6):
+            x = torch.randn(5, 32, device="cuda")
+            torch.testing.assert_close(cm(x), m(x), rtol=1e-4, atol=1e-4)
+        m[0].weight.mul_(0.5)  # in place: the graph reads the same memory
+        x = torch.randn(5, 32, device="cuda")
+        torch.testing.assert_close(cm(x), m(x), rtol=1e-4, atol=1e-4)
+        m[2].weight = torch.nn.Parameter(torch.randn(8, 64, device="cuda"))  # replaced
+        for _ in range(5):
+            x = torch.randn(5, 32, device="cuda")
+            torch.testing.assert_close(cm(x), m(x), rtol=1e-4, atol=1e-4)
+    x = torch.randn(5, 32, device="cuda")
+    ex = torchc.explain(cm)(x)  # grad mode with parameters requiring grad: normal run
+    assert ex.cudagraphs[0]["event"] == "fallback"
+    torch.testing.assert_close(ex.result, m(x), rtol=1e-4, atol=1e-4)
+
+
+@cuda
+def test_reset_drops_graphs():
+    def f(x):
+        return x.cos()
+
+    cf = _ro(f)
+    x = torch.randn(3, device="cuda")
+    _until_replayed(cf, x)
+    torchc.reset()
+    assert _events(cf, x) == ["warmup"]
+    torch.testing.assert_close(cf(x), x.cos())
+
+
+@cuda
+def test_adaptive_choice_is_correct_either_way():
+    def f(x, y):
+        return x * y + 1
+
+    cf = torchc.compile(f, mode="reduce-overhead")
+    seen = set()
+    for i in range(12):
+        x, y = torch.randn(9, device="cuda"), torch.randn(9, device="cuda")
+        ex = torchc.explain(cf)(x, y)
+        torch.testing.assert_close(ex.result, f(x, y))
+        seen.update(e["event"] for e in ex.cudagraphs)
+        for e in ex.cudagraphs:
+            if e["event"] == "fallback":
+                assert "faster" in e["reason"]
+    assert "captured" in seen
