@@ -202,8 +202,10 @@ class CUDAGraphed:
         return self._replay(g, tensors)
 
     def _replay(self, g, tensors):
-        for s, t in zip(g.static, tensors):
-            s.copy_(t)
+        if len(tensors) > 1:
+            torch._foreach_copy_(g.static, tensors)  # one multi-tensor launch
+        else:
+            g.static[0].copy_(tensors[0])
         g.graph.replay()
         for i in g.mutated:
             tensors[i].copy_(g.static[i])

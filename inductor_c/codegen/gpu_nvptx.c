@@ -46,6 +46,7 @@
 #include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
 #include <llvm-c/Transforms/PassBuilder.h>
+#include <llvm/Config/llvm-config.h>
 
 #include "../support.h"
 #include "cg.h"
@@ -1688,6 +1689,7 @@ typedef struct gres { /* LLVM objects released on every path */
     LLVMBuilderRef b;
     LLVMTargetMachineRef tm;
     ic_gpu *gpu;
+    char *key; /* disk cache key (runtime/gpu_cache.c) */
 } gres;
 
 static void gres_free(gres *R) {
@@ -1696,6 +1698,7 @@ static void gres_free(gres *R) {
     if (R->ctx) LLVMContextDispose(R->ctx);
     if (R->tm) LLVMDisposeTargetMachine(R->tm);
     if (R->gpu) ic_gpu_free(R->gpu);
+    free(R->key);
     memset(R, 0, sizeof *R);
 }
 
@@ -1715,6 +1718,40 @@ static void describe_append(ic_compiled *out, const ic_gpu *G) {
     }
 }
 
+/* Disk cache key: everything the PTX and the launch plan depend on. malloc'd or NULL. */
+static char *cache_key(ic_ctx *c, int tsm, int nsm) {
+    char *text = ic_graph_to_string(c->g);
+    if (!text) return NULL;
+    char build[600];
+    ic_gcache_build_id(build, sizeof build);
+    ic_str s = {0};
+    ic_str_printf(&s, "%s|sm=%d|nsm=%d|driver=%d|%s|%s|LLVM %d", text, tsm, nsm, ic_cuda_driver_version(),
+                  ic_version(), build, LLVM_VERSION_MAJOR);
+    free(text);
+    if (s.oom) {
+        free(s.s);
+        return NULL;
+    }
+    return s.s;
+}
+
+/* A cache hit: plan + PTX from disk, loaded; 0 when used, -1 on a miss (compile). */
+static int from_cache(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
+    int64_t ws = 0;
+    ic_gpu *G = ic_gcache_get(R->key, c->nbufs, &ws);
+    if (!G) return -1;
+    char msg[512];
+    if (ws < c->ws_size || ic_cuda_load(G, dev, msg, sizeof msg)) { /* stale or unloadable: rebuild */
+        ic_gpu_free(G);
+        return -1;
+    }
+    G->device = dev;
+    c->ws_size = ws;
+    describe_append(out, G);
+    out->gpu = G;
+    return 0;
+}
+
 static void codegen(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
     int sm = 90, nsm = 132;
     bool ptx_only = ic_gpu_ptx_only(&sm) != 0;
@@ -1723,6 +1760,10 @@ static void codegen(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
         if (ic_cuda_device_info(dev, &sm, &nsm, msg, sizeof msg)) ic_fail(c, IC_EUNSUPPORTED, "CUDA: %s", msg);
     }
     int tsm = sm > 90 ? 90 : sm < 52 ? 52 : sm;
+    if (!ptx_only && !c->debug && ic_gcache_enabled()) {
+        R->key = cache_key(c, tsm, nsm);
+        if (R->key && from_cache(c, out, dev, R) == 0) return;
+    }
     pthread_once(&init_once, init_nvptx);
     const char *triple = "nvptx64-nvidia-cuda";
     LLVMTargetRef target;
@@ -1921,6 +1962,7 @@ static void codegen(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
     LLVMDisposeMemoryBuffer(mb);
     if (c->debug & IC_DEBUG_PTX) fprintf(stderr, "=== torchc ptx ===\n%s\n", gpu->ptx);
     if (!ptx_only && ic_cuda_load(gpu, dev, msg, sizeof msg)) ic_fail(c, IC_EINTERNAL, "CUDA: %s", msg);
+    if (R->key) ic_gcache_put(R->key, gpu, c->ws_size);
     describe_append(out, gpu);
     out->gpu = gpu;
     R->gpu = NULL;
