@@ -518,8 +518,14 @@ static LLVMValueRef load(cg *g, const ic_x *e) {
     LLVMValueRef v;
     /* loads that may leave the buffer (branches of cat never taken there) are clamped */
     int64_t lo, hi, span = c->bufs[e->buf].span;
+    /* dynamic graphs: symbolic vars range to their hint, as the span is at the hints; a
+     * load that may leave a symbolic-size buffer would need a runtime clamp bound */
+    c->range_hint = ic_tainted(c, span);
     ix_range(c, e->ix, &lo, &hi);
+    c->range_hint = false;
     bool unsafe = lo < 0 || hi >= span;
+    if (unsafe && ic_tainted(c, span))
+        ic_fail(c, IC_EUNSUPPORTED, "dynamic shapes: a clamped load from a symbolic-size buffer");
     if (unsafe) {
         LLVMValueRef off = clamp_off(g, ixval(g, e->ix, g->width > 1), span);
         if (g->width == 1) {

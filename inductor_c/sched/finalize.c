@@ -13,6 +13,10 @@
  *     blocked    pointwise with transposed reads: 2-D blocks of rows x columns
  *     vec_outer  reductions contiguous along the kept dim: lanes along it
  *     split      one huge row: parallel parts with partial accumulators + combine
+ * Dynamic graphs: a var of symbolic (tainted) size is never collapsed and must end up
+ *   as the first outer var (the only loop whose trip count the kernel never needs: the
+ *   caller's iteration range covers it), else IC_EUNSUPPORTED; vec_outer/blocking never
+ *   cut a symbolic var. Pointwise kernels whose last var is symbolic get no inner loop.
  * Keeps: item order and positions. Breaks: out_ixv (tuples are stale after collapsing).
  */
 #include <string.h>
@@ -71,6 +75,8 @@ static ic_xid to_flat(rw *R, ic_xid x) {
         int b = c->buf_of[e.buf];
         if (b < 0) ic_fail(c, IC_EINTERNAL, "gather from %%%d without a buffer", e.buf);
         const ic_meta *m = &c->bufs[b].meta;
+        if (ic_tainted(c, m->strides[e.aux]) || ic_tainted(c, m->sizes[e.aux]))
+            ic_fail(c, IC_EUNSUPPORTED, "dynamic shapes: index_select with a symbolic stride");
         r = x_gatherf(c, b, flat(c, e.ix, m), to_flat(R, e.a), m->strides[e.aux], m->sizes[e.aux], e.dtype);
         break;
     }
@@ -145,6 +151,7 @@ static bool collapse(ic_ctx *c, ic_kernel *k, int32_t *list, int64_t *size, int 
     int32_t u = list[i], w = list[i + 1];
     int64_t su = size[i], sw = size[i + 1];
     if (su == 0 || sw == 0) return false;
+    if (ic_tainted(c, su) || ic_tainted(c, sw)) return false; /* symbolic extents stay apart */
     int32_t z = ic_new_var(c, su * sw);
     ic_ix zi = ix_var(c, z);
     int32_t from[2] = {u, w};
@@ -323,7 +330,7 @@ static void choose_vec_outer(ic_ctx *c, ic_kernel *k) {
     for (int j = 0; j < k->nitems; j++)
         if (k->items[j].store && c->bufs[k->items[j].buf].kind == 3) return; /* row scratch */
     int32_t ov = k->ovar[k->nouter - 1], iv = k->ivar[k->ninner - 1];
-    if (k->osize[k->nouter - 1] < 16) return;
+    if (k->osize[k->nouter - 1] < 16 || ic_tainted(c, k->osize[k->nouter - 1])) return;
     int n_in = 0, n_out = 0;
     uint8_t *seen = ic_alloc(c, (size_t)c->nxs);
     for (int j = 0; j < k->nitems; j++)
@@ -381,7 +388,7 @@ static void choose_blocking(ic_ctx *c, ic_kernel *k, int64_t outer, int64_t inne
     k->nob = 0;
     if (k->has_red || k->nouter < 1 || k->ninner != 1) return;
     int64_t O = k->osize[k->nouter - 1];
-    if (O < IC_BLOCK_ROWS || inner < IC_BLOCK_COLS) return;
+    if (O < IC_BLOCK_ROWS || inner < IC_BLOCK_COLS || ic_tainted(c, O)) return;
     int32_t ov = k->ovar[k->nouter - 1], iv = k->ivar[0];
     /* some load is far apart along iv while near along ov */
     uint8_t *seen = ic_alloc(c, (size_t)c->nxs);
@@ -469,7 +476,10 @@ void ic_finalize_kernels(ic_ctx *c) {
                 k->ovar[k->nouter] = all[i];
                 k->osize[k->nouter++] = asz[i];
             }
-            if (na > 0) {
+            if (na > 0 && ic_tainted(c, asz[na - 1])) {
+                k->ovar[k->nouter] = all[na - 1]; /* symbolic: no inner loop */
+                k->osize[k->nouter++] = asz[na - 1];
+            } else if (na > 0) {
                 k->ivar[0] = all[na - 1];
                 k->isize[0] = asz[na - 1];
                 k->ninner = 1;
@@ -477,6 +487,14 @@ void ic_finalize_kernels(ic_ctx *c) {
         } else {
             collapse_all(c, k, k->ovar, k->osize, &k->nouter);
             collapse_all(c, k, k->ivar, k->isize, &k->ninner);
+        }
+        if (c->dyn) {
+            for (int i = 0; i < k->ninner; i++)
+                if (ic_tainted(c, k->isize[i]))
+                    ic_fail(c, IC_EUNSUPPORTED, "dynamic shapes: a reduction over a symbolic dim");
+            for (int i = 1; i < k->nouter; i++)
+                if (ic_tainted(c, k->osize[i]))
+                    ic_fail(c, IC_EUNSUPPORTED, "dynamic shapes: a symbolic dim inside another loop");
         }
         int64_t outer = 1, inner = 1;
         for (int i = 0; i < k->nouter; i++) outer *= k->osize[i];
