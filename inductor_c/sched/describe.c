@@ -36,7 +36,10 @@ char *ic_describe_kernels(ic_ctx *c, bool detail) {
             num(c, &s, k->osize[i]);
         }
         ic_str_printf(&s, "] inner [");
-        for (int i = 0; i < k->ninner; i++) ic_str_printf(&s, "%s%lld", i ? "," : "", (long long)k->isize[i]);
+        for (int i = 0; i < k->ninner; i++) {
+            ic_str_printf(&s, "%s", i ? "," : "");
+            num(c, &s, k->isize[i]);
+        }
         ic_str_printf(&s, "] iters ");
         num(c, &s, k->iters);
         if (k->ntiles > 1 && !k->nob) ic_str_printf(&s, " %s %lldx%lld", k->split ? "split" : "tiles", (long long)k->ntiles, (long long)k->tile);

@@ -413,6 +413,18 @@ static void b_workspace(bld *b, const ic_val *in) {
 /* sum / mean over the symbolic dim */
 static void b_sum0(bld *b, const ic_val *in) { ic_output(b->g, ic_reduce(b->g, IC_OP_SUM, in[0], 1u, 0, -1)); }
 static void b_mean0(bld *b, const ic_val *in) { ic_output(b->g, ic_reduce(b->g, IC_OP_MEAN, in[0], 1u, 0, -1)); }
+/* ((x - y)^2).mean() over everything, and sum over dims (0, 1) of x */
+static void b_loss(bld *b, const ic_val *in) {
+    ic_graph *g = b->g;
+    ic_val d = ic_binary(g, IC_OP_SUB, in[0], in[1]);
+    ic_output(g, ic_reduce(g, IC_OP_MEAN, ic_binary(g, IC_OP_MUL, d, d), 0u, 0, -1));
+    ic_output(g, ic_reduce(g, IC_OP_SUM, in[0], 3u, 1, -1));
+}
+/* argmax over the symbolic dim, and amax over dim 0 of [s0, 3] */
+static void b_argmax(bld *b, const ic_val *in) {
+    ic_output(b->g, ic_reduce(b->g, IC_OP_ARGMAX, in[0], 1u, 0, -1));
+    ic_output(b->g, ic_reduce(b->g, IC_OP_AMAX, in[1], 1u, 1, -1));
+}
 /* transpose with a symbolic dim, made contiguous by an op */
 static void b_transpose(bld *b, const ic_val *in) {
     ic_output(b->g, ic_binary(b->g, IC_OP_MUL, ic_permute(b->g, in[0], (int[]){1, 0}), scal(b, 2)));
@@ -434,14 +446,19 @@ static void test_diff(void) {
     diff_case("expand_where", (spec[]){{IC_F32, 2, {S(0), K(24)}}, {IC_F32, 2, {K(1), K(24)}}}, 2, b_expand, HINT,
               VALS, NV, IC_OK);
     diff_case("workspace", (spec[]){{IC_F32, 3, {S(0), K(16), K(32)}}}, 1, b_workspace, HINT, VALS, NV, IC_OK);
+    diff_case("sum_over_sym", (spec[]){{IC_F32, 2, {S(0), K(64)}}}, 1, b_sum0, HINT, VALS, NV, IC_OK);
+    diff_case("mean_over_sym", (spec[]){{IC_F32, 2, {S(0), K(64)}}}, 1, b_mean0, HINT, VALS, NV, IC_OK);
+    diff_case("loss_mean_all", (spec[]){{IC_F32, 2, {S(0), K(10)}}, {IC_F32, 2, {S(0), K(10)}}}, 2, b_loss, HINT, VALS,
+              NV, IC_OK);
+    diff_case("argmax_sym", (spec[]){{IC_F32, 1, {S(0)}}, {IC_F32, 2, {S(0), K(3)}}}, 2, b_argmax, HINT, VALS, NV, IC_OK);
     /* large enough for the thread pool (work >= 1M elements) */
     static const int64_t BIG[][IC_MAX_SYMS] = {{20011, 3}};
     diff_case("softmax_big", (spec[]){{IC_F32, 2, {S(0), K(100)}}}, 1, b_softmax, HINT, BIG, 1, IC_OK);
+    diff_case("sum_over_sym_big", (spec[]){{IC_F32, 2, {S(0), K(64)}}}, 1, b_sum0, HINT, BIG, 1, IC_OK);
+    diff_case("loss_big", (spec[]){{IC_F32, 2, {S(0), K(10)}}, {IC_F32, 2, {S(0), K(10)}}}, 2, b_loss, HINT, BIG, 1, IC_OK);
     diff_case("layernorm_big", (spec[]){{IC_F32, 3, {S(0), K(3), K(64)}}, {IC_F32, 1, {K(64)}}, {IC_F32, 1, {K(64)}}}, 3,
               b_layernorm, HINT, BIG, 1, IC_OK);
     /* not (yet) supported by the compiler: must say so, never crash or miscompute */
-    diff_case("sum_over_sym", (spec[]){{IC_F32, 2, {S(0), K(64)}}}, 1, b_sum0, HINT, VALS, NV, IC_EUNSUPPORTED);
-    diff_case("mean_over_sym", (spec[]){{IC_F32, 2, {S(0), K(64)}}}, 1, b_mean0, HINT, VALS, NV, IC_EUNSUPPORTED);
     diff_case("transpose", (spec[]){{IC_F32, 2, {S(0), K(8)}}}, 1, b_transpose, HINT, VALS, NV, IC_EUNSUPPORTED);
     diff_case("softmax_sym_dim", (spec[]){{IC_F32, 2, {K(4), S(0)}}}, 1, b_softmax_sym, HINT, VALS, NV, IC_EUNSUPPORTED);
 }
