@@ -508,10 +508,16 @@ static LLVMValueRef gather(cg *g, LLVMTypeRef mt, LLVMValueRef base, LLVMValueRe
     return cg_intrin(g, "llvm.masked.gather", ov, 2, args, 4);
 }
 
-/* offsets clamped into [0, hi) (scalar or vector) */
+static LLVMValueRef cg_size(cg *g, int64_t v);
+
+/* offsets clamped into [0, hi) (scalar or vector); hi may be symbolic (dynamic graphs) */
 static LLVMValueRef clamp_off(cg *g, LLVMValueRef off, int64_t hi) {
     LLVMTypeRef t = LLVMTypeOf(off);
     LLVMValueRef z = LLVMConstNull(t), h = cg_consti(g, t, hi > 0 ? hi - 1 : 0);
+    if (ic_tainted(g->c, hi)) {
+        LLVMValueRef m = LLVMBuildSub(B, cg_size(g, hi), LLVMConstInt(g->i64, 1, 0), "");
+        h = LLVMGetTypeKind(t) == LLVMVectorTypeKind ? cg_splat(g, m, (int)LLVMGetVectorSize(t)) : m;
+    }
     off = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, off, z, ""), z, off, "");
     return LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSGT, off, h, ""), h, off, "");
 }
@@ -545,14 +551,14 @@ static LLVMValueRef load(cg *g, const ic_x *e) {
     LLVMValueRef v;
     /* loads that may leave the buffer (branches of cat never taken there) are clamped */
     int64_t lo, hi, span = c->bufs[e->buf].span;
-    /* dynamic graphs: symbolic vars range to their hint, as the span is at the hints; a
-     * load that may leave a symbolic-size buffer would need a runtime clamp bound */
+    /* dynamic graphs: symbolic vars range to their hint, as the span is at the hints (the
+     * loads that leave a buffer are cat's untaken branches, along a static dim: found at
+     * the hints as at any size); the clamp bound of a symbolic span is computed at run
+     * time (contiguous buffers: span = numel, a monomial) */
     c->range_hint = ic_tainted(c, span);
     ix_range(c, e->ix, &lo, &hi);
     c->range_hint = false;
     bool unsafe = lo < 0 || hi >= span;
-    if (unsafe && ic_tainted(c, span))
-        ic_fail(c, IC_EUNSUPPORTED, "dynamic shapes: a clamped load from a symbolic-size buffer");
     if (unsafe) {
         LLVMValueRef off = clamp_off(g, ixval(g, e->ix, g->width > 1), span);
         if (g->width == 1) {
