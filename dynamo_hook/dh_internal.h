@@ -88,7 +88,7 @@ typedef enum dh_outkind {
     DH_O_CALLM  /* child.name(*args), obj = (name, args): a view replayed on an input */
 } dh_outkind;
 
-enum { DH_BRK_NONE = 0, DH_BRK_CALL = 1, DH_BRK_JUMP = 2, DH_BRK_BINOP = 3 };
+enum { DH_BRK_NONE = 0, DH_BRK_CALL = 1, DH_BRK_JUMP = 2, DH_BRK_BINOP = 3, DH_BRK_STORE = 4 };
 
 typedef struct dh_outspec {
     dh_outkind kind;

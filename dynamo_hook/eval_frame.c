@@ -216,6 +216,9 @@ static PyObject *dh_eval_frame(PyThreadState *ts, _PyInterpreterFrame *f, int th
             return fallback(ts, f, buf);
         }
         e->compile_ms = now_ms() - t0;
+        if (ic_debug_flags() & IC_DEBUG_TIME)
+            fprintf(stderr, "torchc time: frame %s: capture + compile %.2f ms\n",
+                    PyUnicode_AsUTF8(code->co_name), e->compile_ms);
         dh_cache_add(c, e);
         event = e->fallback ? "fallback" : "compiled";
         if (e->fallback)
@@ -435,6 +438,12 @@ static PyObject *run_break(const dh_entry *e, PyObject *state, PyObject *func) {
         res = rf ? PyObject_Vectorcall(rf, argv, (size_t)n, NULL) : NULL;
         Py_XDECREF(rf);
         Py_DECREF(r);
+    } else if (e->brk == DH_BRK_STORE) {
+        if (PyObject_SetItem(items[0], items[1], items[2]) < 0)
+            goto done;
+        fn = resume_fn(e->resume[0], func);
+        res = fn ? PyObject_Vectorcall(fn, argv, (size_t)(n - 1), NULL) : NULL;
+        Py_XDECREF(fn);
     } else {
         int truth = PyObject_IsTrue(items[0]);
         if (truth < 0)

@@ -39,7 +39,7 @@ typedef struct var {
 /* A graph break recorded by the top frame: the instruction to run eagerly and the state
  * to hand to the resume function. */
 typedef struct sym_break {
-    int kind;           /* DH_BRK_NONE / CALL / JUMP / BINOP */
+    int kind;           /* DH_BRK_NONE / CALL / JUMP / BINOP / STORE (fn[args[0]] = args[1]) */
     int binop;          /* BINOP: the BINARY_OP oparg */
     int pc_next;        /* resume here after the CALL, or when the jump is not taken */
     int pc_taken;       /* JUMP: resume here when taken */
@@ -79,7 +79,10 @@ typedef struct trace {
     /* tensor objects: aliases share an oid; in-place updates change obj_val[oid] */
     ic_val *obj_val;
     unsigned char *obj_aliased;   /* a view of / from this object exists */
+    int *obj_root;                /* the object whose storage a view shares (itself: 0) */
     int nobj, capobj;
+    struct sframe *frames[SYM_INLINE_DEPTH + 2]; /* frames being interpreted (live vars) */
+    int nframes;
     var srcvar[DH_SRC_MAX];           /* the tracked value of each source */
     unsigned char srcdone[DH_SRC_MAX];
     int depth;                        /* inlining depth */
@@ -113,6 +116,11 @@ int sym_wrap(trace *t, PyObject *o, int src, var *out);
 int sym_const(trace *t, PyObject *o, var *out); /* steals o */
 int sym_is_number(const var *v);
 void sym_mark_view(trace *t, ic_val out, ic_val in);
+/* out (a new object) shares in's storage: both aliased, out's root is in's root */
+void sym_alias_objects(trace *t, int out_oid, int in_oid);
+/* 1 when a live variable (any frame, input, attribute write) other than oid shares its storage */
+int sym_alias_live(trace *t, int oid);
+int sym_alias_same(trace *t, int a, int b); /* same storage root */
 int sym_is_view_of_input(trace *t, ic_val v);
 void sym_set_view_desc(trace *t, ic_val v, PyObject *desc);
 int sym_check_graph(trace *t); /* fails the trace if the graph is in error */
@@ -148,6 +156,8 @@ int sym_compare(trace *t, int cmp, const var *a, const var *b, var *out);
 int sym_tensor_attr(trace *t, const var *x, PyObject *name, var *out);
 int sym_neg(trace *t, const var *a, var *out);
 int sym_tensor_index(trace *t, const var *x, const var *k, var *out);
+/* setitem.c: x[k] = v as a functional update of x's object (fails: break at the store) */
+int sym_tensor_setitem(trace *t, const var *x, const var *k, const var *v);
 /* index_select with a checked index: graph inputs are bounds-checked at run time (eager
  * runs when out of range), argmax/argmin/arange results are in range by construction. */
 int sym_check_index(trace *t, const var *index, int64_t bound);

@@ -29,7 +29,8 @@
     X(GET_ITER) X(FOR_ITER) X(END_FOR) X(EXTENDED_ARG) X(MAKE_CELL) X(COPY_FREE_VARS)     \
     X(LOAD_DEREF) X(STORE_DEREF) X(LOAD_CLOSURE) X(BUILD_MAP) X(BUILD_CONST_KEY_MAP)         \
     X(CALL_FUNCTION_EX) X(DICT_MERGE) X(DICT_UPDATE) X(FORMAT_VALUE) X(BUILD_STRING)      \
-    X(STORE_ATTR) X(BUILD_SLICE) X(LIST_APPEND) X(MAP_ADD) X(UNPACK_EX) X(MAKE_FUNCTION) X(BINARY_SLICE) X(UNARY_INVERT) X(LOAD_SUPER_ATTR) X(IMPORT_NAME) X(IMPORT_FROM) X(BUILD_SET) X(BEFORE_WITH)
+    X(STORE_ATTR) X(BUILD_SLICE) X(LIST_APPEND) X(MAP_ADD) X(UNPACK_EX) X(MAKE_FUNCTION) X(BINARY_SLICE) X(UNARY_INVERT) X(LOAD_SUPER_ATTR) X(IMPORT_NAME) X(IMPORT_FROM) X(BUILD_SET) X(BEFORE_WITH) \
+    X(STORE_SUBSCR) X(STORE_SLICE)
 
 enum {
     OP_UNKNOWN = 0,
@@ -667,9 +668,54 @@ static int record_break_state(trace *t, sframe *f) {
     return 1;
 }
 
+/* ---- aliasing: is a view sharing oid's storage still reachable? ------------------- */
+
+static int live_in(trace *t, const var *v, int n, int oid, int depth) {
+    for (int i = 0; i < n; i++) {
+        const var *x = &v[i];
+        if (x->kind == V_TENSOR && x->oid > 0 && x->oid != oid && sym_alias_same(t, x->oid, oid))
+            return 1;
+        if (depth < 8 && x->items != NULL &&
+            (x->kind == V_SEQ || x->kind == V_ITER || x->kind == V_DICT || x->kind == V_METHOD) &&
+            live_in(t, x->items, x->kind == V_METHOD ? 1 : x->n, oid, depth + 1))
+            return 1;
+    }
+    return 0;
+}
+
+int sym_alias_live(trace *t, int oid) {
+    for (int i = 0; i < t->nframes; i++) {
+        sframe *f = t->frames[i];
+        if (live_in(t, f->stack, f->sp, oid, 0) || live_in(t, f->locals, f->nlocals, oid, 0) ||
+            (f->closure && live_in(t, f->closure, f->nclosure, oid, 0)))
+            return 1;
+    }
+    /* inputs are alive in the caller; attribute writes keep their values */
+    for (int s = 0; s < t->nsrc && s < DH_SRC_MAX; s++)
+        if (t->srcdone[s] && live_in(t, &t->srcvar[s], 1, oid, 0))
+            return 1;
+    for (int i = 0; i < t->nattrw; i++)
+        if (live_in(t, t->attrw[i].val, 1, oid, 0))
+            return 1;
+    /* frames not registered (should not happen): stay conservative */
+    return t->nframes == 0;
+}
+
 /* ---- the interpreter loop ---------------------------------------------------------- */
 
+static int run_body(trace *t, sframe *f, var *result);
+
+/* interprets f with f registered as live (aliasing checks scan its stack and locals) */
 static int run(trace *t, sframe *f, var *result) {
+    if (t->nframes >= (int)(sizeof t->frames / sizeof t->frames[0]))
+        return sym_fail(t, "inlining too deep");
+    t->frames[t->nframes++] = f;
+    int rc = run_body(t, f, result);
+    t->nframes--;
+    return rc;
+}
+
+static int run_body(trace *t, sframe *f, var *result) {
     PyObject *bytes = PyCode_GetCode(f->code);
     if (bytes == NULL)
         return -1;
@@ -1445,6 +1491,44 @@ static int run(trace *t, sframe *f, var *result) {
             PUSH(c);
             break;
         }
+        case OP_STORE_SUBSCR:
+        case OP_STORE_SLICE: {
+            /* STORE_SUBSCR: TOS1[TOS] = TOS2; STORE_SLICE (3.12): TOS2[TOS1:TOS] = TOS3 */
+            var k;
+            if (op == OP_STORE_SLICE) {
+                NEED(4);
+                var stop = POP(), start = POP();
+                if (start.kind != V_CONST || stop.kind != V_CONST)
+                    return sym_fail(t, "slice with non-constant bounds");
+                if (sym_const(t, PySlice_New(start.obj, stop.obj, Py_None), &k) < 0)
+                    return -1;
+            } else {
+                NEED(3);
+                k = POP();
+            }
+            a = POP(); /* container */
+            b = POP(); /* value */
+            if (a.kind == V_TENSOR && sym_tensor_setitem(t, &a, &k, &b) == 0)
+                break;
+            if (a.kind != V_TENSOR)
+                sym_fail(t, "item assignment to a %s", a.kind == V_SEQ ? "list" : a.kind == V_DICT ? "dict" : "non-tensor");
+            /* run the store eagerly between two graphs */
+            if (f->top && t->failed && !PyErr_Occurred() && can_break(t) && a.kind == V_TENSOR) {
+                var *ops = sym_alloc(t, 3);
+                if (ops == NULL)
+                    return -1;
+                ops[0] = a;
+                ops[1] = k;
+                ops[2] = b;
+                t->brk.kind = DH_BRK_STORE;
+                t->brk.pc_next = next;
+                t->brk.fn = &ops[0];
+                t->brk.args = &ops[1];
+                t->brk.nargs = 2;
+                return record_break_state(t, f);
+            }
+            return -1;
+        }
         case OP_UNARY_INVERT: {
             NEED(1);
             a = POP();
@@ -2058,6 +2142,11 @@ static int fill_break(trace *t, outbuf *ob, ic_val *outvals, int *nout, dh_entry
                                        b->nstack + 1, stack_null);
         if (eb->resume[0] == NULL)
             goto done;
+    } else if (b->kind == DH_BRK_STORE) {
+        eb->resume[0] = dh_make_resume(t->code, t->globals, b->pc_next, b->nlocals, unbound,
+                                       b->nstack, stack_null);
+        if (eb->resume[0] == NULL)
+            goto done;
     } else {
         eb->resume[0] = dh_make_resume(t->code, t->globals, b->pc_next, b->nlocals, unbound,
                                        b->nstack, stack_null);
@@ -2206,6 +2295,7 @@ static void trace_free(trace *t, outbuf *ob) {
     free(t->input_oid);
     free(t->obj_val);
     free(t->obj_aliased);
+    free(t->obj_root);
     free(t->view_of_input);
     free(t->view_desc);
     if (ob) {

@@ -445,9 +445,7 @@ static int view_out_desc(trace *t, const var *in, ic_val v, var *out, const char
         return -1;
     sym_set_view_desc(t, v, desc);
     sym_mark_view(t, v, in->val);
-    if (in->oid > 0)
-        t->obj_aliased[in->oid] = 1;
-    t->obj_aliased[out->oid] = 1;
+    sym_alias_objects(t, out->oid, in->oid);
     return 0;
 }
 
@@ -638,11 +636,11 @@ static int h_identity(trace *t, const opdef *d, var **p, var *out) {
     if (d->op == 0 && out->oid > 0) {
         /* detach(): a new tensor object sharing the data: both become aliased, so an
          * in-place update through either is not captured (eager handles it) */
-        t->obj_aliased[out->oid] = 1;
+        int in_oid = out->oid;
         out->oid = sym_new_object(t, out->val);
         if (out->oid <= 0)
             return -1;
-        t->obj_aliased[out->oid] = 1;
+        sym_alias_objects(t, out->oid, in_oid);
         out->src = -1;
     }
     return 0;

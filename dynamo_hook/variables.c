@@ -224,11 +224,15 @@ int sym_new_object(trace *t, ic_val v) {
         unsigned char *oa = realloc(t->obj_aliased, (size_t)cap);
         if (oa != NULL)
             t->obj_aliased = oa;
-        if (ov == NULL || oa == NULL) {
+        int *orr = realloc(t->obj_root, (size_t)cap * sizeof *orr);
+        if (orr != NULL)
+            t->obj_root = orr;
+        if (ov == NULL || oa == NULL || orr == NULL) {
             PyErr_NoMemory();
             return 0;
         }
         memset(oa + t->capobj, 0, (size_t)(cap - t->capobj));
+        memset(orr + t->capobj, 0, (size_t)(cap - t->capobj) * sizeof *orr);
         t->capobj = cap;
     }
     int oid = ++t->nobj;
@@ -245,13 +249,31 @@ void sym_resolve(trace *t, var *v) {
                 sym_resolve(t, &v->items[i]);
 }
 
+static int root_of(const trace *t, int oid) {
+    return t->obj_root[oid] > 0 ? t->obj_root[oid] : oid;
+}
+
+void sym_alias_objects(trace *t, int out_oid, int in_oid) {
+    if (out_oid <= 0 || out_oid > t->nobj)
+        return;
+    t->obj_aliased[out_oid] = 1;
+    if (in_oid <= 0 || in_oid > t->nobj)
+        return;
+    t->obj_aliased[in_oid] = 1;
+    t->obj_root[out_oid] = root_of(t, in_oid);
+}
+
+int sym_alias_same(trace *t, int a, int b) {
+    return a > 0 && b > 0 && a <= t->nobj && b <= t->nobj && root_of(t, a) == root_of(t, b);
+}
+
 int sym_mutate(trace *t, const var *target, ic_val newval) {
     if (target->kind != V_TENSOR || target->oid <= 0)
         return sym_fail(t, "in-place update of a non-tensor");
     if (newval < 0)
         return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "in-place update failed");
-    if (t->obj_aliased[target->oid])
-        return sym_fail(t, "in-place update of a tensor that has views (aliasing) not supported yet");
+    if (t->obj_aliased[target->oid] && sym_alias_live(t, target->oid))
+        return sym_fail(t, "in-place update of a tensor that has views still in use (aliasing) not supported yet");
     ic_val old = t->obj_val[target->oid];
     ic_meta mo_copy = *ic_value_meta(t->g, old), mn_copy = *ic_value_meta(t->g, newval);
     const ic_meta *mo = &mo_copy, *mn = &mn_copy;

@@ -1538,7 +1538,7 @@ def break_list_append_side_effect(x, log):
     return y + len(log)
 
 
-@case(0, 1, lambda: (R(4),), reason="STORE_SUBSCR", state=_counter_state, reset=_counter_reset)
+@case(0, 1, lambda: (R(4),), reason="item assignment to a list", state=_counter_state, reset=_counter_reset)
 def break_global_list_mutation(x):
     y = x + 1
     COUNTER[0] = COUNTER[0] + 1

@@ -82,5 +82,15 @@ int ic_cuda_device_info(int device, int *sm, int *nsm, char *msg, size_t n);
 int ic_cuda_load(ic_gpu *G, int device, char *msg, size_t n);
 /* ic_graph_to_ptx support: 1 while the calling thread compiles for PTX only */
 int ic_gpu_ptx_only(int *sm);
+/* the driver's version (cuDriverGetVersion), 0 without a driver */
+int ic_cuda_driver_version(void);
+
+/* runtime/gpu_cache.c: on-disk cache of PTX + launch plans (TORCHC_CACHE_DIR) */
+int ic_gcache_enabled(void);
+void ic_gcache_build_id(char *out, size_t n);
+/* a new, unloaded ic_gpu and the workspace size after codegen, or NULL (miss) */
+ic_gpu *ic_gcache_get(const char *key, int nbufs, int64_t *ws_size);
+void ic_gcache_put(const char *key, const ic_gpu *G, int64_t ws_size);
+extern int ic_gcache_hits; /* successful reads (tests) */
 
 #endif

@@ -46,6 +46,7 @@
 #include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
 #include <llvm-c/Transforms/PassBuilder.h>
+#include <llvm/Config/llvm-config.h>
 
 #include "../support.h"
 #include "cg.h"
@@ -443,6 +444,11 @@ static LLVMValueRef idivmod(gg *g, ic_op op, ic_dtype t, LLVMValueRef a, LLVMVal
 
 /* ---- pointwise ops ------------------------------------------------------------------------ */
 static LLVMValueRef fmaxmin(gg *g, LLVMValueRef a, LLVMValueRef b, bool max) {
+    if (g->sm >= 80 && LLVMTypeOf(a) == g->cg.f32) { /* one max.NaN / min.NaN (PTX 7.0) */
+        LLVMValueRef v[2] = {a, b};
+        LLVMTypeRef t = g->cg.f32;
+        return intrin(g, max ? "llvm.maximum" : "llvm.minimum", &t, 1, v, 2);
+    }
     LLVMValueRef r = sel(g, fcmp(g, max ? LLVMRealOGT : LLVMRealOLT, a, b), a, b);
     r = sel(g, isnan_(g, a), a, r);
     return sel(g, isnan_(g, b), b, r);
@@ -460,6 +466,26 @@ static _Noreturn void no_f64(gg *g, ic_op op) {
 static LLVMValueRef sigmoid(gg *g, LLVMValueRef a, ic_dtype t) {
     if (t != IC_F32) no_f64(g, IC_OP_SIGMOID);
     return vm_sigmoid(&g->cg, a);
+}
+
+/* f16/bf16 results (f32 registers rounded to 8/11 bits right after): exp through one MUFU
+ * ex2.approx (~2 ulp of f32, plus |x|*2^-24 relative from the scaling by log2 e) and
+ * division through div.full.f32 (2 ulp, full range) — errors far below the rounding that
+ * follows. At 2 bytes per element, bf16 softmax is bound by instruction issue, not memory:
+ * the polynomial exp and the IEEE division sequence were most of its instructions. */
+static LLVMValueRef exp_half(gg *g, LLVMValueRef a) {
+    LLVMValueRef t = LLVMBuildFMul(B, a, kf(a, 1.4426950408889634), "");
+    return intrin(g, "llvm.nvvm.ex2.approx.f", NULL, 0, &t, 1);
+}
+
+static LLVMValueRef div_half(gg *g, LLVMValueRef a, LLVMValueRef b) {
+    LLVMTypeRef at[2] = {g->cg.f32, g->cg.f32};
+    LLVMTypeRef ft = LLVMFunctionType(g->cg.f32, at, 2, 0);
+    static const char text[] = "div.full.f32 $0, $1, $2;", cons[] = "=f,f,f";
+    LLVMValueRef ia = LLVMGetInlineAsm(ft, (char *)text, sizeof text - 1, (char *)cons, sizeof cons - 1, 0, 0,
+                                       LLVMInlineAsmDialectATT, 0);
+    LLVMValueRef v[2] = {a, b};
+    return LLVMBuildCall2(B, ft, ia, v, 2, "");
 }
 
 static LLVMValueRef unary(gg *g, ic_op op, ic_dtype t, LLVMValueRef a) {
@@ -846,7 +872,19 @@ static LLVMValueRef val(gg *g, ic_xid x, int lane) {
         if (!g->rowval[e.a]) ic_fail(g->c, IC_EINTERNAL, "GPU codegen: row value %d not ready", e.a);
         r = g->rowval[e.a];
         break;
-    case X_CAST: r = convert(g, val(g, e.a, lane), g->c->xs[e.a].dtype, e.dtype); break;
+    case X_CAST: {
+        /* f32 exp / division rounded to half right away: the fast forms (exp_half) */
+        const ic_x s = g->c->xs[e.a];
+        bool h = is_half(e.dtype) && s.kind == X_OP && s.dtype == IC_F32;
+        if (h && s.op == IC_OP_EXP && g->c->xs[s.a].dtype == IC_F32)
+            r = exp_half(g, val(g, s.a, lane));
+        else if (h && s.op == IC_OP_DIV && g->c->xs[s.a].dtype == IC_F32 && g->c->xs[s.b].dtype == IC_F32)
+            r = div_half(g, val(g, s.a, lane), val(g, s.b, lane));
+        else
+            r = val(g, e.a, lane);
+        r = convert(g, r, s.dtype, e.dtype);
+        break;
+    }
     case X_OP: {
         ic_kind k = ic_op_kind(e.op);
         LLVMValueRef a = val(g, e.a, lane);
@@ -943,6 +981,7 @@ static LLVMValueRef red_combine(gg *g, const ic_item *it, LLVMValueRef acc, LLVM
     case IC_OP_AMIN: {
         bool max = it->red_op == IC_OP_AMAX;
         if (!f) return imaxmin(g, x, acc, max, it->acc);
+        if (g->sm >= 80 && LLVMTypeOf(x) == g->cg.f32) return fmaxmin(g, x, acc, max);
         LLVMValueRef better = fcmp(g, max ? LLVMRealOGT : LLVMRealOLT, x, acc);
         better = LLVMBuildOr(B, better, isnan_(g, x), "");
         return sel(g, better, x, acc);
@@ -1650,6 +1689,7 @@ typedef struct gres { /* LLVM objects released on every path */
     LLVMBuilderRef b;
     LLVMTargetMachineRef tm;
     ic_gpu *gpu;
+    char *key; /* disk cache key (runtime/gpu_cache.c) */
 } gres;
 
 static void gres_free(gres *R) {
@@ -1658,6 +1698,7 @@ static void gres_free(gres *R) {
     if (R->ctx) LLVMContextDispose(R->ctx);
     if (R->tm) LLVMDisposeTargetMachine(R->tm);
     if (R->gpu) ic_gpu_free(R->gpu);
+    free(R->key);
     memset(R, 0, sizeof *R);
 }
 
@@ -1677,6 +1718,40 @@ static void describe_append(ic_compiled *out, const ic_gpu *G) {
     }
 }
 
+/* Disk cache key: everything the PTX and the launch plan depend on. malloc'd or NULL. */
+static char *cache_key(ic_ctx *c, int tsm, int nsm) {
+    char *text = ic_graph_to_string(c->g);
+    if (!text) return NULL;
+    char build[600];
+    ic_gcache_build_id(build, sizeof build);
+    ic_str s = {0};
+    ic_str_printf(&s, "%s|sm=%d|nsm=%d|driver=%d|%s|%s|LLVM %d", text, tsm, nsm, ic_cuda_driver_version(),
+                  ic_version(), build, LLVM_VERSION_MAJOR);
+    free(text);
+    if (s.oom) {
+        free(s.s);
+        return NULL;
+    }
+    return s.s;
+}
+
+/* A cache hit: plan + PTX from disk, loaded; 0 when used, -1 on a miss (compile). */
+static int from_cache(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
+    int64_t ws = 0;
+    ic_gpu *G = ic_gcache_get(R->key, c->nbufs, &ws);
+    if (!G) return -1;
+    char msg[512];
+    if (ws < c->ws_size || ic_cuda_load(G, dev, msg, sizeof msg)) { /* stale or unloadable: rebuild */
+        ic_gpu_free(G);
+        return -1;
+    }
+    G->device = dev;
+    c->ws_size = ws;
+    describe_append(out, G);
+    out->gpu = G;
+    return 0;
+}
+
 static void codegen(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
     int sm = 90, nsm = 132;
     bool ptx_only = ic_gpu_ptx_only(&sm) != 0;
@@ -1685,6 +1760,10 @@ static void codegen(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
         if (ic_cuda_device_info(dev, &sm, &nsm, msg, sizeof msg)) ic_fail(c, IC_EUNSUPPORTED, "CUDA: %s", msg);
     }
     int tsm = sm > 90 ? 90 : sm < 52 ? 52 : sm;
+    if (!ptx_only && !c->debug && ic_gcache_enabled()) {
+        R->key = cache_key(c, tsm, nsm);
+        if (R->key && from_cache(c, out, dev, R) == 0) return;
+    }
     pthread_once(&init_once, init_nvptx);
     const char *triple = "nvptx64-nvidia-cuda";
     LLVMTargetRef target;
@@ -1879,6 +1958,7 @@ static void codegen(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
     LLVMDisposeMemoryBuffer(mb);
     if (c->debug & IC_DEBUG_PTX) fprintf(stderr, "=== torchc ptx ===\n%s\n", gpu->ptx);
     if (!ptx_only && ic_cuda_load(gpu, dev, msg, sizeof msg)) ic_fail(c, IC_EINTERNAL, "CUDA: %s", msg);
+    if (R->key) ic_gcache_put(R->key, gpu, c->ws_size);
     describe_append(out, gpu);
     out->gpu = gpu;
     R->gpu = NULL;

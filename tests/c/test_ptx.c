@@ -26,6 +26,7 @@
 
 #include "ic.h"
 #include "ic_device.h"
+#include "codegen/gpu.h" /* the disk cache (runtime/gpu_cache.c) */
 
 static int failures, checks, verbose, keep;
 static const char *only;
@@ -342,6 +343,10 @@ static void build_corpus(void) {
     ic_output(g, Bn(g, IC_OP_MUL, Bn(g, IC_OP_ADD, x, IN(g, IC_BF16, 128)), S(g, 0.5)));
     g = add_case("bf16_odd_softmax_7x99", IC_OK, 1e-2);
     ic_output(g, softmax(g, IN(g, IC_BF16, 7, 99)));
+    g = add_case("bf16_softmax_64x4096", IC_OK, 1e-2);
+    ic_output(g, softmax(g, IN(g, IC_BF16, 64, 4096)));
+    g = add_case("f32_softmax_64x4096", IC_OK, 1e-5);
+    ic_output(g, softmax(g, IN(g, IC_F32, 64, 4096)));
     g = add_case("bf16_rmsnorm_16x2048", IC_OK, 1e-2);
     ic_output(g, rmsnorm(g, IN(g, IC_BF16, 16, 2048), IN(g, IC_BF16, 2048)));
     g = add_case("f16_gelu_layernorm", IC_OK, 1e-2);
@@ -587,6 +592,122 @@ static void run_gpu(gcase *gc) {
     ic_compiled_free(cg);
 }
 
+/* ---- disk cache of PTX + launch plans (runtime/gpu_cache.c), no GPU needed ---------------- */
+static ic_gpu *fake_gpu(void) {
+    ic_gpu *G = calloc(1, sizeof *G);
+    G->ptx = strdup("// ptx text\n.version 7.8\n");
+    G->sm = 90;
+    G->nbufs = 3;
+    G->scratch_off = malloc(3 * sizeof(int64_t));
+    G->scratch_off[0] = -1, G->scratch_off[1] = 256, G->scratch_off[2] = -1;
+    G->nkernels = 2;
+    G->k = calloc(2, sizeof(ic_gkernel));
+    for (int k = 0; k < 2; k++) {
+        G->k[k].nvar = k + 1;
+        for (int v = 0; v <= k; v++) {
+            ic_gvariant *gv = &G->k[k].v[v];
+            snprintf(gv->name, sizeof gv->name, "tc0_k%d%s", k, v ? "" : "v");
+            gv->grid = 100u + (unsigned)k, gv->block = 256, gv->vec = v ? 1 : 4;
+            gv->nparams = 2;
+            gv->params = malloc(2 * sizeof(int));
+            gv->params[0] = k, gv->params[1] = 2;
+            gv->nalign = v ? 0 : 1;
+            gv->align_buf = malloc(sizeof(int));
+            gv->align_bytes = malloc(sizeof(int));
+            gv->align_buf[0] = 0, gv->align_bytes[0] = 16;
+            gv->part_off = k ? 512 : -1;
+        }
+    }
+    return G;
+}
+
+static void test_disk_cache(void) {
+    char dir[] = "/tmp/torchc_gcache_XXXXXX";
+    if (!mkdtemp(dir)) return;
+    char *old = getenv("TORCHC_CACHE_DIR") ? strdup(getenv("TORCHC_CACHE_DIR")) : NULL;
+    setenv("TORCHC_CACHE_DIR", dir, 1);
+    ic_gpu *G = fake_gpu();
+    int64_t ws = 0;
+    CHECK(ic_gcache_get("key-a", 3, &ws) == NULL, "cache: hit in an empty directory");
+    ic_gcache_put("key-a", G, 4096);
+    ic_gpu *H = ic_gcache_get("key-a", 3, &ws);
+    CHECK(H != NULL && ws == 4096, "cache: no hit after put");
+    if (H) {
+        CHECK(!strcmp(H->ptx, G->ptx) && H->nkernels == 2 && H->nbufs == 3 && H->scratch_off[1] == 256,
+              "cache: header round trip");
+        for (int k = 0; k < 2; k++)
+            for (int v = 0; v < G->k[k].nvar; v++) {
+                ic_gvariant *a = &G->k[k].v[v], *b = &H->k[k].v[v];
+                CHECK(H->k[k].nvar == G->k[k].nvar && !strcmp(a->name, b->name) && a->grid == b->grid &&
+                          a->block == b->block && a->vec == b->vec && a->nparams == b->nparams &&
+                          b->params[0] == a->params[0] && b->params[1] == a->params[1] && a->nalign == b->nalign &&
+                          (!a->nalign || (b->align_buf[0] == 0 && b->align_bytes[0] == 16)) &&
+                          a->part_off == b->part_off,
+                      "cache: kernel %d variant %d round trip", k, v);
+            }
+        ic_gpu_free(H);
+    }
+    CHECK(ic_gcache_get("key-b", 3, &ws) == NULL, "cache: hit for another key");
+    CHECK(ic_gcache_get("key-a", 4, &ws) == NULL, "cache: hit with another buffer count");
+    /* corruption: every single flipped byte and every truncation is a miss, never a crash */
+    char path[1200];
+    {
+        char cmd[1400];
+        snprintf(cmd, sizeof cmd, "ls %s/gpu/*.tcg", dir);
+        FILE *p = popen(cmd, "r");
+        path[0] = 0;
+        if (p) {
+            if (!fgets(path, sizeof path, p)) path[0] = 0;
+            pclose(p);
+        }
+        path[strcspn(path, "\n")] = 0;
+    }
+    FILE *f = fopen(path, "rb");
+    CHECK(f != NULL, "cache: entry file %s", path);
+    if (f) {
+        char buf[4096];
+        size_t n = fread(buf, 1, sizeof buf, f);
+        fclose(f);
+        int hits = 0;
+        for (size_t i = 0; i < n; i += 7) {
+            buf[i] ^= 0x5a;
+            f = fopen(path, "wb");
+            fwrite(buf, 1, n, f);
+            fclose(f);
+            ic_gpu *X = ic_gcache_get("key-a", 3, &ws);
+            hits += X != NULL;
+            if (X) ic_gpu_free(X);
+            buf[i] ^= 0x5a;
+        }
+        for (size_t m = 0; m < n; m += 13) {
+            f = fopen(path, "wb");
+            fwrite(buf, 1, m, f);
+            fclose(f);
+            ic_gpu *X = ic_gcache_get("key-a", 3, &ws);
+            hits += X != NULL;
+            if (X) ic_gpu_free(X);
+        }
+        CHECK(hits == 0, "cache: %d corrupted entries accepted", hits);
+        f = fopen(path, "wb");
+        fwrite(buf, 1, n, f);
+        fclose(f);
+        ic_gpu *X = ic_gcache_get("key-a", 3, &ws);
+        CHECK(X != NULL, "cache: restored entry not read");
+        if (X) ic_gpu_free(X);
+    }
+    setenv("TORCHC_CACHE", "0", 1);
+    CHECK(ic_gcache_get("key-a", 3, &ws) == NULL, "cache: TORCHC_CACHE=0 still reads");
+    unsetenv("TORCHC_CACHE");
+    ic_gpu_free(G);
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (system(cmd)) {}
+    if (old) setenv("TORCHC_CACHE_DIR", old, 1);
+    else unsetenv("TORCHC_CACHE_DIR");
+    free(old);
+    printf("disk cache: round trip, corruption and key checks done\n");
+}
+
 int main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-v")) verbose = 1;
@@ -594,6 +715,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "-k") && i + 1 < argc) only = argv[++i];
     }
     double t0 = now();
+    test_disk_cache();
     build_corpus();
     const char *ptxas = find_ptxas();
     char dir[256];
@@ -652,8 +774,26 @@ int main(int argc, char **argv) {
         if (!cu_open()) {
             CHECK(0, "libcuda loads for torchc but not for the harness");
         } else {
+            char cdir[] = "/tmp/torchc_gcache_run_XXXXXX";
+            int have_dir = mkdtemp(cdir) != NULL;
+            if (have_dir) setenv("TORCHC_CACHE_DIR", cdir, 1);
             for (int i = 0; i < ncases; i++)
                 if (!only || strstr(cases[i].name, only)) run_gpu(&cases[i]);
+            if (have_dir) { /* the same graphs again: PTX + plans from the disk cache */
+                int h0 = ic_gcache_hits, runs0 = gpu_runs;
+                double t1 = now();
+                for (int i = 0; i < ncases; i++)
+                    if (!only || strstr(cases[i].name, only)) run_gpu(&cases[i]);
+                int hits = ic_gcache_hits - h0;
+                CHECK(hits > 0 && hits >= (gpu_runs - runs0) / 2, "disk cache: %d hits in %d runs", hits,
+                      gpu_runs - runs0);
+                printf("gpu: second pass from the disk cache: %d hits, %d runs, %.2f s\n", hits, gpu_runs - runs0,
+                       now() - t1);
+                char cmd[256];
+                snprintf(cmd, sizeof cmd, "rm -rf %s", cdir);
+                if (system(cmd)) {}
+                unsetenv("TORCHC_CACHE_DIR");
+            }
             printf("gpu: %d graphs run on the device, %d compared with the CPU backend (%d without a CPU "
                    "reference), %d differing elements\n",
                    gpu_runs, gpu_runs - cpu_skipped, cpu_skipped, ndiff);

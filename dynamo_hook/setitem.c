@@ -1,0 +1,248 @@
+/* setitem.c — x[k] = v on a tracked tensor, as a functional update of x's object.
+ *
+ * Requires: x a V_TENSOR with an object id; k basic indexing (ints, slices with step 1,
+ *   None, Ellipsis, tuples of them) or one boolean mask over x's leading dims with a
+ *   number (or one-element tensor) value.
+ * Keeps:    eager semantics: v is cast to x's dtype and broadcast to x[k]'s shape; the new
+ *   value of x is recorded with sym_mutate (inputs are copied back after the graph).
+ * Breaks:   nothing; anything else (tensor indices, strided slices, x aliased by views)
+ *   fails the trace with a reason and the caller breaks the graph at the store.
+ *
+ * Basic indexing selects a box: per dim of x a range [start, stop). The updated value is
+ * built dim by dim as cat(x[..:start], inner, x[stop:..]) where inner recurses into the
+ * box, so the result stays a pure index-map expression that fuses with its consumers. */
+#include "sym.h"
+
+typedef struct box {
+    int ndim;
+    int64_t start[IC_MAX_DIMS], stop[IC_MAX_DIMS];
+    int nview;                       /* rank of x[k] */
+    int64_t view[IC_MAX_DIMS + 4];   /* shape of x[k] */
+} box;
+
+static const ic_meta *meta(trace *t, ic_val v, ic_meta *copy) {
+    const ic_meta *m = ic_value_meta(t->g, v);
+    if (m == NULL)
+        return NULL;
+    *copy = *m; /* the graph reallocates its value array: keep a copy */
+    return copy;
+}
+
+static int parse_box(trace *t, const ic_meta *m, const var *k, box *b) {
+    const var *parts[IC_MAX_DIMS + 4];
+    var tmp[IC_MAX_DIMS + 4];
+    int np = 0, consuming = 0, ell = -1;
+    if (k->kind == V_CONST && PyTuple_CheckExact(k->obj)) {
+        if (PyTuple_GET_SIZE(k->obj) > IC_MAX_DIMS + 4)
+            return sym_fail(t, "too many indices");
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(k->obj); i++) {
+            memset(&tmp[np], 0, sizeof tmp[np]);
+            tmp[np].kind = V_CONST;
+            tmp[np].obj = PyTuple_GET_ITEM(k->obj, i);
+            parts[np] = &tmp[np];
+            np++;
+        }
+    } else if (k->kind == V_SEQ && !k->is_list) {
+        if (k->n > IC_MAX_DIMS + 4)
+            return sym_fail(t, "too many indices");
+        for (int i = 0; i < k->n; i++)
+            parts[np++] = &k->items[i];
+    } else {
+        parts[np++] = k;
+    }
+    for (int i = 0; i < np; i++) {
+        const var *p = parts[i];
+        if (p->kind != V_CONST)
+            return sym_fail(t, "item assignment with a tensor or computed index not supported yet");
+        if (p->obj == Py_Ellipsis) {
+            if (ell >= 0)
+                return sym_fail(t, "two ellipses (eager will raise)");
+            ell = i;
+        } else if (p->obj == Py_None) {
+        } else if (PyLong_Check(p->obj) || PySlice_Check(p->obj)) {
+            consuming++;
+        } else {
+            return sym_fail(t, "unsupported index type in item assignment");
+        }
+    }
+    if (consuming > m->ndim)
+        return sym_fail(t, "too many indices for the tensor (eager will raise)");
+    b->ndim = m->ndim;
+    for (int d = 0; d < m->ndim; d++) {
+        b->start[d] = 0;
+        b->stop[d] = m->sizes[d];
+    }
+    b->nview = 0;
+    int d = 0;
+    for (int i = 0; i < np; i++) {
+        PyObject *o = parts[i]->obj;
+        if (o == Py_Ellipsis) {
+            for (int j = 0; j < m->ndim - consuming; j++, d++)
+                b->view[b->nview++] = m->sizes[d];
+            continue;
+        }
+        if (o == Py_None) {
+            b->view[b->nview++] = 1;
+            continue;
+        }
+        int64_t size = m->sizes[d];
+        if (PyLong_Check(o)) {
+            long long i0 = PyLong_AsLongLong(o);
+            if (i0 == -1 && PyErr_Occurred()) {
+                PyErr_Clear();
+                return sym_fail(t, "index out of range (eager will raise)");
+            }
+            if (i0 < 0)
+                i0 += size;
+            if (i0 < 0 || i0 >= size)
+                return sym_fail(t, "index out of range (eager will raise)");
+            b->start[d] = i0;
+            b->stop[d] = i0 + 1;
+            d++;
+            continue;
+        }
+        Py_ssize_t start, stop, step;
+        if (PySlice_Unpack(o, &start, &stop, &step) < 0) {
+            PyErr_Clear();
+            return sym_fail(t, "bad slice");
+        }
+        if (step <= 0)
+            return sym_fail(t, "slice step must be positive (eager will raise)");
+        Py_ssize_t n = PySlice_AdjustIndices(size, &start, &stop, step);
+        if (step != 1 && n > 1)
+            return sym_fail(t, "item assignment to a strided slice not supported yet");
+        if (n == 0)
+            stop = start;
+        else if (step != 1)
+            stop = start + 1;
+        b->start[d] = start;
+        b->stop[d] = stop;
+        b->view[b->nview++] = n;
+        d++;
+    }
+    for (; d < m->ndim; d++)
+        b->view[b->nview++] = m->sizes[d];
+    if (b->nview > IC_MAX_DIMS)
+        return sym_fail(t, "too many dims");
+    return 0;
+}
+
+/* base: x restricted to the box on dims < d (full on dims >= d); val: the box's shape */
+static ic_val place(trace *t, ic_val base, ic_val val, const box *b, int d, const int64_t *sizes) {
+    if (d == b->ndim)
+        return val;
+    ic_val mid = base;
+    int full = b->start[d] == 0 && b->stop[d] == sizes[d];
+    if (!full)
+        mid = ic_slice(t->g, base, d, b->start[d], b->stop[d], 1);
+    ic_val in = place(t, mid, val, b, d + 1, sizes);
+    if (in < 0 || full)
+        return in;
+    ic_val r = IC_NONE;
+    if (b->start[d] > 0)
+        r = ic_slice(t->g, base, d, 0, b->start[d], 1);
+    r = r == IC_NONE ? in : ic_cat(t->g, r, in, d);
+    if (r >= 0 && b->stop[d] < sizes[d])
+        r = ic_cat(t->g, r, ic_slice(t->g, base, d, b->stop[d], sizes[d], 1), d);
+    return r;
+}
+
+static int value_of(trace *t, const var *v, ic_val *out) {
+    if (v->kind == V_TENSOR) {
+        var r = *v;
+        sym_resolve(t, &r);
+        *out = r.val;
+        return 0;
+    }
+    if (v->kind == V_CONST && (PyFloat_CheckExact(v->obj) || PyLong_CheckExact(v->obj) ||
+                               PyBool_Check(v->obj))) {
+        ic_dtype kind = PyBool_Check(v->obj) ? IC_BOOL : PyFloat_CheckExact(v->obj) ? IC_F64 : IC_I64;
+        double x = PyFloat_CheckExact(v->obj) ? PyFloat_AS_DOUBLE(v->obj) : (double)PyLong_AsLongLong(v->obj);
+        if (PyErr_Occurred()) {
+            PyErr_Clear();
+            return sym_fail(t, "integer constant out of range");
+        }
+        *out = ic_scalar(t->g, x, kind);
+        return *out < 0 ? sym_check_graph(t) : 0;
+    }
+    return sym_fail(t, "item assignment of an unsupported value");
+}
+
+/* x[mask] = number: where(mask, v, x), mask covering x's leading dims */
+static int mask_store(trace *t, const var *x, ic_val xv, const ic_meta *m, const var *k, const var *v) {
+    var kv = *k;
+    sym_resolve(t, &kv);
+    ic_meta km_copy;
+    const ic_meta *km = meta(t, kv.val, &km_copy);
+    if (km == NULL)
+        return sym_check_graph(t);
+    if (km->ndim > m->ndim)
+        return sym_fail(t, "boolean mask with more dims than the tensor (eager will raise)");
+    for (int d = 0; d < km->ndim; d++)
+        if (km->sizes[d] != m->sizes[d])
+            return sym_fail(t, "boolean mask shape differs from the tensor's (eager will raise)");
+    ic_val val;
+    if (value_of(t, v, &val) < 0)
+        return -1;
+    ic_meta vm_copy;
+    const ic_meta *vm = meta(t, val, &vm_copy);
+    if (vm == NULL)
+        return sym_check_graph(t);
+    int64_t numel = 1;
+    for (int d = 0; d < vm->ndim; d++)
+        numel *= vm->sizes[d];
+    if (numel != 1)
+        return sym_fail(t, "masked assignment of a tensor (data-dependent count) not supported yet");
+    val = ic_reshape(t->g, ic_cast(t->g, val, m->dtype), 0, NULL);
+    int64_t ksz[IC_MAX_DIMS];
+    for (int d = 0; d < m->ndim; d++)
+        ksz[d] = d < km->ndim ? m->sizes[d] : 1;
+    ic_val mask = ic_reshape(t->g, kv.val, m->ndim, ksz);
+    mask = ic_expand(t->g, mask, m->ndim, m->sizes);
+    ic_val r = ic_where(t->g, mask, ic_expand(t->g, val, m->ndim, m->sizes), xv);
+    if (r < 0)
+        return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "masked assignment failed");
+    return sym_mutate(t, x, r);
+}
+
+int sym_tensor_setitem(trace *t, const var *x_in, const var *k, const var *v) {
+    var xv = *x_in;
+    sym_resolve(t, &xv);
+    if (xv.kind != V_TENSOR || xv.oid <= 0)
+        return sym_fail(t, "item assignment to an untracked tensor");
+    ic_meta m_copy;
+    const ic_meta *m = meta(t, xv.val, &m_copy);
+    if (m == NULL)
+        return sym_check_graph(t);
+    if (k->kind == V_TENSOR) {
+        var kv = *k;
+        sym_resolve(t, &kv);
+        const ic_meta *km = ic_value_meta(t->g, kv.val);
+        if (km != NULL && km->dtype == IC_BOOL)
+            return mask_store(t, &xv, xv.val, m, k, v);
+        return sym_fail(t, "item assignment with a tensor index (index_put) not supported yet");
+    }
+    box b;
+    if (parse_box(t, m, k, &b) < 0)
+        return -1;
+    ic_val val;
+    if (value_of(t, v, &val) < 0)
+        return -1;
+    /* eager: v broadcast to x[k]'s shape, cast to x's dtype */
+    val = ic_cast(t->g, val, m->dtype);
+    val = ic_expand(t->g, val, b.nview, b.view);
+    if (val < 0)
+        return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "item assignment: shape mismatch (eager will raise)");
+    int64_t boxsz[IC_MAX_DIMS], numel = 1;
+    for (int d = 0; d < m->ndim; d++) {
+        boxsz[d] = b.stop[d] - b.start[d];
+        numel *= boxsz[d];
+    }
+    if (numel == 0)
+        return 0; /* nothing selected: x is unchanged (the broadcast was checked) */
+    val = ic_reshape(t->g, val, m->ndim, boxsz);
+    ic_val r = val < 0 ? IC_NONE : place(t, xv.val, val, &b, 0, m->sizes);
+    if (r < 0)
+        return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "item assignment failed");
+    return sym_mutate(t, &xv, r);
+}
