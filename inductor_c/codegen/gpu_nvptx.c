@@ -17,8 +17,10 @@
  *      warps)     element of row r = (c*T + j) * V + reg, c = chunk 0..C-1
  *   column      tid = j*R + rl with R = 32 (rows on lanes: the kept dim is the contiguous
  *     (vec_outer) one, x.sum(0)); element of row r = c*T + j, V = 1.
- *   A row's reduction combines over the j-bits of tid: lane bits by shfl.sync.bfly
- *   butterflies, warp bits through shared memory (every thread reads the same slots in the
+ *   The row mapping is a linear layout (gpu_layout.c, layouts/): j and rl are the bit
+ *   fields of tid its bases name, the access width is its ll_num_consecutive, and a row's
+ *   reduction combines over the tid bits whose bases lie in the row's columns: lane bits by
+ *   shfl.sync.bfly butterflies (the layout's lane masks), warp bits through shared memory (every thread reads the same slots in the
  *   same order, so all threads of a row hold the identical result: no broadcast step).
  *   Persistent rows (groups per row <= 1024): C <= 4 chunks unrolled, loads of buffers
  *   the kernel does not write are kept in registers across the row's passes (softmax
@@ -79,6 +81,7 @@ typedef struct plan {
     int64_t Cs;            /* chunks per block (multiple of UNROLL) */
     int pass;
     const int *slot;       /* per item: partial slot (arg: slot + 1 holds the index) */
+    ic_gmap map;           /* rows: the block's layout (gpu_layout.c): j, rl, shuffles, smem */
 } plan;
 
 typedef struct gg {
@@ -1050,19 +1053,17 @@ static void barrier(gg *g) { intrin(g, "llvm.nvvm.barrier0", NULL, 0, NULL, 0); 
  * memory, read by every thread in the same order. */
 static LLVMValueRef block_reduce(gg *g, const ic_item *it, LLVMValueRef a, LLVMValueRef *ai) {
     const plan *P = g->P;
-    int jlo = P->jlow ? 0 : P->logR, jhi = jlo + P->logT;
-    for (int b = jhi - 1; b >= jlo; b--) {
-        if (b >= 5) continue;
-        LLVMValueRef x = shfl_bfly(g, a, 1 << b);
+    const ic_gmap *M = &P->map;
+    for (int s = 0; s < M->nshfl; s++) { /* lane bits of the row: butterflies */
+        LLVMValueRef x = shfl_bfly(g, a, M->shfl[s]);
         if (ai) {
-            LLVMValueRef xi = shfl_bfly(g, *ai, 1 << b);
+            LLVMValueRef xi = shfl_bfly(g, *ai, M->shfl[s]);
             arg_combine(g, it, a, *ai, x, xi, &a, ai);
         } else {
             a = red_combine(g, it, a, x);
         }
     }
-    int wlo = jlo > 5 ? jlo : 5;
-    if (jhi <= wlo) return a;
+    if (!M->smem_mask) return a; /* warp bits of the row: shared memory */
     LLVMTypeRef t = LLVMTypeOf(a);
     bool i1 = t == g->cg.i1;
     LLVMTypeRef st = i1 ? g->cg.i8 : t;
@@ -1076,11 +1077,14 @@ static LLVMValueRef block_reduce(gg *g, const ic_item *it, LLVMValueRef a, LLVMV
         LLVMBuildStore(B, *ai, LLVMBuildGEP2(B, g->cg.i64, ibase, &g->tid, 1, ""));
     }
     barrier(g);
-    int nw = 1 << (jhi - wlo);
-    LLVMValueRef base = LLVMBuildAnd(B, g->tid, LLVMConstInt(g->cg.i32, ~(((unsigned)nw - 1) << wlo), 0), "");
+    int nw = 1 << __builtin_popcount(M->smem_mask);
+    LLVMValueRef base = LLVMBuildAnd(B, g->tid, LLVMConstInt(g->cg.i32, ~M->smem_mask, 0), "");
     LLVMValueRef r = NULL, ri = NULL;
     for (int w = 0; w < nw; w++) {
-        LLVMValueRef idx = LLVMBuildOr(B, base, LLVMConstInt(g->cg.i32, (unsigned)w << wlo, 0), "");
+        unsigned dep = 0; /* w's bits deposited into the smem bits of tid */
+        for (unsigned m = M->smem_mask, i = 0; m; m &= m - 1, i++)
+            if (w >> i & 1) dep |= m & -m;
+        LLVMValueRef idx = LLVMBuildOr(B, base, LLVMConstInt(g->cg.i32, dep, 0), "");
         LLVMValueRef v = LLVMBuildLoad2(B, st, LLVMBuildGEP2(B, st, g->smem, &idx, 1, ""), "");
         if (i1) v = LLVMBuildTrunc(B, v, g->cg.i1, "");
         if (ai) {
@@ -1364,6 +1368,13 @@ static void emit_pass(gg *g, ic_kernel *k, int pos) {
     free(acc);
 }
 
+/* (tid >> shift) & (2^len - 1), the mask left out when the field reaches the top of tid */
+static LLVMValueRef bitfield(gg *g, LLVMValueRef tid, int shift, int len) {
+    LLVMValueRef v = shift ? LLVMBuildLShr(B, tid, kix(g, shift), "") : tid;
+    if (shift + len >= g->P->logT + g->P->logR) return v;
+    return LLVMBuildAnd(B, v, kix(g, ((int64_t)1 << len) - 1), "");
+}
+
 static void emit_rows(gg *g, ic_kernel *k) {
     const plan *P = g->P;
     if (P->S > 1) {
@@ -1372,14 +1383,8 @@ static void emit_rows(gg *g, ic_kernel *k) {
     }
     LLVMValueRef tid = LLVMBuildZExt(B, g->tid, g->ity, "");
     LLVMValueRef bid = LLVMBuildZExt(B, sreg(g, "llvm.nvvm.read.ptx.sreg.ctaid.x"), g->ity, "");
-    LLVMValueRef rl;
-    if (P->jlow) {
-        g->j = LLVMBuildAnd(B, tid, kix(g, P->T - 1), "");
-        rl = LLVMBuildLShr(B, tid, kix(g, P->logT), "");
-    } else {
-        rl = LLVMBuildAnd(B, tid, kix(g, P->R - 1), "");
-        g->j = LLVMBuildLShr(B, tid, kix(g, P->logR), "");
-    }
+    LLVMValueRef rl = bitfield(g, tid, P->map.r_shift, P->logR);
+    g->j = bitfield(g, tid, P->map.j_shift, P->logT);
     LLVMValueRef r = LLVMBuildAdd(B, LLVMBuildMul(B, bid, kix(g, P->R), ""), rl, "");
     g->active = LLVMBuildICmp(B, LLVMIntSLT, r, kix(g, P->rows), "");
     LLVMValueRef rc = sel(g, g->active, r, kix(g, 0));
@@ -1457,8 +1462,7 @@ static int choose_vec(ic_ctx *c, ic_kernel *k, int32_t vv, int64_t vsize, bool r
     if (S.min_esz == 99) return 1;
     int V = 16 / S.min_esz;
     if (V > VMAX) V = VMAX;
-    while (V > 1 && vsize % V) V /= 2;
-    return V;
+    return ic_gpu_vec_width(V, vsize);
 }
 
 static void plan_kernel(ic_ctx *c, ic_kernel *k, plan *P, int V, int nsm, int S, int pass, const int *slot) {
@@ -1522,6 +1526,10 @@ static void plan_kernel(ic_ctx *c, ic_kernel *k, plan *P, int V, int nsm, int S,
     P->logR = ilog2(P->R);
     P->Bk = P->T * P->R;
     P->C = (P->nv + P->T - 1) / P->T;
+    char msg[160];
+    if (ic_gpu_row_map(&P->map, V, P->T, P->R, P->jlow, P->C, msg, sizeof msg))
+        ic_fail(c, IC_EINTERNAL, "GPU plan: %s", msg);
+    if (P->map.vec != V) ic_fail(c, IC_EINTERNAL, "GPU plan: layout gives %d elements per access, not %d", P->map.vec, V);
     P->persistent = P->C <= 4 || (P->T == 1024 && P->C <= SMAX && P->C * V <= 32);
     int64_t blocks = (P->rows + P->R - 1) / P->R;
     P->grid = (unsigned)blocks;

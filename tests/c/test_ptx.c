@@ -708,6 +708,56 @@ static void test_disk_cache(void) {
     printf("disk cache: round trip, corruption and key checks done\n");
 }
 
+/* ---- thread mappings from linear layouts (codegen/gpu_layout.c), no GPU needed ------------- */
+static void check_row_map(int V, int T, int R, bool jlow, int64_t C, int nshfl, unsigned smem) {
+    ic_gmap m;
+    char err[160];
+    int rc = ic_gpu_row_map(&m, V, T, R, jlow, C, err, sizeof err);
+    CHECK(rc == 0, "row map V%d T%d R%d: %s", V, T, R, err);
+    if (rc) return;
+    CHECK(m.vec == V, "row map V%d T%d R%d: vec %d", V, T, R, m.vec);
+    CHECK(m.nshfl == nshfl && m.smem_mask == smem, "row map V%d T%d R%d: %d shuffles, smem %#x", V, T, R, m.nshfl,
+          m.smem_mask);
+    for (int s = 1; s < m.nshfl; s++) CHECK(m.shfl[s] < m.shfl[s - 1], "shuffles not high to low");
+    /* every thread: the layout's (col, row) of its first register is (j*V, rl) of the
+     * plan's formulas, and j/rl come back from the bit fields codegen extracts */
+    int lane = ll_find_in(&m.layout, LL_LANE), warp = ll_find_in(&m.layout, LL_WARP);
+    int bad = 0;
+    for (int tid = 0; tid < T * R; tid++) {
+        uint64_t col = 0, row = 0;
+        for (int b = 0; (1 << b) < T * R; b++) {
+            if (!(tid >> b & 1)) continue;
+            int d = b < 5 ? lane : warp, bit = b < 5 ? b : b - 5;
+            col ^= ll_get_basis(&m.layout, d, bit, 0);
+            row ^= ll_get_basis(&m.layout, d, bit, 1);
+        }
+        int j = jlow ? tid % T : tid / R, rl = jlow ? tid / T : tid % R;
+        int fj = (tid >> m.j_shift) & (T - 1), frl = (tid >> m.r_shift) & (R - 1);
+        bad += col != (uint64_t)j * V || row != (uint64_t)rl || fj != j || frl != rl;
+    }
+    CHECK(bad == 0, "row map V%d T%d R%d jlow %d: %d threads disagree with the plan", V, T, R, jlow, bad);
+}
+
+static void test_layout_maps(void) {
+    check_row_map(4, 256, 1, true, 4, 5, 0xE0);   /* softmax 4096 f32: 8 warps per row */
+    check_row_map(8, 256, 1, true, 2, 5, 0xE0);   /* bf16 */
+    check_row_map(4, 8, 32, true, 1, 3, 0);       /* short rows: 4 rows per warp */
+    check_row_map(1, 1, 32, true, 1, 0, 0);       /* one thread per row */
+    check_row_map(4, 1024, 1, true, 3, 5, 0x3E0); /* persistent long rows, C not a power of two */
+    check_row_map(1, 8, 32, false, 4, 0, 0xE0);   /* x.sum(0): rows on lanes, the row on warps */
+    check_row_map(1, 32, 32, false, 1, 0, 0x3E0);
+    ic_gmap m;
+    char err[160];
+    CHECK(ic_gpu_row_map(&m, 3, 32, 1, true, 1, err, sizeof err) != 0, "row map accepts V 3");
+    CHECK(ic_gpu_row_map(&m, 4, 8, 2, true, 1, err, sizeof err) != 0, "row map accepts a 16-thread block");
+    CHECK(ic_gpu_row_map(&m, 4, 8, 32, false, 1, err, sizeof err) != 0, "rows on lanes accepts V 4");
+    int vw[][3] = {{4, 4096, 4}, {4, 6, 2}, {8, 12, 4}, {4, 7, 1}, {1, 64, 1}, {8, 8, 8}, {16, 32, 16}};
+    for (size_t i = 0; i < sizeof vw / sizeof vw[0]; i++)
+        CHECK(ic_gpu_vec_width(vw[i][0], vw[i][1]) == vw[i][2], "vec width (%d, %d): %d, want %d", vw[i][0],
+              vw[i][1], ic_gpu_vec_width(vw[i][0], vw[i][1]), vw[i][2]);
+    printf("layouts: row-kernel maps and vector widths checked\n");
+}
+
 int main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-v")) verbose = 1;
@@ -716,6 +766,7 @@ int main(int argc, char **argv) {
     }
     double t0 = now();
     test_disk_cache();
+    test_layout_maps();
     build_corpus();
     const char *ptxas = find_ptxas();
     char dir[256];
