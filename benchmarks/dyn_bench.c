@@ -3,7 +3,7 @@
  *
  *   cc -std=c11 -D_GNU_SOURCE -O2 -Iinductor_c -I$(llvm-config-16 --includedir) benchmarks/dyn_bench.c \
  *      inductor_c/[*].c inductor_c/[*]/[*].c layouts/[*].c -L$(llvm-config-16 --libdir) -lLLVM-16 -lpthread -lm -ldl
- *   TORCHC_CACHE=0 ./a.out
+ *   TORCHC_CACHE=0 [DYN_BENCH_THREADS=1] ./a.out
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,6 +70,7 @@ static double run_time(ic_compiled *c, int64_t b, int kind, int dyn) {
 }
 
 int main(void) {
+    if (getenv("DYN_BENCH_THREADS")) ic_set_num_threads(atoi(getenv("DYN_BENCH_THREADS")));
     const int64_t B[5] = {8, 64, 333, 1024, 4096};
     for (int kind = 0; kind < 3; kind++) {
         double t0 = now();

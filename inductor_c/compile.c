@@ -560,6 +560,14 @@ static int run_dyn(const ic_compiled *c, void *const *inputs, void *const *outpu
         }
     }
     bufs[c->nbufs] = sv;
+    for (int k = 0; k < c->nrun; k++)
+        if (ic_dim_eval(c->kernels[k].diters, sv) < 0 ||
+            (c->kernels[k].dwork.coef > 0 && ic_dim_eval(c->kernels[k].dwork, sv) < 0)) {
+            /* sizes overflow: refuse before any work */
+            why = "symbol values too large";
+            code = IC_EINVALID;
+            goto fail;
+        }
     int nt = c->num_threads > 0 ? c->num_threads : ic_get_num_threads();
     for (int k = 0; k < c->nrun; k++) {
         const ic_rkernel *K = &c->kernels[k];
@@ -579,6 +587,10 @@ static int run_dyn(const ic_compiled *c, void *const *inputs, void *const *outpu
     if (err) err->code = IC_OK;
     return 0;
 fail:
+    if (ws) {
+        void *expect = NULL;
+        if (!atomic_compare_exchange_strong(&((ic_compiled *)c)->ws_cache, &expect, ws)) free(ws);
+    }
     if (soff != offstack) free(soff);
     if (bufs != stackbufs) free(bufs);
     if (err) {

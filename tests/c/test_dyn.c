@@ -473,9 +473,38 @@ static void test_diff(void) {
     diff_case("softmax_sym_dim", (spec[]){{IC_F32, 2, {K(4), S(0)}}}, 1, b_softmax_sym, HINT, VALS, NV, IC_EUNSUPPORTED);
 }
 
+/* run-time argument errors: symbol value < 2, sizes that overflow */
+static void test_run_errors(void) {
+    cur_test = "run_errors";
+    ic_graph *g = ic_graph_new();
+    ic_val x = in_dyn(g, IC_F32, 2, (ic_dim[]){S(0), K(4)}, (int64_t[]){8});
+    ic_output(g, ic_binary(g, IC_OP_MUL, x, ic_scalar(g, 2, IC_F64)));
+    ic_err err;
+    ic_compiled *c = ic_compile(g, NULL, &err);
+    CHECK(c != NULL, "compile: %s", err.msg);
+    if (c) {
+        float in[32], out[32];
+        void *ins[1] = {in}, *outs[1] = {out};
+        ic_meta m;
+        CHECK(ic_run_dyn(c, ins, outs, (int64_t[]){1}, &err) != 0 && err.code == IC_EINVALID, "s0 = 1 refused");
+        CHECK(ic_compiled_output_meta_at(c, 0, (int64_t[]){1}, &m) != 0, "meta_at s0 = 1 refused");
+        CHECK(ic_run_dyn(c, ins, outs, (int64_t[]){INT64_MAX / 2}, &err) != 0 && err.code == IC_EINVALID,
+              "overflowing s0 refused: %d %s", err.code, err.msg);
+        for (int i = 0; i < 32; i++) in[i] = (float)i;
+        CHECK(ic_run(c, ins, outs, &err) == 0 && out[31] == 62.0f, "ic_run runs at the hint (8)");
+        CHECK(ic_compiled_output_meta_at(c, 0, (int64_t[]){5}, &m) == 0 && m.sizes[0] == 5 && m.strides[0] == 4 && !m.dyn,
+              "meta_at");
+        const ic_meta *hm = ic_compiled_output_meta(c, 0);
+        CHECK(hm->dyn && hm->sizes[0] == 8 && hm->dims[0].exp[0] == 1, "output meta keeps dims and hints");
+        ic_compiled_free(c);
+    }
+    ic_graph_free(g);
+}
+
 int main(void) {
     test_graph_meta();
     test_graph_errors();
+    test_run_errors();
     test_diff();
     fprintf(stderr, "compile time: dynamic %.3f s (once per case), static %.3f s (per size)\n",
             t_dyn_compile, t_static_compile);
