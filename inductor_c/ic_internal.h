@@ -215,6 +215,7 @@ typedef struct ic_rkernel {
     ic_kernel_fn fn;
     int64_t iters;
     int64_t work;
+    ic_dim diters, dwork; /* dynamic graphs: iters and work as monomials in the symbols */
 } ic_rkernel;
 
 struct ic_compiled {
@@ -236,6 +237,9 @@ struct ic_compiled {
     int num_threads;
     int nsyms;                       /* dynamic graphs: symbols used (0: static) */
     int64_t sym_hint[IC_MAX_SYMS];   /* ic_run on a dynamic graph runs at these */
+    int nslots;                      /* dynamic graphs: workspace slots (bytes per slot */
+    ic_dim *slot_dim;                /*   as monomials), slot of each buffer or -1 */
+    int *buf_slot;
 };
 
 struct ic_ctx {
@@ -282,7 +286,26 @@ struct ic_ctx {
     void *cg_res; /* codegen: LLVM objects to release on error */
     struct ic_compiled *out;
     uint32_t memo_cap;
+    /* dynamic graphs: the private graph's sizes are evaluated at internal symbol hints
+     * symH (distinct primes above IC_SYM_BAND), so every size or product that involves a
+     * symbol is >= IC_SYM_BAND (it is "tainted": never a compile-time constant) and decodes
+     * back to its monomial (ic_sym_decode). Vars of tainted size have an unknown range. */
+    bool dyn;
+    bool range_hint;               /* ix_range: tainted vars range up to their hint */
+    int64_t symH[IC_MAX_SYMS];
+    int nslots;                    /* buffers.c: workspace slots, their monomial byte */
+    ic_dim *slot_dim;              /*   sizes, and the slot of each buffer (-1: none) */
+    int *buf_slot;
 };
+
+#define IC_SYM_BAND ((int64_t)1 << 24)
+#define IC_SYM_UNBOUNDED ((int64_t)1 << 40) /* range bound of a var of symbolic size */
+static inline bool ic_tainted(const ic_ctx *c, int64_t v) {
+    return c->dyn && (v >= IC_SYM_BAND || v <= -IC_SYM_BAND);
+}
+/* v (a size, count or byte size) back to coef * prod s_k^e_k; false if v is tainted but
+ * not a monomial (a sum of symbolic terms). Static values decode to themselves. */
+bool ic_sym_decode(const ic_ctx *c, int64_t v, ic_dim *out);
 
 /* arena / errors (compile.c) */
 void *ic_alloc(ic_ctx *c, size_t n);                 /* zeroed; longjmps on OOM */

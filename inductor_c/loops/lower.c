@@ -126,9 +126,18 @@ static ic_xid lower_pointwise(ic_ctx *c, ic_val v, const ic_node *n, const int32
                 lin = ix_add(c, lin, ix_scale(c, ix_var(c, var[j]), n->meta.strides[j]));
         ic_meta cm = *am;
         ic_contiguous_strides(&cm);
-        for (int i = 0; i < am->ndim; i++)
-            T[i] = am->sizes[i] == 1 ? ix_const(c, 0)
-                                     : ix_mod(c, ix_div(c, lin, cm.strides[i]), am->sizes[i]);
+        int64_t before = 1; /* elements of the dims before i */
+        for (int i = 0; i < am->ndim; i++) {
+            int64_t md = am->sizes[i];
+            /* a symbolic size is only possible without a modulus: lin // stride < size
+             * holds when every earlier dim has size 1 */
+            if (ic_tainted(c, md)) {
+                if (before != 1) ic_fail(c, IC_EUNSUPPORTED, "dynamic shapes: reshape splitting a symbolic dim");
+                md = 0;
+            }
+            T[i] = am->sizes[i] == 1 ? ix_const(c, 0) : ix_mod(c, ix_div(c, lin, cm.strides[i]), md);
+            before *= am->sizes[i];
+        }
     } else {
         ic_fail(c, IC_EUNSUPPORTED, "lowering of %s is not implemented", ic_op_name(n->op));
     }
