@@ -102,6 +102,7 @@ typedef struct dh_outspec {
 
 /* ---- cache entries ---------------------------------------------------------------- */
 #define DH_DYN_LOCALS 64 /* locals (arguments) whose dims can be marked dynamic */
+#define DH_DYN_ND2 0x80000000u /* dynmask flag: only tensors with >= 2 dims */
 typedef struct dh_entry {
     struct dh_entry *next;
     int fallback;           /* 1: run eagerly (capture failed for inputs like these) */

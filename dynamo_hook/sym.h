@@ -150,6 +150,8 @@ int sym_symint(trace *t, ic_dim d, var *out);
 /* v an int constant or a V_SYM: its size expression (1), else 0 */
 int sym_dim_of(trace *t, const var *v, ic_dim *d);
 int sym_dim_static(ic_dim d);
+/* ic_reshape that keeps symbolic dims symbolic (sizes are hint values) */
+ic_val sym_reshape(trace *t, ic_val v, int n, const int64_t *sizes);
 
 /* torch_ops.c */
 int sym_ops_init(void);

@@ -2378,19 +2378,37 @@ static dh_entry *trace_once(PyCodeObject *code, PyObject *const *localsplus, PyO
 dh_entry *dh_trace_frame(PyCodeObject *code, PyObject *const *localsplus, PyObject *globals,
                          PyObject *builtins, PyObject *func, const dh_config *cfg,
                          const uint32_t *dynmask) {
+    /* the dims asked for; if the compiler can't take them, the outermost dims alone (the
+     * batch); else static */
+    uint32_t outer[DH_DYN_LOCALS], outer2[DH_DYN_LOCALS];
+    const uint32_t *masks[3] = {dynmask, NULL, NULL};
     if (dynmask != NULL) {
+        int differs = 0, any = 0;
+        for (int i = 0; i < DH_DYN_LOCALS; i++) {
+            outer[i] = dynmask[i] & 1u;
+            outer2[i] = outer[i] ? outer[i] | DH_DYN_ND2 : 0; /* bit 31: tensors of >= 2 dims only */
+            differs |= outer[i] != dynmask[i];
+            any |= outer[i] != 0;
+        }
+        int k = 1;
+        if (differs && any)
+            masks[k++] = outer;
+        if (any)
+            masks[k++] = outer2;
+    }
+    for (int m = 0; m < 3 && masks[m] != NULL; m++) {
         char *sig = NULL;
         int reject = 0;
-        trace_once(code, localsplus, globals, builtins, func, cfg, dynmask, 1, NULL, &sig, &reject);
+        trace_once(code, localsplus, globals, builtins, func, cfg, masks[m], 1, NULL, &sig, &reject);
         PyErr_Clear();
-        if (sig != NULL) {
-            dh_entry *e = trace_once(code, localsplus, globals, builtins, func, cfg, dynmask, 2,
-                                     sig, NULL, &reject);
-            free(sig);
-            if (e != NULL || !reject)
-                return e;
-            PyErr_Clear();
-        }
+        if (sig == NULL)
+            continue;
+        dh_entry *e = trace_once(code, localsplus, globals, builtins, func, cfg, masks[m], 2,
+                                 sig, NULL, &reject);
+        free(sig);
+        if (e != NULL || !reject)
+            return e;
+        PyErr_Clear();
     }
     return trace_once(code, localsplus, globals, builtins, func, cfg, NULL, 0, NULL, NULL, NULL);
 }
@@ -2489,11 +2507,18 @@ static dh_entry *trace_once(PyCodeObject *code, PyObject *const *localsplus, PyO
                 int ok = !t->failed && !PyErr_Occurred() && rr == 0 && t->nsym > 0 && nout > 0 &&
                          t->device_type != TC_DEV_CUDA;
                 char *mine = ok ? dyn_signature(t) : NULL;
+                if (dyn == 1 && !ok && getenv("TORCHC_DEBUG_DYN"))
+                    fprintf(stderr, "torchc dyn: not dynamic: %s %s\n",
+                            rr == 1 ? "graph break:" : t->failed ? "" : "no symbols/outputs or cuda", t->reason);
                 if (dyn == 1) {
                     *sig = mine;
                     goto error;
                 }
                 ok = mine != NULL && expect != NULL && strcmp(mine, expect) == 0;
+                if (!ok && getenv("TORCHC_DEBUG_DYN"))
+                    fprintf(stderr, "torchc dyn: rejected (%s)\n--- real\n%s\n--- fake\n%s\n",
+                            t->failed ? t->reason : "signature differs", mine ? mine : "-",
+                            expect ? expect : "-");
                 free(mine);
                 if (!ok) {
                     *reject = 1;
@@ -2509,6 +2534,8 @@ static dh_entry *trace_once(PyCodeObject *code, PyObject *const *localsplus, PyO
                 Py_BEGIN_ALLOW_THREADS
                 compiled = ic_compile(t->g, &opt, &err);
                 Py_END_ALLOW_THREADS
+                if (compiled == NULL && dyn && getenv("TORCHC_DEBUG_DYN"))
+                    fprintf(stderr, "torchc dyn: compile rejected: %s\n", err.msg);
                 if (compiled == NULL && dyn) {
                     *reject = 1; /* the compiler can't do these symbols: specialize */
                     goto error;

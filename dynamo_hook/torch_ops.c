@@ -496,7 +496,7 @@ static int h_reshape(trace *t, const opdef *d, var **p, var *out) {
     int64_t s64[IC_MAX_DIMS];
     for (int i = 0; i < n; i++)
         s64[i] = s[i];
-    return view_out(t, p[0], ic_reshape(t->g, p[0]->val, n, s64), out);
+    return view_out(t, p[0], sym_reshape(t, p[0]->val, n, s64), out);
 }
 
 static int h_flatten(trace *t, const opdef *d, var **p, var *out) {
@@ -510,7 +510,7 @@ static int h_flatten(trace *t, const opdef *d, var **p, var *out) {
     if (!is_none(p[2]) && get_int(t, p[2], &b, "end_dim") < 0)
         return -1;
     if (m->ndim == 0)
-        return view_out(t, p[0], ic_reshape(t->g, p[0]->val, 1, (int64_t[]){1}), out);
+        return view_out(t, p[0], sym_reshape(t, p[0]->val, 1, (int64_t[]){1}), out);
     int s, e;
     if (norm_dim(t, a, m->ndim, &s) < 0 || norm_dim(t, b, m->ndim, &e) < 0)
         return -1;
@@ -526,7 +526,7 @@ static int h_flatten(trace *t, const opdef *d, var **p, var *out) {
     sz[n++] = prod;
     for (int i = e + 1; i < m->ndim; i++)
         sz[n++] = m->sizes[i];
-    return view_out(t, p[0], ic_reshape(t->g, p[0]->val, n, sz), out);
+    return view_out(t, p[0], sym_reshape(t, p[0]->val, n, sz), out);
 }
 
 static int h_permute(trace *t, const opdef *d, var **p, var *out) {
@@ -599,7 +599,7 @@ static int h_unsqueeze(trace *t, const opdef *d, var **p, var *out) {
         if (i < m->ndim)
             sz[n++] = m->sizes[i];
     }
-    return view_out(t, p[0], ic_reshape(t->g, p[0]->val, n, sz), out);
+    return view_out(t, p[0], sym_reshape(t, p[0]->val, n, sz), out);
 }
 
 static int h_squeeze(trace *t, const opdef *d, var **p, var *out) {
@@ -626,7 +626,7 @@ static int h_squeeze(trace *t, const opdef *d, var **p, var *out) {
     for (int i = 0; i < m->ndim; i++)
         if (!(mask >> i & 1))
             sz[n++] = m->sizes[i];
-    return view_out(t, p[0], ic_reshape(t->g, p[0]->val, n, sz), out);
+    return view_out(t, p[0], sym_reshape(t, p[0]->val, n, sz), out);
 }
 
 static int h_expand(trace *t, const opdef *d, var **p, var *out) {
@@ -880,7 +880,7 @@ static ic_val unsqueeze_val(trace *t, ic_val x, int dim) {
         if (i < m->ndim)
             sz[n++] = m->sizes[i];
     }
-    return ic_reshape(t->g, x, n, sz);
+    return sym_reshape(t, x, n, sz);
 }
 
 /* cat(tensors, dim) / stack(tensors, dim) */
@@ -929,7 +929,7 @@ static int h_narrow(trace *t, const opdef *d, var **p, var *out) {
         for (int i = 0; i < m->ndim; i++)
             if (i != dim)
                 sz[n++] = m->sizes[i];
-        r = ic_reshape(t->g, r, n, sz);
+        r = sym_reshape(t, r, n, sz);
     }
     return view_out_desc(t, p[0], r, out, d->op == 1 ? "select" : "narrow",
                          d->op == 1 ? Py_BuildValue("(iL)", dim, st) : Py_BuildValue("(iLL)", dim, st, len));
@@ -1004,7 +1004,7 @@ static int h_index_select(trace *t, const opdef *d, var **p, var *out) {
         int64_t n = 1;
         for (int i = 0; i < im->ndim; i++)
             n *= im->sizes[i];
-        ic_val flat = ic_reshape(t->g, p[0]->val, 1, &n);
+        ic_val flat = sym_reshape(t, p[0]->val, 1, &n);
         if (sym_check_index(t, p[0], wm->ndim ? wm->sizes[0] : 0) < 0)
             return -1;
         ic_val rows = ic_index_select(t->g, p[1]->val, 0, flat);
@@ -1015,7 +1015,7 @@ static int h_index_select(trace *t, const opdef *d, var **p, var *out) {
         if (wm->ndim != 2 || k + 1 > IC_MAX_DIMS)
             return sym_fail(t, "embedding: weight must be 2-d");
         sz[k++] = wm->sizes[1];
-        return tensor_out(t, ic_reshape(t->g, rows, k, sz), out);
+        return tensor_out(t, sym_reshape(t, rows, k, sz), out);
     }
     if (p[0]->kind != V_TENSOR || p[2] == NULL || p[2]->kind != V_TENSOR)
         return sym_fail(t, "index_select: bad arguments");
@@ -1166,7 +1166,7 @@ int sym_tensor_index(trace *t, const var *x_in, const var *k, var *out) {
             for (int j = 0; j < ms->ndim; j++)
                 if (j != d)
                     sz[n++] = ms->sizes[j];
-            v = ic_reshape(t->g, v, n, sz);
+            v = sym_reshape(t, v, n, sz);
             continue;
         }
         Py_ssize_t start, stop, step;
@@ -1187,7 +1187,7 @@ int sym_tensor_index(trace *t, const var *x_in, const var *k, var *out) {
     if (is_copy)
         return tensor_out(t, v, out);
     if (v == x->val) /* x[...] or x[:]: a view of the same data */
-        v = ic_reshape(t->g, v, m0->ndim, m0->sizes);
+        v = sym_reshape(t, v, m0->ndim, m0->sizes);
     if (k->kind != V_CONST)
         return sym_fail(t, "indexing: non-constant index");
     return view_out_desc(t, x, v, out, "__getitem__", Py_BuildValue("(O)", k->obj));
