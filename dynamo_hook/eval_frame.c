@@ -229,6 +229,9 @@ static PyObject *dh_eval_frame(PyThreadState *ts, _PyInterpreterFrame *f, int th
             return fallback(ts, f, buf);
         }
         e->compile_ms = now_ms() - t0;
+        if (ic_debug_flags() & IC_DEBUG_TIME)
+            fprintf(stderr, "torchc time: frame %s: capture + compile %.2f ms\n",
+                    PyUnicode_AsUTF8(code->co_name), e->compile_ms);
         dh_cache_add(c, e);
         event = e->fallback ? "fallback" : "compiled";
         if (e->fallback)

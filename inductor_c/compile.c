@@ -11,6 +11,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "codegen/gpu.h" /* GPU hook: ic_codegen_gpu, ic_gpu_free */
 #include "ic_internal.h"
@@ -30,6 +31,7 @@ IC_API unsigned ic_debug_flags(void) {
         else if (n == 5 && !strncmp(s, "loops", 5)) f |= IC_DEBUG_LOOPS;
         else if (n == 4 && !strncmp(s, "llvm", 4)) f |= IC_DEBUG_LLVM;
         else if (n == 3 && !strncmp(s, "ptx", 3)) f |= IC_DEBUG_PTX;
+        else if (n == 4 && !strncmp(s, "time", 4)) f |= IC_DEBUG_TIME;
         else if (n == 3 && !strncmp(s, "all", 3)) f |= ~0u;
         s = *e ? e + 1 : e;
     }
@@ -99,6 +101,12 @@ static void dyn_setup(ic_ctx *c, const ic_graph *user) {
     }
 }
 
+double ic_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
 static void dump(const char *stage, const char *text) {
     fprintf(stderr, "=== torchc %s ===\n%s", stage, text ? text : "(null)\n");
 }
@@ -122,6 +130,8 @@ static void compiled_free_parts(ic_compiled *o) {
 /* The pipeline, in order. Returns NULL after an ic_fail (c->err set). */
 static ic_compiled *pipeline(ic_ctx *c, const ic_graph *g, const ic_options *o) {
     if (setjmp(c->jb)) return NULL;
+    double t = ic_now_ms(), t1;
+#define STAGE(s) (t1 = ic_now_ms(), c->t_stage[s] += t1 - t, t = t1)
     ic_compiled *out = c->out = calloc(1, sizeof *out);
     if (!out) ic_fail(c, IC_ENOMEM, "out of memory");
     /* 1. graph */
@@ -136,10 +146,13 @@ static ic_compiled *pipeline(ic_ctx *c, const ic_graph *g, const ic_options *o) 
         dump("graph", s);
         free(s);
     }
+    STAGE(IC_T_GRAPH);
     /* 2. loops: one loop node per value */
     ic_lower(c);
+    STAGE(IC_T_LOWER);
     /* 3. schedule: realize-or-inline, fusion into kernels */
     ic_schedule(c);
+    STAGE(IC_T_SCHED);
     if (c->debug & IC_DEBUG_LOOPS) {
         ic_str s = {0};
         ic_loops_print(c, &s);
@@ -151,7 +164,7 @@ static ic_compiled *pipeline(ic_ctx *c, const ic_graph *g, const ic_options *o) 
     /* 5. workspace for intermediates */
     ic_plan_buffers(c);
 #ifdef NDEBUG
-    if (c->debug)
+    if (c->debug & ~(unsigned)IC_DEBUG_TIME)
 #endif
     {
         char kmsg[256];
@@ -163,11 +176,13 @@ static ic_compiled *pipeline(ic_ctx *c, const ic_graph *g, const ic_options *o) 
         dump("kernels", s);
         free(s);
     }
+    STAGE(IC_T_FINAL);
     /* 6. LLVM IR, O3, JIT */
     ic_kernel_fn *fns = ic_alloc(c, (size_t)(2 * c->nkernels + 1) * sizeof(ic_kernel_fn));
     if (o->device == IC_CUDA) ic_codegen_gpu(c, out, o->device_index); /* GPU hook: NVPTX + driver */
     else if (c->nkernels > 0) ic_codegen_cpu(c, fns, &out->jit_rt);
 
+#undef STAGE
     /* 7. the compiled object (outlives the arena) */
     const ic_graph *G = c->g;
     out->ninputs = G->ninputs;
@@ -260,7 +275,17 @@ ic_compiled *ic_compile_graph(const ic_graph *g, const ic_options *opt, ic_err *
     /* a zero-initialized ic_options means the default O3 */
     c->opt_level = o.opt_level > 0 ? o.opt_level : 3;
     c->num_threads = o.num_threads;
+    double t0 = ic_now_ms();
     ic_compiled *out = pipeline(c, g, &o);
+    if (c->debug & IC_DEBUG_TIME) {
+        static const char *names[IC_T_COUNT] = {"graph", "lower", "sched", "final", "irgen", "opt", "jit"};
+        char line[400];
+        int n = snprintf(line, sizeof line, "torchc time: compile %.2f ms (%d nodes, %d kernels):",
+                         ic_now_ms() - t0, g->n, c->nkernels);
+        for (int i = 0; i < IC_T_COUNT && n > 0 && n < (int)sizeof line; i++)
+            n += snprintf(line + n, sizeof line - (size_t)n, " %s %.2f", names[i], c->t_stage[i]);
+        fprintf(stderr, "%s%s\n", line, out ? "" : " (failed)");
+    }
     if (!out) {
         ic_codegen_cleanup(c);
         compiled_free_parts(c->out);
@@ -297,7 +322,7 @@ static uint64_t hash_str(const char *s) {
 static bool cache_enabled(const ic_options *o) {
     const char *e = getenv("TORCHC_CACHE");
     if (e && strcmp(e, "0") == 0) return false;
-    if (ic_debug_flags() || (o && o->debug)) return false;
+    if ((ic_debug_flags() | (o ? o->debug : 0)) & ~(unsigned)IC_DEBUG_TIME) return false;
     return !o || o->device == IC_CPU;
 }
 
@@ -471,6 +496,14 @@ static int run_dyn(const ic_compiled *c, void *const *inputs, void *const *outpu
         }
     }
     bufs[c->nbufs] = sv;
+    for (int k = 0; k < c->nrun; k++)
+        if (ic_dim_eval(c->kernels[k].diters, sv) < 0 ||
+            (c->kernels[k].dwork.coef > 0 && ic_dim_eval(c->kernels[k].dwork, sv) < 0)) {
+            /* sizes overflow: refuse before any work */
+            why = "symbol values too large";
+            code = IC_EINVALID;
+            goto fail;
+        }
     int nt = c->num_threads > 0 ? c->num_threads : ic_get_num_threads();
     for (int k = 0; k < c->nrun; k++) {
         const ic_rkernel *K = &c->kernels[k];
@@ -490,6 +523,10 @@ static int run_dyn(const ic_compiled *c, void *const *inputs, void *const *outpu
     if (err) err->code = IC_OK;
     return 0;
 fail:
+    if (ws) {
+        void *expect = NULL;
+        if (!atomic_compare_exchange_strong(&((ic_compiled *)c)->ws_cache, &expect, ws)) free(ws);
+    }
     if (soff != offstack) free(soff);
     if (bufs != stackbufs) free(bufs);
     if (err) {

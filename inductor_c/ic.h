@@ -165,7 +165,8 @@ typedef struct ic_options {
     unsigned debug;    /* IC_DEBUG_* bits; ORed with TORCHC_DEBUG from the environment */
 } ic_options;
 
-enum { IC_DEBUG_GRAPH = 1, IC_DEBUG_LOOPS = 2, IC_DEBUG_LLVM = 4, IC_DEBUG_PTX = 8 };
+/* IC_DEBUG_TIME: per-stage compile times on stderr (does not bypass the caches) */
+enum { IC_DEBUG_GRAPH = 1, IC_DEBUG_LOOPS = 2, IC_DEBUG_LLVM = 4, IC_DEBUG_PTX = 8, IC_DEBUG_TIME = 16 };
 
 typedef struct ic_compiled ic_compiled;
 
@@ -207,7 +208,7 @@ int ic_run_dyn(const ic_compiled *c, void *const *inputs, void *const *outputs,
 
 /* Compiles are cached in memory (CPU): an identical graph (same text: ops, shapes, input
  * strides, scalars, symbolic sizes) with the same options returns the cached code at once. The cache
- * keeps at most 128 graphs; TORCHC_CACHE=0 or any TORCHC_DEBUG bypasses it. ic_cache_clear
+ * keeps at most 128 graphs; TORCHC_CACHE=0 or any TORCHC_DEBUG (but time) bypasses it. ic_cache_clear
  * drops the cache's references (torchc.reset()); objects still held stay valid. */
 void ic_cache_clear(void);
 
@@ -215,7 +216,7 @@ void ic_cache_clear(void);
 void ic_set_num_threads(int n); /* worker count of the CPU pool (>= 1) */
 int ic_get_num_threads(void);
 const char *ic_version(void);
-/* Bits parsed from TORCHC_DEBUG=graph,loops,llvm,ptx */
+/* Bits parsed from TORCHC_DEBUG=graph,loops,llvm,ptx,time */
 unsigned ic_debug_flags(void);
 
 /* dtype helpers */

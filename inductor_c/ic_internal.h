@@ -82,6 +82,19 @@ int ic_dim_nsyms(ic_dim d);                       /* highest symbol used + 1 */
 void ic_dim_print(ic_str *s, ic_dim d);
 
 /* ---- compilation context: arena + error jump ----------------------------------------- */
+/* Compile stages timed for TORCHC_DEBUG=time (compile.c prints them in this order). */
+typedef enum ic_stage {
+    IC_T_GRAPH,    /* copy + verify the graph */
+    IC_T_LOWER,    /* loops/lower.c */
+    IC_T_SCHED,    /* sched/sched.c: realize, fuse */
+    IC_T_FINAL,    /* finalize, buffers, verify, describe */
+    IC_T_IRGEN,    /* codegen: LLVM IR built + verified */
+    IC_T_OPT,      /* LLVM optimization pipeline */
+    IC_T_JIT,      /* ORC: machine code (materialized at the symbol lookups) */
+    IC_T_COUNT
+} ic_stage;
+double ic_now_ms(void); /* monotonic clock */
+
 typedef struct ic_chunk ic_chunk;
 typedef struct ic_ctx ic_ctx;
 
@@ -282,6 +295,7 @@ struct ic_ctx {
     int64_t ws_size;
     int num_threads;
     int opt_level;
+    double t_stage[IC_T_COUNT]; /* ms per stage (TORCHC_DEBUG=time) */
     void *memo; /* sched: inlining memo */
     void *cg_res; /* codegen: LLVM objects to release on error */
     struct ic_compiled *out;

@@ -84,6 +84,12 @@ def _dynamic_flag(dynamic):
     return int(dynamic)
 
 
+def _adaptive(options):
+    """mode="reduce-overhead": options={"cudagraph_adaptive": False} replays CUDA graphs even
+    where a normal call is faster (torchc/_cudagraphs.py)."""
+    return bool((options or {}).get("cudagraph_adaptive", True))
+
+
 def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mode=None,
             options=None, disable=False):
     """torch.compile's signature. Returns a compiled function or an OptimizedModule."""
@@ -99,7 +105,8 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
             _C.allow_code(fwd)
         call = _C.CompiledFunction(model, bool(fullgraph), _dynamic_flag(dynamic))
         if mode == "reduce-overhead" and fwd is not None:
-            call = _cudagraphs.CUDAGraphed(call, type(model).forward, (model,), module=model)
+            call = _cudagraphs.CUDAGraphed(call, type(model).forward, (model,), module=model,
+                                           adaptive=_adaptive(options))
         return OptimizedModule(model, call)
     if not callable(model):
         raise TypeError(f"torchc.compile expects a callable or nn.Module, got {type(model).__name__}")
@@ -110,9 +117,9 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
         pass
     if mode == "reduce-overhead":
         if isinstance(model, types.MethodType):
-            cf = _cudagraphs.CUDAGraphed(cf, model.__func__, (model.__self__,))
+            cf = _cudagraphs.CUDAGraphed(cf, model.__func__, (model.__self__,), adaptive=_adaptive(options))
         elif isinstance(model, types.FunctionType):
-            cf = _cudagraphs.CUDAGraphed(cf, model)
+            cf = _cudagraphs.CUDAGraphed(cf, model, adaptive=_adaptive(options))
         try:
             functools.update_wrapper(cf, model)
         except (AttributeError, TypeError):

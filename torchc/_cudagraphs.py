@@ -8,8 +8,13 @@ once into a torch.cuda.CUDAGraph with static input buffers and replayed on later
             capture) + the argument signature (tensor shapes/strides/dtypes/devices and
             aliasing, non-tensor values) + grad mode + (modules) the parameter/buffer
             pointers.
-  warm-up   the first call of a key runs normally (compiles; cuModuleLoad and lazy ATen
-            initialization are not allowed while a stream captures); the second captures.
+  warm-up   the first calls of a key run normally (the first compiles; cuModuleLoad and
+            lazy ATen initialization are not allowed while a stream captures); their host
+            time is measured; the next call captures.
+  adaptive  a replay costs input copies + a graph launch (~15-20 µs of host time); a torchc
+            call whose graph is a single fused kernel costs less. The first replays are timed
+            too, and when a normal call was faster the key runs normally from then on (reason
+            in explain). options={"cudagraph_adaptive": False} always replays.
   capture   tensor arguments are copied into static buffers, the call runs under
             torch.cuda.graph (its own private memory pool of PyTorch's caching allocator, so
             torchc's workspaces and every intermediate stay valid for replays), then the
@@ -27,6 +32,8 @@ called frame are checked on every call; frames entered after a graph break are a
 take the same path (their inputs come from the captured frame). Python side effects of
 the function (prints, list appends) happen at warm-up and capture only.
 """
+import time
+import warnings
 import weakref
 
 import torch
@@ -49,7 +56,7 @@ def _flatten(obj, tensors, sig):
     """Appends obj's tensors to `tensors` and a hashable description to `sig`."""
     if isinstance(obj, torch.Tensor):
         tensors.append(obj)
-        sig.append((tuple(obj.shape), obj.stride(), obj.dtype, obj.device, obj.requires_grad,
+        sig.append((obj.shape, obj.stride(), obj.dtype, obj.device, obj.requires_grad,
                     obj.storage_offset()))
     elif isinstance(obj, (tuple, list)):
         sig.append((type(obj), len(obj)))
@@ -82,7 +89,7 @@ def _out_tensors(obj, acc):
 
 
 class _Graph:
-    __slots__ = ("graph", "static", "outputs", "mutated", "replays")
+    __slots__ = ("graph", "static", "outputs", "mutated", "replays", "normal_s", "replay_s")
 
     def __init__(self, graph, static, outputs, mutated):
         self.graph = graph
@@ -90,6 +97,8 @@ class _Graph:
         self.outputs = outputs    # what the captured call returned
         self.mutated = mutated    # indices of arguments updated in place
         self.replays = 0
+        self.normal_s = float("inf")  # best host time of a normal call of this key
+        self.replay_s = float("inf")  # best host time of the first replays
 
 
 class CUDAGraphed:
@@ -97,13 +106,17 @@ class CUDAGraphed:
     OptimizedModule for modules). `call` is the torchc CompiledFunction; `func`/`bound` are
     the function whose frame torchc captures and the leading arguments it gets (self)."""
 
-    def __init__(self, call, func, bound=(), module=None):
+    WARMUP = 2   # normal calls of a key before the capture (timed)
+    PROBE = 3    # replays timed against them (adaptive)
+
+    def __init__(self, call, func, bound=(), module=None, adaptive=True):
+        self._adaptive = adaptive
         self._call = call
         self._func = func
         self._bound = tuple(bound)
         self._module = module
         self._graphs = {}     # key -> _Graph or a reason (str): run normally
-        self._warm = {}       # key -> normal calls seen
+        self._warm = {}       # key -> [normal calls seen, best normal seconds, reason not to capture]
         self.events = []      # explain records (bounded)
         self.nevents = 0      # events ever recorded
         _live.add(self)
@@ -160,23 +173,59 @@ class CUDAGraphed:
         key = (entry, key)
         g = self._graphs.get(key)
         if g is None:
-            n = self._warm.get(key, 0)
-            if n < 1:
-                self._warm[key] = n + 1
+            w = self._warm.get(key)
+            if w is None:
+                w = self._warm[key] = [0, float("inf"), None]
+            if w[0] < self.WARMUP:
+                w[0] += 1
                 self._event("warmup", None)
-                return self._call(*args, **kwargs)
-            g = self._capture(args, kwargs, tensors)
+                return self._warm_call(w, args, kwargs)
+            g = w[2] or self._capture(args, kwargs, tensors)
             self._graphs[key] = g
             if isinstance(g, str):
                 return self._normal(args, kwargs, g)
+            g.normal_s = w[1]
             self._event("captured", None)
         elif isinstance(g, str):
             return self._normal(args, kwargs, None)
+        if g.replays < self.PROBE and self._adaptive:
+            t0 = time.perf_counter()
+            out = self._replay(g, tensors)
+            g.replay_s = min(g.replay_s, time.perf_counter() - t0)
+            if g.replays == self.PROBE and g.replay_s > g.normal_s:
+                self._graphs[key] = (f"a normal call is faster ({g.normal_s * 1e6:.1f} µs of host time) "
+                                     f"than a replay ({g.replay_s * 1e6:.1f} µs)")
+                self._event("fallback", self._graphs[key])
+            return out
         return self._replay(g, tensors)
 
+    def _warm_call(self, w, args, kwargs):
+        """A normal call, timed, with torch's sync debug mode on: a call that synchronizes
+        (.item(), .cpu(), nonzero, data-dependent branches) cannot be captured, and a failed
+        capture would leave torch's CUDA generator in capture mode (its capture_end raises
+        before the generator's epilogue), so such keys are never captured."""
+        prev = torch.cuda.get_sync_debug_mode()
+        with warnings.catch_warnings(record=True) as rec:
+            warnings.simplefilter("always")
+            torch.cuda.set_sync_debug_mode("warn")
+            try:
+                t0 = time.perf_counter()
+                out = self._call(*args, **kwargs)
+                w[1] = min(w[1], time.perf_counter() - t0)
+            finally:
+                torch.cuda.set_sync_debug_mode(prev)
+        for r in rec:
+            if "synchroniz" in str(r.message):
+                w[2] = "the call synchronizes with the device (e.g. .item(), .cpu(), a data-dependent branch)"
+            else:  # not ours: pass it on
+                warnings.warn_explicit(r.message, r.category, r.filename, r.lineno)
+        return out
+
     def _replay(self, g, tensors):
-        for s, t in zip(g.static, tensors):
-            s.copy_(t)
+        if len(tensors) > 1:
+            torch._foreach_copy_(g.static, tensors)  # one multi-tensor launch
+        else:
+            g.static[0].copy_(tensors[0])
         g.graph.replay()
         for i in g.mutated:
             tensors[i].copy_(g.static[i])

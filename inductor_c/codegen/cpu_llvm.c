@@ -136,10 +136,13 @@ LLVMValueRef cg_libm2(cg *g, const char *name, LLVMValueRef x, LLVMValueRef y) {
 
 static LLVMValueRef alloca_(cg *g, LLVMTypeRef t) { return LLVMBuildAlloca(g->ab, t, ""); }
 
-/* ---- loops over an i64 counter kept in an alloca (mem2reg makes it a phi) --------------- */
+/* ---- loops over an i64 counter kept in an alloca (mem2reg makes it a phi) ---------------
+ * Emitted already rotated (a guard, then a bottom-tested body): LoopRotate would otherwise
+ * rotate each loop and make ScalarEvolution forget the enclosing row loop every time,
+ * quadratic in the number of passes of a kernel (a 127-pass kernel spent 130 ms there). */
 typedef struct lp {
     LLVMValueRef iv, i, hi;
-    LLVMBasicBlockRef cond, body, exit;
+    LLVMBasicBlockRef body, exit;
     int step;
 } lp;
 
@@ -148,20 +151,21 @@ static void lp_begin(cg *g, lp *L, LLVMValueRef iv, LLVMValueRef lo, LLVMValueRe
     if (lo) LLVMBuildStore(B, lo, L->iv);
     L->hi = hi;
     L->step = step;
-    L->cond = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "cond");
     L->body = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "body");
     L->exit = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "exit");
-    LLVMBuildBr(B, L->cond);
-    LLVMPositionBuilderAtEnd(B, L->cond);
-    L->i = LLVMBuildLoad2(B, g->i64, L->iv, "i");
-    LLVMValueRef next = LLVMBuildAdd(B, L->i, LLVMConstInt(g->i64, (unsigned)step, 0), "");
+    LLVMValueRef i0 = LLVMBuildLoad2(B, g->i64, L->iv, "");
+    LLVMValueRef next = LLVMBuildAdd(B, i0, LLVMConstInt(g->i64, (unsigned)step, 0), "");
     LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntSLE, next, hi, ""), L->body, L->exit);
     LLVMPositionBuilderAtEnd(B, L->body);
+    L->i = LLVMBuildLoad2(B, g->i64, L->iv, "i");
 }
 
 static void lp_end(cg *g, lp *L) {
-    LLVMBuildStore(B, LLVMBuildAdd(B, L->i, LLVMConstInt(g->i64, (unsigned)L->step, 0), ""), L->iv);
-    LLVMBuildBr(B, L->cond);
+    LLVMValueRef step = LLVMConstInt(g->i64, (unsigned)L->step, 0);
+    LLVMValueRef inc = LLVMBuildAdd(B, L->i, step, "");
+    LLVMBuildStore(B, inc, L->iv);
+    LLVMValueRef next = LLVMBuildAdd(B, inc, step, "");
+    LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntSLE, next, L->hi, ""), L->body, L->exit);
     LLVMPositionBuilderAtEnd(B, L->exit);
 }
 
@@ -508,10 +512,16 @@ static LLVMValueRef gather(cg *g, LLVMTypeRef mt, LLVMValueRef base, LLVMValueRe
     return cg_intrin(g, "llvm.masked.gather", ov, 2, args, 4);
 }
 
-/* offsets clamped into [0, hi) (scalar or vector) */
+static LLVMValueRef cg_size(cg *g, int64_t v);
+
+/* offsets clamped into [0, hi) (scalar or vector); hi may be symbolic (dynamic graphs) */
 static LLVMValueRef clamp_off(cg *g, LLVMValueRef off, int64_t hi) {
     LLVMTypeRef t = LLVMTypeOf(off);
     LLVMValueRef z = LLVMConstNull(t), h = cg_consti(g, t, hi > 0 ? hi - 1 : 0);
+    if (ic_tainted(g->c, hi)) {
+        LLVMValueRef m = LLVMBuildSub(B, cg_size(g, hi), LLVMConstInt(g->i64, 1, 0), "");
+        h = LLVMGetTypeKind(t) == LLVMVectorTypeKind ? cg_splat(g, m, (int)LLVMGetVectorSize(t)) : m;
+    }
     off = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, off, z, ""), z, off, "");
     return LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSGT, off, h, ""), h, off, "");
 }
@@ -545,14 +555,14 @@ static LLVMValueRef load(cg *g, const ic_x *e) {
     LLVMValueRef v;
     /* loads that may leave the buffer (branches of cat never taken there) are clamped */
     int64_t lo, hi, span = c->bufs[e->buf].span;
-    /* dynamic graphs: symbolic vars range to their hint, as the span is at the hints; a
-     * load that may leave a symbolic-size buffer would need a runtime clamp bound */
+    /* dynamic graphs: symbolic vars range to their hint, as the span is at the hints (the
+     * loads that leave a buffer are cat's untaken branches, along a static dim: found at
+     * the hints as at any size); the clamp bound of a symbolic span is computed at run
+     * time (contiguous buffers: span = numel, a monomial) */
     c->range_hint = ic_tainted(c, span);
     ix_range(c, e->ix, &lo, &hi);
     c->range_hint = false;
     bool unsafe = lo < 0 || hi >= span;
-    if (unsafe && ic_tainted(c, span))
-        ic_fail(c, IC_EUNSUPPORTED, "dynamic shapes: a clamped load from a symbolic-size buffer");
     if (unsafe) {
         LLVMValueRef off = clamp_off(g, ixval(g, e->ix, g->width > 1), span);
         if (g->width == 1) {
@@ -918,12 +928,18 @@ static void gen_pass(cg *g, ic_kernel *k, int pos, LLVMValueRef tile) {
                 if (bacc[j] != vacc[j])
                     LLVMBuildStore(B, LLVMBuildFPTrunc(B, LLVMBuildLoad2(B, dt, dacc[j], ""), vt, ""), vacc[j]);
         }
-        lp_begin(g, &sl, vl.iv, NULL, hi, 1);
-        g->width = 1;
-        g->vec_var = -1;
-        g->var_val[iv] = sl.i;
-        emit_items(g, k, pos, vacc, sacc);
-        lp_end(g, &sl);
+        /* the scalar tail, unless the row is known to be whole vectors (LLVM would delete
+         * the empty loop, but only after its costly loop passes) */
+        bool whole = LLVMIsAConstantInt(lo) && LLVMIsAConstantInt(hi) &&
+                     (LLVMConstIntGetSExtValue(hi) - LLVMConstIntGetSExtValue(lo)) % IC_VF == 0;
+        if (!whole) {
+            lp_begin(g, &sl, vl.iv, NULL, hi, 1);
+            g->width = 1;
+            g->vec_var = -1;
+            g->var_val[iv] = sl.i;
+            emit_items(g, k, pos, vacc, sacc);
+            lp_end(g, &sl);
+        }
         for (int d = k->ninner - 2; d >= 0; d--) lp_end(g, &outer[d]);
     }
     g->width = 1;
@@ -1352,6 +1368,7 @@ static void cg_res_free(cg_res *r) {
  * c->cg_cleanup before the arena goes. */
 void ic_codegen_cpu(ic_ctx *c, ic_kernel_fn *fns, void **rt_out) {
     char msg[256];
+    double t0 = ic_now_ms(), t1;
     LLVMTargetMachineRef tm = ic_jit_target_machine(msg, sizeof msg);
     if (!tm) ic_fail(c, IC_EINTERNAL, "LLVM: %s", msg);
     cg_res *R = ic_alloc(c, sizeof(cg_res));
@@ -1418,6 +1435,9 @@ void ic_codegen_cpu(ic_ctx *c, ic_kernel_fn *fns, void **rt_out) {
         ic_fail(c, IC_EINTERNAL, "LLVM verifier: %s", msg);
     }
     if (verr) LLVMDisposeMessage(verr);
+    t1 = ic_now_ms();
+    c->t_stage[IC_T_IRGEN] += t1 - t0;
+    t0 = t1;
     LLVMPassBuilderOptionsRef pbo = LLVMCreatePassBuilderOptions();
     char passes[32];
     int ol = c->opt_level < 0 ? 0 : c->opt_level > 3 ? 3 : c->opt_level;
@@ -1439,6 +1459,9 @@ void ic_codegen_cpu(ic_ctx *c, ic_kernel_fn *fns, void **rt_out) {
         fprintf(stderr, "=== torchc llvm (%s, after O%d) ===\n%s\n", mname, ol, s);
         LLVMDisposeMessage(s);
     }
+    t1 = ic_now_ms();
+    c->t_stage[IC_T_OPT] += t1 - t0;
+    t0 = t1;
     LLVMDisposeBuilder(R->b);
     LLVMDisposeBuilder(R->ab);
     R->b = R->ab = NULL;
@@ -1449,6 +1472,7 @@ void ic_codegen_cpu(ic_ctx *c, ic_kernel_fn *fns, void **rt_out) {
     R->tsc = NULL;
     if (ic_jit_add_module(tsm, names, nnames, addrs, rt_out, msg, sizeof msg))
         ic_fail(c, IC_EINTERNAL, "JIT: %s", msg);
+    c->t_stage[IC_T_JIT] += ic_now_ms() - t0;
     for (int i = 0; i < 2 * c->nkernels; i++) fns[i] = NULL;
     for (int i = 0; i < nnames; i++) fns[slot[i]] = (ic_kernel_fn)addrs[i];
     cg_res_free(R);

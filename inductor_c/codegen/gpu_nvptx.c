@@ -17,8 +17,10 @@
  *      warps)     element of row r = (c*T + j) * V + reg, c = chunk 0..C-1
  *   column      tid = j*R + rl with R = 32 (rows on lanes: the kept dim is the contiguous
  *     (vec_outer) one, x.sum(0)); element of row r = c*T + j, V = 1.
- *   A row's reduction combines over the j-bits of tid: lane bits by shfl.sync.bfly
- *   butterflies, warp bits through shared memory (every thread reads the same slots in the
+ *   The row mapping is a linear layout (gpu_layout.c, layouts/): j and rl are the bit
+ *   fields of tid its bases name, the access width is its ll_num_consecutive, and a row's
+ *   reduction combines over the tid bits whose bases lie in the row's columns: lane bits by
+ *   shfl.sync.bfly butterflies (the layout's lane masks), warp bits through shared memory (every thread reads the same slots in the
  *   same order, so all threads of a row hold the identical result: no broadcast step).
  *   Persistent rows (groups per row <= 1024): C <= 4 chunks unrolled, loads of buffers
  *   the kernel does not write are kept in registers across the row's passes (softmax
@@ -46,6 +48,7 @@
 #include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
 #include <llvm-c/Transforms/PassBuilder.h>
+#include <llvm/Config/llvm-config.h>
 
 #include "../support.h"
 #include "cg.h"
@@ -78,6 +81,7 @@ typedef struct plan {
     int64_t Cs;            /* chunks per block (multiple of UNROLL) */
     int pass;
     const int *slot;       /* per item: partial slot (arg: slot + 1 holds the index) */
+    ic_gmap map;           /* rows: the block's layout (gpu_layout.c): j, rl, shuffles, smem */
 } plan;
 
 typedef struct gg {
@@ -1049,19 +1053,17 @@ static void barrier(gg *g) { intrin(g, "llvm.nvvm.barrier0", NULL, 0, NULL, 0); 
  * memory, read by every thread in the same order. */
 static LLVMValueRef block_reduce(gg *g, const ic_item *it, LLVMValueRef a, LLVMValueRef *ai) {
     const plan *P = g->P;
-    int jlo = P->jlow ? 0 : P->logR, jhi = jlo + P->logT;
-    for (int b = jhi - 1; b >= jlo; b--) {
-        if (b >= 5) continue;
-        LLVMValueRef x = shfl_bfly(g, a, 1 << b);
+    const ic_gmap *M = &P->map;
+    for (int s = 0; s < M->nshfl; s++) { /* lane bits of the row: butterflies */
+        LLVMValueRef x = shfl_bfly(g, a, M->shfl[s]);
         if (ai) {
-            LLVMValueRef xi = shfl_bfly(g, *ai, 1 << b);
+            LLVMValueRef xi = shfl_bfly(g, *ai, M->shfl[s]);
             arg_combine(g, it, a, *ai, x, xi, &a, ai);
         } else {
             a = red_combine(g, it, a, x);
         }
     }
-    int wlo = jlo > 5 ? jlo : 5;
-    if (jhi <= wlo) return a;
+    if (!M->smem_mask) return a; /* warp bits of the row: shared memory */
     LLVMTypeRef t = LLVMTypeOf(a);
     bool i1 = t == g->cg.i1;
     LLVMTypeRef st = i1 ? g->cg.i8 : t;
@@ -1075,11 +1077,14 @@ static LLVMValueRef block_reduce(gg *g, const ic_item *it, LLVMValueRef a, LLVMV
         LLVMBuildStore(B, *ai, LLVMBuildGEP2(B, g->cg.i64, ibase, &g->tid, 1, ""));
     }
     barrier(g);
-    int nw = 1 << (jhi - wlo);
-    LLVMValueRef base = LLVMBuildAnd(B, g->tid, LLVMConstInt(g->cg.i32, ~(((unsigned)nw - 1) << wlo), 0), "");
+    int nw = 1 << __builtin_popcount(M->smem_mask);
+    LLVMValueRef base = LLVMBuildAnd(B, g->tid, LLVMConstInt(g->cg.i32, ~M->smem_mask, 0), "");
     LLVMValueRef r = NULL, ri = NULL;
     for (int w = 0; w < nw; w++) {
-        LLVMValueRef idx = LLVMBuildOr(B, base, LLVMConstInt(g->cg.i32, (unsigned)w << wlo, 0), "");
+        unsigned dep = 0; /* w's bits deposited into the smem bits of tid */
+        for (unsigned m = M->smem_mask, i = 0; m; m &= m - 1, i++)
+            if (w >> i & 1) dep |= m & -m;
+        LLVMValueRef idx = LLVMBuildOr(B, base, LLVMConstInt(g->cg.i32, dep, 0), "");
         LLVMValueRef v = LLVMBuildLoad2(B, st, LLVMBuildGEP2(B, st, g->smem, &idx, 1, ""), "");
         if (i1) v = LLVMBuildTrunc(B, v, g->cg.i1, "");
         if (ai) {
@@ -1363,6 +1368,13 @@ static void emit_pass(gg *g, ic_kernel *k, int pos) {
     free(acc);
 }
 
+/* (tid >> shift) & (2^len - 1), the mask left out when the field reaches the top of tid */
+static LLVMValueRef bitfield(gg *g, LLVMValueRef tid, int shift, int len) {
+    LLVMValueRef v = shift ? LLVMBuildLShr(B, tid, kix(g, shift), "") : tid;
+    if (shift + len >= g->P->logT + g->P->logR) return v;
+    return LLVMBuildAnd(B, v, kix(g, ((int64_t)1 << len) - 1), "");
+}
+
 static void emit_rows(gg *g, ic_kernel *k) {
     const plan *P = g->P;
     if (P->S > 1) {
@@ -1371,14 +1383,8 @@ static void emit_rows(gg *g, ic_kernel *k) {
     }
     LLVMValueRef tid = LLVMBuildZExt(B, g->tid, g->ity, "");
     LLVMValueRef bid = LLVMBuildZExt(B, sreg(g, "llvm.nvvm.read.ptx.sreg.ctaid.x"), g->ity, "");
-    LLVMValueRef rl;
-    if (P->jlow) {
-        g->j = LLVMBuildAnd(B, tid, kix(g, P->T - 1), "");
-        rl = LLVMBuildLShr(B, tid, kix(g, P->logT), "");
-    } else {
-        rl = LLVMBuildAnd(B, tid, kix(g, P->R - 1), "");
-        g->j = LLVMBuildLShr(B, tid, kix(g, P->logR), "");
-    }
+    LLVMValueRef rl = bitfield(g, tid, P->map.r_shift, P->logR);
+    g->j = bitfield(g, tid, P->map.j_shift, P->logT);
     LLVMValueRef r = LLVMBuildAdd(B, LLVMBuildMul(B, bid, kix(g, P->R), ""), rl, "");
     g->active = LLVMBuildICmp(B, LLVMIntSLT, r, kix(g, P->rows), "");
     LLVMValueRef rc = sel(g, g->active, r, kix(g, 0));
@@ -1456,8 +1462,7 @@ static int choose_vec(ic_ctx *c, ic_kernel *k, int32_t vv, int64_t vsize, bool r
     if (S.min_esz == 99) return 1;
     int V = 16 / S.min_esz;
     if (V > VMAX) V = VMAX;
-    while (V > 1 && vsize % V) V /= 2;
-    return V;
+    return ic_gpu_vec_width(V, vsize);
 }
 
 static void plan_kernel(ic_ctx *c, ic_kernel *k, plan *P, int V, int nsm, int S, int pass, const int *slot) {
@@ -1521,6 +1526,10 @@ static void plan_kernel(ic_ctx *c, ic_kernel *k, plan *P, int V, int nsm, int S,
     P->logR = ilog2(P->R);
     P->Bk = P->T * P->R;
     P->C = (P->nv + P->T - 1) / P->T;
+    char msg[160];
+    if (ic_gpu_row_map(&P->map, V, P->T, P->R, P->jlow, P->C, msg, sizeof msg))
+        ic_fail(c, IC_EINTERNAL, "GPU plan: %s", msg);
+    if (P->map.vec != V) ic_fail(c, IC_EINTERNAL, "GPU plan: layout gives %d elements per access, not %d", P->map.vec, V);
     P->persistent = P->C <= 4 || (P->T == 1024 && P->C <= SMAX && P->C * V <= 32);
     int64_t blocks = (P->rows + P->R - 1) / P->R;
     P->grid = (unsigned)blocks;
@@ -1688,6 +1697,7 @@ typedef struct gres { /* LLVM objects released on every path */
     LLVMBuilderRef b;
     LLVMTargetMachineRef tm;
     ic_gpu *gpu;
+    char *key; /* disk cache key (runtime/gpu_cache.c) */
 } gres;
 
 static void gres_free(gres *R) {
@@ -1696,6 +1706,7 @@ static void gres_free(gres *R) {
     if (R->ctx) LLVMContextDispose(R->ctx);
     if (R->tm) LLVMDisposeTargetMachine(R->tm);
     if (R->gpu) ic_gpu_free(R->gpu);
+    free(R->key);
     memset(R, 0, sizeof *R);
 }
 
@@ -1715,6 +1726,40 @@ static void describe_append(ic_compiled *out, const ic_gpu *G) {
     }
 }
 
+/* Disk cache key: everything the PTX and the launch plan depend on. malloc'd or NULL. */
+static char *cache_key(ic_ctx *c, int tsm, int nsm) {
+    char *text = ic_graph_to_string(c->g);
+    if (!text) return NULL;
+    char build[600];
+    ic_gcache_build_id(build, sizeof build);
+    ic_str s = {0};
+    ic_str_printf(&s, "%s|sm=%d|nsm=%d|driver=%d|%s|%s|LLVM %d", text, tsm, nsm, ic_cuda_driver_version(),
+                  ic_version(), build, LLVM_VERSION_MAJOR);
+    free(text);
+    if (s.oom) {
+        free(s.s);
+        return NULL;
+    }
+    return s.s;
+}
+
+/* A cache hit: plan + PTX from disk, loaded; 0 when used, -1 on a miss (compile). */
+static int from_cache(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
+    int64_t ws = 0;
+    ic_gpu *G = ic_gcache_get(R->key, c->nbufs, &ws);
+    if (!G) return -1;
+    char msg[512];
+    if (ws < c->ws_size || ic_cuda_load(G, dev, msg, sizeof msg)) { /* stale or unloadable: rebuild */
+        ic_gpu_free(G);
+        return -1;
+    }
+    G->device = dev;
+    c->ws_size = ws;
+    describe_append(out, G);
+    out->gpu = G;
+    return 0;
+}
+
 static void codegen(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
     int sm = 90, nsm = 132;
     bool ptx_only = ic_gpu_ptx_only(&sm) != 0;
@@ -1723,6 +1768,10 @@ static void codegen(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
         if (ic_cuda_device_info(dev, &sm, &nsm, msg, sizeof msg)) ic_fail(c, IC_EUNSUPPORTED, "CUDA: %s", msg);
     }
     int tsm = sm > 90 ? 90 : sm < 52 ? 52 : sm;
+    if (!ptx_only && !c->debug && ic_gcache_enabled()) {
+        R->key = cache_key(c, tsm, nsm);
+        if (R->key && from_cache(c, out, dev, R) == 0) return;
+    }
     pthread_once(&init_once, init_nvptx);
     const char *triple = "nvptx64-nvidia-cuda";
     LLVMTargetRef target;
@@ -1917,6 +1966,7 @@ static void codegen(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
     LLVMDisposeMemoryBuffer(mb);
     if (c->debug & IC_DEBUG_PTX) fprintf(stderr, "=== torchc ptx ===\n%s\n", gpu->ptx);
     if (!ptx_only && ic_cuda_load(gpu, dev, msg, sizeof msg)) ic_fail(c, IC_EINTERNAL, "CUDA: %s", msg);
+    if (R->key) ic_gcache_put(R->key, gpu, c->ws_size);
     describe_append(out, gpu);
     out->gpu = gpu;
     R->gpu = NULL;

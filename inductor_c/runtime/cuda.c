@@ -135,6 +135,11 @@ IC_API const char *ic_cuda_unavailable_reason(void) {
     return D.ok ? NULL : D.reason;
 }
 
+int ic_cuda_driver_version(void) {
+    pthread_once(&once, init);
+    return D.version;
+}
+
 IC_API void ic_set_device_allocator(const ic_device_allocator *a) {
     pthread_mutex_lock(&mu);
     have_alloc = a && a->alloc && a->release;

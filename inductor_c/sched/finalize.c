@@ -28,16 +28,33 @@
 typedef struct rw {
     ic_ctx *c;
     int kidx, pos; /* to_flat: the reading item's kernel and position */
-    ic_xid *memo; /* xid -> rewritten, -1 unknown; sized at creation */
+    ic_xid *memo; /* xid -> rewritten, valid where stamp[xid] == cur; sized at creation */
+    uint32_t *stamp, cur;
     int n;
 } rw;
 
 static rw rw_new(ic_ctx *c) {
-    rw r = {.c = c, .n = c->nxs};
+    rw r = {.c = c, .n = c->nxs, .cur = 1};
     r.memo = ic_alloc(c, (size_t)r.n * sizeof(ic_xid));
-    memset(r.memo, 0xff, (size_t)r.n * sizeof(ic_xid));
+    r.stamp = ic_alloc(c, (size_t)r.n * sizeof(uint32_t));
     return r;
 }
+
+/* Forget every memo entry in O(1) (a fresh rw per item made finalize quadratic: 20 ms for a
+ * 500-item kernel); re-sized when the expression pool has outgrown it. */
+static void rw_next(rw *R) {
+    if (R->c->nxs > R->n + R->n / 2) {
+        rw r = rw_new(R->c);
+        r.kidx = R->kidx;
+        r.pos = R->pos;
+        *R = r;
+    } else {
+        R->cur++;
+    }
+}
+
+#define RW_HIT(R, x) ((x) < (R)->n && (R)->stamp[x] == (R)->cur)
+#define RW_SET(R, x, r) ((x) < (R)->n ? ((R)->memo[x] = (r), (R)->stamp[x] = (R)->cur) : 0)
 
 static ic_ix flat(ic_ctx *c, ic_ixv T, const ic_meta *m) {
     ic_ix off = ix_const(c, 0);
@@ -53,7 +70,7 @@ static ic_ix flat(ic_ctx *c, ic_ixv T, const ic_meta *m) {
 /* X_LOAD(value, tuple) -> X_LOADF(buffer, offset) */
 static ic_xid to_flat(rw *R, ic_xid x) {
     ic_ctx *c = R->c;
-    if (x < R->n && R->memo[x] >= 0) return R->memo[x];
+    if (RW_HIT(R, x)) return R->memo[x];
     ic_x e = c->xs[x];
     ic_xid r = x;
     switch (e.kind) {
@@ -94,7 +111,7 @@ static ic_xid to_flat(rw *R, ic_xid x) {
     default:
         break;
     }
-    if (x < R->n) R->memo[x] = r;
+    RW_SET(R, x, r);
     return r;
 }
 
@@ -117,7 +134,7 @@ static ic_ix sub_ix(ic_ctx *c, sub *S, ic_ix a) {
 
 static ic_xid sub_x(rw *R, sub *S, ic_xid x) {
     ic_ctx *c = R->c;
-    if (x < R->n && R->memo[x] >= 0) return R->memo[x];
+    if (RW_HIT(R, x)) return R->memo[x];
     ic_x e = c->xs[x];
     ic_xid r = x;
     switch (e.kind) {
@@ -143,7 +160,7 @@ static ic_xid sub_x(rw *R, sub *S, ic_xid x) {
     default:
         break;
     }
-    if (x < R->n) R->memo[x] = r;
+    RW_SET(R, x, r);
     return r;
 }
 
@@ -212,9 +229,10 @@ static int add_buffer(ic_ctx *c, int kind, int index, ic_val v, const ic_meta *m
 }
 
 /* needed[u]: u must be in memory; external[u]: some other kernel reads it */
-static void mark_needed(ic_ctx *c, bool *needed, bool *external, int kidx, int pos, ic_xid x, uint8_t *seen) {
-    if (seen[x]) return;
-    seen[x] = 1;
+static void mark_needed(ic_ctx *c, bool *needed, bool *external, int kidx, int pos, ic_xid x,
+                        uint32_t *seen, uint32_t gen) {
+    if (seen[x] == gen) return;
+    seen[x] = gen;
     const ic_x *e = &c->xs[x];
     if (e->kind == X_LOAD) {
         ic_val u = e->buf;
@@ -224,15 +242,15 @@ static void mark_needed(ic_ctx *c, bool *needed, bool *external, int kidx, int p
     }
     if (e->kind == X_GATHER) needed[e->buf] = external[e->buf] = true;
     if (e->kind == X_ROWVAL) return;
-    if (e->a >= 0) mark_needed(c, needed, external, kidx, pos, e->a, seen);
-    if (e->b >= 0) mark_needed(c, needed, external, kidx, pos, e->b, seen);
-    if (e->c >= 0) mark_needed(c, needed, external, kidx, pos, e->c, seen);
+    if (e->a >= 0) mark_needed(c, needed, external, kidx, pos, e->a, seen, gen);
+    if (e->b >= 0) mark_needed(c, needed, external, kidx, pos, e->b, seen, gen);
+    if (e->c >= 0) mark_needed(c, needed, external, kidx, pos, e->c, seen, gen);
 }
 
 /* loads of buffer b: offsets with the outer vars set to 0 */
 static ic_xid row_loads(rw *R, int b, const int32_t *from, const ic_ix *to, int n, ic_xid x) {
     ic_ctx *c = R->c;
-    if (x < R->n && R->memo[x] >= 0) return R->memo[x];
+    if (RW_HIT(R, x)) return R->memo[x];
     ic_x e = c->xs[x];
     ic_xid r = x;
     switch (e.kind) {
@@ -255,7 +273,7 @@ static ic_xid row_loads(rw *R, int b, const int32_t *from, const ic_ix *to, int 
     default:
         break;
     }
-    if (x < R->n) R->memo[x] = r;
+    RW_SET(R, x, r);
     return r;
 }
 
@@ -291,10 +309,9 @@ static void row_scratch(ic_ctx *c, ic_kernel *k, const bool *external) {
         B->nbytes = rowsize * esz;
         B->span = rowsize;
         it->out_ix = off;
-        for (int i = 0; i < k->nitems; i++) {
-            rw R = rw_new(c);
-            k->items[i].expr = row_loads(&R, it->buf, from, to, n, k->items[i].expr);
-        }
+        /* one memo for all items: the rewrite depends only on the buffer */
+        rw R = rw_new(c);
+        for (int i = 0; i < k->nitems; i++) k->items[i].expr = row_loads(&R, it->buf, from, to, n, k->items[i].expr);
     }
 }
 
@@ -409,12 +426,11 @@ void ic_finalize_kernels(ic_ctx *c) {
     bool *needed = ic_alloc(c, (size_t)g->n);
     bool *external = ic_alloc(c, (size_t)g->n);
     for (int i = 0; i < g->noutputs; i++) needed[g->outputs[i]] = external[g->outputs[i]] = true;
+    uint32_t *seen = ic_alloc(c, (size_t)c->nxs * sizeof(uint32_t)), gen = 0;
     for (int ki = 0; ki < c->nkernels; ki++) {
         ic_kernel *k = &c->kernels[ki];
-        for (int j = 0; j < k->nitems; j++) {
-            uint8_t *seen = ic_alloc(c, (size_t)c->nxs);
-            mark_needed(c, needed, external, ki, k->items[j].pos, k->items[j].expr, seen);
-        }
+        for (int j = 0; j < k->nitems; j++)
+            mark_needed(c, needed, external, ki, k->items[j].pos, k->items[j].expr, seen, ++gen);
     }
     /* buffers: inputs, outputs, intermediates */
     c->buf_of = ic_alloc(c, (size_t)g->n * sizeof(int));
@@ -445,10 +461,11 @@ void ic_finalize_kernels(ic_ctx *c) {
     }
     for (int ki = 0; ki < c->nkernels; ki++) {
         ic_kernel *k = &c->kernels[ki];
+        rw R = rw_new(c);
+        R.kidx = ki;
         for (int j = 0; j < k->nitems; j++) {
             ic_item *it = &k->items[j];
-            rw R = rw_new(c);
-            R.kidx = ki;
+            rw_next(&R);
             R.pos = it->pos;
             it->expr = to_flat(&R, it->expr);
             if (it->expr2 >= 0) it->expr2 = to_flat(&R, it->expr2);

@@ -425,6 +425,13 @@ static void b_argmax(bld *b, const ic_val *in) {
     ic_output(b->g, ic_reduce(b->g, IC_OP_ARGMAX, in[0], 1u, 0, -1));
     ic_output(b->g, ic_reduce(b->g, IC_OP_AMAX, in[1], 1u, 1, -1));
 }
+/* cat along a static dim: [s0,3] ++ [s0,5] -> [s0,8], then * 2; cat of [s0,4] twice along s0 */
+static void b_cat(bld *b, const ic_val *in) {
+    ic_output(b->g, ic_binary(b->g, IC_OP_MUL, ic_cat(b->g, in[0], in[1], 1), scal(b, 2)));
+}
+static void b_cat0(bld *b, const ic_val *in) {
+    ic_output(b->g, ic_binary(b->g, IC_OP_MUL, ic_cat(b->g, in[0], in[0], 0), scal(b, 2)));
+}
 /* transpose with a symbolic dim, made contiguous by an op */
 static void b_transpose(bld *b, const ic_val *in) {
     ic_output(b->g, ic_binary(b->g, IC_OP_MUL, ic_permute(b->g, in[0], (int[]){1, 0}), scal(b, 2)));
@@ -451,6 +458,8 @@ static void test_diff(void) {
     diff_case("loss_mean_all", (spec[]){{IC_F32, 2, {S(0), K(10)}}, {IC_F32, 2, {S(0), K(10)}}}, 2, b_loss, HINT, VALS,
               NV, IC_OK);
     diff_case("argmax_sym", (spec[]){{IC_F32, 1, {S(0)}}, {IC_F32, 2, {S(0), K(3)}}}, 2, b_argmax, HINT, VALS, NV, IC_OK);
+    diff_case("cat_static_dim", (spec[]){{IC_F32, 2, {S(0), K(3)}}, {IC_F32, 2, {S(0), K(5)}}}, 2, b_cat, HINT, VALS,
+              NV, IC_OK);
     /* large enough for the thread pool (work >= 1M elements) */
     static const int64_t BIG[][IC_MAX_SYMS] = {{20011, 3}};
     diff_case("softmax_big", (spec[]){{IC_F32, 2, {S(0), K(100)}}}, 1, b_softmax, HINT, BIG, 1, IC_OK);
@@ -459,13 +468,43 @@ static void test_diff(void) {
     diff_case("layernorm_big", (spec[]){{IC_F32, 3, {S(0), K(3), K(64)}}, {IC_F32, 1, {K(64)}}, {IC_F32, 1, {K(64)}}}, 3,
               b_layernorm, HINT, BIG, 1, IC_OK);
     /* not (yet) supported by the compiler: must say so, never crash or miscompute */
+    diff_case("cat_sym_dim", (spec[]){{IC_F32, 2, {S(0), K(4)}}}, 1, b_cat0, HINT, VALS, NV, IC_EUNSUPPORTED);
     diff_case("transpose", (spec[]){{IC_F32, 2, {S(0), K(8)}}}, 1, b_transpose, HINT, VALS, NV, IC_EUNSUPPORTED);
     diff_case("softmax_sym_dim", (spec[]){{IC_F32, 2, {K(4), S(0)}}}, 1, b_softmax_sym, HINT, VALS, NV, IC_EUNSUPPORTED);
+}
+
+/* run-time argument errors: symbol value < 2, sizes that overflow */
+static void test_run_errors(void) {
+    cur_test = "run_errors";
+    ic_graph *g = ic_graph_new();
+    ic_val x = in_dyn(g, IC_F32, 2, (ic_dim[]){S(0), K(4)}, (int64_t[]){8});
+    ic_output(g, ic_binary(g, IC_OP_MUL, x, ic_scalar(g, 2, IC_F64)));
+    ic_err err;
+    ic_compiled *c = ic_compile(g, NULL, &err);
+    CHECK(c != NULL, "compile: %s", err.msg);
+    if (c) {
+        float in[32], out[32];
+        void *ins[1] = {in}, *outs[1] = {out};
+        ic_meta m;
+        CHECK(ic_run_dyn(c, ins, outs, (int64_t[]){1}, &err) != 0 && err.code == IC_EINVALID, "s0 = 1 refused");
+        CHECK(ic_compiled_output_meta_at(c, 0, (int64_t[]){1}, &m) != 0, "meta_at s0 = 1 refused");
+        CHECK(ic_run_dyn(c, ins, outs, (int64_t[]){INT64_MAX / 2}, &err) != 0 && err.code == IC_EINVALID,
+              "overflowing s0 refused: %d %s", err.code, err.msg);
+        for (int i = 0; i < 32; i++) in[i] = (float)i;
+        CHECK(ic_run(c, ins, outs, &err) == 0 && out[31] == 62.0f, "ic_run runs at the hint (8)");
+        CHECK(ic_compiled_output_meta_at(c, 0, (int64_t[]){5}, &m) == 0 && m.sizes[0] == 5 && m.strides[0] == 4 && !m.dyn,
+              "meta_at");
+        const ic_meta *hm = ic_compiled_output_meta(c, 0);
+        CHECK(hm->dyn && hm->sizes[0] == 8 && hm->dims[0].exp[0] == 1, "output meta keeps dims and hints");
+        ic_compiled_free(c);
+    }
+    ic_graph_free(g);
 }
 
 int main(void) {
     test_graph_meta();
     test_graph_errors();
+    test_run_errors();
     test_diff();
     fprintf(stderr, "compile time: dynamic %.3f s (once per case), static %.3f s (per size)\n",
             t_dyn_compile, t_static_compile);
