@@ -86,6 +86,17 @@ int ic_gpu_row_map(ic_gmap *m, int V, int T, int R, bool jlow, int64_t chunks, c
 /* Elements per access: ll_num_consecutive of v0 registers over `size` elements. */
 int ic_gpu_vec_width(int v0, int64_t size);
 
+/* Transpose tile (32 x 32 through shared memory, 256 threads, 4 elements each): element
+ * offsets in the swizzled tile, offset = base(tid) ^ reg(i) with base(tid) the XOR of
+ * st/ld[b] over tid's set bits (b < 5 lane, above warp). */
+typedef struct ic_gtile {
+    int64_t st[8], st_reg[4]; /* phase 1 (stores into the tile): tid bits, registers */
+    int64_t ld[8], ld_reg[4]; /* phase 2 (loads from the tile) */
+    ll_layout smem;           /* ll_optimal_swizzle's shared layout: offset -> (c, r) */
+    int store_wavefronts, load_wavefronts, store_ideal, load_ideal; /* per instruction */
+} ic_gtile;
+int ic_gpu_tile_map(ic_gtile *t, int elem_bits, char *err, size_t errn);
+
 /* codegen/gpu_nvptx.c: PTX for the finalized kernels of c; loads it unless the compilation
  * is PTX-only (ic_graph_to_ptx). Sets out->gpu. Failures go through ic_fail. */
 void ic_codegen_gpu(ic_ctx *c, ic_compiled *out, int device);

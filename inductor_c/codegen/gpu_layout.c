@@ -122,3 +122,82 @@ int ic_gpu_row_map(ic_gmap *m, int V, int T, int R, bool jlow, int64_t chunks, c
         if (ll_get_basis(&L, warp, b - 5, 0)) m->smem_mask |= 1u << b;
     return 0;
 }
+
+/* ---- transposes through shared memory ------------------------------------------------------
+ *
+ * A pointwise kernel whose store is contiguous along v but some load is contiguous along
+ * another var u goes through a 32 x 32 tile (c = u offset, r = v offset) per block of 256
+ * threads (tx = lane, ty = warp), 4 elements per thread:
+ *
+ *   phase 1 (coalesced in u):  src  register i -> r 8i, lane -> c, warp -> r     tile[c, r] = load
+ *   phase 2 (coalesced in v):  dst  register i -> c 8i, lane -> r, warp -> c     value = tile[c, r]
+ *
+ * The shared layout is ll_optimal_swizzle(src, dst): bank-conflict free (or the predicted
+ * minimum) on both sides. The generator needs only offsets: offset = inv(smem) o src, a
+ * linear map of (register, tid), so offset = base(tid) ^ reg_const(i), base being the XOR of
+ * the bases of tid's set bits (computed once per thread), reg_const a compile-time constant.
+ */
+static int tile_side(ll_layout *L, bool store) {
+    ll_empty(L);
+    int rc = ll_add_in_dim(L, LL_REGISTER, 2);
+    if (!rc) rc = ll_add_in_dim(L, LL_LANE, 5);
+    if (!rc) rc = ll_add_in_dim(L, LL_WARP, 3);
+    if (!rc) rc = ll_add_out_dim(L, "dim0", 5); /* c: u offset */
+    if (!rc) rc = ll_add_out_dim(L, "dim1", 5); /* r: v offset */
+    for (int b = 0; b < 2 && !rc; b++) { /* register i: 8i along r (store) / c (load) */
+        uint64_t v[2] = {store ? 0 : 8u << b, store ? 8u << b : 0};
+        rc = ll_set_basis(L, 0, b, v);
+    }
+    for (int b = 0; b < 5 && !rc; b++) { /* lane: c (store) / r (load) */
+        uint64_t v[2] = {store ? 1u << b : 0, store ? 0 : 1u << b};
+        rc = ll_set_basis(L, 1, b, v);
+    }
+    for (int b = 0; b < 3 && !rc; b++) { /* warp: r (store) / c (load) */
+        uint64_t v[2] = {store ? 0 : 1u << b, store ? 1u << b : 0};
+        rc = ll_set_basis(L, 2, b, v);
+    }
+    return rc;
+}
+
+static int offsets_of(const ll_layout *side, const ll_layout *inv, int64_t *tidb, int64_t *regc) {
+    ll_layout S;
+    int rc = ll_compose(&S, side, inv);
+    if (rc) return rc;
+    int off = ll_find_out(&S, LL_OFFSET);
+    if (off < 0) return LL_EMISMATCH;
+    for (int b = 0; b < 8; b++)
+        tidb[b] = (int64_t)(b < 5 ? ll_get_basis(&S, 1, b, off) : ll_get_basis(&S, 2, b - 5, off));
+    for (int i = 0; i < 4; i++) {
+        uint64_t x = 0;
+        for (int b = 0; b < 2; b++)
+            if (i >> b & 1) x ^= ll_get_basis(&S, 0, b, off);
+        regc[i] = (int64_t)x;
+    }
+    return LL_OK;
+}
+
+int ic_gpu_tile_map(ic_gtile *t, int elem_bits, char *err, size_t errn) {
+    memset(t, 0, sizeof *t);
+    ll_layout src, dst, inv;
+    ll_swizzle sw;
+    int rc = tile_side(&src, true);
+    if (!rc) rc = tile_side(&dst, false);
+    if (!rc) rc = ll_optimal_swizzle(&sw, &src, &dst, elem_bits);
+    if (!rc) rc = ll_invert(&inv, &sw.smem);
+    if (!rc) rc = offsets_of(&src, &inv, t->st, t->st_reg);
+    if (!rc) rc = offsets_of(&dst, &inv, t->ld, t->ld_reg);
+    if (rc) {
+        snprintf(err, errn, "tile layout: %s", ll_strerror(rc));
+        return -1;
+    }
+    if (sw.vec != 1) {
+        snprintf(err, errn, "tile layout: swizzle vector %d (scalar accesses expected)", sw.vec);
+        return -1;
+    }
+    t->smem = sw.smem;
+    t->store_wavefronts = sw.store_wavefronts;
+    t->load_wavefronts = sw.load_wavefronts;
+    t->store_ideal = sw.store_ideal;
+    t->load_ideal = sw.load_ideal;
+    return 0;
+}

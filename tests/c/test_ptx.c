@@ -755,7 +755,50 @@ static void test_layout_maps(void) {
     for (size_t i = 0; i < sizeof vw / sizeof vw[0]; i++)
         CHECK(ic_gpu_vec_width(vw[i][0], vw[i][1]) == vw[i][2], "vec width (%d, %d): %d, want %d", vw[i][0],
               vw[i][1], ic_gpu_vec_width(vw[i][0], vw[i][1]), vw[i][2]);
-    printf("layouts: row-kernel maps and vector widths checked\n");
+    /* transpose tiles: both phases address the same element at the same offset, the
+     * offsets are a bijection of the 1024 slots, and 32-bit tiles are conflict free */
+    for (int eb = 8; eb <= 64; eb *= 2) {
+        ic_gtile t;
+        int rc = ic_gpu_tile_map(&t, eb, err, sizeof err);
+        CHECK(rc == 0, "tile map %d bits: %s", eb, err);
+        if (rc) continue;
+        static int64_t off_of[32][32];
+        static uint8_t hit[1024];
+        memset(hit, 0, sizeof hit);
+        int bad = 0;
+        for (int tid = 0; tid < 256; tid++)
+            for (int i = 0; i < 4; i++) {
+                int64_t o1 = t.st_reg[i], o2 = t.ld_reg[i];
+                for (int b = 0; b < 8; b++)
+                    if (tid >> b & 1) o1 ^= t.st[b], o2 ^= t.ld[b];
+                int tx = tid & 31, ty = tid >> 5;
+                if (o1 < 0 || o1 >= 1024 || o2 < 0 || o2 >= 1024) {
+                    bad++;
+                    continue;
+                }
+                hit[o1]++;
+                off_of[tx][ty + 8 * i] = o1; /* phase 1: c = tx, r = ty + 8i */
+                (void)o2;
+            }
+        for (int o = 0; o < 1024; o++) bad += hit[o] != 1;
+        for (int tid = 0; tid < 256; tid++)
+            for (int i = 0; i < 4; i++) {
+                int64_t o2 = t.ld_reg[i];
+                for (int b = 0; b < 8; b++)
+                    if (tid >> b & 1) o2 ^= t.ld[b];
+                int tx = tid & 31, ty = tid >> 5;
+                bad += off_of[ty + 8 * i][tx] != o2; /* phase 2: c = ty + 8i, r = tx */
+            }
+        CHECK(bad == 0, "tile map %d bits: %d bad offsets", eb, bad);
+        if (eb == 32)
+            CHECK(t.store_wavefronts == t.store_ideal && t.load_wavefronts == t.load_ideal,
+                  "tile map 32 bits: bank conflicts (%d/%d, %d/%d)", t.store_wavefronts, t.store_ideal,
+                  t.load_wavefronts, t.load_ideal);
+        if (verbose)
+            printf("  tile %2d bits: wavefronts store %d (ideal %d) load %d (ideal %d)\n", eb, t.store_wavefronts,
+                   t.store_ideal, t.load_wavefronts, t.load_ideal);
+    }
+    printf("layouts: row-kernel maps, vector widths and transpose tiles checked\n");
 }
 
 int main(int argc, char **argv) {
