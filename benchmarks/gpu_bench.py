@@ -66,6 +66,8 @@ def cases(quick):
         ("layernorm 4096 f32", T.layernorm, lambda: (r(R, 4096), r(4096), r(4096))),
         ("layernorm 768 f32", T.layernorm, lambda: (r(R * 4, 768), r(768), r(768))),
         ("rmsnorm 4096 bf16", T.rmsnorm, lambda: (r(R, 4096, dtype=bf), r(4096, dtype=bf))),
+        ("x.T + y f32", lambda x, y: x.permute(1, 0) + y, lambda: (r(4096, R), r(R, 4096))),
+        ("x.T + y bf16", lambda x, y: x.permute(1, 0) + y, lambda: (r(4096, R, dtype=bf), r(R, 4096, dtype=bf))),
     ]
 
 

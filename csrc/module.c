@@ -27,9 +27,13 @@ typedef struct {
 static int cf_init(CompiledFunction *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"fn", "fullgraph", "dynamic", "recompile_limit", NULL};
     PyObject *fn;
-    int fullgraph = 0, dynamic = 0, limit = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|ppi", kwlist, &fn, &fullgraph, &dynamic, &limit))
+    int fullgraph = 0, dynamic = -1, limit = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|pii", kwlist, &fn, &fullgraph, &dynamic, &limit))
         return -1;
+    if (dynamic < -1 || dynamic > 1) {
+        PyErr_SetString(PyExc_ValueError, "dynamic must be -1 (automatic), 0 or 1");
+        return -1;
+    }
     if (!PyCallable_Check(fn)) {
         PyErr_Format(PyExc_TypeError, "torchc.compile expects a callable, got %s",
                      Py_TYPE(fn)->tp_name);
@@ -94,7 +98,7 @@ static PyType_Slot cf_slots[] = {
     {Py_tp_members, cf_members},
     {Py_tp_descr_get, cf_descr_get},
     {Py_tp_new, PyType_GenericNew},
-    {Py_tp_doc, "CompiledFunction(fn, fullgraph=False, dynamic=False): fn run under torchc's frame hook"},
+    {Py_tp_doc, "CompiledFunction(fn, fullgraph=False, dynamic=-1): dynamic -1 automatic, 0 static, 1 all dims: fn run under torchc's frame hook"},
     {0, NULL},
 };
 
@@ -229,6 +233,7 @@ PyMODINIT_FUNC PyInit__C(void) {
         PyModule_AddIntConstant(m, "PY312", PY_VERSION_HEX >= 0x030C0000) < 0)
         goto error;
     ic_set_num_threads(tc_num_threads() > 0 ? tc_num_threads() : 1);
+    ic_set_extern_handler(tc_extern_handler); /* mm/conv inside graphs run with ATen */
     if (dh_init(m) < 0)
         goto error;
     if (ic_set_device_allocator) {

@@ -72,6 +72,8 @@ typedef struct dh_guard {
     int weak;         /* ID: obj is a weakref */
     int value;        /* GRAD_MODE */
     tc_meta meta;     /* TENSOR */
+    int dyn;          /* TENSOR: some dims are symbolic (contiguity is checked instead of strides) */
+    signed char sym[TC_MAX_DIMS]; /* TENSOR, dyn: symbol of each dim (its value is bound), -1 static */
 } dh_guard;
 
 /* ---- output spec: how the frame's return value is rebuilt -------------------------- */
@@ -85,7 +87,8 @@ typedef enum dh_outkind {
     DH_O_ATTR,  /* getattr(child, obj) */
     DH_O_BOUND, /* method obj bound to child */
     DH_O_DICT,  /* dict(zip(obj keys, children)) */
-    DH_O_CALLM  /* child.name(*args), obj = (name, args): a view replayed on an input */
+    DH_O_CALLM, /* child.name(*args), obj = (name, args): a view replayed on an input */
+    DH_O_SYM    /* a symbolic size as an int: obj = (coef, e0, e1, e2, e3), coef * prod s_k^e_k */
 } dh_outkind;
 
 enum { DH_BRK_NONE = 0, DH_BRK_CALL = 1, DH_BRK_JUMP = 2, DH_BRK_BINOP = 3, DH_BRK_STORE = 4 };
@@ -98,6 +101,8 @@ typedef struct dh_outspec {
 } dh_outspec;
 
 /* ---- cache entries ---------------------------------------------------------------- */
+#define DH_DYN_LOCALS 64 /* locals (arguments) whose dims can be marked dynamic */
+#define DH_DYN_ND2 0x80000000u /* dynmask flag: only tensors with >= 2 dims */
 typedef struct dh_entry {
     struct dh_entry *next;
     int fallback;           /* 1: run eagerly (capture failed for inputs like these) */
@@ -120,6 +125,7 @@ typedef struct dh_entry {
     int nouts;              /* outspec nodes; node 0 is the root */
     dh_outspec *outs;
     ic_compiled *compiled;  /* NULL when the graph has no outputs */
+    int nsyms;              /* dynamic shapes: symbols bound by the guards (0: static) */
     char *graph_text;       /* printable graph (malloc'd) */
     int op_count;
     int device_type;        /* TC_DEV_CPU / TC_DEV_CUDA: where the graph runs */
@@ -145,6 +151,7 @@ typedef struct dh_cache {
     int limit_hit;                /* recompile limit reached: eager from now on */
     int disabled;                 /* torchc.disable: never captured, never inlined */
     char *skip_reason;
+    uint32_t dynmask[DH_DYN_LOCALS]; /* automatic dynamic shapes: per local, dims seen changing */
 } dh_cache;
 
 /* eval_frame.c */
@@ -164,6 +171,13 @@ int dh_cache_should_skip_file(PyCodeObject *code);
  * -1 error (exception set). */
 int dh_guards_check(const dh_entry *e, PyObject *const *localsplus, PyObject *globals,
                     PyObject *builtins, PyObject *func, PyObject **values, void **data_ptrs);
+/* Same, binding the symbols of dynamic dims into symvals[IC_MAX_SYMS]. */
+int dh_guards_check_sym(const dh_entry *e, PyObject *const *localsplus, PyObject *globals,
+                        PyObject *builtins, PyObject *func, PyObject **values, void **data_ptrs,
+                        int64_t *symvals);
+/* Dims of local tensors that differ from the newest entry's guards (automatic dynamic):
+ * ORed into c->dynmask; returns 1 when a new dim was marked. */
+int dh_mark_dynamic(dh_cache *c, PyObject *const *localsplus, int nlocals);
 PyObject *dh_source_resolve(const dh_source *s, PyObject *const *values,
                             PyObject *const *localsplus, PyObject *globals,
                             PyObject *builtins, PyObject *func); /* borrowed, NULL: missing */
@@ -178,12 +192,13 @@ void dh_guard_clear(dh_guard *g);
 /* symbolic.c: traces one frame. Returns a new entry (compiled, or fallback with a
  * reason) or NULL with a Python exception for internal errors. */
 dh_entry *dh_trace_frame(PyCodeObject *code, PyObject *const *localsplus, PyObject *globals,
-                         PyObject *builtins, PyObject *func, const dh_config *cfg);
+                         PyObject *builtins, PyObject *func, const dh_config *cfg,
+                         const uint32_t *dynmask);
 int dh_symbolic_init(void);
 
 /* entry execution (eval_frame.c) */
 PyObject *dh_entry_run(const dh_entry *e, PyObject *const *values, void *const *data_ptrs,
-                       PyObject *func);
+                       PyObject *func, const int64_t *symvals);
 
 /* explain recording (eval_frame.c) */
 void dh_explain_record(PyCodeObject *code, const dh_entry *e, const char *event);

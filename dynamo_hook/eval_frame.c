@@ -160,13 +160,14 @@ static PyObject *dh_eval_frame(PyThreadState *ts, _PyInterpreterFrame *f, int th
 
     PyObject *values[DH_MAX_SOURCES];
     void *ptrs[DH_MAX_SOURCES];
+    int64_t symvals[IC_MAX_SYMS];
     PyObject *func = frame_func(f);
     dh_entry *e, *prev = NULL;
     int r = 0;
     dh_tl_busy = 1;
     for (e = c->entries; e != NULL; prev = e, e = e->next) {
-        r = dh_guards_check(e, (PyObject *const *)f->localsplus, f->f_globals, f->f_builtins,
-                            func, values, ptrs);
+        r = dh_guards_check_sym(e, (PyObject *const *)f->localsplus, f->f_globals,
+                                f->f_builtins, func, values, ptrs, symvals);
         if (r < 0) {
             PyErr_Clear();
             r = 0;
@@ -194,9 +195,21 @@ static PyObject *dh_eval_frame(PyThreadState *ts, _PyInterpreterFrame *f, int th
             stats.limit_fallbacks++;
             return fallback(ts, f, c->skip_reason);
         }
+        /* dynamic shapes: dynamic=True makes every dim of the arguments symbolic; the
+         * default (automatic) marks the dims that changed since the last specialization */
+        static const uint32_t all_dims[DH_DYN_LOCALS] = {[0 ... DH_DYN_LOCALS - 1] = 0xffffffffu};
+        const uint32_t *dynmask = NULL;
+        if (cfg->dynamic > 0) {
+            dynmask = all_dims;
+        } else if (cfg->dynamic < 0) {
+            dh_mark_dynamic(c, (PyObject *const *)f->localsplus, (int)code->co_nlocalsplus);
+            for (int i = 0; i < DH_DYN_LOCALS; i++)
+                if (c->dynmask[i])
+                    dynmask = c->dynmask;
+        }
         double t0 = now_ms();
         e = dh_trace_frame(code, (PyObject *const *)f->localsplus, f->f_globals, f->f_builtins,
-                           func, cfg);
+                           func, cfg, dynmask);
         if (e == NULL) {
             /* internal fault: never break the program; report through explain/warning */
             dh_tl_busy = 0;
@@ -225,8 +238,8 @@ static PyObject *dh_eval_frame(PyThreadState *ts, _PyInterpreterFrame *f, int th
             stats.fallbacks++;
         else
             stats.compiles++;
-        r = dh_guards_check(e, (PyObject *const *)f->localsplus, f->f_globals, f->f_builtins,
-                            func, values, ptrs);
+        r = dh_guards_check_sym(e, (PyObject *const *)f->localsplus, f->f_globals,
+                                f->f_builtins, func, values, ptrs, symvals);
         if (r != 1) {
             /* guards that reject the frame they came from: a bug; stay correct */
             PyErr_Clear();
@@ -255,7 +268,7 @@ static PyObject *dh_eval_frame(PyThreadState *ts, _PyInterpreterFrame *f, int th
     }
     stats.hits++;
     e->hits++;
-    PyObject *res = dh_entry_run(e, values, ptrs, func);
+    PyObject *res = dh_entry_run(e, values, ptrs, func, symvals);
     dh_scratch_clear();
     return FINISH(ts, f, res);
 }
@@ -263,9 +276,16 @@ static PyObject *dh_eval_frame(PyThreadState *ts, _PyInterpreterFrame *f, int th
 /* ---- running an entry -------------------------------------------------------------- */
 
 static PyObject *build_output(const dh_entry *e, int node, PyObject *const *outs,
-                              PyObject *const *values) {
+                              PyObject *const *values, const int64_t *symvals) {
     const dh_outspec *o = &e->outs[node];
     switch (o->kind) {
+    case DH_O_SYM: { /* coef * prod s_k^e_k at this call's symbol values */
+        long long r = PyLong_AsLongLong(PyTuple_GET_ITEM(o->obj, 0));
+        for (int k = 0; k < IC_MAX_SYMS && k < PyTuple_GET_SIZE(o->obj) - 1; k++)
+            for (long ex = PyLong_AsLong(PyTuple_GET_ITEM(o->obj, 1 + k)); ex > 0; ex--)
+                r *= symvals[k];
+        return PyLong_FromLongLong(r);
+    }
     case DH_O_GRAPH:
         return Py_NewRef(outs[o->index]);
     case DH_O_SOURCE:
@@ -275,7 +295,7 @@ static PyObject *build_output(const dh_entry *e, int node, PyObject *const *outs
     case DH_O_ITER:
     case DH_O_ATTR:
     case DH_O_BOUND: {
-        PyObject *child = build_output(e, o->index, outs, values);
+        PyObject *child = build_output(e, o->index, outs, values, symvals);
         if (child == NULL)
             return NULL;
         PyObject *r = o->kind == DH_O_ITER   ? PyObject_GetIter(child)
@@ -285,7 +305,7 @@ static PyObject *build_output(const dh_entry *e, int node, PyObject *const *outs
         return r;
     }
     case DH_O_CALLM: {
-        PyObject *child = build_output(e, o->index, outs, values);
+        PyObject *child = build_output(e, o->index, outs, values, symvals);
         if (child == NULL)
             return NULL;
         PyObject *m = PyObject_GetAttr(child, PyTuple_GET_ITEM(o->obj, 0));
@@ -301,7 +321,7 @@ static PyObject *build_output(const dh_entry *e, int node, PyObject *const *outs
         if (d == NULL)
             return NULL;
         for (int i = 0; i < o->count; i++) {
-            PyObject *item = build_output(e, o->index + i, outs, values);
+            PyObject *item = build_output(e, o->index + i, outs, values, symvals);
             if (item == NULL || PyDict_SetItem(d, PyTuple_GET_ITEM(o->obj, i), item) < 0) {
                 Py_XDECREF(item);
                 Py_DECREF(d);
@@ -317,7 +337,7 @@ static PyObject *build_output(const dh_entry *e, int node, PyObject *const *outs
         if (seq == NULL)
             return NULL;
         for (int i = 0; i < o->count; i++) {
-            PyObject *item = build_output(e, o->index + i, outs, values);
+            PyObject *item = build_output(e, o->index + i, outs, values, symvals);
             if (item == NULL) {
                 Py_DECREF(seq);
                 return NULL;
@@ -459,7 +479,7 @@ done:
 }
 
 PyObject *dh_entry_run(const dh_entry *e, PyObject *const *values, void *const *data_ptrs,
-                       PyObject *func) {
+                       PyObject *func, const int64_t *symvals) {
     int nout = e->compiled ? ic_compiled_num_outputs(e->compiled) : 0;
     PyObject *small_outs[16];
     void *small_ptrs[16 + 16];
@@ -479,7 +499,15 @@ PyObject *dh_entry_run(const dh_entry *e, PyObject *const *values, void *const *
     for (int i = 0; i < e->ninputs; i++)
         ptrs[i] = data_ptrs[e->input_src[i]];
     for (int i = 0; i < nout; i++) {
+        ic_meta md;
         const ic_meta *m = ic_compiled_output_meta(e->compiled, i);
+        if (e->nsyms > 0) {
+            if (ic_compiled_output_meta_at(e->compiled, i, symvals, &md) != 0) {
+                PyErr_SetString(PyExc_RuntimeError, "torchc: output shape of a dynamic graph");
+                goto done;
+            }
+            m = &md;
+        }
         outs[i] = tc_empty_strided(m->ndim, m->sizes, m->strides, m->dtype, e->device_type,
                                    e->device_index);
         if (outs[i] == NULL)
@@ -496,7 +524,10 @@ PyObject *dh_entry_run(const dh_entry *e, PyObject *const *values, void *const *
             rc = ic_run_stream ? ic_run_stream(e->compiled, ptrs, ptrs + e->ninputs, stream, &err) : -1;
         } else {
             Py_BEGIN_ALLOW_THREADS
-            rc = ic_run(e->compiled, ptrs, ptrs + e->ninputs, &err);
+            if (e->nsyms > 0)
+                rc = ic_run_dyn(e->compiled, ptrs, ptrs + e->ninputs, symvals, &err);
+            else
+                rc = ic_run(e->compiled, ptrs, ptrs + e->ninputs, &err);
             Py_END_ALLOW_THREADS
         }
         if (rc != 0) {
@@ -510,7 +541,7 @@ PyObject *dh_entry_run(const dh_entry *e, PyObject *const *values, void *const *
         if (tc_copy_(values[e->mut_src[i]], srcobj) < 0)
             goto done;
     }
-    res = build_output(e, 0, outs, values);
+    res = build_output(e, 0, outs, values, symvals);
     if (res != NULL && e->nattrw > 0) {
         /* replay module attribute writes, then unwrap (result, values...) */
         PyObject *root = res;

@@ -181,7 +181,8 @@ static int const_equal(PyObject *a, PyObject *b) {
     return r;
 }
 
-static int tensor_matches(PyObject *v, const tc_meta *want, void **data) {
+static int tensor_matches(PyObject *v, const dh_guard *g, void **data, int64_t *symvals) {
+    const tc_meta *want = &g->meta;
     if (!tc_is_tensor(v))
         return 0;
     tc_meta m;
@@ -190,6 +191,27 @@ static int tensor_matches(PyObject *v, const tc_meta *want, void **data) {
         m.device_index != want->device_index || m.ndim != want->ndim ||
         m.requires_grad != want->requires_grad)
         return 0;
+    if (g->dyn) {
+        /* symbolic dims: any value >= 2, the same for every dim of one symbol (bound in
+         * guard order); static dims exact; the layout must be contiguous */
+        int64_t st = 1;
+        for (int d = m.ndim - 1; d >= 0; d--) {
+            int k = g->sym[d];
+            if (k < 0) {
+                if (m.sizes[d] != want->sizes[d])
+                    return 0;
+            } else {
+                if (m.sizes[d] < 2 || (symvals[k] != 0 && symvals[k] != m.sizes[d]))
+                    return 0;
+                symvals[k] = m.sizes[d];
+            }
+            if (m.sizes[d] != 1 && m.strides[d] != st)
+                return 0;
+            st *= m.sizes[d];
+        }
+        *data = m.data;
+        return 1;
+    }
     for (int d = 0; d < m.ndim; d++)
         if (m.sizes[d] != want->sizes[d] || (m.strides[d] != want->strides[d] && m.sizes[d] > 1))
             return 0;
@@ -197,8 +219,46 @@ static int tensor_matches(PyObject *v, const tc_meta *want, void **data) {
     return 1;
 }
 
+int dh_mark_dynamic(dh_cache *c, PyObject *const *localsplus, int nlocals) {
+    const dh_entry *e = c->entries; /* the newest entry's specialization */
+    int marked = 0;
+    if (e == NULL || e->fallback)
+        return 0;
+    for (int i = 0; i < e->nguards; i++) {
+        const dh_guard *g = &e->guards[i];
+        if (g->kind != DH_G_TENSOR || g->src < 0 || g->src >= e->nsources)
+            continue;
+        const dh_source *s = &e->sources[g->src];
+        if (s->kind != DH_S_LOCAL || s->index >= nlocals || s->index >= DH_DYN_LOCALS)
+            continue;
+        PyObject *v = localsplus[s->index];
+        if (v == NULL || !tc_is_tensor(v))
+            continue;
+        tc_meta m;
+        tc_tensor_meta(v, &m);
+        if (m.flags || m.ndim != g->meta.ndim || m.dtype != g->meta.dtype)
+            continue;
+        for (int d = 0; d < m.ndim && d < 32; d++)
+            if (m.sizes[d] != g->meta.sizes[d] && m.sizes[d] >= 2 && g->meta.sizes[d] >= 2 &&
+                !(c->dynmask[s->index] >> d & 1)) {
+                c->dynmask[s->index] |= 1u << d;
+                marked = 1;
+            }
+    }
+    return marked;
+}
+
 int dh_guards_check(const dh_entry *e, PyObject *const *localsplus, PyObject *globals,
                     PyObject *builtins, PyObject *func, PyObject **values, void **data_ptrs) {
+    int64_t symvals[IC_MAX_SYMS];
+    return dh_guards_check_sym(e, localsplus, globals, builtins, func, values, data_ptrs, symvals);
+}
+
+int dh_guards_check_sym(const dh_entry *e, PyObject *const *localsplus, PyObject *globals,
+                        PyObject *builtins, PyObject *func, PyObject **values, void **data_ptrs,
+                        int64_t *symvals) {
+    for (int k = 0; k < IC_MAX_SYMS; k++)
+        symvals[k] = 0;
     for (int i = 0; i < e->nsources; i++) {
         values[i] = dh_source_resolve(&e->sources[i], values, localsplus, globals, builtins, func);
         data_ptrs[i] = NULL;
@@ -208,7 +268,7 @@ int dh_guards_check(const dh_entry *e, PyObject *const *localsplus, PyObject *gl
         PyObject *v = g->src < 0 ? NULL : values[g->src];
         switch (g->kind) {
         case DH_G_TENSOR:
-            if (v == NULL || !tensor_matches(v, &g->meta, &data_ptrs[g->src]))
+            if (v == NULL || !tensor_matches(v, g, &data_ptrs[g->src], symvals))
                 return 0;
             break;
         case DH_G_ID: {
@@ -291,12 +351,19 @@ PyObject *dh_guards_describe(const dh_entry *e) {
         switch (g->kind) {
         case DH_G_TENSOR: {
             char shape[256] = "", *p = shape;
-            for (int d = 0; d < g->meta.ndim && p < shape + 200; d++)
-                p += snprintf(p, 24, d ? ", %lld" : "%lld", (long long)g->meta.sizes[d]);
+            for (int d = 0; d < g->meta.ndim && p < shape + 200; d++) {
+                if (g->dyn && g->sym[d] >= 0)
+                    p += snprintf(p, 24, d ? ", s%d" : "s%d", g->sym[d]);
+                else
+                    p += snprintf(p, 24, d ? ", %lld" : "%lld", (long long)g->meta.sizes[d]);
+            }
             char strides[256] = "";
             p = strides;
-            for (int d = 0; d < g->meta.ndim && p < strides + 200; d++)
-                p += snprintf(p, 24, d ? ", %lld" : "%lld", (long long)g->meta.strides[d]);
+            if (g->dyn)
+                snprintf(strides, sizeof strides, "contiguous");
+            else
+                for (int d = 0; d < g->meta.ndim && p < strides + 200; d++)
+                    p += snprintf(p, 24, d ? ", %lld" : "%lld", (long long)g->meta.strides[d]);
             item = PyUnicode_FromFormat(
                 "TENSOR_MATCH %U: dtype=%s device=%s:%d shape=(%s) stride=(%s) requires_grad=%d",
                 src, ic_dtype_name((ic_dtype)g->meta.dtype),

@@ -193,11 +193,11 @@ static int mask_store(trace *t, const var *x, ic_val xv, const ic_meta *m, const
         numel *= vm->sizes[d];
     if (numel != 1)
         return sym_fail(t, "masked assignment of a tensor (data-dependent count) not supported yet");
-    val = ic_reshape(t->g, ic_cast(t->g, val, m->dtype), 0, NULL);
+    val = sym_reshape(t, ic_cast(t->g, val, m->dtype), 0, NULL);
     int64_t ksz[IC_MAX_DIMS];
     for (int d = 0; d < m->ndim; d++)
         ksz[d] = d < km->ndim ? m->sizes[d] : 1;
-    ic_val mask = ic_reshape(t->g, kv.val, m->ndim, ksz);
+    ic_val mask = sym_reshape(t, kv.val, m->ndim, ksz);
     mask = ic_expand(t->g, mask, m->ndim, m->sizes);
     ic_val r = ic_where(t->g, mask, ic_expand(t->g, val, m->ndim, m->sizes), xv);
     if (r < 0)
@@ -240,7 +240,7 @@ int sym_tensor_setitem(trace *t, const var *x_in, const var *k, const var *v) {
     }
     if (numel == 0)
         return 0; /* nothing selected: x is unchanged (the broadcast was checked) */
-    val = ic_reshape(t->g, val, m->ndim, boxsz);
+    val = sym_reshape(t, val, m->ndim, boxsz);
     ic_val r = val < 0 ? IC_NONE : place(t, xv.val, val, &b, 0, m->sizes);
     if (r < 0)
         return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "item assignment failed");

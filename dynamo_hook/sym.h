@@ -18,6 +18,7 @@ typedef enum vkind {
     V_METHOD, /* bound method of a tracked value: self + name */
     V_ITER,   /* iterator over items (range/tuple/SEQ) */
     V_DICT,   /* dict: obj = tuple of constant keys, items = values */
+    V_SYM,    /* symbolic int (a dynamic size): val indexes t->symv; obj = Py_NotImplemented */
     V_SUPER   /* super(): obj = the class, items[0] = self */
 } vkind;
 
@@ -98,6 +99,14 @@ typedef struct trace {
     int nidx;                         /* index inputs to bounds-check before each run */
     int idx_src[16];
     int64_t idx_bound[16];
+    /* dynamic shapes: dims of local tensors marked dynamic get symbols (duck-sized: equal
+     * sizes share one); fake: trace with other hint values (to verify no hint leaks) */
+    const uint32_t *dynmask;
+    int dyn_fake;
+    int nsym;
+    int64_t sym_real[IC_MAX_SYMS];
+    ic_dim *symv;                     /* V_SYM values */
+    int nsymv, capsymv;
     char reason[300];
     int failed;
     long steps;
@@ -135,6 +144,14 @@ int sym_variables_init(void);
 int sym_is_nn_module(PyObject *o);
 int sym_is_grad_ctx(PyObject *o);
 int sym_is_grad_ctx_type(PyObject *tp); /* torch.no_grad()/enable_grad()/inference_mode()/set_grad_enabled() */
+
+/* symbolic ints (variables.c): d static -> a V_CONST int, else a V_SYM */
+int sym_symint(trace *t, ic_dim d, var *out);
+/* v an int constant or a V_SYM: its size expression (1), else 0 */
+int sym_dim_of(trace *t, const var *v, ic_dim *d);
+int sym_dim_static(ic_dim d);
+/* ic_reshape that keeps symbolic dims symbolic (sizes are hint values) */
+ic_val sym_reshape(trace *t, ic_val v, int n, const int64_t *sizes);
 
 /* torch_ops.c */
 int sym_ops_init(void);

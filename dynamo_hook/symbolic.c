@@ -1969,6 +1969,8 @@ static int fill_out(trace *t, outbuf *ob, int at, const var *v_in, ic_val *outva
             PyObject *desc = v->val < t->capvals ? t->view_desc[v->val] : NULL;
             if (desc == NULL)
                 return sym_fail(t, "returning a view of an input (untracked view)");
+            if (t->nsym > 0) /* the view's arguments are hint sizes */
+                return sym_fail(t, "a view returned with dynamic shapes (specializing)");
             ic_val base = (ic_val)PyLong_AsLong(PyTuple_GET_ITEM(desc, 0));
             int child = out_reserve(t, ob, 1);
             if (child < 0)
@@ -2075,6 +2077,13 @@ static int fill_out(trace *t, outbuf *ob, int at, const var *v_in, ic_val *outva
             if (fill_out(t, ob, first + i, &v->items[i], outvals, nout) < 0)
                 return -1;
         return 0;
+    }
+    case V_SYM: {
+        ic_dim d = t->symv[v->val];
+        o->kind = DH_O_SYM;
+        o->obj = Py_BuildValue("(LLLLL)", (long long)d.coef, (long long)d.exp[0], (long long)d.exp[1],
+                               (long long)d.exp[2], (long long)d.exp[3]);
+        return o->obj ? 0 : -1;
     }
     default:
         return sym_fail(t, "returning an unsupported value");
@@ -2296,6 +2305,7 @@ static void trace_free(trace *t, outbuf *ob) {
     free(t->obj_val);
     free(t->obj_aliased);
     free(t->obj_root);
+    free(t->symv);
     free(t->view_of_input);
     free(t->view_desc);
     if (ob) {
@@ -2309,8 +2319,104 @@ static void trace_free(trace *t, outbuf *ob) {
     free(t);
 }
 
+/* Graph text with the hint sizes of symbolic values removed (and the strides of dynamic
+ * inputs), plus the index bounds: equal for two traces at different hints iff no hint
+ * value leaked into the graph as a constant. malloc'd. */
+static char *dyn_signature(trace *t) {
+    char *txt = ic_graph_to_string(t->g);
+    if (txt == NULL)
+        return NULL;
+    size_t n = strlen(txt);
+    char *out = malloc(n + 64 + 48 * (size_t)t->nidx);
+    if (out == NULL) {
+        free(txt);
+        return NULL;
+    }
+    size_t o = 0;
+    for (size_t i = 0; i < n;) {
+        /* "[h0,h1,..] sym=[" : drop the hint list */
+        if (txt[i] == '[') {
+            size_t j = i + 1;
+            while (j < n && (txt[j] == ',' || txt[j] == '-' || (txt[j] >= '0' && txt[j] <= '9')))
+                j++;
+            if (j < n && txt[j] == ']' && strncmp(txt + j + 1, " sym=[", 6) == 0) {
+                i = j + 1;
+                continue;
+            }
+        }
+        /* " strides=[...]" right after a sym list: contiguous strides of the hints */
+        if (strncmp(txt + i, "] strides=[", 11) == 0 && o > 0) {
+            size_t back = o;
+            while (back > 0 && out[back - 1] != '[' && out[back - 1] != '\n')
+                back--;
+            if (back >= 5 && strncmp(out + back - 5, "sym=[", 5) == 0) {
+                size_t j = i + 11;
+                while (j < n && txt[j] != ']')
+                    j++;
+                out[o++] = ']';
+                i = j + 1;
+                continue;
+            }
+        }
+        out[o++] = txt[i++];
+    }
+    for (int k = 0; k < t->nidx; k++)
+        o += (size_t)sprintf(out + o, "\nidx %d < %lld", t->idx_src[k], (long long)t->idx_bound[k]);
+    out[o] = 0;
+    free(txt);
+    return out;
+}
+
+/* dyn: 0 static; 1 verification trace at fake hints (no compile; *sig receives the
+ * signature, NULL when the trace can't be dynamic); 2 dynamic trace at the real hints,
+ * accepted only if its signature equals expect (else *reject = 1, no entry). */
+static dh_entry *trace_once(PyCodeObject *code, PyObject *const *localsplus, PyObject *globals,
+                            PyObject *builtins, PyObject *func, const dh_config *cfg,
+                            const uint32_t *dynmask, int dyn, const char *expect, char **sig,
+                            int *reject);
+
 dh_entry *dh_trace_frame(PyCodeObject *code, PyObject *const *localsplus, PyObject *globals,
-                         PyObject *builtins, PyObject *func, const dh_config *cfg) {
+                         PyObject *builtins, PyObject *func, const dh_config *cfg,
+                         const uint32_t *dynmask) {
+    /* the dims asked for; if the compiler can't take them, the outermost dims alone (the
+     * batch); else static */
+    uint32_t outer[DH_DYN_LOCALS], outer2[DH_DYN_LOCALS];
+    const uint32_t *masks[3] = {dynmask, NULL, NULL};
+    if (dynmask != NULL) {
+        int differs = 0, any = 0;
+        for (int i = 0; i < DH_DYN_LOCALS; i++) {
+            outer[i] = dynmask[i] & 1u;
+            outer2[i] = outer[i] ? outer[i] | DH_DYN_ND2 : 0; /* bit 31: tensors of >= 2 dims only */
+            differs |= outer[i] != dynmask[i];
+            any |= outer[i] != 0;
+        }
+        int k = 1;
+        if (differs && any)
+            masks[k++] = outer;
+        if (any)
+            masks[k++] = outer2;
+    }
+    for (int m = 0; m < 3 && masks[m] != NULL; m++) {
+        char *sig = NULL;
+        int reject = 0;
+        trace_once(code, localsplus, globals, builtins, func, cfg, masks[m], 1, NULL, &sig, &reject);
+        PyErr_Clear();
+        if (sig == NULL)
+            continue;
+        dh_entry *e = trace_once(code, localsplus, globals, builtins, func, cfg, masks[m], 2,
+                                 sig, NULL, &reject);
+        free(sig);
+        if (e != NULL || !reject)
+            return e;
+        PyErr_Clear();
+    }
+    return trace_once(code, localsplus, globals, builtins, func, cfg, NULL, 0, NULL, NULL, NULL);
+}
+
+static dh_entry *trace_once(PyCodeObject *code, PyObject *const *localsplus, PyObject *globals,
+                            PyObject *builtins, PyObject *func, const dh_config *cfg,
+                            const uint32_t *dynmask, int dyn, const char *expect, char **sig,
+                            int *reject) {
     trace *t = calloc(1, sizeof *t);
     sframe *f = calloc(1, sizeof *f);
     outbuf ob = {0};
@@ -2334,6 +2440,8 @@ dh_entry *dh_trace_frame(PyCodeObject *code, PyObject *const *localsplus, PyObje
     t->g = ic_graph_new();
     t->device_type = -1;
     t->cur_globals = globals;
+    t->dynmask = dynmask;
+    t->dyn_fake = dyn == 1;
     if (t->keep == NULL || t->g == NULL) {
         if (t->g == NULL)
             PyErr_NoMemory();
@@ -2394,6 +2502,29 @@ dh_entry *dh_trace_frame(PyCodeObject *code, PyObject *const *localsplus, PyObje
                 if (!t->failed && !PyErr_Occurred())
                     record_mutations(t, outvals, &nout, &muts);
             }
+            if (dyn) {
+                /* dynamic only for a whole graph with symbols, on the CPU */
+                int ok = !t->failed && !PyErr_Occurred() && rr == 0 && t->nsym > 0 && nout > 0 &&
+                         t->device_type != TC_DEV_CUDA;
+                char *mine = ok ? dyn_signature(t) : NULL;
+                if (dyn == 1 && !ok && getenv("TORCHC_DEBUG_DYN"))
+                    fprintf(stderr, "torchc dyn: not dynamic: %s %s\n",
+                            rr == 1 ? "graph break:" : t->failed ? "" : "no symbols/outputs or cuda", t->reason);
+                if (dyn == 1) {
+                    *sig = mine;
+                    goto error;
+                }
+                ok = mine != NULL && expect != NULL && strcmp(mine, expect) == 0;
+                if (!ok && getenv("TORCHC_DEBUG_DYN"))
+                    fprintf(stderr, "torchc dyn: rejected (%s)\n--- real\n%s\n--- fake\n%s\n",
+                            t->failed ? t->reason : "signature differs", mine ? mine : "-",
+                            expect ? expect : "-");
+                free(mine);
+                if (!ok) {
+                    *reject = 1;
+                    goto error;
+                }
+            }
             if (!t->failed && !PyErr_Occurred() && nout > 0) {
                 ic_options opt = {0};
                 opt.device = t->device_type == TC_DEV_CUDA ? IC_CUDA : IC_CPU;
@@ -2403,6 +2534,12 @@ dh_entry *dh_trace_frame(PyCodeObject *code, PyObject *const *localsplus, PyObje
                 Py_BEGIN_ALLOW_THREADS
                 compiled = ic_compile(t->g, &opt, &err);
                 Py_END_ALLOW_THREADS
+                if (compiled == NULL && dyn && getenv("TORCHC_DEBUG_DYN"))
+                    fprintf(stderr, "torchc dyn: compile rejected: %s\n", err.msg);
+                if (compiled == NULL && dyn) {
+                    *reject = 1; /* the compiler can't do these symbols: specialize */
+                    goto error;
+                }
                 if (compiled == NULL)
                     sym_fail(t, "compile failed: %s", err.msg);
             } else if (!t->failed && !PyErr_Occurred() && nout == 0 && ic_graph_num_ops(t->g) > 0) {
@@ -2447,6 +2584,8 @@ dh_entry *dh_trace_frame(PyCodeObject *code, PyObject *const *localsplus, PyObje
         }
         e->nattrw = t->nattrw;
     }
+    if (e != NULL && !e->fallback && dyn == 2)
+        e->nsyms = t->nsym;
     if (e != NULL) {
         e->device_type = t->device_type < 0 ? TC_DEV_CPU : t->device_type;
         e->device_index = t->device_index > 0 ? t->device_index : 0;

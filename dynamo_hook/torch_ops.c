@@ -149,6 +149,28 @@ static int get_shape_args(trace *t, const var *rest, long long *out, int *n, con
     return get_ints(t, rest, out, IC_MAX_DIMS, n, what);
 }
 
+/* Shape arguments that hold symbolic ints (x.view(B * T, C)): 1 with out[] filled when a
+ * V_SYM is among them, 0 when none (use get_shape_args), -1 on failure. */
+static int get_sym_shape_args(trace *t, const var *rest, ic_dim *out, int *n) {
+    const var *seq = rest;
+    if (rest->kind == V_SEQ && rest->n == 1 && rest->items[0].kind == V_SEQ)
+        seq = &rest->items[0];
+    if (seq->kind != V_SEQ)
+        return 0;
+    int any = 0;
+    for (int i = 0; i < seq->n; i++)
+        any |= seq->items[i].kind == V_SYM;
+    if (!any)
+        return 0;
+    if (seq->n > IC_MAX_DIMS)
+        return sym_fail(t, "too many sizes");
+    for (int i = 0; i < seq->n; i++)
+        if (!sym_dim_of(t, &seq->items[i], &out[i]))
+            return sym_fail(t, "sizes must be ints");
+    *n = seq->n;
+    return 1;
+}
+
 static int dims_mask(trace *t, const var *dim, int ndim, uint32_t *mask) {
     *mask = 0;
     if (is_none(dim))
@@ -463,12 +485,18 @@ static int h_reshape(trace *t, const opdef *d, var **p, var *out) {
         return sym_fail(t, "reshape of a non-tensor");
     long long s[IC_MAX_DIMS];
     int n;
+    ic_dim sd[IC_MAX_DIMS];
+    int sym = get_sym_shape_args(t, p[1], sd, &n);
+    if (sym < 0)
+        return -1;
+    if (sym)
+        return view_out(t, p[0], ic_reshape_dyn(t->g, p[0]->val, n, sd), out);
     if (get_shape_args(t, p[1], s, &n, "shape") < 0)
         return -1;
     int64_t s64[IC_MAX_DIMS];
     for (int i = 0; i < n; i++)
         s64[i] = s[i];
-    return view_out(t, p[0], ic_reshape(t->g, p[0]->val, n, s64), out);
+    return view_out(t, p[0], sym_reshape(t, p[0]->val, n, s64), out);
 }
 
 static int h_flatten(trace *t, const opdef *d, var **p, var *out) {
@@ -482,7 +510,7 @@ static int h_flatten(trace *t, const opdef *d, var **p, var *out) {
     if (!is_none(p[2]) && get_int(t, p[2], &b, "end_dim") < 0)
         return -1;
     if (m->ndim == 0)
-        return view_out(t, p[0], ic_reshape(t->g, p[0]->val, 1, (int64_t[]){1}), out);
+        return view_out(t, p[0], sym_reshape(t, p[0]->val, 1, (int64_t[]){1}), out);
     int s, e;
     if (norm_dim(t, a, m->ndim, &s) < 0 || norm_dim(t, b, m->ndim, &e) < 0)
         return -1;
@@ -498,7 +526,7 @@ static int h_flatten(trace *t, const opdef *d, var **p, var *out) {
     sz[n++] = prod;
     for (int i = e + 1; i < m->ndim; i++)
         sz[n++] = m->sizes[i];
-    return view_out(t, p[0], ic_reshape(t->g, p[0]->val, n, sz), out);
+    return view_out(t, p[0], sym_reshape(t, p[0]->val, n, sz), out);
 }
 
 static int h_permute(trace *t, const opdef *d, var **p, var *out) {
@@ -571,7 +599,7 @@ static int h_unsqueeze(trace *t, const opdef *d, var **p, var *out) {
         if (i < m->ndim)
             sz[n++] = m->sizes[i];
     }
-    return view_out(t, p[0], ic_reshape(t->g, p[0]->val, n, sz), out);
+    return view_out(t, p[0], sym_reshape(t, p[0]->val, n, sz), out);
 }
 
 static int h_squeeze(trace *t, const opdef *d, var **p, var *out) {
@@ -598,7 +626,7 @@ static int h_squeeze(trace *t, const opdef *d, var **p, var *out) {
     for (int i = 0; i < m->ndim; i++)
         if (!(mask >> i & 1))
             sz[n++] = m->sizes[i];
-    return view_out(t, p[0], ic_reshape(t->g, p[0]->val, n, sz), out);
+    return view_out(t, p[0], sym_reshape(t, p[0]->val, n, sz), out);
 }
 
 static int h_expand(trace *t, const opdef *d, var **p, var *out) {
@@ -606,10 +634,23 @@ static int h_expand(trace *t, const opdef *d, var **p, var *out) {
         return sym_fail(t, "expand of a non-tensor");
     long long s[IC_MAX_DIMS];
     int n;
-    if (get_shape_args(t, p[1], s, &n, "sizes") < 0)
-        return -1;
     ic_meta m_copy = *metap(t, p[0]->val);
     const ic_meta *m = &m_copy; /* a copy: the graph reallocates */
+    ic_dim sd[IC_MAX_DIMS];
+    int sym = get_sym_shape_args(t, p[1], sd, &n);
+    if (sym < 0)
+        return -1;
+    if (sym) {
+        for (int i = 0; i < n; i++) {
+            int j = i - (n - m->ndim);
+            if (sd[i].coef == -1 && sym_dim_static(sd[i]) && j >= 0)
+                sd[i] = m->dyn ? m->dims[j] : (ic_dim){.coef = m->sizes[j]};
+        }
+        return view_out_desc(t, p[0], ic_expand_dyn(t->g, p[0]->val, n, sd), out, "expand",
+                             shape_args(t, -1));
+    }
+    if (get_shape_args(t, p[1], s, &n, "sizes") < 0)
+        return -1;
     int64_t s64[IC_MAX_DIMS];
     for (int i = 0; i < n; i++) {
         int j = i - (n - m->ndim);
@@ -646,6 +687,29 @@ static int h_identity(trace *t, const opdef *d, var **p, var *out) {
     return 0;
 }
 
+/* size of dim d: a symbolic int when the dim is dynamic */
+static int size_out(trace *t, const ic_meta *m, int d, var *out) {
+    if (m->dyn)
+        return sym_symint(t, m->dims[d], out);
+    return sym_const(t, PyLong_FromLongLong(m->sizes[d]), out);
+}
+
+static int numel_out(trace *t, const ic_meta *m, var *out) {
+    ic_dim n;
+    memset(&n, 0, sizeof n);
+    n.coef = 1;
+    for (int i = 0; i < m->ndim; i++) {
+        if (!m->dyn) {
+            n.coef *= m->sizes[i];
+            continue;
+        }
+        n.coef *= m->dims[i].coef;
+        for (int k = 0; k < IC_MAX_SYMS; k++)
+            n.exp[k] += m->dims[i].exp[k];
+    }
+    return sym_symint(t, n.coef == 0 ? (ic_dim){0} : n, out);
+}
+
 static int h_size(trace *t, const opdef *d, var **p, var *out) {
     if (p[0]->kind != V_TENSOR)
         return sym_fail(t, "size() of a non-tensor");
@@ -653,12 +717,8 @@ static int h_size(trace *t, const opdef *d, var **p, var *out) {
     const ic_meta *m = &m_copy; /* a copy: the graph reallocates */
     if (d->op == 1) /* dim() / ndimension() */
         return sym_const(t, PyLong_FromLong(m->ndim), out);
-    if (d->op == 2) { /* numel() */
-        long long n = 1;
-        for (int i = 0; i < m->ndim; i++)
-            n *= m->sizes[i];
-        return sym_const(t, PyLong_FromLongLong(n), out);
-    }
+    if (d->op == 2) /* numel() */
+        return numel_out(t, m, out);
     if (is_none(p[1])) {
         var tmp = *p[0];
         return sym_tensor_attr(t, &tmp, NULL, out);
@@ -669,7 +729,7 @@ static int h_size(trace *t, const opdef *d, var **p, var *out) {
         return -1;
     if (m->ndim == 0)
         return sym_fail(t, "size(dim) of a 0-d tensor");
-    return sym_const(t, PyLong_FromLongLong(m->sizes[dim]), out);
+    return size_out(t, m, dim, out);
 }
 
 /* layer_norm(input, normalized_shape, weight, bias, eps) over the trailing dims */
@@ -820,7 +880,7 @@ static ic_val unsqueeze_val(trace *t, ic_val x, int dim) {
         if (i < m->ndim)
             sz[n++] = m->sizes[i];
     }
-    return ic_reshape(t->g, x, n, sz);
+    return sym_reshape(t, x, n, sz);
 }
 
 /* cat(tensors, dim) / stack(tensors, dim) */
@@ -869,7 +929,7 @@ static int h_narrow(trace *t, const opdef *d, var **p, var *out) {
         for (int i = 0; i < m->ndim; i++)
             if (i != dim)
                 sz[n++] = m->sizes[i];
-        r = ic_reshape(t->g, r, n, sz);
+        r = sym_reshape(t, r, n, sz);
     }
     return view_out_desc(t, p[0], r, out, d->op == 1 ? "select" : "narrow",
                          d->op == 1 ? Py_BuildValue("(iL)", dim, st) : Py_BuildValue("(iLL)", dim, st, len));
@@ -944,7 +1004,7 @@ static int h_index_select(trace *t, const opdef *d, var **p, var *out) {
         int64_t n = 1;
         for (int i = 0; i < im->ndim; i++)
             n *= im->sizes[i];
-        ic_val flat = ic_reshape(t->g, p[0]->val, 1, &n);
+        ic_val flat = sym_reshape(t, p[0]->val, 1, &n);
         if (sym_check_index(t, p[0], wm->ndim ? wm->sizes[0] : 0) < 0)
             return -1;
         ic_val rows = ic_index_select(t->g, p[1]->val, 0, flat);
@@ -955,7 +1015,7 @@ static int h_index_select(trace *t, const opdef *d, var **p, var *out) {
         if (wm->ndim != 2 || k + 1 > IC_MAX_DIMS)
             return sym_fail(t, "embedding: weight must be 2-d");
         sz[k++] = wm->sizes[1];
-        return tensor_out(t, ic_reshape(t->g, rows, k, sz), out);
+        return tensor_out(t, sym_reshape(t, rows, k, sz), out);
     }
     if (p[0]->kind != V_TENSOR || p[2] == NULL || p[2]->kind != V_TENSOR)
         return sym_fail(t, "index_select: bad arguments");
@@ -1106,7 +1166,7 @@ int sym_tensor_index(trace *t, const var *x_in, const var *k, var *out) {
             for (int j = 0; j < ms->ndim; j++)
                 if (j != d)
                     sz[n++] = ms->sizes[j];
-            v = ic_reshape(t->g, v, n, sz);
+            v = sym_reshape(t, v, n, sz);
             continue;
         }
         Py_ssize_t start, stop, step;
@@ -1127,7 +1187,7 @@ int sym_tensor_index(trace *t, const var *x_in, const var *k, var *out) {
     if (is_copy)
         return tensor_out(t, v, out);
     if (v == x->val) /* x[...] or x[:]: a view of the same data */
-        v = ic_reshape(t->g, v, m0->ndim, m0->sizes);
+        v = sym_reshape(t, v, m0->ndim, m0->sizes);
     if (k->kind != V_CONST)
         return sym_fail(t, "indexing: non-constant index");
     return view_out_desc(t, x, v, out, "__getitem__", Py_BuildValue("(O)", k->obj));
@@ -1700,6 +1760,94 @@ static int h_nan_to_num(trace *t, const opdef *d, var **p, var *out) {
 
 #undef G
 
+/* ---- extern (ATen) calls inside the graph: matrix products and convolutions ---------- */
+
+/* matmul / mm / bmm (op: ic_extern_kind) */
+static int h_matmul(trace *t, const opdef *d, var **p, var *out) {
+    if (need_tensor(t, d, p[0]) < 0 || need_tensor(t, d, p[1]) < 0)
+        return -1;
+    ic_val ab[2] = {p[0]->val, p[1]->val};
+    return tensor_out(t, ic_extern(t->g, (ic_extern_kind)d->op, 2, ab, 0, NULL, 1, 1), out);
+}
+
+/* addmm(input, mat1, mat2, beta, alpha) / baddbmm(input, batch1, batch2, beta, alpha) */
+static int h_addmm(trace *t, const opdef *d, var **p, var *out) {
+    double beta, alpha;
+    if (need_tensor(t, d, p[0]) < 0 || need_tensor(t, d, p[1]) < 0 || need_tensor(t, d, p[2]) < 0 ||
+        opt_num(t, p[3], 1.0, &beta, "beta") < 0 || opt_num(t, p[4], 1.0, &alpha, "alpha") < 0)
+        return -1;
+    ic_val v[3] = {p[0]->val, p[1]->val, p[2]->val};
+    return tensor_out(t, ic_extern(t->g, (ic_extern_kind)d->op, 3, v, 0, NULL, beta, alpha), out);
+}
+
+/* F.linear(input, weight, bias=None) */
+static int h_linear(trace *t, const opdef *d, var **p, var *out) {
+    if (need_tensor(t, d, p[0]) < 0 || need_tensor(t, d, p[1]) < 0)
+        return -1;
+    ic_val v[3] = {p[0]->val, p[1]->val, -1};
+    int n = 2;
+    if (!is_none(p[2])) {
+        if (need_tensor(t, d, p[2]) < 0)
+            return -1;
+        v[n++] = p[2]->val;
+    }
+    return tensor_out(t, ic_extern(t->g, IC_EXT_LINEAR, n, v, 0, NULL, 1, 1), out);
+}
+
+/* one int or nd ints (a 1-tuple repeats) */
+static int conv_ints(trace *t, var *v, long long dflt, int nd, int64_t *out, const char *what) {
+    long long x[8];
+    int n = 0;
+    if (is_none(v)) {
+        x[0] = dflt;
+        n = 1;
+    } else if (get_ints(t, v, x, 8, &n, what) < 0) {
+        return -1;
+    }
+    if (n != 1 && n != nd)
+        return sym_fail(t, "conv: %s must have %d values", what, nd);
+    for (int i = 0; i < nd; i++)
+        out[i] = x[n == 1 ? 0 : i];
+    return 0;
+}
+
+/* conv1d/conv2d/conv3d(input, weight, bias, stride, padding, dilation, groups); op: nd */
+static int h_conv(trace *t, const opdef *d, var **p, var *out) {
+    int nd = d->op;
+    int64_t prm[2 + 3 * 3];
+    prm[0] = nd;
+    if (need_tensor(t, d, p[0]) < 0 || need_tensor(t, d, p[1]) < 0 ||
+        conv_ints(t, p[3], 1, nd, prm + 1, "stride") < 0 || conv_ints(t, p[5], 1, nd, prm + 1 + 2 * nd, "dilation") < 0)
+        return -1;
+    long long groups = 1;
+    if (!is_none(p[6]) && get_int(t, p[6], &groups, "groups") < 0)
+        return -1;
+    prm[1 + 3 * nd] = groups;
+    if (p[4] != NULL && p[4]->kind == V_CONST && PyUnicode_Check(p[4]->obj)) {
+        const char *mode = PyUnicode_AsUTF8(p[4]->obj);
+        const ic_meta *w = metap(t, p[1]->val);
+        int same = mode && strcmp(mode, "same") == 0;
+        if (!mode || (!same && strcmp(mode, "valid") != 0))
+            return sym_fail(t, "conv: padding '%s' (eager will raise)", mode ? mode : "?");
+        for (int i = 0; i < nd; i++) {
+            int64_t total = w->ndim == nd + 2 ? prm[1 + 2 * nd + i] * (w->sizes[2 + i] - 1) : 0;
+            if (same && (prm[1 + i] != 1 || total % 2))
+                return sym_fail(t, "conv: padding='same' with stride or asymmetric padding left to eager");
+            prm[1 + nd + i] = same ? total / 2 : 0;
+        }
+    } else if (conv_ints(t, p[4], 0, nd, prm + 1 + nd, "padding") < 0) {
+        return -1;
+    }
+    ic_val v[3] = {p[0]->val, p[1]->val, -1};
+    int n = 2;
+    if (!is_none(p[2])) {
+        if (need_tensor(t, d, p[2]) < 0)
+            return -1;
+        v[n++] = p[2]->val;
+    }
+    return tensor_out(t, ic_extern(t->g, IC_EXT_CONV, n, v, 2 + 3 * nd, prm, 1, 1), out);
+}
+
 /* ---- the table ------------------------------------------------------------------- */
 
 #define UN(n, w, opc) {n, w, "input,inplace", h_unary, IC_OP_##opc}
@@ -1832,6 +1980,15 @@ static const opdef OPS[] = {
     {"dim", W_METHOD, "input", h_size, 1},
     {"ndimension", W_METHOD, "input", h_size, 1},
     {"numel", W_TORCH | W_METHOD, "input", h_size, 2},
+    {"matmul", W_TORCH | W_METHOD, "input,other", h_matmul, IC_EXT_MATMUL},
+    {"mm", W_TORCH | W_METHOD, "input,mat2", h_matmul, IC_EXT_MM},
+    {"bmm", W_TORCH | W_METHOD, "input,mat2", h_matmul, IC_EXT_BMM},
+    {"addmm", W_TORCH | W_METHOD, "input,mat1,mat2|beta,alpha", h_addmm, IC_EXT_ADDMM},
+    {"baddbmm", W_TORCH | W_METHOD, "input,batch1,batch2|beta,alpha", h_addmm, IC_EXT_BADDBMM},
+    {"linear", W_F, "input,weight,bias", h_linear, 0},
+    {"conv1d", W_TORCH | W_F, "input,weight,bias,stride,padding,dilation,groups", h_conv, 1},
+    {"conv2d", W_TORCH | W_F, "input,weight,bias,stride,padding,dilation,groups", h_conv, 2},
+    {"conv3d", W_TORCH | W_F, "input,weight,bias,stride,padding,dilation,groups", h_conv, 3},
 };
 #define NOPS ((int)(sizeof OPS / sizeof OPS[0]))
 
@@ -1997,7 +2154,7 @@ static int call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject 
     const ic_meta *m = &m_copy; /* a copy: the graph reallocates */
             if (m->ndim == 0)
                 return sym_fail(t, "len() of a 0-d tensor");
-            return sym_const(t, PyLong_FromLongLong(m->sizes[0]), out);
+            return size_out(t, m, 0, out);
         }
         if (args[0].kind == V_SEQ)
             return sym_const(t, PyLong_FromLong(args[0].n), out);
@@ -2381,6 +2538,33 @@ int sym_binary(trace *t, int nb, const var *a_in, const var *b_in, var *out) {
         }
         return sym_const(t, r, out);
     }
+    if (a->kind == V_SYM || b->kind == V_SYM) {
+        /* symbolic sizes: products and exact floor-division stay monomials */
+        ic_dim x, y, r;
+        if (!sym_dim_of(t, a, &x) || !sym_dim_of(t, b, &y))
+            return sym_fail(t, "arithmetic on a dynamic size with a non-int (specializing)");
+        memset(&r, 0, sizeof r);
+        if (base == 5) {
+            r.coef = x.coef * y.coef;
+            for (int k = 0; k < IC_MAX_SYMS; k++)
+                r.exp[k] = (uint8_t)(x.exp[k] + y.exp[k]);
+        } else if (base == 2 && sym_dim_static(y) && y.coef > 0 && x.coef % y.coef == 0) {
+            r = x;
+            r.coef = x.coef / y.coef;
+        } else if (base == 2) {
+            int ok = y.coef != 0 && x.coef % y.coef == 0;
+            for (int k = 0; k < IC_MAX_SYMS && ok; k++)
+                ok = x.exp[k] >= y.exp[k];
+            if (!ok)
+                return sym_fail(t, "division of a dynamic size not exact (specializing)");
+            r.coef = x.coef / y.coef;
+            for (int k = 0; k < IC_MAX_SYMS; k++)
+                r.exp[k] = (uint8_t)(x.exp[k] - y.exp[k]);
+        } else {
+            return sym_fail(t, "arithmetic %d on a dynamic size (specializing)", nb);
+        }
+        return sym_symint(t, r, out);
+    }
     if (a->kind != V_TENSOR && b->kind != V_TENSOR)
         return sym_fail(t, "binary op on unsupported values");
     if (inplace && a->kind == V_TENSOR) {
@@ -2414,7 +2598,13 @@ int sym_binary(trace *t, int nb, const var *a_in, const var *b_in, var *out) {
     case 2: op = IC_OP_FLOOR_DIVIDE; break;
     case 6: op = IC_OP_REMAINDER; break;
     case 12: op = IC_OP_BITWISE_XOR; break;
-    case 4: return sym_fail(t, "matmul (@): an extern ATen kernel");
+    case 4: {
+        /* a @ b: an extern (ATen) node inside the graph */
+        if (a->kind != V_TENSOR || b->kind != V_TENSOR)
+            return sym_fail(t, "matmul (@) of a non-tensor");
+        ic_val ab[2] = {a->val, b->val};
+        return tensor_out(t, ic_extern(t->g, IC_EXT_MATMUL, 2, ab, 0, NULL, 1, 1), out);
+    }
     default: return sym_fail(t, "binary op %d on tensors not supported yet", nb);
     }
     ic_val x, y;
@@ -2463,6 +2653,21 @@ int sym_tensor_attr(trace *t, const var *x, PyObject *name, var *out) {
     ic_meta m_copy = *metap(t, x->val);
     const ic_meta *m = &m_copy; /* a copy: the graph reallocates */
     const char *n = name ? PyUnicode_AsUTF8(name) : "shape";
+    if (!strcmp(n, "shape") && m->dyn) {
+        /* a tuple of (symbolic) ints */
+        var *items = sym_alloc(t, m->ndim);
+        if (items == NULL && m->ndim > 0)
+            return -1;
+        for (int i = 0; i < m->ndim; i++)
+            if (size_out(t, m, i, &items[i]) < 0)
+                return -1;
+        memset(out, 0, sizeof *out);
+        out->kind = V_SEQ;
+        out->src = -1;
+        out->n = m->ndim;
+        out->items = items;
+        return 0;
+    }
     if (!strcmp(n, "shape")) {
         PyObject *tup = PyTuple_New(m->ndim);
         if (tup == NULL)

@@ -325,6 +325,144 @@ static int is_simple_const(PyObject *o) {
     return 0;
 }
 
+static ic_dim dim_mul(ic_dim a, ic_dim b) {
+    ic_dim r;
+    r.coef = a.coef * b.coef;
+    for (int k = 0; k < IC_MAX_SYMS; k++)
+        r.exp[k] = (uint8_t)(a.exp[k] + b.exp[k]);
+    return r;
+}
+
+/* ic_reshape for any value: sizes are hint values; on a value with symbolic dims the new
+ * dims are derived by grouping (runs of input dims whose product equals a run of output
+ * dims): a run with one output dim gets the run's product; a run split into several output
+ * dims keeps them static except the one whose static partners divide the product. Hint
+ * coincidences can only make this fail or differ from the verification trace (then the
+ * frame is specialized), never silently bake a size. */
+ic_val sym_reshape(trace *t, ic_val v, int n, const int64_t *sizes_in) {
+    const ic_meta *mp = ic_value_meta(t->g, v);
+    if (mp == NULL || !mp->dyn || n > IC_MAX_DIMS || n < 0)
+        return ic_reshape(t->g, v, n, sizes_in);
+    ic_meta m = *mp;
+    int64_t sizes[IC_MAX_DIMS], total = 1, known = 1;
+    int infer = -1;
+    for (int i = 0; i < m.ndim; i++)
+        total *= m.sizes[i];
+    for (int j = 0; j < n; j++) {
+        sizes[j] = sizes_in[j];
+        if (sizes[j] == -1 && infer < 0)
+            infer = j;
+        else
+            known *= sizes[j];
+    }
+    if (infer >= 0) {
+        if (known == 0 || total % known)
+            return ic_reshape(t->g, v, n, sizes_in); /* let the builder report it */
+        sizes[infer] = total / known;
+    }
+    ic_dim out[IC_MAX_DIMS];
+    int i = 0, j = 0;
+    while (i < m.ndim || j < n) {
+        /* size-1 dims on either side stand alone */
+        if (j < n && sizes[j] == 1 && (i >= m.ndim || m.sizes[i] != 1)) {
+            memset(&out[j], 0, sizeof out[j]);
+            out[j++].coef = 1;
+            continue;
+        }
+        if (i < m.ndim && m.sizes[i] == 1 && (j >= n || sizes[j] != 1)) {
+            i++;
+            continue;
+        }
+        if (i >= m.ndim || j >= n)
+            return ic_reshape(t->g, v, n, sizes_in);
+        int i0 = i, j0 = j;
+        int64_t pa = m.sizes[i++], pb = sizes[j++];
+        while (pa != pb) {
+            if (pa < pb && i < m.ndim)
+                pa *= m.sizes[i++];
+            else if (pb < pa && j < n)
+                pb *= sizes[j++];
+            else
+                return ic_reshape(t->g, v, n, sizes_in);
+        }
+        ic_dim prod = {.coef = 1};
+        for (int a = i0; a < i; a++)
+            prod = dim_mul(prod, m.dims[a]);
+        if (j - j0 == 1) {
+            out[j0] = prod;
+            continue;
+        }
+        if (sym_dim_static(prod)) {
+            for (int b = j0; b < j; b++) {
+                memset(&out[b], 0, sizeof out[b]);
+                out[b].coef = sizes[b];
+            }
+            continue;
+        }
+        int pick = -1;
+        for (int c = j0; c < j && pick < 0; c++) {
+            int64_t others = 1;
+            for (int b = j0; b < j; b++)
+                if (b != c)
+                    others *= sizes[b];
+            if (others > 0 && prod.coef % others == 0)
+                pick = c;
+        }
+        if (pick < 0) {
+            sym_fail(t, "reshape splits a dynamic size (specializing)");
+            return IC_NONE;
+        }
+        for (int b = j0; b < j; b++) {
+            memset(&out[b], 0, sizeof out[b]);
+            out[b].coef = sizes[b];
+        }
+        int64_t others = 1;
+        for (int b = j0; b < j; b++)
+            if (b != pick)
+                others *= sizes[b];
+        out[pick] = prod;
+        out[pick].coef = prod.coef / others;
+    }
+    return ic_reshape_dyn(t->g, v, n, out);
+}
+
+/* symbolic dims of a local tensor argument marked dynamic: symbol ids per dim (-1 static);
+ * 0 when none. Contiguous tensors only (the graph input is given contiguous strides). */
+static int dyn_dims(trace *t, int src, const tc_meta *m, signed char *sym) {
+    if (t->dynmask == NULL || src < 0 || src >= t->nsrc || t->src[src].kind != DH_S_LOCAL ||
+        t->src[src].index >= DH_DYN_LOCALS)
+        return 0;
+    uint32_t mask = t->dynmask[t->src[src].index];
+    if ((mask & DH_DYN_ND2) && m->ndim < 2)
+        return 0;
+    mask &= ~DH_DYN_ND2;
+    if (mask == 0)
+        return 0;
+    int64_t st = 1;
+    for (int d = m->ndim - 1; d >= 0; d--) {
+        if (m->sizes[d] != 1 && m->strides[d] != st)
+            return 0;
+        st *= m->sizes[d];
+    }
+    int any = 0;
+    for (int d = 0; d < m->ndim; d++) {
+        sym[d] = -1;
+        if (d >= 32 || !(mask >> d & 1) || m->sizes[d] < 2)
+            continue;
+        int k = 0;
+        while (k < t->nsym && t->sym_real[k] != m->sizes[d])
+            k++;
+        if (k == t->nsym) {
+            if (t->nsym == IC_MAX_SYMS)
+                continue; /* out of symbols: stays static */
+            t->sym_real[t->nsym++] = m->sizes[d];
+        }
+        sym[d] = (signed char)k;
+        any = 1;
+    }
+    return any;
+}
+
 static int wrap_tensor(trace *t, PyObject *o, int src, var *out) {
     tc_meta m;
     tc_tensor_meta(o, &m);
@@ -358,7 +496,29 @@ static int wrap_tensor(trace *t, PyObject *o, int src, var *out) {
         im.sizes[d] = m.sizes[d];
         im.strides[d] = m.strides[d];
     }
-    ic_val v = ic_input(t->g, &im);
+    signed char sym[TC_MAX_DIMS];
+    int dyn = dyn_dims(t, src, &m, sym);
+    ic_val v;
+    if (dyn) {
+        /* hints: the real sizes, or (verification trace) other values per symbol */
+        int64_t st = 1;
+        for (int d = m.ndim - 1; d >= 0; d--) {
+            memset(&im.dims[d], 0, sizeof im.dims[d]);
+            im.dims[d].coef = m.sizes[d];
+            if (sym[d] >= 0) {
+                im.dims[d].coef = 1;
+                im.dims[d].exp[sym[d]] = 1;
+                if (t->dyn_fake)
+                    im.sizes[d] = 3 * m.sizes[d] + 7 + sym[d];
+            }
+            im.strides[d] = st;
+            st *= im.sizes[d];
+        }
+        im.dyn = 1;
+        v = ic_input_dyn(t->g, &im);
+    } else {
+        v = ic_input(t->g, &im);
+    }
     if (v < 0)
         return sym_check_graph(t);
     dh_guard *g = new_guard(t, DH_G_TENSOR, src);
@@ -366,6 +526,9 @@ static int wrap_tensor(trace *t, PyObject *o, int src, var *out) {
         return -1;
     g->meta = m;
     g->meta.data = NULL;
+    g->dyn = dyn;
+    if (dyn)
+        memcpy(g->sym, sym, sizeof g->sym);
     g->input_index = t->ninputs;
     if (t->ninputs == t->capinputs) {
         int cap = t->capinputs ? 2 * t->capinputs : 8;
@@ -391,6 +554,53 @@ static int wrap_tensor(trace *t, PyObject *o, int src, var *out) {
     out->src = src;
     out->val = v;
     out->oid = oid;
+    return 0;
+}
+
+int sym_dim_static(ic_dim d) {
+    for (int k = 0; k < IC_MAX_SYMS; k++)
+        if (d.exp[k])
+            return 0;
+    return 1;
+}
+
+int sym_symint(trace *t, ic_dim d, var *out) {
+    if (sym_dim_static(d))
+        return sym_const(t, PyLong_FromLongLong(d.coef), out);
+    if (t->nsymv == t->capsymv) {
+        int cap = t->capsymv ? 2 * t->capsymv : 16;
+        ic_dim *n = realloc(t->symv, (size_t)cap * sizeof *n);
+        if (n == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        t->symv = n;
+        t->capsymv = cap;
+    }
+    memset(out, 0, sizeof *out);
+    out->kind = V_SYM;
+    out->src = -1;
+    out->val = t->nsymv;
+    out->obj = Py_NotImplemented;
+    t->symv[t->nsymv++] = d;
+    return 0;
+}
+
+int sym_dim_of(trace *t, const var *v, ic_dim *d) {
+    if (v->kind == V_SYM && v->val >= 0 && v->val < t->nsymv) {
+        *d = t->symv[v->val];
+        return 1;
+    }
+    if (v->kind == V_CONST && PyLong_CheckExact(v->obj)) {
+        long long x = PyLong_AsLongLong(v->obj);
+        if (x == -1 && PyErr_Occurred()) {
+            PyErr_Clear();
+            return 0;
+        }
+        memset(d, 0, sizeof *d);
+        d->coef = x;
+        return 1;
+    }
     return 0;
 }
 

@@ -3,6 +3,8 @@
  *   copy graph (fix outputs) → verify → lower (loops) → schedule (realize, fuse)
  *   → finalize (flat offsets, collapse, tiles) → plan buffers → describe → codegen + JIT
  *
+ * Extern nodes (ic_extern) become steps of the run between kernels: ic_run calls the
+ * registered handler (csrc: ATen) with the buffers of the operands and the result.
  * Errors anywhere longjmp back here (ic_fail) and become the ic_err of ic_compile; the
  * per-compilation arena is freed on every path. TORCHC_DEBUG=graph,loops,llvm dumps
  * the stages to stderr.
@@ -71,6 +73,38 @@ static ic_graph *copy_graph(ic_ctx *c, const ic_graph *g) {
     return n;
 }
 
+/* Dynamic graphs: the private graph's symbolic sizes are evaluated at internal hints (see
+ * ic_ctx.dyn): distinct primes above IC_SYM_BAND, so symbolic sizes are recognizable and
+ * decodable everywhere downstream and never equal a static size. Static sizes and strides
+ * of a dynamic graph must stay below the band. */
+static const int64_t sym_primes[IC_MAX_SYMS] = {16777259, 16777289, 16777291, 16777331};
+
+static void dyn_setup(ic_ctx *c, const ic_graph *user) {
+    ic_graph *G = c->g;
+    bool dyn = false;
+    for (int v = 0; v < G->n && !dyn; v++) dyn = G->nodes[v].meta.dyn != 0;
+    if (!dyn) return;
+    c->dyn = true;
+    for (int k = 0; k < IC_MAX_SYMS; k++) c->symH[k] = user->sym_hint[k] ? sym_primes[k] : 0;
+    for (int v = 0; v < G->n; v++) {
+        ic_meta *m = &G->nodes[v].meta;
+        for (int d = 0; d < m->ndim; d++) {
+            if (m->dyn) {
+                int deg = 0;
+                for (int k = 0; k < IC_MAX_SYMS; k++) deg += m->dims[d].exp[k];
+                int64_t x = ic_dim_eval(m->dims[d], c->symH);
+                if (deg > 2 || x < 0 || m->dims[d].coef >= IC_SYM_BAND)
+                    ic_fail(c, IC_EUNSUPPORTED, "dynamic shapes: symbolic size of degree > 2 or too large");
+                m->sizes[d] = x;
+            } else if (m->sizes[d] >= IC_SYM_BAND || m->strides[d] >= IC_SYM_BAND ||
+                       m->strides[d] <= -IC_SYM_BAND) {
+                ic_fail(c, IC_EUNSUPPORTED, "dynamic shapes: a static size or stride above 2^24");
+            }
+        }
+        if (m->dyn) ic_contiguous_strides(m);
+    }
+}
+
 double ic_now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -87,8 +121,40 @@ static void dump(const char *stage, const char *text) {
     fprintf(stderr, "=== torchc %s ===\n%s", stage, text ? text : "(null)\n");
 }
 
+/* ---- extern calls: the handler registered by the embedding layer (csrc: ATen) ---------- */
+static _Atomic(ic_extern_handler) ext_handler;
+
+IC_API void ic_set_extern_handler(ic_extern_handler h) { atomic_store(&ext_handler, h); }
+
+static bool graph_has_extern(const ic_graph *g) {
+    for (int v = 0; v < g->n; v++)
+        if (g->nodes[v].op == IC_OP_EXTERN) return true;
+    return false;
+}
+
+int ic_run_extern(const ic_compiled *c, const ic_rext *x, void *const *in, void *out, void *stream, ic_err *err) {
+    ic_extern_handler h = atomic_load(&ext_handler);
+    if (!h) {
+        err->code = IC_EUNSUPPORTED;
+        snprintf(err->msg, sizeof err->msg, "no extern handler registered");
+        return -1;
+    }
+    if (ic_numel(&x->out_meta) == 0) return 0;
+    ic_extern_call call = {.kind = x->kind, .nparams = x->nparams, .params = x->params, .beta = x->beta,
+                           .alpha = x->alpha, .nin = x->nin, .in = in, .in_meta = x->in_meta, .out = out,
+                           .out_meta = &x->out_meta, .device = c->device, .device_index = c->device_index,
+                           .stream = stream};
+    err->code = IC_OK;
+    err->msg[0] = 0;
+    if (h(&call, err) == 0) return 0;
+    if (err->code == IC_OK) err->code = IC_EINTERNAL;
+    if (!err->msg[0]) snprintf(err->msg, sizeof err->msg, "extern %s failed", ic_extern_name(x->kind));
+    return -1;
+}
+
 static void compiled_free_parts(ic_compiled *o) {
     if (!o) return;
+    free(o->exts);
     if (o->jit_rt) ic_jit_remove(o->jit_rt);
     free(atomic_load(&o->ws_cache));
     if (o->gpu) ic_gpu_free(o->gpu); /* GPU hook */
@@ -98,6 +164,8 @@ static void compiled_free_parts(ic_compiled *o) {
     free(o->buf_kind);
     free(o->kernels);
     free(o->describe);
+    free(o->slot_dim);
+    free(o->buf_slot);
     free(o);
 }
 
@@ -110,6 +178,9 @@ static ic_compiled *pipeline(ic_ctx *c, const ic_graph *g, const ic_options *o) 
     if (!out) ic_fail(c, IC_ENOMEM, "out of memory");
     /* 1. graph */
     c->g = copy_graph(c, g);
+    dyn_setup(c, g);
+    if (c->dyn && o->device == IC_CUDA)
+        ic_fail(c, IC_EUNSUPPORTED, "dynamic shapes are not supported on the GPU yet");
     char vmsg[200];
     if (ic_graph_verify(c->g, vmsg, sizeof vmsg)) ic_fail(c, IC_EINTERNAL, "graph verifier: %s", vmsg);
     if (c->debug & IC_DEBUG_GRAPH) {
@@ -150,8 +221,10 @@ static ic_compiled *pipeline(ic_ctx *c, const ic_graph *g, const ic_options *o) 
     STAGE(IC_T_FINAL);
     /* 6. LLVM IR, O3, JIT */
     ic_kernel_fn *fns = ic_alloc(c, (size_t)(2 * c->nkernels + 1) * sizeof(ic_kernel_fn));
+    int nfused = 0, next = 0;
+    for (int k = 0; k < c->nkernels; k++) c->kernels[k].is_ext ? next++ : nfused++;
     if (o->device == IC_CUDA) ic_codegen_gpu(c, out, o->device_index); /* GPU hook: NVPTX + driver */
-    else if (c->nkernels > 0) ic_codegen_cpu(c, fns, &out->jit_rt);
+    else if (nfused > 0) ic_codegen_cpu(c, fns, &out->jit_rt);
 
 #undef STAGE
     /* 7. the compiled object (outlives the arena) */
@@ -170,11 +243,27 @@ static ic_compiled *pipeline(ic_ctx *c, const ic_graph *g, const ic_options *o) 
     out->buf_index = calloc((size_t)c->nbufs + 1, sizeof(int));
     out->buf_kind = calloc((size_t)c->nbufs + 1, sizeof(int));
     out->kernels = calloc((size_t)nrk + 1, sizeof(ic_rkernel));
-    if (!out->out_meta || !out->buf_offset || !out->buf_index || !out->buf_kind || !out->kernels)
+    out->exts = calloc((size_t)next + 1, sizeof(ic_rext));
+    out->device = o->device;
+    out->device_index = o->device_index;
+    if (!out->out_meta || !out->buf_offset || !out->buf_index || !out->buf_kind || !out->kernels || !out->exts)
         ic_fail(c, IC_ENOMEM, "out of memory");
     for (int i = 0; i < G->noutputs; i++) {
-        out->out_meta[i] = G->nodes[G->outputs[i]].meta;
+        out->out_meta[i] = g->nodes[g->outputs[i]].meta; /* the caller's: hints and dims */
         ic_contiguous_strides(&out->out_meta[i]);
+    }
+    if (c->dyn) {
+        if (next > 0) ic_fail(c, IC_EUNSUPPORTED, "dynamic shapes: graphs with extern calls are not supported yet");
+        for (int k = 0; k < IC_MAX_SYMS; k++) {
+            out->sym_hint[k] = g->sym_hint[k];
+            if (g->sym_hint[k]) out->nsyms = k + 1;
+        }
+        out->nslots = c->nslots;
+        out->slot_dim = calloc((size_t)c->nslots + 1, sizeof(ic_dim));
+        out->buf_slot = calloc((size_t)c->nbufs + 1, sizeof(int));
+        if (!out->slot_dim || !out->buf_slot) ic_fail(c, IC_ENOMEM, "out of memory");
+        memcpy(out->slot_dim, c->slot_dim, (size_t)c->nslots * sizeof(ic_dim));
+        memcpy(out->buf_slot, c->buf_slot, (size_t)c->nbufs * sizeof(int));
     }
     for (int b = 0; b < c->nbufs; b++) {
         out->buf_offset[b] = c->bufs[b].offset;
@@ -183,12 +272,35 @@ static ic_compiled *pipeline(ic_ctx *c, const ic_graph *g, const ic_options *o) 
     }
     for (int k = 0, r = 0; k < c->nkernels; k++) {
         const ic_kernel *K = &c->kernels[k];
+        if (K->is_ext) {
+            const ic_node *n = &G->nodes[K->ext_v];
+            ic_rext *x = &out->exts[out->nexts++];
+            x->kind = n->ext_kind;
+            x->nparams = n->nparams;
+            memcpy(x->params, n->params, sizeof x->params);
+            x->beta = n->num;
+            x->alpha = n->num2;
+            for (int i = 0; i < 3 && n->in[i] >= 0; i++) {
+                x->in_buf[x->nin] = c->buf_of[n->in[i]];
+                x->in_meta[x->nin++] = c->bufs[c->buf_of[n->in[i]]].meta;
+            }
+            x->out_buf = c->buf_of[K->ext_v];
+            x->out_meta = c->bufs[x->out_buf].meta;
+            out->kernels[r].iters = 1;
+            out->kernels[r++].ext = out->nexts;
+            continue;
+        }
         out->kernels[r].fn = fns[2 * k];
         out->kernels[r].iters = K->split ? K->ntiles : K->iters;
-        out->kernels[r++].work = K->work;
+        out->kernels[r].work = K->work;
+        if (!ic_sym_decode(c, out->kernels[r].iters, &out->kernels[r].diters) ||
+            !ic_sym_decode(c, K->work, &out->kernels[r].dwork))
+            ic_fail(c, IC_EUNSUPPORTED, "dynamic shapes: kernel %d: trip count is not a monomial", k);
+        r++;
         if (K->split) {
             out->kernels[r].fn = fns[2 * k + 1];
             out->kernels[r].iters = 1;
+            out->kernels[r].diters = ic_dim_k(1);
             out->kernels[r++].work = 0;
         }
     }
@@ -235,17 +347,16 @@ static ic_compiled *compile_graph(const ic_graph *g, const ic_options *opt, ic_e
     }
     ic_options o = {.opt_level = 3};
     if (opt) o = *opt;
+    if (!atomic_load(&ext_handler) && graph_has_extern(g)) {
+        err->code = IC_EUNSUPPORTED;
+        snprintf(err->msg, sizeof err->msg, "extern calls need a handler (ic_set_extern_handler)");
+        return NULL;
+    }
     if (o.device != IC_CPU && o.device != IC_CUDA) {
         err->code = IC_EUNSUPPORTED;
         snprintf(err->msg, sizeof err->msg, "device %d is not supported by this build", o.device);
         return NULL;
     }
-    for (int v = 0; v < g->n; v++)
-        if (g->nodes[v].meta.dyn) {
-            err->code = IC_EUNSUPPORTED;
-            snprintf(err->msg, sizeof err->msg, "symbolic sizes are not supported by the compiler yet");
-            return NULL;
-        }
     ic_ctx *c = calloc(1, sizeof *c);
     if (!c) {
         err->code = IC_ENOMEM;
@@ -345,7 +456,7 @@ IC_API void ic_cache_clear(void) {
 }
 
 IC_API ic_compiled *ic_compile(const ic_graph *g, const ic_options *opt, ic_err *err) {
-    if (!g || g->err || !cache_enabled(opt)) {
+    if (!g || g->err || !cache_enabled(opt) || (!atomic_load(&ext_handler) && graph_has_extern(g))) {
         ic_compiled *c = ic_compile_graph(g, opt, err);
         if (c) atomic_store(&c->refs, 1);
         return c;
@@ -422,6 +533,7 @@ IC_API const ic_meta *ic_compiled_output_meta(const ic_compiled *c, int i) {
     return i >= 0 && i < c->noutputs ? &c->out_meta[i] : NULL;
 }
 IC_API int ic_compiled_num_kernels(const ic_compiled *c) { return c->nkernels; }
+IC_API int ic_compiled_num_externs(const ic_compiled *c) { return c->nexts; }
 IC_API int ic_compiled_num_syms(const ic_compiled *c) { return c->nsyms; }
 
 static bool syms_ok(const ic_compiled *c, const int64_t *sym) {
@@ -456,6 +568,92 @@ IC_API char *ic_compiled_describe(const ic_compiled *c) {
 /* ---- running ---------------------------------------------------------------------------- */
 #define PAR_MIN_WORK (1 << 20) /* below this, waking a sleeping worker costs more than it saves */
 
+/* Dynamic graphs: slots laid out for the actual symbol values, the workspace cached
+ * with its capacity in a 64-byte header; bufs[nbufs] points at the symbol values. */
+static int run_dyn(const ic_compiled *c, void *const *inputs, void *const *outputs, const int64_t *sym,
+                   ic_err *err) {
+    int64_t sv[IC_MAX_SYMS] = {0};
+    for (int k = 0; k < c->nsyms; k++) sv[k] = sym[k];
+    int64_t offstack[64];
+    void *stackbufs[65];
+    int64_t *soff = c->nslots <= 64 ? offstack : malloc((size_t)c->nslots * sizeof(int64_t));
+    void **bufs = c->nbufs <= 64 ? stackbufs : malloc((size_t)(c->nbufs + 1) * sizeof(void *));
+    char *ws = NULL;
+    const char *why = "out of memory for the workspace";
+    ic_errcode code = IC_ENOMEM;
+    if (!soff || !bufs) goto fail;
+    int64_t ws_size = 0;
+    for (int s = 0; s < c->nslots; s++) {
+        int64_t n = ic_dim_eval(c->slot_dim[s], sv);
+        if (n < 0 || n > ((int64_t)1 << 56)) {
+            why = "symbol values too large";
+            code = IC_EINVALID;
+            goto fail;
+        }
+        soff[s] = ws_size;
+        ws_size += (n + 63) & ~(int64_t)63;
+    }
+    if (ws_size > 0) {
+        ws = atomic_exchange(&((ic_compiled *)c)->ws_cache, NULL);
+        if (ws && *(int64_t *)ws < ws_size) {
+            free(ws);
+            ws = NULL;
+        }
+        if (!ws) {
+            ws = aligned_alloc(64, (size_t)ws_size + 64);
+            if (!ws) goto fail;
+            *(int64_t *)ws = ws_size;
+        }
+    }
+    for (int b = 0; b < c->nbufs; b++) {
+        switch (c->buf_kind[b]) {
+        case 0: bufs[b] = inputs[c->buf_index[b]]; break;
+        case 1: bufs[b] = outputs[c->buf_index[b]]; break;
+        case 3: bufs[b] = NULL; break;
+        default: bufs[b] = ws + 64 + soff[c->buf_slot[b]]; break;
+        }
+    }
+    bufs[c->nbufs] = sv;
+    for (int k = 0; k < c->nrun; k++)
+        if (ic_dim_eval(c->kernels[k].diters, sv) < 0 ||
+            (c->kernels[k].dwork.coef > 0 && ic_dim_eval(c->kernels[k].dwork, sv) < 0)) {
+            /* sizes overflow: refuse before any work */
+            why = "symbol values too large";
+            code = IC_EINVALID;
+            goto fail;
+        }
+    int nt = c->num_threads > 0 ? c->num_threads : ic_get_num_threads();
+    for (int k = 0; k < c->nrun; k++) {
+        const ic_rkernel *K = &c->kernels[k];
+        int64_t iters = ic_dim_eval(K->diters, sv), work = ic_dim_eval(K->dwork, sv);
+        if (iters <= 0) continue;
+        if (nt > 1 && iters > 1 && (work < 0 || work >= PAR_MIN_WORK))
+            ic_parallel_for(K->fn, bufs, iters, nt);
+        else
+            K->fn(bufs, 0, iters);
+    }
+    if (ws) {
+        void *expect = NULL;
+        if (!atomic_compare_exchange_strong(&((ic_compiled *)c)->ws_cache, &expect, ws)) free(ws);
+    }
+    if (soff != offstack) free(soff);
+    if (bufs != stackbufs) free(bufs);
+    if (err) err->code = IC_OK;
+    return 0;
+fail:
+    if (ws) {
+        void *expect = NULL;
+        if (!atomic_compare_exchange_strong(&((ic_compiled *)c)->ws_cache, &expect, ws)) free(ws);
+    }
+    if (soff != offstack) free(soff);
+    if (bufs != stackbufs) free(bufs);
+    if (err) {
+        err->code = code;
+        snprintf(err->msg, sizeof err->msg, "%s", why);
+    }
+    return -1;
+}
+
 IC_API int ic_run_dyn(const ic_compiled *c, void *const *inputs, void *const *outputs,
                       const int64_t *sym, ic_err *err) {
     if (c->nsyms == 0) return ic_run(c, inputs, outputs, err);
@@ -466,15 +664,12 @@ IC_API int ic_run_dyn(const ic_compiled *c, void *const *inputs, void *const *ou
         }
         return -1;
     }
-    if (err) {
-        err->code = IC_EINTERNAL;
-        snprintf(err->msg, sizeof err->msg, "ic_run_dyn: not implemented");
-    }
-    return -1;
+    return run_dyn(c, inputs, outputs, sym, err);
 }
 
 IC_API int ic_run(const ic_compiled *c, void *const *inputs, void *const *outputs, ic_err *err) {
     if (c->gpu) return ic_run_stream(c, inputs, outputs, NULL, err); /* GPU hook */
+    if (c->nsyms) return run_dyn(c, inputs, outputs, c->sym_hint, err);
     void *stackbufs[64];
     void **bufs = c->nbufs <= 64 ? stackbufs : malloc((size_t)c->nbufs * sizeof(void *));
     void *ws = NULL;
@@ -497,8 +692,20 @@ IC_API int ic_run(const ic_compiled *c, void *const *inputs, void *const *output
         }
     }
     int nt = c->num_threads > 0 ? c->num_threads : ic_get_num_threads();
+    int rc = 0;
     for (int k = 0; k < c->nrun; k++) {
         const ic_rkernel *K = &c->kernels[k];
+        if (K->ext > 0) {
+            const ic_rext *x = &c->exts[K->ext - 1];
+            void *in[3] = {NULL, NULL, NULL};
+            for (int i = 0; i < x->nin; i++) in[i] = bufs[x->in_buf[i]];
+            ic_err e2;
+            if (ic_run_extern(c, x, in, bufs[x->out_buf], NULL, err ? err : &e2) < 0) {
+                rc = -1;
+                break;
+            }
+            continue;
+        }
         if (K->iters <= 0) continue;
         if (nt > 1 && K->iters > 1 && K->work >= PAR_MIN_WORK)
             ic_parallel_for(K->fn, bufs, K->iters, nt);
@@ -510,6 +717,7 @@ IC_API int ic_run(const ic_compiled *c, void *const *inputs, void *const *output
         if (!atomic_compare_exchange_strong(&((ic_compiled *)c)->ws_cache, &expect, ws)) free(ws);
     }
     if (bufs != stackbufs) free(bufs);
+    if (rc) return rc;
     if (err) err->code = IC_OK;
     return 0;
 nomem:

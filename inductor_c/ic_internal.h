@@ -38,7 +38,10 @@ typedef struct ic_node {
     int index;           /* INPUT: input number */
     int dim;             /* SLICE, CAT, INDEX_SELECT */
     int64_t start, step; /* SLICE */
-    double num2;         /* ARANGE: step (num: start) */
+    double num2;         /* ARANGE: step (num: start); EXTERN: alpha (num: beta) */
+    int ext_kind;        /* EXTERN: ic_extern_kind */
+    int nparams;         /* EXTERN */
+    int64_t params[IC_EXT_MAXP];
 } ic_node;
 
 struct ic_graph {
@@ -147,7 +150,7 @@ typedef struct ic_x {
 } ic_x;
 
 /* Loop node: the loop-level form of one graph value. */
-enum { L_INPUT, L_CONST, L_POINTWISE, L_REDUCE };
+enum { L_INPUT, L_CONST, L_POINTWISE, L_REDUCE, L_EXTERN /* a buffer, like an input */ };
 typedef struct ic_lnode {
     int kind;
     int ndim;                    /* POINTWISE: output dims; REDUCE: input dims */
@@ -211,6 +214,8 @@ typedef struct ic_kernel {
     int64_t work;                /* elements touched per call (parallel heuristic) */
     int npos;                    /* positions used: 0 .. npos-1 */
     char name[48];
+    bool is_ext;                 /* an extern call of value ext_v: no items, no loops */
+    ic_val ext_v;
 } ic_kernel;
 
 typedef struct ic_buffer {
@@ -231,7 +236,19 @@ typedef struct ic_rkernel {
     ic_kernel_fn fn;
     int64_t iters;
     int64_t work;
+    int ext;             /* > 0: not a kernel, the extern call exts[ext - 1] */
+    ic_dim diters, dwork; /* dynamic graphs: iters and work as monomials in the symbols */
 } ic_rkernel;
+
+/* One extern call of a compiled graph: what ic_extern_call needs, by buffer id. */
+typedef struct ic_rext {
+    ic_extern_kind kind;
+    int nparams, nin;
+    int64_t params[IC_EXT_MAXP];
+    double beta, alpha;
+    int in_buf[3], out_buf;
+    ic_meta in_meta[3], out_meta;
+} ic_rext;
 
 struct ic_compiled {
     int ninputs, noutputs;
@@ -250,8 +267,14 @@ struct ic_compiled {
     void *_Atomic ws_cache; /* a workspace kept between runs (first touch is costly) */
     void *gpu;           /* IC_CUDA: ic_gpu (codegen/gpu.h), owned; NULL on the CPU */
     int num_threads;
+    int nexts;
+    ic_rext *exts;
+    int device, device_index; /* ic_device of the compilation */
     int nsyms;                       /* dynamic graphs: symbols used (0: static) */
     int64_t sym_hint[IC_MAX_SYMS];   /* ic_run on a dynamic graph runs at these */
+    int nslots;                      /* dynamic graphs: workspace slots (bytes per slot */
+    ic_dim *slot_dim;                /*   as monomials), slot of each buffer or -1 */
+    int *buf_slot;
 };
 
 struct ic_ctx {
@@ -302,7 +325,26 @@ struct ic_ctx {
     void *cg_res; /* codegen: LLVM objects to release on error */
     struct ic_compiled *out;
     uint32_t memo_cap;
+    /* dynamic graphs: the private graph's sizes are evaluated at internal symbol hints
+     * symH (distinct primes above IC_SYM_BAND), so every size or product that involves a
+     * symbol is >= IC_SYM_BAND (it is "tainted": never a compile-time constant) and decodes
+     * back to its monomial (ic_sym_decode). Vars of tainted size have an unknown range. */
+    bool dyn;
+    bool range_hint;               /* ix_range: tainted vars range up to their hint */
+    int64_t symH[IC_MAX_SYMS];
+    int nslots;                    /* buffers.c: workspace slots, their monomial byte */
+    ic_dim *slot_dim;              /*   sizes, and the slot of each buffer (-1: none) */
+    int *buf_slot;
 };
+
+#define IC_SYM_BAND ((int64_t)1 << 24)
+#define IC_SYM_UNBOUNDED ((int64_t)1 << 40) /* range bound of a var of symbolic size */
+static inline bool ic_tainted(const ic_ctx *c, int64_t v) {
+    return c->dyn && (v >= IC_SYM_BAND || v <= -IC_SYM_BAND);
+}
+/* v (a size, count or byte size) back to coef * prod s_k^e_k; false if v is tainted but
+ * not a monomial (a sum of symbolic terms). Static values decode to themselves. */
+bool ic_sym_decode(const ic_ctx *c, int64_t v, ic_dim *out);
 
 /* arena / errors (compile.c) */
 void *ic_alloc(ic_ctx *c, size_t n);                 /* zeroed; longjmps on OOM */
@@ -371,6 +413,9 @@ void ic_jit_remove(void *handle);
 void *ic_jit_tm_acquire(char *msg, size_t msgn); /* LLVMTargetMachineRef for this thread */
 void ic_jit_tm_release(void *tm);
 const char *ic_jit_host_id(void); /* triple|cpu|features */
+/* compile.c: runs extern call x (in: input addresses) through the registered handler */
+int ic_run_extern(const ic_compiled *c, const ic_rext *x, void *const *in, void *out, void *stream,
+                  ic_err *err);
 /* runtime/pool.c */
 void ic_parallel_for(ic_kernel_fn fn, void *const *bufs, int64_t n, int nthreads);
 

@@ -4,9 +4,9 @@
 # tests/c/test_ptx.c is also one of the C_TESTS of `make test`.
 .PHONY: ptx-check
 
-build/c/test_ptx: tests/c/test_ptx.c $(IC_SRCS) $(wildcard inductor_c/*.h inductor_c/*/*.h)
+build/c/test_ptx: tests/c/test_ptx.c $(IC_SRCS) $(LL_SRCS) $(wildcard inductor_c/*.h inductor_c/*/*.h)
 	@mkdir -p build/c
-	$(CC) $(CFLAGS_C) $(EXTRA_CFLAGS) -Iinductor_c -I$(LLVM_INCLUDE) tests/c/test_ptx.c $(IC_SRCS) $(LLVM_LINK) -lpthread -lm -ldl -o $@
+	$(CC) $(CFLAGS_C) $(EXTRA_CFLAGS) -Iinductor_c -I$(LLVM_INCLUDE) tests/c/test_ptx.c $(IC_SRCS) $(LL_SRCS) $(LLVM_LINK) -lpthread -lm -ldl -o $@
 
 ptx-check: build/c/test_ptx
 	build/c/test_ptx

@@ -77,7 +77,7 @@ def test_recompile_limit_falls_back():
 
     torchc.config.recompile_limit = 3
     try:
-        cf = torchc.compile(f)
+        cf = torchc.compile(f, dynamic=False)  # every size a new specialization
         with warnings.catch_warnings(record=True) as w:
             warnings.simplefilter("always")
             for n in range(1, 7):

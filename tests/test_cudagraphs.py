@@ -166,6 +166,10 @@ def test_aliasing_output_and_capture_failure_fall_back():
     for v in (1.0, -1.0) * 5:
         x = torch.full((5,), v, device="cuda")
         torch.testing.assert_close(cs(x), sync(x))
+    ex = torchc.explain(cs)(torch.ones(5, device="cuda"))
+    assert ex.cudagraphs[0]["event"] == "fallback" and "synchronizes" in ex.cudagraphs[0]["reason"]
+    # never captured: torch's CUDA generator is not left in capture mode
+    assert torch.randn(3, device="cuda").shape == (3,)
 
 
 @cuda

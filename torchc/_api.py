@@ -12,7 +12,8 @@ class _Config:
     """torchc.config: process-wide settings (validated on assignment)."""
 
     def __init__(self):
-        object.__setattr__(self, "_values", {"recompile_limit": 8, "num_threads": _C.get_num_threads()})
+        object.__setattr__(self, "_values", {"recompile_limit": 8, "num_threads": _C.get_num_threads(),
+                                             "automatic_dynamic_shapes": True})
 
     def __getattr__(self, name):
         try:
@@ -23,6 +24,11 @@ class _Config:
     def __setattr__(self, name, value):
         if name not in self._values:
             raise AttributeError(f"torchc.config has no setting {name!r}")
+        if name == "automatic_dynamic_shapes":
+            if not isinstance(value, bool):
+                raise ValueError(f"torchc.config.{name} must be a bool, got {value!r}")
+            self._values[name] = value
+            return
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise ValueError(f"torchc.config.{name} must be a positive int, got {value!r}")
         if name == "recompile_limit":
@@ -68,6 +74,16 @@ class OptimizedModule(torch.nn.Module):
             return getattr(self._orig_mod, name)
 
 
+def _dynamic_flag(dynamic):
+    """torch.compile's dynamic: None = automatic (a dim that changes is made dynamic),
+    False = always specialize, True = every dim of the tensor arguments symbolic."""
+    if dynamic is None:
+        return -1 if config.automatic_dynamic_shapes else 0
+    if not isinstance(dynamic, bool):
+        raise TypeError(f"dynamic must be None, True or False, got {dynamic!r}")
+    return int(dynamic)
+
+
 def _adaptive(options):
     """mode="reduce-overhead": options={"cudagraph_adaptive": False} replays CUDA graphs even
     where a normal call is faster (torchc/_cudagraphs.py)."""
@@ -87,14 +103,14 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
         fwd = getattr(type(model).forward, "__code__", None)
         if fwd is not None:  # torch's own modules live in skipped files: capture their forward
             _C.allow_code(fwd)
-        call = _C.CompiledFunction(model, bool(fullgraph), bool(dynamic))
+        call = _C.CompiledFunction(model, bool(fullgraph), _dynamic_flag(dynamic))
         if mode == "reduce-overhead" and fwd is not None:
             call = _cudagraphs.CUDAGraphed(call, type(model).forward, (model,), module=model,
                                            adaptive=_adaptive(options))
         return OptimizedModule(model, call)
     if not callable(model):
         raise TypeError(f"torchc.compile expects a callable or nn.Module, got {type(model).__name__}")
-    cf = _C.CompiledFunction(model, bool(fullgraph), bool(dynamic))
+    cf = _C.CompiledFunction(model, bool(fullgraph), _dynamic_flag(dynamic))
     try:
         functools.update_wrapper(cf, model)
     except (AttributeError, TypeError):
@@ -159,8 +175,11 @@ class ExplainOutput:
         self.break_reasons += [f"{r['name']} ({r['filename']}:{r['firstlineno']}): graph break: "
                                f"{r['break_reason']}" for r in breaks]
         self.op_count = sum(r["op_count"] for r in compiled)
-        # graph splits at matmul/conv: ATen kernels between graphs, not breaks
-        self.extern_calls = [r["extern_call"] for r in compiled if r.get("extern_call")]
+        # matmul/conv: extern (ATen) nodes inside graphs, and splits (ATen kernels between
+        # graphs, e.g. where an operand requires grad) — neither is a graph break
+        self.extern_calls = [ln.split(" : ")[0].split()[-1] for r in compiled
+                             for ln in (r.get("graph") or "").splitlines() if " = extern " in ln]
+        self.extern_calls += [r["extern_call"] for r in compiled if r.get("extern_call")]
         self.guards = [g for r in compiled for g in r["guards"]]
         self.kernels = [r["kernels"] for r in compiled if r.get("kernels")]
         self.compile_ms = sum(r.get("compile_ms", 0.0) for r in records if r["event"] != "hit")
@@ -169,7 +188,7 @@ class ExplainOutput:
         lines = [f"Graph Count: {self.graph_count}",
                  f"Graph Break Count: {self.graph_break_count}",
                  f"Op Count: {self.op_count}",
-                 f"Extern Calls (matmul/conv between graphs): {len(self.extern_calls)}"]
+                 f"Extern Calls (matmul/conv, ATen): {len(self.extern_calls)}"]
         if self.break_reasons:
             lines.append("Break Reasons:")
             lines += [f"  {i + 1}. {r}" for i, r in enumerate(self.break_reasons)]

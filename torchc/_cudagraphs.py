@@ -33,6 +33,7 @@ take the same path (their inputs come from the captured frame). Python side effe
 the function (prints, list appends) happen at warm-up and capture only.
 """
 import time
+import warnings
 import weakref
 
 import torch
@@ -115,7 +116,7 @@ class CUDAGraphed:
         self._bound = tuple(bound)
         self._module = module
         self._graphs = {}     # key -> _Graph or a reason (str): run normally
-        self._warm = {}       # key -> [normal calls seen, best normal seconds]
+        self._warm = {}       # key -> [normal calls seen, best normal seconds, reason not to capture]
         self.events = []      # explain records (bounded)
         self.nevents = 0      # events ever recorded
         _live.add(self)
@@ -174,15 +175,12 @@ class CUDAGraphed:
         if g is None:
             w = self._warm.get(key)
             if w is None:
-                w = self._warm[key] = [0, float("inf")]
+                w = self._warm[key] = [0, float("inf"), None]
             if w[0] < self.WARMUP:
                 w[0] += 1
                 self._event("warmup", None)
-                t0 = time.perf_counter()
-                out = self._call(*args, **kwargs)
-                w[1] = min(w[1], time.perf_counter() - t0)
-                return out
-            g = self._capture(args, kwargs, tensors)
+                return self._warm_call(w, args, kwargs)
+            g = w[2] or self._capture(args, kwargs, tensors)
             self._graphs[key] = g
             if isinstance(g, str):
                 return self._normal(args, kwargs, g)
@@ -201,9 +199,33 @@ class CUDAGraphed:
             return out
         return self._replay(g, tensors)
 
+    def _warm_call(self, w, args, kwargs):
+        """A normal call, timed, with torch's sync debug mode on: a call that synchronizes
+        (.item(), .cpu(), nonzero, data-dependent branches) cannot be captured, and a failed
+        capture would leave torch's CUDA generator in capture mode (its capture_end raises
+        before the generator's epilogue), so such keys are never captured."""
+        prev = torch.cuda.get_sync_debug_mode()
+        with warnings.catch_warnings(record=True) as rec:
+            warnings.simplefilter("always")
+            torch.cuda.set_sync_debug_mode("warn")
+            try:
+                t0 = time.perf_counter()
+                out = self._call(*args, **kwargs)
+                w[1] = min(w[1], time.perf_counter() - t0)
+            finally:
+                torch.cuda.set_sync_debug_mode(prev)
+        for r in rec:
+            if "synchroniz" in str(r.message):
+                w[2] = "the call synchronizes with the device (e.g. .item(), .cpu(), a data-dependent branch)"
+            else:  # not ours: pass it on
+                warnings.warn_explicit(r.message, r.category, r.filename, r.lineno)
+        return out
+
     def _replay(self, g, tensors):
-        for s, t in zip(g.static, tensors):
-            s.copy_(t)
+        if len(tensors) > 1:
+            torch._foreach_copy_(g.static, tensors)  # one multi-tensor launch
+        else:
+            g.static[0].copy_(tensors[0])
         g.graph.replay()
         for i in g.mutated:
             tensors[i].copy_(g.static[i])

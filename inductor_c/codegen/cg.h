@@ -30,6 +30,7 @@ typedef struct cg {
     LLVMValueRef loop_lo[IC_MAX_DIMS], loop_hi[IC_MAX_DIMS]; /* inner loop bounds */
     LLVMValueRef vo_u;        /* vec_outer: the current vector number, NULL elsewhere */
     LLVMValueRef *rowval_arr; /* vec_outer: per item, [unroll x <16 x T>] row values */
+    LLVMValueRef syms;        /* dynamic graphs: i64 symbol values (the body's last param) */
 } cg;
 
 LLVMTypeRef cg_type(cg *g, ic_dtype t, int width);

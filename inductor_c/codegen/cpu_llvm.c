@@ -276,6 +276,33 @@ static LLVMValueRef imaxmin(cg *g, LLVMValueRef a, LLVMValueRef b, bool max, ic_
 
 static LLVMValueRef fconst(cg *g, LLVMValueRef like, double v) { return cg_constf(g, LLVMTypeOf(like), v); }
 
+/* A size or count as an i64: a constant, or (dynamic graphs, tainted) its monomial in
+ * the symbol values, computed in the entry block. */
+static LLVMValueRef cg_size(cg *g, int64_t v) {
+    ic_dim d;
+    if (!ic_tainted(g->c, v)) return LLVMConstInt(g->i64, (unsigned long long)v, 0);
+    if (!g->syms || !ic_sym_decode(g->c, v, &d))
+        ic_fail(g->c, IC_EUNSUPPORTED, "dynamic shapes: a size that is not a monomial");
+    LLVMValueRef r = LLVMConstInt(g->i64, (unsigned long long)d.coef, 0);
+    for (int k = 0; k < IC_MAX_SYMS; k++) {
+        if (!d.exp[k]) continue;
+        LLVMValueRef idx = LLVMConstInt(g->i64, (unsigned)k, 0);
+        LLVMValueRef p = LLVMBuildGEP2(g->ab, g->i64, g->syms, &idx, 1, "");
+        LLVMValueRef s = LLVMBuildLoad2(g->ab, g->i64, p, "sym");
+        for (int e = 0; e < d.exp[k]; e++) r = LLVMBuildMul(g->ab, r, s, "");
+    }
+    return r;
+}
+
+/* the element count of a mean, as a float like `like` (scalar or vector) */
+static LLVMValueRef fcount(cg *g, LLVMValueRef like, int64_t n) {
+    if (!ic_tainted(g->c, n)) return fconst(g, like, (double)n);
+    LLVMTypeRef t = LLVMTypeOf(like);
+    bool vec = LLVMGetTypeKind(t) == LLVMVectorTypeKind;
+    LLVMValueRef f = LLVMBuildSIToFP(B, cg_size(g, n), vec ? LLVMGetElementType(t) : t, "");
+    return vec ? cg_splat(g, f, (int)LLVMGetVectorSize(t)) : f;
+}
+
 static LLVMValueRef unary(cg *g, ic_op op, ic_dtype t, LLVMValueRef a) {
     LLVMTypeRef ty = LLVMTypeOf(a);
     bool f = ic_is_float(t), f32 = t == IC_F32;
@@ -484,10 +511,16 @@ static LLVMValueRef gather(cg *g, LLVMTypeRef mt, LLVMValueRef base, LLVMValueRe
     return cg_intrin(g, "llvm.masked.gather", ov, 2, args, 4);
 }
 
-/* offsets clamped into [0, hi) (scalar or vector) */
+static LLVMValueRef cg_size(cg *g, int64_t v);
+
+/* offsets clamped into [0, hi) (scalar or vector); hi may be symbolic (dynamic graphs) */
 static LLVMValueRef clamp_off(cg *g, LLVMValueRef off, int64_t hi) {
     LLVMTypeRef t = LLVMTypeOf(off);
     LLVMValueRef z = LLVMConstNull(t), h = cg_consti(g, t, hi > 0 ? hi - 1 : 0);
+    if (ic_tainted(g->c, hi)) {
+        LLVMValueRef m = LLVMBuildSub(B, cg_size(g, hi), LLVMConstInt(g->i64, 1, 0), "");
+        h = LLVMGetTypeKind(t) == LLVMVectorTypeKind ? cg_splat(g, m, (int)LLVMGetVectorSize(t)) : m;
+    }
     off = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, off, z, ""), z, off, "");
     return LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSGT, off, h, ""), h, off, "");
 }
@@ -521,7 +554,13 @@ static LLVMValueRef load(cg *g, const ic_x *e) {
     LLVMValueRef v;
     /* loads that may leave the buffer (branches of cat never taken there) are clamped */
     int64_t lo, hi, span = c->bufs[e->buf].span;
+    /* dynamic graphs: symbolic vars range to their hint, as the span is at the hints (the
+     * loads that leave a buffer are cat's untaken branches, along a static dim: found at
+     * the hints as at any size); the clamp bound of a symbolic span is computed at run
+     * time (contiguous buffers: span = numel, a monomial) */
+    c->range_hint = ic_tainted(c, span);
     ix_range(c, e->ix, &lo, &hi);
+    c->range_hint = false;
     bool unsafe = lo < 0 || hi >= span;
     if (unsafe) {
         LLVMValueRef off = clamp_off(g, ixval(g, e->ix, g->width > 1), span);
@@ -742,7 +781,7 @@ static LLVMValueRef hreduce(cg *g, const ic_item *it, LLVMValueRef v) {
 /* ---- kernel structure ------------------------------------------------------------------- */
 static void finish_reduce(cg *g, ic_kernel *k, int j, LLVMValueRef r) {
     ic_item *it = &k->items[j];
-    if (it->red_op == IC_OP_MEAN) r = LLVMBuildFDiv(B, r, fconst(g, r, (double)it->red_count), "");
+    if (it->red_op == IC_OP_MEAN) r = LLVMBuildFDiv(B, r, fcount(g, r, it->red_count), "");
     g->rowval[j] = r;
     if (it->store) store(g, it, convert(g, r, ic_is_arg(it->red_op) ? IC_I64 : it->acc, it->dtype));
 }
@@ -812,7 +851,7 @@ static void gen_pass(cg *g, ic_kernel *k, int pos, LLVMValueRef tile) {
         lp outer[IC_MAX_DIMS];
         for (int d = 0; d < k->ninner; d++) {
             LLVMValueRef lo = LLVMConstInt(g->i64, 0, 0);
-            LLVMValueRef hi = LLVMConstInt(g->i64, (unsigned long long)k->isize[d], 0);
+            LLVMValueRef hi = cg_size(g, k->isize[d]);
             if (d == 0 && k->ntiles > 1) {
                 lo = LLVMBuildMul(B, tile, LLVMConstInt(g->i64, (unsigned long long)k->tile, 0), "");
                 LLVMValueRef h = LLVMBuildAdd(B, lo, LLVMConstInt(g->i64, (unsigned long long)k->tile, 0), "");
@@ -1017,11 +1056,11 @@ static void gen_row_vouter(cg *g, ic_kernel *k, LLVMValueRef base, LLVMValueRef 
         }
         lp loops[IC_MAX_DIMS], cl;
         for (int d = 0; d < last; d++) {
-            lp_begin(g, &loops[d], NULL, zero, LLVMConstInt(g->i64, (unsigned long long)k->isize[d], 0), 1);
+            lp_begin(g, &loops[d], NULL, zero, cg_size(g, k->isize[d]), 1);
             g->var_val[k->ivar[d]] = loops[d].i;
         }
         LLVMValueRef clo = zero, chi = NULL;
-        if (last >= 0) chi = LLVMConstInt(g->i64, (unsigned long long)k->isize[last], 0);
+        if (last >= 0) chi = cg_size(g, k->isize[last]);
         if (blocked) {
             ULOOP(L);
             for (int j = 0; j < n; j++)
@@ -1089,7 +1128,7 @@ static void gen_row_vouter(cg *g, ic_kernel *k, LLVMValueRef base, LLVMValueRef 
                 if (it->pos != pos || it->kind != IT_REDUCE) continue;
                 LLVMValueRef r = ic_is_arg(it->red_op) ? LLVMBuildLoad2(B, vi64, uptr(g, vi64, acc[n + j], L.i), "")
                                                        : LLVMBuildLoad2(B, cg_type(g, it->acc, IC_VF), uptr(g, cg_type(g, it->acc, IC_VF), acc[j], L.i), "");
-                if (it->red_op == IC_OP_MEAN) r = LLVMBuildFDiv(B, r, fconst(g, r, (double)it->red_count), "");
+                if (it->red_op == IC_OP_MEAN) r = LLVMBuildFDiv(B, r, fcount(g, r, it->red_count), "");
                 LLVMBuildStore(B, r, uptr(g, LLVMTypeOf(r), racc[j], L.i));
                 if (it->store) store(g, it, convert(g, r, ic_is_arg(it->red_op) ? IC_I64 : it->acc, it->dtype));
             }
@@ -1161,11 +1200,13 @@ static void gen_kernel(cg *g, ic_kernel *k, const char *name, const char *cpu, c
         if (c->bufs[b].kind == 3 && nrow < 64) rb[nrow++] = b; /* row scratch: an alloca */
         else ub[nu++] = b;
     }
-    LLVMTypeRef ps[515];
+    LLVMTypeRef ps[516];
     ps[0] = g->i64;
     ps[1] = g->i64;
     for (int i = 0; i < nu; i++) ps[2 + i] = g->ptr;
-    LLVMTypeRef bty = LLVMFunctionType(g->vd, ps, (unsigned)(2 + nu), 0);
+    int nsp = c->dyn ? 1 : 0; /* dynamic graphs: the symbol values follow the buffers */
+    if (nsp) ps[2 + nu] = g->ptr;
+    LLVMTypeRef bty = LLVMFunctionType(g->vd, ps, (unsigned)(2 + nu + nsp), 0);
     char bname[64];
     snprintf(bname, sizeof bname, "%s_body", name);
     LLVMValueRef body = LLVMAddFunction(g->mod, bname, bty);
@@ -1188,7 +1229,7 @@ static void gen_kernel(cg *g, ic_kernel *k, const char *name, const char *cpu, c
     /* wrapper: unpack bufs */
     LLVMBasicBlockRef wb = LLVMAppendBasicBlockInContext(g->ctx, wrap, "entry");
     LLVMPositionBuilderAtEnd(B, wb);
-    LLVMValueRef args[515];
+    LLVMValueRef args[516];
     args[0] = LLVMGetParam(wrap, 1);
     args[1] = LLVMGetParam(wrap, 2);
     for (int i = 0; i < nu; i++) {
@@ -1196,11 +1237,17 @@ static void gen_kernel(cg *g, ic_kernel *k, const char *name, const char *cpu, c
         LLVMValueRef p = LLVMBuildGEP2(B, g->ptr, LLVMGetParam(wrap, 0), &idx, 1, "");
         args[2 + i] = LLVMBuildLoad2(B, g->ptr, p, "");
     }
-    LLVMBuildCall2(B, bty, body, args, (unsigned)(2 + nu), "");
+    if (nsp) {
+        LLVMValueRef idx = LLVMConstInt(g->i64, (unsigned)c->nbufs, 0);
+        LLVMValueRef p = LLVMBuildGEP2(B, g->ptr, LLVMGetParam(wrap, 0), &idx, 1, "");
+        args[2 + nu] = LLVMBuildLoad2(B, g->ptr, p, "syms");
+    }
+    LLVMBuildCall2(B, bty, body, args, (unsigned)(2 + nu + nsp), "");
     LLVMBuildRetVoid(B);
 
     /* body */
     g->fn = body;
+    g->syms = nsp ? LLVMGetParam(body, (unsigned)(2 + nu)) : NULL;
     g->k = k;
     for (int i = 0; i < nu; i++) g->buf_ptr[ub[i]] = LLVMGetParam(body, (unsigned)(2 + i));
     g->entry = LLVMAppendBasicBlockInContext(g->ctx, body, "entry");
@@ -1469,6 +1516,7 @@ void ic_codegen_cpu(ic_ctx *c, ic_kernel_fn *fns, void **rt_out) {
     int nnames = 0;
     for (int i = 0; i < c->nkernels; i++) {
         ic_kernel *k = &c->kernels[i];
+        if (k->is_ext) continue; /* extern calls: run by the runtime, no code */
         for (int ph = 0; ph < (k->split ? 2 : 1); ph++) {
             char *nm = ic_alloc(c, 128);
             snprintf(nm, 128, "%s_%s%s", prefix, k->name, ph ? "_fin" : "");

@@ -16,6 +16,7 @@
 #ifndef IC_GPU_H
 #define IC_GPU_H
 
+#include "../../layouts/ll.h"
 #include "../ic_device.h"
 #include "../ic_internal.h"
 
@@ -53,6 +54,7 @@ typedef struct ic_gvariant {
 } ic_gvariant;
 
 typedef struct ic_gkernel {
+    int ext;              /* > 0: no launch, the extern call exts[ext - 1] (same stream) */
     int nvar;             /* 1 or 2; v[nvar-1] is the scalar fallback */
     ic_gvariant v[2];
 } ic_gkernel;
@@ -70,6 +72,32 @@ typedef struct ic_gpu {
                              the GPU keeps one row-local copy per row there */
 } ic_gpu;
 
+/* ---- thread mappings from linear layouts (codegen/gpu_layout.c) ------------------------- */
+typedef struct ic_gmap {
+    ll_layout layout;     /* (register, lane, warp) -> (col, row) of one block */
+    int vec;              /* ll_num_consecutive: elements per access */
+    int j_shift;          /* j = (tid >> j_shift) & (T-1): position in the row */
+    int r_shift;          /* rl = (tid >> r_shift) & (R-1): row in the block */
+    int nshfl, shfl[5];   /* butterfly xor masks of a row reduction, high to low */
+    unsigned smem_mask;   /* tid bits of the row combined through shared memory */
+} ic_gmap;
+
+/* The layout of a row-kernel block and what codegen reads off it; 0, or -1 with err. */
+int ic_gpu_row_map(ic_gmap *m, int V, int T, int R, bool jlow, int64_t chunks, char *err, size_t errn);
+/* Elements per access: ll_num_consecutive of v0 registers over `size` elements. */
+int ic_gpu_vec_width(int v0, int64_t size);
+
+/* Transpose tile (32 x 32 through shared memory, 256 threads, 4 elements each): element
+ * offsets in the swizzled tile, offset = base(tid) ^ reg(i) with base(tid) the XOR of
+ * st/ld[b] over tid's set bits (b < 5 lane, above warp). */
+typedef struct ic_gtile {
+    int64_t st[8], st_reg[4]; /* phase 1 (stores into the tile): tid bits, registers */
+    int64_t ld[8], ld_reg[4]; /* phase 2 (loads from the tile) */
+    ll_layout smem;           /* ll_optimal_swizzle's shared layout: offset -> (c, r) */
+    int store_wavefronts, load_wavefronts, store_ideal, load_ideal; /* per instruction */
+} ic_gtile;
+int ic_gpu_tile_map(ic_gtile *t, int elem_bits, char *err, size_t errn);
+
 /* codegen/gpu_nvptx.c: PTX for the finalized kernels of c; loads it unless the compilation
  * is PTX-only (ic_graph_to_ptx). Sets out->gpu. Failures go through ic_fail. */
 void ic_codegen_gpu(ic_ctx *c, ic_compiled *out, int device);
@@ -82,5 +110,15 @@ int ic_cuda_device_info(int device, int *sm, int *nsm, char *msg, size_t n);
 int ic_cuda_load(ic_gpu *G, int device, char *msg, size_t n);
 /* ic_graph_to_ptx support: 1 while the calling thread compiles for PTX only */
 int ic_gpu_ptx_only(int *sm);
+/* the driver's version (cuDriverGetVersion), 0 without a driver */
+int ic_cuda_driver_version(void);
+
+/* runtime/gpu_cache.c: on-disk cache of PTX + launch plans (TORCHC_CACHE_DIR) */
+int ic_gcache_enabled(void);
+void ic_gcache_build_id(char *out, size_t n);
+/* a new, unloaded ic_gpu and the workspace size after codegen, or NULL (miss) */
+ic_gpu *ic_gcache_get(const char *key, int nbufs, int64_t *ws_size);
+void ic_gcache_put(const char *key, const ic_gpu *G, int64_t ws_size);
+extern int ic_gcache_hits; /* successful reads (tests) */
 
 #endif

@@ -17,14 +17,20 @@
  *      warps)     element of row r = (c*T + j) * V + reg, c = chunk 0..C-1
  *   column      tid = j*R + rl with R = 32 (rows on lanes: the kept dim is the contiguous
  *     (vec_outer) one, x.sum(0)); element of row r = c*T + j, V = 1.
- *   A row's reduction combines over the j-bits of tid: lane bits by shfl.sync.bfly
- *   butterflies, warp bits through shared memory (every thread reads the same slots in the
+ *   The row mapping is a linear layout (gpu_layout.c, layouts/): j and rl are the bit
+ *   fields of tid its bases name, the access width is its ll_num_consecutive, and a row's
+ *   reduction combines over the tid bits whose bases lie in the row's columns: lane bits by
+ *   shfl.sync.bfly butterflies (the layout's lane masks), warp bits through shared memory (every thread reads the same slots in the
  *   same order, so all threads of a row hold the identical result: no broadcast step).
  *   Persistent rows (groups per row <= 1024): C <= 4 chunks unrolled, loads of buffers
  *   the kernel does not write are kept in registers across the row's passes (softmax
  *   reads x once). Longer rows loop over chunks and reload (L1/L2 hits).
  *   Multi-pass row kernels (softmax, layernorm: reduce, reduce, store) stay one kernel:
  *   passes run one after another in the same block; X_ROWVAL is the block-reduced value.
+ *
+ *   tile        pointwise kernels that load an input transposed (contiguous along another
+ *               var u than the store's vv): 32 x 32 tiles through shared memory, both
+ *               phases and the swizzle from layouts (gpu_layout.c, choose_tile, emit_tile).
  *
  * Control flow is uniform across a block except around stores (`if (valid) store`), so the
  * barriers of the reductions are always reached by every thread; threads past the last
@@ -46,6 +52,7 @@
 #include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
 #include <llvm-c/Transforms/PassBuilder.h>
+#include <llvm/Config/llvm-config.h>
 
 #include "../support.h"
 #include "cg.h"
@@ -57,7 +64,7 @@
 #define SPLIT_T 512 /* threads per block of split rows (>= the number of parts) */
 #define B g->cg.b
 
-enum { P_POINTWISE, P_ROWS };
+enum { P_POINTWISE, P_ROWS, P_TILE };
 
 typedef struct plan {
     int mode;
@@ -78,6 +85,17 @@ typedef struct plan {
     int64_t Cs;            /* chunks per block (multiple of UNROLL) */
     int pass;
     const int *slot;       /* per item: partial slot (arg: slot + 1 holds the index) */
+    ic_gmap map;           /* rows: the block's layout (gpu_layout.c): j, rl, shuffles, smem */
+    /* tile: a transpose through shared memory, 32 x 32 tiles over (tu, vv) (gpu_layout.c) */
+    int32_t tu;            /* the var along which the transposed loads are contiguous */
+    int64_t su, sv, ntu, ntv;
+    int nob;               /* the other vars: one block per value combination and tile */
+    int32_t obv[2 * IC_MAX_DIMS];
+    int64_t obs[2 * IC_MAX_DIMS];
+    int ntx;               /* transposed loads, staged in the tile */
+    ic_xid tx[4];
+    int tesz;              /* their element size */
+    ic_gtile tile;
 } plan;
 
 typedef struct gg {
@@ -110,6 +128,8 @@ typedef struct gg {
     LLVMValueRef smem, tid, j, active, allok;
     LLVMValueRef part, part_s, row; /* split rows: partials parameter, block part, row index */
     LLVMValueRef fn;
+    bool tile_on;          /* tile phase 2: the transposed loads read the tile at tile_off */
+    LLVMValueRef tile_off;
 } gg;
 
 /* ---- PTX-only mode (ic_graph_to_ptx) ------------------------------------------------ */
@@ -783,9 +803,16 @@ static LLVMValueRef gather_off(gg *g, const ic_x *e, int lane) {
     return sel(g, LLVMBuildICmp(B, LLVMIntSLT, off, z, ""), z, off);
 }
 
+static LLVMValueRef tile_ptr(gg *g, int q, ic_dtype t, LLVMValueRef off) {
+    LLVMValueRef idx = LLVMBuildAdd(B, off, kix(g, (int64_t)q * 1024), "");
+    return LLVMBuildGEP2(B, mtype(g, t), g->smem, &idx, 1, "");
+}
+
 static LLVMValueRef load_lane(gg *g, ic_xid x, int lane) {
     const ic_x *e = &g->c->xs[x];
     int b = e->buf;
+    for (int q = 0; g->tile_on && q < g->P->ntx; q++)
+        if (g->P->tx[q] == x) return to_reg(g, LLVMBuildLoad2(B, mtype(g, e->dtype), tile_ptr(g, q, e->dtype, g->tile_off), ""), e->dtype);
     bool pers = g->chunk >= 0 && !g->written[b];
     size_t vk = (size_t)x * SMAX + (size_t)(pers ? g->chunk : 0);
     size_t pk = vk * VMAX + (size_t)lane;
@@ -1049,19 +1076,17 @@ static void barrier(gg *g) { intrin(g, "llvm.nvvm.barrier0", NULL, 0, NULL, 0); 
  * memory, read by every thread in the same order. */
 static LLVMValueRef block_reduce(gg *g, const ic_item *it, LLVMValueRef a, LLVMValueRef *ai) {
     const plan *P = g->P;
-    int jlo = P->jlow ? 0 : P->logR, jhi = jlo + P->logT;
-    for (int b = jhi - 1; b >= jlo; b--) {
-        if (b >= 5) continue;
-        LLVMValueRef x = shfl_bfly(g, a, 1 << b);
+    const ic_gmap *M = &P->map;
+    for (int s = 0; s < M->nshfl; s++) { /* lane bits of the row: butterflies */
+        LLVMValueRef x = shfl_bfly(g, a, M->shfl[s]);
         if (ai) {
-            LLVMValueRef xi = shfl_bfly(g, *ai, 1 << b);
+            LLVMValueRef xi = shfl_bfly(g, *ai, M->shfl[s]);
             arg_combine(g, it, a, *ai, x, xi, &a, ai);
         } else {
             a = red_combine(g, it, a, x);
         }
     }
-    int wlo = jlo > 5 ? jlo : 5;
-    if (jhi <= wlo) return a;
+    if (!M->smem_mask) return a; /* warp bits of the row: shared memory */
     LLVMTypeRef t = LLVMTypeOf(a);
     bool i1 = t == g->cg.i1;
     LLVMTypeRef st = i1 ? g->cg.i8 : t;
@@ -1075,11 +1100,14 @@ static LLVMValueRef block_reduce(gg *g, const ic_item *it, LLVMValueRef a, LLVMV
         LLVMBuildStore(B, *ai, LLVMBuildGEP2(B, g->cg.i64, ibase, &g->tid, 1, ""));
     }
     barrier(g);
-    int nw = 1 << (jhi - wlo);
-    LLVMValueRef base = LLVMBuildAnd(B, g->tid, LLVMConstInt(g->cg.i32, ~(((unsigned)nw - 1) << wlo), 0), "");
+    int nw = 1 << __builtin_popcount(M->smem_mask);
+    LLVMValueRef base = LLVMBuildAnd(B, g->tid, LLVMConstInt(g->cg.i32, ~M->smem_mask, 0), "");
     LLVMValueRef r = NULL, ri = NULL;
     for (int w = 0; w < nw; w++) {
-        LLVMValueRef idx = LLVMBuildOr(B, base, LLVMConstInt(g->cg.i32, (unsigned)w << wlo, 0), "");
+        unsigned dep = 0; /* w's bits deposited into the smem bits of tid */
+        for (unsigned m = M->smem_mask, i = 0; m; m &= m - 1, i++)
+            if (w >> i & 1) dep |= m & -m;
+        LLVMValueRef idx = LLVMBuildOr(B, base, LLVMConstInt(g->cg.i32, dep, 0), "");
         LLVMValueRef v = LLVMBuildLoad2(B, st, LLVMBuildGEP2(B, st, g->smem, &idx, 1, ""), "");
         if (i1) v = LLVMBuildTrunc(B, v, g->cg.i1, "");
         if (ai) {
@@ -1168,6 +1196,70 @@ static void emit_pointwise(gg *g, ic_kernel *k) {
         store_item(g, it, v, g->V, NULL);
     }
     loop_end(g, &L, kix(g, (int64_t)P->grid * P->Bk));
+}
+
+/* XOR of basis[b] over the set bits b of tid: a linear layout applied to the thread index */
+static LLVMValueRef xor_bits(gg *g, LLVMValueRef tid, const int64_t *basis, int nbits) {
+    LLVMValueRef r = kix(g, 0);
+    for (int b = 0; b < nbits; b++) {
+        if (!basis[b]) continue;
+        LLVMValueRef on = LLVMBuildICmp(B, LLVMIntNE, LLVMBuildAnd(B, tid, kix(g, (int64_t)1 << b), ""), kix(g, 0), "");
+        r = LLVMBuildXor(B, r, sel(g, on, kix(g, basis[b]), kix(g, 0)), "");
+    }
+    return r;
+}
+
+/* tile coordinates -> the u / vv vars (clamped in range; `ok` says whether they were) */
+static LLVMValueRef set_uv(gg *g, LLVMValueRef uu, LLVMValueRef vx) {
+    const plan *P = g->P;
+    LLVMValueRef ou = LLVMBuildICmp(B, LLVMIntSLT, uu, kix(g, P->su), "");
+    LLVMValueRef ov = LLVMBuildICmp(B, LLVMIntSLT, vx, kix(g, P->sv), "");
+    g->var_val[P->tu] = sel(g, ou, uu, kix(g, P->su - 1));
+    g->var_val[P->vv] = sel(g, ov, vx, kix(g, P->sv - 1));
+    return LLVMBuildAnd(B, ou, ov, "");
+}
+
+/* A transpose through shared memory: phase 1 loads the transposed inputs coalesced along
+ * u into the swizzled tile, phase 2 evaluates and stores coalesced along vv, reading them
+ * back from the tile. Offsets from gpu_layout.c (ic_gpu_tile_map). */
+static void emit_tile(gg *g, ic_kernel *k) {
+    const plan *P = g->P;
+    LLVMValueRef tid = LLVMBuildZExt(B, g->tid, g->ity, "");
+    LLVMValueRef bid = LLVMBuildZExt(B, sreg(g, "llvm.nvvm.read.ptx.sreg.ctaid.x"), g->ity, "");
+    LLVMValueRef tx = LLVMBuildAnd(B, tid, kix(g, 31), ""), ty = LLVMBuildLShr(B, tid, kix(g, 5), "");
+    LLVMValueRef tv = LLVMBuildURem(B, bid, kix(g, P->ntv), ""), t = LLVMBuildUDiv(B, bid, kix(g, P->ntv), "");
+    LLVMValueRef tu = LLVMBuildURem(B, t, kix(g, P->ntu), ""), o = LLVMBuildUDiv(B, t, kix(g, P->ntu), "");
+    if (P->nob) decompose(g, o, P->obv, P->obs, P->nob);
+    LLVMValueRef u0 = LLVMBuildMul(B, tu, kix(g, 32), ""), v0 = LLVMBuildMul(B, tv, kix(g, 32), "");
+    LLVMValueRef st = xor_bits(g, tid, P->tile.st, 8), ld = xor_bits(g, tid, P->tile.ld, 8);
+    g->V = 1;
+    g->vv = -1;
+    g->chunk = -1;
+    for (int i = 0; i < 4; i++) { /* phase 1: tile[c = tx, r = ty + 8i] */
+        set_uv(g, LLVMBuildAdd(B, u0, tx, ""), LLVMBuildAdd(B, v0, LLVMBuildAdd(B, ty, kix(g, 8 * i), ""), ""));
+        g->gen++;
+        LLVMValueRef off = LLVMBuildXor(B, st, kix(g, P->tile.st_reg[i]), "");
+        for (int q = 0; q < P->ntx; q++) {
+            const ic_x *e = &g->c->xs[P->tx[q]];
+            LLVMValueRef v = scalar_load(g, e->buf, e->dtype, clamp_off(g, e->ix, gix(g, e->ix, 0), e->buf));
+            LLVMBuildStore(B, v, tile_ptr(g, q, e->dtype, off));
+        }
+    }
+    barrier(g);
+    g->tile_on = true;
+    for (int i = 0; i < 4; i++) { /* phase 2: element (c = ty + 8i, r = tx) */
+        LLVMValueRef ok = set_uv(g, LLVMBuildAdd(B, u0, LLVMBuildAdd(B, ty, kix(g, 8 * i), ""), ""),
+                                 LLVMBuildAdd(B, v0, tx, ""));
+        g->gen++;
+        g->tile_off = LLVMBuildXor(B, ld, kix(g, P->tile.ld_reg[i]), "");
+        for (int j = 0; j < k->nitems; j++) {
+            ic_item *it = &k->items[j];
+            if (!it->store) continue;
+            LLVMValueRef v = val(g, it->expr, 0);
+            store_item(g, it, &v, 1, ok);
+        }
+    }
+    g->tile_on = false;
 }
 
 /* One chunk of a pass: V consecutive elements of the row per thread. */
@@ -1363,6 +1455,13 @@ static void emit_pass(gg *g, ic_kernel *k, int pos) {
     free(acc);
 }
 
+/* (tid >> shift) & (2^len - 1), the mask left out when the field reaches the top of tid */
+static LLVMValueRef bitfield(gg *g, LLVMValueRef tid, int shift, int len) {
+    LLVMValueRef v = shift ? LLVMBuildLShr(B, tid, kix(g, shift), "") : tid;
+    if (shift + len >= g->P->logT + g->P->logR) return v;
+    return LLVMBuildAnd(B, v, kix(g, ((int64_t)1 << len) - 1), "");
+}
+
 static void emit_rows(gg *g, ic_kernel *k) {
     const plan *P = g->P;
     if (P->S > 1) {
@@ -1371,14 +1470,8 @@ static void emit_rows(gg *g, ic_kernel *k) {
     }
     LLVMValueRef tid = LLVMBuildZExt(B, g->tid, g->ity, "");
     LLVMValueRef bid = LLVMBuildZExt(B, sreg(g, "llvm.nvvm.read.ptx.sreg.ctaid.x"), g->ity, "");
-    LLVMValueRef rl;
-    if (P->jlow) {
-        g->j = LLVMBuildAnd(B, tid, kix(g, P->T - 1), "");
-        rl = LLVMBuildLShr(B, tid, kix(g, P->logT), "");
-    } else {
-        rl = LLVMBuildAnd(B, tid, kix(g, P->R - 1), "");
-        g->j = LLVMBuildLShr(B, tid, kix(g, P->logR), "");
-    }
+    LLVMValueRef rl = bitfield(g, tid, P->map.r_shift, P->logR);
+    g->j = bitfield(g, tid, P->map.j_shift, P->logT);
     LLVMValueRef r = LLVMBuildAdd(B, LLVMBuildMul(B, bid, kix(g, P->R), ""), rl, "");
     g->active = LLVMBuildICmp(B, LLVMIntSLT, r, kix(g, P->rows), "");
     LLVMValueRef rc = sel(g, g->active, r, kix(g, 0));
@@ -1456,8 +1549,7 @@ static int choose_vec(ic_ctx *c, ic_kernel *k, int32_t vv, int64_t vsize, bool r
     if (S.min_esz == 99) return 1;
     int V = 16 / S.min_esz;
     if (V > VMAX) V = VMAX;
-    while (V > 1 && vsize % V) V /= 2;
-    return V;
+    return ic_gpu_vec_width(V, vsize);
 }
 
 static void plan_kernel(ic_ctx *c, ic_kernel *k, plan *P, int V, int nsm, int S, int pass, const int *slot) {
@@ -1521,6 +1613,10 @@ static void plan_kernel(ic_ctx *c, ic_kernel *k, plan *P, int V, int nsm, int S,
     P->logR = ilog2(P->R);
     P->Bk = P->T * P->R;
     P->C = (P->nv + P->T - 1) / P->T;
+    char msg[160];
+    if (ic_gpu_row_map(&P->map, V, P->T, P->R, P->jlow, P->C, msg, sizeof msg))
+        ic_fail(c, IC_EINTERNAL, "GPU plan: %s", msg);
+    if (P->map.vec != V) ic_fail(c, IC_EINTERNAL, "GPU plan: layout gives %d elements per access, not %d", P->map.vec, V);
     P->persistent = P->C <= 4 || (P->T == 1024 && P->C <= SMAX && P->C * V <= 32);
     int64_t blocks = (P->rows + P->R - 1) / P->R;
     P->grid = (unsigned)blocks;
@@ -1552,10 +1648,94 @@ static int choose_split(ic_kernel *k, int nsm) {
     return s >= 2 ? (int)s : 0;
 }
 
+static void collect_loads(ic_ctx *c, ic_xid x, uint8_t *seen, ic_xid *out, int *n, int cap) {
+    if (x < 0 || seen[x]) return;
+    seen[x] = 1;
+    const ic_x *e = &c->xs[x];
+    if (e->kind == X_LOADF && e->a < 0 && *n < cap) out[(*n)++] = x;
+    if (e->kind == X_ROWVAL) return;
+    collect_loads(c, e->a, seen, out, n, cap);
+    collect_loads(c, e->b, seen, out, n, cap);
+    collect_loads(c, e->c, seen, out, n, cap);
+}
+
+/* A pointwise kernel stored contiguously along its last var vv that loads an input with a
+ * stride along vv but contiguously along another var u (x.t() + y): a transpose tile.
+ * TORCHC_GPU_TILE=0 turns it off. */
+static bool choose_tile(ic_ctx *c, ic_kernel *k, plan *P) {
+    const char *env = getenv("TORCHC_GPU_TILE");
+    if ((env && !strcmp(env, "0")) || k->has_red || k->ninner < 1) return false;
+    int32_t vars[2 * IC_MAX_DIMS];
+    int64_t sizes[2 * IC_MAX_DIMS];
+    int nv = 0;
+    for (int i = 0; i < k->nouter; i++) vars[nv] = k->ovar[i], sizes[nv++] = k->osize[i];
+    for (int i = 0; i < k->ninner; i++) vars[nv] = k->ivar[i], sizes[nv++] = k->isize[i];
+    int32_t vv = vars[nv - 1];
+    int64_t sv = sizes[nv - 1];
+    if (sv < 32) return false;
+    bool na;
+    uint8_t *seen = ic_alloc(c, (size_t)c->nxs + 1);
+    ic_xid loads[64];
+    int nl = 0;
+    for (int j = 0; j < k->nitems; j++) {
+        const ic_item *it = &k->items[j];
+        if (!it->store) continue;
+        if (ix_coeff(c, it->out_ix, vv, &na) != 1 || na) return false;
+        collect_loads(c, it->expr, seen, loads, &nl, 64);
+    }
+    if (nl >= 64) return false;
+    memset(P, 0, sizeof *P);
+    int32_t u = -1;
+    int64_t su = 0;
+    for (int l = 0; l < nl; l++) {
+        const ic_x *e = &c->xs[loads[l]];
+        int64_t cv = ix_coeff(c, e->ix, vv, &na);
+        if (na || cv == 0 || cv == 1) continue; /* contiguous or broadcast along vv */
+        int w = -1;
+        for (int d = 0; d < nv - 1 && w < 0; d++) {
+            bool na2;
+            if (ix_coeff(c, e->ix, vars[d], &na2) == 1 && !na2) w = d;
+        }
+        if (w < 0) continue;
+        if (u >= 0 && vars[w] != u) return false;
+        u = vars[w];
+        su = sizes[w];
+        int esz = (int)ic_dtype_size(e->dtype);
+        if (P->ntx == 4 || (P->ntx && esz != P->tesz)) return false;
+        P->tesz = esz;
+        P->tx[P->ntx++] = loads[l];
+    }
+    if (!P->ntx || su < 32) return false;
+    char msg[160];
+    if (ic_gpu_tile_map(&P->tile, 8 * P->tesz, msg, sizeof msg)) return false;
+    P->mode = P_TILE;
+    P->V = 1;
+    P->Bk = 256;
+    P->vv = vv;
+    P->tu = u;
+    P->su = su;
+    P->sv = sv;
+    P->ntu = (su + 31) / 32;
+    P->ntv = (sv + 31) / 32;
+    int64_t nob = 1, N = 1;
+    for (int d = 0; d < nv; d++) {
+        N *= sizes[d];
+        if (vars[d] == u || vars[d] == vv) continue;
+        P->obv[P->nob] = vars[d];
+        P->obs[P->nob++] = sizes[d];
+        nob *= sizes[d];
+    }
+    P->G = N;
+    int64_t grid = P->ntu * P->ntv * nob;
+    if (grid > 0x7FFFFFFF) return false;
+    P->grid = (unsigned)grid;
+    return true;
+}
+
 /* i32 index math when every offset and counter stays far below 2^31 */
 static bool fits_i32(ic_ctx *c, ic_kernel *k, const plan *P) {
     const int64_t lim = ((int64_t)1 << 31) - ((int64_t)1 << 25);
-    int64_t total = P->mode == P_POINTWISE ? P->G * P->V : P->rows * ((P->C + UNROLL) * P->T + 1) * P->V;
+    int64_t total = P->mode != P_ROWS ? P->G * P->V : P->rows * ((P->C + UNROLL) * P->T + 1) * P->V;
     if (total >= lim || P->rows + P->R >= lim) return false;
     int64_t rows = 1;
     for (int i = 0; i < k->nouter; i++) rows *= k->osize[i];
@@ -1634,11 +1814,21 @@ static void gen_variant(gg *g, ic_kernel *k, const plan *P, ic_gvariant *out, co
         LLVMSetLinkage(g->smem, LLVMInternalLinkage);
         LLVMSetAlignment(g->smem, 16);
     }
+    if (P->mode == P_TILE) { /* the transposed loads' tiles, 1024 elements each */
+        char sn[64];
+        snprintf(sn, sizeof sn, "%s_tile", name);
+        LLVMTypeRef at = LLVMArrayType(g->cg.i8, (unsigned)(P->ntx * 1024 * P->tesz));
+        g->smem = LLVMAddGlobalInAddressSpace(g->cg.mod, at, sn, 3);
+        LLVMSetInitializer(g->smem, LLVMGetUndef(at));
+        LLVMSetLinkage(g->smem, LLVMInternalLinkage);
+        LLVMSetAlignment(g->smem, 16);
+    }
     LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(g->cg.ctx, fn, "entry");
     LLVMBasicBlockRef start = LLVMAppendBasicBlockInContext(g->cg.ctx, fn, "start");
     LLVMPositionBuilderAtEnd(B, start);
     g->tid = sreg(g, "llvm.nvvm.read.ptx.sreg.tid.x");
     if (P->mode == P_POINTWISE) emit_pointwise(g, k);
+    else if (P->mode == P_TILE) emit_tile(g, k);
     else emit_rows(g, k);
     LLVMBuildRetVoid(B);
     LLVMPositionBuilderAtEnd(B, entry);
@@ -1688,6 +1878,7 @@ typedef struct gres { /* LLVM objects released on every path */
     LLVMBuilderRef b;
     LLVMTargetMachineRef tm;
     ic_gpu *gpu;
+    char *key; /* disk cache key (runtime/gpu_cache.c) */
 } gres;
 
 static void gres_free(gres *R) {
@@ -1696,6 +1887,7 @@ static void gres_free(gres *R) {
     if (R->ctx) LLVMContextDispose(R->ctx);
     if (R->tm) LLVMDisposeTargetMachine(R->tm);
     if (R->gpu) ic_gpu_free(R->gpu);
+    free(R->key);
     memset(R, 0, sizeof *R);
 }
 
@@ -1715,6 +1907,41 @@ static void describe_append(ic_compiled *out, const ic_gpu *G) {
     }
 }
 
+/* Disk cache key: everything the PTX and the launch plan depend on. malloc'd or NULL. */
+static char *cache_key(ic_ctx *c, int tsm, int nsm) {
+    char *text = ic_graph_to_string(c->g);
+    if (!text) return NULL;
+    char build[600];
+    ic_gcache_build_id(build, sizeof build);
+    ic_str s = {0};
+    const char *tile = getenv("TORCHC_GPU_TILE");
+    ic_str_printf(&s, "%s|sm=%d|nsm=%d|driver=%d|%s|%s|LLVM %d|tile=%s", text, tsm, nsm, ic_cuda_driver_version(),
+                  ic_version(), build, LLVM_VERSION_MAJOR, tile ? tile : "");
+    free(text);
+    if (s.oom) {
+        free(s.s);
+        return NULL;
+    }
+    return s.s;
+}
+
+/* A cache hit: plan + PTX from disk, loaded; 0 when used, -1 on a miss (compile). */
+static int from_cache(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
+    int64_t ws = 0;
+    ic_gpu *G = ic_gcache_get(R->key, c->nbufs, &ws);
+    if (!G) return -1;
+    char msg[512];
+    if (ws < c->ws_size || ic_cuda_load(G, dev, msg, sizeof msg)) { /* stale or unloadable: rebuild */
+        ic_gpu_free(G);
+        return -1;
+    }
+    G->device = dev;
+    c->ws_size = ws;
+    describe_append(out, G);
+    out->gpu = G;
+    return 0;
+}
+
 static void codegen(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
     int sm = 90, nsm = 132;
     bool ptx_only = ic_gpu_ptx_only(&sm) != 0;
@@ -1723,6 +1950,10 @@ static void codegen(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
         if (ic_cuda_device_info(dev, &sm, &nsm, msg, sizeof msg)) ic_fail(c, IC_EUNSUPPORTED, "CUDA: %s", msg);
     }
     int tsm = sm > 90 ? 90 : sm < 52 ? 52 : sm;
+    if (!ptx_only && !c->debug && ic_gcache_enabled()) {
+        R->key = cache_key(c, tsm, nsm);
+        if (R->key && from_cache(c, out, dev, R) == 0) return;
+    }
     pthread_once(&init_once, init_nvptx);
     const char *triple = "nvptx64-nvidia-cuda";
     LLVMTargetRef target;
@@ -1812,8 +2043,12 @@ static void codegen(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
     if (!gpu->k) ic_fail(c, IC_ENOMEM, "out of memory");
     static int module_counter;
     int mid = __atomic_fetch_add(&module_counter, 1, __ATOMIC_RELAXED);
-    for (int ki = 0; ki < c->nkernels; ki++) {
+    for (int ki = 0, ext = 0; ki < c->nkernels; ki++) {
         ic_kernel *k = &c->kernels[ki];
+        if (k->is_ext) { /* extern call: the runtime calls the handler between launches */
+            gpu->k[gpu->nkernels++].ext = ++ext;
+            continue;
+        }
         if (kernel_empty(k)) continue;
         int32_t vv = -1;
         int64_t vsize = 1;
@@ -1823,8 +2058,11 @@ static void codegen(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
         }
         int V = choose_vec(c, k, vv, vsize, k->has_red);
         int nvar = V > 1 ? 2 : 1;
+        plan *TP = ic_alloc(c, sizeof *TP);
+        bool tile = choose_tile(c, k, TP);
+        if (tile) V = 1, nvar = 1;
         /* split rows: partial slots in extra workspace, launches per pass, then a final one */
-        int S = choose_split(k, nsm);
+        int S = tile ? 0 : choose_split(k, nsm);
         int *slot = ic_alloc(c, ((size_t)k->nitems + 1) * sizeof(int));
         int nslot = 0, nfinal = 0; /* nfinal: stores the final launch makes */
         int64_t part_off = -1;
@@ -1855,7 +2093,8 @@ static void codegen(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
             ic_gkernel *K = &gpu->k[gpu->nkernels++];
             for (int v = 0; v < nvar; v++) {
                 plan P;
-                plan_kernel(c, k, &P, v == 0 ? V : 1, nsm, S, passes[q], slot);
+                if (tile) P = *TP;
+                else plan_kernel(c, k, &P, v == 0 ? V : 1, nsm, S, passes[q], slot);
                 if (P.grid == 0) continue;
                 if ((int64_t)P.grid > 0x7FFFFFFF) ic_fail(c, IC_EUNSUPPORTED, "GPU grid too large");
                 g->ity = fits_i32(c, k, &P) ? g->cg.i32 : g->cg.i64;
@@ -1917,6 +2156,7 @@ static void codegen(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
     LLVMDisposeMemoryBuffer(mb);
     if (c->debug & IC_DEBUG_PTX) fprintf(stderr, "=== torchc ptx ===\n%s\n", gpu->ptx);
     if (!ptx_only && ic_cuda_load(gpu, dev, msg, sizeof msg)) ic_fail(c, IC_EINTERNAL, "CUDA: %s", msg);
+    if (R->key) ic_gcache_put(R->key, gpu, c->ws_size);
     describe_append(out, gpu);
     out->gpu = gpu;
     R->gpu = NULL;

@@ -73,3 +73,20 @@ void ic_dim_print(ic_str *s, ic_dim d) {
         first = false;
     }
 }
+
+bool ic_sym_decode(const ic_ctx *c, int64_t v, ic_dim *out) {
+    ic_dim d = {.coef = v};
+    if (!ic_tainted(c, v)) {
+        *out = d;
+        return true;
+    }
+    if (v < 0) return false;
+    for (int k = 0; k < IC_MAX_SYMS; k++)
+        while (c->symH[k] && d.coef % c->symH[k] == 0 && d.exp[k] < 255) {
+            d.coef /= c->symH[k];
+            d.exp[k]++;
+        }
+    if (d.coef < 1 || d.coef >= IC_SYM_BAND || ic_dim_is_static(d)) return false;
+    *out = d;
+    return true;
+}

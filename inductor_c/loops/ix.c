@@ -59,6 +59,11 @@ static bool sum_eq(ic_ctx *c, int32_t a, int32_t b) {
 }
 
 static ic_ix intern_lin(ic_ctx *c, const lin *l) {
+    if (c->dyn) { /* a symbolic stride or offset is not a constant: not supported */
+        bool bad = ic_tainted(c, l->off);
+        for (int i = 0; i < l->n; i++) bad |= ic_tainted(c, l->coeff[i]);
+        if (bad) ic_fail(c, IC_EUNSUPPORTED, "dynamic shapes: a symbolic stride or offset in an index");
+    }
     int first = c->nterms;
     uint64_t h = ic_hmix(0x1234, (uint64_t)l->off);
     for (int i = 0; i < l->n; i++) {
@@ -104,6 +109,7 @@ static void atom_range(ic_ctx *c, int32_t id, int64_t *lo, int64_t *hi) {
         int64_t s = c->var_size[a->var];
         *lo = 0;
         *hi = s > 0 ? s - 1 : 0;
+        if (ic_tainted(c, s) && !c->range_hint) *hi = IC_SYM_UNBOUNDED; /* symbolic extent */
         return;
     }
     int64_t l, h;
@@ -273,6 +279,8 @@ static const ix_atom *sole_atom(ic_ctx *c, const lin *l) {
 
 static ic_ix modidx(ic_ctx *c, ic_ix x, int64_t d, int64_t m) {
     if (d <= 0 || m < 0) ic_fail(c, IC_EINTERNAL, "modidx: bad divisor");
+    if (ic_tainted(c, d) || ic_tainted(c, m))
+        ic_fail(c, IC_EUNSUPPORTED, "dynamic shapes: division of an index by a symbolic size");
     lin l;
     to_lin(c, x, &l);
     if (l.n == 0) {

@@ -4,7 +4,7 @@
  * Produces: c->ln[v] for every value: L_INPUT (a buffer), L_CONST (a scalar), L_POINTWISE
  *   (body over one fresh index var per output dim), L_REDUCE (body over one var per input
  *   dim; red_mask tells which are reduced). Bodies load operands with X_LOAD(value, tuple),
- *   one index per operand dim. Broadcast, expand, permute and reshape are index maps here:
+ *   one index per operand dim. L_EXTERN: an extern call's result, read like an input. Broadcast, expand, permute and reshape are index maps here:
  *   no view ever copies. Operands are cast to the compute dtype (torch promotion); f16/bf16
  *   math is done in f32 and rounded back after every op (eager semantics); reductions of
  *   half types accumulate in f32.
@@ -126,9 +126,18 @@ static ic_xid lower_pointwise(ic_ctx *c, ic_val v, const ic_node *n, const int32
                 lin = ix_add(c, lin, ix_scale(c, ix_var(c, var[j]), n->meta.strides[j]));
         ic_meta cm = *am;
         ic_contiguous_strides(&cm);
-        for (int i = 0; i < am->ndim; i++)
-            T[i] = am->sizes[i] == 1 ? ix_const(c, 0)
-                                     : ix_mod(c, ix_div(c, lin, cm.strides[i]), am->sizes[i]);
+        int64_t before = 1; /* elements of the dims before i */
+        for (int i = 0; i < am->ndim; i++) {
+            int64_t md = am->sizes[i];
+            /* a symbolic size is only possible without a modulus: lin // stride < size
+             * holds when every earlier dim has size 1 */
+            if (ic_tainted(c, md)) {
+                if (before != 1) ic_fail(c, IC_EUNSUPPORTED, "dynamic shapes: reshape splitting a symbolic dim");
+                md = 0;
+            }
+            T[i] = am->sizes[i] == 1 ? ix_const(c, 0) : ix_mod(c, ix_div(c, lin, cm.strides[i]), md);
+            before *= am->sizes[i];
+        }
     } else {
         ic_fail(c, IC_EUNSUPPORTED, "lowering of %s is not implemented", ic_op_name(n->op));
     }
@@ -142,8 +151,8 @@ void ic_lower(ic_ctx *c) {
     for (ic_val v = 0; v < g->n; v++) {
         const ic_node *n = &g->nodes[v];
         ic_lnode *L = &c->ln[v];
-        if (n->op == IC_OP_INPUT) {
-            L->kind = L_INPUT;
+        if (n->op == IC_OP_INPUT || n->op == IC_OP_EXTERN) {
+            L->kind = n->op == IC_OP_INPUT ? L_INPUT : L_EXTERN;
             L->body = L->body2 = -1;
             continue;
         }
@@ -199,6 +208,10 @@ void ic_loops_print(ic_ctx *c, ic_str *s) {
     for (ic_val v = 0; v < g->n; v++) {
         const ic_lnode *L = &c->ln[v];
         if (L->kind == L_INPUT || L->kind == L_CONST) continue;
+        if (L->kind == L_EXTERN) {
+            ic_str_printf(s, "%%%d = extern %s\n", v, ic_extern_name(g->nodes[v].ext_kind));
+            continue;
+        }
         if (c->live && !c->live[v]) continue;
         ic_str_printf(s, "%%%d = %s %s[", v, L->kind == L_REDUCE ? "reduction" : "pointwise",
                       ic_op_name(g->nodes[v].op));

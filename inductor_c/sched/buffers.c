@@ -4,7 +4,14 @@
  * Produces: bufs[i].offset (64-byte aligned) inside one workspace of c->ws_size bytes.
  *   An intermediate lives from the kernel that stores it to the last kernel that loads it;
  *   a slot is reused by a later buffer once its last reader has finished (never inside
+ *   the same kernel, so no kernel sees two buffers in one slot). An extern call counts as
+ *   a kernel that stores its output and reads its operands.
  *   the same kernel, so no kernel sees two buffers in one slot).
+ * Dynamic graphs: byte sizes are monomials in the symbols (decoded from the tainted
+ *   sizes); a slot is reused only by a buffer of the same monomial with a coefficient no
+ *   larger, so it fits for every symbol value. c->slot_dim / c->buf_slot let the runtime
+ *   lay the slots out for the actual values (c->ws_size and offsets are only the layout at
+ *   the internal hints, for the verifier).
  * Keeps: everything else.
  */
 #include <string.h>
@@ -34,6 +41,17 @@ void ic_plan_buffers(ic_ctx *c) {
     for (int ki = 0; ki < c->nkernels; ki++) {
         ic_kernel *k = &c->kernels[ki];
         uint8_t *seen = ic_alloc(c, (size_t)c->nxs);
+        if (k->is_ext) {
+            const ic_node *n = &c->g->nodes[k->ext_v];
+            int ob = c->buf_of[k->ext_v];
+            if (first[ob] < 0) first[ob] = ki;
+            if (last[ob] < ki) last[ob] = ki;
+            for (int i = 0; i < 3 && n->in[i] >= 0; i++) {
+                int b = c->buf_of[n->in[i]];
+                if (b < 0) ic_fail(c, IC_EINTERNAL, "extern operand %%%d without a buffer", n->in[i]);
+                if (last[b] < ki) last[b] = ki;
+            }
+        }
         for (int j = 0; j < k->nitems; j++) {
             ic_item *it = &k->items[j];
             if (it->store && first[it->buf] < 0) first[it->buf] = ki;
@@ -45,17 +63,24 @@ void ic_plan_buffers(ic_ctx *c) {
     /* slots: size and the kernel after which they are free */
     int nslots = 0;
     int64_t *ssize = ic_alloc(c, (size_t)(nb + 1) * sizeof(int64_t));
+    ic_dim *sdim = ic_alloc(c, (size_t)(nb + 1) * sizeof(ic_dim));
     int *sfree = ic_alloc(c, (size_t)(nb + 1) * sizeof(int));
     int *slot_of = ic_alloc(c, (size_t)(nb + 1) * sizeof(int));
     for (int ki = 0; ki < c->nkernels; ki++) {
         for (int b = 0; b < nb; b++) {
             if (c->bufs[b].kind != 2 || first[b] != ki) continue;
             int64_t need = (c->bufs[b].nbytes + 63) & ~(int64_t)63;
+            ic_dim nd;
+            if (!ic_sym_decode(c, c->bufs[b].nbytes, &nd))
+                ic_fail(c, IC_EUNSUPPORTED, "dynamic shapes: buffer size is not a monomial");
             int best = -1;
-            for (int s = 0; s < nslots; s++)
-                if (sfree[s] < ki && ssize[s] >= need && (best < 0 || ssize[s] < ssize[best]))
-                    best = s;
-            if (best < 0) {
+            for (int s = 0; s < nslots; s++) {
+                bool fits = ssize[s] >= need;
+                if (c->dyn)
+                    fits = sdim[s].coef >= nd.coef && !memcmp(sdim[s].exp, nd.exp, sizeof nd.exp);
+                if (sfree[s] < ki && fits && (best < 0 || ssize[s] < ssize[best])) best = s;
+            }
+            if (best < 0 && !c->dyn) {
                 /* grow the largest free slot rather than adding one */
                 for (int s = 0; s < nslots; s++)
                     if (sfree[s] < ki && (best < 0 || ssize[s] > ssize[best])) best = s;
@@ -64,6 +89,7 @@ void ic_plan_buffers(ic_ctx *c) {
             if (best < 0) {
                 best = nslots++;
                 ssize[best] = need;
+                sdim[best] = nd;
             }
             sfree[best] = last[b];
             slot_of[b] = best;
@@ -78,4 +104,8 @@ void ic_plan_buffers(ic_ctx *c) {
     for (int b = 0; b < nb; b++)
         if (c->bufs[b].kind == 2) c->bufs[b].offset = soff[slot_of[b]];
     c->ws_size = off;
+    c->nslots = nslots;
+    c->slot_dim = sdim;
+    c->buf_slot = ic_alloc(c, (size_t)(nb + 1) * sizeof(int));
+    for (int b = 0; b < nb; b++) c->buf_slot[b] = c->bufs[b].kind == 2 ? slot_of[b] : -1;
 }

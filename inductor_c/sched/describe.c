@@ -5,11 +5,19 @@
  *     pass 0: reduce sum %3 fused(%2,%3) noStore
  *     row: store %4 -> buf2 fused(%4)
  *     pass 1: store %9 -> out0 fused(%5,%6,%7,%8,%9)
+ *   kernel k1: extern mm(in0, in1) -> tmp3 (%2)
  *   buffers: in0 f32[4096,1024]; out0 f32[4096,1024]; tmp2 f32[4096,1] @0
  */
 #include <stdlib.h>
 
 #include "../ic_internal.h"
+
+/* a size: symbolic ones (dynamic graphs) as their monomial, e.g. 16*s0 */
+static void num(ic_ctx *c, ic_str *s, int64_t v) {
+    ic_dim d;
+    if (ic_tainted(c, v) && ic_sym_decode(c, v, &d)) ic_dim_print(s, d);
+    else ic_str_printf(s, "%lld", (long long)v);
+}
 
 static void bufname(ic_ctx *c, ic_str *s, int b) {
     const ic_buffer *B = &c->bufs[b];
@@ -23,11 +31,30 @@ char *ic_describe_kernels(ic_ctx *c, bool detail) {
     ic_str s = {0};
     for (int ki = 0; ki < c->nkernels; ki++) {
         const ic_kernel *k = &c->kernels[ki];
+        if (k->is_ext) {
+            const ic_node *n = &c->g->nodes[k->ext_v];
+            ic_str_printf(&s, "kernel %s: extern %s(", k->name, ic_extern_name(n->ext_kind));
+            for (int i = 0; i < 3 && n->in[i] >= 0; i++) {
+                ic_str_printf(&s, "%s", i ? ", " : "");
+                bufname(c, &s, c->buf_of[n->in[i]]);
+            }
+            ic_str_printf(&s, ") -> ");
+            bufname(c, &s, c->buf_of[k->ext_v]);
+            ic_str_printf(&s, " (%%%d)\n", k->ext_v);
+            continue;
+        }
         ic_str_printf(&s, "kernel %s: outer [", k->name);
-        for (int i = 0; i < k->nouter; i++) ic_str_printf(&s, "%s%lld", i ? "," : "", (long long)k->osize[i]);
+        for (int i = 0; i < k->nouter; i++) {
+            ic_str_printf(&s, "%s", i ? "," : "");
+            num(c, &s, k->osize[i]);
+        }
         ic_str_printf(&s, "] inner [");
-        for (int i = 0; i < k->ninner; i++) ic_str_printf(&s, "%s%lld", i ? "," : "", (long long)k->isize[i]);
-        ic_str_printf(&s, "] iters %lld", (long long)k->iters);
+        for (int i = 0; i < k->ninner; i++) {
+            ic_str_printf(&s, "%s", i ? "," : "");
+            num(c, &s, k->isize[i]);
+        }
+        ic_str_printf(&s, "] iters ");
+        num(c, &s, k->iters);
         if (k->ntiles > 1 && !k->nob) ic_str_printf(&s, " %s %lldx%lld", k->split ? "split" : "tiles", (long long)k->ntiles, (long long)k->tile);
         if (k->vec_outer) ic_str_printf(&s, " vec_outer");
         if (k->nob) ic_str_printf(&s, " blocked %dx%d", IC_BLOCK_ROWS, IC_BLOCK_COLS);
@@ -67,11 +94,24 @@ char *ic_describe_kernels(ic_ctx *c, bool detail) {
         ic_str_printf(&s, "%s ", b ? ";" : "");
         bufname(c, &s, b);
         ic_str_printf(&s, " %s[", ic_dtype_name(B->dtype));
-        for (int d = 0; d < B->meta.ndim; d++) ic_str_printf(&s, "%s%lld", d ? "," : "", (long long)B->meta.sizes[d]);
+        for (int d = 0; d < B->meta.ndim; d++) {
+            ic_str_printf(&s, "%s", d ? "," : "");
+            num(c, &s, B->meta.sizes[d]);
+        }
         ic_str_printf(&s, "]");
-        if (B->kind == 2) ic_str_printf(&s, " @%lld", (long long)B->offset);
+        if (B->kind == 2 && c->dyn) ic_str_printf(&s, " @slot%d", c->buf_slot[b]);
+        else if (B->kind == 2) ic_str_printf(&s, " @%lld", (long long)B->offset);
     }
-    ic_str_printf(&s, "\nworkspace %lld bytes\n", (long long)c->ws_size);
+    if (c->dyn) {
+        ic_str_printf(&s, "\nworkspace slots [");
+        for (int i = 0; i < c->nslots; i++) {
+            ic_str_printf(&s, "%s", i ? ", " : "");
+            ic_dim_print(&s, c->slot_dim[i]);
+        }
+        ic_str_printf(&s, "] bytes (symbolic)\n");
+    } else {
+        ic_str_printf(&s, "\nworkspace %lld bytes\n", (long long)c->ws_size);
+    }
     if (s.oom) {
         free(s.s);
         ic_fail(c, IC_ENOMEM, "out of memory");

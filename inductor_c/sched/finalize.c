@@ -13,6 +13,13 @@
  *     blocked    pointwise with transposed reads: 2-D blocks of rows x columns
  *     vec_outer  reductions contiguous along the kept dim: lanes along it
  *     split      one huge row: parallel parts with partial accumulators + combine
+ *   Extern kernels get their output buffer (an intermediate unless it is a graph output)
+ *   and mark their operands as needed in memory; they have no loops.
+ * Dynamic graphs: an outer var of symbolic (tainted) size must be the first one (the
+ *   caller's iteration range covers it: the kernel never needs its size), else
+ *   IC_EUNSUPPORTED; inner vars may be symbolic (runtime loop bounds from the symbol
+ *   values); tiles/split/vec_outer/blocking never cut a symbolic var. Pointwise kernels
+ *   keep a symbolic var apart (no collapse) and, when it is last, get no inner loop.
  * Keeps: item order and positions. Breaks: out_ixv (tuples are stale after collapsing).
  */
 #include <string.h>
@@ -88,6 +95,8 @@ static ic_xid to_flat(rw *R, ic_xid x) {
         int b = c->buf_of[e.buf];
         if (b < 0) ic_fail(c, IC_EINTERNAL, "gather from %%%d without a buffer", e.buf);
         const ic_meta *m = &c->bufs[b].meta;
+        if (ic_tainted(c, m->strides[e.aux]) || ic_tainted(c, m->sizes[e.aux]))
+            ic_fail(c, IC_EUNSUPPORTED, "dynamic shapes: index_select with a symbolic stride");
         r = x_gatherf(c, b, flat(c, e.ix, m), to_flat(R, e.a), m->strides[e.aux], m->sizes[e.aux], e.dtype);
         break;
     }
@@ -162,6 +171,8 @@ static bool collapse(ic_ctx *c, ic_kernel *k, int32_t *list, int64_t *size, int 
     int32_t u = list[i], w = list[i + 1];
     int64_t su = size[i], sw = size[i + 1];
     if (su == 0 || sw == 0) return false;
+    /* pointwise: a symbolic var stays apart (the first outer loop, the threads' range) */
+    if (!k->has_red && (ic_tainted(c, su) || ic_tainted(c, sw))) return false;
     int32_t z = ic_new_var(c, su * sw);
     ic_ix zi = ix_var(c, z);
     int32_t from[2] = {u, w};
@@ -291,7 +302,7 @@ static void row_scratch(ic_ctx *c, ic_kernel *k, const bool *external) {
         if (!it->store || it->kind != IT_STORE || !it->inner || external[it->v]) continue;
         ic_buffer *B = &c->bufs[it->buf];
         int64_t esz = (int64_t)ic_dtype_size(B->dtype);
-        if (B->kind != 2 || rowsize * esz > IC_ROW_SCRATCH_MAX) continue;
+        if (B->kind != 2 || ic_tainted(c, rowsize) || rowsize * esz > IC_ROW_SCRATCH_MAX) continue;
         ic_ix off = ix_subst(c, it->out_ix, from, to, n);
         int64_t lo, hi;
         ix_range(c, off, &lo, &hi);
@@ -340,7 +351,7 @@ static void choose_vec_outer(ic_ctx *c, ic_kernel *k) {
     for (int j = 0; j < k->nitems; j++)
         if (k->items[j].store && c->bufs[k->items[j].buf].kind == 3) return; /* row scratch */
     int32_t ov = k->ovar[k->nouter - 1], iv = k->ivar[k->ninner - 1];
-    if (k->osize[k->nouter - 1] < 16) return;
+    if (k->osize[k->nouter - 1] < 16 || ic_tainted(c, k->osize[k->nouter - 1])) return;
     int n_in = 0, n_out = 0;
     uint8_t *seen = ic_alloc(c, (size_t)c->nxs);
     for (int j = 0; j < k->nitems; j++)
@@ -364,6 +375,7 @@ static void choose_split(ic_ctx *c, ic_kernel *k, int64_t inner) {
     k->split = false;
     k->partial_buf = -1;
     if (!k->has_red || k->nouter != 0 || k->ninner < 1 || inner < 65536 || k->isize[0] < 2) return;
+    if (ic_tainted(c, k->isize[0])) return; /* the parts would need a runtime size */
     for (int j = 0; j < k->nitems; j++) {
         int p = k->items[j].pos;
         if (p == 0 || (p % 2 == 1 && p != 1)) return;
@@ -398,7 +410,7 @@ static void choose_blocking(ic_ctx *c, ic_kernel *k, int64_t outer, int64_t inne
     k->nob = 0;
     if (k->has_red || k->nouter < 1 || k->ninner != 1) return;
     int64_t O = k->osize[k->nouter - 1];
-    if (O < IC_BLOCK_ROWS || inner < IC_BLOCK_COLS) return;
+    if (O < IC_BLOCK_ROWS || inner < IC_BLOCK_COLS || ic_tainted(c, O)) return;
     int32_t ov = k->ovar[k->nouter - 1], iv = k->ivar[0];
     /* some load is far apart along iv while near along ov */
     uint8_t *seen = ic_alloc(c, (size_t)c->nxs);
@@ -419,6 +431,10 @@ void ic_finalize_kernels(ic_ctx *c) {
     uint32_t *seen = ic_alloc(c, (size_t)c->nxs * sizeof(uint32_t)), gen = 0;
     for (int ki = 0; ki < c->nkernels; ki++) {
         ic_kernel *k = &c->kernels[ki];
+        if (k->is_ext) { /* an extern call reads its operands from memory */
+            const ic_node *n = &g->nodes[k->ext_v];
+            for (int i = 0; i < 3 && n->in[i] >= 0; i++) needed[n->in[i]] = external[n->in[i]] = true;
+        }
         for (int j = 0; j < k->nitems; j++)
             mark_needed(c, needed, external, ki, k->items[j].pos, k->items[j].expr, seen, ++gen);
     }
@@ -437,6 +453,11 @@ void ic_finalize_kernels(ic_ctx *c) {
     }
     for (int ki = 0; ki < c->nkernels; ki++) {
         ic_kernel *k = &c->kernels[ki];
+        if (k->is_ext && c->buf_of[k->ext_v] < 0) {
+            ic_meta m = g->nodes[k->ext_v].meta;
+            ic_contiguous_strides(&m);
+            c->buf_of[k->ext_v] = add_buffer(c, 2, -1, k->ext_v, &m);
+        }
         for (int j = 0; j < k->nitems; j++) {
             ic_item *it = &k->items[j];
             if (!needed[it->v]) continue;
@@ -451,6 +472,14 @@ void ic_finalize_kernels(ic_ctx *c) {
     }
     for (int ki = 0; ki < c->nkernels; ki++) {
         ic_kernel *k = &c->kernels[ki];
+        if (k->is_ext) {
+            k->nouter = k->ninner = 0;
+            k->ntiles = k->tile = k->iters = 1;
+            k->npos = 0;
+            k->work = 0;
+            snprintf(k->name, sizeof k->name, "k%d", ki);
+            continue;
+        }
         rw R = rw_new(c);
         R.kidx = ki;
         for (int j = 0; j < k->nitems; j++) {
@@ -486,7 +515,10 @@ void ic_finalize_kernels(ic_ctx *c) {
                 k->ovar[k->nouter] = all[i];
                 k->osize[k->nouter++] = asz[i];
             }
-            if (na > 0) {
+            if (na > 0 && ic_tainted(c, asz[na - 1])) {
+                k->ovar[k->nouter] = all[na - 1]; /* symbolic: no inner loop */
+                k->osize[k->nouter++] = asz[na - 1];
+            } else if (na > 0) {
                 k->ivar[0] = all[na - 1];
                 k->isize[0] = asz[na - 1];
                 k->ninner = 1;
@@ -494,6 +526,11 @@ void ic_finalize_kernels(ic_ctx *c) {
         } else {
             collapse_all(c, k, k->ovar, k->osize, &k->nouter);
             collapse_all(c, k, k->ivar, k->isize, &k->ninner);
+        }
+        if (c->dyn) {
+            for (int i = 1; i < k->nouter; i++)
+                if (ic_tainted(c, k->osize[i]))
+                    ic_fail(c, IC_EUNSUPPORTED, "dynamic shapes: a symbolic dim inside another loop");
         }
         int64_t outer = 1, inner = 1;
         for (int i = 0; i < k->nouter; i++) outer *= k->osize[i];
@@ -511,6 +548,10 @@ void ic_finalize_kernels(ic_ctx *c) {
         choose_vec_outer(c, k);
         choose_split(c, k, inner);
         choose_blocking(c, k, outer, inner);
+        if (c->dyn) /* inner loops of symbolic size run to a runtime bound: never cut */
+            for (int i = 0; i < k->ninner; i++)
+                if (ic_tainted(c, k->isize[i]) && (k->ntiles > 1 || k->split))
+                    ic_fail(c, IC_EUNSUPPORTED, "dynamic shapes: a symbolic inner loop cut in parts");
         k->iters = outer * k->ntiles;
         if (k->vec_outer) k->iters = outer / k->osize[k->nouter - 1] * k->nchunks;
         if (k->nob) k->iters = outer / k->osize[k->nouter - 1] * k->nob * k->ntiles;

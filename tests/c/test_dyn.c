@@ -138,9 +138,376 @@ static void test_graph_errors(void) {
     }
 }
 
+
+/* ---- differential: one dynamic compile vs static compiles at each size ---------------- */
+typedef struct spec {
+    ic_dtype dt;
+    int nd;
+    ic_dim dims[IC_MAX_DIMS];
+    int64_t ibound; /* integer inputs: values in [0, ibound) */
+} spec;
+
+typedef struct bld {
+    ic_graph *g;
+    bool dyn;
+    const int64_t *sym;
+} bld;
+
+static int64_t ev(ic_dim d, const int64_t *sym) {
+    int64_t v = d.coef;
+    for (int k = 0; k < IC_MAX_SYMS; k++)
+        for (int e = 0; e < d.exp[k]; e++) v *= sym[k];
+    return v;
+}
+
+/* reshape/expand with symbolic sizes: the _dyn forms in the dynamic graph, concrete sizes
+ * in the static one (coef -1 stays -1) */
+static ic_val RS(bld *b, ic_val a, int nd, const ic_dim *d) {
+    if (b->dyn) return ic_reshape_dyn(b->g, a, nd, d);
+    int64_t s[IC_MAX_DIMS];
+    for (int i = 0; i < nd; i++) s[i] = d[i].coef == -1 ? -1 : ev(d[i], b->sym);
+    return ic_reshape(b->g, a, nd, s);
+}
+static ic_val EX(bld *b, ic_val a, int nd, const ic_dim *d) {
+    if (b->dyn) return ic_expand_dyn(b->g, a, nd, d);
+    int64_t s[IC_MAX_DIMS];
+    for (int i = 0; i < nd; i++) s[i] = d[i].coef == -1 ? -1 : ev(d[i], b->sym);
+    return ic_expand(b->g, a, nd, s);
+}
+
+typedef void (*build_fn)(bld *b, const ic_val *in);
+
+static uint64_t rng = 0x9E3779B97F4A7C15ull;
+static double rnd01(void) {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (double)(rng >> 11) / 9007199254740992.0;
+}
+
+static void make_inputs(ic_graph *g, const spec *sp, int n, const int64_t *sym, bool dyn, ic_val *in) {
+    for (int i = 0; i < n; i++) {
+        ic_meta m = {.dtype = sp[i].dt, .ndim = sp[i].nd};
+        int64_t st = 1;
+        for (int d = sp[i].nd - 1; d >= 0; d--) {
+            m.sizes[d] = ev(sp[i].dims[d], sym);
+            m.dims[d] = sp[i].dims[d];
+            m.strides[d] = st;
+            st *= m.sizes[d];
+        }
+        in[i] = dyn ? ic_input_dyn(g, &m) : ic_input(g, &m);
+    }
+}
+
+static size_t nbytes_of(const ic_meta *m) {
+    size_t n = ic_dtype_size(m->dtype);
+    for (int d = 0; d < m->ndim; d++) n *= (size_t)m->sizes[d];
+    return n;
+}
+
+static double get(const void *p, ic_dtype t, size_t i) {
+    switch (t) {
+    case IC_F32: return ((const float *)p)[i];
+    case IC_F64: return ((const double *)p)[i];
+    case IC_I64: return (double)((const int64_t *)p)[i];
+    case IC_I32: return ((const int32_t *)p)[i];
+    case IC_BOOL: return ((const uint8_t *)p)[i];
+    default: return NAN;
+    }
+}
+
+static void fill(void *p, ic_dtype t, size_t n, int64_t ibound) {
+    for (size_t i = 0; i < n; i++) {
+        double r = rnd01();
+        switch (t) {
+        case IC_F32: ((float *)p)[i] = (float)(4 * r - 2); break;
+        case IC_F64: ((double *)p)[i] = 4 * r - 2; break;
+        case IC_I64: ((int64_t *)p)[i] = (int64_t)(r * (double)ibound); break;
+        case IC_I32: ((int32_t *)p)[i] = (int32_t)(r * (double)ibound); break;
+        default: ((uint8_t *)p)[i] = r < 0.5; break;
+        }
+    }
+}
+
+static double t_dyn_compile, t_static_compile; /* seconds, summed over the cases */
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Compiles fn once with symbols (hint: hint[]) and compares with static compiles at each
+ * of the nv symbol-value sets. want: IC_OK, or the code the dynamic compile must return. */
+static void diff_case(const char *name, const spec *sp, int nin, build_fn fn, const int64_t *hint,
+                      const int64_t (*vals)[IC_MAX_SYMS], int nv, ic_errcode want) {
+    cur_test = name;
+    ic_options o = {0};
+    ic_err err;
+    ic_graph *g = ic_graph_new();
+    ic_val in[8];
+    make_inputs(g, sp, nin, hint, true, in);
+    bld b = {g, true, hint};
+    fn(&b, in);
+    CHECK(ic_graph_error(g) == NULL, "dyn graph: %s", ic_graph_error(g));
+    double t0 = now();
+    ic_compiled *dc = ic_compile(g, &o, &err);
+    t_dyn_compile += now() - t0;
+    ic_graph_free(g);
+    if (want != IC_OK) {
+        CHECK(!dc && err.code == want, "expected code %d, got %d (%s)", want, dc ? 0 : err.code, err.msg);
+        ic_compiled_free(dc);
+        return;
+    }
+    CHECK(dc != NULL, "dyn compile: %s", err.msg);
+    if (!dc) return;
+    char *desc = ic_compiled_describe(dc);
+    CHECK(desc && (strstr(desc, "s0") || strstr(desc, "s1")), "describe shows the symbols: %s", desc);
+    if (getenv("TEST_DYN_VERBOSE")) fprintf(stderr, "== %s\n%s", name, desc);
+    free(desc);
+    CHECK(ic_compiled_num_syms(dc) >= 1, "num_syms");
+    for (int vi = 0; vi < nv; vi++) {
+        const int64_t *sym = vals[vi];
+        ic_graph *sg = ic_graph_new();
+        make_inputs(sg, sp, nin, sym, false, in);
+        bld sb = {sg, false, sym};
+        fn(&sb, in);
+        t0 = now();
+        ic_compiled *sc = ic_compile(sg, &o, &err);
+        t_static_compile += now() - t0;
+        CHECK(sc != NULL, "static compile at s0=%lld: %s", (long long)sym[0], err.msg);
+        if (!sc) {
+            ic_graph_free(sg);
+            continue;
+        }
+        void *ins[8], *so[8], *dout[8];
+        for (int i = 0; i < nin; i++) {
+            const ic_meta *m = ic_value_meta(sg, in[i]);
+            size_t n = nbytes_of(m);
+            ins[i] = malloc(n + 1);
+            fill(ins[i], m->dtype, n / ic_dtype_size(m->dtype), sp[i].ibound);
+        }
+        int no = ic_compiled_num_outputs(sc);
+        CHECK(no == ic_compiled_num_outputs(dc), "outputs");
+        for (int j = 0; j < no; j++) {
+            ic_meta dm;
+            const ic_meta *sm = ic_compiled_output_meta(sc, j);
+            CHECK(ic_compiled_output_meta_at(dc, j, sym, &dm) == 0, "output_meta_at");
+            bool same = dm.ndim == sm->ndim && dm.dtype == sm->dtype && !dm.dyn;
+            for (int d = 0; same && d < dm.ndim; d++) same = dm.sizes[d] == sm->sizes[d] && dm.strides[d] == sm->strides[d];
+            CHECK(same, "output %d meta differs at s0=%lld", j, (long long)sym[0]);
+            so[j] = malloc(nbytes_of(sm) + 1);
+            dout[j] = malloc(nbytes_of(sm) + 1);
+            memset(dout[j], 0xAB, nbytes_of(sm));
+        }
+        CHECK(ic_run(sc, ins, so, &err) == 0, "static run: %s", err.msg);
+        CHECK(ic_run_dyn(dc, ins, dout, sym, &err) == 0, "dyn run: %s", err.msg);
+        for (int j = 0; j < no; j++) {
+            const ic_meta *sm = ic_compiled_output_meta(sc, j);
+            size_t n = nbytes_of(sm) / ic_dtype_size(sm->dtype);
+            int bad = 0;
+            for (size_t i = 0; i < n && bad < 3; i++) {
+                double x = get(so[j], sm->dtype, i), y = get(dout[j], sm->dtype, i);
+                if (!(fabs(x - y) <= 1e-5 * (1 + fabs(x))) && !(isnan(x) && isnan(y))) {
+                    CHECK(false, "output %d at s=(%lld,%lld) elem %zu: static %g dyn %g", j,
+                          (long long)sym[0], (long long)sym[1], i, x, y);
+                    bad++;
+                }
+            }
+            checks++;
+            free(so[j]);
+            free(dout[j]);
+        }
+        for (int i = 0; i < nin; i++) free(ins[i]);
+        ic_compiled_free(sc);
+        ic_graph_free(sg);
+    }
+    ic_compiled_free(dc);
+}
+
+/* ---- cases --------------------------------------------------------------------------- */
+static const int64_t HINT[IC_MAX_SYMS] = {8, 5};
+static const int64_t VALS[][IC_MAX_SYMS] = {{2, 2}, {3, 7}, {17, 3}, {64, 5}, {100, 9}, {8, 5}};
+#define NV ((int)(sizeof VALS / sizeof VALS[0]))
+
+static ic_val scal(bld *b, double v) { return ic_scalar(b->g, v, IC_F64); }
+
+/* ((x * w + y).relu().exp(), sigmoid(x) - 1) with x [s0,33], w [33], y [s0,1] */
+static void b_pointwise(bld *b, const ic_val *in) {
+    ic_graph *g = b->g;
+    ic_val t = ic_binary(g, IC_OP_ADD, ic_binary(g, IC_OP_MUL, in[0], in[1]), in[2]);
+    t = ic_binary(g, IC_OP_MAXIMUM, t, scal(b, 0));
+    ic_output(g, ic_unary(g, IC_OP_EXP, t));
+    ic_output(g, ic_binary(g, IC_OP_SUB, ic_unary(g, IC_OP_SIGMOID, in[0]), scal(b, 1)));
+}
+
+/* softmax over dim 1 of [s0, 100] */
+static void b_softmax(bld *b, const ic_val *in) {
+    ic_graph *g = b->g;
+    ic_val m = ic_reduce(g, IC_OP_AMAX, in[0], 2u, 1, -1);
+    ic_val e = ic_unary(g, IC_OP_EXP, ic_binary(g, IC_OP_SUB, in[0], m));
+    ic_val s = ic_reduce(g, IC_OP_SUM, e, 2u, 1, -1);
+    ic_output(g, ic_binary(g, IC_OP_DIV, e, s));
+}
+
+/* layernorm over the last dim of [s0, 3, 64] with weight and bias [64] */
+static void b_layernorm(bld *b, const ic_val *in) {
+    ic_graph *g = b->g;
+    ic_val mu = ic_reduce(g, IC_OP_MEAN, in[0], 4u, 1, -1);
+    ic_val d = ic_binary(g, IC_OP_SUB, in[0], mu);
+    ic_val var = ic_reduce(g, IC_OP_MEAN, ic_binary(g, IC_OP_MUL, d, d), 4u, 1, -1);
+    ic_val r = ic_unary(g, IC_OP_RSQRT, ic_binary(g, IC_OP_ADD, var, scal(b, 1e-5)));
+    ic_val y = ic_binary(g, IC_OP_ADD, ic_binary(g, IC_OP_MUL, ic_binary(g, IC_OP_MUL, d, r), in[1]), in[2]);
+    ic_output(g, y);
+    ic_output(g, mu);
+}
+
+/* [s0,16,32] -> [16*s0, 32] (inferred) * 2 -> [s0, 16, 32] + x; plus row sums of the view */
+static void b_reshape(bld *b, const ic_val *in) {
+    ic_graph *g = b->g;
+    ic_val r = RS(b, in[0], 2, (ic_dim[]){K(-1), K(32)});
+    ic_val t = ic_binary(g, IC_OP_MUL, r, scal(b, 2));
+    ic_val back = RS(b, t, 3, (ic_dim[]){S(0), K(16), K(32)});
+    ic_output(g, ic_binary(g, IC_OP_ADD, back, in[0]));
+    ic_output(g, ic_reduce(g, IC_OP_SUM, t, 2u, 0, -1));
+}
+
+/* embedding: weight [50, 24], indices [s0] (values < 50) */
+static void b_embedding(bld *b, const ic_val *in) {
+    ic_graph *g = b->g;
+    ic_val e = ic_index_select(g, in[0], 0, in[1]);
+    ic_output(g, ic_binary(g, IC_OP_MUL, e, scal(b, 3)));
+}
+
+/* 1-D [s0] pointwise (no inner loop) and a sum over a static dim of [s1, 7] */
+static void b_twosyms(bld *b, const ic_val *in) {
+    ic_graph *g = b->g;
+    ic_output(g, ic_binary(g, IC_OP_ADD, ic_binary(g, IC_OP_MUL, in[0], scal(b, 3)), scal(b, 1)));
+    ic_output(g, ic_reduce(g, IC_OP_SUM, in[1], 2u, 0, -1));
+}
+
+/* expand [1, 24] -> [s0, 24], where(x > 0, e, -x), cast to f64 */
+static void b_expand(bld *b, const ic_val *in) {
+    ic_graph *g = b->g;
+    ic_val e = EX(b, in[1], 2, (ic_dim[]){S(0), K(-1)});
+    ic_val c = ic_binary(g, IC_OP_GT, in[0], scal(b, 0));
+    ic_val w = ic_where(g, c, e, ic_unary(g, IC_OP_NEG, in[0]));
+    ic_output(g, ic_cast(g, w, IC_F64));
+}
+
+/* intermediates in the workspace: row sums [s0,16] of x [s0,16,32], seen flat as [16*s0],
+ * feed another kernel; a second intermediate of another size ([s0,16,32] -> exp) */
+static void b_workspace(bld *b, const ic_val *in) {
+    ic_graph *g = b->g;
+    ic_val t = ic_reduce(g, IC_OP_SUM, in[0], 4u, 0, -1);
+    ic_val f = RS(b, t, 1, (ic_dim[]){Ms(16, S(0))});
+    ic_val u = ic_binary(g, IC_OP_MUL, f, scal(b, 2));
+    ic_val v = RS(b, u, 2, (ic_dim[]){S(0), K(16)});
+    ic_val e = ic_unary(g, IC_OP_EXP, ic_binary(g, IC_OP_MUL, in[0], scal(b, 0.5)));
+    ic_val e2 = RS(b, e, 2, (ic_dim[]){K(-1), K(32)});
+    ic_val m = ic_reduce(g, IC_OP_AMAX, e2, 2u, 0, -1);
+    ic_output(g, ic_binary(g, IC_OP_ADD, v, RS(b, m, 2, (ic_dim[]){S(0), K(16)})));
+    ic_output(g, ic_binary(g, IC_OP_SUB, e, ic_unary(g, IC_OP_TANH, e)));
+}
+
+/* sum / mean over the symbolic dim */
+static void b_sum0(bld *b, const ic_val *in) { ic_output(b->g, ic_reduce(b->g, IC_OP_SUM, in[0], 1u, 0, -1)); }
+static void b_mean0(bld *b, const ic_val *in) { ic_output(b->g, ic_reduce(b->g, IC_OP_MEAN, in[0], 1u, 0, -1)); }
+/* ((x - y)^2).mean() over everything, and sum over dims (0, 1) of x */
+static void b_loss(bld *b, const ic_val *in) {
+    ic_graph *g = b->g;
+    ic_val d = ic_binary(g, IC_OP_SUB, in[0], in[1]);
+    ic_output(g, ic_reduce(g, IC_OP_MEAN, ic_binary(g, IC_OP_MUL, d, d), 0u, 0, -1));
+    ic_output(g, ic_reduce(g, IC_OP_SUM, in[0], 3u, 1, -1));
+}
+/* argmax over the symbolic dim, and amax over dim 0 of [s0, 3] */
+static void b_argmax(bld *b, const ic_val *in) {
+    ic_output(b->g, ic_reduce(b->g, IC_OP_ARGMAX, in[0], 1u, 0, -1));
+    ic_output(b->g, ic_reduce(b->g, IC_OP_AMAX, in[1], 1u, 1, -1));
+}
+/* cat along a static dim: [s0,3] ++ [s0,5] -> [s0,8], then * 2; cat of [s0,4] twice along s0 */
+static void b_cat(bld *b, const ic_val *in) {
+    ic_output(b->g, ic_binary(b->g, IC_OP_MUL, ic_cat(b->g, in[0], in[1], 1), scal(b, 2)));
+}
+static void b_cat0(bld *b, const ic_val *in) {
+    ic_output(b->g, ic_binary(b->g, IC_OP_MUL, ic_cat(b->g, in[0], in[0], 0), scal(b, 2)));
+}
+/* transpose with a symbolic dim, made contiguous by an op */
+static void b_transpose(bld *b, const ic_val *in) {
+    ic_output(b->g, ic_binary(b->g, IC_OP_MUL, ic_permute(b->g, in[0], (int[]){1, 0}), scal(b, 2)));
+}
+/* softmax over a symbolic last dim */
+static void b_softmax_sym(bld *b, const ic_val *in) { b_softmax(b, in); }
+
+static void test_diff(void) {
+    diff_case("pointwise", (spec[]){{IC_F32, 2, {S(0), K(33)}}, {IC_F32, 1, {K(33)}}, {IC_F32, 2, {S(0), K(1)}}}, 3,
+              b_pointwise, HINT, VALS, NV, IC_OK);
+    diff_case("softmax", (spec[]){{IC_F32, 2, {S(0), K(100)}}}, 1, b_softmax, HINT, VALS, NV, IC_OK);
+    diff_case("layernorm", (spec[]){{IC_F32, 3, {S(0), K(3), K(64)}}, {IC_F32, 1, {K(64)}}, {IC_F32, 1, {K(64)}}}, 3,
+              b_layernorm, HINT, VALS, NV, IC_OK);
+    diff_case("reshape", (spec[]){{IC_F32, 3, {S(0), K(16), K(32)}}}, 1, b_reshape, HINT, VALS, NV, IC_OK);
+    diff_case("embedding", (spec[]){{IC_F32, 2, {K(50), K(24)}}, {IC_I64, 1, {S(0)}, 50}}, 2, b_embedding, HINT,
+              VALS, NV, IC_OK);
+    diff_case("twosyms", (spec[]){{IC_F32, 1, {S(0)}}, {IC_F32, 2, {S(1), K(7)}}}, 2, b_twosyms, HINT, VALS, NV,
+              IC_OK);
+    diff_case("expand_where", (spec[]){{IC_F32, 2, {S(0), K(24)}}, {IC_F32, 2, {K(1), K(24)}}}, 2, b_expand, HINT,
+              VALS, NV, IC_OK);
+    diff_case("workspace", (spec[]){{IC_F32, 3, {S(0), K(16), K(32)}}}, 1, b_workspace, HINT, VALS, NV, IC_OK);
+    diff_case("sum_over_sym", (spec[]){{IC_F32, 2, {S(0), K(64)}}}, 1, b_sum0, HINT, VALS, NV, IC_OK);
+    diff_case("mean_over_sym", (spec[]){{IC_F32, 2, {S(0), K(64)}}}, 1, b_mean0, HINT, VALS, NV, IC_OK);
+    diff_case("loss_mean_all", (spec[]){{IC_F32, 2, {S(0), K(10)}}, {IC_F32, 2, {S(0), K(10)}}}, 2, b_loss, HINT, VALS,
+              NV, IC_OK);
+    diff_case("argmax_sym", (spec[]){{IC_F32, 1, {S(0)}}, {IC_F32, 2, {S(0), K(3)}}}, 2, b_argmax, HINT, VALS, NV, IC_OK);
+    diff_case("cat_static_dim", (spec[]){{IC_F32, 2, {S(0), K(3)}}, {IC_F32, 2, {S(0), K(5)}}}, 2, b_cat, HINT, VALS,
+              NV, IC_OK);
+    /* large enough for the thread pool (work >= 1M elements) */
+    static const int64_t BIG[][IC_MAX_SYMS] = {{20011, 3}};
+    diff_case("softmax_big", (spec[]){{IC_F32, 2, {S(0), K(100)}}}, 1, b_softmax, HINT, BIG, 1, IC_OK);
+    diff_case("sum_over_sym_big", (spec[]){{IC_F32, 2, {S(0), K(64)}}}, 1, b_sum0, HINT, BIG, 1, IC_OK);
+    diff_case("loss_big", (spec[]){{IC_F32, 2, {S(0), K(10)}}, {IC_F32, 2, {S(0), K(10)}}}, 2, b_loss, HINT, BIG, 1, IC_OK);
+    diff_case("layernorm_big", (spec[]){{IC_F32, 3, {S(0), K(3), K(64)}}, {IC_F32, 1, {K(64)}}, {IC_F32, 1, {K(64)}}}, 3,
+              b_layernorm, HINT, BIG, 1, IC_OK);
+    /* not (yet) supported by the compiler: must say so, never crash or miscompute */
+    diff_case("cat_sym_dim", (spec[]){{IC_F32, 2, {S(0), K(4)}}}, 1, b_cat0, HINT, VALS, NV, IC_EUNSUPPORTED);
+    diff_case("transpose", (spec[]){{IC_F32, 2, {S(0), K(8)}}}, 1, b_transpose, HINT, VALS, NV, IC_EUNSUPPORTED);
+    diff_case("softmax_sym_dim", (spec[]){{IC_F32, 2, {K(4), S(0)}}}, 1, b_softmax_sym, HINT, VALS, NV, IC_EUNSUPPORTED);
+}
+
+/* run-time argument errors: symbol value < 2, sizes that overflow */
+static void test_run_errors(void) {
+    cur_test = "run_errors";
+    ic_graph *g = ic_graph_new();
+    ic_val x = in_dyn(g, IC_F32, 2, (ic_dim[]){S(0), K(4)}, (int64_t[]){8});
+    ic_output(g, ic_binary(g, IC_OP_MUL, x, ic_scalar(g, 2, IC_F64)));
+    ic_err err;
+    ic_compiled *c = ic_compile(g, NULL, &err);
+    CHECK(c != NULL, "compile: %s", err.msg);
+    if (c) {
+        float in[32], out[32];
+        void *ins[1] = {in}, *outs[1] = {out};
+        ic_meta m;
+        CHECK(ic_run_dyn(c, ins, outs, (int64_t[]){1}, &err) != 0 && err.code == IC_EINVALID, "s0 = 1 refused");
+        CHECK(ic_compiled_output_meta_at(c, 0, (int64_t[]){1}, &m) != 0, "meta_at s0 = 1 refused");
+        CHECK(ic_run_dyn(c, ins, outs, (int64_t[]){INT64_MAX / 2}, &err) != 0 && err.code == IC_EINVALID,
+              "overflowing s0 refused: %d %s", err.code, err.msg);
+        for (int i = 0; i < 32; i++) in[i] = (float)i;
+        CHECK(ic_run(c, ins, outs, &err) == 0 && out[31] == 62.0f, "ic_run runs at the hint (8)");
+        CHECK(ic_compiled_output_meta_at(c, 0, (int64_t[]){5}, &m) == 0 && m.sizes[0] == 5 && m.strides[0] == 4 && !m.dyn,
+              "meta_at");
+        const ic_meta *hm = ic_compiled_output_meta(c, 0);
+        CHECK(hm->dyn && hm->sizes[0] == 8 && hm->dims[0].exp[0] == 1, "output meta keeps dims and hints");
+        ic_compiled_free(c);
+    }
+    ic_graph_free(g);
+}
+
 int main(void) {
     test_graph_meta();
     test_graph_errors();
+    test_run_errors();
+    test_diff();
+    fprintf(stderr, "compile time: dynamic %.3f s (once per case), static %.3f s (per size)\n",
+            t_dyn_compile, t_static_compile);
     printf("test_dyn: %d checks, %d failures\n", checks, failures);
     return failures;
 }

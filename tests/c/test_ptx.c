@@ -26,6 +26,7 @@
 
 #include "ic.h"
 #include "ic_device.h"
+#include "codegen/gpu.h" /* the disk cache (runtime/gpu_cache.c) */
 
 static int failures, checks, verbose, keep;
 static const char *only;
@@ -125,6 +126,24 @@ static void build_corpus(void) {
     g = G("transposed_in_300x17");
     x = in_t(g, IC_F32, 300, 17);
     ic_output(g, Bn(g, IC_OP_ADD, x, IN(g, IC_F32, 300, 17)));
+    /* transposes through shared memory (tile kernels) */
+    g = G("tile_transpose_add_300x517");
+    ic_output(g, Bn(g, IC_OP_ADD, in_t(g, IC_F32, 300, 517), IN(g, IC_F32, 300, 517)));
+    g = G("tile_transpose_copy_64x64");
+    ic_output(g, U(g, IC_OP_NEG, in_t(g, IC_F32, 64, 64)));
+    g = add_case("tile_transpose_bf16_33x1000", IC_OK, 1e-2);
+    x = in_t(g, IC_BF16, 33, 1000);
+    ic_output(g, Bn(g, IC_OP_MUL, x, Bn(g, IC_OP_ADD, x, IN(g, IC_BF16, 1000))));
+    g = G("tile_transpose_i64_100x40");
+    ic_output(g, Bn(g, IC_OP_ADD, in_t(g, IC_I64, 100, 40), IN(g, IC_I64, 100, 40)));
+    g = G("tile_permute_batch_3x70x45");
+    x = ic_permute(g, IN(g, IC_F32, 3, 45, 70), (int[]){0, 2, 1});
+    y = ic_permute(g, IN(g, IC_F32, 45, 3, 70), (int[]){1, 2, 0});
+    ic_output(g, Bn(g, IC_OP_SUB, U(g, IC_OP_EXP, x), Bn(g, IC_OP_MUL, y, IN(g, IC_F32, 3, 70, 45))));
+    g = G("tile_two_outputs_50x200");
+    x = in_t(g, IC_F32, 50, 200);
+    ic_output(g, Bn(g, IC_OP_ADD, x, S(g, 1.0)));
+    ic_output(g, U(g, IC_OP_TANH, x));
     g = G("permute_out_4x5x6");
     x = IN(g, IC_F32, 4, 5, 6);
     ic_output(g, U(g, IC_OP_NEG, ic_permute(g, x, (int[]){2, 0, 1})));
@@ -591,6 +610,215 @@ static void run_gpu(gcase *gc) {
     ic_compiled_free(cg);
 }
 
+/* ---- disk cache of PTX + launch plans (runtime/gpu_cache.c), no GPU needed ---------------- */
+static ic_gpu *fake_gpu(void) {
+    ic_gpu *G = calloc(1, sizeof *G);
+    G->ptx = strdup("// ptx text\n.version 7.8\n");
+    G->sm = 90;
+    G->nbufs = 3;
+    G->scratch_off = malloc(3 * sizeof(int64_t));
+    G->scratch_off[0] = -1, G->scratch_off[1] = 256, G->scratch_off[2] = -1;
+    G->nkernels = 2;
+    G->k = calloc(2, sizeof(ic_gkernel));
+    for (int k = 0; k < 2; k++) {
+        G->k[k].nvar = k + 1;
+        for (int v = 0; v <= k; v++) {
+            ic_gvariant *gv = &G->k[k].v[v];
+            snprintf(gv->name, sizeof gv->name, "tc0_k%d%s", k, v ? "" : "v");
+            gv->grid = 100u + (unsigned)k, gv->block = 256, gv->vec = v ? 1 : 4;
+            gv->nparams = 2;
+            gv->params = malloc(2 * sizeof(int));
+            gv->params[0] = k, gv->params[1] = 2;
+            gv->nalign = v ? 0 : 1;
+            gv->align_buf = malloc(sizeof(int));
+            gv->align_bytes = malloc(sizeof(int));
+            gv->align_buf[0] = 0, gv->align_bytes[0] = 16;
+            gv->part_off = k ? 512 : -1;
+        }
+    }
+    return G;
+}
+
+static void test_disk_cache(void) {
+    char dir[] = "/tmp/torchc_gcache_XXXXXX";
+    if (!mkdtemp(dir)) return;
+    char *old = getenv("TORCHC_CACHE_DIR") ? strdup(getenv("TORCHC_CACHE_DIR")) : NULL;
+    setenv("TORCHC_CACHE_DIR", dir, 1);
+    ic_gpu *G = fake_gpu();
+    int64_t ws = 0;
+    CHECK(ic_gcache_get("key-a", 3, &ws) == NULL, "cache: hit in an empty directory");
+    ic_gcache_put("key-a", G, 4096);
+    ic_gpu *H = ic_gcache_get("key-a", 3, &ws);
+    CHECK(H != NULL && ws == 4096, "cache: no hit after put");
+    if (H) {
+        CHECK(!strcmp(H->ptx, G->ptx) && H->nkernels == 2 && H->nbufs == 3 && H->scratch_off[1] == 256,
+              "cache: header round trip");
+        for (int k = 0; k < 2; k++)
+            for (int v = 0; v < G->k[k].nvar; v++) {
+                ic_gvariant *a = &G->k[k].v[v], *b = &H->k[k].v[v];
+                CHECK(H->k[k].nvar == G->k[k].nvar && !strcmp(a->name, b->name) && a->grid == b->grid &&
+                          a->block == b->block && a->vec == b->vec && a->nparams == b->nparams &&
+                          b->params[0] == a->params[0] && b->params[1] == a->params[1] && a->nalign == b->nalign &&
+                          (!a->nalign || (b->align_buf[0] == 0 && b->align_bytes[0] == 16)) &&
+                          a->part_off == b->part_off,
+                      "cache: kernel %d variant %d round trip", k, v);
+            }
+        ic_gpu_free(H);
+    }
+    CHECK(ic_gcache_get("key-b", 3, &ws) == NULL, "cache: hit for another key");
+    CHECK(ic_gcache_get("key-a", 4, &ws) == NULL, "cache: hit with another buffer count");
+    /* corruption: every single flipped byte and every truncation is a miss, never a crash */
+    char path[1200];
+    {
+        char cmd[1400];
+        snprintf(cmd, sizeof cmd, "ls %s/gpu/*.tcg", dir);
+        FILE *p = popen(cmd, "r");
+        path[0] = 0;
+        if (p) {
+            if (!fgets(path, sizeof path, p)) path[0] = 0;
+            pclose(p);
+        }
+        path[strcspn(path, "\n")] = 0;
+    }
+    FILE *f = fopen(path, "rb");
+    CHECK(f != NULL, "cache: entry file %s", path);
+    if (f) {
+        char buf[4096];
+        size_t n = fread(buf, 1, sizeof buf, f);
+        fclose(f);
+        int hits = 0;
+        for (size_t i = 0; i < n; i += 7) {
+            buf[i] ^= 0x5a;
+            f = fopen(path, "wb");
+            fwrite(buf, 1, n, f);
+            fclose(f);
+            ic_gpu *X = ic_gcache_get("key-a", 3, &ws);
+            hits += X != NULL;
+            if (X) ic_gpu_free(X);
+            buf[i] ^= 0x5a;
+        }
+        for (size_t m = 0; m < n; m += 13) {
+            f = fopen(path, "wb");
+            fwrite(buf, 1, m, f);
+            fclose(f);
+            ic_gpu *X = ic_gcache_get("key-a", 3, &ws);
+            hits += X != NULL;
+            if (X) ic_gpu_free(X);
+        }
+        CHECK(hits == 0, "cache: %d corrupted entries accepted", hits);
+        f = fopen(path, "wb");
+        fwrite(buf, 1, n, f);
+        fclose(f);
+        ic_gpu *X = ic_gcache_get("key-a", 3, &ws);
+        CHECK(X != NULL, "cache: restored entry not read");
+        if (X) ic_gpu_free(X);
+    }
+    setenv("TORCHC_CACHE", "0", 1);
+    CHECK(ic_gcache_get("key-a", 3, &ws) == NULL, "cache: TORCHC_CACHE=0 still reads");
+    unsetenv("TORCHC_CACHE");
+    ic_gpu_free(G);
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (system(cmd)) {}
+    if (old) setenv("TORCHC_CACHE_DIR", old, 1);
+    else unsetenv("TORCHC_CACHE_DIR");
+    free(old);
+    printf("disk cache: round trip, corruption and key checks done\n");
+}
+
+/* ---- thread mappings from linear layouts (codegen/gpu_layout.c), no GPU needed ------------- */
+static void check_row_map(int V, int T, int R, bool jlow, int64_t C, int nshfl, unsigned smem) {
+    ic_gmap m;
+    char err[160];
+    int rc = ic_gpu_row_map(&m, V, T, R, jlow, C, err, sizeof err);
+    CHECK(rc == 0, "row map V%d T%d R%d: %s", V, T, R, err);
+    if (rc) return;
+    CHECK(m.vec == V, "row map V%d T%d R%d: vec %d", V, T, R, m.vec);
+    CHECK(m.nshfl == nshfl && m.smem_mask == smem, "row map V%d T%d R%d: %d shuffles, smem %#x", V, T, R, m.nshfl,
+          m.smem_mask);
+    for (int s = 1; s < m.nshfl; s++) CHECK(m.shfl[s] < m.shfl[s - 1], "shuffles not high to low");
+    /* every thread: the layout's (col, row) of its first register is (j*V, rl) of the
+     * plan's formulas, and j/rl come back from the bit fields codegen extracts */
+    int lane = ll_find_in(&m.layout, LL_LANE), warp = ll_find_in(&m.layout, LL_WARP);
+    int bad = 0;
+    for (int tid = 0; tid < T * R; tid++) {
+        uint64_t col = 0, row = 0;
+        for (int b = 0; (1 << b) < T * R; b++) {
+            if (!(tid >> b & 1)) continue;
+            int d = b < 5 ? lane : warp, bit = b < 5 ? b : b - 5;
+            col ^= ll_get_basis(&m.layout, d, bit, 0);
+            row ^= ll_get_basis(&m.layout, d, bit, 1);
+        }
+        int j = jlow ? tid % T : tid / R, rl = jlow ? tid / T : tid % R;
+        int fj = (tid >> m.j_shift) & (T - 1), frl = (tid >> m.r_shift) & (R - 1);
+        bad += col != (uint64_t)j * V || row != (uint64_t)rl || fj != j || frl != rl;
+    }
+    CHECK(bad == 0, "row map V%d T%d R%d jlow %d: %d threads disagree with the plan", V, T, R, jlow, bad);
+}
+
+static void test_layout_maps(void) {
+    check_row_map(4, 256, 1, true, 4, 5, 0xE0);   /* softmax 4096 f32: 8 warps per row */
+    check_row_map(8, 256, 1, true, 2, 5, 0xE0);   /* bf16 */
+    check_row_map(4, 8, 32, true, 1, 3, 0);       /* short rows: 4 rows per warp */
+    check_row_map(1, 1, 32, true, 1, 0, 0);       /* one thread per row */
+    check_row_map(4, 1024, 1, true, 3, 5, 0x3E0); /* persistent long rows, C not a power of two */
+    check_row_map(1, 8, 32, false, 4, 0, 0xE0);   /* x.sum(0): rows on lanes, the row on warps */
+    check_row_map(1, 32, 32, false, 1, 0, 0x3E0);
+    ic_gmap m;
+    char err[160];
+    CHECK(ic_gpu_row_map(&m, 3, 32, 1, true, 1, err, sizeof err) != 0, "row map accepts V 3");
+    CHECK(ic_gpu_row_map(&m, 4, 8, 2, true, 1, err, sizeof err) != 0, "row map accepts a 16-thread block");
+    CHECK(ic_gpu_row_map(&m, 4, 8, 32, false, 1, err, sizeof err) != 0, "rows on lanes accepts V 4");
+    int vw[][3] = {{4, 4096, 4}, {4, 6, 2}, {8, 12, 4}, {4, 7, 1}, {1, 64, 1}, {8, 8, 8}, {16, 32, 16}};
+    for (size_t i = 0; i < sizeof vw / sizeof vw[0]; i++)
+        CHECK(ic_gpu_vec_width(vw[i][0], vw[i][1]) == vw[i][2], "vec width (%d, %d): %d, want %d", vw[i][0],
+              vw[i][1], ic_gpu_vec_width(vw[i][0], vw[i][1]), vw[i][2]);
+    /* transpose tiles: both phases address the same element at the same offset, the
+     * offsets are a bijection of the 1024 slots, and 32-bit tiles are conflict free */
+    for (int eb = 8; eb <= 64; eb *= 2) {
+        ic_gtile t;
+        int rc = ic_gpu_tile_map(&t, eb, err, sizeof err);
+        CHECK(rc == 0, "tile map %d bits: %s", eb, err);
+        if (rc) continue;
+        static int64_t off_of[32][32];
+        static uint8_t hit[1024];
+        memset(hit, 0, sizeof hit);
+        int bad = 0;
+        for (int tid = 0; tid < 256; tid++)
+            for (int i = 0; i < 4; i++) {
+                int64_t o1 = t.st_reg[i], o2 = t.ld_reg[i];
+                for (int b = 0; b < 8; b++)
+                    if (tid >> b & 1) o1 ^= t.st[b], o2 ^= t.ld[b];
+                int tx = tid & 31, ty = tid >> 5;
+                if (o1 < 0 || o1 >= 1024 || o2 < 0 || o2 >= 1024) {
+                    bad++;
+                    continue;
+                }
+                hit[o1]++;
+                off_of[tx][ty + 8 * i] = o1; /* phase 1: c = tx, r = ty + 8i */
+                (void)o2;
+            }
+        for (int o = 0; o < 1024; o++) bad += hit[o] != 1;
+        for (int tid = 0; tid < 256; tid++)
+            for (int i = 0; i < 4; i++) {
+                int64_t o2 = t.ld_reg[i];
+                for (int b = 0; b < 8; b++)
+                    if (tid >> b & 1) o2 ^= t.ld[b];
+                int tx = tid & 31, ty = tid >> 5;
+                bad += off_of[ty + 8 * i][tx] != o2; /* phase 2: c = ty + 8i, r = tx */
+            }
+        CHECK(bad == 0, "tile map %d bits: %d bad offsets", eb, bad);
+        if (eb == 32)
+            CHECK(t.store_wavefronts == t.store_ideal && t.load_wavefronts == t.load_ideal,
+                  "tile map 32 bits: bank conflicts (%d/%d, %d/%d)", t.store_wavefronts, t.store_ideal,
+                  t.load_wavefronts, t.load_ideal);
+        if (verbose)
+            printf("  tile %2d bits: wavefronts store %d (ideal %d) load %d (ideal %d)\n", eb, t.store_wavefronts,
+                   t.store_ideal, t.load_wavefronts, t.load_ideal);
+    }
+    printf("layouts: row-kernel maps, vector widths and transpose tiles checked\n");
+}
+
 int main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-v")) verbose = 1;
@@ -598,6 +826,8 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "-k") && i + 1 < argc) only = argv[++i];
     }
     double t0 = now();
+    test_disk_cache();
+    test_layout_maps();
     build_corpus();
     const char *ptxas = find_ptxas();
     char dir[256];
@@ -656,8 +886,26 @@ int main(int argc, char **argv) {
         if (!cu_open()) {
             CHECK(0, "libcuda loads for torchc but not for the harness");
         } else {
+            char cdir[] = "/tmp/torchc_gcache_run_XXXXXX";
+            int have_dir = mkdtemp(cdir) != NULL;
+            if (have_dir) setenv("TORCHC_CACHE_DIR", cdir, 1);
             for (int i = 0; i < ncases; i++)
                 if (!only || strstr(cases[i].name, only)) run_gpu(&cases[i]);
+            if (have_dir) { /* the same graphs again: PTX + plans from the disk cache */
+                int h0 = ic_gcache_hits, runs0 = gpu_runs;
+                double t1 = now();
+                for (int i = 0; i < ncases; i++)
+                    if (!only || strstr(cases[i].name, only)) run_gpu(&cases[i]);
+                int hits = ic_gcache_hits - h0;
+                CHECK(hits > 0 && hits >= (gpu_runs - runs0) / 2, "disk cache: %d hits in %d runs", hits,
+                      gpu_runs - runs0);
+                printf("gpu: second pass from the disk cache: %d hits, %d runs, %.2f s\n", hits, gpu_runs - runs0,
+                       now() - t1);
+                char cmd[256];
+                snprintf(cmd, sizeof cmd, "rm -rf %s", cdir);
+                if (system(cmd)) {}
+                unsetenv("TORCHC_CACHE_DIR");
+            }
             printf("gpu: %d graphs run on the device, %d compared with the CPU backend (%d without a CPU "
                    "reference), %d differing elements\n",
                    gpu_runs, gpu_runs - cpu_skipped, cpu_skipped, ndiff);
