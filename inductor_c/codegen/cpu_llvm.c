@@ -1469,24 +1469,30 @@ static void set_fns(ic_ctx *c, ic_kernel_fn *fns, const int *slot, void **addrs,
 
 /* Greedy balance of kernels over parts by item count (a proxy of their IR size). */
 static int assign_parts(ic_ctx *c, int *part_of) {
-    int items = 0;
-    for (int i = 0; i < c->nkernels; i++) items += c->kernels[i].nitems + 1;
+    int items = 0, nk = 0;
+    for (int i = 0; i < c->nkernels; i++) {
+        part_of[i] = -1;
+        if (c->kernels[i].is_ext) continue;
+        items += c->kernels[i].nitems + 1;
+        nk++;
+    }
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     int np = ncpu < 2 ? 1 : ncpu > IC_CG_PARTS ? IC_CG_PARTS : (int)ncpu;
-    if (np > c->nkernels) np = c->nkernels;
+    if (np > nk) np = nk;
     if (items < IC_CG_PAR_MIN_ITEMS || (c->debug & IC_DEBUG_LLVM)) np = 1;
     if (np < 1) np = 1;
     int load[IC_CG_PARTS] = {0};
     /* biggest first */
-    int *order = ic_alloc(c, (size_t)(c->nkernels + 1) * sizeof(int));
-    for (int i = 0; i < c->nkernels; i++) order[i] = i;
-    for (int i = 1; i < c->nkernels; i++)
+    int *order = ic_alloc(c, (size_t)(nk + 1) * sizeof(int)), n = 0;
+    for (int i = 0; i < c->nkernels; i++)
+        if (!c->kernels[i].is_ext) order[n++] = i;
+    for (int i = 1; i < n; i++)
         for (int j = i; j > 0 && c->kernels[order[j]].nitems > c->kernels[order[j - 1]].nitems; j--) {
             int t = order[j];
             order[j] = order[j - 1];
             order[j - 1] = t;
         }
-    for (int i = 0; i < c->nkernels; i++) {
+    for (int i = 0; i < n; i++) {
         int best = 0;
         for (int p = 1; p < np; p++)
             if (load[p] < load[best]) best = p;
