@@ -3,6 +3,10 @@
 // Errors become Python exceptions; no C++ exception crosses the boundary.
 #include "aten_bridge.h"
 
+#include <cstdio>
+
+#include "ic.h"
+
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <c10/core/DefaultDtype.h>
@@ -39,9 +43,70 @@ bool ic_to_dtype(int d, c10::ScalarType *out) {
     return true;
 }
 
+at::Tensor blob(void *p, const ic_meta &m, const at::TensorOptions &base) {
+    c10::ScalarType st;
+    if (!ic_to_dtype(m.dtype, &st)) throw std::runtime_error("unknown dtype");
+    return at::from_blob(p, c10::IntArrayRef(m.sizes, m.ndim), c10::IntArrayRef(m.strides, m.ndim),
+                         base.dtype(st));
+}
+
+void run_extern(const ic_extern_call *c) {
+    c10::InferenceMode guard;
+    const c10::Device dev = c->device == IC_CUDA
+                                ? c10::Device(c10::DeviceType::CUDA, (c10::DeviceIndex)c->device_index)
+                                : c10::Device(c10::DeviceType::CPU);
+    const at::TensorOptions base = at::TensorOptions().device(dev);
+    at::Tensor in[3];
+    for (int i = 0; i < c->nin && i < 3; i++) in[i] = blob(c->in[i], c->in_meta[i], base);
+    at::Tensor out = blob(c->out, *c->out_meta, base);
+    const int64_t *p = c->params;
+    switch (c->kind) {
+    case IC_EXT_MM: at::mm_out(out, in[0], in[1]); break;
+    case IC_EXT_BMM: at::bmm_out(out, in[0], in[1]); break;
+    case IC_EXT_MATMUL: at::matmul_out(out, in[0], in[1]); break;
+    case IC_EXT_ADDMM: at::addmm_out(out, in[0], in[1], in[2], c->beta, c->alpha); break;
+    case IC_EXT_BADDBMM: at::baddbmm_out(out, in[0], in[1], in[2], c->beta, c->alpha); break;
+    case IC_EXT_LINEAR: {
+        const int64_t N = in[1].size(0), K = in[1].size(1);
+        const int64_t M = N ? out.numel() / N : 0;
+        at::Tensor x2 = in[0].reshape({M, K}), o2 = out.view({M, N});
+        if (c->nin == 3) at::addmm_out(o2, in[2], x2, in[1].t());
+        else at::mm_out(o2, x2, in[1].t());
+        break;
+    }
+    case IC_EXT_CONV: {
+        const int64_t nd = p[0];
+        std::vector<int64_t> zeros((size_t)nd, 0);
+        c10::optional<at::Tensor> bias;
+        if (c->nin == 3) bias = in[2];
+        at::Tensor r = at::convolution(in[0], in[1], bias, c10::IntArrayRef(p + 1, nd),
+                                       c10::IntArrayRef(p + 1 + nd, nd), c10::IntArrayRef(p + 1 + 2 * nd, nd),
+                                       false, zeros, p[1 + 3 * nd]);
+        out.copy_(r);
+        break;
+    }
+    default: throw std::runtime_error("unknown extern kind");
+    }
+}
+
 } // namespace
 
 extern "C" {
+
+int tc_extern_handler(const ic_extern_call *call, ic_err *err) {
+    try {
+        run_extern(call);
+        return 0;
+    } catch (const std::exception &e) {
+        err->code = IC_EINTERNAL;
+        snprintf(err->msg, sizeof err->msg, "ATen %s: %.200s", ic_extern_name(call->kind), e.what());
+        return -1;
+    } catch (...) {
+        err->code = IC_EINTERNAL;
+        snprintf(err->msg, sizeof err->msg, "ATen %s: unknown C++ exception", ic_extern_name(call->kind));
+        return -1;
+    }
+}
 
 int tc_is_tensor(PyObject *o) { return THPVariable_Check(o) ? 1 : 0; }
 

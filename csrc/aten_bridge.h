@@ -58,6 +58,12 @@ int tc_num_threads(void);
  * device pointer; *handle owns it until tc_device_release(handle). NULL on failure. */
 void *tc_device_alloc(size_t bytes, int device, void *stream, void **handle);
 void tc_device_release(void *handle);
+/* The extern handler of inductor_c (ic_set_extern_handler): runs one extern call (mm, bmm,
+ * matmul, addmm, linear, baddbmm, conv) with ATen on views of the buffers (from_blob), on
+ * the call's device and torch's current stream. 0, or -1 with err filled; never throws. */
+struct ic_extern_call;
+struct ic_err;
+int tc_extern_handler(const struct ic_extern_call *call, struct ic_err *err);
 /* Fills the name of torch's version / build (for cache keys). */
 const char *tc_torch_version(void);
 

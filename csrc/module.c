@@ -219,6 +219,7 @@ PyMODINIT_FUNC PyInit__C(void) {
         PyModule_AddIntConstant(m, "PY312", PY_VERSION_HEX >= 0x030C0000) < 0)
         goto error;
     ic_set_num_threads(tc_num_threads() > 0 ? tc_num_threads() : 1);
+    ic_set_extern_handler(tc_extern_handler); /* mm/conv inside graphs run with ATen */
     if (dh_init(m) < 0)
         goto error;
     if (ic_set_device_allocator) {

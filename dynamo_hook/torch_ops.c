@@ -1796,6 +1796,94 @@ static int h_nan_to_num(trace *t, const opdef *d, var **p, var *out) {
 
 #undef G
 
+/* ---- extern (ATen) calls inside the graph: matrix products and convolutions ---------- */
+
+/* matmul / mm / bmm (op: ic_extern_kind) */
+static int h_matmul(trace *t, const opdef *d, var **p, var *out) {
+    if (need_tensor(t, d, p[0]) < 0 || need_tensor(t, d, p[1]) < 0)
+        return -1;
+    ic_val ab[2] = {p[0]->val, p[1]->val};
+    return tensor_out(t, ic_extern(t->g, (ic_extern_kind)d->op, 2, ab, 0, NULL, 1, 1), out);
+}
+
+/* addmm(input, mat1, mat2, beta, alpha) / baddbmm(input, batch1, batch2, beta, alpha) */
+static int h_addmm(trace *t, const opdef *d, var **p, var *out) {
+    double beta, alpha;
+    if (need_tensor(t, d, p[0]) < 0 || need_tensor(t, d, p[1]) < 0 || need_tensor(t, d, p[2]) < 0 ||
+        opt_num(t, p[3], 1.0, &beta, "beta") < 0 || opt_num(t, p[4], 1.0, &alpha, "alpha") < 0)
+        return -1;
+    ic_val v[3] = {p[0]->val, p[1]->val, p[2]->val};
+    return tensor_out(t, ic_extern(t->g, (ic_extern_kind)d->op, 3, v, 0, NULL, beta, alpha), out);
+}
+
+/* F.linear(input, weight, bias=None) */
+static int h_linear(trace *t, const opdef *d, var **p, var *out) {
+    if (need_tensor(t, d, p[0]) < 0 || need_tensor(t, d, p[1]) < 0)
+        return -1;
+    ic_val v[3] = {p[0]->val, p[1]->val, -1};
+    int n = 2;
+    if (!is_none(p[2])) {
+        if (need_tensor(t, d, p[2]) < 0)
+            return -1;
+        v[n++] = p[2]->val;
+    }
+    return tensor_out(t, ic_extern(t->g, IC_EXT_LINEAR, n, v, 0, NULL, 1, 1), out);
+}
+
+/* one int or nd ints (a 1-tuple repeats) */
+static int conv_ints(trace *t, var *v, long long dflt, int nd, int64_t *out, const char *what) {
+    long long x[8];
+    int n = 0;
+    if (is_none(v)) {
+        x[0] = dflt;
+        n = 1;
+    } else if (get_ints(t, v, x, 8, &n, what) < 0) {
+        return -1;
+    }
+    if (n != 1 && n != nd)
+        return sym_fail(t, "conv: %s must have %d values", what, nd);
+    for (int i = 0; i < nd; i++)
+        out[i] = x[n == 1 ? 0 : i];
+    return 0;
+}
+
+/* conv1d/conv2d/conv3d(input, weight, bias, stride, padding, dilation, groups); op: nd */
+static int h_conv(trace *t, const opdef *d, var **p, var *out) {
+    int nd = d->op;
+    int64_t prm[2 + 3 * 3];
+    prm[0] = nd;
+    if (need_tensor(t, d, p[0]) < 0 || need_tensor(t, d, p[1]) < 0 ||
+        conv_ints(t, p[3], 1, nd, prm + 1, "stride") < 0 || conv_ints(t, p[5], 1, nd, prm + 1 + 2 * nd, "dilation") < 0)
+        return -1;
+    long long groups = 1;
+    if (!is_none(p[6]) && get_int(t, p[6], &groups, "groups") < 0)
+        return -1;
+    prm[1 + 3 * nd] = groups;
+    if (p[4] != NULL && p[4]->kind == V_CONST && PyUnicode_Check(p[4]->obj)) {
+        const char *mode = PyUnicode_AsUTF8(p[4]->obj);
+        const ic_meta *w = metap(t, p[1]->val);
+        int same = mode && strcmp(mode, "same") == 0;
+        if (!mode || (!same && strcmp(mode, "valid") != 0))
+            return sym_fail(t, "conv: padding '%s' (eager will raise)", mode ? mode : "?");
+        for (int i = 0; i < nd; i++) {
+            int64_t total = w->ndim == nd + 2 ? prm[1 + 2 * nd + i] * (w->sizes[2 + i] - 1) : 0;
+            if (same && (prm[1 + i] != 1 || total % 2))
+                return sym_fail(t, "conv: padding='same' with stride or asymmetric padding left to eager");
+            prm[1 + nd + i] = same ? total / 2 : 0;
+        }
+    } else if (conv_ints(t, p[4], 0, nd, prm + 1 + nd, "padding") < 0) {
+        return -1;
+    }
+    ic_val v[3] = {p[0]->val, p[1]->val, -1};
+    int n = 2;
+    if (!is_none(p[2])) {
+        if (need_tensor(t, d, p[2]) < 0)
+            return -1;
+        v[n++] = p[2]->val;
+    }
+    return tensor_out(t, ic_extern(t->g, IC_EXT_CONV, n, v, 2 + 3 * nd, prm, 1, 1), out);
+}
+
 /* ---- the table ------------------------------------------------------------------- */
 
 #define UN(n, w, opc) {n, w, "input,inplace", h_unary, IC_OP_##opc}
@@ -1928,6 +2016,15 @@ static const opdef OPS[] = {
     {"dim", W_METHOD, "input", h_size, 1},
     {"ndimension", W_METHOD, "input", h_size, 1},
     {"numel", W_TORCH | W_METHOD, "input", h_size, 2},
+    {"matmul", W_TORCH | W_METHOD, "input,other", h_matmul, IC_EXT_MATMUL},
+    {"mm", W_TORCH | W_METHOD, "input,mat2", h_matmul, IC_EXT_MM},
+    {"bmm", W_TORCH | W_METHOD, "input,mat2", h_matmul, IC_EXT_BMM},
+    {"addmm", W_TORCH | W_METHOD, "input,mat1,mat2|beta,alpha", h_addmm, IC_EXT_ADDMM},
+    {"baddbmm", W_TORCH | W_METHOD, "input,batch1,batch2|beta,alpha", h_addmm, IC_EXT_BADDBMM},
+    {"linear", W_F, "input,weight,bias", h_linear, 0},
+    {"conv1d", W_TORCH | W_F, "input,weight,bias,stride,padding,dilation,groups", h_conv, 1},
+    {"conv2d", W_TORCH | W_F, "input,weight,bias,stride,padding,dilation,groups", h_conv, 2},
+    {"conv3d", W_TORCH | W_F, "input,weight,bias,stride,padding,dilation,groups", h_conv, 3},
 };
 #define NOPS ((int)(sizeof OPS / sizeof OPS[0]))
 
@@ -2537,7 +2634,13 @@ int sym_binary(trace *t, int nb, const var *a_in, const var *b_in, var *out) {
     case 2: op = IC_OP_FLOOR_DIVIDE; break;
     case 6: op = IC_OP_REMAINDER; break;
     case 12: op = IC_OP_BITWISE_XOR; break;
-    case 4: return sym_fail(t, "matmul (@): an extern ATen kernel");
+    case 4: {
+        /* a @ b: an extern (ATen) node inside the graph */
+        if (a->kind != V_TENSOR || b->kind != V_TENSOR)
+            return sym_fail(t, "matmul (@) of a non-tensor");
+        ic_val ab[2] = {a->val, b->val};
+        return tensor_out(t, ic_extern(t->g, IC_EXT_MATMUL, 2, ab, 0, NULL, 1, 1), out);
+    }
     default: return sym_fail(t, "binary op %d on tensors not supported yet", nb);
     }
     ic_val x, y;

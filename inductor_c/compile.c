@@ -3,6 +3,8 @@
  *   copy graph (fix outputs) → verify → lower (loops) → schedule (realize, fuse)
  *   → finalize (flat offsets, collapse, tiles) → plan buffers → describe → codegen + JIT
  *
+ * Extern nodes (ic_extern) become steps of the run between kernels: ic_run calls the
+ * registered handler (csrc: ATen) with the buffers of the operands and the result.
  * Errors anywhere longjmp back here (ic_fail) and become the ic_err of ic_compile; the
  * per-compilation arena is freed on every path. TORCHC_DEBUG=graph,loops,llvm dumps
  * the stages to stderr.
@@ -111,8 +113,40 @@ static void dump(const char *stage, const char *text) {
     fprintf(stderr, "=== torchc %s ===\n%s", stage, text ? text : "(null)\n");
 }
 
+/* ---- extern calls: the handler registered by the embedding layer (csrc: ATen) ---------- */
+static _Atomic(ic_extern_handler) ext_handler;
+
+IC_API void ic_set_extern_handler(ic_extern_handler h) { atomic_store(&ext_handler, h); }
+
+static bool graph_has_extern(const ic_graph *g) {
+    for (int v = 0; v < g->n; v++)
+        if (g->nodes[v].op == IC_OP_EXTERN) return true;
+    return false;
+}
+
+int ic_run_extern(const ic_compiled *c, const ic_rext *x, void *const *in, void *out, void *stream, ic_err *err) {
+    ic_extern_handler h = atomic_load(&ext_handler);
+    if (!h) {
+        err->code = IC_EUNSUPPORTED;
+        snprintf(err->msg, sizeof err->msg, "no extern handler registered");
+        return -1;
+    }
+    if (ic_numel(&x->out_meta) == 0) return 0;
+    ic_extern_call call = {.kind = x->kind, .nparams = x->nparams, .params = x->params, .beta = x->beta,
+                           .alpha = x->alpha, .nin = x->nin, .in = in, .in_meta = x->in_meta, .out = out,
+                           .out_meta = &x->out_meta, .device = c->device, .device_index = c->device_index,
+                           .stream = stream};
+    err->code = IC_OK;
+    err->msg[0] = 0;
+    if (h(&call, err) == 0) return 0;
+    if (err->code == IC_OK) err->code = IC_EINTERNAL;
+    if (!err->msg[0]) snprintf(err->msg, sizeof err->msg, "extern %s failed", ic_extern_name(x->kind));
+    return -1;
+}
+
 static void compiled_free_parts(ic_compiled *o) {
     if (!o) return;
+    free(o->exts);
     if (o->jit_rt) ic_jit_remove(o->jit_rt);
     free(atomic_load(&o->ws_cache));
     if (o->gpu) ic_gpu_free(o->gpu); /* GPU hook */
@@ -179,8 +213,10 @@ static ic_compiled *pipeline(ic_ctx *c, const ic_graph *g, const ic_options *o) 
     STAGE(IC_T_FINAL);
     /* 6. LLVM IR, O3, JIT */
     ic_kernel_fn *fns = ic_alloc(c, (size_t)(2 * c->nkernels + 1) * sizeof(ic_kernel_fn));
+    int nfused = 0, next = 0;
+    for (int k = 0; k < c->nkernels; k++) c->kernels[k].is_ext ? next++ : nfused++;
     if (o->device == IC_CUDA) ic_codegen_gpu(c, out, o->device_index); /* GPU hook: NVPTX + driver */
-    else if (c->nkernels > 0) ic_codegen_cpu(c, fns, &out->jit_rt);
+    else if (nfused > 0) ic_codegen_cpu(c, fns, &out->jit_rt);
 
 #undef STAGE
     /* 7. the compiled object (outlives the arena) */
@@ -199,13 +235,17 @@ static ic_compiled *pipeline(ic_ctx *c, const ic_graph *g, const ic_options *o) 
     out->buf_index = calloc((size_t)c->nbufs + 1, sizeof(int));
     out->buf_kind = calloc((size_t)c->nbufs + 1, sizeof(int));
     out->kernels = calloc((size_t)nrk + 1, sizeof(ic_rkernel));
-    if (!out->out_meta || !out->buf_offset || !out->buf_index || !out->buf_kind || !out->kernels)
+    out->exts = calloc((size_t)next + 1, sizeof(ic_rext));
+    out->device = o->device;
+    out->device_index = o->device_index;
+    if (!out->out_meta || !out->buf_offset || !out->buf_index || !out->buf_kind || !out->kernels || !out->exts)
         ic_fail(c, IC_ENOMEM, "out of memory");
     for (int i = 0; i < G->noutputs; i++) {
         out->out_meta[i] = g->nodes[g->outputs[i]].meta; /* the caller's: hints and dims */
         ic_contiguous_strides(&out->out_meta[i]);
     }
     if (c->dyn) {
+        if (next > 0) ic_fail(c, IC_EUNSUPPORTED, "dynamic shapes: graphs with extern calls are not supported yet");
         for (int k = 0; k < IC_MAX_SYMS; k++) {
             out->sym_hint[k] = g->sym_hint[k];
             if (g->sym_hint[k]) out->nsyms = k + 1;
@@ -224,6 +264,24 @@ static ic_compiled *pipeline(ic_ctx *c, const ic_graph *g, const ic_options *o) 
     }
     for (int k = 0, r = 0; k < c->nkernels; k++) {
         const ic_kernel *K = &c->kernels[k];
+        if (K->is_ext) {
+            const ic_node *n = &G->nodes[K->ext_v];
+            ic_rext *x = &out->exts[out->nexts++];
+            x->kind = n->ext_kind;
+            x->nparams = n->nparams;
+            memcpy(x->params, n->params, sizeof x->params);
+            x->beta = n->num;
+            x->alpha = n->num2;
+            for (int i = 0; i < 3 && n->in[i] >= 0; i++) {
+                x->in_buf[x->nin] = c->buf_of[n->in[i]];
+                x->in_meta[x->nin++] = c->bufs[c->buf_of[n->in[i]]].meta;
+            }
+            x->out_buf = c->buf_of[K->ext_v];
+            x->out_meta = c->bufs[x->out_buf].meta;
+            out->kernels[r].iters = 1;
+            out->kernels[r++].ext = out->nexts;
+            continue;
+        }
         out->kernels[r].fn = fns[2 * k];
         out->kernels[r].iters = K->split ? K->ntiles : K->iters;
         out->kernels[r].work = K->work;
@@ -259,6 +317,11 @@ ic_compiled *ic_compile_graph(const ic_graph *g, const ic_options *opt, ic_err *
     }
     ic_options o = {.opt_level = 3};
     if (opt) o = *opt;
+    if (!atomic_load(&ext_handler) && graph_has_extern(g)) {
+        err->code = IC_EUNSUPPORTED;
+        snprintf(err->msg, sizeof err->msg, "extern calls need a handler (ic_set_extern_handler)");
+        return NULL;
+    }
     if (o.device != IC_CPU && o.device != IC_CUDA) {
         err->code = IC_EUNSUPPORTED;
         snprintf(err->msg, sizeof err->msg, "device %d is not supported by this build", o.device);
@@ -357,7 +420,7 @@ IC_API void ic_cache_clear(void) {
 }
 
 IC_API ic_compiled *ic_compile(const ic_graph *g, const ic_options *opt, ic_err *err) {
-    if (!g || g->err || !cache_enabled(opt)) {
+    if (!g || g->err || !cache_enabled(opt) || (!atomic_load(&ext_handler) && graph_has_extern(g))) {
         ic_compiled *c = ic_compile_graph(g, opt, err);
         if (c) atomic_store(&c->refs, 1);
         return c;
@@ -416,6 +479,7 @@ IC_API const ic_meta *ic_compiled_output_meta(const ic_compiled *c, int i) {
     return i >= 0 && i < c->noutputs ? &c->out_meta[i] : NULL;
 }
 IC_API int ic_compiled_num_kernels(const ic_compiled *c) { return c->nkernels; }
+IC_API int ic_compiled_num_externs(const ic_compiled *c) { return c->nexts; }
 IC_API int ic_compiled_num_syms(const ic_compiled *c) { return c->nsyms; }
 
 static bool syms_ok(const ic_compiled *c, const int64_t *sym) {
@@ -574,8 +638,20 @@ IC_API int ic_run(const ic_compiled *c, void *const *inputs, void *const *output
         }
     }
     int nt = c->num_threads > 0 ? c->num_threads : ic_get_num_threads();
+    int rc = 0;
     for (int k = 0; k < c->nrun; k++) {
         const ic_rkernel *K = &c->kernels[k];
+        if (K->ext > 0) {
+            const ic_rext *x = &c->exts[K->ext - 1];
+            void *in[3] = {NULL, NULL, NULL};
+            for (int i = 0; i < x->nin; i++) in[i] = bufs[x->in_buf[i]];
+            ic_err e2;
+            if (ic_run_extern(c, x, in, bufs[x->out_buf], NULL, err ? err : &e2) < 0) {
+                rc = -1;
+                break;
+            }
+            continue;
+        }
         if (K->iters <= 0) continue;
         if (nt > 1 && K->iters > 1 && K->work >= PAR_MIN_WORK)
             ic_parallel_for(K->fn, bufs, K->iters, nt);
@@ -587,6 +663,7 @@ IC_API int ic_run(const ic_compiled *c, void *const *inputs, void *const *output
         if (!atomic_compare_exchange_strong(&((ic_compiled *)c)->ws_cache, &expect, ws)) free(ws);
     }
     if (bufs != stackbufs) free(bufs);
+    if (rc) return rc;
     if (err) err->code = IC_OK;
     return 0;
 nomem:

@@ -144,6 +144,63 @@ ic_val ic_cat(ic_graph *g, ic_val a, ic_val b, int dim);
 ic_val ic_index_select(ic_graph *g, ic_val a, int dim, ic_val index);
 ic_val ic_arange(ic_graph *g, int64_t n, double start, double step, ic_dtype dtype);
 
+/* ---- extern (library) calls ---------------------------------------------------------
+ * An extern node runs a library kernel (ATen's mm/conv, through the handler that csrc
+ * registers with ic_set_extern_handler) inside the graph. The scheduler makes it a kernel
+ * boundary: its operands are realized in memory (graph inputs keep their strides), its
+ * output is a contiguous buffer that the next fused kernel reads, so the epilogue of a
+ * matmul (bias, activation, residual) is one kernel. Shapes and dtypes are inferred here
+ * like ATen (IC_EINVALID where eager raises, IC_EUNSUPPORTED for dtypes left to eager).
+ * params: int64, kind-specific (below); beta/alpha: ADDMM, BADDBMM (else 1). */
+#define IC_EXTERNS(X)                                                                    \
+    X(MM, "mm")           /* (a[M,K], b[K,N]) -> [M,N] */                                 \
+    X(BMM, "bmm")         /* (a[B,M,K], b[B,K,N]) -> [B,M,N] */                           \
+    X(MATMUL, "matmul")   /* torch.matmul: 1-D, 2-D, batched with broadcasting */         \
+    X(ADDMM, "addmm")     /* (bias bcast to [M,N], a, b): beta*bias + alpha*(a@b) */      \
+    X(LINEAR, "linear")   /* (x[...,K], w[N,K] [, bias[N]]) -> [...,N] */                 \
+    X(BADDBMM, "baddbmm") /* (self bcast to [B,M,N], b1, b2): beta*self + alpha*b1@b2 */  \
+    X(CONV, "conv")       /* (x[N,C,*s], w[O,C/g,*k] [, bias[O]]), params: nd, stride[nd], \
+                             padding[nd], dilation[nd], groups (nd = 1, 2 or 3) */
+
+typedef enum ic_extern_kind {
+#define IC_X_EXT(name, text) IC_EXT_##name,
+    IC_EXTERNS(IC_X_EXT)
+#undef IC_X_EXT
+    IC_EXT_COUNT
+} ic_extern_kind;
+
+#define IC_EXT_MAXP 16 /* params per extern node */
+
+ic_val ic_extern(ic_graph *g, ic_extern_kind kind, int nin, const ic_val *in, int nparams,
+                 const int64_t *params, double beta, double alpha);
+const char *ic_extern_name(ic_extern_kind kind);
+
+/* What the runtime hands the extern handler for one call. Pointers are valid for the
+ * call only. The handler must compute `out` (contiguous, out_meta) from the inputs
+ * (strided, in_meta) on `device`, for CUDA on `stream` (torch's current stream when the
+ * graph runs from torchc). It returns 0, or -1 with err filled (never throws, never
+ * aborts). */
+typedef struct ic_extern_call {
+    ic_extern_kind kind;
+    int nparams;
+    const int64_t *params;
+    double beta, alpha;
+    int nin;
+    void *const *in;         /* address of element 0 of each input */
+    const ic_meta *in_meta;  /* nin metas: dtype, sizes, strides in elements */
+    void *out;
+    const ic_meta *out_meta;
+    int device;              /* ic_device: IC_CPU or IC_CUDA */
+    int device_index;
+    void *stream;            /* CUstream (CUDA), NULL on the CPU */
+} ic_extern_call;
+
+typedef int (*ic_extern_handler)(const ic_extern_call *call, ic_err *err);
+
+/* Registers the handler (NULL: none). Without one, ic_compile of a graph holding an
+ * extern node fails with IC_EUNSUPPORTED. */
+void ic_set_extern_handler(ic_extern_handler h);
+
 /* Queries (valid for any handle returned without error). Outputs of ops have
  * contiguous strides in meta; inputs keep theirs. */
 const ic_meta *ic_value_meta(const ic_graph *g, ic_val v);
@@ -178,7 +235,8 @@ int ic_compiled_num_outputs(const ic_compiled *c);
 /* Meta of output i: dtype, sizes and the strides the caller must allocate with
  * (contiguous). Output buffers must not alias inputs. */
 const ic_meta *ic_compiled_output_meta(const ic_compiled *c, int i);
-int ic_compiled_num_kernels(const ic_compiled *c);
+int ic_compiled_num_kernels(const ic_compiled *c); /* fused kernels + extern calls */
+int ic_compiled_num_externs(const ic_compiled *c);
 /* Dynamic graphs: highest symbol index used + 1 (0 for a static graph). */
 int ic_compiled_num_syms(const ic_compiled *c);
 /* Output meta for given symbol values (concrete sizes, contiguous strides, dyn = 0).

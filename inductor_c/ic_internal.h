@@ -37,7 +37,10 @@ typedef struct ic_node {
     int index;           /* INPUT: input number */
     int dim;             /* SLICE, CAT, INDEX_SELECT */
     int64_t start, step; /* SLICE */
-    double num2;         /* ARANGE: step (num: start) */
+    double num2;         /* ARANGE: step (num: start); EXTERN: alpha (num: beta) */
+    int ext_kind;        /* EXTERN: ic_extern_kind */
+    int nparams;         /* EXTERN */
+    int64_t params[IC_EXT_MAXP];
 } ic_node;
 
 struct ic_graph {
@@ -144,7 +147,7 @@ typedef struct ic_x {
 } ic_x;
 
 /* Loop node: the loop-level form of one graph value. */
-enum { L_INPUT, L_CONST, L_POINTWISE, L_REDUCE };
+enum { L_INPUT, L_CONST, L_POINTWISE, L_REDUCE, L_EXTERN /* a buffer, like an input */ };
 typedef struct ic_lnode {
     int kind;
     int ndim;                    /* POINTWISE: output dims; REDUCE: input dims */
@@ -208,6 +211,8 @@ typedef struct ic_kernel {
     int64_t work;                /* elements touched per call (parallel heuristic) */
     int npos;                    /* positions used: 0 .. npos-1 */
     char name[48];
+    bool is_ext;                 /* an extern call of value ext_v: no items, no loops */
+    ic_val ext_v;
 } ic_kernel;
 
 typedef struct ic_buffer {
@@ -228,8 +233,19 @@ typedef struct ic_rkernel {
     ic_kernel_fn fn;
     int64_t iters;
     int64_t work;
+    int ext;             /* > 0: not a kernel, the extern call exts[ext - 1] */
     ic_dim diters, dwork; /* dynamic graphs: iters and work as monomials in the symbols */
 } ic_rkernel;
+
+/* One extern call of a compiled graph: what ic_extern_call needs, by buffer id. */
+typedef struct ic_rext {
+    ic_extern_kind kind;
+    int nparams, nin;
+    int64_t params[IC_EXT_MAXP];
+    double beta, alpha;
+    int in_buf[3], out_buf;
+    ic_meta in_meta[3], out_meta;
+} ic_rext;
 
 struct ic_compiled {
     int ninputs, noutputs;
@@ -248,6 +264,9 @@ struct ic_compiled {
     void *_Atomic ws_cache; /* a workspace kept between runs (first touch is costly) */
     void *gpu;           /* IC_CUDA: ic_gpu (codegen/gpu.h), owned; NULL on the CPU */
     int num_threads;
+    int nexts;
+    ic_rext *exts;
+    int device, device_index; /* ic_device of the compilation */
     int nsyms;                       /* dynamic graphs: symbols used (0: static) */
     int64_t sym_hint[IC_MAX_SYMS];   /* ic_run on a dynamic graph runs at these */
     int nslots;                      /* dynamic graphs: workspace slots (bytes per slot */
@@ -383,6 +402,9 @@ int ic_jit_add_module(void *tsm, const char **names, int n, void **addrs, void *
                       char *msg, size_t msgn);
 void ic_jit_remove(void *rt);
 void *ic_jit_target_machine(char *msg, size_t msgn);
+/* compile.c: runs extern call x (in: input addresses) through the registered handler */
+int ic_run_extern(const ic_compiled *c, const ic_rext *x, void *const *in, void *out, void *stream,
+                  ic_err *err);
 /* runtime/pool.c */
 void ic_parallel_for(ic_kernel_fn fn, void *const *bufs, int64_t n, int nthreads);
 

@@ -98,7 +98,9 @@
     X(SLICE, "slice", 1, IC_K_OTHER)        /* attrs dim, start, step */ \
     X(CAT, "cat", 2, IC_K_OTHER)            /* attrs dim; promotes */  \
     X(INDEX_SELECT, "index_select", 2, IC_K_OTHER) /* (a, 1-D int index), attrs dim */ \
-    X(ARANGE, "arange", 0, IC_K_OTHER)      /* start + i*step */
+    X(ARANGE, "arange", 0, IC_K_OTHER)      /* start + i*step */ \
+    /* extern (library) call: attrs ext_kind, params, num (beta), num2 (alpha); ic_extern */ \
+    X(EXTERN, "extern", -1, IC_K_OTHER)     /* 1..3 tensor operands */
 
 typedef enum ic_kind { IC_K_UNARY, IC_K_BINARY, IC_K_TERNARY, IC_K_REDUCE, IC_K_OTHER } ic_kind;
 

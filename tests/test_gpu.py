@@ -499,6 +499,19 @@ def test_views_and_layouts():
     check(lambda t: t + 1, w)
 
 
+def test_transpose_tiles():
+    # loads contiguous along another dim than the store: 32 x 32 tiles through shared memory
+    check(lambda t: t.permute(1, 0) + 1, rand(300, 517))
+    check(lambda t, u: t.permute(1, 0) * u, rand(64, 96), rand(96, 64))
+    check(lambda t: t.permute(1, 0).exp(), rand(33, 1000, dtype=torch.bfloat16))
+    check(lambda t: t.permute(0, 2, 1) - 2, rand(3, 45, 70))
+    check(lambda t: t.permute(1, 0) + 1, rand(32, 31))  # one short side: no tile
+    f = torchc.compile(lambda x, y: x.t() * 2 + y)
+    x, y = rand(257, 129), rand(129, 257)
+    for _ in range(2):
+        torch.testing.assert_close(f(x, y), x.t() * 2 + y)
+
+
 def test_multi_output_and_zero_size():
     x = rand(129, 3)
     check(lambda t: (ops.unary("sigmoid", t), ops.unary("sigmoid", t) * t), x)

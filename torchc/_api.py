@@ -175,8 +175,11 @@ class ExplainOutput:
         self.break_reasons += [f"{r['name']} ({r['filename']}:{r['firstlineno']}): graph break: "
                                f"{r['break_reason']}" for r in breaks]
         self.op_count = sum(r["op_count"] for r in compiled)
-        # graph splits at matmul/conv: ATen kernels between graphs, not breaks
-        self.extern_calls = [r["extern_call"] for r in compiled if r.get("extern_call")]
+        # matmul/conv: extern (ATen) nodes inside graphs, and splits (ATen kernels between
+        # graphs, e.g. where an operand requires grad) — neither is a graph break
+        self.extern_calls = [ln.split(" : ")[0].split()[-1] for r in compiled
+                             for ln in (r.get("graph") or "").splitlines() if " = extern " in ln]
+        self.extern_calls += [r["extern_call"] for r in compiled if r.get("extern_call")]
         self.guards = [g for r in compiled for g in r["guards"]]
         self.kernels = [r["kernels"] for r in compiled if r.get("kernels")]
         self.compile_ms = sum(r.get("compile_ms", 0.0) for r in records if r["event"] != "hit")
@@ -185,7 +188,7 @@ class ExplainOutput:
         lines = [f"Graph Count: {self.graph_count}",
                  f"Graph Break Count: {self.graph_break_count}",
                  f"Op Count: {self.op_count}",
-                 f"Extern Calls (matmul/conv between graphs): {len(self.extern_calls)}"]
+                 f"Extern Calls (matmul/conv, ATen): {len(self.extern_calls)}"]
         if self.break_reasons:
             lines.append("Break Reasons:")
             lines += [f"  {i + 1}. {r}" for i, r in enumerate(self.break_reasons)]

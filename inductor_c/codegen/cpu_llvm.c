@@ -1415,6 +1415,7 @@ void ic_codegen_cpu(ic_ctx *c, ic_kernel_fn *fns, void **rt_out) {
     int nnames = 0;
     for (int i = 0; i < c->nkernels; i++) {
         ic_kernel *k = &c->kernels[i];
+        if (k->is_ext) continue; /* extern calls: run by the runtime, no code */
         for (int ph = 0; ph < (k->split ? 2 : 1); ph++) {
             char *nm = ic_alloc(c, 64);
             snprintf(nm, 64, "ic%d_%s%s", mid, k->name, ph ? "_fin" : "");

@@ -54,6 +54,7 @@ typedef struct ic_gvariant {
 } ic_gvariant;
 
 typedef struct ic_gkernel {
+    int ext;              /* > 0: no launch, the extern call exts[ext - 1] (same stream) */
     int nvar;             /* 1 or 2; v[nvar-1] is the scalar fallback */
     ic_gvariant v[2];
 } ic_gkernel;

@@ -28,6 +28,10 @@
  *   Multi-pass row kernels (softmax, layernorm: reduce, reduce, store) stay one kernel:
  *   passes run one after another in the same block; X_ROWVAL is the block-reduced value.
  *
+ *   tile        pointwise kernels that load an input transposed (contiguous along another
+ *               var u than the store's vv): 32 x 32 tiles through shared memory, both
+ *               phases and the swizzle from layouts (gpu_layout.c, choose_tile, emit_tile).
+ *
  * Control flow is uniform across a block except around stores (`if (valid) store`), so the
  * barriers of the reductions are always reached by every thread; threads past the last
  * row / element compute on clamped (in-bounds) indices and are masked out of reductions.
@@ -60,7 +64,7 @@
 #define SPLIT_T 512 /* threads per block of split rows (>= the number of parts) */
 #define B g->cg.b
 
-enum { P_POINTWISE, P_ROWS };
+enum { P_POINTWISE, P_ROWS, P_TILE };
 
 typedef struct plan {
     int mode;
@@ -82,6 +86,16 @@ typedef struct plan {
     int pass;
     const int *slot;       /* per item: partial slot (arg: slot + 1 holds the index) */
     ic_gmap map;           /* rows: the block's layout (gpu_layout.c): j, rl, shuffles, smem */
+    /* tile: a transpose through shared memory, 32 x 32 tiles over (tu, vv) (gpu_layout.c) */
+    int32_t tu;            /* the var along which the transposed loads are contiguous */
+    int64_t su, sv, ntu, ntv;
+    int nob;               /* the other vars: one block per value combination and tile */
+    int32_t obv[2 * IC_MAX_DIMS];
+    int64_t obs[2 * IC_MAX_DIMS];
+    int ntx;               /* transposed loads, staged in the tile */
+    ic_xid tx[4];
+    int tesz;              /* their element size */
+    ic_gtile tile;
 } plan;
 
 typedef struct gg {
@@ -114,6 +128,8 @@ typedef struct gg {
     LLVMValueRef smem, tid, j, active, allok;
     LLVMValueRef part, part_s, row; /* split rows: partials parameter, block part, row index */
     LLVMValueRef fn;
+    bool tile_on;          /* tile phase 2: the transposed loads read the tile at tile_off */
+    LLVMValueRef tile_off;
 } gg;
 
 /* ---- PTX-only mode (ic_graph_to_ptx) ------------------------------------------------ */
@@ -787,9 +803,16 @@ static LLVMValueRef gather_off(gg *g, const ic_x *e, int lane) {
     return sel(g, LLVMBuildICmp(B, LLVMIntSLT, off, z, ""), z, off);
 }
 
+static LLVMValueRef tile_ptr(gg *g, int q, ic_dtype t, LLVMValueRef off) {
+    LLVMValueRef idx = LLVMBuildAdd(B, off, kix(g, (int64_t)q * 1024), "");
+    return LLVMBuildGEP2(B, mtype(g, t), g->smem, &idx, 1, "");
+}
+
 static LLVMValueRef load_lane(gg *g, ic_xid x, int lane) {
     const ic_x *e = &g->c->xs[x];
     int b = e->buf;
+    for (int q = 0; g->tile_on && q < g->P->ntx; q++)
+        if (g->P->tx[q] == x) return to_reg(g, LLVMBuildLoad2(B, mtype(g, e->dtype), tile_ptr(g, q, e->dtype, g->tile_off), ""), e->dtype);
     bool pers = g->chunk >= 0 && !g->written[b];
     size_t vk = (size_t)x * SMAX + (size_t)(pers ? g->chunk : 0);
     size_t pk = vk * VMAX + (size_t)lane;
@@ -1173,6 +1196,70 @@ static void emit_pointwise(gg *g, ic_kernel *k) {
         store_item(g, it, v, g->V, NULL);
     }
     loop_end(g, &L, kix(g, (int64_t)P->grid * P->Bk));
+}
+
+/* XOR of basis[b] over the set bits b of tid: a linear layout applied to the thread index */
+static LLVMValueRef xor_bits(gg *g, LLVMValueRef tid, const int64_t *basis, int nbits) {
+    LLVMValueRef r = kix(g, 0);
+    for (int b = 0; b < nbits; b++) {
+        if (!basis[b]) continue;
+        LLVMValueRef on = LLVMBuildICmp(B, LLVMIntNE, LLVMBuildAnd(B, tid, kix(g, (int64_t)1 << b), ""), kix(g, 0), "");
+        r = LLVMBuildXor(B, r, sel(g, on, kix(g, basis[b]), kix(g, 0)), "");
+    }
+    return r;
+}
+
+/* tile coordinates -> the u / vv vars (clamped in range; `ok` says whether they were) */
+static LLVMValueRef set_uv(gg *g, LLVMValueRef uu, LLVMValueRef vx) {
+    const plan *P = g->P;
+    LLVMValueRef ou = LLVMBuildICmp(B, LLVMIntSLT, uu, kix(g, P->su), "");
+    LLVMValueRef ov = LLVMBuildICmp(B, LLVMIntSLT, vx, kix(g, P->sv), "");
+    g->var_val[P->tu] = sel(g, ou, uu, kix(g, P->su - 1));
+    g->var_val[P->vv] = sel(g, ov, vx, kix(g, P->sv - 1));
+    return LLVMBuildAnd(B, ou, ov, "");
+}
+
+/* A transpose through shared memory: phase 1 loads the transposed inputs coalesced along
+ * u into the swizzled tile, phase 2 evaluates and stores coalesced along vv, reading them
+ * back from the tile. Offsets from gpu_layout.c (ic_gpu_tile_map). */
+static void emit_tile(gg *g, ic_kernel *k) {
+    const plan *P = g->P;
+    LLVMValueRef tid = LLVMBuildZExt(B, g->tid, g->ity, "");
+    LLVMValueRef bid = LLVMBuildZExt(B, sreg(g, "llvm.nvvm.read.ptx.sreg.ctaid.x"), g->ity, "");
+    LLVMValueRef tx = LLVMBuildAnd(B, tid, kix(g, 31), ""), ty = LLVMBuildLShr(B, tid, kix(g, 5), "");
+    LLVMValueRef tv = LLVMBuildURem(B, bid, kix(g, P->ntv), ""), t = LLVMBuildUDiv(B, bid, kix(g, P->ntv), "");
+    LLVMValueRef tu = LLVMBuildURem(B, t, kix(g, P->ntu), ""), o = LLVMBuildUDiv(B, t, kix(g, P->ntu), "");
+    if (P->nob) decompose(g, o, P->obv, P->obs, P->nob);
+    LLVMValueRef u0 = LLVMBuildMul(B, tu, kix(g, 32), ""), v0 = LLVMBuildMul(B, tv, kix(g, 32), "");
+    LLVMValueRef st = xor_bits(g, tid, P->tile.st, 8), ld = xor_bits(g, tid, P->tile.ld, 8);
+    g->V = 1;
+    g->vv = -1;
+    g->chunk = -1;
+    for (int i = 0; i < 4; i++) { /* phase 1: tile[c = tx, r = ty + 8i] */
+        set_uv(g, LLVMBuildAdd(B, u0, tx, ""), LLVMBuildAdd(B, v0, LLVMBuildAdd(B, ty, kix(g, 8 * i), ""), ""));
+        g->gen++;
+        LLVMValueRef off = LLVMBuildXor(B, st, kix(g, P->tile.st_reg[i]), "");
+        for (int q = 0; q < P->ntx; q++) {
+            const ic_x *e = &g->c->xs[P->tx[q]];
+            LLVMValueRef v = scalar_load(g, e->buf, e->dtype, clamp_off(g, e->ix, gix(g, e->ix, 0), e->buf));
+            LLVMBuildStore(B, v, tile_ptr(g, q, e->dtype, off));
+        }
+    }
+    barrier(g);
+    g->tile_on = true;
+    for (int i = 0; i < 4; i++) { /* phase 2: element (c = ty + 8i, r = tx) */
+        LLVMValueRef ok = set_uv(g, LLVMBuildAdd(B, u0, LLVMBuildAdd(B, ty, kix(g, 8 * i), ""), ""),
+                                 LLVMBuildAdd(B, v0, tx, ""));
+        g->gen++;
+        g->tile_off = LLVMBuildXor(B, ld, kix(g, P->tile.ld_reg[i]), "");
+        for (int j = 0; j < k->nitems; j++) {
+            ic_item *it = &k->items[j];
+            if (!it->store) continue;
+            LLVMValueRef v = val(g, it->expr, 0);
+            store_item(g, it, &v, 1, ok);
+        }
+    }
+    g->tile_on = false;
 }
 
 /* One chunk of a pass: V consecutive elements of the row per thread. */
@@ -1561,10 +1648,94 @@ static int choose_split(ic_kernel *k, int nsm) {
     return s >= 2 ? (int)s : 0;
 }
 
+static void collect_loads(ic_ctx *c, ic_xid x, uint8_t *seen, ic_xid *out, int *n, int cap) {
+    if (x < 0 || seen[x]) return;
+    seen[x] = 1;
+    const ic_x *e = &c->xs[x];
+    if (e->kind == X_LOADF && e->a < 0 && *n < cap) out[(*n)++] = x;
+    if (e->kind == X_ROWVAL) return;
+    collect_loads(c, e->a, seen, out, n, cap);
+    collect_loads(c, e->b, seen, out, n, cap);
+    collect_loads(c, e->c, seen, out, n, cap);
+}
+
+/* A pointwise kernel stored contiguously along its last var vv that loads an input with a
+ * stride along vv but contiguously along another var u (x.t() + y): a transpose tile.
+ * TORCHC_GPU_TILE=0 turns it off. */
+static bool choose_tile(ic_ctx *c, ic_kernel *k, plan *P) {
+    const char *env = getenv("TORCHC_GPU_TILE");
+    if ((env && !strcmp(env, "0")) || k->has_red || k->ninner < 1) return false;
+    int32_t vars[2 * IC_MAX_DIMS];
+    int64_t sizes[2 * IC_MAX_DIMS];
+    int nv = 0;
+    for (int i = 0; i < k->nouter; i++) vars[nv] = k->ovar[i], sizes[nv++] = k->osize[i];
+    for (int i = 0; i < k->ninner; i++) vars[nv] = k->ivar[i], sizes[nv++] = k->isize[i];
+    int32_t vv = vars[nv - 1];
+    int64_t sv = sizes[nv - 1];
+    if (sv < 32) return false;
+    bool na;
+    uint8_t *seen = ic_alloc(c, (size_t)c->nxs + 1);
+    ic_xid loads[64];
+    int nl = 0;
+    for (int j = 0; j < k->nitems; j++) {
+        const ic_item *it = &k->items[j];
+        if (!it->store) continue;
+        if (ix_coeff(c, it->out_ix, vv, &na) != 1 || na) return false;
+        collect_loads(c, it->expr, seen, loads, &nl, 64);
+    }
+    if (nl >= 64) return false;
+    memset(P, 0, sizeof *P);
+    int32_t u = -1;
+    int64_t su = 0;
+    for (int l = 0; l < nl; l++) {
+        const ic_x *e = &c->xs[loads[l]];
+        int64_t cv = ix_coeff(c, e->ix, vv, &na);
+        if (na || cv == 0 || cv == 1) continue; /* contiguous or broadcast along vv */
+        int w = -1;
+        for (int d = 0; d < nv - 1 && w < 0; d++) {
+            bool na2;
+            if (ix_coeff(c, e->ix, vars[d], &na2) == 1 && !na2) w = d;
+        }
+        if (w < 0) continue;
+        if (u >= 0 && vars[w] != u) return false;
+        u = vars[w];
+        su = sizes[w];
+        int esz = (int)ic_dtype_size(e->dtype);
+        if (P->ntx == 4 || (P->ntx && esz != P->tesz)) return false;
+        P->tesz = esz;
+        P->tx[P->ntx++] = loads[l];
+    }
+    if (!P->ntx || su < 32) return false;
+    char msg[160];
+    if (ic_gpu_tile_map(&P->tile, 8 * P->tesz, msg, sizeof msg)) return false;
+    P->mode = P_TILE;
+    P->V = 1;
+    P->Bk = 256;
+    P->vv = vv;
+    P->tu = u;
+    P->su = su;
+    P->sv = sv;
+    P->ntu = (su + 31) / 32;
+    P->ntv = (sv + 31) / 32;
+    int64_t nob = 1, N = 1;
+    for (int d = 0; d < nv; d++) {
+        N *= sizes[d];
+        if (vars[d] == u || vars[d] == vv) continue;
+        P->obv[P->nob] = vars[d];
+        P->obs[P->nob++] = sizes[d];
+        nob *= sizes[d];
+    }
+    P->G = N;
+    int64_t grid = P->ntu * P->ntv * nob;
+    if (grid > 0x7FFFFFFF) return false;
+    P->grid = (unsigned)grid;
+    return true;
+}
+
 /* i32 index math when every offset and counter stays far below 2^31 */
 static bool fits_i32(ic_ctx *c, ic_kernel *k, const plan *P) {
     const int64_t lim = ((int64_t)1 << 31) - ((int64_t)1 << 25);
-    int64_t total = P->mode == P_POINTWISE ? P->G * P->V : P->rows * ((P->C + UNROLL) * P->T + 1) * P->V;
+    int64_t total = P->mode != P_ROWS ? P->G * P->V : P->rows * ((P->C + UNROLL) * P->T + 1) * P->V;
     if (total >= lim || P->rows + P->R >= lim) return false;
     int64_t rows = 1;
     for (int i = 0; i < k->nouter; i++) rows *= k->osize[i];
@@ -1643,11 +1814,21 @@ static void gen_variant(gg *g, ic_kernel *k, const plan *P, ic_gvariant *out, co
         LLVMSetLinkage(g->smem, LLVMInternalLinkage);
         LLVMSetAlignment(g->smem, 16);
     }
+    if (P->mode == P_TILE) { /* the transposed loads' tiles, 1024 elements each */
+        char sn[64];
+        snprintf(sn, sizeof sn, "%s_tile", name);
+        LLVMTypeRef at = LLVMArrayType(g->cg.i8, (unsigned)(P->ntx * 1024 * P->tesz));
+        g->smem = LLVMAddGlobalInAddressSpace(g->cg.mod, at, sn, 3);
+        LLVMSetInitializer(g->smem, LLVMGetUndef(at));
+        LLVMSetLinkage(g->smem, LLVMInternalLinkage);
+        LLVMSetAlignment(g->smem, 16);
+    }
     LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(g->cg.ctx, fn, "entry");
     LLVMBasicBlockRef start = LLVMAppendBasicBlockInContext(g->cg.ctx, fn, "start");
     LLVMPositionBuilderAtEnd(B, start);
     g->tid = sreg(g, "llvm.nvvm.read.ptx.sreg.tid.x");
     if (P->mode == P_POINTWISE) emit_pointwise(g, k);
+    else if (P->mode == P_TILE) emit_tile(g, k);
     else emit_rows(g, k);
     LLVMBuildRetVoid(B);
     LLVMPositionBuilderAtEnd(B, entry);
@@ -1733,8 +1914,9 @@ static char *cache_key(ic_ctx *c, int tsm, int nsm) {
     char build[600];
     ic_gcache_build_id(build, sizeof build);
     ic_str s = {0};
-    ic_str_printf(&s, "%s|sm=%d|nsm=%d|driver=%d|%s|%s|LLVM %d", text, tsm, nsm, ic_cuda_driver_version(),
-                  ic_version(), build, LLVM_VERSION_MAJOR);
+    const char *tile = getenv("TORCHC_GPU_TILE");
+    ic_str_printf(&s, "%s|sm=%d|nsm=%d|driver=%d|%s|%s|LLVM %d|tile=%s", text, tsm, nsm, ic_cuda_driver_version(),
+                  ic_version(), build, LLVM_VERSION_MAJOR, tile ? tile : "");
     free(text);
     if (s.oom) {
         free(s.s);
@@ -1861,8 +2043,12 @@ static void codegen(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
     if (!gpu->k) ic_fail(c, IC_ENOMEM, "out of memory");
     static int module_counter;
     int mid = __atomic_fetch_add(&module_counter, 1, __ATOMIC_RELAXED);
-    for (int ki = 0; ki < c->nkernels; ki++) {
+    for (int ki = 0, ext = 0; ki < c->nkernels; ki++) {
         ic_kernel *k = &c->kernels[ki];
+        if (k->is_ext) { /* extern call: the runtime calls the handler between launches */
+            gpu->k[gpu->nkernels++].ext = ++ext;
+            continue;
+        }
         if (kernel_empty(k)) continue;
         int32_t vv = -1;
         int64_t vsize = 1;
@@ -1872,8 +2058,11 @@ static void codegen(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
         }
         int V = choose_vec(c, k, vv, vsize, k->has_red);
         int nvar = V > 1 ? 2 : 1;
+        plan *TP = ic_alloc(c, sizeof *TP);
+        bool tile = choose_tile(c, k, TP);
+        if (tile) V = 1, nvar = 1;
         /* split rows: partial slots in extra workspace, launches per pass, then a final one */
-        int S = choose_split(k, nsm);
+        int S = tile ? 0 : choose_split(k, nsm);
         int *slot = ic_alloc(c, ((size_t)k->nitems + 1) * sizeof(int));
         int nslot = 0, nfinal = 0; /* nfinal: stores the final launch makes */
         int64_t part_off = -1;
@@ -1904,7 +2093,8 @@ static void codegen(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
             ic_gkernel *K = &gpu->k[gpu->nkernels++];
             for (int v = 0; v < nvar; v++) {
                 plan P;
-                plan_kernel(c, k, &P, v == 0 ? V : 1, nsm, S, passes[q], slot);
+                if (tile) P = *TP;
+                else plan_kernel(c, k, &P, v == 0 ? V : 1, nsm, S, passes[q], slot);
                 if (P.grid == 0) continue;
                 if ((int64_t)P.grid > 0x7FFFFFFF) ic_fail(c, IC_EUNSUPPORTED, "GPU grid too large");
                 g->ity = fits_i32(c, k, &P) ? g->cg.i32 : g->cg.i64;

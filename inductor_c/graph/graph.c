@@ -727,6 +727,173 @@ IC_API ic_val ic_arange(ic_graph *g, int64_t count, double start, double step, i
     return append(g, &n);
 }
 
+/* ---- extern calls ----------------------------------------------------------------------- */
+static const char *extnames[IC_EXT_COUNT] = {
+#define IC_X_EXTN(name, text) text,
+    IC_EXTERNS(IC_X_EXTN)
+#undef IC_X_EXTN
+};
+
+IC_API const char *ic_extern_name(ic_extern_kind k) {
+    return (unsigned)k < IC_EXT_COUNT ? extnames[k] : "?";
+}
+
+/* sizes of `m` broadcast (expand rules) to want[0..nd) */
+static bool bcast_to(const ic_meta *m, int nd, const int64_t *want) {
+    if (m->ndim > nd) return false;
+    for (int i = 0; i < m->ndim; i++) {
+        int64_t s = m->sizes[i], w = want[nd - m->ndim + i];
+        if (s != w && s != 1) return false;
+    }
+    return true;
+}
+
+static ic_val ext_fail_mm(ic_graph *g, const char *what, const ic_meta *a, const ic_meta *b) {
+    return fail(g, IC_EINVALID, "%s: shapes cannot be multiplied (%dd [..,%lld] and %dd [%lld,..])", what, a->ndim,
+                (long long)(a->ndim ? a->sizes[a->ndim - 1] : 0), b->ndim, (long long)(b->ndim ? b->sizes[0] : 0));
+}
+
+/* torch.matmul's result shape */
+static bool matmul_shape(ic_graph *g, const ic_meta *a, const ic_meta *b, ic_meta *o) {
+    int na = a->ndim, nb = b->ndim;
+    if (na == 0 || nb == 0) {
+        fail(g, IC_EINVALID, "both arguments to matmul need to be at least 1D");
+        return false;
+    }
+    int64_t ka = a->sizes[na - 1], kb = nb == 1 ? b->sizes[0] : b->sizes[nb - 2];
+    if (ka != kb) {
+        ext_fail_mm(g, "matmul", a, b);
+        return false;
+    }
+    /* batch dims: a without its last 2 (1-D: none), b without its last 2 */
+    int ba = na >= 2 ? na - 2 : 0, bb = nb >= 2 ? nb - 2 : 0;
+    int nbat = ba > bb ? ba : bb;
+    int64_t bs[IC_MAX_DIMS];
+    for (int i = 0; i < nbat; i++) {
+        int ia = i - (nbat - ba), ib = i - (nbat - bb);
+        int64_t x = ia >= 0 ? a->sizes[ia] : 1, y = ib >= 0 ? b->sizes[ib] : 1;
+        if (x != y && x != 1 && y != 1) {
+            fail(g, IC_EINVALID, "matmul: batch dimensions do not broadcast (%lld vs %lld)", (long long)x,
+                 (long long)y);
+            return false;
+        }
+        bs[i] = x == 1 ? y : x;
+    }
+    int k = 0;
+    for (int i = 0; i < nbat; i++) o->sizes[k++] = bs[i];
+    if (na >= 2) o->sizes[k++] = a->sizes[na - 2];
+    if (nb >= 2) o->sizes[k++] = b->sizes[nb - 1];
+    if (k > IC_MAX_DIMS) {
+        fail(g, IC_EUNSUPPORTED, "matmul: too many dims");
+        return false;
+    }
+    o->ndim = k;
+    return true;
+}
+
+IC_API ic_val ic_extern(ic_graph *g, ic_extern_kind kind, int nin, const ic_val *in, int nparams,
+                        const int64_t *params, double beta, double alpha) {
+    if (g->err) return IC_NONE;
+    if ((unsigned)kind >= IC_EXT_COUNT) return fail(g, IC_EINVALID, "ic_extern: bad kind %d", kind);
+    if (nin < 1 || nin > 3 || nparams < 0 || nparams > IC_EXT_MAXP)
+        return fail(g, IC_EINVALID, "ic_extern: bad operand or param count");
+    for (int i = 0; i < nin; i++) {
+        if (!check(g, in[i])) return IC_NONE;
+        if (g->nodes[in[i]].op == IC_OP_SCALAR) return fail(g, IC_EINVALID, "ic_extern: operands must be tensors");
+        if (g->nodes[in[i]].meta.dyn) return fail(g, IC_EUNSUPPORTED, "extern calls on symbolic sizes");
+    }
+    const char *nm = extnames[kind];
+    ic_node n = {.op = IC_OP_EXTERN, .in = {-1, -1, -1}, .ext_kind = kind, .nparams = nparams, .num = beta,
+                 .num2 = alpha};
+    for (int i = 0; i < nin; i++) n.in[i] = in[i];
+    for (int i = 0; i < nparams; i++) n.params[i] = params[i];
+    const ic_meta *m[3] = {NULL, NULL, NULL};
+    for (int i = 0; i < nin; i++) m[i] = &g->nodes[in[i]].meta;
+    ic_dtype t = m[0]->dtype;
+    for (int i = 1; i < nin; i++)
+        if (m[i]->dtype != t)
+            return fail(g, IC_EUNSUPPORTED, "%s: operands of different dtypes (%s, %s)", nm, ic_dtype_name(t),
+                        ic_dtype_name(m[i]->dtype));
+    if (!ic_is_float(t)) return fail(g, IC_EUNSUPPORTED, "%s on %s is left to eager", nm, ic_dtype_name(t));
+    ic_meta *o = &n.meta;
+    o->dtype = t;
+    int want = kind == IC_EXT_ADDMM || kind == IC_EXT_BADDBMM ? 3 : kind == IC_EXT_LINEAR || kind == IC_EXT_CONV ? -1 : 2;
+    if (want > 0 ? nin != want : (nin < 2 || nin > 3)) return fail(g, IC_EINVALID, "%s: wrong operand count %d", nm, nin);
+    if (kind != IC_EXT_CONV && nparams) return fail(g, IC_EINVALID, "%s takes no params", nm);
+    if (kind != IC_EXT_ADDMM && kind != IC_EXT_BADDBMM && (beta != 1 || alpha != 1))
+        return fail(g, IC_EINVALID, "%s takes no alpha/beta", nm);
+    switch (kind) {
+    case IC_EXT_MM:
+    case IC_EXT_ADDMM: {
+        const ic_meta *a = m[nin - 2], *b = m[nin - 1];
+        if (a->ndim != 2 || b->ndim != 2) return fail(g, IC_EINVALID, "%s: expected 2-D matrices", nm);
+        if (a->sizes[1] != b->sizes[0]) return ext_fail_mm(g, nm, a, b);
+        o->ndim = 2;
+        o->sizes[0] = a->sizes[0];
+        o->sizes[1] = b->sizes[1];
+        if (kind == IC_EXT_ADDMM && !bcast_to(m[0], 2, o->sizes))
+            return fail(g, IC_EINVALID, "addmm: bias does not broadcast to the product");
+        break;
+    }
+    case IC_EXT_BMM:
+    case IC_EXT_BADDBMM: {
+        const ic_meta *a = m[nin - 2], *b = m[nin - 1];
+        if (a->ndim != 3 || b->ndim != 3) return fail(g, IC_EINVALID, "%s: expected 3-D tensors", nm);
+        if (a->sizes[0] != b->sizes[0]) return fail(g, IC_EINVALID, "%s: batch sizes differ", nm);
+        if (a->sizes[2] != b->sizes[1]) return ext_fail_mm(g, nm, a, b);
+        o->ndim = 3;
+        o->sizes[0] = a->sizes[0];
+        o->sizes[1] = a->sizes[1];
+        o->sizes[2] = b->sizes[2];
+        if (kind == IC_EXT_BADDBMM && !bcast_to(m[0], 3, o->sizes))
+            return fail(g, IC_EINVALID, "baddbmm: self does not broadcast to the product");
+        break;
+    }
+    case IC_EXT_MATMUL:
+        if (!matmul_shape(g, m[0], m[1], o)) return IC_NONE;
+        break;
+    case IC_EXT_LINEAR: {
+        const ic_meta *x = m[0], *w = m[1];
+        if (x->ndim < 1 || w->ndim != 2) return fail(g, IC_EUNSUPPORTED, "linear: weight must be 2-D, input >= 1-D");
+        if (x->sizes[x->ndim - 1] != w->sizes[1]) return fail(g, IC_EINVALID, "linear: shapes cannot be multiplied");
+        *o = *x;
+        o->dtype = t;
+        o->sizes[x->ndim - 1] = w->sizes[0];
+        if (nin == 3 && !bcast_to(m[2], 1, &w->sizes[0]))
+            return fail(g, IC_EINVALID, "linear: bias must have the weight's out_features");
+        break;
+    }
+    case IC_EXT_CONV: {
+        const ic_meta *x = m[0], *w = m[1];
+        if (nparams < 1) return fail(g, IC_EINVALID, "conv: params missing");
+        int nd = (int)params[0];
+        if (nd < 1 || nd > 3 || nparams != 2 + 3 * nd) return fail(g, IC_EINVALID, "conv: bad params");
+        if (x->ndim != nd + 2 || w->ndim != nd + 2) return fail(g, IC_EUNSUPPORTED, "conv: expected batched %dd input", nd);
+        int64_t groups = params[1 + 3 * nd];
+        if (groups < 1 || w->sizes[0] % groups || x->sizes[1] != w->sizes[1] * groups)
+            return fail(g, IC_EINVALID, "conv: channels do not match the weight and groups");
+        if (nin == 3 && (m[2]->ndim != 1 || m[2]->sizes[0] != w->sizes[0]))
+            return fail(g, IC_EINVALID, "conv: bias must be 1-D with out_channels");
+        o->ndim = nd + 2;
+        o->sizes[0] = x->sizes[0];
+        o->sizes[1] = w->sizes[0];
+        for (int i = 0; i < nd; i++) {
+            int64_t st = params[1 + i], pad = params[1 + nd + i], dil = params[1 + 2 * nd + i];
+            if (st < 1 || pad < 0 || dil < 1) return fail(g, IC_EINVALID, "conv: bad stride/padding/dilation");
+            int64_t span = dil * (w->sizes[2 + i] - 1) + 1, in = x->sizes[2 + i] + 2 * pad;
+            if (in < span) return fail(g, IC_EINVALID, "conv: kernel size can't be greater than the padded input");
+            o->sizes[2 + i] = (in - span) / st + 1;
+        }
+        if (w->sizes[0] == 0 || x->sizes[1] == 0) return fail(g, IC_EUNSUPPORTED, "conv with zero channels");
+        break;
+    }
+    default:
+        return fail(g, IC_EINVALID, "ic_extern: bad kind");
+    }
+    ic_contiguous_strides(o);
+    return append(g, &n);
+}
+
 IC_API int ic_output(ic_graph *g, ic_val v) {
     if (!check(g, v)) return -1;
     if (!grow((void **)&g->outputs, &g->ocap, g->noutputs + 1, sizeof(ic_val))) {

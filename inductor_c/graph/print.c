@@ -81,6 +81,15 @@ IC_API char *ic_graph_to_string(const ic_graph *g) {
                 if ((n->dim_mask >> d) & 1) ic_str_printf(&s, "%s%d", k++ ? "," : "", d);
             ic_str_printf(&s, "]%s", n->keepdim ? " keepdim" : "");
         }
+        if (n->op == IC_OP_EXTERN) {
+            ic_str_printf(&s, " %s", ic_extern_name(n->ext_kind));
+            if (n->nparams) {
+                ic_str_printf(&s, " params=[");
+                for (int i = 0; i < n->nparams; i++) ic_str_printf(&s, "%s%lld", i ? "," : "", (long long)n->params[i]);
+                ic_str_printf(&s, "]");
+            }
+            if (n->num != 1 || n->num2 != 1) ic_str_printf(&s, " beta=%.17g alpha=%.17g", n->num, n->num2);
+        }
         if (n->op == IC_OP_PERMUTE) {
             ic_str_printf(&s, " perm=[");
             for (int d = 0; d < n->meta.ndim; d++) ic_str_printf(&s, "%s%d", d ? "," : "", n->perm[d]);
@@ -113,6 +122,13 @@ int ic_graph_verify(const ic_graph *g, char *msg, size_t mn) {
             return -1;
         }
         int k = nin[n->op];
+        if (k < 0) /* variable: a prefix of 1..3 operands */
+            for (k = 0; k < 3 && n->in[k] >= 0;) k++;
+        if (n->op == IC_OP_EXTERN && (k < 1 || (unsigned)n->ext_kind >= IC_EXT_COUNT || n->nparams < 0 ||
+                                      n->nparams > IC_EXT_MAXP)) {
+            snprintf(msg, mn, "%%%d: bad extern", v);
+            return -1;
+        }
         for (int i = 0; i < 3; i++) {
             bool want = i < k;
             if (want != (n->in[i] >= 0) || (want && n->in[i] >= v)) {

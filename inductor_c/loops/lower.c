@@ -4,7 +4,7 @@
  * Produces: c->ln[v] for every value: L_INPUT (a buffer), L_CONST (a scalar), L_POINTWISE
  *   (body over one fresh index var per output dim), L_REDUCE (body over one var per input
  *   dim; red_mask tells which are reduced). Bodies load operands with X_LOAD(value, tuple),
- *   one index per operand dim. Broadcast, expand, permute and reshape are index maps here:
+ *   one index per operand dim. L_EXTERN: an extern call's result, read like an input. Broadcast, expand, permute and reshape are index maps here:
  *   no view ever copies. Operands are cast to the compute dtype (torch promotion); f16/bf16
  *   math is done in f32 and rounded back after every op (eager semantics); reductions of
  *   half types accumulate in f32.
@@ -151,8 +151,8 @@ void ic_lower(ic_ctx *c) {
     for (ic_val v = 0; v < g->n; v++) {
         const ic_node *n = &g->nodes[v];
         ic_lnode *L = &c->ln[v];
-        if (n->op == IC_OP_INPUT) {
-            L->kind = L_INPUT;
+        if (n->op == IC_OP_INPUT || n->op == IC_OP_EXTERN) {
+            L->kind = n->op == IC_OP_INPUT ? L_INPUT : L_EXTERN;
             L->body = L->body2 = -1;
             continue;
         }
@@ -208,6 +208,10 @@ void ic_loops_print(ic_ctx *c, ic_str *s) {
     for (ic_val v = 0; v < g->n; v++) {
         const ic_lnode *L = &c->ln[v];
         if (L->kind == L_INPUT || L->kind == L_CONST) continue;
+        if (L->kind == L_EXTERN) {
+            ic_str_printf(s, "%%%d = extern %s\n", v, ic_extern_name(g->nodes[v].ext_kind));
+            continue;
+        }
         if (c->live && !c->live[v]) continue;
         ic_str_printf(s, "%%%d = %s %s[", v, L->kind == L_REDUCE ? "reduction" : "pointwise",
                       ic_op_name(g->nodes[v].op));

@@ -334,6 +334,17 @@ IC_API int ic_run_stream(const ic_compiled *c, void *const *inputs, void *const 
     }
     for (int k = 0; k < G->nkernels; k++) {
         const ic_gkernel *K = &G->k[k];
+        if (K->ext > 0) { /* extern (ATen) call, enqueued on the same stream */
+            const ic_rext *x = &c->exts[K->ext - 1];
+            void *in[3] = {NULL, NULL, NULL};
+            for (int i = 0; i < x->nin; i++) in[i] = (void *)(uintptr_t)bufs[x->in_buf[i]];
+            ic_err e2;
+            if (ic_run_extern(c, x, in, (void *)(uintptr_t)bufs[x->out_buf], stream, err ? err : &e2) < 0) {
+                rc = -1;
+                break;
+            }
+            continue;
+        }
         const ic_gvariant *gv = NULL;
         for (int v = 0; v < K->nvar && !gv; v++) {
             bool ok = true;

@@ -9,7 +9,8 @@
  * <fnv64(key)>.tcg. One file per entry:
  *   "TCGPU001" | u64 fnv64(payload) | u64 payload bytes | payload
  *   payload: key (u32 length + bytes, compared in full: no trust in the hash) | i64 ws_size |
- *            i32 sm, nkernels, nbufs | i64 scratch_off[nbufs] | per kernel: i32 nvar, per
+ *            i32 sm, nkernels, nbufs | i64 scratch_off[nbufs] | per kernel: i32 nvar (< 0: extern
+ *            call -nvar, nothing else), per
  *            variant: name[48], u32 grid, block, i32 vec, nparams, params[], nalign,
  *            align_buf[], align_bytes[], i64 part_off | u32 ptx length + PTX text.
  * Every read is bounds-checked; a short, corrupted or mismatching file is a miss (and is
@@ -170,7 +171,7 @@ void ic_gcache_put(const char *key, const ic_gpu *G, int64_t ws_size) {
     for (int b = 0; b < G->nbufs; b++) put64(&w, G->scratch_off ? G->scratch_off[b] : -1);
     for (int k = 0; k < G->nkernels; k++) {
         const ic_gkernel *K = &G->k[k];
-        put32(&w, K->nvar);
+        put32(&w, K->ext > 0 ? -K->ext : K->nvar); /* < 0: an extern call, no variants */
         for (int v = 0; v < K->nvar; v++) {
             const ic_gvariant *gv = &K->v[v];
             put(&w, gv->name, sizeof gv->name);
@@ -240,6 +241,10 @@ ic_gpu *ic_gcache_get(const char *key, int nbufs, int64_t *ws_size) {
     for (int k = 0; k < G->nkernels && !r.bad; k++) {
         ic_gkernel *K = &G->k[k];
         int nvar = get32(&r);
+        if (nvar < 0 && nvar >= -(1 << 16)) {
+            K->ext = -nvar;
+            continue;
+        }
         if (nvar < 1 || nvar > 2) goto miss;
         for (int v = 0; v < nvar && !r.bad; v++) {
             ic_gvariant *gv = &K->v[v];

@@ -4,6 +4,8 @@
  * Produces: bufs[i].offset (64-byte aligned) inside one workspace of c->ws_size bytes.
  *   An intermediate lives from the kernel that stores it to the last kernel that loads it;
  *   a slot is reused by a later buffer once its last reader has finished (never inside
+ *   the same kernel, so no kernel sees two buffers in one slot). An extern call counts as
+ *   a kernel that stores its output and reads its operands.
  *   the same kernel, so no kernel sees two buffers in one slot).
  * Dynamic graphs: byte sizes are monomials in the symbols (decoded from the tainted
  *   sizes); a slot is reused only by a buffer of the same monomial with a coefficient no
@@ -39,6 +41,17 @@ void ic_plan_buffers(ic_ctx *c) {
     for (int ki = 0; ki < c->nkernels; ki++) {
         ic_kernel *k = &c->kernels[ki];
         uint8_t *seen = ic_alloc(c, (size_t)c->nxs);
+        if (k->is_ext) {
+            const ic_node *n = &c->g->nodes[k->ext_v];
+            int ob = c->buf_of[k->ext_v];
+            if (first[ob] < 0) first[ob] = ki;
+            if (last[ob] < ki) last[ob] = ki;
+            for (int i = 0; i < 3 && n->in[i] >= 0; i++) {
+                int b = c->buf_of[n->in[i]];
+                if (b < 0) ic_fail(c, IC_EINTERNAL, "extern operand %%%d without a buffer", n->in[i]);
+                if (last[b] < ki) last[b] = ki;
+            }
+        }
         for (int j = 0; j < k->nitems; j++) {
             ic_item *it = &k->items[j];
             if (it->store && first[it->buf] < 0) first[it->buf] = ki;

@@ -5,6 +5,7 @@
  *     pass 0: reduce sum %3 fused(%2,%3) noStore
  *     row: store %4 -> buf2 fused(%4)
  *     pass 1: store %9 -> out0 fused(%5,%6,%7,%8,%9)
+ *   kernel k1: extern mm(in0, in1) -> tmp3 (%2)
  *   buffers: in0 f32[4096,1024]; out0 f32[4096,1024]; tmp2 f32[4096,1] @0
  */
 #include <stdlib.h>
@@ -30,6 +31,18 @@ char *ic_describe_kernels(ic_ctx *c, bool detail) {
     ic_str s = {0};
     for (int ki = 0; ki < c->nkernels; ki++) {
         const ic_kernel *k = &c->kernels[ki];
+        if (k->is_ext) {
+            const ic_node *n = &c->g->nodes[k->ext_v];
+            ic_str_printf(&s, "kernel %s: extern %s(", k->name, ic_extern_name(n->ext_kind));
+            for (int i = 0; i < 3 && n->in[i] >= 0; i++) {
+                ic_str_printf(&s, "%s", i ? ", " : "");
+                bufname(c, &s, c->buf_of[n->in[i]]);
+            }
+            ic_str_printf(&s, ") -> ");
+            bufname(c, &s, c->buf_of[k->ext_v]);
+            ic_str_printf(&s, " (%%%d)\n", k->ext_v);
+            continue;
+        }
         ic_str_printf(&s, "kernel %s: outer [", k->name);
         for (int i = 0; i < k->nouter; i++) {
             ic_str_printf(&s, "%s", i ? "," : "");

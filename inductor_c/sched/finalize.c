@@ -13,6 +13,8 @@
  *     blocked    pointwise with transposed reads: 2-D blocks of rows x columns
  *     vec_outer  reductions contiguous along the kept dim: lanes along it
  *     split      one huge row: parallel parts with partial accumulators + combine
+ *   Extern kernels get their output buffer (an intermediate unless it is a graph output)
+ *   and mark their operands as needed in memory; they have no loops.
  * Dynamic graphs: an outer var of symbolic (tainted) size must be the first one (the
  *   caller's iteration range covers it: the kernel never needs its size), else
  *   IC_EUNSUPPORTED; inner vars may be symbolic (runtime loop bounds from the symbol
@@ -429,6 +431,10 @@ void ic_finalize_kernels(ic_ctx *c) {
     uint32_t *seen = ic_alloc(c, (size_t)c->nxs * sizeof(uint32_t)), gen = 0;
     for (int ki = 0; ki < c->nkernels; ki++) {
         ic_kernel *k = &c->kernels[ki];
+        if (k->is_ext) { /* an extern call reads its operands from memory */
+            const ic_node *n = &g->nodes[k->ext_v];
+            for (int i = 0; i < 3 && n->in[i] >= 0; i++) needed[n->in[i]] = external[n->in[i]] = true;
+        }
         for (int j = 0; j < k->nitems; j++)
             mark_needed(c, needed, external, ki, k->items[j].pos, k->items[j].expr, seen, ++gen);
     }
@@ -447,6 +453,11 @@ void ic_finalize_kernels(ic_ctx *c) {
     }
     for (int ki = 0; ki < c->nkernels; ki++) {
         ic_kernel *k = &c->kernels[ki];
+        if (k->is_ext && c->buf_of[k->ext_v] < 0) {
+            ic_meta m = g->nodes[k->ext_v].meta;
+            ic_contiguous_strides(&m);
+            c->buf_of[k->ext_v] = add_buffer(c, 2, -1, k->ext_v, &m);
+        }
         for (int j = 0; j < k->nitems; j++) {
             ic_item *it = &k->items[j];
             if (!needed[it->v]) continue;
@@ -461,6 +472,14 @@ void ic_finalize_kernels(ic_ctx *c) {
     }
     for (int ki = 0; ki < c->nkernels; ki++) {
         ic_kernel *k = &c->kernels[ki];
+        if (k->is_ext) {
+            k->nouter = k->ninner = 0;
+            k->ntiles = k->tile = k->iters = 1;
+            k->npos = 0;
+            k->work = 0;
+            snprintf(k->name, sizeof k->name, "k%d", ki);
+            continue;
+        }
         rw R = rw_new(c);
         R.kidx = ki;
         for (int j = 0; j < k->nitems; j++) {

@@ -18,6 +18,9 @@
  *              the kernel's own values stay within the row. Positions order the work inside
  *              one row: 0 row block, 1 pass 0, 2 row block, 3 pass 1, ... A reduction's result
  *              is usable from the next position on (softmax: max pass, sum pass, store pass).
+ *   extern   = an extern node is a kernel of its own (is_ext, no items): its operands are
+ *              realized, nothing fuses into it, and the values after it start a new kernel
+ *              that reads its output buffer (the epilogue of a matmul is one kernel).
  * Keeps: graph, loop nodes. Breaks: nothing (kernels are new).
  */
 #include <string.h>
@@ -172,6 +175,7 @@ static bool try_place(ic_ctx *c, int kidx, ic_val v, uint32_t gen) {
     ic_kernel *k = &c->kernels[kidx];
     const ic_lnode *L = &c->ln[v];
     const ic_node *n = &c->g->nodes[v];
+    if (k->is_ext || L->kind == L_EXTERN) return false;
     ic_kernel nk = *k; /* tentative frame */
     bool inner = true;
     ic_ix T[IC_MAX_DIMS];
@@ -334,8 +338,10 @@ void ic_schedule(ic_ctx *c) {
         if (!c->live[v]) continue;
         const ic_lnode *L = &c->ln[v];
         const ic_node *n = &g->nodes[v];
-        if (L->kind == L_INPUT || L->kind == L_REDUCE) c->realized[v] = true;
+        if (L->kind == L_INPUT || L->kind == L_REDUCE || L->kind == L_EXTERN) c->realized[v] = true;
         if (n->op == IC_OP_INDEX_SELECT) c->realized[n->in[0]] = true; /* gathered from memory */
+        if (L->kind == L_EXTERN)
+            for (int i = 0; i < 3 && n->in[i] >= 0; i++) c->realized[n->in[i]] = true;
         if (L->kind != L_POINTWISE) continue;
         bool view = n->op == IC_OP_RESHAPE || n->op == IC_OP_PERMUTE || n->op == IC_OP_EXPAND ||
                     n->op == IC_OP_SLICE;
@@ -368,6 +374,12 @@ void ic_schedule(ic_ctx *c) {
         ic_kernel *k = IC_PUSH(c, c->kernels, c->nkernels, c->kcap);
         memset(k, 0, sizeof *k);
         k->id = c->nkernels - 1;
+        if (c->ln[v].kind == L_EXTERN) {
+            k->is_ext = true;
+            k->ext_v = v;
+            c->kernel_of[v] = k->id;
+            continue;
+        }
         if (!try_place(c, c->nkernels - 1, v, ++gen))
             ic_fail(c, IC_EINTERNAL, "scheduling %%%d into a fresh kernel failed", v);
     }

@@ -2027,6 +2027,247 @@ static void bench(int64_t rows, int64_t cols) {
     t_free(t);
 }
 
+/* ---- extern calls: a naive C handler stands in for ATen ----------------------------------- */
+/* out[b][i][j] = sum_k a[b][i][k] * b[b][k][j] over contiguous doubles */
+static void naive_bmm(const double *a, const double *b, double *o, int64_t B, int64_t M, int64_t K, int64_t N,
+                      int64_t sa, int64_t sb) {
+    for (int64_t z = 0; z < B; z++)
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < N; j++) {
+                double acc = 0;
+                for (int64_t k = 0; k < K; k++) acc += a[z * sa + i * K + k] * b[z * sb + k * N + j];
+                o[(z * M + i) * N + j] = acc;
+            }
+}
+
+/* y[n][o][*] = bias[o] + sum_{c,kh,kw} x[n][g*Cg+c][oh*s-p+kh*d][ow*s-p+kw*d] * w[o][c][kh][kw] (2-D) */
+static void naive_conv2d(const double *x, const ic_meta *xm, const double *w, const ic_meta *wm, const double *bias,
+                         double *y, const ic_meta *ym, const int64_t *p) {
+    int64_t N = xm->sizes[0], C = xm->sizes[1], H = xm->sizes[2], W = xm->sizes[3];
+    int64_t O = wm->sizes[0], Cg = wm->sizes[1], KH = wm->sizes[2], KW = wm->sizes[3];
+    int64_t OH = ym->sizes[2], OW = ym->sizes[3], G = p[7], Og = O / G;
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t o = 0; o < O; o++)
+            for (int64_t oh = 0; oh < OH; oh++)
+                for (int64_t ow = 0; ow < OW; ow++) {
+                    double acc = bias ? bias[o] : 0;
+                    int64_t g = o / Og;
+                    for (int64_t c = 0; c < Cg; c++)
+                        for (int64_t kh = 0; kh < KH; kh++)
+                            for (int64_t kw = 0; kw < KW; kw++) {
+                                int64_t ih = oh * p[1] - p[3] + kh * p[5], iw = ow * p[2] - p[4] + kw * p[6];
+                                if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+                                acc += x[((n * C + g * Cg + c) * H + ih) * W + iw] * w[((o * Cg + c) * KH + kh) * KW + kw];
+                            }
+                    y[((n * O + o) * OH + oh) * OW + ow] = acc;
+                }
+}
+
+/* the math of one extern kind over contiguous doubles (shared by the handler and the reference) */
+static void naive_extern(int kind, const int64_t *params, double beta, double alpha, int nin, double *const *in,
+                         const ic_meta *im, double *out, const ic_meta *om) {
+    int64_t n = numel(om);
+    switch (kind) {
+    case IC_EXT_MM: naive_bmm(in[0], in[1], out, 1, im[0].sizes[0], im[0].sizes[1], im[1].sizes[1], 0, 0); break;
+    case IC_EXT_BMM:
+        naive_bmm(in[0], in[1], out, im[0].sizes[0], im[0].sizes[1], im[0].sizes[2], im[1].sizes[2],
+                  im[0].sizes[1] * im[0].sizes[2], im[1].sizes[1] * im[1].sizes[2]);
+        break;
+    case IC_EXT_ADDMM: {
+        naive_bmm(in[1], in[2], out, 1, im[1].sizes[0], im[1].sizes[1], im[2].sizes[1], 0, 0);
+        int64_t N = om->sizes[1];
+        for (int64_t i = 0; i < n; i++) {
+            /* bias broadcast: [N], [1,N], [M,1], [M,N] */
+            const ic_meta *bm = &im[0];
+            int64_t r = i / (N ? N : 1), c = i % (N ? N : 1), off = 0;
+            if (bm->ndim == 2) off = (bm->sizes[0] == 1 ? 0 : r) * bm->sizes[1] + (bm->sizes[1] == 1 ? 0 : c);
+            else if (bm->ndim == 1) off = bm->sizes[0] == 1 ? 0 : c;
+            out[i] = beta * in[0][off] + alpha * out[i];
+        }
+        break;
+    }
+    case IC_EXT_LINEAR: {
+        int64_t K = im[1].sizes[1], N = im[1].sizes[0], M = K ? numel(&im[0]) / K : numel(om) / (N ? N : 1);
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < N; j++) {
+                double acc = nin == 3 ? in[2][im[2].ndim && im[2].sizes[0] > 1 ? j : 0] : 0;
+                for (int64_t k = 0; k < K; k++) acc += in[0][i * K + k] * in[1][j * K + k];
+                out[i * N + j] = acc;
+            }
+        break;
+    }
+    case IC_EXT_CONV: naive_conv2d(in[0], &im[0], in[1], &im[1], nin == 3 ? in[2] : NULL, out, om, params); break;
+    default:
+        for (int64_t i = 0; i < n; i++) out[i] = NAN;
+    }
+}
+
+static int ext_calls;
+
+static int test_handler(const ic_extern_call *call, ic_err *err) {
+    ext_calls++;
+    if (call->device != IC_CPU) {
+        err->code = IC_EUNSUPPORTED;
+        snprintf(err->msg, sizeof err->msg, "test handler: CPU only");
+        return -1;
+    }
+    if (call->kind == IC_EXT_MATMUL) { /* stands for a library error */
+        err->code = IC_EINVALID;
+        snprintf(err->msg, sizeof err->msg, "test handler: matmul refused");
+        return -1;
+    }
+    double *in[3] = {NULL, NULL, NULL};
+    ic_meta cm[3];
+    int64_t idx[IC_MAX_DIMS];
+    for (int i = 0; i < call->nin; i++) {
+        const ic_meta *m = &call->in_meta[i];
+        cm[i] = *m;
+        contig(&cm[i]);
+        int64_t n = numel(m);
+        in[i] = calloc((size_t)n + 1, sizeof(double));
+        for (int64_t j = 0; j < n; j++) { /* gather the strided operand */
+            unravel(m, j, idx);
+            int64_t off = 0;
+            for (int d = 0; d < m->ndim; d++) off += idx[d] * m->strides[d];
+            in[i][j] = load_elem(call->in[i], m->dtype, off);
+        }
+    }
+    int64_t n = numel(call->out_meta);
+    double *o = calloc((size_t)n + 1, sizeof(double));
+    naive_extern(call->kind, call->params, call->beta, call->alpha, call->nin, in, cm, o, call->out_meta);
+    for (int64_t j = 0; j < n; j++) store_elem(call->out, call->out_meta->dtype, j, o[j]);
+    free(o);
+    for (int i = 0; i < call->nin; i++) free(in[i]);
+    return 0;
+}
+
+static R t_extern(T *t, ic_extern_kind kind, int nin, R *ops, int np, const int64_t *params, double beta,
+                  double alpha) {
+    ic_val v[3] = {-1, -1, -1};
+    for (int i = 0; i < nin; i++) v[i] = ops[i].v;
+    ic_val e = ic_extern(t->g, kind, nin, v, np, params, beta, alpha);
+    const ic_meta *m = ic_value_meta(t->g, e);
+    R r = result(t, e, m ? m : &ops[0].m);
+    if (!m) return r;
+    double *in[3];
+    ic_meta im[3];
+    for (int i = 0; i < nin; i++) {
+        in[i] = ops[i].d;
+        im[i] = ops[i].m;
+    }
+    naive_extern(kind, params, beta, alpha, nin, in, im, r.d, &r.m);
+    return r;
+}
+
+static void test_extern(void) {
+    cur_test = "extern";
+    ic_set_extern_handler(test_handler);
+    /* MLP: linear -> bias + gelu fused -> linear -> residual add: 2 externs, 2 fused kernels */
+    for (int rep = 0; rep < 12; rep++) {
+        T *t = t_new();
+        int64_t M = rep == 0 ? 0 : 1 + rndi(9), K = rep == 1 ? 1 : 1 + rndi(17), H = 1 + rndi(20);
+        ic_dtype dt = rep % 3 == 2 ? IC_F64 : IC_F32;
+        int64_t xs[2] = {M, K}, w1s[2] = {H, K}, bs[1] = {H}, w2s[2] = {K, H}, b2s[1] = {K};
+        R x = t_input(t, dt, 2, xs, rndi(L_NLAYOUT));
+        R w1 = t_input(t, dt, 2, w1s, rndi(L_NLAYOUT));
+        R b1 = t_input(t, dt, 1, bs, L_CONTIG);
+        R w2 = t_input(t, dt, 2, w2s, L_PERMUTED);
+        R b2 = t_input(t, dt, 1, b2s, L_CONTIG);
+        R ops1[2] = {x, w1};
+        R h = t_extern(t, IC_EXT_LINEAR, 2, ops1, 0, NULL, 1, 1);
+        R a = t_un(t, IC_OP_GELU, t_bin(t, IC_OP_ADD, h, b1));
+        R ops2[3] = {a, w2, b2};
+        R y = t_extern(t, IC_EXT_LINEAR, 3, ops2, 0, NULL, 1, 1);
+        t_output(t, t_bin(t, IC_OP_ADD, y, x));
+        runopts o = defaults();
+        o.atol = o.rtol = 1e-4;
+        o.expect_kernels = 4;
+        o.expect_describe[0] = "extern linear(";
+        int before = ext_calls;
+        t_run(t, o);
+        CHECK(ext_calls - before == (M ? 2 : 0), "extern calls %d", ext_calls - before);
+        t_free(t);
+    }
+    /* mm / addmm (alpha, beta, broadcast bias) / bmm, outputs straight from the extern */
+    for (int rep = 0; rep < 10; rep++) {
+        T *t = t_new();
+        int64_t M = 1 + rndi(7), K = rndi(9), N = 1 + rndi(11), B = 1 + rndi(4);
+        int64_t as[2] = {M, K}, bs[2] = {K, N}, cs[2] = {rep % 2 ? 1 : M, N};
+        R a = t_input(t, IC_F32, 2, as, rndi(L_NLAYOUT));
+        R b = t_input(t, IC_F32, 2, bs, rndi(L_NLAYOUT));
+        R c = t_input(t, IC_F32, 2, cs, L_CONTIG);
+        R o1[2] = {t_un(t, IC_OP_NEG, a), b};
+        t_output(t, t_extern(t, IC_EXT_MM, 2, o1, 0, NULL, 1, 1));
+        R o2[3] = {c, a, b};
+        t_output(t, t_extern(t, IC_EXT_ADDMM, 3, o2, 0, NULL, 0.5, -2));
+        int64_t b3[3] = {B, M, K}, c3[3] = {B, K, N};
+        R p = t_input(t, IC_F32, 3, b3, rndi(L_NLAYOUT)), q = t_input(t, IC_F32, 3, c3, rndi(L_NLAYOUT));
+        R o3[2] = {p, q};
+        R r = t_extern(t, IC_EXT_BMM, 2, o3, 0, NULL, 1, 1);
+        t_output(t, t_red(t, IC_OP_SUM, r, 1u << 2, 0, -1));
+        runopts o = defaults();
+        o.atol = o.rtol = 1e-4;
+        t_run(t, o);
+        t_free(t);
+    }
+    /* conv2d (stride, padding, dilation, groups) + bias + relu */
+    for (int rep = 0; rep < 6; rep++) {
+        T *t = t_new();
+        int64_t G = 1 + rndi(2), Cg = 1 + rndi(3), O = G * (1 + rndi(3)), k = 1 + rndi(3);
+        int64_t xs[4] = {1 + rndi(2), G * Cg, k + rndi(6), k + rndi(7)}, ws[4] = {O, Cg, k, k}, bs[1] = {O};
+        R x = t_input(t, IC_F32, 4, xs, rndi(L_NLAYOUT));
+        R w = t_input(t, IC_F32, 4, ws, L_CONTIG);
+        R b = t_input(t, IC_F32, 1, bs, L_CONTIG);
+        int64_t p[8] = {2, 1 + rndi(2), 1 + rndi(2), rndi(2), rndi(2), 1, 1, G};
+        R ops[3] = {x, w, b};
+        t_output(t, t_un(t, IC_OP_RELU, t_extern(t, IC_EXT_CONV, 3, ops, 8, p, 1, 1)));
+        runopts o = defaults();
+        o.atol = o.rtol = 1e-4;
+        t_run(t, o);
+        t_free(t);
+    }
+    /* the graph text (cache key) holds the kind and params; handler errors reach ic_run */
+    {
+        ic_graph *g = ic_graph_new();
+        ic_meta m = {.dtype = IC_F32, .ndim = 2, .sizes = {3, 4}, .strides = {4, 1}};
+        ic_meta m2 = {.dtype = IC_F32, .ndim = 2, .sizes = {4, 5}, .strides = {5, 1}};
+        ic_val ab[2] = {ic_input(g, &m), ic_input(g, &m2)};
+        ic_val e = ic_extern(g, IC_EXT_MATMUL, 2, ab, 0, NULL, 1, 1);
+        ic_output(g, ic_unary(g, IC_OP_RELU, e));
+        char *txt = ic_graph_to_string(g);
+        CHECK(txt && strstr(txt, "extern %0 %1 matmul : f32[3,5]"), "text: %s", txt ? txt : "");
+        free(txt);
+        ic_err err;
+        ic_options opts = {0};
+        ic_compiled *c = ic_compile(g, &opts, &err);
+        CHECK(c != NULL, "compile: %s", err.msg);
+        if (c) {
+            CHECK(ic_compiled_num_externs(c) == 1, "externs");
+            float a[12] = {0}, b[20] = {0}, out[15];
+            void *in[2] = {a, b}, *outs[1] = {out};
+            int rc = ic_run(c, in, outs, &err);
+            CHECK(rc != 0 && err.code == IC_EINVALID && strstr(err.msg, "refused"), "handler error: %d %s", rc,
+                  err.msg);
+            ic_compiled_free(c);
+        }
+        /* shape errors while building */
+        ic_val bad[2] = {ab[1], ab[1]};
+        ic_graph *g2 = ic_graph_new();
+        ic_val x = ic_input(g2, &m), y = ic_input(g2, &m);
+        ic_val xy[2] = {x, y};
+        CHECK(ic_extern(g2, IC_EXT_MM, 2, xy, 0, NULL, 1, 1) == IC_NONE && ic_graph_errcode(g2) == IC_EINVALID,
+              "mm shape error");
+        (void)bad;
+        ic_graph_free(g2);
+        /* no handler: unsupported at compile time */
+        ic_set_extern_handler(NULL);
+        ic_compiled *c2 = ic_compile(g, &opts, &err);
+        CHECK(c2 == NULL && err.code == IC_EUNSUPPORTED, "no handler: %d", err.code);
+        ic_graph_free(g);
+    }
+    ic_set_extern_handler(test_handler);
+}
+
 int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "--bench") == 0) {
         int64_t rows = argc > 3 ? atoll(argv[2]) : 4096, cols = argc > 3 ? atoll(argv[3]) : 1024;
@@ -2063,6 +2304,7 @@ int main(int argc, char **argv) {
     test_more_ops();
     test_data_movement();
     test_argreduce();
+    test_extern();
     test_big_and_threads();
     test_random_graphs(fuzz);
     clock_gettime(CLOCK_MONOTONIC, &t1);

@@ -126,6 +126,24 @@ static void build_corpus(void) {
     g = G("transposed_in_300x17");
     x = in_t(g, IC_F32, 300, 17);
     ic_output(g, Bn(g, IC_OP_ADD, x, IN(g, IC_F32, 300, 17)));
+    /* transposes through shared memory (tile kernels) */
+    g = G("tile_transpose_add_300x517");
+    ic_output(g, Bn(g, IC_OP_ADD, in_t(g, IC_F32, 300, 517), IN(g, IC_F32, 300, 517)));
+    g = G("tile_transpose_copy_64x64");
+    ic_output(g, U(g, IC_OP_NEG, in_t(g, IC_F32, 64, 64)));
+    g = add_case("tile_transpose_bf16_33x1000", IC_OK, 1e-2);
+    x = in_t(g, IC_BF16, 33, 1000);
+    ic_output(g, Bn(g, IC_OP_MUL, x, Bn(g, IC_OP_ADD, x, IN(g, IC_BF16, 1000))));
+    g = G("tile_transpose_i64_100x40");
+    ic_output(g, Bn(g, IC_OP_ADD, in_t(g, IC_I64, 100, 40), IN(g, IC_I64, 100, 40)));
+    g = G("tile_permute_batch_3x70x45");
+    x = ic_permute(g, IN(g, IC_F32, 3, 45, 70), (int[]){0, 2, 1});
+    y = ic_permute(g, IN(g, IC_F32, 45, 3, 70), (int[]){1, 2, 0});
+    ic_output(g, Bn(g, IC_OP_SUB, U(g, IC_OP_EXP, x), Bn(g, IC_OP_MUL, y, IN(g, IC_F32, 3, 70, 45))));
+    g = G("tile_two_outputs_50x200");
+    x = in_t(g, IC_F32, 50, 200);
+    ic_output(g, Bn(g, IC_OP_ADD, x, S(g, 1.0)));
+    ic_output(g, U(g, IC_OP_TANH, x));
     g = G("permute_out_4x5x6");
     x = IN(g, IC_F32, 4, 5, 6);
     ic_output(g, U(g, IC_OP_NEG, ic_permute(g, x, (int[]){2, 0, 1})));

@@ -1,0 +1,219 @@
+"""Extern (ATen) nodes inside one graph: matmul/mm/bmm/addmm/baddbmm/linear/conv run with
+ATen between fused kernels; compiled vs eager, graph counts, epilogue fusion, grad mode."""
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import torchc
+from conftest import assert_same, explain_of
+
+TOL = dict(rtol=1e-4, atol=1e-4)
+
+
+def _tol(dtype):
+    if dtype == torch.bfloat16:
+        return dict(rtol=2e-2, atol=2e-2)
+    if dtype == torch.float16:
+        return dict(rtol=2e-3, atol=2e-3)
+    return TOL
+
+
+def check(fn, *args, graphs=1, externs=None, tol=None):
+    want = fn(*args)
+    got = torchc.compile(fn)(*args)
+    assert_same(got, want, **(tol or TOL))
+    torchc.reset()
+    ex = explain_of(fn, *args)
+    assert ex.graph_count == graphs and ex.graph_break_count == 0, ex
+    if externs is not None:
+        assert len(ex.extern_calls) == externs, ex
+    return ex
+
+
+MATMUL_SHAPES = [
+    ((5, 7), (7, 3)),        # mm
+    ((7,), (7,)),            # dot
+    ((7,), (7, 3)),          # vector @ matrix
+    ((5, 7), (7,)),          # matrix @ vector
+    ((2, 5, 7), (7, 3)),     # batched @ matrix
+    ((7,), (2, 7, 3)),       # vector @ batched
+    ((2, 1, 5, 7), (3, 7, 4)),  # broadcast batch dims
+    ((0, 7), (7, 3)),        # empty rows
+    ((5, 0), (0, 3)),        # empty reduction: zeros
+    ((1, 1), (1, 1)),
+]
+
+
+@pytest.mark.parametrize("sa,sb", MATMUL_SHAPES)
+def test_matmul_shapes(sa, sb):
+    def f(a, b):
+        return (a @ b).relu() + torch.matmul(a, b) * 2
+
+    check(f, torch.randn(sa), torch.randn(sb), externs=2)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+def test_mm_bmm_addmm_baddbmm(dtype):
+    a, b = torch.randn(6, 9, dtype=dtype), torch.randn(9, 5, dtype=dtype)
+    p, q = torch.randn(3, 6, 9, dtype=dtype), torch.randn(3, 9, 5, dtype=dtype)
+    bias, bb = torch.randn(5, dtype=dtype), torch.randn(6, 1, dtype=dtype)
+
+    def f(a, b, p, q, bias, bb):
+        return (torch.mm(a, b).tanh(), a.mm(b) + 1, torch.bmm(p, q) * 2, p.bmm(q).sum(-1),
+                torch.addmm(bias, a, b), torch.addmm(bb, a, b, beta=0.5, alpha=-2.0),
+                bias.addmm(a, b), torch.baddbmm(bb, p, q, alpha=0.25), torch.baddbmm(p @ q, p, q, beta=2.0))
+
+    check(f, a, b, p, q, bias, bb, externs=10, tol=_tol(dtype))
+
+
+def test_non_contiguous_operands_and_views():
+    a = torch.randn(9, 6).t()              # transposed input
+    b = torch.randn(5, 18)[:, ::2].t()     # strided input
+    w = torch.randn(4, 9)
+
+    def f(a, b, w):
+        return (a @ b + 1, a @ w.t(), (a * 2) @ b.t().t(), torch.mm(a[1:, :], b))
+
+    check(f, a, b, w, externs=4)
+
+
+@pytest.mark.parametrize("xshape", [(5, 16), (2, 3, 16), (16,), (0, 16), (1, 16)])
+@pytest.mark.parametrize("bias", [True, False])
+def test_linear(xshape, bias):
+    w, b = torch.randn(8, 16), torch.randn(8)
+
+    def f(x, w, b):
+        return F.gelu(F.linear(x, w, b if bias else None)) * 2 + 1
+
+    check(f, torch.randn(xshape), w, b, externs=1)
+
+
+def test_mlp_is_one_graph_with_fused_epilogues():
+    class MLP(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc1, self.fc2 = nn.Linear(32, 64), nn.Linear(64, 32)
+            self.ln = nn.LayerNorm(32)
+
+        def forward(self, x):
+            return self.ln(x + self.fc2(F.gelu(self.fc1(x))))
+
+    m = MLP().eval()
+    x = torch.randn(4, 10, 32)
+    with torch.no_grad():
+        want = m(x)
+        assert_same(torchc.compile(m)(x), want, **TOL)
+        ex = torchc.explain(torchc.compile(m))(x)
+    assert ex.graph_count == 1 and ex.graph_break_count == 0, ex
+    assert ex.extern_calls == ["linear", "linear"], ex
+    desc = ex.kernels[0]
+    # extern, gelu kernel reading its output, extern, residual + layer norm kernel
+    assert desc.count("extern linear(") == 2, desc
+    assert desc.count("kernel k") == 4, desc
+
+
+def test_grad_mode_with_parameters_keeps_the_split():
+    """Parameters that require grad in grad mode: the module still runs eagerly (autograd)."""
+    m = nn.Linear(8, 4)
+    x = torch.randn(3, 8)
+
+    def f(x):
+        return torch.relu(m(x)) + 1
+
+    got = torchc.compile(f)(x)
+    assert got.requires_grad and got.grad_fn is not None
+    assert_same(got.detach(), f(x).detach(), **TOL)
+    got.sum().backward()
+    assert m.weight.grad is not None
+    with torch.no_grad():
+        torchc.reset()
+        ex = explain_of(f, x)
+    assert ex.graph_count == 1 and ex.graph_break_count == 0 and ex.extern_calls == ["linear"], ex
+
+
+CONV_CASES = [
+    dict(),
+    dict(stride=2),
+    dict(padding=1),
+    dict(padding=2, dilation=2),
+    dict(stride=(2, 1), padding=(1, 0)),
+    dict(groups=2),
+    dict(padding="same"),
+    dict(padding="valid", stride=1),
+]
+
+
+@pytest.mark.parametrize("kw", CONV_CASES, ids=[str(k) for k in CONV_CASES])
+def test_conv2d(kw):
+    x = torch.randn(2, 4, 9, 11)
+    w = torch.randn(6, 4 // kw.get("groups", 1), 3, 3)
+    b = torch.randn(6)
+
+    def f(x, w, b):
+        return F.relu(F.conv2d(x, w, b, **kw)) + F.conv2d(x, w, None, **kw).mean(1, keepdim=True)
+
+    check(f, x, w, b, externs=2)
+
+
+@pytest.mark.parametrize("kw", [dict(), dict(stride=2, padding=1), dict(dilation=2, groups=3)])
+def test_conv1d(kw):
+    x, w, b = torch.randn(2, 6, 13), torch.randn(9, 6 // kw.get("groups", 1), 3), torch.randn(9)
+
+    def f(x, w, b):
+        return torch.sigmoid(F.conv1d(x, w, b, **kw)) * torch.conv1d(x, w, b, **kw)
+
+    check(f, x, w, b, externs=2)
+
+
+def test_conv_modules_channels_last_and_empty_batch():
+    net = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(),
+                        nn.Conv2d(8, 8, 3, stride=2, groups=2)).eval()
+    x = torch.randn(2, 3, 10, 10)
+    with torch.no_grad():
+        for inp in (x, x.to(memory_format=torch.channels_last), torch.randn(0, 3, 10, 10)):
+            assert_same(torchc.compile(net)(inp), net(inp), **TOL)
+        torchc.reset()
+        ex = torchc.explain(torchc.compile(net))(x)
+    assert ex.graph_count == 1 and ex.graph_break_count == 0 and len(ex.extern_calls) == 2, ex
+
+
+def test_errors_follow_eager():
+    def f(a, b):
+        return a @ b
+
+    # shape mismatch: eager raises, so does the compiled function
+    with pytest.raises(RuntimeError):
+        torchc.compile(f)(torch.randn(3, 4), torch.randn(5, 6))
+    # dtypes mismatch / integer matmul: left to eager (which raises or computes)
+    ai, bi = torch.randint(0, 5, (3, 4)), torch.randint(0, 5, (4, 2))
+    assert_same(torchc.compile(f)(ai, bi), f(ai, bi))
+    with pytest.raises(RuntimeError):
+        torchc.compile(f)(torch.randn(3, 4), torch.randn(4, 2, dtype=torch.float64))
+
+
+def test_attention_block_is_one_graph():
+    class Block(nn.Module):
+        def __init__(self, d=32, h=4):
+            super().__init__()
+            self.h = h
+            self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+            self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+            self.fc1, self.fc2 = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+
+        def forward(self, x):
+            b, t, d = x.shape
+            q, k, v = self.qkv(self.ln1(x)).split(d, -1)
+            q = q.view(b, t, self.h, d // self.h).transpose(1, 2)
+            k = k.view(b, t, self.h, d // self.h).transpose(1, 2)
+            v = v.view(b, t, self.h, d // self.h).transpose(1, 2)
+            a = (q @ k.transpose(-1, -2) / (d // self.h) ** 0.5).softmax(-1) @ v
+            x = x + self.proj(a.transpose(1, 2).reshape(b, t, d))
+            return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
+
+    m = Block().eval()
+    x = torch.randn(2, 7, 32)
+    with torch.no_grad():
+        assert_same(torchc.compile(m)(x), m(x), **TOL)
+        ex = torchc.explain(torchc.compile(m))(x)
+    assert ex.graph_count == 1 and ex.graph_break_count == 0 and len(ex.extern_calls) == 6, ex
