@@ -2236,7 +2236,11 @@ static void add_distinct_guard(trace *t, const mutlist *m) {
                t->src[r].kind != DH_S_CLOSURE)
             r = t->src[r].base;
         PyObject *si = PyLong_FromLong(s);
-        if (si == NULL || PyList_Append(ins, si) < 0 ||
+        /* an overlapping input the graph never reads (passed through, returned as itself)
+         * is fine: the copy-back after the kernels updates the memory it shares */
+        ic_val iv = ic_graph_input(t->g, i);
+        int read = iv != IC_NONE && ic_value_num_uses(t->g, iv) > 0;
+        if (si == NULL || (read && PyList_Append(ins, si) < 0) ||
             (r >= 0 && t->src[r].kind == DH_S_LOCAL && PyList_Append(args, si) < 0)) {
             Py_XDECREF(si);
             goto done;
