@@ -836,6 +836,9 @@ static int run_body(trace *t, sframe *f, var *result) {
             NEED(1);
             if (op == OP_STORE_DEREF && f->made_closure)
                 return sym_fail(t, "a captured variable changes after its closure was made");
+            if (op == OP_STORE_DEREF && oparg >= f->nlocals - f->code->co_nfreevars)
+                /* the cell belongs to an enclosing function (nonlocal): the write must reach it */
+                return sym_fail(t, "write to a nonlocal variable of an enclosing function not supported yet");
             if (oparg >= f->nlocals)
                 return sym_fail(t, "bad local");
             a = POP();
