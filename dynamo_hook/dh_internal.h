@@ -61,7 +61,10 @@ typedef enum dh_guardkind {
     DH_G_TYPE,      /* exact type */
     DH_G_GRAD_MODE, /* torch.is_grad_enabled() == value */
     DH_G_DEFAULT_DTYPE, /* torch.get_default_dtype() == value */
-    DH_G_LEN           /* len(value) == value */
+    DH_G_LEN,          /* len(value) == value */
+    DH_G_ALIAS,        /* values[src] is values[value]: the same tensor passed twice */
+    DH_G_DISTINCT      /* obj = (argument sources, mutated sources, input sources): the
+                        * arguments are distinct objects and no mutated input overlaps another */
 } dh_guardkind;
 
 typedef struct dh_guard {
@@ -188,6 +191,7 @@ void dh_scratch_clear(void);
 int dh_code_is_disabled(PyCodeObject *code);
 PyObject *dh_guards_describe(const dh_entry *e);             /* list of str */
 void dh_guard_clear(dh_guard *g);
+int dh_distinct_ok(PyObject *spec, PyObject *const *values); /* DH_G_DISTINCT's test */
 
 /* symbolic.c: traces one frame. Returns a new entry (compiled, or fallback with a
  * reason) or NULL with a Python exception for internal errors. */

@@ -260,7 +260,16 @@ static PyObject *dh_eval_frame(PyThreadState *ts, _PyInterpreterFrame *f, int th
         return eval_default(ts, f, throwflag);
     for (int i = 0; i < e->nidx; i++) {
         /* out-of-range (or negative) indices: eager raises or wraps; let it */
-        int ok = tc_index_in_range(values[e->idx_src[i]], e->idx_bound[i]);
+        int ok;
+        if (e->idx_bound[i] == -1) { /* an integer divisor: no zero element */
+            PyObject *all = PyObject_CallMethod(values[e->idx_src[i]], "all", NULL);
+            ok = all ? PyObject_IsTrue(all) : -1;
+            Py_XDECREF(all);
+            if (ok < 0)
+                PyErr_Clear();
+        } else {
+            ok = tc_index_in_range(values[e->idx_src[i]], e->idx_bound[i]);
+        }
         if (ok != 1) {
             dh_scratch_clear();
             return eval_default(ts, f, throwflag);

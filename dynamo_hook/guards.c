@@ -219,6 +219,59 @@ static int tensor_matches(PyObject *v, const dh_guard *g, void **data, int64_t *
     return 1;
 }
 
+/* byte range [lo, hi) a tensor's elements occupy; lo == hi when empty */
+static void extent(PyObject *v, uintptr_t *lo, uintptr_t *hi) {
+    tc_meta m;
+    tc_tensor_meta(v, &m);
+    intptr_t a = 0, b = 0;
+    for (int d = 0; d < m.ndim; d++) {
+        if (m.sizes[d] == 0) {
+            *lo = *hi = 0;
+            return;
+        }
+        intptr_t span = (intptr_t)(m.sizes[d] - 1) * (intptr_t)m.strides[d];
+        if (span < 0)
+            a += span;
+        else
+            b += span;
+    }
+    intptr_t es = m.dtype >= 0 ? (intptr_t)ic_dtype_size((ic_dtype)m.dtype) : 1;
+    *lo = (uintptr_t)m.data + (uintptr_t)(a * es);
+    *hi = (uintptr_t)m.data + (uintptr_t)(b * es + es);
+}
+
+int dh_distinct_ok(PyObject *spec, PyObject *const *values) {
+    PyObject *args = PyTuple_GET_ITEM(spec, 0), *muts = PyTuple_GET_ITEM(spec, 1),
+             *ins = PyTuple_GET_ITEM(spec, 2);
+    Py_ssize_t na = PyTuple_GET_SIZE(args), nm = PyTuple_GET_SIZE(muts), ni = PyTuple_GET_SIZE(ins);
+    for (Py_ssize_t i = 0; i < na; i++)
+        for (Py_ssize_t j = i + 1; j < na; j++)
+            if (values[PyLong_AsLong(PyTuple_GET_ITEM(args, i))] ==
+                values[PyLong_AsLong(PyTuple_GET_ITEM(args, j))])
+                return 0;
+    for (Py_ssize_t i = 0; i < nm; i++) {
+        long ms = PyLong_AsLong(PyTuple_GET_ITEM(muts, i));
+        PyObject *mv = values[ms];
+        if (mv == NULL || !tc_is_tensor(mv))
+            return 0;
+        uintptr_t lo, hi;
+        extent(mv, &lo, &hi);
+        if (lo == hi)
+            continue;
+        for (Py_ssize_t j = 0; j < ni; j++) {
+            long xs = PyLong_AsLong(PyTuple_GET_ITEM(ins, j));
+            PyObject *xv = values[xs];
+            if (xs == ms || xv == NULL || xv == mv || !tc_is_tensor(xv))
+                continue;
+            uintptr_t l2, h2;
+            extent(xv, &l2, &h2);
+            if (l2 < h2 && l2 < hi && lo < h2)
+                return 0; /* a mutated input shares memory with another input */
+        }
+    }
+    return 1;
+}
+
 int dh_mark_dynamic(dh_cache *c, PyObject *const *localsplus, int nlocals) {
     const dh_entry *e = c->entries; /* the newest entry's specialization */
     int marked = 0;
@@ -290,6 +343,14 @@ int dh_guards_check_sym(const dh_entry *e, PyObject *const *localsplus, PyObject
                 PyErr_Clear();
                 return 0;
             }
+            break;
+        case DH_G_ALIAS:
+            if (v == NULL || v != values[g->value])
+                return 0;
+            break;
+        case DH_G_DISTINCT:
+            if (!dh_distinct_ok(g->obj, values))
+                return 0;
             break;
         case DH_G_GRAD_MODE:
             if (tc_grad_enabled() != g->value)
@@ -382,6 +443,14 @@ PyObject *dh_guards_describe(const dh_entry *e) {
             break;
         case DH_G_LEN:
             item = PyUnicode_FromFormat("LENGTH_CHECK len(%U) == %d", src, g->value);
+            break;
+        case DH_G_ALIAS:
+            item = PyUnicode_FromFormat("ALIAS %U is source %d", src, g->value);
+            break;
+        case DH_G_DISTINCT:
+            item = PyUnicode_FromFormat("NO_ALIASING arguments %R, mutated %R vs inputs %R",
+                                        PyTuple_GET_ITEM(g->obj, 0), PyTuple_GET_ITEM(g->obj, 1),
+                                        PyTuple_GET_ITEM(g->obj, 2));
             break;
         case DH_G_GRAD_MODE:
             item = PyUnicode_FromFormat("GLOBAL_STATE grad_mode=%d", g->value);

@@ -85,6 +85,7 @@ typedef struct trace {
     struct sframe *frames[SYM_INLINE_DEPTH + 2]; /* frames being interpreted (live vars) */
     int nframes;
     var srcvar[DH_SRC_MAX];           /* the tracked value of each source */
+    PyObject *srcobj[DH_SRC_MAX];     /* tensor sources: the object seen (borrowed) */
     unsigned char srcdone[DH_SRC_MAX];
     int depth;                        /* inlining depth */
     PyObject *cur_globals;            /* globals of the frame being interpreted */

@@ -2223,6 +2223,72 @@ static void record_mutations(trace *t, ic_val *outvals, int *nout, mutlist *m) {
     }
 }
 
+/* The trace took tensors from different sources to be different objects (an object seen
+ * twice became one, with an ALIAS guard): the arguments must stay distinct, and an input
+ * updated in place must not share memory with another input (views passed together). */
+static void add_distinct_guard(trace *t, const mutlist *m) {
+    PyObject *args = PyList_New(0), *muts = PyList_New(0), *ins = PyList_New(0), *spec = NULL;
+    if (args == NULL || muts == NULL || ins == NULL)
+        goto done;
+    for (int i = 0; i < t->ninputs; i++) {
+        int s = t->input_src[i], r = s;
+        while (r >= 0 && t->src[r].kind != DH_S_LOCAL && t->src[r].kind != DH_S_GLOBAL &&
+               t->src[r].kind != DH_S_CLOSURE)
+            r = t->src[r].base;
+        PyObject *si = PyLong_FromLong(s);
+        /* an overlapping input the graph never reads (passed through, returned as itself)
+         * is fine: the copy-back after the kernels updates the memory it shares */
+        ic_val iv = ic_graph_input(t->g, i);
+        int read = iv != IC_NONE && ic_value_num_uses(t->g, iv) > 0;
+        if (si == NULL || (read && PyList_Append(ins, si) < 0) ||
+            (r >= 0 && t->src[r].kind == DH_S_LOCAL && PyList_Append(args, si) < 0)) {
+            Py_XDECREF(si);
+            goto done;
+        }
+        Py_DECREF(si);
+    }
+    for (int i = 0; i < m->n; i++) {
+        PyObject *si = PyLong_FromLong(m->src[i]);
+        if (si == NULL || PyList_Append(muts, si) < 0) {
+            Py_XDECREF(si);
+            goto done;
+        }
+        Py_DECREF(si);
+    }
+    if (PyList_GET_SIZE(args) < 2 && (m->n == 0 || PyList_GET_SIZE(ins) < 2))
+        goto done; /* nothing to check */
+    if (m->n == 0)
+        PyList_SetSlice(ins, 0, PyList_GET_SIZE(ins), NULL);
+    spec = Py_BuildValue("(NNN)", PyList_AsTuple(args), PyList_AsTuple(muts), PyList_AsTuple(ins));
+    if (spec == NULL)
+        goto done;
+    if (!dh_distinct_ok(spec, (PyObject *const *)t->srcobj)) {
+        sym_fail(t, "an input updated in place shares memory with another input (eager decides)");
+        goto done;
+    }
+    if (t->nguards == t->capguards) {
+        dh_guard *n = realloc(t->guards, (size_t)(2 * t->capguards + 1) * sizeof *n);
+        if (n == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        t->guards = n;
+        t->capguards = 2 * t->capguards + 1;
+    }
+    dh_guard *g = &t->guards[t->nguards++];
+    memset(g, 0, sizeof *g);
+    g->kind = DH_G_DISTINCT;
+    g->src = -1;
+    g->input_index = -1;
+    g->obj = spec;
+    spec = NULL;
+done:
+    Py_XDECREF(args);
+    Py_XDECREF(muts);
+    Py_XDECREF(ins);
+    Py_XDECREF(spec);
+}
+
 /* Splits at matrix products and convolutions are by design (they run as ATen kernels
  * between compiled graphs, the epilogue fused into the next graph): explain reports them
  * as extern calls, not as graph breaks. */
@@ -2501,6 +2567,8 @@ static dh_entry *trace_once(PyCodeObject *code, PyObject *const *localsplus, PyO
                 }
                 if (!t->failed && !PyErr_Occurred())
                     record_mutations(t, outvals, &nout, &muts);
+                if (!t->failed && !PyErr_Occurred())
+                    add_distinct_guard(t, &muts);
             }
             if (dyn) {
                 /* dynamic only for a whole graph with symbols, on the CPU */

@@ -211,12 +211,48 @@ static int get_dtype(trace *t, const var *v, int *out) {
 
 /* ---- handlers ------------------------------------------------------------------- */
 
+/* Integer %, // and fmod raise on a zero divisor in eager: a constant 0 is refused, a
+ * divisor that is a graph input is checked for zeros before each run (eager runs then),
+ * a computed integer divisor is not supported. */
+static int int_div_check(trace *t, ic_op op, ic_val x, ic_val y, const var *bv) {
+    if (op != IC_OP_FLOOR_DIVIDE && op != IC_OP_REMAINDER && op != IC_OP_FMOD)
+        return 0;
+    const ic_meta *mx = ic_value_meta(t->g, x), *my = ic_value_meta(t->g, y);
+    if (mx == NULL || my == NULL || mx->dtype >= IC_F16 || my->dtype >= IC_F16)
+        return 0;
+    if (bv->kind == V_CONST) {
+        int zero = PyObject_Not(bv->obj);
+        if (zero < 0)
+            PyErr_Clear();
+        return zero ? sym_fail(t, "integer division by zero (eager raises ZeroDivisionError)") : 0;
+    }
+    if (bv->kind != V_TENSOR || ic_value_op(t->g, y) != IC_OP_INPUT)
+        return sym_fail(t, "integer division by a computed tensor (a zero divisor can't be checked)");
+    int k = 0;
+    for (ic_val v = 0; v < y; v++)
+        if (ic_value_op(t->g, v) == IC_OP_INPUT)
+            k++;
+    int s = t->input_src[k];
+    for (int i = 0; i < t->nidx; i++)
+        if (t->idx_src[i] == s && t->idx_bound[i] == -1)
+            return 0;
+    if (t->nidx >= 16)
+        return sym_fail(t, "too many checked inputs");
+    t->idx_src[t->nidx] = s;
+    t->idx_bound[t->nidx++] = -1; /* -1: no zero element */
+    return 0;
+}
+
 static int h_binary(trace *t, const opdef *d, var **p, var *out) {
     ic_val a, b;
     if (as_tensor(t, p[0], &a) < 0 || as_tensor(t, p[1], &b) < 0)
         return -1;
     if (p[0]->kind != V_TENSOR && p[1]->kind != V_TENSOR)
         return sym_fail(t, "%s of two numbers", d->name);
+    var bv = *p[1];
+    sym_resolve(t, &bv);
+    if (int_div_check(t, (ic_op)d->op, a, b, &bv) < 0)
+        return -1;
     return tensor_out(t, ic_binary(t->g, (ic_op)d->op, a, b), out);
 }
 
@@ -3049,6 +3085,8 @@ int sym_binary(trace *t, int nb, const var *a_in, const var *b_in, var *out) {
     }
     ic_val x, y;
     if (as_tensor(t, a, &x) < 0 || as_tensor(t, b, &y) < 0)
+        return -1;
+    if (int_div_check(t, op, x, y, b) < 0)
         return -1;
     return tensor_out(t, ic_binary(t->g, op, x, y), out);
 }

@@ -489,6 +489,18 @@ static int wrap_tensor(trace *t, PyObject *o, int src, var *out) {
     }
     if (m.requires_grad && tc_grad_enabled())
         return sym_fail(t, "input requires grad with grad mode on (training not supported yet)");
+    for (int s2 = 0; s2 < t->nsrc && s2 < DH_SRC_MAX; s2++)
+        if (s2 != src && t->srcobj[s2] == o && t->srcdone[s2] && t->srcvar[s2].kind == V_TENSOR) {
+            /* the same tensor through a second source (f(t, t), tied weights): one object */
+            dh_guard *ga = new_guard(t, DH_G_ALIAS, src);
+            if (ga == NULL)
+                return -1;
+            ga->value = s2;
+            *out = t->srcvar[s2];
+            return 0;
+        }
+    if (src < DH_SRC_MAX)
+        t->srcobj[src] = o;
     ic_meta im = {0};
     im.dtype = (ic_dtype)m.dtype;
     im.ndim = m.ndim;

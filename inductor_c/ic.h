@@ -214,7 +214,9 @@ const ic_meta *ic_value_meta(const ic_graph *g, ic_val v);
 ic_op ic_value_op(const ic_graph *g, ic_val v);
 int ic_graph_num_inputs(const ic_graph *g);
 int ic_graph_num_outputs(const ic_graph *g);
-int ic_graph_num_ops(const ic_graph *g); /* compute ops, not counting inputs/scalars */
+int ic_graph_num_ops(const ic_graph *g);
+int ic_value_num_uses(const ic_graph *g, ic_val v); /* operands reading v (outputs not counted) */
+ic_val ic_graph_input(const ic_graph *g, int i);      /* value of graph input i */ /* compute ops, not counting inputs/scalars */
 /* Text form (one line per value); malloc'd string, caller frees. */
 char *ic_graph_to_string(const ic_graph *g);
 

@@ -1313,7 +1313,7 @@ def _same_twice(t):
     return (t, t)
 
 
-@case(1, 0, lambda: _same_twice(R(3, 4)), bug="aliased arguments")
+@case(1, 0, lambda: _same_twice(R(3, 4)))  # fixed: ALIAS guard
 def inplace_aliased_arguments(a, b):
     a.add_(1)
     return b * 2
@@ -1326,7 +1326,7 @@ def inplace_through_noop_cast(x):
     return x
 
 
-@case(1, 0, lambda: _same_twice(R(3, 4)), bug="aliased arguments")
+@case(1, 0, lambda: _same_twice(R(3, 4)))  # fixed: ALIAS guard
 def is_on_aliased_arguments(a, b):
     return a * (2.0 if a is b else 3.0)
 
@@ -1925,7 +1925,7 @@ def _overlapping():
     return base, base[:2]
 
 
-@case(1, 0, _overlapping, bug="inputs that share memory are treated as independent")
+@case(0, 1, _overlapping, reason="shares memory")  # fixed: runs eagerly (NO_ALIASING guard)
 def overlapping_view_arguments(a, b):
     a.add_(1)
     return b * 2
@@ -2303,8 +2303,7 @@ def float_mod_floordiv(x, y):
     return x % y, x // y, x % 0.7, x // 0.3
 
 
-@case(1, 0, lambda: (torch.arange(-3, 3), torch.zeros(6, dtype=torch.int64)), raises=RuntimeError,
-      bug="integer % 0 and // 0 return values; eager raises ZeroDivisionError")
+@case(1, 0, lambda: (torch.arange(-3, 3), torch.zeros(6, dtype=torch.int64)), raises=RuntimeError)  # fixed: zero check
 def int_mod_by_zero_raises(x, y):
     return x % y
 

@@ -166,3 +166,24 @@ def test_setitem_repeated_calls_and_refcounts():
     for _ in range(50):
         cf(x)
     assert sys.getrefcount(x) == rc
+
+
+def test_aliasing_guards_between_calls():
+    # compiled for distinct arguments, then called with one tensor twice / overlapping views
+    def f(a, b):
+        a.add_(1)
+        return b * 2
+    cf = torchc.compile(f, dynamic=False)
+    for make in (lambda: (torch.randn(3, 4), torch.randn(3, 4)),
+                 lambda: (lambda t: (t, t))(torch.randn(3, 4)),
+                 lambda: (lambda t: (t[:3], t[1:]))(torch.randn(4, 4)),
+                 lambda: (torch.randn(3, 4), torch.randn(3, 4))):
+        base = make()
+        ea = [x.clone() for x in base] if base[0] is not base[1] else [base[0].clone()] * 2
+        if base[0]._base is not None:
+            root = base[0]._base.clone()
+            ea = [root[:3], root[1:]]
+        want = f(*ea)
+        got = cf(*base)
+        assert_same(got, want)
+        assert_same(base[0], ea[0])

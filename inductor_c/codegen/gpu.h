@@ -113,9 +113,8 @@ int ic_gpu_ptx_only(int *sm);
 /* the driver's version (cuDriverGetVersion), 0 without a driver */
 int ic_cuda_driver_version(void);
 
-/* runtime/gpu_cache.c: on-disk cache of PTX + launch plans (TORCHC_CACHE_DIR) */
+/* runtime/gpu_cache.c: on-disk cache of PTX + launch plans (runtime/diskcache.c, ns "ptx") */
 int ic_gcache_enabled(void);
-void ic_gcache_build_id(char *out, size_t n);
 /* a new, unloaded ic_gpu and the workspace size after codegen, or NULL (miss) */
 ic_gpu *ic_gcache_get(const char *key, int nbufs, int64_t *ws_size);
 void ic_gcache_put(const char *key, const ic_gpu *G, int64_t ws_size);

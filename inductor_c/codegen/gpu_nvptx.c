@@ -1911,12 +1911,10 @@ static void describe_append(ic_compiled *out, const ic_gpu *G) {
 static char *cache_key(ic_ctx *c, int tsm, int nsm) {
     char *text = ic_graph_to_string(c->g);
     if (!text) return NULL;
-    char build[600];
-    ic_gcache_build_id(build, sizeof build);
-    ic_str s = {0};
+    ic_str s = {0}; /* the build of this binary is folded in by gpu_cache.c */
     const char *tile = getenv("TORCHC_GPU_TILE");
-    ic_str_printf(&s, "%s|sm=%d|nsm=%d|driver=%d|%s|%s|LLVM %d|tile=%s", text, tsm, nsm, ic_cuda_driver_version(),
-                  ic_version(), build, LLVM_VERSION_MAJOR, tile ? tile : "");
+    ic_str_printf(&s, "%s|sm=%d|nsm=%d|driver=%d|%s|LLVM %d|tile=%s", text, tsm, nsm, ic_cuda_driver_version(),
+                  ic_version(), LLVM_VERSION_MAJOR, tile ? tile : "");
     free(text);
     if (s.oom) {
         free(s.s);

@@ -963,3 +963,17 @@ IC_API int ic_graph_num_inputs(const ic_graph *g) { return g->ninputs; }
 IC_API int ic_graph_num_outputs(const ic_graph *g) { return g->noutputs; }
 IC_API int ic_graph_num_ops(const ic_graph *g) { return g->nops; }
 
+
+/* Number of graph operands that read v (outputs not counted). */
+IC_API int ic_value_num_uses(const ic_graph *g, ic_val v) {
+    int n = 0;
+    for (int i = 0; i < g->n; i++)
+        for (int k = 0; k < 3; k++)
+            n += g->nodes[i].in[k] == v;
+    return n;
+}
+
+/* The value of graph input i (IC_NONE when out of range). */
+IC_API ic_val ic_graph_input(const ic_graph *g, int i) {
+    return i >= 0 && i < g->ninputs ? g->inputs[i] : IC_NONE;
+}

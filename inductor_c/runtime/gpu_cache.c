@@ -5,83 +5,36 @@
  * A hit skips the LLVM O3 + NVPTX back end (most of a GPU compile); the driver's own
  * compute cache already keeps the PTX -> SASS step.
  *
- * Layout: $TORCHC_CACHE_DIR (else $XDG_CACHE_HOME/torchc, else ~/.cache/torchc) / gpu /
- * <fnv64(key)>.tcg. One file per entry:
- *   "TCGPU001" | u64 fnv64(payload) | u64 payload bytes | payload
- *   payload: key (u32 length + bytes, compared in full: no trust in the hash) | i64 ws_size |
- *            i32 sm, nkernels, nbufs | i64 scratch_off[nbufs] | per kernel: i32 nvar (< 0: extern
- *            call -nvar, nothing else), per
- *            variant: name[48], u32 grid, block, i32 vec, nparams, params[], nalign,
- *            align_buf[], align_bytes[], i64 part_off | u32 ptx length + PTX text.
- * Every read is bounds-checked; a short, corrupted or mismatching file is a miss (and is
- * rewritten by the next store). Stores write a temporary file and rename() it, so readers
- * never see half a file. TORCHC_CACHE=0 turns the cache off. Errors are never reported:
- * the cache is an optimization only.
- *
- * Prefix ic_gcache_. When runtime/diskcache.c (generic byte store) lands, ic_gcache_get/put
- * become its callers; the serialization stays here.
+ * Storage is runtime/diskcache.c (ic_diskcache.h: namespace "ptx", atomic writes,
+ * checksums, size cap, TORCHC_CACHE_DIR, TORCHC_CACHE=0 / TORCHC_DISK_CACHE=0). The blob:
+ *   "TCGPU002" | key (u32 length + bytes, compared in full: no trust in the 128-bit hash) |
+ *   i64 ws_size | i32 sm, nkernels, nbufs | i64 scratch_off[nbufs] | per kernel: i32 nvar,
+ *   per variant: name[48], u32 grid, block, i32 vec, nparams, params[], nalign, align_buf[],
+ *   align_bytes[], i64 part_off | u32 ptx length + PTX text.
+ * Every read is bounds-checked; a short or mismatching blob is a miss (rebuilt and put
+ * again). Errors are never reported: the cache is an optimization only.
  */
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE
-#endif
-#include <dlfcn.h>
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "../codegen/gpu.h"
+#include "../ic_diskcache.h"
 
-#define MAGIC "TCGPU001"
+#define MAGIC "TCGPU002"
+#define NS "ptx"
 
 int ic_gcache_hits; /* entries read back (tests) */
 
-static uint64_t fnv(const void *p, size_t n, uint64_t h) {
-    const unsigned char *s = p;
-    for (size_t i = 0; i < n; i++) h = (h ^ s[i]) * 1099511628211ull;
-    return h;
-}
-#define FNV0 1469598103934665603ull
+int ic_gcache_enabled(void) { return ic_diskcache_enabled(); }
 
-int ic_gcache_enabled(void) {
-    const char *e = getenv("TORCHC_CACHE");
-    return !(e && strcmp(e, "0") == 0);
-}
-
-/* The cache directory (created), or -1. */
-static int cache_dir(char *out, size_t n) {
-    const char *d = getenv("TORCHC_CACHE_DIR");
-    char base[1024];
-    if (d && *d) snprintf(base, sizeof base, "%s", d);
-    else if ((d = getenv("XDG_CACHE_HOME")) && *d) snprintf(base, sizeof base, "%s/torchc", d);
-    else if ((d = getenv("HOME")) && *d) snprintf(base, sizeof base, "%s/.cache/torchc", d);
-    else return -1;
-    /* mkdir -p of base, then base/gpu */
-    char tmp[1024];
-    snprintf(tmp, sizeof tmp, "%s", base);
-    for (char *p = tmp + 1; *p; p++)
-        if (*p == '/') {
-            *p = 0;
-            mkdir(tmp, 0755);
-            *p = '/';
-        }
-    mkdir(tmp, 0755);
-    if ((size_t)snprintf(out, n, "%s/gpu", base) >= n) return -1;
-    if (mkdir(out, 0755) && errno != EEXIST) return -1;
-    return 0;
-}
-
-/* Build identity: the object holding this code (path, size, mtime), so a rebuilt torchc
- * never reads entries of another build. */
-void ic_gcache_build_id(char *out, size_t n) {
-    Dl_info di;
-    struct stat st;
-    if (dladdr((void *)&ic_gcache_build_id, &di) && di.dli_fname && stat(di.dli_fname, &st) == 0)
-        snprintf(out, n, "%s:%lld:%lld", di.dli_fname, (long long)st.st_size, (long long)st.st_mtime);
-    else
-        snprintf(out, n, "unknown-build");
+/* The storage key: the full key text and the build of this binary. */
+static ic_dkey dkey(const char *key) {
+    ic_dkey k = {0, 0};
+    ic_dkey_mix_str(&k, MAGIC);
+    ic_dkey_mix_str(&k, key);
+    ic_dkey_build_id(&k);
+    return k;
 }
 
 /* ---- serialization ------------------------------------------------------------------------- */
@@ -153,14 +106,10 @@ static int *get_ints(rbuf *r, int n, int hi) {
     return a;
 }
 
-static void path_of(const char *key, char *out, size_t n, const char *dir) {
-    snprintf(out, n, "%s/%016llx.tcg", dir, (unsigned long long)fnv(key, strlen(key), FNV0));
-}
-
 void ic_gcache_put(const char *key, const ic_gpu *G, int64_t ws_size) {
-    char dir[1100], path[1200], tmp[1300];
-    if (!ic_gcache_enabled() || !G || !G->ptx || cache_dir(dir, sizeof dir)) return;
+    if (!ic_gcache_enabled() || !G || !G->ptx) return;
     wbuf w = {0};
+    put(&w, MAGIC, 8);
     uint32_t kl = (uint32_t)strlen(key);
     put(&w, &kl, 4);
     put(&w, key, kl);
@@ -193,36 +142,20 @@ void ic_gcache_put(const char *key, const ic_gpu *G, int64_t ws_size) {
         free(w.p);
         return;
     }
-    path_of(key, path, sizeof path, dir);
-    snprintf(tmp, sizeof tmp, "%s.tmp%d", path, (int)getpid());
-    FILE *f = fopen(tmp, "wb");
-    if (f) {
-        uint64_t sum = fnv(w.p, w.n, FNV0), len = w.n;
-        int ok = fwrite(MAGIC, 1, 8, f) == 8 && fwrite(&sum, 8, 1, f) == 1 && fwrite(&len, 8, 1, f) == 1 &&
-                 fwrite(w.p, 1, w.n, f) == w.n;
-        ok = (fclose(f) == 0) && ok;
-        if (!ok || rename(tmp, path)) unlink(tmp);
-    }
+    ic_diskcache_put(NS, dkey(key), w.p, w.n);
     free(w.p);
 }
 
 /* A new ic_gpu (module not loaded) and the workspace size, or NULL on a miss. */
 ic_gpu *ic_gcache_get(const char *key, int nbufs, int64_t *ws_size) {
-    char dir[1100], path[1200];
-    if (!ic_gcache_enabled() || cache_dir(dir, sizeof dir)) return NULL;
-    path_of(key, path, sizeof path, dir);
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    char magic[8];
-    uint64_t sum = 0, len = 0;
-    char *data = NULL;
+    if (!ic_gcache_enabled()) return NULL;
+    void *blob = NULL;
+    size_t len = 0;
+    if (ic_diskcache_get(NS, dkey(key), &blob, &len)) return NULL;
+    char *data = blob;
     ic_gpu *G = NULL;
-    if (fread(magic, 1, 8, f) != 8 || memcmp(magic, MAGIC, 8) || fread(&sum, 8, 1, f) != 1 ||
-        fread(&len, 8, 1, f) != 1 || len > ((uint64_t)1 << 31))
-        goto miss;
-    data = malloc(len + 1);
-    if (!data || fread(data, 1, len, f) != len || fnv(data, len, FNV0) != sum) goto miss;
-    rbuf r = {data, len, 0, 0};
+    if (len < 8 || memcmp(data, MAGIC, 8)) goto miss;
+    rbuf r = {data, len, 8, 0};
     uint32_t kl = 0;
     get(&r, &kl, 4);
     if (r.bad || kl != strlen(key) || kl > len - r.at || memcmp(data + r.at, key, kl)) goto miss;
@@ -272,12 +205,10 @@ ic_gpu *ic_gcache_get(const char *key, int nbufs, int64_t *ws_size) {
     G->ptx[pl] = 0;
     r.at += pl;
     if (r.at != len) goto miss;
-    fclose(f);
     free(data);
     __atomic_fetch_add(&ic_gcache_hits, 1, __ATOMIC_RELAXED);
     return G;
 miss:
-    fclose(f);
     free(data);
     if (G) ic_gpu_free(G);
     return NULL;

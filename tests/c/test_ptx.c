@@ -671,7 +671,7 @@ static void test_disk_cache(void) {
     char path[1200];
     {
         char cmd[1400];
-        snprintf(cmd, sizeof cmd, "ls %s/gpu/*.tcg", dir);
+        snprintf(cmd, sizeof cmd, "ls %s/ptx/*", dir);
         FILE *p = popen(cmd, "r");
         path[0] = 0;
         if (p) {
