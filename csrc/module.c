@@ -127,6 +127,18 @@ static PyObject *m_explain_stop(PyObject *m, PyObject *unused) { return dh_expla
 
 static PyObject *m_stats(PyObject *m, PyObject *unused) { return dh_stats(); }
 
+static PyObject *m_cache_stats(PyObject *m, PyObject *unused) {
+    ic_cache_stats s;
+    ic_get_cache_stats(&s);
+    return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K}", "mem_hits", (unsigned long long)s.mem_hits,
+                         "code_shared", (unsigned long long)s.code_shared, "disk_loaded",
+                         (unsigned long long)s.disk_loaded, "disk_hits", (unsigned long long)s.disk_hits,
+                         "disk_misses", (unsigned long long)s.disk_misses, "disk_writes",
+                         (unsigned long long)s.disk_writes, "disk_rejected", (unsigned long long)s.disk_rejected,
+                         "disk_errors", (unsigned long long)s.disk_errors, "disk_evicted",
+                         (unsigned long long)s.disk_evicted);
+}
+
 static PyObject *m_set_recompile_limit(PyObject *m, PyObject *arg) {
     long n = PyLong_AsLong(arg);
     if (n == -1 && PyErr_Occurred())
@@ -184,6 +196,8 @@ static PyObject *m_probe(PyObject *m, PyObject *const *a, Py_ssize_t n) {
 }
 
 static PyMethodDef methods[] = {
+    {"cache_stats", m_cache_stats, METH_NOARGS,
+     "Compile cache counters: in-memory hits, shared code, disk cache hits/misses/writes/rejects."},
     {"probe", (PyCFunction)(void (*)(void))m_probe, METH_FASTCALL,
      "probe(func, args, kwargs): the cache entry (int) a call would take, else None."},
     {"allow_code", m_allow_code, METH_O, "Capture/inline this code object (allow_in_graph)."},

@@ -15,6 +15,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <llvm-c/Core.h>
+
 #include "codegen/gpu.h" /* GPU hook: ic_codegen_gpu, ic_gpu_free */
 #include "ic_internal.h"
 #include "support.h"
@@ -106,6 +108,12 @@ static void dyn_setup(ic_ctx *c, const ic_graph *user) {
 double ic_now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+static double thread_cpu_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
@@ -300,7 +308,29 @@ static ic_compiled *pipeline(ic_ctx *c, const ic_graph *g, const ic_options *o) 
     return out;
 }
 
+/* keytext: the in-memory cache key (graph text + options) when the compile may be cached
+ * by code key (in process and on disk), else NULL. */
+static ic_compiled *compile_graph(const ic_graph *g, const ic_options *opt, ic_err *err_arg, const char *keytext);
+
 ic_compiled *ic_compile_graph(const ic_graph *g, const ic_options *opt, ic_err *err_arg) {
+    return compile_graph(g, opt, err_arg, NULL);
+}
+
+/* The code key: everything the machine code depends on. */
+static ic_dkey code_key(const char *keytext) {
+    ic_dkey k = {0, 0};
+    unsigned v[3] = {0, 0, 0};
+    LLVMGetVersion(&v[0], &v[1], &v[2]);
+    ic_dkey_mix_str(&k, "torchc cpu objects 1");
+    ic_dkey_mix_str(&k, ic_version());
+    ic_dkey_mix(&k, v, sizeof v);
+    ic_dkey_mix_str(&k, ic_jit_host_id());
+    ic_dkey_build_id(&k);
+    ic_dkey_mix_str(&k, keytext);
+    return k;
+}
+
+static ic_compiled *compile_graph(const ic_graph *g, const ic_options *opt, ic_err *err_arg, const char *keytext) {
     ic_err dummy;
     ic_err *const err = err_arg ? err_arg : &dummy;
     err->code = IC_OK;
@@ -338,13 +368,18 @@ ic_compiled *ic_compile_graph(const ic_graph *g, const ic_options *opt, ic_err *
     /* a zero-initialized ic_options means the default O3 */
     c->opt_level = o.opt_level > 0 ? o.opt_level : 3;
     c->num_threads = o.num_threads;
-    double t0 = ic_now_ms();
+    double t0 = ic_now_ms(), cpu0 = thread_cpu_ms();
+    if (keytext && o.device == IC_CPU && !(c->debug & ~(unsigned)IC_DEBUG_TIME)) {
+        c->keyed = true;
+        c->key = code_key(keytext);
+    }
+    c->t_stage[IC_T_INIT] = ic_now_ms() - t0;
     ic_compiled *out = pipeline(c, g, &o);
     if (c->debug & IC_DEBUG_TIME) {
-        static const char *names[IC_T_COUNT] = {"graph", "lower", "sched", "final", "irgen", "opt", "jit"};
+        static const char *names[IC_T_COUNT] = {"init", "graph", "lower", "sched", "final", "irgen", "opt", "emit", "jit"};
         char line[400];
-        int n = snprintf(line, sizeof line, "torchc time: compile %.2f ms (%d nodes, %d kernels):",
-                         ic_now_ms() - t0, g->n, c->nkernels);
+        int n = snprintf(line, sizeof line, "torchc time: compile %.2f ms (cpu %.2f; %d nodes, %d kernels, %d parts):",
+                         ic_now_ms() - t0, thread_cpu_ms() - cpu0, g->n, c->nkernels, c->cg_parts);
         for (int i = 0; i < IC_T_COUNT && n > 0 && n < (int)sizeof line; i++)
             n += snprintf(line + n, sizeof line - (size_t)n, " %s %.2f", names[i], c->t_stage[i]);
         fprintf(stderr, "%s%s\n", line, out ? "" : " (failed)");
@@ -369,6 +404,7 @@ typedef struct cache_ent {
 } cache_ent;
 
 static cache_ent cache[IC_CACHE_SIZE];
+static _Atomic uint64_t mem_hits;
 static uint64_t cache_clock;
 static pthread_mutex_t cache_mu = PTHREAD_MUTEX_INITIALIZER;
 
@@ -433,6 +469,7 @@ IC_API ic_compiled *ic_compile(const ic_graph *g, const ic_options *opt, ic_err 
             if (cache[i].key && cache[i].hash == h && strcmp(cache[i].key, key) == 0) {
                 ic_compiled *c = cache[i].c;
                 atomic_fetch_add(&c->refs, 1);
+                mem_hits++;
                 cache[i].used = ++cache_clock;
                 pthread_mutex_unlock(&cache_mu);
                 free(key);
@@ -445,7 +482,7 @@ IC_API ic_compiled *ic_compile(const ic_graph *g, const ic_options *opt, ic_err 
         }
         pthread_mutex_unlock(&cache_mu);
     }
-    ic_compiled *c = ic_compile_graph(g, opt, err);
+    ic_compiled *c = compile_graph(g, opt, err, key);
     if (!c || !key) {
         if (c) atomic_store(&c->refs, 1);
         free(key);
@@ -470,6 +507,23 @@ IC_API ic_compiled *ic_compile(const ic_graph *g, const ic_options *opt, ic_err 
     pthread_mutex_unlock(&cache_mu);
     release(evict);
     return c;
+}
+
+IC_API void ic_get_cache_stats(ic_cache_stats *s) {
+    memset(s, 0, sizeof *s);
+    s->mem_hits = mem_hits;
+    unsigned long long shared, disk;
+    ic_codegen_cpu_stats(&shared, &disk);
+    s->code_shared = shared;
+    s->disk_loaded = disk;
+    ic_diskcache_stats d;
+    ic_diskcache_get_stats(&d);
+    s->disk_hits = d.hits;
+    s->disk_misses = d.misses;
+    s->disk_writes = d.writes;
+    s->disk_rejected = d.rejected;
+    s->disk_errors = d.errors;
+    s->disk_evicted = d.evicted;
 }
 
 IC_API void ic_compiled_free(ic_compiled *c) { release(c); }

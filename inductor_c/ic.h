@@ -279,6 +279,19 @@ int ic_run_dyn(const ic_compiled *c, void *const *inputs, void *const *outputs,
  * drops the cache's references (torchc.reset()); objects still held stay valid. */
 void ic_cache_clear(void);
 
+/* Machine code is also cached by a 128-bit key of the graph text, options, torchc and LLVM
+ * versions, host CPU and the compiler binary: code already loaded in this process is shared
+ * (code_shared), and object files persist on disk (ic_diskcache.h: $TORCHC_CACHE_DIR, else
+ * ~/.cache/torchc; TORCHC_DISK_CACHE=0 turns off only the disk) for warm starts of new
+ * processes (disk_loaded: compiles that skipped LLVM). Counters since process start. */
+typedef struct ic_cache_stats {
+    uint64_t mem_hits;      /* ic_compile answered by the in-memory cache */
+    uint64_t code_shared;   /* compiles that reused code loaded in this process */
+    uint64_t disk_loaded;   /* compiles that loaded their code from the disk cache */
+    uint64_t disk_hits, disk_misses, disk_writes, disk_rejected, disk_errors, disk_evicted;
+} ic_cache_stats;
+void ic_get_cache_stats(ic_cache_stats *s);
+
 /* ---- runtime ------------------------------------------------------------------------ */
 void ic_set_num_threads(int n); /* worker count of the CPU pool (>= 1) */
 int ic_get_num_threads(void);

@@ -21,6 +21,7 @@
 #include <stdbool.h>
 
 #include "ic.h"
+#include "ic_diskcache.h"
 
 #define IC_API __attribute__((visibility("default")))
 #define IC_HIDDEN __attribute__((visibility("hidden")))
@@ -87,13 +88,15 @@ void ic_dim_print(ic_str *s, ic_dim d);
 /* ---- compilation context: arena + error jump ----------------------------------------- */
 /* Compile stages timed for TORCHC_DEBUG=time (compile.c prints them in this order). */
 typedef enum ic_stage {
+    IC_T_INIT,     /* code key (first call: creates the LLJIT and TargetMachine) */
     IC_T_GRAPH,    /* copy + verify the graph */
     IC_T_LOWER,    /* loops/lower.c */
     IC_T_SCHED,    /* sched/sched.c: realize, fuse */
     IC_T_FINAL,    /* finalize, buffers, verify, describe */
     IC_T_IRGEN,    /* codegen: LLVM IR built + verified */
     IC_T_OPT,      /* LLVM optimization pipeline */
-    IC_T_JIT,      /* ORC: machine code (materialized at the symbol lookups) */
+    IC_T_EMIT,     /* LLVM codegen: the object file */
+    IC_T_JIT,      /* ORC: link the object, look up the kernels; or load cached code */
     IC_T_COUNT
 } ic_stage;
 double ic_now_ms(void); /* monotonic clock */
@@ -259,7 +262,7 @@ struct ic_compiled {
     int nrun;          /* runtime kernels: split kernels add a combine step */
     ic_rkernel *kernels;
     char *describe;
-    void *jit_rt;        /* LLVMOrcResourceTrackerRef */
+    void *jit_rt;        /* jit.c handle of the loaded code (shared by key) */
     _Atomic int refs;    /* owners: the caller of ic_compile, and the compile cache */
     void *_Atomic ws_cache; /* a workspace kept between runs (first touch is costly) */
     void *gpu;           /* IC_CUDA: ic_gpu (codegen/gpu.h), owned; NULL on the CPU */
@@ -315,6 +318,9 @@ struct ic_ctx {
     int num_threads;
     int opt_level;
     double t_stage[IC_T_COUNT]; /* ms per stage (TORCHC_DEBUG=time) */
+    bool keyed;                 /* code cached by key (in process and on disk) */
+    int cg_parts;               /* modules compiled in parallel */
+    ic_dkey key;                /* graph text, options, versions, host, build */
     void *memo; /* sched: inlining memo */
     void *cg_res; /* codegen: LLVM objects to release on error */
     struct ic_compiled *out;
@@ -394,14 +400,19 @@ void ic_test_fail_alloc_after(long n);   /* sched/describe.c */
 /* fns[2k]: kernel k; fns[2k+1]: its combine kernel when split, else NULL */
 void ic_codegen_cpu(ic_ctx *c, ic_kernel_fn *fns, void **rt_out);
 void ic_codegen_cleanup(ic_ctx *c);
+void ic_codegen_cpu_stats(unsigned long long *shared, unsigned long long *disk_loaded);
 /* runtime/jit.c */
 #define IC_SPLIT_PARTS 32
 #define IC_BLOCK_ROWS 32
 #define IC_BLOCK_COLS 64
-int ic_jit_add_module(void *tsm, const char **names, int n, void **addrs, void **rt_out,
-                      char *msg, size_t msgn);
-void ic_jit_remove(void *rt);
-void *ic_jit_target_machine(char *msg, size_t msgn);
+/* Code loading (see jit.c): returns a handle for ic_jit_remove (refcounted), NULL with msg. */
+void *ic_jit_add_object(const void *const *objs, const size_t *sizes, int nobj, const ic_dkey *key,
+                        const char *const *names, int n, void **addrs, char *msg, size_t msgn);
+void *ic_jit_find(ic_dkey key, const char *const *names, int n, void **addrs); /* NULL: not loaded */
+void ic_jit_remove(void *handle);
+void *ic_jit_tm_acquire(char *msg, size_t msgn); /* LLVMTargetMachineRef for this thread */
+void ic_jit_tm_release(void *tm);
+const char *ic_jit_host_id(void); /* triple|cpu|features */
 /* compile.c: runs extern call x (in: input addresses) through the registered handler */
 int ic_run_extern(const ic_compiled *c, const ic_rext *x, void *const *in, void *out, void *stream,
                   ic_err *err);

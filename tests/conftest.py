@@ -1,9 +1,18 @@
+import atexit
+import os
 import random
+import shutil
+import tempfile
 
 import pytest
 import torch
 
 import torchc
+
+# A private on-disk code cache for this test session (runs never see each other's entries).
+if "TORCHC_CACHE_DIR" not in os.environ:
+    os.environ["TORCHC_CACHE_DIR"] = tempfile.mkdtemp(prefix="torchc-test-cache-")
+    atexit.register(shutil.rmtree, os.environ["TORCHC_CACHE_DIR"], True)
 
 
 @pytest.fixture(autouse=True)
