@@ -628,3 +628,28 @@ def test_no_op_conversions_alias_like_eager():
     x2 = x1.clone()
     assert_same(torchc.compile(f)(x1), f(x2))
     assert_same(x1, x2)
+
+
+def test_nonlocal_writes_reach_the_cell():
+    count = 0
+
+    def f(x):
+        nonlocal count
+        count += 1
+        return x * 2
+
+    def g(x):
+        k = 1
+
+        def inc():
+            nonlocal k
+            k += 1
+        inc()
+        return x * k
+
+    cf, cg = torchc.compile(f), torchc.compile(g)
+    x = torch.randn(3)
+    for i in range(3):
+        assert_same(cf(x), x * 2)
+        assert count == i + 1
+        assert_same(cg(x), x * 2)
