@@ -85,6 +85,12 @@ void run_extern(const ic_extern_call *c) {
         out.copy_(r);
         break;
     }
+    case IC_EXT_GATHER: at::gather_out(out, in[0], p[0], in[1]); break;
+    case IC_EXT_SCATTER: out.copy_(at::scatter(in[0], p[0], in[1], in[2])); break;
+    case IC_EXT_SCATTER_ADD: out.copy_(at::scatter_add(in[0], p[0], in[1], in[2])); break;
+    case IC_EXT_CUMSUM: at::cumsum_out(out, in[0], p[0], out.scalar_type()); break;
+    case IC_EXT_CUMPROD: at::cumprod_out(out, in[0], p[0], out.scalar_type()); break;
+    case IC_EXT_ARGSORT: out.copy_(std::get<1>(at::sort(in[0], std::optional<bool>(p[2] != 0), p[0], p[1] != 0))); break;
     default: throw std::runtime_error("unknown extern kind");
     }
 }

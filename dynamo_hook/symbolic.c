@@ -836,6 +836,9 @@ static int run_body(trace *t, sframe *f, var *result) {
             NEED(1);
             if (op == OP_STORE_DEREF && f->made_closure)
                 return sym_fail(t, "a captured variable changes after its closure was made");
+            if (op == OP_STORE_DEREF && oparg >= f->nlocals - f->code->co_nfreevars)
+                /* the cell belongs to an enclosing function (nonlocal): the write must reach it */
+                return sym_fail(t, "write to a nonlocal variable of an enclosing function not supported yet");
             if (oparg >= f->nlocals)
                 return sym_fail(t, "bad local");
             a = POP();
@@ -1587,6 +1590,10 @@ static int run_body(trace *t, sframe *f, var *result) {
             b.src = -1;
             b.items = items;
             b.n = n;
+            /* over a list the caller can see (an argument, a global): it may grow while the
+             * loop runs eagerly after a break (is_list marks it) */
+            b.is_list = (a.kind == V_SEQ && a.is_list && a.src >= 0) ||
+                        (a.kind == V_CONST && PyList_Check(a.obj));
             PUSH(b);
             break;
         }
@@ -2115,6 +2122,10 @@ static int fill_break(trace *t, outbuf *ob, ic_val *outvals, int *nout, dh_entry
     for (int i = 0; i < b->nstack; i++) {
         var it = b->stack[i];
         stack_null[i] = it.kind == V_NULL ? 1 : it.kind == V_ITER ? 2 : 0;
+        if (it.kind == V_ITER && it.is_list) {
+            sym_fail(t, "a graph break inside a loop over a list the caller sees (it may change)");
+            goto done;
+        }
         if (it.kind == V_ITER) { /* the items still to come, as a tuple; GET_ITER in the prologue */
             it.kind = V_SEQ;
             it.items = it.items + it.pos;

@@ -1797,6 +1797,7 @@ static int h_nan_to_num(trace *t, const opdef *d, var **p, var *out) {
 #undef G
 
 /* ---- extern (ATen) calls inside the graph: matrix products and convolutions ---------- */
+#define G (t->g)
 
 /* matmul / mm / bmm (op: ic_extern_kind) */
 static int h_matmul(trace *t, const opdef *d, var **p, var *out) {
@@ -1883,6 +1884,428 @@ static int h_conv(trace *t, const opdef *d, var **p, var *out) {
     }
     return tensor_out(t, ic_extern(t->g, IC_EXT_CONV, n, v, 2 + 3 * nd, prm, 1, 1), out);
 }
+
+/* gather(input, dim, index) / scatter(input, dim, index, src|value) / scatter_add; op: kind */
+static int h_gather(trace *t, const opdef *d, var **p, var *out) {
+    long long dd;
+    int dim;
+    if (need_tensor(t, d, p[0]) < 0 || get_int(t, p[1], &dd, "dim") < 0 ||
+        norm_dim(t, dd, ndim_of(t, p[0]->val), &dim) < 0 || need_tensor(t, d, p[2]) < 0)
+        return -1;
+    int64_t prm[1] = {dim};
+    ic_val v[3] = {p[0]->val, p[2]->val, -1};
+    if (d->op == IC_EXT_GATHER)
+        return tensor_out(t, ic_extern(G, IC_EXT_GATHER, 2, v, 1, prm, 1, 1), out);
+    if (p[4] != NULL && !is_none(p[4]))
+        return sym_fail(t, "%s with reduce= left to eager", d->name);
+    var *src = p[3] != NULL ? p[3] : p[5];
+    if (src == NULL || (p[3] != NULL && p[5] != NULL))
+        return sym_fail(t, "%s needs one of src/value", d->name);
+    if (src->kind == V_TENSOR) {
+        v[2] = src->val;
+    } else if (d->op == IC_EXT_SCATTER && sym_is_number(src)) {
+        /* scatter(dim, index, value): the value broadcast to the index's shape */
+        ic_meta im = *metap(t, p[2]->val);
+        ic_val s;
+        if (as_tensor(t, src, &s) < 0)
+            return -1;
+        v[2] = ic_expand(G, ic_cast(G, s, metap(t, p[0]->val)->dtype), im.ndim, im.sizes);
+    } else {
+        return sym_fail(t, "%s: src must be a tensor", d->name);
+    }
+    return tensor_out(t, ic_extern(G, (ic_extern_kind)d->op, 3, v, 1, prm, 1, 1), out);
+}
+
+/* cumsum/cumprod(input, dim, dtype) */
+static int h_cumsum(trace *t, const opdef *d, var **p, var *out) {
+    long long dd;
+    int dim, dt = -1;
+    if (need_tensor(t, d, p[0]) < 0 || get_int(t, p[1], &dd, "dim") < 0 ||
+        norm_dim(t, dd, ndim_of(t, p[0]->val), &dim) < 0 || (p[2] && get_dtype(t, p[2], &dt) < 0))
+        return -1;
+    int64_t prm[2] = {dim, dt};
+    return tensor_out(t, ic_extern(G, (ic_extern_kind)d->op, 1, &p[0]->val, 2, prm, 1, 1), out);
+}
+
+/* argsort(input, dim=-1, descending=False, stable=False); msort(input) = sort values along 0 */
+static int h_argsort(trace *t, const opdef *d, var **p, var *out) {
+    if (need_tensor(t, d, p[0]) < 0)
+        return -1;
+    long long dd = d->op ? 0 : -1;
+    int dim, desc = 0, stable = 0;
+    if (d->op == 0 && ((!is_none(p[1]) && get_int(t, p[1], &dd, "dim") < 0) ||
+                       get_bool(t, p[2], 0, &desc, "descending") < 0 || get_bool(t, p[3], 0, &stable, "stable") < 0))
+        return -1;
+    if (norm_dim(t, dd, ndim_of(t, p[0]->val), &dim) < 0)
+        return -1;
+    int64_t prm[3] = {dim, desc, stable};
+    ic_val idx = ic_extern(G, IC_EXT_ARGSORT, 1, &p[0]->val, 3, prm, 1, 1);
+    if (d->op == 0 || idx < 0)
+        return tensor_out(t, idx, out);
+    ic_val v[2] = {p[0]->val, idx};
+    return tensor_out(t, ic_extern(G, IC_EXT_GATHER, 2, v, 1, prm, 1, 1), out);
+}
+
+/* ---- pooling, padding, interpolation: decompositions into slices, index maps, pointwise -- */
+
+static int isflt(ic_dtype d) { return d >= IC_F16 && d <= IC_F64; }
+
+static ic_val fconst(trace *t, double v, ic_dtype dt) { return ic_cast(G, ic_scalar(G, v, IC_F64), dt); }
+
+/* x padded along dim by `lo` before and `hi` after (negative: cut) with the value fill */
+static ic_val pad_const(trace *t, ic_val x, int dim, int64_t lo, int64_t hi, double fill) {
+    ic_meta m = *metap(t, x);
+    if (lo < 0) {
+        x = ic_slice(G, x, dim, -lo, m.sizes[dim], 1);
+        m = *metap(t, x);
+        lo = 0;
+    }
+    if (hi < 0) {
+        x = ic_slice(G, x, dim, 0, m.sizes[dim] + hi, 1);
+        m = *metap(t, x);
+        hi = 0;
+    }
+    for (int side = 0; side < 2; side++) {
+        int64_t n = side ? hi : lo;
+        if (n == 0)
+            continue;
+        int64_t sz[IC_MAX_DIMS];
+        for (int i = 0; i < m.ndim; i++)
+            sz[i] = i == dim ? n : m.sizes[i];
+        ic_val f = ic_expand(G, fconst(t, fill, m.dtype), m.ndim, sz);
+        x = side ? ic_cat(G, x, f, dim) : ic_cat(G, f, x, dim);
+    }
+    return x;
+}
+
+/* Window reduction over the last nd dims (max: op MAXIMUM, padding -inf; sum: op ADD,
+ * padding 0) as k0*k1 strided slices combined pointwise: one fused kernel. */
+static int pool_nd(trace *t, ic_val x, int nd, const int64_t *k, const int64_t *s, const int64_t *pad,
+                   const int64_t *dl, int ceil, ic_op op, ic_val *res, int64_t *osz) {
+    ic_meta m = *metap(t, x);
+    if (m.ndim < nd + 1 || m.ndim > nd + 2)
+        return sym_fail(t, "pool: expected a %dd or %dd input (eager will raise)", nd + 1, nd + 2);
+    if (op == IC_OP_MAXIMUM && !isflt(m.dtype))
+        return sym_fail(t, "max pool of an integer tensor left to eager");
+    ic_val xp = x;
+    for (int i = 0; i < nd; i++) {
+        int dim = m.ndim - nd + i;
+        int64_t L = m.sizes[dim], eff = dl[i] * (k[i] - 1) + 1;
+        if (k[i] < 1 || s[i] < 1 || dl[i] < 1 || pad[i] < 0 || 2 * pad[i] > eff || L + 2 * pad[i] < eff)
+            return sym_fail(t, "pool: bad kernel/stride/padding (eager will raise)");
+        int64_t O = (L + 2 * pad[i] - eff + (ceil ? s[i] - 1 : 0)) / s[i] + 1;
+        if (ceil && (O - 1) * s[i] >= L + pad[i])
+            O--;
+        osz[i] = O;
+        int64_t need = (O - 1) * s[i] + eff;
+        xp = pad_const(t, xp, dim, pad[i], need - L - pad[i], op == IC_OP_MAXIMUM ? -INFINITY : 0.0);
+    }
+    ic_val acc = -1;
+    int64_t nk = 1;
+    for (int i = 0; i < nd; i++)
+        nk *= k[i];
+    for (int64_t w = 0; w < nk; w++) {
+        ic_val v = xp;
+        for (int i = nd - 1, r = (int)w; i >= 0; i--) {
+            int dim = m.ndim - nd + i;
+            int64_t j = r % k[i];
+            r /= (int)k[i];
+            v = ic_slice(G, v, dim, j * dl[i], j * dl[i] + (osz[i] - 1) * s[i] + 1, s[i]);
+        }
+        acc = acc < 0 ? v : ic_binary(G, op, acc, v);
+    }
+    if (nk == 1)
+        acc = ic_cast(G, acc, m.dtype);
+    *res = acc;
+    return acc < 0 ? sym_check_graph(t) : 0;
+}
+
+static int pool_ints(trace *t, var *v, int64_t dflt_from_k, const int64_t *k, int nd, int64_t *out, long long dflt,
+                     const char *what) {
+    if (is_none(v) || (v->kind == V_CONST && PyTuple_Check(v->obj) && PyTuple_GET_SIZE(v->obj) == 0) ||
+        (v->kind == V_CONST && PyList_Check(v->obj) && PyList_GET_SIZE(v->obj) == 0)) {
+        for (int i = 0; i < nd; i++)
+            out[i] = dflt_from_k ? k[i] : dflt;
+        return 0;
+    }
+    return conv_ints(t, v, dflt, nd, out, what);
+}
+
+/* max_pool1d/2d(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices) */
+static int h_max_pool(trace *t, const opdef *d, var **p, var *out) {
+    int nd = d->op, ceil = 0, ri = 0;
+    int64_t k[2], s2[2], pad[2], dl[2], o[2];
+    if (need_tensor(t, d, p[0]) < 0 || conv_ints(t, p[1], 1, nd, k, "kernel_size") < 0 ||
+        pool_ints(t, p[2], 1, k, nd, s2, 1, "stride") < 0 || pool_ints(t, p[3], 0, k, nd, pad, 0, "padding") < 0 ||
+        pool_ints(t, p[4], 0, k, nd, dl, 1, "dilation") < 0 || get_bool(t, p[5], 0, &ceil, "ceil_mode") < 0 ||
+        get_bool(t, p[6], 0, &ri, "return_indices") < 0)
+        return -1;
+    if (ri)
+        return sym_fail(t, "max pool with return_indices left to eager");
+    ic_val r;
+    if (pool_nd(t, p[0]->val, nd, k, s2, pad, dl, ceil, IC_OP_MAXIMUM, &r, o) < 0)
+        return -1;
+    return tensor_out(t, r, out);
+}
+
+/* counts of in-window elements per output position (avg_pool's divisor along one dim) */
+static ic_val pool_counts(trace *t, int64_t O, int64_t k, int64_t s, int64_t L, int64_t pad, int include_pad) {
+    ic_val st = ic_binary(G, IC_OP_MUL, ic_arange(G, O, 0, 1, IC_I64), inum(t, s));
+    ic_val en = ic_binary(G, IC_OP_MINIMUM, ic_binary(G, IC_OP_ADD, st, inum(t, k)), inum(t, L + 2 * pad));
+    if (!include_pad) {
+        en = ic_binary(G, IC_OP_MINIMUM, en, inum(t, L + pad));
+        st = ic_binary(G, IC_OP_MAXIMUM, st, inum(t, pad));
+    }
+    return ic_binary(G, IC_OP_SUB, en, st);
+}
+
+/* avg_pool1d/2d(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override) */
+static int h_avg_pool(trace *t, const opdef *d, var **p, var *out) {
+    int nd = d->op, ceil = 0, inc = 1;
+    int64_t k[2], s2[2], pad[2], dl[2] = {1, 1}, o[2];
+    long long dov = 0;
+    if (need_tensor(t, d, p[0]) < 0 || conv_ints(t, p[1], 1, nd, k, "kernel_size") < 0 ||
+        pool_ints(t, p[2], 1, k, nd, s2, 1, "stride") < 0 || pool_ints(t, p[3], 0, k, nd, pad, 0, "padding") < 0 ||
+        get_bool(t, p[4], 0, &ceil, "ceil_mode") < 0 || get_bool(t, p[5], 1, &inc, "count_include_pad") < 0 ||
+        (nd == 2 && !is_none(p[6]) && get_int(t, p[6], &dov, "divisor_override") < 0))
+        return -1;
+    ic_meta m = *metap(t, p[0]->val);
+    if (!isflt(m.dtype))
+        return sym_fail(t, "avg pool of an integer tensor left to eager");
+    ic_val sum;
+    if (pool_nd(t, p[0]->val, nd, k, s2, pad, dl, ceil, IC_OP_ADD, &sum, o) < 0)
+        return -1;
+    ic_val div;
+    if (dov) {
+        div = fconst(t, (double)dov, m.dtype);
+    } else {
+        div = -1;
+        for (int i = 0; i < nd; i++) {
+            ic_val c = pool_counts(t, o[i], k[i], s2[i], m.sizes[m.ndim - nd + i], pad[i], inc);
+            if (i == 0 && nd == 2)
+                c = ic_reshape(G, c, 2, (int64_t[]){o[0], 1});
+            div = div < 0 ? c : ic_binary(G, IC_OP_MUL, div, c);
+        }
+        div = ic_cast(G, div, m.dtype == IC_F64 ? IC_F64 : IC_F32);
+    }
+    ic_val r = ic_binary(G, IC_OP_DIV, ic_cast(G, sum, m.dtype == IC_F64 ? IC_F64 : IC_F32), div);
+    return tensor_out(t, ic_cast(G, r, m.dtype), out);
+}
+
+/* adaptive_avg_pool1d/2d / adaptive_max_pool1d/2d(input, output_size[, return_indices]):
+ * output sizes that divide the input (1 included) are plain pools; op: nd, +2 for max */
+static int h_adaptive_pool(trace *t, const opdef *d, var **p, var *out) {
+    int nd = d->op & 3, mx = d->op >= 4, ri = 0;
+    if (need_tensor(t, d, p[0]) < 0 || (mx && get_bool(t, p[2], 0, &ri, "return_indices") < 0))
+        return -1;
+    if (ri)
+        return sym_fail(t, "adaptive max pool with return_indices left to eager");
+    ic_meta m = *metap(t, p[0]->val);
+    if (m.ndim < nd + 1 || m.ndim > nd + 2)
+        return sym_fail(t, "adaptive pool: bad input dims (eager will raise)");
+    int64_t os[2], k[2], pad[2] = {0, 0}, dl[2] = {1, 1}, o[2];
+    if (p[1] == NULL)
+        return sym_fail(t, "adaptive pool: output_size missing");
+    if (p[1]->kind == V_CONST && PyTuple_Check(p[1]->obj) && PyTuple_GET_SIZE(p[1]->obj) == nd) {
+        for (int i = 0; i < nd; i++) {
+            PyObject *it = PyTuple_GET_ITEM(p[1]->obj, i);
+            os[i] = it == Py_None ? m.sizes[m.ndim - nd + i] : PyLong_Check(it) ? PyLong_AsLongLong(it) : -1;
+        }
+    } else if (conv_ints(t, p[1], 1, nd, os, "output_size") < 0) {
+        return -1;
+    }
+    for (int i = 0; i < nd; i++) {
+        int64_t L = m.sizes[m.ndim - nd + i];
+        if (os[i] < 1 || L < 1 || L % os[i])
+            return sym_fail(t, "adaptive pool: output size not dividing the input left to eager");
+        k[i] = L / os[i];
+    }
+    ic_val r;
+    if (pool_nd(t, p[0]->val, nd, k, k, pad, dl, 0, mx ? IC_OP_MAXIMUM : IC_OP_ADD, &r, o) < 0)
+        return -1;
+    if (!mx) {
+        if (!isflt(m.dtype))
+            return sym_fail(t, "adaptive avg pool of an integer tensor left to eager");
+        ic_dtype ct = m.dtype == IC_F64 ? IC_F64 : IC_F32;
+        r = ic_cast(G, ic_binary(G, IC_OP_DIV, ic_cast(G, r, ct), fconst(t, (double)(k[0] * (nd == 2 ? k[1] : 1)), ct)),
+                    m.dtype);
+    }
+    return tensor_out(t, r, out);
+}
+
+/* F.pad(input, pad, mode='constant', value=None): constant as concatenations, reflect /
+ * replicate / circular as index maps (index_select with an index computed from arange) */
+static int h_pad(trace *t, const opdef *d, var **p, var *out) {
+    long long pads[2 * IC_MAX_DIMS];
+    int np;
+    double value = 0;
+    if (need_tensor(t, d, p[0]) < 0 || get_ints(t, p[1], pads, 2 * IC_MAX_DIMS, &np, "pad") < 0 ||
+        opt_num(t, p[3], 0.0, &value, "value") < 0)
+        return -1;
+    const char *mode = "constant";
+    if (!is_none(p[2])) {
+        if (p[2]->kind != V_CONST || !PyUnicode_Check(p[2]->obj))
+            return sym_fail(t, "pad: mode must be a string");
+        mode = PyUnicode_AsUTF8(p[2]->obj);
+    }
+    ic_meta m = *metap(t, p[0]->val);
+    if (np % 2 || np / 2 > m.ndim)
+        return sym_fail(t, "pad: bad pad length (eager will raise)");
+    int md = !strcmp(mode, "constant") ? 0 : !strcmp(mode, "reflect") ? 1 : !strcmp(mode, "replicate") ? 2
+             : !strcmp(mode, "circular") ? 3 : -1;
+    if (md < 0)
+        return sym_fail(t, "pad: mode '%s' left to eager", mode);
+    if (md && (np / 2 > m.ndim - 1 || np / 2 > 3))
+        return sym_fail(t, "pad: non-constant modes pad at most the last 3 non-batch dims (eager decides)");
+    if (md == 0 && !isflt(m.dtype) && value != floor(value))
+        return sym_fail(t, "pad: a fractional value on an integer tensor left to eager");
+    ic_val x = p[0]->val;
+    for (int i = 0; i < np / 2; i++) {
+        int dim = m.ndim - 1 - i;
+        int64_t lo = pads[2 * i], hi = pads[2 * i + 1], L = metap(t, x)->sizes[dim];
+        if (lo == 0 && hi == 0)
+            continue;
+        if (md == 0) {
+            if (L + lo + hi < 0)
+                return sym_fail(t, "pad: resulting size is negative (eager will raise)");
+            x = pad_const(t, x, dim, lo, hi, value);
+            continue;
+        }
+        if (lo < 0 || hi < 0 || L == 0 || (md == 1 && (lo >= L || hi >= L)) || (md == 3 && (lo > L || hi > L)))
+            return sym_fail(t, "pad: %s padding out of range (eager decides)", mode);
+        ic_val j = ic_arange(G, L + lo + hi, (double)-lo, 1, IC_I64); /* source position, unclamped */
+        ic_val idx;
+        if (md == 1) { /* (L-1) - |(L-1) - |j|| */
+            ic_val a = ic_unary(G, IC_OP_ABS, j);
+            idx = ic_binary(G, IC_OP_SUB, inum(t, L - 1), ic_unary(G, IC_OP_ABS, ic_binary(G, IC_OP_SUB, inum(t, L - 1), a)));
+        } else if (md == 2) {
+            idx = ic_binary(G, IC_OP_MINIMUM, ic_binary(G, IC_OP_MAXIMUM, j, inum(t, 0)), inum(t, L - 1));
+        } else {
+            idx = ic_binary(G, IC_OP_REMAINDER, j, inum(t, L));
+        }
+        x = ic_index_select(G, x, dim, idx);
+    }
+    if (x == p[0]->val)
+        x = ic_cast(G, x, m.dtype);
+    return tensor_out(t, x, out);
+}
+
+/* source index (nearest) or position (linear) of each output index along one dim */
+static ic_val interp_nearest(trace *t, int64_t L, int64_t O, double sf, int exact) {
+    if (O == L && !exact)
+        return ic_arange(G, O, 0, 1, IC_I64);
+    float scale = sf > 0 ? (float)(1.0 / sf) : (float)L / (float)O;
+    ic_val i = ic_cast(G, ic_arange(G, O, 0, 1, IC_I64), IC_F32);
+    if (exact)
+        i = ic_binary(G, IC_OP_ADD, i, ic_scalar(G, 0.5, IC_F64));
+    ic_val f = ic_unary(G, IC_OP_FLOOR, ic_binary(G, IC_OP_MUL, i, ic_cast(G, ic_scalar(G, scale, IC_F64), IC_F32)));
+    return ic_binary(G, IC_OP_MINIMUM, ic_cast(G, f, IC_I64), inum(t, L - 1));
+}
+
+/* F.interpolate(input, size, scale_factor, mode, align_corners, recompute_scale_factor, antialias):
+ * nearest / nearest-exact (1-3 spatial dims) as index maps; linear / bilinear (align_corners
+ * either way) as two index maps per dim blended with the weights ATen computes. */
+static int h_interpolate(trace *t, const opdef *d, var **p, var *out) {
+    if (need_tensor(t, d, p[0]) < 0)
+        return -1;
+    ic_meta m = *metap(t, p[0]->val);
+    int nd = m.ndim - 2, align = 0, recompute = 0, anti = 0;
+    if (nd < 1 || nd > 3)
+        return sym_fail(t, "interpolate: expected a 3-5d input (eager will raise)");
+    const char *mode = "nearest";
+    if (!is_none(p[3])) {
+        if (p[3]->kind != V_CONST || !PyUnicode_Check(p[3]->obj))
+            return sym_fail(t, "interpolate: mode must be a string");
+        mode = PyUnicode_AsUTF8(p[3]->obj);
+    }
+    int md = !strcmp(mode, "nearest") ? 0 : !strcmp(mode, "nearest-exact") ? 1
+             : (!strcmp(mode, "linear") && nd == 1) || (!strcmp(mode, "bilinear") && nd == 2) ? 2 : -1;
+    if (md < 0)
+        return sym_fail(t, "interpolate: mode '%s' left to eager", mode);
+    if (get_bool(t, p[4], 0, &align, "align_corners") < 0 || get_bool(t, p[5], 0, &recompute, "recompute_scale_factor") < 0 ||
+        get_bool(t, p[6], 0, &anti, "antialias") < 0)
+        return -1;
+    if (anti || (md < 2 && !is_none(p[4])))
+        return sym_fail(t, "interpolate: antialias / align_corners with nearest left to eager");
+    if (!isflt(m.dtype))
+        return sym_fail(t, "interpolate of an integer tensor left to eager");
+    int64_t O[3];
+    double sf[3] = {0, 0, 0};
+    if (!is_none(p[1]) && is_none(p[2])) {
+        if (conv_ints(t, p[1], 1, nd, O, "size") < 0)
+            return -1;
+    } else if (is_none(p[1]) && !is_none(p[2])) {
+        if (sym_is_number(p[2])) {
+            for (int i = 0; i < nd; i++)
+                sf[i] = PyFloat_AsDouble(p[2]->obj);
+        } else if (p[2]->kind == V_CONST && PyTuple_Check(p[2]->obj) && PyTuple_GET_SIZE(p[2]->obj) == nd) {
+            for (int i = 0; i < nd; i++)
+                sf[i] = PyFloat_AsDouble(PyTuple_GET_ITEM(p[2]->obj, i));
+            if (PyErr_Occurred()) {
+                PyErr_Clear();
+                return sym_fail(t, "interpolate: scale_factor must hold numbers");
+            }
+        } else {
+            return sym_fail(t, "interpolate: scale_factor must be constant numbers");
+        }
+        for (int i = 0; i < nd; i++) {
+            if (!(sf[i] > 0))
+                return sym_fail(t, "interpolate: bad scale_factor (eager will raise)");
+            O[i] = (int64_t)floor((double)m.sizes[2 + i] * sf[i]);
+            if (recompute)
+                sf[i] = 0;
+        }
+    } else {
+        return sym_fail(t, "interpolate: exactly one of size and scale_factor (eager will raise)");
+    }
+    ic_val x = p[0]->val;
+    for (int i = 0; i < nd; i++) {
+        if (O[i] < 1 || m.sizes[2 + i] < 1)
+            return sym_fail(t, "interpolate: empty sizes left to eager");
+    }
+    if (md < 2) {
+        for (int i = 0; i < nd; i++)
+            x = ic_index_select(G, x, 2 + i, interp_nearest(t, m.sizes[2 + i], O[i], sf[i], md == 1));
+        return tensor_out(t, x, out);
+    }
+    /* linear along the last dim first, then the one before (ATen's order of operations) */
+    ic_dtype ct = m.dtype == IC_F64 ? IC_F64 : IC_F32;
+    for (int i = nd - 1; i >= 0; i--) {
+        int dim = 2 + i;
+        int64_t L = m.sizes[dim];
+        double scale;
+        if (align)
+            scale = O[i] > 1 ? (ct == IC_F32 ? (double)((float)(L - 1) / (float)(O[i] - 1)) : (double)(L - 1) / (O[i] - 1)) : 0;
+        else if (sf[i] > 0)
+            scale = ct == IC_F32 ? (double)(float)(1.0 / sf[i]) : 1.0 / sf[i];
+        else
+            scale = ct == IC_F32 ? (double)((float)L / (float)O[i]) : (double)L / (double)O[i];
+        ic_val di = ic_cast(G, ic_arange(G, O[i], 0, 1, IC_I64), ct);
+        ic_val sc = ic_cast(G, ic_scalar(G, scale, IC_F64), ct);
+        ic_val src;
+        if (align) {
+            src = ic_binary(G, IC_OP_MUL, sc, di);
+        } else {
+            src = ic_binary(G, IC_OP_SUB, ic_binary(G, IC_OP_MUL, sc, ic_binary(G, IC_OP_ADD, di, fconst(t, 0.5, ct))),
+                            fconst(t, 0.5, ct));
+            src = ic_binary(G, IC_OP_MAXIMUM, src, fconst(t, 0.0, ct));
+        }
+        ic_val i0 = ic_cast(G, src, IC_I64);
+        ic_val i1 = ic_binary(G, IC_OP_ADD, i0, ic_cast(G, ic_binary(G, IC_OP_LT, i0, inum(t, L - 1)), IC_I64));
+        ic_val l1 = ic_binary(G, IC_OP_SUB, src, ic_cast(G, i0, ct));
+        ic_val l0 = ic_binary(G, IC_OP_SUB, fconst(t, 1.0, ct), l1);
+        if (i < nd - 1) { /* weights broadcast over the dims after dim */
+            int64_t sh[2] = {O[i], 1};
+            l0 = ic_reshape(G, l0, 2, sh);
+            l1 = ic_reshape(G, l1, 2, sh);
+        }
+        ic_val a = ic_cast(G, ic_index_select(G, x, dim, i0), ct), b = ic_cast(G, ic_index_select(G, x, dim, i1), ct);
+        x = ic_cast(G, ic_binary(G, IC_OP_ADD, ic_binary(G, IC_OP_MUL, l0, a), ic_binary(G, IC_OP_MUL, l1, b)), m.dtype);
+    }
+    return tensor_out(t, x, out);
+}
+
+#undef G
 
 /* ---- the table ------------------------------------------------------------------- */
 
@@ -2025,6 +2448,23 @@ static const opdef OPS[] = {
     {"conv1d", W_TORCH | W_F, "input,weight,bias,stride,padding,dilation,groups", h_conv, 1},
     {"conv2d", W_TORCH | W_F, "input,weight,bias,stride,padding,dilation,groups", h_conv, 2},
     {"conv3d", W_TORCH | W_F, "input,weight,bias,stride,padding,dilation,groups", h_conv, 3},
+    {"gather", W_TORCH | W_METHOD, "input,dim,index|sparse_grad", h_gather, IC_EXT_GATHER},
+    {"scatter", W_TORCH | W_METHOD, "input,dim,index,src|reduce,value", h_gather, IC_EXT_SCATTER},
+    {"scatter_add", W_TORCH | W_METHOD, "input,dim,index,src", h_gather, IC_EXT_SCATTER_ADD},
+    {"cumsum", W_TORCH | W_METHOD, "input,dim|dtype", h_cumsum, IC_EXT_CUMSUM},
+    {"cumprod", W_TORCH | W_METHOD, "input,dim|dtype", h_cumsum, IC_EXT_CUMPROD},
+    {"argsort", W_TORCH | W_METHOD, "input,dim,descending|stable", h_argsort, 0},
+    {"msort", W_TORCH | W_METHOD, "input", h_argsort, 1},
+    {"max_pool1d", W_TORCH | W_F, "input,kernel_size,stride,padding,dilation,ceil_mode,return_indices", h_max_pool, 1},
+    {"max_pool2d", W_TORCH | W_F, "input,kernel_size,stride,padding,dilation,ceil_mode,return_indices", h_max_pool, 2},
+    {"avg_pool1d", W_TORCH | W_F, "input,kernel_size,stride,padding,ceil_mode,count_include_pad", h_avg_pool, 1},
+    {"avg_pool2d", W_F, "input,kernel_size,stride,padding,ceil_mode,count_include_pad,divisor_override", h_avg_pool, 2},
+    {"adaptive_avg_pool1d", W_TORCH | W_F, "input,output_size", h_adaptive_pool, 1},
+    {"adaptive_avg_pool2d", W_F, "input,output_size", h_adaptive_pool, 2},
+    {"adaptive_max_pool1d", W_F, "input,output_size,return_indices", h_adaptive_pool, 5},
+    {"adaptive_max_pool2d", W_F, "input,output_size,return_indices", h_adaptive_pool, 6},
+    {"pad", W_F, "input,pad,mode,value", h_pad, 0},
+    {"interpolate", W_F, "input,size,scale_factor,mode,align_corners,recompute_scale_factor,antialias", h_interpolate, 0},
 };
 #define NOPS ((int)(sizeof OPS / sizeof OPS[0]))
 

@@ -160,7 +160,14 @@ ic_val ic_arange(ic_graph *g, int64_t n, double start, double step, ic_dtype dty
     X(LINEAR, "linear")   /* (x[...,K], w[N,K] [, bias[N]]) -> [...,N] */                 \
     X(BADDBMM, "baddbmm") /* (self bcast to [B,M,N], b1, b2): beta*self + alpha*b1@b2 */  \
     X(CONV, "conv")       /* (x[N,C,*s], w[O,C/g,*k] [, bias[O]]), params: nd, stride[nd], \
-                             padding[nd], dilation[nd], groups (nd = 1, 2 or 3) */
+                             padding[nd], dilation[nd], groups (nd = 1, 2 or 3) */          \
+    /* indexing and scans (any dtype; index operands i64; params[0] = normalized dim) */    \
+    X(GATHER, "gather")   /* (x, index) -> x.gather(dim, index): index's shape */          \
+    X(SCATTER, "scatter") /* (x, index, src) -> x.scatter(dim, index, src) */              \
+    X(SCATTER_ADD, "scatter_add") /* (x, index, src) -> x.scatter_add(dim, index, src) */  \
+    X(CUMSUM, "cumsum")   /* (x), params: dim, dtype (-1: torch's default, ints -> i64) */ \
+    X(CUMPROD, "cumprod") /* like cumsum */                                                \
+    X(ARGSORT, "argsort") /* (x), params: dim, descending, stable -> i64 */
 
 typedef enum ic_extern_kind {
 #define IC_X_EXT(name, text) IC_EXT_##name,

@@ -791,6 +791,52 @@ static bool matmul_shape(ic_graph *g, const ic_meta *a, const ic_meta *b, ic_met
     return true;
 }
 
+/* gather / scatter / scatter_add / cumsum / cumprod / argsort: shapes as ATen checks them */
+static ic_val ext_index_scan(ic_graph *g, ic_extern_kind kind, int nin, const ic_val *in, int nparams,
+                             const int64_t *params) {
+    const char *nm = extnames[kind];
+    ic_node n = {.op = IC_OP_EXTERN, .in = {-1, -1, -1}, .ext_kind = kind, .nparams = nparams, .num = 1, .num2 = 1};
+    for (int i = 0; i < nin; i++) n.in[i] = in[i];
+    for (int i = 0; i < nparams; i++) n.params[i] = params[i];
+    const ic_meta *x = &g->nodes[in[0]].meta;
+    int want_in = kind == IC_EXT_GATHER ? 2 : kind == IC_EXT_SCATTER || kind == IC_EXT_SCATTER_ADD ? 3 : 1;
+    int want_p = kind == IC_EXT_GATHER || kind == IC_EXT_SCATTER || kind == IC_EXT_SCATTER_ADD ? 1
+                 : kind == IC_EXT_ARGSORT                                                   ? 3
+                                                                                            : 2;
+    if (nin != want_in || nparams != want_p) return fail(g, IC_EINVALID, "%s: wrong operand/param count", nm);
+    int64_t dim = params[0];
+    int nd = x->ndim ? x->ndim : 1;
+    if (dim < 0 || dim >= nd) return fail(g, IC_EINVALID, "%s: dimension out of range", nm);
+    n.meta = *x;
+    if (kind == IC_EXT_GATHER || kind == IC_EXT_SCATTER || kind == IC_EXT_SCATTER_ADD) {
+        const ic_meta *ix = &g->nodes[in[1]].meta;
+        if (ix->dtype != IC_I64) return fail(g, IC_EINVALID, "%s(): Expected dtype int64 for index", nm);
+        if ((ix->ndim ? ix->ndim : 1) != nd)
+            return fail(g, IC_EINVALID, "Index tensor must have the same number of dimensions as input tensor");
+        for (int d = 0; d < ix->ndim && x->ndim; d++)
+            if (d != dim && ix->sizes[d] > x->sizes[d])
+                return fail(g, IC_EINVALID, "Size does not match at dimension %d", d);
+        if (kind == IC_EXT_GATHER) {
+            n.meta = *ix;
+            n.meta.dtype = x->dtype;
+        } else {
+            const ic_meta *src = &g->nodes[in[2]].meta;
+            if (src->dtype != x->dtype) return fail(g, IC_EINVALID, "%s(): Expected self.dtype to be equal to src.dtype", nm);
+            if ((src->ndim ? src->ndim : 1) != nd) return fail(g, IC_EINVALID, "%s: src must have the input's dims", nm);
+            for (int d = 0; d < ix->ndim; d++)
+                if (ix->sizes[d] > src->sizes[d]) return fail(g, IC_EINVALID, "%s: index larger than src", nm);
+        }
+    } else if (kind == IC_EXT_CUMSUM || kind == IC_EXT_CUMPROD) {
+        int64_t dt = params[1];
+        if (dt >= IC_DTYPE_COUNT || dt < -1) return fail(g, IC_EINVALID, "%s: bad dtype", nm);
+        n.meta.dtype = dt >= 0 ? (ic_dtype)dt : ic_is_float(x->dtype) ? x->dtype : IC_I64;
+    } else {
+        n.meta.dtype = IC_I64;
+    }
+    ic_contiguous_strides(&n.meta);
+    return append(g, &n);
+}
+
 IC_API ic_val ic_extern(ic_graph *g, ic_extern_kind kind, int nin, const ic_val *in, int nparams,
                         const int64_t *params, double beta, double alpha) {
     if (g->err) return IC_NONE;
@@ -803,6 +849,7 @@ IC_API ic_val ic_extern(ic_graph *g, ic_extern_kind kind, int nin, const ic_val 
         if (g->nodes[in[i]].meta.dyn) return fail(g, IC_EUNSUPPORTED, "extern calls on symbolic sizes");
     }
     const char *nm = extnames[kind];
+    if (kind >= IC_EXT_GATHER) return ext_index_scan(g, kind, nin, in, nparams, params);
     ic_node n = {.op = IC_OP_EXTERN, .in = {-1, -1, -1}, .ext_kind = kind, .nparams = nparams, .num = beta,
                  .num2 = alpha};
     for (int i = 0; i < nin; i++) n.in[i] = in[i];

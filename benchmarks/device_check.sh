@@ -1,0 +1,22 @@
+#!/bin/bash
+# One device call (GPU machine: Python 3.12, torch 2.11): build, the whole pytest suite
+# (GPU tests included), and the given benchmarks; logs under $OUT.
+#   run: carry [".gpu"], command "bash benchmarks/device_check.sh [tests] [dyn] [overhead] [models]"
+set -u
+export PYTHONPATH=$PWD TORCHC_BUILD_JOBS=16 LLVM_INCLUDE=.gpu/include \
+       LLVM_LIB=/lib/x86_64-linux-gnu/libLLVM-16.so.1
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+python3 --version; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+t0=$(date +%s)
+python3 setup.py -q build_ext --inplace > "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+echo "build $(( $(date +%s) - t0 )) s"
+for what in "$@"; do
+  case $what in
+    tests) timeout 400 python3 -m pytest -q -p no:cacheprovider tests > "$OUT/pytest.log" 2>&1
+           echo "pytest rc=$?"; tail -5 "$OUT/pytest.log"; grep -E "^(FAILED|ERROR)" "$OUT/pytest.log" | head -20 ;;
+    dyn) timeout 200 python3 benchmarks/dynamic_shapes.py --threads 16 --json "$OUT/dynamic_shapes_device.json" 2>&1 | tail -4 ;;
+    overhead) timeout 120 python3 benchmarks/overhead.py 2>&1 | tail -8 ;;
+    models) timeout 420 python3 benchmarks/models.py --batch 32 --json "$OUT/models_gpu_h200.json" > "$OUT/models.log" 2>&1
+            echo "models rc=$?"; tail -25 "$OUT/models.log" ;;
+  esac
+done
