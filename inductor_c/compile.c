@@ -317,7 +317,7 @@ ic_compiled *ic_compile_graph(const ic_graph *g, const ic_options *opt, ic_err *
 }
 
 /* The code key: everything the machine code depends on. */
-static ic_dkey code_key(const char *keytext) {
+static ic_dkey code_key(const char *keytext, int opt_level) {
     ic_dkey k = {0, 0};
     unsigned v[3] = {0, 0, 0};
     LLVMGetVersion(&v[0], &v[1], &v[2]);
@@ -325,6 +325,7 @@ static ic_dkey code_key(const char *keytext) {
     ic_dkey_mix_str(&k, ic_version());
     ic_dkey_mix(&k, v, sizeof v);
     ic_dkey_mix_str(&k, ic_jit_host_id());
+    ic_dkey_mix_str(&k, ic_cpu_pipeline(opt_level));
     ic_dkey_build_id(&k);
     ic_dkey_mix_str(&k, keytext);
     return k;
@@ -371,15 +372,16 @@ static ic_compiled *compile_graph(const ic_graph *g, const ic_options *opt, ic_e
     double t0 = ic_now_ms(), cpu0 = thread_cpu_ms();
     if (keytext && o.device == IC_CPU && !(c->debug & ~(unsigned)IC_DEBUG_TIME)) {
         c->keyed = true;
-        c->key = code_key(keytext);
+        c->key = code_key(keytext, c->opt_level);
     }
     c->t_stage[IC_T_INIT] = ic_now_ms() - t0;
     ic_compiled *out = pipeline(c, g, &o);
     if (c->debug & IC_DEBUG_TIME) {
         static const char *names[IC_T_COUNT] = {"init", "graph", "lower", "sched", "final", "irgen", "opt", "emit", "jit"};
         char line[400];
-        int n = snprintf(line, sizeof line, "torchc time: compile %.2f ms (cpu %.2f; %d nodes, %d kernels, %d parts):",
-                         ic_now_ms() - t0, thread_cpu_ms() - cpu0, g->n, c->nkernels, c->cg_parts);
+        int n = snprintf(line, sizeof line, "torchc time: compile %.2f ms (cpu %.2f + %.2f other threads; %d nodes, %d kernels, "
+                         "%d parts):", ic_now_ms() - t0, thread_cpu_ms() - cpu0, c->cpu_other, g->n, c->nkernels,
+                         c->cg_parts);
         for (int i = 0; i < IC_T_COUNT && n > 0 && n < (int)sizeof line; i++)
             n += snprintf(line + n, sizeof line - (size_t)n, " %s %.2f", names[i], c->t_stage[i]);
         fprintf(stderr, "%s%s\n", line, out ? "" : " (failed)");

@@ -320,6 +320,7 @@ struct ic_ctx {
     double t_stage[IC_T_COUNT]; /* ms per stage (TORCHC_DEBUG=time) */
     bool keyed;                 /* code cached by key (in process and on disk) */
     int cg_parts;               /* modules compiled in parallel */
+    double cpu_other;           /* ms of cpu on the other codegen threads */
     ic_dkey key;                /* graph text, options, versions, host, build */
     void *memo; /* sched: inlining memo */
     void *cg_res; /* codegen: LLVM objects to release on error */
@@ -400,6 +401,7 @@ void ic_test_fail_alloc_after(long n);   /* sched/describe.c */
 /* fns[2k]: kernel k; fns[2k+1]: its combine kernel when split, else NULL */
 void ic_codegen_cpu(ic_ctx *c, ic_kernel_fn *fns, void **rt_out);
 void ic_codegen_cleanup(ic_ctx *c);
+const char *ic_cpu_pipeline(int opt_level); /* LLVM pass pipeline text (part of the code key) */
 void ic_codegen_cpu_stats(unsigned long long *shared, unsigned long long *disk_loaded);
 /* runtime/jit.c */
 #define IC_SPLIT_PARTS 32
