@@ -253,7 +253,6 @@ static ic_compiled *pipeline(ic_ctx *c, const ic_graph *g, const ic_options *o) 
         ic_contiguous_strides(&out->out_meta[i]);
     }
     if (c->dyn) {
-        if (next > 0) ic_fail(c, IC_EUNSUPPORTED, "dynamic shapes: graphs with extern calls are not supported yet");
         for (int k = 0; k < IC_MAX_SYMS; k++) {
             out->sym_hint[k] = g->sym_hint[k];
             if (g->sym_hint[k]) out->nsyms = k + 1;
@@ -287,6 +286,7 @@ static ic_compiled *pipeline(ic_ctx *c, const ic_graph *g, const ic_options *o) 
             x->out_buf = c->buf_of[K->ext_v];
             x->out_meta = c->bufs[x->out_buf].meta;
             out->kernels[r].iters = 1;
+            out->kernels[r].diters = ic_dim_k(1);
             out->kernels[r++].ext = out->nexts;
             continue;
         }
@@ -570,8 +570,30 @@ IC_API char *ic_compiled_describe(const ic_compiled *c) {
 /* ---- running ---------------------------------------------------------------------------- */
 #define PAR_MIN_WORK (1 << 20) /* below this, waking a sleeping worker costs more than it saves */
 
+/* An extern operand/result meta at the symbol values: symbolic metas (always contiguous:
+ * dynamic inputs, intermediates, outputs) get their sizes evaluated and contiguous
+ * strides. false on overflow. */
+static bool meta_at(ic_meta *m, const int64_t *sv) {
+    if (!m->dyn) return true;
+    for (int d = 0; d < m->ndim; d++)
+        if ((m->sizes[d] = ic_dim_eval(m->dims[d], sv)) < 0 || m->sizes[d] > ((int64_t)1 << 56)) return false;
+    m->dyn = 0;
+    memset(m->dims, 0, sizeof m->dims);
+    ic_contiguous_strides(m);
+    return true;
+}
+
+/* extern call x at the symbol values: the concrete metas the handler gets */
+static bool rext_at(const ic_rext *x, const int64_t *sv, ic_rext *out) {
+    *out = *x;
+    for (int i = 0; i < x->nin; i++)
+        if (!meta_at(&out->in_meta[i], sv)) return false;
+    return meta_at(&out->out_meta, sv);
+}
+
 /* Dynamic graphs: slots laid out for the actual symbol values, the workspace cached
- * with its capacity in a 64-byte header; bufs[nbufs] points at the symbol values. */
+ * with its capacity in a 64-byte header; bufs[nbufs] points at the symbol values.
+ * Extern calls get metas evaluated at the symbol values. */
 static int run_dyn(const ic_compiled *c, void *const *inputs, void *const *outputs, const int64_t *sym,
                    ic_err *err) {
     int64_t sv[IC_MAX_SYMS] = {0};
@@ -616,8 +638,10 @@ static int run_dyn(const ic_compiled *c, void *const *inputs, void *const *outpu
         }
     }
     bufs[c->nbufs] = sv;
+    ic_rext xat;
     for (int k = 0; k < c->nrun; k++)
-        if (ic_dim_eval(c->kernels[k].diters, sv) < 0 ||
+        if ((c->kernels[k].ext > 0 && !rext_at(&c->exts[c->kernels[k].ext - 1], sv, &xat)) ||
+            ic_dim_eval(c->kernels[k].diters, sv) < 0 ||
             (c->kernels[k].dwork.coef > 0 && ic_dim_eval(c->kernels[k].dwork, sv) < 0)) {
             /* sizes overflow: refuse before any work */
             why = "symbol values too large";
@@ -625,8 +649,17 @@ static int run_dyn(const ic_compiled *c, void *const *inputs, void *const *outpu
             goto fail;
         }
     int nt = c->num_threads > 0 ? c->num_threads : ic_get_num_threads();
-    for (int k = 0; k < c->nrun; k++) {
+    int rc = 0;
+    for (int k = 0; k < c->nrun && rc == 0; k++) {
         const ic_rkernel *K = &c->kernels[k];
+        if (K->ext > 0) {
+            rext_at(&c->exts[K->ext - 1], sv, &xat); /* checked above */
+            void *in[3] = {NULL, NULL, NULL};
+            for (int i = 0; i < xat.nin; i++) in[i] = bufs[xat.in_buf[i]];
+            ic_err e2;
+            rc = ic_run_extern(c, &xat, in, bufs[xat.out_buf], NULL, err ? err : &e2);
+            continue;
+        }
         int64_t iters = ic_dim_eval(K->diters, sv), work = ic_dim_eval(K->dwork, sv);
         if (iters <= 0) continue;
         if (nt > 1 && iters > 1 && (work < 0 || work >= PAR_MIN_WORK))
@@ -640,6 +673,7 @@ static int run_dyn(const ic_compiled *c, void *const *inputs, void *const *outpu
     }
     if (soff != offstack) free(soff);
     if (bufs != stackbufs) free(bufs);
+    if (rc) return -1; /* the handler's error is in err */
     if (err) err->code = IC_OK;
     return 0;
 fail:

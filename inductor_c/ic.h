@@ -127,7 +127,10 @@ ic_val ic_expand(ic_graph *g, ic_val a, int ndim, const int64_t *sizes);
  * Builders on symbolic dims: broadcast s vs s / s vs 1 (s vs another size: IC_EUNSUPPORTED);
  * slice of a symbolic dim: only the full range; cat along a symbolic dim: only if the sum
  * is a monomial (s0 + s0); index_select: the index length may be symbolic, the indexed dim
- * of the source must be static. */
+ * of the source must be static. Extern calls (ic_extern): rows, batches and linear's leading
+ * dims may be symbolic (conv: the batch only); a symbolic reduction dim K, channel or
+ * spatial size, or batches that agree only at the hints are IC_EUNSUPPORTED; the handler
+ * gets metas evaluated at the symbol values. Gather/scatter/scans: static only. */
 ic_val ic_reshape_dyn(ic_graph *g, ic_val a, int ndim, const ic_dim *sizes);
 ic_val ic_expand_dyn(ic_graph *g, ic_val a, int ndim, const ic_dim *sizes);
 int ic_output(ic_graph *g, ic_val v); /* returns output index, or -1 */

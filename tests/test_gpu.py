@@ -499,8 +499,12 @@ def test_views_and_layouts():
     check(lambda t: t + 1, w)
 
 
-def test_transpose_tiles():
+@pytest.mark.parametrize("tile", ["0", "1"])
+def test_transpose_tiles(tile, monkeypatch):
     # loads contiguous along another dim than the store: 32 x 32 tiles through shared memory
+    # (TORCHC_GPU_TILE=1: opt-in until validated on a GPU)
+    monkeypatch.setenv("TORCHC_GPU_TILE", tile)
+    torchc.reset()
     check(lambda t: t.permute(1, 0) + 1, rand(300, 517))
     check(lambda t, u: t.permute(1, 0) * u, rand(64, 96), rand(96, 64))
     check(lambda t: t.permute(1, 0).exp(), rand(33, 1000, dtype=torch.bfloat16))

@@ -791,6 +791,88 @@ static bool matmul_shape(ic_graph *g, const ic_meta *a, const ic_meta *b, ic_met
     return true;
 }
 
+/* ---- extern calls on symbolic sizes ----
+ * The shape checks above ran at the hint sizes; ext_dyn then gives the output its
+ * symbolic dims and refuses (IC_EUNSUPPORTED) what one compile cannot promise for every
+ * symbol value: a symbolic reduction dim K, conv channels / spatial dims / weights, batch
+ * dims that agree only at the hints (s0 vs s1), biases that broadcast only at the hints.
+ * Rows (M), batches and linear's leading dims may be symbolic; the handler gets concrete
+ * metas at run time (compile.c). */
+static bool dim_static(const ic_meta *m, int i) { return ic_dim_is_static(ic_meta_dim(m, i)); }
+
+/* m broadcasts to want[0..nd) for every symbol value: each dim equal or a static 1 */
+static bool bcast_dyn(const ic_meta *m, int nd, const ic_dim *want) {
+    if (m->ndim > nd) return false;
+    for (int i = 0; i < m->ndim; i++) {
+        ic_dim s = ic_meta_dim(m, i);
+        if (!ic_dim_eq(s, want[nd - m->ndim + i]) && !ic_dim_eq(s, ic_dim_k(1))) return false;
+    }
+    return true;
+}
+
+static bool ext_dyn(ic_graph *g, ic_extern_kind kind, int nin, const ic_meta *const *m, ic_meta *o) {
+    const char *nm = extnames[kind];
+    ic_dim *od = o->dims;
+    switch (kind) {
+    case IC_EXT_MM:
+    case IC_EXT_ADDMM:
+    case IC_EXT_BMM:
+    case IC_EXT_BADDBMM: {
+        const ic_meta *a = m[nin - 2], *b = m[nin - 1];
+        int r = a->ndim - 2; /* 0: mm, 1: bmm */
+        if (!dim_static(a, r + 1) || !dim_static(b, r))
+            return fail(g, IC_EUNSUPPORTED, "%s: symbolic reduction size", nm), false;
+        if (r && !ic_dim_eq(ic_meta_dim(a, 0), ic_meta_dim(b, 0)))
+            return fail(g, IC_EUNSUPPORTED, "%s: symbolic batch sizes differ", nm), false;
+        if (r) od[0] = ic_meta_dim(a, 0);
+        od[r] = ic_meta_dim(a, r);
+        od[r + 1] = ic_meta_dim(b, r + 1);
+        if (nin == 3 && !bcast_dyn(m[0], o->ndim, od))
+            return fail(g, IC_EUNSUPPORTED, "%s: bias broadcast with symbolic sizes", nm), false;
+        break;
+    }
+    case IC_EXT_MATMUL: {
+        const ic_meta *a = m[0], *b = m[1];
+        int na = a->ndim, nb = b->ndim;
+        if (!dim_static(a, na - 1) || !dim_static(b, nb == 1 ? 0 : nb - 2))
+            return fail(g, IC_EUNSUPPORTED, "matmul: symbolic reduction size"), false;
+        int ba = na >= 2 ? na - 2 : 0, bb = nb >= 2 ? nb - 2 : 0, nbat = ba > bb ? ba : bb, k = 0;
+        for (int i = 0; i < nbat; i++) {
+            int ia = i - (nbat - ba), ib = i - (nbat - bb);
+            ic_dim x = ia >= 0 ? ic_meta_dim(a, ia) : ic_dim_k(1), y = ib >= 0 ? ic_meta_dim(b, ib) : ic_dim_k(1);
+            if (ic_dim_eq(x, y) || ic_dim_eq(y, ic_dim_k(1))) od[k++] = x;
+            else if (ic_dim_eq(x, ic_dim_k(1))) od[k++] = y;
+            else return fail(g, IC_EUNSUPPORTED, "matmul: symbolic batch dims do not broadcast"), false;
+        }
+        if (na >= 2) od[k++] = ic_meta_dim(a, na - 2);
+        if (nb >= 2) od[k++] = ic_meta_dim(b, nb - 1);
+        break;
+    }
+    case IC_EXT_LINEAR: {
+        const ic_meta *x = m[0], *w = m[1];
+        if (!dim_static(x, x->ndim - 1) || !dim_static(w, 1))
+            return fail(g, IC_EUNSUPPORTED, "linear: symbolic in_features"), false;
+        for (int i = 0; i < x->ndim; i++) od[i] = ic_meta_dim(x, i);
+        od[x->ndim - 1] = ic_meta_dim(w, 0);
+        if (nin == 3 && !bcast_dyn(m[2], 1, &od[x->ndim - 1]))
+            return fail(g, IC_EUNSUPPORTED, "linear: bias broadcast with symbolic sizes"), false;
+        break;
+    }
+    case IC_EXT_CONV: /* a symbolic batch only */
+        for (int i = 1; i < m[0]->ndim; i++)
+            if (!dim_static(m[0], i)) return fail(g, IC_EUNSUPPORTED, "conv: symbolic channel or spatial size"), false;
+        for (int j = 1; j < nin; j++)
+            if (m[j]->dyn) return fail(g, IC_EUNSUPPORTED, "conv: symbolic weight or bias"), false;
+        od[0] = ic_meta_dim(m[0], 0);
+        for (int i = 1; i < o->ndim; i++) od[i] = ic_dim_k(o->sizes[i]);
+        break;
+    default:
+        return fail(g, IC_EUNSUPPORTED, "%s on symbolic sizes", nm), false;
+    }
+    o->dyn = 1;
+    return true;
+}
+
 /* gather / scatter / scatter_add / cumsum / cumprod / argsort: shapes as ATen checks them */
 static ic_val ext_index_scan(ic_graph *g, ic_extern_kind kind, int nin, const ic_val *in, int nparams,
                              const int64_t *params) {
@@ -843,13 +925,17 @@ IC_API ic_val ic_extern(ic_graph *g, ic_extern_kind kind, int nin, const ic_val 
     if ((unsigned)kind >= IC_EXT_COUNT) return fail(g, IC_EINVALID, "ic_extern: bad kind %d", kind);
     if (nin < 1 || nin > 3 || nparams < 0 || nparams > IC_EXT_MAXP)
         return fail(g, IC_EINVALID, "ic_extern: bad operand or param count");
+    bool dyn = false;
     for (int i = 0; i < nin; i++) {
         if (!check(g, in[i])) return IC_NONE;
         if (g->nodes[in[i]].op == IC_OP_SCALAR) return fail(g, IC_EINVALID, "ic_extern: operands must be tensors");
-        if (g->nodes[in[i]].meta.dyn) return fail(g, IC_EUNSUPPORTED, "extern calls on symbolic sizes");
+        dyn |= g->nodes[in[i]].meta.dyn != 0;
     }
     const char *nm = extnames[kind];
-    if (kind >= IC_EXT_GATHER) return ext_index_scan(g, kind, nin, in, nparams, params);
+    if (kind >= IC_EXT_GATHER) {
+        if (dyn) return fail(g, IC_EUNSUPPORTED, "%s on symbolic sizes", nm);
+        return ext_index_scan(g, kind, nin, in, nparams, params);
+    }
     ic_node n = {.op = IC_OP_EXTERN, .in = {-1, -1, -1}, .ext_kind = kind, .nparams = nparams, .num = beta,
                  .num2 = alpha};
     for (int i = 0; i < nin; i++) n.in[i] = in[i];
@@ -937,6 +1023,7 @@ IC_API ic_val ic_extern(ic_graph *g, ic_extern_kind kind, int nin, const ic_val 
     default:
         return fail(g, IC_EINVALID, "ic_extern: bad kind");
     }
+    if (dyn && !ext_dyn(g, kind, nin, m, o)) return IC_NONE;
     ic_contiguous_strides(o);
     return append(g, &n);
 }

@@ -439,6 +439,198 @@ static void b_transpose(bld *b, const ic_val *in) {
 /* softmax over a symbolic last dim */
 static void b_softmax_sym(bld *b, const ic_val *in) { b_softmax(b, in); }
 
+/* ---- extern calls: a plain-C handler stands in for ATen (like test_inductor.c's) -------- */
+static int ext_calls;
+
+/* element i (row-major over m's sizes) of the strided operand p */
+static double ext_at(const void *p, const ic_meta *m, int64_t i) {
+    int64_t off = 0;
+    for (int d = m->ndim - 1; d >= 0; d--) {
+        int64_t s = m->sizes[d] ? m->sizes[d] : 1;
+        off += (i % s) * m->strides[d];
+        i /= s;
+    }
+    return get(p, m->dtype, (size_t)off);
+}
+
+static int64_t numel_of(const ic_meta *m) {
+    int64_t n = 1;
+    for (int d = 0; d < m->ndim; d++) n *= m->sizes[d];
+    return n;
+}
+
+/* out[z][i][j] = sum_k a[z][i][k] b[z][k][j] over batches that broadcast like torch.matmul
+ * (operands >= 2-D here); mm, bmm, addmm (bias of [N] or [M, N]), linear, conv2d */
+static int ext_handler(const ic_extern_call *call, ic_err *err) {
+    ext_calls++;
+    const ic_meta *om = call->out_meta, *im = call->in_meta;
+    int64_t n = numel_of(om);
+    double *o = calloc((size_t)n + 1, sizeof(double));
+    int nb = call->kind == IC_EXT_ADDMM || call->kind == IC_EXT_BADDBMM ? 1 : 0; /* bias first */
+    switch (call->kind) {
+    case IC_EXT_MM: case IC_EXT_BMM: case IC_EXT_MATMUL: case IC_EXT_ADDMM: case IC_EXT_BADDBMM: {
+        const ic_meta *a = &im[nb], *b = &im[nb + 1];
+        if (a->ndim < 2 || b->ndim < 2) goto unsupported;
+        int64_t M = a->sizes[a->ndim - 2], K = a->sizes[a->ndim - 1], N = b->sizes[b->ndim - 1];
+        int64_t nbat = M && N ? n / (M * N) : 0;
+        int64_t abat = M && K ? numel_of(a) / (M * K) : 1, bbat = K && N ? numel_of(b) / (K * N) : 1;
+        for (int64_t z = 0; z < nbat; z++)
+            for (int64_t i = 0; i < M; i++)
+                for (int64_t j = 0; j < N; j++) {
+                    double acc = 0;
+                    int64_t za = abat == 1 ? 0 : z, zb = bbat == 1 ? 0 : z; /* batch broadcast: all or one */
+                    for (int64_t k = 0; k < K; k++)
+                        acc += ext_at(call->in[nb], a, (za * M + i) * K + k) * ext_at(call->in[nb + 1], b, (zb * K + k) * N + j);
+                    double bias = 0;
+                    if (nb) {
+                        const ic_meta *bm = &im[0];
+                        int64_t bi = bm->ndim == 1 ? (bm->sizes[0] == 1 ? 0 : j)
+                                     : (bm->sizes[bm->ndim - 2] == 1 ? 0 : i) * bm->sizes[bm->ndim - 1] +
+                                           (bm->sizes[bm->ndim - 1] == 1 ? 0 : j);
+                        if (bm->ndim == 3 && bm->sizes[0] != 1) bi += z * bm->sizes[1] * bm->sizes[2];
+                        bias = ext_at(call->in[0], bm, bi);
+                    }
+                    o[(z * M + i) * N + j] = call->beta * bias + call->alpha * acc;
+                }
+        break;
+    }
+    case IC_EXT_LINEAR: {
+        int64_t K = im[1].sizes[1], N = im[1].sizes[0], M = N ? n / N : 0;
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < N; j++) {
+                double acc = call->nin == 3 ? ext_at(call->in[2], &im[2], im[2].sizes[0] > 1 ? j : 0) : 0;
+                for (int64_t k = 0; k < K; k++) acc += ext_at(call->in[0], &im[0], i * K + k) * ext_at(call->in[1], &im[1], j * K + k);
+                o[i * N + j] = acc;
+            }
+        break;
+    }
+    case IC_EXT_CONV: { /* 2-D, params: nd, stride[2], padding[2], dilation[2], groups */
+        const int64_t *p = call->params;
+        if (p[0] != 2) goto unsupported;
+        int64_t N = im[0].sizes[0], C = im[0].sizes[1], H = im[0].sizes[2], W = im[0].sizes[3];
+        int64_t O = im[1].sizes[0], Cg = im[1].sizes[1], KH = im[1].sizes[2], KW = im[1].sizes[3];
+        int64_t OH = om->sizes[2], OW = om->sizes[3], G = p[7], Og = O / G;
+        for (int64_t b = 0; b < N; b++)
+            for (int64_t oc = 0; oc < O; oc++)
+                for (int64_t oh = 0; oh < OH; oh++)
+                    for (int64_t ow = 0; ow < OW; ow++) {
+                        double acc = call->nin == 3 ? ext_at(call->in[2], &im[2], oc) : 0;
+                        int64_t gi = oc / Og;
+                        for (int64_t c = 0; c < Cg; c++)
+                            for (int64_t kh = 0; kh < KH; kh++)
+                                for (int64_t kw = 0; kw < KW; kw++) {
+                                    int64_t ih = oh * p[1] - p[3] + kh * p[5], iw = ow * p[2] - p[4] + kw * p[6];
+                                    if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+                                    acc += ext_at(call->in[0], &im[0], ((b * C + gi * Cg + c) * H + ih) * W + iw) *
+                                           ext_at(call->in[1], &im[1], ((oc * Cg + c) * KH + kh) * KW + kw);
+                                }
+                        o[((b * O + oc) * OH + oh) * OW + ow] = acc;
+                    }
+        break;
+    }
+    default:
+        goto unsupported;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        if (om->dtype == IC_F32) ((float *)call->out)[i] = (float)o[i];
+        else ((double *)call->out)[i] = o[i];
+    }
+    free(o);
+    return 0;
+unsupported:
+    free(o);
+    err->code = IC_EUNSUPPORTED;
+    snprintf(err->msg, sizeof err->msg, "test handler: %s not handled", ic_extern_name(call->kind));
+    return -1;
+}
+
+static ic_val EXT(bld *b, ic_extern_kind k, int nin, const ic_val *in) {
+    return ic_extern(b->g, k, nin, in, 0, NULL, 1, 1);
+}
+
+/* linear [s0,24] x [40,24]^T + bias -> gelu -> linear [40] -> [s0,16] + bias: the MLP of a
+ * transformer block; the first product is also an output */
+static void b_mlp(bld *b, const ic_val *in) {
+    ic_graph *g = b->g;
+    ic_val h = EXT(b, IC_EXT_LINEAR, 3, (ic_val[]){in[0], in[1], in[2]});
+    ic_val a = ic_unary(g, IC_OP_GELU, h);
+    ic_output(g, EXT(b, IC_EXT_LINEAR, 3, (ic_val[]){a, in[3], in[4]}));
+    ic_output(g, h);
+}
+/* linear without bias, then a bias add + gelu fused after it ([s0, 3, 24] input) */
+static void b_linear3d(bld *b, const ic_val *in) {
+    ic_graph *g = b->g;
+    ic_val h = EXT(b, IC_EXT_LINEAR, 2, (ic_val[]){in[0], in[1]});
+    ic_output(g, ic_unary(g, IC_OP_GELU, ic_binary(g, IC_OP_ADD, h, in[2])));
+}
+/* bmm [s0,5,12] x [s0,12,7], * 0.5, softmax over the last dim; then matmul with a static
+ * [7, 3] (batch broadcast) and addmm on the rows [s0*5, 7] */
+static void b_bmm(bld *b, const ic_val *in) {
+    ic_graph *g = b->g;
+    ic_val p = ic_binary(g, IC_OP_MUL, EXT(b, IC_EXT_BMM, 2, (ic_val[]){in[0], in[1]}), scal(b, 0.5));
+    ic_val m = ic_reduce(g, IC_OP_AMAX, p, 4u, 1, -1);
+    ic_val e = ic_unary(g, IC_OP_EXP, ic_binary(g, IC_OP_SUB, p, m));
+    ic_val sm = ic_binary(g, IC_OP_DIV, e, ic_reduce(g, IC_OP_SUM, e, 4u, 1, -1));
+    ic_output(g, sm);
+    ic_output(g, EXT(b, IC_EXT_MATMUL, 2, (ic_val[]){sm, in[2]}));
+    ic_val rows = RS(b, sm, 2, (ic_dim[]){K(-1), K(7)});
+    ic_output(g, ic_extern(g, IC_EXT_ADDMM, 3, (ic_val[]){in[3], rows, in[2]}, 0, NULL, 0.5, 2));
+}
+/* conv2d with a symbolic batch: [s0, 3, 9, 9] * [4, 3, 3, 3] + bias, stride 2, pad 1; relu */
+static void b_conv(bld *b, const ic_val *in) {
+    static const int64_t prm[8] = {2, 2, 2, 1, 1, 1, 1, 1};
+    ic_val c = ic_extern(b->g, IC_EXT_CONV, 3, in, 8, prm, 1, 1);
+    ic_output(b->g, ic_unary(b->g, IC_OP_RELU, c));
+}
+static void test_extern(void) {
+    ic_set_extern_handler(ext_handler);
+    static const int64_t SV[][IC_MAX_SYMS] = {{2, 2}, {3, 3}, {17, 2}, {64, 5}, {8, 5}};
+    int before = ext_calls;
+    diff_case("ext_mlp", (spec[]){{IC_F32, 2, {S(0), K(24)}}, {IC_F32, 2, {K(40), K(24)}}, {IC_F32, 1, {K(40)}},
+                                  {IC_F32, 2, {K(16), K(40)}}, {IC_F32, 1, {K(16)}}}, 5, b_mlp, HINT, SV, 5, IC_OK);
+    CHECK(ext_calls - before == 2 * 2 * 5, "extern calls %d", ext_calls - before);
+    diff_case("ext_linear3d", (spec[]){{IC_F64, 3, {S(0), K(3), K(24)}}, {IC_F64, 2, {K(10), K(24)}}, {IC_F64, 1, {K(10)}}},
+              3, b_linear3d, HINT, SV, 5, IC_OK);
+    diff_case("ext_bmm", (spec[]){{IC_F32, 3, {S(0), K(5), K(12)}}, {IC_F32, 3, {S(0), K(12), K(7)}},
+                                  {IC_F32, 2, {K(7), K(7)}}, {IC_F32, 1, {K(7)}}}, 4, b_bmm, HINT, SV, 5, IC_OK);
+    diff_case("ext_conv", (spec[]){{IC_F32, 4, {S(0), K(3), K(9), K(9)}}, {IC_F32, 4, {K(4), K(3), K(3), K(3)}},
+                                   {IC_F32, 1, {K(4)}}}, 3, b_conv, HINT, SV, 5, IC_OK);
+    /* refused at build time: symbolic K, batches that agree only at the hints, conv spatial */
+    cur_test = "ext_unsupported";
+    int64_t hint[4] = {6, 6};
+    for (int i = 0; i < 5; i++) {
+        ic_graph *g = ic_graph_new();
+        ic_val r = 0;
+        switch (i) {
+        case 0: r = ic_extern(g, IC_EXT_LINEAR, 2, (ic_val[]){in_dyn(g, IC_F32, 2, (ic_dim[]){K(4), S(0)}, hint),
+                                                             in_dyn(g, IC_F32, 2, (ic_dim[]){K(8), S(0)}, hint)}, 0, NULL, 1, 1); break;
+        case 1: r = ic_extern(g, IC_EXT_MM, 2, (ic_val[]){in_dyn(g, IC_F32, 2, (ic_dim[]){K(4), S(0)}, hint),
+                                                         in_dyn(g, IC_F32, 2, (ic_dim[]){S(0), K(3)}, hint)}, 0, NULL, 1, 1); break;
+        case 2: r = ic_extern(g, IC_EXT_BMM, 2, (ic_val[]){in_dyn(g, IC_F32, 3, (ic_dim[]){S(0), K(2), K(3)}, hint),
+                                                          in_dyn(g, IC_F32, 3, (ic_dim[]){S(1), K(3), K(4)}, hint)}, 0, NULL, 1, 1); break;
+        case 3: r = ic_extern(g, IC_EXT_CONV, 2, (ic_val[]){in_dyn(g, IC_F32, 4, (ic_dim[]){K(2), K(3), S(0), K(8)}, hint),
+                                                           in_dyn(g, IC_F32, 4, (ic_dim[]){K(4), K(3), K(3), K(3)}, hint)},
+                          8, (int64_t[]){2, 1, 1, 0, 0, 1, 1, 1}, 1, 1); break;
+        case 4: r = ic_extern(g, IC_EXT_CUMSUM, 1, (ic_val[]){in_dyn(g, IC_F32, 2, (ic_dim[]){S(0), K(3)}, hint)}, 2,
+                          (int64_t[]){1, -1}, 1, 1); break;
+        }
+        CHECK(r == IC_NONE && ic_graph_errcode(g) == IC_EUNSUPPORTED, "case %d: got %d (%s)", i, ic_graph_errcode(g),
+              ic_graph_error(g) ? ic_graph_error(g) : "");
+        ic_graph_free(g);
+    }
+    /* symbols meta: linear keeps s0, bmm output [s0, 5, 7]; the text (cache key) shows them */
+    ic_graph *g = ic_graph_new();
+    ic_val x = in_dyn(g, IC_F32, 2, (ic_dim[]){S(0), K(24)}, hint);
+    ic_val y = ic_extern(g, IC_EXT_LINEAR, 2, (ic_val[]){x, in_dyn(g, IC_F32, 2, (ic_dim[]){K(40), K(24)}, hint)}, 0, NULL, 1, 1);
+    const ic_meta *m = ic_value_meta(g, y);
+    CHECK(y >= 0 && dim_is(m, 0, S(0)) && m->sizes[0] == 6 && m->sizes[1] == 40 && m->strides[0] == 40, "linear meta");
+    char *txt = ic_graph_to_string(g);
+    CHECK(txt && strstr(txt, "linear : f32[6,40] sym=[s0,40]"), "text: %s", txt ? txt : "");
+    free(txt);
+    ic_graph_free(g);
+    ic_set_extern_handler(NULL);
+}
+
 static void test_diff(void) {
     diff_case("pointwise", (spec[]){{IC_F32, 2, {S(0), K(33)}}, {IC_F32, 1, {K(33)}}, {IC_F32, 2, {S(0), K(1)}}}, 3,
               b_pointwise, HINT, VALS, NV, IC_OK);
@@ -506,6 +698,7 @@ int main(void) {
     test_graph_errors();
     test_run_errors();
     test_diff();
+    test_extern();
     fprintf(stderr, "compile time: dynamic %.3f s (once per case), static %.3f s (per size)\n",
             t_dyn_compile, t_static_compile);
     printf("test_dyn: %d checks, %d failures\n", checks, failures);
