@@ -1532,7 +1532,9 @@ static int assign_parts(ic_ctx *c, int *part_of) {
     if (np > nk) np = nk;
     if (items < IC_CG_PAR_MIN_ITEMS || (c->debug & IC_DEBUG_LLVM)) np = 1;
     if (np < 1) np = 1;
-    int load[IC_CG_PARTS] = {0};
+    /* part 0 runs on the calling thread after it has built the IR of every part: give it
+     * a head start of ~1/24 of the work so the parts finish together */
+    int load[IC_CG_PARTS] = {np > 1 ? items / 24 : 0};
     /* biggest first */
     int *order = ic_alloc(c, (size_t)(nk + 1) * sizeof(int)), n = 0;
     for (int i = 0; i < c->nkernels; i++)
