@@ -470,6 +470,7 @@ void ic_finalize_kernels(ic_ctx *c) {
             it->buf = c->buf_of[it->v];
         }
     }
+    rw R = rw_new(c); /* one memo for all kernels: rw_next forgets it per item */
     for (int ki = 0; ki < c->nkernels; ki++) {
         ic_kernel *k = &c->kernels[ki];
         if (k->is_ext) {
@@ -480,7 +481,6 @@ void ic_finalize_kernels(ic_ctx *c) {
             snprintf(k->name, sizeof k->name, "k%d", ki);
             continue;
         }
-        rw R = rw_new(c);
         R.kidx = ki;
         for (int j = 0; j < k->nitems; j++) {
             ic_item *it = &k->items[j];
