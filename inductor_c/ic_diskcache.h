@@ -13,9 +13,10 @@
  * reader sees a whole entry or none. A reader that finds a bad entry (short, wrong magic,
  * key, size or checksum) deletes it and reports a miss: the caller rebuilds and puts again.
  * A directory that cannot be created or written disables the cache quietly (counted in
- * `errors`). After each put, when the total size of ns's entries exceeds the cap
- * (TORCHC_CACHE_MAX_MB, default 1024), the least recently used entries (by mtime, which a
- * hit refreshes) are removed until it is under 3/4 of the cap.
+ * `errors`). The size cap (TORCHC_CACHE_MAX_MB, default 1024) is enforced by a scan of ns's
+ * entries after a put, once this process has written cap/8 bytes since its last scan or when
+ * no process has scanned for an hour (mtime of ns/.evicted): above the cap, the least
+ * recently used entries (by mtime, which a hit refreshes) go until it is under 3/4 of it.
  *
  * TORCHC_CACHE=0 (everything off) or TORCHC_DISK_CACHE=0 (only this cache) disable it.
  * Keys must cover everything the blob depends on: build the key with ic_dkey_mix over the

@@ -30,6 +30,8 @@ typedef struct cg {
     LLVMValueRef loop_lo[IC_MAX_DIMS], loop_hi[IC_MAX_DIMS]; /* inner loop bounds */
     LLVMValueRef vo_u;        /* vec_outer: the current vector number, NULL elsewhere */
     LLVMValueRef *rowval_arr; /* vec_outer: per item, [unroll x <16 x T>] row values */
+    uint32_t *scan_seen, scan_gen; /* gen_kernel's walk over expressions: visited stamps */
+    ic_xid *scan_stack;
     LLVMValueRef syms;        /* dynamic graphs: i64 symbol values (the body's last param) */
 } cg;
 

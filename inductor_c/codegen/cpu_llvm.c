@@ -1176,17 +1176,19 @@ static void gen_kernel(cg *g, ic_kernel *k, const char *name, const char *cpu, c
     /* buffers used by this kernel */
     int *used = ic_alloc(c, (size_t)(c->nbufs + 1) * sizeof(int));
     if (k->split) used[k->partial_buf] = 1;
-    /* scan loads: a DAG walk with a visited set (shared subexpressions are common) */
-    uint8_t *seen = ic_alloc(c, (size_t)c->nxs + 1);
-    ic_xid *stack = ic_alloc(c, (size_t)(3 * c->nxs + 3) * sizeof(ic_xid));
+    /* scan loads: a DAG walk with a visited set (shared subexpressions are common); the set
+     * and stack are the driver's, stamped per kernel (per-kernel arrays of every expression
+     * made code generation quadratic in the graph size) */
+    uint32_t *seen = g->scan_seen, gen = ++g->scan_gen;
+    ic_xid *stack = g->scan_stack;
     for (int j = 0; j < k->nitems; j++) {
         if (k->items[j].store) used[k->items[j].buf] = 1;
         int sp = 0;
         stack[sp++] = k->items[j].expr;
         while (sp) {
             ic_xid x = stack[--sp];
-            if (seen[x]) continue;
-            seen[x] = 1;
+            if (seen[x] == gen) continue;
+            seen[x] = gen;
             const ic_x *e = &c->xs[x];
             if (e->kind == X_LOADF) used[e->buf] = 1;
             if (e->kind == X_ROWVAL) continue;
@@ -1645,6 +1647,8 @@ void ic_codegen_cpu(ic_ctx *c, ic_kernel_fn *fns, void **rt_out) {
         g->memo = ic_alloc(c, (size_t)(c->nxs + 1) * sizeof(LLVMValueRef));
         g->memo_gen = ic_alloc(c, (size_t)(c->nxs + 1) * sizeof(uint32_t));
         g->rowval = ic_alloc(c, (size_t)(maxitems + 1) * sizeof(LLVMValueRef));
+        g->scan_seen = ic_alloc(c, (size_t)(c->nxs + 1) * sizeof(uint32_t));
+        g->scan_stack = ic_alloc(c, (size_t)(3 * c->nxs + 3) * sizeof(ic_xid));
         LLVMSetTarget(g->mod, R->triple);
         LLVMTargetDataRef td = LLVMCreateTargetDataLayout(R->tm);
         LLVMSetModuleDataLayout(g->mod, td);

@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +25,7 @@
 
 static _Atomic uint64_t st_hits, st_misses, st_writes, st_rejected, st_errors, st_evicted;
 static atomic_uint tmp_counter;
+static _Atomic uint64_t written; /* bytes put since the last size-cap scan */
 
 /* ---- keys ------------------------------------------------------------------------------ */
 static uint64_t rotl(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
@@ -86,7 +88,11 @@ uint64_t ic_hash64(const void *data, size_t n) {
     return k.lo;
 }
 
-void ic_dkey_build_id(ic_dkey *k) {
+static ic_dkey build_key;
+static pthread_once_t build_once = PTHREAD_ONCE_INIT;
+
+static void build_init(void) {
+    ic_dkey *k = &build_key;
     Dl_info info;
     struct stat st;
     memset(&info, 0, sizeof info);
@@ -98,6 +104,11 @@ void ic_dkey_build_id(ic_dkey *k) {
     } else {
         ic_dkey_mix_str(k, "unknown-build " __DATE__ " " __TIME__);
     }
+}
+
+void ic_dkey_build_id(ic_dkey *k) {
+    pthread_once(&build_once, build_init);
+    ic_dkey_mix(k, &build_key, sizeof build_key);
 }
 
 void ic_dkey_hex(ic_dkey k, char out[33]) { snprintf(out, 33, "%016llx%016llx", (unsigned long long)k.hi, (unsigned long long)k.lo); }
@@ -266,7 +277,7 @@ static void evict(const char *dir, uint64_t cap) {
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
         if (stat(path, &st) || !S_ISREG(st.st_mode)) continue;
         if (e->d_name[0] == '.') {
-            if (now - st.st_mtime > 3600) unlink(path);
+            if (!strncmp(e->d_name, ".tmp.", 5) && now - st.st_mtime > 3600) unlink(path);
             continue;
         }
         if (nv == cv) {
@@ -325,7 +336,23 @@ int ic_diskcache_put(const char *ns, ic_dkey key, const void *data, size_t n) {
         return -1;
     }
     st_writes++;
-    evict(dir, cap);
+    /* The size cap costs a stat of every entry: run it after cap/8 bytes written by this
+     * process, or when no process has run it for an hour (the mtime of dir/.evicted). */
+    uint64_t w = atomic_fetch_add(&written, (uint64_t)n + DC_HDR) + (uint64_t)n + DC_HDR;
+    bool due = w >= cap / 8;
+    char mark[4200];
+    snprintf(mark, sizeof mark, "%s/.evicted", dir);
+    struct stat ms;
+    if (!due && (stat(mark, &ms) || time(NULL) - ms.st_mtime > 3600)) due = true;
+    if (due) {
+        atomic_store(&written, 0);
+        int fd = open(mark, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+        if (fd >= 0) {
+            futimens(fd, NULL);
+            close(fd);
+        }
+        evict(dir, cap);
+    }
     return 0;
 }
 

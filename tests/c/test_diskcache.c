@@ -205,7 +205,9 @@ static void test_cap(void) {
     ic_diskcache_stats s;
     ic_diskcache_get_stats(&s);
     CHECK(s.evicted >= 24, "evicted %llu", (unsigned long long)s.evicted);
-    CHECK(ic_diskcache_put("cap", key_of("huge"), malloc(1 << 17), 1 << 17) == -1, "blob over the cap");
+    char *huge = calloc(1, 1 << 17);
+    CHECK(ic_diskcache_put("cap", key_of("huge"), huge, 1 << 17) == -1, "blob over the cap");
+    free(huge);
     unsetenv("TORCHC_CACHE_MAX_MB");
 }
 
