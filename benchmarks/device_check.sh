@@ -14,9 +14,9 @@ for what in "$@"; do
   case $what in
     tests) timeout 400 python3 -m pytest -q -p no:cacheprovider tests > "$OUT/pytest.log" 2>&1
            echo "pytest rc=$?"; tail -5 "$OUT/pytest.log"; grep -E "^(FAILED|ERROR)" "$OUT/pytest.log" | head -20 ;;
-    dyn) timeout 200 python3 benchmarks/dynamic_shapes.py --threads 16 --json "$OUT/dynamic_shapes_device.json" 2>&1 | tail -4 ;;
+    dyn) timeout 90 python3 benchmarks/dynamic_shapes.py --threads 16 --json "$OUT/dynamic_shapes_device.json" 2>&1 | tail -4 ;;
     overhead) timeout 120 python3 benchmarks/overhead.py 2>&1 | tail -8 ;;
-    models) timeout 420 python3 benchmarks/models.py --batch 32 --json "$OUT/models_gpu_h200.json" > "$OUT/models.log" 2>&1
+    models) timeout 330 python3 benchmarks/models.py --batch 32 --json "$OUT/models_gpu_h200.json" > "$OUT/models.log" 2>&1
             echo "models rc=$?"; tail -25 "$OUT/models.log" ;;
   esac
 done

@@ -183,6 +183,9 @@ class Sym:
     def abs(self):
         return self.g.check(LIB.ic_unary(self.g.g, OPS["abs"], self.v))
 
+    def exp(self):
+        return self.g.check(LIB.ic_unary(self.g.g, OPS["exp"], self.v))
+
     def eq(self, o):
         return self._bin("eq", o)
 

@@ -186,8 +186,8 @@ class CUDAGraphed:
                 return self._normal(args, kwargs, g)
             g.normal_s = w[1]
             self._event("captured", None)
-        elif isinstance(g, str):
-            return self._normal(args, kwargs, None)
+        elif isinstance(g, str):  # decided earlier: runs normally (explain shows why)
+            return self._normal(args, kwargs, g)
         if g.replays < self.PROBE and self._adaptive:
             t0 = time.perf_counter()
             out = self._replay(g, tensors)

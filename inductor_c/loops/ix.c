@@ -8,6 +8,7 @@
  *   R // d = 0, R % m = R              when range(R) ⊆ [0, d) resp. [0, m)
  *   (A + R) % m = R % m                when m divides every coefficient of A
  *   c·modidx(x,d,s) + c·s·modidx(x,d·s,t) = c·modidx(x,d,s·t)     (merges flattened dims)
+ *   (g·A + R) // d = A // (d/g)       when g divides d and range(R) ⊆ [0, g)
  *   modidx(x,1,0) = x;  vars of size 1 are the constant 0.
  * Equal handles are equal expressions, so tuple/offset comparison is handle comparison.
  */
@@ -294,8 +295,25 @@ static ic_ix modidx(ic_ctx *c, ic_ix x, int64_t d, int64_t m) {
         int64_t lo, hi;
         lin_range(c, &r, &lo, &hi);
         ic_ix rest;
+        int64_t g = 0;
+        if (r.n > 1) { /* (g*A + R) // d = A // (d/g) when g | d and 0 <= R < g */
+            int64_t big = 0;
+            for (int i = 0; i < r.n; i++)
+                if (llabs(r.coeff[i]) > llabs(big)) big = r.coeff[i];
+            int64_t a = llabs(big), b = d;
+            while (b) { int64_t t = a % b; a = b; b = t; }
+            g = a > 1 && a < d ? a : 0;
+        }
+        lin gq, gr;
+        int64_t glo = 0, ghi = 0;
+        if (g) {
+            split(&r, g, &gq, &gr);
+            lin_range(c, &gr, &glo, &ghi);
+        }
         if (r.n == 0 || (lo >= 0 && hi < d)) {
             rest = ix_const(c, fdiv(r.off, d));
+        } else if (g && gq.n > 0 && glo >= 0 && ghi < g) {
+            rest = modidx(c, lin_intern(c, &gq), d / g, 0);
         } else {
             const ix_atom *a = sole_atom(c, &r);
             if (a && a->kind == IX_MODIDX && a->mod == 0)

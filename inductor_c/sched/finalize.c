@@ -327,19 +327,21 @@ static int vcost(ic_ctx *c, ic_ix ix, int32_t v) {
     return k == 0 ? 0 : k == 1 ? 1 : k <= 4 ? 2 : 4;
 }
 
-static void count_contig(ic_ctx *c, ic_xid x, int32_t v, int32_t w, int *nv, int *nw, uint8_t *seen) {
+static void count_contig(ic_ctx *c, ic_xid x, int32_t v, int32_t w, int *nv, int *nw, int *ncontig_w,
+                         uint8_t *seen) {
     if (seen[x]) return;
     seen[x] = 1;
     const ic_x *e = &c->xs[x];
     if (e->kind == X_LOADF && e->a < 0) {
         *nv += vcost(c, e->ix, v);
         *nw += vcost(c, e->ix, w);
+        *ncontig_w += vcost(c, e->ix, w) == 1 || vcost(c, e->ix, w) == 2;
         return;
     }
     if (e->kind == X_ROWVAL) return;
-    if (e->a >= 0) count_contig(c, e->a, v, w, nv, nw, seen);
-    if (e->b >= 0) count_contig(c, e->b, v, w, nv, nw, seen);
-    if (e->c >= 0) count_contig(c, e->c, v, w, nv, nw, seen);
+    if (e->a >= 0) count_contig(c, e->a, v, w, nv, nw, ncontig_w, seen);
+    if (e->b >= 0) count_contig(c, e->b, v, w, nv, nw, ncontig_w, seen);
+    if (e->c >= 0) count_contig(c, e->c, v, w, nv, nw, ncontig_w, seen);
 }
 
 /* Reductions whose inputs are contiguous along the last outer var rather than the
@@ -352,11 +354,13 @@ static void choose_vec_outer(ic_ctx *c, ic_kernel *k) {
         if (k->items[j].store && c->bufs[k->items[j].buf].kind == 3) return; /* row scratch */
     int32_t ov = k->ovar[k->nouter - 1], iv = k->ivar[k->ninner - 1];
     if (k->osize[k->nouter - 1] < 16 || ic_tainted(c, k->osize[k->nouter - 1])) return;
-    int n_in = 0, n_out = 0;
+    int n_in = 0, n_out = 0, contig_out = 0;
     uint8_t *seen = ic_alloc(c, (size_t)c->nxs);
     for (int j = 0; j < k->nitems; j++)
-        if (k->items[j].inner) count_contig(c, k->items[j].expr, iv, ov, &n_in, &n_out, seen);
-    if (n_out >= n_in) return; /* costs: lower is better */
+        if (k->items[j].inner) count_contig(c, k->items[j].expr, iv, ov, &n_in, &n_out, &contig_out, seen);
+    /* costs: lower is better; and some load must really be contiguous along the kept dim
+     * (loads broadcast along it alone, e.g. a weight, say nothing) */
+    if (n_out >= n_in || contig_out == 0) return;
     k->vec_outer = true;
     /* up to 16 vectors (256 lanes, 1 KB of f32) per chunk, keeping >= 4 chunks for threads */
     int64_t O = k->osize[k->nouter - 1];
