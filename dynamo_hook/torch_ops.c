@@ -429,6 +429,63 @@ static int h_cast(trace *t, const opdef *d, var **p, var *out) {
     return tensor_out(t, ic_cast(t->g, p[0]->val, (ic_dtype)d->op), out);
 }
 
+/* A device argument (str or torch.device): 1 with type/index (index -1: unspecified),
+ * 0 when v is not a device. */
+static int device_arg(const var *v, int *type, int *index) {
+    if (v == NULL || v->kind != V_CONST || v->obj == NULL)
+        return 0;
+    if (!PyUnicode_Check(v->obj) && strcmp(Py_TYPE(v->obj)->tp_name, "torch.device") != 0)
+        return 0;
+    PyObject *s = PyObject_Str(v->obj);
+    if (s == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    const char *str = PyUnicode_AsUTF8(s);
+    int ok = 1;
+    *index = -1;
+    if (str && strcmp(str, "cpu") == 0) {
+        *type = TC_DEV_CPU;
+        *index = 0;
+    } else if (str && strncmp(str, "cuda", 4) == 0 && (str[4] == 0 || str[4] == ':')) {
+        *type = TC_DEV_CUDA;
+        if (str[4] == ':')
+            *index = atoi(str + 5);
+    } else {
+        ok = 0;
+    }
+    Py_DECREF(s);
+    return ok;
+}
+
+/* The graph's tensors all live on one device: a value made on (type, index) must be on
+ * it (the first one decides when no input did). */
+static int same_device(trace *t, int type, int index, const char *what) {
+    if (t->device_type < 0) {
+        if (type == TC_DEV_CUDA && index < 0)
+            return sym_fail(t, "%s on the current CUDA device (index unknown) not supported yet", what);
+        t->device_type = type;
+        t->device_index = index;
+        return 0;
+    }
+    if (t->device_type != type || (index >= 0 && t->device_index != index))
+        return sym_fail(t, "%s on another device than the graph's (eager decides)", what);
+    if (type == TC_DEV_CUDA && index < 0 && t->device_index != 0)
+        return sym_fail(t, "%s on the current CUDA device (index unknown) not supported yet", what);
+    return 0;
+}
+
+static PyObject *graph_device(trace *t) {
+    PyObject *torch = PyImport_ImportModule("torch");
+    PyObject *dev = NULL;
+    if (torch != NULL)
+        dev = t->device_type == TC_DEV_CUDA
+                  ? PyObject_CallMethod(torch, "device", "si", "cuda", t->device_index > 0 ? t->device_index : 0)
+                  : PyObject_CallMethod(torch, "device", "s", "cpu");
+    Py_XDECREF(torch);
+    return dev;
+}
+
 static int h_to(trace *t, const opdef *d, var **p, var *out) {
     /* x.to(dtype) / x.to(device) / x.to(device, dtype) / x.to(dtype=...) */
     if (p[0]->kind != V_TENSOR)
@@ -442,15 +499,11 @@ static int h_to(trace *t, const opdef *d, var **p, var *out) {
             x = ic_cast(t->g, x, (ic_dtype)dt);
             continue;
         }
-        if (p[i]->kind == V_CONST && (PyUnicode_Check(p[i]->obj) ||
-                                      strcmp(Py_TYPE(p[i]->obj)->tp_name, "torch.device") == 0)) {
-            PyObject *s = PyObject_Str(p[i]->obj);
-            if (s == NULL)
+        int dtype_, dindex;
+        if (device_arg(p[i], &dtype_, &dindex)) {
+            /* to the graph's own device: no copy (eager returns self); elsewhere: a break */
+            if (same_device(t, dtype_, dindex, "to(device)") < 0)
                 return -1;
-            int cpu = strcmp(PyUnicode_AsUTF8(s), "cpu") == 0;
-            Py_DECREF(s);
-            if (!cpu)
-                return sym_fail(t, "to(device) other than cpu not supported yet");
             continue;
         }
         return sym_fail(t, "unsupported to() argument");
@@ -1094,12 +1147,15 @@ static int h_arange(trace *t, const opdef *d, var **p, var *out) {
         dt = anyfloat ? IC_F32 : IC_I64;
     double nn = ceil((end - start) / step);
     int64_t n = nn > 0 ? (int64_t)nn : 0;
-    if (t->device_type < 0) {
-        t->device_type = TC_DEV_CPU;
-        t->device_index = 0;
+    if (!is_none(p[5]))
+        return sym_fail(t, "arange with a layout argument not supported yet");
+    {
+        int dty = TC_DEV_CPU, dix = 0;
+        if (!is_none(p[4]) && !device_arg(p[4], &dty, &dix))
+            return sym_fail(t, "arange: unsupported device argument");
+        if (same_device(t, dty, dix, "arange") < 0)
+            return -1;
     }
-    if (!is_none(p[4]) || !is_none(p[5]))
-        return sym_fail(t, "arange with device/layout arguments not supported yet");
     return tensor_out(t, ic_arange(t->g, n, start, step, (ic_dtype)dt), out);
 }
 
@@ -1246,9 +1302,14 @@ static int h_factory(trace *t, const opdef *d, var **p, var *out) {
     var *dtv = p[kind == 2 ? 2 : 1];
     if (dtv && get_dtype(t, dtv, &dt) < 0)
         return -1;
-    for (int i = (kind == 2 ? 3 : 2); i < MAXP; i++)
+    int dev_i = kind == 2 ? 3 : 2, dty = -1, dix = -1;
+    if (p[dev_i] && !is_none(p[dev_i]) && !device_arg(p[dev_i], &dty, &dix))
+        return sym_fail(t, "%s: unsupported device argument", d->name);
+    for (int i = dev_i + 1; i < MAXP; i++)
         if (p[i] && !is_none(p[i]) && !(p[i]->kind == V_CONST && PyBool_Check(p[i]->obj) && p[i]->obj == Py_False))
-            return sym_fail(t, "%s: device/layout/requires_grad arguments not supported yet", d->name);
+            return sym_fail(t, "%s: layout/requires_grad arguments not supported yet", d->name);
+    if (dty >= 0 && same_device(t, dty, dix, d->name) < 0)
+        return -1;
     if (like) {
         if (p[0]->kind != V_TENSOR)
             return sym_fail(t, "%s of a non-tensor", d->name);
@@ -1274,10 +1335,8 @@ static int h_factory(trace *t, const opdef *d, var **p, var *out) {
             else if ((dt = sym_default_dtype(t)) < 0)
                 return -1;
         }
-        if (t->device_type < 0) {
-            t->device_type = TC_DEV_CPU;
-            t->device_index = 0;
-        }
+        if (dty < 0 && same_device(t, TC_DEV_CPU, 0, d->name) < 0) /* no device: the CPU */
+            return -1;
     }
     ic_val v = ic_cast(t->g, ic_scalar(t->g, fill, fill_kind), (ic_dtype)dt);
     return tensor_out(t, ic_expand(t->g, v, n, sz), out);
@@ -3163,7 +3222,7 @@ int sym_tensor_attr(trace *t, const var *x, PyObject *name, var *out) {
     if (!strcmp(n, "dtype"))
         return sym_const(t, Py_NewRef(sym_dtype_object(m->dtype)), out);
     if (!strcmp(n, "is_cuda"))
-        return sym_const(t, Py_NewRef(Py_False), out);
+        return sym_const(t, PyBool_FromLong(t->device_type == TC_DEV_CUDA), out);
     if (!strcmp(n, "requires_grad")) {
         /* inputs: what their guard pinned; values computed in the graph never require grad
          * (inputs that require grad with grad mode on are not captured) */
@@ -3175,12 +3234,8 @@ int sym_tensor_attr(trace *t, const var *x, PyObject *name, var *out) {
                     rg = t->guards[i].meta.requires_grad;
         return sym_const(t, PyBool_FromLong(rg), out);
     }
-    if (!strcmp(n, "device")) {
-        PyObject *torch = PyImport_ImportModule("torch");
-        PyObject *dev = torch ? PyObject_CallMethod(torch, "device", "s", "cpu") : NULL;
-        Py_XDECREF(torch);
-        return sym_const(t, dev, out);
-    }
+    if (!strcmp(n, "device")) /* every tensor of the graph is on its device */
+        return sym_const(t, graph_device(t), out);
     if (!strcmp(n, "T") || !strcmp(n, "mT")) {
         int nd = m->ndim, perm[IC_MAX_DIMS];
         for (int i = 0; i < nd; i++)

@@ -653,3 +653,31 @@ def test_nonlocal_writes_reach_the_cell():
         assert_same(cf(x), x * 2)
         assert count == i + 1
         assert_same(cg(x), x * 2)
+
+
+def test_device_queries_and_device_arguments():
+    def f(x):
+        d = x.device
+        y = torch.zeros(3, device=d) + torch.arange(3, device=x.device) + torch.ones(3, device="cpu")
+        return x.to("cpu") * 2, y, x.is_cuda, d
+    x = torch.randn(3)
+    got, want = torchc.compile(f)(x), f(x)
+    assert_same(got[:3], want[:3])
+    assert got[3] == want[3]
+    assert torchc.explain(f)(x).graph_count == 1
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+def test_device_of_cuda_tensors_is_cuda():
+    def f(x):
+        y = torch.arange(4, device=x.device) * x      # the graph's device
+        z = torch.zeros(4) + 1                         # eager: a CPU tensor
+        return y, x.to("cpu"), x.device, x.is_cuda, z
+    x = torch.randn(4, device="cuda")
+    got, want = torchc.compile(f)(x), f(x)
+    for g, w in zip(got, want):
+        if isinstance(w, torch.Tensor):
+            assert g.device == w.device
+            torch.testing.assert_close(g.cpu(), w.cpu())
+        else:
+            assert g == w
