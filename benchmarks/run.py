@@ -113,6 +113,40 @@ class GRUCell(torch.nn.Module):
         return h
 
 
+class BasicBlock(torch.nn.Module):
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.c1 = torch.nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.b1 = torch.nn.BatchNorm2d(cout)
+        self.c2 = torch.nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.b2 = torch.nn.BatchNorm2d(cout)
+        self.short = None
+        if stride != 1 or cin != cout:
+            self.short = torch.nn.Sequential(torch.nn.Conv2d(cin, cout, 1, stride, bias=False),
+                                             torch.nn.BatchNorm2d(cout))
+
+    def forward(self, x):
+        y = torch.relu(self.b1(self.c1(x)))
+        y = self.b2(self.c2(y))
+        return torch.relu(y + (x if self.short is None else self.short(x)))
+
+
+class SmallResNet(torch.nn.Module):
+    """A small CIFAR-style ResNet (ResNet-8: 3 stages of one basic block, 16/32/64 channels)."""
+
+    def __init__(self, classes=10):
+        super().__init__()
+        self.stem = torch.nn.Sequential(torch.nn.Conv2d(3, 16, 3, 1, 1, bias=False),
+                                        torch.nn.BatchNorm2d(16), torch.nn.ReLU())
+        self.layers = torch.nn.Sequential(BasicBlock(16, 16, 1), BasicBlock(16, 32, 2),
+                                          BasicBlock(32, 64, 2))
+        self.fc = torch.nn.Linear(64, classes)
+
+    def forward(self, x):
+        y = self.layers(self.stem(x))
+        return self.fc(torch.nn.functional.adaptive_avg_pool2d(y, 1).flatten(1))
+
+
 def workloads():
     r, c = 4096, 1024
     x, y = torch.randn(r, c), torch.randn(r, c)
@@ -129,6 +163,7 @@ def workloads():
         ("mlp_784_1024_1024_10_b256", MLP().eval(), (torch.randn(256, 784),)),
         ("preln_block_d256_t128_b8", PreLNBlock().eval(), (torch.randn(8, 128, 256),)),
         ("gru_cell_t32_d256_b64", GRUCell().eval(), (torch.randn(32, 64, 256), torch.randn(64, 256))),
+        ("resnet8_cifar_b32", SmallResNet().eval(), (torch.randn(32, 3, 32, 32),)),
     ]
 
 
