@@ -313,6 +313,14 @@ static PyObject *build_output(const dh_entry *e, int node, PyObject *const *outs
         Py_DECREF(child);
         return r;
     }
+    case DH_O_WRAP: {
+        PyObject *child = build_output(e, o->index, outs, values, symvals);
+        if (child == NULL)
+            return NULL;
+        PyObject *r = PyObject_CallOneArg(o->obj, child);
+        Py_DECREF(child);
+        return r;
+    }
     case DH_O_CALLM: {
         PyObject *child = build_output(e, o->index, outs, values, symvals);
         if (child == NULL)

@@ -12,7 +12,8 @@ typedef enum vkind {
     V_NULL,   /* the NULL of PUSH_NULL / LOAD_GLOBAL / LOAD_ATTR method bit */
     V_TENSOR, /* graph value */
     V_CONST,  /* Python constant (int, float, bool, None, str, tuple, dtype, Size, ...) */
-    V_SEQ,    /* tuple/list holding tracked values */
+    V_SEQ,    /* tuple/list holding tracked values; obj: NULL, or a named tuple type
+               * (torch.return_types.*: .values/.indices) */
     V_OBJ,    /* Python module or nn.Module instance (attribute access) */
     V_FUNC,   /* callable: torch op handler (op >= 0) or builtin/const callable (op < 0) */
     V_METHOD, /* bound method of a tracked value: self + name */
@@ -174,6 +175,8 @@ int sym_compare(trace *t, int cmp, const var *a, const var *b, var *out);
 int sym_tensor_attr(trace *t, const var *x, PyObject *name, var *out);
 int sym_neg(trace *t, const var *a, var *out);
 int sym_tensor_index(trace *t, const var *x, const var *k, var *out);
+/* (values, indices) as torch.return_types.<name> */
+int sym_return_pair(trace *t, const char *name, ic_val values, ic_val indices, var *out);
 /* setitem.c: x[k] = v as a functional update of x's object (fails: break at the store) */
 int sym_tensor_setitem(trace *t, const var *x, const var *k, const var *v);
 /* index_select with a checked index: graph inputs are bounds-checked at run time (eager

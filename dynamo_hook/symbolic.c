@@ -186,6 +186,14 @@ int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) { return loa
 int sym_iter_items(trace *t, const var *v, var **items, int *n) { return to_items(t, v, items, n); }
 
 static int load_attr(trace *t, const var *o, PyObject *name, var *out) {
+    if (o->kind == V_SEQ && o->obj != NULL && PyType_Check(o->obj) && o->n == 2) {
+        const char *n = PyUnicode_AsUTF8(name);
+        if (n && (!strcmp(n, "values") || !strcmp(n, "indices"))) {
+            *out = o->items[n[0] == 'v' ? 0 : 1];
+            return 0;
+        }
+        return sym_fail(t, "attribute %U of a %s", name, ((PyTypeObject *)o->obj)->tp_name);
+    }
     switch (o->kind) {
     case V_TENSOR:
         return sym_tensor_attr(t, o, name, out);
@@ -2073,6 +2081,18 @@ static int fill_out(trace *t, outbuf *ob, int at, const var *v_in, ic_val *outva
         return 0;
     }
     case V_SEQ: {
+        if (v->obj != NULL && PyType_Check(v->obj)) { /* a named tuple: type(tuple) */
+            int child = out_reserve(t, ob, 1);
+            if (child < 0)
+                return -1;
+            o = &ob->o[at];
+            o->kind = DH_O_WRAP;
+            o->index = child;
+            o->obj = Py_NewRef(v->obj);
+            var plain = *v;
+            plain.obj = NULL;
+            return fill_out(t, ob, child, &plain, outvals, nout);
+        }
         int first = out_reserve(t, ob, v->n);
         if (first < 0)
             return -1;

@@ -379,7 +379,44 @@ static int h_max_min(trace *t, const opdef *d, var **p, var *out) {
         opdef b = *d;
         return h_binary(t, &b, p, out);
     }
-    return sym_fail(t, "%s(dim) returning indices not supported yet", d->name);
+    /* max(x, dim, keepdim=False): (values, indices) = (amax, argmax) over dim */
+    long long dd;
+    int dim, keep = 0, nd = ndim_of(t, p[0]->val);
+    if (p[0]->kind != V_TENSOR)
+        return sym_fail(t, "%s of a non-tensor", d->name);
+    if (get_int(t, p[1], &dd, "dim") < 0 || norm_dim(t, dd, nd, &dim) < 0 ||
+        get_bool(t, p[2], 0, &keep, "keepdim") < 0)
+        return -1;
+    if (nd == 0)
+        return sym_fail(t, "%s(dim) of a 0-d tensor not supported yet", d->name);
+    if (metap(t, p[0]->val)->sizes[dim] == 0)
+        return sym_fail(t, "%s(dim) over an empty dim (eager will raise)", d->name);
+    int mx = d->op == IC_OP_MAXIMUM;
+    ic_val v = ic_reduce(t->g, mx ? IC_OP_AMAX : IC_OP_AMIN, p[0]->val, 1u << dim, keep, -1);
+    ic_val i = ic_reduce(t->g, mx ? IC_OP_ARGMAX : IC_OP_ARGMIN, p[0]->val, 1u << dim, keep, -1);
+    if (v < 0 || i < 0)
+        return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "%s(dim) failed", d->name);
+    return sym_return_pair(t, mx ? "max" : "min", v, i, out);
+}
+
+int sym_return_pair(trace *t, const char *name, ic_val values, ic_val indices, var *out) {
+    PyObject *rt = PyImport_ImportModule("torch.return_types");
+    PyObject *tp = rt ? PyObject_GetAttrString(rt, name) : NULL;
+    Py_XDECREF(rt);
+    if (tp == NULL || sym_keep(t, tp) == NULL) {
+        PyErr_Clear();
+        return sym_fail(t, "torch.return_types.%s not found", name);
+    }
+    var *items = sym_alloc(t, 2);
+    if (items == NULL || tensor_out(t, values, &items[0]) < 0 || tensor_out(t, indices, &items[1]) < 0)
+        return -1;
+    memset(out, 0, sizeof *out);
+    out->kind = V_SEQ;
+    out->src = -1;
+    out->n = 2;
+    out->items = items;
+    out->obj = tp;
+    return 0;
 }
 
 static int softmax_common(trace *t, var **p, int dim_i, int dtype_i, int log, var *out) {
@@ -2005,6 +2042,40 @@ static int h_argsort(trace *t, const opdef *d, var **p, var *out) {
     return tensor_out(t, ic_extern(G, IC_EXT_GATHER, 2, v, 1, prm, 1, 1), out);
 }
 
+/* sort(input, dim=-1, descending=False, stable=False) -> (values, indices) (op 0);
+ * topk(input, k, dim=-1, largest=True, sorted=True) -> the first k of a stable sort (op 1) */
+static int h_sort(trace *t, const opdef *d, var **p, var *out) {
+    if (need_tensor(t, d, p[0]) < 0)
+        return -1;
+    int nd = ndim_of(t, p[0]->val), dim, desc = 0, stable = 0, srt = 1;
+    long long dd = -1, k = -1;
+    if (d->op == 0) {
+        if ((!is_none(p[1]) && get_int(t, p[1], &dd, "dim") < 0) ||
+            get_bool(t, p[2], 0, &desc, "descending") < 0 || get_bool(t, p[3], 0, &stable, "stable") < 0)
+            return -1;
+    } else {
+        if (get_int(t, p[1], &k, "k") < 0 || (!is_none(p[2]) && get_int(t, p[2], &dd, "dim") < 0) ||
+            get_bool(t, p[3], 1, &desc, "largest") < 0 || get_bool(t, p[4], 1, &srt, "sorted") < 0)
+            return -1;
+        stable = 1;
+    }
+    if (nd == 0)
+        return sym_fail(t, "%s of a 0-d tensor not supported yet", d->name);
+    if (norm_dim(t, dd, nd, &dim) < 0)
+        return -1;
+    if (d->op == 1 && (k < 0 || k > metap(t, p[0]->val)->sizes[dim]))
+        return sym_fail(t, "topk: k out of range (eager will raise)");
+    int64_t prm[3] = {dim, desc, stable};
+    ic_val idx = ic_extern(G, IC_EXT_ARGSORT, 1, &p[0]->val, 3, prm, 1, 1);
+    if (idx >= 0 && d->op == 1)
+        idx = ic_slice(G, idx, dim, 0, k, 1);
+    ic_val v[2] = {p[0]->val, idx};
+    ic_val vals = idx < 0 ? IC_NONE : ic_extern(G, IC_EXT_GATHER, 2, v, 1, prm, 1, 1);
+    if (vals < 0)
+        return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "%s failed", d->name);
+    return sym_return_pair(t, d->op == 0 ? "sort" : "topk", vals, idx, out);
+}
+
 /* ---- pooling, padding, interpolation: decompositions into slices, index maps, pointwise -- */
 
 static int isflt(ic_dtype d) { return d >= IC_F16 && d <= IC_F64; }
@@ -2402,8 +2473,8 @@ static const opdef OPS[] = {
     {"mean", W_TORCH | W_METHOD, "input,dim,keepdim|dtype", h_reduce, IC_OP_MEAN},
     {"amax", W_TORCH | W_METHOD, "input,dim,keepdim", h_reduce, IC_OP_AMAX},
     {"amin", W_TORCH | W_METHOD, "input,dim,keepdim", h_reduce, IC_OP_AMIN},
-    {"max", W_TORCH | W_METHOD, "input,other", h_max_min, IC_OP_MAXIMUM},
-    {"min", W_TORCH | W_METHOD, "input,other", h_max_min, IC_OP_MINIMUM},
+    {"max", W_TORCH | W_METHOD, "input,dim,keepdim", h_max_min, IC_OP_MAXIMUM}, /* dim: or other */
+    {"min", W_TORCH | W_METHOD, "input,dim,keepdim", h_max_min, IC_OP_MINIMUM},
     {"softmax", W_TORCH | W_METHOD, "input,dim,dtype", h_softmax, 0},
     {"softmax", W_F, "input,dim,_stacklevel,dtype", h_softmax, 0},
     {"log_softmax", W_TORCH | W_METHOD, "input,dim,dtype", h_softmax, 1},
@@ -2514,6 +2585,8 @@ static const opdef OPS[] = {
     {"cumprod", W_TORCH | W_METHOD, "input,dim|dtype", h_cumsum, IC_EXT_CUMPROD},
     {"argsort", W_TORCH | W_METHOD, "input,dim,descending|stable", h_argsort, 0},
     {"msort", W_TORCH | W_METHOD, "input", h_argsort, 1},
+    {"sort", W_TORCH | W_METHOD, "input,dim,descending|stable", h_sort, 0},
+    {"topk", W_TORCH | W_METHOD, "input,k,dim,largest,sorted", h_sort, 1},
     {"max_pool1d", W_TORCH | W_F, "input,kernel_size,stride,padding,dilation,ceil_mode,return_indices", h_max_pool, 1},
     {"max_pool2d", W_TORCH | W_F, "input,kernel_size,stride,padding,dilation,ceil_mode,return_indices", h_max_pool, 2},
     {"avg_pool1d", W_TORCH | W_F, "input,kernel_size,stride,padding,ceil_mode,count_include_pad", h_avg_pool, 1},

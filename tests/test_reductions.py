@@ -66,3 +66,36 @@ def test_sum_with_dtype():
 
     x = torch.randn(4, 5)
     assert_same(torchc.compile(f)(x), f(x))
+
+
+@pytest.mark.parametrize("shape,dim", [((5, 7), -1), ((5, 7), 0), ((1, 9), 1), ((4, 1), 1), ((3, 4, 6), 1)])
+@pytest.mark.parametrize("keep", [False, True])
+def test_max_min_with_indices_named_tuple(shape, dim, keep):
+    def f(x):
+        m = x.max(dim, keepdim=keep)
+        n = torch.min(x, dim=dim, keepdim=keep)
+        return m, n.values - 1, n.indices, m.indices * 2
+    x = torch.randn(*shape)
+    x.view(-1)[::3] = 0.5  # ties: the first index, as eager
+    if x.numel() > 4:
+        x.view(-1)[4] = float("nan")  # NaN is the max and the min
+    got, want = torchc.compile(f, dynamic=False)(x), f(x)
+    assert type(got[0]) is type(want[0])
+    for g, w in zip([*got[0], *got[1:]], [*want[0], *want[1:]]):
+        torch.testing.assert_close(g, w, equal_nan=True)
+
+
+@pytest.mark.parametrize("shape,dim", [((5, 7), -1), ((6, 4), 0), ((1, 9), 1), ((2, 3, 5), 1)])
+def test_sort_and_topk_named_tuples(shape, dim):
+    def f(x):
+        s = torch.sort(x, dim=dim, descending=True)
+        a = x.sort(dim)
+        k = x.topk(2, dim=dim)
+        m = torch.topk(x, 1, dim, largest=False)
+        return s, a.values + 1, a.indices, k, m.values * 3, m.indices
+    x = torch.randn(*shape)  # no ties: indices are unique
+    got, want = torchc.compile(f, dynamic=False)(x), f(x)
+    assert type(got[0]) is type(want[0]) and type(got[3]) is type(want[3])
+    flat = lambda r: [*r[0], *r[1:3], *r[3], *r[4:]]
+    for g, w in zip(flat(got), flat(want)):
+        torch.testing.assert_close(g, w)
