@@ -11,10 +11,17 @@ import math
 import os
 import platform
 import sys
+import tempfile
 import time
 
-import torch
-import torch.nn.functional as F
+# first calls are cold compiles for both compilers: fresh cache directories for this run
+# (TORCHC_WARM_CACHES=1 keeps the usual ones: torch.compile's FX/Inductor caches and torchc's)
+if os.environ.get("TORCHC_WARM_CACHES") != "1":
+    for var in ("TORCHINDUCTOR_CACHE_DIR", "TORCHC_CACHE_DIR"):
+        os.environ[var] = tempfile.mkdtemp(prefix="bench_cache_")
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torchc  # noqa: E402
