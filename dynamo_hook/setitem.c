@@ -5,7 +5,8 @@
  *   number (or one-element tensor) value.
  * Keeps:    eager semantics: v is cast to x's dtype and broadcast to x[k]'s shape; the new
  *   value of x is recorded with sym_mutate (inputs are copied back after the graph).
- * Breaks:   nothing; anything else (tensor indices, strided slices, x aliased by views)
+ *   One 1-D integer tensor index over dim 0 (index_put) is a scatter extern.
+ * Breaks:   nothing; anything else (other tensor indices, strided slices, x aliased by views)
  *   fails the trace with a reason and the caller breaks the graph at the store.
  *
  * Basic indexing selects a box: per dim of x a range [start, stop). The updated value is
@@ -205,6 +206,40 @@ static int mask_store(trace *t, const var *x, ic_val xv, const ic_meta *m, const
     return sym_mutate(t, x, r);
 }
 
+/* x[idx] = v, idx a 1-D integer tensor over dim 0 (index_put): a scatter of v broadcast
+ * to [len(idx), *x.shape[1:]] along dim 0; indices are bounds-checked before each run
+ * (negative or out of range: eager runs) */
+static int index_store(trace *t, const var *x, const ic_meta *m, const var *kv, const var *v) {
+    ic_meta km_copy;
+    const ic_meta *km = meta(t, kv->val, &km_copy);
+    if (km == NULL)
+        return sym_check_graph(t);
+    if (km->ndim != 1 || (km->dtype != IC_I64 && km->dtype != IC_I32) || m->ndim < 1)
+        return sym_fail(t, "item assignment with a tensor index other than a 1-D integer tensor not supported yet");
+    if (sym_check_index(t, kv, m->sizes[0]) < 0)
+        return -1;
+    int64_t S[IC_MAX_DIMS], ones[IC_MAX_DIMS];
+    S[0] = ones[0] = km->sizes[0];
+    for (int d = 1; d < m->ndim; d++) {
+        S[d] = m->sizes[d];
+        ones[d] = 1;
+    }
+    ic_val val;
+    if (value_of(t, v, &val) < 0)
+        return -1;
+    val = ic_expand(t->g, ic_cast(t->g, val, m->dtype), m->ndim, S);
+    ic_val idx = ic_cast(t->g, kv->val, IC_I64);
+    idx = ic_expand(t->g, sym_reshape(t, idx, m->ndim, ones), m->ndim, S);
+    if (val < 0 || idx < 0)
+        return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "item assignment: shape mismatch (eager will raise)");
+    ic_val ins[3] = {x->val, idx, val};
+    int64_t prm[1] = {0};
+    ic_val r = ic_extern(t->g, IC_EXT_SCATTER, 3, ins, 1, prm, 1, 1);
+    if (r < 0)
+        return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "item assignment with a tensor index failed");
+    return sym_mutate(t, x, r);
+}
+
 int sym_tensor_setitem(trace *t, const var *x_in, const var *k, const var *v) {
     var xv = *x_in;
     sym_resolve(t, &xv);
@@ -220,7 +255,7 @@ int sym_tensor_setitem(trace *t, const var *x_in, const var *k, const var *v) {
         const ic_meta *km = ic_value_meta(t->g, kv.val);
         if (km != NULL && km->dtype == IC_BOOL)
             return mask_store(t, &xv, xv.val, m, k, v);
-        return sym_fail(t, "item assignment with a tensor index (index_put) not supported yet");
+        return index_store(t, &xv, m, &kv, v);
     }
     box b;
     if (parse_box(t, m, k, &b) < 0)
