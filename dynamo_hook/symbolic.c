@@ -906,6 +906,25 @@ static int run_body(trace *t, sframe *f, var *result) {
                 fnv = callable;
             }
             var fn = *fnv;
+            if (fn.kind == V_FUNC && fn.obj == (PyObject *)&PySuper_Type && nargs == 2 && !f->kwnames &&
+                argv[0].obj != NULL && PyType_Check(argv[0].obj) && argv[1].kind == V_OBJ &&
+                PyObject_IsInstance(argv[1].obj, argv[0].obj) == 1) {
+                /* super(C, self): as the zero-argument form, with the class given */
+                var *sv = sym_alloc(t, 1);
+                if (sv == NULL)
+                    return -1;
+                sv[0] = argv[1];
+                PyObject *cls = argv[0].obj;
+                f->sp -= oparg + 2;
+                memset(&a, 0, sizeof a);
+                a.kind = V_SUPER;
+                a.src = -1;
+                a.obj = cls;
+                a.items = sv;
+                PUSH(a);
+                break;
+            }
+            PyErr_Clear();
             if (fn.kind == V_FUNC && fn.obj == (PyObject *)&PySuper_Type && nargs == 0) {
                 /* zero-argument super(): the method's __class__ cell and first argument */
                 PyObject *cls = NULL;

@@ -1014,9 +1014,7 @@ class SuperForward(_BaseAct):
         return super().forward(x) + 1
 
 
-# super(Cls, self) is inlined on 3.12 (LOAD_SUPER_ATTR); on 3.11 the two-argument call breaks
-@module_case(*((1, 0) if sys.version_info >= (3, 12) else (2, 2)), lambda: (R(3, 4),),
-             reason=None if sys.version_info >= (3, 12) else "super", leak=MODULE_BREAK_LEAK)
+@module_case(1, 0, lambda: (R(3, 4),))  # super(Cls, self) is inlined (3.11 CALL, 3.12 LOAD_SUPER_ATTR)
 class SuperWithArgs(_BaseAct):
     def forward(self, x):
         return super(SuperWithArgs, self).forward(x).relu()
