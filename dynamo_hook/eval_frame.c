@@ -232,6 +232,16 @@ static PyObject *dh_eval_frame(PyThreadState *ts, _PyInterpreterFrame *f, int th
         if (ic_debug_flags() & IC_DEBUG_TIME)
             fprintf(stderr, "torchc time: frame %s: capture + compile %.2f ms\n",
                     PyUnicode_AsUTF8(code->co_name), e->compile_ms);
+        /* the same failure for three specializations in a row (a fresh object each call,
+         * an unsupported construct on every path): stop tracing this code, run it eagerly */
+        if (e->fallback && e->reason && c->entries && c->entries->fallback && c->entries->reason &&
+            strcmp(c->entries->reason, e->reason) == 0 && c->entries->next &&
+            c->entries->next->fallback && c->entries->next->reason &&
+            strcmp(c->entries->next->reason, e->reason) == 0 && !cfg->fullgraph) {
+            c->skip = 1;
+            free(c->skip_reason);
+            c->skip_reason = strdup(e->reason);
+        }
         dh_cache_add(c, e);
         event = e->fallback ? "fallback" : "compiled";
         if (e->fallback)

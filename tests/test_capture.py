@@ -681,3 +681,27 @@ def test_device_of_cuda_tensors_is_cuda():
             torch.testing.assert_close(g.cpu(), w.cpu())
         else:
             assert g == w
+
+
+def test_repeated_identical_failure_stops_tracing():
+    # a method on a fresh object every call (identity-guarded), failing the same way each
+    # time and unable to break (a try block): after three failed specializations the code
+    # runs eagerly without tracing
+    class Box:
+        def __init__(self, v):
+            self.v = v
+
+        def get(self, x):
+            try:
+                return x + len(vars(self))
+            except ValueError:
+                return x
+
+    def f(x):
+        return Box(1).get(x) * 2
+
+    cf = torchc.compile(f)
+    x = torch.randn(3)
+    for _ in range(12):
+        assert_same(cf(x), f(x))
+    assert stats()["fallbacks"] <= 4, stats()
