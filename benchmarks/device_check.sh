@@ -16,7 +16,11 @@ for what in "$@"; do
            echo "pytest rc=$?"; tail -5 "$OUT/pytest.log"; grep -E "^(FAILED|ERROR)" "$OUT/pytest.log" | head -20 ;;
     dyn) timeout 90 python3 benchmarks/dynamic_shapes.py --threads 16 --json "$OUT/dynamic_shapes_device.json" 2>&1 | tail -4 ;;
     overhead) timeout 120 python3 benchmarks/overhead.py 2>&1 | tail -8 ;;
-    models) timeout 330 python3 benchmarks/models.py --batch 32 --json "$OUT/models_gpu_h200.json" > "$OUT/models.log" 2>&1
+    bench) timeout 150 python3 benchmarks/gpu_bench.py --json "$OUT/gpu_bench_h200.json" > "$OUT/gpu_bench.log" 2>&1
+           echo "gpu_bench rc=$?"; tail -30 "$OUT/gpu_bench.log" ;;
+    tile) TORCHC_GPU_TILE=1 timeout 120 python3 -m pytest -q -p no:cacheprovider tests/test_gpu.py > "$OUT/tile.log" 2>&1
+          echo "tile pytest rc=$?"; tail -3 "$OUT/tile.log"; grep -E "^(FAILED|ERROR)" "$OUT/tile.log" | head ;;
+    models) timeout ${MODELS_TIMEOUT:-330} python3 benchmarks/models.py --batch 32 ${MODELS_ARGS:-} --json "$OUT/models_gpu_h200.json" > "$OUT/models.log" 2>&1
             echo "models rc=$?"; tail -25 "$OUT/models.log" ;;
   esac
 done
