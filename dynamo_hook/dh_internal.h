@@ -153,6 +153,7 @@ typedef struct dh_cache {
     int nentries;
     int skip;                     /* never hook this code (file skip list, generator, ...) */
     int limit_hit;                /* recompile limit reached: eager from now on */
+    int max_sources;              /* most sources of any entry (guard buffers size) */
     int disabled;                 /* torchc.disable: never captured, never inlined */
     char *skip_reason;
     uint32_t dynmask[DH_DYN_LOCALS]; /* automatic dynamic shapes: per local, dims seen changing */

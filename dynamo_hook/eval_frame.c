@@ -139,6 +139,38 @@ static PyObject *fallback(PyThreadState *ts, _PyInterpreterFrame *f, const char 
     return eval_default(ts, f, 0);
 }
 
+/* Per-call buffers of guard values and data pointers, one slot per source: on the stack
+ * for small frames, on the heap for frames with many sources (big models inlined whole). */
+typedef struct frame_bufs {
+    PyObject **values;
+    void **ptrs;
+    int cap, heap;
+} frame_bufs;
+
+static int bufs_grow(frame_bufs *b, int n) {
+    if (n <= b->cap)
+        return 0;
+    PyObject **v = calloc((size_t)n, sizeof *v);
+    void **p = calloc((size_t)n, sizeof *p);
+    if (v == NULL || p == NULL) {
+        free(v);
+        free(p);
+        return -1;
+    }
+    if (b->heap) {
+        free(b->values);
+        free(b->ptrs);
+    }
+    b->values = v;
+    b->ptrs = p;
+    b->cap = n;
+    b->heap = 1;
+    return 0;
+}
+
+static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwflag,
+                           const dh_config *cfg, dh_cache *c, frame_bufs *b);
+
 static PyObject *dh_eval_frame(PyThreadState *ts, _PyInterpreterFrame *f, int throwflag) {
     const dh_config *cfg = tl_cfg;
     if (cfg == NULL || dh_tl_busy || throwflag || f->owner != FRAME_OWNED_BY_THREAD ||
@@ -157,9 +189,26 @@ static PyObject *dh_eval_frame(PyThreadState *ts, _PyInterpreterFrame *f, int th
         stats.limit_fallbacks++;
         return fallback(ts, f, c->skip_reason);
     }
+    PyObject *small_values[DH_MAX_SOURCES];
+    void *small_ptrs[DH_MAX_SOURCES];
+    frame_bufs b = {small_values, small_ptrs, DH_MAX_SOURCES, 0};
+    if (c->max_sources > b.cap && bufs_grow(&b, c->max_sources) < 0) {
+        PyErr_Clear();
+        return eval_default(ts, f, throwflag);
+    }
+    PyObject *res = eval_body(ts, f, throwflag, cfg, c, &b);
+    if (b.heap) {
+        free(b.values);
+        free(b.ptrs);
+    }
+    return res;
+}
 
-    PyObject *values[DH_MAX_SOURCES];
-    void *ptrs[DH_MAX_SOURCES];
+static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwflag,
+                           const dh_config *cfg, dh_cache *c, frame_bufs *b) {
+    PyCodeObject *code = f->f_code;
+    PyObject **values = b->values;
+    void **ptrs = b->ptrs;
     int64_t symvals[IC_MAX_SYMS];
     PyObject *func = frame_func(f);
     dh_entry *e, *prev = NULL;
@@ -243,6 +292,17 @@ static PyObject *dh_eval_frame(PyThreadState *ts, _PyInterpreterFrame *f, int th
             c->skip_reason = strdup(e->reason);
         }
         dh_cache_add(c, e);
+        if (e->nsources > c->max_sources)
+            c->max_sources = e->nsources;
+        if (e->nsources > b->cap) {
+            if (bufs_grow(b, e->nsources) < 0) {
+                PyErr_Clear();
+                dh_tl_busy = 0;
+                return eval_default(ts, f, throwflag);
+            }
+            values = b->values;
+            ptrs = b->ptrs;
+        }
         event = e->fallback ? "fallback" : "compiled";
         if (e->fallback)
             stats.fallbacks++;

@@ -13,7 +13,7 @@
 
 #include <string.h>
 
-#define PROBE_MAX_SOURCES 512 /* eval_frame.c's DH_MAX_SOURCES */
+#define PROBE_MAX_SOURCES 4096 /* sym.h DH_SRC_MAX */
 
 /* Fills ls[0..nargs) from args/kwargs/defaults. 0 ok, 1 cannot bind here (no error). */
 static int bind(PyCodeObject *co, PyObject *func, PyObject *args, PyObject *kwargs, PyObject **ls) {

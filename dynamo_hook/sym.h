@@ -36,7 +36,7 @@ typedef struct var {
     struct var *items; /* SEQ/ITER items; METHOD: items[0] is self */
 } var;
 
-#define DH_SRC_MAX 512
+#define DH_SRC_MAX 4096
 
 /* A graph break recorded by the top frame: the instruction to run eagerly and the state
  * to hand to the resume function. */

@@ -705,3 +705,24 @@ def test_repeated_identical_failure_stops_tracing():
     for _ in range(12):
         assert_same(cf(x), f(x))
     assert stats()["fallbacks"] <= 4, stats()
+
+
+def test_many_sources_one_graph():
+    # 300 Linear layers: 600 parameters plus the modules, more than the 512 guard slots
+    # that live on the stack: the guard buffers move to the heap, the model stays one graph
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(*[torch.nn.Linear(4, 4) for _ in range(300)]).eval()
+    x = torch.randn(2, 4)
+
+    def f(x):
+        for layer in m:
+            x = torch.tanh(layer(x))
+        return x
+
+    cf = torchc.compile(f)
+    with torch.no_grad():
+        ref = f(x)
+        torch.testing.assert_close(cf(x), ref)
+        torch.testing.assert_close(cf(x + 1), f(x + 1))
+        ex = torchc.explain(cf)(x)
+    assert ex.graph_count == 1 and ex.graph_break_count == 0, ex.break_reasons
