@@ -76,6 +76,7 @@ def main():
     ap.add_argument("--no-inductor", action="store_true")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--json")
+    ap.add_argument("--only", default=None, help="substring of the case names to run")
     a = ap.parse_args()
     torch.manual_seed(0)
     copy = copy_bandwidth()
@@ -85,6 +86,8 @@ def main():
           f"{'inductor us':>11s} {'frac':>5s} | {'torchc cmp s':>12s}")
     rows = []
     for name, fn, make in cases(a.quick):
+        if a.only and a.only not in name:
+            continue
         ins = make()
         want = fn(*ins)
         wants = want if isinstance(want, tuple) else (want,)
