@@ -2134,6 +2134,31 @@ static int pool_nd(trace *t, ic_val x, int nd, const int64_t *k, const int64_t *
     int64_t nk = 1;
     for (int i = 0; i < nd; i++)
         nk *= k[i];
+    /* big non-overlapping windows (adaptive pools to 1x1, global pools): one reduction over
+     * the window dims of a [.., O0, k0, O1, k1] view instead of k0*k1 slices */
+    int tiled = nk > 8;
+    for (int i = 0; i < nd; i++)
+        tiled &= s[i] == k[i] && pad[i] == 0 && dl[i] == 1;
+    if (tiled) {
+        int64_t sz[IC_MAX_DIMS];
+        int r = 0;
+        uint32_t mask = 0;
+        for (int i = 0; i < m.ndim - nd; i++)
+            sz[r++] = m.sizes[i];
+        for (int i = 0; i < nd; i++) {
+            int dim = m.ndim - nd + i;
+            if (osz[i] * k[i] != m.sizes[dim])
+                xp = ic_slice(G, xp, dim, 0, osz[i] * k[i], 1);
+            sz[r++] = osz[i];
+            mask |= 1u << r;
+            sz[r++] = k[i];
+        }
+        if (r > IC_MAX_DIMS)
+            return sym_fail(t, "pool: too many dims");
+        ic_val v = ic_reshape(G, xp, r, sz);
+        *res = ic_reduce(G, op == IC_OP_MAXIMUM ? IC_OP_AMAX : IC_OP_SUM, v, mask, 0, -1);
+        return *res < 0 ? sym_check_graph(t) : 0;
+    }
     for (int64_t w = 0; w < nk; w++) {
         ic_val v = xp;
         for (int i = nd - 1, r = (int)w; i >= 0; i--) {

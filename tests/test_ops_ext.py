@@ -123,6 +123,24 @@ def test_adaptive_pools():
     one_graph(lambda x: F.adaptive_avg_pool1d(x, 2) + F.adaptive_max_pool1d(x, 2), torch.randn(2, 3, 8))
 
 
+def test_big_window_pools_are_one_reduction():
+    # windows of more than 8 elements that tile the input: one reduction over a
+    # [.., O0, k0, O1, k1] view (graph size independent of the window), also with a
+    # remainder row/column dropped (floor), non-contiguous input, NaN, bf16
+    def f(x):
+        return (F.adaptive_avg_pool2d(x, 1), F.adaptive_max_pool2d(x, 1), F.avg_pool2d(x, 5),
+                F.max_pool2d(x, (3, 4)), F.adaptive_avg_pool2d(x, (1, 3)))
+
+    x = torch.randn(2, 5, 16, 24)
+    x[1, 2, 3, 4] = float("nan")
+    for xx in (x, torch.randn(3, 15, 24), torch.randn(2, 4, 24, 12).transpose(2, 3), torch.randn(1, 1, 12, 12)):
+        one_graph(f, xx)
+    one_graph(f, torch.randn(2, 3, 12, 12, dtype=torch.bfloat16), tol=dict(rtol=2e-2, atol=2e-2))
+    one_graph(lambda x: F.adaptive_avg_pool1d(x, 1) + F.max_pool1d(x, 10), torch.randn(2, 3, 30))
+    g = explain_of(lambda x: F.adaptive_avg_pool2d(x, 1), torch.randn(2, 3, 28, 28)).graphs[0]
+    assert g.count("\n") < 10, g
+
+
 def test_pool_modules_in_a_cnn():
     net = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(8, 8, 3, padding=1),
                         nn.AvgPool2d(2, ceil_mode=True), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8, 5)).eval()
