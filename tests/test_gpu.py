@@ -505,7 +505,7 @@ def test_views_and_layouts():
 @pytest.mark.parametrize("tile", ["0", "1"])
 def test_transpose_tiles(tile, monkeypatch):
     # loads contiguous along another dim than the store: 32 x 32 tiles through shared memory
-    # (TORCHC_GPU_TILE=1: opt-in until validated on a GPU)
+    # (the default; TORCHC_GPU_TILE=0 turns them off)
     monkeypatch.setenv("TORCHC_GPU_TILE", tile)
     torchc.reset()
     check(lambda t: t.permute(1, 0) + 1, rand(300, 517))
