@@ -469,7 +469,11 @@ static LLVMValueRef asm_(em *e, LLVMTypeRef ret, LLVMValueRef *args, int n, cons
     LLVMTypeRef ft = LLVMFunctionType(ret, at, (unsigned)n, 0);
     LLVMValueRef ia = LLVMGetInlineAsm(ft, (char *)text, strlen(text), (char *)cons, strlen(cons), side, 0,
                                        LLVMInlineAsmDialectATT, 0);
-    return LLVMBuildCall2(Bd, ft, ia, args, (unsigned)n, "");
+    LLVMValueRef call = LLVMBuildCall2(Bd, ft, ia, args, (unsigned)n, "");
+    /* .sync.aligned instructions need the whole warp: never moved under a branch */
+    unsigned kc = LLVMGetEnumAttributeKindForName("convergent", 10);
+    LLVMAddCallSiteAttribute(call, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(e->C->ctx, kc, 0));
+    return call;
 }
 
 static LLVMValueRef sreg(em *e, const char *name) {
@@ -605,7 +609,8 @@ static void mma(em *e, LLVMValueRef *a, LLVMValueRef *b, LLVMValueRef *acc) {
     const char *t = e->G->dt == IC_BF16
                         ? "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {$0,$1,$2,$3}, {$4,$5,$6,$7}, {$8,$9}, {$10,$11,$12,$13};"
                         : "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {$0,$1,$2,$3}, {$4,$5,$6,$7}, {$8,$9}, {$10,$11,$12,$13};";
-    LLVMValueRef r = asm_(e, st, args, 10, t, "=f,=f,=f,=f,r,r,r,r,r,r,0,1,2,3", false);
+    /* side effects too: a pure asm would be sunk into the epilogue's predicated stores */
+    LLVMValueRef r = asm_(e, st, args, 10, t, "=f,=f,=f,=f,r,r,r,r,r,r,0,1,2,3", true);
     for (int i = 0; i < 4; i++) LLVMBuildStore(Bd, LLVMBuildExtractValue(Bd, r, (unsigned)i, ""), acc[i]);
 }
 

@@ -2006,10 +2006,13 @@ static void gemm_epi_elem(void *p, LLVMValueRef e, LLVMValueRef ok, LLVMValueRef
 }
 
 /* Auto selection: where the template is expected to beat ATen (+ a separate epilogue
- * kernel). Measured on an H200 (notes/gemm.md); the cp.async variant only. */
+ * kernel), from measurements on an H200 (benchmarks/gemm_bench.py, notes/gemm.md): cuBLAS
+ * (wgmma) is 1.4-3x faster on large products; the template wins on small ones (launch-
+ * and latency-bound: one kernel instead of two, 64x64 tiles). The cp.async variant only. */
+#define GEMM_AUTO_MAX_MACS ((int64_t)1 << 27)
 static bool gemm_auto(const ic_gemm *G, bool fused) {
-    (void)G, (void)fused;
-    return false; /* until measured on the device: the extern path */
+    (void)fused;
+    return G->fast_ok && G->batch * G->M * G->N * G->K <= GEMM_AUTO_MAX_MACS;
 }
 
 static void gemm_variant(gg *g, const ic_gemm *G, const ic_gemm_map *M, bool fast, gemm_epi_ctx *E, bool store_out,

@@ -295,6 +295,13 @@ static void ptx_case(const char *name, ic_graph *g, int want_gemm, const char *p
     int n = 0;
     for (const char *p = ptx; (p = strstr(p, "mma.sync.aligned.m16n8k16")); p++) n++;
     CHECK(want_gemm ? n > 0 : n == 0, "%s: %d mma instructions", name, n);
+    /* every mma of a kernel comes before its first (predicated) epilogue store: the warp is
+     * converged there; LLVM once sank the mma into the stores' branches (a hang on a GPU) */
+    for (const char *en = strstr(ptx, ".entry"); en; en = strstr(en + 1, ".entry")) {
+        const char *next = strstr(en + 1, ".entry"), *st = strstr(en, "st.global"), *mm = en, *last = NULL;
+        while ((mm = strstr(mm + 1, "mma.sync")) && (!next || mm < next)) last = mm;
+        CHECK(!last || !st || (next && st > next) || last < st, "%s: an mma after an epilogue store", name);
+    }
     if (want_gemm) {
         CHECK(strstr(ptx, "ldmatrix.sync.aligned.m8n8.x4") != NULL, "%s: no ldmatrix", name);
         CHECK(want_gemm < 2 || strstr(ptx, "cp.async.cg.shared.global") != NULL, "%s: no cp.async", name);
