@@ -79,10 +79,26 @@ void run_extern(const ic_extern_call *c) {
         std::vector<int64_t> zeros((size_t)nd, 0);
         c10::optional<at::Tensor> bias;
         if (c->nin == 3) bias = in[2];
-        at::Tensor r = at::convolution(in[0], in[1], bias, c10::IntArrayRef(p + 1, nd),
+        /* channels-last (params[2 + 3 nd] = 1): x and out are [N, *s, C]; ATen sees the
+         * NCHW views, channels-last strided, and picks its channels-last kernels */
+        const bool cl = c->nparams == 3 + 3 * nd && p[2 + 3 * nd] == 1;
+        std::vector<int64_t> to_nchw, to_nhwc;
+        if (cl) {
+            to_nchw.push_back(0);
+            to_nchw.push_back(nd + 1);
+            to_nhwc.push_back(0);
+            for (int64_t i = 0; i < nd; i++) {
+                to_nchw.push_back(1 + i);
+                to_nhwc.push_back(2 + i);
+            }
+            to_nhwc.push_back(1);
+        }
+        at::Tensor x = cl ? in[0].permute(to_nchw) : in[0];
+        at::Tensor r = at::convolution(x, in[1], bias, c10::IntArrayRef(p + 1, nd),
                                        c10::IntArrayRef(p + 1 + nd, nd), c10::IntArrayRef(p + 1 + 2 * nd, nd),
                                        false, zeros, p[1 + 3 * nd]);
-        out.copy_(r);
+        if (cl) out.copy_(r.permute(to_nhwc));
+        else out.copy_(r);
         break;
     }
     case IC_EXT_GATHER: at::gather_out(out, in[0], p[0], in[1]); break;

@@ -1944,10 +1944,22 @@ static int conv_ints(trace *t, var *v, long long dflt, int nd, int64_t *out, con
     return 0;
 }
 
+/* 2-d convs in channels-last layout: TORCHC_CONV_LAYOUT=nhwc always, =nchw never; by default
+ * on CUDA for 16-bit floats (what cuDNN's tensor-core kernels read; like Inductor's layout
+ * optimization). */
+static int conv_channels_last(trace *t, ic_dtype dt) {
+    const char *env = getenv("TORCHC_CONV_LAYOUT");
+    if (env && strcmp(env, "nhwc") == 0)
+        return 1;
+    if (env && strcmp(env, "nchw") == 0)
+        return 0;
+    return t->device_type == TC_DEV_CUDA && (dt == IC_F16 || dt == IC_BF16);
+}
+
 /* conv1d/conv2d/conv3d(input, weight, bias, stride, padding, dilation, groups); op: nd */
 static int h_conv(trace *t, const opdef *d, var **p, var *out) {
     int nd = d->op;
-    int64_t prm[2 + 3 * 3];
+    int64_t prm[3 + 3 * 3];
     prm[0] = nd;
     if (need_tensor(t, d, p[0]) < 0 || need_tensor(t, d, p[1]) < 0 ||
         conv_ints(t, p[3], 1, nd, prm + 1, "stride") < 0 || conv_ints(t, p[5], 1, nd, prm + 1 + 2 * nd, "dilation") < 0)
@@ -1977,6 +1989,18 @@ static int h_conv(trace *t, const opdef *d, var **p, var *out) {
         if (need_tensor(t, d, p[2]) < 0)
             return -1;
         v[n++] = p[2]->val;
+    }
+    const ic_meta *xm = metap(t, v[0]);
+    if (nd == 2 && xm->ndim == 4 && conv_channels_last(t, xm->dtype)) {
+        /* channels-last: the conv reads x as [N,H,W,C] and writes [N,H',W',O] (cuDNN's fast
+         * layout for 16-bit types); the graph sees NCHW views of both, so the producer of x
+         * writes NHWC and the consumers of the result read it contiguously */
+        prm[2 + 3 * nd] = 1;
+        v[0] = ic_permute(G, v[0], (const int[]){0, 2, 3, 1});
+        ic_val r = ic_extern(t->g, IC_EXT_CONV, n, v, 3 + 3 * nd, prm, 1, 1);
+        if (r < 0)
+            return sym_check_graph(t);
+        return tensor_out(t, ic_permute(G, r, (const int[]){0, 3, 1, 2}), out);
     }
     return tensor_out(t, ic_extern(t->g, IC_EXT_CONV, n, v, 2 + 3 * nd, prm, 1, 1), out);
 }

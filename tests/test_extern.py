@@ -178,6 +178,47 @@ def test_conv_modules_channels_last_and_empty_batch():
     assert ex.graph_count == 1 and ex.graph_break_count == 0 and len(ex.extern_calls) == 2, ex
 
 
+@pytest.mark.parametrize("layout", ["nhwc", "nchw"])
+def test_conv_layouts(layout, monkeypatch):
+    # TORCHC_CONV_LAYOUT=nhwc: 2-d convs read [N,H,W,C] and write [N,H',W',O] (the default on
+    # CUDA for 16-bit floats); the graph keeps NCHW views, so results are the same either way
+    monkeypatch.setenv("TORCHC_CONV_LAYOUT", layout)
+    torchc.reset()
+    for kw in CONV_CASES:
+        x, b = torch.randn(2, 4, 9, 11), torch.randn(6)
+        w = torch.randn(6, 4 // kw.get("groups", 1), 3, 3)
+        check(lambda x, w, b: F.relu(F.conv2d(x, w, b, **kw)) * 2, x, w, b, externs=1)
+        check(lambda x, w: F.conv2d(x, w, None, **kw).sum(1), x.transpose(2, 3).contiguous().transpose(2, 3), w,
+              externs=1)
+
+    class Block(nn.Module):  # a ResNet basic block with a downsampling shortcut
+        def __init__(self, c=6, o=8):
+            super().__init__()
+            self.c1, self.b1 = nn.Conv2d(c, o, 3, 2, 1, bias=False), nn.BatchNorm2d(o)
+            self.c2, self.b2 = nn.Conv2d(o, o, 3, 1, 1, bias=False), nn.BatchNorm2d(o)
+            self.down = nn.Sequential(nn.Conv2d(c, o, 1, 2, bias=False), nn.BatchNorm2d(o))
+
+        def forward(self, x):
+            y = F.relu(self.b1(self.c1(x)))
+            y = self.b2(self.c2(y))
+            return F.relu(y + self.down(x)).mean((2, 3))
+
+    torch.manual_seed(0)
+    net = Block().eval()
+    for m in net.modules():
+        if isinstance(m, nn.BatchNorm2d):
+            m.running_mean.uniform_(-1, 1)
+            m.running_var.uniform_(0.5, 2)
+    with torch.no_grad():
+        for x in (torch.randn(2, 6, 15, 17), torch.randn(1, 6, 8, 8).to(memory_format=torch.channels_last)):
+            assert_same(torchc.compile(net)(x), net(x), **TOL)
+        netb, xb = Block().eval().to(torch.bfloat16), torch.randn(2, 6, 16, 16, dtype=torch.bfloat16)
+        assert_same(torchc.compile(netb)(xb), netb(xb), rtol=3e-2, atol=3e-2)
+        torchc.reset()
+        ex = torchc.explain(torchc.compile(net))(torch.randn(2, 6, 15, 17))
+    assert ex.graph_count == 1 and ex.graph_break_count == 0 and len(ex.extern_calls) == 3, ex
+
+
 def test_errors_follow_eager():
     def f(a, b):
         return a @ b

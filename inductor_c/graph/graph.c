@@ -1000,24 +1000,29 @@ IC_API ic_val ic_extern(ic_graph *g, ic_extern_kind kind, int nin, const ic_val 
         const ic_meta *x = m[0], *w = m[1];
         if (nparams < 1) return fail(g, IC_EINVALID, "conv: params missing");
         int nd = (int)params[0];
-        if (nd < 1 || nd > 3 || nparams != 2 + 3 * nd) return fail(g, IC_EINVALID, "conv: bad params");
+        if (nd < 1 || nd > 3 || (nparams != 2 + 3 * nd && nparams != 3 + 3 * nd))
+            return fail(g, IC_EINVALID, "conv: bad params");
+        /* params[2 + 3 nd] = 1: channels-last, x is [N, *s, C] and the output [N, *o, O] */
+        int cl = nparams == 3 + 3 * nd ? (int)params[2 + 3 * nd] : 0;
+        if (cl != 0 && cl != 1) return fail(g, IC_EINVALID, "conv: bad layout param");
+        int xc = cl ? nd + 1 : 1, xs = cl ? 1 : 2; /* x's channel dim, first spatial dim */
         if (x->ndim != nd + 2 || w->ndim != nd + 2) return fail(g, IC_EUNSUPPORTED, "conv: expected batched %dd input", nd);
         int64_t groups = params[1 + 3 * nd];
-        if (groups < 1 || w->sizes[0] % groups || x->sizes[1] != w->sizes[1] * groups)
+        if (groups < 1 || w->sizes[0] % groups || x->sizes[xc] != w->sizes[1] * groups)
             return fail(g, IC_EINVALID, "conv: channels do not match the weight and groups");
         if (nin == 3 && (m[2]->ndim != 1 || m[2]->sizes[0] != w->sizes[0]))
             return fail(g, IC_EINVALID, "conv: bias must be 1-D with out_channels");
         o->ndim = nd + 2;
         o->sizes[0] = x->sizes[0];
-        o->sizes[1] = w->sizes[0];
+        o->sizes[cl ? nd + 1 : 1] = w->sizes[0];
         for (int i = 0; i < nd; i++) {
             int64_t st = params[1 + i], pad = params[1 + nd + i], dil = params[1 + 2 * nd + i];
             if (st < 1 || pad < 0 || dil < 1) return fail(g, IC_EINVALID, "conv: bad stride/padding/dilation");
-            int64_t span = dil * (w->sizes[2 + i] - 1) + 1, in = x->sizes[2 + i] + 2 * pad;
+            int64_t span = dil * (w->sizes[2 + i] - 1) + 1, in = x->sizes[xs + i] + 2 * pad;
             if (in < span) return fail(g, IC_EINVALID, "conv: kernel size can't be greater than the padded input");
-            o->sizes[2 + i] = (in - span) / st + 1;
+            o->sizes[xs + i] = (in - span) / st + 1;
         }
-        if (w->sizes[0] == 0 || x->sizes[1] == 0) return fail(g, IC_EUNSUPPORTED, "conv with zero channels");
+        if (w->sizes[0] == 0 || x->sizes[xc] == 0) return fail(g, IC_EUNSUPPORTED, "conv with zero channels");
         break;
     }
     default:
