@@ -2006,10 +2006,12 @@ static void gemm_epi_elem(void *p, LLVMValueRef e, LLVMValueRef ok, LLVMValueRef
 }
 
 /* Auto selection: where the template is expected to beat ATen (+ a separate epilogue
- * kernel), from measurements on an H200 (benchmarks/gemm_bench.py, notes/gemm.md): cuBLAS
- * (wgmma) is 1.4-3x faster on large products; the template wins on small ones (launch-
- * and latency-bound: one kernel instead of two, 64x64 tiles). The cp.async variant only. */
-#define GEMM_AUTO_MAX_MACS ((int64_t)1 << 27)
+ * kernel), from measurements on an H200 (benchmarks/gemm_bench.py, results in
+ * benchmarks/results/gemm_h200_bf16.json, notes/gemm.md): linear+bias+gelu, template over
+ * extern 2.0-2.5x up to 512x768x768, 1.4-1.7x at 1024x768x768 .. 1024^3, 0.7-1.05x at
+ * 4096x768x768, 0.4-0.5x beyond (cuBLAS uses wgmma, the template mma.sync). A fixed
+ * threshold, not a per-shape timing. The cp.async variant only. */
+#define GEMM_AUTO_MAX_MACS ((int64_t)1 << 30)
 static bool gemm_auto(const ic_gemm *G, bool fused) {
     (void)fused;
     return G->fast_ok && G->batch * G->M * G->N * G->K <= GEMM_AUTO_MAX_MACS;
