@@ -1996,7 +1996,7 @@ static int h_conv(trace *t, const opdef *d, var **p, var *out) {
          * layout for 16-bit types); the graph sees NCHW views of both, so the producer of x
          * writes NHWC and the consumers of the result read it contiguously */
         prm[2 + 3 * nd] = 1;
-        v[0] = ic_permute(G, v[0], (const int[]){0, 2, 3, 1});
+        v[0] = ic_permute_fold(G, v[0], (const int[]){0, 2, 3, 1});
         ic_val r = ic_extern(t->g, IC_EXT_CONV, n, v, 3 + 3 * nd, prm, 1, 1);
         if (r < 0)
             return sym_check_graph(t);

@@ -119,6 +119,8 @@ ic_val ic_reduce(ic_graph *g, ic_op op, ic_val a, uint32_t dim_mask, int keepdim
 /* Views as index maps. sizes may hold one -1 for reshape. */
 ic_val ic_reshape(ic_graph *g, ic_val a, int ndim, const int64_t *sizes);
 ic_val ic_permute(ic_graph *g, ic_val a, const int *perm);
+/* ic_permute, except that undoing a permute node returns that node's input */
+ic_val ic_permute_fold(ic_graph *g, ic_val a, const int *perm);
 ic_val ic_expand(ic_graph *g, ic_val a, int ndim, const int64_t *sizes);
 /* Symbolic forms: reshape sizes may hold one entry with coef == -1 (inferred, like -1);
  * expand sizes with coef == -1 keep the existing size. On values with symbolic dims the

@@ -217,6 +217,23 @@ def test_conv_layouts(layout, monkeypatch):
         torchc.reset()
         ex = torchc.explain(torchc.compile(net))(torch.randn(2, 6, 15, 17))
     assert ex.graph_count == 1 and ex.graph_break_count == 0 and len(ex.extern_calls) == 3, ex
+    if layout == "nhwc":  # BN/ReLU/residual stay NHWC between the convs: no transposing kernel
+        assert "blocked" not in ex.kernels[0], ex.kernels[0]
+
+
+def test_channels_last_propagation_through_elementwise_ops():
+    # op(x.permute(0,3,1,2), b) is built as permute(op(x, b')) (graph.c): same values for
+    # broadcast operands, 0-d values, where/cast/unary, slices, cats and constant pads
+    def f(x, c, s):
+        y = x.permute(0, 3, 1, 2)  # [N,C,H,W] view of NHWC data
+        z = torch.relu(y * c.view(1, -1, 1, 1) + 0.5) - s
+        z = torch.where(z > 0.1, z, y.to(torch.float64).float())
+        z = torch.cat([z[:, :, 1:, ::2], F.pad(z, (0, 0, 1, 0))[:, :, :-2, ::2]], 1)
+        return F.max_pool2d(z, 2, 2, 1) + z.mean((2, 3), keepdim=True)[:, :, :1], z.sum(1)
+
+    x = torch.randn(2, 7, 9, 5)
+    check(f, x, torch.randn(5), torch.tensor(0.25), externs=0)
+    check(f, torch.randn(1, 4, 4, 3), torch.randn(3), torch.tensor(-1.0), externs=0)
 
 
 def test_errors_follow_eager():

@@ -312,11 +312,103 @@ static bool broadcast(ic_graph *g, const ic_val *v, int n, ic_meta *out) {
 
 static bool is_cmp(ic_op op) { return op >= IC_OP_EQ && op <= IC_OP_GE; }
 
+/* ---- channels-last propagation ------------------------------------------------------
+ * A channels-last conv returns permute(r, [0,3,1,2]) of its NHWC result r. Elementwise ops
+ * on such a value are built on r instead, and return the same permute of their result:
+ * op(permute(r), b) = permute(op(r, b')), where b' maps b into the NHWC order (another
+ * such permute: its source; a [N|1, C, 1, 1] or lower-rank broadcast operand: a view;
+ * a 0-d value: itself). So BN/activation/residual chains between convs stay NHWC in
+ * memory and the next conv reads its input without a transpose. Any other operand (a
+ * full-size NCHW tensor) leaves the op as it is. */
+static const int cl_to_nchw[4] = {0, 3, 1, 2}, cl_to_nhwc[4] = {0, 2, 3, 1};
+
+static ic_val cl_source(const ic_graph *g, ic_val v) {
+    const ic_node *n = &g->nodes[v];
+    if (n->op != IC_OP_PERMUTE || n->meta.ndim != 4 || n->meta.dyn) return -1;
+    for (int i = 0; i < 4; i++)
+        if (n->perm[i] != cl_to_nchw[i]) return -1;
+    return n->in[0];
+}
+
+/* 1: *out is v in NHWC order; 0: v can't be mapped cheaply */
+static int cl_operand(ic_graph *g, ic_val v, ic_val *out) {
+    ic_val r = cl_source(g, v);
+    if (r >= 0) {
+        *out = r;
+        return 1;
+    }
+    const ic_meta m = g->nodes[v].meta;
+    if (m.dyn || m.ndim > 4) return 0;
+    if (g->nodes[v].op == IC_OP_EXPAND && m.ndim == 4) { /* a broadcast constant (pads) */
+        ic_val src;
+        if (!cl_operand(g, g->nodes[v].in[0], &src)) return 0;
+        const int64_t sz[4] = {m.sizes[0], m.sizes[2], m.sizes[3], m.sizes[1]};
+        *out = ic_expand(g, src, 4, sz);
+        return *out >= 0;
+    }
+    if (m.ndim == 0) {
+        *out = v;
+        return 1;
+    }
+    int64_t sz[4] = {1, 1, 1, 1};
+    for (int i = 0; i < m.ndim; i++) sz[4 - m.ndim + i] = m.sizes[i];
+    if (sz[2] != 1 || sz[3] != 1) return 0;
+    ic_val w = m.ndim == 4 ? v : ic_reshape(g, v, 4, sz);
+    if (w < 0) return 0;
+    *out = ic_permute(g, w, cl_to_nhwc);
+    return *out >= 0;
+}
+
+static bool cl_enabled(void) {
+    static int on = -1;
+    if (on < 0) {
+        const char *e = getenv("TORCHC_CL_PROPAGATE");
+        on = !(e && strcmp(e, "0") == 0);
+    }
+    return on;
+}
+
+/* the elementwise node `op` over in[0..nin) in NHWC order, or -1 when not applicable */
+static ic_val cl_rewrite(ic_graph *g, int nin, const ic_val *in, ic_val (*build)(ic_graph *, const ic_val *, const void *),
+                         const void *arg) {
+    if (!cl_enabled()) return -1;
+    int any = 0;
+    for (int i = 0; i < nin; i++) any |= cl_source(g, in[i]) >= 0;
+    if (!any) return -1;
+    ic_val m[3];
+    for (int i = 0; i < nin; i++)
+        if (!cl_operand(g, in[i], &m[i])) return -1;
+    ic_val r = build(g, m, arg);
+    if (r < 0) return r;
+    return ic_permute(g, r, cl_to_nchw);
+}
+
+static ic_val cl_build_binary(ic_graph *g, const ic_val *m, const void *arg) { return ic_binary(g, *(const ic_op *)arg, m[0], m[1]); }
+static ic_val cl_build_unary(ic_graph *g, const ic_val *m, const void *arg) { return ic_unary(g, *(const ic_op *)arg, m[0]); }
+static ic_val cl_build_cast(ic_graph *g, const ic_val *m, const void *arg) { return ic_cast(g, m[0], *(const ic_dtype *)arg); }
+static ic_val cl_build_where(ic_graph *g, const ic_val *m, const void *arg) {
+    (void)arg;
+    return ic_where(g, m[0], m[1], m[2]);
+}
+
+IC_API ic_val ic_permute_fold(ic_graph *g, ic_val a, const int *perm) {
+    if (!check(g, a)) return IC_NONE;
+    const ic_node *n = &g->nodes[a];
+    if (n->op == IC_OP_PERMUTE) {
+        int nd = n->meta.ndim, id = 1;
+        for (int i = 0; i < nd; i++) id &= perm[i] >= 0 && perm[i] < nd && n->perm[perm[i]] == i;
+        if (id) return n->in[0];
+    }
+    return ic_permute(g, a, perm);
+}
+
 IC_API ic_val ic_binary(ic_graph *g, ic_op op, ic_val a, ic_val b) {
     if (!check(g, a) || !check(g, b)) return IC_NONE;
     if ((unsigned)op >= IC_OP_COUNT || optab[op].kind != IC_K_BINARY)
         return fail(g, IC_EINVALID, "ic_binary: %s is not a binary op", ic_op_name(op));
     ic_val ab[2] = {a, b};
+    ic_val clr = cl_rewrite(g, 2, ab, cl_build_binary, &op);
+    if (clr >= 0 || g->err) return clr >= 0 ? clr : IC_NONE;
     ic_node n = {.op = op, .in = {a, b, -1}};
     if (!broadcast(g, ab, 2, &n.meta)) return IC_NONE;
     ic_dtype t = ic_result_type(g, ab, 2);
@@ -357,6 +449,8 @@ IC_API ic_val ic_unary(ic_graph *g, ic_op op, ic_val a) {
     if (!check(g, a)) return IC_NONE;
     if ((unsigned)op >= IC_OP_COUNT || optab[op].kind != IC_K_UNARY)
         return fail(g, IC_EINVALID, "ic_unary: %s is not a unary op", ic_op_name(op));
+    ic_val clr = cl_rewrite(g, 1, &a, cl_build_unary, &op);
+    if (clr >= 0 || g->err) return clr >= 0 ? clr : IC_NONE;
     ic_node n = {.op = op, .in = {a, -1, -1}, .meta = g->nodes[a].meta};
     ic_contiguous_strides(&n.meta);
     ic_dtype t = n.meta.dtype;
@@ -386,6 +480,8 @@ IC_API ic_val ic_where(ic_graph *g, ic_val cond, ic_val a, ic_val b) {
     if (g->nodes[cond].meta.dtype != IC_BOOL)
         return fail(g, IC_EINVALID, "where expected condition to be a boolean tensor");
     ic_val all[3] = {cond, a, b};
+    ic_val clr = cl_rewrite(g, 3, all, cl_build_where, NULL);
+    if (clr >= 0 || g->err) return clr >= 0 ? clr : IC_NONE;
     ic_node n = {.op = IC_OP_WHERE, .in = {cond, a, b}};
     if (!broadcast(g, all, 3, &n.meta)) return IC_NONE;
     n.meta.dtype = ic_result_type(g, all + 1, 2);
@@ -395,6 +491,8 @@ IC_API ic_val ic_where(ic_graph *g, ic_val cond, ic_val a, ic_val b) {
 IC_API ic_val ic_cast(ic_graph *g, ic_val a, ic_dtype to) {
     if (!check(g, a)) return IC_NONE;
     if ((unsigned)to >= IC_DTYPE_COUNT) return fail(g, IC_EINVALID, "bad dtype");
+    ic_val clr = cl_rewrite(g, 1, &a, cl_build_cast, &to);
+    if (clr >= 0 || g->err) return clr >= 0 ? clr : IC_NONE;
     ic_node n = {.op = IC_OP_CAST, .in = {a, -1, -1}, .meta = g->nodes[a].meta};
     ic_contiguous_strides(&n.meta);
     n.meta.dtype = to;
@@ -643,6 +741,11 @@ IC_API ic_val ic_slice(ic_graph *g, ic_val a, int dim, int64_t start, int64_t en
     if (!check(g, a)) return IC_NONE;
     const ic_meta *im = &g->nodes[a].meta;
     if (dim < 0 || dim >= im->ndim) return fail(g, IC_EINVALID, "slice: dimension out of range");
+    ic_val clsrc = cl_enabled() ? cl_source(g, a) : -1;
+    if (clsrc >= 0) { /* a slice of a channels-last value (pools): slice the NHWC source */
+        ic_val r = ic_slice(g, clsrc, cl_to_nchw[dim], start, end, step);
+        return r < 0 ? r : ic_permute(g, r, cl_to_nchw);
+    }
     if (step < 1) return fail(g, IC_EINVALID, "slice step must be positive");
     if (im->dyn && !ic_dim_is_static(im->dims[dim])) {
         if (start != 0 || end < im->sizes[dim] || step != 1)
@@ -665,6 +768,15 @@ IC_API ic_val ic_cat(ic_graph *g, ic_val a, ic_val b, int dim) {
     if (x->ndim != y->ndim || x->ndim == 0)
         return fail(g, IC_EINVALID, "cat: tensors must have the same number of dimensions (>0)");
     if (dim < 0 || dim >= x->ndim) return fail(g, IC_EINVALID, "cat: dimension out of range");
+    if (cl_enabled() && x->ndim == 4 && (cl_source(g, a) >= 0 || cl_source(g, b) >= 0)) {
+        ic_val ma, mb; /* channels-last operands (pads of pools): cat in NHWC order */
+        if (cl_operand(g, a, &ma) && cl_operand(g, b, &mb) && g->nodes[ma].meta.ndim == 4 &&
+            g->nodes[mb].meta.ndim == 4) {
+            ic_val r = ic_cat(g, ma, mb, cl_to_nchw[dim]);
+            return r < 0 ? r : ic_permute(g, r, cl_to_nchw);
+        }
+        if (g->err) return IC_NONE;
+    }
     bool dyn = x->dyn || y->dyn;
     for (int d = 0; d < x->ndim; d++) {
         if (d == dim) continue;
