@@ -2203,6 +2203,7 @@ static int from_cache(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
 }
 
 static void codegen(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
+    const double tg0 = ic_now_ms();
     int sm = 90, nsm = 132;
     bool ptx_only = ic_gpu_ptx_only(&sm) != 0;
     char msg[512];
@@ -2375,6 +2376,8 @@ static void codegen(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
             }
         }
     }
+    double tg = ic_now_ms(); /* TORCHC_DEBUG=time stages: irgen, opt, emit (PTX), jit (driver) */
+    c->t_stage[IC_T_IRGEN] += tg - tg0;
     char *verr = NULL;
     if (LLVMVerifyModule(R->mod, LLVMReturnStatusAction, &verr)) {
         snprintf(msg, sizeof msg, "%s", verr ? verr : "?");
@@ -2401,6 +2404,8 @@ static void codegen(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
         fprintf(stderr, "=== torchc llvm (nvptx, after O3) ===\n%s\n", s);
         LLVMDisposeMessage(s);
     }
+    c->t_stage[IC_T_OPT] += ic_now_ms() - tg;
+    tg = ic_now_ms();
     LLVMMemoryBufferRef mb = NULL;
     char *eerr = NULL;
     if (LLVMTargetMachineEmitToMemoryBuffer(R->tm, R->mod, LLVMAssemblyFile, &eerr, &mb)) {
@@ -2418,7 +2423,10 @@ static void codegen(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
     gpu->ptx[n] = 0;
     LLVMDisposeMemoryBuffer(mb);
     if (c->debug & IC_DEBUG_PTX) fprintf(stderr, "=== torchc ptx ===\n%s\n", gpu->ptx);
+    c->t_stage[IC_T_EMIT] += ic_now_ms() - tg;
+    tg = ic_now_ms();
     if (!ptx_only && ic_cuda_load(gpu, dev, msg, sizeof msg)) ic_fail(c, IC_EINTERNAL, "CUDA: %s", msg);
+    c->t_stage[IC_T_JIT] += ic_now_ms() - tg;
     if (R->key) ic_gcache_put(R->key, gpu, c->ws_size);
     describe_append(out, gpu);
     out->gpu = gpu;
