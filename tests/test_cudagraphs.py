@@ -21,12 +21,14 @@ def _ro(f):
 
 
 def _until_replayed(cf, *args, limit=8):
-    evs = []
+    evs, reasons = [], set()
     for _ in range(limit):
-        evs.append(_events(cf, *args))
+        cg = torchc.explain(cf)(*args).cudagraphs
+        evs.append([e["event"] for e in cg])
+        reasons.update(str(e.get("reason")) for e in cg if e.get("reason"))
         if evs[-1] == ["replayed"]:
             return evs
-    raise AssertionError(f"never replayed: {evs}")
+    raise AssertionError(f"never replayed: {evs}; reasons: {sorted(reasons)}")
 
 
 def test_probe_follows_guards():
