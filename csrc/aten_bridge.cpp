@@ -56,8 +56,8 @@ void run_extern(const ic_extern_call *c) {
                                 ? c10::Device(c10::DeviceType::CUDA, (c10::DeviceIndex)c->device_index)
                                 : c10::Device(c10::DeviceType::CPU);
     const at::TensorOptions base = at::TensorOptions().device(dev);
-    at::Tensor in[3];
-    for (int i = 0; i < c->nin && i < 3; i++) in[i] = blob(c->in[i], c->in_meta[i], base);
+    at::Tensor in[4];
+    for (int i = 0; i < c->nin && i < 4; i++) in[i] = blob(c->in[i], c->in_meta[i], base);
     at::Tensor out = blob(c->out, *c->out_meta, base);
     const int64_t *p = c->params;
     switch (c->kind) {
@@ -99,6 +99,12 @@ void run_extern(const ic_extern_call *c) {
                                        false, zeros, p[1 + 3 * nd]);
         if (cl) out.copy_(r.permute(to_nhwc));
         else out.copy_(r);
+        break;
+    }
+    case IC_EXT_SDPA: {
+        c10::optional<at::Tensor> mask;
+        if (c->nin == 4) mask = in[3];
+        out.copy_(at::scaled_dot_product_attention(in[0], in[1], in[2], mask, 0.0, p[0] != 0, c->beta));
         break;
     }
     case IC_EXT_GATHER: at::gather_out(out, in[0], p[0], in[1]); break;

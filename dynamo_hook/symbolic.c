@@ -2344,8 +2344,7 @@ done:
  * as extern calls, not as graph breaks. */
 static int is_extern_break(const sym_break *b) {
     static const char *names[] = {"matmul", "mm", "bmm", "addmm", "baddbmm", "linear",
-                                  "conv1d", "conv2d", "conv3d", "einsum", "addmv", "mv",
-                                  "scaled_dot_product_attention", NULL};
+                                  "conv1d", "conv2d", "conv3d", "einsum", "addmv", "mv", NULL};
     if (b->kind == DH_BRK_BINOP)
         return b->binop == 4 || b->binop == 17;
     if (b->kind != DH_BRK_CALL)

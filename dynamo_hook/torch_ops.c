@@ -2005,6 +2005,38 @@ static int h_conv(trace *t, const opdef *d, var **p, var *out) {
     return tensor_out(t, ic_extern(t->g, IC_EXT_CONV, n, v, 2 + 3 * nd, prm, 1, 1), out);
 }
 
+/* F.scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
+ * is_causal=False, *, scale=None, enable_gqa=False): an ATen extern (flash/efficient kernels
+ * on CUDA). Dropout and grouped heads are left to eager; the scale is made explicit. */
+static int h_sdpa(trace *t, const opdef *d, var **p, var *out) {
+    double dropout = 0.0, scale;
+    int causal = 0, gqa = 0;
+    if (need_tensor(t, d, p[0]) < 0 || need_tensor(t, d, p[1]) < 0 || need_tensor(t, d, p[2]) < 0 ||
+        opt_num(t, p[4], 0.0, &dropout, "dropout_p") < 0 || get_bool(t, p[5], 0, &causal, "is_causal") < 0 ||
+        get_bool(t, p[7], 0, &gqa, "enable_gqa") < 0)
+        return -1;
+    if (dropout != 0.0)
+        return sym_fail(t, "scaled_dot_product_attention with dropout_p=%g left to eager", dropout);
+    if (gqa)
+        return sym_fail(t, "scaled_dot_product_attention with enable_gqa left to eager");
+    const ic_meta *q = metap(t, p[0]->val);
+    if (q->ndim < 1 || (q->dyn && !sym_dim_static(q->dims[q->ndim - 1])))
+        return sym_fail(t, "scaled_dot_product_attention: query without a static head dim");
+    if (opt_num(t, p[6], 1.0 / sqrt((double)q->sizes[q->ndim - 1]), &scale, "scale") < 0)
+        return -1;
+    ic_val v[4] = {p[0]->val, p[1]->val, p[2]->val, -1};
+    int n = 3;
+    if (!is_none(p[3])) {
+        if (need_tensor(t, d, p[3]) < 0)
+            return -1;
+        if (causal)
+            return sym_fail(t, "scaled_dot_product_attention: attn_mask with is_causal left to eager");
+        v[n++] = p[3]->val;
+    }
+    int64_t prm[1] = {causal};
+    return tensor_out(t, ic_extern(G, IC_EXT_SDPA, n, v, 1, prm, scale, 1), out);
+}
+
 /* gather(input, dim, index) / scatter(input, dim, index, src|value) / scatter_add; op: kind */
 static int h_gather(trace *t, const opdef *d, var **p, var *out) {
     long long dd;
@@ -2627,6 +2659,8 @@ static const opdef OPS[] = {
     {"conv1d", W_TORCH | W_F, "input,weight,bias,stride,padding,dilation,groups", h_conv, 1},
     {"conv2d", W_TORCH | W_F, "input,weight,bias,stride,padding,dilation,groups", h_conv, 2},
     {"conv3d", W_TORCH | W_F, "input,weight,bias,stride,padding,dilation,groups", h_conv, 3},
+    {"scaled_dot_product_attention", W_F, "query,key,value,attn_mask,dropout_p,is_causal|scale,enable_gqa",
+     h_sdpa, 0},
     {"gather", W_TORCH | W_METHOD, "input,dim,index|sparse_grad", h_gather, IC_EXT_GATHER},
     {"scatter", W_TORCH | W_METHOD, "input,dim,index,src|reduce,value", h_gather, IC_EXT_SCATTER},
     {"scatter_add", W_TORCH | W_METHOD, "input,dim,index,src", h_gather, IC_EXT_SCATTER_ADD},

@@ -64,7 +64,7 @@ static ic_graph *copy_graph(ic_ctx *c, const ic_graph *g) {
         memset(m, 0, sizeof *m);
         m->op = IC_OP_CAST;
         m->in[0] = v;
-        m->in[1] = m->in[2] = -1;
+        m->in[1] = m->in[2] = m->in[3] = -1;
         m->meta = n->nodes[v].meta;
         ic_contiguous_strides(&m->meta);
         n->outputs[j] = n->n++;
@@ -279,7 +279,7 @@ static ic_compiled *pipeline(ic_ctx *c, const ic_graph *g, const ic_options *o) 
             memcpy(x->params, n->params, sizeof x->params);
             x->beta = n->num;
             x->alpha = n->num2;
-            for (int i = 0; i < 3 && n->in[i] >= 0; i++) {
+            for (int i = 0; i < IC_NIN && n->in[i] >= 0; i++) {
                 x->in_buf[x->nin] = c->buf_of[n->in[i]];
                 x->in_meta[x->nin++] = c->bufs[c->buf_of[n->in[i]]].meta;
             }
@@ -654,7 +654,7 @@ static int run_dyn(const ic_compiled *c, void *const *inputs, void *const *outpu
         const ic_rkernel *K = &c->kernels[k];
         if (K->ext > 0) {
             rext_at(&c->exts[K->ext - 1], sv, &xat); /* checked above */
-            void *in[3] = {NULL, NULL, NULL};
+            void *in[IC_NIN] = {NULL, NULL, NULL, NULL};
             for (int i = 0; i < xat.nin; i++) in[i] = bufs[xat.in_buf[i]];
             ic_err e2;
             rc = ic_run_extern(c, &xat, in, bufs[xat.out_buf], NULL, err ? err : &e2);
@@ -733,7 +733,7 @@ IC_API int ic_run(const ic_compiled *c, void *const *inputs, void *const *output
         const ic_rkernel *K = &c->kernels[k];
         if (K->ext > 0) {
             const ic_rext *x = &c->exts[K->ext - 1];
-            void *in[3] = {NULL, NULL, NULL};
+            void *in[IC_NIN] = {NULL, NULL, NULL, NULL};
             for (int i = 0; i < x->nin; i++) in[i] = bufs[x->in_buf[i]];
             ic_err e2;
             if (ic_run_extern(c, x, in, bufs[x->out_buf], NULL, err ? err : &e2) < 0) {

@@ -166,6 +166,9 @@ ic_val ic_arange(ic_graph *g, int64_t n, double start, double step, ic_dtype dty
     X(BADDBMM, "baddbmm") /* (self bcast to [B,M,N], b1, b2): beta*self + alpha*b1@b2 */  \
     X(CONV, "conv")       /* (x[N,C,*s], w[O,C/g,*k] [, bias[O]]), params: nd, stride[nd], \
                              padding[nd], dilation[nd], groups (nd = 1, 2 or 3) */          \
+    X(SDPA, "sdpa")       /* scaled_dot_product_attention (q[..,L,E], k[..,S,E], v[..,S,Ev] \
+                             [, mask: bool or q's dtype, broadcast to [..,L,S]]) -> [..,L,Ev];\
+                             params: is_causal; beta: the scale (explicit); dropout 0 */    \
     /* indexing and scans (any dtype; index operands i64; params[0] = normalized dim) */    \
     X(GATHER, "gather")   /* (x, index) -> x.gather(dim, index): index's shape */          \
     X(SCATTER, "scatter") /* (x, index, src) -> x.scatter(dim, index, src) */              \
@@ -183,6 +186,7 @@ typedef enum ic_extern_kind {
 
 #define IC_EXT_MAXP 16 /* params per extern node */
 
+/* nin: 1..3 operands, 4 for SDPA with a mask */
 ic_val ic_extern(ic_graph *g, ic_extern_kind kind, int nin, const ic_val *in, int nparams,
                  const int64_t *params, double beta, double alpha);
 const char *ic_extern_name(ic_extern_kind kind);

@@ -27,9 +27,13 @@
 #define IC_HIDDEN __attribute__((visibility("hidden")))
 
 /* ---- graph --------------------------------------------------------------------------- */
+/* operands per node: 3 for every op but extern calls, which may take 4 (sdpa with a mask);
+ * unused operands are -1 */
+#define IC_NIN 4
+
 typedef struct ic_node {
     ic_op op;
-    ic_val in[3];
+    ic_val in[IC_NIN];
     ic_meta meta;        /* result meta; CAST: target dtype; views: target sizes */
     double num;          /* SCALAR: value */
     uint32_t dim_mask;   /* reductions: normalized (never 0 unless ndim == 0) */
@@ -246,8 +250,8 @@ typedef struct ic_rext {
     int nparams, nin;
     int64_t params[IC_EXT_MAXP];
     double beta, alpha;
-    int in_buf[3], out_buf;
-    ic_meta in_meta[3], out_meta;
+    int in_buf[IC_NIN], out_buf;
+    ic_meta in_meta[IC_NIN], out_meta;
 } ic_rext;
 
 struct ic_compiled {

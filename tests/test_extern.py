@@ -275,3 +275,133 @@ def test_attention_block_is_one_graph():
         assert_same(torchc.compile(m)(x), m(x), **TOL)
         ex = torchc.explain(torchc.compile(m))(x)
     assert ex.graph_count == 1 and ex.graph_break_count == 0 and len(ex.extern_calls) == 6, ex
+
+
+# ---- scaled_dot_product_attention as an extern node -------------------------------------
+SDPA_CASES = [
+    dict(),
+    dict(is_causal=True),
+    dict(scale=0.3),
+    dict(mask="bool"),
+    dict(mask="float"),
+    dict(mask="bool_bcast"),      # [B, 1, 1, S]: padding mask
+    dict(mask="float_bcast"),     # [L, S]
+    dict(mask="float", scale=0.5),
+    dict(is_causal=True, L=5, S=9),  # causal with L != S (top-left aligned)
+    dict(mask="bool", L=5, S=9, Ev=6),
+    dict(ndim=3),
+]
+
+
+def _sdpa_inputs(kw, dtype=torch.float32):
+    B, H, L, S, E, Ev = 2, 3, kw.get("L", 7), kw.get("S", 7), 8, kw.get("Ev", 8)
+    bat = (B, H) if kw.get("ndim", 4) == 4 else (B * H,)
+    q, k, v = torch.randn(*bat, L, E, dtype=dtype), torch.randn(*bat, S, E, dtype=dtype), torch.randn(*bat, S, Ev, dtype=dtype)
+    m = kw.get("mask")
+    mask = None
+    if m == "bool":
+        mask = torch.rand(*bat, L, S) > 0.3
+        mask[..., 0] = True
+    elif m == "float":
+        mask = torch.randn(*bat, L, S, dtype=dtype)
+    elif m == "bool_bcast":
+        mask = torch.ones(B, 1, 1, S, dtype=torch.bool)
+        mask[0, ..., -2:] = False
+    elif m == "float_bcast":
+        mask = torch.randn(L, S, dtype=dtype)
+    return q, k, v, mask
+
+
+@pytest.mark.parametrize("kw", SDPA_CASES, ids=[str(k) for k in SDPA_CASES])
+def test_sdpa(kw):
+    q, k, v, mask = _sdpa_inputs(kw)
+    extra = {key: kw[key] for key in ("is_causal", "scale") if key in kw}
+
+    def f(q, k, v, mask):
+        o = F.scaled_dot_product_attention(q * 1.5, k, v, attn_mask=mask, **extra)
+        return o.relu() + 1
+
+    check(f, q, k, v, mask, externs=1)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.bfloat16])
+def test_sdpa_dtypes(dtype):
+    q, k, v, mask = _sdpa_inputs(dict(mask="float"), dtype)
+
+    def f(q, k, v, mask):
+        return F.scaled_dot_product_attention(q, k, v, mask) * 2
+
+    check(f, q, k, v, mask, externs=1, tol=_tol(dtype))
+
+
+def test_sdpa_positional_and_transposed_views():
+    """positional mask/dropout/is_causal; q/k/v as transposed views of one projection"""
+    x = torch.randn(2, 7, 3 * 32)
+
+    def f(x):
+        q, k, v = x.split(32, -1)
+        q, k, v = [t.view(2, 7, 4, 8).transpose(1, 2) for t in (q, k, v)]
+        o = F.scaled_dot_product_attention(q, k, v, None, 0.0, True)
+        return o.transpose(1, 2).reshape(2, 7, 32)
+
+    check(f, x, externs=1)
+
+
+def test_sdpa_left_to_eager():
+    """dropout, mask + is_causal, grouped heads, broadcast batch dims"""
+    q, k, v, mask = _sdpa_inputs(dict(mask="bool"))
+
+    def drop(q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, dropout_p=0.5)
+
+    torch.manual_seed(1)
+    want = drop(q, k, v)
+    torch.manual_seed(1)
+    got = torchc.compile(drop)(q, k, v)
+    assert_same(got, want)
+    ex = explain_of(drop, q, k, v)
+    assert ex.graph_break_count == 1 and "dropout_p" in str(ex.break_reasons[0]), ex
+
+    def both(q, k, v, mask):
+        return F.scaled_dot_product_attention(q, k, v, mask, is_causal=True)
+
+    assert_same(torchc.compile(both)(q, k, v, mask), both(q, k, v, mask))  # combined on the CPU
+    ex = explain_of(both, q, k, v, mask)
+    assert ex.graph_break_count == 1 and "is_causal" in str(ex.break_reasons[0]), ex
+
+    def gqa(q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, enable_gqa=True) + 1
+
+    qg = torch.randn(2, 4, 7, 8)
+    assert_same(torchc.compile(gqa)(qg, k[:, :2], v[:, :2]), gqa(qg, k[:, :2], v[:, :2]))
+
+    def bc(q, k, v):
+        return F.scaled_dot_product_attention(q, k, v) + 1
+
+    assert_same(torchc.compile(bc)(q, k[:1], v[:1]), bc(q, k[:1], v[:1]))
+
+
+def test_sdpa_module_dynamic_batch():
+    """attention module: one graph; new batch sizes reuse it (symbolic batch)"""
+    class Attn(nn.Module):
+        def __init__(self, d=32, h=4):
+            super().__init__()
+            self.h, self.qkv, self.o = h, nn.Linear(d, 3 * d), nn.Linear(d, d)
+
+        def forward(self, x, mask):
+            b, t, d = x.shape
+            qkv = self.qkv(x).view(b, t, 3, self.h, d // self.h).permute(2, 0, 3, 1, 4)
+            q, k, v = qkv[0], qkv[1], qkv[2]
+            a = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+            return self.o(a.transpose(1, 2).reshape(b, t, d))
+
+    m = Attn().eval()
+    cm = torchc.compile(m)
+    with torch.no_grad():
+        for b in (2, 3, 5):
+            x = torch.randn(b, 6, 32)
+            mask = torch.randn(b, 1, 6, 6)
+            assert_same(cm(x, mask), m(x, mask), **TOL)
+        torchc.reset()
+        ex = torchc.explain(torchc.compile(m))(torch.randn(2, 6, 32), torch.randn(2, 1, 6, 6))
+    assert ex.graph_count == 1 and ex.graph_break_count == 0 and "sdpa" in ex.extern_calls, ex

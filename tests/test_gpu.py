@@ -709,3 +709,27 @@ def test_capture_on_cuda_breaks_mutation_and_bf16():
     xb = torch.randn(16, 128, device="cuda", dtype=torch.bfloat16)
     g = lambda x: torch.softmax(x.float() * 3, -1).to(torch.bfloat16)
     torch.testing.assert_close(torchc.compile(g)(xb).float(), g(xb).float(), rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_capture_sdpa_on_cuda(dtype):
+    """scaled_dot_product_attention as an ATen extern in a CUDA graph (flash/efficient kernels
+    for half types), with a causal flag, a bool padding mask and a float mask."""
+    import torch.nn.functional as F
+
+    def f(q, k, v, mb, mf):
+        a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        b = F.scaled_dot_product_attention(q * 0.5, k, v, attn_mask=mb)
+        c = F.scaled_dot_product_attention(q, k, v, attn_mask=mf, scale=0.2)
+        return a + b.relu() + c
+
+    q, k, v = (torch.randn(2, 12, 128, 64, device="cuda", dtype=dtype) for _ in range(3))
+    mb = torch.ones(2, 1, 1, 128, device="cuda", dtype=torch.bool)
+    mb[1, ..., 100:] = False
+    mf = torch.randn(2, 12, 128, 128, device="cuda", dtype=dtype)
+    tol = dict(rtol=2e-2, atol=2e-2) if dtype != torch.float32 else dict(rtol=1e-4, atol=1e-4)
+    with torch.no_grad():
+        torch.testing.assert_close(torchc.compile(f)(q, k, v, mb, mf), f(q, k, v, mb, mf), **tol)
+        torchc.reset()
+        ex = torchc.explain(f)(q, k, v, mb, mf)
+    assert ex.graph_count == 1 and ex.graph_break_count == 0 and ex.extern_calls.count("sdpa") == 3, ex

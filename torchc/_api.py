@@ -177,7 +177,9 @@ class ExplainOutput:
         self.op_count = sum(r["op_count"] for r in compiled)
         # matmul/conv: extern (ATen) nodes inside graphs, and splits (ATen kernels between
         # graphs, e.g. where an operand requires grad) — neither is a graph break
-        self.extern_calls = [ln.split(" : ")[0].split()[-1] for r in compiled
+        # "%5 = extern %0 %1 conv params=[..] beta=..": the name follows the operands
+        self.extern_calls = [next(w for w in ln.split(" = extern ")[1].split() if not w.startswith("%"))
+                             for r in compiled
                              for ln in (r.get("graph") or "").splitlines() if " = extern " in ln]
         self.extern_calls += [r["extern_call"] for r in compiled if r.get("extern_call")]
         self.guards = [g for r in compiled for g in r["guards"]]

@@ -1909,7 +1909,7 @@ static bool buf_read_elsewhere(ic_ctx *c, int b, int skip) {
         if (ki == skip) continue;
         if (k->is_ext) {
             const ic_node *n = &c->g->nodes[k->ext_v];
-            for (int i = 0; i < 3 && n->in[i] >= 0; i++)
+            for (int i = 0; i < IC_NIN && n->in[i] >= 0; i++)
                 if (c->buf_of[n->in[i]] == b) return true;
             continue;
         }

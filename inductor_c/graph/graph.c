@@ -158,7 +158,7 @@ IC_API ic_val ic_input(ic_graph *g, const ic_meta *m) {
     if (!m || !check_meta(g, m)) return IC_NONE;
     if (!grow((void **)&g->inputs, &g->icap, g->ninputs + 1, sizeof(ic_val)))
         return fail(g, IC_ENOMEM, "out of memory");
-    ic_node n = {.op = IC_OP_INPUT, .meta = *m, .in = {-1, -1, -1}, .index = g->ninputs};
+    ic_node n = {.op = IC_OP_INPUT, .meta = *m, .in = {-1, -1, -1, -1}, .index = g->ninputs};
     n.meta.dyn = 0;
     memset(n.meta.dims, 0, sizeof n.meta.dims);
     ic_val v = append(g, &n);
@@ -200,7 +200,7 @@ IC_API ic_val ic_input_dyn(ic_graph *g, const ic_meta *m) {
     }
     if (!grow((void **)&g->inputs, &g->icap, g->ninputs + 1, sizeof(ic_val)))
         return fail(g, IC_ENOMEM, "out of memory");
-    ic_node n = {.op = IC_OP_INPUT, .meta = *m, .in = {-1, -1, -1}, .index = g->ninputs};
+    ic_node n = {.op = IC_OP_INPUT, .meta = *m, .in = {-1, -1, -1, -1}, .index = g->ninputs};
     n.meta.dyn = 1;
     ic_val v = append(g, &n);
     if (v >= 0) g->inputs[g->ninputs++] = v;
@@ -211,7 +211,7 @@ IC_API ic_val ic_scalar(ic_graph *g, double v, ic_dtype kind) {
     if (g->err) return IC_NONE;
     if (kind != IC_F64 && kind != IC_I64 && kind != IC_BOOL)
         return fail(g, IC_EINVALID, "scalar kind must be f64, i64 or bool");
-    ic_node n = {.op = IC_OP_SCALAR, .num = v, .in = {-1, -1, -1}};
+    ic_node n = {.op = IC_OP_SCALAR, .num = v, .in = {-1, -1, -1, -1}};
     n.meta.dtype = kind;
     if (kind == IC_BOOL) n.num = v != 0;
     return append(g, &n);
@@ -409,7 +409,7 @@ IC_API ic_val ic_binary(ic_graph *g, ic_op op, ic_val a, ic_val b) {
     ic_val ab[2] = {a, b};
     ic_val clr = cl_rewrite(g, 2, ab, cl_build_binary, &op);
     if (clr >= 0 || g->err) return clr >= 0 ? clr : IC_NONE;
-    ic_node n = {.op = op, .in = {a, b, -1}};
+    ic_node n = {.op = op, .in = {a, b, -1, -1}};
     if (!broadcast(g, ab, 2, &n.meta)) return IC_NONE;
     ic_dtype t = ic_result_type(g, ab, 2);
     if (is_cmp(op) || op == IC_OP_LOGICAL_AND || op == IC_OP_LOGICAL_OR || op == IC_OP_LOGICAL_XOR) {
@@ -451,7 +451,7 @@ IC_API ic_val ic_unary(ic_graph *g, ic_op op, ic_val a) {
         return fail(g, IC_EINVALID, "ic_unary: %s is not a unary op", ic_op_name(op));
     ic_val clr = cl_rewrite(g, 1, &a, cl_build_unary, &op);
     if (clr >= 0 || g->err) return clr >= 0 ? clr : IC_NONE;
-    ic_node n = {.op = op, .in = {a, -1, -1}, .meta = g->nodes[a].meta};
+    ic_node n = {.op = op, .in = {a, -1, -1, -1}, .meta = g->nodes[a].meta};
     ic_contiguous_strides(&n.meta);
     ic_dtype t = n.meta.dtype;
     if (op == IC_OP_LOGICAL_NOT || op == IC_OP_ISNAN || op == IC_OP_ISINF || op == IC_OP_ISFINITE) {
@@ -482,7 +482,7 @@ IC_API ic_val ic_where(ic_graph *g, ic_val cond, ic_val a, ic_val b) {
     ic_val all[3] = {cond, a, b};
     ic_val clr = cl_rewrite(g, 3, all, cl_build_where, NULL);
     if (clr >= 0 || g->err) return clr >= 0 ? clr : IC_NONE;
-    ic_node n = {.op = IC_OP_WHERE, .in = {cond, a, b}};
+    ic_node n = {.op = IC_OP_WHERE, .in = {cond, a, b, -1}};
     if (!broadcast(g, all, 3, &n.meta)) return IC_NONE;
     n.meta.dtype = ic_result_type(g, all + 1, 2);
     return append(g, &n);
@@ -493,7 +493,7 @@ IC_API ic_val ic_cast(ic_graph *g, ic_val a, ic_dtype to) {
     if ((unsigned)to >= IC_DTYPE_COUNT) return fail(g, IC_EINVALID, "bad dtype");
     ic_val clr = cl_rewrite(g, 1, &a, cl_build_cast, &to);
     if (clr >= 0 || g->err) return clr >= 0 ? clr : IC_NONE;
-    ic_node n = {.op = IC_OP_CAST, .in = {a, -1, -1}, .meta = g->nodes[a].meta};
+    ic_node n = {.op = IC_OP_CAST, .in = {a, -1, -1, -1}, .meta = g->nodes[a].meta};
     ic_contiguous_strides(&n.meta);
     n.meta.dtype = to;
     return append(g, &n);
@@ -543,7 +543,7 @@ IC_API ic_val ic_reduce(ic_graph *g, ic_op op, ic_val a, uint32_t dim_mask, int 
                             "%s(): Expected reduction dim %d to have non-zero size.",
                             ic_op_name(op), d);
     }
-    ic_node n = {.op = op, .in = {a, -1, -1}, .dim_mask = dim_mask, .keepdim = keepdim != 0};
+    ic_node n = {.op = op, .in = {a, -1, -1, -1}, .dim_mask = dim_mask, .keepdim = keepdim != 0};
     n.meta.dtype = t;
     n.meta.dyn = im->dyn;
     int k = 0;
@@ -570,12 +570,12 @@ IC_API ic_val ic_reshape(ic_graph *g, ic_val a, int ndim, const int64_t *sizes) 
         for (int i = 0; same && i < ndim; i++) same = sizes[i] == im->sizes[i];
         if (!same)
             return fail(g, IC_EUNSUPPORTED, "reshape of a value with symbolic sizes: use ic_reshape_dyn");
-        ic_node n = {.op = IC_OP_RESHAPE, .in = {a, -1, -1}, .meta = *im};
+        ic_node n = {.op = IC_OP_RESHAPE, .in = {a, -1, -1, -1}, .meta = *im};
         return append(g, &n);
     }
     int64_t numel = ic_numel(im), known = 1;
     int infer = -1;
-    ic_node n = {.op = IC_OP_RESHAPE, .in = {a, -1, -1}};
+    ic_node n = {.op = IC_OP_RESHAPE, .in = {a, -1, -1, -1}};
     n.meta.dtype = im->dtype;
     n.meta.ndim = ndim;
     for (int i = 0; i < ndim; i++) {
@@ -604,7 +604,7 @@ IC_API ic_val ic_reshape(ic_graph *g, ic_val a, int ndim, const int64_t *sizes) 
 IC_API ic_val ic_permute(ic_graph *g, ic_val a, const int *perm) {
     if (!check(g, a)) return IC_NONE;
     const ic_meta *im = &g->nodes[a].meta;
-    ic_node n = {.op = IC_OP_PERMUTE, .in = {a, -1, -1}};
+    ic_node n = {.op = IC_OP_PERMUTE, .in = {a, -1, -1, -1}};
     n.meta.dtype = im->dtype;
     n.meta.ndim = im->ndim;
     unsigned seen = 0;
@@ -631,7 +631,7 @@ IC_API ic_val ic_expand(ic_graph *g, ic_val a, int ndim, const int64_t *sizes) {
                     "number of dimensions in the tensor (%d)",
                     ndim, im->ndim);
     if (ndim > IC_MAX_DIMS) return fail(g, IC_EUNSUPPORTED, "ndim out of range");
-    ic_node n = {.op = IC_OP_EXPAND, .in = {a, -1, -1}};
+    ic_node n = {.op = IC_OP_EXPAND, .in = {a, -1, -1, -1}};
     n.meta.dtype = im->dtype;
     n.meta.ndim = ndim;
     int lead = ndim - im->ndim;
@@ -674,7 +674,7 @@ IC_API ic_val ic_reshape_dyn(ic_graph *g, ic_val a, int ndim, const ic_dim *size
     const ic_meta *im = &g->nodes[a].meta;
     ic_dim numel = ic_dim_k(1), known = ic_dim_k(1);
     for (int i = 0; i < im->ndim; i++) numel = ic_dim_mul(numel, ic_meta_dim(im, i));
-    ic_node n = {.op = IC_OP_RESHAPE, .in = {a, -1, -1}};
+    ic_node n = {.op = IC_OP_RESHAPE, .in = {a, -1, -1, -1}};
     n.meta.dtype = im->dtype;
     n.meta.ndim = ndim;
     n.meta.dyn = 1;
@@ -711,7 +711,7 @@ IC_API ic_val ic_expand_dyn(ic_graph *g, ic_val a, int ndim, const ic_dim *sizes
         return fail(g, IC_EINVALID, "expand: the number of sizes provided (%d) must be greater or "
                     "equal to the number of dimensions in the tensor (%d)", ndim, im->ndim);
     if (ndim > IC_MAX_DIMS) return fail(g, IC_EUNSUPPORTED, "ndim out of range");
-    ic_node n = {.op = IC_OP_EXPAND, .in = {a, -1, -1}};
+    ic_node n = {.op = IC_OP_EXPAND, .in = {a, -1, -1, -1}};
     n.meta.dtype = im->dtype;
     n.meta.ndim = ndim;
     n.meta.dyn = 1;
@@ -755,7 +755,7 @@ IC_API ic_val ic_slice(ic_graph *g, ic_val a, int dim, int64_t start, int64_t en
     if (start < 0 || end < start || end > im->sizes[dim])
         return fail(g, IC_EINVALID, "slice: bounds [%lld, %lld) not normalized for size %lld",
                     (long long)start, (long long)end, (long long)im->sizes[dim]);
-    ic_node n = {.op = IC_OP_SLICE, .in = {a, -1, -1}, .meta = *im, .dim = dim, .start = start, .step = step};
+    ic_node n = {.op = IC_OP_SLICE, .in = {a, -1, -1, -1}, .meta = *im, .dim = dim, .start = start, .step = step};
     n.meta.sizes[dim] = (end - start + step - 1) / step;
     if (n.meta.dyn && ic_dim_is_static(n.meta.dims[dim])) n.meta.dims[dim] = ic_dim_k(n.meta.sizes[dim]);
     ic_contiguous_strides(&n.meta);
@@ -788,7 +788,7 @@ IC_API ic_val ic_cat(ic_graph *g, ic_val a, ic_val b, int dim) {
         if (!dyn && x->sizes[d] != y->sizes[d])
             return fail(g, IC_EINVALID, "Sizes of tensors must match except in dimension %d", dim);
     }
-    ic_node n = {.op = IC_OP_CAT, .in = {a, b, -1}, .meta = *x, .dim = dim};
+    ic_node n = {.op = IC_OP_CAT, .in = {a, b, -1, -1}, .meta = *x, .dim = dim};
     /* torch.cat promotes like result_type over tensors (no weak scalars here) */
     n.meta.dtype = ic_promote(x->dtype, y->dtype);
     n.meta.sizes[dim] = x->sizes[dim] + y->sizes[dim];
@@ -816,7 +816,7 @@ IC_API ic_val ic_index_select(ic_graph *g, ic_val a, int dim, ic_val index) {
     if (dim < 0 || dim >= x->ndim) return fail(g, IC_EINVALID, "index_select: dimension out of range");
     if (x->dyn && !ic_dim_is_static(x->dims[dim]))
         return fail(g, IC_EUNSUPPORTED, "index_select along a symbolic dim");
-    ic_node n = {.op = IC_OP_INDEX_SELECT, .in = {a, index, -1}, .meta = *x, .dim = dim};
+    ic_node n = {.op = IC_OP_INDEX_SELECT, .in = {a, index, -1, -1}, .meta = *x, .dim = dim};
     n.meta.sizes[dim] = ix->ndim ? ix->sizes[0] : 1;
     if (x->dyn || ix->dyn) {
         for (int d = 0; d < x->ndim; d++) n.meta.dims[d] = ic_meta_dim(x, d);
@@ -831,7 +831,7 @@ IC_API ic_val ic_arange(ic_graph *g, int64_t count, double start, double step, i
     if (g->err) return IC_NONE;
     if (count < 0) return fail(g, IC_EINVALID, "arange: negative size");
     if ((unsigned)dtype >= IC_DTYPE_COUNT || dtype == IC_BOOL) return fail(g, IC_EINVALID, "arange: bad dtype");
-    ic_node n = {.op = IC_OP_ARANGE, .in = {-1, -1, -1}, .num = start, .num2 = step};
+    ic_node n = {.op = IC_OP_ARANGE, .in = {-1, -1, -1, -1}, .num = start, .num2 = step};
     n.meta.dtype = dtype;
     n.meta.ndim = 1;
     n.meta.sizes[0] = count;
@@ -978,6 +978,27 @@ static bool ext_dyn(ic_graph *g, ic_extern_kind kind, int nin, const ic_meta *co
         od[0] = ic_meta_dim(m[0], 0);
         for (int i = 1; i < o->ndim; i++) od[i] = ic_dim_k(o->sizes[i]);
         break;
+    case IC_EXT_SDPA: { /* batch dims and lengths may be symbolic, head dims not */
+        const ic_meta *q = m[0], *k = m[1], *v = m[2];
+        int nd = q->ndim;
+        if (!dim_static(q, nd - 1) || !dim_static(k, nd - 1) || !dim_static(v, nd - 1))
+            return fail(g, IC_EUNSUPPORTED, "sdpa: symbolic head dim"), false;
+        for (int i = 0; i < nd - 2; i++)
+            if (!ic_dim_eq(ic_meta_dim(q, i), ic_meta_dim(k, i)) || !ic_dim_eq(ic_meta_dim(q, i), ic_meta_dim(v, i)))
+                return fail(g, IC_EUNSUPPORTED, "sdpa: symbolic batch dims differ"), false;
+        if (!ic_dim_eq(ic_meta_dim(k, nd - 2), ic_meta_dim(v, nd - 2)))
+            return fail(g, IC_EUNSUPPORTED, "sdpa: symbolic key and value lengths differ"), false;
+        for (int i = 0; i < nd - 1; i++) od[i] = ic_meta_dim(q, i);
+        od[nd - 1] = ic_meta_dim(v, nd - 1);
+        if (nin == 4) {
+            ic_dim want[IC_MAX_DIMS];
+            for (int i = 0; i < nd - 1; i++) want[i] = od[i];
+            want[nd - 1] = ic_meta_dim(k, nd - 2);
+            if (!bcast_dyn(m[3], nd, want))
+                return fail(g, IC_EUNSUPPORTED, "sdpa: mask broadcast with symbolic sizes"), false;
+        }
+        break;
+    }
     default:
         return fail(g, IC_EUNSUPPORTED, "%s on symbolic sizes", nm), false;
     }
@@ -989,7 +1010,7 @@ static bool ext_dyn(ic_graph *g, ic_extern_kind kind, int nin, const ic_meta *co
 static ic_val ext_index_scan(ic_graph *g, ic_extern_kind kind, int nin, const ic_val *in, int nparams,
                              const int64_t *params) {
     const char *nm = extnames[kind];
-    ic_node n = {.op = IC_OP_EXTERN, .in = {-1, -1, -1}, .ext_kind = kind, .nparams = nparams, .num = 1, .num2 = 1};
+    ic_node n = {.op = IC_OP_EXTERN, .in = {-1, -1, -1, -1}, .ext_kind = kind, .nparams = nparams, .num = 1, .num2 = 1};
     for (int i = 0; i < nin; i++) n.in[i] = in[i];
     for (int i = 0; i < nparams; i++) n.params[i] = params[i];
     const ic_meta *x = &g->nodes[in[0]].meta;
@@ -1035,7 +1056,7 @@ IC_API ic_val ic_extern(ic_graph *g, ic_extern_kind kind, int nin, const ic_val 
                         const int64_t *params, double beta, double alpha) {
     if (g->err) return IC_NONE;
     if ((unsigned)kind >= IC_EXT_COUNT) return fail(g, IC_EINVALID, "ic_extern: bad kind %d", kind);
-    if (nin < 1 || nin > 3 || nparams < 0 || nparams > IC_EXT_MAXP)
+    if (nin < 1 || nin > (kind == IC_EXT_SDPA ? 4 : 3) || nparams < 0 || nparams > IC_EXT_MAXP)
         return fail(g, IC_EINVALID, "ic_extern: bad operand or param count");
     bool dyn = false;
     for (int i = 0; i < nin; i++) {
@@ -1048,24 +1069,26 @@ IC_API ic_val ic_extern(ic_graph *g, ic_extern_kind kind, int nin, const ic_val 
         if (dyn) return fail(g, IC_EUNSUPPORTED, "%s on symbolic sizes", nm);
         return ext_index_scan(g, kind, nin, in, nparams, params);
     }
-    ic_node n = {.op = IC_OP_EXTERN, .in = {-1, -1, -1}, .ext_kind = kind, .nparams = nparams, .num = beta,
+    ic_node n = {.op = IC_OP_EXTERN, .in = {-1, -1, -1, -1}, .ext_kind = kind, .nparams = nparams, .num = beta,
                  .num2 = alpha};
     for (int i = 0; i < nin; i++) n.in[i] = in[i];
     for (int i = 0; i < nparams; i++) n.params[i] = params[i];
-    const ic_meta *m[3] = {NULL, NULL, NULL};
+    const ic_meta *m[IC_NIN] = {NULL, NULL, NULL, NULL};
     for (int i = 0; i < nin; i++) m[i] = &g->nodes[in[i]].meta;
     ic_dtype t = m[0]->dtype;
-    for (int i = 1; i < nin; i++)
+    for (int i = 1; i < (kind == IC_EXT_SDPA ? 3 : nin); i++) /* sdpa's mask: below */
         if (m[i]->dtype != t)
             return fail(g, IC_EUNSUPPORTED, "%s: operands of different dtypes (%s, %s)", nm, ic_dtype_name(t),
                         ic_dtype_name(m[i]->dtype));
     if (!ic_is_float(t)) return fail(g, IC_EUNSUPPORTED, "%s on %s is left to eager", nm, ic_dtype_name(t));
     ic_meta *o = &n.meta;
     o->dtype = t;
-    int want = kind == IC_EXT_ADDMM || kind == IC_EXT_BADDBMM ? 3 : kind == IC_EXT_LINEAR || kind == IC_EXT_CONV ? -1 : 2;
-    if (want > 0 ? nin != want : (nin < 2 || nin > 3)) return fail(g, IC_EINVALID, "%s: wrong operand count %d", nm, nin);
-    if (kind != IC_EXT_CONV && nparams) return fail(g, IC_EINVALID, "%s takes no params", nm);
-    if (kind != IC_EXT_ADDMM && kind != IC_EXT_BADDBMM && (beta != 1 || alpha != 1))
+    int want = kind == IC_EXT_ADDMM || kind == IC_EXT_BADDBMM ? 3
+               : kind == IC_EXT_LINEAR || kind == IC_EXT_CONV || kind == IC_EXT_SDPA ? -1 : 2;
+    int lo = kind == IC_EXT_SDPA ? 3 : 2, hi = kind == IC_EXT_SDPA ? 4 : 3;
+    if (want > 0 ? nin != want : (nin < lo || nin > hi)) return fail(g, IC_EINVALID, "%s: wrong operand count %d", nm, nin);
+    if (kind != IC_EXT_CONV && kind != IC_EXT_SDPA && nparams) return fail(g, IC_EINVALID, "%s takes no params", nm);
+    if (kind != IC_EXT_ADDMM && kind != IC_EXT_BADDBMM && kind != IC_EXT_SDPA && (beta != 1 || alpha != 1))
         return fail(g, IC_EINVALID, "%s takes no alpha/beta", nm);
     switch (kind) {
     case IC_EXT_MM:
@@ -1137,6 +1160,31 @@ IC_API ic_val ic_extern(ic_graph *g, ic_extern_kind kind, int nin, const ic_val 
         if (w->sizes[0] == 0 || x->sizes[xc] == 0) return fail(g, IC_EUNSUPPORTED, "conv with zero channels");
         break;
     }
+    case IC_EXT_SDPA: {
+        const ic_meta *q = m[0], *k = m[1], *v = m[2];
+        int nd = q->ndim;
+        if (nparams != 1 || alpha != 1) return fail(g, IC_EINVALID, "sdpa: params are (is_causal), beta the scale");
+        if (nd < 2 || k->ndim != nd || v->ndim != nd)
+            return fail(g, IC_EUNSUPPORTED, "sdpa: query, key and value of different ranks (or < 2-D)");
+        for (int i = 0; i < nd - 2; i++)
+            if (k->sizes[i] != q->sizes[i] || v->sizes[i] != q->sizes[i])
+                return fail(g, IC_EUNSUPPORTED, "sdpa: batch dims of query, key, value differ (broadcast or grouped heads)");
+        if (k->sizes[nd - 1] != q->sizes[nd - 1]) return fail(g, IC_EINVALID, "sdpa: query and key head dims differ");
+        if (v->sizes[nd - 2] != k->sizes[nd - 2]) return fail(g, IC_EINVALID, "sdpa: key and value lengths differ");
+        *o = *q;
+        o->sizes[nd - 1] = v->sizes[nd - 1];
+        if (nin == 4) {
+            const ic_meta *mk = m[3];
+            int64_t want_s[IC_MAX_DIMS];
+            for (int i = 0; i < nd - 1; i++) want_s[i] = q->sizes[i];
+            want_s[nd - 1] = k->sizes[nd - 2];
+            if (mk->dtype != IC_BOOL && mk->dtype != t)
+                return fail(g, IC_EUNSUPPORTED, "sdpa: mask of dtype %s", ic_dtype_name(mk->dtype));
+            if (!bcast_to(mk, nd, want_s)) return fail(g, IC_EINVALID, "sdpa: mask does not broadcast to [..., L, S]");
+            if (params[0]) return fail(g, IC_EINVALID, "sdpa: explicit attn_mask should not be set when is_causal=True");
+        }
+        break;
+    }
     default:
         return fail(g, IC_EINVALID, "ic_extern: bad kind");
     }
@@ -1172,7 +1220,7 @@ IC_API int ic_graph_num_ops(const ic_graph *g) { return g->nops; }
 IC_API int ic_value_num_uses(const ic_graph *g, ic_val v) {
     int n = 0;
     for (int i = 0; i < g->n; i++)
-        for (int k = 0; k < 3; k++)
+        for (int k = 0; k < IC_NIN; k++)
             n += g->nodes[i].in[k] == v;
     return n;
 }

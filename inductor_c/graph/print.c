@@ -67,7 +67,7 @@ IC_API char *ic_graph_to_string(const ic_graph *g) {
             ic_str_printf(&s, " %.17g", n->num);
             break;
         default:
-            for (int i = 0; i < 3 && n->in[i] >= 0; i++) ic_str_printf(&s, " %%%d", n->in[i]);
+            for (int i = 0; i < IC_NIN && n->in[i] >= 0; i++) ic_str_printf(&s, " %%%d", n->in[i]);
         }
         if (n->op == IC_OP_SLICE)
             ic_str_printf(&s, " dim=%d start=%lld step=%lld", n->dim, (long long)n->start, (long long)n->step);
@@ -123,13 +123,13 @@ int ic_graph_verify(const ic_graph *g, char *msg, size_t mn) {
         }
         int k = nin[n->op];
         if (k < 0) /* variable: a prefix of 1..3 operands */
-            for (k = 0; k < 3 && n->in[k] >= 0;) k++;
+            for (k = 0; k < IC_NIN && n->in[k] >= 0;) k++;
         if (n->op == IC_OP_EXTERN && (k < 1 || (unsigned)n->ext_kind >= IC_EXT_COUNT || n->nparams < 0 ||
                                       n->nparams > IC_EXT_MAXP)) {
             snprintf(msg, mn, "%%%d: bad extern", v);
             return -1;
         }
-        for (int i = 0; i < 3; i++) {
+        for (int i = 0; i < IC_NIN; i++) {
             bool want = i < k;
             if (want != (n->in[i] >= 0) || (want && n->in[i] >= v)) {
                 snprintf(msg, mn, "%%%d: bad operand %d", v, i);

@@ -336,7 +336,7 @@ IC_API int ic_run_stream(const ic_compiled *c, void *const *inputs, void *const 
         const ic_gkernel *K = &G->k[k];
         if (K->ext > 0) { /* extern (ATen) call, enqueued on the same stream */
             const ic_rext *x = &c->exts[K->ext - 1];
-            void *in[3] = {NULL, NULL, NULL};
+            void *in[IC_NIN] = {NULL, NULL, NULL, NULL};
             for (int i = 0; i < x->nin; i++) in[i] = (void *)(uintptr_t)bufs[x->in_buf[i]];
             ic_err e2;
             if (ic_run_extern(c, x, in, (void *)(uintptr_t)bufs[x->out_buf], stream, err ? err : &e2) < 0) {

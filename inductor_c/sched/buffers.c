@@ -46,7 +46,7 @@ void ic_plan_buffers(ic_ctx *c) {
             int ob = c->buf_of[k->ext_v];
             if (first[ob] < 0) first[ob] = ki;
             if (last[ob] < ki) last[ob] = ki;
-            for (int i = 0; i < 3 && n->in[i] >= 0; i++) {
+            for (int i = 0; i < IC_NIN && n->in[i] >= 0; i++) {
                 int b = c->buf_of[n->in[i]];
                 if (b < 0) ic_fail(c, IC_EINTERNAL, "extern operand %%%d without a buffer", n->in[i]);
                 if (last[b] < ki) last[b] = ki;

@@ -34,7 +34,7 @@ char *ic_describe_kernels(ic_ctx *c, bool detail) {
         if (k->is_ext) {
             const ic_node *n = &c->g->nodes[k->ext_v];
             ic_str_printf(&s, "kernel %s: extern %s(", k->name, ic_extern_name(n->ext_kind));
-            for (int i = 0; i < 3 && n->in[i] >= 0; i++) {
+            for (int i = 0; i < IC_NIN && n->in[i] >= 0; i++) {
                 ic_str_printf(&s, "%s", i ? ", " : "");
                 bufname(c, &s, c->buf_of[n->in[i]]);
             }

@@ -437,7 +437,7 @@ void ic_finalize_kernels(ic_ctx *c) {
         ic_kernel *k = &c->kernels[ki];
         if (k->is_ext) { /* an extern call reads its operands from memory */
             const ic_node *n = &g->nodes[k->ext_v];
-            for (int i = 0; i < 3 && n->in[i] >= 0; i++) needed[n->in[i]] = external[n->in[i]] = true;
+            for (int i = 0; i < IC_NIN && n->in[i] >= 0; i++) needed[n->in[i]] = external[n->in[i]] = true;
         }
         for (int j = 0; j < k->nitems; j++)
             mark_needed(c, needed, external, ki, k->items[j].pos, k->items[j].expr, seen, ++gen);

@@ -326,7 +326,7 @@ void ic_schedule(ic_ctx *c) {
         c->item_of[v] = -1;
         if (!c->live[v]) continue;
         const ic_node *n = &g->nodes[v];
-        for (int i = 0; i < 3 && n->in[i] >= 0; i++) {
+        for (int i = 0; i < IC_NIN && n->in[i] >= 0; i++) {
             bool dup = false;
             for (int j = 0; j < i; j++) dup |= n->in[j] == n->in[i];
             c->live[n->in[i]] = true;
@@ -341,12 +341,12 @@ void ic_schedule(ic_ctx *c) {
         if (L->kind == L_INPUT || L->kind == L_REDUCE || L->kind == L_EXTERN) c->realized[v] = true;
         if (n->op == IC_OP_INDEX_SELECT) c->realized[n->in[0]] = true; /* gathered from memory */
         if (L->kind == L_EXTERN)
-            for (int i = 0; i < 3 && n->in[i] >= 0; i++) c->realized[n->in[i]] = true;
+            for (int i = 0; i < IC_NIN && n->in[i] >= 0; i++) c->realized[n->in[i]] = true;
         if (L->kind != L_POINTWISE) continue;
         bool view = n->op == IC_OP_RESHAPE || n->op == IC_OP_PERMUTE || n->op == IC_OP_EXPAND ||
                     n->op == IC_OP_SLICE;
         ops[v] = view ? 0 : 1;
-        for (int i = 0; i < 3 && n->in[i] >= 0; i++) {
+        for (int i = 0; i < IC_NIN && n->in[i] >= 0; i++) {
             ic_val u = n->in[i];
             if (c->ln[u].kind == L_CONST) continue;
             if (c->realized[u]) {
