@@ -144,6 +144,8 @@ PyObject *sym_dtype_object(ic_dtype d);      /* borrowed torch.dtype */
 int sym_dtype_from_object(PyObject *o);      /* ic_dtype or -1 */
 int sym_variables_init(void);
 int sym_is_nn_module(PyObject *o);
+/* o is an nn.Sequential/ModuleList (or a subclass whose `slot` method is the container's) */
+int sym_is_module_container(PyObject *o, const char *slot);
 int sym_is_grad_ctx(PyObject *o);
 int sym_is_grad_ctx_type(PyObject *tp); /* torch.no_grad()/enable_grad()/inference_mode()/set_grad_enabled() */
 

@@ -332,6 +332,8 @@ static int load_attr(trace *t, const var *o, PyObject *name, var *out) {
             return sym_const(t, PyObject_GetAttr(o->obj, name), out) < 0
                        ? (PyErr_Clear(), sym_fail(t, "attribute %U of a constant", name)) : 0;
         }
+        if (PyType_Check(o->obj) && fn_const_attr(n)) /* a class's names */
+            return sym_const(t, PyObject_GetAttr(o->obj, name), out);
         if (strcmp(Py_TYPE(o->obj)->tp_name, "torch.dtype") == 0 &&
             (!strcmp(n, "is_floating_point") || !strcmp(n, "itemsize") || !strcmp(n, "is_complex")))
             return sym_const(t, PyObject_GetAttr(o->obj, name), out);
@@ -393,6 +395,8 @@ static int load_attr(trace *t, const var *o, PyObject *name, var *out) {
             }
             return sym_const(t, a, out);
         }
+        if (!strcmp(n, "__class__") && o->obj) /* type(f): a constant */
+            return sym_const(t, Py_NewRef((PyObject *)Py_TYPE(o->obj)), out);
         return sym_fail(t, "attribute %U of a function", name);
     }
     default:
@@ -449,6 +453,8 @@ static int subscr(trace *t, const var *c, const var *k, var *out) {
         /* ModuleList / Sequential indexing by a constant */
         var *items;
         int n;
+        if (!sym_is_module_container(c->obj, "__getitem__"))
+            return sym_fail(t, "indexing a %s not supported", Py_TYPE(c->obj)->tp_name);
         if (to_items(t, c, &items, &n) < 0)
             return -1;
         long i = PyLong_AsLong(k->obj);
@@ -536,10 +542,10 @@ static int to_items(trace *t, const var *v, var **items, int *n) {
         return 0;
     }
     if (v->kind == V_OBJ && !PyModule_Check(v->obj)) {
-        /* nn.Sequential / nn.ModuleList: their submodules, in order */
-        const char *tn = Py_TYPE(v->obj)->tp_name;
-        if (strcmp(tn, "Sequential") && strcmp(tn, "ModuleList"))
-            return sym_fail(t, "iteration over %s not supported yet", tn);
+        /* nn.Sequential / nn.ModuleList (or a subclass keeping their __iter__): their
+         * submodules, in order */
+        if (!sym_is_module_container(v->obj, "__iter__"))
+            return sym_fail(t, "iteration over %s not supported yet", Py_TYPE(v->obj)->tp_name);
         PyObject *name = PyUnicode_InternFromString("_modules");
         PyObject *mods = name ? dh_module_getattr(v->obj, name) : NULL;
         Py_XDECREF(name);

@@ -2684,6 +2684,10 @@ static const opdef OPS[] = {
 #define NOPS ((int)(sizeof OPS / sizeof OPS[0]))
 
 static PyObject *func_table;   /* callable → op index */
+/* torch._C queries about the caller's context, answered at trace time: _is_tracing,
+ * _get_tracing_state (torch.jit.trace active: not captured); and _log_api_usage_once /
+ * _log_api_usage_metadata, logging without effect on results: no-ops in the graph. */
+static PyObject *c_tracing_query[2], *c_usage_log[2];
 static PyObject *method_table; /* name → op index */
 
 int sym_func_op(PyObject *callable) {
@@ -2716,6 +2720,17 @@ int sym_ops_init(void) {
     F = PyImport_ImportModule("torch.nn.functional");
     if (!torch || !F)
         goto error;
+    {
+        PyObject *C = PyObject_GetAttrString(torch, "_C");
+        static const char *q[2] = {"_is_tracing", "_get_tracing_state"};
+        static const char *l[2] = {"_log_api_usage_once", "_log_api_usage_metadata"};
+        for (int i = 0; C && i < 2; i++) {
+            c_tracing_query[i] = PyObject_GetAttrString(C, q[i]);
+            c_usage_log[i] = PyObject_GetAttrString(C, l[i]);
+        }
+        Py_XDECREF(C);
+        PyErr_Clear(); /* missing ones stay NULL: calls to them break as before */
+    }
     for (int i = 0; i < NOPS; i++) {
         PyObject *idx = PyLong_FromLong(i);
         if (idx == NULL)
@@ -2839,6 +2854,23 @@ static int call_op(trace *t, int opi, var *args, int nargs, PyObject *kwnames, v
 static int call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out) {
     PyObject *f = fn->obj;
     const char *name = PyCFunction_Check(f) ? ((PyCFunctionObject *)f)->m_ml->ml_name : NULL;
+    for (int i = 0; i < 2; i++) {
+        if (f == c_usage_log[i] && f != NULL) /* logging only */
+            return sym_const(t, Py_NewRef(Py_None), out);
+        if (f == c_tracing_query[i] && f != NULL && nargs == 0 && !kwnames) {
+            /* False/None unless a torch.jit.trace is running (it would record this call) */
+            PyObject *r = PyObject_CallNoArgs(f);
+            if (r == NULL) {
+                PyErr_Clear();
+                return sym_fail(t, "%s raised", name);
+            }
+            if (r != Py_False && r != Py_None) {
+                Py_DECREF(r);
+                return sym_fail(t, "called under torch.jit.trace (%s)", name);
+            }
+            return sym_const(t, r, out);
+        }
+    }
     if (name && strcmp(name, "len") == 0 && nargs == 1 && !kwnames) {
         if (args[0].kind == V_TENSOR) {
             ic_meta m_copy = *metap(t, args[0].val);
@@ -2871,6 +2903,28 @@ static int call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject 
             tp = args[0].is_list ? (PyObject *)&PyList_Type : (PyObject *)&PyTuple_Type;
         if (tp != NULL)
             return sym_const(t, Py_NewRef(tp), out);
+    }
+    var pair[2]; /* isinstance(x, C), isinstance(x, (C, D)): classes reached as globals are
+                  * V_FUNCs; the class argument becomes a constant */
+    if (name && strcmp(name, "isinstance") == 0 && nargs == 2 && !kwnames &&
+        (args[1].kind == V_FUNC || args[1].kind == V_SEQ)) {
+        int k = args[1].kind == V_SEQ ? args[1].n : 1;
+        const var *cs = args[1].kind == V_SEQ ? args[1].items : &args[1];
+        PyObject *tup = PyTuple_New(k);
+        if (tup == NULL)
+            return -1;
+        for (int i = 0; i < k; i++) {
+            if ((cs[i].kind != V_FUNC && cs[i].kind != V_CONST) || cs[i].obj == NULL ||
+                !PyType_Check(cs[i].obj)) {
+                Py_DECREF(tup);
+                return sym_fail(t, "isinstance with an unsupported class argument");
+            }
+            PyTuple_SET_ITEM(tup, i, Py_NewRef(cs[i].obj));
+        }
+        pair[0] = args[0];
+        if (sym_const(t, tup, &pair[1]) < 0)
+            return -1;
+        args = pair;
     }
     if (name && strcmp(name, "isinstance") == 0 && nargs == 2 && args[1].kind == V_CONST &&
         args[0].kind != V_TENSOR) {
@@ -2926,12 +2980,16 @@ static int call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject 
         return rc;
     }
     if ((f == (PyObject *)&PyEnum_Type || f == (PyObject *)&PyZip_Type ||
-         f == (PyObject *)&PyReversed_Type || f == (PyObject *)&PyList_Type) && !kwnames && nargs >= 1) {
+         f == (PyObject *)&PyReversed_Type || f == (PyObject *)&PyList_Type ||
+         (f == (PyObject *)&PyTuple_Type && nargs == 1 && args[0].kind != V_CONST)) &&
+        !kwnames && nargs >= 1) {
         /* enumerate / zip / reversed / list over tracked sequences: unrolled */
         var *its[8];
         int lens[8], n = 1 << 30;
         if (nargs > 8 || (f != (PyObject *)&PyZip_Type && nargs != 1))
             return sym_fail(t, "unsupported iteration helper call");
+        if (f == (PyObject *)&PyReversed_Type && args[0].kind == V_ITER)
+            return sym_fail(t, "reversed() of an iterator (eager raises)");
         for (int i = 0; i < nargs; i++) {
             if (sym_iter_items(t, &args[i], &its[i], &lens[i]) < 0)
                 return -1;
@@ -2946,7 +3004,7 @@ static int call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject 
                 items[j] = its[0][n - 1 - j];
                 continue;
             }
-            if (f == (PyObject *)&PyList_Type) {
+            if (f == (PyObject *)&PyList_Type || f == (PyObject *)&PyTuple_Type) {
                 items[j] = its[0][j];
                 continue;
             }
@@ -2968,8 +3026,9 @@ static int call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject 
             items[j].n = k;
             items[j].items = tup;
         }
+        /* enumerate/zip/reversed make iterators (returned as such, not as tuples) */
         memset(out, 0, sizeof *out);
-        out->kind = V_SEQ;
+        out->kind = f == (PyObject *)&PyList_Type || f == (PyObject *)&PyTuple_Type ? V_SEQ : V_ITER;
         out->src = -1;
         out->is_list = f == (PyObject *)&PyList_Type;
         out->n = n;

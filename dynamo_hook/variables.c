@@ -799,6 +799,30 @@ int sym_is_nn_module(PyObject *o) {
     return nn_module_type && PyObject_TypeCheck(o, (PyTypeObject *)nn_module_type);
 }
 
+/* nn.Sequential / nn.ModuleList and their subclasses (torchvision's Conv2dNormActivation)
+ * whose `slot` (__iter__, __getitem__, forward, ...) is still the container's own:
+ * iterating/indexing them walks _modules in order, as the container does. */
+static PyObject *container_types[2];
+
+int sym_is_module_container(PyObject *o, const char *slot) {
+    for (int i = 0; i < 2; i++) {
+        PyTypeObject *ct = (PyTypeObject *)container_types[i];
+        if (ct == NULL || !PyObject_TypeCheck(o, ct))
+            continue;
+        if (slot == NULL || Py_TYPE(o) == ct)
+            return 1;
+        PyObject *name = PyUnicode_InternFromString(slot);
+        if (name == NULL) {
+            PyErr_Clear();
+            return 0;
+        }
+        PyObject *mine = _PyType_Lookup(Py_TYPE(o), name), *base = _PyType_Lookup(ct, name);
+        Py_DECREF(name);
+        return mine != NULL && mine == base;
+    }
+    return 0;
+}
+
 int sym_variables_init(void) {
     static const char *names[IC_DTYPE_COUNT] = {"bool", "uint8", "int8", "int16", "int32",
                                                 "int64", "float16", "bfloat16", "float32",
@@ -826,6 +850,10 @@ int sym_variables_init(void) {
     if (nn == NULL)
         return -1;
     nn_module_type = PyObject_GetAttrString(nn, "Module");
+    container_types[0] = PyObject_GetAttrString(nn, "Sequential");
+    container_types[1] = PyObject_GetAttrString(nn, "ModuleList");
+    if (!container_types[0] || !container_types[1])
+        PyErr_Clear();
     Py_DECREF(nn);
     if (!torch_size_type || !torch_dtype_type || !torch_device_type || !nn_module_type)
         return -1;

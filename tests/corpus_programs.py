@@ -410,7 +410,7 @@ def list_append(x):
     return out[0] + out[1] + out[2]
 
 
-@case(2, 1, lambda: (R(4),), reason="call of type tuple")
+@case(1, 0, lambda: (R(4),))
 def list_concat_unpack(x):
     a = [x, x + 1]
     b = [*a, x + 2]
@@ -659,7 +659,7 @@ def not_of_constants(x):
     return x + k + j
 
 
-@case(3, 2, lambda: (R(4),), reason="isinstance")
+@case(1, 0, lambda: (R(4),))
 def isinstance_tensor(x):
     if isinstance(x, torch.Tensor):
         x = x * 2
@@ -668,7 +668,7 @@ def isinstance_tensor(x):
     return x
 
 
-@case(2, 1, lambda: (R(4), 3), reason="isinstance")
+@case(1, 0, lambda: (R(4), 3))
 def isinstance_int(x, k):
     if isinstance(k, int):
         return x * k
