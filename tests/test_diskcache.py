@@ -13,7 +13,10 @@ import sys
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+import torchc
+
+# the torchc this test imported (the source tree, or the ASan build of make test-asan)
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(torchc.__file__)))
 
 CHILD = r"""
 import json, sys, torch, torchc
