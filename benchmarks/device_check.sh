@@ -16,7 +16,7 @@ for what in "$@"; do
            echo "pytest rc=$?"; tail -5 "$OUT/pytest.log"; grep -E "^(FAILED|ERROR)" "$OUT/pytest.log" | head -20 ;;
     dyn) timeout 90 python3 benchmarks/dynamic_shapes.py --threads 16 --json "$OUT/dynamic_shapes_device.json" 2>&1 | tail -4 ;;
     overhead) timeout 120 python3 benchmarks/overhead.py 2>&1 | tail -8 ;;
-    gputests) timeout 200 python3 -m pytest -q -x -p no:cacheprovider tests/test_gpu.py tests/test_gemm_gpu.py tests/test_cudagraphs.py > "$OUT/gputests.log" 2>&1
+    gputests) timeout 200 python3 -m pytest -q -p no:cacheprovider tests/test_gpu.py tests/test_gemm_gpu.py tests/test_cudagraphs.py > "$OUT/gputests.log" 2>&1
            echo "gpu pytest rc=$?"; tail -3 "$OUT/gputests.log"; grep -E "^(FAILED|ERROR|E  )" "$OUT/gputests.log" | head -20 ;;
     bench) timeout 150 python3 benchmarks/gpu_bench.py --json "$OUT/gpu_bench_h200.json" > "$OUT/gpu_bench.log" 2>&1
            echo "gpu_bench rc=$?"; tail -30 "$OUT/gpu_bench.log" ;;
