@@ -733,3 +733,42 @@ def test_capture_sdpa_on_cuda(dtype):
         torchc.reset()
         ex = torchc.explain(f)(q, k, v, mb, mf)
     assert ex.graph_count == 1 and ex.graph_break_count == 0 and ex.extern_calls.count("sdpa") == 3, ex
+
+
+@pytest.mark.parametrize("layout", ["nhwc", "nchw"])
+def test_cnn_bf16_channels_last_on_cuda(layout, monkeypatch):
+    # bf16 convs on CUDA run channels-last by default (TORCHC_CONV_LAYOUT): a ResNet-style
+    # block with BN, ReLU, a strided downsampling shortcut, pooling; one graph, eager results
+    import torch.nn as nn
+    import torch.nn.functional as F
+    monkeypatch.setenv("TORCHC_CONV_LAYOUT", layout)
+    torchc.reset()
+
+    class Block(nn.Module):
+        def __init__(self, c=16, o=32):
+            super().__init__()
+            self.c1, self.b1 = nn.Conv2d(c, o, 3, 2, 1, bias=False), nn.BatchNorm2d(o)
+            self.c2, self.b2 = nn.Conv2d(o, o, 3, 1, 1, groups=4), nn.BatchNorm2d(o)
+            self.down = nn.Sequential(nn.Conv2d(c, o, 1, 2, bias=False), nn.BatchNorm2d(o))
+
+        def forward(self, x):
+            y = F.relu(self.b1(self.c1(x)))
+            y = self.b2(self.c2(y))
+            y = F.relu(y + self.down(x))
+            return F.max_pool2d(y, 3, 2, 1), F.adaptive_avg_pool2d(y, 1).flatten(1)
+
+    torch.manual_seed(0)
+    m = Block().eval()
+    for mod in m.modules():
+        if isinstance(mod, nn.BatchNorm2d):
+            mod.running_mean.uniform_(-1, 1)
+            mod.running_var.uniform_(0.5, 2)
+    m = m.to("cuda", torch.bfloat16)
+    cm = torchc.compile(m)
+    with torch.no_grad():
+        for x in (torch.randn(4, 16, 33, 30, device="cuda", dtype=torch.bfloat16),
+                  torch.randn(2, 16, 16, 16, device="cuda", dtype=torch.bfloat16).to(memory_format=torch.channels_last)):
+            for g, w in zip(cm(x), m(x)):
+                torch.testing.assert_close(g.float(), w.float(), rtol=3e-2, atol=3e-2)
+        ex = torchc.explain(cm)(x)
+    assert ex.graph_count == 1 and ex.graph_break_count == 0 and len(ex.extern_calls) == 3, ex
