@@ -34,6 +34,7 @@ typedef struct var {
     int pos;        /* ITER: next item */
     PyObject *obj;  /* CONST value, OBJ object, FUNC callable, METHOD name (str) */
     struct var *items; /* SEQ/ITER items; METHOD: items[0] is self */
+    PyObject *globals; /* FUNC made by MAKE_FUNCTION: the globals of the frame that made it */
 } var;
 
 #define DH_SRC_MAX 4096
@@ -89,6 +90,8 @@ typedef struct trace {
     PyObject *srcobj[DH_SRC_MAX];     /* tensor sources: the object seen (borrowed) */
     unsigned char srcdone[DH_SRC_MAX];
     int depth;                        /* inlining depth */
+    int in_gen;                       /* generator frames being run (side effects refused) */
+    int nograd;                       /* no_grad()/inference_mode() blocks entered, not left */
     PyObject *cur_globals;            /* globals of the frame being interpreted */
     int device_type, device_index;    /* of the tensor inputs (-1: none yet) */
     sym_break brk;                    /* set when the top frame stops at a graph break */
@@ -122,6 +125,7 @@ int sym_source(trace *t, dh_srckind kind, int base, Py_ssize_t index, PyObject *
 int sym_guard_const(trace *t, int src, PyObject *value);
 int sym_default_dtype(trace *t); /* guarded; -1 on error */
 int sym_guard_id(trace *t, int src, PyObject *obj);
+int sym_guard_type(trace *t, int src, PyObject *obj); /* type(sources[src]) is type(obj) */
 /* Wraps a Python value that came from source src (or -1: a constant needing no guard). */
 int sym_wrap(trace *t, PyObject *o, int src, var *out);
 int sym_const(trace *t, PyObject *o, var *out); /* steals o */

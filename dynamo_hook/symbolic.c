@@ -30,7 +30,7 @@
     X(LOAD_DEREF) X(STORE_DEREF) X(LOAD_CLOSURE) X(BUILD_MAP) X(BUILD_CONST_KEY_MAP)         \
     X(CALL_FUNCTION_EX) X(DICT_MERGE) X(DICT_UPDATE) X(FORMAT_VALUE) X(BUILD_STRING)      \
     X(STORE_ATTR) X(BUILD_SLICE) X(LIST_APPEND) X(MAP_ADD) X(UNPACK_EX) X(MAKE_FUNCTION) X(BINARY_SLICE) X(UNARY_INVERT) X(LOAD_SUPER_ATTR) X(IMPORT_NAME) X(IMPORT_FROM) X(BUILD_SET) X(BEFORE_WITH) \
-    X(STORE_SUBSCR) X(STORE_SLICE)
+    X(STORE_SUBSCR) X(STORE_SLICE) X(RETURN_GENERATOR) X(YIELD_VALUE)
 
 enum {
     OP_UNKNOWN = 0,
@@ -109,6 +109,9 @@ typedef struct sframe {
     var *closure;      /* a MAKE_FUNCTION closure: free variable values */
     int nclosure;
     int made_closure;  /* a closure was created: cell variables must not change */
+    int gen;           /* a generator run to completion: what it yields is collected */
+    var *yielded;      /* gen: the values yielded so far (the result, as an iterator) */
+    int nyielded, capyielded;
 } sframe;
 
 #define PUSH(v)                                            \
@@ -150,6 +153,13 @@ static int load_local(trace *t, sframe *f, int i, var *out) {
     }
     *out = *l;
     return 0;
+}
+
+/* v stands for the Python object v->obj itself (identity comparisons are exact) */
+static int is_real_object(const var *v) {
+    return v->obj != NULL && (v->kind == V_CONST || v->kind == V_OBJ ||
+                              (v->kind == V_FUNC && v->op != SYM_MADE_FUNCTION &&
+                               v->op != SYM_CTX_EXIT));
 }
 
 static int truthy(trace *t, const var *v, int *out) {
@@ -332,6 +342,9 @@ static int load_attr(trace *t, const var *o, PyObject *name, var *out) {
             return sym_const(t, PyObject_GetAttr(o->obj, name), out) < 0
                        ? (PyErr_Clear(), sym_fail(t, "attribute %U of a constant", name)) : 0;
         }
+        if (strcmp(Py_TYPE(o->obj)->tp_name, "torch.device") == 0 &&
+            (!strcmp(n, "type") || !strcmp(n, "index")))
+            return sym_const(t, PyObject_GetAttr(o->obj, name), out);
         if (PyType_Check(o->obj) && fn_const_attr(n)) /* a class's names */
             return sym_const(t, PyObject_GetAttr(o->obj, name), out);
         if (strcmp(Py_TYPE(o->obj)->tp_name, "torch.dtype") == 0 &&
@@ -701,7 +714,8 @@ int sym_alias_live(trace *t, int oid) {
     for (int i = 0; i < t->nframes; i++) {
         sframe *f = t->frames[i];
         if (live_in(t, f->stack, f->sp, oid, 0) || live_in(t, f->locals, f->nlocals, oid, 0) ||
-            (f->closure && live_in(t, f->closure, f->nclosure, oid, 0)))
+            (f->closure && live_in(t, f->closure, f->nclosure, oid, 0)) ||
+            (f->yielded && live_in(t, f->yielded, f->nyielded, oid, 0)))
             return 1;
     }
     /* inputs are alive in the caller; attribute writes keep their values */
@@ -718,6 +732,16 @@ int sym_alias_live(trace *t, int oid) {
 /* ---- the interpreter loop ---------------------------------------------------------- */
 
 static int run_body(trace *t, sframe *f, var *result);
+
+/* a generator frame returned: its result is an iterator over what it yielded */
+static int gen_result(sframe *f, var *result) {
+    memset(result, 0, sizeof *result);
+    result->kind = V_ITER;
+    result->src = -1;
+    result->items = f->yielded;
+    result->n = f->nyielded;
+    return 0;
+}
 
 /* interprets f with f registered as live (aliasing checks scan its stack and locals) */
 static int run(trace *t, sframe *f, var *result) {
@@ -816,11 +840,41 @@ static int run_body(trace *t, sframe *f, var *result) {
             PUSH(a);
             break;
         case OP_RETURN_CONST:
+            if (f->gen)
+                return gen_result(f, result);
             return sym_const(t, Py_NewRef(PyTuple_GET_ITEM(consts, oparg)), result);
         case OP_RETURN_VALUE:
             NEED(1);
             *result = POP();
+            if (f->gen)
+                return gen_result(f, result);
             return 0;
+        case OP_RETURN_GENERATOR: /* the generator object, popped by the next POP_TOP */
+            if (!f->gen)
+                return sym_fail(t, "RETURN_GENERATOR outside a generator");
+            PUSH(null_var());
+            break;
+        case OP_YIELD_VALUE: {
+            /* run to completion: the value is collected, next() sends None back */
+            NEED(1);
+            if (!f->gen)
+                return sym_fail(t, "yield outside a generator");
+            if (f->nyielded == f->capyielded) {
+                int cap = f->capyielded ? 2 * f->capyielded : 8;
+                var *y = sym_alloc(t, cap);
+                if (y == NULL)
+                    return -1;
+                if (f->nyielded)
+                    memcpy(y, f->yielded, (size_t)f->nyielded * sizeof(var));
+                f->yielded = y;
+                f->capyielded = cap;
+            }
+            f->yielded[f->nyielded++] = POP();
+            if (sym_const(t, Py_NewRef(Py_None), &a) < 0)
+                return -1;
+            PUSH(a);
+            break;
+        }
         case OP_LOAD_FAST:
         case OP_LOAD_FAST_CHECK:
         case OP_LOAD_DEREF:
@@ -865,6 +919,8 @@ static int run_body(trace *t, sframe *f, var *result) {
             PyObject *name = PyTuple_GET_ITEM(names, oparg >> 1);
             if (oparg & 1)
                 PUSH(null_var());
+            if (!f->top && f->func_src < 0 && f->globals != t->globals)
+                return sym_fail(t, "global %U of a function reached without a source", name);
             int s = sym_source(t, DH_S_GLOBAL, f->top ? -1 : f->func_src, 0, name);
             if (s < 0)
                 return -1;
@@ -1036,8 +1092,8 @@ static int run_body(trace *t, sframe *f, var *result) {
                 same = a.kind == b.kind && a.obj == b.obj; /* a tracked non-const is never None */
             else if (a.kind == V_TENSOR && b.kind == V_TENSOR)
                 same = (a.oid > 0 && b.oid > 0) ? a.oid == b.oid : a.val == b.val; /* object identity */
-            else if ((a.kind == V_OBJ || a.kind == V_FUNC) && a.kind == b.kind)
-                same = a.obj == b.obj;
+            else if (is_real_object(&a) && is_real_object(&b))
+                same = a.obj == b.obj; /* type(x) is torch.Tensor: a constant and a class */
             else if (a.kind != b.kind && a.kind != V_CONST && b.kind != V_CONST)
                 same = 0;
             else
@@ -1347,6 +1403,11 @@ static int run_body(trace *t, sframe *f, var *result) {
             a.op = SYM_MADE_FUNCTION;
             a.src = -1;
             a.obj = code.obj;
+            /* its globals are this frame's: reached through this frame's function */
+            if (!f->top && f->func_src < 0 && f->globals != t->globals)
+                return sym_fail(t, "nested function in a function reached without a source");
+            a.val = f->top ? -1 : f->func_src;
+            a.globals = f->globals;
             if (oparg & 0x08) {
                 if (clos.kind != V_SEQ)
                     return sym_fail(t, "closure of unsupported values");
@@ -1364,6 +1425,8 @@ static int run_body(trace *t, sframe *f, var *result) {
             PyObject *name = PyTuple_GET_ITEM(names, oparg);
             if (a.kind != V_OBJ || PyModule_Check(a.obj) || a.src < 0)
                 return sym_fail(t, "attribute assignment on a non-module value");
+            if (t->in_gen) /* a generator runs to completion: eager may stop it before this */
+                return sym_fail(t, "attribute assignment inside a generator");
             PyObject *descr = _PyType_Lookup(Py_TYPE(a.obj), name);
             if (descr != NULL && Py_TYPE(descr)->tp_descr_set != NULL)
                 return sym_fail(t, "assignment to a property %U", name);
@@ -1401,6 +1464,7 @@ static int run_body(trace *t, sframe *f, var *result) {
             if (a.kind != V_OBJ || !sym_is_grad_ctx(a.obj))
                 return sym_fail(t, "with-statement on %s not supported yet",
                                 a.kind == V_OBJ ? Py_TYPE(a.obj)->tp_name : "a tracked value");
+            t->nograd++; /* the supported contexts all turn grad off */
             memset(&b, 0, sizeof b);
             b.kind = V_FUNC;
             b.op = SYM_CTX_EXIT;
@@ -1749,8 +1813,10 @@ int sym_inline(trace *t, PyObject *func, int fn_src, const var *self, var *args,
 }
 
 int sym_inline_made(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out) {
-    return inline_code(t, (PyCodeObject *)fn->obj, t->cur_globals, NULL, -1, fn->items, fn->n,
-                       NULL, args, nargs, kwnames, out);
+    /* its globals: those of the frame that made it, whose function has source fn->val
+     * (-1: the top frame) */
+    return inline_code(t, (PyCodeObject *)fn->obj, fn->globals ? fn->globals : t->globals, NULL,
+                       fn->val, fn->items, fn->n, NULL, args, nargs, kwnames, out);
 }
 
 static int inline_code(trace *t, PyCodeObject *code, PyObject *globals, PyObject *func,
@@ -1758,8 +1824,12 @@ static int inline_code(trace *t, PyCodeObject *code, PyObject *globals, PyObject
                        int nargs, PyObject *kwnames, var *out) {
     if (t->depth >= SYM_INLINE_DEPTH)
         return sym_fail(t, "inlining too deep (recursion?)");
-    if (code->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR))
-        return sym_fail(t, "call to generator function %U", code->co_name);
+    /* generators (genexprs: all(f(x) for x in xs)) run to completion when called and
+     * return an iterator over their values: exact when the consumer drains them; one that
+     * stops early only skips graph values never read (a Python-level error in a later item
+     * fails the trace: eager runs) */
+    if (code->co_flags & (CO_COROUTINE | CO_ASYNC_GENERATOR | CO_ITERABLE_COROUTINE))
+        return sym_fail(t, "call to coroutine %U", code->co_name);
     /* try/except/with: only the path without exceptions is traced; anything that would
      * raise fails the trace (eager then runs, raising and handling as usual) */
     if (dh_code_is_disabled(code))
@@ -1782,6 +1852,7 @@ static int inline_code(trace *t, PyCodeObject *code, PyObject *globals, PyObject
     f->func_src = fn_src;
     f->closure = closure;
     f->nclosure = nclosure;
+    f->gen = (code->co_flags & CO_GENERATOR) != 0;
     f->nlocals = (int)code->co_nlocalsplus;
     f->locals = sym_alloc(t, f->nlocals);
     if (f->locals == NULL)
@@ -1877,10 +1948,12 @@ static int inline_code(trace *t, PyCodeObject *code, PyObject *globals, PyObject
             goto done;
     }
     t->depth++;
+    t->in_gen += f->gen;
     PyObject *saved_globals = t->cur_globals;
     t->cur_globals = globals;
     rc = run(t, f, out);
     t->cur_globals = saved_globals;
+    t->in_gen -= f->gen;
     t->depth--;
 done:
     free(f);
@@ -2591,6 +2664,7 @@ static dh_entry *trace_once(PyCodeObject *code, PyObject *const *localsplus, PyO
     f->globals = globals;
     f->func = func;
     f->func_src = -1;
+    f->gen = (code->co_flags & CO_GENERATOR) != 0;
     f->nlocals = (int)code->co_nlocalsplus;
     f->locals = sym_alloc(t, f->nlocals);
     if (f->locals == NULL)

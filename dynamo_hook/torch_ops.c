@@ -11,7 +11,7 @@
 #include <string.h>
 
 enum { W_TORCH = 1, W_F = 2, W_METHOD = 4, W_ALL = 7 };
-#define MAXP 8
+#define MAXP 16
 
 typedef struct opdef opdef;
 typedef int (*handler)(trace *t, const opdef *d, var **p, var *out);
@@ -652,6 +652,52 @@ static int h_flatten(trace *t, const opdef *d, var **p, var *out) {
     sz[n++] = prod;
     for (int i = e + 1; i < m->ndim; i++)
         sz[n++] = m->sizes[i];
+    return view_out(t, p[0], sym_reshape(t, p[0]->val, n, sz), out);
+}
+
+/* x.unflatten(dim, sizes): dim split into sizes (one may be -1) */
+static int h_unflatten(trace *t, const opdef *d, var **p, var *out) {
+    if (p[0]->kind != V_TENSOR)
+        return sym_fail(t, "unflatten of a non-tensor");
+    ic_meta m_copy = *metap(t, p[0]->val);
+    const ic_meta *m = &m_copy; /* a copy: the graph reallocates */
+    long long a, parts[IC_MAX_DIMS];
+    int k, dim;
+    if (get_int(t, p[1], &a, "dim") < 0 || get_ints(t, p[2], parts, IC_MAX_DIMS, &k, "sizes") < 0)
+        return -1;
+    if (m->ndim == 0 || norm_dim(t, a, m->ndim, &dim) < 0)
+        return sym_fail(t, "unflatten: bad dim (eager raises)");
+    if (k == 0 || m->ndim - 1 + k > IC_MAX_DIMS)
+        return sym_fail(t, "unflatten: %d sizes", k);
+    if (m->dyn && !sym_dim_static(m->dims[dim]))
+        return sym_fail(t, "unflatten of a dynamic dim");
+    int64_t known = 1;
+    int infer = -1;
+    for (int i = 0; i < k; i++) {
+        if (parts[i] == -1 && infer < 0)
+            infer = i;
+        else if (parts[i] < 0)
+            return sym_fail(t, "unflatten: bad sizes (eager raises)");
+        else
+            known *= parts[i];
+    }
+    if (infer >= 0) {
+        if (known == 0 || m->sizes[dim] % known)
+            return sym_fail(t, "unflatten: sizes do not divide the dim (eager raises)");
+        parts[infer] = m->sizes[dim] / known;
+    } else if (known != m->sizes[dim]) {
+        return sym_fail(t, "unflatten: sizes do not match the dim (eager raises)");
+    }
+    int64_t sz[IC_MAX_DIMS];
+    int n = 0;
+    for (int i = 0; i < m->ndim; i++) {
+        if (i != dim) {
+            sz[n++] = m->sizes[i];
+            continue;
+        }
+        for (int j = 0; j < k; j++)
+            sz[n++] = parts[j];
+    }
     return view_out(t, p[0], sym_reshape(t, p[0]->val, n, sz), out);
 }
 
@@ -2037,6 +2083,60 @@ static int h_sdpa(trace *t, const opdef *d, var **p, var *out) {
     return tensor_out(t, ic_extern(G, IC_EXT_SDPA, n, v, 1, prm, scale, 1), out);
 }
 
+/* torch._native_multi_head_attention(query, key, value, embed_dim, num_head, qkv_weight,
+ * qkv_bias, proj_weight, proj_bias, mask=None, need_weights=True, average_attn_weights=True,
+ * mask_type=None): nn.MultiheadAttention's eager fast path (self-attention, batch first).
+ * Built as its math: qkv = linear(x), split into heads, scaled_dot_product_attention, heads
+ * merged, out = linear(.); returns (out, None). Masks and need_weights=True are left to eager. */
+static int h_native_mha(trace *t, const opdef *d, var **p, var *out) {
+    long long e, h;
+    int need_w;
+    for (int i = 0; i < 3; i++)
+        if (need_tensor(t, d, p[i]) < 0)
+            return -1;
+    if (get_int(t, p[3], &e, "embed_dim") < 0 || get_int(t, p[4], &h, "num_head") < 0 ||
+        get_bool(t, p[10], 1, &need_w, "need_weights") < 0)
+        return -1;
+    for (int i = 5; i < 9; i++)
+        if (need_tensor(t, d, p[i]) < 0)
+            return -1;
+    if (!is_none(p[9]))
+        return sym_fail(t, "%s with a mask left to eager", d->name);
+    if (need_w)
+        return sym_fail(t, "%s with need_weights=True left to eager", d->name);
+    if (p[0]->oid <= 0 || p[0]->oid != p[1]->oid || p[1]->oid != p[2]->oid)
+        return sym_fail(t, "%s: query, key and value are not one tensor", d->name);
+    ic_meta x = *metap(t, p[0]->val);
+    if (x.ndim != 3 || x.dyn || h <= 0 || e % h != 0 || x.sizes[2] != e)
+        return sym_fail(t, "%s: unsupported shapes", d->name);
+    int64_t b = x.sizes[0], l = x.sizes[1], hd = e / h;
+    ic_val qkv = ic_extern(G, IC_EXT_LINEAR, 3, (ic_val[]){p[0]->val, p[5]->val, p[6]->val}, 0,
+                           NULL, 1, 1);
+    ic_val heads[3] = {-1, -1, -1};
+    for (int i = 0; i < 3 && qkv >= 0; i++) { /* [B,L,3E] -> q/k/v [B,H,L,D] */
+        ic_val part = ic_slice(G, qkv, 2, i * e, (i + 1) * e, 1);
+        part = part < 0 ? part : ic_reshape(G, part, 4, (int64_t[]){b, l, h, hd});
+        heads[i] = part < 0 ? part : ic_permute(G, part, (const int[]){0, 2, 1, 3});
+    }
+    if (heads[0] < 0 || heads[1] < 0 || heads[2] < 0)
+        return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "%s: graph builder failed", d->name);
+    int64_t causal = 0;
+    ic_val a = ic_extern(G, IC_EXT_SDPA, 3, heads, 1, &causal, 1.0 / sqrt((double)hd), 1);
+    a = a < 0 ? a : ic_permute(G, a, (const int[]){0, 2, 1, 3});
+    a = a < 0 ? a : ic_reshape(G, a, 3, (int64_t[]){b, l, e});
+    a = a < 0 ? a : ic_extern(G, IC_EXT_LINEAR, 3, (ic_val[]){a, p[7]->val, p[8]->val}, 0, NULL, 1, 1);
+    var *items = sym_alloc(t, 2);
+    if (items == NULL || tensor_out(t, a, &items[0]) < 0 ||
+        sym_const(t, Py_NewRef(Py_None), &items[1]) < 0)
+        return -1;
+    memset(out, 0, sizeof *out);
+    out->kind = V_SEQ;
+    out->src = -1;
+    out->n = 2;
+    out->items = items;
+    return 0;
+}
+
 /* gather(input, dim, index) / scatter(input, dim, index, src|value) / scatter_add; op: kind */
 static int h_gather(trace *t, const opdef *d, var **p, var *out) {
     long long dd;
@@ -2634,6 +2734,7 @@ static const opdef OPS[] = {
     {"reshape", W_TORCH | W_METHOD, "input,*shape", h_reshape, 0},
     {"view", W_METHOD, "input,*shape", h_reshape, 0},
     {"flatten", W_TORCH | W_METHOD, "input,start_dim,end_dim", h_flatten, 0},
+    {"unflatten", W_TORCH | W_METHOD, "input,dim,sizes", h_unflatten, 0},
     {"permute", W_TORCH | W_METHOD, "input,*dims", h_permute, 0},
     {"transpose", W_TORCH | W_METHOD, "input,dim0,dim1", h_transpose, 0},
     {"swapaxes", W_TORCH | W_METHOD, "input,dim0,dim1", h_transpose, 0},
@@ -2659,6 +2760,9 @@ static const opdef OPS[] = {
     {"conv1d", W_TORCH | W_F, "input,weight,bias,stride,padding,dilation,groups", h_conv, 1},
     {"conv2d", W_TORCH | W_F, "input,weight,bias,stride,padding,dilation,groups", h_conv, 2},
     {"conv3d", W_TORCH | W_F, "input,weight,bias,stride,padding,dilation,groups", h_conv, 3},
+    {"_native_multi_head_attention", W_TORCH,
+     "query,key,value,embed_dim,num_head,qkv_weight,qkv_bias,proj_weight,proj_bias,mask,need_weights,average_attn_weights,mask_type",
+     h_native_mha, 0},
     {"scaled_dot_product_attention", W_F, "query,key,value,attn_mask,dropout_p,is_causal|scale,enable_gqa",
      h_sdpa, 0},
     {"gather", W_TORCH | W_METHOD, "input,dim,index|sparse_grad", h_gather, IC_EXT_GATHER},
@@ -2685,9 +2789,16 @@ static const opdef OPS[] = {
 
 static PyObject *func_table;   /* callable → op index */
 /* torch._C queries about the caller's context, answered at trace time: _is_tracing,
- * _get_tracing_state (torch.jit.trace active: not captured); and _log_api_usage_once /
+ * _get_tracing_state (torch.jit.trace active: not captured), _len_torch_dispatch_stack
+ * (a dispatch mode active: not captured); and _log_api_usage_once /
  * _log_api_usage_metadata, logging without effect on results: no-ops in the graph. */
-static PyObject *c_tracing_query[2], *c_usage_log[2];
+static PyObject *c_tracing_query[3], *c_usage_log[2];
+/* torch._C._has_torch_function / _unary / _variadic: traced tensors are plain tensors
+ * (subclasses are not captured), so the answer is the real one for a plain tensor probe. */
+static PyObject *c_tf_query[3], *tf_probe;
+static PyObject *c_autocast_query; /* torch.is_autocast_enabled */
+static PyObject *tensor_type;      /* torch.Tensor */
+static PyObject *c_grad_query;     /* torch.is_grad_enabled: guarded at entry, off in no_grad */
 static PyObject *method_table; /* name → op index */
 
 int sym_func_op(PyObject *callable) {
@@ -2722,12 +2833,20 @@ int sym_ops_init(void) {
         goto error;
     {
         PyObject *C = PyObject_GetAttrString(torch, "_C");
-        static const char *q[2] = {"_is_tracing", "_get_tracing_state"};
+        static const char *q[3] = {"_is_tracing", "_get_tracing_state", "_len_torch_dispatch_stack"};
         static const char *l[2] = {"_log_api_usage_once", "_log_api_usage_metadata"};
-        for (int i = 0; C && i < 2; i++) {
+        static const char *h[3] = {"_has_torch_function", "_has_torch_function_unary",
+                                   "_has_torch_function_variadic"};
+        for (int i = 0; C && i < 3; i++)
             c_tracing_query[i] = PyObject_GetAttrString(C, q[i]);
+        for (int i = 0; C && i < 2; i++)
             c_usage_log[i] = PyObject_GetAttrString(C, l[i]);
-        }
+        for (int i = 0; C && i < 3; i++)
+            c_tf_query[i] = PyObject_GetAttrString(C, h[i]);
+        tf_probe = PyObject_CallMethod(torch, "empty", "i", 0);
+        c_autocast_query = PyObject_GetAttrString(torch, "is_autocast_enabled");
+        tensor_type = PyObject_GetAttrString(torch, "Tensor");
+        c_grad_query = PyObject_GetAttrString(torch, "is_grad_enabled");
         Py_XDECREF(C);
         PyErr_Clear(); /* missing ones stay NULL: calls to them break as before */
     }
@@ -2850,27 +2969,108 @@ static int call_op(trace *t, int opi, var *args, int nargs, PyObject *kwnames, v
     return d->fn(t, d, slots, out);
 }
 
+/* has_torch_function(args): asked with the real objects, a plain-tensor probe standing for
+ * each traced tensor; True (a torch function mode, an object overriding it) stops here. */
+static int torch_function_query(trace *t, PyObject *f, int which, const var *args, int nargs,
+                                var *out) {
+    const var *items = args;
+    int n = nargs;
+    if (which == 0) { /* _has_torch_function(iterable) */
+        if (nargs == 1 && args[0].kind == V_CONST && PyTuple_CheckExact(args[0].obj)) {
+            PyObject *r = PyObject_CallOneArg(f, args[0].obj); /* plain Python values */
+            if (r == NULL) {
+                PyErr_Clear();
+                return sym_fail(t, "has_torch_function raised");
+            }
+            if (r != Py_False) {
+                Py_DECREF(r);
+                return sym_fail(t, "__torch_function__ override or mode active");
+            }
+            return sym_const(t, r, out);
+        }
+        if (nargs != 1 || args[0].kind != V_SEQ)
+            return sym_fail(t, "has_torch_function of an unsupported value");
+        items = args[0].items;
+        n = args[0].n;
+    }
+    PyObject *tup = PyTuple_New(n), *r = NULL;
+    if (tup == NULL)
+        return -1;
+    for (int i = 0; i < n; i++) {
+        PyObject *o = items[i].kind == V_TENSOR ? tf_probe
+                      : items[i].kind == V_CONST || items[i].kind == V_OBJ ? items[i].obj : NULL;
+        if (o == NULL) {
+            Py_DECREF(tup);
+            return sym_fail(t, "has_torch_function of an unsupported value");
+        }
+        PyTuple_SET_ITEM(tup, i, Py_NewRef(o));
+    }
+    r = which == 0 ? PyObject_CallOneArg(f, tup) : PyObject_Call(f, tup, NULL);
+    Py_DECREF(tup);
+    if (r == NULL) {
+        PyErr_Clear();
+        return sym_fail(t, "has_torch_function raised");
+    }
+    if (r != Py_False) {
+        Py_DECREF(r);
+        return sym_fail(t, "__torch_function__ override or mode active");
+    }
+    return sym_const(t, r, out);
+}
+
 /* Generic callables: builtins and math on constants, isinstance, len. */
 static int call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out) {
     PyObject *f = fn->obj;
     const char *name = PyCFunction_Check(f) ? ((PyCFunctionObject *)f)->m_ml->ml_name : NULL;
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < 2; i++)
         if (f == c_usage_log[i] && f != NULL) /* logging only */
             return sym_const(t, Py_NewRef(Py_None), out);
+    for (int i = 0; i < 3; i++) {
         if (f == c_tracing_query[i] && f != NULL && nargs == 0 && !kwnames) {
-            /* False/None unless a torch.jit.trace is running (it would record this call) */
+            /* False/None/0 unless a torch.jit.trace or a dispatch mode is active */
             PyObject *r = PyObject_CallNoArgs(f);
             if (r == NULL) {
                 PyErr_Clear();
                 return sym_fail(t, "%s raised", name);
             }
-            if (r != Py_False && r != Py_None) {
+            int quiet = PyObject_Not(r);
+            if (quiet != 1) {
+                PyErr_Clear();
                 Py_DECREF(r);
-                return sym_fail(t, "called under torch.jit.trace (%s)", name);
+                return sym_fail(t, "called under torch.jit.trace or a dispatch mode (%s)", name);
             }
             return sym_const(t, r, out);
         }
     }
+    if (f == c_grad_query && f != NULL && nargs == 0 && !kwnames)
+        return sym_const(t, PyBool_FromLong(tc_grad_enabled() && t->nograd == 0), out);
+    if (f == c_autocast_query && f != NULL) {
+        /* False unless autocast is on (the graph does not apply autocast: not captured) */
+        PyObject *tup = PyTuple_New(nargs);
+        if (tup == NULL)
+            return -1;
+        for (int i = 0; i < nargs; i++) {
+            if (args[i].kind != V_CONST || kwnames) {
+                Py_DECREF(tup);
+                return sym_fail(t, "is_autocast_enabled with non-constant arguments");
+            }
+            PyTuple_SET_ITEM(tup, i, Py_NewRef(args[i].obj));
+        }
+        PyObject *r = PyObject_Call(f, tup, NULL);
+        Py_DECREF(tup);
+        if (r == NULL) {
+            PyErr_Clear();
+            return sym_fail(t, "is_autocast_enabled raised");
+        }
+        if (r != Py_False) {
+            Py_DECREF(r);
+            return sym_fail(t, "autocast is enabled (not captured)");
+        }
+        return sym_const(t, r, out);
+    }
+    for (int i = 0; i < 3; i++)
+        if (f == c_tf_query[i] && f != NULL && tf_probe != NULL && !kwnames)
+            return torch_function_query(t, f, i, args, nargs, out);
     if (name && strcmp(name, "len") == 0 && nargs == 1 && !kwnames) {
         if (args[0].kind == V_TENSOR) {
             ic_meta m_copy = *metap(t, args[0].val);
@@ -2901,6 +3101,18 @@ static int call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject 
             tp = (PyObject *)&PyDict_Type;
         else if (args[0].kind == V_SEQ)
             tp = args[0].is_list ? (PyObject *)&PyList_Type : (PyObject *)&PyTuple_Type;
+        else if (args[0].kind == V_TENSOR) {
+            /* an input (its type guarded: Parameter or Tensor), or a graph value: Tensor */
+            int s = args[0].src;
+            if (s >= 0 && s < DH_SRC_MAX && t->srcobj[s] != NULL && t->srcdone[s] &&
+                t->srcvar[s].oid == args[0].oid) {
+                if (sym_guard_type(t, s, t->srcobj[s]) < 0)
+                    return -1;
+                tp = (PyObject *)Py_TYPE(t->srcobj[s]);
+            } else if (s < 0) {
+                tp = tensor_type;
+            }
+        }
         if (tp != NULL)
             return sym_const(t, Py_NewRef(tp), out);
     }
@@ -3035,6 +3247,36 @@ static int call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject 
         out->items = items;
         return 0;
     }
+    if (name && (!strcmp(name, "all") || !strcmp(name, "any") || !strcmp(name, "sum") ||
+                 !strcmp(name, "min") || !strcmp(name, "max")) &&
+        nargs >= 1 && nargs <= 2 && !kwnames && (args[0].kind == V_SEQ || args[0].kind == V_ITER)) {
+        /* all(genexpr), sum(...) over constants: called on a tuple of them (tensors' truth
+         * is data: not captured) */
+        var *items;
+        int n;
+        if (sym_iter_items(t, &args[0], &items, &n) < 0)
+            return -1;
+        if (nargs == 2 && args[1].kind != V_CONST)
+            return sym_fail(t, "%s() with a non-constant start", name);
+        PyObject *tup = PyTuple_New(n), *r = NULL;
+        if (tup == NULL)
+            return -1;
+        for (int i = 0; i < n; i++) {
+            if (items[i].kind != V_CONST) {
+                Py_DECREF(tup);
+                return sym_fail(t, "%s() over non-constant values", name);
+            }
+            PyTuple_SET_ITEM(tup, i, Py_NewRef(items[i].obj));
+        }
+        r = nargs == 2 ? PyObject_CallFunctionObjArgs(f, tup, args[1].obj, NULL)
+                       : PyObject_CallOneArg(f, tup);
+        Py_DECREF(tup);
+        if (r == NULL) {
+            PyErr_Clear();
+            return sym_fail(t, "%s() raised (eager will raise)", name);
+        }
+        return sym_const(t, r, out);
+    }
     /* pure functions of constants: math.*, abs, min, max, int, float, bool, round */
     int allconst = 1;
     for (int i = 0; i < nargs; i++)
@@ -3124,8 +3366,10 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
         }
         return sym_const(t, r, out);
     }
-    if (fn->kind == V_FUNC && fn->op == SYM_CTX_EXIT) /* __exit__(None, None, None) */
+    if (fn->kind == V_FUNC && fn->op == SYM_CTX_EXIT) { /* __exit__(None, None, None) */
+        t->nograd--;
         return sym_const(t, Py_NewRef(Py_None), out);
+    }
     if (fn->kind == V_FUNC && sym_is_grad_ctx_type(fn->obj)) {
         /* torch.no_grad() & co: a real context object (harmless to create), constant args */
         PyObject *tup = PyTuple_New(npos);
@@ -3438,6 +3682,11 @@ int sym_tensor_attr(trace *t, const var *x, PyObject *name, var *out) {
         return sym_const(t, Py_NewRef(sym_dtype_object(m->dtype)), out);
     if (!strcmp(n, "is_cuda"))
         return sym_const(t, PyBool_FromLong(t->device_type == TC_DEV_CUDA), out);
+    if (!strcmp(n, "is_cpu"))
+        return sym_const(t, PyBool_FromLong(t->device_type != TC_DEV_CUDA), out);
+    if (!strcmp(n, "is_nested") || !strcmp(n, "is_sparse") || !strcmp(n, "is_quantized") ||
+        !strcmp(n, "is_meta") || !strcmp(n, "is_mkldnn")) /* such tensors are not captured */
+        return sym_const(t, Py_NewRef(Py_False), out);
     if (!strcmp(n, "requires_grad")) {
         /* inputs: what their guard pinned; values computed in the graph never require grad
          * (inputs that require grad with grad mode on are not captured) */

@@ -141,6 +141,16 @@ int sym_guard_const(trace *t, int src, PyObject *value) {
     return 0;
 }
 
+int sym_guard_type(trace *t, int src, PyObject *obj) {
+    if (src < 0 || has_guard(t, DH_G_TYPE, src))
+        return 0;
+    dh_guard *g = new_guard(t, DH_G_TYPE, src);
+    if (g == NULL)
+        return -1;
+    g->obj = Py_NewRef((PyObject *)Py_TYPE(obj));
+    return 0;
+}
+
 int sym_guard_id(trace *t, int src, PyObject *obj) {
     if (src < 0 || has_guard(t, DH_G_ID, src))
         return 0;
@@ -270,6 +280,8 @@ int sym_alias_same(trace *t, int a, int b) {
 int sym_mutate(trace *t, const var *target, ic_val newval) {
     if (target->kind != V_TENSOR || target->oid <= 0)
         return sym_fail(t, "in-place update of a non-tensor");
+    if (t->in_gen) /* a generator runs to completion: eager may stop it before this */
+        return sym_fail(t, "in-place update inside a generator");
     if (newval < 0)
         return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "in-place update failed");
     if (t->obj_aliased[target->oid] && sym_alias_live(t, target->oid))

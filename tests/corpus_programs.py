@@ -877,7 +877,7 @@ def _gen(x):
     yield x * 2
 
 
-@case(1, 2, lambda: (R(4),), reason="generator")
+@case(1, 0, lambda: (R(4),))
 def call_generator_function(x):
     a, b = _gen(x)
     return a + b
@@ -2691,7 +2691,7 @@ def str_set_tuple_methods(x, s):
     return x * len(s.upper()) * ("a" in {"a", "b"}) + len(",".join(["a", "b"])) + (1, 2).index(2)
 
 
-@case(0, 1, lambda: (R(3), _Config()), reason="'is' on unsupported values")
+@case(1, 0, lambda: (R(3), _Config()))
 def type_is_and_isinstance_of_objects(x, o):
     if type(o) is _Config and isinstance(o, _Config):
         return x + 1

@@ -165,3 +165,137 @@ def test_tuple_of_zip_and_reversed_iterator():
     xs = [torch.randn(3)]
     with pytest.raises(TypeError):
         torchc.compile(g)(xs)
+
+
+def test_is_between_constants_classes_and_tensors():
+    def f(x, y):
+        a = type(x) is torch.Tensor
+        b = type(3) is not torch.Tensor
+        c = x is y
+        d = x is x
+        e = torch.is_grad_enabled()
+        return x * (a + b + c + d + e)
+
+    x = torch.randn(3)
+    one_graph(f, x, torch.randn(3))
+    one_graph(lambda x: f(x, x), x)
+
+
+def test_torch_assert_on_constants():
+    def f(x):
+        n, c = x.shape
+        torch._assert(c == 4, f"bad width {c}")
+        torch._assert(torch.overrides.has_torch_function((x,)) is False, "tf")
+        return x.sum(1)
+
+    one_graph(f, torch.randn(3, 4))
+
+
+def test_genexpr_and_generator_function():
+    def gen(xs):
+        for i, x in enumerate(xs):
+            yield x * (i + 1)
+
+    def f(a, b, c):
+        q, k, v = (t.transpose(1, 0) for t in (a, b, c))
+        ok = all(t.device.type in ["cpu", "cuda"] for t in (a, b))
+        s = sum(t.shape[0] for t in (a, b, c))
+        return tuple(gen([q, k, v])), ok, s, any(t is None for t in (a, b))
+
+    xs = [torch.randn(2, 3) for _ in range(3)]
+    one_graph(f, *xs)
+
+
+def test_generator_side_effects_are_not_captured():
+    def f(xs):
+        return any(x.add_(1).sum() is None for x in xs)  # in-place inside a generator
+
+    xs = [torch.randn(3), torch.randn(3)]
+    ys = [x.clone() for x in xs]
+    assert torchc.compile(f)(xs) == f(ys)
+    assert_same(xs, ys)
+
+
+def test_unflatten():
+    def f(x):
+        return x.unflatten(-1, (3, -1)).unflatten(0, (1, 2)).sum(-1) + torch.unflatten(x, 1, (2, 6)).mean()
+
+    one_graph(f, torch.randn(2, 12))
+
+
+_NAME = "this module's global"
+
+
+def test_nested_function_reads_its_own_module_globals():
+    import types as _types
+    mod = _types.ModuleType("tv_helper_mod")
+    exec("import torch\n_NAME = 3.0\n"
+         "def g(xs):\n    return tuple(x * _NAME for x in xs)\n", mod.__dict__)
+
+    def f(x):
+        return mod.g((x, x + 1))
+
+    one_graph(f, torch.randn(4))
+
+
+@pytest.mark.parametrize("batch_first", [True, False])
+@pytest.mark.parametrize("kind", ["self", "self_weights", "cross", "kv", "mask"])
+def test_multihead_attention(batch_first, kind):
+    torch.manual_seed(0)
+    m = nn.MultiheadAttention(16, 4, batch_first=batch_first).eval()
+    x = torch.randn(2, 5, 16) if batch_first else torch.randn(5, 2, 16)
+    y = torch.randn_like(x)
+    mask = torch.zeros(2, 5, dtype=torch.bool)
+    mask[1, 3:] = True
+
+    def f(x, y):
+        if kind == "self":
+            return m(x, x, x, need_weights=False)[0].relu()
+        if kind == "self_weights":
+            return m(x, x, x)
+        if kind == "cross":
+            return m(x, y, y, need_weights=False)[0]
+        if kind == "kv":
+            return m(x, y, x * 2, need_weights=False)[0]
+        return m(x, x, x, key_padding_mask=mask, need_weights=False)[0]
+
+    with torch.no_grad():
+        want = f(x, y)
+        cf = torchc.compile(f)
+        assert_same(cf(x, y), want, 1e-4, 1e-5)
+        ex = explain_of(cf, x, y)
+    if kind in ("self", "cross", "kv"):
+        assert ex.graph_count == 1 and ex.graph_break_count == 0, ex.break_reasons
+        assert "sdpa" in ex.extern_calls or "scaled_dot_product_attention" in " ".join(ex.extern_calls), ex.extern_calls
+
+
+def test_multihead_attention_output_layout_matches_eager():
+    m = nn.MultiheadAttention(16, 4, batch_first=True).eval()
+    x = torch.randn(2, 5, 16)
+    with torch.no_grad():
+        got = torchc.compile(lambda x: m(x, x, x, need_weights=False)[0])(x)
+        want = m(x, x, x, need_weights=False)[0]
+    assert got.stride() == want.stride()
+    assert_same(got, want, 1e-4, 1e-5)
+
+
+def test_torchvision_encoder_block():
+    vt = pytest.importorskip("torchvision.models.vision_transformer")
+    m = vt.EncoderBlock(4, 32, 64, 0.0, 0.0).eval()
+    one_graph(m, torch.randn(2, 7, 32), rtol=1e-4, atol=1e-5)
+
+
+def test_type_of_tensor_input_is_guarded():
+    def f(x):
+        if type(x) is torch.Tensor:
+            return x + 1
+        return x - 1
+
+    cf = torchc.compile(f)
+    p = nn.Parameter(torch.randn(3), requires_grad=False)
+    t = torch.randn(3)
+    with torch.no_grad():
+        assert_same(cf(p), f(p))
+        assert_same(cf(t), f(t))
+        assert_same(cf(p), f(p))
+        assert_same(cf(t * 2), f(t * 2))
