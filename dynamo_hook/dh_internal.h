@@ -43,14 +43,15 @@ typedef enum dh_srckind {
     DH_S_GLOBAL, /* f_globals[name], else f_builtins[name] */
     DH_S_ATTR,   /* getattr(sources[base], name), nn.Module-aware, never runs Python */
     DH_S_ITEM,   /* sources[base][index] for a tuple/list */
-    DH_S_CLOSURE /* function closure cell index (3.11/3.12 free vars) */
+    DH_S_CLOSURE,/* function closure cell index (3.11/3.12 free vars) */
+    DH_S_CONST   /* name: an object held by the entry (a function found on a class), itself */
 } dh_srckind;
 
 typedef struct dh_source {
     dh_srckind kind;
     int base;       /* index of the base source (ATTR/ITEM) */
     Py_ssize_t index;
-    PyObject *name; /* strong (ATTR/GLOBAL) */
+    PyObject *name; /* strong (ATTR/GLOBAL: str; CONST: the object) */
 } dh_source;
 
 /* ---- guards ----------------------------------------------------------------------- */

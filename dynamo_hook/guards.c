@@ -142,6 +142,8 @@ PyObject *dh_source_resolve(const dh_source *s, PyObject *const *values,
             return PyList_GET_ITEM(base, s->index);
         return NULL;
     }
+    case DH_S_CONST:
+        return s->name;
     case DH_S_CLOSURE: {
         if (s->base >= 0)
             func = values[s->base];
@@ -383,6 +385,8 @@ static PyObject *source_str(const dh_entry *e, int i) {
         if (s->kind == DH_S_GLOBAL)
             return PyUnicode_FromFormat("G[%R]", s->name);
         return PyUnicode_FromFormat("closure[%zd]", s->index);
+    case DH_S_CONST:
+        return PyUnicode_FromFormat("const(%R)", s->name);
     case DH_S_ATTR:
         base = source_str(e, s->base);
         r = base ? PyUnicode_FromFormat("%U.%U", base, s->name) : NULL;

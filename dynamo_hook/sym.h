@@ -59,6 +59,7 @@ typedef struct sym_break {
 #define SYM_USER_FUNCTION (-2) /* V_FUNC.op of a Python function: inlined when called */
 #define SYM_MADE_FUNCTION (-3) /* V_FUNC.op of a MAKE_FUNCTION result: obj = code, items = closure */
 #define SYM_CTX_EXIT (-4)      /* V_FUNC.op of a grad-mode context's __exit__ */
+#define SYM_PREDICATE (-5)     /* V_FUNC.op of torch.compiler.is_compiling & co (sym_predicate) */
 #define SYM_INLINE_DEPTH 24
 
 typedef struct trace {
@@ -150,6 +151,7 @@ int sym_variables_init(void);
 int sym_is_nn_module(PyObject *o);
 /* o is an nn.Sequential/ModuleList (or a subclass whose `slot` method is the container's) */
 int sym_is_module_container(PyObject *o, const char *slot);
+int sym_predicate(PyObject *o); /* the traced answer of a tracing predicate (0/1), or -1 */
 int sym_is_grad_ctx(PyObject *o);
 int sym_is_grad_ctx_type(PyObject *tp); /* torch.no_grad()/enable_grad()/inference_mode()/set_grad_enabled() */
 
@@ -174,6 +176,8 @@ PyObject *dh_make_resume(PyCodeObject *code, PyObject *globals, int target_pc, i
                          const unsigned char *unbound, int nstack, const unsigned char *stack_null);
 int sym_inline_made(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out);
 int sym_load_attr(trace *t, const var *o, PyObject *name, var *out);
+/* d.get/pop/setdefault/copy/update/__contains__ on a V_DICT (d: the dict at the call) */
+int sym_dict_method(trace *t, const var *d, const char *mn, var *args, int nargs, var *out);
 int sym_iter_items(trace *t, const var *v, var **items, int *n);
 int sym_inline_module(trace *t, const var *mod, var *args, int nargs, PyObject *kwnames, var *out);
 int sym_binary(trace *t, int nb_op, const var *a, const var *b, var *out); /* BINARY_OP */

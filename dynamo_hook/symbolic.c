@@ -195,6 +195,40 @@ static int fn_const_attr(const char *n) {
 int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) { return load_attr(t, o, name, out); }
 int sym_iter_items(trace *t, const var *v, var **items, int *n) { return to_items(t, v, items, n); }
 
+/* cls.name for a class reached as a guarded global or as type(guarded object): a function
+ * on the class (taken as it is now: reassigning a method after compiling is not seen), an
+ * enum member, a plain constant, or the class's name. 0 done, -1 failed, 1 not handled. */
+static int type_attr(trace *t, PyObject *cls, PyObject *name, var *out) {
+    const char *n = PyUnicode_AsUTF8(name);
+    if (n == NULL) {
+        PyErr_Clear();
+        return 1;
+    }
+    if (!strcmp(n, "__name__") || !strcmp(n, "__qualname__") || !strcmp(n, "__module__"))
+        return sym_const(t, PyObject_GetAttr(cls, name), out) < 0
+                   ? (PyErr_Clear(), sym_fail(t, "attribute %U of a class", name)) : 0;
+    if (n[0] == '_')
+        return 1;
+    PyObject *a = _PyType_Lookup((PyTypeObject *)cls, name);
+    if (a == NULL)
+        return 1;
+    if (PyFunction_Check(a)) {
+        int s = sym_source(t, DH_S_CONST, -1, 0, a); /* its globals/closure are read through it */
+        if (s < 0)
+            return -1;
+        memset(out, 0, sizeof *out);
+        out->kind = V_FUNC;
+        out->src = s;
+        out->op = SYM_USER_FUNCTION;
+        out->obj = sym_keep(t, Py_NewRef(a));
+        return out->obj ? 0 : -1;
+    }
+    if (a == Py_None || PyBool_Check(a) || PyLong_CheckExact(a) || PyFloat_CheckExact(a) ||
+        PyUnicode_CheckExact(a) || PyObject_TypeCheck(a, (PyTypeObject *)cls) /* an enum member */)
+        return sym_const(t, Py_NewRef(a), out);
+    return 1;
+}
+
 static int load_attr(trace *t, const var *o, PyObject *name, var *out) {
     if (o->kind == V_SEQ && o->obj != NULL && PyType_Check(o->obj) && o->n == 2) {
         const char *n = PyUnicode_AsUTF8(name);
@@ -253,6 +287,9 @@ static int load_attr(trace *t, const var *o, PyObject *name, var *out) {
             Py_DECREF(a);
             return rc;
         }
+        if (PyUnicode_CompareWithASCIIString(name, "__class__") == 0 && o->src >= 0)
+            /* the object is identity-guarded: its class is fixed */
+            return sym_const(t, Py_NewRef((PyObject *)Py_TYPE(o->obj)), out);
         for (int i = t->nattrw - 1; i >= 0; i--) /* written earlier in this trace */
             if (t->attrw[i].src == o->src && o->src >= 0 &&
                 PyUnicode_Compare(t->attrw[i].name, name) == 0) {
@@ -350,6 +387,14 @@ static int load_attr(trace *t, const var *o, PyObject *name, var *out) {
         if (strcmp(Py_TYPE(o->obj)->tp_name, "torch.dtype") == 0 &&
             (!strcmp(n, "is_floating_point") || !strcmp(n, "itemsize") || !strcmp(n, "is_complex")))
             return sym_const(t, PyObject_GetAttr(o->obj, name), out);
+        if (PyType_Check(o->obj)) {
+            int rc = type_attr(t, o->obj, name, out);
+            if (rc <= 0)
+                return rc;
+        }
+        if (!strcmp(Py_TYPE(o->obj)->tp_name, "Signature") && !strcmp(n, "parameters"))
+            return sym_const(t, PyObject_GetAttr(o->obj, name), out) < 0
+                       ? (PyErr_Clear(), sym_fail(t, "attribute %U of a constant", name)) : 0;
         return sym_fail(t, "attribute %U of %s constant not supported", name, Py_TYPE(o->obj)->tp_name);
     }
     case V_SUPER: {
@@ -385,7 +430,9 @@ static int load_attr(trace *t, const var *o, PyObject *name, var *out) {
     }
     case V_DICT: {
         const char *n = PyUnicode_AsUTF8(name);
-        if (strcmp(n, "items") && strcmp(n, "keys") && strcmp(n, "values"))
+        if (strcmp(n, "items") && strcmp(n, "keys") && strcmp(n, "values") && strcmp(n, "get") &&
+            strcmp(n, "pop") && strcmp(n, "setdefault") && strcmp(n, "copy") && strcmp(n, "update") &&
+            strcmp(n, "__contains__"))
             return sym_fail(t, "dict.%U not supported", name);
         var *self = sym_alloc(t, 1);
         if (self == NULL)
@@ -400,6 +447,11 @@ static int load_attr(trace *t, const var *o, PyObject *name, var *out) {
     }
     case V_FUNC: {
         const char *n = PyUnicode_AsUTF8(name);
+        if (o->obj && PyType_Check(o->obj) && o->op < 0) {
+            int rc = type_attr(t, o->obj, name, out);
+            if (rc <= 0)
+                return rc;
+        }
         if (fn_const_attr(n) && o->obj && o->op != SYM_MADE_FUNCTION) {
             PyObject *a = PyObject_GetAttr(o->obj, name);
             if (a == NULL) {
@@ -450,6 +502,19 @@ static int subscr(trace *t, const var *c, const var *k, var *out) {
             return sym_fail(t, "index out of range");
         *out = c->items[i];
         return 0;
+    }
+    if (c->kind == V_OBJ && !PyModule_Check(c->obj) && !sym_is_nn_module(c->obj) && c->src >= 0) {
+        /* a user container: type(c).__getitem__(c, k) inlined */
+        PyObject *gn = PyUnicode_InternFromString("__getitem__");
+        PyObject *fn = gn ? _PyType_Lookup(Py_TYPE(c->obj), gn) : NULL;
+        if (fn == NULL || !PyFunction_Check(fn)) {
+            Py_XDECREF(gn);
+            return sym_fail(t, "subscript of a %s", Py_TYPE(c->obj)->tp_name);
+        }
+        var kk = *k;
+        int fs = sym_source(t, DH_S_ATTR, c->src, 1, gn);
+        Py_DECREF(gn);
+        return fs < 0 ? -1 : sym_inline(t, fn, fs, c, &kk, 1, NULL, out);
     }
     if (c->kind == V_OBJ && !PyModule_Check(c->obj) && k->kind == V_CONST && PyUnicode_Check(k->obj) &&
         c->src >= 0) {
@@ -670,6 +735,165 @@ static int dict_merge(trace *t, var *dst, const var *src) {
     return kk ? make_dict(t, kk, vals, m, dst) : -1;
 }
 
+/* Index of constant key k in dict d, -1 when absent, -2 on a comparison error (failed). */
+static int dict_find(trace *t, const var *d, PyObject *k) {
+    for (int i = 0; i < d->n; i++) {
+        int eq = PyObject_RichCompareBool(PyTuple_GET_ITEM(d->obj, i), k, Py_EQ);
+        if (eq < 0) {
+            PyErr_Clear();
+            sym_fail(t, "dict key comparison raised");
+            return -2;
+        }
+        if (eq)
+            return i;
+    }
+    return -1;
+}
+
+/* Vars are values: every copy of a dict (locals, stack, closures, containers of any live
+ * frame) shares its items array, which names the dict. An update builds the new keys and
+ * items, then rebinds every copy. */
+static void dict_rebind(var *v, int n, const var *items, const var *nd, int depth) {
+    for (int i = 0; i < n; i++) {
+        var *x = &v[i];
+        if (x->kind == V_DICT && x->items == items) {
+            int src = x->src;
+            *x = *nd;
+            x->src = src;
+            continue;
+        }
+        if (depth < 8 && x->items != NULL && x->items != items &&
+            (x->kind == V_SEQ || x->kind == V_ITER || x->kind == V_DICT || x->kind == V_METHOD))
+            dict_rebind(x->items, x->kind == V_METHOD ? 1 : x->n, items, nd, depth + 1);
+    }
+}
+
+/* copies of the dict named by items in v[0..n) (containers too) */
+static int dict_refs(const var *v, int n, const var *items, int depth) {
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        const var *x = &v[i];
+        if (x->kind == V_DICT && x->items == items)
+            k++;
+        else if (depth < 8 && x->items != NULL &&
+                 (x->kind == V_SEQ || x->kind == V_ITER || x->kind == V_DICT || x->kind == V_METHOD))
+            k += dict_refs(x->items, x->kind == V_METHOD ? 1 : x->n, items, depth + 1);
+    }
+    return k;
+}
+
+/* A graph break rebuilds each dict variable as its own dict: a dict reachable twice from
+ * the state handed to the resume function would split in two. */
+static int dicts_shared(const var *v, int n, const var *all, int nall, int depth) {
+    for (int i = 0; i < n; i++) {
+        const var *x = &v[i];
+        if (x->kind == V_DICT && x->items != NULL && dict_refs(all, nall, x->items, 0) > 1)
+            return 1;
+        if (depth < 8 && x->items != NULL && (x->kind == V_SEQ || x->kind == V_ITER || x->kind == V_DICT) &&
+            dicts_shared(x->items, x->n, all, nall, depth + 1))
+            return 1;
+    }
+    return 0;
+}
+
+static void dict_rebind_all(trace *t, const var *old, const var *nd) {
+    for (int i = 0; i < t->nframes; i++) {
+        sframe *f = t->frames[i];
+        dict_rebind(f->stack, f->sp, old, nd, 0);
+        dict_rebind(f->locals, f->nlocals, old, nd, 0);
+        if (f->closure)
+            dict_rebind(f->closure, f->nclosure, old, nd, 0);
+    }
+}
+
+/* d[k] = val (val NULL: del d[k]; the key must exist). Dicts read from the frame's inputs
+ * are left to eager (the caller would see the update). */
+static int dict_update(trace *t, const var *d, PyObject *k, const var *val) {
+    if (d->kind != V_DICT || d->items == NULL)
+        return sym_fail(t, "update of an unsupported dict");
+    if (d->src >= 0)
+        return sym_fail(t, "update of a dict passed in (the caller sees it) not supported");
+    if (PyObject_Hash(k) == -1) {
+        PyErr_Clear();
+        return sym_fail(t, "unhashable dict key");
+    }
+    int at = dict_find(t, d, k);
+    if (at == -2)
+        return -1;
+    if (at < 0 && val == NULL)
+        return sym_fail(t, "KeyError (eager will raise)");
+    int n = d->n + (at < 0 ? 1 : val == NULL ? -1 : 0);
+    PyObject *keys = PyTuple_New(n);
+    var *vals = sym_alloc(t, n);
+    if (keys == NULL || vals == NULL) {
+        Py_XDECREF(keys);
+        return -1;
+    }
+    int m = 0;
+    for (int i = 0; i < d->n; i++) {
+        if (i == at && val == NULL)
+            continue;
+        PyTuple_SET_ITEM(keys, m, Py_NewRef(PyTuple_GET_ITEM(d->obj, i)));
+        vals[m++] = i == at ? *val : d->items[i];
+    }
+    if (at < 0) {
+        PyTuple_SET_ITEM(keys, m, Py_NewRef(k));
+        vals[m++] = *val;
+    }
+    PyObject *kk = sym_keep(t, keys);
+    if (kk == NULL)
+        return -1;
+    var nd;
+    make_dict(t, kk, vals, m, &nd);
+    dict_rebind_all(t, d->items, &nd);
+    return 0;
+}
+
+/* d.get(k, default) / d.pop(k[, default]) / d.setdefault(k, default) / d.copy() /
+ * d.update(other) / d.__contains__(k) on a dict of constant keys; 0, or -1 failed */
+int sym_dict_method(trace *t, const var *d, const char *mn, var *args, int nargs, var *out) {
+    if (!strcmp(mn, "copy") && nargs == 0) {
+        var *vals = sym_alloc(t, d->n);
+        if (vals == NULL)
+            return -1;
+        memcpy(vals, d->items, (size_t)d->n * sizeof(var));
+        return make_dict(t, d->obj, vals, d->n, out);
+    }
+    if (!strcmp(mn, "update") && nargs == 1) {
+        if (d->src >= 0)
+            return sym_fail(t, "update of a dict passed in (the caller sees it) not supported");
+        var m = *d;
+        if (dict_merge(t, &m, &args[0]) < 0)
+            return -1;
+        dict_rebind_all(t, d->items, &m);
+        return sym_const(t, Py_NewRef(Py_None), out);
+    }
+    if (nargs < 1 || nargs > 2 || args[0].kind != V_CONST)
+        return sym_fail(t, "dict.%s with these arguments not supported", mn);
+    PyObject *k = args[0].obj;
+    int at = dict_find(t, d, k);
+    if (at == -2)
+        return -1;
+    if (!strcmp(mn, "__contains__") && nargs == 1)
+        return sym_const(t, PyBool_FromLong(at >= 0), out);
+    if (!strcmp(mn, "get") || !strcmp(mn, "pop") || !strcmp(mn, "setdefault")) {
+        if (at >= 0)
+            *out = d->items[at];
+        else if (nargs == 2)
+            *out = args[1];
+        else if (!strcmp(mn, "pop"))
+            return sym_fail(t, "KeyError (eager will raise)");
+        else if (sym_const(t, Py_NewRef(Py_None), out) < 0)
+            return -1;
+        if (!strcmp(mn, "pop") && at >= 0)
+            return dict_update(t, d, k, NULL);
+        if (!strcmp(mn, "setdefault") && at < 0)
+            return dict_update(t, d, k, out);
+        return 0;
+    }
+    return sym_fail(t, "dict.%s not supported", mn);
+}
+
 /* ---- graph breaks ------------------------------------------------------------------ */
 
 static int can_break(trace *t) {
@@ -691,6 +915,13 @@ static int record_break_state(trace *t, sframe *f) {
         return -1;
     memcpy(t->brk.stack, f->stack, (size_t)f->sp * sizeof(var));
     memcpy(t->brk.locals, f->locals, (size_t)f->nlocals * sizeof(var));
+    var *all = sym_alloc(t, f->sp + f->nlocals);
+    if (all == NULL)
+        return -1;
+    memcpy(all, f->stack, (size_t)f->sp * sizeof(var));
+    memcpy(all + f->sp, f->locals, (size_t)f->nlocals * sizeof(var));
+    if (dicts_shared(all, f->sp + f->nlocals, all, f->sp + f->nlocals, 0))
+        return sym_fail(t, "a dict referenced twice is live across a graph break");
     t->brk.nlocals = f->nlocals - f->code->co_nfreevars; /* plain locals: free vars stay in the closure */
     return 1;
 }
@@ -806,6 +1037,8 @@ static int run_body(trace *t, sframe *f, var *result) {
                     f->locals[first + i].kind = V_NULL; /* empty cell: unbound */
                     continue;
                 }
+                if (!f->top && f->func_src < 0 && fn != t->func)
+                    return sym_fail(t, "closure of a function reached without a source");
                 int s = sym_source(t, DH_S_CLOSURE, f->top ? -1 : f->func_src, i, NULL);
                 if (s < 0 || sym_wrap(t, o, s, &f->locals[first + i]) < 0)
                     return -1;
@@ -1107,6 +1340,54 @@ static int run_body(trace *t, sframe *f, var *result) {
             NEED(2);
             b = POP();
             a = POP();
+            if (a.kind == V_CONST && b.kind == V_DICT) {
+                int at = dict_find(t, &b, a.obj);
+                if (at == -2)
+                    return -1;
+                if (sym_const(t, PyBool_FromLong((at >= 0) ^ oparg), &c) < 0)
+                    return -1;
+                PUSH(c);
+                break;
+            }
+            if (a.kind == V_CONST && b.kind == V_SEQ) { /* constants only: == on values */
+                int r = 0, i;
+                for (i = 0; i < b.n && !r && b.items[i].kind == V_CONST; i++) {
+                    r = PyObject_RichCompareBool(b.items[i].obj, a.obj, Py_EQ);
+                    if (r < 0) {
+                        PyErr_Clear();
+                        return sym_fail(t, "'in' raised");
+                    }
+                }
+                if (!r && i < b.n)
+                    return sym_fail(t, "'in' on a sequence of non-constant values");
+                if (sym_const(t, PyBool_FromLong(r ^ oparg), &c) < 0)
+                    return -1;
+                PUSH(c);
+                break;
+            }
+            if (b.kind == V_OBJ && b.src >= 0 && !PyModule_Check(b.obj)) {
+                /* a user mapping/container: type(b).__contains__(b, a) inlined */
+                PyObject *cn = PyUnicode_InternFromString("__contains__");
+                PyObject *fn = cn ? _PyType_Lookup(Py_TYPE(b.obj), cn) : NULL;
+                if (fn == NULL || !PyFunction_Check(fn)) {
+                    Py_XDECREF(cn);
+                    return sym_fail(t, "'in' on a %s", Py_TYPE(b.obj)->tp_name);
+                }
+                var r;
+                int fs = sym_source(t, DH_S_ATTR, b.src, 1, cn);
+                Py_DECREF(cn);
+                if (fs < 0 || sym_inline(t, fn, fs, &b, &a, 1, NULL, &r) < 0)
+                    return -1;
+                int truth = r.kind == V_CONST ? PyObject_IsTrue(r.obj) : -1;
+                if (truth < 0) {
+                    PyErr_Clear();
+                    return sym_fail(t, "'in' on a %s: not a constant answer", Py_TYPE(b.obj)->tp_name);
+                }
+                if (sym_const(t, PyBool_FromLong(truth ^ oparg), &c) < 0)
+                    return -1;
+                PUSH(c);
+                break;
+            }
             if (a.kind != V_CONST || b.kind != V_CONST)
                 return sym_fail(t, "'in' on non-constant values");
             int r = PySequence_Contains(b.obj, a.obj);
@@ -1610,6 +1891,11 @@ static int run_body(trace *t, sframe *f, var *result) {
             b = POP(); /* value */
             if (a.kind == V_TENSOR && sym_tensor_setitem(t, &a, &k, &b) == 0)
                 break;
+            if (a.kind == V_DICT && k.kind == V_CONST && op == OP_STORE_SUBSCR) {
+                if (dict_update(t, &a, k.obj, &b) == 0)
+                    break;
+                return -1;
+            }
             if (a.kind != V_TENSOR)
                 sym_fail(t, "item assignment to a %s", a.kind == V_SEQ ? "list" : a.kind == V_DICT ? "dict" : "non-tensor");
             /* run the store eagerly between two graphs */
@@ -1861,8 +2147,16 @@ static int inline_code(trace *t, PyCodeObject *code, PyObject *globals, PyObject
     int argc = code->co_argcount, kwonly = code->co_kwonlyargcount;
     int given = npos + (self ? 1 : 0);
     int i = 0;
-    if (self)
-        f->locals[i++] = *self;
+    if (self) { /* one positional list [self] + args (self may land in *args) */
+        var *all = sym_alloc(t, nargs + 1);
+        if (all == NULL)
+            goto done;
+        all[0] = *self;
+        memcpy(all + 1, args, (size_t)nargs * sizeof(var));
+        args = all;
+        npos = given;
+        self = NULL;
+    }
     for (int k = 0; k < npos && i < argc; k++)
         f->locals[i++] = args[k];
     int extra_pos = given - argc;

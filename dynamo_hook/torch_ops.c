@@ -3071,6 +3071,23 @@ static int call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject 
     for (int i = 0; i < 3; i++)
         if (f == c_tf_query[i] && f != NULL && tf_probe != NULL && !kwnames)
             return torch_function_query(t, f, i, args, nargs, out);
+    if (f == (PyObject *)&PyDict_Type && (!kwnames || PyTuple_GET_SIZE(kwnames) == 0)) {
+        /* dict() / dict(d): a new dict */
+        if (nargs == 1 && args[0].kind == V_DICT)
+            return sym_dict_method(t, &args[0], "copy", NULL, 0, out);
+        if (nargs == 0) {
+            PyObject *keys = PyTuple_New(0);
+            var *vals = sym_alloc(t, 0);
+            if (keys == NULL || vals == NULL || sym_keep(t, keys) == NULL)
+                return -1;
+            memset(out, 0, sizeof *out);
+            out->kind = V_DICT;
+            out->src = -1;
+            out->obj = keys;
+            out->items = vals;
+            return 0;
+        }
+    }
     if (name && strcmp(name, "len") == 0 && nargs == 1 && !kwnames) {
         if (args[0].kind == V_TENSOR) {
             ic_meta m_copy = *metap(t, args[0].val);
@@ -3079,7 +3096,7 @@ static int call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject 
                 return sym_fail(t, "len() of a 0-d tensor");
             return size_out(t, m, 0, out);
         }
-        if (args[0].kind == V_SEQ)
+        if (args[0].kind == V_SEQ || args[0].kind == V_DICT)
             return sym_const(t, PyLong_FromLong(args[0].n), out);
         if (args[0].kind == V_OBJ && !PyModule_Check(args[0].obj)) {
             PyObject *name = PyUnicode_InternFromString("_modules");
@@ -3317,6 +3334,20 @@ static int call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject 
     return sym_fail(t, "call to %s not supported", name ? name : Py_TYPE(f)->tp_name);
 }
 
+static int is_inspect_signature(PyObject *f) {
+    static PyObject *sig;
+    if (sig == NULL) {
+        PyObject *m = PyImport_ImportModule("inspect");
+        sig = m ? PyObject_GetAttrString(m, "signature") : NULL; /* kept for the process */
+        Py_XDECREF(m);
+        if (sig == NULL) {
+            PyErr_Clear();
+            return 0;
+        }
+    }
+    return f == sig;
+}
+
 int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames, var *out) {
     var fnv = *fn_in, *fn = &fnv;
     for (int i = 0; i < nargs; i++)
@@ -3366,6 +3397,22 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
         }
         return sym_const(t, r, out);
     }
+    if (fn->kind == V_FUNC && fn->op == SYM_USER_FUNCTION && npos == 1 && nkw == 0 && is_inspect_signature(fn->obj) &&
+        ((args[0].kind == V_FUNC && args[0].op == SYM_USER_FUNCTION) ||
+         (args[0].kind == V_METHOD && PyFunction_Check(args[0].obj) && args[0].items[0].kind == V_OBJ))) {
+        /* inspect.signature(f) of a guarded function or bound method: a constant */
+        PyObject *target = args[0].kind == V_FUNC ? Py_NewRef(args[0].obj)
+                                                  : PyMethod_New(args[0].obj, args[0].items[0].obj);
+        PyObject *sig = target ? PyObject_CallOneArg(fn->obj, target) : NULL;
+        Py_XDECREF(target);
+        if (sig == NULL) {
+            PyErr_Clear();
+            return sym_fail(t, "inspect.signature raised");
+        }
+        return sym_const(t, sig, out);
+    }
+    if (fn->kind == V_FUNC && fn->op == SYM_PREDICATE)
+        return sym_const(t, PyBool_FromLong(sym_predicate(fn->obj) == 1), out);
     if (fn->kind == V_FUNC && fn->op == SYM_CTX_EXIT) { /* __exit__(None, None, None) */
         t->nograd--;
         return sym_const(t, Py_NewRef(Py_None), out);
@@ -3411,6 +3458,11 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
         /* d.items() / d.keys() / d.values() */
         const var *d = &fn->items[0];
         const char *mn = PyUnicode_AsUTF8(fn->obj);
+        if (strcmp(mn, "items") && strcmp(mn, "keys") && strcmp(mn, "values")) {
+            if (kwnames && PyTuple_GET_SIZE(kwnames))
+                return sym_fail(t, "dict.%s with keyword arguments", mn);
+            return sym_dict_method(t, d, mn, args, npos, out);
+        }
         var *items = sym_alloc(t, d->n);
         if (items == NULL)
             return -1;

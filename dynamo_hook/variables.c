@@ -69,7 +69,7 @@ int sym_source(trace *t, dh_srckind kind, int base, Py_ssize_t index, PyObject *
     for (int i = 0; i < t->nsrc; i++) {
         dh_source *s = &t->src[i];
         if (s->kind == kind && s->base == base && s->index == index &&
-            (s->name == name || (s->name && name && PyUnicode_Compare(s->name, name) == 0)))
+            (s->name == name || (kind != DH_S_CONST && s->name && name && PyUnicode_Compare(s->name, name) == 0)))
             return i;
     }
     if (t->nsrc == t->capsrc) {
@@ -730,11 +730,23 @@ static int wrap_uncached(trace *t, PyObject *o, int src, var *out) {
     }
     if (PyCallable_Check(o)) {
         int op = sym_func_op(o);
+        if (op < 0 && sym_predicate(o) >= 0) {
+            out->kind = V_FUNC;
+            out->op = SYM_PREDICATE;
+            out->obj = sym_keep(t, Py_NewRef(o));
+            return out->obj ? 0 : -1;
+        }
         if (op >= 0 || PyCFunction_Check(o) || PyType_Check(o)) {
             if (sym_guard_id(t, src, o) < 0)
                 return -1;
             out->kind = V_FUNC;
             out->op = op;
+            out->obj = sym_keep(t, Py_NewRef(o));
+            return out->obj ? 0 : -1;
+        }
+        if (sym_predicate(o) >= 0) { /* torch.compiler.is_compiling & co: answered */
+            out->kind = V_FUNC;
+            out->op = SYM_PREDICATE;
             out->obj = sym_keep(t, Py_NewRef(o));
             return out->obj ? 0 : -1;
         }
@@ -835,6 +847,33 @@ int sym_is_module_container(PyObject *o, const char *slot) {
     return 0;
 }
 
+/* Tracing predicates answered while tracing (like torch.compile: compiling, not exporting,
+ * not jit tracing/scripting) */
+static PyObject *pred_obj[8];
+static int pred_val[8], npred;
+
+static void add_pred(const char *mod, const char *name, int val) {
+    PyObject *m = PyImport_ImportModule(mod), *f = m ? PyObject_GetAttrString(m, name) : NULL;
+    Py_XDECREF(m);
+    if (f == NULL) {
+        PyErr_Clear();
+        return;
+    }
+    if (npred < 8) {
+        pred_obj[npred] = f; /* kept for the process */
+        pred_val[npred++] = val;
+    } else {
+        Py_DECREF(f);
+    }
+}
+
+int sym_predicate(PyObject *o) {
+    for (int i = 0; i < npred; i++)
+        if (pred_obj[i] == o)
+            return pred_val[i];
+    return -1;
+}
+
 int sym_variables_init(void) {
     static const char *names[IC_DTYPE_COUNT] = {"bool", "uint8", "int8", "int16", "int32",
                                                 "int64", "float16", "bfloat16", "float32",
@@ -867,6 +906,12 @@ int sym_variables_init(void) {
     if (!container_types[0] || !container_types[1])
         PyErr_Clear();
     Py_DECREF(nn);
+    add_pred("torch.compiler", "is_compiling", 1);
+    add_pred("torch.compiler", "is_dynamo_compiling", 1);
+    add_pred("torch.compiler", "is_exporting", 0);
+    add_pred("torch.jit", "is_tracing", 0);
+    add_pred("torch.jit", "is_scripting", 0);
+    add_pred("torch._C", "_is_tracing", 0);
     if (!torch_size_type || !torch_dtype_type || !torch_device_type || !nn_module_type)
         return -1;
     return 0;

@@ -1,0 +1,230 @@
+"""Python objects around the tensors (transformers-style model code): dicts of keywords
+updated in place, decorators forwarding (self, *args, **kwargs), class-level wrappers that
+compare type(self).forward, enum members, user mappings (__contains__/__getitem__), tracing
+predicates and inspect.signature. Compiled vs eager, graph counts."""
+import enum
+import functools
+import inspect
+from collections.abc import MutableMapping
+
+import torch
+import torch.nn as nn
+
+import torchc
+from conftest import assert_same, explain_of
+
+
+def one_graph(fn, *args, **kw):
+    want = fn(*args, **kw)
+    got = torchc.compile(fn)(*args, **kw)
+    assert_same(got, want)
+    torchc.reset()
+    ex = torchc.explain(fn)(*args, **kw)
+    assert ex.graph_count == 1 and ex.graph_break_count == 0, ex
+    return ex
+
+
+def test_dict_in_get_pop_setdefault_update_store():
+    def f(x, **kw):
+        d = dict(kw)
+        alias = d
+        if "scale" in d:
+            x = x * d.pop("scale")
+        if "scale" not in d and "shift" in kw:
+            x = x + kw.get("shift", 0.0)
+        d["y"] = x * 2           # seen through the alias too
+        d.setdefault("z", x - 1)
+        d.setdefault("y", None)  # present: unchanged
+        d.update({"w": x + 3})
+        e = d.copy()
+        e["y"] = x               # the copy is a new dict
+        return alias["y"] + alias["z"] + d.get("w") + d.get("missing", 1.0) + e["y"] + len(d)
+
+    one_graph(f, torch.randn(5), scale=2.0, shift=0.5)
+    one_graph(f, torch.randn(5))
+
+
+def test_dict_passed_in_is_updated_eagerly():
+    def f(x, d):
+        d["out"] = x.relu()
+        return x + 1
+
+    d1, d2 = {"a": 1}, {"a": 1}
+    x = torch.randn(4)
+    assert_same(torchc.compile(f)(x, d1), f(x, d2))
+    assert d1.keys() == d2.keys()
+    assert_same(d1["out"], d2["out"])
+
+
+def deprecate(old, new):
+    def wrapper(func):
+        @functools.wraps(func)
+        def wrapped_func(*args, **kwargs):
+            name = f"{args[0].__class__.__name__}.{func.__name__}"
+            if old in kwargs:
+                kwargs[new] = kwargs.pop(old)
+            assert name.endswith(".forward")
+            return func(*args, **kwargs)
+        return wrapped_func
+    return wrapper
+
+
+class Checkpointing(nn.Module):
+    """transformers' GradientCheckpointingLayer: forward wrapped at class creation"""
+    gradient_checkpointing = False
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        forward = cls.forward
+
+        @functools.wraps(forward)
+        def forward_with_checkpointing(self, *args, **kwargs):
+            outermost = type(self).forward is forward_with_checkpointing
+            if self.gradient_checkpointing and self.training and outermost:
+                raise RuntimeError("not in eval")
+            return forward(self, *args, **kwargs)
+
+        cls.forward = forward_with_checkpointing
+
+
+class Action(enum.Enum):
+    NONE = "none"
+    NOTIFY = "notify"
+
+
+class Layer(Checkpointing):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(8, 8)
+
+    @deprecate("past", "cache")
+    def forward(self, x, mask=None, cache=None, **kw):
+        action = Action.NONE if cache is None else Action.NOTIFY
+        if action != Action.NONE:
+            x = x + cache
+        return self.lin(x).relu() + x
+
+
+class Encoder(nn.Module):
+    def __init__(self, n=12):
+        super().__init__()
+        self.layer = nn.ModuleList([Layer() for _ in range(n)])
+
+    def forward(self, x, **kw):
+        for i, layer in enumerate(self.layer):
+            x = layer(x, None, **kw)
+        return x
+
+
+def test_wrapped_layers_are_one_graph():
+    """12 layers behind a (*args, **kwargs) decorator and a class-level wrapper: one graph
+    (each layer was its own frame, and the recompile limit sent the last ones to eager)"""
+    m = Encoder().eval()
+    x = torch.randn(2, 8)
+    with torch.no_grad():
+        ex = one_graph(m, x)
+        assert len(ex.extern_calls) == 12, ex
+        one_graph(m, x, past=torch.ones(8))  # the deprecated keyword renamed in the wrapper
+
+
+class Registry(MutableMapping):
+    _global = {}
+
+    def __init__(self):
+        self._local = {}
+
+    def __getitem__(self, key):
+        if key in self._local:
+            return self._local[key]
+        return self._global[key]
+
+    def __setitem__(self, key, value):
+        self._local.update({key: value})
+
+    def __delitem__(self, key):
+        del self._local[key]
+
+    def __iter__(self):
+        return iter({**self._global, **self._local})
+
+    def __len__(self):
+        return len(self._global.keys() | self._local.keys())
+
+
+def _double(x):
+    return x * 2
+
+
+class Attn(Registry):
+    _global = {"double": _double, "sigmoid": torch.sigmoid}
+
+    def get_interface(self, name, default):
+        if name != "eager" and name not in self:
+            raise ValueError(name)
+        return default if name == "eager" else self[name]
+
+
+ATTN = Attn()
+
+
+def test_user_mapping_contains_getitem():
+    def f(x, name):
+        return ATTN.get_interface(name, torch.tanh)(x) + 1
+
+    x = torch.randn(6)
+    for name in ("double", "sigmoid", "eager"):
+        torchc.reset()
+        one_graph(f, x, name)
+    with torch.no_grad():
+        try:
+            torchc.compile(f)(x, "nope")
+            raise AssertionError("expected ValueError")
+        except ValueError:
+            pass
+
+
+def test_tracing_predicates():
+    def f(x):
+        if torch.compiler.is_compiling() and not torch.jit.is_tracing() and not torch.jit.is_scripting():
+            return x + 1  # like torch.compile: compiling
+        return x - 1
+
+    x = torch.randn(3)
+    got = torchc.compile(f)(x)
+    assert_same(got, x + 1)
+    ex = explain_of(f, x)
+    assert ex.graph_count == 1 and ex.graph_break_count == 0, ex
+
+
+class Chunked(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(8, 8)
+
+    def ff(self, a):
+        return self.lin(a).relu()
+
+    def forward(self, x):
+        n = len(inspect.signature(self.ff).parameters)  # transformers' apply_chunking_to_forward
+        assert n == 1
+        return self.ff(x) + n
+
+
+def test_inspect_signature_of_a_bound_method():
+    m = Chunked().eval()
+    with torch.no_grad():
+        one_graph(m, torch.randn(2, 8))
+
+
+def test_dict_alias_across_a_break_stays_one_dict():
+    """two names of one dict live across a graph break: eager (never two dicts)"""
+    def f(x):
+        d = {}
+        alias = d
+        d["a"] = x + 1
+        s = x.sum().item()  # graph break
+        d["b"] = x * s
+        return alias["b"] + alias["a"]
+
+    x = torch.randn(4)
+    assert_same(torchc.compile(f)(x), f(x))
