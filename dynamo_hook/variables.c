@@ -847,8 +847,8 @@ int sym_is_module_container(PyObject *o, const char *slot) {
     return 0;
 }
 
-/* Tracing predicates answered while tracing (like torch.compile: compiling, not exporting,
- * not jit tracing/scripting) */
+/* Tracing predicates answered while tracing: all False, as eager sees them (the compiled
+ * function computes what eager computes) */
 static PyObject *pred_obj[8];
 static int pred_val[8], npred;
 
@@ -906,8 +906,8 @@ int sym_variables_init(void) {
     if (!container_types[0] || !container_types[1])
         PyErr_Clear();
     Py_DECREF(nn);
-    add_pred("torch.compiler", "is_compiling", 1);
-    add_pred("torch.compiler", "is_dynamo_compiling", 1);
+    add_pred("torch.compiler", "is_compiling", 0);
+    add_pred("torch.compiler", "is_dynamo_compiling", 0);
     add_pred("torch.compiler", "is_exporting", 0);
     add_pred("torch.jit", "is_tracing", 0);
     add_pred("torch.jit", "is_scripting", 0);

@@ -185,8 +185,8 @@ def test_user_mapping_contains_getitem():
 
 def test_tracing_predicates():
     def f(x):
-        if torch.compiler.is_compiling() and not torch.jit.is_tracing() and not torch.jit.is_scripting():
-            return x + 1  # like torch.compile: compiling
+        if not torch.compiler.is_compiling() and not torch.jit.is_tracing() and not torch.jit.is_scripting():
+            return x + 1  # as eager sees them: the compiled function computes what eager does
         return x - 1
 
     x = torch.randn(3)
