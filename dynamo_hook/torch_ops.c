@@ -919,20 +919,23 @@ static int h_layer_norm(trace *t, const opdef *d, var **p, var *out) {
     for (int i = 0; i < k; i++)
         if (m->sizes[m->ndim - k + i] != ns[i])
             return sym_fail(t, "%s: normalized_shape does not match (eager will raise)", d->name);
-    if (m->dtype != IC_F32 && m->dtype != IC_F64)
-        return sym_fail(t, "%s of a non-float32/64 tensor", d->name);
+    if (m->dtype != IC_F32 && m->dtype != IC_F64 && m->dtype != IC_F16 && m->dtype != IC_BF16)
+        return sym_fail(t, "%s of a non-float tensor", d->name);
+    /* 16-bit inputs: computed in float32 (weight and bias too), rounded once at the end, as
+     * ATen's kernels do */
+    ic_dtype io = m->dtype, acc = io == IC_F64 ? IC_F64 : IC_F32;
     uint32_t mask = 0;
     for (int i = m->ndim - k; i < m->ndim; i++)
         mask |= 1u << i;
     int rms = d->op == 1;
     var *eps_v = rms ? p[3] : p[4];
-    double eps = rms ? (m->dtype == IC_F32 ? 1.1920928955078125e-07 : 2.220446049250313e-16) : 1e-5;
+    double eps = rms ? (acc == IC_F32 ? 1.1920928955078125e-07 : 2.220446049250313e-16) : 1e-5;
     if (!is_none(eps_v)) {
         if (!sym_is_number(eps_v))
             return sym_fail(t, "eps must be a number");
         eps = PyFloat_AsDouble(eps_v->obj);
     }
-    ic_val x = p[0]->val, y;
+    ic_val x = io == acc ? p[0]->val : ic_cast(t->g, p[0]->val, acc), y;
     ic_val e = ic_scalar(t->g, eps, IC_F64);
     if (rms) {
         ic_val ms = ic_reduce(t->g, IC_OP_MEAN, ic_binary(t->g, IC_OP_MUL, x, x), mask, 1, -1);
@@ -947,14 +950,14 @@ static int h_layer_norm(trace *t, const opdef *d, var **p, var *out) {
     if (!is_none(w)) {
         if (w->kind != V_TENSOR)
             return sym_fail(t, "weight must be a tensor");
-        y = ic_binary(t->g, IC_OP_MUL, y, w->val);
+        y = ic_binary(t->g, IC_OP_MUL, y, io == acc ? w->val : ic_cast(t->g, w->val, acc));
     }
     if (!is_none(b)) {
         if (b->kind != V_TENSOR)
             return sym_fail(t, "bias must be a tensor");
-        y = ic_binary(t->g, IC_OP_ADD, y, b->val);
+        y = ic_binary(t->g, IC_OP_ADD, y, io == acc ? b->val : ic_cast(t->g, b->val, acc));
     }
-    return tensor_out(t, y, out);
+    return tensor_out(t, io == acc ? y : ic_cast(t->g, y, io), out);
 }
 
 /* dropout(input, p, training, inplace): identity unless training */

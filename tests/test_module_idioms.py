@@ -299,3 +299,24 @@ def test_type_of_tensor_input_is_guarded():
         assert_same(cf(t), f(t))
         assert_same(cf(p), f(p))
         assert_same(cf(t * 2), f(t * 2))
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_layer_norm_16bit(dtype):
+    ln = nn.LayerNorm(48).to(dtype).eval()
+    with torch.no_grad():
+        ln.weight.normal_()
+        ln.bias.normal_()
+
+    def f(x):
+        a = ln(x * 3 + 1)
+        b = F.layer_norm(x, (48,), eps=1e-6)
+        c = F.rms_norm(x, (48,), ln.weight)
+        return a, b, c
+
+    x = torch.randn(4, 5, 48).to(dtype)
+    # eager rounds once from float32: at most one 16-bit ulp apart
+    ex = one_graph(f, x, rtol=1e-2, atol=1e-2)
+    got, want = torchc.compile(f)(x), f(x)
+    for g, w in zip(got, want):
+        assert (g.float() - w.float()).abs().max() <= 2 * torch.finfo(dtype).eps * w.float().abs().max()
