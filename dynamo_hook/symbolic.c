@@ -1745,7 +1745,14 @@ static int run_body(trace *t, sframe *f, var *result) {
             if (a.kind != V_OBJ || !sym_is_grad_ctx(a.obj))
                 return sym_fail(t, "with-statement on %s not supported yet",
                                 a.kind == V_OBJ ? Py_TYPE(a.obj)->tp_name : "a tracked value");
-            t->nograd++; /* the supported contexts all turn grad off */
+            /* inference_mode(False) turns grad mode on (like enable_grad): not captured */
+            PyObject *mode = PyObject_GetAttrString(a.obj, "mode");
+            int on = mode != NULL && PyObject_Not(mode) == 1;
+            Py_XDECREF(mode);
+            PyErr_Clear();
+            if (on)
+                return sym_fail(t, "inference_mode(False) turns grad mode on: not captured");
+            t->nograd++; /* grad off inside */
             memset(&b, 0, sizeof b);
             b.kind = V_FUNC;
             b.op = SYM_CTX_EXIT;

@@ -320,3 +320,20 @@ def test_layer_norm_16bit(dtype):
     got, want = torchc.compile(f)(x), f(x)
     for g, w in zip(got, want):
         assert (g.float() - w.float()).abs().max() <= 2 * torch.finfo(dtype).eps * w.float().abs().max()
+
+
+def test_is_grad_enabled_follows_traced_contexts():
+    def f(x):
+        a = torch.is_grad_enabled()
+        with torch.no_grad():
+            b = torch.is_grad_enabled()
+        with torch.inference_mode(False):
+            c = torch.is_grad_enabled()
+        return x * (4 * a + 2 * b + c)
+
+    x = torch.randn(3)
+    cf = torchc.compile(f)
+    assert_same(cf(x), f(x))  # grad mode on
+    with torch.no_grad():
+        assert_same(cf(x), f(x))
+    assert_same(cf(x), f(x))
