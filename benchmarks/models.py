@@ -92,7 +92,7 @@ def main():
     torch.manual_seed(0)
     rows = []
     print(f"{'model':20s} {'eager ms':>9s} {'torchc ms':>9s} {'x':>6s} {'comp s':>7s} {'err':>8s} "
-          f"{'graphs/ext/brk':>15s} {'inductor ms':>11s} {'x':>6s} {'comp s':>7s}")
+          f"{'graphs/ext/brk':>15s} {'inductor ms':>11s} {'x':>6s} {'comp s':>7s} {'err':>8s}")
     for name, make, inputs in models(a.batch):
         if a.only and not any(o and o in name for o in a.only.split(",")):
             continue
@@ -107,6 +107,7 @@ def main():
                 cm = torchc.compile(m)
                 tcc, out = first_call(cm, *x)
                 err = (first_tensor(out).float() - ref).abs().max().item()
+                row["ref_max_abs"] = ref.abs().max().item()
                 ex = torchc.explain(cm)(*x)
                 tt = cuda_bench(cm, *x)
                 row.update(eager_ms=te, torchc_ms=tt, torchc_speedup=te / tt, torchc_compile_s=tcc,
@@ -118,10 +119,12 @@ def main():
                     from torch import _dynamo
                     _dynamo.reset()
                     tm = torch.compile(m)
-                    tic, _ = first_call(tm, *x)
+                    tic, tout = first_call(tm, *x)
+                    ierr = (first_tensor(tout).float() - ref).abs().max().item()
                     ti = cuda_bench(tm, *x)
-                    row.update(inductor_ms=ti, inductor_speedup=te / ti, inductor_compile_s=tic)
-                    line += f" {ti:11.3f} {te/ti:6.2f} {tic:7.1f}"
+                    row.update(inductor_ms=ti, inductor_speedup=te / ti, inductor_compile_s=tic,
+                               inductor_max_err=ierr)
+                    line += f" {ti:11.3f} {te/ti:6.2f} {tic:7.1f} {ierr:8.3g}"
             print(line, flush=True)
         except Exception as e:
             row["error"] = f"{type(e).__name__}: {e}"

@@ -9,6 +9,7 @@
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
+#include <ATen/native/ConvUtils.h>
 #include <c10/core/DefaultDtype.h>
 #include <c10/core/GradMode.h>
 #include <torch/csrc/autograd/python_variable.h>
@@ -48,6 +49,38 @@ at::Tensor blob(void *p, const ic_meta &m, const at::TensorOptions &base) {
     if (!ic_to_dtype(m.dtype, &st)) throw std::runtime_error("unknown dtype");
     return at::from_blob(p, c10::IntArrayRef(m.sizes, m.ndim), c10::IntArrayRef(m.strides, m.ndim),
                          base.dtype(st));
+}
+
+/* A CUDA conv that ATen would give to cuDNN, written by cuDNN straight into our buffer (the
+ * generic path computes a new tensor and copies it: one more kernel and dispatch per conv).
+ * false: not taken (another backend, an output layout cuDNN would not write), nothing done. */
+bool conv_cudnn_out(const at::Tensor &x, const at::Tensor &w, const c10::optional<at::Tensor> &bias,
+                    const int64_t *p, int64_t nd, at::Tensor &out) {
+    static const bool off = [] {
+        const char *e = getenv("TORCHC_CONV_OUT");
+        return e && e[0] == '0';
+    }();
+    if (off || !x.is_cuda() || x.numel() == 0 || out.numel() == 0) return false;
+    const c10::MemoryFormat fmt = out.suggest_memory_format();
+    if (!out.is_contiguous(fmt)) return false;
+    c10::IntArrayRef stride(p + 1, nd), padding(p + 1 + nd, nd), dilation(p + 1 + 2 * nd, nd);
+    std::vector<int64_t> zeros((size_t)nd, 0);
+    const int64_t groups = p[1 + 3 * nd];
+    at::OptionalSymIntArrayRef bias_sizes;
+    if (bias) bias_sizes = bias->sym_sizes();
+    const at::native::ConvBackend be = at::native::select_conv_backend(
+        x, w, bias, c10::fromIntArrayRefSlow(stride), c10::fromIntArrayRefSlow(padding),
+        c10::fromIntArrayRefSlow(dilation), false, c10::fromIntArrayRefSlow(zeros), c10::SymInt(groups), bias_sizes);
+    if (be != at::native::ConvBackend::Cudnn) return false;
+    at::Context &ctx = at::globalContext();
+    at::cudnn_convolution_out(out, x, w, padding, stride, dilation, groups, ctx.benchmarkCuDNN(),
+                              ctx.deterministicCuDNN(), ctx.allowTF32CuDNN());
+    if (bias) {
+        std::vector<int64_t> shape((size_t)nd + 2, 1);
+        shape[1] = bias->numel();
+        out.add_(bias->reshape(shape));
+    }
+    return true;
 }
 
 void run_extern(const ic_extern_call *c) {
@@ -94,6 +127,12 @@ void run_extern(const ic_extern_call *c) {
             to_nhwc.push_back(1);
         }
         at::Tensor x = cl ? in[0].permute(to_nchw) : in[0];
+        if (cl) {
+            at::Tensor o = out.permute(to_nchw);
+            if (conv_cudnn_out(x, in[1], bias, p, nd, o)) break;
+        } else if (conv_cudnn_out(x, in[1], bias, p, nd, out)) {
+            break;
+        }
         at::Tensor r = at::convolution(x, in[1], bias, c10::IntArrayRef(p + 1, nd),
                                        c10::IntArrayRef(p + 1 + nd, nd), c10::IntArrayRef(p + 1 + 2 * nd, nd),
                                        false, zeros, p[1 + 3 * nd]);

@@ -163,6 +163,18 @@ static PyObject *m_set_num_threads(PyObject *m, PyObject *arg) {
     Py_RETURN_NONE;
 }
 
+static PyObject *m_set_ptxas(PyObject *m, PyObject *arg) {
+    if (arg == Py_None) {
+        ic_cuda_set_ptxas(NULL);
+        Py_RETURN_NONE;
+    }
+    const char *p = PyUnicode_AsUTF8(arg);
+    if (p == NULL)
+        return NULL;
+    ic_cuda_set_ptxas(p);
+    Py_RETURN_NONE;
+}
+
 static PyObject *m_get_num_threads(PyObject *m, PyObject *unused) {
     return PyLong_FromLong(ic_get_num_threads());
 }
@@ -209,6 +221,7 @@ static PyMethodDef methods[] = {
     {"set_recompile_limit", m_set_recompile_limit, METH_O, "Default recompile limit."},
     {"set_num_threads", m_set_num_threads, METH_O, "Worker threads of the CPU runtime."},
     {"get_num_threads", m_get_num_threads, METH_NOARGS, "Worker threads of the CPU runtime."},
+    {"set_ptxas", m_set_ptxas, METH_O, "ptxas for GPU modules (str path, or None: the driver JIT)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -36,6 +36,11 @@ int ic_run_stream(const ic_compiled *c, void *const *inputs, void *const *output
 int ic_cuda_available(void);
 const char *ic_cuda_unavailable_reason(void);
 
+/* The ptxas to compile PTX with (NULL: none, the driver JIT-compiles). With one, a graph's
+ * PTX modules are assembled by parallel ptxas processes and loaded as cubins: the driver's
+ * JIT runs one module at a time. TORCHC_PTXAS (a path, or 0 for none) overrides it. */
+void ic_cuda_set_ptxas(const char *path);
+
 /* PTX text of a CUDA-compiled graph (malloc'd, caller frees), or NULL. */
 char *ic_compiled_ptx(const ic_compiled *c);
 

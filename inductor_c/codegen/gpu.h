@@ -59,12 +59,18 @@ typedef struct ic_gkernel {
     ic_gvariant v[2];
 } ic_gkernel;
 
+/* A graph's kernels may span several PTX modules (compiled in parallel): ic_gpu.ptx holds
+ * them in order, separated by this line; each piece is a complete module. */
+#define IC_PTX_SEP "\n// ---- torchc: next PTX module ----\n"
+
 typedef struct ic_gpu {
-    char *ptx;            /* NUL-terminated PTX text of the module */
+    char *ptx;            /* NUL-terminated PTX text of the modules, IC_PTX_SEP between them */
     int sm;               /* target, e.g. 90 */
     int device;           /* device ordinal the module was loaded on */
     ic_CUcontext ctx;     /* context the module lives in */
-    ic_CUmodule module;   /* NULL for PTX-only compilations (ic_graph_to_ptx) */
+    ic_CUmodule module;   /* the first module; NULL for PTX-only compilations (ic_graph_to_ptx) */
+    int nmod;             /* loaded modules (module is mods[0]) */
+    ic_CUmodule *mods;
     int nkernels;         /* launches, in order (a split row kernel takes several) */
     ic_gkernel *k;
     int nbufs;

@@ -47,6 +47,7 @@
 #include <setjmp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <llvm-c/Analysis.h>
 #include <llvm-c/Core.h>
@@ -2134,23 +2135,118 @@ static void init_nvptx(void) {
     LLVMInitializeNVPTXAsmPrinter();
 }
 
-typedef struct gres { /* LLVM objects released on every path */
+/* The kernels of one graph are spread over up to GPU_MAXPARTS LLVM modules (each its own
+ * context and TargetMachine), optimized, emitted and JIT-loaded by the driver in parallel
+ * threads: a model's first call is bound by O3 + PTX emission + the driver's PTX JIT, all
+ * linear in the kernel count. TORCHC_COMPILE_THREADS caps the threads (default: the CPUs). */
+#define GPU_MAXPARTS 32
+
+typedef struct gpart {
     LLVMContextRef ctx;
     LLVMModuleRef mod;
     LLVMBuilderRef b;
     LLVMTargetMachineRef tm;
+    int nk;          /* kernels generated into it */
+    char *ptx;       /* malloc'd by the worker */
+    size_t nptx;
+    unsigned debug;
+    char err[300];   /* worker's failure, "" when fine */
+} gpart;
+
+typedef struct gres { /* LLVM objects released on every path */
+    gpart p[GPU_MAXPARTS];
+    int np;
     ic_gpu *gpu;
     char *key; /* disk cache key (runtime/gpu_cache.c) */
 } gres;
 
 static void gres_free(gres *R) {
-    if (R->b) LLVMDisposeBuilder(R->b);
-    if (R->mod) LLVMDisposeModule(R->mod);
-    if (R->ctx) LLVMContextDispose(R->ctx);
-    if (R->tm) LLVMDisposeTargetMachine(R->tm);
+    for (int i = 0; i < R->np; i++) {
+        gpart *q = &R->p[i];
+        if (q->b) LLVMDisposeBuilder(q->b);
+        if (q->mod) LLVMDisposeModule(q->mod);
+        if (q->ctx) LLVMContextDispose(q->ctx);
+        if (q->tm) LLVMDisposeTargetMachine(q->tm);
+        free(q->ptx);
+    }
     if (R->gpu) ic_gpu_free(R->gpu);
     free(R->key);
     memset(R, 0, sizeof *R);
+}
+
+/* Point the generator at part q: every LLVM type and the module/builder come from its context. */
+static void bind_part(gg *g, gpart *q) {
+    LLVMContextRef x = q->ctx;
+    g->cg.ctx = x;
+    g->cg.mod = q->mod;
+    g->cg.b = g->cg.ab = q->b;
+    g->cg.i1 = LLVMInt1TypeInContext(x);
+    g->cg.i8 = LLVMInt8TypeInContext(x);
+    g->cg.i16 = LLVMInt16TypeInContext(x);
+    g->cg.i32 = LLVMInt32TypeInContext(x);
+    g->cg.i64 = LLVMInt64TypeInContext(x);
+    g->cg.f32 = LLVMFloatTypeInContext(x);
+    g->cg.f64 = LLVMDoubleTypeInContext(x);
+    g->cg.ptr = LLVMPointerTypeInContext(x, 0);
+    g->cg.vd = LLVMVoidTypeInContext(x);
+    g->f16 = LLVMHalfTypeInContext(x);
+    g->gptr = LLVMPointerTypeInContext(x, 1);
+    g->sptr = LLVMPointerTypeInContext(x, 3);
+    g->ity = g->cg.i32;
+}
+
+/* Worker: verify, O3, PTX. Runs on its own thread for its own context; no longjmp here. */
+static void *part_compile(void *arg) {
+    gpart *q = arg;
+    char *verr = NULL;
+    if (LLVMVerifyModule(q->mod, LLVMReturnStatusAction, &verr)) {
+        snprintf(q->err, sizeof q->err, "LLVM verifier (GPU): %s", verr ? verr : "?");
+        if (q->debug & IC_DEBUG_LLVM) {
+            char *s = LLVMPrintModuleToString(q->mod);
+            fprintf(stderr, "%s\n", s);
+            LLVMDisposeMessage(s);
+        }
+        LLVMDisposeMessage(verr);
+        return NULL;
+    }
+    if (verr) LLVMDisposeMessage(verr);
+    LLVMPassBuilderOptionsRef pbo = LLVMCreatePassBuilderOptions();
+    LLVMErrorRef err = LLVMRunPasses(q->mod, "default<O3>", q->tm, pbo);
+    LLVMDisposePassBuilderOptions(pbo);
+    if (err) {
+        char *m = LLVMGetErrorMessage(err);
+        snprintf(q->err, sizeof q->err, "LLVM passes (GPU): %s", m);
+        LLVMDisposeErrorMessage(m);
+        return NULL;
+    }
+    if (q->debug & IC_DEBUG_LLVM) {
+        char *s = LLVMPrintModuleToString(q->mod);
+        fprintf(stderr, "=== torchc llvm (nvptx, after O3) ===\n%s\n", s);
+        LLVMDisposeMessage(s);
+    }
+    LLVMMemoryBufferRef mb = NULL;
+    char *eerr = NULL;
+    if (LLVMTargetMachineEmitToMemoryBuffer(q->tm, q->mod, LLVMAssemblyFile, &eerr, &mb)) {
+        snprintf(q->err, sizeof q->err, "NVPTX code generation: %s", eerr ? eerr : "?");
+        LLVMDisposeMessage(eerr);
+        return NULL;
+    }
+    q->nptx = LLVMGetBufferSize(mb);
+    q->ptx = malloc(q->nptx + 1);
+    if (q->ptx) {
+        memcpy(q->ptx, LLVMGetBufferStart(mb), q->nptx);
+        q->ptx[q->nptx] = 0;
+    } else {
+        snprintf(q->err, sizeof q->err, "out of memory");
+    }
+    LLVMDisposeMemoryBuffer(mb);
+    return NULL;
+}
+
+int ic_compile_threads(void) {
+    const char *e = getenv("TORCHC_COMPILE_THREADS");
+    long n = e && *e ? strtol(e, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > GPU_MAXPARTS ? GPU_MAXPARTS : (int)n;
 }
 
 static void describe_append(ic_compiled *out, const ic_gpu *G) {
@@ -2227,36 +2323,35 @@ static void codegen(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
     char cpu[16];
     snprintf(cpu, sizeof cpu, "sm_%d", tsm);
     const char *feat = tsm >= 90 ? "+ptx78" : tsm >= 80 ? "+ptx70" : "+ptx64";
-    R->tm = LLVMCreateTargetMachine(target, triple, cpu, feat, LLVMCodeGenLevelAggressive, LLVMRelocDefault,
-                                    LLVMCodeModelDefault);
-    if (!R->tm) ic_fail(c, IC_EINTERNAL, "LLVM: cannot create the NVPTX TargetMachine for %s", cpu);
+    int ngen = 0; /* kernels that may be generated: parts get about 4 each at least */
+    for (int ki = 0; ki < c->nkernels; ki++) ngen += c->kernels[ki].is_ext || !kernel_empty(&c->kernels[ki]);
+    int np = ptx_only ? 1 : ic_compile_threads();
+    const char *kpp = getenv("TORCHC_KERNELS_PER_PART"); /* tests set 1: every kernel its own module */
+    int per = kpp && atoi(kpp) > 0 ? atoi(kpp) : 4;
+    if (np > (ngen + per - 1) / per) np = (ngen + per - 1) / per;
+    if (np < 1) np = 1;
+    R->np = np;
+    for (int i = 0; i < np; i++) {
+        gpart *q = &R->p[i];
+        q->debug = c->debug;
+        q->tm = LLVMCreateTargetMachine(target, triple, cpu, feat, LLVMCodeGenLevelAggressive, LLVMRelocDefault,
+                                        LLVMCodeModelDefault);
+        if (!q->tm) ic_fail(c, IC_EINTERNAL, "LLVM: cannot create the NVPTX TargetMachine for %s", cpu);
+        q->ctx = LLVMContextCreate();
+        q->mod = LLVMModuleCreateWithNameInContext("torchc_gpu", q->ctx);
+        q->b = LLVMCreateBuilderInContext(q->ctx);
+        LLVMSetTarget(q->mod, triple);
+        LLVMTargetDataRef td = LLVMCreateTargetDataLayout(q->tm);
+        LLVMSetModuleDataLayout(q->mod, td);
+        LLVMDisposeTargetData(td);
+    }
 
     gg G = {.c = c, .gen = 1, .sm = tsm};
     gg *g = &G;
-    R->ctx = LLVMContextCreate();
     g->cg.c = c;
-    g->cg.ctx = R->ctx;
-    R->mod = g->cg.mod = LLVMModuleCreateWithNameInContext("torchc_gpu", R->ctx);
-    R->b = g->cg.b = LLVMCreateBuilderInContext(R->ctx);
-    g->cg.ab = g->cg.b;
     g->cg.width = 1;
     g->cg.vec_var = -1;
-    g->cg.i1 = LLVMInt1TypeInContext(R->ctx);
-    g->cg.i8 = LLVMInt8TypeInContext(R->ctx);
-    g->cg.i16 = LLVMInt16TypeInContext(R->ctx);
-    g->cg.i32 = LLVMInt32TypeInContext(R->ctx);
-    g->cg.i64 = LLVMInt64TypeInContext(R->ctx);
-    g->cg.f32 = LLVMFloatTypeInContext(R->ctx);
-    g->cg.f64 = LLVMDoubleTypeInContext(R->ctx);
-    g->cg.ptr = LLVMPointerTypeInContext(R->ctx, 0);
-    g->cg.vd = LLVMVoidTypeInContext(R->ctx);
-    g->f16 = LLVMHalfTypeInContext(R->ctx);
-    g->gptr = LLVMPointerTypeInContext(R->ctx, 1);
-    g->sptr = LLVMPointerTypeInContext(R->ctx, 3);
-    LLVMSetTarget(R->mod, triple);
-    LLVMTargetDataRef td = LLVMCreateTargetDataLayout(R->tm);
-    LLVMSetModuleDataLayout(R->mod, td);
-    LLVMDisposeTargetData(td);
+    bind_part(g, &R->p[0]);
 
     size_t nx = (size_t)c->nxs + 1;
     g->var_val = ic_alloc(c, ((size_t)c->nvars + 1) * sizeof(LLVMValueRef));
@@ -2304,16 +2399,20 @@ static void codegen(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
     if (!gpu->k) ic_fail(c, IC_ENOMEM, "out of memory");
     static int module_counter;
     int mid = __atomic_fetch_add(&module_counter, 1, __ATOMIC_RELAXED);
-    for (int ki = 0, ext = 0, fused = -1; ki < c->nkernels; ki++) {
+    for (int ki = 0, ext = 0, fused = -1, rr = 0; ki < c->nkernels; ki++) {
         ic_kernel *k = &c->kernels[ki];
         if (ki == fused) continue; /* evaluated in the epilogue of the GEMM before it */
         if (k->is_ext) { /* extern call: the runtime calls the handler between launches */
             ic_gkernel *K = &gpu->k[gpu->nkernels++];
             K->ext = ++ext;
+            bind_part(g, &R->p[rr % np]);
             fused = gemm_kernel(g, ki, K, tsm, nsm, mid); /* or our GEMM template */
+            if (!K->ext) R->p[rr++ % np].nk++;
             continue;
         }
         if (kernel_empty(k)) continue;
+        bind_part(g, &R->p[rr % np]);
+        R->p[rr++ % np].nk++;
         int32_t vv = -1;
         int64_t vsize = 1;
         if (k->ninner > 0 && !k->vec_outer) {
@@ -2376,52 +2475,36 @@ static void codegen(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
             }
         }
     }
-    double tg = ic_now_ms(); /* TORCHC_DEBUG=time stages: irgen, opt, emit (PTX), jit (driver) */
+    double tg = ic_now_ms(); /* TORCHC_DEBUG=time stages: irgen, opt (O3 + PTX, parallel), jit (driver) */
     c->t_stage[IC_T_IRGEN] += tg - tg0;
-    char *verr = NULL;
-    if (LLVMVerifyModule(R->mod, LLVMReturnStatusAction, &verr)) {
-        snprintf(msg, sizeof msg, "%s", verr ? verr : "?");
-        if (c->debug & IC_DEBUG_LLVM) {
-            char *s = LLVMPrintModuleToString(R->mod);
-            fprintf(stderr, "%s\n", s);
-            LLVMDisposeMessage(s);
+    pthread_t th[GPU_MAXPARTS];
+    bool started[GPU_MAXPARTS] = {0};
+    int nw = 0; /* parts with kernels (an empty module is still emitted when there are none) */
+    for (int i = 0; i < np; i++)
+        if (R->p[i].nk > 0 || i == 0) nw = i + 1;
+    for (int i = 1; i < nw; i++) started[i] = pthread_create(&th[i], NULL, part_compile, &R->p[i]) == 0;
+    part_compile(&R->p[0]);
+    for (int i = 1; i < nw; i++) {
+        if (started[i]) pthread_join(th[i], NULL);
+        else part_compile(&R->p[i]);
+    }
+    for (int i = 0; i < nw; i++)
+        if (R->p[i].err[0]) ic_fail(c, strncmp(R->p[i].err, "out of memory", 13) ? IC_EINTERNAL : IC_ENOMEM, "%s", R->p[i].err);
+    size_t total = 1;
+    for (int i = 0; i < nw; i++) total += R->p[i].nptx + sizeof IC_PTX_SEP;
+    gpu->ptx = malloc(total);
+    if (!gpu->ptx) ic_fail(c, IC_ENOMEM, "out of memory");
+    size_t at = 0;
+    for (int i = 0; i < nw; i++) {
+        if (i) {
+            memcpy(gpu->ptx + at, IC_PTX_SEP, sizeof IC_PTX_SEP - 1);
+            at += sizeof IC_PTX_SEP - 1;
         }
-        LLVMDisposeMessage(verr);
-        ic_fail(c, IC_EINTERNAL, "LLVM verifier (GPU): %s", msg);
+        memcpy(gpu->ptx + at, R->p[i].ptx, R->p[i].nptx);
+        at += R->p[i].nptx;
     }
-    if (verr) LLVMDisposeMessage(verr);
-    LLVMPassBuilderOptionsRef pbo = LLVMCreatePassBuilderOptions();
-    LLVMErrorRef err = LLVMRunPasses(R->mod, "default<O3>", R->tm, pbo);
-    LLVMDisposePassBuilderOptions(pbo);
-    if (err) {
-        char *m = LLVMGetErrorMessage(err);
-        snprintf(msg, sizeof msg, "%s", m);
-        LLVMDisposeErrorMessage(m);
-        ic_fail(c, IC_EINTERNAL, "LLVM passes (GPU): %s", msg);
-    }
-    if (c->debug & IC_DEBUG_LLVM) {
-        char *s = LLVMPrintModuleToString(R->mod);
-        fprintf(stderr, "=== torchc llvm (nvptx, after O3) ===\n%s\n", s);
-        LLVMDisposeMessage(s);
-    }
+    gpu->ptx[at] = 0;
     c->t_stage[IC_T_OPT] += ic_now_ms() - tg;
-    tg = ic_now_ms();
-    LLVMMemoryBufferRef mb = NULL;
-    char *eerr = NULL;
-    if (LLVMTargetMachineEmitToMemoryBuffer(R->tm, R->mod, LLVMAssemblyFile, &eerr, &mb)) {
-        snprintf(msg, sizeof msg, "%s", eerr ? eerr : "?");
-        LLVMDisposeMessage(eerr);
-        ic_fail(c, IC_EINTERNAL, "NVPTX code generation: %s", msg);
-    }
-    size_t n = LLVMGetBufferSize(mb);
-    gpu->ptx = malloc(n + 1);
-    if (!gpu->ptx) {
-        LLVMDisposeMemoryBuffer(mb);
-        ic_fail(c, IC_ENOMEM, "out of memory");
-    }
-    memcpy(gpu->ptx, LLVMGetBufferStart(mb), n);
-    gpu->ptx[n] = 0;
-    LLVMDisposeMemoryBuffer(mb);
     if (c->debug & IC_DEBUG_PTX) fprintf(stderr, "=== torchc ptx ===\n%s\n", gpu->ptx);
     c->t_stage[IC_T_EMIT] += ic_now_ms() - tg;
     tg = ic_now_ms();

@@ -16,6 +16,14 @@
  * the stream, else cuMemAlloc with a stream synchronization before cuMemFree.
  */
 #include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -200,6 +208,91 @@ static int device_ctx(int device, ic_CUcontext *out, char *msg, size_t n) {
     return 0;
 }
 
+struct load_job;
+typedef struct load_job {
+    ic_CUcontext ctx;
+    const char *ptx;
+    ic_CUmodule mod;
+    R_ r;
+    char log[2048];
+} load_job;
+
+/* The driver JIT-compiles PTX to SASS here; modules load on parallel threads (the driver API
+ * is thread-safe, and its JIT runs concurrently for different modules). */
+static void *load_one(void *arg) {
+    load_job *j = arg;
+    ic_CUcontext cur = NULL;
+    D.CtxGetCurrent(&cur);
+    if (cur != j->ctx) D.CtxSetCurrent(j->ctx);
+    int opts[2] = {IC_CU_JIT_ERROR_LOG_BUFFER, IC_CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+    void *vals[2] = {j->log, (void *)(uintptr_t)sizeof j->log};
+    j->r = D.ModuleLoadDataEx(&j->mod, j->ptx, 2, opts, vals);
+    if (j->r) j->mod = NULL;
+    return NULL;
+}
+
+/* ---- ptxas: PTX -> cubin in parallel processes ------------------------------------------ */
+extern char **environ;
+static pthread_mutex_t px_mu = PTHREAD_MUTEX_INITIALIZER;
+static char *px_path;
+
+void ic_cuda_set_ptxas(const char *path) {
+    pthread_mutex_lock(&px_mu);
+    free(px_path);
+    px_path = path && *path ? strdup(path) : NULL;
+    pthread_mutex_unlock(&px_mu);
+}
+
+static char *ptxas_get(void) { /* malloc'd path or NULL */
+    const char *e = getenv("TORCHC_PTXAS");
+    if (e && *e) return strcmp(e, "0") ? strdup(e) : NULL;
+    pthread_mutex_lock(&px_mu);
+    char *p = px_path ? strdup(px_path) : NULL;
+    pthread_mutex_unlock(&px_mu);
+    return p;
+}
+
+static int write_file(const char *path, const char *data, size_t n) {
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) return -1;
+    size_t at = 0;
+    while (at < n) {
+        ssize_t w = write(fd, data + at, n - at);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) break;
+        at += (size_t)w;
+    }
+    close(fd);
+    return at == n ? 0 : -1;
+}
+
+static char *read_file(const char *path, size_t *n) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return NULL;
+    struct stat st;
+    char *buf = NULL;
+    if (fstat(fd, &st) == 0 && st.st_size > 0 && (buf = malloc((size_t)st.st_size))) {
+        size_t at = 0;
+        while (at < (size_t)st.st_size) {
+            ssize_t r = read(fd, buf + at, (size_t)st.st_size - at);
+            if (r < 0 && errno == EINTR) continue;
+            if (r <= 0) break;
+            at += (size_t)r;
+        }
+        if (at != (size_t)st.st_size) {
+            free(buf);
+            buf = NULL;
+        }
+        *n = at;
+    }
+    close(fd);
+    return buf;
+}
+
+/* Assembles every job's PTX with ptxas -arch=sm_<sm> (all processes at once) and loads the
+ * cubins; a job whose ptxas or load fails keeps r != 0 and its PTX (the caller JITs it). */
+static void ptxas_all(const char *ptxas, int sm, struct load_job *jobs, int nm);
+
 int ic_cuda_load(ic_gpu *G, int device, char *msg, size_t n) {
     if (!ic_cuda_available()) {
         snprintf(msg, n, "%s", D.reason);
@@ -207,37 +300,148 @@ int ic_cuda_load(ic_gpu *G, int device, char *msg, size_t n) {
     }
     if (device_ctx(device, &G->ctx, msg, n)) return -1;
     G->device = device;
-    char log[2048] = {0};
-    int opts[2] = {IC_CU_JIT_ERROR_LOG_BUFFER, IC_CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
-    void *vals[2] = {log, (void *)(uintptr_t)sizeof log};
-    R_ r = D.ModuleLoadDataEx(&G->module, G->ptx, 2, opts, vals);
-    if (r) {
-        G->module = NULL;
-        snprintf(msg, n, "loading PTX: %s%s%.300s", errstr(r), log[0] ? ": " : "", log);
-        return -1;
+    /* split the text at the separators (a private copy: G->ptx stays whole for the caches) */
+    const size_t sl = strlen(IC_PTX_SEP);
+    int nm = 1;
+    for (const char *s = strstr(G->ptx, IC_PTX_SEP); s; s = strstr(s + sl, IC_PTX_SEP)) nm++;
+    char *text = strdup(G->ptx);
+    load_job *jobs = calloc((size_t)nm, sizeof *jobs);
+    pthread_t *th = calloc((size_t)nm, sizeof *th);
+    bool *started = calloc((size_t)nm, sizeof *started);
+    G->mods = calloc((size_t)nm, sizeof *G->mods);
+    int rc = 0;
+    if (!text || !jobs || !th || !started || !G->mods) {
+        snprintf(msg, n, "out of memory");
+        rc = -1;
+        goto out;
     }
-    for (int k = 0; k < G->nkernels; k++)
-        for (int v = 0; v < G->k[k].nvar; v++) {
+    char *s = text;
+    for (int i = 0; i < nm; i++) {
+        jobs[i].ctx = G->ctx;
+        jobs[i].ptx = s;
+        char *e = strstr(s, IC_PTX_SEP);
+        if (e) {
+            *e = 0;
+            s = e + sl;
+        }
+    }
+    for (int i = 0; i < nm; i++) jobs[i].r = 1; /* not loaded yet */
+    char *ptxas = ptxas_get();
+    int dsm = 0, nsm = 0;
+    char m2[64];
+    /* cubins from ptxas when the device is the PTX's target and the work is worth processes */
+    if (ptxas && (nm > 1 || strlen(G->ptx) > 65536) && !ic_cuda_device_info(device, &dsm, &nsm, m2, sizeof m2) &&
+        dsm == G->sm)
+        ptxas_all(ptxas, dsm, jobs, nm);
+    free(ptxas);
+    for (int i = 1; i < nm; i++)
+        if (jobs[i].r) started[i] = pthread_create(&th[i], NULL, load_one, &jobs[i]) == 0;
+    if (jobs[0].r) load_one(&jobs[0]);
+    for (int i = 1; i < nm; i++) {
+        if (started[i]) pthread_join(th[i], NULL);
+        else if (jobs[i].r) load_one(&jobs[i]);
+    }
+    for (int i = 0; i < nm; i++) {
+        G->mods[i] = jobs[i].mod;
+        if (jobs[i].mod) G->nmod = i + 1;
+    }
+    for (int i = 0; i < nm && !rc; i++)
+        if (jobs[i].r) {
+            snprintf(msg, n, "loading PTX%s: %s%s%.300s", nm > 1 ? " (one of several modules)" : "",
+                     errstr(jobs[i].r), jobs[i].log[0] ? ": " : "", jobs[i].log);
+            rc = -1;
+        }
+    G->module = G->mods[0];
+    for (int k = 0; k < G->nkernels && !rc; k++)
+        for (int v = 0; v < G->k[k].nvar && !rc; v++) {
             ic_gvariant *gv = &G->k[k].v[v];
-            r = D.ModuleGetFunction(&gv->fn, G->module, gv->name);
+            R_ r = 1;
+            for (int i = 0; i < G->nmod && r; i++)
+                if (G->mods[i]) r = D.ModuleGetFunction(&gv->fn, G->mods[i], gv->name);
             if (r) {
                 snprintf(msg, n, "kernel %s: %s", gv->name, errstr(r));
-                return -1;
+                rc = -1;
             }
         }
-    return 0;
+out:
+    free(text);
+    free(jobs);
+    free(th);
+    free(started);
+    if (rc) G->module = NULL; /* ic_gpu_free unloads what did load */
+    return rc;
+}
+
+static void ptxas_all(const char *ptxas, int sm, load_job *jobs, int nm) {
+    const char *tmp = getenv("TMPDIR");
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/torchc-ptxas-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(dir)) return;
+    pid_t *pid = calloc((size_t)nm, sizeof *pid);
+    if (!pid) {
+        rmdir(dir);
+        return;
+    }
+    char arch[32];
+    snprintf(arch, sizeof arch, "-arch=sm_%d", sm);
+    for (int i = 0; i < nm; i++) {
+        char in[600], out[600], log[600];
+        snprintf(in, sizeof in, "%s/m%d.ptx", dir, i);
+        snprintf(out, sizeof out, "%s/m%d.cubin", dir, i);
+        snprintf(log, sizeof log, "%s/m%d.log", dir, i);
+        if (write_file(in, jobs[i].ptx, strlen(jobs[i].ptx))) continue;
+        posix_spawn_file_actions_t fa;
+        posix_spawn_file_actions_init(&fa);
+        posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        posix_spawn_file_actions_adddup2(&fa, 1, 2);
+        char *argv[] = {(char *)ptxas, arch, "-O3", in, "-o", out, NULL};
+        if (posix_spawn(&pid[i], ptxas, &fa, NULL, argv, environ)) pid[i] = 0;
+        posix_spawn_file_actions_destroy(&fa);
+    }
+    for (int i = 0; i < nm; i++) {
+        char path[600];
+        int status = 0;
+        bool ok = false;
+        if (pid[i] > 0) {
+            while (waitpid(pid[i], &status, 0) < 0 && errno == EINTR) {
+            }
+            ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+        }
+        size_t n = 0;
+        snprintf(path, sizeof path, "%s/m%d.cubin", dir, i);
+        char *cubin = ok ? read_file(path, &n) : NULL;
+        if (cubin) {
+            ic_CUcontext cur = NULL;
+            D.CtxGetCurrent(&cur);
+            if (cur != jobs[i].ctx) D.CtxSetCurrent(jobs[i].ctx);
+            int opts[2] = {IC_CU_JIT_ERROR_LOG_BUFFER, IC_CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+            void *vals[2] = {jobs[i].log, (void *)(uintptr_t)sizeof jobs[i].log};
+            jobs[i].r = D.ModuleLoadDataEx(&jobs[i].mod, cubin, 2, opts, vals);
+            if (jobs[i].r) jobs[i].mod = NULL; /* the caller JITs the PTX instead */
+            free(cubin);
+        }
+        unlink(path);
+        snprintf(path, sizeof path, "%s/m%d.ptx", dir, i);
+        unlink(path);
+        snprintf(path, sizeof path, "%s/m%d.log", dir, i);
+        unlink(path);
+    }
+    free(pid);
+    rmdir(dir);
 }
 
 void ic_gpu_free(void *p) {
     ic_gpu *G = p;
     if (!G) return;
-    if (G->module && D.ok) {
+    if (G->nmod > 0 && D.ok) {
         ic_CUcontext cur = NULL;
         D.CtxGetCurrent(&cur);
         if (cur != G->ctx) D.CtxSetCurrent(G->ctx);
-        D.ModuleUnload(G->module); /* errors (context gone at exit) are ignored */
+        for (int i = 0; i < G->nmod; i++)
+            if (G->mods[i]) D.ModuleUnload(G->mods[i]); /* errors (context gone at exit) are ignored */
         if (cur != G->ctx) D.CtxSetCurrent(cur);
     }
+    free(G->mods);
     for (int k = 0; G->k && k < G->nkernels; k++)
         for (int v = 0; v < 2; v++) {
             free(G->k[k].v[v].params);
