@@ -177,6 +177,8 @@ int tc_extern_handler(const ic_extern_call *call, ic_err *err) {
 
 int tc_is_tensor(PyObject *o) { return THPVariable_Check(o) ? 1 : 0; }
 
+int tc_is_cuda(PyObject *o) { return THPVariable_Check(o) && THPVariable_Unpack(o).is_cuda() ? 1 : 0; }
+
 int tc_is_plain_tensor(PyObject *o) { return THPVariable_CheckExact(o) ? 1 : 0; }
 
 int tc_tensor_meta(PyObject *o, tc_meta *m) {

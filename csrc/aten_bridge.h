@@ -38,6 +38,7 @@ enum {
 int tc_is_tensor(PyObject *o);
 /* 1 if exactly torch.Tensor or nn.Parameter (no user subclass). */
 int tc_is_plain_tensor(PyObject *o);
+int tc_is_cuda(PyObject *o); /* a tensor on a CUDA device */
 /* Fills m. o must satisfy tc_is_tensor. Returns 0. */
 int tc_tensor_meta(PyObject *o, tc_meta *m);
 /* New reference to a fresh tensor, or NULL with a Python exception. */

@@ -124,6 +124,7 @@ typedef struct dh_entry {
     int nidx;               /* index inputs checked against bounds before each run */
     int idx_src[16];
     int64_t idx_bound[16];
+    unsigned char idx_gather[16]; /* CUDA index tensors read only by gathers: checked on the device */
     int nattrw;             /* module attribute writes: root is (result, values...) */
     int *attrw_src;
     PyObject **attrw_name;  /* strong */

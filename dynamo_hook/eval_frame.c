@@ -331,6 +331,10 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
     for (int i = 0; i < e->nidx; i++) {
         /* out-of-range (or negative) indices: eager raises or wraps; let it */
         int ok;
+        /* CUDA gathers check on the device, like torch.compile's kernels: a negative index
+         * wraps, one out of range traps (eager: a device-side assert); no sync here */
+        if (e->idx_bound[i] >= 0 && e->idx_gather[i] && tc_is_cuda(values[e->idx_src[i]]))
+            continue;
         if (e->idx_bound[i] == -1) { /* an integer divisor: no zero element */
             PyObject *all = PyObject_CallMethod(values[e->idx_src[i]], "all", NULL);
             ok = all ? PyObject_IsTrue(all) : -1;

@@ -216,7 +216,7 @@ static int index_store(trace *t, const var *x, const ic_meta *m, const var *kv, 
         return sym_check_graph(t);
     if (km->ndim != 1 || (km->dtype != IC_I64 && km->dtype != IC_I32) || m->ndim < 1)
         return sym_fail(t, "item assignment with a tensor index other than a 1-D integer tensor not supported yet");
-    if (sym_check_index(t, kv, m->sizes[0]) < 0)
+    if (sym_check_index(t, kv, m->sizes[0], 0) < 0)
         return -1;
     int64_t S[IC_MAX_DIMS], ones[IC_MAX_DIMS];
     S[0] = ones[0] = km->sizes[0];

@@ -105,6 +105,7 @@ typedef struct trace {
     int nidx;                         /* index inputs to bounds-check before each run */
     int idx_src[16];
     int64_t idx_bound[16];
+    unsigned char idx_gather[16]; /* read by a gather: CUDA kernels check it (wrap, trap) */
     /* dynamic shapes: dims of local tensors marked dynamic get symbols (duck-sized: equal
      * sizes share one); fake: trace with other hint values (to verify no hint leaks) */
     const uint32_t *dynmask;
@@ -191,6 +192,6 @@ int sym_return_pair(trace *t, const char *name, ic_val values, ic_val indices, v
 int sym_tensor_setitem(trace *t, const var *x, const var *k, const var *v);
 /* index_select with a checked index: graph inputs are bounds-checked at run time (eager
  * runs when out of range), argmax/argmin/arange results are in range by construction. */
-int sym_check_index(trace *t, const var *index, int64_t bound);
+int sym_check_index(trace *t, const var *index, int64_t bound, int gather);
 
 #endif

@@ -3066,6 +3066,7 @@ static dh_entry *trace_once(PyCodeObject *code, PyObject *const *localsplus, PyO
         e->nidx = t->nidx;
         memcpy(e->idx_src, t->idx_src, sizeof t->idx_src);
         memcpy(e->idx_bound, t->idx_bound, sizeof t->idx_bound);
+        memcpy(e->idx_gather, t->idx_gather, sizeof t->idx_gather);
     }
     if (e != NULL && !e->fallback && t->nattrw > 0) {
         e->attrw_src = malloc(sizeof(int) * (size_t)t->nattrw);

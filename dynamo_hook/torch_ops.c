@@ -239,6 +239,7 @@ static int int_div_check(trace *t, ic_op op, ic_val x, ic_val y, const var *bv) 
     if (t->nidx >= 16)
         return sym_fail(t, "too many checked inputs");
     t->idx_src[t->nidx] = s;
+    t->idx_gather[t->nidx] = 0;
     t->idx_bound[t->nidx++] = -1; /* -1: no zero element */
     return 0;
 }
@@ -1180,7 +1181,7 @@ static int h_index_select(trace *t, const opdef *d, var **p, var *out) {
         for (int i = 0; i < im->ndim; i++)
             n *= im->sizes[i];
         ic_val flat = sym_reshape(t, p[0]->val, 1, &n);
-        if (sym_check_index(t, p[0], wm->ndim ? wm->sizes[0] : 0) < 0)
+        if (sym_check_index(t, p[0], wm->ndim ? wm->sizes[0] : 0, 1) < 0)
             return -1;
         ic_val rows = ic_index_select(t->g, p[1]->val, 0, flat);
         int64_t sz[IC_MAX_DIMS];
@@ -1198,7 +1199,7 @@ static int h_index_select(trace *t, const opdef *d, var **p, var *out) {
     int dim;
     if (get_int(t, p[1], &dd, "dim") < 0 || norm_dim(t, dd, ndim_of(t, p[0]->val), &dim) < 0)
         return -1;
-    if (sym_check_index(t, p[2], ic_value_meta(t->g, p[0]->val)->sizes[dim]) < 0)
+    if (sym_check_index(t, p[2], ic_value_meta(t->g, p[0]->val)->sizes[dim], 1) < 0)
         return -1;
     return tensor_out(t, ic_index_select(t->g, p[0]->val, dim, p[2]->val), out);
 }
@@ -1320,7 +1321,7 @@ int sym_tensor_index(trace *t, const var *x_in, const var *k, var *out) {
     const ic_meta *im = &im_copy; /* a copy: the graph reallocates */
             if (im->ndim != 1 || (im->dtype != IC_I64 && im->dtype != IC_I32))
                 return sym_fail(t, "tensor index other than a 1-D integer tensor not supported yet");
-            if (sym_check_index(t, &pv, m->sizes[d]) < 0)
+            if (sym_check_index(t, &pv, m->sizes[d], 1) < 0)
                 return -1;
             v = ic_index_select(t->g, v, d, pv.val);
             is_copy = 1;
@@ -1428,7 +1429,7 @@ static int h_factory(trace *t, const opdef *d, var **p, var *out) {
     return tensor_out(t, ic_expand(t->g, v, n, sz), out);
 }
 
-int sym_check_index(trace *t, const var *index, int64_t bound) {
+int sym_check_index(trace *t, const var *index, int64_t bound, int gather) {
     ic_val iv = index->val;
     ic_op op = ic_value_op(t->g, iv);
     if (op == IC_OP_INPUT) {
@@ -1441,11 +1442,14 @@ int sym_check_index(trace *t, const var *index, int64_t bound) {
             s = t->input_src[k];
         }
         for (int i = 0; i < t->nidx; i++)
-            if (t->idx_src[i] == s && t->idx_bound[i] == bound)
+            if (t->idx_src[i] == s && t->idx_bound[i] == bound) {
+                t->idx_gather[i] &= (unsigned char)(gather != 0);
                 return 0;
+            }
         if (t->nidx >= 16)
             return sym_fail(t, "too many index tensors");
         t->idx_src[t->nidx] = s;
+        t->idx_gather[t->nidx] = (unsigned char)(gather != 0);
         t->idx_bound[t->nidx++] = bound;
         return 0;
     }

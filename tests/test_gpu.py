@@ -772,3 +772,52 @@ def test_cnn_bf16_channels_last_on_cuda(layout, monkeypatch):
                 torch.testing.assert_close(g.float(), w.float(), rtol=3e-2, atol=3e-2)
         ex = torchc.explain(cm)(x)
     assert ex.graph_count == 1 and ex.graph_break_count == 0 and len(ex.extern_calls) == 3, ex
+
+
+def test_gather_indices_checked_on_device_without_sync():
+    """CUDA gathers (embedding, index_select, x[idx]) check their indices in the kernel:
+    no host sync per call; a negative index wraps like torch.compile's kernels."""
+    emb = torch.nn.Embedding(50, 16).cuda()
+
+    def f(ids, x, idx):
+        return emb(ids) * 2, torch.index_select(x, 0, idx) + 1, x[idx] - 1
+
+    cf = torchc.compile(f)
+    ids = torch.randint(0, 50, (4, 7), device="cuda")
+    x = torch.randn(30, 5, device="cuda")
+    idx = torch.tensor([0, 29, 3, 3, 17], device="cuda")
+    with torch.no_grad():
+        want = f(ids, x, idx)
+        cf(ids, x, idx)  # compile outside the sync check
+        torch.cuda.synchronize()
+        torch.cuda.set_sync_debug_mode("error")
+        try:
+            got = cf(ids, x, idx)
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+        for g, w in zip(got, want):
+            torch.testing.assert_close(g, w)
+        ex = torchc.explain(cf)(ids, x, idx)
+        assert ex.graph_count == 1 and ex.graph_break_count == 0, ex.break_reasons
+
+        neg = torch.tensor([-1, -30, 5], device="cuda")
+        g2 = torchc.compile(lambda x, i: x[i] * 3)(x, neg)
+        torch.testing.assert_close(g2, x[neg] * 3)
+
+
+def test_gather_index_out_of_range_fails_like_a_device_assert():
+    """An index out of range kills the kernel (eager: a device-side assert): an error, never a
+    silently clamped answer. In a subprocess: the CUDA context does not survive it."""
+    import subprocess
+    import sys
+    code = (
+        "import torch, torchc\n"
+        "x = torch.randn(30, 5, device='cuda')\n"
+        "f = torchc.compile(lambda x, i: x[i] * 3)\n"
+        "f(x, torch.tensor([1, 2], device='cuda'))\n"
+        "y = f(x, torch.tensor([1, 30], device='cuda'))\n"
+        "torch.cuda.synchronize()\n"
+        "print('NO ERROR', y)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert r.returncode != 0 and "NO ERROR" not in r.stdout, (r.stdout, r.stderr[-2000:])

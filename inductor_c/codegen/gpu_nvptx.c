@@ -792,12 +792,26 @@ static LLVMValueRef scalar_load(gg *g, int b, ic_dtype t, LLVMValueRef off) {
 
 static LLVMValueRef val(gg *g, ic_xid x, int lane);
 
-/* index_select: ix + clamp(index, 0, size-1) * stride */
+/* trap (the kernel aborts, the context reports an error) when v != 0: CUDA's device assert */
+static void trap_if(gg *g, LLVMValueRef v) {
+    LLVMTypeRef i32 = g->cg.i32;
+    LLVMTypeRef ft = LLVMFunctionType(g->cg.vd, &i32, 1, 0);
+    static const char code[] = "{\n.reg .pred %p;\nsetp.ne.s32 %p, $0, 0;\n@%p trap;\n}";
+    LLVMValueRef asm_ = LLVMGetInlineAsm(ft, (char *)code, sizeof code - 1, "r", 1, 1, 0, LLVMInlineAsmDialectATT, 0);
+    LLVMValueRef a = LLVMBuildZExt(B, v, i32, "");
+    LLVMBuildCall2(B, ft, asm_, &a, 1, "");
+}
+
+/* index_select: ix + index * stride, a negative index wrapped once (index + size), one still
+ * out of [0, size) trapping (the host does not check CUDA indices: no sync per call); the
+ * offset is clamped into the buffer all the same */
 static LLVMValueRef gather_off(gg *g, const ic_x *e, int lane) {
     LLVMValueRef iv = val(g, e->a, lane);
     ic_dtype it = g->c->xs[e->a].dtype;
     iv = LLVMBuildIntCast2(B, iv, g->ity, !is_unsigned(it), "");
     LLVMValueRef z = kix(g, 0), m = kix(g, e->aux > 0 ? e->aux - 1 : 0);
+    if (!is_unsigned(it)) iv = sel(g, LLVMBuildICmp(B, LLVMIntSLT, iv, z, ""), LLVMBuildAdd(B, iv, kix(g, e->aux), ""), iv);
+    trap_if(g, LLVMBuildOr(B, LLVMBuildICmp(B, LLVMIntSLT, iv, z, ""), LLVMBuildICmp(B, LLVMIntSGT, iv, m, ""), ""));
     iv = sel(g, LLVMBuildICmp(B, LLVMIntSLT, iv, z, ""), z, iv);
     iv = sel(g, LLVMBuildICmp(B, LLVMIntSGT, iv, m, ""), m, iv);
     LLVMValueRef off = LLVMBuildAdd(B, gix(g, e->ix, lane), LLVMBuildMul(B, iv, kix(g, (int64_t)e->cval), ""), "");

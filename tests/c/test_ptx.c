@@ -248,6 +248,10 @@ static void build_corpus(void) {
     ic_output(g, Bn(g, IC_OP_ADD, x, y));
     ic_output(g, Bn(g, IC_OP_MAXIMUM, x, ic_cast(g, y, IC_I32)));
     ic_output(g, U(g, IC_OP_ABS, x));
+    g = G("gather_rows_50x33"); /* index_select: wrap + trap code on the device */
+    w = IN(g, IC_F32, 50, 33);
+    y = Bn(g, IC_OP_MINIMUM, U(g, IC_OP_ABS, IN(g, IC_I64, 40)), ic_scalar(g, 49, IC_I64));
+    ic_output(g, Bn(g, IC_OP_MUL, ic_index_select(g, w, 0, y), S(g, 2.0)));
     g = G("u8_i8_bool");
     x = IN(g, IC_U8, 100);
     y = IN(g, IC_I8, 100);
