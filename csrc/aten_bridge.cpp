@@ -47,8 +47,13 @@ bool ic_to_dtype(int d, c10::ScalarType *out) {
 at::Tensor blob(void *p, const ic_meta &m, const at::TensorOptions &base) {
     c10::ScalarType st;
     if (!ic_to_dtype(m.dtype, &st)) throw std::runtime_error("unknown dtype");
-    return at::from_blob(p, c10::IntArrayRef(m.sizes, m.ndim), c10::IntArrayRef(m.strides, m.ndim),
-                         base.dtype(st));
+    /* the device given (target_device): from_blob would ask the driver for the pointer's device
+     * (cudaPointerGetAttributes) on every wrap, four times per extern call */
+    return at::for_blob(p, c10::IntArrayRef(m.sizes, m.ndim))
+        .strides(c10::IntArrayRef(m.strides, m.ndim))
+        .options(base.dtype(st))
+        .target_device(base.device())
+        .make_tensor();
 }
 
 /* A CUDA conv that ATen would give to cuDNN, written by cuDNN straight into our buffer (the
