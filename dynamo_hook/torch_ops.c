@@ -2050,7 +2050,11 @@ static int h_conv(trace *t, const opdef *d, var **p, var *out) {
          * writes NHWC and the consumers of the result read it contiguously */
         prm[2 + 3 * nd] = 1;
         v[0] = ic_permute_fold(G, v[0], (const int[]){0, 2, 3, 1});
-        ic_val r = ic_extern(t->g, IC_EXT_CONV, n, v, 3 + 3 * nd, prm, 1, 1);
+        /* the bias is a graph add over the last (channel) dim, fused into the next kernel
+         * (cuDNN's path adds it in a kernel of its own) */
+        ic_val r = ic_extern(t->g, IC_EXT_CONV, 2, v, 3 + 3 * nd, prm, 1, 1);
+        if (r >= 0 && n == 3)
+            r = ic_binary(G, IC_OP_ADD, r, v[2]);
         if (r < 0)
             return sym_check_graph(t);
         return tensor_out(t, ic_permute(G, r, (const int[]){0, 3, 1, 2}), out);
