@@ -392,6 +392,11 @@ static int load_attr(trace *t, const var *o, PyObject *name, var *out) {
             if (rc <= 0)
                 return rc;
         }
+        if (PyCode_Check(o->obj) && (!strcmp(n, "co_varnames") || !strcmp(n, "co_argcount") ||
+                                     !strcmp(n, "co_name") || !strcmp(n, "co_kwonlyargcount") ||
+                                     !strcmp(n, "co_posonlyargcount") || !strcmp(n, "co_flags") ||
+                                     !strcmp(n, "co_qualname") || !strcmp(n, "co_filename")))
+            return sym_const(t, PyObject_GetAttr(o->obj, name), out); /* code is immutable */
         if (!strcmp(Py_TYPE(o->obj)->tp_name, "Signature") && !strcmp(n, "parameters"))
             return sym_const(t, PyObject_GetAttr(o->obj, name), out) < 0
                        ? (PyErr_Clear(), sym_fail(t, "attribute %U of a constant", name)) : 0;
@@ -462,6 +467,9 @@ static int load_attr(trace *t, const var *o, PyObject *name, var *out) {
         }
         if (!strcmp(n, "__class__") && o->obj) /* type(f): a constant */
             return sym_const(t, Py_NewRef((PyObject *)Py_TYPE(o->obj)), out);
+        if (!strcmp(n, "__code__") && o->obj && o->op == SYM_USER_FUNCTION && o->src >= 0 &&
+            PyFunction_Check(o->obj)) /* the function is identity-guarded: its code, as it is now */
+            return sym_const(t, Py_NewRef(PyFunction_GET_CODE(o->obj)), out);
         return sym_fail(t, "attribute %U of a function", name);
     }
     default:
@@ -806,12 +814,23 @@ static void dict_rebind_all(trace *t, const var *old, const var *nd) {
     }
 }
 
+/* The top frame's **kwargs dict: made fresh by the call, no caller holds it (resume
+ * functions take their locals as plain arguments: no CO_VARKEYWORDS). */
+static int own_kwargs(trace *t, const var *d) {
+    PyCodeObject *co = t->code;
+    if (d->src < 0 || d->src >= t->nsrc || t->src[d->src].kind != DH_S_LOCAL ||
+        !(co->co_flags & CO_VARKEYWORDS))
+        return 0;
+    Py_ssize_t kw = co->co_argcount + co->co_kwonlyargcount + ((co->co_flags & CO_VARARGS) ? 1 : 0);
+    return t->src[d->src].index == kw;
+}
+
 /* d[k] = val (val NULL: del d[k]; the key must exist). Dicts read from the frame's inputs
- * are left to eager (the caller would see the update). */
+ * are left to eager (the caller would see the update), except the frame's own **kwargs. */
 static int dict_update(trace *t, const var *d, PyObject *k, const var *val) {
     if (d->kind != V_DICT || d->items == NULL)
         return sym_fail(t, "update of an unsupported dict");
-    if (d->src >= 0)
+    if (d->src >= 0 && !own_kwargs(t, d))
         return sym_fail(t, "update of a dict passed in (the caller sees it) not supported");
     if (PyObject_Hash(k) == -1) {
         PyErr_Clear();
@@ -860,7 +879,7 @@ int sym_dict_method(trace *t, const var *d, const char *mn, var *args, int nargs
         return make_dict(t, d->obj, vals, d->n, out);
     }
     if (!strcmp(mn, "update") && nargs == 1) {
-        if (d->src >= 0)
+        if (d->src >= 0 && !own_kwargs(t, d))
             return sym_fail(t, "update of a dict passed in (the caller sees it) not supported");
         var m = *d;
         if (dict_merge(t, &m, &args[0]) < 0)
@@ -1325,8 +1344,13 @@ static int run_body(trace *t, sframe *f, var *result) {
                 same = a.kind == b.kind && a.obj == b.obj; /* a tracked non-const is never None */
             else if (a.kind == V_TENSOR && b.kind == V_TENSOR)
                 same = (a.oid > 0 && b.oid > 0) ? a.oid == b.oid : a.val == b.val; /* object identity */
-            else if (is_real_object(&a) && is_real_object(&b))
+            else if (is_real_object(&a) && is_real_object(&b)) {
                 same = a.obj == b.obj; /* type(x) is torch.Tensor: a constant and a class */
+                /* type-guarded objects: their identity decides, guard it */
+                if ((a.kind == V_OBJ && sym_guard_id(t, a.src, a.obj) < 0) ||
+                    (b.kind == V_OBJ && sym_guard_id(t, b.src, b.obj) < 0))
+                    return -1;
+            }
             else if (a.kind != b.kind && a.kind != V_CONST && b.kind != V_CONST)
                 same = 0;
             else

@@ -793,8 +793,12 @@ static int wrap_uncached(trace *t, PyObject *o, int src, var *out) {
         return 0;
     }
     if (src >= 0 && !PyType_Check(o) && (Py_TYPE(o)->tp_dictoffset != 0 || PyCallable_Check(o))) {
-        /* any other object: identity-guarded; attributes read through guarded sources */
-        if (sym_guard_id(t, src, o) < 0)
+        /* any other object: attributes are read through guarded sources. Instances of
+         * Python classes are type-guarded (objects made afresh each call, a cache or a
+         * config, must not recompile every call; 'is' between two of them guards their
+         * identity then), others identity-guarded. */
+        int plain = (Py_TYPE(o)->tp_flags & Py_TPFLAGS_HEAPTYPE) != 0;
+        if ((plain ? sym_guard_type(t, src, o) : sym_guard_id(t, src, o)) < 0)
             return -1;
         out->kind = V_OBJ;
         out->obj = sym_keep(t, Py_NewRef(o));
