@@ -94,6 +94,15 @@ int dh_cache_should_skip_file(PyCodeObject *code) {
     return 0;
 }
 
+static int attr_hook_name(PyObject *name) {
+    static const char *const names[] = {"__getattribute__", "__getattr__", "__setattr__",
+                                        "__delattr__"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (PyUnicode_CompareWithASCIIString(name, names[i]) == 0)
+            return 1;
+    return 0;
+}
+
 dh_cache *dh_cache_of(PyCodeObject *code) {
     void *p = NULL;
     if (PyUnstable_Code_GetExtra((PyObject *)code, extra_index, &p) < 0)
@@ -112,6 +121,11 @@ dh_cache *dh_cache_of(PyCodeObject *code) {
     } else if (dh_cache_should_skip_file(code)) {
         c->skip = 1;
         c->skip_reason = strdup("file in skip list (torch, torchc, stdlib)");
+    } else if (attr_hook_name(code->co_name)) {
+        /* __getattribute__ & co run implicitly on every attribute access of eager code (a
+         * config read in a loop); traced code gets attributes through load_attr instead */
+        c->skip = 1;
+        c->skip_reason = strdup("attribute protocol method");
     }
     if (PyUnstable_Code_SetExtra((PyObject *)code, extra_index, c) < 0) {
         free(c->skip_reason);

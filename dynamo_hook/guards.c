@@ -362,6 +362,16 @@ int dh_guards_check_sym(const dh_entry *e, PyObject *const *localsplus, PyObject
             if (tc_default_dtype() != g->value)
                 return 0;
             break;
+        case DH_G_CALL: {
+            PyObject *r = PyObject_CallNoArgs(g->obj);
+            int truth = r ? PyObject_IsTrue(r) : -1;
+            Py_XDECREF(r);
+            if (truth < 0)
+                PyErr_Clear();
+            if (truth != g->value)
+                return 0;
+            break;
+        }
         }
     }
     return 1;
@@ -461,6 +471,9 @@ PyObject *dh_guards_describe(const dh_entry *e) {
             break;
         case DH_G_DEFAULT_DTYPE:
             item = PyUnicode_FromFormat("GLOBAL_STATE default_dtype=%s", ic_dtype_name((ic_dtype)g->value));
+            break;
+        case DH_G_CALL:
+            item = PyUnicode_FromFormat("GLOBAL_STATE %S() == %d", g->obj, g->value);
             break;
         }
         Py_CLEAR(src);

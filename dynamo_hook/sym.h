@@ -152,7 +152,9 @@ int sym_variables_init(void);
 int sym_is_nn_module(PyObject *o);
 /* o is an nn.Sequential/ModuleList (or a subclass whose `slot` method is the container's) */
 int sym_is_module_container(PyObject *o, const char *slot);
-int sym_predicate(PyObject *o); /* the traced answer of a tracing predicate (0/1), or -1 */
+int sym_predicate(PyObject *o); /* the traced answer of a tracing predicate (0/1; 2: ask and
+                                 * guard, sym_state_predicate), or -1 */
+int sym_state_predicate(trace *t, PyObject *fn); /* fn()'s truth, guarded; -1 failed */
 int sym_is_grad_ctx(PyObject *o);
 int sym_is_grad_ctx_type(PyObject *tp); /* torch.no_grad()/enable_grad()/inference_mode()/set_grad_enabled() */
 

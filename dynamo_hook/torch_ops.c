@@ -3422,8 +3422,14 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
         }
         return sym_const(t, sig, out);
     }
-    if (fn->kind == V_FUNC && fn->op == SYM_PREDICATE)
-        return sym_const(t, PyBool_FromLong(sym_predicate(fn->obj) == 1), out);
+    if (fn->kind == V_FUNC && fn->op == SYM_PREDICATE) {
+        int a = sym_predicate(fn->obj);
+        if (a == 2 && (nargs || kwnames))
+            return sym_fail(t, "%S with arguments", fn->obj);
+        if (a == 2 && (a = sym_state_predicate(t, fn->obj)) < 0)
+            return -1;
+        return sym_const(t, PyBool_FromLong(a == 1), out);
+    }
     if (fn->kind == V_FUNC && fn->op == SYM_CTX_EXIT) { /* __exit__(None, None, None) */
         t->nograd--;
         return sym_const(t, Py_NewRef(Py_None), out);

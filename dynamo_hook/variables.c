@@ -118,6 +118,27 @@ static int has_guard(trace *t, dh_guardkind kind, int src) {
     return 0;
 }
 
+/* A process-state predicate: called now, its answer guarded (re-asked before each run).
+ * 0/1, or -1 failed. */
+int sym_state_predicate(trace *t, PyObject *fn) {
+    PyObject *r = PyObject_CallNoArgs(fn);
+    int truth = r ? PyObject_IsTrue(r) : -1;
+    Py_XDECREF(r);
+    if (truth < 0) {
+        PyErr_Clear();
+        return sym_fail(t, "%S() raised", fn);
+    }
+    for (int i = 0; i < t->nguards; i++)
+        if (t->guards[i].kind == DH_G_CALL && t->guards[i].obj == fn)
+            return truth;
+    dh_guard *g = new_guard(t, DH_G_CALL, -1);
+    if (g == NULL)
+        return -1;
+    g->obj = Py_NewRef(fn);
+    g->value = truth;
+    return truth;
+}
+
 /* The default dtype, guarded once per trace. */
 int sym_default_dtype(trace *t) {
     int d = tc_default_dtype();
@@ -853,8 +874,8 @@ int sym_is_module_container(PyObject *o, const char *slot) {
 
 /* Tracing predicates answered while tracing: all False, as eager sees them (the compiled
  * function computes what eager computes) */
-static PyObject *pred_obj[8];
-static int pred_val[8], npred;
+static PyObject *pred_obj[12];
+static int pred_val[12], npred;
 
 static void add_pred(const char *mod, const char *name, int val) {
     PyObject *m = PyImport_ImportModule(mod), *f = m ? PyObject_GetAttrString(m, name) : NULL;
@@ -863,7 +884,7 @@ static void add_pred(const char *mod, const char *name, int val) {
         PyErr_Clear();
         return;
     }
-    if (npred < 8) {
+    if (npred < 12) {
         pred_obj[npred] = f; /* kept for the process */
         pred_val[npred++] = val;
     } else {
@@ -916,6 +937,9 @@ int sym_variables_init(void) {
     add_pred("torch.jit", "is_tracing", 0);
     add_pred("torch.jit", "is_scripting", 0);
     add_pred("torch._C", "_is_tracing", 0);
+    /* process state: asked while tracing, the answer guarded */
+    add_pred("torch.cuda", "is_current_stream_capturing", 2);
+    add_pred("torch.xpu", "is_current_stream_capturing", 2);
     if (!torch_size_type || !torch_dtype_type || !torch_device_type || !nn_module_type)
         return -1;
     return 0;
