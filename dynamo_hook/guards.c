@@ -362,6 +362,19 @@ int dh_guards_check_sym(const dh_entry *e, PyObject *const *localsplus, PyObject
             if (tc_default_dtype() != g->value)
                 return 0;
             break;
+        case DH_G_SAMEOBJ: {
+            PyObject *srcs = PyTuple_GET_ITEM(g->obj, 0), *pat = PyTuple_GET_ITEM(g->obj, 1);
+            Py_ssize_t n = PyTuple_GET_SIZE(srcs);
+            for (Py_ssize_t a = 0; a < n; a++) {
+                PyObject *va = values[PyLong_AsLong(PyTuple_GET_ITEM(srcs, a))];
+                Py_ssize_t first = 0;
+                while (values[PyLong_AsLong(PyTuple_GET_ITEM(srcs, first))] != va)
+                    first++;
+                if (first != PyLong_AsSsize_t(PyTuple_GET_ITEM(pat, a)))
+                    return 0;
+            }
+            break;
+        }
         case DH_G_CALL: {
             PyObject *r = PyObject_CallNoArgs(g->obj);
             int truth = r ? PyObject_IsTrue(r) : -1;
@@ -471,6 +484,10 @@ PyObject *dh_guards_describe(const dh_entry *e) {
             break;
         case DH_G_DEFAULT_DTYPE:
             item = PyUnicode_FromFormat("GLOBAL_STATE default_dtype=%s", ic_dtype_name((ic_dtype)g->value));
+            break;
+        case DH_G_SAMEOBJ:
+            item = PyUnicode_FromFormat("SAME_OBJECTS sources %R as %R", PyTuple_GET_ITEM(g->obj, 0),
+                                        PyTuple_GET_ITEM(g->obj, 1));
             break;
         case DH_G_CALL:
             item = PyUnicode_FromFormat("GLOBAL_STATE %S() == %d", g->obj, g->value);

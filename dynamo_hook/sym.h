@@ -98,10 +98,16 @@ typedef struct trace {
     sym_break brk;                    /* set when the top frame stops at a graph break */
     struct {                          /* attribute writes on modules, replayed after the graph */
         int src;
+        PyObject *obj;                /* the object written (borrowed from keep) */
         PyObject *name;
         struct var *val;
-    } attrw[32];
+    } attrw[256];
     int nattrw;
+    /* instances of Python classes, type-guarded: their sources and the objects seen; which
+     * of them are the same object is guarded too (DH_G_SAMEOBJ) */
+    int tobj_src[256];
+    PyObject *tobj[256];
+    int ntobj;
     int nidx;                         /* index inputs to bounds-check before each run */
     int idx_src[16];
     int64_t idx_bound[16];

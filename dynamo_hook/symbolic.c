@@ -291,7 +291,7 @@ static int load_attr(trace *t, const var *o, PyObject *name, var *out) {
             /* the object is identity-guarded: its class is fixed */
             return sym_const(t, Py_NewRef((PyObject *)Py_TYPE(o->obj)), out);
         for (int i = t->nattrw - 1; i >= 0; i--) /* written earlier in this trace */
-            if (t->attrw[i].src == o->src && o->src >= 0 &&
+            if (t->attrw[i].obj == o->obj && o->src >= 0 &&
                 PyUnicode_Compare(t->attrw[i].name, name) == 0) {
                 *out = *t->attrw[i].val;
                 return 0;
@@ -1346,10 +1346,8 @@ static int run_body(trace *t, sframe *f, var *result) {
                 same = (a.oid > 0 && b.oid > 0) ? a.oid == b.oid : a.val == b.val; /* object identity */
             else if (is_real_object(&a) && is_real_object(&b)) {
                 same = a.obj == b.obj; /* type(x) is torch.Tensor: a constant and a class */
-                /* type-guarded objects: their identity decides, guard it */
-                if ((a.kind == V_OBJ && sym_guard_id(t, a.src, a.obj) < 0) ||
-                    (b.kind == V_OBJ && sym_guard_id(t, b.src, b.obj) < 0))
-                    return -1;
+                /* objects of Python classes: DH_G_SAMEOBJ keeps which sources are one
+                 * object; others (C types) are identity-guarded already */
             }
             else if (a.kind != b.kind && a.kind != V_CONST && b.kind != V_CONST)
                 same = 0;
@@ -1738,11 +1736,12 @@ static int run_body(trace *t, sframe *f, var *result) {
             if (b.kind == V_FUNC && b.op == SYM_MADE_FUNCTION)
                 return sym_fail(t, "storing a nested function on a module");
             int i;
-            for (i = 0; i < t->nattrw; i++)
-                if (t->attrw[i].src == a.src && PyUnicode_Compare(t->attrw[i].name, name) == 0)
+            for (i = 0; i < t->nattrw; i++) /* one object (sources may differ: DH_G_SAMEOBJ) */
+                if (t->attrw[i].obj == a.obj && PyUnicode_Compare(t->attrw[i].name, name) == 0)
                     break;
-            if (i == t->nattrw) {
-                if (t->nattrw >= 32)
+            int fresh = i == t->nattrw;
+            if (fresh) {
+                if (t->nattrw >= 256)
                     return sym_fail(t, "too many attribute writes");
                 t->nattrw++;
             }
@@ -1750,7 +1749,9 @@ static int run_body(trace *t, sframe *f, var *result) {
             if (v == NULL)
                 return -1;
             *v = b;
-            t->attrw[i].src = a.src;
+            if (fresh)
+                t->attrw[i].src = a.src;
+            t->attrw[i].obj = a.obj;
             t->attrw[i].name = name;
             t->attrw[i].val = v;
             break;
@@ -2743,6 +2744,48 @@ done:
     Py_XDECREF(spec);
 }
 
+/* Objects of Python classes are type-guarded, not identity-guarded: which of their sources
+ * were one object (an attribute written through one, read through another) is guarded. */
+static void add_sameobj_guard(trace *t) {
+    if (t->ntobj < 2)
+        return;
+    PyObject *srcs = PyTuple_New(t->ntobj), *pat = PyTuple_New(t->ntobj), *spec = NULL;
+    if (srcs == NULL || pat == NULL)
+        goto done;
+    for (int i = 0; i < t->ntobj; i++) {
+        int j = 0;
+        while (t->tobj[j] != t->tobj[i])
+            j++;
+        PyTuple_SET_ITEM(srcs, i, PyLong_FromLong(t->tobj_src[i]));
+        PyTuple_SET_ITEM(pat, i, PyLong_FromLong(j));
+        if (PyErr_Occurred())
+            goto done;
+    }
+    spec = Py_BuildValue("(OO)", srcs, pat);
+    if (spec == NULL)
+        goto done;
+    if (t->nguards == t->capguards) {
+        dh_guard *n = realloc(t->guards, (size_t)(2 * t->capguards + 1) * sizeof *n);
+        if (n == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        t->guards = n;
+        t->capguards = 2 * t->capguards + 1;
+    }
+    dh_guard *g = &t->guards[t->nguards++];
+    memset(g, 0, sizeof *g);
+    g->kind = DH_G_SAMEOBJ;
+    g->src = -1;
+    g->input_index = -1;
+    g->obj = spec;
+    spec = NULL;
+done:
+    Py_XDECREF(srcs);
+    Py_XDECREF(pat);
+    Py_XDECREF(spec);
+}
+
 /* Splits at matrix products and convolutions are by design (they run as ATen kernels
  * between compiled graphs, the epilogue fused into the next graph): explain reports them
  * as extern calls, not as graph breaks. */
@@ -3023,6 +3066,8 @@ static dh_entry *trace_once(PyCodeObject *code, PyObject *const *localsplus, PyO
                     record_mutations(t, outvals, &nout, &muts);
                 if (!t->failed && !PyErr_Occurred())
                     add_distinct_guard(t, &muts);
+                if (!t->failed && !PyErr_Occurred())
+                    add_sameobj_guard(t);
             }
             if (dyn) {
                 /* dynamic only for a whole graph with symbols, on the CPU */

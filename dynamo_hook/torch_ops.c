@@ -1066,6 +1066,29 @@ static int h_cat(trace *t, const opdef *d, var **p, var *out) {
     long long dd = 0;
     if (tensors_of(t, p[0], v, 64, &n) < 0 || (!is_none(p[1]) && get_int(t, p[1], &dd, "dim") < 0))
         return -1;
+    if (d->op == 0) {
+        /* ATen's legacy rule: 1-d empty tensors are skipped (a cache grown from
+         * torch.tensor([]) by cat); they must not change the result dtype */
+        int m = 0, nonempty = 0;
+        for (int i = 0; i < n; i++) {
+            const ic_meta *mi = metap(t, v[i]);
+            nonempty += !(mi->ndim == 1 && mi->sizes[0] == 0);
+        }
+        for (int i = 0; i < n && nonempty > 0 && nonempty < n; i++) {
+            const ic_meta *mi = metap(t, v[i]);
+            if (mi->ndim == 1 && mi->sizes[0] == 0) {
+                int same = 0;
+                for (int j = 0; j < n; j++)
+                    same |= j != i && metap(t, v[j])->dtype == mi->dtype;
+                if (!same)
+                    return sym_fail(t, "cat: an empty 1-d tensor of another dtype");
+                continue;
+            }
+            v[m++] = v[i];
+        }
+        if (nonempty > 0 && nonempty < n)
+            n = m;
+    }
     int nd = ndim_of(t, v[0]) + (d->op == 1);
     int dim;
     if (norm_dim(t, dd, nd, &dim) < 0)
@@ -1427,6 +1450,74 @@ static int h_factory(trace *t, const opdef *d, var **p, var *out) {
     }
     ic_val v = ic_cast(t->g, ic_scalar(t->g, fill, fill_kind), (ic_dtype)dt);
     return tensor_out(t, ic_expand(t->g, v, n, sz), out);
+}
+
+/* torch.tensor(data) of a flat constant list of numbers (empty: shape [0], as the
+ * DynamicCache layers start), dtype inferred as torch does */
+static int h_tensor(trace *t, const opdef *d, var **p, var *out) {
+    PyObject *items[64];
+    int n = 0, dt = -1, allbool = 1, anyfloat = 0;
+    const var *data = p[0];
+    if (data->kind == V_CONST && (PyList_Check(data->obj) || PyTuple_Check(data->obj))) {
+        n = (int)PySequence_Fast_GET_SIZE(data->obj);
+        if (n > 64)
+            return sym_fail(t, "tensor: data too long");
+        for (int i = 0; i < n; i++)
+            items[i] = PySequence_Fast_GET_ITEM(data->obj, i);
+    } else if (data->kind == V_SEQ && data->n <= 64) {
+        n = data->n;
+        for (int i = 0; i < n; i++) {
+            if (data->items[i].kind != V_CONST)
+                return sym_fail(t, "tensor: data is not a list of numbers");
+            items[i] = data->items[i].obj;
+        }
+    } else {
+        return sym_fail(t, "tensor: data is not a list of numbers");
+    }
+    for (int i = 0; i < n; i++) {
+        PyObject *x = items[i];
+        if (!PyBool_Check(x) && !PyLong_CheckExact(x) && !PyFloat_CheckExact(x))
+            return sym_fail(t, "tensor: data is not a list of numbers");
+        allbool &= PyBool_Check(x);
+        anyfloat |= PyFloat_CheckExact(x);
+    }
+    if (p[1] && get_dtype(t, p[1], &dt) < 0)
+        return -1;
+    int dty = -1, dix = -1;
+    if (p[2] && !is_none(p[2]) && !device_arg(p[2], &dty, &dix))
+        return sym_fail(t, "tensor: unsupported device argument");
+    for (int i = 3; i < MAXP; i++)
+        if (p[i] && !is_none(p[i]) && !(p[i]->kind == V_CONST && p[i]->obj == Py_False))
+            return sym_fail(t, "tensor: requires_grad/pin_memory arguments not supported yet");
+    if (same_device(t, dty >= 0 ? dty : TC_DEV_CPU, dty >= 0 ? dix : 0, d->name) < 0)
+        return -1;
+    if (dt < 0) {
+        if (n > 0 && allbool)
+            dt = IC_BOOL;
+        else if (n > 0 && !anyfloat)
+            dt = IC_I64;
+        else if ((dt = sym_default_dtype(t)) < 0)
+            return -1;
+    }
+    int64_t sz0 = 0, sz1 = 1;
+    if (n == 0)
+        return tensor_out(t, ic_expand(t->g, ic_cast(t->g, ic_scalar(t->g, 0.0, IC_I64), (ic_dtype)dt), 1, &sz0), out);
+    ic_val r = -1;
+    for (int i = 0; i < n; i++) {
+        PyObject *x = items[i];
+        double v = PyFloat_AsDouble(x);
+        ic_dtype k = PyBool_Check(x) ? IC_BOOL : PyFloat_CheckExact(x) ? IC_F64 : IC_I64;
+        if (k == IC_I64) { /* exact for big ints */
+            int ovf = 0;
+            long long ll = PyLong_AsLongLongAndOverflow(x, &ovf);
+            if (ovf || (ll > (1LL << 53) || ll < -(1LL << 53)))
+                return sym_fail(t, "tensor: integer too large");
+            v = (double)ll;
+        }
+        ic_val e = ic_expand(t->g, ic_cast(t->g, ic_scalar(t->g, v, k), (ic_dtype)dt), 1, &sz1);
+        r = r < 0 ? e : ic_cat(t->g, r, e, 0);
+    }
+    return tensor_out(t, r, out);
 }
 
 int sym_check_index(trace *t, const var *index, int64_t bound, int gather) {
@@ -2699,6 +2790,7 @@ static const opdef OPS[] = {
     {"index_select", W_TORCH | W_METHOD, "input,dim,index", h_index_select, 0},
     {"embedding", W_F, "input,weight,padding_idx,max_norm,norm_type,scale_grad_by_freq,sparse", h_index_select, 1},
     {"arange", W_TORCH, "start,end,step|dtype,device,layout,out,requires_grad,pin_memory", h_arange, 0},
+    {"tensor", W_TORCH, "data|dtype,device,requires_grad,pin_memory", h_tensor, 0},
     {"zeros", W_TORCH, "*size|dtype,device,layout,requires_grad,pin_memory,out", h_factory, 0},
     {"ones", W_TORCH, "*size|dtype,device,layout,requires_grad,pin_memory,out", h_factory, 1},
     {"full", W_TORCH, "size,fill_value|dtype,device,layout,requires_grad,pin_memory,out", h_factory, 2},

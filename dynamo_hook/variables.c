@@ -818,9 +818,13 @@ static int wrap_uncached(trace *t, PyObject *o, int src, var *out) {
          * Python classes are type-guarded (objects made afresh each call, a cache or a
          * config, must not recompile every call; 'is' between two of them guards their
          * identity then), others identity-guarded. */
-        int plain = (Py_TYPE(o)->tp_flags & Py_TPFLAGS_HEAPTYPE) != 0;
+        int plain = (Py_TYPE(o)->tp_flags & Py_TPFLAGS_HEAPTYPE) != 0 && t->ntobj < 256;
         if ((plain ? sym_guard_type(t, src, o) : sym_guard_id(t, src, o)) < 0)
             return -1;
+        if (plain) {
+            t->tobj_src[t->ntobj] = src;
+            t->tobj[t->ntobj++] = o;
+        }
         out->kind = V_OBJ;
         out->obj = sym_keep(t, Py_NewRef(o));
         return out->obj ? 0 : -1;

@@ -228,3 +228,148 @@ def test_dict_alias_across_a_break_stays_one_dict():
 
     x = torch.randn(4)
     assert_same(torchc.compile(f)(x), f(x))
+
+
+# ---- transformers idioms: decorators reading func.__code__, **kwargs updated in place,
+# caches made afresh each call (type guards), torch.tensor([]) grown by cat ----------------
+
+def _config_defaults(func):
+    @functools.wraps(func)
+    def wrapper(self, *args, **kwargs):  # merge_with_config_defaults
+        for name in ("use_cache", "scale"):
+            idx = func.__code__.co_varnames.index(name) - 1 if name in func.__code__.co_varnames else None
+            if idx is not None and len(args) > idx and args[idx] is not None:
+                continue
+            if kwargs.get(name) is None:
+                kwargs[name] = getattr(self.cfg, name, None)
+        return func(self, *args, **kwargs)
+    return wrapper
+
+
+class _Cfg:
+    def __init__(self):
+        self.use_cache = True
+        self.scale = 2.0
+
+
+class _Layer:
+    def __init__(self):
+        self.keys = None
+        self.is_initialized = False
+
+    def lazy_init(self, k):
+        self.dtype, self.device = k.dtype, k.device
+        self.keys = torch.tensor([], dtype=self.dtype, device=self.device)
+        self.is_initialized = True
+
+    def update(self, k):
+        if not self.is_initialized:
+            self.lazy_init(k)
+        self.keys = torch.cat([self.keys, k], dim=-2)
+        return self.keys
+
+
+class _Cache:
+    def __init__(self, n):
+        self.layers = [_Layer() for _ in range(n)]
+
+    def update(self, k, i):
+        return self.layers[i].update(k)
+
+
+class _CachedModel(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.cfg = _Cfg()
+        self.lin = nn.Linear(8, 8)
+
+    @_config_defaults
+    def forward(self, x, cache=None, use_cache=None, scale=None):
+        h = self.lin(x) * scale
+        if use_cache:
+            for i in range(3):
+                h = h + cache.update(h, i).sum(-2, keepdim=True)
+        return h
+
+
+def test_config_defaults_wrapper_and_fresh_cache_each_call():
+    """func.__code__.co_varnames in a decorator, kwargs[name] = ... on the frame's own
+    **kwargs; a fresh cache object per call is type-guarded: no recompile per call"""
+    m = _CachedModel().eval()
+    cm = torchc.compile(m)
+    x = torch.randn(2, 4, 8)
+    with torch.no_grad():
+        for _ in range(12):  # more calls than the recompile limit
+            c1, c2 = _Cache(3), _Cache(3)
+            assert_same(cm(x, c1), m(x, c2))
+            for a, b in zip(c1.layers, c2.layers):  # the attribute writes are replayed
+                assert a.is_initialized and b.is_initialized and a.dtype == b.dtype
+                assert_same(a.keys, b.keys)
+        ex = torchc.explain(cm)(x, _Cache(3))
+    assert not any("recompile limit" in r for r in ex.break_reasons), ex.break_reasons
+
+
+def test_objects_aliased_differently_than_traced():
+    """objects of Python classes are type-guarded: a call where two arguments are one
+    object (an attribute written through one, read through the other) is not the trace's"""
+    class Box:
+        def __init__(self, v):
+            self.v = v
+
+    def f(x, a, b):
+        a.v = x + 1
+        return b.v * 2
+
+    cf = torchc.compile(f)
+    x = torch.randn(4)
+    for _ in range(2):
+        a, b = Box(x), Box(x * 3)
+        assert_same(cf(x, a, b), x * 6)
+        assert_same(a.v, x + 1)
+    o = Box(x * 5)
+    want = (x + 1) * 2
+    assert_same(cf(x, o, o), want)  # b is a: sees the write
+    assert_same(o.v, x + 1)
+
+
+def test_torch_tensor_of_constants_and_cat_skips_empty():
+    def f(x):
+        e = torch.tensor([], dtype=x.dtype, device=x.device)
+        k = torch.cat([e, x], dim=-2)
+        return k * 2 + torch.tensor([1.0, 2, 3]), torch.tensor([1, 2]), torch.tensor([True, False])
+
+    one_graph(f, torch.randn(2, 3))
+
+
+def test_stream_capturing_predicate_is_guarded():
+    def f(x):
+        try:
+            capturing = torch.cuda.is_current_stream_capturing()
+        except Exception:
+            capturing = False
+        return x + 1 if not capturing else x - 1
+
+    x = torch.randn(3)
+    assert_same(torchc.compile(f)(x), f(x))
+
+
+class _AttrHooks:
+    def __init__(self):
+        self.scale = 3.0
+
+    def __getattribute__(self, key):
+        return super().__getattribute__(key)
+
+
+def test_getattribute_frames_not_hooked():
+    cfg = _AttrHooks()
+
+    def f(x):
+        return x * cfg.scale
+
+    x = torch.randn(3)
+    torchc.reset()
+    cf = torchc.compile(f)
+    assert_same(cf(x), f(x))
+    ex = torchc.explain(cf)(x)
+    assert ex.graph_break_count == 0, ex
