@@ -331,6 +331,20 @@ static int load_attr(trace *t, const var *o, PyObject *name, var *out) {
         /* nn.Module: no data descriptor may shadow the instance attribute */
         PyObject *descr = _PyType_Lookup(Py_TYPE(o->obj), name);
         if (descr != NULL) {
+            if (Py_TYPE(descr) == &PyProperty_Type && o->src >= 0) {
+                /* a property: its getter inlined (the class is guarded with the object) */
+                PyObject *fget = PyObject_GetAttrString(descr, "fget");
+                if (fget == NULL)
+                    PyErr_Clear();
+                if (fget == NULL || !PyFunction_Check(fget)) {
+                    Py_XDECREF(fget);
+                    return sym_fail(t, "property %U on %s without a Python getter", name,
+                                    Py_TYPE(o->obj)->tp_name);
+                }
+                PyObject *fn = sym_keep(t, fget);
+                int s = fn ? sym_source(t, DH_S_CONST, -1, 0, fn) : -1;
+                return s < 0 ? -1 : sym_inline(t, fn, s, o, NULL, 0, NULL, out);
+            }
             if (Py_TYPE(descr)->tp_descr_set != NULL)
                 return sym_fail(t, "property/descriptor %U on %s not supported", name,
                                 Py_TYPE(o->obj)->tp_name);

@@ -1521,10 +1521,13 @@ static int h_tensor(trace *t, const opdef *d, var **p, var *out) {
 }
 
 int sym_check_index(trace *t, const var *index, int64_t bound, int gather) {
-    ic_val iv = index->val;
+    ic_val iv = index->val, root = ic_value_view_root(t->g, iv);
     ic_op op = ic_value_op(t->g, iv);
-    if (op == IC_OP_INPUT) {
-        int s = index->src;
+    if (ic_value_op(t->g, root) == IC_OP_INPUT) {
+        /* an input, or a view of one (a slice of a position-ids buffer): the whole input
+         * is bounds-checked before each run */
+        int s = root == iv ? index->src : -1;
+        iv = root;
         if (s < 0) {
             int k = 0;
             for (ic_val x = 0; x < iv; x++)
@@ -1544,8 +1547,14 @@ int sym_check_index(trace *t, const var *index, int64_t bound, int gather) {
         t->idx_bound[t->nidx++] = bound;
         return 0;
     }
-    if (op == IC_OP_ARGMAX || op == IC_OP_ARGMIN || op == IC_OP_ARANGE)
+    if (op == IC_OP_ARGMAX || op == IC_OP_ARGMIN)
         return 0;
+    double lo, hi; /* position ids: arange(n) + past length, unsqueezed */
+    if (ic_value_int_range(t->g, iv, &lo, &hi)) {
+        if (bound <= 0 || lo < 0 || hi >= (double)bound)
+            return sym_fail(t, "index out of range (eager will raise)");
+        return 0;
+    }
     return sym_fail(t, "indexing with a computed index tensor (bounds unknown) not supported yet");
 }
 

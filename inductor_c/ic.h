@@ -225,6 +225,12 @@ int ic_graph_num_inputs(const ic_graph *g);
 int ic_graph_num_outputs(const ic_graph *g);
 int ic_graph_num_ops(const ic_graph *g);
 int ic_value_num_uses(const ic_graph *g, ic_val v); /* operands reading v (outputs not counted) */
+/* A range [lo, hi] holding every element of an integer value built from aranges and
+ * numbers by add/sub, casts and views (static shapes only): 1, else 0 (unknown). */
+int ic_value_int_range(const ic_graph *g, ic_val v, double *lo, double *hi);
+/* The value whose elements v's are a subset of, through views (reshape/permute/expand/
+ * slice), index_select and gather of it, or v itself. */
+ic_val ic_value_view_root(const ic_graph *g, ic_val v);
 ic_val ic_graph_input(const ic_graph *g, int i);      /* value of graph input i */ /* compute ops, not counting inputs/scalars */
 /* Text form (one line per value); malloc'd string, caller frees. */
 char *ic_graph_to_string(const ic_graph *g);

@@ -373,3 +373,57 @@ def test_getattribute_frames_not_hooked():
     assert_same(cf(x), f(x))
     ex = torchc.explain(cf)(x)
     assert ex.graph_break_count == 0, ex
+
+
+class _SlidingCache:
+    def __init__(self):
+        self.types = ("full", "sliding")
+
+    @property
+    def is_sliding(self):
+        return [t == "sliding" for t in self.types]
+
+
+def test_property_getter_inlined():
+    c = _SlidingCache()
+
+    def f(x):
+        return x * 2 if c.is_sliding[1] and not c.is_sliding[0] else x
+
+    one_graph(f, torch.randn(3))
+
+
+class _Embeds(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.wpe = nn.Embedding(16, 4)
+        self.register_buffer("position_ids", torch.arange(16).expand((1, -1)), persistent=False)
+        self.register_buffer("token_type_ids", torch.zeros(1, 16, dtype=torch.long), persistent=False)
+        self.tte = nn.Embedding(2, 4)
+
+    def forward(self, x, past=0):
+        n = x.shape[1]
+        pos = (torch.arange(n) + past).unsqueeze(0)             # GPT-2's position ids
+        pos2 = self.position_ids[:, past:past + n]              # BERT's buffer slice
+        tt = torch.gather(self.token_type_ids.expand(1, -1), dim=1, index=pos2).expand(x.shape[0], n)
+        return x + self.wpe(pos) + self.wpe(pos2) + self.tte(tt)
+
+
+def test_position_ids_index_bounds_known():
+    m = _Embeds().eval()
+    with torch.no_grad():
+        one_graph(m, torch.randn(2, 5, 4))
+        one_graph(lambda x: m(x, past=3), torch.randn(2, 5, 4))
+        x = torch.randn(2, 20, 4)  # arange beyond the table: eager raises, so must compiled
+        try:
+            m(x)
+        except (IndexError, RuntimeError):
+            pass
+        else:
+            raise AssertionError("eager should raise")
+        try:
+            torchc.compile(m)(x)
+        except (IndexError, RuntimeError):
+            pass
+        else:
+            raise AssertionError("compiled should raise")

@@ -1211,6 +1211,60 @@ IC_API ic_op ic_value_op(const ic_graph *g, ic_val v) {
     if (v < 0 || v >= g->n) return IC_OP_COUNT;
     return g->nodes[v].op;
 }
+static int int_range(const ic_graph *g, ic_val v, double *lo, double *hi, int depth) {
+    if (v < 0 || v >= g->n || depth > 16) return 0;
+    const ic_node *n = &g->nodes[v];
+    if (n->meta.dyn) return 0;
+    double a0, a1, b0, b1;
+    switch (n->op) {
+    case IC_OP_SCALAR:
+        if (n->num != n->num || n->num != (double)(int64_t)n->num) return 0;
+        *lo = *hi = n->num;
+        return 1;
+    case IC_OP_ARANGE: {
+        if (n->meta.dtype == IC_F16 || n->meta.dtype == IC_BF16 || n->meta.dtype == IC_F32 ||
+            n->meta.dtype == IC_F64 || n->meta.sizes[0] <= 0)
+            return 0;
+        double last = n->num + n->num2 * (double)(n->meta.sizes[0] - 1);
+        *lo = n->num < last ? n->num : last;
+        *hi = n->num < last ? last : n->num;
+        return *lo == (double)(int64_t)*lo && *hi == (double)(int64_t)*hi;
+    }
+    case IC_OP_ADD:
+    case IC_OP_SUB:
+        if (n->meta.dtype == IC_F16 || n->meta.dtype == IC_BF16 || n->meta.dtype == IC_F32 ||
+            n->meta.dtype == IC_F64 || n->meta.dtype == IC_BOOL)
+            return 0;
+        if (!int_range(g, n->in[0], &a0, &a1, depth + 1) || !int_range(g, n->in[1], &b0, &b1, depth + 1))
+            return 0;
+        *lo = n->op == IC_OP_ADD ? a0 + b0 : a0 - b1;
+        *hi = n->op == IC_OP_ADD ? a1 + b1 : a1 - b0;
+        return 1;
+    case IC_OP_CAST: /* to an integer type wide enough (int32/int64) */
+        if (n->meta.dtype != IC_I64 && n->meta.dtype != IC_I32) return 0;
+        if (!int_range(g, n->in[0], lo, hi, depth + 1)) return 0;
+        return *lo >= -2147483648.0 && *hi <= 2147483647.0;
+    case IC_OP_RESHAPE: case IC_OP_PERMUTE: case IC_OP_EXPAND: case IC_OP_SLICE:
+        return int_range(g, n->in[0], lo, hi, depth + 1); /* a subset of the same elements */
+    default:
+        return 0;
+    }
+}
+
+IC_API ic_val ic_value_view_root(const ic_graph *g, ic_val v) {
+    while (v >= 0 && v < g->n &&
+           (g->nodes[v].op == IC_OP_RESHAPE || g->nodes[v].op == IC_OP_PERMUTE ||
+            g->nodes[v].op == IC_OP_EXPAND || g->nodes[v].op == IC_OP_SLICE ||
+            g->nodes[v].op == IC_OP_INDEX_SELECT ||
+            (g->nodes[v].op == IC_OP_EXTERN && g->nodes[v].ext_kind == IC_EXT_GATHER)))
+        v = g->nodes[v].in[0];
+    return v;
+}
+
+IC_API int ic_value_int_range(const ic_graph *g, ic_val v, double *lo, double *hi) {
+    return int_range(g, v, lo, hi, 0);
+}
+
 IC_API int ic_graph_num_inputs(const ic_graph *g) { return g->ninputs; }
 IC_API int ic_graph_num_outputs(const ic_graph *g) { return g->noutputs; }
 IC_API int ic_graph_num_ops(const ic_graph *g) { return g->nops; }
