@@ -97,7 +97,8 @@ typedef enum dh_outkind {
     DH_O_DICT,  /* dict(zip(obj keys, children)) */
     DH_O_CALLM, /* child.name(*args), obj = (name, args): a view replayed on an input */
     DH_O_SYM,   /* a symbolic size as an int: obj = (coef, e0, e1, e2, e3), coef * prod s_k^e_k */
-    DH_O_WRAP   /* obj(child): a named tuple type (torch.return_types.max) around a tuple */
+    DH_O_WRAP,  /* obj(child): a named tuple type (torch.return_types.max) around a tuple */
+    DH_O_KWCALL /* obj(**child): a record class called with its fields (a dict child) */
 } dh_outkind;
 
 enum { DH_BRK_NONE = 0, DH_BRK_CALL = 1, DH_BRK_JUMP = 2, DH_BRK_BINOP = 3, DH_BRK_STORE = 4 };

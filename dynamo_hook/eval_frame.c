@@ -395,6 +395,19 @@ static PyObject *build_output(const dh_entry *e, int node, PyObject *const *outs
         Py_DECREF(child);
         return r;
     }
+    case DH_O_KWCALL: {
+        PyObject *kw = build_output(e, o->index, outs, values, symvals);
+        if (kw == NULL)
+            return NULL;
+        PyObject *empty = PyTuple_New(0);
+        int busy = dh_tl_busy;
+        dh_tl_busy = 1; /* the class's __init__/__post_init__ run as they are, not captured */
+        PyObject *r = empty ? PyObject_Call(o->obj, empty, kw) : NULL;
+        dh_tl_busy = busy;
+        Py_XDECREF(empty);
+        Py_DECREF(kw);
+        return r;
+    }
     case DH_O_CALLM: {
         PyObject *child = build_output(e, o->index, outs, values, symvals);
         if (child == NULL)

@@ -20,7 +20,9 @@ typedef enum vkind {
     V_ITER,   /* iterator over items (range/tuple/SEQ) */
     V_DICT,   /* dict: obj = tuple of constant keys, items = values */
     V_SYM,    /* symbolic int (a dynamic size): val indexes t->symv; obj = Py_NotImplemented */
-    V_SUPER   /* super(): obj = the class, items[0] = self */
+    V_SUPER,  /* super(): obj = the class, items[0] = self */
+    V_REC     /* a ModelOutput made in the trace (records.c): obj = (class, field names),
+               * items = field values (n), built for real at the output */
 } vkind;
 
 typedef struct var {
@@ -171,6 +173,15 @@ int sym_dim_of(trace *t, const var *v, ic_dim *d);
 int sym_dim_static(ic_dim d);
 /* ic_reshape that keeps symbolic dims symbolic (sizes are hint values) */
 ic_val sym_reshape(trace *t, ic_val v, int n, const int64_t *sizes);
+
+/* records.c */
+int sym_is_record_type(PyObject *cls);
+int sym_make_record(trace *t, PyObject *cls, var *args, int npos, PyObject *kwnames, var *out);
+PyObject *sym_record_class(const var *r); /* borrowed */
+int sym_record_items(trace *t, const var *r, var **items, int *n);
+int sym_record_attr(trace *t, const var *r, PyObject *name, var *out);
+int sym_record_subscr(trace *t, const var *r, const var *k, var *out);
+int sym_record_method(trace *t, const var *r, const char *mn, int nargs, var *out);
 
 /* torch_ops.c */
 int sym_ops_init(void);

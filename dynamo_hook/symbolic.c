@@ -176,6 +176,14 @@ static int truthy(trace *t, const var *v, int *out) {
         *out = v->n != 0;
         return 0;
     }
+    if (v->kind == V_REC) { /* an OrderedDict: non-empty when a field is not None */
+        var *items;
+        int n;
+        if (sym_record_items(t, v, &items, &n) < 0)
+            return -1;
+        *out = n != 0;
+        return 0;
+    }
     if (v->kind == V_OBJ || v->kind == V_FUNC) {
         *out = 1;
         return 0;
@@ -464,6 +472,8 @@ static int load_attr(trace *t, const var *o, PyObject *name, var *out) {
         out->items = self;
         return 0;
     }
+    case V_REC:
+        return sym_record_attr(t, o, name, out);
     case V_FUNC: {
         const char *n = PyUnicode_AsUTF8(name);
         if (o->obj && PyType_Check(o->obj) && o->op < 0) {
@@ -567,6 +577,8 @@ static int subscr(trace *t, const var *c, const var *k, var *out) {
     }
     if (c->kind == V_TENSOR)
         return sym_tensor_index(t, c, k, out);
+    if (c->kind == V_REC)
+        return sym_record_subscr(t, c, k, out);
     return sym_fail(t, "subscript of an unsupported value");
 }
 
@@ -778,14 +790,14 @@ static int dict_find(trace *t, const var *d, PyObject *k) {
 static void dict_rebind(var *v, int n, const var *items, const var *nd, int depth) {
     for (int i = 0; i < n; i++) {
         var *x = &v[i];
-        if (x->kind == V_DICT && x->items == items) {
+        if ((x->kind == V_DICT || x->kind == V_REC) && x->items == items) {
             int src = x->src;
             *x = *nd;
             x->src = src;
             continue;
         }
         if (depth < 8 && x->items != NULL && x->items != items &&
-            (x->kind == V_SEQ || x->kind == V_ITER || x->kind == V_DICT || x->kind == V_METHOD))
+            (x->kind == V_SEQ || x->kind == V_ITER || x->kind == V_DICT || x->kind == V_REC || x->kind == V_METHOD))
             dict_rebind(x->items, x->kind == V_METHOD ? 1 : x->n, items, nd, depth + 1);
     }
 }
@@ -795,10 +807,10 @@ static int dict_refs(const var *v, int n, const var *items, int depth) {
     int k = 0;
     for (int i = 0; i < n; i++) {
         const var *x = &v[i];
-        if (x->kind == V_DICT && x->items == items)
+        if ((x->kind == V_DICT || x->kind == V_REC) && x->items == items)
             k++;
         else if (depth < 8 && x->items != NULL &&
-                 (x->kind == V_SEQ || x->kind == V_ITER || x->kind == V_DICT || x->kind == V_METHOD))
+                 (x->kind == V_SEQ || x->kind == V_ITER || x->kind == V_DICT || x->kind == V_REC || x->kind == V_METHOD))
             k += dict_refs(x->items, x->kind == V_METHOD ? 1 : x->n, items, depth + 1);
     }
     return k;
@@ -809,9 +821,9 @@ static int dict_refs(const var *v, int n, const var *items, int depth) {
 static int dicts_shared(const var *v, int n, const var *all, int nall, int depth) {
     for (int i = 0; i < n; i++) {
         const var *x = &v[i];
-        if (x->kind == V_DICT && x->items != NULL && dict_refs(all, nall, x->items, 0) > 1)
+        if ((x->kind == V_DICT || x->kind == V_REC) && x->items != NULL && dict_refs(all, nall, x->items, 0) > 1)
             return 1;
-        if (depth < 8 && x->items != NULL && (x->kind == V_SEQ || x->kind == V_ITER || x->kind == V_DICT) &&
+        if (depth < 8 && x->items != NULL && (x->kind == V_SEQ || x->kind == V_ITER || x->kind == V_DICT || x->kind == V_REC) &&
             dicts_shared(x->items, x->n, all, nall, depth + 1))
             return 1;
     }
@@ -967,7 +979,7 @@ static int live_in(trace *t, const var *v, int n, int oid, int depth) {
         if (x->kind == V_TENSOR && x->oid > 0 && x->oid != oid && sym_alias_same(t, x->oid, oid))
             return 1;
         if (depth < 8 && x->items != NULL &&
-            (x->kind == V_SEQ || x->kind == V_ITER || x->kind == V_DICT || x->kind == V_METHOD) &&
+            (x->kind == V_SEQ || x->kind == V_ITER || x->kind == V_DICT || x->kind == V_REC || x->kind == V_METHOD) &&
             live_in(t, x->items, x->kind == V_METHOD ? 1 : x->n, oid, depth + 1))
             return 1;
     }
@@ -2517,6 +2529,19 @@ static int fill_out(trace *t, outbuf *ob, int at, const var *v_in, ic_val *outva
             if (fill_out(t, ob, first + i, &v->items[i], outvals, nout) < 0)
                 return -1;
         return 0;
+    }
+    case V_REC: { /* class(**fields), built after the graph runs */
+        int child = out_reserve(t, ob, 1);
+        if (child < 0)
+            return -1;
+        o = &ob->o[at];
+        o->kind = DH_O_KWCALL;
+        o->index = child;
+        o->obj = Py_NewRef(sym_record_class(v));
+        var kw = *v;
+        kw.kind = V_DICT;
+        kw.obj = PyTuple_GET_ITEM(v->obj, 1);
+        return fill_out(t, ob, child, &kw, outvals, nout);
     }
     case V_SEQ: {
         if (v->obj != NULL && PyType_Check(v->obj)) { /* a named tuple: type(tuple) */

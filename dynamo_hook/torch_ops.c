@@ -3210,6 +3210,13 @@ static int call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject 
         }
         if (args[0].kind == V_SEQ || args[0].kind == V_DICT)
             return sym_const(t, PyLong_FromLong(args[0].n), out);
+        if (args[0].kind == V_REC) {
+            var *items;
+            int n;
+            if (sym_record_items(t, &args[0], &items, &n) < 0)
+                return -1;
+            return sym_const(t, PyLong_FromLong(n), out);
+        }
         if (args[0].kind == V_OBJ && !PyModule_Check(args[0].obj)) {
             PyObject *name = PyUnicode_InternFromString("_modules");
             PyObject *mods = name ? dh_module_getattr(args[0].obj, name) : NULL;
@@ -3228,6 +3235,8 @@ static int call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject 
             tp = (PyObject *)Py_TYPE(args[0].obj);
         else if (args[0].kind == V_DICT)
             tp = (PyObject *)&PyDict_Type;
+        else if (args[0].kind == V_REC)
+            tp = sym_record_class(&args[0]);
         else if (args[0].kind == V_SEQ)
             tp = args[0].is_list ? (PyObject *)&PyList_Type : (PyObject *)&PyTuple_Type;
         else if (args[0].kind == V_TENSOR) {
@@ -3272,7 +3281,14 @@ static int call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject 
         PyObject *probe = NULL;
         if (args[0].kind == V_OBJ || args[0].kind == V_FUNC)
             probe = Py_NewRef(args[0].obj);
-        else if (args[0].kind == V_DICT)
+        else if (args[0].kind == V_REC) { /* by its class: no instance yet */
+            int r = PyObject_IsSubclass(sym_record_class(&args[0]), args[1].obj);
+            if (r < 0) {
+                PyErr_Clear();
+                return sym_fail(t, "isinstance raised");
+            }
+            return sym_const(t, PyBool_FromLong(r), out);
+        } else if (args[0].kind == V_DICT)
             probe = PyDict_New();
         else if (args[0].kind == V_SEQ)
             probe = args[0].is_list ? PyList_New(0) : PyTuple_New(0);
@@ -3570,8 +3586,15 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
         return sym_inline(t, fn->obj, fn->src, NULL, args, nargs, kwnames, out);
     if (fn->kind == V_FUNC && fn->op >= 0)
         return call_op(t, fn->op, args, npos, kwnames, kwv, out);
+    if (fn->kind == V_FUNC && fn->obj && sym_is_record_type(fn->obj))
+        return sym_make_record(t, fn->obj, args, npos, kwnames, out);
     if (fn->kind == V_FUNC)
         return call_builtin(t, fn, args, npos, kwnames, out);
+    if (fn->kind == V_METHOD && fn->items && fn->items[0].kind == V_REC && PyUnicode_Check(fn->obj)) {
+        if (kwnames && PyTuple_GET_SIZE(kwnames))
+            return sym_fail(t, "record method with keyword arguments");
+        return sym_record_method(t, &fn->items[0], PyUnicode_AsUTF8(fn->obj), npos, out);
+    }
     if (fn->kind == V_METHOD && fn->items && fn->items[0].kind == V_DICT) {
         /* d.items() / d.keys() / d.values() */
         const var *d = &fn->items[0];

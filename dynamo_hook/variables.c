@@ -274,7 +274,7 @@ int sym_new_object(trace *t, ic_val v) {
 void sym_resolve(trace *t, var *v) {
     if (v->kind == V_TENSOR && v->oid > 0 && v->oid <= t->nobj)
         v->val = t->obj_val[v->oid];
-    else if (v->kind == V_SEQ || v->kind == V_ITER || v->kind == V_METHOD)
+    else if (v->kind == V_SEQ || v->kind == V_ITER || v->kind == V_METHOD || v->kind == V_REC)
         for (int i = 0; i < (v->kind == V_METHOD ? 1 : v->n); i++)
             if (v->items)
                 sym_resolve(t, &v->items[i]);

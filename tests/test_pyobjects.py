@@ -427,3 +427,70 @@ def test_position_ids_index_bounds_known():
             pass
         else:
             raise AssertionError("compiled should raise")
+
+
+def test_model_output_record_made_in_the_frame():
+    """a transformers ModelOutput dataclass built inside the frame: fields, d[0], d["k"],
+    to_tuple(), len, isinstance read in the trace; the real object built at the output"""
+    tf = __import__("pytest").importorskip("transformers")
+    import dataclasses
+
+    @dataclasses.dataclass
+    class Out(tf.utils.ModelOutput):
+        last_hidden_state: torch.Tensor = None
+        cache: object = None
+        attentions: tuple = None
+
+    class Enc(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(8, 8)
+
+        def forward(self, x):
+            return Out(last_hidden_state=self.lin(x), past_key_values=None)  # BC rename
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.enc = Enc()
+
+        def forward(self, x):
+            o = self.enc(x)
+            assert isinstance(o, Out) and len(o) == 1 and o.cache is None
+            h = o[0] + o["last_hidden_state"] + o.to_tuple()[0] + o.last_hidden_state
+            return Out(h.relu(), attentions=(h, h * 2))
+
+    m = M().eval()
+    x = torch.randn(2, 8)
+    with torch.no_grad():
+        want = m(x)
+        got = torchc.compile(m)(x)
+        assert type(got) is Out and list(got.keys()) == list(want.keys())
+        assert got.cache is None
+        assert_same(got.last_hidden_state, want.last_hidden_state)
+        assert_same(got.attentions, want.attentions)
+        assert_same(got[1], want[1])
+        torchc.reset()
+        ex = torchc.explain(m)(x)
+    assert ex.graph_count == 1 and ex.graph_break_count == 0, ex
+
+
+def test_model_output_record_live_across_a_break():
+    tf = __import__("pytest").importorskip("transformers")
+    import dataclasses
+
+    @dataclasses.dataclass
+    class Out(tf.utils.ModelOutput):
+        last_hidden_state: torch.Tensor = None
+        pooler_output: torch.Tensor = None
+
+    def f(x):
+        o = Out(last_hidden_state=x + 1, pooler_output=x * 2)
+        s = float(x.sum().item())  # graph break
+        return Out(o.last_hidden_state * s, o[1]), o
+
+    x = torch.randn(3)
+    got, want = torchc.compile(f)(x), f(x)
+    for g, w in zip(got, want):
+        assert type(g) is Out and list(g.keys()) == list(w.keys())
+        assert_same(tuple(g.values()), tuple(w.values()))

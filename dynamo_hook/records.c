@@ -1,0 +1,306 @@
+/* records.c — output records made inside a traced frame: transformers' ModelOutput
+ * dataclasses (BaseModelOutputWithPast & co, OrderedDict subclasses with __post_init__).
+ *
+ * Requires: the class is a dataclass deriving from a class named ModelOutput of a
+ *           transformers module, keeping ModelOutput's __init__ wrapper, __post_init__,
+ *           __setattr__, __setitem__, __getitem__ and the generated dataclass __init__.
+ * Keeps:    what eager builds: construction is deferred to the output (or a graph break),
+ *           where the class is called with the same field values (DH_O_KWCALL); in between
+ *           the trace reads fields, items (d["k"], d[0], to_tuple()), len and truth as
+ *           __post_init__ leaves them: the non-None fields, in field order.
+ * Breaks:   identity: the record is one object per output place (like dicts); writes to
+ *           it (setattr, d[k] = v) are not supported (the trace fails, eager runs).
+ */
+#include "sym.h"
+
+static PyObject *dc_fields_fn;  /* dataclasses.fields */
+static PyObject *ordered_dict;  /* collections.OrderedDict */
+static PyObject *missing;       /* dataclasses.MISSING */
+
+static int init_once(void) {
+    if (dc_fields_fn != NULL)
+        return 0;
+    PyObject *dc = PyImport_ImportModule("dataclasses");
+    PyObject *col = PyImport_ImportModule("collections");
+    if (dc != NULL && col != NULL) {
+        dc_fields_fn = PyObject_GetAttrString(dc, "fields");
+        missing = PyObject_GetAttrString(dc, "MISSING");
+        ordered_dict = PyObject_GetAttrString(col, "OrderedDict");
+    }
+    Py_XDECREF(dc);
+    Py_XDECREF(col);
+    if (dc_fields_fn == NULL || missing == NULL || ordered_dict == NULL) {
+        Py_CLEAR(dc_fields_fn);
+        PyErr_Clear();
+        return -1;
+    }
+    return 0;
+}
+
+/* ModelOutput in cls's MRO (a transformers class by that name), or NULL (borrowed) */
+static PyObject *model_output_base(PyObject *cls) {
+    PyObject *mro = ((PyTypeObject *)cls)->tp_mro;
+    for (Py_ssize_t i = 0; mro && i < PyTuple_GET_SIZE(mro); i++) {
+        PyTypeObject *b = (PyTypeObject *)PyTuple_GET_ITEM(mro, i);
+        if (strcmp(b->tp_name, "ModelOutput") != 0)
+            continue;
+        PyObject *m = PyDict_GetItemString(b->tp_dict, "__module__");
+        if (m && PyUnicode_Check(m) && PyUnicode_CompareWithASCIIString(m, "transformers.utils.generic") == 0)
+            return (PyObject *)b;
+    }
+    return NULL;
+}
+
+/* cls's attribute `name` is the one ModelOutput defines */
+static int inherits(PyObject *cls, PyObject *base, const char *name) {
+    PyObject *n = PyUnicode_InternFromString(name);
+    if (n == NULL)
+        return 0;
+    PyObject *mine = _PyType_Lookup((PyTypeObject *)cls, n);
+    PyObject *theirs = PyDict_GetItemWithError(((PyTypeObject *)base)->tp_dict, n);
+    Py_DECREF(n);
+    PyErr_Clear();
+    return mine != NULL && mine == theirs;
+}
+
+int sym_is_record_type(PyObject *cls) {
+    if (!PyType_Check(cls) || !(((PyTypeObject *)cls)->tp_flags & Py_TPFLAGS_HEAPTYPE) ||
+        Py_TYPE(cls)->tp_call != PyType_Type.tp_call || init_once() < 0)
+        return 0;
+    PyObject *base = model_output_base(cls);
+    if (base == NULL || base == cls || PyObject_IsSubclass(cls, ordered_dict) != 1) {
+        PyErr_Clear();
+        return 0;
+    }
+    if (!inherits(cls, base, "__post_init__") || !inherits(cls, base, "__setattr__") ||
+        !inherits(cls, base, "__setitem__") || !inherits(cls, base, "__getitem__") ||
+        !inherits(cls, base, "to_tuple"))
+        return 0;
+    /* __init__: the metaclass's wrapper around the dataclass-generated one */
+    PyObject *init = PyDict_GetItemString(((PyTypeObject *)cls)->tp_dict, "__init__");
+    if (init == NULL || !PyFunction_Check(init))
+        return 0;
+    PyObject *w = PyObject_GetAttrString(init, "__wrapped__");
+    int ok = w != NULL && PyFunction_Check(w) &&
+             PyUnicode_CompareWithASCIIString(((PyCodeObject *)PyFunction_GET_CODE(w))->co_filename,
+                                              "<string>") == 0;
+    Py_XDECREF(w);
+    PyErr_Clear();
+    return ok;
+}
+
+static int is_none_var(const var *v) { return v->kind == V_CONST && v->obj == Py_None; }
+
+/* cls(*args, **kw) as a record. 0, or -1 failed. */
+int sym_make_record(trace *t, PyObject *cls, var *args, int npos, PyObject *kwnames, var *out) {
+    PyObject *fields = PyObject_CallOneArg(dc_fields_fn, cls), *names = NULL;
+    if (fields == NULL || !PyTuple_Check(fields)) {
+        Py_XDECREF(fields);
+        PyErr_Clear();
+        return sym_fail(t, "fields() of %s failed", ((PyTypeObject *)cls)->tp_name);
+    }
+    Py_ssize_t n = PyTuple_GET_SIZE(fields);
+    int nkw = kwnames ? (int)PyTuple_GET_SIZE(kwnames) : 0, rc = -1, has_cache = 0, first_required = 0;
+    var *vals = sym_alloc(t, (int)n);
+    unsigned char *set = calloc((size_t)n + 1, 1);
+    names = PyTuple_New(n);
+    if (vals == NULL || set == NULL || names == NULL)
+        goto done;
+    if (n == 0 || n > 64 || npos > n) {
+        rc = sym_fail(t, "%s: unsupported fields/arguments", ((PyTypeObject *)cls)->tp_name);
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *f = PyTuple_GET_ITEM(fields, i);
+        PyObject *nm = PyObject_GetAttrString(f, "name"), *def = PyObject_GetAttrString(f, "default");
+        if (nm == NULL || def == NULL || !PyUnicode_Check(nm)) {
+            Py_XDECREF(nm);
+            Py_XDECREF(def);
+            PyErr_Clear();
+            rc = sym_fail(t, "a field of %s without a name/default", ((PyTypeObject *)cls)->tp_name);
+            goto done;
+        }
+        PyTuple_SET_ITEM(names, i, nm);
+        has_cache |= PyUnicode_CompareWithASCIIString(nm, "cache") == 0;
+        int ok = def == Py_None || (i == 0 && def == missing);
+        first_required |= i == 0 && def == missing;
+        Py_DECREF(def);
+        if (!ok) { /* __post_init__ raises */
+            rc = sym_fail(t, "%s: a field with a non-None default", ((PyTypeObject *)cls)->tp_name);
+            goto done;
+        }
+        if (sym_const(t, Py_NewRef(Py_None), &vals[i]) < 0)
+            goto done;
+    }
+    for (int i = 0; i < npos; i++) {
+        vals[i] = args[i];
+        set[i] = 1;
+    }
+    for (int k = 0; k < nkw; k++) {
+        PyObject *kn = PyTuple_GET_ITEM(kwnames, k);
+        /* the metaclass's BC rename: past_key_values / cache_params -> cache */
+        if (has_cache && (PyUnicode_CompareWithASCIIString(kn, "past_key_values") == 0 ||
+                          PyUnicode_CompareWithASCIIString(kn, "cache_params") == 0))
+            kn = PyUnicode_FromString("cache");
+        else
+            Py_INCREF(kn);
+        Py_ssize_t i = 0;
+        while (i < n && (kn == NULL || PyUnicode_Compare(PyTuple_GET_ITEM(names, i), kn) != 0))
+            i++;
+        Py_XDECREF(kn);
+        if (i == n || set[i]) {
+            rc = sym_fail(t, "%s: unexpected or repeated argument (eager will raise)",
+                          ((PyTypeObject *)cls)->tp_name);
+            goto done;
+        }
+        vals[i] = args[npos + k];
+        set[i] = 1;
+    }
+    if (!set[0] && first_required) {
+        rc = sym_fail(t, "%s: required field missing (eager will raise)", ((PyTypeObject *)cls)->tp_name);
+        goto done;
+    }
+    int others = 0;
+    for (Py_ssize_t i = 1; i < n; i++)
+        others |= !is_none_var(&vals[i]);
+    if (vals[0].kind != V_TENSOR && !others) {
+        /* __post_init__'s first-field-iterator path */
+        rc = sym_fail(t, "%s with only a non-tensor first field", ((PyTypeObject *)cls)->tp_name);
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (vals[i].kind == V_UNSET || vals[i].kind == V_NULL) {
+            rc = sym_fail(t, "%s: unsupported field value", ((PyTypeObject *)cls)->tp_name);
+            goto done;
+        }
+    PyObject *spec = sym_keep(t, Py_BuildValue("(OO)", cls, names));
+    if (spec == NULL)
+        goto done;
+    memset(out, 0, sizeof *out);
+    out->kind = V_REC;
+    out->src = -1;
+    out->obj = spec;
+    out->items = vals;
+    out->n = (int)n;
+    rc = 0;
+done:
+    Py_XDECREF(fields);
+    Py_XDECREF(names);
+    free(set);
+    return rc;
+}
+
+PyObject *sym_record_class(const var *r) { return PyTuple_GET_ITEM(r->obj, 0); }
+
+/* the record's items as __post_init__ left them: the non-None fields, in order */
+int sym_record_items(trace *t, const var *r, var **items, int *n) {
+    var *it = sym_alloc(t, r->n);
+    if (it == NULL)
+        return -1;
+    int k = 0;
+    for (int i = 0; i < r->n; i++)
+        if (!is_none_var(&r->items[i]))
+            it[k++] = r->items[i];
+    *items = it;
+    *n = k;
+    return 0;
+}
+
+static int field_index(const var *r, PyObject *name) {
+    PyObject *names = PyTuple_GET_ITEM(r->obj, 1);
+    for (int i = 0; i < r->n; i++)
+        if (PyUnicode_Compare(PyTuple_GET_ITEM(names, i), name) == 0)
+            return i;
+    PyErr_Clear();
+    return -1;
+}
+
+int sym_record_attr(trace *t, const var *r, PyObject *name, var *out) {
+    int i = field_index(r, name);
+    if (i >= 0) {
+        *out = r->items[i];
+        return 0;
+    }
+    PyObject *cls = sym_record_class(r);
+    PyObject *descr = _PyType_Lookup((PyTypeObject *)cls, name);
+    if (descr != NULL && Py_TYPE(descr) == &PyProperty_Type) {
+        PyObject *fget = PyObject_GetAttrString(descr, "fget");
+        PyErr_Clear();
+        if (fget == NULL || !PyFunction_Check(fget)) {
+            Py_XDECREF(fget);
+            return sym_fail(t, "property %U of a record without a Python getter", name);
+        }
+        PyObject *fn = sym_keep(t, fget);
+        int s = fn ? sym_source(t, DH_S_CONST, -1, 0, fn) : -1;
+        return s < 0 ? -1 : sym_inline(t, fn, s, r, NULL, 0, NULL, out);
+    }
+    if (PyUnicode_CompareWithASCIIString(name, "to_tuple") == 0) {
+        var *self = sym_alloc(t, 1);
+        if (self == NULL)
+            return -1;
+        self[0] = *r;
+        memset(out, 0, sizeof *out);
+        out->kind = V_METHOD;
+        out->src = -1;
+        out->obj = name;
+        out->items = self;
+        return 0;
+    }
+    return sym_fail(t, "attribute %U of a %s record not supported", name, ((PyTypeObject *)cls)->tp_name);
+}
+
+/* r[k]: a string key (a non-None field), an int or a slice (of to_tuple()) */
+int sym_record_subscr(trace *t, const var *r, const var *k, var *out) {
+    if (k->kind != V_CONST)
+        return sym_fail(t, "record subscript with a non-constant key");
+    if (PyUnicode_Check(k->obj)) {
+        int i = field_index(r, k->obj);
+        if (i < 0 || is_none_var(&r->items[i]))
+            return sym_fail(t, "KeyError %R (eager will raise)", k->obj);
+        *out = r->items[i];
+        return 0;
+    }
+    var *items;
+    int n;
+    if (sym_record_items(t, r, &items, &n) < 0)
+        return -1;
+    if (PyLong_CheckExact(k->obj)) {
+        long i = PyLong_AsLong(k->obj);
+        if (i < 0)
+            i += n;
+        if (i < 0 || i >= n)
+            return sym_fail(t, "record index out of range (eager will raise)");
+        *out = items[i];
+        return 0;
+    }
+    if (PySlice_Check(k->obj)) {
+        Py_ssize_t start, stop, step;
+        if (PySlice_Unpack(k->obj, &start, &stop, &step) < 0) {
+            PyErr_Clear();
+            return sym_fail(t, "bad slice");
+        }
+        Py_ssize_t m = PySlice_AdjustIndices(n, &start, &stop, step);
+        var *sl = sym_alloc(t, (int)m);
+        if (sl == NULL)
+            return -1;
+        for (Py_ssize_t j = 0; j < m; j++)
+            sl[j] = items[start + j * step];
+        memset(out, 0, sizeof *out);
+        out->kind = V_SEQ;
+        out->src = -1;
+        out->n = (int)m;
+        out->items = sl;
+        return 0;
+    }
+    return sym_fail(t, "record subscript with a %s", Py_TYPE(k->obj)->tp_name);
+}
+
+/* r.to_tuple() */
+int sym_record_method(trace *t, const var *r, const char *mn, int nargs, var *out) {
+    if (strcmp(mn, "to_tuple") != 0 || nargs != 0)
+        return sym_fail(t, "record.%s not supported", mn);
+    memset(out, 0, sizeof *out);
+    out->kind = V_SEQ;
+    out->src = -1;
+    return sym_record_items(t, r, &out->items, &out->n);
+}
