@@ -128,8 +128,8 @@ PyObject *dh_source_resolve(const dh_source *s, PyObject *const *values,
         PyObject *base = values[s->base];
         if (base == NULL)
             return NULL;
-        if (s->name != NULL) { /* dict[key] */
-            if (!PyDict_CheckExact(base))
+        if (s->name != NULL) { /* dict[key] (a dict subclass: its storage, as dict.get) */
+            if (!PyDict_Check(base))
                 return NULL;
             PyObject *v = PyDict_GetItemWithError(base, s->name);
             if (v == NULL)
@@ -375,6 +375,14 @@ int dh_guards_check_sym(const dh_entry *e, PyObject *const *localsplus, PyObject
             }
             break;
         }
+        case DH_G_KEY: {
+            int has = v != NULL && PyDict_Check(v) ? PyDict_Contains(v, g->obj) : -1;
+            if (has < 0)
+                PyErr_Clear();
+            if (has != g->value)
+                return 0;
+            break;
+        }
         case DH_G_CALL: {
             PyObject *r = PyObject_CallNoArgs(g->obj);
             int truth = r ? PyObject_IsTrue(r) : -1;
@@ -488,6 +496,9 @@ PyObject *dh_guards_describe(const dh_entry *e) {
         case DH_G_SAMEOBJ:
             item = PyUnicode_FromFormat("SAME_OBJECTS sources %R as %R", PyTuple_GET_ITEM(g->obj, 0),
                                         PyTuple_GET_ITEM(g->obj, 1));
+            break;
+        case DH_G_KEY:
+            item = PyUnicode_FromFormat("DICT_KEY %R %s %U", g->obj, g->value ? "in" : "not in", src);
             break;
         case DH_G_CALL:
             item = PyUnicode_FromFormat("GLOBAL_STATE %S() == %d", g->obj, g->value);

@@ -172,7 +172,7 @@ static int truthy(trace *t, const var *v, int *out) {
         *out = r;
         return 0;
     }
-    if (v->kind == V_SEQ) {
+    if (v->kind == V_SEQ || v->kind == V_DICT) {
         *out = v->n != 0;
         return 0;
     }
@@ -437,6 +437,28 @@ static int load_attr(trace *t, const var *o, PyObject *name, var *out) {
         if (a == NULL) {
             PyErr_Clear();
             return sym_fail(t, "super().%U not found", name);
+        }
+        if (PyCFunction_Check(a) && PyCFunction_GET_SELF(a) == o->items[0].obj &&
+            o->items[0].kind == V_OBJ && o->items[0].src >= 0 && PyDict_Check(o->items[0].obj)) {
+            /* dict.get / __getitem__ / __contains__ of a dict subclass (a registry) */
+            PyObject *d = _PyType_Lookup(&PyDict_Type, name);
+            const char *n = PyUnicode_AsUTF8(name);
+            int ok = d != NULL && Py_IS_TYPE(d, &PyMethodDescr_Type) &&
+                     ((PyCFunctionObject *)a)->m_ml == ((PyMethodDescrObject *)d)->d_method &&
+                     (!strcmp(n, "get") || !strcmp(n, "__getitem__") || !strcmp(n, "__contains__"));
+            Py_DECREF(a);
+            if (!ok)
+                return sym_fail(t, "super().%U is not a Python method", name);
+            var *self = sym_alloc(t, 1);
+            if (self == NULL)
+                return -1;
+            self[0] = o->items[0];
+            memset(out, 0, sizeof *out);
+            out->kind = V_METHOD;
+            out->src = -1;
+            out->obj = name;
+            out->items = self;
+            return 0;
         }
         if (PyMethod_Check(a) && PyFunction_Check(PyMethod_GET_FUNCTION(a))) {
             PyObject *fn = sym_keep(t, Py_NewRef(PyMethod_GET_FUNCTION(a)));

@@ -3443,6 +3443,14 @@ static int call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject 
                f == (PyObject *)&PyLong_Type || f == (PyObject *)&PyFloat_Type ||
                f == (PyObject *)&PyBool_Type || f == (PyObject *)&PyTuple_Type ||
                f == (PyObject *)&PyRange_Type;
+    if (allconst && f == (PyObject *)&PyUnicode_Type && nargs == 1) {
+        /* str() of a number, a string or a class (repr of the class unless its metaclass
+         * has its own): str(model.__class__) keys a registry */
+        PyObject *a = args[0].obj;
+        pure = a == Py_None || PyBool_Check(a) || PyLong_CheckExact(a) || PyFloat_CheckExact(a) ||
+               PyUnicode_CheckExact(a) || (PyType_Check(a) && Py_TYPE(a)->tp_repr == PyType_Type.tp_repr &&
+                                            Py_TYPE(a)->tp_str == PyType_Type.tp_str);
+    }
     if (allconst && pure) {
         PyObject *tup = PyTuple_New(nargs);
         if (tup == NULL)
@@ -3590,6 +3598,41 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
         return sym_make_record(t, fn->obj, args, npos, kwnames, out);
     if (fn->kind == V_FUNC)
         return call_builtin(t, fn, args, npos, kwnames, out);
+    if (fn->kind == V_METHOD && fn->items && fn->items[0].kind == V_OBJ && fn->obj &&
+        PyUnicode_Check(fn->obj) && PyDict_Check(fn->items[0].obj) && fn->items[0].src >= 0) {
+        /* super().get(k[, default]) / __getitem__ / __contains__ of a dict subclass: its
+         * storage read through a guarded source, absence guarded */
+        const var *d = &fn->items[0];
+        const char *mn = PyUnicode_AsUTF8(fn->obj);
+        int isget = !strcmp(mn, "get");
+        if (nkw || npos < 1 || npos > (isget ? 2 : 1) || args[0].kind != V_CONST ||
+            !PyUnicode_CheckExact(args[0].obj))
+            return sym_fail(t, "dict.%s with these arguments not supported", mn);
+        int has = sym_guard_key(t, d->src, d->obj, args[0].obj);
+        if (has < 0)
+            return -1;
+        if (!strcmp(mn, "__contains__"))
+            return sym_const(t, PyBool_FromLong(has), out);
+        if (!has) {
+            if (!isget)
+                return sym_fail(t, "KeyError %R (eager will raise)", args[0].obj);
+            if (npos == 2) {
+                *out = args[1];
+                return 0;
+            }
+            return sym_const(t, Py_NewRef(Py_None), out);
+        }
+        PyObject *v = PyDict_GetItemWithError(d->obj, args[0].obj);
+        if (v == NULL) {
+            PyErr_Clear();
+            return sym_fail(t, "dict lookup failed");
+        }
+        Py_INCREF(v);
+        int s = sym_source(t, DH_S_ITEM, d->src, -1, args[0].obj);
+        int rc = s < 0 ? -1 : sym_wrap(t, v, s, out);
+        Py_DECREF(v);
+        return rc;
+    }
     if (fn->kind == V_METHOD && fn->items && fn->items[0].kind == V_REC && PyUnicode_Check(fn->obj)) {
         if (kwnames && PyTuple_GET_SIZE(kwnames))
             return sym_fail(t, "record method with keyword arguments");

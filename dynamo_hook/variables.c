@@ -139,6 +139,26 @@ int sym_state_predicate(trace *t, PyObject *fn) {
     return truth;
 }
 
+/* key in sources[src] (a dict or subclass), guarded: 1 present, 0 absent, -1 failed */
+int sym_guard_key(trace *t, int src, PyObject *dict, PyObject *key) {
+    int has = PyDict_Contains(dict, key);
+    if (has < 0) {
+        PyErr_Clear();
+        return sym_fail(t, "dict lookup raised");
+    }
+    for (int i = 0; i < t->nguards; i++)
+        if (t->guards[i].kind == DH_G_KEY && t->guards[i].src == src &&
+            PyObject_RichCompareBool(t->guards[i].obj, key, Py_EQ) == 1 && Py_TYPE(t->guards[i].obj) == Py_TYPE(key))
+            return has;
+    PyErr_Clear();
+    dh_guard *g = new_guard(t, DH_G_KEY, src);
+    if (g == NULL)
+        return -1;
+    g->obj = Py_NewRef(key);
+    g->value = has;
+    return has;
+}
+
 /* The default dtype, guarded once per trace. */
 int sym_default_dtype(trace *t) {
     int d = tc_default_dtype();

@@ -494,3 +494,38 @@ def test_model_output_record_live_across_a_break():
     for g, w in zip(got, want):
         assert type(g) is Out and list(g.keys()) == list(w.keys())
         assert_same(tuple(g.values()), tuple(w.values()))
+
+
+class _Registry(dict):
+    def get(self, model, default=None):  # transformers' _CanRecordRegistry / AttentionInterface
+        return super().get(str(model.__class__), default) or {}
+
+    def scale_of(self, key):
+        return super().__getitem__(key) if super().__contains__(key) else 1.0
+
+
+_REGISTRY = _Registry()
+
+
+def test_dict_subclass_super_get_guarded():
+    class Net(nn.Module):
+        def forward(self, x):
+            flags = _REGISTRY.get(self)
+            return x * (2 if flags else 3) * _REGISTRY.scale_of("s")
+
+    m = Net()
+    x = torch.randn(3)
+    _REGISTRY.clear()
+    cm = torchc.compile(m)
+    assert_same(cm(x), m(x))
+    _REGISTRY[str(Net)] = {"hidden_states": 1}  # the guards see the registry change
+    _REGISTRY["s"] = 5.0
+    assert_same(cm(x), m(x))
+    _REGISTRY["s"] = 7.0
+    assert_same(cm(x), m(x))
+    del _REGISTRY["s"]
+    assert_same(cm(x), m(x))
+    torchc.reset()
+    ex = torchc.explain(m)(x)
+    assert ex.graph_count == 1 and ex.graph_break_count == 0, ex
+    _REGISTRY.clear()
