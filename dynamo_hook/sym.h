@@ -110,6 +110,15 @@ typedef struct trace {
     int tobj_src[256];
     PyObject *tobj[256];
     int ntobj;
+    /* ContextVar.set/reset pairs inside the trace (transformers' output collector): the
+     * values set, not applied; the trace fails where one is still set at its end */
+    struct {
+        PyObject *cv;                 /* the ContextVar (identity-guarded) */
+        int depth;
+        struct var vals[4];
+        PyObject *tokens[4];          /* stand-in tokens (kept) */
+    } ctxv[4];
+    int nctxv;
     int nidx;                         /* index inputs to bounds-check before each run */
     int idx_src[16];
     int64_t idx_bound[16];
@@ -183,6 +192,10 @@ int sym_record_items(trace *t, const var *r, var **items, int *n);
 int sym_record_attr(trace *t, const var *r, PyObject *name, var *out);
 int sym_record_subscr(trace *t, const var *r, const var *k, var *out);
 int sym_record_method(trace *t, const var *r, const char *mn, int nargs, var *out);
+
+/* ContextVar.get/set/reset on a tracked context variable (variables.c) */
+int sym_ctxvar_call(trace *t, PyObject *cv, const char *mn, var *args, int nargs, var *out);
+int sym_ctxvar_pending(trace *t, const var *v); /* 1: a set not reset yet, or v is a token */
 
 /* torch_ops.c */
 int sym_ops_init(void);

@@ -250,6 +250,21 @@ static int load_attr(trace *t, const var *o, PyObject *name, var *out) {
     case V_TENSOR:
         return sym_tensor_attr(t, o, name, out);
     case V_OBJ: {
+        if (PyContextVar_CheckExact(o->obj)) {
+            const char *n = PyUnicode_AsUTF8(name);
+            if (strcmp(n, "set") && strcmp(n, "get") && strcmp(n, "reset"))
+                return sym_fail(t, "ContextVar.%U not supported", name);
+            var *self = sym_alloc(t, 1);
+            if (self == NULL)
+                return -1;
+            self[0] = *o;
+            memset(out, 0, sizeof *out);
+            out->kind = V_METHOD;
+            out->src = -1;
+            out->obj = name;
+            out->items = self;
+            return 0;
+        }
         if (PyModule_Check(o->obj)) {
             PyObject *a = PyObject_GetAttr(o->obj, name);
             if (a == NULL) {
@@ -974,6 +989,8 @@ static int can_break(trace *t) {
 /* The trace stops here: keep the reason, clear the failure, snapshot stack and locals.
  * Returns 1 (a break), which run() passes up. */
 static int record_break_state(trace *t, sframe *f) {
+    if (sym_ctxvar_pending(t, NULL))
+        return sym_fail(t, "a context variable set in the trace is live across a graph break");
     t->failed = 0;
     t->brk.nstack = f->sp;
     t->brk.stack = sym_alloc(t, f->sp);
@@ -2502,6 +2519,8 @@ static int fill_out(trace *t, outbuf *ob, int at, const var *v_in, ic_val *outva
     case V_CONST:
     case V_OBJ:
     case V_FUNC:
+        if (v->kind == V_CONST && sym_ctxvar_pending(t, v))
+            return sym_fail(t, "a ContextVar token leaves the trace");
         if (v->kind == V_FUNC && v->op == SYM_MADE_FUNCTION)
             return sym_fail(t, "a nested function is live across a graph break");
         if (v->kind != V_CONST && v->src >= 0) {
@@ -3102,6 +3121,8 @@ static dh_entry *trace_once(PyCodeObject *code, PyObject *const *localsplus, PyO
         var result;
         memset(&result, 0, sizeof result);
         int rr = run(t, f, &result);
+        if (rr == 0 && sym_ctxvar_pending(t, NULL))
+            rr = sym_fail(t, "a context variable set in the trace is not reset at its end");
         if (rr >= 0) {
             ic_val outvals[64];
             int nout = 0;

@@ -159,6 +159,60 @@ int sym_guard_key(trace *t, int src, PyObject *dict, PyObject *key) {
     return has;
 }
 
+int sym_ctxvar_call(trace *t, PyObject *cv, const char *mn, var *args, int nargs, var *out) {
+    int i = 0;
+    while (i < t->nctxv && t->ctxv[i].cv != cv)
+        i++;
+    if (t->in_gen)
+        return sym_fail(t, "ContextVar.%s inside a generator", mn);
+    if (!strcmp(mn, "set") && nargs == 1) {
+        if (i == t->nctxv) {
+            if (t->nctxv == 4)
+                return sym_fail(t, "too many context variables");
+            t->nctxv++;
+            t->ctxv[i].cv = cv;
+            t->ctxv[i].depth = 0;
+        }
+        int d = t->ctxv[i].depth;
+        if (d == 4)
+            return sym_fail(t, "context variable set too deep");
+        PyObject *tok = sym_keep(t, PyTuple_Pack(1, cv)); /* a fresh object: this set's token */
+        if (tok == NULL)
+            return -1;
+        t->ctxv[i].vals[d] = args[0];
+        t->ctxv[i].tokens[d] = tok;
+        t->ctxv[i].depth = d + 1;
+        memset(out, 0, sizeof *out);
+        out->kind = V_CONST;
+        out->src = -1;
+        out->obj = tok;
+        return 0;
+    }
+    if (!strcmp(mn, "reset") && nargs == 1) {
+        if (i == t->nctxv || t->ctxv[i].depth == 0 || args[0].kind != V_CONST ||
+            args[0].obj != t->ctxv[i].tokens[t->ctxv[i].depth - 1])
+            return sym_fail(t, "ContextVar.reset with a token not from this trace");
+        t->ctxv[i].depth--;
+        return sym_const(t, Py_NewRef(Py_None), out);
+    }
+    if (!strcmp(mn, "get") && nargs == 0 && i < t->nctxv && t->ctxv[i].depth > 0) {
+        *out = t->ctxv[i].vals[t->ctxv[i].depth - 1];
+        return 0;
+    }
+    return sym_fail(t, "ContextVar.%s not supported here", mn);
+}
+
+int sym_ctxvar_pending(trace *t, const var *v) {
+    for (int i = 0; i < t->nctxv; i++) {
+        if (v == NULL && t->ctxv[i].depth > 0)
+            return 1;
+        for (int d = 0; v != NULL && d < 4; d++)
+            if (t->ctxv[i].tokens[d] != NULL && v->kind == V_CONST && v->obj == t->ctxv[i].tokens[d])
+                return 1;
+    }
+    return 0;
+}
+
 /* The default dtype, guarded once per trace. */
 int sym_default_dtype(trace *t) {
     int d = tc_default_dtype();
@@ -832,6 +886,13 @@ static int wrap_uncached(trace *t, PyObject *o, int src, var *out) {
         out->items = vals;
         out->n = i;
         return 0;
+    }
+    if (src >= 0 && PyContextVar_CheckExact(o)) { /* a module-level ContextVar: itself */
+        if (sym_guard_id(t, src, o) < 0)
+            return -1;
+        out->kind = V_OBJ;
+        out->obj = sym_keep(t, Py_NewRef(o));
+        return out->obj ? 0 : -1;
     }
     if (src >= 0 && !PyType_Check(o) && (Py_TYPE(o)->tp_dictoffset != 0 || PyCallable_Check(o))) {
         /* any other object: attributes are read through guarded sources. Instances of

@@ -529,3 +529,46 @@ def test_dict_subclass_super_get_guarded():
     ex = torchc.explain(m)(x)
     assert ex.graph_count == 1 and ex.graph_break_count == 0, ex
     _REGISTRY.clear()
+
+
+import contextvars  # noqa: E402
+
+_ACTIVE = contextvars.ContextVar("active", default=None)
+
+
+class _Collector:
+    def __init__(self):
+        self.context_var = _ACTIVE
+
+    def set(self, value):
+        return self.context_var.set(value)
+
+    def reset(self, token):
+        if token is not None:
+            self.context_var.reset(token)
+
+
+_COLLECTOR = _Collector()
+
+
+def test_context_var_set_reset_pair():
+    """transformers' capture_outputs: set a ContextVar, run the body, reset it in finally"""
+    def f(x):
+        tok = _COLLECTOR.set({"hidden_states": []})
+        try:
+            y = x * 2 + (1 if _ACTIVE.get() is not None else 0)
+        finally:
+            _COLLECTOR.reset(tok)
+        return y
+
+    x = torch.randn(3)
+    one_graph(f, x)
+    assert _ACTIVE.get() is None
+
+    def g(x):  # set without reset: eager (the variable must really be set)
+        _COLLECTOR.set(5)
+        return x + 1
+
+    assert_same(torchc.compile(g)(x), x + 1)
+    assert _ACTIVE.get() == 5
+    _ACTIVE.set(None)
