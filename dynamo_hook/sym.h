@@ -119,6 +119,8 @@ typedef struct trace {
         PyObject *tokens[4];          /* stand-in tokens (kept) */
     } ctxv[4];
     int nctxv;
+    PyObject *pending_exc;            /* a state predicate raised this (kept): the next
+                                       * handler of the frames being traced catches it */
     int nidx;                         /* index inputs to bounds-check before each run */
     int idx_src[16];
     int64_t idx_bound[16];

@@ -30,7 +30,8 @@
     X(LOAD_DEREF) X(STORE_DEREF) X(LOAD_CLOSURE) X(BUILD_MAP) X(BUILD_CONST_KEY_MAP)         \
     X(CALL_FUNCTION_EX) X(DICT_MERGE) X(DICT_UPDATE) X(FORMAT_VALUE) X(BUILD_STRING)      \
     X(STORE_ATTR) X(BUILD_SLICE) X(LIST_APPEND) X(MAP_ADD) X(UNPACK_EX) X(MAKE_FUNCTION) X(BINARY_SLICE) X(UNARY_INVERT) X(LOAD_SUPER_ATTR) X(IMPORT_NAME) X(IMPORT_FROM) X(BUILD_SET) X(BEFORE_WITH) \
-    X(STORE_SUBSCR) X(STORE_SLICE) X(RETURN_GENERATOR) X(YIELD_VALUE)
+    X(STORE_SUBSCR) X(STORE_SLICE) X(RETURN_GENERATOR) X(YIELD_VALUE)                     \
+    X(PUSH_EXC_INFO) X(CHECK_EXC_MATCH) X(POP_EXCEPT) X(RERAISE)
 
 enum {
     OP_UNKNOWN = 0,
@@ -1059,6 +1060,34 @@ static int gen_result(sframe *f, var *result) {
 }
 
 /* interprets f with f registered as live (aliasing checks scan its stack and locals) */
+/* The exception table's handler for instruction pc (code units): its target, with the
+ * stack depth and lasti flag; -1 when none. */
+static int exc_handler(PyCodeObject *co, int pc, int *depth, int *lasti) {
+    const unsigned char *p = (const unsigned char *)PyBytes_AS_STRING(co->co_exceptiontable);
+    const unsigned char *end = p + PyBytes_GET_SIZE(co->co_exceptiontable);
+    while (p < end) {
+        int v[4];
+        for (int k = 0; k < 4; k++) {
+            if (p >= end)
+                return -1;
+            int b = *p++;
+            v[k] = b & 63;
+            while (b & 64) {
+                if (p >= end)
+                    return -1;
+                b = *p++;
+                v[k] = (v[k] << 6) | (b & 63);
+            }
+        }
+        if (pc >= v[0] && pc < v[0] + v[1]) {
+            *depth = v[3] >> 1;
+            *lasti = v[3] & 1;
+            return v[2];
+        }
+    }
+    return -1;
+}
+
 static int run(trace *t, sframe *f, var *result) {
     if (t->nframes >= (int)(sizeof t->frames / sizeof t->frames[0]))
         return sym_fail(t, "inlining too deep");
@@ -1343,7 +1372,29 @@ static int run_body(trace *t, sframe *f, var *result) {
             PyObject *kw = f->kwnames;
             f->kwnames = NULL;
             f->sp -= oparg + 2;
+            t->pending_exc = NULL; /* only what this call raises */
             if (sym_call(t, &fn, copy, nargs, kw, &a) < 0) {
+                int hd, hl, h;
+                if (t->pending_exc != NULL && t->failed && !PyErr_Occurred() &&
+                    (h = exc_handler(f->code, pc, &hd, &hl)) >= 0 && hd <= f->sp) {
+                    /* a process-state predicate raised (torch.cuda's without CUDA): the
+                     * frame's handler runs, as in eager (the raise is guarded) */
+                    t->failed = 0;
+                    t->reason[0] = 0;
+                    f->sp = hd;
+                    if (hl && sym_const(t, PyLong_FromLong(pc), &c) < 0)
+                        return -1;
+                    if (hl)
+                        PUSH(c);
+                    memset(&c, 0, sizeof c);
+                    c.kind = V_CONST;
+                    c.src = -1;
+                    c.obj = t->pending_exc;
+                    t->pending_exc = NULL;
+                    PUSH(c);
+                    next = h;
+                    break;
+                }
                 /* constructing an exception (to raise it) is not worth a break: the resume
                  * would be specialized on each new exception object */
                 int exc = fn.kind == V_FUNC && fn.obj && PyExceptionClass_Check(fn.obj);
@@ -2094,6 +2145,37 @@ static int run_body(trace *t, sframe *f, var *result) {
         case OP_JUMP_FORWARD:
             next = next + oparg;
             break;
+        case OP_PUSH_EXC_INFO: /* (exc) -> (previous exc: none here, exc) */
+            NEED(1);
+            a = POP();
+            if (sym_const(t, Py_NewRef(Py_None), &b) < 0)
+                return -1;
+            PUSH(b);
+            PUSH(a);
+            break;
+        case OP_CHECK_EXC_MATCH: { /* (exc, types) -> (exc, isinstance(exc, types)) */
+            NEED(2);
+            b = POP();
+            a = PEEK(1);
+            if (a.kind != V_CONST || !PyExceptionInstance_Check(a.obj) || b.kind == V_TENSOR ||
+                b.obj == NULL)
+                return sym_fail(t, "except clause on an unsupported value");
+            int r = PyObject_IsInstance(a.obj, b.obj);
+            if (r < 0) {
+                PyErr_Clear();
+                return sym_fail(t, "except clause match raised");
+            }
+            if (sym_const(t, PyBool_FromLong(r), &c) < 0)
+                return -1;
+            PUSH(c);
+            break;
+        }
+        case OP_POP_EXCEPT:
+            NEED(1);
+            (void)POP();
+            break;
+        case OP_RERAISE:
+            return sym_fail(t, "an exception is re-raised (eager raises it)");
         case OP_JUMP_BACKWARD:
         case OP_JUMP_BACKWARD_NO_INTERRUPT:
             next = next - oparg;

@@ -3327,10 +3327,12 @@ static int call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject 
             if (rc < 0 && PyErr_Occurred())
                 return -1;
             t->failed = rc < 0 ? 0 : t->failed;
+            t->pending_exc = NULL;
             return sym_const(t, PyBool_FromLong(rc == 0), out);
         }
         if (rc < 0 && nargs == 3 && !PyErr_Occurred()) {
             t->failed = 0;
+            t->pending_exc = NULL;
             *out = args[2];
             return 0;
         }

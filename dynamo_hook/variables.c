@@ -121,21 +121,38 @@ static int has_guard(trace *t, dh_guardkind kind, int src) {
 /* A process-state predicate: called now, its answer guarded (re-asked before each run).
  * 0/1, or -1 failed. */
 int sym_state_predicate(trace *t, PyObject *fn) {
-    PyObject *r = PyObject_CallNoArgs(fn);
+    PyObject *r = PyObject_CallNoArgs(fn), *exc = NULL;
     int truth = r ? PyObject_IsTrue(r) : -1;
     Py_XDECREF(r);
     if (truth < 0) {
+        /* raising is a state too (torch.cuda without CUDA): guarded, and raised in the
+         * trace for a handler of the traced frames to catch */
+        PyObject *et, *tb;
+        PyErr_Fetch(&et, &exc, &tb);
+        PyErr_NormalizeException(&et, &exc, &tb);
+        Py_XDECREF(et);
+        Py_XDECREF(tb);
         PyErr_Clear();
-        return sym_fail(t, "%S() raised", fn);
+        if (exc == NULL || sym_keep(t, exc) == NULL)
+            return sym_fail(t, "%S() raised", fn);
     }
     for (int i = 0; i < t->nguards; i++)
-        if (t->guards[i].kind == DH_G_CALL && t->guards[i].obj == fn)
+        if (t->guards[i].kind == DH_G_CALL && t->guards[i].obj == fn) {
+            if (truth < 0) {
+                t->pending_exc = exc;
+                return sym_fail(t, "%S() raised", fn);
+            }
             return truth;
+        }
     dh_guard *g = new_guard(t, DH_G_CALL, -1);
     if (g == NULL)
         return -1;
     g->obj = Py_NewRef(fn);
     g->value = truth;
+    if (truth < 0) {
+        t->pending_exc = exc;
+        return sym_fail(t, "%S() raised", fn);
+    }
     return truth;
 }
 
