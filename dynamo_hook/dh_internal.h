@@ -44,7 +44,9 @@ typedef enum dh_srckind {
     DH_S_ATTR,   /* getattr(sources[base], name), nn.Module-aware, never runs Python */
     DH_S_ITEM,   /* sources[base][index] for a tuple/list */
     DH_S_CLOSURE,/* function closure cell index (3.11/3.12 free vars) */
-    DH_S_CONST   /* name: an object held by the entry (a function found on a class), itself */
+    DH_S_CONST,  /* name: an object held by the entry (a function found on a class), itself */
+    DH_S_NEW     /* name = (class, kwnames, argument sources): a new object, constructed when
+                  * the guards resolve it (a construction hoisted out of the frame) */
 } dh_srckind;
 
 typedef struct dh_source {

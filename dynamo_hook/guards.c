@@ -144,6 +144,32 @@ PyObject *dh_source_resolve(const dh_source *s, PyObject *const *values,
     }
     case DH_S_CONST:
         return s->name;
+    case DH_S_NEW: {
+        PyObject *cls = PyTuple_GET_ITEM(s->name, 0), *kwn = PyTuple_GET_ITEM(s->name, 1);
+        PyObject *argsrc = PyTuple_GET_ITEM(s->name, 2);
+        Py_ssize_t n = PyTuple_GET_SIZE(argsrc), nkw = PyTuple_GET_SIZE(kwn);
+        PyObject *pos = PyTuple_New(n - nkw), *kw = nkw ? PyDict_New() : NULL, *r = NULL;
+        for (Py_ssize_t i = 0; pos != NULL && (kw != NULL || !nkw) && i < n; i++) {
+            PyObject *a = values[PyLong_AsLong(PyTuple_GET_ITEM(argsrc, i))];
+            if (a == NULL)
+                goto new_done;
+            if (i < n - nkw)
+                PyTuple_SET_ITEM(pos, i, Py_NewRef(a));
+            else if (PyDict_SetItem(kw, PyTuple_GET_ITEM(kwn, i - (n - nkw)), a) < 0)
+                goto new_done;
+        }
+        if (pos != NULL && (kw != NULL || !nkw))
+            r = PyObject_Call(cls, pos, kw); /* hook off: the guards run busy */
+    new_done:
+        Py_XDECREF(pos);
+        Py_XDECREF(kw);
+        if (r == NULL) {
+            PyErr_Clear();
+            return NULL;
+        }
+        dh_scratch_keep(r); /* alive until the call's output is built */
+        return r;
+    }
     case DH_S_CLOSURE: {
         if (s->base >= 0)
             func = values[s->base];
@@ -418,6 +444,9 @@ static PyObject *source_str(const dh_entry *e, int i) {
         return PyUnicode_FromFormat("closure[%zd]", s->index);
     case DH_S_CONST:
         return PyUnicode_FromFormat("const(%R)", s->name);
+    case DH_S_NEW:
+        return PyUnicode_FromFormat("new %R(sources %R)", PyTuple_GET_ITEM(s->name, 0),
+                                    PyTuple_GET_ITEM(s->name, 2));
     case DH_S_ATTR:
         base = source_str(e, s->base);
         r = base ? PyUnicode_FromFormat("%U.%U", base, s->name) : NULL;

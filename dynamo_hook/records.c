@@ -192,6 +192,85 @@ done:
 
 PyObject *sym_record_class(const var *r) { return PyTuple_GET_ITEM(r->obj, 0); }
 
+/* Classes whose construction depends on its arguments only and has no other effect: a
+ * call of one inside the frame is hoisted to the guards (a DH_S_NEW source builds a fresh
+ * object each call, before the graph runs); the trace reads it through sources and its
+ * attribute writes are replayed after the graph, as for any object passed in. */
+static const char *const hoistable[][2] = {
+    {"transformers.cache_utils", "DynamicCache"},
+};
+
+int sym_is_hoistable_type(PyObject *cls) {
+    if (!PyType_Check(cls) || !(((PyTypeObject *)cls)->tp_flags & Py_TPFLAGS_HEAPTYPE))
+        return 0;
+    PyObject *m = PyDict_GetItemString(((PyTypeObject *)cls)->tp_dict, "__module__");
+    PyObject *q = ((PyHeapTypeObject *)cls)->ht_qualname;
+    if (m == NULL || q == NULL || !PyUnicode_Check(m) || !PyUnicode_Check(q))
+        return 0;
+    for (size_t i = 0; i < sizeof hoistable / sizeof hoistable[0]; i++)
+        if (PyUnicode_CompareWithASCIIString(m, hoistable[i][0]) == 0 &&
+            PyUnicode_CompareWithASCIIString(q, hoistable[i][1]) == 0)
+            return 1;
+    return 0;
+}
+
+int sym_hoist_new(trace *t, PyObject *cls, var *args, int npos, PyObject *kwnames, var *out) {
+    int nkw = kwnames ? (int)PyTuple_GET_SIZE(kwnames) : 0, n = npos + nkw;
+    if (t->nattrw > 0)
+        return sym_fail(t, "%s() after a write of .%U in the trace: not hoisted",
+                        ((PyTypeObject *)cls)->tp_name, t->attrw[0].name);
+    if (t->in_gen) /* (context variables set in the trace: these classes never read them) */
+        return sym_fail(t, "%s() inside a generator: not hoisted", ((PyTypeObject *)cls)->tp_name);
+    PyObject *srcs = PyTuple_New(n), *pos = PyTuple_New(npos), *kw = nkw ? PyDict_New() : NULL;
+    PyObject *spec = NULL, *obj = NULL;
+    int rc = -1;
+    if (srcs == NULL || pos == NULL || (nkw && kw == NULL))
+        goto done;
+    for (int i = 0; i < n; i++) {
+        const var *a = &args[i];
+        int s = -1;
+        if (a->kind == V_CONST)
+            s = sym_source(t, DH_S_CONST, -1, 0, a->obj);
+        else if ((a->kind == V_OBJ || a->kind == V_FUNC) && a->src >= 0 && a->obj != NULL)
+            s = a->src;
+        else {
+            rc = sym_fail(t, "%s(): an argument without a source", ((PyTypeObject *)cls)->tp_name);
+            goto done;
+        }
+        if (s < 0)
+            goto done;
+        PyTuple_SET_ITEM(srcs, i, PyLong_FromLong(s));
+        if (i < npos)
+            PyTuple_SET_ITEM(pos, i, Py_NewRef(a->obj));
+        else if (PyDict_SetItem(kw, PyTuple_GET_ITEM(kwnames, i - npos), a->obj) < 0)
+            goto done;
+    }
+    if (PyErr_Occurred())
+        goto done;
+    obj = PyObject_Call(cls, pos, kw); /* the object this trace reads (the hook is off) */
+    if (obj == NULL) {
+        PyErr_Clear();
+        rc = sym_fail(t, "%s() raised (eager will raise)", ((PyTypeObject *)cls)->tp_name);
+        goto done;
+    }
+    spec = Py_BuildValue("(OOO)", cls, kwnames ? kwnames : PyTuple_New(0), srcs);
+    if (spec == NULL)
+        goto done;
+    int s = sym_source(t, DH_S_NEW, -1, t->nsrc, spec);
+    if (s < 0)
+        goto done;
+    rc = sym_wrap(t, obj, s, out);
+    if (rc == 0 && out->kind != V_OBJ)
+        rc = sym_fail(t, "%s: not an object", ((PyTypeObject *)cls)->tp_name);
+done:
+    Py_XDECREF(srcs);
+    Py_XDECREF(pos);
+    Py_XDECREF(kw);
+    Py_XDECREF(spec);
+    Py_XDECREF(obj);
+    return rc;
+}
+
 /* the record's items as __post_init__ left them: the non-None fields, in order */
 int sym_record_items(trace *t, const var *r, var **items, int *n) {
     var *it = sym_alloc(t, r->n);

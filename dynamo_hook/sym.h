@@ -190,6 +190,8 @@ ic_val sym_reshape(trace *t, ic_val v, int n, const int64_t *sizes);
 int sym_is_record_type(PyObject *cls);
 int sym_make_record(trace *t, PyObject *cls, var *args, int npos, PyObject *kwnames, var *out);
 PyObject *sym_record_class(const var *r); /* borrowed */
+int sym_is_hoistable_type(PyObject *cls);
+int sym_hoist_new(trace *t, PyObject *cls, var *args, int npos, PyObject *kwnames, var *out);
 int sym_record_items(trace *t, const var *r, var **items, int *n);
 int sym_record_attr(trace *t, const var *r, PyObject *name, var *out);
 int sym_record_subscr(trace *t, const var *r, const var *k, var *out);

@@ -247,6 +247,21 @@ static int load_attr(trace *t, const var *o, PyObject *name, var *out) {
         }
         return sym_fail(t, "attribute %U of a %s", name, ((PyTypeObject *)o->obj)->tp_name);
     }
+    if (o->kind == V_SEQ && o->obj == NULL) {
+        const char *n = PyUnicode_AsUTF8(name);
+        if (n == NULL || (strcmp(n, "index") && strcmp(n, "count")))
+            return sym_fail(t, "%s.%U not supported", o->is_list ? "list" : "tuple", name);
+        var *self = sym_alloc(t, 1);
+        if (self == NULL)
+            return -1;
+        self[0] = *o;
+        memset(out, 0, sizeof *out);
+        out->kind = V_METHOD;
+        out->src = -1;
+        out->obj = name;
+        out->items = self;
+        return 0;
+    }
     switch (o->kind) {
     case V_TENSOR:
         return sym_tensor_attr(t, o, name, out);

@@ -3596,6 +3596,8 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
         return sym_inline(t, fn->obj, fn->src, NULL, args, nargs, kwnames, out);
     if (fn->kind == V_FUNC && fn->op >= 0)
         return call_op(t, fn->op, args, npos, kwnames, kwv, out);
+    if (fn->kind == V_FUNC && fn->obj && sym_is_hoistable_type(fn->obj))
+        return sym_hoist_new(t, fn->obj, args, npos, kwnames, out);
     if (fn->kind == V_FUNC && fn->obj && sym_is_record_type(fn->obj))
         return sym_make_record(t, fn->obj, args, npos, kwnames, out);
     if (fn->kind == V_FUNC)
@@ -3640,6 +3642,41 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
         int rc = s < 0 ? -1 : sym_wrap(t, v, s, out);
         Py_DECREF(v);
         return rc;
+    }
+    if (fn->kind == V_METHOD && fn->items && fn->items[0].kind == V_SEQ && fn->obj &&
+        PyUnicode_Check(fn->obj)) {
+        /* seq.index(x) / seq.count(x) over constants: on a tuple of them */
+        const var *sq = &fn->items[0];
+        PyObject *tup = PyTuple_New(sq->n), *r = NULL;
+        if (tup == NULL)
+            return -1;
+        for (int i = 0; i < sq->n; i++) {
+            if (sq->items[i].kind != V_CONST) {
+                Py_DECREF(tup);
+                return sym_fail(t, "%U of a sequence of non-constants", fn->obj);
+            }
+            PyTuple_SET_ITEM(tup, i, Py_NewRef(sq->items[i].obj));
+        }
+        for (int i = 0; i < nargs; i++)
+            if (args[i].kind != V_CONST || nkw) {
+                Py_DECREF(tup);
+                return sym_fail(t, "%U with non-constant arguments", fn->obj);
+            }
+        PyObject *m = PyObject_GetAttr(tup, fn->obj);
+        if (m != NULL) {
+            PyObject *a = PyTuple_New(npos);
+            for (int i = 0; a && i < npos; i++)
+                PyTuple_SET_ITEM(a, i, Py_NewRef(args[i].obj));
+            r = a ? PyObject_Call(m, a, NULL) : NULL;
+            Py_XDECREF(a);
+            Py_DECREF(m);
+        }
+        Py_DECREF(tup);
+        if (r == NULL) {
+            PyErr_Clear();
+            return sym_fail(t, "%U raised (eager will raise)", fn->obj);
+        }
+        return sym_const(t, r, out);
     }
     if (fn->kind == V_METHOD && fn->items && fn->items[0].kind == V_REC && PyUnicode_Check(fn->obj)) {
         if (kwnames && PyTuple_GET_SIZE(kwnames))

@@ -66,7 +66,7 @@ var *sym_alloc(trace *t, int n) {
 }
 
 int sym_source(trace *t, dh_srckind kind, int base, Py_ssize_t index, PyObject *name) {
-    for (int i = 0; i < t->nsrc; i++) {
+    for (int i = 0; i < t->nsrc && kind != DH_S_NEW; i++) {
         dh_source *s = &t->src[i];
         if (s->kind == kind && s->base == base && s->index == index &&
             (s->name == name || (kind != DH_S_CONST && s->name && name && PyUnicode_Compare(s->name, name) == 0)))

@@ -585,3 +585,37 @@ def test_context_var_set_reset_pair():
     assert_same(torchc.compile(g)(x), x + 1)
     assert _ACTIVE.get() == 5
     _ACTIVE.set(None)
+
+
+def test_list_index_count_of_constants():
+    def f(x):
+        flags = [not s for s in (True, False, False)]
+        i = flags.index(True) if True in flags else 0
+        return x * (i + flags.count(True))
+
+    one_graph(f, torch.randn(3))
+
+
+def test_transformers_dynamic_cache_made_in_the_frame():
+    """DynamicCache(config=...) inside forward: built fresh each call before the graph
+    (hoisted), filled by the graph's attribute writes, returned in the output record"""
+    tf = __import__("pytest").importorskip("transformers")
+    torch.manual_seed(0)
+    cfg = tf.GPT2Config(n_layer=2, n_embd=32, n_head=2, n_positions=64, vocab_size=100)
+    m = tf.GPT2Model(cfg).eval()
+    cm = torchc.compile(m)
+    with torch.no_grad():
+        for n in (8, 8, 5):
+            ids = torch.randint(0, 100, (2, n))
+            want = m(ids)
+            ex = torchc.explain(cm)(ids)
+            got = ex.result
+            assert ex.graph_count == 1 and ex.graph_break_count == 0, ex
+            assert type(got) is type(want) and type(got.cache) is type(want.cache)
+            assert_same(got.last_hidden_state, want.last_hidden_state)
+            assert len(got.cache.layers) == len(want.cache.layers)
+            for a, b in zip(got.cache.layers, want.cache.layers):
+                assert_same(a.keys, b.keys)
+                assert_same(a.values, b.values)
+        first = cm(ids).cache
+        assert cm(ids).cache is not first  # a fresh cache per call, as eager
