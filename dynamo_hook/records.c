@@ -325,6 +325,12 @@ int sym_record_attr(trace *t, const var *r, PyObject *name, var *out) {
         out->items = self;
         return 0;
     }
+    if (descr != NULL && !t->failed) {
+        /* it exists (a method): hasattr/getattr-with-default must not take this failure
+         * for absence; a Python error makes the whole capture fail instead */
+        PyErr_Format(PyExc_NotImplementedError, "torchc: %U of a %s record", name,
+                     ((PyTypeObject *)cls)->tp_name);
+    }
     return sym_fail(t, "attribute %U of a %s record not supported", name, ((PyTypeObject *)cls)->tp_name);
 }
 
