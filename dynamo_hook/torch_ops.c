@@ -3444,7 +3444,7 @@ static int call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject 
                          !strcmp(name, "sum") || !strcmp(name, "all") || !strcmp(name, "any"))) ||
                f == (PyObject *)&PyLong_Type || f == (PyObject *)&PyFloat_Type ||
                f == (PyObject *)&PyBool_Type || f == (PyObject *)&PyTuple_Type ||
-               f == (PyObject *)&PyRange_Type;
+               f == (PyObject *)&PyRange_Type || f == (PyObject *)&PySlice_Type;
     if (allconst && f == (PyObject *)&PyUnicode_Type && nargs == 1) {
         /* str() of a number, a string or a class (repr of the class unless its metaclass
          * has its own): str(model.__class__) keys a registry */

@@ -619,3 +619,11 @@ def test_transformers_dynamic_cache_made_in_the_frame():
                 assert_same(a.values, b.values)
         first = cm(ids).cache
         assert cm(ids).cache is not first  # a fresh cache per call, as eager
+
+
+def test_slice_builtin_of_constants():
+    def f(x, keep=2):
+        s = slice(-keep, None) if isinstance(keep, int) else keep
+        return x[:, s, :] * 2
+
+    one_graph(f, torch.randn(2, 5, 3))
