@@ -529,7 +529,14 @@ static int h_to(trace *t, const opdef *d, var **p, var *out) {
     if (p[0]->kind != V_TENSOR)
         return sym_fail(t, "to() of a non-tensor");
     ic_val x = p[0]->val;
-    for (int i = 1; i <= 2; i++) {
+    if (!is_none(p[7]))
+        return sym_fail(t, "to(memory_format=...) not supported yet");
+    int copy = 0;
+    if (!is_none(p[5]) && (p[5]->kind != V_CONST || (copy = PyObject_IsTrue(p[5]->obj)) < 0)) {
+        PyErr_Clear();
+        return sym_fail(t, "to(copy=...) not a constant");
+    }
+    for (int i = 1; i <= 2 || i == 6; i = i == 2 ? 6 : i + 1) {
         if (is_none(p[i]))
             continue;
         int dt = p[i]->kind == V_CONST ? sym_dtype_from_object(p[i]->obj) : -1;
@@ -552,7 +559,9 @@ static int h_to(trace *t, const opdef *d, var **p, var *out) {
             return -1;
         x = ic_cast(t->g, x, (ic_dtype)dt);
     }
-    if (x == p[0]->val || ic_value_meta(t->g, x)->dtype == ic_value_meta(t->g, p[0]->val)->dtype)
+    if (copy && x == p[0]->val) /* copy=True: a new tensor even without a conversion */
+        x = ic_cast(t->g, x, ic_value_meta(t->g, x)->dtype);
+    else if (x == p[0]->val || ic_value_meta(t->g, x)->dtype == ic_value_meta(t->g, p[0]->val)->dtype)
         return same_tensor(t, p, out); /* no conversion: eager returns self */
     return tensor_out(t, x, out);
 }
@@ -2842,7 +2851,7 @@ static const opdef OPS[] = {
     {"int", W_METHOD, "input", h_cast, IC_I32},
     {"long", W_METHOD, "input", h_cast, IC_I64},
     {"bool", W_METHOD, "input", h_cast, IC_BOOL},
-    {"to", W_METHOD, "input,a,b|dtype,non_blocking,copy", h_to, 0},
+    {"to", W_METHOD, "input,a,b|dtype,non_blocking,copy,device,memory_format", h_to, 0},
     {"reshape", W_TORCH | W_METHOD, "input,*shape", h_reshape, 0},
     {"view", W_METHOD, "input,*shape", h_reshape, 0},
     {"flatten", W_TORCH | W_METHOD, "input,start_dim,end_dim", h_flatten, 0},

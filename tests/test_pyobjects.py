@@ -627,3 +627,16 @@ def test_slice_builtin_of_constants():
         return x[:, s, :] * 2
 
     one_graph(f, torch.randn(2, 5, 3))
+
+
+def test_to_device_keyword_and_copy():
+    def f(x):
+        a = x.to(device=x.device) * 2
+        b = x.to(x.device, copy=True)   # a new tensor, as eager
+        c = x.to(dtype=torch.float64, device="cpu", non_blocking=True)
+        return a, b, c, b is x
+
+    x = torch.randn(3)
+    got = torchc.compile(f)(x)
+    assert got[3] is False and got[1] is not x
+    one_graph(f, x)
