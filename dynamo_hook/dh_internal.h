@@ -67,6 +67,7 @@ typedef enum dh_guardkind {
     DH_G_SAMEOBJ,      /* obj = (sources, first): values[sources[i]] is values[sources[first[i]]]
                         * and no earlier one (objects type-guarded: their aliasing as traced) */
     DH_G_KEY,          /* (obj in values[src]) == value for a dict (subclass) */
+    DH_G_CALLEQ,       /* obj = (fn, args, result): fn(*args) == result, same type */
     DH_G_CALL,         /* bool(obj()) == value: a process-state predicate answered while tracing
                         * (torch.cuda.is_current_stream_capturing) */
     DH_G_LEN,          /* len(value) == value */

@@ -409,6 +409,17 @@ int dh_guards_check_sym(const dh_entry *e, PyObject *const *localsplus, PyObject
                 return 0;
             break;
         }
+        case DH_G_CALLEQ: {
+            PyObject *want = PyTuple_GET_ITEM(g->obj, 2);
+            PyObject *r = PyObject_Call(PyTuple_GET_ITEM(g->obj, 0), PyTuple_GET_ITEM(g->obj, 1), NULL);
+            int eq = r != NULL && Py_TYPE(r) == Py_TYPE(want) ? PyObject_RichCompareBool(r, want, Py_EQ) : 0;
+            Py_XDECREF(r);
+            if (eq != 1) {
+                PyErr_Clear();
+                return 0;
+            }
+            break;
+        }
         case DH_G_CALL: {
             PyObject *r = PyObject_CallNoArgs(g->obj);
             int truth = r ? PyObject_IsTrue(r) : -1;
@@ -528,6 +539,10 @@ PyObject *dh_guards_describe(const dh_entry *e) {
             break;
         case DH_G_KEY:
             item = PyUnicode_FromFormat("DICT_KEY %R %s %U", g->obj, g->value ? "in" : "not in", src);
+            break;
+        case DH_G_CALLEQ:
+            item = PyUnicode_FromFormat("GLOBAL_STATE %R%R == %R", PyTuple_GET_ITEM(g->obj, 0),
+                                        PyTuple_GET_ITEM(g->obj, 1), PyTuple_GET_ITEM(g->obj, 2));
             break;
         case DH_G_CALL:
             item = PyUnicode_FromFormat("GLOBAL_STATE %S() == %d", g->obj, g->value);

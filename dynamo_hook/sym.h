@@ -174,7 +174,10 @@ int sym_is_module_container(PyObject *o, const char *slot);
 int sym_predicate(PyObject *o); /* the traced answer of a tracing predicate (0/1; 2: ask and
                                  * guard, sym_state_predicate), or -1 */
 int sym_state_predicate(trace *t, PyObject *fn);
-int sym_guard_key(trace *t, int src, PyObject *dict, PyObject *key); /* 1 in, 0 not, -1 failed */ /* fn()'s truth, guarded; -1 failed */
+int sym_guard_key(trace *t, int src, PyObject *dict, PyObject *key); /* 1 in, 0 not, -1 failed */
+PyObject *sym_os_environ(void); /* borrowed os.environ, or NULL */
+/* fn(*args) of constants, its result guarded equal (os.environ.get); 0, -1 failed */
+int sym_guarded_call(trace *t, PyObject *fn, PyObject *args, var *out); /* fn()'s truth, guarded; -1 failed */
 int sym_is_grad_ctx(PyObject *o);
 int sym_is_grad_ctx_type(PyObject *tp); /* torch.no_grad()/enable_grad()/inference_mode()/set_grad_enabled() */
 

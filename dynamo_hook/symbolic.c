@@ -266,6 +266,20 @@ static int load_attr(trace *t, const var *o, PyObject *name, var *out) {
     case V_TENSOR:
         return sym_tensor_attr(t, o, name, out);
     case V_OBJ: {
+        if (o->obj == sym_os_environ()) {
+            if (PyUnicode_CompareWithASCIIString(name, "get") != 0)
+                return sym_fail(t, "os.environ.%U not supported", name);
+            var *self = sym_alloc(t, 1);
+            if (self == NULL)
+                return -1;
+            self[0] = *o;
+            memset(out, 0, sizeof *out);
+            out->kind = V_METHOD;
+            out->src = -1;
+            out->obj = name;
+            out->items = self;
+            return 0;
+        }
         if (PyContextVar_CheckExact(o->obj)) {
             const char *n = PyUnicode_AsUTF8(name);
             if (strcmp(n, "set") && strcmp(n, "get") && strcmp(n, "reset"))
@@ -286,6 +300,13 @@ static int load_attr(trace *t, const var *o, PyObject *name, var *out) {
             if (a == NULL) {
                 PyErr_Clear();
                 return sym_fail(t, "module has no attribute %U", name);
+            }
+            if (a == sym_os_environ()) { /* os.environ: .get(k, d) asked and guarded */
+                memset(out, 0, sizeof *out);
+                out->kind = V_OBJ;
+                out->src = -1;
+                out->obj = sym_keep(t, a);
+                return out->obj ? 0 : -1;
             }
             /* user functions and modules reached through a module are guarded; torch's
              * own callables are taken as constants */

@@ -3612,6 +3612,24 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
     if (fn->kind == V_FUNC)
         return call_builtin(t, fn, args, npos, kwnames, out);
     if (fn->kind == V_METHOD && fn->items && fn->items[0].kind == V_OBJ && fn->obj &&
+        PyUnicode_Check(fn->obj) && fn->items[0].obj == sym_os_environ()) {
+        /* os.environ.get(k[, d]) of constants: asked now, the answer guarded */
+        if (nkw || npos < 1 || npos > 2)
+            return sym_fail(t, "os.environ.get with these arguments");
+        PyObject *tup = PyTuple_New(npos), *m = PyObject_GetAttr(fn->items[0].obj, fn->obj);
+        for (int i = 0; tup && i < npos; i++) {
+            if (args[i].kind != V_CONST) {
+                Py_CLEAR(tup);
+                break;
+            }
+            PyTuple_SET_ITEM(tup, i, Py_NewRef(args[i].obj));
+        }
+        int rc = tup && m ? sym_guarded_call(t, m, tup, out) : (PyErr_Clear(), sym_fail(t, "os.environ.get of non-constants"));
+        Py_XDECREF(tup);
+        Py_XDECREF(m);
+        return rc;
+    }
+    if (fn->kind == V_METHOD && fn->items && fn->items[0].kind == V_OBJ && fn->obj &&
         PyUnicode_Check(fn->obj) && PyContextVar_CheckExact(fn->items[0].obj)) {
         if (nkw)
             return sym_fail(t, "ContextVar method with keyword arguments");

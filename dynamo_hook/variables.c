@@ -230,6 +230,32 @@ int sym_ctxvar_pending(trace *t, const var *v) {
     return 0;
 }
 
+static PyObject *os_environ;
+
+PyObject *sym_os_environ(void) { return os_environ; }
+
+int sym_guarded_call(trace *t, PyObject *fn, PyObject *args, var *out) {
+    PyObject *r = PyObject_Call(fn, args, NULL);
+    if (r == NULL) {
+        PyErr_Clear();
+        return sym_fail(t, "%R%R raised", fn, args);
+    }
+    if (!(r == Py_None || PyUnicode_CheckExact(r) || PyLong_CheckExact(r) || PyBool_Check(r))) {
+        Py_DECREF(r);
+        return sym_fail(t, "%R%R: not a simple constant", fn, args);
+    }
+    dh_guard *g = new_guard(t, DH_G_CALLEQ, -1);
+    PyObject *spec = g ? Py_BuildValue("(OOO)", fn, args, r) : NULL;
+    if (spec == NULL) {
+        Py_DECREF(r);
+        if (g != NULL)
+            t->nguards--;
+        return -1;
+    }
+    g->obj = spec;
+    return sym_const(t, r, out);
+}
+
 /* The default dtype, guarded once per trace. */
 int sym_default_dtype(trace *t) {
     int d = tc_default_dtype();
@@ -1039,6 +1065,10 @@ int sym_variables_init(void) {
     add_pred("torch.jit", "is_tracing", 0);
     add_pred("torch.jit", "is_scripting", 0);
     add_pred("torch._C", "_is_tracing", 0);
+    PyObject *os = PyImport_ImportModule("os");
+    os_environ = os ? PyObject_GetAttrString(os, "environ") : NULL; /* kept */
+    Py_XDECREF(os);
+    PyErr_Clear();
     /* process state: asked while tracing, the answer guarded */
     add_pred("torch.cuda", "is_current_stream_capturing", 2);
     add_pred("torch.xpu", "is_current_stream_capturing", 2);

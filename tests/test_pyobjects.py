@@ -640,3 +640,25 @@ def test_to_device_keyword_and_copy():
     got = torchc.compile(f)(x)
     assert got[3] is False and got[1] is not x
     one_graph(f, x)
+
+
+import os  # noqa: E402
+
+
+def test_os_environ_get_guarded():
+    def f(x):
+        if os.environ.get("TORCHC_TEST_FORCE", "0") == "1":
+            return x - 1
+        return x + 1
+
+    x = torch.randn(3)
+    os.environ.pop("TORCHC_TEST_FORCE", None)
+    cf = torchc.compile(f)
+    assert_same(cf(x), x + 1)
+    os.environ["TORCHC_TEST_FORCE"] = "1"  # the guard asks again
+    try:
+        assert_same(cf(x), x - 1)
+    finally:
+        del os.environ["TORCHC_TEST_FORCE"]
+    assert_same(cf(x), x + 1)
+    one_graph(f, x)
