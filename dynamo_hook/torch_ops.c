@@ -2183,14 +2183,44 @@ static int h_sdpa(trace *t, const opdef *d, var **p, var *out) {
         return -1;
     if (dropout != 0.0)
         return sym_fail(t, "scaled_dot_product_attention with dropout_p=%g left to eager", dropout);
-    if (gqa)
-        return sym_fail(t, "scaled_dot_product_attention with enable_gqa left to eager");
+    ic_val kv[2] = {p[1]->val, p[2]->val};
+    if (gqa) {
+        /* grouped heads: each key/value head repeated for its group of query heads
+         * (repeat_interleave on dim -3), then plain attention */
+        ic_meta qm = *metap(t, p[0]->val);
+        for (int i = 0; i < 2; i++) {
+            ic_meta m = *metap(t, kv[i]);
+            if (qm.dyn || m.dyn || m.ndim < 3 || m.ndim != qm.ndim || m.ndim + 1 > IC_MAX_DIMS)
+                return sym_fail(t, "scaled_dot_product_attention with enable_gqa: unsupported shapes");
+            int64_t hq = qm.sizes[qm.ndim - 3], hk = m.sizes[m.ndim - 3];
+            if (hk <= 0 || hq % hk != 0)
+                return sym_fail(t, "scaled_dot_product_attention: query heads not a multiple of key heads (eager will raise)");
+            if (hq == hk)
+                continue;
+            int64_t s5[IC_MAX_DIMS];
+            int n5 = 0;
+            for (int j = 0; j < m.ndim; j++) {
+                s5[n5++] = m.sizes[j];
+                if (j == m.ndim - 3)
+                    s5[n5++] = 1;
+            }
+            ic_val e = ic_reshape(G, kv[i], n5, s5);
+            s5[m.ndim - 2] = hq / hk;
+            e = e < 0 ? e : ic_expand(G, e, n5, s5);
+            int64_t s4[IC_MAX_DIMS];
+            for (int j = 0; j < m.ndim; j++)
+                s4[j] = j == m.ndim - 3 ? hq : m.sizes[j];
+            kv[i] = e < 0 ? e : ic_reshape(G, e, m.ndim, s4);
+            if (kv[i] < 0)
+                return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "graph builder failed");
+        }
+    }
     const ic_meta *q = metap(t, p[0]->val);
     if (q->ndim < 1 || (q->dyn && !sym_dim_static(q->dims[q->ndim - 1])))
         return sym_fail(t, "scaled_dot_product_attention: query without a static head dim");
     if (opt_num(t, p[6], 1.0 / sqrt((double)q->sizes[q->ndim - 1]), &scale, "scale") < 0)
         return -1;
-    ic_val v[4] = {p[0]->val, p[1]->val, p[2]->val, -1};
+    ic_val v[4] = {p[0]->val, kv[0], kv[1], -1};
     int n = 3;
     if (!is_none(p[3])) {
         if (need_tensor(t, d, p[3]) < 0)

@@ -662,3 +662,15 @@ def test_os_environ_get_guarded():
         del os.environ["TORCHC_TEST_FORCE"]
     assert_same(cf(x), x + 1)
     one_graph(f, x)
+
+
+def test_sdpa_grouped_query_heads():
+    import torch.nn.functional as F
+
+    def f(q, k, v, m):
+        return (F.scaled_dot_product_attention(q, k, v, enable_gqa=True),
+                F.scaled_dot_product_attention(q, k, v, attn_mask=m, enable_gqa=True),
+                F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True))
+
+    q, k, v = torch.randn(2, 8, 5, 16), torch.randn(2, 2, 7, 16), torch.randn(2, 2, 7, 16)
+    one_graph(f, q, k, v, torch.randn(5, 7) > 0)
