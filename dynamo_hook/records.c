@@ -253,7 +253,7 @@ int sym_hoist_new(trace *t, PyObject *cls, var *args, int npos, PyObject *kwname
         rc = sym_fail(t, "%s() raised (eager will raise)", ((PyTypeObject *)cls)->tp_name);
         goto done;
     }
-    spec = Py_BuildValue("(OOO)", cls, kwnames ? kwnames : PyTuple_New(0), srcs);
+    spec = Py_BuildValue("(ONO)", cls, kwnames ? Py_NewRef(kwnames) : PyTuple_New(0), srcs);
     if (spec == NULL)
         goto done;
     int s = sym_source(t, DH_S_NEW, -1, t->nsrc, spec);
