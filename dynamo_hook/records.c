@@ -76,10 +76,13 @@ int sym_is_record_type(PyObject *cls) {
         !inherits(cls, base, "__setitem__") || !inherits(cls, base, "__getitem__") ||
         !inherits(cls, base, "to_tuple"))
         return 0;
-    /* __init__: the metaclass's wrapper around the dataclass-generated one */
+    /* __init__: the dataclass-generated one, or the metaclass's wrapper around it (transformers
+     * >= 5.2x renames past_key_values= to cache= there) */
     PyObject *init = PyDict_GetItemString(((PyTypeObject *)cls)->tp_dict, "__init__");
     if (init == NULL || !PyFunction_Check(init))
         return 0;
+    if (PyUnicode_CompareWithASCIIString(((PyCodeObject *)PyFunction_GET_CODE(init))->co_filename, "<string>") == 0)
+        return 1;
     PyObject *w = PyObject_GetAttrString(init, "__wrapped__");
     int ok = w != NULL && PyFunction_Check(w) &&
              PyUnicode_CompareWithASCIIString(((PyCodeObject *)PyFunction_GET_CODE(w))->co_filename,
