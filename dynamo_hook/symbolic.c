@@ -31,7 +31,7 @@
     X(CALL_FUNCTION_EX) X(DICT_MERGE) X(DICT_UPDATE) X(FORMAT_VALUE) X(BUILD_STRING)      \
     X(STORE_ATTR) X(BUILD_SLICE) X(LIST_APPEND) X(MAP_ADD) X(UNPACK_EX) X(MAKE_FUNCTION) X(BINARY_SLICE) X(UNARY_INVERT) X(LOAD_SUPER_ATTR) X(IMPORT_NAME) X(IMPORT_FROM) X(BUILD_SET) X(BEFORE_WITH) \
     X(STORE_SUBSCR) X(STORE_SLICE) X(RETURN_GENERATOR) X(YIELD_VALUE)                     \
-    X(PUSH_EXC_INFO) X(CHECK_EXC_MATCH) X(POP_EXCEPT) X(RERAISE)
+    X(PUSH_EXC_INFO) X(CHECK_EXC_MATCH) X(POP_EXCEPT) X(RERAISE) X(CALL_INTRINSIC_1)
 
 enum {
     OP_UNKNOWN = 0,
@@ -1914,6 +1914,14 @@ static int run_body(trace *t, sframe *f, var *result) {
                 return sym_fail(t, "LIST_TO_TUPLE on a non-list");
             PEEK(1).is_list = 0;
             break;
+        case OP_CALL_INTRINSIC_1: /* 3.12: LIST_TO_TUPLE became intrinsic 6 ((*a, b), f(*a, b)) */
+            NEED(1);
+            if (oparg != 6)
+                return sym_fail(t, "CALL_INTRINSIC_1 %d not supported", oparg);
+            if (PEEK(1).kind != V_SEQ || !PEEK(1).is_list)
+                return sym_fail(t, "INTRINSIC_LIST_TO_TUPLE on a non-list");
+            PEEK(1).is_list = 0;
+            break;
         case OP_BEFORE_WITH: {
             /* with torch.no_grad()/enable_grad()/inference_mode()/set_grad_enabled(b): the
              * graph is the same; grad mode at entry is guarded, outputs never need grad */
@@ -3309,6 +3317,13 @@ static dh_entry *trace_once(PyCodeObject *code, PyObject *const *localsplus, PyO
                 }
                 if (compiled == NULL)
                     sym_fail(t, "compile failed: %s", err.msg);
+                if (compiled != NULL && opt.device == IC_CPU && getenv("TORCHC_PTX_PROBE")) {
+                    /* GPU codegen coverage without a GPU: the CPU graph through the PTX path */
+                    ic_err e2 = {0};
+                    char *ptx = ic_graph_to_ptx(t->g, 90, &e2);
+                    fprintf(stderr, "torchc ptx probe: %s %s\n", ptx ? "ok" : "FAILED:", ptx ? "" : e2.msg);
+                    free(ptx);
+                }
             } else if (!t->failed && !PyErr_Occurred() && nout == 0 && ic_graph_num_ops(t->g) > 0) {
                 /* every op was dead (result is an input or a constant): nothing to compile */
             }

@@ -726,3 +726,20 @@ def test_many_sources_one_graph():
         torch.testing.assert_close(cf(x + 1), f(x + 1))
         ex = torchc.explain(cf)(x)
     assert ex.graph_count == 1 and ex.graph_break_count == 0, ex.break_reasons
+
+
+def test_star_unpacking_into_tuples_is_one_graph():
+    """(*shape, -1, d) and f(*args, x): LIST_TO_TUPLE on 3.11, CALL_INTRINSIC_1 (intrinsic 6)
+    on 3.12 (transformers' attention: hidden_shape = (*input_shape, -1, head_dim))"""
+    def f(x):
+        input_shape = x.shape[:-1]
+        hidden = (*input_shape, -1, 4)
+        y = x.view(hidden).transpose(1, 2)
+        args = [y]
+        return torch.sum(*args, 1) * 2
+
+    x = torch.randn(2, 3, 8)
+    torchc.reset()
+    torch.testing.assert_close(torchc.compile(f)(x), f(x))
+    ex = torchc.explain(f)(x)
+    assert ex.graph_count == 1 and ex.graph_break_count == 0, ex.break_reasons
