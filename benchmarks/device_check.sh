@@ -1,7 +1,8 @@
 #!/bin/bash
 # One device call (GPU machine: Python 3.12, torch 2.11): build, the whole pytest suite
 # (GPU tests included), and the given benchmarks; logs under $OUT.
-#   run: carry [".gpu"], command "bash benchmarks/device_check.sh [tests] [dyn] [overhead] [models]"
+#   run: carry [".gpu"], command "bash benchmarks/device_check.sh [tests] [gputests] [tfexplain] [models]
+#        [bench|benchq] [profile] [tile] [dyn] [overhead]" (modes run in the order given)
 set -u
 export PYTHONPATH=$PWD TORCHC_BUILD_JOBS=16 LLVM_INCLUDE=.gpu/include \
        LLVM_LIB=/lib/x86_64-linux-gnu/libLLVM-16.so.1
@@ -22,6 +23,23 @@ for what in "$@"; do
            echo "gpu_bench rc=$?"; tail -30 "$OUT/gpu_bench.log" ;;
     tile) TORCHC_GPU_TILE=1 timeout 120 python3 -m pytest -q -p no:cacheprovider tests/test_gpu.py > "$OUT/tile.log" 2>&1
           echo "tile pytest rc=$?"; tail -3 "$OUT/tile.log"; grep -E "^(FAILED|ERROR)" "$OUT/tile.log" | head ;;
+    benchq) timeout 75 python3 benchmarks/gpu_bench.py --no-inductor --json "$OUT/gpu_bench_h200.json" > "$OUT/gpu_bench.log" 2>&1
+           echo "gpu_bench rc=$?"; tail -22 "$OUT/gpu_bench.log" ;;
+    profile) TORCHC_DEBUG=time timeout 200 python3 benchmarks/profile_model.py --host --only ${PROFILE_MODELS:-resnet50,vit} --top 10 > "$OUT/profile.log" 2>&1
+           grep -E "^== |^-- |host ~| self |total " "$OUT/profile.log" | cut -c1-160 ;;
+    tfexplain) timeout 120 python3 - <<'PY' 2>&1 | grep -v Warn
+import collections, torch, transformers, torchc
+for name in ["bert", "gpt2"]:
+    m = (transformers.BertModel(transformers.BertConfig()) if name == "bert" else transformers.GPT2Model(transformers.GPT2Config())).cuda().to(torch.bfloat16).eval()
+    ids = torch.randint(0, 30000, (2, 128), device="cuda")
+    with torch.no_grad():
+        torchc.reset()
+        ex = torchc.explain(m)(ids)
+    print(name, transformers.__version__, "graphs", ex.graph_count, "breaks", ex.graph_break_count)
+    for r, n in collections.Counter(str(r)[:300] for r in ex.break_reasons).most_common(8):
+        print(f"  {n:3d}x {r}")
+PY
+           ;;
     models) timeout ${MODELS_TIMEOUT:-330} python3 benchmarks/models.py --batch 32 ${MODELS_ARGS:-} --json "$OUT/models_gpu_h200.json" > "$OUT/models.log" 2>&1
             echo "models rc=$?"; tail -25 "$OUT/models.log" ;;
   esac
