@@ -781,6 +781,18 @@ int sym_wrap(trace *t, PyObject *o, int src, var *out) {
     return rc;
 }
 
+static int torch_class(PyTypeObject *tp) {
+    PyObject *m = PyDict_GetItemString(tp->tp_dict, "__module__");
+    if (m == NULL || !PyUnicode_Check(m))
+        return 1; /* unknown: conservative */
+    const char *s = PyUnicode_AsUTF8(m);
+    if (s == NULL) {
+        PyErr_Clear();
+        return 1;
+    }
+    return !strncmp(s, "torch.", 6) || !strcmp(s, "torch") || !strncmp(s, "torchc", 6);
+}
+
 static int wrap_uncached(trace *t, PyObject *o, int src, var *out) {
     memset(out, 0, sizeof *out);
     out->src = src;
@@ -942,7 +954,9 @@ static int wrap_uncached(trace *t, PyObject *o, int src, var *out) {
          * Python classes are type-guarded (objects made afresh each call, a cache or a
          * config, must not recompile every call; 'is' between two of them guards their
          * identity then), others identity-guarded. */
-        int plain = (Py_TYPE(o)->tp_flags & Py_TPFLAGS_HEAPTYPE) != 0 && t->ntobj < 256;
+        int plain = (Py_TYPE(o)->tp_flags & Py_TPFLAGS_HEAPTYPE) != 0 && t->ntobj < 256 &&
+                    !torch_class(Py_TYPE(o)); /* torch's own (a grad-mode context: its
+                                                 * mode is read as traced) stay pinned */
         if ((plain ? sym_guard_type(t, src, o) : sym_guard_id(t, src, o)) < 0)
             return -1;
         if (plain) {

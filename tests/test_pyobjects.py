@@ -705,3 +705,16 @@ def test_sdpa_grouped_query_heads():
 
     q, k, v = torch.randn(2, 8, 5, 16), torch.randn(2, 2, 7, 16), torch.randn(2, 2, 7, 16)
     one_graph(f, q, k, v, torch.randn(5, 7) > 0)
+
+
+def test_grad_context_passed_in_stays_identity_guarded():
+    """torch's own objects keep identity guards: the mode of a context passed in is read
+    while tracing (inference_mode(False) turns grad on: not captured)"""
+    def f(x, ctx):
+        with ctx:
+            return x * 2 + (1 if torch.is_grad_enabled() else 0)
+
+    x = torch.randn(3)
+    cf = torchc.compile(f)
+    for mode in (True, False, True, False):
+        assert_same(cf(x, torch.inference_mode(mode)), f(x, torch.inference_mode(mode)))
