@@ -185,6 +185,25 @@ static int truthy(trace *t, const var *v, int *out) {
         *out = n != 0;
         return 0;
     }
+    if (v->kind == V_OBJ && !PyModule_Check(v->obj)) {
+        /* objects are true unless their class has __bool__/__len__ */
+        PyTypeObject *tp = Py_TYPE(v->obj);
+        int has = (tp->tp_as_number && tp->tp_as_number->nb_bool) ||
+                  (tp->tp_as_mapping && tp->tp_as_mapping->mp_length) ||
+                  (tp->tp_as_sequence && tp->tp_as_sequence->sq_length);
+        if (has && sym_is_module_container(v->obj, "__len__")) {
+            var *items;
+            int n;
+            if (sym_iter_items(t, v, &items, &n) < 0)
+                return -1;
+            *out = n != 0;
+            return 0;
+        }
+        if (has)
+            return sym_fail(t, "truth value of a %s not supported", tp->tp_name);
+        *out = 1;
+        return 0;
+    }
     if (v->kind == V_OBJ || v->kind == V_FUNC) {
         *out = 1;
         return 0;

@@ -718,3 +718,25 @@ def test_grad_context_passed_in_stays_identity_guarded():
     cf = torchc.compile(f)
     for mode in (True, False, True, False):
         assert_same(cf(x, torch.inference_mode(mode)), f(x, torch.inference_mode(mode)))
+
+
+class _Bag:
+    def __init__(self, items):
+        self.items = list(items)
+
+    def __len__(self):
+        return len(self.items)
+
+
+def test_truth_of_objects_with_len():
+    """an object with __len__ is not always true; an empty ModuleList is false"""
+    empty, full = nn.ModuleList(), nn.ModuleList([nn.Identity()])
+
+    def f(x, bag):
+        y = x * 2 if bag else x * 3
+        return y + (1 if empty else 0) + (2 if full else 0)
+
+    x = torch.randn(3)
+    cf = torchc.compile(f)
+    for bag in (_Bag([]), _Bag([1]), _Bag([])):
+        assert_same(cf(x, bag), f(x, bag))
