@@ -169,6 +169,7 @@ PyObject *sym_dtype_object(ic_dtype d);      /* borrowed torch.dtype */
 int sym_dtype_from_object(PyObject *o);      /* ic_dtype or -1 */
 int sym_variables_init(void);
 int sym_is_nn_module(PyObject *o);
+PyObject *sym_module_list_type(void); /* nn.ModuleList (borrowed) */
 /* o is an nn.Sequential/ModuleList (or a subclass whose `slot` method is the container's) */
 int sym_is_module_container(PyObject *o, const char *slot);
 int sym_predicate(PyObject *o); /* the traced answer of a tracing predicate (0/1; 2: ask and

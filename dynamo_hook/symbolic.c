@@ -258,7 +258,8 @@ static int type_attr(trace *t, PyObject *cls, PyObject *name, var *out) {
 }
 
 static int load_attr(trace *t, const var *o, PyObject *name, var *out) {
-    if (o->kind == V_SEQ && o->obj != NULL && PyType_Check(o->obj) && o->n == 2) {
+    if (o->kind == V_SEQ && o->obj != NULL && PyType_Check(o->obj) && o->n == 2 &&
+        PyType_IsSubtype((PyTypeObject *)o->obj, &PyTuple_Type)) {
         const char *n = PyUnicode_AsUTF8(name);
         if (n && (!strcmp(n, "values") || !strcmp(n, "indices"))) {
             *out = o->items[n[0] == 'v' ? 0 : 1];
@@ -651,6 +652,33 @@ static int subscr(trace *t, const var *c, const var *k, var *out) {
         int rc = s < 0 ? -1 : sym_wrap(t, m, s, out);
         Py_DECREF(m);
         return rc;
+    }
+    if (c->kind == V_OBJ && k->kind == V_CONST && PySlice_Check(k->obj) &&
+        Py_TYPE(c->obj) == (PyTypeObject *)sym_module_list_type()) {
+        /* ModuleList[a:b]: a new ModuleList of the same submodules (made for real where
+         * it leaves the trace: DH_O_WRAP calls ModuleList(tuple)) */
+        var *items;
+        int n;
+        Py_ssize_t start, stop, step;
+        if (to_items(t, c, &items, &n) < 0)
+            return -1;
+        if (PySlice_Unpack(k->obj, &start, &stop, &step) < 0) {
+            PyErr_Clear();
+            return sym_fail(t, "bad slice");
+        }
+        Py_ssize_t m = PySlice_AdjustIndices(n, &start, &stop, step);
+        var *sl = sym_alloc(t, (int)m);
+        if (sl == NULL)
+            return -1;
+        for (Py_ssize_t j = 0; j < m; j++)
+            sl[j] = items[start + j * step];
+        memset(out, 0, sizeof *out);
+        out->kind = V_SEQ;
+        out->src = -1;
+        out->n = (int)m;
+        out->items = sl;
+        out->obj = sym_module_list_type();
+        return 0;
     }
     if (c->kind == V_OBJ && !PyModule_Check(c->obj) && k->kind == V_CONST && PyLong_CheckExact(k->obj)) {
         /* ModuleList / Sequential indexing by a constant */

@@ -3276,6 +3276,8 @@ static int call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject 
             tp = (PyObject *)&PyDict_Type;
         else if (args[0].kind == V_REC)
             tp = sym_record_class(&args[0]);
+        else if (args[0].kind == V_SEQ && args[0].obj != NULL && PyType_Check(args[0].obj))
+            tp = args[0].obj; /* a named tuple / a ModuleList slice */
         else if (args[0].kind == V_SEQ)
             tp = args[0].is_list ? (PyObject *)&PyList_Type : (PyObject *)&PyTuple_Type;
         else if (args[0].kind == V_TENSOR) {
@@ -3329,7 +3331,14 @@ static int call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject 
             return sym_const(t, PyBool_FromLong(r), out);
         } else if (args[0].kind == V_DICT)
             probe = PyDict_New();
-        else if (args[0].kind == V_SEQ)
+        else if (args[0].kind == V_SEQ && args[0].obj != NULL && PyType_Check(args[0].obj)) {
+            int r = PyObject_IsSubclass(args[0].obj, args[1].obj);
+            if (r < 0) {
+                PyErr_Clear();
+                return sym_fail(t, "isinstance raised");
+            }
+            return sym_const(t, PyBool_FromLong(r), out);
+        } else if (args[0].kind == V_SEQ)
             probe = args[0].is_list ? PyList_New(0) : PyTuple_New(0);
         if (probe != NULL) {
             int r = PyObject_IsInstance(probe, args[1].obj);

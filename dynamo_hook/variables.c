@@ -971,6 +971,7 @@ static int wrap_uncached(trace *t, PyObject *o, int src, var *out) {
 }
 
 static PyObject *grad_ctx_types[4];
+static PyObject *container_types[2];
 
 int sym_is_grad_ctx(PyObject *o) {
     for (int i = 0; i < 4; i++)
@@ -986,6 +987,8 @@ int sym_is_grad_ctx_type(PyObject *tp) {
     return 0;
 }
 
+PyObject *sym_module_list_type(void) { return container_types[1]; }
+
 int sym_is_nn_module(PyObject *o) {
     return nn_module_type && PyObject_TypeCheck(o, (PyTypeObject *)nn_module_type);
 }
@@ -993,8 +996,6 @@ int sym_is_nn_module(PyObject *o) {
 /* nn.Sequential / nn.ModuleList and their subclasses (torchvision's Conv2dNormActivation)
  * whose `slot` (__iter__, __getitem__, forward, ...) is still the container's own:
  * iterating/indexing them walks _modules in order, as the container does. */
-static PyObject *container_types[2];
-
 int sym_is_module_container(PyObject *o, const char *slot) {
     for (int i = 0; i < 2; i++) {
         PyTypeObject *ct = (PyTypeObject *)container_types[i];

@@ -740,3 +740,28 @@ def test_truth_of_objects_with_len():
     cf = torchc.compile(f)
     for bag in (_Bag([]), _Bag([1]), _Bag([])):
         assert_same(cf(x, bag), f(x, bag))
+
+
+def test_module_list_slice():
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layers = nn.ModuleList([nn.Linear(4, 4) for _ in range(4)])
+            self.n = 3
+
+        def forward(self, x):
+            part = self.layers[: self.n]
+            assert isinstance(part, nn.ModuleList) and type(part) is nn.ModuleList and len(part) == 3
+            for layer in part:
+                x = layer(x).relu()
+            return x, self.layers[1::2]
+
+    m = Net().eval()
+    x = torch.randn(2, 4)
+    with torch.no_grad():
+        got, want = torchc.compile(m)(x), m(x)
+        assert type(got[1]) is nn.ModuleList and list(got[1]) == list(want[1])
+        assert_same(got[0], want[0])
+        torchc.reset()
+        ex = torchc.explain(m)(x)
+    assert ex.graph_count == 1 and ex.graph_break_count == 0, ex
