@@ -444,6 +444,25 @@ static int load_attr(trace *t, const var *o, PyObject *name, var *out) {
             }
         }
         PyObject *a = dh_module_getattr(o->obj, name);
+        if (a == NULL && descr != NULL && o->src >= 0 && Py_IS_TYPE(descr, &PyStaticMethod_Type)) {
+            /* self.f of a staticmethod: the plain function, reached through the class */
+            PyObject *fn = PyObject_GetAttrString(descr, "__func__");
+            if (fn == NULL || !PyFunction_Check(fn)) {
+                Py_XDECREF(fn);
+                PyErr_Clear();
+                return sym_fail(t, "staticmethod %U without a Python function", name);
+            }
+            fn = sym_keep(t, fn);
+            int s = fn ? sym_source(t, DH_S_CONST, -1, 0, fn) : -1;
+            if (s < 0)
+                return -1;
+            memset(out, 0, sizeof *out);
+            out->kind = V_FUNC;
+            out->src = s;
+            out->op = SYM_USER_FUNCTION;
+            out->obj = fn;
+            return 0;
+        }
         if (a == NULL && descr != NULL && o->src >= 0 && Py_TYPE(descr)->tp_descr_get == NULL) {
             /* a plain class attribute (a constant on the class) */
             int s = sym_source(t, DH_S_ATTR, o->src, 1, name);

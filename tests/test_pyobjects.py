@@ -765,3 +765,17 @@ def test_module_list_slice():
         torchc.reset()
         ex = torchc.explain(m)(x)
     assert ex.graph_count == 1 and ex.graph_break_count == 0, ex
+
+
+def test_staticmethod_through_self():
+    class Net(nn.Module):
+        @staticmethod
+        def shift(x, k=1):
+            return x + k
+
+        def forward(self, x):
+            return self.shift(x, 2) * 3
+
+    m = Net()
+    with torch.no_grad():
+        one_graph(m, torch.randn(3))
