@@ -207,6 +207,14 @@ static PyObject *m_probe(PyObject *m, PyObject *const *a, Py_ssize_t n) {
     return dh_probe(a[0], a[1], n == 3 && a[2] != Py_None ? a[2] : NULL);
 }
 
+static PyObject *m_set_cudagraph_capture(PyObject *m, PyObject *arg) {
+    int on = PyObject_IsTrue(arg);
+    if (on < 0)
+        return NULL;
+    dh_tl_cg_capture = on;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"cache_stats", m_cache_stats, METH_NOARGS,
      "Compile cache counters: in-memory hits, shared code, disk cache hits/misses/writes/rejects."},
@@ -218,6 +226,8 @@ static PyMethodDef methods[] = {
     {"explain_start", m_explain_start, METH_NOARGS, "Start recording handled frames."},
     {"explain_stop", m_explain_stop, METH_NOARGS, "Stop recording; return the records."},
     {"stats", m_stats, METH_NOARGS, "Counters of the frame hook."},
+    {"set_cudagraph_capture", m_set_cudagraph_capture, METH_O,
+     "torchc's CUDA graph capture runs on this thread (bool): stream-capture guards as normal."},
     {"set_recompile_limit", m_set_recompile_limit, METH_O, "Default recompile limit."},
     {"set_num_threads", m_set_num_threads, METH_O, "Worker threads of the CPU runtime."},
     {"get_num_threads", m_get_num_threads, METH_NOARGS, "Worker threads of the CPU runtime."},

@@ -30,6 +30,10 @@ PyObject *dh_stats(void);
 /* The cache entry a call func(*args, **kwargs) would take (guards of its frame only), as an
  * opaque int; None when none passes or the call cannot be bound here (probe.c). New ref. */
 PyObject *dh_probe(PyObject *func, PyObject *args, PyObject *kwargs);
+/* torchc's own CUDA graph capture of a compiled call is running on this thread: guards on
+ * torch.cuda.is_current_stream_capturing() answer as for a normal call (the capture records
+ * what a normal call does). */
+extern _Thread_local int dh_tl_cg_capture;
 /* The default recompile limit (torchc.config.recompile_limit). */
 extern int dh_default_recompile_limit;
 

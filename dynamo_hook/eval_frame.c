@@ -19,6 +19,7 @@
 #include <time.h>
 
 _Thread_local int dh_tl_busy;
+_Thread_local int dh_tl_cg_capture;
 static _Thread_local const dh_config *tl_cfg;
 static _Thread_local PyObject *tl_explain; /* list, or NULL */
 static _PyFrameEvalFunction prev_eval;

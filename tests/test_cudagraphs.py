@@ -225,3 +225,20 @@ def test_adaptive_choice_is_correct_either_way():
             if e["event"] == "fallback":
                 assert "faster" in e["reason"]
     assert "captured" in seen
+
+
+@cuda
+def test_stream_capture_predicate_guard_holds_during_capture():
+    """transformers asks torch.cuda.is_current_stream_capturing() (guarded): torchc's own
+    capture of a call traced as not capturing records the same path, no recompile"""
+    def f(x):
+        try:
+            capturing = torch.cuda.is_current_stream_capturing()
+        except Exception:
+            capturing = False
+        return x * 2 + (0 if capturing else 1)
+
+    x = torch.randn(64, device="cuda")
+    cf = _ro(f)
+    _until_replayed(cf, x)
+    torch.testing.assert_close(cf(x), f(x))

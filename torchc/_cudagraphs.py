@@ -255,12 +255,15 @@ class CUDAGraphed:
         versions = [s._version for s in static]
         graph = torch.cuda.CUDAGraph()
         torch.cuda.synchronize()
+        _C.set_cudagraph_capture(True)  # guards on is_current_stream_capturing(): as normal
         try:
             with torch.cuda.graph(graph):
                 out = self._call(*sargs, **skw)
         except Exception as e:  # capture failed: the call runs normally from now on
             torch.cuda.synchronize()
             return f"CUDA graph capture failed: {type(e).__name__}: {str(e).splitlines()[0][:200]}"
+        finally:
+            _C.set_cudagraph_capture(False)
         after = _C.stats()
         if after["compiles"] != before["compiles"] or after["fallbacks"] != before["fallbacks"]:
             return "compiled during capture (frames after a graph break differ between calls)"
