@@ -2618,6 +2618,15 @@ static int fill_out(trace *t, outbuf *ob, int at, const var *v_in, ic_val *outva
     dh_outspec *o = &ob->o[at];
     var rv = *v_in, *v = &rv;
     sym_resolve(t, v);
+    if ((v->kind == V_DICT || v->kind == V_SEQ) && v->src >= 0 && v->src < DH_SRC_MAX &&
+        t->srcdone[v->src] && t->srcvar[v->src].kind == v->kind &&
+        t->srcvar[v->src].items == v->items && t->srcvar[v->src].n == v->n) {
+        /* a dict/list read from the frame as it was: the object itself (a copy would lose
+         * its identity: a collector dict returned by a getter, then appended to) */
+        o->kind = DH_O_SOURCE;
+        o->index = v->src;
+        return 0;
+    }
     switch (v->kind) {
     case V_TENSOR: {
         if (v->src >= 0 && t->srcdone[v->src] && t->srcvar[v->src].kind == V_TENSOR &&

@@ -779,3 +779,43 @@ def test_staticmethod_through_self():
     m = Net()
     with torch.no_grad():
         one_graph(m, torch.randn(3))
+
+
+def test_returned_dict_and_list_are_the_objects_passed_in():
+    """a dict/list read from the frame and returned (or live across a break) is that
+    object, not a copy: a collector dict returned by a getter is appended to afterwards"""
+    def f(x, d, lst):
+        return x + 1, d, lst
+
+    def getter(x, holder):
+        y = x * 2
+        return holder.d
+
+    class Holder:
+        def __init__(self):
+            self.d = {"hidden_states": []}
+
+    x, d, lst = torch.randn(3), {"a": []}, [1, 2]
+    r = torchc.compile(f)(x, d, lst)
+    assert r[1] is d and r[2] is lst
+    h = Holder()
+    cg = torchc.compile(getter)
+    for _ in range(3):
+        got = cg(x, h)
+        assert got is h.d
+        got["hidden_states"].append(x)
+    assert len(h.d["hidden_states"]) == 3
+
+
+def test_transformers_output_hidden_states():
+    tf = __import__("pytest").importorskip("transformers")
+    torch.manual_seed(0)
+    m = tf.GPT2Model(tf.GPT2Config(n_layer=2, n_embd=32, n_head=2, n_positions=64, vocab_size=100)).eval()
+    cm = torchc.compile(m)
+    ids = torch.randint(0, 100, (2, 8))
+    with torch.no_grad():
+        for _ in range(2):
+            want, got = m(ids, output_hidden_states=True), cm(ids, output_hidden_states=True)
+            assert len(got.hidden_states) == len(want.hidden_states) == 3
+            for a, b in zip(got.hidden_states, want.hidden_states):
+                assert_same(a, b)
