@@ -176,6 +176,8 @@ int sym_predicate(PyObject *o); /* the traced answer of a tracing predicate (0/1
                                  * guard, sym_state_predicate), or -1 */
 int sym_state_predicate(trace *t, PyObject *fn);
 int sym_guard_key(trace *t, int src, PyObject *dict, PyObject *key); /* 1 in, 0 not, -1 failed */
+int sym_guard_len(trace *t, int src, int n);   /* len(sources[src]) == n */
+int sym_global_hooks_guard(trace *t);          /* no global module hooks, guarded */
 PyObject *sym_os_environ(void); /* borrowed os.environ, or NULL */
 /* fn(*args) of constants, its result guarded equal (os.environ.get); 0, -1 failed */
 int sym_guarded_call(trace *t, PyObject *fn, PyObject *args, var *out); /* fn()'s truth, guarded; -1 failed */

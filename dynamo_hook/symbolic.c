@@ -2574,7 +2574,14 @@ int sym_inline_module(trace *t, const var *mod, var *args, int nargs, PyObject *
         Py_XDECREF(h);
         if (busy)
             return sym_fail(t, "module %s has hooks", Py_TYPE(mod->obj)->tp_name);
+        /* hooks registered later (output capturing on a second call) must not reuse a
+         * trace that inlined this forward without them */
+        int hs = mod->src >= 0 ? sym_source(t, DH_S_ATTR, mod->src, 0, str_hooks[i]) : -1;
+        if (mod->src >= 0 && (hs < 0 || sym_guard_len(t, hs, 0) < 0))
+            return -1;
     }
+    if (sym_global_hooks_guard(t) < 0)
+        return -1;
     PyObject *fwd = _PyType_Lookup(Py_TYPE(mod->obj), str_forward);
     if (fwd == NULL || !PyFunction_Check(fwd))
         return sym_fail(t, "module %s has no Python forward", Py_TYPE(mod->obj)->tp_name);

@@ -256,6 +256,47 @@ int sym_guarded_call(trace *t, PyObject *fn, PyObject *args, var *out) {
     return sym_const(t, r, out);
 }
 
+int sym_guard_len(trace *t, int src, int n) {
+    for (int i = 0; i < t->nguards; i++)
+        if (t->guards[i].kind == DH_G_LEN && t->guards[i].src == src)
+            return t->guards[i].value == n ? 0 : sym_fail(t, "conflicting length guards");
+    dh_guard *g = new_guard(t, DH_G_LEN, src);
+    if (g == NULL)
+        return -1;
+    g->value = n;
+    return 0;
+}
+
+/* torch.nn.modules.module's global hook dicts: empty while tracing (else the trace fails),
+ * guarded empty (each by a source holding the dict) */
+int sym_global_hooks_guard(trace *t) {
+    static PyObject *dicts[4];
+    static int ready;
+    if (!ready) {
+        static const char *names[4] = {"_global_forward_hooks", "_global_forward_pre_hooks",
+                                       "_global_backward_hooks", "_global_backward_pre_hooks"};
+        PyObject *m = PyImport_ImportModule("torch.nn.modules.module");
+        for (int i = 0; m && i < 4; i++) {
+            dicts[i] = PyObject_GetAttrString(m, names[i]); /* kept */
+            if (dicts[i] == NULL)
+                PyErr_Clear();
+        }
+        Py_XDECREF(m);
+        PyErr_Clear();
+        ready = 1;
+    }
+    for (int i = 0; i < 4; i++) {
+        if (dicts[i] == NULL || !PyDict_Check(dicts[i]))
+            continue;
+        if (PyDict_GET_SIZE(dicts[i]) > 0)
+            return sym_fail(t, "global module hooks are registered");
+        int s = sym_source(t, DH_S_CONST, -1, 0, dicts[i]);
+        if (s < 0 || sym_guard_len(t, s, 0) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 /* The default dtype, guarded once per trace. */
 int sym_default_dtype(trace *t) {
     int d = tc_default_dtype();

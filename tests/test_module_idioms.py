@@ -337,3 +337,37 @@ def test_is_grad_enabled_follows_traced_contexts():
     with torch.no_grad():
         assert_same(cf(x), f(x))
     assert_same(cf(x), f(x))
+
+
+def test_hook_registered_after_compiling_is_run():
+    """a forward hook added after the first compiled call: the inlined forward is guarded on
+    the module's (and torch's global) hook dicts being empty"""
+    import torch.nn as nn
+    import torchc
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = nn.Linear(4, 4)
+            self.b = nn.Linear(4, 4)
+
+        def forward(self, x):
+            return self.b(self.a(x).relu())
+
+    m = Net().eval()
+    cm = torchc.compile(m)
+    x = torch.randn(2, 4)
+    with torch.no_grad():
+        cm(x)
+        seen = []
+        h = m.a.register_forward_hook(lambda mod, args, out: seen.append(out))
+        got = cm(x)
+        assert len(seen) == 1
+        h.remove()
+        g = nn.modules.module.register_module_forward_hook(lambda mod, args, out: seen.append(1))
+        try:
+            cm(x)
+        finally:
+            g.remove()
+        assert len(seen) > 1
+        torch.testing.assert_close(got, m(x))
