@@ -2441,7 +2441,8 @@ static int inline_code(trace *t, PyCodeObject *code, PyObject *globals, PyObject
         if (all == NULL)
             goto done;
         all[0] = *self;
-        memcpy(all + 1, args, (size_t)nargs * sizeof(var));
+        if (nargs > 0)
+            memcpy(all + 1, args, (size_t)nargs * sizeof(var));
         args = all;
         npos = given;
         self = NULL;
