@@ -3404,7 +3404,21 @@ static dh_entry *trace_once(PyCodeObject *code, PyObject *const *localsplus, PyO
                     /* GPU codegen coverage without a GPU: the CPU graph through the PTX path */
                     ic_err e2 = {0};
                     char *ptx = ic_graph_to_ptx(t->g, 90, &e2);
-                    fprintf(stderr, "torchc ptx probe: %s %s\n", ptx ? "ok" : "FAILED:", ptx ? "" : e2.msg);
+                    const char *dir = getenv("TORCHC_PTX_PROBE"); /* a directory: the PTX goes there too */
+                    static int nprobe;
+                    if (ptx && dir[0] == '/') {
+                        char path[1024];
+                        snprintf(path, sizeof path, "%s/probe_%d.ptx", dir, nprobe++);
+                        FILE *pf = fopen(path, "w");
+                        if (pf) {
+                            fputs(ptx, pf);
+                            fclose(pf);
+                        }
+                    }
+                    if (ptx)
+                        fprintf(stderr, "torchc ptx probe: ok\n");
+                    else
+                        fprintf(stderr, "torchc ptx probe: FAILED: %s\n", e2.msg);
                     free(ptx);
                 }
             } else if (!t->failed && !PyErr_Occurred() && nout == 0 && ic_graph_num_ops(t->g) > 0) {
