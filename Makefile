@@ -70,11 +70,12 @@ test-asan: deps
 	  PYTHONPATH=$(CURDIR)/build-asan/lib:$(CURDIR)/tests $(PYTHON) -m pytest -q -x -p no:cacheprovider \
 	  --rootdir=$(CURDIR)/build-asan $(CURDIR)/tests
 
+# the scripts import the in-place build of torchc from the checkout
 demo: build
-	$(PYTHON) benchmarks/demo.py
+	PYTHONPATH=$(CURDIR)$${PYTHONPATH:+:$$PYTHONPATH} $(PYTHON) benchmarks/demo.py
 
 bench: build
-	$(PYTHON) benchmarks/run.py
+	PYTHONPATH=$(CURDIR)$${PYTHONPATH:+:$$PYTHONPATH} $(PYTHON) benchmarks/run.py
 
 clean:
 	rm -rf build build-asan torchc/*.so
