@@ -72,3 +72,26 @@ def test_probe_reports_what_the_gpu_cannot_do(monkeypatch, capfd):
     monkeypatch.setenv("TORCHC_PTX_PROBE", "1")
     lines = _probe(capfd, lambda a: a.exp() * 2, torch.randn(4, dtype=torch.float64))
     assert lines and "FAILED" in lines[0] and "f64" in lines[0], lines
+
+
+def test_kernels_spread_over_parallel_modules(monkeypatch, capfd, tmp_path):
+    """the GPU compile's partitioned path (a module per kernel, compiled on threads) without a
+    GPU: the PTX holds one module per part, IC_PTX_SEP between them, each assembled alone"""
+    monkeypatch.setenv("TORCHC_PTX_PROBE", str(tmp_path))
+    monkeypatch.setenv("TORCHC_KERNELS_PER_PART", "1")
+    monkeypatch.setenv("TORCHC_COMPILE_THREADS", "4")
+    m = Block().eval()
+    lines = _probe(capfd, m, torch.randint(0, 50, (2, 7)), torch.randn(2, 7, 32))
+    assert lines and all(ln.endswith("ok") for ln in lines), lines
+    sep = "\n// ---- torchc: next PTX module ----\n"
+    texts = [f.read_text() for f in sorted(tmp_path.glob("probe_*.ptx"))]
+    mods = [m for t in texts for m in t.split(sep)]
+    assert max(len(t.split(sep)) for t in texts) >= 3, [len(t.split(sep)) for t in texts]
+    assert all(".entry" in m and ".target sm_" in m for m in mods)
+    ptxas = _ptxas()
+    if ptxas:
+        for i, mod in enumerate(mods):
+            f = tmp_path / f"part_{i}.ptx"
+            f.write_text(mod)
+            r = subprocess.run([ptxas, "-arch=sm_90", str(f), "-o", os.devnull], capture_output=True, text=True)
+            assert r.returncode == 0, (i, r.stderr[-2000:])

@@ -2339,8 +2339,9 @@ static void codegen(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
     const char *feat = tsm >= 90 ? "+ptx78" : tsm >= 80 ? "+ptx70" : "+ptx64";
     int ngen = 0; /* kernels that may be generated: parts get about 4 each at least */
     for (int ki = 0; ki < c->nkernels; ki++) ngen += c->kernels[ki].is_ext || !kernel_empty(&c->kernels[ki]);
-    int np = ptx_only ? 1 : ic_compile_threads();
     const char *kpp = getenv("TORCHC_KERNELS_PER_PART"); /* tests set 1: every kernel its own module */
+    /* PTX-only compiles (make ptx-check) keep one module unless the tests ask for parts */
+    int np = ptx_only && !kpp ? 1 : ic_compile_threads();
     int per = kpp && atoi(kpp) > 0 ? atoi(kpp) : 4;
     if (np > (ngen + per - 1) / per) np = (ngen + per - 1) / per;
     if (np < 1) np = 1;
