@@ -2,6 +2,7 @@
 graphs) and the top CUDA kernels of one steady-state call, eager vs torchc (torch.profiler).
 
     TORCHC_DEBUG=time python benchmarks/profile_model.py --only vit_b_16,resnet50 [--batch 32] [--top 12]
+        [--host] [--inductor]  (host time per op; torch.compile's kernels too)
 """
 import argparse
 import collections
@@ -66,6 +67,7 @@ def main():
     ap.add_argument("--only", default="vit_b_16")
     ap.add_argument("--top", type=int, default=12)
     ap.add_argument("--host", action="store_true", help="also the host (CPU) time per op")
+    ap.add_argument("--inductor", action="store_true", help="also torch.compile's kernels")
     a = ap.parse_args()
     torch.manual_seed(0)
     for name, make, inputs in models(a.batch):
@@ -113,6 +115,14 @@ def main():
             print(kernel_table(m, x, a.top), flush=True)
             print(f"-- torchc {name}")
             print(kernel_table(cm, x, a.top), flush=True)
+            if a.inductor:
+                try:
+                    im = torch.compile(m)
+                    im(*x)
+                    print(f"-- torch.compile {name}")
+                    print(kernel_table(im, x, a.top), flush=True)
+                except Exception as e:  # report and go on
+                    print(f"-- torch.compile {name}: {type(e).__name__}: {str(e)[:200]}")
             if a.host:
                 print(f"-- host eager {name}")
                 print(host_table(m, x, a.top), flush=True)
