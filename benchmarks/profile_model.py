@@ -41,6 +41,35 @@ def kernel_table(fn, x, top):
     return "\n".join(lines)
 
 
+def timeline(fn, x):
+    """One call under the profiler (CPU + CUDA): when the first kernel starts after the call
+    begins, how long the GPU is busy, and its idle gaps (the largest with their neighbours)."""
+    from torch.profiler import profile, ProfilerActivity, record_function
+    for _ in range(3):
+        fn(*x)
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        with record_function("__call__"):
+            fn(*x)
+        torch.cuda.synchronize()
+    evs = prof.events()
+    calls = [e for e in evs if e.name == "__call__" and e.device_type == torch.autograd.DeviceType.CPU]
+    ks = sorted((e for e in evs if e.device_type == torch.autograd.DeviceType.CUDA), key=lambda e: e.time_range.start)
+    if not calls or not ks:
+        return "  (no timeline)"
+    c0, c1 = calls[0].time_range.start, calls[0].time_range.end
+    busy = sum(e.time_range.end - e.time_range.start for e in ks)
+    gaps = [(ks[i + 1].time_range.start - ks[i].time_range.end, ks[i].name[:40], ks[i + 1].name[:40])
+            for i in range(len(ks) - 1)]
+    idle = sum(g for g, _, _ in gaps if g > 0)
+    out = [f"  host call {(c1 - c0) / 1000:.3f} ms; first kernel at +{(ks[0].time_range.start - c0) / 1000:.3f} ms; "
+           f"last kernel ends +{(ks[-1].time_range.end - c0) / 1000:.3f} ms; GPU busy {busy / 1000:.3f} ms, "
+           f"idle between kernels {idle / 1000:.3f} ms"]
+    for g, a, b in sorted(gaps, reverse=True)[:3]:
+        out.append(f"    gap {g:7.1f} us after {a} before {b}")
+    return "\n".join(out)
+
+
 def host_table(fn, x, top):
     """Self CPU time per op of one call (ATen ops the externs reach included)."""
     from torch.profiler import profile, ProfilerActivity
@@ -115,12 +144,18 @@ def main():
             print(kernel_table(m, x, a.top), flush=True)
             print(f"-- torchc {name}")
             print(kernel_table(cm, x, a.top), flush=True)
+            print(f"-- timeline eager {name}")
+            print(timeline(m, x), flush=True)
+            print(f"-- timeline torchc {name}")
+            print(timeline(cm, x), flush=True)
             if a.inductor:
                 try:
                     im = torch.compile(m)
                     im(*x)
                     print(f"-- torch.compile {name}")
                     print(kernel_table(im, x, a.top), flush=True)
+                    print(f"-- timeline torch.compile {name}")
+                    print(timeline(im, x), flush=True)
                 except Exception as e:  # report and go on
                     print(f"-- torch.compile {name}: {type(e).__name__}: {str(e)[:200]}")
             if a.host:

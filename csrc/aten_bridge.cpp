@@ -4,6 +4,7 @@
 #include "aten_bridge.h"
 
 #include <cstdio>
+#include <cstring>
 
 #include "ic.h"
 
@@ -65,9 +66,16 @@ bool conv_cudnn_out(const at::Tensor &x, const at::Tensor &w, const c10::optiona
         const char *e = getenv("TORCHC_CONV_OUT");
         return e && e[0] == '0';
     }();
+    static const bool dbg = [] {
+        const char *e = getenv("TORCHC_DEBUG");
+        return e && strstr(e, "conv");
+    }();
     if (off || !x.is_cuda() || x.numel() == 0 || out.numel() == 0) return false;
     const c10::MemoryFormat fmt = out.suggest_memory_format();
-    if (!out.is_contiguous(fmt)) return false;
+    if (!out.is_contiguous(fmt)) {
+        if (dbg) fprintf(stderr, "torchc conv: out %s not contiguous in its format: copy path\n", c10::str(out.sizes()).c_str());
+        return false;
+    }
     c10::IntArrayRef stride(p + 1, nd), padding(p + 1 + nd, nd), dilation(p + 1 + 2 * nd, nd);
     std::vector<int64_t> zeros((size_t)nd, 0);
     const int64_t groups = p[1 + 3 * nd];
@@ -76,7 +84,12 @@ bool conv_cudnn_out(const at::Tensor &x, const at::Tensor &w, const c10::optiona
     const at::native::ConvBackend be = at::native::select_conv_backend(
         x, w, bias, c10::fromIntArrayRefSlow(stride), c10::fromIntArrayRefSlow(padding),
         c10::fromIntArrayRefSlow(dilation), false, c10::fromIntArrayRefSlow(zeros), c10::SymInt(groups), bias_sizes);
-    if (be != at::native::ConvBackend::Cudnn) return false;
+    if (be != at::native::ConvBackend::Cudnn) {
+        if (dbg)
+            fprintf(stderr, "torchc conv: x %s w %s groups %lld: ATen backend %d, not cuDNN: copy path\n",
+                    c10::str(x.sizes()).c_str(), c10::str(w.sizes()).c_str(), (long long)groups, (int)be);
+        return false;
+    }
     at::Context &ctx = at::globalContext();
     at::cudnn_convolution_out(out, x, w, padding, stride, dilation, groups, ctx.benchmarkCuDNN(),
                               ctx.deterministicCuDNN(), ctx.allowTF32CuDNN());

@@ -41,6 +41,10 @@ const char *ic_cuda_unavailable_reason(void);
  * JIT runs one module at a time. TORCHC_PTXAS (a path, or 0 for none) overrides it. */
 void ic_cuda_set_ptxas(const char *path);
 
+/* Extern GEMMs (mm, addmm, linear) run straight through cuBLASLt so far in this process
+ * (runtime/cublaslt.c; TORCHC_CUBLASLT=0 sends them all through ATen). */
+long ic_cublaslt_calls(void);
+
 /* PTX text of a CUDA-compiled graph (malloc'd, caller frees), or NULL. */
 char *ic_compiled_ptx(const ic_compiled *c);
 

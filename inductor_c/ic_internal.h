@@ -252,6 +252,7 @@ typedef struct ic_rext {
     double beta, alpha;
     int in_buf[IC_NIN], out_buf;
     ic_meta in_meta[IC_NIN], out_meta;
+    void *_Atomic lt;    /* CUDA GEMMs: the cuBLASLt plan (runtime/cublaslt.c), made at the first run */
 } ic_rext;
 
 struct ic_compiled {

@@ -208,3 +208,101 @@ def test_mlp_block(gemm_mode):
     def f(x, w1, b1, w2, b2):
         return linear(act("gelu", linear(x, w1, b1)), w2, b2) + x
     run(f, x, w1, b1, w2, b2)
+
+
+# ---- extern GEMMs straight through cuBLASLt (inductor_c/runtime/cublaslt.c) ----------------
+T.LIB.ic_cublaslt_calls.restype = c_int64
+T.LIB.ic_cublaslt_calls.argtypes = []
+
+
+def run_lt(fn, *inputs, lt=True, tol=None):
+    """extern path; lt: whether the run must (True) / must not (False) go through cuBLASLt"""
+    n0 = T.LIB.ic_cublaslt_calls()
+    c = run(fn, *inputs, want_template=False, tol=tol)
+    took = T.LIB.ic_cublaslt_calls() - n0
+    if lt is not None:
+        assert (took > 0) == lt, f"cuBLASLt {'expected' if lt else 'not expected'} ({took} calls)"
+    return c
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("M,N,K", SHAPES)
+def test_lt_mm_shapes(gemm_mode, M, N, K, dtype):
+    gemm_mode("extern")
+    s = 1 / math.sqrt(K)
+    run_lt(mm, rnd(M, K, dtype=dtype), rnd(K, N, dtype=dtype, scale=s), lt=True if N % 8 == 0 and K % 8 == 0 else None)
+
+
+@pytest.mark.parametrize("beta,alpha", [(1.0, 1.0), (0.5, 2.0), (0.0, 1.0), (1.0, -0.5)])
+@pytest.mark.parametrize("cshape", [(40,), (64, 40), (1, 40), (64, 1)])
+def test_lt_addmm(gemm_mode, beta, alpha, cshape):
+    """a row-vector bias with beta 0 or 1 goes through the bias epilogue; the rest through ATen"""
+    gemm_mode("extern")
+    c, a, b = rnd(*cshape), rnd(64, 48), rnd(48, 40, scale=0.15)
+    row = cshape in ((40,), (1, 40))
+    run_lt(lambda c, a, b: addmm(c, a, b, beta, alpha), c, a, b, lt=beta == 0.0 or (beta == 1.0 and row))
+
+
+@pytest.mark.parametrize("bias", [False, True])
+@pytest.mark.parametrize("shape", [(4, 128, 256), (1, 256), (3, 1, 7, 256), (256,)])
+def test_lt_linear(gemm_mode, bias, shape):
+    gemm_mode("extern")
+    x, w, b = rnd(*shape), rnd(192, 256, scale=1 / 16), rnd(192)
+
+    def f(x, w, b):
+        return act("gelu", linear(x, w, b if bias else None)) + 1
+
+    run_lt(f, x, w, b, lt=True)
+
+
+def test_lt_strided_operands(gemm_mode):
+    """transposed operands (column-major for cuBLAS: op T), row-sliced leading dims, an input
+    whose leading dims do not collapse (ATen), a broadcast row (ATen)"""
+    gemm_mode("extern")
+    base = rnd(96, 80)
+    wt = rnd(64, 80, scale=0.12)
+    run_lt(mm, base[:, :64], wt.T[:64, :], lt=True)            # A rows of stride 80, B transposed
+    run_lt(mm, base.T[:48, :], rnd(96, 24, scale=0.1), lt=True)  # A transposed
+    x = rnd(4, 6, 64)[:, ::2]                                  # rows 128 apart: collapse
+    run_lt(lambda x, w: linear(x, w), x, rnd(32, 64, scale=0.12), lt=True)
+    x = rnd(4, 8, 64)[:, :3]                                   # [4, 3] rows with a gap: ATen
+    run_lt(lambda x, w: linear(x, w), x, rnd(32, 64, scale=0.12), lt=False)
+    a = rnd(1, 48).expand(32, 48)
+    run_lt(mm, a, rnd(48, 24, scale=0.15), lt=False)
+
+
+def test_lt_misaligned_pointer_falls_back(gemm_mode):
+    """planned at 16-byte aligned pointers; a later call with a 2-byte aligned view goes
+    through ATen (same values)"""
+    gemm_mode("extern")
+    M, N, K = 64, 64, 64
+    b = rnd(K, N, scale=0.12)
+    c = T.Compiled(mm, rnd(M, K), b)
+    a0 = rnd(M, K)
+    n0 = T.LIB.ic_cublaslt_calls()
+    torch.testing.assert_close(c(a0, b).float(), torch.mm(a0, b).float(), rtol=2e-2, atol=2e-2)
+    torch.cuda.synchronize()
+    assert T.LIB.ic_cublaslt_calls() == n0 + 1
+    store = rnd(M * K + 8)
+    a = store[1:1 + M * K].view(M, K)
+    got = c(a, b)
+    torch.testing.assert_close(got.float(), torch.mm(a, b).float(), rtol=2e-2, atol=2e-2)
+    assert T.LIB.ic_cublaslt_calls() == n0 + 1
+
+
+def test_lt_f32_and_switch_off(gemm_mode, monkeypatch):
+    gemm_mode("extern")
+    a, b = rnd(64, 32, dtype=torch.float32), rnd(32, 16, dtype=torch.float32)
+    run_lt(mm, a, b, lt=True, tol=dict(rtol=1e-4, atol=1e-4))
+    monkeypatch.setenv("TORCHC_CUBLASLT", "0")
+    run_lt(mm, a, b, lt=False, tol=dict(rtol=1e-4, atol=1e-4))
+
+
+def test_lt_repeated_runs_and_bias_pointer_change(gemm_mode):
+    """the plan is made once; a new bias tensor (another pointer) is picked up on the next run"""
+    gemm_mode("extern")
+    x, w = rnd(8, 64), rnd(48, 64, scale=0.12)
+    c = T.Compiled(lambda x, w, b: linear(x, w, b), x, w, rnd(48))
+    for _ in range(3):
+        b = rnd(48)
+        torch.testing.assert_close(c(x, w, b).float(), F.linear(x, w, b).float(), rtol=2e-2, atol=2e-2)

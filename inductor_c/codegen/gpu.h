@@ -118,6 +118,14 @@ int ic_cuda_load(ic_gpu *G, int device, char *msg, size_t n);
 int ic_gpu_ptx_only(int *sm);
 /* the driver's version (cuDriverGetVersion), 0 without a driver */
 int ic_cuda_driver_version(void);
+/* cuMemAlloc in the current context: 0, or -1 */
+int ic_cuda_mem_alloc(ic_CUdeviceptr *p, size_t bytes);
+
+/* runtime/cublaslt.c: an extern GEMM (mm, addmm with a row bias, linear) through cuBLASLt on
+ * stream. 0 done, 1 not taken (run it through ATen), -1 failed (err filled). The plan is
+ * kept in x->lt (freed with ic_lt_free). */
+int ic_lt_run(const ic_rext *x, void *const *in, void *out, void *stream, int dev, ic_err *err);
+void ic_lt_free(void *plan);
 
 /* runtime/gpu_cache.c: on-disk cache of PTX + launch plans (runtime/diskcache.c, ns "ptx") */
 int ic_gcache_enabled(void);

@@ -143,6 +143,11 @@ IC_API const char *ic_cuda_unavailable_reason(void) {
     return D.ok ? NULL : D.reason;
 }
 
+int ic_cuda_mem_alloc(ic_CUdeviceptr *p, size_t bytes) {
+    pthread_once(&once, init);
+    return D.ok && D.MemAlloc(p, bytes) == 0 ? 0 : -1;
+}
+
 int ic_cuda_driver_version(void) {
     pthread_once(&once, init);
     return D.version;
@@ -543,6 +548,12 @@ IC_API int ic_run_stream(const ic_compiled *c, void *const *inputs, void *const 
             void *in[IC_NIN] = {NULL, NULL, NULL, NULL};
             for (int i = 0; i < x->nin; i++) in[i] = (void *)(uintptr_t)bufs[x->in_buf[i]];
             ic_err e2;
+            int lt = ic_lt_run(x, in, (void *)(uintptr_t)bufs[x->out_buf], stream, G->device, err ? err : &e2);
+            if (lt < 0) {
+                rc = -1;
+                break;
+            }
+            if (lt == 0) continue;
             if (ic_run_extern(c, x, in, (void *)(uintptr_t)bufs[x->out_buf], stream, err ? err : &e2) < 0) {
                 rc = -1;
                 break;
