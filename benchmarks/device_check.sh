@@ -26,7 +26,7 @@ for what in "$@"; do
     benchq) timeout 75 python3 benchmarks/gpu_bench.py --no-inductor --json "$OUT/gpu_bench_h200.json" > "$OUT/gpu_bench.log" 2>&1
            echo "gpu_bench rc=$?"; tail -22 "$OUT/gpu_bench.log" ;;
     profile) TORCHC_DEBUG=${PROFILE_DEBUG:-time} timeout 200 python3 benchmarks/profile_model.py --host ${PROFILE_ARGS:-} --only ${PROFILE_MODELS:-resnet50,vit} --top 10 > "$OUT/profile.log" 2>&1
-           grep -E "^== |^-- |host ~| self |total |graphs |host call|gap |torchc conv" "$OUT/profile.log" | sort | uniq -c | sort -rn | head -5; grep -E "^== |^-- |host ~|total |graphs |host call|gap " "$OUT/profile.log" | cut -c1-160 ;;
+           grep "torchc conv" "$OUT/profile.log" | sort | uniq -c | sort -rn | head -8; grep -E "^== |^-- |host ~|total |graphs |host call|gap " "$OUT/profile.log" | cut -c1-160 ;;
     tfexplain) timeout 120 python3 - <<'PY' 2>&1 | grep -v Warn
 import collections, torch, transformers, torchc
 for name in ["bert", "gpt2"]:
