@@ -154,7 +154,10 @@ int ic_run_extern(const ic_compiled *c, const ic_rext *x, void *const *in, void 
 
 static void compiled_free_parts(ic_compiled *o) {
     if (!o) return;
-    for (int i = 0; i < o->nexts; i++) ic_lt_free(o->exts ? atomic_load(&o->exts[i].lt) : NULL);
+    for (int i = 0; o->exts && i < o->nexts; i++) {
+        ic_lt_free(atomic_load(&o->exts[i].lt));
+        ic_dnn_free(atomic_load(&o->exts[i].dnn));
+    }
     free(o->exts);
     if (o->jit_rt) ic_jit_remove(o->jit_rt);
     free(atomic_load(&o->ws_cache));

@@ -44,6 +44,9 @@ void ic_cuda_set_ptxas(const char *path);
 /* Extern GEMMs (mm, addmm, linear) run straight through cuBLASLt so far in this process
  * (runtime/cublaslt.c; TORCHC_CUBLASLT=0 sends them all through ATen). */
 long ic_cublaslt_calls(void);
+/* 16-bit convolutions run straight through cuDNN's backend API so far (runtime/cudnn.c;
+ * TORCHC_CUDNN=0 sends them through ATen). */
+long ic_cudnn_calls(void);
 
 /* PTX text of a CUDA-compiled graph (malloc'd, caller frees), or NULL. */
 char *ic_compiled_ptx(const ic_compiled *c);

@@ -253,6 +253,7 @@ typedef struct ic_rext {
     int in_buf[IC_NIN], out_buf;
     ic_meta in_meta[IC_NIN], out_meta;
     void *_Atomic lt;    /* CUDA GEMMs: the cuBLASLt plan (runtime/cublaslt.c), made at the first run */
+    void *_Atomic dnn;   /* CUDA convs: the cuDNN plan (runtime/cudnn.c) */
 } ic_rext;
 
 struct ic_compiled {

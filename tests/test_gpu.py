@@ -821,3 +821,59 @@ def test_gather_index_out_of_range_fails_like_a_device_assert():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
     assert r.returncode != 0 and "NO ERROR" not in r.stdout, (r.stdout, r.stderr[-2000:])
+
+
+LIB.ic_cudnn_calls.restype = ctypes.c_long
+LIB.ic_cudnn_calls.argtypes = []
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("layout", ["nhwc", "nchw"])
+@pytest.mark.parametrize("cfg", [
+    # (N, C, H, W, O, k, stride, pad, dilation, groups, bias)
+    (4, 16, 17, 15, 32, 3, 1, 1, 1, 1, False),
+    (2, 3, 32, 32, 24, 7, 2, 3, 1, 1, False),       # stem: 3 input channels
+    (3, 32, 14, 14, 64, 1, 2, 0, 1, 1, False),      # strided 1x1 downsample
+    (2, 32, 12, 12, 32, 3, 1, 1, 1, 32, False),     # depthwise
+    (2, 32, 11, 13, 48, 3, 1, 2, 2, 4, True),       # grouped, dilated, bias
+    (1, 8, 1, 9, 8, (1, 3), 1, (0, 1), 1, 1, True),  # 1-row image, non-square kernel
+])
+def test_conv_through_cudnn_backend(dtype, layout, cfg, monkeypatch):
+    """16-bit convs on CUDA run straight through cuDNN's backend API (runtime/cudnn.c), in
+    channels-last and NCHW; NCHW convs with a bias input go through ATen. Eager results."""
+    import torch.nn.functional as F
+    monkeypatch.setenv("TORCHC_CONV_LAYOUT", layout)
+    torchc.reset()
+    N, C, H, W, O, k, st, pad, dil, g, bias = cfg
+    ks = k if isinstance(k, tuple) else (k, k)
+    torch.manual_seed(0)
+    x = torch.randn(N, C, H, W, device="cuda", dtype=dtype)
+    w = (torch.randn(O, C // g, *ks, device="cuda") / (C // g * ks[0] * ks[1]) ** 0.5).to(dtype)
+    b = torch.randn(O, device="cuda", dtype=dtype) if bias else None
+
+    def f(x, w, b):
+        return F.relu(F.conv2d(x, w, b, st, pad, dil, g)) * 2
+
+    cf = torchc.compile(f)
+    with torch.no_grad():
+        n0 = LIB.ic_cudnn_calls()
+        for xi in (x, torch.randn_like(x)):
+            torch.testing.assert_close(cf(xi, w, b).float(), f(xi, w, b).float(), rtol=2e-2, atol=2e-2)
+        took = LIB.ic_cudnn_calls() - n0
+    if layout == "nhwc" or not bias:
+        assert took == 2, f"cuDNN backend path expected ({took} calls)"
+    else:
+        assert took == 0
+
+
+def test_conv_cudnn_switch_off(monkeypatch):
+    import torch.nn.functional as F
+    monkeypatch.setenv("TORCHC_CUDNN", "0")
+    torchc.reset()
+    x = torch.randn(2, 8, 10, 10, device="cuda", dtype=torch.bfloat16)
+    w = torch.randn(16, 8, 3, 3, device="cuda", dtype=torch.bfloat16) * 0.1
+    f = lambda x, w: F.conv2d(x, w, padding=1)
+    n0 = LIB.ic_cudnn_calls()
+    with torch.no_grad():
+        torch.testing.assert_close(torchc.compile(f)(x, w).float(), f(x, w).float(), rtol=2e-2, atol=2e-2)
+    assert LIB.ic_cudnn_calls() == n0

@@ -118,14 +118,21 @@ int ic_cuda_load(ic_gpu *G, int device, char *msg, size_t n);
 int ic_gpu_ptx_only(int *sm);
 /* the driver's version (cuDriverGetVersion), 0 without a driver */
 int ic_cuda_driver_version(void);
-/* cuMemAlloc in the current context: 0, or -1 */
-int ic_cuda_mem_alloc(ic_CUdeviceptr *p, size_t bytes);
+/* Scratch of IC_STREAM_WS_BYTES for library calls (cuBLASLt, cuDNN) on one stream of one
+ * device: allocated at first use in the current context, kept for the process; 0 when none
+ * can be had. Calls on one stream run in order, so they can share it. */
+#define IC_STREAM_WS_BYTES ((size_t)32 << 20)
+ic_CUdeviceptr ic_cuda_stream_workspace(int dev, void *stream);
 
 /* runtime/cublaslt.c: an extern GEMM (mm, addmm with a row bias, linear) through cuBLASLt on
  * stream. 0 done, 1 not taken (run it through ATen), -1 failed (err filled). The plan is
  * kept in x->lt (freed with ic_lt_free). */
 int ic_lt_run(const ic_rext *x, void *const *in, void *out, void *stream, int dev, ic_err *err);
 void ic_lt_free(void *plan);
+/* runtime/cudnn.c: a 16-bit float convolution through cuDNN's backend API, plan kept in
+ * x->dnn (ic_dnn_free). Same returns as ic_lt_run. */
+int ic_dnn_run(const ic_rext *x, void *const *in, void *out, void *stream, int dev, ic_err *err);
+void ic_dnn_free(void *plan);
 
 /* runtime/gpu_cache.c: on-disk cache of PTX + launch plans (runtime/diskcache.c, ns "ptx") */
 int ic_gcache_enabled(void);

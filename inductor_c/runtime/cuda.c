@@ -143,9 +143,21 @@ IC_API const char *ic_cuda_unavailable_reason(void) {
     return D.ok ? NULL : D.reason;
 }
 
-int ic_cuda_mem_alloc(ic_CUdeviceptr *p, size_t bytes) {
-    pthread_once(&once, init);
-    return D.ok && D.MemAlloc(p, bytes) == 0 ? 0 : -1;
+static struct { int dev; void *stream; ic_CUdeviceptr ws; } wss[32];
+static int nws;
+
+ic_CUdeviceptr ic_cuda_stream_workspace(int dev, void *stream) {
+    ic_CUdeviceptr ws = 0;
+    pthread_mutex_lock(&mu);
+    for (int i = 0; i < nws; i++)
+        if (wss[i].dev == dev && wss[i].stream == stream) ws = wss[i].ws;
+    if (!ws && nws < (int)(sizeof wss / sizeof *wss) && D.ok && D.MemAlloc(&ws, IC_STREAM_WS_BYTES) == 0) {
+        wss[nws].dev = dev;
+        wss[nws].stream = stream;
+        wss[nws++].ws = ws;
+    }
+    pthread_mutex_unlock(&mu);
+    return ws;
 }
 
 int ic_cuda_driver_version(void) {
@@ -549,6 +561,11 @@ IC_API int ic_run_stream(const ic_compiled *c, void *const *inputs, void *const 
             for (int i = 0; i < x->nin; i++) in[i] = (void *)(uintptr_t)bufs[x->in_buf[i]];
             ic_err e2;
             int lt = ic_lt_run(x, in, (void *)(uintptr_t)bufs[x->out_buf], stream, G->device, err ? err : &e2);
+            if (lt < 0) {
+                rc = -1;
+                break;
+            }
+            if (lt == 1) lt = ic_dnn_run(x, in, (void *)(uintptr_t)bufs[x->out_buf], stream, G->device, err ? err : &e2);
             if (lt < 0) {
                 rc = -1;
                 break;
