@@ -97,12 +97,15 @@ int ic_gpu_vec_width(int v0, int64_t size);
  * offsets in the swizzled tile, offset = base(tid) ^ reg(i) with base(tid) the XOR of
  * st/ld[b] over tid's set bits (b < 5 lane, above warp). */
 typedef struct ic_gtile {
-    int64_t st[8], st_reg[4]; /* phase 1 (stores into the tile): tid bits, registers */
-    int64_t ld[8], ld_reg[4]; /* phase 2 (loads from the tile) */
+    int64_t st[8], st_reg[8]; /* phase 1 (stores into the tile): tid bits, registers */
+    int64_t ld[8], ld_reg[8]; /* phase 2 (loads from the tile) */
     ll_layout smem;           /* ll_optimal_swizzle's shared layout: offset -> (c, r) */
     int store_wavefronts, load_wavefronts, store_ideal, load_ideal; /* per instruction */
 } ic_gtile;
 int ic_gpu_tile_map(ic_gtile *t, int elem_bits, char *err, size_t errn);
+/* 64 x 64 tile of 16-bit elements moved as 32-bit words (TORCHC_GPU_V2): word offsets of
+ * w(u, p) (elements (u, 2p), (u, 2p+1)); 3 register bits (phase 1: h, i; phase 2: i). */
+int ic_gpu_tile2_map(ic_gtile *t, char *err, size_t errn);
 
 /* codegen/gpu_nvptx.c: PTX for the finalized kernels of c; loads it unless the compilation
  * is PTX-only (ic_graph_to_ptx). Sets out->gpu. Failures go through ic_fail. */

@@ -159,7 +159,7 @@ static int tile_side(ll_layout *L, bool store) {
     return rc;
 }
 
-static int offsets_of(const ll_layout *side, const ll_layout *inv, int64_t *tidb, int64_t *regc) {
+static int offsets_of(const ll_layout *side, const ll_layout *inv, int nreg, int64_t *tidb, int64_t *regc) {
     ll_layout S;
     int rc = ll_compose(&S, side, inv);
     if (rc) return rc;
@@ -167,9 +167,9 @@ static int offsets_of(const ll_layout *side, const ll_layout *inv, int64_t *tidb
     if (off < 0) return LL_EMISMATCH;
     for (int b = 0; b < 8; b++)
         tidb[b] = (int64_t)(b < 5 ? ll_get_basis(&S, 1, b, off) : ll_get_basis(&S, 2, b - 5, off));
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 1 << nreg; i++) {
         uint64_t x = 0;
-        for (int b = 0; b < 2; b++)
+        for (int b = 0; b < nreg; b++)
             if (i >> b & 1) x ^= ll_get_basis(&S, 0, b, off);
         regc[i] = (int64_t)x;
     }
@@ -184,14 +184,77 @@ int ic_gpu_tile_map(ic_gtile *t, int elem_bits, char *err, size_t errn) {
     if (!rc) rc = tile_side(&dst, false);
     if (!rc) rc = ll_optimal_swizzle(&sw, &src, &dst, elem_bits);
     if (!rc) rc = ll_invert(&inv, &sw.smem);
-    if (!rc) rc = offsets_of(&src, &inv, t->st, t->st_reg);
-    if (!rc) rc = offsets_of(&dst, &inv, t->ld, t->ld_reg);
+    if (!rc) rc = offsets_of(&src, &inv, 2, t->st, t->st_reg);
+    if (!rc) rc = offsets_of(&dst, &inv, 2, t->ld, t->ld_reg);
     if (rc) {
         snprintf(err, errn, "tile layout: %s", ll_strerror(rc));
         return -1;
     }
     if (sw.vec != 1) {
         snprintf(err, errn, "tile layout: swizzle vector %d (scalar accesses expected)", sw.vec);
+        return -1;
+    }
+    t->smem = sw.smem;
+    t->store_wavefronts = sw.store_wavefronts;
+    t->load_wavefronts = sw.load_wavefronts;
+    t->store_ideal = sw.store_ideal;
+    t->load_ideal = sw.load_ideal;
+    return 0;
+}
+
+/* ---- 64 x 64 tiles of 16-bit elements, moved as 32-bit words (TORCHC_GPU_V2) --------------
+ *
+ * 256 threads, one word (2 elements) per access in both phases. The tile holds words
+ * w(u, p) = elements (u, 2p), (u, 2p+1): u in [0, 64) along the transposed loads, p in
+ * [0, 32) pairs along v. Phase 1 loads words along u (elements (2l, v), (2l+1, v) of lane
+ * l) from two rows v = 2p, 2p+1 and transposes the 2 x 2 block in registers (prmt) into
+ * w(2l, p) and w(2l+1, p); phase 2 reads w(u, p = lane) and stores it along v.
+ *
+ *   phase 1 (store):  register h -> u 1, i -> p 8i (2 bits), lane -> u 2..32, warp -> p 1..4
+ *   phase 2 (load):   register i -> u 8i (3 bits), lane -> p, warp -> u 1..4
+ *
+ * The shared layout is ll_optimal_swizzle of the two at 32 bits, as for the 32 x 32 tile.
+ */
+static int tile2_side(ll_layout *L, bool store) {
+    ll_empty(L);
+    int rc = ll_add_in_dim(L, LL_REGISTER, 3);
+    if (!rc) rc = ll_add_in_dim(L, LL_LANE, 5);
+    if (!rc) rc = ll_add_in_dim(L, LL_WARP, 3);
+    if (!rc) rc = ll_add_out_dim(L, "dim0", 6); /* u */
+    if (!rc) rc = ll_add_out_dim(L, "dim1", 5); /* p: pair of v */
+    for (int b = 0; b < 3 && !rc; b++) {
+        uint64_t v[2];
+        if (store) v[0] = b == 0 ? 1 : 0, v[1] = b == 0 ? 0 : 8u << (b - 1);
+        else v[0] = 8u << b, v[1] = 0;
+        rc = ll_set_basis(L, 0, b, v);
+    }
+    for (int b = 0; b < 5 && !rc; b++) {
+        uint64_t v[2] = {store ? 2u << b : 0, store ? 0 : 1u << b};
+        rc = ll_set_basis(L, 1, b, v);
+    }
+    for (int b = 0; b < 3 && !rc; b++) {
+        uint64_t v[2] = {store ? 0 : 1u << b, store ? 1u << b : 0};
+        rc = ll_set_basis(L, 2, b, v);
+    }
+    return rc;
+}
+
+int ic_gpu_tile2_map(ic_gtile *t, char *err, size_t errn) {
+    memset(t, 0, sizeof *t);
+    ll_layout src, dst, inv;
+    ll_swizzle sw;
+    int rc = tile2_side(&src, true);
+    if (!rc) rc = tile2_side(&dst, false);
+    if (!rc) rc = ll_optimal_swizzle(&sw, &src, &dst, 32);
+    if (!rc) rc = ll_invert(&inv, &sw.smem);
+    if (!rc) rc = offsets_of(&src, &inv, 3, t->st, t->st_reg);
+    if (!rc) rc = offsets_of(&dst, &inv, 3, t->ld, t->ld_reg);
+    if (rc) {
+        snprintf(err, errn, "tile2 layout: %s", ll_strerror(rc));
+        return -1;
+    }
+    if (sw.vec != 1) {
+        snprintf(err, errn, "tile2 layout: swizzle vector %d (word accesses expected)", sw.vec);
         return -1;
     }
     t->smem = sw.smem;

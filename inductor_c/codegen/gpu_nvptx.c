@@ -68,6 +68,27 @@
 
 enum { P_POINTWISE, P_ROWS, P_TILE };
 
+/* TORCHC_GPU_V2: the second generation of launch plans, off until measured on the H200.
+ * Unset, "" or "0": the first generation's plans and PTX, byte for byte. "1" or "all":
+ * every part below; else a comma list of their names:
+ *   rows   row kernels: no bounds selects/branches when rows and chunks tile exactly; 16-bit
+ *          rows take the smaller T on ties (more elements per thread: the block reduction's
+ *          shuffles and shared-memory steps are amortized over more of them); a 16-bit
+ *          division by a lane-invariant divisor (softmax's row sum) is a multiplication by
+ *          one rcp.approx per chunk instead of a div.full per element
+ *   tile   16-bit transposes through 64 x 64 tiles moved as 32-bit words (ic_gpu_tile2_map),
+ *          the 32 x 32 scalar tile as the fallback variant (alignment)
+ *   long   rows of T = 1024 persistent threads holding more than 16 values each (softmax of
+ *          32768 f32: 62 registers, one block per SM, loads idle while it computes) loop
+ *          over their chunks instead (few registers, two blocks per SM, re-reads from L2) */
+enum { V2_ROWS = 1, V2_TILE = 2, V2_LONG = 4 };
+static int gpu_v2(void) {
+    const char *e = getenv("TORCHC_GPU_V2");
+    if (!e || !*e || !strcmp(e, "0")) return 0;
+    if (!strcmp(e, "1") || !strcmp(e, "all")) return V2_ROWS | V2_TILE | V2_LONG;
+    return (strstr(e, "rows") ? V2_ROWS : 0) | (strstr(e, "tile") ? V2_TILE : 0) | (strstr(e, "long") ? V2_LONG : 0);
+}
+
 typedef struct plan {
     int mode;
     int V;                 /* elements per access */
@@ -98,6 +119,11 @@ typedef struct plan {
     ic_xid tx[4];
     int tesz;              /* their element size */
     ic_gtile tile;
+    int tw;                /* tile: 1 = 32 x 32 elements; 2 = 64 x 64 moved as words (V2) */
+    bool tfull;            /* tw 2: the tiles cover su x sv exactly (stores need no test) */
+    int v2;                /* TORCHC_GPU_V2 parts (gpu_v2) */
+    bool all_rows;         /* V2 rows: every block's rows exist (no `active` test) */
+    bool all_cols;         /* V2 rows: every chunk of every thread lies in the row */
 } plan;
 
 typedef struct gg {
@@ -132,6 +158,10 @@ typedef struct gg {
     LLVMValueRef fn;
     bool tile_on;          /* tile phase 2: the transposed loads read the tile at tile_off */
     LLVMValueRef tile_off;
+    int v2;                /* TORCHC_GPU_V2 parts of the variant being emitted (0 in GEMMs) */
+    ic_xid rcp_x;          /* V2: 1 / val(rcp_x) of generation rcp_gen is rcp_v */
+    uint32_t rcp_gen;
+    LLVMValueRef rcp_v;
     int epi_buf;           /* GEMM epilogue (gpu_gemm.c): loads of this buffer read epi_val */
     LLVMValueRef epi_val;  /*   (the accumulator value, register form) while it is non-NULL */
 } gg;
@@ -511,6 +541,26 @@ static LLVMValueRef div_half(gg *g, LLVMValueRef a, LLVMValueRef b) {
     return LLVMBuildCall2(B, ft, ia, v, 2, "");
 }
 
+static LLVMValueRef val(gg *g, ic_xid x, int lane);
+static bool x_lane_dep(gg *g, ic_xid x);
+
+/* V2: a / b for f16/bf16 results with b the same in every lane (softmax's row sum): one
+ * rcp.approx.f32 (1 ulp, full range, subnormals kept) per generation and a multiplication
+ * per lane; 0 and inf divisors give inf / 0 products like the division. */
+static LLVMValueRef div_half_rcp(gg *g, LLVMValueRef a, ic_xid bx) {
+    if (g->rcp_gen != g->gen || g->rcp_x != bx) {
+        LLVMTypeRef ft = LLVMFunctionType(g->cg.f32, &g->cg.f32, 1, 0);
+        static const char text[] = "rcp.approx.f32 $0, $1;", cons[] = "=f,f";
+        LLVMValueRef ia = LLVMGetInlineAsm(ft, (char *)text, sizeof text - 1, (char *)cons, sizeof cons - 1, 0, 0,
+                                           LLVMInlineAsmDialectATT, 0);
+        LLVMValueRef b = val(g, bx, 0);
+        g->rcp_v = LLVMBuildCall2(B, ft, ia, &b, 1, "");
+        g->rcp_x = bx;
+        g->rcp_gen = g->gen;
+    }
+    return LLVMBuildFMul(B, a, g->rcp_v, "");
+}
+
 static LLVMValueRef unary(gg *g, ic_op op, ic_dtype t, LLVMValueRef a) {
     LLVMTypeRef ty = LLVMTypeOf(a);
     bool f = ic_is_float(t), f32 = ty == g->cg.f32;
@@ -830,8 +880,17 @@ static LLVMValueRef load_lane(gg *g, ic_xid x, int lane) {
     const ic_x *e = &g->c->xs[x];
     int b = e->buf;
     if (g->epi_val && b == g->epi_buf) return g->epi_val; /* fused GEMM epilogue */
-    for (int q = 0; g->tile_on && q < g->P->ntx; q++)
-        if (g->P->tx[q] == x) return to_reg(g, LLVMBuildLoad2(B, mtype(g, e->dtype), tile_ptr(g, q, e->dtype, g->tile_off), ""), e->dtype);
+    for (int q = 0; g->tile_on && q < g->P->ntx; q++) {
+        if (g->P->tx[q] != x) continue;
+        if (g->P->tw == 2) { /* word w(u, p): lane 0 the low half, lane 1 the high one */
+            LLVMValueRef idx = LLVMBuildAdd(B, g->tile_off, kix(g, (int64_t)q * 2048), "");
+            LLVMValueRef w = LLVMBuildLoad2(B, g->cg.i32, LLVMBuildGEP2(B, g->cg.i32, g->smem, &idx, 1, ""), "");
+            if (lane) w = LLVMBuildLShr(B, w, ki(g, g->cg.i32, 16), "");
+            LLVMValueRef h = LLVMBuildTrunc(B, w, g->cg.i16, "");
+            return to_reg(g, e->dtype == IC_F16 ? LLVMBuildBitCast(B, h, g->f16, "") : h, e->dtype);
+        }
+        return to_reg(g, LLVMBuildLoad2(B, mtype(g, e->dtype), tile_ptr(g, q, e->dtype, g->tile_off), ""), e->dtype);
+    }
     bool pers = g->chunk >= 0 && !g->written[b];
     size_t vk = (size_t)x * SMAX + (size_t)(pers ? g->chunk : 0);
     size_t pk = vk * VMAX + (size_t)lane;
@@ -924,7 +983,8 @@ static LLVMValueRef val(gg *g, ic_xid x, int lane) {
         if (h && s.op == IC_OP_EXP && g->c->xs[s.a].dtype == IC_F32)
             r = exp_half(g, val(g, s.a, lane));
         else if (h && s.op == IC_OP_DIV && g->c->xs[s.a].dtype == IC_F32 && g->c->xs[s.b].dtype == IC_F32)
-            r = div_half(g, val(g, s.a, lane), val(g, s.b, lane));
+            r = (g->v2 & V2_ROWS) && !x_lane_dep(g, s.b) ? div_half_rcp(g, val(g, s.a, lane), s.b)
+                                                         : div_half(g, val(g, s.a, lane), val(g, s.b, lane));
         else
             r = val(g, e.a, lane);
         r = convert(g, r, s.dtype, e.dtype);
@@ -1281,11 +1341,98 @@ static void emit_tile(gg *g, ic_kernel *k) {
     g->tile_on = false;
 }
 
+/* tile coordinates -> the u / vv vars, clamped to umax / vmax; `ok` when both are in range */
+static LLVMValueRef set_uv2(gg *g, LLVMValueRef uu, LLVMValueRef vx, int64_t umax, int64_t vmax) {
+    const plan *P = g->P;
+    LLVMValueRef ou = LLVMBuildICmp(B, LLVMIntSLT, uu, kix(g, P->su), "");
+    LLVMValueRef ov = LLVMBuildICmp(B, LLVMIntSLT, vx, kix(g, P->sv), "");
+    g->var_val[P->tu] = sel(g, ou, uu, kix(g, umax));
+    g->var_val[P->vv] = sel(g, ov, vx, kix(g, vmax));
+    return LLVMBuildAnd(B, ou, ov, "");
+}
+
+/* V2 16-bit transpose (choose_tile2): 64 x 64 tiles of words w(u, p) (gpu_layout.c,
+ * ic_gpu_tile2_map). su and sv are even and every transposed load is a 4-byte aligned pair
+ * along u, so a pair never straddles the edge: out-of-range coordinates are clamped to the
+ * last pair (phase 1 u, phase 2 v) and only in-range pairs are stored. Phase 1: lane l loads
+ * the words (2l, 2l+1) of rows v = 2p, 2p+1 and swaps halves into w(2l, p), w(2l+1, p);
+ * phase 2: V = 2 along vv, lane -> p, warp and register -> u. */
+static void emit_tile2(gg *g, ic_kernel *k) {
+    const plan *P = g->P;
+    LLVMValueRef tid = LLVMBuildZExt(B, g->tid, g->ity, "");
+    LLVMValueRef bid = LLVMBuildZExt(B, sreg(g, "llvm.nvvm.read.ptx.sreg.ctaid.x"), g->ity, "");
+    LLVMValueRef tx = LLVMBuildAnd(B, tid, kix(g, 31), ""), ty = LLVMBuildLShr(B, tid, kix(g, 5), "");
+    LLVMValueRef tv = LLVMBuildURem(B, bid, kix(g, P->ntv), ""), t = LLVMBuildUDiv(B, bid, kix(g, P->ntv), "");
+    LLVMValueRef tu = LLVMBuildURem(B, t, kix(g, P->ntu), ""), o = LLVMBuildUDiv(B, t, kix(g, P->ntu), "");
+    if (P->nob) decompose(g, o, P->obv, P->obs, P->nob);
+    LLVMValueRef u0 = LLVMBuildMul(B, tu, kix(g, 64), ""), v0 = LLVMBuildMul(B, tv, kix(g, 64), "");
+    LLVMValueRef st = xor_bits(g, tid, P->tile.st, 8), ld = xor_bits(g, tid, P->tile.ld, 8);
+    LLVMTypeRef i32 = g->cg.i32;
+    g->V = 1;
+    g->vv = -1;
+    g->chunk = -1;
+    LLVMValueRef ue = LLVMBuildAdd(B, u0, LLVMBuildShl(B, tx, kix(g, 1), ""), ""); /* even u of lane */
+    LLVMValueRef a[4][4][2]; /* phase 1: pair p = ty + 8i, rows v = 2p + r; all loads first */
+    for (int i = 0; i < 4; i++) {
+        LLVMValueRef vp = LLVMBuildShl(B, LLVMBuildAdd(B, ty, kix(g, 8 * i), ""), kix(g, 1), "");
+        for (int r = 0; r < 2; r++) {
+            set_uv2(g, ue, LLVMBuildAdd(B, v0, LLVMBuildAdd(B, vp, kix(g, r), ""), ""), P->su - 2, P->sv - 1);
+            g->gen++;
+            for (int q = 0; q < P->ntx; q++) {
+                const ic_x *e = &g->c->xs[P->tx[q]];
+                LLVMValueRef off = gix(g, e->ix, 0);
+                LLVMValueRef p = LLVMBuildGEP2(B, mtype(g, e->dtype), g->buf_ptr[e->buf], &off, 1, "");
+                a[i][q][r] = LLVMBuildLoad2(B, i32, p, "");
+                LLVMSetAlignment(a[i][q][r], 4);
+                need_align(g, e->buf, 4);
+            }
+        }
+    }
+    for (int i = 0; i < 4; i++) /* 2 x 2 transposes: w(2l, p) = low halves, w(2l+1, p) = high */
+        for (int q = 0; q < P->ntx; q++) {
+            LLVMValueRef a0 = a[i][q][0], a1 = a[i][q][1];
+            LLVMValueRef lo = LLVMBuildAnd(B, a0, ki(g, i32, 0xFFFF), "");
+            LLVMValueRef w0 = LLVMBuildOr(B, lo, LLVMBuildShl(B, a1, ki(g, i32, 16), ""), "");
+            LLVMValueRef hi = LLVMBuildAnd(B, a1, ki(g, i32, (long long)0xFFFF0000u), "");
+            LLVMValueRef w1 = LLVMBuildOr(B, LLVMBuildLShr(B, a0, ki(g, i32, 16), ""), hi, "");
+            for (int h = 0; h < 2; h++) {
+                LLVMValueRef idx = LLVMBuildXor(B, st, kix(g, P->tile.st_reg[h + 2 * i]), "");
+                idx = LLVMBuildAdd(B, idx, kix(g, (int64_t)q * 2048), "");
+                LLVMBuildStore(B, h ? w1 : w0, LLVMBuildGEP2(B, i32, g->smem, &idx, 1, ""));
+            }
+        }
+    barrier(g);
+    g->tile_on = true;
+    LLVMValueRef ve = LLVMBuildAdd(B, v0, LLVMBuildShl(B, tx, kix(g, 1), ""), ""); /* even v of lane */
+    /* phase 2: u = ty + 8i, pair p = tx; every value first (the loads go out together),
+     * then the stores (unconditional when the tiles cover su x sv exactly) */
+    LLVMValueRef *vals = ic_alloc(g->c, (size_t)(8 * k->nitems + 1) * 2 * sizeof(LLVMValueRef)), ok[8];
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < 8; i++) {
+            ok[i] = set_uv2(g, LLVMBuildAdd(B, u0, LLVMBuildAdd(B, ty, kix(g, 8 * i), ""), ""), ve, P->su - 1,
+                            P->sv - 2);
+            g->V = 2;
+            g->vv = P->vv;
+            g->gen++;
+            g->tile_off = LLVMBuildXor(B, ld, kix(g, P->tile.ld_reg[i]), "");
+            for (int j = 0; j < k->nitems; j++) {
+                ic_item *it = &k->items[j];
+                if (!it->store) continue;
+                LLVMValueRef *v = &vals[(i * k->nitems + j) * 2];
+                if (pass == 0) v[0] = val(g, it->expr, 0), v[1] = val(g, it->expr, 1);
+                else store_item(g, it, v, 2, P->tfull ? NULL : ok[i]);
+            }
+        }
+    g->tile_on = false;
+    g->V = 1;
+    g->vv = -1;
+}
+
 /* One chunk of a pass: V consecutive elements of the row per thread. */
 static void emit_chunk(gg *g, ic_kernel *k, int pos, LLVMValueRef ci, int cidx, LLVMValueRef *acc) {
     const plan *P = g->P;
     LLVMValueRef gi = LLVMBuildAdd(B, LLVMBuildMul(B, ci, kix(g, P->T), ""), g->j, "");
-    LLVMValueRef valid = and_(g, g->active, LLVMBuildICmp(B, LLVMIntSLT, gi, kix(g, P->nv), ""));
+    LLVMValueRef valid = P->all_cols ? g->active : and_(g, g->active, LLVMBuildICmp(B, LLVMIntSLT, gi, kix(g, P->nv), ""));
     LLVMValueRef gc = sel(g, valid, gi, kix(g, 0));
     LLVMValueRef e0 = P->V > 1 ? LLVMBuildMul(B, gc, kix(g, P->V), "") : gc;
     decompose(g, e0, k->ivar, k->isize, k->ninner);
@@ -1492,8 +1639,8 @@ static void emit_rows(gg *g, ic_kernel *k) {
     LLVMValueRef rl = bitfield(g, tid, P->map.r_shift, P->logR);
     g->j = bitfield(g, tid, P->map.j_shift, P->logT);
     LLVMValueRef r = LLVMBuildAdd(B, LLVMBuildMul(B, bid, kix(g, P->R), ""), rl, "");
-    g->active = LLVMBuildICmp(B, LLVMIntSLT, r, kix(g, P->rows), "");
-    LLVMValueRef rc = sel(g, g->active, r, kix(g, 0));
+    g->active = P->all_rows ? LLVMConstInt(g->cg.i1, 1, 0) : LLVMBuildICmp(B, LLVMIntSLT, r, kix(g, P->rows), "");
+    LLVMValueRef rc = P->all_rows ? r : sel(g, g->active, r, kix(g, 0));
     decompose(g, rc, k->ovar, k->osize, k->nouter);
     rebase_scratch(g, k, rc);
     memset(g->rowval, 0, sizeof(LLVMValueRef) * (size_t)(k->nitems + 1));
@@ -1574,6 +1721,8 @@ static int choose_vec(ic_ctx *c, ic_kernel *k, int32_t vv, int64_t vsize, bool r
 static void plan_kernel(ic_ctx *c, ic_kernel *k, plan *P, int V, int nsm, int S, int pass, const int *slot) {
     memset(P, 0, sizeof *P);
     P->V = V;
+    P->v2 = gpu_v2();
+    bool long_loop = false; /* V2 long: a looped row of T = 1024 instead of a persistent one */
     if (!k->has_red) {
         P->mode = P_POINTWISE;
         int64_t N = 1;
@@ -1606,9 +1755,10 @@ static void plan_kernel(ic_ctx *c, ic_kernel *k, plan *P, int V, int nsm, int S,
             P->T = (int)pow2ceil(P->nv);
             if (P->nv > 32) {
                 int64_t best = -1;
+                bool small = (P->v2 & V2_ROWS) && V > 4; /* 16-bit rows: the smaller T on ties */
                 for (int t = 32; t <= 256; t *= 2) {
                     int64_t ch = (P->nv + t - 1) / t, waste = ch * t - P->nv;
-                    if (ch <= 4 && (best < 0 || waste <= best)) best = waste, P->T = t;
+                    if (ch <= 4 && (best < 0 || waste < best || (waste == best && !small))) best = waste, P->T = t;
                 }
             }
             P->R = 256 / P->T;
@@ -1618,6 +1768,7 @@ static void plan_kernel(ic_ctx *c, ic_kernel *k, plan *P, int V, int nsm, int S,
         } else if (P->nv <= 8 * 1024 && (P->nv + 1023) / 1024 * V <= 32) {
             P->T = 1024; /* persistent: up to 32 values per thread stay in registers */
             P->R = 1;
+            long_loop = (P->v2 & V2_LONG) && (P->nv + 1023) / 1024 * V > 16;
         } else {
             P->T = 512;
             P->R = 1;
@@ -1637,6 +1788,11 @@ static void plan_kernel(ic_ctx *c, ic_kernel *k, plan *P, int V, int nsm, int S,
         ic_fail(c, IC_EINTERNAL, "GPU plan: %s", msg);
     if (P->map.vec != V) ic_fail(c, IC_EINTERNAL, "GPU plan: layout gives %d elements per access, not %d", P->map.vec, V);
     P->persistent = P->C <= 4 || (P->T == 1024 && P->C <= SMAX && P->C * V <= 32);
+    if (long_loop && S <= 1) P->persistent = false;
+    if ((P->v2 & V2_ROWS) && S <= 1) {
+        P->all_rows = P->rows % P->R == 0;
+        P->all_cols = P->nv % P->T == 0 && (P->persistent || P->C % UNROLL == 0);
+    }
     int64_t blocks = (P->rows + P->R - 1) / P->R;
     P->grid = (unsigned)blocks;
     if (S > 1) {
@@ -1730,6 +1886,8 @@ static bool choose_tile(ic_ctx *c, ic_kernel *k, plan *P) {
     char msg[160];
     if (ic_gpu_tile_map(&P->tile, 8 * P->tesz, msg, sizeof msg)) return false;
     P->mode = P_TILE;
+    P->v2 = gpu_v2();
+    P->tw = 1;
     P->V = 1;
     P->Bk = 256;
     P->vv = vv;
@@ -1747,6 +1905,46 @@ static bool choose_tile(ic_ctx *c, ic_kernel *k, plan *P) {
         nob *= sizes[d];
     }
     P->G = N;
+    int64_t grid = P->ntu * P->ntv * nob;
+    if (grid > 0x7FFFFFFF) return false;
+    P->grid = (unsigned)grid;
+    return true;
+}
+
+/* V2 tile: a 16-bit transpose as 64 x 64 tiles of 32-bit words (emit_tile2), planned from
+ * the 32 x 32 one (T), which stays the fallback variant for unaligned base pointers. Needs
+ * even su and sv, and transposed loads that are in-bounds pairs along u: coefficient 1,
+ * affine, every other term and the offset even (then an even u is a 4-byte aligned word). */
+static bool choose_tile2(ic_ctx *c, ic_kernel *k, const plan *T, plan *P) {
+    (void)k;
+    if (!(T->v2 & V2_TILE) || T->tesz != 2 || T->su % 2 || T->sv % 2) return false;
+    for (int q = 0; q < T->ntx; q++) {
+        const ic_x *e = &c->xs[T->tx[q]];
+        bool na;
+        if (ix_coeff(c, e->ix, T->tu, &na) != 1 || na) return false;
+        const ix_sum sm = c->sums[e->ix];
+        if (sm.off % 2) return false;
+        for (int i = 0; i < sm.n; i++) {
+            ix_term tm = c->terms[sm.first + i];
+            const ix_atom *at = &c->atoms[tm.atom];
+            if (at->kind == IX_VAR && at->var == T->tu) continue;
+            if (tm.coeff % 2) return false;
+        }
+        int64_t lo, hi;
+        ix_range(c, e->ix, &lo, &hi);
+        const ic_buffer *Bf = &c->bufs[e->buf];
+        if (lo < 0 || hi >= Bf->span || Bf->kind == 3) return false;
+    }
+    *P = *T;
+    char msg[160];
+    if (ic_gpu_tile2_map(&P->tile, msg, sizeof msg)) return false;
+    P->tw = 2;
+    P->tfull = P->su % 64 == 0 && P->sv % 64 == 0;
+    P->V = 2;
+    P->ntu = (P->su + 63) / 64;
+    P->ntv = (P->sv + 63) / 64;
+    int64_t nob = 1;
+    for (int d = 0; d < P->nob; d++) nob *= P->obs[d];
     int64_t grid = P->ntu * P->ntv * nob;
     if (grid > 0x7FFFFFFF) return false;
     P->grid = (unsigned)grid;
@@ -1824,6 +2022,7 @@ static void gen_variant(gg *g, ic_kernel *k, const plan *P, ic_gvariant *out, co
     add_annotation(g, fn, "maxntidx", P->Bk);
     g->k = k;
     g->P = P;
+    g->v2 = P->v2;
     g->smem = NULL;
     g->vgen++; /* invalidates the persistent loads of the previous variant */
     if (P->mode == P_ROWS && P->logT + (P->jlow ? 0 : P->logR) > 5) {
@@ -1835,10 +2034,10 @@ static void gen_variant(gg *g, ic_kernel *k, const plan *P, ic_gvariant *out, co
         LLVMSetLinkage(g->smem, LLVMInternalLinkage);
         LLVMSetAlignment(g->smem, 16);
     }
-    if (P->mode == P_TILE) { /* the transposed loads' tiles, 1024 elements each */
+    if (P->mode == P_TILE) { /* the transposed loads' tiles, 1024 elements each (tw 2: 4096) */
         char sn[64];
         snprintf(sn, sizeof sn, "%s_tile", name);
-        LLVMTypeRef at = LLVMArrayType(g->cg.i8, (unsigned)(P->ntx * 1024 * P->tesz));
+        LLVMTypeRef at = LLVMArrayType(g->cg.i8, (unsigned)(P->ntx * 1024 * P->tesz * P->tw * P->tw));
         g->smem = LLVMAddGlobalInAddressSpace(g->cg.mod, at, sn, 3);
         LLVMSetInitializer(g->smem, LLVMGetUndef(at));
         LLVMSetLinkage(g->smem, LLVMInternalLinkage);
@@ -1849,6 +2048,7 @@ static void gen_variant(gg *g, ic_kernel *k, const plan *P, ic_gvariant *out, co
     LLVMPositionBuilderAtEnd(B, start);
     g->tid = sreg(g, "llvm.nvvm.read.ptx.sreg.tid.x");
     if (P->mode == P_POINTWISE) emit_pointwise(g, k);
+    else if (P->mode == P_TILE && P->tw == 2) emit_tile2(g, k);
     else if (P->mode == P_TILE) emit_tile(g, k);
     else emit_rows(g, k);
     LLVMBuildRetVoid(B);
@@ -2036,6 +2236,7 @@ static void gemm_variant(gg *g, const ic_gemm *G, const ic_gemm_map *M, bool fas
                          ic_gvariant *out, const char *name) {
     ic_ctx *c = g->c;
     ic_kernel *cons = E ? E->k : NULL;
+    g->v2 = 0; /* the epilogue's expressions as in the first generation */
     int *used = ic_alloc(c, (size_t)c->nbufs * sizeof(int) + 1);
     uint8_t *seen = ic_alloc(c, (size_t)c->nxs + 1);
     for (int j = 0; cons && j < cons->nitems; j++) {
@@ -2287,6 +2488,7 @@ static char *cache_key(ic_ctx *c, int tsm, int nsm) {
     const char *tile = getenv("TORCHC_GPU_TILE");
     ic_str_printf(&s, "%s|sm=%d|nsm=%d|driver=%d|%s|LLVM %d|tile=%s|gemm=%d", text, tsm, nsm, ic_cuda_driver_version(),
                   ic_version(), LLVM_VERSION_MAJOR, tile ? tile : "", gemm_mode());
+    if (gpu_v2()) ic_str_printf(&s, "|v2=%d", gpu_v2()); /* keys without V2 stay as they were */
     free(text);
     if (s.oom) {
         free(s.s);
@@ -2436,9 +2638,10 @@ static void codegen(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
         }
         int V = choose_vec(c, k, vv, vsize, k->has_red);
         int nvar = V > 1 ? 2 : 1;
-        plan *TP = ic_alloc(c, sizeof *TP);
+        plan *TP = ic_alloc(c, sizeof *TP), *TP2 = ic_alloc(c, sizeof *TP2);
         bool tile = choose_tile(c, k, TP);
-        if (tile) V = 1, nvar = 1;
+        bool tile2 = tile && choose_tile2(c, k, TP, TP2); /* V2: word tile, then TP as fallback */
+        if (tile) V = 1, nvar = tile2 ? 2 : 1;
         /* split rows: partial slots in extra workspace, launches per pass, then a final one */
         int S = tile ? 0 : choose_split(k, nsm);
         int *slot = ic_alloc(c, ((size_t)k->nitems + 1) * sizeof(int));
@@ -2471,7 +2674,7 @@ static void codegen(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
             ic_gkernel *K = &gpu->k[gpu->nkernels++];
             for (int v = 0; v < nvar; v++) {
                 plan P;
-                if (tile) P = *TP;
+                if (tile) P = tile2 && v == 0 ? *TP2 : *TP;
                 else plan_kernel(c, k, &P, v == 0 ? V : 1, nsm, S, passes[q], slot);
                 if (P.grid == 0) continue;
                 if ((int64_t)P.grid > 0x7FFFFFFF) ic_fail(c, IC_EUNSUPPORTED, "GPU grid too large");

@@ -820,6 +820,53 @@ static void test_layout_maps(void) {
             printf("  tile %2d bits: wavefronts store %d (ideal %d) load %d (ideal %d)\n", eb, t.store_wavefronts,
                    t.store_ideal, t.load_wavefronts, t.load_ideal);
     }
+    { /* the 64 x 64 word tile (TORCHC_GPU_V2): phase 1 writes w(u = 2 lane + h, p = warp + 8i)
+       * at reg h + 2i, phase 2 reads w(u = warp + 8i, p = lane) at reg i; every word once,
+       * the same slot on both sides, no bank conflicts (words are 32 bits) */
+        ic_gtile t;
+        int rc = ic_gpu_tile2_map(&t, err, sizeof err);
+        CHECK(rc == 0, "tile2 map: %s", err);
+        static int64_t off_of[64][32];
+        static uint8_t hit[2048];
+        memset(hit, 0, sizeof hit);
+        int bad = 0, conflicts = 0;
+        for (int r = 0; rc == 0 && r < 8; r++)
+            for (int w = 0; w < 8; w++) {
+                uint32_t banks = 0;
+                for (int l = 0; l < 32; l++) {
+                    int tid = w * 32 + l;
+                    int64_t o = t.st_reg[r];
+                    for (int b = 0; b < 8; b++)
+                        if (tid >> b & 1) o ^= t.st[b];
+                    if (o < 0 || o >= 2048) {
+                        bad++;
+                        continue;
+                    }
+                    hit[o]++;
+                    conflicts += (banks >> (o & 31) & 1) != 0;
+                    banks |= 1u << (o & 31);
+                    off_of[2 * l + (r & 1)][w + 8 * (r >> 1)] = o;
+                }
+            }
+        for (int o = 0; rc == 0 && o < 2048; o++) bad += hit[o] != 1;
+        for (int i = 0; rc == 0 && i < 8; i++)
+            for (int w = 0; w < 8; w++) {
+                uint32_t banks = 0;
+                for (int l = 0; l < 32; l++) {
+                    int tid = w * 32 + l;
+                    int64_t o = t.ld_reg[i];
+                    for (int b = 0; b < 8; b++)
+                        if (tid >> b & 1) o ^= t.ld[b];
+                    bad += off_of[w + 8 * i][l] != o;
+                    conflicts += (banks >> (o & 31) & 1) != 0;
+                    banks |= 1u << (o & 31);
+                }
+            }
+        CHECK(bad == 0 && conflicts == 0, "tile2 map: %d bad offsets, %d bank conflicts", bad, conflicts);
+        if (verbose)
+            printf("  tile2 words: wavefronts store %d (ideal %d) load %d (ideal %d)\n", t.store_wavefronts,
+                   t.store_ideal, t.load_wavefronts, t.load_ideal);
+    }
     printf("layouts: row-kernel maps, vector widths and transpose tiles checked\n");
 }
 
