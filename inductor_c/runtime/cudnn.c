@@ -13,7 +13,7 @@
  * settings apply there), a bias input (channels-last convs have theirs as a graph add),
  * pointers less aligned than at planning, no engine, a workspace over IC_STREAM_WS_BYTES,
  * any failure (planning, or an execution that fails: the node then stays on ATen).
- * grouped convs (see make_plan). TORCHC_CUDNN=0 turns the path off.
+ * grouped convs with 7x7 or larger kernels (see make_plan). TORCHC_CUDNN=0 turns the path off.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -200,9 +200,12 @@ static void make_plan(dnn_plan *p, const ic_rext *x, void *const *in, void *out,
     const ic_meta *xm = &x->in_meta[0], *wm = &x->in_meta[1], *ym = &x->out_meta;
     int dt = xm->dtype == IC_BF16 ? DATA_BF16 : xm->dtype == IC_F16 ? DATA_HALF : -1;
     if (dt < 0 || x->nin != 2 || wm->dtype != xm->dtype || ym->dtype != xm->dtype || nd < 2 || nd > 3) return;
-    /* grouped convs stay on ATen: with the instant heuristic's first engine, convnext_tiny's
-     * 7x7 depthwise convs took 4x longer than through ATen (H200, bf16, channels-last) */
-    if (prm[1 + 3 * nd] != 1) return;
+    /* grouped convs with large kernels stay on ATen: with the instant heuristic's first
+     * engine, convnext_tiny's 7x7 depthwise convs made it 4x slower than through ATen (H200,
+     * bf16, channels-last); mobilenet's 3x3/5x5 depthwise convs were not slower */
+    int64_t karea = 1;
+    for (int i = 2; i < nd + 2; i++) karea *= wm->sizes[i];
+    if (prm[1 + 3 * nd] != 1 && karea >= 49) return;
     int n = nd + 2;
     int64_t xd[5], xs[5], wd[5], ws[5], yd[5], ys[5];
     nchw(xm, cl, xd, xs);

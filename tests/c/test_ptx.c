@@ -134,6 +134,19 @@ static void build_corpus(void) {
     g = add_case("tile_transpose_bf16_33x1000", IC_OK, 1e-2);
     x = in_t(g, IC_BF16, 33, 1000);
     ic_output(g, Bn(g, IC_OP_MUL, x, Bn(g, IC_OP_ADD, x, IN(g, IC_BF16, 1000))));
+    /* 16-bit word tiles (TORCHC_GPU_V2=1: 64 x 64 tiles of pairs; partial tiles, batches,
+     * two transposed inputs, a fused op before and after; odd sizes keep the 32 x 32 tile) */
+    g = add_case("tile2_bf16_66x130", IC_OK, 1e-2);
+    ic_output(g, Bn(g, IC_OP_ADD, in_t(g, IC_BF16, 66, 130), IN(g, IC_BF16, 66, 130)));
+    g = add_case("tile2_f16_128x64_full", IC_OK, 1e-2);
+    x = in_t(g, IC_F16, 128, 64);
+    ic_output(g, U(g, IC_OP_RELU, Bn(g, IC_OP_MUL, x, IN(g, IC_F16, 128, 64))));
+    g = add_case("tile2_bf16_batch_two_inputs_3x70x46", IC_OK, 1e-2);
+    x = ic_permute(g, IN(g, IC_BF16, 3, 46, 70), (int[]){0, 2, 1});
+    y = ic_permute(g, IN(g, IC_BF16, 3, 46, 70), (int[]){0, 2, 1});
+    ic_output(g, Bn(g, IC_OP_SUB, U(g, IC_OP_EXP, x), Bn(g, IC_OP_MUL, y, S(g, 0.5))));
+    g = add_case("tile2_bf16_odd_34x95", IC_OK, 1e-2);
+    ic_output(g, Bn(g, IC_OP_ADD, in_t(g, IC_BF16, 34, 95), IN(g, IC_BF16, 95)));
     g = G("tile_transpose_i64_100x40");
     ic_output(g, Bn(g, IC_OP_ADD, in_t(g, IC_I64, 100, 40), IN(g, IC_I64, 100, 40)));
     g = G("tile_permute_batch_3x70x45");
@@ -367,6 +380,14 @@ static void build_corpus(void) {
     ic_output(g, softmax(g, IN(g, IC_BF16, 7, 99)));
     g = add_case("bf16_softmax_64x4096", IC_OK, 1e-2);
     ic_output(g, softmax(g, IN(g, IC_BF16, 64, 4096)));
+    g = add_case("bf16_softmax_odd_rows_5x4096", IC_OK, 1e-2); /* V2: 2 rows per block, 5 rows */
+    ic_output(g, softmax(g, IN(g, IC_BF16, 5, 4096)));
+    g = add_case("f16_softmax_9x1000", IC_OK, 1e-2); /* V2: chunks not exact */
+    ic_output(g, softmax(g, IN(g, IC_F16, 9, 1000)));
+    g = add_case("softmax_long_3x32768", IC_OK, 1e-5); /* V2: looped T = 1024 */
+    ic_output(g, softmax(g, IN(g, IC_F32, 3, 32768)));
+    g = add_case("bf16_softmax_long_2x32768", IC_OK, 1e-2);
+    ic_output(g, softmax(g, IN(g, IC_BF16, 2, 32768)));
     g = add_case("f32_softmax_64x4096", IC_OK, 1e-5);
     ic_output(g, softmax(g, IN(g, IC_F32, 64, 4096)));
     g = add_case("bf16_rmsnorm_16x2048", IC_OK, 1e-2);
