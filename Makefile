@@ -10,7 +10,8 @@ ASAN         = -fsanitize=address,undefined -fno-omit-frame-pointer
 IC_SRCS      = $(wildcard inductor_c/*.c inductor_c/*/*.c)
 LL_SRCS      = $(wildcard layouts/*.c)
 C_SRCS       = $(wildcard csrc/*.c csrc/*.cpp csrc/*.h dynamo_hook/*.c dynamo_hook/*.h inductor_c/*.h inductor_c/*/*.h layouts/*.h) $(IC_SRCS) $(LL_SRCS)
-STAMP        = build/.deps-ok
+PYTAG       := $(shell $(PYTHON) -c "import sys; print('%d%d' % sys.version_info[:2])" 2>/dev/null)
+STAMP        = build/.deps-ok-$(PYTAG)
 
 export LLVM_INCLUDE LLVM_LIB
 
@@ -26,8 +27,10 @@ $(STAMP):
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq llvm-16-dev; fi
 	@touch $@
 
-build: deps build/.ext-ok
-build/.ext-ok: $(C_SRCS) setup.py
+# The stamps are per Python version: `make PYTHON=python3.12 test` builds and tests that
+# interpreter's extension next to the default one (the GPU machine runs 3.12, CI 3.11).
+build: deps build/.ext-ok-$(PYTAG)
+build/.ext-ok-$(PYTAG): $(C_SRCS) setup.py
 	$(PYTHON) setup.py -q build_ext --inplace
 	@touch $@
 
