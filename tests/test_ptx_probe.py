@@ -95,3 +95,49 @@ def test_kernels_spread_over_parallel_modules(monkeypatch, capfd, tmp_path):
             f.write_text(mod)
             r = subprocess.run([ptxas, "-arch=sm_90", str(f), "-o", os.devnull], capture_output=True, text=True)
             assert r.returncode == 0, (i, r.stderr[-2000:])
+
+
+def _ptxas_v(ptxas, f):
+    r = subprocess.run([ptxas, "-arch=sm_90", "-v", str(f), "-o", os.devnull], capture_output=True, text=True)
+    assert r.returncode == 0, (f.name, r.stderr[-2000:])
+    return r.stderr
+
+
+def test_v2_plans_assemble(monkeypatch, capfd, tmp_path):
+    """TORCHC_GPU_V2=1 (the second generation of launch plans, gpu_nvptx.c gpu_v2) on the
+    cases of benchmarks/gpu_bench.py that it targets, at small shapes, plus odd ones: 16-bit
+    softmax rows (2 rows per block, exact chunks), long rows (looped T = 1024), 16-bit
+    transposes (64 x 64 word tiles with the scalar tile as fallback); ptxas assembles every
+    variant without spills"""
+    monkeypatch.setenv("TORCHC_PTX_PROBE", str(tmp_path))
+    monkeypatch.setenv("TORCHC_GPU_V2", "1")
+    monkeypatch.setenv("TORCHC_CACHE", "0")
+
+    def softmax(x):
+        m = x.amax(-1, keepdim=True)
+        e = (x - m).exp()
+        return e / e.sum(-1, keepdim=True)
+
+    bf, f16 = torch.bfloat16, torch.float16
+    cases = [(softmax, (torch.randn(64, 4096, dtype=bf),)), (softmax, (torch.randn(5, 4096, dtype=f16),)),
+             (softmax, (torch.randn(3, 32768),)), (softmax, (torch.randn(2, 32768, dtype=bf),)),
+             (softmax, (torch.randn(7, 999, dtype=bf),)),
+             (lambda x, y: x.permute(1, 0) + y, (torch.randn(256, 128, dtype=bf), torch.randn(128, 256, dtype=bf))),
+             (lambda x, y: (x.permute(1, 0) * 2 + y).relu(),
+              (torch.randn(130, 66, dtype=f16), torch.randn(66, 130, dtype=f16))),
+             (lambda x, y: x.permute(1, 0) + y, (torch.randn(95, 34, dtype=bf), torch.randn(34, 95, dtype=bf))),
+             (lambda x: x.transpose(1, 2) - 1, (torch.randn(3, 70, 46, dtype=bf),))]
+    for fn, args in cases:
+        lines = _probe(capfd, fn, *args)
+        assert lines and all(ln.endswith("ok") for ln in lines), lines
+    files = sorted(tmp_path.glob("probe_*.ptx"))
+    assert len(files) >= len(cases)
+    text = "".join(f.read_text() for f in files)
+    assert "rcp.approx.f32" in text  # 16-bit division by the row sum
+    assert "_tile[8192]" in text  # a 64 x 64 word tile
+    ptxas = _ptxas()
+    if ptxas:
+        for f in files:
+            info = _ptxas_v(ptxas, f)
+            assert " 0 bytes spill stores" in info and "bytes spill stores" in info, (f.name, info)
+            assert all(ln.strip().startswith("0 bytes stack") for ln in info.splitlines() if "spill" in ln), info
