@@ -2,7 +2,7 @@
 # One device call (GPU machine: Python 3.12, torch 2.11): build, the whole pytest suite
 # (GPU tests included), and the given benchmarks; logs under $OUT.
 #   run: carry [".gpu"], command "bash benchmarks/device_check.sh [tests] [gputests] [tfexplain] [models]
-#        [bench|benchq] [profile] [sync] [tile] [dyn] [overhead]" (modes run in the order given)
+#        [bench|benchq] [profile] [sync] [v2] [tile] [dyn] [overhead]" (modes run in the order given)
 set -u
 export PYTHONPATH=$PWD TORCHC_BUILD_JOBS=16 LLVM_INCLUDE=.gpu/include \
        LLVM_LIB=/lib/x86_64-linux-gnu/libLLVM-16.so.1
@@ -16,6 +16,10 @@ for what in "$@"; do
     tests) timeout 400 python3 -m pytest -q -p no:cacheprovider tests > "$OUT/pytest.log" 2>&1
            echo "pytest rc=$?"; tail -5 "$OUT/pytest.log"; grep -E "^(FAILED|ERROR)" "$OUT/pytest.log" | head -20 ;;
     dyn) timeout 90 python3 benchmarks/dynamic_shapes.py --threads 16 --json "$OUT/dynamic_shapes_device.json" 2>&1 | tail -4 ;;
+    v2) TORCHC_GPU_V2=1 timeout 90 python3 -m pytest -q -p no:cacheprovider tests/test_gpu.py > "$OUT/v2tests.log" 2>&1
+        echo "V2 test_gpu rc=$?"; tail -2 "$OUT/v2tests.log"; grep -E "^(FAILED|ERROR)" "$OUT/v2tests.log" | head
+        for v in 0 1; do TORCHC_GPU_V2=$v timeout 70 python3 benchmarks/gpu_bench.py --no-inductor --only softmax,x.T,norm \
+            --json "$OUT/gpu_bench_v2_$v.json" > "$OUT/gpu_bench_v2_$v.log" 2>&1; echo "V2=$v rc=$?"; tail -9 "$OUT/gpu_bench_v2_$v.log"; done ;;
     sync) timeout 150 python3 benchmarks/sync_check.py --only ${SYNC_MODELS:-vit_b_16,resnet50,bert} 2>&1 | grep -v Warn | tail -30 ;;
     overhead) timeout 120 python3 benchmarks/overhead.py 2>&1 | tail -8 ;;
     gputests) timeout 200 python3 -m pytest -q -p no:cacheprovider tests/test_gpu.py tests/test_gemm_gpu.py tests/test_cudagraphs.py > "$OUT/gputests.log" 2>&1
