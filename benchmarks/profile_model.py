@@ -76,15 +76,22 @@ def host_table(fn, x, top):
     for _ in range(3):
         fn(*x)
     torch.cuda.synchronize()
+    s0 = torchc._C.stats()
     t0 = time.perf_counter()
     for _ in range(10):
         fn(*x)
     host = (time.perf_counter() - t0) / 10 * 1000
+    s1 = torchc._C.stats()
     torch.cuda.synchronize()
+    n = s1.get("timed_hits", 0) - s0.get("timed_hits", 0)
+    phases = ""
+    if n > 0:  # TORCHC_HOST_STATS=1: torchc's hook time by phase, per call
+        phases = "; torchc per call: " + " ".join(
+            f"{k[5:-3]} {(s1[k] - s0[k]) / 10:.1f} us" for k in s1 if k.startswith("host_"))
     with profile(activities=[ProfilerActivity.CPU]) as prof:
         fn(*x)
     ka = sorted(prof.key_averages(), key=lambda e: -e.self_cpu_time_total)
-    lines = [f"  host ~{host:.3f} ms/call without sync (10 calls)"]
+    lines = [f"  host ~{host:.3f} ms/call without sync (10 calls){phases}"]
     for e in ka[:top]:
         lines.append(f"  {e.self_cpu_time_total/1000:8.3f} ms self {e.count:4d}x  {e.key[:80]}")
     return "\n".join(lines)

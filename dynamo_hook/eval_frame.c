@@ -23,12 +23,26 @@ _Thread_local int dh_tl_cg_capture;
 static _Thread_local const dh_config *tl_cfg;
 static _Thread_local PyObject *tl_explain; /* list, or NULL */
 static _PyFrameEvalFunction prev_eval;
+static _Thread_local unsigned long long dh_tl_t0; /* TORCHC_HOST_STATS: the hook's entry */
 static int active_calls;
 int dh_default_recompile_limit = 8;
 
 static struct {
     unsigned long long frames, hits, compiles, fallbacks, limit_fallbacks;
+    /* TORCHC_HOST_STATS=1: host time of cache hits by phase, summed (ns): guards (the hook's
+     * entry to a matching entry), outputs (allocation), run (ic_run / the launches), rest
+     * (mutations, the output structure) */
+    unsigned long long t_guard, t_alloc, t_run, t_rest, timed;
 } stats;
+static int host_stats = -1; /* -1: TORCHC_HOST_STATS not read yet */
+
+static inline unsigned long long now_ns(void) {
+    if (host_stats <= 0)
+        return 0;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
+}
 
 #define DH_MAX_SOURCES 512
 
@@ -179,6 +193,11 @@ static PyObject *dh_eval_frame(PyThreadState *ts, _PyInterpreterFrame *f, int th
         return eval_default(ts, f, throwflag);
     PyCodeObject *code = f->f_code;
     stats.frames++;
+    if (host_stats < 0) {
+        const char *hs = getenv("TORCHC_HOST_STATS");
+        host_stats = hs && strcmp(hs, "1") == 0;
+    }
+    dh_tl_t0 = now_ns();
     dh_cache *c = dh_cache_of(code);
     if (c == NULL) {
         PyErr_Clear();
@@ -352,6 +371,10 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
     }
     stats.hits++;
     e->hits++;
+    if (host_stats > 0) {
+        stats.t_guard += now_ns() - dh_tl_t0;
+        stats.timed++;
+    }
     PyObject *res = dh_entry_run(e, values, ptrs, func, symvals);
     dh_scratch_clear();
     return FINISH(ts, f, res);
@@ -585,6 +608,7 @@ done:
 
 PyObject *dh_entry_run(const dh_entry *e, PyObject *const *values, void *const *data_ptrs,
                        PyObject *func, const int64_t *symvals) {
+    unsigned long long t0 = now_ns();
     int nout = e->compiled ? ic_compiled_num_outputs(e->compiled) : 0;
     PyObject *small_outs[16];
     void *small_ptrs[16 + 16];
@@ -619,6 +643,9 @@ PyObject *dh_entry_run(const dh_entry *e, PyObject *const *values, void *const *
             goto done;
         ptrs[e->ninputs + i] = tc_data_ptr(outs[i]);
     }
+    unsigned long long t1 = now_ns();
+    if (host_stats > 0)
+        stats.t_alloc += t1 - t0;
     if (nout > 0) {
         ic_err err = {0};
         int rc;
@@ -640,6 +667,7 @@ PyObject *dh_entry_run(const dh_entry *e, PyObject *const *values, void *const *
             goto done;
         }
     }
+    unsigned long long t2 = now_ns();
     for (int i = 0; i < e->nmut; i++) {
         int from = e->mut_from[i];
         PyObject *srcobj = from >= 0 ? outs[from] : values[-1 - from];
@@ -659,6 +687,11 @@ PyObject *dh_entry_run(const dh_entry *e, PyObject *const *values, void *const *
             }
         res = Py_NewRef(PyTuple_GET_ITEM(root, 0));
         Py_DECREF(root);
+    }
+    if (host_stats > 0) {
+        unsigned long long t3 = now_ns();
+        stats.t_run += t2 - t1;
+        stats.t_rest += t3 - t2;
     }
     if (res != NULL && e->brk != DH_BRK_NONE) {
         PyObject *state = res;
@@ -717,6 +750,12 @@ PyObject *dh_explain_stop(void) {
 }
 
 PyObject *dh_stats(void) {
+    if (host_stats > 0) /* microseconds */
+        return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:d,s:d,s:d,s:d}", "frames", stats.frames, "hits",
+                             stats.hits, "compiles", stats.compiles, "fallbacks", stats.fallbacks,
+                             "limit_fallbacks", stats.limit_fallbacks, "timed_hits", stats.timed, "host_guard_us",
+                             stats.t_guard / 1e3, "host_alloc_us", stats.t_alloc / 1e3, "host_run_us",
+                             stats.t_run / 1e3, "host_rest_us", stats.t_rest / 1e3);
     return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K}", "frames", stats.frames, "hits", stats.hits,
                          "compiles", stats.compiles, "fallbacks", stats.fallbacks,
                          "limit_fallbacks", stats.limit_fallbacks);
