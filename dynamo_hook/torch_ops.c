@@ -2495,7 +2495,8 @@ static int pool_nd(trace *t, ic_val x, int nd, const int64_t *k, const int64_t *
  * neighbours (batch norm, activation) instead of a library call. On CUDA by default: cuDNN's
  * grouped-conv kernels took 1.73 ms for mobilenet_v3_large's 15 depthwise convs (H200, bf16,
  * batch 32) against 0.56 ms for ATen's own depthwise kernel in NCHW. TORCHC_DWCONV=0: never,
- * =1: on every device. Kernels of more than 49 taps stay library calls.
+ * =1: on every device. Kernels of more than 25 taps stay library calls: convnext_tiny's 7x7
+ * depthwise convs as 49-tap sums took 87 ms a call and 19 s to compile (one run).
  * Returns 1 with *res set, 0 when not applicable, -1 on a failed build. */
 static int dw_conv(trace *t, int nd, const int64_t *prm, const ic_val *v, int n, ic_val *res) {
     const char *env = getenv("TORCHC_DWCONV");
@@ -2510,7 +2511,7 @@ static int dw_conv(trace *t, int nd, const int64_t *prm, const ic_val *v, int n,
         return 0;
     for (int i = 0; i < nd; i++)
         taps *= wm.sizes[2 + i];
-    if (taps < 1 || taps > 49)
+    if (taps < 1 || taps > 25)
         return 0;
     if (n == 3) {
         const ic_meta *bm = metap(t, v[2]);

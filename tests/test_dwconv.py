@@ -16,7 +16,7 @@ CASES = [  # N, C, H, W, kernel, stride, padding, dilation, bias
     (3, 16, 12, 12, 5, 2, 2, 1, False),
     (1, 4, 7, 7, 3, 2, 0, 1, True),
     (2, 6, 10, 10, 3, 1, 2, 2, True),
-    (2, 3, 8, 8, 7, 1, 3, 1, True),
+    (2, 3, 8, 8, 5, 1, 3, 1, True),
     (1, 1, 1, 1, 1, 1, 0, 1, False),
     (2, 4, 5, 6, (3, 1), (1, 2), (1, 0), 1, True),
     (1, 5, 4, 4, 3, 3, 1, 1, True),  # stride larger than the overlap
@@ -45,7 +45,7 @@ def _run(device, dtype, case, monkeypatch, mode="1"):
     got = torchc.compile(block)(x, w, b, s, p, d)
     want = block(x, w, b, s, p, d)
     assert got.shape == want.shape and got.dtype == want.dtype
-    tol = 3e-2 if dtype == torch.bfloat16 else 1e-4 if dtype == torch.float32 else 1e-10
+    tol = {torch.bfloat16: 3e-2, torch.float16: 4e-3, torch.float32: 1e-4}.get(dtype, 1e-10)
     torch.testing.assert_close(got.float(), want.float(), atol=tol, rtol=tol)
     return externs(block, x, w, b, s, p, d)
 
@@ -64,10 +64,10 @@ def test_dwconv_off_and_default_cpu(monkeypatch):
 
 
 def test_not_depthwise_stays_extern(monkeypatch):
-    """a channel multiplier (out = 2 x in), groups below the channel count, a 9x9 kernel."""
+    """a channel multiplier (out = 2 x in), groups below the channel count, a 7x7 kernel."""
     monkeypatch.setenv("TORCHC_DWCONV", "1")
     x = torch.randn(2, 4, 12, 12)
-    for w, groups in [(torch.randn(8, 1, 3, 3), 4), (torch.randn(4, 2, 3, 3), 2), (torch.randn(4, 1, 9, 9), 4)]:
+    for w, groups in [(torch.randn(8, 1, 3, 3), 4), (torch.randn(4, 2, 3, 3), 2), (torch.randn(4, 1, 7, 7), 4)]:
         f = lambda x, w: F.conv2d(x, w, None, 1, 1, 1, groups)  # noqa: E731
         torchc.reset()
         torch.testing.assert_close(torchc.compile(f)(x, w), f(x, w), atol=1e-4, rtol=1e-4)

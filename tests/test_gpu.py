@@ -845,6 +845,7 @@ def test_conv_through_cudnn_backend(dtype, layout, cfg, monkeypatch):
     Eager results."""
     import torch.nn.functional as F
     monkeypatch.setenv("TORCHC_CONV_LAYOUT", layout)
+    monkeypatch.setenv("TORCHC_DWCONV", "0")  # depthwise convs stay convs (tests/test_dwconv.py)
     torchc.reset()
     N, C, H, W, O, k, st, pad, dil, g, bias = cfg
     ks = k if isinstance(k, tuple) else (k, k)
