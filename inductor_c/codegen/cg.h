@@ -51,5 +51,7 @@ LLVMValueRef vm_tanh(cg *g, LLVMValueRef x);
 LLVMValueRef vm_erf(cg *g, LLVMValueRef x);
 LLVMValueRef vm_sigmoid(cg *g, LLVMValueRef x);
 LLVMValueRef vm_gelu(cg *g, LLVMValueRef x);
+typedef LLVMValueRef (*vm_exp_fn)(void *arg, LLVMValueRef x);
+LLVMValueRef vm_gelu_ex(cg *g, LLVMValueRef x, vm_exp_fn ex, void *arg); /* ex NULL: vm_exp; no inf/NaN cases */
 
 #endif

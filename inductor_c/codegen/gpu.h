@@ -28,6 +28,7 @@ typedef struct ic_CUctx_st *ic_CUcontext;
 typedef struct ic_CUmod_st *ic_CUmodule;
 typedef struct ic_CUfunc_st *ic_CUfunction;
 typedef struct ic_CUstream_st *ic_CUstream;
+typedef struct ic_CUlinkState_st *ic_CUlinkState; /* CUlinkState (the driver's linker) */
 
 enum {
     IC_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16,
@@ -38,6 +39,7 @@ enum {
     IC_CU_JIT_ERROR_LOG_BUFFER = 5,
     IC_CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6,
 };
+enum { IC_CU_JIT_INPUT_PTX = 1 }; /* CUjitInputType: cuLinkAddData of PTX text */
 
 /* ---- launch plan ------------------------------------------------------------------------- */
 typedef struct ic_gvariant {
@@ -76,6 +78,14 @@ typedef struct ic_gpu {
     int nbufs;
     int64_t *scratch_off; /* per buffer: row scratch (kind 3) at workspace + this, else -1;
                              the GPU keeps one row-local copy per row there */
+    /* SASS of the modules, for the disk cache: ic_cuda_load keeps what ptxas or the driver's
+     * linker made, and loads a module from cubin[i] (read back by ic_gcache_get) when it is
+     * there and cubin_sm is the device's; a cubin that does not load is recompiled from PTX. */
+    int ncubin;           /* entries of cubin/cubin_len: the PTX modules, or 0 (none) */
+    int cubin_sm;         /* the device (major*10+minor) the cubins were made for */
+    char **cubin;         /* per module: its cubin (ELF), malloc'd, or NULL (none) */
+    size_t *cubin_len;
+    int cubin_loaded;     /* modules the last ic_cuda_load took from given cubins */
 } ic_gpu;
 
 /* ---- thread mappings from linear layouts (codegen/gpu_layout.c) ------------------------- */
@@ -115,7 +125,8 @@ void ic_codegen_gpu(ic_ctx *c, ic_compiled *out, int device);
 void ic_gpu_free(void *gpu);
 /* driver up and the device's properties (sm = major*10+minor); 0 ok, else msg */
 int ic_cuda_device_info(int device, int *sm, int *nsm, char *msg, size_t n);
-/* loads G->ptx in the current (else primary) context of `device`, resolves the kernels */
+/* loads G->ptx in the current (else primary) context of `device`, resolves the kernels;
+ * modules with a cubin for the device in G->cubin load from it; keeps the new SASS there */
 int ic_cuda_load(ic_gpu *G, int device, char *msg, size_t n);
 /* ic_graph_to_ptx support: 1 while the calling thread compiles for PTX only */
 int ic_gpu_ptx_only(int *sm);
@@ -142,6 +153,9 @@ int ic_gcache_enabled(void);
 /* a new, unloaded ic_gpu and the workspace size after codegen, or NULL (miss) */
 ic_gpu *ic_gcache_get(const char *key, int nbufs, int64_t *ws_size);
 void ic_gcache_put(const char *key, const ic_gpu *G, int64_t ws_size);
-extern int ic_gcache_hits; /* successful reads (tests) */
+extern int ic_gcache_hits;       /* successful reads (tests) */
+extern int ic_gcache_cubin_hits; /* modules loaded from cached cubins (runtime/cuda.c; tests) */
+/* exported for the Python tests: 0 -> ic_gcache_hits, 1 -> ic_gcache_cubin_hits */
+long ic_gcache_count(int which);
 
 #endif

@@ -50,7 +50,9 @@
 #include <unistd.h>
 
 #include <llvm-c/Analysis.h>
+#include <llvm-c/BitWriter.h>
 #include <llvm-c/Core.h>
+#include <llvm-c/Linker.h>
 #include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
 #include <llvm-c/Transforms/PassBuilder.h>
@@ -535,6 +537,15 @@ static LLVMValueRef exp_half(gg *g, LLVMValueRef a) {
     return intrin(g, "llvm.nvvm.ex2.approx.f", NULL, 0, &t, 1);
 }
 
+static LLVMValueRef exp_half_cb(void *g, LLVMValueRef a) { return exp_half(g, a); }
+
+/* gelu for f16/bf16 results: erf's outer piece through exp_half (bf16 GELU at 4 KB rows is
+ * bound by instruction issue: the polynomial exp was a third of its instructions) */
+static LLVMValueRef gelu_half(gg *g, LLVMValueRef a) {
+    LLVMValueRef r = vm_gelu_ex(&g->cg, a, exp_half_cb, g);
+    return sel(g, fcmp(g, LLVMRealOEQ, a, kf(a, INFINITY)), a, r);
+}
+
 static LLVMValueRef div_half(gg *g, LLVMValueRef a, LLVMValueRef b) {
     LLVMTypeRef at[2] = {g->cg.f32, g->cg.f32};
     LLVMTypeRef ft = LLVMFunctionType(g->cg.f32, at, 2, 0);
@@ -986,6 +997,8 @@ static LLVMValueRef val(gg *g, ic_xid x, int lane) {
         bool h = is_half(e.dtype) && s.kind == X_OP && s.dtype == IC_F32;
         if (h && s.op == IC_OP_EXP && g->c->xs[s.a].dtype == IC_F32)
             r = exp_half(g, val(g, s.a, lane));
+        else if (h && s.op == IC_OP_GELU && g->c->xs[s.a].dtype == IC_F32)
+            r = gelu_half(g, val(g, s.a, lane));
         else if (h && s.op == IC_OP_DIV && g->c->xs[s.a].dtype == IC_F32 && g->c->xs[s.b].dtype == IC_F32)
             r = (g->v2 & V2_ROWS) && !x_lane_dep(g, s.b) ? div_half_rcp(g, val(g, s.a, lane), s.b)
                                                          : div_half(g, val(g, s.a, lane), val(g, s.b, lane));
@@ -1982,6 +1995,39 @@ static void mark_bufs(ic_ctx *c, ic_xid x, int *used, uint8_t *seen) {
     if (e->c >= 0) mark_bufs(c, e->c, used, seen);
 }
 
+static void order_loads(ic_ctx *c, ic_xid x, uint8_t *seen, const int *used, bool *placed, int *ub, int *nu) {
+    if (seen[x]) return;
+    seen[x] = 1;
+    const ic_x *e = &c->xs[x];
+    if (e->kind == X_LOADF && used[e->buf] && !placed[e->buf]) placed[e->buf] = true, ub[(*nu)++] = e->buf;
+    if (e->kind == X_ROWVAL) return;
+    if (e->a >= 0) order_loads(c, e->a, seen, used, placed, ub, nu);
+    if (e->b >= 0) order_loads(c, e->b, seen, used, placed, ub, nu);
+    if (e->c >= 0) order_loads(c, e->c, seen, used, placed, ub, nu);
+}
+
+/* The kernel parameters: the buffers marked in `used`, in the order the code first meets
+ * them (the n0 of `first`, then each item's loads in expression order and its store, the
+ * rest by index), not by buffer number: a repeated layer's kernel then has its parameters in
+ * the same order as the first layer's and is the same function (kbegin/kend). */
+static int param_order(ic_ctx *c, const ic_kernel *k, bool stores_only, const int *used, const int *first, int n0,
+                       int *ub) {
+    bool *placed = ic_alloc(c, (size_t)c->nbufs + 1);
+    uint8_t *seen = ic_alloc(c, (size_t)c->nxs + 1);
+    int nu = 0;
+    for (int i = 0; i < n0; i++)
+        if (first[i] >= 0 && used[first[i]] && !placed[first[i]]) placed[first[i]] = true, ub[nu++] = first[i];
+    for (int j = 0; k && j < k->nitems; j++) {
+        const ic_item *it = &k->items[j];
+        if (stores_only && !it->store) continue;
+        order_loads(c, it->expr, seen, used, placed, ub, &nu);
+        if (it->store && used[it->buf] && !placed[it->buf]) placed[it->buf] = true, ub[nu++] = it->buf;
+    }
+    for (int b = 0; b < c->nbufs; b++)
+        if (used[b] && !placed[b]) ub[nu++] = b;
+    return nu;
+}
+
 static void add_annotation(gg *g, LLVMValueRef fn, const char *key, int v) {
     LLVMValueRef md[3] = {fn, LLVMMDStringInContext(g->cg.ctx, key, (unsigned)strlen(key)),
                           LLVMConstInt(g->cg.i32, (unsigned)v, 0)};
@@ -1996,10 +2042,8 @@ static void gen_variant(gg *g, ic_kernel *k, const plan *P, ic_gvariant *out, co
         mark_bufs(c, k->items[j].expr, used, seen);
         if (k->items[j].store) used[k->items[j].buf] |= 2;
     }
-    int nu = 0;
     int *ub = ic_alloc(c, (size_t)c->nbufs * sizeof(int) + 1);
-    for (int b = 0; b < c->nbufs; b++)
-        if (used[b]) ub[nu++] = b;
+    int nu = param_order(c, k, false, used, NULL, 0, ub);
     LLVMTypeRef *ps = ic_alloc(c, (size_t)(nu + 2) * sizeof(LLVMTypeRef));
     for (int i = 0; i < nu + 1; i++) ps[i] = g->gptr;
     int np = nu + (P->S > 1); /* split rows: the partials come last */
@@ -2252,10 +2296,9 @@ static void gemm_variant(gg *g, const ic_gemm *G, const ic_gemm_map *M, bool fas
     used[G->a_buf] |= 1;
     used[G->b_buf] |= 1;
     if (G->bias_buf >= 0) used[G->bias_buf] |= 1;
-    int nu = 0;
     int *ub = ic_alloc(c, (size_t)c->nbufs * sizeof(int) + 1);
-    for (int b = 0; b < c->nbufs; b++)
-        if (used[b]) ub[nu++] = b;
+    const int first[4] = {G->a_buf, G->b_buf, G->bias_buf, G->out_buf};
+    int nu = param_order(c, cons, true, used, first, 4, ub);
     LLVMTypeRef *ps = ic_alloc(c, (size_t)(nu + 1) * sizeof(LLVMTypeRef));
     for (int i = 0; i < nu; i++) ps[i] = g->gptr;
     LLVMValueRef fn = LLVMAddFunction(g->cg.mod, name, LLVMFunctionType(g->cg.vd, ps, (unsigned)nu, 0));
@@ -2321,7 +2364,12 @@ static void gemm_variant(gg *g, const ic_gemm *G, const ic_gemm_map *M, bool fas
 
 /* Extern kernel ki as the GEMM template when supported and selected: fills K (no longer an
  * extern call) and returns the index of the kernel fused into its epilogue (-1: none). */
-static int gemm_kernel(gg *g, int ki, ic_gkernel *K, int tsm, int nsm, int mid) {
+typedef struct gres gres;
+typedef struct gpart gpart;
+static void kbegin(gg *g, gres *R, gpart *q);
+static int kend(gg *g, gres *R, gpart *q, ic_gvariant *gv);
+
+static int gemm_kernel(gg *g, int ki, ic_gkernel *K, int tsm, int nsm, int mid, gres *R, gpart *q, int *nnew) {
     ic_ctx *c = g->c;
     int mode = gemm_mode();
     if (mode == 0 || tsm < 80) return -1;
@@ -2339,7 +2387,10 @@ static int gemm_kernel(gg *g, int ki, ic_gkernel *K, int tsm, int nsm, int mid) 
     for (int v = G.fast_ok ? 0 : 1; v < 2; v++) {
         char name[48];
         snprintf(name, sizeof name, "tc%d_k%dg%s", mid % 1000000, ki, v == 0 ? "v" : "");
-        gemm_variant(g, &G, M, v == 0, cons ? E : NULL, store_out, &K->v[K->nvar++], name);
+        ic_gvariant *gv = &K->v[K->nvar++];
+        kbegin(g, R, q);
+        gemm_variant(g, &G, M, v == 0, cons ? E : NULL, store_out, gv, name);
+        *nnew += !kend(g, R, q, gv);
     }
     return cons ? kj : -1;
 }
@@ -2360,7 +2411,7 @@ static void init_nvptx(void) {
  * linear in the kernel count. TORCHC_COMPILE_THREADS caps the threads (default: the CPUs). */
 #define GPU_MAXPARTS 32
 
-typedef struct gpart {
+struct gpart {
     LLVMContextRef ctx;
     LLVMModuleRef mod;
     LLVMBuilderRef b;
@@ -2370,16 +2421,27 @@ typedef struct gpart {
     size_t nptx;
     unsigned debug;
     char err[300];   /* worker's failure, "" when fine */
-} gpart;
+};
 
-typedef struct gres { /* LLVM objects released on every path */
+typedef struct gseen { /* a generated kernel: its module's canonical bitcode, its name */
+    uint64_t h;
+    char *text;
+    size_t n;
+    char name[48];
+} gseen;
+
+struct gres { /* LLVM objects released on every path */
     gpart p[GPU_MAXPARTS];
     int np;
     ic_gpu *gpu;
     char *key; /* disk cache key (runtime/gpu_cache.c) */
-} gres;
+    gseen *seen; /* kernels generated so far (dedupe), nseen of cap */
+    int nseen, capseen;
+    LLVMModuleRef tmp; /* the variant being generated (kbegin/kend), in one part's context */
+};
 
 static void gres_free(gres *R) {
+    if (R->tmp) LLVMDisposeModule(R->tmp); /* before its context */
     for (int i = 0; i < R->np; i++) {
         gpart *q = &R->p[i];
         if (q->b) LLVMDisposeBuilder(q->b);
@@ -2390,6 +2452,8 @@ static void gres_free(gres *R) {
     }
     if (R->gpu) ic_gpu_free(R->gpu);
     free(R->key);
+    for (int i = 0; i < R->nseen; i++) free(R->seen[i].text);
+    free(R->seen);
     memset(R, 0, sizeof *R);
 }
 
@@ -2501,7 +2565,96 @@ static char *cache_key(ic_ctx *c, int tsm, int nsm) {
     return s.s;
 }
 
-/* A cache hit: plan + PTX from disk, loaded; 0 when used, -1 on a miss (compile). */
+/* Repeated layers give the same kernel again and again (BERT: 12 copies of most of its
+ * kernels): each variant is generated into a module of its own; when that module's bitcode,
+ * with the kernel's name as "K" (its shared-memory globals carry the name as a prefix), equals
+ * an earlier variant's, it is dropped and the launch uses the earlier function (with its own
+ * buffers, grid and block); otherwise it is linked into the part's module. The module holds
+ * the function, its globals and nvvm.annotations (block size), so equal bitcode is equal
+ * code (bitcode, not text: printing IR cost ~2 ms a kernel). TORCHC_GPU_DEDUPE=0 (or a PTX/LLVM debug dump) turns
+ * it off: variants are generated into the part's module directly. */
+static int dedupe_on(const ic_ctx *c) {
+    const char *e = getenv("TORCHC_GPU_DEDUPE");
+    return !(e && !strcmp(e, "0")) && !(c->debug & (IC_DEBUG_PTX | IC_DEBUG_LLVM));
+}
+
+/* Renames the definitions of module m named `from`... (the kernel and its globals, which
+ * carry its name as a prefix) to `to`... ; their count */
+static int rename_prefixed(LLVMModuleRef m, const char *from, const char *to) {
+    size_t fl = strlen(from);
+    int n = 0;
+    char buf[160];
+    for (int pass = 0; pass < 2; pass++)
+        for (LLVMValueRef v = pass ? LLVMGetFirstGlobal(m) : LLVMGetFirstFunction(m); v;
+             v = pass ? LLVMGetNextGlobal(v) : LLVMGetNextFunction(v)) {
+            size_t len = 0;
+            const char *nm = LLVMGetValueName2(v, &len);
+            if (len < fl || strncmp(nm, from, fl) || len - fl + strlen(to) >= sizeof buf) continue;
+            int k = snprintf(buf, sizeof buf, "%s%.*s", to, (int)(len - fl), nm + fl);
+            LLVMSetValueName2(v, buf, (size_t)k);
+            n++;
+        }
+    return n;
+}
+
+/* Before a variant: its own module in part q's context (the generator's module until kend). */
+static void kbegin(gg *g, gres *R, gpart *q) {
+    if (!dedupe_on(g->c)) return;
+    R->tmp = LLVMModuleCreateWithNameInContext("torchc_kernel", q->ctx);
+    LLVMSetTarget(R->tmp, LLVMGetTarget(q->mod));
+    LLVMSetDataLayout(R->tmp, LLVMGetDataLayoutStr(q->mod));
+    g->cg.mod = R->tmp;
+}
+
+/* After a variant named gv->name: 1 when it repeats an earlier one (gv now names that one),
+ * 0 when it is new (linked into q's module). */
+static int kend(gg *g, gres *R, gpart *q, ic_gvariant *gv) {
+    if (!R->tmp) return 0;
+    LLVMModuleRef m = R->tmp;
+    g->cg.mod = q->mod;
+    g->fn = g->cg.fn = NULL;
+    g->smem = NULL;
+    /* the module's bitcode with the kernel's name as "K" (names are in its string table) */
+    rename_prefixed(m, gv->name, "K");
+    LLVMMemoryBufferRef mb = LLVMWriteBitcodeToMemoryBuffer(m);
+    rename_prefixed(m, "K", gv->name);
+    size_t n = mb ? LLVMGetBufferSize(mb) : 0;
+    char *bc = n ? malloc(n) : NULL;
+    if (bc) memcpy(bc, LLVMGetBufferStart(mb), n);
+    if (mb) LLVMDisposeMemoryBuffer(mb);
+    uint64_t hv = bc ? ic_hash64(bc, n) : 0;
+    for (int i = 0; hv && i < R->nseen; i++)
+        if (R->seen[i].h == hv && R->seen[i].n == n && !memcmp(R->seen[i].text, bc, n)) {
+            free(bc);
+            R->tmp = NULL;
+            LLVMDisposeModule(m);
+            snprintf(gv->name, sizeof gv->name, "%s", R->seen[i].name);
+            g->c->cg_dups++;
+            return 1;
+        }
+    if (hv && R->nseen == R->capseen) {
+        int cap = R->capseen ? 2 * R->capseen : 64;
+        gseen *ns = realloc(R->seen, (size_t)cap * sizeof *ns);
+        if (ns) R->seen = ns, R->capseen = cap;
+    }
+    if (hv && R->nseen < R->capseen) {
+        gseen *e = &R->seen[R->nseen++];
+        e->h = hv;
+        e->text = bc;
+        e->n = n;
+        snprintf(e->name, sizeof e->name, "%s", gv->name);
+    } else {
+        free(bc);
+    }
+    R->tmp = NULL;
+    if (LLVMLinkModules2(q->mod, m)) /* consumes m */
+        ic_fail(g->c, IC_EINTERNAL, "LLVM: linking kernel %s into its part failed", gv->name);
+    return 0;
+}
+
+/* A cache hit: plan + PTX (+ cubins) from disk, loaded; 0 when used, -1 on a miss (compile).
+ * Modules whose cubin was missing or refused were compiled from PTX by ic_cuda_load: the
+ * entry is put again with their new cubins, so the next process loads them as they are. */
 static int from_cache(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
     int64_t ws = 0;
     ic_gpu *G = ic_gcache_get(R->key, c->nbufs, &ws);
@@ -2511,6 +2664,9 @@ static int from_cache(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
         ic_gpu_free(G);
         return -1;
     }
+    int fresh = 0; /* cubins that did not come from the entry */
+    for (int i = 0; i < G->ncubin; i++) fresh += G->cubin_len[i] > 0;
+    if (fresh > G->cubin_loaded) ic_gcache_put(R->key, G, ws);
     G->device = dev;
     c->ws_size = ws;
     describe_append(out, G);
@@ -2627,12 +2783,14 @@ static void codegen(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
             ic_gkernel *K = &gpu->k[gpu->nkernels++];
             K->ext = ++ext;
             bind_part(g, &R->p[rr % np]);
-            fused = gemm_kernel(g, ki, K, tsm, nsm, mid); /* or our GEMM template */
-            if (!K->ext) R->p[rr++ % np].nk++;
+            int nnew = 0;
+            fused = gemm_kernel(g, ki, K, tsm, nsm, mid, R, &R->p[rr % np], &nnew); /* or our GEMM template */
+            if (!K->ext && nnew) R->p[rr++ % np].nk++;
             continue;
         }
         if (kernel_empty(k)) continue;
         bind_part(g, &R->p[rr % np]);
+        int part = rr % np, nnew = 0; /* variants generated, not deduplicated */
         R->p[rr++ % np].nk++;
         int32_t vv = -1;
         int64_t vsize = 1;
@@ -2690,11 +2848,17 @@ static void codegen(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
                 else
                     snprintf(name, sizeof name, "tc%d_k%d%s", mid % 1000000, ki, P.V > 1 ? "v" : "");
                 ic_gvariant *gv = &K->v[K->nvar++];
+                kbegin(g, R, &R->p[part]);
                 gen_variant(g, k, &P, gv, name);
+                nnew += !kend(g, R, &R->p[part], gv);
                 gv->part_off = part_off;
                 /* the vector variant needs no fallback when it assumes no alignment */
                 if (v == 0 && nvar == 2 && K->v[0].nalign == 0) break;
             }
+        }
+        if (nnew == 0) { /* every variant is an earlier kernel's: the part did not grow */
+            R->p[part].nk--;
+            rr--;
         }
     }
     double tg = ic_now_ms(); /* TORCHC_DEBUG=time stages: irgen, opt (O3 + PTX, parallel), jit (driver) */

@@ -127,7 +127,11 @@ LLVMValueRef vm_tanh(cg *g, LLVMValueRef x) {
 
 /* erf(a), or 1 + erf(a) when one_plus (computed without cancellation for a < 0:
  * the outer piece is erfc(|a|) = exp(r) directly). */
-static LLVMValueRef erf_impl(cg *g, LLVMValueRef a, bool one_plus) {
+static LLVMValueRef erf_impl_ex(cg *g, LLVMValueRef a, bool one_plus, vm_exp_fn ex, void *arg);
+static LLVMValueRef erf_impl(cg *g, LLVMValueRef a, bool one_plus) { return erf_impl_ex(g, a, one_plus, NULL, NULL); }
+
+/* ex(arg, r): the exp of the outer piece (NULL: vm_exp) */
+static LLVMValueRef erf_impl_ex(cg *g, LLVMValueRef a, bool one_plus, vm_exp_fn ex, void *arg) {
     LLVMTypeRef T = LLVMTypeOf(a);
     LLVMValueRef t = fabs1(g, a);
     LLVMValueRef s = LLVMBuildFMul(B, a, a, "");
@@ -139,7 +143,7 @@ static LLVMValueRef erf_impl(cg *g, LLVMValueRef a, bool one_plus) {
     r = fma3(g, r, t, K(-6.34846687e-1));
     r = fma3(g, r, t, K(-1.28717512e-1));
     r = fma3(g, r, t, LLVMBuildFNeg(B, t, ""));
-    LLVMValueRef erfc = vm_exp(g, r);
+    LLVMValueRef erfc = ex ? ex(arg, r) : vm_exp(g, r);
     LLVMValueRef big;
     if (one_plus) {
         big = sel(g, LLVMRealOLT, a, K(0.0), erfc, LLVMBuildFSub(B, K(2.0), erfc, ""));
@@ -160,12 +164,18 @@ static LLVMValueRef erf_impl(cg *g, LLVMValueRef a, bool one_plus) {
 
 LLVMValueRef vm_erf(cg *g, LLVMValueRef a) { return erf_impl(g, a, false); }
 
-/* gelu(x) = x/2 * (1 + erf(x/sqrt2)) */
-LLVMValueRef vm_gelu(cg *g, LLVMValueRef x) {
+/* x/2 * (1 + erf(x/sqrt2)) with ex as the exp (NULL: vm_exp), no special cases */
+LLVMValueRef vm_gelu_ex(cg *g, LLVMValueRef x, vm_exp_fn ex, void *arg) {
     LLVMTypeRef T = LLVMTypeOf(x);
     LLVMValueRef s = LLVMBuildFMul(B, x, K(0.70710678118654752440), "");
     LLVMValueRef h = LLVMBuildFMul(B, x, K(0.5), "");
-    LLVMValueRef r = LLVMBuildFMul(B, h, erf_impl(g, s, true), "");
+    return LLVMBuildFMul(B, h, erf_impl_ex(g, s, true, ex, arg), "");
+}
+
+/* gelu(x) = x/2 * (1 + erf(x/sqrt2)) */
+LLVMValueRef vm_gelu(cg *g, LLVMValueRef x) {
+    LLVMTypeRef T = LLVMTypeOf(x);
+    LLVMValueRef r = vm_gelu_ex(g, x, NULL, NULL);
     /* eager's f32 gelu(+inf) is NaN (its vectorized erf); a drop-in matches it */
     return sel(g, LLVMRealOEQ, x, K(__builtin_inf()), K(__builtin_nan("")), r);
 }

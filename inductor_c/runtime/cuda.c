@@ -10,6 +10,15 @@
  * current. Launches run in that context on the caller's stream; the caller's current
  * context is restored afterwards.
  *
+ * Modules: a graph's PTX modules (IC_PTX_SEP) become SASS on parallel threads through the
+ * driver's linker (cuLinkAddData + cuLinkComplete: unlike cuModuleLoadDataEx of PTX it hands
+ * the cubin out), or in parallel ptxas processes (ic_cuda_set_ptxas); each module loads from
+ * its cubin, and G->cubin keeps them for the disk cache (runtime/gpu_cache.c). A graph read
+ * back from that cache loads its cubins as they are, skipping PTX -> SASS; a module whose
+ * cubin is missing or refused (another driver or device) is compiled from its PTX instead,
+ * never an error. Without the cuLink* entry points, or with the disk cache off, PTX loads
+ * through cuModuleLoadDataEx (the driver's own JIT cache) and no cubin is kept.
+ *
  * Memory: inputs/outputs are the caller's device pointers. The workspace for intermediates
  * comes from the registered allocator (PyTorch's caching allocator through csrc: stream
  * ordered, released right after the launches are queued), else cuMemAllocAsync/FreeAsync on
@@ -40,6 +49,8 @@ _Static_assert((int)CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR == (int)IC_CU_D
 _Static_assert((int)CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR == (int)IC_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, "attr");
 _Static_assert((int)CU_JIT_ERROR_LOG_BUFFER == (int)IC_CU_JIT_ERROR_LOG_BUFFER, "jit");
 _Static_assert((int)CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES == (int)IC_CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, "jit");
+_Static_assert(sizeof(CUjitInputType) == sizeof(int), "CUjitInputType");
+_Static_assert((int)CU_JIT_INPUT_PTX == (int)IC_CU_JIT_INPUT_PTX, "jit input");
 #endif
 
 typedef ic_CUresult R_;
@@ -65,6 +76,11 @@ typedef struct drv {
     R_ (*MemFreeAsync)(ic_CUdeviceptr, ic_CUstream);             /* optional */
     R_ (*StreamSynchronize)(ic_CUstream);
     R_ (*GetErrorString)(R_, const char **);
+    /* optional, all four or none: PTX -> cubin through the driver's linker */
+    R_ (*LinkCreate)(unsigned, int *, void **, ic_CUlinkState *);
+    R_ (*LinkAddData)(ic_CUlinkState, int, void *, size_t, const char *, unsigned, int *, void **);
+    R_ (*LinkComplete)(ic_CUlinkState, void **, size_t *);
+    R_ (*LinkDestroy)(ic_CUlinkState);
     int version;
     int ok;
     char reason[256];
@@ -117,7 +133,17 @@ static void init(void) {
     SYM(MemFreeAsync, "cuMemFreeAsync", 0);
     SYM(StreamSynchronize, "cuStreamSynchronize", 1);
     SYM(GetErrorString, "cuGetErrorString", 1);
+    SYM(LinkCreate, "cuLinkCreate_v2", 0);
+    SYM(LinkAddData, "cuLinkAddData_v2", 0);
+    SYM(LinkComplete, "cuLinkComplete", 0);
+    SYM(LinkDestroy, "cuLinkDestroy", 0);
 #undef SYM
+    if (!D.LinkCreate || !D.LinkAddData || !D.LinkComplete || !D.LinkDestroy) {
+        D.LinkCreate = NULL; /* the JIT goes through cuModuleLoadDataEx, no cubins kept */
+        D.LinkAddData = NULL;
+        D.LinkComplete = NULL;
+        D.LinkDestroy = NULL;
+    }
     R_ r = D.Init(0);
     if (r) {
         snprintf(D.reason, sizeof D.reason, "cuInit: %s", errstr(r));
@@ -229,23 +255,69 @@ struct load_job;
 typedef struct load_job {
     ic_CUcontext ctx;
     const char *ptx;
+    bool keep;        /* keep the SASS (for the disk cache) */
     ic_CUmodule mod;
-    R_ r;
+    R_ r;             /* != 0: not loaded (yet) */
+    char *cubin;      /* keep: the SASS mod was loaded from, malloc'd, or NULL */
+    size_t cubin_len;
     char log[2048];
 } load_job;
 
+/* cuModuleLoadDataEx of a PTX or cubin image in the current context, errors into j->log
+ * (fresh options each call: the driver writes the log's length back into them). */
+static R_ load_image(load_job *j, const void *image) {
+    int opts[2] = {IC_CU_JIT_ERROR_LOG_BUFFER, IC_CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+    void *vals[2] = {j->log, (void *)(uintptr_t)sizeof j->log};
+    R_ r = D.ModuleLoadDataEx(&j->mod, image, 2, opts, vals);
+    if (r) j->mod = NULL;
+    return r;
+}
+
+/* PTX -> cubin through the driver's linker, then the module from the cubin, kept in j->cubin
+ * (a failed copy only loses the cubin). 0 loaded, else -1: nothing loaded or kept. */
+static int link_one(load_job *j) {
+    int opts[2] = {IC_CU_JIT_ERROR_LOG_BUFFER, IC_CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+    void *vals[2] = {j->log, (void *)(uintptr_t)sizeof j->log}; /* live until LinkDestroy */
+    ic_CUlinkState ls = NULL;
+    if (D.LinkCreate(2, opts, vals, &ls) || !ls) return -1;
+    void *bin = NULL; /* owned by ls */
+    size_t len = 0;
+    R_ r = D.LinkAddData(ls, IC_CU_JIT_INPUT_PTX, (void *)j->ptx, strlen(j->ptx) + 1, "torchc.ptx", 0, NULL, NULL);
+    if (!r) r = D.LinkComplete(ls, &bin, &len);
+    if (!r && (!bin || !len)) r = 1;
+    if (!r) r = load_image(j, bin);
+    if (!r && (j->cubin = malloc(len))) {
+        memcpy(j->cubin, bin, len);
+        j->cubin_len = len;
+    }
+    D.LinkDestroy(ls);
+    if (r) return -1;
+    j->r = 0;
+    return 0;
+}
+
 /* The driver JIT-compiles PTX to SASS here; modules load on parallel threads (the driver API
- * is thread-safe, and its JIT runs concurrently for different modules). */
+ * is thread-safe, and its JIT runs concurrently for different modules). A module the linker
+ * fails on gets one more try through cuModuleLoadDataEx, whose error is the one reported. */
 static void *load_one(void *arg) {
     load_job *j = arg;
     ic_CUcontext cur = NULL;
     D.CtxGetCurrent(&cur);
     if (cur != j->ctx) D.CtxSetCurrent(j->ctx);
-    int opts[2] = {IC_CU_JIT_ERROR_LOG_BUFFER, IC_CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
-    void *vals[2] = {j->log, (void *)(uintptr_t)sizeof j->log};
-    j->r = D.ModuleLoadDataEx(&j->mod, j->ptx, 2, opts, vals);
-    if (j->r) j->mod = NULL;
+    if (j->keep && D.LinkCreate && !link_one(j)) return NULL;
+    j->r = load_image(j, j->ptx);
     return NULL;
+}
+
+/* Frees G's cubins (none kept). */
+static void drop_cubins(ic_gpu *G) {
+    for (int i = 0; G->cubin && i < G->ncubin; i++) free(G->cubin[i]);
+    free(G->cubin);
+    free(G->cubin_len);
+    G->cubin = NULL;
+    G->cubin_len = NULL;
+    G->ncubin = 0;
+    G->cubin_sm = 0;
 }
 
 /* ---- ptxas: PTX -> cubin in parallel processes ------------------------------------------ */
@@ -306,8 +378,9 @@ static char *read_file(const char *path, size_t *n) {
     return buf;
 }
 
-/* Assembles every job's PTX with ptxas -arch=sm_<sm> (all processes at once) and loads the
- * cubins; a job whose ptxas or load fails keeps r != 0 and its PTX (the caller JITs it). */
+/* Assembles the PTX of every job not loaded yet (r != 0) with ptxas -arch=sm_<sm> (all
+ * processes at once) and loads the cubins (kept in the job when it keeps them); a job whose
+ * ptxas or load fails keeps r != 0 and its PTX (the caller JITs it). */
 static void ptxas_all(const char *ptxas, int sm, struct load_job *jobs, int nm);
 
 int ic_cuda_load(ic_gpu *G, int device, char *msg, size_t n) {
@@ -342,13 +415,38 @@ int ic_cuda_load(ic_gpu *G, int device, char *msg, size_t n) {
             s = e + sl;
         }
     }
-    for (int i = 0; i < nm; i++) jobs[i].r = 1; /* not loaded yet */
-    char *ptxas = ptxas_get();
     int dsm = 0, nsm = 0;
     char m2[64];
+    if (ic_cuda_device_info(device, &dsm, &nsm, m2, sizeof m2)) dsm = 0;
+    const bool keep = dsm > 0 && ic_gcache_enabled(); /* the SASS is for the disk cache */
+    for (int i = 0; i < nm; i++) {
+        jobs[i].r = 1; /* not loaded yet */
+        jobs[i].keep = keep;
+    }
+    /* cubins read from the disk cache for this device: loaded as they are, in this thread
+     * (no compile: cheap); one the driver refuses is compiled from its PTX below. Only ELF
+     * images go to the driver (it takes no length: anything else would be read as PTX). */
+    G->cubin_loaded = 0;
+    if (G->ncubin == nm && G->cubin && G->cubin_len && G->cubin_sm == dsm && dsm > 0)
+        for (int i = 0; i < nm; i++) {
+            if (!G->cubin[i] || G->cubin_len[i] < 64 || memcmp(G->cubin[i], "\x7f" "ELF", 4)) continue;
+            jobs[i].r = load_image(&jobs[i], G->cubin[i]);
+            if (jobs[i].r) {
+                jobs[i].r = 1;
+                jobs[i].log[0] = 0;
+                continue;
+            }
+            jobs[i].cubin = G->cubin[i]; /* moves to the job, back to G below */
+            jobs[i].cubin_len = G->cubin_len[i];
+            G->cubin[i] = NULL;
+            G->cubin_loaded++;
+        }
+    drop_cubins(G); /* the rest: stale, replaced by what loads now */
+    int left = 0;
+    for (int i = 0; i < nm; i++) left += jobs[i].r != 0;
+    char *ptxas = ptxas_get();
     /* cubins from ptxas when the device is the PTX's target and the work is worth processes */
-    if (ptxas && (nm > 1 || strlen(G->ptx) > 65536) && !ic_cuda_device_info(device, &dsm, &nsm, m2, sizeof m2) &&
-        dsm == G->sm)
+    if (ptxas && left && (nm > 1 || strlen(G->ptx) > 65536) && dsm > 0 && dsm == G->sm)
         ptxas_all(ptxas, dsm, jobs, nm);
     free(ptxas);
     for (int i = 1; i < nm; i++)
@@ -361,6 +459,21 @@ int ic_cuda_load(ic_gpu *G, int device, char *msg, size_t n) {
     for (int i = 0; i < nm; i++) {
         G->mods[i] = jobs[i].mod;
         if (jobs[i].mod) G->nmod = i + 1;
+    }
+    if (keep) { /* the SASS of every module (NULL where none came out) */
+        G->cubin = calloc((size_t)nm, sizeof *G->cubin);
+        G->cubin_len = calloc((size_t)nm, sizeof *G->cubin_len);
+        if (G->cubin && G->cubin_len) {
+            G->ncubin = nm;
+            G->cubin_sm = dsm;
+            for (int i = 0; i < nm; i++) {
+                G->cubin[i] = jobs[i].cubin;
+                G->cubin_len[i] = jobs[i].cubin ? jobs[i].cubin_len : 0;
+                jobs[i].cubin = NULL;
+            }
+        } else {
+            drop_cubins(G); /* out of memory: the cache gets no cubins, the jobs' are freed below */
+        }
     }
     for (int i = 0; i < nm && !rc; i++)
         if (jobs[i].r) {
@@ -380,7 +493,9 @@ int ic_cuda_load(ic_gpu *G, int device, char *msg, size_t n) {
                 rc = -1;
             }
         }
+    if (!rc) __atomic_fetch_add(&ic_gcache_cubin_hits, G->cubin_loaded, __ATOMIC_RELAXED);
 out:
+    for (int i = 0; jobs && i < nm; i++) free(jobs[i].cubin);
     free(text);
     free(jobs);
     free(th);
@@ -402,6 +517,7 @@ static void ptxas_all(const char *ptxas, int sm, load_job *jobs, int nm) {
     char arch[32];
     snprintf(arch, sizeof arch, "-arch=sm_%d", sm);
     for (int i = 0; i < nm; i++) {
+        if (!jobs[i].r) continue; /* loaded already (a cached cubin) */
         char in[600], out[600], log[600];
         snprintf(in, sizeof in, "%s/m%d.ptx", dir, i);
         snprintf(out, sizeof out, "%s/m%d.cubin", dir, i);
@@ -424,6 +540,7 @@ static void ptxas_all(const char *ptxas, int sm, load_job *jobs, int nm) {
             }
             ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
         }
+        if (!jobs[i].r) continue;
         size_t n = 0;
         snprintf(path, sizeof path, "%s/m%d.cubin", dir, i);
         char *cubin = ok ? read_file(path, &n) : NULL;
@@ -431,10 +548,12 @@ static void ptxas_all(const char *ptxas, int sm, load_job *jobs, int nm) {
             ic_CUcontext cur = NULL;
             D.CtxGetCurrent(&cur);
             if (cur != jobs[i].ctx) D.CtxSetCurrent(jobs[i].ctx);
-            int opts[2] = {IC_CU_JIT_ERROR_LOG_BUFFER, IC_CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
-            void *vals[2] = {jobs[i].log, (void *)(uintptr_t)sizeof jobs[i].log};
-            jobs[i].r = D.ModuleLoadDataEx(&jobs[i].mod, cubin, 2, opts, vals);
-            if (jobs[i].r) jobs[i].mod = NULL; /* the caller JITs the PTX instead */
+            jobs[i].r = load_image(&jobs[i], cubin); /* failed: the caller JITs the PTX instead */
+            if (!jobs[i].r && jobs[i].keep) {
+                jobs[i].cubin = cubin;
+                jobs[i].cubin_len = n;
+                cubin = NULL;
+            }
             free(cubin);
         }
         unlink(path);
@@ -459,6 +578,7 @@ void ic_gpu_free(void *p) {
         if (cur != G->ctx) D.CtxSetCurrent(cur);
     }
     free(G->mods);
+    drop_cubins(G);
     for (int k = 0; G->k && k < G->nkernels; k++)
         for (int v = 0; v < 2; v++) {
             free(G->k[k].v[v].params);

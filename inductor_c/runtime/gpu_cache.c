@@ -1,19 +1,25 @@
-/* gpu_cache.c — on-disk cache of GPU compilations: PTX + launch plan, keyed by the graph.
+/* gpu_cache.c — on-disk cache of GPU compilations: launch plan, PTX and cubins, keyed by the graph.
  *
  * A GPU compilation is a deterministic function of (graph text, target sm, multiprocessor
  * count, torchc build, LLVM version); the driver version is part of the key too (DESIGN.md).
- * A hit skips the LLVM O3 + NVPTX back end (most of a GPU compile); the driver's own
- * compute cache already keeps the PTX -> SASS step.
+ * A hit skips the LLVM O3 + NVPTX back end (most of a GPU compile), and with the cubins
+ * (the SASS that ptxas or the driver's linker made when the entry was written) the PTX ->
+ * SASS step too: the modules load as they are (runtime/cuda.c, ic_cuda_load).
  *
  * Storage is runtime/diskcache.c (ic_diskcache.h: namespace "ptx", atomic writes,
  * checksums, size cap, TORCHC_CACHE_DIR, TORCHC_CACHE=0 / TORCHC_DISK_CACHE=0). The blob:
- *   "TCGPU002" | key (u32 length + bytes, compared in full: no trust in the 128-bit hash) |
+ *   "TCGPU003" | key (u32 length + bytes, compared in full: no trust in the 128-bit hash) |
  *   i64 ws_size | i32 sm, nkernels, nbufs | i64 scratch_off[nbufs] | per kernel: i32 nvar,
  *   per variant: name[48], u32 grid, block, i32 vec, nparams, params[], nalign, align_buf[],
- *   align_bytes[], i64 part_off | u32 ptx length + PTX text.
- * Every read is bounds-checked; a short or mismatching blob is a miss (rebuilt and put
- * again). Errors are never reported: the cache is an optimization only.
+ *   align_bytes[], i64 part_off | u32 ptx length + PTX text |
+ *   u32 nmods (0, or the PTX's module count) | i32 cubin_sm | per module: u32 length + cubin
+ *   bytes (length 0: none for that module).
+ * Every read is bounds-checked; a short or mismatching blob (an older "TCGPU002" one too) is
+ * a miss (rebuilt and put again). A cubin is not checked here: one the driver refuses is
+ * recompiled from its PTX (ic_cuda_load) and the entry put again (gpu_nvptx.c, from_cache).
+ * Errors are never reported: the cache is an optimization only.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,10 +27,15 @@
 #include "../codegen/gpu.h"
 #include "../ic_diskcache.h"
 
-#define MAGIC "TCGPU002"
+#define MAGIC "TCGPU003"
 #define NS "ptx"
 
-int ic_gcache_hits; /* entries read back (tests) */
+int ic_gcache_hits;       /* entries read back (tests) */
+int ic_gcache_cubin_hits; /* modules loaded from their cached cubin (runtime/cuda.c; tests) */
+
+IC_API long ic_gcache_count(int which) {
+    return __atomic_load_n(which ? &ic_gcache_cubin_hits : &ic_gcache_hits, __ATOMIC_RELAXED);
+}
 
 int ic_gcache_enabled(void) { return ic_diskcache_enabled(); }
 
@@ -45,7 +56,7 @@ typedef struct wbuf {
 } wbuf;
 
 static void put(wbuf *w, const void *p, size_t n) {
-    if (w->oom) return;
+    if (w->oom || !n) return; /* n == 0: p may be NULL (a module without a cubin) */
     if (w->n + n > w->cap) {
         size_t cap = w->cap ? w->cap * 2 : 4096;
         while (cap < w->n + n) cap *= 2;
@@ -138,6 +149,14 @@ void ic_gcache_put(const char *key, const ic_gpu *G, int64_t ws_size) {
     uint32_t pl = (uint32_t)strlen(G->ptx);
     put(&w, &pl, 4);
     put(&w, G->ptx, pl);
+    int nc = G->cubin && G->cubin_len ? G->ncubin : 0;
+    put32(&w, nc);
+    put32(&w, G->cubin_sm);
+    for (int i = 0; i < nc; i++) {
+        uint32_t cl = G->cubin[i] && G->cubin_len[i] <= UINT32_MAX ? (uint32_t)G->cubin_len[i] : 0;
+        put(&w, &cl, 4);
+        put(&w, G->cubin[i], cl);
+    }
     if (w.oom) {
         free(w.p);
         return;
@@ -204,6 +223,28 @@ ic_gpu *ic_gcache_get(const char *key, int nbufs, int64_t *ws_size) {
     memcpy(G->ptx, data + r.at, pl);
     G->ptx[pl] = 0;
     r.at += pl;
+    int nmods = 1; /* the PTX's modules: the cubins must be as many */
+    const size_t sl = strlen(IC_PTX_SEP);
+    for (const char *s = strstr(G->ptx, IC_PTX_SEP); s; s = strstr(s + sl, IC_PTX_SEP)) nmods++;
+    int nc = get32(&r);
+    G->cubin_sm = get32(&r);
+    if (r.bad || (nc != 0 && nc != nmods)) goto miss;
+    if (nc) {
+        G->cubin = calloc((size_t)nc, sizeof *G->cubin);
+        G->cubin_len = calloc((size_t)nc, sizeof *G->cubin_len);
+        if (!G->cubin || !G->cubin_len) goto miss;
+        G->ncubin = nc; /* freed by ic_gpu_free from here on */
+    }
+    for (int i = 0; i < nc; i++) {
+        uint32_t cl = 0;
+        get(&r, &cl, 4);
+        if (r.bad || cl > len - r.at) goto miss;
+        if (!cl) continue;
+        if (!(G->cubin[i] = malloc(cl))) goto miss;
+        memcpy(G->cubin[i], data + r.at, cl);
+        G->cubin_len[i] = cl;
+        r.at += cl;
+    }
     if (r.at != len) goto miss;
     free(data);
     __atomic_fetch_add(&ic_gcache_hits, 1, __ATOMIC_RELAXED);

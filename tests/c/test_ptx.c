@@ -6,13 +6,18 @@
  * 2. Where libcuda works (ic_cuda_available), each corpus graph is also compiled for
  *    IC_CUDA, run on random inputs (strided layouts as built), and compared with the CPU
  *    backend on the same inputs (which itself is tested against a reference elsewhere).
+ *    Then again from the GPU disk cache (plans, PTX and cubins: no LLVM, no PTX -> SASS),
+ *    and a few once more after their cached cubins were garbled (recompiled from PTX).
  *    The harness opens libcuda itself for memory copies. TEST_PTX_BENCH=1 adds timings.
  * 3. Error paths: without a driver ic_compile(IC_CUDA) must fail with IC_EUNSUPPORTED.
+ * 4. The GPU disk cache without a GPU: blobs (cubins too) round-trip through
+ *    ic_gcache_put/get; corrupted, truncated and inconsistent blobs are misses.
  *
  * Exit status: number of failures. Options: -v (print each graph), -k NAME (only graphs
  * whose name contains NAME), -s (keep the PTX files in /tmp/torchc_ptx).
  */
 #define _POSIX_C_SOURCE 200809L
+#include <dirent.h>
 #include <dlfcn.h>
 #include <math.h>
 #include <stdbool.h>
@@ -27,6 +32,7 @@
 #include "ic.h"
 #include "ic_device.h"
 #include "codegen/gpu.h" /* the disk cache (runtime/gpu_cache.c) */
+#include "ic_diskcache.h"
 
 static int failures, checks, verbose, keep;
 static const char *only;
@@ -638,8 +644,16 @@ static void run_gpu(gcase *gc) {
 /* ---- disk cache of PTX + launch plans (runtime/gpu_cache.c), no GPU needed ---------------- */
 static ic_gpu *fake_gpu(void) {
     ic_gpu *G = calloc(1, sizeof *G);
-    G->ptx = strdup("// ptx text\n.version 7.8\n");
+    G->ptx = strdup("// ptx text\n.version 7.8\n" IC_PTX_SEP "// module 2\n.version 7.8\n");
     G->sm = 90;
+    /* two modules: a cubin for the first (every byte value), none for the second */
+    G->ncubin = 2;
+    G->cubin_sm = 90;
+    G->cubin = calloc(2, sizeof *G->cubin);
+    G->cubin_len = calloc(2, sizeof *G->cubin_len);
+    G->cubin_len[0] = 777;
+    G->cubin[0] = malloc(777);
+    for (int i = 0; i < 777; i++) G->cubin[0][i] = (char)(i * 37 + 11);
     G->nbufs = 3;
     G->scratch_off = malloc(3 * sizeof(int64_t));
     G->scratch_off[0] = -1, G->scratch_off[1] = 256, G->scratch_off[2] = -1;
@@ -664,6 +678,123 @@ static ic_gpu *fake_gpu(void) {
     return G;
 }
 
+/* The blob itself behind valid diskcache entries (checksums match): every proper prefix,
+ * a trailing byte, and a cubin count other than the PTX's module count are misses; without
+ * cubins the entry round-trips with none. Uses key "key-c". */
+static void test_cache_blob(ic_gpu *G) {
+    ic_dkey k = {0, 0}; /* gpu_cache.c's storage key */
+    ic_dkey_mix_str(&k, "TCGPU003");
+    ic_dkey_mix_str(&k, "key-c");
+    ic_dkey_build_id(&k);
+    int64_t ws = 0;
+    ic_gcache_put("key-c", G, 64);
+    void *blob = NULL;
+    size_t len = 0;
+    CHECK(ic_diskcache_get("ptx", k, &blob, &len) == 0 && len > 8 && !memcmp(blob, "TCGPU003", 8),
+          "cache blob: no TCGPU003 entry under the expected key");
+    if (!blob) return;
+    int hits = 0;
+    for (size_t m = 0; m < len; m++) {
+        ic_diskcache_put("ptx", k, blob, m);
+        ic_gpu *X = ic_gcache_get("key-c", 3, &ws);
+        hits += X != NULL;
+        if (X) ic_gpu_free(X);
+    }
+    CHECK(hits == 0, "cache blob: %d truncated blobs accepted", hits);
+    char *longer = malloc(len + 1);
+    memcpy(longer, blob, len);
+    longer[len] = 0;
+    ic_diskcache_put("ptx", k, longer, len + 1);
+    ic_gpu *X = ic_gcache_get("key-c", 3, &ws);
+    CHECK(X == NULL, "cache blob: a trailing byte accepted");
+    if (X) ic_gpu_free(X);
+    free(longer);
+    ic_diskcache_put("ptx", k, blob, len);
+    X = ic_gcache_get("key-c", 3, &ws);
+    CHECK(X != NULL && X->ncubin == 2 && X->cubin_len[0] == 777, "cache blob: restored blob not read");
+    if (X) ic_gpu_free(X);
+    free(blob);
+    /* cubins for 3 modules of a 2-module PTX: a miss; no cubins at all: a hit without */
+    int nc = G->ncubin;
+    G->ncubin = 3;
+    char *c3[3] = {G->cubin[0], NULL, NULL};
+    size_t l3[3] = {G->cubin_len[0], 0, 0};
+    char **c0 = G->cubin;
+    size_t *l0 = G->cubin_len;
+    G->cubin = c3;
+    G->cubin_len = l3;
+    ic_gcache_put("key-c", G, 64);
+    X = ic_gcache_get("key-c", 3, &ws);
+    CHECK(X == NULL, "cache blob: 3 cubins for 2 PTX modules accepted");
+    if (X) ic_gpu_free(X);
+    G->ncubin = 0;
+    ic_gcache_put("key-c", G, 64);
+    X = ic_gcache_get("key-c", 3, &ws);
+    CHECK(X != NULL && X->ncubin == 0 && !X->cubin && !strcmp(X->ptx, G->ptx),
+          "cache blob: no round trip without cubins");
+    if (X) ic_gpu_free(X);
+    G->ncubin = nc;
+    G->cubin = c0;
+    G->cubin_len = l0;
+}
+
+/* run_gpu on the first n compilable graphs (of -k's selection) */
+static void run_first(int n) {
+    for (int i = 0; i < ncases && n > 0; i++)
+        if (cases[i].expect == IC_OK && (!only || strstr(cases[i].name, only))) {
+            run_gpu(&cases[i]);
+            n--;
+        }
+}
+
+/* Garbles the cubins of every GPU entry under dir (an ELF magic, then zeros: an image the
+ * driver refuses) through ic_gcache_get/put, the key read from the entry. The count. */
+static int garble_cubins(const char *dir) {
+    char sub[1200];
+    snprintf(sub, sizeof sub, "%s/ptx", dir);
+    DIR *d = opendir(sub);
+    if (!d) return 0;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.') continue;
+        char path[1600];
+        snprintf(path, sizeof path, "%s/%s", sub, e->d_name);
+        FILE *f = fopen(path, "rb");
+        if (!f) continue;
+        fseek(f, 0, SEEK_END);
+        long sz = ftell(f);
+        fseek(f, 0, SEEK_SET);
+        char *b = sz > 0 ? malloc((size_t)sz) : NULL;
+        size_t got = b ? fread(b, 1, (size_t)sz, f) : 0;
+        fclose(f);
+        /* diskcache header (40 bytes) | "TCGPU003" | u32 key length | key | i64 ws | i32 sm, nk, nbufs */
+        uint32_t kl = 0;
+        if (b && got == (size_t)sz && sz > 52 && !memcmp(b + 40, "TCGPU003", 8)) memcpy(&kl, b + 48, 4);
+        if (kl && (size_t)kl + 52 + 20 <= got) {
+            char *key = strndup(b + 52, kl);
+            int32_t nbufs = 0;
+            memcpy(&nbufs, b + 52 + kl + 16, 4);
+            int64_t ws = 0;
+            ic_gpu *G = key ? ic_gcache_get(key, nbufs, &ws) : NULL;
+            if (G) {
+                for (int i = 0; i < G->ncubin; i++)
+                    if (G->cubin[i] && G->cubin_len[i] >= 4) {
+                        memset(G->cubin[i], 0, G->cubin_len[i]);
+                        memcpy(G->cubin[i], "\x7f" "ELF", 4);
+                    }
+                ic_gcache_put(key, G, ws);
+                ic_gpu_free(G);
+                n++;
+            }
+            free(key);
+        }
+        free(b);
+    }
+    closedir(d);
+    return n;
+}
+
 static void test_disk_cache(void) {
     char dir[] = "/tmp/torchc_gcache_XXXXXX";
     if (!mkdtemp(dir)) return;
@@ -678,6 +809,10 @@ static void test_disk_cache(void) {
     if (H) {
         CHECK(!strcmp(H->ptx, G->ptx) && H->nkernels == 2 && H->nbufs == 3 && H->scratch_off[1] == 256,
               "cache: header round trip");
+        CHECK(H->ncubin == 2 && H->cubin_sm == 90 && H->cubin && H->cubin_len && H->cubin_len[0] == 777 &&
+                  H->cubin[0] && !memcmp(H->cubin[0], G->cubin[0], 777) && !H->cubin[1] && H->cubin_len[1] == 0 &&
+                  H->nmod == 0 && !H->mods,
+              "cache: cubins round trip");
         for (int k = 0; k < 2; k++)
             for (int v = 0; v < G->k[k].nvar; v++) {
                 ic_gvariant *a = &G->k[k].v[v], *b = &H->k[k].v[v];
@@ -738,6 +873,7 @@ static void test_disk_cache(void) {
         CHECK(X != NULL, "cache: restored entry not read");
         if (X) ic_gpu_free(X);
     }
+    test_cache_blob(G); /* after the corruption tests: they take the directory's one entry */
     setenv("TORCHC_CACHE", "0", 1);
     CHECK(ic_gcache_get("key-a", 3, &ws) == NULL, "cache: TORCHC_CACHE=0 still reads");
     unsetenv("TORCHC_CACHE");
@@ -963,16 +1099,31 @@ int main(int argc, char **argv) {
             if (have_dir) setenv("TORCHC_CACHE_DIR", cdir, 1);
             for (int i = 0; i < ncases; i++)
                 if (!only || strstr(cases[i].name, only)) run_gpu(&cases[i]);
-            if (have_dir) { /* the same graphs again: PTX + plans from the disk cache */
-                int h0 = ic_gcache_hits, runs0 = gpu_runs;
+            if (have_dir) { /* the same graphs again: PTX + plans + cubins from the disk cache */
+                int h0 = ic_gcache_hits, c0 = ic_gcache_cubin_hits, runs0 = gpu_runs;
                 double t1 = now();
                 for (int i = 0; i < ncases; i++)
                     if (!only || strstr(cases[i].name, only)) run_gpu(&cases[i]);
-                int hits = ic_gcache_hits - h0;
+                int hits = ic_gcache_hits - h0, cubins = ic_gcache_cubin_hits - c0;
                 CHECK(hits > 0 && hits >= (gpu_runs - runs0) / 2, "disk cache: %d hits in %d runs", hits,
                       gpu_runs - runs0);
-                printf("gpu: second pass from the disk cache: %d hits, %d runs, %.2f s\n", hits, gpu_runs - runs0,
-                       now() - t1);
+                CHECK(cubins >= hits, "disk cache: %d modules from cached cubins in %d hits", cubins, hits);
+                printf("gpu: second pass from the disk cache: %d hits, %d modules from cubins, %d runs, %.2f s\n",
+                       hits, cubins, gpu_runs - runs0, now() - t1);
+                /* cubins the driver refuses: the modules come from their PTX, the results stay
+                 * right, and the entries are put again with good cubins (a few graphs) */
+                int ng = garble_cubins(cdir);
+                h0 = ic_gcache_hits, c0 = ic_gcache_cubin_hits;
+                run_first(12);
+                hits = ic_gcache_hits - h0, cubins = ic_gcache_cubin_hits - c0;
+                CHECK(ng > 0 && hits > 0 && cubins == 0, "disk cache: %d garbled entries: %d hits, %d cubins loaded", ng,
+                      hits, cubins);
+                c0 = ic_gcache_cubin_hits;
+                run_first(12);
+                cubins = ic_gcache_cubin_hits - c0;
+                CHECK(cubins > 0, "disk cache: garbled cubins not replaced (%d loaded after)", cubins);
+                printf("gpu: %d entries with garbled cubins: recompiled from PTX, %d modules from cubins after\n", ng,
+                       cubins);
                 char cmd[256];
                 snprintf(cmd, sizeof cmd, "rm -rf %s", cdir);
                 if (system(cmd)) {}
