@@ -1697,6 +1697,7 @@ typedef struct scan {
     ic_ctx *c;
     int32_t vv;
     int min_esz;     /* smallest element of an access contiguous along vv */
+    int nscalar;     /* loads that differ per lane but are not contiguous (one per lane) */
     uint8_t *seen;
 } scan;
 
@@ -1712,6 +1713,11 @@ static void scan_x(scan *S, ic_xid x) {
     S->seen[x] = 1;
     const ic_x *e = &S->c->xs[x];
     if (e->kind == X_LOADF && e->a < 0) scan_ix(S, e->ix, e->dtype);
+    if (e->kind == X_LOADF && S->vv >= 0) {
+        bool na;
+        if (e->a >= 0 || (ix_uses_var(S->c, e->ix, S->vv) && (ix_coeff(S->c, e->ix, S->vv, &na) != 1 || na)))
+            S->nscalar++;
+    }
     if (e->kind == X_ROWVAL) return;
     if (e->a >= 0) scan_x(S, e->a);
     if (e->b >= 0) scan_x(S, e->b);
@@ -1732,6 +1738,11 @@ static int choose_vec(ic_ctx *c, ic_kernel *k, int32_t vv, int64_t vsize, bool r
     if (S.min_esz == 99) return 1;
     int V = 16 / S.min_esz;
     if (V > VMAX) V = VMAX;
+    /* pointwise kernels with many per-lane scalar loads (stencils: a depthwise conv's taps
+     * read their weight columns across channels) take fewer lanes: each such load is V
+     * instructions and their code, compile time and registers grew V-fold (mobilenet_v3's
+     * 5x5 depthwise kernels); 2 lanes of 16-bit still make 4-byte, coalesced accesses */
+    while (!rows && V > 2 && S.nscalar * V > 64) V /= 2;
     return ic_gpu_vec_width(V, vsize);
 }
 
