@@ -107,6 +107,10 @@ def extension():
     return Extension(
         "torchc._C",
         sources=sources(),
+        # headers: an edited header rebuilds the extension (build_ext checks only these)
+        depends=sorted(os.path.relpath(h, ROOT) for p in ["csrc/*.h", "dynamo_hook/*.h", "inductor_c/*.h",
+                                                          "inductor_c/*/*.h", "layouts/*.h"]
+                       for h in glob.glob(os.path.join(ROOT, p))),
         include_dirs=[ROOT, os.path.join(ROOT, "csrc"), os.path.join(ROOT, "inductor_c"),
                       os.path.join(ROOT, "layouts"), os.path.join(ROOT, "dynamo_hook"), inc,
                       *tinc] + ([cuda_inc] if os.path.isdir(cuda_inc) else []),

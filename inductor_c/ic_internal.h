@@ -19,6 +19,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdlib.h>
 
 #include "ic.h"
 #include "ic_diskcache.h"
@@ -69,6 +70,14 @@ ic_dtype ic_result_type(const ic_graph *g, const ic_val *v, int n);
 int64_t ic_numel(const ic_meta *m);
 void ic_contiguous_strides(ic_meta *m);
 int ic_graph_verify(const ic_graph *g, char *msg, size_t n); /* 0 ok */
+
+/* TORCHC_STENCIL=1: padded values read by >= 4 windows are stored once (sched.c) and GPU
+ * pointwise kernels with many per-lane scalar loads take fewer lanes (gpu_nvptx.c). Smaller
+ * code (mobilenet_v3's GPU PTX 71010 -> 36317 lines); off by default until measured on a GPU. */
+static inline bool ic_stencil_opt(void) {
+    const char *e = getenv("TORCHC_STENCIL");
+    return e && e[0] == '1' && !e[1];
+}
 
 /* Appends to a malloc'd growing string. */
 typedef struct ic_str {

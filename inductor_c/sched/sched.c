@@ -334,6 +334,7 @@ void ic_schedule(ic_ctx *c) {
         }
     }
     for (int i = 0; i < g->noutputs; i++) c->realized[g->outputs[i]] = true;
+    const bool stencil = ic_stencil_opt();
     for (ic_val v = 0; v < N; v++) {
         if (!c->live[v]) continue;
         const ic_lnode *L = &c->ln[v];
@@ -357,11 +358,11 @@ void ic_schedule(ic_ctx *c) {
             }
         }
         if (!view && c->users[v] > 1 && (reads[v] > 4 || ops[v] > 30)) c->realized[v] = true;
-        /* a padded value read by many windows (the taps of a depthwise conv, a pool's
-         * window): stored once with its padding instead of its body recomputed, behind
+        /* TORCHC_STENCIL=1: a padded value read by many windows (the taps of a depthwise
+         * conv, a pool's window): stored once with its padding instead of its body recomputed, behind
          * selects, in every tap (mobilenet_v3's 5x5 depthwise kernels were 25 copies of
          * the producer's batch norm and activation) */
-        if (n->op == IC_OP_CAT && c->users[v] >= 4 && ops[v] > 4) c->realized[v] = true;
+        if (n->op == IC_OP_CAT && c->users[v] >= 4 && ops[v] > 4 && stencil) c->realized[v] = true;
         /* bound the size (and recursion depth) of inlined bodies: long chains are stored
          * every IC_MAX_INLINE ops even with one user */
         if (ops[v] > IC_MAX_INLINE || reads[v] > 4 * IC_MAX_INLINE) c->realized[v] = true;
