@@ -2530,7 +2530,11 @@ static int dw_conv(trace *t, int nd, const int64_t *prm, const ic_val *v, int n,
     if (xm.sizes[0] == 0)
         return 0;
     ic_dtype acc_t = xm.dtype == IC_F64 ? IC_F64 : IC_F32;
-    ic_val xp = v[0]; /* padded in its own dtype (stored once: sched.c), each tap cast */
+    /* TORCHC_STENCIL=1: padded in its own dtype (stored once: sched.c), each tap cast; by
+     * default cast first (the form measured on the H200) */
+    const char *st = getenv("TORCHC_STENCIL");
+    int stencil = st && strcmp(st, "1") == 0;
+    ic_val xp = stencil ? v[0] : ic_cast(G, v[0], acc_t);
     for (int i = 0; i < nd && xp >= 0; i++)
         xp = pad_const(t, xp, 2 + i, prm[1 + nd + i], need[i] - xm.sizes[2 + i] - prm[1 + nd + i], 0.0);
     ic_val wf = ic_cast(G, v[1], acc_t), acc = -1;
@@ -2543,7 +2547,7 @@ static int dw_conv(trace *t, int nd, const int64_t *prm, const ic_val *v, int n,
             xs = ic_slice(G, xs, 2 + i, j * dl, j * dl + (osz[i] - 1) * s + 1, s);
             wt = ic_slice(G, wt, 2 + i, j, j + 1, 1);
         }
-        ic_val term = ic_binary(G, IC_OP_MUL, ic_cast(G, xs, acc_t), ic_reshape(G, wt, nd + 1, wsz));
+        ic_val term = ic_binary(G, IC_OP_MUL, stencil ? ic_cast(G, xs, acc_t) : xs, ic_reshape(G, wt, nd + 1, wsz));
         acc = acc < 0 ? term : ic_binary(G, IC_OP_ADD, acc, term);
     }
     if (acc >= 0 && n == 3)
