@@ -49,11 +49,22 @@ typedef enum dh_srckind {
                   * the guards resolve it (a construction hoisted out of the frame) */
 } dh_srckind;
 
+/* ATTR of an nn.Module-like object (index 0): where the last resolution found the name, with
+ * the version tags that make the same answer hold (guards.c module_getattr_cached). Borrowed
+ * pointers, only read while the instance dict's tag is unchanged (it keeps them alive). */
+typedef struct dh_attrcache {
+    PyObject *dict;       /* the instance __dict__ */
+    PyObject *sub[3];     /* its _parameters, _buffers, _modules (NULL: absent / not a dict) */
+    uint64_t ver[4];      /* tags of dict, sub[0..2] */
+    int where;            /* 0..2: found in sub[where]; -1: nothing cached */
+} dh_attrcache;
+
 typedef struct dh_source {
     dh_srckind kind;
     int base;       /* index of the base source (ATTR/ITEM) */
     Py_ssize_t index;
     PyObject *name; /* strong (ATTR/GLOBAL: str; CONST: the object) */
+    dh_attrcache ac; /* ATTR, index 0 (zeroed by sym_source: where 0 with dict NULL never matches) */
 } dh_source;
 
 /* ---- guards ----------------------------------------------------------------------- */
@@ -194,7 +205,7 @@ int dh_guards_check_sym(const dh_entry *e, PyObject *const *localsplus, PyObject
 /* Dims of local tensors that differ from the newest entry's guards (automatic dynamic):
  * ORed into c->dynmask; returns 1 when a new dim was marked. */
 int dh_mark_dynamic(dh_cache *c, PyObject *const *localsplus, int nlocals);
-PyObject *dh_source_resolve(const dh_source *s, PyObject *const *values,
+PyObject *dh_source_resolve(dh_source *s, PyObject *const *values,
                             PyObject *const *localsplus, PyObject *globals,
                             PyObject *builtins, PyObject *func); /* borrowed, NULL: missing */
 PyObject *dh_module_getattr(PyObject *obj, PyObject *name); /* new ref or NULL (no error) */

@@ -68,6 +68,71 @@ PyObject *dh_module_getattr(PyObject *obj, PyObject *name) {
     return NULL;
 }
 
+/* A dict's version tag: a fresh value from a global counter on creation and on every change,
+ * so (pointer, tag) names one state of one dict (CPython 3.11/3.12; deprecated for
+ * extensions in 3.12 but present). */
+#if defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+#endif
+static inline uint64_t dict_tag(PyObject *d) { return ((PyDictObject *)d)->ma_version_tag; }
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
+
+/* dh_module_getattr with the answer of the last call for this source reused while it must
+ * still hold: the instance dict unchanged (so the name is still not in it and its sub-dicts
+ * are the same objects) and the sub-dicts before the one that had the name unchanged (so
+ * they still lack it); then one lookup in that sub-dict instead of up to seven (a ViT's
+ * guards resolve ~1500 module attributes per call). Borrowed result, like the caller's. */
+static PyObject *module_getattr_cached(PyObject *obj, PyObject *name, dh_attrcache *ac) {
+    PyObject **dictptr = _PyObject_GetDictPtr(obj);
+    PyObject *dict = dictptr ? *dictptr : NULL;
+    if (dict == NULL || !PyDict_Check(dict))
+        return NULL;
+    if (ac->where >= 0 && ac->dict == dict && ac->ver[0] == dict_tag(dict)) {
+        int ok = 1;
+        for (int i = 0; i < ac->where && ok; i++)
+            ok = ac->sub[i] == NULL || ac->ver[1 + i] == dict_tag(ac->sub[i]);
+        if (ok) {
+            PyObject *v = PyDict_GetItemWithError(ac->sub[ac->where], name);
+            if (v != NULL)
+                return v;
+            PyErr_Clear();
+        }
+    }
+    ac->where = -1;
+    if (init_strings() < 0) {
+        PyErr_Clear();
+        return NULL;
+    }
+    PyObject *v = PyDict_GetItemWithError(dict, name);
+    if (v != NULL || PyErr_Occurred()) {
+        PyErr_Clear();
+        return v;
+    }
+    PyObject *subs[3] = {str_parameters, str_buffers, str_modules};
+    ac->dict = dict;
+    ac->ver[0] = dict_tag(dict);
+    for (int i = 0; i < 3; i++) {
+        PyObject *d = PyDict_GetItemWithError(dict, subs[i]);
+        if (d == NULL || !PyDict_Check(d)) {
+            PyErr_Clear();
+            ac->sub[i] = NULL;
+            continue;
+        }
+        ac->sub[i] = d;
+        ac->ver[1 + i] = dict_tag(d);
+        v = PyDict_GetItemWithError(d, name);
+        if (v != NULL) {
+            ac->where = i;
+            return v;
+        }
+        PyErr_Clear();
+    }
+    return NULL;
+}
+
 int dh_module_has_attr(PyObject *obj, PyObject *name) {
     PyObject *v = dh_module_getattr(obj, name);
     Py_XDECREF(v);
@@ -76,7 +141,7 @@ int dh_module_has_attr(PyObject *obj, PyObject *name) {
 
 /* Borrowed result (kept alive by its container for the duration of the call), or NULL
  * when the value is missing. ATTR results are new references owned by... see below. */
-PyObject *dh_source_resolve(const dh_source *s, PyObject *const *values,
+PyObject *dh_source_resolve(dh_source *s, PyObject *const *values,
                             PyObject *const *localsplus, PyObject *globals, PyObject *builtins,
                             PyObject *func) {
     switch (s->kind) {
@@ -113,8 +178,10 @@ PyObject *dh_source_resolve(const dh_source *s, PyObject *const *values,
             dh_scratch_keep(v);
             return v;
         }
-        PyObject *v = dh_module_getattr(base, s->name);
-        if (v == NULL && PyModule_Check(base)) {
+        PyObject *v = module_getattr_cached(base, s->name, &s->ac);
+        if (v != NULL)
+            return v; /* borrowed: owned by the object's dicts, alive during the call */
+        if (PyModule_Check(base)) {
             v = PyObject_GetAttr(base, s->name);
             if (v == NULL)
                 PyErr_Clear();

@@ -89,6 +89,8 @@ int sym_source(trace *t, dh_srckind kind, int base, Py_ssize_t index, PyObject *
     s->base = base;
     s->index = index;
     s->name = Py_XNewRef(name);
+    memset(&s->ac, 0, sizeof s->ac);
+    s->ac.where = -1;
     return t->nsrc++;
 }
 

@@ -1,0 +1,71 @@
+"""Guards resolve module attributes through a per-source cache keyed by dict version tags
+(dynamo_hook/guards.c module_getattr_cached): every way of changing what `self.x` means must
+still be seen. Compiled results are compared with eager after each change."""
+import torch
+import torch.nn as nn
+
+import torchc
+
+
+class Inner(nn.Module):
+    def __init__(self, s=1.0):
+        super().__init__()
+        self.w = nn.Parameter(torch.full((4,), s))
+        self.register_buffer("b", torch.full((4,), 2 * s))
+
+    def forward(self, x):
+        return x * self.w + self.b
+
+
+class Outer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.inner = Inner()
+        self.scale = 3.0
+
+    def forward(self, x):
+        return self.inner(x) * self.scale
+
+
+def _check(c, m, x):
+    with torch.no_grad():
+        torch.testing.assert_close(c(x), m(x))
+
+
+def test_attribute_changes_are_seen():
+    torchc.reset()
+    m = Outer()
+    c = torchc.compile(m)
+    x = torch.randn(3, 4)
+    for _ in range(3):
+        _check(c, m, x)
+    m.inner = Inner(5.0)  # _modules entry replaced
+    _check(c, m, x)
+    m.inner.w = nn.Parameter(torch.full((4,), -1.0))  # _parameters entry replaced
+    _check(c, m, x)
+    m.inner.b = torch.full((4,), 7.0)  # buffer replaced
+    _check(c, m, x)
+    m.scale = 0.5  # instance dict constant
+    _check(c, m, x)
+    del m.inner._parameters["w"]  # moved from _parameters ...
+    m.inner.__dict__["w"] = torch.full((4,), 9.0)  # ... to the instance dict
+    _check(c, m, x)
+    m.inner.__dict__.pop("w")
+    m.inner._buffers["w"] = torch.full((4,), 11.0)  # now a buffer
+    _check(c, m, x)
+    old = m.inner
+    m._modules["inner"] = Inner(2.0)
+    _check(c, m, x)
+    m._modules["inner"] = old  # back to an object seen before
+    _check(c, m, x)
+
+
+def test_many_instances_share_code():
+    """one compiled forward, different module objects: each resolves its own attributes"""
+    torchc.reset()
+    ms = [Inner(float(i)) for i in range(4)]
+    x = torch.randn(2, 4)
+    cs = [torchc.compile(m) for m in ms]
+    for _ in range(2):
+        for m, c in zip(ms, cs):
+            _check(c, m, x)
