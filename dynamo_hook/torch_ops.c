@@ -1597,6 +1597,11 @@ static int h_act(trace *t, const opdef *d, var **p, var *out) {
     ic_val x = p[0]->val, r;
     double a, b;
     int inplace = 0;
+    /* eager computes these in float for half inputs and rounds once: so do we (no per-op rounding) */
+    ic_dtype xdt = metap(t, x)->dtype;
+    int half = xdt == IC_F16 || xdt == IC_BF16;
+    if (half)
+        x = ic_cast(G, x, IC_F32);
     switch (d->op) {
     case 0: /* softplus(input, beta=1, threshold=20) */
         if (opt_num(t, p[1], 1.0, &a, "beta") < 0 || opt_num(t, p[2], 20.0, &b, "threshold") < 0)
@@ -1678,6 +1683,8 @@ static int h_act(trace *t, const opdef *d, var **p, var *out) {
     default:
         return sym_fail(t, "internal: activation");
     }
+    if (half)
+        r = ic_cast(G, r, xdt);
     if (inplace) {
         if (sym_mutate(t, p[0], r) < 0)
             return -1;
@@ -2511,7 +2518,9 @@ static int dw_conv(trace *t, int nd, const int64_t *prm, const ic_val *v, int n,
         return 0;
     for (int i = 0; i < nd; i++)
         taps *= wm.sizes[2 + i];
-    if (taps < 1 || taps > 25)
+    const char *te = getenv("TORCHC_DWCONV_TAPS"); /* the largest decomposed kernel (taps) */
+    long max_taps = te && *te ? strtol(te, NULL, 10) : 25;
+    if (taps < 1 || taps > max_taps)
         return 0;
     if (n == 3) {
         const ic_meta *bm = metap(t, v[2]);
@@ -2530,10 +2539,10 @@ static int dw_conv(trace *t, int nd, const int64_t *prm, const ic_val *v, int n,
     if (xm.sizes[0] == 0)
         return 0;
     ic_dtype acc_t = xm.dtype == IC_F64 ? IC_F64 : IC_F32;
-    /* TORCHC_STENCIL=1: padded in its own dtype (stored once: sched.c), each tap cast; by
-     * default cast first (the form measured on the H200) */
+    /* padded in its own dtype (stored once: sched.c), each tap cast; TORCHC_STENCIL=0: cast
+     * first and the producer recomputed in every tap (1.32x slower on mobilenet_v3, H200) */
     const char *st = getenv("TORCHC_STENCIL");
-    int stencil = st && strcmp(st, "1") == 0;
+    int stencil = !(st && strcmp(st, "0") == 0);
     ic_val xp = stencil ? v[0] : ic_cast(G, v[0], acc_t);
     for (int i = 0; i < nd && xp >= 0; i++)
         xp = pad_const(t, xp, 2 + i, prm[1 + nd + i], need[i] - xm.sizes[2 + i] - prm[1 + nd + i], 0.0);

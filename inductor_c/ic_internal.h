@@ -71,12 +71,13 @@ int64_t ic_numel(const ic_meta *m);
 void ic_contiguous_strides(ic_meta *m);
 int ic_graph_verify(const ic_graph *g, char *msg, size_t n); /* 0 ok */
 
-/* TORCHC_STENCIL=1: padded values read by >= 4 windows are stored once (sched.c) and GPU
- * pointwise kernels with many per-lane scalar loads take fewer lanes (gpu_nvptx.c). Smaller
- * code (mobilenet_v3's GPU PTX 71010 -> 36317 lines); off by default until measured on a GPU. */
+/* Stencil options, on by default (TORCHC_STENCIL=0: off): padded values read by >= 4 windows
+ * are stored once (sched.c) and GPU pointwise kernels with many per-lane scalar loads take
+ * fewer lanes (gpu_nvptx.c). Smaller code and faster kernels: mobilenet_v3_large on the H200
+ * (bf16, batch 32, one run) 2.39 -> 1.81 ms a call, first call 1.52 -> 0.96 s. */
 static inline bool ic_stencil_opt(void) {
     const char *e = getenv("TORCHC_STENCIL");
-    return e && e[0] == '1' && !e[1];
+    return !(e && e[0] == '0' && !e[1]);
 }
 
 /* Appends to a malloc'd growing string. */

@@ -124,7 +124,7 @@ def test_dwconv_cuda_mobilenet_block(monkeypatch):
 
 @pytest.mark.parametrize("stencil", ["1", "0"])
 def test_stencil_option(stencil, monkeypatch, tmp_path, capfd):
-    """TORCHC_STENCIL=1 (padded inputs of windows stored once, fewer GPU lanes for stencils):
+    """TORCHC_STENCIL=1 (the default: padded inputs of windows stored once, fewer GPU lanes for stencils):
     same results on the CPU; the GPU code of a depthwise block (PTX probe) is smaller"""
     monkeypatch.setenv("TORCHC_DWCONV", "1")
     monkeypatch.setenv("TORCHC_STENCIL", stencil)

@@ -1738,7 +1738,7 @@ static int choose_vec(ic_ctx *c, ic_kernel *k, int32_t vv, int64_t vsize, bool r
     if (S.min_esz == 99) return 1;
     int V = 16 / S.min_esz;
     if (V > VMAX) V = VMAX;
-    /* TORCHC_STENCIL=1: pointwise kernels with many per-lane scalar loads (stencils: a depthwise conv's taps
+    /* stencils (TORCHC_STENCIL=0: off): pointwise kernels with many per-lane scalar loads (stencils: a depthwise conv's taps
      * read their weight columns across channels) take fewer lanes: each such load is V
      * instructions and their code, compile time and registers grew V-fold (mobilenet_v3's
      * 5x5 depthwise kernels); 2 lanes of 16-bit still make 4-byte, coalesced accesses */

@@ -357,8 +357,23 @@ void ic_schedule(ic_ctx *c) {
                 ops[v] += ops[u];
             }
         }
-        if (!view && c->users[v] > 1 && (reads[v] > 4 || ops[v] > 30)) c->realized[v] = true;
-        /* TORCHC_STENCIL=1: a padded value read by many windows (the taps of a depthwise
+        if (!view && c->users[v] > 1 && (reads[v] > 4 || ops[v] > 30)) {
+            ic_val u = n->in[0];
+            /* a widening cast (bf16 -> f32: an op computed in float after its input was
+             * rounded) stores its narrower input, cast again where it is read: half the bytes */
+            const ic_op uop = g->nodes[u].op;
+            if (n->op == IC_OP_CAST && c->ln[u].kind == L_POINTWISE && !c->realized[u] && ops[u] > 0 &&
+                uop != IC_OP_RESHAPE && uop != IC_OP_PERMUTE && uop != IC_OP_EXPAND && uop != IC_OP_SLICE &&
+                ic_dtype_size(g->nodes[u].meta.dtype) < ic_dtype_size(n->meta.dtype) &&
+                ic_is_float(g->nodes[u].meta.dtype) && ic_is_float(n->meta.dtype)) {
+                c->realized[u] = true;
+                reads[v] = 1;
+                ops[v] = 1;
+            } else {
+                c->realized[v] = true;
+            }
+        }
+        /* stencils (TORCHC_STENCIL=0: off): a padded value read by many windows (the taps of a depthwise
          * conv, a pool's window): stored once with its padding instead of its body recomputed, behind
          * selects, in every tap (mobilenet_v3's 5x5 depthwise kernels were 25 copies of
          * the producer's batch norm and activation) */
