@@ -1597,9 +1597,10 @@ static int h_act(trace *t, const opdef *d, var **p, var *out) {
     ic_val x = p[0]->val, r;
     double a, b;
     int inplace = 0;
-    /* eager computes these in float for half inputs and rounds once: so do we (no per-op rounding) */
+    /* eager computes these in float for half inputs and rounds once: so do we (no per-op
+     * rounding); softsign is composite in eager too (rounded after each op) */
     ic_dtype xdt = metap(t, x)->dtype;
-    int half = xdt == IC_F16 || xdt == IC_BF16;
+    int half = (xdt == IC_F16 || xdt == IC_BF16) && d->op != 10;
     if (half)
         x = ic_cast(G, x, IC_F32);
     switch (d->op) {
