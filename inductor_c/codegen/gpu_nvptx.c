@@ -2379,8 +2379,11 @@ typedef struct gres gres;
 typedef struct gpart gpart;
 static void kbegin(gg *g, gres *R, gpart *q);
 static int kend(gg *g, gres *R, gpart *q, ic_gvariant *gv);
+static void bind_part(gg *g, gpart *q);
 
-static int gemm_kernel(gg *g, int ki, ic_gkernel *K, int tsm, int nsm, int mid, gres *R, gpart *q, int *nnew) {
+static gpart *next_part(gg *g, gres *R);
+
+static int gemm_kernel(gg *g, int ki, ic_gkernel *K, int tsm, int nsm, int mid, gres *R, int *nnew) {
     ic_ctx *c = g->c;
     int mode = gemm_mode();
     if (mode == 0 || tsm < 80) return -1;
@@ -2399,6 +2402,7 @@ static int gemm_kernel(gg *g, int ki, ic_gkernel *K, int tsm, int nsm, int mid, 
         char name[48];
         snprintf(name, sizeof name, "tc%d_k%dg%s", mid % 1000000, ki, v == 0 ? "v" : "");
         ic_gvariant *gv = &K->v[K->nvar++];
+        gpart *q = next_part(g, R);
         kbegin(g, R, q);
         gemm_variant(g, &G, M, v == 0, cons ? E : NULL, store_out, gv, name);
         *nnew += !kend(g, R, q, gv);
@@ -2427,7 +2431,8 @@ struct gpart {
     LLVMModuleRef mod;
     LLVMBuilderRef b;
     LLVMTargetMachineRef tm;
-    int nk;          /* kernels generated into it */
+    int nk;          /* kernel variants generated into it */
+    size_t work;     /* their bitcode bytes: the part's share of O3 + PTX + ptxas */
     char *ptx;       /* malloc'd by the worker */
     size_t nptx;
     unsigned debug;
@@ -2487,6 +2492,17 @@ static void bind_part(gg *g, gpart *q) {
     g->gptr = LLVMPointerTypeInContext(x, 1);
     g->sptr = LLVMPointerTypeInContext(x, 3);
     g->ity = g->cg.i32;
+}
+
+/* The part the next kernel variant goes to: the one with the least work so far (bitcode
+ * bytes), bound. Variants, not kernels, are spread: a GEMM's two variants were 43% of BERT's
+ * code in one part, the critical path of the parallel O3 + ptxas. */
+static gpart *next_part(gg *g, gres *R) {
+    gpart *q = &R->p[0];
+    for (int i = 1; i < R->np; i++)
+        if (R->p[i].work < q->work) q = &R->p[i];
+    bind_part(g, q);
+    return q;
 }
 
 /* Worker: verify, O3, PTX. Runs on its own thread for its own context; no longjmp here. */
@@ -2620,7 +2636,11 @@ static void kbegin(gg *g, gres *R, gpart *q) {
 /* After a variant named gv->name: 1 when it repeats an earlier one (gv now names that one),
  * 0 when it is new (linked into q's module). */
 static int kend(gg *g, gres *R, gpart *q, ic_gvariant *gv) {
-    if (!R->tmp) return 0;
+    if (!R->tmp) { /* no dedupe: generated straight into q's module, counted as one unit */
+        q->nk++;
+        q->work++;
+        return 0;
+    }
     LLVMModuleRef m = R->tmp;
     g->cg.mod = q->mod;
     g->fn = g->cg.fn = NULL;
@@ -2658,6 +2678,8 @@ static int kend(gg *g, gres *R, gpart *q, ic_gvariant *gv) {
         free(bc);
     }
     R->tmp = NULL;
+    q->nk++;
+    q->work += n ? n : 1;
     if (LLVMLinkModules2(q->mod, m)) /* consumes m */
         ic_fail(g->c, IC_EINTERNAL, "LLVM: linking kernel %s into its part failed", gv->name);
     return 0;
@@ -2787,22 +2809,19 @@ static void codegen(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
     if (!gpu->k) ic_fail(c, IC_ENOMEM, "out of memory");
     static int module_counter;
     int mid = __atomic_fetch_add(&module_counter, 1, __ATOMIC_RELAXED);
-    for (int ki = 0, ext = 0, fused = -1, rr = 0; ki < c->nkernels; ki++) {
+    for (int ki = 0, ext = 0, fused = -1; ki < c->nkernels; ki++) {
         ic_kernel *k = &c->kernels[ki];
         if (ki == fused) continue; /* evaluated in the epilogue of the GEMM before it */
         if (k->is_ext) { /* extern call: the runtime calls the handler between launches */
             ic_gkernel *K = &gpu->k[gpu->nkernels++];
             K->ext = ++ext;
-            bind_part(g, &R->p[rr % np]);
             int nnew = 0;
-            fused = gemm_kernel(g, ki, K, tsm, nsm, mid, R, &R->p[rr % np], &nnew); /* or our GEMM template */
-            if (!K->ext && nnew) R->p[rr++ % np].nk++;
+            next_part(g, R);
+            fused = gemm_kernel(g, ki, K, tsm, nsm, mid, R, &nnew); /* or our GEMM template */
             continue;
         }
         if (kernel_empty(k)) continue;
-        bind_part(g, &R->p[rr % np]);
-        int part = rr % np, nnew = 0; /* variants generated, not deduplicated */
-        R->p[rr++ % np].nk++;
+        next_part(g, R); /* bound for the planning; each variant picks its own part below */
         int32_t vv = -1;
         int64_t vsize = 1;
         if (k->ninner > 0 && !k->vec_outer) {
@@ -2859,17 +2878,14 @@ static void codegen(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
                 else
                     snprintf(name, sizeof name, "tc%d_k%d%s", mid % 1000000, ki, P.V > 1 ? "v" : "");
                 ic_gvariant *gv = &K->v[K->nvar++];
-                kbegin(g, R, &R->p[part]);
+                gpart *q = next_part(g, R);
+                kbegin(g, R, q);
                 gen_variant(g, k, &P, gv, name);
-                nnew += !kend(g, R, &R->p[part], gv);
+                kend(g, R, q, gv);
                 gv->part_off = part_off;
                 /* the vector variant needs no fallback when it assumes no alignment */
                 if (v == 0 && nvar == 2 && K->v[0].nalign == 0) break;
             }
-        }
-        if (nnew == 0) { /* every variant is an earlier kernel's: the part did not grow */
-            R->p[part].nk--;
-            rr--;
         }
     }
     double tg = ic_now_ms(); /* TORCHC_DEBUG=time stages: irgen, opt (O3 + PTX, parallel), jit (driver) */
