@@ -86,6 +86,21 @@ def test_second_compile_loads_cubins(cache_dir):
     assert c2 - c1 == nmods > 0, f"{c2 - c1} of {nmods} modules loaded from cached cubins"
 
 
+@pytest.mark.parametrize("knob,value", [("TORCHC_GPU_EXP", "poly"), ("TORCHC_STENCIL", "0"), ("TORCHC_GPU_V2", "0")])
+def test_code_knobs_are_in_the_key(cache_dir, monkeypatch, knob, value):
+    """a knob that changes the generated code must not be answered by an entry made
+    without it (the exp form was: an A/B run read the other form's kernels)"""
+    x, w = inputs()
+    compile_and_check(x, w)
+    h0, _ = counts()
+    monkeypatch.setenv(knob, value)
+    compile_and_check(x, w)
+    assert counts()[0] == h0, f"{knob}={value} was served the entry compiled without it"
+    assert len(entries(cache_dir)) == 2
+    compile_and_check(x, w)
+    assert counts()[0] == h0 + 1  # and its own entry is hit the next time
+
+
 @pytest.mark.parametrize("how", ["flip_tail", "flip_head", "truncate"])
 def test_garbled_entry_is_rebuilt(cache_dir, how):
     x, w = inputs()

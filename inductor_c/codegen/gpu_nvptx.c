@@ -2612,7 +2612,7 @@ static char *cache_key(ic_ctx *c, int tsm, int nsm) {
     const char *tile = getenv("TORCHC_GPU_TILE");
     ic_str_printf(&s, "%s|sm=%d|nsm=%d|driver=%d|%s|LLVM %d|tile=%s|gemm=%d", text, tsm, nsm, ic_cuda_driver_version(),
                   ic_version(), LLVM_VERSION_MAJOR, tile ? tile : "", gemm_mode());
-    ic_str_printf(&s, "|v2=%d", gpu_v2());
+    ic_str_printf(&s, "|v2=%d|exp=%d|stencil=%d", gpu_v2(), exp_poly(), ic_stencil_opt()); /* knobs that change code */
     free(text);
     if (s.oom) {
         free(s.s);
