@@ -436,6 +436,11 @@ static int softmax_common(trace *t, var **p, int dim_i, int dtype_i, int log, va
         x = ic_cast(t->g, x, (ic_dtype)dt);
     else if (ic_value_meta(t->g, x)->dtype < IC_F16)
         return sym_fail(t, "softmax of an integer tensor");
+    /* f16/bf16: eager's kernels compute in f32 and round once (the output); so does this */
+    ic_dtype io = ic_value_meta(t->g, x)->dtype;
+    int half = io == IC_F16 || io == IC_BF16;
+    if (half)
+        x = ic_cast(t->g, x, IC_F32);
     uint32_t mask = ndim_of(t, x) ? 1u << dim : 0;
     ic_val m = ic_reduce(t->g, IC_OP_AMAX, x, mask, 1, -1);
     ic_val s = ic_binary(t->g, IC_OP_SUB, x, m);
@@ -443,6 +448,8 @@ static int softmax_common(trace *t, var **p, int dim_i, int dtype_i, int log, va
     ic_val z = ic_reduce(t->g, IC_OP_SUM, e, mask, 1, -1);
     ic_val r = log ? ic_binary(t->g, IC_OP_SUB, s, ic_unary(t->g, IC_OP_LOG, z))
                    : ic_binary(t->g, IC_OP_DIV, e, z);
+    if (half)
+        r = ic_cast(t->g, r, io);
     return tensor_out(t, r, out);
 }
 
