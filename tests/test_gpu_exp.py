@@ -48,3 +48,39 @@ def test_softmax_f32(n, monkeypatch):
     torchc.reset()
     got = torchc.compile(lambda t: torch.softmax(t, -1))(x)
     torch.testing.assert_close(got, torch.softmax(x, -1), rtol=2e-6, atol=1e-7)
+
+
+@cuda
+@pytest.mark.parametrize("dt", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("n", [1, 7, 1000, 4096, 32768])
+@pytest.mark.parametrize("lowp", ["", "0"])
+def test_softmax_half(dt, n, lowp, monkeypatch):
+    """f16/bf16 softmax: f32 math rounded once (as eager); its exp and division in the fast
+    forms (lowp_need) stay within one unit in the last place of the half type of the f64
+    result, and almost every element equals eager's"""
+    monkeypatch.setenv("TORCHC_CACHE", "0")
+    monkeypatch.setenv("TORCHC_GPU_LOWP", lowp)
+    torch.manual_seed(0)
+    x = (torch.randn(64, n, device="cuda") * 4).to(dt)
+    for f in (lambda t: torch.softmax(t, -1), lambda t: torch.log_softmax(t, -1)):
+        torchc.reset()
+        got = torchc.compile(f)(x)
+        assert got.dtype == dt
+        exact = f(x.double())
+        ulp = torch.finfo(dt).eps * exact.abs().clamp_min(torch.finfo(dt).tiny)
+        assert bool(((got.double() - exact).abs() <= ulp).all())
+        assert (got != f(x)).float().mean().item() < 0.05
+
+
+@cuda
+def test_gelu_tanh_sigmoid_f32(monkeypatch):
+    """f32 gelu, erf, tanh, sigmoid, silu: their inner exp is exp_f32 (cg.exp_fn)"""
+    monkeypatch.setenv("TORCHC_CACHE", "0")
+    x = torch.cat([torch.linspace(-30, 30, 1 << 16, device="cuda"), torch.randn(4099, device="cuda") * 3,
+                   torch.tensor([0.0, -0.0, float("-inf"), float("nan")], device="cuda")])
+    F = torch.nn.functional
+    for name, f in [("gelu", F.gelu), ("erf", torch.erf), ("tanh", torch.tanh), ("sigmoid", torch.sigmoid),
+                    ("silu", F.silu), ("gelu_tanh", lambda t: F.gelu(t, approximate="tanh"))]:
+        torchc.reset()
+        got, want = torchc.compile(f)(x), f(x)
+        torch.testing.assert_close(got, want, rtol=4e-6, atol=2e-7, equal_nan=True, msg=name)

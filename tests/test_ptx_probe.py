@@ -143,3 +143,39 @@ def test_v2_plans_assemble(v2, monkeypatch, capfd, tmp_path):
             info = _ptxas_v(ptxas, f)
             assert " 0 bytes spill stores" in info and "bytes spill stores" in info, (f.name, info)
             assert all(ln.strip().startswith("0 bytes stack") for ln in info.splitlines() if "spill" in ln), info
+
+
+def _kernel_ptx(monkeypatch, capfd, tmp_path, fn, *args, env=None):
+    for k, v in (env or {}).items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.setenv("TORCHC_PTX_PROBE", str(tmp_path))
+    monkeypatch.setenv("TORCHC_CACHE", "0")
+    for f in tmp_path.glob("probe_*.ptx"):
+        f.unlink()
+    lines = _probe(capfd, fn, *args)
+    assert lines and all(ln.endswith("ok") for ln in lines), lines
+    return "".join(f.read_text() for f in sorted(tmp_path.glob("probe_*.ptx")))
+
+
+@pytest.mark.parametrize("case,fast", [
+    ("softmax bf16", True), ("softmax f16", True), ("softmax f32", False), ("log_softmax bf16", False),
+    ("softmax bf16 lowp=0", False), ("exp stored f32", False), ("exp*y to bf16", True)])
+def test_half_bound_values_take_fast_forms(case, fast, monkeypatch, capfd, tmp_path):
+    """gpu_nvptx.c lowp_need: an f32 exp whose uses all end, through products, quotients and a
+    row sum, in a rounding to f16/bf16 is one ex2.approx; one whose value is stored in f32,
+    or reaches a log (log_softmax: a relative error becomes an absolute one), keeps the
+    Cody-Waite exp (its cvt.rni). TORCHC_GPU_LOWP=0 turns the analysis off."""
+    bf = torch.bfloat16
+    x = torch.randn(8, 512)
+    fns = {"softmax bf16": (lambda t: torch.softmax(t, -1), x.to(bf)),
+           "softmax f16": (lambda t: torch.softmax(t, -1), x.half()),
+           "softmax f32": (lambda t: torch.softmax(t, -1), x),
+           "log_softmax bf16": (lambda t: torch.log_softmax(t, -1), x.to(bf)),
+           "softmax bf16 lowp=0": (lambda t: torch.softmax(t, -1), x.to(bf)),
+           "exp stored f32": (lambda t: (t.exp() * 3, (t.exp() * 3).to(bf)), x),
+           "exp*y to bf16": (lambda t: (t.exp() * t).to(bf), x)}
+    fn, arg = fns[case]
+    env = {"TORCHC_GPU_LOWP": "0"} if "lowp=0" in case else None
+    ptx = _kernel_ptx(monkeypatch, capfd, tmp_path, fn, arg, env=env)
+    assert "ex2.approx" in ptx
+    assert ("cvt.rni" not in ptx) == fast, case

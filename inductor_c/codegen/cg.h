@@ -33,6 +33,9 @@ typedef struct cg {
     uint32_t *scan_seen, scan_gen; /* gen_kernel's walk over expressions: visited stamps */
     ic_xid *scan_stack;
     LLVMValueRef syms;        /* dynamic graphs: i64 symbol values (the body's last param) */
+    /* the exp inside tanh, sigmoid, erf and gelu (NULL: vm_exp); the GPU's ex2-based one */
+    LLVMValueRef (*exp_fn)(void *arg, LLVMValueRef x);
+    void *exp_arg;
 } cg;
 
 LLVMTypeRef cg_type(cg *g, ic_dtype t, int width);
@@ -52,6 +55,6 @@ LLVMValueRef vm_erf(cg *g, LLVMValueRef x);
 LLVMValueRef vm_sigmoid(cg *g, LLVMValueRef x);
 LLVMValueRef vm_gelu(cg *g, LLVMValueRef x);
 typedef LLVMValueRef (*vm_exp_fn)(void *arg, LLVMValueRef x);
-LLVMValueRef vm_gelu_ex(cg *g, LLVMValueRef x, vm_exp_fn ex, void *arg); /* ex NULL: vm_exp; no inf/NaN cases */
+LLVMValueRef vm_gelu_ex(cg *g, LLVMValueRef x, vm_exp_fn ex, void *arg); /* ex NULL: exp_fn or vm_exp; no inf/NaN cases */
 
 #endif

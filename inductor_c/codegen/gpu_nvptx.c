@@ -168,9 +168,13 @@ typedef struct gg {
     ic_xid rcp_x;          /* V2: 1 / val(rcp_x) of generation rcp_gen is rcp_v */
     uint32_t rcp_gen;
     LLVMValueRef rcp_v;
+    uint8_t *need;         /* [x]: value needed to f32 accuracy (lowp_need); NULL: all are */
     int epi_buf;           /* GEMM epilogue (gpu_gemm.c): loads of this buffer read epi_val */
     LLVMValueRef epi_val;  /*   (the accumulator value, register form) while it is non-NULL */
 } gg;
+
+/* x only feeds half-precision results (lowp_need) */
+static bool is_lowp(const gg *g, ic_xid x) { return g->need && !g->need[x]; }
 
 /* ---- PTX-only mode (ic_graph_to_ptx) ------------------------------------------------ */
 static _Thread_local int tls_ptx_only, tls_sm;
@@ -567,6 +571,11 @@ static bool exp_poly(void) {
     const char *e = getenv("TORCHC_GPU_EXP");
     return e && !strcmp(e, "poly");
 }
+
+/* the exp inside f32 tanh, sigmoid (silu, gelu_tanh), erf and gelu (cg.exp_fn): f32 gelu of
+ * 64 MB was bound by instruction issue (0.81 of copy bandwidth), its polynomial exp a sixth
+ * of the instructions */
+static LLVMValueRef exp_f32_cb(void *g, LLVMValueRef x) { return exp_f32(g, x); }
 
 /* gelu for f16/bf16 results: erf's outer piece through exp_half (bf16 GELU at 4 KB rows is
  * bound by instruction issue: the polynomial exp was a third of its instructions) */
@@ -1038,6 +1047,15 @@ static LLVMValueRef val(gg *g, ic_xid x, int lane) {
     }
     case X_OP: {
         ic_kind k = ic_op_kind(e.op);
+        if (e.dtype == IC_F32 && is_lowp(g, x) && e.op == IC_OP_EXP) {
+            r = exp_half(g, val(g, e.a, lane));
+            break;
+        }
+        if (e.dtype == IC_F32 && is_lowp(g, x) && e.op == IC_OP_DIV && g->c->xs[e.a].dtype == IC_F32) {
+            r = (g->v2 & V2_ROWS) && !x_lane_dep(g, e.b) ? div_half_rcp(g, val(g, e.a, lane), e.b)
+                                                         : div_half(g, val(g, e.a, lane), val(g, e.b, lane));
+            break;
+        }
         LLVMValueRef a = val(g, e.a, lane);
         if (k == IC_K_UNARY) r = unary(g, e.op, g->c->xs[e.a].dtype, a);
         else if (k == IC_K_BINARY) r = binary(g, e.op, g->c->xs[e.a].dtype, a, val(g, e.b, lane), e.b);
@@ -2074,6 +2092,97 @@ static void add_annotation(gg *g, LLVMValueRef fn, const char *key, int v) {
     LLVMAddNamedMetadataOperand(g->cg.mod, "nvvm.annotations", LLVMMDNodeInContext(g->cg.ctx, md, 3));
 }
 
+/* ---- values that only feed half-precision results ------------------------------------------ *
+ * A value computed in f32 whose every use ends, through products and quotients only, in a
+ * rounding to f16/bf16 needs no f32 accuracy: a relative error of a few 1e-6 stays far below
+ * the half type's 2^-9 / 2^-12 (products and quotients add relative errors; a sum of
+ * exponentials, all positive, keeps the largest). Such values take the fast forms: exp by
+ * one ex2.approx, division by div.full / rcp.approx. bf16 softmax computed in f32 (as eager
+ * does: exp(x - max) / sum, rounded once) is bound by instruction issue, and its f32 exp was
+ * most of the instructions. need[x] = 1 unless x is such a value. Rules (a monotone fixpoint
+ * from need = 0):
+ *   a stored value, an index, an argmax/argmin operand, the operand of any op other than
+ *   mul/div/cast-to-half: needed;
+ *   mul/div: operands needed if the product is;
+ *   cast to f16/bf16: its operand is not needed through it;
+ *   a row sum (or one stored as half) of an exp: the exp is needed if the row value is.
+ * TORCHC_GPU_LOWP=0 (and TORCHC_GPU_V2=0) keep every value at f32 accuracy. */
+static bool lowp_on(void) {
+    const char *e = getenv("TORCHC_GPU_LOWP");
+    return !(e && !strcmp(e, "0"));
+}
+
+static void lowp_reach(ic_ctx *c, ic_xid x, uint8_t *in) {
+    if (x < 0 || in[x]) return;
+    in[x] = 1;
+    const ic_x *e = &c->xs[x];
+    if (e->kind == X_ROWVAL || e->kind == X_CONST || e->kind == X_IXVAL) return;
+    lowp_reach(c, e->a, in);
+    if (e->kind == X_OP) {
+        lowp_reach(c, e->b, in);
+        lowp_reach(c, e->c, in);
+    }
+}
+
+static bool lowp_mark(uint8_t *need, ic_xid x) {
+    if (x < 0 || need[x]) return false;
+    need[x] = 1;
+    return true;
+}
+
+static uint8_t *lowp_need(gg *g, const ic_kernel *k) {
+    ic_ctx *c = g->c;
+    if (!lowp_on() || !g->v2) return NULL;
+    uint8_t *in = ic_alloc(c, (size_t)c->nxs + 1), *need = ic_alloc(c, (size_t)c->nxs + 1);
+    uint8_t *rowneed = ic_alloc(c, (size_t)k->nitems + 1);
+    bool any = false;
+    for (int j = 0; j < k->nitems; j++) {
+        lowp_reach(c, k->items[j].expr, in);
+        lowp_reach(c, k->items[j].expr2, in);
+    }
+    for (ic_xid x = 0; x < c->nxs; x++) {
+        const ic_x *e = &c->xs[x];
+        if (in[x] && e->kind == X_OP && e->dtype == IC_F32 && (e->op == IC_OP_EXP || e->op == IC_OP_DIV)) any = true;
+    }
+    if (!any) return NULL;
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (int j = 0; j < k->nitems; j++) {
+            const ic_item *it = &k->items[j];
+            const ic_x *e = &c->xs[it->expr];
+            changed |= lowp_mark(need, it->expr2);
+            if (it->kind != IT_REDUCE) {
+                if (it->store) changed |= lowp_mark(need, it->expr);
+                continue;
+            }
+            bool sum_exp = it->red_op == IC_OP_SUM && e->kind == X_OP && e->op == IC_OP_EXP && e->dtype == IC_F32;
+            if (!sum_exp || rowneed[j] || (it->store && !is_half(it->dtype))) changed |= lowp_mark(need, it->expr);
+        }
+        for (ic_xid x = 0; x < c->nxs; x++) {
+            if (!in[x]) continue;
+            const ic_x *e = &c->xs[x];
+            switch (e->kind) {
+            case X_ROWVAL:
+                if (need[x] && !rowneed[e->a]) rowneed[e->a] = 1, changed = true;
+                break;
+            case X_CAST:
+                if (!is_half(e->dtype)) changed |= lowp_mark(need, e->a);
+                break;
+            case X_OP:
+                if (need[x] || (e->op != IC_OP_MUL && e->op != IC_OP_DIV)) {
+                    changed |= lowp_mark(need, e->a);
+                    changed |= lowp_mark(need, e->b);
+                    changed |= lowp_mark(need, e->c);
+                }
+                break;
+            case X_LOADF: changed |= lowp_mark(need, e->a); break;
+            default: break;
+            }
+        }
+    }
+    return need;
+}
+
 static void gen_variant(gg *g, ic_kernel *k, const plan *P, ic_gvariant *out, const char *name) {
     ic_ctx *c = g->c;
     int *used = ic_alloc(c, (size_t)c->nbufs * sizeof(int) + 1);
@@ -2111,6 +2220,7 @@ static void gen_variant(gg *g, ic_kernel *k, const plan *P, ic_gvariant *out, co
     g->k = k;
     g->P = P;
     g->v2 = P->v2;
+    g->need = lowp_need(g, k);
     g->smem = NULL;
     g->vgen++; /* invalidates the persistent loads of the previous variant */
     if (P->mode == P_ROWS && P->logT + (P->jlow ? 0 : P->logR) > 5) {
@@ -2325,6 +2435,7 @@ static void gemm_variant(gg *g, const ic_gemm *G, const ic_gemm_map *M, bool fas
     ic_ctx *c = g->c;
     ic_kernel *cons = E ? E->k : NULL;
     g->v2 = 0; /* the epilogue's expressions as in the first generation */
+    g->need = NULL;
     int *used = ic_alloc(c, (size_t)c->nbufs * sizeof(int) + 1);
     uint8_t *seen = ic_alloc(c, (size_t)c->nxs + 1);
     for (int j = 0; cons && j < cons->nitems; j++) {
@@ -2612,7 +2723,7 @@ static char *cache_key(ic_ctx *c, int tsm, int nsm) {
     const char *tile = getenv("TORCHC_GPU_TILE");
     ic_str_printf(&s, "%s|sm=%d|nsm=%d|driver=%d|%s|LLVM %d|tile=%s|gemm=%d", text, tsm, nsm, ic_cuda_driver_version(),
                   ic_version(), LLVM_VERSION_MAJOR, tile ? tile : "", gemm_mode());
-    ic_str_printf(&s, "|v2=%d|exp=%d|stencil=%d", gpu_v2(), exp_poly(), ic_stencil_opt()); /* knobs that change code */
+    ic_str_printf(&s, "|v2=%d|exp=%d|stencil=%d|lowp=%d", gpu_v2(), exp_poly(), ic_stencil_opt(), lowp_on()); /* knobs that change code */
     free(text);
     if (s.oom) {
         free(s.s);
@@ -2790,6 +2901,10 @@ static void codegen(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
     g->cg.c = c;
     g->cg.width = 1;
     g->cg.vec_var = -1;
+    if (!exp_poly()) {
+        g->cg.exp_fn = exp_f32_cb;
+        g->cg.exp_arg = g;
+    }
     bind_part(g, &R->p[0]);
 
     size_t nx = (size_t)c->nxs + 1;

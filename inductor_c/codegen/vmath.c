@@ -74,6 +74,9 @@ LLVMValueRef vm_exp(cg *g, LLVMValueRef x0) {
     return sel(g, LLVMRealUNO, x0, x0, x0, y);
 }
 
+/* the exp of the composite functions below: the code generator's choice (cg.exp_fn) */
+static LLVMValueRef exp_in(cg *g, LLVMValueRef x) { return g->exp_fn ? g->exp_fn(g->exp_arg, x) : vm_exp(g, x); }
+
 LLVMValueRef vm_log(cg *g, LLVMValueRef x0) {
     LLVMTypeRef T = LLVMTypeOf(x0), IT = ity(g, x0);
     /* denormals: scale up by 2^23 */
@@ -110,7 +113,7 @@ LLVMValueRef vm_log(cg *g, LLVMValueRef x0) {
 LLVMValueRef vm_tanh(cg *g, LLVMValueRef x) {
     LLVMTypeRef T = LLVMTypeOf(x);
     LLVMValueRef ax = fabs1(g, x);
-    LLVMValueRef e = vm_exp(g, LLVMBuildFMul(B, ax, K(2.0), ""));
+    LLVMValueRef e = exp_in(g, LLVMBuildFMul(B, ax, K(2.0), ""));
     LLVMValueRef big = LLVMBuildFSub(
         B, K(1.0), LLVMBuildFDiv(B, K(2.0), LLVMBuildFAdd(B, e, K(1.0), ""), ""), "");
     LLVMValueRef args[2] = {big, x};
@@ -143,7 +146,7 @@ static LLVMValueRef erf_impl_ex(cg *g, LLVMValueRef a, bool one_plus, vm_exp_fn 
     r = fma3(g, r, t, K(-6.34846687e-1));
     r = fma3(g, r, t, K(-1.28717512e-1));
     r = fma3(g, r, t, LLVMBuildFNeg(B, t, ""));
-    LLVMValueRef erfc = ex ? ex(arg, r) : vm_exp(g, r);
+    LLVMValueRef erfc = ex ? ex(arg, r) : exp_in(g, r);
     LLVMValueRef big;
     if (one_plus) {
         big = sel(g, LLVMRealOLT, a, K(0.0), erfc, LLVMBuildFSub(B, K(2.0), erfc, ""));
@@ -164,7 +167,7 @@ static LLVMValueRef erf_impl_ex(cg *g, LLVMValueRef a, bool one_plus, vm_exp_fn 
 
 LLVMValueRef vm_erf(cg *g, LLVMValueRef a) { return erf_impl(g, a, false); }
 
-/* x/2 * (1 + erf(x/sqrt2)) with ex as the exp (NULL: vm_exp), no special cases */
+/* x/2 * (1 + erf(x/sqrt2)) with ex as the exp (NULL: cg's), no special cases */
 LLVMValueRef vm_gelu_ex(cg *g, LLVMValueRef x, vm_exp_fn ex, void *arg) {
     LLVMTypeRef T = LLVMTypeOf(x);
     LLVMValueRef s = LLVMBuildFMul(B, x, K(0.70710678118654752440), "");
@@ -182,6 +185,6 @@ LLVMValueRef vm_gelu(cg *g, LLVMValueRef x) {
 
 LLVMValueRef vm_sigmoid(cg *g, LLVMValueRef x) {
     LLVMTypeRef T = LLVMTypeOf(x);
-    LLVMValueRef e = vm_exp(g, LLVMBuildFNeg(B, x, ""));
+    LLVMValueRef e = exp_in(g, LLVMBuildFNeg(B, x, ""));
     return LLVMBuildFDiv(B, K(1.0), LLVMBuildFAdd(B, K(1.0), e, ""), "");
 }
