@@ -78,6 +78,8 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--json")
     ap.add_argument("--only", default=None, help="comma-separated substrings of the case names to run")
+    ap.add_argument("--ab", default=None, metavar="VAR=VALUE",
+                    help="also time torchc compiled with this environment setting (same process)")
     a = ap.parse_args()
     torch.manual_seed(0)
     copy = copy_bandwidth()
@@ -108,6 +110,21 @@ def main():
             row["torchc_s"] = timeit(lambda: c.run(ins, outs))
         except Exception as e:  # report and go on
             row["torchc_error"] = str(e)[:200]
+        if a.ab:
+            var, _, value = a.ab.partition("=")
+            old = os.environ.get(var)
+            os.environ[var] = value
+            try:
+                cb = T.Compiled(fn, *ins)
+                outs = cb.outputs()
+                row["ab_s"] = timeit(lambda: cb.run(ins, outs))
+            except Exception as e:
+                row["ab_error"] = str(e)[:200]
+            finally:
+                if old is None:
+                    del os.environ[var]
+                else:
+                    os.environ[var] = old
         if not a.no_inductor:
             try:
                 cf = torch.compile(fn)
@@ -123,6 +140,7 @@ def main():
 
         print(f"{name:22s} {moved / 1e6:7.0f} | {col('eager_s')} | {col('torchc_s')} | "
               f"{col('inductor_s'):>17s} | {row.get('torchc_compile_s', 0):12.3f}"
+              + (f" | {a.ab}: {col('ab_s')}" if a.ab else "")
               + (f"  torchc: {row['torchc_error']}" if "torchc_error" in row else "")
               + (f"  inductor: {row['inductor_error'][:80]}" if "inductor_error" in row else ""))
         sys.stdout.flush()

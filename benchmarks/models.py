@@ -88,6 +88,8 @@ def main():
     ap.add_argument("--only", default=None, help="comma-separated substrings of model names")
     ap.add_argument("--no-torch-compile", action="store_true")
     ap.add_argument("--json", default=None)
+    ap.add_argument("--ab", default=None, metavar="VAR=VALUE",
+                    help="also time torchc compiled with this environment setting (same process)")
     a = ap.parse_args()
     torch.manual_seed(0)
     rows = []
@@ -115,6 +117,23 @@ def main():
                            breaks=ex.graph_break_count)
                 line = (f"{name:20s} {te:9.3f} {tt:9.3f} {te/tt:6.2f} {tcc:7.2f} {err:8.3g} "
                         f"{ex.graph_count:5d}/{len(ex.extern_calls):3d}/{ex.graph_break_count:3d}")
+                if a.ab:
+                    var, _, value = a.ab.partition("=")
+                    old = os.environ.get(var)
+                    os.environ[var] = value
+                    try:
+                        torchc.reset()
+                        cb = torchc.compile(m)
+                        tcb, bout = first_call(cb, *x)
+                        tb = cuda_bench(cb, *x)
+                        berr = (first_tensor(bout).float() - ref).abs().max().item()
+                    finally:
+                        if old is None:
+                            del os.environ[var]
+                        else:
+                            os.environ[var] = old
+                    row.update(ab=a.ab, ab_ms=tb, ab_speedup=te / tb, ab_compile_s=tcb, ab_max_err=berr)
+                    line += f" | {a.ab}: {tb:7.3f} {te/tb:5.2f} {tcb:5.2f} {berr:7.3g}"
                 if not a.no_torch_compile:
                     from torch import _dynamo
                     _dynamo.reset()
@@ -136,6 +155,10 @@ def main():
     if ok:
         g = math.exp(sum(math.log(r["torchc_speedup"]) for r in ok) / len(ok))
         print(f"torchc geomean {g:.2f}x over eager, mean first call {sum(r['torchc_compile_s'] for r in ok)/len(ok):.2f} s")
+        ob = [r for r in ok if "ab_speedup" in r]
+        if ob:
+            gb = math.exp(sum(math.log(r["ab_speedup"]) for r in ob) / len(ob))
+            print(f"torchc with {a.ab}: geomean {gb:.2f}x over eager")
         oi = [r for r in ok if "inductor_speedup" in r]
         if oi:
             gi = math.exp(sum(math.log(r["inductor_speedup"]) for r in oi) / len(oi))

@@ -179,3 +179,24 @@ def test_half_bound_values_take_fast_forms(case, fast, monkeypatch, capfd, tmp_p
     ptx = _kernel_ptx(monkeypatch, capfd, tmp_path, fn, arg, env=env)
     assert "ex2.approx" in ptx
     assert ("cvt.rni" not in ptx) == fast, case
+
+
+@pytest.mark.parametrize("pdl", ["", "0"])
+def test_kernels_wait_for_their_predecessor_first(pdl, monkeypatch, capfd, tmp_path):
+    """programmatic dependent launch (sm_90): each kernel's first memory access comes after
+    griddepcontrol.wait (the runtime may start it before the kernel before it has finished);
+    TORCHC_GPU_PDL=0: no griddepcontrol at all"""
+    m = Block().eval()
+    ptx = _kernel_ptx(monkeypatch, capfd, tmp_path, lambda ids, x: m(ids, x),
+                      torch.randint(0, 50, (2, 7)), torch.randn(2, 7, 32), env={"TORCHC_GPU_PDL": pdl})
+    bodies = ptx.split(".entry ")[1:]
+    assert len(bodies) >= 4
+    for b in bodies:
+        if pdl == "0":
+            assert "griddepcontrol" not in b
+            continue
+        w = b.find("griddepcontrol.wait")
+        assert w > 0, b[:300]
+        mem = [b.find(op) for op in ("ld.global", "st.global", "cp.async", "atom.global", "red.global")]
+        assert all(i < 0 or i > w for i in mem), b[:w + 200]
+        assert 0 < b.find("griddepcontrol.launch_dependents") < b.find("ret;")

@@ -68,6 +68,8 @@ typedef struct ic_gkernel {
 typedef struct ic_gpu {
     char *ptx;            /* NUL-terminated PTX text of the modules, IC_PTX_SEP between them */
     int sm;               /* target, e.g. 90 */
+    int pdl;              /* kernels begin with griddepcontrol.wait (gpu_nvptx.c pdl_on):
+                             launched with programmatic stream serialization */
     int device;           /* device ordinal the module was loaded on */
     ic_CUcontext ctx;     /* context the module lives in */
     ic_CUmodule module;   /* the first module; NULL for PTX-only compilations (ic_graph_to_ptx) */

@@ -173,6 +173,27 @@ typedef struct gg {
     LLVMValueRef epi_val;  /*   (the accumulator value, register form) while it is non-NULL */
 } gg;
 
+/* Programmatic dependent launch (sm_90): every kernel starts with griddepcontrol.wait (until
+ * the grid before it in the stream has finished and its writes are visible: nothing is read or
+ * written before) and then griddepcontrol.launch_dependents; the runtime launches with
+ * programmatic stream serialization, so the next kernel's launch and block scheduling overlap
+ * this one's last wave instead of following its end. Kernels launched without the attribute
+ * (stream capture for CUDA graphs, other libraries' kernels before ours) wait for nothing.
+ * TORCHC_GPU_PDL=0: neither. */
+static bool pdl_on(int sm) {
+    const char *e = getenv("TORCHC_GPU_PDL");
+    return sm >= 90 && !(e && !strcmp(e, "0"));
+}
+
+static void pdl_prologue(gg *g) {
+    if (!pdl_on(g->sm)) return;
+    LLVMTypeRef ft = LLVMFunctionType(g->cg.vd, NULL, 0, 0);
+    static const char text[] = "griddepcontrol.wait;\n\tgriddepcontrol.launch_dependents;", cons[] = "~{memory}";
+    LLVMValueRef ia = LLVMGetInlineAsm(ft, (char *)text, sizeof text - 1, (char *)cons, sizeof cons - 1, 1, 0,
+                                       LLVMInlineAsmDialectATT, 0);
+    LLVMBuildCall2(B, ft, ia, NULL, 0, "");
+}
+
 /* x only feeds half-precision results (lowp_need) */
 static bool is_lowp(const gg *g, ic_xid x) { return g->need && !g->need[x]; }
 
@@ -2244,6 +2265,7 @@ static void gen_variant(gg *g, ic_kernel *k, const plan *P, ic_gvariant *out, co
     LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(g->cg.ctx, fn, "entry");
     LLVMBasicBlockRef start = LLVMAppendBasicBlockInContext(g->cg.ctx, fn, "start");
     LLVMPositionBuilderAtEnd(B, start);
+    pdl_prologue(g);
     g->tid = sreg(g, "llvm.nvvm.read.ptx.sreg.tid.x");
     if (P->mode == P_POINTWISE) emit_pointwise(g, k);
     else if (P->mode == P_TILE && P->tw == 2) emit_tile2(g, k);
@@ -2486,6 +2508,7 @@ static void gemm_variant(gg *g, const ic_gemm *G, const ic_gemm_map *M, bool fas
     LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(g->cg.ctx, fn, "entry");
     LLVMBasicBlockRef start = LLVMAppendBasicBlockInContext(g->cg.ctx, fn, "start");
     LLVMPositionBuilderAtEnd(B, start);
+    pdl_prologue(g);
     if (E) E->g = g;
     ic_gemm_epi epi = {.ctx = E, .elem = gemm_epi_elem};
     ic_gemm_emit(&g->cg, G, M, fast, entry, g->buf_param[G->a_buf], g->buf_param[G->b_buf],
@@ -2723,7 +2746,8 @@ static char *cache_key(ic_ctx *c, int tsm, int nsm) {
     const char *tile = getenv("TORCHC_GPU_TILE");
     ic_str_printf(&s, "%s|sm=%d|nsm=%d|driver=%d|%s|LLVM %d|tile=%s|gemm=%d", text, tsm, nsm, ic_cuda_driver_version(),
                   ic_version(), LLVM_VERSION_MAJOR, tile ? tile : "", gemm_mode());
-    ic_str_printf(&s, "|v2=%d|exp=%d|stencil=%d|lowp=%d", gpu_v2(), exp_poly(), ic_stencil_opt(), lowp_on()); /* knobs that change code */
+    ic_str_printf(&s, "|v2=%d|exp=%d|stencil=%d|lowp=%d|pdl=%d", gpu_v2(), exp_poly(), ic_stencil_opt(), lowp_on(),
+                  pdl_on(tsm)); /* knobs that change code */
     free(text);
     if (s.oom) {
         free(s.s);
@@ -2841,6 +2865,7 @@ static int from_cache(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
     for (int i = 0; i < G->ncubin; i++) fresh += G->cubin_len[i] > 0;
     if (fresh > G->cubin_loaded) ic_gcache_put(R->key, G, ws);
     G->device = dev;
+    G->pdl = pdl_on(G->sm); /* in the key */
     c->ws_size = ws;
     describe_append(out, G);
     out->gpu = G;
@@ -2930,6 +2955,7 @@ static void codegen(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
     ic_gpu *gpu = R->gpu = calloc(1, sizeof *gpu);
     if (!gpu) ic_fail(c, IC_ENOMEM, "out of memory");
     gpu->sm = tsm;
+    gpu->pdl = pdl_on(tsm);
     gpu->device = dev;
     /* row scratch: one row-local copy per row of the kernel that stores it */
     gpu->nbufs = c->nbufs;

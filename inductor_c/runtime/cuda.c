@@ -70,6 +70,8 @@ typedef struct drv {
     R_ (*ModuleGetFunction)(ic_CUfunction *, ic_CUmodule, const char *);
     R_ (*LaunchKernel)(ic_CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                        ic_CUstream, void **, void **);
+    R_ (*LaunchKernelEx)(const void *config, ic_CUfunction, void **, void **); /* optional (CUDA >= 12.0) */
+    R_ (*StreamIsCapturing)(ic_CUstream, int *);                                /* optional */
     R_ (*MemAlloc)(ic_CUdeviceptr *, size_t);
     R_ (*MemFree)(ic_CUdeviceptr);
     R_ (*MemAllocAsync)(ic_CUdeviceptr *, size_t, ic_CUstream); /* optional (CUDA >= 11.2) */
@@ -87,6 +89,38 @@ typedef struct drv {
 } drv;
 
 static drv D;
+
+/* cuLaunchKernelEx's configuration, laid out as cuda.h's CUlaunchConfig / CUlaunchAttribute
+ * (checked against cuda.h by tests/c/test_ptx.c where the header exists) */
+typedef struct ic_launch_attr {
+    unsigned id;
+    char pad[4];
+    union {
+        char raw[64];
+        int ival;
+    } value;
+} ic_launch_attr;
+typedef struct ic_launch_config {
+    unsigned grid[3], block[3];
+    unsigned smem;
+    ic_CUstream stream;
+    ic_launch_attr *attrs;
+    unsigned nattrs;
+} ic_launch_config;
+#define IC_LAUNCH_ATTR_PROGRAMMATIC_STREAM_SERIALIZATION 6
+#ifdef TORCHC_HAVE_CUDA_H
+#include <stddef.h>
+_Static_assert(sizeof(ic_launch_attr) == sizeof(CUlaunchAttribute), "CUlaunchAttribute");
+_Static_assert(offsetof(ic_launch_attr, value) == offsetof(CUlaunchAttribute, value), "CUlaunchAttribute");
+_Static_assert(offsetof(ic_launch_config, block) == offsetof(CUlaunchConfig, blockDimX), "CUlaunchConfig");
+_Static_assert(offsetof(ic_launch_config, smem) == offsetof(CUlaunchConfig, sharedMemBytes), "CUlaunchConfig");
+_Static_assert(offsetof(ic_launch_config, stream) == offsetof(CUlaunchConfig, hStream), "CUlaunchConfig");
+_Static_assert(offsetof(ic_launch_config, attrs) == offsetof(CUlaunchConfig, attrs), "CUlaunchConfig");
+_Static_assert(offsetof(ic_launch_config, nattrs) == offsetof(CUlaunchConfig, numAttrs), "CUlaunchConfig");
+_Static_assert(sizeof(ic_launch_config) == sizeof(CUlaunchConfig), "CUlaunchConfig");
+_Static_assert((int)CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION ==
+                   IC_LAUNCH_ATTR_PROGRAMMATIC_STREAM_SERIALIZATION, "attribute id");
+#endif
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static ic_CUcontext primary[64];
@@ -127,6 +161,8 @@ static void init(void) {
     SYM(ModuleUnload, "cuModuleUnload", 1);
     SYM(ModuleGetFunction, "cuModuleGetFunction", 1);
     SYM(LaunchKernel, "cuLaunchKernel", 1);
+    SYM(LaunchKernelEx, "cuLaunchKernelEx", 0);
+    SYM(StreamIsCapturing, "cuStreamIsCapturing", 0);
     SYM(MemAlloc, "cuMemAlloc_v2", 1);
     SYM(MemFree, "cuMemFree_v2", 1);
     SYM(MemAllocAsync, "cuMemAllocAsync", 0);
@@ -619,6 +655,11 @@ IC_API int ic_run_stream(const ic_compiled *c, void *const *inputs, void *const 
     D.CtxGetCurrent(&cur);
     if (cur != G->ctx) D.CtxSetCurrent(G->ctx);
     int rc = 0;
+    /* programmatic dependent launch (G->pdl: the kernels wait for their predecessor first);
+     * not while the stream is captured into a CUDA graph: plain launches there */
+    int capturing = 1;
+    bool pdl = G->pdl && D.LaunchKernelEx && D.StreamIsCapturing && !D.StreamIsCapturing(st, &capturing) &&
+               capturing == 0;
     ic_CUdeviceptr stackbufs[64];
     ic_CUdeviceptr *bufs = c->nbufs <= 64 ? stackbufs : malloc((size_t)c->nbufs * sizeof *bufs);
     void *args_stack[64];
@@ -708,7 +749,14 @@ IC_API int ic_run_stream(const ic_compiled *c, void *const *inputs, void *const 
         for (int i = 0; i < gv->nparams; i++) args[i] = &bufs[gv->params[i]];
         ic_CUdeviceptr part = ws + (ic_CUdeviceptr)(gv->part_off > 0 ? gv->part_off : 0);
         if (gv->part_off >= 0) args[gv->nparams] = &part;
-        r = D.LaunchKernel(gv->fn, gv->grid, 1, 1, gv->block, 1, 1, 0, st, args, NULL);
+        if (pdl) {
+            ic_launch_attr at = {.id = IC_LAUNCH_ATTR_PROGRAMMATIC_STREAM_SERIALIZATION};
+            at.value.ival = 1;
+            ic_launch_config cf = {{gv->grid, 1, 1}, {gv->block, 1, 1}, 0, st, &at, 1};
+            r = D.LaunchKernelEx(&cf, gv->fn, args, NULL);
+        } else {
+            r = D.LaunchKernel(gv->fn, gv->grid, 1, 1, gv->block, 1, 1, 0, st, args, NULL);
+        }
         if (r) {
             rc = fail(err, IC_EINTERNAL, "launch of %s: %s", gv->name, errstr(r));
             break;
