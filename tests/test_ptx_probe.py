@@ -200,3 +200,16 @@ def test_kernels_wait_for_their_predecessor_first(pdl, monkeypatch, capfd, tmp_p
         mem = [b.find(op) for op in ("ld.global", "st.global", "cp.async", "atom.global", "red.global")]
         assert all(i < 0 or i > w for i in mem), b[:w + 200]
         assert 0 < b.find("griddepcontrol.launch_dependents") < b.find("ret;")
+
+
+def test_softmax_divides_by_one_reciprocal(monkeypatch, capfd, tmp_path):
+    """f32 softmax: x * rn(1 / s) with s = sum(exp(x - max)) >= 1 (rcp.rn once per row), not a
+    div.rn per element; a division by another row sum (which may be subnormal or 0) stays
+    an IEEE division per element"""
+    x = torch.randn(8, 512)
+    ptx = _kernel_ptx(monkeypatch, capfd, tmp_path, lambda t: torch.softmax(t, -1), x)
+    assert "rcp.rn.f32" in ptx and "div.rn.f32" not in ptx
+    ptx = _kernel_ptx(monkeypatch, capfd, tmp_path, lambda t: t / t.exp().sum(-1, keepdim=True), x)
+    assert "div.rn.f32" in ptx
+    ptx = _kernel_ptx(monkeypatch, capfd, tmp_path, lambda t: torch.softmax(t, -1), x, env={"TORCHC_GPU_V2": "0"})
+    assert "div.rn.f32" in ptx

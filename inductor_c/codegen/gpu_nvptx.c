@@ -168,6 +168,9 @@ typedef struct gg {
     ic_xid rcp_x;          /* V2: 1 / val(rcp_x) of generation rcp_gen is rcp_v */
     uint32_t rcp_gen;
     LLVMValueRef rcp_v;
+    ic_xid rcp32_x;        /* V2: 1 / val(rcp32_x) (IEEE) of generation rcp32_gen is rcp32_v */
+    uint32_t rcp32_gen;
+    LLVMValueRef rcp32_v;
     uint8_t *need;         /* [x]: value needed to f32 accuracy (lowp_need); NULL: all are */
     int epi_buf;           /* GEMM epilogue (gpu_gemm.c): loads of this buffer read epi_val */
     LLVMValueRef epi_val;  /*   (the accumulator value, register form) while it is non-NULL */
@@ -593,9 +596,14 @@ static bool exp_poly(void) {
     return e && !strcmp(e, "poly");
 }
 
-/* the exp inside f32 tanh, sigmoid (silu, gelu_tanh), erf and gelu (cg.exp_fn): f32 gelu of
- * 64 MB was bound by instruction issue (0.81 of copy bandwidth), its polynomial exp a sixth
- * of the instructions */
+/* the exp inside f32 tanh and sigmoid (silu, gelu_tanh) (cg.exp_fn).
+ * erf_fast_exp: inside f32 erf and gelu, the exp of erf's outer piece (|a| > 0.93), erfc(|a|)
+ * = exp(r) with r in [-a^2 - 1, -0.8], is one ex2.approx of r log2 e (exp_half): relative
+ * error <= |r| log2e 2^-24 + 2^-22, below 1e-6 while erfc > 1e-4, and erf = 1 - erfc or
+ * gelu's 2 - erfc take it as an absolute error below an ulp; in gelu's negative tail
+ * (x/2 erfc) it stays relative, at values that are tiny (eager's own 1 + erf loses them
+ * entirely there). f32 gelu of 64 MB was bound by instruction issue: 0.82 of copy bandwidth
+ * with the Cody-Waite exp (58 instructions an element), torch.compile's libdevice erf 0.96. */
 static LLVMValueRef exp_f32_cb(void *g, LLVMValueRef x) { return exp_f32(g, x); }
 
 /* gelu for f16/bf16 results: erf's outer piece through exp_half (bf16 GELU at 4 KB rows is
@@ -633,6 +641,35 @@ static LLVMValueRef div_half_rcp(gg *g, LLVMValueRef a, ic_xid bx) {
         g->rcp_gen = g->gen;
     }
     return LLVMBuildFMul(B, a, g->rcp_v, "");
+}
+
+/* V2: softmax's f32 division by its row sum, a / s with s = sum(exp(x - max(x))) over the
+ * row: s is 1 <= s <= n (or NaN, or inf with x), so 1/s is a normal number and a * rn(1/s)
+ * is within about 1 ulp of a / s (IEEE division: 0.5). One div.rn per chunk instead of one
+ * per element (each ~9 SASS instructions: f32 softmax is bound by instruction issue). Only
+ * that pattern: for other divisors 1/s may overflow or lose bits as a subnormal. */
+static bool softmax_sum(gg *g, ic_xid bx) {
+    const ic_x *s = &g->c->xs[bx];
+    if (s->kind != X_ROWVAL || !g->k || s->a < 0 || s->a >= g->k->nitems) return false;
+    const ic_item *it = &g->k->items[s->a];
+    if (it->kind != IT_REDUCE || it->red_op != IC_OP_SUM || it->acc != IC_F32) return false;
+    const ic_x *e = &g->c->xs[it->expr];
+    if (e->kind != X_OP || e->op != IC_OP_EXP || e->dtype != IC_F32) return false;
+    const ic_x *d = &g->c->xs[e->a];
+    if (d->kind != X_OP || d->op != IC_OP_SUB) return false;
+    const ic_x *m = &g->c->xs[d->b];
+    if (m->kind != X_ROWVAL || m->a < 0 || m->a >= g->k->nitems) return false;
+    const ic_item *mi = &g->k->items[m->a];
+    return mi->kind == IT_REDUCE && mi->red_op == IC_OP_AMAX && mi->expr == d->a && mi->acc == IC_F32;
+}
+
+static LLVMValueRef div_rowsum(gg *g, LLVMValueRef a, ic_xid bx) {
+    if (g->rcp32_gen != g->gen || g->rcp32_x != bx) {
+        g->rcp32_v = LLVMBuildFDiv(B, kf(a, 1.0), val(g, bx, 0), "");
+        g->rcp32_x = bx;
+        g->rcp32_gen = g->gen;
+    }
+    return LLVMBuildFMul(B, a, g->rcp32_v, "");
 }
 
 static LLVMValueRef unary(gg *g, ic_op op, ic_dtype t, LLVMValueRef a) {
@@ -682,8 +719,9 @@ static LLVMValueRef unary(gg *g, ic_op op, ic_dtype t, LLVMValueRef a) {
     case IC_OP_TANH: return vm_tanh(C, a);
     case IC_OP_SILU: return LLVMBuildFMul(B, a, vm_sigmoid(C, a), "");
     case IC_OP_GELU: {
-        /* vm_gelu gives NaN at +inf to match eager's CPU kernel; CUDA eager gives inf */
-        LLVMValueRef r = vm_gelu(C, a);
+        /* vm_gelu gives NaN at +inf to match eager's CPU kernel; CUDA eager gives inf. The
+         * exp of erf's outer piece is one ex2.approx (erf_fast_exp) */
+        LLVMValueRef r = exp_poly() ? vm_gelu(C, a) : vm_gelu_ex(C, a, exp_half_cb, g);
         return sel(g, fcmp(g, LLVMRealOEQ, a, kf(a, INFINITY)), a, r);
     }
     case IC_OP_GELU_TANH: {
@@ -697,7 +735,13 @@ static LLVMValueRef unary(gg *g, ic_op op, ic_dtype t, LLVMValueRef a) {
     case IC_OP_COS: return sincos_f32(g, a, true);
     case IC_OP_TAN: return LLVMBuildFDiv(B, sincos_f32(g, a, false), sincos_f32(g, a, true), "");
     case IC_OP_ATAN: return atan_f32(g, a);
-    case IC_OP_ERF: return vm_erf(C, a);
+    case IC_OP_ERF: {
+        LLVMValueRef (*keep)(void *, LLVMValueRef) = C->exp_fn;
+        if (!exp_poly()) C->exp_fn = exp_half_cb; /* erf_fast_exp */
+        LLVMValueRef r = vm_erf(C, a);
+        C->exp_fn = keep;
+        return r;
+    }
     case IC_OP_EXP2: return exp2_f32(g, a);
     case IC_OP_LOG2: return log2_f32(g, a);
     case IC_OP_LOG1P: {
@@ -1075,6 +1119,11 @@ static LLVMValueRef val(gg *g, ic_xid x, int lane) {
         if (e.dtype == IC_F32 && is_lowp(g, x) && e.op == IC_OP_DIV && g->c->xs[e.a].dtype == IC_F32) {
             r = (g->v2 & V2_ROWS) && !x_lane_dep(g, e.b) ? div_half_rcp(g, val(g, e.a, lane), e.b)
                                                          : div_half(g, val(g, e.a, lane), val(g, e.b, lane));
+            break;
+        }
+        if (e.dtype == IC_F32 && e.op == IC_OP_DIV && (g->v2 & V2_ROWS) && g->c->xs[e.a].dtype == IC_F32 &&
+            softmax_sum(g, e.b)) {
+            r = div_rowsum(g, val(g, e.a, lane), e.b);
             break;
         }
         LLVMValueRef a = val(g, e.a, lane);
