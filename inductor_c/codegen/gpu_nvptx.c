@@ -2253,11 +2253,6 @@ static uint8_t *lowp_need(gg *g, const ic_kernel *k) {
     return need;
 }
 
-static int mincta(void) {
-    const char *e = getenv("TORCHC_GPU_MINCTA");
-    return e && *e ? atoi(e) : 0;
-}
-
 static void gen_variant(gg *g, ic_kernel *k, const plan *P, ic_gvariant *out, const char *name) {
     ic_ctx *c = g->c;
     int *used = ic_alloc(c, (size_t)c->nbufs * sizeof(int) + 1);
@@ -2292,12 +2287,6 @@ static void gen_variant(gg *g, ic_kernel *k, const plan *P, ic_gvariant *out, co
     }
     add_annotation(g, fn, "kernel", 1);
     add_annotation(g, fn, "maxntidx", P->Bk);
-    /* experiment (TORCHC_GPU_MINCTA=2): persistent rows of 1024 threads holding more than 16
-     * values each (softmax of 32768 f32: 63 registers, one block per SM, so a row's loads
-     * never overlap another row's reductions and exps) limited to 32 registers for two
-     * blocks per SM, the rest spilled to local memory (L1) */
-    if (P->mode == P_ROWS && P->T == 1024 && P->persistent && P->C * P->V > 16 && mincta() > 1)
-        add_annotation(g, fn, "minctasm", mincta());
     g->k = k;
     g->P = P;
     g->v2 = P->v2;
@@ -2806,8 +2795,8 @@ static char *cache_key(ic_ctx *c, int tsm, int nsm) {
     const char *tile = getenv("TORCHC_GPU_TILE");
     ic_str_printf(&s, "%s|sm=%d|nsm=%d|driver=%d|%s|LLVM %d|tile=%s|gemm=%d", text, tsm, nsm, ic_cuda_driver_version(),
                   ic_version(), LLVM_VERSION_MAJOR, tile ? tile : "", gemm_mode());
-    ic_str_printf(&s, "|v2=%d|exp=%d|stencil=%d|lowp=%d|pdl=%d|mincta=%d", gpu_v2(), exp_poly(), ic_stencil_opt(),
-                  lowp_on(), pdl_on(tsm), mincta()); /* knobs that change code */
+    ic_str_printf(&s, "|v2=%d|exp=%d|stencil=%d|lowp=%d|pdl=%d", gpu_v2(), exp_poly(), ic_stencil_opt(), lowp_on(),
+                  pdl_on(tsm)); /* knobs that change code */
     free(text);
     if (s.oom) {
         free(s.s);
