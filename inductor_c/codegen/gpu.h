@@ -53,6 +53,7 @@ typedef struct ic_gvariant {
     int *align_buf;       /* vector variant: buffers whose base must be aligned ... */
     int *align_bytes;     /* ... to this many bytes */
     int64_t part_off;     /* >= 0: one more parameter, workspace + part_off (split rows) */
+    int cl;               /* CTAs per cluster (1: none; 2: a row's two halves, cuLaunchKernelEx) */
 } ic_gvariant;
 
 typedef struct ic_gkernel {
@@ -134,6 +135,8 @@ int ic_cuda_load(ic_gpu *G, int device, char *msg, size_t n);
 int ic_gpu_ptx_only(int *sm);
 /* the driver's version (cuDriverGetVersion), 0 without a driver */
 int ic_cuda_driver_version(void);
+/* 1 when the driver has cuLaunchKernelEx (clusters, programmatic dependent launch) */
+int ic_cuda_has_launch_ex(void);
 /* Scratch of IC_STREAM_WS_BYTES for library calls (cuBLASLt, cuDNN) on one stream of one
  * device: allocated at first use in the current context, kept for the process; 0 when none
  * can be had. Calls on one stream run in order, so they can share it. */

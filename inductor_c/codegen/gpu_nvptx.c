@@ -130,6 +130,7 @@ typedef struct plan {
     int v2;                /* TORCHC_GPU_V2 parts (gpu_v2) */
     bool all_rows;         /* V2 rows: every block's rows exist (no `active` test) */
     bool all_cols;         /* V2 rows: every chunk of every thread lies in the row */
+    int cl;                /* rows: CTAs per cluster (cluster_rows); 0/1: none */
 } plan;
 
 typedef struct gg {
@@ -1284,6 +1285,33 @@ static LLVMValueRef shfl_bfly(gg *g, LLVMValueRef v, int mask) {
 
 static void barrier(gg *g) { intrin(g, "llvm.nvvm.barrier0", NULL, 0, NULL, 0); }
 
+static void void_asm(gg *g, const char *text, const char *cons, LLVMValueRef *args, int n) {
+    LLVMTypeRef ts[4];
+    for (int i = 0; i < n; i++) ts[i] = LLVMTypeOf(args[i]);
+    LLVMTypeRef ft = LLVMFunctionType(g->cg.vd, ts, (unsigned)n, 0);
+    LLVMValueRef ia = LLVMGetInlineAsm(ft, (char *)text, strlen(text), (char *)cons, strlen(cons), 1, 0,
+                                       LLVMInlineAsmDialectATT, 0);
+    LLVMBuildCall2(B, ft, ia, args, (unsigned)n, "");
+}
+
+/* every thread of every CTA of the cluster (cluster rows); release / acquire at cluster scope */
+static void cluster_barrier(gg *g) {
+    void_asm(g, "barrier.cluster.arrive;\n\tbarrier.cluster.wait;", "~{memory}", NULL, 0);
+}
+
+/* the 32-bit value v also into the other CTA's shared memory at the address of p (cluster
+ * rows: two CTAs, the peer is rank ^ 1) */
+static void store_peer(gg *g, LLVMValueRef p, LLVMValueRef v) {
+    LLVMTypeRef i32 = g->cg.i32;
+    LLVMValueRef a = LLVMBuildTrunc(B, LLVMBuildPtrToInt(B, p, g->cg.i64, ""), i32, "");
+    LLVMValueRef rank = LLVMBuildURem(B, sreg(g, "llvm.nvvm.read.ptx.sreg.ctaid.x"), ki(g, i32, 2), "");
+    LLVMValueRef peer = LLVMBuildXor(B, rank, ki(g, i32, 1), "");
+    LLVMValueRef bits = LLVMTypeOf(v) == i32 ? v : LLVMBuildBitCast(B, v, i32, "");
+    LLVMValueRef args[3] = {a, peer, bits};
+    void_asm(g, "{\n\t.reg .b32 ra;\n\tmapa.shared::cluster.u32 ra, $0, $1;\n\tst.shared::cluster.b32 [ra], $2;\n\t}",
+             "r,r,r,~{memory}", args, 3);
+}
+
 /* Combines a (with its index *ai for argmax/argmin) over the threads of one row, the j-bits
  * of tid; every thread gets the result. Lane bits: shfl.sync butterflies; warp bits: shared
  * memory, read by every thread in the same order. */
@@ -1303,16 +1331,19 @@ static LLVMValueRef block_reduce(gg *g, const ic_item *it, LLVMValueRef a, LLVMV
     LLVMTypeRef t = LLVMTypeOf(a);
     bool i1 = t == g->cg.i1;
     LLVMTypeRef st = i1 ? g->cg.i8 : t;
-    barrier(g);
+    if (P->cl > 1) cluster_barrier(g);
+    else barrier(g);
     LLVMValueRef p = LLVMBuildGEP2(B, st, g->smem, &g->tid, 1, "");
     LLVMBuildStore(B, i1 ? LLVMBuildZExt(B, a, st, "") : a, p);
+    if (P->cl > 1) store_peer(g, p, a);
     LLVMValueRef ibase = NULL;
     if (ai) { /* indices in the second half */
-        LLVMValueRef off = LLVMConstInt(g->cg.i32, (unsigned)P->Bk, 0);
+        LLVMValueRef off = LLVMConstInt(g->cg.i32, (unsigned)(P->Bk * P->cl), 0);
         ibase = LLVMBuildGEP2(B, g->cg.i64, g->smem, &off, 1, "");
         LLVMBuildStore(B, *ai, LLVMBuildGEP2(B, g->cg.i64, ibase, &g->tid, 1, ""));
     }
-    barrier(g);
+    if (P->cl > 1) cluster_barrier(g);
+    else barrier(g);
     int nw = 1 << __builtin_popcount(M->smem_mask);
     LLVMValueRef base = LLVMBuildAnd(B, g->tid, LLVMConstInt(g->cg.i32, ~M->smem_mask, 0), "");
     LLVMValueRef r = NULL, ri = NULL;
@@ -1770,6 +1801,7 @@ static void emit_rows(gg *g, ic_kernel *k) {
     }
     LLVMValueRef tid = LLVMBuildZExt(B, g->tid, g->ity, "");
     LLVMValueRef bid = LLVMBuildZExt(B, sreg(g, "llvm.nvvm.read.ptx.sreg.ctaid.x"), g->ity, "");
+    if (P->cl > 1) bid = LLVMBuildUDiv(B, bid, kix(g, P->cl), "");
     LLVMValueRef rl = bitfield(g, tid, P->map.r_shift, P->logR);
     g->j = bitfield(g, tid, P->map.j_shift, P->logT);
     LLVMValueRef r = LLVMBuildAdd(B, LLVMBuildMul(B, bid, kix(g, P->R), ""), rl, "");
@@ -1863,6 +1895,32 @@ static int choose_vec(ic_ctx *c, ic_kernel *k, int32_t vv, int64_t vsize, bool r
     return ic_gpu_vec_width(V, vsize);
 }
 
+/* Cluster rows (sm_90): a persistent row of T = 1024 threads (rows of 4K-8K vectors: softmax
+ * of 32768 f32 holds 32 values a thread, ~63 registers) fits one block per SM, so one row's
+ * loads never overlap another row's reductions and exps (0.75 of copy bandwidth). Instead the
+ * row is a cluster of two 512-thread CTAs (consecutive blockIdx.x), thread t of CTA r being
+ * thread 512 r + t of the row: the same layout, registers and code, two CTAs per SM. The
+ * block reduction's shared-memory step writes each warp's value into both CTAs' shared memory
+ * (st.shared::cluster through mapa) between cluster barriers, and every thread reduces the
+ * same slots in the same order. Only rows whose reductions are 32-bit and not argmax/argmin,
+ * with no row value stored before the last pass (read by the other CTA). TORCHC_GPU_CLUSTER=0
+ * keeps one CTA a row. */
+static _Thread_local int tls_cluster_ok;
+
+static bool cluster_env(void) {
+    const char *e = getenv("TORCHC_GPU_CLUSTER");
+    return !(e && !strcmp(e, "0"));
+}
+
+static bool cluster_rows_ok(const ic_kernel *k) {
+    for (int j = 0; j < k->nitems; j++) {
+        const ic_item *it = &k->items[j];
+        if (it->kind == IT_REDUCE && (ic_is_arg(it->red_op) || (it->acc != IC_F32 && it->acc != IC_I32))) return false;
+        if (it->pos % 2 == 0 && it->store && it->pos != k->npos - 1) return false;
+    }
+    return true;
+}
+
 static void plan_kernel(ic_ctx *c, ic_kernel *k, plan *P, int V, int nsm, int S, int pass, const int *slot) {
     memset(P, 0, sizeof *P);
     P->V = V;
@@ -1940,6 +1998,12 @@ static void plan_kernel(ic_ctx *c, ic_kernel *k, plan *P, int V, int nsm, int S,
     }
     int64_t blocks = (P->rows + P->R - 1) / P->R;
     P->grid = (unsigned)blocks;
+    P->cl = 1;
+    if (S <= 1 && tls_cluster_ok && P->T == 1024 && P->R == 1 && P->persistent && cluster_rows_ok(k)) {
+        P->cl = 2;
+        P->Bk = P->T / P->cl;
+        P->grid = (unsigned)(blocks * P->cl);
+    }
     if (S > 1) {
         P->S = S;
         P->persistent = false;
@@ -2296,7 +2360,7 @@ static void gen_variant(gg *g, ic_kernel *k, const plan *P, ic_gvariant *out, co
     if (P->mode == P_ROWS && P->logT + (P->jlow ? 0 : P->logR) > 5) {
         char sn[64];
         snprintf(sn, sizeof sn, "%s_smem", name);
-        LLVMTypeRef at = LLVMArrayType(g->cg.i64, 2 * (unsigned)P->Bk); /* values, arg indices */
+        LLVMTypeRef at = LLVMArrayType(g->cg.i64, 2 * (unsigned)(P->Bk * P->cl)); /* values, arg indices */
         g->smem = LLVMAddGlobalInAddressSpace(g->cg.mod, at, sn, 3);
         LLVMSetInitializer(g->smem, LLVMGetUndef(at));
         LLVMSetLinkage(g->smem, LLVMInternalLinkage);
@@ -2316,6 +2380,10 @@ static void gen_variant(gg *g, ic_kernel *k, const plan *P, ic_gvariant *out, co
     LLVMPositionBuilderAtEnd(B, start);
     pdl_prologue(g);
     g->tid = sreg(g, "llvm.nvvm.read.ptx.sreg.tid.x");
+    if (P->cl > 1) { /* cluster rows: the thread's place in the row; rank = blockIdx.x % cl */
+        LLVMValueRef rank = LLVMBuildURem(B, sreg(g, "llvm.nvvm.read.ptx.sreg.ctaid.x"), ki(g, g->cg.i32, P->cl), "");
+        g->tid = LLVMBuildAdd(B, g->tid, LLVMBuildMul(B, rank, ki(g, g->cg.i32, P->Bk), ""), "");
+    }
     if (P->mode == P_POINTWISE) emit_pointwise(g, k);
     else if (P->mode == P_TILE && P->tw == 2) emit_tile2(g, k);
     else if (P->mode == P_TILE) emit_tile(g, k);
@@ -2328,6 +2396,7 @@ static void gen_variant(gg *g, ic_kernel *k, const plan *P, ic_gvariant *out, co
     out->grid = P->grid;
     out->block = (unsigned)P->Bk;
     out->part_off = -1;
+    out->cl = P->cl > 1 ? P->cl : 1;
     out->vec = P->V;
     out->nparams = nu;
     out->params = malloc((size_t)(nu + 1) * sizeof(int));
@@ -2571,6 +2640,7 @@ static void gemm_variant(gg *g, const ic_gemm *G, const ic_gemm_map *M, bool fas
     out->grid = (unsigned)(G->batch * ((G->M + cf->BM - 1) / cf->BM) * ((G->N + cf->BN - 1) / cf->BN));
     out->block = (unsigned)M->nthreads;
     out->part_off = -1;
+    out->cl = 1;
     out->vec = fast ? 8 : 1;
     out->nparams = nu;
     out->params = malloc((size_t)(nu + 1) * sizeof(int));
@@ -2795,8 +2865,8 @@ static char *cache_key(ic_ctx *c, int tsm, int nsm) {
     const char *tile = getenv("TORCHC_GPU_TILE");
     ic_str_printf(&s, "%s|sm=%d|nsm=%d|driver=%d|%s|LLVM %d|tile=%s|gemm=%d", text, tsm, nsm, ic_cuda_driver_version(),
                   ic_version(), LLVM_VERSION_MAJOR, tile ? tile : "", gemm_mode());
-    ic_str_printf(&s, "|v2=%d|exp=%d|stencil=%d|lowp=%d|pdl=%d", gpu_v2(), exp_poly(), ic_stencil_opt(), lowp_on(),
-                  pdl_on(tsm)); /* knobs that change code */
+    ic_str_printf(&s, "|v2=%d|exp=%d|stencil=%d|lowp=%d|pdl=%d|cluster=%d", gpu_v2(), exp_poly(), ic_stencil_opt(),
+                  lowp_on(), pdl_on(tsm), tls_cluster_ok); /* knobs that change code */
     free(text);
     if (s.oom) {
         free(s.s);
@@ -2930,6 +3000,7 @@ static void codegen(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
         if (ic_cuda_device_info(dev, &sm, &nsm, msg, sizeof msg)) ic_fail(c, IC_EUNSUPPORTED, "CUDA: %s", msg);
     }
     int tsm = sm > 90 ? 90 : sm < 52 ? 52 : sm;
+    tls_cluster_ok = tsm >= 90 && cluster_env() && (ptx_only || ic_cuda_has_launch_ex());
     if (!ptx_only && !c->debug && ic_gcache_enabled()) {
         R->key = cache_key(c, tsm, nsm);
         if (R->key && from_cache(c, out, dev, R) == 0) return;

@@ -108,6 +108,7 @@ typedef struct ic_launch_config {
     unsigned nattrs;
 } ic_launch_config;
 #define IC_LAUNCH_ATTR_PROGRAMMATIC_STREAM_SERIALIZATION 6
+#define IC_LAUNCH_ATTR_CLUSTER_DIMENSION 4
 #ifdef TORCHC_HAVE_CUDA_H
 #include <stddef.h>
 _Static_assert(sizeof(ic_launch_attr) == sizeof(CUlaunchAttribute), "CUlaunchAttribute");
@@ -120,6 +121,9 @@ _Static_assert(offsetof(ic_launch_config, nattrs) == offsetof(CUlaunchConfig, nu
 _Static_assert(sizeof(ic_launch_config) == sizeof(CUlaunchConfig), "CUlaunchConfig");
 _Static_assert((int)CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION ==
                    IC_LAUNCH_ATTR_PROGRAMMATIC_STREAM_SERIALIZATION, "attribute id");
+_Static_assert((int)CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION == IC_LAUNCH_ATTR_CLUSTER_DIMENSION, "attribute id");
+_Static_assert(offsetof(CUlaunchAttributeValue, clusterDim.x) == 0 && offsetof(CUlaunchAttributeValue, clusterDim.y) == 4,
+               "clusterDim");
 #endif
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -225,6 +229,11 @@ ic_CUdeviceptr ic_cuda_stream_workspace(int dev, void *stream) {
 int ic_cuda_driver_version(void) {
     pthread_once(&once, init);
     return D.version;
+}
+
+int ic_cuda_has_launch_ex(void) {
+    pthread_once(&once, init);
+    return D.ok && D.LaunchKernelEx != NULL;
 }
 
 IC_API void ic_set_device_allocator(const ic_device_allocator *a) {
@@ -749,11 +758,24 @@ IC_API int ic_run_stream(const ic_compiled *c, void *const *inputs, void *const 
         for (int i = 0; i < gv->nparams; i++) args[i] = &bufs[gv->params[i]];
         ic_CUdeviceptr part = ws + (ic_CUdeviceptr)(gv->part_off > 0 ? gv->part_off : 0);
         if (gv->part_off >= 0) args[gv->nparams] = &part;
-        if (pdl) {
-            ic_launch_attr at = {.id = IC_LAUNCH_ATTR_PROGRAMMATIC_STREAM_SERIALIZATION};
-            at.value.ival = 1;
-            ic_launch_config cf = {{gv->grid, 1, 1}, {gv->block, 1, 1}, 0, st, &at, 1};
+        if ((pdl || gv->cl > 1) && D.LaunchKernelEx) {
+            ic_launch_attr at[2];
+            unsigned na = 0;
+            memset(at, 0, sizeof at);
+            if (gv->cl > 1) {
+                unsigned dim[3] = {(unsigned)gv->cl, 1, 1};
+                at[na].id = IC_LAUNCH_ATTR_CLUSTER_DIMENSION;
+                memcpy(at[na++].value.raw, dim, sizeof dim);
+            }
+            if (pdl) {
+                at[na].id = IC_LAUNCH_ATTR_PROGRAMMATIC_STREAM_SERIALIZATION;
+                at[na++].value.ival = 1;
+            }
+            ic_launch_config cf = {{gv->grid, 1, 1}, {gv->block, 1, 1}, 0, st, at, na};
             r = D.LaunchKernelEx(&cf, gv->fn, args, NULL);
+        } else if (gv->cl > 1) {
+            rc = fail(err, IC_EUNSUPPORTED, "launch of %s: clusters need cuLaunchKernelEx%s", gv->name, "");
+            break;
         } else {
             r = D.LaunchKernel(gv->fn, gv->grid, 1, 1, gv->block, 1, 1, 0, st, args, NULL);
         }
