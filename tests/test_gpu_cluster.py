@@ -1,7 +1,8 @@
 """Cluster rows (gpu_nvptx.c cluster_rows_ok, runtime/cuda.c): on sm_90, rows of 1024
 persistent threads run as a cluster of two 512-thread CTAs whose block reductions meet in
-each other's shared memory. Differential tests against eager (f32 and bf16, exact and
-ragged chunks, NaN/inf rows), with TORCHC_GPU_CLUSTER=0, and under CUDA graph capture. The
+each other's shared memory; opt-in (TORCHC_GPU_CLUSTER=1: slower on the H200 so far).
+Differential tests against eager (f32 and bf16, exact and ragged chunks, NaN/inf rows), on
+and off, and under CUDA graph capture. The
 PTX side is checked without a GPU in test_ptx_probe.py. Skips without a CUDA device."""
 import pytest
 import torch
@@ -24,7 +25,7 @@ CASES = {
 @pytest.mark.parametrize("cols,dt", [(32768, torch.float32), (30000, torch.float32), (16384, torch.float32),
                                      (32768, torch.bfloat16), (20000, torch.bfloat16)])
 @pytest.mark.parametrize("name", list(CASES))
-@pytest.mark.parametrize("cluster", ["", "0"])
+@pytest.mark.parametrize("cluster", ["1", "0"])
 def test_cluster_rows(name, cols, dt, cluster, monkeypatch):
     monkeypatch.setenv("TORCHC_GPU_CLUSTER", cluster)
     monkeypatch.setenv("TORCHC_CACHE", "0")
@@ -36,6 +37,8 @@ def test_cluster_rows(name, cols, dt, cluster, monkeypatch):
     torchc.reset()
     got, want = torchc.compile(f)(x), f(x)
     tol = dict(rtol=2e-2, atol=2e-2) if dt == torch.bfloat16 else dict(rtol=1e-4, atol=1e-5)
+    if name == "sum_max":  # sums of 3e4 values of either sign in another order: absolute error
+        tol = dict(rtol=1e-4, atol=2e-3)
     for a, b in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
         torch.testing.assert_close(a, b, equal_nan=True, **tol)
 
@@ -43,6 +46,7 @@ def test_cluster_rows(name, cols, dt, cluster, monkeypatch):
 @cuda
 def test_cluster_rows_in_cuda_graphs(monkeypatch):
     monkeypatch.setenv("TORCHC_CACHE", "0")
+    monkeypatch.setenv("TORCHC_GPU_CLUSTER", "1")
     f = CASES["softmax"]
     torchc.reset()
     cf = torchc.compile(f, mode="reduce-overhead", options={"cudagraph_adaptive": False})

@@ -1903,13 +1903,14 @@ static int choose_vec(ic_ctx *c, ic_kernel *k, int32_t vv, int64_t vsize, bool r
  * block reduction's shared-memory step writes each warp's value into both CTAs' shared memory
  * (st.shared::cluster through mapa) between cluster barriers, and every thread reduces the
  * same slots in the same order. Only rows whose reductions are 32-bit and not argmax/argmin,
- * with no row value stored before the last pass (read by the other CTA). TORCHC_GPU_CLUSTER=0
- * keeps one CTA a row. */
+ * with no row value stored before the last pass (read by the other CTA). Opt-in
+ * (TORCHC_GPU_CLUSTER=1): on the H200 it was slower, softmax of 32768 f32 0.55 of copy
+ * bandwidth against 0.77 with one CTA a row (same run; four cluster barriers a row). */
 static _Thread_local int tls_cluster_ok;
 
 static bool cluster_env(void) {
     const char *e = getenv("TORCHC_GPU_CLUSTER");
-    return !(e && !strcmp(e, "0"));
+    return e && !strcmp(e, "1");
 }
 
 static bool cluster_rows_ok(const ic_kernel *k) {
