@@ -1847,6 +1847,7 @@ typedef struct scan {
     int32_t vv;
     int min_esz;     /* smallest element of an access contiguous along vv */
     int nscalar;     /* loads that differ per lane but are not contiguous (one per lane) */
+    int ntrans;      /* transcendental ops (exp, erf, tanh, ...): tens of instructions each */
     uint8_t *seen;
 } scan;
 
@@ -1867,10 +1868,27 @@ static void scan_x(scan *S, ic_xid x) {
         if (e->a >= 0 || (ix_uses_var(S->c, e->ix, S->vv) && (ix_coeff(S->c, e->ix, S->vv, &na) != 1 || na)))
             S->nscalar++;
     }
+    if (e->kind == X_OP) {
+        switch (e->op) {
+        case IC_OP_EXP: case IC_OP_LOG: case IC_OP_TANH: case IC_OP_SIGMOID: case IC_OP_SILU: case IC_OP_GELU:
+        case IC_OP_GELU_TANH: case IC_OP_ERF: case IC_OP_SIN: case IC_OP_COS: case IC_OP_TAN: case IC_OP_ATAN:
+        case IC_OP_EXP2: case IC_OP_LOG2: case IC_OP_LOG1P: case IC_OP_EXPM1: S->ntrans++; break;
+        default: break;
+        }
+    }
     if (e->kind == X_ROWVAL) return;
     if (e->a >= 0) scan_x(S, e->a);
     if (e->b >= 0) scan_x(S, e->b);
     if (e->c >= 0) scan_x(S, e->c);
+}
+
+/* experiment (TORCHC_GPU_VEC8=1): f32 pointwise kernels with a transcendental op take 8
+ * elements a thread (two 16-byte accesses issued together) instead of 4: f32 gelu is bound by
+ * instruction issue, and with one load in flight per thread the loads of a warp wait behind
+ * its math */
+static bool vec8_on(void) {
+    const char *e = getenv("TORCHC_GPU_VEC8");
+    return e && !strcmp(e, "1");
 }
 
 /* Elements per access: 16 bytes of the smallest contiguous element type, while the
@@ -1886,6 +1904,7 @@ static int choose_vec(ic_ctx *c, ic_kernel *k, int32_t vv, int64_t vsize, bool r
     }
     if (S.min_esz == 99) return 1;
     int V = 16 / S.min_esz;
+    if (!rows && V == 4 && S.ntrans > 0 && S.nscalar == 0 && vec8_on()) V = 8;
     if (V > VMAX) V = VMAX;
     /* stencils (TORCHC_STENCIL=0: off): pointwise kernels with many per-lane scalar loads (stencils: a depthwise conv's taps
      * read their weight columns across channels) take fewer lanes: each such load is V
@@ -2866,8 +2885,8 @@ static char *cache_key(ic_ctx *c, int tsm, int nsm) {
     const char *tile = getenv("TORCHC_GPU_TILE");
     ic_str_printf(&s, "%s|sm=%d|nsm=%d|driver=%d|%s|LLVM %d|tile=%s|gemm=%d", text, tsm, nsm, ic_cuda_driver_version(),
                   ic_version(), LLVM_VERSION_MAJOR, tile ? tile : "", gemm_mode());
-    ic_str_printf(&s, "|v2=%d|exp=%d|stencil=%d|lowp=%d|pdl=%d|cluster=%d", gpu_v2(), exp_poly(), ic_stencil_opt(),
-                  lowp_on(), pdl_on(tsm), tls_cluster_ok); /* knobs that change code */
+    ic_str_printf(&s, "|v2=%d|exp=%d|stencil=%d|lowp=%d|pdl=%d|cluster=%d|vec8=%d", gpu_v2(), exp_poly(),
+                  ic_stencil_opt(), lowp_on(), pdl_on(tsm), tls_cluster_ok, vec8_on()); /* knobs that change code */
     free(text);
     if (s.oom) {
         free(s.s);
