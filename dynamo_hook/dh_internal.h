@@ -56,7 +56,9 @@ typedef struct dh_attrcache {
     PyObject *dict;       /* the instance __dict__ */
     PyObject *sub[3];     /* its _parameters, _buffers, _modules (NULL: absent / not a dict) */
     uint64_t ver[4];      /* tags of dict, sub[0..2] */
-    int where;            /* 0..2: found in sub[where]; -1: nothing cached */
+    int where;            /* 0..2: found in sub[where]; 3: in the instance dict; -1: nothing cached */
+    PyObject *last;       /* the value found (borrowed: alive while the tags of the dicts
+                           * that hold and precede it are unchanged) */
 } dh_attrcache;
 
 typedef struct dh_source {

@@ -91,13 +91,20 @@ static PyObject *module_getattr_cached(PyObject *obj, PyObject *name, dh_attrcac
     if (dict == NULL || !PyDict_Check(dict))
         return NULL;
     if (ac->where >= 0 && ac->dict == dict && ac->ver[0] == dict_tag(dict)) {
+        if (ac->where == 3) /* in the instance dict, which is unchanged: the same value */
+            return ac->last;
         int ok = 1;
         for (int i = 0; i < ac->where && ok; i++)
             ok = ac->sub[i] == NULL || ac->ver[1 + i] == dict_tag(ac->sub[i]);
+        if (ok && ac->ver[1 + ac->where] == dict_tag(ac->sub[ac->where]))
+            return ac->last; /* the sub-dict that held it unchanged too */
         if (ok) {
             PyObject *v = PyDict_GetItemWithError(ac->sub[ac->where], name);
-            if (v != NULL)
+            if (v != NULL) {
+                ac->ver[1 + ac->where] = dict_tag(ac->sub[ac->where]);
+                ac->last = v;
                 return v;
+            }
             PyErr_Clear();
         }
     }
@@ -109,6 +116,12 @@ static PyObject *module_getattr_cached(PyObject *obj, PyObject *name, dh_attrcac
     PyObject *v = PyDict_GetItemWithError(dict, name);
     if (v != NULL || PyErr_Occurred()) {
         PyErr_Clear();
+        if (v != NULL) {
+            ac->dict = dict;
+            ac->ver[0] = dict_tag(dict);
+            ac->where = 3;
+            ac->last = v;
+        }
         return v;
     }
     PyObject *subs[3] = {str_parameters, str_buffers, str_modules};
@@ -126,6 +139,7 @@ static PyObject *module_getattr_cached(PyObject *obj, PyObject *name, dh_attrcac
         v = PyDict_GetItemWithError(d, name);
         if (v != NULL) {
             ac->where = i;
+            ac->last = v;
             return v;
         }
         PyErr_Clear();

@@ -69,3 +69,34 @@ def test_many_instances_share_code():
     for _ in range(2):
         for m, c in zip(ms, cs):
             _check(c, m, x)
+
+
+def test_cached_values_follow_their_dicts():
+    """the value itself is reused while the dicts that hold it (and those before it) keep their
+    version tags: a change to any of them, in any order, is seen; changes elsewhere (another
+    module's dicts, the tensor's data in place) keep the cached value and the right answer"""
+    torchc.reset()
+    m = Outer()
+    other = Outer()
+    c = torchc.compile(m)
+    x = torch.randn(3, 4)
+    for _ in range(3):
+        _check(c, m, x)
+    other.scale = 9.0  # another module: m's dicts unchanged
+    other.inner.w = nn.Parameter(torch.zeros(4))
+    _check(c, m, x)
+    with torch.no_grad():
+        m.inner.w.mul_(3)  # same tensor object, new data: no dict changes needed
+    _check(c, m, x)
+    m.inner._parameters["w"] = nn.Parameter(torch.full((4,), 4.0))  # the sub-dict that holds it
+    _check(c, m, x)
+    m.inner._buffers["other"] = torch.zeros(1)  # a later sub-dict: the cached w is still right
+    _check(c, m, x)
+    m.inner._buffers["b"] = torch.full((4,), -3.0)
+    _check(c, m, x)
+    m.__dict__["scale"] = 1.5  # the instance dict of the outer module
+    _check(c, m, x)
+    m.inner.__dict__["b"] = torch.full((4,), 6.0)  # now shadowed by the instance dict
+    _check(c, m, x)
+    for _ in range(2):
+        _check(c, m, x)
