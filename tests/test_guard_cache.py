@@ -100,3 +100,56 @@ def test_cached_values_follow_their_dicts():
     _check(c, m, x)
     for _ in range(2):
         _check(c, m, x)
+
+
+class Config:
+    """a class with its own __getattribute__ (like transformers' configs): guards run the real
+    getattr; one object read by many layers is asked once per check"""
+
+    def __init__(self, k):
+        self.k = k
+        self.alias = {"kk": "k"}
+
+    def __getattribute__(self, key):
+        if key != "alias" and key in object.__getattribute__(self, "alias"):
+            key = object.__getattribute__(self, "alias")[key]
+        return object.__getattribute__(self, key)
+
+
+class CfgLayer(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.cfg = cfg
+
+    def forward(self, x):
+        return x * self.cfg.kk + self.cfg.k
+
+
+def test_full_getattr_once_per_object_and_name():
+    torchc.reset()
+    shared, own = Config(2.0), Config(5.0)
+    m = nn.Sequential(*[CfgLayer(shared) for _ in range(5)], CfgLayer(own), CfgLayer(shared))
+    c = torchc.compile(m)
+    x = torch.randn(3, 4)
+    for _ in range(2):
+        _check(c, m, x)
+    shared.k = -1.0  # the shared object's value: every layer that reads it
+    _check(c, m, x)
+    own.k = 7.0  # the other object of the same class: not taken from the shared one
+    _check(c, m, x)
+    m[2].cfg = Config(-1.0)  # an equal value in a third object
+    _check(c, m, x)
+    m[3].cfg = Config(0.25)
+    _check(c, m, x)
+    shared.alias = {}  # kk no longer an alias: eager raises, and so must the compiled call
+    try:
+        m(x)
+        raised = False
+    except AttributeError:
+        raised = True
+    assert raised
+    try:
+        c(x)
+        assert False, "compiled call did not raise"
+    except AttributeError:
+        pass
