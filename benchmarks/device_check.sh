@@ -22,7 +22,7 @@ for what in "$@"; do
             --json "$OUT/gpu_bench_v2_$v.json" > "$OUT/gpu_bench_v2_$v.log" 2>&1; echo "V2=$v rc=$?"; tail -9 "$OUT/gpu_bench_v2_$v.log"; done ;;
     sync) timeout 150 python3 benchmarks/sync_check.py --only ${SYNC_MODELS:-vit_b_16,resnet50,bert} 2>&1 | grep -v Warn | tail -30 ;;
     overhead) timeout 120 python3 benchmarks/overhead.py 2>&1 | tail -8 ;;
-    gputests) timeout ${GPUTESTS_TIMEOUT:-300} python3 -m pytest -q -p no:cacheprovider tests/test_gpu.py tests/test_gemm_gpu.py tests/test_cudagraphs.py tests/test_dwconv.py tests/test_gpu_dedupe.py tests/test_gpu_cache.py tests/test_gpu_exp.py tests/test_act_half.py tests/test_gpu_pdl.py tests/test_gpu_cluster.py > "$OUT/gputests.log" 2>&1
+    gputests) timeout ${GPUTESTS_TIMEOUT:-300} python3 -m pytest -q -p no:cacheprovider tests/test_gpu.py tests/test_gemm_gpu.py tests/test_cudagraphs.py tests/test_dwconv.py tests/test_gpu_dedupe.py tests/test_gpu_cache.py tests/test_gpu_exp.py tests/test_act_half.py tests/test_gpu_pdl.py tests/test_gpu_cluster.py tests/test_gpu_stage.py > "$OUT/gputests.log" 2>&1
            echo "gpu pytest rc=$?"; tail -3 "$OUT/gputests.log"; grep -E "^(FAILED|ERROR|E  )" "$OUT/gputests.log" | head -20 ;;
     bench) timeout ${BENCH_TIMEOUT:-150} python3 benchmarks/gpu_bench.py ${BENCH_ARGS:-} --json "$OUT/gpu_bench_h200.json" > "$OUT/gpu_bench.log" 2>&1
            echo "gpu_bench rc=$?"; tail -30 "$OUT/gpu_bench.log" ;;

@@ -8,6 +8,9 @@ Each case is one function written once (torch-like helpers of tests/test_gpu.py)
 Bandwidth counts the bytes a perfect fused kernel moves (every input read once, every output
 written once) over the measured time, and is reported as a fraction of the device copy
 bandwidth measured here (torch's x.clone() of a 1 GiB tensor: read + write).
+Each case is timed twice: calls back to back as a program makes them (host and device
+together: a call whose host path takes longer than its kernels measures the host), and
+"queued" (device time: the calls wait behind a sleep kernel, then run back to back; timeit).
 
 Usage: python benchmarks/gpu_bench.py [--no-inductor] [--quick] [--json FILE]
 """
@@ -24,14 +27,26 @@ sys.path[:0] = [_ROOT, os.path.join(_ROOT, "tests")]
 import test_gpu as T  # noqa: E402  (the ctypes graph builder)
 
 
-def timeit(fn, iters=20, warmup=3):
+STARVED = []  # cases whose queued timing found the GPU idle before the host had enqueued all
+
+
+def timeit(fn, iters=20, warmup=3, queued=False):
+    """Seconds per call, events around `iters` back-to-back calls.
+    queued=False: host and device together (a call's host time shows where it exceeds its
+    kernels' time: small kernels measure the launch path). queued=True: device time: the
+    calls are enqueued behind a ~20 ms torch.cuda._sleep, so the kernels run back to back
+    whatever the host costs; the start event is recorded after the sleep."""
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
     a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    if queued:
+        torch.cuda._sleep(40_000_000)  # cycles: ~20 ms at 1.98 GHz
     a.record()
     for _ in range(iters):
         fn()
+    if queued and a.query():  # the sleep ended before the last call was enqueued
+        STARVED.append(fn)
     b.record()
     torch.cuda.synchronize()
     return a.elapsed_time(b) / iters * 1e-3  # seconds
@@ -97,6 +112,7 @@ def main():
         moved = nbytes(ins) + nbytes(wants)
         row = {"case": name, "bytes": moved}
         row["eager_s"] = timeit(lambda: fn(*ins))
+        row["eager_q_s"] = timeit(lambda: fn(*ins), queued=True)
         t0 = time.perf_counter()
         try:
             c = T.Compiled(fn, *ins)
@@ -108,6 +124,7 @@ def main():
                 tl = T.tol(w.dtype)
                 torch.testing.assert_close(g, w, rtol=tl["rtol"] * 10, atol=tl["atol"] * 10, equal_nan=True)
             row["torchc_s"] = timeit(lambda: c.run(ins, outs))
+            row["torchc_q_s"] = timeit(lambda: c.run(ins, outs), queued=True)
         except Exception as e:  # report and go on
             row["torchc_error"] = str(e)[:200]
         if a.ab:
@@ -118,6 +135,7 @@ def main():
                 cb = T.Compiled(fn, *ins)
                 outs = cb.outputs()
                 row["ab_s"] = timeit(lambda: cb.run(ins, outs))
+                row["ab_q_s"] = timeit(lambda: cb.run(ins, outs), queued=True)
             except Exception as e:
                 row["ab_error"] = str(e)[:200]
             finally:
@@ -130,6 +148,7 @@ def main():
                 cf = torch.compile(fn)
                 cf(*ins)
                 row["inductor_s"] = timeit(lambda: cf(*ins))
+                row["inductor_q_s"] = timeit(lambda: cf(*ins), queued=True)
             except Exception as e:
                 row["inductor_error"] = str(e)[:200]
         rows.append(row)
@@ -142,11 +161,15 @@ def main():
               f"{col('inductor_s'):>17s} | {row.get('torchc_compile_s', 0):12.3f}"
               + (f" | {a.ab}: {col('ab_s')}" if a.ab else "")
               + (f"  torchc: {row['torchc_error']}" if "torchc_error" in row else "")
+              + f"\n{'  queued (device time)':22s} {'':7s} | {col('eager_q_s')} | {col('torchc_q_s')} | "
+              f"{col('inductor_q_s'):>17s} |" + (f" {'':12s} | {a.ab}: {col('ab_q_s')}" if a.ab else "")
               + (f"  inductor: {row['inductor_error'][:80]}" if "inductor_error" in row else ""))
         sys.stdout.flush()
+    if STARVED:
+        print(f"warning: {len(STARVED)} queued timings found the GPU idle before all calls were enqueued")
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"device": dev, "copy_Bps": copy, "torch": torch.__version__, "rows": rows}, f, indent=1)
+            json.dump({"device": dev, "copy_Bps": copy, "queued_starved": len(STARVED), "torch": torch.__version__, "rows": rows}, f, indent=1)
 
 
 if __name__ == "__main__":

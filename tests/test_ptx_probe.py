@@ -3,6 +3,7 @@ every compiled CPU graph through the NVPTX path too (ic_graph_to_ptx, sm_90) and
 stderr. Catches GPU codegen gaps for real captured graphs on machines (CI) that have no GPU."""
 import copy
 import os
+import re
 import shutil
 import subprocess
 
@@ -225,7 +226,7 @@ def test_long_rows_as_clusters(case, monkeypatch, capfd, tmp_path):
     fns = {"softmax": lambda t: torch.softmax(t, -1), "off": lambda t: torch.softmax(t, -1),
            "layernorm": lambda t: F.layer_norm(t, (32768,)), "sum": lambda t: t[:, :16384].sum(-1),
            "argmax": lambda t: t.argmax(-1)}
-    env = {"TORCHC_GPU_CLUSTER": "0" if case == "off" else "1"}
+    env = {"TORCHC_GPU_CLUSTER": "0" if case == "off" else "1", "TORCHC_GPU_STAGE": "0"}
     ptx = _kernel_ptx(monkeypatch, capfd, tmp_path, fns[case], x, env=env)
     clustered = case in ("softmax", "layernorm", "sum")
     assert ("barrier.cluster.arrive" in ptx) == clustered
@@ -242,5 +243,46 @@ def test_long_rows_as_clusters(case, monkeypatch, capfd, tmp_path):
 
 def test_long_rows_one_cta_by_default(monkeypatch, capfd, tmp_path):
     monkeypatch.delenv("TORCHC_GPU_CLUSTER", raising=False)
-    ptx = _kernel_ptx(monkeypatch, capfd, tmp_path, lambda t: torch.softmax(t, -1), torch.randn(160, 32768))
+    ptx = _kernel_ptx(monkeypatch, capfd, tmp_path, lambda t: torch.softmax(t, -1), torch.randn(160, 32768),
+                      env={"TORCHC_GPU_STAGE": "0"})
     assert "barrier.cluster" not in ptx and ".maxntid 1024, 1, 1" in ptx
+
+
+@pytest.mark.parametrize("case,staged", [("softmax", True), ("layernorm", True), ("softmax bf16", True),
+                                         ("ragged", True), ("16384", False), ("16384 all", True),
+                                         ("sum", False), ("two inputs", False), ("off", False),
+                                         ("cluster", False)])
+def test_long_rows_staged(case, staged, monkeypatch, capfd, tmp_path):
+    """gpu_nvptx.c stage_rows_ok: a persistent row of 1024 threads holding more than 16
+    values each becomes 512 threads with half of each thread's chunks of the one row input in
+    dynamic shared memory (.extern .shared, st.shared once, ld.shared in the later passes,
+    one address register plus constant offsets) and .minnctapersm 2; not for a row read in
+    one pass (sum), nor with a second row input, nor with TORCHC_GPU_STAGE=0, nor under
+    cluster rows; ptxas assembles them in 64 registers without spills"""
+    f32, bf = torch.randn(160, 32768), torch.randn(160, 32768, dtype=torch.bfloat16)
+    sm = lambda t: torch.softmax(t, -1)  # noqa: E731
+    cases = {"softmax": (sm, f32, {}), "layernorm": (lambda t: F.layer_norm(t, (32768,)), f32, {}),
+             "softmax bf16": (sm, bf, {}), "ragged": (sm, torch.randn(160, 30000), {}),
+             "16384": (sm, torch.randn(160, 16384), {}),
+             "16384 all": (sm, torch.randn(160, 16384), {"TORCHC_GPU_STAGE": "all"}),
+             "sum": (lambda t: t.sum(-1), f32, {}), "two inputs": (lambda t: torch.softmax(t + t.flip(-1), -1), f32, {}),
+             "off": (sm, f32, {"TORCHC_GPU_STAGE": "0"}), "cluster": (sm, f32, {"TORCHC_GPU_CLUSTER": "1"})}
+    fn, x, env = cases[case]
+    env.setdefault("TORCHC_GPU_STAGE", "")
+    env.setdefault("TORCHC_GPU_CLUSTER", "0")
+    ptx = _kernel_ptx(monkeypatch, capfd, tmp_path, fn, x, env=env)
+    first = ptx.split(".entry ")[1]
+    assert (".minnctapersm 2" in first) == staged, first[:400]
+    assert (".extern .shared .align 16 .b8" in ptx) == staged
+    if staged:
+        assert ".maxntid 512, 1, 1" in first
+        body = first.split("ret;")[0]
+        assert body.count("st.shared.v4") >= 4 and body.count("ld.shared.v4") >= body.count("st.shared.v4")
+        assert "+8192]" in body  # the next chunk's slot: a constant offset from one base
+    ptxas = _ptxas()
+    if ptxas and staged:
+        f = tmp_path / "st.ptx"
+        f.write_text(ptx)
+        info = _ptxas_v(ptxas, f)
+        assert max(int(n) for n in re.findall(r"Used (\d+) registers", info)) <= 64
+        assert "0 bytes spill stores" in info.split("Function properties for")[1]

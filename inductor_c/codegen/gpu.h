@@ -54,6 +54,7 @@ typedef struct ic_gvariant {
     int *align_bytes;     /* ... to this many bytes */
     int64_t part_off;     /* >= 0: one more parameter, workspace + part_off (split rows) */
     int cl;               /* CTAs per cluster (1: none; 2: a row's two halves, cuLaunchKernelEx) */
+    unsigned dsmem;       /* dynamic shared memory bytes (staged rows); > 48 KB: opted in at load */
 } ic_gvariant;
 
 typedef struct ic_gkernel {

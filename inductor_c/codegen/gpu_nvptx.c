@@ -63,7 +63,7 @@
 #include "gpu.h"
 
 #define VMAX 8  /* elements per thread and access */
-#define SMAX 8  /* chunks per thread of a persistent row */
+#define SMAX 16 /* chunks per thread of a persistent row (staged rows: half in shared memory) */
 #define UNROLL 4 /* chunks per iteration of a looped row */
 #define SPLIT_T 512 /* threads per block of split rows (>= the number of parts) */
 #define B g->cg.b
@@ -131,6 +131,9 @@ typedef struct plan {
     bool all_rows;         /* V2 rows: every block's rows exist (no `active` test) */
     bool all_cols;         /* V2 rows: every chunk of every thread lies in the row */
     int cl;                /* rows: CTAs per cluster (cluster_rows); 0/1: none */
+    int creg;              /* staged rows (stage_rows): chunks >= creg of the staged load live in
+                              dynamic shared memory between passes; 0: none */
+    unsigned dsmem;        /* dynamic shared memory bytes per block */
 } plan;
 
 typedef struct gg {
@@ -156,6 +159,10 @@ typedef struct gg {
     bool *dep;             /* [x]: differs between lanes (x_lane_dep), valid at dep_gen */
     uint32_t *dep_gen;
     uint32_t *pgen;        /* [x*SMAX + chunk]: variant that filled pmemo/pvld */
+    uint32_t *pst;         /* [x*SMAX + chunk]: variant whose code stored it to the stage */
+    ic_xid stage_x;        /* the load staged in shared memory (staged rows), -1 none yet */
+    LLVMValueRef dyn;      /* the variant's dynamic shared memory, NULL none */
+    LLVMValueRef dyn_base; /* staged rows: this thread's first 16-byte slot in it */
     uint32_t vgen;
     int chunk;             /* persistent chunk being emitted, -1 none */
     uint32_t gen;
@@ -925,14 +932,19 @@ static void need_align(gg *g, int b, unsigned bytes) {
 
 /* Vector load of V elements: 16-bit and 8-bit elements travel as i32 words. Returns a
  * vector value; vec_lane extracts lane l in memory form. */
-static LLVMValueRef vec_load(gg *g, int b, ic_dtype t, LLVMValueRef off) {
+/* the register type of a V-element access: 16-bit elements as 32-bit words */
+static LLVMTypeRef vec_type(gg *g, ic_dtype t) {
     size_t esz = ic_dtype_size(t);
+    LLVMTypeRef mt = mtype(g, t);
+    return (esz < 4 && g->V * esz >= 4) ? LLVMVectorType(g->cg.i32, (unsigned)(g->V * esz / 4))
+                                        : LLVMVectorType(mt, (unsigned)g->V);
+}
+
+static LLVMValueRef vec_load(gg *g, int b, ic_dtype t, LLVMValueRef off) {
     unsigned al = vec_align(g, t);
     LLVMTypeRef mt = mtype(g, t);
     LLVMValueRef p = LLVMBuildGEP2(B, mt, g->buf_ptr[b], &off, 1, "");
-    LLVMTypeRef vt = (esz < 4 && g->V * esz >= 4) ? LLVMVectorType(g->cg.i32, (unsigned)(g->V * esz / 4))
-                                                  : LLVMVectorType(mt, (unsigned)g->V);
-    LLVMValueRef v = LLVMBuildLoad2(B, vt, p, "");
+    LLVMValueRef v = LLVMBuildLoad2(B, vec_type(g, t), p, "");
     LLVMSetAlignment(v, al);
     need_align(g, b, al);
     return v;
@@ -995,6 +1007,41 @@ static LLVMValueRef tile_ptr(gg *g, int q, ic_dtype t, LLVMValueRef off) {
     return LLVMBuildGEP2(B, mtype(g, t), g->smem, &idx, 1, "");
 }
 
+/* Staged rows (stage_rows): chunk g->chunk >= creg of load x lives in dynamic shared
+ * memory between the passes: the first pass that reads it loads it from global memory and
+ * stores it at the thread's own 16-byte slot (consecutive threads, consecutive slots: no bank
+ * conflicts, no barrier: each thread reads back only what it wrote); later passes load it
+ * from there. The vector of the current generation, or NULL when x cannot be staged (not a
+ * vector access, or another load holds the stage). */
+static LLVMValueRef staged_load(gg *g, ic_xid x) {
+    const ic_x *e = &g->c->xs[x];
+    int b = e->buf;
+    if (!g->dyn || e->a >= 0 || !(vec_access(g, e->ix) && safe_ix(g, e->ix, b) && buf_vec_ok(g, b, e->dtype)))
+        return NULL;
+    if (g->stage_x < 0) g->stage_x = x;
+    if (g->stage_x != x) return NULL;
+    if (g->vld_gen[x] == g->gen) return g->vld[x];
+    const plan *P = g->P;
+    size_t vk = (size_t)x * SMAX + (size_t)g->chunk;
+    LLVMTypeRef vt = vec_type(g, e->dtype);
+    /* the thread's base (emit_rows) and a constant offset: one address register for all */
+    LLVMValueRef off = LLVMConstInt(g->cg.i64, (unsigned long long)(g->chunk - P->creg) * (unsigned long long)P->T * 16, 0);
+    LLVMValueRef sp = LLVMBuildInBoundsGEP2(B, g->cg.i8, g->dyn_base, &off, 1, "");
+    LLVMValueRef v;
+    if (g->pst[vk] == g->vgen) {
+        v = LLVMBuildLoad2(B, vt, sp, "");
+        LLVMSetAlignment(v, (unsigned)(g->V * ic_dtype_size(e->dtype)));
+    } else {
+        v = vec_load(g, b, e->dtype, gix(g, e->ix, 0));
+        LLVMValueRef st = LLVMBuildStore(B, v, sp);
+        LLVMSetAlignment(st, (unsigned)(g->V * ic_dtype_size(e->dtype)));
+        g->pst[vk] = g->vgen;
+    }
+    g->vld[x] = v;
+    g->vld_gen[x] = g->gen;
+    return v;
+}
+
 static LLVMValueRef load_lane(gg *g, ic_xid x, int lane) {
     const ic_x *e = &g->c->xs[x];
     int b = e->buf;
@@ -1011,6 +1058,11 @@ static LLVMValueRef load_lane(gg *g, ic_xid x, int lane) {
         return to_reg(g, LLVMBuildLoad2(B, mtype(g, e->dtype), tile_ptr(g, q, e->dtype, g->tile_off), ""), e->dtype);
     }
     bool pers = g->chunk >= 0 && !g->written[b];
+    if (pers && g->P->creg > 0 && g->chunk >= g->P->creg) { /* staged rows: not kept in registers */
+        LLVMValueRef v = staged_load(g, x);
+        if (v) return to_reg(g, vec_lane(g, v, e->dtype, lane), e->dtype);
+        pers = false; /* another load: read again from global memory (L2) in every pass */
+    }
     size_t vk = (size_t)x * SMAX + (size_t)(pers ? g->chunk : 0);
     size_t pk = vk * VMAX + (size_t)lane;
     if (pers && g->pgen[vk] != g->vgen) {
@@ -1804,6 +1856,10 @@ static void emit_rows(gg *g, ic_kernel *k) {
     if (P->cl > 1) bid = LLVMBuildUDiv(B, bid, kix(g, P->cl), "");
     LLVMValueRef rl = bitfield(g, tid, P->map.r_shift, P->logR);
     g->j = bitfield(g, tid, P->map.j_shift, P->logT);
+    if (g->dyn) {
+        LLVMValueRef o = LLVMBuildMul(B, LLVMBuildZExt(B, g->j, g->cg.i64, ""), ki(g, g->cg.i64, 16), "");
+        g->dyn_base = LLVMBuildInBoundsGEP2(B, g->cg.i8, g->dyn, &o, 1, "");
+    }
     LLVMValueRef r = LLVMBuildAdd(B, LLVMBuildMul(B, bid, kix(g, P->R), ""), rl, "");
     g->active = P->all_rows ? LLVMConstInt(g->cg.i1, 1, 0) : LLVMBuildICmp(B, LLVMIntSLT, r, kix(g, P->rows), "");
     LLVMValueRef rc = P->all_rows ? r : sel(g, g->active, r, kix(g, 0));
@@ -1942,11 +1998,66 @@ static bool cluster_rows_ok(const ic_kernel *k) {
     return true;
 }
 
+/* Staged rows: a persistent row of T = 1024 threads holding more than 16 values each (softmax
+ * of 32768 f32: 32 values, ~63 registers) fits one block per SM, so a row's loads never
+ * overlap another row's reductions and exps. Staged, the row is 512 threads that keep the
+ * first half of their chunks in registers and the second half of the one row load in dynamic
+ * shared memory (staged_load; 64 KB for 32768 f32), with .minnctapersm 2: two blocks per SM.
+ * Only for a kernel whose inner items read exactly one row-varying input, contiguously, in at
+ * least two passes (softmax, layernorm; not a plain sum, which reads it once).
+ * TORCHC_GPU_STAGE=0: off; "all": also rows of 9-16 values a thread; cluster rows
+ * (TORCHC_GPU_CLUSTER=1) take precedence. */
+static int stage_mode(void) {
+    const char *e = getenv("TORCHC_GPU_STAGE");
+    if (e && !strcmp(e, "0")) return 0;
+    return e && !strcmp(e, "all") ? 2 : 1;
+}
+
+/* every load under x: gathers (computed indices) make it -2, a second row-varying load or one
+ * not contiguous along vv -1; else *the is the row-varying load (or stays -1) */
+static void stage_walk(ic_ctx *c, ic_xid x, uint8_t *seen, int32_t vv, ic_xid *the, bool *uses) {
+    if (x < 0 || seen[x] || *the < -1) return;
+    seen[x] = 1;
+    const ic_x *e = &c->xs[x];
+    if (e->kind == X_ROWVAL) return;
+    if (e->kind == X_LOADF) {
+        bool na;
+        if (e->a >= 0) *the = -2;
+        else if (ix_uses_var(c, e->ix, vv)) { /* else row-invariant: a broadcast weight */
+            if ((ix_coeff(c, e->ix, vv, &na) != 1 || na) || (*the >= 0 && *the != x)) *the = -2;
+            else *the = x, *uses = true;
+        }
+        return;
+    }
+    stage_walk(c, e->a, seen, vv, the, uses);
+    stage_walk(c, e->b, seen, vv, the, uses);
+    stage_walk(c, e->c, seen, vv, the, uses);
+}
+
+static bool stage_rows_ok(ic_ctx *c, const ic_kernel *k, int32_t vv) {
+    if (vv < 0) return false;
+    ic_xid the = -1;
+    unsigned posmask = 0;
+    uint8_t *seen = ic_alloc(c, (size_t)c->nxs + 1);
+    for (int j = 0; j < k->nitems; j++) {
+        const ic_item *it = &k->items[j];
+        if (!it->inner) continue;
+        bool uses = false;
+        memset(seen, 0, (size_t)c->nxs + 1);
+        stage_walk(c, it->expr, seen, vv, &the, &uses);
+        if (it->expr2 >= 0) stage_walk(c, it->expr2, seen, vv, &the, &uses);
+        if (the < -1) return false;
+        if (uses) posmask |= 1u << (it->pos & 31);
+    }
+    return the >= 0 && __builtin_popcount(posmask) >= 2;
+}
+
 static void plan_kernel(ic_ctx *c, ic_kernel *k, plan *P, int V, int nsm, int S, int pass, const int *slot) {
     memset(P, 0, sizeof *P);
     P->V = V;
     P->v2 = gpu_v2();
     bool long_loop = false; /* V2 long: a looped row of T = 1024 instead of a persistent one */
+    bool staged = false;
     if (!k->has_red) {
         P->mode = P_POINTWISE;
         int64_t N = 1;
@@ -1992,7 +2103,12 @@ static void plan_kernel(ic_ctx *c, ic_kernel *k, plan *P, int V, int nsm, int S,
         } else if (P->nv <= 8 * 1024 && (P->nv + 1023) / 1024 * V <= 32) {
             P->T = 1024; /* persistent: up to 32 values per thread stay in registers */
             P->R = 1;
-            long_loop = (P->v2 & V2_LONG) && (P->nv + 1023) / 1024 * V > 16;
+            int64_t vals = (P->nv + 1023) / 1024 * V, sm = stage_mode();
+            long_loop = (P->v2 & V2_LONG) && vals > 16;
+            if (!long_loop && S <= 1 && sm && vals > (sm == 2 ? 8 : 16) && !tls_cluster_ok && stage_rows_ok(c, k, P->vv)) {
+                staged = true;
+                P->T = 512;
+            }
         } else {
             P->T = 512;
             P->R = 1;
@@ -2011,7 +2127,12 @@ static void plan_kernel(ic_ctx *c, ic_kernel *k, plan *P, int V, int nsm, int S,
     if (ic_gpu_row_map(&P->map, V, P->T, P->R, P->jlow, P->C, msg, sizeof msg))
         ic_fail(c, IC_EINTERNAL, "GPU plan: %s", msg);
     if (P->map.vec != V) ic_fail(c, IC_EINTERNAL, "GPU plan: layout gives %d elements per access, not %d", P->map.vec, V);
-    P->persistent = P->C <= 4 || (P->T == 1024 && P->C <= SMAX && P->C * V <= 32);
+    P->persistent = P->C <= 4 || (P->T == 1024 && P->C <= 8 && P->C * V <= 32);
+    if (staged && S <= 1) {
+        P->persistent = true;
+        P->creg = (int)(P->C / 2);
+        P->dsmem = (unsigned)((P->C - P->creg) * P->T * 16);
+    }
     if (long_loop && S <= 1) P->persistent = false;
     if ((P->v2 & V2_ROWS) && S <= 1) {
         P->all_rows = P->rows % P->R == 0;
@@ -2372,6 +2493,16 @@ static void gen_variant(gg *g, ic_kernel *k, const plan *P, ic_gvariant *out, co
     }
     add_annotation(g, fn, "kernel", 1);
     add_annotation(g, fn, "maxntidx", P->Bk);
+    g->dyn = NULL;
+    g->stage_x = -1;
+    if (P->dsmem) { /* staged rows: two blocks per SM (64 registers at most for 512 threads) */
+        add_annotation(g, fn, "minctasm", 2);
+        char sn[64];
+        snprintf(sn, sizeof sn, "%s_dyn", name);
+        g->dyn = LLVMAddGlobalInAddressSpace(g->cg.mod, LLVMArrayType(g->cg.i8, 0), sn, 3);
+        LLVMSetLinkage(g->dyn, LLVMExternalLinkage);
+        LLVMSetAlignment(g->dyn, 16);
+    }
     g->k = k;
     g->P = P;
     g->v2 = P->v2;
@@ -2418,6 +2549,7 @@ static void gen_variant(gg *g, ic_kernel *k, const plan *P, ic_gvariant *out, co
     out->block = (unsigned)P->Bk;
     out->part_off = -1;
     out->cl = P->cl > 1 ? P->cl : 1;
+    out->dsmem = P->dsmem;
     out->vec = P->V;
     out->nparams = nu;
     out->params = malloc((size_t)(nu + 1) * sizeof(int));
@@ -2633,6 +2765,7 @@ static void gemm_variant(gg *g, const ic_gemm *G, const ic_gemm_map *M, bool fas
     g->P = P;
     g->k = cons;
     g->smem = NULL;
+    g->dyn = NULL;
     g->vgen++;
     g->V = 1;
     g->vv = -1;
@@ -2886,8 +3019,8 @@ static char *cache_key(ic_ctx *c, int tsm, int nsm) {
     const char *tile = getenv("TORCHC_GPU_TILE");
     ic_str_printf(&s, "%s|sm=%d|nsm=%d|driver=%d|%s|LLVM %d|tile=%s|gemm=%d", text, tsm, nsm, ic_cuda_driver_version(),
                   ic_version(), LLVM_VERSION_MAJOR, tile ? tile : "", gemm_mode());
-    ic_str_printf(&s, "|v2=%d|exp=%d|stencil=%d|lowp=%d|pdl=%d|cluster=%d|vec8=%d", gpu_v2(), exp_poly(),
-                  ic_stencil_opt(), lowp_on(), pdl_on(tsm), tls_cluster_ok, vec8_on()); /* knobs that change code */
+    ic_str_printf(&s, "|v2=%d|exp=%d|stencil=%d|lowp=%d|pdl=%d|cluster=%d|vec8=%d|stage=%d", gpu_v2(), exp_poly(),
+                  ic_stencil_opt(), lowp_on(), pdl_on(tsm), tls_cluster_ok, vec8_on(), stage_mode()); /* knobs that change code */
     free(text);
     if (s.oom) {
         free(s.s);
@@ -3086,6 +3219,7 @@ static void codegen(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
     g->pmemo = ic_alloc(c, nx * SMAX * VMAX * sizeof(LLVMValueRef));
     g->pvld = ic_alloc(c, nx * SMAX * sizeof(LLVMValueRef));
     g->pgen = ic_alloc(c, nx * SMAX * sizeof(uint32_t));
+    g->pst = ic_alloc(c, nx * SMAX * sizeof(uint32_t));
     g->dep = ic_alloc(c, nx * sizeof(bool));
     g->dep_gen = ic_alloc(c, nx * sizeof(uint32_t));
     int maxitems = 1;

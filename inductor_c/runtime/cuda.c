@@ -68,6 +68,7 @@ typedef struct drv {
     R_ (*ModuleLoadDataEx)(ic_CUmodule *, const void *, unsigned, int *, void **);
     R_ (*ModuleUnload)(ic_CUmodule);
     R_ (*ModuleGetFunction)(ic_CUfunction *, ic_CUmodule, const char *);
+    R_ (*FuncSetAttribute)(ic_CUfunction, int, int); /* optional: dynamic shared memory over 48 KB */
     R_ (*LaunchKernel)(ic_CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                        ic_CUstream, void **, void **);
     R_ (*LaunchKernelEx)(const void *config, ic_CUfunction, void **, void **); /* optional (CUDA >= 12.0) */
@@ -109,6 +110,7 @@ typedef struct ic_launch_config {
 } ic_launch_config;
 #define IC_LAUNCH_ATTR_PROGRAMMATIC_STREAM_SERIALIZATION 6
 #define IC_LAUNCH_ATTR_CLUSTER_DIMENSION 4
+#define IC_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES 8
 #ifdef TORCHC_HAVE_CUDA_H
 #include <stddef.h>
 _Static_assert(sizeof(ic_launch_attr) == sizeof(CUlaunchAttribute), "CUlaunchAttribute");
@@ -122,6 +124,8 @@ _Static_assert(sizeof(ic_launch_config) == sizeof(CUlaunchConfig), "CUlaunchConf
 _Static_assert((int)CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION ==
                    IC_LAUNCH_ATTR_PROGRAMMATIC_STREAM_SERIALIZATION, "attribute id");
 _Static_assert((int)CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION == IC_LAUNCH_ATTR_CLUSTER_DIMENSION, "attribute id");
+_Static_assert((int)CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES == IC_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+               "attribute id");
 _Static_assert(offsetof(CUlaunchAttributeValue, clusterDim.x) == 0 && offsetof(CUlaunchAttributeValue, clusterDim.y) == 4,
                "clusterDim");
 #endif
@@ -164,6 +168,7 @@ static void init(void) {
     SYM(ModuleLoadDataEx, "cuModuleLoadDataEx", 1);
     SYM(ModuleUnload, "cuModuleUnload", 1);
     SYM(ModuleGetFunction, "cuModuleGetFunction", 1);
+    SYM(FuncSetAttribute, "cuFuncSetAttribute", 0);
     SYM(LaunchKernel, "cuLaunchKernel", 1);
     SYM(LaunchKernelEx, "cuLaunchKernelEx", 0);
     SYM(StreamIsCapturing, "cuStreamIsCapturing", 0);
@@ -533,8 +538,13 @@ int ic_cuda_load(ic_gpu *G, int device, char *msg, size_t n) {
             R_ r = 1;
             for (int i = 0; i < G->nmod && r; i++)
                 if (G->mods[i]) r = D.ModuleGetFunction(&gv->fn, G->mods[i], gv->name);
+            if (!r && gv->dsmem > 48 * 1024) /* opt in to more than 48 KB of dynamic shared memory */
+                r = D.FuncSetAttribute ? D.FuncSetAttribute(gv->fn, IC_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                                           (int)gv->dsmem)
+                                       : 1;
             if (r) {
-                snprintf(msg, n, "kernel %s: %s", gv->name, errstr(r));
+                snprintf(msg, n, "kernel %s: %s", gv->name,
+                         D.FuncSetAttribute || gv->dsmem <= 48 * 1024 ? errstr(r) : "no cuFuncSetAttribute in this driver");
                 rc = -1;
             }
         }
@@ -771,13 +781,13 @@ IC_API int ic_run_stream(const ic_compiled *c, void *const *inputs, void *const 
                 at[na].id = IC_LAUNCH_ATTR_PROGRAMMATIC_STREAM_SERIALIZATION;
                 at[na++].value.ival = 1;
             }
-            ic_launch_config cf = {{gv->grid, 1, 1}, {gv->block, 1, 1}, 0, st, at, na};
+            ic_launch_config cf = {{gv->grid, 1, 1}, {gv->block, 1, 1}, gv->dsmem, st, at, na};
             r = D.LaunchKernelEx(&cf, gv->fn, args, NULL);
         } else if (gv->cl > 1) {
             rc = fail(err, IC_EUNSUPPORTED, "launch of %s: clusters need cuLaunchKernelEx%s", gv->name, "");
             break;
         } else {
-            r = D.LaunchKernel(gv->fn, gv->grid, 1, 1, gv->block, 1, 1, 0, st, args, NULL);
+            r = D.LaunchKernel(gv->fn, gv->grid, 1, 1, gv->block, 1, 1, gv->dsmem, st, args, NULL);
         }
         if (r) {
             rc = fail(err, IC_EINTERNAL, "launch of %s: %s", gv->name, errstr(r));

@@ -8,13 +8,13 @@
  *
  * Storage is runtime/diskcache.c (ic_diskcache.h: namespace "ptx", atomic writes,
  * checksums, size cap, TORCHC_CACHE_DIR, TORCHC_CACHE=0 / TORCHC_DISK_CACHE=0). The blob:
- *   "TCGPU004" | key (u32 length + bytes, compared in full: no trust in the 128-bit hash) |
+ *   "TCGPU005" | key (u32 length + bytes, compared in full: no trust in the 128-bit hash) |
  *   i64 ws_size | i32 sm, nkernels, nbufs | i64 scratch_off[nbufs] | per kernel: i32 nvar,
  *   per variant: name[48], u32 grid, block, i32 vec, nparams, params[], nalign, align_buf[],
- *   align_bytes[], i64 part_off, i32 cl | u32 ptx length + PTX text |
+ *   align_bytes[], i64 part_off, i32 cl, u32 dsmem | u32 ptx length + PTX text |
  *   u32 nmods (0, or the PTX's module count) | i32 cubin_sm | per module: u32 length + cubin
  *   bytes (length 0: none for that module).
- * Every read is bounds-checked; a short or mismatching blob (an older "TCGPU003" one too) is
+ * Every read is bounds-checked; a short or mismatching blob (an older "TCGPU004" one too) is
  * a miss (rebuilt and put again). A cubin is not checked here: one the driver refuses is
  * recompiled from its PTX (ic_cuda_load) and the entry put again (gpu_nvptx.c, from_cache).
  * Errors are never reported: the cache is an optimization only.
@@ -27,7 +27,7 @@
 #include "../codegen/gpu.h"
 #include "../ic_diskcache.h"
 
-#define MAGIC "TCGPU004"
+#define MAGIC "TCGPU005"
 #define NS "ptx"
 
 int ic_gcache_hits;       /* entries read back (tests) */
@@ -145,6 +145,7 @@ void ic_gcache_put(const char *key, const ic_gpu *G, int64_t ws_size) {
             for (int i = 0; i < gv->nalign; i++) put32(&w, gv->align_bytes[i]);
             put64(&w, gv->part_off);
             put32(&w, gv->cl);
+            put32(&w, gv->dsmem);
         }
     }
     uint32_t pl = (uint32_t)strlen(G->ptx);
@@ -214,7 +215,8 @@ ic_gpu *ic_gcache_get(const char *key, int nbufs, int64_t *ws_size) {
             gv->align_bytes = get_ints(&r, gv->nalign, -1);
             gv->part_off = get64(&r);
             gv->cl = get32(&r);
-            if (gv->block == 0 || gv->block > 1024 || gv->cl < 1 || gv->cl > 8) r.bad = 1;
+            gv->dsmem = get32(&r);
+            if (gv->block == 0 || gv->block > 1024 || gv->cl < 1 || gv->cl > 8 || gv->dsmem > 227 * 1024) r.bad = 1;
         }
     }
     uint32_t pl = 0;

@@ -674,6 +674,7 @@ static ic_gpu *fake_gpu(void) {
             gv->align_buf[0] = 0, gv->align_bytes[0] = 16;
             gv->part_off = k ? 512 : -1;
             gv->cl = k ? 2 : 1;
+            gv->dsmem = k ? 65536u : 0u;
         }
     }
     return G;
@@ -684,15 +685,15 @@ static ic_gpu *fake_gpu(void) {
  * cubins the entry round-trips with none. Uses key "key-c". */
 static void test_cache_blob(ic_gpu *G) {
     ic_dkey k = {0, 0}; /* gpu_cache.c's storage key */
-    ic_dkey_mix_str(&k, "TCGPU004");
+    ic_dkey_mix_str(&k, "TCGPU005");
     ic_dkey_mix_str(&k, "key-c");
     ic_dkey_build_id(&k);
     int64_t ws = 0;
     ic_gcache_put("key-c", G, 64);
     void *blob = NULL;
     size_t len = 0;
-    CHECK(ic_diskcache_get("ptx", k, &blob, &len) == 0 && len > 8 && !memcmp(blob, "TCGPU004", 8),
-          "cache blob: no TCGPU004 entry under the expected key");
+    CHECK(ic_diskcache_get("ptx", k, &blob, &len) == 0 && len > 8 && !memcmp(blob, "TCGPU005", 8),
+          "cache blob: no TCGPU005 entry under the expected key");
     if (!blob) return;
     int hits = 0;
     for (size_t m = 0; m < len; m++) {
@@ -769,9 +770,9 @@ static int garble_cubins(const char *dir) {
         char *b = sz > 0 ? malloc((size_t)sz) : NULL;
         size_t got = b ? fread(b, 1, (size_t)sz, f) : 0;
         fclose(f);
-        /* diskcache header (40 bytes) | "TCGPU004" | u32 key length | key | i64 ws | i32 sm, nk, nbufs */
+        /* diskcache header (40 bytes) | "TCGPU005" | u32 key length | key | i64 ws | i32 sm, nk, nbufs */
         uint32_t kl = 0;
-        if (b && got == (size_t)sz && sz > 52 && !memcmp(b + 40, "TCGPU004", 8)) memcpy(&kl, b + 48, 4);
+        if (b && got == (size_t)sz && sz > 52 && !memcmp(b + 40, "TCGPU005", 8)) memcpy(&kl, b + 48, 4);
         if (kl && (size_t)kl + 52 + 20 <= got) {
             char *key = strndup(b + 52, kl);
             int32_t nbufs = 0;
@@ -821,7 +822,7 @@ static void test_disk_cache(void) {
                           a->block == b->block && a->vec == b->vec && a->nparams == b->nparams &&
                           b->params[0] == a->params[0] && b->params[1] == a->params[1] && a->nalign == b->nalign &&
                           (!a->nalign || (b->align_buf[0] == 0 && b->align_bytes[0] == 16)) &&
-                          a->part_off == b->part_off && a->cl == b->cl,
+                          a->part_off == b->part_off && a->cl == b->cl && a->dsmem == b->dsmem,
                       "cache: kernel %d variant %d round trip", k, v);
             }
         ic_gpu_free(H);
