@@ -1,6 +1,7 @@
-"""f32 exp on the GPU (codegen/gpu_nvptx.c exp_f32: Cody-Waite reduction + one ex2.approx +
-exact scaling) against torch.exp on the same device: within a few ulp over the whole range,
-exact at the special values; softmax built on it; TORCHC_GPU_EXP=poly the polynomial form.
+"""f32 exp on the GPU (codegen/gpu_nvptx.c exp_f32: ex2.approx of rn(x log2 e) corrected by
+the part of x log2 e that rounding lost; TORCHC_GPU_EXP=cw: Cody-Waite reduction + one
+ex2.approx + exact scaling; "poly": the polynomial form) against torch.exp on the same
+device: within a few ulp over the whole range, exact at the special values; softmax built on it.
 Skips without a CUDA device (the PTX itself is checked by ptxas in make ptx-check)."""
 import pytest
 import torch
@@ -17,7 +18,7 @@ def _ulps(got, want):
 
 
 @cuda
-@pytest.mark.parametrize("mode", ["", "poly"])
+@pytest.mark.parametrize("mode", ["", "cw", "poly"])
 def test_exp_range_and_specials(mode, monkeypatch):
     monkeypatch.setenv("TORCHC_GPU_EXP", mode)
     monkeypatch.setenv("TORCHC_CACHE", "0")

@@ -575,12 +575,15 @@ static LLVMValueRef exp_half(gg *g, LLVMValueRef a) {
 
 static LLVMValueRef exp_half_cb(void *g, LLVMValueRef a) { return exp_half(g, a); }
 
+static int exp_mode(void);
+enum { EXP_SPLIT, EXP_CW, EXP_POLY };
+
 /* f32 exp: x = n ln2 + r (Cody-Waite, |r| <= ln2/2), 2^(r log2 e) by one MUFU ex2.approx
  * (~2 ulp on [-1/2, 1/2]), times 2^n in two exact steps (subnormal results stay right).
  * About 3 ulp against the 6-term polynomial's 1, in ~17 instructions instead of ~25: f32
  * softmax is bound by instruction issue (its exp was half of them). TORCHC_GPU_EXP=poly:
- * the polynomial (vmath.c). */
-static LLVMValueRef exp_f32(gg *g, LLVMValueRef x0) {
+ * the polynomial (vmath.c); "cw": this form; default: the split form below. */
+static LLVMValueRef exp_f32_cw(gg *g, LLVMValueRef x0) {
     LLVMValueRef x = sel(g, fcmp(g, LLVMRealOLT, x0, kf(x0, -104.0)), kf(x0, -104.0), x0);
     x = sel(g, fcmp(g, LLVMRealOGT, x, kf(x0, 89.0)), kf(x0, 89.0), x);
     LLVMValueRef n = intrin1(g, "llvm.rint", LLVMBuildFMul(B, x, kf(x0, 1.4426950408889634), ""));
@@ -599,10 +602,35 @@ static LLVMValueRef exp_f32(gg *g, LLVMValueRef x0) {
     return sel(g, isnan_(g, x0), x0, y);
 }
 
-static bool exp_poly(void) {
-    const char *e = getenv("TORCHC_GPU_EXP");
-    return e && !strcmp(e, "poly");
+/* f32 exp, split form (default): t = rn(x log2e) and the part of x log2 e it lost,
+ * lo = (x L2E - t) + x (log2 e - L2E) (the first term exact by an fma: the two-product of
+ * x and the f32 constant L2E), then exp(x) = 2^t 2^lo = ex2.approx(t) * rn(1 + lo ln2):
+ * |lo| <= 2^-17 on the clamped range, so the first-order step is exact to 2^-35. Error:
+ * ex2.approx's own ~2 ulp plus two roundings (emulated in float64 with an exact 2^t: within
+ * 1.93 ulp on [-104, 88.7]; without lo, 63 ulp at the ends). A product, not y + y (lo ln2)
+ * as one fma: that is inf - inf = NaN where 2^t overflows. 8 instructions (clamps, mul,
+ * 3 fma, ex2, mul) against the Cody-Waite form's ~19; H200, same run: softmax 32768 f32
+ * 0.88 -> 0.91 of copy bandwidth, 4096 0.93 -> 0.96. Subnormal results come from
+ * ex2.approx (not .ftz) itself; NaN passes the clamps (ordered compares) and every step. */
+static LLVMValueRef exp_f32(gg *g, LLVMValueRef x0) {
+    if (exp_mode() == EXP_CW) return exp_f32_cw(g, x0);
+    LLVMValueRef x = sel(g, fcmp(g, LLVMRealOLT, x0, kf(x0, -104.0)), kf(x0, -104.0), x0);
+    x = sel(g, fcmp(g, LLVMRealOGT, x, kf(x0, 89.0)), kf(x0, 89.0), x);
+    LLVMValueRef l2e = kf(x0, 1.4426950408889634); /* rounded to f32: 0x3FB8AA3B */
+    LLVMValueRef t = LLVMBuildFMul(B, x, l2e, "");
+    LLVMValueRef lo = fma3(g, x, l2e, LLVMBuildFNeg(B, t, ""));
+    lo = fma3(g, x, kf(x0, 1.925963033500011e-08), lo); /* log2 e - L2E */
+    LLVMValueRef y = intrin(g, "llvm.nvvm.ex2.approx.f", NULL, 0, &t, 1);
+    return LLVMBuildFMul(B, y, fma3(g, lo, kf(x0, 0.6931471805599453), kf(x0, 1.0)), "");
 }
+
+static int exp_mode(void) {
+    const char *e = getenv("TORCHC_GPU_EXP");
+    if (e && !strcmp(e, "poly")) return EXP_POLY;
+    return e && !strcmp(e, "cw") ? EXP_CW : EXP_SPLIT;
+}
+
+static bool exp_poly(void) { return exp_mode() == EXP_POLY; }
 
 /* the exp inside f32 tanh and sigmoid (silu, gelu_tanh) (cg.exp_fn).
  * erf_fast_exp: inside f32 erf and gelu, the exp of erf's outer piece (|a| > 0.93), erfc(|a|)
@@ -2128,15 +2156,18 @@ static void plan_kernel(ic_ctx *c, ic_kernel *k, plan *P, int V, int nsm, int S,
         ic_fail(c, IC_EINTERNAL, "GPU plan: %s", msg);
     if (P->map.vec != V) ic_fail(c, IC_EINTERNAL, "GPU plan: layout gives %d elements per access, not %d", P->map.vec, V);
     P->persistent = P->C <= 4 || (P->T == 1024 && P->C <= 8 && P->C * V <= 32);
-    if (staged && S <= 1) {
-        P->persistent = true;
-        P->creg = (int)(P->C / 2);
-        P->dsmem = (unsigned)((P->C - P->creg) * P->T * 16);
-    }
+    if (staged && S <= 1) P->persistent = true;
     if (long_loop && S <= 1) P->persistent = false;
     if ((P->v2 & V2_ROWS) && S <= 1) {
         P->all_rows = P->rows % P->R == 0;
         P->all_cols = P->nv % P->T == 0 && (P->persistent || P->C % UNROLL == 0);
+    }
+    if (staged && S <= 1) {
+        /* just under half in registers: with the split exp, 8 of 16 chunks of f32 softmax
+         * spilled 8 bytes at 64 registers (7 did not); ragged rows' bounds tests one more */
+        P->creg = (int)((P->C - 1) / 2) - (P->all_cols ? 0 : 1);
+        if (P->creg < 1) P->creg = 1;
+        P->dsmem = (unsigned)((P->C - P->creg) * P->T * 16);
     }
     int64_t blocks = (P->rows + P->R - 1) / P->R;
     P->grid = (unsigned)blocks;
@@ -3019,7 +3050,7 @@ static char *cache_key(ic_ctx *c, int tsm, int nsm) {
     const char *tile = getenv("TORCHC_GPU_TILE");
     ic_str_printf(&s, "%s|sm=%d|nsm=%d|driver=%d|%s|LLVM %d|tile=%s|gemm=%d", text, tsm, nsm, ic_cuda_driver_version(),
                   ic_version(), LLVM_VERSION_MAJOR, tile ? tile : "", gemm_mode());
-    ic_str_printf(&s, "|v2=%d|exp=%d|stencil=%d|lowp=%d|pdl=%d|cluster=%d|vec8=%d|stage=%d", gpu_v2(), exp_poly(),
+    ic_str_printf(&s, "|v2=%d|exp=%d|stencil=%d|lowp=%d|pdl=%d|cluster=%d|vec8=%d|stage=%d", gpu_v2(), exp_mode(),
                   ic_stencil_opt(), lowp_on(), pdl_on(tsm), tls_cluster_ok, vec8_on(), stage_mode()); /* knobs that change code */
     free(text);
     if (s.oom) {
