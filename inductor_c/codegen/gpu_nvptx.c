@@ -610,7 +610,7 @@ static LLVMValueRef exp_f32_cw(gg *g, LLVMValueRef x0) {
  * 1.93 ulp on [-104, 88.7]; without lo, 63 ulp at the ends). A product, not y + y (lo ln2)
  * as one fma: that is inf - inf = NaN where 2^t overflows. 8 instructions (clamps, mul,
  * 3 fma, ex2, mul) against the Cody-Waite form's ~19; H200, same run: softmax 32768 f32
- * 0.88 -> 0.91 of copy bandwidth, 4096 0.93 -> 0.96. Subnormal results come from
+ * 0.89 -> 0.91 of copy bandwidth, 4096 0.93 -> 0.96 (run 4). Subnormal results come from
  * ex2.approx (not .ftz) itself; NaN passes the clamps (ordered compares) and every step. */
 static LLVMValueRef exp_f32(gg *g, LLVMValueRef x0) {
     if (exp_mode() == EXP_CW) return exp_f32_cw(g, x0);
@@ -2034,7 +2034,9 @@ static bool cluster_rows_ok(const ic_kernel *k) {
  * Only for a kernel whose inner items read exactly one row-varying input, contiguously, in at
  * least two passes (softmax, layernorm; not a plain sum, which reads it once).
  * TORCHC_GPU_STAGE=0: off; "all": also rows of 9-16 values a thread; cluster rows
- * (TORCHC_GPU_CLUSTER=1) take precedence. */
+ * (TORCHC_GPU_CLUSTER=1) take precedence; sm_80 and later (sm_75 has 64 KB a block). */
+static _Thread_local int tls_stage_ok;
+
 static int stage_mode(void) {
     const char *e = getenv("TORCHC_GPU_STAGE");
     if (e && !strcmp(e, "0")) return 0;
@@ -2133,7 +2135,8 @@ static void plan_kernel(ic_ctx *c, ic_kernel *k, plan *P, int V, int nsm, int S,
             P->R = 1;
             int64_t vals = (P->nv + 1023) / 1024 * V, sm = stage_mode();
             long_loop = (P->v2 & V2_LONG) && vals > 16;
-            if (!long_loop && S <= 1 && sm && vals > (sm == 2 ? 8 : 16) && !tls_cluster_ok && stage_rows_ok(c, k, P->vv)) {
+            if (!long_loop && S <= 1 && sm && vals > (sm == 2 ? 8 : 16) && tls_stage_ok && !tls_cluster_ok &&
+                stage_rows_ok(c, k, P->vv)) {
                 staged = true;
                 P->T = 512;
             }
@@ -3186,6 +3189,7 @@ static void codegen(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
     }
     int tsm = sm > 90 ? 90 : sm < 52 ? 52 : sm;
     tls_cluster_ok = tsm >= 90 && cluster_env() && (ptx_only || ic_cuda_has_launch_ex());
+    tls_stage_ok = tsm >= 80; /* up to 72 + 8 KB of shared memory a block, two blocks an SM */
     if (!ptx_only && !c->debug && ic_gcache_enabled()) {
         R->key = cache_key(c, tsm, nsm);
         if (R->key && from_cache(c, out, dev, R) == 0) return;
