@@ -2,7 +2,7 @@
 # One device call (GPU machine: Python 3.12, torch 2.11): build, the whole pytest suite
 # (GPU tests included), and the given benchmarks; logs under $OUT.
 #   run: carry [".gpu"], command "bash benchmarks/device_check.sh [tests] [gputests] [tfexplain] [models]
-#        [bench|benchq] [profile] [sync] [v2] [tile] [dyn] [overhead]" (modes run in the order given)
+#        [bench|benchq] [profile] [ktimes] [sync] [v2] [tile] [dyn] [overhead]" (modes run in the order given)
 set -u
 export PYTHONPATH=$PWD TORCHC_BUILD_JOBS=16 LLVM_INCLUDE=.gpu/include \
        LLVM_LIB=/lib/x86_64-linux-gnu/libLLVM-16.so.1
@@ -21,6 +21,7 @@ for what in "$@"; do
         for v in 0 1; do TORCHC_GPU_V2=$v timeout 70 python3 benchmarks/gpu_bench.py --no-inductor --only softmax,x.T,norm \
             --json "$OUT/gpu_bench_v2_$v.json" > "$OUT/gpu_bench_v2_$v.log" 2>&1; echo "V2=$v rc=$?"; tail -9 "$OUT/gpu_bench_v2_$v.log"; done ;;
     sync) timeout 150 python3 benchmarks/sync_check.py --only ${SYNC_MODELS:-vit_b_16,resnet50,bert} 2>&1 | grep -v Warn | tail -30 ;;
+    ktimes) timeout ${KTIMES_TIMEOUT:-120} python3 benchmarks/kernel_times.py ${KTIMES_ARGS:-} 2>&1 | grep -v Warn | tail -40 ;;
     overhead) timeout 120 python3 benchmarks/overhead.py 2>&1 | tail -8 ;;
     gputests) timeout ${GPUTESTS_TIMEOUT:-300} python3 -m pytest -q -p no:cacheprovider tests/test_gpu.py tests/test_gemm_gpu.py tests/test_cudagraphs.py tests/test_dwconv.py tests/test_gpu_dedupe.py tests/test_gpu_cache.py tests/test_gpu_exp.py tests/test_act_half.py tests/test_gpu_pdl.py tests/test_gpu_cluster.py tests/test_gpu_stage.py > "$OUT/gputests.log" 2>&1
            echo "gpu pytest rc=$?"; tail -3 "$OUT/gputests.log"; grep -E "^(FAILED|ERROR|E  )" "$OUT/gputests.log" | head -20 ;;
