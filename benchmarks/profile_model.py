@@ -88,6 +88,10 @@ def host_table(fn, x, top):
     if n > 0:  # TORCHC_HOST_STATS=1: torchc's hook time by phase, per call
         phases = "; torchc per call: " + " ".join(
             f"{k[5:-3]} {(s1[k] - s0[k]) / 10:.1f} us" for k in s1 if k.startswith("host_"))
+        phases += "; in GPU runs: " + " ".join(  # inductor_c/runtime/cuda.c ic_gpu_host_stats
+            f"{k[4:-3]} {(s1[k] - s0[k]) / 10:.1f} us" + (f" ({(s1[k[:-3] + '_n'] - s0[k[:-3] + '_n']) / 10:.0f}x)"
+                                                         if k[:-3] + "_n" in s1 else "")
+            for k in s1 if k.startswith("gpu_") and k.endswith("_us"))
     with profile(activities=[ProfilerActivity.CPU]) as prof:
         fn(*x)
     ka = sorted(prof.key_averages(), key=lambda e: -e.self_cpu_time_total)

@@ -750,12 +750,19 @@ PyObject *dh_explain_stop(void) {
 }
 
 PyObject *dh_stats(void) {
-    if (host_stats > 0) /* microseconds */
-        return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:d,s:d,s:d,s:d}", "frames", stats.frames, "hits",
-                             stats.hits, "compiles", stats.compiles, "fallbacks", stats.fallbacks,
-                             "limit_fallbacks", stats.limit_fallbacks, "timed_hits", stats.timed, "host_guard_us",
-                             stats.t_guard / 1e3, "host_alloc_us", stats.t_alloc / 1e3, "host_run_us",
-                             stats.t_run / 1e3, "host_rest_us", stats.t_rest / 1e3);
+    if (host_stats > 0) { /* microseconds; gpu_*: inside the GPU runs (ic_gpu_host_stats) */
+        double g[6];
+        unsigned long long n[6];
+        ic_gpu_host_stats(g, n);
+        return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:K,s:K,s:K,s:K,s:K}",
+                             "frames", stats.frames, "hits", stats.hits, "compiles", stats.compiles, "fallbacks",
+                             stats.fallbacks, "limit_fallbacks", stats.limit_fallbacks, "timed_hits", stats.timed,
+                             "host_guard_us", stats.t_guard / 1e3, "host_alloc_us", stats.t_alloc / 1e3,
+                             "host_run_us", stats.t_run / 1e3, "host_rest_us", stats.t_rest / 1e3, "gpu_run_us", g[0],
+                             "gpu_ws_us", g[1], "gpu_cublaslt_us", g[2], "gpu_cudnn_us", g[3], "gpu_aten_us", g[4],
+                             "gpu_launch_us", g[5], "gpu_runs", n[0], "gpu_cublaslt_n", n[2], "gpu_cudnn_n", n[3],
+                             "gpu_aten_n", n[4], "gpu_launch_n", n[5]);
+    }
     return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K}", "frames", stats.frames, "hits", stats.hits,
                          "compiles", stats.compiles, "fallbacks", stats.fallbacks,
                          "limit_fallbacks", stats.limit_fallbacks);

@@ -32,6 +32,10 @@ void ic_set_device_allocator(const ic_device_allocator *a);
 int ic_run_stream(const ic_compiled *c, void *const *inputs, void *const *outputs, void *stream,
                   ic_err *err);
 
+/* Host time spent in GPU runs with TORCHC_HOST_STATS=1 (us[6] microseconds, n[6] counts):
+ * whole runs, workspace, cuBLASLt calls, cuDNN calls, other extern calls, kernel launches. */
+void ic_gpu_host_stats(double *us, unsigned long long *n);
+
 /* 1 when libcuda loads, initializes and has at least one device; the reason otherwise. */
 int ic_cuda_available(void);
 const char *ic_cuda_unavailable_reason(void);

@@ -664,9 +664,41 @@ static int fail(ic_err *err, ic_errcode code, const char *fmt, const char *a, co
     return -1;
 }
 
+/* Host time of GPU runs by part (TORCHC_HOST_STATS=1; read by torchc._C.stats()): [0] the
+ * whole of ic_run_stream, [1] workspace allocation and release, [2] cuBLASLt calls, [3] cuDNN
+ * calls, [4] other extern (ATen) calls, [5] kernel launches with their argument setup;
+ * nanoseconds, and the number of each in hs_n. */
+static unsigned long long hs_t[6], hs_n[6];
+static int hs_on = -1;
+
+static unsigned long long hs_now(void) {
+    if (hs_on < 0) {
+        const char *e = getenv("TORCHC_HOST_STATS");
+        hs_on = e && *e && strcmp(e, "0") != 0;
+    }
+    if (!hs_on) return 0;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
+}
+
+static void hs_add(int part, unsigned long long t0) {
+    if (!hs_on || !t0) return;
+    __atomic_fetch_add(&hs_t[part], hs_now() - t0, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&hs_n[part], 1, __ATOMIC_RELAXED);
+}
+
+void ic_gpu_host_stats(double *us, unsigned long long *n) {
+    for (int i = 0; i < 6; i++) {
+        us[i] = (double)__atomic_load_n(&hs_t[i], __ATOMIC_RELAXED) / 1e3;
+        n[i] = __atomic_load_n(&hs_n[i], __ATOMIC_RELAXED);
+    }
+}
+
 IC_API int ic_run_stream(const ic_compiled *c, void *const *inputs, void *const *outputs, void *stream,
                          ic_err *err) {
     if (!c->gpu) return ic_run(c, inputs, outputs, err);
+    unsigned long long t_all = hs_now(), t0 = t_all;
     const ic_gpu *G = c->gpu;
     if (!G->module && G->nkernels > 0) return fail(err, IC_EINVALID, "%s%s", "compiled for PTX only", "");
     ic_CUstream st = stream;
@@ -699,6 +731,7 @@ IC_API int ic_run_stream(const ic_compiled *c, void *const *inputs, void *const 
     }
     if (c->ws_size > 0) {
         size_t bytes = (size_t)c->ws_size;
+        t0 = hs_now();
         pthread_mutex_lock(&mu);
         int ha = have_alloc;
         a = alloc_;
@@ -722,6 +755,7 @@ IC_API int ic_run_stream(const ic_compiled *c, void *const *inputs, void *const 
             rc = fail(err, IC_ENOMEM, "workspace: %s%s", errstr(r), "");
             goto done;
         }
+        hs_add(1, t0);
     }
     for (int b = 0; b < c->nbufs; b++) {
         switch (c->buf_kind[b]) {
@@ -740,24 +774,34 @@ IC_API int ic_run_stream(const ic_compiled *c, void *const *inputs, void *const 
             void *in[IC_NIN] = {NULL, NULL, NULL, NULL};
             for (int i = 0; i < x->nin; i++) in[i] = (void *)(uintptr_t)bufs[x->in_buf[i]];
             ic_err e2;
+            t0 = hs_now();
             int lt = ic_lt_run(x, in, (void *)(uintptr_t)bufs[x->out_buf], stream, G->device, err ? err : &e2);
             if (lt < 0) {
                 rc = -1;
                 break;
             }
-            if (lt == 1) lt = ic_dnn_run(x, in, (void *)(uintptr_t)bufs[x->out_buf], stream, G->device, err ? err : &e2);
+            if (lt == 0) {
+                hs_add(2, t0);
+                continue;
+            }
+            lt = ic_dnn_run(x, in, (void *)(uintptr_t)bufs[x->out_buf], stream, G->device, err ? err : &e2);
             if (lt < 0) {
                 rc = -1;
                 break;
             }
-            if (lt == 0) continue;
+            if (lt == 0) {
+                hs_add(3, t0);
+                continue;
+            }
             if (ic_run_extern(c, x, in, (void *)(uintptr_t)bufs[x->out_buf], stream, err ? err : &e2) < 0) {
                 rc = -1;
                 break;
             }
+            hs_add(4, t0);
             continue;
         }
         const ic_gvariant *gv = NULL;
+        t0 = hs_now();
         for (int v = 0; v < K->nvar && !gv; v++) {
             bool ok = true;
             for (int i = 0; i < K->v[v].nalign; i++)
@@ -793,8 +837,10 @@ IC_API int ic_run_stream(const ic_compiled *c, void *const *inputs, void *const 
             rc = fail(err, IC_EINTERNAL, "launch of %s: %s", gv->name, errstr(r));
             break;
         }
+        hs_add(5, t0);
     }
 done:
+    t0 = ws_kind ? hs_now() : 0;
     if (ws_kind == 1) {
         a.release(ws_handle);
     } else if (ws_kind == 2) {
@@ -803,9 +849,11 @@ done:
         D.StreamSynchronize(st);
         D.MemFree(ws);
     }
+    if (ws_kind) hs_add(1, t0);
     if (bufs && bufs != stackbufs) free(bufs);
     if (args && args != args_stack) free(args);
     if (cur != G->ctx) D.CtxSetCurrent(cur);
+    hs_add(0, t_all);
     if (!rc && err) {
         err->code = IC_OK;
         err->msg[0] = 0;
