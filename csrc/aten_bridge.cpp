@@ -101,6 +101,24 @@ bool conv_cudnn_out(const at::Tensor &x, const at::Tensor &w, const c10::optiona
     return true;
 }
 
+/* TORCHC_SDPA=flash (read at every call, for in-process A/B runs): attention without a mask
+ * on 16-bit CUDA tensors with a head dim that is a multiple of 8 up to 256 and unit-stride
+ * rows calls FlashAttention directly instead of at::scaled_dot_product_attention, whose
+ * choice on sm_90 (cuDNN attention) costs ~35-60 us of host time a call in BERT/GPT-2
+ * (profile_model.py --host) and a memset per call. Else the dispatcher's choice. */
+bool sdpa_flash_ok(const at::Tensor *in) {
+    const char *e = getenv("TORCHC_SDPA");
+    if (!e || strcmp(e, "flash") != 0) return false;
+    for (int i = 0; i < 3; i++) {
+        const at::Tensor &t = in[i];
+        if (!t.is_cuda() || t.dim() != 4 || (t.scalar_type() != at::kHalf && t.scalar_type() != at::kBFloat16) ||
+            t.stride(-1) != 1 || t.scalar_type() != in[0].scalar_type())
+            return false;
+    }
+    const int64_t hd = in[0].size(-1);
+    return hd % 8 == 0 && hd <= 256 && in[1].size(-1) == hd && in[2].size(-1) == hd;
+}
+
 void run_extern(const ic_extern_call *c) {
     c10::InferenceMode guard;
     const c10::Device dev = c->device == IC_CUDA
@@ -161,6 +179,14 @@ void run_extern(const ic_extern_call *c) {
     case IC_EXT_SDPA: {
         c10::optional<at::Tensor> mask;
         if (c->nin == 4) mask = in[3];
+        if (c->nin == 3 && sdpa_flash_ok(in)) { /* TORCHC_SDPA=flash: see sdpa_flash_ok */
+            try {
+                auto r = at::_scaled_dot_product_flash_attention(in[0], in[1], in[2], 0.0, p[0] != 0, false, c->beta);
+                out.copy_(std::get<0>(r));
+                break;
+            } catch (const std::exception &) { /* a shape FlashAttention refuses: the dispatcher's choice */
+            }
+        }
         out.copy_(at::scaled_dot_product_attention(in[0], in[1], in[2], mask, 0.0, p[0] != 0, c->beta));
         break;
     }

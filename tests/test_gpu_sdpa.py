@@ -1,0 +1,37 @@
+"""Attention extern on CUDA (csrc/aten_bridge.cpp): the dispatcher's choice by default,
+FlashAttention called directly with TORCHC_SDPA=flash (16-bit, no mask, head dim a multiple
+of 8 up to 256); a mask, f32 or another head dim keeps the dispatcher's choice. Differential
+against eager; skips without a CUDA device."""
+import pytest
+import torch
+import torch.nn.functional as F
+
+import torchc
+
+cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+
+
+@cuda
+@pytest.mark.parametrize("mode", ["", "flash"])
+@pytest.mark.parametrize("case", ["causal", "plain", "mask", "f32", "hd80", "hd24_kv_len", "scale"])
+def test_sdpa(mode, case, monkeypatch):
+    monkeypatch.setenv("TORCHC_SDPA", mode)
+    monkeypatch.setenv("TORCHC_CACHE", "0")
+    torch.manual_seed(0)
+    dt = torch.float32 if case == "f32" else torch.bfloat16
+    hd = {"hd80": 80, "hd24_kv_len": 24}.get(case, 64)
+    lk = 77 if case == "hd24_kv_len" else 128
+    q = torch.randn(4, 12, 128, hd, device="cuda", dtype=dt)
+    k = torch.randn(4, 12, lk, hd, device="cuda", dtype=dt)
+    v = torch.randn(4, 12, lk, hd, device="cuda", dtype=dt)
+    mask = torch.randn(4, 1, 128, lk, device="cuda", dtype=dt) if case == "mask" else None
+
+    def f(q, k, v):
+        if case == "scale":
+            return F.scaled_dot_product_attention(q, k, v, scale=0.3) * 2
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=case == "causal") * 2
+
+    torchc.reset()
+    got, want = torchc.compile(f)(q, k, v), f(q, k, v)
+    tol = dict(rtol=1e-4, atol=1e-4) if dt == torch.float32 else dict(rtol=2e-2, atol=2e-2)
+    torch.testing.assert_close(got, want, **tol)
