@@ -101,14 +101,19 @@ bool conv_cudnn_out(const at::Tensor &x, const at::Tensor &w, const c10::optiona
     return true;
 }
 
-/* TORCHC_SDPA=flash (read at every call, for in-process A/B runs): attention without a mask
- * on 16-bit CUDA tensors with a head dim that is a multiple of 8 up to 256 and unit-stride
- * rows calls FlashAttention directly instead of at::scaled_dot_product_attention, whose
- * choice on sm_90 (cuDNN attention) costs ~35-60 us of host time a call in BERT/GPT-2
- * (profile_model.py --host) and a memset per call. Else the dispatcher's choice. */
+/* Attention without a mask on 16-bit CUDA tensors with a head dim that is a multiple of 8 up
+ * to 256 and unit-stride rows may call FlashAttention directly instead of
+ * at::scaled_dot_product_attention, whose choice on sm_90 (cuDNN attention) costs 35-60 us
+ * of host time a call in BERT/GPT-2 (profile_model.py --host: GPT-2's attention calls 59 ->
+ * 34 us each) and a memset. TORCHC_SDPA (read at every call, for in-process A/B runs):
+ * "flash" always, "aten" never, default: when B*H*Lq*Lk*hd <= 2^29 multiply-adds, where the
+ * host time is a large part of the call. H200, batch 32 bf16, one run, aten -> flash: BERT
+ * 2.334 -> 2.264 ms, GPT-2 2.762 -> 2.587 ms (both 4e8 multiply-adds an attention), ViT-B/16
+ * 3.322 -> 3.414 ms (9.5e8: its cuDNN kernel is the faster one; stays with the dispatcher). */
 bool sdpa_flash_ok(const at::Tensor *in) {
     const char *e = getenv("TORCHC_SDPA");
-    if (!e || strcmp(e, "flash") != 0) return false;
+    const bool always = e && !strcmp(e, "flash");
+    if (e && (!strcmp(e, "aten") || !strcmp(e, "0"))) return false;
     for (int i = 0; i < 3; i++) {
         const at::Tensor &t = in[i];
         if (!t.is_cuda() || t.dim() != 4 || (t.scalar_type() != at::kHalf && t.scalar_type() != at::kBFloat16) ||
@@ -116,7 +121,9 @@ bool sdpa_flash_ok(const at::Tensor *in) {
             return false;
     }
     const int64_t hd = in[0].size(-1);
-    return hd % 8 == 0 && hd <= 256 && in[1].size(-1) == hd && in[2].size(-1) == hd;
+    if (hd % 8 || hd > 256 || in[1].size(-1) != hd || in[2].size(-1) != hd) return false;
+    const double macs = (double)in[0].size(0) * in[0].size(1) * in[0].size(2) * in[1].size(2) * hd;
+    return always || macs <= (double)(1 << 29);
 }
 
 void run_extern(const ic_extern_call *c) {
@@ -179,7 +186,7 @@ void run_extern(const ic_extern_call *c) {
     case IC_EXT_SDPA: {
         c10::optional<at::Tensor> mask;
         if (c->nin == 4) mask = in[3];
-        if (c->nin == 3 && sdpa_flash_ok(in)) { /* TORCHC_SDPA=flash: see sdpa_flash_ok */
+        if (c->nin == 3 && sdpa_flash_ok(in)) { /* see sdpa_flash_ok */
             try {
                 auto r = at::_scaled_dot_product_flash_attention(in[0], in[1], in[2], 0.0, p[0] != 0, false, c->beta);
                 out.copy_(std::get<0>(r));

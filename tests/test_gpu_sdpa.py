@@ -1,7 +1,8 @@
-"""Attention extern on CUDA (csrc/aten_bridge.cpp): the dispatcher's choice by default,
-FlashAttention called directly with TORCHC_SDPA=flash (16-bit, no mask, head dim a multiple
-of 8 up to 256); a mask, f32 or another head dim keeps the dispatcher's choice. Differential
-against eager; skips without a CUDA device."""
+"""Attention extern on CUDA (csrc/aten_bridge.cpp sdpa_flash_ok): FlashAttention called
+directly for unmasked 16-bit attention with a head dim a multiple of 8 up to 256 and at most
+2^29 multiply-adds (default; TORCHC_SDPA=flash: any size), the dispatcher's choice otherwise
+(TORCHC_SDPA=aten: always); a mask, f32 or another head dim keeps the dispatcher's choice.
+Differential against eager; skips without a CUDA device."""
 import pytest
 import torch
 import torch.nn.functional as F
@@ -12,19 +13,20 @@ cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device"
 
 
 @cuda
-@pytest.mark.parametrize("mode", ["", "flash"])
-@pytest.mark.parametrize("case", ["causal", "plain", "mask", "f32", "hd80", "hd24_kv_len", "scale"])
+@pytest.mark.parametrize("mode", ["", "flash", "aten"])
+@pytest.mark.parametrize("case", ["causal", "plain", "mask", "f32", "hd80", "hd24_kv_len", "scale", "big"])
 def test_sdpa(mode, case, monkeypatch):
     monkeypatch.setenv("TORCHC_SDPA", mode)
     monkeypatch.setenv("TORCHC_CACHE", "0")
     torch.manual_seed(0)
     dt = torch.float32 if case == "f32" else torch.bfloat16
     hd = {"hd80": 80, "hd24_kv_len": 24}.get(case, 64)
-    lk = 77 if case == "hd24_kv_len" else 128
-    q = torch.randn(4, 12, 128, hd, device="cuda", dtype=dt)
-    k = torch.randn(4, 12, lk, hd, device="cuda", dtype=dt)
-    v = torch.randn(4, 12, lk, hd, device="cuda", dtype=dt)
-    mask = torch.randn(4, 1, 128, lk, device="cuda", dtype=dt) if case == "mask" else None
+    lk = 77 if case == "hd24_kv_len" else 512 if case == "big" else 128
+    lq = 512 if case == "big" else 128  # big: 2^31 multiply-adds, above the default's limit
+    q = torch.randn(16, 16, lq, hd, device="cuda", dtype=dt)
+    k = torch.randn(16, 16, lk, hd, device="cuda", dtype=dt)
+    v = torch.randn(16, 16, lk, hd, device="cuda", dtype=dt)
+    mask = torch.randn(16, 1, lq, lk, device="cuda", dtype=dt) if case == "mask" else None
 
     def f(q, k, v):
         if case == "scale":
