@@ -290,3 +290,18 @@ def test_long_rows_staged(case, staged, monkeypatch, capfd, tmp_path):
         info = _ptxas_v(ptxas, f)
         assert max(int(n) for n in re.findall(r"Used (\d+) registers", info)) <= 64
         assert info.count(" 0 bytes spill stores") == info.count("spill stores"), info
+
+
+@pytest.mark.parametrize("unroll,loads", [("", 4), ("8", 8), ("2", 2)])
+def test_split_unroll(unroll, loads, monkeypatch, capfd, tmp_path):
+    """TORCHC_GPU_SPLIT_UNROLL (A/B knob, default 4): chunks per loop iteration of a split
+    row's partial-sums launch (x.sum() of a huge tensor), each one 16-byte load; assembles"""
+    ptx = _kernel_ptx(monkeypatch, capfd, tmp_path, lambda t: t.sum(), torch.randn(16384 * 1024),
+                      env={"TORCHC_GPU_SPLIT_UNROLL": unroll})
+    first = ptx.split(".entry ")[1]  # the vector variant of the partial sums
+    assert first.count("ld.global.nc.v4.f32") == loads, first[:300]
+    ptxas = _ptxas()
+    if ptxas:
+        f = tmp_path / "su.ptx"
+        f.write_text(ptx)
+        _ptxas_v(ptxas, f)

@@ -111,7 +111,8 @@ typedef struct plan {
      * position) leaves per-block partials of the pass's reductions; a final launch
      * (pass = -1) combines them and stores. Later launches recombine earlier partials. */
     int S;
-    int64_t Cs;            /* chunks per block (multiple of UNROLL) */
+    int64_t Cs;            /* chunks per block (multiple of unroll) */
+    int unroll;            /* looped rows: chunks per iteration (UNROLL; split rows: split_unroll) */
     int pass;
     const int *slot;       /* per item: partial slot (arg: slot + 1 holds the index) */
     ic_gmap map;           /* rows: the block's layout (gpu_layout.c): j, rl, shuffles, smem */
@@ -1818,7 +1819,7 @@ static void emit_pass(gg *g, ic_kernel *k, int pos) {
     if (P->persistent) {
         for (int c = 0; c < P->C; c++) emit_chunk(g, k, pos, kix(g, c), c, acc);
     } else if (P->C > 0) {
-        /* UNROLL chunks per iteration: their loads are independent and go out together */
+        /* unroll chunks per iteration: their loads are independent and go out together */
         loop L;
         if (P->S > 1) {
             LLVMValueRef lo = LLVMBuildMul(B, g->part_s, kix(g, P->Cs), "");
@@ -1826,9 +1827,9 @@ static void emit_pass(gg *g, ic_kernel *k, int pos) {
         } else {
             loop_begin(g, &L, kix(g, 0), kix(g, P->C));
         }
-        for (int u = 0; u < UNROLL; u++)
+        for (int u = 0; u < P->unroll; u++)
             emit_chunk(g, k, pos, u ? LLVMBuildAdd(B, L.i, kix(g, u), "") : L.i, -1, acc);
-        loop_end(g, &L, kix(g, UNROLL));
+        loop_end(g, &L, kix(g, P->unroll));
     }
     g->V = 1;
     g->vv = -1;
@@ -2082,8 +2083,19 @@ static bool stage_rows_ok(ic_ctx *c, const ic_kernel *k, int32_t vv) {
     return the >= 0 && __builtin_popcount(posmask) >= 2;
 }
 
+/* Split rows (x.sum() of 64 MB): chunks per loop iteration of the partial-sums launch.
+ * TORCHC_GPU_SPLIT_UNROLL=2..8 (default 4, as every looped row), for A/B runs: on the H200
+ * that launch took 19.2 us for 64 MB where Triton's took 16.5 us (kernel_times.py); more
+ * loads in flight per thread is one candidate. */
+static int split_unroll(void) {
+    const char *e = getenv("TORCHC_GPU_SPLIT_UNROLL");
+    int u = e && *e ? atoi(e) : UNROLL;
+    return u < 2 ? 2 : u > 8 ? 8 : u;
+}
+
 static void plan_kernel(ic_ctx *c, ic_kernel *k, plan *P, int V, int nsm, int S, int pass, const int *slot) {
     memset(P, 0, sizeof *P);
+    P->unroll = UNROLL;
     P->V = V;
     P->v2 = gpu_v2();
     bool long_loop = false; /* V2 long: a looped row of T = 1024 instead of a persistent one */
@@ -2183,7 +2195,8 @@ static void plan_kernel(ic_ctx *c, ic_kernel *k, plan *P, int V, int nsm, int S,
     if (S > 1) {
         P->S = S;
         P->persistent = false;
-        P->Cs = ((P->C + S - 1) / S + UNROLL - 1) / UNROLL * UNROLL;
+        P->unroll = split_unroll();
+        P->Cs = ((P->C + S - 1) / S + P->unroll - 1) / P->unroll * P->unroll;
         P->grid = (unsigned)(pass >= 0 ? P->rows * S : P->rows);
         P->pass = pass;
         P->slot = slot;
@@ -2339,7 +2352,7 @@ static bool choose_tile2(ic_ctx *c, ic_kernel *k, const plan *T, plan *P) {
 /* i32 index math when every offset and counter stays far below 2^31 */
 static bool fits_i32(ic_ctx *c, ic_kernel *k, const plan *P) {
     const int64_t lim = ((int64_t)1 << 31) - ((int64_t)1 << 25);
-    int64_t total = P->mode != P_ROWS ? P->G * P->V : P->rows * ((P->C + UNROLL) * P->T + 1) * P->V;
+    int64_t total = P->mode != P_ROWS ? P->G * P->V : P->rows * ((P->C + 8) * P->T + 1) * P->V;
     if (total >= lim || P->rows + P->R >= lim) return false;
     int64_t rows = 1;
     for (int i = 0; i < k->nouter; i++) rows *= k->osize[i];
@@ -3053,8 +3066,9 @@ static char *cache_key(ic_ctx *c, int tsm, int nsm) {
     const char *tile = getenv("TORCHC_GPU_TILE");
     ic_str_printf(&s, "%s|sm=%d|nsm=%d|driver=%d|%s|LLVM %d|tile=%s|gemm=%d", text, tsm, nsm, ic_cuda_driver_version(),
                   ic_version(), LLVM_VERSION_MAJOR, tile ? tile : "", gemm_mode());
-    ic_str_printf(&s, "|v2=%d|exp=%d|stencil=%d|lowp=%d|pdl=%d|cluster=%d|vec8=%d|stage=%d", gpu_v2(), exp_mode(),
-                  ic_stencil_opt(), lowp_on(), pdl_on(tsm), tls_cluster_ok, vec8_on(), stage_mode()); /* knobs that change code */
+    ic_str_printf(&s, "|v2=%d|exp=%d|stencil=%d|lowp=%d|pdl=%d|cluster=%d|vec8=%d|stage=%d|sunroll=%d", gpu_v2(),
+                  exp_mode(), ic_stencil_opt(), lowp_on(), pdl_on(tsm), tls_cluster_ok, vec8_on(), stage_mode(),
+                  split_unroll()); /* knobs that change code */
     free(text);
     if (s.oom) {
         free(s.s);
