@@ -87,14 +87,19 @@ def cases(quick):
     ]
 
 
+def _abkey(k, what):
+    """row keys of the k-th --ab setting: ab_s, ab_q_s, then ab1_s, ..."""
+    return f"ab{k or ''}_{what}"
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--no-inductor", action="store_true")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--json")
     ap.add_argument("--only", default=None, help="comma-separated substrings of the case names to run")
-    ap.add_argument("--ab", default=None, metavar="VAR=VALUE",
-                    help="also time torchc compiled with this environment setting (same process)")
+    ap.add_argument("--ab", action="append", default=[], metavar="VAR=VALUE",
+                    help="also time torchc compiled with this environment setting (same process); repeatable")
     a = ap.parse_args()
     torch.manual_seed(0)
     copy = copy_bandwidth()
@@ -127,22 +132,29 @@ def main():
             row["torchc_q_s"] = timeit(lambda: c.run(ins, outs), queued=True)
         except Exception as e:  # report and go on
             row["torchc_error"] = str(e)[:200]
-        if a.ab:
-            var, _, value = a.ab.partition("=")
+        for k, setting in enumerate(a.ab):
+            var, _, value = setting.partition("=")
             old = os.environ.get(var)
             os.environ[var] = value
             try:
                 cb = T.Compiled(fn, *ins)
                 outs = cb.outputs()
-                row["ab_s"] = timeit(lambda: cb.run(ins, outs))
-                row["ab_q_s"] = timeit(lambda: cb.run(ins, outs), queued=True)
+                cb.run(ins, outs)
+                torch.cuda.synchronize()
+                for g, w in zip(outs, wants):
+                    tl = T.tol(w.dtype)
+                    torch.testing.assert_close(g, w, rtol=tl["rtol"] * 10, atol=tl["atol"] * 10, equal_nan=True)
+                row[_abkey(k, "s")] = timeit(lambda: cb.run(ins, outs))
+                row[_abkey(k, "q_s")] = timeit(lambda: cb.run(ins, outs), queued=True)
             except Exception as e:
-                row["ab_error"] = str(e)[:200]
+                row[_abkey(k, "error")] = str(e)[:200]
             finally:
                 if old is None:
                     del os.environ[var]
                 else:
                     os.environ[var] = old
+        if a.ab:
+            row["ab_settings"] = a.ab
         if not a.no_inductor:
             try:
                 cf = torch.compile(fn)
@@ -159,10 +171,11 @@ def main():
 
         print(f"{name:22s} {moved / 1e6:7.0f} | {col('eager_s')} | {col('torchc_s')} | "
               f"{col('inductor_s'):>17s} | {row.get('torchc_compile_s', 0):12.3f}"
-              + (f" | {a.ab}: {col('ab_s')}" if a.ab else "")
+              + "".join(f" | {st}: {col(_abkey(k, 's'))}" for k, st in enumerate(a.ab))
               + (f"  torchc: {row['torchc_error']}" if "torchc_error" in row else "")
               + f"\n{'  queued (device time)':22s} {'':7s} | {col('eager_q_s')} | {col('torchc_q_s')} | "
-              f"{col('inductor_q_s'):>17s} |" + (f" {'':12s} | {a.ab}: {col('ab_q_s')}" if a.ab else "")
+              f"{col('inductor_q_s'):>17s} |" + (f" {'':12s}" if a.ab else "")
+              + "".join(f" | {st}: {col(_abkey(k, 'q_s'))}" for k, st in enumerate(a.ab))
               + (f"  inductor: {row['inductor_error'][:80]}" if "inductor_error" in row else ""))
         sys.stdout.flush()
     if STARVED:

@@ -305,3 +305,25 @@ def test_split_unroll(unroll, loads, monkeypatch, capfd, tmp_path):
         f = tmp_path / "su.ptx"
         f.write_text(ptx)
         _ptxas_v(ptxas, f)
+
+
+@pytest.mark.parametrize("blocks,parts", [("", 528), ("1056", 1056), ("2112", 2048), ("100000", 2048)])
+def test_split_parts(blocks, parts, monkeypatch, capfd, tmp_path):
+    """TORCHC_GPU_SPLIT_BLOCKS (default 4 per SM: 528 on 132 SMs): blocks of x.sum()'s
+    partial launch, capped at 4 chunks per thread; the combining block of 512 threads reads
+    ceil(parts / 512) partials each; a partial launch of more than 3 blocks per SM asks for 4
+    resident (.minnctapersm 4); assembles"""
+    ptx = _kernel_ptx(monkeypatch, capfd, tmp_path, lambda t: t.sum(), torch.randn(16384 * 1024),
+                      env={"TORCHC_GPU_SPLIT_BLOCKS": blocks})
+    ents = {e.split("(")[0]: e for e in ptx.split(".entry ")[1:]}
+    fin = [e for n, e in ents.items() if "_k0f" in n]
+    assert fin and all(e.count("ld.global.f32") == -(-parts // 512) for e in fin)
+    assert all(f"setp.lt.s32 \t%p2, %r1, {parts};" in e or f", {parts};" in e for e in fin)
+    part = [e for n, e in ents.items() if "_k0p" in n]
+    assert part and all(".minnctapersm 4" in e for e in part)
+    ptxas = _ptxas()
+    if ptxas:
+        f = tmp_path / "sp.ptx"
+        f.write_text(ptx)
+        info = _ptxas_v(ptxas, f)
+        assert max(int(n) for n in re.findall(r"Used (\d+) registers", info)) <= 32

@@ -65,7 +65,8 @@
 #define VMAX 8  /* elements per thread and access */
 #define SMAX 16 /* chunks per thread of a persistent row (staged rows: half in shared memory) */
 #define UNROLL 4 /* chunks per iteration of a looped row */
-#define SPLIT_T 512 /* threads per block of split rows (>= the number of parts) */
+#define SPLIT_T 512 /* threads per block of split rows */
+#define SPLIT_PMAX 4096 /* parts per split row (the combining block reads S / SPLIT_T each) */
 #define B g->cg.b
 
 enum { P_POINTWISE, P_ROWS, P_TILE };
@@ -135,6 +136,7 @@ typedef struct plan {
     int creg;              /* staged rows (stage_rows): chunks >= creg of the staged load live in
                               dynamic shared memory between passes; 0: none */
     unsigned dsmem;        /* dynamic shared memory bytes per block */
+    int minctasm;          /* .minnctapersm of the kernel (0: none) */
 } plan;
 
 typedef struct gg {
@@ -1730,20 +1732,32 @@ static void part_store(gg *g, int slot, LLVMValueRef part, LLVMValueRef v) {
     LLVMBuildStore(B, v, part_ptr(g, slot, part));
 }
 
-/* The row value of reduction item j from its S partials: thread t < S reads partial t, then
- * one block reduction (same order in every block, so every launch gets the same value). */
+/* The row value of reduction item j from its S partials: thread t reads partials t, t + T,
+ * ... in that order, then one block reduction (the same order in every block, so every
+ * launch gets the same value). */
 static LLVMValueRef part_combine(gg *g, const ic_item *it, int slot) {
     const plan *P = g->P;
-    LLVMValueRef ok = LLVMBuildICmp(B, LLVMIntSLT, g->j, kix(g, P->S), "");
-    LLVMValueRef t = sel(g, ok, g->j, kix(g, 0));
     LLVMTypeRef at = rtype(g, it->acc);
     LLVMTypeRef lt = at == g->cg.i1 ? g->cg.i8 : at;
-    LLVMValueRef v = LLVMBuildLoad2(B, lt, part_ptr(g, slot, t), "");
-    if (lt != at) v = LLVMBuildTrunc(B, v, at, "");
-    v = sel(g, ok, v, red_identity(g, it));
-    if (ic_is_arg(it->red_op)) {
-        LLVMValueRef vi = LLVMBuildLoad2(B, g->cg.i64, part_ptr(g, slot + 1, t), "");
-        vi = sel(g, ok, vi, ki(g, g->cg.i64, INT64_MAX));
+    bool arg = ic_is_arg(it->red_op);
+    LLVMValueRef v = NULL, vi = NULL;
+    for (int i = 0; i * P->Bk < P->S; i++) {
+        LLVMValueRef t = i ? LLVMBuildAdd(B, g->j, kix(g, (int64_t)i * P->Bk), "") : g->j;
+        LLVMValueRef ok = LLVMBuildICmp(B, LLVMIntSLT, t, kix(g, P->S), "");
+        t = sel(g, ok, t, kix(g, 0));
+        LLVMValueRef x = LLVMBuildLoad2(B, lt, part_ptr(g, slot, t), "");
+        if (lt != at) x = LLVMBuildTrunc(B, x, at, "");
+        x = sel(g, ok, x, red_identity(g, it));
+        if (arg) {
+            LLVMValueRef xi = LLVMBuildLoad2(B, g->cg.i64, part_ptr(g, slot + 1, t), "");
+            xi = sel(g, ok, xi, ki(g, g->cg.i64, INT64_MAX));
+            if (v) arg_combine(g, it, v, vi, x, xi, &v, &vi);
+            else v = x, vi = xi;
+        } else {
+            v = v ? red_combine(g, it, v, x) : x;
+        }
+    }
+    if (arg) {
         block_reduce(g, it, v, &vi);
         return convert(g, vi, IC_I64, it->dtype);
     }
@@ -2093,6 +2107,16 @@ static int split_unroll(void) {
     return u < 2 ? 2 : u > 8 ? 8 : u;
 }
 
+/* Split rows: blocks of the partial-sums launch over all rows (parts per row: this / rows,
+ * at most SPLIT_PMAX). Default 4 per SM, one wave of 512-thread blocks at 32 registers;
+ * TORCHC_GPU_SPLIT_BLOCKS=n (64..1<<20) for A/B runs of several waves of shorter blocks. */
+static int64_t split_blocks(int nsm) {
+    const char *e = getenv("TORCHC_GPU_SPLIT_BLOCKS");
+    int64_t b = e && *e ? atoll(e) : 0;
+    if (b <= 0) return 4 * (int64_t)nsm;
+    return b < 64 ? 64 : b > (1 << 20) ? (1 << 20) : b;
+}
+
 static void plan_kernel(ic_ctx *c, ic_kernel *k, plan *P, int V, int nsm, int S, int pass, const int *slot) {
     memset(P, 0, sizeof *P);
     P->unroll = UNROLL;
@@ -2183,6 +2207,7 @@ static void plan_kernel(ic_ctx *c, ic_kernel *k, plan *P, int V, int nsm, int S,
         P->creg = (int)((P->C - 1) / 2) - (P->all_cols ? 0 : 1);
         if (P->creg < 1) P->creg = 1;
         P->dsmem = (unsigned)((P->C - P->creg) * P->T * 16);
+        P->minctasm = 2;
     }
     int64_t blocks = (P->rows + P->R - 1) / P->R;
     P->grid = (unsigned)blocks;
@@ -2198,6 +2223,9 @@ static void plan_kernel(ic_ctx *c, ic_kernel *k, plan *P, int V, int nsm, int S,
         P->unroll = split_unroll();
         P->Cs = ((P->C + S - 1) / S + P->unroll - 1) / P->unroll * P->unroll;
         P->grid = (unsigned)(pass >= 0 ? P->rows * S : P->rows);
+        /* a partial pass of more than 3 blocks per SM: 4 resident (32 registers), so that the
+         * default split (4 per SM) is one wave */
+        if (pass >= 0 && P->grid > 3 * (unsigned)nsm) P->minctasm = 2048 / SPLIT_T;
         P->pass = pass;
         P->slot = slot;
     }
@@ -2215,9 +2243,9 @@ static int choose_split(ic_kernel *k, int nsm) {
     for (int j = 0; j < k->nitems; j++)
         if (k->items[j].pos % 2 == 0 && k->items[j].store && k->items[j].pos != k->npos - 1) return 0;
     int64_t chunks = (n + 4 * SPLIT_T - 1) / (4 * SPLIT_T); /* with 4 elements per access */
-    int64_t s = (4 * (int64_t)nsm + rows - 1) / rows;
+    int64_t s = (split_blocks(nsm) + rows - 1) / rows;
     if (s > chunks / UNROLL) s = chunks / UNROLL;
-    if (s > SPLIT_T) s = SPLIT_T;
+    if (s > SPLIT_PMAX) s = SPLIT_PMAX;
     return s >= 2 ? (int)s : 0;
 }
 
@@ -2542,8 +2570,8 @@ static void gen_variant(gg *g, ic_kernel *k, const plan *P, ic_gvariant *out, co
     add_annotation(g, fn, "maxntidx", P->Bk);
     g->dyn = NULL;
     g->stage_x = -1;
+    if (P->minctasm) add_annotation(g, fn, "minctasm", P->minctasm);
     if (P->dsmem) { /* staged rows: two blocks per SM (64 registers at most for 512 threads) */
-        add_annotation(g, fn, "minctasm", 2);
         char sn[64];
         snprintf(sn, sizeof sn, "%s_dyn", name);
         g->dyn = LLVMAddGlobalInAddressSpace(g->cg.mod, LLVMArrayType(g->cg.i8, 0), sn, 3);
@@ -3066,9 +3094,9 @@ static char *cache_key(ic_ctx *c, int tsm, int nsm) {
     const char *tile = getenv("TORCHC_GPU_TILE");
     ic_str_printf(&s, "%s|sm=%d|nsm=%d|driver=%d|%s|LLVM %d|tile=%s|gemm=%d", text, tsm, nsm, ic_cuda_driver_version(),
                   ic_version(), LLVM_VERSION_MAJOR, tile ? tile : "", gemm_mode());
-    ic_str_printf(&s, "|v2=%d|exp=%d|stencil=%d|lowp=%d|pdl=%d|cluster=%d|vec8=%d|stage=%d|sunroll=%d", gpu_v2(),
-                  exp_mode(), ic_stencil_opt(), lowp_on(), pdl_on(tsm), tls_cluster_ok, vec8_on(), stage_mode(),
-                  split_unroll()); /* knobs that change code */
+    ic_str_printf(&s, "|v2=%d|exp=%d|stencil=%d|lowp=%d|pdl=%d|cluster=%d|vec8=%d|stage=%d|sunroll=%d|sblocks=%lld",
+                  gpu_v2(), exp_mode(), ic_stencil_opt(), lowp_on(), pdl_on(tsm), tls_cluster_ok, vec8_on(),
+                  stage_mode(), split_unroll(), (long long)split_blocks(nsm)); /* knobs that change code */
     free(text);
     if (s.oom) {
         free(s.s);
