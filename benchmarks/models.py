@@ -43,6 +43,11 @@ def first_call(fn, *args):
     return time.perf_counter() - t0, out
 
 
+def gemm_choices():
+    s = torchc._C.stats()
+    return [s.get("gemm_measured", 0), s.get("gemm_template", 0), s.get("gemm_extern", 0)]
+
+
 def first_tensor(out):
     if isinstance(out, torch.Tensor):
         return out
@@ -107,7 +112,9 @@ def main():
                 te = cuda_bench(m, *x)
                 torchc.reset()
                 cm = torchc.compile(m)
+                g0 = gemm_choices()
                 tcc, out = first_call(cm, *x)
+                row["gemm_choices"] = [b - a for a, b in zip(g0, gemm_choices())]  # timed, template, extern
                 err = (first_tensor(out).float() - ref).abs().max().item()
                 row["ref_max_abs"] = ref.abs().max().item()
                 ex = torchc.explain(cm)(*x)
@@ -144,6 +151,8 @@ def main():
                     row.update(inductor_ms=ti, inductor_speedup=te / ti, inductor_compile_s=tic,
                                inductor_max_err=ierr)
                     line += f" {ti:11.3f} {te/ti:6.2f} {tic:7.1f} {ierr:8.3g}"
+            if any(row.get("gemm_choices", [])):
+                line += "  GEMM choices timed/template/extern " + "/".join(map(str, row["gemm_choices"]))
             print(line, flush=True)
         except Exception as e:
             row["error"] = f"{type(e).__name__}: {e}"

@@ -749,7 +749,28 @@ PyObject *dh_explain_stop(void) {
     return l;
 }
 
+static PyObject *dh_stats_base(void);
+
 PyObject *dh_stats(void) {
+    PyObject *d = dh_stats_base();
+    if (d == NULL)
+        return NULL;
+    unsigned long long gc[4]; /* GEMM choices timed on the device (runtime/cuda.c) */
+    ic_gemm_choice_stats(gc);
+    const char *gk[4] = {"gemm_measured", "gemm_template", "gemm_extern", "gemm_untimed"};
+    for (int i = 0; i < 4; i++) {
+        PyObject *v = PyLong_FromUnsignedLongLong(gc[i]);
+        if (v == NULL || PyDict_SetItemString(d, gk[i], v) < 0) {
+            Py_XDECREF(v);
+            Py_DECREF(d);
+            return NULL;
+        }
+        Py_DECREF(v);
+    }
+    return d;
+}
+
+static PyObject *dh_stats_base(void) {
     if (host_stats > 0) { /* microseconds; gpu_*: inside the GPU runs (ic_gpu_host_stats) */
         double g[6];
         unsigned long long n[6];

@@ -36,6 +36,10 @@ int ic_run_stream(const ic_compiled *c, void *const *inputs, void *const *output
  * whole runs, workspace, cuBLASLt calls, cuDNN calls, other extern calls, kernel launches. */
 void ic_gpu_host_stats(double *us, unsigned long long *n);
 
+/* GEMM choices timed on the device (n[4]): measured, of them the template, the extern call,
+ * and runs that took the fixed rule because they could not time (stream capture). */
+void ic_gemm_choice_stats(unsigned long long *n);
+
 /* 1 when libcuda loads, initializes and has at least one device; the reason otherwise. */
 int ic_cuda_available(void);
 const char *ic_cuda_unavailable_reason(void);

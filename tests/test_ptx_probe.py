@@ -327,3 +327,22 @@ def test_split_parts(blocks, parts, monkeypatch, capfd, tmp_path):
         f.write_text(ptx)
         info = _ptxas_v(ptxas, f)
         assert max(int(n) for n in re.findall(r"Used (\d+) registers", info)) <= 32
+
+
+@pytest.mark.parametrize("M,mode,template,consumer", [
+    (128, "", True, False),       # 7.5e7 multiply-adds: the template, fused, no choice
+    (2048, "", True, True),       # 1.2e9: both forms, timed on the device's first call
+    (1024, "static", True, False),  # the fixed rule (up to 2^30): the template
+    (2048, "static", False, True),  # the fixed rule: the extern call, then the gelu kernel
+    (4096, "", False, True)])     # 2.4e9: the extern call
+def test_gemm_choice_forms(M, mode, template, consumer, monkeypatch, capfd, tmp_path):
+    """gpu_nvptx.c gemm_kernel: a GEMM of 2^27..2^31 multiply-adds gets both forms (the
+    extern call with its consumer kernel, and the template with the consumer fused), timed
+    by the runtime on the first call; TORCHC_GEMM_CHOICE=static keeps the fixed rule"""
+    bf = torch.bfloat16
+    x, w, b = torch.randn(M, 768).to(bf), torch.randn(768, 768).to(bf), torch.randn(768).to(bf)
+    ptx = _kernel_ptx(monkeypatch, capfd, tmp_path, lambda x, w, b: F.gelu(F.linear(x, w, b)), x, w, b,
+                      env={"TORCHC_GEMM_CHOICE": mode})
+    names = re.findall(r"\.entry (\w+)", ptx)
+    assert any(n.endswith("gv") for n in names) == template, names
+    assert any(n.endswith("k1v") for n in names) == consumer, names

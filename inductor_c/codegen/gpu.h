@@ -61,7 +61,28 @@ typedef struct ic_gkernel {
     int ext;              /* > 0: no launch, the extern call exts[ext - 1] (same stream) */
     int nvar;             /* 1 or 2; v[nvar-1] is the scalar fallback */
     ic_gvariant v[2];
+    int choice;           /* > 0: part of GEMM choice choice[choice - 1] (below), as ... */
+    int role;             /* IC_ROLE_*: which of its alternatives this launch belongs to */
 } ic_gkernel;
+
+/* A GEMM whose faster form is measured on the device (gpu_nvptx.c gemm_kernel): three
+ * consecutive launches, the extern call (IC_ROLE_EXT), our template with the next kernel
+ * fused into its epilogue (IC_ROLE_TEMPLATE), then that next kernel (IC_ROLE_CONSUMER, none
+ * when nothing was fused). The extern path runs EXT + CONSUMER, the template path TEMPLATE.
+ * ic_run_stream times both on the first call that can (not while a stream is captured):
+ * on scratch copies of the buffers they write (wbuf), so the real ones are written once. */
+enum { IC_ROLE_EXT = 1, IC_ROLE_TEMPLATE = 2, IC_ROLE_CONSUMER = 3 };
+enum { IC_CHOICE_EXT = 1, IC_CHOICE_TEMPLATE = 2 };
+#define IC_CHOICE_MAXW 8
+typedef struct ic_gchoice {
+    int dflt;             /* IC_CHOICE_*: the choice when not measured (the static rule) */
+    int state;            /* 0 not measured yet; else IC_CHOICE_*, measured (atomic) */
+    int nw;               /* buffers the alternatives write, and their sizes in bytes */
+    int wbuf[IC_CHOICE_MAXW];
+    int64_t wbytes[IC_CHOICE_MAXW];
+    int64_t macs;         /* batch * M * N * K, for explain */
+    float us[2];          /* measured device time of one call: extern path, template */
+} ic_gchoice;
 
 /* A graph's kernels may span several PTX modules (compiled in parallel): ic_gpu.ptx holds
  * them in order, separated by this line; each piece is a complete module. */
@@ -79,6 +100,8 @@ typedef struct ic_gpu {
     ic_CUmodule *mods;
     int nkernels;         /* launches, in order (a split row kernel takes several) */
     ic_gkernel *k;
+    int nchoice;          /* GEMM choices measured on the device (see ic_gchoice) */
+    ic_gchoice *choice;
     int nbufs;
     int64_t *scratch_off; /* per buffer: row scratch (kind 3) at workspace + this, else -1;
                              the GPU keeps one row-local copy per row there */

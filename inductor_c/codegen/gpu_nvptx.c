@@ -2894,7 +2894,46 @@ static void bind_part(gg *g, gpart *q);
 
 static gpart *next_part(gg *g, gres *R);
 
-static int gemm_kernel(gg *g, int ki, ic_gkernel *K, int tsm, int nsm, int mid, gres *R, int *nnew) {
+/* GEMMs between these sizes (batch * M * N * K) are timed on the device, both forms, on their
+ * first call (runtime/cuda.c choose); below, the template; above, the extern call. On the
+ * H200 the template won 2-2.5x up to 512x768x768 and lost 2-3x from 4096x2304x768 up
+ * (gemm_h200_bf16.json); timed in BERT, GPT-2 and ViT at batch 32 (2.4e9 to 7.2e9, 84 GEMMs)
+ * cuBLASLt won every one, while compiling and timing both forms added 0.3-0.5 s to their first
+ * calls: so the band stops at 2^31. TORCHC_GEMM_CHOICE=static: the fixed rule (gemm_auto). */
+#define GEMM_MEASURE_MIN ((int64_t)1 << 27)
+#define GEMM_MEASURE_MAX ((int64_t)1 << 31)
+static bool gemm_choice_static(void) {
+    const char *e = getenv("TORCHC_GEMM_CHOICE");
+    return e && !strcmp(e, "static");
+}
+
+/* A new GEMM choice of gpu (its id), the buffers its two forms write: the product, and
+ * what the fused consumer stores. 0 when there are too many. */
+static int gemm_choice_new(ic_ctx *c, ic_gpu *gpu, const ic_gemm *G, const ic_kernel *cons, bool auto_template) {
+    ic_gchoice ch;
+    memset(&ch, 0, sizeof ch);
+    ch.dflt = auto_template ? IC_CHOICE_TEMPLATE : IC_CHOICE_EXT;
+    ch.macs = G->batch * G->M * G->N * G->K;
+    ch.wbuf[ch.nw++] = G->out_buf;
+    for (int j = 0; cons && j < cons->nitems; j++) {
+        int b = cons->items[j].buf;
+        if (!cons->items[j].store || b < 0) continue;
+        bool have = false;
+        for (int i = 0; i < ch.nw; i++) have |= ch.wbuf[i] == b;
+        if (have) continue;
+        if (ch.nw == IC_CHOICE_MAXW) return 0;
+        ch.wbuf[ch.nw++] = b;
+    }
+    for (int i = 0; i < ch.nw; i++) ch.wbytes[i] = c->bufs[ch.wbuf[i]].nbytes;
+    ic_gchoice *a = realloc(gpu->choice, ((size_t)gpu->nchoice + 1) * sizeof *a);
+    if (!a) ic_fail(c, IC_ENOMEM, "out of memory");
+    gpu->choice = a;
+    a[gpu->nchoice++] = ch;
+    return gpu->nchoice;
+}
+
+static int gemm_kernel(gg *g, int ki, ic_gkernel *K, int tsm, int nsm, int mid, gres *R, int *nnew, ic_gpu *gpu,
+                       int *choice_kj) {
     ic_ctx *c = g->c;
     int mode = gemm_mode();
     if (mode == 0 || tsm < 80) return -1;
@@ -2904,10 +2943,21 @@ static int gemm_kernel(gg *g, int ki, ic_gkernel *K, int tsm, int nsm, int mid, 
     bool store_out = true;
     int kj = -1;
     ic_kernel *cons = gemm_consumer(g, ki, &G, &store_out, &kj, E);
-    if (mode == 1 && !gemm_auto(&G, cons != NULL)) return -1;
+    int64_t macs = G.batch * G.M * G.N * G.K;
+    int choice = 0;
+    if (mode == 1 && G.fast_ok && macs > GEMM_MEASURE_MIN && macs <= GEMM_MEASURE_MAX && !gemm_choice_static())
+        choice = gemm_choice_new(c, gpu, &G, cons, gemm_auto(&G, cons != NULL));
+    if (!choice && mode == 1 && !gemm_auto(&G, cons != NULL)) return -1;
     ic_gemm_map *M = ic_alloc(c, sizeof *M);
     char msg[200];
     if (ic_gemm_map_build(M, &G.cfg, msg, sizeof msg)) ic_fail(c, IC_EINTERNAL, "GPU GEMM: %s", msg);
+    if (choice) { /* K stays the extern call; the template is the next launch */
+        K->choice = choice;
+        K->role = IC_ROLE_EXT;
+        K = &gpu->k[gpu->nkernels++];
+        K->choice = choice;
+        K->role = IC_ROLE_TEMPLATE;
+    }
     K->ext = 0;
     for (int v = G.fast_ok ? 0 : 1; v < 2; v++) {
         char name[48];
@@ -2918,7 +2968,8 @@ static int gemm_kernel(gg *g, int ki, ic_gkernel *K, int tsm, int nsm, int mid, 
         gemm_variant(g, &G, M, v == 0, cons ? E : NULL, store_out, gv, name);
         *nnew += !kend(g, R, q, gv);
     }
-    return cons ? kj : -1;
+    if (choice && cons) *choice_kj = kj; /* generated as usual, the extern path's consumer */
+    return cons && !choice ? kj : -1;
 }
 
 /* ---- driver ----------------------------------------------------------------------------------- */
@@ -3076,8 +3127,14 @@ static void describe_append(ic_compiled *out, const ic_gpu *G) {
     for (int i = 0; i < G->nkernels; i++)
         for (int v = 0; v < G->k[i].nvar; v++) {
             const ic_gvariant *gv = &G->k[i].v[v];
-            ic_str_printf(&s, "gpu %s: grid %u block %u vec %d\n", gv->name, gv->grid, gv->block, gv->vec);
+            ic_str_printf(&s, "gpu %s: grid %u block %u vec %d%s\n", gv->name, gv->grid, gv->block, gv->vec,
+                          G->k[i].role == IC_ROLE_TEMPLATE   ? " (GEMM choice: the template)"
+                          : G->k[i].role == IC_ROLE_CONSUMER ? " (GEMM choice: after the extern call)"
+                                                             : "");
         }
+    for (int i = 0; i < G->nchoice; i++)
+        ic_str_printf(&s, "gpu GEMM choice %d: %lld multiply-adds, timed on the first call (rule: %s)\n", i + 1,
+                      (long long)G->choice[i].macs, G->choice[i].dflt == IC_CHOICE_TEMPLATE ? "template" : "extern");
     if (!s.oom && s.s) {
         free(out->describe);
         out->describe = s.s;
@@ -3097,6 +3154,7 @@ static char *cache_key(ic_ctx *c, int tsm, int nsm) {
     ic_str_printf(&s, "|v2=%d|exp=%d|stencil=%d|lowp=%d|pdl=%d|cluster=%d|vec8=%d|stage=%d|sunroll=%d|sblocks=%lld",
                   gpu_v2(), exp_mode(), ic_stencil_opt(), lowp_on(), pdl_on(tsm), tls_cluster_ok, vec8_on(),
                   stage_mode(), split_unroll(), (long long)split_blocks(nsm)); /* knobs that change code */
+    ic_str_printf(&s, "|gchoice=%d", gemm_choice_static());
     free(text);
     if (s.oom) {
         free(s.s);
@@ -3331,7 +3389,7 @@ static void codegen(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
     if (!gpu->k) ic_fail(c, IC_ENOMEM, "out of memory");
     static int module_counter;
     int mid = __atomic_fetch_add(&module_counter, 1, __ATOMIC_RELAXED);
-    for (int ki = 0, ext = 0, fused = -1; ki < c->nkernels; ki++) {
+    for (int ki = 0, ext = 0, fused = -1, choice_kj = -1; ki < c->nkernels; ki++) {
         ic_kernel *k = &c->kernels[ki];
         if (ki == fused) continue; /* evaluated in the epilogue of the GEMM before it */
         if (k->is_ext) { /* extern call: the runtime calls the handler between launches */
@@ -3339,7 +3397,7 @@ static void codegen(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
             K->ext = ++ext;
             int nnew = 0;
             next_part(g, R);
-            fused = gemm_kernel(g, ki, K, tsm, nsm, mid, R, &nnew); /* or our GEMM template */
+            fused = gemm_kernel(g, ki, K, tsm, nsm, mid, R, &nnew, gpu, &choice_kj); /* or our GEMM template */
             continue;
         }
         if (kernel_empty(k)) continue;
@@ -3407,6 +3465,10 @@ static void codegen(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
                 gv->part_off = part_off;
                 /* the vector variant needs no fallback when it assumes no alignment */
                 if (v == 0 && nvar == 2 && K->v[0].nalign == 0) break;
+            }
+            if (ki == choice_kj) { /* the extern path's consumer in the last GEMM choice */
+                K->choice = gpu->nchoice;
+                K->role = IC_ROLE_CONSUMER;
             }
         }
     }

@@ -79,6 +79,12 @@ typedef struct drv {
     R_ (*MemFreeAsync)(ic_CUdeviceptr, ic_CUstream);             /* optional */
     R_ (*StreamSynchronize)(ic_CUstream);
     R_ (*GetErrorString)(R_, const char **);
+    /* optional, all five or none: timing the two forms of a GEMM choice (ic_gchoice) */
+    R_ (*EventCreate)(void **, unsigned);
+    R_ (*EventRecord)(void *, ic_CUstream);
+    R_ (*EventSynchronize)(void *);
+    R_ (*EventElapsedTime)(float *, void *, void *);
+    R_ (*EventDestroy)(void *);
     /* optional, all four or none: PTX -> cubin through the driver's linker */
     R_ (*LinkCreate)(unsigned, int *, void **, ic_CUlinkState *);
     R_ (*LinkAddData)(ic_CUlinkState, int, void *, size_t, const char *, unsigned, int *, void **);
@@ -178,6 +184,12 @@ static void init(void) {
     SYM(MemFreeAsync, "cuMemFreeAsync", 0);
     SYM(StreamSynchronize, "cuStreamSynchronize", 1);
     SYM(GetErrorString, "cuGetErrorString", 1);
+    SYM(EventCreate, "cuEventCreate", 0);
+    SYM(EventRecord, "cuEventRecord", 0);
+    SYM(EventSynchronize, "cuEventSynchronize", 0);
+    SYM(EventElapsedTime, "cuEventElapsedTime_v2", 0);
+    if (!D.EventElapsedTime) SYM(EventElapsedTime, "cuEventElapsedTime", 0);
+    SYM(EventDestroy, "cuEventDestroy_v2", 0);
     SYM(LinkCreate, "cuLinkCreate_v2", 0);
     SYM(LinkAddData, "cuLinkAddData_v2", 0);
     SYM(LinkComplete, "cuLinkComplete", 0);
@@ -624,6 +636,7 @@ static void ptxas_all(const char *ptxas, int sm, load_job *jobs, int nm) {
 void ic_gpu_free(void *p) {
     ic_gpu *G = p;
     if (!G) return;
+    free(G->choice);
     if (G->nmod > 0 && D.ok) {
         ic_CUcontext cur = NULL;
         D.CtxGetCurrent(&cur);
@@ -695,6 +708,172 @@ void ic_gpu_host_stats(double *us, unsigned long long *n) {
     }
 }
 
+/* An extern call of the graph (cuBLASLt, cuDNN, else ATen), on the stream. 0 or -1 (err). */
+static int run_ext(const ic_compiled *c, const ic_gpu *G, const ic_gkernel *K, const ic_CUdeviceptr *bufs,
+                   void *stream, ic_err *err) {
+    const ic_rext *x = &c->exts[K->ext - 1];
+    void *in[IC_NIN] = {NULL, NULL, NULL, NULL};
+    for (int i = 0; i < x->nin; i++) in[i] = (void *)(uintptr_t)bufs[x->in_buf[i]];
+    ic_err e2;
+    unsigned long long t0 = hs_now();
+    int lt = ic_lt_run(x, in, (void *)(uintptr_t)bufs[x->out_buf], stream, G->device, err ? err : &e2);
+    if (lt <= 0) {
+        if (lt == 0) hs_add(2, t0);
+        return lt;
+    }
+    lt = ic_dnn_run(x, in, (void *)(uintptr_t)bufs[x->out_buf], stream, G->device, err ? err : &e2);
+    if (lt <= 0) {
+        if (lt == 0) hs_add(3, t0);
+        return lt;
+    }
+    if (ic_run_extern(c, x, in, (void *)(uintptr_t)bufs[x->out_buf], stream, err ? err : &e2) < 0) return -1;
+    hs_add(4, t0);
+    return 0;
+}
+
+/* One kernel's launch: the first variant whose alignment the buffers meet (none: an empty
+ * kernel, nothing to do). args: room for its parameters. 0 or -1 (err). */
+static int launch(const ic_gpu *G, const ic_gkernel *K, const ic_CUdeviceptr *bufs, ic_CUdeviceptr ws,
+                  ic_CUstream st, void **args, bool pdl, ic_err *err) {
+    const ic_gvariant *gv = NULL;
+    unsigned long long t0 = hs_now();
+    for (int v = 0; v < K->nvar && !gv; v++) {
+        bool ok = true;
+        for (int i = 0; i < K->v[v].nalign; i++)
+            if (bufs[K->v[v].align_buf[i]] % (ic_CUdeviceptr)K->v[v].align_bytes[i]) ok = false;
+        if (ok) gv = &K->v[v];
+    }
+    if (!gv) return 0;
+    for (int i = 0; i < gv->nparams; i++) args[i] = (void *)&bufs[gv->params[i]];
+    ic_CUdeviceptr part = ws + (ic_CUdeviceptr)(gv->part_off > 0 ? gv->part_off : 0);
+    if (gv->part_off >= 0) args[gv->nparams] = &part;
+    R_ r;
+    if ((pdl || gv->cl > 1) && D.LaunchKernelEx) {
+        ic_launch_attr at[2];
+        unsigned na = 0;
+        memset(at, 0, sizeof at);
+        if (gv->cl > 1) {
+            unsigned dim[3] = {(unsigned)gv->cl, 1, 1};
+            at[na].id = IC_LAUNCH_ATTR_CLUSTER_DIMENSION;
+            memcpy(at[na++].value.raw, dim, sizeof dim);
+        }
+        if (pdl) {
+            at[na].id = IC_LAUNCH_ATTR_PROGRAMMATIC_STREAM_SERIALIZATION;
+            at[na++].value.ival = 1;
+        }
+        ic_launch_config cf = {{gv->grid, 1, 1}, {gv->block, 1, 1}, gv->dsmem, st, at, na};
+        r = D.LaunchKernelEx(&cf, gv->fn, args, NULL);
+    } else if (gv->cl > 1) {
+        return fail(err, IC_EUNSUPPORTED, "launch of %s: clusters need cuLaunchKernelEx%s", gv->name, "");
+    } else {
+        r = D.LaunchKernel(gv->fn, gv->grid, 1, 1, gv->block, 1, 1, gv->dsmem, st, args, NULL);
+    }
+    if (r) return fail(err, IC_EINTERNAL, "launch of %s: %s", gv->name, errstr(r));
+    hs_add(5, t0);
+    return 0;
+}
+
+/* GEMM choices made on the device: [0] measured, [1] of them the template, [2] the extern
+ * call, [3] runs that took the static rule because they could not measure (capture). */
+static unsigned long long gc_n[4];
+
+void ic_gemm_choice_stats(unsigned long long *n) {
+    for (int i = 0; i < 4; i++) n[i] = __atomic_load_n(&gc_n[i], __ATOMIC_RELAXED);
+}
+
+/* TORCHC_GEMM_CHOICE=measure (default) | static (the rule, no timing) | extern | template:
+ * what a GEMM choice group runs (the last three for tests and A/B runs). */
+static int choice_mode(void) {
+    const char *e = getenv("TORCHC_GEMM_CHOICE");
+    if (!e || !*e || !strcmp(e, "measure")) return 0;
+    if (!strcmp(e, "extern")) return IC_CHOICE_EXT;
+    if (!strcmp(e, "template")) return IC_CHOICE_TEMPLATE;
+    return -1;
+}
+
+/* Device time (ms) of running launches [k0, k1) of G whose role is in rolemask, on the
+ * stream: min over reps after one warm-up. < 0 on failure. */
+static float time_group(const ic_compiled *c, const ic_gpu *G, int k0, int k1, unsigned rolemask,
+                        const ic_CUdeviceptr *bufs, ic_CUdeviceptr ws, ic_CUstream st, void *stream, void **args,
+                        void *e0, void *e1) {
+    float best = -1;
+    for (int rep = 0; rep < 4; rep++) {
+        if (rep > 0 && D.EventRecord(e0, st)) return -1;
+        for (int k = k0; k < k1; k++) {
+            const ic_gkernel *K = &G->k[k];
+            if (!(rolemask >> K->role & 1)) continue;
+            ic_err e;
+            int rc = K->ext > 0 ? run_ext(c, G, K, bufs, stream, &e) : launch(G, K, bufs, ws, st, args, false, &e);
+            if (rc < 0) return -1;
+        }
+        if (rep == 0) continue; /* warm-up: first cuBLASLt plan, caches */
+        float ms = 0;
+        if (D.EventRecord(e1, st) || D.EventSynchronize(e1) || D.EventElapsedTime(&ms, e0, e1)) return -1;
+        if (best < 0 || ms < best) best = ms;
+    }
+    return best;
+}
+
+/* The choice of the group that starts at launch k (IC_ROLE_EXT): measured once per compiled
+ * graph, on scratch buffers in place of the ones the alternatives write (so a consumer that
+ * writes over one of its own inputs still reads it intact); the static rule while the stream
+ * is being captured, or when timing is not possible. */
+static int choose(const ic_compiled *c, const ic_gpu *G, int k, const ic_CUdeviceptr *bufs, ic_CUdeviceptr ws,
+                  ic_CUstream st, void *stream, void **args, bool capturing) {
+    ic_gchoice *ch = &G->choice[G->k[k].choice - 1];
+    int mode = choice_mode();
+    if (mode > 0) return mode;
+    int s = __atomic_load_n(&ch->state, __ATOMIC_ACQUIRE);
+    if (s) return s;
+    if (mode < 0 || capturing || !D.EventCreate || !D.EventRecord || !D.EventSynchronize || !D.EventElapsedTime ||
+        !D.EventDestroy) {
+        if (mode == 0) __atomic_fetch_add(&gc_n[3], 1, __ATOMIC_RELAXED);
+        return ch->dflt;
+    }
+    int k1 = k + 1;
+    while (k1 < G->nkernels && G->k[k1].choice == G->k[k].choice) k1++;
+    ic_CUdeviceptr *b2 = malloc((size_t)(c->nbufs + 1) * sizeof *b2);
+    ic_CUdeviceptr scratch = 0;
+    void *e0 = NULL, *e1 = NULL;
+    int64_t total = 0, off[IC_CHOICE_MAXW];
+    for (int i = 0; i < ch->nw; i++) {
+        off[i] = total;
+        total += (ch->wbytes[i] + 255) & ~(int64_t)255;
+    }
+    float t_ext = -1, t_tpl = -1;
+    pthread_mutex_lock(&mu); /* scratch from the caching allocator when there is one (cuMemFree syncs) */
+    int ha = have_alloc;
+    ic_device_allocator a = alloc_;
+    pthread_mutex_unlock(&mu);
+    void *handle = NULL;
+    size_t bytes = (size_t)(total > 0 ? total : 256);
+    if (ha) scratch = (ic_CUdeviceptr)(uintptr_t)a.alloc(bytes, G->device, stream, &handle);
+    else if (D.MemAlloc(&scratch, bytes)) scratch = 0;
+    if (b2 && scratch && !D.EventCreate(&e0, 0) && !D.EventCreate(&e1, 0)) {
+        memcpy(b2, bufs, (size_t)c->nbufs * sizeof *b2);
+        for (int i = 0; i < ch->nw; i++) b2[ch->wbuf[i]] = scratch + (ic_CUdeviceptr)off[i];
+        t_ext = time_group(c, G, k, k1, 1u << IC_ROLE_EXT | 1u << IC_ROLE_CONSUMER, b2, ws, st, stream, args, e0, e1);
+        t_tpl = time_group(c, G, k, k1, 1u << IC_ROLE_TEMPLATE, b2, ws, st, stream, args, e0, e1);
+        D.StreamSynchronize(st);
+    }
+    if (e0) D.EventDestroy(e0);
+    if (e1) D.EventDestroy(e1);
+    if (scratch && ha) a.release(handle); /* after the sync: nothing of the stream still uses it */
+    else if (scratch) D.MemFree(scratch);
+    free(b2);
+    if (t_ext < 0 || t_tpl < 0) { /* not measurable: the rule, and no more tries */
+        __atomic_store_n(&ch->state, ch->dflt, __ATOMIC_RELEASE);
+        return ch->dflt;
+    }
+    ch->us[0] = t_ext * 1000.f;
+    ch->us[1] = t_tpl * 1000.f;
+    s = t_tpl < t_ext ? IC_CHOICE_TEMPLATE : IC_CHOICE_EXT;
+    __atomic_fetch_add(&gc_n[0], 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&gc_n[s == IC_CHOICE_TEMPLATE ? 1 : 2], 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&ch->state, s, __ATOMIC_RELEASE);
+    return s;
+}
+
 IC_API int ic_run_stream(const ic_compiled *c, void *const *inputs, void *const *outputs, void *stream,
                          ic_err *err) {
     if (!c->gpu) return ic_run(c, inputs, outputs, err);
@@ -708,9 +887,9 @@ IC_API int ic_run_stream(const ic_compiled *c, void *const *inputs, void *const 
     int rc = 0;
     /* programmatic dependent launch (G->pdl: the kernels wait for their predecessor first);
      * not while the stream is captured into a CUDA graph: plain launches there */
-    int capturing = 1;
-    bool pdl = G->pdl && D.LaunchKernelEx && D.StreamIsCapturing && !D.StreamIsCapturing(st, &capturing) &&
-               capturing == 0;
+    int capturing = 1; /* GEMM choices are not timed while capturing either */
+    bool cap_known = (G->pdl || G->nchoice > 0) && D.StreamIsCapturing && !D.StreamIsCapturing(st, &capturing);
+    bool pdl = G->pdl && D.LaunchKernelEx && cap_known && capturing == 0;
     ic_CUdeviceptr stackbufs[64];
     ic_CUdeviceptr *bufs = c->nbufs <= 64 ? stackbufs : malloc((size_t)c->nbufs * sizeof *bufs);
     void *args_stack[64];
@@ -767,77 +946,24 @@ IC_API int ic_run_stream(const ic_compiled *c, void *const *inputs, void *const 
         default: bufs[b] = ws + (ic_CUdeviceptr)c->buf_offset[b]; break;
         }
     }
+    int dec = 0; /* the choice of the current GEMM choice group (its launches are consecutive) */
     for (int k = 0; k < G->nkernels; k++) {
         const ic_gkernel *K = &G->k[k];
+        if (K->choice > 0) {
+            if (K->role == IC_ROLE_EXT) dec = choose(c, G, k, bufs, ws, st, stream, args, !cap_known || capturing);
+            if ((K->role == IC_ROLE_TEMPLATE) != (dec == IC_CHOICE_TEMPLATE)) continue;
+        }
         if (K->ext > 0) { /* extern (ATen) call, enqueued on the same stream */
-            const ic_rext *x = &c->exts[K->ext - 1];
-            void *in[IC_NIN] = {NULL, NULL, NULL, NULL};
-            for (int i = 0; i < x->nin; i++) in[i] = (void *)(uintptr_t)bufs[x->in_buf[i]];
-            ic_err e2;
-            t0 = hs_now();
-            int lt = ic_lt_run(x, in, (void *)(uintptr_t)bufs[x->out_buf], stream, G->device, err ? err : &e2);
-            if (lt < 0) {
+            if (run_ext(c, G, K, bufs, stream, err) < 0) {
                 rc = -1;
                 break;
             }
-            if (lt == 0) {
-                hs_add(2, t0);
-                continue;
-            }
-            lt = ic_dnn_run(x, in, (void *)(uintptr_t)bufs[x->out_buf], stream, G->device, err ? err : &e2);
-            if (lt < 0) {
-                rc = -1;
-                break;
-            }
-            if (lt == 0) {
-                hs_add(3, t0);
-                continue;
-            }
-            if (ic_run_extern(c, x, in, (void *)(uintptr_t)bufs[x->out_buf], stream, err ? err : &e2) < 0) {
-                rc = -1;
-                break;
-            }
-            hs_add(4, t0);
             continue;
         }
-        const ic_gvariant *gv = NULL;
-        t0 = hs_now();
-        for (int v = 0; v < K->nvar && !gv; v++) {
-            bool ok = true;
-            for (int i = 0; i < K->v[v].nalign; i++)
-                if (bufs[K->v[v].align_buf[i]] % (ic_CUdeviceptr)K->v[v].align_bytes[i]) ok = false;
-            if (ok) gv = &K->v[v];
-        }
-        if (!gv) continue; /* empty kernel */
-        for (int i = 0; i < gv->nparams; i++) args[i] = &bufs[gv->params[i]];
-        ic_CUdeviceptr part = ws + (ic_CUdeviceptr)(gv->part_off > 0 ? gv->part_off : 0);
-        if (gv->part_off >= 0) args[gv->nparams] = &part;
-        if ((pdl || gv->cl > 1) && D.LaunchKernelEx) {
-            ic_launch_attr at[2];
-            unsigned na = 0;
-            memset(at, 0, sizeof at);
-            if (gv->cl > 1) {
-                unsigned dim[3] = {(unsigned)gv->cl, 1, 1};
-                at[na].id = IC_LAUNCH_ATTR_CLUSTER_DIMENSION;
-                memcpy(at[na++].value.raw, dim, sizeof dim);
-            }
-            if (pdl) {
-                at[na].id = IC_LAUNCH_ATTR_PROGRAMMATIC_STREAM_SERIALIZATION;
-                at[na++].value.ival = 1;
-            }
-            ic_launch_config cf = {{gv->grid, 1, 1}, {gv->block, 1, 1}, gv->dsmem, st, at, na};
-            r = D.LaunchKernelEx(&cf, gv->fn, args, NULL);
-        } else if (gv->cl > 1) {
-            rc = fail(err, IC_EUNSUPPORTED, "launch of %s: clusters need cuLaunchKernelEx%s", gv->name, "");
-            break;
-        } else {
-            r = D.LaunchKernel(gv->fn, gv->grid, 1, 1, gv->block, 1, 1, gv->dsmem, st, args, NULL);
-        }
-        if (r) {
-            rc = fail(err, IC_EINTERNAL, "launch of %s: %s", gv->name, errstr(r));
+        if (launch(G, K, bufs, ws, st, args, pdl, err) < 0) {
+            rc = -1;
             break;
         }
-        hs_add(5, t0);
     }
 done:
     t0 = ws_kind ? hs_now() : 0;

@@ -27,7 +27,7 @@
 #include "../codegen/gpu.h"
 #include "../ic_diskcache.h"
 
-#define MAGIC "TCGPU005"
+#define MAGIC "TCGPU006"
 #define NS "ptx"
 
 int ic_gcache_hits;       /* entries read back (tests) */
@@ -129,8 +129,19 @@ void ic_gcache_put(const char *key, const ic_gpu *G, int64_t ws_size) {
     put32(&w, G->nkernels);
     put32(&w, G->nbufs);
     for (int b = 0; b < G->nbufs; b++) put64(&w, G->scratch_off ? G->scratch_off[b] : -1);
+    put32(&w, G->nchoice);
+    for (int i = 0; i < G->nchoice; i++) {
+        const ic_gchoice *ch = &G->choice[i];
+        put32(&w, ch->dflt);
+        put64(&w, ch->macs);
+        put32(&w, ch->nw);
+        for (int j = 0; j < ch->nw; j++) put32(&w, ch->wbuf[j]);
+        for (int j = 0; j < ch->nw; j++) put64(&w, ch->wbytes[j]);
+    }
     for (int k = 0; k < G->nkernels; k++) {
         const ic_gkernel *K = &G->k[k];
+        put32(&w, K->choice);
+        put32(&w, K->role);
         put32(&w, K->ext > 0 ? -K->ext : K->nvar); /* < 0: an extern call, no variants */
         for (int v = 0; v < K->nvar; v++) {
             const ic_gvariant *gv = &K->v[v];
@@ -192,8 +203,30 @@ ic_gpu *ic_gcache_get(const char *key, int nbufs, int64_t *ws_size) {
     G->k = calloc((size_t)G->nkernels + 1, sizeof(ic_gkernel));
     if (!G->scratch_off || !G->k) goto miss;
     for (int b = 0; b < nbufs; b++) G->scratch_off[b] = get64(&r);
+    int nch = get32(&r);
+    if (r.bad || nch < 0 || nch > G->nkernels) goto miss;
+    if (nch) {
+        G->choice = calloc((size_t)nch, sizeof *G->choice);
+        if (!G->choice) goto miss;
+        G->nchoice = nch;
+    }
+    for (int i = 0; i < nch && !r.bad; i++) {
+        ic_gchoice *ch = &G->choice[i];
+        ch->dflt = get32(&r);
+        ch->macs = get64(&r);
+        ch->nw = get32(&r);
+        if (ch->dflt < IC_CHOICE_EXT || ch->dflt > IC_CHOICE_TEMPLATE || ch->nw < 1 || ch->nw > IC_CHOICE_MAXW) goto miss;
+        for (int j = 0; j < ch->nw; j++)
+            if ((ch->wbuf[j] = get32(&r)) < 0 || ch->wbuf[j] >= nbufs) r.bad = 1;
+        for (int j = 0; j < ch->nw; j++)
+            if ((ch->wbytes[j] = get64(&r)) < 0) r.bad = 1;
+    }
     for (int k = 0; k < G->nkernels && !r.bad; k++) {
         ic_gkernel *K = &G->k[k];
+        K->choice = get32(&r);
+        K->role = get32(&r);
+        if (K->choice < 0 || K->choice > nch || K->role < 0 || K->role > IC_ROLE_CONSUMER || (K->choice > 0) != (K->role > 0))
+            goto miss;
         int nvar = get32(&r);
         if (nvar < 0 && nvar >= -(1 << 16)) {
             K->ext = -nvar;

@@ -677,6 +677,16 @@ static ic_gpu *fake_gpu(void) {
             gv->dsmem = k ? 65536u : 0u;
         }
     }
+    /* one GEMM choice: the first kernel its template, the second its consumer */
+    G->nchoice = 1;
+    G->choice = calloc(1, sizeof *G->choice);
+    G->choice[0].dflt = IC_CHOICE_TEMPLATE;
+    G->choice[0].macs = 123456789;
+    G->choice[0].nw = 2;
+    G->choice[0].wbuf[0] = 1, G->choice[0].wbuf[1] = 2;
+    G->choice[0].wbytes[0] = 1000, G->choice[0].wbytes[1] = 2048;
+    G->k[0].choice = 1, G->k[0].role = IC_ROLE_TEMPLATE;
+    G->k[1].choice = 1, G->k[1].role = IC_ROLE_CONSUMER;
     return G;
 }
 
@@ -685,15 +695,15 @@ static ic_gpu *fake_gpu(void) {
  * cubins the entry round-trips with none. Uses key "key-c". */
 static void test_cache_blob(ic_gpu *G) {
     ic_dkey k = {0, 0}; /* gpu_cache.c's storage key */
-    ic_dkey_mix_str(&k, "TCGPU005");
+    ic_dkey_mix_str(&k, "TCGPU006");
     ic_dkey_mix_str(&k, "key-c");
     ic_dkey_build_id(&k);
     int64_t ws = 0;
     ic_gcache_put("key-c", G, 64);
     void *blob = NULL;
     size_t len = 0;
-    CHECK(ic_diskcache_get("ptx", k, &blob, &len) == 0 && len > 8 && !memcmp(blob, "TCGPU005", 8),
-          "cache blob: no TCGPU005 entry under the expected key");
+    CHECK(ic_diskcache_get("ptx", k, &blob, &len) == 0 && len > 8 && !memcmp(blob, "TCGPU006", 8),
+          "cache blob: no TCGPU006 entry under the expected key");
     if (!blob) return;
     int hits = 0;
     for (size_t m = 0; m < len; m++) {
@@ -714,6 +724,11 @@ static void test_cache_blob(ic_gpu *G) {
     ic_diskcache_put("ptx", k, blob, len);
     X = ic_gcache_get("key-c", 3, &ws);
     CHECK(X != NULL && X->ncubin == 2 && X->cubin_len[0] == 777, "cache blob: restored blob not read");
+    CHECK(X != NULL && X->nchoice == 1 && X->choice[0].dflt == IC_CHOICE_TEMPLATE && X->choice[0].macs == 123456789 &&
+              X->choice[0].nw == 2 && X->choice[0].wbuf[1] == 2 && X->choice[0].wbytes[1] == 2048 &&
+              X->choice[0].state == 0 && X->k[0].choice == 1 && X->k[0].role == IC_ROLE_TEMPLATE &&
+              X->k[1].role == IC_ROLE_CONSUMER,
+          "cache blob: the GEMM choice did not round-trip");
     if (X) ic_gpu_free(X);
     free(blob);
     /* cubins for 3 modules of a 2-module PTX: a miss; no cubins at all: a hit without */
@@ -770,9 +785,9 @@ static int garble_cubins(const char *dir) {
         char *b = sz > 0 ? malloc((size_t)sz) : NULL;
         size_t got = b ? fread(b, 1, (size_t)sz, f) : 0;
         fclose(f);
-        /* diskcache header (40 bytes) | "TCGPU005" | u32 key length | key | i64 ws | i32 sm, nk, nbufs */
+        /* diskcache header (40 bytes) | "TCGPU006" | u32 key length | key | i64 ws | i32 sm, nk, nbufs */
         uint32_t kl = 0;
-        if (b && got == (size_t)sz && sz > 52 && !memcmp(b + 40, "TCGPU005", 8)) memcpy(&kl, b + 48, 4);
+        if (b && got == (size_t)sz && sz > 52 && !memcmp(b + 40, "TCGPU006", 8)) memcpy(&kl, b + 48, 4);
         if (kl && (size_t)kl + 52 + 20 <= got) {
             char *key = strndup(b + 52, kl);
             int32_t nbufs = 0;
