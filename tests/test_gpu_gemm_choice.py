@@ -113,3 +113,20 @@ def test_choice_through_disk_cache(mode, monkeypatch, tmp_path):
         got = torchc.compile(f)(x, w, b)
         _close(got, f(x, w, b))
         assert _stats()[0] - n0[0] == 1
+
+
+@pytest.mark.parametrize("mode", [""], indirect=True)
+def test_repeated_layers_timed_once(mode):
+    """identical layers share one template function and one consumer function (dedupe): the
+    first one's timing decides for all of them"""
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(*[torch.nn.Sequential(torch.nn.Linear(768, 768), torch.nn.GELU()) for _ in range(6)])
+    m = m.cuda().to(BF)
+    x = _rnd(2048, 768)
+    n0 = _stats()
+    with torch.no_grad():
+        want = m(x)
+        got = torchc.compile(m)(x)
+    _close(got, want)
+    d = [a - b for a, b in zip(_stats(), n0)]
+    assert 1 <= d[0] <= 2, d

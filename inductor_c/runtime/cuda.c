@@ -814,6 +814,26 @@ static float time_group(const ic_compiled *c, const ic_gpu *G, int k0, int k1, u
     return best;
 }
 
+/* The same decision for every other choice of G with the same template and consumer
+ * functions (a repeated layer: its kernels are one function each, gpu_nvptx.c dedupe, and the
+ * template's code has the GEMM's shape in it). */
+static void share_choice(const ic_gpu *G, int id, int s) {
+    ic_CUfunction *fn = calloc((size_t)G->nchoice * 2 + 2, sizeof *fn); /* [2 i]: template, [2 i + 1]: consumer */
+    if (!fn) return;
+    for (int k = 0; k < G->nkernels; k++) {
+        const ic_gkernel *K = &G->k[k];
+        if (K->choice > 0 && K->nvar > 0 && K->role != IC_ROLE_EXT)
+            fn[2 * (K->choice - 1) + (K->role == IC_ROLE_CONSUMER)] = K->v[0].fn;
+    }
+    const ic_CUfunction *me = &fn[2 * (id - 1)];
+    for (int j = 0; j < G->nchoice && me[0]; j++)
+        if (j != id - 1 && fn[2 * j] == me[0] && fn[2 * j + 1] == me[1]) {
+            int zero = 0;
+            __atomic_compare_exchange_n(&G->choice[j].state, &zero, s, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+        }
+    free(fn);
+}
+
 /* The choice of the group that starts at launch k (IC_ROLE_EXT): measured once per compiled
  * graph, on scratch buffers in place of the ones the alternatives write (so a consumer that
  * writes over one of its own inputs still reads it intact); the static rule while the stream
@@ -871,6 +891,11 @@ static int choose(const ic_compiled *c, const ic_gpu *G, int k, const ic_CUdevic
     __atomic_fetch_add(&gc_n[0], 1, __ATOMIC_RELAXED);
     __atomic_fetch_add(&gc_n[s == IC_CHOICE_TEMPLATE ? 1 : 2], 1, __ATOMIC_RELAXED);
     __atomic_store_n(&ch->state, s, __ATOMIC_RELEASE);
+    share_choice(G, G->k[k].choice, s);
+    const char *dbg = getenv("TORCHC_DEBUG_GEMM");
+    if (dbg && *dbg && strcmp(dbg, "0"))
+        fprintf(stderr, "torchc GEMM choice %d: %lld multiply-adds, extern call + consumer %.1f us, template %.1f us -> %s\n",
+                G->k[k].choice, (long long)ch->macs, ch->us[0], ch->us[1], s == IC_CHOICE_TEMPLATE ? "template" : "extern");
     return s;
 }
 
