@@ -2098,9 +2098,8 @@ static bool stage_rows_ok(ic_ctx *c, const ic_kernel *k, int32_t vv) {
 }
 
 /* Split rows (x.sum() of 64 MB): chunks per loop iteration of the partial-sums launch.
- * TORCHC_GPU_SPLIT_UNROLL=2..8 (default 4, as every looped row), for A/B runs: on the H200
- * that launch took 19.2 us for 64 MB where Triton's took 16.5 us (kernel_times.py); more
- * loads in flight per thread is one candidate. */
+ * TORCHC_GPU_SPLIT_UNROLL=2..8 (default 4, as every looped row), for A/B runs: on the H200,
+ * 8 gave the same 0.87 of copy bandwidth as 4 (gpu_bench_h200_split.json). */
 static int split_unroll(void) {
     const char *e = getenv("TORCHC_GPU_SPLIT_UNROLL");
     int u = e && *e ? atoi(e) : UNROLL;
