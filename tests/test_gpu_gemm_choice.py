@@ -130,3 +130,18 @@ def test_repeated_layers_timed_once(mode):
     _close(got, want)
     d = [a - b for a, b in zip(_stats(), n0)]
     assert 1 <= d[0] <= 2, d
+
+
+@pytest.mark.parametrize("mode", ["bogus"], indirect=True)
+def test_untimed_choice_takes_the_rule(mode):
+    """a mode it does not know: both forms compiled, nothing timed, the fixed rule runs
+    (counted as gemm_untimed), results still right"""
+    x, w, b = _rnd(2048, 768), _rnd(768, 768, scale=0.03), _rnd(768)
+    f = lambda x, w, b: F.gelu(F.linear(x, w, b))
+    u0, n0 = torchc._C.stats()["gemm_untimed"], _stats()
+    cf = torchc.compile(f)
+    for _ in range(2):
+        got = cf(x, w, b)
+    _close(got, f(x, w, b))
+    assert _stats() == n0
+    assert torchc._C.stats()["gemm_untimed"] - u0 == 2
