@@ -37,7 +37,8 @@ int ic_run_stream(const ic_compiled *c, void *const *inputs, void *const *output
 void ic_gpu_host_stats(double *us, unsigned long long *n);
 
 /* GEMM choices timed on the device (n[4]): measured, of them the template, the extern call,
- * and runs that took the fixed rule because they could not time (stream capture). */
+ * and runs that took the fixed rule untimed (stream capture, no event API, an unknown
+ * TORCHC_GEMM_CHOICE). */
 void ic_gemm_choice_stats(unsigned long long *n);
 
 /* 1 when libcuda loads, initializes and has at least one device; the reason otherwise. */

@@ -774,7 +774,8 @@ static int launch(const ic_gpu *G, const ic_gkernel *K, const ic_CUdeviceptr *bu
 }
 
 /* GEMM choices made on the device: [0] measured, [1] of them the template, [2] the extern
- * call, [3] runs that took the static rule because they could not measure (capture). */
+ * call, [3] runs that took the fixed rule untimed (stream capture, no event API, a
+ * TORCHC_GEMM_CHOICE value it does not know). */
 static unsigned long long gc_n[4];
 
 void ic_gemm_choice_stats(unsigned long long *n) {
@@ -847,7 +848,7 @@ static int choose(const ic_compiled *c, const ic_gpu *G, int k, const ic_CUdevic
     if (s) return s;
     if (mode < 0 || capturing || !D.EventCreate || !D.EventRecord || !D.EventSynchronize || !D.EventElapsedTime ||
         !D.EventDestroy) {
-        if (mode == 0) __atomic_fetch_add(&gc_n[3], 1, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&gc_n[3], 1, __ATOMIC_RELAXED);
         return ch->dflt;
     }
     int k1 = k + 1;
