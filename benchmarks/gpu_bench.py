@@ -76,6 +76,9 @@ def cases(quick):
         ("sum() f32", lambda x: T.sum_(x), lambda: (r(R * 1024),)),
         ("softmax 4096 f32", T.softmax, lambda: (r(R, 4096),)),
         ("softmax 32768 f32", T.softmax, lambda: (r(R // 8, 32768),)),
+        # two rows of 4M: split rows (several blocks a row, then a combining launch a pass)
+        ("softmax 2x4M f32 split", T.softmax, lambda: (r(2, R * 256),)),
+        ("layernorm 2x4M f32 split", T.layernorm, lambda: (r(2, R * 256), r(R * 256), r(R * 256))),
         # torch.softmax of bf16 as torchc captures it (and eager computes it): f32 math, one rounding
         ("softmax 4096 bf16", lambda x: T.softmax(x.to(torch.float32)).to(bf), lambda: (r(R, 4096, dtype=bf),)),
         ("rmsnorm 4096 f32", T.rmsnorm, lambda: (r(R, 4096), r(4096))),
