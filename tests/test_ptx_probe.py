@@ -295,9 +295,10 @@ def test_long_rows_staged(case, staged, monkeypatch, capfd, tmp_path):
 @pytest.mark.parametrize("unroll,loads", [("", 4), ("8", 8), ("2", 2)])
 def test_split_unroll(unroll, loads, monkeypatch, capfd, tmp_path):
     """TORCHC_GPU_SPLIT_UNROLL (A/B knob, default 4): chunks per loop iteration of a split
-    row's partial-sums launch (x.sum() of a huge tensor), each one 16-byte load; assembles"""
+    row's partial-sums launch (x.sum() of a huge tensor), each one 16-byte load; 528 blocks, so
+    that each thread runs several iterations; assembles"""
     ptx = _kernel_ptx(monkeypatch, capfd, tmp_path, lambda t: t.sum(), torch.randn(16384 * 1024),
-                      env={"TORCHC_GPU_SPLIT_UNROLL": unroll})
+                      env={"TORCHC_GPU_SPLIT_UNROLL": unroll, "TORCHC_GPU_SPLIT_BLOCKS": "528"})
     first = ptx.split(".entry ")[1]  # the vector variant of the partial sums
     assert first.count("ld.global.nc.v4.f32") == loads, first[:300]
     ptxas = _ptxas()
@@ -307,9 +308,9 @@ def test_split_unroll(unroll, loads, monkeypatch, capfd, tmp_path):
         _ptxas_v(ptxas, f)
 
 
-@pytest.mark.parametrize("blocks,parts", [("", 528), ("1056", 1056), ("2112", 2048), ("100000", 2048)])
+@pytest.mark.parametrize("blocks,parts", [("", 2048), ("528", 528), ("1056", 1056), ("2112", 2048), ("100000", 2048)])
 def test_split_parts(blocks, parts, monkeypatch, capfd, tmp_path):
-    """TORCHC_GPU_SPLIT_BLOCKS (default 4 per SM: 528 on 132 SMs): blocks of x.sum()'s
+    """TORCHC_GPU_SPLIT_BLOCKS (default 16 per SM: 2112 on 132 SMs): blocks of x.sum()'s
     partial launch, capped at 4 chunks per thread; the combining block of 512 threads reads
     ceil(parts / 512) partials each; a partial launch of more than 3 blocks per SM asks for 4
     resident (.minnctapersm 4); assembles"""
