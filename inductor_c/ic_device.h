@@ -41,6 +41,10 @@ void ic_gpu_host_stats(double *us, unsigned long long *n);
  * TORCHC_GEMM_CHOICE). */
 void ic_gemm_choice_stats(unsigned long long *n);
 
+/* Lazy fallback modules compiled and loaded so far (runtime/cuda.c lazy_load: the scalar
+ * variants of a compilation, built the first time a call's pointers are not aligned). */
+unsigned long long ic_gpu_lazy_loads(void);
+
 /* 1 when libcuda loads, initializes and has at least one device; the reason otherwise. */
 int ic_cuda_available(void);
 const char *ic_cuda_unavailable_reason(void);

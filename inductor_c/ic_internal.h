@@ -337,6 +337,7 @@ struct ic_ctx {
     bool keyed;                 /* code cached by key (in process and on disk) */
     int cg_parts;               /* modules compiled in parallel */
     int cg_dups;                /* GPU kernels that repeat an earlier one (generated once) */
+    int cg_lazy;                /* GPU fallback variants left to compile on first use */
     int cg_insts;               /* their LLVM instructions before optimization */
     double cpu_other;           /* ms of cpu on the other codegen threads */
     ic_dkey key;                /* graph text, options, versions, host, build */

@@ -347,3 +347,35 @@ def test_gemm_choice_forms(M, mode, template, consumer, monkeypatch, capfd, tmp_
     names = re.findall(r"\.entry (\w+)", ptx)
     assert any(n.endswith("gv") for n in names) == template, names
     assert any(n.endswith("k1v") for n in names) == consumer, names
+
+
+@pytest.mark.parametrize("case", ["gelu bf16", "softmax f32", "gemm bf16", "split sum"])
+def test_lazy_fallbacks(case, monkeypatch, capfd, tmp_path):
+    """Lazy fallbacks (gpu.h ic_gpu.lazy_bc): the scalar variant of a kernel whose vector
+    variant only needs aligned base pointers is generated into a module of its own, kept as
+    bitcode and compiled on first use. TORCHC_GPU_LAZY=probe takes that path in a PTX-only
+    compile and appends the lazy module's PTX, made from the bitcode (ic_gpu_lazy_ptx): the
+    same kernels as the eager compile, the fallbacks in the last module only; assembles"""
+    bf = torch.bfloat16
+    fns = {"gelu bf16": (lambda t: F.gelu(t * 2 + 1), (torch.randn(64, 1000).to(bf),)),
+           "softmax f32": (lambda t: torch.softmax(t, -1), (torch.randn(64, 1000),)),
+           "gemm bf16": (lambda x, w: F.gelu(x @ w), (torch.randn(256, 256).to(bf), torch.randn(256, 256).to(bf))),
+           "split sum": (lambda t: t.sum(), (torch.randn(1 << 22),))}
+    fn, args = fns[case]
+    want = _kernel_ptx(monkeypatch, capfd, tmp_path, fn, *args)
+    got = _kernel_ptx(monkeypatch, capfd, tmp_path, fn, *args, env={"TORCHC_GPU_LAZY": "probe"})
+    names = lambda p: sorted(re.findall(r"\.entry tc\d+_(\w+)", p))  # noqa: E731
+    assert names(got) == names(want)
+    sep = "// ---- torchc: next PTX module ----"
+    mods = got.split(sep)
+    assert len(mods) >= 2
+    lazy = re.findall(r"\.entry (\w+)", mods[-1])
+    assert lazy and all(not n.endswith("v") for n in lazy), lazy
+    eager = re.findall(r"\.entry (\w+)", sep.join(mods[:-1]))
+    assert all(n + "v" in eager for n in lazy), (lazy, eager)
+    ptxas = _ptxas()
+    if ptxas:
+        for i, m in enumerate(mods):
+            f = tmp_path / f"lz{i}.ptx"
+            f.write_text(m)
+            _ptxas_v(ptxas, f)

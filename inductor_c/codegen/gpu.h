@@ -55,6 +55,7 @@ typedef struct ic_gvariant {
     int64_t part_off;     /* >= 0: one more parameter, workspace + part_off (split rows) */
     int cl;               /* CTAs per cluster (1: none; 2: a row's two halves, cuLaunchKernelEx) */
     unsigned dsmem;       /* dynamic shared memory bytes (staged rows); > 48 KB: opted in at load */
+    int lazy;             /* a scalar fallback compiled on its first use (ic_gpu.lazy_bc) */
 } ic_gvariant;
 
 typedef struct ic_gkernel {
@@ -113,7 +114,19 @@ typedef struct ic_gpu {
     char **cubin;         /* per module: its cubin (ELF), malloc'd, or NULL (none) */
     size_t *cubin_len;
     int cubin_loaded;     /* modules the last ic_cuda_load took from given cubins */
+    /* Lazy fallbacks: the scalar variants of kernels whose vector variant only needs aligned
+     * base pointers are not compiled with the rest (a third of a CNN's O3 + ptxas work, and
+     * PyTorch's buffers are aligned); their LLVM module is kept as bitcode and compiled, loaded
+     * as one more module, the first time a call's pointers need one (runtime/cuda.c). */
+    void *lazy_bc;        /* malloc'd bitcode, NULL when there are none */
+    size_t lazy_n;
+    int lazy_state;       /* 0 not compiled yet, 1 loaded, -1 failed (lazy_err); atomic */
+    char lazy_err[200];
 } ic_gpu;
+
+/* The PTX of lazy fallbacks' bitcode for sm (gpu_nvptx.c: O3 + NVPTX, as any part), malloc'd;
+ * NULL with msg on failure. Thread-safe (its own LLVM context). */
+char *ic_gpu_lazy_ptx(const void *bc, size_t n, int sm, char *msg, size_t msgn);
 
 /* ---- thread mappings from linear layouts (codegen/gpu_layout.c) ------------------------- */
 typedef struct ic_gmap {

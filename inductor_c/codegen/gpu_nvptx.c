@@ -50,6 +50,7 @@
 #include <unistd.h>
 
 #include <llvm-c/Analysis.h>
+#include <llvm-c/BitReader.h>
 #include <llvm-c/BitWriter.h>
 #include <llvm-c/Core.h>
 #include <llvm-c/Linker.h>
@@ -2892,10 +2893,12 @@ static void gemm_variant(gg *g, const ic_gemm *G, const ic_gemm_map *M, bool fas
 typedef struct gres gres;
 typedef struct gpart gpart;
 static void kbegin(gg *g, gres *R, gpart *q);
-static int kend(gg *g, gres *R, gpart *q, ic_gvariant *gv);
+static int kend(gg *g, gres *R, gpart *q, ic_gvariant *gv, bool lazy);
 static void bind_part(gg *g, gpart *q);
 
 static gpart *next_part(gg *g, gres *R);
+static gpart *lazy_part(gg *g, gres *R);
+static bool lazy_enabled(const gres *R);
 
 /* GEMMs between these sizes (batch * M * N * K) are timed on the device, both forms, on their
  * first call (runtime/cuda.c choose); below, the template; above, the extern call. On the
@@ -2966,10 +2969,11 @@ static int gemm_kernel(gg *g, int ki, ic_gkernel *K, int tsm, int nsm, int mid, 
         char name[48];
         snprintf(name, sizeof name, "tc%d_k%dg%s", mid % 1000000, ki, v == 0 ? "v" : "");
         ic_gvariant *gv = &K->v[K->nvar++];
-        gpart *q = next_part(g, R);
+        bool lazy = v == 1 && G.fast_ok && lazy_enabled(R); /* the fallback of the aligned fast variant */
+        gpart *q = lazy ? lazy_part(g, R) : next_part(g, R);
         kbegin(g, R, q);
         gemm_variant(g, &G, M, v == 0, cons ? E : NULL, store_out, gv, name);
-        *nnew += !kend(g, R, q, gv);
+        *nnew += !kend(g, R, q, gv, lazy);
     }
     if (choice && cons) *choice_kj = kj; /* generated as usual, the extern path's consumer */
     return cons && !choice ? kj : -1;
@@ -3009,11 +3013,14 @@ typedef struct gseen { /* a generated kernel: its module's canonical bitcode, it
     char *text;
     size_t n;
     char name[48];
+    bool lazy;   /* a lazy fallback's: only other lazy fallbacks may share it */
 } gseen;
 
 struct gres { /* LLVM objects released on every path */
     gpart p[GPU_MAXPARTS];
     int np;
+    gpart lz;  /* lazy fallbacks (gpu.h ic_gpu.lazy_bc): generated, kept as bitcode */
+    bool lz_on;
     ic_gpu *gpu;
     char *key; /* disk cache key (runtime/gpu_cache.c) */
     gseen *seen; /* kernels generated so far (dedupe), nseen of cap */
@@ -3021,16 +3028,19 @@ struct gres { /* LLVM objects released on every path */
     LLVMModuleRef tmp; /* the variant being generated (kbegin/kend), in one part's context */
 };
 
+static void gpart_free(gpart *q) {
+    if (q->b) LLVMDisposeBuilder(q->b);
+    if (q->mod) LLVMDisposeModule(q->mod);
+    if (q->ctx) LLVMContextDispose(q->ctx);
+    if (q->tm) LLVMDisposeTargetMachine(q->tm);
+    free(q->ptx);
+    memset(q, 0, sizeof *q);
+}
+
 static void gres_free(gres *R) {
     if (R->tmp) LLVMDisposeModule(R->tmp); /* before its context */
-    for (int i = 0; i < R->np; i++) {
-        gpart *q = &R->p[i];
-        if (q->b) LLVMDisposeBuilder(q->b);
-        if (q->mod) LLVMDisposeModule(q->mod);
-        if (q->ctx) LLVMContextDispose(q->ctx);
-        if (q->tm) LLVMDisposeTargetMachine(q->tm);
-        free(q->ptx);
-    }
+    for (int i = 0; i < R->np; i++) gpart_free(&R->p[i]);
+    gpart_free(&R->lz);
     if (R->gpu) ic_gpu_free(R->gpu);
     free(R->key);
     for (int i = 0; i < R->nseen; i++) free(R->seen[i].text);
@@ -3068,6 +3078,52 @@ static gpart *next_part(gg *g, gres *R) {
         if (R->p[i].work < q->work) q = &R->p[i];
     bind_part(g, q);
     return q;
+}
+
+static bool lazy_enabled(const gres *R) { return R->lz_on; }
+
+/* The part of the lazy fallbacks (gpu.h ic_gpu.lazy_bc), created on first use, bound. */
+static gpart *lazy_part(gg *g, gres *R) {
+    gpart *q = &R->lz;
+    if (!q->ctx) {
+        q->ctx = LLVMContextCreate();
+        q->mod = LLVMModuleCreateWithNameInContext("torchc_gpu_lazy", q->ctx);
+        q->b = LLVMCreateBuilderInContext(q->ctx);
+        LLVMSetTarget(q->mod, LLVMGetTarget(R->p[0].mod));
+        LLVMSetDataLayout(q->mod, LLVMGetDataLayoutStr(R->p[0].mod));
+    }
+    bind_part(g, q);
+    return q;
+}
+
+/* A part for sm: TargetMachine, context, empty module with the NVPTX triple and layout, and
+ * a builder. 0, or -1 with msg (q holds what was made: gpart_free). */
+static int part_init(gpart *q, int tsm, char *msg, size_t n) {
+    const char *triple = "nvptx64-nvidia-cuda";
+    LLVMTargetRef target;
+    char *terr = NULL;
+    if (LLVMGetTargetFromTriple(triple, &target, &terr)) {
+        snprintf(msg, n, "LLVM has no NVPTX target: %s", terr ? terr : "?");
+        LLVMDisposeMessage(terr);
+        return -1;
+    }
+    char cpu[16];
+    snprintf(cpu, sizeof cpu, "sm_%d", tsm);
+    const char *feat = tsm >= 90 ? "+ptx78" : tsm >= 80 ? "+ptx70" : "+ptx64";
+    q->tm = LLVMCreateTargetMachine(target, triple, cpu, feat, LLVMCodeGenLevelAggressive, LLVMRelocDefault,
+                                    LLVMCodeModelDefault);
+    if (!q->tm) {
+        snprintf(msg, n, "LLVM: cannot create the NVPTX TargetMachine for %s", cpu);
+        return -1;
+    }
+    q->ctx = LLVMContextCreate();
+    q->mod = LLVMModuleCreateWithNameInContext("torchc_gpu", q->ctx);
+    q->b = LLVMCreateBuilderInContext(q->ctx);
+    LLVMSetTarget(q->mod, triple);
+    LLVMTargetDataRef td = LLVMCreateTargetDataLayout(q->tm);
+    LLVMSetModuleDataLayout(q->mod, td);
+    LLVMDisposeTargetData(td);
+    return 0;
 }
 
 /* Worker: verify, O3, PTX. Runs on its own thread for its own context; no longjmp here. */
@@ -3146,6 +3202,16 @@ static void describe_append(ic_compiled *out, const ic_gpu *G) {
     }
 }
 
+/* Lazy fallbacks (gpu.h ic_gpu.lazy_bc): on unless TORCHC_GPU_LAZY=0 (every variant compiled
+ * up front, as before); PTX-only compiles and PTX/LLVM dumps compile everything, except that
+ * TORCHC_GPU_LAZY=probe makes a PTX-only compile take the lazy path and append the lazy
+ * module's PTX (made from its bitcode by ic_gpu_lazy_ptx), for tests without a GPU. */
+static bool lazy_on(bool ptx_only) {
+    const char *e = getenv("TORCHC_GPU_LAZY");
+    if (ptx_only) return e && !strcmp(e, "probe");
+    return !(e && !strcmp(e, "0"));
+}
+
 /* Disk cache key: everything the PTX and the launch plan depend on. malloc'd or NULL. */
 static char *cache_key(ic_ctx *c, int tsm, int nsm) {
     char *text = ic_graph_to_string(c->g);
@@ -3157,7 +3223,7 @@ static char *cache_key(ic_ctx *c, int tsm, int nsm) {
     ic_str_printf(&s, "|v2=%d|exp=%d|stencil=%d|lowp=%d|pdl=%d|cluster=%d|vec8=%d|stage=%d|sunroll=%d|sblocks=%lld",
                   gpu_v2(), exp_mode(), ic_stencil_opt(), lowp_on(), pdl_on(tsm), tls_cluster_ok, vec8_on(),
                   stage_mode(), split_unroll(), (long long)split_blocks(nsm)); /* knobs that change code */
-    ic_str_printf(&s, "|gchoice=%d", gemm_choice_static());
+    ic_str_printf(&s, "|gchoice=%d|lazy=%d", gemm_choice_static(), lazy_on(false));
     free(text);
     if (s.oom) {
         free(s.s);
@@ -3208,8 +3274,10 @@ static void kbegin(gg *g, gres *R, gpart *q) {
 }
 
 /* After a variant named gv->name: 1 when it repeats an earlier one (gv now names that one),
- * 0 when it is new (linked into q's module). */
-static int kend(gg *g, gres *R, gpart *q, ic_gvariant *gv) {
+ * 0 when it is new (linked into q's module). lazy: q is the lazy fallbacks' part (a variant
+ * compiled now never takes a lazy one's code; gv->lazy says where its code is). */
+static int kend(gg *g, gres *R, gpart *q, ic_gvariant *gv, bool lazy) {
+    gv->lazy = lazy;
     if (!R->tmp) { /* no dedupe: generated straight into q's module, counted as one unit */
         q->nk++;
         q->work++;
@@ -3229,11 +3297,12 @@ static int kend(gg *g, gres *R, gpart *q, ic_gvariant *gv) {
     if (mb) LLVMDisposeMemoryBuffer(mb);
     uint64_t hv = bc ? ic_hash64(bc, n) : 0;
     for (int i = 0; hv && i < R->nseen; i++)
-        if (R->seen[i].h == hv && R->seen[i].n == n && !memcmp(R->seen[i].text, bc, n)) {
+        if (R->seen[i].h == hv && R->seen[i].n == n && (lazy || !R->seen[i].lazy) && !memcmp(R->seen[i].text, bc, n)) {
             free(bc);
             R->tmp = NULL;
             LLVMDisposeModule(m);
             snprintf(gv->name, sizeof gv->name, "%s", R->seen[i].name);
+            gv->lazy = R->seen[i].lazy;
             g->c->cg_dups++;
             return 1;
         }
@@ -3247,6 +3316,7 @@ static int kend(gg *g, gres *R, gpart *q, ic_gvariant *gv) {
         e->h = hv;
         e->text = bc;
         e->n = n;
+        e->lazy = lazy;
         snprintf(e->name, sizeof e->name, "%s", gv->name);
     } else {
         free(bc);
@@ -3298,17 +3368,15 @@ static void codegen(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
         if (R->key && from_cache(c, out, dev, R) == 0) return;
     }
     pthread_once(&init_once, init_nvptx);
-    const char *triple = "nvptx64-nvidia-cuda";
-    LLVMTargetRef target;
-    char *terr = NULL;
-    if (LLVMGetTargetFromTriple(triple, &target, &terr)) {
-        snprintf(msg, sizeof msg, "%s", terr ? terr : "?");
-        LLVMDisposeMessage(terr);
-        ic_fail(c, IC_EUNSUPPORTED, "LLVM has no NVPTX target: %s", msg);
+    {
+        LLVMTargetRef target;
+        char *terr = NULL;
+        if (LLVMGetTargetFromTriple("nvptx64-nvidia-cuda", &target, &terr)) {
+            snprintf(msg, sizeof msg, "%s", terr ? terr : "?");
+            LLVMDisposeMessage(terr);
+            ic_fail(c, IC_EUNSUPPORTED, "LLVM has no NVPTX target: %s", msg);
+        }
     }
-    char cpu[16];
-    snprintf(cpu, sizeof cpu, "sm_%d", tsm);
-    const char *feat = tsm >= 90 ? "+ptx78" : tsm >= 80 ? "+ptx70" : "+ptx64";
     int ngen = 0; /* kernels that may be generated: parts get about 4 each at least */
     for (int ki = 0; ki < c->nkernels; ki++) ngen += c->kernels[ki].is_ext || !kernel_empty(&c->kernels[ki]);
     const char *kpp = getenv("TORCHC_KERNELS_PER_PART"); /* tests set 1: every kernel its own module */
@@ -3321,17 +3389,9 @@ static void codegen(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
     for (int i = 0; i < np; i++) {
         gpart *q = &R->p[i];
         q->debug = c->debug;
-        q->tm = LLVMCreateTargetMachine(target, triple, cpu, feat, LLVMCodeGenLevelAggressive, LLVMRelocDefault,
-                                        LLVMCodeModelDefault);
-        if (!q->tm) ic_fail(c, IC_EINTERNAL, "LLVM: cannot create the NVPTX TargetMachine for %s", cpu);
-        q->ctx = LLVMContextCreate();
-        q->mod = LLVMModuleCreateWithNameInContext("torchc_gpu", q->ctx);
-        q->b = LLVMCreateBuilderInContext(q->ctx);
-        LLVMSetTarget(q->mod, triple);
-        LLVMTargetDataRef td = LLVMCreateTargetDataLayout(q->tm);
-        LLVMSetModuleDataLayout(q->mod, td);
-        LLVMDisposeTargetData(td);
+        if (part_init(q, tsm, msg, sizeof msg)) ic_fail(c, IC_EINTERNAL, "%s", msg);
     }
+    R->lz_on = dedupe_on(c) && lazy_on(ptx_only);
 
     gg G = {.c = c, .gen = 1, .sm = tsm};
     gg *g = &G;
@@ -3461,10 +3521,12 @@ static void codegen(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
                 else
                     snprintf(name, sizeof name, "tc%d_k%d%s", mid % 1000000, ki, P.V > 1 ? "v" : "");
                 ic_gvariant *gv = &K->v[K->nvar++];
-                gpart *q = next_part(g, R);
+                /* the scalar fallback of a vector variant that only assumes aligned bases */
+                bool lazy = v == 1 && K->nvar == 2 && K->v[0].nalign > 0 && R->lz_on;
+                gpart *q = lazy ? lazy_part(g, R) : next_part(g, R);
                 kbegin(g, R, q);
                 gen_variant(g, k, &P, gv, name);
-                kend(g, R, q, gv);
+                kend(g, R, q, gv, lazy);
                 gv->part_off = part_off;
                 /* the vector variant needs no fallback when it assumes no alignment */
                 if (v == 0 && nvar == 2 && K->v[0].nalign == 0) break;
@@ -3474,6 +3536,20 @@ static void codegen(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
                 K->role = IC_ROLE_CONSUMER;
             }
         }
+    }
+    if (R->lz.nk > 0) { /* the lazy fallbacks' bitcode, compiled on first use (runtime/cuda.c) */
+        char *verr = NULL; /* verified now, so that a bad kernel is an eager fallback, not a run error */
+        bool bad = LLVMVerifyModule(R->lz.mod, LLVMReturnStatusAction, &verr);
+        if (bad) snprintf(msg, sizeof msg, "%s", verr ? verr : "?");
+        if (verr) LLVMDisposeMessage(verr);
+        if (bad) ic_fail(c, IC_EINTERNAL, "LLVM verifier (GPU, fallbacks): %s", msg);
+        LLVMMemoryBufferRef mb = LLVMWriteBitcodeToMemoryBuffer(R->lz.mod);
+        size_t n = mb ? LLVMGetBufferSize(mb) : 0;
+        gpu->lazy_bc = n ? malloc(n) : NULL;
+        if (gpu->lazy_bc) memcpy(gpu->lazy_bc, LLVMGetBufferStart(mb), n), gpu->lazy_n = n;
+        if (mb) LLVMDisposeMemoryBuffer(mb);
+        if (!gpu->lazy_bc) ic_fail(c, IC_ENOMEM, "out of memory");
+        c->cg_lazy += R->lz.nk;
     }
     double tg = ic_now_ms(); /* TORCHC_DEBUG=time stages: irgen, opt (O3 + PTX, parallel), jit (driver) */
     c->t_stage[IC_T_IRGEN] += tg - tg0;
@@ -3504,6 +3580,20 @@ static void codegen(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
         at += R->p[i].nptx;
     }
     gpu->ptx[at] = 0;
+    if (ptx_only && gpu->lazy_bc) { /* TORCHC_GPU_LAZY=probe: the lazy module's PTX as the last module */
+        char *lp = ic_gpu_lazy_ptx(gpu->lazy_bc, gpu->lazy_n, tsm, msg, sizeof msg);
+        if (!lp) ic_fail(c, IC_EINTERNAL, "%s", msg);
+        size_t ln = strlen(lp);
+        char *all = realloc(gpu->ptx, at + sizeof IC_PTX_SEP + ln);
+        if (!all) {
+            free(lp);
+            ic_fail(c, IC_ENOMEM, "out of memory");
+        }
+        memcpy(all + at, IC_PTX_SEP, sizeof IC_PTX_SEP - 1);
+        memcpy(all + at + sizeof IC_PTX_SEP - 1, lp, ln + 1);
+        gpu->ptx = all;
+        free(lp);
+    }
     c->t_stage[IC_T_OPT] += ic_now_ms() - tg;
     if (c->debug & IC_DEBUG_PTX) fprintf(stderr, "=== torchc ptx ===\n%s\n", gpu->ptx);
     c->t_stage[IC_T_EMIT] += ic_now_ms() - tg;
@@ -3529,6 +3619,33 @@ void ic_codegen_gpu(ic_ctx *c, ic_compiled *out, int device) {
     codegen(c, out, device, &R);
     gres_free(&R);
     memcpy(c->jb, saved, sizeof(jmp_buf));
+}
+
+char *ic_gpu_lazy_ptx(const void *bc, size_t n, int sm, char *msg, size_t msgn) {
+    pthread_once(&init_once, init_nvptx);
+    gpart q = {0};
+    char *ptx = NULL;
+    if (part_init(&q, sm, msg, msgn)) goto out;
+    LLVMMemoryBufferRef mb = LLVMCreateMemoryBufferWithMemoryRangeCopy(bc, n, "torchc_gpu_lazy");
+    LLVMModuleRef m = NULL;
+    if (!mb || LLVMParseBitcodeInContext2(q.ctx, mb, &m)) {
+        snprintf(msg, msgn, "LLVM: the lazy fallbacks' bitcode does not parse");
+        if (mb) LLVMDisposeMemoryBuffer(mb);
+        goto out;
+    }
+    LLVMDisposeMemoryBuffer(mb); /* parsed: the module does not keep it */
+    LLVMDisposeModule(q.mod);
+    q.mod = m;
+    part_compile(&q);
+    if (q.err[0]) {
+        snprintf(msg, msgn, "%s", q.err);
+        goto out;
+    }
+    ptx = q.ptx;
+    q.ptx = NULL;
+out:
+    gpart_free(&q);
+    return ptx;
 }
 
 /* ---- public: PTX without a GPU ------------------------------------------------------------- */

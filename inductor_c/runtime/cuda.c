@@ -547,6 +547,7 @@ int ic_cuda_load(ic_gpu *G, int device, char *msg, size_t n) {
     for (int k = 0; k < G->nkernels && !rc; k++)
         for (int v = 0; v < G->k[k].nvar && !rc; v++) {
             ic_gvariant *gv = &G->k[k].v[v];
+            if (gv->lazy) continue; /* in the lazy module, loaded on first use (lazy_load) */
             R_ r = 1;
             for (int i = 0; i < G->nmod && r; i++)
                 if (G->mods[i]) r = D.ModuleGetFunction(&gv->fn, G->mods[i], gv->name);
@@ -646,6 +647,7 @@ void ic_gpu_free(void *p) {
         if (cur != G->ctx) D.CtxSetCurrent(cur);
     }
     free(G->mods);
+    free(G->lazy_bc);
     drop_cubins(G);
     for (int k = 0; G->k && k < G->nkernels; k++)
         for (int v = 0; v < 2; v++) {
@@ -731,19 +733,90 @@ static int run_ext(const ic_compiled *c, const ic_gpu *G, const ic_gkernel *K, c
     return 0;
 }
 
+/* ---- lazy fallbacks (gpu.h ic_gpu.lazy_bc) ---------------------------------------------- */
+static pthread_mutex_t lazy_mu = PTHREAD_MUTEX_INITIALIZER;
+static unsigned long long lazy_loads;
+
+unsigned long long ic_gpu_lazy_loads(void) { return __atomic_load_n(&lazy_loads, __ATOMIC_RELAXED); }
+
+/* Compiles G's lazy fallbacks (O3 + NVPTX from their bitcode, then the driver's JIT), loads
+ * them as one more module and looks their functions up: once per ic_gpu, under a lock; a
+ * failure is kept and reported on every later need. In G's context (current). 0 or -1. */
+static int lazy_load(const ic_gpu *cG, ic_err *err) {
+    ic_gpu *G = (ic_gpu *)cG; /* the lazy part of the plan is filled in once, under lazy_mu */
+    if (__atomic_load_n(&G->lazy_state, __ATOMIC_ACQUIRE) == 1) return 0;
+    pthread_mutex_lock(&lazy_mu);
+    if (G->lazy_state == 0) {
+        char msg[sizeof G->lazy_err] = "";
+        char *ptx = G->lazy_bc ? ic_gpu_lazy_ptx(G->lazy_bc, G->lazy_n, G->sm, msg, sizeof msg) : NULL;
+        if (!G->lazy_bc) snprintf(msg, sizeof msg, "no code for the fallback kernels");
+        load_job j = {.ctx = G->ctx, .ptx = ptx, .r = 1};
+        ic_CUmodule *mods = ptx ? realloc(G->mods, ((size_t)G->nmod + 1) * sizeof *mods) : NULL;
+        if (mods) {
+            G->mods = mods;
+            load_one(&j);
+            if (j.r) snprintf(msg, sizeof msg, "loading PTX: %s%s%.100s", errstr(j.r), j.log[0] ? ": " : "", j.log);
+        } else if (ptx) {
+            snprintf(msg, sizeof msg, "out of memory");
+        }
+        int ok = ptx && mods && !j.r;
+        if (ok) G->mods[G->nmod++] = j.mod; /* unloaded with the others (ic_gpu_free) */
+        for (int k = 0; ok && k < G->nkernels; k++)
+            for (int v = 0; ok && v < G->k[k].nvar; v++) {
+                ic_gvariant *gv = &G->k[k].v[v];
+                if (!gv->lazy) continue;
+                R_ r = D.ModuleGetFunction(&gv->fn, j.mod, gv->name);
+                if (!r && gv->dsmem > 48 * 1024)
+                    r = D.FuncSetAttribute
+                            ? D.FuncSetAttribute(gv->fn, IC_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)gv->dsmem)
+                            : 1;
+                if (r) {
+                    snprintf(msg, sizeof msg, "kernel %s: %s", gv->name, errstr(r));
+                    ok = 0;
+                }
+            }
+        free(ptx);
+        if (ok) __atomic_fetch_add(&lazy_loads, 1, __ATOMIC_RELAXED);
+        else snprintf(G->lazy_err, sizeof G->lazy_err, "%s", msg);
+        __atomic_store_n(&G->lazy_state, ok ? 1 : -1, __ATOMIC_RELEASE);
+    }
+    int st = G->lazy_state;
+    pthread_mutex_unlock(&lazy_mu);
+    return st == 1 ? 0 : fail(err, IC_EINTERNAL, "fallback kernels: %s%s", G->lazy_err, "");
+}
+
+/* The variant a launch takes: the first whose alignment the buffers meet; NULL: none. */
+static const ic_gvariant *pick(const ic_gkernel *K, const ic_CUdeviceptr *bufs) {
+    for (int v = 0; v < K->nvar; v++) {
+        bool ok = true;
+        for (int i = 0; i < K->v[v].nalign; i++)
+            if (bufs[K->v[v].align_buf[i]] % (ic_CUdeviceptr)K->v[v].align_bytes[i]) ok = false;
+        if (ok) return &K->v[v];
+    }
+    return NULL;
+}
+
+/* Before a call launches anything: the lazy fallbacks, when a launch of it will take one
+ * (so that a failure to build them leaves nothing half-run). 0 or -1. */
+static int lazy_prepare(const ic_gpu *G, const ic_CUdeviceptr *bufs, ic_err *err) {
+    if (!G->lazy_bc || __atomic_load_n(&G->lazy_state, __ATOMIC_ACQUIRE) == 1) return 0;
+    for (int k = 0; k < G->nkernels; k++) {
+        const ic_gkernel *K = &G->k[k];
+        if (K->ext > 0 || K->nvar < 2 || !K->v[K->nvar - 1].lazy) continue;
+        const ic_gvariant *gv = pick(K, bufs);
+        if (gv && gv->lazy) return lazy_load(G, err);
+    }
+    return 0;
+}
+
 /* One kernel's launch: the first variant whose alignment the buffers meet (none: an empty
  * kernel, nothing to do). args: room for its parameters. 0 or -1 (err). */
 static int launch(const ic_gpu *G, const ic_gkernel *K, const ic_CUdeviceptr *bufs, ic_CUdeviceptr ws,
                   ic_CUstream st, void **args, bool pdl, ic_err *err) {
-    const ic_gvariant *gv = NULL;
     unsigned long long t0 = hs_now();
-    for (int v = 0; v < K->nvar && !gv; v++) {
-        bool ok = true;
-        for (int i = 0; i < K->v[v].nalign; i++)
-            if (bufs[K->v[v].align_buf[i]] % (ic_CUdeviceptr)K->v[v].align_bytes[i]) ok = false;
-        if (ok) gv = &K->v[v];
-    }
+    const ic_gvariant *gv = pick(K, bufs);
     if (!gv) return 0;
+    if (gv->lazy && lazy_load(G, err) < 0) return -1;
     for (int i = 0; i < gv->nparams; i++) args[i] = (void *)&bufs[gv->params[i]];
     ic_CUdeviceptr part = ws + (ic_CUdeviceptr)(gv->part_off > 0 ? gv->part_off : 0);
     if (gv->part_off >= 0) args[gv->nparams] = &part;
@@ -971,6 +1044,10 @@ IC_API int ic_run_stream(const ic_compiled *c, void *const *inputs, void *const 
             break;
         default: bufs[b] = ws + (ic_CUdeviceptr)c->buf_offset[b]; break;
         }
+    }
+    if (lazy_prepare(G, bufs, err) < 0) {
+        rc = -1;
+        goto done;
     }
     int dec = 0; /* the choice of the current GEMM choice group (its launches are consecutive) */
     for (int k = 0; k < G->nkernels; k++) {

@@ -8,13 +8,15 @@
  *
  * Storage is runtime/diskcache.c (ic_diskcache.h: namespace "ptx", atomic writes,
  * checksums, size cap, TORCHC_CACHE_DIR, TORCHC_CACHE=0 / TORCHC_DISK_CACHE=0). The blob:
- *   "TCGPU005" | key (u32 length + bytes, compared in full: no trust in the 128-bit hash) |
- *   i64 ws_size | i32 sm, nkernels, nbufs | i64 scratch_off[nbufs] | per kernel: i32 nvar,
- *   per variant: name[48], u32 grid, block, i32 vec, nparams, params[], nalign, align_buf[],
- *   align_bytes[], i64 part_off, i32 cl, u32 dsmem | u32 ptx length + PTX text |
- *   u32 nmods (0, or the PTX's module count) | i32 cubin_sm | per module: u32 length + cubin
- *   bytes (length 0: none for that module).
- * Every read is bounds-checked; a short or mismatching blob (an older "TCGPU004" one too) is
+ *   "TCGPU007" | key (u32 length + bytes, compared in full: no trust in the 128-bit hash) |
+ *   i64 ws_size | i32 sm, nkernels, nbufs | i64 scratch_off[nbufs] | i32 nchoice, per GEMM
+ *   choice: i32 dflt, i64 macs, i32 nw, wbuf[nw], i64 wbytes[nw] | per kernel: i32 choice,
+ *   role, nvar (< 0: an extern call), per variant: name[48], u32 grid, block, i32 vec,
+ *   nparams, params[], nalign, align_buf[], align_bytes[], i64 part_off, i32 cl, u32 dsmem,
+ *   i32 lazy | u32 ptx length + PTX text | u32 nmods (0, or the PTX's module count) |
+ *   i32 cubin_sm | per module: u32 length + cubin bytes (length 0: none for that module) |
+ *   u32 length + the lazy fallbacks' bitcode (0 when no variant is lazy).
+ * Every read is bounds-checked; a short or mismatching blob (an older "TCGPU006" one too) is
  * a miss (rebuilt and put again). A cubin is not checked here: one the driver refuses is
  * recompiled from its PTX (ic_cuda_load) and the entry put again (gpu_nvptx.c, from_cache).
  * Errors are never reported: the cache is an optimization only.
@@ -27,7 +29,7 @@
 #include "../codegen/gpu.h"
 #include "../ic_diskcache.h"
 
-#define MAGIC "TCGPU006"
+#define MAGIC "TCGPU007"
 #define NS "ptx"
 
 int ic_gcache_hits;       /* entries read back (tests) */
@@ -157,6 +159,7 @@ void ic_gcache_put(const char *key, const ic_gpu *G, int64_t ws_size) {
             put64(&w, gv->part_off);
             put32(&w, gv->cl);
             put32(&w, gv->dsmem);
+            put32(&w, gv->lazy);
         }
     }
     uint32_t pl = (uint32_t)strlen(G->ptx);
@@ -170,6 +173,9 @@ void ic_gcache_put(const char *key, const ic_gpu *G, int64_t ws_size) {
         put(&w, &cl, 4);
         put(&w, G->cubin[i], cl);
     }
+    uint32_t ll = G->lazy_bc && G->lazy_n <= UINT32_MAX ? (uint32_t)G->lazy_n : 0;
+    put(&w, &ll, 4);
+    put(&w, G->lazy_bc, ll);
     if (w.oom) {
         free(w.p);
         return;
@@ -221,6 +227,7 @@ ic_gpu *ic_gcache_get(const char *key, int nbufs, int64_t *ws_size) {
         for (int j = 0; j < ch->nw; j++)
             if ((ch->wbytes[j] = get64(&r)) < 0) r.bad = 1;
     }
+    int nlazy = 0; /* variants in the lazy fallbacks' bitcode: it must be there */
     for (int k = 0; k < G->nkernels && !r.bad; k++) {
         ic_gkernel *K = &G->k[k];
         K->choice = get32(&r);
@@ -249,6 +256,9 @@ ic_gpu *ic_gcache_get(const char *key, int nbufs, int64_t *ws_size) {
             gv->part_off = get64(&r);
             gv->cl = get32(&r);
             gv->dsmem = get32(&r);
+            gv->lazy = get32(&r);
+            nlazy += gv->lazy != 0;
+            if (gv->lazy != 0 && gv->lazy != 1) r.bad = 1;
             if (gv->block == 0 || gv->block > 1024 || gv->cl < 1 || gv->cl > 8 || gv->dsmem > 227 * 1024) r.bad = 1;
         }
     }
@@ -281,6 +291,15 @@ ic_gpu *ic_gcache_get(const char *key, int nbufs, int64_t *ws_size) {
         memcpy(G->cubin[i], data + r.at, cl);
         G->cubin_len[i] = cl;
         r.at += cl;
+    }
+    uint32_t ll = 0;
+    get(&r, &ll, 4);
+    if (r.bad || ll > len - r.at || (nlazy > 0) != (ll > 0)) goto miss;
+    if (ll) {
+        if (!(G->lazy_bc = malloc(ll))) goto miss;
+        memcpy(G->lazy_bc, data + r.at, ll);
+        G->lazy_n = ll;
+        r.at += ll;
     }
     if (r.at != len) goto miss;
     free(data);

@@ -26,6 +26,8 @@ IC_WEAK void ic_gemm_choice_stats(unsigned long long *n) {
     for (int i = 0; i < 4; i++) n[i] = 0;
 }
 
+IC_WEAK unsigned long long ic_gpu_lazy_loads(void) { return 0; }
+
 IC_WEAK IC_API int ic_run_stream(const ic_compiled *c, void *const *inputs, void *const *outputs,
                                  void *stream, ic_err *err) {
     (void)stream;

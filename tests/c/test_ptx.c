@@ -675,8 +675,12 @@ static ic_gpu *fake_gpu(void) {
             gv->part_off = k ? 512 : -1;
             gv->cl = k ? 2 : 1;
             gv->dsmem = k ? 65536u : 0u;
+            gv->lazy = k == 1 && v == 1; /* the second kernel's scalar fallback: lazy */
         }
     }
+    G->lazy_n = 300; /* its "bitcode" (not parsed by the cache) */
+    G->lazy_bc = malloc(G->lazy_n);
+    for (int i = 0; i < 300; i++) ((char *)G->lazy_bc)[i] = (char)(i * 13 + 5);
     /* one GEMM choice: the first kernel its template, the second its consumer */
     G->nchoice = 1;
     G->choice = calloc(1, sizeof *G->choice);
@@ -695,15 +699,15 @@ static ic_gpu *fake_gpu(void) {
  * cubins the entry round-trips with none. Uses key "key-c". */
 static void test_cache_blob(ic_gpu *G) {
     ic_dkey k = {0, 0}; /* gpu_cache.c's storage key */
-    ic_dkey_mix_str(&k, "TCGPU006");
+    ic_dkey_mix_str(&k, "TCGPU007");
     ic_dkey_mix_str(&k, "key-c");
     ic_dkey_build_id(&k);
     int64_t ws = 0;
     ic_gcache_put("key-c", G, 64);
     void *blob = NULL;
     size_t len = 0;
-    CHECK(ic_diskcache_get("ptx", k, &blob, &len) == 0 && len > 8 && !memcmp(blob, "TCGPU006", 8),
-          "cache blob: no TCGPU006 entry under the expected key");
+    CHECK(ic_diskcache_get("ptx", k, &blob, &len) == 0 && len > 8 && !memcmp(blob, "TCGPU007", 8),
+          "cache blob: no TCGPU007 entry under the expected key");
     if (!blob) return;
     int hits = 0;
     for (size_t m = 0; m < len; m++) {
@@ -729,6 +733,9 @@ static void test_cache_blob(ic_gpu *G) {
               X->choice[0].state == 0 && X->k[0].choice == 1 && X->k[0].role == IC_ROLE_TEMPLATE &&
               X->k[1].role == IC_ROLE_CONSUMER,
           "cache blob: the GEMM choice did not round-trip");
+    CHECK(X != NULL && X->k[1].nvar == 2 && X->k[1].v[1].lazy == 1 && X->k[1].v[0].lazy == 0 && X->k[0].v[0].lazy == 0 &&
+              X->lazy_n == 300 && !memcmp(X->lazy_bc, G->lazy_bc, 300) && X->lazy_state == 0,
+          "cache blob: the lazy fallbacks did not round-trip");
     if (X) ic_gpu_free(X);
     free(blob);
     /* cubins for 3 modules of a 2-module PTX: a miss; no cubins at all: a hit without */
@@ -753,6 +760,20 @@ static void test_cache_blob(ic_gpu *G) {
     G->ncubin = nc;
     G->cubin = c0;
     G->cubin_len = l0;
+    /* a lazy variant without the bitcode, and bitcode without a lazy variant: misses */
+    void *bc = G->lazy_bc;
+    G->lazy_bc = NULL;
+    ic_gcache_put("key-c", G, 64);
+    X = ic_gcache_get("key-c", 3, &ws);
+    CHECK(X == NULL, "cache blob: a lazy variant without its bitcode accepted");
+    if (X) ic_gpu_free(X);
+    G->lazy_bc = bc;
+    G->k[1].v[1].lazy = 0;
+    ic_gcache_put("key-c", G, 64);
+    X = ic_gcache_get("key-c", 3, &ws);
+    CHECK(X == NULL, "cache blob: lazy bitcode without a lazy variant accepted");
+    if (X) ic_gpu_free(X);
+    G->k[1].v[1].lazy = 1;
 }
 
 /* run_gpu on the first n compilable graphs (of -k's selection) */
@@ -785,9 +806,9 @@ static int garble_cubins(const char *dir) {
         char *b = sz > 0 ? malloc((size_t)sz) : NULL;
         size_t got = b ? fread(b, 1, (size_t)sz, f) : 0;
         fclose(f);
-        /* diskcache header (40 bytes) | "TCGPU006" | u32 key length | key | i64 ws | i32 sm, nk, nbufs */
+        /* diskcache header (40 bytes) | "TCGPU007" | u32 key length | key | i64 ws | i32 sm, nk, nbufs */
         uint32_t kl = 0;
-        if (b && got == (size_t)sz && sz > 52 && !memcmp(b + 40, "TCGPU006", 8)) memcpy(&kl, b + 48, 4);
+        if (b && got == (size_t)sz && sz > 52 && !memcmp(b + 40, "TCGPU007", 8)) memcpy(&kl, b + 48, 4);
         if (kl && (size_t)kl + 52 + 20 <= got) {
             char *key = strndup(b + 52, kl);
             int32_t nbufs = 0;
