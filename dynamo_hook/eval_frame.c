@@ -768,7 +768,7 @@ PyObject *dh_stats(void) {
         Py_DECREF(v);
     }
     PyObject *lz = PyLong_FromUnsignedLongLong(ic_gpu_lazy_loads()); /* lazy fallback modules */
-    if (lz == NULL || PyDict_SetItemString(d, "gpu_lazy_loads", lz) < 0) {
+    if (lz == NULL || PyDict_SetItemString(d, "lazy_fallback_loads", lz) < 0) {
         Py_XDECREF(lz);
         Py_DECREF(d);
         return NULL;

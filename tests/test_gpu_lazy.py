@@ -3,7 +3,7 @@ runtime/cuda.c lazy_prepare, lazy_load): the scalar variant of a kernel whose ve
 only needs aligned base pointers is not compiled with the rest; its LLVM bitcode is kept and
 compiled, then loaded as one more module, the first time a call's pointers are not aligned
 (a view with a storage offset). Differential tests against eager on the device: aligned calls
-load nothing, a misaligned one loads the module once (torchc._C.stats()["gpu_lazy_loads"]),
+load nothing, a misaligned one loads the module once (torchc._C.stats()["lazy_fallback_loads"]),
 later calls of either kind stay right; pointwise, row reductions, split rows, the GEMM
 template, the disk cache (the bitcode travels in the entry), CUDA graphs, several threads,
 and TORCHC_GPU_LAZY=0 (everything compiled up front). Skips without a CUDA device; the PTX
@@ -21,7 +21,7 @@ BF = torch.bfloat16
 
 
 def loads():
-    return torchc._C.stats()["gpu_lazy_loads"]
+    return torchc._C.stats()["lazy_fallback_loads"]
 
 
 def _close(got, want, tol=2e-2):
