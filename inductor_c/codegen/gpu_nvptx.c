@@ -972,11 +972,61 @@ static LLVMTypeRef vec_type(gg *g, ic_dtype t) {
                                         : LLVMVectorType(mt, (unsigned)g->V);
 }
 
+/* TORCHC_GPU_LDHINT (A/B knob; default none): cache qualifiers on 16-byte vector loads, as
+ * inline PTX: "256" the .L2::256B prefetch size, "ef" .L1::no_allocate plus an L2 evict_first
+ * policy (createpolicy.fractional), "256ef" both. Buffers the kernel writes keep ld.global. */
+static int ldhint(void) {
+    const char *e = getenv("TORCHC_GPU_LDHINT");
+    if (!e || !*e) return 0;
+    return (strstr(e, "256") ? 1 : 0) | (strstr(e, "ef") ? 2 : 0);
+}
+
+static LLVMValueRef hinted_load16(gg *g, int b, LLVMTypeRef vt, LLVMValueRef p, int hint) {
+    LLVMTypeRef i32 = g->cg.i32, i64 = g->cg.i64;
+    LLVMValueRef addr = LLVMBuildPtrToInt(B, p, i64, "");
+    LLVMTypeRef st4[4] = {i32, i32, i32, i32};
+    LLVMTypeRef rt = LLVMStructTypeInContext(g->cg.ctx, st4, 4, 0);
+    char text[200];
+    const char *nc = g->written[b] ? "" : ".nc";
+    LLVMValueRef call;
+    if (hint & 2) {
+        snprintf(text, sizeof text,
+                 "{ .reg .b64 pol; createpolicy.fractional.L2::evict_first.b64 pol, 1.0; "
+                 "ld.global%s.L1::no_allocate.L2::cache_hint%s.v4.u32 {$0, $1, $2, $3}, [$4], pol; }",
+                 nc, hint & 1 ? ".L2::256B" : "");
+        LLVMTypeRef at[1] = {i64};
+        LLVMTypeRef ft = LLVMFunctionType(rt, at, 1, 0);
+        static const char cons[] = "=r,=r,=r,=r,l";
+        LLVMValueRef ia = LLVMGetInlineAsm(ft, text, strlen(text), (char *)cons, sizeof cons - 1, 1, 0,
+                                           LLVMInlineAsmDialectATT, 0);
+        call = LLVMBuildCall2(B, ft, ia, &addr, 1, "");
+    } else {
+        snprintf(text, sizeof text, "ld.global%s.L2::256B.v4.u32 {$0, $1, $2, $3}, [$4];", nc);
+        LLVMTypeRef at[1] = {i64};
+        LLVMTypeRef ft = LLVMFunctionType(rt, at, 1, 0);
+        static const char cons[] = "=r,=r,=r,=r,l";
+        LLVMValueRef ia = LLVMGetInlineAsm(ft, text, strlen(text), (char *)cons, sizeof cons - 1, 1, 0,
+                                           LLVMInlineAsmDialectATT, 0);
+        call = LLVMBuildCall2(B, ft, ia, &addr, 1, "");
+    }
+    LLVMValueRef v = LLVMGetUndef(LLVMVectorType(i32, 4));
+    for (unsigned i = 0; i < 4; i++)
+        v = LLVMBuildInsertElement(B, v, LLVMBuildExtractValue(B, call, i, ""), LLVMConstInt(i32, i, 0), "");
+    return LLVMBuildBitCast(B, v, vt, "");
+}
+
 static LLVMValueRef vec_load(gg *g, int b, ic_dtype t, LLVMValueRef off) {
     unsigned al = vec_align(g, t);
     LLVMTypeRef mt = mtype(g, t);
     LLVMValueRef p = LLVMBuildGEP2(B, mt, g->buf_ptr[b], &off, 1, "");
-    LLVMValueRef v = LLVMBuildLoad2(B, vec_type(g, t), p, "");
+    LLVMTypeRef vt = vec_type(g, t);
+    int hint = ldhint();
+    LLVMTypeRef et = LLVMGetElementType(vt);
+    if (hint && al >= 16 && LLVMGetVectorSize(vt) == 4 && (et == g->cg.f32 || et == g->cg.i32)) {
+        need_align(g, b, al);
+        return hinted_load16(g, b, vt, p, hint);
+    }
+    LLVMValueRef v = LLVMBuildLoad2(B, vt, p, "");
     LLVMSetAlignment(v, al);
     need_align(g, b, al);
     return v;
@@ -3223,7 +3273,7 @@ static char *cache_key(ic_ctx *c, int tsm, int nsm) {
     ic_str_printf(&s, "|v2=%d|exp=%d|stencil=%d|lowp=%d|pdl=%d|cluster=%d|vec8=%d|stage=%d|sunroll=%d|sblocks=%lld",
                   gpu_v2(), exp_mode(), ic_stencil_opt(), lowp_on(), pdl_on(tsm), tls_cluster_ok, vec8_on(),
                   stage_mode(), split_unroll(), (long long)split_blocks(nsm)); /* knobs that change code */
-    ic_str_printf(&s, "|gchoice=%d|lazy=%d", gemm_choice_static(), lazy_on(false));
+    ic_str_printf(&s, "|gchoice=%d|lazy=%d|ldhint=%d", gemm_choice_static(), lazy_on(false), ldhint());
     free(text);
     if (s.oom) {
         free(s.s);
