@@ -379,3 +379,22 @@ def test_lazy_fallbacks(case, monkeypatch, capfd, tmp_path):
             f = tmp_path / f"lz{i}.ptx"
             f.write_text(m)
             _ptxas_v(ptxas, f)
+
+
+@pytest.mark.parametrize("hint,want", [("", None), ("256", ".L2::256B"), ("ef", "L2::evict_first"),
+                                       ("256ef", ".L2::cache_hint.L2::256B")])
+def test_load_hints(hint, want, monkeypatch, capfd, tmp_path):
+    """TORCHC_GPU_LDHINT (A/B knob, default none): cache qualifiers on 16-byte vector loads
+    as inline PTX (ld.global.nc: the input is read-only in the kernel); assembles"""
+    ptx = _kernel_ptx(monkeypatch, capfd, tmp_path, lambda t: (t * 2 + 1).sum(-1), torch.randn(64, 4096),
+                      env={"TORCHC_GPU_LDHINT": hint})
+    if want is None:
+        assert "cache_hint" not in ptx and "L2::256B" not in ptx
+        assert "ld.global.nc.v4.f32" in ptx
+    else:
+        assert want in ptx and "ld.global.nc." in ptx
+    ptxas = _ptxas()
+    if ptxas:
+        f = tmp_path / "lh.ptx"
+        f.write_text(ptx)
+        _ptxas_v(ptxas, f)
