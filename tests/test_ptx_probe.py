@@ -398,3 +398,30 @@ def test_load_hints(hint, want, monkeypatch, capfd, tmp_path):
         f = tmp_path / "lh.ptx"
         f.write_text(ptx)
         _ptxas_v(ptxas, f)
+
+
+@pytest.mark.parametrize("threads,parts", [("", 2048), ("128", 2112), ("256", 2112), ("1024", 1024)])
+def test_split_threads(threads, parts, monkeypatch, capfd, tmp_path):
+    """TORCHC_GPU_SPLIT_T (A/B knob, default 512): threads per block of x.sum()'s split
+    launches; parts: 16 blocks per SM (2112 on 132 SMs), at most one unrolled iteration of
+    4 16-byte loads a thread; the combining block reads parts t, t + T, ...; the partial
+    launches fit 32 registers; assembles"""
+    ptx = _kernel_ptx(monkeypatch, capfd, tmp_path, lambda t: t.sum(), torch.randn(16384 * 1024),
+                      env={"TORCHC_GPU_SPLIT_T": threads})
+    t = int(threads or 512)
+    ents = {e.split("(")[0]: e for e in ptx.split(".entry ")[1:]}
+    part = [e for n, e in ents.items() if "_k0p" in n]
+    fin = [e for n, e in ents.items() if "_k0f" in n]
+    assert part and fin
+    assert all(f".maxntid {t}, 1, 1" in e for e in part + fin)
+    assert all(e.count("ld.global.f32") == -(-parts // t) for e in fin), (parts, t)
+    assert all(f", {parts};" in e for e in fin)
+    ptxas = _ptxas()
+    if ptxas:
+        f = tmp_path / "st.ptx"
+        f.write_text(ptx)
+        info = _ptxas_v(ptxas, f)
+        # the partial launches (4 blocks of 512 threads an SM, or as many threads); the
+        # combining launch is one block a row with no occupancy bound
+        regs = re.findall(r"entry function '(\w+)'[\s\S]*?Used (\d+) registers", info)
+        assert regs and all(int(n) <= 32 for name, n in regs if "_k0p" in name), regs

@@ -66,8 +66,15 @@
 #define VMAX 8  /* elements per thread and access */
 #define SMAX 16 /* chunks per thread of a persistent row (staged rows: half in shared memory) */
 #define UNROLL 4 /* chunks per iteration of a looped row */
-#define SPLIT_T 512 /* threads per block of split rows */
-#define SPLIT_PMAX 4096 /* parts per split row (the combining block reads S / SPLIT_T each) */
+#define SPLIT_PMAX 4096 /* parts per split row (the combining block reads S / its threads each) */
+
+/* Threads per block of split rows (partial and combining launches): 512, or
+ * TORCHC_GPU_SPLIT_T=128|256|1024 for A/B runs of the partial-sums kernel (in the key). */
+static int split_t(void) {
+    const char *e = getenv("TORCHC_GPU_SPLIT_T");
+    int t = e && *e ? atoi(e) : 512;
+    return t == 128 || t == 256 || t == 1024 ? t : 512;
+}
 #define B g->cg.b
 
 enum { P_POINTWISE, P_ROWS, P_TILE };
@@ -2239,7 +2246,7 @@ static void plan_kernel(ic_ctx *c, ic_kernel *k, plan *P, int V, int nsm, int S,
         }
     }
     if (S > 1) {
-        P->T = SPLIT_T;
+        P->T = split_t();
         P->R = 1;
         P->jlow = true;
     }
@@ -2282,7 +2289,7 @@ static void plan_kernel(ic_ctx *c, ic_kernel *k, plan *P, int V, int nsm, int S,
         P->grid = (unsigned)(pass >= 0 ? P->rows * S : P->rows);
         /* a partial pass of more than 3 blocks per SM: 4 resident (32 registers), so that the
          * default split (16 per SM) runs in full waves */
-        if (pass >= 0 && P->grid > 3 * (unsigned)nsm) P->minctasm = 2048 / SPLIT_T;
+        if (pass >= 0 && P->grid > 3 * (unsigned)nsm) P->minctasm = 2048 / P->T;
         P->pass = pass;
         P->slot = slot;
     }
@@ -2299,7 +2306,7 @@ static int choose_split(ic_kernel *k, int nsm) {
     if (rows >= nsm || rows < 1) return 0;
     for (int j = 0; j < k->nitems; j++)
         if (k->items[j].pos % 2 == 0 && k->items[j].store && k->items[j].pos != k->npos - 1) return 0;
-    int64_t chunks = (n + 4 * SPLIT_T - 1) / (4 * SPLIT_T); /* with 4 elements per access */
+    int64_t chunks = (n + 4 * split_t() - 1) / (4 * split_t()); /* with 4 elements per access */
     int64_t s = (split_blocks(nsm) + rows - 1) / rows;
     if (s > chunks / UNROLL) s = chunks / UNROLL;
     if (s > SPLIT_PMAX) s = SPLIT_PMAX;
@@ -3276,7 +3283,8 @@ static char *cache_key(ic_ctx *c, int tsm, int nsm) {
     ic_str_printf(&s, "|v2=%d|exp=%d|stencil=%d|lowp=%d|pdl=%d|cluster=%d|vec8=%d|stage=%d|sunroll=%d|sblocks=%lld",
                   gpu_v2(), exp_mode(), ic_stencil_opt(), lowp_on(), pdl_on(tsm), tls_cluster_ok, vec8_on(),
                   stage_mode(), split_unroll(), (long long)split_blocks(nsm)); /* knobs that change code */
-    ic_str_printf(&s, "|gchoice=%d|lazy=%d|ldhint=%d", gemm_choice_static(), lazy_on(false), ldhint());
+    ic_str_printf(&s, "|gchoice=%d|lazy=%d|ldhint=%d|splitt=%d", gemm_choice_static(), lazy_on(false), ldhint(),
+                  split_t());
     free(text);
     if (s.oom) {
         free(s.s);
