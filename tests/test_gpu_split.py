@@ -90,3 +90,21 @@ def test_split_in_cuda_graphs(blocks):
     _close(got, x.sum() * 2, rtol=1e-4, atol=4e-2)
     x.copy_(torch.randn(1 << 24, device="cuda"))
     _close(f(x), x.sum() * 2, rtol=1e-4, atol=4e-2)
+
+
+@cuda
+@pytest.mark.parametrize("threads", ["128", "256", "1024"])
+def test_split_threads(threads, monkeypatch):
+    """TORCHC_GPU_SPLIT_T (A/B knob): other block sizes of the split launches"""
+    monkeypatch.setenv("TORCHC_CACHE", "0")
+    monkeypatch.setenv("TORCHC_GPU_SPLIT_T", threads)
+    torchc.reset()
+    torch.manual_seed(0)
+    x = torch.randn((1 << 24) + 12345, device="cuda")
+    _close(torchc.compile(lambda t: t.sum())(x), x.sum(), rtol=1e-4, atol=2e-2)
+    y = torch.zeros(1 << 23, device="cuda")
+    y[(1 << 23) - 5] = 1.0
+    y[77] = 1.0
+    _close(torchc.compile(lambda t: (t.argmax(), t.amin()))(y), (y.argmax(), y.amin()))
+    z = torch.randn(3, 1 << 22, device="cuda")
+    _close(torchc.compile(lambda t: torch.softmax(t, -1))(z), torch.softmax(z, -1), rtol=1e-4, atol=1e-6)
