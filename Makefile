@@ -1,6 +1,7 @@
 # torchc — two commands do all set-up on a fresh machine: `make demo` and `make test`.
 PYTHON      ?= python3
-LLVM_CONFIG ?= $(shell command -v llvm-config-16 2>/dev/null || echo llvm-config)
+# llvm-config-16 when installed; a plain llvm-config only if it is LLVM 16 (an older one beside it must not win).
+LLVM_CONFIG ?= $(shell command -v llvm-config-16 2>/dev/null || { llvm-config --version 2>/dev/null | grep -q "^16\." && echo llvm-config; } || echo llvm-config-16)
 LLVM_INCLUDE ?= $(shell $(LLVM_CONFIG) --includedir 2>/dev/null)
 LLVM_LIB    ?= $(shell $(LLVM_CONFIG) --libdir 2>/dev/null)
 LLVM_LINK    = $(if $(filter %.so %.so.1,$(LLVM_LIB)),$(LLVM_LIB),-L$(LLVM_LIB) -Wl,-rpath,$(LLVM_LIB) -lLLVM-16)
@@ -22,7 +23,8 @@ deps: $(STAMP)
 $(STAMP):
 	@mkdir -p build
 	$(PYTHON) -c "import torch, pytest, numpy" 2>/dev/null || $(PYTHON) -m pip install -q torch==2.13.0 pytest numpy
-	@if ! command -v llvm-config-16 >/dev/null 2>&1 && [ ! -d "$(LLVM_INCLUDE)/llvm-c" ]; then \
+	@if ! command -v llvm-config-16 >/dev/null 2>&1 && \
+	    ! grep -qs 'LLVM_VERSION_MAJOR 16' "$(LLVM_INCLUDE)/llvm/Config/llvm-config.h"; then \
 	  SUDO=$$(command -v sudo >/dev/null 2>&1 && [ $$(id -u) -ne 0 ] && echo sudo); \
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq llvm-16-dev; fi
 	@touch $@

@@ -23,7 +23,7 @@ for what in "$@"; do
     sync) timeout 150 python3 benchmarks/sync_check.py --only ${SYNC_MODELS:-vit_b_16,resnet50,bert} 2>&1 | grep -v Warn | tail -30 ;;
     ktimes) timeout ${KTIMES_TIMEOUT:-120} python3 benchmarks/kernel_times.py ${KTIMES_ARGS:-} 2>&1 | grep -v Warn | tail -40 ;;
     overhead) timeout 120 python3 benchmarks/overhead.py 2>&1 | tail -8 ;;
-    gputests) timeout ${GPUTESTS_TIMEOUT:-300} python3 -m pytest -q -p no:cacheprovider tests/test_gpu.py tests/test_gemm_gpu.py tests/test_cudagraphs.py tests/test_dwconv.py tests/test_gpu_dedupe.py tests/test_gpu_cache.py tests/test_gpu_exp.py tests/test_act_half.py tests/test_gpu_pdl.py tests/test_gpu_cluster.py tests/test_gpu_stage.py tests/test_gpu_host_stats.py tests/test_gpu_sdpa.py tests/test_gpu_split.py tests/test_gpu_gemm_choice.py tests/test_gpu_lazy.py > "$OUT/gputests.log" 2>&1
+    gputests) timeout ${GPUTESTS_TIMEOUT:-300} python3 -m pytest -q -p no:cacheprovider tests/test_gpu.py tests/test_gemm_gpu.py tests/test_cudagraphs.py tests/test_dwconv.py tests/test_gpu_dedupe.py tests/test_gpu_cache.py tests/test_gpu_exp.py tests/test_act_half.py tests/test_gpu_pdl.py tests/test_gpu_cluster.py tests/test_gpu_stage.py tests/test_gpu_host_stats.py tests/test_gpu_sdpa.py tests/test_gpu_split.py tests/test_gpu_gemm_choice.py tests/test_gpu_lazy.py tests/test_gpu_split_fuse.py > "$OUT/gputests.log" 2>&1
            echo "gpu pytest rc=$?"; tail -3 "$OUT/gputests.log"; grep -E "^(FAILED|ERROR|E  )" "$OUT/gputests.log" | head -20 ;;
     bench) timeout ${BENCH_TIMEOUT:-150} python3 benchmarks/gpu_bench.py ${BENCH_ARGS:-} --json "$OUT/gpu_bench_h200.json" > "$OUT/gpu_bench.log" 2>&1
            echo "gpu_bench rc=$?"; tail -30 "$OUT/gpu_bench.log" ;;

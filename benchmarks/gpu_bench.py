@@ -102,7 +102,8 @@ def main():
     ap.add_argument("--json")
     ap.add_argument("--only", default=None, help="comma-separated substrings of the case names to run")
     ap.add_argument("--ab", action="append", default=[], metavar="VAR=VALUE",
-                    help="also time torchc compiled with this environment setting (same process); repeatable")
+                    help="also time torchc compiled with this environment setting (same process; several: "
+                         "VAR=VALUE;VAR2=VALUE2); repeatable")
     a = ap.parse_args()
     torch.manual_seed(0)
     copy = copy_bandwidth()
@@ -136,9 +137,9 @@ def main():
         except Exception as e:  # report and go on
             row["torchc_error"] = str(e)[:200]
         for k, setting in enumerate(a.ab):
-            var, _, value = setting.partition("=")
-            old = os.environ.get(var)
-            os.environ[var] = value
+            pairs = [p.partition("=")[::2] for p in setting.split(";")]  # VAR=VALUE[;VAR=VALUE...]
+            olds = {var: os.environ.get(var) for var, _ in pairs}
+            os.environ.update(dict(pairs))
             try:
                 cb = T.Compiled(fn, *ins)
                 outs = cb.outputs()
@@ -152,10 +153,11 @@ def main():
             except Exception as e:
                 row[_abkey(k, "error")] = str(e)[:200]
             finally:
-                if old is None:
-                    del os.environ[var]
-                else:
-                    os.environ[var] = old
+                for var, old in olds.items():
+                    if old is None:
+                        del os.environ[var]
+                    else:
+                        os.environ[var] = old
         if a.ab:
             row["ab_settings"] = a.ab
         if not a.no_inductor:

@@ -774,6 +774,18 @@ PyObject *dh_stats(void) {
         return NULL;
     }
     Py_DECREF(lz);
+    unsigned long long sp[2]; /* split row kernels: combined in their last block, final launches */
+    ic_gpu_split_stats(sp);
+    const char *sk[2] = {"split_combined", "split_final_launches"};
+    for (int i = 0; i < 2; i++) {
+        PyObject *v = PyLong_FromUnsignedLongLong(sp[i]);
+        if (v == NULL || PyDict_SetItemString(d, sk[i], v) < 0) {
+            Py_XDECREF(v);
+            Py_DECREF(d);
+            return NULL;
+        }
+        Py_DECREF(v);
+    }
     return d;
 }
 

@@ -1,4 +1,4 @@
-"""GPU disk cache with cubins (inductor_c/runtime/gpu_cache.c, blob "TCGPU007"; runtime/cuda.c).
+"""GPU disk cache with cubins (inductor_c/runtime/gpu_cache.c, blob "TCGPU008"; runtime/cuda.c).
 
 A CUDA compilation puts launch plan + PTX + the SASS of every module (from ptxas or the
 driver's linker) on disk; a later compilation of the same graph, in this process or another,

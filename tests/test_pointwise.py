@@ -128,7 +128,11 @@ def test_special_values():
     x = torch.tensor([0.0, -0.0, 1e-30, -1e30, 1e30, 88.0, -88.0, 100.0, -100.0, float("inf"),
                       -float("inf"), float("nan"), 3.0, -3.0, 0.5, 20.0, -20.0, 9.0, -9.0])
     for dtype in (torch.float32, torch.float64):
-        assert_same(cf(x.to(dtype)), f(x.to(dtype)))
+        want = list(f(x.to(dtype)))
+        # eager's f32 gelu(+inf) is NaN on AVX-512 CPUs (its vectorized erf), +inf with AVX2;
+        # torchc gives +inf everywhere
+        want[3] = torch.where(x.to(dtype) == float("inf"), float("inf"), want[3])
+        assert_same(cf(x.to(dtype)), tuple(want))
 
 
 def test_python_constants_and_math():

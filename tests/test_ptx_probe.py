@@ -425,3 +425,42 @@ def test_split_threads(threads, parts, monkeypatch, capfd, tmp_path):
         # combining launch is one block a row with no occupancy bound
         regs = re.findall(r"entry function '(\w+)'[\s\S]*?Used (\d+) registers", info)
         assert regs and all(int(n) <= 32 for name, n in regs if "_k0p" in name), regs
+
+
+@pytest.mark.parametrize("fuse", ["1", "2", "0", ""])
+def test_split_fuse_ptx(fuse, monkeypatch, capfd, tmp_path):
+    """Split rows in one launch (TORCHC_GPU_SPLIT_FUSE=1|2, A/B knob, off by default;
+    gpu_nvptx.c split_fuse): x.sum()'s partial launch takes the row counters as one more
+    parameter; thread 0 releases its partial and counts the block in (1: fence.acq_rel.gpu;
+    atom.global.add.u32, 2: atom.acq_rel.gpu), the block that counts part 2047 of 2048 re-reads
+    every partial with volatile loads (ceil(2048 / 512) a thread), stores the sum and sets the
+    counter back to 0. The final launch stays (for captured streams). Off: none of it. Softmax
+    of long rows (no final launch) has no counters; assembles"""
+    ptx = _kernel_ptx(monkeypatch, capfd, tmp_path, lambda t: t.sum(), torch.randn(16384 * 1024),
+                      env={"TORCHC_GPU_SPLIT_FUSE": fuse})
+    ents = {e.split("(")[0]: e for e in ptx.split(".entry ")[1:]}
+    part = [e for n, e in ents.items() if "_k0p" in n]
+    fin = [e for n, e in ents.items() if "_k0f" in n]
+    assert part and fin
+    for e in part:
+        params = e.split(")")[0].count(".param")
+        if fuse in ("0", ""):
+            assert "atom." not in e and "ld.volatile.global" not in e and params == 3
+        else:
+            assert params == 4
+            assert ("fence.acq_rel.gpu;\n\tatom.global.add.u32" in e) == (fuse == "1")
+            assert ("atom.acq_rel.gpu.global.add.u32" in e) == (fuse == "2")
+            assert re.search(r"setp\.(eq|ne)\.s32\s+%p\d+, %r\d+, 2047;", e), e[-3000:]
+            assert e.count("ld.volatile.global.f32") == 4
+            assert re.search(r"st\.global\.u32\s+\[%rd\d+\], %r\d+;", e)
+    assert all("atom." not in e for e in fin)
+    sm = _kernel_ptx(monkeypatch, capfd, tmp_path, lambda t: torch.softmax(t, -1), torch.randn(2, 4000000),
+                     env={"TORCHC_GPU_SPLIT_FUSE": fuse})
+    assert "_k0p" in sm and "atom." not in sm
+    ptxas = _ptxas()
+    if ptxas:
+        f = tmp_path / "sf.ptx"
+        f.write_text(ptx)
+        info = _ptxas_v(ptxas, f)
+        regs = re.findall(r"entry function '(\w+)'[\s\S]*?Used (\d+) registers", info)
+        assert regs and all(int(n) <= 32 for name, n in regs if "_k0p" in name), regs

@@ -42,6 +42,9 @@ enum {
 enum { IC_CU_JIT_INPUT_PTX = 1 }; /* CUjitInputType: cuLinkAddData of PTX text */
 
 /* ---- launch plan ------------------------------------------------------------------------- */
+/* Split rows with row counters: one 32-bit counter per row (rows < the SM count) */
+#define IC_SPLIT_ROWS_MAX 1024
+
 typedef struct ic_gvariant {
     char name[48];
     ic_CUfunction fn;     /* after loading */
@@ -56,6 +59,10 @@ typedef struct ic_gvariant {
     int cl;               /* CTAs per cluster (1: none; 2: a row's two halves, cuLaunchKernelEx) */
     unsigned dsmem;       /* dynamic shared memory bytes (staged rows); > 48 KB: opted in at load */
     int lazy;             /* a scalar fallback compiled on its first use (ic_gpu.lazy_bc) */
+    int ctr;              /* split rows, the last partial launch: one more parameter after the
+                             partials, the stream's row counters (runtime/cuda.c) or 0; with
+                             them the last block of each row to finish combines the partials
+                             and stores, and the final launch (split_final) is left out */
 } ic_gvariant;
 
 typedef struct ic_gkernel {
@@ -64,6 +71,8 @@ typedef struct ic_gkernel {
     ic_gvariant v[2];
     int choice;           /* > 0: part of GEMM choice choice[choice - 1] (below), as ... */
     int role;             /* IC_ROLE_*: which of its alternatives this launch belongs to */
+    int split_final;      /* the final launch of a split row kernel: not launched when the launch
+                             before it ran with row counters (ic_gvariant.ctr) */
 } ic_gkernel;
 
 /* A GEMM whose faster form is measured on the device (gpu_nvptx.c gemm_kernel): three
@@ -100,6 +109,7 @@ typedef struct ic_gpu {
     int nmod;             /* loaded modules (module is mods[0]) */
     ic_CUmodule *mods;
     int nkernels;         /* launches, in order (a split row kernel takes several) */
+    int nctr;             /* variants that take row counters (ic_gvariant.ctr) */
     ic_gkernel *k;
     int nchoice;          /* GEMM choices measured on the device (see ic_gchoice) */
     ic_gchoice *choice;

@@ -78,6 +78,7 @@ typedef struct drv {
     R_ (*MemAllocAsync)(ic_CUdeviceptr *, size_t, ic_CUstream); /* optional (CUDA >= 11.2) */
     R_ (*MemFreeAsync)(ic_CUdeviceptr, ic_CUstream);             /* optional */
     R_ (*StreamSynchronize)(ic_CUstream);
+    R_ (*MemsetD32Async)(ic_CUdeviceptr, unsigned, size_t, ic_CUstream); /* optional: row counters */
     R_ (*GetErrorString)(R_, const char **);
     /* optional, all five or none: timing the two forms of a GEMM choice (ic_gchoice) */
     R_ (*EventCreate)(void **, unsigned);
@@ -183,6 +184,7 @@ static void init(void) {
     SYM(MemAllocAsync, "cuMemAllocAsync", 0);
     SYM(MemFreeAsync, "cuMemFreeAsync", 0);
     SYM(StreamSynchronize, "cuStreamSynchronize", 1);
+    SYM(MemsetD32Async, "cuMemsetD32Async", 0);
     SYM(GetErrorString, "cuGetErrorString", 1);
     SYM(EventCreate, "cuEventCreate", 0);
     SYM(EventRecord, "cuEventRecord", 0);
@@ -809,17 +811,65 @@ static int lazy_prepare(const ic_gpu *G, const ic_CUdeviceptr *bufs, ic_err *err
     return 0;
 }
 
+/* Row counters of split row kernels (gpu_nvptx.c split_fuse), one set per (context, stream):
+ * IC_SPLIT_ROWS_MAX zeroed 32-bit counters in their own allocation, kept for the process. The
+ * kernels leave them at 0 again, and a stream runs its launches in order (with programmatic
+ * dependent launch too: griddepcontrol.wait waits for the whole grid before), so any launch
+ * of any compiled graph on the stream may use them. Not handed out while the stream is being
+ * captured (a graph could be replayed on another stream, beside this one's own launches):
+ * such launches keep the final launch. TORCHC_GPU_SPLIT_FUSE=0 at compile time: no counters
+ * parameter at all. */
+#define CTR_SLOTS 64
+static struct ctr_slot {
+    ic_CUcontext ctx;
+    ic_CUstream st;
+    ic_CUdeviceptr p;
+} ctr_tab[CTR_SLOTS];
+static int ctr_n;
+static pthread_mutex_t ctr_mu = PTHREAD_MUTEX_INITIALIZER;
+static unsigned long long split_n[2]; /* launches with counters; final launches */
+
+void ic_gpu_split_stats(unsigned long long *n) {
+    for (int i = 0; i < 2; i++) n[i] = __atomic_load_n(&split_n[i], __ATOMIC_RELAXED);
+}
+
+/* The counters for (ctx, st), made on first use (zeroed on st before anything else there);
+ * 0 when there is no room or no memory (two launches then). */
+static ic_CUdeviceptr stream_counters(ic_CUcontext ctx, ic_CUstream st) {
+    ic_CUdeviceptr p = 0;
+    pthread_mutex_lock(&ctr_mu);
+    for (int i = 0; i < ctr_n && !p; i++)
+        if (ctr_tab[i].ctx == ctx && ctr_tab[i].st == st) p = ctr_tab[i].p;
+    if (!p && ctr_n < CTR_SLOTS && D.MemsetD32Async) {
+        ic_CUdeviceptr q = 0;
+        if (!D.MemAlloc(&q, IC_SPLIT_ROWS_MAX * 4)) {
+            if (D.MemsetD32Async(q, 0, IC_SPLIT_ROWS_MAX, st)) {
+                D.MemFree(q);
+            } else {
+                ctr_tab[ctr_n++] = (struct ctr_slot){ctx, st, q};
+                p = q;
+            }
+        }
+    }
+    pthread_mutex_unlock(&ctr_mu);
+    return p;
+}
+
 /* One kernel's launch: the first variant whose alignment the buffers meet (none: an empty
- * kernel, nothing to do). args: room for its parameters. 0 or -1 (err). */
+ * kernel, nothing to do). args: room for its parameters and two more. ctr: the stream's row
+ * counters or 0; *combined (may be NULL): the launch had counters (the final one is left out).
+ * 0 or -1 (err). */
 static int launch(const ic_gpu *G, const ic_gkernel *K, const ic_CUdeviceptr *bufs, ic_CUdeviceptr ws,
-                  ic_CUstream st, void **args, bool pdl, ic_err *err) {
+                  ic_CUdeviceptr ctr, ic_CUstream st, void **args, bool pdl, bool *combined, ic_err *err) {
     unsigned long long t0 = hs_now();
+    if (combined) *combined = false;
     const ic_gvariant *gv = pick(K, bufs);
     if (!gv) return 0;
     if (gv->lazy && lazy_load(G, err) < 0) return -1;
     for (int i = 0; i < gv->nparams; i++) args[i] = (void *)&bufs[gv->params[i]];
     ic_CUdeviceptr part = ws + (ic_CUdeviceptr)(gv->part_off > 0 ? gv->part_off : 0);
     if (gv->part_off >= 0) args[gv->nparams] = &part;
+    if (gv->ctr) args[gv->nparams + 1] = &ctr;
     R_ r;
     if ((pdl || gv->cl > 1) && D.LaunchKernelEx) {
         ic_launch_attr at[2];
@@ -842,6 +892,11 @@ static int launch(const ic_gpu *G, const ic_gkernel *K, const ic_CUdeviceptr *bu
         r = D.LaunchKernel(gv->fn, gv->grid, 1, 1, gv->block, 1, 1, gv->dsmem, st, args, NULL);
     }
     if (r) return fail(err, IC_EINTERNAL, "launch of %s: %s", gv->name, errstr(r));
+    if (gv->ctr && ctr) {
+        if (combined) *combined = true;
+        __atomic_fetch_add(&split_n[0], 1, __ATOMIC_RELAXED);
+    }
+    if (K->split_final) __atomic_fetch_add(&split_n[1], 1, __ATOMIC_RELAXED);
     hs_add(5, t0);
     return 0;
 }
@@ -877,7 +932,7 @@ static float time_group(const ic_compiled *c, const ic_gpu *G, int k0, int k1, u
             const ic_gkernel *K = &G->k[k];
             if (!(rolemask >> K->role & 1)) continue;
             ic_err e;
-            int rc = K->ext > 0 ? run_ext(c, G, K, bufs, stream, &e) : launch(G, K, bufs, ws, st, args, false, &e);
+            int rc = K->ext > 0 ? run_ext(c, G, K, bufs, stream, &e) : launch(G, K, bufs, ws, 0, st, args, false, NULL, &e);
             if (rc < 0) return -1;
         }
         if (rep == 0) continue; /* warm-up: first cuBLASLt plan, caches */
@@ -986,9 +1041,11 @@ IC_API int ic_run_stream(const ic_compiled *c, void *const *inputs, void *const 
     int rc = 0;
     /* programmatic dependent launch (G->pdl: the kernels wait for their predecessor first);
      * not while the stream is captured into a CUDA graph: plain launches there */
-    int capturing = 1; /* GEMM choices are not timed while capturing either */
-    bool cap_known = (G->pdl || G->nchoice > 0) && D.StreamIsCapturing && !D.StreamIsCapturing(st, &capturing);
+    int capturing = 1; /* GEMM choices are not timed while capturing either, nor row counters given */
+    bool cap_known = (G->pdl || G->nchoice > 0 || G->nctr > 0) && D.StreamIsCapturing &&
+                     !D.StreamIsCapturing(st, &capturing);
     bool pdl = G->pdl && D.LaunchKernelEx && cap_known && capturing == 0;
+    ic_CUdeviceptr ctr = G->nctr > 0 && cap_known && capturing == 0 ? stream_counters(G->ctx, st) : 0;
     ic_CUdeviceptr stackbufs[64];
     ic_CUdeviceptr *bufs = c->nbufs <= 64 ? stackbufs : malloc((size_t)c->nbufs * sizeof *bufs);
     void *args_stack[64];
@@ -997,7 +1054,7 @@ IC_API int ic_run_stream(const ic_compiled *c, void *const *inputs, void *const 
     for (int k = 0; k < G->nkernels; k++)
         for (int v = 0; v < G->k[k].nvar; v++)
             if (G->k[k].v[v].nparams > maxp) maxp = G->k[k].v[v].nparams;
-    if (maxp > 63) args = malloc((size_t)(maxp + 1) * sizeof(void *));
+    if (maxp > 62) args = malloc((size_t)(maxp + 2) * sizeof(void *));
     ic_CUdeviceptr ws = 0;
     void *ws_handle = NULL;
     ic_device_allocator a = {0};
@@ -1050,8 +1107,13 @@ IC_API int ic_run_stream(const ic_compiled *c, void *const *inputs, void *const 
         goto done;
     }
     int dec = 0; /* the choice of the current GEMM choice group (its launches are consecutive) */
+    bool combined = false; /* the launch before combined its partials: no final launch */
     for (int k = 0; k < G->nkernels; k++) {
         const ic_gkernel *K = &G->k[k];
+        if (K->split_final && combined) {
+            combined = false;
+            continue;
+        }
         if (K->choice > 0) {
             if (K->role == IC_ROLE_EXT) dec = choose(c, G, k, bufs, ws, st, stream, args, !cap_known || capturing);
             if ((K->role == IC_ROLE_TEMPLATE) != (dec == IC_CHOICE_TEMPLATE)) continue;
@@ -1063,7 +1125,7 @@ IC_API int ic_run_stream(const ic_compiled *c, void *const *inputs, void *const 
             }
             continue;
         }
-        if (launch(G, K, bufs, ws, st, args, pdl, err) < 0) {
+        if (launch(G, K, bufs, ws, ctr, st, args, pdl, &combined, err) < 0) {
             rc = -1;
             break;
         }

@@ -8,15 +8,15 @@
  *
  * Storage is runtime/diskcache.c (ic_diskcache.h: namespace "ptx", atomic writes,
  * checksums, size cap, TORCHC_CACHE_DIR, TORCHC_CACHE=0 / TORCHC_DISK_CACHE=0). The blob:
- *   "TCGPU007" | key (u32 length + bytes, compared in full: no trust in the 128-bit hash) |
+ *   "TCGPU008" | key (u32 length + bytes, compared in full: no trust in the 128-bit hash) |
  *   i64 ws_size | i32 sm, nkernels, nbufs | i64 scratch_off[nbufs] | i32 nchoice, per GEMM
  *   choice: i32 dflt, i64 macs, i32 nw, wbuf[nw], i64 wbytes[nw] | per kernel: i32 choice,
- *   role, nvar (< 0: an extern call), per variant: name[48], u32 grid, block, i32 vec,
- *   nparams, params[], nalign, align_buf[], align_bytes[], i64 part_off, i32 cl, u32 dsmem,
- *   i32 lazy | u32 ptx length + PTX text | u32 nmods (0, or the PTX's module count) |
+ *   role, split_final, nvar (< 0: an extern call), per variant: name[48], u32 grid, block,
+ *   i32 vec, nparams, params[], nalign, align_buf[], align_bytes[], i64 part_off, i32 cl,
+ *   u32 dsmem, i32 lazy, ctr | u32 ptx length + PTX text | u32 nmods (0, or the PTX's module count) |
  *   i32 cubin_sm | per module: u32 length + cubin bytes (length 0: none for that module) |
  *   u32 length + the lazy fallbacks' bitcode (0 when no variant is lazy).
- * Every read is bounds-checked; a short or mismatching blob (an older "TCGPU006" one too) is
+ * Every read is bounds-checked; a short or mismatching blob (an older "TCGPU007" one too) is
  * a miss (rebuilt and put again). A cubin is not checked here: one the driver refuses is
  * recompiled from its PTX (ic_cuda_load) and the entry put again (gpu_nvptx.c, from_cache).
  * Errors are never reported: the cache is an optimization only.
@@ -29,7 +29,7 @@
 #include "../codegen/gpu.h"
 #include "../ic_diskcache.h"
 
-#define MAGIC "TCGPU007"
+#define MAGIC "TCGPU008"
 #define NS "ptx"
 
 int ic_gcache_hits;       /* entries read back (tests) */
@@ -144,6 +144,7 @@ void ic_gcache_put(const char *key, const ic_gpu *G, int64_t ws_size) {
         const ic_gkernel *K = &G->k[k];
         put32(&w, K->choice);
         put32(&w, K->role);
+        put32(&w, K->split_final);
         put32(&w, K->ext > 0 ? -K->ext : K->nvar); /* < 0: an extern call, no variants */
         for (int v = 0; v < K->nvar; v++) {
             const ic_gvariant *gv = &K->v[v];
@@ -160,6 +161,7 @@ void ic_gcache_put(const char *key, const ic_gpu *G, int64_t ws_size) {
             put32(&w, gv->cl);
             put32(&w, gv->dsmem);
             put32(&w, gv->lazy);
+            put32(&w, gv->ctr);
         }
     }
     uint32_t pl = (uint32_t)strlen(G->ptx);
@@ -232,6 +234,8 @@ ic_gpu *ic_gcache_get(const char *key, int nbufs, int64_t *ws_size) {
         ic_gkernel *K = &G->k[k];
         K->choice = get32(&r);
         K->role = get32(&r);
+        K->split_final = get32(&r);
+        if (K->split_final != 0 && K->split_final != 1) goto miss;
         if (K->choice < 0 || K->choice > nch || K->role < 0 || K->role > IC_ROLE_CONSUMER || (K->choice > 0) != (K->role > 0))
             goto miss;
         int nvar = get32(&r);
@@ -259,6 +263,9 @@ ic_gpu *ic_gcache_get(const char *key, int nbufs, int64_t *ws_size) {
             gv->lazy = get32(&r);
             nlazy += gv->lazy != 0;
             if (gv->lazy != 0 && gv->lazy != 1) r.bad = 1;
+            gv->ctr = get32(&r);
+            if (gv->ctr != 0 && (gv->ctr != 1 || gv->part_off < 0)) r.bad = 1;
+            G->nctr += gv->ctr;
             if (gv->block == 0 || gv->block > 1024 || gv->cl < 1 || gv->cl > 8 || gv->dsmem > 227 * 1024) r.bad = 1;
         }
     }

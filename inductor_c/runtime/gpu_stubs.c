@@ -28,6 +28,8 @@ IC_WEAK void ic_gemm_choice_stats(unsigned long long *n) {
 
 IC_WEAK unsigned long long ic_gpu_lazy_loads(void) { return 0; }
 
+IC_WEAK void ic_gpu_split_stats(unsigned long long *n) { n[0] = n[1] = 0; }
+
 IC_WEAK IC_API int ic_run_stream(const ic_compiled *c, void *const *inputs, void *const *outputs,
                                  void *stream, ic_err *err) {
     (void)stream;

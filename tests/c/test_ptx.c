@@ -676,6 +676,7 @@ static ic_gpu *fake_gpu(void) {
             gv->cl = k ? 2 : 1;
             gv->dsmem = k ? 65536u : 0u;
             gv->lazy = k == 1 && v == 1; /* the second kernel's scalar fallback: lazy */
+            gv->ctr = k == 1;                /* ... and a split partial launch with row counters */
         }
     }
     G->lazy_n = 300; /* its "bitcode" (not parsed by the cache) */
@@ -691,6 +692,8 @@ static ic_gpu *fake_gpu(void) {
     G->choice[0].wbytes[0] = 1000, G->choice[0].wbytes[1] = 2048;
     G->k[0].choice = 1, G->k[0].role = IC_ROLE_TEMPLATE;
     G->k[1].choice = 1, G->k[1].role = IC_ROLE_CONSUMER;
+    G->k[0].split_final = 1;
+    G->nctr = 2;
     return G;
 }
 
@@ -699,15 +702,15 @@ static ic_gpu *fake_gpu(void) {
  * cubins the entry round-trips with none. Uses key "key-c". */
 static void test_cache_blob(ic_gpu *G) {
     ic_dkey k = {0, 0}; /* gpu_cache.c's storage key */
-    ic_dkey_mix_str(&k, "TCGPU007");
+    ic_dkey_mix_str(&k, "TCGPU008");
     ic_dkey_mix_str(&k, "key-c");
     ic_dkey_build_id(&k);
     int64_t ws = 0;
     ic_gcache_put("key-c", G, 64);
     void *blob = NULL;
     size_t len = 0;
-    CHECK(ic_diskcache_get("ptx", k, &blob, &len) == 0 && len > 8 && !memcmp(blob, "TCGPU007", 8),
-          "cache blob: no TCGPU007 entry under the expected key");
+    CHECK(ic_diskcache_get("ptx", k, &blob, &len) == 0 && len > 8 && !memcmp(blob, "TCGPU008", 8),
+          "cache blob: no TCGPU008 entry under the expected key");
     if (!blob) return;
     int hits = 0;
     for (size_t m = 0; m < len; m++) {
@@ -806,9 +809,9 @@ static int garble_cubins(const char *dir) {
         char *b = sz > 0 ? malloc((size_t)sz) : NULL;
         size_t got = b ? fread(b, 1, (size_t)sz, f) : 0;
         fclose(f);
-        /* diskcache header (40 bytes) | "TCGPU007" | u32 key length | key | i64 ws | i32 sm, nk, nbufs */
+        /* diskcache header (40 bytes) | "TCGPU008" | u32 key length | key | i64 ws | i32 sm, nk, nbufs */
         uint32_t kl = 0;
-        if (b && got == (size_t)sz && sz > 52 && !memcmp(b + 40, "TCGPU007", 8)) memcpy(&kl, b + 48, 4);
+        if (b && got == (size_t)sz && sz > 52 && !memcmp(b + 40, "TCGPU008", 8)) memcpy(&kl, b + 48, 4);
         if (kl && (size_t)kl + 52 + 20 <= got) {
             char *key = strndup(b + 52, kl);
             int32_t nbufs = 0;
@@ -858,8 +861,10 @@ static void test_disk_cache(void) {
                           a->block == b->block && a->vec == b->vec && a->nparams == b->nparams &&
                           b->params[0] == a->params[0] && b->params[1] == a->params[1] && a->nalign == b->nalign &&
                           (!a->nalign || (b->align_buf[0] == 0 && b->align_bytes[0] == 16)) &&
-                          a->part_off == b->part_off && a->cl == b->cl && a->dsmem == b->dsmem,
+                          a->part_off == b->part_off && a->cl == b->cl && a->dsmem == b->dsmem &&
+                          a->lazy == b->lazy && a->ctr == b->ctr && G->k[k].split_final == H->k[k].split_final,
                       "cache: kernel %d variant %d round trip", k, v);
+        CHECK(H->nctr == 2, "cache: %d variants with row counters, not 2", H->nctr);
             }
         ic_gpu_free(H);
     }
