@@ -42,6 +42,7 @@
  * here; f64 transcendentals are IC_EUNSUPPORTED (no libdevice).
  * Then: verifier, default<O3> with the NVPTX TargetMachine, PTX (sm_XY, +ptx78) to memory.
  */
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -66,6 +67,8 @@
 #define VMAX 8  /* elements per thread and access */
 #define SMAX 16 /* chunks per thread of a persistent row (staged rows: half in shared memory) */
 #define UNROLL 4 /* chunks per iteration of a looped row */
+enum { ON_NONE, ON_SOFTMAX, ON_VAR }; /* online split pairs (online_pair) */
+static int online_vals(void);
 #define SPLIT_PMAX 4096 /* parts per split row (the combining block reads S / its threads each) */
 
 /* Threads per block of split rows (partial and combining launches): 512, or
@@ -127,6 +130,10 @@ typedef struct plan {
                               (a parameter, may be NULL) its last block per row does the final
                               launch's work (split_fuse) */
     const int *slot;       /* per item: partial slot (arg: slot + 1 holds the index) */
+    int on_kind;           /* online split pair of the kernel (online_pair): ON_SOFTMAX / ON_VAR, */
+    int on_a, on_b;        /*   its items A and B (B's pass, A's + 2, has no launch of its own) */
+    ic_xid on_shift;       /*   ON_SOFTMAX: B = sum exp(x - on_shift), on_shift a function of A */
+    bool online;           /* this launch is A's: it also makes B's partials (emit_online) */
     ic_gmap map;           /* rows: the block's layout (gpu_layout.c): j, rl, shuffles, smem */
     /* tile: a transpose through shared memory, 32 x 32 tiles over (tu, vv) (gpu_layout.c) */
     int32_t tu;            /* the var along which the transposed loads are contiguous */
@@ -1872,6 +1879,133 @@ static LLVMValueRef value_asm(gg *g, LLVMTypeRef rt, const char *text, const cha
     return LLVMBuildCall2(B, ft, ia, args, (unsigned)n, "");
 }
 
+/* Online split rows: B's row value from the partials (a_t, b_t) of every part t, made by
+ * emit_online with its part's own value of A. ON_SOFTMAX (A = max x, B = sum exp(x - A)):
+ * B = sum_t b_t exp(a_t - A), a part with a_t = -inf (no values, or only -inf) adds 0.
+ * ON_VAR (A = mean x, B = sum or mean of (x - A)^2; a_t is the part's raw sum and slot B + 1
+ * its count n_t): B = sum_t m2_t + n_t (a_t / n_t - A)^2 (Chan et al.), an empty part adds 0.
+ * Same order in every block, as part_combine. */
+static LLVMValueRef online_combine(gg *g, ic_kernel *k) {
+    const plan *P = g->P;
+    const ic_item *ia = &k->items[P->on_a], *ib = &k->items[P->on_b];
+    int sa = P->slot[P->on_a], sb = P->slot[P->on_b];
+    LLVMValueRef A = g->rowval[P->on_a], v = NULL, z = kf(A, 0.0);
+    LLVMTypeRef ft = g->cg.f32;
+    bool plain = g->c->xs[P->on_shift].kind == X_ROWVAL;
+    g->gen++;
+    LLVMValueRef SA = P->on_kind == ON_SOFTMAX && !plain ? val(g, P->on_shift, 0) : A;
+    (void)ia;
+    for (int i = 0; i * P->Bk < P->S; i++) {
+        LLVMValueRef t = i ? LLVMBuildAdd(B, g->j, kix(g, (int64_t)i * P->Bk), "") : g->j;
+        LLVMValueRef ok = LLVMBuildICmp(B, LLVMIntSLT, t, kix(g, P->S), "");
+        t = sel(g, ok, t, kix(g, 0));
+        LLVMValueRef a = LLVMBuildLoad2(B, ft, part_ptr(g, sa, t), "");
+        LLVMValueRef b = LLVMBuildLoad2(B, ft, part_ptr(g, sb, t), "");
+        if (g->part_vol) LLVMSetVolatile(a, 1), LLVMSetVolatile(b, 1);
+        LLVMValueRef term;
+        if (P->on_kind == ON_SOFTMAX) {
+            LLVMValueRef st = a;
+            if (!plain) { /* s(a_t): the shift over part t alone */
+                g->rowval[P->on_a] = a;
+                g->gen++;
+                st = val(g, P->on_shift, 0);
+            }
+            LLVMValueRef e = vm_exp(&g->cg, LLVMBuildFSub(B, st, SA, ""));
+            term = sel(g, fcmp(g, LLVMRealOEQ, a, kf(a, -INFINITY)), z, LLVMBuildFMul(B, b, e, ""));
+        } else {
+            LLVMValueRef n = LLVMBuildLoad2(B, ft, part_ptr(g, sb + 1, t), "");
+            if (g->part_vol) LLVMSetVolatile(n, 1);
+            LLVMValueRef d = LLVMBuildFSub(B, LLVMBuildFDiv(B, a, n, ""), A, "");
+            term = fma3(g, LLVMBuildFMul(B, n, d, ""), d, b);
+            term = sel(g, fcmp(g, LLVMRealOGT, n, z), term, z);
+        }
+        term = sel(g, ok, term, z);
+        v = v ? LLVMBuildFAdd(B, v, term, "") : term;
+    }
+    g->rowval[P->on_a] = A;
+    g->gen++;
+    v = block_reduce(g, ib, v, NULL);
+    if (ib->red_op == IC_OP_MEAN) v = LLVMBuildFDiv(B, v, kf(v, (double)ib->red_count), "");
+    return v;
+}
+
+/* The row values of the reductions with pos in [lo, hi) from their partials (B of an online
+ * pair after the others: it needs A's). */
+static void combine_rows(gg *g, ic_kernel *k, int lo, int hi) {
+    const plan *P = g->P;
+    for (int late = 0; late < 2; late++)
+        for (int j = 0; j < k->nitems; j++) {
+            ic_item *it = &k->items[j];
+            if (it->kind != IT_REDUCE || it->pos < lo || it->pos >= hi) continue;
+            bool b = P->on_kind && j == P->on_b;
+            if (b != (late == 1)) continue;
+            g->rowval[j] = b ? online_combine(g, k) : part_combine(g, it, P->slot[j]);
+        }
+}
+
+/* A's launch of an online pair: the part's values (Cs chunks a thread, kept in registers) are
+ * reduced into A's partial, then, with A's value over this part alone in rowval[A], into B's
+ * (and, ON_VAR, the part's count into B's second slot); online_combine puts them together. */
+static void emit_online(gg *g, ic_kernel *k) {
+    const plan *P = g->P;
+    int pa = P->pass, pb = P->pass + 2;
+    LLVMValueRef *acc = calloc(2 * (size_t)k->nitems + 1, sizeof *acc);
+    if (!acc) ic_fail(g->c, IC_ENOMEM, "out of memory");
+    LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(g->fn);
+    for (int j = 0; j < k->nitems; j++) {
+        ic_item *it = &k->items[j];
+        if ((it->pos != pa && it->pos != pb) || it->kind != IT_REDUCE) continue;
+        acc[j] = alloca_(g, rtype(g, it->acc), entry);
+        LLVMBuildStore(B, red_identity(g, it), acc[j]);
+        if (ic_is_arg(it->red_op)) {
+            acc[k->nitems + j] = alloca_(g, g->cg.i64, entry);
+            LLVMBuildStore(B, ki(g, g->cg.i64, INT64_MAX), acc[k->nitems + j]);
+        }
+    }
+    LLVMValueRef c0 = LLVMBuildMul(B, g->part_s, kix(g, P->Cs), "");
+    LLVMValueRef first = LLVMBuildICmp(B, LLVMIntEQ, g->j, kix(g, 0), "");
+    LLVMValueRef ra = NULL, cnt = NULL;
+    for (int h = 0; h < 2; h++) {
+        int pos = h ? pb : pa;
+        for (int u = 0; u < P->Cs; u++) emit_chunk(g, k, pos, u ? LLVMBuildAdd(B, c0, kix(g, u), "") : c0, u, acc);
+        g->V = 1;
+        g->vv = -1;
+        g->gen++;
+        for (int j = 0; j < k->nitems; j++) {
+            ic_item *it = &k->items[j];
+            if (it->pos != pos || it->kind != IT_REDUCE) continue;
+            LLVMValueRef r = LLVMBuildLoad2(B, rtype(g, it->acc), acc[j], "");
+            LLVMValueRef ri = ic_is_arg(it->red_op) ? LLVMBuildLoad2(B, g->cg.i64, acc[k->nitems + j], "") : NULL;
+            r = block_reduce(g, it, r, ri ? &ri : NULL);
+            if (j == P->on_a) ra = r;
+            LLVMBasicBlockRef st = LLVMAppendBasicBlockInContext(g->cg.ctx, g->fn, "part");
+            LLVMBasicBlockRef end = LLVMAppendBasicBlockInContext(g->cg.ctx, g->fn, "part.end");
+            LLVMBuildCondBr(B, first, st, end);
+            LLVMPositionBuilderAtEnd(B, st);
+            part_store(g, P->slot[j], g->part_s, r);
+            if (ri) part_store(g, P->slot[j] + 1, g->part_s, ri);
+            if (j == P->on_b && P->on_kind == ON_VAR) part_store(g, P->slot[j] + 1, g->part_s, cnt);
+            LLVMBuildBr(B, end);
+            LLVMPositionBuilderAtEnd(B, end);
+        }
+        if (h) break;
+        /* A over this part: the max, or the part's sum over its count (0 for an empty part) */
+        LLVMValueRef aloc = ra;
+        if (P->on_kind == ON_VAR) {
+            int64_t per = P->Cs * (int64_t)P->T * P->V;
+            LLVMValueRef left = LLVMBuildSub(B, kix(g, P->n), LLVMBuildMul(B, g->part_s, kix(g, per), ""), "");
+            left = sel(g, LLVMBuildICmp(B, LLVMIntSLT, left, kix(g, per), ""), left, kix(g, per));
+            left = sel(g, LLVMBuildICmp(B, LLVMIntSGT, left, kix(g, 0), ""), left, kix(g, 0));
+            LLVMValueRef n = LLVMBuildSIToFP(B, left, g->cg.f32, "");
+            aloc = sel(g, fcmp(g, LLVMRealOGT, n, kf(n, 0.0)), LLVMBuildFDiv(B, ra, n, ""), kf(n, 0.0));
+            cnt = n; /* stored with B's partial */
+        }
+        g->rowval[P->on_a] = aloc;
+    }
+    g->rowval[P->on_a] = NULL; /* only combined values past this launch (split_fuse) */
+    free(acc);
+}
+
 /* The last partial launch with row counters (g->ctr, not NULL): after its partial, thread 0
  * of every block releases it and counts the block in (fence.acq_rel.gpu, atom.add on the
  * row's counter); the block that counts the row's last part acquires the others' partials,
@@ -1916,10 +2050,7 @@ static void split_fuse(gg *g, ic_kernel *k) {
     g->chunk = -1;
     g->gen++;
     g->part_vol = true;
-    for (int j = 0; j < k->nitems; j++) {
-        ic_item *it = &k->items[j];
-        if (it->kind == IT_REDUCE && it->pos >= P->pass) g->rowval[j] = part_combine(g, it, P->slot[j]);
-    }
+    combine_rows(g, k, P->pass, INT_MAX);
     g->part_vol = false;
     final_stores(g, k, first);
     LLVMBuildCondBr(B, first, breset, bdone);
@@ -1946,13 +2077,10 @@ static void emit_split(gg *g, ic_kernel *k) {
     g->vv = -1;
     g->chunk = -1;
     g->gen++;
-    for (int j = 0; j < k->nitems; j++) {
-        ic_item *it = &k->items[j];
-        if (it->kind != IT_REDUCE || (P->pass >= 0 && it->pos >= P->pass)) continue;
-        g->rowval[j] = part_combine(g, it, P->slot[j]);
-    }
+    combine_rows(g, k, INT_MIN, P->pass >= 0 ? P->pass : INT_MAX);
     if (P->pass >= 0) {
-        emit_pass(g, k, P->pass);
+        if (P->online) emit_online(g, k);
+        else emit_pass(g, k, P->pass);
         if (P->fuse) split_fuse(g, k);
         return;
     }
@@ -2264,7 +2392,8 @@ static int64_t split_blocks(int nsm) {
     return b < 64 ? 64 : b > (1 << 20) ? (1 << 20) : b;
 }
 
-static void plan_kernel(ic_ctx *c, ic_kernel *k, plan *P, int V, int nsm, int S, int pass, const int *slot) {
+static void plan_kernel(ic_ctx *c, ic_kernel *k, plan *P, int V, int nsm, int S, int pass, const int *slot,
+                        bool online) {
     memset(P, 0, sizeof *P);
     P->unroll = UNROLL;
     P->V = V;
@@ -2368,11 +2497,18 @@ static void plan_kernel(ic_ctx *c, ic_kernel *k, plan *P, int V, int nsm, int S,
         P->S = S;
         P->persistent = false;
         P->unroll = split_unroll();
-        P->Cs = ((P->C + S - 1) / S + P->unroll - 1) / P->unroll * P->unroll;
+        int64_t cs = (P->C + S - 1) / S;
+        if (cs < P->unroll) P->unroll = (int)cs; /* one iteration of fewer chunks */
+        P->Cs = (cs + P->unroll - 1) / P->unroll * P->unroll;
         P->grid = (unsigned)(pass >= 0 ? P->rows * S : P->rows);
         /* a partial pass of more than 3 blocks per SM: 4 resident (32 registers), so that the
          * default split (16 per SM) runs in full waves */
         if (pass >= 0 && P->grid > 3 * (unsigned)nsm) P->minctasm = 2048 / P->T;
+        P->online = online;
+        if (online) { /* the part's chunks, up to online_vals() a thread, stay in registers */
+            P->Cs = cs;
+            if (P->minctasm && online_vals() > 8) P->minctasm = 1024 / P->T > 1 ? 1024 / P->T : 1;
+        }
         P->pass = pass;
         P->slot = slot;
     }
@@ -2394,7 +2530,7 @@ static int split_fuse_on(void) {
 /* Blocks per row for few huge rows (x.sum(), softmax of one long row): enough blocks to
  * fill the device, each with a few unrolled iterations. 0: no split. A stored row value
  * between passes would be read across blocks: such kernels stay unsplit. */
-static int choose_split(ic_kernel *k, int nsm) {
+static int choose_split(ic_kernel *k, int nsm, int V, bool online) {
     if (!k->has_red || k->vec_outer) return 0;
     int64_t rows = 1, n = 1;
     for (int i = 0; i < k->nouter; i++) rows *= k->osize[i];
@@ -2402,11 +2538,80 @@ static int choose_split(ic_kernel *k, int nsm) {
     if (rows >= nsm || rows < 1) return 0;
     for (int j = 0; j < k->nitems; j++)
         if (k->items[j].pos % 2 == 0 && k->items[j].store && k->items[j].pos != k->npos - 1) return 0;
-    int64_t chunks = (n + 4 * split_t() - 1) / (4 * split_t()); /* with 4 elements per access */
+    int64_t chunks = (n / V + split_t() - 1) / split_t(); /* the vector variant's */
+    /* at least one unrolled iteration a part (online pairs: 16 values a thread), and no part
+     * without chunks (the cap used to round down: 2 rows of 4M f32 got 488 parts of 8 chunks
+     * a row, half of them empty) */
+    int64_t per = online ? (online_vals() / V > 1 ? online_vals() / V : 1) : split_unroll();
     int64_t s = (split_blocks(nsm) + rows - 1) / rows;
-    if (s > chunks / UNROLL) s = chunks / UNROLL;
+    if (s > (chunks + per - 1) / per || online) s = (chunks + per - 1) / per; /* online: as many as that takes */
     if (s > SPLIT_PMAX) s = SPLIT_PMAX;
     return s >= 2 ? (int)s : 0;
+}
+
+/* Online split rows (TORCHC_GPU_ONLINE=0 off; in the key): a split row kernel whose pass p
+ * reduces A and whose pass p + 2 reduces B of
+ *   softmax / log_softmax:  A = max(x),  B = sum(exp(x - A))
+ *   layer_norm / var:       A = mean(x), B = mean or sum of (x - A)^2
+ * (x the same expression, f32 values) makes both partials in A's launch (emit_online) and
+ * combines B with each part's A (online_combine): one read of the row fewer. B must be alone
+ * in its pass, with nothing between the two. */
+static bool online_on(void) {
+    const char *e = getenv("TORCHC_GPU_ONLINE");
+    return !e || strcmp(e, "0") != 0;
+}
+
+/* Values a thread of an online launch keeps (TORCHC_GPU_ONLINE_VALS=4|8|16, A/B knob, in the
+ * key): 16 (default) at 64 registers, 8 or 4 at 32 (4 blocks of 512 a SM) and more parts. */
+static int online_vals(void) {
+    const char *e = getenv("TORCHC_GPU_ONLINE_VALS");
+    int v = e && *e ? atoi(e) : 16;
+    return v <= 4 ? 4 : v <= 8 ? 8 : 16;
+}
+
+/* the shift of B = sum exp(x - s): A itself, or logsumexp's where(isinf(A), 0, A) */
+static bool online_shift(ic_ctx *c, ic_xid x, int a, bool softmax) {
+    const ic_x *e = &c->xs[x];
+    if (e->kind == X_ROWVAL) return e->a == a;
+    if (!softmax || e->kind != X_OP || e->op != IC_OP_WHERE || e->a < 0 || e->b < 0 || e->c < 0) return false;
+    const ic_x *cond = &c->xs[e->a], *t = &c->xs[e->b];
+    return cond->kind == X_OP && cond->op == IC_OP_ISINF && cond->a >= 0 && c->xs[cond->a].kind == X_ROWVAL &&
+           c->xs[cond->a].a == a && t->kind == X_CONST && isfinite(t->cval) && c->xs[e->c].kind == X_ROWVAL &&
+           c->xs[e->c].a == a;
+}
+
+static int online_pair(ic_ctx *c, const ic_kernel *k, int *ja, int *jb, ic_xid *shift) {
+    if (!online_on()) return ON_NONE;
+    for (int b = 0; b < k->nitems; b++) {
+        const ic_item *ib = &k->items[b];
+        if (ib->kind != IT_REDUCE || ib->acc != IC_F32 || ib->dtype != IC_F32 || ib->expr < 0) continue;
+        const ic_x *e = &c->xs[ib->expr];
+        int kind = ON_NONE;
+        if (e->kind == X_OP && e->dtype == IC_F32 && ib->red_op == IC_OP_SUM && e->op == IC_OP_EXP) kind = ON_SOFTMAX;
+        if (e->kind == X_OP && e->dtype == IC_F32 && (ib->red_op == IC_OP_SUM || ib->red_op == IC_OP_MEAN) &&
+            e->op == IC_OP_MUL && e->a == e->b)
+            kind = ON_VAR;
+        if (!kind || e->a < 0) continue;
+        const ic_x *d = &c->xs[e->a];
+        if (d->kind != X_OP || d->op != IC_OP_SUB || d->dtype != IC_F32 || d->a < 0 || d->b < 0) continue;
+        const ic_x *r = &c->xs[d->b];
+        if (r->kind == X_OP && r->op == IC_OP_WHERE && r->c >= 0) r = &c->xs[r->c]; /* logsumexp */
+        if (r->kind != X_ROWVAL || r->a < 0 || r->a >= k->nitems) continue;
+        if (!online_shift(c, d->b, r->a, kind == ON_SOFTMAX)) continue;
+        const ic_item *ia = &k->items[r->a];
+        if (ia->kind != IT_REDUCE || ia->expr != d->a || ia->acc != IC_F32 || ia->dtype != IC_F32 ||
+            ia->pos + 2 != ib->pos || ia->red_op != (kind == ON_SOFTMAX ? IC_OP_AMAX : IC_OP_MEAN))
+            continue;
+        bool alone = true;
+        for (int j = 0; j < k->nitems; j++)
+            if (j != b && (k->items[j].pos == ib->pos || k->items[j].pos == ia->pos + 1)) alone = false;
+        if (!alone) continue;
+        *ja = r->a;
+        *jb = b;
+        *shift = d->b;
+        return kind;
+    }
+    return ON_NONE;
 }
 
 static void collect_loads(ic_ctx *c, ic_xid x, uint8_t *seen, ic_xid *out, int *n, int cap) {
@@ -3391,8 +3596,8 @@ static char *cache_key(ic_ctx *c, int tsm, int nsm) {
     ic_str_printf(&s, "|v2=%d|exp=%d|stencil=%d|lowp=%d|pdl=%d|cluster=%d|vec8=%d|stage=%d|sunroll=%d|sblocks=%lld",
                   gpu_v2(), exp_mode(), ic_stencil_opt(), lowp_on(), pdl_on(tsm), tls_cluster_ok, vec8_on(),
                   stage_mode(), split_unroll(), (long long)split_blocks(nsm)); /* knobs that change code */
-    ic_str_printf(&s, "|gchoice=%d|lazy=%d|ldhint=%d|splitt=%d|sfuse=%d", gemm_choice_static(), lazy_on(false), ldhint(),
-                  split_t(), split_fuse_on());
+    ic_str_printf(&s, "|gchoice=%d|lazy=%d|ldhint=%d|splitt=%d|sfuse=%d|online=%d", gemm_choice_static(), lazy_on(false),
+                  ldhint(), split_t(), split_fuse_on(), online_on() ? online_vals() : 0);
     free(text);
     if (s.oom) {
         free(s.s);
@@ -3647,7 +3852,21 @@ static void codegen(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
         bool tile2 = tile && choose_tile2(c, k, TP, TP2); /* V2: word tile, then TP as fallback */
         if (tile) V = 1, nvar = tile2 ? 2 : 1;
         /* split rows: partial slots in extra workspace, launches per pass, then a final one */
-        int S = tile ? 0 : choose_split(k, nsm);
+        int on_a = -1, on_b = -1;
+        ic_xid on_shift = -1;
+        int on_kind = tile ? ON_NONE : online_pair(c, k, &on_a, &on_b, &on_shift);
+        int S = tile ? 0 : choose_split(k, nsm, V, on_kind != ON_NONE);
+        if (S > 1 && on_kind) { /* every variant's part in registers: online_vals() a thread */
+            int64_t n = 1;
+            for (int i = 0; i < k->ninner; i++) n *= k->isize[i];
+            for (int v = 0; v < nvar; v++) {
+                int vw = v == 0 ? V : 1;
+                int64_t C = (n / vw + split_t() - 1) / split_t(), cs = (C + S - 1) / S;
+                if (cs > SMAX || cs * vw > online_vals()) on_kind = ON_NONE;
+            }
+            if (!on_kind) S = choose_split(k, nsm, V, false);
+        }
+        if (S <= 1) on_kind = ON_NONE;
         int *slot = ic_alloc(c, ((size_t)k->nitems + 1) * sizeof(int));
         int nslot = 0, nfinal = 0; /* nfinal: stores the final launch makes */
         int64_t part_off = -1;
@@ -3655,7 +3874,7 @@ static void codegen(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
             const ic_item *it = &k->items[j];
             if (it->kind == IT_REDUCE) {
                 slot[j] = nslot;
-                nslot += ic_is_arg(it->red_op) ? 2 : 1;
+                nslot += ic_is_arg(it->red_op) || (on_kind == ON_VAR && j == on_b) ? 2 : 1;
             }
             nfinal += it->store && (it->kind == IT_REDUCE || it->pos % 2 == 0);
         }
@@ -3669,6 +3888,7 @@ static void codegen(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
             for (int p = 1; p < k->npos && npass < (int)(sizeof passes / sizeof passes[0]) - 1; p += 2) {
                 bool any = false;
                 for (int j = 0; j < k->nitems; j++) any |= k->items[j].pos == p;
+                if (on_kind && p == k->items[on_b].pos) continue; /* made in A's launch */
                 if (any) passes[npass++] = p;
             }
             if (nfinal) passes[npass++] = -1;
@@ -3682,7 +3902,12 @@ static void codegen(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
             for (int v = 0; v < nvar; v++) {
                 plan P;
                 if (tile) P = tile2 && v == 0 ? *TP2 : *TP;
-                else plan_kernel(c, k, &P, v == 0 ? V : 1, nsm, S, passes[q], slot);
+                else plan_kernel(c, k, &P, v == 0 ? V : 1, nsm, S, passes[q], slot,
+                                 on_kind && passes[q] == k->items[on_a].pos);
+                P.on_kind = on_kind;
+                P.on_a = on_a;
+                P.on_b = on_b;
+                P.on_shift = on_shift;
                 P.fuse = fuse && q == npass - 2;
                 if (P.grid == 0) continue;
                 if ((int64_t)P.grid > 0x7FFFFFFF) ic_fail(c, IC_EUNSUPPORTED, "GPU grid too large");
