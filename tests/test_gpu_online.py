@@ -1,12 +1,14 @@
 """Online split rows (gpu_nvptx.c online_pair, emit_online, online_combine; TORCHC_GPU_ONLINE=0
 off): a softmax / log_softmax / logsumexp (max, then sum of exp(x - max)) or a layer_norm / var
 / std (mean, then the sum of squared deviations) of a few huge rows makes both partials of a
-part in one launch, from values it loads once, and combines the second with each part's own
-max (rescaled by exp(a_t - max)) or mean (Chan's formula). Differential tests against eager on
-the device, with it on (16 or 8 values a thread) and off: ragged sizes, several rows, bf16 input, a misaligned view (the
-scalar variant), -inf over whole parts, inf and NaN, a mean far from 0, repeated calls giving
-the same bits, and CUDA graphs. Skips without a CUDA device; the PTX side is in
-test_ptx_probe.py (test_online_split_ptx)."""
+part in one launch, from values it loads once: each thread keeps a running max and rescaled
+sum, or count, mean and M2 (Chan et al.), then the block merges them, and the next launch
+combines the parts the same way. Differential tests against eager on the device with it on (a
+loop over the part by default, one iteration with TORCHC_GPU_ONLINE_BLOCKS=4224, the
+normalizing launch in 264 blocks with TORCHC_GPU_SPLIT_STORE_BLOCKS=264) and off: ragged
+sizes, several rows, bf16 input, a misaligned view (the scalar variant), -inf over whole parts,
+inf and NaN, a mean far from 0, repeated calls giving the same bits, and CUDA graphs. Skips
+without a CUDA device; the PTX side is in test_ptx_probe.py (test_online_split_ptx)."""
 import pytest
 import torch
 import torch.nn.functional as F
@@ -25,11 +27,11 @@ def online(request, monkeypatch):
     monkeypatch.setenv("TORCHC_CACHE", "0")
     monkeypatch.delenv("TORCHC_GPU_SPLIT_BLOCKS", raising=False)
     monkeypatch.delenv("TORCHC_GPU_ONLINE", raising=False)
-    monkeypatch.delenv("TORCHC_GPU_ONLINE_VALS", raising=False)
-    if request.param == "0":
-        monkeypatch.setenv("TORCHC_GPU_ONLINE", "0")
-    elif request.param:  # values a thread of the online launch (A/B knob)
-        monkeypatch.setenv("TORCHC_GPU_ONLINE_VALS", request.param)
+    monkeypatch.delenv("TORCHC_GPU_ONLINE_BLOCKS", raising=False)
+    monkeypatch.delenv("TORCHC_GPU_SPLIT_STORE_BLOCKS", raising=False)
+    if request.param:  # "VAR=VALUE" of TORCHC_GPU_VAR: off, or the A/B knobs' other settings
+        var, _, value = request.param.partition("=")
+        monkeypatch.setenv("TORCHC_GPU_" + var, value)
     torchc.reset()
     return request.param
 
@@ -47,11 +49,13 @@ def _fns(n):
     }
 
 
+# default (528 blocks: a loop), off, one iteration a thread (4224 blocks), normalizing launches of 264 blocks
+SETTINGS = ["", "ONLINE=0", "ONLINE_BLOCKS=4224", "SPLIT_STORE_BLOCKS=264"]
 CASES = ["softmax", "log_softmax", "logsumexp", "layer_norm", "var", "std"]
 
 
 @cuda
-@pytest.mark.parametrize("online", ["", "0", "8"], indirect=True)
+@pytest.mark.parametrize("online", SETTINGS, indirect=True)
 @pytest.mark.parametrize("case", CASES)
 @pytest.mark.parametrize("shape", [(2, 4000000), (1, 3000017), (5, 1 << 21), (3, 1000003)])
 def test_online_rows(online, case, shape):
@@ -62,7 +66,7 @@ def test_online_rows(online, case, shape):
 
 
 @cuda
-@pytest.mark.parametrize("online", ["", "0", "8"], indirect=True)
+@pytest.mark.parametrize("online", SETTINGS, indirect=True)
 @pytest.mark.parametrize("case", ["softmax", "layer_norm", "var"])
 def test_online_bf16_and_misaligned(online, case):
     torch.manual_seed(1)
@@ -81,7 +85,7 @@ def test_online_bf16_and_misaligned(online, case):
 
 
 @cuda
-@pytest.mark.parametrize("online", ["", "0", "8"], indirect=True)
+@pytest.mark.parametrize("online", SETTINGS, indirect=True)
 def test_online_special_values(online):
     n = 4000000
     x = torch.randn(4, n, device="cuda")
@@ -101,7 +105,7 @@ def test_online_special_values(online):
 
 
 @cuda
-@pytest.mark.parametrize("online", ["", "0", "8"], indirect=True)
+@pytest.mark.parametrize("online", SETTINGS, indirect=True)
 def test_online_far_mean_and_whole_tensor(online):
     torch.manual_seed(2)
     x = 1e3 + torch.randn(2, 4000000, device="cuda", dtype=torch.float64)
@@ -115,7 +119,7 @@ def test_online_far_mean_and_whole_tensor(online):
 
 
 @cuda
-@pytest.mark.parametrize("online", ["", "0", "8"], indirect=True)
+@pytest.mark.parametrize("online", SETTINGS, indirect=True)
 def test_online_repeatable_and_graphs(online):
     x = torch.randn(2, 4000000, device="cuda") * 2
     f = torchc.compile(lambda t: (torch.softmax(t, -1), t.var(-1)))

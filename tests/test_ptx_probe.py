@@ -471,25 +471,26 @@ def test_split_fuse_ptx(fuse, monkeypatch, capfd, tmp_path):
     ("softmax bf16", "", ["p1", "p5"]), ("logsumexp", "", ["p1", "f0"]),
     ("layer_norm", "", ["p1", "p5"]), ("layer_norm", "0", ["p1", "p3", "p5"]),
     ("var", "", ["p1", "f0"]), ("var", "0", ["p1", "p3", "f0"]),
-    ("softmax vals 8", "", ["p1", "p5"]), ("softmax 528 blocks", "", ["p1", "p5"]),
+    ("softmax looped", "", ["p1", "p5"]), ("softmax one iteration", "", ["p1", "p5"]),
     ("rms_norm", "", ["p1", "p3"])])
 def test_online_split_ptx(case, online, launches, monkeypatch, capfd, tmp_path):
     """Online split rows (gpu_nvptx.c online_pair / emit_online / online_combine): the max and
     the sum of exps (softmax, logsumexp's shifted form), or the mean and the squared deviations
-    (layer_norm, var), of a few huge rows come out of one launch whose thread keeps its part's
-    values in registers (4 16-byte loads, no spills); B's pass has no launch of its own. Off
+    (layer_norm, var), of a few huge rows come out of one launch whose threads keep their own
+    running state (4 16-byte loads an iteration, no spills; a loop with
+    TORCHC_GPU_ONLINE_BLOCKS=264); B's pass has no launch of its own. Off
     (TORCHC_GPU_ONLINE=0): three. rms_norm (one reduction) is untouched. Assembles with ptxas."""
     n = 4000000
     x = torch.randn(2, n)
     fns = {"softmax": (lambda t: torch.softmax(t, -1), x), "softmax bf16": (lambda t: torch.softmax(t, -1), x.to(torch.bfloat16)),
            "logsumexp": (lambda t: torch.logsumexp(t, -1), x), "layer_norm": (lambda t: F.layer_norm(t, (n,)), x),
-           "var": (lambda t: t.var(), torch.randn(1 << 24)), "softmax vals 8": (lambda t: torch.softmax(t, -1), x),
-           "softmax 528 blocks": (lambda t: torch.softmax(t, -1), x), "rms_norm": (lambda t: F.rms_norm(t, (n,)), x)}
+           "var": (lambda t: t.var(), torch.randn(1 << 24)), "softmax looped": (lambda t: torch.softmax(t, -1), x),
+           "softmax one iteration": (lambda t: torch.softmax(t, -1), x), "rms_norm": (lambda t: F.rms_norm(t, (n,)), x)}
     env = {"TORCHC_GPU_ONLINE": online}
-    if case == "softmax vals 8":
-        env["TORCHC_GPU_ONLINE_VALS"] = "8"
-    if case == "softmax 528 blocks":  # the online part count does not follow the split's
-        env["TORCHC_GPU_SPLIT_BLOCKS"] = "528"
+    if case == "softmax looped":  # 132 parts a row: 4 iterations a thread
+        env["TORCHC_GPU_ONLINE_BLOCKS"] = "264"
+    if case == "softmax one iteration":  # 2112 parts a row: 4 chunks a thread, no loop
+        env["TORCHC_GPU_ONLINE_BLOCKS"] = "4224"
     fn, arg = fns[case]
     ptx = _kernel_ptx(monkeypatch, capfd, tmp_path, fn, arg, env=env)
     ents = {e.split("(")[0]: e for e in ptx.split(".entry ")[1:]}
@@ -498,11 +499,13 @@ def test_online_split_ptx(case, online, launches, monkeypatch, capfd, tmp_path):
     first = [e for name, e in ents.items() if "_k0p1" in name]
     if online == "" and case != "rms_norm":
         vec = [e for name, e in ents.items() if name.endswith("_k0p1v")]
-        if vec:  # one 16-byte load per 4 (f32) or 8 (bf16) values, each once
-            want = {"softmax vals 8": 2, "softmax bf16": 2}.get(case, 4)
+        if vec:  # 16 values an iteration: 4 16-byte loads (f32) or 2 (bf16), each loaded once
+            want = {"softmax bf16": 2}.get(case, 4)
             assert vec[0].count("ld.global.nc.v4") == want, vec[0].count("ld.global.nc.v4")
-        want_min = "2" if case != "softmax vals 8" else "4"
-        assert all(f".minnctapersm {want_min}" in e for e in first)
+            looped = case != "softmax one iteration"  # default: 528 blocks, 2 or more iterations
+            assert (vec[0].count("bra.uni") + vec[0].count("bra ") > 1) == looped
+        # 64 registers (two blocks of 512 a SM) where the grid is more than 3 blocks a SM
+        assert all((".minnctapersm 2" in e) == (case != "softmax looped") for e in first)
     ptxas = _ptxas()
     if ptxas:
         f = tmp_path / "online.ptx"

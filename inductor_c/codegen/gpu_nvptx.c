@@ -68,7 +68,8 @@
 #define SMAX 16 /* chunks per thread of a persistent row (staged rows: half in shared memory) */
 #define UNROLL 4 /* chunks per iteration of a looped row */
 enum { ON_NONE, ON_SOFTMAX, ON_VAR }; /* online split pairs (online_pair) */
-static int online_vals(void);
+static int64_t online_blocks(int nsm);
+static int64_t store_blocks(int nsm, int64_t dflt);
 #define SPLIT_PMAX 4096 /* parts per split row (the combining block reads S / its threads each) */
 
 /* Threads per block of split rows (partial and combining launches): 512, or
@@ -123,6 +124,8 @@ typedef struct plan {
      * position) leaves per-block partials of the pass's reductions; a final launch
      * (pass = -1) combines them and stores. Later launches recombine earlier partials. */
     int S;
+    int Sg;                /* blocks a row of this launch: S, or for a launch that only stores
+                              (no partials) store_blocks's */
     int64_t Cs;            /* chunks per block (multiple of unroll) */
     int unroll;            /* looped rows: chunks per iteration (UNROLL; split rows: split_unroll) */
     int pass;
@@ -1943,18 +1946,39 @@ static void combine_rows(gg *g, ic_kernel *k, int lo, int hi) {
         }
 }
 
-/* A's launch of an online pair: the part's values (Cs chunks a thread, kept in registers) are
- * reduced into A's partial, then, with A's value over this part alone in rowval[A], into B's
- * (and, ON_VAR, the part's count into B's second slot); online_combine puts them together. */
+/* s(v): the shift of an online softmax pair over a value v of A (A itself, or logsumexp's
+ * where(isinf(A), 0, A)); rowval[A] is left at v */
+static LLVMValueRef online_sh(gg *g, LLVMValueRef v) {
+    const plan *P = g->P;
+    if (g->c->xs[P->on_shift].kind == X_ROWVAL) return v;
+    g->rowval[P->on_a] = v;
+    g->gen++;
+    return val(g, P->on_shift, 0);
+}
+
+/* A's launch of an online pair: each thread runs over its chunks of the part (unroll chunks an
+ * iteration, their loads issued together) keeping its own state, with no barrier in the loop:
+ *   ON_SOFTMAX: m (A's running max) and s = sum exp(x - s(m)), rescaled by exp(s(m) - s(m'))
+ *     when an iteration raises the max to m' (a thread with only -inf so far keeps s = 0);
+ *   ON_VAR: the running sum (A's raw accumulator), and count, mean and M2 = sum (x - mean)^2
+ *     merged per iteration (Chan et al.) from the iteration's own mean and squared deviations.
+ * Then the block: M = max m, sum_t s_t exp(s(m_t) - s(M)); or SUM, n_part and
+ * sum_t M2_t + n_t (mean_t - SUM / n_part)^2. The partials are those online_combine reads
+ * (A's raw value, B's, and ON_VAR the part's count). Other reductions of A's pass as usual. */
 static void emit_online(gg *g, ic_kernel *k) {
     const plan *P = g->P;
-    int pa = P->pass, pb = P->pass + 2;
+    int pa = P->pass, pb = P->pass + 2, ja = P->on_a, jb = P->on_b;
+    const ic_item *ia = &k->items[ja], *ib = &k->items[jb];
+    bool smx = P->on_kind == ON_SOFTMAX;
+    LLVMTypeRef ft = g->cg.f32;
+    LLVMValueRef z = LLVMConstReal(ft, 0.0), one = LLVMConstReal(ft, 1.0), ninf = LLVMConstReal(ft, -INFINITY);
     LLVMValueRef *acc = calloc(2 * (size_t)k->nitems + 1, sizeof *acc);
-    if (!acc) ic_fail(g->c, IC_ENOMEM, "out of memory");
+    LLVMValueRef *acc2 = calloc(2 * (size_t)k->nitems + 1, sizeof *acc2);
+    if (!acc || !acc2) ic_fail(g->c, IC_ENOMEM, "out of memory");
     LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(g->fn);
     for (int j = 0; j < k->nitems; j++) {
         ic_item *it = &k->items[j];
-        if ((it->pos != pa && it->pos != pb) || it->kind != IT_REDUCE) continue;
+        if (it->pos != pa || it->kind != IT_REDUCE) continue;
         acc[j] = alloca_(g, rtype(g, it->acc), entry);
         LLVMBuildStore(B, red_identity(g, it), acc[j]);
         if (ic_is_arg(it->red_op)) {
@@ -1962,48 +1986,122 @@ static void emit_online(gg *g, ic_kernel *k) {
             LLVMBuildStore(B, ki(g, g->cg.i64, INT64_MAX), acc[k->nitems + j]);
         }
     }
-    LLVMValueRef c0 = LLVMBuildMul(B, g->part_s, kix(g, P->Cs), "");
-    LLVMValueRef first = LLVMBuildICmp(B, LLVMIntEQ, g->j, kix(g, 0), "");
-    LLVMValueRef ra = NULL, cnt = NULL;
-    for (int h = 0; h < 2; h++) {
-        int pos = h ? pb : pa;
-        for (int u = 0; u < P->Cs; u++) emit_chunk(g, k, pos, u ? LLVMBuildAdd(B, c0, kix(g, u), "") : c0, u, acc);
+    LLVMValueRef ga = alloca_(g, ft, entry), gb = alloca_(g, ft, entry); /* the iteration's A and B */
+    LLVMValueRef sb = alloca_(g, ft, entry), tn = alloca_(g, ft, entry), tm = alloca_(g, ft, entry);
+    LLVMBuildStore(B, z, sb);
+    LLVMBuildStore(B, z, tn);
+    LLVMBuildStore(B, z, tm);
+    memcpy(acc2, acc, (2 * (size_t)k->nitems + 1) * sizeof *acc);
+    loop L;
+    LLVMValueRef lo = LLVMBuildMul(B, g->part_s, kix(g, P->Cs), "");
+    loop_begin(g, &L, lo, LLVMBuildAdd(B, lo, kix(g, P->Cs), ""));
+    LLVMBuildStore(B, red_identity(g, ia), ga);
+    acc2[ja] = ga;
+    for (int u = 0; u < P->unroll; u++) emit_chunk(g, k, pa, u ? LLVMBuildAdd(B, L.i, kix(g, u), "") : L.i, u, acc2);
+    g->V = 1;
+    g->vv = -1;
+    LLVMValueRef gv = LLVMBuildLoad2(B, ft, ga, "");
+    LLVMValueRef m = LLVMBuildLoad2(B, ft, acc[ja], "");
+    LLVMValueRef m2 = red_combine(g, ia, m, gv); /* the thread's max, or raw sum, so far */
+    LLVMBuildStore(B, m2, acc[ja]);
+    if (smx) {
+        LLVMValueRef shm = online_sh(g, m), shm2 = online_sh(g, m2);
+        LLVMValueRef e = vm_exp(&g->cg, LLVMBuildFSub(B, shm, shm2, ""));
+        LLVMValueRef scale = sel(g, fcmp(g, LLVMRealOEQ, m, m2), one, sel(g, fcmp(g, LLVMRealOEQ, m, ninf), z, e));
+        LLVMBuildStore(B, LLVMBuildFMul(B, LLVMBuildLoad2(B, ft, sb, ""), scale, ""), sb);
+        g->rowval[ja] = m2;
+        acc2[jb] = sb;
+    } else {
+        LLVMValueRef cnt = z; /* the thread's values this iteration: whole chunks of V */
+        for (int u = 0; u < P->unroll; u++) {
+            LLVMValueRef ci = u ? LLVMBuildAdd(B, L.i, kix(g, u), "") : L.i;
+            LLVMValueRef gi = LLVMBuildAdd(B, LLVMBuildMul(B, ci, kix(g, P->T), ""), g->j, "");
+            LLVMValueRef ok = LLVMBuildICmp(B, LLVMIntSLT, gi, kix(g, P->nv), "");
+            cnt = LLVMBuildFAdd(B, cnt, sel(g, ok, LLVMConstReal(ft, P->V), z), "");
+        }
+        LLVMValueRef pos = fcmp(g, LLVMRealOGT, cnt, z);
+        LLVMValueRef gm = sel(g, pos, LLVMBuildFDiv(B, gv, sel(g, pos, cnt, one), ""), z);
+        g->rowval[ja] = gm;
+        LLVMBuildStore(B, z, gb);
+        acc2[jb] = gb;
+        g->gen++;
+        for (int u = 0; u < P->unroll; u++) emit_chunk(g, k, pb, u ? LLVMBuildAdd(B, L.i, kix(g, u), "") : L.i, u, acc2);
         g->V = 1;
         g->vv = -1;
-        g->gen++;
-        for (int j = 0; j < k->nitems; j++) {
-            ic_item *it = &k->items[j];
-            if (it->pos != pos || it->kind != IT_REDUCE) continue;
-            LLVMValueRef r = LLVMBuildLoad2(B, rtype(g, it->acc), acc[j], "");
-            LLVMValueRef ri = ic_is_arg(it->red_op) ? LLVMBuildLoad2(B, g->cg.i64, acc[k->nitems + j], "") : NULL;
-            r = block_reduce(g, it, r, ri ? &ri : NULL);
-            if (j == P->on_a) ra = r;
-            LLVMBasicBlockRef st = LLVMAppendBasicBlockInContext(g->cg.ctx, g->fn, "part");
-            LLVMBasicBlockRef end = LLVMAppendBasicBlockInContext(g->cg.ctx, g->fn, "part.end");
-            LLVMBuildCondBr(B, first, st, end);
-            LLVMPositionBuilderAtEnd(B, st);
-            part_store(g, P->slot[j], g->part_s, r);
-            if (ri) part_store(g, P->slot[j] + 1, g->part_s, ri);
-            if (j == P->on_b && P->on_kind == ON_VAR) part_store(g, P->slot[j] + 1, g->part_s, cnt);
-            LLVMBuildBr(B, end);
-            LLVMPositionBuilderAtEnd(B, end);
-        }
-        if (h) break;
-        /* A over this part: the max, or the part's sum over its count (0 for an empty part) */
-        LLVMValueRef aloc = ra;
-        if (P->on_kind == ON_VAR) {
-            int64_t per = P->Cs * (int64_t)P->T * P->V;
-            LLVMValueRef left = LLVMBuildSub(B, kix(g, P->n), LLVMBuildMul(B, g->part_s, kix(g, per), ""), "");
-            left = sel(g, LLVMBuildICmp(B, LLVMIntSLT, left, kix(g, per), ""), left, kix(g, per));
-            left = sel(g, LLVMBuildICmp(B, LLVMIntSGT, left, kix(g, 0), ""), left, kix(g, 0));
-            LLVMValueRef n = LLVMBuildSIToFP(B, left, g->cg.f32, "");
-            aloc = sel(g, fcmp(g, LLVMRealOGT, n, kf(n, 0.0)), LLVMBuildFDiv(B, ra, n, ""), kf(n, 0.0));
-            cnt = n; /* stored with B's partial */
-        }
-        g->rowval[P->on_a] = aloc;
+        LLVMValueRef n0 = LLVMBuildLoad2(B, ft, tn, ""), m0 = LLVMBuildLoad2(B, ft, tm, "");
+        LLVMValueRef n1 = LLVMBuildFAdd(B, n0, cnt, "");
+        LLVMValueRef d = LLVMBuildFSub(B, gm, m0, "");
+        LLVMValueRef w = LLVMBuildFDiv(B, cnt, sel(g, pos, n1, one), ""); /* cnt / n1 */
+        LLVMValueRef m1 = fma3(g, d, w, m0);
+        LLVMValueRef q = LLVMBuildFMul(B, LLVMBuildFMul(B, d, d, ""), LLVMBuildFMul(B, n0, w, ""), "");
+        LLVMValueRef M2 = LLVMBuildFAdd(B, LLVMBuildFAdd(B, LLVMBuildLoad2(B, ft, sb, ""), LLVMBuildLoad2(B, ft, gb, ""), ""), q, "");
+        LLVMBuildStore(B, sel(g, pos, n1, n0), tn);
+        LLVMBuildStore(B, sel(g, pos, m1, m0), tm);
+        LLVMBuildStore(B, sel(g, pos, M2, LLVMBuildLoad2(B, ft, sb, "")), sb);
     }
-    g->rowval[P->on_a] = NULL; /* only combined values past this launch (split_fuse) */
+    if (smx) {
+        g->gen++;
+        for (int u = 0; u < P->unroll; u++) emit_chunk(g, k, pb, u ? LLVMBuildAdd(B, L.i, kix(g, u), "") : L.i, u, acc2);
+        g->V = 1;
+        g->vv = -1;
+        /* nothing but -inf so far: exp(x - s(-inf)) may be NaN; the sum is 0 */
+        LLVMValueRef sv = LLVMBuildLoad2(B, ft, sb, "");
+        LLVMBuildStore(B, sel(g, fcmp(g, LLVMRealOEQ, m2, ninf), z, sv), sb);
+    }
+    loop_end(g, &L, kix(g, P->unroll));
+    g->vgen++; /* the chunk loads of the loop body stay in it */
+    g->gen++;
+    g->V = 1;
+    g->vv = -1;
+    g->chunk = -1;
+    LLVMValueRef first = LLVMBuildICmp(B, LLVMIntEQ, g->j, kix(g, 0), "");
+    LLVMValueRef pa_v = NULL, pb_v = NULL, pn_v = NULL;
+    for (int j = 0; j < k->nitems; j++) { /* the pass's reductions, A's among them */
+        ic_item *it = &k->items[j];
+        if (it->pos != pa || it->kind != IT_REDUCE) continue;
+        LLVMValueRef r = LLVMBuildLoad2(B, rtype(g, it->acc), acc[j], "");
+        LLVMValueRef ri = ic_is_arg(it->red_op) ? LLVMBuildLoad2(B, g->cg.i64, acc[k->nitems + j], "") : NULL;
+        LLVMValueRef rt = r;
+        r = block_reduce(g, it, r, ri ? &ri : NULL);
+        if (j == ja) {
+            pa_v = r;
+            if (smx) { /* s_t exp(s(m_t) - s(M)), 0 for a thread that saw only -inf */
+                LLVMValueRef e = vm_exp(&g->cg, LLVMBuildFSub(B, online_sh(g, rt), online_sh(g, r), ""));
+                LLVMValueRef st = LLVMBuildFMul(B, LLVMBuildLoad2(B, ft, sb, ""), e, "");
+                pb_v = sel(g, fcmp(g, LLVMRealOEQ, rt, ninf), z, st);
+            } else { /* M2_t + n_t (mean_t - mean of the part)^2 */
+                int64_t per = P->Cs * (int64_t)P->T * P->V;
+                LLVMValueRef left = LLVMBuildSub(B, kix(g, P->n), LLVMBuildMul(B, g->part_s, kix(g, per), ""), "");
+                left = sel(g, LLVMBuildICmp(B, LLVMIntSLT, left, kix(g, per), ""), left, kix(g, per));
+                left = sel(g, LLVMBuildICmp(B, LLVMIntSGT, left, kix(g, 0), ""), left, kix(g, 0));
+                pn_v = LLVMBuildSIToFP(B, left, ft, "");
+                LLVMValueRef pos = fcmp(g, LLVMRealOGT, pn_v, z);
+                LLVMValueRef mp = sel(g, pos, LLVMBuildFDiv(B, r, sel(g, pos, pn_v, one), ""), z);
+                LLVMValueRef n0 = LLVMBuildLoad2(B, ft, tn, "");
+                LLVMValueRef d = LLVMBuildFSub(B, LLVMBuildLoad2(B, ft, tm, ""), mp, "");
+                LLVMValueRef c = fma3(g, LLVMBuildFMul(B, n0, d, ""), d, LLVMBuildLoad2(B, ft, sb, ""));
+                pb_v = sel(g, fcmp(g, LLVMRealOGT, n0, z), c, z);
+            }
+            pb_v = block_reduce(g, ib, pb_v, NULL);
+        }
+        LLVMBasicBlockRef st = LLVMAppendBasicBlockInContext(g->cg.ctx, g->fn, "part");
+        LLVMBasicBlockRef end = LLVMAppendBasicBlockInContext(g->cg.ctx, g->fn, "part.end");
+        LLVMBuildCondBr(B, first, st, end);
+        LLVMPositionBuilderAtEnd(B, st);
+        part_store(g, P->slot[j], g->part_s, r);
+        if (ri) part_store(g, P->slot[j] + 1, g->part_s, ri);
+        if (j == ja) {
+            part_store(g, P->slot[jb], g->part_s, pb_v);
+            if (pn_v) part_store(g, P->slot[jb] + 1, g->part_s, pn_v);
+        }
+        LLVMBuildBr(B, end);
+        LLVMPositionBuilderAtEnd(B, end);
+    }
+    (void)pa_v;
+    g->rowval[ja] = NULL; /* only combined values past this launch (split_fuse) */
+    g->gen++;
     free(acc);
+    free(acc2);
 }
 
 /* The last partial launch with row counters (g->ctr, not NULL): after its partial, thread 0
@@ -2065,7 +2163,7 @@ static void emit_split(gg *g, ic_kernel *k) {
     const plan *P = g->P;
     LLVMValueRef bid = LLVMBuildZExt(B, sreg(g, "llvm.nvvm.read.ptx.sreg.ctaid.x"), g->ity, "");
     g->j = LLVMBuildZExt(B, g->tid, g->ity, "");
-    int S = P->pass >= 0 ? P->S : 1;
+    int S = P->pass >= 0 ? P->Sg : 1;
     g->row = S > 1 ? LLVMBuildUDiv(B, bid, kix(g, S), "") : bid;
     g->part_s = S > 1 ? LLVMBuildURem(B, bid, kix(g, S), "") : kix(g, 0);
     g->active = LLVMConstInt(g->cg.i1, 1, 0);
@@ -2494,21 +2592,25 @@ static void plan_kernel(ic_ctx *c, ic_kernel *k, plan *P, int V, int nsm, int S,
         P->grid = (unsigned)(blocks * P->cl);
     }
     if (S > 1) {
-        P->S = S;
+        P->S = P->Sg = S;
+        bool red = false; /* does this launch make partials? */
+        for (int j = 0; j < k->nitems; j++) red |= k->items[j].kind == IT_REDUCE && k->items[j].pos == pass;
+        if (pass >= 0 && !red && !online) {
+            int64_t sg = (store_blocks(nsm, S * P->rows) + P->rows - 1) / P->rows;
+            P->Sg = (int)(sg < 1 ? 1 : sg > P->C ? P->C : sg);
+        }
         P->persistent = false;
         P->unroll = split_unroll();
-        int64_t cs = (P->C + S - 1) / S;
+        if (online && P->unroll * V > 16) P->unroll = 16 / V > 1 ? 16 / V : 1; /* 16 values an iteration */
+        int64_t cs = (P->C + P->Sg - 1) / P->Sg;
         if (cs < P->unroll) P->unroll = (int)cs; /* one iteration of fewer chunks */
         P->Cs = (cs + P->unroll - 1) / P->unroll * P->unroll;
-        P->grid = (unsigned)(pass >= 0 ? P->rows * S : P->rows);
+        P->grid = (unsigned)(pass >= 0 ? P->rows * P->Sg : P->rows);
         /* a partial pass of more than 3 blocks per SM: 4 resident (32 registers), so that the
          * default split (16 per SM) runs in full waves */
         if (pass >= 0 && P->grid > 3 * (unsigned)nsm) P->minctasm = 2048 / P->T;
         P->online = online;
-        if (online) { /* the part's chunks, up to online_vals() a thread, stay in registers */
-            P->Cs = cs;
-            if (P->minctasm && online_vals() > 8) P->minctasm = 1024 / P->T > 1 ? 1024 / P->T : 1;
-        }
+        if (online && P->minctasm) P->minctasm = 1024 / P->T > 1 ? 1024 / P->T : 1; /* 64 registers */
         P->pass = pass;
         P->slot = slot;
     }
@@ -2521,7 +2623,7 @@ static void plan_kernel(ic_ctx *c, ic_kernel *k, plan *P, int V, int nsm, int S,
  * the H200, x.sum() of 64 MB took 19.1-19.2 us of device time a call with it (either form;
  * 18.0 at 528 parts) against 17.6-17.7 us as two launches, the combining one overlapped by
  * programmatic dependent launch: each block's release and counter round trip before it exits
- * costs more than that launch (gpu_bench_h200_fuse.json). */
+ * costs more than that launch (gpu_bench.py --ab TORCHC_GPU_SPLIT_FUSE=1, 2026-12-03). */
 static int split_fuse_on(void) {
     const char *e = getenv("TORCHC_GPU_SPLIT_FUSE");
     return e && !strcmp(e, "1") ? 1 : e && !strcmp(e, "2") ? 2 : 0;
@@ -2539,12 +2641,11 @@ static int choose_split(ic_kernel *k, int nsm, int V, bool online) {
     for (int j = 0; j < k->nitems; j++)
         if (k->items[j].pos % 2 == 0 && k->items[j].store && k->items[j].pos != k->npos - 1) return 0;
     int64_t chunks = (n / V + split_t() - 1) / split_t(); /* the vector variant's */
-    /* at least one unrolled iteration a part (online pairs: 16 values a thread), and no part
-     * without chunks (the cap used to round down: 2 rows of 4M f32 got 488 parts of 8 chunks
-     * a row, half of them empty) */
-    int64_t per = online ? (online_vals() / V > 1 ? online_vals() / V : 1) : split_unroll();
-    int64_t s = (split_blocks(nsm) + rows - 1) / rows;
-    if (s > (chunks + per - 1) / per || online) s = (chunks + per - 1) / per; /* online: as many as that takes */
+    /* at least one unrolled iteration a part, and no part without chunks (the cap used to
+     * round down: 2 rows of 4M f32 got 488 parts of 8 chunks a row, half of them empty) */
+    int64_t per = split_unroll();
+    int64_t s = ((online ? online_blocks(nsm) : split_blocks(nsm)) + rows - 1) / rows;
+    if (s > (chunks + per - 1) / per) s = (chunks + per - 1) / per;
     if (s > SPLIT_PMAX) s = SPLIT_PMAX;
     return s >= 2 ? (int)s : 0;
 }
@@ -2561,12 +2662,28 @@ static bool online_on(void) {
     return !e || strcmp(e, "0") != 0;
 }
 
-/* Values a thread of an online launch keeps (TORCHC_GPU_ONLINE_VALS=4|8|16, A/B knob, in the
- * key): 16 (default) at 64 registers, 8 or 4 at 32 (4 blocks of 512 a SM) and more parts. */
-static int online_vals(void) {
-    const char *e = getenv("TORCHC_GPU_ONLINE_VALS");
-    int v = e && *e ? atoi(e) : 16;
-    return v <= 4 ? 4 : v <= 8 ? 8 : 16;
+/* Blocks of a split launch that only stores (softmax's or layer_norm's normalizing pass: each
+ * block first combines the row's partials, then runs over its chunks) over all rows:
+ * TORCHC_GPU_SPLIT_STORE_BLOCKS=n (A/B knob, in the key); default: those of the partial launches */
+static int64_t store_blocks(int nsm, int64_t dflt) {
+    const char *e = getenv("TORCHC_GPU_SPLIT_STORE_BLOCKS");
+    int64_t b = e && *e ? atoll(e) : 0;
+    (void)nsm;
+    if (b <= 0) return dflt;
+    return b < 64 ? 64 : b > (1 << 20) ? (1 << 20) : b;
+}
+
+/* Blocks of an online pair's split launches over all rows (TORCHC_GPU_ONLINE_BLOCKS=n, A/B
+ * knob, in the key). Default 4 per SM: on the H200 (gpu_bench_h200_online.json, queued device
+ * time a call, 2 rows of 4M f32) softmax took 29.8 us and layer_norm 39.1 us with 528 blocks,
+ * 30.7 and 44.4 with the split default's 16 per SM (one iteration a thread), 31.3 and 39.6 with
+ * 264; the normalizing launch, whose every block first combines the row's partials, gains
+ * most from fewer blocks (TORCHC_GPU_SPLIT_STORE_BLOCKS=264 alone: layer_norm 39.1 us). */
+static int64_t online_blocks(int nsm) {
+    const char *e = getenv("TORCHC_GPU_ONLINE_BLOCKS");
+    int64_t b = e && *e ? atoll(e) : 0;
+    if (b <= 0) return 4 * (int64_t)nsm;
+    return b < 64 ? 64 : b > (1 << 20) ? (1 << 20) : b;
 }
 
 /* the shift of B = sum exp(x - s): A itself, or logsumexp's where(isinf(A), 0, A) */
@@ -3597,7 +3714,8 @@ static char *cache_key(ic_ctx *c, int tsm, int nsm) {
                   gpu_v2(), exp_mode(), ic_stencil_opt(), lowp_on(), pdl_on(tsm), tls_cluster_ok, vec8_on(),
                   stage_mode(), split_unroll(), (long long)split_blocks(nsm)); /* knobs that change code */
     ic_str_printf(&s, "|gchoice=%d|lazy=%d|ldhint=%d|splitt=%d|sfuse=%d|online=%d", gemm_choice_static(), lazy_on(false),
-                  ldhint(), split_t(), split_fuse_on(), online_on() ? online_vals() : 0);
+                  ldhint(), split_t(), split_fuse_on(), online_on() ? (int)online_blocks(nsm) : 0);
+    ic_str_printf(&s, "|sstore=%lld", (long long)store_blocks(nsm, 0));
     free(text);
     if (s.oom) {
         free(s.s);
@@ -3856,16 +3974,6 @@ static void codegen(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
         ic_xid on_shift = -1;
         int on_kind = tile ? ON_NONE : online_pair(c, k, &on_a, &on_b, &on_shift);
         int S = tile ? 0 : choose_split(k, nsm, V, on_kind != ON_NONE);
-        if (S > 1 && on_kind) { /* every variant's part in registers: online_vals() a thread */
-            int64_t n = 1;
-            for (int i = 0; i < k->ninner; i++) n *= k->isize[i];
-            for (int v = 0; v < nvar; v++) {
-                int vw = v == 0 ? V : 1;
-                int64_t C = (n / vw + split_t() - 1) / split_t(), cs = (C + S - 1) / S;
-                if (cs > SMAX || cs * vw > online_vals()) on_kind = ON_NONE;
-            }
-            if (!on_kind) S = choose_split(k, nsm, V, false);
-        }
         if (S <= 1) on_kind = ON_NONE;
         int *slot = ic_alloc(c, ((size_t)k->nitems + 1) * sizeof(int));
         int nslot = 0, nfinal = 0; /* nfinal: stores the final launch makes */
