@@ -1,11 +1,12 @@
 """Split rows with more parts than the combining block has threads (gpu_nvptx.c choose_split,
 split_blocks, part_combine): x.sum() of a huge tensor is reduced by S blocks per row into
 partials, then one block per row combines them, each thread reading partials t, t + 512, ...
-TORCHC_GPU_SPLIT_BLOCKS sets the partial launch's blocks (default 16 per SM; up to
-4096 parts per row). Differential tests against eager on the device for sums, means, max/min,
-argmax/argmin (ties and NaN across part boundaries), several rows, ragged sizes, bf16 input,
-fused softmax / layernorm of long rows, and under CUDA graph capture. Skips without a CUDA
-device; the PTX side is in test_ptx_probe.py."""
+TORCHC_GPU_SPLIT_BLOCKS sets the partial launch's blocks (default 16 per SM; up to 4096 parts
+per row), TORCHC_GPU_SPLIT_EVEN=1 spreads the chunks evenly over the parts. Differential tests
+against eager on the device for sums, means, max/min, argmax/argmin (ties and NaN across part
+boundaries), several rows, ragged sizes, bf16 input, fused softmax / layernorm of long rows,
+and under CUDA graph capture. Skips without a CUDA device; the PTX side is in
+test_ptx_probe.py."""
 import pytest
 import torch
 import torch.nn.functional as F
@@ -14,7 +15,7 @@ import torchc
 
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 
-BLOCKS = ["", "528", "1056", "5000", "100000"]
+BLOCKS = ["", "528", "1056", "5000", "100000", "even", "even5000"]
 
 
 def _close(got, want, **tol):
@@ -24,10 +25,14 @@ def _close(got, want, **tol):
 @pytest.fixture
 def blocks(request, monkeypatch):
     monkeypatch.setenv("TORCHC_CACHE", "0")
-    if request.param:
+    monkeypatch.delenv("TORCHC_GPU_SPLIT_EVEN", raising=False)
+    monkeypatch.delenv("TORCHC_GPU_SPLIT_BLOCKS", raising=False)
+    if request.param.startswith("even"):  # chunks spread evenly over the parts (A/B knob)
+        monkeypatch.setenv("TORCHC_GPU_SPLIT_EVEN", "1")
+        if request.param[4:]:
+            monkeypatch.setenv("TORCHC_GPU_SPLIT_BLOCKS", request.param[4:])
+    elif request.param:
         monkeypatch.setenv("TORCHC_GPU_SPLIT_BLOCKS", request.param)
-    else:
-        monkeypatch.delenv("TORCHC_GPU_SPLIT_BLOCKS", raising=False)
     torchc.reset()
     return request.param
 

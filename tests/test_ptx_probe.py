@@ -512,3 +512,24 @@ def test_online_split_ptx(case, online, launches, monkeypatch, capfd, tmp_path):
         f.write_text(ptx)
         info = _ptxas_v(ptxas, f)
         assert all(ln.strip().startswith("0 bytes stack") for ln in info.splitlines() if "spill" in ln), info
+
+
+def test_split_even_ptx(monkeypatch, capfd, tmp_path):
+    """TORCHC_GPU_SPLIT_EVEN=1 (A/B knob, off): x.sum()'s parts run over chunks [p C / S,
+    (p + 1) C / S), 3 or 4 of them here, in one iteration of 4 16-byte loads (the fourth behind
+    the part's bound); the PTX differs from the default's and assembles at 32 registers"""
+    parts = {}
+    for even in ("1", ""):
+        ptx = _kernel_ptx(monkeypatch, capfd, tmp_path, lambda t: t.sum(), torch.randn(1 << 24),
+                          env={"TORCHC_GPU_SPLIT_EVEN": even})
+        part = [e for e in ptx.split(".entry ")[1:] if "_k0p1v" in e.split("(")[0]]
+        assert part and part[0].count("ld.global.nc.v4.f32") == 4
+        parts[even] = part[0].split("(", 1)[1]
+        ptxas = _ptxas()
+        if ptxas:
+            f = tmp_path / "se.ptx"
+            f.write_text(ptx)
+            info = _ptxas_v(ptxas, f)
+            regs = re.findall(r"entry function '(\w+)'[\s\S]*?Used (\d+) registers", info)
+            assert regs and all(int(n) <= 32 for name, n in regs if "_k0p" in name), regs
+    assert parts["1"] != parts[""]
