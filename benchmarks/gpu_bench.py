@@ -74,6 +74,9 @@ def cases(quick):
         ("sum(-1) f32", lambda x: T.sum_(x, -1), lambda: (r(R, 4096),)),
         ("sum(0) f32", lambda x: T.sum_(x, 0), lambda: (r(4096, R),)),
         ("sum() f32", lambda x: T.sum_(x), lambda: (r(R * 1024),)),
+        # the same at the copy measurement's size (1 GiB): its launch ramp, tail and combining
+        # launch weigh 16 times less than at 64 MB
+        ("sum() f32 1 GiB", lambda x: T.sum_(x), lambda: (r(R * 16384),)),
         ("softmax 4096 f32", T.softmax, lambda: (r(R, 4096),)),
         ("softmax 32768 f32", T.softmax, lambda: (r(R // 8, 32768),)),
         # two rows of 4M: split rows (several blocks a row, then a combining launch a pass)
