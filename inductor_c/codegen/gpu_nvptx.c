@@ -1812,6 +1812,18 @@ static void part_store(gg *g, int slot, LLVMValueRef part, LLVMValueRef v) {
     LLVMBuildStore(B, v, part_ptr(g, slot, part));
 }
 
+/* The block's partials, by its thread `first`: v[i] (skipped where NULL) into slot[i] */
+static void part_stores(gg *g, LLVMValueRef first, const int *slot, LLVMValueRef *v, int n) {
+    LLVMBasicBlockRef st = LLVMAppendBasicBlockInContext(g->cg.ctx, g->fn, "part");
+    LLVMBasicBlockRef end = LLVMAppendBasicBlockInContext(g->cg.ctx, g->fn, "part.end");
+    LLVMBuildCondBr(B, first, st, end);
+    LLVMPositionBuilderAtEnd(B, st);
+    for (int i = 0; i < n; i++)
+        if (v[i]) part_store(g, slot[i], g->part_s, v[i]);
+    LLVMBuildBr(B, end);
+    LLVMPositionBuilderAtEnd(B, end);
+}
+
 /* The row value of reduction item j from its S partials: thread t reads partials t, t + T,
  * ... in that order, then one block reduction (the same order in every block, so every
  * launch gets the same value). */
@@ -1950,6 +1962,25 @@ static void combine_rows(gg *g, ic_kernel *k, int lo, int hi) {
         }
 }
 
+/* The accumulators of the reductions of pass pos, in entry-block allocas set to their
+ * identities: [j] the value, [nitems + j] an arg reduction's index (calloc'd; free it). */
+static LLVMValueRef *pass_accs(gg *g, ic_kernel *k, int pos) {
+    LLVMValueRef *acc = calloc(2 * (size_t)k->nitems + 1, sizeof *acc);
+    if (!acc) ic_fail(g->c, IC_ENOMEM, "out of memory");
+    LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(g->fn);
+    for (int j = 0; j < k->nitems; j++) {
+        ic_item *it = &k->items[j];
+        if (it->pos != pos || it->kind != IT_REDUCE) continue;
+        acc[j] = alloca_(g, rtype(g, it->acc), entry);
+        LLVMBuildStore(B, red_identity(g, it), acc[j]);
+        if (ic_is_arg(it->red_op)) {
+            acc[k->nitems + j] = alloca_(g, g->cg.i64, entry);
+            LLVMBuildStore(B, ki(g, g->cg.i64, INT64_MAX), acc[k->nitems + j]);
+        }
+    }
+    return acc;
+}
+
 /* s(v): the shift of an online softmax pair over a value v of A (A itself, or logsumexp's
  * where(isinf(A), 0, A)); rowval[A] is left at v */
 static LLVMValueRef online_sh(gg *g, LLVMValueRef v) {
@@ -1976,20 +2007,10 @@ static void emit_online(gg *g, ic_kernel *k) {
     bool smx = P->on_kind == ON_SOFTMAX;
     LLVMTypeRef ft = g->cg.f32;
     LLVMValueRef z = LLVMConstReal(ft, 0.0), one = LLVMConstReal(ft, 1.0), ninf = LLVMConstReal(ft, -INFINITY);
-    LLVMValueRef *acc = calloc(2 * (size_t)k->nitems + 1, sizeof *acc);
+    LLVMValueRef *acc = pass_accs(g, k, pa);
     LLVMValueRef *acc2 = calloc(2 * (size_t)k->nitems + 1, sizeof *acc2);
-    if (!acc || !acc2) ic_fail(g->c, IC_ENOMEM, "out of memory");
+    if (!acc2) ic_fail(g->c, IC_ENOMEM, "out of memory");
     LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(g->fn);
-    for (int j = 0; j < k->nitems; j++) {
-        ic_item *it = &k->items[j];
-        if (it->pos != pa || it->kind != IT_REDUCE) continue;
-        acc[j] = alloca_(g, rtype(g, it->acc), entry);
-        LLVMBuildStore(B, red_identity(g, it), acc[j]);
-        if (ic_is_arg(it->red_op)) {
-            acc[k->nitems + j] = alloca_(g, g->cg.i64, entry);
-            LLVMBuildStore(B, ki(g, g->cg.i64, INT64_MAX), acc[k->nitems + j]);
-        }
-    }
     LLVMValueRef ga = alloca_(g, ft, entry), gb = alloca_(g, ft, entry); /* the iteration's A and B */
     LLVMValueRef sb = alloca_(g, ft, entry), tn = alloca_(g, ft, entry), tm = alloca_(g, ft, entry);
     LLVMBuildStore(B, z, sb);
@@ -2088,18 +2109,9 @@ static void emit_online(gg *g, ic_kernel *k) {
             }
             pb_v = block_reduce(g, ib, pb_v, NULL);
         }
-        LLVMBasicBlockRef st = LLVMAppendBasicBlockInContext(g->cg.ctx, g->fn, "part");
-        LLVMBasicBlockRef end = LLVMAppendBasicBlockInContext(g->cg.ctx, g->fn, "part.end");
-        LLVMBuildCondBr(B, first, st, end);
-        LLVMPositionBuilderAtEnd(B, st);
-        part_store(g, P->slot[j], g->part_s, r);
-        if (ri) part_store(g, P->slot[j] + 1, g->part_s, ri);
-        if (j == ja) {
-            part_store(g, P->slot[jb], g->part_s, pb_v);
-            if (pn_v) part_store(g, P->slot[jb] + 1, g->part_s, pn_v);
-        }
-        LLVMBuildBr(B, end);
-        LLVMPositionBuilderAtEnd(B, end);
+        int sl[4] = {P->slot[j], P->slot[j] + 1, P->slot[jb], P->slot[jb] + 1};
+        LLVMValueRef v[4] = {r, ri, j == ja ? pb_v : NULL, j == ja ? pn_v : NULL};
+        part_stores(g, first, sl, v, 4);
     }
     (void)pa_v;
     g->rowval[ja] = NULL; /* only combined values past this launch (split_fuse) */
@@ -2191,19 +2203,7 @@ static void emit_split(gg *g, ic_kernel *k) {
 
 static void emit_pass(gg *g, ic_kernel *k, int pos) {
     const plan *P = g->P;
-    LLVMValueRef *acc = calloc(2 * (size_t)k->nitems + 1, sizeof *acc); /* values, then arg indices */
-    if (!acc) ic_fail(g->c, IC_ENOMEM, "out of memory");
-    LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(g->fn);
-    for (int j = 0; j < k->nitems; j++) {
-        ic_item *it = &k->items[j];
-        if (it->pos != pos || it->kind != IT_REDUCE) continue;
-        acc[j] = alloca_(g, rtype(g, it->acc), entry);
-        LLVMBuildStore(B, red_identity(g, it), acc[j]);
-        if (ic_is_arg(it->red_op)) {
-            acc[k->nitems + j] = alloca_(g, g->cg.i64, entry);
-            LLVMBuildStore(B, ki(g, g->cg.i64, INT64_MAX), acc[k->nitems + j]);
-        }
-    }
+    LLVMValueRef *acc = pass_accs(g, k, pos);
     if (P->persistent) {
         for (int c = 0; c < P->C; c++) emit_chunk(g, k, pos, kix(g, c), c, acc);
     } else if (P->C > 0) {
@@ -2236,14 +2236,9 @@ static void emit_pass(gg *g, ic_kernel *k, int pos) {
         if (P->S > 1) { /* this block's partial: raw accumulator (and index) */
             LLVMValueRef ri = ic_is_arg(it->red_op) ? LLVMBuildLoad2(B, g->cg.i64, acc[k->nitems + j], "") : NULL;
             r = block_reduce(g, it, r, ri ? &ri : NULL);
-            LLVMBasicBlockRef st = LLVMAppendBasicBlockInContext(g->cg.ctx, g->fn, "part");
-            LLVMBasicBlockRef end = LLVMAppendBasicBlockInContext(g->cg.ctx, g->fn, "part.end");
-            LLVMBuildCondBr(B, first, st, end);
-            LLVMPositionBuilderAtEnd(B, st);
-            part_store(g, P->slot[j], g->part_s, r);
-            if (ri) part_store(g, P->slot[j] + 1, g->part_s, ri);
-            LLVMBuildBr(B, end);
-            LLVMPositionBuilderAtEnd(B, end);
+            int sl[2] = {P->slot[j], P->slot[j] + 1};
+            LLVMValueRef v[2] = {r, ri};
+            part_stores(g, first, sl, v, 2);
             continue;
         }
         if (ic_is_arg(it->red_op)) {
