@@ -132,3 +132,23 @@ def test_online_repeatable_and_graphs(online):
     _close(got[1], x.var(-1), rtol=1e-4, atol=1e-6)
     x2 = torch.randn(2, 4000000, device="cuda")
     _close(g(x2)[0], torch.softmax(x2, -1), rtol=1e-4, atol=1e-9)
+
+
+@cuda
+@pytest.mark.parametrize("online", SETTINGS, indirect=True)
+def test_online_composites(online):
+    """pairs whose x is itself an expression: over an earlier row value (softmax of x minus its
+    mean: the mean's partials are combined first), over two inputs, with a stored max (not yet
+    run on a GPU when written; the PTX probe merges all four)"""
+    torch.manual_seed(4)
+    n = 3000017
+    x = torch.randn(2, n, device="cuda") * 2
+    y = torch.randn(2, n, device="cuda")
+    cases = [
+        (lambda a, b: torch.softmax(a - a.mean(-1, keepdim=True), -1), dict(rtol=1e-4, atol=1e-9)),
+        (lambda a, b: F.layer_norm(a + b, (n,)), dict(rtol=1e-4, atol=1e-4)),
+        (lambda a, b: (torch.log_softmax(a * b, -1), (a * b).amax(-1)), dict(rtol=1e-5, atol=1e-4)),
+        (lambda a, b: ((a - b).var(-1), (a - b).mean(-1)), dict(rtol=1e-4, atol=1e-6)),
+    ]
+    for fn, tol in cases:
+        _close(torchc.compile(fn)(x, y), fn(x, y), **tol)

@@ -140,3 +140,21 @@ def test_softmax_of_long_rows_unchanged(fresh):
     c0, _ = _counts()
     _close(torchc.compile(lambda t: torch.softmax(t, -1))(x), torch.softmax(x, -1), rtol=1e-4, atol=1e-9)
     assert _counts()[0] == c0
+
+
+@cuda
+def test_online_pairs_in_one_launch(fresh):
+    """var (an online pair: the mean and the squared deviations in one launch, gpu_nvptx.c
+    emit_online) with the combining in that launch's last block: eager's values, the final
+    launch skipped (not yet run on a GPU when written)"""
+    torch.manual_seed(3)
+    x = torch.randn(3, 2000003, device="cuda") * 3 + 1
+    f = torchc.compile(lambda t: t.var(-1))
+    c0, f0 = _counts()
+    for _ in range(3):
+        got = f(x)
+    c1, f1 = _counts()
+    assert c1 - c0 == 3 and f1 == f0, (c0, c1, f0, f1)
+    _close(got, x.var(-1), rtol=1e-4, atol=1e-6)
+    z = torch.randn(1 << 24, device="cuda")
+    _close(torchc.compile(lambda t: t.var())(z), z.var(), rtol=1e-4, atol=0)

@@ -533,3 +533,25 @@ def test_split_even_ptx(monkeypatch, capfd, tmp_path):
             regs = re.findall(r"entry function '(\w+)'[\s\S]*?Used (\d+) registers", info)
             assert regs and all(int(n) <= 32 for name, n in regs if "_k0p" in name), regs
     assert parts["1"] != parts[""]
+
+
+def test_online_composites_ptx(monkeypatch, capfd, tmp_path):
+    """online pairs whose x is an expression: softmax of x minus its mean (the mean's launch,
+    then the pair's, then the normalizing one), layer_norm of a sum of two inputs, log_softmax
+    with the max also returned, var with the mean also returned; assembles without spills"""
+    n = 3000017
+    x, y = torch.randn(2, n), torch.randn(2, n)
+    cases = [(lambda a, b: torch.softmax(a - a.mean(-1, keepdim=True), -1), ["p1", "p3", "p7"]),
+             (lambda a, b: F.layer_norm(a + b, (n,)), ["p1", "p5"]),
+             (lambda a, b: (torch.log_softmax(a * b, -1), (a * b).amax(-1)), ["f0", "p1", "p5"]),
+             (lambda a, b: ((a - b).var(-1), (a - b).mean(-1)), ["f0", "p1"])]
+    for fn, want in cases:
+        ptx = _kernel_ptx(monkeypatch, capfd, tmp_path, fn, x, y)
+        names = re.findall(r"\.entry (\w+)", ptx)
+        assert sorted({re.search(r"_k0([pf]\d+)", m).group(1) for m in names if "_k0" in m}) == want, names
+        ptxas = _ptxas()
+        if ptxas:
+            f = tmp_path / "oc.ptx"
+            f.write_text(ptx)
+            info = _ptxas_v(ptxas, f)
+            assert all(ln.strip().startswith("0 bytes stack") for ln in info.splitlines() if "spill" in ln), info
