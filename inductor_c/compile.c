@@ -42,8 +42,86 @@ IC_API unsigned ic_debug_flags(void) {
     return f;
 }
 
-/* Private copy of the graph; outputs that are inputs, scalars or repeated get an identity
- * cast so every output is a distinct computed value with its own buffer. */
+/* Common subexpressions (TORCHC_CSE=1, opt-in; in both caches' keys): x.var() and x.std() of
+ * one tensor, or a value the program computes twice, are computed once. Off by default until it
+ * is measured on the GPU model suite: a value shared by two kernels is stored and read back
+ * where each kernel used to recompute it (softmax internals reused by a column sum:
+ * tests/c/test_inductor.c "fusion"), which can cost bandwidth. */
+static bool cse_on(void) {
+    const char *e = getenv("TORCHC_CSE");
+    return e && !strcmp(e, "1");
+}
+
+static bool meta_eq(const ic_meta *a, const ic_meta *b) {
+    if (a->dtype != b->dtype || a->ndim != b->ndim || a->dyn != b->dyn) return false;
+    for (int i = 0; i < a->ndim; i++) {
+        if (a->sizes[i] != b->sizes[i] || a->strides[i] != b->strides[i]) return false;
+        if (a->dyn && (a->dims[i].coef != b->dims[i].coef || memcmp(a->dims[i].exp, b->dims[i].exp, sizeof a->dims[i].exp)))
+            return false;
+    }
+    return true;
+}
+
+/* every field, doubles bit for bit (-0.0 is not 0.0; NaN equals its own bits) */
+static bool node_eq(const ic_node *a, const ic_node *b) {
+    return a->op == b->op && !memcmp(a->in, b->in, sizeof a->in) && meta_eq(&a->meta, &b->meta) &&
+           !memcmp(&a->num, &b->num, sizeof a->num) && !memcmp(&a->num2, &b->num2, sizeof a->num2) &&
+           a->dim_mask == b->dim_mask && a->keepdim == b->keepdim && !memcmp(a->perm, b->perm, sizeof a->perm) &&
+           a->index == b->index && a->dim == b->dim && a->start == b->start && a->step == b->step &&
+           a->ext_kind == b->ext_kind && a->nparams == b->nparams && !memcmp(a->params, b->params, sizeof a->params);
+}
+
+static uint64_t node_hash(const ic_node *x) {
+    uint64_t h = 1469598103934665603ull;
+#define MIX(v) (h = (h ^ (uint64_t)(v)) * 1099511628211ull)
+    MIX(x->op);
+    for (int i = 0; i < IC_NIN; i++) MIX((uint32_t)x->in[i]);
+    MIX(x->meta.dtype);
+    MIX(x->meta.ndim);
+    for (int i = 0; i < x->meta.ndim; i++) MIX(x->meta.sizes[i]);
+    uint64_t nb;
+    memcpy(&nb, &x->num, sizeof nb);
+    MIX(nb);
+    MIX(x->dim_mask);
+    MIX(x->dim);
+    MIX(x->start);
+#undef MIX
+    return h;
+}
+
+/* A node equal to an earlier one (op, operands after this pass, meta, attributes) is replaced
+ * by it in later operands and in the outputs; the copy stays in the graph, dead. Not graph
+ * inputs, nor extern calls (library and ATen calls are left as the program made them). */
+static void cse_graph(ic_ctx *c, ic_graph *n) {
+    int cap = 16;
+    while (cap < 2 * n->n) cap *= 2;
+    ic_val *rep = ic_alloc(c, (size_t)(n->n + 1) * sizeof *rep);
+    ic_val *tab = ic_alloc(c, (size_t)cap * sizeof *tab);
+    for (int i = 0; i < cap; i++) tab[i] = -1;
+    for (ic_val v = 0; v < n->n; v++) {
+        ic_node *x = &n->nodes[v];
+        for (int i = 0; i < IC_NIN; i++)
+            if (x->in[i] >= 0 && x->in[i] < v) x->in[i] = rep[x->in[i]];
+        rep[v] = v;
+        if (x->op == IC_OP_INPUT || x->op == IC_OP_EXTERN) continue;
+        size_t h = (size_t)(node_hash(x) & (uint64_t)(cap - 1));
+        for (;; h = (h + 1) & (size_t)(cap - 1)) {
+            if (tab[h] < 0) {
+                tab[h] = v;
+                break;
+            }
+            if (node_eq(&n->nodes[tab[h]], x)) {
+                rep[v] = tab[h];
+                break;
+            }
+        }
+    }
+    for (int j = 0; j < n->noutputs; j++) n->outputs[j] = rep[n->outputs[j]];
+}
+
+/* Private copy of the graph, common subexpressions merged (cse_graph); outputs that are
+ * inputs, scalars or repeated get an identity cast so every output is a distinct computed
+ * value with its own buffer. */
 static ic_graph *copy_graph(ic_ctx *c, const ic_graph *g) {
     ic_graph *n = ic_alloc(c, sizeof *n);
     *n = *g;
@@ -54,6 +132,7 @@ static ic_graph *copy_graph(ic_ctx *c, const ic_graph *g) {
     memcpy(n->inputs, g->inputs, (size_t)g->ninputs * sizeof(ic_val));
     n->outputs = ic_alloc(c, (size_t)(g->noutputs + 1) * sizeof(ic_val));
     memcpy(n->outputs, g->outputs, (size_t)g->noutputs * sizeof(ic_val));
+    if (cse_on()) cse_graph(c, n);
     for (int j = 0; j < n->noutputs; j++) {
         ic_val v = n->outputs[j];
         bool dup = false;
@@ -437,8 +516,8 @@ static char *cache_key(const ic_graph *g, const ic_options *o) {
     ic_options d = {.opt_level = 3};
     if (!o) o = &d;
     ic_str s = {0};
-    ic_str_printf(&s, "%s|opt=%d|threads=%d|dev=%d", text, o->opt_level > 0 ? o->opt_level : 3, o->num_threads,
-                  o->device);
+    ic_str_printf(&s, "%s|opt=%d|threads=%d|dev=%d|cse=%d", text, o->opt_level > 0 ? o->opt_level : 3, o->num_threads,
+                  o->device, cse_on());
     free(text);
     if (s.oom) {
         free(s.s);

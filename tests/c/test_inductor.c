@@ -807,6 +807,44 @@ static void test_unary(void) {
         }
 }
 
+/* TORCHC_CSE=1 (compile.c cse_graph): x.var and x.std of one tensor, and exp(x) + exp(x), as
+ * the program builds them (every node twice): one mean and one sum of squares, the values as
+ * without it; off (default): two of each */
+static int count_str(const char *s, const char *w) {
+    int n = 0;
+    for (const char *p = s; (p = strstr(p, w)) != NULL; p += strlen(w)) n++;
+    return n;
+}
+
+static void test_cse(void) {
+    cur_test = "cse";
+    for (int on = 0; on < 2; on++) {
+        if (on) setenv("TORCHC_CSE", "1", 1);
+        else unsetenv("TORCHC_CSE");
+        T *t = t_new();
+        int64_t sz[2] = {7, 301};
+        R x = t_input(t, IC_F32, 2, sz, L_CONTIG);
+        R v[2];
+        for (int k = 0; k < 2; k++) {
+            R mu = t_red(t, IC_OP_MEAN, x, 2, 1, -1);
+            R d = t_bin(t, IC_OP_SUB, x, mu);
+            v[k] = t_bin(t, IC_OP_DIV, t_red(t, IC_OP_SUM, t_bin(t, IC_OP_MUL, d, d), 2, 0, -1), t_scalar(t, 300, IC_F64));
+        }
+        t_output(t, v[0]);
+        t_output(t, t_un(t, IC_OP_SQRT, v[1]));
+        t_output(t, t_bin(t, IC_OP_ADD, t_un(t, IC_OP_EXP, x), t_un(t, IC_OP_EXP, x)));
+        char *desc = NULL;
+        runopts o = defaults();
+        o.describe_out = &desc;
+        t_run(t, o);
+        CHECK(desc && count_str(desc, "reduce mean") == (on ? 1 : 2), "cse %d: means\n%s", on, desc ? desc : "");
+        CHECK(desc && count_str(desc, "reduce sum") == (on ? 1 : 2), "cse %d: sums\n%s", on, desc ? desc : "");
+        free(desc);
+        t_free(t);
+    }
+    unsetenv("TORCHC_CSE");
+}
+
 static void test_unary_special(void) {
     cur_test = "unary_special";
     /* inf, nan, zero, denormal, big values through the polynomial math */
@@ -2284,6 +2322,7 @@ int main(int argc, char **argv) {
     test_errors();
     test_unary();
     test_unary_special();
+    test_cse();
     test_binary();
     test_compare_where();
     test_casts();
