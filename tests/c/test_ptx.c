@@ -14,7 +14,11 @@
  *    ic_gcache_put/get; corrupted, truncated and inconsistent blobs are misses.
  *
  * Exit status: number of failures. Options: -v (print each graph), -k NAME (only graphs
- * whose name contains NAME), -s (keep the PTX files in /tmp/torchc_ptx).
+ * whose name contains NAME), -s (keep the PTX files in /tmp/torchc_ptx), -d DIR (dump mode,
+ * nothing else runs: for each corpus graph DIR/NAME.graph (graph text), NAME.sm90.ptx and
+ * NAME.sm80.ptx (ic_graph_to_ptx), NAME.cpu.ll (the CPU module after optimization, as
+ * TORCHC_DEBUG=llvm prints it) and NAME.cpu.txt (ic_compiled_describe); tools/codegen_corpus.py
+ * drives it to show that a refactor changes no generated code).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>
@@ -35,7 +39,7 @@
 #include "ic_diskcache.h"
 
 static int failures, checks, verbose, keep;
-static const char *only;
+static const char *only, *dump_dir;
 
 #define CHECK(cond, ...)                                                                          \
     do {                                                                                          \
@@ -1070,11 +1074,87 @@ static void test_layout_maps(void) {
     printf("layouts: row-kernel maps, vector widths and transpose tiles checked\n");
 }
 
+/* ---- dump mode (-d DIR) --------------------------------------------------------------------- */
+static void dump_text(const char *name, const char *ext, const char *text) {
+    char file[1024];
+    snprintf(file, sizeof file, "%s/%.64s.%s", dump_dir, name, ext);
+    FILE *f = fopen(file, "w");
+    CHECK(f != NULL, "%s: cannot write %s", name, file);
+    if (!f) return;
+    fputs(text ? text : "", f);
+    fclose(f);
+}
+
+/* the CPU module text: TORCHC_DEBUG=llvm's print on stderr, sent to NAME.cpu.ll for the compile */
+static void dump_cpu(gcase *gc) {
+    char file[1024];
+    snprintf(file, sizeof file, "%s/%.64s.cpu.ll", dump_dir, gc->name);
+    fflush(stderr);
+    int saved = dup(2);
+    FILE *f = fopen(file, "w");
+    CHECK(f != NULL && saved >= 0, "%s: cannot write %s", gc->name, file);
+    if (!f || saved < 0) {
+        if (f) fclose(f);
+        if (saved >= 0) close(saved);
+        return;
+    }
+    dup2(fileno(f), 2);
+    ic_options o = {.device = IC_CPU, .debug = IC_DEBUG_LLVM};
+    ic_err err;
+    ic_compiled *cc = ic_compile(gc->g, &o, &err);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    fclose(f);
+    char *d = cc ? ic_compiled_describe(cc) : NULL;
+    if (!cc) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "error %d: %s\n", err.code, err.msg);
+        dump_text(gc->name, "cpu.txt", msg);
+    } else {
+        dump_text(gc->name, "cpu.txt", d);
+    }
+    free(d);
+    if (cc) ic_compiled_free(cc);
+}
+
+static int dump_corpus(void) {
+    mkdir(dump_dir, 0700);
+    int n = 0;
+    for (int i = 0; i < ncases; i++) {
+        gcase *gc = &cases[i];
+        if (only && !strstr(gc->name, only)) continue;
+        char *t = ic_graph_to_string(gc->g);
+        dump_text(gc->name, "graph", t);
+        free(t);
+        static const int sms[] = {90, 80};
+        for (int k = 0; k < 2; k++) {
+            ic_err err;
+            char *ptx = ic_graph_to_ptx(gc->g, sms[k], &err);
+            char ext[32], msg[512];
+            snprintf(ext, sizeof ext, "sm%d.ptx", sms[k]);
+            if (!ptx) snprintf(msg, sizeof msg, "error %d: %s\n", err.code, err.msg);
+            dump_text(gc->name, ext, ptx ? ptx : msg);
+            free(ptx);
+        }
+        dump_cpu(gc);
+        n++;
+    }
+    for (int i = 0; i < ncases; i++) ic_graph_free(cases[i].g);
+    printf("test_ptx -d: %d graphs dumped to %s, %d failures\n", n, dump_dir, failures);
+    return failures;
+}
+
 int main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-v")) verbose = 1;
         else if (!strcmp(argv[i], "-s")) keep = 1;
         else if (!strcmp(argv[i], "-k") && i + 1 < argc) only = argv[++i];
+        else if (!strcmp(argv[i], "-d") && i + 1 < argc) dump_dir = argv[++i];
+    }
+    if (dump_dir) {
+        build_corpus();
+        return dump_corpus();
     }
     double t0 = now();
     test_disk_cache();
