@@ -133,10 +133,36 @@ typedef struct trace {
     int64_t sym_real[IC_MAX_SYMS];
     ic_dim *symv;                     /* V_SYM values */
     int nsymv, capsymv;
+    /* sideeffects.c: overwrites of var slots that other values share (dict/list rebinds),
+     * undone when a call the top frame will run eagerly is abandoned (sym_fx_rollback) */
+    struct sym_undo *undo;
+    int nundo, capundo;
     char reason[300];
     int failed;
     long steps;
 } trace;
+
+/* sideeffects.c: what a call may change in the trace state, saved before the top frame
+ * calls something and restored when the call becomes a graph break (the call then runs
+ * eagerly: whatever its abandoned trace logged must not also be replayed by the graph) */
+typedef struct sym_fx_mark {
+    int nundo;
+    int nattrw;
+    void *attrw;        /* copy of t->attrw[0..nattrw) (malloc'd) */
+    int nobj;
+    ic_val *obj_val;    /* copy of t->obj_val[1..nobj] (malloc'd) */
+    int nctxv;
+    void *ctxv;         /* copy of t->ctxv (malloc'd) */
+    int nograd;
+    int valid;
+} sym_fx_mark;
+int sym_fx_save(trace *t, sym_fx_mark *m);    /* 0, or -1 (no memory: exception set) */
+void sym_fx_rollback(trace *t, sym_fx_mark *m); /* back to m; frees m */
+void sym_fx_drop(sym_fx_mark *m);             /* frees m */
+/* *slot = *nv, journalled (undone by a rollback) */
+void sym_fx_set(trace *t, var *slot, const var *nv);
+void sym_fx_free(trace *t);
+void sym_fx_forget(trace *t, const void *mem, size_t size); /* slots in freed memory */
 
 /* variables.c */
 int sym_fail(trace *t, const char *fmt, ...); /* records the first reason; returns -1 */

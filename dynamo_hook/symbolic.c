@@ -927,18 +927,18 @@ static int dict_find(trace *t, const var *d, PyObject *k) {
 /* Vars are values: every copy of a dict (locals, stack, closures, containers of any live
  * frame) shares its items array, which names the dict. An update builds the new keys and
  * items, then rebinds every copy. */
-static void dict_rebind(var *v, int n, const var *items, const var *nd, int depth) {
+static void dict_rebind(trace *t, var *v, int n, const var *items, const var *nd, int depth) {
     for (int i = 0; i < n; i++) {
         var *x = &v[i];
         if ((x->kind == V_DICT || x->kind == V_REC) && x->items == items) {
-            int src = x->src;
-            *x = *nd;
-            x->src = src;
+            var y = *nd;
+            y.src = x->src;
+            sym_fx_set(t, x, &y); /* journalled: undone if the call becomes a break */
             continue;
         }
         if (depth < 8 && x->items != NULL && x->items != items &&
             (x->kind == V_SEQ || x->kind == V_ITER || x->kind == V_DICT || x->kind == V_REC || x->kind == V_METHOD))
-            dict_rebind(x->items, x->kind == V_METHOD ? 1 : x->n, items, nd, depth + 1);
+            dict_rebind(t, x->items, x->kind == V_METHOD ? 1 : x->n, items, nd, depth + 1);
     }
 }
 
@@ -973,10 +973,10 @@ static int dicts_shared(const var *v, int n, const var *all, int nall, int depth
 static void dict_rebind_all(trace *t, const var *old, const var *nd) {
     for (int i = 0; i < t->nframes; i++) {
         sframe *f = t->frames[i];
-        dict_rebind(f->stack, f->sp, old, nd, 0);
-        dict_rebind(f->locals, f->nlocals, old, nd, 0);
+        dict_rebind(t, f->stack, f->sp, old, nd, 0);
+        dict_rebind(t, f->locals, f->nlocals, old, nd, 0);
         if (f->closure)
-            dict_rebind(f->closure, f->nclosure, old, nd, 0);
+            dict_rebind(t, f->closure, f->nclosure, old, nd, 0);
     }
 }
 
@@ -1475,7 +1475,15 @@ static int run_body(trace *t, sframe *f, var *result) {
             f->kwnames = NULL;
             f->sp -= oparg + 2;
             t->pending_exc = NULL; /* only what this call raises */
-            if (sym_call(t, &fn, copy, nargs, kw, &a) < 0) {
+            /* the top frame may break at this call: what its trace logs is undone then */
+            sym_fx_mark mark = {0};
+            if (f->top && can_break(t) && sym_fx_save(t, &mark) < 0)
+                return -1;
+            int crc = sym_call(t, &fn, copy, nargs, kw, &a);
+            if (crc < 0 && mark.valid && t->failed && !PyErr_Occurred() && t->pending_exc == NULL)
+                sym_fx_rollback(t, &mark);
+            sym_fx_drop(&mark);
+            if (crc < 0) {
                 int hd, hl, h;
                 if (t->pending_exc != NULL && t->failed && !PyErr_Occurred() &&
                     (h = exc_handler(f->code, pc, &hd, &hl)) >= 0 && hd <= f->sp) {
@@ -2540,6 +2548,7 @@ static int inline_code(trace *t, PyCodeObject *code, PyObject *globals, PyObject
     t->in_gen -= f->gen;
     t->depth--;
 done:
+    sym_fx_forget(t, f, sizeof *f); /* its stack dies with it */
     free(f);
     return rc;
 }
@@ -3159,6 +3168,7 @@ static void trace_free(trace *t, outbuf *ob) {
     free(t->symv);
     free(t->view_of_input);
     free(t->view_desc);
+    sym_fx_free(t);
     if (ob) {
         for (int i = 0; i < ob->n; i++)
             Py_XDECREF(ob->o[i].obj);
