@@ -134,12 +134,14 @@ typedef struct trace {
     ic_dim *symv;                     /* V_SYM values */
     int nsymv, capsymv;
     char reason[300];
+    char where[480];                  /* file:line of the first failure, innermost first (sym_where) */
     int failed;
     long steps;
 } trace;
 
 /* variables.c */
 int sym_fail(trace *t, const char *fmt, ...); /* records the first reason; returns -1 */
+void sym_where(trace *t); /* symbolic.c: t->where from the frames being interpreted */
 PyObject *sym_keep(trace *t, PyObject *o);    /* steals o into t->keep; borrowed result */
 var *sym_alloc(trace *t, int n);              /* zeroed vars living as long as the trace */
 int sym_source(trace *t, dh_srckind kind, int base, Py_ssize_t index, PyObject *name);
