@@ -7,6 +7,7 @@
 
 #include "aten_bridge.h"
 #include "dh.h"
+#include "dropin.h"
 #include "ic.h"
 #include "ic_device.h"
 #include "layouts_py.h"
@@ -22,6 +23,7 @@ typedef struct {
     PyObject *dict;
     PyObject *weakrefs;
     dh_config cfg;
+    int ncalls; /* set_stance("eager_then_compile"): the first call runs eagerly */
 } CompiledFunction;
 
 static int cf_init(CompiledFunction *self, PyObject *args, PyObject *kw) {
@@ -51,7 +53,13 @@ static PyObject *cf_call(CompiledFunction *self, PyObject *args, PyObject *kw) {
         PyErr_SetString(PyExc_RuntimeError, "CompiledFunction not initialized");
         return NULL;
     }
-    return dh_call(self->fn, args, kw, &self->cfg);
+    int stance = tc_dropin_before_call(); /* csrc/dropin.c: set_stance, thread count */
+    if (stance == DH_STANCE_FORCE_EAGER || (stance == DH_STANCE_EAGER_THEN_COMPILE && self->ncalls++ == 0))
+        return PyObject_Call(self->fn, args, kw);
+    dh_tl_stance = stance;
+    PyObject *r = dh_call(self->fn, args, kw, &self->cfg);
+    dh_tl_stance = DH_STANCE_DEFAULT;
+    return r;
 }
 
 static int cf_traverse(CompiledFunction *self, visitproc visit, void *arg) {
@@ -83,6 +91,8 @@ static PyObject *cf_descr_get(PyObject *self, PyObject *obj, PyObject *type) {
 static PyMemberDef cf_members[] = {
     {"__wrapped__", T_OBJECT, offsetof(CompiledFunction, fn), READONLY, "the original callable"},
     {"fullgraph", T_INT, offsetof(CompiledFunction, cfg.fullgraph), 0, NULL},
+    {"recompile_limit", T_INT, offsetof(CompiledFunction, cfg.recompile_limit), 0,
+     "recompiles of a code object before it runs eagerly (0: torchc.config's)"},
     {"dynamic", T_INT, offsetof(CompiledFunction, cfg.dynamic), 0, NULL},
     {"__dictoffset__", T_PYSSIZET, offsetof(CompiledFunction, dict), READONLY},
     {"__weaklistoffset__", T_PYSSIZET, offsetof(CompiledFunction, weakrefs), READONLY},
@@ -263,7 +273,7 @@ PyMODINIT_FUNC PyInit__C(void) {
         static const ic_device_allocator alloc = {tc_device_alloc, tc_device_release};
         ic_set_device_allocator(&alloc);
     }
-    if (tc_layouts_init(m) < 0)
+    if (tc_layouts_init(m) < 0 || tc_dropin_init(m) < 0)
         goto error;
     return m;
 error:

@@ -36,5 +36,19 @@ PyObject *dh_probe(PyObject *func, PyObject *args, PyObject *kwargs);
 extern _Thread_local int dh_tl_cg_capture;
 /* The default recompile limit (torchc.config.recompile_limit). */
 extern int dh_default_recompile_limit;
+/* torchc/_logging.py: called with the record dict of every handled frame that is not a
+ * cache hit (compiled, fallback); strong reference or NULL (csrc/dropin.c sets it). */
+extern PyObject *dh_log_hook;
+/* An object whose recompile_limit attribute is the default limit, read at cache misses
+ * (torch._dynamo.config), or NULL: dh_default_recompile_limit. Strong. */
+extern PyObject *dh_limit_source;
+/* torch.compiler.set_stance, as csrc/dropin.c reads it at each compiled call. */
+enum { DH_STANCE_DEFAULT = 0, DH_STANCE_FORCE_EAGER, DH_STANCE_EAGER_ON_RECOMPILE,
+       DH_STANCE_FAIL_ON_RECOMPILE, DH_STANCE_EAGER_THEN_COMPILE };
+extern _Thread_local int dh_tl_stance;
+/* marks.c: dims of the argument tensors marked by torch._dynamo.mark_dynamic /
+ * maybe_mark_dynamic are added to base (NULL: none), those marked by mark_static removed,
+ * into out[DH_DYN_LOCALS (dh_internal.h)]. 1 when some argument carries a mark (use out). */
+int dh_marks_apply(const uint32_t *base, PyObject *const *localsplus, int nlocals, uint32_t *out);
 
 #endif

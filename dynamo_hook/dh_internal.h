@@ -168,6 +168,7 @@ typedef struct dh_entry {
     PyObject *brk_kwnames;  /* strong or NULL */
     PyObject *resume[2];    /* [0]: after the call / jump not taken; [1]: jump taken */
     char *brk_reason;
+    char *where;            /* user file:line of the failure or break, innermost first (malloc'd) */
 } dh_entry;
 
 typedef struct dh_cache {

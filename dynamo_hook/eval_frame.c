@@ -26,6 +26,11 @@ static _PyFrameEvalFunction prev_eval;
 static _Thread_local unsigned long long dh_tl_t0; /* TORCHC_HOST_STATS: the hook's entry */
 static int active_calls;
 int dh_default_recompile_limit = 8;
+PyObject *dh_limit_source; /* torch._dynamo.config until torchc.config sets the limit (strong) */
+PyObject *dh_log_hook;             /* torchc._logging: called with each non-hit record (strong) */
+_Thread_local int dh_tl_stance;    /* DH_STANCE_*: torch.compiler.set_stance, read per call */
+static _Thread_local const char *tl_recompile; /* the guard that failed, for the next record */
+static _Thread_local int tl_fresh; /* a capture decided now (not a cached entry): logged */
 
 static struct {
     unsigned long long frames, hits, compiles, fallbacks, limit_fallbacks;
@@ -95,7 +100,8 @@ static int frame_not_started(_PyInterpreterFrame *f) {
 }
 
 void dh_explain_record(PyCodeObject *code, const dh_entry *e, const char *event) {
-    if (tl_explain == NULL)
+    int hook = dh_log_hook != NULL && tl_fresh;
+    if (tl_explain == NULL && !hook)
         return;
     PyObject *d = NULL, *v = NULL;
     d = PyDict_New();
@@ -112,6 +118,8 @@ void dh_explain_record(PyCodeObject *code, const dh_entry *e, const char *event)
     SET("name", Py_NewRef(code->co_name));
     SET("filename", Py_NewRef(code->co_filename));
     SET("firstlineno", PyLong_FromLong(code->co_firstlineno));
+    SET("code", Py_NewRef(code));
+    SET("recompile_reason", tl_recompile ? PyUnicode_FromString(tl_recompile) : Py_NewRef(Py_None));
     if (e != NULL) {
         SET("fallback", PyBool_FromLong(e->fallback));
         SET("reason", e->reason ? PyUnicode_FromString(e->reason) : Py_NewRef(Py_None));
@@ -125,10 +133,20 @@ void dh_explain_record(PyCodeObject *code, const dh_entry *e, const char *event)
         char *kd = e->compiled ? ic_compiled_describe(e->compiled) : NULL;
         SET("kernels", kd ? PyUnicode_FromString(kd) : Py_NewRef(Py_None));
         free(kd);
+        SET("where", e->where ? PyUnicode_FromString(e->where) : Py_NewRef(Py_None));
     }
 #undef SET
-    if (PyList_Append(tl_explain, d))
+    if (tl_explain != NULL && PyList_Append(tl_explain, d))
         goto error;
+    if (hook) { /* the logging code runs eagerly: the hook passes its frames through */
+        int busy = dh_tl_busy;
+        dh_tl_busy = 1;
+        v = PyObject_CallOneArg(dh_log_hook, d);
+        dh_tl_busy = busy;
+        if (v == NULL)
+            goto error;
+        Py_CLEAR(v);
+    }
     Py_DECREF(d);
     return;
 error:
@@ -143,9 +161,64 @@ static double now_ms(void) {
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
+/* The first guard of e that the frame fails, described (malloc'd), or NULL. Guards are
+ * checked in order, so a prefix of them passes: bisect on the prefix length. Only when a
+ * recompile is logged or explained, or changes what happens (stance, the limit). */
+static char *failed_guard(const dh_entry *e, _PyInterpreterFrame *f, PyObject *func,
+                          PyObject **values, void **ptrs, int64_t *symvals) {
+    if (dh_log_hook == NULL && tl_explain == NULL && dh_tl_stance == DH_STANCE_DEFAULT)
+        return NULL;
+    dh_entry tmp = *e;
+    int lo = 0, hi = e->nguards; /* prefix lo passes, prefix hi fails */
+    tmp.nguards = hi;
+    if (dh_guards_check_sym(&tmp, (PyObject *const *)f->localsplus, f->f_globals, f->f_builtins,
+                            func, values, ptrs, symvals) != 0) {
+        PyErr_Clear();
+        return NULL;
+    }
+    while (hi - lo > 1) {
+        int mid = (lo + hi) / 2;
+        tmp.nguards = mid;
+        int r = dh_guards_check_sym(&tmp, (PyObject *const *)f->localsplus, f->f_globals,
+                                    f->f_builtins, func, values, ptrs, symvals);
+        if (r < 0)
+            PyErr_Clear();
+        if (r == 1)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    dh_scratch_clear();
+    PyObject *all = dh_guards_describe(e);
+    char *out = NULL;
+    if (all != NULL && hi - 1 < PyList_GET_SIZE(all)) {
+        const char *s = PyUnicode_AsUTF8(PyList_GET_ITEM(all, hi - 1));
+        out = s ? strdup(s) : NULL;
+    }
+    Py_XDECREF(all);
+    PyErr_Clear();
+    return out;
+}
+
+/* compile(recompile_limit=), else torch._dynamo.config.recompile_limit (read at a cache
+ * miss only) until torchc.config.recompile_limit is set, then that. */
+static int recompile_limit(const dh_config *cfg) {
+    if (cfg->recompile_limit > 0)
+        return cfg->recompile_limit;
+    if (dh_limit_source != NULL) {
+        PyObject *v = PyObject_GetAttrString(dh_limit_source, "recompile_limit");
+        long n = v && PyLong_Check(v) ? PyLong_AsLong(v) : -1;
+        Py_XDECREF(v);
+        PyErr_Clear();
+        if (n >= 1)
+            return n > 1 << 30 ? 1 << 30 : (int)n;
+    }
+    return dh_default_recompile_limit;
+}
+
 /* Records a fallback of the whole frame with a reason and runs it eagerly. */
 static PyObject *fallback(PyThreadState *ts, _PyInterpreterFrame *f, const char *why) {
-    if (tl_explain != NULL) {
+    if (tl_explain != NULL || (dh_log_hook != NULL && tl_fresh)) {
         dh_entry tmp = {0};
         tmp.fallback = 1;
         tmp.reason = (char *)why;
@@ -245,24 +318,49 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
             break;
     }
     const char *event = "hit";
+    char *why = NULL; /* a recompile: the guard of the newest entry that failed */
     if (e != NULL) {
         dh_cache_touch(c, prev, e);
         if (e->fallback)
             event = "fallback";
     } else {
-        int limit = cfg->recompile_limit > 0 ? cfg->recompile_limit : dh_default_recompile_limit;
+        int limit = recompile_limit(cfg);
+        why = c->entries ? failed_guard(c->entries, f, func, values, ptrs, symvals) : NULL;
+        tl_recompile = why;
+        tl_fresh = 1;
+        if (c->entries && dh_tl_stance != DH_STANCE_DEFAULT) {
+            dh_tl_busy = 0;
+            PyObject *res = NULL;
+            if (dh_tl_stance == DH_STANCE_FAIL_ON_RECOMPILE) {
+                PyErr_Format(PyExc_RuntimeError,
+                             "Detected recompile when torch.compile stance is 'fail_on_recompile'. "
+                             "%U (%U:%d): %s", code->co_qualname, code->co_filename,
+                             code->co_firstlineno, why ? why : "no cached entry matches");
+                res = FINISH(ts, f, NULL);
+            } else {
+                res = fallback(ts, f, "recompile skipped: torch.compiler.set_stance('eager_on_recompile')");
+            }
+            tl_recompile = NULL;
+            tl_fresh = 0;
+            free(why);
+            return res;
+        }
         if (c->nentries >= limit) {
             c->limit_hit = 1;
             free(c->skip_reason);
-            char buf[160];
-            snprintf(buf, sizeof buf, "recompile limit (%d) reached for %s", limit,
-                     PyUnicode_AsUTF8(code->co_name));
+            char buf[400];
+            snprintf(buf, sizeof buf, "recompile limit (%d) reached for %s (last guard failure: %s)",
+                     limit, PyUnicode_AsUTF8(code->co_qualname), why ? why : "?");
             c->skip_reason = strdup(buf);
             dh_tl_busy = 0;
             if (PyErr_WarnFormat(PyExc_RuntimeWarning, 1, "torchc: %s; running eagerly", buf) < 0)
                 PyErr_Clear();
             stats.limit_fallbacks++;
-            return fallback(ts, f, c->skip_reason);
+            PyObject *res = fallback(ts, f, c->skip_reason);
+            tl_recompile = NULL;
+            tl_fresh = 0;
+            free(why);
+            return res;
         }
         /* dynamic shapes: dynamic=True makes every dim of the arguments symbolic; the
          * default (automatic) marks the dims that changed since the last specialization */
@@ -277,13 +375,20 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
                     dynmask = c->dynmask;
         }
         double t0 = now_ms();
+        uint32_t marked[DH_DYN_LOCALS];
+        if (dh_marks_apply(dynmask, (PyObject *const *)f->localsplus, (int)code->co_nlocalsplus, marked))
+            dynmask = marked; /* torch._dynamo.mark_dynamic / mark_static on the arguments */
         e = dh_trace_frame(code, (PyObject *const *)f->localsplus, f->f_globals, f->f_builtins,
                            func, cfg, dynmask);
         if (e == NULL) {
             /* internal fault: never break the program; report through explain/warning */
             dh_tl_busy = 0;
-            if (cfg->fullgraph)
+            if (cfg->fullgraph) {
+                tl_recompile = NULL;
+                tl_fresh = 0;
+                free(why);
                 return FINISH(ts, f, NULL);
+            }
             PyObject *et, *ev, *tb;
             PyErr_Fetch(&et, &ev, &tb);
             PyObject *msg = ev ? PyObject_Str(ev) : NULL;
@@ -295,7 +400,11 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
             Py_XDECREF(ev);
             Py_XDECREF(tb);
             PyErr_Clear();
-            return fallback(ts, f, buf);
+            PyObject *res = fallback(ts, f, buf);
+            tl_recompile = NULL;
+            tl_fresh = 0;
+            free(why);
+            return res;
         }
         e->compile_ms = now_ms() - t0;
         if (ic_debug_flags() & IC_DEBUG_TIME)
@@ -318,6 +427,9 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
             if (bufs_grow(b, e->nsources) < 0) {
                 PyErr_Clear();
                 dh_tl_busy = 0;
+                tl_recompile = NULL;
+                tl_fresh = 0;
+                free(why);
                 return eval_default(ts, f, throwflag);
             }
             values = b->values;
@@ -339,13 +451,22 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
         }
         if (e->fallback && cfg->fullgraph) {
             dh_tl_busy = 0;
-            PyErr_Format(PyExc_RuntimeError, "torchc: fullgraph=True but %s could not be captured: %s",
-                         PyUnicode_AsUTF8(code->co_name), e->reason ? e->reason : "?");
+            tl_recompile = NULL;
+            tl_fresh = 0;
+            free(why);
+            PyErr_Format(PyExc_RuntimeError,
+                         "torchc: fullgraph=True but %U (%U:%d) could not be captured in one graph: %s\n"
+                         "  at %s",
+                         code->co_qualname, code->co_filename, code->co_firstlineno,
+                         e->reason ? e->reason : "?", e->where ? e->where : "?");
             return FINISH(ts, f, NULL);
         }
     }
     dh_tl_busy = 0;
     dh_explain_record(code, e, event);
+    tl_recompile = NULL;
+    tl_fresh = 0;
+    free(why);
     if (e->fallback)
         return eval_default(ts, f, throwflag);
     for (int i = 0; i < e->nidx; i++) {

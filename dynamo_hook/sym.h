@@ -138,6 +138,7 @@ typedef struct trace {
     struct sym_undo *undo;
     int nundo, capundo;
     char reason[300];
+    char where[480];                  /* file:line of the first failure, innermost first (sym_where) */
     int failed;
     long steps;
 } trace;
@@ -166,6 +167,7 @@ void sym_fx_forget(trace *t, const void *mem, size_t size); /* slots in freed me
 
 /* variables.c */
 int sym_fail(trace *t, const char *fmt, ...); /* records the first reason; returns -1 */
+void sym_where(trace *t); /* symbolic.c: t->where from the frames being interpreted */
 PyObject *sym_keep(trace *t, PyObject *o);    /* steals o into t->keep; borrowed result */
 var *sym_alloc(trace *t, int n);              /* zeroed vars living as long as the trace */
 int sym_source(trace *t, dh_srckind kind, int base, Py_ssize_t index, PyObject *name);

@@ -113,6 +113,7 @@ typedef struct sframe {
     int gen;           /* a generator run to completion: what it yields is collected */
     var *yielded;      /* gen: the values yielded so far (the result, as an iterator) */
     int nyielded, capyielded;
+    int pc;            /* instruction being interpreted (sym_where) */
 } sframe;
 
 #define PUSH(v)                                            \
@@ -1190,6 +1191,28 @@ static int exc_handler(PyCodeObject *co, int pc, int *depth, int *lasti) {
     return -1;
 }
 
+/* "file:line in fn; file:line in caller; ..." of the frames being interpreted, innermost
+ * first, into t->where (the user's location of a failure or graph break). */
+void sym_where(trace *t) {
+    char *p = t->where, *end = t->where + sizeof t->where;
+    *p = 0;
+    for (int i = t->nframes - 1; i >= 0 && p < end - 1; i--) {
+        const sframe *f = t->frames[i];
+        const char *fn = PyUnicode_AsUTF8(f->code->co_filename);
+        const char *name = PyUnicode_AsUTF8(f->code->co_qualname);
+        if (fn == NULL || name == NULL) {
+            PyErr_Clear();
+            continue;
+        }
+        int line = PyCode_Addr2Line(f->code, f->pc * 2);
+        int n = snprintf(p, (size_t)(end - p), "%s%s:%d in %s", p == t->where ? "" : "; ", fn,
+                         line, name);
+        if (n < 0)
+            break;
+        p += n;
+    }
+}
+
 static int run(trace *t, sframe *f, var *result) {
     if (t->nframes >= (int)(sizeof t->frames / sizeof t->frames[0]))
         return sym_fail(t, "inlining too deep");
@@ -1213,6 +1236,7 @@ static int run_body(trace *t, sframe *f, var *result) {
     while (pc < ninstr) {
         if (++t->steps > 200000)
             return sym_fail(t, "trace too long (loop unrolled too far)");
+        f->pc = pc;
         int opcode = code[2 * pc];
         int oparg = code[2 * pc + 1] | ext;
         int next = pc + 1 + ncaches[opcode];
@@ -3130,6 +3154,7 @@ static dh_entry *finish(trace *t, outbuf *ob, ic_compiled *compiled) {
     }
     e->fallback = t->failed;
     e->reason = t->failed ? strdup(t->reason) : NULL;
+    e->where = t->failed && t->where[0] ? strdup(t->where) : NULL;
     e->nsources = t->nsrc;
     e->sources = t->src;
     t->src = NULL;
@@ -3493,6 +3518,8 @@ static dh_entry *trace_once(PyCodeObject *code, PyObject *const *localsplus, PyO
         e->resume[1] = brk.resume[1];
         brk.resume[0] = brk.resume[1] = NULL;
         e->brk_reason = strdup(t->reason);
+        if (e->where == NULL && t->where[0])
+            e->where = strdup(t->where);
     }
 error:
     Py_XDECREF(brk.resume[0]);

@@ -25,6 +25,7 @@ int sym_fail(trace *t, const char *fmt, ...) {
         va_end(ap);
         const char *s = msg ? PyUnicode_AsUTF8(msg) : NULL;
         snprintf(t->reason, sizeof t->reason, "%s", s ? s : fmt);
+        sym_where(t);
         Py_XDECREF(msg);
         PyErr_Clear();
         PyErr_Restore(et, ev, tb);

@@ -14,6 +14,8 @@ import torch  # noqa: F401  (libtorch must be loaded before the extension)
 from . import _C
 from ._api import (ExplainOutput, OptimizedModule, allow_in_graph, compile, config, disable,
                    explain, reset)
+from ._logging import set_logs
+from . import _logging, _torch
 
 
 
@@ -43,7 +45,10 @@ def _find_ptxas():
 
 
 _C.set_ptxas(_find_ptxas())
+_torch.install()      # when torch._dynamo is imported: torch.compiler.reset/set_stance,
+                      # torch._dynamo.config honoured, torch.compile(m, backend="torchc")
+_logging.init()       # TORCHC_LOGS, the torchc.* loggers
 
-__all__ = ["compile", "explain", "reset", "disable", "allow_in_graph", "config",
+__all__ = ["compile", "explain", "reset", "disable", "allow_in_graph", "config", "set_logs",
            "OptimizedModule", "ExplainOutput"]
 __version__ = "0.1.0"

@@ -1,25 +1,34 @@
 """The thin Python API over torchc._C: compile(), explain(), reset(), disable(), config."""
 import functools
+import sys
 import types
 
 import torch
 
 from . import _C
 from . import _cudagraphs
+from . import _torch
 
 
 class _Config:
-    """torchc.config: process-wide settings (validated on assignment)."""
+    """torchc.config: process-wide settings (validated on assignment). Until set here,
+    recompile_limit and automatic_dynamic_shapes follow torch._dynamo.config's, and
+    num_threads follows torch.get_num_threads() (read at each compiled call)."""
 
     def __init__(self):
         object.__setattr__(self, "_values", {"recompile_limit": 8, "num_threads": _C.get_num_threads(),
                                              "automatic_dynamic_shapes": True})
+        object.__setattr__(self, "_set", set())
 
     def __getattr__(self, name):
-        try:
-            return self._values[name]
-        except KeyError:
-            raise AttributeError(f"torchc.config has no setting {name!r}") from None
+        if name not in self._values:
+            raise AttributeError(f"torchc.config has no setting {name!r}")
+        if name not in self._set:
+            if name in ("recompile_limit", "automatic_dynamic_shapes"):
+                return getattr(_torch.dynamo().config, name)
+            if name == "num_threads":
+                return torch.get_num_threads()
+        return self._values[name]
 
     def __setattr__(self, name, value):
         if name not in self._values:
@@ -28,41 +37,125 @@ class _Config:
             if not isinstance(value, bool):
                 raise ValueError(f"torchc.config.{name} must be a bool, got {value!r}")
             self._values[name] = value
+            self._set.add(name)
             return
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise ValueError(f"torchc.config.{name} must be a positive int, got {value!r}")
         if name == "recompile_limit":
             _C.set_recompile_limit(value)
+            _torch.limit_set_explicitly()
         elif name == "num_threads":
             _C.set_num_threads(value)
+            _C.follow_torch_threads(False)
         self._values[name] = value
+        self._set.add(name)
 
     def __repr__(self):
-        return f"torchc.config({', '.join(f'{k}={v!r}' for k, v in self._values.items())})"
+        return f"torchc.config({', '.join(f'{k}={getattr(self, k)!r}' for k in self._values)})"
 
 
 config = _Config()
 
-_MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+# options= torchc understands: name -> (meaning, type)
+OPTIONS = {
+    "triton.cudagraphs": ("CUDA graphs for the compiled calls (what mode='reduce-overhead' sets)", bool),
+    "cudagraph_adaptive": ("reduce-overhead: stop replaying a key whose normal call is faster "
+                           "(default True)", bool),
+    "max_autotune": ("what mode='max-autotune' sets: GEMM choices timed on the device", bool),
+}
 
 
 def _check_options(backend, mode, options):
+    """torch.compile's arguments: accepted with their meaning, or a clear error."""
     if backend not in (None, "inductor", "torchc"):
-        raise ValueError(f"torchc.compile: unsupported backend {backend!r}")
-    if mode not in _MODES:
-        raise ValueError(f"torchc.compile: unknown mode {mode!r}; expected one of {_MODES[1:]}")
-    if options is not None and not isinstance(options, dict):
-        raise TypeError("torchc.compile: options must be a dict")
+        known = sys.modules.get("torch._dynamo.backends.registry")
+        known = set(known._BACKENDS) | set(known._COMPILER_FNS) if known else set()
+        if isinstance(backend, str) and backend not in known | {"eager", "aot_eager", "cudagraphs"}:
+            raise ValueError(f"torchc.compile: unknown backend {backend!r}; torchc.compile takes "
+                             "backend='inductor' (torch.compile's default) or 'torchc', both "
+                             "meaning torchc's compiler")
+        if not (callable(backend) or isinstance(backend, str)):
+            raise TypeError(f"torchc.compile: backend must be a str or a callable, got {backend!r}")
+        if True:
+            raise NotImplementedError(
+                f"torchc.compile(backend={backend!r}): handing torchc's captured graphs to another "
+                "backend is not supported (torchc's graphs are its own IR, not FX graphs). Use "
+                f"torch.compile(fn, backend={backend!r}) for Dynamo's capture with that backend, or "
+                "torch.compile(fn, backend='torchc') for Dynamo's capture with torchc's code.")
+    if mode is not None and mode not in _MODES:
+        raise ValueError(f"torchc.compile: unknown mode {mode!r}; valid modes: {', '.join(_MODES)}")
+    if options is None:
+        return {}
+    if not isinstance(options, dict):
+        raise TypeError(f"torchc.compile: options must be a dict, got {type(options).__name__}")
+    if mode is not None and set(options) - {"cudagraph_adaptive"}:
+        raise RuntimeError("Either mode or options can be specified, but both can't be specified "
+                           "at the same time.")  # torch.compile's rule
+    for k, v in options.items():
+        if k not in OPTIONS:
+            valid = "; ".join(f"{n!r} ({m})" for n, (m, _) in OPTIONS.items())
+            raise ValueError(f"torchc.compile: unknown option {k!r} (torchc has no equivalent of it); "
+                             f"valid options: {valid}")
+        if not isinstance(v, OPTIONS[k][1]):
+            raise TypeError(f"torchc.compile: option {k!r} must be a {OPTIONS[k][1].__name__}, got {v!r}")
+    return dict(options)
+
+
+_autotune_warned = False
+
+
+def _mode_flags(mode, options):
+    """(CUDA graphs?, adaptive?) for mode/options. mode='max-autotune' is reduce-overhead's CUDA
+    graphs plus timed GEMM choices: torchc times its GEMM template against the extern
+    (cuBLASLt) call on the device in every mode, for GEMMs of 2^27..2^31 MACs; it has no wider
+    search, and on the CPU matmul/conv always run with ATen (nothing to choose): said once."""
+    global _autotune_warned
+    cg = mode in ("reduce-overhead", "max-autotune") or options.get("triton.cudagraphs", False)
+    if (mode in ("max-autotune", "max-autotune-no-cudagraphs") or options.get("max_autotune")) \
+            and not _autotune_warned:
+        _autotune_warned = True
+        import logging
+        logging.getLogger("torchc").warning(
+            "torchc: mode='max-autotune' does no more GEMM/conv autotuning than the default mode: "
+            "on CUDA, GEMMs of 2^27..2^31 multiply-adds are timed (torchc's template vs cuBLASLt) "
+            "in every mode; on the CPU, matmul and conv run with ATen. CUDA graphs are used as "
+            "with mode='reduce-overhead'%s.",
+            "" if mode != "max-autotune-no-cudagraphs" else " (not with -no-cudagraphs)")
+    return bool(cg), bool(options.get("cudagraph_adaptive", True))
+
+
+def _rebuild_module(mod, kwargs):
+    """Unpickling / deep copy of an OptimizedModule: compile the (copied) module again; the
+    code is compiled lazily at its first call."""
+    return compile(mod, **kwargs)
 
 
 class OptimizedModule(torch.nn.Module):
     """What torchc.compile(module) returns: forwards to the original module, with its
-    forward frames captured by torchc. Parameters are shared with the original."""
+    forward frames captured by torchc. Parameters are shared with the original; state_dict
+    keys carry the "_orig_mod." prefix, as torch.compile's."""
 
-    def __init__(self, mod, compiled_call):
+    def __init__(self, mod, compiled_call, compile_kwargs=None):
         super().__init__()
         self._orig_mod = mod
         self._torchc_call = compiled_call
+        self._torchc_kwargs = dict(compile_kwargs or {})
+
+    def __reduce__(self):
+        # pickle, copy.deepcopy, torch.save: the module and the compile arguments; compiled
+        # code is never serialized (recompiled at the first call after loading)
+        return (_rebuild_module, (self._orig_mod, self._torchc_kwargs))
+
+    @property
+    def training(self):
+        return self._orig_mod.training
+
+    @training.setter
+    def training(self, value):
+        # nn.Module.__init__ sets training before _orig_mod exists
+        if "_modules" in self.__dict__ and "_orig_mod" in self._modules:
+            self._orig_mod.training = value
 
     def forward(self, *args, **kwargs):
         return self._torchc_call(*args, **kwargs)
@@ -76,50 +169,76 @@ class OptimizedModule(torch.nn.Module):
 
 def _dynamic_flag(dynamic):
     """torch.compile's dynamic: None = automatic (a dim that changes is made dynamic),
-    False = always specialize, True = every dim of the tensor arguments symbolic."""
+    False = always specialize, True = every dim of the tensor arguments symbolic.
+    torch._dynamo.mark_dynamic / mark_static on an argument win over these (dynamo_hook/marks.c)."""
     if dynamic is None:
-        return -1 if config.automatic_dynamic_shapes else 0
+        auto = config._values["automatic_dynamic_shapes"] if "automatic_dynamic_shapes" in config._set \
+            else (sys.modules["torch._dynamo"].config.automatic_dynamic_shapes
+                  if "torch._dynamo" in sys.modules else True)
+        return -1 if auto else 0
     if not isinstance(dynamic, bool):
         raise TypeError(f"dynamic must be None, True or False, got {dynamic!r}")
     return int(dynamic)
 
 
-def _adaptive(options):
-    """mode="reduce-overhead": options={"cudagraph_adaptive": False} replays CUDA graphs even
-    where a normal call is faster (torchc/_cudagraphs.py)."""
-    return bool((options or {}).get("cudagraph_adaptive", True))
-
-
 def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mode=None,
-            options=None, disable=False):
-    """torch.compile's signature. Returns a compiled function or an OptimizedModule."""
-    _check_options(backend, mode, options)
+            options=None, name=None, disable=False, recompile_limit=None,
+            isolate_recompiles=False, shapes_spec=None):
+    """torch.compile's signature and meaning. Returns a compiled function or an
+    OptimizedModule. backend: "inductor" (torch.compile's default) or "torchc" both mean
+    torchc's C inductor; another backend raises NotImplementedError. recompile_limit: entries
+    per code object before running eagerly (None: torchc.config.recompile_limit, which
+    follows torch._dynamo.config.recompile_limit until set). name: kept as the result's
+    compile_name (torch surfaces it in debug metadata only)."""
+    kwargs = dict(fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode,
+                  options=options, name=name, disable=disable, recompile_limit=recompile_limit)
+    opts = _check_options(backend, mode, options)
+    if not isinstance(fullgraph, bool):
+        raise TypeError(f"torchc.compile: fullgraph must be a bool, got {fullgraph!r}")
+    if name is not None and not isinstance(name, str):
+        raise TypeError(f"torchc.compile: name must be a str or None, got {name!r}")
+    if recompile_limit is not None and (not isinstance(recompile_limit, int) or
+                                        isinstance(recompile_limit, bool) or recompile_limit < 1):
+        raise ValueError(f"torchc.compile: recompile_limit must be a positive int or None, "
+                         f"got {recompile_limit!r}")
+    if isolate_recompiles:
+        raise NotImplementedError("torchc.compile: isolate_recompiles=True is not supported "
+                                  "(recompiles are counted per code object)")
+    if shapes_spec is not None:
+        raise NotImplementedError("torchc.compile: shapes_spec is not supported; use "
+                                  "torch._dynamo.mark_dynamic / mark_static on the arguments")
     if model is None:
-        return lambda m: compile(m, fullgraph=fullgraph, dynamic=dynamic, backend=backend,
-                                 mode=mode, options=options, disable=disable)
+        return lambda m: compile(m, **kwargs)
+    dyn = _dynamic_flag(dynamic)
     if disable:
         return model
+    cg, adaptive = _mode_flags(mode, opts)
+    limit = recompile_limit or 0
     if isinstance(model, torch.nn.Module):
         fwd = getattr(type(model).forward, "__code__", None)
         if fwd is not None:  # torch's own modules live in skipped files: capture their forward
             _C.allow_code(fwd)
-        call = _C.CompiledFunction(model, bool(fullgraph), _dynamic_flag(dynamic))
-        if mode == "reduce-overhead" and fwd is not None:
+        call = _C.CompiledFunction(model, fullgraph, dyn, limit)
+        if name is not None:
+            call.compile_name = name
+        if cg and fwd is not None:
             call = _cudagraphs.CUDAGraphed(call, type(model).forward, (model,), module=model,
-                                           adaptive=_adaptive(options))
-        return OptimizedModule(model, call)
+                                           adaptive=adaptive)
+        return OptimizedModule(model, call, kwargs)
     if not callable(model):
         raise TypeError(f"torchc.compile expects a callable or nn.Module, got {type(model).__name__}")
-    cf = _C.CompiledFunction(model, bool(fullgraph), _dynamic_flag(dynamic))
+    cf = _C.CompiledFunction(model, fullgraph, dyn, limit)
     try:
         functools.update_wrapper(cf, model)
     except (AttributeError, TypeError):
         pass
-    if mode == "reduce-overhead":
+    if name is not None:
+        cf.compile_name = name
+    if cg:
         if isinstance(model, types.MethodType):
-            cf = _cudagraphs.CUDAGraphed(cf, model.__func__, (model.__self__,), adaptive=_adaptive(options))
+            cf = _cudagraphs.CUDAGraphed(cf, model.__func__, (model.__self__,), adaptive=adaptive)
         elif isinstance(model, types.FunctionType):
-            cf = _cudagraphs.CUDAGraphed(cf, model, adaptive=_adaptive(options))
+            cf = _cudagraphs.CUDAGraphed(cf, model, adaptive=adaptive)
         try:
             functools.update_wrapper(cf, model)
         except (AttributeError, TypeError):
@@ -150,7 +269,8 @@ def allow_in_graph(fn):
 
 
 def reset():
-    """Forget every compiled graph (like torch._dynamo.reset())."""
+    """Forget every compiled graph (like torch._dynamo.reset(); torch.compiler.reset() calls
+    this too once torchc is imported)."""
     _C.reset()
     _cudagraphs.reset_all()
 
