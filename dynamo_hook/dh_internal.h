@@ -168,6 +168,7 @@ typedef struct dh_entry {
     PyObject *brk_kwnames;  /* strong or NULL */
     PyObject *resume[2];    /* [0]: after the call / jump not taken; [1]: jump taken */
     char *brk_reason;
+    PyObject *train;        /* training: the autograd node's state (csrc/train.h), or NULL */
 } dh_entry;
 
 typedef struct dh_cache {
