@@ -47,6 +47,7 @@ void dh_entry_free(dh_entry *e) {
     Py_XDECREF(e->brk_kwnames);
     Py_XDECREF(e->resume[0]);
     Py_XDECREF(e->resume[1]);
+    Py_XDECREF(e->train);
     if (e->compiled)
         ic_compiled_free(e->compiled);
     free(e);

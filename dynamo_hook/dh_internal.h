@@ -169,6 +169,7 @@ typedef struct dh_entry {
     PyObject *resume[2];    /* [0]: after the call / jump not taken; [1]: jump taken */
     char *brk_reason;
     char *where;            /* user file:line of the failure or break, innermost first (malloc'd) */
+    PyObject *train;        /* training: the autograd node's state (csrc/train.h), or NULL */
 } dh_entry;
 
 typedef struct dh_cache {

@@ -10,6 +10,7 @@
  *         (mirrors ceval.c clear_thread_frame; those helpers are not exported).
  */
 #include "dh_internal.h"
+#include "train.h"
 
 #define Py_BUILD_CORE
 #include <internal/pycore_frame.h>
@@ -130,6 +131,16 @@ void dh_explain_record(PyCodeObject *code, const dh_entry *e, const char *event)
         SET("break_reason", e->brk_reason && !e->brk_extern ? PyUnicode_FromString(e->brk_reason)
                                                           : Py_NewRef(Py_None));
         SET("extern_call", e->brk_extern ? PyUnicode_FromString(e->brk_reason) : Py_NewRef(Py_None));
+        { /* training: the backward graph (csrc/train.c) */
+            long long sb = 0;
+            int bops = 0, nsv = 0;
+            char *bt = e->train ? tc_train_describe(e->train, &sb, &bops, &nsv) : NULL;
+            SET("backward_graph", bt ? PyUnicode_FromString(bt) : Py_NewRef(Py_None));
+            free(bt);
+            SET("backward_op_count", PyLong_FromLong(bops));
+            SET("saved_bytes", PyLong_FromLongLong(sb));
+            SET("saved_count", PyLong_FromLong(nsv));
+        }
         char *kd = e->compiled ? ic_compiled_describe(e->compiled) : NULL;
         SET("kernels", kd ? PyUnicode_FromString(kd) : Py_NewRef(Py_None));
         free(kd);
@@ -793,6 +804,23 @@ PyObject *dh_entry_run(const dh_entry *e, PyObject *const *values, void *const *
         int from = e->mut_from[i];
         PyObject *srcobj = from >= 0 ? outs[from] : values[-1 - from];
         if (tc_copy_(values[e->mut_src[i]], srcobj) < 0)
+            goto done;
+    }
+    if (e->train != NULL) { /* training: the outputs get the compiled backward's grad_fn */
+        PyObject *small_in[16], **fin = small_in;
+        if (e->ninputs > 16 && (fin = calloc((size_t)e->ninputs, sizeof *fin)) == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        for (int i = 0; i < e->ninputs; i++)
+            fin[i] = values[e->input_src[i]];
+        int busy = dh_tl_busy;
+        dh_tl_busy = 1; /* the autograd.Function's Python runs as it is, not captured */
+        int arc = tc_train_attach(e->train, outs, nout, fin);
+        dh_tl_busy = busy;
+        if (fin != small_in)
+            free(fin);
+        if (arc < 0)
             goto done;
     }
     res = build_output(e, 0, outs, values, symvals);

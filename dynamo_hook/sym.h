@@ -188,6 +188,9 @@ int sym_alias_same(trace *t, int a, int b); /* same storage root */
 int sym_is_view_of_input(trace *t, ic_val v);
 void sym_set_view_desc(trace *t, ic_val v, PyObject *desc);
 int sym_check_graph(trace *t); /* fails the trace if the graph is in error */
+/* training (variables.c): inputs that require grad under grad mode; a value's requires_grad */
+int sym_train_req(trace *t, unsigned char *req);
+int sym_value_requires_grad(trace *t, ic_val v);
 /* In-place updates: the latest version of a value, resolution of a var (recursively in
  * sequences), and recording that target now holds newval (cast to target's dtype). */
 int sym_new_object(trace *t, ic_val v); /* a fresh tensor object holding v: its oid */

@@ -9,6 +9,7 @@
  * inline cache sizes come from dis._inline_cache_entries.
  */
 #include "sym.h"
+#include "train.h"
 
 #include <string.h>
 
@@ -2035,7 +2036,8 @@ static int run_body(trace *t, sframe *f, var *result) {
             PyErr_Clear();
             if (on)
                 return sym_fail(t, "inference_mode(False) turns grad mode on: not captured");
-            t->nograd++; /* grad off inside */
+            if (t->nograd++ == 0) /* grad off inside */
+                ic_set_grad_enabled(t->g, 0); /* training: no gradient through the block */
             memset(&b, 0, sizeof b);
             b.kind = V_FUNC;
             b.op = SYM_CTX_EXIT;
@@ -3146,6 +3148,61 @@ static int is_extern_break(const sym_break *b) {
 
 /* ---- driver -------------------------------------------------------------------------- */
 
+/* ---- training (owner: training) ----
+ * When inputs require grad under grad mode, the backward graph is derived from the forward
+ * one (inductor_c/graph/autograd.c: saved values become extra forward outputs) and compiled
+ * like it; the entry's train object (csrc/train.c) runs it from an autograd node. 1 if the
+ * trace trains. */
+static int trace_trains(trace *t) {
+    if (t->ninputs == 0 || !tc_grad_enabled())
+        return 0;
+    unsigned char *req = malloc((size_t)t->ninputs);
+    int n = req ? sym_train_req(t, req) : 0;
+    free(req);
+    return n > 0;
+}
+
+/* 0: not training, or *train set; -1: the trace failed (reason) or an exception */
+static int train_build(trace *t, const mutlist *muts, const ic_options *opt, PyObject **train) {
+    unsigned char *req = calloc((size_t)t->ninputs + 1, 1);
+    if (req == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    if (sym_train_req(t, req) == 0) {
+        free(req);
+        return 0;
+    }
+    for (int i = 0; i < muts->n; i++)
+        for (int k = 0; k < t->nguards; k++)
+            if (t->guards[k].kind == DH_G_TENSOR && t->guards[k].src == muts->src[i] &&
+                t->guards[k].meta.requires_grad) {
+                free(req);
+                return sym_fail(t, "training: an input that requires grad is updated in place (eager decides)");
+            }
+    ic_autograd ag;
+    ic_err err = {0};
+    int rc = ic_autograd_build(t->g, req, &ag, &err);
+    free(req);
+    if (rc < 0)
+        return sym_fail(t, "training: %s", err.msg);
+    if (ag.bwd == NULL) {
+        ic_autograd_clear(&ag);
+        return 0;
+    }
+    ic_compiled *bwd;
+    Py_BEGIN_ALLOW_THREADS
+    bwd = ic_compile(ag.bwd, opt, &err);
+    Py_END_ALLOW_THREADS
+    if (bwd == NULL) {
+        ic_autograd_clear(&ag);
+        return sym_fail(t, "training: backward compile failed: %s", err.msg);
+    }
+    *train = tc_train_new(&ag, bwd, t->ninputs, t->device_type < 0 ? TC_DEV_CPU : t->device_type,
+                          t->device_index > 0 ? t->device_index : 0);
+    return *train ? 0 : -1;
+}
+
 static dh_entry *finish(trace *t, outbuf *ob, ic_compiled *compiled) {
     dh_entry *e = calloc(1, sizeof *e);
     if (e == NULL) {
@@ -3310,6 +3367,7 @@ static dh_entry *trace_once(PyCodeObject *code, PyObject *const *localsplus, PyO
     dh_entry_brk brk = {{NULL, NULL}};
     mutlist muts = {0};
     ic_compiled *compiled = NULL;
+    PyObject *train = NULL; /* training: the autograd node's state */
     if (t == NULL || f == NULL) {
         free(t);
         free(f);
@@ -3398,7 +3456,7 @@ static dh_entry *trace_once(PyCodeObject *code, PyObject *const *localsplus, PyO
             if (dyn) {
                 /* dynamic only for a whole graph with symbols, on the CPU */
                 int ok = !t->failed && !PyErr_Occurred() && rr == 0 && t->nsym > 0 && nout > 0 &&
-                         t->device_type != TC_DEV_CUDA;
+                         t->device_type != TC_DEV_CUDA && !trace_trains(t);
                 char *mine = ok ? dyn_signature(t) : NULL;
                 if (dyn == 1 && !ok && getenv("TORCHC_DEBUG_DYN"))
                     fprintf(stderr, "torchc dyn: not dynamic: %s %s\n",
@@ -3424,16 +3482,20 @@ static dh_entry *trace_once(PyCodeObject *code, PyObject *const *localsplus, PyO
                 opt.device_index = t->device_index > 0 ? t->device_index : 0;
                 opt.opt_level = 3;
                 ic_err err = {0};
+                if (train_build(t, &muts, &opt, &train) < 0 && PyErr_Occurred())
+                    goto error;
+                if (!t->failed) {
                 Py_BEGIN_ALLOW_THREADS
                 compiled = ic_compile(t->g, &opt, &err);
                 Py_END_ALLOW_THREADS
+                }
                 if (compiled == NULL && dyn && getenv("TORCHC_DEBUG_DYN"))
                     fprintf(stderr, "torchc dyn: compile rejected: %s\n", err.msg);
                 if (compiled == NULL && dyn) {
                     *reject = 1; /* the compiler can't do these symbols: specialize */
                     goto error;
                 }
-                if (compiled == NULL)
+                if (compiled == NULL && !t->failed)
                     sym_fail(t, "compile failed: %s", err.msg);
                 if (compiled != NULL && opt.device == IC_CPU && getenv("TORCHC_PTX_PROBE")) {
                     /* GPU codegen coverage without a GPU: the CPU graph through the PTX path */
@@ -3499,6 +3561,10 @@ static dh_entry *trace_once(PyCodeObject *code, PyObject *const *localsplus, PyO
         }
         e->nattrw = t->nattrw;
     }
+    if (e != NULL && !e->fallback && train != NULL) {
+        e->train = train;
+        train = NULL;
+    }
     if (e != NULL && !e->fallback && dyn == 2)
         e->nsyms = t->nsym;
     if (e != NULL) {
@@ -3522,6 +3588,7 @@ static dh_entry *trace_once(PyCodeObject *code, PyObject *const *localsplus, PyO
             e->where = strdup(t->where);
     }
 error:
+    Py_XDECREF(train);
     Py_XDECREF(brk.resume[0]);
     Py_XDECREF(brk.resume[1]);
     if (compiled)

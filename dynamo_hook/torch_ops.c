@@ -863,6 +863,11 @@ static int h_identity(trace *t, const opdef *d, var **p, var *out) {
         }
     }
     *out = *p[0];
+    if (d->op == 0 && sym_value_requires_grad(t, out->val)) { /* training: a stop-gradient */
+        out->val = ic_detach(t->g, out->val);
+        if (out->val < 0)
+            return sym_check_graph(t);
+    }
     if (d->op == 0 && out->oid > 0) {
         /* detach(): a new tensor object sharing the data: both become aliased, so an
          * in-place update through either is not captured (eager handles it) */
@@ -1223,6 +1228,17 @@ static int h_index_select(trace *t, const opdef *d, var **p, var *out) {
         if (sym_check_index(t, p[0], wm->ndim ? wm->sizes[0] : 0, 1) < 0)
             return -1;
         ic_val rows = ic_index_select(t->g, p[1]->val, 0, flat);
+        if (!is_none(p[2]) && sym_value_requires_grad(t, p[1]->val)) {
+            /* training: rows of padding_idx get no gradient (eager's embedding_backward) */
+            long long pad;
+            if (get_int(t, p[2], &pad, "padding_idx") < 0)
+                return -1;
+            if (pad < 0)
+                pad += wm->sizes[0];
+            int64_t L1[2] = {n, 1};
+            ic_val m = ic_reshape(t->g, ic_binary(t->g, IC_OP_EQ, flat, ic_scalar(t->g, (double)pad, IC_I64)), 2, L1);
+            rows = ic_where(t->g, m, ic_detach(t->g, rows), rows);
+        }
         int64_t sz[IC_MAX_DIMS];
         int k = 0;
         for (int i = 0; i < im->ndim; i++)
@@ -3702,7 +3718,8 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
         return sym_const(t, PyBool_FromLong(a == 1), out);
     }
     if (fn->kind == V_FUNC && fn->op == SYM_CTX_EXIT) { /* __exit__(None, None, None) */
-        t->nograd--;
+        if (--t->nograd == 0)
+            ic_set_grad_enabled(t->g, 1); /* training: values of the block pass no gradient */
         return sym_const(t, Py_NewRef(Py_None), out);
     }
     if (fn->kind == V_FUNC && sym_is_grad_ctx_type(fn->obj)) {
@@ -4139,6 +4156,8 @@ int sym_tensor_attr(trace *t, const var *x, PyObject *name, var *out) {
                 if (t->guards[i].kind == DH_G_TENSOR && t->guards[i].src == x->src &&
                     t->srcdone[x->src] && t->srcvar[x->src].oid == x->oid)
                     rg = t->guards[i].meta.requires_grad;
+        if (!rg) /* training: a computed value requires grad as eager's would */
+            rg = sym_value_requires_grad(t, x->val);
         return sym_const(t, PyBool_FromLong(rg), out);
     }
     if (!strcmp(n, "device")) /* every tensor of the graph is on its device */

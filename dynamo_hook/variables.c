@@ -657,6 +657,38 @@ static int dyn_dims(trace *t, int src, const tc_meta *m, signed char *sym) {
     return any;
 }
 
+/* ---- training (owner: training) ---- */
+/* req[i] = 1 for graph inputs that require grad (float) while grad mode is on; returns
+ * how many. req holds t->ninputs entries. */
+int sym_train_req(trace *t, unsigned char *req) {
+    int n = 0;
+    for (int i = 0; i < t->ninputs; i++)
+        req[i] = 0;
+    if (!tc_grad_enabled())
+        return 0;
+    for (int i = 0; i < t->nguards; i++) {
+        const dh_guard *g = &t->guards[i];
+        if (g->kind == DH_G_TENSOR && g->input_index >= 0 && g->input_index < t->ninputs &&
+            g->meta.requires_grad && g->meta.dtype >= IC_F16 && g->meta.dtype <= IC_F64 && !req[g->input_index]) {
+            req[g->input_index] = 1;
+            n++;
+        }
+    }
+    return n;
+}
+
+/* torch's requires_grad of graph value v at this point of the trace */
+int sym_value_requires_grad(trace *t, ic_val v) {
+    if (!tc_grad_enabled() || t->nograd > 0 || t->ninputs == 0)
+        return 0;
+    unsigned char *req = malloc((size_t)t->ninputs);
+    if (req == NULL)
+        return 0;
+    int r = sym_train_req(t, req) > 0 && ic_value_requires_grad(t->g, v, req);
+    free(req);
+    return r;
+}
+
 static int wrap_tensor(trace *t, PyObject *o, int src, var *out) {
     tc_meta m;
     tc_tensor_meta(o, &m);
@@ -681,8 +713,8 @@ static int wrap_tensor(trace *t, PyObject *o, int src, var *out) {
     } else if (t->device_type != m.device_type || t->device_index != m.device_index) {
         return sym_fail(t, "tensors on different devices (eager decides)");
     }
-    if (m.requires_grad && tc_grad_enabled())
-        return sym_fail(t, "input requires grad with grad mode on (training not supported yet)");
+    /* training (issue 22): inputs that require grad are captured; the graph's backward is
+     * derived at the end of the trace (symbolic.c, inductor_c/graph/autograd.c) */
     for (int s2 = 0; s2 < t->nsrc && s2 < DH_SRC_MAX; s2++)
         if (s2 != src && t->srcobj[s2] == o && t->srcdone[s2] && t->srcvar[s2].kind == V_TENSOR) {
             /* the same tensor through a second source (f(t, t), tied weights): one object */

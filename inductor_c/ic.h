@@ -235,6 +235,39 @@ ic_val ic_graph_input(const ic_graph *g, int i);      /* value of graph input i 
 /* Text form (one line per value); malloc'd string, caller frees. */
 char *ic_graph_to_string(const ic_graph *g);
 
+/* ---- training (graph/autograd.c, graph/partition.c; owner: training) -------------------
+ * Stop-gradient marks: nodes built while grad mode is off in g (ic_set_grad_enabled(g, 0),
+ * nested; a with torch.no_grad() block) and ic_detach nodes (an identity cast) pass no
+ * gradient to their operands. They change nothing in the forward graph's code. */
+void ic_set_grad_enabled(ic_graph *g, int on);
+ic_val ic_detach(ic_graph *g, ic_val v);
+/* 1 if v depends on a graph input i with req[i] != 0 through float values and nodes that
+ * pass gradients (torch's requires_grad of the value under grad mode), else 0. */
+int ic_value_requires_grad(const ic_graph *g, ic_val v, const unsigned char *req);
+
+/* Backward graph derivation. fwd: the captured forward graph; req[i]: input i requires
+ * grad. The backward graph is built in the same IR from the rules of graph/vjp.h, reading
+ * forward values that the partitioner saves (appended to fwd as outputs after the
+ * program's nuser_out) or recomputes. Returns 0 (out filled; out->bwd NULL when no output
+ * carries a gradient), or -1 with err (IC_EUNSUPPORTED: e.g. an op with no backward rule;
+ * fwd may then hold extra outputs: the caller falls back and discards it). */
+enum { IC_AG_FWD_INPUT = 0, IC_AG_FWD_OUTPUT = 1, IC_AG_GRAD_OUT = 2 };
+typedef struct ic_autograd {
+    ic_graph *bwd;          /* owned */
+    int nuser_out;          /* forward outputs [0, nuser_out) are the program's */
+    unsigned char *out_diff;/* per program output: 1 if it carries a gradient */
+    int nbwd_in;
+    int *bwd_in_kind;       /* per backward input: IC_AG_* */
+    int *bwd_in_index;      /* forward input / forward output / program output index */
+    int nbwd_out;
+    int *bwd_out_input;     /* per backward output: the forward input whose gradient it is */
+    int64_t saved_bytes;    /* forward intermediates kept for the backward */
+    int64_t saved_input_bytes; /* forward inputs the backward reads (alive anyway) */
+    int nsaved, nrecomputed;
+} ic_autograd;
+int ic_autograd_build(ic_graph *fwd, const unsigned char *req, ic_autograd *out, ic_err *err);
+void ic_autograd_clear(ic_autograd *a);
+
 /* ---- compilation -------------------------------------------------------------------- */
 typedef enum ic_device { IC_CPU = 0, IC_CUDA = 1 } ic_device;
 

@@ -47,6 +47,7 @@ typedef struct ic_node {
     int ext_kind;        /* EXTERN: ic_extern_kind */
     int nparams;         /* EXTERN */
     int64_t params[IC_EXT_MAXP];
+    unsigned char nograd; /* training: passes no gradient to its operands (graph/autograd.c) */
 } ic_node;
 
 struct ic_graph {
@@ -60,6 +61,7 @@ struct ic_graph {
     ic_errcode err;
     char msg[256];
     int64_t sym_hint[IC_MAX_SYMS]; /* hint value of each size symbol, 0: not used yet */
+    int nograd_depth, nograd_from; /* training: ic_set_grad_enabled nesting, first node */
 };
 
 bool ic_is_float(ic_dtype t);

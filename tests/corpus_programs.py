@@ -1081,7 +1081,7 @@ class LinearLayer(nn.Module):
         return F.gelu(self.fc(x)) * 2
 
 
-@module_case(0, 1, lambda: (R(3, 4),), grad=True, reason="requires grad")
+@module_case(1, 0, lambda: (R(3, 4),), grad=True)  # training: forward + compiled backward (issue 22)
 class ParametersWithGradMode(nn.Module):
     def __init__(self):
         super().__init__()

@@ -12,6 +12,7 @@ fuses them into loops and compiles them with LLVM ORC; anything unsupported runs
 import torch  # noqa: F401  (libtorch must be loaded before the extension)
 
 from . import _C
+from . import _autograd  # noqa: F401  (training: imported before any hooked call)
 from ._api import (ExplainOutput, OptimizedModule, allow_in_graph, compile, config, disable,
                    explain, reset)
 from ._logging import set_logs

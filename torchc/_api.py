@@ -305,17 +305,30 @@ class ExplainOutput:
         self.guards = [g for r in compiled for g in r["guards"]]
         self.kernels = [r["kernels"] for r in compiled if r.get("kernels")]
         self.compile_ms = sum(r.get("compile_ms", 0.0) for r in records if r["event"] != "hit")
+        # training (issue 22): backward graphs compiled for graphs whose inputs require grad,
+        # and the bytes of forward values they keep (saved) for the backward
+        self.backward_graphs = [r["backward_graph"] for r in compiled if r.get("backward_graph")]
+        self.backward_graph_count = len(self.backward_graphs)
+        self.backward_op_count = sum(r.get("backward_op_count", 0) for r in compiled)
+        self.saved_bytes = sum(r.get("saved_bytes", 0) for r in compiled)
 
     def __str__(self):
         lines = [f"Graph Count: {self.graph_count}",
                  f"Graph Break Count: {self.graph_break_count}",
                  f"Op Count: {self.op_count}",
                  f"Extern Calls (matmul/conv, ATen): {len(self.extern_calls)}"]
+        if self.backward_graph_count:
+            lines += [f"Backward Graph Count: {self.backward_graph_count}",
+                      f"Backward Op Count: {self.backward_op_count}",
+                      f"Saved Bytes: {self.saved_bytes}"]
         if self.break_reasons:
             lines.append("Break Reasons:")
             lines += [f"  {i + 1}. {r}" for i, r in enumerate(self.break_reasons)]
         for i, g in enumerate(self.graphs):
             lines.append(f"Graph {i}:")
+            lines += ["  " + ln for ln in g.splitlines()]
+        for i, g in enumerate(self.backward_graphs):
+            lines.append(f"Backward Graph {i}:")
             lines += ["  " + ln for ln in g.splitlines()]
         if self.guards:
             lines.append("Guards:")

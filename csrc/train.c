@@ -1,0 +1,297 @@
+/* train.c — the autograd node of compiled training graphs (see train.h; owner: training).
+ *
+ * The train object is a capsule over tc_train: the compiled backward graph and the maps
+ * of ic_autograd. Its runner (a builtin bound to the capsule, kept by each autograd node
+ * that uses it) runs the compiled backward: inputs are the saved tensors (forward inputs
+ * and saved forward outputs, in the order of the backward graph's inputs) and the output
+ * gradients (made contiguous: the backward graph reads them as contiguous buffers);
+ * outputs are fresh tensors, one gradient per forward input that requires grad.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "aten_bridge.h"
+#include "ic.h"
+#include "train.h"
+
+__attribute__((weak)) int ic_run_stream(const ic_compiled *c, void *const *inputs, void *const *outputs,
+                                        void *stream, ic_err *err);
+
+typedef struct tc_train {
+    ic_autograd ag;
+    ic_compiled *bwd;
+    char *bwd_text;
+    int bwd_ops;
+    int nfwd_in;
+    int device_type, device_index;
+    ic_meta *in_meta; /* the backward graph's inputs */
+} tc_train;
+
+static const char *CAPSULE = "torchc.train";
+
+static void train_free(tc_train *tr) {
+    if (tr == NULL)
+        return;
+    ic_autograd_clear(&tr->ag);
+    if (tr->bwd)
+        ic_compiled_free(tr->bwd);
+    free(tr->bwd_text);
+    free(tr->in_meta);
+    free(tr);
+}
+
+static void capsule_destroy(PyObject *cap) {
+    train_free(PyCapsule_GetPointer(cap, CAPSULE));
+}
+
+static int cuda_stream(int device, void **stream) {
+    static PyObject *fn;
+    if (fn == NULL) {
+        PyObject *tc = PyImport_ImportModule("torch._C");
+        fn = tc ? PyObject_GetAttrString(tc, "_cuda_getCurrentRawStream") : NULL;
+        Py_XDECREF(tc);
+        if (fn == NULL)
+            return -1;
+    }
+    PyObject *r = PyObject_CallFunction(fn, "i", device);
+    if (r == NULL)
+        return -1;
+    *stream = PyLong_AsVoidPtr(r);
+    Py_DECREF(r);
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+/* a contiguous tensor of meta m from grad t (None: zeros) */
+static PyObject *grad_buffer(PyObject *t, const ic_meta *m, const tc_train *tr) {
+    if (t == Py_None) {
+        PyObject *z = tc_empty_strided(m->ndim, m->sizes, m->strides, m->dtype, tr->device_type, tr->device_index);
+        if (z == NULL)
+            return NULL;
+        PyObject *r = PyObject_CallMethod(z, "zero_", NULL);
+        Py_DECREF(z);
+        return r;
+    }
+    tc_meta tm;
+    if (!tc_is_tensor(t)) {
+        PyErr_SetString(PyExc_TypeError, "torchc backward: a gradient is not a tensor");
+        return NULL;
+    }
+    tc_tensor_meta(t, &tm);
+    int same = tm.ndim == m->ndim && tm.dtype == (int)m->dtype;
+    for (int i = 0; same && i < m->ndim; i++)
+        same = tm.sizes[i] == m->sizes[i];
+    if (!same) {
+        PyErr_SetString(PyExc_RuntimeError, "torchc backward: a gradient's shape or dtype differs from its output's");
+        return NULL;
+    }
+    return PyObject_CallMethod(t, "contiguous", NULL);
+}
+
+static PyObject *run_backward(PyObject *cap, PyObject *args) {
+    tc_train *tr = PyCapsule_GetPointer(cap, CAPSULE);
+    PyObject *saved, *grads;
+    if (tr == NULL || !PyArg_ParseTuple(args, "OO", &saved, &grads))
+        return NULL;
+    saved = PySequence_Fast(saved, "saved tensors");
+    if (saved == NULL)
+        return NULL;
+    grads = PySequence_Fast(grads, "gradients");
+    if (grads == NULL) {
+        Py_DECREF(saved);
+        return NULL;
+    }
+    const ic_autograd *ag = &tr->ag;
+    int nin = ag->nbwd_in, nout = ag->nbwd_out;
+    PyObject **keep = calloc((size_t)nin + 1, sizeof *keep);
+    PyObject **outs = calloc((size_t)nout + 1, sizeof *outs);
+    void **ptrs = calloc((size_t)(nin + nout) + 1, sizeof *ptrs);
+    PyObject *res = NULL;
+    if (keep == NULL || outs == NULL || ptrs == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t s = 0;
+    for (int k = 0; k < nin; k++) {
+        if (ag->bwd_in_kind[k] == IC_AG_GRAD_OUT) {
+            int j = ag->bwd_in_index[k];
+            if (j >= PySequence_Fast_GET_SIZE(grads)) {
+                PyErr_SetString(PyExc_RuntimeError, "torchc backward: missing gradient");
+                goto done;
+            }
+            keep[k] = grad_buffer(PySequence_Fast_GET_ITEM(grads, j), &tr->in_meta[k], tr);
+            if (keep[k] == NULL)
+                goto done;
+        } else {
+            if (s >= PySequence_Fast_GET_SIZE(saved)) {
+                PyErr_SetString(PyExc_RuntimeError, "torchc backward: missing saved tensor");
+                goto done;
+            }
+            keep[k] = Py_NewRef(PySequence_Fast_GET_ITEM(saved, s++));
+        }
+        ptrs[k] = tc_data_ptr(keep[k]);
+    }
+    for (int i = 0; i < nout; i++) {
+        const ic_meta *m = ic_compiled_output_meta(tr->bwd, i);
+        outs[i] = tc_empty_strided(m->ndim, m->sizes, m->strides, m->dtype, tr->device_type, tr->device_index);
+        if (outs[i] == NULL)
+            goto done;
+        ptrs[nin + i] = tc_data_ptr(outs[i]);
+    }
+    ic_err err = {0};
+    int rc;
+    if (tr->device_type == TC_DEV_CUDA) {
+        void *stream = NULL;
+        if (cuda_stream(tr->device_index, &stream) < 0)
+            goto done;
+        rc = ic_run_stream ? ic_run_stream(tr->bwd, ptrs, ptrs + nin, stream, &err) : -1;
+    } else {
+        Py_BEGIN_ALLOW_THREADS
+        rc = ic_run(tr->bwd, ptrs, ptrs + nin, &err);
+        Py_END_ALLOW_THREADS
+    }
+    if (rc != 0) {
+        PyErr_Format(PyExc_RuntimeError, "torchc: compiled backward failed: %s", err.msg);
+        goto done;
+    }
+    res = PyTuple_New(nout);
+    if (res == NULL)
+        goto done;
+    for (int i = 0; i < nout; i++) {
+        PyTuple_SET_ITEM(res, i, outs[i]);
+        outs[i] = NULL;
+    }
+done:
+    if (keep)
+        for (int k = 0; k < nin; k++)
+            Py_XDECREF(keep[k]);
+    if (outs)
+        for (int i = 0; i < nout; i++)
+            Py_XDECREF(outs[i]);
+    free(keep);
+    free(outs);
+    free(ptrs);
+    Py_DECREF(saved);
+    Py_DECREF(grads);
+    return res;
+}
+
+static PyMethodDef runner_def = {"torchc_backward", run_backward, METH_VARARGS, "runs a compiled backward graph"};
+
+PyObject *tc_train_new(ic_autograd *ag, ic_compiled *bwd, int nfwd_in, int device_type, int device_index) {
+    tc_train *tr = calloc(1, sizeof *tr);
+    if (tr == NULL) {
+        ic_compiled_free(bwd);
+        ic_autograd_clear(ag);
+        return PyErr_NoMemory();
+    }
+    tr->ag = *ag;
+    memset(ag, 0, sizeof *ag);
+    tr->bwd = bwd;
+    tr->nfwd_in = nfwd_in;
+    tr->device_type = device_type;
+    tr->device_index = device_index;
+    if (tr->ag.bwd) {
+        int n = ic_graph_num_inputs(tr->ag.bwd);
+        tr->in_meta = calloc((size_t)n + 1, sizeof *tr->in_meta);
+        if (tr->in_meta == NULL) {
+            train_free(tr);
+            return PyErr_NoMemory();
+        }
+        for (int i = 0; i < n; i++)
+            tr->in_meta[i] = *ic_value_meta(tr->ag.bwd, ic_graph_input(tr->ag.bwd, i));
+        tr->bwd_text = ic_graph_to_string(tr->ag.bwd);
+        tr->bwd_ops = ic_graph_num_ops(tr->ag.bwd);
+        ic_graph_free(tr->ag.bwd); /* compiled: the graph is not needed any more */
+        tr->ag.bwd = NULL;
+    }
+    PyObject *cap = PyCapsule_New(tr, CAPSULE, capsule_destroy);
+    if (cap == NULL) {
+        train_free(tr);
+        return NULL;
+    }
+    return cap;
+}
+
+/* the bound runner, made per attach (cheap) so that the capsule is never in a cycle */
+int tc_train_attach(PyObject *train, PyObject **outs, int nout, PyObject *const *inputs) {
+    static PyObject *attach_fn;
+    tc_train *tr = PyCapsule_GetPointer(train, CAPSULE);
+    if (tr == NULL)
+        return -1;
+    const ic_autograd *ag = &tr->ag;
+    if (attach_fn == NULL) {
+        PyObject *mod = PyImport_ImportModule("torchc._autograd");
+        attach_fn = mod ? PyObject_GetAttrString(mod, "attach") : NULL;
+        Py_XDECREF(mod);
+        if (attach_fn == NULL)
+            return -1;
+    }
+    int nuser = ag->nuser_out, nsaved = 0;
+    for (int k = 0; k < ag->nbwd_in; k++)
+        nsaved += ag->bwd_in_kind[k] != IC_AG_GRAD_OUT;
+    PyObject *runner = NULL, *saved = NULL, *uo = NULL, *diff = NULL, *args = NULL, *r = NULL;
+    int rc = -1;
+    if (nuser > nout) {
+        PyErr_SetString(PyExc_RuntimeError, "torchc: training entry output count");
+        return -1;
+    }
+    runner = PyCFunction_New(&runner_def, train);
+    saved = PyTuple_New(nsaved);
+    uo = PyTuple_New(nuser);
+    diff = PyTuple_New(nuser);
+    args = PyTuple_New(4 + ag->nbwd_out);
+    if (!runner || !saved || !uo || !diff || !args)
+        goto done;
+    for (int k = 0, s = 0; k < ag->nbwd_in; k++) {
+        int i = ag->bwd_in_index[k];
+        PyObject *o;
+        if (ag->bwd_in_kind[k] == IC_AG_GRAD_OUT)
+            continue;
+        o = ag->bwd_in_kind[k] == IC_AG_FWD_INPUT ? inputs[i] : outs[i];
+        PyTuple_SET_ITEM(saved, s++, Py_NewRef(o));
+    }
+    for (int j = 0; j < nuser; j++) {
+        PyTuple_SET_ITEM(uo, j, Py_NewRef(outs[j]));
+        PyTuple_SET_ITEM(diff, j, PyBool_FromLong(ag->out_diff[j]));
+    }
+    PyTuple_SET_ITEM(args, 0, runner);
+    PyTuple_SET_ITEM(args, 1, saved);
+    PyTuple_SET_ITEM(args, 2, uo);
+    PyTuple_SET_ITEM(args, 3, diff);
+    runner = saved = uo = diff = NULL;
+    for (int k = 0; k < ag->nbwd_out; k++)
+        PyTuple_SET_ITEM(args, 4 + k, Py_NewRef(inputs[ag->bwd_out_input[k]]));
+    r = PyObject_Call(attach_fn, args, NULL);
+    if (r == NULL)
+        goto done;
+    if (!PyTuple_Check(r) || PyTuple_GET_SIZE(r) != nuser) {
+        PyErr_SetString(PyExc_RuntimeError, "torchc: the autograd node returned the wrong outputs");
+        goto done;
+    }
+    for (int j = 0; j < nuser; j++) {
+        Py_SETREF(outs[j], Py_NewRef(PyTuple_GET_ITEM(r, j)));
+    }
+    rc = 0;
+done:
+    Py_XDECREF(runner);
+    Py_XDECREF(saved);
+    Py_XDECREF(uo);
+    Py_XDECREF(diff);
+    Py_XDECREF(args);
+    Py_XDECREF(r);
+    return rc;
+}
+
+char *tc_train_describe(PyObject *train, long long *saved_bytes, int *bwd_ops, int *nsaved) {
+    tc_train *tr = PyCapsule_GetPointer(train, CAPSULE);
+    if (tr == NULL) {
+        PyErr_Clear();
+        return NULL;
+    }
+    *saved_bytes = tr->ag.saved_bytes;
+    *bwd_ops = tr->bwd_ops;
+    *nsaved = tr->ag.nsaved;
+    return tr->bwd_text ? strdup(tr->bwd_text) : NULL;
+}

@@ -1,0 +1,762 @@
+/* autograd.c — the backward graph of a captured forward graph (an AOTAutograd in C).
+ *
+ * Contract: ic_autograd_build reads the forward graph and builds a second graph in the same
+ * IR whose inputs are the gradients of the forward's outputs and the forward values the
+ * backward reads (saved: appended to the forward graph as outputs), and whose outputs are
+ * the gradients of the forward inputs that require grad. Each node is differentiated by its
+ * rule in the one table graph/vjp.h; forward values a rule needs are recomputed or saved as
+ * graph/partition.c decides. Both graphs are compiled by ic_compile like any other graph:
+ * no op semantics here beyond the graph-level derivative rules.
+ *
+ * Gradients follow eager's formulas (torch/csrc/autograd/FunctionsManual.cpp) node by
+ * node: an operand's contribution is summed over the dims its value was broadcast along
+ * and cast to its dtype (ag_acc), in the result's dtype before that (type promotion as
+ * eager's autograd does it).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../ic_internal.h"
+#include "../support.h"
+#include "vjp.h"
+
+typedef struct ag {
+    ic_graph *f;           /* forward (saved values appended as outputs) */
+    ic_graph *b;           /* backward */
+    ic_val *fmap;          /* forward value -> its backward value (read or rebuilt), -1 */
+    ic_val *grad;          /* forward value -> its gradient in b, -1 */
+    unsigned char *need;   /* forward value carries a gradient */
+    unsigned char *save;   /* partitioner: read from memory (1) or rebuilt (0) */
+    ic_autograd *out;
+    int incap, outcap;
+    bool failed;
+    char msg[200];
+} ag;
+
+static void ag_fail(ag *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void ag_fail(ag *a, const char *fmt, ...) {
+    if (a->failed) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(a->msg, sizeof a->msg, fmt, ap);
+    va_end(ap);
+    a->failed = true;
+}
+
+static const ic_node *FN(ag *a, ic_val v) { return &a->f->nodes[v]; }
+static const ic_meta *BM(ag *a, ic_val v) {
+    static const ic_meta none = {0};
+    const ic_meta *m = ic_value_meta(a->b, v);
+    return m ? m : &none;
+}
+
+static void push_in(ag *a, int kind, int index) {
+    ic_autograd *o = a->out;
+    if (o->nbwd_in == a->incap) {
+        int nc = a->incap ? 2 * a->incap : 16;
+        int *k = realloc(o->bwd_in_kind, (size_t)nc * sizeof *k);
+        if (k) o->bwd_in_kind = k;
+        int *i = realloc(o->bwd_in_index, (size_t)nc * sizeof *i);
+        if (i) o->bwd_in_index = i;
+        if (!k || !i) return ag_fail(a, "out of memory");
+        a->incap = nc;
+    }
+    o->bwd_in_kind[o->nbwd_in] = kind;
+    o->bwd_in_index[o->nbwd_in++] = index;
+}
+
+/* ---- small builders on the backward graph ---------------------------------------------- */
+static ic_val num(ag *a, double x) { return ic_scalar(a->b, x, IC_F64); }
+static ic_val un(ag *a, ic_op op, ic_val x) { return ic_unary(a->b, op, x); }
+static ic_val bin(ag *a, ic_op op, ic_val x, ic_val y) { return ic_binary(a->b, op, x, y); }
+static ic_val mul(ag *a, ic_val x, ic_val y) { return bin(a, IC_OP_MUL, x, y); }
+static ic_val mulk(ag *a, ic_val x, double k) { return k == 1.0 ? x : mul(a, x, num(a, k)); }
+
+static ic_val zeros(ag *a, ic_dtype t, int ndim, const int64_t *sizes) {
+    ic_val z = ic_cast(a->b, num(a, 0.0), t);
+    return ndim ? ic_expand(a->b, z, ndim, sizes) : z;
+}
+
+/* swaps the last two dims */
+static ic_val transpose(ag *a, ic_val x) {
+    int nd = BM(a, x)->ndim, p[IC_MAX_DIMS];
+    if (nd < 2) return x;
+    for (int i = 0; i < nd; i++) p[i] = i;
+    p[nd - 2] = nd - 1;
+    p[nd - 1] = nd - 2;
+    return ic_permute_fold(a->b, x, p);
+}
+
+static ic_val ext(ag *a, ic_extern_kind k, int nin, const ic_val *in, int np, const int64_t *p) {
+    return ic_extern(a->b, k, nin, in, np, p, 1.0, 1.0);
+}
+
+/* ---- forward values in the backward graph ----------------------------------------------- */
+static ic_val ag_fwd(ag *a, ic_val v);
+
+static ic_val rebuild(ag *a, ic_val v) {
+    const ic_node n = *FN(a, v);
+    ic_val x = n.in[0] >= 0 ? ag_fwd(a, n.in[0]) : -1;
+    ic_val y = n.in[1] >= 0 ? ag_fwd(a, n.in[1]) : -1;
+    switch (n.op) {
+    case IC_OP_WHERE: return ic_where(a->b, x, y, ag_fwd(a, n.in[2]));
+    case IC_OP_CAST: return ic_cast(a->b, x, n.meta.dtype);
+    case IC_OP_RESHAPE: return ic_reshape(a->b, x, n.meta.ndim, n.meta.sizes);
+    case IC_OP_PERMUTE: return ic_permute(a->b, x, n.perm);
+    case IC_OP_EXPAND: return ic_expand(a->b, x, n.meta.ndim, n.meta.sizes);
+    case IC_OP_SLICE: {
+        int64_t len = n.meta.sizes[n.dim];
+        int64_t end = len ? n.start + (len - 1) * n.step + 1 : n.start;
+        return ic_slice(a->b, x, n.dim, n.start, end, n.step);
+    }
+    case IC_OP_CAT: return ic_cat(a->b, x, y, n.dim);
+    case IC_OP_INDEX_SELECT: return ic_index_select(a->b, x, n.dim, y);
+    case IC_OP_ARANGE: return ic_arange(a->b, n.meta.sizes[0], n.num, n.num2, n.meta.dtype);
+    default:
+        break;
+    }
+    switch (ic_op_kind(n.op)) {
+    case IC_K_UNARY: return un(a, n.op, x);
+    case IC_K_BINARY: return bin(a, n.op, x, y);
+    default:
+        ag_fail(a, "backward: cannot recompute %s", ic_op_name(n.op));
+        return IC_NONE;
+    }
+}
+
+/* forward output index holding v (a program output, or a new saved output) */
+static int fwd_output_of(ag *a, ic_val v) {
+    for (int j = 0; j < a->f->noutputs; j++)
+        if (a->f->outputs[j] == v) return j;
+    return ic_output(a->f, v);
+}
+
+static ic_val ag_fwd(ag *a, ic_val v) {
+    if (v < 0 || a->failed) return IC_NONE;
+    if (a->fmap[v] >= 0) return a->fmap[v];
+    const ic_node *n = FN(a, v);
+    ic_val r;
+    if (n->op == IC_OP_INPUT) {
+        ic_meta m = n->meta;
+        r = ic_input(a->b, &m);
+        push_in(a, IC_AG_FWD_INPUT, n->index);
+        a->out->saved_input_bytes += ic_numel(&n->meta) * (int64_t)ic_dtype_size(n->meta.dtype);
+    } else if (n->op == IC_OP_SCALAR) {
+        r = ic_scalar(a->b, n->num, n->meta.dtype);
+    } else if (a->save[v]) {
+        int j = fwd_output_of(a, v);
+        if (j < 0) return ag_fail(a, "backward: %s", ic_graph_error(a->f)), IC_NONE;
+        ic_meta m = FN(a, v)->meta;
+        ic_contiguous_strides(&m);
+        r = ic_input(a->b, &m);
+        push_in(a, IC_AG_FWD_OUTPUT, j);
+        if (j >= a->out->nuser_out) a->out->saved_bytes += ic_numel(&m) * (int64_t)ic_dtype_size(m.dtype);
+        a->out->nsaved++;
+    } else {
+        r = rebuild(a, v);
+        a->out->nrecomputed++;
+    }
+    a->fmap[v] = r;
+    return r;
+}
+#define X(k) ag_fwd(a, n->in[k])
+#define OUT ag_fwd(a, v)
+
+/* ---- gradient accumulation -------------------------------------------------------------- */
+/* c summed over the dims it has beyond t's (leading dims, and dims of size 1 in t), reshaped
+ * to t's shape; broadcast up where c is smaller (a contribution through a broadcast op) */
+static ic_val sum_to(ag *a, ic_val c, const ic_meta *t) {
+    const ic_meta *cm = BM(a, c);
+    int lead = cm->ndim - t->ndim;
+    if (lead < 0) return ic_expand(a->b, c, t->ndim, t->sizes);
+    uint32_t mask = 0;
+    for (int i = 0; i < lead; i++) mask |= 1u << i;
+    for (int i = 0; i < t->ndim; i++)
+        if (t->sizes[i] == 1 && cm->sizes[lead + i] != 1) mask |= 1u << (lead + i);
+    if (mask) c = ic_reduce(a->b, IC_OP_SUM, c, mask, 1, -1);
+    if (lead > 0) c = ic_reshape(a->b, c, t->ndim, t->sizes);
+    cm = BM(a, c);
+    bool same = cm->ndim == t->ndim;
+    for (int i = 0; same && i < t->ndim; i++) same = cm->sizes[i] == t->sizes[i];
+    if (!same) c = ic_expand(a->b, c, t->ndim, t->sizes);
+    return c;
+}
+
+static void ag_acc(ag *a, ic_val v, ic_val c) {
+    if (v < 0 || !a->need[v] || a->failed) return;
+    if (c < 0) return ag_fail(a, "backward: %s", ic_graph_error(a->b) ? ic_graph_error(a->b) : "rule failed");
+    const ic_meta *vm = &FN(a, v)->meta;
+    c = sum_to(a, c, vm);
+    if (c >= 0 && BM(a, c)->dtype != vm->dtype) c = ic_cast(a->b, c, vm->dtype);
+    a->grad[v] = a->grad[v] < 0 ? c : bin(a, IC_OP_ADD, a->grad[v], c);
+}
+#define NEED(k) (n->in[k] >= 0 && a->need[n->in[k]])
+#define ACC(k, expr)                    \
+    do {                                \
+        if (NEED(k)) ag_acc(a, n->in[k], (expr)); \
+    } while (0)
+
+/* ---- rules (the table is graph/vjp.h) ----------------------------------------------------- */
+typedef void (*vjp_rule)(ag *a, ic_val v, ic_val g);
+#define RULE(name) static void name(ag *a, ic_val v, ic_val g)
+#define NODE const ic_node *n = FN(a, v)
+
+RULE(vjp_add) {
+    NODE;
+    ACC(0, g);
+    ACC(1, g);
+}
+RULE(vjp_sub) {
+    NODE;
+    ACC(0, g);
+    ACC(1, un(a, IC_OP_NEG, g));
+}
+RULE(vjp_mul) {
+    NODE;
+    ACC(0, mul(a, g, X(1)));
+    ACC(1, mul(a, g, X(0)));
+}
+RULE(vjp_div) {
+    NODE;
+    ACC(0, bin(a, IC_OP_DIV, g, X(1)));
+    /* -grad * ((self / other) / other) */
+    ACC(1, mul(a, un(a, IC_OP_NEG, g), bin(a, IC_OP_DIV, bin(a, IC_OP_DIV, X(0), X(1)), X(1))));
+}
+RULE(vjp_maxmin) {
+    NODE;
+    /* where(self == other, grad / 2, grad), zero where the other side wins */
+    bool mx = n->op == IC_OP_MAXIMUM;
+    ic_val t = ic_where(a->b, bin(a, IC_OP_EQ, X(0), X(1)), bin(a, IC_OP_DIV, g, num(a, 2.0)), g);
+    ACC(0, ic_where(a->b, bin(a, mx ? IC_OP_LT : IC_OP_GT, X(0), X(1)), num(a, 0.0), t));
+    ACC(1, ic_where(a->b, bin(a, mx ? IC_OP_GT : IC_OP_LT, X(0), X(1)), num(a, 0.0), t));
+}
+RULE(vjp_pow) {
+    NODE;
+    if (NEED(0)) {
+        const ic_node *e = FN(a, n->in[1]);
+        if (e->op == IC_OP_SCALAR) {
+            if (e->num != 0.0)
+                ag_acc(a, n->in[0], mul(a, g, mul(a, num(a, e->num), bin(a, IC_OP_POW, X(0), num(a, e->num - 1.0)))));
+            else
+                ag_acc(a, n->in[0], zeros(a, n->meta.dtype, n->meta.ndim, n->meta.sizes));
+        } else {
+            ic_val d = mul(a, g, mul(a, X(1), bin(a, IC_OP_POW, X(0), bin(a, IC_OP_SUB, X(1), num(a, 1.0)))));
+            ag_acc(a, n->in[0], ic_where(a->b, bin(a, IC_OP_EQ, X(1), num(a, 0.0)), num(a, 0.0), d));
+        }
+    }
+    /* grad * where(self == 0 & exponent >= 0, 0, result * log(self)) */
+    if (NEED(1)) {
+        ic_val cond = bin(a, IC_OP_LOGICAL_AND, bin(a, IC_OP_EQ, X(0), num(a, 0.0)), bin(a, IC_OP_GE, X(1), num(a, 0.0)));
+        ic_val r = ic_where(a->b, cond, num(a, 0.0), mul(a, OUT, un(a, IC_OP_LOG, X(0))));
+        ag_acc(a, n->in[1], mul(a, g, r));
+    }
+}
+RULE(vjp_fmod) {
+    NODE;
+    ACC(0, g);
+    if (NEED(1)) {
+        ic_val q = bin(a, IC_OP_DIV, X(0), X(1));
+        q = un(a, n->op == IC_OP_FMOD ? IC_OP_TRUNC : IC_OP_FLOOR, q);
+        ag_acc(a, n->in[1], mul(a, un(a, IC_OP_NEG, g), q));
+    }
+}
+RULE(vjp_atan2) {
+    NODE;
+    ic_val r = un(a, IC_OP_RECIPROCAL, bin(a, IC_OP_ADD, mul(a, X(0), X(0)), mul(a, X(1), X(1))));
+    ACC(0, mul(a, mul(a, g, X(1)), r));
+    ACC(1, mul(a, mul(a, g, un(a, IC_OP_NEG, X(0))), r));
+}
+/* a zero derivative: eager's gradient is a tensor of zeros (not None) */
+RULE(vjp_zero) {
+    NODE;
+    (void)g;
+    for (int k = 0; k < 2; k++)
+        if (NEED(k)) {
+            const ic_meta *m = &FN(a, n->in[k])->meta;
+            ag_acc(a, n->in[k], zeros(a, m->dtype, m->ndim, m->sizes));
+        }
+}
+
+RULE(vjp_unary) {
+    NODE;
+    if (!NEED(0)) return;
+    ic_val r = IC_NONE;
+    switch (n->op) {
+    case IC_OP_NEG: r = un(a, IC_OP_NEG, g); break;
+    case IC_OP_ABS: r = mul(a, g, un(a, IC_OP_SIGN, X(0))); break;
+    case IC_OP_EXP: r = mul(a, g, OUT); break;
+    case IC_OP_LOG: r = bin(a, IC_OP_DIV, g, X(0)); break;
+    case IC_OP_SQRT: r = bin(a, IC_OP_DIV, g, mul(a, num(a, 2.0), OUT)); break;
+    case IC_OP_RSQRT: { /* -0.5 * grad * result^3 */
+        ic_val o = OUT;
+        r = mul(a, mul(a, num(a, -0.5), g), mul(a, mul(a, o, o), o));
+        break;
+    }
+    case IC_OP_RECIPROCAL: r = mul(a, un(a, IC_OP_NEG, g), mul(a, OUT, OUT)); break;
+    case IC_OP_SIGMOID: r = mul(a, mul(a, g, bin(a, IC_OP_SUB, num(a, 1.0), OUT)), OUT); break;
+    case IC_OP_TANH: r = mul(a, g, bin(a, IC_OP_SUB, num(a, 1.0), mul(a, OUT, OUT))); break;
+    case IC_OP_RELU: r = ic_where(a->b, bin(a, IC_OP_LE, OUT, num(a, 0.0)), num(a, 0.0), g); break;
+    case IC_OP_GELU: { /* cdf + x * pdf */
+        ic_val x = X(0);
+        ic_val cdf = mul(a, num(a, 0.5), bin(a, IC_OP_ADD, num(a, 1.0), un(a, IC_OP_ERF, mul(a, x, num(a, M_SQRT1_2)))));
+        ic_val pdf = mul(a, un(a, IC_OP_EXP, mul(a, mul(a, num(a, -0.5), x), x)), num(a, M_2_SQRTPI * M_SQRT1_2 * 0.5));
+        r = mul(a, g, bin(a, IC_OP_ADD, cdf, mul(a, x, pdf)));
+        break;
+    }
+    case IC_OP_GELU_TANH: {
+        const double kb = M_SQRT2 * M_2_SQRTPI * 0.5, kk = 0.044715;
+        ic_val x = X(0), x2 = mul(a, x, x), x3 = mul(a, x2, x);
+        ic_val inner = mul(a, num(a, kb), bin(a, IC_OP_ADD, x, mul(a, num(a, kk), x3)));
+        ic_val th = un(a, IC_OP_TANH, inner);
+        ic_val left = mul(a, num(a, 0.5), x), right = bin(a, IC_OP_ADD, num(a, 1.0), th);
+        ic_val ld = mul(a, num(a, 0.5), right);
+        ic_val ti = bin(a, IC_OP_SUB, num(a, 1.0), mul(a, th, th));
+        ic_val id = mul(a, num(a, kb), bin(a, IC_OP_ADD, num(a, 1.0), mul(a, num(a, 3.0 * kk), x2)));
+        ic_val rd = mul(a, mul(a, left, ti), id);
+        r = mul(a, g, bin(a, IC_OP_ADD, ld, rd));
+        break;
+    }
+    case IC_OP_SILU: { /* grad * s * (1 + x * (1 - s)) */
+        ic_val x = X(0), s = un(a, IC_OP_SIGMOID, x);
+        r = mul(a, g, mul(a, s, bin(a, IC_OP_ADD, num(a, 1.0), mul(a, x, bin(a, IC_OP_SUB, num(a, 1.0), s)))));
+        break;
+    }
+    case IC_OP_SIN: r = mul(a, g, un(a, IC_OP_COS, X(0))); break;
+    case IC_OP_COS: r = mul(a, g, un(a, IC_OP_NEG, un(a, IC_OP_SIN, X(0)))); break;
+    case IC_OP_ERF: {
+        ic_val x = X(0);
+        r = mul(a, mul(a, num(a, M_2_SQRTPI), un(a, IC_OP_EXP, un(a, IC_OP_NEG, mul(a, x, x)))), g);
+        break;
+    }
+    case IC_OP_LOG1P: r = bin(a, IC_OP_DIV, g, bin(a, IC_OP_ADD, X(0), num(a, 1.0))); break;
+    case IC_OP_EXPM1: r = mul(a, g, bin(a, IC_OP_ADD, OUT, num(a, 1.0))); break;
+    case IC_OP_LOG2: r = bin(a, IC_OP_DIV, g, mul(a, X(0), num(a, M_LN2))); break;
+    case IC_OP_EXP2: r = mul(a, g, mul(a, OUT, num(a, M_LN2))); break;
+    case IC_OP_TAN: r = mul(a, g, bin(a, IC_OP_ADD, num(a, 1.0), mul(a, OUT, OUT))); break;
+    case IC_OP_ATAN: r = bin(a, IC_OP_DIV, g, bin(a, IC_OP_ADD, mul(a, X(0), X(0)), num(a, 1.0))); break;
+    default: return ag_fail(a, "no backward rule for %s", ic_op_name(n->op));
+    }
+    ag_acc(a, n->in[0], r);
+}
+
+RULE(vjp_where) {
+    NODE;
+    ACC(1, ic_where(a->b, X(0), g, num(a, 0.0)));
+    ACC(2, ic_where(a->b, X(0), num(a, 0.0), g));
+}
+RULE(vjp_cast) {
+    NODE;
+    ACC(0, g);
+}
+
+/* keepdim sizes of reduction node n */
+static void keep_sizes(const ic_node *n, const ic_meta *xm, int64_t *ks) {
+    for (int d = 0; d < xm->ndim; d++) ks[d] = (n->dim_mask >> d) & 1 ? 1 : xm->sizes[d];
+}
+
+RULE(vjp_sum) {
+    NODE;
+    if (!NEED(0)) return;
+    const ic_meta *xm = &FN(a, n->in[0])->meta;
+    int64_t ks[IC_MAX_DIMS], count = 1;
+    keep_sizes(n, xm, ks);
+    for (int d = 0; d < xm->ndim; d++)
+        if ((n->dim_mask >> d) & 1) count *= xm->sizes[d];
+    if (xm->ndim && !n->keepdim) g = ic_reshape(a->b, g, xm->ndim, ks);
+    if (n->op == IC_OP_MEAN) g = bin(a, IC_OP_DIV, g, num(a, (double)count));
+    if (xm->ndim) g = ic_expand(a->b, g, xm->ndim, xm->sizes);
+    ag_acc(a, n->in[0], g);
+}
+RULE(vjp_amax) {
+    NODE;
+    if (!NEED(0)) return;
+    const ic_meta *xm = &FN(a, n->in[0])->meta;
+    int64_t ks[IC_MAX_DIMS];
+    keep_sizes(n, xm, ks);
+    ic_val o = OUT;
+    if (xm->ndim && !n->keepdim) {
+        g = ic_reshape(a->b, g, xm->ndim, ks);
+        o = ic_reshape(a->b, o, xm->ndim, ks);
+    }
+    /* (grad / count of the extreme values) * mask */
+    ic_val mask = ic_cast(a->b, bin(a, IC_OP_EQ, X(0), o), n->meta.dtype);
+    ic_val cnt = xm->ndim ? ic_reduce(a->b, IC_OP_SUM, mask, n->dim_mask, 1, -1) : mask;
+    ag_acc(a, n->in[0], mul(a, bin(a, IC_OP_DIV, g, cnt), mask));
+}
+
+RULE(vjp_reshape) {
+    NODE;
+    const ic_meta *xm = &FN(a, n->in[0])->meta;
+    ACC(0, ic_reshape(a->b, g, xm->ndim, xm->sizes));
+}
+RULE(vjp_permute) {
+    NODE;
+    int inv[IC_MAX_DIMS];
+    for (int i = 0; i < n->meta.ndim; i++) inv[n->perm[i]] = i;
+    ACC(0, ic_permute_fold(a->b, g, inv));
+}
+RULE(vjp_expand) {
+    NODE;
+    ACC(0, g); /* ag_acc sums over the expanded dims */
+}
+
+/* c with `before` and `after` zeros around it along dim */
+static ic_val pad(ag *a, ic_val c, int dim, int64_t before, int64_t after) {
+    ic_meta m = *BM(a, c);
+    if (before > 0) {
+        m.sizes[dim] = before;
+        c = ic_cat(a->b, zeros(a, m.dtype, m.ndim, m.sizes), c, dim);
+    }
+    if (after > 0) {
+        m = *BM(a, c);
+        m.sizes[dim] = after;
+        c = ic_cat(a->b, c, zeros(a, m.dtype, m.ndim, m.sizes), dim);
+    }
+    return c;
+}
+
+RULE(vjp_slice) {
+    NODE;
+    if (!NEED(0)) return;
+    const ic_meta *xm = &FN(a, n->in[0])->meta;
+    int dim = n->dim;
+    int64_t L = xm->sizes[dim], len = n->meta.sizes[dim], step = n->step;
+    if (len == 0) {
+        ag_acc(a, n->in[0], zeros(a, n->meta.dtype, xm->ndim, xm->sizes));
+        return;
+    }
+    ic_val c = g;
+    int64_t used = len;
+    if (step > 1) {
+        /* [.., len, ..] -> [.., len, 1, ..] ++ zeros [.., len, step-1, ..] -> [.., len*step, ..] */
+        const ic_meta gm = *BM(a, g);
+        if (gm.ndim + 1 > IC_MAX_DIMS) return ag_fail(a, "backward of a strided slice: too many dims");
+        int64_t s1[IC_MAX_DIMS], s2[IC_MAX_DIMS];
+        for (int i = 0, k = 0; i < gm.ndim; i++) {
+            s1[k++] = gm.sizes[i];
+            if (i == dim) s1[k++] = 1;
+        }
+        c = ic_reshape(a->b, g, gm.ndim + 1, s1);
+        memcpy(s2, s1, sizeof s2);
+        s2[dim + 1] = step - 1;
+        c = ic_cat(a->b, c, zeros(a, gm.dtype, gm.ndim + 1, s2), dim + 1);
+        int64_t s3[IC_MAX_DIMS];
+        memcpy(s3, gm.sizes, sizeof s3);
+        s3[dim] = len * step;
+        c = ic_reshape(a->b, c, gm.ndim, s3);
+        used = len * step;
+        if (n->start + used > L) used = L - n->start;
+        if (used < len * step) c = ic_slice(a->b, c, dim, 0, used, 1);
+    }
+    ag_acc(a, n->in[0], pad(a, c, dim, n->start, L - n->start - used));
+}
+RULE(vjp_cat) {
+    NODE;
+    int64_t nx = FN(a, n->in[0])->meta.sizes[n->dim], ny = FN(a, n->in[1])->meta.sizes[n->dim];
+    ACC(0, ic_slice(a->b, g, n->dim, 0, nx, 1));
+    ACC(1, ic_slice(a->b, g, n->dim, nx, nx + ny, 1));
+}
+
+/* index i64 [L] (or 0-d) reshaped to gm's rank with L at dim and expanded to gm */
+static ic_val index_like(ag *a, ic_val idx, int dim, const ic_meta *gm) {
+    if (BM(a, idx)->dtype != IC_I64) idx = ic_cast(a->b, idx, IC_I64);
+    int64_t s[IC_MAX_DIMS];
+    for (int i = 0; i < gm->ndim; i++) s[i] = i == dim ? gm->sizes[dim] : 1;
+    idx = ic_reshape(a->b, idx, gm->ndim, s);
+    return ic_expand(a->b, idx, gm->ndim, gm->sizes);
+}
+
+RULE(vjp_index_select) {
+    NODE;
+    if (!NEED(0)) return;
+    const ic_meta *xm = &FN(a, n->in[0])->meta;
+    const ic_meta gm = *BM(a, g);
+    ic_val in[3] = {zeros(a, gm.dtype, xm->ndim, xm->sizes), index_like(a, X(1), n->dim, &gm), g};
+    int64_t p = n->dim;
+    ag_acc(a, n->in[0], ext(a, IC_EXT_SCATTER_ADD, 3, in, 1, &p));
+}
+
+/* externs */
+RULE(vjp_mm) {
+    NODE;
+    int k = n->ext_kind;
+    bool add = k == IC_EXT_ADDMM || k == IC_EXT_BADDBMM;
+    ic_extern_kind mk = k == IC_EXT_BMM || k == IC_EXT_BADDBMM ? IC_EXT_BMM : IC_EXT_MM;
+    int ia = add ? 1 : 0, ib = ia + 1;
+    double beta = add ? n->num : 1.0, alpha = add ? n->num2 : 1.0;
+    if (add) ACC(0, mulk(a, g, beta));
+    if (NEED(ia)) {
+        ic_val in[2] = {g, transpose(a, X(ib))};
+        ag_acc(a, n->in[ia], mulk(a, ext(a, mk, 2, in, 0, NULL), alpha));
+    }
+    if (NEED(ib)) {
+        ic_val in[2] = {transpose(a, X(ia)), g};
+        ag_acc(a, n->in[ib], mulk(a, ext(a, mk, 2, in, 0, NULL), alpha));
+    }
+}
+RULE(vjp_matmul) {
+    NODE;
+    const ic_meta *am = &FN(a, n->in[0])->meta, *bm = &FN(a, n->in[1])->meta;
+    int na = am->ndim, nb = bm->ndim;
+    if (na == 1 && nb == 1) { /* dot */
+        ACC(0, mul(a, g, X(1)));
+        ACC(1, mul(a, g, X(0)));
+        return;
+    }
+    const ic_meta gm = *BM(a, g);
+    ic_val g2 = g;
+    if (na == 1 || nb == 1) { /* the 1-d side as a matrix: a unit dim in the gradient */
+        int64_t s[IC_MAX_DIMS];
+        int k = 0;
+        for (int i = 0; i < gm.ndim; i++) {
+            if (na == 1 && i == gm.ndim - 1) s[k++] = 1;
+            s[k++] = gm.sizes[i];
+        }
+        if (nb == 1) s[k++] = 1;
+        if (k > IC_MAX_DIMS) return ag_fail(a, "matmul backward: too many dims");
+        g2 = ic_reshape(a->b, g, k, s);
+    }
+    if (NEED(0)) {
+        ic_val bb = X(1);
+        if (nb == 1) bb = ic_reshape(a->b, bb, 2, (int64_t[]){1, bm->sizes[0]});
+        else bb = transpose(a, bb);
+        ic_val in[2] = {g2, bb};
+        ic_val r = ext(a, IC_EXT_MATMUL, 2, in, 0, NULL); /* [.., M|1, K] */
+        if (nb == 1 && na >= 2) { /* r is [.., M, K] already */ }
+        ag_acc(a, n->in[0], r);
+    }
+    if (NEED(1)) {
+        ic_val aa = X(0);
+        if (na == 1) aa = ic_reshape(a->b, aa, 2, (int64_t[]){am->sizes[0], 1});
+        else aa = transpose(a, aa);
+        ic_val in[2] = {aa, g2};
+        ic_val r = ext(a, IC_EXT_MATMUL, 2, in, 0, NULL); /* [.., K, N|1] */
+        if (nb == 1 && r >= 0) { /* drop the unit column */
+            ic_meta rm = *BM(a, r);
+            r = ic_reshape(a->b, r, rm.ndim - 1, rm.sizes);
+        }
+        ag_acc(a, n->in[1], r);
+    }
+}
+RULE(vjp_linear) {
+    NODE;
+    const ic_meta *xm = &FN(a, n->in[0])->meta, *wm = &FN(a, n->in[1])->meta;
+    int64_t N = wm->sizes[0], K = wm->sizes[1];
+    if (NEED(0)) {
+        ic_val in[2] = {g, X(1)};
+        ag_acc(a, n->in[0], ext(a, IC_EXT_MATMUL, 2, in, 0, NULL));
+    }
+    if (NEED(1)) {
+        int64_t M = 1;
+        for (int i = 0; i + 1 < xm->ndim; i++) M *= xm->sizes[i];
+        ic_val g2 = ic_reshape(a->b, g, 2, (int64_t[]){M, N});
+        ic_val x2 = ic_reshape(a->b, X(0), 2, (int64_t[]){M, K});
+        ic_val in[2] = {ic_permute(a->b, g2, (int[]){1, 0}), x2};
+        ag_acc(a, n->in[1], ext(a, IC_EXT_MM, 2, in, 0, NULL));
+    }
+    if (n->in[2] >= 0) ACC(2, g);
+}
+RULE(vjp_gather) {
+    NODE;
+    if (!NEED(0)) return;
+    const ic_meta *xm = &FN(a, n->in[0])->meta;
+    ic_val in[3] = {zeros(a, n->meta.dtype, xm->ndim, xm->sizes), X(1), g};
+    ag_acc(a, n->in[0], ext(a, IC_EXT_SCATTER_ADD, 3, in, 1, n->params));
+}
+RULE(vjp_scatter) {
+    NODE;
+    const ic_meta *im = &FN(a, n->in[1])->meta, *sm = &FN(a, n->in[2])->meta;
+    if (n->ext_kind == IC_EXT_SCATTER_ADD) {
+        ACC(0, g);
+    } else if (NEED(0)) {
+        ic_val in[3] = {g, X(1), zeros(a, n->meta.dtype, im->ndim, im->sizes)};
+        ag_acc(a, n->in[0], ext(a, IC_EXT_SCATTER, 3, in, 1, n->params));
+    }
+    if (NEED(2)) {
+        bool same = im->ndim == sm->ndim;
+        for (int i = 0; same && i < im->ndim; i++) same = im->sizes[i] == sm->sizes[i];
+        if (!same) return ag_fail(a, "backward of %s with an index smaller than src", ic_extern_name(n->ext_kind));
+        ic_val in[2] = {g, X(1)};
+        ag_acc(a, n->in[2], ext(a, IC_EXT_GATHER, 2, in, 1, n->params));
+    }
+}
+RULE(vjp_cumsum) {
+    NODE;
+    if (!NEED(0)) return;
+    if (n->meta.ndim == 0) return ag_acc(a, n->in[0], g);
+    /* reversed cumulative sum: total - cumsum(g) + g */
+    int64_t p[2] = {n->params[0], -1};
+    ic_val cs = ext(a, IC_EXT_CUMSUM, 1, &g, 2, p);
+    ic_val tot = ic_reduce(a->b, IC_OP_SUM, g, 1u << n->params[0], 1, -1);
+    ag_acc(a, n->in[0], bin(a, IC_OP_ADD, bin(a, IC_OP_SUB, tot, cs), g));
+}
+#undef NODE
+
+static vjp_rule op_rules[IC_OP_COUNT];
+static vjp_rule ext_rules[IC_EXT_COUNT];
+
+static void init_rules(void) {
+#define X_OP(name, fn) op_rules[IC_OP_##name] = fn;
+#define X_EXT(name, fn) ext_rules[IC_EXT_##name] = fn;
+    IC_VJP_OPS(X_OP)
+    IC_VJP_EXTERNS(X_EXT)
+#undef X_OP
+#undef X_EXT
+}
+
+/* ---- stop-gradient marks ---------------------------------------------------------------- */
+IC_API void ic_set_grad_enabled(ic_graph *g, int on) {
+    if (!on) {
+        if (g->nograd_depth++ == 0) g->nograd_from = g->n;
+        return;
+    }
+    if (g->nograd_depth <= 0) return;
+    if (--g->nograd_depth == 0)
+        for (int v = g->nograd_from; v < g->n; v++) g->nodes[v].nograd = 1;
+}
+
+IC_API ic_val ic_detach(ic_graph *g, ic_val v) {
+    if (g->err) return IC_NONE;
+    const ic_meta *m = ic_value_meta(g, v);
+    if (m == NULL) return ic_cast(g, v, IC_F32); /* the builder reports the bad handle */
+    ic_val r = ic_cast(g, v, m->dtype);
+    if (r >= 0) g->nodes[r].nograd = 1;
+    return r;
+}
+
+static bool node_nograd(const ic_graph *g, ic_val v) {
+    return g->nodes[v].nograd || (g->nograd_depth > 0 && v >= g->nograd_from);
+}
+
+/* need[v] for every node: carries a gradient from an input with req */
+static void compute_need(const ic_graph *g, const unsigned char *req, unsigned char *need, int upto) {
+    for (ic_val v = 0; v < upto; v++) {
+        const ic_node *n = &g->nodes[v];
+        need[v] = 0;
+        if (!ic_is_float(n->meta.dtype)) continue;
+        if (n->op == IC_OP_INPUT) {
+            need[v] = req[n->index] != 0;
+            continue;
+        }
+        if (node_nograd(g, v)) continue;
+        for (int k = 0; k < IC_NIN; k++)
+            if (n->in[k] >= 0 && need[n->in[k]]) need[v] = 1;
+    }
+}
+
+IC_API int ic_value_requires_grad(const ic_graph *g, ic_val v, const unsigned char *req) {
+    if (v < 0 || v >= g->n) return 0;
+    unsigned char *need = malloc((size_t)v + 1);
+    if (need == NULL) return 0;
+    compute_need(g, req, need, v + 1);
+    int r = need[v];
+    free(need);
+    return r;
+}
+
+/* ---- driver --------------------------------------------------------------------------- */
+IC_API void ic_autograd_clear(ic_autograd *o) {
+    if (o == NULL) return;
+    ic_graph_free(o->bwd);
+    free(o->out_diff);
+    free(o->bwd_in_kind);
+    free(o->bwd_in_index);
+    free(o->bwd_out_input);
+    memset(o, 0, sizeof *o);
+}
+
+static int set_err(ic_err *err, ic_errcode code, const char *msg) {
+    if (err) {
+        err->code = code;
+        snprintf(err->msg, sizeof err->msg, "%s", msg);
+    }
+    return -1;
+}
+
+IC_API int ic_autograd_build(ic_graph *f, const unsigned char *req, ic_autograd *o, ic_err *err) {
+    static int inited;
+    if (!inited) {
+        init_rules();
+        inited = 1;
+    }
+    memset(o, 0, sizeof *o);
+    if (f->err) return set_err(err, f->err, f->msg);
+    for (ic_val v = 0; v < f->n; v++)
+        if (f->nodes[v].meta.dyn) return set_err(err, IC_EUNSUPPORTED, "training graphs with symbolic sizes");
+    ag a = {.f = f, .out = o};
+    int n = f->n;
+    a.fmap = malloc(sizeof(ic_val) * (size_t)(n + 1));
+    a.grad = malloc(sizeof(ic_val) * (size_t)(n + 1));
+    a.need = calloc((size_t)n + 1, 1);
+    a.save = calloc((size_t)n + 1, 1);
+    o->nuser_out = f->noutputs;
+    o->out_diff = calloc((size_t)f->noutputs + 1, 1);
+    a.b = ic_graph_new();
+    o->bwd = a.b;
+    if (!a.fmap || !a.grad || !a.need || !a.save || !o->out_diff || !a.b || ic_part_plan(f, a.save) < 0) {
+        ag_fail(&a, "out of memory");
+        goto done;
+    }
+    for (int v = 0; v < n; v++) a.fmap[v] = a.grad[v] = -1;
+    compute_need(f, req, a.need, n);
+    int ndiff = 0;
+    for (int j = 0; j < o->nuser_out && !a.failed; j++) {
+        ic_val v = f->outputs[j];
+        if (!a.need[v]) continue;
+        o->out_diff[j] = 1;
+        ndiff++;
+        ic_meta m = f->nodes[v].meta;
+        ic_contiguous_strides(&m);
+        ic_val gi = ic_input(a.b, &m);
+        push_in(&a, IC_AG_GRAD_OUT, j);
+        a.grad[v] = a.grad[v] < 0 ? gi : ic_binary(a.b, IC_OP_ADD, a.grad[v], gi);
+    }
+    if (ndiff == 0) {
+        ic_graph_free(a.b);
+        o->bwd = a.b = NULL;
+        goto done;
+    }
+    for (ic_val v = n - 1; v >= 0 && !a.failed; v--) {
+        const ic_node *nd = &f->nodes[v];
+        if (a.grad[v] < 0 || !a.need[v] || nd->op == IC_OP_INPUT || node_nograd(f, v)) continue;
+        vjp_rule r = nd->op == IC_OP_EXTERN ? ext_rules[nd->ext_kind] : op_rules[nd->op];
+        if (r == NULL) {
+            ag_fail(&a, "no backward rule for %s", nd->op == IC_OP_EXTERN ? ic_extern_name(nd->ext_kind) : ic_op_name(nd->op));
+            break;
+        }
+        r(&a, v, a.grad[v]);
+        if (ic_graph_error(a.b)) ag_fail(&a, "backward graph: %s", ic_graph_error(a.b));
+        if (ic_graph_error(f)) ag_fail(&a, "forward graph: %s", ic_graph_error(f));
+    }
+    for (int i = 0; i < f->ninputs && !a.failed; i++) {
+        ic_val v = f->inputs[i];
+        if (!a.need[v] || a.grad[v] < 0) continue;
+        if (ic_output(a.b, a.grad[v]) < 0) {
+            ag_fail(&a, "backward graph: %s", ic_graph_error(a.b));
+            break;
+        }
+        int *p = realloc(o->bwd_out_input, sizeof(int) * (size_t)(o->nbwd_out + 1));
+        if (!p) {
+            ag_fail(&a, "out of memory");
+            break;
+        }
+        o->bwd_out_input = p;
+        o->bwd_out_input[o->nbwd_out++] = i;
+    }
+    if (!a.failed && o->nbwd_out == 0) { /* no input is reached: every gradient is None */
+        ic_graph_free(a.b);
+        o->bwd = a.b = NULL;
+    }
+done:
+    free(a.fmap);
+    free(a.grad);
+    free(a.need);
+    free(a.save);
+    if (a.failed) {
+        ic_errcode code = a.b && ic_graph_errcode(a.b) == IC_ENOMEM ? IC_ENOMEM : IC_EUNSUPPORTED;
+        ic_autograd_clear(o);
+        return set_err(err, code, a.msg);
+    }
+    return 0;
+}
