@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "ic.h"
+#include "matrix_exp.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -203,6 +204,9 @@ void run_extern(const ic_extern_call *c) {
     case IC_EXT_CUMSUM: at::cumsum_out(out, in[0], p[0], out.scalar_type()); break;
     case IC_EXT_CUMPROD: at::cumprod_out(out, in[0], p[0], out.scalar_type()); break;
     case IC_EXT_ARGSORT: out.copy_(std::get<1>(at::sort(in[0], std::optional<bool>(p[2] != 0), p[0], p[1] != 0))); break;
+    case IC_EXT_MATRIX_EXP: /* linear algebra: csrc/matrix_exp.cpp */
+    case IC_EXT_MATRIX_EXP_VJP:
+    case IC_EXT_SOLVE: tc_linalg_extern(c->kind, in, c->nin, p, c->nparams, out); break;
     default: throw std::runtime_error("unknown extern kind");
     }
 }

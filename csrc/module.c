@@ -11,6 +11,7 @@
 #include "ic.h"
 #include "ic_device.h"
 #include "layouts_py.h"
+#include "matrix_exp.h"
 
 __attribute__((weak)) void ic_set_device_allocator(const ic_device_allocator *a);
 __attribute__((weak)) int ic_cuda_available(void);
@@ -274,6 +275,8 @@ PyMODINIT_FUNC PyInit__C(void) {
         ic_set_device_allocator(&alloc);
     }
     if (tc_layouts_init(m) < 0 || tc_dropin_init(m) < 0)
+        goto error;
+    if (tc_matrix_exp_init(m) < 0) /* matrix_exp* for torchc.manifolds */
         goto error;
     return m;
 error:

@@ -10,7 +10,7 @@
 #include <math.h>
 #include <string.h>
 
-enum { W_TORCH = 1, W_F = 2, W_METHOD = 4, W_ALL = 7 };
+enum { W_TORCH = 1, W_F = 2, W_METHOD = 4, W_ALL = 7, W_LINALG = 8 /* torch.linalg.* */ };
 #define MAXP 16
 
 typedef struct opdef opdef;
@@ -2106,6 +2106,20 @@ static int h_addmm(trace *t, const opdef *d, var **p, var *out) {
     return tensor_out(t, ic_extern(t->g, (ic_extern_kind)d->op, 3, v, 0, NULL, beta, alpha), out);
 }
 
+/* matrix_exp(A) (torch., torch.linalg., Tensor.) and linalg.solve(A, B, left=True): extern
+ * nodes run by csrc/matrix_exp.cpp (the degree of matrix_exp is chosen there from the norm) */
+static int h_linalg(trace *t, const opdef *d, var **p, var *out) {
+    int nin = d->op == IC_EXT_SOLVE ? 2 : 1, left = 1;
+    for (int i = 0; i < nin; i++)
+        if (need_tensor(t, d, p[i]) < 0)
+            return -1;
+    if (d->op == IC_EXT_SOLVE && get_bool(t, p[2], 1, &left, "left") < 0)
+        return -1;
+    ic_val v[2] = {p[0]->val, nin > 1 ? p[1]->val : -1};
+    int64_t prm = left;
+    return tensor_out(t, ic_extern(t->g, (ic_extern_kind)d->op, nin, v, d->op == IC_EXT_SOLVE, &prm, 1, 1), out);
+}
+
 /* F.linear(input, weight, bias=None) */
 static int h_linear(trace *t, const opdef *d, var **p, var *out) {
     if (need_tensor(t, d, p[0]) < 0 || need_tensor(t, d, p[1]) < 0)
@@ -3028,6 +3042,9 @@ static const opdef OPS[] = {
      h_native_mha, 0},
     {"scaled_dot_product_attention", W_F, "query,key,value,attn_mask,dropout_p,is_causal|scale,enable_gqa",
      h_sdpa, 0},
+    {"matrix_exp", W_TORCH | W_METHOD, "input", h_linalg, IC_EXT_MATRIX_EXP},
+    {"matrix_exp", W_LINALG, "A", h_linalg, IC_EXT_MATRIX_EXP},
+    {"solve", W_LINALG, "A,B|left", h_linalg, IC_EXT_SOLVE},
     {"gather", W_TORCH | W_METHOD, "input,dim,index|sparse_grad", h_gather, IC_EXT_GATHER},
     {"scatter", W_TORCH | W_METHOD, "input,dim,index,src|reduce,value", h_gather, IC_EXT_SCATTER},
     {"scatter_add", W_TORCH | W_METHOD, "input,dim,index,src", h_gather, IC_EXT_SCATTER_ADD},
@@ -3085,7 +3102,7 @@ int sym_method_op(PyObject *name) {
 }
 
 int sym_ops_init(void) {
-    PyObject *torch = NULL, *F = NULL;
+    PyObject *torch = NULL, *F = NULL, *linalg = NULL;
     func_table = PyDict_New();
     method_table = PyDict_New();
     if (!func_table || !method_table)
@@ -3093,6 +3110,9 @@ int sym_ops_init(void) {
     torch = PyImport_ImportModule("torch");
     F = PyImport_ImportModule("torch.nn.functional");
     if (!torch || !F)
+        goto error;
+    linalg = PyImport_ImportModule("torch.linalg");
+    if (linalg == NULL)
         goto error;
     {
         PyObject *C = PyObject_GetAttrString(torch, "_C");
@@ -3117,9 +3137,9 @@ int sym_ops_init(void) {
         PyObject *idx = PyLong_FromLong(i);
         if (idx == NULL)
             goto error;
-        PyObject *mods[2] = {torch, F};
-        unsigned bits[2] = {W_TORCH, W_F};
-        for (int k = 0; k < 2; k++) {
+        PyObject *mods[3] = {torch, F, linalg};
+        unsigned bits[3] = {W_TORCH, W_F, W_LINALG};
+        for (int k = 0; k < 3; k++) {
             if (!(OPS[i].where & bits[k]))
                 continue;
             PyObject *fn = PyObject_GetAttrString(mods[k], OPS[i].name);
@@ -3145,10 +3165,12 @@ int sym_ops_init(void) {
     }
     Py_DECREF(torch);
     Py_DECREF(F);
+    Py_DECREF(linalg);
     return 0;
 error:
     Py_XDECREF(torch);
     Py_XDECREF(F);
+    Py_XDECREF(linalg);
     return -1;
 }
 

@@ -71,6 +71,10 @@ ic_dtype ic_promote(ic_dtype a, ic_dtype b);
 ic_dtype ic_result_type(const ic_graph *g, const ic_val *v, int n);
 int64_t ic_numel(const ic_meta *m);
 void ic_contiguous_strides(ic_meta *m);
+/* graph/linalg.c: result meta of a linear-algebra extern (kind >= IC_EXT_MATRIX_EXP) on
+ * static metas; IC_OK, or the error code with the reason in why. */
+ic_errcode ic_linalg_meta(ic_extern_kind kind, int nin, const ic_meta *const *m, int nparams, const int64_t *params,
+                          ic_meta *out, char *why, size_t nwhy);
 int ic_graph_verify(const ic_graph *g, char *msg, size_t n); /* 0 ok */
 
 /* Stencil options, on by default (TORCHC_STENCIL=0: off): padded values read by >= 4 windows

@@ -1065,6 +1065,16 @@ IC_API ic_val ic_extern(ic_graph *g, ic_extern_kind kind, int nin, const ic_val 
         dyn |= g->nodes[in[i]].meta.dyn != 0;
     }
     const char *nm = extnames[kind];
+    if (kind >= IC_EXT_MATRIX_EXP) { /* linear algebra: shapes in graph/linalg.c */
+        ic_node n = {.op = IC_OP_EXTERN, .in = {-1, -1, -1, -1}, .ext_kind = kind, .nparams = nparams, .num = 1, .num2 = 1};
+        const ic_meta *lm[IC_NIN] = {NULL, NULL, NULL, NULL};
+        for (int i = 0; i < nin; i++) n.in[i] = in[i], lm[i] = &g->nodes[in[i]].meta;
+        for (int i = 0; i < nparams; i++) n.params[i] = params[i];
+        char why[200];
+        ic_errcode code = dyn ? IC_EUNSUPPORTED : ic_linalg_meta(kind, nin, lm, nparams, params, &n.meta, why, sizeof why);
+        if (code != IC_OK) return fail(g, code, "%s: %s", nm, dyn ? "symbolic sizes" : why);
+        return append(g, &n);
+    }
     if (kind >= IC_EXT_GATHER) {
         if (dyn) return fail(g, IC_EUNSUPPORTED, "%s on symbolic sizes", nm);
         return ext_index_scan(g, kind, nin, in, nparams, params);

@@ -1,0 +1,99 @@
+"""Maps from the Lie algebra to the group, with fast gradients.
+
+matrix_exp(A)      exp(A) by scaling and squaring (optimized Taylor degree chosen from the
+                   1-norm; torchc._C.matrix_exp, csrc/matrix_exp.cpp), float32/64 and
+                   complex64/128, batched. Its backward is L(Aᴴ, G), the top-right block of
+                   exp([[Aᴴ, G], [0, Aᴴ]]), computed with n x n blocks from the registers of the
+                   forward (2 GEMMs per product of the approximant, against 8 for the 2n x 2n
+                   block matrix that torch.linalg.matrix_exp's backward exponentiates).
+matrix_exp_vjp     that rule on its own: the gradient of <G, exp(A)> (the VJP a compiled
+                   backward can call: the graph op IC_EXT_MATRIX_EXP_VJP runs the same code).
+cayley(A)          (I - A/2)⁻¹ (I + A/2), PyTorch's convention, one LU factorization shared by
+                   the forward and the backward.
+"""
+import torch
+
+from .. import _C
+
+_EXP_DTYPES = (torch.float32, torch.float64, torch.complex64, torch.complex128)
+
+
+class _MatrixExp(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, A):
+        E, tape = _C.matrix_exp_save(A)
+        ctx.tape = tape
+        ctx.save_for_backward(A)
+        return E
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, G):
+        (A,) = ctx.saved_tensors
+        tape, ctx.tape = ctx.tape, None  # the registers are freed with the call
+        return _C.matrix_exp_vjp(A, G.contiguous(), tape)
+
+
+def matrix_exp(A):
+    """exp(A) for A of shape [..., n, n]; differentiable (first order)."""
+    if A.dtype not in _EXP_DTYPES or A.dim() < 2 or A.size(-1) != A.size(-2) or A.layout != torch.strided:
+        return torch.linalg.matrix_exp(A)  # torch raises / handles what is not ours
+    if torch.is_grad_enabled() and A.requires_grad:
+        return _MatrixExp.apply(A)
+    return _C.matrix_exp(A)
+
+
+def matrix_exp_vjp(A, G):
+    """The gradient of <G, exp(A)> with respect to A: L(Aᴴ, G)."""
+    return _C.matrix_exp_vjp(A, G)
+
+
+class _Cayley(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, A):
+        n = A.size(-1)
+        Id = torch.eye(n, dtype=A.dtype, device=A.device)
+        LU, piv = torch.linalg.lu_factor(Id - 0.5 * A)
+        C = torch.linalg.lu_solve(LU, piv, Id + 0.5 * A)
+        ctx.save_for_backward(LU, piv, C)
+        return C
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, G):
+        # C = M⁻¹ N, M = I - A/2, N = I + A/2: dC = ½ M⁻¹ dA (I + C), so
+        # grad A = ½ M⁻ᴴ G (I + C)ᴴ
+        LU, piv, C = ctx.saved_tensors
+        Y = torch.linalg.lu_solve(LU, piv, G, adjoint=True)
+        return 0.5 * (Y + Y @ C.mH)
+
+
+def cayley(A):
+    """The Cayley map (I - A/2)⁻¹ (I + A/2): orthogonal (unitary) for skew-symmetric (skew-Hermitian) A."""
+    if torch.is_grad_enabled() and A.requires_grad:
+        return _Cayley.apply(A)
+    n = A.size(-1)
+    Id = torch.eye(n, dtype=A.dtype, device=A.device)
+    return torch.linalg.solve(Id - 0.5 * A, Id + 0.5 * A)
+
+
+def skew(X, lower=True):
+    """The skew-symmetric (skew-Hermitian) matrix of the lower (upper) triangle of X: T - Tᴴ,
+    T = tril(X) (triu): a real diagonal cancels, a complex one keeps 2i·Im(x_ii)."""
+    T = X.tril() if lower else X.triu()
+    return T - T.mH
+
+
+def project(B, iters=2):
+    """Re-projection onto the orthogonal (Stiefel) manifold for a B close to it: Newton-Schulz
+    iterations B <- B (3I - BᴴB)/2 converge quadratically to the polar factor (the nearest
+    matrix with orthonormal columns) while ||BᴴB - I|| < 1; farther away, the polar factor by SVD."""
+    k = B.size(-1)
+    Id = torch.eye(k, dtype=B.dtype, device=B.device)
+    err = (B.mH @ B - Id).abs().amax()
+    if not torch.isfinite(err) or err > 0.5:
+        U, _, Vh = torch.linalg.svd(B, full_matrices=False)
+        return U @ Vh
+    for _ in range(iters):
+        B = B @ (1.5 * Id - 0.5 * (B.mH @ B))
+    return B
