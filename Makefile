@@ -23,6 +23,7 @@ deps: $(STAMP)
 $(STAMP):
 	@mkdir -p build
 	$(PYTHON) -c "import torch, pytest, numpy" 2>/dev/null || $(PYTHON) -m pip install -q torch==2.13.0 pytest numpy
+	$(PYTHON) -c "import transformers" 2>/dev/null || $(PYTHON) -m pip install -q transformers==5.25.0
 	@if ! command -v llvm-config-16 >/dev/null 2>&1 && \
 	    ! grep -qs 'LLVM_VERSION_MAJOR 16' "$(LLVM_INCLUDE)/llvm/Config/llvm-config.h"; then \
 	  SUDO=$$(command -v sudo >/dev/null 2>&1 && [ $$(id -u) -ne 0 ] && echo sudo); \
