@@ -295,6 +295,7 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
             Py_XDECREF(ev);
             Py_XDECREF(tb);
             PyErr_Clear();
+            ic_note_internal_fault(buf);
             return fallback(ts, f, buf);
         }
         e->compile_ms = now_ms() - t0;
@@ -336,6 +337,7 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
             e->fallback = 1;
             free(e->reason);
             e->reason = strdup("internal: guards reject their own frame");
+            ic_note_internal_fault(e->reason);
         }
         if (e->fallback && cfg->fullgraph) {
             dh_tl_busy = 0;
