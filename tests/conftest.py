@@ -32,9 +32,10 @@ if os.environ.get("TORCHC_TEST_IDENTITY") == "1":
 # one graph, and none of its frames may fall back to eager (a whole-frame fallback, or the
 # recompile limit), unless it is marked as expecting that:
 #   @pytest.mark.allow_fallback        fallbacks to eager are what the test expects (unsupported
-#                                      constructs, the recompile limit, explain's reasons, ...)
+#                                      constructs, the recompile limit, explain's reasons, ...);
+#                                      it must still compile at least one graph
 #   @pytest.mark.no_compile            it compiles nothing on purpose (argument checks, disable,
-#                                      work done in a subprocess)
+#                                      whole-frame fallbacks only, work done in a subprocess)
 #   @pytest.mark.allow_internal_fault  an internal compiler fault is provoked on purpose
 # An internal compiler fault (torchc._C.stats()["internal_faults"]: IC_EINTERNAL from the
 # compiler, an exception inside the capture) fails any test that is not marked for it.
@@ -87,12 +88,11 @@ def _check_compiled(item):
                 "mark the test allow_internal_fault if it provokes them")
     if not (_seen["compile_calls"] or n["frames"]) or item.get_closest_marker("no_compile") is not None:
         return None
-    if item.get_closest_marker("allow_fallback") is None:
-        if n["fallbacks"] or n["limit_fallbacks"]:
-            return (f"{n['fallbacks']} frame(s) fell back to eager and {n['limit_fallbacks']} call(s) hit the "
-                    "recompile limit (torchc.explain shows why); mark the test allow_fallback if it expects that")
-        if not n["compiles"]:
-            return "torchc.compile was called but nothing was compiled; mark the test no_compile if that is meant"
+    if item.get_closest_marker("allow_fallback") is None and (n["fallbacks"] or n["limit_fallbacks"]):
+        return (f"{n['fallbacks']} frame(s) fell back to eager and {n['limit_fallbacks']} call(s) hit the "
+                "recompile limit (torchc.explain shows why); mark the test allow_fallback if it expects that")
+    if not n["compiles"]:
+        return "torchc.compile was called but nothing was compiled; mark the test no_compile if that is meant"
     return None
 
 

@@ -142,6 +142,7 @@ def test_setitem_noncontiguous_input():
 
 
 @pytest.mark.allow_fallback
+@pytest.mark.no_compile
 def test_setitem_bad_shape_raises_like_eager():
     def f(x):
         y = x + 1
