@@ -136,7 +136,27 @@ static PyObject *m_explain_start(PyObject *m, PyObject *unused) {
 
 static PyObject *m_explain_stop(PyObject *m, PyObject *unused) { return dh_explain_stop(); }
 
-static PyObject *m_stats(PyObject *m, PyObject *unused) { return dh_stats(); }
+static PyObject *m_stats(PyObject *m, PyObject *unused) {
+    PyObject *d = dh_stats();
+    if (d == NULL)
+        return NULL;
+    /* internal faults (ic.h): compiler bugs run eagerly for the user, the tests fail on them */
+    PyObject *v = PyLong_FromUnsignedLongLong(ic_internal_faults(NULL, 0));
+    if (v == NULL || PyDict_SetItemString(d, "internal_faults", v) < 0) {
+        Py_XDECREF(v);
+        Py_DECREF(d);
+        return NULL;
+    }
+    Py_DECREF(v);
+    return d;
+}
+
+static PyObject *m_last_internal_fault(PyObject *m, PyObject *unused) {
+    char last[256];
+    if (ic_internal_faults(last, sizeof last) == 0)
+        Py_RETURN_NONE;
+    return PyUnicode_DecodeUTF8(last, (Py_ssize_t)strlen(last), "replace");
+}
 
 static PyObject *m_cache_stats(PyObject *m, PyObject *unused) {
     ic_cache_stats s;
@@ -236,7 +256,8 @@ static PyMethodDef methods[] = {
     {"reset", m_reset, METH_NOARGS, "Drop every compiled entry."},
     {"explain_start", m_explain_start, METH_NOARGS, "Start recording handled frames."},
     {"explain_stop", m_explain_stop, METH_NOARGS, "Stop recording; return the records."},
-    {"stats", m_stats, METH_NOARGS, "Counters of the frame hook."},
+    {"stats", m_stats, METH_NOARGS, "Counters of the frame hook (and internal_faults: compiler bugs)."},
+    {"last_internal_fault", m_last_internal_fault, METH_NOARGS, "Message of the last internal fault, or None."},
     {"set_cudagraph_capture", m_set_cudagraph_capture, METH_O,
      "torchc's CUDA graph capture runs on this thread (bool): stream-capture guards as normal."},
     {"set_recompile_limit", m_set_recompile_limit, METH_O, "Default recompile limit."},

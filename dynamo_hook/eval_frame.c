@@ -411,6 +411,7 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
             Py_XDECREF(ev);
             Py_XDECREF(tb);
             PyErr_Clear();
+            ic_note_internal_fault(buf);
             PyObject *res = fallback(ts, f, buf);
             tl_recompile = NULL;
             tl_fresh = 0;
@@ -459,6 +460,7 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
             e->fallback = 1;
             free(e->reason);
             e->reason = strdup("internal: guards reject their own frame");
+            ic_note_internal_fault(e->reason);
         }
         if (e->fallback && cfg->fullgraph) {
             dh_tl_busy = 0;

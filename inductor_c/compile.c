@@ -399,6 +399,26 @@ ic_compiled *ic_compile_graph(const ic_graph *g, const ic_options *opt, ic_err *
     return compile_graph(g, opt, err_arg, NULL);
 }
 
+/* ---- internal faults (ic.h) ------------------------------------------------------------ */
+static _Atomic uint64_t internal_faults;
+static char fault_last[256];
+static pthread_mutex_t fault_mu = PTHREAD_MUTEX_INITIALIZER;
+
+IC_API void ic_note_internal_fault(const char *msg) {
+    pthread_mutex_lock(&fault_mu);
+    snprintf(fault_last, sizeof fault_last, "%s", msg ? msg : "?");
+    atomic_fetch_add(&internal_faults, 1);
+    pthread_mutex_unlock(&fault_mu);
+}
+
+IC_API uint64_t ic_internal_faults(char *last, size_t n) {
+    pthread_mutex_lock(&fault_mu);
+    uint64_t k = atomic_load(&internal_faults);
+    if (last && n) snprintf(last, n, "%s", fault_last);
+    pthread_mutex_unlock(&fault_mu);
+    return k;
+}
+
 /* The code key: everything the machine code depends on. */
 static ic_dkey code_key(const char *keytext, int opt_level) {
     ic_dkey k = {0, 0};
@@ -473,6 +493,7 @@ static ic_compiled *compile_graph(const ic_graph *g, const ic_options *opt, ic_e
         ic_codegen_cleanup(c);
         compiled_free_parts(c->out);
         if (err->code == IC_OK) err->code = IC_EINTERNAL;
+        if (err->code == IC_EINTERNAL) ic_note_internal_fault(err->msg);
     }
     ic_arena_free(c);
     free(c);

@@ -351,6 +351,14 @@ const char *ic_version(void);
 /* Bits parsed from TORCHC_DEBUG=graph,loops,llvm,ptx,time */
 unsigned ic_debug_flags(void);
 
+/* Internal faults: compiles that failed with IC_EINTERNAL (a bug, or an LLVM/driver failure:
+ * never an unsupported graph) plus those the frontend reports with ic_note_internal_fault (a
+ * capture that raised). Each one still runs eagerly for the user; the count (since process
+ * start) is torchc._C.stats()["internal_faults"], and the test suite fails a test that made
+ * one. ic_internal_faults copies the last message into last (n bytes) when last is not NULL. */
+uint64_t ic_internal_faults(char *last, size_t n);
+void ic_note_internal_fault(const char *msg);
+
 /* dtype helpers */
 const char *ic_dtype_name(ic_dtype t);
 size_t ic_dtype_size(ic_dtype t);

@@ -29,6 +29,7 @@ def test_cache_hit_no_recompile():
     assert s["compiles"] == 1 and s["hits"] == 5, s
 
 
+@pytest.mark.allow_fallback
 @pytest.mark.parametrize("change", ["dtype", "shape", "stride", "ndim", "requires_grad"])
 def test_guard_failure_recompiles(change):
     def f(x):
@@ -71,6 +72,7 @@ def test_constant_guard_recompiles():
     assert stats()["compiles"] == 4
 
 
+@pytest.mark.allow_fallback
 def test_recompile_limit_falls_back():
     def f(x):
         return x + 1
@@ -179,6 +181,8 @@ def test_graph_break_inside_inlined_function():
     assert_same(cf(x), outer(x))
 
 
+@pytest.mark.allow_fallback
+@pytest.mark.no_compile
 def test_fullgraph_raises():
     def f(x):
         return x.logcumsumexp(0)  # not lowered
@@ -196,6 +200,7 @@ def test_eager_errors_are_eager_errors():
         cf(torch.randn(3), torch.randn(4))
 
 
+@pytest.mark.no_compile
 def test_bad_arguments():
     with pytest.raises(TypeError):
         torchc.compile(3)
@@ -209,6 +214,8 @@ def test_bad_arguments():
         torchc.config.no_such = 1
 
 
+@pytest.mark.allow_fallback
+@pytest.mark.no_compile
 def test_unsupported_dtype_and_device_fall_back():
     def f(x):
         return x * 2 + 1
@@ -277,6 +284,7 @@ class Norm(nn.Module):
         return F.gelu(x * rms * self.weight + self.shift)
 
 
+@pytest.mark.allow_fallback
 def test_module_compile_and_training_guard():
     m = Norm(16)
     cm = torchc.compile(m)
@@ -338,6 +346,7 @@ def test_reset_and_code_death():
     assert_same(torchc.compile(make())(x), x * 2)
 
 
+@pytest.mark.no_compile
 def test_disable():
     @torchc.disable
     def g(x):
@@ -484,6 +493,7 @@ def test_matmul_and_linear_are_extern_calls_not_breaks():
     assert ex.graph_break_count == 0 and len(ex.extern_calls) == 3, ex
 
 
+@pytest.mark.allow_fallback
 def test_any_binary_operator_failure_breaks_not_falls_back():
     def f(x, y):
         a = x * 2
@@ -563,6 +573,7 @@ def test_break_inside_a_loop_keeps_the_iterator():
     assert ex.graph_break_count == 4 and len(ex.extern_calls) == 4, ex
 
 
+@pytest.mark.allow_fallback
 def test_with_no_grad_and_try_blocks_on_the_happy_path():
     def f(x, d):
         with torch.no_grad():
@@ -630,6 +641,8 @@ def test_no_op_conversions_alias_like_eager():
     assert_same(x1, x2)
 
 
+@pytest.mark.allow_fallback
+@pytest.mark.no_compile
 def test_nonlocal_writes_reach_the_cell():
     count = 0
 
@@ -683,6 +696,7 @@ def test_device_of_cuda_tensors_is_cuda():
             assert g == w
 
 
+@pytest.mark.allow_fallback
 def test_repeated_identical_failure_stops_tracing():
     # a method on a fresh object every call (identity-guarded), failing the same way each
     # time and unable to break (a try block): after three failed specializations the code

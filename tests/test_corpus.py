@@ -34,6 +34,10 @@ def _params(attr):
         marks = []
         if getattr(p, attr):
             marks.append(pytest.mark.xfail(strict=True, reason=f"BUG: {getattr(p, attr)}"))
+        if p.breaks:  # declared breaks (asserted through explain): frames may run eagerly
+            marks.append(pytest.mark.allow_fallback)
+        if not p.graphs:  # a whole-frame fallback by declaration: nothing compiled
+            marks.append(pytest.mark.no_compile)
         out.append(pytest.param(p, id=p.name, marks=marks))
     return out
 

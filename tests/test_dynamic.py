@@ -17,7 +17,9 @@ def compiles():
     return _C.stats()["compiles"]
 
 
-def check_sizes(fn, make, sizes, dynamic, max_compiles):
+def check_sizes(fn, make, sizes, dynamic, max_compiles, min_compiles=1):
+    """every size against eager; min_compiles <= compiles <= max_compiles (a silent fallback to
+    eager compiles nothing and fails here)"""
     cf = torchc.compile(fn, dynamic=dynamic)
     c0 = compiles()
     for n in sizes:
@@ -25,7 +27,7 @@ def check_sizes(fn, make, sizes, dynamic, max_compiles):
         want = fn(*[a.clone() if isinstance(a, torch.Tensor) else a for a in args])
         got = cf(*args)
         assert_same(got, want)
-    assert compiles() - c0 <= max_compiles, (compiles() - c0, max_compiles)
+    assert min_compiles <= compiles() - c0 <= max_compiles, (compiles() - c0, min_compiles, max_compiles)
     return compiles() - c0
 
 
@@ -121,18 +123,18 @@ MUST_BE_DYNAMIC = {"softmax_rows", "rmsnorm", "reduce_over_batch", "full_mean", 
 @pytest.mark.parametrize("fn,make", [m for m in MAKERS if m[0].__name__ in MUST_BE_DYNAMIC],
                          ids=[m[0].__name__ for m in MAKERS if m[0].__name__ in MUST_BE_DYNAMIC])
 def test_dynamic_true_compiles_once(fn, make):
-    check_sizes(fn, make, SIZES, True, 1)
+    check_sizes(fn, make, SIZES, True, 1, 1)
 
 
 @pytest.mark.parametrize("fn,make", [m for m in MAKERS if m[0].__name__ in MUST_BE_DYNAMIC],
                          ids=[m[0].__name__ for m in MAKERS if m[0].__name__ in MUST_BE_DYNAMIC])
 def test_automatic_dynamic_after_one_change(fn, make):
     # static first, then the changed dim becomes symbolic: two compiles for eight sizes
-    check_sizes(fn, make, SIZES, None, 2)
+    check_sizes(fn, make, SIZES, None, 2, 2)
 
 
 def test_dynamic_false_specializes():
-    check_sizes(softmax_rows, MAKERS[0][1], [4, 8, 5], False, 3)
+    check_sizes(softmax_rows, MAKERS[0][1], [4, 8, 5], False, 3, 3)
 
 
 def test_config_turns_automatic_off():
@@ -189,9 +191,10 @@ def test_module_with_varying_batch_compiles_once():
         x = torch.randn(n, 16)
         with torch.no_grad():
             assert_same(cm(x), m(x))
-    assert compiles() - c0 <= 2
+    assert compiles() - c0 == 2
 
 
+@pytest.mark.allow_fallback
 def test_guard_binds_duck_sized_dims():
     # x and y share the batch symbol: a call where they differ must not take the entry
     def f(x, y):
@@ -243,7 +246,7 @@ def test_linear_mlp_automatic_dynamic():
         x = torch.randn(n, 32)
         with torch.no_grad():
             assert_same(cm(x), m(x))
-    assert compiles() - c0 <= 2, compiles() - c0
+    assert 1 <= compiles() - c0 <= 2, compiles() - c0
 
 
 # weights are globals (like module parameters: static), only the batch varies
@@ -285,13 +288,13 @@ EXT_MAKERS = [
 def test_extern_dynamic_true_compiles_once(fn, make):
     # dynamic=True marks every dim: a symbolic K or channel dim cannot match the static
     # weight, so the capture steps down to outer dims: one compile for eight sizes
-    check_sizes(fn, make, SIZES, True, 1)
+    check_sizes(fn, make, SIZES, True, 1, 1)
 
 
 @pytest.mark.parametrize("fn,make", EXT_MAKERS, ids=[m[0].__name__ for m in EXT_MAKERS])
 def test_extern_automatic_dynamic(fn, make):
     # static first, then the batch becomes symbolic: two compiles for eight sizes
-    check_sizes(fn, make, SIZES, None, 2)
+    check_sizes(fn, make, SIZES, None, 2, 2)
 
 
 def test_extern_symbolic_reduction_dim_specializes():

@@ -9,6 +9,12 @@
 
 #define IC_VF 16
 
+/* The target description of the shared op layer (ops.c). */
+enum { IC_FP2I_WRAP64, IC_FP2I_X86 }; /* float -> int casts: ops.c ol_fp_to_int */
+typedef struct ic_target {
+    int fp2int;
+} ic_target;
+
 typedef struct cg {
     ic_ctx *c;
     LLVMContextRef ctx;
@@ -36,6 +42,7 @@ typedef struct cg {
     /* the exp inside tanh, sigmoid, erf and gelu (NULL: vm_exp); the GPU's ex2-based one */
     LLVMValueRef (*exp_fn)(void *arg, LLVMValueRef x);
     void *exp_arg;
+    ic_target target;
 } cg;
 
 LLVMTypeRef cg_type(cg *g, ic_dtype t, int width);
@@ -55,6 +62,8 @@ LLVMValueRef vm_erf(cg *g, LLVMValueRef x);
 LLVMValueRef vm_sigmoid(cg *g, LLVMValueRef x);
 LLVMValueRef vm_gelu(cg *g, LLVMValueRef x);
 typedef LLVMValueRef (*vm_exp_fn)(void *arg, LLVMValueRef x);
+/* ops.c: the shared op layer */
+LLVMValueRef ol_fp_to_int(cg *g, LLVMValueRef v, ic_dtype to, LLVMTypeRef tt); /* tt: to's (vector) type */
 LLVMValueRef vm_gelu_ex(cg *g, LLVMValueRef x, vm_exp_fn ex, void *arg); /* ex NULL: exp_fn or vm_exp; no inf/NaN cases */
 
 #endif

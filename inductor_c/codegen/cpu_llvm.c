@@ -252,11 +252,7 @@ static LLVMValueRef convert(cg *g, LLVMValueRef v, ic_dtype from, ic_dtype to) {
         if (ic_is_float(from)) return LLVMBuildFPCast(B, v, tt, "");
         return fu ? LLVMBuildUIToFP(B, v, tt, "") : LLVMBuildSIToFP(B, v, tt, "");
     }
-    if (ic_is_float(from)) {
-        /* float -> int truncates toward zero (through i64, then wraps like torch) */
-        LLVMValueRef w = LLVMBuildFPToSI(B, v, cg_type(g, IC_I64, g->width), "");
-        return to == IC_I64 ? w : LLVMBuildTrunc(B, w, tt, "");
-    }
+    if (ic_is_float(from)) return ol_fp_to_int(g, v, to, tt); /* toward zero; out of range as eager */
     return LLVMBuildIntCast2(B, v, tt, !fu, "");
 }
 
@@ -1652,6 +1648,7 @@ void ic_codegen_cpu(ic_ctx *c, ic_kernel_fn *fns, void **rt_out) {
         g->scan_seen = ic_alloc(c, (size_t)(c->nxs + 1) * sizeof(uint32_t));
         g->scan_stack = ic_alloc(c, (size_t)(3 * c->nxs + 3) * sizeof(ic_xid));
         LLVMSetTarget(g->mod, R->triple);
+        g->target.fp2int = !strncmp(R->triple, "x86_64", 6) ? IC_FP2I_X86 : IC_FP2I_WRAP64;
         LLVMTargetDataRef td = LLVMCreateTargetDataLayout(R->tm);
         LLVMSetModuleDataLayout(g->mod, td);
         LLVMDisposeTargetData(td);

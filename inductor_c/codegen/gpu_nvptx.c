@@ -358,11 +358,7 @@ static LLVMValueRef convert(gg *g, LLVMValueRef v, ic_dtype from, ic_dtype to) {
         else r = fu ? LLVMBuildUIToFP(B, v, tt, "") : LLVMBuildSIToFP(B, v, tt, "");
         return is_half(to) ? round_half(g, r, to) : r;
     }
-    if (ic_is_float(from)) {
-        /* float -> int truncates toward zero (through i64, then wraps like torch) */
-        LLVMValueRef w = LLVMBuildFPToSI(B, v, g->cg.i64, "");
-        return to == IC_I64 ? w : LLVMBuildTrunc(B, w, tt, "");
-    }
+    if (ic_is_float(from)) return ol_fp_to_int(&g->cg, v, to, tt); /* ops.c, g->cg.target */
     return LLVMBuildIntCast2(B, v, tt, !fu, "");
 }
 

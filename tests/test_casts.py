@@ -1,0 +1,54 @@
+"""Float -> integer casts out of range (issue 26 item 11): NaN, +-inf, 3e9 -> int32 and the
+like have no value in C or LLVM (fptosi is poison there); compiled code must give what eager
+gives on the same machine. On x86-64 that is cvtt's: NaN or a value outside the intermediate
+integer's range gives its minimum, then wraps (int32/int16/int8 through int32, int64 and uint8
+through int64; inductor_c/codegen/ops.c). Sizes 1, 7, 64 and 67 reach scalar and vector code."""
+import platform
+
+import pytest
+import torch
+
+import torchc
+from conftest import assert_same
+
+VALS = [float("nan"), float("inf"), -float("inf"), 3e9, -3e9, 3000000001.0, 2.5e10 + 7, -2.5e10 - 3, 1e20,
+        2147483648.0, 2147483647.0, -2147483648.0, -2147483649.0, 300.0, -300.0, 70001.0, -1.5, 0.75,
+        1e19, -1e19, 9.3e18, 4294967297.0, 255.9, -129.0, 0.0, -0.0]
+
+SRC = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
+DST = [torch.int32, torch.int64, torch.int16, torch.int8, torch.uint8, torch.bool]
+
+
+def _vals(src, n):
+    x = torch.tensor(VALS, dtype=torch.float64).to(src)
+    return x.repeat((n + len(VALS) - 1) // len(VALS))[:n] if n >= len(VALS) else x[:n]
+
+
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="values measured on x86-64")
+@pytest.mark.parametrize("src", SRC, ids=str)
+@pytest.mark.parametrize("dst", DST, ids=str)
+@pytest.mark.parametrize("n", [1, 7, 26, 64, 67])
+def test_float_to_int_out_of_range(src, dst, n):
+    x = _vals(src, n)
+
+    def f(a):
+        return a.to(dst)
+
+    ex = torchc.explain(f)(x)
+    assert ex.graph_count == 1 and ex.graph_break_count == 0, str(ex)
+    assert_same(ex.result, f(x))
+    assert_same(torchc.compile(f)(x), f(x))
+
+
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="values measured on x86-64")
+@pytest.mark.parametrize("dst", [torch.int32, torch.int16, torch.int64])
+def test_float_to_int_fused(dst):
+    # the cast inside a fused kernel, after arithmetic that overflows the range
+    x = torch.tensor(VALS * 3, dtype=torch.float32)
+
+    def f(a):
+        return (a * 4.0).to(dst) + 1
+
+    ex = torchc.explain(f)(x)
+    assert ex.graph_count == 1 and ex.graph_break_count == 0, str(ex)
+    assert_same(ex.result, f(x))
