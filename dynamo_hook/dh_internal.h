@@ -79,7 +79,8 @@ typedef enum dh_guardkind {
     DH_G_DEFAULT_DTYPE, /* torch.get_default_dtype() == value */
     DH_G_SAMEOBJ,      /* obj = (sources, first): values[sources[i]] is values[sources[first[i]]]
                         * and no earlier one (objects type-guarded: their aliasing as traced) */
-    DH_G_KEY,          /* (obj in values[src]) == value for a dict (subclass) */
+    DH_G_KEY,          /* (obj in values[src]) == value for a dict (subclass), or for an
+                        * object's instance __dict__ */
     DH_G_CALLEQ,       /* obj = (fn, args, result): fn(*args) == result, same type */
     DH_G_CALL,         /* bool(obj()) == value: a process-state predicate answered while tracing
                         * (torch.cuda.is_current_stream_capturing) */

@@ -536,6 +536,13 @@ int dh_guards_check_sym(const dh_entry *e, PyObject *const *localsplus, PyObject
             break;
         }
         case DH_G_KEY: {
+            if (v != NULL && !PyDict_Check(v) && !PyType_Check(v)) {
+                /* an object: the key in its instance __dict__ (none: absent) */
+                PyObject **dp = _PyObject_GetDictPtr(v);
+                v = dp != NULL && *dp != NULL ? *dp : NULL;
+                if (v == NULL && g->value == 0)
+                    break;
+            }
             int has = v != NULL && PyDict_Check(v) ? PyDict_Contains(v, g->obj) : -1;
             if (has < 0)
                 PyErr_Clear();

@@ -259,6 +259,47 @@ static int type_attr(trace *t, PyObject *cls, PyObject *name, var *out) {
     return 1;
 }
 
+/* o.name on an object whose class defines __getattr__ in Python (and no __getattribute__
+ * of its own): found in the instance dict or on the class, the generic path below reads it;
+ * else __getattr__(o, name) is inlined (eager calls it once per read: so does the graph,
+ * where the real getattr at trace and guard time would call it more often). The name's
+ * absence from the instance dict is guarded. 1: not this case. */
+static int getattr_hook(trace *t, const var *o, PyObject *name, var *out) {
+    static PyObject *s_getattr, *s_getattribute, *obj_getattribute;
+    PyTypeObject *tp = Py_TYPE(o->obj);
+    if (tp->tp_getattro == PyObject_GenericGetAttr || sym_is_nn_module(o->obj) || o->src < 0)
+        return 1;
+    if (s_getattr == NULL) {
+        s_getattr = PyUnicode_InternFromString("__getattr__");
+        s_getattribute = PyUnicode_InternFromString("__getattribute__");
+        obj_getattribute = s_getattribute ? _PyType_Lookup(&PyBaseObject_Type, s_getattribute) : NULL;
+        if (s_getattr == NULL || obj_getattribute == NULL) {
+            PyErr_Clear();
+            return 1;
+        }
+    }
+    PyObject *ga = _PyType_Lookup(tp, s_getattr);
+    if (ga == NULL || !PyFunction_Check(ga) || _PyType_Lookup(tp, s_getattribute) != obj_getattribute)
+        return 1;
+    if (_PyType_Lookup(tp, name) != NULL)
+        return 1; /* a class attribute, method or descriptor: the generic path */
+    PyObject **dp = _PyObject_GetDictPtr(o->obj);
+    PyObject *dict = dp ? *dp : NULL;
+    int has = sym_guard_key(t, o->src, dict, name);
+    if (has < 0)
+        return -1;
+    if (has)
+        return 1;
+    if (sym_guard_type(t, o->src, o->obj) < 0)
+        return -1;
+    PyObject *fn = sym_keep(t, Py_NewRef(ga));
+    int s = fn ? sym_source(t, DH_S_CONST, -1, 0, fn) : -1;
+    var *arg = sym_alloc(t, 1);
+    if (s < 0 || arg == NULL || sym_const(t, Py_NewRef(name), arg) < 0)
+        return -1;
+    return sym_inline(t, fn, s, o, arg, 1, NULL, out);
+}
+
 static int load_attr(trace *t, const var *o, PyObject *name, var *out) {
     if (o->kind == V_SEQ && o->obj != NULL && PyType_Check(o->obj) && o->n == 2 &&
         PyType_IsSubtype((PyTypeObject *)o->obj, &PyTuple_Type)) {
@@ -339,6 +380,9 @@ static int load_attr(trace *t, const var *o, PyObject *name, var *out) {
             Py_DECREF(a);
             return rc;
         }
+        int rc_ga = getattr_hook(t, o, name, out);
+        if (rc_ga <= 0)
+            return rc_ga;
         if (!sym_is_nn_module(o->obj) && Py_TYPE(o->obj)->tp_getattro != PyObject_GenericGetAttr) {
             /* a custom __getattribute__/__getattr__: the real getattr, re-run by the guard */
             if (o->src < 0)

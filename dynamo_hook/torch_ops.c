@@ -58,6 +58,31 @@ static int tensor_out(trace *t, ic_val v, var *out) {
 
 static int is_none(const var *v) { return v == NULL || (v->kind == V_CONST && v->obj == Py_None); }
 
+/* eager refuses `-` with a bool operand (tensor or Python bool): "Subtraction, the `-`
+ * operator, with a bool tensor is not supported" */
+static int is_bool_operand(trace *t, const var *v) {
+    if (v->kind == V_TENSOR)
+        return ic_value_meta(t->g, v->val)->dtype == IC_BOOL;
+    return v->kind == V_CONST && PyBool_Check(v->obj);
+}
+
+static int sub_bool_check(trace *t, const var *a, const var *b) {
+    if (is_bool_operand(t, a) || is_bool_operand(t, b))
+        return sym_fail(t, "subtraction with a bool tensor (eager raises)");
+    return 0;
+}
+
+/* An in-place update of self whose operand is another view of self's storage: eager
+ * refuses partial overlap ("some elements of the input tensor and the written-to tensor
+ * refer to a single memory location") or reads elements already written; left to eager. */
+static int inplace_overlap_check(trace *t, const var *self, const var *args, int n) {
+    for (int i = 0; i < n; i++)
+        if (args[i].kind == V_TENSOR && args[i].oid > 0 && self->oid > 0 && args[i].oid != self->oid &&
+            sym_alias_same(t, args[i].oid, self->oid))
+            return sym_fail(t, "in-place update reading another view of the same memory (eager decides)");
+    return 0;
+}
+
 static int get_int(trace *t, const var *v, long long *out, const char *what) {
     if (v && v->kind == V_CONST && (PyLong_CheckExact(v->obj) || PyBool_Check(v->obj))) {
         *out = PyLong_AsLongLong(v->obj);
@@ -259,6 +284,8 @@ static int h_binary(trace *t, const opdef *d, var **p, var *out) {
 
 static int h_add_sub(trace *t, const opdef *d, var **p, var *out) {
     ic_val a, b;
+    if (d->op == IC_OP_SUB && sub_bool_check(t, p[0], p[1]) < 0)
+        return -1;
     if (as_tensor(t, p[0], &a) < 0 || as_tensor(t, p[1], &b) < 0)
         return -1;
     if (!is_none(p[2])) {
@@ -623,6 +650,139 @@ static PyObject *shape_args(trace *t, ic_val v) {
     return Py_BuildValue("(N)", ints_tuple(m->sizes, m->ndim));
 }
 
+/* ---- eager strides of views: Tensor.view must refuse what eager refuses ----------- */
+
+/* ATen's computeStride: the strides of a view of (sizes, strides) as nsizes, or 0 when no
+ * view can express it (eager's view raises). */
+static int view_strides(int n, const int64_t *sizes, const int64_t *strides, int nn,
+                        const int64_t *nsizes, int64_t *nstrides) {
+    int64_t numel = 1;
+    for (int i = 0; i < n; i++)
+        numel *= sizes[i];
+    if (numel == 0 || n == 0) {
+        int64_t st = 1;
+        for (int i = nn - 1; i >= 0; i--) {
+            nstrides[i] = st;
+            st *= nsizes[i] > 1 ? nsizes[i] : 1;
+        }
+        return 1;
+    }
+    int vd = nn - 1;
+    int64_t chunk = strides[n - 1], tn = 1, vn = 1;
+    for (int td = n - 1; td >= 0; td--) {
+        tn *= sizes[td];
+        if (td == 0 || (sizes[td - 1] != 1 && strides[td - 1] != tn * chunk)) {
+            while (vd >= 0 && (vn < tn || nsizes[vd] == 1)) {
+                nstrides[vd] = vn * chunk;
+                vn *= nsizes[vd];
+                vd--;
+            }
+            if (vn != tn)
+                return 0;
+            if (td > 0) {
+                chunk = strides[td - 1];
+                tn = 1;
+                vn = 1;
+            }
+        }
+    }
+    return vd == -1;
+}
+
+/* The strides eager gives value v (1), or 0 when not known (an indexing view, dynamic
+ * sizes). Values no view made are taken as contiguous (inputs: their guarded strides). */
+static int eager_strides(trace *t, ic_val v, int64_t *st, int depth) {
+    ic_meta m = *ic_value_meta(t->g, v);
+    if (m.dyn || depth > 64)
+        return 0;
+    PyObject *desc = v < t->capvals ? t->view_desc[v] : NULL;
+    if (desc == NULL) {
+        if (ic_value_op(t->g, v) == IC_OP_INPUT) {
+            memcpy(st, m.strides, sizeof(int64_t) * (size_t)m.ndim);
+            return 1;
+        }
+        int64_t a = 1;
+        for (int i = m.ndim - 1; i >= 0; i--) {
+            st[i] = a;
+            a *= m.sizes[i] > 1 ? m.sizes[i] : 1;
+        }
+        return 1;
+    }
+    ic_val base = (ic_val)PyLong_AsLong(PyTuple_GET_ITEM(desc, 0));
+    const char *name = PyUnicode_AsUTF8(PyTuple_GET_ITEM(desc, 1));
+    PyObject *args = PyTuple_GET_ITEM(desc, 2);
+    int64_t bs[IC_MAX_DIMS];
+    if (name == NULL || !eager_strides(t, base, bs, depth + 1)) {
+        PyErr_Clear();
+        return 0;
+    }
+    ic_meta bm = *ic_value_meta(t->g, base);
+    if (!strcmp(name, "narrow")) {
+        memcpy(st, bs, sizeof(int64_t) * (size_t)bm.ndim);
+        return 1;
+    }
+    if (!strcmp(name, "select")) {
+        int dim = (int)PyLong_AsLong(PyTuple_GET_ITEM(args, 0)), k = 0;
+        for (int i = 0; i < bm.ndim; i++)
+            if (i != dim)
+                st[k++] = bs[i];
+        return k == m.ndim;
+    }
+    if (!strcmp(name, "permute")) {
+        PyObject *perm = PyTuple_GET_ITEM(args, 0);
+        if (!PyTuple_Check(perm) || PyTuple_GET_SIZE(perm) != m.ndim)
+            return 0;
+        for (int i = 0; i < m.ndim; i++)
+            st[i] = bs[PyLong_AsLong(PyTuple_GET_ITEM(perm, i))];
+        return !PyErr_Occurred() || (PyErr_Clear(), 0);
+    }
+    if (!strcmp(name, "expand")) {
+        int lead = m.ndim - bm.ndim;
+        for (int i = 0; i < m.ndim; i++)
+            st[i] = i < lead ? 0 : (bm.sizes[i - lead] == 1 && m.sizes[i] != 1) ? 0 : bs[i - lead];
+        return 1;
+    }
+    if (!strcmp(name, "reshape")) {
+        if (view_strides(bm.ndim, bm.sizes, bs, m.ndim, m.sizes, st))
+            return 1;
+        int64_t a = 1; /* reshape copied */
+        for (int i = m.ndim - 1; i >= 0; i--) {
+            st[i] = a;
+            a *= m.sizes[i] > 1 ? m.sizes[i] : 1;
+        }
+        return 1;
+    }
+    return 0;
+}
+
+/* x.view(shape): eager raises when x's strides can't express it */
+static int view_check(trace *t, ic_val x, int n, const int64_t *sizes) {
+    int64_t st[IC_MAX_DIMS], ns[IC_MAX_DIMS];
+    ic_meta m = *ic_value_meta(t->g, x);
+    if (!eager_strides(t, x, st, 0))
+        return 0;
+    int64_t numel = 1, known = 1;
+    int neg = -1;
+    for (int i = 0; i < m.ndim; i++)
+        numel *= m.sizes[i];
+    for (int i = 0; i < n; i++) {
+        if (sizes[i] == -1)
+            neg = i;
+        else
+            known *= sizes[i];
+    }
+    int64_t full[IC_MAX_DIMS], prod = 1;
+    for (int i = 0; i < n; i++) {
+        full[i] = i == neg ? (known ? numel / known : 0) : sizes[i];
+        prod *= full[i];
+    }
+    if (prod != numel || n > IC_MAX_DIMS)
+        return 0; /* an invalid shape: the reshape reports it */
+    if (!view_strides(m.ndim, m.sizes, st, n, full, ns))
+        return sym_fail(t, "view size is not compatible with input tensor's size and stride (eager raises)");
+    return 0;
+}
+
 static int h_reshape(trace *t, const opdef *d, var **p, var *out) {
     if (p[0]->kind != V_TENSOR)
         return sym_fail(t, "reshape of a non-tensor");
@@ -639,6 +799,8 @@ static int h_reshape(trace *t, const opdef *d, var **p, var *out) {
     int64_t s64[IC_MAX_DIMS];
     for (int i = 0; i < n; i++)
         s64[i] = s[i];
+    if (!strcmp(d->name, "view") && view_check(t, p[0]->val, n, s64) < 0)
+        return -1;
     return view_out(t, p[0], sym_reshape(t, p[0]->val, n, s64), out);
 }
 
@@ -854,6 +1016,19 @@ static int h_identity(trace *t, const opdef *d, var **p, var *out) {
         return sym_fail(t, "%s of a non-tensor", d->name);
     ic_meta m_copy = *metap(t, p[0]->val);
     const ic_meta *m = &m_copy; /* a copy: the graph reallocates */
+    if (d->op == 1 && p[0]->val < t->capvals && t->view_desc[p[0]->val] != NULL) {
+        /* contiguous() of a view: a copy unless eager's strides are already contiguous
+         * (a new object: what it is used for must not reach the viewed tensor) */
+        int64_t es[IC_MAX_DIMS], st = 1;
+        int contig = eager_strides(t, p[0]->val, es, 0);
+        for (int i = m->ndim - 1; i >= 0 && contig; i--) {
+            if (m->sizes[i] != 1 && es[i] != st)
+                contig = 0;
+            st *= m->sizes[i];
+        }
+        if (!contig)
+            return tensor_out(t, ic_cast(t->g, p[0]->val, m->dtype), out);
+    }
     if (d->op == 1) { /* contiguous(): a no-op only when already contiguous */
         int64_t st = 1;
         for (int i = m->ndim - 1; i >= 0; i--) {
@@ -3948,6 +4123,8 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
                         OPS[opi].fn != h_gelu)
                         opi = -1;
                     if (opi >= 0) {
+                        if (inplace_overlap_check(t, self, args, npos) < 0)
+                            return -1;
                         var *all = sym_alloc(t, npos + 1);
                         if (all == NULL)
                             return -1;
@@ -4043,9 +4220,13 @@ int sym_binary(trace *t, int nb, const var *a_in, const var *b_in, var *out) {
     }
     if (a->kind != V_TENSOR && b->kind != V_TENSOR)
         return sym_fail(t, "binary op on unsupported values");
+    if (base == 10 && sub_bool_check(t, a, b) < 0)
+        return -1;
     if (inplace && a->kind == V_TENSOR) {
         /* x += y: compute, then update x in place (x stays the same object) */
         var r;
+        if (inplace_overlap_check(t, a, b, 1) < 0)
+            return -1;
         if (sym_binary(t, base, a, b, &r) < 0)
             return -1;
         if (r.kind != V_TENSOR || sym_mutate(t, a, r.val) < 0)

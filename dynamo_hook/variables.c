@@ -161,7 +161,7 @@ int sym_state_predicate(trace *t, PyObject *fn) {
 
 /* key in sources[src] (a dict or subclass), guarded: 1 present, 0 absent, -1 failed */
 int sym_guard_key(trace *t, int src, PyObject *dict, PyObject *key) {
-    int has = PyDict_Contains(dict, key);
+    int has = dict == NULL ? 0 : PyDict_Contains(dict, key);
     if (has < 0) {
         PyErr_Clear();
         return sym_fail(t, "dict lookup raised");
@@ -218,6 +218,16 @@ int sym_ctxvar_call(trace *t, PyObject *cv, const char *mn, var *args, int nargs
     if (!strcmp(mn, "get") && nargs == 0 && i < t->nctxv && t->ctxv[i].depth > 0) {
         *out = t->ctxv[i].vals[t->ctxv[i].depth - 1];
         return 0;
+    }
+    if (!strcmp(mn, "get") && nargs <= 1 && (nargs == 0 || args[0].kind == V_CONST)) {
+        /* not set in the trace: the caller's value, asked now and guarded equal (a plain
+         * constant such as None; anything else is not traced) */
+        PyObject *get = PyObject_GetAttrString(cv, "get");
+        PyObject *a = get == NULL ? NULL : nargs ? PyTuple_Pack(1, args[0].obj) : PyTuple_New(0);
+        int rc = a == NULL ? -1 : sym_guarded_call(t, get, a, out);
+        Py_XDECREF(get);
+        Py_XDECREF(a);
+        return rc;
     }
     return sym_fail(t, "ContextVar.%s not supported here", mn);
 }
