@@ -11,6 +11,7 @@
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
+#include <ATen/autocast_mode.h>
 #include <ATen/native/ConvUtils.h>
 #include <c10/core/DefaultDtype.h>
 #include <c10/core/GradMode.h>
@@ -339,6 +340,21 @@ int tc_index_in_range(PyObject *idx, int64_t bound) {
 }
 
 int tc_grad_enabled(void) { return c10::GradMode::is_enabled() ? 1 : 0; }
+
+/* Autocast state of the CPU and CUDA as one int (0: off on both): bit 0 CPU enabled, bits
+ * 1-7 its dtype; bit 8 CUDA enabled, bits 9-15 its dtype (ic_dtype codes + 1). */
+int tc_autocast_state(void) {
+    int key = 0;
+    try {
+        if (at::autocast::is_autocast_enabled(at::kCPU))
+            key |= 1 | (dtype_to_ic(at::autocast::get_autocast_dtype(at::kCPU)) + 1) << 1;
+        if (at::autocast::is_autocast_enabled(at::kCUDA))
+            key |= 1 << 8 | (dtype_to_ic(at::autocast::get_autocast_dtype(at::kCUDA)) + 1) << 9;
+    } catch (const std::exception &) {
+        key |= 1 << 16; /* unknown: never equal to an off state */
+    }
+    return key;
+}
 
 int tc_num_threads(void) { return at::get_num_threads(); }
 

@@ -47,6 +47,8 @@ PyObject *tc_empty_strided(int ndim, const int64_t *sizes, const int64_t *stride
 /* Data pointer of a tensor created by tc_empty_strided (or any tensor). */
 void *tc_data_ptr(PyObject *o);
 int tc_grad_enabled(void);
+/* torch autocast state of CPU and CUDA as one int (0: autocast off everywhere) */
+int tc_autocast_state(void);
 /* 1 if every element of integer tensor idx is in [0, bound), 0 if not, -1 on error. */
 int tc_index_in_range(PyObject *idx, int64_t bound);
 /* torch.get_default_dtype() as an ic_dtype code */

@@ -90,6 +90,8 @@ int dh_cache_should_skip_file(PyCodeObject *code) {
     }
     if (strncmp(s, "<frozen", 7) == 0)
         return 1;
+    if (dh_skipfile_module(s)) /* a library module a call only passes through */
+        return 1;
     if (stdlib_prefix && PyUnicode_Tailmatch(fn, stdlib_prefix, 0, PY_SSIZE_T_MAX, -1) == 1 &&
         strstr(s, "-packages/") == NULL)
         return 1;
@@ -122,7 +124,7 @@ dh_cache *dh_cache_of(PyCodeObject *code) {
         c->skip_reason = strdup("generator or coroutine");
     } else if (dh_cache_should_skip_file(code)) {
         c->skip = 1;
-        c->skip_reason = strdup("file in skip list (torch, torchc, stdlib)");
+        c->skip_reason = strdup("file in skip list (torch, torchc, stdlib, skipped library modules)");
     } else if (attr_hook_name(code->co_name)) {
         /* __getattribute__ & co run implicitly on every attribute access of eager code (a
          * config read in a loop); traced code gets attributes through load_attr instead */

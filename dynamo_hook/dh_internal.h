@@ -86,8 +86,9 @@ typedef enum dh_guardkind {
                         * (torch.cuda.is_current_stream_capturing) */
     DH_G_LEN,          /* len(value) == value */
     DH_G_ALIAS,        /* values[src] is values[value]: the same tensor passed twice */
-    DH_G_DISTINCT      /* obj = (argument sources, mutated sources, input sources): the
+    DH_G_DISTINCT,     /* obj = (argument sources, mutated sources, input sources): the
                         * arguments are distinct objects and no mutated input overlaps another */
+    DH_G_AUTOCAST      /* tc_autocast_state() == value (CPU and CUDA enabled + dtype) */
 } dh_guardkind;
 
 typedef struct dh_guard {
@@ -198,6 +199,9 @@ void dh_cache_add(dh_cache *c, dh_entry *e);
 void dh_cache_touch(dh_cache *c, dh_entry *prev, dh_entry *e);
 void dh_cache_reset_all(void);
 int dh_cache_should_skip_file(PyCodeObject *code);
+/* skipfiles.c: the file belongs to a third-party module in the skip list (utilities a call
+ * only passes through: filelock, typing_extensions, tqdm, ...; TORCHC_SKIP_MODULES adds) */
+int dh_skipfile_module(const char *path);
 
 /* guards.c: values[] receives borrowed references for each source; 1 pass, 0 fail,
  * -1 error (exception set). */
@@ -228,6 +232,25 @@ dh_entry *dh_trace_frame(PyCodeObject *code, PyObject *const *localsplus, PyObje
                          PyObject *builtins, PyObject *func, const dh_config *cfg,
                          const uint32_t *dynmask);
 int dh_symbolic_init(void);
+
+/* guards.c: the global state every specialization is guarded on (grad mode, default dtype,
+ * autocast), as guard kinds and values; n entries written, at most DH_NSTATE. */
+#define DH_NSTATE 3
+int dh_global_state(dh_guardkind *kinds, int *values);
+/* The autocast state the running trace was started under (0: off). */
+extern _Thread_local int dh_tl_autocast;
+/* 1 when the torch op `name` casts its inputs or outputs under autocast (an op of eager's
+ * lower-precision, fp32 or promote lists, CPU or CUDA) */
+int dh_autocast_op_affected(const char *name);
+
+/* resume.c: runs fn(*args) (the last len(kwnames) by keyword) inside a frame of the original
+ * function at the break resume_proto continues from (its name, file, line and locals), so
+ * what the call observes of frames is eager's. New ref. */
+PyObject *dh_break_call(PyObject *resume_proto, PyObject *const *locals, int nlocals, PyObject *fn,
+                        PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
+
+/* guards.c: f is torch.compiler.is_compiling or one of its aliases (True in captured code) */
+int dh_is_compiling_fn(PyObject *f);
 
 /* entry execution (eval_frame.c) */
 PyObject *dh_entry_run(const dh_entry *e, PyObject *const *values, void *const *data_ptrs,

@@ -703,7 +703,9 @@ static PyObject *run_break(const dh_entry *e, PyObject *state, PyObject *func) {
         argv[nlocals + i] = stack[i];
     if (e->brk == DH_BRK_CALL) {
         Py_ssize_t nkw = e->brk_kwnames ? PyTuple_GET_SIZE(e->brk_kwnames) : 0;
-        PyObject *r = PyObject_Vectorcall(items[0], items + 1, (size_t)(nargs - nkw), e->brk_kwnames);
+        (void)nkw; /* the call runs in a frame like the original one (resume.c) */
+        PyObject *r = dh_break_call(e->resume[0], locals, nlocals, items[0], items + 1, nargs,
+                                    e->brk_kwnames);
         if (r == NULL)
             goto done;
         argv[nlocals + nstack] = r;

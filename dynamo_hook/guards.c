@@ -522,6 +522,10 @@ int dh_guards_check_sym(const dh_entry *e, PyObject *const *localsplus, PyObject
             if (tc_default_dtype() != g->value)
                 return 0;
             break;
+        case DH_G_AUTOCAST:
+            if (tc_autocast_state() != g->value)
+                return 0;
+            break;
         case DH_G_SAMEOBJ: {
             PyObject *srcs = PyTuple_GET_ITEM(g->obj, 0), *pat = PyTuple_GET_ITEM(g->obj, 1);
             Py_ssize_t n = PyTuple_GET_SIZE(srcs);
@@ -675,6 +679,13 @@ PyObject *dh_guards_describe(const dh_entry *e) {
         case DH_G_DEFAULT_DTYPE:
             item = PyUnicode_FromFormat("GLOBAL_STATE default_dtype=%s", ic_dtype_name((ic_dtype)g->value));
             break;
+        case DH_G_AUTOCAST: {
+            int v = g->value, cd = (v >> 1 & 127) - 1, gd = (v >> 9 & 127) - 1;
+            item = PyUnicode_FromFormat("GLOBAL_STATE autocast cpu=%s cuda=%s",
+                                        v & 1 ? ic_dtype_name((ic_dtype)cd) : "off",
+                                        v >> 8 & 1 ? ic_dtype_name((ic_dtype)gd) : "off");
+            break;
+        }
         case DH_G_SAMEOBJ:
             item = PyUnicode_FromFormat("SAME_OBJECTS sources %R as %R", PyTuple_GET_ITEM(g->obj, 0),
                                         PyTuple_GET_ITEM(g->obj, 1));
@@ -701,4 +712,105 @@ error:
     Py_XDECREF(item);
     Py_DECREF(list);
     return NULL;
+}
+
+/* ---- global state ------------------------------------------------------------------ */
+
+_Thread_local int dh_tl_autocast;
+
+int dh_global_state(dh_guardkind *kinds, int *values) {
+    kinds[0] = DH_G_GRAD_MODE;
+    values[0] = tc_grad_enabled();
+    kinds[1] = DH_G_DEFAULT_DTYPE;
+    values[1] = tc_default_dtype();
+    kinds[2] = DH_G_AUTOCAST;
+    values[2] = tc_autocast_state();
+    return DH_NSTATE;
+}
+
+/* Ops whose dtypes autocast changes (torch's autocast_mode.cpp lists for CPU and CUDA, by the
+ * names of the Python callables that reach them): lower precision (matmul family, conv,
+ * attention), fp32 (losses, norms, transcendental ops on CUDA, softmax family, reductions
+ * with an output dtype) and promote (multi-input ops that take the widest dtype). An op not
+ * listed runs in its inputs' dtype under autocast as without it. */
+static const char *const autocast_ops[] = {
+    /* lower precision */
+    "matmul", "mm", "bmm", "addmm", "baddbmm", "addbmm", "addmv", "addr", "linear", "conv1d",
+    "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "prelu",
+    "chain_matmul", "linalg_multi_dot", "mv", "scaled_dot_product_attention",
+    "_native_multi_head_attention", "lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell",
+    "_convolution", "convolution", "einsum", "bilinear",
+    /* fp32 */
+    "acos", "asin", "cosh", "erfinv", "exp", "expm1", "log", "log10", "log2", "log1p",
+    "reciprocal", "rsqrt", "sinh", "tan", "pow", "softplus", "layer_norm", "native_layer_norm",
+    "group_norm", "norm", "nuclear_norm", "frobenius_norm", "cosine_similarity",
+    "poisson_nll_loss", "cosine_embedding_loss", "nll_loss", "nll_loss2d",
+    "hinge_embedding_loss", "kl_div", "l1_loss", "smooth_l1_loss", "huber_loss", "mse_loss",
+    "margin_ranking_loss", "multilabel_margin_loss", "soft_margin_loss", "triplet_margin_loss",
+    "multi_margin_loss", "binary_cross_entropy_with_logits", "binary_cross_entropy",
+    "cross_entropy", "dist", "pdist", "cdist", "renorm", "logsumexp", "upsample_nearest1d",
+    "upsample_nearest2d", "upsample_nearest3d", "upsample_bilinear2d", "upsample_linear1d",
+    "upsample_trilinear3d", "upsample_bicubic2d", "interpolate", "grid_sample",
+    "grid_sampler", "avg_pool3d", "max_pool3d", "adaptive_avg_pool3d", "polar", "prod",
+    "quantile", "nanquantile", "stft", "trace", "view_as_complex", "cholesky", "inverse",
+    "pinverse", "reflection_pad1d", "reflection_pad2d", "replication_pad1d",
+    "replication_pad2d", "replication_pad3d", "pad", "ctc_loss", "fft_fft", "fft_ifft",
+    "fft_rfft", "fft_irfft", "max_unpool2d", "max_unpool3d", "vander",
+    /* fp32 when no dtype is given */
+    "softmax", "log_softmax", "cumsum", "cumprod", "sum", "linalg_vector_norm",
+    "linalg_matrix_norm",
+    /* promote */
+    "addcdiv", "addcmul", "atan2", "cross", "dot", "vdot", "index_put", "scatter_add",
+    "tensordot", "cat", "stack", "concat", "concatenate", "hstack", "vstack", "index_copy",
+    "lerp",
+    NULL};
+
+static int autocast_listed(const char *name) {
+    for (int i = 0; autocast_ops[i]; i++) {
+        size_t n = strlen(autocast_ops[i]);
+        if (strncmp(name, autocast_ops[i], n) == 0 && (name[n] == 0 || name[n] == '_'))
+            return 1; /* exact, or an in-place / dunder form (pow_, matmul__) */
+    }
+    return 0;
+}
+
+int dh_autocast_op_affected(const char *name) {
+    if (name == NULL)
+        return 1;
+    return autocast_listed(name) || (name[0] == '_' && autocast_listed(name + 1)) ||
+           (name[0] == '_' && name[1] == '_' && autocast_listed(name + 2));
+}
+
+/* torch.compiler.is_compiling and the older names of it: True inside captured code, as
+ * under torch.compile (eager calls them and gets False) */
+static PyObject *is_compiling_fns[8];
+static int n_is_compiling = -1;
+
+int dh_is_compiling_fn(PyObject *f) {
+    if (f == NULL)
+        return 0;
+    if (n_is_compiling < 0) {
+        static const char *const where[][2] = {
+            {"torch.compiler", "is_compiling"}, {"torch.compiler", "is_dynamo_compiling"},
+            {"torch._dynamo", "is_compiling"}, {"torch._dynamo.external_utils", "is_compiling"},
+            {"torch._utils", "is_compiling"}, {"torch._dynamo.utils", "is_compiling"}};
+        n_is_compiling = 0;
+        PyObject *et, *ev, *etb;
+        PyErr_Fetch(&et, &ev, &etb);
+        for (size_t i = 0; i < sizeof where / sizeof where[0]; i++) {
+            PyObject *m = PyImport_ImportModule(where[i][0]);
+            PyObject *fn = m ? PyObject_GetAttrString(m, where[i][1]) : NULL;
+            Py_XDECREF(m);
+            if (fn != NULL && n_is_compiling < 8)
+                is_compiling_fns[n_is_compiling++] = fn; /* kept for the process */
+            else
+                Py_XDECREF(fn);
+            PyErr_Clear();
+        }
+        PyErr_Restore(et, ev, etb);
+    }
+    for (int i = 0; i < n_is_compiling; i++)
+        if (is_compiling_fns[i] == f)
+            return 1;
+    return 0;
 }

@@ -7,6 +7,7 @@
  *   DELETE_FAST u        for each local unbound at the break (passed as None)
  *   LOAD_FAST  s_k       for each stack item kept across the break (PUSH_NULL for NULLs;
  *                        GET_ITER after it for a loop iterator, passed as a tuple)
+ *   DELETE_FAST s_k      each stack slot loaded (locals() shows the function's own variables)
  *   JUMP_FORWARD pc      to the instruction after the break (offset by the prologue)
  *   <original bytecode, unchanged>
  *
@@ -24,6 +25,10 @@ static int op_resume = -1, op_delete_fast, op_load_fast, op_push_null, op_jump_f
            op_extended_arg, op_get_iter, op_copy_free_vars;
 static unsigned char deref_op[256]; /* opcodes whose oparg indexes localsplus cells/frees */
 static PyObject *resume_cache; /* (code, pc, nstack, mask bytes) -> function */
+static PyObject *resume_info;  /* resume code -> (original code, target pc, unbound mask bytes) */
+static PyObject *break_cache;  /* (resume code, nargs, kwnames) -> break-call function */
+static int op_precall = -1, op_call = -1, op_kw_names = -1, op_return_value = -1;
+static int ncache_precall, ncache_call;
 
 static int opnum(PyObject *opmap, const char *name) {
     PyObject *v = PyDict_GetItemString(opmap, name);
@@ -46,6 +51,27 @@ static int init_ops(void) {
     op_extended_arg = opnum(opmap, "EXTENDED_ARG");
     op_get_iter = opnum(opmap, "GET_ITER");
     op_copy_free_vars = opnum(opmap, "COPY_FREE_VARS");
+    op_precall = opnum(opmap, "PRECALL"); /* 3.11 only */
+    op_call = opnum(opmap, "CALL");
+    op_kw_names = opnum(opmap, "KW_NAMES");
+    op_return_value = opnum(opmap, "RETURN_VALUE");
+    {
+        PyObject *opc = PyImport_ImportModule("opcode");
+        PyObject *ce = opc ? PyObject_GetAttrString(opc, "_inline_cache_entries") : NULL;
+        Py_XDECREF(opc);
+        if (ce != NULL && PySequence_Check(ce)) {
+            PyObject *v = op_call >= 0 ? PySequence_GetItem(ce, op_call) : NULL;
+            ncache_call = v ? (int)PyLong_AsLong(v) : -1;
+            Py_XDECREF(v);
+            v = op_precall >= 0 ? PySequence_GetItem(ce, op_precall) : NULL;
+            ncache_precall = v ? (int)PyLong_AsLong(v) : 0;
+            Py_XDECREF(v);
+        } else {
+            ncache_call = -1; /* unknown layout: break calls run from C */
+        }
+        Py_XDECREF(ce);
+        PyErr_Clear();
+    }
     static const char *derefs[] = {"LOAD_DEREF", "STORE_DEREF", "DELETE_DEREF", "LOAD_CLOSURE",
                                    "MAKE_CELL", "LOAD_CLASSDEREF", "LOAD_FROM_DICT_OR_DEREF", NULL};
     for (int i = 0; derefs[i]; i++) {
@@ -55,7 +81,9 @@ static int init_ops(void) {
     }
     Py_DECREF(opmap);
     resume_cache = PyDict_New();
-    if (resume_cache == NULL || op_resume < 0 || op_delete_fast < 0 || op_load_fast < 0 ||
+    resume_info = PyDict_New();
+    break_cache = PyDict_New();
+    if (resume_cache == NULL || resume_info == NULL || break_cache == NULL || op_resume < 0 || op_delete_fast < 0 || op_load_fast < 0 ||
         op_push_null < 0 || op_jump_forward < 0 || op_extended_arg < 0) {
         if (!PyErr_Occurred())
             PyErr_SetString(PyExc_RuntimeError, "torchc: opcode table incomplete");
@@ -129,6 +157,10 @@ PyObject *dh_make_resume(PyCodeObject *code, PyObject *globals, int target_pc, i
         if (stack_null[k] == 2 && emit(&w, op_get_iter, 0) < 0)
             goto done;
     }
+    /* the stack slots are on the stack now: unbind them so locals() shows the function's own */
+    for (int k = 0; k < nstack; k++)
+        if (stack_null[k] != 1 && emit(&w, op_delete_fast, nlocals + k) < 0)
+            goto done;
     if (emit(&w, op_jump_forward, target_pc) < 0)
         goto done;
     int prologue_units = w.n / 2;
@@ -190,8 +222,10 @@ PyObject *dh_make_resume(PyCodeObject *code, PyObject *globals, int target_pc, i
             goto done;
         PyTuple_SET_ITEM(varnames, nlocals + k, s);
     }
-    /* resume functions of resume functions keep the original name: torchc_resume_<fn>_at_<pc> */
-    PyObject *base = code->co_name;
+    /* resume functions of resume functions keep the original name: torchc_resume_<fn>_at_<pc>
+     * is the qualified name (explain()); co_name stays the function's own, which is what
+     * sys._getframe().f_code.co_name, tracebacks and logging's funcName show */
+    PyObject *base = code->co_qualname;
     Py_ssize_t cut = -1;
     const char *bn = PyUnicode_AsUTF8(base);
     if (bn && strncmp(bn, "torchc_resume_", 14) == 0) {
@@ -213,8 +247,8 @@ PyObject *dh_make_resume(PyCodeObject *code, PyObject *globals, int target_pc, i
                        "co_argcount", nlocals + nstack, "co_posonlyargcount", 0,
                        "co_kwonlyargcount", 0, "co_nlocals", nlocals + nstack, "co_varnames",
                        varnames, "co_flags", flags, "co_stacksize",
-                       code->co_stacksize + nstack + 2, "co_linetable", lt, "co_name", name,
-                       "co_qualname", name);
+                       code->co_stacksize + nstack + 2, "co_linetable", lt, "co_name",
+                       code->co_name, "co_qualname", name);
     if (kw == NULL)
         goto done;
     replace = PyObject_GetAttrString((PyObject *)code, "replace");
@@ -229,6 +263,14 @@ PyObject *dh_make_resume(PyCodeObject *code, PyObject *globals, int target_pc, i
         goto done;
     if (PyDict_SetItem(resume_cache, key, fn) < 0)
         Py_CLEAR(fn);
+    if (fn != NULL) {
+        /* what a break call at target_pc needs to rebuild the frame (dh_break_call) */
+        PyObject *info = Py_BuildValue("(Oiy#)", (PyObject *)code, target_pc,
+                                       (const char *)unbound, (Py_ssize_t)nlocals);
+        if (info == NULL || PyDict_SetItem(resume_info, newcode, info) < 0)
+            Py_CLEAR(fn);
+        Py_XDECREF(info);
+    }
 done:
     free(w.b);
     Py_XDECREF(key);
@@ -247,4 +289,196 @@ done:
 void dh_resume_reset(void) {
     if (resume_cache)
         PyDict_Clear(resume_cache);
+    if (resume_info)
+        PyDict_Clear(resume_info);
+    if (break_cache)
+        PyDict_Clear(break_cache);
+}
+
+/* ---- break calls ------------------------------------------------------------------------
+ * The call a trace stopped at runs inside a frame of the original function, as in eager:
+ * a small code object with the function's name, file, line of the call and locals
+ *
+ *   RESUME 0
+ *   DELETE_FAST u          each local unbound at the break
+ *   PUSH_NULL; LOAD_FAST f; LOAD_FAST a0..an-1
+ *   DELETE_FAST f, a0..    (locals() shows the function's own variables only)
+ *   [KW_NAMES k]; [PRECALL n]; CALL n; RETURN_VALUE
+ *
+ * so locals(), sys._getframe(), inspect.currentframe(), warnings.warn(stacklevel=...) and
+ * logging called at the break (or by what it calls) see the frame eager would. The frame is
+ * never hooked (its cache is marked skip); the callee is hooked as usual. Its result goes to
+ * the resume function as before, which is called from C, so the caller of the original
+ * frame is the resume frame's f_back as well. */
+
+/* one location entry per <= 8 code units, all on `line` (form 13: no column) */
+static PyObject *one_line_table(int units, int delta) {
+    unsigned char tmp[1024], *p = tmp;
+    for (int left = units, first = 1; left > 0 && p < tmp + sizeof tmp - 16; left -= 8, first = 0) {
+        int k = left < 8 ? left : 8;
+        *p++ = (unsigned char)(0x80 | (13 << 3) | (k - 1));
+        int d = first ? delta : 0;
+        unsigned int v = d < 0 ? ((unsigned int)(-d) << 1) | 1 : (unsigned int)d << 1;
+        while (v >= 64) {
+            *p++ = (unsigned char)(64 | (v & 63));
+            v >>= 6;
+        }
+        *p++ = (unsigned char)v;
+    }
+    return PyBytes_FromStringAndSize((const char *)tmp, p - tmp);
+}
+
+static PyObject *make_break_code(PyObject *rcode, Py_ssize_t nargs, PyObject *kwnames) {
+    PyObject *info = PyDict_GetItemWithError(resume_info, rcode); /* borrowed */
+    if (info == NULL)
+        return NULL;
+    PyCodeObject *code = (PyCodeObject *)PyTuple_GET_ITEM(info, 0);
+    int target_pc = (int)PyLong_AsLong(PyTuple_GET_ITEM(info, 1));
+    PyObject *ub = PyTuple_GET_ITEM(info, 2);
+    const unsigned char *unbound = (const unsigned char *)PyBytes_AS_STRING(ub);
+    int nlocals = (int)PyBytes_GET_SIZE(ub);
+    PyObject *bytes = NULL, *varnames = NULL, *consts = NULL, *lt = NULL, *kw = NULL;
+    PyObject *replace = NULL, *args = NULL, *newcode = NULL, *ov = NULL;
+    buf w = {0};
+    if (emit(&w, op_resume, 0) < 0)
+        goto done;
+    for (int i = 0; i < nlocals; i++)
+        if (unbound[i] && emit(&w, op_delete_fast, i) < 0)
+            goto done;
+    if (emit(&w, op_push_null, 0) < 0)
+        goto done;
+    for (Py_ssize_t k = 0; k <= nargs; k++)
+        if (emit(&w, op_load_fast, nlocals + (int)k) < 0)
+            goto done;
+    for (Py_ssize_t k = 0; k <= nargs; k++)
+        if (emit(&w, op_delete_fast, nlocals + (int)k) < 0)
+            goto done;
+    if (kwnames != NULL && PyTuple_GET_SIZE(kwnames) > 0 && emit(&w, op_kw_names, 1) < 0)
+        goto done;
+    if (op_precall >= 0) {
+        if (emit(&w, op_precall, (int)nargs) < 0)
+            goto done;
+        for (int k = 0; k < ncache_precall; k++)
+            if (emit(&w, 0, 0) < 0) /* CACHE */
+                goto done;
+    }
+    if (emit(&w, op_call, (int)nargs) < 0)
+        goto done;
+    for (int k = 0; k < ncache_call; k++)
+        if (emit(&w, 0, 0) < 0)
+            goto done;
+    if (emit(&w, op_return_value, 0) < 0)
+        goto done;
+    bytes = PyBytes_FromStringAndSize((const char *)w.b, w.n);
+    /* the line of the call: the code unit just before the resume point (its last cache) */
+    int line = PyCode_Addr2Line(code, 2 * (target_pc - 1));
+    lt = one_line_table(w.n / 2, line >= code->co_firstlineno ? line - code->co_firstlineno : 0);
+    consts = Py_BuildValue("(OO)", Py_None, kwnames ? kwnames : Py_None);
+    ov = PyObject_GetAttrString((PyObject *)code, "co_varnames");
+    varnames = bytes && lt && consts && ov ? PyTuple_New(nlocals + nargs + 1) : NULL;
+    if (varnames == NULL)
+        goto done;
+    for (int i = 0; i < nlocals; i++) {
+        /* the original locals by name (cells and free variables by theirs) */
+        PyObject *nm = i < PyTuple_GET_SIZE(ov) ? PyTuple_GET_ITEM(ov, i)
+                       : i < PyTuple_GET_SIZE(code->co_localsplusnames)
+                           ? PyTuple_GET_ITEM(code->co_localsplusnames, i)
+                           : NULL;
+        nm = nm ? Py_NewRef(nm) : PyUnicode_FromFormat("__torchc_local%d", i);
+        if (nm == NULL)
+            goto done;
+        PyTuple_SET_ITEM(varnames, i, nm);
+    }
+    for (Py_ssize_t k = 0; k <= nargs; k++) {
+        PyObject *nm = k == 0 ? PyUnicode_FromString("__torchc_fn") : PyUnicode_FromFormat("__torchc_arg%zd", k - 1);
+        if (nm == NULL)
+            goto done;
+        PyTuple_SET_ITEM(varnames, nlocals + k, nm);
+    }
+    int flags = code->co_flags & ~(CO_VARARGS | CO_VARKEYWORDS | CO_GENERATOR | CO_COROUTINE |
+                                   CO_ASYNC_GENERATOR | CO_ITERABLE_COROUTINE);
+    PyObject *empty = PyTuple_New(0);
+    kw = empty ? Py_BuildValue("{s:O,s:i,s:i,s:i,s:i,s:O,s:i,s:i,s:O,s:O,s:O,s:O,s:O,s:O,s:y}",
+                               "co_code", bytes, "co_argcount", (int)(nlocals + nargs + 1),
+                               "co_posonlyargcount", 0, "co_kwonlyargcount", 0, "co_nlocals",
+                               (int)(nlocals + nargs + 1), "co_varnames", varnames, "co_flags",
+                               flags, "co_stacksize", (int)nargs + 4, "co_linetable", lt,
+                               "co_consts", consts, "co_names", empty, "co_cellvars", empty,
+                               "co_freevars", empty, "co_name", code->co_name,
+                               "co_exceptiontable", "")
+               : NULL;
+    Py_XDECREF(empty);
+    replace = kw ? PyObject_GetAttrString((PyObject *)code, "replace") : NULL;
+    args = replace ? PyTuple_New(0) : NULL;
+    newcode = args ? PyObject_Call(replace, args, kw) : NULL;
+done:
+    free(w.b);
+    Py_XDECREF(bytes);
+    Py_XDECREF(varnames);
+    Py_XDECREF(consts);
+    Py_XDECREF(lt);
+    Py_XDECREF(kw);
+    Py_XDECREF(replace);
+    Py_XDECREF(args);
+    Py_XDECREF(ov);
+    return newcode;
+}
+
+PyObject *dh_break_call(PyObject *resume_proto, PyObject *const *locals, int nlocals, PyObject *fn,
+                        PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+    PyObject *key = NULL, *bfn = NULL, *argv_small[40], **argv = argv_small, *res = NULL;
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    if (resume_info == NULL || ncache_call < 0 || !PyFunction_Check(resume_proto) ||
+        nargs > 200)
+        goto direct;
+    PyObject *rcode = PyFunction_GET_CODE(resume_proto);
+    key = Py_BuildValue("(OnO)", rcode, nargs, kwnames ? kwnames : Py_None);
+    if (key == NULL)
+        goto direct;
+    bfn = PyDict_GetItemWithError(break_cache, key);
+    if (bfn != NULL) {
+        Py_INCREF(bfn);
+    } else {
+        if (PyErr_Occurred())
+            goto direct;
+        PyObject *info = PyDict_GetItemWithError(resume_info, rcode);
+        if (info == NULL || PyBytes_GET_SIZE(PyTuple_GET_ITEM(info, 2)) != nlocals)
+            goto direct;
+        PyObject *bc = make_break_code(rcode, nargs, kwnames);
+        if (bc == NULL)
+            goto direct;
+        dh_cache *c = dh_cache_of((PyCodeObject *)bc);
+        if (c == NULL) {
+            Py_DECREF(bc);
+            goto direct;
+        }
+        c->skip = 1; /* the break call runs as it is: never hooked */
+        free(c->skip_reason);
+        c->skip_reason = strdup("the call at a graph break");
+        bfn = PyFunction_New(bc, PyFunction_GET_GLOBALS(resume_proto));
+        Py_DECREF(bc);
+        if (bfn == NULL || PyDict_SetItem(break_cache, key, bfn) < 0)
+            goto direct;
+    }
+    Py_ssize_t n = nlocals + 1 + nargs;
+    if (n > 40 && (argv = PyMem_Malloc((size_t)n * sizeof *argv)) == NULL) {
+        argv = argv_small;
+        goto direct;
+    }
+    for (int i = 0; i < nlocals; i++)
+        argv[i] = locals[i];
+    argv[nlocals] = fn;
+    for (Py_ssize_t k = 0; k < nargs; k++)
+        argv[nlocals + 1 + k] = args[k];
+    res = PyObject_Vectorcall(bfn, argv, (size_t)n, NULL);
+    if (argv != argv_small)
+        PyMem_Free(argv);
+    Py_XDECREF(key);
+    Py_XDECREF(bfn);
+    return res;
+direct:
+    PyErr_Clear();
+    Py_XDECREF(key);
+    Py_XDECREF(bfn);
+    return PyObject_Vectorcall(fn, args, (size_t)(nargs - nkw), kwnames);
 }

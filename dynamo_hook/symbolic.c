@@ -3426,6 +3426,8 @@ static dh_entry *trace_once(PyCodeObject *code, PyObject *const *localsplus, PyO
     t->cfg = cfg;
     t->keep = PyList_New(0);
     t->g = ic_graph_new();
+    if (t->g)
+        ic_graph_set_default_dtype(t->g, (ic_dtype)tc_default_dtype());
     t->device_type = -1;
     t->cur_globals = globals;
     t->dynmask = dynmask;
@@ -3435,23 +3437,28 @@ static dh_entry *trace_once(PyCodeObject *code, PyObject *const *localsplus, PyO
             PyErr_NoMemory();
         goto error;
     }
-    /* grad mode is part of every specialization */
+    /* grad mode, default dtype and autocast are part of every specialization */
     {
-        dh_guard *g = NULL;
-        if (t->nguards == t->capguards) {
-            t->guards = malloc(16 * sizeof *t->guards);
-            if (t->guards == NULL) {
+        dh_guardkind kinds[DH_NSTATE];
+        int vals[DH_NSTATE], ns = dh_global_state(kinds, vals);
+        if (t->nguards + ns > t->capguards) {
+            dh_guard *ng = realloc(t->guards, (size_t)(t->nguards + ns + 16) * sizeof *t->guards);
+            if (ng == NULL) {
                 PyErr_NoMemory();
                 goto error;
             }
-            t->capguards = 16;
+            t->guards = ng;
+            t->capguards = t->nguards + ns + 16;
         }
-        g = &t->guards[t->nguards++];
-        memset(g, 0, sizeof *g);
-        g->kind = DH_G_GRAD_MODE;
-        g->src = -1;
-        g->input_index = -1;
-        g->value = tc_grad_enabled();
+        for (int k = 0; k < ns; k++) {
+            dh_guard *g = &t->guards[t->nguards++];
+            memset(g, 0, sizeof *g);
+            g->kind = kinds[k];
+            g->src = -1;
+            g->input_index = -1;
+            g->value = vals[k];
+        }
+        dh_tl_autocast = vals[DH_NSTATE - 1];
     }
     f->code = code;
     f->top = 1;

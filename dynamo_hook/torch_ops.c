@@ -3424,6 +3424,8 @@ static int call_op(trace *t, int opi, var *args, int nargs, PyObject *kwnames, v
     const opdef *d = &OPS[opi];
     var *slots[MAXP];
     var packed;
+    if (dh_tl_autocast && dh_autocast_op_affected(d->name)) /* casts under autocast: eager's */
+        return sym_fail(t, "autocast is enabled and %s casts under it (not captured)", d->name);
     if (bind(t, d, args, nargs, kwnames, kwv, slots, &packed) < 0)
         return -1;
     return d->fn(t, d, slots, out);
@@ -3847,6 +3849,8 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
     var fnv = *fn_in, *fn = &fnv;
     for (int i = 0; i < nargs; i++)
         sym_resolve(t, &args[i]);
+    if (nargs == 0 && fn->kind != V_METHOD && dh_is_compiling_fn(fn->obj)) /* True when traced */
+        return sym_const(t, Py_NewRef(Py_True), out);
     if (fn->kind == V_METHOD && fn->items) {
         var *self = sym_alloc(t, 1);
         if (self == NULL)
@@ -4165,6 +4169,9 @@ int sym_binary(trace *t, int nb, const var *a_in, const var *b_in, var *out) {
     sym_resolve(t, b);
     int inplace = nb >= 13;
     int base = inplace ? nb - 13 : nb;
+    if (dh_tl_autocast && (base == 4 || base == 8) && (a->kind != V_CONST || b->kind != V_CONST))
+        return sym_fail(t, "autocast is enabled and %s casts under it (not captured)",
+                        base == 4 ? "matmul" : "pow");
     if (a->kind == V_CONST && b->kind == V_CONST) {
         /* constant folding on plain Python values */
         static binaryfunc const *dummy;

@@ -106,6 +106,9 @@ ic_val ic_input(ic_graph *g, const ic_meta *m); /* static: m->dyn and m->dims ar
  * coef * s_k; a dim in symbols with no hint yet must be of that form. Values whose dims
  * are all static report dyn = 0. */
 ic_val ic_input_dyn(ic_graph *g, const ic_meta *m);
+/* torch.get_default_dtype() for this graph (default f32): python floats and float ops of
+ * integers take it */
+void ic_graph_set_default_dtype(ic_graph *g, ic_dtype d);
 /* A Python scalar. kind: IC_F64 for float, IC_I64 for int, IC_BOOL for bool. */
 ic_val ic_scalar(ic_graph *g, double v, ic_dtype kind);
 ic_val ic_unary(ic_graph *g, ic_op op, ic_val a);

@@ -62,7 +62,11 @@ struct ic_graph {
     char msg[256];
     int64_t sym_hint[IC_MAX_SYMS]; /* hint value of each size symbol, 0: not used yet */
     int nograd_depth, nograd_from; /* training: ic_set_grad_enabled nesting, first node */
+    int dflt;                      /* torch's default dtype + 1 (0: f32): wrapped floats,
+                                    * int / int, float ops of ints */
 };
+/* the dtype python floats and float ops of integers take (torch.get_default_dtype()) */
+static inline ic_dtype ic_default_float(const ic_graph *g) { return g->dflt ? (ic_dtype)(g->dflt - 1) : IC_F32; }
 
 bool ic_is_float(ic_dtype t);
 bool ic_is_int(ic_dtype t); /* integral, not bool */

@@ -757,3 +757,174 @@ def test_star_unpacking_into_tuples_is_one_graph():
     torch.testing.assert_close(torchc.compile(f)(x), f(x))
     ex = torchc.explain(f)(x)
     assert ex.graph_count == 1 and ex.graph_break_count == 0, ex.break_reasons
+
+
+# ---- what user code observes of frames after a graph break -------------------------------
+# The call a trace stops at runs in a frame like the original (its name, file, line, locals)
+# and the resume function keeps the function's name: locals(), sys._getframe(),
+# inspect.currentframe(), warnings and logging see what eager shows.
+
+def _unsupported(x):
+    """a call the tracer breaks on (print to a sink)"""
+    import io
+    print("x", file=io.StringIO())
+    return x
+
+
+def _frame_view(x):
+    a = x + 1
+    _unsupported(a)          # break 1
+    b = a * 2
+    loc = locals()           # break 2: locals() itself
+    f = sys._getframe()
+    line = sys._getframe().f_lineno
+    return b, sorted(loc), f.f_code.co_name, f.f_back.f_code.co_name, line
+
+
+def _caller_of_frame_view(x):
+    return _frame_view(x)
+
+
+def test_frames_after_break_match_eager():
+    import inspect
+    x = torch.randn(3)
+    want = _frame_view(x)
+    got = torchc.compile(_frame_view)(x)
+    torch.testing.assert_close(got[0], want[0])
+    assert got[1] == want[1] == ["a", "b", "x"]
+    assert got[2] == "_frame_view"
+    assert got[4] == want[4]
+    assert torchc.compile(_caller_of_frame_view)(x)[2:4] == ("_frame_view", "_caller_of_frame_view")
+    ex = torchc.explain(_frame_view)(x)
+    assert ex.graph_break_count >= 1  # the frames above were seen after real breaks
+    # inspect.currentframe, and the caller seen from the frame after the break
+    def g(x):
+        y = x + 1
+        _unsupported(y)
+        fr = inspect.currentframe()
+        return y, fr.f_code.co_name, fr.f_back.f_code.co_name
+
+    def outer(x):
+        return g(x)
+
+    r = torchc.compile(g)(x)
+    assert r[1] == "g"
+    assert r[2] == "test_frames_after_break_match_eager"
+    assert torchc.compile(outer)(x)[1:] == outer(x)[1:] == ("g", "outer")
+
+
+def test_locals_at_first_break_values():
+    def f(x, k=3):
+        y = x * k
+        loc = locals()
+        return y, {n: v for n, v in loc.items() if not isinstance(v, torch.Tensor)}, sorted(loc)
+
+    x = torch.randn(2)
+    got, want = torchc.compile(f)(x), f(x)
+    assert got[1] == want[1] == {"k": 3}
+    assert got[2] == want[2] == ["k", "x", "y"]
+    torch.testing.assert_close(got[0], want[0])
+
+
+def _warn_helper():
+    warnings.warn("careful", UserWarning, stacklevel=2)
+
+
+def _warns(x):
+    y = x + 1
+    _unsupported(y)
+    _warn_helper()      # the warning points at this line, in this function
+    return y * 2
+
+
+def test_warnings_stacklevel_after_break():
+    x = torch.randn(2)
+    with warnings.catch_warnings(record=True) as we:
+        warnings.simplefilter("always")
+        _warns(x)
+    with warnings.catch_warnings(record=True) as wc:
+        warnings.simplefilter("always")
+        torchc.compile(_warns)(x)
+    assert len(we) == len(wc) == 1
+    assert (wc[0].filename, wc[0].lineno) == (we[0].filename, we[0].lineno)
+
+
+def test_logging_after_break_reports_function_and_line():
+    import logging
+    recs = []
+
+    class H(logging.Handler):
+        def emit(self, record):
+            recs.append((record.funcName, record.lineno, record.filename))
+
+    log = logging.getLogger("torchc_test_frames")
+    log.setLevel(logging.INFO)
+    log.propagate = False
+    h = H()
+    log.addHandler(h)
+
+    def logs(x):
+        y = x + 1
+        _unsupported(y)
+        log.info("after the break")
+        return y * 2
+
+    try:
+        x = torch.randn(2)
+        logs(x)
+        torchc.compile(logs)(x)
+    finally:
+        log.removeHandler(h)
+    assert len(recs) == 2 and recs[0] == recs[1] and recs[0][0] == "logs"
+
+
+def test_traceback_after_break_names_function():
+    import traceback
+
+    def boom(x):
+        y = x + 1
+        _unsupported(y)
+        raise ValueError("boom")
+
+    try:
+        torchc.compile(boom)(torch.randn(2))
+    except ValueError as e:
+        names = [fs.name for fs in traceback.extract_tb(e.__traceback__)]
+    assert names[-1] == "boom"
+    assert not any(n.startswith("torchc_resume") for n in names)
+
+
+def test_is_compiling_true_in_captured_code():
+    def f(a):
+        return a + (1 if torch.compiler.is_compiling() else 0)
+
+    x = torch.zeros(2)
+    assert f(x).sum().item() == 0
+    ex = torchc.explain(f)(x)
+    assert ex.graph_count == 1 and ex.graph_break_count == 0
+    assert ex.result.sum().item() == 2
+
+
+def test_compiler_disable_never_traced():
+    calls = []
+
+    @torch.compiler.disable
+    def d(x):
+        calls.append(1)
+        return x * 3
+
+    @torchc.disable
+    def d2(x):
+        calls.append(2)
+        return x - 1
+
+    def f(x):
+        return d2(d(x + 1)) + 1
+
+    x = torch.randn(3)
+    cf = torchc.compile(f)
+    for _ in range(3):
+        torch.testing.assert_close(cf(x), f(x))
+    assert calls == [1, 2] * 6
+    ex = torchc.explain(f)(x)
+    assert ex.graph_count >= 1

@@ -86,6 +86,10 @@ static ic_val fail(ic_graph *g, ic_errcode code, const char *fmt, ...) {
 
 IC_API ic_graph *ic_graph_new(void) { return calloc(1, sizeof(ic_graph)); }
 
+IC_API void ic_graph_set_default_dtype(ic_graph *g, ic_dtype d) {
+    if (g && ic_is_float(d)) g->dflt = (int)d + 1;
+}
+
 IC_API void ic_graph_free(ic_graph *g) {
     if (!g) return;
     free(g->nodes);
@@ -228,7 +232,7 @@ static void rstate_add(const ic_graph *g, rstate *s, ic_val v) {
     const ic_node *n = &g->nodes[v];
     ic_dtype t = n->meta.dtype;
     if (n->op == IC_OP_SCALAR) {
-        if (t == IC_F64) t = IC_F32; /* wrapped floats take the default dtype */
+        if (t == IC_F64) t = ic_default_float(g); /* wrapped floats take the default dtype */
         s->wrapped = promote_skip(s->wrapped, t);
     } else if (n->meta.ndim == 0) {
         s->zero = promote_skip(s->zero, t);
@@ -420,9 +424,9 @@ IC_API ic_val ic_binary(ic_graph *g, ic_op op, ic_val a, ic_val b) {
     } else if (op == IC_OP_FMOD || op == IC_OP_REMAINDER || op == IC_OP_FLOOR_DIVIDE) {
         if (t == IC_BOOL) return fail(g, IC_EUNSUPPORTED, "%s on bool is not supported", ic_op_name(op));
     } else if (op == IC_OP_ATAN2) {
-        if (!ic_is_float(t)) t = IC_F32;
+        if (!ic_is_float(t)) t = ic_default_float(g);
     } else if (op == IC_OP_DIV) {
-        if (!ic_is_float(t)) t = IC_F32;
+        if (!ic_is_float(t)) t = ic_default_float(g);
     } else if (op == IC_OP_SUB && t == IC_BOOL) {
         return fail(g, IC_EINVALID,
                     "Subtraction, the `-` operator, with two bool tensors is not supported");
@@ -464,7 +468,7 @@ IC_API ic_val ic_unary(ic_graph *g, ic_op op, ic_val a) {
         if (t == IC_BOOL && op != IC_OP_SIGN)
             return fail(g, IC_EUNSUPPORTED, "%s on bool is not supported", ic_op_name(op));
     } else if (float_unary(op)) {
-        if (!ic_is_float(t)) t = IC_F32;
+        if (!ic_is_float(t)) t = ic_default_float(g);
     } else if (t == IC_BOOL) {
         if (op == IC_OP_NEG)
             return fail(g, IC_EINVALID,
