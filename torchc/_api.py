@@ -100,7 +100,8 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
     if disable:
         return model
     if isinstance(model, torch.nn.Module):
-        fwd = getattr(type(model).forward, "__code__", None)
+        # a ScriptModule's class has no Python forward (torch.jit): it runs as TorchScript
+        fwd = getattr(getattr(type(model), "forward", None), "__code__", None)
         if fwd is not None:  # torch's own modules live in skipped files: capture their forward
             _C.allow_code(fwd)
         call = _C.CompiledFunction(model, bool(fullgraph), _dynamic_flag(dynamic))
