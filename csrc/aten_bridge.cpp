@@ -12,6 +12,7 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <ATen/autocast_mode.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
 #include <ATen/native/ConvUtils.h>
 #include <c10/core/DefaultDtype.h>
 #include <c10/core/GradMode.h>
@@ -233,13 +234,44 @@ int tc_extern_handler(const ic_extern_call *call, ic_err *err) {
 
 int tc_is_tensor(PyObject *o) { return THPVariable_Check(o) ? 1 : 0; }
 
-int tc_is_cuda(PyObject *o) { return THPVariable_Check(o) && THPVariable_Unpack(o).is_cuda() ? 1 : 0; }
+int tc_is_cuda(PyObject *o) {
+    try {
+        return THPVariable_Check(o) && THPVariable_Unpack(o).is_cuda() ? 1 : 0;
+    } catch (...) {
+        return 0;
+    }
+}
 
 int tc_is_plain_tensor(PyObject *o) { return THPVariable_CheckExact(o) ? 1 : 0; }
 
-int tc_tensor_meta(PyObject *o, tc_meta *m) {
+/* functorch pushes its front-mode key into the thread's included set while a transform's
+ * layer is on the stack; functionalization and Python dispatch modes (TorchDispatchMode)
+ * include theirs: eager ops are intercepted, compiled kernels would not be. */
+int tc_transform_active(void) {
+    const c10::DispatchKeySet inc = c10::impl::tls_local_dispatch_key_set().included_;
+    static const c10::DispatchKeySet modes({c10::DispatchKey::FuncTorchDynamicLayerFrontMode,
+                                            c10::DispatchKey::Functionalize, c10::DispatchKey::Python});
+    return inc.has_any(modes) ? 1 : 0;
+}
+
+/* torch.func wrappers (BatchedTensor, GradTrackingTensor, FunctionalTensorWrapper) pass
+ * THPVariable_CheckExact and look strided; their data belongs to the tensor they wrap. */
+static bool transform_tensor(const at::Tensor &t) {
+    static const c10::DispatchKeySet wrappers({c10::DispatchKey::Functionalize, c10::DispatchKey::FuncTorchBatched,
+                                               c10::DispatchKey::FuncTorchGradWrapper,
+                                               c10::DispatchKey::BatchedNestedTensor, c10::DispatchKey::Python,
+                                               c10::DispatchKey::PythonTLSSnapshot});
+    if (t.key_set().has_any(wrappers) || !t.has_storage())
+        return true;
+    /* a forward-AD dual (torch.autograd.forward_ad: one level at a time, index 0): the
+     * tangent would be lost by a compiled graph */
+    return t._fw_grad(0).defined();
+}
+
+static int tensor_meta(PyObject *o, tc_meta *m) {
     const at::Tensor &t = THPVariable_Unpack(o);
     m->flags = 0;
+    m->data = nullptr;
     if (!t.defined() || t.layout() != c10::kStrided || t.is_quantized() || t.is_nested() ||
         t.is_meta() || t.is_mkldnn() || t.is_neg() || t.is_conj() || !THPVariable_CheckExact(o))
         m->flags |= TC_META_SPECIAL;
@@ -248,6 +280,8 @@ int tc_tensor_meta(PyObject *o, tc_meta *m) {
         m->dtype = -1;
         return 0;
     }
+    if (transform_tensor(t))
+        m->flags |= TC_META_SPECIAL | TC_META_TRANSFORM;
     m->dtype = dtype_to_ic(t.scalar_type());
     const c10::Device dev = t.device();
     m->device_type = dev.is_cpu() ? TC_DEV_CPU : dev.is_cuda() ? TC_DEV_CUDA : TC_DEV_OTHER;
@@ -257,13 +291,10 @@ int tc_tensor_meta(PyObject *o, tc_meta *m) {
     m->ndim = (int)nd;
     if (nd > TC_MAX_DIMS) {
         m->flags |= TC_META_TOO_MANY_DIMS;
-        m->data = nullptr;
         return 0;
     }
-    if (m->flags & TC_META_SPECIAL) {
-        m->data = nullptr;
+    if (m->flags & TC_META_SPECIAL)
         return 0;
-    }
     c10::IntArrayRef sz = t.sizes(), st = t.strides();
     for (int64_t i = 0; i < nd; i++) {
         m->sizes[i] = sz[i];
@@ -271,6 +302,18 @@ int tc_tensor_meta(PyObject *o, tc_meta *m) {
     }
     m->data = t.data_ptr();
     return 0;
+}
+
+int tc_tensor_meta(PyObject *o, tc_meta *m) {
+    try {
+        return tensor_meta(o, m);
+    } catch (...) { /* symbolic sizes, no storage, ...: a tensor torchc does not handle */
+        m->flags |= TC_META_SPECIAL;
+        m->data = nullptr;
+        if (m->ndim < 0 || m->ndim > TC_MAX_DIMS)
+            m->ndim = 0;
+        return 0;
+    }
 }
 
 PyObject *tc_empty_strided(int ndim, const int64_t *sizes, const int64_t *strides, int dtype,
@@ -291,10 +334,19 @@ PyObject *tc_empty_strided(int ndim, const int64_t *sizes, const int64_t *stride
     } catch (const std::exception &e) {
         PyErr_Format(PyExc_RuntimeError, "torchc: allocation failed: %s", e.what());
         return nullptr;
+    } catch (...) {
+        PyErr_SetString(PyExc_RuntimeError, "torchc: allocation failed: unknown C++ exception");
+        return nullptr;
     }
 }
 
-void *tc_data_ptr(PyObject *o) { return THPVariable_Unpack(o).data_ptr(); }
+void *tc_data_ptr(PyObject *o) {
+    try {
+        return THPVariable_Unpack(o).data_ptr();
+    } catch (...) {
+        return nullptr;
+    }
+}
 
 void *tc_device_alloc(size_t bytes, int device, void *stream, void **handle) {
     try {
@@ -304,13 +356,18 @@ void *tc_device_alloc(size_t bytes, int device, void *stream, void **handle) {
                                                                     (c10::DeviceIndex)device))));
         *handle = t;
         return t->data_ptr();
-    } catch (const std::exception &) {
+    } catch (...) {
         *handle = nullptr;
         return nullptr;
     }
 }
 
-void tc_device_release(void *handle) { delete static_cast<at::Tensor *>(handle); }
+void tc_device_release(void *handle) {
+    try {
+        delete static_cast<at::Tensor *>(handle);
+    } catch (...) {
+    }
+}
 
 int tc_copy_(PyObject *dst, PyObject *src) {
     try {
@@ -321,10 +378,19 @@ int tc_copy_(PyObject *dst, PyObject *src) {
     } catch (const std::exception &e) {
         PyErr_Format(PyExc_RuntimeError, "torchc: in-place copy-back failed: %s", e.what());
         return -1;
+    } catch (...) {
+        PyErr_SetString(PyExc_RuntimeError, "torchc: in-place copy-back failed: unknown C++ exception");
+        return -1;
     }
 }
 
-int tc_default_dtype(void) { return dtype_to_ic(c10::typeMetaToScalarType(c10::get_default_dtype())); }
+int tc_default_dtype(void) {
+    try {
+        return dtype_to_ic(c10::typeMetaToScalarType(c10::get_default_dtype()));
+    } catch (...) {
+        return -1;
+    }
+}
 
 int tc_index_in_range(PyObject *idx, int64_t bound) {
     try {
@@ -334,7 +400,7 @@ int tc_index_in_range(PyObject *idx, int64_t bound) {
             return 1;
         auto mm = at::aminmax(t);
         return std::get<0>(mm).item<int64_t>() >= 0 && std::get<1>(mm).item<int64_t>() < bound;
-    } catch (const std::exception &) {
+    } catch (...) {
         return 0;
     }
 }
@@ -356,7 +422,13 @@ int tc_autocast_state(void) {
     return key;
 }
 
-int tc_num_threads(void) { return at::get_num_threads(); }
+int tc_num_threads(void) {
+    try {
+        return at::get_num_threads();
+    } catch (...) {
+        return 1;
+    }
+}
 
 const char *tc_torch_version(void) { return TORCH_VERSION; }
 

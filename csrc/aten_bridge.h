@@ -31,7 +31,9 @@ typedef struct tc_meta {
 
 enum {
     TC_META_TOO_MANY_DIMS = 1, /* ndim > TC_MAX_DIMS: sizes not filled */
-    TC_META_SPECIAL = 2        /* sparse/quantized/nested/meta/mkldnn/tensor subclass: unsupported */
+    TC_META_SPECIAL = 2,       /* sparse/quantized/nested/meta/mkldnn/tensor subclass: unsupported */
+    TC_META_TRANSFORM = 4      /* a torch.func wrapper (vmap/grad/jvp/functionalize), a tensor without
+                                * storage, or a forward-AD dual (a tangent at level 0): eager only */
 };
 
 /* 1 if o is a torch.Tensor (or subclass), else 0. Never fails. */
@@ -39,12 +41,16 @@ int tc_is_tensor(PyObject *o);
 /* 1 if exactly torch.Tensor or nn.Parameter (no user subclass). */
 int tc_is_plain_tensor(PyObject *o);
 int tc_is_cuda(PyObject *o); /* a tensor on a CUDA device */
-/* Fills m. o must satisfy tc_is_tensor. Returns 0. */
+/* Fills m. o must satisfy tc_is_tensor. Returns 0; never throws (a tensor ATen cannot describe
+ * is reported TC_META_SPECIAL). */
 int tc_tensor_meta(PyObject *o, tc_meta *m);
 /* New reference to a fresh tensor, or NULL with a Python exception. */
 PyObject *tc_empty_strided(int ndim, const int64_t *sizes, const int64_t *strides, int dtype,
                            int device_type, int device_index);
-/* Data pointer of a tensor created by tc_empty_strided (or any tensor). */
+/* 1 while a torch.func transform (vmap, grad, jvp, functionalize) is active on this thread. */
+int tc_transform_active(void);
+/* Data pointer of a tensor created by tc_empty_strided (or any tensor); NULL for a tensor
+ * without storage (never throws). */
 void *tc_data_ptr(PyObject *o);
 int tc_grad_enabled(void);
 /* torch autocast state of CPU and CUDA as one int (0: autocast off everywhere) */

@@ -4,6 +4,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <structmember.h>
+#include <limits.h>
 
 #include "aten_bridge.h"
 #include "dh.h"
@@ -170,27 +171,39 @@ static PyObject *m_cache_stats(PyObject *m, PyObject *unused) {
                          (unsigned long long)s.disk_evicted);
 }
 
-static PyObject *m_set_recompile_limit(PyObject *m, PyObject *arg) {
-    long n = PyLong_AsLong(arg);
-    if (n == -1 && PyErr_Occurred())
-        return NULL;
-    if (n < 1) {
-        PyErr_SetString(PyExc_ValueError, "recompile_limit must be >= 1");
-        return NULL;
+/* An int setting in [lo, hi]: ValueError (never OverflowError from C) outside it. */
+static int int_setting(PyObject *arg, const char *name, long lo, long hi, int *out) {
+    if (!PyLong_Check(arg) || PyBool_Check(arg)) {
+        PyErr_Format(PyExc_ValueError, "torchc.config.%s must be an int in [%ld, %ld], got %R", name, lo, hi, arg);
+        return -1;
     }
-    dh_default_recompile_limit = (int)n;
+    int overflow = 0;
+    long n = PyLong_AsLongAndOverflow(arg, &overflow);
+    if (n == -1 && PyErr_Occurred())
+        return -1;
+    if (overflow || n < lo || n > hi) {
+        PyErr_Format(PyExc_ValueError, "torchc.config.%s must be an int in [%ld, %ld], got %R", name, lo, hi, arg);
+        return -1;
+    }
+    *out = (int)n;
+    return 0;
+}
+
+#define TC_MAX_THREADS 256 /* the CPU pool's workers + the caller (inductor_c/runtime/pool.c) */
+
+static PyObject *m_set_recompile_limit(PyObject *m, PyObject *arg) {
+    int n;
+    if (int_setting(arg, "recompile_limit", 1, INT_MAX, &n) < 0)
+        return NULL;
+    dh_default_recompile_limit = n;
     Py_RETURN_NONE;
 }
 
 static PyObject *m_set_num_threads(PyObject *m, PyObject *arg) {
-    long n = PyLong_AsLong(arg);
-    if (n == -1 && PyErr_Occurred())
+    int n;
+    if (int_setting(arg, "num_threads", 1, TC_MAX_THREADS, &n) < 0)
         return NULL;
-    if (n < 1) {
-        PyErr_SetString(PyExc_ValueError, "num_threads must be >= 1");
-        return NULL;
-    }
-    ic_set_num_threads((int)n);
+    ic_set_num_threads(n);
     Py_RETURN_NONE;
 }
 

@@ -53,11 +53,24 @@ void dh_entry_free(dh_entry *e) {
     free(e);
 }
 
+unsigned long dh_reset_epoch;
+
+void dh_entry_unpin(dh_entry *e) {
+    if (--e->pins == 0 && e->unlinked)
+        dh_entry_free(e);
+}
+
+/* An entry some call is still running (another thread inside its kernels with the GIL
+ * released, or the frame that called torchc.reset() at a graph break) stays alive,
+ * unlinked, until that run unpins it. */
 static void clear_entries(dh_cache *c) {
     dh_entry *e = c->entries;
     while (e) {
         dh_entry *n = e->next;
-        dh_entry_free(e);
+        e->next = NULL;
+        e->unlinked = 1;
+        if (e->pins == 0)
+            dh_entry_free(e);
         e = n;
     }
     c->entries = NULL;
@@ -98,6 +111,21 @@ int dh_cache_should_skip_file(PyCodeObject *code) {
     return 0;
 }
 
+/* Code that reads its own frame (locals(), sys._getframe, inspect.currentframe): a graph
+ * break would run the rest in a resume function whose frame holds other names (a
+ * 'spec_for_{fullname}'.format(**locals()) after a break raised KeyError). */
+static int reads_own_frame(PyCodeObject *code) {
+    static const char *const names[] = {"locals", "_getframe", "currentframe"};
+    PyObject *co_names = code->co_names;
+    for (Py_ssize_t i = 0; co_names && i < PyTuple_GET_SIZE(co_names); i++) {
+        PyObject *n = PyTuple_GET_ITEM(co_names, i);
+        for (size_t j = 0; j < sizeof names / sizeof names[0]; j++)
+            if (PyUnicode_Check(n) && PyUnicode_CompareWithASCIIString(n, names[j]) == 0)
+                return 1;
+    }
+    return 0;
+}
+
 static int attr_hook_name(PyObject *name) {
     static const char *const names[] = {"__getattribute__", "__getattr__", "__setattr__",
                                         "__delattr__"};
@@ -130,6 +158,9 @@ dh_cache *dh_cache_of(PyCodeObject *code) {
          * config read in a loop); traced code gets attributes through load_attr instead */
         c->skip = 1;
         c->skip_reason = strdup("attribute protocol method");
+    } else if (reads_own_frame(code)) {
+        c->skip = 1;
+        c->skip_reason = strdup("reads its own frame (locals(), sys._getframe)");
     }
     if (PyUnstable_Code_SetExtra((PyObject *)code, extra_index, c) < 0) {
         free(c->skip_reason);
@@ -150,9 +181,15 @@ void dh_cache_add(dh_cache *c, dh_entry *e) {
 }
 
 void dh_cache_touch(dh_cache *c, dh_entry *prev, dh_entry *e) {
-    if (prev == NULL)
+    /* prev is a hint only: guards that ran Python may have let another thread reorder */
+    if (c->entries == e || e->unlinked)
         return;
-    prev->next = e->next;
+    dh_entry **pp = prev != NULL && prev->next == e ? &prev->next : &c->entries;
+    while (*pp != NULL && *pp != e)
+        pp = &(*pp)->next;
+    if (*pp == NULL)
+        return;
+    *pp = e->next;
     e->next = c->entries;
     c->entries = e;
 }
@@ -160,6 +197,7 @@ void dh_cache_touch(dh_cache *c, dh_entry *prev, dh_entry *e) {
 void dh_resume_reset(void);
 
 void dh_cache_reset_all(void) {
+    dh_reset_epoch++;
     dh_resume_reset();
     for (dh_cache *c = registry.next; c != &registry; c = c->next)
         clear_entries(c);

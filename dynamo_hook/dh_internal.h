@@ -134,6 +134,9 @@ typedef struct dh_outspec {
 #define DH_DYN_ND2 0x80000000u /* dynmask flag: only tensors with >= 2 dims */
 typedef struct dh_entry {
     struct dh_entry *next;
+    int pins;               /* calls running this entry (its guards, kernels, graph break);
+                             * reset() unlinks it and the last unpin frees it (under the GIL) */
+    int unlinked;           /* off its cache list (reset): freed when pins reaches 0 */
     int fallback;           /* 1: run eagerly (capture failed for inputs like these) */
     char *reason;           /* why fallback (malloc'd) */
     int nsources;
@@ -189,6 +192,9 @@ typedef struct dh_cache {
 
 /* eval_frame.c */
 extern _Thread_local int dh_tl_busy;     /* capture/guards running: hook passes through */
+/* PyErr_Clear for "not handled here" spots: clears an Exception, leaves MemoryError,
+ * KeyboardInterrupt, SystemExit set (returns -1: the caller propagates it). */
+int dh_clear_expected(void);
 PyObject *dh_frame_function(void *frame); /* borrowed */
 
 /* cache.c */
@@ -198,6 +204,8 @@ void dh_entry_free(dh_entry *e);
 void dh_cache_add(dh_cache *c, dh_entry *e);
 void dh_cache_touch(dh_cache *c, dh_entry *prev, dh_entry *e);
 void dh_cache_reset_all(void);
+void dh_entry_unpin(dh_entry *e); /* frees an unlinked entry when its last run ends */
+extern unsigned long dh_reset_epoch; /* bumped by every reset: cache lists walked may be stale */
 int dh_cache_should_skip_file(PyCodeObject *code);
 /* skipfiles.c: the file belongs to a third-party module in the skip list (utilities a call
  * only passes through: filelock, typing_extensions, tqdm, ...; TORCHC_SKIP_MODULES adds) */

@@ -50,7 +50,9 @@ static inline unsigned long long now_ns(void) {
     return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
 }
 
-#define DH_MAX_SOURCES 512
+/* guard value slots on the C stack per hooked frame; more come from the heap. Kept small:
+ * a recursive compiled function nests one dh_eval_frame per level. */
+#define DH_MAX_SOURCES 48
 
 static PyObject *frame_func(_PyInterpreterFrame *f) {
 #if DH_PY312
@@ -227,6 +229,48 @@ static int recompile_limit(const dh_config *cfg) {
     return dh_default_recompile_limit;
 }
 
+/* PyErr_Clear for the spots where a failure only means "not handled here" (a guard that cannot
+ * be evaluated, a capture that failed): clears the exception unless it is one the program must
+ * see as in eager (MemoryError, KeyboardInterrupt, SystemExit, anything not an Exception).
+ * 0: nothing set or cleared; -1: left set, the caller returns it. */
+int dh_clear_expected(void) {
+    PyObject *t = PyErr_Occurred();
+    if (t == NULL)
+        return 0;
+    if (!PyErr_GivenExceptionMatches(t, PyExc_Exception) || PyErr_GivenExceptionMatches(t, PyExc_MemoryError))
+        return -1;
+    PyErr_Clear();
+    return 0;
+}
+
+/* A frame whose arguments are torch.func wrappers or forward-AD duals (directly or in a
+ * *args tuple / list argument): captured kernels would read the wrapped data and drop the
+ * batch dim or the tangent, so the frame runs eagerly (not cached). */
+static int transform_tensor_obj(PyObject *o) {
+    if (o == NULL || !tc_is_tensor(o))
+        return 0;
+    tc_meta m;
+    tc_tensor_meta(o, &m);
+    return (m.flags & TC_META_TRANSFORM) != 0;
+}
+
+static int transform_args(_PyInterpreterFrame *f) {
+    PyCodeObject *co = f->f_code;
+    int n = co->co_argcount + co->co_kwonlyargcount + ((co->co_flags & CO_VARARGS) ? 1 : 0);
+    for (int i = 0; i < n && i < co->co_nlocalsplus; i++) {
+        PyObject *o = f->localsplus[i];
+        if (transform_tensor_obj(o))
+            return 1;
+        if (o != NULL && (PyTuple_CheckExact(o) || PyList_CheckExact(o))) {
+            Py_ssize_t k = PySequence_Fast_GET_SIZE(o);
+            for (Py_ssize_t j = 0; j < k && j < 64; j++)
+                if (transform_tensor_obj(PySequence_Fast_ITEMS(o)[j]))
+                    return 1;
+        }
+    }
+    return 0;
+}
+
 /* Records a fallback of the whole frame with a reason and runs it eagerly. */
 static PyObject *fallback(PyThreadState *ts, _PyInterpreterFrame *f, const char *why) {
     if (tl_explain != NULL || (dh_log_hook != NULL && tl_fresh)) {
@@ -284,7 +328,8 @@ static PyObject *dh_eval_frame(PyThreadState *ts, _PyInterpreterFrame *f, int th
     dh_tl_t0 = now_ns();
     dh_cache *c = dh_cache_of(code);
     if (c == NULL) {
-        PyErr_Clear();
+        if (dh_clear_expected() < 0)
+            return FINISH(ts, f, NULL);
         return eval_default(ts, f, throwflag);
     }
     if (c->skip)
@@ -293,13 +338,13 @@ static PyObject *dh_eval_frame(PyThreadState *ts, _PyInterpreterFrame *f, int th
         stats.limit_fallbacks++;
         return fallback(ts, f, c->skip_reason);
     }
+    if (tc_transform_active())
+        return fallback(ts, f, "a torch.func transform (vmap, grad, jvp, functionalize) is active: eager");
     PyObject *small_values[DH_MAX_SOURCES];
     void *small_ptrs[DH_MAX_SOURCES];
     frame_bufs b = {small_values, small_ptrs, DH_MAX_SOURCES, 0};
-    if (c->max_sources > b.cap && bufs_grow(&b, c->max_sources) < 0) {
-        PyErr_Clear();
-        return eval_default(ts, f, throwflag);
-    }
+    if (c->max_sources > b.cap && bufs_grow(&b, c->max_sources) < 0)
+        return FINISH(ts, f, PyErr_NoMemory());
     PyObject *res = eval_body(ts, f, throwflag, cfg, c, &b);
     if (b.heap) {
         free(b.values);
@@ -318,19 +363,34 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
     dh_entry *e, *prev = NULL;
     int r = 0;
     dh_tl_busy = 1;
+    unsigned long epoch = dh_reset_epoch;
     for (e = c->entries; e != NULL; prev = e, e = e->next) {
+        e->pins++; /* guards may run Python (and so a reset, or another thread) */
         r = dh_guards_check_sym(e, (PyObject *const *)f->localsplus, f->f_globals,
                                 f->f_builtins, func, values, ptrs, symvals);
         if (r < 0) {
-            PyErr_Clear();
+            if (dh_clear_expected() < 0) {
+                dh_entry_unpin(e);
+                dh_tl_busy = 0;
+                dh_scratch_clear();
+                return FINISH(ts, f, NULL);
+            }
             r = 0;
+        }
+        if (dh_reset_epoch != epoch) { /* the list was dropped under us: run this call eagerly */
+            dh_entry_unpin(e);
+            dh_tl_busy = 0;
+            dh_scratch_clear();
+            return eval_default(ts, f, throwflag);
         }
         if (r == 1)
             break;
+        dh_entry_unpin(e);
     }
     const char *event = "hit";
     char *why = NULL; /* a recompile: the guard of the newest entry that failed */
     if (e != NULL) {
+        /* e stays pinned until its run ends */
         dh_cache_touch(c, prev, e);
         if (e->fallback)
             event = "fallback";
@@ -364,8 +424,9 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
                      limit, PyUnicode_AsUTF8(code->co_qualname), why ? why : "?");
             c->skip_reason = strdup(buf);
             dh_tl_busy = 0;
-            if (PyErr_WarnFormat(PyExc_RuntimeWarning, 1, "torchc: %s; running eagerly", buf) < 0)
-                PyErr_Clear();
+            if (PyErr_WarnFormat(PyExc_RuntimeWarning, 1, "torchc: %s; running eagerly", buf) < 0 &&
+                dh_clear_expected() < 0)
+                return FINISH(ts, f, NULL);
             stats.limit_fallbacks++;
             PyObject *res = fallback(ts, f, c->skip_reason);
             tl_recompile = NULL;
@@ -385,6 +446,10 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
                 if (c->dynmask[i])
                     dynmask = c->dynmask;
         }
+        if (transform_args(f)) {
+            dh_tl_busy = 0;
+            return fallback(ts, f, "a torch.func wrapper or forward-AD dual tensor argument: eager");
+        }
         double t0 = now_ms();
         uint32_t marked[DH_DYN_LOCALS];
         if (dh_marks_apply(dynmask, (PyObject *const *)f->localsplus, (int)code->co_nlocalsplus, marked))
@@ -394,7 +459,7 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
         if (e == NULL) {
             /* internal fault: never break the program; report through explain/warning */
             dh_tl_busy = 0;
-            if (cfg->fullgraph) {
+            if (cfg->fullgraph || (PyErr_Occurred() && dh_clear_expected() < 0)) {
                 tl_recompile = NULL;
                 tl_fresh = 0;
                 free(why);
@@ -433,16 +498,17 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
             c->skip_reason = strdup(e->reason);
         }
         dh_cache_add(c, e);
+        e->pins++;
         if (e->nsources > c->max_sources)
             c->max_sources = e->nsources;
         if (e->nsources > b->cap) {
             if (bufs_grow(b, e->nsources) < 0) {
-                PyErr_Clear();
+                dh_entry_unpin(e);
                 dh_tl_busy = 0;
                 tl_recompile = NULL;
                 tl_fresh = 0;
                 free(why);
-                return eval_default(ts, f, throwflag);
+                return FINISH(ts, f, PyErr_NoMemory());
             }
             values = b->values;
             ptrs = b->ptrs;
@@ -456,7 +522,11 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
                                 f->f_builtins, func, values, ptrs, symvals);
         if (r != 1) {
             /* guards that reject the frame they came from: a bug; stay correct */
-            PyErr_Clear();
+            if (dh_clear_expected() < 0) {
+                dh_entry_unpin(e);
+                dh_tl_busy = 0;
+                return FINISH(ts, f, NULL);
+            }
             e->fallback = 1;
             free(e->reason);
             e->reason = strdup("internal: guards reject their own frame");
@@ -472,6 +542,7 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
                          "  at %s",
                          code->co_qualname, code->co_filename, code->co_firstlineno,
                          e->reason ? e->reason : "?", e->where ? e->where : "?");
+            dh_entry_unpin(e);
             return FINISH(ts, f, NULL);
         }
     }
@@ -480,8 +551,10 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
     tl_recompile = NULL;
     tl_fresh = 0;
     free(why);
-    if (e->fallback)
+    if (e->fallback) {
+        dh_entry_unpin(e);
         return eval_default(ts, f, throwflag);
+    }
     for (int i = 0; i < e->nidx; i++) {
         /* out-of-range (or negative) indices: eager raises or wraps; let it */
         int ok;
@@ -493,12 +566,16 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
             PyObject *all = PyObject_CallMethod(values[e->idx_src[i]], "all", NULL);
             ok = all ? PyObject_IsTrue(all) : -1;
             Py_XDECREF(all);
-            if (ok < 0)
-                PyErr_Clear();
+            if (ok < 0 && dh_clear_expected() < 0) {
+                dh_entry_unpin(e);
+                dh_scratch_clear();
+                return FINISH(ts, f, NULL);
+            }
         } else {
             ok = tc_index_in_range(values[e->idx_src[i]], e->idx_bound[i]);
         }
         if (ok != 1) {
+            dh_entry_unpin(e);
             dh_scratch_clear();
             return eval_default(ts, f, throwflag);
         }
@@ -509,7 +586,13 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
         stats.t_guard += now_ns() - dh_tl_t0;
         stats.timed++;
     }
-    PyObject *res = dh_entry_run(e, values, ptrs, func, symvals);
+    /* eager's recursion limit: a compiled frame never enters _PyEval_EvalFrameDefault */
+    PyObject *res = NULL;
+    if (Py_EnterRecursiveCall(" while calling a torchc-compiled function") == 0) {
+        res = dh_entry_run(e, values, ptrs, func, symvals);
+        Py_LeaveRecursiveCall();
+    }
+    dh_entry_unpin(e);
     dh_scratch_clear();
     return FINISH(ts, f, res);
 }

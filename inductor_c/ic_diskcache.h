@@ -5,8 +5,8 @@
  * where ns is a short name of the kind of blob ("cpu", "ptx", "cubin": [a-z0-9_], < 16 chars).
  * An entry file is
  *
- *   offset  0  magic "TCDC"        4  format version (1)
- *           8  key.lo  16 key.hi   24  payload size   32  hash64 of the payload
+ *   offset  0  magic "TCDC"        4  format version (2)
+ *           8  key.lo  16 key.hi   24  payload size   32  hash of (key, size, payload)
  *          40  payload ...
  *
  * Writes go to a temporary file in the same directory and are renamed over the entry, so a
@@ -18,6 +18,8 @@
  * no process has scanned for an hour (mtime of ns/.evicted): above the cap, the least
  * recently used entries (by mtime, which a hit refreshes) go until it is under 3/4 of it.
  *
+ * Files are opened with O_NOFOLLOW | O_NONBLOCK and must be regular (a planted symlink or FIFO
+ * is a miss, never followed, never waited on).
  * TORCHC_CACHE=0 (everything off) or TORCHC_DISK_CACHE=0 (only this cache) disable it.
  * Keys must cover everything the blob depends on: build the key with ic_dkey_mix over the
  * input text, options and versions (ic_dkey_build_id covers the inductor_c binary itself).

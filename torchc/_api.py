@@ -215,7 +215,8 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
     cg, adaptive = _mode_flags(mode, opts)
     limit = recompile_limit or 0
     if isinstance(model, torch.nn.Module):
-        fwd = getattr(type(model).forward, "__code__", None)
+        # a ScriptModule's class has no Python forward (torch.jit): it runs as TorchScript
+        fwd = getattr(getattr(type(model), "forward", None), "__code__", None)
         if fwd is not None:  # torch's own modules live in skipped files: capture their forward
             _C.allow_code(fwd)
         call = _C.CompiledFunction(model, fullgraph, dyn, limit)

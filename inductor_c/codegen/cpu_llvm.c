@@ -1194,13 +1194,14 @@ static void gen_kernel(cg *g, ic_kernel *k, const char *name, const char *cpu, c
         }
     }
     int nu = 0, nrow = 0;
-    int ub[512], rb[64];
-    for (int b = 0; b < c->nbufs && nu < 512; b++) {
+    /* sized by the graph (arena): a kernel may read any number of buffers */
+    int *ub = ic_alloc(c, (size_t)(c->nbufs + 1) * sizeof(int)), *rb = ic_alloc(c, (size_t)(c->nbufs + 1) * sizeof(int));
+    for (int b = 0; b < c->nbufs; b++) {
         if (!used[b]) continue;
-        if (c->bufs[b].kind == 3 && nrow < 64) rb[nrow++] = b; /* row scratch: an alloca */
+        if (c->bufs[b].kind == 3) rb[nrow++] = b; /* row scratch: an alloca */
         else ub[nu++] = b;
     }
-    LLVMTypeRef ps[516];
+    LLVMTypeRef *ps = ic_alloc(c, (size_t)(nu + 3) * sizeof(LLVMTypeRef));
     ps[0] = g->i64;
     ps[1] = g->i64;
     for (int i = 0; i < nu; i++) ps[2 + i] = g->ptr;
@@ -1229,7 +1230,7 @@ static void gen_kernel(cg *g, ic_kernel *k, const char *name, const char *cpu, c
     /* wrapper: unpack bufs */
     LLVMBasicBlockRef wb = LLVMAppendBasicBlockInContext(g->ctx, wrap, "entry");
     LLVMPositionBuilderAtEnd(B, wb);
-    LLVMValueRef args[516];
+    LLVMValueRef *args = ic_alloc(c, (size_t)(nu + 3) * sizeof(LLVMValueRef));
     args[0] = LLVMGetParam(wrap, 1);
     args[1] = LLVMGetParam(wrap, 2);
     for (int i = 0; i < nu; i++) {

@@ -20,7 +20,7 @@
 #include "../ic_diskcache.h"
 
 #define DC_MAGIC 0x43444354u /* "TCDC" little-endian */
-#define DC_VERSION 1u
+#define DC_VERSION 2u /* 2: the payload hash covers the key and the size */
 #define DC_HDR 40
 
 static _Atomic uint64_t st_hits, st_misses, st_writes, st_rejected, st_errors, st_evicted;
@@ -145,12 +145,32 @@ static bool valid_ns(const char *ns) {
     return i > 0;
 }
 
+/* TORCHC_CACHE_MAX_MB: a positive number of MiB; beyond 2^44 MiB (or inf) no cap; anything
+ * else (0, negative, NaN, garbage) the default 1024. */
 static uint64_t cap_bytes(void) {
     const char *e = getenv("TORCHC_CACHE_MAX_MB");
-    double mb = e && *e ? strtod(e, NULL) : 1024.0;
+    char *end = NULL;
+    double mb = e && *e ? strtod(e, &end) : 1024.0;
+    if (e && *e && (end == e || *end)) mb = 1024.0;
     if (!(mb > 0)) mb = 1024.0;
-    return (uint64_t)(mb * 1048576.0);
+    if (mb >= 17592186044416.0) return UINT64_MAX; /* 2^44 MiB = 2^64 bytes */
+    double b = mb * 1048576.0;
+    return b < 1.0 ? 1 : (uint64_t)b;
 }
+
+/* The payload hash is keyed by the entry's key and size: a header copied from another entry,
+ * or a payload moved under another name, does not pass. */
+static uint64_t payload_hash(ic_dkey key, const void *data, size_t n) {
+    ic_dkey h = key;
+    uint64_t len = (uint64_t)n;
+    ic_dkey_mix(&h, &len, sizeof len);
+    ic_dkey_mix(&h, data, n);
+    return h.lo ^ h.hi;
+}
+
+/* Cache files are opened without following a symbolic link and without blocking (a FIFO
+ * planted at an entry's path), then checked to be regular files. */
+#define DC_OPEN_FLAGS (O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
 
 /* dir/ns/hex (or dir/ns when key is NULL) */
 static int entry_path(char *out, size_t n, const char *ns, const ic_dkey *key) {
@@ -211,8 +231,9 @@ int ic_diskcache_get(const char *ns, ic_dkey key, void **data, size_t *n) {
     if (!ic_diskcache_enabled() || !valid_ns(ns)) return -1;
     char path[4096];
     if (entry_path(path, sizeof path, ns, &key)) return -1;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | DC_OPEN_FLAGS);
     if (fd < 0) {
+        if (errno == ELOOP) st_rejected++; /* a symbolic link: never followed */
         st_misses++;
         return -1;
     }
@@ -230,7 +251,7 @@ int ic_diskcache_get(const char *ns, ic_dkey key, void **data, size_t *n) {
         st_misses++;
         return -1;
     }
-    if (read_all(fd, buf, hdr[2]) || ic_hash64(buf, hdr[2]) != hdr[3]) goto bad;
+    if (read_all(fd, buf, hdr[2]) || payload_hash(key, buf, hdr[2]) != hdr[3]) goto bad;
     futimens(fd, NULL); /* recently used: the size cap evicts by mtime */
     close(fd);
     *data = buf;
@@ -275,7 +296,7 @@ static void evict(const char *dir, uint64_t cap) {
         size_t ln = strlen(e->d_name);
         if (ln >= sizeof v->name) continue;
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        if (stat(path, &st) || !S_ISREG(st.st_mode)) continue;
+        if (lstat(path, &st) || !S_ISREG(st.st_mode)) continue; /* links, FIFOs: not ours */
         if (e->d_name[0] == '.') {
             if (!strncmp(e->d_name, ".tmp.", 5) && now - st.st_mtime > 3600) unlink(path);
             continue;
@@ -321,13 +342,13 @@ int ic_diskcache_put(const char *ns, ic_dkey key, const void *data, size_t n) {
     ic_dkey_hex(key, hex);
     snprintf(path, sizeof path, "%s/%s", dir, hex);
     snprintf(tmp, sizeof tmp, "%s/.tmp.%s.%ld.%u", dir, hex, (long)getpid(), atomic_fetch_add(&tmp_counter, 1));
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | DC_OPEN_FLAGS, 0644);
     if (fd < 0) {
         st_errors++;
         return -1;
     }
     uint32_t mv[2] = {DC_MAGIC, DC_VERSION};
-    uint64_t hdr[4] = {key.lo, key.hi, (uint64_t)n, ic_hash64(data, n)};
+    uint64_t hdr[4] = {key.lo, key.hi, (uint64_t)n, payload_hash(key, data, n)};
     int bad = write_all(fd, mv, sizeof mv) || write_all(fd, hdr, sizeof hdr) || write_all(fd, data, n);
     bad |= close(fd) != 0;
     if (bad || rename(tmp, path)) {
@@ -343,12 +364,13 @@ int ic_diskcache_put(const char *ns, ic_dkey key, const void *data, size_t n) {
     char mark[4200];
     snprintf(mark, sizeof mark, "%s/.evicted", dir);
     struct stat ms;
-    if (!due && (stat(mark, &ms) || time(NULL) - ms.st_mtime > 3600)) due = true;
+    if (!due && (lstat(mark, &ms) || time(NULL) - ms.st_mtime > 3600)) due = true;
     if (due) {
         atomic_store(&written, 0);
-        int fd = open(mark, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+        int fd = open(mark, O_WRONLY | O_CREAT | DC_OPEN_FLAGS, 0644);
         if (fd >= 0) {
-            futimens(fd, NULL);
+            struct stat fs;
+            if (fstat(fd, &fs) == 0 && S_ISREG(fs.st_mode)) futimens(fd, NULL);
             close(fd);
         }
         evict(dir, cap);

@@ -1,0 +1,231 @@
+"""Reliability (issue 26): no crash, no hang, no silent difference from eager under torch.func
+transforms, forward-mode AD, torchc.reset() at a graph break or from another thread, deep and
+infinite recursion, graphs with many buffers, and bad configuration values.
+
+Each case that used to crash the interpreter runs in a fresh child process and asserts a clean
+exit (return code 0) and the child's own checks against eager ("OK" printed last).
+"""
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import torchc
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(torchc.__file__)))
+
+
+def run_child(code, tmp_path, timeout=240, env_extra=None):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    env["TORCHC_CACHE_DIR"] = str(tmp_path / "cache")
+    env.pop("TORCHC_DEBUG", None)
+    env.update(env_extra or {})
+    src = "import torch, torchc\n" + textwrap.dedent(code)
+    p = subprocess.run([sys.executable, "-c", src], env=env, capture_output=True, text=True, timeout=timeout)
+    assert p.returncode == 0, f"rc={p.returncode}\n{p.stdout[-2000:]}\n{p.stderr[-4000:]}"
+    assert p.stdout.strip().splitlines()[-1] == "OK", p.stdout[-2000:] + p.stderr[-2000:]
+    return p.stdout
+
+
+# ---- torch.func transforms and forward AD: eager, never an abort ------------------------------
+
+def test_func_transforms_fall_back(tmp_path):
+    run_child("""
+        import torch._dynamo  # imported by torch's decompositions under jvp; not under test
+        x = torch.randn(4, 3)
+        f = lambda a: a * 2
+        cf = torchc.compile(f)
+        torch.testing.assert_close(torch.vmap(cf)(x), torch.vmap(f)(x))
+        g = lambda a: (a * a).sum()
+        torch.testing.assert_close(torch.func.grad(torchc.compile(g))(x), torch.func.grad(g)(x))
+        p, t = torch.func.jvp(torchc.compile(f), (x,), (torch.ones_like(x),))
+        torch.testing.assert_close(t, torch.full_like(x, 2.0))
+        h = lambda a: torch.vmap(lambda r: r * 2)(a) + 1
+        torch.testing.assert_close(torchc.compile(h)(x), h(x))
+        torch.testing.assert_close(torch.func.functionalize(torchc.compile(f))(x), f(x))
+        def mut(a):
+            b = a.clone()
+            b.add_(1)
+            return b * 2
+        torch.testing.assert_close(torch.func.functionalize(torchc.compile(mut))(x), mut(x))
+        torch.testing.assert_close(torch.vmap(torch.func.grad(torchc.compile(g)))(x), torch.vmap(torch.func.grad(g))(x))
+        # the transform left no entry behind: a plain call compiles one graph
+        e = torchc.explain(cf)(x)
+        assert e.graph_count == 1, e
+        ev = torchc.explain(torch.vmap(cf))(x)
+        assert ev.graph_count == 0 and any("torch.func" in r for r in ev.break_reasons), ev.break_reasons
+        print("OK")
+    """, tmp_path)
+
+
+def test_forward_ad_tangent(tmp_path):
+    run_child("""
+        import torch.autograd.forward_ad as fwAD
+        import torch._dynamo  # imported by torch's decompositions of dual ops; not under test
+        f = lambda a: a * 2 + 1
+        cf = torchc.compile(f)
+        with fwAD.dual_level():
+            d = fwAD.make_dual(torch.ones(3), torch.ones(3))
+            out = cf(d)
+            ref = f(d)
+            t = fwAD.unpack_dual(out).tangent
+            assert t is not None, "tangent lost"
+            torch.testing.assert_close(t, fwAD.unpack_dual(ref).tangent)
+            torch.testing.assert_close(fwAD.unpack_dual(out).primal, fwAD.unpack_dual(ref).primal)
+        # outside the dual level the same function compiles
+        e = torchc.explain(cf)(torch.ones(3))
+        assert e.graph_count == 1, e
+        print("OK")
+    """, tmp_path)
+
+
+# ---- entry lifetime: reset() at a graph break and from another thread -------------------------
+
+def test_reset_inside_compiled_function(tmp_path):
+    run_child("""
+        def g(a):
+            b = a * 2
+            print(end="")      # graph break
+            torchc.reset()     # drops the entry whose graph break is running
+            return b + 1
+        cf = torchc.compile(g)
+        x = torch.randn(5)
+        for _ in range(4):
+            torch.testing.assert_close(cf(x), g(x))
+        def g2(a):
+            torchc.reset()
+            return a.sin()
+        for _ in range(3):
+            torch.testing.assert_close(torchc.compile(g2)(x), x.sin())
+        print("OK")
+    """, tmp_path)
+
+
+RACE = """
+    import threading, time
+    def g(a):
+        return torch.relu(a * 2 + 1).sum(-1) * 3
+    def h(a):
+        b = a * 2
+        print(end="")           # a graph break: the entry runs Python between kernels
+        return (b + 1).sum()
+    fg, fh = torchc.compile(g), torchc.compile(h)
+    x = torch.randn(64, 257)
+    stop = time.time() + SECONDS
+    bad, calls = [], [0]
+    def worker():
+        while time.time() < stop:
+            calls[0] += 1
+            if not torch.allclose(fg(x), g(x)) or not torch.allclose(fh(x), h(x)):
+                bad.append(1)
+    def resetter():
+        while time.time() < stop:
+            torchc.reset()
+            time.sleep(0.001)
+    ts = [threading.Thread(target=worker) for _ in range(3)] + [threading.Thread(target=resetter)]
+    [t.start() for t in ts]
+    [t.join() for t in ts]
+    assert not bad and calls[0] > 10, (bad, calls)
+    print("OK")
+"""
+
+
+def test_reset_race_threads(tmp_path):
+    # every 1 ms a reset while 3 threads call (a kernel runs with the GIL released)
+    for _ in range(2):
+        run_child(RACE.replace("SECONDS", "3"), tmp_path)
+
+
+# ---- recursion ---------------------------------------------------------------------------------
+
+def test_recursion_depth_like_eager(tmp_path):
+    run_child("""
+        torchc.config.recompile_limit = 100000   # every level its own entry: compiled frames nest
+        def r(a, n):
+            if n == 0:
+                return a
+            return r(a + 1, n - 1)
+        cf = torchc.compile(r)
+        for n in (10, 500, 980):
+            torch.testing.assert_close(cf(torch.ones(2), n), r(torch.ones(2), n))
+            torch.testing.assert_close(cf(torch.ones(2), n), r(torch.ones(2), n))
+        assert torchc._C.stats()["hits"] > 500
+        def inf(a):
+            return inf(a + 1)
+        for _ in range(2):
+            try:
+                torchc.compile(inf)(torch.ones(2))
+            except RecursionError:
+                pass
+            else:
+                raise AssertionError("no RecursionError")
+        print("OK")
+    """, tmp_path)
+
+
+# ---- big graphs: more buffers, arguments, sources than any fixed array -------------------------
+
+def test_many_buffers(tmp_path):
+    run_child("""
+        n = 700
+        src = "def s():\\n    t = G0\\n" + "".join(f"    t = t + G{i}\\n" for i in range(1, n)) + "    return t\\n"
+        g = {f"G{i}": torch.randn(3) for i in range(n)}
+        exec(src, g)
+        cf = torchc.compile(g["s"])
+        torch.testing.assert_close(cf(), g["s"](), rtol=1e-4, atol=1e-4)
+        e = torchc.explain(cf)()
+        assert e.graph_count == 1, e.break_reasons
+        def many(*a):
+            t = a[0]
+            for v in a[1:]:
+                t = t + v
+            return t
+        ts = [torch.randn(3) for _ in range(600)]
+        torch.testing.assert_close(torchc.compile(many)(*ts), many(*ts), rtol=1e-4, atol=1e-4)
+        print("OK")
+    """, tmp_path)
+
+
+# ---- configuration -----------------------------------------------------------------------------
+
+def test_config_values(tmp_path):
+    run_child("""
+        import pytest
+        before = dict(torchc.config._values)
+        for name, bad in (("recompile_limit", 2**70), ("recompile_limit", 2**31), ("num_threads", 10**9),
+                          ("num_threads", 2**70), ("recompile_limit", 0), ("num_threads", -1)):
+            with pytest.raises(ValueError):
+                setattr(torchc.config, name, bad)
+        assert dict(torchc.config._values) == before
+        torchc.config.num_threads = 2
+        assert torchc.config.num_threads == 2 and torchc._C.get_num_threads() == 2
+        torchc.config.recompile_limit = 100
+        print("OK")
+    """, tmp_path)
+
+
+def test_jit_script_module(tmp_path):
+    run_child("""
+        m = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU())
+        sm = torch.jit.script(m)
+        x = torch.randn(2, 3)
+        torch.testing.assert_close(torchc.compile(sm)(x), m(x))
+        torch.testing.assert_close(torchc.compile(torch.jit.trace(m, x))(x), m(x))
+        print("OK")
+    """, tmp_path)
+
+
+def test_locals_after_graph_break(tmp_path):
+    # a frame that reads locals() runs as written (a resume function has other locals)
+    run_child("""
+        def g(fullname, t):
+            y = t * 2
+            print(end="")
+            return 'a_{fullname}'.format(**locals()), y
+        s, y = torchc.compile(g)("q", torch.ones(2))
+        assert s == "a_q" and torch.equal(y, torch.full((2,), 2.0))
+        print("OK")
+    """, tmp_path)
