@@ -147,6 +147,27 @@ class OptimizedModule(torch.nn.Module):
         # code is never serialized (recompiled at the first call after loading)
         return (_rebuild_module, (self._orig_mod, self._torchc_kwargs))
 
+    # attributes of the wrapper itself; every other one is the original module's (as
+    # torch's OptimizedModule: cm.foo = 1 sets m.foo)
+    _own = frozenset({"_orig_mod", "_torchc_call", "_torchc_kwargs", "forward", "__dict__"})
+
+    def __setattr__(self, name, value):
+        if name in OptimizedModule._own or hasattr(type(self), name) or "_orig_mod" not in self.__dict__.get("_modules", ()):
+            return super().__setattr__(name, value)
+        return setattr(self._orig_mod, name, value)
+
+    def __delattr__(self, name):
+        if name in OptimizedModule._own or hasattr(type(self), name):
+            return super().__delattr__(name)
+        return delattr(self._orig_mod, name)
+
+    def __len__(self):
+        return len(self._orig_mod)
+
+    def __dir__(self):
+        own = self._orig_mod.__dir__()
+        return own + [a for a in super().__dir__() if a not in own]
+
     @property
     def training(self):
         return self._orig_mod.training
@@ -164,6 +185,8 @@ class OptimizedModule(torch.nn.Module):
         try:
             return super().__getattr__(name)
         except AttributeError:
+            if name == "_orig_mod":
+                raise
             return getattr(self._orig_mod, name)
 
 
