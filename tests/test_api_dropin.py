@@ -301,6 +301,7 @@ def test_setattr_reaches_original_module():
 def test_threads_follow_torch_at_each_call():
     f = torchc.compile(lambda x: x * 2 + 1)
     n = torch.get_num_threads()
+    torchc.config.num_threads = None  # follow torch (another test may have set it)
     try:
         torch.set_num_threads(1)
         f(torch.ones(4))
@@ -308,5 +309,11 @@ def test_threads_follow_torch_at_each_call():
         torch.set_num_threads(max(2, n))
         f(torch.ones(4))
         assert torchc._C.get_num_threads() == max(2, n)
+        assert torchc.config.num_threads == torch.get_num_threads()
+        torchc.config.num_threads = 1  # set explicitly: torch's count no longer applies
+        torch.set_num_threads(max(2, n))
+        f(torch.ones(4))
+        assert torchc._C.get_num_threads() == 1
     finally:
         torch.set_num_threads(n)
+        torchc.config.num_threads = None

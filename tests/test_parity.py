@@ -86,16 +86,13 @@ def case_config_recompile_limit(api):
         return x.sin() + 1
     old = torch._dynamo.config.recompile_limit
     torch._dynamo.config.recompile_limit = 2
-    saved = torchc.config._set.discard("recompile_limit") or None  # torch's applies again
-    torchc._torch._limit_set = False
-    torchc._C.set_limit_source(torch._dynamo.config)
+    torchc.config.recompile_limit = None  # torch's applies again
     try:
         g = api.compile(f, dynamic=False)
         out = [observe(lambda n=n: g(torch.ones(n))) for n in (2, 3, 4, 5)]
     finally:
         torch._dynamo.config.recompile_limit = old
         torchc.config.recompile_limit = 1000
-    del saved
     return out + [api.compiles()]
 
 

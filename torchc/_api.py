@@ -11,9 +11,10 @@ from . import _torch
 
 
 class _Config:
-    """torchc.config: process-wide settings (validated on assignment). Until set here,
-    recompile_limit and automatic_dynamic_shapes follow torch._dynamo.config's, and
-    num_threads follows torch.get_num_threads() (read at each compiled call)."""
+    """torchc.config: process-wide settings (validated on assignment). Until set here (or
+    after being set to None), recompile_limit and automatic_dynamic_shapes follow
+    torch._dynamo.config's, and num_threads follows torch.get_num_threads() (read at each
+    compiled call)."""
 
     def __init__(self):
         object.__setattr__(self, "_values", {"recompile_limit": 8, "num_threads": _C.get_num_threads(),
@@ -33,6 +34,13 @@ class _Config:
     def __setattr__(self, name, value):
         if name not in self._values:
             raise AttributeError(f"torchc.config has no setting {name!r}")
+        if value is None:  # follow torch's setting again
+            self._set.discard(name)
+            if name == "recompile_limit":
+                _torch.limit_follow_torch()
+            elif name == "num_threads":
+                _C.follow_torch_threads(True)
+            return
         if name == "automatic_dynamic_shapes":
             if not isinstance(value, bool):
                 raise ValueError(f"torchc.config.{name} must be a bool, got {value!r}")
