@@ -317,3 +317,15 @@ def test_threads_follow_torch_at_each_call():
     finally:
         torch.set_num_threads(n)
         torchc.config.num_threads = None
+
+
+def test_explain_break_reasons_name_user_line():
+    def outer(x):
+        return _breaks(x).relu()
+
+    ex = torchc.explain(outer)(torch.ones(3))
+    assert ex.graph_break_count >= 1
+    brk = line_of(_breaks, "print(")
+    assert any(f"{HERE}:{brk}" in r and "call to print not supported" in r
+               for r in ex.break_reasons), ex.break_reasons
+    assert not any("torchc_resume" in r for r in ex.break_reasons), ex.break_reasons

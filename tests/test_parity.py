@@ -129,6 +129,17 @@ def case_eager_on_recompile(api):
     return out + [api.compiles()]
 
 
+def case_eager_then_compile(api):
+    def f(x):
+        return x.neg() * 5
+    g = api.compile(f)
+    with torch.compiler.set_stance("eager_then_compile"):
+        out = [observe(lambda: g(torch.ones(3)))]
+        n = api.compiles()  # the first call ran eagerly
+        out.append(observe(lambda: g(torch.ones(3))))
+    return out + [n, api.compiles()]
+
+
 def case_reset(api):
     def f(x):
         return x.tanh() * 2
@@ -255,7 +266,7 @@ def case_train_eval(api):
 
 
 CASES = [case_recompile_limit, case_config_recompile_limit, case_force_eager,
-         case_fail_on_recompile, case_eager_on_recompile, case_reset, case_mark_static,
+         case_fail_on_recompile, case_eager_on_recompile, case_eager_then_compile, case_reset, case_mark_static,
          case_mark_dynamic, case_maybe_mark_dynamic, case_compiler_disable,
          case_fullgraph_break, case_disable_arg, case_state_dict, case_deepcopy_pickle,
          case_train_eval]

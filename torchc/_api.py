@@ -321,9 +321,12 @@ class ExplainOutput:
         self.graph_count = len(compiled)
         breaks = [r for r in compiled if r.get("break_reason")]
         self.graph_break_count = len(fallbacks) + len(breaks)
-        self.break_reasons = [f"{r['name']} ({r['filename']}:{r['firstlineno']}): {r['reason']}"
+        # "fn (file:line of the unsupported code): reason" (resume functions named after
+        # the function they continue; the line is the def line when torchc has no better one)
+        from ._logging import user_name, where_of
+        self.break_reasons = [f"{user_name(r['name'])} ({where_of(r)}): {r['reason']}"
                               for r in fallbacks]
-        self.break_reasons += [f"{r['name']} ({r['filename']}:{r['firstlineno']}): graph break: "
+        self.break_reasons += [f"{user_name(r['name'])} ({where_of(r)}): graph break: "
                                f"{r['break_reason']}" for r in breaks]
         self.op_count = sum(r["op_count"] for r in compiled)
         # matmul/conv: extern (ATen) nodes inside graphs, and splits (ATen kernels between
