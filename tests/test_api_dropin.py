@@ -248,6 +248,18 @@ def test_dynamo_backend_compiles_with_torchc(count, dynamic):
     assert max(ops) >= 4, ops
 
 
+def test_torchc_compile_as_dynamo_backend(count):
+    def f(x):
+        return (x.sin() * 2).softmax(-1)
+
+    cf = torch.compile(f, backend=torchc.compile)
+    x = torch.randn(3, 7)
+    assert_same(cf(x), f(x))
+    assert count.n >= 1
+    with pytest.raises(TypeError, match="one positional"):
+        torchc.compile(f, 3)
+
+
 def test_dynamo_backend_partial_support(count):
     """A node torchc cannot compile runs with ATen; the nodes around it stay compiled."""
     def f(x):

@@ -212,8 +212,8 @@ def _dynamic_flag(dynamic):
     return int(dynamic)
 
 
-def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mode=None,
-            options=None, name=None, disable=False, recompile_limit=None,
+def compile(model=None, *example_inputs, fullgraph=False, dynamic=None, backend="inductor",
+            mode=None, options=None, name=None, disable=False, recompile_limit=None,
             isolate_recompiles=False, shapes_spec=None):
     """torch.compile's signature and meaning. Returns a compiled function or an
     OptimizedModule. backend: "inductor" (torch.compile's default) or "torchc" both mean
@@ -221,6 +221,13 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
     per code object before running eagerly (None: torchc.config.recompile_limit, which
     follows torch._dynamo.config.recompile_limit until set). name: kept as the result's
     compile_name (torch surfaces it in debug metadata only)."""
+    if example_inputs:
+        # torch.compile(m, backend=torchc.compile): Dynamo calls compile(gm, example_inputs)
+        from torch.fx import GraphModule
+        if len(example_inputs) != 1 or not isinstance(model, GraphModule):
+            raise TypeError("torchc.compile takes one positional argument (the function or module)")
+        from ._backend import torchc_backend
+        return torchc_backend(model, example_inputs[0])
     kwargs = dict(fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode,
                   options=options, name=name, disable=disable, recompile_limit=recompile_limit)
     opts = _check_options(backend, mode, options)
