@@ -1,5 +1,14 @@
 """Builds torchc._C: C11 sources of csrc/, dynamo_hook/, inductor_c/, layouts/ plus the one
-C++ file csrc/aten_bridge.cpp. Needs torch at build time: pip install --no-build-isolation -e .
+C++ file csrc/aten_bridge.cpp, against the torch that is installed (its headers, libraries,
+C++ standard and ABI; the wheel's metadata pins that torch version).
+
+  pip install .                          # build isolation: the installed torch is found and used
+  pip wheel --no-build-isolation .       # the same without isolation
+  make build                             # in place, for development (torchc/_C*.so)
+
+Under build isolation torch is not a build requirement (that would download another torch,
+possibly of another version and ABI): setup.py asks the interpreter outside the isolated
+environment where torch is (TORCHC_TORCH_PATH overrides) and builds against it.
 
 LLVM 16: llvm-config-16 (or LLVM_CONFIG), or LLVM_INCLUDE + LLVM_LIB (a directory with
 libLLVM-16.so, or the path of the library file itself). TORCHC_ASAN=1 builds with
@@ -48,20 +57,89 @@ def llvm():
     return inc, [], ["LLVM-16"], [lib]
 
 
-def torch_paths():
+def _outer_torch_path():
+    """The site directory holding the torch of the environment being installed into, seen
+    from inside pip's isolated build environment (its sitecustomize hides the real
+    site-packages through PYTHONPATH; a child interpreter without it sees them)."""
+    if os.environ.get("TORCHC_TORCH_PATH"):
+        return os.environ["TORCHC_TORCH_PATH"]
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONNOUSERSITE")}
+    try:
+        out = subprocess.check_output(
+            [sys.executable, "-c", "import os, torch; print(os.path.dirname(os.path.dirname(torch.__file__)))"],
+            env=env, text=True, stderr=subprocess.DEVNULL, cwd="/")
+        return out.strip().splitlines()[-1]
+    except (OSError, subprocess.CalledProcessError, IndexError):
+        return None
+
+
+def import_torch():
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        path = _outer_torch_path()
+        if not path:
+            sys.exit("torchc: torch must be installed before torchc is built (pip install torch), "
+                     "or TORCHC_TORCH_PATH set to the directory that holds it")
+        sys.path.append(path)  # after the isolated environment's own packages
+        import torch  # noqa: F401
     import torch
+    return torch
+
+
+def torch_paths():
+    torch = import_torch()
     from torch.utils import cpp_extension
     abi = int(torch._C._GLIBCXX_USE_CXX11_ABI)
     return cpp_extension.include_paths(), cpp_extension.library_paths(), abi
 
 
+def cxx_std():
+    """The C++ standard torch builds its extensions with (torch.utils.cpp_extension's
+    BuildExtension adds it), and at least what torch's headers require (ATen.h's #error)."""
+    import inspect
+    import re
+    torch = import_torch()
+    from torch.utils import cpp_extension
+    stds = [17]
+    try:
+        stds += [int(x) for x in re.findall(r"""cpp_flag_prefix \+ 'c\+\+(\d\d)'""",
+                                            inspect.getsource(cpp_extension.BuildExtension))]
+    except (OSError, TypeError):
+        pass
+    for inc in cpp_extension.include_paths():
+        try:
+            with open(os.path.join(inc, "ATen", "ATen.h")) as f:
+                stds += [int(x) for x in re.findall(r"C\+\+(\d\d) or later compatible compiler", f.read())]
+        except OSError:
+            pass
+    del torch
+    return f"-std=c++{max(stds)}"
+
+
+def torch_version():
+    """(public version, full version) of the torch built against: '2.13.0', '2.13.0+cpu'."""
+    torch = import_torch()
+    full = torch.__version__
+    return full.split("+")[0], full
+
+
+def building_wheel():
+    return any(a in ("bdist_wheel", "bdist", "install") for a in sys.argv[1:]) or \
+        os.environ.get("TORCHC_WHEEL") == "1"
+
+
 CFLAGS = ["-std=c11", "-D_GNU_SOURCE", "-Wall", "-Wextra", "-Wno-unused-parameter",
           "-Wno-missing-field-initializers", "-fvisibility=hidden"]
-CXXFLAGS = ["-std=c++17", "-Wall", "-Wno-unused-parameter", "-fvisibility=hidden"]
+CXXFLAGS = [cxx_std(), "-Wall", "-Wno-unused-parameter", "-fvisibility=hidden"]
 
 
 class BuildExt(build_ext):
     def build_extension(self, ext):
+        if building_wheel():
+            # an in-place build (make build) leaves an up-to-date build/lib/.../_C*.so linked
+            # with this machine's RUNPATHs: a wheel always links its own
+            self.force = True
         orig = self.compiler._compile
 
         def _compile(obj, src, ext_, cc_args, extra_postargs, pp_opts):
@@ -101,6 +179,13 @@ def extension():
     opt = ["-O0", "-g", "-fsanitize=address,undefined", "-fno-omit-frame-pointer"] \
         if os.environ.get("TORCHC_ASAN") else ["-O2", "-g"]
     cuda_inc = os.environ.get("CUDA_INCLUDE", "/usr/local/cuda/include")
+    if building_wheel():
+        # no build-machine paths in the wheel: torch's libraries are found next to torchc in
+        # site-packages (and are loaded already: torchc imports torch first); libLLVM is
+        # bundled by the repair step (auditwheel: $ORIGIN/../torchc.libs), see .ci/wheel_check.sh
+        rpath = ["$ORIGIN/../torch/lib"]
+    else:
+        rpath = libdirs + tlib
     macros = [("_GLIBCXX_USE_CXX11_ABI", str(abi))]
     if os.path.exists(os.path.join(cuda_inc, "cuda.h")):
         macros.append(("TORCHC_HAVE_CUDA_H", "1"))
@@ -116,7 +201,7 @@ def extension():
                       *tinc] + ([cuda_inc] if os.path.isdir(cuda_inc) else []),
         define_macros=macros,
         library_dirs=libdirs + tlib,
-        runtime_library_dirs=libdirs + tlib,
+        runtime_library_dirs=rpath,
         libraries=libs + ["c10", "torch", "torch_cpu", "torch_python", "stdc++", "dl", "m",
                           "pthread"],
         extra_objects=link_objs,
@@ -125,8 +210,31 @@ def extension():
     )
 
 
+def write_build_info():
+    """torchc/_build_info.py: the torch this build is tied to (checked at import)."""
+    pub, full = torch_version()
+    torch = import_torch()
+    text = ('"""Written by setup.py: the torch torchc._C was built against (its C++ ABI)."""\n'
+            f"TORCH_VERSION = {full!r}\nCXX11_ABI = {int(torch._C._GLIBCXX_USE_CXX11_ABI)}\n")
+    path = os.path.join(ROOT, "torchc", "_build_info.py")
+    try:
+        with open(path) as f:
+            if f.read() == text:
+                return
+    except OSError:
+        pass
+    with open(path, "w") as f:
+        f.write(text)
+
+
+write_build_info()
+TORCH_PUBLIC, _ = torch_version()
+
 setup(
     packages=["torchc"],
     ext_modules=[extension()],
     cmdclass={"build_ext": BuildExt},
+    # one torch ABI: the version built against (a local tag such as +cpu or +cu126 is left
+    # out, the C++ ABI of one torch version is the same across them)
+    install_requires=[f"torch=={TORCH_PUBLIC}"],
 )

@@ -174,6 +174,40 @@ static double now_ms(void) {
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
+/* s with each "L[i]" (a local by index, as guards print it) replaced by 'name' (malloc'd). */
+static char *local_names(const char *s, PyCodeObject *code) {
+    size_t cap = strlen(s) + 1, n = 0;
+    char *out = malloc(cap);
+    while (out != NULL && *s) {
+        const char *name = NULL;
+        char *end = NULL;
+        if (s[0] == 'L' && s[1] == '[') {
+            long i = strtol(s + 2, &end, 10);
+            if (end != s + 2 && *end == ']' && i >= 0 && i < PyTuple_GET_SIZE(code->co_localsplusnames))
+                name = PyUnicode_AsUTF8(PyTuple_GET_ITEM(code->co_localsplusnames, i));
+        }
+        size_t add = name ? strlen(name) + 2 : 1;
+        if (n + add + 1 > cap) {
+            char *grown = realloc(out, cap = (n + add + 1) * 2);
+            if (grown == NULL) {
+                free(out);
+                return NULL;
+            }
+            out = grown;
+        }
+        if (name) {
+            n += (size_t)sprintf(out + n, "'%s'", name);
+            s = end + 1;
+        } else {
+            out[n++] = *s++;
+        }
+    }
+    if (out != NULL)
+        out[n] = 0;
+    PyErr_Clear();
+    return out;
+}
+
 /* The first guard of e that the frame fails, described (malloc'd), or NULL. Guards are
  * checked in order, so a prefix of them passes: bisect on the prefix length. Only when a
  * recompile is logged or explained, or changes what happens (stance, the limit). */
@@ -206,7 +240,7 @@ static char *failed_guard(const dh_entry *e, _PyInterpreterFrame *f, PyObject *f
     char *out = NULL;
     if (all != NULL && hi - 1 < PyList_GET_SIZE(all)) {
         const char *s = PyUnicode_AsUTF8(PyList_GET_ITEM(all, hi - 1));
-        out = s ? strdup(s) : NULL;
+        out = s ? local_names(s, f->f_code) : NULL;
     }
     Py_XDECREF(all);
     PyErr_Clear();

@@ -11,6 +11,21 @@ fuses them into loops and compiles them with LLVM ORC; anything unsupported runs
 """
 import torch  # noqa: F401  (libtorch must be loaded before the extension)
 
+
+def _check_torch():
+    """torchc._C is tied to the torch it was built against (C++ ABI): say so plainly."""
+    try:
+        from ._build_info import TORCH_VERSION
+    except ImportError:  # an in-place build without setup.py's record
+        return
+    if TORCH_VERSION.split("+")[0] != torch.__version__.split("+")[0]:
+        raise ImportError(f"torchc was built against torch {TORCH_VERSION} and cannot run with torch "
+                          f"{torch.__version__} (C++ ABI); reinstall torchc for this torch "
+                          "(pip install --force-reinstall --no-cache-dir torchc from source)")
+
+
+_check_torch()
+
 from . import _C
 from . import _autograd  # noqa: F401  (training: imported before any hooked call)
 from ._api import (ExplainOutput, OptimizedModule, allow_in_graph, compile, config, disable,

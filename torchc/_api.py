@@ -11,9 +11,10 @@ from . import _torch
 
 
 class _Config:
-    """torchc.config: process-wide settings (validated on assignment). Until set here,
-    recompile_limit and automatic_dynamic_shapes follow torch._dynamo.config's, and
-    num_threads follows torch.get_num_threads() (read at each compiled call)."""
+    """torchc.config: process-wide settings (validated on assignment). Until set here (or
+    after being set to None), recompile_limit and automatic_dynamic_shapes follow
+    torch._dynamo.config's, and num_threads follows torch.get_num_threads() (read at each
+    compiled call)."""
 
     def __init__(self):
         object.__setattr__(self, "_values", {"recompile_limit": 8, "num_threads": _C.get_num_threads(),
@@ -33,6 +34,13 @@ class _Config:
     def __setattr__(self, name, value):
         if name not in self._values:
             raise AttributeError(f"torchc.config has no setting {name!r}")
+        if value is None:  # follow torch's setting again
+            self._set.discard(name)
+            if name == "recompile_limit":
+                _torch.limit_follow_torch()
+            elif name == "num_threads":
+                _C.follow_torch_threads(True)
+            return
         if name == "automatic_dynamic_shapes":
             if not isinstance(value, bool):
                 raise ValueError(f"torchc.config.{name} must be a bool, got {value!r}")
@@ -147,6 +155,27 @@ class OptimizedModule(torch.nn.Module):
         # code is never serialized (recompiled at the first call after loading)
         return (_rebuild_module, (self._orig_mod, self._torchc_kwargs))
 
+    # attributes of the wrapper itself; every other one is the original module's (as
+    # torch's OptimizedModule: cm.foo = 1 sets m.foo)
+    _own = frozenset({"_orig_mod", "_torchc_call", "_torchc_kwargs", "forward", "__dict__"})
+
+    def __setattr__(self, name, value):
+        if name in OptimizedModule._own or hasattr(type(self), name) or "_orig_mod" not in self.__dict__.get("_modules", ()):
+            return super().__setattr__(name, value)
+        return setattr(self._orig_mod, name, value)
+
+    def __delattr__(self, name):
+        if name in OptimizedModule._own or hasattr(type(self), name):
+            return super().__delattr__(name)
+        return delattr(self._orig_mod, name)
+
+    def __len__(self):
+        return len(self._orig_mod)
+
+    def __dir__(self):
+        own = self._orig_mod.__dir__()
+        return own + [a for a in super().__dir__() if a not in own]
+
     @property
     def training(self):
         return self._orig_mod.training
@@ -164,6 +193,8 @@ class OptimizedModule(torch.nn.Module):
         try:
             return super().__getattr__(name)
         except AttributeError:
+            if name == "_orig_mod":
+                raise
             return getattr(self._orig_mod, name)
 
 
@@ -181,8 +212,8 @@ def _dynamic_flag(dynamic):
     return int(dynamic)
 
 
-def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mode=None,
-            options=None, name=None, disable=False, recompile_limit=None,
+def compile(model=None, *example_inputs, fullgraph=False, dynamic=None, backend="inductor",
+            mode=None, options=None, name=None, disable=False, recompile_limit=None,
             isolate_recompiles=False, shapes_spec=None):
     """torch.compile's signature and meaning. Returns a compiled function or an
     OptimizedModule. backend: "inductor" (torch.compile's default) or "torchc" both mean
@@ -190,6 +221,13 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
     per code object before running eagerly (None: torchc.config.recompile_limit, which
     follows torch._dynamo.config.recompile_limit until set). name: kept as the result's
     compile_name (torch surfaces it in debug metadata only)."""
+    if example_inputs:
+        # torch.compile(m, backend=torchc.compile): Dynamo calls compile(gm, example_inputs)
+        from torch.fx import GraphModule
+        if len(example_inputs) != 1 or not isinstance(model, GraphModule):
+            raise TypeError("torchc.compile takes one positional argument (the function or module)")
+        from ._backend import torchc_backend
+        return torchc_backend(model, example_inputs[0])
     kwargs = dict(fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode,
                   options=options, name=name, disable=disable, recompile_limit=recompile_limit)
     opts = _check_options(backend, mode, options)
@@ -291,9 +329,12 @@ class ExplainOutput:
         self.graph_count = len(compiled)
         breaks = [r for r in compiled if r.get("break_reason")]
         self.graph_break_count = len(fallbacks) + len(breaks)
-        self.break_reasons = [f"{r['name']} ({r['filename']}:{r['firstlineno']}): {r['reason']}"
+        # "fn (file:line of the unsupported code): reason" (resume functions named after
+        # the function they continue; the line is the def line when torchc has no better one)
+        from ._logging import user_name, where_of
+        self.break_reasons = [f"{user_name(r['name'])} ({where_of(r)}): {r['reason']}"
                               for r in fallbacks]
-        self.break_reasons += [f"{r['name']} ({r['filename']}:{r['firstlineno']}): graph break: "
+        self.break_reasons += [f"{user_name(r['name'])} ({where_of(r)}): graph break: "
                                f"{r['break_reason']}" for r in breaks]
         self.op_count = sum(r["op_count"] for r in compiled)
         # matmul/conv: extern (ATen) nodes inside graphs, and splits (ATen kernels between

@@ -69,6 +69,15 @@ def limit_set_explicitly():
     _C.set_limit_source(None)
 
 
+def limit_follow_torch():
+    """torchc.config.recompile_limit = None: torch._dynamo.config's applies again."""
+    global _limit_set
+    _limit_set = False
+    if _installed:
+        import torch._dynamo
+        _C.set_limit_source(torch._dynamo.config)
+
+
 def dynamo():
     """torch._dynamo, imported (and torchc's hooks installed) on first need."""
     import torch._dynamo

@@ -1,0 +1,343 @@
+"""torchc as a drop-in for torch.compile (issue 25): arguments, logs, errors, the "torchc"
+Dynamo backend, pickling, threads. Behaviour shared with torch.compile is compared in
+test_parity.py; these are torchc's own answers."""
+import io
+import logging
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+import torch._dynamo
+
+import torchc
+from conftest import assert_same
+
+HERE = os.path.abspath(__file__)
+
+
+class Count:
+    """Graphs torchc compiled, through its log hook (the C counters restart at reset)."""
+
+    def __init__(self):
+        self.n = 0
+        self.recs = []
+
+    def __call__(self, rec):
+        self.recs.append(rec)
+        if rec["event"] == "compiled" and not rec.get("fallback"):
+            self.n += 1
+        torchc._logging._on_record(rec)
+
+
+@pytest.fixture
+def count():
+    c = Count()
+    torchc._C.set_log_hook(c)
+    yield c
+    torchc._C.set_log_hook(torchc._logging._on_record)
+
+
+@pytest.fixture
+def logs(caplog):
+    """caplog's handler on the torchc logger itself (set_logs stops propagation to the root,
+    as TORCH_LOGS does for torch's loggers)."""
+    lg = logging.getLogger("torchc")
+    lg.addHandler(caplog.handler)
+    yield caplog
+    lg.removeHandler(caplog.handler)
+
+
+def line_of(fn, text):
+    """The line number of the first line of fn's source containing text."""
+    import inspect
+    lines, first = inspect.getsourcelines(fn)
+    return first + next(i for i, ln in enumerate(lines) if text in ln)
+
+
+# ---- arguments ------------------------------------------------------------------------
+
+def test_every_torch_compile_argument_is_accepted():
+    import inspect
+    want = set(inspect.signature(torch.compile).parameters)
+    have = set(inspect.signature(torchc.compile).parameters)
+    assert want <= have, want - have
+
+
+def test_name_and_recompile_limit(count):
+    def f(x):
+        return x * 2
+
+    g = torchc.compile(f, name="region", recompile_limit=2, dynamic=False)
+    assert g.compile_name == "region" and g.recompile_limit == 2
+    with pytest.warns(RuntimeWarning, match=r"recompile limit \(2\)"):
+        for n in (2, 3, 4, 5):
+            assert_same(g(torch.ones(n)), f(torch.ones(n)))
+    assert count.n == 2
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match="recompile_limit"):
+            torchc.compile(f, recompile_limit=bad)
+
+
+def test_options_validated():
+    f = lambda x: x  # noqa: E731
+    with pytest.raises(ValueError, match=r"unknown option 'epilogue_fusion'.*valid options: 'triton.cudagraphs'"):
+        torchc.compile(f, options={"epilogue_fusion": True})
+    with pytest.raises(TypeError, match="must be a bool"):
+        torchc.compile(f, options={"triton.cudagraphs": "yes"})
+    with pytest.raises(TypeError, match="options must be a dict"):
+        torchc.compile(f, options=[("a", 1)])
+    with pytest.raises(RuntimeError, match="Either mode or options"):
+        torchc.compile(f, mode="max-autotune", options={"max_autotune": True})
+    torchc.compile(f, mode="reduce-overhead", options={"cudagraph_adaptive": False})
+
+
+def test_modes_and_backends():
+    f = lambda x: x + 1  # noqa: E731
+    with pytest.raises(ValueError, match="unknown mode 'fastest'; valid modes: default"):
+        torchc.compile(f, mode="fastest")
+    for b in ("eager", "aot_eager", lambda gm, ex: gm):
+        with pytest.raises(NotImplementedError, match="not supported"):
+            torchc.compile(f, backend=b)
+    with pytest.raises(ValueError, match="unknown backend 'nope'"):
+        torchc.compile(f, backend="nope")
+    with pytest.raises(TypeError):
+        torchc.compile(f, backend=3)
+    for b in (None, "inductor", "torchc"):
+        assert torch.equal(torchc.compile(f, backend=b)(torch.ones(2)), torch.full((2,), 2.0))
+    with pytest.raises(NotImplementedError, match="isolate_recompiles"):
+        torchc.compile(f, isolate_recompiles=True)
+    with pytest.raises(TypeError, match="fullgraph"):
+        torchc.compile(f, fullgraph=1)
+
+
+def test_max_autotune_says_what_it_does(caplog, count):
+    torchc._api._autotune_warned = False
+
+    def f(x):
+        return (x @ x).relu()
+
+    with caplog.at_level(logging.WARNING, logger="torchc"):
+        g = torchc.compile(f, mode="max-autotune")
+    assert any("max-autotune" in r.getMessage() and "no more GEMM/conv autotuning" in r.getMessage()
+               for r in caplog.records)
+    x = torch.randn(8, 8)
+    assert_same(g(x), f(x))
+    assert count.n >= 1
+
+
+# ---- logs -----------------------------------------------------------------------------
+
+def test_recompile_log_names_the_failed_guard(logs, count):
+    caplog = logs
+    def f(x, scale):
+        return x * scale
+
+    torchc.set_logs(recompiles=True)
+    try:
+        with caplog.at_level(logging.INFO, logger="torchc.recompiles"):
+            g = torchc.compile(f, dynamic=False)
+            g(torch.ones(3), 2)
+            g(torch.ones(3), 3)
+    finally:
+        torchc.set_logs(recompiles=False)
+    msgs = [r.getMessage() for r in caplog.records if r.name == "torchc.recompiles"]
+    assert len(msgs) == 1, msgs
+    assert f"Recompiling function f in {HERE}:" in msgs[0]
+    assert "CONSTANT_MATCH 'scale' == 2" in msgs[0]
+
+
+def _breaks(x):
+    y = x * 2
+    print("side effect")  # the break
+    return y + 1
+
+
+def test_break_log_has_user_file_line_and_no_internal_names(logs, count):
+    caplog = logs
+    def outer(x):
+        return _breaks(x).relu()
+
+    torchc.set_logs(graph_breaks=True, guards=True, graph=True, perf=True, output_code=True)
+    try:
+        with caplog.at_level(logging.INFO, logger="torchc"):
+            assert_same(torchc.compile(outer)(torch.ones(3)), outer(torch.ones(3)))
+    finally:
+        torchc.set_logs(all=False)
+    text = "\n".join(r.getMessage() for r in caplog.records)
+    brk = line_of(_breaks, "print(")
+    call = line_of(outer, "_breaks(x)")
+    assert f"Graph break in user code at {HERE}:{brk}" in text
+    assert f'File "{HERE}", line {call}, in ' in text  # the inlined call stack
+    assert "Reason: call to print not supported" in text
+    assert "torchc_resume" not in text
+    assert "GUARDS of" in text and "GRAPH of" in text and "capture + compile" in text
+    assert count.n >= 2
+
+
+def test_set_logs_and_env_parsing():
+    with pytest.raises(ValueError, match="unknown log 'nope'; valid: graph_breaks"):
+        torchc.set_logs(nope=True)
+    assert torchc._logging.parse("graph_breaks,+recompiles") == {
+        "graph_breaks": logging.INFO, "recompiles": logging.DEBUG}
+    assert set(torchc._logging.parse("all")) == set(torchc._logging.ARTIFACTS)
+    with pytest.raises(ValueError, match="TORCHC_LOGS"):
+        torchc._logging.parse("graph_brakes")
+
+
+def test_torchc_logs_env_var(tmp_path):
+    script = tmp_path / "s.py"
+    script.write_text("import torch, torchc\n"
+                      "def f(x, n):\n    return x * n\n"
+                      "g = torchc.compile(f)\n"
+                      "g(torch.ones(2), 2)\ng(torch.ones(2), 3)\n")
+    env = dict(os.environ, TORCHC_LOGS="recompiles",
+               PYTHONPATH=os.pathsep.join([os.path.dirname(os.path.dirname(HERE)),
+                                           os.environ.get("PYTHONPATH", "")]))
+    r = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "[torchc torchc.recompiles] Recompiling function f in" in r.stderr
+    assert "CONSTANT_MATCH 'n' == 2" in r.stderr
+
+
+def test_fullgraph_error_names_user_line():
+    def f(x):
+        y = x + 1
+        print("no")
+        return y
+
+    with pytest.raises(RuntimeError) as ei:
+        torchc.compile(f, fullgraph=True)(torch.ones(2))
+    msg = str(ei.value)
+    assert f"{HERE}:{line_of(f, 'print(')}" in msg, msg
+    assert "call to print not supported" in msg
+
+
+def test_fail_on_recompile_message_names_guard():
+    def f(x):
+        return x - 3
+
+    g = torchc.compile(f, dynamic=False)
+    g(torch.ones(2))
+    with torch.compiler.set_stance("fail_on_recompile"):
+        with pytest.raises(RuntimeError, match=r"fail_on_recompile.*TENSOR_MATCH 'x'"):
+            g(torch.ones(3))
+
+
+# ---- torch.compile(backend="torchc") ----------------------------------------------------
+
+def test_backend_registered():
+    assert "torchc" in torch._dynamo.list_backends()
+
+
+@pytest.mark.parametrize("dynamic", [False, None])
+def test_dynamo_backend_compiles_with_torchc(count, dynamic):
+    m = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.LayerNorm(16),
+                            torch.nn.Linear(16, 4))
+    cm = torch.compile(m, backend="torchc", dynamic=dynamic)
+    torchc._backend.compiled_graphs.clear()
+    with torch.no_grad():
+        for n in (4, 4, 7):
+            x = torch.randn(n, 8)
+            assert_same(cm(x), m(x), rtol=1e-4, atol=1e-5)
+    assert len(torchc._backend.compiled_graphs) >= 1
+    assert count.n >= 1  # torchc compiled Dynamo's graph (no silent fallback)
+    ops = [r["op_count"] for r in count.recs if r["event"] == "compiled" and not r.get("fallback")]
+    assert max(ops) >= 4, ops
+
+
+def test_torchc_compile_as_dynamo_backend(count):
+    def f(x):
+        return (x.sin() * 2).softmax(-1)
+
+    cf = torch.compile(f, backend=torchc.compile)
+    x = torch.randn(3, 7)
+    assert_same(cf(x), f(x))
+    assert count.n >= 1
+    with pytest.raises(TypeError, match="one positional"):
+        torchc.compile(f, 3)
+
+
+def test_dynamo_backend_partial_support(count):
+    """A node torchc cannot compile runs with ATen; the nodes around it stay compiled."""
+    def f(x):
+        y = (x * 2).exp()
+        z = torch.linalg.qr(y)[0]  # not in torchc's op table
+        return z.sum(-1) + y.mean()
+
+    cf = torch.compile(f, backend="torchc")
+    x = torch.randn(5, 5)
+    assert_same(cf(x), f(x), rtol=1e-4, atol=1e-5)
+    assert count.n >= 1
+
+
+# ---- modules: pickle, deepcopy, torch.save/load --------------------------------------------
+
+def test_save_load_recompiles_lazily(tmp_path, count):
+    m = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Tanh())
+    cm = torchc.compile(m)
+    x = torch.randn(3, 4)
+    with torch.no_grad():
+        want = cm(x)
+    n = count.n
+    assert n >= 1
+    path = tmp_path / "m.pt"
+    torch.save(cm, path)
+    c2 = torch.load(path, weights_only=False)
+    assert isinstance(c2, torchc.OptimizedModule) and count.n == n  # nothing compiled yet
+    with torch.no_grad():
+        assert torch.equal(c2(x), want)
+    assert count.n > n  # compiled at the first call after loading
+    sd = torch.load(io.BytesIO(_save(cm.state_dict())))
+    assert list(sd) == ["_orig_mod.0.weight", "_orig_mod.0.bias"]
+
+
+def _save(obj):
+    b = io.BytesIO()
+    torch.save(obj, b)
+    return b.getvalue()
+
+
+def test_setattr_reaches_original_module():
+    m = torch.nn.Linear(2, 2)
+    cm = torchc.compile(m)
+    cm.flag = 3
+    assert m.flag == 3 and cm.flag == 3
+    assert "weight" in dir(cm)
+
+
+# ---- threads ------------------------------------------------------------------------------
+
+def test_threads_follow_torch_at_each_call():
+    f = torchc.compile(lambda x: x * 2 + 1)
+    n = torch.get_num_threads()
+    torchc.config.num_threads = None  # follow torch (another test may have set it)
+    try:
+        torch.set_num_threads(1)
+        f(torch.ones(4))
+        assert torchc._C.get_num_threads() == 1
+        torch.set_num_threads(max(2, n))
+        f(torch.ones(4))
+        assert torchc._C.get_num_threads() == max(2, n)
+        assert torchc.config.num_threads == torch.get_num_threads()
+        torchc.config.num_threads = 1  # set explicitly: torch's count no longer applies
+        torch.set_num_threads(max(2, n))
+        f(torch.ones(4))
+        assert torchc._C.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(n)
+        torchc.config.num_threads = None
+
+
+def test_explain_break_reasons_name_user_line():
+    def outer(x):
+        return _breaks(x).relu()
+
+    ex = torchc.explain(outer)(torch.ones(3))
+    assert ex.graph_break_count >= 1
+    brk = line_of(_breaks, "print(")
+    assert any(f"{HERE}:{brk}" in r and "call to print not supported" in r
+               for r in ex.break_reasons), ex.break_reasons
+    assert not any("torchc_resume" in r for r in ex.break_reasons), ex.break_reasons
