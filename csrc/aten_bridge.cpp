@@ -202,6 +202,28 @@ void run_extern(const ic_extern_call *c) {
     case IC_EXT_SCATTER_ADD: out.copy_(at::scatter_add(in[0], p[0], in[1], in[2])); break;
     case IC_EXT_CUMSUM: at::cumsum_out(out, in[0], p[0], out.scalar_type()); break;
     case IC_EXT_CUMPROD: at::cumprod_out(out, in[0], p[0], out.scalar_type()); break;
+    case IC_EXT_CONV_BWD: { /* training: params are conv's, then which gradient */
+        const int64_t nd = p[0], which = p[c->nparams - 1];
+        const bool cl = c->nparams == 4 + 3 * nd && p[2 + 3 * nd] == 1;
+        std::vector<int64_t> zeros((size_t)nd, 0), to_nchw, to_nhwc;
+        if (cl) {
+            to_nchw.push_back(0);
+            to_nchw.push_back(nd + 1);
+            to_nhwc.push_back(0);
+            for (int64_t i = 0; i < nd; i++) {
+                to_nchw.push_back(1 + i);
+                to_nhwc.push_back(2 + i);
+            }
+            to_nhwc.push_back(1);
+        }
+        at::Tensor g = cl ? in[0].permute(to_nchw) : in[0], x = cl ? in[1].permute(to_nchw) : in[1];
+        auto r = at::convolution_backward(g, x, in[2], c10::nullopt, c10::IntArrayRef(p + 1, nd),
+                                          c10::IntArrayRef(p + 1 + nd, nd), c10::IntArrayRef(p + 1 + 2 * nd, nd), false,
+                                          zeros, p[1 + 3 * nd], {which == 0, which == 1, false});
+        if (which == 0) out.copy_(cl ? std::get<0>(r).permute(to_nhwc) : std::get<0>(r));
+        else out.copy_(std::get<1>(r));
+        break;
+    }
     case IC_EXT_ARGSORT: out.copy_(std::get<1>(at::sort(in[0], std::optional<bool>(p[2] != 0), p[0], p[1] != 0))); break;
     default: throw std::runtime_error("unknown extern kind");
     }

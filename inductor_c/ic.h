@@ -175,7 +175,10 @@ ic_val ic_arange(ic_graph *g, int64_t n, double start, double step, ic_dtype dty
     X(SCATTER_ADD, "scatter_add") /* (x, index, src) -> x.scatter_add(dim, index, src) */  \
     X(CUMSUM, "cumsum")   /* (x), params: dim, dtype (-1: torch's default, ints -> i64) */ \
     X(CUMPROD, "cumprod") /* like cumsum */                                                \
-    X(ARGSORT, "argsort") /* (x), params: dim, descending, stable -> i64 */
+    X(ARGSORT, "argsort") /* (x), params: dim, descending, stable -> i64 */              \
+    /* training (graph/autograd.c): backward kernels of ATen */                          \
+    X(CONV_BWD, "conv_bwd") /* (grad_out, x, w), params: conv's then `which`: the gradient \
+                               of x (0, x's shape) or of w (1, w's shape) */
 
 typedef enum ic_extern_kind {
 #define IC_X_EXT(name, text) IC_EXT_##name,
@@ -244,6 +247,7 @@ ic_val ic_detach(ic_graph *g, ic_val v);
 /* 1 if v depends on a graph input i with req[i] != 0 through float values and nodes that
  * pass gradients (torch's requires_grad of the value under grad mode), else 0. */
 int ic_value_requires_grad(const ic_graph *g, ic_val v, const unsigned char *req);
+ic_val ic_graph_output_value(const ic_graph *g, int j); /* value of output j, IC_NONE if none */
 
 /* Backward graph derivation. fwd: the captured forward graph; req[i]: input i requires
  * grad. The backward graph is built in the same IR from the rules of graph/vjp.h, reading

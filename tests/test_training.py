@@ -443,3 +443,47 @@ def test_train_transformer_block():
     g = torch.Generator().manual_seed(3)
     xs = [(torch.randn(2, 5, 16, generator=g), torch.randn(2, 5, 16, generator=g)) for _ in range(30)]
     _train(Block, lambda i: xs[i], tol=dict(rtol=2e-4, atol=2e-5))
+
+
+# ---- convolutions (ATen's convolution_backward as extern calls) --------------------------------
+CONVS = [
+    (lambda: nn.Conv2d(3, 8, 3, padding=1), (2, 3, 9, 9)),
+    (lambda: nn.Conv2d(4, 8, 3, stride=2, groups=2), (2, 4, 9, 9)),
+    (lambda: nn.Conv1d(3, 5, 3, dilation=2, bias=False), (2, 3, 11)),
+    (lambda: nn.Conv2d(4, 4, 3, padding=1, groups=4), (1, 4, 6, 6)),
+    (lambda: nn.Conv3d(2, 3, 2), (1, 2, 4, 4, 4)),
+]
+
+
+@pytest.mark.parametrize("case", range(len(CONVS)))
+def test_conv(case):
+    make, shape = CONVS[case]
+    torch.manual_seed(case)
+    m = make()
+    params = list(m.parameters())
+    grads_match(lambda x, *ps: torch.relu(m(x)) * 2, R(*shape), *params)
+
+
+def test_conv_channels_last():
+    m = nn.Conv2d(3, 8, 3, padding=1)
+    x = R(2, 3, 8, 8).to(memory_format=torch.channels_last)
+    grads_match(lambda x, w, b: F.relu(m(x)) + 1, x, m.weight, m.bias)
+
+
+class CNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c1, self.b1 = nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8)
+        self.c2, self.b2 = nn.Conv2d(8, 8, 3, stride=2, padding=1), nn.BatchNorm2d(8)
+        self.fc = nn.Linear(8, 4)
+
+    def forward(self, x):
+        x = F.relu(self.b1(self.c1(x)))
+        x = F.relu(self.b2(self.c2(x))) + F.avg_pool2d(x, 2)
+        return self.fc(x.mean((2, 3)))
+
+
+def test_train_cnn_batchnorm():
+    g = torch.Generator().manual_seed(4)
+    xs = [(torch.randn(4, 3, 8, 8, generator=g), torch.randn(4, 4, generator=g)) for _ in range(30)]
+    _train(CNN, lambda i: xs[i], tol=dict(rtol=2e-4, atol=5e-5))

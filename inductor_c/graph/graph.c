@@ -1065,6 +1065,8 @@ IC_API ic_val ic_extern(ic_graph *g, ic_extern_kind kind, int nin, const ic_val 
         dyn |= g->nodes[in[i]].meta.dyn != 0;
     }
     const char *nm = extnames[kind];
+    if (kind == IC_EXT_CONV_BWD) /* training: graph/autograd.c */
+        return dyn ? fail(g, IC_EUNSUPPORTED, "%s on symbolic sizes", nm) : ic_conv_bwd_extern(g, nin, in, nparams, params);
     if (kind >= IC_EXT_GATHER) {
         if (dyn) return fail(g, IC_EUNSUPPORTED, "%s on symbolic sizes", nm);
         return ext_index_scan(g, kind, nin, in, nparams, params);
@@ -1192,6 +1194,8 @@ IC_API ic_val ic_extern(ic_graph *g, ic_extern_kind kind, int nin, const ic_val 
     ic_contiguous_strides(o);
     return append(g, &n);
 }
+
+ic_val ic_graph_append_node(ic_graph *g, const ic_node *n) { return g->err ? IC_NONE : append(g, n); }
 
 IC_API int ic_output(ic_graph *g, ic_val v) {
     if (!check(g, v)) return -1;

@@ -84,6 +84,7 @@
     X(BADDBMM, vjp_mm)                                                      \
     X(MATMUL, vjp_matmul)                                                   \
     X(LINEAR, vjp_linear)                                                   \
+    X(CONV, vjp_conv)                                                       \
     X(GATHER, vjp_gather)                                                   \
     X(SCATTER_ADD, vjp_scatter)                                             \
     X(SCATTER, vjp_scatter)                                                 \
