@@ -178,7 +178,9 @@ ic_val ic_arange(ic_graph *g, int64_t n, double start, double step, ic_dtype dty
     X(ARGSORT, "argsort") /* (x), params: dim, descending, stable -> i64 */              \
     /* training (graph/autograd.c): backward kernels of ATen */                          \
     X(CONV_BWD, "conv_bwd") /* (grad_out, x, w), params: conv's then `which`: the gradient \
-                               of x (0, x's shape) or of w (1, w's shape) */
+                               of x (0, x's shape) or of w (1, w's shape) */         \
+    X(SDPA_BWD, "sdpa_bwd") /* (grad_out, q, k, v), params: is_causal, beta: the scale ->  \
+                               1-D [numel q + numel k + numel v]: dq, dk, dv flat */
 
 typedef enum ic_extern_kind {
 #define IC_X_EXT(name, text) IC_EXT_##name,

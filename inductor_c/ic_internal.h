@@ -72,10 +72,11 @@ ic_dtype ic_result_type(const ic_graph *g, const ic_val *v, int n);
 int64_t ic_numel(const ic_meta *m);
 void ic_contiguous_strides(ic_meta *m);
 int ic_graph_verify(const ic_graph *g, char *msg, size_t n); /* 0 ok */
-/* training: appends a node whose meta the caller inferred (graph.c); the conv backward
- * extern's shape inference (graph/autograd.c) */
+/* training: appends a node whose meta the caller inferred (graph.c); shape inference of the
+ * backward externs (IC_EXT_CONV_BWD and later: graph/autograd.c) */
 ic_val ic_graph_append_node(ic_graph *g, const ic_node *n);
-ic_val ic_conv_bwd_extern(ic_graph *g, int nin, const ic_val *in, int nparams, const int64_t *params);
+ic_val ic_train_extern(ic_graph *g, ic_extern_kind kind, int nin, const ic_val *in, int nparams,
+                       const int64_t *params, double beta);
 
 /* Stencil options, on by default (TORCHC_STENCIL=0: off): padded values read by >= 4 windows
  * are stored once (sched.c) and GPU pointwise kernels with many per-lane scalar loads take

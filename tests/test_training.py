@@ -487,3 +487,21 @@ def test_train_cnn_batchnorm():
     g = torch.Generator().manual_seed(4)
     xs = [(torch.randn(4, 3, 8, 8, generator=g), torch.randn(4, 4, generator=g)) for _ in range(30)]
     _train(CNN, lambda i: xs[i], tol=dict(rtol=2e-4, atol=5e-5))
+
+
+# ---- attention -------------------------------------------------------------------------------------
+@pytest.mark.parametrize("causal", [False, True])
+def test_sdpa(causal):
+    q, k, v = R(2, 3, 5, 8), R(2, 3, 5, 8), R(2, 3, 5, 4)
+    grads_match(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=causal) * 2, q, k, v)
+    grads_match(lambda q, k, v: F.scaled_dot_product_attention(q.transpose(1, 2), k, v, scale=0.3).sin(),
+                R(2, 5, 3, 8), R(2, 3, 7, 8), R(2, 3, 7, 8))
+
+
+def test_sdpa_mask_falls_back():
+    q = R(1, 2, 4, 8).requires_grad_(True)
+    m = torch.ones(4, 4).tril().bool()
+    ex = torchc.explain(lambda q: F.scaled_dot_product_attention(q, q, q, attn_mask=m))(q)
+    assert ex.backward_graph_count == 0 and any("mask" in r for r in ex.break_reasons), ex.break_reasons
+    ex.result.sum().backward()
+    assert q.grad is not None

@@ -590,28 +590,54 @@ static ic_val gfail(ic_graph *g, const char *msg) {
     return IC_NONE;
 }
 
-/* shape inference of the conv backward extern (ic_extern dispatches here) */
-ic_val ic_conv_bwd_extern(ic_graph *g, int nin, const ic_val *in, int nparams, const int64_t *params) {
-    ic_node n = {.op = IC_OP_EXTERN, .in = {-1, -1, -1, -1}, .ext_kind = IC_EXT_CONV_BWD, .nparams = nparams,
+/* shape inference of the backward externs (ic_extern dispatches here) */
+ic_val ic_train_extern(ic_graph *g, ic_extern_kind kind, int nin, const ic_val *in, int nparams,
+                       const int64_t *params, double beta) {
+    ic_node n = {.op = IC_OP_EXTERN, .in = {-1, -1, -1, -1}, .ext_kind = kind, .nparams = nparams,
                  .num = 1, .num2 = 1};
-    if (nin != 3 || nparams < 3 || nparams > IC_EXT_MAXP) {
-        return gfail(g, "conv_bwd: bad operands or params");
-    }
-    int nd = (int)params[0];
-    int64_t which = params[nparams - 1];
-    if (nd < 1 || nd > 3 || (nparams != 3 + 3 * nd && nparams != 4 + 3 * nd) || (which != 0 && which != 1)) {
-        return gfail(g, "conv_bwd: bad operands or params");
-    }
-    for (int i = 0; i < 3; i++) n.in[i] = in[i];
+    if (nparams < 0 || nparams > IC_EXT_MAXP || nin < 1 || nin > IC_NIN) return gfail(g, "backward extern: bad operands or params");
+    for (int i = 0; i < nin; i++) n.in[i] = in[i];
     memcpy(n.params, params, sizeof(int64_t) * (size_t)nparams);
-    const ic_meta *gm = ic_value_meta(g, in[0]), *src = ic_value_meta(g, in[1 + (int)which]);
-    if (gm == NULL || src == NULL || gm->dtype != src->dtype || ic_value_meta(g, in[2])->dtype != gm->dtype) {
-        return gfail(g, "conv_bwd: bad operands or params");
+    const ic_meta *gm = ic_value_meta(g, in[0]);
+    for (int i = 1; i < nin; i++)
+        if (ic_value_meta(g, in[i])->dtype != gm->dtype) return gfail(g, "backward extern: operands of different dtypes");
+    if (kind == IC_EXT_CONV_BWD) {
+        int nd = nparams >= 1 ? (int)params[0] : 0;
+        int64_t which = nparams >= 1 ? params[nparams - 1] : -1;
+        if (nin != 3 || nd < 1 || nd > 3 || (nparams != 3 + 3 * nd && nparams != 4 + 3 * nd) || (which != 0 && which != 1))
+            return gfail(g, "conv_bwd: bad operands or params");
+        n.meta = *ic_value_meta(g, in[1 + (int)which]);
+    } else if (kind == IC_EXT_SDPA_BWD) {
+        if (nin != 4 || nparams != 1) return gfail(g, "sdpa_bwd: bad operands or params");
+        int64_t total = 0;
+        for (int i = 1; i < 4; i++) total += ic_numel(ic_value_meta(g, in[i]));
+        n.meta.dtype = gm->dtype;
+        n.meta.ndim = 1;
+        n.meta.sizes[0] = total;
+        n.num = beta;
+    } else {
+        return gfail(g, "backward extern: bad kind");
     }
-    n.meta = *src;
     n.meta.dyn = 0;
     ic_contiguous_strides(&n.meta);
     return ic_graph_append_node(g, &n);
+}
+
+/* scaled_dot_product_attention (q, k, v [, mask]; params: is_causal; beta: the scale): one
+ * extern call computes dq, dk, dv (flat, one buffer), sliced apart here. With a mask: no
+ * rule yet (the backward would take 5 operands). */
+RULE(vjp_sdpa) {
+    NODE;
+    if (n->in[3] >= 0) return ag_fail(a, "no backward rule for sdpa with an attention mask");
+    ic_val in[4] = {g, X(0), X(1), X(2)};
+    ic_val flat = ic_extern(a->b, IC_EXT_SDPA_BWD, 4, in, 1, n->params, n->num, 1.0);
+    int64_t off = 0;
+    for (int i = 0; i < 3; i++) {
+        const ic_meta *m = &FN(a, n->in[i])->meta;
+        int64_t k = ic_numel(m);
+        if (NEED(i)) ag_acc(a, n->in[i], ic_reshape(a->b, ic_slice(a->b, flat, 0, off, off + k, 1), m->ndim, m->sizes));
+        off += k;
+    }
 }
 
 RULE(vjp_gather) {

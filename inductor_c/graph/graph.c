@@ -1056,7 +1056,7 @@ IC_API ic_val ic_extern(ic_graph *g, ic_extern_kind kind, int nin, const ic_val 
                         const int64_t *params, double beta, double alpha) {
     if (g->err) return IC_NONE;
     if ((unsigned)kind >= IC_EXT_COUNT) return fail(g, IC_EINVALID, "ic_extern: bad kind %d", kind);
-    if (nin < 1 || nin > (kind == IC_EXT_SDPA ? 4 : 3) || nparams < 0 || nparams > IC_EXT_MAXP)
+    if (nin < 1 || nin > (kind == IC_EXT_SDPA || kind == IC_EXT_SDPA_BWD ? 4 : 3) || nparams < 0 || nparams > IC_EXT_MAXP)
         return fail(g, IC_EINVALID, "ic_extern: bad operand or param count");
     bool dyn = false;
     for (int i = 0; i < nin; i++) {
@@ -1065,8 +1065,8 @@ IC_API ic_val ic_extern(ic_graph *g, ic_extern_kind kind, int nin, const ic_val 
         dyn |= g->nodes[in[i]].meta.dyn != 0;
     }
     const char *nm = extnames[kind];
-    if (kind == IC_EXT_CONV_BWD) /* training: graph/autograd.c */
-        return dyn ? fail(g, IC_EUNSUPPORTED, "%s on symbolic sizes", nm) : ic_conv_bwd_extern(g, nin, in, nparams, params);
+    if (kind >= IC_EXT_CONV_BWD) /* training: graph/autograd.c */
+        return dyn ? fail(g, IC_EUNSUPPORTED, "%s on symbolic sizes", nm) : ic_train_extern(g, kind, nin, in, nparams, params, beta);
     if (kind >= IC_EXT_GATHER) {
         if (dyn) return fail(g, IC_EUNSUPPORTED, "%s on symbolic sizes", nm);
         return ext_index_scan(g, kind, nin, in, nparams, params);

@@ -85,6 +85,7 @@
     X(MATMUL, vjp_matmul)                                                   \
     X(LINEAR, vjp_linear)                                                   \
     X(CONV, vjp_conv)                                                       \
+    X(SDPA, vjp_sdpa)                                                       \
     X(GATHER, vjp_gather)                                                   \
     X(SCATTER_ADD, vjp_scatter)                                             \
     X(SCATTER, vjp_scatter)                                                 \
