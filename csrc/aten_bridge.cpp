@@ -16,6 +16,7 @@
 #include <ATen/native/ConvUtils.h>
 #include <c10/core/DefaultDtype.h>
 #include <c10/core/GradMode.h>
+#include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/python_variable.h>
 #include <torch/version.h>
 
@@ -130,7 +131,7 @@ bool sdpa_flash_ok(const at::Tensor *in) {
 }
 
 void run_extern(const ic_extern_call *c) {
-    c10::InferenceMode guard;
+    c10::InferenceMode guard(c->kind != IC_EXT_SDPA_BWD); /* the attention backward uses autograd */
     const c10::Device dev = c->device == IC_CUDA
                                 ? c10::Device(c10::DeviceType::CUDA, (c10::DeviceIndex)c->device_index)
                                 : c10::Device(c10::DeviceType::CPU);
@@ -205,6 +206,40 @@ void run_extern(const ic_extern_call *c) {
     case IC_EXT_SCATTER_ADD: out.copy_(at::scatter_add(in[0], p[0], in[1], in[2])); break;
     case IC_EXT_CUMSUM: at::cumsum_out(out, in[0], p[0], out.scalar_type()); break;
     case IC_EXT_CUMPROD: at::cumprod_out(out, in[0], p[0], out.scalar_type()); break;
+    case IC_EXT_CONV_BWD: { /* training: params are conv's, then which gradient */
+        const int64_t nd = p[0], which = p[c->nparams - 1];
+        const bool cl = c->nparams == 4 + 3 * nd && p[2 + 3 * nd] == 1;
+        std::vector<int64_t> zeros((size_t)nd, 0), to_nchw, to_nhwc;
+        if (cl) {
+            to_nchw.push_back(0);
+            to_nchw.push_back(nd + 1);
+            to_nhwc.push_back(0);
+            for (int64_t i = 0; i < nd; i++) {
+                to_nchw.push_back(1 + i);
+                to_nhwc.push_back(2 + i);
+            }
+            to_nhwc.push_back(1);
+        }
+        at::Tensor g = cl ? in[0].permute(to_nchw) : in[0], x = cl ? in[1].permute(to_nchw) : in[1];
+        auto r = at::convolution_backward(g, x, in[2], c10::nullopt, c10::IntArrayRef(p + 1, nd),
+                                          c10::IntArrayRef(p + 1 + nd, nd), c10::IntArrayRef(p + 1 + 2 * nd, nd), false,
+                                          zeros, p[1 + 3 * nd], {which == 0, which == 1, false});
+        if (which == 0) out.copy_(cl ? std::get<0>(r).permute(to_nhwc) : std::get<0>(r));
+        else out.copy_(std::get<1>(r));
+        break;
+    }
+    case IC_EXT_SDPA_BWD: { /* training: attention recomputed with autograd, then its gradients */
+        c10::AutoGradMode grad_on(true);
+        at::Tensor q = in[1].detach().requires_grad_(true), k = in[2].detach().requires_grad_(true),
+                   v = in[3].detach().requires_grad_(true);
+        at::Tensor o = at::scaled_dot_product_attention(q, k, v, c10::nullopt, 0.0, p[0] != 0, c->beta);
+        auto gr = torch::autograd::grad({o}, {q, k, v}, {in[0]});
+        const int64_t nq = q.numel(), nk = k.numel(), nv = v.numel();
+        out.narrow(0, 0, nq).view(q.sizes()).copy_(gr[0]);
+        out.narrow(0, nq, nk).view(k.sizes()).copy_(gr[1]);
+        out.narrow(0, nq + nk, nv).view(v.sizes()).copy_(gr[2]);
+        break;
+    }
     case IC_EXT_ARGSORT: out.copy_(std::get<1>(at::sort(in[0], std::optional<bool>(p[2] != 0), p[0], p[1] != 0))); break;
     case IC_EXT_MATRIX_EXP: /* linear algebra: csrc/matrix_exp.cpp */
     case IC_EXT_MATRIX_EXP_VJP:

@@ -3224,6 +3224,13 @@ static int train_build(trace *t, const mutlist *muts, const ic_options *opt, PyO
                 free(req);
                 return sym_fail(t, "training: an input that requires grad is updated in place (eager decides)");
             }
+    /* a tensor updated in place with a value that carries a gradient: eager records the
+     * update in autograd (the tensor then requires grad); the copy-back does not */
+    for (int i = 0; i < muts->n; i++)
+        if (muts->from[i] >= 0 && ic_value_requires_grad(t->g, ic_graph_output_value(t->g, muts->from[i]), req)) {
+            free(req);
+            return sym_fail(t, "training: a tensor is updated in place with a value that requires grad (eager decides)");
+        }
     ic_autograd ag;
     ic_err err = {0};
     int rc = ic_autograd_build(t->g, req, &ag, &err);

@@ -2133,8 +2133,10 @@ static int h_batch_norm(trace *t, const opdef *d, var **p, var *out) {
         varv = ic_reduce(G, IC_OP_MEAN, ic_binary(G, IC_OP_MUL, xc, xc), mask, 1, -1);
         /* running stats: r = (1 - m) r + m * stat (unbiased variance), updated in place */
         if (!is_none(p[1]) && !is_none(p[2])) {
-            ic_val mu1 = ic_reshape(G, mean, 1, &C);
-            ic_val v1 = ic_binary(G, IC_OP_MUL, ic_reshape(G, varv, 1, &C), num(t, n > 1 ? (double)n / (double)(n - 1) : 1.0));
+            /* training: eager updates the statistics without autograd (stop-gradients) */
+            int sg = sym_value_requires_grad(t, mean);
+            ic_val mu1 = ic_reshape(G, sg ? ic_detach(G, mean) : mean, 1, &C);
+            ic_val v1 = ic_binary(G, IC_OP_MUL, ic_reshape(G, sg ? ic_detach(G, varv) : varv, 1, &C), num(t, n > 1 ? (double)n / (double)(n - 1) : 1.0));
             ic_val rm = ic_binary(G, IC_OP_ADD, ic_binary(G, IC_OP_MUL, p[1]->val, num(t, 1 - momentum)),
                                   ic_binary(G, IC_OP_MUL, mu1, num(t, momentum)));
             ic_val rv = ic_binary(G, IC_OP_ADD, ic_binary(G, IC_OP_MUL, p[2]->val, num(t, 1 - momentum)),

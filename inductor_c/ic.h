@@ -182,7 +182,12 @@ ic_val ic_arange(ic_graph *g, int64_t n, double start, double step, ic_dtype dty
     /* linear algebra (graph/linalg.c; static shapes, float32/64): */                     \
     X(MATRIX_EXP, "matrix_exp") /* (a[..., n, n]) -> exp(a) (norm-chosen Taylor degree) */ \
     X(MATRIX_EXP_VJP, "matrix_exp_vjp") /* (a, g) -> gradient of <g, exp(a)> */          \
-    X(SOLVE, "solve")     /* (a[..., n, n], b[..., n, k]) -> a^-1 b; params: (left=1) */
+    X(SOLVE, "solve")     /* (a[..., n, n], b[..., n, k]) -> a^-1 b; params: (left=1) */ \
+    /* training (graph/autograd.c): backward kernels of ATen */                          \
+    X(CONV_BWD, "conv_bwd") /* (grad_out, x, w), params: conv's then `which`: the gradient \
+                               of x (0, x's shape) or of w (1, w's shape) */         \
+    X(SDPA_BWD, "sdpa_bwd") /* (grad_out, q, k, v), params: is_causal, beta: the scale ->  \
+                               1-D [numel q + numel k + numel v]: dq, dk, dv flat */
 
 typedef enum ic_extern_kind {
 #define IC_X_EXT(name, text) IC_EXT_##name,
@@ -251,6 +256,7 @@ ic_val ic_detach(ic_graph *g, ic_val v);
 /* 1 if v depends on a graph input i with req[i] != 0 through float values and nodes that
  * pass gradients (torch's requires_grad of the value under grad mode), else 0. */
 int ic_value_requires_grad(const ic_graph *g, ic_val v, const unsigned char *req);
+ic_val ic_graph_output_value(const ic_graph *g, int j); /* value of output j, IC_NONE if none */
 
 /* Backward graph derivation. fwd: the captured forward graph; req[i]: input i requires
  * grad. The backward graph is built in the same IR from the rules of graph/vjp.h, reading

@@ -80,6 +80,11 @@ void ic_contiguous_strides(ic_meta *m);
 ic_errcode ic_linalg_meta(ic_extern_kind kind, int nin, const ic_meta *const *m, int nparams, const int64_t *params,
                           ic_meta *out, char *why, size_t nwhy);
 int ic_graph_verify(const ic_graph *g, char *msg, size_t n); /* 0 ok */
+/* training: appends a node whose meta the caller inferred (graph.c); shape inference of the
+ * backward externs (IC_EXT_CONV_BWD and later: graph/autograd.c) */
+ic_val ic_graph_append_node(ic_graph *g, const ic_node *n);
+ic_val ic_train_extern(ic_graph *g, ic_extern_kind kind, int nin, const ic_val *in, int nparams,
+                       const int64_t *params, double beta);
 
 /* Stencil options, on by default (TORCHC_STENCIL=0: off): padded values read by >= 4 windows
  * are stored once (sched.c) and GPU pointwise kernels with many per-lane scalar loads take

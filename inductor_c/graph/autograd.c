@@ -557,6 +557,89 @@ RULE(vjp_linear) {
     }
     if (n->in[2] >= 0) ACC(2, g);
 }
+/* conv (params: nd, stride[nd], padding[nd], dilation[nd], groups [, channels-last]):
+ * ATen's convolution_backward as two extern calls (input and weight gradients); the bias
+ * gradient is g summed over every dim but the channels */
+RULE(vjp_conv) {
+    NODE;
+    int nd = (int)n->params[0];
+    bool cl = n->nparams == 3 + 3 * nd && n->params[2 + 3 * nd] == 1;
+    int64_t p[IC_EXT_MAXP];
+    if (n->nparams + 1 > IC_EXT_MAXP) return ag_fail(a, "conv backward: too many params");
+    memcpy(p, n->params, sizeof(int64_t) * (size_t)n->nparams);
+    for (int which = 0; which < 2; which++)
+        if (NEED(which)) {
+            ic_val in[3] = {g, X(0), X(1)};
+            p[n->nparams] = which;
+            ag_acc(a, n->in[which], ext(a, IC_EXT_CONV_BWD, 3, in, n->nparams + 1, p));
+        }
+    if (n->in[2] >= 0 && NEED(2)) {
+        int ch = cl ? n->meta.ndim - 1 : 1;
+        uint32_t mask = 0;
+        for (int i = 0; i < n->meta.ndim; i++)
+            if (i != ch) mask |= 1u << i;
+        ag_acc(a, n->in[2], ic_reduce(a->b, IC_OP_SUM, g, mask, 0, -1));
+    }
+}
+
+static ic_val gfail(ic_graph *g, const char *msg) {
+    if (g->err == IC_OK) {
+        g->err = IC_EINVALID;
+        snprintf(g->msg, sizeof g->msg, "%s", msg);
+    }
+    return IC_NONE;
+}
+
+/* shape inference of the backward externs (ic_extern dispatches here) */
+ic_val ic_train_extern(ic_graph *g, ic_extern_kind kind, int nin, const ic_val *in, int nparams,
+                       const int64_t *params, double beta) {
+    ic_node n = {.op = IC_OP_EXTERN, .in = {-1, -1, -1, -1}, .ext_kind = kind, .nparams = nparams,
+                 .num = 1, .num2 = 1};
+    if (nparams < 0 || nparams > IC_EXT_MAXP || nin < 1 || nin > IC_NIN) return gfail(g, "backward extern: bad operands or params");
+    for (int i = 0; i < nin; i++) n.in[i] = in[i];
+    memcpy(n.params, params, sizeof(int64_t) * (size_t)nparams);
+    const ic_meta *gm = ic_value_meta(g, in[0]);
+    for (int i = 1; i < nin; i++)
+        if (ic_value_meta(g, in[i])->dtype != gm->dtype) return gfail(g, "backward extern: operands of different dtypes");
+    if (kind == IC_EXT_CONV_BWD) {
+        int nd = nparams >= 1 ? (int)params[0] : 0;
+        int64_t which = nparams >= 1 ? params[nparams - 1] : -1;
+        if (nin != 3 || nd < 1 || nd > 3 || (nparams != 3 + 3 * nd && nparams != 4 + 3 * nd) || (which != 0 && which != 1))
+            return gfail(g, "conv_bwd: bad operands or params");
+        n.meta = *ic_value_meta(g, in[1 + (int)which]);
+    } else if (kind == IC_EXT_SDPA_BWD) {
+        if (nin != 4 || nparams != 1) return gfail(g, "sdpa_bwd: bad operands or params");
+        int64_t total = 0;
+        for (int i = 1; i < 4; i++) total += ic_numel(ic_value_meta(g, in[i]));
+        n.meta.dtype = gm->dtype;
+        n.meta.ndim = 1;
+        n.meta.sizes[0] = total;
+        n.num = beta;
+    } else {
+        return gfail(g, "backward extern: bad kind");
+    }
+    n.meta.dyn = 0;
+    ic_contiguous_strides(&n.meta);
+    return ic_graph_append_node(g, &n);
+}
+
+/* scaled_dot_product_attention (q, k, v [, mask]; params: is_causal; beta: the scale): one
+ * extern call computes dq, dk, dv (flat, one buffer), sliced apart here. With a mask: no
+ * rule yet (the backward would take 5 operands). */
+RULE(vjp_sdpa) {
+    NODE;
+    if (n->in[3] >= 0) return ag_fail(a, "no backward rule for sdpa with an attention mask");
+    ic_val in[4] = {g, X(0), X(1), X(2)};
+    ic_val flat = ic_extern(a->b, IC_EXT_SDPA_BWD, 4, in, 1, n->params, n->num, 1.0);
+    int64_t off = 0;
+    for (int i = 0; i < 3; i++) {
+        const ic_meta *m = &FN(a, n->in[i])->meta;
+        int64_t k = ic_numel(m);
+        if (NEED(i)) ag_acc(a, n->in[i], ic_reshape(a->b, ic_slice(a->b, flat, 0, off, off + k, 1), m->ndim, m->sizes));
+        off += k;
+    }
+}
+
 RULE(vjp_gather) {
     NODE;
     if (!NEED(0)) return;
@@ -643,6 +726,10 @@ static void compute_need(const ic_graph *g, const unsigned char *req, unsigned c
         for (int k = 0; k < IC_NIN; k++)
             if (n->in[k] >= 0 && need[n->in[k]]) need[v] = 1;
     }
+}
+
+IC_API ic_val ic_graph_output_value(const ic_graph *g, int j) {
+    return j >= 0 && j < g->noutputs ? g->outputs[j] : IC_NONE;
 }
 
 IC_API int ic_value_requires_grad(const ic_graph *g, ic_val v, const unsigned char *req) {

@@ -1060,7 +1060,7 @@ IC_API ic_val ic_extern(ic_graph *g, ic_extern_kind kind, int nin, const ic_val 
                         const int64_t *params, double beta, double alpha) {
     if (g->err) return IC_NONE;
     if ((unsigned)kind >= IC_EXT_COUNT) return fail(g, IC_EINVALID, "ic_extern: bad kind %d", kind);
-    if (nin < 1 || nin > (kind == IC_EXT_SDPA ? 4 : 3) || nparams < 0 || nparams > IC_EXT_MAXP)
+    if (nin < 1 || nin > (kind == IC_EXT_SDPA || kind == IC_EXT_SDPA_BWD ? 4 : 3) || nparams < 0 || nparams > IC_EXT_MAXP)
         return fail(g, IC_EINVALID, "ic_extern: bad operand or param count");
     bool dyn = false;
     for (int i = 0; i < nin; i++) {
@@ -1069,6 +1069,8 @@ IC_API ic_val ic_extern(ic_graph *g, ic_extern_kind kind, int nin, const ic_val 
         dyn |= g->nodes[in[i]].meta.dyn != 0;
     }
     const char *nm = extnames[kind];
+    if (kind >= IC_EXT_CONV_BWD) /* training: graph/autograd.c */
+        return dyn ? fail(g, IC_EUNSUPPORTED, "%s on symbolic sizes", nm) : ic_train_extern(g, kind, nin, in, nparams, params, beta);
     if (kind >= IC_EXT_MATRIX_EXP) { /* linear algebra: shapes in graph/linalg.c */
         ic_node n = {.op = IC_OP_EXTERN, .in = {-1, -1, -1, -1}, .ext_kind = kind, .nparams = nparams, .num = 1, .num2 = 1};
         const ic_meta *lm[IC_NIN] = {NULL, NULL, NULL, NULL};
@@ -1206,6 +1208,8 @@ IC_API ic_val ic_extern(ic_graph *g, ic_extern_kind kind, int nin, const ic_val 
     ic_contiguous_strides(o);
     return append(g, &n);
 }
+
+ic_val ic_graph_append_node(ic_graph *g, const ic_node *n) { return g->err ? IC_NONE : append(g, n); }
 
 IC_API int ic_output(ic_graph *g, ic_val v) {
     if (!check(g, v)) return -1;

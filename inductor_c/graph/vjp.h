@@ -16,7 +16,8 @@
  * An op or extern absent from these tables has no rule: a training graph that needs one
  * is left to eager with the reason "no backward rule for <op>". Ops whose outputs are bool
  * or integer (comparisons, argmax, bitwise ops) never carry a gradient and need no rule;
- * ops with a zero derivative (floor, sign, ...) use vjp_zero.
+ * ops with a zero derivative (floor, sign, ...) use vjp_zero. floor_divide has none on
+ * purpose: eager raises "derivative for aten::floor_divide is not implemented".
  */
 #ifndef IC_VJP_H
 #define IC_VJP_H
@@ -33,7 +34,6 @@
     X(FMOD, vjp_fmod)                                                       \
     X(REMAINDER, vjp_fmod)                                                  \
     X(ATAN2, vjp_atan2)                                                     \
-    X(FLOOR_DIVIDE, vjp_zero)                                               \
     /* unary pointwise */                                                   \
     X(NEG, vjp_unary)                                                       \
     X(ABS, vjp_unary)                                                       \
@@ -84,6 +84,8 @@
     X(BADDBMM, vjp_mm)                                                      \
     X(MATMUL, vjp_matmul)                                                   \
     X(LINEAR, vjp_linear)                                                   \
+    X(CONV, vjp_conv)                                                       \
+    X(SDPA, vjp_sdpa)                                                       \
     X(GATHER, vjp_gather)                                                   \
     X(SCATTER_ADD, vjp_scatter)                                             \
     X(SCATTER, vjp_scatter)                                                 \
