@@ -65,6 +65,7 @@ def test_every_torch_compile_argument_is_accepted():
     assert want <= have, want - have
 
 
+@pytest.mark.allow_fallback
 def test_name_and_recompile_limit(count):
     def f(x):
         return x * 2
@@ -80,6 +81,7 @@ def test_name_and_recompile_limit(count):
             torchc.compile(f, recompile_limit=bad)
 
 
+@pytest.mark.no_compile
 def test_options_validated():
     f = lambda x: x  # noqa: E731
     with pytest.raises(ValueError, match=r"unknown option 'epilogue_fusion'.*valid options: 'triton.cudagraphs'"):
