@@ -14,6 +14,7 @@ import torch  # noqa: F401  (libtorch must be loaded before the extension)
 from . import _C
 from ._api import (ExplainOutput, OptimizedModule, allow_in_graph, compile, config, disable,
                    explain, reset)
+from ._config import config  # noqa: F811  (every setting: the C table plus _api's)
 
 
 

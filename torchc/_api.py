@@ -185,6 +185,7 @@ class ExplainOutput:
         self.guards = [g for r in compiled for g in r["guards"]]
         self.kernels = [r["kernels"] for r in compiled if r.get("kernels")]
         self.compile_ms = sum(r.get("compile_ms", 0.0) for r in records if r["event"] != "hit")
+        self.config = _C.config_changed()  # settings not at their default: "name=value (source)" lines
 
     def __str__(self):
         lines = [f"Graph Count: {self.graph_count}",
@@ -200,6 +201,9 @@ class ExplainOutput:
         if self.guards:
             lines.append("Guards:")
             lines += [f"  {g}" for g in self.guards]
+        if self.config:
+            lines.append("Config (not default):")
+            lines += [f"  {c}" for c in self.config.splitlines()]
         return "\n".join(lines)
 
     __repr__ = __str__
