@@ -7,6 +7,7 @@
 #include <limits.h>
 
 #include "aten_bridge.h"
+#include "config_py.h"
 #include "dh.h"
 #include "dropin.h"
 #include "ic.h"
@@ -269,6 +270,7 @@ static PyMethodDef methods[] = {
     {"reset", m_reset, METH_NOARGS, "Drop every compiled entry."},
     {"explain_start", m_explain_start, METH_NOARGS, "Start recording handled frames."},
     {"explain_stop", m_explain_stop, METH_NOARGS, "Stop recording; return the records."},
+    TC_CONFIG_METHODS
     {"stats", m_stats, METH_NOARGS, "Counters of the frame hook (and internal_faults: compiler bugs)."},
     {"last_internal_fault", m_last_internal_fault, METH_NOARGS, "Message of the last internal fault, or None."},
     {"set_cudagraph_capture", m_set_cudagraph_capture, METH_O,

@@ -24,9 +24,10 @@
 IC_API const char *ic_version(void) { return "torchc-inductor 0.1 (LLVM 16, cpu)"; }
 
 IC_API unsigned ic_debug_flags(void) {
-    const char *s = getenv("TORCHC_DEBUG");
+    char buf[64];
+    ic_config_str(IC_CFG_debug, buf);
+    const char *s = buf;
     unsigned f = 0;
-    if (!s) return 0;
     while (*s) {
         const char *e = s;
         while (*e && *e != ',') e++;
@@ -42,15 +43,11 @@ IC_API unsigned ic_debug_flags(void) {
     return f;
 }
 
-/* Common subexpressions (TORCHC_CSE=1, opt-in; in both caches' keys): x.var() and x.std() of
- * one tensor, or a value the program computes twice, are computed once. Off by default until it
- * is measured on the GPU model suite: a value shared by two kernels is stored and read back
- * where each kernel used to recompute it (softmax internals reused by a column sum:
- * tests/c/test_inductor.c "fusion"), which can cost bandwidth. */
-static bool cse_on(void) {
-    const char *e = getenv("TORCHC_CSE");
-    return e && !strcmp(e, "1");
-}
+/* Common subexpressions (config cse, opt-in): x.var() and x.std() of one tensor, or a value the
+ * program computes twice, are computed once. Off by default until it is measured on the GPU
+ * model suite: a value shared by two kernels is stored and read back where each kernel used to
+ * recompute it (softmax internals reused by a column sum: tests/c/test_inductor.c "fusion"),
+ * which can cost bandwidth. */
 
 static bool meta_eq(const ic_meta *a, const ic_meta *b) {
     if (a->dtype != b->dtype || a->ndim != b->ndim || a->dyn != b->dyn) return false;
@@ -132,7 +129,7 @@ static ic_graph *copy_graph(ic_ctx *c, const ic_graph *g) {
     memcpy(n->inputs, g->inputs, (size_t)g->ninputs * sizeof(ic_val));
     n->outputs = ic_alloc(c, (size_t)(g->noutputs + 1) * sizeof(ic_val));
     memcpy(n->outputs, g->outputs, (size_t)g->noutputs * sizeof(ic_val));
-    if (cse_on()) cse_graph(c, n);
+    if (c->cfg.cse) cse_graph(c, n);
     for (int j = 0; j < n->noutputs; j++) {
         ic_val v = n->outputs[j];
         bool dup = false;
@@ -419,8 +416,8 @@ IC_API uint64_t ic_internal_faults(char *last, size_t n) {
     return k;
 }
 
-/* The code key: everything the machine code depends on. */
-static ic_dkey code_key(const char *keytext, int opt_level) {
+/* The code key: everything the machine code depends on (the settings: cfg's codegen ones). */
+static ic_dkey code_key(const char *keytext, int opt_level, const ic_config *cfg) {
     ic_dkey k = {0, 0};
     unsigned v[3] = {0, 0, 0};
     LLVMGetVersion(&v[0], &v[1], &v[2]);
@@ -431,6 +428,9 @@ static ic_dkey code_key(const char *keytext, int opt_level) {
     ic_dkey_mix_str(&k, ic_cpu_pipeline(opt_level));
     ic_dkey_build_id(&k);
     ic_dkey_mix_str(&k, keytext);
+    char *ck = ic_config_key(cfg);
+    ic_dkey_mix_str(&k, ck ? ck : "|?");
+    free(ck);
     return k;
 }
 
@@ -468,6 +468,7 @@ static ic_compiled *compile_graph(const ic_graph *g, const ic_options *opt, ic_e
         return NULL;
     }
     c->err = err;
+    ic_config_read(&c->cfg);
     c->debug = o.debug | ic_debug_flags();
     /* a zero-initialized ic_options means the default O3 */
     c->opt_level = o.opt_level > 0 ? o.opt_level : 3;
@@ -475,7 +476,7 @@ static ic_compiled *compile_graph(const ic_graph *g, const ic_options *opt, ic_e
     double t0 = ic_now_ms(), cpu0 = thread_cpu_ms();
     if (keytext && o.device == IC_CPU && !(c->debug & ~(unsigned)IC_DEBUG_TIME)) {
         c->keyed = true;
-        c->key = code_key(keytext, c->opt_level);
+        c->key = code_key(keytext, c->opt_level, &c->cfg);
     }
     c->t_stage[IC_T_INIT] = ic_now_ms() - t0;
     ic_compiled *out = pipeline(c, g, &o);
@@ -525,8 +526,7 @@ static uint64_t hash_str(const char *s) {
 }
 
 static bool cache_enabled(const ic_options *o) {
-    const char *e = getenv("TORCHC_CACHE");
-    if (e && strcmp(e, "0") == 0) return false;
+    if (!ic_config_int(IC_CFG_cache)) return false;
     if ((ic_debug_flags() | (o ? o->debug : 0)) & ~(unsigned)IC_DEBUG_TIME) return false;
     return !o || o->device == IC_CPU;
 }
@@ -536,9 +536,13 @@ static char *cache_key(const ic_graph *g, const ic_options *o) {
     if (!text) return NULL;
     ic_options d = {.opt_level = 3};
     if (!o) o = &d;
+    ic_config cfg;
+    ic_config_read(&cfg);
+    char *ck = ic_config_key(&cfg); /* every setting that changes code (ic_config.h) */
     ic_str s = {0};
-    ic_str_printf(&s, "%s|opt=%d|threads=%d|dev=%d|cse=%d", text, o->opt_level > 0 ? o->opt_level : 3, o->num_threads,
-                  o->device, cse_on());
+    ic_str_printf(&s, "%s|opt=%d|threads=%d|dev=%d%s", text, o->opt_level > 0 ? o->opt_level : 3, o->num_threads,
+                  o->device, ck ? ck : "|?");
+    free(ck);
     free(text);
     if (s.oom) {
         free(s.s);

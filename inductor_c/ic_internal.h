@@ -23,6 +23,7 @@
 
 #include "ic.h"
 #include "ic_diskcache.h"
+#include "ic_config.h"
 
 #define IC_API __attribute__((visibility("default")))
 #define IC_HIDDEN __attribute__((visibility("hidden")))
@@ -90,10 +91,7 @@ ic_val ic_train_extern(ic_graph *g, ic_extern_kind kind, int nin, const ic_val *
  * are stored once (sched.c) and GPU pointwise kernels with many per-lane scalar loads take
  * fewer lanes (gpu_nvptx.c). Smaller code and faster kernels: mobilenet_v3_large on the H200
  * (bf16, batch 32, one run) 2.39 -> 1.81 ms a call, first call 1.52 -> 0.96 s. */
-static inline bool ic_stencil_opt(void) {
-    const char *e = getenv("TORCHC_STENCIL");
-    return !(e && e[0] == '0' && !e[1]);
-}
+static inline bool ic_stencil_opt(void) { return ic_config_int(IC_CFG_stencil) != 0; }
 
 /* Appends to a malloc'd growing string. */
 typedef struct ic_str {
@@ -312,6 +310,7 @@ struct ic_ctx {
     jmp_buf jb;
     ic_err *err;
     unsigned debug;
+    ic_config cfg; /* every setting (ic_config.h), read once at the start of the compilation */
     ic_chunk *chunks;
     /* the graph being compiled (a private copy, outputs fixed up) */
     ic_graph *g;

@@ -86,7 +86,7 @@ def test_second_compile_loads_cubins(cache_dir):
     assert c2 - c1 == nmods > 0, f"{c2 - c1} of {nmods} modules loaded from cached cubins"
 
 
-@pytest.mark.parametrize("knob,value", [("TORCHC_GPU_EXP", "poly"), ("TORCHC_STENCIL", "0"), ("TORCHC_GPU_V2", "0")])
+@pytest.mark.parametrize("knob,value", [("TORCHC_CSE", "1"), ("TORCHC_STENCIL", "0"), ("TORCHC_GPU_TILE", "0")])
 def test_code_knobs_are_in_the_key(cache_dir, monkeypatch, knob, value):
     """a knob that changes the generated code must not be answered by an entry made
     without it (the exp form was: an A/B run read the other form's kernels)"""

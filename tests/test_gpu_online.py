@@ -4,8 +4,7 @@ off): a softmax / log_softmax / logsumexp (max, then sum of exp(x - max)) or a l
 part in one launch, from values it loads once: each thread keeps a running max and rescaled
 sum, or count, mean and M2 (Chan et al.), then the block merges them, and the next launch
 combines the parts the same way. Differential tests against eager on the device with it on (a
-loop over the part by default, one iteration with TORCHC_GPU_ONLINE_BLOCKS=4224, the
-normalizing launch in 264 blocks with TORCHC_GPU_SPLIT_STORE_BLOCKS=264) and off: ragged
+loop over the part: 4 blocks per SM) and off: ragged
 sizes, several rows, bf16 input, a misaligned view (the scalar variant), -inf over whole parts,
 inf and NaN, a mean far from 0, repeated calls giving the same bits, and CUDA graphs. Skips
 without a CUDA device; the PTX side is in test_ptx_probe.py (test_online_split_ptx)."""
@@ -25,11 +24,8 @@ def _close(got, want, **tol):
 @pytest.fixture
 def online(request, monkeypatch):
     monkeypatch.setenv("TORCHC_CACHE", "0")
-    monkeypatch.delenv("TORCHC_GPU_SPLIT_BLOCKS", raising=False)
     monkeypatch.delenv("TORCHC_GPU_ONLINE", raising=False)
-    monkeypatch.delenv("TORCHC_GPU_ONLINE_BLOCKS", raising=False)
-    monkeypatch.delenv("TORCHC_GPU_SPLIT_STORE_BLOCKS", raising=False)
-    if request.param:  # "VAR=VALUE" of TORCHC_GPU_VAR: off, or the A/B knobs' other settings
+    if request.param:  # "VAR=VALUE" of TORCHC_GPU_VAR: off
         var, _, value = request.param.partition("=")
         monkeypatch.setenv("TORCHC_GPU_" + var, value)
     torchc.reset()
@@ -49,8 +45,8 @@ def _fns(n):
     }
 
 
-# default (528 blocks: a loop), off, one iteration a thread (4224 blocks), normalizing launches of 264 blocks
-SETTINGS = ["", "ONLINE=0", "ONLINE_BLOCKS=4224", "SPLIT_STORE_BLOCKS=264"]
+# default (528 blocks: a loop), off
+SETTINGS = ["", "ONLINE=0"]
 CASES = ["softmax", "log_softmax", "logsumexp", "layer_norm", "var", "std"]
 
 

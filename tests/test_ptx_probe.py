@@ -105,15 +105,12 @@ def _ptxas_v(ptxas, f):
     return r.stderr
 
 
-@pytest.mark.parametrize("v2", ["1", "0", ""])
-def test_v2_plans_assemble(v2, monkeypatch, capfd, tmp_path):
-    """TORCHC_GPU_V2=1 (the second generation of launch plans, gpu_nvptx.c gpu_v2) on the
-    cases of benchmarks/gpu_bench.py that it targets, at small shapes, plus odd ones: 16-bit
-    softmax rows (2 rows per block, exact chunks), long rows (looped T = 1024), 16-bit
-    transposes (64 x 64 word tiles with the scalar tile as fallback); ptxas assembles every
-    variant without spills. "0": the first generation's plans; "": the default (rows, tile)"""
+def test_v2_plans_assemble(monkeypatch, capfd, tmp_path):
+    """the second generation of launch plans (gpu_nvptx.c V2_DEFAULT) on the cases of
+    benchmarks/gpu_bench.py that it targets, at small shapes, plus odd ones: 16-bit softmax
+    rows (2 rows per block, exact chunks), long rows, 16-bit transposes (64 x 64 word tiles
+    with the scalar tile as fallback); ptxas assembles every variant without spills"""
     monkeypatch.setenv("TORCHC_PTX_PROBE", str(tmp_path))
-    monkeypatch.setenv("TORCHC_GPU_V2", v2)
     monkeypatch.setenv("TORCHC_CACHE", "0")
 
     def softmax(x):
@@ -136,8 +133,8 @@ def test_v2_plans_assemble(v2, monkeypatch, capfd, tmp_path):
     files = sorted(tmp_path.glob("probe_*.ptx"))
     assert len(files) >= len(cases)
     text = "".join(f.read_text() for f in files)
-    assert ("rcp.approx.f32" in text) == (v2 != "0")  # 16-bit division by the row sum
-    assert ("_tile[8192]" in text) == (v2 != "0")  # a 64 x 64 word tile
+    assert "rcp.approx.f32" in text  # 16-bit division by the row sum
+    assert "_tile[8192]" in text  # a 64 x 64 word tile
     ptxas = _ptxas()
     if ptxas:
         for f in files:
@@ -165,8 +162,8 @@ def test_half_bound_values_take_fast_forms(case, fast, monkeypatch, capfd, tmp_p
     """gpu_nvptx.c lowp_need: an f32 exp whose uses all end, through products, quotients and a
     row sum, in a rounding to f16/bf16 is one ex2.approx; one whose value is stored in f32,
     or reaches a log (log_softmax: a relative error becomes an absolute one), keeps the
-    accurate exp (the split form's fma by log2 e - L2E, 0f32A57060; TORCHC_GPU_EXP=cw: the
-    Cody-Waite form's cvt.rni). TORCHC_GPU_LOWP=0 turns the analysis off."""
+    accurate exp (the split form's fma by log2 e - L2E, 0f32A57060). TORCHC_GPU_LOWP=0 turns
+    the analysis off."""
     bf = torch.bfloat16
     x = torch.randn(8, 512)
     fns = {"softmax bf16": (lambda t: torch.softmax(t, -1), x.to(bf)),
@@ -181,9 +178,6 @@ def test_half_bound_values_take_fast_forms(case, fast, monkeypatch, capfd, tmp_p
     ptx = _kernel_ptx(monkeypatch, capfd, tmp_path, fn, arg, env=env)
     assert "ex2.approx" in ptx
     assert ("0f32A57060" not in ptx) == fast, case
-    if not fast:
-        cw = _kernel_ptx(monkeypatch, capfd, tmp_path, fn, arg, env={**(env or {}), "TORCHC_GPU_EXP": "cw"})
-        assert "cvt.rni" in cw and "0f32A57060" not in cw
 
 
 @pytest.mark.parametrize("pdl", ["", "0"])
@@ -216,37 +210,10 @@ def test_softmax_divides_by_one_reciprocal(monkeypatch, capfd, tmp_path):
     assert "rcp.rn.f32" in ptx and "div.rn.f32" not in ptx
     ptx = _kernel_ptx(monkeypatch, capfd, tmp_path, lambda t: t / t.exp().sum(-1, keepdim=True), x)
     assert "div.rn.f32" in ptx
-    ptx = _kernel_ptx(monkeypatch, capfd, tmp_path, lambda t: torch.softmax(t, -1), x, env={"TORCHC_GPU_V2": "0"})
-    assert "div.rn.f32" in ptx
-
-
-@pytest.mark.parametrize("case", ["softmax", "layernorm", "sum", "argmax", "off"])
-def test_long_rows_as_clusters(case, monkeypatch, capfd, tmp_path):
-    """TORCHC_GPU_CLUSTER=1: rows of T = 1024 persistent threads run as clusters of two
-    512-thread CTAs (sm_90): cluster barriers and st.shared::cluster in the block reduction,
-    512 threads a block; not for argmax (64-bit indices), nor by default (off: slower on the
-    H200 so far); ptxas assembles them"""
-    x = torch.randn(160, 32768)
-    fns = {"softmax": lambda t: torch.softmax(t, -1), "off": lambda t: torch.softmax(t, -1),
-           "layernorm": lambda t: F.layer_norm(t, (32768,)), "sum": lambda t: t[:, :16384].sum(-1),
-           "argmax": lambda t: t.argmax(-1)}
-    env = {"TORCHC_GPU_CLUSTER": "0" if case == "off" else "1", "TORCHC_GPU_STAGE": "0"}
-    ptx = _kernel_ptx(monkeypatch, capfd, tmp_path, fns[case], x, env=env)
-    clustered = case in ("softmax", "layernorm", "sum")
-    assert ("barrier.cluster.arrive" in ptx) == clustered
-    assert ("st.shared::cluster" in ptx) == clustered
-    first = ptx.split(".entry ")[1]
-    assert (".maxntid 512, 1, 1" in first) == clustered or case == "argmax", first[:400]
-    ptxas = _ptxas()
-    if ptxas:
-        f = tmp_path / "cl.ptx"
-        f.write_text(ptx)
-        info = _ptxas_v(ptxas, f)
-        assert "0 bytes spill stores" in info
 
 
 def test_long_rows_one_cta_by_default(monkeypatch, capfd, tmp_path):
-    monkeypatch.delenv("TORCHC_GPU_CLUSTER", raising=False)
+    """a persistent row of T = 1024 threads is one CTA (cluster rows were removed)"""
     ptx = _kernel_ptx(monkeypatch, capfd, tmp_path, lambda t: torch.softmax(t, -1), torch.randn(160, 32768),
                       env={"TORCHC_GPU_STAGE": "0"})
     assert "barrier.cluster" not in ptx and ".maxntid 1024, 1, 1" in ptx
@@ -254,15 +221,14 @@ def test_long_rows_one_cta_by_default(monkeypatch, capfd, tmp_path):
 
 @pytest.mark.parametrize("case,staged", [("softmax", True), ("layernorm", True), ("softmax bf16", True),
                                          ("ragged", True), ("16384", False), ("16384 all", True),
-                                         ("sum", False), ("two inputs", False), ("off", False),
-                                         ("cluster", False)])
+                                         ("sum", False), ("two inputs", False), ("off", False)])
 def test_long_rows_staged(case, staged, monkeypatch, capfd, tmp_path):
     """gpu_nvptx.c stage_rows_ok: a persistent row of 1024 threads holding more than 16
     values each becomes 512 threads with half of each thread's chunks of the one row input in
     dynamic shared memory (.extern .shared, st.shared once, ld.shared in the later passes,
     one address register plus constant offsets) and .minnctapersm 2; not for a row read in
-    one pass (sum), nor with a second row input, nor with TORCHC_GPU_STAGE=0, nor under
-    cluster rows; ptxas assembles them in 64 registers without spills"""
+    one pass (sum), nor with a second row input, nor with TORCHC_GPU_STAGE=0; ptxas
+    assembles them in 64 registers without spills"""
     f32, bf = torch.randn(160, 32768), torch.randn(160, 32768, dtype=torch.bfloat16)
     sm = lambda t: torch.softmax(t, -1)  # noqa: E731
     cases = {"softmax": (sm, f32, {}), "layernorm": (lambda t: F.layer_norm(t, (32768,)), f32, {}),
@@ -270,10 +236,9 @@ def test_long_rows_staged(case, staged, monkeypatch, capfd, tmp_path):
              "16384": (sm, torch.randn(160, 16384), {}),
              "16384 all": (sm, torch.randn(160, 16384), {"TORCHC_GPU_STAGE": "all"}),
              "sum": (lambda t: t.sum(-1), f32, {}), "two inputs": (lambda t: torch.softmax(t + t.flip(-1), -1), f32, {}),
-             "off": (sm, f32, {"TORCHC_GPU_STAGE": "0"}), "cluster": (sm, f32, {"TORCHC_GPU_CLUSTER": "1"})}
+             "off": (sm, f32, {"TORCHC_GPU_STAGE": "0"})}
     fn, x, env = cases[case]
     env.setdefault("TORCHC_GPU_STAGE", "")
-    env.setdefault("TORCHC_GPU_CLUSTER", "0")
     ptx = _kernel_ptx(monkeypatch, capfd, tmp_path, fn, x, env=env)
     first = ptx.split(".entry ")[1]
     assert (".minnctapersm 2" in first) == staged, first[:400]
@@ -292,15 +257,12 @@ def test_long_rows_staged(case, staged, monkeypatch, capfd, tmp_path):
         assert info.count(" 0 bytes spill stores") == info.count("spill stores"), info
 
 
-@pytest.mark.parametrize("unroll,loads", [("", 4), ("8", 8), ("2", 2)])
-def test_split_unroll(unroll, loads, monkeypatch, capfd, tmp_path):
-    """TORCHC_GPU_SPLIT_UNROLL (A/B knob, default 4): chunks per loop iteration of a split
-    row's partial-sums launch (x.sum() of a huge tensor), each one 16-byte load; 528 blocks, so
-    that each thread runs several iterations; assembles"""
-    ptx = _kernel_ptx(monkeypatch, capfd, tmp_path, lambda t: t.sum(), torch.randn(16384 * 1024),
-                      env={"TORCHC_GPU_SPLIT_UNROLL": unroll, "TORCHC_GPU_SPLIT_BLOCKS": "528"})
+def test_split_unroll(monkeypatch, capfd, tmp_path):
+    """4 chunks (UNROLL) per loop iteration of a split row's partial-sums launch (x.sum() of a
+    huge tensor), each one 16-byte load; assembles"""
+    ptx = _kernel_ptx(monkeypatch, capfd, tmp_path, lambda t: t.sum(), torch.randn(16384 * 1024), env={})
     first = ptx.split(".entry ")[1]  # the vector variant of the partial sums
-    assert first.count("ld.global.nc.v4.f32") == loads, first[:300]
+    assert first.count("ld.global.nc.v4.f32") == 4, first[:300]
     ptxas = _ptxas()
     if ptxas:
         f = tmp_path / "su.ptx"
@@ -308,14 +270,13 @@ def test_split_unroll(unroll, loads, monkeypatch, capfd, tmp_path):
         _ptxas_v(ptxas, f)
 
 
-@pytest.mark.parametrize("blocks,parts", [("", 2048), ("528", 528), ("1056", 1056), ("2112", 2048), ("100000", 2048)])
-def test_split_parts(blocks, parts, monkeypatch, capfd, tmp_path):
-    """TORCHC_GPU_SPLIT_BLOCKS (default 16 per SM: 2112 on 132 SMs): blocks of x.sum()'s
-    partial launch, capped at 4 chunks per thread; the combining block of 512 threads reads
-    ceil(parts / 512) partials each; a partial launch of more than 3 blocks per SM asks for 4
-    resident (.minnctapersm 4); assembles"""
-    ptx = _kernel_ptx(monkeypatch, capfd, tmp_path, lambda t: t.sum(), torch.randn(16384 * 1024),
-                      env={"TORCHC_GPU_SPLIT_BLOCKS": blocks})
+def test_split_parts(monkeypatch, capfd, tmp_path):
+    """16 blocks per SM (2112 on 132 SMs) for x.sum()'s partial launch, capped at 4 chunks per
+    thread (2048 parts here); the combining block of 512 threads reads ceil(parts / 512)
+    partials each; a partial launch of more than 3 blocks per SM asks for 4 resident
+    (.minnctapersm 4); assembles"""
+    parts = 2048
+    ptx = _kernel_ptx(monkeypatch, capfd, tmp_path, lambda t: t.sum(), torch.randn(16384 * 1024), env={})
     ents = {e.split("(")[0]: e for e in ptx.split(".entry ")[1:]}
     fin = [e for n, e in ents.items() if "_k0f" in n]
     assert fin and all(e.count("ld.global.f32") == -(-parts // 512) for e in fin)
@@ -381,82 +342,15 @@ def test_lazy_fallbacks(case, monkeypatch, capfd, tmp_path):
             _ptxas_v(ptxas, f)
 
 
-@pytest.mark.parametrize("hint,want", [("", None), ("256", ".L2::256B"), ("ef", "L2::evict_first"),
-                                       ("256ef", ".L2::cache_hint.L2::256B")])
-def test_load_hints(hint, want, monkeypatch, capfd, tmp_path):
-    """TORCHC_GPU_LDHINT (A/B knob, default none): cache qualifiers on 16-byte vector loads
-    as inline PTX (ld.global.nc: the input is read-only in the kernel); assembles"""
-    ptx = _kernel_ptx(monkeypatch, capfd, tmp_path, lambda t: (t * 2 + 1).sum(-1), torch.randn(64, 4096),
-                      env={"TORCHC_GPU_LDHINT": hint})
-    if want is None:
-        assert "cache_hint" not in ptx and "L2::256B" not in ptx
-        assert "ld.global.nc.v4.f32" in ptx
-    else:
-        assert want in ptx and "ld.global.nc." in ptx
-    ptxas = _ptxas()
-    if ptxas:
-        f = tmp_path / "lh.ptx"
-        f.write_text(ptx)
-        _ptxas_v(ptxas, f)
-
-
-@pytest.mark.parametrize("threads,parts", [("", 2048), ("128", 2112), ("256", 2112), ("1024", 1024)])
-def test_split_threads(threads, parts, monkeypatch, capfd, tmp_path):
-    """TORCHC_GPU_SPLIT_T (A/B knob, default 512): threads per block of x.sum()'s split
-    launches; parts: 16 blocks per SM (2112 on 132 SMs), at most one unrolled iteration of
-    4 16-byte loads a thread; the combining block reads parts t, t + T, ...; the partial
-    launches fit 32 registers; assembles"""
-    ptx = _kernel_ptx(monkeypatch, capfd, tmp_path, lambda t: t.sum(), torch.randn(16384 * 1024),
-                      env={"TORCHC_GPU_SPLIT_T": threads})
-    t = int(threads or 512)
+def test_split_partials_then_one_combining_launch(monkeypatch, capfd, tmp_path):
+    """x.sum() of a huge tensor: the partial launch takes 3 parameters (input, output,
+    partials) and no atomics; the combining launch follows; assembles in 32 registers"""
+    ptx = _kernel_ptx(monkeypatch, capfd, tmp_path, lambda t: t.sum(), torch.randn(16384 * 1024), env={})
     ents = {e.split("(")[0]: e for e in ptx.split(".entry ")[1:]}
     part = [e for n, e in ents.items() if "_k0p" in n]
     fin = [e for n, e in ents.items() if "_k0f" in n]
     assert part and fin
-    assert all(f".maxntid {t}, 1, 1" in e for e in part + fin)
-    assert all(e.count("ld.global.f32") == -(-parts // t) for e in fin), (parts, t)
-    assert all(f", {parts};" in e for e in fin)
-    ptxas = _ptxas()
-    if ptxas:
-        f = tmp_path / "st.ptx"
-        f.write_text(ptx)
-        info = _ptxas_v(ptxas, f)
-        # the partial launches (4 blocks of 512 threads an SM, or as many threads); the
-        # combining launch is one block a row with no occupancy bound
-        regs = re.findall(r"entry function '(\w+)'[\s\S]*?Used (\d+) registers", info)
-        assert regs and all(int(n) <= 32 for name, n in regs if "_k0p" in name), regs
-
-
-@pytest.mark.parametrize("fuse", ["1", "2", "0", ""])
-def test_split_fuse_ptx(fuse, monkeypatch, capfd, tmp_path):
-    """Split rows in one launch (TORCHC_GPU_SPLIT_FUSE=1|2, A/B knob, off by default;
-    gpu_nvptx.c split_fuse): x.sum()'s partial launch takes the row counters as one more
-    parameter; thread 0 releases its partial and counts the block in (1: fence.acq_rel.gpu;
-    atom.global.add.u32, 2: atom.acq_rel.gpu), the block that counts part 2047 of 2048 re-reads
-    every partial with volatile loads (ceil(2048 / 512) a thread), stores the sum and sets the
-    counter back to 0. The final launch stays (for captured streams). Off: none of it. Softmax
-    of long rows (no final launch) has no counters; assembles"""
-    ptx = _kernel_ptx(monkeypatch, capfd, tmp_path, lambda t: t.sum(), torch.randn(16384 * 1024),
-                      env={"TORCHC_GPU_SPLIT_FUSE": fuse})
-    ents = {e.split("(")[0]: e for e in ptx.split(".entry ")[1:]}
-    part = [e for n, e in ents.items() if "_k0p" in n]
-    fin = [e for n, e in ents.items() if "_k0f" in n]
-    assert part and fin
-    for e in part:
-        params = e.split(")")[0].count(".param")
-        if fuse in ("0", ""):
-            assert "atom." not in e and "ld.volatile.global" not in e and params == 3
-        else:
-            assert params == 4
-            assert ("fence.acq_rel.gpu;\n\tatom.global.add.u32" in e) == (fuse == "1")
-            assert ("atom.acq_rel.gpu.global.add.u32" in e) == (fuse == "2")
-            assert re.search(r"setp\.(eq|ne)\.s32\s+%p\d+, %r\d+, 2047;", e), e[-3000:]
-            assert e.count("ld.volatile.global.f32") == 4
-            assert re.search(r"st\.global\.u32\s+\[%rd\d+\], %r\d+;", e)
-    assert all("atom." not in e for e in fin)
-    sm = _kernel_ptx(monkeypatch, capfd, tmp_path, lambda t: torch.softmax(t, -1), torch.randn(2, 4000000),
-                     env={"TORCHC_GPU_SPLIT_FUSE": fuse})
-    assert "_k0p" in sm and "atom." not in sm
+    assert all("atom." not in e and e.split(")")[0].count(".param") == 3 for e in part)
     ptxas = _ptxas()
     if ptxas:
         f = tmp_path / "sf.ptx"
@@ -471,26 +365,20 @@ def test_split_fuse_ptx(fuse, monkeypatch, capfd, tmp_path):
     ("softmax bf16", "", ["p1", "p5"]), ("logsumexp", "", ["p1", "f0"]),
     ("layer_norm", "", ["p1", "p5"]), ("layer_norm", "0", ["p1", "p3", "p5"]),
     ("var", "", ["p1", "f0"]), ("var", "0", ["p1", "p3", "f0"]),
-    ("softmax looped", "", ["p1", "p5"]), ("softmax one iteration", "", ["p1", "p5"]),
     ("rms_norm", "", ["p1", "p3"])])
 def test_online_split_ptx(case, online, launches, monkeypatch, capfd, tmp_path):
     """Online split rows (gpu_nvptx.c online_pair / emit_online / online_combine): the max and
     the sum of exps (softmax, logsumexp's shifted form), or the mean and the squared deviations
     (layer_norm, var), of a few huge rows come out of one launch whose threads keep their own
-    running state (4 16-byte loads an iteration, no spills; a loop with
-    TORCHC_GPU_ONLINE_BLOCKS=264); B's pass has no launch of its own. Off
+    running state (4 16-byte loads an iteration, no spills; 528 blocks: a loop); B's pass has
+    no launch of its own. Off
     (TORCHC_GPU_ONLINE=0): three. rms_norm (one reduction) is untouched. Assembles with ptxas."""
     n = 4000000
     x = torch.randn(2, n)
     fns = {"softmax": (lambda t: torch.softmax(t, -1), x), "softmax bf16": (lambda t: torch.softmax(t, -1), x.to(torch.bfloat16)),
            "logsumexp": (lambda t: torch.logsumexp(t, -1), x), "layer_norm": (lambda t: F.layer_norm(t, (n,)), x),
-           "var": (lambda t: t.var(), torch.randn(1 << 24)), "softmax looped": (lambda t: torch.softmax(t, -1), x),
-           "softmax one iteration": (lambda t: torch.softmax(t, -1), x), "rms_norm": (lambda t: F.rms_norm(t, (n,)), x)}
+           "var": (lambda t: t.var(), torch.randn(1 << 24)), "rms_norm": (lambda t: F.rms_norm(t, (n,)), x)}
     env = {"TORCHC_GPU_ONLINE": online}
-    if case == "softmax looped":  # 132 parts a row: 4 iterations a thread
-        env["TORCHC_GPU_ONLINE_BLOCKS"] = "264"
-    if case == "softmax one iteration":  # 2112 parts a row: 4 chunks a thread, no loop
-        env["TORCHC_GPU_ONLINE_BLOCKS"] = "4224"
     fn, arg = fns[case]
     ptx = _kernel_ptx(monkeypatch, capfd, tmp_path, fn, arg, env=env)
     ents = {e.split("(")[0]: e for e in ptx.split(".entry ")[1:]}
@@ -502,37 +390,15 @@ def test_online_split_ptx(case, online, launches, monkeypatch, capfd, tmp_path):
         if vec:  # 16 values an iteration: 4 16-byte loads (f32) or 2 (bf16), each loaded once
             want = {"softmax bf16": 2}.get(case, 4)
             assert vec[0].count("ld.global.nc.v4") == want, vec[0].count("ld.global.nc.v4")
-            looped = case != "softmax one iteration"  # default: 528 blocks, 2 or more iterations
-            assert (vec[0].count("bra.uni") + vec[0].count("bra ") > 1) == looped
+            assert vec[0].count("bra.uni") + vec[0].count("bra ") > 1  # 528 blocks: 2 or more iterations
         # 64 registers (two blocks of 512 a SM) where the grid is more than 3 blocks a SM
-        assert all((".minnctapersm 2" in e) == (case != "softmax looped") for e in first)
+        assert all(".minnctapersm 2" in e for e in first)
     ptxas = _ptxas()
     if ptxas:
         f = tmp_path / "online.ptx"
         f.write_text(ptx)
         info = _ptxas_v(ptxas, f)
         assert all(ln.strip().startswith("0 bytes stack") for ln in info.splitlines() if "spill" in ln), info
-
-
-def test_split_even_ptx(monkeypatch, capfd, tmp_path):
-    """TORCHC_GPU_SPLIT_EVEN=1 (A/B knob, off): x.sum()'s parts run over chunks [p C / S,
-    (p + 1) C / S), 3 or 4 of them here, in one iteration of 4 16-byte loads (the fourth behind
-    the part's bound); the PTX differs from the default's and assembles at 32 registers"""
-    parts = {}
-    for even in ("1", ""):
-        ptx = _kernel_ptx(monkeypatch, capfd, tmp_path, lambda t: t.sum(), torch.randn(1 << 24),
-                          env={"TORCHC_GPU_SPLIT_EVEN": even})
-        part = [e for e in ptx.split(".entry ")[1:] if "_k0p1v" in e.split("(")[0]]
-        assert part and part[0].count("ld.global.nc.v4.f32") == 4
-        parts[even] = part[0].split("(", 1)[1]
-        ptxas = _ptxas()
-        if ptxas:
-            f = tmp_path / "se.ptx"
-            f.write_text(ptx)
-            info = _ptxas_v(ptxas, f)
-            regs = re.findall(r"entry function '(\w+)'[\s\S]*?Used (\d+) registers", info)
-            assert regs and all(int(n) <= 32 for name, n in regs if "_k0p" in name), regs
-    assert parts["1"] != parts[""]
 
 
 def test_online_composites_ptx(monkeypatch, capfd, tmp_path):

@@ -32,6 +32,7 @@ from ._api import (ExplainOutput, OptimizedModule, allow_in_graph, compile, conf
                    explain, reset)
 from ._logging import set_logs
 from . import _logging, _torch
+from ._config import config  # noqa: F811  (every setting: the C table plus _api's)
 
 
 

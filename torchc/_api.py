@@ -353,6 +353,7 @@ class ExplainOutput:
         self.backward_graph_count = len(self.backward_graphs)
         self.backward_op_count = sum(r.get("backward_op_count", 0) for r in compiled)
         self.saved_bytes = sum(r.get("saved_bytes", 0) for r in compiled)
+        self.config = _C.config_changed()  # settings not at their default: "name=value (source)" lines
 
     def __str__(self):
         lines = [f"Graph Count: {self.graph_count}",
@@ -375,6 +376,9 @@ class ExplainOutput:
         if self.guards:
             lines.append("Guards:")
             lines += [f"  {g}" for g in self.guards]
+        if self.config:
+            lines.append("Config (not default):")
+            lines += [f"  {c}" for c in self.config.splitlines()]
         return "\n".join(lines)
 
     __repr__ = __str__

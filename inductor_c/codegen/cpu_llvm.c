@@ -1437,24 +1437,19 @@ static void *part_thread(void *arg) {
  * (hoists the per-row invariants), GVN (loads forwarded across noalias buffers). On big
  * kernels it runs as fast as O3 (the CPU suite's 4096x1024 kernels within 2%, 1 thread) at a
  * fifth of the optimization time (O3 was dominated by instcombine and loop passes over code
- * they could not improve; its time grows faster than the IR). TORCHC_LLVM_PASSES forces one
- * pipeline (e.g. "default<O3>"). The text returned (both pipelines and the threshold) is part
- * of the code key. */
+ * they could not improve; its time grows faster than the IR). The text returned (both
+ * pipelines and the threshold) is part of the code key. */
 #define IC_O3_MAX_INSTS 1500 /* instructions of a module before optimization */
 #define LEAN_PIPELINE                                                                           \
     "always-inline,function(sroa,early-cse,instcombine,simplifycfg,loop-mssa(licm),gvn,instcombine," \
     "simplifycfg)"
 
 const char *ic_cpu_pipeline(int opt_level) {
-    const char *e = getenv("TORCHC_LLVM_PASSES");
-    if (e && *e) return e;
     if (opt_level <= 1) return "always-inline,function(sroa,early-cse,instcombine,simplifycfg)";
     return "default<O3> below 1500 instructions, else " LEAN_PIPELINE;
 }
 
 static const char *module_pipeline(int opt_level, int ninsts) {
-    const char *e = getenv("TORCHC_LLVM_PASSES");
-    if (e && *e) return e;
     if (opt_level <= 1) return ic_cpu_pipeline(opt_level);
     return ninsts <= IC_O3_MAX_INSTS ? "default<O3>" : LEAN_PIPELINE;
 }

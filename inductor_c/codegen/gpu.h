@@ -42,9 +42,6 @@ enum {
 enum { IC_CU_JIT_INPUT_PTX = 1 }; /* CUjitInputType: cuLinkAddData of PTX text */
 
 /* ---- launch plan ------------------------------------------------------------------------- */
-/* Split rows with row counters: one 32-bit counter per row (rows < the SM count) */
-#define IC_SPLIT_ROWS_MAX 1024
-
 typedef struct ic_gvariant {
     char name[48];
     ic_CUfunction fn;     /* after loading */
@@ -56,13 +53,13 @@ typedef struct ic_gvariant {
     int *align_buf;       /* vector variant: buffers whose base must be aligned ... */
     int *align_bytes;     /* ... to this many bytes */
     int64_t part_off;     /* >= 0: one more parameter, workspace + part_off (split rows) */
-    int cl;               /* CTAs per cluster (1: none; 2: a row's two halves, cuLaunchKernelEx) */
+    int cl;               /* CTAs per cluster: always 1 (cluster rows were removed; the field stays
+                             in the disk cache's blob format, runtime/gpu_cache.c) */
     unsigned dsmem;       /* dynamic shared memory bytes (staged rows); > 48 KB: opted in at load */
     int lazy;             /* a scalar fallback compiled on its first use (ic_gpu.lazy_bc) */
-    int ctr;              /* split rows, the last partial launch: one more parameter after the
-                             partials, the stream's row counters (runtime/cuda.c) or 0; with
-                             them the last block of each row to finish combines the partials
-                             and stores, and the final launch (split_final) is left out */
+    int ctr;              /* always 0 (split rows combined by their last block, through row
+                             counters, were removed; the field stays in the disk cache's blob
+                             format, runtime/gpu_cache.c) */
 } ic_gvariant;
 
 typedef struct ic_gkernel {
@@ -71,8 +68,7 @@ typedef struct ic_gkernel {
     ic_gvariant v[2];
     int choice;           /* > 0: part of GEMM choice choice[choice - 1] (below), as ... */
     int role;             /* IC_ROLE_*: which of its alternatives this launch belongs to */
-    int split_final;      /* the final launch of a split row kernel: not launched when the launch
-                             before it ran with row counters (ic_gvariant.ctr) */
+    int split_final;      /* the final (combining) launch of a split row kernel (counted) */
 } ic_gkernel;
 
 /* A GEMM whose faster form is measured on the device (gpu_nvptx.c gemm_kernel): three
@@ -109,7 +105,7 @@ typedef struct ic_gpu {
     int nmod;             /* loaded modules (module is mods[0]) */
     ic_CUmodule *mods;
     int nkernels;         /* launches, in order (a split row kernel takes several) */
-    int nctr;             /* variants that take row counters (ic_gvariant.ctr) */
+    int nctr;             /* always 0 (ic_gvariant.ctr) */
     ic_gkernel *k;
     int nchoice;          /* GEMM choices measured on the device (see ic_gchoice) */
     ic_gchoice *choice;
@@ -163,7 +159,7 @@ typedef struct ic_gtile {
     int store_wavefronts, load_wavefronts, store_ideal, load_ideal; /* per instruction */
 } ic_gtile;
 int ic_gpu_tile_map(ic_gtile *t, int elem_bits, char *err, size_t errn);
-/* 64 x 64 tile of 16-bit elements moved as 32-bit words (TORCHC_GPU_V2): word offsets of
+/* 64 x 64 tile of 16-bit elements moved as 32-bit words (gpu_nvptx.c V2_TILE): word offsets of
  * w(u, p) (elements (u, 2p), (u, 2p+1)); 3 register bits (phase 1: h, i; phase 2: i). */
 int ic_gpu_tile2_map(ic_gtile *t, char *err, size_t errn);
 

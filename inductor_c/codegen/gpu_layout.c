@@ -202,7 +202,7 @@ int ic_gpu_tile_map(ic_gtile *t, int elem_bits, char *err, size_t errn) {
     return 0;
 }
 
-/* ---- 64 x 64 tiles of 16-bit elements, moved as 32-bit words (TORCHC_GPU_V2) --------------
+/* ---- 64 x 64 tiles of 16-bit elements, moved as 32-bit words (V2_TILE) ---------------------
  *
  * 256 threads, one word (2 elements) per access in both phases. The tile holds words
  * w(u, p) = elements (u, 2p), (u, 2p+1): u in [0, 64) along the transposed loads, p in

@@ -68,28 +68,32 @@
 #define SMAX 16 /* chunks per thread of a persistent row (staged rows: half in shared memory) */
 #define UNROLL 4 /* chunks per iteration of a looped row */
 enum { ON_NONE, ON_SOFTMAX, ON_VAR }; /* online split pairs (online_pair) */
-static int64_t online_blocks(int nsm);
-static bool split_even(void);
-static int64_t store_blocks(int nsm, int64_t dflt);
 #define SPLIT_PMAX 4096 /* parts per split row (the combining block reads S / its threads each) */
-
-/* Threads per block of split rows (partial and combining launches): 512, or
- * TORCHC_GPU_SPLIT_T=128|256|1024 for A/B runs of the partial-sums kernel (in the key). */
-static int split_t(void) {
-    const char *e = getenv("TORCHC_GPU_SPLIT_T");
-    int t = e && *e ? atoi(e) : 512;
-    return t == 128 || t == 256 || t == 1024 ? t : 512;
-}
+/* Threads per block of split rows (partial and combining launches). On the H200 (sum() of 64 MB,
+ * gpu_bench_h200_split.json) 128 gave 0.87 of copy bandwidth, 256 0.79, 1024 0.89, 512 0.89-0.90. */
+#define SPLIT_T 512
+/* Split rows: blocks of the partial-sums launch over all rows (parts per row: this / rows, at
+ * most SPLIT_PMAX, and at most one unrolled iteration a thread: choose_split): 16 per SM, four
+ * waves of 512-thread blocks at 32 registers (4 resident), one iteration a thread. On the H200,
+ * x.sum() of 64 MB (2048 parts) went from 0.87-0.88 of copy bandwidth at 4 per SM (one wave,
+ * 528 parts, 4 iterations) to 0.89-0.90 in three runs (1056 blocks 0.79, 1584 0.72); the split
+ * softmax and layernorm of 2 rows of 4M were level or better (gpu_bench_h200_split*.json).
+ * Chunks per iteration stay UNROLL (8 gave the same 0.87 as 4), and the chunks are not spread
+ * evenly over the parts (a full last wave measured 17.87 us against 17.82, gpu_bench_h200_even.json). */
+#define SPLIT_BLOCKS_PER_SM 16
+/* Blocks of an online pair's split launches over all rows: 4 per SM. On the H200
+ * (gpu_bench_h200_online.json, queued device time a call, 2 rows of 4M f32) softmax took 29.8 us
+ * and layer_norm 39.1 us with 528 blocks, 30.7 and 44.4 with the split default's 16 per SM (one
+ * iteration a thread), 31.3 and 39.6 with 264; a store-only launch takes the partial launch's. */
+#define ONLINE_BLOCKS_PER_SM 4
 #define B g->cg.b
 
 enum { P_POINTWISE, P_ROWS, P_TILE };
 
-/* TORCHC_GPU_V2: the second generation of launch plans. Default (unset or ""): rows and
- * tile, measured on the H200 (bf16, one run, fraction of copy bandwidth, first gen -> V2):
- * x.T + y 0.68 -> 0.97, softmax 4096 0.78 -> 0.83, rmsnorm 4096 0.94 -> 0.92, f32 cases
- * unchanged; long made softmax 32768 f32 slower (0.75 -> 0.57) and is off unless named.
- * "0": the first generation's plans and PTX, byte for byte. "1" or "all": every part; else a
- * comma list of their names:
+/* Launch plans of the second generation (v2 flags; the first generation's forms stay only in
+ * GEMM epilogues, g->v2 = 0). Measured on the H200 (bf16, one run, fraction of copy bandwidth,
+ * first gen -> V2): x.T + y 0.68 -> 0.97, softmax 4096 0.78 -> 0.83, rmsnorm 4096 0.94 -> 0.92,
+ * f32 cases unchanged. The parts:
  *   rows   row kernels: no bounds selects/branches when rows and chunks tile exactly; 16-bit
  *          rows take the smaller T on ties (more elements per thread: the block reduction's
  *          shuffles and shared-memory steps are amortized over more of them); a 16-bit
@@ -97,17 +101,11 @@ enum { P_POINTWISE, P_ROWS, P_TILE };
  *          one rcp.approx per chunk instead of a div.full per element
  *   tile   16-bit transposes through 64 x 64 tiles moved as 32-bit words (ic_gpu_tile2_map),
  *          the 32 x 32 scalar tile as the fallback variant (alignment)
- *   long   rows of T = 1024 persistent threads holding more than 16 values each (softmax of
- *          32768 f32: 62 registers, one block per SM) loop over their chunks instead (few
- *          registers, two blocks per SM, re-reads from L2) */
-enum { V2_ROWS = 1, V2_TILE = 2, V2_LONG = 4 };
-static int gpu_v2(void) {
-    const char *e = getenv("TORCHC_GPU_V2");
-    if (!e || !*e) return V2_ROWS | V2_TILE;
-    if (!strcmp(e, "0")) return 0;
-    if (!strcmp(e, "1") || !strcmp(e, "all")) return V2_ROWS | V2_TILE | V2_LONG;
-    return (strstr(e, "rows") ? V2_ROWS : 0) | (strstr(e, "tile") ? V2_TILE : 0) | (strstr(e, "long") ? V2_LONG : 0);
-}
+ * (A third part, looping rows of T = 1024 persistent threads holding more than 16 values each,
+ * made softmax 32768 f32 slower, 0.75 -> 0.57, and was removed with the switch that chose
+ * the generation.) */
+enum { V2_ROWS = 1, V2_TILE = 2 };
+#define V2_DEFAULT (V2_ROWS | V2_TILE)
 
 typedef struct plan {
     int mode;
@@ -126,14 +124,10 @@ typedef struct plan {
      * (pass = -1) combines them and stores. Later launches recombine earlier partials. */
     int S;
     int Sg;                /* blocks a row of this launch: S, or for a launch that only stores
-                              (no partials) store_blocks's */
+                              (no partials) at most its chunks */
     int64_t Cs;            /* chunks per block (multiple of unroll) */
-    bool even;             /* split_even: part p runs over chunks [p C / Sg, (p + 1) C / Sg) */
-    int unroll;            /* looped rows: chunks per iteration (UNROLL; split rows: split_unroll) */
+    int unroll;            /* looped rows: chunks per iteration (UNROLL) */
     int pass;
-    bool fuse;             /* the last partial launch before the final one: with row counters
-                              (a parameter, may be NULL) its last block per row does the final
-                              launch's work (split_fuse) */
     const int *slot;       /* per item: partial slot (arg: slot + 1 holds the index) */
     int on_kind;           /* online split pair of the kernel (online_pair): ON_SOFTMAX / ON_VAR, */
     int on_a, on_b;        /*   its items A and B (B's pass, A's + 2, has no launch of its own) */
@@ -152,10 +146,9 @@ typedef struct plan {
     ic_gtile tile;
     int tw;                /* tile: 1 = 32 x 32 elements; 2 = 64 x 64 moved as words (V2) */
     bool tfull;            /* tw 2: the tiles cover su x sv exactly (stores need no test) */
-    int v2;                /* TORCHC_GPU_V2 parts (gpu_v2) */
+    int v2;                /* second-generation plan parts (V2_DEFAULT) */
     bool all_rows;         /* V2 rows: every block's rows exist (no `active` test) */
     bool all_cols;         /* V2 rows: every chunk of every thread lies in the row */
-    int cl;                /* rows: CTAs per cluster (cluster_rows); 0/1: none */
     int creg;              /* staged rows (stage_rows): chunks >= creg of the staged load live in
                               dynamic shared memory between passes; 0: none */
     unsigned dsmem;        /* dynamic shared memory bytes per block */
@@ -195,13 +188,10 @@ typedef struct gg {
     LLVMValueRef *rowval;  /* per item: the row's reduced value (item dtype) */
     LLVMValueRef smem, tid, j, active, allok;
     LLVMValueRef part, part_s, row; /* split rows: partials parameter, block part, row index */
-    LLVMValueRef ctr, flag; /* split rows, fused: row counters parameter, the block's shared flag */
-    LLVMValueRef chunk_hi; /* split_even: the part's chunks end here (emit_chunk), NULL none */
-    bool part_vol;         /* partials are read with volatile loads (the fused last block) */
     LLVMValueRef fn;
     bool tile_on;          /* tile phase 2: the transposed loads read the tile at tile_off */
     LLVMValueRef tile_off;
-    int v2;                /* TORCHC_GPU_V2 parts of the variant being emitted (0 in GEMMs) */
+    int v2;                /* second-generation parts of the variant being emitted (0 in GEMMs) */
     ic_xid rcp_x;          /* V2: 1 / val(rcp_x) of generation rcp_gen is rcp_v */
     uint32_t rcp_gen;
     LLVMValueRef rcp_v;
@@ -220,13 +210,10 @@ typedef struct gg {
  * this one's last wave instead of following its end. Kernels launched without the attribute
  * (stream capture for CUDA graphs, other libraries' kernels before ours) wait for nothing.
  * TORCHC_GPU_PDL=0: neither. */
-static bool pdl_on(int sm) {
-    const char *e = getenv("TORCHC_GPU_PDL");
-    return sm >= 90 && !(e && !strcmp(e, "0"));
-}
+static bool pdl_on(const ic_config *cf, int sm) { return sm >= 90 && cf->gpu_pdl; }
 
 static void pdl_prologue(gg *g) {
-    if (!pdl_on(g->sm)) return;
+    if (!pdl_on(&g->c->cfg, g->sm)) return;
     LLVMTypeRef ft = LLVMFunctionType(g->cg.vd, NULL, 0, 0);
     static const char text[] = "griddepcontrol.wait;\n\tgriddepcontrol.launch_dependents;", cons[] = "~{memory}";
     LLVMValueRef ia = LLVMGetInlineAsm(ft, (char *)text, sizeof text - 1, (char *)cons, sizeof cons - 1, 1, 0,
@@ -600,45 +587,19 @@ static LLVMValueRef exp_half(gg *g, LLVMValueRef a) {
 
 static LLVMValueRef exp_half_cb(void *g, LLVMValueRef a) { return exp_half(g, a); }
 
-static int exp_mode(void);
-enum { EXP_SPLIT, EXP_CW, EXP_POLY };
-
-/* f32 exp: x = n ln2 + r (Cody-Waite, |r| <= ln2/2), 2^(r log2 e) by one MUFU ex2.approx
- * (~2 ulp on [-1/2, 1/2]), times 2^n in two exact steps (subnormal results stay right).
- * About 3 ulp against the 6-term polynomial's 1, in ~17 instructions instead of ~25: f32
- * softmax is bound by instruction issue (its exp was half of them). TORCHC_GPU_EXP=poly:
- * the polynomial (vmath.c); "cw": this form; default: the split form below. */
-static LLVMValueRef exp_f32_cw(gg *g, LLVMValueRef x0) {
-    LLVMValueRef x = sel(g, fcmp(g, LLVMRealOLT, x0, kf(x0, -104.0)), kf(x0, -104.0), x0);
-    x = sel(g, fcmp(g, LLVMRealOGT, x, kf(x0, 89.0)), kf(x0, 89.0), x);
-    LLVMValueRef n = intrin1(g, "llvm.rint", LLVMBuildFMul(B, x, kf(x0, 1.4426950408889634), ""));
-    LLVMValueRef r = fma3(g, n, kf(x0, -0.693359375), x);
-    r = fma3(g, n, kf(x0, 2.12194440e-4), r);
-    LLVMValueRef t = LLVMBuildFMul(B, r, kf(x0, 1.4426950408889634), "");
-    LLVMValueRef y = intrin(g, "llvm.nvvm.ex2.approx.f", NULL, 0, &t, 1);
-    LLVMTypeRef i32 = g->cg.i32;
-    LLVMValueRef ni = LLVMBuildFPToSI(B, n, i32, "");
-    LLVMValueRef n1 = LLVMBuildAShr(B, ni, ki(g, i32, 1), ""), n2 = LLVMBuildSub(B, ni, n1, "");
-    LLVMValueRef p1 = LLVMBuildBitCast(B, LLVMBuildShl(B, LLVMBuildAdd(B, n1, ki(g, i32, 127), ""), ki(g, i32, 23), ""),
-                                       g->cg.f32, "");
-    LLVMValueRef p2 = LLVMBuildBitCast(B, LLVMBuildShl(B, LLVMBuildAdd(B, n2, ki(g, i32, 127), ""), ki(g, i32, 23), ""),
-                                       g->cg.f32, "");
-    y = LLVMBuildFMul(B, LLVMBuildFMul(B, y, p1, ""), p2, "");
-    return sel(g, isnan_(g, x0), x0, y);
-}
-
-/* f32 exp, split form (default): t = rn(x log2e) and the part of x log2 e it lost,
+/* f32 exp: t = rn(x log2e) and the part of x log2 e it lost,
  * lo = (x L2E - t) + x (log2 e - L2E) (the first term exact by an fma: the two-product of
  * x and the f32 constant L2E), then exp(x) = 2^t 2^lo = ex2.approx(t) * rn(1 + lo ln2):
  * |lo| <= 2^-17 on the clamped range, so the first-order step is exact to 2^-35. Error:
  * ex2.approx's own ~2 ulp plus two roundings (emulated in float64 with an exact 2^t: within
  * 1.93 ulp on [-104, 88.7]; without lo, 63 ulp at the ends). A product, not y + y (lo ln2)
  * as one fma: that is inf - inf = NaN where 2^t overflows. 8 instructions (clamps, mul,
- * 3 fma, ex2, mul) against the Cody-Waite form's ~19; H200, same run: softmax 32768 f32
- * 0.89 -> 0.91 of copy bandwidth, 4096 0.93 -> 0.96 (run 4). Subnormal results come from
- * ex2.approx (not .ftz) itself; NaN passes the clamps (ordered compares) and every step. */
+ * 3 fma, ex2, mul) against the Cody-Waite form's ~19 (x = n ln2 + r, 2^r by ex2.approx, 2^n
+ * in two exact steps: ~3 ulp) and the 6-term polynomial's ~25 (vmath.c, ~1 ulp); H200, same
+ * run: softmax 32768 f32 0.89 -> 0.91 of copy bandwidth, 4096 0.93 -> 0.96 (run 4), so the
+ * other two forms (an A/B switch) were removed. Subnormal results come from ex2.approx (not
+ * .ftz) itself; NaN passes the clamps (ordered compares) and every step. */
 static LLVMValueRef exp_f32(gg *g, LLVMValueRef x0) {
-    if (exp_mode() == EXP_CW) return exp_f32_cw(g, x0);
     LLVMValueRef x = sel(g, fcmp(g, LLVMRealOLT, x0, kf(x0, -104.0)), kf(x0, -104.0), x0);
     x = sel(g, fcmp(g, LLVMRealOGT, x, kf(x0, 89.0)), kf(x0, 89.0), x);
     LLVMValueRef l2e = kf(x0, 1.4426950408889634); /* rounded to f32: 0x3FB8AA3B */
@@ -648,14 +609,6 @@ static LLVMValueRef exp_f32(gg *g, LLVMValueRef x0) {
     LLVMValueRef y = intrin(g, "llvm.nvvm.ex2.approx.f", NULL, 0, &t, 1);
     return LLVMBuildFMul(B, y, fma3(g, lo, kf(x0, 0.6931471805599453), kf(x0, 1.0)), "");
 }
-
-static int exp_mode(void) {
-    const char *e = getenv("TORCHC_GPU_EXP");
-    if (e && !strcmp(e, "poly")) return EXP_POLY;
-    return e && !strcmp(e, "cw") ? EXP_CW : EXP_SPLIT;
-}
-
-static bool exp_poly(void) { return exp_mode() == EXP_POLY; }
 
 /* the exp inside f32 tanh and sigmoid (silu, gelu_tanh) (cg.exp_fn).
  * erf_fast_exp: inside f32 erf and gelu, the exp of erf's outer piece (|a| > 0.93), erfc(|a|)
@@ -774,7 +727,7 @@ static LLVMValueRef unary(gg *g, ic_op op, ic_dtype t, LLVMValueRef a) {
     if (!f32 && ty == g->cg.f64) no_f64(g, op);
     if (!f32) ic_fail(g->c, IC_EUNSUPPORTED, "GPU codegen: %s on %s", ic_op_name(op), ic_dtype_name(t));
     switch (op) {
-    case IC_OP_EXP: return exp_poly() ? vm_exp(C, a) : exp_f32(g, a);
+    case IC_OP_EXP: return exp_f32(g, a);
     case IC_OP_LOG: return vm_log(C, a);
     case IC_OP_SIGMOID: return vm_sigmoid(C, a);
     case IC_OP_TANH: return vm_tanh(C, a);
@@ -782,7 +735,7 @@ static LLVMValueRef unary(gg *g, ic_op op, ic_dtype t, LLVMValueRef a) {
     case IC_OP_GELU: {
         /* gelu(+inf) = +inf, as CUDA eager gives it. The exp of erf's outer piece is one
          * ex2.approx (erf_fast_exp) */
-        LLVMValueRef r = exp_poly() ? vm_gelu(C, a) : vm_gelu_ex(C, a, exp_half_cb, g);
+        LLVMValueRef r = vm_gelu_ex(C, a, exp_half_cb, g);
         return sel(g, fcmp(g, LLVMRealOEQ, a, kf(a, INFINITY)), a, r);
     }
     case IC_OP_GELU_TANH: {
@@ -798,7 +751,7 @@ static LLVMValueRef unary(gg *g, ic_op op, ic_dtype t, LLVMValueRef a) {
     case IC_OP_ATAN: return atan_f32(g, a);
     case IC_OP_ERF: {
         LLVMValueRef (*keep)(void *, LLVMValueRef) = C->exp_fn;
-        if (!exp_poly()) C->exp_fn = exp_half_cb; /* erf_fast_exp */
+        C->exp_fn = exp_half_cb; /* erf_fast_exp */
         LLVMValueRef r = vm_erf(C, a);
         C->exp_fn = keep;
         return r;
@@ -993,63 +946,11 @@ static LLVMTypeRef vec_type(gg *g, ic_dtype t) {
                                         : LLVMVectorType(mt, (unsigned)g->V);
 }
 
-/* TORCHC_GPU_LDHINT (A/B knob; default none): cache qualifiers on 16-byte vector loads, as
- * inline PTX: "256" the .L2::256B prefetch size, "ef" .L1::no_allocate plus an L2 evict_first
- * policy (createpolicy.fractional), "256ef" both. Buffers the kernel writes keep ld.global.
- * On the H200 none helped (gpu_bench_h200_ldhint.json, queued fraction of copy bandwidth):
- * sum() of 64 MB 0.89 plain, 0.84 with "256", 0.89 with "256ef"; rmsnorm 4096 f32 0.97, 0.97,
- * 0.89; gelu 0.91 in all three. So it stays off. */
-static int ldhint(void) {
-    const char *e = getenv("TORCHC_GPU_LDHINT");
-    if (!e || !*e) return 0;
-    return (strstr(e, "256") ? 1 : 0) | (strstr(e, "ef") ? 2 : 0);
-}
-
-static LLVMValueRef hinted_load16(gg *g, int b, LLVMTypeRef vt, LLVMValueRef p, int hint) {
-    LLVMTypeRef i32 = g->cg.i32, i64 = g->cg.i64;
-    LLVMValueRef addr = LLVMBuildPtrToInt(B, p, i64, "");
-    LLVMTypeRef st4[4] = {i32, i32, i32, i32};
-    LLVMTypeRef rt = LLVMStructTypeInContext(g->cg.ctx, st4, 4, 0);
-    char text[200];
-    const char *nc = g->written[b] ? "" : ".nc";
-    LLVMValueRef call;
-    if (hint & 2) {
-        snprintf(text, sizeof text,
-                 "{ .reg .b64 pol; createpolicy.fractional.L2::evict_first.b64 pol, 1.0; "
-                 "ld.global%s.L1::no_allocate.L2::cache_hint%s.v4.u32 {$0, $1, $2, $3}, [$4], pol; }",
-                 nc, hint & 1 ? ".L2::256B" : "");
-        LLVMTypeRef at[1] = {i64};
-        LLVMTypeRef ft = LLVMFunctionType(rt, at, 1, 0);
-        static const char cons[] = "=r,=r,=r,=r,l";
-        LLVMValueRef ia = LLVMGetInlineAsm(ft, text, strlen(text), (char *)cons, sizeof cons - 1, 1, 0,
-                                           LLVMInlineAsmDialectATT, 0);
-        call = LLVMBuildCall2(B, ft, ia, &addr, 1, "");
-    } else {
-        snprintf(text, sizeof text, "ld.global%s.L2::256B.v4.u32 {$0, $1, $2, $3}, [$4];", nc);
-        LLVMTypeRef at[1] = {i64};
-        LLVMTypeRef ft = LLVMFunctionType(rt, at, 1, 0);
-        static const char cons[] = "=r,=r,=r,=r,l";
-        LLVMValueRef ia = LLVMGetInlineAsm(ft, text, strlen(text), (char *)cons, sizeof cons - 1, 1, 0,
-                                           LLVMInlineAsmDialectATT, 0);
-        call = LLVMBuildCall2(B, ft, ia, &addr, 1, "");
-    }
-    LLVMValueRef v = LLVMGetUndef(LLVMVectorType(i32, 4));
-    for (unsigned i = 0; i < 4; i++)
-        v = LLVMBuildInsertElement(B, v, LLVMBuildExtractValue(B, call, i, ""), LLVMConstInt(i32, i, 0), "");
-    return LLVMBuildBitCast(B, v, vt, "");
-}
-
 static LLVMValueRef vec_load(gg *g, int b, ic_dtype t, LLVMValueRef off) {
     unsigned al = vec_align(g, t);
     LLVMTypeRef mt = mtype(g, t);
     LLVMValueRef p = LLVMBuildGEP2(B, mt, g->buf_ptr[b], &off, 1, "");
     LLVMTypeRef vt = vec_type(g, t);
-    int hint = ldhint();
-    LLVMTypeRef et = LLVMGetElementType(vt);
-    if (hint && al >= 16 && LLVMGetVectorSize(vt) == 4 && (et == g->cg.f32 || et == g->cg.i32)) {
-        need_align(g, b, al);
-        return hinted_load16(g, b, vt, p, hint);
-    }
     LLVMValueRef v = LLVMBuildLoad2(B, vt, p, "");
     LLVMSetAlignment(v, al);
     need_align(g, b, al);
@@ -1443,33 +1344,6 @@ static LLVMValueRef shfl_bfly(gg *g, LLVMValueRef v, int mask) {
 
 static void barrier(gg *g) { intrin(g, "llvm.nvvm.barrier0", NULL, 0, NULL, 0); }
 
-static void void_asm(gg *g, const char *text, const char *cons, LLVMValueRef *args, int n) {
-    LLVMTypeRef ts[4];
-    for (int i = 0; i < n; i++) ts[i] = LLVMTypeOf(args[i]);
-    LLVMTypeRef ft = LLVMFunctionType(g->cg.vd, ts, (unsigned)n, 0);
-    LLVMValueRef ia = LLVMGetInlineAsm(ft, (char *)text, strlen(text), (char *)cons, strlen(cons), 1, 0,
-                                       LLVMInlineAsmDialectATT, 0);
-    LLVMBuildCall2(B, ft, ia, args, (unsigned)n, "");
-}
-
-/* every thread of every CTA of the cluster (cluster rows); release / acquire at cluster scope */
-static void cluster_barrier(gg *g) {
-    void_asm(g, "barrier.cluster.arrive;\n\tbarrier.cluster.wait;", "~{memory}", NULL, 0);
-}
-
-/* the 32-bit value v also into the other CTA's shared memory at the address of p (cluster
- * rows: two CTAs, the peer is rank ^ 1) */
-static void store_peer(gg *g, LLVMValueRef p, LLVMValueRef v) {
-    LLVMTypeRef i32 = g->cg.i32;
-    LLVMValueRef a = LLVMBuildTrunc(B, LLVMBuildPtrToInt(B, p, g->cg.i64, ""), i32, "");
-    LLVMValueRef rank = LLVMBuildURem(B, sreg(g, "llvm.nvvm.read.ptx.sreg.ctaid.x"), ki(g, i32, 2), "");
-    LLVMValueRef peer = LLVMBuildXor(B, rank, ki(g, i32, 1), "");
-    LLVMValueRef bits = LLVMTypeOf(v) == i32 ? v : LLVMBuildBitCast(B, v, i32, "");
-    LLVMValueRef args[3] = {a, peer, bits};
-    void_asm(g, "{\n\t.reg .b32 ra;\n\tmapa.shared::cluster.u32 ra, $0, $1;\n\tst.shared::cluster.b32 [ra], $2;\n\t}",
-             "r,r,r,~{memory}", args, 3);
-}
-
 /* Combines a (with its index *ai for argmax/argmin) over the threads of one row, the j-bits
  * of tid; every thread gets the result. Lane bits: shfl.sync butterflies; warp bits: shared
  * memory, read by every thread in the same order. */
@@ -1489,19 +1363,16 @@ static LLVMValueRef block_reduce(gg *g, const ic_item *it, LLVMValueRef a, LLVMV
     LLVMTypeRef t = LLVMTypeOf(a);
     bool i1 = t == g->cg.i1;
     LLVMTypeRef st = i1 ? g->cg.i8 : t;
-    if (P->cl > 1) cluster_barrier(g);
-    else barrier(g);
+    barrier(g);
     LLVMValueRef p = LLVMBuildGEP2(B, st, g->smem, &g->tid, 1, "");
     LLVMBuildStore(B, i1 ? LLVMBuildZExt(B, a, st, "") : a, p);
-    if (P->cl > 1) store_peer(g, p, a);
     LLVMValueRef ibase = NULL;
     if (ai) { /* indices in the second half */
-        LLVMValueRef off = LLVMConstInt(g->cg.i32, (unsigned)(P->Bk * P->cl), 0);
+        LLVMValueRef off = LLVMConstInt(g->cg.i32, (unsigned)P->Bk, 0);
         ibase = LLVMBuildGEP2(B, g->cg.i64, g->smem, &off, 1, "");
         LLVMBuildStore(B, *ai, LLVMBuildGEP2(B, g->cg.i64, ibase, &g->tid, 1, ""));
     }
-    if (P->cl > 1) cluster_barrier(g);
-    else barrier(g);
+    barrier(g);
     int nw = 1 << __builtin_popcount(M->smem_mask);
     LLVMValueRef base = LLVMBuildAnd(B, g->tid, LLVMConstInt(g->cg.i32, ~M->smem_mask, 0), "");
     LLVMValueRef r = NULL, ri = NULL;
@@ -1756,7 +1627,6 @@ static void emit_chunk(gg *g, ic_kernel *k, int pos, LLVMValueRef ci, int cidx, 
     const plan *P = g->P;
     LLVMValueRef gi = LLVMBuildAdd(B, LLVMBuildMul(B, ci, kix(g, P->T), ""), g->j, "");
     LLVMValueRef valid = P->all_cols ? g->active : and_(g, g->active, LLVMBuildICmp(B, LLVMIntSLT, gi, kix(g, P->nv), ""));
-    if (g->chunk_hi) valid = and_(g, valid, LLVMBuildICmp(B, LLVMIntSLT, ci, g->chunk_hi, ""));
     LLVMValueRef gc = sel(g, valid, gi, kix(g, 0));
     LLVMValueRef e0 = P->V > 1 ? LLVMBuildMul(B, gc, kix(g, P->V), "") : gc;
     decompose(g, e0, k->ivar, k->isize, k->ninner);
@@ -1834,12 +1704,10 @@ static LLVMValueRef part_combine(gg *g, const ic_item *it, int slot) {
         LLVMValueRef ok = LLVMBuildICmp(B, LLVMIntSLT, t, kix(g, P->S), "");
         t = sel(g, ok, t, kix(g, 0));
         LLVMValueRef x = LLVMBuildLoad2(B, lt, part_ptr(g, slot, t), "");
-        if (g->part_vol) LLVMSetVolatile(x, 1);
         if (lt != at) x = LLVMBuildTrunc(B, x, at, "");
         x = sel(g, ok, x, red_identity(g, it));
         if (arg) {
             LLVMValueRef xi = LLVMBuildLoad2(B, g->cg.i64, part_ptr(g, slot + 1, t), "");
-            if (g->part_vol) LLVMSetVolatile(xi, 1);
             xi = sel(g, ok, xi, ki(g, g->cg.i64, INT64_MAX));
             if (v) arg_combine(g, it, v, vi, x, xi, &v, &vi);
             else v = x, vi = xi;
@@ -1885,15 +1753,6 @@ static void final_stores(gg *g, ic_kernel *k, LLVMValueRef first) {
     }
 }
 
-static LLVMValueRef value_asm(gg *g, LLVMTypeRef rt, const char *text, const char *cons, LLVMValueRef *args, int n) {
-    LLVMTypeRef ts[4];
-    for (int i = 0; i < n; i++) ts[i] = LLVMTypeOf(args[i]);
-    LLVMTypeRef ft = LLVMFunctionType(rt, ts, (unsigned)n, 0);
-    LLVMValueRef ia = LLVMGetInlineAsm(ft, (char *)text, strlen(text), (char *)cons, strlen(cons), 1, 0,
-                                       LLVMInlineAsmDialectATT, 0);
-    return LLVMBuildCall2(B, ft, ia, args, (unsigned)n, "");
-}
-
 /* Online split rows: B's row value from the partials (a_t, b_t) of every part t, made by
  * emit_online with its part's own value of A. ON_SOFTMAX (A = max x, B = sum exp(x - A)):
  * B = sum_t b_t exp(a_t - A), a part with a_t = -inf (no values, or only -inf) adds 0.
@@ -1916,7 +1775,6 @@ static LLVMValueRef online_combine(gg *g, ic_kernel *k) {
         t = sel(g, ok, t, kix(g, 0));
         LLVMValueRef a = LLVMBuildLoad2(B, ft, part_ptr(g, sa, t), "");
         LLVMValueRef b = LLVMBuildLoad2(B, ft, part_ptr(g, sb, t), "");
-        if (g->part_vol) LLVMSetVolatile(a, 1), LLVMSetVolatile(b, 1);
         LLVMValueRef term;
         if (P->on_kind == ON_SOFTMAX) {
             LLVMValueRef st = a;
@@ -1929,7 +1787,6 @@ static LLVMValueRef online_combine(gg *g, ic_kernel *k) {
             term = sel(g, fcmp(g, LLVMRealOEQ, a, kf(a, -INFINITY)), z, LLVMBuildFMul(B, b, e, ""));
         } else {
             LLVMValueRef n = LLVMBuildLoad2(B, ft, part_ptr(g, sb + 1, t), "");
-            if (g->part_vol) LLVMSetVolatile(n, 1);
             LLVMValueRef d = LLVMBuildFSub(B, LLVMBuildFDiv(B, a, n, ""), A, "");
             term = fma3(g, LLVMBuildFMul(B, n, d, ""), d, b);
             term = sel(g, fcmp(g, LLVMRealOGT, n, z), term, z);
@@ -2110,64 +1967,10 @@ static void emit_online(gg *g, ic_kernel *k) {
         part_stores(g, first, sl, v, 4);
     }
     (void)pa_v;
-    g->rowval[ja] = NULL; /* only combined values past this launch (split_fuse) */
+    g->rowval[ja] = NULL; /* only combined values past this launch */
     g->gen++;
     free(acc);
     free(acc2);
-}
-
-/* The last partial launch with row counters (g->ctr, not NULL): after its partial, thread 0
- * of every block releases it and counts the block in (fence.acq_rel.gpu, atom.add on the
- * row's counter); the block that counts the row's last part acquires the others' partials,
- * combines them as the final launch would (same order, same values), stores, and sets the
- * counter back to 0 for the stream's next launch. NULL counters (a captured stream, no room):
- * nothing more, the final launch follows. */
-static int split_fuse_on(void);
-
-static void split_fuse(gg *g, ic_kernel *k) {
-    const plan *P = g->P;
-    LLVMContextRef cx = g->cg.ctx;
-    LLVMBasicBlockRef bcount = LLVMAppendBasicBlockInContext(cx, g->fn, "fuse.count");
-    LLVMBasicBlockRef batom = LLVMAppendBasicBlockInContext(cx, g->fn, "fuse.atom");
-    LLVMBasicBlockRef bjoin = LLVMAppendBasicBlockInContext(cx, g->fn, "fuse.join");
-    LLVMBasicBlockRef blast = LLVMAppendBasicBlockInContext(cx, g->fn, "fuse.last");
-    LLVMBasicBlockRef breset = LLVMAppendBasicBlockInContext(cx, g->fn, "fuse.reset");
-    LLVMBasicBlockRef bdone = LLVMAppendBasicBlockInContext(cx, g->fn, "fuse.done");
-    LLVMBuildCondBr(B, LLVMBuildIsNull(B, g->ctr, ""), bdone, bcount);
-    LLVMPositionBuilderAtEnd(B, bcount);
-    LLVMValueRef first = LLVMBuildICmp(B, LLVMIntEQ, g->j, kix(g, 0), "");
-    LLVMValueRef rix = LLVMBuildZExt(B, g->row, g->cg.i64, "");
-    LLVMValueRef cp = LLVMBuildGEP2(B, g->cg.i32, g->ctr, &rix, 1, "");
-    LLVMBuildCondBr(B, first, batom, bjoin);
-    LLVMPositionBuilderAtEnd(B, batom);
-    LLVMValueRef a = LLVMBuildPtrToInt(B, cp, g->cg.i64, "");
-    LLVMValueRef old = value_asm(g, g->cg.i32,
-                                 split_fuse_on() == 2 ? "atom.acq_rel.gpu.global.add.u32 $0, [$1], 1;"
-                                                      : "fence.acq_rel.gpu;\n\tatom.global.add.u32 $0, [$1], 1;",
-                                 "=r,l,~{memory}", &a, 1);
-    LLVMValueRef last = LLVMBuildICmp(B, LLVMIntEQ, old, ki(g, g->cg.i32, P->S - 1), "");
-    LLVMBuildStore(B, LLVMBuildZExt(B, last, g->cg.i32, ""), g->flag);
-    LLVMBuildBr(B, bjoin);
-    LLVMPositionBuilderAtEnd(B, bjoin);
-    barrier(g);
-    LLVMValueRef fl = LLVMBuildLoad2(B, g->cg.i32, g->flag, "");
-    LLVMSetVolatile(fl, 1);
-    LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntNE, fl, ki(g, g->cg.i32, 0), ""), blast, bdone);
-    LLVMPositionBuilderAtEnd(B, blast);
-    void_asm(g, "fence.acq_rel.gpu;", "~{memory}", NULL, 0);
-    g->V = 1;
-    g->vv = -1;
-    g->chunk = -1;
-    g->gen++;
-    g->part_vol = true;
-    combine_rows(g, k, P->pass, INT_MAX);
-    g->part_vol = false;
-    final_stores(g, k, first);
-    LLVMBuildCondBr(B, first, breset, bdone);
-    LLVMPositionBuilderAtEnd(B, breset);
-    LLVMBuildStore(B, ki(g, g->cg.i32, 0), cp);
-    LLVMBuildBr(B, bdone);
-    LLVMPositionBuilderAtEnd(B, bdone);
 }
 
 /* One launch of a split row kernel: block = (row, part). */
@@ -2191,7 +1994,6 @@ static void emit_split(gg *g, ic_kernel *k) {
     if (P->pass >= 0) {
         if (P->online) emit_online(g, k);
         else emit_pass(g, k, P->pass);
-        if (P->fuse) split_fuse(g, k);
         return;
     }
     final_stores(g, k, first);
@@ -2205,12 +2007,7 @@ static void emit_pass(gg *g, ic_kernel *k, int pos) {
     } else if (P->C > 0) {
         /* unroll chunks per iteration: their loads are independent and go out together */
         loop L;
-        if (P->S > 1 && P->even) {
-            LLVMValueRef lo = LLVMBuildUDiv(B, LLVMBuildMul(B, g->part_s, kix(g, P->C), ""), kix(g, P->Sg), "");
-            LLVMValueRef p1 = LLVMBuildAdd(B, g->part_s, kix(g, 1), "");
-            g->chunk_hi = LLVMBuildUDiv(B, LLVMBuildMul(B, p1, kix(g, P->C), ""), kix(g, P->Sg), "");
-            loop_begin(g, &L, lo, g->chunk_hi);
-        } else if (P->S > 1) {
+        if (P->S > 1) {
             LLVMValueRef lo = LLVMBuildMul(B, g->part_s, kix(g, P->Cs), "");
             loop_begin(g, &L, lo, LLVMBuildAdd(B, lo, kix(g, P->Cs), ""));
         } else {
@@ -2219,7 +2016,6 @@ static void emit_pass(gg *g, ic_kernel *k, int pos) {
         for (int u = 0; u < P->unroll; u++)
             emit_chunk(g, k, pos, u ? LLVMBuildAdd(B, L.i, kix(g, u), "") : L.i, -1, acc);
         loop_end(g, &L, kix(g, P->unroll));
-        g->chunk_hi = NULL;
     }
     g->V = 1;
     g->vv = -1;
@@ -2267,7 +2063,6 @@ static void emit_rows(gg *g, ic_kernel *k) {
     }
     LLVMValueRef tid = LLVMBuildZExt(B, g->tid, g->ity, "");
     LLVMValueRef bid = LLVMBuildZExt(B, sreg(g, "llvm.nvvm.read.ptx.sreg.ctaid.x"), g->ity, "");
-    if (P->cl > 1) bid = LLVMBuildUDiv(B, bid, kix(g, P->cl), "");
     LLVMValueRef rl = bitfield(g, tid, P->map.r_shift, P->logR);
     g->j = bitfield(g, tid, P->map.j_shift, P->logT);
     if (g->dyn) {
@@ -2357,10 +2152,7 @@ static void scan_x(scan *S, ic_xid x) {
  * one load in flight per thread the loads of a warp wait behind its math. H200, same run:
  * gelu(x*w+b) f32 0.87 -> 0.91 of copy bandwidth (32 registers either way); the GPU tests
  * passed with it (459). TORCHC_GPU_VEC8=0: 4 elements. */
-static bool vec8_on(void) {
-    const char *e = getenv("TORCHC_GPU_VEC8");
-    return !(e && !strcmp(e, "0"));
-}
+static bool vec8_on(const ic_config *cf) { return cf->gpu_vec8 != 0; }
 
 /* Elements per access: 16 bytes of the smallest contiguous element type, while the
  * vectorized var's size stays a multiple. */
@@ -2375,41 +2167,14 @@ static int choose_vec(ic_ctx *c, ic_kernel *k, int32_t vv, int64_t vsize, bool r
     }
     if (S.min_esz == 99) return 1;
     int V = 16 / S.min_esz;
-    if (!rows && V == 4 && S.ntrans > 0 && S.nscalar == 0 && vec8_on()) V = 8;
+    if (!rows && V == 4 && S.ntrans > 0 && S.nscalar == 0 && vec8_on(&c->cfg)) V = 8;
     if (V > VMAX) V = VMAX;
     /* stencils (TORCHC_STENCIL=0: off): pointwise kernels with many per-lane scalar loads (stencils: a depthwise conv's taps
      * read their weight columns across channels) take fewer lanes: each such load is V
      * instructions and their code, compile time and registers grew V-fold (mobilenet_v3's
      * 5x5 depthwise kernels); 2 lanes of 16-bit still make 4-byte, coalesced accesses */
-    while (!rows && V > 2 && S.nscalar * V > 64 && ic_stencil_opt()) V /= 2;
+    while (!rows && V > 2 && S.nscalar * V > 64 && c->cfg.stencil) V /= 2;
     return ic_gpu_vec_width(V, vsize);
-}
-
-/* Cluster rows (sm_90): a persistent row of T = 1024 threads (rows of 4K-8K vectors: softmax
- * of 32768 f32 holds 32 values a thread, ~63 registers) fits one block per SM, so one row's
- * loads never overlap another row's reductions and exps (0.75 of copy bandwidth). Instead the
- * row is a cluster of two 512-thread CTAs (consecutive blockIdx.x), thread t of CTA r being
- * thread 512 r + t of the row: the same layout, registers and code, two CTAs per SM. The
- * block reduction's shared-memory step writes each warp's value into both CTAs' shared memory
- * (st.shared::cluster through mapa) between cluster barriers, and every thread reduces the
- * same slots in the same order. Only rows whose reductions are 32-bit and not argmax/argmin,
- * with no row value stored before the last pass (read by the other CTA). Opt-in
- * (TORCHC_GPU_CLUSTER=1): on the H200 it was slower, softmax of 32768 f32 0.55 of copy
- * bandwidth against 0.77 with one CTA a row (same run; four cluster barriers a row). */
-static _Thread_local int tls_cluster_ok;
-
-static bool cluster_env(void) {
-    const char *e = getenv("TORCHC_GPU_CLUSTER");
-    return e && !strcmp(e, "1");
-}
-
-static bool cluster_rows_ok(const ic_kernel *k) {
-    for (int j = 0; j < k->nitems; j++) {
-        const ic_item *it = &k->items[j];
-        if (it->kind == IT_REDUCE && (ic_is_arg(it->red_op) || (it->acc != IC_F32 && it->acc != IC_I32))) return false;
-        if (it->pos % 2 == 0 && it->store && it->pos != k->npos - 1) return false;
-    }
-    return true;
 }
 
 /* Staged rows: a persistent row of T = 1024 threads holding more than 16 values each (softmax
@@ -2419,14 +2184,16 @@ static bool cluster_rows_ok(const ic_kernel *k) {
  * shared memory (staged_load; 64 KB for 32768 f32), with .minnctapersm 2: two blocks per SM.
  * Only for a kernel whose inner items read exactly one row-varying input, contiguously, in at
  * least two passes (softmax, layernorm; not a plain sum, which reads it once).
- * TORCHC_GPU_STAGE=0: off; "all": also rows of 9-16 values a thread; cluster rows
- * (TORCHC_GPU_CLUSTER=1) take precedence; sm_80 and later (sm_75 has 64 KB a block). */
+ * config gpu_stage: 0 off; "all": also rows of 9-16 values a thread; sm_80 and later (sm_75
+ * has 64 KB a block). (Cluster rows, a persistent row as two 512-thread CTAs of a cluster whose
+ * block reductions met through st.shared::cluster, were slower on the H200: softmax of 32768
+ * f32 0.55 of copy bandwidth against 0.77; removed.) */
 static _Thread_local int tls_stage_ok;
 
-static int stage_mode(void) {
-    const char *e = getenv("TORCHC_GPU_STAGE");
-    if (e && !strcmp(e, "0")) return 0;
-    return e && !strcmp(e, "all") ? 2 : 1;
+static int stage_mode(const ic_config *cf) {
+    const char *e = cf->gpu_stage;
+    if (!strcmp(e, "0")) return 0;
+    return !strcmp(e, "all") ? 2 : 1;
 }
 
 /* every load under x: gathers (computed indices) make it -2, a second row-varying load or one
@@ -2468,36 +2235,12 @@ static bool stage_rows_ok(ic_ctx *c, const ic_kernel *k, int32_t vv) {
     return the >= 0 && __builtin_popcount(posmask) >= 2;
 }
 
-/* Split rows (x.sum() of 64 MB): chunks per loop iteration of the partial-sums launch.
- * TORCHC_GPU_SPLIT_UNROLL=2..8 (default 4, as every looped row), for A/B runs: on the H200,
- * 8 gave the same 0.87 of copy bandwidth as 4 (gpu_bench_h200_split.json). */
-static int split_unroll(void) {
-    const char *e = getenv("TORCHC_GPU_SPLIT_UNROLL");
-    int u = e && *e ? atoi(e) : UNROLL;
-    return u < 2 ? 2 : u > 8 ? 8 : u;
-}
-
-/* Split rows: blocks of the partial-sums launch over all rows (parts per row: this / rows,
- * at most SPLIT_PMAX, and at most one unrolled iteration a thread: choose_split). Default 16
- * per SM: four waves of 512-thread blocks at 32 registers (4 resident), one iteration a
- * thread. On the H200, x.sum() of 64 MB (2048 parts) went from 0.87-0.88 of copy bandwidth
- * at 4 per SM (one wave, 528 parts, 4 iterations) to 0.89-0.90 in three runs; the split
- * softmax and layernorm of 2 rows of 4M were level or better (gpu_bench_h200_split*.json).
- * TORCHC_GPU_SPLIT_BLOCKS=n (64..1<<20) for A/B runs. */
-static int64_t split_blocks(int nsm) {
-    const char *e = getenv("TORCHC_GPU_SPLIT_BLOCKS");
-    int64_t b = e && *e ? atoll(e) : 0;
-    if (b <= 0) return 16 * (int64_t)nsm;
-    return b < 64 ? 64 : b > (1 << 20) ? (1 << 20) : b;
-}
-
 static void plan_kernel(ic_ctx *c, ic_kernel *k, plan *P, int V, int nsm, int S, int pass, const int *slot,
                         bool online) {
     memset(P, 0, sizeof *P);
     P->unroll = UNROLL;
     P->V = V;
-    P->v2 = gpu_v2();
-    bool long_loop = false; /* V2 long: a looped row of T = 1024 instead of a persistent one */
+    P->v2 = V2_DEFAULT;
     bool staged = false;
     if (!k->has_red) {
         P->mode = P_POINTWISE;
@@ -2544,9 +2287,8 @@ static void plan_kernel(ic_ctx *c, ic_kernel *k, plan *P, int V, int nsm, int S,
         } else if (P->nv <= 8 * 1024 && (P->nv + 1023) / 1024 * V <= 32) {
             P->T = 1024; /* persistent: up to 32 values per thread stay in registers */
             P->R = 1;
-            int64_t vals = (P->nv + 1023) / 1024 * V, sm = stage_mode();
-            long_loop = (P->v2 & V2_LONG) && vals > 16;
-            if (!long_loop && S <= 1 && sm && vals > (sm == 2 ? 8 : 16) && tls_stage_ok && !tls_cluster_ok &&
+            int64_t vals = (P->nv + 1023) / 1024 * V, sm = stage_mode(&c->cfg);
+            if (S <= 1 && sm && vals > (sm == 2 ? 8 : 16) && tls_stage_ok &&
                 stage_rows_ok(c, k, P->vv)) {
                 staged = true;
                 P->T = 512;
@@ -2557,7 +2299,7 @@ static void plan_kernel(ic_ctx *c, ic_kernel *k, plan *P, int V, int nsm, int S,
         }
     }
     if (S > 1) {
-        P->T = split_t();
+        P->T = SPLIT_T;
         P->R = 1;
         P->jlow = true;
     }
@@ -2571,7 +2313,6 @@ static void plan_kernel(ic_ctx *c, ic_kernel *k, plan *P, int V, int nsm, int S,
     if (P->map.vec != V) ic_fail(c, IC_EINTERNAL, "GPU plan: layout gives %d elements per access, not %d", P->map.vec, V);
     P->persistent = P->C <= 4 || (P->T == 1024 && P->C <= 8 && P->C * V <= 32);
     if (staged && S <= 1) P->persistent = true;
-    if (long_loop && S <= 1) P->persistent = false;
     if ((P->v2 & V2_ROWS) && S <= 1) {
         P->all_rows = P->rows % P->R == 0;
         P->all_cols = P->nv % P->T == 0 && (P->persistent || P->C % UNROLL == 0);
@@ -2586,25 +2327,17 @@ static void plan_kernel(ic_ctx *c, ic_kernel *k, plan *P, int V, int nsm, int S,
     }
     int64_t blocks = (P->rows + P->R - 1) / P->R;
     P->grid = (unsigned)blocks;
-    P->cl = 1;
-    if (S <= 1 && tls_cluster_ok && P->T == 1024 && P->R == 1 && P->persistent && cluster_rows_ok(k)) {
-        P->cl = 2;
-        P->Bk = P->T / P->cl;
-        P->grid = (unsigned)(blocks * P->cl);
-    }
     if (S > 1) {
         P->S = P->Sg = S;
         bool red = false; /* does this launch make partials? */
         for (int j = 0; j < k->nitems; j++) red |= k->items[j].kind == IT_REDUCE && k->items[j].pos == pass;
         if (pass >= 0 && !red && !online) {
-            int64_t sg = (store_blocks(nsm, S * P->rows) + P->rows - 1) / P->rows;
-            P->Sg = (int)(sg < 1 ? 1 : sg > P->C ? P->C : sg);
+            P->Sg = (int)(S > P->C ? P->C : S);
         }
         P->persistent = false;
-        P->unroll = split_unroll();
+        P->unroll = UNROLL;
         if (online && P->unroll * V > 16) P->unroll = 16 / V > 1 ? 16 / V : 1; /* 16 values an iteration */
         int64_t cs = (P->C + P->Sg - 1) / P->Sg;
-        P->even = !online && split_even() && P->C * (int64_t)P->Sg < INT32_MAX;
         if (cs < P->unroll) P->unroll = (int)cs; /* one iteration of fewer chunks */
         P->Cs = (cs + P->unroll - 1) / P->unroll * P->unroll;
         P->grid = (unsigned)(pass >= 0 ? P->rows * P->Sg : P->rows);
@@ -2618,18 +2351,10 @@ static void plan_kernel(ic_ctx *c, ic_kernel *k, plan *P, int V, int nsm, int S,
     }
 }
 
-/* Split rows in one launch (A/B knob, in the key): TORCHC_GPU_SPLIT_FUSE=1 (fence.acq_rel.gpu
- * + atom) or 2 (one atom.acq_rel.gpu): the last partial launch also does the final one's work,
- * in the last block of each row to finish (split_fuse), when the runtime gives it row counters
- * (not while a stream is captured: then the final launch runs as before). Off by default: on
- * the H200, x.sum() of 64 MB took 19.1-19.2 us of device time a call with it (either form;
- * 18.0 at 528 parts) against 17.6-17.7 us as two launches, the combining one overlapped by
- * programmatic dependent launch: each block's release and counter round trip before it exits
- * costs more than that launch (gpu_bench.py --ab TORCHC_GPU_SPLIT_FUSE=1, 2026-12-03). */
-static int split_fuse_on(void) {
-    const char *e = getenv("TORCHC_GPU_SPLIT_FUSE");
-    return e && !strcmp(e, "1") ? 1 : e && !strcmp(e, "2") ? 2 : 0;
-}
+/* (Split rows in one launch, the last block of each row to finish doing the combining
+ * launch's work through per-row counters, took 19.1-19.2 us of device time for x.sum() of
+ * 64 MB on the H200 against 17.6-17.7 us as two launches, the combining one overlapped by
+ * programmatic dependent launch: removed.) */
 
 /* Blocks per row for few huge rows (x.sum(), softmax of one long row): enough blocks to
  * fill the device, each with a few unrolled iterations. 0: no split. A stored row value
@@ -2642,13 +2367,11 @@ static int choose_split(ic_kernel *k, int nsm, int V, bool online) {
     if (rows >= nsm || rows < 1) return 0;
     for (int j = 0; j < k->nitems; j++)
         if (k->items[j].pos % 2 == 0 && k->items[j].store && k->items[j].pos != k->npos - 1) return 0;
-    int64_t chunks = (n / V + split_t() - 1) / split_t(); /* the vector variant's */
+    int64_t chunks = (n / V + SPLIT_T - 1) / SPLIT_T; /* the vector variant's */
     /* at least one unrolled iteration a part, and no part without chunks (the cap used to
      * round down: 2 rows of 4M f32 got 488 parts of 8 chunks a row, half of them empty) */
-    int64_t per = split_unroll();
-    if (!online && split_even() && chunks * SPLIT_PMAX < INT32_MAX) /* parts of ceil or floor(chunks / s) */
-        per = (chunks + SPLIT_PMAX - 1) / SPLIT_PMAX > 1 ? (chunks + SPLIT_PMAX - 1) / SPLIT_PMAX : 1;
-    int64_t s = ((online ? online_blocks(nsm) : split_blocks(nsm)) + rows - 1) / rows;
+    int64_t per = UNROLL;
+    int64_t s = ((int64_t)(online ? ONLINE_BLOCKS_PER_SM : SPLIT_BLOCKS_PER_SM) * nsm + rows - 1) / rows;
     if (s > (chunks + per - 1) / per) s = (chunks + per - 1) / per;
     if (s > SPLIT_PMAX) s = SPLIT_PMAX;
     return s >= 2 ? (int)s : 0;
@@ -2661,44 +2384,7 @@ static int choose_split(ic_kernel *k, int nsm, int V, bool online) {
  * (x the same expression, f32 values) makes both partials in A's launch (emit_online) and
  * combines B with each part's A (online_combine): one read of the row fewer. B must be alone
  * in its pass, with nothing between the two. */
-static bool online_on(void) {
-    const char *e = getenv("TORCHC_GPU_ONLINE");
-    return !e || strcmp(e, "0") != 0;
-}
-
-/* Blocks of a split launch that only stores (softmax's or layer_norm's normalizing pass: each
- * block first combines the row's partials, then runs over its chunks) over all rows:
- * TORCHC_GPU_SPLIT_STORE_BLOCKS=n (A/B knob, in the key); default: those of the partial launches */
-static int64_t store_blocks(int nsm, int64_t dflt) {
-    const char *e = getenv("TORCHC_GPU_SPLIT_STORE_BLOCKS");
-    int64_t b = e && *e ? atoll(e) : 0;
-    (void)nsm;
-    if (b <= 0) return dflt;
-    return b < 64 ? 64 : b > (1 << 20) ? (1 << 20) : b;
-}
-
-/* Split rows with the chunks spread evenly over the parts (TORCHC_GPU_SPLIT_EVEN=1, A/B knob, in
- * the key): x.sum() of 64 MB as 2112 parts of 3 or 4 chunks (four full waves of 528 blocks)
- * instead of 2048 of 4 (the fourth wave 88% full). Off: on the H200 it took 17.87 us of device
- * time a call against 17.82 (2640 blocks 17.97, 4224 17.92, 1584 18.55;
- * gpu_bench_h200_even.json): the last wave's idle slots cost nothing measurable. */
-static bool split_even(void) {
-    const char *e = getenv("TORCHC_GPU_SPLIT_EVEN");
-    return e && !strcmp(e, "1");
-}
-
-/* Blocks of an online pair's split launches over all rows (TORCHC_GPU_ONLINE_BLOCKS=n, A/B
- * knob, in the key). Default 4 per SM: on the H200 (gpu_bench_h200_online.json, queued device
- * time a call, 2 rows of 4M f32) softmax took 29.8 us and layer_norm 39.1 us with 528 blocks,
- * 30.7 and 44.4 with the split default's 16 per SM (one iteration a thread), 31.3 and 39.6 with
- * 264; the normalizing launch, whose every block first combines the row's partials, gains
- * most from fewer blocks (TORCHC_GPU_SPLIT_STORE_BLOCKS=264 alone: layer_norm 39.1 us). */
-static int64_t online_blocks(int nsm) {
-    const char *e = getenv("TORCHC_GPU_ONLINE_BLOCKS");
-    int64_t b = e && *e ? atoll(e) : 0;
-    if (b <= 0) return 4 * (int64_t)nsm;
-    return b < 64 ? 64 : b > (1 << 20) ? (1 << 20) : b;
-}
+static bool online_on(const ic_config *cf) { return cf->gpu_online != 0; }
 
 /* the shift of B = sum exp(x - s): A itself, or logsumexp's where(isinf(A), 0, A) */
 static bool online_shift(ic_ctx *c, ic_xid x, int a, bool softmax) {
@@ -2712,7 +2398,7 @@ static bool online_shift(ic_ctx *c, ic_xid x, int a, bool softmax) {
 }
 
 static int online_pair(ic_ctx *c, const ic_kernel *k, int *ja, int *jb, ic_xid *shift) {
-    if (!online_on()) return ON_NONE;
+    if (!online_on(&c->cfg)) return ON_NONE;
     for (int b = 0; b < k->nitems; b++) {
         const ic_item *ib = &k->items[b];
         if (ib->kind != IT_REDUCE || ib->acc != IC_F32 || ib->dtype != IC_F32 || ib->expr < 0) continue;
@@ -2761,8 +2447,7 @@ static void collect_loads(ic_ctx *c, ic_xid x, uint8_t *seen, ic_xid *out, int *
  * On by default since it ran on the H200 (test_gpu with tiles: 76 passed; x.T + y f32 went
  * from 0.30 to 0.98 of copy bandwidth); TORCHC_GPU_TILE=0 turns it off. */
 static bool choose_tile(ic_ctx *c, ic_kernel *k, plan *P) {
-    const char *env = getenv("TORCHC_GPU_TILE");
-    bool on = env ? strcmp(env, "0") != 0 : true;
+    bool on = c->cfg.gpu_tile != 0;
     if (!on || k->has_red || k->ninner < 1) return false;
     int32_t vars[2 * IC_MAX_DIMS];
     int64_t sizes[2 * IC_MAX_DIMS];
@@ -2808,7 +2493,7 @@ static bool choose_tile(ic_ctx *c, ic_kernel *k, plan *P) {
     char msg[160];
     if (ic_gpu_tile_map(&P->tile, 8 * P->tesz, msg, sizeof msg)) return false;
     P->mode = P_TILE;
-    P->v2 = gpu_v2();
+    P->v2 = V2_DEFAULT;
     P->tw = 1;
     P->V = 1;
     P->Bk = 256;
@@ -2953,11 +2638,8 @@ static void add_annotation(gg *g, LLVMValueRef fn, const char *key, int v) {
  *   mul/div: operands needed if the product is;
  *   cast to f16/bf16: its operand is not needed through it;
  *   a row sum (or one stored as half) of an exp: the exp is needed if the row value is.
- * TORCHC_GPU_LOWP=0 (and TORCHC_GPU_V2=0) keep every value at f32 accuracy. */
-static bool lowp_on(void) {
-    const char *e = getenv("TORCHC_GPU_LOWP");
-    return !(e && !strcmp(e, "0"));
-}
+ * config gpu_lowp=0 (TORCHC_GPU_LOWP=0) keeps every value at f32 accuracy. */
+static bool lowp_on(const ic_config *cf) { return cf->gpu_lowp != 0; }
 
 static void lowp_reach(ic_ctx *c, ic_xid x, uint8_t *in) {
     if (x < 0 || in[x]) return;
@@ -2979,7 +2661,7 @@ static bool lowp_mark(uint8_t *need, ic_xid x) {
 
 static uint8_t *lowp_need(gg *g, const ic_kernel *k) {
     ic_ctx *c = g->c;
-    if (!lowp_on() || !g->v2) return NULL;
+    if (!lowp_on(&g->c->cfg) || !g->v2) return NULL;
     uint8_t *in = ic_alloc(c, (size_t)c->nxs + 1), *need = ic_alloc(c, (size_t)c->nxs + 1);
     uint8_t *rowneed = ic_alloc(c, (size_t)k->nitems + 1);
     bool any = false;
@@ -3042,20 +2724,9 @@ static void gen_variant(gg *g, ic_kernel *k, const plan *P, ic_gvariant *out, co
     int nu = param_order(c, k, false, used, NULL, 0, ub);
     LLVMTypeRef *ps = ic_alloc(c, (size_t)(nu + 3) * sizeof(LLVMTypeRef));
     for (int i = 0; i < nu + 2; i++) ps[i] = g->gptr;
-    int np = nu + (P->S > 1) + (P->S > 1 && P->fuse); /* split rows: the partials, the counters last */
+    int np = nu + (P->S > 1); /* split rows: the partials last */
     LLVMValueRef fn = LLVMAddFunction(g->cg.mod, name, LLVMFunctionType(g->cg.vd, ps, (unsigned)np, 0));
     g->part = P->S > 1 ? LLVMGetParam(fn, (unsigned)nu) : NULL;
-    g->ctr = P->S > 1 && P->fuse ? LLVMGetParam(fn, (unsigned)nu + 1) : NULL;
-    g->flag = NULL;
-    g->part_vol = false;
-    if (g->ctr) {
-        char sn[64];
-        snprintf(sn, sizeof sn, "%s_last", name);
-        g->flag = LLVMAddGlobalInAddressSpace(g->cg.mod, g->cg.i32, sn, 3);
-        LLVMSetInitializer(g->flag, LLVMGetUndef(g->cg.i32));
-        LLVMSetLinkage(g->flag, LLVMInternalLinkage);
-        LLVMSetAlignment(g->flag, 4);
-    }
     g->fn = g->cg.fn = fn;
     unsigned kna = LLVMGetEnumAttributeKindForName("noalias", 7);
     unsigned kro = LLVMGetEnumAttributeKindForName("readonly", 8);
@@ -3094,7 +2765,7 @@ static void gen_variant(gg *g, ic_kernel *k, const plan *P, ic_gvariant *out, co
     if (P->mode == P_ROWS && P->logT + (P->jlow ? 0 : P->logR) > 5) {
         char sn[64];
         snprintf(sn, sizeof sn, "%s_smem", name);
-        LLVMTypeRef at = LLVMArrayType(g->cg.i64, 2 * (unsigned)(P->Bk * P->cl)); /* values, arg indices */
+        LLVMTypeRef at = LLVMArrayType(g->cg.i64, 2 * (unsigned)P->Bk); /* values, arg indices */
         g->smem = LLVMAddGlobalInAddressSpace(g->cg.mod, at, sn, 3);
         LLVMSetInitializer(g->smem, LLVMGetUndef(at));
         LLVMSetLinkage(g->smem, LLVMInternalLinkage);
@@ -3114,10 +2785,6 @@ static void gen_variant(gg *g, ic_kernel *k, const plan *P, ic_gvariant *out, co
     LLVMPositionBuilderAtEnd(B, start);
     pdl_prologue(g);
     g->tid = sreg(g, "llvm.nvvm.read.ptx.sreg.tid.x");
-    if (P->cl > 1) { /* cluster rows: the thread's place in the row; rank = blockIdx.x % cl */
-        LLVMValueRef rank = LLVMBuildURem(B, sreg(g, "llvm.nvvm.read.ptx.sreg.ctaid.x"), ki(g, g->cg.i32, P->cl), "");
-        g->tid = LLVMBuildAdd(B, g->tid, LLVMBuildMul(B, rank, ki(g, g->cg.i32, P->Bk), ""), "");
-    }
     if (P->mode == P_POINTWISE) emit_pointwise(g, k);
     else if (P->mode == P_TILE && P->tw == 2) emit_tile2(g, k);
     else if (P->mode == P_TILE) emit_tile(g, k);
@@ -3130,8 +2797,8 @@ static void gen_variant(gg *g, ic_kernel *k, const plan *P, ic_gvariant *out, co
     out->grid = P->grid;
     out->block = (unsigned)P->Bk;
     out->part_off = -1;
-    out->ctr = g->ctr != NULL;
-    out->cl = P->cl > 1 ? P->cl : 1;
+    out->ctr = 0;
+    out->cl = 1;
     out->dsmem = P->dsmem;
     out->vec = P->V;
     out->nparams = nu;
@@ -3168,9 +2835,9 @@ static bool kernel_empty(ic_kernel *k) {
 #define IC_GEMM_EMIT
 #include "gpu_gemm.h"
 
-static int gemm_mode(void) { /* 0 extern, 1 auto, 2 template */
-    const char *s = getenv("TORCHC_GEMM");
-    if (!s || !*s || !strcmp(s, "auto")) return 1;
+static int gemm_mode(const ic_config *cf) { /* 0 extern, 1 auto, 2 template */
+    const char *s = cf->gemm;
+    if (!*s || !strcmp(s, "auto")) return 1;
     if (!strcmp(s, "template")) return 2;
     return 0;
 }
@@ -3412,10 +3079,7 @@ static bool lazy_enabled(const gres *R);
  * calls: so the band stops at 2^31. TORCHC_GEMM_CHOICE=static: the fixed rule (gemm_auto). */
 #define GEMM_MEASURE_MIN ((int64_t)1 << 27)
 #define GEMM_MEASURE_MAX ((int64_t)1 << 31)
-static bool gemm_choice_static(void) {
-    const char *e = getenv("TORCHC_GEMM_CHOICE");
-    return e && !strcmp(e, "static");
-}
+static bool gemm_choice_static(const ic_config *cf) { return !strcmp(cf->gemm_choice, "static"); }
 
 /* A new GEMM choice of gpu (its id), the buffers its two forms write: the product, and
  * what the fused consumer stores. 0 when there are too many. */
@@ -3445,7 +3109,7 @@ static int gemm_choice_new(ic_ctx *c, ic_gpu *gpu, const ic_gemm *G, const ic_ke
 static int gemm_kernel(gg *g, int ki, ic_gkernel *K, int tsm, int nsm, int mid, gres *R, int *nnew, ic_gpu *gpu,
                        int *choice_kj) {
     ic_ctx *c = g->c;
-    int mode = gemm_mode();
+    int mode = gemm_mode(&c->cfg);
     if (mode == 0 || tsm < 80) return -1;
     ic_gemm G;
     if (ic_gemm_match(c, &c->kernels[ki], nsm, &G)) return -1;
@@ -3455,7 +3119,7 @@ static int gemm_kernel(gg *g, int ki, ic_gkernel *K, int tsm, int nsm, int mid, 
     ic_kernel *cons = gemm_consumer(g, ki, &G, &store_out, &kj, E);
     int64_t macs = G.batch * G.M * G.N * G.K;
     int choice = 0;
-    if (mode == 1 && G.fast_ok && macs > GEMM_MEASURE_MIN && macs <= GEMM_MEASURE_MAX && !gemm_choice_static())
+    if (mode == 1 && G.fast_ok && macs > GEMM_MEASURE_MIN && macs <= GEMM_MEASURE_MAX && !gemm_choice_static(&c->cfg))
         choice = gemm_choice_new(c, gpu, &G, cons, gemm_auto(&G, cons != NULL));
     if (!choice && mode == 1 && !gemm_auto(&G, cons != NULL)) return -1;
     ic_gemm_map *M = ic_alloc(c, sizeof *M);
@@ -3678,9 +3342,8 @@ static void *part_compile(void *arg) {
     return NULL;
 }
 
-int ic_compile_threads(void) {
-    const char *e = getenv("TORCHC_COMPILE_THREADS");
-    long n = e && *e ? strtol(e, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
+static int compile_threads(const ic_config *cf) {
+    long n = cf->compile_threads > 0 ? (long)cf->compile_threads : sysconf(_SC_NPROCESSORS_ONLN);
     return n < 1 ? 1 : n > GPU_MAXPARTS ? GPU_MAXPARTS : (int)n;
 }
 
@@ -3710,10 +3373,10 @@ static void describe_append(ic_compiled *out, const ic_gpu *G) {
  * up front, as before); PTX-only compiles and PTX/LLVM dumps compile everything, except that
  * TORCHC_GPU_LAZY=probe makes a PTX-only compile take the lazy path and append the lazy
  * module's PTX (made from its bitcode by ic_gpu_lazy_ptx), for tests without a GPU. */
-static bool lazy_on(bool ptx_only) {
-    const char *e = getenv("TORCHC_GPU_LAZY");
-    if (ptx_only) return e && !strcmp(e, "probe");
-    return !(e && !strcmp(e, "0"));
+static bool lazy_on(const ic_config *cf, bool ptx_only) {
+    const char *e = cf->gpu_lazy;
+    if (ptx_only) return !strcmp(e, "probe");
+    return strcmp(e, "0") != 0;
 }
 
 /* Disk cache key: everything the PTX and the launch plan depend on. malloc'd or NULL. */
@@ -3721,15 +3384,10 @@ static char *cache_key(ic_ctx *c, int tsm, int nsm) {
     char *text = ic_graph_to_string(c->g);
     if (!text) return NULL;
     ic_str s = {0}; /* the build of this binary is folded in by gpu_cache.c */
-    const char *tile = getenv("TORCHC_GPU_TILE");
-    ic_str_printf(&s, "%s|sm=%d|nsm=%d|driver=%d|%s|LLVM %d|tile=%s|gemm=%d", text, tsm, nsm, ic_cuda_driver_version(),
-                  ic_version(), LLVM_VERSION_MAJOR, tile ? tile : "", gemm_mode());
-    ic_str_printf(&s, "|v2=%d|exp=%d|stencil=%d|lowp=%d|pdl=%d|cluster=%d|vec8=%d|stage=%d|sunroll=%d|sblocks=%lld",
-                  gpu_v2(), exp_mode(), ic_stencil_opt(), lowp_on(), pdl_on(tsm), tls_cluster_ok, vec8_on(),
-                  stage_mode(), split_unroll(), (long long)split_blocks(nsm)); /* knobs that change code */
-    ic_str_printf(&s, "|gchoice=%d|lazy=%d|ldhint=%d|splitt=%d|sfuse=%d|online=%d", gemm_choice_static(), lazy_on(false),
-                  ldhint(), split_t(), split_fuse_on(), online_on() ? (int)online_blocks(nsm) : 0);
-    ic_str_printf(&s, "|sstore=%lld|seven=%d", (long long)store_blocks(nsm, 0), split_even());
+    char *ck = ic_config_key(&c->cfg); /* every setting that changes code (ic_config.h) */
+    ic_str_printf(&s, "%s|sm=%d|nsm=%d|driver=%d|%s|LLVM %d|pdl=%d%s", text, tsm, nsm, ic_cuda_driver_version(),
+                  ic_version(), LLVM_VERSION_MAJOR, pdl_on(&c->cfg, tsm), ck ? ck : "|?");
+    free(ck);
     free(text);
     if (s.oom) {
         free(s.s);
@@ -3746,10 +3404,7 @@ static char *cache_key(ic_ctx *c, int tsm, int nsm) {
  * the function, its globals and nvvm.annotations (block size), so equal bitcode is equal
  * code (bitcode, not text: printing IR cost ~2 ms a kernel). TORCHC_GPU_DEDUPE=0 (or a PTX/LLVM debug dump) turns
  * it off: variants are generated into the part's module directly. */
-static int dedupe_on(const ic_ctx *c) {
-    const char *e = getenv("TORCHC_GPU_DEDUPE");
-    return !(e && !strcmp(e, "0")) && !(c->debug & (IC_DEBUG_PTX | IC_DEBUG_LLVM));
-}
+static int dedupe_on(const ic_ctx *c) { return c->cfg.gpu_dedupe && !(c->debug & (IC_DEBUG_PTX | IC_DEBUG_LLVM)); }
 
 /* Renames the definitions of module m named `from`... (the kernel and its globals, which
  * carry its name as a prefix) to `to`... ; their count */
@@ -3851,7 +3506,7 @@ static int from_cache(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
     for (int i = 0; i < G->ncubin; i++) fresh += G->cubin_len[i] > 0;
     if (fresh > G->cubin_loaded) ic_gcache_put(R->key, G, ws);
     G->device = dev;
-    G->pdl = pdl_on(G->sm); /* in the key */
+    G->pdl = pdl_on(&c->cfg, G->sm); /* in the key */
     c->ws_size = ws;
     describe_append(out, G);
     out->gpu = G;
@@ -3867,7 +3522,6 @@ static void codegen(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
         if (ic_cuda_device_info(dev, &sm, &nsm, msg, sizeof msg)) ic_fail(c, IC_EUNSUPPORTED, "CUDA: %s", msg);
     }
     int tsm = sm > 90 ? 90 : sm < 52 ? 52 : sm;
-    tls_cluster_ok = tsm >= 90 && cluster_env() && (ptx_only || ic_cuda_has_launch_ex());
     tls_stage_ok = tsm >= 80; /* up to 72 + 8 KB of shared memory a block, two blocks an SM */
     if (!ptx_only && !c->debug && ic_gcache_enabled()) {
         R->key = cache_key(c, tsm, nsm);
@@ -3885,10 +3539,10 @@ static void codegen(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
     }
     int ngen = 0; /* kernels that may be generated: parts get about 4 each at least */
     for (int ki = 0; ki < c->nkernels; ki++) ngen += c->kernels[ki].is_ext || !kernel_empty(&c->kernels[ki]);
-    const char *kpp = getenv("TORCHC_KERNELS_PER_PART"); /* tests set 1: every kernel its own module */
+    int kpp = (int)c->cfg.kernels_per_part; /* tests set 1: every kernel its own module */
     /* PTX-only compiles (make ptx-check) keep one module unless the tests ask for parts */
-    int np = ptx_only && !kpp ? 1 : ic_compile_threads();
-    int per = kpp && atoi(kpp) > 0 ? atoi(kpp) : 4;
+    int np = ptx_only && !kpp ? 1 : compile_threads(&c->cfg);
+    int per = kpp > 0 ? kpp : 4;
     if (np > (ngen + per - 1) / per) np = (ngen + per - 1) / per;
     if (np < 1) np = 1;
     R->np = np;
@@ -3897,17 +3551,15 @@ static void codegen(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
         q->debug = c->debug;
         if (part_init(q, tsm, msg, sizeof msg)) ic_fail(c, IC_EINTERNAL, "%s", msg);
     }
-    R->lz_on = dedupe_on(c) && lazy_on(ptx_only);
+    R->lz_on = dedupe_on(c) && lazy_on(&c->cfg, ptx_only);
 
     gg G = {.c = c, .gen = 1, .sm = tsm};
     gg *g = &G;
     g->cg.c = c;
     g->cg.width = 1;
     g->cg.vec_var = -1;
-    if (!exp_poly()) {
-        g->cg.exp_fn = exp_f32_cb;
-        g->cg.exp_arg = g;
-    }
+    g->cg.exp_fn = exp_f32_cb;
+    g->cg.exp_arg = g;
     bind_part(g, &R->p[0]);
 
     size_t nx = (size_t)c->nxs + 1;
@@ -3934,7 +3586,7 @@ static void codegen(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
     ic_gpu *gpu = R->gpu = calloc(1, sizeof *gpu);
     if (!gpu) ic_fail(c, IC_ENOMEM, "out of memory");
     gpu->sm = tsm;
-    gpu->pdl = pdl_on(tsm);
+    gpu->pdl = pdl_on(&c->cfg, tsm);
     gpu->device = dev;
     /* row scratch: one row-local copy per row of the kernel that stores it */
     gpu->nbufs = c->nbufs;
@@ -4001,7 +3653,6 @@ static void codegen(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
             nfinal += it->store && (it->kind == IT_REDUCE || it->pos % 2 == 0);
         }
         int passes[IC_MAX_DIMS * 8 + 2], npass = 0;
-        bool fuse = false;
         if (S > 1) {
             int64_t rows = 1;
             for (int i = 0; i < k->nouter; i++) rows *= k->osize[i];
@@ -4014,7 +3665,6 @@ static void codegen(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
                 if (any) passes[npass++] = p;
             }
             if (nfinal) passes[npass++] = -1;
-            fuse = nfinal && npass >= 2 && rows <= IC_SPLIT_ROWS_MAX && split_fuse_on() > 0;
         } else {
             passes[npass++] = 0;
         }
@@ -4030,7 +3680,6 @@ static void codegen(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
                 P.on_a = on_a;
                 P.on_b = on_b;
                 P.on_shift = on_shift;
-                P.fuse = fuse && q == npass - 2;
                 if (P.grid == 0) continue;
                 if ((int64_t)P.grid > 0x7FFFFFFF) ic_fail(c, IC_EUNSUPPORTED, "GPU grid too large");
                 g->ity = fits_i32(c, k, &P) ? g->cg.i32 : g->cg.i64;
@@ -4048,7 +3697,6 @@ static void codegen(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
                 gen_variant(g, k, &P, gv, name);
                 kend(g, R, q, gv, lazy);
                 gv->part_off = part_off;
-                gpu->nctr += gv->ctr;
                 /* the vector variant needs no fallback when it assumes no alignment */
                 if (v == 0 && nvar == 2 && K->v[0].nalign == 0) break;
             }

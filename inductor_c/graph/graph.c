@@ -363,14 +363,7 @@ static int cl_operand(ic_graph *g, ic_val v, ic_val *out) {
     return *out >= 0;
 }
 
-static bool cl_enabled(void) {
-    static int on = -1;
-    if (on < 0) {
-        const char *e = getenv("TORCHC_CL_PROPAGATE");
-        on = !(e && strcmp(e, "0") == 0);
-    }
-    return on;
-}
+static bool cl_enabled(void) { return ic_config_int(IC_CFG_cl_propagate) != 0; }
 
 /* the elementwise node `op` over in[0..nin) in NHWC order, or -1 when not applicable */
 static ic_val cl_rewrite(ic_graph *g, int nin, const ic_val *in, ic_val (*build)(ic_graph *, const ic_val *, const void *),

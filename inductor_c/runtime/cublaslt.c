@@ -207,10 +207,7 @@ static int lt_dtype(int d) {
     }
 }
 
-static const char *off_env(void) {
-    const char *e = getenv("TORCHC_CUBLASLT");
-    return e && e[0] == '0' ? e : NULL;
-}
+static bool off_env(void) { return !ic_config_int(IC_CFG_cublaslt); }
 
 /* Builds the plan for x (state 1), or marks it not taken (-1). in: the run's pointers. */
 static void make_plan(lt_plan *p, const ic_rext *x, void *const *in, void *out, int dev) {
@@ -350,7 +347,7 @@ int ic_lt_run(const ic_rext *x, void *const *in, void *out, void *stream, int de
     if (s) p->state = -1; /* this node goes through ATen from now on */
     pthread_mutex_unlock(&lt_mu);
     if (s) {
-        if (getenv("TORCHC_DEBUG"))
+        if (ic_debug_flags())
             fprintf(stderr, "torchc: cublasLtMatmul (%s) failed: %s; ATen from now on\n", ic_extern_name(x->kind),
                     L.StatusString ? L.StatusString(s) : "error");
         (void)err;

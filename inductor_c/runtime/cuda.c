@@ -78,7 +78,6 @@ typedef struct drv {
     R_ (*MemAllocAsync)(ic_CUdeviceptr *, size_t, ic_CUstream); /* optional (CUDA >= 11.2) */
     R_ (*MemFreeAsync)(ic_CUdeviceptr, ic_CUstream);             /* optional */
     R_ (*StreamSynchronize)(ic_CUstream);
-    R_ (*MemsetD32Async)(ic_CUdeviceptr, unsigned, size_t, ic_CUstream); /* optional: row counters */
     R_ (*GetErrorString)(R_, const char **);
     /* optional, all five or none: timing the two forms of a GEMM choice (ic_gchoice) */
     R_ (*EventCreate)(void **, unsigned);
@@ -184,7 +183,6 @@ static void init(void) {
     SYM(MemAllocAsync, "cuMemAllocAsync", 0);
     SYM(MemFreeAsync, "cuMemFreeAsync", 0);
     SYM(StreamSynchronize, "cuStreamSynchronize", 1);
-    SYM(MemsetD32Async, "cuMemsetD32Async", 0);
     SYM(GetErrorString, "cuGetErrorString", 1);
     SYM(EventCreate, "cuEventCreate", 0);
     SYM(EventRecord, "cuEventRecord", 0);
@@ -811,91 +809,37 @@ static int lazy_prepare(const ic_gpu *G, const ic_CUdeviceptr *bufs, ic_err *err
     return 0;
 }
 
-/* Row counters of split row kernels (gpu_nvptx.c split_fuse), one set per (context, stream):
- * IC_SPLIT_ROWS_MAX zeroed 32-bit counters in their own allocation, kept for the process. The
- * kernels leave them at 0 again, and a stream runs its launches in order (with programmatic
- * dependent launch too: griddepcontrol.wait waits for the whole grid before), so any launch
- * of any compiled graph on the stream may use them. Not handed out while the stream is being
- * captured (a graph could be replayed on another stream, beside this one's own launches):
- * such launches keep the final launch. TORCHC_GPU_SPLIT_FUSE=0 at compile time: no counters
- * parameter at all. */
-#define CTR_SLOTS 64
-static struct ctr_slot {
-    ic_CUcontext ctx;
-    ic_CUstream st;
-    ic_CUdeviceptr p;
-} ctr_tab[CTR_SLOTS];
-static int ctr_n;
-static pthread_mutex_t ctr_mu = PTHREAD_MUTEX_INITIALIZER;
-static unsigned long long split_n[2]; /* launches with counters; final launches */
+static unsigned long long split_n[2]; /* [1]: final (combining) launches of split rows */
 
+/* [0]: launches that combined their row's partials themselves (none: that form was removed,
+ * gpu_nvptx.c), [1]: combining launches */
 void ic_gpu_split_stats(unsigned long long *n) {
     for (int i = 0; i < 2; i++) n[i] = __atomic_load_n(&split_n[i], __ATOMIC_RELAXED);
 }
 
-/* The counters for (ctx, st), made on first use (zeroed on st before anything else there);
- * 0 when there is no room or no memory (two launches then). */
-static ic_CUdeviceptr stream_counters(ic_CUcontext ctx, ic_CUstream st) {
-    ic_CUdeviceptr p = 0;
-    pthread_mutex_lock(&ctr_mu);
-    for (int i = 0; i < ctr_n && !p; i++)
-        if (ctr_tab[i].ctx == ctx && ctr_tab[i].st == st) p = ctr_tab[i].p;
-    if (!p && ctr_n < CTR_SLOTS && D.MemsetD32Async) {
-        ic_CUdeviceptr q = 0;
-        if (!D.MemAlloc(&q, IC_SPLIT_ROWS_MAX * 4)) {
-            if (D.MemsetD32Async(q, 0, IC_SPLIT_ROWS_MAX, st)) {
-                D.MemFree(q);
-            } else {
-                ctr_tab[ctr_n++] = (struct ctr_slot){ctx, st, q};
-                p = q;
-            }
-        }
-    }
-    pthread_mutex_unlock(&ctr_mu);
-    return p;
-}
-
 /* One kernel's launch: the first variant whose alignment the buffers meet (none: an empty
- * kernel, nothing to do). args: room for its parameters and two more. ctr: the stream's row
- * counters or 0; *combined (may be NULL): the launch had counters (the final one is left out).
- * 0 or -1 (err). */
+ * kernel, nothing to do). args: room for its parameters and one more. 0 or -1 (err). */
 static int launch(const ic_gpu *G, const ic_gkernel *K, const ic_CUdeviceptr *bufs, ic_CUdeviceptr ws,
-                  ic_CUdeviceptr ctr, ic_CUstream st, void **args, bool pdl, bool *combined, ic_err *err) {
+                  ic_CUstream st, void **args, bool pdl, ic_err *err) {
     unsigned long long t0 = hs_now();
-    if (combined) *combined = false;
     const ic_gvariant *gv = pick(K, bufs);
     if (!gv) return 0;
     if (gv->lazy && lazy_load(G, err) < 0) return -1;
     for (int i = 0; i < gv->nparams; i++) args[i] = (void *)&bufs[gv->params[i]];
     ic_CUdeviceptr part = ws + (ic_CUdeviceptr)(gv->part_off > 0 ? gv->part_off : 0);
     if (gv->part_off >= 0) args[gv->nparams] = &part;
-    if (gv->ctr) args[gv->nparams + 1] = &ctr;
     R_ r;
-    if ((pdl || gv->cl > 1) && D.LaunchKernelEx) {
-        ic_launch_attr at[2];
-        unsigned na = 0;
+    if (pdl && D.LaunchKernelEx) {
+        ic_launch_attr at[1];
         memset(at, 0, sizeof at);
-        if (gv->cl > 1) {
-            unsigned dim[3] = {(unsigned)gv->cl, 1, 1};
-            at[na].id = IC_LAUNCH_ATTR_CLUSTER_DIMENSION;
-            memcpy(at[na++].value.raw, dim, sizeof dim);
-        }
-        if (pdl) {
-            at[na].id = IC_LAUNCH_ATTR_PROGRAMMATIC_STREAM_SERIALIZATION;
-            at[na++].value.ival = 1;
-        }
-        ic_launch_config cf = {{gv->grid, 1, 1}, {gv->block, 1, 1}, gv->dsmem, st, at, na};
+        at[0].id = IC_LAUNCH_ATTR_PROGRAMMATIC_STREAM_SERIALIZATION;
+        at[0].value.ival = 1;
+        ic_launch_config cf = {{gv->grid, 1, 1}, {gv->block, 1, 1}, gv->dsmem, st, at, 1};
         r = D.LaunchKernelEx(&cf, gv->fn, args, NULL);
-    } else if (gv->cl > 1) {
-        return fail(err, IC_EUNSUPPORTED, "launch of %s: clusters need cuLaunchKernelEx%s", gv->name, "");
     } else {
         r = D.LaunchKernel(gv->fn, gv->grid, 1, 1, gv->block, 1, 1, gv->dsmem, st, args, NULL);
     }
     if (r) return fail(err, IC_EINTERNAL, "launch of %s: %s", gv->name, errstr(r));
-    if (gv->ctr && ctr) {
-        if (combined) *combined = true;
-        __atomic_fetch_add(&split_n[0], 1, __ATOMIC_RELAXED);
-    }
     if (K->split_final) __atomic_fetch_add(&split_n[1], 1, __ATOMIC_RELAXED);
     hs_add(5, t0);
     return 0;
@@ -910,11 +854,12 @@ void ic_gemm_choice_stats(unsigned long long *n) {
     for (int i = 0; i < 4; i++) n[i] = __atomic_load_n(&gc_n[i], __ATOMIC_RELAXED);
 }
 
-/* TORCHC_GEMM_CHOICE=measure (default) | static (the rule, no timing) | extern | template:
+/* config gemm_choice: "" or measure (default) | static (the rule, no timing) | extern | template:
  * what a GEMM choice group runs (the last three for tests and A/B runs). */
 static int choice_mode(void) {
-    const char *e = getenv("TORCHC_GEMM_CHOICE");
-    if (!e || !*e || !strcmp(e, "measure")) return 0;
+    char e[64];
+    ic_config_str(IC_CFG_gemm_choice, e);
+    if (!*e || !strcmp(e, "measure")) return 0;
     if (!strcmp(e, "extern")) return IC_CHOICE_EXT;
     if (!strcmp(e, "template")) return IC_CHOICE_TEMPLATE;
     return -1;
@@ -932,7 +877,7 @@ static float time_group(const ic_compiled *c, const ic_gpu *G, int k0, int k1, u
             const ic_gkernel *K = &G->k[k];
             if (!(rolemask >> K->role & 1)) continue;
             ic_err e;
-            int rc = K->ext > 0 ? run_ext(c, G, K, bufs, stream, &e) : launch(G, K, bufs, ws, 0, st, args, false, NULL, &e);
+            int rc = K->ext > 0 ? run_ext(c, G, K, bufs, stream, &e) : launch(G, K, bufs, ws, st, args, false, &e);
             if (rc < 0) return -1;
         }
         if (rep == 0) continue; /* warm-up: first cuBLASLt plan, caches */
@@ -1021,8 +966,7 @@ static int choose(const ic_compiled *c, const ic_gpu *G, int k, const ic_CUdevic
     __atomic_fetch_add(&gc_n[s == IC_CHOICE_TEMPLATE ? 1 : 2], 1, __ATOMIC_RELAXED);
     __atomic_store_n(&ch->state, s, __ATOMIC_RELEASE);
     share_choice(G, G->k[k].choice, s);
-    const char *dbg = getenv("TORCHC_DEBUG_GEMM");
-    if (dbg && *dbg && strcmp(dbg, "0"))
+    if (ic_config_int(IC_CFG_debug_gemm))
         fprintf(stderr, "torchc GEMM choice %d: %lld multiply-adds, extern call + consumer %.1f us, template %.1f us -> %s\n",
                 G->k[k].choice, (long long)ch->macs, ch->us[0], ch->us[1], s == IC_CHOICE_TEMPLATE ? "template" : "extern");
     return s;
@@ -1041,11 +985,10 @@ IC_API int ic_run_stream(const ic_compiled *c, void *const *inputs, void *const 
     int rc = 0;
     /* programmatic dependent launch (G->pdl: the kernels wait for their predecessor first);
      * not while the stream is captured into a CUDA graph: plain launches there */
-    int capturing = 1; /* GEMM choices are not timed while capturing either, nor row counters given */
-    bool cap_known = (G->pdl || G->nchoice > 0 || G->nctr > 0) && D.StreamIsCapturing &&
+    int capturing = 1; /* GEMM choices are not timed while capturing either */
+    bool cap_known = (G->pdl || G->nchoice > 0) && D.StreamIsCapturing &&
                      !D.StreamIsCapturing(st, &capturing);
     bool pdl = G->pdl && D.LaunchKernelEx && cap_known && capturing == 0;
-    ic_CUdeviceptr ctr = G->nctr > 0 && cap_known && capturing == 0 ? stream_counters(G->ctx, st) : 0;
     ic_CUdeviceptr stackbufs[64];
     ic_CUdeviceptr *bufs = c->nbufs <= 64 ? stackbufs : malloc((size_t)c->nbufs * sizeof *bufs);
     void *args_stack[64];
@@ -1107,13 +1050,8 @@ IC_API int ic_run_stream(const ic_compiled *c, void *const *inputs, void *const 
         goto done;
     }
     int dec = 0; /* the choice of the current GEMM choice group (its launches are consecutive) */
-    bool combined = false; /* the launch before combined its partials: no final launch */
     for (int k = 0; k < G->nkernels; k++) {
         const ic_gkernel *K = &G->k[k];
-        if (K->split_final && combined) {
-            combined = false;
-            continue;
-        }
         if (K->choice > 0) {
             if (K->role == IC_ROLE_EXT) dec = choose(c, G, k, bufs, ws, st, stream, args, !cap_known || capturing);
             if ((K->role == IC_ROLE_TEMPLATE) != (dec == IC_CHOICE_TEMPLATE)) continue;
@@ -1125,7 +1063,7 @@ IC_API int ic_run_stream(const ic_compiled *c, void *const *inputs, void *const 
             }
             continue;
         }
-        if (launch(G, K, bufs, ws, ctr, st, args, pdl, &combined, err) < 0) {
+        if (launch(G, K, bufs, ws, st, args, pdl, err) < 0) {
             rc = -1;
             break;
         }

@@ -310,8 +310,7 @@ int ic_dnn_run(const ic_rext *x, void *const *in, void *out, void *stream, int d
     if (!p) {
         dnn_plan *np = calloc(1, sizeof *np);
         if (!np) return 1;
-        const char *e = getenv("TORCHC_CUDNN");
-        dnn_handle h = e && e[0] == '0' ? NULL : handle_of(dev);
+        dnn_handle h = ic_config_int(IC_CFG_cudnn) ? handle_of(dev) : NULL;
         np->state = -1;
         if (h) {
             pthread_mutex_lock(&dnn_mu);
@@ -360,7 +359,7 @@ int ic_dnn_run(const ic_rext *x, void *const *in, void *out, void *stream, int d
     if (s) p->state = -1; /* this node goes through ATen from now on */
     pthread_mutex_unlock(&dnn_mu);
     if (s) {
-        if (getenv("TORCHC_DEBUG")) fprintf(stderr, "torchc: cuDNN backend convolution failed (status %d): ATen from now on\n", s);
+        if (ic_debug_flags()) fprintf(stderr, "torchc: cuDNN backend convolution failed (status %d): ATen from now on\n", s);
         (void)err;
         return 1;
     }

@@ -334,7 +334,7 @@ void ic_schedule(ic_ctx *c) {
         }
     }
     for (int i = 0; i < g->noutputs; i++) c->realized[g->outputs[i]] = true;
-    const bool stencil = ic_stencil_opt();
+    const bool stencil = c->cfg.stencil;
     for (ic_val v = 0; v < N; v++) {
         if (!c->live[v]) continue;
         const ic_lnode *L = &c->ln[v];

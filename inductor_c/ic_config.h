@@ -1,0 +1,85 @@
+/* ic_config.h — torchc's settings: one table.
+ *
+ * Each row: X(name, type, default, codegen, choices, doc)
+ *   type     BOOL (0/1, also false/true, off/on, no/yes), INT (0..65536) or STR (< 64 bytes)
+ *   default  as text, parsed like any other value
+ *   codegen  1 when the value changes generated code or launch plans: the whole set of these is
+ *            hashed into both cache keys (CPU: the in-memory and the code key; GPU: the disk key),
+ *            so no setting can be left off a key by hand
+ *   choices  for STR: the values allowed, "|"-separated ("" any)
+ *   doc      one line, shown by torchc.config and explain()
+ *
+ * Where a value comes from: torchc.config.<name> = v (Python, ic_config_set) wins, else the
+ * environment variable TORCHC_<NAME> (an override for scripts and A/B runs), else the default.
+ * A compilation reads all of them once (ic_config_read) into its context (ic_ctx.cfg); code
+ * that runs outside a compilation (graph builders, the runtime) reads one with ic_config_int /
+ * ic_config_str. A value that does not parse is ignored (the default applies) when it comes from
+ * the environment, and refused (IC_EINVALID-style error text) when set from Python. */
+#ifndef IC_CONFIG_H
+#define IC_CONFIG_H
+
+#include <stddef.h>
+
+#define IC_CONFIG_TABLE(X)                                                                                            \
+    X(debug, STR, "", 0, "", "dumps on stderr: a comma list of graph, loops, llvm, ptx, time, all (any but time bypasses the caches)") \
+    X(cache, BOOL, "1", 0, "", "the in-memory compile cache (0: every graph compiled again)")                        \
+    X(cse, BOOL, "0", 1, "", "common subexpressions merged before lowering (opt-in: not yet measured on the GPU models)") \
+    X(stencil, BOOL, "1", 1, "", "padded values read by 4 or more windows stored once; GPU stencil kernels take fewer lanes") \
+    X(cl_propagate, BOOL, "1", 1, "", "channels-last carried through elementwise ops, pools and pads between 16-bit CUDA convs") \
+    X(compile_threads, INT, "0", 0, "", "threads that optimize and emit GPU modules in parallel (0: one per CPU)")        \
+    X(kernels_per_part, INT, "0", 0, "", "GPU kernels per LLVM module of a parallel compile (0: spread over the threads)") \
+    X(gemm, STR, "auto", 1, "auto|extern|template", "GPU matmuls: ATen/cuBLAS extern calls, the own tensor-core template, or by size") \
+    X(gemm_choice, STR, "", 1, "|measure|static|extern|template", "GPU GEMMs in the timed band: timed on the first call (\"\"), the fixed rule, or forced") \
+    X(gpu_tile, BOOL, "1", 1, "", "GPU transposes through shared-memory tiles")                                    \
+    X(gpu_lowp, BOOL, "1", 1, "", "approximate GPU exp/GELU/division where only f16/bf16 results depend on them")   \
+    X(gpu_pdl, BOOL, "1", 1, "", "programmatic dependent launch on sm_90 (launches overlap the previous kernel's tail)") \
+    X(gpu_vec8, BOOL, "1", 1, "", "8 elements a thread (two 16-byte accesses) for f32 pointwise kernels with transcendentals") \
+    X(gpu_stage, STR, "1", 1, "0|1|all", "GPU rows too long for registers staged in shared memory (all: also rows of 9-16 values a thread)") \
+    X(gpu_online, BOOL, "1", 1, "", "online split rows (max and sum of exps, or mean and M2, in one launch)")        \
+    X(gpu_lazy, STR, "1", 1, "0|1|probe", "GPU scalar fallback variants compiled on first need (probe: also in PTX-only compiles)") \
+    X(gpu_dedupe, BOOL, "1", 1, "", "identical GPU kernels of repeated layers generated once")                     \
+    X(debug_gemm, BOOL, "0", 0, "", "print each GPU GEMM choice's timing")                                          \
+    X(cublaslt, BOOL, "1", 0, "", "GPU matmuls with a bias through cuBLASLt (0: ATen)")                              \
+    X(cudnn, BOOL, "1", 0, "", "16-bit GPU convolutions through the cuDNN backend API (0: ATen)")
+
+typedef enum ic_config_id {
+#define IC_CFG_ID(name, type, dflt, cg, choices, doc) IC_CFG_##name,
+    IC_CONFIG_TABLE(IC_CFG_ID)
+#undef IC_CFG_ID
+        IC_CFG_COUNT
+} ic_config_id;
+
+#define IC_CFG_FIELD_BOOL(name) int name;
+#define IC_CFG_FIELD_INT(name) long long name;
+#define IC_CFG_FIELD_STR(name) char name[64];
+/* All settings, read once per compilation (ic_ctx.cfg). */
+typedef struct ic_config {
+#define IC_CFG_FIELD(name, type, dflt, cg, choices, doc) IC_CFG_FIELD_##type(name)
+    IC_CONFIG_TABLE(IC_CFG_FIELD)
+#undef IC_CFG_FIELD
+} ic_config;
+
+typedef struct ic_config_entry {
+    const char *name, *type, *dflt, *choices, *doc;
+    const char *env; /* TORCHC_<NAME> */
+    int codegen;
+} ic_config_entry;
+
+const ic_config_entry *ic_config_entry_at(int id); /* NULL out of range */
+int ic_config_find(const char *name);               /* id, or -1 */
+/* Sets (text) or unsets (NULL) the Python-level value of setting id: 0, or -1 with a message in
+ * err when the text does not parse for the setting's type and choices. */
+int ic_config_set(int id, const char *text, char *err, size_t n);
+/* The value in effect as text (out, n bytes); returns where it comes from: 0 the default, 1 the
+ * environment, 2 ic_config_set. */
+int ic_config_value(int id, char *out, size_t n);
+void ic_config_read(ic_config *out);      /* every setting (a compilation's ic_ctx.cfg) */
+long long ic_config_int(int id);          /* one BOOL/INT setting in effect now */
+void ic_config_str(int id, char out[64]); /* one STR setting in effect now */
+/* "|name=value" of every codegen setting of cfg, appended to a cache key; malloc'd or NULL */
+char *ic_config_key(const ic_config *cfg);
+/* ic_config_read, changed: each line "name=value (env|set)" of the settings not at their
+ * default; malloc'd ("" when none) or NULL */
+char *ic_config_changed(void);
+
+#endif
