@@ -234,6 +234,13 @@ int sym_record_attr(trace *t, const var *r, PyObject *name, var *out);
 int sym_record_subscr(trace *t, const var *r, const var *k, var *out);
 int sym_record_method(trace *t, const var *r, const char *mn, int nargs, var *out);
 
+/* objects.c: lists made in the trace, mutated with identity (sym_rebind) */
+int sym_list_method(trace *t, const var *l, const char *mn, var *args, int nargs, var *out);
+int sym_list_store(trace *t, const var *l, const var *k, const var *v); /* v NULL: delete */
+int sym_list_iadd(trace *t, const var *l, const var *other, var *out);
+/* symbolic.c: every copy of the list/dict named by old_items now holds nv (journalled) */
+void sym_rebind(trace *t, const var *old_items, const var *nv);
+
 /* ContextVar.get/set/reset on a tracked context variable (variables.c) */
 int sym_ctxvar_call(trace *t, PyObject *cv, const char *mn, var *args, int nargs, var *out);
 int sym_ctxvar_pending(trace *t, const var *v); /* 1: a set not reset yet, or v is a token */

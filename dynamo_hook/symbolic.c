@@ -32,7 +32,8 @@
     X(CALL_FUNCTION_EX) X(DICT_MERGE) X(DICT_UPDATE) X(FORMAT_VALUE) X(BUILD_STRING)      \
     X(STORE_ATTR) X(BUILD_SLICE) X(LIST_APPEND) X(MAP_ADD) X(UNPACK_EX) X(MAKE_FUNCTION) X(BINARY_SLICE) X(UNARY_INVERT) X(LOAD_SUPER_ATTR) X(IMPORT_NAME) X(IMPORT_FROM) X(BUILD_SET) X(BEFORE_WITH) \
     X(STORE_SUBSCR) X(STORE_SLICE) X(RETURN_GENERATOR) X(YIELD_VALUE)                     \
-    X(PUSH_EXC_INFO) X(CHECK_EXC_MATCH) X(POP_EXCEPT) X(RERAISE) X(CALL_INTRINSIC_1)
+    X(PUSH_EXC_INFO) X(CHECK_EXC_MATCH) X(POP_EXCEPT) X(RERAISE) X(CALL_INTRINSIC_1)     \
+    X(DELETE_SUBSCR)
 
 enum {
     OP_UNKNOWN = 0,
@@ -312,7 +313,12 @@ static int load_attr(trace *t, const var *o, PyObject *name, var *out) {
     }
     if (o->kind == V_SEQ && o->obj == NULL) {
         const char *n = PyUnicode_AsUTF8(name);
-        if (n == NULL || (strcmp(n, "index") && strcmp(n, "count")))
+        static const char *const list_methods[] = {"append", "extend", "insert", "pop", "remove",
+                                                   "clear", "reverse", "sort", "copy", NULL};
+        int ok = n != NULL && (!strcmp(n, "index") || !strcmp(n, "count"));
+        for (int i = 0; !ok && o->is_list && n != NULL && list_methods[i]; i++)
+            ok = !strcmp(n, list_methods[i]);
+        if (!ok)
             return sym_fail(t, "%s.%U not supported", o->is_list ? "list" : "tuple", name);
         var *self = sym_alloc(t, 1);
         if (self == NULL)
@@ -685,6 +691,25 @@ static int subscr(trace *t, const var *c, const var *k, var *out) {
         }
         return sym_fail(t, "KeyError %R (eager will raise)", k->obj);
     }
+    if (c->kind == V_SEQ && c->obj == NULL && k->kind == V_CONST && PySlice_Check(k->obj)) {
+        /* seq[a:b:c]: a new list/tuple of the same items */
+        Py_ssize_t start, stop, step;
+        if (PySlice_Unpack(k->obj, &start, &stop, &step) < 0) {
+            PyErr_Clear();
+            return sym_fail(t, "bad slice (eager will raise)");
+        }
+        Py_ssize_t len = PySlice_AdjustIndices(c->n, &start, &stop, step);
+        var *m = sym_alloc(t, (int)len);
+        if (m == NULL)
+            return -1;
+        for (Py_ssize_t i = 0; i < len; i++)
+            m[i] = c->items[start + i * step];
+        *out = *c;
+        out->src = -1;
+        out->n = (int)len;
+        out->items = m;
+        return 0;
+    }
     if (c->kind == V_SEQ && k->kind == V_CONST && PyLong_CheckExact(k->obj)) {
         long i = PyLong_AsLong(k->obj);
         if (i < 0)
@@ -973,10 +998,18 @@ static int dict_find(trace *t, const var *d, PyObject *k) {
 /* Vars are values: every copy of a dict (locals, stack, closures, containers of any live
  * frame) shares its items array, which names the dict. An update builds the new keys and
  * items, then rebinds every copy. */
+static int same_object(const var *x, const var *items, const var *nd) {
+    if (x->items != items)
+        return 0;
+    if (nd->kind == V_SEQ)
+        return x->kind == V_SEQ && x->is_list;
+    return x->kind == V_DICT || x->kind == V_REC;
+}
+
 static void dict_rebind(trace *t, var *v, int n, const var *items, const var *nd, int depth) {
     for (int i = 0; i < n; i++) {
         var *x = &v[i];
-        if ((x->kind == V_DICT || x->kind == V_REC) && x->items == items) {
+        if (same_object(x, items, nd)) {
             var y = *nd;
             y.src = x->src;
             sym_fx_set(t, x, &y); /* journalled: undone if the call becomes a break */
@@ -993,7 +1026,7 @@ static int dict_refs(const var *v, int n, const var *items, int depth) {
     int k = 0;
     for (int i = 0; i < n; i++) {
         const var *x = &v[i];
-        if ((x->kind == V_DICT || x->kind == V_REC) && x->items == items)
+        if ((x->kind == V_DICT || x->kind == V_REC || (x->kind == V_SEQ && x->is_list)) && x->items == items)
             k++;
         else if (depth < 8 && x->items != NULL &&
                  (x->kind == V_SEQ || x->kind == V_ITER || x->kind == V_DICT || x->kind == V_REC || x->kind == V_METHOD))
@@ -1004,13 +1037,21 @@ static int dict_refs(const var *v, int n, const var *items, int depth) {
 
 /* A graph break rebuilds each dict variable as its own dict: a dict reachable twice from
  * the state handed to the resume function would split in two. */
-static int dicts_shared(const var *v, int n, const var *all, int nall, int depth) {
+/* handed on as the caller's own object (fill_out: an unchanged source), not rebuilt */
+static int passed_as_source(trace *t, const var *x) {
+    return x->src >= 0 && x->src < DH_SRC_MAX && t->srcdone[x->src] &&
+           t->srcvar[x->src].kind == x->kind && t->srcvar[x->src].items == x->items &&
+           t->srcvar[x->src].n == x->n;
+}
+
+static int dicts_shared(trace *t, const var *v, int n, const var *all, int nall, int depth) {
     for (int i = 0; i < n; i++) {
         const var *x = &v[i];
-        if ((x->kind == V_DICT || x->kind == V_REC) && x->items != NULL && dict_refs(all, nall, x->items, 0) > 1)
+        if ((x->kind == V_DICT || x->kind == V_REC || (x->kind == V_SEQ && x->is_list)) &&
+            x->items != NULL && !passed_as_source(t, x) && dict_refs(all, nall, x->items, 0) > 1)
             return 1;
         if (depth < 8 && x->items != NULL && (x->kind == V_SEQ || x->kind == V_ITER || x->kind == V_DICT || x->kind == V_REC) &&
-            dicts_shared(x->items, x->n, all, nall, depth + 1))
+            dicts_shared(t, x->items, x->n, all, nall, depth + 1))
             return 1;
     }
     return 0;
@@ -1024,7 +1065,13 @@ static void dict_rebind_all(trace *t, const var *old, const var *nd) {
         if (f->closure)
             dict_rebind(t, f->closure, f->nclosure, old, nd, 0);
     }
+    for (int i = 0; i < t->nattrw; i++) /* stored on a module, replayed after the graph */
+        dict_rebind(t, t->attrw[i].val, 1, old, nd, 0);
 }
+
+/* A list (or dict) made in the trace changed: every copy of it, in any live frame or
+ * container, now holds nv (journalled). Lists are named by their items array. */
+void sym_rebind(trace *t, const var *old_items, const var *nv) { dict_rebind_all(t, old_items, nv); }
 
 /* The top frame's **kwargs dict: made fresh by the call, no caller holds it (resume
  * functions take their locals as plain arguments: no CO_VARKEYWORDS). */
@@ -1148,13 +1195,21 @@ static int record_break_state(trace *t, sframe *f) {
         return -1;
     memcpy(t->brk.stack, f->stack, (size_t)f->sp * sizeof(var));
     memcpy(t->brk.locals, f->locals, (size_t)f->nlocals * sizeof(var));
-    var *all = sym_alloc(t, f->sp + f->nlocals);
+    /* the call's callable and arguments are rebuilt too: a list passed to the eager call
+     * and still held by a local must stay one object (or the call's update is lost) */
+    int na = (t->brk.fn ? 1 : 0) + (t->brk.args ? t->brk.nargs : 0);
+    int nall = f->sp + f->nlocals + na;
+    var *all = sym_alloc(t, nall);
     if (all == NULL)
         return -1;
     memcpy(all, f->stack, (size_t)f->sp * sizeof(var));
     memcpy(all + f->sp, f->locals, (size_t)f->nlocals * sizeof(var));
-    if (dicts_shared(all, f->sp + f->nlocals, all, f->sp + f->nlocals, 0))
-        return sym_fail(t, "a dict referenced twice is live across a graph break");
+    if (t->brk.fn)
+        all[f->sp + f->nlocals] = *t->brk.fn;
+    if (t->brk.args && t->brk.nargs > 0)
+        memcpy(all + f->sp + f->nlocals + (t->brk.fn ? 1 : 0), t->brk.args, (size_t)t->brk.nargs * sizeof(var));
+    if (dicts_shared(t, all, nall, all, nall, 0))
+        return sym_fail(t, "a list or dict referenced twice is live across a graph break");
     t->brk.nlocals = f->nlocals - f->code->co_nfreevars; /* plain locals: free vars stay in the closure */
     return 1;
 }
@@ -1646,6 +1701,9 @@ static int run_body(trace *t, sframe *f, var *result) {
             }
             else if (a.kind != b.kind && a.kind != V_CONST && b.kind != V_CONST)
                 same = 0;
+            else if (((a.kind == V_SEQ && a.is_list) || a.kind == V_DICT) && a.kind == b.kind &&
+                     a.src < 0 && b.src < 0 && a.items != NULL)
+                same = a.items == b.items; /* made in the trace: named by their items */
             else
                 return sym_fail(t, "'is' on unsupported values");
             if (sym_const(t, PyBool_FromLong(same ^ oparg), &c) < 0)
@@ -2208,6 +2266,22 @@ static int run_body(trace *t, sframe *f, var *result) {
             PUSH(c);
             break;
         }
+        case OP_DELETE_SUBSCR: { /* del TOS1[TOS] */
+            NEED(2);
+            b = POP(); /* key */
+            a = POP(); /* container */
+            if (a.kind == V_SEQ && a.is_list && a.obj == NULL && b.kind == V_CONST) {
+                if (sym_list_store(t, &a, &b, NULL) < 0)
+                    return -1;
+                break;
+            }
+            if (a.kind == V_DICT && b.kind == V_CONST) {
+                if (dict_update(t, &a, b.obj, NULL) < 0)
+                    return -1;
+                break;
+            }
+            return sym_fail(t, "del of an item of an unsupported container");
+        }
         case OP_STORE_SUBSCR:
         case OP_STORE_SLICE: {
             /* STORE_SUBSCR: TOS1[TOS] = TOS2; STORE_SLICE (3.12): TOS2[TOS1:TOS] = TOS3 */
@@ -2227,6 +2301,11 @@ static int run_body(trace *t, sframe *f, var *result) {
             b = POP(); /* value */
             if (a.kind == V_TENSOR && sym_tensor_setitem(t, &a, &k, &b) == 0)
                 break;
+            if (a.kind == V_SEQ && a.is_list && a.obj == NULL && k.kind == V_CONST) {
+                if (sym_list_store(t, &a, &k, &b) == 0)
+                    break;
+                return -1;
+            }
             if (a.kind == V_DICT && k.kind == V_CONST && op == OP_STORE_SUBSCR) {
                 if (dict_update(t, &a, k.obj, &b) == 0)
                     break;

@@ -3769,6 +3769,26 @@ static int call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject 
         PyObject *tup = PyTuple_New(n), *r = NULL;
         if (tup == NULL)
             return -1;
+        int anyt = 0;
+        for (int i = 0; i < n; i++)
+            anyt |= items[i].kind == V_TENSOR;
+        if (anyt && !strcmp(name, "sum")) {
+            /* sum(tensors): start + x0 + x1 + ..., left to right as eager */
+            Py_DECREF(tup);
+            var acc;
+            if (nargs == 2)
+                acc = args[1];
+            else if (sym_const(t, PyLong_FromLong(0), &acc) < 0)
+                return -1;
+            for (int i = 0; i < n; i++) {
+                var r;
+                if (sym_binary(t, 0, &acc, &items[i], &r) < 0)
+                    return -1;
+                acc = r;
+            }
+            *out = acc;
+            return 0;
+        }
         for (int i = 0; i < n; i++) {
             if (items[i].kind != V_CONST) {
                 Py_DECREF(tup);
@@ -4025,6 +4045,11 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
         Py_DECREF(v);
         return rc;
     }
+    if (fn->kind == V_METHOD && fn->items && fn->items[0].kind == V_SEQ && fn->items[0].is_list &&
+        fn->items[0].obj == NULL && fn->obj && PyUnicode_Check(fn->obj) && !nkw) {
+        /* list methods, mutating ones with identity (objects.c) */
+        return sym_list_method(t, &fn->items[0], PyUnicode_AsUTF8(fn->obj), args, npos, out);
+    }
     if (fn->kind == V_METHOD && fn->items && fn->items[0].kind == V_SEQ && fn->obj &&
         PyUnicode_Check(fn->obj)) {
         /* seq.index(x) / seq.count(x) over constants: on a tuple of them */
@@ -4226,6 +4251,55 @@ int sym_binary(trace *t, int nb, const var *a_in, const var *b_in, var *out) {
             return sym_fail(t, "arithmetic %d on a dynamic size (specializing)", nb);
         }
         return sym_symint(t, r, out);
+    }
+    if (a->kind == V_SEQ && a->is_list && nb == 13) /* lst += iterable: extended in place */
+        return sym_list_iadd(t, a, b, out);
+    if (base == 0 && (a->kind == V_SEQ || (a->kind == V_CONST && PyTuple_CheckExact(a->obj))) &&
+        (b->kind == V_SEQ || (b->kind == V_CONST && PyTuple_CheckExact(b->obj)))) {
+        /* tuple + tuple, list + list: a new sequence */
+        int la = a->kind == V_SEQ ? a->is_list : 0, lb = b->kind == V_SEQ ? b->is_list : 0;
+        if (la != lb)
+            return sym_fail(t, "can only concatenate a list to a list (eager will raise)");
+        var *ia, *ib;
+        int na, nb2;
+        if (sym_iter_items(t, a, &ia, &na) < 0 || sym_iter_items(t, b, &ib, &nb2) < 0)
+            return -1;
+        var *m = sym_alloc(t, na + nb2);
+        if (m == NULL)
+            return -1;
+        if (na > 0)
+            memcpy(m, ia, (size_t)na * sizeof *m);
+        if (nb2 > 0)
+            memcpy(m + na, ib, (size_t)nb2 * sizeof *m);
+        memset(out, 0, sizeof *out);
+        out->kind = V_SEQ;
+        out->src = -1;
+        out->is_list = la;
+        out->n = na + nb2;
+        out->items = m;
+        return 0;
+    }
+    if (base == 5 && ((a->kind == V_SEQ && b->kind == V_CONST && PyLong_CheckExact(b->obj)) ||
+                      (b->kind == V_SEQ && a->kind == V_CONST && PyLong_CheckExact(a->obj)))) {
+        /* [x] * n: a new sequence, the items repeated */
+        const var *sq = a->kind == V_SEQ ? a : b;
+        long k = PyLong_AsLong((a->kind == V_SEQ ? b : a)->obj);
+        if (k < 0)
+            k = 0;
+        if (k > 4096 || (long)sq->n * k > 65536)
+            return sym_fail(t, "sequence repetition too long");
+        var *m = sym_alloc(t, (int)(sq->n * k));
+        if (m == NULL)
+            return -1;
+        for (long r = 0; r < k; r++)
+            if (sq->n > 0)
+                memcpy(m + r * sq->n, sq->items, (size_t)sq->n * sizeof *m);
+        *out = *sq;
+        out->src = -1;
+        out->obj = NULL;
+        out->n = (int)(sq->n * k);
+        out->items = m;
+        return 0;
     }
     if (a->kind != V_TENSOR && b->kind != V_TENSOR)
         return sym_fail(t, "binary op on unsupported values");

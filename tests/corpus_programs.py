@@ -402,7 +402,7 @@ def list_constant_index(x):
     return x * ks[1] + ks[-1]
 
 
-@case(0, 1, lambda: (R(4),), reason="append")
+@case(1, 0, lambda: (R(4),))
 def list_append(x):
     out = []
     for i in range(3):
@@ -604,7 +604,7 @@ def list_comprehension(x):
     return ys[0] + ys[1] + ys[2]
 
 
-@case(0, 1, lambda: (R(4),), reason="generator")
+@case(1, 0, lambda: (R(4),))
 def generator_sum(x):
     return sum(x * i for i in range(3))
 
@@ -1535,14 +1535,14 @@ def break_in_frame_with_cells(x):
     return g(x)
 
 
-@case(0, 1, lambda: (R(4), []), reason="append")
+@case(2, 1, lambda: (R(4), []), reason="append on a list passed in")
 def break_list_append_side_effect(x, log):
     y = x * 2
     log.append(y.sum())
     return y + len(log)
 
 
-@case(0, 1, lambda: (R(4),), reason="item assignment to a list", state=_counter_state, reset=_counter_reset)
+@case(0, 1, lambda: (R(4),), reason="on a list passed in", state=_counter_state, reset=_counter_reset)
 def break_global_list_mutation(x):
     y = x + 1
     COUNTER[0] = COUNTER[0] + 1
@@ -2187,7 +2187,7 @@ def raise_statement_taken(x):
     return x + 1
 
 
-@case(0, 1, lambda: (R(3, 4), R(3, 4)), reason="subscript of an unsupported value")
+@case(1, 0, lambda: (R(3, 4), R(3, 4)))
 def top_level_varargs(*xs):
     acc = xs[0]
     for t in xs[1:]:

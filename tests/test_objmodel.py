@@ -82,3 +82,98 @@ def test_contextvar_get_outside_the_trace_is_guarded():
     finally:
         FLAG.reset(tok)
     assert_same(cf(x), x * 2)
+
+
+# ---- lists with identity and mutation ------------------------------------------------
+
+def test_list_methods_with_aliases():
+    def f(x):
+        outs = []
+        alias = outs
+        for i in range(3):
+            outs.append(x * i)
+        outs.extend([x + 1, x + 2])
+        outs.insert(1, x - 5)
+        last = outs.pop()
+        first = outs.pop(0)
+        keys = ["a", "b", "c"]
+        keys.remove("b")
+        outs.reverse()
+        outs += [x * 10]
+        n = len(alias)
+        return sum(alias) + first + last + n, alias is outs, keys, keys.index("c")
+
+    whole(f, torch.randn(4))
+
+
+def test_list_setitem_delitem_slices():
+    def f(x):
+        l = [x, x + 1, x + 2, x + 3, x + 4]
+        l[1] = x * 7
+        l[-1] = l[0] - 1
+        del l[2]
+        l[1:3] = [x * 2, x * 3, x * 4]
+        del l[::2]
+        l[::-1] = l[:]
+        c = l.copy()
+        c.clear()
+        return tuple(l), len(c), l.index(l[0]), l.count(l[0]) if len(l) == 1 else len(l)
+
+    whole(f, torch.randn(3))
+
+
+def test_list_made_in_a_helper_and_mutated_there():
+    def add(acc, v):
+        acc.append(v * 2)
+        return len(acc)
+
+    def f(x):
+        acc = [x]
+        n = add(acc, x) + add(acc, x + 1)
+        return torch.stack(acc).sum(0) + n
+
+    whole(f, torch.randn(5))
+
+
+def test_constant_list_sort_and_tuple_concat():
+    def f(x):
+        dims = [2, 0, 1]
+        dims.sort()
+        hs = ()
+        for d in dims:
+            hs = hs + (x.sum(d),)
+        rep = [x] * 2
+        return hs, rep, dims
+
+    whole(f, torch.randn(2, 3, 4))
+
+
+def test_list_passed_in_is_left_to_eager():
+    def f(x, l):
+        l.append(x + 1)
+        return x * 2
+
+    l1, l2 = [], []
+    x = torch.randn(3)
+    want = f(x, l1)
+    got = torchc.compile(f)(x, l2)
+    assert_same(got, want)
+    assert len(l1) == len(l2) == 1
+    assert_same(l2[0], l1[0])
+
+
+def test_list_shared_across_a_break_stays_one_object():
+    @torchc.disable
+    def opaque(l, x):
+        l.append(x)
+        return x
+
+    def f(x):
+        l = [x]
+        y = opaque(l, x * 2)
+        l.append(y + 1)
+        return len(l), l
+
+    want = f(torch.ones(2))
+    got = torchc.compile(f)(torch.ones(2))
+    assert_same(got, want)
