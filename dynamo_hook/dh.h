@@ -36,5 +36,14 @@ PyObject *dh_probe(PyObject *func, PyObject *args, PyObject *kwargs);
 extern _Thread_local int dh_tl_cg_capture;
 /* The default recompile limit (torchc.config.recompile_limit). */
 extern int dh_default_recompile_limit;
+/* Limits of one trace (torchc.config.max_sources, inline_depth, max_outputs): a trace that
+ * reaches one falls back (or breaks) with the limit named in explain()'s reason. */
+typedef struct dh_limits {
+    int max_sources;  /* guarded values one entry may read (default 1 << 20) */
+    int inline_depth; /* nested Python calls inlined (default 48, at most DH_INLINE_DEPTH_MAX) */
+    int max_outputs;  /* graph outputs and in-place updated inputs (default 1 << 16) */
+} dh_limits;
+#define DH_INLINE_DEPTH_MAX 128
+extern dh_limits dh_limit;
 
 #endif

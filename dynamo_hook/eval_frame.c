@@ -277,8 +277,11 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
                     dynmask = c->dynmask;
         }
         double t0 = now_ms();
+        dh_module_sharing_check(c, (PyObject *const *)f->localsplus, (int)code->co_nlocalsplus);
+        dh_tl_modtype = c->modtype; /* modules type-guarded: instances share the entry */
         e = dh_trace_frame(code, (PyObject *const *)f->localsplus, f->f_globals, f->f_builtins,
                            func, cfg, dynmask);
+        dh_tl_modtype = 0;
         if (e == NULL) {
             /* internal fault: never break the program; report through explain/warning */
             dh_tl_busy = 0;

@@ -13,7 +13,10 @@ class _Config:
 
     def __init__(self):
         object.__setattr__(self, "_values", {"recompile_limit": 8, "num_threads": _C.get_num_threads(),
-                                             "automatic_dynamic_shapes": True})
+                                             "automatic_dynamic_shapes": True,
+                                             # limits of one trace, named in explain() when hit
+                                             "max_sources": 1 << 20, "inline_depth": 48,
+                                             "max_outputs": 1 << 16})
 
     def __getattr__(self, name):
         try:
@@ -35,6 +38,8 @@ class _Config:
             _C.set_recompile_limit(value)
         elif name == "num_threads":
             _C.set_num_threads(value)
+        elif name in ("max_sources", "inline_depth", "max_outputs"):
+            _C.set_limit(name, value)
         self._values[name] = value
 
     def __repr__(self):
@@ -185,12 +190,22 @@ class ExplainOutput:
         self.guards = [g for r in compiled for g in r["guards"]]
         self.kernels = [r["kernels"] for r in compiled if r.get("kernels")]
         self.compile_ms = sum(r.get("compile_ms", 0.0) for r in records if r["event"] != "hit")
+        # compiles on this call per code object, "name (file:line)" -> count (resume functions
+        # count under the function they continue)
+        self.compiles_per_code = {}
+        for r in records:
+            if r["event"] == "compiled":
+                k = f"{r['name']} ({r['filename']}:{r['firstlineno']})"
+                self.compiles_per_code[k] = self.compiles_per_code.get(k, 0) + 1
 
     def __str__(self):
         lines = [f"Graph Count: {self.graph_count}",
                  f"Graph Break Count: {self.graph_break_count}",
                  f"Op Count: {self.op_count}",
                  f"Extern Calls (matmul/conv, ATen): {len(self.extern_calls)}"]
+        if self.compiles_per_code:
+            lines.append("Compiles per code object:")
+            lines += [f"  {n}: {k}" for k, n in sorted(self.compiles_per_code.items(), key=lambda kv: -kv[1])]
         if self.break_reasons:
             lines.append("Break Reasons:")
             lines += [f"  {i + 1}. {r}" for i, r in enumerate(self.break_reasons)]
