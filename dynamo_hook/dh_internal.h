@@ -242,6 +242,9 @@ extern _Thread_local int dh_tl_autocast;
  * lower-precision, fp32 or promote lists, CPU or CUDA) */
 int dh_autocast_op_affected(const char *name);
 
+/* resume.c: the locals a break in this code passes on: a resume function's own stack slots
+ * (unbound by its prologue) are dropped, its resume is built from the original code */
+int dh_resume_base_nlocals(PyCodeObject *code, int nlocals);
 /* resume.c: runs fn(*args) (the last len(kwnames) by keyword) inside a frame of the original
  * function at the break resume_proto continues from (its name, file, line and locals), so
  * what the call observes of frames is eager's. New ref. */

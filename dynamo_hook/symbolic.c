@@ -1110,6 +1110,7 @@ static int record_break_state(trace *t, sframe *f) {
     if (dicts_shared(all, f->sp + f->nlocals, all, f->sp + f->nlocals, 0))
         return sym_fail(t, "a dict referenced twice is live across a graph break");
     t->brk.nlocals = f->nlocals - f->code->co_nfreevars; /* plain locals: free vars stay in the closure */
+    t->brk.nlocals = dh_resume_base_nlocals(f->code, t->brk.nlocals); /* a resume's dead stack slots */
     return 1;
 }
 
