@@ -11,12 +11,14 @@ Results are written after every model (JSON), with a markdown table and a plot a
 
 GPU (bf16, one 10-minute command; --budget stops starting models in time, --skip-done continues
 a previous run's JSON):
-    python benchmarks/suite.py --device cuda --dtype bfloat16 --timeout 150 --budget 540 \\
+    python benchmarks/suite.py --device cuda --dtype bfloat16 --timeout 120 --budget 420 \\
         --skip-done --tag h200
 CPU smoke test (transformers only; tiny configs):
     python benchmarks/suite.py --device cpu --dtype float32 --suite transformers --tiny
 Options: --suite torchvision,timm,transformers  --models a,b (substrings)  --list
-         --no-torch-compile  --reps N  --batch N  --shard i/n
+         --torch-compile full|explain|none  --reps N  --batch N  --shard i/n
+Cost on the GPU: torch.compile "full" takes ~20-90 s a model (inductor), "explain" ~5-20 s,
+torchc ~1-3 s; --budget keeps one command within its limit and --skip-done resumes.
 """
 import argparse
 import copy
@@ -372,8 +374,20 @@ def run_model(suite, name, build, make_inputs, a, dtype, tol):
         except Exception as e:
             row.update(status="fail_to_run", error=f"{type(e).__name__}: {str(e)[:300]}",
                        trace=traceback.format_exc(limit=-4)[-1500:])
-        # torch.compile
-        if not a.no_torch_compile:
+        # torch.compile: compiled and timed ("full"), or only its graphs and breaks ("explain")
+        if a.torch_compile == "explain":
+            try:
+                import torch._dynamo as dynamo
+                dynamo.reset()
+                ex = dynamo.explain(model)(**inputs)
+                row.update(inductor_graphs=ex.graph_count, inductor_breaks=ex.graph_break_count,
+                           inductor_reasons=sorted(set(str(getattr(r, "reason", r))[:200]
+                                                       for r in ex.break_reasons)))
+            except Timeout:
+                raise
+            except Exception as e:
+                row["inductor_explain_error"] = f"{type(e).__name__}: {str(e)[:200]}"
+        if a.torch_compile == "full":
             try:
                 import torch._dynamo as dynamo
                 dynamo.reset()
@@ -424,6 +438,9 @@ def summary(rows):
     ran = [r for r in done if r.get("torchc_graphs") is not None]
     s["torchc_one_graph"] = sum(r["torchc_graphs"] == 1 and r["torchc_breaks"] == 0 for r in ran)
     s["inductor_one_graph"] = sum(r.get("inductor_graphs") == 1 and r.get("inductor_breaks") == 0 for r in ran)
+    iw = [r for r in ran if r.get("inductor_graphs") == 1 and r.get("inductor_breaks") == 0]
+    s["torchc_whole_where_inductor_whole"] = (f"{sum(r['torchc_graphs'] == 1 and r['torchc_breaks'] == 0 for r in iw)}"
+                                              f"/{len(iw)}")
     both = [r for r in done if r.get("torchc_speedup") and r.get("inductor_speedup")]
     s["geomean_torchc"] = geomean([r["torchc_speedup"] for r in both])
     s["geomean_inductor"] = geomean([r["inductor_speedup"] for r in both])
@@ -503,12 +520,17 @@ def main(argv=None):
     ap.add_argument("--timeout", type=float, default=180, help="seconds per model")
     ap.add_argument("--budget", type=float, default=None,
                     help="start no model after this many seconds (the run ends in time)")
-    ap.add_argument("--no-torch-compile", action="store_true")
+    ap.add_argument("--torch-compile", choices=["full", "explain", "none"], default="full",
+                    help="torch.compile compiled and timed, only torch._dynamo.explain'd "
+                         "(graphs and breaks, no inductor compile), or not run")
+    ap.add_argument("--no-torch-compile", action="store_true", help="same as --torch-compile none")
     ap.add_argument("--skip-done", action="store_true", help="keep rows of the JSON already written")
     ap.add_argument("--shard", default=None, help="i/n: every n-th model from the i-th (1-based)")
     ap.add_argument("--tag", default=None, help="results file name: suite_<tag>.*")
     ap.add_argument("--list", action="store_true")
     a = ap.parse_args(argv)
+    if a.no_torch_compile:
+        a.torch_compile = "none"
     dtype = getattr(torch, a.dtype or ("bfloat16" if a.device == "cuda" else "float32"))
     tol = 1e-2 if dtype in (torch.bfloat16, torch.float16) else 1e-4
     if a.reps is None:
