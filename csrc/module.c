@@ -200,6 +200,25 @@ static PyObject *m_set_recompile_limit(PyObject *m, PyObject *arg) {
     Py_RETURN_NONE;
 }
 
+/* set_limit(name, value): torchc.config.max_sources / inline_depth / max_outputs */
+static PyObject *m_set_limit(PyObject *m, PyObject *args) {
+    const char *name;
+    long long n;
+    if (!PyArg_ParseTuple(args, "sL", &name, &n))
+        return NULL;
+    int *slot = strcmp(name, "max_sources") == 0    ? &dh_limit.max_sources
+                : strcmp(name, "inline_depth") == 0 ? &dh_limit.inline_depth
+                : strcmp(name, "max_outputs") == 0  ? &dh_limit.max_outputs
+                                                    : NULL;
+    long long hi = strcmp(name, "inline_depth") == 0 ? DH_INLINE_DEPTH_MAX : 1 << 26;
+    if (slot == NULL)
+        return PyErr_Format(PyExc_ValueError, "no limit named %s", name);
+    if (n < 1 || n > hi)
+        return PyErr_Format(PyExc_ValueError, "%s must be in [1, %lld], got %lld", name, hi, n);
+    *slot = (int)n;
+    Py_RETURN_NONE;
+}
+
 static PyObject *m_set_num_threads(PyObject *m, PyObject *arg) {
     int n;
     if (int_setting(arg, "num_threads", 1, TC_MAX_THREADS, &n) < 0)
@@ -277,6 +296,7 @@ static PyMethodDef methods[] = {
      "torchc's CUDA graph capture runs on this thread (bool): stream-capture guards as normal."},
     {"set_recompile_limit", m_set_recompile_limit, METH_O, "Default recompile limit."},
     {"set_num_threads", m_set_num_threads, METH_O, "Worker threads of the CPU runtime."},
+    {"set_limit", m_set_limit, METH_VARARGS, "set_limit(name, n): max_sources, inline_depth, max_outputs."},
     {"get_num_threads", m_get_num_threads, METH_NOARGS, "Worker threads of the CPU runtime."},
     {"set_ptxas", m_set_ptxas, METH_O, "ptxas for GPU modules (str path, or None: the driver JIT)."},
     {NULL, NULL, 0, NULL},

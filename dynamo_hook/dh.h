@@ -50,5 +50,14 @@ extern _Thread_local int dh_tl_stance;
  * maybe_mark_dynamic are added to base (NULL: none), those marked by mark_static removed,
  * into out[DH_DYN_LOCALS (dh_internal.h)]. 1 when some argument carries a mark (use out). */
 int dh_marks_apply(const uint32_t *base, PyObject *const *localsplus, int nlocals, uint32_t *out);
+/* Limits of one trace (torchc.config.max_sources, inline_depth, max_outputs): a trace that
+ * reaches one falls back (or breaks) with the limit named in explain()'s reason. */
+typedef struct dh_limits {
+    int max_sources;  /* guarded values one entry may read (default 1 << 20) */
+    int inline_depth; /* nested Python calls inlined (default 48, at most DH_INLINE_DEPTH_MAX) */
+    int max_outputs;  /* graph outputs and in-place updated inputs (default 1 << 16) */
+} dh_limits;
+#define DH_INLINE_DEPTH_MAX 128
+extern dh_limits dh_limit;
 
 #endif

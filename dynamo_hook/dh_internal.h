@@ -186,6 +186,8 @@ typedef struct dh_cache {
     int limit_hit;                /* recompile limit reached: eager from now on */
     int max_sources;              /* most sources of any entry (guard buffers size) */
     int disabled;                 /* torchc.disable: never captured, never inlined */
+    int modtype;                  /* nn.Modules type-guarded (instances share entries): set when
+                                   * another instance of the class pinned by an entry came */
     char *skip_reason;
     uint32_t dynmask[DH_DYN_LOCALS]; /* automatic dynamic shapes: per local, dims seen changing */
 } dh_cache;
@@ -251,11 +253,23 @@ extern _Thread_local int dh_tl_autocast;
  * lower-precision, fp32 or promote lists, CPU or CUDA) */
 int dh_autocast_op_affected(const char *name);
 
+/* resume.c: the locals a break in this code passes on: a resume function's own stack slots
+ * (unbound by its prologue) are dropped, its resume is built from the original code */
+int dh_resume_base_nlocals(PyCodeObject *code, int nlocals);
 /* resume.c: runs fn(*args) (the last len(kwnames) by keyword) inside a frame of the original
  * function at the break resume_proto continues from (its name, file, line and locals), so
  * what the call observes of frames is eager's. New ref. */
 PyObject *dh_break_call(PyObject *resume_proto, PyObject *const *locals, int nlocals, PyObject *fn,
                         PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
+
+/* guards.c: shared module entries. A frame of a method of one nn.Module instance is traced
+ * with its modules identity-guarded; when another instance of the same class comes (N blocks of
+ * one kind run as frames of their own), the code's later traces type-guard modules instead
+ * (their attributes, parameters and buffers are guarded sources and graph inputs), so every
+ * instance shares one entry. Sets c->modtype; 1 when newly set. */
+int dh_module_sharing_check(dh_cache *c, PyObject *const *localsplus, int nlocals);
+/* the trace running now type-guards nn.Modules (c->modtype of its code) */
+extern _Thread_local int dh_tl_modtype;
 
 /* guards.c: f is torch.compiler.is_compiling or one of its aliases (True in captured code) */
 int dh_is_compiling_fn(PyObject *f);

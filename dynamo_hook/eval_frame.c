@@ -488,8 +488,11 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
         uint32_t marked[DH_DYN_LOCALS];
         if (dh_marks_apply(dynmask, (PyObject *const *)f->localsplus, (int)code->co_nlocalsplus, marked))
             dynmask = marked; /* torch._dynamo.mark_dynamic / mark_static on the arguments */
+        dh_module_sharing_check(c, (PyObject *const *)f->localsplus, (int)code->co_nlocalsplus);
+        dh_tl_modtype = c->modtype; /* modules type-guarded: instances share the entry */
         e = dh_trace_frame(code, (PyObject *const *)f->localsplus, f->f_globals, f->f_builtins,
                            func, cfg, dynmask);
+        dh_tl_modtype = 0;
         if (e == NULL) {
             /* internal fault: never break the program; report through explain/warning */
             dh_tl_busy = 0;

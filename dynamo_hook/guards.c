@@ -717,6 +717,46 @@ error:
 /* ---- global state ------------------------------------------------------------------ */
 
 _Thread_local int dh_tl_autocast;
+_Thread_local int dh_tl_modtype;
+
+static PyObject *nn_module_cls; /* torch.nn.Module, kept for the process */
+
+static int is_nn_module(PyObject *o) {
+    if (nn_module_cls == NULL) {
+        PyObject *nn = PyImport_ImportModule("torch.nn");
+        nn_module_cls = nn ? PyObject_GetAttrString(nn, "Module") : NULL;
+        Py_XDECREF(nn);
+        if (nn_module_cls == NULL) {
+            PyErr_Clear();
+            return 0;
+        }
+    }
+    return PyObject_TypeCheck(o, (PyTypeObject *)nn_module_cls);
+}
+
+int dh_module_sharing_check(dh_cache *c, PyObject *const *localsplus, int nlocals) {
+    if (c->modtype || c->entries == NULL || nlocals < 1 || localsplus[0] == NULL ||
+        !is_nn_module(localsplus[0]))
+        return 0;
+    PyObject *self = localsplus[0];
+    for (const dh_entry *e = c->entries; e != NULL; e = e->next)
+        for (int i = 0; i < e->nguards; i++) {
+            const dh_guard *g = &e->guards[i];
+            if (g->kind != DH_G_ID || g->src < 0 || g->src >= e->nsources)
+                continue;
+            const dh_source *s = &e->sources[g->src];
+            if (s->kind != DH_S_LOCAL || s->index != 0)
+                continue;
+            PyObject *was = g->weak ? PyWeakref_GetObject(g->obj) : g->obj;
+            if (was != self && was != Py_None && Py_TYPE(was) == Py_TYPE(self)) {
+                c->modtype = 1; /* a second instance of the class: share from now on */
+                return 1;
+            }
+        }
+    return 0;
+}
+
+dh_limits dh_limit = {.max_sources = 1 << 20, .inline_depth = 48, .max_outputs = 1 << 16};
 
 int dh_global_state(dh_guardkind *kinds, int *values) {
     kinds[0] = DH_G_GRAD_MODE;

@@ -13,7 +13,6 @@
 
 #include <string.h>
 
-#define PROBE_MAX_SOURCES 4096 /* sym.h DH_SRC_MAX */
 
 /* Fills ls[0..nargs) from args/kwargs/defaults. 0 ok, 1 cannot bind here (no error). */
 static int bind(PyCodeObject *co, PyObject *func, PyObject *args, PyObject *kwargs, PyObject **ls) {
@@ -79,8 +78,11 @@ PyObject *dh_probe(PyObject *func, PyObject *args, PyObject *kwargs) {
     if (c->skip || c->limit_hit || c->entries == NULL)
         Py_RETURN_NONE;
     PyObject **ls = calloc((size_t)co->co_nlocalsplus + 1, sizeof *ls);
-    PyObject **values = calloc(PROBE_MAX_SOURCES, sizeof *values);
-    void **ptrs = calloc(PROBE_MAX_SOURCES, sizeof *ptrs);
+    int nsrc = c->max_sources; /* the most sources of any entry */
+    for (const dh_entry *e = c->entries; e != NULL; e = e->next)
+        nsrc = e->nsources > nsrc ? e->nsources : nsrc;
+    PyObject **values = calloc((size_t)nsrc + 1, sizeof *values);
+    void **ptrs = calloc((size_t)nsrc + 1, sizeof *ptrs);
     PyObject *res = NULL;
     if (ls == NULL || values == NULL || ptrs == NULL) {
         PyErr_NoMemory();
@@ -94,8 +96,6 @@ PyObject *dh_probe(PyObject *func, PyObject *args, PyObject *kwargs) {
     dh_tl_busy = 1; /* custom getattr re-run by guards: never captured */
     const dh_entry *hit = NULL;
     for (const dh_entry *e = c->entries; e != NULL && hit == NULL; e = e->next) {
-        if (e->nsources > PROBE_MAX_SOURCES)
-            continue;
         int r = dh_guards_check(e, (PyObject *const *)ls, PyFunction_GET_GLOBALS(func),
                                 ((PyFunctionObject *)func)->func_builtins, func, values, ptrs);
         if (r < 0)

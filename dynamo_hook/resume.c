@@ -25,7 +25,8 @@ static int op_resume = -1, op_delete_fast, op_load_fast, op_push_null, op_jump_f
            op_extended_arg, op_get_iter, op_copy_free_vars;
 static unsigned char deref_op[256]; /* opcodes whose oparg indexes localsplus cells/frees */
 static PyObject *resume_cache; /* (code, pc, nstack, mask bytes) -> function */
-static PyObject *resume_info;  /* resume code -> (original code, target pc, unbound mask bytes) */
+static PyObject *resume_info;  /* resume code -> (original code, target pc, unbound mask bytes,
+                                *                prologue code units) */
 static PyObject *break_cache;  /* (resume code, nargs, kwnames) -> break-call function */
 static int op_precall = -1, op_call = -1, op_kw_names = -1, op_return_value = -1;
 static int ncache_precall, ncache_call;
@@ -127,6 +128,21 @@ PyObject *dh_make_resume(PyCodeObject *code, PyObject *globals, int target_pc, i
     buf w = {0};
     if (init_ops() < 0)
         return NULL;
+    {
+        /* a break in a resume function continues the original code: its resume is built from
+         * the original (the body is the original's, shifted by the prologue), so a loop with a
+         * break in its body gets one resume code for all iterations, not a new one each */
+        PyObject *info = PyDict_GetItemWithError(resume_info, (PyObject *)code);
+        if (info == NULL && PyErr_Occurred())
+            return NULL;
+        PyCodeObject *orig = info ? (PyCodeObject *)PyTuple_GET_ITEM(info, 0) : NULL;
+        int pro = info ? (int)PyLong_AsLong(PyTuple_GET_ITEM(info, 3)) : 0;
+        if (orig != NULL && orig->co_ncellvars == 0 && orig->co_nfreevars == 0 &&
+            nlocals == orig->co_nlocalsplus && target_pc >= pro) {
+            code = orig;
+            target_pc -= pro;
+        }
+    }
     /* cache by (code, pc, layout) so every trace of the same break shares one resume code */
     key = Py_BuildValue("(Oiy#y#)", (PyObject *)code, target_pc, (const char *)unbound,
                         (Py_ssize_t)nlocals, (const char *)stack_null, (Py_ssize_t)nstack);
@@ -265,8 +281,8 @@ PyObject *dh_make_resume(PyCodeObject *code, PyObject *globals, int target_pc, i
         Py_CLEAR(fn);
     if (fn != NULL) {
         /* what a break call at target_pc needs to rebuild the frame (dh_break_call) */
-        PyObject *info = Py_BuildValue("(Oiy#)", (PyObject *)code, target_pc,
-                                       (const char *)unbound, (Py_ssize_t)nlocals);
+        PyObject *info = Py_BuildValue("(Oiy#i)", (PyObject *)code, target_pc,
+                                       (const char *)unbound, (Py_ssize_t)nlocals, prologue_units);
         if (info == NULL || PyDict_SetItem(resume_info, newcode, info) < 0)
             Py_CLEAR(fn);
         Py_XDECREF(info);
@@ -284,6 +300,20 @@ done:
     Py_XDECREF(lt);
     Py_XDECREF(name);
     return fn;
+}
+
+int dh_resume_base_nlocals(PyCodeObject *code, int nlocals) {
+    if (resume_info == NULL)
+        return nlocals;
+    PyObject *info = PyDict_GetItemWithError(resume_info, (PyObject *)code);
+    if (info == NULL) {
+        PyErr_Clear();
+        return nlocals;
+    }
+    PyCodeObject *orig = (PyCodeObject *)PyTuple_GET_ITEM(info, 0);
+    if (orig->co_ncellvars != 0 || orig->co_nfreevars != 0 || orig->co_nlocalsplus > nlocals)
+        return nlocals;
+    return orig->co_nlocalsplus; /* the stack slots after them are unbound by the prologue */
 }
 
 void dh_resume_reset(void) {

@@ -39,7 +39,7 @@ typedef struct var {
     PyObject *globals; /* FUNC made by MAKE_FUNCTION: the globals of the frame that made it */
 } var;
 
-#define DH_SRC_MAX 4096
+
 
 /* A graph break recorded by the top frame: the instruction to run eagerly and the state
  * to hand to the resume function. */
@@ -62,7 +62,7 @@ typedef struct sym_break {
 #define SYM_MADE_FUNCTION (-3) /* V_FUNC.op of a MAKE_FUNCTION result: obj = code, items = closure */
 #define SYM_CTX_EXIT (-4)      /* V_FUNC.op of a grad-mode context's __exit__ */
 #define SYM_PREDICATE (-5)     /* V_FUNC.op of torch.compiler.is_compiling & co (sym_predicate) */
-#define SYM_INLINE_DEPTH 24
+#define SYM_INLINE_DEPTH DH_INLINE_DEPTH_MAX /* frames[] size; the limit is dh_limit.inline_depth */
 
 typedef struct trace {
     PyCodeObject *code;
@@ -89,9 +89,9 @@ typedef struct trace {
     int nobj, capobj;
     struct sframe *frames[SYM_INLINE_DEPTH + 2]; /* frames being interpreted (live vars) */
     int nframes;
-    var srcvar[DH_SRC_MAX];           /* the tracked value of each source */
-    PyObject *srcobj[DH_SRC_MAX];     /* tensor sources: the object seen (borrowed) */
-    unsigned char srcdone[DH_SRC_MAX];
+    var *srcvar;                      /* the tracked value of each source (capsrc of each) */
+    PyObject **srcobj;                /* tensor sources: the object seen (borrowed) */
+    unsigned char *srcdone;
     int depth;                        /* inlining depth */
     int in_gen;                       /* generator frames being run (side effects refused) */
     int nograd;                       /* no_grad()/inference_mode() blocks entered, not left */

@@ -1039,7 +1039,7 @@ static int dict_refs(const var *v, int n, const var *items, int depth) {
  * the state handed to the resume function would split in two. */
 /* handed on as the caller's own object (fill_out: an unchanged source), not rebuilt */
 static int passed_as_source(trace *t, const var *x) {
-    return x->src >= 0 && x->src < DH_SRC_MAX && t->srcdone[x->src] &&
+    return x->src >= 0 && x->src < t->capsrc && t->srcdone[x->src] &&
            t->srcvar[x->src].kind == x->kind && t->srcvar[x->src].items == x->items &&
            t->srcvar[x->src].n == x->n;
 }
@@ -1211,6 +1211,7 @@ static int record_break_state(trace *t, sframe *f) {
     if (dicts_shared(t, all, nall, all, nall, 0))
         return sym_fail(t, "a list or dict referenced twice is live across a graph break");
     t->brk.nlocals = f->nlocals - f->code->co_nfreevars; /* plain locals: free vars stay in the closure */
+    t->brk.nlocals = dh_resume_base_nlocals(f->code, t->brk.nlocals); /* a resume's dead stack slots */
     return 1;
 }
 
@@ -1238,7 +1239,7 @@ int sym_alias_live(trace *t, int oid) {
             return 1;
     }
     /* inputs are alive in the caller; attribute writes keep their values */
-    for (int s = 0; s < t->nsrc && s < DH_SRC_MAX; s++)
+    for (int s = 0; s < t->nsrc && s < t->capsrc; s++)
         if (t->srcdone[s] && live_in(t, &t->srcvar[s], 1, oid, 0))
             return 1;
     for (int i = 0; i < t->nattrw; i++)
@@ -2554,8 +2555,9 @@ int sym_inline_made(trace *t, const var *fn, var *args, int nargs, PyObject *kwn
 static int inline_code(trace *t, PyCodeObject *code, PyObject *globals, PyObject *func,
                        int fn_src, var *closure, int nclosure, const var *self, var *args,
                        int nargs, PyObject *kwnames, var *out) {
-    if (t->depth >= SYM_INLINE_DEPTH)
-        return sym_fail(t, "inlining too deep (recursion?)");
+    if (t->depth >= dh_limit.inline_depth || t->depth >= SYM_INLINE_DEPTH)
+        return sym_fail(t, "inlining deeper than %d calls (recursion? torchc.config.inline_depth)",
+                        dh_limit.inline_depth);
     /* generators (genexprs: all(f(x) for x in xs)) run to completion when called and
      * return an iterator over their values: exact when the consumer drains them; one that
      * stops early only skips graph values never read (a Python-level error in a later item
@@ -2784,7 +2786,7 @@ static int fill_out(trace *t, outbuf *ob, int at, const var *v_in, ic_val *outva
     dh_outspec *o = &ob->o[at];
     var rv = *v_in, *v = &rv;
     sym_resolve(t, v);
-    if ((v->kind == V_DICT || v->kind == V_SEQ) && v->src >= 0 && v->src < DH_SRC_MAX &&
+    if ((v->kind == V_DICT || v->kind == V_SEQ) && v->src >= 0 && v->src < t->capsrc &&
         t->srcdone[v->src] && t->srcvar[v->src].kind == v->kind &&
         t->srcvar[v->src].items == v->items && t->srcvar[v->src].n == v->n) {
         /* a dict/list read from the frame as it was: the object itself (a copy would lose
@@ -2874,8 +2876,8 @@ static int fill_out(trace *t, outbuf *ob, int at, const var *v_in, ic_val *outva
                 o->index = i;
                 return 0;
             }
-        if (*nout >= 64)
-            return sym_fail(t, "too many outputs");
+        if (*nout >= dh_limit.max_outputs)
+            return sym_fail(t, "more than %d outputs (torchc.config.max_outputs)", dh_limit.max_outputs);
         if (ic_output(t->g, v->val) < 0)
             return sym_check_graph(t);
         outvals[*nout] = v->val;
@@ -3076,9 +3078,30 @@ done:
 /* Inputs whose object was updated in place: their final value becomes an output and is
  * copied back into the caller's tensor after the kernels (as eager would have written). */
 typedef struct mutlist {
-    int n;
-    int src[64], from[64];
+    int n, cap; /* cap: dh_limit.max_outputs at most */
+    int *src, *from;
 } mutlist;
+
+static int mut_room(trace *t, mutlist *m) {
+    if (m->n < m->cap)
+        return 1;
+    int cap = m->cap ? 2 * m->cap : 16;
+    if (m->n >= dh_limit.max_outputs) {
+        sym_fail(t, "more than %d in-place updated inputs (torchc.config.max_outputs)", dh_limit.max_outputs);
+        return 0;
+    }
+    int *s = realloc(m->src, (size_t)cap * sizeof *s);
+    if (s != NULL)
+        m->src = s;
+    int *f = s ? realloc(m->from, (size_t)cap * sizeof *f) : NULL;
+    if (f == NULL) {
+        PyErr_NoMemory();
+        return 0;
+    }
+    m->from = f;
+    m->cap = cap;
+    return 1;
+}
 
 static void record_mutations(trace *t, ic_val *outvals, int *nout, mutlist *m) {
     for (int i = 0; i < t->ninputs; i++) {
@@ -3096,10 +3119,12 @@ static void record_mutations(trace *t, ic_val *outvals, int *nout, mutlist *m) {
                 }
             if (k == i)
                 continue;
-            if (m->n >= 64 || k < 0) {
-                sym_fail(t, "too many in-place updated inputs");
+            if (k < 0) {
+                sym_fail(t, "an in-place updated input not found");
                 return;
             }
+            if (!mut_room(t, m))
+                return;
             m->src[m->n] = t->input_src[i];
             m->from[m->n++] = -1 - t->input_src[k];
             continue;
@@ -3109,10 +3134,12 @@ static void record_mutations(trace *t, ic_val *outvals, int *nout, mutlist *m) {
             if (outvals[j] == now)
                 idx = j;
         if (idx < 0) {
-            if (*nout >= 64 || m->n >= 64) {
-                sym_fail(t, "too many outputs");
+            if (*nout >= dh_limit.max_outputs) {
+                sym_fail(t, "more than %d outputs (torchc.config.max_outputs)", dh_limit.max_outputs);
                 return;
             }
+            if (!mut_room(t, m))
+                return;
             if (ic_output(t->g, now) < 0) {
                 sym_check_graph(t);
                 return;
@@ -3369,6 +3396,9 @@ static void trace_free(trace *t, outbuf *ob) {
     for (int i = 0; i < t->nsrc; i++)
         Py_XDECREF(t->src[i].name);
     free(t->src);
+    free(t->srcvar);
+    free(t->srcobj);
+    free(t->srcdone);
     for (int i = 0; i < t->nguards; i++)
         dh_guard_clear(&t->guards[i]);
     free(t->guards);
@@ -3496,6 +3526,7 @@ static dh_entry *trace_once(PyCodeObject *code, PyObject *const *localsplus, PyO
     dh_entry *e = NULL;
     dh_entry_brk brk = {{NULL, NULL}};
     mutlist muts = {0};
+    ic_val *outvals = NULL; /* graph outputs (dh_limit.max_outputs at most) */
     ic_compiled *compiled = NULL;
     PyObject *train = NULL; /* training: the autograd node's state */
     if (t == NULL || f == NULL) {
@@ -3563,8 +3594,12 @@ static dh_entry *trace_once(PyCodeObject *code, PyObject *const *localsplus, PyO
         if (rr == 0 && sym_ctxvar_pending(t, NULL))
             rr = sym_fail(t, "a context variable set in the trace is not reset at its end");
         if (rr >= 0) {
-            ic_val outvals[64];
             int nout = 0;
+            outvals = malloc(sizeof *outvals * (size_t)dh_limit.max_outputs);
+            if (outvals == NULL) {
+                PyErr_NoMemory();
+                goto error;
+            }
             if (out_reserve(t, &ob, 1) == 0) {
                 if (rr == 1)
                     fill_break(t, &ob, outvals, &nout, &brk);
@@ -3730,6 +3765,9 @@ error:
     Py_XDECREF(brk.resume[1]);
     if (compiled)
         ic_compiled_free(compiled);
+    free(outvals);
+    free(muts.src);
+    free(muts.from);
     free(f);
     trace_free(t, &ob);
     return e;

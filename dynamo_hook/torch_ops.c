@@ -3596,7 +3596,7 @@ static int call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject 
         else if (args[0].kind == V_TENSOR) {
             /* an input (its type guarded: Parameter or Tensor), or a graph value: Tensor */
             int s = args[0].src;
-            if (s >= 0 && s < DH_SRC_MAX && t->srcobj[s] != NULL && t->srcdone[s] &&
+            if (s >= 0 && s < t->capsrc && t->srcobj[s] != NULL && t->srcdone[s] &&
                 t->srcvar[s].oid == args[0].oid) {
                 if (sym_guard_type(t, s, t->srcobj[s]) < 0)
                     return -1;

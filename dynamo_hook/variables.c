@@ -75,14 +75,29 @@ int sym_source(trace *t, dh_srckind kind, int base, Py_ssize_t index, PyObject *
     }
     if (t->nsrc == t->capsrc) {
         int cap = t->capsrc ? 2 * t->capsrc : 16;
-        if (cap > DH_SRC_MAX)
-            return sym_fail(t, "too many sources");
+        if (t->nsrc >= dh_limit.max_sources)
+            return sym_fail(t, "too many sources (%d: torchc.config.max_sources)", dh_limit.max_sources);
         dh_source *n = realloc(t->src, (size_t)cap * sizeof *n);
         if (n == NULL) {
             PyErr_NoMemory();
             return -1;
         }
         t->src = n;
+        var *sv = realloc(t->srcvar, (size_t)cap * sizeof *sv);
+        if (sv != NULL)
+            t->srcvar = sv;
+        PyObject **so = sv ? realloc(t->srcobj, (size_t)cap * sizeof *so) : NULL;
+        if (so != NULL)
+            t->srcobj = so;
+        unsigned char *sd = so ? realloc(t->srcdone, (size_t)cap) : NULL;
+        if (sd == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        t->srcdone = sd;
+        memset(t->srcvar + t->capsrc, 0, (size_t)(cap - t->capsrc) * sizeof *sv);
+        memset(t->srcobj + t->capsrc, 0, (size_t)(cap - t->capsrc) * sizeof *so);
+        memset(t->srcdone + t->capsrc, 0, (size_t)(cap - t->capsrc));
         t->capsrc = cap;
     }
     dh_source *s = &t->src[t->nsrc];
@@ -725,7 +740,7 @@ static int wrap_tensor(trace *t, PyObject *o, int src, var *out) {
     }
     /* training (issue 22): inputs that require grad are captured; the graph's backward is
      * derived at the end of the trace (symbolic.c, inductor_c/graph/autograd.c) */
-    for (int s2 = 0; s2 < t->nsrc && s2 < DH_SRC_MAX; s2++)
+    for (int s2 = 0; s2 < t->nsrc && s2 < t->capsrc; s2++)
         if (s2 != src && t->srcobj[s2] == o && t->srcdone[s2] && t->srcvar[s2].kind == V_TENSOR) {
             /* the same tensor through a second source (f(t, t), tied weights): one object */
             dh_guard *ga = new_guard(t, DH_G_ALIAS, src);
@@ -735,7 +750,7 @@ static int wrap_tensor(trace *t, PyObject *o, int src, var *out) {
             *out = t->srcvar[s2];
             return 0;
         }
-    if (src < DH_SRC_MAX)
+    if (src < t->capsrc)
         t->srcobj[src] = o;
     ic_meta im = {0};
     im.dtype = (ic_dtype)m.dtype;
@@ -855,12 +870,12 @@ int sym_dim_of(trace *t, const var *v, ic_dim *d) {
 static int wrap_uncached(trace *t, PyObject *o, int src, var *out);
 
 int sym_wrap(trace *t, PyObject *o, int src, var *out) {
-    if (src >= 0 && src < DH_SRC_MAX && t->srcdone[src]) {
+    if (src >= 0 && src < t->capsrc && t->srcdone[src]) {
         *out = t->srcvar[src]; /* one source, one tracked value */
         return 0;
     }
     int rc = wrap_uncached(t, o, src, out);
-    if (rc == 0 && src >= 0 && src < DH_SRC_MAX) {
+    if (rc == 0 && src >= 0 && src < t->capsrc) {
         t->srcvar[src] = *out;
         t->srcdone[src] = 1;
     }
@@ -894,8 +909,8 @@ static int wrap_uncached(trace *t, PyObject *o, int src, var *out) {
     if (PyTuple_CheckExact(o) || PyList_CheckExact(o)) {
         /* a sequence holding tensors: guard its type and length, wrap items */
         Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
-        if (n > 64)
-            return sym_fail(t, "sequence too long (%zd)", n);
+        if (n > dh_limit.max_sources)
+            return sym_fail(t, "sequence too long (%zd: torchc.config.max_sources)", n);
         if (src >= 0) {
             dh_guard *g = new_guard(t, DH_G_TYPE, src);
             if (g == NULL)
@@ -941,8 +956,17 @@ static int wrap_uncached(trace *t, PyObject *o, int src, var *out) {
     if (nn_module_type && PyObject_TypeCheck(o, (PyTypeObject *)nn_module_type)) {
         if (src < 0)
             return sym_fail(t, "nn.Module without a source");
-        if (sym_guard_id(t, src, o) < 0)
+        if (dh_tl_modtype && t->ntobj < 256) {
+            /* shared module entries (guards.c dh_module_sharing_check): the class, not the
+             * instance; what the trace reads of it are guarded sources, 'is' between two
+             * modules is kept by DH_G_SAMEOBJ */
+            if (sym_guard_type(t, src, o) < 0)
+                return -1;
+            t->tobj_src[t->ntobj] = src;
+            t->tobj[t->ntobj++] = o;
+        } else if (sym_guard_id(t, src, o) < 0) {
             return -1;
+        }
         /* guard training */
         PyObject *name = PyUnicode_InternFromString("training");
         if (name == NULL)

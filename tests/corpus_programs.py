@@ -1387,7 +1387,7 @@ def break_tolist(x):
     return y + len(vals)
 
 
-@case(1, 3, lambda: (R(4),), reason="numpy")
+@case(1, 2, lambda: (R(4),), reason="numpy")  # numpy's own frames are skipped (skipfiles.c)
 def break_numpy(x):
     y = x * 2
     a = y.numpy()

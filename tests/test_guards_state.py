@@ -159,3 +159,20 @@ def test_grad_mode_guarded():
         assert not f(x).requires_grad
     r = f(w)
     assert r.requires_grad
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@torch.no_grad()
+def test_autocast_cuda():
+    m = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.GELU(), torch.nn.LayerNorm(64)).cuda()
+    x = torch.randn(8, 64, device="cuda")
+    f = torchc.compile(m)
+    assert f(x).dtype == torch.float32
+    for dt in (torch.bfloat16, torch.float16):
+        with torch.autocast("cuda", dtype=dt):
+            r, want = f(x), m(x)
+        assert r.dtype == want.dtype
+        torch.testing.assert_close(r.float(), want.float(), atol=2e-2, rtol=2e-2)
+    r = f(x)
+    assert r.dtype == torch.float32
+    torch.testing.assert_close(r, m(x))

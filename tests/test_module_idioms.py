@@ -389,3 +389,71 @@ def test_hook_registered_after_compiling_is_run():
             g.remove()
         assert len(seen) > 1
         torch.testing.assert_close(got, m(x))
+
+
+# ---- module frames shared across instances --------------------------------------------------
+
+import io as _io
+
+_SINK = _io.StringIO()
+
+
+class _Block(nn.Module):
+    def __init__(self, scale=0.5):
+        super().__init__()
+        self.lin = nn.Linear(8, 8)
+        self.ln = nn.LayerNorm(8)
+        self.scale = scale
+
+    def forward(self, x):
+        h = self.lin(self.ln(x)).relu()
+        print("x", file=_SINK)  # a graph break: each block's forward runs as its own frame
+        return x + h * self.scale
+
+
+class _Deep(nn.Module):
+    def __init__(self, n, scales=None):
+        super().__init__()
+        self.blocks = nn.ModuleList(_Block(scales[i] if scales else 0.5) for i in range(n))
+
+    def forward(self, x):
+        for b in self.blocks:
+            x = b(x)
+        return x
+
+
+def test_identical_blocks_share_entries():
+    """48 instances of one block class: its forward (and the resume after its break) compile
+    twice each (the first instance pinned, then one entry for the class), never the limit"""
+    torch.manual_seed(0)
+    m = _Deep(48)
+    x = torch.randn(2, 8)
+    with torch.no_grad():
+        ex = explain_of(torchc.compile(m), x)
+        torch.testing.assert_close(ex.result, m(x))
+        ex2 = explain_of(torchc.compile(m), x)
+    block = {k: n for k, n in ex.compiles_per_code.items() if f":{_Block.forward.__code__.co_firstlineno})" in k}
+    assert 1 <= sum(block.values()) <= 4, ex.compiles_per_code
+    # the loop's resume after each block is one code object (a resume of a resume is built
+    # from the original code): at most the recompile limit, not one new code per iteration
+    deep = {k: n for k, n in ex.compiles_per_code.items() if f":{_Deep.forward.__code__.co_firstlineno})" in k}
+    assert sum(deep.values()) <= 1 + torchc.config.recompile_limit, ex.compiles_per_code
+    assert not any("recompile limit" in r for r in ex.break_reasons + ex2.break_reasons)
+    assert sum(ex2.compiles_per_code.values()) == 0  # the second call only hits
+    assert ex2.graph_count >= 48
+
+
+def test_shared_block_entry_reads_each_instance():
+    """a class-guarded entry still reads each instance's parameters and guarded attributes"""
+    torch.manual_seed(0)
+    m = _Deep(12)
+    with torch.no_grad():
+        for i, b in enumerate(m.blocks):
+            b.lin.weight.mul_(1 + i / 10)
+        x = torch.randn(2, 8)
+        cm = torchc.compile(m)
+        torch.testing.assert_close(cm(x), m(x))
+        m.blocks[5].scale = 2.0  # one instance differs: its own entry, the others still right
+        torch.testing.assert_close(cm(x), m(x))
+        m.blocks[3].ln.weight.fill_(3.0)
+        torch.testing.assert_close(cm(x), m(x))

@@ -18,7 +18,10 @@ class _Config:
 
     def __init__(self):
         object.__setattr__(self, "_values", {"recompile_limit": 8, "num_threads": _C.get_num_threads(),
-                                             "automatic_dynamic_shapes": True})
+                                             "automatic_dynamic_shapes": True,
+                                             # limits of one trace, named in explain() when hit
+                                             "max_sources": 1 << 20, "inline_depth": 48,
+                                             "max_outputs": 1 << 16})
         object.__setattr__(self, "_set", set())
 
     def __getattr__(self, name):
@@ -55,6 +58,8 @@ class _Config:
         elif name == "num_threads":
             _C.set_num_threads(value)
             _C.follow_torch_threads(False)
+        elif name in ("max_sources", "inline_depth", "max_outputs"):
+            _C.set_limit(name, value)
         self._values[name] = value
         self._set.add(name)
 
@@ -354,6 +359,13 @@ class ExplainOutput:
         self.backward_op_count = sum(r.get("backward_op_count", 0) for r in compiled)
         self.saved_bytes = sum(r.get("saved_bytes", 0) for r in compiled)
         self.config = _C.config_changed()  # settings not at their default: "name=value (source)" lines
+        # compiles on this call per code object, "name (file:line)" -> count (resume functions
+        # count under the function they continue)
+        self.compiles_per_code = {}
+        for r in records:
+            if r["event"] == "compiled":
+                k = f"{r['name']} ({r['filename']}:{r['firstlineno']})"
+                self.compiles_per_code[k] = self.compiles_per_code.get(k, 0) + 1
 
     def __str__(self):
         lines = [f"Graph Count: {self.graph_count}",
@@ -364,6 +376,9 @@ class ExplainOutput:
             lines += [f"Backward Graph Count: {self.backward_graph_count}",
                       f"Backward Op Count: {self.backward_op_count}",
                       f"Saved Bytes: {self.saved_bytes}"]
+        if self.compiles_per_code:
+            lines.append("Compiles per code object:")
+            lines += [f"  {n}: {k}" for k, n in sorted(self.compiles_per_code.items(), key=lambda kv: -kv[1])]
         if self.break_reasons:
             lines.append("Break Reasons:")
             lines += [f"  {i + 1}. {r}" for i, r in enumerate(self.break_reasons)]

@@ -1,0 +1,103 @@
+"""No fixed cap a real model reaches: sources, outputs, in-place updated inputs and inlining
+depth grow as needed; the limits left are torchc.config values, named in explain() when hit."""
+import pytest
+import torch
+
+import torchc
+
+
+@pytest.fixture
+def restore_config():
+    old = {k: getattr(torchc.config, k) for k in ("max_sources", "inline_depth", "max_outputs")}
+    yield
+    for k, v in old.items():
+        setattr(torchc.config, k, v)
+
+
+def test_many_outputs_one_graph():
+    xs = [torch.randn(3) for _ in range(150)]
+
+    def f(*a):
+        return tuple(x * 2 + 1 for x in a)
+
+    with torch.no_grad():
+        ex = torchc.explain(f)(*xs)
+    assert ex.graph_count == 1 and ex.graph_break_count == 0, ex.break_reasons
+    for r, x in zip(ex.result, xs):
+        torch.testing.assert_close(r, x * 2 + 1)
+
+
+def test_many_inplace_inputs_one_graph():
+    xs = [torch.randn(4) for _ in range(100)]
+    want = [x + 1 for x in xs]
+
+    def f(*a):
+        for x in a:
+            x.add_(1)
+
+    with torch.no_grad():
+        ex = torchc.explain(f)(*xs)
+    assert ex.graph_count == 1 and ex.graph_break_count == 0, ex.break_reasons
+    for x, w in zip(xs, want):
+        torch.testing.assert_close(x, w)
+
+
+class Holder(torch.nn.Module):
+    """reads n guarded attributes (a source each) and a few buffers (graph inputs)"""
+    def __init__(self, n):
+        super().__init__()
+        self.n = n
+        for i in range(n):
+            setattr(self, f"c{i}", float(i % 7))
+        for i in range(8):
+            self.register_buffer(f"b{i}", torch.full((2,), float(i)))
+
+    def forward(self, x):
+        s = 0.0
+        for i in range(self.n // 100):
+            for j in range(100):
+                s = s + getattr(self, f"c{i * 100 + j}")
+        for i in range(8):
+            x = x + getattr(self, f"b{i}")
+        return x * s
+
+
+def test_sources_beyond_4096_and_config_limit(restore_config):
+    m = Holder(5000)  # a source per attribute: more than the old fixed 4096
+    x = torch.zeros(2)
+    with torch.no_grad():
+        want = m(x)
+        ex = torchc.explain(m)(x)
+        assert ex.graph_count == 1 and ex.graph_break_count == 0, ex.break_reasons[:3]
+        torch.testing.assert_close(ex.result, want)
+        torchc.reset()
+        torchc.config.max_sources = 100
+        ex = torchc.explain(m)(x)
+        torch.testing.assert_close(ex.result, want)
+    assert any("torchc.config.max_sources" in r for r in ex.break_reasons), ex.break_reasons[:3]
+
+
+def _nest(depth):
+    def leaf(x):
+        return x * 2
+    f = leaf
+    for _ in range(depth):
+        f = (lambda g: (lambda x: g(x) + 1))(f)
+    return f
+
+
+def test_inline_depth_is_a_config_value(restore_config):
+    f = _nest(40)  # 40 nested Python calls: deeper than the old fixed 24
+    x = torch.randn(3)
+    ex = torchc.explain(f)(x)
+    assert ex.graph_count == 1 and ex.graph_break_count == 0, ex.break_reasons[:3]
+    torch.testing.assert_close(ex.result, f(x))
+    torchc.reset()
+    torchc.config.inline_depth = 8
+    ex = torchc.explain(f)(x)
+    torch.testing.assert_close(ex.result, f(x))
+    assert any("torchc.config.inline_depth" in r for r in ex.break_reasons), ex.break_reasons[:3]
+    with pytest.raises(ValueError):
+        torchc.config.inline_depth = 10**6
+    with pytest.raises(ValueError):
+        torchc.config.max_sources = 0
