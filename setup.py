@@ -100,6 +100,8 @@ def extension():
     tinc, tlib, abi = torch_paths()
     opt = ["-O0", "-g", "-fsanitize=address,undefined", "-fno-omit-frame-pointer"] \
         if os.environ.get("TORCHC_ASAN") else ["-O2", "-g"]
+    if os.environ.get("TORCHC_TSAN"):  # make test-tsan: ThreadSanitizer
+        opt = ["-O1", "-g", "-fsanitize=thread", "-fno-omit-frame-pointer"]
     cuda_inc = os.environ.get("CUDA_INCLUDE", "/usr/local/cuda/include")
     macros = [("_GLIBCXX_USE_CXX11_ABI", str(abi))]
     if os.path.exists(os.path.join(cuda_inc, "cuda.h")):
@@ -121,7 +123,7 @@ def extension():
                           "pthread"],
         extra_objects=link_objs,
         extra_compile_args=opt,
-        extra_link_args=opt[2:] if os.environ.get("TORCHC_ASAN") else [],
+        extra_link_args=opt[2:] if os.environ.get("TORCHC_ASAN") or os.environ.get("TORCHC_TSAN") else [],
     )
 
 
