@@ -16,7 +16,7 @@ STAMP        = build/.deps-ok-$(PYTAG)
 
 export LLVM_INCLUDE LLVM_LIB
 
-.PHONY: deps build test test-py test-c test-asan demo bench ptx-check clean
+.PHONY: deps build test test-py test-c test-asan test-tsan stress demo bench ptx-check clean
 
 # Installs what the build needs: torch (CPU build), pytest, numpy, LLVM 16 headers.
 deps: $(STAMP)
@@ -76,6 +76,25 @@ test-asan: deps
 	  PYTHONPATH=$(CURDIR)/build-asan/lib:$(CURDIR)/tests $(PYTHON) -m pytest -q -x -p no:cacheprovider \
 	  --rootdir=$(CURDIR)/build-asan $(CURDIR)/tests
 
+# ThreadSanitizer: the extension built with -fsanitize=thread in build-tsan/, the thread and
+# reset() race tests run against it (libtsan preloaded into the real interpreter, not a shim).
+PY_EXE       = $(shell $(PYTHON) -c "import sys; print(sys.executable)")
+TSAN_ENV     = TSAN_OPTIONS="halt_on_error=1 report_signal_unsafe=0 suppressions=$(CURDIR)/tests/tsan.supp"
+test-tsan: deps
+	TORCHC_TSAN=1 $(PYTHON) setup.py -q build --build-base build-tsan/py --build-lib build-tsan/lib
+	cd build-tsan && $(TSAN_ENV) LD_PRELOAD="$$($(CC) -print-file-name=libtsan.so)" \
+	  PYTHONPATH=$(CURDIR)/build-tsan/lib:$(CURDIR)/tests timeout 900 $(PY_EXE) -m pytest -q -x -p no:cacheprovider \
+	  --rootdir=$(CURDIR)/build-tsan $(CURDIR)/tests/test_reliability.py -k "reset or recursion"
+
+# Randomized reliability runs, bounded in time: the fuzzer over a fresh seed (printed; set
+# TORCHC_STRESS_SEED to repeat one), thread/reset races, recursion, a hostile cache directory,
+# huge graphs (tests/stress_reliability.py).
+stress: build
+	@seed=$${TORCHC_STRESS_SEED:-$$(od -An -N3 -tu4 /dev/urandom | tr -d ' ')}; \
+	echo "make stress: seed $$seed (TORCHC_STRESS_SEED=$$seed make stress repeats it)"; \
+	TORCHC_STRESS_SEED=$$seed TORCHC_FUZZ_SEED=$$seed TORCHC_FUZZ_N=$${TORCHC_FUZZ_N:-400} \
+	  timeout 1800 $(PYTHON) -m pytest -q -x tests/test_fuzz.py tests/stress_reliability.py
+
 # the scripts import the in-place build of torchc from the checkout
 demo: build
 	PYTHONPATH=$(CURDIR)$${PYTHONPATH:+:$$PYTHONPATH} $(PYTHON) benchmarks/demo.py
@@ -84,7 +103,7 @@ bench: build
 	PYTHONPATH=$(CURDIR)$${PYTHONPATH:+:$$PYTHONPATH} $(PYTHON) benchmarks/run.py
 
 clean:
-	rm -rf build build-asan torchc/*.so
+	rm -rf build build-asan build-tsan torchc/*.so
 
 # Helper makefiles (targets owned by their subsystems), e.g. mk/gpu.mk: ptx-check
 -include mk/*.mk

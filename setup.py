@@ -178,6 +178,8 @@ def extension():
     tinc, tlib, abi = torch_paths()
     opt = ["-O0", "-g", "-fsanitize=address,undefined", "-fno-omit-frame-pointer"] \
         if os.environ.get("TORCHC_ASAN") else ["-O2", "-g"]
+    if os.environ.get("TORCHC_TSAN"):  # make test-tsan: ThreadSanitizer
+        opt = ["-O1", "-g", "-fsanitize=thread", "-fno-omit-frame-pointer"]
     cuda_inc = os.environ.get("CUDA_INCLUDE", "/usr/local/cuda/include")
     if building_wheel():
         # no build-machine paths in the wheel: torch's libraries are found next to torchc in
@@ -206,7 +208,7 @@ def extension():
                           "pthread"],
         extra_objects=link_objs,
         extra_compile_args=opt,
-        extra_link_args=opt[2:] if os.environ.get("TORCHC_ASAN") else [],
+        extra_link_args=opt[2:] if os.environ.get("TORCHC_ASAN") or os.environ.get("TORCHC_TSAN") else [],
     )
 
 

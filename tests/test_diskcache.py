@@ -132,3 +132,91 @@ def test_size_cap(tmp_path):
     # a cap below one entry: nothing is stored, everything still runs
     r = run_child({"TORCHC_CACHE_DIR": str(tmp_path), "TORCHC_CACHE_MAX_MB": "0.0001"})
     assert r["disk_writes"] == 0 and entries(tmp_path) == []
+
+
+# ---- a hostile cache directory (issue 26): FIFOs, symbolic links, forged headers ----------------
+
+def test_fifo_at_entry_path(cold, tmp_path):
+    # opened without blocking, seen not to be a regular file: a miss, rebuilt
+    d = copy_of(cold, tmp_path)
+    for fn in entries(d)[:2]:
+        os.unlink(fn)
+        os.mkfifo(fn)
+    r = run_child({"TORCHC_CACHE_DIR": str(d)})  # run_child's timeout: a blocked open fails it
+    assert r["disk_loaded"] == 2 and r["disk_rejected"] == 2 and r["disk_writes"] == 2, r
+    assert r["out"] == cold[1]["out"]
+
+
+def test_symlinks_never_followed(cold, tmp_path):
+    d = copy_of(cold, tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    files = entries(d)
+    # a valid entry reached through a link: not read (a miss), replaced by a real file
+    for fn in files[:2]:
+        target = elsewhere / os.path.basename(fn)
+        shutil.move(fn, target)
+        os.symlink(target, fn)
+    # a dangling link at the eviction mark, older than the scan interval: never created
+    victim = tmp_path / "victim"
+    mark = os.path.join(d, "cpu", ".evicted")
+    if os.path.lexists(mark):
+        os.unlink(mark)
+    os.symlink(victim, mark)
+    os.utime(mark, (0, 0), follow_symlinks=False)
+    r = run_child({"TORCHC_CACHE_DIR": str(d)})
+    assert r["disk_loaded"] == 2 and r["disk_writes"] == 2, r
+    assert not os.path.lexists(victim), "a symbolic link was followed with O_CREAT"
+    assert r["out"] == cold[1]["out"]
+    for fn in files[:2]:
+        assert not os.path.islink(fn)
+    for fn in os.listdir(elsewhere):  # the link targets were left alone
+        assert os.path.getsize(elsewhere / fn) > 40
+
+
+def test_forged_header_rejected(cold, tmp_path):
+    # entry A's payload and hash under entry B's name with B's key written into the header
+    import struct
+    d = copy_of(cold, tmp_path)
+    a, b = entries(d)[:2]
+    da, db = open(a, "rb").read(), open(b, "rb").read()
+
+    def forge(data, path):
+        name = os.path.basename(path)
+        hi, lo = int(name[:16], 16), int(name[16:], 16)
+        return data[:8] + struct.pack("<QQ", lo, hi) + data[24:]
+
+    open(b, "wb").write(forge(da, b))
+    open(a, "wb").write(forge(db, a))
+    r = run_child({"TORCHC_CACHE_DIR": str(d)})
+    assert r["disk_rejected"] == 2 and r["disk_loaded"] == 2, r
+    assert r["out"] == cold[1]["out"]
+
+
+@pytest.mark.parametrize("mb", ["2e13", "inf", "1e300"])
+def test_huge_size_cap(tmp_path, mb):
+    # no overflow to a zero cap: entries are written
+    r = run_child({"TORCHC_CACHE_DIR": str(tmp_path), "TORCHC_CACHE_MAX_MB": mb})
+    assert r["disk_writes"] == 4 and len(entries(tmp_path)) == 4, r
+
+
+def test_garbage_and_concurrent_writers(tmp_path):
+    # garbage files, a directory and a FIFO under the cache, two processes writing at once
+    d = tmp_path / "c"
+    (d / "cpu").mkdir(parents=True)
+    (d / "cpu" / ("0" * 32)).write_bytes(b"\0" * 100)
+    (d / "cpu" / ("1" * 32)).mkdir()
+    os.mkfifo(d / "cpu" / ("2" * 32))
+    (d / "cpu" / ".tmp.garbage").write_bytes(b"x")
+    env = dict(os.environ, TORCHC_CACHE_DIR=str(d), PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env.pop("TORCHC_DEBUG", None)
+    ps = [subprocess.Popen([sys.executable, "-c", CHILD], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True) for _ in range(2)]
+    outs = []
+    for p in ps:
+        o, e = p.communicate(timeout=300)
+        assert p.returncode == 0, e[-3000:]
+        outs.append(json.loads([ln for ln in o.splitlines() if ln.startswith("RESULT")][-1][6:]))
+    assert outs[0]["out"] == outs[1]["out"]
+    warm = run_child({"TORCHC_CACHE_DIR": str(d)})
+    assert warm["disk_loaded"] == 4 and warm["out"] == outs[0]["out"], warm

@@ -39,7 +39,8 @@ static pthread_mutex_t tm_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t tm_cv = PTHREAD_COND_INITIALIZER;
 static LLVMTargetMachineRef tms[TM_POOL];
 static bool tm_busy[TM_POOL];
-static int ntms;
+static int ntms;     /* under tm_mu */
+static bool jit_ok;  /* set once by init (pthread_once): readable without the lock */
 static char host_id[512]; /* triple, cpu, features: part of every code key */
 
 static LLVMTargetMachineRef host_tm(void) {
@@ -96,11 +97,12 @@ static void init(void) {
         return;
     }
     LLVMOrcJITDylibAddGenerator(LLVMOrcLLJITGetMainJITDylib(jit), gen);
+    jit_ok = true;
 }
 
 static bool ready(char *msg, size_t n) {
     pthread_once(&once, init);
-    if (jit && ntms > 0) return true;
+    if (jit_ok) return true; /* not ntms: the pool grows under tm_mu (ThreadSanitizer) */
     snprintf(msg, n, "%.200s", init_err[0] ? init_err : "JIT unavailable");
     return false;
 }
