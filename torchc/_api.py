@@ -343,7 +343,8 @@ class ExplainOutput:
                              for r in compiled
                              for ln in (r.get("graph") or "").splitlines() if " = extern " in ln]
         self.extern_calls += [r["extern_call"] for r in compiled if r.get("extern_call")]
-        self.guards = [g for r in compiled for g in r["guards"]]
+        from ._logging import _local_names  # L[i] -> the local's name
+        self.guards = [_local_names(g, r.get("code")) for r in compiled for g in r["guards"]]
         self.kernels = [r["kernels"] for r in compiled if r.get("kernels")]
         self.compile_ms = sum(r.get("compile_ms", 0.0) for r in records if r["event"] != "hit")
 
