@@ -3413,6 +3413,7 @@ static dh_entry *trace_once(PyCodeObject *code, PyObject *const *localsplus, PyO
                 opt.device = t->device_type == TC_DEV_CUDA ? IC_CUDA : IC_CPU;
                 opt.device_index = t->device_index > 0 ? t->device_index : 0;
                 opt.opt_level = 3;
+                opt.autotune = t->cfg->autotune;
                 ic_err err = {0};
                 Py_BEGIN_ALLOW_THREADS
                 compiled = ic_compile(t->g, &opt, &err);

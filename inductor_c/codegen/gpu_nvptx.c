@@ -3459,7 +3459,9 @@ static int gemm_kernel(gg *g, int ki, ic_gkernel *K, int tsm, int nsm, int mid, 
     ic_kernel *cons = gemm_consumer(g, ki, &G, &store_out, &kj, E);
     int64_t macs = G.batch * G.M * G.N * G.K;
     int choice = 0;
-    if (mode == 1 && G.fast_ok && macs > GEMM_MEASURE_MIN && macs <= GEMM_MEASURE_MAX && !gemm_choice_static())
+    /* mode="max-autotune" (ic_options.autotune): every GEMM the template can do is timed */
+    bool band = c->autotune ? macs > 0 : (macs > GEMM_MEASURE_MIN && macs <= GEMM_MEASURE_MAX);
+    if (mode == 1 && G.fast_ok && band && !gemm_choice_static())
         choice = gemm_choice_new(c, gpu, &G, cons, gemm_auto(&G, cons != NULL));
     if (!choice && mode == 1 && !gemm_auto(&G, cons != NULL)) return -1;
     ic_gemm_map *M = ic_alloc(c, sizeof *M);
@@ -3733,7 +3735,8 @@ static char *cache_key(ic_ctx *c, int tsm, int nsm) {
                   stage_mode(), split_unroll(), (long long)split_blocks(nsm)); /* knobs that change code */
     ic_str_printf(&s, "|gchoice=%d|lazy=%d|ldhint=%d|splitt=%d|sfuse=%d|online=%d", gemm_choice_static(), lazy_on(false),
                   ldhint(), split_t(), split_fuse_on(), online_on() ? (int)online_blocks(nsm) : 0);
-    ic_str_printf(&s, "|sstore=%lld|seven=%d", (long long)store_blocks(nsm, 0), split_even());
+    ic_str_printf(&s, "|sstore=%lld|seven=%d|autotune=%d", (long long)store_blocks(nsm, 0), split_even(),
+                  c->autotune);
     free(text);
     if (s.oom) {
         free(s.s);
