@@ -57,6 +57,18 @@ def llvm():
     return inc, [], ["LLVM-16"], [lib]
 
 
+def _loader_finds(soname):
+    """The dynamic loader finds soname without a RUNPATH (ldconfig's cache)."""
+    try:
+        out = subprocess.check_output(["ldconfig", "-p"], text=True, stderr=subprocess.DEVNULL)
+    except (OSError, subprocess.CalledProcessError):
+        try:
+            out = subprocess.check_output(["/sbin/ldconfig", "-p"], text=True, stderr=subprocess.DEVNULL)
+        except (OSError, subprocess.CalledProcessError):
+            return False
+    return any(line.strip().startswith(soname + " ") for line in out.splitlines())
+
+
 def _outer_torch_path():
     """The site directory holding the torch of the environment being installed into, seen
     from inside pip's isolated build environment (its sitecustomize hides the real
@@ -186,6 +198,10 @@ def extension():
         # site-packages (and are loaded already: torchc imports torch first); libLLVM is
         # bundled by the repair step (auditwheel: $ORIGIN/../torchc.libs), see .ci/wheel_check.sh
         rpath = ["$ORIGIN/../torch/lib"]
+        if not _loader_finds("libLLVM-16.so.1"):
+            # an LLVM outside the loader's search path (LLVM_LIB=/opt/...): a wheel installed
+            # on this machine needs its directory; the repair step replaces it by the bundle
+            rpath += libdirs
     else:
         rpath = libdirs + tlib
     macros = [("_GLIBCXX_USE_CXX11_ABI", str(abi))]

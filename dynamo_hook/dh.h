@@ -9,6 +9,7 @@ typedef struct dh_config {
     int fullgraph;       /* raise instead of falling back to eager */
     int dynamic;         /* -1: automatic (a dim that changes becomes dynamic), 0: static, 1: all dims of tensor arguments */
     int recompile_limit; /* entries per code object before running eagerly (default 8) */
+    int autotune;        /* mode="max-autotune": ic_options.autotune of its graphs */
 } dh_config;
 
 /* Module init: code-extra index, opcode tables, torch function table, skip list. */

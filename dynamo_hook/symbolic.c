@@ -3653,6 +3653,7 @@ static dh_entry *trace_once(PyCodeObject *code, PyObject *const *localsplus, PyO
                 opt.device = t->device_type == TC_DEV_CUDA ? IC_CUDA : IC_CPU;
                 opt.device_index = t->device_index > 0 ? t->device_index : 0;
                 opt.opt_level = 3;
+                opt.autotune = t->cfg->autotune;
                 ic_err err = {0};
                 if (train_build(t, &muts, &opt, &train) < 0 && PyErr_Occurred())
                     goto error;

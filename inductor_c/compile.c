@@ -473,6 +473,7 @@ static ic_compiled *compile_graph(const ic_graph *g, const ic_options *opt, ic_e
     /* a zero-initialized ic_options means the default O3 */
     c->opt_level = o.opt_level > 0 ? o.opt_level : 3;
     c->num_threads = o.num_threads;
+    c->autotune = o.autotune;
     double t0 = ic_now_ms(), cpu0 = thread_cpu_ms();
     if (keytext && o.device == IC_CPU && !(c->debug & ~(unsigned)IC_DEBUG_TIME)) {
         c->keyed = true;

@@ -290,6 +290,8 @@ typedef struct ic_options {
     int num_threads;   /* 0: runtime default (ic_set_num_threads) */
     int opt_level;     /* LLVM optimization level 1..3; 0 (zero-initialized) means the default 3 */
     unsigned debug;    /* IC_DEBUG_* bits; ORed with TORCHC_DEBUG from the environment */
+    int autotune;      /* CUDA: time every GEMM choice on the device (mode="max-autotune"),
+                        * not only those of 2^27..2^31 multiply-adds */
 } ic_options;
 
 /* IC_DEBUG_TIME: per-stage compile times on stderr (does not bypass the caches) */

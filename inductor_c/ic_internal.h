@@ -347,6 +347,7 @@ struct ic_ctx {
     int64_t ws_size;
     int num_threads;
     int opt_level;
+    int autotune;               /* ic_options.autotune */
     double t_stage[IC_T_COUNT]; /* ms per stage (TORCHC_DEBUG=time) */
     bool keyed;                 /* code cached by key (in process and on disk) */
     int cg_parts;               /* modules compiled in parallel */

@@ -122,8 +122,12 @@ def test_max_autotune_says_what_it_does(caplog, count):
 
     with caplog.at_level(logging.WARNING, logger="torchc"):
         g = torchc.compile(f, mode="max-autotune")
-    assert any("max-autotune" in r.getMessage() and "no more GEMM/conv autotuning" in r.getMessage()
+    assert any("max-autotune" in r.getMessage() and "no convolution autotuning" in r.getMessage()
                for r in caplog.records)
+    assert g.__wrapped__ is f or True
+    cf = torchc.compile(f, mode="max-autotune-no-cudagraphs")
+    assert cf.autotune == 1 and torchc.compile(f).autotune == 0
+    assert torchc.compile(f, options={"max_autotune": True}).autotune == 1
     x = torch.randn(8, 8)
     assert_same(g(x), f(x))
     assert count.n >= 1
@@ -343,3 +347,33 @@ def test_explain_break_reasons_name_user_line():
     assert any(f"{HERE}:{brk}" in r and "call to print not supported" in r
                for r in ex.break_reasons), ex.break_reasons
     assert not any("torchc_resume" in r for r in ex.break_reasons), ex.break_reasons
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+@pytest.mark.parametrize("M,N,K", [(256, 256, 256), (8192, 1024, 1024)])  # below / above the default band
+def test_max_autotune_times_every_gemm(monkeypatch, M, N, K):
+    """mode="max-autotune": a GEMM outside 2^27..2^31 multiply-adds, which the default mode
+    never times, is compiled both ways and timed at its first call (runtime/cuda.c)."""
+    import torch.nn.functional as F
+    monkeypatch.setenv("TORCHC_CACHE", "0")
+    monkeypatch.delenv("TORCHC_GEMM", raising=False)
+    monkeypatch.delenv("TORCHC_GEMM_CHOICE", raising=False)
+    bf = torch.bfloat16
+    x = (torch.rand(M, K, device="cuda") * 2 - 1).to(bf)
+    w = ((torch.rand(N, K, device="cuda") * 2 - 1) * K ** -0.5).to(bf)
+    b = (torch.rand(N, device="cuda") * 2 - 1).to(bf)
+
+    def f(x, w, b):
+        return F.gelu(F.linear(x, w, b))
+
+    want = f(x, w, b).float()
+    measured = {}
+    for mode in ("default", "max-autotune-no-cudagraphs"):
+        torchc.reset()
+        n0 = torchc._C.stats()["gemm_measured"]
+        cf = torchc.compile(f, mode=mode)
+        for _ in range(3):
+            got = cf(x, w, b)
+        torch.testing.assert_close(got.float(), want, rtol=2e-2, atol=2e-2)
+        measured[mode] = torchc._C.stats()["gemm_measured"] - n0
+    assert measured == {"default": 0, "max-autotune-no-cudagraphs": 1}, measured

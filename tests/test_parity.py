@@ -96,6 +96,22 @@ def case_config_recompile_limit(api):
     return out + [api.compiles()]
 
 
+def case_config_automatic_dynamic(api):
+    def f(x):
+        return x.cos() - 2
+    out = []
+    for auto in (False, True):
+        torch._dynamo.reset()
+        torch._dynamo.config.automatic_dynamic_shapes = auto
+        try:
+            g = api.compile(f)  # torchc reads torch's setting at compile()
+            out += [observe(lambda n=n: g(torch.ones(n))) for n in (2, 3, 4, 5)]
+        finally:
+            torch._dynamo.config.automatic_dynamic_shapes = True
+        out.append(api.compiles())
+    return out
+
+
 def case_force_eager(api):
     def f(x):
         return x.cos() * 3
@@ -265,7 +281,8 @@ def case_train_eval(api):
     return [cm.training, m.training, r]
 
 
-CASES = [case_recompile_limit, case_config_recompile_limit, case_force_eager,
+CASES = [case_recompile_limit, case_config_recompile_limit, case_config_automatic_dynamic,
+         case_force_eager,
          case_fail_on_recompile, case_eager_on_recompile, case_eager_then_compile, case_reset, case_mark_static,
          case_mark_dynamic, case_maybe_mark_dynamic, case_compiler_disable,
          case_fullgraph_break, case_disable_arg, case_state_dict, case_deepcopy_pickle,

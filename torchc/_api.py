@@ -75,7 +75,7 @@ OPTIONS = {
     "triton.cudagraphs": ("CUDA graphs for the compiled calls (what mode='reduce-overhead' sets)", bool),
     "cudagraph_adaptive": ("reduce-overhead: stop replaying a key whose normal call is faster "
                            "(default True)", bool),
-    "max_autotune": ("what mode='max-autotune' sets: GEMM choices timed on the device", bool),
+    "max_autotune": ("what mode='max-autotune' sets: every CUDA GEMM timed, template vs cuBLASLt", bool),
 }
 
 
@@ -119,23 +119,23 @@ _autotune_warned = False
 
 
 def _mode_flags(mode, options):
-    """(CUDA graphs?, adaptive?) for mode/options. mode='max-autotune' is reduce-overhead's CUDA
-    graphs plus timed GEMM choices: torchc times its GEMM template against the extern
-    (cuBLASLt) call on the device in every mode, for GEMMs of 2^27..2^31 MACs; it has no wider
-    search, and on the CPU matmul/conv always run with ATen (nothing to choose): said once."""
+    """(CUDA graphs?, adaptive?, autotune?) for mode/options. mode='max-autotune' is
+    reduce-overhead's CUDA graphs plus GEMM autotuning: on CUDA every GEMM torchc's template
+    can compute is timed at its first call against the extern (cuBLASLt) call, and the faster
+    runs from then on (the default mode times only GEMMs of 2^27..2^31 multiply-adds).
+    Convolutions are not autotuned, and on the CPU matmul/conv always run with ATen (nothing to
+    choose): said once."""
     global _autotune_warned
     cg = mode in ("reduce-overhead", "max-autotune") or options.get("triton.cudagraphs", False)
-    if (mode in ("max-autotune", "max-autotune-no-cudagraphs") or options.get("max_autotune")) \
-            and not _autotune_warned:
+    tune = mode in ("max-autotune", "max-autotune-no-cudagraphs") or options.get("max_autotune", False)
+    if tune and not _autotune_warned:
         _autotune_warned = True
         import logging
         logging.getLogger("torchc").warning(
-            "torchc: mode='max-autotune' does no more GEMM/conv autotuning than the default mode: "
-            "on CUDA, GEMMs of 2^27..2^31 multiply-adds are timed (torchc's template vs cuBLASLt) "
-            "in every mode; on the CPU, matmul and conv run with ATen. CUDA graphs are used as "
-            "with mode='reduce-overhead'%s.",
-            "" if mode != "max-autotune-no-cudagraphs" else " (not with -no-cudagraphs)")
-    return bool(cg), bool(options.get("cudagraph_adaptive", True))
+            "torchc: mode='max-autotune' times every CUDA GEMM (torchc's template vs cuBLASLt) at its "
+            "first call; it does no convolution autotuning, and no autotuning on the CPU, where "
+            "matmul and conv run with ATen.")
+    return bool(cg), bool(options.get("cudagraph_adaptive", True)), bool(tune)
 
 
 def _rebuild_module(mod, kwargs):
@@ -255,7 +255,7 @@ def compile(model=None, *example_inputs, fullgraph=False, dynamic=None, backend=
     dyn = _dynamic_flag(dynamic)
     if disable:
         return model
-    cg, adaptive = _mode_flags(mode, opts)
+    cg, adaptive, tune = _mode_flags(mode, opts)
     limit = recompile_limit or 0
     if isinstance(model, torch.nn.Module):
         # a ScriptModule's class has no Python forward (torch.jit): it runs as TorchScript
@@ -263,6 +263,7 @@ def compile(model=None, *example_inputs, fullgraph=False, dynamic=None, backend=
         if fwd is not None:  # torch's own modules live in skipped files: capture their forward
             _C.allow_code(fwd)
         call = _C.CompiledFunction(model, fullgraph, dyn, limit)
+        call.autotune = int(tune)
         if name is not None:
             call.compile_name = name
         if cg and fwd is not None:
@@ -272,6 +273,7 @@ def compile(model=None, *example_inputs, fullgraph=False, dynamic=None, backend=
     if not callable(model):
         raise TypeError(f"torchc.compile expects a callable or nn.Module, got {type(model).__name__}")
     cf = _C.CompiledFunction(model, fullgraph, dyn, limit)
+    cf.autotune = int(tune)
     try:
         functools.update_wrapper(cf, model)
     except (AttributeError, TypeError):
@@ -349,7 +351,8 @@ class ExplainOutput:
                              for r in compiled
                              for ln in (r.get("graph") or "").splitlines() if " = extern " in ln]
         self.extern_calls += [r["extern_call"] for r in compiled if r.get("extern_call")]
-        self.guards = [g for r in compiled for g in r["guards"]]
+        from ._logging import _local_names  # L[i] -> the local's name
+        self.guards = [_local_names(g, r.get("code")) for r in compiled for g in r["guards"]]
         self.kernels = [r["kernels"] for r in compiled if r.get("kernels")]
         self.compile_ms = sum(r.get("compile_ms", 0.0) for r in records if r["event"] != "hit")
         # training (issue 22): backward graphs compiled for graphs whose inputs require grad,

@@ -36,8 +36,11 @@ def user_name(name):
 
 def _local_names(text, code):
     """L[3] -> the local's name (guards print locals by index)."""
-    names = getattr(code, "co_varnames", ()) + getattr(code, "co_cellvars", ()) + \
-        getattr(code, "co_freevars", ())
+    if code is None:
+        return text
+    # the order of CPython's "locals plus": locals, cells that are not arguments, free variables
+    names = code.co_varnames + tuple(c for c in code.co_cellvars if c not in code.co_varnames) + \
+        code.co_freevars
     return _LOCAL.sub(lambda m: repr(names[int(m.group(1))]) if int(m.group(1)) < len(names)
                       else m.group(0), text)
 

@@ -3119,7 +3119,9 @@ static int gemm_kernel(gg *g, int ki, ic_gkernel *K, int tsm, int nsm, int mid, 
     ic_kernel *cons = gemm_consumer(g, ki, &G, &store_out, &kj, E);
     int64_t macs = G.batch * G.M * G.N * G.K;
     int choice = 0;
-    if (mode == 1 && G.fast_ok && macs > GEMM_MEASURE_MIN && macs <= GEMM_MEASURE_MAX && !gemm_choice_static(&c->cfg))
+    /* mode="max-autotune" (ic_options.autotune): every GEMM the template can do is timed */
+    bool band = c->autotune ? macs > 0 : (macs > GEMM_MEASURE_MIN && macs <= GEMM_MEASURE_MAX);
+    if (mode == 1 && G.fast_ok && band && !gemm_choice_static(&c->cfg))
         choice = gemm_choice_new(c, gpu, &G, cons, gemm_auto(&G, cons != NULL));
     if (!choice && mode == 1 && !gemm_auto(&G, cons != NULL)) return -1;
     ic_gemm_map *M = ic_alloc(c, sizeof *M);
@@ -3385,8 +3387,8 @@ static char *cache_key(ic_ctx *c, int tsm, int nsm) {
     if (!text) return NULL;
     ic_str s = {0}; /* the build of this binary is folded in by gpu_cache.c */
     char *ck = ic_config_key(&c->cfg); /* every setting that changes code (ic_config.h) */
-    ic_str_printf(&s, "%s|sm=%d|nsm=%d|driver=%d|%s|LLVM %d|pdl=%d%s", text, tsm, nsm, ic_cuda_driver_version(),
-                  ic_version(), LLVM_VERSION_MAJOR, pdl_on(&c->cfg, tsm), ck ? ck : "|?");
+    ic_str_printf(&s, "%s|sm=%d|nsm=%d|driver=%d|%s|LLVM %d|pdl=%d%s|autotune=%d", text, tsm, nsm, ic_cuda_driver_version(),
+                  ic_version(), LLVM_VERSION_MAJOR, pdl_on(&c->cfg, tsm), ck ? ck : "|?", c->autotune);
     free(ck);
     free(text);
     if (s.oom) {
