@@ -505,3 +505,17 @@ def test_sdpa_mask_falls_back():
     assert ex.backward_graph_count == 0 and any("mask" in r for r in ex.break_reasons), ex.break_reasons
     ex.result.sum().backward()
     assert q.grad is not None
+
+
+# ---- AMP ------------------------------------------------------------------------------------------------
+def test_autocast_region_runs_eagerly_with_eager_dtypes():
+    m = nn.Sequential(nn.Linear(8, 8), nn.ReLU())
+    x = R(4, 8)
+    cm = torchc.compile(m)
+    cm(x)  # compiled outside autocast first: that entry must not serve the autocast call
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        ex = torchc.explain(cm)(x)
+        want = m(x)
+    assert ex.result.dtype == want.dtype == torch.bfloat16
+    assert any("autocast" in r for r in ex.break_reasons), ex.break_reasons
+    assert cm(x).dtype == torch.float32
