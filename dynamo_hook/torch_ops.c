@@ -991,8 +991,15 @@ static int h_dropout(trace *t, const opdef *d, var **p, var *out) {
         return sym_fail(t, "dropout of a non-tensor");
     if (!is_none(p[1]) && sym_is_number(p[1]) && PyFloat_AsDouble(p[1]->obj) == 0.0)
         training = 0;
-    if (training)
-        return sym_fail(t, "dropout in training mode (RNG) not supported yet");
+    if (training) { /* x * mask, the mask drawn by ATen when the graph runs (training: saved) */
+        double pr = is_none(p[1]) ? 0.5 : PyFloat_AsDouble(p[1]->obj);
+        if (is_none(p[1]) || !sym_is_number(p[1]) || PyErr_Occurred() || inplace || !(pr >= 0 && pr <= 1)) {
+            PyErr_Clear();
+            return sym_fail(t, "dropout in training mode with a non-constant p or inplace=True not supported yet");
+        }
+        ic_val mask = ic_extern(t->g, IC_EXT_DROPOUT_MASK, 1, &p[0]->val, 0, NULL, pr, 1.0);
+        return tensor_out(t, ic_binary(t->g, IC_OP_MUL, p[0]->val, mask), out);
+    }
     (void)inplace; /* eval-mode dropout is the identity, in place or not */
     *out = *p[0];
     out->src = -1;

@@ -519,3 +519,68 @@ def test_autocast_region_runs_eagerly_with_eager_dtypes():
     assert ex.result.dtype == want.dtype == torch.bfloat16
     assert any("autocast" in r for r in ex.break_reasons), ex.break_reasons
     assert cm(x).dtype == torch.float32
+
+
+# ---- dropout (the mask drawn by ATen when the graph runs, saved for the backward) -----------------------
+def test_dropout_matches_eager_rng():
+    def f(x, w):
+        return F.dropout(F.linear(x, w).relu() + 1, 0.3) * 2 + F.dropout(x, 0.5).sum(1, keepdim=True)
+
+    x, w = R(6, 8), R(5, 8)
+    torch.manual_seed(11)
+    ex = torchc.explain(f)(x.clone().requires_grad_(True), w.clone().requires_grad_(True))
+    assert ex.backward_graph_count == 1 and ex.graph_break_count == 0, str(ex)
+    xs = [x.clone().requires_grad_(True), w.clone().requires_grad_(True)]
+    xe = [x.clone().requires_grad_(True), w.clone().requires_grad_(True)]
+    cf = torchc.compile(f)
+    torch.manual_seed(12)
+    oc = cf(*xs)
+    torch.manual_seed(12)
+    oe = f(*xe)
+    assert_same(oc, oe, **F32)  # the CPU masks are eager's bits (same generator calls in order)
+    g = torch.randn_like(oe)
+    oc.backward(g)
+    oe.backward(g)
+    for a, b in zip(xs, xe):
+        assert_same(a.grad, b.grad, **F32)
+    assert (oc.detach() != oe.detach().roll(1, 1)).any()  # not a constant pattern
+    with torch.no_grad():  # model.train() under no_grad: still random, no graph attached
+        r = cf(*xs)
+        assert not r.requires_grad
+
+
+class DropBlock(Block):
+    def __init__(self):
+        super().__init__()
+        self.drop = nn.Dropout(0.1)
+
+    def forward(self, x):
+        return self.drop(super().forward(x))
+
+
+def test_train_transformer_block_dropout():
+    g = torch.Generator().manual_seed(5)
+    xs = [(torch.randn(2, 5, 16, generator=g), torch.randn(2, 5, 16, generator=g)) for _ in range(30)]
+    def data(i):  # the same generator state before eager's and torchc's forward of step i
+        return xs[i]
+
+    torch.manual_seed(0)
+    me, mc = DropBlock(), DropBlock()
+    mc.load_state_dict(me.state_dict())
+    cm = torchc.compile(mc)
+    oe, oc = torch.optim.SGD(me.parameters(), lr=0.05), torch.optim.SGD(mc.parameters(), lr=0.05)
+    for i in range(30):
+        x, y = data(i)
+        torch.manual_seed(100 + i)
+        le = F.mse_loss(me(x), y)
+        torch.manual_seed(100 + i)
+        lc = F.mse_loss(cm(x), y)
+        for o, l in ((oe, le), (oc, lc)):
+            o.zero_grad()
+            l.backward()
+            o.step()
+        assert_same(lc.detach(), le.detach(), rtol=2e-4, atol=2e-5)
+    for pe, pc in zip(me.parameters(), mc.parameters()):
+        assert_same(pc.detach(), pe.detach(), rtol=2e-4, atol=2e-5)
+    ex = torchc.explain(cm)(xs[0][0])
+    assert ex.graph_count == 1 and ex.backward_graph_count == 1, str(ex)
