@@ -40,7 +40,7 @@ def grads_match(fn, *args, rg=None, tol=F32, graphs=1, gout_seed=1):
     assert ex.backward_graph_count == graphs, str(ex)
     assert len(oc) == len(oe)
     gen = torch.Generator().manual_seed(gout_seed)
-    gouts = [torch.randn(o.shape, generator=gen, dtype=o.dtype) if o.requires_grad else None for o in oe]
+    gouts = [torch.randn(o.shape, generator=gen, dtype=o.dtype).to(o.device) if o.requires_grad else None for o in oe]
     for c, e in zip(oc, oe):
         assert_same(c.detach(), e.detach(), **tol)
         assert c.requires_grad == e.requires_grad
@@ -584,3 +584,38 @@ def test_train_transformer_block_dropout():
         assert_same(pc.detach(), pe.detach(), rtol=2e-4, atol=2e-5)
     ex = torchc.explain(cm)(xs[0][0])
     assert ex.graph_count == 1 and ex.backward_graph_count == 1, str(ex)
+
+
+# ---- GPU (skipped without CUDA) ---------------------------------------------------------------------------
+cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+GPU_TOL = dict(rtol=2e-3, atol=2e-3)  # TF32 / cuBLAS vs the compiled kernels
+
+
+@cuda
+@pytest.mark.parametrize("name", ["mul_bcast", "gelu_ln", "softmax", "linear", "conv", "sdpa", "embedding"])
+def test_gpu_grads(name):
+    d = "cuda"
+    cases = {
+        "mul_bcast": (lambda a, b: (a * b).sigmoid() + a.sum(0), (R(8, 5).to(d), R(5).to(d))),
+        "gelu_ln": (lambda x, w, b: F.gelu(F.layer_norm(x, (64,), w, b)), (R(16, 64).to(d), R(64).to(d), R(64).to(d))),
+        "softmax": (lambda x: F.log_softmax(x, -1) * x, (R(32, 100).to(d),)),
+        "linear": (lambda x, w, b: F.linear(x, w, b).relu(), (R(4, 7, 32).to(d), R(16, 32).to(d), R(16).to(d))),
+        "conv": (lambda x, w, b: F.relu(F.conv2d(x, w, b, padding=1)), (R(2, 3, 8, 8).to(d), R(8, 3, 3, 3).to(d), R(8).to(d))),
+        "sdpa": (lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
+                 (R(2, 4, 16, 32).to(d), R(2, 4, 16, 32).to(d), R(2, 4, 16, 32).to(d))),
+        "embedding": (lambda w, i: F.embedding(i, w, padding_idx=0).sum(1), (R(50, 16).to(d), torch.randint(0, 50, (4, 9), device=d))),
+    }
+    fn, args = cases[name]
+    grads_match(fn, *args, tol=GPU_TOL)
+
+
+@cuda
+def test_gpu_train_loops():
+    def make():
+        return nn.Sequential(nn.Linear(10, 64), nn.GELU(), nn.Dropout(0.0), nn.Linear(64, 3)).cuda()
+
+    g = torch.Generator().manual_seed(1)
+    xs = [(torch.randn(8, 10, generator=g).cuda(), torch.randn(8, 3, generator=g).cuda()) for _ in range(30)]
+    _train(make, lambda i: xs[i], tol=GPU_TOL)
+    xc = [(torch.randn(4, 3, 8, 8, generator=g).cuda(), torch.randn(4, 4, generator=g).cuda()) for _ in range(30)]
+    _train(lambda: CNN().cuda(), lambda i: xc[i], tol=dict(rtol=5e-3, atol=5e-3))
