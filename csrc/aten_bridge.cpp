@@ -240,6 +240,14 @@ void run_extern(const ic_extern_call *c) {
         out.narrow(0, nq + nk, nv).view(v.sizes()).copy_(gr[2]);
         break;
     }
+    case IC_EXT_DROPOUT_MASK: /* eager's CPU dropout: empty_like(x).bernoulli_(1 - p).div_(1 - p) */
+        if (c->beta >= 1.0) {
+            out.zero_();
+        } else {
+            out.bernoulli_(1.0 - c->beta);
+            out.div_(1.0 - c->beta);
+        }
+        break;
     case IC_EXT_ARGSORT: out.copy_(std::get<1>(at::sort(in[0], std::optional<bool>(p[2] != 0), p[0], p[1] != 0))); break;
     case IC_EXT_MATRIX_EXP: /* linear algebra: csrc/matrix_exp.cpp */
     case IC_EXT_MATRIX_EXP_VJP:

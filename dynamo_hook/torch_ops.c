@@ -470,6 +470,8 @@ static int softmax_common(trace *t, var **p, int dim_i, int dtype_i, int log, va
         x = ic_cast(t->g, x, IC_F32);
     uint32_t mask = ndim_of(t, x) ? 1u << dim : 0;
     ic_val m = ic_reduce(t->g, IC_OP_AMAX, x, mask, 1, -1);
+    if (sym_value_requires_grad(t, m)) /* training: the shift's gradient is zero (eager's formula) */
+        m = ic_detach(t->g, m);
     ic_val s = ic_binary(t->g, IC_OP_SUB, x, m);
     ic_val e = ic_unary(t->g, IC_OP_EXP, s);
     ic_val z = ic_reduce(t->g, IC_OP_SUM, e, mask, 1, -1);
@@ -1166,8 +1168,15 @@ static int h_dropout(trace *t, const opdef *d, var **p, var *out) {
         return sym_fail(t, "dropout of a non-tensor");
     if (!is_none(p[1]) && sym_is_number(p[1]) && PyFloat_AsDouble(p[1]->obj) == 0.0)
         training = 0;
-    if (training)
-        return sym_fail(t, "dropout in training mode (RNG) not supported yet");
+    if (training) { /* x * mask, the mask drawn by ATen when the graph runs (training: saved) */
+        double pr = is_none(p[1]) ? 0.5 : PyFloat_AsDouble(p[1]->obj);
+        if (is_none(p[1]) || !sym_is_number(p[1]) || PyErr_Occurred() || inplace || !(pr >= 0 && pr <= 1)) {
+            PyErr_Clear();
+            return sym_fail(t, "dropout in training mode with a non-constant p or inplace=True not supported yet");
+        }
+        ic_val mask = ic_extern(t->g, IC_EXT_DROPOUT_MASK, 1, &p[0]->val, 0, NULL, pr, 1.0);
+        return tensor_out(t, ic_binary(t->g, IC_OP_MUL, p[0]->val, mask), out);
+    }
     (void)inplace; /* eval-mode dropout is the identity, in place or not */
     *out = *p[0];
     out->src = -1;
@@ -1949,6 +1958,8 @@ static int h_logsumexp(trace *t, const opdef *d, var **p, var *out) {
         return -1;
     ic_val m = ic_reduce(G, IC_OP_AMAX, x, mask, 1, -1);
     ic_val ms = ic_where(G, ic_unary(G, IC_OP_ISINF, m), num(t, 0), m);
+    if (sym_value_requires_grad(t, ms)) /* training: the shift's gradients cancel (eager: softmax) */
+        ms = ic_detach(G, ms);
     ic_val s = ic_reduce(G, IC_OP_SUM, ic_unary(G, IC_OP_EXP, ic_binary(G, IC_OP_SUB, x, ms)), mask, keep, -1);
     ic_val msk = keep ? ms : ic_reduce(G, IC_OP_AMAX, ms, mask, 0, -1);
     return tensor_out(t, ic_binary(G, IC_OP_ADD, ic_unary(G, IC_OP_LOG, s), msk), out);

@@ -187,7 +187,10 @@ ic_val ic_arange(ic_graph *g, int64_t n, double start, double step, ic_dtype dty
     X(CONV_BWD, "conv_bwd") /* (grad_out, x, w), params: conv's then `which`: the gradient \
                                of x (0, x's shape) or of w (1, w's shape) */         \
     X(SDPA_BWD, "sdpa_bwd") /* (grad_out, q, k, v), params: is_causal, beta: the scale ->  \
-                               1-D [numel q + numel k + numel v]: dq, dk, dv flat */
+                               1-D [numel q + numel k + numel v]: dq, dk, dv flat */  \
+    X(DROPOUT_MASK, "dropout_mask") /* (x), beta: p -> eager's dropout mask: bernoulli(1-p) \
+                               / (1-p) in x's shape and dtype (ATen's generator, drawn when \
+                               the graph runs); passes no gradient, never merged or recomputed */
 
 typedef enum ic_extern_kind {
 #define IC_X_EXT(name, text) IC_EXT_##name,

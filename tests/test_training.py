@@ -40,7 +40,7 @@ def grads_match(fn, *args, rg=None, tol=F32, graphs=1, gout_seed=1):
     assert ex.backward_graph_count == graphs, str(ex)
     assert len(oc) == len(oe)
     gen = torch.Generator().manual_seed(gout_seed)
-    gouts = [torch.randn(o.shape, generator=gen, dtype=o.dtype) if o.requires_grad else None for o in oe]
+    gouts = [torch.randn(o.shape, generator=gen, dtype=o.dtype).to(o.device) if o.requires_grad else None for o in oe]
     for c, e in zip(oc, oe):
         assert_same(c.detach(), e.detach(), **tol)
         assert c.requires_grad == e.requires_grad
@@ -507,3 +507,150 @@ def test_sdpa_mask_falls_back():
     assert ex.backward_graph_count == 0 and any("mask" in r for r in ex.break_reasons), ex.break_reasons
     ex.result.sum().backward()
     assert q.grad is not None
+
+
+# ---- AMP ------------------------------------------------------------------------------------------------
+def test_autocast_region_runs_eagerly_with_eager_dtypes():
+    m = nn.Sequential(nn.Linear(8, 8), nn.ReLU())
+    x = R(4, 8)
+    cm = torchc.compile(m)
+    cm(x)  # compiled outside autocast first: that entry must not serve the autocast call
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        ex = torchc.explain(cm)(x)
+        want = m(x)
+    assert ex.result.dtype == want.dtype == torch.bfloat16
+    assert any("autocast" in r for r in ex.break_reasons), ex.break_reasons
+    assert cm(x).dtype == torch.float32
+
+
+# ---- dropout (the mask drawn by ATen when the graph runs, saved for the backward) -----------------------
+def test_dropout_matches_eager_rng():
+    def f(x, w):
+        return F.dropout(F.linear(x, w).relu() + 1, 0.3) * 2 + F.dropout(x, 0.5).sum(1, keepdim=True)
+
+    x, w = R(6, 8), R(5, 8)
+    torch.manual_seed(11)
+    ex = torchc.explain(f)(x.clone().requires_grad_(True), w.clone().requires_grad_(True))
+    assert ex.backward_graph_count == 1 and ex.graph_break_count == 0, str(ex)
+    xs = [x.clone().requires_grad_(True), w.clone().requires_grad_(True)]
+    xe = [x.clone().requires_grad_(True), w.clone().requires_grad_(True)]
+    cf = torchc.compile(f)
+    torch.manual_seed(12)
+    oc = cf(*xs)
+    torch.manual_seed(12)
+    oe = f(*xe)
+    assert_same(oc, oe, **F32)  # the CPU masks are eager's bits (same generator calls in order)
+    g = torch.randn_like(oe)
+    oc.backward(g)
+    oe.backward(g)
+    for a, b in zip(xs, xe):
+        assert_same(a.grad, b.grad, **F32)
+    assert (oc.detach() != oe.detach().roll(1, 1)).any()  # not a constant pattern
+    with torch.no_grad():  # model.train() under no_grad: still random, no graph attached
+        r = cf(*xs)
+        assert not r.requires_grad
+
+
+class DropBlock(Block):
+    def __init__(self):
+        super().__init__()
+        self.drop = nn.Dropout(0.1)
+
+    def forward(self, x):
+        return self.drop(super().forward(x))
+
+
+def test_train_transformer_block_dropout():
+    g = torch.Generator().manual_seed(5)
+    xs = [(torch.randn(2, 5, 16, generator=g), torch.randn(2, 5, 16, generator=g)) for _ in range(30)]
+    def data(i):  # the same generator state before eager's and torchc's forward of step i
+        return xs[i]
+
+    torch.manual_seed(0)
+    me, mc = DropBlock(), DropBlock()
+    mc.load_state_dict(me.state_dict())
+    cm = torchc.compile(mc)
+    oe, oc = torch.optim.SGD(me.parameters(), lr=0.05), torch.optim.SGD(mc.parameters(), lr=0.05)
+    for i in range(30):
+        x, y = data(i)
+        torch.manual_seed(100 + i)
+        le = F.mse_loss(me(x), y)
+        torch.manual_seed(100 + i)
+        lc = F.mse_loss(cm(x), y)
+        for o, l in ((oe, le), (oc, lc)):
+            o.zero_grad()
+            l.backward()
+            o.step()
+        assert_same(lc.detach(), le.detach(), rtol=2e-4, atol=2e-5)
+    for pe, pc in zip(me.parameters(), mc.parameters()):
+        assert_same(pc.detach(), pe.detach(), rtol=2e-4, atol=2e-5)
+    ex = torchc.explain(cm)(xs[0][0])
+    assert ex.graph_count == 1 and ex.backward_graph_count == 1, str(ex)
+
+
+# ---- GPU (skipped without CUDA) ---------------------------------------------------------------------------
+cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+GPU_TOL = dict(rtol=2e-3, atol=2e-3)  # TF32 / cuBLAS vs the compiled kernels
+
+
+@cuda
+@pytest.mark.parametrize("name", ["mul_bcast", "gelu_ln", "softmax", "linear", "conv", "sdpa", "embedding"])
+def test_gpu_grads(name):
+    d = "cuda"
+    cases = {
+        "mul_bcast": (lambda a, b: (a * b).sigmoid() + a.sum(0), (R(8, 5).to(d), R(5).to(d))),
+        "gelu_ln": (lambda x, w, b: F.gelu(F.layer_norm(x, (64,), w, b)), (R(16, 64).to(d), R(64).to(d), R(64).to(d))),
+        "softmax": (lambda x: F.log_softmax(x, -1) * x, (R(32, 100).to(d),)),
+        "linear": (lambda x, w, b: F.linear(x, w, b).relu(), (R(4, 7, 32).to(d), R(16, 32).to(d), R(16).to(d))),
+        "conv": (lambda x, w, b: F.relu(F.conv2d(x, w, b, padding=1)), (R(2, 3, 8, 8).to(d), R(8, 3, 3, 3).to(d), R(8).to(d))),
+        "sdpa": (lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
+                 (R(2, 4, 16, 32).to(d), R(2, 4, 16, 32).to(d), R(2, 4, 16, 32).to(d))),
+        "embedding": (lambda w, i: F.embedding(i, w, padding_idx=0).sum(1), (R(50, 16).to(d), torch.randint(0, 50, (4, 9), device=d))),
+    }
+    fn, args = cases[name]
+    grads_match(fn, *args, tol=GPU_TOL)
+
+
+@cuda
+def test_gpu_train_loops():
+    def make():
+        return nn.Sequential(nn.Linear(10, 64), nn.GELU(), nn.Dropout(0.0), nn.Linear(64, 3)).cuda()
+
+    g = torch.Generator().manual_seed(1)
+    xs = [(torch.randn(8, 10, generator=g).cuda(), torch.randn(8, 3, generator=g).cuda()) for _ in range(30)]
+    _train(make, lambda i: xs[i], tol=GPU_TOL)
+    xc = [(torch.randn(4, 3, 8, 8, generator=g).cuda(), torch.randn(4, 4, generator=g).cuda()) for _ in range(30)]
+    _train(lambda: CNN().cuda(), lambda i: xc[i], tol=dict(rtol=5e-3, atol=5e-3))
+
+
+# ---- saved activations vs eager's ------------------------------------------------------------------------
+def _eager_saved_bytes(m, *xs):
+    """bytes of the tensors eager's autograd saves, except parameters, inputs and the output"""
+    skip = {p.untyped_storage().data_ptr() for p in m.parameters()} | {x.untyped_storage().data_ptr() for x in xs}
+    seen = {}
+
+    def pack(t):
+        k = t.untyped_storage().data_ptr()
+        if k not in skip:
+            seen[k] = t.untyped_storage().nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        out = m(*xs)
+    seen.pop(out.untyped_storage().data_ptr(), None)
+    return sum(seen.values())
+
+
+@pytest.mark.parametrize("name", ["block", "dropblock", "gru", "cnn", "mlp"])
+def test_saved_bytes_vs_eager(name):
+    m, xs = {"block": (Block(), (R(2, 5, 16),)), "dropblock": (DropBlock(), (R(2, 5, 16),)),
+             "gru": (GRUCell(), (R(5, 4, 6),)), "cnn": (CNN(), (R(4, 3, 8, 8),)),
+             "mlp": (nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 10)),
+                     (R(32, 64),))}[name]
+    m.train()
+    ex = torchc.explain(m)(*xs)
+    assert ex.backward_graph_count == 1
+    eager = _eager_saved_bytes(m, *xs)
+    # the MLP saves its last logits and their row max / sum where eager saves the relu outputs
+    # only (the output is free): at most 1% more
+    assert ex.saved_bytes <= eager * (1.01 if name == "mlp" else 1.0), (ex.saved_bytes, eager)

@@ -615,6 +615,12 @@ ic_val ic_train_extern(ic_graph *g, ic_extern_kind kind, int nin, const ic_val *
         n.meta.ndim = 1;
         n.meta.sizes[0] = total;
         n.num = beta;
+    } else if (kind == IC_EXT_DROPOUT_MASK) {
+        if (nin != 1 || nparams != 0 || !ic_is_float(gm->dtype) || !(beta >= 0 && beta <= 1))
+            return gfail(g, "dropout_mask: bad operands or p");
+        n.meta = *gm;
+        n.num = beta;
+        n.nograd = 1; /* random numbers: no gradient */
     } else {
         return gfail(g, "backward extern: bad kind");
     }
