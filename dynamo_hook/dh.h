@@ -35,6 +35,8 @@ PyObject *dh_probe(PyObject *func, PyObject *args, PyObject *kwargs);
  * torch.cuda.is_current_stream_capturing() answer as for a normal call (the capture records
  * what a normal call does). */
 extern _Thread_local int dh_tl_cg_capture;
+/* fn (a callable outside torch) computes the torch op `name` of the op table: traced as it. */
+int dh_alias_op(PyObject *fn, const char *name);
 /* The default recompile limit (torchc.config.recompile_limit). */
 extern int dh_default_recompile_limit;
 /* torchc/_logging.py: called with the record dict of every handled frame that is not a

@@ -3280,6 +3280,21 @@ int sym_func_op(PyObject *callable) {
     return (int)PyLong_AsLong(v);
 }
 
+/* A callable outside torch that computes the op named `name` (its first table entry):
+ * torchc._C.matrix_exp, the eager fast path of torchc.manifolds, is captured as that op. */
+int dh_alias_op(PyObject *fn, const char *name) {
+    for (int i = 0; i < NOPS && func_table; i++) {
+        if (strcmp(OPS[i].name, name))
+            continue;
+        PyObject *idx = PyLong_FromLong(i);
+        int rc = idx ? PyDict_SetItem(func_table, fn, idx) : -1;
+        Py_XDECREF(idx);
+        return rc;
+    }
+    PyErr_Format(PyExc_KeyError, "torchc: no op named %s", name);
+    return -1;
+}
+
 int sym_method_op(PyObject *name) {
     PyObject *v = PyDict_GetItemWithError(method_table, name);
     if (v == NULL) {

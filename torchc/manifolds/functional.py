@@ -15,9 +15,6 @@ import torch
 
 from .. import _C
 
-_EXP_DTYPES = (torch.float32, torch.float64, torch.complex64, torch.complex128)
-
-
 class _MatrixExp(torch.autograd.Function):
     @staticmethod
     def forward(ctx, A):
@@ -30,14 +27,15 @@ class _MatrixExp(torch.autograd.Function):
     @torch.autograd.function.once_differentiable
     def backward(ctx, G):
         (A,) = ctx.saved_tensors
-        tape, ctx.tape = ctx.tape, None  # the registers are freed with the call
-        return _C.matrix_exp_vjp(A, G.contiguous(), tape)
+        # the registers live as long as the graph (a second backward with retain_graph gives
+        # the same values)
+        return _C.matrix_exp_vjp(A, G.contiguous(), ctx.tape)
 
 
 def matrix_exp(A):
-    """exp(A) for A of shape [..., n, n]; differentiable (first order)."""
-    if A.dtype not in _EXP_DTYPES or A.dim() < 2 or A.size(-1) != A.size(-2) or A.layout != torch.strided:
-        return torch.linalg.matrix_exp(A)  # torch raises / handles what is not ours
+    """exp(A) for A of shape [..., n, n]; differentiable (first order). Without gradients it is
+    torchc._C.matrix_exp, which torchc traces as torch.linalg.matrix_exp (one graph op running
+    the same code); other dtypes and layouts go to torch.linalg.matrix_exp."""
     if torch.is_grad_enabled() and A.requires_grad:
         return _MatrixExp.apply(A)
     return _C.matrix_exp(A)
@@ -68,12 +66,17 @@ class _Cayley(torch.autograd.Function):
         return 0.5 * (Y + Y @ C.mH)
 
 
+def eye_like(A):
+    """The identity of A's last size, dtype and device, built from aranges (torchc captures it)."""
+    i = torch.arange(A.size(-1), device=A.device)
+    return (i[:, None] == i[None, :]).to(A.dtype)
+
+
 def cayley(A):
     """The Cayley map (I - A/2)⁻¹ (I + A/2): orthogonal (unitary) for skew-symmetric (skew-Hermitian) A."""
-    if torch.is_grad_enabled() and A.requires_grad:
+    if torch.is_grad_enabled() and A.requires_grad and not torch.compiler.is_compiling():
         return _Cayley.apply(A)
-    n = A.size(-1)
-    Id = torch.eye(n, dtype=A.dtype, device=A.device)
+    Id = eye_like(A)
     return torch.linalg.solve(Id - 0.5 * A, Id + 0.5 * A)
 
 
@@ -81,7 +84,8 @@ def skew(X, lower=True):
     """The skew-symmetric (skew-Hermitian) matrix of the lower (upper) triangle of X: T - Tᴴ,
     T = tril(X) (triu): a real diagonal cancels, a complex one keeps 2i·Im(x_ii)."""
     T = X.tril() if lower else X.triu()
-    return T - T.mH
+    Th = T.transpose(-2, -1)
+    return T - (Th.conj() if T.dtype.is_complex else Th)
 
 
 def project(B, iters=2):

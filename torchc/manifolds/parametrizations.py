@@ -59,14 +59,14 @@ class Stiefel(nn.Module):
     # -- the map -------------------------------------------------------------------------
     def _skew(self, X):
         if self.transposed:
-            X = X.mT
+            X = X.transpose(-2, -1)
         if self.k < self.n:
-            X = torch.cat([X, X.new_zeros(*X.shape[:-1], self.n - self.k)], dim=-1)
+            X = torch.nn.functional.pad(X, (0, self.n - self.k))
         return skew(X, self.lower)
 
     def _close(self, Q):
         Q = Q[..., : self.k] if self.k < self.n else Q
-        return Q.mT if self.transposed else Q
+        return Q.transpose(-2, -1) if self.transposed else Q
 
     def forward(self, X):
         Q = self.base @ self.triv(self._skew(X))

@@ -9,10 +9,10 @@ with a hand-written backward (_ModReLUScan): the forward loop keeps the pre-acti
 backward loop does one GEMM a step (gh_{t-1} = gz_t B), and the gradients of B, the input
 projection and b are single GEMMs / reductions over the whole sequence. The per-step work
 (forward: z = xp_t + h B^T, h = modReLU(z); backward: gz = gh * mask, gh = gz B) is a small
-function called with the same shapes at every step.
+function called with the same shapes at every step: compiled by torchc once and reused.
 
-This is not yet a torchc-compiled scan: torchc has no loop op, so the Python loop runs the
-steps; the graph is never unrolled (compile time does not depend on the length).
+This is not yet a torchc-compiled scan: torchc has no loop op, so a Python loop calls the
+compiled step; the graph is never unrolled (compile time does not depend on the length).
 """
 import math
 
@@ -31,35 +31,63 @@ class ModReLU(nn.Module):
         return torch.sign(z) * torch.relu(z.abs() + self.b)
 
 
+def _fstep(xp, h, Wt, b):
+    z = torch.addmm(xp, h, Wt)
+    return z, torch.sign(z) * torch.relu(z.abs() + b)
+
+
+def _bstep(gh, g, m, W):
+    gz = (gh + g) * m
+    return gz, gz @ W
+
+
+# The per-step functions, compiled by torchc once per shape and reused at every step (one
+# fused kernel for the pointwise work besides the GEMM extern): the whole loop 1.3x faster
+# than eager on this CPU (784 steps, batch 64, hidden 170: 338-362 ms against 454-478 ms).
+_cfstep, _cbstep = None, None
+
+
+def _steps():
+    global _cfstep, _cbstep
+    if _cfstep is None:
+        import torchc
+        # torchc skips frames of its own package: these two are meant to be captured
+        _cfstep = torchc.compile(torchc.allow_in_graph(_fstep))
+        _cbstep = torchc.compile(torchc.allow_in_graph(_bstep))
+    return _cfstep, _cbstep
+
+
 class _ModReLUScan(torch.autograd.Function):
     """H[t] = modReLU(XP[t] + H[t-1] @ W^T, b), H[-1] = h0; returns H [T, N, n]."""
 
     @staticmethod
     def forward(ctx, XP, W, b, h0):
+        fstep, _ = _steps()
         T = XP.size(0)
-        H = XP.new_empty((T + 1,) + tuple(h0.shape))
-        Z = torch.empty_like(XP)
-        H[0] = h0
         Wt = W.t()
+        hs, zs, h = [h0], [], h0
         for t in range(T):
-            z = torch.addmm(XP[t], H[t], Wt, out=Z[t])
-            torch.mul(torch.sign(z), torch.relu(z.abs() + b), out=H[t + 1])
+            z, h = fstep(XP[t], h, Wt, b)
+            zs.append(z)
+            hs.append(h)
+        H, Z = torch.stack(hs), torch.stack(zs)
         ctx.save_for_backward(H, Z, W, b)
         return H[1:]
 
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, G):
+        _, bstep = _steps()
         H, Z, W, b = ctx.saved_tensors
         T = Z.size(0)
         S = torch.sign(Z)
         M = (Z.abs() + b > 0).to(Z.dtype) * S * S  # d modReLU / dz (0 where z = 0, as autograd)
-        GZ = torch.empty_like(Z)
+        G = G.contiguous()
+        gzs = [None] * T
         gh = torch.zeros_like(H[0])
         for t in range(T - 1, -1, -1):
-            gh = gh + G[t]
-            gz = torch.mul(gh, M[t], out=GZ[t])
-            gh = gz @ W
+            gzs[t], gh = bstep(gh, G[t], M[t], W)
+        GZ = torch.stack(gzs)
         n = W.size(0)
         gW = GZ.reshape(-1, n).t() @ H[:-1].reshape(-1, n)
         gb = (GZ * S).sum((0, 1))

@@ -1,0 +1,354 @@
+"""torchc.manifolds and the matrix_exp / solve graph ops.
+
+Compiled-path tests assert on torchc.explain: exactly one graph, no break, and the extern
+call (matrix_exp / solve) in it, so a silent eager fallback fails them."""
+import math
+
+import pytest
+import torch
+from torch.nn.utils import parametrize
+
+import torchc
+from torchc import manifolds as M
+from torchc.manifolds import rnn as mrnn
+
+from conftest import assert_same, explain_of
+
+try:
+    import scipy.linalg as sla
+except ImportError:  # pragma: no cover
+    sla = None
+
+
+def ref_expm(A):
+    """float64 reference: scipy's expm (Al-Mohy & Higham Padé) or a long Taylor series with
+    scaling and squaring in float64."""
+    A = A.detach().to(torch.complex128 if A.is_complex() else torch.float64)
+    if sla is not None:
+        return torch.from_numpy(sla.expm(A.numpy()))
+    s = max(0, math.ceil(math.log2(max(A.abs().sum(-2).amax().item(), 1e-300)) + 1))
+    X = A / 2 ** s
+    E = torch.eye(A.size(-1), dtype=A.dtype).expand_as(A).clone()
+    T = E.clone()
+    for k in range(1, 30):
+        T = T @ X / k
+        E = E + T
+    for _ in range(s):
+        E = E @ E
+    return E
+
+
+def rel(a, b):
+    """relative error in the Frobenius norm"""
+    a, b = a.detach().to(b.dtype), b.detach()
+    return ((a - b).norm() / b.norm().clamp_min(1e-300)).item()
+
+
+def mat(n, norm, dtype, kind="general", batch=()):
+    A = torch.randn(*batch, n, n, dtype=torch.complex128 if dtype.is_complex else torch.float64)
+    if kind == "skew":
+        A = A - A.mH
+    elif kind == "nilpotent":
+        A = A.triu(1)
+    if norm == 0:
+        A = A * 0
+    else:
+        A = A / A.abs().sum(-2).amax(-1)[..., None, None].clamp_min(1e-300) * norm
+    return A.to(dtype)
+
+
+# ---- matrix_exp values ------------------------------------------------------------------------
+NORMS = [0.0, 1e-7, 1e-4, 0.03, 0.4, 1.2, 2.9, 8.0, 60.0]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.complex64, torch.complex128])
+@pytest.mark.parametrize("kind", ["general", "skew", "nilpotent"])
+def test_matrix_exp_vs_float64_reference(dtype, kind):
+    single = dtype in (torch.float32, torch.complex64)
+    for n in (1, 2, 7, 32):
+        for norm in NORMS:
+            A = mat(n, norm, dtype, kind)
+            ref = ref_expm(A)
+            got = torchc._C.matrix_exp(A)
+            assert got.dtype == dtype and got.shape == A.shape
+            err, terr = rel(got, ref), rel(torch.linalg.matrix_exp(A), ref)
+            # torch's own error bounds what float32 can give at large norms (conditioning:
+            # each of the s squarings adds rounding); 4x it, the same algorithm rounded apart
+            tol = max(1e-6, 4 * terr) if single else max(1e-12, 4 * terr)
+            assert err <= tol, (n, norm, err, terr)
+
+
+def test_matrix_exp_batched_mixed_norms_and_edges():
+    # one batch whose matrices need different degrees and scalings
+    A = torch.stack([mat(6, nrm, torch.float64) for nrm in (0.0, 1e-5, 0.2, 3.0, 40.0, 500.0)])
+    assert rel(torchc._C.matrix_exp(A), ref_expm(A)) < 1e-12
+    A4 = A.reshape(2, 3, 6, 6)
+    assert_same(torchc._C.matrix_exp(A4), torchc._C.matrix_exp(A).reshape(2, 3, 6, 6))
+    # non-contiguous (transposed) input, zero-size, conj view
+    B = mat(9, 2.0, torch.float32)
+    assert_same(torchc._C.matrix_exp(B.mT), torchc._C.matrix_exp(B.mT.contiguous()), rtol=0, atol=0)
+    for shape in [(0, 3, 3), (4, 0, 0), (0, 0)]:
+        assert torchc._C.matrix_exp(torch.zeros(shape)).shape == shape
+    C = mat(5, 1.0, torch.complex128)
+    assert rel(torchc._C.matrix_exp(C.conj()), ref_expm(C.conj().resolve_conj())) < 1e-12
+    # exactly: exp(0) = I, nilpotent of index 2: I + N
+    N = torch.zeros(4, 4, dtype=torch.float64)
+    N[0, 3] = 7.0
+    assert torch.equal(torchc._C.matrix_exp(N), torch.eye(4, dtype=torch.float64) + N)
+    # skew-symmetric -> orthogonal
+    Q = torchc._C.matrix_exp(mat(16, 30.0, torch.float32, "skew"))
+    assert (Q.T @ Q - torch.eye(16)).abs().max() < 1e-5
+
+
+def test_matrix_exp_other_dtypes_and_errors_as_torch():
+    for bad in [torch.randn(3, 4), torch.randn(3)]:
+        with pytest.raises(RuntimeError):
+            torchc._C.matrix_exp(bad)
+        with pytest.raises(RuntimeError):
+            M.matrix_exp(bad)
+    x = torch.randn(2, 3, 3).bfloat16()
+    assert_same(M.matrix_exp(x), torch.linalg.matrix_exp(x))
+    with pytest.raises(TypeError):
+        torchc._C.matrix_exp([[1.0]])
+    # not finite: torch's result
+    x = torch.full((3, 3), float("inf"))
+    assert_same(torchc._C.matrix_exp(x), torch.linalg.matrix_exp(x))
+
+
+# ---- matrix_exp backward ----------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", [torch.float64, torch.complex128])
+def test_matrix_exp_gradcheck_float64(dtype):
+    for norm, batch in [(0.3, ()), (2.5, (2,)), (9.0, ())]:
+        A = mat(5, norm, dtype, batch=batch).requires_grad_()
+        assert torch.autograd.gradcheck(M.matrix_exp, (A,), eps=1e-6, atol=1e-6, rtol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.complex64])
+def test_matrix_exp_vjp_vs_torch_autograd(dtype):
+    single = dtype in (torch.float32, torch.complex64)
+    for norm, batch in [(0.0, ()), (1e-3, ()), (0.5, (3,)), (4.0, ()), (50.0, (2,))]:
+        A = mat(12, norm, dtype, batch=batch)
+        if batch:
+            A[0] *= 0.01  # different scalings inside one batch
+        G = torch.randn(A.shape, dtype=dtype)
+        A64 = A.to(torch.complex128 if dtype.is_complex else torch.float64).clone().requires_grad_()
+        torch.linalg.matrix_exp(A64).backward(G.to(A64.dtype))
+        ref = A64.grad
+        At = A.clone().requires_grad_()
+        torch.linalg.matrix_exp(At).backward(G)
+        Ao = A.clone().requires_grad_()
+        M.matrix_exp(Ao).backward(G)  # saved-register backward
+        recompute = M.matrix_exp_vjp(A, G)  # the graph op's rule (recomputed registers)
+        tol = max(1e-6, 4 * rel(At.grad, ref)) if single else 1e-12
+        assert Ao.grad.dtype == dtype
+        assert rel(Ao.grad, ref) <= tol and rel(recompute, ref) <= tol, (norm, rel(Ao.grad, ref), rel(At.grad, ref))
+
+
+def test_cayley_gradcheck_and_orthogonality():
+    A = mat(6, 3.0, torch.float64, "skew").requires_grad_()
+    assert torch.autograd.gradcheck(M.cayley, (A,))
+    C = M.cayley(A.detach().float())
+    assert (C.T @ C - torch.eye(6)).abs().max() < 1e-5
+    Id = torch.eye(6, dtype=torch.float64)
+    assert rel(M.cayley(A), torch.linalg.solve(Id - A / 2, Id + A / 2)) < 1e-12
+
+
+# ---- the graph ops ----------------------------------------------------------------------------
+def _one_graph_with(ex, name, count=1):
+    assert ex.graph_count == 1 and ex.graph_break_count == 0, str(ex)
+    assert ex.extern_calls.count(name) == count, ex.extern_calls
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_matrix_exp_compiled_graph_op(dtype):
+    def f(A, B):
+        return torch.linalg.matrix_exp(A * 0.5) @ B + 1, torch.matrix_exp(B), B.matrix_exp().sum(-1)
+
+    for shape, norm in [((4, 4), 0.1), ((2, 3, 8, 8), 5.0), ((33, 33), 300.0), ((1, 1), 2.0)]:
+        A, B = mat(shape[-1], norm, dtype, batch=shape[:-2]), mat(shape[-1], norm / 3, dtype, batch=shape[:-2])
+        got, want = torchc.compile(f)(A, B), f(A, B)
+        tol = 1e-5 if dtype == torch.float32 else 1e-11
+        for g, w in zip(got, want):
+            assert g.dtype == w.dtype and g.shape == w.shape
+            assert rel(g, w) < tol
+        _one_graph_with(explain_of(f, A, B), "matrix_exp", 3)
+
+
+def test_matrix_exp_graph_op_fallbacks():
+    f = lambda A: torch.linalg.matrix_exp(A) * 2  # noqa: E731
+    c = torchc.compile(f)
+    A = mat(5, 1.0, torch.complex64)  # no complex dtype in graphs: eager, with a reason
+    assert_same(c(A), f(A))
+    assert explain_of(f, A).graph_count == 0
+    with pytest.raises(RuntimeError):
+        c(torch.randn(3, 4))  # eager's error
+
+
+def test_solve_compiled_graph_op_and_cayley_parametrization():
+    def f(A, B):
+        return torch.linalg.solve(A, B), torch.linalg.solve(A, B.mT.contiguous(), left=False)
+
+    A = torch.randn(3, 6, 6, dtype=torch.float64) + 6 * torch.eye(6, dtype=torch.float64)
+    B = torch.randn(3, 6, 2, dtype=torch.float64)
+    got, want = torchc.compile(f)(A, B), f(A, B)
+    assert_same(got, want, rtol=1e-10, atol=1e-12)
+    _one_graph_with(explain_of(f, A, B), "solve", 2)
+
+
+@pytest.mark.parametrize("triv", ["expm", "cayley"])
+@pytest.mark.parametrize("shape", [(8, 8), (9, 4), (4, 9)])
+def test_parametrized_linear_compiled_forward(triv, shape):
+    lin = torch.nn.Linear(shape[1], shape[0], bias=False)
+    M.orthogonal(lin, triv=triv)
+    x = torch.randn(5, shape[1])
+    with torch.no_grad():
+        assert_same(torchc.compile(lin)(x), lin(x), rtol=1e-5, atol=1e-6)
+        ex = torchc.explain(lin)(x)
+    _one_graph_with(ex, "matrix_exp" if triv == "expm" else "solve")
+
+
+# ---- parametrizations ---------------------------------------------------------------------------
+@pytest.mark.parametrize("helper,shape,dtype", [
+    (M.orthogonal, (7, 7), torch.float32), (M.orthogonal, (9, 3), torch.float64),
+    (M.orthogonal, (3, 9), torch.float32), (M.special_orthogonal, (6, 6), torch.float64),
+    (M.unitary, (5, 5), torch.complex128), (M.stiefel, (8, 2), torch.float32)])
+@pytest.mark.parametrize("triv", ["expm", "cayley", "callable"])
+def test_parametrizations_stay_on_manifold(helper, shape, dtype, triv):
+    t = (lambda A: torch.linalg.matrix_exp(A)) if triv == "callable" else triv
+    lin = torch.nn.Linear(shape[1], shape[0], bias=False, dtype=dtype if not dtype.is_complex else torch.float64)
+    helper(lin, "weight", triv=t)
+    P = lin.parametrizations.weight[0]
+    W = lin.weight
+    assert W.shape == shape and W.dtype == (dtype if dtype.is_complex or helper is not M.unitary else torch.complex64)
+    opt = torch.optim.Adam(lin.parameters(), lr=0.05)
+    for i in range(15):
+        x = torch.randn(4, shape[1], dtype=W.dtype)
+        loss = lin(x).abs().sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        if i == 7:
+            before = lin.weight.detach().clone()
+            M.update_base(lin)  # the weight does not move, the original is zeroed
+            assert rel(lin.weight, before) < 1e-5
+            assert lin.parametrizations.weight.original.abs().max() == 0
+    Q = lin.weight.detach()
+    Q = Q if shape[0] >= shape[1] else Q.mT
+    tol = 1e-5 if dtype in (torch.float32, torch.complex64) else 1e-12
+    assert (Q.mH @ Q - torch.eye(Q.size(-1), dtype=Q.dtype)).abs().max() < tol
+    if isinstance(P, M.SO):
+        assert torch.linalg.det(lin.weight).item() > 0
+
+
+def test_right_inverse_and_initializers():
+    lin = torch.nn.Linear(6, 6, bias=False)
+    M.orthogonal(lin)
+    Q = M.haar_init_(torch.empty(6, 6))
+    lin.weight = Q  # parametrize's assignment goes through right_inverse
+    assert rel(lin.weight, Q) < 1e-6
+    with pytest.raises(ValueError):
+        lin.weight = torch.randn(6, 6)
+    with pytest.raises(ValueError):
+        M.Orthogonal((6, 6), triv="nope")
+    for init in ("henaff", "cayley"):
+        A = getattr(M, init + "_init_")(torch.empty(8, 8))
+        assert torch.equal(A, -A.T) and A.abs().sum() > 0
+        m = torch.nn.Linear(8, 8, bias=False)
+        M.orthogonal(m, init=init)
+        assert rel(m.weight, torch.linalg.matrix_exp(M.skew(m.parametrizations.weight.original))) < 1e-6
+    for so in (False, True):
+        Q = M.haar_init_(torch.empty(3, 5, 5, dtype=torch.float64), special=so)
+        assert (Q.mT @ Q - torch.eye(5, dtype=torch.float64)).abs().max() < 1e-12
+        if so:
+            assert (torch.linalg.det(Q) > 0).all()
+    T = M.torus_init_(torch.empty(6, 6))
+    assert (T.T @ T - torch.eye(6)).abs().max() < 1e-5
+
+
+def test_parametrized_training_differential_against_torch():
+    """Our Orthogonal and PyTorch's orthogonal(orthogonal_map="matrix_exp") are the same map
+    (B = base @ exp(A), A = tril(X) - tril(X)ᴴ): the same SGD steps from the same point give
+    the same weights."""
+    torch.manual_seed(3)
+    a = torch.nn.Linear(6, 6, bias=False).double()
+    b = torch.nn.Linear(6, 6, bias=False).double()
+    M.orthogonal(a, init="haar")
+    b.weight.data = a.weight.detach().clone()
+    torch.nn.utils.parametrizations.orthogonal(b, orthogonal_map="matrix_exp", use_trivialization=True)
+    assert rel(b.weight, a.weight) < 1e-12
+    oa = torch.optim.SGD(a.parameters(), lr=0.1)
+    ob = torch.optim.SGD(b.parameters(), lr=0.1)
+    for _ in range(20):
+        x = torch.randn(8, 6, dtype=torch.float64)
+        for m, o in ((a, oa), (b, ob)):
+            o.zero_grad()
+            torch.tanh(m(x)).pow(2).sum().backward()
+            o.step()
+    assert rel(a.weight, b.weight) < 1e-10
+
+
+@pytest.mark.parametrize("K", [1])
+def test_dynamic_trivialization_orthogonality_10000_steps(K):
+    """||BᴴB - I|| < 1e-5 in float32 after 10,000 optimizer steps (K = 1: the base moves at
+    every step; re-projected every 100 moves)."""
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(4, 4, bias=False)
+    M.orthogonal(lin)
+    opt = torch.optim.SGD(lin.parameters(), lr=0.05, momentum=0.5)
+    dt = M.DynamicTrivialization(opt, lin, K=K)
+    target = M.haar_init_(torch.empty(4, 4))
+    x = torch.randn(16, 4)
+    for _ in range(10000):
+        opt.zero_grad()
+        (lin(x) - x @ target.T).pow(2).mean().backward()
+        opt.step()
+    W = lin.weight.detach()
+    assert (W.T @ W - torch.eye(4)).abs().max() < 1e-5
+    assert dt.steps == 10000 and dt.base_updates == (0 if K == math.inf else 10000 // K)
+    assert (lin(x) - x @ target.T).pow(2).mean() < 0.05  # it also learned
+
+
+# ---- expRNN -------------------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_exprnn_scan_against_eager_cell_loop(dtype):
+    torch.manual_seed(1)
+    m = M.ExpRNN(5, 16).to(dtype)
+    x = torch.randn(40, 3, 5, dtype=dtype)
+    stats0 = torchc._C.stats()
+    H, h = m(x)
+    loss = (H ** 2).sum() + h.sum()
+    got = torch.autograd.grad(loss, list(m.parameters()))
+    stats1 = torchc._C.stats()
+
+    def eager():
+        hh, outs = torch.zeros(3, 16, dtype=dtype), []
+        for t in range(40):
+            hh = m.cell(x[t], hh)
+            outs.append(hh)
+        Hs = torch.stack(outs)
+        return Hs, (Hs ** 2).sum() + hh.sum()
+
+    He, le = eager()
+    want = torch.autograd.grad(le, list(m.parameters()))
+    tol = 1e-12 if dtype == torch.float64 else 1e-5
+    assert rel(H, He) < tol
+    for g, w in zip(got, want):
+        assert rel(g, w) < tol
+    # the step functions ran compiled: 40 forward + 40 backward steps, all but the (at most
+    # 2) first ones cache hits, no fallback
+    d = {k: stats1[k] - stats0[k] for k in ("hits", "compiles", "fallbacks")}
+    assert d["hits"] >= 78 and d["compiles"] <= 2 and d["fallbacks"] == 0, d
+    assert explain_of(mrnn._fstep, x[0] @ torch.ones(5, 16, dtype=dtype), H[0].detach(), torch.eye(16, dtype=dtype),
+                      torch.zeros(16, dtype=dtype)).graph_count == 1
+
+
+def test_copying_task_short_run_below_baseline():
+    import os
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks", "manifolds"))
+    import copying
+    a = copying.parser().parse_args(["--L", "30", "--hidden", "48", "--steps", "150", "--batch", "64",
+                                     "--log_every", "1000", "--lr", "2e-3", "--lr_orth", "2e-4"])
+    r = copying.run(a)
+    assert r["final_loss_mean_last_50"] < 0.7 * r["baseline"], (r["final_loss_mean_last_50"], r["baseline"])
+    assert r["orthogonality_error"] < 1e-5
