@@ -46,11 +46,11 @@ build/c/test_layouts: tests/c/test_layouts.c $(LL_SRCS) $(wildcard layouts/*.h)
 	@mkdir -p build/c
 	$(CC) $(CFLAGS_C) $(EXTRA_CFLAGS) -Ilayouts tests/c/test_layouts.c $(LL_SRCS) -lm -o $@
 
-build/c/test_inductor: tests/c/test_inductor.c $(IC_SRCS) $(wildcard inductor_c/*.h inductor_c/*/*.h)
+build/c/test_inductor: tests/c/test_inductor.c tests/c/harness.h $(IC_SRCS) $(wildcard inductor_c/*.h inductor_c/*/*.h)
 	@mkdir -p build/c
 	$(CC) $(CFLAGS_C) $(EXTRA_CFLAGS) -Iinductor_c -Ilayouts -I$(LLVM_INCLUDE) tests/c/test_inductor.c $(IC_SRCS) $(LL_SRCS) $(LLVM_LINK) -lpthread -lm -ldl -o $@
 
-build/c/test_dyn: tests/c/test_dyn.c $(IC_SRCS) $(wildcard inductor_c/*.h inductor_c/*/*.h)
+build/c/test_dyn: tests/c/test_dyn.c tests/c/harness.h $(IC_SRCS) $(wildcard inductor_c/*.h inductor_c/*/*.h)
 	@mkdir -p build/c
 	$(CC) $(CFLAGS_C) $(EXTRA_CFLAGS) -Iinductor_c -Ilayouts -I$(LLVM_INCLUDE) tests/c/test_dyn.c $(IC_SRCS) $(LL_SRCS) $(LLVM_LINK) -lpthread -lm -ldl -o $@
 

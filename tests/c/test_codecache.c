@@ -13,18 +13,8 @@
 
 #include "ic.h"
 #include "ic_diskcache.h"
+#include "harness.h"
 
-static int failures, checks;
-#define CHECK(c, ...)                                                        \
-    do {                                                                     \
-        checks++;                                                            \
-        if (!(c)) {                                                          \
-            failures++;                                                      \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);             \
-            fprintf(stderr, __VA_ARGS__);                                    \
-            fprintf(stderr, "\n");                                           \
-        }                                                                    \
-    } while (0)
 
 enum { R = 9, C = 37 };
 static float X[R * C];

@@ -16,20 +16,9 @@
 #include <time.h>
 
 #include "ic.h"
+#include "harness.h"
 
-static int failures, checks;
-static const char *cur_test = "";
 
-#define CHECK(cond, ...)                                                                    \
-    do {                                                                                    \
-        checks++;                                                                           \
-        if (!(cond)) {                                                                      \
-            failures++;                                                                     \
-            fprintf(stderr, "FAIL [%s] %s:%d: ", cur_test, __FILE__, __LINE__);             \
-            fprintf(stderr, __VA_ARGS__);                                                   \
-            fprintf(stderr, "\n");                                                          \
-        }                                                                                   \
-    } while (0)
 
 static ic_dim S(int k) { ic_dim d = {.coef = 1}; d.exp[k] = 1; return d; }
 static ic_dim K(int64_t k) { return (ic_dim){.coef = k}; }
@@ -230,12 +219,6 @@ static void fill(void *p, ic_dtype t, size_t n, int64_t ibound) {
 }
 
 static double t_dyn_compile, t_static_compile; /* seconds, summed over the cases */
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* Compiles fn once with symbols (hint: hint[]) and compares with static compiles at each
  * of the nv symbol-value sets. want: IC_OK, or the code the dynamic compile must return. */

@@ -22,18 +22,8 @@
 #include "ic.h"
 #include "ic_device.h"
 #include "codegen/gpu_gemm.h"
+#include "harness.h"
 
-static int failures, checks;
-#define CHECK(cond, ...)                                                                          \
-    do {                                                                                          \
-        checks++;                                                                                 \
-        if (!(cond)) {                                                                            \
-            failures++;                                                                           \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                  \
-            fprintf(stderr, __VA_ARGS__);                                                         \
-            fprintf(stderr, "\n");                                                                \
-        }                                                                                         \
-    } while (0)
 
 static const ic_gemm_cfg cfgs[] = {{128, 128, 32, 2, 4, 3}, {64, 64, 32, 2, 2, 4}};
 

@@ -25,24 +25,13 @@
 #include <time.h>
 
 #include "ic.h"
+#include "harness.h"
 
 /* internal test hook of inductor_c (support.c) */
 void ic_test_fail_alloc_after(long n);
 
 /* ---- tiny harness ------------------------------------------------------------------- */
-static int failures, checks;
-static const char *cur_test = "";
 
-#define CHECK(cond, ...)                                                                    \
-    do {                                                                                    \
-        checks++;                                                                           \
-        if (!(cond)) {                                                                      \
-            failures++;                                                                     \
-            fprintf(stderr, "FAIL [%s] %s:%d: ", cur_test, __FILE__, __LINE__);             \
-            fprintf(stderr, __VA_ARGS__);                                                   \
-            fprintf(stderr, "\n");                                                          \
-        }                                                                                   \
-    } while (0)
 
 static uint64_t rng = 88172645463325252ull;
 static uint64_t rnd(void) {
@@ -1995,12 +1984,6 @@ static void test_text(void) {
 }
 
 /* ---- benchmarks: test_inductor --bench [rows cols] ---------------------------------------- */
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);

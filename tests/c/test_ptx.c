@@ -37,20 +37,11 @@
 #include "ic_device.h"
 #include "codegen/gpu.h" /* the disk cache (runtime/gpu_cache.c) */
 #include "ic_diskcache.h"
+#include "harness.h"
 
-static int failures, checks, verbose, keep;
+static int verbose, keep;
 static const char *only, *dump_dir;
 
-#define CHECK(cond, ...)                                                                          \
-    do {                                                                                          \
-        checks++;                                                                                 \
-        if (!(cond)) {                                                                            \
-            failures++;                                                                           \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                  \
-            fprintf(stderr, __VA_ARGS__);                                                         \
-            fprintf(stderr, "\n");                                                                \
-        }                                                                                         \
-    } while (0)
 
 /* ---- graph helpers ------------------------------------------------------------------------- */
 static ic_val in_(ic_graph *g, ic_dtype t, int nd, const int64_t *sz) {
@@ -538,12 +529,6 @@ static double getv(const void *p, ic_dtype t, int64_t i) {
     case IC_F64: return ((const double *)p)[i];
     default: return 0;
     }
-}
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 static int ndiff, gpu_runs, cpu_skipped;

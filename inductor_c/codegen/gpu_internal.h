@@ -1,0 +1,416 @@
+/* gpu_internal.h — what the files of the GPU code generator share (gpu_nvptx.c the driver,
+ * gpu_ops.c math and pointwise ops, gpu_mem.c index expressions and memory access,
+ * gpu_rows.c reductions and kernel bodies, gpu_plan.c launch planning, one variant and the
+ * low-precision analysis, gpu_gemm_emit.c the GEMM template's use): the plan and the
+ * per-compilation generator state (gg), small helpers, and the functions one file calls in
+ * another. Not a public interface (that is gpu.h). */
+#ifndef IC_GPU_INTERNAL_H
+#define IC_GPU_INTERNAL_H
+
+#include <limits.h>
+#include <math.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <llvm-c/Analysis.h>
+#include <llvm-c/BitReader.h>
+#include <llvm-c/BitWriter.h>
+#include <llvm-c/Core.h>
+#include <llvm-c/Linker.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/TargetMachine.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+#include <llvm/Config/llvm-config.h>
+
+#include "../support.h"
+#include "cg.h"
+#include "gpu.h"
+
+#define VMAX 8  /* elements per thread and access */
+#define SMAX 16 /* chunks per thread of a persistent row (staged rows: half in shared memory) */
+#define UNROLL 4 /* chunks per iteration of a looped row */
+enum { ON_NONE, ON_SOFTMAX, ON_VAR }; /* online split pairs (online_pair) */
+#define SPLIT_PMAX 4096 /* parts per split row (the combining block reads S / its threads each) */
+/* Threads per block of split rows (partial and combining launches). On the H200 (sum() of 64 MB,
+ * gpu_bench_h200_split.json) 128 gave 0.87 of copy bandwidth, 256 0.79, 1024 0.89, 512 0.89-0.90. */
+#define SPLIT_T 512
+/* Split rows: blocks of the partial-sums launch over all rows (parts per row: this / rows, at
+ * most SPLIT_PMAX, and at most one unrolled iteration a thread: choose_split): 16 per SM, four
+ * waves of 512-thread blocks at 32 registers (4 resident), one iteration a thread. On the H200,
+ * x.sum() of 64 MB (2048 parts) went from 0.87-0.88 of copy bandwidth at 4 per SM (one wave,
+ * 528 parts, 4 iterations) to 0.89-0.90 in three runs (1056 blocks 0.79, 1584 0.72); the split
+ * softmax and layernorm of 2 rows of 4M were level or better (gpu_bench_h200_split*.json).
+ * Chunks per iteration stay UNROLL (8 gave the same 0.87 as 4), and the chunks are not spread
+ * evenly over the parts (a full last wave measured 17.87 us against 17.82, gpu_bench_h200_even.json). */
+#define SPLIT_BLOCKS_PER_SM 16
+/* Blocks of an online pair's split launches over all rows: 4 per SM. On the H200
+ * (gpu_bench_h200_online.json, queued device time a call, 2 rows of 4M f32) softmax took 29.8 us
+ * and layer_norm 39.1 us with 528 blocks, 30.7 and 44.4 with the split default's 16 per SM (one
+ * iteration a thread), 31.3 and 39.6 with 264; a store-only launch takes the partial launch's. */
+#define ONLINE_BLOCKS_PER_SM 4
+#define B g->cg.b
+
+enum { P_POINTWISE, P_ROWS, P_TILE };
+
+/* Launch plans of the second generation (v2 flags; the first generation's forms stay only in
+ * GEMM epilogues, g->v2 = 0). Measured on the H200 (bf16, one run, fraction of copy bandwidth,
+ * first gen -> V2): x.T + y 0.68 -> 0.97, softmax 4096 0.78 -> 0.83, rmsnorm 4096 0.94 -> 0.92,
+ * f32 cases unchanged. The parts:
+ *   rows   row kernels: no bounds selects/branches when rows and chunks tile exactly; 16-bit
+ *          rows take the smaller T on ties (more elements per thread: the block reduction's
+ *          shuffles and shared-memory steps are amortized over more of them); a 16-bit
+ *          division by a lane-invariant divisor (softmax's row sum) is a multiplication by
+ *          one rcp.approx per chunk instead of a div.full per element
+ *   tile   16-bit transposes through 64 x 64 tiles moved as 32-bit words (ic_gpu_tile2_map),
+ *          the 32 x 32 scalar tile as the fallback variant (alignment)
+ * (A third part, looping rows of T = 1024 persistent threads holding more than 16 values each,
+ * made softmax 32768 f32 slower, 0.75 -> 0.57, and was removed with the switch that chose
+ * the generation.) */
+enum { V2_ROWS = 1, V2_TILE = 2 };
+#define V2_DEFAULT (V2_ROWS | V2_TILE)
+
+typedef struct plan {
+    int mode;
+    int V;                 /* elements per access */
+    int T, R, Bk;          /* threads per row, rows per block, block size */
+    int logT, logR;
+    bool jlow;             /* j (position in the row) in the low bits of tid */
+    bool persistent;
+    int64_t n, nv;         /* elements / V-groups per row */
+    int64_t rows, C;       /* rows; chunks per thread */
+    int64_t G;             /* pointwise: V-groups in total */
+    unsigned grid;
+    int32_t vv;            /* var whose V consecutive values a thread holds, -1 none */
+    /* split rows (few huge rows): S blocks per row; one launch per pass (pass = its
+     * position) leaves per-block partials of the pass's reductions; a final launch
+     * (pass = -1) combines them and stores. Later launches recombine earlier partials. */
+    int S;
+    int Sg;                /* blocks a row of this launch: S, or for a launch that only stores
+                              (no partials) at most its chunks */
+    int64_t Cs;            /* chunks per block (multiple of unroll) */
+    int unroll;            /* looped rows: chunks per iteration (UNROLL) */
+    int pass;
+    const int *slot;       /* per item: partial slot (arg: slot + 1 holds the index) */
+    int on_kind;           /* online split pair of the kernel (online_pair): ON_SOFTMAX / ON_VAR, */
+    int on_a, on_b;        /*   its items A and B (B's pass, A's + 2, has no launch of its own) */
+    ic_xid on_shift;       /*   ON_SOFTMAX: B = sum exp(x - on_shift), on_shift a function of A */
+    bool online;           /* this launch is A's: it also makes B's partials (emit_online) */
+    ic_gmap map;           /* rows: the block's layout (gpu_layout.c): j, rl, shuffles, smem */
+    /* tile: a transpose through shared memory, 32 x 32 tiles over (tu, vv) (gpu_layout.c) */
+    int32_t tu;            /* the var along which the transposed loads are contiguous */
+    int64_t su, sv, ntu, ntv;
+    int nob;               /* the other vars: one block per value combination and tile */
+    int32_t obv[2 * IC_MAX_DIMS];
+    int64_t obs[2 * IC_MAX_DIMS];
+    int ntx;               /* transposed loads, staged in the tile */
+    ic_xid tx[4];
+    int tesz;              /* their element size */
+    ic_gtile tile;
+    int tw;                /* tile: 1 = 32 x 32 elements; 2 = 64 x 64 moved as words (V2) */
+    bool tfull;            /* tw 2: the tiles cover su x sv exactly (stores need no test) */
+    int v2;                /* second-generation plan parts (V2_DEFAULT) */
+    bool all_rows;         /* V2 rows: every block's rows exist (no `active` test) */
+    bool all_cols;         /* V2 rows: every chunk of every thread lies in the row */
+    int creg;              /* staged rows (stage_rows): chunks >= creg of the staged load live in
+                              dynamic shared memory between passes; 0: none */
+    unsigned dsmem;        /* dynamic shared memory bytes per block */
+    int minctasm;          /* .minnctapersm of the kernel (0: none) */
+} plan;
+
+typedef struct gg {
+    cg cg;                 /* shared with vmath.c: context, module, builder, scalar types */
+    ic_ctx *c;
+    LLVMTypeRef f16, gptr, sptr, ity;
+    int sm;                /* target sm_XY as XY */
+    ic_kernel *k;
+    const plan *P;
+    int V;                 /* lanes of the code being emitted (1 in row blocks) */
+    int32_t vv;            /* vectorized var of the code being emitted, -1 none */
+    LLVMValueRef *var_val; /* per var: value (lane 0) in ity */
+    LLVMValueRef *buf_ptr; /* per buffer: base pointer (row scratch: this row's copy) */
+    LLVMValueRef *buf_param; /* per buffer: kernel parameter (global pointer) */
+    bool *written;         /* per buffer: stored by the current kernel */
+    int *align;            /* per buffer: base alignment the variant assumes (bytes) */
+    LLVMValueRef *memo;    /* [x*VMAX + lane] for the current generation */
+    uint32_t *memo_gen;
+    LLVMValueRef *vld;     /* [x]: vector load of the current generation */
+    uint32_t *vld_gen;
+    LLVMValueRef *pmemo;   /* persistent rows: [(x*SMAX + chunk)*VMAX + lane] */
+    LLVMValueRef *pvld;    /* [x*SMAX + chunk] */
+    bool *dep;             /* [x]: differs between lanes (x_lane_dep), valid at dep_gen */
+    uint32_t *dep_gen;
+    uint32_t *pgen;        /* [x*SMAX + chunk]: variant that filled pmemo/pvld */
+    uint32_t *pst;         /* [x*SMAX + chunk]: variant whose code stored it to the stage */
+    ic_xid stage_x;        /* the load staged in shared memory (staged rows), -1 none yet */
+    LLVMValueRef dyn;      /* the variant's dynamic shared memory, NULL none */
+    LLVMValueRef dyn_base; /* staged rows: this thread's first 16-byte slot in it */
+    uint32_t vgen;
+    int chunk;             /* persistent chunk being emitted, -1 none */
+    uint32_t gen;
+    LLVMValueRef *rowval;  /* per item: the row's reduced value (item dtype) */
+    LLVMValueRef smem, tid, j, active, allok;
+    LLVMValueRef part, part_s, row; /* split rows: partials parameter, block part, row index */
+    LLVMValueRef fn;
+    bool tile_on;          /* tile phase 2: the transposed loads read the tile at tile_off */
+    LLVMValueRef tile_off;
+    int v2;                /* second-generation parts of the variant being emitted (0 in GEMMs) */
+    ic_xid rcp_x;          /* V2: 1 / val(rcp_x) of generation rcp_gen is rcp_v */
+    uint32_t rcp_gen;
+    LLVMValueRef rcp_v;
+    ic_xid rcp32_x;        /* V2: 1 / val(rcp32_x) (IEEE) of generation rcp32_gen is rcp32_v */
+    uint32_t rcp32_gen;
+    LLVMValueRef rcp32_v;
+    uint8_t *need;         /* [x]: value needed to f32 accuracy (lowp_need); NULL: all are */
+    int epi_buf;           /* GEMM epilogue (gpu_gemm.c): loads of this buffer read epi_val */
+    LLVMValueRef epi_val;  /*   (the accumulator value, register form) while it is non-NULL */
+} gg;
+
+/* Programmatic dependent launch (sm_90): every kernel starts with griddepcontrol.wait (until
+ * the grid before it in the stream has finished and its writes are visible: nothing is read or
+ * written before) and then griddepcontrol.launch_dependents; the runtime launches with
+ * programmatic stream serialization, so the next kernel's launch and block scheduling overlap
+ * this one's last wave instead of following its end. Kernels launched without the attribute
+ * (stream capture for CUDA graphs, other libraries' kernels before ours) wait for nothing.
+ * TORCHC_GPU_PDL=0: neither. */
+static inline bool pdl_on(const ic_config *cf, int sm) { return sm >= 90 && cf->gpu_pdl; }
+
+static inline void pdl_prologue(gg *g) {
+    if (!pdl_on(&g->c->cfg, g->sm)) return;
+    LLVMTypeRef ft = LLVMFunctionType(g->cg.vd, NULL, 0, 0);
+    static const char text[] = "griddepcontrol.wait;\n\tgriddepcontrol.launch_dependents;", cons[] = "~{memory}";
+    LLVMValueRef ia = LLVMGetInlineAsm(ft, (char *)text, sizeof text - 1, (char *)cons, sizeof cons - 1, 1, 0,
+                                       LLVMInlineAsmDialectATT, 0);
+    LLVMBuildCall2(B, ft, ia, NULL, 0, "");
+}
+
+/* x only feeds half-precision results (lowp_need) */
+static inline bool is_lowp(const gg *g, ic_xid x) { return g->need && !g->need[x]; }
+
+/* ---- types and constants ---------------------------------------------------------------- */
+static inline LLVMTypeRef rtype(gg *g, ic_dtype t) { /* register type */
+    switch (t) {
+    case IC_BOOL: return g->cg.i1;
+    case IC_U8: case IC_I8: return g->cg.i8;
+    case IC_I16: return g->cg.i16;
+    case IC_I32: return g->cg.i32;
+    case IC_I64: return g->cg.i64;
+    case IC_F16: case IC_BF16: case IC_F32: return g->cg.f32;
+    case IC_F64: return g->cg.f64;
+    default: ic_fail(g->c, IC_EUNSUPPORTED, "dtype %s on the GPU", ic_dtype_name(t));
+    }
+}
+
+static inline LLVMTypeRef mtype(gg *g, ic_dtype t) { /* memory type */
+    if (t == IC_BOOL) return g->cg.i8;
+    if (t == IC_F16) return g->f16;
+    if (t == IC_BF16) return g->cg.i16;
+    return rtype(g, t);
+}
+
+static inline bool is_unsigned(ic_dtype t) { return t == IC_BOOL || t == IC_U8; }
+static inline LLVMValueRef ki(gg *g, LLVMTypeRef t, long long v) { return LLVMConstInt(t, (unsigned long long)v, 1); }
+static inline LLVMValueRef kix(gg *g, int64_t v) { return ki(g, g->ity, v); }
+static inline LLVMValueRef kf(LLVMValueRef like, double v) { return LLVMConstReal(LLVMTypeOf(like), v); }
+static inline LLVMValueRef intrin(gg *g, const char *name, LLVMTypeRef *ov, int nov, LLVMValueRef *a, int na) {
+    return cg_intrin(&g->cg, name, ov, nov, a, na);
+}
+static inline LLVMValueRef intrin1(gg *g, const char *name, LLVMValueRef x) {
+    LLVMTypeRef t = LLVMTypeOf(x);
+    return intrin(g, name, &t, 1, &x, 1);
+}
+static inline LLVMValueRef sreg(gg *g, const char *name) { return intrin(g, name, NULL, 0, NULL, 0); }
+static inline LLVMValueRef fma3(gg *g, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c) {
+    LLVMTypeRef t = LLVMTypeOf(a);
+    LLVMValueRef args[3] = {a, b, c};
+    return intrin(g, "llvm.fma", &t, 1, args, 3);
+}
+static inline LLVMValueRef sel(gg *g, LLVMValueRef c, LLVMValueRef a, LLVMValueRef b) {
+    return LLVMBuildSelect(B, c, a, b, "");
+}
+static inline LLVMValueRef fcmp(gg *g, LLVMRealPredicate p, LLVMValueRef a, LLVMValueRef b) {
+    return LLVMBuildFCmp(B, p, a, b, "");
+}
+static inline LLVMValueRef isnan_(gg *g, LLVMValueRef v) { return fcmp(g, LLVMRealUNO, v, v); }
+static inline LLVMValueRef and_(gg *g, LLVMValueRef a, LLVMValueRef b) {
+    if (!a) return b;
+    if (!b) return a;
+    return LLVMBuildAnd(B, a, b, "");
+}
+
+/* f32 register value rounded to f16 / bf16 precision (kept as f32) */
+static inline LLVMValueRef round_half(gg *g, LLVMValueRef f, ic_dtype t) {
+    if (t == IC_F16) return LLVMBuildFPExt(B, LLVMBuildFPTrunc(B, f, g->f16, ""), g->cg.f32, "");
+    if (g->sm >= 80) { /* one cvt.rn.bf16.f32 (nearest even, NaN stays NaN); a pure intrinsic */
+        LLVMValueRef h = intrin(g, "llvm.nvvm.f2bf16.rn", NULL, 0, &f, 1);
+        LLVMValueRef x = LLVMBuildShl(B, LLVMBuildZExt(B, h, g->cg.i32, ""), ki(g, g->cg.i32, 16), "");
+        return LLVMBuildBitCast(B, x, g->cg.f32, "");
+    }
+    LLVMTypeRef it = g->cg.i32;
+    LLVMValueRef x = LLVMBuildBitCast(B, f, it, "");
+    LLVMValueRef lsb = LLVMBuildAnd(B, LLVMBuildLShr(B, x, ki(g, it, 16), ""), ki(g, it, 1), "");
+    LLVMValueRef r = LLVMBuildAdd(B, x, LLVMBuildAdd(B, lsb, ki(g, it, 0x7FFF), ""), "");
+    LLVMValueRef qn = LLVMBuildOr(B, x, ki(g, it, 0x400000), "");
+    r = LLVMBuildAnd(B, sel(g, isnan_(g, f), qn, r), ki(g, it, (long long)0xFFFF0000u), "");
+    return LLVMBuildBitCast(B, r, g->cg.f32, "");
+}
+
+/* memory form -> register form */
+static inline LLVMValueRef to_reg(gg *g, LLVMValueRef v, ic_dtype t) {
+    switch (t) {
+    case IC_BOOL: return LLVMBuildICmp(B, LLVMIntNE, v, LLVMConstNull(g->cg.i8), "");
+    case IC_F16: return LLVMBuildFPExt(B, v, g->cg.f32, "");
+    case IC_BF16: {
+        LLVMValueRef x = LLVMBuildShl(B, LLVMBuildZExt(B, v, g->cg.i32, ""), ki(g, g->cg.i32, 16), "");
+        return LLVMBuildBitCast(B, x, g->cg.f32, "");
+    }
+    default: return v;
+    }
+}
+
+/* register form (already rounded) -> memory form */
+static inline LLVMValueRef to_mem(gg *g, LLVMValueRef v, ic_dtype t) {
+    switch (t) {
+    case IC_BOOL: return LLVMBuildZExt(B, v, g->cg.i8, "");
+    case IC_F16: return LLVMBuildFPTrunc(B, v, g->f16, "");
+    case IC_BF16: {
+        LLVMValueRef x = LLVMBuildBitCast(B, v, g->cg.i32, "");
+        return LLVMBuildTrunc(B, LLVMBuildLShr(B, x, ki(g, g->cg.i32, 16), ""), g->cg.i16, "");
+    }
+    default: return v;
+    }
+}
+
+static inline LLVMValueRef to_bool(gg *g, LLVMValueRef v, ic_dtype from) {
+    if (from == IC_BOOL) return v;
+    if (ic_is_float(from)) return fcmp(g, LLVMRealUNE, v, LLVMConstNull(LLVMTypeOf(v)));
+    return LLVMBuildICmp(B, LLVMIntNE, v, LLVMConstNull(LLVMTypeOf(v)), "");
+}
+
+static inline bool is_half(ic_dtype t) { return t == IC_F16 || t == IC_BF16; }
+
+static inline LLVMValueRef convert(gg *g, LLVMValueRef v, ic_dtype from, ic_dtype to) {
+    if (from == to) return v;
+    if (to == IC_BOOL) return to_bool(g, v, from);
+    LLVMTypeRef tt = rtype(g, to);
+    bool fu = from == IC_BOOL || from == IC_U8;
+    if (ic_is_float(to)) {
+        LLVMValueRef r;
+        if (ic_is_float(from)) r = LLVMTypeOf(v) == tt ? v : LLVMBuildFPCast(B, v, tt, "");
+        else r = fu ? LLVMBuildUIToFP(B, v, tt, "") : LLVMBuildSIToFP(B, v, tt, "");
+        return is_half(to) ? round_half(g, r, to) : r;
+    }
+    if (ic_is_float(from)) return ol_fp_to_int(&g->cg, v, to, tt); /* ops.c, g->cg.target */
+    return LLVMBuildIntCast2(B, v, tt, !fu, "");
+}
+
+
+typedef struct gres gres;
+typedef struct gpart gpart;
+
+/* The kernels of one graph are spread over up to GPU_MAXPARTS LLVM modules (each its own
+ * context and TargetMachine), optimized, emitted and JIT-loaded by the driver in parallel
+ * threads: a model's first call is bound by O3 + PTX emission + the driver's PTX JIT, all
+ * linear in the kernel count. TORCHC_COMPILE_THREADS caps the threads (default: the CPUs). */
+#define GPU_MAXPARTS 32
+
+struct gpart {
+    LLVMContextRef ctx;
+    LLVMModuleRef mod;
+    LLVMBuilderRef b;
+    LLVMTargetMachineRef tm;
+    int nk;          /* kernel variants generated into it */
+    size_t work;     /* their bitcode bytes: the part's share of O3 + PTX + ptxas */
+    char *ptx;       /* malloc'd by the worker */
+    size_t nptx;
+    unsigned debug;
+    char err[300];   /* worker's failure, "" when fine */
+};
+
+typedef struct gseen { /* a generated kernel: its module's canonical bitcode, its name */
+    uint64_t h;
+    char *text;
+    size_t n;
+    char name[48];
+    bool lazy;   /* a lazy fallback's: only other lazy fallbacks may share it */
+} gseen;
+
+struct gres { /* LLVM objects released on every path */
+    gpart p[GPU_MAXPARTS];
+    int np;
+    gpart lz;  /* lazy fallbacks (gpu.h ic_gpu.lazy_bc): generated, kept as bitcode */
+    bool lz_on;
+    ic_gpu *gpu;
+    char *key; /* disk cache key (runtime/gpu_cache.c) */
+    gseen *seen; /* kernels generated so far (dedupe), nseen of cap */
+    int nseen, capseen;
+    LLVMModuleRef tmp; /* the variant being generated (kbegin/kend), in one part's context */
+};
+
+/* gpu_ops.c */
+LLVMValueRef fmaxmin(gg *g, LLVMValueRef a, LLVMValueRef b, bool max);
+LLVMValueRef imaxmin(gg *g, LLVMValueRef a, LLVMValueRef b, bool max, ic_dtype t);
+LLVMValueRef exp_half(gg *g, LLVMValueRef a);
+LLVMValueRef exp_f32_cb(void *g, LLVMValueRef x);
+LLVMValueRef gelu_half(gg *g, LLVMValueRef a);
+LLVMValueRef div_half(gg *g, LLVMValueRef a, LLVMValueRef b);
+LLVMValueRef div_half_rcp(gg *g, LLVMValueRef a, ic_xid bx);
+bool softmax_sum(gg *g, ic_xid bx);
+LLVMValueRef div_rowsum(gg *g, LLVMValueRef a, ic_xid bx);
+LLVMValueRef unary(gg *g, ic_op op, ic_dtype t, LLVMValueRef a);
+LLVMValueRef binary(gg *g, ic_op op, ic_dtype ct, LLVMValueRef a, LLVMValueRef b, ic_xid bx);
+
+/* gpu_mem.c */
+LLVMValueRef gix(gg *g, ic_ix a, int lane);
+LLVMValueRef clamp_off(gg *g, ic_ix a, LLVMValueRef off, int b);
+void need_align(gg *g, int b, unsigned bytes);
+LLVMValueRef scalar_load(gg *g, int b, ic_dtype t, LLVMValueRef off);
+LLVMValueRef val(gg *g, ic_xid x, int lane);
+LLVMValueRef tile_ptr(gg *g, int q, ic_dtype t, LLVMValueRef off);
+LLVMValueRef staged_load(gg *g, ic_xid x);
+bool x_lane_dep(gg *g, ic_xid x);
+void store_item(gg *g, const ic_item *it, LLVMValueRef *v, int nl, LLVMValueRef cond);
+
+/* gpu_rows.c */
+void barrier(gg *g);
+void decompose(gg *g, LLVMValueRef e, const int32_t *vars, const int64_t *sizes, int n);
+void emit_pointwise(gg *g, ic_kernel *k);
+void emit_tile(gg *g, ic_kernel *k);
+void emit_tile2(gg *g, ic_kernel *k);
+LLVMValueRef online_combine(gg *g, ic_kernel *k);
+void emit_online(gg *g, ic_kernel *k);
+void emit_rows(gg *g, ic_kernel *k);
+
+/* gpu_plan.c */
+int choose_vec(ic_ctx *c, ic_kernel *k, int32_t vv, int64_t vsize, bool rows);
+void plan_kernel(ic_ctx *c, ic_kernel *k, plan *P, int V, int nsm, int S, int pass, const int *slot, bool online);
+int choose_split(ic_kernel *k, int nsm, int V, bool online);
+int online_pair(ic_ctx *c, const ic_kernel *k, int *ja, int *jb, ic_xid *shift);
+bool choose_tile(ic_ctx *c, ic_kernel *k, plan *P);
+bool choose_tile2(ic_ctx *c, ic_kernel *k, const plan *T, plan *P);
+bool fits_i32(ic_ctx *c, ic_kernel *k, const plan *P);
+void mark_bufs(ic_ctx *c, ic_xid x, int *used, uint8_t *seen);
+int param_order(ic_ctx *c, const ic_kernel *k, bool stores_only, const int *used, const int *first, int n0, int *ub);
+void add_annotation(gg *g, LLVMValueRef fn, const char *key, int v);
+uint8_t *lowp_need(gg *g, const ic_kernel *k);
+void gen_variant(gg *g, ic_kernel *k, const plan *P, ic_gvariant *out, const char *name);
+bool kernel_empty(ic_kernel *k);
+
+/* gpu_gemm_emit.c */
+int gemm_kernel(gg *g, int ki, ic_gkernel *K, int tsm, int nsm, int mid, gres *R, int *nnew, ic_gpu *gpu, int *choice_kj);
+
+/* gpu_nvptx.c */
+void bind_part(gg *g, gpart *q);
+gpart *next_part(gg *g, gres *R);
+bool lazy_enabled(const gres *R);
+gpart *lazy_part(gg *g, gres *R);
+void kbegin(gg *g, gres *R, gpart *q);
+int kend(gg *g, gres *R, gpart *q, ic_gvariant *gv, bool lazy);
+void codegen(ic_ctx *c, ic_compiled *out, int dev, gres *R);
+
+/* gpu_plan.c: staged rows allowed for the compilation under way (set by the driver) */
+extern _Thread_local int tls_stage_ok;
+
+#endif

@@ -1,0 +1,846 @@
+/* gpu_rows.c — the GPU code generator's reductions (warp and block) and kernel bodies (pointwise, rows, split and online rows, tiles).
+ * Split out of gpu_nvptx.c (the driver): see its comment. */
+#include "gpu_internal.h"
+
+/* ---- reductions ---------------------------------------------------------------------------- */
+static LLVMValueRef red_identity(gg *g, const ic_item *it) {
+    LLVMTypeRef t = rtype(g, it->acc);
+    bool f = ic_is_float(it->acc);
+    bool max = it->red_op == IC_OP_AMAX || it->red_op == IC_OP_ARGMAX;
+    if (it->red_op == IC_OP_SUM || it->red_op == IC_OP_MEAN) return LLVMConstNull(t);
+    if (it->red_op == IC_OP_PROD) return f ? LLVMConstReal(t, 1.0) : LLVMConstInt(t, 1, 0);
+    if (f) return LLVMConstReal(t, max ? -INFINITY : INFINITY);
+    if (is_unsigned(it->acc)) return max ? LLVMConstNull(t) : LLVMConstAllOnes(t);
+    unsigned bits = (unsigned)ic_dtype_size(it->acc) * 8;
+    long long lo = bits == 64 ? INT64_MIN : -(1LL << (bits - 1));
+    return ki(g, t, max ? lo : ~lo);
+}
+
+static LLVMValueRef red_combine(gg *g, const ic_item *it, LLVMValueRef acc, LLVMValueRef x) {
+    bool f = ic_is_float(it->acc);
+    switch (it->red_op) {
+    case IC_OP_SUM:
+    case IC_OP_MEAN:
+        if (it->acc == IC_BOOL) return LLVMBuildOr(B, acc, x, "");
+        return f ? LLVMBuildFAdd(B, acc, x, "") : LLVMBuildAdd(B, acc, x, "");
+    case IC_OP_AMAX:
+    case IC_OP_AMIN: {
+        bool max = it->red_op == IC_OP_AMAX;
+        if (!f) return imaxmin(g, x, acc, max, it->acc);
+        if (g->sm >= 80 && LLVMTypeOf(x) == g->cg.f32) return fmaxmin(g, x, acc, max);
+        LLVMValueRef better = fcmp(g, max ? LLVMRealOGT : LLVMRealOLT, x, acc);
+        better = LLVMBuildOr(B, better, isnan_(g, x), "");
+        return sel(g, better, x, acc);
+    }
+    case IC_OP_PROD:
+        if (it->acc == IC_BOOL) return LLVMBuildAnd(B, acc, x, "");
+        return f ? LLVMBuildFMul(B, acc, x, "") : LLVMBuildMul(B, acc, x, "");
+    default:
+        ic_fail(g->c, IC_EINTERNAL, "GPU codegen: reduction %s", ic_op_name(it->red_op));
+    }
+}
+
+/* argmax/argmin: (value, index) pairs; the first extreme wins, NaN counts as the extreme.
+ * Commutative and associative (ties go to the lower index), so any combine order agrees. */
+static void arg_combine(gg *g, const ic_item *it, LLVMValueRef acc, LLVMValueRef ai, LLVMValueRef x,
+                        LLVMValueRef xi, LLVMValueRef *ro, LLVMValueRef *ri) {
+    bool max = it->red_op == IC_OP_ARGMAX;
+    LLVMValueRef better, tie;
+    if (ic_is_float(it->acc)) {
+        LLVMValueRef xn = isnan_(g, x), an = isnan_(g, acc);
+        better = fcmp(g, max ? LLVMRealOGT : LLVMRealOLT, x, acc);
+        better = LLVMBuildOr(B, better, LLVMBuildAnd(B, xn, LLVMBuildNot(B, an, ""), ""), "");
+        tie = LLVMBuildOr(B, fcmp(g, LLVMRealOEQ, x, acc), LLVMBuildAnd(B, xn, an, ""), "");
+    } else {
+        bool u = is_unsigned(it->acc);
+        better = LLVMBuildICmp(B, max ? (u ? LLVMIntUGT : LLVMIntSGT) : (u ? LLVMIntULT : LLVMIntSLT), x, acc, "");
+        tie = LLVMBuildICmp(B, LLVMIntEQ, x, acc, "");
+    }
+    LLVMValueRef take = LLVMBuildOr(B, better, LLVMBuildAnd(B, tie, LLVMBuildICmp(B, LLVMIntSLT, xi, ai, ""), ""), "");
+    *ro = sel(g, take, x, acc);
+    *ri = sel(g, take, xi, ai);
+}
+
+/* a value as i32 words for shuffles / back */
+static LLVMValueRef shfl1(gg *g, LLVMValueRef w, int mask) {
+    LLVMValueRef args[4] = {LLVMConstInt(g->cg.i32, 0xFFFFFFFFu, 0), w, LLVMConstInt(g->cg.i32, (unsigned)mask, 0),
+                            LLVMConstInt(g->cg.i32, 0x1F, 0)};
+    return intrin(g, "llvm.nvvm.shfl.sync.bfly.i32", NULL, 0, args, 4);
+}
+
+static LLVMValueRef shfl_bfly(gg *g, LLVMValueRef v, int mask) {
+    LLVMTypeRef t = LLVMTypeOf(v);
+    LLVMTypeKind tk = LLVMGetTypeKind(t);
+    unsigned bits = tk == LLVMFloatTypeKind ? 32 : tk == LLVMDoubleTypeKind ? 64 : LLVMGetIntTypeWidth(t);
+    LLVMTypeRef it = LLVMIntTypeInContext(g->cg.ctx, bits);
+    LLVMValueRef x = tk == LLVMIntegerTypeKind ? v : LLVMBuildBitCast(B, v, it, "");
+    LLVMValueRef r;
+    if (bits <= 32) {
+        LLVMValueRef w = bits < 32 ? LLVMBuildZExt(B, x, g->cg.i32, "") : x;
+        w = shfl1(g, w, mask);
+        r = bits < 32 ? LLVMBuildTrunc(B, w, it, "") : w;
+    } else {
+        LLVMValueRef lo = LLVMBuildTrunc(B, x, g->cg.i32, "");
+        LLVMValueRef hi = LLVMBuildTrunc(B, LLVMBuildLShr(B, x, ki(g, it, 32), ""), g->cg.i32, "");
+        lo = LLVMBuildZExt(B, shfl1(g, lo, mask), it, "");
+        hi = LLVMBuildShl(B, LLVMBuildZExt(B, shfl1(g, hi, mask), it, ""), ki(g, it, 32), "");
+        r = LLVMBuildOr(B, lo, hi, "");
+    }
+    return tk == LLVMIntegerTypeKind ? r : LLVMBuildBitCast(B, r, t, "");
+}
+
+void barrier(gg *g) { intrin(g, "llvm.nvvm.barrier0", NULL, 0, NULL, 0); }
+
+/* Combines a (with its index *ai for argmax/argmin) over the threads of one row, the j-bits
+ * of tid; every thread gets the result. Lane bits: shfl.sync butterflies; warp bits: shared
+ * memory, read by every thread in the same order. */
+static LLVMValueRef block_reduce(gg *g, const ic_item *it, LLVMValueRef a, LLVMValueRef *ai) {
+    const plan *P = g->P;
+    const ic_gmap *M = &P->map;
+    for (int s = 0; s < M->nshfl; s++) { /* lane bits of the row: butterflies */
+        LLVMValueRef x = shfl_bfly(g, a, M->shfl[s]);
+        if (ai) {
+            LLVMValueRef xi = shfl_bfly(g, *ai, M->shfl[s]);
+            arg_combine(g, it, a, *ai, x, xi, &a, ai);
+        } else {
+            a = red_combine(g, it, a, x);
+        }
+    }
+    if (!M->smem_mask) return a; /* warp bits of the row: shared memory */
+    LLVMTypeRef t = LLVMTypeOf(a);
+    bool i1 = t == g->cg.i1;
+    LLVMTypeRef st = i1 ? g->cg.i8 : t;
+    barrier(g);
+    LLVMValueRef p = LLVMBuildGEP2(B, st, g->smem, &g->tid, 1, "");
+    LLVMBuildStore(B, i1 ? LLVMBuildZExt(B, a, st, "") : a, p);
+    LLVMValueRef ibase = NULL;
+    if (ai) { /* indices in the second half */
+        LLVMValueRef off = LLVMConstInt(g->cg.i32, (unsigned)P->Bk, 0);
+        ibase = LLVMBuildGEP2(B, g->cg.i64, g->smem, &off, 1, "");
+        LLVMBuildStore(B, *ai, LLVMBuildGEP2(B, g->cg.i64, ibase, &g->tid, 1, ""));
+    }
+    barrier(g);
+    int nw = 1 << __builtin_popcount(M->smem_mask);
+    LLVMValueRef base = LLVMBuildAnd(B, g->tid, LLVMConstInt(g->cg.i32, ~M->smem_mask, 0), "");
+    LLVMValueRef r = NULL, ri = NULL;
+    for (int w = 0; w < nw; w++) {
+        unsigned dep = 0; /* w's bits deposited into the smem bits of tid */
+        for (unsigned m = M->smem_mask, i = 0; m; m &= m - 1, i++)
+            if (w >> i & 1) dep |= m & -m;
+        LLVMValueRef idx = LLVMBuildOr(B, base, LLVMConstInt(g->cg.i32, dep, 0), "");
+        LLVMValueRef v = LLVMBuildLoad2(B, st, LLVMBuildGEP2(B, st, g->smem, &idx, 1, ""), "");
+        if (i1) v = LLVMBuildTrunc(B, v, g->cg.i1, "");
+        if (ai) {
+            LLVMValueRef vi = LLVMBuildLoad2(B, g->cg.i64, LLVMBuildGEP2(B, g->cg.i64, ibase, &idx, 1, ""), "");
+            if (r) arg_combine(g, it, r, ri, v, vi, &r, &ri);
+            else r = v, ri = vi;
+        } else {
+            r = r ? red_combine(g, it, r, v) : v;
+        }
+    }
+    if (ai) *ai = ri;
+    return r;
+}
+
+/* ---- kernel bodies --------------------------------------------------------------------------- */
+/* vars[0..n) (slowest first) = digits of e */
+void decompose(gg *g, LLVMValueRef e, const int32_t *vars, const int64_t *sizes, int n) {
+    for (int d = n - 1; d >= 0; d--) {
+        if (d == 0) {
+            g->var_val[vars[d]] = e;
+            break;
+        }
+        g->var_val[vars[d]] = LLVMBuildURem(B, e, kix(g, sizes[d]), "");
+        e = LLVMBuildUDiv(B, e, kix(g, sizes[d]), "");
+    }
+}
+
+static LLVMValueRef alloca_(gg *g, LLVMTypeRef t, LLVMBasicBlockRef entry) {
+    LLVMBuilderRef ab = LLVMCreateBuilderInContext(g->cg.ctx);
+    LLVMValueRef first = LLVMGetFirstInstruction(entry);
+    if (first) LLVMPositionBuilderBefore(ab, first);
+    else LLVMPositionBuilderAtEnd(ab, entry);
+    LLVMValueRef a = LLVMBuildAlloca(ab, t, "");
+    LLVMDisposeBuilder(ab);
+    return a;
+}
+
+typedef struct loop {
+    LLVMValueRef iv, i;
+    LLVMBasicBlockRef cond, body, exit;
+} loop;
+
+/* for (i = lo; i < hi; i += step) */
+static void loop_begin(gg *g, loop *L, LLVMValueRef lo, LLVMValueRef hi) {
+    L->iv = alloca_(g, g->ity, LLVMGetEntryBasicBlock(g->fn));
+    LLVMBuildStore(B, lo, L->iv);
+    L->cond = LLVMAppendBasicBlockInContext(g->cg.ctx, g->fn, "cond");
+    L->body = LLVMAppendBasicBlockInContext(g->cg.ctx, g->fn, "body");
+    L->exit = LLVMAppendBasicBlockInContext(g->cg.ctx, g->fn, "exit");
+    LLVMBuildBr(B, L->cond);
+    LLVMPositionBuilderAtEnd(B, L->cond);
+    L->i = LLVMBuildLoad2(B, g->ity, L->iv, "i");
+    LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntSLT, L->i, hi, ""), L->body, L->exit);
+    LLVMPositionBuilderAtEnd(B, L->body);
+}
+
+static void loop_end(gg *g, loop *L, LLVMValueRef step) {
+    LLVMBuildStore(B, LLVMBuildAdd(B, L->i, step, ""), L->iv);
+    LLVMBuildBr(B, L->cond);
+    LLVMPositionBuilderAtEnd(B, L->exit);
+}
+
+void emit_pointwise(gg *g, ic_kernel *k) {
+    const plan *P = g->P;
+    int32_t vars[2 * IC_MAX_DIMS];
+    int64_t sizes[2 * IC_MAX_DIMS];
+    int nv = 0;
+    for (int i = 0; i < k->nouter; i++) vars[nv] = k->ovar[i], sizes[nv++] = k->osize[i];
+    for (int i = 0; i < k->ninner; i++) vars[nv] = k->ivar[i], sizes[nv++] = k->isize[i];
+    LLVMValueRef tid = LLVMBuildZExt(B, g->tid, g->ity, "");
+    LLVMValueRef bid = LLVMBuildZExt(B, sreg(g, "llvm.nvvm.read.ptx.sreg.ctaid.x"), g->ity, "");
+    LLVMValueRef i0 = LLVMBuildAdd(B, LLVMBuildMul(B, bid, kix(g, P->Bk), ""), tid, "");
+    loop L;
+    loop_begin(g, &L, i0, kix(g, P->G));
+    LLVMValueRef e0 = P->V > 1 ? LLVMBuildMul(B, L.i, kix(g, P->V), "") : L.i;
+    decompose(g, e0, vars, sizes, nv);
+    g->V = P->V;
+    g->vv = P->vv;
+    g->chunk = -1;
+    g->gen++;
+    for (int j = 0; j < k->nitems; j++) {
+        ic_item *it = &k->items[j];
+        if (!it->store) continue;
+        LLVMValueRef v[VMAX];
+        for (int l = 0; l < g->V; l++) v[l] = val(g, it->expr, l);
+        store_item(g, it, v, g->V, NULL);
+    }
+    loop_end(g, &L, kix(g, (int64_t)P->grid * P->Bk));
+}
+
+/* XOR of basis[b] over the set bits b of tid: a linear layout applied to the thread index */
+static LLVMValueRef xor_bits(gg *g, LLVMValueRef tid, const int64_t *basis, int nbits) {
+    LLVMValueRef r = kix(g, 0);
+    for (int b = 0; b < nbits; b++) {
+        if (!basis[b]) continue;
+        LLVMValueRef on = LLVMBuildICmp(B, LLVMIntNE, LLVMBuildAnd(B, tid, kix(g, (int64_t)1 << b), ""), kix(g, 0), "");
+        r = LLVMBuildXor(B, r, sel(g, on, kix(g, basis[b]), kix(g, 0)), "");
+    }
+    return r;
+}
+
+/* tile coordinates -> the u / vv vars (clamped in range; `ok` says whether they were) */
+static LLVMValueRef set_uv(gg *g, LLVMValueRef uu, LLVMValueRef vx) {
+    const plan *P = g->P;
+    LLVMValueRef ou = LLVMBuildICmp(B, LLVMIntSLT, uu, kix(g, P->su), "");
+    LLVMValueRef ov = LLVMBuildICmp(B, LLVMIntSLT, vx, kix(g, P->sv), "");
+    g->var_val[P->tu] = sel(g, ou, uu, kix(g, P->su - 1));
+    g->var_val[P->vv] = sel(g, ov, vx, kix(g, P->sv - 1));
+    return LLVMBuildAnd(B, ou, ov, "");
+}
+
+/* A transpose through shared memory: phase 1 loads the transposed inputs coalesced along
+ * u into the swizzled tile, phase 2 evaluates and stores coalesced along vv, reading them
+ * back from the tile. Offsets from gpu_layout.c (ic_gpu_tile_map). */
+void emit_tile(gg *g, ic_kernel *k) {
+    const plan *P = g->P;
+    LLVMValueRef tid = LLVMBuildZExt(B, g->tid, g->ity, "");
+    LLVMValueRef bid = LLVMBuildZExt(B, sreg(g, "llvm.nvvm.read.ptx.sreg.ctaid.x"), g->ity, "");
+    LLVMValueRef tx = LLVMBuildAnd(B, tid, kix(g, 31), ""), ty = LLVMBuildLShr(B, tid, kix(g, 5), "");
+    LLVMValueRef tv = LLVMBuildURem(B, bid, kix(g, P->ntv), ""), t = LLVMBuildUDiv(B, bid, kix(g, P->ntv), "");
+    LLVMValueRef tu = LLVMBuildURem(B, t, kix(g, P->ntu), ""), o = LLVMBuildUDiv(B, t, kix(g, P->ntu), "");
+    if (P->nob) decompose(g, o, P->obv, P->obs, P->nob);
+    LLVMValueRef u0 = LLVMBuildMul(B, tu, kix(g, 32), ""), v0 = LLVMBuildMul(B, tv, kix(g, 32), "");
+    LLVMValueRef st = xor_bits(g, tid, P->tile.st, 8), ld = xor_bits(g, tid, P->tile.ld, 8);
+    g->V = 1;
+    g->vv = -1;
+    g->chunk = -1;
+    for (int i = 0; i < 4; i++) { /* phase 1: tile[c = tx, r = ty + 8i] */
+        set_uv(g, LLVMBuildAdd(B, u0, tx, ""), LLVMBuildAdd(B, v0, LLVMBuildAdd(B, ty, kix(g, 8 * i), ""), ""));
+        g->gen++;
+        LLVMValueRef off = LLVMBuildXor(B, st, kix(g, P->tile.st_reg[i]), "");
+        for (int q = 0; q < P->ntx; q++) {
+            const ic_x *e = &g->c->xs[P->tx[q]];
+            LLVMValueRef v = scalar_load(g, e->buf, e->dtype, clamp_off(g, e->ix, gix(g, e->ix, 0), e->buf));
+            LLVMBuildStore(B, v, tile_ptr(g, q, e->dtype, off));
+        }
+    }
+    barrier(g);
+    g->tile_on = true;
+    for (int i = 0; i < 4; i++) { /* phase 2: element (c = ty + 8i, r = tx) */
+        LLVMValueRef ok = set_uv(g, LLVMBuildAdd(B, u0, LLVMBuildAdd(B, ty, kix(g, 8 * i), ""), ""),
+                                 LLVMBuildAdd(B, v0, tx, ""));
+        g->gen++;
+        g->tile_off = LLVMBuildXor(B, ld, kix(g, P->tile.ld_reg[i]), "");
+        for (int j = 0; j < k->nitems; j++) {
+            ic_item *it = &k->items[j];
+            if (!it->store) continue;
+            LLVMValueRef v = val(g, it->expr, 0);
+            store_item(g, it, &v, 1, ok);
+        }
+    }
+    g->tile_on = false;
+}
+
+/* tile coordinates -> the u / vv vars, clamped to umax / vmax; `ok` when both are in range */
+static LLVMValueRef set_uv2(gg *g, LLVMValueRef uu, LLVMValueRef vx, int64_t umax, int64_t vmax) {
+    const plan *P = g->P;
+    LLVMValueRef ou = LLVMBuildICmp(B, LLVMIntSLT, uu, kix(g, P->su), "");
+    LLVMValueRef ov = LLVMBuildICmp(B, LLVMIntSLT, vx, kix(g, P->sv), "");
+    g->var_val[P->tu] = sel(g, ou, uu, kix(g, umax));
+    g->var_val[P->vv] = sel(g, ov, vx, kix(g, vmax));
+    return LLVMBuildAnd(B, ou, ov, "");
+}
+
+/* V2 16-bit transpose (choose_tile2): 64 x 64 tiles of words w(u, p) (gpu_layout.c,
+ * ic_gpu_tile2_map). su and sv are even and every transposed load is a 4-byte aligned pair
+ * along u, so a pair never straddles the edge: out-of-range coordinates are clamped to the
+ * last pair (phase 1 u, phase 2 v) and only in-range pairs are stored. Phase 1: lane l loads
+ * the words (2l, 2l+1) of rows v = 2p, 2p+1 and swaps halves into w(2l, p), w(2l+1, p);
+ * phase 2: V = 2 along vv, lane -> p, warp and register -> u. */
+void emit_tile2(gg *g, ic_kernel *k) {
+    const plan *P = g->P;
+    LLVMValueRef tid = LLVMBuildZExt(B, g->tid, g->ity, "");
+    LLVMValueRef bid = LLVMBuildZExt(B, sreg(g, "llvm.nvvm.read.ptx.sreg.ctaid.x"), g->ity, "");
+    LLVMValueRef tx = LLVMBuildAnd(B, tid, kix(g, 31), ""), ty = LLVMBuildLShr(B, tid, kix(g, 5), "");
+    LLVMValueRef tv = LLVMBuildURem(B, bid, kix(g, P->ntv), ""), t = LLVMBuildUDiv(B, bid, kix(g, P->ntv), "");
+    LLVMValueRef tu = LLVMBuildURem(B, t, kix(g, P->ntu), ""), o = LLVMBuildUDiv(B, t, kix(g, P->ntu), "");
+    if (P->nob) decompose(g, o, P->obv, P->obs, P->nob);
+    LLVMValueRef u0 = LLVMBuildMul(B, tu, kix(g, 64), ""), v0 = LLVMBuildMul(B, tv, kix(g, 64), "");
+    LLVMValueRef st = xor_bits(g, tid, P->tile.st, 8), ld = xor_bits(g, tid, P->tile.ld, 8);
+    LLVMTypeRef i32 = g->cg.i32;
+    g->V = 1;
+    g->vv = -1;
+    g->chunk = -1;
+    LLVMValueRef ue = LLVMBuildAdd(B, u0, LLVMBuildShl(B, tx, kix(g, 1), ""), ""); /* even u of lane */
+    LLVMValueRef a[4][4][2]; /* phase 1: pair p = ty + 8i, rows v = 2p + r; all loads first */
+    for (int i = 0; i < 4; i++) {
+        LLVMValueRef vp = LLVMBuildShl(B, LLVMBuildAdd(B, ty, kix(g, 8 * i), ""), kix(g, 1), "");
+        for (int r = 0; r < 2; r++) {
+            set_uv2(g, ue, LLVMBuildAdd(B, v0, LLVMBuildAdd(B, vp, kix(g, r), ""), ""), P->su - 2, P->sv - 1);
+            g->gen++;
+            for (int q = 0; q < P->ntx; q++) {
+                const ic_x *e = &g->c->xs[P->tx[q]];
+                LLVMValueRef off = gix(g, e->ix, 0);
+                LLVMValueRef p = LLVMBuildGEP2(B, mtype(g, e->dtype), g->buf_ptr[e->buf], &off, 1, "");
+                a[i][q][r] = LLVMBuildLoad2(B, i32, p, "");
+                LLVMSetAlignment(a[i][q][r], 4);
+                need_align(g, e->buf, 4);
+            }
+        }
+    }
+    for (int i = 0; i < 4; i++) /* 2 x 2 transposes: w(2l, p) = low halves, w(2l+1, p) = high */
+        for (int q = 0; q < P->ntx; q++) {
+            LLVMValueRef a0 = a[i][q][0], a1 = a[i][q][1];
+            LLVMValueRef lo = LLVMBuildAnd(B, a0, ki(g, i32, 0xFFFF), "");
+            LLVMValueRef w0 = LLVMBuildOr(B, lo, LLVMBuildShl(B, a1, ki(g, i32, 16), ""), "");
+            LLVMValueRef hi = LLVMBuildAnd(B, a1, ki(g, i32, (long long)0xFFFF0000u), "");
+            LLVMValueRef w1 = LLVMBuildOr(B, LLVMBuildLShr(B, a0, ki(g, i32, 16), ""), hi, "");
+            for (int h = 0; h < 2; h++) {
+                LLVMValueRef idx = LLVMBuildXor(B, st, kix(g, P->tile.st_reg[h + 2 * i]), "");
+                idx = LLVMBuildAdd(B, idx, kix(g, (int64_t)q * 2048), "");
+                LLVMBuildStore(B, h ? w1 : w0, LLVMBuildGEP2(B, i32, g->smem, &idx, 1, ""));
+            }
+        }
+    barrier(g);
+    g->tile_on = true;
+    LLVMValueRef ve = LLVMBuildAdd(B, v0, LLVMBuildShl(B, tx, kix(g, 1), ""), ""); /* even v of lane */
+    /* phase 2: u = ty + 8i, pair p = tx; every value first (the loads go out together),
+     * then the stores (unconditional when the tiles cover su x sv exactly) */
+    LLVMValueRef *vals = ic_alloc(g->c, (size_t)(8 * k->nitems + 1) * 2 * sizeof(LLVMValueRef)), ok[8];
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < 8; i++) {
+            ok[i] = set_uv2(g, LLVMBuildAdd(B, u0, LLVMBuildAdd(B, ty, kix(g, 8 * i), ""), ""), ve, P->su - 1,
+                            P->sv - 2);
+            g->V = 2;
+            g->vv = P->vv;
+            g->gen++;
+            g->tile_off = LLVMBuildXor(B, ld, kix(g, P->tile.ld_reg[i]), "");
+            for (int j = 0; j < k->nitems; j++) {
+                ic_item *it = &k->items[j];
+                if (!it->store) continue;
+                LLVMValueRef *v = &vals[(i * k->nitems + j) * 2];
+                if (pass == 0) v[0] = val(g, it->expr, 0), v[1] = val(g, it->expr, 1);
+                else store_item(g, it, v, 2, P->tfull ? NULL : ok[i]);
+            }
+        }
+    g->tile_on = false;
+    g->V = 1;
+    g->vv = -1;
+}
+
+/* One chunk of a pass: V consecutive elements of the row per thread. */
+static void emit_chunk(gg *g, ic_kernel *k, int pos, LLVMValueRef ci, int cidx, LLVMValueRef *acc) {
+    const plan *P = g->P;
+    LLVMValueRef gi = LLVMBuildAdd(B, LLVMBuildMul(B, ci, kix(g, P->T), ""), g->j, "");
+    LLVMValueRef valid = P->all_cols ? g->active : and_(g, g->active, LLVMBuildICmp(B, LLVMIntSLT, gi, kix(g, P->nv), ""));
+    LLVMValueRef gc = sel(g, valid, gi, kix(g, 0));
+    LLVMValueRef e0 = P->V > 1 ? LLVMBuildMul(B, gc, kix(g, P->V), "") : gc;
+    decompose(g, e0, k->ivar, k->isize, k->ninner);
+    g->V = P->V;
+    g->vv = P->vv;
+    g->chunk = cidx;
+    g->gen++;
+    for (int j = 0; j < k->nitems; j++) {
+        ic_item *it = &k->items[j];
+        if (it->pos != pos) continue;
+        if (it->kind == IT_REDUCE && ic_is_arg(it->red_op)) {
+            LLVMValueRef a = LLVMBuildLoad2(B, rtype(g, it->acc), acc[j], "");
+            LLVMValueRef ai = LLVMBuildLoad2(B, g->cg.i64, acc[k->nitems + j], "");
+            LLVMValueRef id = red_identity(g, it), none = ki(g, g->cg.i64, INT64_MAX);
+            ic_dtype xt = g->c->xs[it->expr2].dtype;
+            for (int l = 0; l < g->V; l++) {
+                LLVMValueRef x = sel(g, valid, val(g, it->expr, l), id);
+                LLVMValueRef xi = sel(g, valid, convert(g, val(g, it->expr2, l), xt, IC_I64), none);
+                arg_combine(g, it, a, ai, x, xi, &a, &ai);
+            }
+            LLVMBuildStore(B, a, acc[j]);
+            LLVMBuildStore(B, ai, acc[k->nitems + j]);
+        } else if (it->kind == IT_REDUCE) {
+            LLVMTypeRef at = rtype(g, it->acc);
+            LLVMValueRef a = LLVMBuildLoad2(B, at, acc[j], "");
+            LLVMValueRef id = red_identity(g, it);
+            for (int l = 0; l < g->V; l++) a = red_combine(g, it, a, sel(g, valid, val(g, it->expr, l), id));
+            LLVMBuildStore(B, a, acc[j]);
+        } else if (it->store) {
+            LLVMValueRef v[VMAX];
+            for (int l = 0; l < g->V; l++) v[l] = val(g, it->expr, l);
+            store_item(g, it, v, g->V, valid);
+        }
+    }
+    g->chunk = -1;
+}
+
+/* address of partial (slot, current row, part) */
+static LLVMValueRef part_ptr(gg *g, int slot, LLVMValueRef part) {
+    const plan *P = g->P;
+    LLVMValueRef i = LLVMBuildAdd(B, LLVMBuildMul(B, kix(g, slot), kix(g, P->rows), ""), g->row, "");
+    i = LLVMBuildAdd(B, LLVMBuildMul(B, i, kix(g, P->S), ""), part, "");
+    i = LLVMBuildMul(B, i, kix(g, 8), "");
+    return LLVMBuildGEP2(B, g->cg.i8, g->part, &i, 1, "");
+}
+
+static void part_store(gg *g, int slot, LLVMValueRef part, LLVMValueRef v) {
+    if (LLVMTypeOf(v) == g->cg.i1) v = LLVMBuildZExt(B, v, g->cg.i8, "");
+    LLVMBuildStore(B, v, part_ptr(g, slot, part));
+}
+
+/* The block's partials, by its thread `first`: v[i] (skipped where NULL) into slot[i] */
+static void part_stores(gg *g, LLVMValueRef first, const int *slot, LLVMValueRef *v, int n) {
+    LLVMBasicBlockRef st = LLVMAppendBasicBlockInContext(g->cg.ctx, g->fn, "part");
+    LLVMBasicBlockRef end = LLVMAppendBasicBlockInContext(g->cg.ctx, g->fn, "part.end");
+    LLVMBuildCondBr(B, first, st, end);
+    LLVMPositionBuilderAtEnd(B, st);
+    for (int i = 0; i < n; i++)
+        if (v[i]) part_store(g, slot[i], g->part_s, v[i]);
+    LLVMBuildBr(B, end);
+    LLVMPositionBuilderAtEnd(B, end);
+}
+
+/* The row value of reduction item j from its S partials: thread t reads partials t, t + T,
+ * ... in that order, then one block reduction (the same order in every block, so every
+ * launch gets the same value). */
+static LLVMValueRef part_combine(gg *g, const ic_item *it, int slot) {
+    const plan *P = g->P;
+    LLVMTypeRef at = rtype(g, it->acc);
+    LLVMTypeRef lt = at == g->cg.i1 ? g->cg.i8 : at;
+    bool arg = ic_is_arg(it->red_op);
+    LLVMValueRef v = NULL, vi = NULL;
+    for (int i = 0; i * P->Bk < P->S; i++) {
+        LLVMValueRef t = i ? LLVMBuildAdd(B, g->j, kix(g, (int64_t)i * P->Bk), "") : g->j;
+        LLVMValueRef ok = LLVMBuildICmp(B, LLVMIntSLT, t, kix(g, P->S), "");
+        t = sel(g, ok, t, kix(g, 0));
+        LLVMValueRef x = LLVMBuildLoad2(B, lt, part_ptr(g, slot, t), "");
+        if (lt != at) x = LLVMBuildTrunc(B, x, at, "");
+        x = sel(g, ok, x, red_identity(g, it));
+        if (arg) {
+            LLVMValueRef xi = LLVMBuildLoad2(B, g->cg.i64, part_ptr(g, slot + 1, t), "");
+            xi = sel(g, ok, xi, ki(g, g->cg.i64, INT64_MAX));
+            if (v) arg_combine(g, it, v, vi, x, xi, &v, &vi);
+            else v = x, vi = xi;
+        } else {
+            v = v ? red_combine(g, it, v, x) : x;
+        }
+    }
+    if (arg) {
+        block_reduce(g, it, v, &vi);
+        return convert(g, vi, IC_I64, it->dtype);
+    }
+    v = block_reduce(g, it, v, NULL);
+    if (it->red_op == IC_OP_MEAN) v = LLVMBuildFDiv(B, v, kf(v, (double)it->red_count), "");
+    return convert(g, v, it->acc, it->dtype);
+}
+
+static void emit_pass(gg *g, ic_kernel *k, int pos);
+
+/* Row scratch buffers (kind 3) are addressed row-locally; on the GPU every row has its own
+ * copy (rows x span in the workspace): point them at this thread's row. */
+static void rebase_scratch(gg *g, ic_kernel *k, LLVMValueRef row) {
+    ic_ctx *c = g->c;
+    for (int b = 0; b < c->nbufs; b++) {
+        if (c->bufs[b].kind != 3 || !g->buf_param[b]) continue;
+        (void)k;
+        LLVMValueRef off = LLVMBuildMul(B, row, kix(g, c->bufs[b].span * (int64_t)ic_dtype_size(c->bufs[b].dtype)), "");
+        g->buf_ptr[b] = LLVMBuildGEP2(B, g->cg.i8, g->buf_param[b], &off, 1, "");
+    }
+}
+
+/* The final launch's stores (only at its end: choose_split): the reductions that store, then
+ * the row's other stored values. */
+static void final_stores(gg *g, ic_kernel *k, LLVMValueRef first) {
+    for (int j = 0; j < k->nitems; j++) {
+        ic_item *it = &k->items[j];
+        if (it->kind == IT_REDUCE && it->store) store_item(g, it, &g->rowval[j], 1, first);
+    }
+    for (int j = 0; j < k->nitems; j++) {
+        ic_item *it = &k->items[j];
+        if (it->pos % 2 || !it->store || it->kind == IT_REDUCE) continue;
+        LLVMValueRef v = val(g, it->expr, 0);
+        store_item(g, it, &v, 1, first);
+    }
+}
+
+/* Online split rows: B's row value from the partials (a_t, b_t) of every part t, made by
+ * emit_online with its part's own value of A. ON_SOFTMAX (A = max x, B = sum exp(x - A)):
+ * B = sum_t b_t exp(a_t - A), a part with a_t = -inf (no values, or only -inf) adds 0.
+ * ON_VAR (A = mean x, B = sum or mean of (x - A)^2; a_t is the part's raw sum and slot B + 1
+ * its count n_t): B = sum_t m2_t + n_t (a_t / n_t - A)^2 (Chan et al.), an empty part adds 0.
+ * Same order in every block, as part_combine. */
+LLVMValueRef online_combine(gg *g, ic_kernel *k) {
+    const plan *P = g->P;
+    const ic_item *ia = &k->items[P->on_a], *ib = &k->items[P->on_b];
+    int sa = P->slot[P->on_a], sb = P->slot[P->on_b];
+    LLVMValueRef A = g->rowval[P->on_a], v = NULL, z = kf(A, 0.0);
+    LLVMTypeRef ft = g->cg.f32;
+    bool plain = g->c->xs[P->on_shift].kind == X_ROWVAL;
+    g->gen++;
+    LLVMValueRef SA = P->on_kind == ON_SOFTMAX && !plain ? val(g, P->on_shift, 0) : A;
+    (void)ia;
+    for (int i = 0; i * P->Bk < P->S; i++) {
+        LLVMValueRef t = i ? LLVMBuildAdd(B, g->j, kix(g, (int64_t)i * P->Bk), "") : g->j;
+        LLVMValueRef ok = LLVMBuildICmp(B, LLVMIntSLT, t, kix(g, P->S), "");
+        t = sel(g, ok, t, kix(g, 0));
+        LLVMValueRef a = LLVMBuildLoad2(B, ft, part_ptr(g, sa, t), "");
+        LLVMValueRef b = LLVMBuildLoad2(B, ft, part_ptr(g, sb, t), "");
+        LLVMValueRef term;
+        if (P->on_kind == ON_SOFTMAX) {
+            LLVMValueRef st = a;
+            if (!plain) { /* s(a_t): the shift over part t alone */
+                g->rowval[P->on_a] = a;
+                g->gen++;
+                st = val(g, P->on_shift, 0);
+            }
+            LLVMValueRef e = vm_exp(&g->cg, LLVMBuildFSub(B, st, SA, ""));
+            term = sel(g, fcmp(g, LLVMRealOEQ, a, kf(a, -INFINITY)), z, LLVMBuildFMul(B, b, e, ""));
+        } else {
+            LLVMValueRef n = LLVMBuildLoad2(B, ft, part_ptr(g, sb + 1, t), "");
+            LLVMValueRef d = LLVMBuildFSub(B, LLVMBuildFDiv(B, a, n, ""), A, "");
+            term = fma3(g, LLVMBuildFMul(B, n, d, ""), d, b);
+            term = sel(g, fcmp(g, LLVMRealOGT, n, z), term, z);
+        }
+        term = sel(g, ok, term, z);
+        v = v ? LLVMBuildFAdd(B, v, term, "") : term;
+    }
+    g->rowval[P->on_a] = A;
+    g->gen++;
+    v = block_reduce(g, ib, v, NULL);
+    if (ib->red_op == IC_OP_MEAN) v = LLVMBuildFDiv(B, v, kf(v, (double)ib->red_count), "");
+    return v;
+}
+
+/* The row values of the reductions with pos in [lo, hi) from their partials (B of an online
+ * pair after the others: it needs A's). */
+static void combine_rows(gg *g, ic_kernel *k, int lo, int hi) {
+    const plan *P = g->P;
+    for (int late = 0; late < 2; late++)
+        for (int j = 0; j < k->nitems; j++) {
+            ic_item *it = &k->items[j];
+            if (it->kind != IT_REDUCE || it->pos < lo || it->pos >= hi) continue;
+            bool b = P->on_kind && j == P->on_b;
+            if (b != (late == 1)) continue;
+            g->rowval[j] = b ? online_combine(g, k) : part_combine(g, it, P->slot[j]);
+        }
+}
+
+/* The accumulators of the reductions of pass pos, in entry-block allocas set to their
+ * identities: [j] the value, [nitems + j] an arg reduction's index (calloc'd; free it). */
+static LLVMValueRef *pass_accs(gg *g, ic_kernel *k, int pos) {
+    LLVMValueRef *acc = calloc(2 * (size_t)k->nitems + 1, sizeof *acc);
+    if (!acc) ic_fail(g->c, IC_ENOMEM, "out of memory");
+    LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(g->fn);
+    for (int j = 0; j < k->nitems; j++) {
+        ic_item *it = &k->items[j];
+        if (it->pos != pos || it->kind != IT_REDUCE) continue;
+        acc[j] = alloca_(g, rtype(g, it->acc), entry);
+        LLVMBuildStore(B, red_identity(g, it), acc[j]);
+        if (ic_is_arg(it->red_op)) {
+            acc[k->nitems + j] = alloca_(g, g->cg.i64, entry);
+            LLVMBuildStore(B, ki(g, g->cg.i64, INT64_MAX), acc[k->nitems + j]);
+        }
+    }
+    return acc;
+}
+
+/* s(v): the shift of an online softmax pair over a value v of A (A itself, or logsumexp's
+ * where(isinf(A), 0, A)); rowval[A] is left at v */
+static LLVMValueRef online_sh(gg *g, LLVMValueRef v) {
+    const plan *P = g->P;
+    if (g->c->xs[P->on_shift].kind == X_ROWVAL) return v;
+    g->rowval[P->on_a] = v;
+    g->gen++;
+    return val(g, P->on_shift, 0);
+}
+
+/* A's launch of an online pair: each thread runs over its chunks of the part (unroll chunks an
+ * iteration, their loads issued together) keeping its own state, with no barrier in the loop:
+ *   ON_SOFTMAX: m (A's running max) and s = sum exp(x - s(m)), rescaled by exp(s(m) - s(m'))
+ *     when an iteration raises the max to m' (a thread with only -inf so far keeps s = 0);
+ *   ON_VAR: the running sum (A's raw accumulator), and count, mean and M2 = sum (x - mean)^2
+ *     merged per iteration (Chan et al.) from the iteration's own mean and squared deviations.
+ * Then the block: M = max m, sum_t s_t exp(s(m_t) - s(M)); or SUM, n_part and
+ * sum_t M2_t + n_t (mean_t - SUM / n_part)^2. The partials are those online_combine reads
+ * (A's raw value, B's, and ON_VAR the part's count). Other reductions of A's pass as usual. */
+void emit_online(gg *g, ic_kernel *k) {
+    const plan *P = g->P;
+    int pa = P->pass, pb = P->pass + 2, ja = P->on_a, jb = P->on_b;
+    const ic_item *ia = &k->items[ja], *ib = &k->items[jb];
+    bool smx = P->on_kind == ON_SOFTMAX;
+    LLVMTypeRef ft = g->cg.f32;
+    LLVMValueRef z = LLVMConstReal(ft, 0.0), one = LLVMConstReal(ft, 1.0), ninf = LLVMConstReal(ft, -INFINITY);
+    LLVMValueRef *acc = pass_accs(g, k, pa);
+    LLVMValueRef *acc2 = calloc(2 * (size_t)k->nitems + 1, sizeof *acc2);
+    if (!acc2) ic_fail(g->c, IC_ENOMEM, "out of memory");
+    LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(g->fn);
+    LLVMValueRef ga = alloca_(g, ft, entry), gb = alloca_(g, ft, entry); /* the iteration's A and B */
+    LLVMValueRef sb = alloca_(g, ft, entry), tn = alloca_(g, ft, entry), tm = alloca_(g, ft, entry);
+    LLVMBuildStore(B, z, sb);
+    LLVMBuildStore(B, z, tn);
+    LLVMBuildStore(B, z, tm);
+    memcpy(acc2, acc, (2 * (size_t)k->nitems + 1) * sizeof *acc);
+    loop L;
+    LLVMValueRef lo = LLVMBuildMul(B, g->part_s, kix(g, P->Cs), "");
+    loop_begin(g, &L, lo, LLVMBuildAdd(B, lo, kix(g, P->Cs), ""));
+    LLVMBuildStore(B, red_identity(g, ia), ga);
+    acc2[ja] = ga;
+    for (int u = 0; u < P->unroll; u++) emit_chunk(g, k, pa, u ? LLVMBuildAdd(B, L.i, kix(g, u), "") : L.i, u, acc2);
+    g->V = 1;
+    g->vv = -1;
+    LLVMValueRef gv = LLVMBuildLoad2(B, ft, ga, "");
+    LLVMValueRef m = LLVMBuildLoad2(B, ft, acc[ja], "");
+    LLVMValueRef m2 = red_combine(g, ia, m, gv); /* the thread's max, or raw sum, so far */
+    LLVMBuildStore(B, m2, acc[ja]);
+    if (smx) {
+        LLVMValueRef shm = online_sh(g, m), shm2 = online_sh(g, m2);
+        LLVMValueRef e = vm_exp(&g->cg, LLVMBuildFSub(B, shm, shm2, ""));
+        LLVMValueRef scale = sel(g, fcmp(g, LLVMRealOEQ, m, m2), one, sel(g, fcmp(g, LLVMRealOEQ, m, ninf), z, e));
+        LLVMBuildStore(B, LLVMBuildFMul(B, LLVMBuildLoad2(B, ft, sb, ""), scale, ""), sb);
+        g->rowval[ja] = m2;
+        acc2[jb] = sb;
+    } else {
+        LLVMValueRef cnt = z; /* the thread's values this iteration: whole chunks of V */
+        for (int u = 0; u < P->unroll; u++) {
+            LLVMValueRef ci = u ? LLVMBuildAdd(B, L.i, kix(g, u), "") : L.i;
+            LLVMValueRef gi = LLVMBuildAdd(B, LLVMBuildMul(B, ci, kix(g, P->T), ""), g->j, "");
+            LLVMValueRef ok = LLVMBuildICmp(B, LLVMIntSLT, gi, kix(g, P->nv), "");
+            cnt = LLVMBuildFAdd(B, cnt, sel(g, ok, LLVMConstReal(ft, P->V), z), "");
+        }
+        LLVMValueRef pos = fcmp(g, LLVMRealOGT, cnt, z);
+        LLVMValueRef gm = sel(g, pos, LLVMBuildFDiv(B, gv, sel(g, pos, cnt, one), ""), z);
+        g->rowval[ja] = gm;
+        LLVMBuildStore(B, z, gb);
+        acc2[jb] = gb;
+        g->gen++;
+        for (int u = 0; u < P->unroll; u++) emit_chunk(g, k, pb, u ? LLVMBuildAdd(B, L.i, kix(g, u), "") : L.i, u, acc2);
+        g->V = 1;
+        g->vv = -1;
+        LLVMValueRef n0 = LLVMBuildLoad2(B, ft, tn, ""), m0 = LLVMBuildLoad2(B, ft, tm, "");
+        LLVMValueRef n1 = LLVMBuildFAdd(B, n0, cnt, "");
+        LLVMValueRef d = LLVMBuildFSub(B, gm, m0, "");
+        LLVMValueRef w = LLVMBuildFDiv(B, cnt, sel(g, pos, n1, one), ""); /* cnt / n1 */
+        LLVMValueRef m1 = fma3(g, d, w, m0);
+        LLVMValueRef q = LLVMBuildFMul(B, LLVMBuildFMul(B, d, d, ""), LLVMBuildFMul(B, n0, w, ""), "");
+        LLVMValueRef M2 = LLVMBuildFAdd(B, LLVMBuildFAdd(B, LLVMBuildLoad2(B, ft, sb, ""), LLVMBuildLoad2(B, ft, gb, ""), ""), q, "");
+        LLVMBuildStore(B, sel(g, pos, n1, n0), tn);
+        LLVMBuildStore(B, sel(g, pos, m1, m0), tm);
+        LLVMBuildStore(B, sel(g, pos, M2, LLVMBuildLoad2(B, ft, sb, "")), sb);
+    }
+    if (smx) {
+        g->gen++;
+        for (int u = 0; u < P->unroll; u++) emit_chunk(g, k, pb, u ? LLVMBuildAdd(B, L.i, kix(g, u), "") : L.i, u, acc2);
+        g->V = 1;
+        g->vv = -1;
+        /* nothing but -inf so far: exp(x - s(-inf)) may be NaN; the sum is 0 */
+        LLVMValueRef sv = LLVMBuildLoad2(B, ft, sb, "");
+        LLVMBuildStore(B, sel(g, fcmp(g, LLVMRealOEQ, m2, ninf), z, sv), sb);
+    }
+    loop_end(g, &L, kix(g, P->unroll));
+    g->vgen++; /* the chunk loads of the loop body stay in it */
+    g->gen++;
+    g->V = 1;
+    g->vv = -1;
+    g->chunk = -1;
+    LLVMValueRef first = LLVMBuildICmp(B, LLVMIntEQ, g->j, kix(g, 0), "");
+    LLVMValueRef pa_v = NULL, pb_v = NULL, pn_v = NULL;
+    for (int j = 0; j < k->nitems; j++) { /* the pass's reductions, A's among them */
+        ic_item *it = &k->items[j];
+        if (it->pos != pa || it->kind != IT_REDUCE) continue;
+        LLVMValueRef r = LLVMBuildLoad2(B, rtype(g, it->acc), acc[j], "");
+        LLVMValueRef ri = ic_is_arg(it->red_op) ? LLVMBuildLoad2(B, g->cg.i64, acc[k->nitems + j], "") : NULL;
+        LLVMValueRef rt = r;
+        r = block_reduce(g, it, r, ri ? &ri : NULL);
+        if (j == ja) {
+            pa_v = r;
+            if (smx) { /* s_t exp(s(m_t) - s(M)), 0 for a thread that saw only -inf */
+                LLVMValueRef e = vm_exp(&g->cg, LLVMBuildFSub(B, online_sh(g, rt), online_sh(g, r), ""));
+                LLVMValueRef st = LLVMBuildFMul(B, LLVMBuildLoad2(B, ft, sb, ""), e, "");
+                pb_v = sel(g, fcmp(g, LLVMRealOEQ, rt, ninf), z, st);
+            } else { /* M2_t + n_t (mean_t - mean of the part)^2 */
+                int64_t per = P->Cs * (int64_t)P->T * P->V;
+                LLVMValueRef left = LLVMBuildSub(B, kix(g, P->n), LLVMBuildMul(B, g->part_s, kix(g, per), ""), "");
+                left = sel(g, LLVMBuildICmp(B, LLVMIntSLT, left, kix(g, per), ""), left, kix(g, per));
+                left = sel(g, LLVMBuildICmp(B, LLVMIntSGT, left, kix(g, 0), ""), left, kix(g, 0));
+                pn_v = LLVMBuildSIToFP(B, left, ft, "");
+                LLVMValueRef pos = fcmp(g, LLVMRealOGT, pn_v, z);
+                LLVMValueRef mp = sel(g, pos, LLVMBuildFDiv(B, r, sel(g, pos, pn_v, one), ""), z);
+                LLVMValueRef n0 = LLVMBuildLoad2(B, ft, tn, "");
+                LLVMValueRef d = LLVMBuildFSub(B, LLVMBuildLoad2(B, ft, tm, ""), mp, "");
+                LLVMValueRef c = fma3(g, LLVMBuildFMul(B, n0, d, ""), d, LLVMBuildLoad2(B, ft, sb, ""));
+                pb_v = sel(g, fcmp(g, LLVMRealOGT, n0, z), c, z);
+            }
+            pb_v = block_reduce(g, ib, pb_v, NULL);
+        }
+        int sl[4] = {P->slot[j], P->slot[j] + 1, P->slot[jb], P->slot[jb] + 1};
+        LLVMValueRef v[4] = {r, ri, j == ja ? pb_v : NULL, j == ja ? pn_v : NULL};
+        part_stores(g, first, sl, v, 4);
+    }
+    (void)pa_v;
+    g->rowval[ja] = NULL; /* only combined values past this launch */
+    g->gen++;
+    free(acc);
+    free(acc2);
+}
+
+/* One launch of a split row kernel: block = (row, part). */
+static void emit_split(gg *g, ic_kernel *k) {
+    const plan *P = g->P;
+    LLVMValueRef bid = LLVMBuildZExt(B, sreg(g, "llvm.nvvm.read.ptx.sreg.ctaid.x"), g->ity, "");
+    g->j = LLVMBuildZExt(B, g->tid, g->ity, "");
+    int S = P->pass >= 0 ? P->Sg : 1;
+    g->row = S > 1 ? LLVMBuildUDiv(B, bid, kix(g, S), "") : bid;
+    g->part_s = S > 1 ? LLVMBuildURem(B, bid, kix(g, S), "") : kix(g, 0);
+    g->active = LLVMConstInt(g->cg.i1, 1, 0);
+    decompose(g, g->row, k->ovar, k->osize, k->nouter);
+    rebase_scratch(g, k, g->row);
+    memset(g->rowval, 0, sizeof(LLVMValueRef) * (size_t)(k->nitems + 1));
+    LLVMValueRef first = LLVMBuildICmp(B, LLVMIntEQ, g->j, kix(g, 0), "");
+    g->V = 1;
+    g->vv = -1;
+    g->chunk = -1;
+    g->gen++;
+    combine_rows(g, k, INT_MIN, P->pass >= 0 ? P->pass : INT_MAX);
+    if (P->pass >= 0) {
+        if (P->online) emit_online(g, k);
+        else emit_pass(g, k, P->pass);
+        return;
+    }
+    final_stores(g, k, first);
+}
+
+static void emit_pass(gg *g, ic_kernel *k, int pos) {
+    const plan *P = g->P;
+    LLVMValueRef *acc = pass_accs(g, k, pos);
+    if (P->persistent) {
+        for (int c = 0; c < P->C; c++) emit_chunk(g, k, pos, kix(g, c), c, acc);
+    } else if (P->C > 0) {
+        /* unroll chunks per iteration: their loads are independent and go out together */
+        loop L;
+        if (P->S > 1) {
+            LLVMValueRef lo = LLVMBuildMul(B, g->part_s, kix(g, P->Cs), "");
+            loop_begin(g, &L, lo, LLVMBuildAdd(B, lo, kix(g, P->Cs), ""));
+        } else {
+            loop_begin(g, &L, kix(g, 0), kix(g, P->C));
+        }
+        for (int u = 0; u < P->unroll; u++)
+            emit_chunk(g, k, pos, u ? LLVMBuildAdd(B, L.i, kix(g, u), "") : L.i, -1, acc);
+        loop_end(g, &L, kix(g, P->unroll));
+    }
+    g->V = 1;
+    g->vv = -1;
+    g->gen++;
+    LLVMValueRef first = and_(g, g->active, LLVMBuildICmp(B, LLVMIntEQ, g->j, kix(g, 0), ""));
+    for (int j = 0; j < k->nitems; j++) {
+        ic_item *it = &k->items[j];
+        if (it->pos != pos || it->kind != IT_REDUCE) continue;
+        LLVMValueRef r = LLVMBuildLoad2(B, rtype(g, it->acc), acc[j], "");
+        if (P->S > 1) { /* this block's partial: raw accumulator (and index) */
+            LLVMValueRef ri = ic_is_arg(it->red_op) ? LLVMBuildLoad2(B, g->cg.i64, acc[k->nitems + j], "") : NULL;
+            r = block_reduce(g, it, r, ri ? &ri : NULL);
+            int sl[2] = {P->slot[j], P->slot[j] + 1};
+            LLVMValueRef v[2] = {r, ri};
+            part_stores(g, first, sl, v, 2);
+            continue;
+        }
+        if (ic_is_arg(it->red_op)) {
+            LLVMValueRef ri = LLVMBuildLoad2(B, g->cg.i64, acc[k->nitems + j], "");
+            block_reduce(g, it, r, &ri);
+            r = convert(g, ri, IC_I64, it->dtype);
+        } else {
+            r = block_reduce(g, it, r, NULL);
+            if (it->red_op == IC_OP_MEAN) r = LLVMBuildFDiv(B, r, kf(r, (double)it->red_count), "");
+            r = convert(g, r, it->acc, it->dtype);
+        }
+        g->rowval[j] = r;
+        if (it->store) store_item(g, it, &r, 1, first);
+    }
+    free(acc);
+}
+
+/* (tid >> shift) & (2^len - 1), the mask left out when the field reaches the top of tid */
+static LLVMValueRef bitfield(gg *g, LLVMValueRef tid, int shift, int len) {
+    LLVMValueRef v = shift ? LLVMBuildLShr(B, tid, kix(g, shift), "") : tid;
+    if (shift + len >= g->P->logT + g->P->logR) return v;
+    return LLVMBuildAnd(B, v, kix(g, ((int64_t)1 << len) - 1), "");
+}
+
+void emit_rows(gg *g, ic_kernel *k) {
+    const plan *P = g->P;
+    if (P->S > 1) {
+        emit_split(g, k);
+        return;
+    }
+    LLVMValueRef tid = LLVMBuildZExt(B, g->tid, g->ity, "");
+    LLVMValueRef bid = LLVMBuildZExt(B, sreg(g, "llvm.nvvm.read.ptx.sreg.ctaid.x"), g->ity, "");
+    LLVMValueRef rl = bitfield(g, tid, P->map.r_shift, P->logR);
+    g->j = bitfield(g, tid, P->map.j_shift, P->logT);
+    if (g->dyn) {
+        LLVMValueRef o = LLVMBuildMul(B, LLVMBuildZExt(B, g->j, g->cg.i64, ""), ki(g, g->cg.i64, 16), "");
+        g->dyn_base = LLVMBuildInBoundsGEP2(B, g->cg.i8, g->dyn, &o, 1, "");
+    }
+    LLVMValueRef r = LLVMBuildAdd(B, LLVMBuildMul(B, bid, kix(g, P->R), ""), rl, "");
+    g->active = P->all_rows ? LLVMConstInt(g->cg.i1, 1, 0) : LLVMBuildICmp(B, LLVMIntSLT, r, kix(g, P->rows), "");
+    LLVMValueRef rc = P->all_rows ? r : sel(g, g->active, r, kix(g, 0));
+    decompose(g, rc, k->ovar, k->osize, k->nouter);
+    rebase_scratch(g, k, rc);
+    memset(g->rowval, 0, sizeof(LLVMValueRef) * (size_t)(k->nitems + 1));
+    LLVMValueRef first = and_(g, g->active, LLVMBuildICmp(B, LLVMIntEQ, g->j, kix(g, 0), ""));
+    for (int p = 0; p < k->npos; p++) {
+        if (p % 2) {
+            emit_pass(g, k, p);
+            continue;
+        }
+        g->V = 1;
+        g->vv = -1;
+        g->chunk = -1;
+        g->gen++;
+        bool stored = false;
+        for (int j = 0; j < k->nitems; j++) {
+            ic_item *it = &k->items[j];
+            if (it->pos != p || !it->store) continue;
+            LLVMValueRef v = val(g, it->expr, 0);
+            store_item(g, it, &v, 1, first);
+            stored = true;
+        }
+        /* a row value stored by thread j == 0 may be loaded by every thread of a later pass */
+        if (stored && p + 1 < k->npos) barrier(g);
+    }
+}
