@@ -100,6 +100,7 @@ def case_config_automatic_dynamic(api):
     def f(x):
         return x.cos() - 2
     out = []
+    torchc.config.automatic_dynamic_shapes = None  # torch's applies (another test may have set it)
     for auto in (False, True):
         torch._dynamo.reset()
         torch._dynamo.config.automatic_dynamic_shapes = auto
