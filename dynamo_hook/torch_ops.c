@@ -3641,16 +3641,28 @@ static int call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject 
     }
     if (name && (!strcmp(name, "getattr") || !strcmp(name, "hasattr")) && (nargs == 2 || nargs == 3) &&
         args[1].kind == V_CONST && PyUnicode_Check(args[1].obj) && !kwnames) {
+        /* a lookup that fails is the answer here: what it logged is undone and its reason
+         * dropped (a later failure must report its own) */
+        sym_fx_mark mark = {0};
+        if (sym_fx_save(t, &mark) < 0)
+            return -1;
         int rc = sym_load_attr(t, &args[0], args[1].obj, out);
+        if (rc < 0 && !PyErr_Occurred() && (!strcmp(name, "hasattr") || nargs == 3))
+            sym_fx_rollback(t, &mark);
+        sym_fx_drop(&mark);
         if (!strcmp(name, "hasattr")) {
             if (rc < 0 && PyErr_Occurred())
                 return -1;
-            t->failed = rc < 0 ? 0 : t->failed;
+            if (rc < 0) {
+                t->failed = 0;
+                t->reason[0] = 0;
+            }
             t->pending_exc = NULL;
             return sym_const(t, PyBool_FromLong(rc == 0), out);
         }
         if (rc < 0 && nargs == 3 && !PyErr_Occurred()) {
             t->failed = 0;
+            t->reason[0] = 0;
             t->pending_exc = NULL;
             *out = args[2];
             return 0;
@@ -3713,6 +3725,8 @@ static int call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject 
         out->items = items;
         return 0;
     }
+    if ((f == (PyObject *)&PySet_Type || f == (PyObject *)&PyFrozenSet_Type) && !kwnames)
+        return sym_make_set(t, f == (PyObject *)&PySet_Type, args, nargs, out);
     if (name && (!strcmp(name, "all") || !strcmp(name, "any") || !strcmp(name, "sum") ||
                  !strcmp(name, "min") || !strcmp(name, "max")) &&
         nargs >= 1 && nargs <= 2 && !kwnames && (args[0].kind == V_SEQ || args[0].kind == V_ITER)) {

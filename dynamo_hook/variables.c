@@ -858,6 +858,26 @@ static int wrap_uncached(trace *t, PyObject *o, int src, var *out) {
         out->obj = sym_keep(t, Py_NewRef(o));
         return out->obj ? 0 : -1;
     }
+    if (PyAnySet_CheckExact(o) && PySet_GET_SIZE(o) <= 256) {
+        /* a set/frozenset of simple constants: its value, guarded equal (a copy: the
+         * guard must not see later changes to this object) */
+        Py_ssize_t pos = 0;
+        PyObject *k;
+        Py_hash_t h;
+        while (_PySet_NextEntry(o, &pos, &k, &h))
+            if (!is_simple_const(k))
+                return sym_fail(t, "set of non-constant values");
+        PyObject *fs = PyFrozenSet_New(o);
+        PyObject *gv = fs == NULL ? NULL : PySet_CheckExact(o) ? PySet_New(o) : Py_NewRef(fs);
+        if (gv == NULL || sym_keep(t, gv) == NULL || sym_keep(t, fs) == NULL)
+            return -1;
+        if (sym_guard_const(t, src, gv) < 0)
+            return -1;
+        out->kind = V_CONST;
+        out->obj = fs;
+        out->is_list = PySet_CheckExact(o);
+        return 0;
+    }
     if (PyTuple_CheckExact(o) || PyList_CheckExact(o)) {
         /* a sequence holding tensors: guard its type and length, wrap items */
         Py_ssize_t n = PySequence_Fast_GET_SIZE(o);

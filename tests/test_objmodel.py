@@ -177,3 +177,41 @@ def test_list_shared_across_a_break_stays_one_object():
     want = f(torch.ones(2))
     got = torchc.compile(f)(torch.ones(2))
     assert_same(got, want)
+
+
+# ---- sets ------------------------------------------------------------------------------
+
+NAMES = {"a", "b"}
+
+
+FIELDS = ("logits", "hidden")
+
+
+def test_sets_and_set_comprehensions():
+    def f(x, allowed):
+        names = {n for n in FIELDS}
+        s = set()
+        t = set(["q", "r"]) | frozenset({"r", "z"})
+        u = {*names, "extra"}
+        y = x * 2 if "logits" in names else x
+        y = y + 1 if "a" in allowed and "z" not in allowed else y
+        y = y + len(u) + len(t) + (3 if "b" in NAMES else 0)
+        return y, names, s, u, frozenset(allowed)
+
+    ex = whole(f, torch.randn(3), {"a", "c"})
+    cf = torchc.compile(f)
+    got = cf(torch.ones(3), {"a", "c"})
+    assert type(got[1]) is set and type(got[2]) is set and type(got[4]) is frozenset
+    got2 = cf(torch.ones(3), {"a", "c"})
+    assert got2[1] is not got[1]                      # a fresh set each call
+    assert_same(cf(torch.ones(3), {"z"}), f(torch.ones(3), {"z"}))   # guarded on the value
+
+
+def test_set_mutation_is_left_to_eager():
+    def f(x, seen):
+        seen.add("k")
+        return x + len(seen)
+
+    s1, s2 = set(), set()
+    assert_same(torchc.compile(f)(torch.ones(2), s2), f(torch.ones(2), s1))
+    assert s1 == s2 == {"k"}
