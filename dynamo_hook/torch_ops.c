@@ -3538,6 +3538,14 @@ static int call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject 
                 return sym_const(t, PyLong_FromSsize_t(k), out);
         }
     }
+    if (name && strcmp(name, "id") == 0 && f == PyDict_GetItemString(PyEval_GetBuiltins(), "id") &&
+        nargs == 1 && !kwnames && (args[0].kind == V_OBJ || args[0].kind == V_FUNC) &&
+        args[0].obj != NULL && args[0].src >= 0) {
+        /* id(obj) of an object read from the frame: that object, identity-guarded */
+        if (sym_guard_id(t, args[0].src, args[0].obj) < 0)
+            return -1;
+        return sym_const(t, PyLong_FromVoidPtr(args[0].obj), out);
+    }
     if (f == (PyObject *)&PyType_Type && nargs == 1 && !kwnames) {
         /* type(x) */
         PyObject *tp = NULL;

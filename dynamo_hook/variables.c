@@ -65,11 +65,25 @@ var *sym_alloc(trace *t, int n) {
     return p;
 }
 
+/* two source names (str, or a dict item's key of any simple constant type) equal */
+static int same_name(PyObject *a, PyObject *b) {
+    if (a == b)
+        return 1;
+    if (a == NULL || b == NULL || Py_TYPE(a) != Py_TYPE(b))
+        return 0;
+    if (PyUnicode_CheckExact(a))
+        return PyUnicode_Compare(a, b) == 0;
+    int eq = PyObject_RichCompareBool(a, b, Py_EQ);
+    if (eq < 0)
+        PyErr_Clear();
+    return eq == 1;
+}
+
 int sym_source(trace *t, dh_srckind kind, int base, Py_ssize_t index, PyObject *name) {
     for (int i = 0; i < t->nsrc && kind != DH_S_NEW; i++) {
         dh_source *s = &t->src[i];
         if (s->kind == kind && s->base == base && s->index == index &&
-            (s->name == name || (kind != DH_S_CONST && s->name && name && PyUnicode_Compare(s->name, name) == 0)))
+            (s->name == name || (kind != DH_S_CONST && same_name(s->name, name))))
             return i;
     }
     if (t->nsrc == t->capsrc) {
@@ -1002,8 +1016,10 @@ static int wrap_uncached(trace *t, PyObject *o, int src, var *out) {
         g->value = (int)n;
         int i = 0;
         while (PyDict_Next(o, &pos, &k, &v)) {
-            if (!PyUnicode_CheckExact(k))
-                return sym_fail(t, "dict with non-string keys");
+            /* keys: constants with a stable hash and value (str, int, bool, None, tuples
+             * of them); each item is found by its key when the guards run */
+            if (!is_simple_const(k) || PyFloat_CheckExact(k))
+                return sym_fail(t, "dict with keys that are not simple constants");
             PyTuple_SET_ITEM(keys, i, Py_NewRef(k));
             int s = sym_source(t, DH_S_ITEM, src, -1, k);
             if (s < 0 || sym_wrap(t, v, s, &vals[i++]) < 0)
