@@ -299,3 +299,73 @@ int sym_list_iadd(trace *t, const var *l, const var *other, var *out) {
     out->src = l->src;
     return 0;
 }
+
+/* ---- sets ---------------------------------------------------------------------------
+ * Sets of constants (str, int, ... : what model code builds, e.g. {f.name for f in
+ * fields(x)}) are values: a frozenset in a V_CONST with is_list set when eager's object is
+ * a set. Mutating methods are not traced (eager runs); the output is a fresh set. */
+
+/* s (a set being built) gets v (update: v's items) */
+int sym_set_add(trace *t, var *s, const var *v, int update) {
+    if (s->kind != V_CONST || !PyFrozenSet_CheckExact(s->obj))
+        return sym_fail(t, "set add on an unsupported set");
+    PyObject *ns = PySet_New(s->obj);
+    if (ns == NULL)
+        return -1;
+    if (update && v->kind == V_CONST && (PyAnySet_Check(v->obj) || PyTuple_CheckExact(v->obj))) {
+        /* the items of a constant: order is irrelevant to a set */
+        if (_PySet_Update(ns, v->obj) < 0) {
+            PyErr_Clear();
+            Py_DECREF(ns);
+            return sym_fail(t, "set update raised (eager will raise)");
+        }
+        PyObject *fs = PyFrozenSet_New(ns);
+        Py_DECREF(ns);
+        if (fs == NULL || sym_keep(t, fs) == NULL)
+            return -1;
+        s->obj = fs;
+        s->is_list = 1;
+        return 0;
+    }
+    var *items = (var *)v;
+    int n = 1;
+    if (update && sym_iter_items(t, v, &items, &n) < 0) {
+        Py_DECREF(ns);
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        if (items[i].kind != V_CONST || PySet_Add(ns, items[i].obj) < 0) {
+            PyErr_Clear();
+            Py_DECREF(ns);
+            return sym_fail(t, "set of non-constant values");
+        }
+    }
+    PyObject *fs = PyFrozenSet_New(ns);
+    Py_DECREF(ns);
+    if (fs == NULL || sym_keep(t, fs) == NULL)
+        return -1;
+    s->obj = fs;
+    s->is_list = 1;
+    return 0;
+}
+
+/* set(it) / frozenset(it) of constants */
+int sym_make_set(trace *t, int is_set, var *args, int nargs, var *out) {
+    if (nargs > 1)
+        return sym_fail(t, "set() with %d arguments (eager will raise)", nargs);
+    PyObject *e = PyFrozenSet_New(NULL);
+    if (e == NULL || sym_const(t, e, out) < 0)
+        return -1;
+    if (nargs == 1) {
+        if (args[0].kind == V_CONST && PyAnySet_Check(args[0].obj)) {
+            PyObject *fs = PyFrozenSet_New(args[0].obj);
+            if (fs == NULL || sym_keep(t, fs) == NULL)
+                return -1;
+            out->obj = fs;
+        } else if (sym_set_add(t, out, &args[0], 1) < 0) {
+            return -1;
+        }
+    }
+    out->is_list = is_set;
+    return 0;
+}

@@ -238,6 +238,8 @@ int sym_record_method(trace *t, const var *r, const char *mn, int nargs, var *ou
 int sym_list_method(trace *t, const var *l, const char *mn, var *args, int nargs, var *out);
 int sym_list_store(trace *t, const var *l, const var *k, const var *v); /* v NULL: delete */
 int sym_list_iadd(trace *t, const var *l, const var *other, var *out);
+int sym_set_add(trace *t, var *s, const var *v, int update); /* SET_ADD / SET_UPDATE */
+int sym_make_set(trace *t, int is_set, var *args, int nargs, var *out); /* set()/frozenset() */
 /* symbolic.c: every copy of the list/dict named by old_items now holds nv (journalled) */
 void sym_rebind(trace *t, const var *old_items, const var *nv);
 

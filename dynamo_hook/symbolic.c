@@ -33,7 +33,7 @@
     X(STORE_ATTR) X(BUILD_SLICE) X(LIST_APPEND) X(MAP_ADD) X(UNPACK_EX) X(MAKE_FUNCTION) X(BINARY_SLICE) X(UNARY_INVERT) X(LOAD_SUPER_ATTR) X(IMPORT_NAME) X(IMPORT_FROM) X(BUILD_SET) X(BEFORE_WITH) \
     X(STORE_SUBSCR) X(STORE_SLICE) X(RETURN_GENERATOR) X(YIELD_VALUE)                     \
     X(PUSH_EXC_INFO) X(CHECK_EXC_MATCH) X(POP_EXCEPT) X(RERAISE) X(CALL_INTRINSIC_1)     \
-    X(DELETE_SUBSCR)
+    X(DELETE_SUBSCR) X(SET_ADD) X(SET_UPDATE)
 
 enum {
     OP_UNKNOWN = 0,
@@ -660,6 +660,23 @@ static int load_attr(trace *t, const var *o, PyObject *name, var *out) {
             PyFunction_Check(o->obj)) /* the function is identity-guarded: its code, as it is now */
             return sym_const(t, Py_NewRef(PyFunction_GET_CODE(o->obj)), out);
         return sym_fail(t, "attribute %U of a function", name);
+    }
+    case V_METHOD: {
+        /* m.__func__ / m.__self__ of a bound Python method */
+        const char *n = PyUnicode_AsUTF8(name);
+        if (n && !strcmp(n, "__self__") && o->items) {
+            *out = o->items[0];
+            return 0;
+        }
+        if (n && !strcmp(n, "__func__") && o->obj && PyFunction_Check(o->obj)) {
+            memset(out, 0, sizeof *out);
+            out->kind = V_FUNC;
+            out->src = o->src; /* the function reached through the class (when known) */
+            out->op = SYM_USER_FUNCTION;
+            out->obj = o->obj;
+            return 0;
+        }
+        return sym_fail(t, "attribute %U of a bound method", name);
     }
     default:
         return sym_fail(t, "attribute %U of an unsupported value", name);
@@ -2228,7 +2245,16 @@ static int run_body(trace *t, sframe *f, var *result) {
             Py_DECREF(set);
             if (sym_const(t, fs, &a) < 0)
                 return -1;
+            a.is_list = 1; /* a set (objects.c: sets of constants are held as frozensets) */
             PUSH(a);
+            break;
+        }
+        case OP_SET_ADD:    /* set comprehension: TOS1[-oparg].add(TOS) */
+        case OP_SET_UPDATE: { /* {*a, *b}: TOS1[-oparg].update(TOS) */
+            NEED(oparg + 1);
+            b = POP();
+            if (sym_set_add(t, &PEEK(oparg), &b, op == OP_SET_UPDATE) < 0)
+                return -1;
             break;
         }
         case OP_LOAD_SUPER_ATTR: { /* 3.12: [super, class, self] -> attribute of super(class, self) */
@@ -2896,6 +2922,19 @@ static int fill_out(trace *t, outbuf *ob, int at, const var *v_in, ic_val *outva
             /* re-read from the frame each call: no strong reference in the cache entry */
             o->kind = DH_O_SOURCE;
             o->index = v->src;
+            return 0;
+        }
+        if (v->kind == V_CONST && v->is_list && PyFrozenSet_CheckExact(v->obj)) {
+            /* a set of constants (held as a frozenset): a fresh set(...) each call */
+            int child = out_reserve(t, ob, 1);
+            if (child < 0)
+                return -1;
+            o = &ob->o[at];
+            o->kind = DH_O_WRAP;
+            o->index = child;
+            o->obj = Py_NewRef((PyObject *)&PySet_Type);
+            ob->o[child].kind = DH_O_CONST;
+            ob->o[child].obj = Py_NewRef(v->obj);
             return 0;
         }
         o->kind = DH_O_CONST;

@@ -3606,6 +3606,14 @@ static int call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject 
                 return sym_const(t, PyLong_FromSsize_t(k), out);
         }
     }
+    if (name && strcmp(name, "id") == 0 && f == PyDict_GetItemString(PyEval_GetBuiltins(), "id") &&
+        nargs == 1 && !kwnames && (args[0].kind == V_OBJ || args[0].kind == V_FUNC) &&
+        args[0].obj != NULL && args[0].src >= 0) {
+        /* id(obj) of an object read from the frame: that object, identity-guarded */
+        if (sym_guard_id(t, args[0].src, args[0].obj) < 0)
+            return -1;
+        return sym_const(t, PyLong_FromVoidPtr(args[0].obj), out);
+    }
     if (f == (PyObject *)&PyType_Type && nargs == 1 && !kwnames) {
         /* type(x) */
         PyObject *tp = NULL;
@@ -3709,16 +3717,28 @@ static int call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject 
     }
     if (name && (!strcmp(name, "getattr") || !strcmp(name, "hasattr")) && (nargs == 2 || nargs == 3) &&
         args[1].kind == V_CONST && PyUnicode_Check(args[1].obj) && !kwnames) {
+        /* a lookup that fails is the answer here: what it logged is undone and its reason
+         * dropped (a later failure must report its own) */
+        sym_fx_mark mark = {0};
+        if (sym_fx_save(t, &mark) < 0)
+            return -1;
         int rc = sym_load_attr(t, &args[0], args[1].obj, out);
+        if (rc < 0 && !PyErr_Occurred() && (!strcmp(name, "hasattr") || nargs == 3))
+            sym_fx_rollback(t, &mark);
+        sym_fx_drop(&mark);
         if (!strcmp(name, "hasattr")) {
             if (rc < 0 && PyErr_Occurred())
                 return -1;
-            t->failed = rc < 0 ? 0 : t->failed;
+            if (rc < 0) {
+                t->failed = 0;
+                t->reason[0] = 0;
+            }
             t->pending_exc = NULL;
             return sym_const(t, PyBool_FromLong(rc == 0), out);
         }
         if (rc < 0 && nargs == 3 && !PyErr_Occurred()) {
             t->failed = 0;
+            t->reason[0] = 0;
             t->pending_exc = NULL;
             *out = args[2];
             return 0;
@@ -3781,6 +3801,8 @@ static int call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject 
         out->items = items;
         return 0;
     }
+    if ((f == (PyObject *)&PySet_Type || f == (PyObject *)&PyFrozenSet_Type) && !kwnames)
+        return sym_make_set(t, f == (PyObject *)&PySet_Type, args, nargs, out);
     if (name && (!strcmp(name, "all") || !strcmp(name, "any") || !strcmp(name, "sum") ||
                  !strcmp(name, "min") || !strcmp(name, "max")) &&
         nargs >= 1 && nargs <= 2 && !kwnames && (args[0].kind == V_SEQ || args[0].kind == V_ITER)) {

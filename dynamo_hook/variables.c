@@ -66,11 +66,25 @@ var *sym_alloc(trace *t, int n) {
     return p;
 }
 
+/* two source names (str, or a dict item's key of any simple constant type) equal */
+static int same_name(PyObject *a, PyObject *b) {
+    if (a == b)
+        return 1;
+    if (a == NULL || b == NULL || Py_TYPE(a) != Py_TYPE(b))
+        return 0;
+    if (PyUnicode_CheckExact(a))
+        return PyUnicode_Compare(a, b) == 0;
+    int eq = PyObject_RichCompareBool(a, b, Py_EQ);
+    if (eq < 0)
+        PyErr_Clear();
+    return eq == 1;
+}
+
 int sym_source(trace *t, dh_srckind kind, int base, Py_ssize_t index, PyObject *name) {
     for (int i = 0; i < t->nsrc && kind != DH_S_NEW; i++) {
         dh_source *s = &t->src[i];
         if (s->kind == kind && s->base == base && s->index == index &&
-            (s->name == name || (kind != DH_S_CONST && s->name && name && PyUnicode_Compare(s->name, name) == 0)))
+            (s->name == name || (kind != DH_S_CONST && same_name(s->name, name))))
             return i;
     }
     if (t->nsrc == t->capsrc) {
@@ -906,6 +920,26 @@ static int wrap_uncached(trace *t, PyObject *o, int src, var *out) {
         out->obj = sym_keep(t, Py_NewRef(o));
         return out->obj ? 0 : -1;
     }
+    if (PyAnySet_CheckExact(o) && PySet_GET_SIZE(o) <= 256) {
+        /* a set/frozenset of simple constants: its value, guarded equal (a copy: the
+         * guard must not see later changes to this object) */
+        Py_ssize_t pos = 0;
+        PyObject *k;
+        Py_hash_t h;
+        while (_PySet_NextEntry(o, &pos, &k, &h))
+            if (!is_simple_const(k))
+                return sym_fail(t, "set of non-constant values");
+        PyObject *fs = PyFrozenSet_New(o);
+        PyObject *gv = fs == NULL ? NULL : PySet_CheckExact(o) ? PySet_New(o) : Py_NewRef(fs);
+        if (gv == NULL || sym_keep(t, gv) == NULL || sym_keep(t, fs) == NULL)
+            return -1;
+        if (sym_guard_const(t, src, gv) < 0)
+            return -1;
+        out->kind = V_CONST;
+        out->obj = fs;
+        out->is_list = PySet_CheckExact(o);
+        return 0;
+    }
     if (PyTuple_CheckExact(o) || PyList_CheckExact(o)) {
         /* a sequence holding tensors: guard its type and length, wrap items */
         Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
@@ -1039,8 +1073,10 @@ static int wrap_uncached(trace *t, PyObject *o, int src, var *out) {
         g->value = (int)n;
         int i = 0;
         while (PyDict_Next(o, &pos, &k, &v)) {
-            if (!PyUnicode_CheckExact(k))
-                return sym_fail(t, "dict with non-string keys");
+            /* keys: constants with a stable hash and value (str, int, bool, None, tuples
+             * of them); each item is found by its key when the guards run */
+            if (!is_simple_const(k) || PyFloat_CheckExact(k))
+                return sym_fail(t, "dict with keys that are not simple constants");
             PyTuple_SET_ITEM(keys, i, Py_NewRef(k));
             int s = sym_source(t, DH_S_ITEM, src, -1, k);
             if (s < 0 || sym_wrap(t, v, s, &vals[i++]) < 0)

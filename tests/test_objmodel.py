@@ -177,3 +177,82 @@ def test_list_shared_across_a_break_stays_one_object():
     want = f(torch.ones(2))
     got = torchc.compile(f)(torch.ones(2))
     assert_same(got, want)
+
+
+# ---- sets ------------------------------------------------------------------------------
+
+NAMES = {"a", "b"}
+
+
+FIELDS = ("logits", "hidden")
+
+
+def test_sets_and_set_comprehensions():
+    def f(x, allowed):
+        names = {n for n in FIELDS}
+        s = set()
+        t = set(["q", "r"]) | frozenset({"r", "z"})
+        u = {*names, "extra"}
+        y = x * 2 if "logits" in names else x
+        y = y + 1 if "a" in allowed and "z" not in allowed else y
+        y = y + len(u) + len(t) + (3 if "b" in NAMES else 0)
+        return y, names, s, u, frozenset(allowed)
+
+    ex = whole(f, torch.randn(3), {"a", "c"})
+    cf = torchc.compile(f)
+    got = cf(torch.ones(3), {"a", "c"})
+    assert type(got[1]) is set and type(got[2]) is set and type(got[4]) is frozenset
+    got2 = cf(torch.ones(3), {"a", "c"})
+    assert got2[1] is not got[1]                      # a fresh set each call
+    assert_same(cf(torch.ones(3), {"z"}), f(torch.ones(3), {"z"}))   # guarded on the value
+
+
+def test_set_mutation_is_left_to_eager():
+    def f(x, seen):
+        seen.add("k")
+        return x + len(seen)
+
+    s1, s2 = set(), set()
+    assert_same(torchc.compile(f)(torch.ones(2), s2), f(torch.ones(2), s1))
+    assert s1 == s2 == {"k"}
+
+
+def test_id_of_an_object_is_identity_guarded():
+    class Holder:
+        pass
+
+    table = {}
+
+    def f(x, h):
+        return x * 2 if id(h) in table else x + 1
+
+    h1, h2 = Holder(), Holder()
+    table[id(h1)] = 1
+    whole(f, torch.ones(2), h1)
+    cf = torchc.compile(f)
+    assert_same(cf(torch.ones(2), h1), torch.ones(2) * 2)
+    assert_same(cf(torch.ones(2), h2), torch.ones(2) + 1)
+
+
+def test_dict_with_int_keys_passed_in():
+    def f(x, d):
+        return x * d[0] + d[1] + d.get(7, 0.5), 3 in d
+
+    d = {0: 2.0, 1: 3.0, 3: 1.0}
+    whole(f, torch.randn(3), d)
+    cf = torchc.compile(f)
+    d2 = {0: 5.0, 1: 3.0, 7: 1.0}       # same length, another key: guarded
+    assert_same(cf(torch.ones(3), d2), f(torch.ones(3), d2))
+
+
+def test_tiny_llama_one_graph():
+    T = __import__("pytest").importorskip("transformers")
+    cfg = T.LlamaConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
+                        num_key_value_heads=2, vocab_size=100, max_position_embeddings=64)
+    m = T.LlamaForCausalLM(cfg).eval()
+    ids = torch.randint(0, 100, (1, 8))
+    with torch.no_grad():
+        want = m(ids).logits
+        ex = torchc.explain(m)(ids)
+    assert_same(ex.result.logits, want, rtol=1e-4, atol=1e-4)
+    assert ex.graph_count == 1 and ex.graph_break_count == 0, ex
