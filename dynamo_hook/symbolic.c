@@ -3389,9 +3389,9 @@ static dh_entry *trace_once(PyCodeObject *code, PyObject *const *localsplus, PyO
                 opt.device_index = t->device_index > 0 ? t->device_index : 0;
                 opt.opt_level = 3;
                 ic_err err = {0};
-                Py_BEGIN_ALLOW_THREADS
-                compiled = ic_compile(t->g, &opt, &err);
-                Py_END_ALLOW_THREADS
+                compiled = dh_compile(&t->g, &opt, &err); /* eval_frame.c: Ctrl-C heard during it */
+                if (compiled == NULL && t->g == NULL)
+                    goto error; /* interrupted: the graph went with the compile */
                 if (compiled == NULL && dyn && getenv("TORCHC_DEBUG_DYN"))
                     fprintf(stderr, "torchc dyn: compile rejected: %s\n", err.msg);
                 if (compiled == NULL && dyn) {
