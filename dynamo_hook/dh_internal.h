@@ -197,6 +197,9 @@ extern _Thread_local int dh_tl_busy;     /* capture/guards running: hook passes 
 /* PyErr_Clear for "not handled here" spots: clears an Exception, leaves MemoryError,
  * KeyboardInterrupt, SystemExit set (returns -1: the caller propagates it). */
 int dh_clear_expected(void);
+/* ic_compile with the GIL released; on the main thread a signal handler's exception (Ctrl-C)
+ * during it returns NULL at once with the exception set, *g handed to the compile (NULL). */
+ic_compiled *dh_compile(ic_graph **g, const ic_options *opt, ic_err *err);
 PyObject *dh_frame_function(void *frame); /* borrowed */
 
 /* cache.c */

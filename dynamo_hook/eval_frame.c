@@ -16,6 +16,9 @@
 #include <internal/pycore_frame.h>
 #undef Py_BUILD_CORE
 
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -305,6 +308,149 @@ static int transform_args(_PyInterpreterFrame *f) {
     return 0;
 }
 
+/* ---- compiling with Ctrl-C heard ----------------------------------------------------------
+ * On the main thread a CPU graph's ic_compile runs on a helper thread while this one waits (GIL released)
+ * and every 20 ms runs Python's signal handlers: Ctrl-C during a long compile raises
+ * KeyboardInterrupt at once instead of after the compile. The abandoned compile finishes on
+ * its own and frees the graph (handed over) and its result. The exception is kept per thread
+ * until the hook returns it: capture retries (dynamic, then static shapes) see it at once. */
+typedef struct cjob {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    ic_graph *g;
+    ic_options opt;
+    ic_err err;
+    ic_compiled *res;
+    int done, abandoned;
+} cjob;
+
+static unsigned long main_thread;
+static _Atomic int abandoned_jobs; /* compiles left running after an interrupt */
+static _Thread_local PyObject *tl_pending[3]; /* type, value, traceback of an interrupt */
+
+static void cjob_free(cjob *j) {
+    pthread_mutex_destroy(&j->mu);
+    pthread_cond_destroy(&j->cv);
+    free(j);
+}
+
+static void *cjob_run(void *p) {
+    cjob *j = p;
+    ic_compiled *r = ic_compile(j->g, &j->opt, &j->err);
+    pthread_mutex_lock(&j->mu);
+    j->res = r;
+    j->done = 1;
+    int abandoned = j->abandoned;
+    pthread_cond_signal(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+    if (abandoned) {
+        if (r != NULL)
+            ic_compiled_free(r);
+        ic_graph_free(j->g);
+        cjob_free(j);
+        abandoned_jobs--;
+    }
+    return NULL;
+}
+
+/* exit() after a Ctrl-C: LLVM's static destructors must not run under a compile */
+static void wait_abandoned(void) {
+    for (int i = 0; i < 12000 && abandoned_jobs > 0; i++) {
+        struct timespec ts = {0, 10 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+}
+
+static void restore_pending(void) {
+    Py_XINCREF(tl_pending[0]);
+    Py_XINCREF(tl_pending[1]);
+    Py_XINCREF(tl_pending[2]);
+    PyErr_Restore(tl_pending[0], tl_pending[1], tl_pending[2]);
+}
+
+ic_compiled *dh_compile(ic_graph **g, const ic_options *opt, ic_err *err) {
+    if (tl_pending[0] != NULL) { /* interrupted earlier in this capture */
+        restore_pending();
+        snprintf(err->msg, sizeof err->msg, "interrupted");
+        return NULL;
+    }
+    /* CPU graphs only: a GPU compile may time kernels on torch's current stream (per thread) */
+    cjob *j = opt->device == IC_CPU && PyThread_get_thread_ident() == main_thread ? calloc(1, sizeof *j) : NULL;
+    pthread_t th;
+    if (j != NULL) {
+        pthread_mutex_init(&j->mu, NULL);
+        pthread_cond_init(&j->cv, NULL);
+        j->g = *g;
+        j->opt = *opt;
+        if (pthread_create(&th, NULL, cjob_run, j) != 0) {
+            cjob_free(j);
+            j = NULL;
+        } else {
+            pthread_detach(th);
+        }
+    }
+    if (j == NULL) { /* another thread (signals go to the main one), or no thread to be had */
+        ic_compiled *c;
+        Py_BEGIN_ALLOW_THREADS
+        c = ic_compile(*g, opt, err);
+        Py_END_ALLOW_THREADS
+        return c;
+    }
+    for (;;) {
+        int done;
+        Py_BEGIN_ALLOW_THREADS
+        pthread_mutex_lock(&j->mu);
+        if (!j->done) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_nsec += 20 * 1000000L;
+            if (ts.tv_nsec >= 1000000000L) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000L;
+            }
+            pthread_cond_timedwait(&j->cv, &j->mu, &ts);
+        }
+        done = j->done;
+        pthread_mutex_unlock(&j->mu);
+        Py_END_ALLOW_THREADS
+        if (done)
+            break;
+        if (PyErr_CheckSignals() < 0) {
+            pthread_mutex_lock(&j->mu);
+            done = j->done;
+            j->abandoned = !done;
+            if (!done)
+                abandoned_jobs++;
+            pthread_mutex_unlock(&j->mu);
+            if (done) { /* finished meanwhile: drop the result, keep the graph with the trace */
+                if (j->res != NULL)
+                    ic_compiled_free(j->res);
+                cjob_free(j);
+            } else {
+                *g = NULL; /* the helper thread frees it */
+            }
+            PyErr_Fetch(&tl_pending[0], &tl_pending[1], &tl_pending[2]);
+            restore_pending();
+            snprintf(err->msg, sizeof err->msg, "interrupted");
+            return NULL;
+        }
+    }
+    ic_compiled *c = j->res;
+    *err = j->err;
+    cjob_free(j);
+    return c;
+}
+
+/* The exception that interrupted a compile during this capture (new references, once). */
+static int take_pending(void) {
+    if (tl_pending[0] == NULL)
+        return 0;
+    PyErr_Clear();
+    PyErr_Restore(tl_pending[0], tl_pending[1], tl_pending[2]);
+    tl_pending[0] = tl_pending[1] = tl_pending[2] = NULL;
+    return 1;
+}
+
 /* Records a fallback of the whole frame with a reason and runs it eagerly. */
 static PyObject *fallback(PyThreadState *ts, _PyInterpreterFrame *f, const char *why) {
     if (tl_explain != NULL || (dh_log_hook != NULL && tl_fresh)) {
@@ -493,6 +639,12 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
         e = dh_trace_frame(code, (PyObject *const *)f->localsplus, f->f_globals, f->f_builtins,
                            func, cfg, dynmask);
         dh_tl_modtype = 0;
+        if (take_pending()) { /* Ctrl-C (a signal handler's exception) during the compile */
+            if (e != NULL)
+                dh_entry_free(e);
+            dh_tl_busy = 0;
+            return FINISH(ts, f, NULL);
+        }
         if (e == NULL) {
             /* internal fault: never break the program; report through explain/warning */
             dh_tl_busy = 0;
@@ -1088,6 +1240,8 @@ void dh_reset(void) {
 }
 
 int dh_init(PyObject *module) {
+    main_thread = PyThread_get_thread_ident(); /* the module is imported by the main thread */
+    atexit(wait_abandoned);
     if (dh_cache_init() < 0)
         return -1;
     if (dh_symbolic_init() < 0)

@@ -3716,9 +3716,9 @@ static dh_entry *trace_once(PyCodeObject *code, PyObject *const *localsplus, PyO
                 if (train_build(t, &muts, &opt, &train) < 0 && PyErr_Occurred())
                     goto error;
                 if (!t->failed) {
-                Py_BEGIN_ALLOW_THREADS
-                compiled = ic_compile(t->g, &opt, &err);
-                Py_END_ALLOW_THREADS
+                    compiled = dh_compile(&t->g, &opt, &err); /* eval_frame.c: Ctrl-C heard during it */
+                    if (compiled == NULL && t->g == NULL)
+                        goto error; /* interrupted: the graph went with the compile */
                 }
                 if (compiled == NULL && dyn && getenv("TORCHC_DEBUG_DYN"))
                     fprintf(stderr, "torchc dyn: compile rejected: %s\n", err.msg);

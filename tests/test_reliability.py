@@ -229,3 +229,46 @@ def test_locals_after_graph_break(tmp_path):
         assert s == "a_q" and torch.equal(y, torch.full((2,), 2.0))
         print("OK")
     """, tmp_path)
+
+
+def test_interrupt_during_long_compile(tmp_path):
+    # a signal handler's exception (Ctrl-C's KeyboardInterrupt) during a compile arrives at
+    # once, not when the compile ends; the process stays usable and compiles again after it
+    out = run_child("""
+        import signal, time
+        def make(k, n=600):
+            src = "def f(x):\\n" + "".join(f"    x = torch.tanh(x * 0.{5 + i % 4} + {k + i % 3}) + x.abs() * 0.1\\n"
+                                            for i in range(n)) + "    return x\\n"
+            g = {"torch": torch}
+            exec(src, g)
+            return g["f"]
+        x = torch.randn(8)
+        f0 = make(0)
+        t0 = time.time()
+        torch.testing.assert_close(torchc.compile(f0)(x), f0(x), rtol=1e-3, atol=1e-3)
+        full = time.time() - t0
+        def on_alarm(signum, frame):
+            raise KeyboardInterrupt
+        signal.signal(signal.SIGALRM, on_alarm)
+        f1 = make(1)
+        t0 = time.time()
+        signal.setitimer(signal.ITIMER_REAL, full * 0.4)
+        try:
+            torchc.compile(f1)(x)
+        except KeyboardInterrupt:
+            late = time.time() - t0 - full * 0.4
+        else:
+            raise AssertionError("no KeyboardInterrupt")
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        print("full", full, "late", late)
+        assert late < max(0.25, full * 0.3), (full, late)
+        torch.testing.assert_close(torchc.compile(f1)(x), f1(x), rtol=1e-3, atol=1e-3)
+        f2 = make(2)
+        signal.setitimer(signal.ITIMER_REAL, full * 0.3)
+        try:
+            torchc.compile(f2)(x)
+        except KeyboardInterrupt:
+            pass
+        print("OK")   # and exit with f2's compile abandoned: the process must exit cleanly
+    """, tmp_path, timeout=600)
+    print(out)
