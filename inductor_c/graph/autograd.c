@@ -597,7 +597,7 @@ ic_val ic_train_extern(ic_graph *g, ic_extern_kind kind, int nin, const ic_val *
                  .num = 1, .num2 = 1};
     if (nparams < 0 || nparams > IC_EXT_MAXP || nin < 1 || nin > IC_NIN) return gfail(g, "backward extern: bad operands or params");
     for (int i = 0; i < nin; i++) n.in[i] = in[i];
-    memcpy(n.params, params, sizeof(int64_t) * (size_t)nparams);
+    if (nparams > 0) memcpy(n.params, params, sizeof(int64_t) * (size_t)nparams);
     const ic_meta *gm = ic_value_meta(g, in[0]);
     for (int i = 1; i < nin; i++)
         if (ic_value_meta(g, in[i])->dtype != gm->dtype) return gfail(g, "backward extern: operands of different dtypes");
