@@ -499,14 +499,24 @@ def test_sdpa(causal):
                 R(2, 5, 3, 8), R(2, 3, 7, 8), R(2, 3, 7, 8))
 
 
+def test_sdpa_masks():
+    q, k, v = R(2, 3, 5, 8), R(2, 3, 6, 8), R(2, 3, 6, 4)
+    bm = torch.rand(2, 1, 5, 6) > 0.3
+    bm[..., 0] = True  # no fully masked row
+    fm = R(1, 1, 1, 6)
+    grads_match(lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m), q, k, v, bm)
+    grads_match(lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m, scale=0.2), q, k, v, fm,
+                rg=[True, True, True, False])
+
+
 @pytest.mark.allow_fallback
-def test_sdpa_mask_falls_back():
+def test_sdpa_mask_requiring_grad_falls_back():
     q = R(1, 2, 4, 8).requires_grad_(True)
-    m = torch.ones(4, 4).tril().bool()
-    ex = torchc.explain(lambda q: F.scaled_dot_product_attention(q, q, q, attn_mask=m))(q)
+    m = R(4, 4).requires_grad_(True)
+    ex = torchc.explain(lambda q, m: F.scaled_dot_product_attention(q, q, q, attn_mask=m))(q, m)
     assert ex.backward_graph_count == 0 and any("mask" in r for r in ex.break_reasons), ex.break_reasons
     ex.result.sum().backward()
-    assert q.grad is not None
+    assert q.grad is not None and m.grad is not None
 
 
 # ---- AMP ------------------------------------------------------------------------------------------------

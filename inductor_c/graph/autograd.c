@@ -597,7 +597,7 @@ ic_val ic_train_extern(ic_graph *g, ic_extern_kind kind, int nin, const ic_val *
                  .num = 1, .num2 = 1};
     if (nparams < 0 || nparams > IC_EXT_MAXP || nin < 1 || nin > IC_NIN) return gfail(g, "backward extern: bad operands or params");
     for (int i = 0; i < nin; i++) n.in[i] = in[i];
-    memcpy(n.params, params, sizeof(int64_t) * (size_t)nparams);
+    if (nparams > 0) memcpy(n.params, params, sizeof(int64_t) * (size_t)nparams);
     const ic_meta *gm = ic_value_meta(g, in[0]);
     for (int i = 1; i < nin; i++)
         if (ic_value_meta(g, in[i])->dtype != gm->dtype) return gfail(g, "backward extern: operands of different dtypes");
@@ -630,11 +630,43 @@ ic_val ic_train_extern(ic_graph *g, ic_extern_kind kind, int nin, const ic_val *
 }
 
 /* scaled_dot_product_attention (q, k, v [, mask]; params: is_causal; beta: the scale): one
- * extern call computes dq, dk, dv (flat, one buffer), sliced apart here. With a mask: no
- * rule yet (the backward would take 5 operands). */
+ * extern call computes dq, dk, dv (flat, one buffer), sliced apart here; with a mask (5
+ * operands: more than an extern takes) the decomposition above. */
+/* attention with a mask: the backward decomposed in the graph (the probabilities recomputed
+ * from q, k and the mask, [.., L, S] materialized): dV = P^T g, dP = g V^T,
+ * dS = P (dP - rowsum(dP P)), dQ = scale dS K, dK = scale dS^T Q */
+static void sdpa_masked_bwd(ag *a, const ic_node *n, ic_val g) {
+    if (a->need[n->in[3]]) return ag_fail(a, "no backward rule for sdpa with a mask that requires grad");
+    double scale = n->num;
+    ic_val q = X(0), k = X(1), v = X(2), mk = X(3);
+    ic_val in[2] = {q, transpose(a, k)};
+    ic_val sc = mulk(a, ext(a, IC_EXT_MATMUL, 2, in, 0, NULL), scale);
+    if (BM(a, mk)->dtype == IC_BOOL) sc = ic_where(a->b, mk, sc, num(a, -INFINITY));
+    else sc = bin(a, IC_OP_ADD, sc, mk);
+    int nd = BM(a, sc)->ndim;
+    uint32_t last = 1u << (nd - 1);
+    ic_val e = un(a, IC_OP_EXP, bin(a, IC_OP_SUB, sc, ic_reduce(a->b, IC_OP_AMAX, sc, last, 1, -1)));
+    ic_val P = bin(a, IC_OP_DIV, e, ic_reduce(a->b, IC_OP_SUM, e, last, 1, -1));
+    if (NEED(2)) {
+        ic_val i2[2] = {transpose(a, P), g};
+        ag_acc(a, n->in[2], ext(a, IC_EXT_MATMUL, 2, i2, 0, NULL));
+    }
+    ic_val i3[2] = {g, transpose(a, v)};
+    ic_val dP = ext(a, IC_EXT_MATMUL, 2, i3, 0, NULL);
+    ic_val dS = mul(a, P, bin(a, IC_OP_SUB, dP, ic_reduce(a->b, IC_OP_SUM, mul(a, dP, P), last, 1, -1)));
+    if (NEED(0)) {
+        ic_val i4[2] = {dS, k};
+        ag_acc(a, n->in[0], mulk(a, ext(a, IC_EXT_MATMUL, 2, i4, 0, NULL), scale));
+    }
+    if (NEED(1)) {
+        ic_val i5[2] = {transpose(a, dS), q};
+        ag_acc(a, n->in[1], mulk(a, ext(a, IC_EXT_MATMUL, 2, i5, 0, NULL), scale));
+    }
+}
+
 RULE(vjp_sdpa) {
     NODE;
-    if (n->in[3] >= 0) return ag_fail(a, "no backward rule for sdpa with an attention mask");
+    if (n->in[3] >= 0) return sdpa_masked_bwd(a, n, g);
     ic_val in[4] = {g, X(0), X(1), X(2)};
     ic_val flat = ic_extern(a->b, IC_EXT_SDPA_BWD, 4, in, 1, n->params, n->num, 1.0);
     int64_t off = 0;
