@@ -20,6 +20,16 @@ except ImportError:  # pragma: no cover
     sla = None
 
 
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """Training loops of many tiny ops: one intra-op thread (on a loaded machine two threads
+    spin in every OpenMP region of every small GEMM)."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
 def ref_expm(A):
     """float64 reference: scipy's expm (Al-Mohy & Higham Padé) or a long Taylor series with
     scaling and squaring in float64."""
@@ -352,3 +362,31 @@ def test_copying_task_short_run_below_baseline():
     r = copying.run(a)
     assert r["final_loss_mean_last_50"] < 0.7 * r["baseline"], (r["final_loss_mean_last_50"], r["baseline"])
     assert r["orthogonality_error"] < 1e-5
+
+
+# ---- GPU (skipped without CUDA) -----------------------------------------------------------------
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.complex64])
+def test_matrix_exp_cuda(dtype):
+    single = dtype in (torch.float32, torch.complex64)
+    for n, norm, batch in [(16, 0.3, ()), (64, 5.0, (3,)), (200, 40.0, ())]:
+        A = mat(n, norm, dtype, batch=batch)
+        if batch:
+            A[0] *= 1e-3
+        Ac = A.cuda()
+        ref = ref_expm(A) if not batch else torch.stack([ref_expm(a) for a in A])
+        err, terr = rel(torchc._C.matrix_exp(Ac).cpu(), ref), rel(torch.linalg.matrix_exp(Ac).cpu(), ref)
+        assert err <= (max(1e-6, 4 * terr) if single else max(1e-12, 4 * terr)), (n, err, terr)
+        G = torch.randn(A.shape, dtype=dtype)
+        Ag = Ac.clone().requires_grad_()
+        M.matrix_exp(Ag).backward(G.cuda())
+        A64 = A.to(torch.complex128 if dtype.is_complex else torch.float64).clone().requires_grad_()
+        torch.linalg.matrix_exp(A64).backward(G.to(A64.dtype))
+        At = Ac.clone().requires_grad_()
+        torch.linalg.matrix_exp(At).backward(G.cuda())
+        assert rel(Ag.grad.cpu(), A64.grad) <= (max(1e-6, 4 * rel(At.grad.cpu(), A64.grad)) if single else 1e-12)
+    if not dtype.is_complex:
+        f = lambda A: torch.linalg.matrix_exp(A) * 2  # noqa: E731
+        A = mat(32, 3.0, dtype).cuda()
+        assert rel(torchc.compile(f)(A), f(A)) < (1e-5 if single else 1e-11)
+        _one_graph_with(explain_of(f, A), "matrix_exp")
