@@ -549,6 +549,10 @@ static int load_attr(trace *t, const var *o, PyObject *name, var *out) {
             return sym_const(t, PyObject_GetAttr(o->obj, name), out);
         if (PyType_Check(o->obj) && fn_const_attr(n)) /* a class's names */
             return sym_const(t, PyObject_GetAttr(o->obj, name), out);
+        if ((!strcmp(Py_TYPE(o->obj)->tp_name, "torch.finfo") || !strcmp(Py_TYPE(o->obj)->tp_name, "torch.iinfo")) &&
+            n[0] != '_') /* immutable facts of a dtype */
+            return sym_const(t, PyObject_GetAttr(o->obj, name), out) < 0
+                       ? (PyErr_Clear(), sym_fail(t, "attribute %U of %s", name, Py_TYPE(o->obj)->tp_name)) : 0;
         if (strcmp(Py_TYPE(o->obj)->tp_name, "torch.dtype") == 0 &&
             (!strcmp(n, "is_floating_point") || !strcmp(n, "itemsize") || !strcmp(n, "is_complex")))
             return sym_const(t, PyObject_GetAttr(o->obj, name), out);

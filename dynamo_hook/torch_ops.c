@@ -1672,7 +1672,7 @@ static int h_factory(trace *t, const opdef *d, var **p, var *out) {
  * DynamicCache layers start), dtype inferred as torch does */
 static int h_tensor(trace *t, const opdef *d, var **p, var *out) {
     PyObject *items[64];
-    int n = 0, dt = -1, allbool = 1, anyfloat = 0;
+    int n = 0, dt = -1, allbool = 1, anyfloat = 0, scalar = 0;
     const var *data = p[0];
     if (data->kind == V_CONST && (PyList_Check(data->obj) || PyTuple_Check(data->obj))) {
         n = (int)PySequence_Fast_GET_SIZE(data->obj);
@@ -1680,6 +1680,11 @@ static int h_tensor(trace *t, const opdef *d, var **p, var *out) {
             return sym_fail(t, "tensor: data too long");
         for (int i = 0; i < n; i++)
             items[i] = PySequence_Fast_GET_ITEM(data->obj, i);
+    } else if (data->kind == V_CONST && (PyBool_Check(data->obj) || PyLong_CheckExact(data->obj) ||
+                                         PyFloat_CheckExact(data->obj))) {
+        n = 1; /* torch.tensor(number): a 0-d tensor */
+        items[0] = data->obj;
+        scalar = 1;
     } else if (data->kind == V_SEQ && data->n <= 64) {
         n = data->n;
         for (int i = 0; i < n; i++) {
@@ -1730,6 +1735,8 @@ static int h_tensor(trace *t, const opdef *d, var **p, var *out) {
                 return sym_fail(t, "tensor: integer too large");
             v = (double)ll;
         }
+        if (scalar)
+            return tensor_out(t, ic_cast(t->g, ic_scalar(t->g, v, k), (ic_dtype)dt), out);
         ic_val e = ic_expand(t->g, ic_cast(t->g, ic_scalar(t->g, v, k), (ic_dtype)dt), 1, &sz1);
         r = r < 0 ? e : ic_cat(t->g, r, e, 0);
     }
@@ -3893,6 +3900,20 @@ static int call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject 
         if (r == NULL) {
             PyErr_Clear();
             return sym_fail(t, "constant call raised");
+        }
+        return sym_const(t, r, out);
+    }
+    if (PyType_Check(f) && (!strcmp(((PyTypeObject *)f)->tp_name, "torch.finfo") ||
+                            !strcmp(((PyTypeObject *)f)->tp_name, "torch.iinfo")) &&
+        nargs <= 1 && !kwnames && (nargs == 0 || (args[0].kind == V_CONST && sym_dtype_from_object(args[0].obj) >= 0))) {
+        /* torch.finfo(dtype) / torch.iinfo(dtype): facts of a dtype, a constant (its
+         * attributes are read as constants); finfo() is of the default dtype, guarded */
+        if (nargs == 0 && sym_default_dtype(t) < 0)
+            return -1;
+        PyObject *r = nargs ? PyObject_CallOneArg(f, args[0].obj) : PyObject_CallNoArgs(f);
+        if (r == NULL) {
+            PyErr_Clear();
+            return sym_fail(t, "%s() raised (eager will raise)", ((PyTypeObject *)f)->tp_name);
         }
         return sym_const(t, r, out);
     }

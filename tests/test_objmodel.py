@@ -256,3 +256,21 @@ def test_tiny_llama_one_graph():
         ex = torchc.explain(m)(ids)
     assert_same(ex.result.logits, want, rtol=1e-4, atol=1e-4)
     assert ex.graph_count == 1 and ex.graph_break_count == 0, ex
+
+
+def test_finfo_iinfo_are_constants():
+    def f(x):
+        m = torch.finfo(x.dtype).min
+        big = torch.iinfo(torch.int32).max
+        return torch.where(x > 0, x, torch.tensor(m, dtype=x.dtype)), big, torch.finfo(torch.float16).eps
+
+    whole(f, torch.randn(5))
+
+
+def test_tensor_of_a_number_is_0d():
+    def f(x):
+        a = torch.tensor(torch.finfo(x.dtype).min, dtype=x.dtype)
+        b, c, d = torch.tensor(3), torch.tensor(True), torch.tensor(2.5)
+        return torch.where(x > 0, x, a), a, b, c, d, b * x
+
+    whole(f, torch.randn(5))
