@@ -275,7 +275,17 @@ int tc_extern_handler(const ic_extern_call *call, ic_err *err) {
     }
 }
 
-int tc_is_tensor(PyObject *o) { return THPVariable_Check(o) ? 1 : 0; }
+/* THPVariable_Check runs isinstance() for subclasses, which can fail (RecursionError near the
+ * limit, a hostile __class__) and then throws: never let that escape into C (abort); the
+ * object is taken as no tensor and the error is dropped (the caller's next step re-raises it). */
+int tc_is_tensor(PyObject *o) {
+    try {
+        return THPVariable_Check(o) ? 1 : 0;
+    } catch (...) {
+        PyErr_Clear();
+        return 0;
+    }
+}
 
 int tc_is_cuda(PyObject *o) {
     try {

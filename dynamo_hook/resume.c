@@ -500,7 +500,21 @@ PyObject *dh_break_call(PyObject *resume_proto, PyObject *const *locals, int nlo
     argv[nlocals] = fn;
     for (Py_ssize_t k = 0; k < nargs; k++)
         argv[nlocals + 1 + k] = args[k];
+    /* the break frame stands in for the hooked frame (which never ran in the interpreter and
+     * was already counted once by the compiled run's Py_EnterRecursiveCall): it must not count
+     * a second level, or compiled recursion would reach the limit at half eager's depth */
+    PyThreadState *ts = PyThreadState_GET();
+#if PY_VERSION_HEX >= 0x030C0000
+    ts->py_recursion_remaining++;
+#else
+    ts->recursion_remaining++;
+#endif
     res = PyObject_Vectorcall(bfn, argv, (size_t)n, NULL);
+#if PY_VERSION_HEX >= 0x030C0000
+    ts->py_recursion_remaining--;
+#else
+    ts->recursion_remaining--;
+#endif
     if (argv != argv_small)
         PyMem_Free(argv);
     Py_XDECREF(key);

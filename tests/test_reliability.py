@@ -194,12 +194,13 @@ def test_many_buffers(tmp_path):
 def test_config_values(tmp_path):
     run_child("""
         import pytest
-        before = dict(torchc.config._values)
+        names = ("recompile_limit", "num_threads")
+        before = {n: getattr(torchc.config, n) for n in names}
         for name, bad in (("recompile_limit", 2**70), ("recompile_limit", 2**31), ("num_threads", 10**9),
                           ("num_threads", 2**70), ("recompile_limit", 0), ("num_threads", -1)):
             with pytest.raises(ValueError):
                 setattr(torchc.config, name, bad)
-        assert dict(torchc.config._values) == before
+        assert {n: getattr(torchc.config, n) for n in names} == before
         torchc.config.num_threads = 2
         assert torchc.config.num_threads == 2 and torchc._C.get_num_threads() == 2
         torchc.config.recompile_limit = 100
