@@ -3620,25 +3620,6 @@ static dh_entry *trace_once(PyCodeObject *code, PyObject *const *localsplus, PyO
         }
         dh_tl_autocast = vals[DH_NSTATE - 1];
     }
-    /* AMP (issue 22): the graph does not apply autocast's casts, so a frame entered inside
-     * an autocast region runs eagerly, and the autocast state is guarded (a graph traced
-     * outside autocast must not run inside one: eager's dtypes would differ) */
-    {
-        static PyObject *any_autocast;
-        if (any_autocast == NULL) {
-            PyObject *tc = PyImport_ImportModule("torch._C");
-            any_autocast = tc ? PyObject_GetAttrString(tc, "_is_any_autocast_enabled") : NULL;
-            Py_XDECREF(tc);
-            PyErr_Clear();
-        }
-        if (any_autocast != NULL) {
-            int on = sym_state_predicate(t, any_autocast);
-            if (on < 0 && PyErr_Occurred())
-                goto error;
-            if (on == 1)
-                sym_fail(t, "inside an autocast (AMP) region: not captured yet");
-        }
-    }
     f->code = code;
     f->top = 1;
     f->globals = globals;

@@ -208,6 +208,8 @@ def test_torchc_logs_env_var(tmp_path):
     assert "CONSTANT_MATCH 'n' == 2" in r.stderr
 
 
+@pytest.mark.allow_fallback
+@pytest.mark.no_compile
 def test_fullgraph_error_names_user_line():
     def f(x):
         y = x + 1
@@ -266,6 +268,7 @@ def test_torchc_compile_as_dynamo_backend(count):
         torchc.compile(f, 3)
 
 
+@pytest.mark.allow_fallback
 def test_dynamo_backend_partial_support(count):
     """A node torchc cannot compile runs with ATen; the nodes around it stay compiled."""
     def f(x):
@@ -306,6 +309,7 @@ def _save(obj):
     return b.getvalue()
 
 
+@pytest.mark.no_compile
 def test_setattr_reaches_original_module():
     m = torch.nn.Linear(2, 2)
     cm = torchc.compile(m)

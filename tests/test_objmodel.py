@@ -4,6 +4,7 @@ state of the objects the caller holds) and asserts the code was compiled (graph 
 no break), so a silent fallback fails it."""
 import contextvars
 
+import pytest
 import torch
 
 import torchc
@@ -31,6 +32,8 @@ class Lazy:
         raise AttributeError(name)
 
 
+@pytest.mark.allow_fallback
+@pytest.mark.no_compile
 def test_getattr_runs_as_often_as_in_eager():
     calls = []
 
@@ -162,6 +165,8 @@ def test_list_passed_in_is_left_to_eager():
     assert_same(l2[0], l1[0])
 
 
+@pytest.mark.allow_fallback
+@pytest.mark.no_compile
 def test_list_shared_across_a_break_stays_one_object():
     @torchc.disable
     def opaque(l, x):
@@ -207,6 +212,8 @@ def test_sets_and_set_comprehensions():
     assert_same(cf(torch.ones(3), {"z"}), f(torch.ones(3), {"z"}))   # guarded on the value
 
 
+@pytest.mark.allow_fallback
+@pytest.mark.no_compile
 def test_set_mutation_is_left_to_eager():
     def f(x, seen):
         seen.add("k")

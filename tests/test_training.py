@@ -331,6 +331,7 @@ def test_double_backward_raises():
 
 
 @pytest.mark.allow_fallback
+@pytest.mark.no_compile
 def test_no_rule_falls_back_with_reason():
     def f(x):
         return torch.cumprod(x, 1).sum()
@@ -510,6 +511,7 @@ def test_sdpa_masks():
 
 
 @pytest.mark.allow_fallback
+@pytest.mark.no_compile
 def test_sdpa_mask_requiring_grad_falls_back():
     q = R(1, 2, 4, 8).requires_grad_(True)
     m = R(4, 4).requires_grad_(True)
@@ -520,7 +522,7 @@ def test_sdpa_mask_requiring_grad_falls_back():
 
 
 # ---- AMP ------------------------------------------------------------------------------------------------
-def test_autocast_region_runs_eagerly_with_eager_dtypes():
+def test_autocast_region_gets_eager_dtypes():
     m = nn.Sequential(nn.Linear(8, 8), nn.ReLU())
     x = R(4, 8)
     cm = torchc.compile(m)
@@ -529,7 +531,8 @@ def test_autocast_region_runs_eagerly_with_eager_dtypes():
         ex = torchc.explain(cm)(x)
         want = m(x)
     assert ex.result.dtype == want.dtype == torch.bfloat16
-    assert any("autocast" in r for r in ex.break_reasons), ex.break_reasons
+    # the autocast state is guarded; autocast-listed ops (linear here) run with ATen's casts
+    assert any("autocast cpu=bf16" in str(g) for g in ex.guards), ex.guards
     assert cm(x).dtype == torch.float32
 
 
