@@ -249,7 +249,7 @@ write_build_info()
 TORCH_PUBLIC, _ = torch_version()
 
 setup(
-    packages=["torchc"],
+    packages=["torchc", "torchc.manifolds"],
     ext_modules=[extension()],
     cmdclass={"build_ext": BuildExt},
     # one torch ABI: the version built against (a local tag such as +cpu or +cu126 is left

@@ -78,6 +78,8 @@ assert e.graph_count == 1 and e.op_count >= 3, e
 m = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.GELU())
 with torch.no_grad():
     torch.testing.assert_close(torch.compile(m, backend="torchc")(torch.ones(4, 16)), m(torch.ones(4, 16)))
+from torchc import manifolds  # every subpackage is in the wheel
+assert manifolds.__file__.startswith(torchc.__path__[0])
 print("quick start ok:", torchc.__file__)
 PY
 env -u LD_LIBRARY_PATH TORCHC_CACHE_DIR="$W/cache" "$W/venv/bin/python" quickstart.py
