@@ -3176,13 +3176,13 @@ static void record_mutations(trace *t, ic_val *outvals, int *nout, mutlist *m) {
         for (int j = 0; j < *nout; j++)
             if (outvals[j] == now)
                 idx = j;
+        if (!mut_room(t, m)) /* (also when the value is an output already: m->src grows) */
+            return;
         if (idx < 0) {
             if (*nout >= dh_limit.max_outputs) {
                 sym_fail(t, "more than %d outputs (torchc.config.max_outputs)", dh_limit.max_outputs);
                 return;
             }
-            if (!mut_room(t, m))
-                return;
             if (ic_output(t->g, now) < 0) {
                 sym_check_graph(t);
                 return;
