@@ -207,71 +207,6 @@ static LLVMValueRef ixval(cg *g, ic_ix a, bool vec) {
 /* ---- expressions ------------------------------------------------------------------------ */
 static LLVMValueRef emit(cg *g, ic_xid x);
 
-static LLVMValueRef to_bool(cg *g, LLVMValueRef v, ic_dtype from) {
-    LLVMTypeRef t = LLVMTypeOf(v);
-    if (from == IC_BOOL) return v;
-    if (ic_is_float(from)) return LLVMBuildFCmp(B, LLVMRealUNE, v, LLVMConstNull(t), "");
-    return LLVMBuildICmp(B, LLVMIntNE, v, LLVMConstNull(t), "");
-}
-
-/* bf16 bits <-> f32 */
-static LLVMValueRef bf16_to_f32(cg *g, LLVMValueRef v) {
-    int w = g->width;
-    LLVMValueRef x = LLVMBuildZExt(B, v, cg_type(g, IC_I32, w), "");
-    x = LLVMBuildShl(B, x, cg_consti(g, cg_type(g, IC_I32, w), 16), "");
-    return LLVMBuildBitCast(B, x, cg_type(g, IC_F32, w), "");
-}
-
-static LLVMValueRef f32_to_bf16(cg *g, LLVMValueRef f) {
-    /* round to nearest even; NaN stays a (quiet) NaN */
-    int w = g->width;
-    LLVMTypeRef it = cg_type(g, IC_I32, w);
-    LLVMValueRef x = LLVMBuildBitCast(B, f, it, "");
-    LLVMValueRef lsb = LLVMBuildAnd(B, LLVMBuildLShr(B, x, cg_consti(g, it, 16), ""), cg_consti(g, it, 1), "");
-    LLVMValueRef r = LLVMBuildAdd(B, x, LLVMBuildAdd(B, lsb, cg_consti(g, it, 0x7FFF), ""), "");
-    r = LLVMBuildLShr(B, r, cg_consti(g, it, 16), "");
-    LLVMValueRef nan = LLVMBuildFCmp(B, LLVMRealUNO, f, f, "");
-    LLVMValueRef qn = LLVMBuildOr(B, LLVMBuildLShr(B, x, cg_consti(g, it, 16), ""), cg_consti(g, it, 0x40), "");
-    r = LLVMBuildSelect(B, nan, qn, r, "");
-    return LLVMBuildTrunc(B, r, cg_type(g, IC_I16, w), "");
-}
-
-static LLVMValueRef convert(cg *g, LLVMValueRef v, ic_dtype from, ic_dtype to) {
-    if (from == to) return v;
-    if (from == IC_BF16) return convert(g, bf16_to_f32(g, v), IC_F32, to);
-    if (to == IC_BF16) {
-        if (from != IC_F32) v = convert(g, v, from, IC_F32);
-        return f32_to_bf16(g, v);
-    }
-    if (from == IC_F16 && to != IC_F32 && to != IC_F64) return convert(g, convert(g, v, IC_F16, IC_F32), IC_F32, to);
-    if (to == IC_F16 && !ic_is_float(from)) return convert(g, convert(g, v, from, IC_F32), IC_F32, IC_F16);
-    LLVMTypeRef tt = cg_type(g, to, g->width);
-    if (to == IC_BOOL) return to_bool(g, v, from);
-    bool fu = from == IC_BOOL || from == IC_U8;
-    if (ic_is_float(to)) {
-        if (ic_is_float(from)) return LLVMBuildFPCast(B, v, tt, "");
-        return fu ? LLVMBuildUIToFP(B, v, tt, "") : LLVMBuildSIToFP(B, v, tt, "");
-    }
-    if (ic_is_float(from)) return ol_fp_to_int(g, v, to, tt); /* toward zero; out of range as eager */
-    return LLVMBuildIntCast2(B, v, tt, !fu, "");
-}
-
-static bool is_unsigned(ic_dtype t) { return t == IC_BOOL || t == IC_U8; }
-
-static LLVMValueRef isnan_(cg *g, LLVMValueRef v) { return LLVMBuildFCmp(B, LLVMRealUNO, v, v, ""); }
-
-static LLVMValueRef fmaxmin(cg *g, LLVMValueRef a, LLVMValueRef b, bool max) {
-    LLVMValueRef gt = LLVMBuildFCmp(B, max ? LLVMRealOGT : LLVMRealOLT, a, b, "");
-    LLVMValueRef r = LLVMBuildSelect(B, gt, a, b, "");
-    r = LLVMBuildSelect(B, isnan_(g, a), a, r, "");
-    return LLVMBuildSelect(B, isnan_(g, b), b, r, "");
-}
-
-static LLVMValueRef imaxmin(cg *g, LLVMValueRef a, LLVMValueRef b, bool max, ic_dtype t) {
-    LLVMIntPredicate p = is_unsigned(t) ? (max ? LLVMIntUGT : LLVMIntULT) : (max ? LLVMIntSGT : LLVMIntSLT);
-    return LLVMBuildSelect(B, LLVMBuildICmp(B, p, a, b, ""), a, b, "");
-}
-
 static LLVMValueRef fconst(cg *g, LLVMValueRef like, double v) { return cg_constf(g, LLVMTypeOf(like), v); }
 
 /* A size or count as an i64: a constant, or (dynamic graphs, tainted) its monomial in
@@ -299,200 +234,6 @@ static LLVMValueRef fcount(cg *g, LLVMValueRef like, int64_t n) {
     bool vec = LLVMGetTypeKind(t) == LLVMVectorTypeKind;
     LLVMValueRef f = LLVMBuildSIToFP(B, cg_size(g, n), vec ? LLVMGetElementType(t) : t, "");
     return vec ? cg_splat(g, f, (int)LLVMGetVectorSize(t)) : f;
-}
-
-static LLVMValueRef unary(cg *g, ic_op op, ic_dtype t, LLVMValueRef a) {
-    LLVMTypeRef ty = LLVMTypeOf(a);
-    bool f = ic_is_float(t), f32 = t == IC_F32;
-    switch (op) {
-    case IC_OP_NEG: return f ? LLVMBuildFNeg(B, a, "") : LLVMBuildNeg(B, a, "");
-    case IC_OP_ABS:
-        if (f) return cg_intrin(g, "llvm.fabs", &ty, 1, &a, 1);
-        if (is_unsigned(t)) return a;
-        return LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, a, LLVMConstNull(ty), ""),
-                               LLVMBuildNeg(B, a, ""), a, "");
-    case IC_OP_RELU:
-        if (f) return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOLT, a, LLVMConstNull(ty), ""),
-                                      LLVMConstNull(ty), a, "");
-        if (is_unsigned(t)) return a;
-        return LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, a, LLVMConstNull(ty), ""),
-                               LLVMConstNull(ty), a, "");
-    case IC_OP_LOGICAL_NOT: return LLVMBuildNot(B, a, "");
-    case IC_OP_EXP: return f32 ? vm_exp(g, a) : cg_intrin(g, "llvm.exp", &ty, 1, &a, 1);
-    case IC_OP_LOG: return f32 ? vm_log(g, a) : cg_intrin(g, "llvm.log", &ty, 1, &a, 1);
-    case IC_OP_SQRT: return cg_intrin(g, "llvm.sqrt", &ty, 1, &a, 1);
-    case IC_OP_RSQRT:
-        return LLVMBuildFDiv(B, fconst(g, a, 1.0), cg_intrin(g, "llvm.sqrt", &ty, 1, &a, 1), "");
-    case IC_OP_RECIPROCAL: return LLVMBuildFDiv(B, fconst(g, a, 1.0), a, "");
-    case IC_OP_SIGMOID:
-        if (f32) return vm_sigmoid(g, a);
-        return LLVMBuildFDiv(B, fconst(g, a, 1.0),
-                             LLVMBuildFAdd(B, fconst(g, a, 1.0), unary(g, IC_OP_EXP, t, LLVMBuildFNeg(B, a, "")), ""), "");
-    case IC_OP_TANH: return f32 ? vm_tanh(g, a) : cg_libm1(g, "tanh", a);
-    case IC_OP_SILU: return LLVMBuildFMul(B, a, unary(g, IC_OP_SIGMOID, t, a), "");
-    case IC_OP_GELU: {
-        if (f32) return vm_gelu(g, a);
-        /* 1 + erf(s) = erfc(-s): no cancellation for negative inputs */
-        LLVMValueRef s = LLVMBuildFMul(B, a, fconst(g, a, -0.70710678118654752440), "");
-        LLVMValueRef h = LLVMBuildFMul(B, a, fconst(g, a, 0.5), "");
-        return LLVMBuildFMul(B, h, cg_libm1(g, "erfc", s), "");
-    }
-    case IC_OP_GELU_TANH: {
-        /* x/2 (1 + tanh(u)) = x * sigmoid(2u) */
-        LLVMValueRef x3 = LLVMBuildFMul(B, LLVMBuildFMul(B, a, a, ""), a, "");
-        LLVMValueRef in = LLVMBuildFAdd(B, a, LLVMBuildFMul(B, x3, fconst(g, a, 0.044715), ""), "");
-        in = LLVMBuildFMul(B, in, fconst(g, a, 2 * 0.79788456080286535588), "");
-        return LLVMBuildFMul(B, a, unary(g, IC_OP_SIGMOID, t, in), "");
-    }
-    case IC_OP_SIN: return cg_intrin(g, "llvm.sin", &ty, 1, &a, 1);
-    case IC_OP_COS: return cg_intrin(g, "llvm.cos", &ty, 1, &a, 1);
-    case IC_OP_FLOOR: return f ? cg_intrin(g, "llvm.floor", &ty, 1, &a, 1) : a;
-    case IC_OP_CEIL: return f ? cg_intrin(g, "llvm.ceil", &ty, 1, &a, 1) : a;
-    case IC_OP_ROUND: return f ? cg_intrin(g, "llvm.roundeven", &ty, 1, &a, 1) : a;
-    case IC_OP_TRUNC: return f ? cg_intrin(g, "llvm.trunc", &ty, 1, &a, 1) : a;
-    case IC_OP_SIGN: {
-        if (t == IC_BOOL) return a;
-        LLVMValueRef z = LLVMConstNull(ty);
-        LLVMValueRef pos = f ? LLVMBuildFCmp(B, LLVMRealOGT, a, z, "") : LLVMBuildICmp(B, is_unsigned(t) ? LLVMIntUGT : LLVMIntSGT, a, z, "");
-        LLVMValueRef neg = f ? LLVMBuildFCmp(B, LLVMRealOLT, a, z, "") : LLVMBuildICmp(B, LLVMIntSLT, a, z, "");
-        LLVMValueRef one = f ? fconst(g, a, 1.0) : cg_consti(g, ty, 1);
-        LLVMValueRef mone = f ? fconst(g, a, -1.0) : cg_consti(g, ty, -1);
-        return LLVMBuildSelect(B, pos, one, LLVMBuildSelect(B, neg, mone, z, ""), "");
-    }
-    case IC_OP_ERF: return f32 ? vm_erf(g, a) : cg_libm1(g, "erf", a);
-    case IC_OP_LOG1P: {
-        if (!f32) return cg_libm1(g, "log1p", a);
-        /* log(u) - ((u - 1) - x) / u, u = 1 + x: exact for tiny x */
-        LLVMValueRef u = LLVMBuildFAdd(B, fconst(g, a, 1.0), a, "");
-        LLVMValueRef lu = vm_log(g, u);
-        LLVMValueRef corr = LLVMBuildFDiv(B, LLVMBuildFSub(B, LLVMBuildFSub(B, u, fconst(g, a, 1.0), ""), a, ""), u, "");
-        LLVMValueRef r = LLVMBuildFSub(B, lu, corr, "");
-        LLVMValueRef big = LLVMBuildFCmp(B, LLVMRealOEQ, u, fconst(g, a, __builtin_inf()), "");
-        r = LLVMBuildSelect(B, big, u, r, "");
-        return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOEQ, u, fconst(g, a, 1.0), ""), a, r, "");
-    }
-    case IC_OP_EXPM1: {
-        if (!f32) return cg_libm1(g, "expm1", a);
-        /* Kahan: (u - 1) * x / log(u), u = exp(x) */
-        LLVMValueRef u = vm_exp(g, a);
-        LLVMValueRef um1 = LLVMBuildFSub(B, u, fconst(g, a, 1.0), "");
-        LLVMValueRef r = LLVMBuildFDiv(B, LLVMBuildFMul(B, um1, a, ""), vm_log(g, u), "");
-        r = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOEQ, um1, fconst(g, a, -1.0), ""), um1, r, "");
-        r = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOEQ, u, fconst(g, a, __builtin_inf()), ""), u, r, "");
-        return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOEQ, u, fconst(g, a, 1.0), ""), a, r, "");
-    }
-    case IC_OP_LOG2: return cg_intrin(g, "llvm.log2", &ty, 1, &a, 1);
-    case IC_OP_EXP2: return cg_intrin(g, "llvm.exp2", &ty, 1, &a, 1);
-    case IC_OP_TAN: return cg_libm1(g, f32 ? "tanf" : "tan", a);
-    case IC_OP_ATAN: return cg_libm1(g, f32 ? "atanf" : "atan", a);
-    case IC_OP_ISNAN:
-        return f ? LLVMBuildFCmp(B, LLVMRealUNO, a, a, "") : cg_consti(g, cg_type(g, IC_BOOL, g->width), 0);
-    case IC_OP_ISINF:
-        if (!f) return cg_consti(g, cg_type(g, IC_BOOL, g->width), 0);
-        return LLVMBuildFCmp(B, LLVMRealOEQ, cg_intrin(g, "llvm.fabs", &ty, 1, &a, 1), fconst(g, a, __builtin_inf()), "");
-    case IC_OP_ISFINITE:
-        if (!f) return cg_consti(g, cg_type(g, IC_BOOL, g->width), 1);
-        return LLVMBuildFCmp(B, LLVMRealOLT, cg_intrin(g, "llvm.fabs", &ty, 1, &a, 1), fconst(g, a, __builtin_inf()), "");
-    case IC_OP_BITWISE_NOT: return LLVMBuildNot(B, a, "");
-    default: ic_fail(g->c, IC_EUNSUPPORTED, "codegen: unary %s", ic_op_name(op));
-    }
-}
-
-/* float fmod / remainder / floor_divide with eager's rules */
-static LLVMValueRef fdivmod(cg *g, ic_op op, LLVMValueRef a, LLVMValueRef b) {
-    LLVMValueRef z = LLVMConstNull(LLVMTypeOf(a));
-    LLVMValueRef mod = LLVMBuildFRem(B, a, b, "");
-    if (op == IC_OP_FMOD) return mod;
-    LLVMValueRef sdiff = LLVMBuildXor(B, LLVMBuildFCmp(B, LLVMRealOLT, mod, z, ""), LLVMBuildFCmp(B, LLVMRealOLT, b, z, ""), "");
-    LLVMValueRef fix = LLVMBuildAnd(B, LLVMBuildFCmp(B, LLVMRealONE, mod, z, ""), sdiff, "");
-    if (op == IC_OP_REMAINDER) return LLVMBuildSelect(B, fix, LLVMBuildFAdd(B, mod, b, ""), mod, "");
-    /* floor_divide */
-    LLVMTypeRef ty = LLVMTypeOf(a);
-    LLVMValueRef div = LLVMBuildFDiv(B, LLVMBuildFSub(B, a, mod, ""), b, "");
-    div = LLVMBuildSelect(B, fix, LLVMBuildFSub(B, div, fconst(g, a, 1.0), ""), div, "");
-    LLVMValueRef fl = cg_intrin(g, "llvm.floor", &ty, 1, &div, 1);
-    LLVMValueRef up = LLVMBuildFCmp(B, LLVMRealOGT, LLVMBuildFSub(B, div, fl, ""), fconst(g, a, 0.5), "");
-    fl = LLVMBuildSelect(B, up, LLVMBuildFAdd(B, fl, fconst(g, a, 1.0), ""), fl, "");
-    LLVMValueRef q = LLVMBuildFDiv(B, a, b, "");
-    LLVMValueRef args[2] = {z, q};
-    LLVMValueRef zs = cg_intrin(g, "llvm.copysign", &ty, 1, args, 2);
-    LLVMValueRef r = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealUNE, div, z, ""), fl, zs, "");
-    return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOEQ, b, z, ""), q, r, "");
-}
-
-/* integer versions; a zero divisor yields garbage instead of trapping (eager raises) and
- * INT_MIN / -1 wraps */
-static LLVMValueRef idivmod(cg *g, ic_op op, ic_dtype t, LLVMValueRef a, LLVMValueRef b) {
-    LLVMTypeRef ty = LLVMTypeOf(a);
-    LLVMValueRef z = LLVMConstNull(ty), one = cg_consti(g, ty, 1);
-    if (is_unsigned(t)) {
-        LLVMValueRef bb = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntEQ, b, z, ""), one, b, "");
-        return op == IC_OP_FLOOR_DIVIDE ? LLVMBuildUDiv(B, a, bb, "") : LLVMBuildURem(B, a, bb, "");
-    }
-    LLVMValueRef m1 = LLVMBuildICmp(B, LLVMIntEQ, b, cg_consti(g, ty, -1), "");
-    LLVMValueRef bad = LLVMBuildOr(B, m1, LLVMBuildICmp(B, LLVMIntEQ, b, z, ""), "");
-    LLVMValueRef bb = LLVMBuildSelect(B, bad, one, b, "");
-    LLVMValueRef q = LLVMBuildSDiv(B, a, bb, ""), r = LLVMBuildSRem(B, a, bb, "");
-    q = LLVMBuildSelect(B, m1, LLVMBuildNeg(B, a, ""), q, "");
-    r = LLVMBuildSelect(B, m1, z, r, "");
-    if (op == IC_OP_FMOD) return r;
-    LLVMValueRef fix = LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntNE, r, z, ""),
-                                    LLVMBuildICmp(B, LLVMIntSLT, LLVMBuildXor(B, r, b, ""), z, ""), "");
-    if (op == IC_OP_REMAINDER) return LLVMBuildSelect(B, fix, LLVMBuildAdd(B, r, b, ""), r, "");
-    return LLVMBuildSelect(B, fix, LLVMBuildSub(B, q, one, ""), q, "");
-}
-
-static LLVMValueRef binary(cg *g, ic_op op, ic_dtype rt, ic_dtype ct, LLVMValueRef a,
-                           LLVMValueRef b, ic_xid bx) {
-    LLVMTypeRef ty = LLVMTypeOf(a);
-    bool f = ic_is_float(ct), u = is_unsigned(ct);
-    if (ct == IC_BOOL) {
-        switch (op) {
-        case IC_OP_ADD: case IC_OP_MAXIMUM: case IC_OP_LOGICAL_OR: return LLVMBuildOr(B, a, b, "");
-        case IC_OP_MUL: case IC_OP_MINIMUM: case IC_OP_LOGICAL_AND: return LLVMBuildAnd(B, a, b, "");
-        default: break;
-        }
-    }
-    switch (op) {
-    case IC_OP_ADD: return f ? LLVMBuildFAdd(B, a, b, "") : LLVMBuildAdd(B, a, b, "");
-    case IC_OP_SUB: return f ? LLVMBuildFSub(B, a, b, "") : LLVMBuildSub(B, a, b, "");
-    case IC_OP_MUL: return f ? LLVMBuildFMul(B, a, b, "") : LLVMBuildMul(B, a, b, "");
-    case IC_OP_DIV: return LLVMBuildFDiv(B, a, b, "");
-    case IC_OP_MAXIMUM: return f ? fmaxmin(g, a, b, true) : imaxmin(g, a, b, true, ct);
-    case IC_OP_MINIMUM: return f ? fmaxmin(g, a, b, false) : imaxmin(g, a, b, false, ct);
-    case IC_OP_POW: {
-        const ic_x *e = &g->c->xs[bx];
-        if (e->kind == X_CONST) {
-            double p = e->cval;
-            if (p == 1.0) return a;
-            if (p == 2.0) return LLVMBuildFMul(B, a, a, "");
-            if (p == 3.0) return LLVMBuildFMul(B, LLVMBuildFMul(B, a, a, ""), a, "");
-            if (p == 0.5) return cg_intrin(g, "llvm.sqrt", &ty, 1, &a, 1);
-            if (p == -1.0) return LLVMBuildFDiv(B, fconst(g, a, 1.0), a, "");
-            if (p == -2.0) return LLVMBuildFDiv(B, fconst(g, a, 1.0), LLVMBuildFMul(B, a, a, ""), "");
-            if (p == -0.5)
-                return LLVMBuildFDiv(B, fconst(g, a, 1.0), cg_intrin(g, "llvm.sqrt", &ty, 1, &a, 1), "");
-            if (p == 0.0) return fconst(g, a, 1.0);
-        }
-        LLVMValueRef args[2] = {a, b};
-        return cg_intrin(g, "llvm.pow", &ty, 1, args, 2);
-    }
-    case IC_OP_EQ: return f ? LLVMBuildFCmp(B, LLVMRealOEQ, a, b, "") : LLVMBuildICmp(B, LLVMIntEQ, a, b, "");
-    case IC_OP_NE: return f ? LLVMBuildFCmp(B, LLVMRealUNE, a, b, "") : LLVMBuildICmp(B, LLVMIntNE, a, b, "");
-    case IC_OP_LT: return f ? LLVMBuildFCmp(B, LLVMRealOLT, a, b, "") : LLVMBuildICmp(B, u ? LLVMIntULT : LLVMIntSLT, a, b, "");
-    case IC_OP_LE: return f ? LLVMBuildFCmp(B, LLVMRealOLE, a, b, "") : LLVMBuildICmp(B, u ? LLVMIntULE : LLVMIntSLE, a, b, "");
-    case IC_OP_GT: return f ? LLVMBuildFCmp(B, LLVMRealOGT, a, b, "") : LLVMBuildICmp(B, u ? LLVMIntUGT : LLVMIntSGT, a, b, "");
-    case IC_OP_GE: return f ? LLVMBuildFCmp(B, LLVMRealOGE, a, b, "") : LLVMBuildICmp(B, u ? LLVMIntUGE : LLVMIntSGE, a, b, "");
-    case IC_OP_BITWISE_AND: return LLVMBuildAnd(B, a, b, "");
-    case IC_OP_BITWISE_OR: return LLVMBuildOr(B, a, b, "");
-    case IC_OP_BITWISE_XOR: case IC_OP_LOGICAL_XOR: return LLVMBuildXor(B, a, b, "");
-    case IC_OP_ATAN2: return cg_libm2(g, ct == IC_F32 ? "atan2f" : "atan2", a, b);
-    case IC_OP_FMOD: case IC_OP_REMAINDER: case IC_OP_FLOOR_DIVIDE:
-        return f ? fdivmod(g, op, a, b) : idivmod(g, op, ct, a, b);
-    default: break;
-    }
-    (void)rt;
-    ic_fail(g->c, IC_EUNSUPPORTED, "codegen: binary %s on %s", ic_op_name(op), ic_dtype_name(ct));
 }
 
 static LLVMValueRef all_ones(cg *g) {
@@ -634,15 +375,15 @@ static LLVMValueRef emit(cg *g, ic_xid x) {
         r = cg_splat(g, g->rowval[e.a], g->width);
         break;
     case X_CAST:
-        r = convert(g, emit(g, e.a), g->c->xs[e.a].dtype, e.dtype);
+        r = ol_convert(g, emit(g, e.a), g->c->xs[e.a].dtype, e.dtype);
         break;
     case X_OP: {
         ic_kind k = ic_op_kind(e.op);
         LLVMValueRef a = emit(g, e.a);
         if (k == IC_K_UNARY) {
-            r = unary(g, e.op, g->c->xs[e.a].dtype, a);
+            r = ol_unary(g, e.op, g->c->xs[e.a].dtype, a);
         } else if (k == IC_K_BINARY) {
-            r = binary(g, e.op, e.dtype, g->c->xs[e.a].dtype, a, emit(g, e.b), e.b);
+            r = ol_binary(g, e.op, g->c->xs[e.a].dtype, a, emit(g, e.b), e.b);
         } else if (e.op == IC_OP_WHERE) {
             r = LLVMBuildSelect(B, a, emit(g, e.b), emit(g, e.c), "");
         } else {
@@ -685,64 +426,6 @@ static void store(cg *g, const ic_item *it, LLVMValueRef v) {
 }
 
 /* ---- reductions ------------------------------------------------------------------------- */
-static LLVMValueRef red_identity(cg *g, const ic_item *it, int width) {
-    LLVMTypeRef t = cg_type(g, it->acc, width);
-    bool f = ic_is_float(it->acc);
-    bool max = it->red_op == IC_OP_AMAX || it->red_op == IC_OP_ARGMAX;
-    if (it->red_op == IC_OP_SUM || it->red_op == IC_OP_MEAN) return LLVMConstNull(t);
-    if (it->red_op == IC_OP_PROD) return f ? cg_constf(g, t, 1.0) : cg_consti(g, t, 1);
-    if (f) return cg_constf(g, t, max ? -__builtin_inf() : __builtin_inf());
-    if (is_unsigned(it->acc)) return max ? LLVMConstNull(t) : LLVMConstAllOnes(t);
-    unsigned bits = (unsigned)ic_dtype_size(it->acc) * 8;
-    long long lo = bits == 64 ? INT64_MIN : -(1LL << (bits - 1));
-    return cg_consti(g, t, max ? lo : ~lo);
-}
-
-static LLVMValueRef red_combine(cg *g, const ic_item *it, LLVMValueRef acc, LLVMValueRef x) {
-    bool f = ic_is_float(it->acc);
-    switch (it->red_op) {
-    case IC_OP_SUM:
-    case IC_OP_MEAN:
-        if (it->acc == IC_BOOL) return LLVMBuildOr(B, acc, x, "");
-        return f ? LLVMBuildFAdd(B, acc, x, "") : LLVMBuildAdd(B, acc, x, "");
-    case IC_OP_PROD:
-        if (it->acc == IC_BOOL) return LLVMBuildAnd(B, acc, x, "");
-        return f ? LLVMBuildFMul(B, acc, x, "") : LLVMBuildMul(B, acc, x, "");
-    case IC_OP_AMAX:
-    case IC_OP_AMIN: {
-        bool max = it->red_op == IC_OP_AMAX;
-        if (!f) return imaxmin(g, x, acc, max, it->acc);
-        /* NaN-propagating: once a lane holds NaN it keeps it */
-        LLVMValueRef better = LLVMBuildFCmp(B, max ? LLVMRealOGT : LLVMRealOLT, x, acc, "");
-        better = LLVMBuildOr(B, better, isnan_(g, x), "");
-        return LLVMBuildSelect(B, better, x, acc, "");
-    }
-    default:
-        ic_fail(g->c, IC_EINTERNAL, "codegen: reduction %s", ic_op_name(it->red_op));
-    }
-}
-
-/* argmax/argmin: take (x, xi) over (acc, ai) when x is better, or equal (NaN equal to NaN)
- * with a smaller index: the first extreme wins whatever the order of combination. */
-static void arg_combine(cg *g, const ic_item *it, LLVMValueRef acc, LLVMValueRef ai, LLVMValueRef x,
-                        LLVMValueRef xi, LLVMValueRef *ro, LLVMValueRef *ri) {
-    bool max = it->red_op == IC_OP_ARGMAX;
-    LLVMValueRef better, tie;
-    if (ic_is_float(it->acc)) {
-        LLVMValueRef xn = isnan_(g, x), an = isnan_(g, acc);
-        better = LLVMBuildFCmp(B, max ? LLVMRealOGT : LLVMRealOLT, x, acc, "");
-        better = LLVMBuildOr(B, better, LLVMBuildAnd(B, xn, LLVMBuildNot(B, an, ""), ""), "");
-        tie = LLVMBuildOr(B, LLVMBuildFCmp(B, LLVMRealOEQ, x, acc, ""), LLVMBuildAnd(B, xn, an, ""), "");
-    } else {
-        bool u = is_unsigned(it->acc);
-        better = LLVMBuildICmp(B, max ? (u ? LLVMIntUGT : LLVMIntSGT) : (u ? LLVMIntULT : LLVMIntSLT), x, acc, "");
-        tie = LLVMBuildICmp(B, LLVMIntEQ, x, acc, "");
-    }
-    LLVMValueRef take = LLVMBuildOr(B, better, LLVMBuildAnd(B, tie, LLVMBuildICmp(B, LLVMIntSLT, xi, ai, ""), ""), "");
-    *ro = LLVMBuildSelect(B, take, x, acc, "");
-    *ri = LLVMBuildSelect(B, take, xi, ai, "");
-}
-
 static void arg_hreduce(cg *g, const ic_item *it, LLVMValueRef v, LLVMValueRef vi, LLVMValueRef *ro,
                         LLVMValueRef *ri) {
     for (int w = IC_VF / 2; w >= 1; w /= 2) {
@@ -756,7 +439,7 @@ static void arg_hreduce(cg *g, const ic_item *it, LLVMValueRef v, LLVMValueRef v
         LLVMValueRef b = LLVMBuildShuffleVector(B, v, LLVMGetPoison(LLVMTypeOf(v)), mh, "");
         LLVMValueRef ai = LLVMBuildShuffleVector(B, vi, LLVMGetPoison(LLVMTypeOf(vi)), ml, "");
         LLVMValueRef bi = LLVMBuildShuffleVector(B, vi, LLVMGetPoison(LLVMTypeOf(vi)), mh, "");
-        arg_combine(g, it, a, ai, b, bi, &v, &vi);
+        ol_arg_combine(g, it, a, ai, b, bi, &v, &vi);
     }
     *ro = LLVMBuildExtractElement(B, v, LLVMConstInt(g->i32, 0, 0), "");
     *ri = LLVMBuildExtractElement(B, vi, LLVMConstInt(g->i32, 0, 0), "");
@@ -771,7 +454,7 @@ static LLVMValueRef hreduce(cg *g, const ic_item *it, LLVMValueRef v) {
         }
         LLVMValueRef a = LLVMBuildShuffleVector(B, v, LLVMGetPoison(LLVMTypeOf(v)), LLVMConstVector(lo, (unsigned)w), "");
         LLVMValueRef b = LLVMBuildShuffleVector(B, v, LLVMGetPoison(LLVMTypeOf(v)), LLVMConstVector(hi, (unsigned)w), "");
-        v = red_combine(g, it, a, b);
+        v = ol_red_combine(g, it, a, b);
     }
     return LLVMBuildExtractElement(B, v, LLVMConstInt(g->i32, 0, 0), "");
 }
@@ -781,7 +464,7 @@ static void finish_reduce(cg *g, ic_kernel *k, int j, LLVMValueRef r) {
     ic_item *it = &k->items[j];
     if (it->red_op == IC_OP_MEAN) r = LLVMBuildFDiv(B, r, fcount(g, r, it->red_count), "");
     g->rowval[j] = r;
-    if (it->store) store(g, it, convert(g, r, ic_is_arg(it->red_op) ? IC_I64 : it->acc, it->dtype));
+    if (it->store) store(g, it, ol_convert(g, r, ic_is_arg(it->red_op) ? IC_I64 : it->acc, it->dtype));
 }
 static void emit_items(cg *g, ic_kernel *k, int pos, LLVMValueRef *vacc, LLVMValueRef *sacc) {
     g->gen++;
@@ -797,11 +480,11 @@ static void emit_items(cg *g, ic_kernel *k, int pos, LLVMValueRef *vacc, LLVMVal
                 LLVMValueRef idxp = g->width > 1 ? vacc[k->nitems + j] : sacc[k->nitems + j];
                 LLVMTypeRef it64 = cg_type(g, IC_I64, g->width);
                 LLVMValueRef ai = LLVMBuildLoad2(B, it64, idxp, ""), ro, ri;
-                arg_combine(g, it, acc, ai, v, cg_splat(g, emit(g, it->expr2), g->width), &ro, &ri);
+                ol_arg_combine(g, it, acc, ai, v, cg_splat(g, emit(g, it->expr2), g->width), &ro, &ri);
                 LLVMBuildStore(B, ro, accp);
                 LLVMBuildStore(B, ri, idxp);
             } else {
-                LLVMBuildStore(B, red_combine(g, it, acc, v), accp);
+                LLVMBuildStore(B, ol_red_combine(g, it, acc, v), accp);
             }
         } else if (it->store) {
             store(g, it, v);
@@ -830,8 +513,8 @@ static void gen_pass(cg *g, ic_kernel *k, int pos, LLVMValueRef tile) {
         if (it->pos != pos || it->kind != IT_REDUCE) continue;
         vacc[j] = alloca_(g, cg_type(g, it->acc, IC_VF));
         sacc[j] = alloca_(g, cg_type(g, it->acc, 1));
-        LLVMBuildStore(B, red_identity(g, it, IC_VF), vacc[j]);
-        LLVMBuildStore(B, red_identity(g, it, 1), sacc[j]);
+        LLVMBuildStore(B, ol_red_identity(g, it, IC_VF), vacc[j]);
+        LLVMBuildStore(B, ol_red_identity(g, it, 1), sacc[j]);
         if (ic_is_arg(it->red_op)) {
             int n = k->nitems + j;
             vacc[n] = alloca_(g, cg_type(g, IC_I64, IC_VF));
@@ -908,7 +591,7 @@ static void gen_pass(cg *g, ic_kernel *k, int pos, LLVMValueRef tile) {
             LLVMValueRef ch = LLVMBuildAdd(B, cl.i, CH, "");
             ch = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, ch, hi, ""), ch, hi, "");
             for (int j = 0; j < k->nitems; j++)
-                if (bacc[j] != vacc[j]) LLVMBuildStore(B, red_identity(g, &k->items[j], IC_VF), bacc[j]);
+                if (bacc[j] != vacc[j]) LLVMBuildStore(B, ol_red_identity(g, &k->items[j], IC_VF), bacc[j]);
             lp_begin(g, &vl, vi, cl.i, ch, IC_VF);
             g->width = IC_VF;
             g->vec_var = iv;
@@ -954,14 +637,14 @@ static void gen_pass(cg *g, ic_kernel *k, int pos, LLVMValueRef tile) {
                 LLVMValueRef hv, hi, rv;
                 arg_hreduce(g, it, LLVMBuildLoad2(B, cg_type(g, it->acc, IC_VF), vacc[j], ""),
                             LLVMBuildLoad2(B, cg_type(g, IC_I64, IC_VF), vacc[n], ""), &hv, &hi);
-                arg_combine(g, it, hv, hi, sv, si, &rv, &si);
+                ol_arg_combine(g, it, hv, hi, sv, si, &rv, &si);
             }
             r = si;
         } else {
             r = LLVMBuildLoad2(B, cg_type(g, it->acc, 1), sacc[j], "");
             if (k->ninner > 0) {
                 LLVMValueRef v = LLVMBuildLoad2(B, cg_type(g, it->acc, IC_VF), vacc[j], "");
-                r = red_combine(g, it, hreduce(g, it, v), r);
+                r = ol_red_combine(g, it, hreduce(g, it, v), r);
             }
         }
         if (k->split) {
@@ -1046,7 +729,7 @@ static void gen_row_vouter(cg *g, ic_kernel *k, LLVMValueRef base, LLVMValueRef 
             for (int j = 0; j < n; j++) {
                 ic_item *it = &k->items[j];
                 if (it->pos != pos || it->kind != IT_REDUCE) continue;
-                LLVMBuildStore(B, red_identity(g, it, IC_VF), uptr(g, cg_type(g, it->acc, IC_VF), acc[j], L.i));
+                LLVMBuildStore(B, ol_red_identity(g, it, IC_VF), uptr(g, cg_type(g, it->acc, IC_VF), acc[j], L.i));
                 if (ic_is_arg(it->red_op)) LLVMBuildStore(B, cg_consti(g, vi64, INT64_MAX), uptr(g, vi64, acc[n + j], L.i));
                 if (col_blocked_item(it, pos) && last >= 0 && k->isize[last] > 2 * IC_COL_BLOCK) blocked = true;
             }
@@ -1128,7 +811,7 @@ static void gen_row_vouter(cg *g, ic_kernel *k, LLVMValueRef base, LLVMValueRef 
                                                        : LLVMBuildLoad2(B, cg_type(g, it->acc, IC_VF), uptr(g, cg_type(g, it->acc, IC_VF), acc[j], L.i), "");
                 if (it->red_op == IC_OP_MEAN) r = LLVMBuildFDiv(B, r, fcount(g, r, it->red_count), "");
                 LLVMBuildStore(B, r, uptr(g, LLVMTypeOf(r), racc[j], L.i));
-                if (it->store) store(g, it, convert(g, r, ic_is_arg(it->red_op) ? IC_I64 : it->acc, it->dtype));
+                if (it->store) store(g, it, ol_convert(g, r, ic_is_arg(it->red_op) ? IC_I64 : it->acc, it->dtype));
             }
             UEND(L);
         }
@@ -1148,14 +831,14 @@ static void gen_combine(cg *g, ic_kernel *k) {
         if (it->kind != IT_REDUCE) continue;
         LLVMTypeRef at = cg_type(g, it->acc, 1);
         LLVMValueRef acc = alloca_(g, at);
-        LLVMBuildStore(B, red_identity(g, it, 1), acc);
+        LLVMBuildStore(B, ol_red_identity(g, it, 1), acc);
         lp L;
         lp_begin(g, &L, NULL, LLVMConstInt(g->i64, 0, 0), LLVMConstInt(g->i64, (unsigned long long)k->ntiles, 0), 1);
         LLVMValueRef slot = LLVMBuildAdd(B, LLVMBuildMul(B, L.i, LLVMConstInt(g->i64, (unsigned)k->nitems, 0), ""),
                                          LLVMConstInt(g->i64, (unsigned)j, 0), "");
         LLVMValueRef p = LLVMBuildGEP2(B, g->i64, g->buf_ptr[k->partial_buf], &slot, 1, "");
         LLVMValueRef x = LLVMBuildLoad2(B, at, p, "");
-        LLVMBuildStore(B, red_combine(g, it, LLVMBuildLoad2(B, at, acc, ""), x), acc);
+        LLVMBuildStore(B, ol_red_combine(g, it, LLVMBuildLoad2(B, at, acc, ""), x), acc);
         lp_end(g, &L);
         finish_reduce(g, k, j, LLVMBuildLoad2(B, at, acc, ""));
     }
@@ -1644,7 +1327,7 @@ void ic_codegen_cpu(ic_ctx *c, ic_kernel_fn *fns, void **rt_out) {
         g->scan_seen = ic_alloc(c, (size_t)(c->nxs + 1) * sizeof(uint32_t));
         g->scan_stack = ic_alloc(c, (size_t)(3 * c->nxs + 3) * sizeof(ic_xid));
         LLVMSetTarget(g->mod, R->triple);
-        g->target.fp2int = !strncmp(R->triple, "x86_64", 6) ? IC_FP2I_X86 : IC_FP2I_WRAP64;
+        ol_target_cpu(g, R->triple);
         LLVMTargetDataRef td = LLVMCreateTargetDataLayout(R->tm);
         LLVMSetModuleDataLayout(g->mod, td);
         LLVMDisposeTargetData(td);

@@ -210,7 +210,7 @@ static inline LLVMTypeRef mtype(gg *g, ic_dtype t) { /* memory type */
     return rtype(g, t);
 }
 
-static inline bool is_unsigned(ic_dtype t) { return t == IC_BOOL || t == IC_U8; }
+static inline bool is_unsigned(ic_dtype t) { return ic_is_unsigned(t); }
 static inline LLVMValueRef ki(gg *g, LLVMTypeRef t, long long v) { return LLVMConstInt(t, (unsigned long long)v, 1); }
 static inline LLVMValueRef kix(gg *g, int64_t v) { return ki(g, g->ity, v); }
 static inline LLVMValueRef kf(LLVMValueRef like, double v) { return LLVMConstReal(LLVMTypeOf(like), v); }
@@ -241,21 +241,7 @@ static inline LLVMValueRef and_(gg *g, LLVMValueRef a, LLVMValueRef b) {
 }
 
 /* f32 register value rounded to f16 / bf16 precision (kept as f32) */
-static inline LLVMValueRef round_half(gg *g, LLVMValueRef f, ic_dtype t) {
-    if (t == IC_F16) return LLVMBuildFPExt(B, LLVMBuildFPTrunc(B, f, g->f16, ""), g->cg.f32, "");
-    if (g->sm >= 80) { /* one cvt.rn.bf16.f32 (nearest even, NaN stays NaN); a pure intrinsic */
-        LLVMValueRef h = intrin(g, "llvm.nvvm.f2bf16.rn", NULL, 0, &f, 1);
-        LLVMValueRef x = LLVMBuildShl(B, LLVMBuildZExt(B, h, g->cg.i32, ""), ki(g, g->cg.i32, 16), "");
-        return LLVMBuildBitCast(B, x, g->cg.f32, "");
-    }
-    LLVMTypeRef it = g->cg.i32;
-    LLVMValueRef x = LLVMBuildBitCast(B, f, it, "");
-    LLVMValueRef lsb = LLVMBuildAnd(B, LLVMBuildLShr(B, x, ki(g, it, 16), ""), ki(g, it, 1), "");
-    LLVMValueRef r = LLVMBuildAdd(B, x, LLVMBuildAdd(B, lsb, ki(g, it, 0x7FFF), ""), "");
-    LLVMValueRef qn = LLVMBuildOr(B, x, ki(g, it, 0x400000), "");
-    r = LLVMBuildAnd(B, sel(g, isnan_(g, f), qn, r), ki(g, it, (long long)0xFFFF0000u), "");
-    return LLVMBuildBitCast(B, r, g->cg.f32, "");
-}
+static inline LLVMValueRef round_half(gg *g, LLVMValueRef f, ic_dtype t) { return ol_round_half(&g->cg, f, t); }
 
 /* memory form -> register form */
 static inline LLVMValueRef to_reg(gg *g, LLVMValueRef v, ic_dtype t) {
@@ -283,29 +269,14 @@ static inline LLVMValueRef to_mem(gg *g, LLVMValueRef v, ic_dtype t) {
     }
 }
 
-static inline LLVMValueRef to_bool(gg *g, LLVMValueRef v, ic_dtype from) {
-    if (from == IC_BOOL) return v;
-    if (ic_is_float(from)) return fcmp(g, LLVMRealUNE, v, LLVMConstNull(LLVMTypeOf(v)));
-    return LLVMBuildICmp(B, LLVMIntNE, v, LLVMConstNull(LLVMTypeOf(v)), "");
-}
+static inline LLVMValueRef to_bool(gg *g, LLVMValueRef v, ic_dtype from) { return ol_to_bool(&g->cg, v, from); }
 
 static inline bool is_half(ic_dtype t) { return t == IC_F16 || t == IC_BF16; }
 
+/* register form -> register form (ops.c) */
 static inline LLVMValueRef convert(gg *g, LLVMValueRef v, ic_dtype from, ic_dtype to) {
-    if (from == to) return v;
-    if (to == IC_BOOL) return to_bool(g, v, from);
-    LLVMTypeRef tt = rtype(g, to);
-    bool fu = from == IC_BOOL || from == IC_U8;
-    if (ic_is_float(to)) {
-        LLVMValueRef r;
-        if (ic_is_float(from)) r = LLVMTypeOf(v) == tt ? v : LLVMBuildFPCast(B, v, tt, "");
-        else r = fu ? LLVMBuildUIToFP(B, v, tt, "") : LLVMBuildSIToFP(B, v, tt, "");
-        return is_half(to) ? round_half(g, r, to) : r;
-    }
-    if (ic_is_float(from)) return ol_fp_to_int(&g->cg, v, to, tt); /* ops.c, g->cg.target */
-    return LLVMBuildIntCast2(B, v, tt, !fu, "");
+    return ol_convert(&g->cg, v, from, to);
 }
-
 
 typedef struct gres gres;
 typedef struct gpart gpart;
@@ -350,17 +321,10 @@ struct gres { /* LLVM objects released on every path */
 };
 
 /* gpu_ops.c */
-LLVMValueRef fmaxmin(gg *g, LLVMValueRef a, LLVMValueRef b, bool max);
-LLVMValueRef imaxmin(gg *g, LLVMValueRef a, LLVMValueRef b, bool max, ic_dtype t);
-LLVMValueRef exp_half(gg *g, LLVMValueRef a);
-LLVMValueRef exp_f32_cb(void *g, LLVMValueRef x);
-LLVMValueRef gelu_half(gg *g, LLVMValueRef a);
 LLVMValueRef div_half(gg *g, LLVMValueRef a, LLVMValueRef b);
 LLVMValueRef div_half_rcp(gg *g, LLVMValueRef a, ic_xid bx);
 bool softmax_sum(gg *g, ic_xid bx);
 LLVMValueRef div_rowsum(gg *g, LLVMValueRef a, ic_xid bx);
-LLVMValueRef unary(gg *g, ic_op op, ic_dtype t, LLVMValueRef a);
-LLVMValueRef binary(gg *g, ic_op op, ic_dtype ct, LLVMValueRef a, LLVMValueRef b, ic_xid bx);
 
 /* gpu_mem.c */
 LLVMValueRef gix(gg *g, ic_ix a, int lane);

@@ -320,13 +320,13 @@ LLVMValueRef val(gg *g, ic_xid x, int lane) {
         r = g->rowval[e.a];
         break;
     case X_CAST: {
-        /* f32 exp / division rounded to half right away: the fast forms (exp_half) */
+        /* f32 exp / division rounded to half right away: the fast forms (vm_exp_approx) */
         const ic_x s = g->c->xs[e.a];
         bool h = is_half(e.dtype) && s.kind == X_OP && s.dtype == IC_F32;
         if (h && s.op == IC_OP_EXP && g->c->xs[s.a].dtype == IC_F32)
-            r = exp_half(g, val(g, s.a, lane));
+            r = vm_exp_approx(&g->cg, val(g, s.a, lane));
         else if (h && s.op == IC_OP_GELU && g->c->xs[s.a].dtype == IC_F32)
-            r = gelu_half(g, val(g, s.a, lane));
+            r = ol_unary(&g->cg, IC_OP_GELU, IC_F32, val(g, s.a, lane)); /* f32 gelu: its outer exp is one ex2.approx */
         else if (h && s.op == IC_OP_DIV && g->c->xs[s.a].dtype == IC_F32 && g->c->xs[s.b].dtype == IC_F32)
             r = (g->v2 & V2_ROWS) && !x_lane_dep(g, s.b) ? div_half_rcp(g, val(g, s.a, lane), s.b)
                                                          : div_half(g, val(g, s.a, lane), val(g, s.b, lane));
@@ -338,7 +338,7 @@ LLVMValueRef val(gg *g, ic_xid x, int lane) {
     case X_OP: {
         ic_kind k = ic_op_kind(e.op);
         if (e.dtype == IC_F32 && is_lowp(g, x) && e.op == IC_OP_EXP) {
-            r = exp_half(g, val(g, e.a, lane));
+            r = vm_exp_approx(&g->cg, val(g, e.a, lane));
             break;
         }
         if (e.dtype == IC_F32 && is_lowp(g, x) && e.op == IC_OP_DIV && g->c->xs[e.a].dtype == IC_F32) {
@@ -352,8 +352,8 @@ LLVMValueRef val(gg *g, ic_xid x, int lane) {
             break;
         }
         LLVMValueRef a = val(g, e.a, lane);
-        if (k == IC_K_UNARY) r = unary(g, e.op, g->c->xs[e.a].dtype, a);
-        else if (k == IC_K_BINARY) r = binary(g, e.op, g->c->xs[e.a].dtype, a, val(g, e.b, lane), e.b);
+        if (k == IC_K_UNARY) r = ol_unary(&g->cg, e.op, g->c->xs[e.a].dtype, a);
+        else if (k == IC_K_BINARY) r = ol_binary(&g->cg, e.op, g->c->xs[e.a].dtype, a, val(g, e.b, lane), e.b);
         else if (e.op == IC_OP_WHERE) r = sel(g, a, val(g, e.b, lane), val(g, e.c, lane));
         else ic_fail(g->c, IC_EINTERNAL, "GPU codegen: op %s", ic_op_name(e.op));
         break;

@@ -425,8 +425,7 @@ void codegen(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
     g->cg.c = c;
     g->cg.width = 1;
     g->cg.vec_var = -1;
-    g->cg.exp_fn = exp_f32_cb;
-    g->cg.exp_arg = g;
+    ol_target_nvptx(&g->cg, tsm);
     bind_part(g, &R->p[0]);
 
     size_t nx = (size_t)c->nxs + 1;

@@ -3,64 +3,6 @@
 #include "gpu_internal.h"
 
 /* ---- reductions ---------------------------------------------------------------------------- */
-static LLVMValueRef red_identity(gg *g, const ic_item *it) {
-    LLVMTypeRef t = rtype(g, it->acc);
-    bool f = ic_is_float(it->acc);
-    bool max = it->red_op == IC_OP_AMAX || it->red_op == IC_OP_ARGMAX;
-    if (it->red_op == IC_OP_SUM || it->red_op == IC_OP_MEAN) return LLVMConstNull(t);
-    if (it->red_op == IC_OP_PROD) return f ? LLVMConstReal(t, 1.0) : LLVMConstInt(t, 1, 0);
-    if (f) return LLVMConstReal(t, max ? -INFINITY : INFINITY);
-    if (is_unsigned(it->acc)) return max ? LLVMConstNull(t) : LLVMConstAllOnes(t);
-    unsigned bits = (unsigned)ic_dtype_size(it->acc) * 8;
-    long long lo = bits == 64 ? INT64_MIN : -(1LL << (bits - 1));
-    return ki(g, t, max ? lo : ~lo);
-}
-
-static LLVMValueRef red_combine(gg *g, const ic_item *it, LLVMValueRef acc, LLVMValueRef x) {
-    bool f = ic_is_float(it->acc);
-    switch (it->red_op) {
-    case IC_OP_SUM:
-    case IC_OP_MEAN:
-        if (it->acc == IC_BOOL) return LLVMBuildOr(B, acc, x, "");
-        return f ? LLVMBuildFAdd(B, acc, x, "") : LLVMBuildAdd(B, acc, x, "");
-    case IC_OP_AMAX:
-    case IC_OP_AMIN: {
-        bool max = it->red_op == IC_OP_AMAX;
-        if (!f) return imaxmin(g, x, acc, max, it->acc);
-        if (g->sm >= 80 && LLVMTypeOf(x) == g->cg.f32) return fmaxmin(g, x, acc, max);
-        LLVMValueRef better = fcmp(g, max ? LLVMRealOGT : LLVMRealOLT, x, acc);
-        better = LLVMBuildOr(B, better, isnan_(g, x), "");
-        return sel(g, better, x, acc);
-    }
-    case IC_OP_PROD:
-        if (it->acc == IC_BOOL) return LLVMBuildAnd(B, acc, x, "");
-        return f ? LLVMBuildFMul(B, acc, x, "") : LLVMBuildMul(B, acc, x, "");
-    default:
-        ic_fail(g->c, IC_EINTERNAL, "GPU codegen: reduction %s", ic_op_name(it->red_op));
-    }
-}
-
-/* argmax/argmin: (value, index) pairs; the first extreme wins, NaN counts as the extreme.
- * Commutative and associative (ties go to the lower index), so any combine order agrees. */
-static void arg_combine(gg *g, const ic_item *it, LLVMValueRef acc, LLVMValueRef ai, LLVMValueRef x,
-                        LLVMValueRef xi, LLVMValueRef *ro, LLVMValueRef *ri) {
-    bool max = it->red_op == IC_OP_ARGMAX;
-    LLVMValueRef better, tie;
-    if (ic_is_float(it->acc)) {
-        LLVMValueRef xn = isnan_(g, x), an = isnan_(g, acc);
-        better = fcmp(g, max ? LLVMRealOGT : LLVMRealOLT, x, acc);
-        better = LLVMBuildOr(B, better, LLVMBuildAnd(B, xn, LLVMBuildNot(B, an, ""), ""), "");
-        tie = LLVMBuildOr(B, fcmp(g, LLVMRealOEQ, x, acc), LLVMBuildAnd(B, xn, an, ""), "");
-    } else {
-        bool u = is_unsigned(it->acc);
-        better = LLVMBuildICmp(B, max ? (u ? LLVMIntUGT : LLVMIntSGT) : (u ? LLVMIntULT : LLVMIntSLT), x, acc, "");
-        tie = LLVMBuildICmp(B, LLVMIntEQ, x, acc, "");
-    }
-    LLVMValueRef take = LLVMBuildOr(B, better, LLVMBuildAnd(B, tie, LLVMBuildICmp(B, LLVMIntSLT, xi, ai, ""), ""), "");
-    *ro = sel(g, take, x, acc);
-    *ri = sel(g, take, xi, ai);
-}
-
 /* a value as i32 words for shuffles / back */
 static LLVMValueRef shfl1(gg *g, LLVMValueRef w, int mask) {
     LLVMValueRef args[4] = {LLVMConstInt(g->cg.i32, 0xFFFFFFFFu, 0), w, LLVMConstInt(g->cg.i32, (unsigned)mask, 0),
@@ -101,9 +43,9 @@ static LLVMValueRef block_reduce(gg *g, const ic_item *it, LLVMValueRef a, LLVMV
         LLVMValueRef x = shfl_bfly(g, a, M->shfl[s]);
         if (ai) {
             LLVMValueRef xi = shfl_bfly(g, *ai, M->shfl[s]);
-            arg_combine(g, it, a, *ai, x, xi, &a, ai);
+            ol_arg_combine(&g->cg, it, a, *ai, x, xi, &a, ai);
         } else {
-            a = red_combine(g, it, a, x);
+            a = ol_red_combine(&g->cg, it, a, x);
         }
     }
     if (!M->smem_mask) return a; /* warp bits of the row: shared memory */
@@ -132,10 +74,10 @@ static LLVMValueRef block_reduce(gg *g, const ic_item *it, LLVMValueRef a, LLVMV
         if (i1) v = LLVMBuildTrunc(B, v, g->cg.i1, "");
         if (ai) {
             LLVMValueRef vi = LLVMBuildLoad2(B, g->cg.i64, LLVMBuildGEP2(B, g->cg.i64, ibase, &idx, 1, ""), "");
-            if (r) arg_combine(g, it, r, ri, v, vi, &r, &ri);
+            if (r) ol_arg_combine(&g->cg, it, r, ri, v, vi, &r, &ri);
             else r = v, ri = vi;
         } else {
-            r = r ? red_combine(g, it, r, v) : v;
+            r = r ? ol_red_combine(&g->cg, it, r, v) : v;
         }
     }
     if (ai) *ai = ri;
@@ -387,20 +329,20 @@ static void emit_chunk(gg *g, ic_kernel *k, int pos, LLVMValueRef ci, int cidx, 
         if (it->kind == IT_REDUCE && ic_is_arg(it->red_op)) {
             LLVMValueRef a = LLVMBuildLoad2(B, rtype(g, it->acc), acc[j], "");
             LLVMValueRef ai = LLVMBuildLoad2(B, g->cg.i64, acc[k->nitems + j], "");
-            LLVMValueRef id = red_identity(g, it), none = ki(g, g->cg.i64, INT64_MAX);
+            LLVMValueRef id = ol_red_identity(&g->cg, it, 1), none = ki(g, g->cg.i64, INT64_MAX);
             ic_dtype xt = g->c->xs[it->expr2].dtype;
             for (int l = 0; l < g->V; l++) {
                 LLVMValueRef x = sel(g, valid, val(g, it->expr, l), id);
                 LLVMValueRef xi = sel(g, valid, convert(g, val(g, it->expr2, l), xt, IC_I64), none);
-                arg_combine(g, it, a, ai, x, xi, &a, &ai);
+                ol_arg_combine(&g->cg, it, a, ai, x, xi, &a, &ai);
             }
             LLVMBuildStore(B, a, acc[j]);
             LLVMBuildStore(B, ai, acc[k->nitems + j]);
         } else if (it->kind == IT_REDUCE) {
             LLVMTypeRef at = rtype(g, it->acc);
             LLVMValueRef a = LLVMBuildLoad2(B, at, acc[j], "");
-            LLVMValueRef id = red_identity(g, it);
-            for (int l = 0; l < g->V; l++) a = red_combine(g, it, a, sel(g, valid, val(g, it->expr, l), id));
+            LLVMValueRef id = ol_red_identity(&g->cg, it, 1);
+            for (int l = 0; l < g->V; l++) a = ol_red_combine(&g->cg, it, a, sel(g, valid, val(g, it->expr, l), id));
             LLVMBuildStore(B, a, acc[j]);
         } else if (it->store) {
             LLVMValueRef v[VMAX];
@@ -452,14 +394,14 @@ static LLVMValueRef part_combine(gg *g, const ic_item *it, int slot) {
         t = sel(g, ok, t, kix(g, 0));
         LLVMValueRef x = LLVMBuildLoad2(B, lt, part_ptr(g, slot, t), "");
         if (lt != at) x = LLVMBuildTrunc(B, x, at, "");
-        x = sel(g, ok, x, red_identity(g, it));
+        x = sel(g, ok, x, ol_red_identity(&g->cg, it, 1));
         if (arg) {
             LLVMValueRef xi = LLVMBuildLoad2(B, g->cg.i64, part_ptr(g, slot + 1, t), "");
             xi = sel(g, ok, xi, ki(g, g->cg.i64, INT64_MAX));
-            if (v) arg_combine(g, it, v, vi, x, xi, &v, &vi);
+            if (v) ol_arg_combine(&g->cg, it, v, vi, x, xi, &v, &vi);
             else v = x, vi = xi;
         } else {
-            v = v ? red_combine(g, it, v, x) : x;
+            v = v ? ol_red_combine(&g->cg, it, v, x) : x;
         }
     }
     if (arg) {
@@ -572,7 +514,7 @@ static LLVMValueRef *pass_accs(gg *g, ic_kernel *k, int pos) {
         ic_item *it = &k->items[j];
         if (it->pos != pos || it->kind != IT_REDUCE) continue;
         acc[j] = alloca_(g, rtype(g, it->acc), entry);
-        LLVMBuildStore(B, red_identity(g, it), acc[j]);
+        LLVMBuildStore(B, ol_red_identity(&g->cg, it, 1), acc[j]);
         if (ic_is_arg(it->red_op)) {
             acc[k->nitems + j] = alloca_(g, g->cg.i64, entry);
             LLVMBuildStore(B, ki(g, g->cg.i64, INT64_MAX), acc[k->nitems + j]);
@@ -620,14 +562,14 @@ void emit_online(gg *g, ic_kernel *k) {
     loop L;
     LLVMValueRef lo = LLVMBuildMul(B, g->part_s, kix(g, P->Cs), "");
     loop_begin(g, &L, lo, LLVMBuildAdd(B, lo, kix(g, P->Cs), ""));
-    LLVMBuildStore(B, red_identity(g, ia), ga);
+    LLVMBuildStore(B, ol_red_identity(&g->cg, ia, 1), ga);
     acc2[ja] = ga;
     for (int u = 0; u < P->unroll; u++) emit_chunk(g, k, pa, u ? LLVMBuildAdd(B, L.i, kix(g, u), "") : L.i, u, acc2);
     g->V = 1;
     g->vv = -1;
     LLVMValueRef gv = LLVMBuildLoad2(B, ft, ga, "");
     LLVMValueRef m = LLVMBuildLoad2(B, ft, acc[ja], "");
-    LLVMValueRef m2 = red_combine(g, ia, m, gv); /* the thread's max, or raw sum, so far */
+    LLVMValueRef m2 = ol_red_combine(&g->cg, ia, m, gv); /* the thread's max, or raw sum, so far */
     LLVMBuildStore(B, m2, acc[ja]);
     if (smx) {
         LLVMValueRef shm = online_sh(g, m), shm2 = online_sh(g, m2);
