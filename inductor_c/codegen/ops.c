@@ -271,6 +271,8 @@ static LLVMValueRef math1(cg *g, ic_op op, ic_dtype t, LLVMValueRef a) {
         LLVMValueRef r = LLVMBuildFSub(B, vm_log(g, u), corr, ""); /* the GPU's order (the CPU's was log first) */
         LLVMValueRef big = LLVMBuildFCmp(B, LLVMRealOEQ, u, fconst(g, a, __builtin_inf()), "");
         r = LLVMBuildSelect(B, big, u, r, "");
+        /* x = -1: u = 0, log(u) = -inf, but corr = 0 / 0 */
+        r = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOEQ, u, fconst(g, a, 0.0), ""), fconst(g, a, -__builtin_inf()), r, "");
         return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOEQ, u, fconst(g, a, 1.0), ""), a, r, "");
     }
     case IC_OP_EXPM1: {
