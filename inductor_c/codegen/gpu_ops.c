@@ -5,7 +5,7 @@
 
 /* a / b for f16/bf16 results (f32 registers rounded right after): div.full.f32, 2 ulp over the
  * full range, far below the rounding that follows (vmath_own.c vm_exp_approx: the same for exp) */
-LLVMValueRef div_half(gg *g, LLVMValueRef a, LLVMValueRef b) {
+LLVMValueRef gg_div_half(gg *g, LLVMValueRef a, LLVMValueRef b) {
     LLVMTypeRef at[2] = {g->cg.f32, g->cg.f32};
     LLVMTypeRef ft = LLVMFunctionType(g->cg.f32, at, 2, 0);
     static const char text[] = "div.full.f32 $0, $1, $2;", cons[] = "=f,f,f";
@@ -18,13 +18,13 @@ LLVMValueRef div_half(gg *g, LLVMValueRef a, LLVMValueRef b) {
 /* V2: a / b for f16/bf16 results with b the same in every lane (softmax's row sum): one
  * rcp.approx.f32 (1 ulp, full range, subnormals kept) per generation and a multiplication
  * per lane; 0 and inf divisors give inf / 0 products like the division. */
-LLVMValueRef div_half_rcp(gg *g, LLVMValueRef a, ic_xid bx) {
+LLVMValueRef gg_div_half_rcp(gg *g, LLVMValueRef a, ic_xid bx) {
     if (g->rcp_gen != g->gen || g->rcp_x != bx) {
         LLVMTypeRef ft = LLVMFunctionType(g->cg.f32, &g->cg.f32, 1, 0);
         static const char text[] = "rcp.approx.f32 $0, $1;", cons[] = "=f,f";
         LLVMValueRef ia = LLVMGetInlineAsm(ft, (char *)text, sizeof text - 1, (char *)cons, sizeof cons - 1, 0, 0,
                                            LLVMInlineAsmDialectATT, 0);
-        LLVMValueRef b = val(g, bx, 0);
+        LLVMValueRef b = gg_val(g, bx, 0);
         g->rcp_v = LLVMBuildCall2(B, ft, ia, &b, 1, "");
         g->rcp_x = bx;
         g->rcp_gen = g->gen;
@@ -37,7 +37,7 @@ LLVMValueRef div_half_rcp(gg *g, LLVMValueRef a, ic_xid bx) {
  * is within about 1 ulp of a / s (IEEE division: 0.5). One div.rn per chunk instead of one
  * per element (each ~9 SASS instructions: f32 softmax is bound by instruction issue). Only
  * that pattern: for other divisors 1/s may overflow or lose bits as a subnormal. */
-bool softmax_sum(gg *g, ic_xid bx) {
+bool gg_softmax_sum(gg *g, ic_xid bx) {
     const ic_x *s = &g->c->xs[bx];
     if (s->kind != X_ROWVAL || !g->k || s->a < 0 || s->a >= g->k->nitems) return false;
     const ic_item *it = &g->k->items[s->a];
@@ -52,9 +52,9 @@ bool softmax_sum(gg *g, ic_xid bx) {
     return mi->kind == IT_REDUCE && mi->red_op == IC_OP_AMAX && mi->expr == d->a && mi->acc == IC_F32;
 }
 
-LLVMValueRef div_rowsum(gg *g, LLVMValueRef a, ic_xid bx) {
+LLVMValueRef gg_div_rowsum(gg *g, LLVMValueRef a, ic_xid bx) {
     if (g->rcp32_gen != g->gen || g->rcp32_x != bx) {
-        g->rcp32_v = LLVMBuildFDiv(B, kf(a, 1.0), val(g, bx, 0), "");
+        g->rcp32_v = LLVMBuildFDiv(B, kf(a, 1.0), gg_val(g, bx, 0), "");
         g->rcp32_x = bx;
         g->rcp32_gen = g->gen;
     }
