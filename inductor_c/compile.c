@@ -249,9 +249,50 @@ static void compiled_free_parts(ic_compiled *o) {
     free(o);
 }
 
+/* ---- test hooks (ic_internal.h) ---------------------------------------------------------- */
+static _Atomic int fault_countdown;
+
+IC_API void ic_test_inject_fault(int n) { atomic_store(&fault_countdown, n > 0 ? n : 0); }
+
+static bool fault_due(void) {
+    int k = atomic_load(&fault_countdown);
+    while (k > 0 && !atomic_compare_exchange_weak(&fault_countdown, &k, k - 1)) {}
+    return k == 1;
+}
+
+static _Atomic int rt_on;
+static _Atomic uint64_t rt_ok, rt_bad;
+static char rt_last[256];
+static pthread_mutex_t rt_mu = PTHREAD_MUTEX_INITIALIZER;
+
+IC_API void ic_test_graph_roundtrip(int on) { atomic_store(&rt_on, on != 0); }
+
+IC_API uint64_t ic_test_graph_roundtrip_stats(uint64_t *bad, char *last, size_t n) {
+    pthread_mutex_lock(&rt_mu);
+    if (bad) *bad = atomic_load(&rt_bad);
+    if (last && n) snprintf(last, n, "%s", rt_last);
+    pthread_mutex_unlock(&rt_mu);
+    return atomic_load(&rt_ok);
+}
+
+static void roundtrip_check(const ic_graph *g) {
+    char why[200];
+    if (ic_graph_roundtrip(g, why, sizeof why) == 0) {
+        rt_ok++;
+        return;
+    }
+    char *text = ic_graph_to_string(g);
+    pthread_mutex_lock(&rt_mu);
+    rt_bad++;
+    snprintf(rt_last, sizeof rt_last, "%s; graph:\n%s", why, text ? text : "?");
+    pthread_mutex_unlock(&rt_mu);
+    free(text);
+}
+
 /* The pipeline, in order. Returns NULL after an ic_fail (c->err set). */
 static ic_compiled *pipeline(ic_ctx *c, const ic_graph *g, const ic_options *o) {
     if (setjmp(c->jb)) return NULL;
+    if (fault_due()) ic_fail(c, IC_EINTERNAL, "injected internal fault (ic_test_inject_fault)");
     double t = ic_now_ms(), t1;
 #define STAGE(s) (t1 = ic_now_ms(), c->t_stage[s] += t1 - t, t = t1)
     ic_compiled *out = c->out = calloc(1, sizeof *out);
@@ -567,6 +608,7 @@ IC_API void ic_cache_clear(void) {
 }
 
 IC_API ic_compiled *ic_compile(const ic_graph *g, const ic_options *opt, ic_err *err) {
+    if (atomic_load(&rt_on) && g && !g->err) roundtrip_check(g);
     if (!g || g->err || !cache_enabled(opt) || (!atomic_load(&ext_handler) && graph_has_extern(g))) {
         ic_compiled *c = ic_compile_graph(g, opt, err);
         if (c) atomic_store(&c->refs, 1);

@@ -81,6 +81,20 @@ void ic_contiguous_strides(ic_meta *m);
 ic_errcode ic_linalg_meta(ic_extern_kind kind, int nin, const ic_meta *const *m, int nparams, const int64_t *params,
                           ic_meta *out, char *why, size_t nwhy);
 int ic_graph_verify(const ic_graph *g, char *msg, size_t n); /* 0 ok */
+/* graph/parse.c: the text of ic_graph_to_string back to a graph (NULL, msg: line and reason);
+ * equality over every field the compiler reads (0 equal, else -1 and the first difference);
+ * parse(print(g)) == g (0), the check that the printed cache key is complete */
+IC_API ic_graph *ic_graph_parse(const char *text, char *msg, size_t n);
+IC_API int ic_graph_equal(const ic_graph *a, const ic_graph *b, char *msg, size_t n);
+IC_API int ic_graph_roundtrip(const ic_graph *g, char *msg, size_t n);
+/* test hooks (compile.c), reached from Python through ctypes (tests/test_graph_text.py):
+ * while on, every ic_compile checks ic_graph_roundtrip of its graph and counts the result;
+ * returns the checks that passed, *bad those that failed and last the last failure */
+IC_API void ic_test_graph_roundtrip(int on);
+IC_API uint64_t ic_test_graph_roundtrip_stats(uint64_t *bad, char *last, size_t n);
+/* the n-th compilation from now (1: the next) fails with IC_EINTERNAL, an injected internal
+ * fault (tests of the fault counter and explain()); 0 disables */
+IC_API void ic_test_inject_fault(int n);
 /* training: appends a node whose meta the caller inferred (graph.c); shape inference of the
  * backward externs (IC_EXT_CONV_BWD and later: graph/autograd.c) */
 ic_val ic_graph_append_node(ic_graph *g, const ic_node *n);
