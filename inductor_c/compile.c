@@ -17,7 +17,7 @@
 
 #include <llvm-c/Core.h>
 
-#include "codegen/gpu.h" /* GPU hook: ic_codegen_gpu, ic_gpu_free */
+#include "ic_backend.h"
 #include "ic_internal.h"
 #include "support.h"
 
@@ -230,14 +230,9 @@ int ic_run_extern(const ic_compiled *c, const ic_rext *x, void *const *in, void 
 
 static void compiled_free_parts(ic_compiled *o) {
     if (!o) return;
-    for (int i = 0; o->exts && i < o->nexts; i++) {
-        ic_lt_free(atomic_load(&o->exts[i].lt));
-        ic_dnn_free(atomic_load(&o->exts[i].dnn));
-    }
+    if (o->backend) o->backend->release(o); /* code, modules, library plans */
     free(o->exts);
-    if (o->jit_rt) ic_jit_remove(o->jit_rt);
     free(atomic_load(&o->ws_cache));
-    if (o->gpu) ic_gpu_free(o->gpu); /* GPU hook */
     free(o->out_meta);
     free(o->buf_offset);
     free(o->buf_index);
@@ -297,6 +292,7 @@ static ic_compiled *pipeline(ic_ctx *c, const ic_graph *g, const ic_options *o) 
 #define STAGE(s) (t1 = ic_now_ms(), c->t_stage[s] += t1 - t, t = t1)
     ic_compiled *out = c->out = calloc(1, sizeof *out);
     if (!out) ic_fail(c, IC_ENOMEM, "out of memory");
+    out->backend = c->backend;
     /* 1. graph */
     c->g = copy_graph(c, g);
     dyn_setup(c, g);
@@ -342,10 +338,9 @@ static ic_compiled *pipeline(ic_ctx *c, const ic_graph *g, const ic_options *o) 
     STAGE(IC_T_FINAL);
     /* 6. LLVM IR, O3, JIT */
     ic_kernel_fn *fns = ic_alloc(c, (size_t)(2 * c->nkernels + 1) * sizeof(ic_kernel_fn));
-    int nfused = 0, next = 0;
-    for (int k = 0; k < c->nkernels; k++) c->kernels[k].is_ext ? next++ : nfused++;
-    if (o->device == IC_CUDA) ic_codegen_gpu(c, out, o->device_index); /* GPU hook: NVPTX + driver */
-    else if (nfused > 0) ic_codegen_cpu(c, fns, &out->jit_rt);
+    int next = 0;
+    for (int k = 0; k < c->nkernels; k++) next += c->kernels[k].is_ext;
+    c->backend->codegen(c, out, fns, o->device_index); /* ic_backend.h: code, loaded */
 
 #undef STAGE
     /* 7. the compiled object (outlives the arena) */
@@ -431,10 +426,19 @@ static ic_compiled *pipeline(ic_ctx *c, const ic_graph *g, const ic_options *o) 
 
 /* keytext: the in-memory cache key (graph text + options) when the compile may be cached
  * by code key (in process and on disk), else NULL. */
-static ic_compiled *compile_graph(const ic_graph *g, const ic_options *opt, ic_err *err_arg, const char *keytext);
+static ic_compiled *compile_graph(const ic_graph *g, const ic_options *opt, ic_err *err_arg, const char *keytext,
+                                  int ptx_sm);
 
 ic_compiled *ic_compile_graph(const ic_graph *g, const ic_options *opt, ic_err *err_arg) {
-    return compile_graph(g, opt, err_arg, NULL);
+    return compile_graph(g, opt, err_arg, NULL, 0);
+}
+
+ic_compiled *ic_compile_ptx_only(const ic_graph *g, const ic_options *opt, int sm, ic_err *err) {
+    ic_options o = *opt;
+    o.device = IC_CUDA;
+    ic_compiled *c = compile_graph(g, &o, err, NULL, sm > 0 ? sm : 90);
+    if (c) atomic_store(&c->refs, 1);
+    return c;
 }
 
 /* ---- internal faults (ic.h) ------------------------------------------------------------ */
@@ -475,7 +479,8 @@ static ic_dkey code_key(const char *keytext, int opt_level, const ic_config *cfg
     return k;
 }
 
-static ic_compiled *compile_graph(const ic_graph *g, const ic_options *opt, ic_err *err_arg, const char *keytext) {
+static ic_compiled *compile_graph(const ic_graph *g, const ic_options *opt, ic_err *err_arg, const char *keytext,
+                                  int ptx_sm) {
     ic_err dummy;
     ic_err *const err = err_arg ? err_arg : &dummy;
     err->code = IC_OK;
@@ -497,7 +502,7 @@ static ic_compiled *compile_graph(const ic_graph *g, const ic_options *opt, ic_e
         snprintf(err->msg, sizeof err->msg, "extern calls need a handler (ic_set_extern_handler)");
         return NULL;
     }
-    if (o.device != IC_CPU && o.device != IC_CUDA) {
+    if (!ic_backend_for(o.device)) {
         err->code = IC_EUNSUPPORTED;
         snprintf(err->msg, sizeof err->msg, "device %d is not supported by this build", o.device);
         return NULL;
@@ -509,12 +514,14 @@ static ic_compiled *compile_graph(const ic_graph *g, const ic_options *opt, ic_e
         return NULL;
     }
     c->err = err;
+    c->backend = ic_backend_for(o.device);
     ic_config_read(&c->cfg);
     c->debug = o.debug | ic_debug_flags();
     /* a zero-initialized ic_options means the default O3 */
     c->opt_level = o.opt_level > 0 ? o.opt_level : 3;
     c->num_threads = o.num_threads;
     c->autotune = o.autotune;
+    c->ptx_sm = ptx_sm;
     double t0 = ic_now_ms(), cpu0 = thread_cpu_ms();
     if (keytext && o.device == IC_CPU && !(c->debug & ~(unsigned)IC_DEBUG_TIME)) {
         c->keyed = true;
@@ -533,7 +540,7 @@ static ic_compiled *compile_graph(const ic_graph *g, const ic_options *opt, ic_e
         fprintf(stderr, "%s%s\n", line, out ? "" : " (failed)");
     }
     if (!out) {
-        ic_codegen_cleanup(c);
+        if (c->backend->cleanup) c->backend->cleanup(c);
         compiled_free_parts(c->out);
         if (err->code == IC_OK) err->code = IC_EINTERNAL;
         if (err->code == IC_EINTERNAL) ic_note_internal_fault(err->msg);
@@ -635,7 +642,7 @@ IC_API ic_compiled *ic_compile(const ic_graph *g, const ic_options *opt, ic_err 
         }
         pthread_mutex_unlock(&cache_mu);
     }
-    ic_compiled *c = compile_graph(g, opt, err, key);
+    ic_compiled *c = compile_graph(g, opt, err, key, 0);
     if (!c || !key) {
         if (c) atomic_store(&c->refs, 1);
         free(key);
@@ -855,7 +862,7 @@ IC_API int ic_run_dyn(const ic_compiled *c, void *const *inputs, void *const *ou
 }
 
 IC_API int ic_run(const ic_compiled *c, void *const *inputs, void *const *outputs, ic_err *err) {
-    if (c->gpu) return ic_run_stream(c, inputs, outputs, NULL, err); /* GPU hook */
+    if (c->backend->run) return c->backend->run(c, inputs, outputs, NULL, err); /* not the CPU's loop */
     if (c->nsyms) return run_dyn(c, inputs, outputs, c->sym_hint, err);
     void *stackbufs[64];
     void **bufs = c->nbufs <= 64 ? stackbufs : malloc((size_t)c->nbufs * sizeof(void *));

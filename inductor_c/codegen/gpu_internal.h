@@ -343,7 +343,6 @@ struct gres { /* LLVM objects released on every path */
     gpart lz;  /* lazy fallbacks (gpu.h ic_gpu.lazy_bc): generated, kept as bitcode */
     bool lz_on;
     ic_gpu *gpu;
-    char *key; /* disk cache key (runtime/gpu_cache.c) */
     gseen *seen; /* kernels generated so far (dedupe), nseen of cap */
     int nseen, capseen;
     LLVMModuleRef tmp; /* the variant being generated (kbegin/kend), in one part's context */
@@ -408,9 +407,7 @@ bool lazy_enabled(const gres *R);
 gpart *lazy_part(gg *g, gres *R);
 void kbegin(gg *g, gres *R, gpart *q);
 int kend(gg *g, gres *R, gpart *q, ic_gvariant *gv, bool lazy);
-void codegen(ic_ctx *c, ic_compiled *out, int dev, gres *R);
+void codegen(ic_ctx *c, int tsm, int nsm, gres *R);
 
-/* gpu_plan.c: staged rows allowed for the compilation under way (set by the driver) */
-extern _Thread_local int tls_stage_ok;
 
 #endif
