@@ -29,7 +29,7 @@ static void cpu_release(ic_compiled *o) {
     o->jit_rt = NULL;
 }
 
-const ic_backend ic_backend_cpu = {"cpu", cpu_codegen, cpu_release, ic_codegen_cleanup, NULL};
+const ic_backend ic_backend_cpu = {"cpu", false, cpu_codegen, cpu_release, ic_codegen_cleanup, NULL};
 
 /* ---- cuda -------------------------------------------------------------------------------- */
 static void describe_append(ic_compiled *out, const ic_gpu *G) {
@@ -131,7 +131,7 @@ static void cuda_release(ic_compiled *o) {
     o->gpu = NULL;
 }
 
-const ic_backend ic_backend_cuda = {"cuda", cuda_codegen, cuda_release, NULL, ic_run_stream};
+const ic_backend ic_backend_cuda = {"cuda", true, cuda_codegen, cuda_release, NULL, ic_run_stream};
 
 const ic_backend *ic_backend_for(int device) {
     return device == IC_CPU ? &ic_backend_cpu : device == IC_CUDA ? &ic_backend_cuda : NULL;

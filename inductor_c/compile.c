@@ -1,7 +1,20 @@
-/* compile.c — the driver: ic_compile_graph lists the whole pipeline in order.
+/* compile.c — the driver: pipeline() lists the whole pipeline in order, one named step a
+ * line, each with its contract (Requires / Changes):
  *
- *   copy graph (fix outputs) → verify → lower (loops) → schedule (realize, fuse)
- *   → finalize (flat offsets, collapse, tiles) → plan buffers → describe → codegen + JIT
+ *   copy_graph      the caller's graph → c->g, a private copy          (graph)
+ *   cse_graph       config cse: equal nodes merged in c->g             (graph operands, outputs)
+ *   fix_outputs     every output a distinct computed value             (graph: identity casts)
+ *   dyn_setup       symbolic sizes evaluated at internal hints         (graph metas; c->dyn)
+ *   ic_graph_verify graph well formed                                  (nothing)
+ *   ic_lower        loop nodes, one per value (loops/lower.c)          (c->ln, expressions)
+ *   ic_schedule     realize or inline, fuse into kernels (sched/)      (c->kernels)
+ *   ic_finalize_kernels  flat offsets, collapsed dims, tiles           (kernels)
+ *   ic_plan_buffers      buffers and workspace offsets                 (c->bufs, c->ws_size)
+ *   ic_verify_kernels    kernel IR well formed (debug builds)          (nothing)
+ *   ic_describe_kernels  explain's kernel summary                      (out->describe)
+ *   plan_row_scratch     GPU: workspace for row scratch (kind 3)       (c->row_scratch, ws_size)
+ *   backend->codegen     code + launch plans, loaded (ic_backend.h)    (out: code, plans)
+ *   (the compiled object: kernels, buffers, externs copied into out)
  *
  * Extern nodes (ic_extern) become steps of the run between kernels: ic_run calls the
  * registered handler (csrc: ATen) with the buffers of the operands and the result.
@@ -116,9 +129,7 @@ static void cse_graph(ic_ctx *c, ic_graph *n) {
     for (int j = 0; j < n->noutputs; j++) n->outputs[j] = rep[n->outputs[j]];
 }
 
-/* Private copy of the graph, common subexpressions merged (cse_graph); outputs that are
- * inputs, scalars or repeated get an identity cast so every output is a distinct computed
- * value with its own buffer. */
+/* Private copy of the graph, with room for fix_outputs' casts. */
 static ic_graph *copy_graph(ic_ctx *c, const ic_graph *g) {
     ic_graph *n = ic_alloc(c, sizeof *n);
     *n = *g;
@@ -129,7 +140,12 @@ static ic_graph *copy_graph(ic_ctx *c, const ic_graph *g) {
     memcpy(n->inputs, g->inputs, (size_t)g->ninputs * sizeof(ic_val));
     n->outputs = ic_alloc(c, (size_t)(g->noutputs + 1) * sizeof(ic_val));
     memcpy(n->outputs, g->outputs, (size_t)g->noutputs * sizeof(ic_val));
-    if (c->cfg.cse) cse_graph(c, n);
+    return n;
+}
+
+/* Outputs that are inputs, scalars or repeated (after cse_graph) get an identity cast, so
+ * every output is a distinct computed value with its own buffer. */
+static void fix_outputs(ic_graph *n) {
     for (int j = 0; j < n->noutputs; j++) {
         ic_val v = n->outputs[j];
         bool dup = false;
@@ -146,7 +162,26 @@ static ic_graph *copy_graph(ic_ctx *c, const ic_graph *g) {
         n->outputs[j] = n->n++;
         n->nops++;
     }
-    return n;
+}
+
+/* GPU row scratch: a buffer of kind 3 (a row-local value, on each kernel's stack on the CPU)
+ * gets one row-local copy per row of the kernel that stores it, in the workspace: its offset
+ * in c->row_scratch[b] (else -1), c->ws_size grown. Requires planned buffers; codegen copies
+ * the offsets into its launch plan (ic_gpu.scratch_off). */
+static void plan_row_scratch(ic_ctx *c) {
+    c->row_scratch = ic_alloc(c, ((size_t)c->nbufs + 1) * sizeof(int64_t));
+    for (int b = 0; b < c->nbufs; b++) c->row_scratch[b] = -1;
+    for (int ki = 0; ki < c->nkernels; ki++) {
+        const ic_kernel *k = &c->kernels[ki];
+        int64_t rows = 1;
+        for (int i = 0; i < k->nouter; i++) rows *= k->osize[i];
+        for (int j = 0; j < k->nitems; j++) {
+            int b = k->items[j].buf;
+            if (!k->items[j].store || b < 0 || c->bufs[b].kind != 3 || c->row_scratch[b] >= 0) continue;
+            c->row_scratch[b] = (c->ws_size + 255) & ~(int64_t)255;
+            c->ws_size = c->row_scratch[b] + rows * c->bufs[b].span * (int64_t)ic_dtype_size(c->bufs[b].dtype);
+        }
+    }
 }
 
 /* Dynamic graphs: the private graph's symbolic sizes are evaluated at internal hints (see
@@ -295,6 +330,8 @@ static ic_compiled *pipeline(ic_ctx *c, const ic_graph *g, const ic_options *o) 
     out->backend = c->backend;
     /* 1. graph */
     c->g = copy_graph(c, g);
+    if (c->cfg.cse) cse_graph(c, c->g);
+    fix_outputs(c->g);
     dyn_setup(c, g);
     if (c->dyn && o->device == IC_CUDA)
         ic_fail(c, IC_EUNSUPPORTED, "dynamic shapes are not supported on the GPU yet");
@@ -335,8 +372,9 @@ static ic_compiled *pipeline(ic_ctx *c, const ic_graph *g, const ic_options *o) 
         dump("kernels", s);
         free(s);
     }
+    if (c->backend->row_scratch) plan_row_scratch(c);
     STAGE(IC_T_FINAL);
-    /* 6. LLVM IR, O3, JIT */
+    /* 6. code, loaded: LLVM IR, O3, ORC JIT (cpu); PTX, plans, the driver's module (cuda) */
     ic_kernel_fn *fns = ic_alloc(c, (size_t)(2 * c->nkernels + 1) * sizeof(ic_kernel_fn));
     int next = 0;
     for (int k = 0; k < c->nkernels; k++) next += c->kernels[k].is_ext;

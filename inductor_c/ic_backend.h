@@ -17,6 +17,8 @@
 
 typedef struct ic_backend {
     const char *name;
+    bool row_scratch; /* row-local buffers (kind 3) live in the workspace (compile.c
+                         plan_row_scratch), not on each kernel's stack */
     /* Code for the finalized kernels of c, loaded and ready to run: fills fns (the CPU's
      * kernel entry points, fns[2k] and fns[2k+1]: see ic_codegen_cpu) and its own parts of
      * out (jit_rt, gpu). Failures through ic_fail; what it put in out is freed by release. */

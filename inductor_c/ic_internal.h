@@ -370,6 +370,8 @@ struct ic_ctx {
     bool keyed;                 /* code cached by key (in process and on disk) */
     int ptx_sm;                 /* > 0: IC_CUDA code for this sm as PTX only, nothing loaded
                                    (ic_graph_to_ptx; no GPU needed) */
+    int64_t *row_scratch;       /* per buffer: GPU row scratch at workspace + this, else -1
+                                   (compile.c plan_row_scratch; NULL on the CPU) */
     bool gpu_stage_ok;          /* GPU target: rows may be staged in shared memory (sm >= 80) */
     int cg_parts;               /* modules compiled in parallel */
     int cg_dups;                /* GPU kernels that repeat an earlier one (generated once) */

@@ -376,22 +376,12 @@ void codegen(ic_ctx *c, int tsm, int nsm, gres *R) {
     ic_gpu *gpu = R->gpu; /* the driver's: freed by it on a failure */
     gpu->sm = tsm;
     gpu->pdl = pdl_on(&c->cfg, tsm);
-    /* row scratch: one row-local copy per row of the kernel that stores it */
+    /* row scratch: planned by the driver (compile.c plan_row_scratch) */
     gpu->nbufs = c->nbufs;
     gpu->scratch_off = malloc(((size_t)c->nbufs + 1) * sizeof(int64_t));
+    if (!c->row_scratch) ic_fail(c, IC_EINTERNAL, "GPU codegen: row scratch not planned");
     if (!gpu->scratch_off) ic_fail(c, IC_ENOMEM, "out of memory");
-    for (int b = 0; b < c->nbufs; b++) gpu->scratch_off[b] = -1;
-    for (int ki = 0; ki < c->nkernels; ki++) {
-        const ic_kernel *k = &c->kernels[ki];
-        int64_t rows = 1;
-        for (int i = 0; i < k->nouter; i++) rows *= k->osize[i];
-        for (int j = 0; j < k->nitems; j++) {
-            int b = k->items[j].buf;
-            if (!k->items[j].store || b < 0 || c->bufs[b].kind != 3 || gpu->scratch_off[b] >= 0) continue;
-            gpu->scratch_off[b] = (c->ws_size + 255) & ~(int64_t)255;
-            c->ws_size = gpu->scratch_off[b] + rows * c->bufs[b].span * (int64_t)ic_dtype_size(c->bufs[b].dtype);
-        }
-    }
+    memcpy(gpu->scratch_off, c->row_scratch, (size_t)c->nbufs * sizeof(int64_t));
     int nlaunch = 0;
     for (int ki = 0; ki < c->nkernels; ki++) nlaunch += 2 + c->kernels[ki].npos;
     gpu->k = calloc((size_t)nlaunch + 1, sizeof(ic_gkernel));
