@@ -314,7 +314,6 @@ struct gres { /* LLVM objects released on every path */
     gpart lz;  /* lazy fallbacks (gpu.h ic_gpu.lazy_bc): generated, kept as bitcode */
     bool lz_on;
     ic_gpu *gpu;
-    char *key; /* disk cache key (runtime/gpu_cache.c) */
     gseen *seen; /* kernels generated so far (dedupe), nseen of cap */
     int nseen, capseen;
     LLVMModuleRef tmp; /* the variant being generated (gg_kbegin/gg_kend), in one part's context */
@@ -372,9 +371,7 @@ bool gg_lazy_enabled(const gres *R);
 gpart *gg_lazy_part(gg *g, gres *R);
 void gg_kbegin(gg *g, gres *R, gpart *q);
 int gg_kend(gg *g, gres *R, gpart *q, ic_gvariant *gv, bool lazy);
-void gg_codegen(ic_ctx *c, ic_compiled *out, int dev, gres *R);
+void gg_codegen(ic_ctx *c, int tsm, int nsm, gres *R);
 
-/* gpu_plan.c: staged rows allowed for the compilation under way (set by the driver) */
-extern _Thread_local int tls_stage_ok;
 
 #endif

@@ -92,7 +92,6 @@ int gg_choose_vec(ic_ctx *c, ic_kernel *k, int32_t vv, int64_t vsize, bool rows)
  * has 64 KB a block). (Cluster rows, a persistent row as two 512-thread CTAs of a cluster whose
  * block reductions met through st.shared::cluster, were slower on the H200: softmax of 32768
  * f32 0.55 of copy bandwidth against 0.77; removed.) */
-_Thread_local int tls_stage_ok;
 
 static int stage_mode(const ic_config *cf) {
     const char *e = cf->gpu_stage;
@@ -192,7 +191,7 @@ void gg_plan_kernel(ic_ctx *c, ic_kernel *k, plan *P, int V, int nsm, int S, int
             P->T = 1024; /* persistent: up to 32 values per thread stay in registers */
             P->R = 1;
             int64_t vals = (P->nv + 1023) / 1024 * V, sm = stage_mode(&c->cfg);
-            if (S <= 1 && sm && vals > (sm == 2 ? 8 : 16) && tls_stage_ok &&
+            if (S <= 1 && sm && vals > (sm == 2 ? 8 : 16) && c->gpu_stage_ok &&
                 stage_rows_ok(c, k, P->vv)) {
                 staged = true;
                 P->T = 512;
