@@ -1,7 +1,10 @@
 /* train.c — the autograd node of compiled training graphs (see train.h; owner: training).
  *
- * The train object is a capsule over tc_train: the compiled backward graph and the maps
- * of ic_autograd. Its runner (a builtin bound to the capsule, kept by each autograd node
+ * The train object is a capsule over tc_train: the backward graph and the maps of
+ * ic_autograd. The backward graph is derived (and what the forward saves decided) when the
+ * forward is compiled, but compiled only on the first backward call (then kept): a model
+ * run in grad mode that never calls backward (inference without no_grad) pays no backward
+ * compile. Its runner (a builtin bound to the capsule, kept by each autograd node
  * that uses it) runs the compiled backward: inputs are the saved tensors (forward inputs
  * and saved forward outputs, in the order of the backward graph's inputs) and the output
  * gradients (made contiguous: the backward graph reads them as contiguous buffers);
@@ -20,8 +23,9 @@ __attribute__((weak)) int ic_run_stream(const ic_compiled *c, void *const *input
                                         void *stream, ic_err *err);
 
 typedef struct tc_train {
-    ic_autograd ag;
-    ic_compiled *bwd;
+    ic_autograd ag;         /* ag.bwd: the graph, until it is compiled */
+    ic_compiled *bwd;       /* NULL until the first backward */
+    ic_options opt;
     char *bwd_text;
     int bwd_ops;
     int nfwd_in;
@@ -30,6 +34,40 @@ typedef struct tc_train {
 } tc_train;
 
 static const char *CAPSULE = "torchc.train";
+static unsigned long long n_bwd_compiles; /* under the GIL */
+
+unsigned long long tc_train_backward_compiles(void) { return n_bwd_compiles; }
+
+/* compiles the backward graph once (the GIL is released meanwhile: a second thread that
+ * gets here first wins, the loser's copy is dropped) */
+static int ensure_compiled(tc_train *tr) {
+    if (tr->bwd)
+        return 0;
+    if (tr->ag.bwd == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "torchc backward: no backward graph");
+        return -1;
+    }
+    ic_err err = {0};
+    ic_compiled *c;
+    ic_graph *g = tr->ag.bwd;
+    ic_options opt = tr->opt;
+    Py_BEGIN_ALLOW_THREADS
+    c = ic_compile(g, &opt, &err);
+    Py_END_ALLOW_THREADS
+    if (c == NULL) {
+        PyErr_Format(PyExc_RuntimeError, "torchc: the backward graph failed to compile: %s", err.msg);
+        return -1;
+    }
+    if (tr->bwd) { /* another thread compiled it meanwhile */
+        ic_compiled_free(c);
+        return 0;
+    }
+    tr->bwd = c;
+    n_bwd_compiles++;
+    ic_graph_free(tr->ag.bwd); /* compiled: the graph is not needed any more */
+    tr->ag.bwd = NULL;
+    return 0;
+}
 
 static void train_free(tc_train *tr) {
     if (tr == NULL)
@@ -100,6 +138,11 @@ static PyObject *run_backward(PyObject *cap, PyObject *args) {
     grads = PySequence_Fast(grads, "gradients");
     if (grads == NULL) {
         Py_DECREF(saved);
+        return NULL;
+    }
+    if (ensure_compiled(tr) < 0) {
+        Py_DECREF(saved);
+        Py_DECREF(grads);
         return NULL;
     }
     const ic_autograd *ag = &tr->ag;
@@ -179,16 +222,15 @@ done:
 
 static PyMethodDef runner_def = {"torchc_backward", run_backward, METH_VARARGS, "runs a compiled backward graph"};
 
-PyObject *tc_train_new(ic_autograd *ag, ic_compiled *bwd, int nfwd_in, int device_type, int device_index) {
+PyObject *tc_train_new(ic_autograd *ag, const ic_options *opt, int nfwd_in, int device_type, int device_index) {
     tc_train *tr = calloc(1, sizeof *tr);
     if (tr == NULL) {
-        ic_compiled_free(bwd);
         ic_autograd_clear(ag);
         return PyErr_NoMemory();
     }
     tr->ag = *ag;
     memset(ag, 0, sizeof *ag);
-    tr->bwd = bwd;
+    tr->opt = *opt;
     tr->nfwd_in = nfwd_in;
     tr->device_type = device_type;
     tr->device_index = device_index;
@@ -203,8 +245,6 @@ PyObject *tc_train_new(ic_autograd *ag, ic_compiled *bwd, int nfwd_in, int devic
             tr->in_meta[i] = *ic_value_meta(tr->ag.bwd, ic_graph_input(tr->ag.bwd, i));
         tr->bwd_text = ic_graph_to_string(tr->ag.bwd);
         tr->bwd_ops = ic_graph_num_ops(tr->ag.bwd);
-        ic_graph_free(tr->ag.bwd); /* compiled: the graph is not needed any more */
-        tr->ag.bwd = NULL;
     }
     PyObject *cap = PyCapsule_New(tr, CAPSULE, capsule_destroy);
     if (cap == NULL) {
@@ -284,12 +324,13 @@ done:
     return rc;
 }
 
-char *tc_train_describe(PyObject *train, long long *saved_bytes, int *bwd_ops, int *nsaved) {
+char *tc_train_describe(PyObject *train, long long *saved_bytes, int *bwd_ops, int *nsaved, int *compiled) {
     tc_train *tr = PyCapsule_GetPointer(train, CAPSULE);
     if (tr == NULL) {
         PyErr_Clear();
         return NULL;
     }
+    *compiled = tr->bwd != NULL;
     *saved_bytes = tr->ag.saved_bytes;
     *bwd_ops = tr->bwd_ops;
     *nsaved = tr->ag.nsaved;

@@ -13,14 +13,17 @@
 
 #include "ic.h"
 
-/* Takes ownership of ag's arrays (ag is cleared) and of bwd. New reference, or NULL with a
- * Python exception. */
-PyObject *tc_train_new(ic_autograd *ag, ic_compiled *bwd, int nfwd_in, int device_type, int device_index);
+/* Takes ownership of ag's arrays and backward graph (ag is cleared); the graph is compiled
+ * with opt on the first backward call. New reference, or NULL with a Python exception. */
+PyObject *tc_train_new(ic_autograd *ag, const ic_options *opt, int nfwd_in, int device_type, int device_index);
 /* outs[0 .. nout): the forward's outputs (new references; outs[j] for program outputs j are
  * replaced by the node's outputs); inputs[i]: forward input i (borrowed). 0, or -1 with a
  * Python exception. */
 int tc_train_attach(PyObject *train, PyObject **outs, int nout, PyObject *const *inputs);
-/* for explain(): backward graph text (malloc'd), saved bytes, number of backward ops */
-char *tc_train_describe(PyObject *train, long long *saved_bytes, int *bwd_ops, int *nsaved);
+/* for explain(): backward graph text (malloc'd), saved bytes, number of backward ops,
+ * whether the backward is compiled yet (it is compiled on the first backward call) */
+char *tc_train_describe(PyObject *train, long long *saved_bytes, int *bwd_ops, int *nsaved, int *compiled);
+/* backward graphs compiled so far (torchc._C.stats()["backward_compiles"]) */
+unsigned long long tc_train_backward_compiles(void);
 
 #endif

@@ -138,8 +138,9 @@ void dh_explain_record(PyCodeObject *code, const dh_entry *e, const char *event)
         SET("extern_call", e->brk_extern ? PyUnicode_FromString(e->brk_reason) : Py_NewRef(Py_None));
         { /* training: the backward graph (csrc/train.c) */
             long long sb = 0;
-            int bops = 0, nsv = 0;
-            char *bt = e->train ? tc_train_describe(e->train, &sb, &bops, &nsv) : NULL;
+            int bops = 0, nsv = 0, bcomp = 0;
+            char *bt = e->train ? tc_train_describe(e->train, &sb, &bops, &nsv, &bcomp) : NULL;
+            (void)bcomp; /* compiled on the first backward, after this record */
             SET("backward_graph", bt ? PyUnicode_FromString(bt) : Py_NewRef(Py_None));
             free(bt);
             SET("backward_op_count", PyLong_FromLong(bops));

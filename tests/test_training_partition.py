@@ -1,0 +1,160 @@
+"""Training (issue 22): the min-cut partitioner (saved vs recomputed forward values, by
+bytes) and the lazily compiled backward.
+
+Saved bytes come from torchc.explain (forward intermediates kept for the backward, not
+counting inputs and the program's outputs); eager's from saved_tensors_hooks on the same
+model. Each test also compares values and gradients with eager, so a partition that reads
+a wrong value fails.
+"""
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import torchc
+from conftest import assert_same
+from test_training import CNN, Block, DropBlock, GRUCell, R, _eager_saved_bytes, grads_match
+
+F32 = dict(rtol=1e-4, atol=1e-5)
+
+
+# ---- the cut ----------------------------------------------------------------------------------
+def test_mincut_saves_the_narrow_slice_not_the_matmul():
+    # the backward reads h = e[:, :8] (through exp and sin); the greedy partition recomputed
+    # the slice from the saved 32x256 matmul output, the min-cut saves the 32x8 slice
+    def f(x, w):
+        e = x @ w
+        h = e[:, :8]
+        return h.exp() * h.sin()
+
+    ex = grads_match(f, R(32, 16), R(16, 256))
+    assert ex.saved_bytes == 32 * 8 * 4, ex.saved_bytes
+
+
+def test_mincut_saves_the_low_precision_copy():
+    # a bf16 copy of a f32 matmul output feeds the rest: saving it costs half the bytes
+    def f(x, w):
+        e = (x @ w).to(torch.bfloat16)
+        return (e * e.sigmoid()).float()
+
+    ex = grads_match(f, R(16, 8), R(8, 64), tol=dict(rtol=2e-2, atol=2e-2))
+    assert ex.saved_bytes == 16 * 64 * 2, ex.saved_bytes
+
+
+def test_mincut_recomputes_pointwise_from_inputs():
+    # a pointwise chain over inputs only: nothing but the inputs is read
+    def f(x, y):
+        t = torch.tanh(x * y + 1.0)
+        return (t * t.sigmoid()).sum()
+
+    ex = grads_match(f, R(64, 64), R(64, 64))
+    assert ex.saved_bytes == 0, ex.saved_bytes
+
+
+def test_mincut_never_recomputes_a_matmul():
+    # recomputing the [256,256] outer product from its [256,1] and [1,256] inputs would cost
+    # no saved bytes at all; it is an extern, so it (or its tanh) is saved instead
+    def f(x, w):
+        return torch.tanh(x @ w).sum()
+
+    ex = grads_match(f, R(256, 1), R(1, 256))
+    assert ex.saved_bytes == 256 * 256 * 4, ex.saved_bytes
+    assert ex.backward_graphs[0].count("extern") == 2, ex.backward_graphs[0]  # dx and dw only
+
+
+def test_mincut_never_recomputes_dropout():
+    # the mask is random: drawn once in the forward, saved for the backward
+    torch.manual_seed(3)
+    x = R(64, 32)
+
+    def f(x):
+        return (F.dropout(x, 0.3, training=True) * 3.0).tanh()
+
+    xc = x.clone().requires_grad_(True)
+    xe = x.clone().requires_grad_(True)
+    torch.manual_seed(7)
+    ex = torchc.explain(f)(xc)
+    torch.manual_seed(7)
+    oe = f(xe)
+    assert ex.backward_graph_count == 1
+    assert ex.saved_bytes > 0
+    assert_same(ex.result, oe, **F32)
+    g = torch.randn_like(oe)
+    ex.result.backward(g)
+    oe.backward(g)
+    assert_same(xc.grad, xe.grad, **F32)
+
+
+def test_mincut_residual_stream_is_saved():
+    # a residual sum over many layers is saved per layer, not rebuilt from every layer's
+    # outputs in every layer's backward (quadratic traffic)
+    def f(x, *ws):
+        h = x
+        for w in ws:
+            h = h + torch.tanh(h @ w)
+        return h.sum()
+
+    ws = [R(16, 16) * 0.3 for _ in range(8)]
+    ex = grads_match(f, R(8, 16), *ws)
+    bg = ex.backward_graphs[0]
+    assert bg.count(" add ") < 40, bg
+
+
+@pytest.mark.parametrize("name", ["block", "dropblock", "gru", "cnn", "mlp"])
+def test_saved_bytes_at_most_eager(name):
+    torch.manual_seed(0)
+    m, xs = {"block": (Block(), (R(2, 5, 16),)), "dropblock": (DropBlock(), (R(2, 5, 16),)),
+             "gru": (GRUCell(), (R(5, 4, 6),)), "cnn": (CNN(), (R(4, 3, 8, 8),)),
+             "mlp": (nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 10)),
+                     (R(32, 64),))}[name]
+    m.train()
+    ex = torchc.explain(m)(*xs)
+    assert ex.backward_graph_count == 1
+    eager = _eager_saved_bytes(m, *xs)
+    assert 0 < ex.saved_bytes <= eager, (ex.saved_bytes, eager)
+    if name in ("block", "gru"):  # pointwise regions between the matmuls are recomputed
+        assert ex.saved_bytes < 0.8 * eager, (ex.saved_bytes, eager)
+
+
+# ---- lazy backward compile --------------------------------------------------------------------
+def _bc():
+    return torchc._C.stats()["backward_compiles"]
+
+
+def test_backward_compiled_on_first_backward_only():
+    torch.manual_seed(0)
+    m = nn.Sequential(nn.Linear(12, 24), nn.GELU(), nn.Linear(24, 5))
+    me = nn.Sequential(nn.Linear(12, 24), nn.GELU(), nn.Linear(24, 5))
+    me.load_state_dict(m.state_dict())
+    cm = torchc.compile(m)
+    x = R(7, 12)
+    b0, c0 = _bc(), torchc._C.stats()["compiles"]
+    for _ in range(3):  # inference in grad mode: no backward compile
+        out = cm(x)
+        assert out.requires_grad
+    assert _bc() == b0
+    assert torchc._C.stats()["compiles"] == c0 + 1
+    assert_same(out, me(x), **F32)
+    out.sum().backward()  # the first backward compiles it
+    assert _bc() == b0 + 1
+    for _ in range(2):
+        cm(x).sum().backward()
+    me(x).sum().backward()
+    me(x).sum().backward()
+    me(x).sum().backward()
+    assert _bc() == b0 + 1  # and it is kept
+    assert torchc._C.stats()["compiles"] == c0 + 1
+    for pc, pe in zip(m.parameters(), me.parameters()):
+        assert_same(pc.grad, pe.grad, **F32)
+
+
+def test_backward_compile_shared_by_nodes_of_one_entry():
+    # outputs of several forward calls alive at once, backward through all of them: one compile
+    w = nn.Parameter(R(6, 6))
+    cf = torchc.compile(lambda x: torch.sigmoid(x @ w).sum())
+    b0 = _bc()
+    outs = [cf(R(3, 6)) for _ in range(4)]
+    assert _bc() == b0
+    torch.stack(outs).sum().backward()
+    assert _bc() == b0 + 1
+    assert w.grad is not None and w.grad.abs().sum() > 0
