@@ -26,6 +26,7 @@ typedef struct tc_train {
     ic_autograd ag;         /* ag.bwd: the graph, until it is compiled */
     ic_compiled *bwd;       /* NULL until the first backward */
     ic_options opt;
+    int eager;              /* a backward ran with create_graph=True: the frame runs eagerly */
     char *bwd_text;
     int bwd_ops;
     int nfwd_in;
@@ -130,8 +131,11 @@ static PyObject *grad_buffer(PyObject *t, const ic_meta *m, const tc_train *tr) 
 static PyObject *run_backward(PyObject *cap, PyObject *args) {
     tc_train *tr = PyCapsule_GetPointer(cap, CAPSULE);
     PyObject *saved, *grads;
-    if (tr == NULL || !PyArg_ParseTuple(args, "OO", &saved, &grads))
+    int create_graph = 0;
+    if (tr == NULL || !PyArg_ParseTuple(args, "OO|p", &saved, &grads, &create_graph))
         return NULL;
+    if (create_graph)
+        tr->eager = 1;
     saved = PySequence_Fast(saved, "saved tensors");
     if (saved == NULL)
         return NULL;
@@ -335,4 +339,15 @@ char *tc_train_describe(PyObject *train, long long *saved_bytes, int *bwd_ops, i
     *bwd_ops = tr->bwd_ops;
     *nsaved = tr->ag.nsaved;
     return tr->bwd_text ? strdup(tr->bwd_text) : NULL;
+}
+
+const char *tc_train_eager_reason(PyObject *train) {
+    tc_train *tr = PyCapsule_GetPointer(train, CAPSULE);
+    if (tr == NULL) {
+        PyErr_Clear();
+        return NULL;
+    }
+    return tr->eager ? "training: double backward (create_graph=True) through the compiled backward: "
+                       "the frame runs eagerly (torch's autograd records the backward)"
+                     : NULL;
 }

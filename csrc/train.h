@@ -23,6 +23,9 @@ int tc_train_attach(PyObject *train, PyObject **outs, int nout, PyObject *const 
 /* for explain(): backward graph text (malloc'd), saved bytes, number of backward ops,
  * whether the backward is compiled yet (it is compiled on the first backward call) */
 char *tc_train_describe(PyObject *train, long long *saved_bytes, int *bwd_ops, int *nsaved, int *compiled);
+/* non-NULL (the reason) once a backward of this graph ran with create_graph=True: the
+ * entry then runs its frame eagerly */
+const char *tc_train_eager_reason(PyObject *train);
 /* backward graphs compiled so far (torchc._C.stats()["backward_compiles"]) */
 unsigned long long tc_train_backward_compiles(void);
 

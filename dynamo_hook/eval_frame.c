@@ -573,6 +573,15 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
     if (e != NULL) {
         /* e stays pinned until its run ends */
         dh_cache_touch(c, prev, e);
+        const char *te = e->train && !e->fallback ? tc_train_eager_reason(e->train) : NULL;
+        if (te != NULL) { /* training: double backward seen (csrc/train.c) */
+            char *why_e = strdup(te);
+            if (why_e != NULL) {
+                e->fallback = 1;
+                free(e->reason);
+                e->reason = why_e;
+            }
+        }
         if (e->fallback)
             event = "fallback";
     } else {

@@ -322,14 +322,6 @@ def test_partial_requires_grad():
     grads_match(lambda x, w, b: x * w + b, R(3, 4), w, b, rg=[False, True, False])
 
 
-def test_double_backward_raises():
-    x = R(3).requires_grad_(True)
-    cf = torchc.compile(lambda x: (x ** 3).sum())
-    (g,) = torch.autograd.grad(cf(x), x, create_graph=True)
-    with pytest.raises(RuntimeError):
-        g.sum().backward()
-
-
 @pytest.mark.allow_fallback
 @pytest.mark.no_compile
 def test_no_rule_falls_back_with_reason():

@@ -158,3 +158,66 @@ def test_backward_compile_shared_by_nodes_of_one_entry():
     torch.stack(outs).sum().backward()
     assert _bc() == b0 + 1
     assert w.grad is not None and w.grad.abs().sum() > 0
+
+
+# ---- double backward -------------------------------------------------------------------------
+@pytest.mark.allow_fallback
+def test_double_backward_falls_back_with_reason():
+    def f(x):
+        return (x ** 3).sum()
+
+    x = R(5).requires_grad_(True)
+    ex = torchc.explain(f)(x)
+    assert ex.backward_graph_count == 1
+    (g,) = torch.autograd.grad(ex.result, x, create_graph=True)
+    assert_same(g, 3 * x.detach() ** 2, **F32)  # first order: right
+    assert g.requires_grad
+    with pytest.raises(RuntimeError, match="double backward"):
+        g.sum().backward()  # never a silently missing second-order term
+    # from the next call the frame runs eagerly, and explain says why
+    ex2 = torchc.explain(f)(x)
+    assert ex2.backward_graph_count == 0
+    assert any("create_graph" in r for r in ex2.break_reasons), ex2.break_reasons
+    (g2,) = torch.autograd.grad(ex2.result, x, create_graph=True)
+    (gg,) = torch.autograd.grad(g2.sum(), x)
+    assert_same(gg, 6 * x.detach(), **F32)
+
+
+@pytest.mark.allow_fallback
+def test_gradient_penalty_never_silently_wrong():
+    w = nn.Parameter(R(4, 4))
+    cf = torchc.compile(lambda x: torch.tanh(x @ w).sum())
+    x = R(3, 4).requires_grad_(True)
+    out = cf(x)
+    (gx,) = torch.autograd.grad(out, x, create_graph=True)
+    with pytest.raises(RuntimeError, match="double backward"):
+        (out + (gx ** 2).sum()).backward()
+    # later steps: eager, right
+    we = w.detach().clone().requires_grad_(True)
+    for _ in range(2):
+        w.grad = None
+        xe = x.detach().clone().requires_grad_(True)
+        out = cf(xe)
+        (gx,) = torch.autograd.grad(out, xe, create_graph=True)
+        (out + (gx ** 2).sum()).backward()
+    we.grad = None
+    xr = x.detach().clone().requires_grad_(True)
+    oe = torch.tanh(xr @ we).sum()
+    (ge,) = torch.autograd.grad(oe, xr, create_graph=True)
+    (oe + (ge ** 2).sum()).backward()
+    assert_same(w.grad, we.grad, **F32)
+
+
+def test_first_order_create_graph_false_still_compiled():
+    # retain_graph and plain backward keep the compiled path
+    w = nn.Parameter(R(4, 4))
+    f = lambda x: torch.tanh(x @ w).sum()
+    x = R(3, 4)
+    ex = torchc.explain(f)(x)
+    ex.result.backward(retain_graph=True)
+    ex.result.backward()
+    ex2 = torchc.explain(f)(x)
+    assert ex2.backward_graph_count == 1 and not ex2.break_reasons  # compiled, not a fallback
+    we = w.detach().clone().requires_grad_(True)
+    (torch.tanh(x @ we).sum() * 2).backward()
+    assert_same(w.grad, we.grad, **F32)
