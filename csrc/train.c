@@ -351,3 +351,37 @@ const char *tc_train_eager_reason(PyObject *train) {
                        "the frame runs eagerly (torch's autograd records the backward)"
                      : NULL;
 }
+
+int tc_is_autograd_function(PyObject *cls) {
+    static PyObject *fn_type; /* torch.autograd.Function, kept for the process */
+    if (!PyType_Check(cls))
+        return 0;
+    if (fn_type == NULL) {
+        PyObject *mod = PyImport_ImportModule("torch.autograd.function");
+        fn_type = mod ? PyObject_GetAttrString(mod, "Function") : NULL;
+        Py_XDECREF(mod);
+        if (fn_type == NULL || !PyType_Check(fn_type)) {
+            Py_CLEAR(fn_type);
+            PyErr_Clear();
+            return 0;
+        }
+    }
+    return cls != fn_type && PyType_IsSubtype((PyTypeObject *)cls, (PyTypeObject *)fn_type);
+}
+
+int tc_is_autograd_ctx(PyObject *obj) {
+    static PyObject *ctx_type; /* torch.autograd.function.FunctionCtx, kept for the process */
+    if (obj == NULL)
+        return 0;
+    if (ctx_type == NULL) {
+        PyObject *mod = PyImport_ImportModule("torch.autograd.function");
+        ctx_type = mod ? PyObject_GetAttrString(mod, "FunctionCtx") : NULL;
+        Py_XDECREF(mod);
+        if (ctx_type == NULL || !PyType_Check(ctx_type)) {
+            Py_CLEAR(ctx_type);
+            PyErr_Clear();
+            return 0;
+        }
+    }
+    return PyObject_TypeCheck(obj, (PyTypeObject *)ctx_type);
+}

@@ -26,6 +26,11 @@ char *tc_train_describe(PyObject *train, long long *saved_bytes, int *bwd_ops, i
 /* non-NULL (the reason) once a backward of this graph ran with create_graph=True: the
  * entry then runs its frame eagerly */
 const char *tc_train_eager_reason(PyObject *train);
+/* 1 if cls is a subclass of torch.autograd.Function (user code: its forward and backward
+ * run eagerly, at a graph break), else 0; never raises */
+int tc_is_autograd_function(PyObject *cls);
+/* 1 if obj is an autograd.Function ctx (a frame of a custom forward/backward), else 0 */
+int tc_is_autograd_ctx(PyObject *obj);
 /* backward graphs compiled so far (torchc._C.stats()["backward_compiles"]) */
 unsigned long long tc_train_backward_compiles(void);
 

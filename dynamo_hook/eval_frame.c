@@ -585,6 +585,14 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
         if (e->fallback)
             event = "fallback";
     } else {
+        if (code->co_argcount >= 1 && tc_is_autograd_ctx(f->localsplus[0])) {
+            /* the forward/backward of a torch.autograd.Function, called by its apply (which
+             * the capture leaves to eager, with the reason): eager, as the apply */
+            c->skip = 1;
+            dh_tl_busy = 0;
+            dh_scratch_clear();
+            return eval_default(ts, f, throwflag);
+        }
         int limit = recompile_limit(cfg);
         why = c->entries ? failed_guard(c->entries, f, func, values, ptrs, symvals) : NULL;
         tl_recompile = why;

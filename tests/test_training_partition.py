@@ -221,3 +221,89 @@ def test_first_order_create_graph_false_still_compiled():
     we = w.detach().clone().requires_grad_(True)
     (torch.tanh(x @ we).sum() * 2).backward()
     assert_same(w.grad, we.grad, **F32)
+
+
+# ---- torch.autograd.Function in user code ----------------------------------------------------
+class Square(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, k):
+        ctx.save_for_backward(x)
+        ctx.k = k
+        return x * x * k
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return 2 * ctx.k * g * x, None
+
+
+class ClampGrad(torch.autograd.Function):  # setup_context style, a backward unlike the forward's
+    @staticmethod
+    def forward(x):
+        return x.clone()
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        pass
+
+    @staticmethod
+    def backward(ctx, g):
+        return g.clamp(-0.1, 0.1)
+
+
+@pytest.mark.parametrize("fn", ["square", "clampgrad"])
+def test_autograd_function_runs_eagerly_at_a_break(fn):
+    w = nn.Parameter(R(6, 6))
+    we = w.detach().clone().requires_grad_(True)
+
+    def square(x, w):
+        h = torch.tanh(x @ w)
+        return (Square.apply(h, 1.5) * h.sigmoid()).sum()
+
+    def clampgrad(x, w):
+        h = torch.tanh(x @ w)
+        return (ClampGrad.apply(h) * h.sigmoid()).sum()
+
+    f = {"square": square, "clampgrad": clampgrad}[fn]
+
+    x = R(4, 6)
+    ex = torchc.explain(f)(x, w)
+    oe = f(x, we)
+    assert_same(ex.result, oe, **F32)
+    ex.result.backward()
+    oe.backward()
+    assert_same(w.grad, we.grad, **F32)
+    # the code around the call is compiled, forward and backward; the call is the one break
+    # (a setup_context-style forward has no ctx: it is compiled as its own frame, in no_grad)
+    assert ex.graph_count == (2 if fn == "square" else 3) and ex.graph_break_count == 1, str(ex)
+    assert ex.backward_graph_count == 2, str(ex)
+    assert any("autograd.Function" in r and "eagerly" in r for r in ex.break_reasons), ex.break_reasons
+
+
+def test_autograd_function_in_a_module_training_loop():
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = nn.Linear(5, 8)
+            self.b = nn.Linear(8, 2)
+
+        def forward(self, x):
+            return self.b(Square.apply(torch.relu(self.a(x)), 0.5))
+
+    torch.manual_seed(0)
+    me, mc = M(), M()
+    mc.load_state_dict(me.state_dict())
+    cm = torchc.compile(mc)
+    oe = torch.optim.SGD(me.parameters(), lr=0.05)
+    oc = torch.optim.SGD(mc.parameters(), lr=0.05)
+    g = torch.Generator().manual_seed(2)
+    for _ in range(10):
+        x = torch.randn(6, 5, generator=g)
+        for m, o, call in ((me, oe, me), (mc, oc, cm)):
+            o.zero_grad()
+            call(x).pow(2).mean().backward()
+            o.step()
+    for pe, pc in zip(me.parameters(), mc.parameters()):
+        assert_same(pc.detach(), pe.detach(), **F32)
+    ex = torchc.explain(cm)(x)
+    assert ex.backward_graph_count == 2 and ex.graph_break_count == 1, str(ex)
