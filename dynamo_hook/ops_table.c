@@ -6,6 +6,7 @@
  * Anything not in the table fails the trace with a reason (eager fallback).
  */
 #include "ops_internal.h"
+#include "train.h"
 
 #define UN(n, w, opc) {n, w, "input,inplace", sym_h_unary, IC_OP_##opc}
 #define BIN(n, opc) {n, W_ALL, "input,other", sym_h_binary, IC_OP_##opc}
@@ -390,6 +391,9 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
         sym_resolve(t, self);
         fn->items = self;
     }
+    if (fn->kind == V_CONST && fn->obj && PyMethod_Check(fn->obj) && tc_is_autograd_function(PyMethod_GET_SELF(fn->obj)))
+        return sym_fail(t, "torch.autograd.Function %s.apply: its forward and backward run eagerly (not captured)",
+                        ((PyTypeObject *)PyMethod_GET_SELF(fn->obj))->tp_name); /* a graph break: csrc/train.c */
     int nkw = kwnames ? (int)PyTuple_GET_SIZE(kwnames) : 0;
     int npos = nargs - nkw;
     var *kwv = args + npos;

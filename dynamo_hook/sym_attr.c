@@ -2,6 +2,7 @@
  * functions, records) and the LOAD_GLOBAL / LOAD_ATTR / STORE_ATTR / LOAD_SUPER_ATTR /
  * IMPORT_* handlers. */
 #include "sym_interp.h"
+#include "train.h"
 
 #include <string.h>
 
@@ -23,6 +24,8 @@ static int type_attr(trace *t, PyObject *cls, PyObject *name, var *out) {
                    ? (PyErr_Clear(), sym_fail(t, "attribute %U of a class", name)) : 0;
     if (n[0] == '_')
         return 1;
+    if (!strcmp(n, "apply") && tc_is_autograd_function(cls)) /* a break at its call (sym_call) */
+        return sym_const(t, PyObject_GetAttr(cls, name), out) < 0 ? (PyErr_Clear(), sym_fail(t, "Function.apply")) : 0;
     PyObject *a = _PyType_Lookup((PyTypeObject *)cls, name);
     if (a == NULL)
         return 1;

@@ -571,15 +571,8 @@ int sym_train_build(trace *t, const mutlist *muts, const ic_options *opt, PyObje
         ic_autograd_clear(&ag);
         return 0;
     }
-    ic_compiled *bwd;
-    Py_BEGIN_ALLOW_THREADS
-    bwd = ic_compile(ag.bwd, opt, &err);
-    Py_END_ALLOW_THREADS
-    if (bwd == NULL) {
-        ic_autograd_clear(&ag);
-        return sym_fail(t, "training: backward compile failed: %s", err.msg);
-    }
-    *train = tc_train_new(&ag, bwd, t->ninputs, t->device_type < 0 ? TC_DEV_CPU : t->device_type,
+    /* the backward graph is compiled on the first backward call (csrc/train.c) */
+    *train = tc_train_new(&ag, opt, t->ninputs, t->device_type < 0 ? TC_DEV_CPU : t->device_type,
                           t->device_index > 0 ? t->device_index : 0);
     return *train ? 0 : -1;
 }
