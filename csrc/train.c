@@ -295,3 +295,14 @@ char *tc_train_describe(PyObject *train, long long *saved_bytes, int *bwd_ops, i
     *nsaved = tr->ag.nsaved;
     return tr->bwd_text ? strdup(tr->bwd_text) : NULL;
 }
+
+const ic_autograd *tc_train_parts(PyObject *train, const ic_compiled **bwd, const ic_meta **in_meta,
+                                  int *device_type) {
+    tc_train *tr = PyCapsule_GetPointer(train, CAPSULE);
+    if (tr == NULL)
+        return NULL;
+    *bwd = tr->bwd;
+    *in_meta = tr->in_meta;
+    *device_type = tr->device_type;
+    return &tr->ag;
+}

@@ -20,6 +20,10 @@ PyObject *tc_train_new(ic_autograd *ag, ic_compiled *bwd, int nfwd_in, int devic
  * replaced by the node's outputs); inputs[i]: forward input i (borrowed). 0, or -1 with a
  * Python exception. */
 int tc_train_attach(PyObject *train, PyObject **outs, int nout, PyObject *const *inputs);
+/* torchc.scan (csrc/scan.c): the maps, the compiled backward (NULL: none) and its inputs'
+ * metas, borrowed (alive with the capsule). NULL with an exception if train is not one. */
+const ic_autograd *tc_train_parts(PyObject *train, const ic_compiled **bwd, const ic_meta **in_meta,
+                                  int *device_type);
 /* for explain(): backward graph text (malloc'd), saved bytes, number of backward ops */
 char *tc_train_describe(PyObject *train, long long *saved_bytes, int *bwd_ops, int *nsaved);
 
