@@ -199,3 +199,29 @@ def test_retain_graph_and_second_backward():
     assert torch.equal(g1, g2)
     ce, yse = eager_scan(step, torch.zeros(2, 3), xs)
     assert rel(g1, torch.autograd.grad(yse.sum(), W)[0]) < 2e-5
+
+
+def test_called_from_a_compiled_function():
+    """a compiled caller breaks at the scan call (no tracing into scan's Python); the scan
+    still runs its compiled loop, and values and gradients match eager"""
+    W = torch.randn(4, 4, requires_grad=True)
+
+    def body(h, x):
+        h = torch.tanh(h @ W + x)
+        return h, h * 2
+
+    def f(x):
+        c, ys = torchc.scan(body, torch.zeros(2, 4), x * 3)
+        return (ys.sum(0) + c).relu().sum()
+
+    x = torch.randn(6, 2, 4, requires_grad=True)
+    e = torchc.explain(f)(x)
+    assert any("call to scan" in r for r in e.break_reasons), e.break_reasons
+    torchc.reset()
+    r = torchc.compile(f)(x)
+    assert _scan.last_fallback is None
+    got = torch.autograd.grad(r, [W, x])
+    ce, yse = eager_scan(body, torch.zeros(2, 4), x * 3)
+    re = (yse.sum(0) + ce).relu().sum()
+    assert rel(r, re) < 1e-6
+    check_grads(got, torch.autograd.grad(re, [W, x]), 2e-5)

@@ -363,3 +363,8 @@ class _ScanFn(torch.autograd.Function):
     @torch.autograd.function.once_differentiable
     def backward(ctx, *grads):
         return (None,) + tuple(ctx.plan.backward(grads))
+
+
+# A compiled caller does not trace into scan's Python (pytrees, buffer set-up): the call is a
+# graph break, and scan runs its own compiled loop.
+_C.skip_code(scan.__code__)
