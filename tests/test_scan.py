@@ -225,3 +225,30 @@ def test_called_from_a_compiled_function():
     re = (yse.sum(0) + ce).relu().sum()
     assert rel(r, re) < 1e-6
     check_grads(got, torch.autograd.grad(re, [W, x]), 2e-5)
+
+
+def test_outputs_and_buffers_are_freed_without_gc():
+    """the autograd node must not hold its own outputs (a cycle through grad_fn that Python's
+    gc cannot see): the stacked buffers die with the last reference, no gc.collect()"""
+    import gc
+    import weakref
+    W = torch.randn(4, 4, requires_grad=True)
+
+    def step(h, x):
+        h = torch.tanh(h @ W + x)
+        return h, h
+
+    gc.disable()
+    try:
+        c, ys = torchc.scan(step, torch.zeros(2, 4), torch.randn(5, 2, 4))
+        assert _scan.last_fallback is None
+        r = weakref.ref(ys)
+        (c.sum() + ys.sum()).backward()
+        del c, ys
+        assert r() is None
+        c, ys = torchc.scan(step, torch.zeros(2, 4), torch.randn(5, 2, 4))
+        r = weakref.ref(ys)
+        del c, ys  # never differentiated
+        assert r() is None
+    finally:
+        gc.enable()

@@ -230,8 +230,8 @@ class _Plan:
     def forward(self):
         T, outs, train = self.T, self.probe_outs, self.train
         with torch.no_grad():
-            self.cbuf = [torch.empty((T + 1 if train else 2,) + tuple(c.shape), dtype=c.dtype,
-                                     device=c.device) for c in self.c0]
+            self.cbuf = [torch.empty((T + 1 if train else 2,) + tuple(c.shape), dtype=c.dtype)
+                         for c in self.c0]
             for b, c in zip(self.cbuf, self.c0):
                 b[0].copy_(c)
             self.ybuf = [torch.empty((T,) + tuple(outs[j].shape), dtype=outs[j].dtype) for j in self.yout]
@@ -280,13 +280,25 @@ class _Plan:
                 _C._scan_loop(self.rec, 0, self.ispec, ospec, ops, 1, T)
             last = T if train else T % 2
             carry = [b[last].clone() for b in self.cbuf]
+        ys = tuple(self.ybuf)
         if not train:
             self.rec = None
-        return tuple(carry) + tuple(self.ybuf)
+        else:
+            # ys are the Function's outputs: the backward gets them from save_for_backward
+            # (a reference from the plan, held by the node, would be a cycle through their
+            # grad_fn that is never collected); the specs name them by index until then
+            yid = {id(b): m for m, b in enumerate(ys)}
+            self.ospec = [(("y", yid[id(sp[0])]),) + tuple(sp[1:]) if id(sp[0]) in yid else sp
+                          for sp in self.ospec]
+            self.ybuf = None
+        return tuple(carry) + ys
 
     # ---- backward (BPTT) ------------------------------------------------------------------
-    def backward(self, grads):
+    def backward(self, grads, ys):
         T, info, outs = self.T, self.info, self.probe_outs
+        self.ybuf = list(ys)
+        ospec = [(self.ybuf[sp[0][1]],) + tuple(sp[1:]) if isinstance(sp[0], tuple) else sp
+                 for sp in self.ospec]
         nc = len(self.c0)
         gcar, gys = grads[:nc], grads[nc:]
         role = {j: k for k, j in enumerate(self.cout)}
@@ -304,7 +316,7 @@ class _Plan:
             if kind == _FWD_INPUT:
                 bin_.append(self.ispec[idx])
             elif kind == _FWD_OUTPUT:
-                bin_.append(self.ospec[idx])
+                bin_.append(ospec[idx])
             else:
                 if idx in role:
                     k = role[idx]
@@ -344,6 +356,7 @@ class _Plan:
                 ops.append((1, 2, (gc[k], _row(gc[k]), 0, 2), None, gc[k][0].numel() * gc[k].element_size(), 0))
         _C._scan_loop(self.rec, 1, bin_, bout, ops, T - 1, -1)
         gcarry = [gc[k][0].clone() if k in got_c else None for k in range(nc)]
+        self.ybuf = None
         return gcarry + gx + acc
 
     @staticmethod
@@ -357,12 +370,14 @@ class _ScanFn(torch.autograd.Function):
     @staticmethod
     def forward(ctx, plan, *args):
         ctx.plan = plan
-        return plan.forward()
+        outs = plan.forward()
+        ctx.save_for_backward(*outs[len(plan.c0):])
+        return outs
 
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, *grads):
-        return (None,) + tuple(ctx.plan.backward(grads))
+        return (None,) + tuple(ctx.plan.backward(grads, ctx.saved_tensors))
 
 
 # A compiled caller does not trace into scan's Python (pytrees, buffer set-up): the call is a
