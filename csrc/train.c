@@ -385,3 +385,17 @@ int tc_is_autograd_ctx(PyObject *obj) {
     }
     return PyObject_TypeCheck(obj, (PyTypeObject *)ctx_type);
 }
+
+const ic_autograd *tc_train_parts(PyObject *train, const ic_compiled **bwd, const ic_meta **in_meta,
+                                  int *device_type) {
+    tc_train *tr = PyCapsule_GetPointer(train, CAPSULE);
+    if (tr == NULL)
+        return NULL;
+    /* the backward is compiled lazily (first backward call); a scan needs it now */
+    if (tr->bwd == NULL && tr->ag.bwd != NULL && ensure_compiled(tr) < 0)
+        return NULL;
+    *bwd = tr->bwd;
+    *in_meta = tr->in_meta;
+    *device_type = tr->device_type;
+    return &tr->ag;
+}

@@ -33,5 +33,9 @@ int tc_is_autograd_function(PyObject *cls);
 int tc_is_autograd_ctx(PyObject *obj);
 /* backward graphs compiled so far (torchc._C.stats()["backward_compiles"]) */
 unsigned long long tc_train_backward_compiles(void);
+/* torchc.scan (csrc/scan.c): the maps, the compiled backward (NULL: none) and its inputs'
+ * metas, borrowed (alive with the capsule). NULL with an exception if train is not one. */
+const ic_autograd *tc_train_parts(PyObject *train, const ic_compiled **bwd, const ic_meta **in_meta,
+                                  int *device_type);
 
 #endif

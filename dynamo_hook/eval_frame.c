@@ -11,6 +11,7 @@
  */
 #include "dh_internal.h"
 #include "train.h"
+#include "scan.h"
 
 #define Py_BUILD_CORE
 #include <internal/pycore_frame.h>
@@ -1032,6 +1033,35 @@ done:
     return res;
 }
 
+/* torchc.scan's probe (csrc/scan.h): the body's entry, pinned for the record, with the
+ * tensors of its graph inputs and its outputs; what a C loop over the graph cannot replay
+ * (graph breaks, mutations, attribute writes, index checks, CUDA) is named. */
+static void unpin_entry(void *e) { dh_entry_unpin(e); }
+
+static int scan_probe(const dh_entry *e, PyObject *const *values, PyObject *const *outs, int nout,
+                      PyObject *func, const int64_t *symvals) {
+    const char *why = e->brk != DH_BRK_NONE ? "the body has a graph break"
+                      : e->nmut      ? "the body mutates its inputs"
+                      : e->nattrw    ? "the body writes module attributes"
+                      : e->nidx      ? "the body's indices are checked at each call"
+                      : e->device_type != TC_DEV_CPU ? "the C loop runs CPU graphs only"
+                      : e->compiled == NULL ? "the body has no graph outputs"
+                                            : NULL;
+    PyObject *small[16], **in = small;
+    if (e->ninputs > 16 && (in = calloc((size_t)e->ninputs, sizeof *in)) == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (int i = 0; i < e->ninputs; i++)
+        in[i] = values[e->input_src[i]];
+    ((dh_entry *)e)->pins++;
+    int r = tc_scan_probe_record(func, (void *)e, unpin_entry, e->compiled, e->ninputs, in, nout, outs,
+                                 e->train, e->nsyms, symvals, why);
+    if (in != small)
+        free(in);
+    return r;
+}
+
 PyObject *dh_entry_run(const dh_entry *e, PyObject *const *values, void *const *data_ptrs,
                        PyObject *func, const int64_t *symvals) {
     unsigned long long t0 = now_ns();
@@ -1117,6 +1147,8 @@ PyObject *dh_entry_run(const dh_entry *e, PyObject *const *values, void *const *
         if (arc < 0)
             goto done;
     }
+    if (tc_scan_tl_probe != NULL && scan_probe(e, values, outs, nout, func, symvals) < 0)
+        goto done;
     res = build_output(e, 0, outs, values, symvals);
     if (res != NULL && e->nattrw > 0) {
         /* replay module attribute writes, then unwrap (result, values...) */
