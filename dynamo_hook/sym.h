@@ -227,12 +227,23 @@ ic_val sym_reshape(trace *t, ic_val v, int n, const int64_t *sizes);
 int sym_is_record_type(PyObject *cls);
 int sym_make_record(trace *t, PyObject *cls, var *args, int npos, PyObject *kwnames, var *out);
 PyObject *sym_record_class(const var *r); /* borrowed */
-int sym_is_hoistable_type(PyObject *cls);
-int sym_hoist_new(trace *t, PyObject *cls, var *args, int npos, PyObject *kwnames, var *out);
 int sym_record_items(trace *t, const var *r, var **items, int *n);
 int sym_record_attr(trace *t, const var *r, PyObject *name, var *out);
 int sym_record_subscr(trace *t, const var *r, const var *k, var *out);
 int sym_record_method(trace *t, const var *r, const char *mn, int nargs, var *out);
+
+/* obj_new.c: cls(*args) of a plain Python class: allocated by the guards (DH_S_NEW), its
+ * __init__ inlined, its attribute writes replayed after the graph */
+int sym_obj_plain_class(PyObject *cls);
+int sym_obj_new(trace *t, PyObject *cls, var *args, int nargs, PyObject *kwnames, var *out);
+/* o.name reads the trace can't answer from the stand-in object (o.__dict__ after writes): -1 failed */
+int sym_obj_attr_special(trace *t, const var *o, PyObject *name);
+int sym_is_nn_module_type(PyObject *cls); /* variables.c: cls subclasses nn.Module */
+/* obj_proto.c: Python dunders of user objects inlined; 1: the class has none (not handled) */
+int sym_obj_dunder(trace *t, const var *o, const char *name, var *args, int nargs, var *out);
+int sym_obj_len(trace *t, const var *o, var *out);
+int sym_obj_truth(trace *t, const var *o, int *truth);
+int sym_obj_iter(trace *t, const var *o, var **items, int *n);
 
 /* objects.c: lists made in the trace, mutated with identity (sym_rebind) */
 int sym_list_method(trace *t, const var *l, const char *mn, var *args, int nargs, var *out);

@@ -189,6 +189,9 @@ static int truthy(trace *t, const var *v, int *out) {
         return 0;
     }
     if (v->kind == V_OBJ && !PyModule_Check(v->obj)) {
+        int rc = sym_obj_truth(t, v, out); /* obj_proto.c: a Python __bool__/__len__ */
+        if (rc <= 0)
+            return rc;
         /* objects are true unless their class has __bool__/__len__ */
         PyTypeObject *tp = Py_TYPE(v->obj);
         int has = (tp->tp_as_number && tp->tp_as_number->nb_bool) ||
@@ -386,6 +389,14 @@ static int load_attr(trace *t, const var *o, PyObject *name, var *out) {
             Py_DECREF(a);
             return rc;
         }
+        for (int i = t->nattrw - 1; i >= 0; i--) /* written earlier in this trace */
+            if (t->attrw[i].obj == o->obj && o->src >= 0 &&
+                PyUnicode_Compare(t->attrw[i].name, name) == 0) {
+                *out = *t->attrw[i].val;
+                return 0;
+            }
+        if (sym_obj_attr_special(t, o, name) < 0) /* obj_new.c: __dict__ of a written object */
+            return -1;
         int rc_ga = getattr_hook(t, o, name, out);
         if (rc_ga <= 0)
             return rc_ga;
@@ -422,12 +433,6 @@ static int load_attr(trace *t, const var *o, PyObject *name, var *out) {
         if (PyUnicode_CompareWithASCIIString(name, "__class__") == 0 && o->src >= 0)
             /* the object is identity-guarded: its class is fixed */
             return sym_const(t, Py_NewRef((PyObject *)Py_TYPE(o->obj)), out);
-        for (int i = t->nattrw - 1; i >= 0; i--) /* written earlier in this trace */
-            if (t->attrw[i].obj == o->obj && o->src >= 0 &&
-                PyUnicode_Compare(t->attrw[i].name, name) == 0) {
-                *out = *t->attrw[i].val;
-                return 0;
-            }
         if (PyUnicode_CompareWithASCIIString(name, "_modules") == 0 && o->src >= 0) {
             /* the submodule dict: values reached as attributes of the module */
             PyObject *mods = dh_module_getattr(o->obj, name);
@@ -888,8 +893,12 @@ static int to_items(trace *t, const var *v, var **items, int *n) {
     if (v->kind == V_OBJ && !PyModule_Check(v->obj)) {
         /* nn.Sequential / nn.ModuleList (or a subclass keeping their __iter__): their
          * submodules, in order */
-        if (!sym_is_module_container(v->obj, "__iter__"))
+        if (!sym_is_module_container(v->obj, "__iter__")) {
+            int rc = sym_obj_iter(t, v, items, n); /* obj_proto.c: a Python __iter__ */
+            if (rc <= 0)
+                return rc;
             return sym_fail(t, "iteration over %s not supported yet", Py_TYPE(v->obj)->tp_name);
+        }
         PyObject *name = PyUnicode_InternFromString("_modules");
         PyObject *mods = name ? dh_module_getattr(v->obj, name) : NULL;
         Py_XDECREF(name);
@@ -2311,6 +2320,14 @@ static int run_body(trace *t, sframe *f, var *result) {
                     return -1;
                 break;
             }
+            if (a.kind == V_OBJ) { /* obj_proto.c: a Python __delitem__ */
+                int rc = sym_obj_dunder(t, &a, "__delitem__", &b, 1, &c);
+                if (rc <= 0) {
+                    if (rc < 0)
+                        return -1;
+                    break;
+                }
+            }
             return sym_fail(t, "del of an item of an unsupported container");
         }
         case OP_STORE_SUBSCR:
@@ -2341,6 +2358,14 @@ static int run_body(trace *t, sframe *f, var *result) {
                 if (dict_update(t, &a, k.obj, &b) == 0)
                     break;
                 return -1;
+            }
+            if (a.kind == V_OBJ) { /* obj_proto.c: a Python __setitem__ */
+                var kv[2] = {k, b};
+                int rc = sym_obj_dunder(t, &a, "__setitem__", kv, 2, &c);
+                if (rc < 0)
+                    return -1;
+                if (rc == 0)
+                    break;
             }
             if (a.kind != V_TENSOR)
                 sym_fail(t, "item assignment to a %s", a.kind == V_SEQ ? "list" : a.kind == V_DICT ? "dict" : "non-tensor");
