@@ -164,6 +164,13 @@ void sym_fx_drop(sym_fx_mark *m);             /* frees m */
 void sym_fx_set(trace *t, var *slot, const var *nv);
 void sym_fx_free(trace *t);
 void sym_fx_forget(trace *t, const void *mem, size_t size); /* slots in freed memory */
+/* c (a list or dict var) is about to be updated: when it was read from the inputs, its final
+ * contents are written back after the graph (a t->attrw entry whose name is not a str) */
+int sym_fx_container_write(trace *t, const var *c);
+/* the source vars of written-back containers follow their updates (sym_rebind) */
+void sym_fx_rebind_sources(trace *t, const var *old_items, const var *nv);
+/* end of the trace: written containers reachable once only (else fails), aliasing pinned */
+int sym_fx_containers_finish(trace *t);
 
 /* variables.c */
 int sym_fail(trace *t, const char *fmt, ...); /* records the first reason; returns -1 */

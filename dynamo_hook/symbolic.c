@@ -390,7 +390,7 @@ static int load_attr(trace *t, const var *o, PyObject *name, var *out) {
             return rc;
         }
         for (int i = t->nattrw - 1; i >= 0; i--) /* written earlier in this trace */
-            if (t->attrw[i].obj == o->obj && o->src >= 0 &&
+            if (t->attrw[i].obj == o->obj && o->src >= 0 && PyUnicode_Check(t->attrw[i].name) &&
                 PyUnicode_Compare(t->attrw[i].name, name) == 0) {
                 *out = *t->attrw[i].val;
                 return 0;
@@ -1097,6 +1097,7 @@ static void dict_rebind_all(trace *t, const var *old, const var *nd) {
     }
     for (int i = 0; i < t->nattrw; i++) /* stored on a module, replayed after the graph */
         dict_rebind(t, t->attrw[i].val, 1, old, nd, 0);
+    sym_fx_rebind_sources(t, old, nd); /* sideeffects.c: containers passed in, written back */
 }
 
 /* A list (or dict) made in the trace changed: every copy of it, in any live frame or
@@ -1119,8 +1120,8 @@ static int own_kwargs(trace *t, const var *d) {
 static int dict_update(trace *t, const var *d, PyObject *k, const var *val) {
     if (d->kind != V_DICT || d->items == NULL)
         return sym_fail(t, "update of an unsupported dict");
-    if (d->src >= 0 && !own_kwargs(t, d))
-        return sym_fail(t, "update of a dict passed in (the caller sees it) not supported");
+    if (d->src >= 0 && !own_kwargs(t, d) && sym_fx_container_write(t, d) < 0)
+        return -1;
     if (PyObject_Hash(k) == -1) {
         PyErr_Clear();
         return sym_fail(t, "unhashable dict key");
@@ -1168,8 +1169,8 @@ int sym_dict_method(trace *t, const var *d, const char *mn, var *args, int nargs
         return make_dict(t, d->obj, vals, d->n, out);
     }
     if (!strcmp(mn, "update") && nargs == 1) {
-        if (d->src >= 0 && !own_kwargs(t, d))
-            return sym_fail(t, "update of a dict passed in (the caller sees it) not supported");
+        if (d->src >= 0 && !own_kwargs(t, d) && sym_fx_container_write(t, d) < 0)
+            return -1;
         var m = *d;
         if (dict_merge(t, &m, &args[0]) < 0)
             return -1;
@@ -2121,7 +2122,8 @@ static int run_body(trace *t, sframe *f, var *result) {
                 return sym_fail(t, "storing a nested function on a module");
             int i;
             for (i = 0; i < t->nattrw; i++) /* one object (sources may differ: DH_G_SAMEOBJ) */
-                if (t->attrw[i].obj == a.obj && PyUnicode_Compare(t->attrw[i].name, name) == 0)
+                if (t->attrw[i].obj == a.obj && PyUnicode_Check(t->attrw[i].name) &&
+                    PyUnicode_Compare(t->attrw[i].name, name) == 0)
                     break;
             int fresh = i == t->nattrw;
             if (fresh) {
@@ -3690,6 +3692,8 @@ static dh_entry *trace_once(PyCodeObject *code, PyObject *const *localsplus, PyO
                     record_mutations(t, outvals, &nout, &muts);
                 if (!t->failed && !PyErr_Occurred())
                     add_distinct_guard(t, &muts);
+                if (!t->failed && !PyErr_Occurred())
+                    sym_fx_containers_finish(t); /* sideeffects.c */
                 if (!t->failed && !PyErr_Occurred())
                     add_sameobj_guard(t);
             }

@@ -971,6 +971,8 @@ static int wrap_uncached(trace *t, PyObject *o, int src, var *out) {
         out->is_list = PyList_CheckExact(o);
         out->n = (int)n;
         out->items = items;
+        if (src >= 0 && out->is_list) /* the object, for a write-back (sideeffects.c) */
+            t->srcobj[src] = sym_keep(t, Py_NewRef(o));
         return 0;
     }
     if (sym_dtype_from_object(o) >= 0 || (torch_device_type && PyObject_TypeCheck(o, (PyTypeObject *)torch_device_type))) {
@@ -1086,6 +1088,7 @@ static int wrap_uncached(trace *t, PyObject *o, int src, var *out) {
         out->obj = keys;
         out->items = vals;
         out->n = i;
+        t->srcobj[src] = sym_keep(t, Py_NewRef(o)); /* for a write-back (sideeffects.c) */
         return 0;
     }
     if (src >= 0 && PyContextVar_CheckExact(o)) { /* a module-level ContextVar: itself */

@@ -361,3 +361,136 @@ def test_tiny_llama_with_cache_one_graph():
     for a, b in zip(gk.layers, wk.layers):
         torch.testing.assert_close(a.keys, b.keys)
         torch.testing.assert_close(a.values, b.values)
+
+
+# ---- caller-visible lists and dicts: updated in the graph, written back after it --------
+
+def _same_state(a, b):
+    assert type(a) is type(b) and len(a) == len(b)
+    if isinstance(a, dict):
+        assert list(a) == list(b)
+        a, b = list(a.values()), list(b.values())
+    for x, y in zip(a, b):
+        if isinstance(x, torch.Tensor):
+            assert_same(x, y)
+        else:
+            assert x == y
+
+
+def test_list_passed_in_mutated():
+    def f(x, acc):
+        acc.append(x + 1)
+        acc.insert(0, x * 2)
+        acc[1] = acc[1] - 3
+        acc.extend([x, x])
+        acc.pop()
+        return x.sum(), len(acc)
+
+    x = torch.randn(3)
+    l1, l2 = [torch.ones(3)], [torch.ones(3)]
+    want = f(x, l1)
+    torchc.reset()
+    ex = torchc.explain(f)(x, l2)
+    assert ex.graph_count == 1 and ex.graph_break_count == 0, ex
+    assert_same(ex.result, want)
+    _same_state(l2, l1)
+    # again: a hit, mutating the same list once more
+    cf = torchc.compile(f)
+    cf(x, l2)
+    f(x, l1)
+    _same_state(l2, l1)
+
+
+def test_list_passed_in_returned_keeps_identity():
+    def f(x, acc):
+        acc += [x * 2]
+        return acc
+
+    x = torch.randn(2)
+    lst = []
+    torchc.reset()
+    ex = torchc.explain(f)(x, lst)
+    assert ex.graph_count == 1 and ex.graph_break_count == 0, ex
+    assert ex.result is lst and len(lst) == 1
+    assert_same(lst[0], x * 2)
+
+
+def test_dict_passed_in_mutated():
+    def f(x, d):
+        d["y"] = x * 2
+        d.update({"z": x + 1})
+        v = d.pop("a")
+        d.setdefault("w", 3)
+        return v + d["y"]
+
+    x = torch.randn(3)
+    d1, d2 = {"a": torch.ones(3), "b": 1}, {"a": torch.ones(3), "b": 1}
+    want = f(x, d1)
+    torchc.reset()
+    ex = torchc.explain(f)(x, d2)
+    assert ex.graph_count == 1 and ex.graph_break_count == 0, ex
+    assert_same(ex.result, want)
+    _same_state(d2, d1)
+
+
+class Registry:
+    def __init__(self):
+        self.seen = []
+        self.table = {}
+
+
+def test_attribute_containers_mutated():
+    reg1, reg2 = Registry(), Registry()
+
+    def f(x, reg):
+        reg.seen.append(x.shape[0])
+        reg.table["last"] = x * 3
+        return x + len(reg.seen)
+
+    x = torch.randn(4)
+    want = f(x, reg1)
+    torchc.reset()
+    ex = torchc.explain(f)(x, reg2)
+    assert ex.graph_count == 1 and ex.graph_break_count == 0, ex
+    assert_same(ex.result, want)
+    assert reg2.seen == reg1.seen == [4]
+    _same_state(reg2.table, reg1.table)
+
+
+@pytest.mark.allow_fallback
+@pytest.mark.no_compile
+def test_list_passed_twice_is_not_split():
+    def f(x, a, b):
+        a.append(x)
+        return x * len(b)
+
+    x = torch.randn(2)
+    l1, l2 = [], []
+    want = f(x, l1, l1)
+    ex = torchc.explain(f)(x, l2, l2)
+    assert_same(ex.result, want)
+    assert len(l2) == len(l1) == 1
+    assert any("reachable twice" in r for r in ex.break_reasons), ex.break_reasons
+
+
+def test_list_mutation_then_break_state():
+    """the write-back happens before the eager call at a break sees the list"""
+    seen = []
+
+    @torch.compiler.disable
+    def peek(lst):
+        seen.append(len(lst))
+
+    def f(x, acc):
+        acc.append(x)
+        peek(acc)
+        acc.append(x * 2)
+        return x + 1
+
+    x = torch.randn(2)
+    acc = []
+    torchc.reset()
+    ex = torchc.explain(f)(x, acc)
+    assert ex.graph_count >= 2 and ex.graph_break_count == 1, ex
+    assert seen == [1] and len(acc) == 2
+    assert_same(acc[1], x * 2)
