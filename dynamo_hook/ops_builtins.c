@@ -146,6 +146,9 @@ int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kw
             Py_XDECREF(mods);
             if (ok)
                 return sym_const(t, PyLong_FromSsize_t(k), out);
+            int rc = sym_obj_len(t, &args[0], out); /* obj_proto.c: a Python __len__ */
+            if (rc <= 0)
+                return rc;
         }
     }
     if (name && strcmp(name, "id") == 0 && f == PyDict_GetItemString(PyEval_GetBuiltins(), "id") &&

@@ -379,10 +379,8 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
     var fnv = *fn_in, *fn = &fnv;
     for (int i = 0; i < nargs; i++)
         sym_resolve(t, &args[i]);
-    /* torch.compiler.is_compiling() & co answer False inside the capture (variables.c's
-     * predicates), as in the code eager runs. True (torch.compile's answer) makes transformers
-     * write CompileableContextVar.global_var, after which DynamicCache() is not hoisted: tiny
-     * Llama/Qwen2/GPT-2 went from 1 graph to 18-20. dh_is_compiling_fn stays for that change. */
+    /* torch.compiler.is_compiling() & co answer True inside the capture (variables.c's
+     * predicates), as under torch.compile */
     if (fn->kind == V_METHOD && fn->items) {
         var *self = sym_alloc(t, 1);
         if (self == NULL)
@@ -491,10 +489,10 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
         return sym_inline(t, fn->obj, fn->src, NULL, args, nargs, kwnames, out);
     if (fn->kind == V_FUNC && fn->op >= 0)
         return call_op(t, fn->op, args, npos, kwnames, kwv, out);
-    if (fn->kind == V_FUNC && fn->obj && sym_is_hoistable_type(fn->obj))
-        return sym_hoist_new(t, fn->obj, args, npos, kwnames, out);
     if (fn->kind == V_FUNC && fn->obj && sym_is_record_type(fn->obj))
         return sym_make_record(t, fn->obj, args, npos, kwnames, out);
+    if (fn->kind == V_FUNC && fn->obj && sym_obj_plain_class(fn->obj)) /* obj_new.c */
+        return sym_obj_new(t, fn->obj, args, nargs, kwnames, out);
     if (fn->kind == V_FUNC)
         return sym_call_builtin(t, fn, args, npos, kwnames, out);
     if (fn->kind == V_METHOD && fn->items && fn->items[0].kind == V_OBJ && fn->obj &&

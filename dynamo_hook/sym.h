@@ -176,6 +176,13 @@ void sym_fx_drop(sym_fx_mark *m);             /* frees m */
 void sym_fx_set(trace *t, var *slot, const var *nv);
 void sym_fx_free(trace *t);
 void sym_fx_forget(trace *t, const void *mem, size_t size); /* slots in freed memory */
+/* c (a list or dict var) is about to be updated: when it was read from the inputs, its final
+ * contents are written back after the graph (a t->attrw entry whose name is not a str) */
+int sym_fx_container_write(trace *t, const var *c);
+/* the source vars of written-back containers follow their updates (sym_rebind) */
+void sym_fx_rebind_sources(trace *t, const var *old_items, const var *nv);
+/* end of the trace: written containers reachable once only (else fails), aliasing pinned */
+int sym_fx_containers_finish(trace *t);
 
 /* variables.c */
 int sym_fail(trace *t, const char *fmt, ...); /* records the first reason; returns -1 */
@@ -242,12 +249,23 @@ ic_val sym_reshape(trace *t, ic_val v, int n, const int64_t *sizes);
 int sym_is_record_type(PyObject *cls);
 int sym_make_record(trace *t, PyObject *cls, var *args, int npos, PyObject *kwnames, var *out);
 PyObject *sym_record_class(const var *r); /* borrowed */
-int sym_is_hoistable_type(PyObject *cls);
-int sym_hoist_new(trace *t, PyObject *cls, var *args, int npos, PyObject *kwnames, var *out);
 int sym_record_items(trace *t, const var *r, var **items, int *n);
 int sym_record_attr(trace *t, const var *r, PyObject *name, var *out);
 int sym_record_subscr(trace *t, const var *r, const var *k, var *out);
 int sym_record_method(trace *t, const var *r, const char *mn, int nargs, var *out);
+
+/* obj_new.c: cls(*args) of a plain Python class: allocated by the guards (DH_S_NEW), its
+ * __init__ inlined, its attribute writes replayed after the graph */
+int sym_obj_plain_class(PyObject *cls);
+int sym_obj_new(trace *t, PyObject *cls, var *args, int nargs, PyObject *kwnames, var *out);
+/* o.name reads the trace can't answer from the stand-in object (o.__dict__ after writes): -1 failed */
+int sym_obj_attr_special(trace *t, const var *o, PyObject *name);
+int sym_is_nn_module_type(PyObject *cls); /* variables.c: cls subclasses nn.Module */
+/* obj_proto.c: Python dunders of user objects inlined; 1: the class has none (not handled) */
+int sym_obj_dunder(trace *t, const var *o, const char *name, var *args, int nargs, var *out);
+int sym_obj_len(trace *t, const var *o, var *out);
+int sym_obj_truth(trace *t, const var *o, int *truth);
+int sym_obj_iter(trace *t, const var *o, var **items, int *n);
 
 /* objects.c: lists made in the trace, mutated with identity (sym_rebind) */
 int sym_list_method(trace *t, const var *l, const char *mn, var *args, int nargs, var *out);

@@ -164,6 +164,14 @@ int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
             Py_DECREF(a);
             return rc;
         }
+        for (int i = t->nattrw - 1; i >= 0; i--) /* written earlier in this trace */
+            if (t->attrw[i].obj == o->obj && o->src >= 0 && PyUnicode_Check(t->attrw[i].name) &&
+                PyUnicode_Compare(t->attrw[i].name, name) == 0) {
+                *out = *t->attrw[i].val;
+                return 0;
+            }
+        if (sym_obj_attr_special(t, o, name) < 0) /* obj_new.c: __dict__ of a written object */
+            return -1;
         int rc_ga = getattr_hook(t, o, name, out);
         if (rc_ga <= 0)
             return rc_ga;
@@ -200,12 +208,6 @@ int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
         if (PyUnicode_CompareWithASCIIString(name, "__class__") == 0 && o->src >= 0)
             /* the object is identity-guarded: its class is fixed */
             return sym_const(t, Py_NewRef((PyObject *)Py_TYPE(o->obj)), out);
-        for (int i = t->nattrw - 1; i >= 0; i--) /* written earlier in this trace */
-            if (t->attrw[i].obj == o->obj && o->src >= 0 &&
-                PyUnicode_Compare(t->attrw[i].name, name) == 0) {
-                *out = *t->attrw[i].val;
-                return 0;
-            }
         if (PyUnicode_CompareWithASCIIString(name, "_modules") == 0 && o->src >= 0) {
             /* the submodule dict: values reached as attributes of the module */
             PyObject *mods = dh_module_getattr(o->obj, name);
@@ -514,7 +516,8 @@ int sym_op_store_attr(trace *t, sframe *f, sym_ins *in) {
         return sym_fail(t, "storing a nested function on a module");
     int i;
     for (i = 0; i < t->nattrw; i++) /* one object (sources may differ: DH_G_SAMEOBJ) */
-        if (t->attrw[i].obj == a.obj && PyUnicode_Compare(t->attrw[i].name, name) == 0)
+        if (t->attrw[i].obj == a.obj && PyUnicode_Check(t->attrw[i].name) &&
+            PyUnicode_Compare(t->attrw[i].name, name) == 0)
             break;
     int fresh = i == t->nattrw;
     if (fresh) {

@@ -200,8 +200,12 @@ int sym_iter_items(trace *t, const var *v, var **items, int *n) {
     if (v->kind == V_OBJ && !PyModule_Check(v->obj)) {
         /* nn.Sequential / nn.ModuleList (or a subclass keeping their __iter__): their
          * submodules, in order */
-        if (!sym_is_module_container(v->obj, "__iter__"))
+        if (!sym_is_module_container(v->obj, "__iter__")) {
+            int rc = sym_obj_iter(t, v, items, n); /* obj_proto.c: a Python __iter__ */
+            if (rc <= 0)
+                return rc;
             return sym_fail(t, "iteration over %s not supported yet", Py_TYPE(v->obj)->tp_name);
+        }
         PyObject *name = PyUnicode_InternFromString("_modules");
         PyObject *mods = name ? dh_module_getattr(v->obj, name) : NULL;
         Py_XDECREF(name);
@@ -398,6 +402,7 @@ static void dict_rebind_all(trace *t, const var *old, const var *nd) {
     }
     for (int i = 0; i < t->nattrw; i++) /* stored on a module, replayed after the graph */
         dict_rebind(t, t->attrw[i].val, 1, old, nd, 0);
+    sym_fx_rebind_sources(t, old, nd); /* sideeffects.c: containers passed in, written back */
 }
 
 /* A list (or dict) made in the trace changed: every copy of it, in any live frame or
@@ -420,8 +425,8 @@ static int own_kwargs(trace *t, const var *d) {
 static int dict_update(trace *t, const var *d, PyObject *k, const var *val) {
     if (d->kind != V_DICT || d->items == NULL)
         return sym_fail(t, "update of an unsupported dict");
-    if (d->src >= 0 && !own_kwargs(t, d))
-        return sym_fail(t, "update of a dict passed in (the caller sees it) not supported");
+    if (d->src >= 0 && !own_kwargs(t, d) && sym_fx_container_write(t, d) < 0)
+        return -1;
     if (PyObject_Hash(k) == -1) {
         PyErr_Clear();
         return sym_fail(t, "unhashable dict key");
@@ -469,8 +474,8 @@ int sym_dict_method(trace *t, const var *d, const char *mn, var *args, int nargs
         return make_dict(t, d->obj, vals, d->n, out);
     }
     if (!strcmp(mn, "update") && nargs == 1) {
-        if (d->src >= 0 && !own_kwargs(t, d))
-            return sym_fail(t, "update of a dict passed in (the caller sees it) not supported");
+        if (d->src >= 0 && !own_kwargs(t, d) && sym_fx_container_write(t, d) < 0)
+            return -1;
         var m = *d;
         if (dict_merge(t, &m, &args[0]) < 0)
             return -1;
@@ -902,6 +907,12 @@ int sym_op_delete_subscr(trace *t, sframe *f, sym_ins *in) {
             return -1;
         return SYM_NEXT;
     }
+    if (a.kind == V_OBJ) { /* obj_proto.c: a Python __delitem__ */
+        var r;
+        int rc = sym_obj_dunder(t, &a, "__delitem__", &b, 1, &r);
+        if (rc <= 0)
+            return rc < 0 ? -1 : SYM_NEXT;
+    }
     return sym_fail(t, "del of an item of an unsupported container");
 }
 
@@ -934,6 +945,12 @@ int sym_op_store_subscr(trace *t, sframe *f, sym_ins *in) {
         if (dict_update(t, &a, k.obj, &b) == 0)
             return SYM_NEXT;
         return -1;
+    }
+    if (a.kind == V_OBJ) { /* obj_proto.c: a Python __setitem__ */
+        var kv[2] = {k, b}, r;
+        int rc = sym_obj_dunder(t, &a, "__setitem__", kv, 2, &r);
+        if (rc <= 0)
+            return rc < 0 ? -1 : SYM_NEXT;
     }
     if (a.kind != V_TENSOR)
         sym_fail(t, "item assignment to a %s", a.kind == V_SEQ ? "list" : a.kind == V_DICT ? "dict" : "non-tensor");

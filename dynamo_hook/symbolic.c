@@ -118,6 +118,9 @@ int sym_truthy(trace *t, const var *v, int *out) {
         return 0;
     }
     if (v->kind == V_OBJ && !PyModule_Check(v->obj)) {
+        int rc = sym_obj_truth(t, v, out); /* obj_proto.c: a Python __bool__/__len__ */
+        if (rc <= 0)
+            return rc;
         /* objects are true unless their class has __bool__/__len__ */
         PyTypeObject *tp = Py_TYPE(v->obj);
         int has = (tp->tp_as_number && tp->tp_as_number->nb_bool) ||
@@ -560,6 +563,8 @@ static dh_entry *trace_once(PyCodeObject *code, PyObject *const *localsplus, PyO
                     sym_record_mutations(t, outvals, &nout, &muts);
                 if (!t->failed && !PyErr_Occurred())
                     sym_add_distinct_guard(t, &muts);
+                if (!t->failed && !PyErr_Occurred())
+                    sym_fx_containers_finish(t); /* sideeffects.c */
                 if (!t->failed && !PyErr_Occurred())
                     sym_add_sameobj_guard(t);
             }
