@@ -143,7 +143,12 @@ void run_extern(const ic_extern_call *c) {
     switch (c->kind) {
     case IC_EXT_MM: at::mm_out(out, in[0], in[1]); break;
     case IC_EXT_BMM: at::bmm_out(out, in[0], in[1]); break;
-    case IC_EXT_MATMUL: at::matmul_out(out, in[0], in[1]); break;
+    case IC_EXT_MATMUL:
+        /* a 1-D operand: matmul_out writes through a 2-D view and resizes out (with ATen's
+         * deprecation warning); compute, then copy into out */
+        if (in[0].dim() == 1 || in[1].dim() == 1) out.copy_(at::matmul(in[0], in[1]));
+        else at::matmul_out(out, in[0], in[1]);
+        break;
     case IC_EXT_ADDMM: at::addmm_out(out, in[0], in[1], in[2], c->beta, c->alpha); break;
     case IC_EXT_BADDBMM: at::baddbmm_out(out, in[0], in[1], in[2], c->beta, c->alpha); break;
     case IC_EXT_LINEAR: {
