@@ -54,6 +54,10 @@ build/c/test_dyn: tests/c/test_dyn.c tests/c/harness.h $(IC_SRCS) $(wildcard ind
 	@mkdir -p build/c
 	$(CC) $(CFLAGS_C) $(EXTRA_CFLAGS) -Iinductor_c -Ilayouts -I$(LLVM_INCLUDE) tests/c/test_dyn.c $(IC_SRCS) $(LL_SRCS) $(LLVM_LINK) -lpthread -lm -ldl -o $@
 
+build/c/test_decomp: tests/c/test_decomp.c tests/c/harness.h $(IC_SRCS) $(wildcard inductor_c/*.h inductor_c/*/*.h)
+	@mkdir -p build/c
+	$(CC) $(CFLAGS_C) $(EXTRA_CFLAGS) -Iinductor_c -Ilayouts -I$(LLVM_INCLUDE) tests/c/test_decomp.c $(IC_SRCS) $(LL_SRCS) $(LLVM_LINK) -lpthread -lm -ldl -o $@
+
 C_TESTS = $(patsubst tests/c/%.c,build/c/%,$(wildcard tests/c/test_*.c))
 
 test-c: deps $(C_TESTS)
@@ -70,6 +74,8 @@ test-asan: deps
 	$(ASAN_ENV) build-asan/c/test_inductor
 	$(CC) $(CFLAGS_C) $(ASAN) -Iinductor_c -Ilayouts -I$(LLVM_INCLUDE) tests/c/test_dyn.c $(IC_SRCS) $(LL_SRCS) $(LLVM_LINK) -lpthread -lm -ldl -o build-asan/c/test_dyn
 	$(ASAN_ENV) build-asan/c/test_dyn
+	$(CC) $(CFLAGS_C) $(ASAN) -Iinductor_c -Ilayouts -I$(LLVM_INCLUDE) tests/c/test_decomp.c $(IC_SRCS) $(LL_SRCS) $(LLVM_LINK) -lpthread -lm -ldl -o build-asan/c/test_decomp
+	$(ASAN_ENV) build-asan/c/test_decomp
 	TORCHC_ASAN=1 $(PYTHON) setup.py -q build --build-base build-asan/py --build-lib build-asan/lib
 	cd build-asan && $(ASAN_ENV) \
 	  LD_PRELOAD="$$($(CC) -print-file-name=libasan.so) $$($(CC) -print-file-name=libubsan.so)" \

@@ -78,7 +78,6 @@ static int conv_channels_last(trace *t, ic_dtype dt) {
     return t->device_type == TC_DEV_CUDA && (dt == IC_F16 || dt == IC_BF16);
 }
 
-int sym_dw_conv(trace *t, int nd, const int64_t *prm, const ic_val *v, int n, ic_val *res);
 
 /* conv1d/conv2d/conv3d(input, weight, bias, stride, padding, dilation, groups); op: nd */
 int sym_h_conv(trace *t, const opdef *d, var **p, var *out) {

@@ -85,6 +85,7 @@ int sym_h_masked_fill(trace *t, const opdef *d, var **p, var *out);
 int sym_h_addc(trace *t, const opdef *d, var **p, var *out);
 int sym_h_type_as(trace *t, const opdef *d, var **p, var *out);
 int sym_h_clone(trace *t, const opdef *d, var **p, var *out);
+int sym_h_diff(trace *t, const opdef *d, var **p, var *out);
 int sym_h_nan_to_num(trace *t, const opdef *d, var **p, var *out);
 
 /* ops_reduce.c */

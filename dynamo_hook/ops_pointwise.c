@@ -675,3 +675,46 @@ int sym_h_nan_to_num(trace *t, const opdef *d, var **p, var *out) {
     r = ic_where(G, ic_binary(G, IC_OP_EQ, x, sym_num(t, -INFINITY)), ic_cast(G, sym_num(t, ninf), dt), r);
     return sym_tensor_out(t, r, out);
 }
+
+/* diff(input, n=1, dim=-1, prepend=None, append=None): prepend and append concatenated along
+ * dim (promoting like torch.cat), then n times x[1:] - x[:-1] along dim (bool: x[1:] != x[:-1],
+ * eager's logical_xor) */
+int sym_h_diff(trace *t, const opdef *d, var **p, var *out) {
+    long long n = 1, dd = -1;
+    if (sym_need_tensor(t, d, p[0]) < 0 || (!sym_is_none(p[1]) && sym_get_int(t, p[1], &n, "n") < 0) ||
+        (!sym_is_none(p[2]) && sym_get_int(t, p[2], &dd, "dim") < 0))
+        return -1;
+    ic_val x = p[0]->val;
+    ic_meta m = *sym_metap(t, x);
+    if (m.ndim == 0)
+        return sym_fail(t, "diff of a 0-d tensor (eager will raise)");
+    if (m.dyn)
+        return sym_fail(t, "diff of a tensor with symbolic sizes not supported yet");
+    if (n < 1)
+        return sym_fail(t, "diff with n < 1 left to eager");
+    int dim;
+    if (sym_norm_dim(t, dd, m.ndim, &dim) < 0)
+        return -1;
+    for (int k = 0; k < 2; k++) {
+        var *e = p[3 + k];
+        if (sym_is_none(e))
+            continue;
+        if (e->kind != V_TENSOR)
+            return sym_fail(t, "diff: a non-tensor %s not supported yet", k ? "append" : "prepend");
+        const ic_meta *me = sym_metap(t, e->val);
+        if (me->ndim != m.ndim || me->dyn)
+            return sym_fail(t, "diff: %s of another rank or symbolic (eager decides)", k ? "append" : "prepend");
+        x = k ? ic_cat(G, x, e->val, dim) : ic_cat(G, e->val, x, dim);
+    }
+    for (long long i = 0; i < n && x >= 0; i++) {
+        ic_meta mx = *sym_metap(t, x);
+        int64_t L = mx.sizes[dim];
+        if (L == 0)
+            return sym_fail(t, "diff along an empty dim left to eager");
+        ic_val hi = ic_slice(G, x, dim, 1, L, 1), lo = ic_slice(G, x, dim, 0, L - 1, 1);
+        x = ic_binary(G, mx.dtype == IC_BOOL ? IC_OP_NE : IC_OP_SUB, hi, lo);
+    }
+    if (x < 0)
+        return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "diff failed");
+    return sym_tensor_out(t, x, out);
+}

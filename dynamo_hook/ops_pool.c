@@ -1,7 +1,10 @@
 /* ops_pool.c — pooling, padding and interpolation, decomposed into slices, index maps and
- * pointwise ops; depthwise convolutions as shifted products.
+ * pointwise ops; depthwise convolutions as shifted products. The graph-level decompositions
+ * live in inductor_c/graph/decomp_pool.c (ic_decomp.h); this file reads the arguments.
  */
 #include "ops_internal.h"
+
+#include "ic_decomp.h"
 
 /* ---- pooling, padding, interpolation: decompositions into slices, index maps, pointwise -- */
 
@@ -9,97 +12,14 @@ static int isflt(ic_dtype d) { return d >= IC_F16 && d <= IC_F64; }
 
 static ic_val fconst(trace *t, double v, ic_dtype dt) { return ic_cast(G, ic_scalar(G, v, IC_F64), dt); }
 
-/* x padded along dim by `lo` before and `hi` after (negative: cut) with the value fill */
-static ic_val pad_const(trace *t, ic_val x, int dim, int64_t lo, int64_t hi, double fill) {
-    ic_meta m = *sym_metap(t, x);
-    if (lo < 0) {
-        x = ic_slice(G, x, dim, -lo, m.sizes[dim], 1);
-        m = *sym_metap(t, x);
-        lo = 0;
-    }
-    if (hi < 0) {
-        x = ic_slice(G, x, dim, 0, m.sizes[dim] + hi, 1);
-        m = *sym_metap(t, x);
-        hi = 0;
-    }
-    for (int side = 0; side < 2; side++) {
-        int64_t n = side ? hi : lo;
-        if (n == 0)
-            continue;
-        int64_t sz[IC_MAX_DIMS];
-        for (int i = 0; i < m.ndim; i++)
-            sz[i] = i == dim ? n : m.sizes[i];
-        ic_val f = ic_expand(G, fconst(t, fill, m.dtype), m.ndim, sz);
-        x = side ? ic_cat(G, x, f, dim) : ic_cat(G, f, x, dim);
-    }
-    return x;
-}
-
-/* Window reduction over the last nd dims (max: op MAXIMUM, padding -inf; sum: op ADD,
- * padding 0) as k0*k1 strided slices combined pointwise: one fused kernel. */
+/* the window reduction of ic_pool_window; a refusal fails the trace with its reason */
 static int pool_nd(trace *t, ic_val x, int nd, const int64_t *k, const int64_t *s, const int64_t *pad,
                    const int64_t *dl, int ceil, ic_op op, ic_val *res, int64_t *osz) {
-    ic_meta m = *sym_metap(t, x);
-    if (m.ndim < nd + 1 || m.ndim > nd + 2)
-        return sym_fail(t, "pool: expected a %dd or %dd input (eager will raise)", nd + 1, nd + 2);
-    if (op == IC_OP_MAXIMUM && !isflt(m.dtype))
-        return sym_fail(t, "max pool of an integer tensor left to eager");
-    ic_val xp = x;
-    for (int i = 0; i < nd; i++) {
-        int dim = m.ndim - nd + i;
-        int64_t L = m.sizes[dim], eff = dl[i] * (k[i] - 1) + 1;
-        if (k[i] < 1 || s[i] < 1 || dl[i] < 1 || pad[i] < 0 || 2 * pad[i] > eff || L + 2 * pad[i] < eff)
-            return sym_fail(t, "pool: bad kernel/stride/padding (eager will raise)");
-        int64_t O = (L + 2 * pad[i] - eff + (ceil ? s[i] - 1 : 0)) / s[i] + 1;
-        if (ceil && (O - 1) * s[i] >= L + pad[i])
-            O--;
-        osz[i] = O;
-        int64_t need = (O - 1) * s[i] + eff;
-        xp = pad_const(t, xp, dim, pad[i], need - L - pad[i], op == IC_OP_MAXIMUM ? -INFINITY : 0.0);
-    }
-    ic_val acc = -1;
-    int64_t nk = 1;
-    for (int i = 0; i < nd; i++)
-        nk *= k[i];
-    /* big non-overlapping windows (adaptive pools to 1x1, global pools): one reduction over
-     * the window dims of a [.., O0, k0, O1, k1] view instead of k0*k1 slices */
-    int tiled = nk > 8;
-    for (int i = 0; i < nd; i++)
-        tiled &= s[i] == k[i] && pad[i] == 0 && dl[i] == 1;
-    if (tiled) {
-        int64_t sz[IC_MAX_DIMS];
-        int r = 0;
-        uint32_t mask = 0;
-        for (int i = 0; i < m.ndim - nd; i++)
-            sz[r++] = m.sizes[i];
-        for (int i = 0; i < nd; i++) {
-            int dim = m.ndim - nd + i;
-            if (osz[i] * k[i] != m.sizes[dim])
-                xp = ic_slice(G, xp, dim, 0, osz[i] * k[i], 1);
-            sz[r++] = osz[i];
-            mask |= 1u << r;
-            sz[r++] = k[i];
-        }
-        if (r > IC_MAX_DIMS)
-            return sym_fail(t, "pool: too many dims");
-        ic_val v = ic_reshape(G, xp, r, sz);
-        *res = ic_reduce(G, op == IC_OP_MAXIMUM ? IC_OP_AMAX : IC_OP_SUM, v, mask, 0, -1);
-        return *res < 0 ? sym_check_graph(t) : 0;
-    }
-    for (int64_t w = 0; w < nk; w++) {
-        ic_val v = xp;
-        for (int i = nd - 1, r = (int)w; i >= 0; i--) {
-            int dim = m.ndim - nd + i;
-            int64_t j = r % k[i];
-            r /= (int)k[i];
-            v = ic_slice(G, v, dim, j * dl[i], j * dl[i] + (osz[i] - 1) * s[i] + 1, s[i]);
-        }
-        acc = acc < 0 ? v : ic_binary(G, op, acc, v);
-    }
-    if (nk == 1)
-        acc = ic_cast(G, acc, m.dtype);
-    *res = acc;
-    return acc < 0 ? sym_check_graph(t) : 0;
+    char why[160];
+    int rc = ic_pool_window(G, x, nd, k, s, pad, dl, ceil, op, res, osz, why, sizeof why);
+    if (rc > 0)
+        return sym_fail(t, "%s", why);
+    return rc < 0 ? sym_check_graph(t) : 0;
 }
 
 /* Depthwise convs (groups == in channels == out channels, 1-d/2-d, float) as a window sum:
@@ -116,63 +36,14 @@ int sym_dw_conv(trace *t, int nd, const int64_t *prm, const ic_val *v, int n, ic
     int force = env && strcmp(env, "1") == 0;
     if ((env && strcmp(env, "0") == 0) || (!force && t->device_type != TC_DEV_CUDA) || nd > 2)
         return 0;
-    const ic_meta xm = *sym_metap(t, v[0]), wm = *sym_metap(t, v[1]);
-    if (xm.dyn || wm.dyn || xm.ndim != nd + 2 || wm.ndim != nd + 2 || !isflt(xm.dtype) || wm.dtype != xm.dtype)
-        return 0;
-    int64_t C = xm.sizes[1], taps = 1;
-    if (C < 1 || prm[1 + 3 * nd] != C || wm.sizes[0] != C || wm.sizes[1] != 1)
-        return 0;
-    for (int i = 0; i < nd; i++)
-        taps *= wm.sizes[2 + i];
     const char *te = getenv("TORCHC_DWCONV_TAPS"); /* the largest decomposed kernel (taps) */
     long max_taps = te && *te ? strtol(te, NULL, 10) : 25;
-    if (taps < 1 || taps > max_taps)
-        return 0;
-    if (n == 3) {
-        const ic_meta *bm = sym_metap(t, v[2]);
-        if (bm->dyn || bm->ndim != 1 || bm->sizes[0] != C || bm->dtype != xm.dtype)
-            return 0;
-    }
-    int64_t osz[2], need[2];
-    for (int i = 0; i < nd; i++) {
-        int64_t L = xm.sizes[2 + i], k = wm.sizes[2 + i], s = prm[1 + i], pd = prm[1 + nd + i],
-                dl = prm[1 + 2 * nd + i], eff = dl * (k - 1) + 1;
-        if (s < 1 || dl < 1 || pd < 0 || L + 2 * pd < eff)
-            return 0; /* eager raises or the output is empty: the library call decides */
-        osz[i] = (L + 2 * pd - eff) / s + 1;
-        need[i] = (osz[i] - 1) * s + eff;
-    }
-    if (xm.sizes[0] == 0)
-        return 0;
-    ic_dtype acc_t = xm.dtype == IC_F64 ? IC_F64 : IC_F32;
     /* padded in its own dtype (stored once: sched.c), each tap cast; TORCHC_STENCIL=0: cast
      * first and the producer recomputed in every tap (1.32x slower on mobilenet_v3, H200) */
     const char *st = getenv("TORCHC_STENCIL");
     int stencil = !(st && strcmp(st, "0") == 0);
-    ic_val xp = stencil ? v[0] : ic_cast(G, v[0], acc_t);
-    for (int i = 0; i < nd && xp >= 0; i++)
-        xp = pad_const(t, xp, 2 + i, prm[1 + nd + i], need[i] - xm.sizes[2 + i] - prm[1 + nd + i], 0.0);
-    ic_val wf = ic_cast(G, v[1], acc_t), acc = -1;
-    int64_t wsz[3] = {C, 1, 1};
-    for (int64_t w = 0; w < taps && xp >= 0 && wf >= 0; w++) {
-        ic_val xs = xp, wt = wf;
-        for (int i = nd - 1, r = (int)w; i >= 0; i--) {
-            int64_t k = wm.sizes[2 + i], j = r % k, s = prm[1 + i], dl = prm[1 + 2 * nd + i];
-            r /= (int)k;
-            xs = ic_slice(G, xs, 2 + i, j * dl, j * dl + (osz[i] - 1) * s + 1, s);
-            wt = ic_slice(G, wt, 2 + i, j, j + 1, 1);
-        }
-        ic_val term = ic_binary(G, IC_OP_MUL, stencil ? ic_cast(G, xs, acc_t) : xs, ic_reshape(G, wt, nd + 1, wsz));
-        acc = acc < 0 ? term : ic_binary(G, IC_OP_ADD, acc, term);
-    }
-    if (acc >= 0 && n == 3)
-        acc = ic_binary(G, IC_OP_ADD, acc, ic_reshape(G, ic_cast(G, v[2], acc_t), nd + 1, wsz));
-    if (acc >= 0)
-        acc = ic_cast(G, acc, xm.dtype);
-    if (acc < 0)
-        return sym_check_graph(t);
-    *res = acc;
-    return 1;
+    int r = ic_dwconv_window(G, nd, prm, v, n, stencil, max_taps, res);
+    return r < 0 ? sym_check_graph(t) : r;
 }
 
 static int pool_ints(trace *t, var *v, int64_t dflt_from_k, const int64_t *k, int nd, int64_t *out, long long dflt,
@@ -203,17 +74,6 @@ int sym_h_max_pool(trace *t, const opdef *d, var **p, var *out) {
     return sym_tensor_out(t, r, out);
 }
 
-/* counts of in-window elements per output position (avg_pool's divisor along one dim) */
-static ic_val pool_counts(trace *t, int64_t O, int64_t k, int64_t s, int64_t L, int64_t pad, int include_pad) {
-    ic_val st = ic_binary(G, IC_OP_MUL, ic_arange(G, O, 0, 1, IC_I64), sym_inum(t, s));
-    ic_val en = ic_binary(G, IC_OP_MINIMUM, ic_binary(G, IC_OP_ADD, st, sym_inum(t, k)), sym_inum(t, L + 2 * pad));
-    if (!include_pad) {
-        en = ic_binary(G, IC_OP_MINIMUM, en, sym_inum(t, L + pad));
-        st = ic_binary(G, IC_OP_MAXIMUM, st, sym_inum(t, pad));
-    }
-    return ic_binary(G, IC_OP_SUB, en, st);
-}
-
 /* avg_pool1d/2d(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override) */
 int sym_h_avg_pool(trace *t, const opdef *d, var **p, var *out) {
     int nd = d->op, ceil = 0, inc = 1;
@@ -236,7 +96,7 @@ int sym_h_avg_pool(trace *t, const opdef *d, var **p, var *out) {
     } else {
         div = -1;
         for (int i = 0; i < nd; i++) {
-            ic_val c = pool_counts(t, o[i], k[i], s2[i], m.sizes[m.ndim - nd + i], pad[i], inc);
+            ic_val c = ic_pool_counts(G, o[i], k[i], s2[i], m.sizes[m.ndim - nd + i], pad[i], inc);
             if (i == 0 && nd == 2)
                 c = ic_reshape(G, c, 2, (int64_t[]){o[0], 1});
             div = div < 0 ? c : ic_binary(G, IC_OP_MUL, div, c);
@@ -323,7 +183,7 @@ int sym_h_pad(trace *t, const opdef *d, var **p, var *out) {
         if (md == 0) {
             if (L + lo + hi < 0)
                 return sym_fail(t, "pad: resulting size is negative (eager will raise)");
-            x = pad_const(t, x, dim, lo, hi, value);
+            x = ic_pad_const(G, x, dim, lo, hi, value);
             continue;
         }
         if (lo < 0 || hi < 0 || L == 0 || (md == 1 && (lo >= L || hi >= L)) || (md == 3 && (lo > L || hi > L)))
@@ -343,18 +203,6 @@ int sym_h_pad(trace *t, const opdef *d, var **p, var *out) {
     if (x == p[0]->val)
         x = ic_cast(G, x, m.dtype);
     return sym_tensor_out(t, x, out);
-}
-
-/* source index (nearest) or position (linear) of each output index along one dim */
-static ic_val interp_nearest(trace *t, int64_t L, int64_t O, double sf, int exact) {
-    if (O == L && !exact)
-        return ic_arange(G, O, 0, 1, IC_I64);
-    float scale = sf > 0 ? (float)(1.0 / sf) : (float)L / (float)O;
-    ic_val i = ic_cast(G, ic_arange(G, O, 0, 1, IC_I64), IC_F32);
-    if (exact)
-        i = ic_binary(G, IC_OP_ADD, i, ic_scalar(G, 0.5, IC_F64));
-    ic_val f = ic_unary(G, IC_OP_FLOOR, ic_binary(G, IC_OP_MUL, i, ic_cast(G, ic_scalar(G, scale, IC_F64), IC_F32)));
-    return ic_binary(G, IC_OP_MINIMUM, ic_cast(G, f, IC_I64), sym_inum(t, L - 1));
 }
 
 /* F.interpolate(input, size, scale_factor, mode, align_corners, recompute_scale_factor, antialias):
@@ -420,7 +268,7 @@ int sym_h_interpolate(trace *t, const opdef *d, var **p, var *out) {
     }
     if (md < 2) {
         for (int i = 0; i < nd; i++)
-            x = ic_index_select(G, x, 2 + i, interp_nearest(t, m.sizes[2 + i], O[i], sf[i], md == 1));
+            x = ic_index_select(G, x, 2 + i, ic_interp_nearest_index(G, m.sizes[2 + i], O[i], sf[i], md == 1));
         return sym_tensor_out(t, x, out);
     }
     /* linear along the last dim first, then the one before (ATen's order of operations) */

@@ -107,6 +107,7 @@ static const opdef OPS[] = {
     {"tril", W_TORCH | W_METHOD, "input,diagonal", sym_h_tri, 0},
     {"triu", W_TORCH | W_METHOD, "input,diagonal", sym_h_tri, 1},
     {"flip", W_TORCH | W_METHOD, "input,dims", sym_h_flip, 0},
+    {"diff", W_TORCH | W_METHOD, "input,n,dim,prepend,append", sym_h_diff, 0},
     {"roll", W_TORCH | W_METHOD, "input,shifts,dims", sym_h_flip, 1},
     {"batch_norm", W_F, "input,running_mean,running_var,weight,bias,training,momentum,eps", sym_h_batch_norm, 0},
     {"group_norm", W_TORCH | W_F, "input,num_groups,weight,bias,eps", sym_h_group_norm, 0},

@@ -441,8 +441,8 @@ int sym_h_identity(trace *t, const opdef *d, var **p, var *out) {
     if (d->op == 1) { /* contiguous(): a no-op only when already contiguous */
         int64_t st = 1;
         for (int i = m->ndim - 1; i >= 0; i--) {
-            if (m->sizes[i] != 1 && m->strides[i] != st)
-                return sym_fail(t, "contiguous() of a non-contiguous tensor not supported yet");
+            if (m->sizes[i] != 1 && m->strides[i] != st) /* a strided input: a new contiguous copy */
+                return sym_tensor_out(t, ic_cast(t->g, p[0]->val, m->dtype), out);
             st *= m->sizes[i];
         }
     }
@@ -794,13 +794,35 @@ int sym_tensor_index(trace *t, const var *x_in, const var *k, var *out) {
             sym_resolve(t, &pv);
             ic_meta im_copy = *sym_metap(t, pv.val);
     const ic_meta *im = &im_copy; /* a copy: the graph reallocates */
-            if (im->ndim != 1 || (im->dtype != IC_I64 && im->dtype != IC_I32))
-                return sym_fail(t, "tensor index other than a 1-D integer tensor not supported yet");
+            if (im->dtype != IC_I64 && im->dtype != IC_I32)
+                return sym_fail(t, "tensor index other than an integer tensor not supported yet");
+            if (im->ndim != 1 && (im->dyn || m->ndim - 1 + im->ndim > IC_MAX_DIMS))
+                return sym_fail(t, "%d-d tensor index with symbolic sizes or too many dims not supported yet", im->ndim);
             if (sym_check_index(t, &pv, m->sizes[d], 1) < 0)
                 return -1;
-            v = ic_index_select(t->g, v, d, pv.val);
+            /* one integer index of any shape: select along d with the flattened index, the
+             * index's dims replacing d (torch's rule for a single advanced index) */
+            ic_val iv = pv.val;
+            int64_t numel = 1;
+            for (int j = 0; j < im->ndim; j++)
+                numel *= im->sizes[j];
+            if (im->ndim != 1)
+                iv = ic_reshape(t->g, iv, 1, &numel);
+            v = ic_index_select(t->g, v, d, iv);
+            if (im->ndim != 1 && v >= 0) {
+                ic_meta mr = *sym_metap(t, v);
+                int64_t sz[IC_MAX_DIMS];
+                int n = 0;
+                for (int j = 0; j < d; j++)
+                    sz[n++] = mr.sizes[j];
+                for (int j = 0; j < im->ndim; j++)
+                    sz[n++] = im->sizes[j];
+                for (int j = d + 1; j < mr.ndim; j++)
+                    sz[n++] = mr.sizes[j];
+                v = sym_reshape(t, v, n, sz);
+            }
             is_copy = 1;
-            d++;
+            d += im->ndim;
             continue;
         }
         int64_t size = m->sizes[d];

@@ -454,3 +454,55 @@ def test_shared_block_entry_reads_each_instance():
         torch.testing.assert_close(cm(x), m(x))
         m.blocks[3].ln.weight.fill_(3.0)
         torch.testing.assert_close(cm(x), m(x))
+
+
+# ---- idioms of real models (tiny transformers configs) -------------------------------------
+
+class ScaledEmbedding(nn.Embedding):  # an Embedding subclass calling super().forward (Gemma, BART)
+    def __init__(self, n, d, scale=0.5):
+        super().__init__(n, d)
+        self.scale = scale
+
+    def forward(self, ids):
+        return super().forward(ids) * self.scale
+
+
+def test_super_forward_of_a_library_base_class():
+    # the base class's function lives in another module (its globals: F): reached through super()
+    m = ScaledEmbedding(16, 8).eval()
+    one_graph(m, torch.arange(6).reshape(2, 3))
+
+
+@pytest.mark.parametrize("shape", [(2, 5), (7,), (1, 1), (3, 2)])
+def test_diff(shape):
+    x = torch.randn(*shape)
+    one_graph(lambda x: torch.diff(x) * 2, x)
+    if x.shape[-1] > 1:
+        one_graph(lambda x: x.diff(n=2, dim=-1), x)
+    pre = torch.zeros(*shape[:-1], 1)
+    one_graph(lambda x, p: torch.diff(x, prepend=p, append=p + 1, dim=-1), x, pre)
+    ids = torch.arange(10).reshape(2, 5)
+    one_graph(lambda i: (torch.diff(i, prepend=i[:, :1] - 1, dim=-1) != 1).cumsum(-1), ids)
+    b = torch.tensor([[True, False, False, True]])
+    one_graph(lambda b: torch.diff(b, dim=1), b)
+
+
+def test_contiguous_of_a_strided_input_is_a_copy():
+    x = torch.randn(4, 6).t()
+    ex = one_graph(lambda x: x.contiguous() + 1, x)
+    assert ex.op_count >= 1
+
+    def f(x):
+        y = x.contiguous()
+        return y, y.is_contiguous()
+    with torch.no_grad():
+        y, c = torchc.compile(f)(x)
+    assert c and y.is_contiguous() and torch.equal(y, x) and y.data_ptr() != x.data_ptr()
+
+
+@pytest.mark.parametrize("ishape", [(2, 3), (4,), (), (2, 2, 2)])
+def test_embedding_weight_indexed_by_a_tensor_of_any_rank(ishape):
+    w = torch.randn(10, 4)
+    idx = torch.randint(0, 10, ishape)
+    one_graph(lambda w, i: w[i] * 2, w, idx)
+    one_graph(lambda w, j: w[1:, j] + 1, w, torch.randint(0, 4, ishape))
