@@ -485,7 +485,10 @@ static int softmax_common(trace *t, var **p, int dim_i, int dtype_i, int log, va
 static int h_softmax(trace *t, const opdef *d, var **p, var *out) {
     /* F.softmax(input, dim, _stacklevel, dtype); torch/Tensor: (input, dim, dtype) */
     int dtype_i = (d->where == W_F) ? 3 : 2;
-    return softmax_common(t, p, 1, dtype_i, d->op, out);
+    if (softmax_common(t, p, 1, dtype_i, d->op, out) < 0)
+        return -1;
+    ic_value_set_format(t->g, out->val, out->val, IC_MF_CONTIGUOUS); /* eager's kernel's layout */
+    return 0;
 }
 
 /* x.to(x.dtype), x.float() on a float tensor, ...: eager returns x itself (an alias) */
@@ -565,8 +568,9 @@ static int h_to(trace *t, const opdef *d, var **p, var *out) {
     if (p[0]->kind != V_TENSOR)
         return sym_fail(t, "to() of a non-tensor");
     ic_val x = p[0]->val;
-    if (!is_none(p[7]))
-        return sym_fail(t, "to(memory_format=...) not supported yet");
+    int fmt = IC_MF_PRESERVE;
+    if (dh_memory_format(t, p[7], &fmt) < 0)
+        return -1;
     int copy = 0;
     if (!is_none(p[5]) && (p[5]->kind != V_CONST || (copy = PyObject_IsTrue(p[5]->obj)) < 0)) {
         PyErr_Clear();
@@ -595,10 +599,15 @@ static int h_to(trace *t, const opdef *d, var **p, var *out) {
             return -1;
         x = ic_cast(t->g, x, (ic_dtype)dt);
     }
-    if (copy && x == p[0]->val) /* copy=True: a new tensor even without a conversion */
+    if (copy && x == p[0]->val) { /* copy=True: a new tensor even without a conversion */
         x = ic_cast(t->g, x, ic_value_meta(t->g, x)->dtype);
-    else if (x == p[0]->val || ic_value_meta(t->g, x)->dtype == ic_value_meta(t->g, p[0]->val)->dtype)
-        return same_tensor(t, p, out); /* no conversion: eager returns self */
+    } else if (x == p[0]->val || ic_value_meta(t->g, x)->dtype == ic_value_meta(t->g, p[0]->val)->dtype) {
+        if (fmt == IC_MF_PRESERVE || ic_value_suggest_format(t->g, p[0]->val) == fmt)
+            return same_tensor(t, p, out); /* no conversion: eager returns self */
+        return dh_layout_copy(t, p[0]->val, fmt, out);
+    }
+    if (x >= 0 && fmt != IC_MF_PRESERVE && ic_value_set_format(t->g, x, p[0]->val, fmt) < 0)
+        return sym_fail(t, "to(memory_format=...): the format does not fit the rank (eager raises)");
     return tensor_out(t, x, out);
 }
 
@@ -624,6 +633,8 @@ static PyObject *perm_tuple(const int *perm, int n) {
     return ints_tuple(v, n);
 }
 
+static int eager_strides(trace *t, ic_val v, int64_t *st, int depth);
+
 /* A view of in: name(*args) replayed on the real tensor when a view of an input is
  * returned (so the caller gets a real view, as from eager). args: new reference. */
 static int view_out_desc(trace *t, const var *in, ic_val v, var *out, const char *name,
@@ -640,6 +651,9 @@ static int view_out_desc(trace *t, const var *in, ic_val v, var *out, const char
     sym_set_view_desc(t, v, desc);
     sym_mark_view(t, v, in->val);
     sym_alias_objects(t, out->oid, in->oid);
+    int64_t es[IC_MAX_DIMS]; /* the graph learns the view's strides (an expand's 0s too) */
+    if (eager_strides(t, v, es, 0))
+        ic_value_set_strides(t->g, v, es);
     return 0;
 }
 
@@ -692,24 +706,14 @@ static int view_strides(int n, const int64_t *sizes, const int64_t *strides, int
 }
 
 /* The strides eager gives value v (1), or 0 when not known (an indexing view, dynamic
- * sizes). Values no view made are taken as contiguous (inputs: their guarded strides). */
+ * sizes). Values no view made: the graph's (ic_value_strides). */
 static int eager_strides(trace *t, ic_val v, int64_t *st, int depth) {
     ic_meta m = *ic_value_meta(t->g, v);
     if (m.dyn || depth > 64)
         return 0;
     PyObject *desc = v < t->capvals ? t->view_desc[v] : NULL;
-    if (desc == NULL) {
-        if (ic_value_op(t->g, v) == IC_OP_INPUT) {
-            memcpy(st, m.strides, sizeof(int64_t) * (size_t)m.ndim);
-            return 1;
-        }
-        int64_t a = 1;
-        for (int i = m.ndim - 1; i >= 0; i--) {
-            st[i] = a;
-            a *= m.sizes[i] > 1 ? m.sizes[i] : 1;
-        }
-        return 1;
-    }
+    if (desc == NULL) /* the graph knows eager's strides (inductor_c/graph/strides.c) */
+        return ic_value_strides(t->g, v, st);
     ic_val base = (ic_val)PyLong_AsLong(PyTuple_GET_ITEM(desc, 0));
     const char *name = PyUnicode_AsUTF8(PyTuple_GET_ITEM(desc, 1));
     PyObject *args = PyTuple_GET_ITEM(desc, 2);
@@ -1018,26 +1022,24 @@ static int h_identity(trace *t, const opdef *d, var **p, var *out) {
         return sym_fail(t, "%s of a non-tensor", d->name);
     ic_meta m_copy = *metap(t, p[0]->val);
     const ic_meta *m = &m_copy; /* a copy: the graph reallocates */
-    if (d->op == 1 && p[0]->val < t->capvals && t->view_desc[p[0]->val] != NULL) {
-        /* contiguous() of a view: a copy unless eager's strides are already contiguous
-         * (a new object: what it is used for must not reach the viewed tensor) */
-        int64_t es[IC_MAX_DIMS], st = 1;
+    if (d->op == 1) {
+        /* contiguous(): a no-op when eager's strides are contiguous already, else a
+         * contiguous copy (a new object: what it is used for must not reach the viewed
+         * tensor) */
+        int64_t es[IC_MAX_DIMS], st = 1, numel = 1;
+        for (int i = 0; i < m->ndim; i++)
+            numel *= m->sizes[i];
         int contig = eager_strides(t, p[0]->val, es, 0);
-        for (int i = m->ndim - 1; i >= 0 && contig; i--) {
-            if (m->sizes[i] != 1 && es[i] != st)
-                contig = 0;
-            st *= m->sizes[i];
-        }
+        if (!contig && m->dyn)
+            contig = ic_value_is_contiguous(t->g, p[0]->val, IC_MF_CONTIGUOUS);
+        else
+            for (int i = m->ndim - 1; i >= 0 && contig && numel > 0; i--) {
+                if (m->sizes[i] != 1 && es[i] != st)
+                    contig = 0;
+                st *= m->sizes[i];
+            }
         if (!contig)
-            return tensor_out(t, ic_cast(t->g, p[0]->val, m->dtype), out);
-    }
-    if (d->op == 1) { /* contiguous(): a no-op only when already contiguous */
-        int64_t st = 1;
-        for (int i = m->ndim - 1; i >= 0; i--) {
-            if (m->sizes[i] != 1 && m->strides[i] != st)
-                return sym_fail(t, "contiguous() of a non-contiguous tensor not supported yet");
-            st *= m->sizes[i];
-        }
+            return dh_layout_copy(t, p[0]->val, IC_MF_CONTIGUOUS, out);
     }
     *out = *p[0];
     if (d->op == 0 && sym_value_requires_grad(t, out->val)) { /* training: a stop-gradient */
@@ -1156,7 +1158,11 @@ static int h_layer_norm(trace *t, const opdef *d, var **p, var *out) {
             return sym_fail(t, "bias must be a tensor");
         y = ic_binary(t->g, IC_OP_ADD, y, io == acc ? b->val : ic_cast(t->g, b->val, acc));
     }
-    return tensor_out(t, io == acc ? y : ic_cast(t->g, y, io), out);
+    if (tensor_out(t, io == acc ? y : ic_cast(t->g, y, io), out) < 0)
+        return -1;
+    if (d->op == 0) /* layer_norm's kernel writes a contiguous result (rms_norm is pointwise) */
+        ic_value_set_format(t->g, out->val, out->val, IC_MF_CONTIGUOUS);
+    return 0;
 }
 
 /* dropout(input, p, training, inplace): identity unless training */
@@ -1631,8 +1637,12 @@ static int h_factory(trace *t, const opdef *d, var **p, var *out) {
     int dev_i = kind == 2 ? 3 : 2, dty = -1, dix = -1;
     if (p[dev_i] && !is_none(p[dev_i]) && !device_arg(p[dev_i], &dty, &dix))
         return sym_fail(t, "%s: unsupported device argument", d->name);
+    int fmt = IC_MF_PRESERVE; /* *_like(memory_format=) */
+    if (like && dh_memory_format(t, p[dev_i + 3], &fmt) < 0)
+        return -1;
     for (int i = dev_i + 1; i < MAXP; i++)
-        if (p[i] && !is_none(p[i]) && !(p[i]->kind == V_CONST && PyBool_Check(p[i]->obj) && p[i]->obj == Py_False))
+        if (p[i] && !is_none(p[i]) && !(p[i]->kind == V_CONST && PyBool_Check(p[i]->obj) && p[i]->obj == Py_False) &&
+            !(like && i == dev_i + 3))
             return sym_fail(t, "%s: layout/requires_grad arguments not supported yet", d->name);
     if (dty >= 0 && same_device(t, dty, dix, d->name) < 0)
         return -1;
@@ -1665,7 +1675,10 @@ static int h_factory(trace *t, const opdef *d, var **p, var *out) {
             return -1;
     }
     ic_val v = ic_cast(t->g, ic_scalar(t->g, fill, fill_kind), (ic_dtype)dt);
-    return tensor_out(t, ic_expand(t->g, v, n, sz), out);
+    v = ic_expand(t->g, v, n, sz);
+    if (like && v >= 0 && ic_value_set_format(t->g, v, p[0]->val, fmt) < 0) /* empty_like's */
+        return sym_fail(t, "%s: memory_format does not fit the rank (eager raises)", d->name);
+    return tensor_out(t, v, out);
 }
 
 /* torch.tensor(data) of a flat constant list of numbers (empty: shape [0], as the
@@ -2072,7 +2085,10 @@ static int h_tri(trace *t, const opdef *d, var **p, var *out) {
     ic_val diff = ic_binary(G, IC_OP_SUB, cols, rows); /* col - row */
     ic_val keepm = d->op == 0 ? ic_binary(G, IC_OP_LE, diff, inum(t, k)) : ic_binary(G, IC_OP_GE, diff, inum(t, k));
     ic_val zero = ic_cast(G, inum(t, 0), m->dtype);
-    return tensor_out(t, ic_where(G, keepm, p[0]->val, zero), out);
+    if (tensor_out(t, ic_where(G, keepm, p[0]->val, zero), out) < 0)
+        return -1;
+    ic_value_set_format(G, out->val, out->val, IC_MF_CONTIGUOUS); /* eager's tril/triu: contiguous */
+    return 0;
 }
 
 /* flip(input, dims) via index_select with a reversed arange; roll(input, shifts, dims) */
@@ -2114,7 +2130,11 @@ static int h_flip(trace *t, const opdef *d, var **p, var *out) {
     }
     if (v == p[0]->val)
         v = ic_cast(G, v, m->dtype);
-    return tensor_out(t, v, out);
+    if (tensor_out(t, v, out) < 0)
+        return -1;
+    /* eager: flip keeps the input's layout (empty_like), roll's result is contiguous */
+    ic_value_set_format(G, out->val, p[0]->val, d->op == 0 ? IC_MF_PRESERVE : IC_MF_CONTIGUOUS);
+    return 0;
 }
 
 /* batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps) */
@@ -2251,11 +2271,14 @@ static int h_repeat(trace *t, const opdef *d, var **p, var *out) {
     return tensor_out(t, v, out);
 }
 
-/* clone(input, memory_format): a fresh copy (contiguous) */
+/* clone(input, memory_format): a fresh copy in that memory format (layout.c) */
 static int h_clone(trace *t, const opdef *d, var **p, var *out) {
     if (need_tensor(t, d, p[0]) < 0)
         return -1;
-    return tensor_out(t, ic_cast(G, p[0]->val, ic_value_meta(G, p[0]->val)->dtype), out);
+    int fmt;
+    if (dh_memory_format(t, p[1], &fmt) < 0)
+        return -1;
+    return dh_layout_copy(t, p[0]->val, fmt, out);
 }
 
 /* nan_to_num(input, nan=0.0, posinf=None, neginf=None) */
