@@ -22,6 +22,7 @@
 // relative backward error bound (Al-Mohy and Higham, SIMAX 30(4), 2009), and the result
 // does not depend on the size of G.
 #include "matrix_exp.h"
+#include "scan.h"
 
 #include <cmath>
 #include <cstring>
@@ -451,6 +452,8 @@ void tc_linalg_extern(int kind, const at::Tensor *in, int nin, const int64_t *p,
 }
 
 extern "C" int tc_matrix_exp_init(PyObject *module) {
+    if (tc_scan_init(module) < 0) /* torchc.scan (csrc/scan.c) */
+        return -1;
     for (PyMethodDef *d = kMethods; d->ml_name; d++) {
         PyObject *f = PyCFunction_NewEx(d, nullptr, nullptr);
         /* traced by torchc as torch.matrix_exp (the graph op runs this same code) */

@@ -11,6 +11,7 @@
  */
 #include "dh_internal.h"
 #include "train.h"
+#include "scan.h"
 
 #define Py_BUILD_CORE
 #include <internal/pycore_frame.h>
@@ -138,8 +139,9 @@ void dh_explain_record(PyCodeObject *code, const dh_entry *e, const char *event)
         SET("extern_call", e->brk_extern ? PyUnicode_FromString(e->brk_reason) : Py_NewRef(Py_None));
         { /* training: the backward graph (csrc/train.c) */
             long long sb = 0;
-            int bops = 0, nsv = 0;
-            char *bt = e->train ? tc_train_describe(e->train, &sb, &bops, &nsv) : NULL;
+            int bops = 0, nsv = 0, bcomp = 0;
+            char *bt = e->train ? tc_train_describe(e->train, &sb, &bops, &nsv, &bcomp) : NULL;
+            (void)bcomp; /* compiled on the first backward, after this record */
             SET("backward_graph", bt ? PyUnicode_FromString(bt) : Py_NewRef(Py_None));
             free(bt);
             SET("backward_op_count", PyLong_FromLong(bops));
@@ -582,9 +584,26 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
     if (e != NULL) {
         /* e stays pinned until its run ends */
         dh_cache_touch(c, prev, e);
+        const char *te = e->train && !e->fallback ? tc_train_eager_reason(e->train) : NULL;
+        if (te != NULL) { /* training: double backward seen (csrc/train.c) */
+            char *why_e = strdup(te);
+            if (why_e != NULL) {
+                e->fallback = 1;
+                free(e->reason);
+                e->reason = why_e;
+            }
+        }
         if (e->fallback)
             event = "fallback";
     } else {
+        if (code->co_argcount >= 1 && tc_is_autograd_ctx(f->localsplus[0])) {
+            /* the forward/backward of a torch.autograd.Function, called by its apply (which
+             * the capture leaves to eager, with the reason): eager, as the apply */
+            c->skip = 1;
+            dh_tl_busy = 0;
+            dh_scratch_clear();
+            return eval_default(ts, f, throwflag);
+        }
         int limit = recompile_limit(cfg);
         why = c->entries ? failed_guard(c->entries, f, func, values, ptrs, symvals) : NULL;
         tl_recompile = why;
@@ -1024,6 +1043,35 @@ done:
     return res;
 }
 
+/* torchc.scan's probe (csrc/scan.h): the body's entry, pinned for the record, with the
+ * tensors of its graph inputs and its outputs; what a C loop over the graph cannot replay
+ * (graph breaks, mutations, attribute writes, index checks, CUDA) is named. */
+static void unpin_entry(void *e) { dh_entry_unpin(e); }
+
+static int scan_probe(const dh_entry *e, PyObject *const *values, PyObject *const *outs, int nout,
+                      PyObject *func, const int64_t *symvals) {
+    const char *why = e->brk != DH_BRK_NONE ? "the body has a graph break"
+                      : e->nmut      ? "the body mutates its inputs"
+                      : e->nattrw    ? "the body writes module attributes"
+                      : e->nidx      ? "the body's indices are checked at each call"
+                      : e->device_type != TC_DEV_CPU ? "the C loop runs CPU graphs only"
+                      : e->compiled == NULL ? "the body has no graph outputs"
+                                            : NULL;
+    PyObject *small[16], **in = small;
+    if (e->ninputs > 16 && (in = calloc((size_t)e->ninputs, sizeof *in)) == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (int i = 0; i < e->ninputs; i++)
+        in[i] = values[e->input_src[i]];
+    ((dh_entry *)e)->pins++;
+    int r = tc_scan_probe_record(func, (void *)e, unpin_entry, e->compiled, e->ninputs, in, nout, outs,
+                                 e->train, e->nsyms, symvals, why);
+    if (in != small)
+        free(in);
+    return r;
+}
+
 PyObject *dh_entry_run(const dh_entry *e, PyObject *const *values, void *const *data_ptrs,
                        PyObject *func, const int64_t *symvals) {
     unsigned long long t0 = now_ns();
@@ -1109,14 +1157,19 @@ PyObject *dh_entry_run(const dh_entry *e, PyObject *const *values, void *const *
         if (arc < 0)
             goto done;
     }
+    if (tc_scan_tl_probe != NULL && scan_probe(e, values, outs, nout, func, symvals) < 0)
+        goto done;
     res = build_output(e, 0, outs, values, symvals);
     if (res != NULL && e->nattrw > 0) {
         /* replay module attribute writes, then unwrap (result, values...) */
         PyObject *root = res;
         res = NULL;
         for (int i = 0; i < e->nattrw; i++)
-            if (PyObject_SetAttr(values[e->attrw_src[i]], e->attrw_name[i],
-                                 PyTuple_GET_ITEM(root, 1 + i)) < 0) {
+            if ((PyUnicode_Check(e->attrw_name[i])
+                     ? PyObject_SetAttr(values[e->attrw_src[i]], e->attrw_name[i],
+                                        PyTuple_GET_ITEM(root, 1 + i))
+                     : dh_replay_container(values[e->attrw_src[i]], e->attrw_name[i],
+                                           PyTuple_GET_ITEM(root, 1 + i))) < 0) {
                 Py_DECREF(root);
                 goto done;
             }

@@ -31,6 +31,7 @@ from . import _autograd  # noqa: F401  (training: imported before any hooked cal
 from ._api import (ExplainOutput, OptimizedModule, allow_in_graph, compile, config, disable,
                    explain, reset)
 from ._logging import set_logs
+from ._scan import scan
 from . import _logging, _torch
 from ._config import config  # noqa: F811  (every setting: the C table plus _api's)
 
@@ -66,6 +67,6 @@ _torch.install()      # when torch._dynamo is imported: torch.compiler.reset/set
                       # torch._dynamo.config honoured, torch.compile(m, backend="torchc")
 _logging.init()       # TORCHC_LOGS, the torchc.* loggers
 
-__all__ = ["compile", "explain", "reset", "disable", "allow_in_graph", "config", "set_logs",
+__all__ = ["compile", "scan", "explain", "reset", "disable", "allow_in_graph", "config", "set_logs",
            "OptimizedModule", "ExplainOutput"]
 __version__ = "0.1.0"

@@ -69,8 +69,11 @@ def run(a):
         if step % a.log_every == 0 or step == a.steps:
             print(f"{a.model} K={a.K} step {step} loss {loss.item():.5f} (baseline {baseline:.5f}) "
                   f"{time.perf_counter() - t0:.1f}s", flush=True)
+        if getattr(a, "max_seconds", 0) and time.perf_counter() - t0 > a.max_seconds:
+            print(f"stopped by --max_seconds after {step} steps", flush=True)
+            break
     res = {"task": "copying", "model": a.model, "L": a.L, "hidden": a.hidden, "batch": a.batch, "steps": a.steps,
-           "K": a.K, "triv": a.triv, "init": a.init, "lr": a.lr, "lr_orth": a.lr_orth, "params": nparams,
+           "steps_done": len(curve), "K": a.K, "triv": a.triv, "init": a.init, "lr": a.lr, "lr_orth": a.lr_orth, "params": nparams,
            "baseline": baseline, "loss": curve, "seconds": time.perf_counter() - t0,
            "final_loss_mean_last_50": sum(curve[-50:]) / len(curve[-50:])}
     if a.model == "exprnn":
@@ -95,6 +98,8 @@ def parser():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--log_every", type=int, default=50)
     ap.add_argument("--out", default="")
+    ap.add_argument("--max_seconds", type=float, default=0, help="stop after this long (0: no limit); "
+                    "the result records the steps done")
     return ap
 
 

@@ -1,0 +1,128 @@
+"""expRNN training step (forward, backward, RMSprop step): eager, torch.compile, torchc.
+
+    python benchmarks/manifolds/bench_rnn_step.py --L 784 --batch 128 --hidden 170 \
+        --out benchmarks/manifolds/results/rnn_step_h170.json
+
+The model is the issue's pixel-by-pixel setting: input size 1, expRNN with hidden n (B =
+exp(A) orthogonal, modReLU), a Linear(n, 10) on the last state, cross entropy. Variants, all
+from the same initial weights, interleaved in one run (medians):
+  eager        the recurrence as a Python loop of the cell, torch autograd (B computed once
+               per forward, the input projection one GEMM: the same work as the others)
+  tc_cell      torch.compile of the cell (one compiled step, the Python loop as in eager):
+               torch.compile of the whole unrolled loop compiles for minutes at L = 784, and
+               torch.compile of torch's scan op fails on this body (see README)
+  torchc       torchc.manifolds.ExpRNN: torchc.scan (the step compiled once, forward and
+               backward run as C loops)
+Compile time: `--compile-only` in a fresh process with an empty cache measures the first
+step (capture + compile + one run) minus the median of the following steps.
+"""
+import argparse
+import json
+import os
+import statistics
+import time
+
+import torch
+from torch import nn
+
+import torchc
+import torchc.manifolds as M
+
+
+class Model(nn.Module):
+    def __init__(self, hidden):
+        super().__init__()
+        self.rnn = M.ExpRNN(1, hidden)
+        self.out = nn.Linear(hidden, 10)
+
+    def forward(self, x):
+        return self.out(self.rnn(x)[1])
+
+
+def cell_step(xp, h, W, b):
+    z = torch.addmm(xp, h, W.t())
+    return torch.sign(z) * torch.relu(z.abs() + b)
+
+
+def loop_forward(model, x, step):
+    """The recurrence as a user writes it in eager: B once, input projection once, a loop."""
+    c = model.rnn.cell
+    B = c.recurrent_kernel.weight
+    XP = c.input_kernel(x)
+    h = x.new_zeros(x.size(1), model.rnn.hidden_size)
+    for xp in XP.unbind(0):  # unbind: XP[t] would cost O(T) per step in the backward
+        h = step(xp, h, B, c.nonlinearity.b)
+    return model.out(h)
+
+
+def make(kind, hidden, state):
+    torch.manual_seed(0)
+    m = Model(hidden)
+    m.load_state_dict(state)
+    opt = torch.optim.RMSprop(m.parameters(), lr=1e-4)
+    if kind == "eager":
+        fwd = lambda x: loop_forward(m, x, cell_step)  # noqa: E731
+    elif kind == "tc_cell":
+        cs = torch.compile(cell_step)
+        fwd = lambda x: loop_forward(m, x, cs)  # noqa: E731
+    else:
+        fwd = m
+
+    def train_step(x, y):
+        opt.zero_grad(set_to_none=True)
+        loss = nn.functional.cross_entropy(fwd(x), y)
+        loss.backward()
+        opt.step()
+        return loss.detach()
+    return train_step
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--L", type=int, default=784)
+    ap.add_argument("--batch", type=int, default=128)
+    ap.add_argument("--hidden", type=int, default=170)
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--variants", default="eager,tc_cell,torchc")
+    ap.add_argument("--compile-only", action="store_true", help="torchc's compile time at this L")
+    ap.add_argument("--out")
+    a = ap.parse_args()
+    torch.set_num_threads(a.threads)
+    torch.manual_seed(0)
+    state = Model(a.hidden).state_dict()
+    x = torch.randn(a.L, a.batch, 1)
+    y = torch.randint(0, 10, (a.batch,))
+    kinds = ["torchc"] if a.compile_only else a.variants.split(",")
+    steps = {k: make(k, a.hidden, state) for k in kinds}
+    first, times, losses = {}, {k: [] for k in kinds}, {}
+    for k in kinds:
+        c0 = torchc._C.stats()["compiles"]
+        t0 = time.perf_counter()
+        losses[k] = float(steps[k](x, y))
+        first[k] = time.perf_counter() - t0
+        if k == "torchc":
+            first["torchc_compiles"] = torchc._C.stats()["compiles"] - c0
+    for r in range(a.reps):
+        for k in kinds:
+            t0 = time.perf_counter()
+            steps[k](x, y)
+            times[k].append(time.perf_counter() - t0)
+    med = {k: statistics.median(v) for k, v in times.items()}
+    res = {"L": a.L, "batch": a.batch, "hidden": a.hidden, "threads": a.threads, "reps": a.reps,
+           "median_s": med, "first_call_s": first, "times_s": times, "first_loss": losses,
+           "load_avg": os.getloadavg(), "torch": torch.__version__,
+           "scan_fallback": torchc._scan.last_fallback}
+    if "torchc" in med:
+        res["compile_s_est"] = first["torchc"] - med["torchc"]
+        for k in med:
+            if k != "torchc":
+                res[f"torchc_x_{k}"] = med[k] / med["torchc"]
+    print(json.dumps(res, indent=1))
+    if a.out:
+        with open(a.out, "w") as f:
+            json.dump(res, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,254 @@
+"""torchc.scan: torch.scan's semantics, the body compiled once and run as a C loop.
+
+Every differential test compares values and gradients against the same recurrence written as
+a Python loop in eager, and asserts that the scan really ran in C (torchc._scan.last_fallback
+is None and the C loop counted the steps), so a silent fallback to a Python loop fails."""
+import pytest
+import torch
+
+import torchc
+from torchc import _scan
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+def rel(a, b):
+    a, b = a.detach().to(b.dtype), b.detach()
+    return ((a - b).norm() / b.norm().clamp_min(1e-30)).item()
+
+
+def eager_scan(fn, init, xs, reverse=False):
+    """torch's scan semantics (dim 0, tensor leaves) as a Python loop"""
+    carry, ys = init, []
+    T = xs.size(0) if isinstance(xs, torch.Tensor) else next(iter(xs.values())).size(0)
+    for t in (range(T - 1, -1, -1) if reverse else range(T)):
+        x = xs[t] if isinstance(xs, torch.Tensor) else {k: v[t] for k, v in xs.items()}
+        carry, y = fn(carry, x)
+        ys.append(y)
+    if reverse:
+        ys = ys[::-1]
+    if isinstance(ys[0], torch.Tensor):
+        return carry, torch.stack(ys)
+    return carry, tuple(torch.stack([y[i] for y in ys]) for i in range(len(ys[0])))
+
+
+def runs():
+    return torchc._C._scan_stats()[1]
+
+
+def check_grads(got, want, tol):
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert (g is None) == (w is None)
+        if w is not None:
+            assert g.shape == w.shape and g.dtype == w.dtype
+            assert rel(g, w) < tol, rel(g, w)
+
+
+@pytest.mark.parametrize("T", [1, 2, 7])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_rnn_values_and_grads_against_python_loop(T, dtype):
+    torch.manual_seed(T)
+    n, N = 6, 3
+    W = (torch.randn(n, n, dtype=dtype) / n ** 0.5).requires_grad_()
+    b = torch.randn(n, dtype=dtype, requires_grad=True)
+
+    def step(h, x):
+        z = x + h @ W.t()
+        h = torch.tanh(z) * b
+        return h, h * 2 + 1
+
+    h0 = torch.randn(N, n, dtype=dtype, requires_grad=True)
+    xs = torch.randn(T, N, n, dtype=dtype, requires_grad=True)
+    r0 = runs()
+    c, ys = torchc.scan(step, h0, xs)
+    assert _scan.last_fallback is None
+    ce, yse = eager_scan(step, h0, xs)
+    tol = 1e-12 if dtype == torch.float64 else 2e-6
+    assert c.shape == ce.shape and ys.shape == yse.shape and ys.dtype == dtype
+    assert rel(c, ce) < tol and rel(ys, yse) < tol
+    wy = torch.randn_like(ys)
+    loss = (ys * wy).sum() + (c ** 2).sum()
+    losse = (yse * wy).sum() + (ce ** 2).sum()
+    got = torch.autograd.grad(loss, [W, b, h0, xs])
+    want = torch.autograd.grad(losse, [W, b, h0, xs])
+    check_grads(got, want, 1e-11 if dtype == torch.float64 else 2e-5)
+    assert runs() - r0 == (T - 1) + T  # forward steps after the probe, backward steps
+
+
+def test_sequence_length_zero_raises_like_torch():
+    from torch._higher_order_ops.scan import scan as tscan
+    xs = torch.randn(0, 2, 3)
+    f = lambda c, x: (c + x, c * x)  # noqa: E731
+    with pytest.raises(RuntimeError) as want:
+        tscan(f, torch.zeros(2, 3), xs)
+    with pytest.raises(RuntimeError) as got:
+        torchc.scan(f, torch.zeros(2, 3), xs)
+    assert str(got.value) == str(want.value)
+    # no xs leaves: init and [] as torch
+    init = torch.ones(2)
+    c, ys = torchc.scan(f, init, [])
+    assert c is init and ys == []
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_pytrees_dim_reverse_and_results_not_carried(reverse):
+    torch.manual_seed(0)
+    W = torch.randn(4, 4, requires_grad=True)
+
+    def step(carry, x):
+        h, s = carry
+        h2 = torch.relu(x["a"] @ W + h) - 0.5 * x["b"]
+        return (h2, s + h2.sum(1)), (h2.sin(), s * 3)
+
+    h0 = torch.randn(2, 4, requires_grad=True)
+    s0 = torch.zeros(2)
+    a = torch.randn(2, 5, 4, requires_grad=True)   # scanned along dim 1
+    bb = torch.randn(2, 5, 4)
+    (c1, c2), (y1, y2) = torchc.scan(step, (h0, s0), {"a": a, "b": bb}, dim=1, reverse=reverse)
+    assert _scan.last_fallback is None
+    (e1, e2), (f1, f2) = eager_scan(step, (h0, s0), {"a": a.movedim(1, 0), "b": bb.movedim(1, 0)}, reverse)
+    f1, f2 = f1.movedim(0, 1), f2.movedim(0, 1)
+    for g, w in [(c1, e1), (c2, e2), (y1, f1), (y2, f2)]:
+        assert g.shape == w.shape and rel(g, w) < 2e-6
+    L = (c1 * 2).sum() + c2.sum() + (y1 * y1).sum() + y2.sum()
+    Le = (e1 * 2).sum() + e2.sum() + (f1 * f1).sum() + f2.sum()
+    check_grads(torch.autograd.grad(L, [W, h0, a]), torch.autograd.grad(Le, [W, h0, a]), 2e-5)
+
+
+def test_no_grad_runs_the_inference_loop():
+    torch.manual_seed(0)
+    W = torch.randn(5, 5, requires_grad=True)
+
+    def step(h, x):
+        h = torch.tanh(h @ W + x)
+        return h, h
+
+    xs = torch.randn(9, 2, 5)
+    with torch.no_grad():
+        r0 = runs()
+        c, ys = torchc.scan(step, torch.zeros(2, 5), xs)
+        assert _scan.last_fallback is None and runs() - r0 == 8
+        ce, yse = eager_scan(step, torch.zeros(2, 5), xs)
+    assert not ys.requires_grad and rel(ys, yse) < 2e-6 and rel(c, ce) < 2e-6
+
+
+def test_body_compiled_once_regardless_of_length():
+    """compile count is two-sided: exactly one compile for the body at any length"""
+    W = torch.randn(8, 8, requires_grad=True)
+
+    def step(h, x):
+        h = torch.sigmoid(h @ W) + x
+        return h, h.cos()
+
+    h0 = torch.zeros(4, 8)
+    c0 = torchc._C.stats()["compiles"]
+    for T in (3, 50, 301):
+        xs = torch.randn(T, 4, 8, requires_grad=True)
+        r0 = runs()
+        c, ys = torchc.scan(step, h0, xs)
+        (c.sum() + ys.sum()).backward()
+        assert _scan.last_fallback is None
+        assert runs() - r0 == 2 * T - 1
+    assert torchc._C.stats()["compiles"] - c0 == 1
+
+
+def test_carry_shape_change_raises():
+    xs = torch.randn(3, 2)
+    with pytest.raises(RuntimeError, match="match init"):
+        torchc.scan(lambda c, x: (torch.cat([c, x]), x * 2), torch.zeros(2), xs)
+
+
+@pytest.mark.allow_fallback
+def test_graph_break_in_body_falls_back_with_reason():
+    W = torch.randn(3, 3, requires_grad=True)
+    seen = []
+
+    def step(h, x):
+        h = torch.tanh(h @ W + x)
+        seen.append(1)  # a side effect on a list the caller sees: a graph break
+        return h, h + 1
+
+    xs = torch.randn(4, 2, 3)
+    c, ys = torchc.scan(step, torch.zeros(2, 3), xs)
+    assert _scan.last_fallback is not None
+    ce, yse = eager_scan(step, torch.zeros(2, 3), xs)
+    assert rel(ys, yse) < 2e-6 and rel(c, ce) < 2e-6
+    g = torch.autograd.grad(ys.sum(), W)[0]
+    ge = torch.autograd.grad(yse.sum(), W)[0]
+    assert rel(g, ge) < 2e-5
+
+
+def test_retain_graph_and_second_backward():
+    W = torch.randn(3, 3, requires_grad=True)
+
+    def step(h, x):
+        h = torch.tanh(h @ W + x)
+        return h, h
+
+    xs = torch.randn(6, 2, 3)
+    c, ys = torchc.scan(step, torch.zeros(2, 3), xs)
+    (g1,) = torch.autograd.grad(ys.sum(), W, retain_graph=True)
+    (g2,) = torch.autograd.grad(ys.sum(), W)
+    assert torch.equal(g1, g2)
+    ce, yse = eager_scan(step, torch.zeros(2, 3), xs)
+    assert rel(g1, torch.autograd.grad(yse.sum(), W)[0]) < 2e-5
+
+
+def test_called_from_a_compiled_function():
+    """a compiled caller breaks at the scan call (no tracing into scan's Python); the scan
+    still runs its compiled loop, and values and gradients match eager"""
+    W = torch.randn(4, 4, requires_grad=True)
+
+    def body(h, x):
+        h = torch.tanh(h @ W + x)
+        return h, h * 2
+
+    def f(x):
+        c, ys = torchc.scan(body, torch.zeros(2, 4), x * 3)
+        return (ys.sum(0) + c).relu().sum()
+
+    x = torch.randn(6, 2, 4, requires_grad=True)
+    e = torchc.explain(f)(x)
+    assert any("call to scan" in r for r in e.break_reasons), e.break_reasons
+    torchc.reset()
+    r = torchc.compile(f)(x)
+    assert _scan.last_fallback is None
+    got = torch.autograd.grad(r, [W, x])
+    ce, yse = eager_scan(body, torch.zeros(2, 4), x * 3)
+    re = (yse.sum(0) + ce).relu().sum()
+    assert rel(r, re) < 1e-6
+    check_grads(got, torch.autograd.grad(re, [W, x]), 2e-5)
+
+
+def test_outputs_and_buffers_are_freed_without_gc():
+    """the autograd node must not hold its own outputs (a cycle through grad_fn that Python's
+    gc cannot see): the stacked buffers die with the last reference, no gc.collect()"""
+    import gc
+    import weakref
+    W = torch.randn(4, 4, requires_grad=True)
+
+    def step(h, x):
+        h = torch.tanh(h @ W + x)
+        return h, h
+
+    gc.disable()
+    try:
+        c, ys = torchc.scan(step, torch.zeros(2, 4), torch.randn(5, 2, 4))
+        assert _scan.last_fallback is None
+        r = weakref.ref(ys)
+        (c.sum() + ys.sum()).backward()
+        del c, ys
+        assert r() is None
+        c, ys = torchc.scan(step, torch.zeros(2, 4), torch.randn(5, 2, 4))
+        r = weakref.ref(ys)
+        del c, ys  # never differentiated
+        assert r() is None
+    finally:
+        gc.enable()

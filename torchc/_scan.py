@@ -1,0 +1,385 @@
+"""torchc.scan(combine_fn, init, xs): a recurrence compiled once and run as a loop in C.
+
+Semantics are torch's scan higher-order op (torch._higher_order_ops.scan.scan): combine_fn
+(carry, x) -> (next_carry, y) over slices of xs along `dim`; returns (final carry, ys stacked
+along `dim`), carry/x/y pytrees of tensors; `reverse=True` scans from the end. Unlike torch's
+op, combine_fn may read tensors from its closure or module (parameters); their gradients are
+computed too.
+
+How it runs (no Python and no capture per step; compile time does not depend on the length):
+  1. probe: the torchc-compiled combine_fn runs step 0 with a probe set (csrc/scan.c); the
+     entry that ran (its compiled graph, the tensors bound to its inputs, its outputs and,
+     in training, its compiled backward) is recorded. Graph inputs are classified by
+     identity: the carry, the x slice, or loop constants (closure/parameters).
+  2. forward: _C._scan_loop runs the compiled forward graph for steps 1 .. T-1 in C, reading
+     x_t from xs in place and writing carries / ys / the values the backward needs into
+     stacked buffers (one row per step).
+  3. backward (a torch.autograd.Function): _C._scan_loop runs the compiled backward graph
+     for steps T-1 .. 0 (backpropagation through time): the carry gradient ping-pongs
+     between two buffers, ys' gradients are read per step, the constants' gradients are
+     summed in place.
+Where the body cannot run as such a loop (a graph break, mutation of inputs, a result that
+is not a graph output, CUDA, dtypes other than float32/float64 for the summed gradients, no
+compiled graph at all), the scan runs a Python loop over the compiled body (still compiled
+once) and says why in `torchc._scan.last_fallback` and the `torchc.scan` logger.
+"""
+import logging
+import weakref
+
+import torch
+from torch.utils import _pytree as pytree
+
+from . import _C
+
+__all__ = ["scan"]
+
+_FWD_INPUT, _FWD_OUTPUT, _GRAD_OUT = 0, 1, 2
+_ADD_DT = {torch.float32: 0, torch.float64: 1}
+log = logging.getLogger("torchc.scan")
+last_fallback = None   # the reason the last scan ran a Python loop (None: it ran in C)
+_bodies = weakref.WeakKeyDictionary()
+
+
+class _Fallback(Exception):
+    pass
+
+
+def _compiled(fn):
+    try:
+        cf = _bodies.get(fn)
+    except TypeError:
+        cf = None
+    if cf is None:
+        from ._api import _dynamic_flag
+        cf = _C.CompiledFunction(fn, False, _dynamic_flag(None), 0)
+        try:
+            _bodies[fn] = cf
+        except TypeError:
+            pass
+    return cf
+
+
+def _code(fn):
+    f = fn.forward if isinstance(fn, torch.nn.Module) else fn
+    f = getattr(f, "__func__", f)
+    return getattr(f, "__code__", None)
+
+
+def scan(combine_fn, init, xs, *, dim=0, reverse=False):
+    """torch.scan's semantics (see the module doc); compiled once by torchc, run in C."""
+    leaves_init, spec_init = pytree.tree_flatten(init)
+    leaves_xs, spec_xs = pytree.tree_flatten(xs)
+    if len(leaves_xs) == 0:
+        return init, []
+    if not callable(combine_fn):
+        raise RuntimeError(f"Combine_fn must be a callable, but got {combine_fn}")
+    if not isinstance(dim, int):
+        raise RuntimeError("Dim must be an int, but got " + str(type(dim)))
+    if not isinstance(reverse, bool):
+        raise RuntimeError("Reverse must be a bool, but got " + str(type(reverse)))
+    if len(leaves_init) == 0:
+        raise RuntimeError("scan() operator requires init leaves.")
+    for x in leaves_init:
+        if not isinstance(x, torch.Tensor):
+            raise RuntimeError(f"All init leaves must be a Tensor but got {x}")
+    for x in leaves_xs:
+        if not isinstance(x, torch.Tensor):
+            raise RuntimeError(f"All xs leaves must be a Tensor but got {x}")
+    ndim = leaves_xs[0].ndim
+    if not -ndim <= dim < max(ndim, 1):
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-ndim}, {ndim - 1}], "
+                         f"but got {dim})")
+    dim = dim % ndim if ndim else 0
+    if any(x.ndim <= dim for x in leaves_xs) or any(x.shape[dim] == 0 for x in leaves_xs):
+        raise RuntimeError("All xs leaves must at least have 'dim' number of dimensions and scan "
+                           "dimension > 0")
+    T = leaves_xs[0].shape[dim]
+    if any(x.shape[dim] != T for x in leaves_xs):
+        raise RuntimeError("All xs leaves must have the same size along the scan dimension")
+    X = [torch.movedim(x, dim, 0) if dim != 0 else x for x in leaves_xs]
+    if reverse:
+        X = [torch.flip(x, [0]) for x in X]
+    carry, ys = _scan_flat(combine_fn, spec_init, spec_xs, leaves_init, X)
+    if reverse:
+        ys = pytree.tree_map(lambda e: e.flip([0]), ys)
+    if dim != 0:
+        ys = pytree.tree_map(lambda e: torch.movedim(e, 0, dim) if dim < e.ndim else e, ys)
+    return carry, ys
+
+
+def _python_loop(body, spec_init, spec_xs, c0, X):
+    """The reference semantics, over the compiled body: a Python loop."""
+    carry = pytree.tree_unflatten(c0, spec_init)
+    ys = []
+    for t in range(X[0].shape[0]):
+        carry, y = _split(body(carry, pytree.tree_unflatten([x[t] for x in X], spec_xs)))
+        ys.append(pytree.tree_flatten(y))
+    spec_y = ys[0][1]
+    out = [torch.stack([y[0][i] for y in ys]) for i in range(len(ys[0][0]))]
+    return carry, pytree.tree_unflatten(out, spec_y)
+
+
+def _split(res):
+    if not isinstance(res, (tuple, list)) or len(res) != 2:
+        raise RuntimeError("combine_fn must return a tuple (next_carry, y)")
+    return res[0], res[1]
+
+
+def _scan_flat(fn, spec_init, spec_xs, c0, X):
+    global last_fallback
+    body = _compiled(fn)
+    try:
+        plan = _Plan(fn, body, spec_init, spec_xs, c0, X)
+    except _Fallback as e:
+        last_fallback = str(e)
+        log.info("torchc.scan runs a Python loop over the compiled body: %s", e)
+        return _python_loop(body, spec_init, spec_xs, c0, X)
+    last_fallback = None
+    outs = _ScanFn.apply(plan, *plan.args) if plan.train else plan.forward()
+    nc = len(c0)
+    carry = pytree.tree_unflatten(list(outs[:nc]), spec_init)
+    return carry, pytree.tree_unflatten(list(outs[nc:]), plan.spec_y)
+
+
+def _row(t):
+    return t.stride(0) * t.element_size() if t.dim() else 0
+
+
+class _Plan:
+    """One scan call: the probe's record and the buffers and per-step addresses of its loops."""
+
+    def __init__(self, fn, body, spec_init, spec_xs, c0, X):
+        T = X[0].shape[0]
+        grad = torch.is_grad_enabled()
+        pc = [c.detach().contiguous() for c in c0]
+        pc = [c.detach() if c is c0[i] else c for i, c in enumerate(pc)]  # fresh objects
+        if grad:
+            pc = [c.requires_grad_() if c.is_floating_point() else c for c in pc]
+        px = [x.detach()[0] for x in X]
+        if grad:
+            px = [p.requires_grad_() if x.requires_grad and p.is_floating_point() else p
+                  for p, x in zip(px, X)]
+        res, rec = _C._scan_probe(body, (pytree.tree_unflatten(pc, spec_init),
+                                         pytree.tree_unflatten(px, spec_xs)))
+        if rec is None:
+            raise _Fallback("the body ran without a compiled graph (see torchc.explain)")
+        info = _C._scan_info(rec)
+        func = info["func"]
+        code = _code(fn)
+        if code is None or getattr(func, "__code__", None) is not code:
+            raise _Fallback("the compiled frame is not combine_fn's own (it was not captured)")
+        if info["why_not"]:
+            raise _Fallback(info["why_not"])
+        ncarry, y = _split(res)
+        cl, cspec = pytree.tree_flatten(ncarry)
+        if cspec != spec_init:
+            raise RuntimeError(f"combine_fn's next carry {cspec} must have init's structure {spec_init}")
+        for a, b in zip(cl, c0):
+            if not isinstance(a, torch.Tensor) or a.shape != b.shape or a.dtype != b.dtype:
+                raise RuntimeError("combine_fn's next carry must match init in shape and dtype: "
+                                   f"got {getattr(a, 'shape', a)} {getattr(a, 'dtype', '')}, "
+                                   f"init {tuple(b.shape)} {b.dtype}")
+        yl, self.spec_y = pytree.tree_flatten(y)
+        outs, ins = info["outs"], info["inputs"]
+        nout = len(outs)
+        nuser = info.get("nuser", nout) if info["bwd"] else nout
+
+        def out_index(o, what):
+            for j in range(nuser):
+                if outs[j] is o:
+                    return j
+            raise _Fallback(f"a {what} of combine_fn is not a graph output (an input or a view returned)")
+        cout = [out_index(a, "carry") for a in cl]
+        yout = [out_index(a, "result") for a in yl]
+        if len(set(cout)) != len(cout) or len(set(yout)) != len(yout):
+            raise _Fallback("one graph output is returned twice in the carry or in the results")
+        # graph inputs: carry k, x slice m, or a loop constant (closure, parameters)
+        kind = []
+        consts = []
+        for o in ins:
+            k = next((("c", i) for i, p in enumerate(pc) if p is o), None) or \
+                next((("x", i) for i, p in enumerate(px) if p is o), None)
+            if k is None:
+                k = ("k", len(consts))
+                consts.append(o)
+            kind.append(k)
+        for o in list(outs) + list(ins):
+            if isinstance(o, torch.Tensor) and o.device.type != "cpu":
+                raise _Fallback("the C loop runs CPU graphs only")
+        for o in outs:
+            if not isinstance(o, torch.Tensor) or not o.is_contiguous():
+                raise _Fallback("a graph output is not a contiguous tensor")
+        self.train = grad and (any(c.requires_grad for c in c0) or any(x.requires_grad for x in X) or
+                               any(k.requires_grad for k in consts))
+        if self.train and not info["bwd"]:
+            raise _Fallback("the body has no compiled backward")
+        if self.train and any(k.requires_grad and k.dtype not in _ADD_DT for k in consts):
+            raise _Fallback("gradients of loop constants are summed in float32/float64 only")
+        if self.train and any(c.dtype not in _ADD_DT for j, c in zip(cout, c0) if j in yout):
+            raise _Fallback("a carry returned as a result too: its gradient sum is float32/float64 only")
+        if self.train and info["nsyms"]:
+            raise _Fallback("a dynamic-shape body is not looped in training")
+        self.rec, self.info, self.T = rec, info, T
+        self.c0, self.X, self.consts = c0, X, consts
+        self.kind, self.cout, self.yout, self.nuser = kind, cout, yout, nuser
+        self.args = list(c0) + list(X) + consts
+        self.probe_outs = outs
+        self.ycopy = {}
+
+    # ---- forward --------------------------------------------------------------------------
+    def forward(self):
+        T, outs, train = self.T, self.probe_outs, self.train
+        with torch.no_grad():
+            self.cbuf = [torch.empty((T + 1 if train else 2,) + tuple(c.shape), dtype=c.dtype)
+                         for c in self.c0]
+            for b, c in zip(self.cbuf, self.c0):
+                b[0].copy_(c)
+            self.ybuf = [torch.empty((T,) + tuple(outs[j].shape), dtype=outs[j].dtype) for j in self.yout]
+            role = {}
+            for k, j in enumerate(self.cout):
+                role[j] = ("c", k)
+            ops = []
+            ospec = []
+            self.obuf = {}
+            for j, o in enumerate(outs):
+                if j in role:
+                    b = self.cbuf[role[j][1]]
+                    ospec.append((b, _row(b), 1, 0 if train else 2))
+                elif j in self.yout:
+                    b = self.ybuf[self.yout.index(j)]
+                    ospec.append((b, _row(b), 0, 0))
+                else:
+                    b = torch.empty((T,) + tuple(o.shape), dtype=o.dtype)
+                    ospec.append((b, _row(b), 0, 0))
+                self.obuf[j] = b
+            for m, j in enumerate(self.yout):
+                if j in role:  # the carry is also a result: copied per step
+                    ops.append((1, 1, (self.ybuf[m], _row(self.ybuf[m]), 0, 0), ospec[j],
+                                self.ybuf[m][0].numel() * self.ybuf[m].element_size(), 0))
+            # step 0: the probe's outputs
+            for j, o in enumerate(outs):
+                if j in role:
+                    self.cbuf[role[j][1]][1].copy_(o)
+                else:
+                    self.obuf[j][0].copy_(o)
+            for m, j in enumerate(self.yout):
+                if j in role:
+                    self.ybuf[m][0].copy_(outs[j])
+            self.ispec = []
+            for (k, i) in self.kind:
+                if k == "c":
+                    b = self.cbuf[i]
+                    self.ispec.append((b, _row(b), 0, 0 if train else 2))
+                elif k == "x":
+                    x = self.X[i]
+                    self.ispec.append((x, _row(x), 0, 0))
+                else:
+                    self.ispec.append((self.consts[i], 0, 0, 0))
+            self.ospec = ospec
+            if T > 1:
+                _C._scan_loop(self.rec, 0, self.ispec, ospec, ops, 1, T)
+            last = T if train else T % 2
+            carry = [b[last].clone() for b in self.cbuf]
+        ys = tuple(self.ybuf)
+        if not train:
+            self.rec = None
+        else:
+            # ys are the Function's outputs: the backward gets them from save_for_backward
+            # (a reference from the plan, held by the node, would be a cycle through their
+            # grad_fn that is never collected); the specs name them by index until then
+            yid = {id(b): m for m, b in enumerate(ys)}
+            self.ospec = [(("y", yid[id(sp[0])]),) + tuple(sp[1:]) if id(sp[0]) in yid else sp
+                          for sp in self.ospec]
+            self.ybuf = None
+        return tuple(carry) + ys
+
+    # ---- backward (BPTT) ------------------------------------------------------------------
+    def backward(self, grads, ys):
+        T, info, outs = self.T, self.info, self.probe_outs
+        self.ybuf = list(ys)
+        ospec = [(self.ybuf[sp[0][1]],) + tuple(sp[1:]) if isinstance(sp[0], tuple) else sp
+                 for sp in self.ospec]
+        nc = len(self.c0)
+        gcar, gys = grads[:nc], grads[nc:]
+        role = {j: k for k, j in enumerate(self.cout)}
+        yrole = {j: m for m, j in enumerate(self.yout)}
+        gc = []
+        for k, c in enumerate(self.c0):
+            b = torch.zeros((2,) + tuple(c.shape), dtype=c.dtype)
+            if gcar[k] is not None:
+                b[T % 2].copy_(gcar[k])
+            gc.append(b)
+        gy = [(g.contiguous() if g is not None else torch.zeros_like(self.ybuf[m]))
+              for m, g in enumerate(gys)]
+        ops, bin_ = [], []
+        for (kind, idx) in info["bwd_in"]:
+            if kind == _FWD_INPUT:
+                bin_.append(self.ispec[idx])
+            elif kind == _FWD_OUTPUT:
+                bin_.append(ospec[idx])
+            else:
+                if idx in role:
+                    k = role[idx]
+                    s = (gc[k], _row(gc[k]), 1, 2)
+                    if idx in yrole:
+                        m = yrole[idx]
+                        ops.append((0, 0, s, (gy[m], _row(gy[m]), 0, 0), gy[m][0].numel(),
+                                    self._dt(gy[m])))
+                    bin_.append(s)
+                elif idx in yrole:
+                    m = yrole[idx]
+                    bin_.append((gy[m], _row(gy[m]), 0, 0))
+                else:
+                    o = outs[idx]
+                    bin_.append((torch.zeros(o.shape, dtype=o.dtype), 0, 0, 0))
+        gx = [None] * len(self.X)
+        acc = [None] * len(self.consts)
+        bout = []
+        got_c = set()
+        for k, (i, meta) in enumerate(zip(info["bwd_out"], info["bwd_out_meta"])):
+            kind, idx = self.kind[i]
+            sizes = tuple(meta[0])
+            if kind == "c":
+                bout.append((gc[idx], _row(gc[idx]), 0, 2))
+                got_c.add(idx)
+            elif kind == "x":
+                gx[idx] = torch.empty((T,) + sizes, dtype=self.X[idx].dtype)
+                bout.append((gx[idx], _row(gx[idx]), 0, 0))
+            else:
+                q = self.consts[idx]
+                acc[idx] = torch.zeros(sizes, dtype=q.dtype)
+                tmp = torch.empty(sizes, dtype=q.dtype)
+                bout.append((tmp, 0, 0, 0))
+                ops.append((1, 0, (acc[idx], 0, 0, 0), (tmp, 0, 0, 0), tmp.numel(), self._dt(tmp)))
+        for k, c in enumerate(self.c0):
+            if k not in got_c:  # no gradient flows into this carry input: zero per step
+                ops.append((1, 2, (gc[k], _row(gc[k]), 0, 2), None, gc[k][0].numel() * gc[k].element_size(), 0))
+        _C._scan_loop(self.rec, 1, bin_, bout, ops, T - 1, -1)
+        gcarry = [gc[k][0].clone() if k in got_c else None for k in range(nc)]
+        self.ybuf = None
+        return gcarry + gx + acc
+
+    @staticmethod
+    def _dt(t):
+        if t.dtype not in _ADD_DT:
+            raise RuntimeError(f"torchc.scan: gradient sums in {t.dtype} are not supported")
+        return _ADD_DT[t.dtype]
+
+
+class _ScanFn(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, plan, *args):
+        ctx.plan = plan
+        outs = plan.forward()
+        ctx.save_for_backward(*outs[len(plan.c0):])
+        return outs
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, *grads):
+        return (None,) + tuple(ctx.plan.backward(grads, ctx.saved_tensors))
+
+
+# A compiled caller does not trace into scan's Python (pytrees, buffer set-up): the call is a
+# graph break, and scan runs its own compiled loop.
+_C.skip_code(scan.__code__)
