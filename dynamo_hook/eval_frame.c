@@ -311,11 +311,16 @@ static int transform_args(_PyInterpreterFrame *f) {
 }
 
 /* ---- compiling with Ctrl-C heard ----------------------------------------------------------
- * On the main thread a CPU graph's ic_compile runs on a helper thread while this one waits (GIL released)
- * and every 20 ms runs Python's signal handlers: Ctrl-C during a long compile raises
- * KeyboardInterrupt at once instead of after the compile. The abandoned compile finishes on
- * its own and frees the graph (handed over) and its result. The exception is kept per thread
- * until the hook returns it: capture retries (dynamic, then static shapes) see it at once. */
+ * On the main thread ic_compile (CPU or GPU: the GPU compile sets its own CUDA context and
+ * uses no stream) runs on a helper thread while this one waits (GIL released) and every 20 ms
+ * runs Python's signal handlers: Ctrl-C during a long compile raises KeyboardInterrupt at
+ * once instead of after the compile. The abandoned compile finishes on its own and frees the
+ * graph (handed over) and its result. The exception is kept per thread until the hook
+ * returns it: capture retries (dynamic, then static shapes) see it at once. Other threads
+ * compile with the GIL released (signals go to the main thread, which hears them at once).
+ * Every compile in flight is counted: the process waits for them at exit (LLVM's static
+ * destructors must not run under a compile: a Ctrl-C that ends the program while another
+ * thread compiles, or a daemon thread, crashed in LLVM). */
 typedef struct cjob {
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -328,6 +333,7 @@ typedef struct cjob {
 
 static unsigned long main_thread;
 static _Atomic int abandoned_jobs; /* compiles left running after an interrupt */
+static _Atomic int inflight;       /* ic_compile calls running (any thread) */
 static _Thread_local PyObject *tl_pending[3]; /* type, value, traceback of an interrupt */
 
 static void cjob_free(cjob *j) {
@@ -339,6 +345,7 @@ static void cjob_free(cjob *j) {
 static void *cjob_run(void *p) {
     cjob *j = p;
     ic_compiled *r = ic_compile(j->g, &j->opt, &j->err);
+    inflight--; /* counted by dh_compile before the thread started */
     pthread_mutex_lock(&j->mu);
     j->res = r;
     j->done = 1;
@@ -357,7 +364,7 @@ static void *cjob_run(void *p) {
 
 /* exit() after a Ctrl-C: LLVM's static destructors must not run under a compile */
 static void wait_abandoned(void) {
-    for (int i = 0; i < 12000 && abandoned_jobs > 0; i++) {
+    for (int i = 0; i < 12000 && (abandoned_jobs > 0 || inflight > 0); i++) {
         struct timespec ts = {0, 10 * 1000000L};
         nanosleep(&ts, NULL);
     }
@@ -376,15 +383,16 @@ ic_compiled *dh_compile(ic_graph **g, const ic_options *opt, ic_err *err) {
         snprintf(err->msg, sizeof err->msg, "interrupted");
         return NULL;
     }
-    /* CPU graphs only: a GPU compile may time kernels on torch's current stream (per thread) */
-    cjob *j = opt->device == IC_CPU && PyThread_get_thread_ident() == main_thread ? calloc(1, sizeof *j) : NULL;
+    cjob *j = PyThread_get_thread_ident() == main_thread ? calloc(1, sizeof *j) : NULL;
     pthread_t th;
     if (j != NULL) {
         pthread_mutex_init(&j->mu, NULL);
         pthread_cond_init(&j->cv, NULL);
         j->g = *g;
         j->opt = *opt;
+        inflight++;
         if (pthread_create(&th, NULL, cjob_run, j) != 0) {
+            inflight--;
             cjob_free(j);
             j = NULL;
         } else {
@@ -394,7 +402,9 @@ ic_compiled *dh_compile(ic_graph **g, const ic_options *opt, ic_err *err) {
     if (j == NULL) { /* another thread (signals go to the main one), or no thread to be had */
         ic_compiled *c;
         Py_BEGIN_ALLOW_THREADS
+        inflight++;
         c = ic_compile(*g, opt, err);
+        inflight--; /* before the GIL: at exit a daemon thread stops there */
         Py_END_ALLOW_THREADS
         return c;
     }

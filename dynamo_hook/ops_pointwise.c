@@ -221,8 +221,9 @@ int sym_h_to(trace *t, const opdef *d, var **p, var *out) {
     if (p[0]->kind != V_TENSOR)
         return sym_fail(t, "to() of a non-tensor");
     ic_val x = p[0]->val;
-    if (!sym_is_none(p[7]))
-        return sym_fail(t, "to(memory_format=...) not supported yet");
+    int fmt = IC_MF_PRESERVE;
+    if (dh_memory_format(t, p[7], &fmt) < 0)
+        return -1;
     int copy = 0;
     if (!sym_is_none(p[5]) && (p[5]->kind != V_CONST || (copy = PyObject_IsTrue(p[5]->obj)) < 0)) {
         PyErr_Clear();
@@ -251,10 +252,15 @@ int sym_h_to(trace *t, const opdef *d, var **p, var *out) {
             return -1;
         x = ic_cast(t->g, x, (ic_dtype)dt);
     }
-    if (copy && x == p[0]->val) /* copy=True: a new tensor even without a conversion */
+    if (copy && x == p[0]->val) { /* copy=True: a new tensor even without a conversion */
         x = ic_cast(t->g, x, ic_value_meta(t->g, x)->dtype);
-    else if (x == p[0]->val || ic_value_meta(t->g, x)->dtype == ic_value_meta(t->g, p[0]->val)->dtype)
-        return sym_same_tensor(t, p, out); /* no conversion: eager returns self */
+    } else if (x == p[0]->val || ic_value_meta(t->g, x)->dtype == ic_value_meta(t->g, p[0]->val)->dtype) {
+        if (fmt == IC_MF_PRESERVE || ic_value_suggest_format(t->g, p[0]->val) == fmt)
+            return sym_same_tensor(t, p, out); /* no conversion: eager returns self */
+        return dh_layout_copy(t, p[0]->val, fmt, out);
+    }
+    if (x >= 0 && fmt != IC_MF_PRESERVE && ic_value_set_format(t->g, x, p[0]->val, fmt) < 0)
+        return sym_fail(t, "to(memory_format=...): the format does not fit the rank (eager raises)");
     return sym_tensor_out(t, x, out);
 }
 
@@ -371,8 +377,12 @@ int sym_h_factory(trace *t, const opdef *d, var **p, var *out) {
     int dev_i = kind == 2 ? 3 : 2, dty = -1, dix = -1;
     if (p[dev_i] && !sym_is_none(p[dev_i]) && !device_arg(p[dev_i], &dty, &dix))
         return sym_fail(t, "%s: unsupported device argument", d->name);
+    int fmt = IC_MF_PRESERVE; /* *_like(memory_format=) */
+    if (like && dh_memory_format(t, p[dev_i + 3], &fmt) < 0)
+        return -1;
     for (int i = dev_i + 1; i < MAXP; i++)
-        if (p[i] && !sym_is_none(p[i]) && !(p[i]->kind == V_CONST && PyBool_Check(p[i]->obj) && p[i]->obj == Py_False))
+        if (p[i] && !sym_is_none(p[i]) && !(p[i]->kind == V_CONST && PyBool_Check(p[i]->obj) && p[i]->obj == Py_False) &&
+            !(like && i == dev_i + 3))
             return sym_fail(t, "%s: layout/requires_grad arguments not supported yet", d->name);
     if (dty >= 0 && same_device(t, dty, dix, d->name) < 0)
         return -1;
@@ -405,7 +415,10 @@ int sym_h_factory(trace *t, const opdef *d, var **p, var *out) {
             return -1;
     }
     ic_val v = ic_cast(t->g, ic_scalar(t->g, fill, fill_kind), (ic_dtype)dt);
-    return sym_tensor_out(t, ic_expand(t->g, v, n, sz), out);
+    v = ic_expand(t->g, v, n, sz);
+    if (like && v >= 0 && ic_value_set_format(t->g, v, p[0]->val, fmt) < 0) /* empty_like's */
+        return sym_fail(t, "%s: memory_format does not fit the rank (eager raises)", d->name);
+    return sym_tensor_out(t, v, out);
 }
 
 /* torch.tensor(data) of a flat constant list of numbers (empty: shape [0], as the
@@ -649,11 +662,14 @@ int sym_h_type_as(trace *t, const opdef *d, var **p, var *out) {
     return sym_tensor_out(t, ic_cast(G, p[0]->val, ic_value_meta(G, p[1]->val)->dtype), out);
 }
 
-/* clone(input, memory_format): a fresh copy (contiguous) */
+/* clone(input, memory_format): a fresh copy in that memory format (layout.c) */
 int sym_h_clone(trace *t, const opdef *d, var **p, var *out) {
     if (sym_need_tensor(t, d, p[0]) < 0)
         return -1;
-    return sym_tensor_out(t, ic_cast(G, p[0]->val, ic_value_meta(G, p[0]->val)->dtype), out);
+    int fmt;
+    if (dh_memory_format(t, p[1], &fmt) < 0)
+        return -1;
+    return dh_layout_copy(t, p[0]->val, fmt, out);
 }
 
 /* nan_to_num(input, nan=0.0, posinf=None, neginf=None) */

@@ -105,7 +105,10 @@ static int softmax_common(trace *t, var **p, int dim_i, int dtype_i, int log, va
 int sym_h_softmax(trace *t, const opdef *d, var **p, var *out) {
     /* F.softmax(input, dim, _stacklevel, dtype); torch/Tensor: (input, dim, dtype) */
     int dtype_i = (d->where == W_F) ? 3 : 2;
-    return softmax_common(t, p, 1, dtype_i, d->op, out);
+    if (softmax_common(t, p, 1, dtype_i, d->op, out) < 0)
+        return -1;
+    ic_value_set_format(t->g, out->val, out->val, IC_MF_CONTIGUOUS); /* eager's kernel's layout */
+    return 0;
 }
 
 /* layer_norm(input, normalized_shape, weight, bias, eps) over the trailing dims */
@@ -161,7 +164,11 @@ int sym_h_layer_norm(trace *t, const opdef *d, var **p, var *out) {
             return sym_fail(t, "bias must be a tensor");
         y = ic_binary(t->g, IC_OP_ADD, y, io == acc ? b->val : ic_cast(t->g, b->val, acc));
     }
-    return sym_tensor_out(t, io == acc ? y : ic_cast(t->g, y, io), out);
+    if (sym_tensor_out(t, io == acc ? y : ic_cast(t->g, y, io), out) < 0)
+        return -1;
+    if (d->op == 0) /* layer_norm's kernel writes a contiguous result (rms_norm is pointwise) */
+        ic_value_set_format(t->g, out->val, out->val, IC_MF_CONTIGUOUS);
+    return 0;
 }
 
 /* argmax/argmin(input, dim=None, keepdim=False) */

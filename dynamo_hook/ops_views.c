@@ -33,6 +33,8 @@ PyObject *sym_perm_tuple(const int *perm, int n) {
     return ints_tuple(v, n);
 }
 
+static int eager_strides(trace *t, ic_val v, int64_t *st, int depth);
+
 /* A view of in: name(*args) replayed on the real tensor when a view of an input is
  * returned (so the caller gets a real view, as from eager). args: new reference. */
 int sym_view_out_desc(trace *t, const var *in, ic_val v, var *out, const char *name,
@@ -49,6 +51,9 @@ int sym_view_out_desc(trace *t, const var *in, ic_val v, var *out, const char *n
     sym_set_view_desc(t, v, desc);
     sym_mark_view(t, v, in->val);
     sym_alias_objects(t, out->oid, in->oid);
+    int64_t es[IC_MAX_DIMS]; /* the graph learns the view's strides (an expand's 0s too) */
+    if (eager_strides(t, v, es, 0))
+        ic_value_set_strides(t->g, v, es);
     return 0;
 }
 
@@ -99,24 +104,14 @@ static int view_strides(int n, const int64_t *sizes, const int64_t *strides, int
 }
 
 /* The strides eager gives value v (1), or 0 when not known (an indexing view, dynamic
- * sizes). Values no view made are taken as contiguous (inputs: their guarded strides). */
+ * sizes). Values no view made: the graph's (ic_value_strides). */
 static int eager_strides(trace *t, ic_val v, int64_t *st, int depth) {
     ic_meta m = *ic_value_meta(t->g, v);
     if (m.dyn || depth > 64)
         return 0;
     PyObject *desc = v < t->capvals ? t->view_desc[v] : NULL;
-    if (desc == NULL) {
-        if (ic_value_op(t->g, v) == IC_OP_INPUT) {
-            memcpy(st, m.strides, sizeof(int64_t) * (size_t)m.ndim);
-            return 1;
-        }
-        int64_t a = 1;
-        for (int i = m.ndim - 1; i >= 0; i--) {
-            st[i] = a;
-            a *= m.sizes[i] > 1 ? m.sizes[i] : 1;
-        }
-        return 1;
-    }
+    if (desc == NULL) /* the graph knows eager's strides (inductor_c/graph/strides.c) */
+        return ic_value_strides(t->g, v, st);
     ic_val base = (ic_val)PyLong_AsLong(PyTuple_GET_ITEM(desc, 0));
     const char *name = PyUnicode_AsUTF8(PyTuple_GET_ITEM(desc, 1));
     PyObject *args = PyTuple_GET_ITEM(desc, 2);
@@ -425,26 +420,24 @@ int sym_h_identity(trace *t, const opdef *d, var **p, var *out) {
         return sym_fail(t, "%s of a non-tensor", d->name);
     ic_meta m_copy = *sym_metap(t, p[0]->val);
     const ic_meta *m = &m_copy; /* a copy: the graph reallocates */
-    if (d->op == 1 && p[0]->val < t->capvals && t->view_desc[p[0]->val] != NULL) {
-        /* contiguous() of a view: a copy unless eager's strides are already contiguous
-         * (a new object: what it is used for must not reach the viewed tensor) */
-        int64_t es[IC_MAX_DIMS], st = 1;
+    if (d->op == 1) {
+        /* contiguous(): a no-op when eager's strides are contiguous already, else a
+         * contiguous copy (a new object: what it is used for must not reach the viewed
+         * tensor) */
+        int64_t es[IC_MAX_DIMS], st = 1, numel = 1;
+        for (int i = 0; i < m->ndim; i++)
+            numel *= m->sizes[i];
         int contig = eager_strides(t, p[0]->val, es, 0);
-        for (int i = m->ndim - 1; i >= 0 && contig; i--) {
-            if (m->sizes[i] != 1 && es[i] != st)
-                contig = 0;
-            st *= m->sizes[i];
-        }
+        if (!contig && m->dyn)
+            contig = ic_value_is_contiguous(t->g, p[0]->val, IC_MF_CONTIGUOUS);
+        else
+            for (int i = m->ndim - 1; i >= 0 && contig && numel > 0; i--) {
+                if (m->sizes[i] != 1 && es[i] != st)
+                    contig = 0;
+                st *= m->sizes[i];
+            }
         if (!contig)
-            return sym_tensor_out(t, ic_cast(t->g, p[0]->val, m->dtype), out);
-    }
-    if (d->op == 1) { /* contiguous(): a no-op only when already contiguous */
-        int64_t st = 1;
-        for (int i = m->ndim - 1; i >= 0; i--) {
-            if (m->sizes[i] != 1 && m->strides[i] != st) /* a strided input: a new contiguous copy */
-                return sym_tensor_out(t, ic_cast(t->g, p[0]->val, m->dtype), out);
-            st *= m->sizes[i];
-        }
+            return dh_layout_copy(t, p[0]->val, IC_MF_CONTIGUOUS, out);
     }
     *out = *p[0];
     if (d->op == 0 && sym_value_requires_grad(t, out->val)) { /* training: a stop-gradient */
@@ -924,7 +917,10 @@ int sym_h_tri(trace *t, const opdef *d, var **p, var *out) {
     ic_val diff = ic_binary(G, IC_OP_SUB, cols, rows); /* col - row */
     ic_val keepm = d->op == 0 ? ic_binary(G, IC_OP_LE, diff, sym_inum(t, k)) : ic_binary(G, IC_OP_GE, diff, sym_inum(t, k));
     ic_val zero = ic_cast(G, sym_inum(t, 0), m->dtype);
-    return sym_tensor_out(t, ic_where(G, keepm, p[0]->val, zero), out);
+    if (sym_tensor_out(t, ic_where(G, keepm, p[0]->val, zero), out) < 0)
+        return -1;
+    ic_value_set_format(G, out->val, out->val, IC_MF_CONTIGUOUS); /* eager's tril/triu: contiguous */
+    return 0;
 }
 
 /* flip(input, dims) via index_select with a reversed arange; roll(input, shifts, dims) */
@@ -966,7 +962,11 @@ int sym_h_flip(trace *t, const opdef *d, var **p, var *out) {
     }
     if (v == p[0]->val)
         v = ic_cast(G, v, m->dtype);
-    return sym_tensor_out(t, v, out);
+    if (sym_tensor_out(t, v, out) < 0)
+        return -1;
+    /* eager: flip keeps the input's layout (empty_like), roll's result is contiguous */
+    ic_value_set_format(G, out->val, p[0]->val, d->op == 0 ? IC_MF_PRESERVE : IC_MF_CONTIGUOUS);
+    return 0;
 }
 
 /* repeat(*sizes): expand a leading-padded view, then reshape */

@@ -186,6 +186,14 @@ int sym_fx_containers_finish(trace *t);
 
 /* variables.c */
 int sym_fail(trace *t, const char *fmt, ...); /* records the first reason; returns -1 */
+/* layout.c: eager's memory formats (the graph keeps eager's strides: inductor_c strides.c).
+ * dh_memory_format: None -> IC_MF_PRESERVE, else torch.*_format / channels_last*;
+ * dh_layout_copy: a copy of x in format fmt (clone, contiguous(), to(memory_format));
+ * dh_layout_keep: an in-place update keeps the tensor's strides (*newval may become a copy) */
+int dh_memory_format(trace *t, const var *v, int *fmt);
+int dh_is_memory_format(PyObject *o); /* torch.channels_last & co.: constants */
+int dh_layout_copy(trace *t, ic_val x, int fmt, var *out);
+int dh_layout_keep(trace *t, ic_val old, ic_val *newval);
 void sym_where(trace *t); /* symbolic.c: t->where from the frames being interpreted */
 PyObject *sym_keep(trace *t, PyObject *o);    /* steals o into t->keep; borrowed result */
 var *sym_alloc(trace *t, int n);              /* zeroed vars living as long as the trace */

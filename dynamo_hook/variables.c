@@ -525,6 +525,8 @@ int sym_mutate(trace *t, const var *target, ic_val newval) {
         if (newval < 0)
             return sym_check_graph(t);
     }
+    if (dh_layout_keep(t, old, &newval) < 0) /* the tensor keeps its strides (layout.c) */
+        return -1;
     t->obj_val[target->oid] = newval;
     return 0;
 }
@@ -977,7 +979,8 @@ static int wrap_uncached(trace *t, PyObject *o, int src, var *out) {
             t->srcobj[src] = sym_keep(t, Py_NewRef(o));
         return 0;
     }
-    if (sym_dtype_from_object(o) >= 0 || (torch_device_type && PyObject_TypeCheck(o, (PyTypeObject *)torch_device_type))) {
+    if (sym_dtype_from_object(o) >= 0 || (torch_device_type && PyObject_TypeCheck(o, (PyTypeObject *)torch_device_type)) ||
+        dh_is_memory_format(o)) {
         if (sym_guard_const(t, src, o) < 0)
             return -1;
         out->kind = V_CONST;

@@ -78,7 +78,8 @@ static bool node_eq(const ic_node *a, const ic_node *b) {
            !memcmp(&a->num, &b->num, sizeof a->num) && !memcmp(&a->num2, &b->num2, sizeof a->num2) &&
            a->dim_mask == b->dim_mask && a->keepdim == b->keepdim && !memcmp(a->perm, b->perm, sizeof a->perm) &&
            a->index == b->index && a->dim == b->dim && a->start == b->start && a->step == b->step &&
-           a->ext_kind == b->ext_kind && a->nparams == b->nparams && !memcmp(a->params, b->params, sizeof a->params);
+           a->ext_kind == b->ext_kind && a->nparams == b->nparams && !memcmp(a->params, b->params, sizeof a->params) &&
+           !memcmp(a->est, b->est, sizeof a->est);
 }
 
 static uint64_t node_hash(const ic_node *x) {
@@ -159,6 +160,7 @@ static void fix_outputs(ic_graph *n) {
         m->in[1] = m->in[2] = m->in[3] = -1;
         m->meta = n->nodes[v].meta;
         ic_contiguous_strides(&m->meta);
+        memcpy(m->est, n->nodes[v].est, sizeof m->est); /* the output keeps eager's strides */
         n->outputs[j] = n->n++;
         n->nops++;
     }
@@ -199,6 +201,8 @@ static void dyn_setup(ic_ctx *c, const ic_graph *user) {
     for (int k = 0; k < IC_MAX_SYMS; k++) c->symH[k] = user->sym_hint[k] ? sym_primes[k] : 0;
     for (int v = 0; v < G->n; v++) {
         ic_meta *m = &G->nodes[v].meta;
+        int order[IC_MAX_DIMS];
+        bool dense = m->dyn && ic_layout_order(m, G->nodes[v].est, order); /* at the hints */
         for (int d = 0; d < m->ndim; d++) {
             if (m->dyn) {
                 int deg = 0;
@@ -213,6 +217,17 @@ static void dyn_setup(ic_ctx *c, const ic_graph *user) {
             }
         }
         if (m->dyn) ic_contiguous_strides(m);
+        if (m->dyn) { /* eager's strides at the internal hints: dense in their order */
+            int64_t s = 1;
+            for (int i = m->ndim - 1; i >= 0 && dense; i--) {
+                G->nodes[v].est[order[i]] = s;
+                s *= m->sizes[order[i]];
+            }
+            if (!dense) memcpy(G->nodes[v].est, m->strides, sizeof G->nodes[v].est);
+            for (int j = 0; j < G->noutputs && !dense; j++)
+                if (G->outputs[j] == v)
+                    ic_fail(c, IC_EUNSUPPORTED, "dynamic shapes: an output whose eager strides are not dense");
+        }
     }
 }
 
@@ -269,6 +284,7 @@ static void compiled_free_parts(ic_compiled *o) {
     free(o->exts);
     free(atomic_load(&o->ws_cache));
     free(o->out_meta);
+    free(o->out_order);
     free(o->buf_offset);
     free(o->buf_index);
     free(o->buf_kind);
@@ -404,7 +420,14 @@ static ic_compiled *pipeline(ic_ctx *c, const ic_graph *g, const ic_options *o) 
         ic_fail(c, IC_ENOMEM, "out of memory");
     for (int i = 0; i < G->noutputs; i++) {
         out->out_meta[i] = g->nodes[g->outputs[i]].meta; /* the caller's: hints and dims */
-        ic_contiguous_strides(&out->out_meta[i]);
+        ic_layout_output(&g->nodes[g->outputs[i]], out->out_meta[i].strides); /* eager's */
+    }
+    if (c->dyn) {
+        out->out_order = calloc((size_t)G->noutputs * IC_MAX_DIMS + 1, sizeof(int));
+        if (!out->out_order) ic_fail(c, IC_ENOMEM, "out of memory");
+        for (int i = 0; i < G->noutputs; i++)
+            if (!ic_layout_order(&out->out_meta[i], out->out_meta[i].strides, out->out_order + i * IC_MAX_DIMS))
+                ic_fail(c, IC_EUNSUPPORTED, "dynamic shapes: an output whose eager strides are not dense");
     }
     if (c->dyn) {
         for (int k = 0; k < IC_MAX_SYMS; k++) {
@@ -752,7 +775,16 @@ IC_API int ic_compiled_output_meta_at(const ic_compiled *c, int i, const int64_t
     }
     out->dyn = 0;
     memset(out->dims, 0, sizeof out->dims);
-    ic_contiguous_strides(out);
+    if (c->out_order) { /* eager's layout: dense in the output's dim order */
+        const int *order = c->out_order + i * IC_MAX_DIMS;
+        int64_t st = 1;
+        for (int d = out->ndim - 1; d >= 0; d--) {
+            out->strides[order[d]] = st;
+            st *= out->sizes[order[d]];
+        }
+    } else {
+        ic_contiguous_strides(out);
+    }
     return 0;
 }
 IC_API char *ic_compiled_describe(const ic_compiled *c) {

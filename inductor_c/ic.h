@@ -246,6 +246,20 @@ int ic_value_int_range(const ic_graph *g, ic_val v, double *lo, double *hi);
 /* The value whose elements v's are a subset of, through views (reshape/permute/expand/
  * slice), index_select and gather of it, or v itself. */
 ic_val ic_value_view_root(const ic_graph *g, ic_val v);
+/* Eager's strides (graph/strides.c): every value knows the strides eager's tensor for it
+ * has (TensorIterator's rule for pointwise ops, preserve_format for casts, contiguous
+ * reductions, views from their base, channels-last convs...); graph outputs are allocated
+ * with them. ic_value_strides copies them (ndim entries; at the hints for symbolic sizes).
+ * The frontend sets them where its decomposition of an op differs from eager's kernel
+ * (ic_value_set_strides; inputs keep theirs: -1), or to a memory format: IC_MF_PRESERVE
+ * (empty_like/clone of `like`), contiguous, channels-last (4-d), channels-last-3d (5-d);
+ * -1 when the format does not fit the rank. */
+enum { IC_MF_PRESERVE = 0, IC_MF_CONTIGUOUS = 1, IC_MF_CHANNELS_LAST = 2, IC_MF_CHANNELS_LAST_3D = 3 };
+int ic_value_strides(const ic_graph *g, ic_val v, int64_t *st);
+int ic_value_set_strides(ic_graph *g, ic_val v, const int64_t *st);
+int ic_value_set_format(ic_graph *g, ic_val v, ic_val like, int fmt);
+int ic_value_suggest_format(const ic_graph *g, ic_val v); /* Tensor.suggest_memory_format */
+int ic_value_is_contiguous(const ic_graph *g, ic_val v, int fmt); /* is_contiguous(memory_format) */
 ic_val ic_graph_input(const ic_graph *g, int i);      /* value of graph input i */ /* compute ops, not counting inputs/scalars */
 /* Text form (one line per value); malloc'd string, caller frees. */
 char *ic_graph_to_string(const ic_graph *g);
@@ -307,14 +321,14 @@ ic_compiled *ic_compile(const ic_graph *g, const ic_options *opt, ic_err *err);
 void ic_compiled_free(ic_compiled *c);
 int ic_compiled_num_inputs(const ic_compiled *c);
 int ic_compiled_num_outputs(const ic_compiled *c);
-/* Meta of output i: dtype, sizes and the strides the caller must allocate with
- * (contiguous). Output buffers must not alias inputs. */
+/* Meta of output i: dtype, sizes and the strides the caller must allocate with (eager's:
+ * ic_value_strides, made dense where they overlap). Output buffers must not alias inputs. */
 const ic_meta *ic_compiled_output_meta(const ic_compiled *c, int i);
 int ic_compiled_num_kernels(const ic_compiled *c); /* fused kernels + extern calls */
 int ic_compiled_num_externs(const ic_compiled *c);
 /* Dynamic graphs: highest symbol index used + 1 (0 for a static graph). */
 int ic_compiled_num_syms(const ic_compiled *c);
-/* Output meta for given symbol values (concrete sizes, contiguous strides, dyn = 0).
+/* Output meta for given symbol values (concrete sizes, eager's dense strides, dyn = 0).
  * 0 ok, -1 bad index / symbol value < 2. For a static graph sym_values is ignored. */
 int ic_compiled_output_meta_at(const ic_compiled *c, int i, const int64_t *sym_values, ic_meta *out);
 /* Loop IR / kernel summary text (fusion decisions visible); malloc'd, caller frees.

@@ -49,6 +49,7 @@ typedef struct ic_node {
     int nparams;         /* EXTERN */
     int64_t params[IC_EXT_MAXP];
     unsigned char nograd; /* training: passes no gradient to its operands (graph/autograd.c) */
+    int64_t est[IC_MAX_DIMS]; /* the strides eager gives this value (graph/strides.c) */
 } ic_node;
 
 struct ic_graph {
@@ -81,6 +82,13 @@ void ic_contiguous_strides(ic_meta *m);
 ic_errcode ic_linalg_meta(ic_extern_kind kind, int nin, const ic_meta *const *m, int nparams, const int64_t *params,
                           ic_meta *out, char *why, size_t nwhy);
 int ic_graph_verify(const ic_graph *g, char *msg, size_t n); /* 0 ok */
+/* graph/strides.c: eager's strides of node v (append() calls it); ATen's computeStride;
+ * the strides graph output n is allocated with (eager's, dense where they overlap); a
+ * dense layout's dim order, outermost first (false: not dense) */
+void ic_layout_infer(ic_graph *g, ic_val v);
+bool ic_view_strides(int n, const int64_t *sz, const int64_t *st, int nn, const int64_t *nsz, int64_t *nst);
+void ic_layout_output(const ic_node *n, int64_t *st);
+bool ic_layout_order(const ic_meta *m, const int64_t *st, int *order);
 /* graph/parse.c: the text of ic_graph_to_string back to a graph (NULL, msg: line and reason);
  * equality over every field the compiler reads (0 equal, else -1 and the first difference);
  * parse(print(g)) == g (0), the check that the printed cache key is complete */
@@ -319,6 +327,8 @@ struct ic_compiled {
     int device, device_index; /* ic_device of the compilation */
     int nsyms;                       /* dynamic graphs: symbols used (0: static) */
     int64_t sym_hint[IC_MAX_SYMS];   /* ic_run on a dynamic graph runs at these */
+    int *out_order;                  /* dynamic graphs: per output IC_MAX_DIMS dims, outermost
+                                      * first, its strides dense in that order (eager's) */
     int nslots;                      /* dynamic graphs: workspace slots (bytes per slot */
     ic_dim *slot_dim;                /*   as monomials), slot of each buffer or -1 */
     int *buf_slot;
@@ -450,6 +460,8 @@ void ic_lower(ic_ctx *c);               /* loops/lower.c */
 void ic_loops_print(ic_ctx *c, ic_str *s);
 void ic_schedule(ic_ctx *c);            /* sched/sched.c */
 void ic_finalize_kernels(ic_ctx *c);    /* sched/finalize.c */
+/* graph/strides.c: a pointwise kernel storing a permuted graph output loops in its order */
+void ic_layout_loop_order(ic_ctx *c, const ic_kernel *k, int32_t *vars, int64_t *sizes, int n);
 void ic_plan_buffers(ic_ctx *c);        /* sched/buffers.c */
 char *ic_describe_kernels(ic_ctx *c, bool detail); /* malloc'd */
 int ic_verify_kernels(ic_ctx *c, char *msg, size_t n); /* sched/verify.c; 0 ok */

@@ -6,8 +6,10 @@ sort, ...), Python constants and arithmetic, branches on constants (globals, arg
 closure variables), loops over ranges and tuples, inlined helper functions, in-place updates
 of inputs and intermediates, and graph breaks (print, .item(), .tolist(), id(), data-dependent
 if). The program is exec'd and run on random shapes (broadcast, 0-d, size 1, odd sizes,
-non-contiguous, expanded inputs), eagerly and compiled; outputs, inputs after the calls,
-printed text and exceptions must agree, and reference counts of the inputs must not move.
+non-contiguous, expanded, transposed and permuted-dense inputs), eagerly and compiled;
+outputs (values, dtypes, shapes and the strides of dims of more than one element), inputs
+after the calls, printed text and exceptions must agree, and reference counts of the inputs
+must not move.
 
     TORCHC_FUZZ_N=5000 python3 -m pytest -q tests/test_fuzz.py      # a longer run
     TORCHC_FUZZ_SEED=7        base seed (default 0); program i uses seed BASE + i
@@ -666,7 +668,10 @@ class Gen:
             elif c < 0.22:
                 dtype = self.r.choice(INT)
             layout = "contig"
-            if len(shape) >= 2 and shape[-1] != 1 and shape[-2] != 1:
+            if len(shape) == 3 and 1 not in shape and self.r.random() < 0.5:
+                # permuted dense (channels-last-like): outputs must keep eager's strides
+                layout = self.r.choice(["perm120", "perm201", "perm021", "perm102", "t"])
+            elif len(shape) >= 2 and shape[-1] != 1 and shape[-2] != 1:
                 layout = self.r.choice(["contig", "contig", "t", "strided", "expand"])
             elif len(shape) >= 1 and shape[-1] != 1:
                 layout = self.r.choice(["contig", "contig", "strided"])
@@ -738,7 +743,11 @@ def make_inputs(specs, dims, seed):
             base = lambda s: torch.randn(s, generator=g, dtype=dtype)  # noqa: E731
         else:
             base = lambda s: torch.randint(-8, 8, s, generator=g, dtype=dtype)  # noqa: E731
-        if layout == "t":
+        if layout.startswith("perm"):  # stored in the order p, viewed back in the logical order
+            p = [int(c) for c in layout[4:]]
+            q = [p.index(i) for i in range(len(p))]
+            t = base(tuple(real[i] for i in p)).permute(q)
+        elif layout == "t":
             t = base(real[:-2] + (real[-1], real[-2])).transpose(-1, -2)
         elif layout == "strided":
             t = base(real[:-1] + (2 * real[-1],))[..., ::2]
@@ -765,17 +774,26 @@ def _scale(t):
     return float(f.abs().max()) if f.numel() else 1.0
 
 
-def _same(got, want, where, pure64=False):
+def _strides(t):
+    # the strides of the dims that have more than one element (a size-1 dim's stride is
+    # never used to address an element)
+    return tuple(s for s, n in zip(t.stride(), t.shape) if n > 1)
+
+
+def _same(got, want, where, pure64=False, strides=False):
     if isinstance(want, torch.Tensor):
         assert isinstance(got, torch.Tensor), f"{where}: {type(got)}"
         assert got.dtype == want.dtype, f"{where}: dtype {got.dtype} vs {want.dtype}"
         assert got.shape == want.shape, f"{where}: shape {got.shape} vs {want.shape}"
         torch.testing.assert_close(got, want, equal_nan=True, **_tol(want, pure64),
                                    msg=lambda m: f"{where}: {m}")
+        if strides and want.numel() > 1:  # eager's layout (issue 26 item 9)
+            assert _strides(got) == _strides(want), \
+                f"{where}: strides {got.stride()} vs eager {want.stride()} (shape {tuple(want.shape)})"
     elif isinstance(want, (list, tuple)):
         assert type(got) is type(want) and len(got) == len(want), f"{where}: {got!r} vs {want!r}"
         for i, (g, w) in enumerate(zip(got, want)):
-            _same(g, w, f"{where}[{i}]", pure64)
+            _same(g, w, f"{where}[{i}]", pure64, strides)
     else:
         assert type(got) is type(want) and got == want, f"{where}: {got!r} vs {want!r}"
 
@@ -848,7 +866,7 @@ def run_program(idx, stats):
                     assert type(exc_c) is type(exc_e), (exc_c, exc_e)
                     stats["raised"] += 1
                     break
-                _same(out_c, out_e, "output", pure64)
+                _same(out_c, out_e, "output", pure64, strides=True)
                 assert _identity(out_c, ins_c) == _identity(out_e, ins_e), "returned inputs differ"
                 _same(ins_c, ins_e, "inputs after the call", pure64)
                 assert pr_c == pr_e, f"printed: {pr_c!r} vs {pr_e!r}"

@@ -273,3 +273,73 @@ def test_interrupt_during_long_compile(tmp_path):
         print("OK")   # and exit with f2's compile abandoned: the process must exit cleanly
     """, tmp_path, timeout=600)
     print(out)
+
+
+_BIG_FN = """
+    import signal, threading, time
+    def make(k, n=600):
+        src = "def f(x):\\n" + "".join(f"    x = torch.tanh(x * 0.{5 + i % 4} + {k + i % 3}) + x.abs() * 0.1\\n"
+                                        for i in range(n)) + "    return x\\n"
+        g = {"torch": torch}
+        exec(src, g)
+        return g["f"]
+    def on_alarm(signum, frame):
+        raise KeyboardInterrupt
+    signal.signal(signal.SIGALRM, on_alarm)
+"""
+
+
+@pytest.mark.parametrize("daemon", [False, True])
+def test_interrupt_while_another_thread_compiles(tmp_path, daemon):
+    # Ctrl-C (the main thread's KeyboardInterrupt) while a worker thread compiles a large
+    # graph: it arrives at once (the compile holds no GIL), and the program ends cleanly
+    # though the compile is still running (it used to crash in LLVM's static destructors at
+    # exit: rc -11/-6 with a daemon thread or a join that the interrupt cut short)
+    run_child(_BIG_FN + f"""
+    x = torch.randn(8)
+    f0 = make(0)
+    t0 = time.time()
+    torchc.compile(f0)(x)
+    full = time.time() - t0
+    f1 = make(1)
+    th = threading.Thread(target=lambda: torchc.compile(f1)(x), daemon={daemon})
+    signal.setitimer(signal.ITIMER_REAL, full * 0.3)
+    t0 = time.time()
+    th.start()
+    try:
+        while th.is_alive():
+            th.join()
+        raise AssertionError("no KeyboardInterrupt")
+    except KeyboardInterrupt:
+        late = time.time() - t0 - full * 0.3
+    print("full", full, "late", late)
+    assert late < max(0.25, full * 0.3), (full, late)
+    print("OK")   # then exit with f1's compile running on the other thread
+    """, tmp_path, timeout=600)
+
+
+@pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="CUDA")
+def test_interrupt_during_gpu_compile(tmp_path):
+    # the GPU compile (NVPTX, ptxas, module loads) runs on the helper thread too: Ctrl-C
+    # arrives at once, and the device compiles again after it
+    run_child(_BIG_FN + """
+    x = torch.randn(8, device="cuda")
+    f0 = make(0)
+    t0 = time.time()
+    torchc.compile(f0)(x)
+    torch.cuda.synchronize()
+    full = time.time() - t0
+    f1 = make(1)
+    signal.setitimer(signal.ITIMER_REAL, full * 0.4)
+    t0 = time.time()
+    try:
+        torchc.compile(f1)(x)
+        raise AssertionError("no KeyboardInterrupt")
+    except KeyboardInterrupt:
+        late = time.time() - t0 - full * 0.4
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    print("full", full, "late", late)
+    assert late < max(0.25, full * 0.3), (full, late)
+    torch.testing.assert_close(torchc.compile(f1)(x), f1(x), rtol=1e-3, atol=1e-3)
+    print("OK")
+    """, tmp_path, timeout=600)

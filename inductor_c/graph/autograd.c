@@ -157,7 +157,7 @@ static ic_val ag_fwd(ag *a, ic_val v) {
         int j = fwd_output_of(a, v);
         if (j < 0) return ag_fail(a, "backward: %s", ic_graph_error(a->f)), IC_NONE;
         ic_meta m = FN(a, v)->meta;
-        ic_contiguous_strides(&m);
+        ic_layout_output(FN(a, v), m.strides); /* as the forward output is allocated */
         r = ic_input(a->b, &m);
         push_in(a, IC_AG_FWD_OUTPUT, j);
         if (j >= a->out->nuser_out) a->out->saved_bytes += ic_numel(&m) * (int64_t)ic_dtype_size(m.dtype);

@@ -135,6 +135,7 @@ static ic_val append(ic_graph *g, const ic_node *n) {
         return fail(g, IC_ENOMEM, "out of memory");
     g->nodes[g->n] = *n;
     if (n->meta.dyn && !finish_dyn(g, &g->nodes[g->n].meta)) return IC_NONE;
+    ic_layout_infer(g, g->n); /* eager's strides (graph/strides.c) */
     if (n->op != IC_OP_INPUT && n->op != IC_OP_SCALAR) g->nops++;
     return g->n++;
 }

@@ -9,6 +9,8 @@
  *
  * Fields the printer leaves out, and why they are not part of the key:
  *   strides of values other than inputs: always contiguous (the builders set them so);
+ *   eager's strides (graph/strides.c): only those of outputs reach the compiler, printed
+ *     after an output not allocated contiguous (`output 0 = %3 strides=[1,4]`);
  *   nops: counted from the nodes; sym_hint: the hint of s_k is size / coef of an input dim
  *     coef * s_k (what ic_input_dyn learns);
  *   nograd, nograd_depth/from, dflt: read by the graph builders and autograd only, not by the
@@ -347,6 +349,16 @@ IC_API ic_graph *ic_graph_parse(const char *text, char *msg, size_t mn) {
             int64_t j = integer(&s);
             expect(&s, "=");
             ic_val v = value_ref(&s, g->n);
+            if (!s.bad && accept(&s, "strides=")) { /* eager's strides of the output (strides.c) */
+                int64_t st[IC_MAX_DIMS] = {0};
+                int nst = int_list(&s, st, IC_MAX_DIMS);
+                if (!s.bad && nst != g->nodes[v].meta.ndim) perr(&s, "%d strides for %d dims", nst, g->nodes[v].meta.ndim);
+                if (!s.bad) memcpy(g->nodes[v].est, st, sizeof st);
+            } else if (!s.bad) { /* none printed: allocated contiguous */
+                ic_meta cm = g->nodes[v].meta;
+                ic_contiguous_strides(&cm);
+                memcpy(g->nodes[v].est, cm.strides, sizeof cm.strides);
+            }
             if (!s.bad && j != g->noutputs) perr(&s, "output %lld out of order", (long long)j);
             if (!s.bad && !at_end(&s)) perr(&s, "unexpected '%.*s'", rest(&s), s.p);
             if (s.bad) break;
@@ -425,6 +437,13 @@ IC_API int ic_graph_equal(const ic_graph *a, const ic_graph *b, char *msg, size_
         if (a->inputs[i] != b->inputs[i]) DIFF("input %d: %%%d vs %%%d", i, a->inputs[i], b->inputs[i]);
     for (int i = 0; i < a->noutputs; i++)
         if (a->outputs[i] != b->outputs[i]) DIFF("output %d: %%%d vs %%%d", i, a->outputs[i], b->outputs[i]);
+    for (int i = 0; i < a->noutputs; i++) { /* the strides outputs are allocated with */
+        int64_t sa[IC_MAX_DIMS] = {0}, sb[IC_MAX_DIMS] = {0};
+        if (a->outputs[i] < 0 || a->outputs[i] >= a->n || b->outputs[i] < 0 || b->outputs[i] >= b->n) continue;
+        ic_layout_output(&a->nodes[a->outputs[i]], sa);
+        ic_layout_output(&b->nodes[b->outputs[i]], sb);
+        if (memcmp(sa, sb, sizeof sa)) DIFF("output %d: eager's strides differ", i);
+    }
     for (int k = 0; k < IC_MAX_SYMS; k++)
         if (a->sym_hint[k] != b->sym_hint[k])
             DIFF("hint of s%d: %lld vs %lld", k, (long long)a->sym_hint[k], (long long)b->sym_hint[k]);

@@ -99,7 +99,22 @@ IC_API char *ic_graph_to_string(const ic_graph *g) {
         meta_str(&s, &n->meta, n->op == IC_OP_INPUT);
         ic_str_printf(&s, "\n");
     }
-    for (int i = 0; i < g->noutputs; i++) ic_str_printf(&s, "output %d = %%%d\n", i, g->outputs[i]);
+    for (int i = 0; i < g->noutputs; i++) {
+        ic_str_printf(&s, "output %d = %%%d", i, g->outputs[i]);
+        const ic_node *n = g->outputs[i] >= 0 && g->outputs[i] < g->n ? &g->nodes[g->outputs[i]] : NULL;
+        if (n) { /* eager's strides, when the output is not allocated contiguous (strides.c) */
+            ic_meta c = n->meta;
+            ic_contiguous_strides(&c);
+            int64_t st[IC_MAX_DIMS] = {0};
+            ic_layout_output(n, st);
+            if (memcmp(st, c.strides, sizeof(int64_t) * (size_t)c.ndim)) {
+                ic_str_printf(&s, " strides=[");
+                for (int d = 0; d < c.ndim; d++) ic_str_printf(&s, "%s%lld", d ? "," : "", (long long)st[d]);
+                ic_str_printf(&s, "]");
+            }
+        }
+        ic_str_printf(&s, "\n");
+    }
     if (!s.s) ic_str_printf(&s, "%s", "");
     if (s.oom) {
         free(s.s);

@@ -452,7 +452,7 @@ void ic_finalize_kernels(ic_ctx *c) {
     for (int i = 0; i < g->noutputs; i++) {
         ic_val v = g->outputs[i];
         ic_meta m = g->nodes[v].meta;
-        ic_contiguous_strides(&m);
+        ic_layout_output(&g->nodes[v], m.strides); /* eager's strides (graph/strides.c) */
         c->buf_of[v] = add_buffer(c, 1, i, v, &m);
     }
     for (int ki = 0; ki < c->nkernels; ki++) {
@@ -514,6 +514,7 @@ void ic_finalize_kernels(ic_ctx *c) {
             }
         }
         if (!k->has_red) {
+            ic_layout_loop_order(c, k, all, asz, na); /* graph/strides.c */
             collapse_all(c, k, all, asz, &na);
             for (int i = 0; i + 1 < na; i++) {
                 k->ovar[k->nouter] = all[i];

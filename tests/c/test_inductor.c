@@ -694,7 +694,9 @@ static void t_run(T *t, runopts o) {
         const ic_meta *m = ic_compiled_output_meta(c, i);
         CHECK(m->dtype == t->out[i].m.dtype, "output %d dtype %s want %s", i, ic_dtype_name(m->dtype),
               ic_dtype_name(t->out[i].m.dtype));
-        outs[i] = calloc((size_t)(numel(m) + 1), dsize(m->dtype));
+        int64_t span = 1; /* outputs have eager's strides (graph/strides.c): maybe permuted */
+        for (int d = 0; d < m->ndim; d++) span += (m->sizes[d] - 1) * m->strides[d];
+        outs[i] = calloc((size_t)((span > numel(m) ? span : numel(m)) + 1), dsize(m->dtype));
     }
     int rc = ic_run(c, t->store, outs, &err);
     CHECK(rc == 0, "run failed: %s", err.msg);
@@ -712,8 +714,14 @@ static void t_run(T *t, runopts o) {
             atol = atol > 1e-2 ? atol : 1e-2;
             rtol = 1.6e-2;
         }
+        const ic_meta *om = ic_compiled_output_meta(c, i);
         for (int64_t j = 0; j < n; j++) {
-            double got = load_elem(outs[i], r->m.dtype, j);
+            int64_t off = 0, rest = j; /* logical (row-major) element j at the output's strides */
+            for (int d = om->ndim - 1; d >= 0; d--) {
+                off += (rest % om->sizes[d]) * om->strides[d];
+                rest /= om->sizes[d];
+            }
+            double got = load_elem(outs[i], r->m.dtype, off);
             if (!close_enough(got, r->d[j], r->m.dtype, atol, rtol)) {
                 if (bad++ < 3)
                     CHECK(0, "output %d [%lld]: got %.9g want %.9g (%s)\n%s", i, (long long)j, got,
