@@ -2350,10 +2350,11 @@ static int conv_ints(trace *t, var *v, long long dflt, int nd, int64_t *out, con
  * on CUDA for 16-bit floats (what cuDNN's tensor-core kernels read; like Inductor's layout
  * optimization). */
 static int conv_channels_last(trace *t, ic_dtype dt) {
-    const char *env = getenv("TORCHC_CONV_LAYOUT");
-    if (env && strcmp(env, "nhwc") == 0)
+    char env[64];
+    ic_config_str(IC_CFG_conv_layout, env); /* torchc.config.conv_layout */
+    if (strcmp(env, "nhwc") == 0)
         return 1;
-    if (env && strcmp(env, "nchw") == 0)
+    if (strcmp(env, "nchw") == 0)
         return 0;
     return t->device_type == TC_DEV_CUDA && (dt == IC_F16 || dt == IC_BF16);
 }
@@ -2739,9 +2740,10 @@ static int pool_nd(trace *t, ic_val x, int nd, const int64_t *k, const int64_t *
  * depthwise convs as 49-tap sums took 87 ms a call and 19 s to compile (one run).
  * Returns 1 with *res set, 0 when not applicable, -1 on a failed build. */
 static int dw_conv(trace *t, int nd, const int64_t *prm, const ic_val *v, int n, ic_val *res) {
-    const char *env = getenv("TORCHC_DWCONV");
-    int force = env && strcmp(env, "1") == 0;
-    if ((env && strcmp(env, "0") == 0) || (!force && t->device_type != TC_DEV_CUDA) || nd > 2)
+    char env[64];
+    ic_config_str(IC_CFG_dwconv, env); /* torchc.config.dwconv */
+    int force = strcmp(env, "1") == 0;
+    if (strcmp(env, "0") == 0 || (!force && t->device_type != TC_DEV_CUDA) || nd > 2)
         return 0;
     const ic_meta xm = *metap(t, v[0]), wm = *metap(t, v[1]);
     if (xm.dyn || wm.dyn || xm.ndim != nd + 2 || wm.ndim != nd + 2 || !isflt(xm.dtype) || wm.dtype != xm.dtype)
@@ -2751,8 +2753,7 @@ static int dw_conv(trace *t, int nd, const int64_t *prm, const ic_val *v, int n,
         return 0;
     for (int i = 0; i < nd; i++)
         taps *= wm.sizes[2 + i];
-    const char *te = getenv("TORCHC_DWCONV_TAPS"); /* the largest decomposed kernel (taps) */
-    long max_taps = te && *te ? strtol(te, NULL, 10) : 25;
+    long long max_taps = ic_config_int(IC_CFG_dwconv_taps); /* the largest decomposed kernel */
     if (taps < 1 || taps > max_taps)
         return 0;
     if (n == 3) {
@@ -2774,8 +2775,7 @@ static int dw_conv(trace *t, int nd, const int64_t *prm, const ic_val *v, int n,
     ic_dtype acc_t = xm.dtype == IC_F64 ? IC_F64 : IC_F32;
     /* padded in its own dtype (stored once: sched.c), each tap cast; TORCHC_STENCIL=0: cast
      * first and the producer recomputed in every tap (1.32x slower on mobilenet_v3, H200) */
-    const char *st = getenv("TORCHC_STENCIL");
-    int stencil = !(st && strcmp(st, "0") == 0);
+    int stencil = ic_config_int(IC_CFG_stencil) != 0;
     ic_val xp = stencil ? v[0] : ic_cast(G, v[0], acc_t);
     for (int i = 0; i < nd && xp >= 0; i++)
         xp = pad_const(t, xp, 2 + i, prm[1 + nd + i], need[i] - xm.sizes[2 + i] - prm[1 + nd + i], 0.0);
