@@ -527,3 +527,13 @@ def test_compile_time_breakdown(tmp_path, monkeypatch):
     rec = Recorder()
     ex3 = torchc.explain(torchc.compile(f, backend=rec))(x)
     assert ex3.compile_times["fx_export"] > 0 and ex3.compile_times["codegen"] == 0
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA")
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_backend_on_cuda(count, backend):
+    x, y = torch.randn(64, 32, device="cuda"), torch.randn(32, 32, device="cuda")
+    cf = torchc.compile(_with_break, backend=backend)
+    for _ in range(2):
+        assert_same(cf(x, y), _with_break(x, y), rtol=1e-4, atol=1e-4)
+    assert count.n == 2
