@@ -16,7 +16,7 @@ STAMP        = build/.deps-ok-$(PYTAG)
 
 export LLVM_INCLUDE LLVM_LIB
 
-.PHONY: deps build test test-py test-c test-asan test-tsan stress demo bench ptx-check clean
+.PHONY: deps build test test-py test-py312 test-c test-asan test-tsan stress demo bench ptx-check clean
 
 # Installs what the build needs: torch (CPU build), pytest, numpy, LLVM 16 headers.
 deps: $(STAMP)
@@ -41,6 +41,19 @@ test: build test-c test-py
 
 test-py: build
 	$(PYTHON) -m pytest -q -x tests
+
+# Python 3.12 (the GPU machine's interpreter; CI and `make test` use the default python3): a
+# venv in build/venv312 made from PY312, `make deps` and `make build` with it (its own stamps
+# and a _C.cpython-312 extension beside the default one), then the whole suite without -x so
+# every failure is counted. PY312: a python3.12 (default: one on PATH, else pyenv's); without
+# one the target says so and does nothing.
+PY312   ?= $(firstword $(shell command -v python3.12 2>/dev/null) $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12))
+VENV312  = build/venv312
+test-py312:
+	@if [ -z "$(PY312)" ]; then echo "test-py312: no python3.12 found (set PY312=/path/to/python3.12); skipped"; \
+	else test -x $(VENV312)/bin/python || $(PY312) -m venv $(VENV312); \
+	  $(MAKE) PYTHON=$(CURDIR)/$(VENV312)/bin/python build && \
+	  $(VENV312)/bin/python -m pytest -q tests; fi
 
 build/c/test_layouts: tests/c/test_layouts.c $(LL_SRCS) $(wildcard layouts/*.h)
 	@mkdir -p build/c

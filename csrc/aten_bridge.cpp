@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "ic.h"
+#include "ic_config.h"
 #include "matrix_exp.h"
 
 #include <ATen/ATen.h>
@@ -66,13 +67,11 @@ at::Tensor blob(void *p, const ic_meta &m, const at::TensorOptions &base) {
  * false: not taken (another backend, an output layout cuDNN would not write), nothing done. */
 bool conv_cudnn_out(const at::Tensor &x, const at::Tensor &w, const c10::optional<at::Tensor> &bias,
                     const int64_t *p, int64_t nd, at::Tensor &out) {
-    static const bool off = [] {
-        const char *e = getenv("TORCHC_CONV_OUT");
-        return e && e[0] == '0';
-    }();
+    const bool off = !ic_config_int(IC_CFG_conv_out);
     static const bool dbg = [] {
-        const char *e = getenv("TORCHC_DEBUG");
-        return e && strstr(e, "conv");
+        char e[64];
+        ic_config_str(IC_CFG_debug, e); /* torchc.config.debug, read once */
+        return strstr(e, "conv") != nullptr;
     }();
     if (off || !x.is_cuda() || x.numel() == 0 || out.numel() == 0) return false;
     const c10::MemoryFormat fmt = out.suggest_memory_format();
@@ -109,15 +108,16 @@ bool conv_cudnn_out(const at::Tensor &x, const at::Tensor &w, const c10::optiona
  * to 256 and unit-stride rows may call FlashAttention directly instead of
  * at::scaled_dot_product_attention, whose choice on sm_90 (cuDNN attention) costs 35-60 us
  * of host time a call in BERT/GPT-2 (profile_model.py --host: GPT-2's attention calls 59 ->
- * 34 us each) and a memset. TORCHC_SDPA (read at every call, for in-process A/B runs):
+ * 34 us each) and a memset. torchc.config.sdpa / TORCHC_SDPA (read at every call, for in-process A/B runs):
  * "flash" always, "aten" never, default: when B*H*Lq*Lk*hd <= 2^29 multiply-adds, where the
  * host time is a large part of the call. H200, batch 32 bf16, one run, aten -> flash: BERT
  * 2.334 -> 2.264 ms, GPT-2 2.762 -> 2.587 ms (both 4e8 multiply-adds an attention), ViT-B/16
  * 3.322 -> 3.414 ms (9.5e8: its cuDNN kernel is the faster one; stays with the dispatcher). */
 bool sdpa_flash_ok(const at::Tensor *in) {
-    const char *e = getenv("TORCHC_SDPA");
-    const bool always = e && !strcmp(e, "flash");
-    if (e && (!strcmp(e, "aten") || !strcmp(e, "0"))) return false;
+    char e[64];
+    ic_config_str(IC_CFG_sdpa, e); /* torchc.config.sdpa: auto, flash or aten */
+    const bool always = !strcmp(e, "flash");
+    if (!strcmp(e, "aten")) return false;
     for (int i = 0; i < 3; i++) {
         const at::Tensor &t = in[i];
         if (!t.is_cuda() || t.dim() != 4 || (t.scalar_type() != at::kHalf && t.scalar_type() != at::kBFloat16) ||

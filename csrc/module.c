@@ -69,12 +69,14 @@ static PyObject *cf_call(CompiledFunction *self, PyObject *args, PyObject *kw) {
 static int cf_traverse(CompiledFunction *self, visitproc visit, void *arg) {
     Py_VISIT(self->fn);
     Py_VISIT(self->dict);
+    Py_VISIT(self->cfg.backend);
     return 0;
 }
 
 static int cf_clear(CompiledFunction *self) {
     Py_CLEAR(self->fn);
     Py_CLEAR(self->dict);
+    Py_CLEAR(self->cfg.backend);
     return 0;
 }
 
@@ -100,6 +102,8 @@ static PyMemberDef cf_members[] = {
     {"recompile_limit", T_INT, offsetof(CompiledFunction, cfg.recompile_limit), 0,
      "recompiles of a code object before it runs eagerly (0: torchc.config's)"},
     {"dynamic", T_INT, offsetof(CompiledFunction, cfg.dynamic), 0, NULL},
+    {"backend", T_OBJECT, offsetof(CompiledFunction, cfg.backend), 0,
+     "torchc.compile(backend=...): graphs handed to it as FX GraphModules (None: torchc's inductor)"},
     {"__dictoffset__", T_PYSSIZET, offsetof(CompiledFunction, dict), READONLY},
     {"__weaklistoffset__", T_PYSSIZET, offsetof(CompiledFunction, weakrefs), READONLY},
     {NULL},
@@ -203,33 +207,6 @@ static int int_setting(PyObject *arg, const char *name, long lo, long hi, int *o
 
 #define TC_MAX_THREADS 256 /* the CPU pool's workers + the caller (inductor_c/runtime/pool.c) */
 
-static PyObject *m_set_recompile_limit(PyObject *m, PyObject *arg) {
-    int n;
-    if (int_setting(arg, "recompile_limit", 1, INT_MAX, &n) < 0)
-        return NULL;
-    dh_default_recompile_limit = n;
-    Py_RETURN_NONE;
-}
-
-/* set_limit(name, value): torchc.config.max_sources / inline_depth / max_outputs */
-static PyObject *m_set_limit(PyObject *m, PyObject *args) {
-    const char *name;
-    long long n;
-    if (!PyArg_ParseTuple(args, "sL", &name, &n))
-        return NULL;
-    int *slot = strcmp(name, "max_sources") == 0    ? &dh_limit.max_sources
-                : strcmp(name, "inline_depth") == 0 ? &dh_limit.inline_depth
-                : strcmp(name, "max_outputs") == 0  ? &dh_limit.max_outputs
-                                                    : NULL;
-    long long hi = strcmp(name, "inline_depth") == 0 ? DH_INLINE_DEPTH_MAX : 1 << 26;
-    if (slot == NULL)
-        return PyErr_Format(PyExc_ValueError, "no limit named %s", name);
-    if (n < 1 || n > hi)
-        return PyErr_Format(PyExc_ValueError, "%s must be in [1, %lld], got %lld", name, hi, n);
-    *slot = (int)n;
-    Py_RETURN_NONE;
-}
-
 static PyObject *m_set_num_threads(PyObject *m, PyObject *arg) {
     int n;
     if (int_setting(arg, "num_threads", 1, TC_MAX_THREADS, &n) < 0)
@@ -305,9 +282,7 @@ static PyMethodDef methods[] = {
     {"last_internal_fault", m_last_internal_fault, METH_NOARGS, "Message of the last internal fault, or None."},
     {"set_cudagraph_capture", m_set_cudagraph_capture, METH_O,
      "torchc's CUDA graph capture runs on this thread (bool): stream-capture guards as normal."},
-    {"set_recompile_limit", m_set_recompile_limit, METH_O, "Default recompile limit."},
     {"set_num_threads", m_set_num_threads, METH_O, "Worker threads of the CPU runtime."},
-    {"set_limit", m_set_limit, METH_VARARGS, "set_limit(name, n): max_sources, inline_depth, max_outputs."},
     {"get_num_threads", m_get_num_threads, METH_NOARGS, "Worker threads of the CPU runtime."},
     {"set_ptxas", m_set_ptxas, METH_O, "ptxas for GPU modules (str path, or None: the driver JIT)."},
     {NULL, NULL, 0, NULL},

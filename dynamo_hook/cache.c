@@ -48,6 +48,8 @@ void dh_entry_free(dh_entry *e) {
     Py_XDECREF(e->resume[0]);
     Py_XDECREF(e->resume[1]);
     Py_XDECREF(e->train);
+    Py_XDECREF(e->backend);
+    Py_XDECREF(e->backend_fn);
     if (e->compiled)
         ic_compiled_free(e->compiled);
     free(e);

@@ -10,6 +10,7 @@ typedef struct dh_config {
     int dynamic;         /* -1: automatic (a dim that changes becomes dynamic), 0: static, 1: all dims of tensor arguments */
     int recompile_limit; /* entries per code object before running eagerly (default 8) */
     int autotune;        /* mode="max-autotune": ic_options.autotune of its graphs */
+    PyObject *backend;   /* torchc.compile(backend=...): graphs go to it as FX (backend.c); NULL: torchc's */
 } dh_config;
 
 /* Module init: code-extra index, opcode tables, torch function table, skip list. */
@@ -53,8 +54,9 @@ extern _Thread_local int dh_tl_stance;
  * maybe_mark_dynamic are added to base (NULL: none), those marked by mark_static removed,
  * into out[DH_DYN_LOCALS (dh_internal.h)]. 1 when some argument carries a mark (use out). */
 int dh_marks_apply(const uint32_t *base, PyObject *const *localsplus, int nlocals, uint32_t *out);
-/* Limits of one trace (torchc.config.max_sources, inline_depth, max_outputs): a trace that
- * reaches one falls back (or breaks) with the limit named in explain()'s reason. */
+/* Limits of one trace (torchc.config.max_sources, inline_depth, max_outputs: rows of
+ * inductor_c/ic_config.h, read into dh_limit at each capture): a trace that reaches one falls
+ * back (or breaks) with the limit named in explain()'s reason. */
 typedef struct dh_limits {
     int max_sources;  /* guarded values one entry may read (default 1 << 20) */
     int inline_depth; /* nested Python calls inlined (default 48, at most DH_INLINE_DEPTH_MAX) */

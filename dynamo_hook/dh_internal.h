@@ -23,6 +23,7 @@
 #include "aten_bridge.h"
 #include "dh.h"
 #include "ic.h"
+#include "ic_config.h"
 #include "ic_device.h"
 
 /* The GPU half of inductor_c may be absent from a build: weak references. */
@@ -129,6 +130,17 @@ typedef struct dh_outspec {
     PyObject *obj;  /* CONST (strong) */
 } dh_outspec;
 
+/* Compile-time breakdown of one capture, ms (TORCHC_LOGS=perf, explain): ic_compile's parts
+ * (ic_err) summed over the graphs compiled while capturing, and backend.c's FX export. The
+ * capture itself is the rest of the entry's compile_ms. */
+enum { DH_CT_LOOKUP, DH_CT_PASSES, DH_CT_CODEGEN, DH_CT_LOAD, DH_CT_EXPORT, DH_CT_COUNT };
+extern _Thread_local double dh_tl_ctimes[DH_CT_COUNT];
+extern _Thread_local int dh_tl_cache_hits;
+void dh_note_compile(const ic_err *err); /* adds one ic_compile's parts (eval_frame.c) */
+/* settings.c: dh_limit from the settings table (max_sources, inline_depth, max_outputs), read
+ * at the start of each capture */
+void dh_settings_read(void);
+
 /* ---- cache entries ---------------------------------------------------------------- */
 #define DH_DYN_LOCALS 64 /* locals (arguments) whose dims can be marked dynamic */
 #define DH_DYN_ND2 0x80000000u /* dynmask flag: only tensors with >= 2 dims */
@@ -175,6 +187,11 @@ typedef struct dh_entry {
     char *brk_reason;
     char *where;            /* user file:line of the failure or break, innermost first (malloc'd) */
     PyObject *train;        /* training: the autograd node's state (csrc/train.h), or NULL */
+    PyObject *backend;      /* the dh_config backend it was captured for (strong), or NULL */
+    PyObject *backend_fn;   /* backend.c: runs the graph in place of compiled (strong), or NULL */
+    int backend_nout;       /* its outputs */
+    double ctimes[DH_CT_COUNT]; /* compile-time breakdown of the capture that made it (ms) */
+    int cache_hits;         /* its graphs answered by the in-memory compile cache */
 } dh_entry;
 
 typedef struct dh_cache {
@@ -195,6 +212,11 @@ typedef struct dh_cache {
 /* sideeffects.c: obj[:] = val (a list) or obj.clear(); obj.update(val) (a dict): a
  * container the trace updated, written back after the graph; 0, or -1 with an exception */
 int dh_replay_container(PyObject *obj, PyObject *marker_name, PyObject *val);
+/* backend.c: the graph as an FX GraphModule for cfg->backend: a callable (new ref), or NULL
+ * with no error set when torchc compiles it itself, or NULL with an error */
+PyObject *dh_backend_export(const ic_graph *g, PyObject *backend, int device_type, int device_index);
+/* runs e->backend_fn on the entry's inputs: outs[0..nout) new refs; 0, or -1 with an error */
+int dh_backend_run(const dh_entry *e, PyObject *const *values, PyObject **outs, int nout);
 
 /* eval_frame.c */
 extern _Thread_local int dh_tl_busy;     /* capture/guards running: hook passes through */

@@ -24,6 +24,16 @@
 #include <time.h>
 
 _Thread_local int dh_tl_busy;
+_Thread_local double dh_tl_ctimes[DH_CT_COUNT];
+_Thread_local int dh_tl_cache_hits;
+
+void dh_note_compile(const ic_err *err) {
+    dh_tl_ctimes[DH_CT_LOOKUP] += err->t_lookup;
+    dh_tl_ctimes[DH_CT_PASSES] += err->t_passes;
+    dh_tl_ctimes[DH_CT_CODEGEN] += err->t_codegen;
+    dh_tl_ctimes[DH_CT_LOAD] += err->t_load;
+    dh_tl_cache_hits += err->mem_hit;
+}
 _Thread_local int dh_tl_cg_capture;
 static _Thread_local const dh_config *tl_cfg;
 static _Thread_local PyObject *tl_explain; /* list, or NULL */
@@ -148,6 +158,18 @@ void dh_explain_record(PyCodeObject *code, const dh_entry *e, const char *event)
             SET("saved_bytes", PyLong_FromLongLong(sb));
             SET("saved_count", PyLong_FromLong(nsv));
         }
+        {
+            double cap = e->compile_ms;
+            for (int i = 0; i < DH_CT_COUNT; i++)
+                cap -= e->ctimes[i];
+            SET("compile_times", Py_BuildValue("{s:d,s:d,s:d,s:d,s:d,s:d}", "capture", cap > 0 ? cap / 1e3 : 0.0,
+                                               "cache_lookup", e->ctimes[DH_CT_LOOKUP] / 1e3, "graph_passes",
+                                               e->ctimes[DH_CT_PASSES] / 1e3, "codegen", e->ctimes[DH_CT_CODEGEN] / 1e3,
+                                               "load", e->ctimes[DH_CT_LOAD] / 1e3, "fx_export",
+                                               e->ctimes[DH_CT_EXPORT] / 1e3));
+            SET("cache_hits", PyLong_FromLong(e->cache_hits));
+            SET("backend_graph", Py_NewRef(e->backend_fn ? e->backend_fn : Py_None));
+        }
         char *kd = e->compiled ? ic_compiled_describe(e->compiled) : NULL;
         SET("kernels", kd ? PyUnicode_FromString(kd) : Py_NewRef(Py_None));
         free(kd);
@@ -252,11 +274,15 @@ static char *failed_guard(const dh_entry *e, _PyInterpreterFrame *f, PyObject *f
     return out;
 }
 
-/* compile(recompile_limit=), else torch._dynamo.config.recompile_limit (read at a cache
- * miss only) until torchc.config.recompile_limit is set, then that. */
+/* compile(recompile_limit=), else torchc.config.recompile_limit (the settings table: set or
+ * TORCHC_RECOMPILE_LIMIT), else torch._dynamo.config.recompile_limit (read at a cache miss
+ * only), else 8. */
 static int recompile_limit(const dh_config *cfg) {
     if (cfg->recompile_limit > 0)
         return cfg->recompile_limit;
+    long long own = ic_config_int(IC_CFG_recompile_limit);
+    if (own > 0)
+        return (int)own;
     if (dh_limit_source != NULL) {
         PyObject *v = PyObject_GetAttrString(dh_limit_source, "recompile_limit");
         long n = v && PyLong_Check(v) ? PyLong_AsLong(v) : -1;
@@ -406,6 +432,7 @@ ic_compiled *dh_compile(ic_graph **g, const ic_options *opt, ic_err *err) {
         c = ic_compile(*g, opt, err);
         inflight--; /* before the GIL: at exit a daemon thread stops there */
         Py_END_ALLOW_THREADS
+        dh_note_compile(err);
         return c;
     }
     for (;;) {
@@ -450,6 +477,7 @@ ic_compiled *dh_compile(ic_graph **g, const ic_options *opt, ic_err *err) {
     ic_compiled *c = j->res;
     *err = j->err;
     cjob_free(j);
+    dh_note_compile(err);
     return c;
 }
 
@@ -558,8 +586,9 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
     unsigned long epoch = dh_reset_epoch;
     for (e = c->entries; e != NULL; prev = e, e = e->next) {
         e->pins++; /* guards may run Python (and so a reset, or another thread) */
-        r = dh_guards_check_sym(e, (PyObject *const *)f->localsplus, f->f_globals,
-                                f->f_builtins, func, values, ptrs, symvals);
+        r = e->backend != cfg->backend ? 0 /* captured for another backend (backend.c) */
+            : dh_guards_check_sym(e, (PyObject *const *)f->localsplus, f->f_globals,
+                                  f->f_builtins, func, values, ptrs, symvals);
         if (r < 0) {
             if (dh_clear_expected() < 0) {
                 dh_entry_unpin(e);
@@ -660,6 +689,9 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
             return fallback(ts, f, "a torch.func wrapper or forward-AD dual tensor argument: eager");
         }
         double t0 = now_ms();
+        memset(dh_tl_ctimes, 0, sizeof dh_tl_ctimes);
+        dh_tl_cache_hits = 0;
+        dh_settings_read(); /* the trace's limits (settings.c) */
         uint32_t marked[DH_DYN_LOCALS];
         if (dh_marks_apply(dynmask, (PyObject *const *)f->localsplus, (int)code->co_nlocalsplus, marked))
             dynmask = marked; /* torch._dynamo.mark_dynamic / mark_static on the arguments */
@@ -702,6 +734,8 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
             return res;
         }
         e->compile_ms = now_ms() - t0;
+        memcpy(e->ctimes, dh_tl_ctimes, sizeof e->ctimes);
+        e->cache_hits = dh_tl_cache_hits;
         if (ic_debug_flags() & IC_DEBUG_TIME)
             fprintf(stderr, "torchc time: frame %s: capture + compile %.2f ms\n",
                     PyUnicode_AsUTF8(code->co_name), e->compile_ms);
@@ -1075,7 +1109,7 @@ static int scan_probe(const dh_entry *e, PyObject *const *values, PyObject *cons
 PyObject *dh_entry_run(const dh_entry *e, PyObject *const *values, void *const *data_ptrs,
                        PyObject *func, const int64_t *symvals) {
     unsigned long long t0 = now_ns();
-    int nout = e->compiled ? ic_compiled_num_outputs(e->compiled) : 0;
+    int nout = e->compiled ? ic_compiled_num_outputs(e->compiled) : e->backend_fn ? e->backend_nout : 0;
     PyObject *small_outs[16];
     void *small_ptrs[16 + 16];
     PyObject **outs = small_outs;
@@ -1093,7 +1127,9 @@ PyObject *dh_entry_run(const dh_entry *e, PyObject *const *values, void *const *
         outs[i] = NULL;
     for (int i = 0; i < e->ninputs; i++)
         ptrs[i] = data_ptrs[e->input_src[i]];
-    for (int i = 0; i < nout; i++) {
+    if (e->backend_fn != NULL && dh_backend_run(e, values, outs, nout) < 0) /* another backend */
+        goto done;
+    for (int i = 0; i < nout && e->backend_fn == NULL; i++) {
         ic_meta md;
         const ic_meta *m = ic_compiled_output_meta(e->compiled, i);
         if (e->nsyms > 0) {
@@ -1112,7 +1148,7 @@ PyObject *dh_entry_run(const dh_entry *e, PyObject *const *values, void *const *
     unsigned long long t1 = now_ns();
     if (host_stats > 0)
         stats.t_alloc += t1 - t0;
-    if (nout > 0) {
+    if (nout > 0 && e->backend_fn == NULL) {
         ic_err err = {0};
         int rc;
         if (e->device_type == TC_DEV_CUDA) {

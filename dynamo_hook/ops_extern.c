@@ -70,10 +70,11 @@ int sym_conv_ints(trace *t, var *v, long long dflt, int nd, int64_t *out, const 
  * on CUDA for 16-bit floats (what cuDNN's tensor-core kernels read; like Inductor's layout
  * optimization). */
 static int conv_channels_last(trace *t, ic_dtype dt) {
-    const char *env = getenv("TORCHC_CONV_LAYOUT");
-    if (env && strcmp(env, "nhwc") == 0)
+    char env[64];
+    ic_config_str(IC_CFG_conv_layout, env); /* torchc.config.conv_layout */
+    if (strcmp(env, "nhwc") == 0)
         return 1;
-    if (env && strcmp(env, "nchw") == 0)
+    if (strcmp(env, "nchw") == 0)
         return 0;
     return t->device_type == TC_DEV_CUDA && (dt == IC_F16 || dt == IC_BF16);
 }

@@ -32,16 +32,15 @@ static int pool_nd(trace *t, ic_val x, int nd, const int64_t *k, const int64_t *
  * depthwise convs as 49-tap sums took 87 ms a call and 19 s to compile (one run).
  * Returns 1 with *res set, 0 when not applicable, -1 on a failed build. */
 int sym_dw_conv(trace *t, int nd, const int64_t *prm, const ic_val *v, int n, ic_val *res) {
-    const char *env = getenv("TORCHC_DWCONV");
-    int force = env && strcmp(env, "1") == 0;
-    if ((env && strcmp(env, "0") == 0) || (!force && t->device_type != TC_DEV_CUDA) || nd > 2)
+    char env[64];
+    ic_config_str(IC_CFG_dwconv, env); /* torchc.config.dwconv */
+    int force = strcmp(env, "1") == 0;
+    if (strcmp(env, "0") == 0 || (!force && t->device_type != TC_DEV_CUDA) || nd > 2)
         return 0;
-    const char *te = getenv("TORCHC_DWCONV_TAPS"); /* the largest decomposed kernel (taps) */
-    long max_taps = te && *te ? strtol(te, NULL, 10) : 25;
-    /* padded in its own dtype (stored once: sched.c), each tap cast; TORCHC_STENCIL=0: cast
-     * first and the producer recomputed in every tap (1.32x slower on mobilenet_v3, H200) */
-    const char *st = getenv("TORCHC_STENCIL");
-    int stencil = !(st && strcmp(st, "0") == 0);
+    long long max_taps = ic_config_int(IC_CFG_dwconv_taps); /* the largest decomposed kernel */
+    /* padded in its own dtype (stored once: sched.c), each tap cast; torchc.config.stencil=0:
+     * cast first and the producer recomputed in every tap (1.32x slower on mobilenet_v3, H200) */
+    int stencil = ic_config_int(IC_CFG_stencil) != 0;
     int r = ic_dwconv_window(G, nd, prm, v, n, stencil, max_taps, res);
     return r < 0 ? sym_check_graph(t) : r;
 }

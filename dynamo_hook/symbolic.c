@@ -480,6 +480,7 @@ static dh_entry *trace_once(PyCodeObject *code, PyObject *const *localsplus, PyO
     mutlist muts = {0};
     ic_val *outvals = NULL; /* graph outputs (dh_limit.max_outputs at most) */
     ic_compiled *compiled = NULL;
+    PyObject *backend_fn = NULL; /* another backend's code for the graph (backend.c) */
     PyObject *train = NULL; /* training: the autograd node's state */
     if (t == NULL || f == NULL) {
         free(t);
@@ -598,9 +599,14 @@ static dh_entry *trace_once(PyCodeObject *code, PyObject *const *localsplus, PyO
                 opt.opt_level = 3;
                 opt.autotune = t->cfg->autotune;
                 ic_err err = {0};
-                if (sym_train_build(t, &muts, &opt, &train) < 0 && PyErr_Occurred())
+                if (t->cfg->backend != NULL && !dyn) { /* another backend (backend.c): autograd is eager's */
+                    backend_fn = dh_backend_export(t->g, t->cfg->backend, t->device_type, opt.device_index);
+                    if (backend_fn == NULL && PyErr_Occurred())
+                        goto error;
+                }
+                if (backend_fn == NULL && sym_train_build(t, &muts, &opt, &train) < 0 && PyErr_Occurred())
                     goto error;
-                if (!t->failed) {
+                if (!t->failed && backend_fn == NULL) {
                     compiled = dh_compile(&t->g, &opt, &err); /* eval_frame.c: Ctrl-C heard during it */
                     if (compiled == NULL && t->g == NULL)
                         goto error; /* interrupted: the graph went with the compile */
@@ -611,7 +617,7 @@ static dh_entry *trace_once(PyCodeObject *code, PyObject *const *localsplus, PyO
                     *reject = 1; /* the compiler can't do these symbols: specialize */
                     goto error;
                 }
-                if (compiled == NULL && !t->failed)
+                if (compiled == NULL && backend_fn == NULL && !t->failed)
                     sym_fail(t, "compile failed: %s", err.msg);
                 if (compiled != NULL && opt.device == IC_CPU && getenv("TORCHC_PTX_PROBE")) {
                     /* GPU codegen coverage without a GPU: the CPU graph through the PTX path */
@@ -681,6 +687,14 @@ static dh_entry *trace_once(PyCodeObject *code, PyObject *const *localsplus, PyO
         e->train = train;
         train = NULL;
     }
+    if (e != NULL) {
+        e->backend = Py_XNewRef(t->cfg->backend);
+        if (!e->fallback && backend_fn != NULL) {
+            e->backend_nout = ic_graph_num_outputs(t->g);
+            e->backend_fn = backend_fn;
+            backend_fn = NULL;
+        }
+    }
     if (e != NULL && !e->fallback && dyn == 2)
         e->nsyms = t->nsym;
     if (e != NULL) {
@@ -705,6 +719,7 @@ static dh_entry *trace_once(PyCodeObject *code, PyObject *const *localsplus, PyO
     }
 error:
     Py_XDECREF(train);
+    Py_XDECREF(backend_fn);
     Py_XDECREF(brk.resume[0]);
     Py_XDECREF(brk.resume[1]);
     if (compiled)

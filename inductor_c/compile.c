@@ -542,7 +542,7 @@ static ic_dkey code_key(const char *keytext, int opt_level, const ic_config *cfg
 
 static ic_compiled *compile_graph(const ic_graph *g, const ic_options *opt, ic_err *err_arg, const char *keytext,
                                   int ptx_sm) {
-    ic_err dummy;
+    ic_err dummy = {0};
     ic_err *const err = err_arg ? err_arg : &dummy;
     err->code = IC_OK;
     err->msg[0] = 0;
@@ -590,6 +590,10 @@ static ic_compiled *compile_graph(const ic_graph *g, const ic_options *opt, ic_e
     }
     c->t_stage[IC_T_INIT] = ic_now_ms() - t0;
     ic_compiled *out = pipeline(c, g, &o);
+    err->t_lookup += c->t_stage[IC_T_INIT];
+    err->t_passes = c->t_stage[IC_T_GRAPH] + c->t_stage[IC_T_LOWER] + c->t_stage[IC_T_SCHED] + c->t_stage[IC_T_FINAL];
+    err->t_codegen = c->t_stage[IC_T_IRGEN] + c->t_stage[IC_T_OPT] + c->t_stage[IC_T_EMIT];
+    err->t_load = c->t_stage[IC_T_JIT];
     if (c->debug & IC_DEBUG_TIME) {
         static const char *names[IC_T_COUNT] = {"init", "graph", "lower", "sched", "final", "irgen", "opt", "emit", "jit"};
         char line[400];
@@ -676,6 +680,8 @@ IC_API void ic_cache_clear(void) {
 }
 
 IC_API ic_compiled *ic_compile(const ic_graph *g, const ic_options *opt, ic_err *err) {
+    double t0 = ic_now_ms();
+    if (err) err->t_lookup = err->t_passes = err->t_codegen = err->t_load = 0, err->mem_hit = 0;
     if (atomic_load(&rt_on) && g && !g->err) roundtrip_check(g);
     if (!g || g->err || !cache_enabled(opt) || (!atomic_load(&ext_handler) && graph_has_extern(g))) {
         ic_compiled *c = ic_compile_graph(g, opt, err);
@@ -697,12 +703,15 @@ IC_API ic_compiled *ic_compile(const ic_graph *g, const ic_options *opt, ic_err 
                 if (err) {
                     err->code = IC_OK;
                     err->msg[0] = 0;
+                    err->t_lookup = ic_now_ms() - t0;
+                    err->mem_hit = 1;
                 }
                 return c;
             }
         }
         pthread_mutex_unlock(&cache_mu);
     }
+    if (err) err->t_lookup = ic_now_ms() - t0;
     ic_compiled *c = compile_graph(g, opt, err, key, 0);
     if (!c || !key) {
         if (c) atomic_store(&c->refs, 1);

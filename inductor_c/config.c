@@ -70,10 +70,16 @@ static int parse(int r, const char *text, long long *iv, char sv[64], char *err,
     }
     if (R->t == T_INT) {
         char *end;
+        long long lo = 0, hi = 65536; /* choices "lo..hi": the row's range */
+        const char *dots = strstr(R->choices, "..");
+        if (dots) {
+            lo = strtoll(R->choices, NULL, 10);
+            hi = strtoll(dots + 2, NULL, 10);
+        }
         errno = 0;
         long long v = strtoll(text, &end, 10);
-        if (!*text || *end || errno || v < 0 || v > 65536) {
-            if (err) snprintf(err, n, "torchc.config.%s must be an int in 0..65536, got '%.40s'", R->name, text);
+        if (!*text || *end || errno || v < lo || v > hi) {
+            if (err) snprintf(err, n, "torchc.config.%s must be an int in %lld..%lld, got '%.40s'", R->name, lo, hi, text);
             return -1;
         }
         return *iv = v, 0;

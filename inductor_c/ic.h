@@ -89,6 +89,12 @@ typedef enum ic_errcode {
 typedef struct ic_err {
     ic_errcode code;
     char msg[256];
+    /* where ic_compile's time went, ms (the compile-time breakdown of TORCHC_LOGS=perf):
+     * in-memory cache lookup and code key, graph passes (copy, lower, schedule, finalize),
+     * code generation (LLVM IR / NVPTX, optimization, object or PTX), loading (JIT link,
+     * cached code found in process or on disk, CUDA module) */
+    double t_lookup, t_passes, t_codegen, t_load;
+    int mem_hit; /* 1: answered by the in-memory cache */
 } ic_err;
 
 typedef struct ic_graph ic_graph;

@@ -1,13 +1,20 @@
 /* ic_config.h — torchc's settings: one table.
  *
  * Each row: X(name, type, default, codegen, choices, doc)
- *   type     BOOL (0/1, also false/true, off/on, no/yes), INT (0..65536) or STR (< 64 bytes)
+ *   type     BOOL (0/1, also false/true, off/on, no/yes), INT (0..65536 unless choices give a
+ *            range "lo..hi") or STR (< 64 bytes)
  *   default  as text, parsed like any other value
  *   codegen  1 when the value changes generated code or launch plans: the whole set of these is
  *            hashed into both cache keys (CPU: the in-memory and the code key; GPU: the disk key),
  *            so no setting can be left off a key by hand
- *   choices  for STR: the values allowed, "|"-separated ("" any)
+ *   choices  for STR: the values allowed, "|"-separated ("" any); for INT: "lo..hi" ("" 0..65536)
  *   doc      one line, shown by torchc.config and explain()
+ *
+ * The frontend's settings (dynamo_hook, csrc, torchc/_api.py) are rows here too: what one trace may
+ * hold, the recompile limit, threads, automatic dynamic shapes, the capture's conv choices. Three
+ * follow torch's own setting while at their "follow" value (recompile_limit 0:
+ * torch._dynamo.config.recompile_limit; num_threads 0: torch.get_num_threads() at each call;
+ * automatic_dynamic_shapes -1: torch._dynamo.config.automatic_dynamic_shapes).
  *
  * Where a value comes from: torchc.config.<name> = v (Python, ic_config_set) wins, else the
  * environment variable TORCHC_<NAME> (an override for scripts and A/B runs), else the default.
@@ -19,6 +26,10 @@
 #define IC_CONFIG_H
 
 #include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 #define IC_CONFIG_TABLE(X)                                                                                            \
     X(debug, STR, "", 0, "", "dumps on stderr: a comma list of graph, loops, llvm, ptx, time, all (any but time bypasses the caches)") \
@@ -40,7 +51,18 @@
     X(gpu_dedupe, BOOL, "1", 1, "", "identical GPU kernels of repeated layers generated once")                     \
     X(debug_gemm, BOOL, "0", 0, "", "print each GPU GEMM choice's timing")                                          \
     X(cublaslt, BOOL, "1", 0, "", "GPU matmuls with a bias through cuBLASLt (0: ATen)")                              \
-    X(cudnn, BOOL, "1", 0, "", "16-bit GPU convolutions through the cuDNN backend API (0: ATen)")
+    X(cudnn, BOOL, "1", 0, "", "16-bit GPU convolutions through the cuDNN backend API (0: ATen)")                   \
+    X(conv_out, BOOL, "1", 0, "", "CUDA convs that cuDNN would run written straight into torchc's buffer (0: ATen's result copied)") \
+    X(sdpa, STR, "auto", 0, "auto|flash|aten", "16-bit CUDA attention externs: FlashAttention always, ATen's dispatcher, or by size") \
+    X(conv_layout, STR, "auto", 0, "auto|nhwc|nchw", "captured 2-d convs in channels-last (auto: on CUDA for 16-bit floats)") \
+    X(dwconv, STR, "auto", 0, "auto|0|1", "depthwise convs captured as sums of taps fused with their neighbours (auto: on CUDA)") \
+    X(dwconv_taps, INT, "25", 0, "1..65536", "the largest depthwise kernel (taps) captured as a sum")                  \
+    X(max_sources, INT, "1048576", 0, "1..67108864", "guarded values one trace may read (more: the frame runs eagerly, with this reason)") \
+    X(inline_depth, INT, "48", 0, "1..128", "nested Python calls a trace inlines (deeper: a graph break, with this reason)") \
+    X(max_outputs, INT, "65536", 0, "1..67108864", "graph outputs and in-place updated inputs of one graph")           \
+    X(recompile_limit, INT, "0", 0, "0..1048576", "graphs per code object before it runs eagerly (0: torch._dynamo.config.recompile_limit, 8 without it)") \
+    X(num_threads, INT, "0", 0, "0..256", "CPU kernel threads (0: torch.get_num_threads() at each compiled call)")    \
+    X(automatic_dynamic_shapes, INT, "-1", 0, "-1..1", "a dim that changes becomes dynamic (-1: torch._dynamo.config.automatic_dynamic_shapes)")
 
 typedef enum ic_config_id {
 #define IC_CFG_ID(name, type, dflt, cg, choices, doc) IC_CFG_##name,
@@ -82,4 +104,7 @@ char *ic_config_key(const ic_config *cfg);
  * default; malloc'd ("" when none) or NULL */
 char *ic_config_changed(void);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

@@ -1,9 +1,11 @@
 """torchc as a drop-in for torch.compile (issue 25): arguments, logs, errors, the "torchc"
 Dynamo backend, pickling, threads. Behaviour shared with torch.compile is compared in
 test_parity.py; these are torchc's own answers."""
+import copy
 import io
 import logging
 import os
+import re
 import subprocess
 import sys
 
@@ -100,8 +102,8 @@ def test_modes_and_backends():
     with pytest.raises(ValueError, match="unknown mode 'fastest'; valid modes: default"):
         torchc.compile(f, mode="fastest")
     for b in ("eager", "aot_eager", lambda gm, ex: gm):
-        with pytest.raises(NotImplementedError, match="not supported"):
-            torchc.compile(f, backend=b)
+        with pytest.raises(ValueError, match="takes neither"):
+            torchc.compile(f, backend=b, mode="max-autotune")
     with pytest.raises(ValueError, match="unknown backend 'nope'"):
         torchc.compile(f, backend="nope")
     with pytest.raises(TypeError):
@@ -178,7 +180,10 @@ def test_break_log_has_user_file_line_and_no_internal_names(logs, count):
     assert f'File "{HERE}", line {call}, in ' in text  # the inlined call stack
     assert "Reason: call to print not supported" in text
     assert "torchc_resume" not in text
-    assert "GUARDS of" in text and "GRAPH of" in text and "capture + compile" in text
+    assert "GUARDS of" in text and "GRAPH of" in text
+    # the compile-time breakdown (perf): capture, cache lookup, graph passes, codegen, load
+    perf = [r.getMessage() for r in caplog.records if r.name == "torchc.perf"]
+    assert perf and all(re.search(r"compile [0-9.]+ s: capture [0-9.]+ s, .*codegen [0-9.]+ s", m) for m in perf), perf
     assert count.n >= 2
 
 
@@ -381,3 +386,154 @@ def test_max_autotune_times_every_gemm(monkeypatch, M, N, K):
         torch.testing.assert_close(got.float(), want, rtol=2e-2, atol=2e-2)
         measured[mode] = torchc._C.stats()["gemm_measured"] - n0
     assert measured == {"default": 0, "max-autotune-no-cudagraphs": 1}, measured
+
+
+# ---- torchc.compile(backend=...): torchc's graphs to other backends as FX --------------
+
+class Recorder:
+    """A torch.compile-style backend: records each GraphModule (its call_function targets'
+    names) and the example inputs it got, and runs the GraphModule."""
+
+    def __init__(self):
+        self.graphs = []
+
+    def __call__(self, gm, example_inputs):
+        assert isinstance(gm, torch.fx.GraphModule)
+        assert all(isinstance(t, torch.Tensor) for t in example_inputs)
+        self.graphs.append([getattr(n.target, "__name__", str(n.target)) for n in gm.graph.nodes
+                            if n.op in ("call_function", "call_method")])
+        return gm.forward
+
+
+def _with_break(x, y):
+    a = torch.relu(x * y).sum(-1)
+    print("", end="")  # a graph break
+    return torch.softmax(a, -1) @ y, (x + 1).mean(0, keepdim=True)
+
+
+def _programs():
+    """(function, args): ops of every kind the graph IR has, a break, views, scalars, casts"""
+    x, y = torch.randn(5, 5), torch.randn(5, 5)
+    i = torch.tensor([0, 3, 1])
+    return [
+        (_with_break, (x, y)),
+        (lambda x, i: (x.index_select(0, i) * 2.5, x.argmax(), x.cumsum(1), x.amax(1), x.int() // 3,
+                       torch.where(x > 0, x, 0.5), torch.maximum(x, torch.tensor(0.25)), x[1:4:2],
+                       torch.arange(6) * 1.5, torch.cat([x, x.t()], 1), x.sum(dtype=torch.float64),
+                       (x > 0).sum(), torch.nn.functional.gelu(x, approximate="tanh")), (x, i)),
+        (lambda q, k: torch.nn.functional.scaled_dot_product_attention(q, k, k, is_causal=True),
+         (torch.randn(2, 3, 4, 8), torch.randn(2, 3, 4, 8))),
+        (lambda x, w, b: torch.nn.functional.conv2d(x, w, b, padding=1).relu(),
+         (torch.randn(1, 3, 6, 6), torch.randn(4, 3, 3, 3), torch.randn(4))),
+        (lambda x, w: torch.nn.functional.layer_norm(torch.nn.functional.linear(x, w), (7,)), (torch.randn(3, 5), torch.randn(7, 5))),
+        (lambda x: (x.to(torch.float16) * 3).sum(0), (torch.randn(4, 3),)),
+        (lambda x: x.expand(3, 4, 4) + x.permute(1, 0).reshape(1, 4, 4), (torch.randn(4, 4),)),
+    ]
+
+
+@pytest.mark.parametrize("k", range(7))
+def test_backend_callable_gets_fx_graphs(count, k):
+    fn, args = _programs()[k]
+    torchc.reset()
+    ex = torchc.explain(fn)(*args)  # torchc's own compile: graphs and breaks to compare
+    torchc.reset()
+    rec = Recorder()
+    n0, r0 = count.n, len(count.recs)
+    cf = torchc.compile(fn, backend=rec)
+    exb = torchc.explain(cf)(*args)
+    assert_same(exb.result, fn(*args), rtol=1e-4, atol=1e-5)
+    assert_same(cf(*args), fn(*args), rtol=1e-4, atol=1e-5)  # the cached entry runs the backend's code
+    # every graph torchc captured went to the backend, as many as torchc compiles itself
+    assert len(rec.graphs) == ex.graph_count == exb.graph_count >= 1
+    assert exb.graph_break_count == ex.graph_break_count
+    assert count.n - n0 == ex.graph_count
+    assert all(r.get("backend_graph") is not None for r in count.recs[r0:] if r["event"] == "compiled")
+    assert all(len(g) > 0 for g in rec.graphs)
+
+
+def test_backend_graph_ops(count):
+    rec = Recorder()
+    torchc.compile(_with_break, backend=rec)(torch.randn(3, 3), torch.randn(3, 3))
+    assert rec.graphs[0] == ["mul", "relu", "sum"]
+    assert "matmul" in rec.graphs[1] and "exp" in rec.graphs[1] and "mean" in rec.graphs[1]
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_named_backends(count, backend):
+    x, y = torch.randn(4, 4), torch.randn(4, 4)
+    cf = torchc.compile(_with_break, backend=backend)
+    for _ in range(2):
+        assert_same(cf(x, y), _with_break(x, y))
+    assert count.n == 2
+
+
+def test_aot_eager_backend_trains(count):
+    """aot_eager: AOT autograd derives the backward of torchc's forward graph"""
+    m = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh(), torch.nn.Linear(8, 2))
+    ref = copy.deepcopy(m)
+    x = torch.randn(5, 4)
+    cm = torchc.compile(m, backend="aot_eager")
+    cm(x).square().sum().backward()
+    ref(x).square().sum().backward()
+    for p, q in zip(m.parameters(), ref.parameters()):
+        torch.testing.assert_close(p.grad, q.grad)
+    assert count.n >= 1
+
+
+def test_backend_entries_apart(count):
+    """torchc's own entries and a backend's for the same code do not answer for each other"""
+    def f(x):
+        return x * 2 + 1
+
+    rec = Recorder()
+    x = torch.randn(3)
+    assert_same(torchc.compile(f)(x), f(x))
+    assert_same(torchc.compile(f, backend=rec)(x), f(x))
+    assert len(rec.graphs) == 1
+    assert_same(torchc.compile(f)(x), f(x))
+    assert count.n == 2
+
+
+@pytest.mark.allow_fallback
+def test_backend_errors_propagate():
+    def bad(gm, ex):
+        raise RuntimeError("backend says no")
+
+    with pytest.raises(RuntimeError, match="backend says no"):
+        torchc.compile(lambda x: x.sin() + 1, backend=bad)(torch.randn(3))
+    with pytest.raises(RuntimeError, match="not a callable"):
+        torchc.compile(lambda x: x.cos() + 1, backend=lambda gm, ex: None)(torch.randn(3))
+
+
+# ---- compile-time breakdown --------------------------------------------------------------
+
+def test_compile_time_breakdown(tmp_path, monkeypatch):
+    monkeypatch.setenv("TORCHC_CACHE_DIR", str(tmp_path))  # nothing on disk from before
+    c = 3.0 + float(torch.rand(()))  # a graph no earlier test compiled
+
+    def f(x):
+        return (x * c).exp().sum(-1)
+
+    x = torch.randn(4, 7)
+    ex = torchc.explain(f)(x)
+    t = ex.compile_times
+    assert set(t) == {"capture", "cache_lookup", "graph_passes", "codegen", "load", "fx_export"}
+    assert t["capture"] > 0 and t["graph_passes"] > 0 and t["codegen"] > 0 and t["fx_export"] == 0
+    assert sum(t.values()) <= ex.compile_ms / 1e3 + 1e-6
+    assert re.search(r"Compile Time: [0-9.]+ s \(capture [0-9.]+ s, .*codegen", str(ex)), str(ex)
+    torchc.reset()
+    ex2 = torchc.explain(f)(x)  # the code is found again (in memory, in process or on disk)
+    assert ex2.graph_count == 1 and ex2.compile_times["codegen"] == 0
+    rec = Recorder()
+    ex3 = torchc.explain(torchc.compile(f, backend=rec))(x)
+    assert ex3.compile_times["fx_export"] > 0 and ex3.compile_times["codegen"] == 0
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA")
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_backend_on_cuda(count, backend):
+    x, y = torch.randn(64, 32, device="cuda"), torch.randn(32, 32, device="cuda")
+    cf = torchc.compile(_with_break, backend=backend)
+    for _ in range(2):
+        assert_same(cf(x, y), _with_break(x, y), rtol=1e-4, atol=1e-4)
+    assert count.n == 2

@@ -116,16 +116,97 @@ def test_environment_override_reaches_the_compiler(monkeypatch):
 
 
 def test_no_setting_read_outside_the_table():
-    """the compiler reads its settings through ic_config.h only: a getenv("TORCHC_...") in
-    inductor_c/ is a setting left off the table (and off the cache keys). The on-disk cache's
-    location and size (runtime/diskcache.c), the ptxas path and the host statistics are the
-    runtime's, not the compiler's."""
+    """torchc reads its settings through ic_config.h only: a getenv("TORCHC_...") in the
+    compiler, the frame hook or the extension is a setting left off the table (and off the
+    cache keys, torchc.config and explain()). The on-disk cache's location and size
+    (runtime/diskcache.c), the ptxas path, the pool's spin count and the host statistics are
+    the runtime's; TORCHC_DEBUG_DYN and TORCHC_PTX_PROBE are developer dumps; the skip list's
+    extra modules (TORCHC_SKIP_MODULES) is a list longer than a table value."""
     allowed = {"TORCHC_CACHE_DIR", "TORCHC_CACHE_MAX_MB", "TORCHC_DISK_CACHE", "TORCHC_CACHE", "TORCHC_PTXAS",
-               "TORCHC_HOST_STATS", "TORCHC_SPIN"}
+               "TORCHC_HOST_STATS", "TORCHC_SPIN", "TORCHC_DEBUG_DYN", "TORCHC_PTX_PROBE", "TORCHC_SKIP_MODULES"}
     found = []
-    for base, _, files in os.walk(os.path.join(ROOT, "inductor_c")):
-        for fn in files:
-            if fn.endswith((".c", ".h")):
-                text = open(os.path.join(base, fn)).read()
-                found += [(fn, v) for v in re.findall(r'getenv\("(TORCHC_\w+)"\)', text) if v not in allowed]
+    for d in ("inductor_c", "dynamo_hook", "csrc"):
+        for base, _, files in os.walk(os.path.join(ROOT, d)):
+            for fn in files:
+                if fn.endswith((".c", ".h", ".cpp")):
+                    text = open(os.path.join(base, fn)).read()
+                    found += [(fn, v) for v in re.findall(r'getenv\("(TORCHC_\w+)"\)', text) if v not in allowed]
     assert not found, found
+    # and no setting of its own in the Python frontend: every torchc.config name is a row
+    assert set(dir(torchc.config)) == {r["name"] for r in torchc.config.table()}
+
+
+def test_frontend_settings_are_rows():
+    rows = {r["name"]: r for r in torchc.config.table()}
+    for name in ("max_sources", "inline_depth", "max_outputs", "recompile_limit", "num_threads",
+                 "automatic_dynamic_shapes", "conv_layout", "dwconv", "dwconv_taps", "sdpa", "conv_out"):
+        assert name in rows and not rows[name]["codegen"], name
+    assert rows["inline_depth"]["choices"] == "1..128"
+    c = torchc.config
+    c.max_sources = 1 << 26  # beyond the compiler rows' 0..65536: each INT row has its range
+    assert c.max_sources == 1 << 26
+    for name, bad in [("max_sources", 0), ("max_sources", (1 << 26) + 1), ("inline_depth", 129),
+                      ("recompile_limit", 0), ("num_threads", -1), ("automatic_dynamic_shapes", 1),
+                      ("conv_layout", "nchwc"), ("dwconv_taps", 0)]:
+        with pytest.raises(ValueError):
+            setattr(c, name, bad)
+
+
+@pytest.mark.allow_fallback
+def test_limit_from_the_environment(monkeypatch):
+    """TORCHC_INLINE_DEPTH overrides the default at the next capture; explain names it"""
+    def leaf(x):
+        return x + 1
+
+    def nest(x, d):
+        return leaf(x) if d == 0 else nest(x * 1, d - 1)
+
+    def f(x):
+        return nest(x, 6)
+
+    x = torch.randn(3)
+    del torchc.config.inline_depth
+    assert torchc.explain(f)(x).graph_break_count == 0
+    monkeypatch.setenv("TORCHC_INLINE_DEPTH", "3")
+    assert torchc.config.inline_depth == 3 and torchc.config.source("inline_depth") == "TORCHC_INLINE_DEPTH"
+    torchc.reset()
+    ex = torchc.explain(f)(x)
+    torch.testing.assert_close(ex.result, f(x))
+    assert ex.graph_break_count >= 1
+    assert any("torchc.config.inline_depth" in r for r in ex.break_reasons), ex.break_reasons
+    assert "inline_depth=3 (TORCHC_INLINE_DEPTH)" in str(ex)
+
+
+@pytest.mark.allow_fallback
+def test_recompile_limit_from_the_environment(monkeypatch):
+    def f(x):
+        return x * 2
+
+    torchc.config.recompile_limit = None  # conftest sets 1000 for every test
+    monkeypatch.setenv("TORCHC_RECOMPILE_LIMIT", "2")
+    assert torchc.config.recompile_limit == 2
+    cf = torchc.compile(f, dynamic=False)
+    with pytest.warns(RuntimeWarning, match="recompile limit"):
+        for n in range(1, 5):
+            torch.testing.assert_close(cf(torch.ones(n)), torch.full((n,), 2.0))
+    assert torchc._C.stats()["compiles"] == 2
+
+
+@pytest.mark.no_compile
+def test_following_torch():
+    import torch._dynamo
+    c = torchc.config
+    c.recompile_limit = None
+    old = torch._dynamo.config.recompile_limit
+    torch._dynamo.config.recompile_limit = 5
+    try:
+        assert c.recompile_limit == 5 and c.source("recompile_limit") == "default"
+        c.recompile_limit = 7
+        assert c.recompile_limit == 7 and "recompile_limit=7 (set)" in torchc._C.config_changed()
+    finally:
+        torch._dynamo.config.recompile_limit = old
+    assert c.num_threads == torch.get_num_threads()
+    c.automatic_dynamic_shapes = False
+    assert c.automatic_dynamic_shapes is False
+    del c.automatic_dynamic_shapes
+    assert c.automatic_dynamic_shapes is torch._dynamo.config.automatic_dynamic_shapes

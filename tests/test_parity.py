@@ -341,3 +341,33 @@ def test_is_compiling_true_inside_capture():
     assert torch.equal(torchc.compile(f)(torch.zeros(2)), torch.ones(2))
     assert torch.equal(f(torch.zeros(2)), -torch.ones(2))
     assert Torchc.count == 1
+
+
+def test_parity_backend_callable():
+    """A torch.compile-style backend callable gets GraphModules from both: as many graphs,
+    each with example tensors, and the results it runs equal eager's."""
+    def f(x, y):
+        a = torch.tanh(x @ y) * 2
+        print("", end="")  # a graph break on both sides
+        return (a - x).sum(0)
+
+    def make():
+        seen = []
+
+        def backend(gm, example_inputs):
+            assert isinstance(gm, torch.fx.GraphModule)
+            assert all(isinstance(t, torch.Tensor) for t in example_inputs)
+            seen.append(sum(n.op == "call_function" or n.op == "call_method" for n in gm.graph.nodes))
+            return gm.forward
+        return backend, seen
+
+    x, y = torch.randn(3, 3), torch.randn(3, 3)
+    torch._dynamo.reset()
+    tb, tseen = make()
+    want = torch.compile(f, backend=tb)(x, y)
+    torch._dynamo.reset()
+    cb, cseen = make()
+    got = torchc.compile(f, backend=cb)(x, y)
+    assert_same(got, want)
+    assert_same(got, f(x, y))
+    assert len(tseen) == len(cseen) == 2 and all(cseen), (tseen, cseen)

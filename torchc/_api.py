@@ -1,6 +1,5 @@
 """The thin Python API over torchc._C: compile(), explain(), reset(), disable(), config."""
 import functools
-import sys
 import types
 
 import torch
@@ -10,64 +9,7 @@ from . import _cudagraphs
 from . import _torch
 
 
-class _Config:
-    """torchc.config: process-wide settings (validated on assignment). Until set here (or
-    after being set to None), recompile_limit and automatic_dynamic_shapes follow
-    torch._dynamo.config's, and num_threads follows torch.get_num_threads() (read at each
-    compiled call)."""
-
-    def __init__(self):
-        object.__setattr__(self, "_values", {"recompile_limit": 8, "num_threads": _C.get_num_threads(),
-                                             "automatic_dynamic_shapes": True,
-                                             # limits of one trace, named in explain() when hit
-                                             "max_sources": 1 << 20, "inline_depth": 48,
-                                             "max_outputs": 1 << 16})
-        object.__setattr__(self, "_set", set())
-
-    def __getattr__(self, name):
-        if name not in self._values:
-            raise AttributeError(f"torchc.config has no setting {name!r}")
-        if name not in self._set:
-            if name in ("recompile_limit", "automatic_dynamic_shapes"):
-                return getattr(_torch.dynamo().config, name)
-            if name == "num_threads":
-                return torch.get_num_threads()
-        return self._values[name]
-
-    def __setattr__(self, name, value):
-        if name not in self._values:
-            raise AttributeError(f"torchc.config has no setting {name!r}")
-        if value is None:  # follow torch's setting again
-            self._set.discard(name)
-            if name == "recompile_limit":
-                _torch.limit_follow_torch()
-            elif name == "num_threads":
-                _C.follow_torch_threads(True)
-            return
-        if name == "automatic_dynamic_shapes":
-            if not isinstance(value, bool):
-                raise ValueError(f"torchc.config.{name} must be a bool, got {value!r}")
-            self._values[name] = value
-            self._set.add(name)
-            return
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise ValueError(f"torchc.config.{name} must be a positive int, got {value!r}")
-        if name == "recompile_limit":
-            _C.set_recompile_limit(value)
-            _torch.limit_set_explicitly()
-        elif name == "num_threads":
-            _C.set_num_threads(value)
-            _C.follow_torch_threads(False)
-        elif name in ("max_sources", "inline_depth", "max_outputs"):
-            _C.set_limit(name, value)
-        self._values[name] = value
-        self._set.add(name)
-
-    def __repr__(self):
-        return f"torchc.config({', '.join(f'{k}={getattr(self, k)!r}' for k in self._values)})"
-
-
-config = _Config()
+from ._config import automatic_dynamic, config  # noqa: F401  (torchc.config: ic_config.h's table)
 
 _MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 # options= torchc understands: name -> (meaning, type)
@@ -79,23 +21,31 @@ OPTIONS = {
 }
 
 
+def _other_backend(backend):
+    """None for torchc's own compiler (backend None, "inductor", "torchc"); else the backend
+    torchc's captured graphs go to as FX GraphModules (torchc/_fx_export.py): a callable
+    taking (gm, example_inputs), or a name in Dynamo's registry ("eager", "aot_eager", ...)."""
+    if backend in (None, "inductor", "torchc"):
+        return None
+    if isinstance(backend, str):
+        from torch._dynamo.backends.registry import list_backends, lookup_backend
+        try:
+            lookup_backend(backend)
+        except Exception:
+            raise ValueError(f"torchc.compile: unknown backend {backend!r}; valid: 'inductor' or "
+                             "'torchc' (torchc's compiler), a callable (gm, example_inputs), or one "
+                             f"of Dynamo's: {', '.join(['eager', 'aot_eager'] + list_backends())}") from None
+        return backend
+    if callable(backend):
+        return backend
+    raise TypeError(f"torchc.compile: backend must be a str or a callable, got {backend!r}")
+
+
 def _check_options(backend, mode, options):
     """torch.compile's arguments: accepted with their meaning, or a clear error."""
-    if backend not in (None, "inductor", "torchc"):
-        known = sys.modules.get("torch._dynamo.backends.registry")
-        known = set(known._BACKENDS) | set(known._COMPILER_FNS) if known else set()
-        if isinstance(backend, str) and backend not in known | {"eager", "aot_eager", "cudagraphs"}:
-            raise ValueError(f"torchc.compile: unknown backend {backend!r}; torchc.compile takes "
-                             "backend='inductor' (torch.compile's default) or 'torchc', both "
-                             "meaning torchc's compiler")
-        if not (callable(backend) or isinstance(backend, str)):
-            raise TypeError(f"torchc.compile: backend must be a str or a callable, got {backend!r}")
-        if True:
-            raise NotImplementedError(
-                f"torchc.compile(backend={backend!r}): handing torchc's captured graphs to another "
-                "backend is not supported (torchc's graphs are its own IR, not FX graphs). Use "
-                f"torch.compile(fn, backend={backend!r}) for Dynamo's capture with that backend, or "
-                "torch.compile(fn, backend='torchc') for Dynamo's capture with torchc's code.")
+    if _other_backend(backend) is not None and (mode is not None or options):
+        raise ValueError(f"torchc.compile: mode= and options= are torchc's compiler's; backend="
+                         f"{backend!r} compiles the graphs itself and takes neither")
     if mode is not None and mode not in _MODES:
         raise ValueError(f"torchc.compile: unknown mode {mode!r}; valid modes: {', '.join(_MODES)}")
     if options is None:
@@ -208,10 +158,7 @@ def _dynamic_flag(dynamic):
     False = always specialize, True = every dim of the tensor arguments symbolic.
     torch._dynamo.mark_dynamic / mark_static on an argument win over these (dynamo_hook/marks.c)."""
     if dynamic is None:
-        auto = config._values["automatic_dynamic_shapes"] if "automatic_dynamic_shapes" in config._set \
-            else (sys.modules["torch._dynamo"].config.automatic_dynamic_shapes
-                  if "torch._dynamo" in sys.modules else True)
-        return -1 if auto else 0
+        return -1 if automatic_dynamic() else 0
     if not isinstance(dynamic, bool):
         raise TypeError(f"dynamic must be None, True or False, got {dynamic!r}")
     return int(dynamic)
@@ -222,7 +169,11 @@ def compile(model=None, *example_inputs, fullgraph=False, dynamic=None, backend=
             isolate_recompiles=False, shapes_spec=None):
     """torch.compile's signature and meaning. Returns a compiled function or an
     OptimizedModule. backend: "inductor" (torch.compile's default) or "torchc" both mean
-    torchc's C inductor; another backend raises NotImplementedError. recompile_limit: entries
+    torchc's C inductor; another backend — "eager", "aot_eager", any name in Dynamo's registry,
+    or a callable taking (gm, example_inputs) like torch.compile's — gets each graph torchc
+    captures as a torch.fx.GraphModule and what it returns runs in place of torchc's code
+    (guards, graph breaks and their resume functions stay torchc's; graphs are handed over at
+    the shapes they were captured at, so `dynamic` does not apply). recompile_limit: entries
     per code object before running eagerly (None: torchc.config.recompile_limit, which
     follows torch._dynamo.config.recompile_limit until set). name: kept as the result's
     compile_name (torch surfaces it in debug metadata only)."""
@@ -253,6 +204,9 @@ def compile(model=None, *example_inputs, fullgraph=False, dynamic=None, backend=
     if model is None:
         return lambda m: compile(m, **kwargs)
     dyn = _dynamic_flag(dynamic)
+    other = _other_backend(backend)
+    if other is not None:
+        dyn = 0  # graphs go to the backend at the shapes they were captured at
     if disable:
         return model
     cg, adaptive, tune = _mode_flags(mode, opts)
@@ -264,6 +218,8 @@ def compile(model=None, *example_inputs, fullgraph=False, dynamic=None, backend=
             _C.allow_code(fwd)
         call = _C.CompiledFunction(model, fullgraph, dyn, limit)
         call.autotune = int(tune)
+        if other is not None:
+            call.backend = other
         if name is not None:
             call.compile_name = name
         if cg and fwd is not None:
@@ -274,6 +230,8 @@ def compile(model=None, *example_inputs, fullgraph=False, dynamic=None, backend=
         raise TypeError(f"torchc.compile expects a callable or nn.Module, got {type(model).__name__}")
     cf = _C.CompiledFunction(model, fullgraph, dyn, limit)
     cf.autotune = int(tune)
+    if other is not None:
+        cf.backend = other
     try:
         functools.update_wrapper(cf, model)
     except (AttributeError, TypeError):
@@ -359,6 +317,11 @@ class ExplainOutput:
         self.guards = [_local_names(g, r.get("code")) for r in compiled for g in r["guards"]]
         self.kernels = [r["kernels"] for r in compiled if r.get("kernels")]
         self.compile_ms = sum(r.get("compile_ms", 0.0) for r in records if r["event"] != "hit")
+        # compile-time breakdown, seconds summed over this call's captures: capture,
+        # cache_lookup, graph_passes, codegen (LLVM / NVPTX), load (JIT, cached code), fx_export
+        from ._logging import STAGES
+        self.compile_times = {k: sum((r.get("compile_times") or {}).get(k, 0.0) for r in records
+                                     if r["event"] == "compiled") for k, _ in STAGES}
         # training (issue 22): backward graphs compiled for graphs whose inputs require grad,
         # and the bytes of forward values they keep (saved) for the backward
         self.backward_graphs = [r["backward_graph"] for r in compiled if r.get("backward_graph")]
@@ -385,6 +348,10 @@ class ExplainOutput:
             lines += [f"Backward Graph Count: {self.backward_graph_count}",
                       f"Backward Op Count: {self.backward_op_count}",
                       f"Saved Bytes: {self.saved_bytes}"]
+        if self.compile_ms:
+            from ._logging import STAGES
+            lines.append(f"Compile Time: {self.compile_ms / 1e3:.4f} s (" + ", ".join(
+                f"{label} {self.compile_times[k]:.4f} s" for k, label in STAGES if self.compile_times[k]) + ")")
         if self.compiles_per_code:
             lines.append("Compiles per code object:")
             lines += [f"  {n}: {k}" for k, n in sorted(self.compiles_per_code.items(), key=lambda kv: -kv[1])]

@@ -4,8 +4,8 @@
   torch.compiler.set_stance(...)                   read at each compiled call (csrc/dropin.c):
                                                    force_eager, eager_on_recompile,
                                                    fail_on_recompile, eager_then_compile
-  torch._dynamo.config.recompile_limit /           torchc's defaults until torchc.config sets
-    automatic_dynamic_shapes                       its own
+  torch._dynamo.config.recompile_limit /           torchc's defaults until torchc.config (or
+    automatic_dynamic_shapes                       TORCHC_<NAME>) sets its own
   torch.get_num_threads()                          followed at each compiled call
   torch._dynamo.mark_dynamic / maybe_mark_dynamic  read when a frame is captured
     / mark_static                                  (dynamo_hook/marks.c)
@@ -52,30 +52,10 @@ def _install_now():
     import torch._dynamo.eval_frame
     from . import _backend
     _C.set_stance_globals(vars(torch._dynamo.eval_frame))
-    if not _limit_set:
-        _C.set_limit_source(torch._dynamo.config)
+    _C.set_limit_source(torch._dynamo.config)  # below torchc.config.recompile_limit's own value
     torch._dynamo.reset = _wrap_reset(torch._dynamo.reset)
     torch._dynamo.reset_code_caches = _wrap_reset(torch._dynamo.reset_code_caches)
     _backend.register()
-
-
-_limit_set = False
-
-
-def limit_set_explicitly():
-    """torchc.config.recompile_limit was assigned: torch's no longer applies."""
-    global _limit_set
-    _limit_set = True
-    _C.set_limit_source(None)
-
-
-def limit_follow_torch():
-    """torchc.config.recompile_limit = None: torch._dynamo.config's applies again."""
-    global _limit_set
-    _limit_set = False
-    if _installed:
-        import torch._dynamo
-        _C.set_limit_source(torch._dynamo.config)
 
 
 def dynamo():

@@ -1,0 +1,9 @@
+/* settings.c — the frontend's rows of the settings table (inductor_c/ic_config.h) read where
+ * the frame hook uses them: the limits of one trace, at the start of each capture. */
+#include "dh_internal.h"
+
+void dh_settings_read(void) {
+    dh_limit.max_sources = (int)ic_config_int(IC_CFG_max_sources);
+    dh_limit.inline_depth = (int)ic_config_int(IC_CFG_inline_depth);
+    dh_limit.max_outputs = (int)ic_config_int(IC_CFG_max_outputs);
+}
