@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "aten_bridge.h"
+#include "pyerr.h"
 #include "ic.h"
 #include "train.h"
 
@@ -287,7 +288,7 @@ done:
 char *tc_train_describe(PyObject *train, long long *saved_bytes, int *bwd_ops, int *nsaved) {
     tc_train *tr = PyCapsule_GetPointer(train, CAPSULE);
     if (tr == NULL) {
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_ValueError); /* not a training capsule: no description */
         return NULL;
     }
     *saved_bytes = tr->ag.saved_bytes;
