@@ -143,6 +143,8 @@ static dh_guard *new_guard(trace *t, dh_guardkind kind, int src) {
     return g;
 }
 
+dh_guard *sym_new_guard(trace *t, dh_guardkind kind, int src) { return new_guard(t, kind, src); }
+
 static int has_guard(trace *t, dh_guardkind kind, int src) {
     for (int i = 0; i < t->nguards; i++)
         if (t->guards[i].kind == kind && t->guards[i].src == src)

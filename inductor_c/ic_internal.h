@@ -461,7 +461,7 @@ typedef void (*ic_pass_hook)(ic_ctx *c, const char *pass);
 IC_API void ic_test_set_pass_hook(ic_pass_hook h);
 /* test hook (support.c): the n-th arena allocation from now fails; -1 disables */
 void ic_test_fail_alloc_after(long n);   /* sched/describe.c */
-/* codegen/cpu_llvm.c: builds, optimizes, JITs; fills fns (one per kernel) */
+/* codegen/cpu_module.c (kernels emitted by cpu_llvm.c): builds, optimizes, JITs; fills fns (one per kernel) */
 /* fns[2k]: kernel k; fns[2k+1]: its combine kernel when split, else NULL */
 void ic_codegen_cpu(ic_ctx *c, ic_kernel_fn *fns, void **rt_out);
 void ic_codegen_cleanup(ic_ctx *c);

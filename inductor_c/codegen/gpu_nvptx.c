@@ -30,7 +30,7 @@
  *
  *   tile        pointwise kernels that load an input transposed (contiguous along another
  *               var u than the store's vv): 32 x 32 tiles through shared memory, both
- *               phases and the swizzle from layouts (gpu_layout.c, choose_tile, emit_tile);
+ *               phases and the swizzle from layouts (gpu_layout.c, gg_choose_tile, gg_emit_tile);
  *               on by default (TORCHC_GPU_TILE=0: off).
  *
  * Control flow is uniform across a block except around stores (`if (valid) store`), so the
@@ -74,7 +74,7 @@ static void gres_free(gres *R) {
 }
 
 /* Point the generator at part q: every LLVM type and the module/builder come from its context. */
-void bind_part(gg *g, gpart *q) {
+void gg_bind_part(gg *g, gpart *q) {
     LLVMContextRef x = q->ctx;
     g->cg.ctx = x;
     g->cg.mod = q->mod;
@@ -97,18 +97,18 @@ void bind_part(gg *g, gpart *q) {
 /* The part the next kernel variant goes to: the one with the least work so far (bitcode
  * bytes), bound. Variants, not kernels, are spread: a GEMM's two variants were 43% of BERT's
  * code in one part, the critical path of the parallel O3 + ptxas. */
-gpart *next_part(gg *g, gres *R) {
+gpart *gg_next_part(gg *g, gres *R) {
     gpart *q = &R->p[0];
     for (int i = 1; i < R->np; i++)
         if (R->p[i].work < q->work) q = &R->p[i];
-    bind_part(g, q);
+    gg_bind_part(g, q);
     return q;
 }
 
-bool lazy_enabled(const gres *R) { return R->lz_on; }
+bool gg_lazy_enabled(const gres *R) { return R->lz_on; }
 
 /* The part of the lazy fallbacks (gpu.h ic_gpu.lazy_bc), created on first use, bound. */
-gpart *lazy_part(gg *g, gres *R) {
+gpart *gg_lazy_part(gg *g, gres *R) {
     gpart *q = &R->lz;
     if (!q->ctx) {
         q->ctx = LLVMContextCreate();
@@ -117,7 +117,7 @@ gpart *lazy_part(gg *g, gres *R) {
         LLVMSetTarget(q->mod, LLVMGetTarget(R->p[0].mod));
         LLVMSetDataLayout(q->mod, LLVMGetDataLayoutStr(R->p[0].mod));
     }
-    bind_part(g, q);
+    gg_bind_part(g, q);
     return q;
 }
 
@@ -243,8 +243,8 @@ static int rename_prefixed(LLVMModuleRef m, const char *from, const char *to) {
     return n;
 }
 
-/* Before a variant: its own module in part q's context (the generator's module until kend). */
-void kbegin(gg *g, gres *R, gpart *q) {
+/* Before a variant: its own module in part q's context (the generator's module until gg_kend). */
+void gg_kbegin(gg *g, gres *R, gpart *q) {
     if (!dedupe_on(g->c)) return;
     R->tmp = LLVMModuleCreateWithNameInContext("torchc_kernel", q->ctx);
     LLVMSetTarget(R->tmp, LLVMGetTarget(q->mod));
@@ -255,7 +255,7 @@ void kbegin(gg *g, gres *R, gpart *q) {
 /* After a variant named gv->name: 1 when it repeats an earlier one (gv now names that one),
  * 0 when it is new (linked into q's module). lazy: q is the lazy fallbacks' part (a variant
  * compiled now never takes a lazy one's code; gv->lazy says where its code is). */
-int kend(gg *g, gres *R, gpart *q, ic_gvariant *gv, bool lazy) {
+int gg_kend(gg *g, gres *R, gpart *q, ic_gvariant *gv, bool lazy) {
     gv->lazy = lazy;
     if (!R->tmp) { /* no dedupe: generated straight into q's module, counted as one unit */
         q->nk++;
@@ -312,7 +312,7 @@ int ic_gpu_target_sm(int sm) { return sm > 90 ? 90 : sm < 52 ? 52 : sm; }
 
 int ic_gpu_pdl(const ic_config *cf, int sm) { return pdl_on(cf, sm); }
 
-void codegen(ic_ctx *c, int tsm, int nsm, gres *R) {
+void gg_codegen(ic_ctx *c, int tsm, int nsm, gres *R) {
     const double tg0 = ic_now_ms();
     bool ptx_only = c->ptx_sm > 0; /* ic_graph_to_ptx */
     char msg[512];
@@ -328,7 +328,7 @@ void codegen(ic_ctx *c, int tsm, int nsm, gres *R) {
         }
     }
     int ngen = 0; /* kernels that may be generated: parts get about 4 each at least */
-    for (int ki = 0; ki < c->nkernels; ki++) ngen += c->kernels[ki].is_ext || !kernel_empty(&c->kernels[ki]);
+    for (int ki = 0; ki < c->nkernels; ki++) ngen += c->kernels[ki].is_ext || !gg_kernel_empty(&c->kernels[ki]);
     int kpp = (int)c->cfg.kernels_per_part; /* tests set 1: every kernel its own module */
     /* PTX-only compiles (make ptx-check) keep one module unless the tests ask for parts */
     int np = ptx_only && !kpp ? 1 : compile_threads(&c->cfg);
@@ -348,9 +348,8 @@ void codegen(ic_ctx *c, int tsm, int nsm, gres *R) {
     g->cg.c = c;
     g->cg.width = 1;
     g->cg.vec_var = -1;
-    g->cg.exp_fn = exp_f32_cb;
-    g->cg.exp_arg = g;
-    bind_part(g, &R->p[0]);
+    ol_target_nvptx(&g->cg, tsm);
+    gg_bind_part(g, &R->p[0]);
 
     size_t nx = (size_t)c->nxs + 1;
     g->var_val = ic_alloc(c, ((size_t)c->nvars + 1) * sizeof(LLVMValueRef));
@@ -395,29 +394,29 @@ void codegen(ic_ctx *c, int tsm, int nsm, gres *R) {
             ic_gkernel *K = &gpu->k[gpu->nkernels++];
             K->ext = ++ext;
             int nnew = 0;
-            next_part(g, R);
-            fused = gemm_kernel(g, ki, K, tsm, nsm, mid, R, &nnew, gpu, &choice_kj); /* or our GEMM template */
+            gg_next_part(g, R);
+            fused = gg_gemm_kernel(g, ki, K, tsm, nsm, mid, R, &nnew, gpu, &choice_kj); /* or our GEMM template */
             continue;
         }
-        if (kernel_empty(k)) continue;
-        next_part(g, R); /* bound for the planning; each variant picks its own part below */
+        if (gg_kernel_empty(k)) continue;
+        gg_next_part(g, R); /* bound for the planning; each variant picks its own part below */
         int32_t vv = -1;
         int64_t vsize = 1;
         if (k->ninner > 0 && !k->vec_outer) {
             vv = k->ivar[k->ninner - 1];
             vsize = k->isize[k->ninner - 1];
         }
-        int V = choose_vec(c, k, vv, vsize, k->has_red);
+        int V = gg_choose_vec(c, k, vv, vsize, k->has_red);
         int nvar = V > 1 ? 2 : 1;
         plan *TP = ic_alloc(c, sizeof *TP), *TP2 = ic_alloc(c, sizeof *TP2);
-        bool tile = choose_tile(c, k, TP);
-        bool tile2 = tile && choose_tile2(c, k, TP, TP2); /* V2: word tile, then TP as fallback */
+        bool tile = gg_choose_tile(c, k, TP);
+        bool tile2 = tile && gg_choose_tile2(c, k, TP, TP2); /* V2: word tile, then TP as fallback */
         if (tile) V = 1, nvar = tile2 ? 2 : 1;
         /* split rows: partial slots in extra workspace, launches per pass, then a final one */
         int on_a = -1, on_b = -1;
         ic_xid on_shift = -1;
-        int on_kind = tile ? ON_NONE : online_pair(c, k, &on_a, &on_b, &on_shift);
-        int S = tile ? 0 : choose_split(k, nsm, V, on_kind != ON_NONE);
+        int on_kind = tile ? ON_NONE : gg_online_pair(c, k, &on_a, &on_b, &on_shift);
+        int S = tile ? 0 : gg_choose_split(k, nsm, V, on_kind != ON_NONE);
         if (S <= 1) on_kind = ON_NONE;
         int *slot = ic_alloc(c, ((size_t)k->nitems + 1) * sizeof(int));
         int nslot = 0, nfinal = 0; /* nfinal: stores the final launch makes */
@@ -452,7 +451,7 @@ void codegen(ic_ctx *c, int tsm, int nsm, gres *R) {
             for (int v = 0; v < nvar; v++) {
                 plan P;
                 if (tile) P = tile2 && v == 0 ? *TP2 : *TP;
-                else plan_kernel(c, k, &P, v == 0 ? V : 1, nsm, S, passes[q], slot,
+                else gg_plan_kernel(c, k, &P, v == 0 ? V : 1, nsm, S, passes[q], slot,
                                  on_kind && passes[q] == k->items[on_a].pos);
                 P.on_kind = on_kind;
                 P.on_a = on_a;
@@ -460,7 +459,7 @@ void codegen(ic_ctx *c, int tsm, int nsm, gres *R) {
                 P.on_shift = on_shift;
                 if (P.grid == 0) continue;
                 if ((int64_t)P.grid > 0x7FFFFFFF) ic_fail(c, IC_EUNSUPPORTED, "GPU grid too large");
-                g->ity = fits_i32(c, k, &P) ? g->cg.i32 : g->cg.i64;
+                g->ity = gg_fits_i32(c, k, &P) ? g->cg.i32 : g->cg.i64;
                 char name[48];
                 if (S > 1)
                     snprintf(name, sizeof name, "tc%d_k%d%s%d%s", mid % 1000000, ki, passes[q] >= 0 ? "p" : "f",
@@ -470,10 +469,10 @@ void codegen(ic_ctx *c, int tsm, int nsm, gres *R) {
                 ic_gvariant *gv = &K->v[K->nvar++];
                 /* the scalar fallback of a vector variant that only assumes aligned bases */
                 bool lazy = v == 1 && K->nvar == 2 && K->v[0].nalign > 0 && R->lz_on;
-                gpart *q = lazy ? lazy_part(g, R) : next_part(g, R);
-                kbegin(g, R, q);
-                gen_variant(g, k, &P, gv, name);
-                kend(g, R, q, gv, lazy);
+                gpart *q = lazy ? gg_lazy_part(g, R) : gg_next_part(g, R);
+                gg_kbegin(g, R, q);
+                gg_gen_variant(g, k, &P, gv, name);
+                gg_kend(g, R, q, gv, lazy);
                 gv->part_off = part_off;
                 /* the vector variant needs no fallback when it assumes no alignment */
                 if (v == 0 && nvar == 2 && K->v[0].nalign == 0) break;
@@ -556,7 +555,7 @@ void ic_codegen_gpu(ic_ctx *c, int tsm, int nsm, ic_gpu *gpu) {
         memcpy(c->jb, saved, sizeof(jmp_buf));
         longjmp(c->jb, 1);
     }
-    codegen(c, tsm, nsm, &R);
+    gg_codegen(c, tsm, nsm, &R);
     gres_free(&R);
     memcpy(c->jb, saved, sizeof(jmp_buf));
 }
