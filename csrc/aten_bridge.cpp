@@ -2,6 +2,7 @@
 // ATen for the C layers. Everything here is reached through aten_bridge.h (extern "C").
 // Errors become Python exceptions; no C++ exception crosses the boundary.
 #include "aten_bridge.h"
+#include "pyerr.h"
 
 #include <cstdio>
 #include <cstring>
@@ -282,12 +283,13 @@ int tc_extern_handler(const ic_extern_call *call, ic_err *err) {
 
 /* THPVariable_Check runs isinstance() for subclasses, which can fail (RecursionError near the
  * limit, a hostile __class__) and then throws: never let that escape into C (abort); the
- * object is taken as no tensor and the error is dropped (the caller's next step re-raises it). */
+ * object is taken as no tensor and an Exception is dropped (the caller's next step re-raises
+ * it); MemoryError and KeyboardInterrupt stay set and propagate at the caller's next check. */
 int tc_is_tensor(PyObject *o) {
     try {
         return THPVariable_Check(o) ? 1 : 0;
     } catch (...) {
-        PyErr_Clear();
+        (void)tc_clear_expected(NULL);
         return 0;
     }
 }

@@ -6,6 +6,7 @@
 #include <Python.h>
 
 #include "aten_bridge.h"
+#include "pyerr.h"
 #include "dh.h"
 #include "ic.h"
 #include "dropin.h"
@@ -18,13 +19,18 @@ static int stance_code;
 static int follow_threads = 1;   /* 0 once torchc.config.num_threads is set explicitly */
 static int threads_seen;
 
+/* the stance's code; a missing or odd stance attribute reads as the default; -1 with an
+ * unexpected exception set (MemoryError, KeyboardInterrupt) */
 static int stance_of(PyObject *st) {
     PyObject *s = PyObject_GetAttrString(st, "stance");
     int code = DH_STANCE_DEFAULT;
     const char *n = s && PyUnicode_Check(s) ? PyUnicode_AsUTF8(s) : NULL;
-    if (n == NULL)
-        PyErr_Clear();
-    else if (!strcmp(n, "force_eager"))
+    if (n == NULL) {
+        PyObject *expected = PyTuple_Pack(2, PyExc_AttributeError, PyExc_UnicodeError);
+        if (expected == NULL || tc_clear_expected(expected) < 0)
+            code = -1;
+        Py_XDECREF(expected);
+    } else if (!strcmp(n, "force_eager"))
         code = DH_STANCE_FORCE_EAGER;
     else if (!strcmp(n, "eager_on_recompile"))
         code = DH_STANCE_EAGER_ON_RECOMPILE;
@@ -48,8 +54,11 @@ int tc_dropin_before_call(void) {
         return DH_STANCE_DEFAULT;
     PyObject *st = PyDict_GetItemString(stance_globals, "_stance"); /* borrowed */
     if (st != stance_seen) {
+        int code = st ? stance_of(st) : DH_STANCE_DEFAULT;
+        if (code < 0)
+            return -1; /* not cached: the next call asks again */
         Py_XSETREF(stance_seen, Py_XNewRef(st));
-        stance_code = st ? stance_of(st) : DH_STANCE_DEFAULT;
+        stance_code = code;
     }
     return stance_code;
 }
@@ -66,7 +75,8 @@ static PyObject *m_set_stance_globals(PyObject *m, PyObject *arg) {
 }
 
 static PyObject *m_stance(PyObject *m, PyObject *unused) {
-    return PyLong_FromLong(tc_dropin_before_call());
+    int stance = tc_dropin_before_call();
+    return stance < 0 ? NULL : PyLong_FromLong(stance);
 }
 
 static PyObject *m_set_log_hook(PyObject *m, PyObject *arg) {

@@ -4,7 +4,8 @@
 #include <Python.h>
 
 /* Before each compiled call: follows torch.get_num_threads() (unless torchc.config set the
- * count) and returns torch.compiler.set_stance's current stance as a DH_STANCE_* code. */
+ * count) and returns torch.compiler.set_stance's current stance as a DH_STANCE_* code; -1 with
+ * an exception set (MemoryError, KeyboardInterrupt while reading it). */
 int tc_dropin_before_call(void);
 /* Adds set_stance_globals, stance, set_log_hook, follow_torch_threads to torchc._C. */
 int tc_dropin_init(PyObject *m);

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "ll.h"
+#include "pyerr.h"
 
 typedef struct {
     PyObject_HEAD
@@ -77,7 +78,8 @@ static int as_u64(PyObject *o, uint64_t *v, const char *what) {
         x = PyLong_AsUnsignedLongLong(n);
     Py_DECREF(n);
     if (PyErr_Occurred() || overflow < 0 || (!overflow && s < 0)) {
-        PyErr_Clear();
+        if (tc_clear_expected(PyExc_OverflowError) < 0) /* too large: the ValueError below */
+            return -1;
         PyErr_Format(PyExc_ValueError, "%s: expected a non-negative int below 2**64", what);
         return -1;
     }

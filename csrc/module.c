@@ -58,6 +58,8 @@ static PyObject *cf_call(CompiledFunction *self, PyObject *args, PyObject *kw) {
         return NULL;
     }
     int stance = tc_dropin_before_call(); /* csrc/dropin.c: set_stance, thread count */
+    if (stance < 0)
+        return NULL;
     if (stance == DH_STANCE_FORCE_EAGER || (stance == DH_STANCE_EAGER_THEN_COMPILE && self->ncalls++ == 0))
         return PyObject_Call(self->fn, args, kw);
     dh_tl_stance = stance;

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "aten_bridge.h"
+#include "pyerr.h"
 #include "ic.h"
 #include "train.h"
 
@@ -331,7 +332,7 @@ done:
 char *tc_train_describe(PyObject *train, long long *saved_bytes, int *bwd_ops, int *nsaved, int *compiled) {
     tc_train *tr = PyCapsule_GetPointer(train, CAPSULE);
     if (tr == NULL) {
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_ValueError); /* not a training capsule: no description */
         return NULL;
     }
     *compiled = tr->bwd != NULL;

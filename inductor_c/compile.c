@@ -7,10 +7,14 @@
  *   dyn_setup       symbolic sizes evaluated at internal hints         (graph metas; c->dyn)
  *   ic_graph_verify graph well formed                                  (nothing)
  *   ic_lower        loop nodes, one per value (loops/lower.c)          (c->ln, expressions)
+ *     ic_verify_loops    loop nodes well formed (loops/verify.c)       (nothing)
  *   ic_schedule     realize or inline, fuse into kernels (sched/)      (c->kernels)
- *   ic_finalize_kernels  flat offsets, collapsed dims, tiles           (kernels)
- *   ic_plan_buffers      buffers and workspace offsets                 (c->bufs, c->ws_size)
- *   ic_verify_kernels    kernel IR well formed (debug builds)          (nothing)
+ *     ic_verify_sched    scheduled kernels well formed                 (nothing)
+ *   ic_finalize_kernels  flat offsets, collapsed dims, tiles, buffers  (kernels, c->bufs)
+ *     ic_verify_sched    again (flat loads name existing buffers)
+ *   ic_plan_buffers      workspace offsets                             (c->bufs, c->ws_size)
+ *     ic_verify_kernels  kernel IR well formed (sched/verify.c)        (nothing)
+ *   (each verifier after its pass: debug builds and TORCHC_DEBUG; after_pass)
  *   ic_describe_kernels  explain's kernel summary                      (out->describe)
  *   plan_row_scratch     GPU: workspace for row scratch (kind 3)       (c->row_scratch, ws_size)
  *   backend->codegen     code + launch plans, loaded (ic_backend.h)    (out: code, plans)
@@ -335,6 +339,22 @@ static void roundtrip_check(const ic_graph *g) {
     free(text);
 }
 
+static _Atomic(ic_pass_hook) pass_hook;
+
+IC_API void ic_test_set_pass_hook(ic_pass_hook h) { atomic_store(&pass_hook, h); }
+
+/* After each loop-IR pass: the test hook, then the pass's verifier (linear in the IR: cheap,
+ * but off in release builds unless TORCHC_DEBUG is set, as a failure is a fallback). */
+static void after_pass(ic_ctx *c, const char *pass, int (*verify)(ic_ctx *, char *, size_t), const char *what) {
+    ic_pass_hook h = atomic_load(&pass_hook);
+    if (h) h(c, pass);
+#ifdef NDEBUG
+    if (!(c->debug & ~(unsigned)IC_DEBUG_TIME)) return;
+#endif
+    char msg[256];
+    if (verify(c, msg, sizeof msg)) ic_fail(c, IC_EINTERNAL, "%s after %s: %s", what, pass, msg);
+}
+
 /* The pipeline, in order. Returns NULL after an ic_fail (c->err set). */
 static ic_compiled *pipeline(ic_ctx *c, const ic_graph *g, const ic_options *o) {
     if (setjmp(c->jb)) return NULL;
@@ -361,9 +381,11 @@ static ic_compiled *pipeline(ic_ctx *c, const ic_graph *g, const ic_options *o) 
     STAGE(IC_T_GRAPH);
     /* 2. loops: one loop node per value */
     ic_lower(c);
+    after_pass(c, "lower", ic_verify_loops, "loop verifier");
     STAGE(IC_T_LOWER);
     /* 3. schedule: realize-or-inline, fusion into kernels */
     ic_schedule(c);
+    after_pass(c, "schedule", ic_verify_sched, "loop verifier");
     STAGE(IC_T_SCHED);
     if (c->debug & IC_DEBUG_LOOPS) {
         ic_str s = {0};
@@ -373,15 +395,10 @@ static ic_compiled *pipeline(ic_ctx *c, const ic_graph *g, const ic_options *o) 
     }
     /* 4. kernels to loop form: buffers, flat offsets, collapsed dims, tiles */
     ic_finalize_kernels(c);
+    after_pass(c, "finalize", ic_verify_sched, "loop verifier");
     /* 5. workspace for intermediates */
     ic_plan_buffers(c);
-#ifdef NDEBUG
-    if (c->debug & ~(unsigned)IC_DEBUG_TIME)
-#endif
-    {
-        char kmsg[256];
-        if (ic_verify_kernels(c, kmsg, sizeof kmsg)) ic_fail(c, IC_EINTERNAL, "kernel verifier: %s", kmsg);
-    }
+    after_pass(c, "buffers", ic_verify_kernels, "kernel verifier");
     out->describe = ic_describe_kernels(c, false);
     if (c->debug & IC_DEBUG_LOOPS) {
         char *s = ic_describe_kernels(c, true);

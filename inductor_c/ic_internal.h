@@ -465,6 +465,12 @@ void ic_layout_loop_order(ic_ctx *c, const ic_kernel *k, int32_t *vars, int64_t 
 void ic_plan_buffers(ic_ctx *c);        /* sched/buffers.c */
 char *ic_describe_kernels(ic_ctx *c, bool detail); /* malloc'd */
 int ic_verify_kernels(ic_ctx *c, char *msg, size_t n); /* sched/verify.c; 0 ok */
+int ic_verify_loops(ic_ctx *c, char *msg, size_t n);   /* loops/verify.c: after ic_lower; 0 ok */
+int ic_verify_sched(ic_ctx *c, char *msg, size_t n);   /* loops/verify.c: after ic_schedule; 0 ok */
+/* test hook (compile.c): called after each loop-IR pass ("lower", "schedule", "finalize",
+ * "buffers"), before that pass's verifier; tests break the IR there (tests/c/test_parse.c) */
+typedef void (*ic_pass_hook)(ic_ctx *c, const char *pass);
+IC_API void ic_test_set_pass_hook(ic_pass_hook h);
 /* test hook (support.c): the n-th arena allocation from now fails; -1 disables */
 void ic_test_fail_alloc_after(long n);   /* sched/describe.c */
 /* codegen/cpu_module.c (kernels emitted by cpu_llvm.c): builds, optimizes, JITs; fills fns (one per kernel) */

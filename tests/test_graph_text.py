@@ -96,3 +96,41 @@ def test_internal_fault_counted_and_explained():
     assert out.internal_faults == 0 and "Internal Faults" not in str(out)
     assert out.graph_count == 1
     torch.testing.assert_close(out.result, f(x))
+
+
+class _Stance:
+    """a stance object whose `stance` attribute raises exc (torch.compiler.set_stance's
+    object, as torchc reads it from torch._dynamo.eval_frame._stance)"""
+
+    def __init__(self, exc):
+        self.exc = exc
+
+    @property
+    def stance(self):
+        raise self.exc
+
+
+@pytest.mark.parametrize("exc, propagates", [(AttributeError("no stance"), False),
+                                             (KeyboardInterrupt(), True), (MemoryError(), True)])
+def test_unexpected_exceptions_propagate(exc, propagates):
+    """PyErr_Clear only for the expected exceptions (csrc/pyerr.h tc_clear_expected): an odd
+    stance object reads as the default stance, but KeyboardInterrupt and MemoryError raised
+    while reading it reach the caller as in eager (they used to be swallowed)."""
+    import torch._dynamo.eval_frame as ef
+
+    def f(x):
+        return x * 2 + 1
+
+    cf = torchc.compile(f)
+    x = torch.randn(3)
+    saved = ef.__dict__.get("_stance")
+    ef._stance = _Stance(exc)
+    try:
+        if propagates:
+            with pytest.raises(type(exc)):
+                cf(x)
+        else:
+            torch.testing.assert_close(cf(x), f(x))
+    finally:
+        ef._stance = saved
+    torch.testing.assert_close(cf(x), f(x))

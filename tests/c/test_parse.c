@@ -1,7 +1,11 @@
-/* test_parse.c — the graph text parser (inductor_c/graph/parse.c): graphs written as IR text
- * compile and run; print(parse(text)) == text; parse(print(g)) == g for built graphs, and the
- * round trip fails when a field the compiler reads is left out of the text; malformed text
- * gives the line and the reason. */
+/* test_parse.c — the IR tools of the pipeline.
+ * The graph text parser (inductor_c/graph/parse.c): graphs written as IR text compile and
+ * run; print(parse(text)) == text; parse(print(g)) == g for built graphs, and the round trip
+ * fails when a field the compiler reads is left out of the text; malformed text gives the
+ * line and the reason.
+ * The loop-IR verifiers (loops/verify.c, sched/verify.c), run by the driver after each
+ * loop-IR pass: IR broken on purpose after a pass (ic_test_set_pass_hook) is an internal
+ * fault naming the pass and the defect, never a compiled graph. */
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -184,8 +188,124 @@ static void test_errors(void) {
     ic_graph_free(g);
 }
 
+/* ---- the loop-IR verifiers -------------------------------------------------------------- */
+static const char *VGRAPH = "%0 = input 0 : f32[4,6] strides=[6,1]\n"
+                            "%1 = input 1 : f32[6] strides=[1]\n"
+                            "%2 = mul %0 %1 : f32[4,6]\n"
+                            "%3 = exp %2 : f32[4,6]\n"
+                            "%4 = sum %3 dims=[1] : f32[4]\n"
+                            "output 0 = %4\n"
+                            "output 1 = %3\n";
+
+static int breakage; /* what the hook breaks (0: nothing) */
+static const char *break_after;
+static int hook_calls;
+static char passes_seen[128];
+
+static ic_xid find_x(ic_ctx *c, int kind) {
+    for (ic_xid x = 0; x < c->nxs; x++)
+        if (c->xs[x].kind == kind) return x;
+    return -1;
+}
+
+static void hook(ic_ctx *c, const char *pass) {
+    hook_calls++;
+    size_t n = strlen(passes_seen);
+    snprintf(passes_seen + n, sizeof passes_seen - n, "%s%s", n ? "," : "", pass);
+    if (!breakage || strcmp(pass, break_after)) return;
+    ic_graph *g = c->g;
+    ic_val red = 4, exp = 3; /* VGRAPH's sum and exp */
+    switch (breakage) {
+    case 1: c->ln[exp].var[0] = c->nvars + 7; break;          /* a loop variable that does not exist */
+    case 2: c->ln[exp].size[1] += 1; break;                   /* sizes not the value's */
+    case 3: c->ln[red].red_count += 1; break;                 /* a reduction over the wrong count */
+    case 4: {                                                 /* a load of a later value */
+        ic_xid x = find_x(c, X_LOAD);
+        if (x >= 0) c->xs[x].buf = g->n - 1;
+        break;
+    }
+    case 5: {                                                 /* an index over another node's var */
+        c->ln[red].var[1] = c->ln[exp].var[1];
+        break;
+    }
+    case 6: {                                                 /* an expression that uses itself */
+        for (ic_xid x = 0; x < c->nxs; x++)
+            if (c->xs[x].kind == X_OP) {
+                c->xs[x].a = x;
+                break;
+            }
+        break;
+    }
+    case 7: c->ln[exp].kind = L_REDUCE; break;                /* kind not the op's */
+    case 8: c->kernels[c->nkernels - 1].items[0].expr = c->nxs + 3; break; /* a body out of range */
+    case 9: {                                                 /* a flat load of a buffer that does not exist */
+        ic_xid x = find_x(c, X_LOADF);
+        if (x >= 0) c->xs[x].buf = c->nbufs + 2;
+        break;
+    }
+    case 10: { /* a modidx by zero in an index */
+        for (int a = 0; a < c->natoms; a++)
+            if (c->atoms[a].kind == IX_VAR) {
+                c->atoms[a].kind = IX_MODIDX, c->atoms[a].sub = 0, c->atoms[a].div = 0;
+                break;
+            }
+        break;
+    }
+    case 11: c->kernels[0].items[0].pos = 99; break;         /* kernel verifier: a bad position */
+    }
+}
+
+static void expect_fault(int what, const char *after, const char *want) {
+    char name[64];
+    snprintf(name, sizeof name, "verifier %d after %s", what, after);
+    cur_test = name;
+    ic_graph *g = parse_ok(VGRAPH);
+    if (!g) return;
+    breakage = what;
+    break_after = after;
+    ic_options o = {.device = IC_CPU};
+    ic_err err;
+    ic_compiled *c = ic_compile(g, &o, &err);
+    char pass[64];
+    snprintf(pass, sizeof pass, "after %s: ", after);
+    CHECK(!c && err.code == IC_EINTERNAL && strstr(err.msg, pass) && strstr(err.msg, want),
+          "want an internal fault '... %s... %s', got %s", pass, want, c ? "a compiled graph" : err.msg);
+    if (c) ic_compiled_free(c);
+    ic_graph_free(g);
+    breakage = 0;
+}
+
+static void test_verifiers(void) {
+    cur_test = "verifiers";
+    ic_test_set_pass_hook(hook);
+    /* unbroken: the hook runs after every loop-IR pass and the graph compiles */
+    ic_graph *g = parse_ok(VGRAPH);
+    ic_options o = {.device = IC_CPU};
+    ic_err err;
+    ic_compiled *c = g ? ic_compile(g, &o, &err) : NULL;
+    CHECK(c != NULL, "compile: %s", err.msg);
+    CHECK(hook_calls == 4 && !strcmp(passes_seen, "lower,schedule,finalize,buffers"), "passes: %d (%s)", hook_calls,
+          passes_seen);
+    if (c) ic_compiled_free(c);
+    ic_graph_free(g);
+    expect_fault(1, "lower", "does not exist");
+    expect_fault(2, "lower", "the value's is 6");
+    expect_fault(3, "lower", "red_count");
+    expect_fault(4, "lower", "not an earlier value");
+    expect_fault(5, "lower", "not a loop variable of its node");
+    expect_fault(6, "lower", "not an earlier one");
+    expect_fault(7, "lower", "its op needs");
+    expect_fault(8, "schedule", "out of range");
+    expect_fault(9, "finalize", "does not exist");
+    expect_fault(10, "lower", "modidx");
+    expect_fault(11, "buffers", "kernel verifier after buffers");
+    ic_test_set_pass_hook(NULL);
+}
+
 int main(void) {
     double t0 = now();
+    setenv("TORCHC_CACHE", "0", 1); /* every compile runs the pipeline (no in-memory hits) */
+    test_verifiers();
     test_written_graph_runs();
     test_attributes();
     test_roundtrip_detects();
