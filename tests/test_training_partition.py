@@ -370,3 +370,38 @@ def test_grad_scaler_loop(init_scale):
         assert_same(pc.detach(), pe.detach(), rtol=1e-3, atol=1e-3)
     ex = torchc.explain(cm)(torch.randn(5, 6))
     assert ex.backward_graph_count == 1 and ex.graph_break_count == 0, str(ex)
+
+
+# ---- GPU (run on the device: python -m pytest -q tests/test_training_partition.py -k gpu) ----
+cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+
+
+@cuda
+def test_gpu_mincut_lazy_backward_and_scaler():
+    def f(x, w):
+        e = x @ w
+        h = e[:, :8]
+        return h.exp() * h.sin()
+
+    x, w = R(32, 16).cuda(), R(16, 256).cuda()
+    ex = grads_match(f, x, w)
+    assert ex.saved_bytes == 32 * 8 * 4, ex.saved_bytes
+    m = nn.Sequential(nn.Linear(16, 32), nn.GELU(), nn.Linear(32, 4)).cuda()
+    me = nn.Sequential(nn.Linear(16, 32), nn.GELU(), nn.Linear(32, 4)).cuda()
+    me.load_state_dict(m.state_dict())
+    cm = torchc.compile(m)
+    b0 = _bc()
+    cm(x)  # grad mode, no backward: nothing compiled for it
+    assert _bc() == b0
+    for mod, call in ((me, me), (m, cm)):
+        opt = torch.optim.SGD(mod.parameters(), lr=0.05)
+        scaler = torch.amp.GradScaler("cuda", init_scale=2.0 ** 12)
+        for i in range(5):
+            xi = torch.randn(8, 16, device="cuda", generator=torch.Generator("cuda").manual_seed(i))
+            opt.zero_grad()
+            scaler.scale(call(xi).pow(2).mean()).backward()
+            scaler.step(opt)
+            scaler.update()
+    assert _bc() == b0 + 1
+    for pe, pc in zip(me.parameters(), m.parameters()):
+        assert_same(pc.detach(), pe.detach(), rtol=1e-3, atol=1e-3)
