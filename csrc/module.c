@@ -7,6 +7,7 @@
 #include <limits.h>
 
 #include "aten_bridge.h"
+#include "train.h"
 #include "config_py.h"
 #include "dh.h"
 #include "dropin.h"
@@ -147,6 +148,14 @@ static PyObject *m_stats(PyObject *m, PyObject *unused) {
     /* internal faults (ic.h): compiler bugs run eagerly for the user, the tests fail on them */
     PyObject *v = PyLong_FromUnsignedLongLong(ic_internal_faults(NULL, 0));
     if (v == NULL || PyDict_SetItemString(d, "internal_faults", v) < 0) {
+        Py_XDECREF(v);
+        Py_DECREF(d);
+        return NULL;
+    }
+    Py_DECREF(v);
+    /* backward graphs compiled (on their first backward call: csrc/train.c) */
+    v = PyLong_FromUnsignedLongLong(tc_train_backward_compiles());
+    if (v == NULL || PyDict_SetItemString(d, "backward_compiles", v) < 0) {
         Py_XDECREF(v);
         Py_DECREF(d);
         return NULL;

@@ -1,7 +1,10 @@
 /* train.c — the autograd node of compiled training graphs (see train.h; owner: training).
  *
- * The train object is a capsule over tc_train: the compiled backward graph and the maps
- * of ic_autograd. Its runner (a builtin bound to the capsule, kept by each autograd node
+ * The train object is a capsule over tc_train: the backward graph and the maps of
+ * ic_autograd. The backward graph is derived (and what the forward saves decided) when the
+ * forward is compiled, but compiled only on the first backward call (then kept): a model
+ * run in grad mode that never calls backward (inference without no_grad) pays no backward
+ * compile. Its runner (a builtin bound to the capsule, kept by each autograd node
  * that uses it) runs the compiled backward: inputs are the saved tensors (forward inputs
  * and saved forward outputs, in the order of the backward graph's inputs) and the output
  * gradients (made contiguous: the backward graph reads them as contiguous buffers);
@@ -20,8 +23,10 @@ __attribute__((weak)) int ic_run_stream(const ic_compiled *c, void *const *input
                                         void *stream, ic_err *err);
 
 typedef struct tc_train {
-    ic_autograd ag;
-    ic_compiled *bwd;
+    ic_autograd ag;         /* ag.bwd: the graph, until it is compiled */
+    ic_compiled *bwd;       /* NULL until the first backward */
+    ic_options opt;
+    int eager;              /* a backward ran with create_graph=True: the frame runs eagerly */
     char *bwd_text;
     int bwd_ops;
     int nfwd_in;
@@ -30,6 +35,40 @@ typedef struct tc_train {
 } tc_train;
 
 static const char *CAPSULE = "torchc.train";
+static unsigned long long n_bwd_compiles; /* under the GIL */
+
+unsigned long long tc_train_backward_compiles(void) { return n_bwd_compiles; }
+
+/* compiles the backward graph once (the GIL is released meanwhile: a second thread that
+ * gets here first wins, the loser's copy is dropped) */
+static int ensure_compiled(tc_train *tr) {
+    if (tr->bwd)
+        return 0;
+    if (tr->ag.bwd == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "torchc backward: no backward graph");
+        return -1;
+    }
+    ic_err err = {0};
+    ic_compiled *c;
+    ic_graph *g = tr->ag.bwd;
+    ic_options opt = tr->opt;
+    Py_BEGIN_ALLOW_THREADS
+    c = ic_compile(g, &opt, &err);
+    Py_END_ALLOW_THREADS
+    if (c == NULL) {
+        PyErr_Format(PyExc_RuntimeError, "torchc: the backward graph failed to compile: %s", err.msg);
+        return -1;
+    }
+    if (tr->bwd) { /* another thread compiled it meanwhile */
+        ic_compiled_free(c);
+        return 0;
+    }
+    tr->bwd = c;
+    n_bwd_compiles++;
+    ic_graph_free(tr->ag.bwd); /* compiled: the graph is not needed any more */
+    tr->ag.bwd = NULL;
+    return 0;
+}
 
 static void train_free(tc_train *tr) {
     if (tr == NULL)
@@ -92,14 +131,22 @@ static PyObject *grad_buffer(PyObject *t, const ic_meta *m, const tc_train *tr) 
 static PyObject *run_backward(PyObject *cap, PyObject *args) {
     tc_train *tr = PyCapsule_GetPointer(cap, CAPSULE);
     PyObject *saved, *grads;
-    if (tr == NULL || !PyArg_ParseTuple(args, "OO", &saved, &grads))
+    int create_graph = 0;
+    if (tr == NULL || !PyArg_ParseTuple(args, "OO|p", &saved, &grads, &create_graph))
         return NULL;
+    if (create_graph)
+        tr->eager = 1;
     saved = PySequence_Fast(saved, "saved tensors");
     if (saved == NULL)
         return NULL;
     grads = PySequence_Fast(grads, "gradients");
     if (grads == NULL) {
         Py_DECREF(saved);
+        return NULL;
+    }
+    if (ensure_compiled(tr) < 0) {
+        Py_DECREF(saved);
+        Py_DECREF(grads);
         return NULL;
     }
     const ic_autograd *ag = &tr->ag;
@@ -179,16 +226,15 @@ done:
 
 static PyMethodDef runner_def = {"torchc_backward", run_backward, METH_VARARGS, "runs a compiled backward graph"};
 
-PyObject *tc_train_new(ic_autograd *ag, ic_compiled *bwd, int nfwd_in, int device_type, int device_index) {
+PyObject *tc_train_new(ic_autograd *ag, const ic_options *opt, int nfwd_in, int device_type, int device_index) {
     tc_train *tr = calloc(1, sizeof *tr);
     if (tr == NULL) {
-        ic_compiled_free(bwd);
         ic_autograd_clear(ag);
         return PyErr_NoMemory();
     }
     tr->ag = *ag;
     memset(ag, 0, sizeof *ag);
-    tr->bwd = bwd;
+    tr->opt = *opt;
     tr->nfwd_in = nfwd_in;
     tr->device_type = device_type;
     tr->device_index = device_index;
@@ -203,8 +249,6 @@ PyObject *tc_train_new(ic_autograd *ag, ic_compiled *bwd, int nfwd_in, int devic
             tr->in_meta[i] = *ic_value_meta(tr->ag.bwd, ic_graph_input(tr->ag.bwd, i));
         tr->bwd_text = ic_graph_to_string(tr->ag.bwd);
         tr->bwd_ops = ic_graph_num_ops(tr->ag.bwd);
-        ic_graph_free(tr->ag.bwd); /* compiled: the graph is not needed any more */
-        tr->ag.bwd = NULL;
     }
     PyObject *cap = PyCapsule_New(tr, CAPSULE, capsule_destroy);
     if (cap == NULL) {
@@ -284,22 +328,71 @@ done:
     return rc;
 }
 
-char *tc_train_describe(PyObject *train, long long *saved_bytes, int *bwd_ops, int *nsaved) {
+char *tc_train_describe(PyObject *train, long long *saved_bytes, int *bwd_ops, int *nsaved, int *compiled) {
     tc_train *tr = PyCapsule_GetPointer(train, CAPSULE);
     if (tr == NULL) {
         PyErr_Clear();
         return NULL;
     }
+    *compiled = tr->bwd != NULL;
     *saved_bytes = tr->ag.saved_bytes;
     *bwd_ops = tr->bwd_ops;
     *nsaved = tr->ag.nsaved;
     return tr->bwd_text ? strdup(tr->bwd_text) : NULL;
 }
 
+const char *tc_train_eager_reason(PyObject *train) {
+    tc_train *tr = PyCapsule_GetPointer(train, CAPSULE);
+    if (tr == NULL) {
+        PyErr_Clear();
+        return NULL;
+    }
+    return tr->eager ? "training: double backward (create_graph=True) through the compiled backward: "
+                       "the frame runs eagerly (torch's autograd records the backward)"
+                     : NULL;
+}
+
+int tc_is_autograd_function(PyObject *cls) {
+    static PyObject *fn_type; /* torch.autograd.Function, kept for the process */
+    if (!PyType_Check(cls))
+        return 0;
+    if (fn_type == NULL) {
+        PyObject *mod = PyImport_ImportModule("torch.autograd.function");
+        fn_type = mod ? PyObject_GetAttrString(mod, "Function") : NULL;
+        Py_XDECREF(mod);
+        if (fn_type == NULL || !PyType_Check(fn_type)) {
+            Py_CLEAR(fn_type);
+            PyErr_Clear();
+            return 0;
+        }
+    }
+    return cls != fn_type && PyType_IsSubtype((PyTypeObject *)cls, (PyTypeObject *)fn_type);
+}
+
+int tc_is_autograd_ctx(PyObject *obj) {
+    static PyObject *ctx_type; /* torch.autograd.function.FunctionCtx, kept for the process */
+    if (obj == NULL)
+        return 0;
+    if (ctx_type == NULL) {
+        PyObject *mod = PyImport_ImportModule("torch.autograd.function");
+        ctx_type = mod ? PyObject_GetAttrString(mod, "FunctionCtx") : NULL;
+        Py_XDECREF(mod);
+        if (ctx_type == NULL || !PyType_Check(ctx_type)) {
+            Py_CLEAR(ctx_type);
+            PyErr_Clear();
+            return 0;
+        }
+    }
+    return PyObject_TypeCheck(obj, (PyTypeObject *)ctx_type);
+}
+
 const ic_autograd *tc_train_parts(PyObject *train, const ic_compiled **bwd, const ic_meta **in_meta,
                                   int *device_type) {
     tc_train *tr = PyCapsule_GetPointer(train, CAPSULE);
     if (tr == NULL)
+        return NULL;
+    /* the backward is compiled lazily (first backward call); a scan needs it now */
+    if (tr->bwd == NULL && tr->ag.bwd != NULL && ensure_compiled(tr) < 0)
         return NULL;
     *bwd = tr->bwd;
     *in_meta = tr->in_meta;

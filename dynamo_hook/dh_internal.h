@@ -192,6 +192,10 @@ typedef struct dh_cache {
     uint32_t dynmask[DH_DYN_LOCALS]; /* automatic dynamic shapes: per local, dims seen changing */
 } dh_cache;
 
+/* sideeffects.c: obj[:] = val (a list) or obj.clear(); obj.update(val) (a dict): a
+ * container the trace updated, written back after the graph; 0, or -1 with an exception */
+int dh_replay_container(PyObject *obj, PyObject *marker_name, PyObject *val);
+
 /* eval_frame.c */
 extern _Thread_local int dh_tl_busy;     /* capture/guards running: hook passes through */
 /* PyErr_Clear for "not handled here" spots: clears an Exception, leaves MemoryError,

@@ -139,8 +139,9 @@ void dh_explain_record(PyCodeObject *code, const dh_entry *e, const char *event)
         SET("extern_call", e->brk_extern ? PyUnicode_FromString(e->brk_reason) : Py_NewRef(Py_None));
         { /* training: the backward graph (csrc/train.c) */
             long long sb = 0;
-            int bops = 0, nsv = 0;
-            char *bt = e->train ? tc_train_describe(e->train, &sb, &bops, &nsv) : NULL;
+            int bops = 0, nsv = 0, bcomp = 0;
+            char *bt = e->train ? tc_train_describe(e->train, &sb, &bops, &nsv, &bcomp) : NULL;
+            (void)bcomp; /* compiled on the first backward, after this record */
             SET("backward_graph", bt ? PyUnicode_FromString(bt) : Py_NewRef(Py_None));
             free(bt);
             SET("backward_op_count", PyLong_FromLong(bops));
@@ -573,9 +574,26 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
     if (e != NULL) {
         /* e stays pinned until its run ends */
         dh_cache_touch(c, prev, e);
+        const char *te = e->train && !e->fallback ? tc_train_eager_reason(e->train) : NULL;
+        if (te != NULL) { /* training: double backward seen (csrc/train.c) */
+            char *why_e = strdup(te);
+            if (why_e != NULL) {
+                e->fallback = 1;
+                free(e->reason);
+                e->reason = why_e;
+            }
+        }
         if (e->fallback)
             event = "fallback";
     } else {
+        if (code->co_argcount >= 1 && tc_is_autograd_ctx(f->localsplus[0])) {
+            /* the forward/backward of a torch.autograd.Function, called by its apply (which
+             * the capture leaves to eager, with the reason): eager, as the apply */
+            c->skip = 1;
+            dh_tl_busy = 0;
+            dh_scratch_clear();
+            return eval_default(ts, f, throwflag);
+        }
         int limit = recompile_limit(cfg);
         why = c->entries ? failed_guard(c->entries, f, func, values, ptrs, symvals) : NULL;
         tl_recompile = why;
@@ -1137,8 +1155,11 @@ PyObject *dh_entry_run(const dh_entry *e, PyObject *const *values, void *const *
         PyObject *root = res;
         res = NULL;
         for (int i = 0; i < e->nattrw; i++)
-            if (PyObject_SetAttr(values[e->attrw_src[i]], e->attrw_name[i],
-                                 PyTuple_GET_ITEM(root, 1 + i)) < 0) {
+            if ((PyUnicode_Check(e->attrw_name[i])
+                     ? PyObject_SetAttr(values[e->attrw_src[i]], e->attrw_name[i],
+                                        PyTuple_GET_ITEM(root, 1 + i))
+                     : dh_replay_container(values[e->attrw_src[i]], e->attrw_name[i],
+                                           PyTuple_GET_ITEM(root, 1 + i))) < 0) {
                 Py_DECREF(root);
                 goto done;
             }

@@ -5,7 +5,8 @@
  * builds the new items and rebinds every copy in the live frames, containers and
  * attribute writes (sym_rebind, journalled: a call that becomes a graph break undoes it).
  * Lists the caller can see (read from the frame's inputs, globals or attributes: src >= 0)
- * are not mutated in the graph: the trace fails there and eager runs the mutation.
+ * are mutated the same way; their final contents are written back after the graph
+ * (sideeffects.c sym_fx_container_write).
  *
  * Requires: items arrays from sym_alloc (trace lifetime).
  * Keeps: the graph (lists hold graph values; nothing here adds nodes). */
@@ -16,11 +17,9 @@
 static int mutable_list(trace *t, const var *l, const char *what) {
     if (l->kind != V_SEQ || !l->is_list || l->items == NULL)
         return sym_fail(t, "list.%s of a non-list", what);
-    if (l->src >= 0)
-        return sym_fail(t, "list.%s on a list passed in (the caller sees it) not supported", what);
     if (t->in_gen)
         return sym_fail(t, "list.%s inside a generator", what);
-    return 0;
+    return sym_fx_container_write(t, l); /* passed in: written back after the graph */
 }
 
 static var last_list; /* the list as the last set_items left it (sym_list_iadd) */

@@ -120,3 +120,101 @@ void sym_fx_forget(trace *t, const void *mem, size_t size) {
     }
     t->nundo = k;
 }
+
+/* ---- caller-visible lists and dicts ------------------------------------------------
+ * A list or dict read from the frame's inputs, globals or attributes (src >= 0) may be
+ * mutated in the trace: the mutation is traced as for one made in the frame (every copy of
+ * the var rebound, the source's cached var too), and a write-back entry in t->attrw (name: a
+ * marker tuple, not a str) replays the final contents into the caller's object after the
+ * graph, in program order with the attribute writes (eval_frame.c: dh_replay_container).
+ * Outputs and break state hand on the object itself (fill_out: an unchanged source var).
+ * The trace is only right when no other source reaches the same object: checked at the end
+ * (sym_fx_containers_finish) and pinned by DH_G_SAMEOBJ. */
+
+static PyObject *marker[2]; /* ("list[:]",) and ("dict",) */
+
+static PyObject *marker_of(int is_dict) {
+    if (marker[is_dict] == NULL)
+        marker[is_dict] = Py_BuildValue("(s)", is_dict ? "dict" : "list[:]"); /* kept */
+    return marker[is_dict];
+}
+
+static int is_writeback(trace *t, int i) { return !PyUnicode_Check(t->attrw[i].name); }
+
+int sym_fx_container_write(trace *t, const var *c) {
+    if (c->src < 0)
+        return 0;
+    int is_dict = c->kind == V_DICT;
+    PyObject *o = c->src < t->capsrc ? t->srcobj[c->src] : NULL;
+    if (o == NULL || (is_dict ? !PyDict_CheckExact(o) : !PyList_CheckExact(o)))
+        return sym_fail(t, "update of a %s passed in that the trace can't write back",
+                        is_dict ? "dict" : "list");
+    if (t->in_gen)
+        return sym_fail(t, "update of a %s passed in, inside a generator", is_dict ? "dict" : "list");
+    for (int i = 0; i < t->nattrw; i++)
+        if (is_writeback(t, i) && t->attrw[i].src == c->src)
+            return 0; /* registered: its val is rebound with every update */
+    if (t->nattrw >= 256)
+        return sym_fail(t, "too many attribute writes");
+    PyObject *m = marker_of(is_dict);
+    var *v = sym_alloc(t, 1);
+    if (m == NULL || v == NULL)
+        return -1;
+    *v = *c;
+    v->src = -1; /* rebuilt as a new list/dict: the contents to write back */
+    t->attrw[t->nattrw].src = c->src;
+    t->attrw[t->nattrw].obj = o;
+    t->attrw[t->nattrw].name = m;
+    t->attrw[t->nattrw].val = v;
+    t->nattrw++;
+    return 0;
+}
+
+void sym_fx_rebind_sources(trace *t, const var *old_items, const var *nv) {
+    for (int i = 0; i < t->nattrw; i++) {
+        int s = t->attrw[i].src;
+        if (!is_writeback(t, i) || s < 0 || s >= t->capsrc || !t->srcdone[s])
+            continue;
+        var *x = &t->srcvar[s];
+        if (x->items == old_items && (x->kind == V_DICT || (x->kind == V_SEQ && x->is_list))) {
+            var y = *nv;
+            y.src = x->src;
+            sym_fx_set(t, x, &y);
+        }
+    }
+}
+
+int sym_fx_containers_finish(trace *t) {
+    int any = 0;
+    for (int i = 0; i < t->nattrw; i++)
+        any |= is_writeback(t, i);
+    if (!any)
+        return 0;
+    /* every list/dict source: a written one must be reachable through one source only */
+    for (int s = 0; s < t->nsrc && s < t->capsrc; s++) {
+        PyObject *o = t->srcdone[s] ? t->srcobj[s] : NULL;
+        if (o == NULL || !(PyList_CheckExact(o) || PyDict_CheckExact(o)))
+            continue;
+        for (int i = 0; i < t->nattrw; i++)
+            if (is_writeback(t, i) && t->attrw[i].obj == o && t->attrw[i].src != s)
+                return sym_fail(t, "a %s updated in the trace is reachable twice from the inputs",
+                                Py_TYPE(o)->tp_name);
+        if (t->ntobj >= 256)
+            return sym_fail(t, "too many objects in the trace");
+        t->tobj_src[t->ntobj] = s;
+        t->tobj[t->ntobj++] = o;
+    }
+    return 0;
+}
+
+int dh_replay_container(PyObject *obj, PyObject *marker_name, PyObject *val) {
+    if (PyList_CheckExact(obj) && (PyList_Check(val) || PyTuple_Check(val)))
+        return PyList_SetSlice(obj, 0, PY_SSIZE_T_MAX, val);
+    if (PyDict_CheckExact(obj) && PyDict_Check(val)) {
+        PyDict_Clear(obj);
+        return PyDict_Update(obj, val);
+    }
+    PyErr_Format(PyExc_RuntimeError, "torchc: cannot write back %R into a %s", marker_name,
+                 Py_TYPE(obj)->tp_name);
+    return -1;
+}

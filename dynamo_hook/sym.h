@@ -1,10 +1,13 @@
-/* sym.h — the symbolic interpreter's values and trace state, shared by symbolic.c (the
- * bytecode loop), variables.c (wrapping Python values, sources, guards) and torch_ops.c
- * (torch calls lowered to inductor_c graph builders). */
+/* sym.h — the symbolic interpreter's values and trace state, shared by symbolic.c and the
+ * sym_*.c files (the bytecode loop and its opcode handlers, sym_interp.h), variables.c
+ * (wrapping Python values, sources, guards) and the ops_*.c files (torch calls lowered to
+ * inductor_c graph builders, ops_internal.h). */
 #ifndef DH_SYM_H
 #define DH_SYM_H
 
 #include "dh_internal.h"
+
+#include <string.h>
 
 /* Tracked values. Python objects in vars are borrowed from t->keep (owned there). */
 typedef enum vkind {
@@ -40,6 +43,15 @@ typedef struct var {
 } var;
 
 
+
+/* a value of the given kind, everything else zero, no source */
+static inline var sym_var(vkind kind) {
+    var v;
+    memset(&v, 0, sizeof v);
+    v.kind = kind;
+    v.src = -1;
+    return v;
+}
 
 /* A graph break recorded by the top frame: the instruction to run eagerly and the state
  * to hand to the resume function. */
@@ -164,6 +176,13 @@ void sym_fx_drop(sym_fx_mark *m);             /* frees m */
 void sym_fx_set(trace *t, var *slot, const var *nv);
 void sym_fx_free(trace *t);
 void sym_fx_forget(trace *t, const void *mem, size_t size); /* slots in freed memory */
+/* c (a list or dict var) is about to be updated: when it was read from the inputs, its final
+ * contents are written back after the graph (a t->attrw entry whose name is not a str) */
+int sym_fx_container_write(trace *t, const var *c);
+/* the source vars of written-back containers follow their updates (sym_rebind) */
+void sym_fx_rebind_sources(trace *t, const var *old_items, const var *nv);
+/* end of the trace: written containers reachable once only (else fails), aliasing pinned */
+int sym_fx_containers_finish(trace *t);
 
 /* variables.c */
 int sym_fail(trace *t, const char *fmt, ...); /* records the first reason; returns -1 */
@@ -172,6 +191,9 @@ PyObject *sym_keep(trace *t, PyObject *o);    /* steals o into t->keep; borrowed
 var *sym_alloc(trace *t, int n);              /* zeroed vars living as long as the trace */
 int sym_source(trace *t, dh_srckind kind, int base, Py_ssize_t index, PyObject *name);
 int sym_guard_const(trace *t, int src, PyObject *value);
+/* a new zeroed guard (input_index -1) at the end of t->guards, the array grown as needed;
+ * NULL: no memory (exception set) */
+dh_guard *sym_new_guard(trace *t, dh_guardkind kind, int src);
 int sym_default_dtype(trace *t); /* guarded; -1 on error */
 int sym_guard_id(trace *t, int src, PyObject *obj);
 int sym_guard_type(trace *t, int src, PyObject *obj); /* type(sources[src]) is type(obj) */
@@ -227,12 +249,23 @@ ic_val sym_reshape(trace *t, ic_val v, int n, const int64_t *sizes);
 int sym_is_record_type(PyObject *cls);
 int sym_make_record(trace *t, PyObject *cls, var *args, int npos, PyObject *kwnames, var *out);
 PyObject *sym_record_class(const var *r); /* borrowed */
-int sym_is_hoistable_type(PyObject *cls);
-int sym_hoist_new(trace *t, PyObject *cls, var *args, int npos, PyObject *kwnames, var *out);
 int sym_record_items(trace *t, const var *r, var **items, int *n);
 int sym_record_attr(trace *t, const var *r, PyObject *name, var *out);
 int sym_record_subscr(trace *t, const var *r, const var *k, var *out);
 int sym_record_method(trace *t, const var *r, const char *mn, int nargs, var *out);
+
+/* obj_new.c: cls(*args) of a plain Python class: allocated by the guards (DH_S_NEW), its
+ * __init__ inlined, its attribute writes replayed after the graph */
+int sym_obj_plain_class(PyObject *cls);
+int sym_obj_new(trace *t, PyObject *cls, var *args, int nargs, PyObject *kwnames, var *out);
+/* o.name reads the trace can't answer from the stand-in object (o.__dict__ after writes): -1 failed */
+int sym_obj_attr_special(trace *t, const var *o, PyObject *name);
+int sym_is_nn_module_type(PyObject *cls); /* variables.c: cls subclasses nn.Module */
+/* obj_proto.c: Python dunders of user objects inlined; 1: the class has none (not handled) */
+int sym_obj_dunder(trace *t, const var *o, const char *name, var *args, int nargs, var *out);
+int sym_obj_len(trace *t, const var *o, var *out);
+int sym_obj_truth(trace *t, const var *o, int *truth);
+int sym_obj_iter(trace *t, const var *o, var **items, int *n);
 
 /* objects.c: lists made in the trace, mutated with identity (sym_rebind) */
 int sym_list_method(trace *t, const var *l, const char *mn, var *args, int nargs, var *out);
@@ -240,30 +273,31 @@ int sym_list_store(trace *t, const var *l, const var *k, const var *v); /* v NUL
 int sym_list_iadd(trace *t, const var *l, const var *other, var *out);
 int sym_set_add(trace *t, var *s, const var *v, int update); /* SET_ADD / SET_UPDATE */
 int sym_make_set(trace *t, int is_set, var *args, int nargs, var *out); /* set()/frozenset() */
-/* symbolic.c: every copy of the list/dict named by old_items now holds nv (journalled) */
+/* sym_containers.c: every copy of the list/dict named by old_items now holds nv (journalled) */
 void sym_rebind(trace *t, const var *old_items, const var *nv);
 
 /* ContextVar.get/set/reset on a tracked context variable (variables.c) */
 int sym_ctxvar_call(trace *t, PyObject *cv, const char *mn, var *args, int nargs, var *out);
 int sym_ctxvar_pending(trace *t, const var *v); /* 1: a set not reset yet, or v is a token */
 
-/* torch_ops.c */
+/* ops_table.c */
 int sym_ops_init(void);
 int sym_func_op(PyObject *callable);                 /* op index for torch.X / F.X, or -1 */
 int sym_method_op(PyObject *name);                   /* op index for Tensor.X, or -1 */
 int sym_call(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out);
-/* symbolic.c: inline a Python function (fn_src: source of the function object; self: a
+/* sym_call.c: inline a Python function (fn_src: source of the function object; self: a
  * bound receiver or NULL) */
 int sym_inline(trace *t, PyObject *func, int fn_src, const var *self, var *args, int nargs,
                PyObject *kwnames, var *out);
 PyObject *dh_make_resume(PyCodeObject *code, PyObject *globals, int target_pc, int nlocals,
                          const unsigned char *unbound, int nstack, const unsigned char *stack_null);
 int sym_inline_made(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out);
-int sym_load_attr(trace *t, const var *o, PyObject *name, var *out);
+int sym_load_attr(trace *t, const var *o, PyObject *name, var *out); /* sym_attr.c */
 /* d.get/pop/setdefault/copy/update/__contains__ on a V_DICT (d: the dict at the call) */
 int sym_dict_method(trace *t, const var *d, const char *mn, var *args, int nargs, var *out);
 int sym_iter_items(trace *t, const var *v, var **items, int *n);
 int sym_inline_module(trace *t, const var *mod, var *args, int nargs, PyObject *kwnames, var *out);
+/* ops_pyops.c */
 int sym_binary(trace *t, int nb_op, const var *a, const var *b, var *out); /* BINARY_OP */
 int sym_compare(trace *t, int cmp, const var *a, const var *b, var *out);
 int sym_tensor_attr(trace *t, const var *x, PyObject *name, var *out);

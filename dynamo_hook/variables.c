@@ -143,6 +143,8 @@ static dh_guard *new_guard(trace *t, dh_guardkind kind, int src) {
     return g;
 }
 
+dh_guard *sym_new_guard(trace *t, dh_guardkind kind, int src) { return new_guard(t, kind, src); }
+
 static int has_guard(trace *t, dh_guardkind kind, int src) {
     for (int i = 0; i < t->nguards; i++)
         if (t->guards[i].kind == kind && t->guards[i].src == src)
@@ -971,6 +973,8 @@ static int wrap_uncached(trace *t, PyObject *o, int src, var *out) {
         out->is_list = PyList_CheckExact(o);
         out->n = (int)n;
         out->items = items;
+        if (src >= 0 && out->is_list) /* the object, for a write-back (sideeffects.c) */
+            t->srcobj[src] = sym_keep(t, Py_NewRef(o));
         return 0;
     }
     if (sym_dtype_from_object(o) >= 0 || (torch_device_type && PyObject_TypeCheck(o, (PyTypeObject *)torch_device_type))) {
@@ -1086,6 +1090,7 @@ static int wrap_uncached(trace *t, PyObject *o, int src, var *out) {
         out->obj = keys;
         out->items = vals;
         out->n = i;
+        t->srcobj[src] = sym_keep(t, Py_NewRef(o)); /* for a write-back (sideeffects.c) */
         return 0;
     }
     if (src >= 0 && PyContextVar_CheckExact(o)) { /* a module-level ContextVar: itself */
@@ -1101,8 +1106,9 @@ static int wrap_uncached(trace *t, PyObject *o, int src, var *out) {
          * config, must not recompile every call; 'is' between two of them guards their
          * identity then), others identity-guarded. */
         int plain = (Py_TYPE(o)->tp_flags & Py_TPFLAGS_HEAPTYPE) != 0 && t->ntobj < 256 &&
-                    !torch_class(Py_TYPE(o)); /* torch's own (a grad-mode context: its
-                                                 * mode is read as traced) stay pinned */
+                    (!torch_class(Py_TYPE(o)) || t->src[src].kind == DH_S_NEW);
+                    /* torch's own (a grad-mode context: its mode is read as traced) stay
+                     * pinned, unless made afresh each call (obj_new.c) */
         if ((plain ? sym_guard_type(t, src, o) : sym_guard_id(t, src, o)) < 0)
             return -1;
         if (plain) {
@@ -1133,6 +1139,11 @@ int sym_is_grad_ctx_type(PyObject *tp) {
     return 0;
 }
 
+int sym_is_nn_module_type(PyObject *cls) {
+    return nn_module_type && PyType_Check(cls) &&
+           PyType_IsSubtype((PyTypeObject *)cls, (PyTypeObject *)nn_module_type);
+}
+
 PyObject *sym_module_list_type(void) { return container_types[1]; }
 
 int sym_is_nn_module(PyObject *o) {
@@ -1161,8 +1172,9 @@ int sym_is_module_container(PyObject *o, const char *slot) {
     return 0;
 }
 
-/* Tracing predicates answered while tracing: all False, as eager sees them (the compiled
- * function computes what eager computes) */
+/* Tracing predicates answered while tracing: torch.compiler.is_compiling() and its aliases
+ * True, as under torch.compile (guards.c dh_is_compiling_fn); jit tracing/scripting and
+ * export False, as eager sees them; process state asked and guarded (2) */
 static PyObject *pred_obj[12];
 static int pred_val[12], npred;
 
@@ -1182,6 +1194,8 @@ static void add_pred(const char *mod, const char *name, int val) {
 }
 
 int sym_predicate(PyObject *o) {
+    if (dh_is_compiling_fn(o)) /* torch.compiler.is_compiling and its aliases: True */
+        return 1;
     for (int i = 0; i < npred; i++)
         if (pred_obj[i] == o)
             return pred_val[i];
@@ -1220,8 +1234,6 @@ int sym_variables_init(void) {
     if (!container_types[0] || !container_types[1])
         PyErr_Clear();
     Py_DECREF(nn);
-    add_pred("torch.compiler", "is_compiling", 0);
-    add_pred("torch.compiler", "is_dynamo_compiling", 0);
     add_pred("torch.compiler", "is_exporting", 0);
     add_pred("torch.jit", "is_tracing", 0);
     add_pred("torch.jit", "is_scripting", 0);

@@ -1,7 +1,20 @@
-/* compile.c — the driver: ic_compile_graph lists the whole pipeline in order.
+/* compile.c — the driver: pipeline() lists the whole pipeline in order, one named step a
+ * line, each with its contract (Requires / Changes):
  *
- *   copy graph (fix outputs) → verify → lower (loops) → schedule (realize, fuse)
- *   → finalize (flat offsets, collapse, tiles) → plan buffers → describe → codegen + JIT
+ *   copy_graph      the caller's graph → c->g, a private copy          (graph)
+ *   cse_graph       config cse: equal nodes merged in c->g             (graph operands, outputs)
+ *   fix_outputs     every output a distinct computed value             (graph: identity casts)
+ *   dyn_setup       symbolic sizes evaluated at internal hints         (graph metas; c->dyn)
+ *   ic_graph_verify graph well formed                                  (nothing)
+ *   ic_lower        loop nodes, one per value (loops/lower.c)          (c->ln, expressions)
+ *   ic_schedule     realize or inline, fuse into kernels (sched/)      (c->kernels)
+ *   ic_finalize_kernels  flat offsets, collapsed dims, tiles           (kernels)
+ *   ic_plan_buffers      buffers and workspace offsets                 (c->bufs, c->ws_size)
+ *   ic_verify_kernels    kernel IR well formed (debug builds)          (nothing)
+ *   ic_describe_kernels  explain's kernel summary                      (out->describe)
+ *   plan_row_scratch     GPU: workspace for row scratch (kind 3)       (c->row_scratch, ws_size)
+ *   backend->codegen     code + launch plans, loaded (ic_backend.h)    (out: code, plans)
+ *   (the compiled object: kernels, buffers, externs copied into out)
  *
  * Extern nodes (ic_extern) become steps of the run between kernels: ic_run calls the
  * registered handler (csrc: ATen) with the buffers of the operands and the result.
@@ -17,7 +30,7 @@
 
 #include <llvm-c/Core.h>
 
-#include "codegen/gpu.h" /* GPU hook: ic_codegen_gpu, ic_gpu_free */
+#include "ic_backend.h"
 #include "ic_internal.h"
 #include "support.h"
 
@@ -116,9 +129,7 @@ static void cse_graph(ic_ctx *c, ic_graph *n) {
     for (int j = 0; j < n->noutputs; j++) n->outputs[j] = rep[n->outputs[j]];
 }
 
-/* Private copy of the graph, common subexpressions merged (cse_graph); outputs that are
- * inputs, scalars or repeated get an identity cast so every output is a distinct computed
- * value with its own buffer. */
+/* Private copy of the graph, with room for fix_outputs' casts. */
 static ic_graph *copy_graph(ic_ctx *c, const ic_graph *g) {
     ic_graph *n = ic_alloc(c, sizeof *n);
     *n = *g;
@@ -129,7 +140,12 @@ static ic_graph *copy_graph(ic_ctx *c, const ic_graph *g) {
     memcpy(n->inputs, g->inputs, (size_t)g->ninputs * sizeof(ic_val));
     n->outputs = ic_alloc(c, (size_t)(g->noutputs + 1) * sizeof(ic_val));
     memcpy(n->outputs, g->outputs, (size_t)g->noutputs * sizeof(ic_val));
-    if (c->cfg.cse) cse_graph(c, n);
+    return n;
+}
+
+/* Outputs that are inputs, scalars or repeated (after cse_graph) get an identity cast, so
+ * every output is a distinct computed value with its own buffer. */
+static void fix_outputs(ic_graph *n) {
     for (int j = 0; j < n->noutputs; j++) {
         ic_val v = n->outputs[j];
         bool dup = false;
@@ -146,7 +162,26 @@ static ic_graph *copy_graph(ic_ctx *c, const ic_graph *g) {
         n->outputs[j] = n->n++;
         n->nops++;
     }
-    return n;
+}
+
+/* GPU row scratch: a buffer of kind 3 (a row-local value, on each kernel's stack on the CPU)
+ * gets one row-local copy per row of the kernel that stores it, in the workspace: its offset
+ * in c->row_scratch[b] (else -1), c->ws_size grown. Requires planned buffers; codegen copies
+ * the offsets into its launch plan (ic_gpu.scratch_off). */
+static void plan_row_scratch(ic_ctx *c) {
+    c->row_scratch = ic_alloc(c, ((size_t)c->nbufs + 1) * sizeof(int64_t));
+    for (int b = 0; b < c->nbufs; b++) c->row_scratch[b] = -1;
+    for (int ki = 0; ki < c->nkernels; ki++) {
+        const ic_kernel *k = &c->kernels[ki];
+        int64_t rows = 1;
+        for (int i = 0; i < k->nouter; i++) rows *= k->osize[i];
+        for (int j = 0; j < k->nitems; j++) {
+            int b = k->items[j].buf;
+            if (!k->items[j].store || b < 0 || c->bufs[b].kind != 3 || c->row_scratch[b] >= 0) continue;
+            c->row_scratch[b] = (c->ws_size + 255) & ~(int64_t)255;
+            c->ws_size = c->row_scratch[b] + rows * c->bufs[b].span * (int64_t)ic_dtype_size(c->bufs[b].dtype);
+        }
+    }
 }
 
 /* Dynamic graphs: the private graph's symbolic sizes are evaluated at internal hints (see
@@ -230,14 +265,9 @@ int ic_run_extern(const ic_compiled *c, const ic_rext *x, void *const *in, void 
 
 static void compiled_free_parts(ic_compiled *o) {
     if (!o) return;
-    for (int i = 0; o->exts && i < o->nexts; i++) {
-        ic_lt_free(atomic_load(&o->exts[i].lt));
-        ic_dnn_free(atomic_load(&o->exts[i].dnn));
-    }
+    if (o->backend) o->backend->release(o); /* code, modules, library plans */
     free(o->exts);
-    if (o->jit_rt) ic_jit_remove(o->jit_rt);
     free(atomic_load(&o->ws_cache));
-    if (o->gpu) ic_gpu_free(o->gpu); /* GPU hook */
     free(o->out_meta);
     free(o->buf_offset);
     free(o->buf_index);
@@ -249,15 +279,59 @@ static void compiled_free_parts(ic_compiled *o) {
     free(o);
 }
 
+/* ---- test hooks (ic_internal.h) ---------------------------------------------------------- */
+static _Atomic int fault_countdown;
+
+IC_API void ic_test_inject_fault(int n) { atomic_store(&fault_countdown, n > 0 ? n : 0); }
+
+static bool fault_due(void) {
+    int k = atomic_load(&fault_countdown);
+    while (k > 0 && !atomic_compare_exchange_weak(&fault_countdown, &k, k - 1)) {}
+    return k == 1;
+}
+
+static _Atomic int rt_on;
+static _Atomic uint64_t rt_ok, rt_bad;
+static char rt_last[256];
+static pthread_mutex_t rt_mu = PTHREAD_MUTEX_INITIALIZER;
+
+IC_API void ic_test_graph_roundtrip(int on) { atomic_store(&rt_on, on != 0); }
+
+IC_API uint64_t ic_test_graph_roundtrip_stats(uint64_t *bad, char *last, size_t n) {
+    pthread_mutex_lock(&rt_mu);
+    if (bad) *bad = atomic_load(&rt_bad);
+    if (last && n) snprintf(last, n, "%s", rt_last);
+    pthread_mutex_unlock(&rt_mu);
+    return atomic_load(&rt_ok);
+}
+
+static void roundtrip_check(const ic_graph *g) {
+    char why[200];
+    if (ic_graph_roundtrip(g, why, sizeof why) == 0) {
+        rt_ok++;
+        return;
+    }
+    char *text = ic_graph_to_string(g);
+    pthread_mutex_lock(&rt_mu);
+    rt_bad++;
+    snprintf(rt_last, sizeof rt_last, "%s; graph:\n%s", why, text ? text : "?");
+    pthread_mutex_unlock(&rt_mu);
+    free(text);
+}
+
 /* The pipeline, in order. Returns NULL after an ic_fail (c->err set). */
 static ic_compiled *pipeline(ic_ctx *c, const ic_graph *g, const ic_options *o) {
     if (setjmp(c->jb)) return NULL;
+    if (fault_due()) ic_fail(c, IC_EINTERNAL, "injected internal fault (ic_test_inject_fault)");
     double t = ic_now_ms(), t1;
 #define STAGE(s) (t1 = ic_now_ms(), c->t_stage[s] += t1 - t, t = t1)
     ic_compiled *out = c->out = calloc(1, sizeof *out);
     if (!out) ic_fail(c, IC_ENOMEM, "out of memory");
+    out->backend = c->backend;
     /* 1. graph */
     c->g = copy_graph(c, g);
+    if (c->cfg.cse) cse_graph(c, c->g);
+    fix_outputs(c->g);
     dyn_setup(c, g);
     if (c->dyn && o->device == IC_CUDA)
         ic_fail(c, IC_EUNSUPPORTED, "dynamic shapes are not supported on the GPU yet");
@@ -298,13 +372,13 @@ static ic_compiled *pipeline(ic_ctx *c, const ic_graph *g, const ic_options *o) 
         dump("kernels", s);
         free(s);
     }
+    if (c->backend->row_scratch) plan_row_scratch(c);
     STAGE(IC_T_FINAL);
-    /* 6. LLVM IR, O3, JIT */
+    /* 6. code, loaded: LLVM IR, O3, ORC JIT (cpu); PTX, plans, the driver's module (cuda) */
     ic_kernel_fn *fns = ic_alloc(c, (size_t)(2 * c->nkernels + 1) * sizeof(ic_kernel_fn));
-    int nfused = 0, next = 0;
-    for (int k = 0; k < c->nkernels; k++) c->kernels[k].is_ext ? next++ : nfused++;
-    if (o->device == IC_CUDA) ic_codegen_gpu(c, out, o->device_index); /* GPU hook: NVPTX + driver */
-    else if (nfused > 0) ic_codegen_cpu(c, fns, &out->jit_rt);
+    int next = 0;
+    for (int k = 0; k < c->nkernels; k++) next += c->kernels[k].is_ext;
+    c->backend->codegen(c, out, fns, o->device_index); /* ic_backend.h: code, loaded */
 
 #undef STAGE
     /* 7. the compiled object (outlives the arena) */
@@ -390,10 +464,19 @@ static ic_compiled *pipeline(ic_ctx *c, const ic_graph *g, const ic_options *o) 
 
 /* keytext: the in-memory cache key (graph text + options) when the compile may be cached
  * by code key (in process and on disk), else NULL. */
-static ic_compiled *compile_graph(const ic_graph *g, const ic_options *opt, ic_err *err_arg, const char *keytext);
+static ic_compiled *compile_graph(const ic_graph *g, const ic_options *opt, ic_err *err_arg, const char *keytext,
+                                  int ptx_sm);
 
 ic_compiled *ic_compile_graph(const ic_graph *g, const ic_options *opt, ic_err *err_arg) {
-    return compile_graph(g, opt, err_arg, NULL);
+    return compile_graph(g, opt, err_arg, NULL, 0);
+}
+
+ic_compiled *ic_compile_ptx_only(const ic_graph *g, const ic_options *opt, int sm, ic_err *err) {
+    ic_options o = *opt;
+    o.device = IC_CUDA;
+    ic_compiled *c = compile_graph(g, &o, err, NULL, sm > 0 ? sm : 90);
+    if (c) atomic_store(&c->refs, 1);
+    return c;
 }
 
 /* ---- internal faults (ic.h) ------------------------------------------------------------ */
@@ -434,7 +517,8 @@ static ic_dkey code_key(const char *keytext, int opt_level, const ic_config *cfg
     return k;
 }
 
-static ic_compiled *compile_graph(const ic_graph *g, const ic_options *opt, ic_err *err_arg, const char *keytext) {
+static ic_compiled *compile_graph(const ic_graph *g, const ic_options *opt, ic_err *err_arg, const char *keytext,
+                                  int ptx_sm) {
     ic_err dummy;
     ic_err *const err = err_arg ? err_arg : &dummy;
     err->code = IC_OK;
@@ -456,7 +540,7 @@ static ic_compiled *compile_graph(const ic_graph *g, const ic_options *opt, ic_e
         snprintf(err->msg, sizeof err->msg, "extern calls need a handler (ic_set_extern_handler)");
         return NULL;
     }
-    if (o.device != IC_CPU && o.device != IC_CUDA) {
+    if (!ic_backend_for(o.device)) {
         err->code = IC_EUNSUPPORTED;
         snprintf(err->msg, sizeof err->msg, "device %d is not supported by this build", o.device);
         return NULL;
@@ -468,12 +552,14 @@ static ic_compiled *compile_graph(const ic_graph *g, const ic_options *opt, ic_e
         return NULL;
     }
     c->err = err;
+    c->backend = ic_backend_for(o.device);
     ic_config_read(&c->cfg);
     c->debug = o.debug | ic_debug_flags();
     /* a zero-initialized ic_options means the default O3 */
     c->opt_level = o.opt_level > 0 ? o.opt_level : 3;
     c->num_threads = o.num_threads;
     c->autotune = o.autotune;
+    c->ptx_sm = ptx_sm;
     double t0 = ic_now_ms(), cpu0 = thread_cpu_ms();
     if (keytext && o.device == IC_CPU && !(c->debug & ~(unsigned)IC_DEBUG_TIME)) {
         c->keyed = true;
@@ -492,7 +578,7 @@ static ic_compiled *compile_graph(const ic_graph *g, const ic_options *opt, ic_e
         fprintf(stderr, "%s%s\n", line, out ? "" : " (failed)");
     }
     if (!out) {
-        ic_codegen_cleanup(c);
+        if (c->backend->cleanup) c->backend->cleanup(c);
         compiled_free_parts(c->out);
         if (err->code == IC_OK) err->code = IC_EINTERNAL;
         if (err->code == IC_EINTERNAL) ic_note_internal_fault(err->msg);
@@ -567,6 +653,7 @@ IC_API void ic_cache_clear(void) {
 }
 
 IC_API ic_compiled *ic_compile(const ic_graph *g, const ic_options *opt, ic_err *err) {
+    if (atomic_load(&rt_on) && g && !g->err) roundtrip_check(g);
     if (!g || g->err || !cache_enabled(opt) || (!atomic_load(&ext_handler) && graph_has_extern(g))) {
         ic_compiled *c = ic_compile_graph(g, opt, err);
         if (c) atomic_store(&c->refs, 1);
@@ -593,7 +680,7 @@ IC_API ic_compiled *ic_compile(const ic_graph *g, const ic_options *opt, ic_err 
         }
         pthread_mutex_unlock(&cache_mu);
     }
-    ic_compiled *c = compile_graph(g, opt, err, key);
+    ic_compiled *c = compile_graph(g, opt, err, key, 0);
     if (!c || !key) {
         if (c) atomic_store(&c->refs, 1);
         free(key);
@@ -813,7 +900,7 @@ IC_API int ic_run_dyn(const ic_compiled *c, void *const *inputs, void *const *ou
 }
 
 IC_API int ic_run(const ic_compiled *c, void *const *inputs, void *const *outputs, ic_err *err) {
-    if (c->gpu) return ic_run_stream(c, inputs, outputs, NULL, err); /* GPU hook */
+    if (c->backend->run) return c->backend->run(c, inputs, outputs, NULL, err); /* not the CPU's loop */
     if (c->nsyms) return run_dyn(c, inputs, outputs, c->sym_hint, err);
     void *stackbufs[64];
     void **bufs = c->nbufs <= 64 ? stackbufs : malloc((size_t)c->nbufs * sizeof(void *));

@@ -81,6 +81,23 @@ void ic_contiguous_strides(ic_meta *m);
 ic_errcode ic_linalg_meta(ic_extern_kind kind, int nin, const ic_meta *const *m, int nparams, const int64_t *params,
                           ic_meta *out, char *why, size_t nwhy);
 int ic_graph_verify(const ic_graph *g, char *msg, size_t n); /* 0 ok */
+/* graph/parse.c: the text of ic_graph_to_string back to a graph (NULL, msg: line and reason);
+ * equality over every field the compiler reads (0 equal, else -1 and the first difference);
+ * parse(print(g)) == g (0), the check that the printed cache key is complete */
+IC_API ic_graph *ic_graph_parse(const char *text, char *msg, size_t n);
+IC_API int ic_graph_equal(const ic_graph *a, const ic_graph *b, char *msg, size_t n);
+IC_API int ic_graph_roundtrip(const ic_graph *g, char *msg, size_t n);
+/* test hooks (compile.c), reached from Python through ctypes (tests/test_graph_text.py):
+ * while on, every ic_compile checks ic_graph_roundtrip of its graph and counts the result;
+ * returns the checks that passed, *bad those that failed and last the last failure */
+IC_API void ic_test_graph_roundtrip(int on);
+IC_API uint64_t ic_test_graph_roundtrip_stats(uint64_t *bad, char *last, size_t n);
+/* compile.c: ic_compile_graph for IC_CUDA as PTX only, for sm (codegen/gpu_nvptx.c
+ * ic_graph_to_ptx); the result has refs 1 */
+ic_compiled *ic_compile_ptx_only(const ic_graph *g, const ic_options *opt, int sm, ic_err *err);
+/* the n-th compilation from now (1: the next) fails with IC_EINTERNAL, an injected internal
+ * fault (tests of the fault counter and explain()); 0 disables */
+IC_API void ic_test_inject_fault(int n);
 /* training: appends a node whose meta the caller inferred (graph.c); shape inference of the
  * backward externs (IC_EXT_CONV_BWD and later: graph/autograd.c) */
 ic_val ic_graph_append_node(ic_graph *g, const ic_node *n);
@@ -295,6 +312,7 @@ struct ic_compiled {
     _Atomic int refs;    /* owners: the caller of ic_compile, and the compile cache */
     void *_Atomic ws_cache; /* a workspace kept between runs (first touch is costly) */
     void *gpu;           /* IC_CUDA: ic_gpu (codegen/gpu.h), owned; NULL on the CPU */
+    const struct ic_backend *backend; /* ic_backend.h: made it, runs it, frees its parts */
     int num_threads;
     int nexts;
     ic_rext *exts;
@@ -350,6 +368,11 @@ struct ic_ctx {
     int autotune;               /* ic_options.autotune */
     double t_stage[IC_T_COUNT]; /* ms per stage (TORCHC_DEBUG=time) */
     bool keyed;                 /* code cached by key (in process and on disk) */
+    int ptx_sm;                 /* > 0: IC_CUDA code for this sm as PTX only, nothing loaded
+                                   (ic_graph_to_ptx; no GPU needed) */
+    int64_t *row_scratch;       /* per buffer: GPU row scratch at workspace + this, else -1
+                                   (compile.c plan_row_scratch; NULL on the CPU) */
+    bool gpu_stage_ok;          /* GPU target: rows may be staged in shared memory (sm >= 80) */
     int cg_parts;               /* modules compiled in parallel */
     int cg_dups;                /* GPU kernels that repeat an earlier one (generated once) */
     int cg_lazy;                /* GPU fallback variants left to compile on first use */
@@ -359,6 +382,7 @@ struct ic_ctx {
     void *memo; /* sched: inlining memo */
     void *cg_res; /* codegen: LLVM objects to release on error */
     struct ic_compiled *out;
+    const struct ic_backend *backend; /* ic_backend.h: the target's code generator */
     uint32_t memo_cap;
     /* dynamic graphs: the private graph's sizes are evaluated at internal symbol hints
      * symH (distinct primes above IC_SYM_BAND), so every size or product that involves a
@@ -431,7 +455,7 @@ char *ic_describe_kernels(ic_ctx *c, bool detail); /* malloc'd */
 int ic_verify_kernels(ic_ctx *c, char *msg, size_t n); /* sched/verify.c; 0 ok */
 /* test hook (support.c): the n-th arena allocation from now fails; -1 disables */
 void ic_test_fail_alloc_after(long n);   /* sched/describe.c */
-/* codegen/cpu_llvm.c: builds, optimizes, JITs; fills fns (one per kernel) */
+/* codegen/cpu_module.c (kernels emitted by cpu_llvm.c): builds, optimizes, JITs; fills fns (one per kernel) */
 /* fns[2k]: kernel k; fns[2k+1]: its combine kernel when split, else NULL */
 void ic_codegen_cpu(ic_ctx *c, ic_kernel_fn *fns, void **rt_out);
 void ic_codegen_cleanup(ic_ctx *c);

@@ -52,3 +52,20 @@ def test_float_to_int_fused(dst):
     ex = torchc.explain(f)(x)
     assert ex.graph_count == 1 and ex.graph_break_count == 0, str(ex)
     assert_same(ex.result, f(x))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("src", [torch.float32, torch.float16, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("dst", DST, ids=str)
+def test_float_to_int_out_of_range_cuda(src, dst):
+    # The GPU target of the op layer converts through int64 and wraps (ops.c IC_FP2I_WRAP64);
+    # CUDA eager's conversions saturate in the destination's width in some cases (cvt.rzi):
+    # this compares the two on the device (not run yet: no GPU this session).
+    x = _vals(src, 67).cuda()
+
+    def f(a):
+        return a.to(dst)
+
+    ex = torchc.explain(f)(x)
+    assert ex.graph_count == 1 and ex.graph_break_count == 0, str(ex)
+    assert_same(ex.result, f(x))

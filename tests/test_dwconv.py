@@ -1,4 +1,4 @@
-"""Depthwise convolutions as window sums (dynamo_hook/torch_ops.c dw_conv): compiled vs eager.
+"""Depthwise convolutions as window sums (dynamo_hook/ops_pool.c sym_dw_conv): compiled vs eager.
 
 groups == in channels == out channels becomes zero padding, one strided slice per kernel tap
 times that tap's weight column, summed in f32 (no library call); fused with its neighbours.

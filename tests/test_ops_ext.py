@@ -201,7 +201,7 @@ def test_upsample_module():
 def test_supported_op_count():
     import os
     import re
-    src = open(os.path.join(os.path.dirname(__file__), "..", "dynamo_hook", "torch_ops.c")).read()
+    src = open(os.path.join(os.path.dirname(__file__), "..", "dynamo_hook", "ops_table.c")).read()
     table = src[src.index("static const opdef OPS[] = {"):]
     table = table[:table.index("};")]
     names = set(re.findall(r'^\s*(?:UN|BIN)\("(\w+)"', table, re.M))

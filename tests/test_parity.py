@@ -328,11 +328,9 @@ def test_parity_compiles_something():
         assert api.compiles() == 1, api.name
 
 
-def test_is_compiling_known_difference():
-    """A documented difference: inside torchc's capture torch.compiler.is_compiling()
-    answers False (torchc captures the code eager runs; True makes transformers take paths
-    torchc does not capture whole yet); under torch.compile it answers True. The answer is
-    constant either way (no break)."""
+def test_is_compiling_true_inside_capture():
+    """torch.compiler.is_compiling() (and its aliases) answers True inside torchc's capture,
+    as under torch.compile; the answer is constant (no break), and False in eager."""
     def f(x):
         if torch.compiler.is_compiling():
             return x + 1
@@ -340,5 +338,6 @@ def test_is_compiling_known_difference():
     torch._dynamo.reset()
     assert torch.equal(torch.compile(f, backend="eager")(torch.zeros(2)), torch.ones(2))
     Torchc.count = 0
-    assert torch.equal(torchc.compile(f)(torch.zeros(2)), -torch.ones(2))
+    assert torch.equal(torchc.compile(f)(torch.zeros(2)), torch.ones(2))
+    assert torch.equal(f(torch.zeros(2)), -torch.ones(2))
     assert Torchc.count == 1

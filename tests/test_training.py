@@ -322,14 +322,6 @@ def test_partial_requires_grad():
     grads_match(lambda x, w, b: x * w + b, R(3, 4), w, b, rg=[False, True, False])
 
 
-def test_double_backward_raises():
-    x = R(3).requires_grad_(True)
-    cf = torchc.compile(lambda x: (x ** 3).sum())
-    (g,) = torch.autograd.grad(cf(x), x, create_graph=True)
-    with pytest.raises(RuntimeError):
-        g.sum().backward()
-
-
 @pytest.mark.allow_fallback
 @pytest.mark.no_compile
 def test_no_rule_falls_back_with_reason():
@@ -664,6 +656,4 @@ def test_saved_bytes_vs_eager(name):
     ex = torchc.explain(m)(*xs)
     assert ex.backward_graph_count == 1
     eager = _eager_saved_bytes(m, *xs)
-    # the MLP saves its last logits and their row max / sum where eager saves the relu outputs
-    # only (the output is free): at most 1% more
-    assert ex.saved_bytes <= eager * (1.01 if name == "mlp" else 1.0), (ex.saved_bytes, eager)
+    assert ex.saved_bytes <= eager, (ex.saved_bytes, eager)

@@ -82,10 +82,12 @@ def py_worker(d):
 def dump_py(out):
     d = os.path.join(out, "py")
     os.makedirs(d, exist_ok=True)
-    env = dict(os.environ, TORCHC_DEBUG="llvm", PYTHONPATH=ROOT)
-    env.setdefault("TORCHC_CACHE_DIR", tempfile.mkdtemp(prefix="torchc-corpus-cache-"))
-    r = subprocess.run([sys.executable, os.path.abspath(__file__), "--py-worker", d], cwd=ROOT, env=env,
-                       stdout=subprocess.DEVNULL)
+    # a fresh disk cache always (a TORCHC_CACHE_DIR of the caller's would give cache hits,
+    # which print no IR)
+    with tempfile.TemporaryDirectory(prefix="torchc-corpus-cache-") as cache:
+        env = dict(os.environ, TORCHC_DEBUG="llvm", PYTHONPATH=ROOT, TORCHC_CACHE_DIR=cache)
+        r = subprocess.run([sys.executable, os.path.abspath(__file__), "--py-worker", d], cwd=ROOT, env=env,
+                           stdout=subprocess.DEVNULL)
     if r.returncode:
         sys.exit(f"python corpus worker failed ({r.returncode})")
 

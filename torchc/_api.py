@@ -324,9 +324,13 @@ def reset():
 class ExplainOutput:
     """What torchc.explain(fn)(*args) returns."""
 
-    def __init__(self, records, result, cudagraphs=()):
+    def __init__(self, records, result, cudagraphs=(), internal_faults=0, last_internal_fault=None):
         self.records = records
         self.result = result
+        # compiler bugs during this call (IC_EINTERNAL: the frame ran eagerly); the suite
+        # fails a test that has any unless it is marked allow_internal_fault (tests/conftest.py)
+        self.internal_faults = internal_faults
+        self.last_internal_fault = last_internal_fault if internal_faults else None
         # mode="reduce-overhead": what the CUDA graph layer did on this call
         # ({"event": warmup|captured|replayed|fallback, "reason": str or None})
         self.cudagraphs = list(cudagraphs)
@@ -375,6 +379,8 @@ class ExplainOutput:
                  f"Graph Break Count: {self.graph_break_count}",
                  f"Op Count: {self.op_count}",
                  f"Extern Calls (matmul/conv, ATen): {len(self.extern_calls)}"]
+        if self.internal_faults:
+            lines.append(f"Internal Faults: {self.internal_faults} (last: {self.last_internal_fault})")
         if self.backward_graph_count:
             lines += [f"Backward Graph Count: {self.backward_graph_count}",
                       f"Backward Op Count: {self.backward_op_count}",
@@ -415,14 +421,16 @@ def explain(fn, **compile_kwargs):
     def run(*args, **kwargs):
         cg = call if isinstance(call, _cudagraphs.CUDAGraphed) else None
         n0 = cg.nevents if cg else 0
+        f0 = _C.stats().get("internal_faults", 0)
         _C.explain_start()
         try:
             result = call(*args, **kwargs)
         finally:
             records = _C.explain_stop()
+        faults = _C.stats().get("internal_faults", 0) - f0
         events = cg.events[len(cg.events) - min(cg.nevents - n0, len(cg.events)):] if cg else ()
         if cg and not events:
             events = [{"event": "replayed", "reason": None}]
-        return ExplainOutput(records, result, events)
+        return ExplainOutput(records, result, events, faults, _C.last_internal_fault() if faults else None)
 
     return run

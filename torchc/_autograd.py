@@ -7,12 +7,19 @@ back with a grad_fn whose backward runs the compiled backward graph. Everything 
 (`loss.backward()`, `torch.autograd.grad`, `retain_graph`, accumulation into `.grad`, hooks)
 is torch's autograd engine, as in eager.
 
-Double backward (`create_graph=True` followed by a second backward through these
-gradients) is not compiled: the first backward works, a second one raises torch's
-once_differentiable error.
+Double backward (`create_graph=True`) is not compiled: the backward graph's gradients are
+returned, but through a node that raises a clear error if they are differentiated again
+(never a silently missing second-order term), and the train object is marked so that the
+frame that made this graph runs eagerly from its next call, with the reason in
+torchc.explain().
 """
 import torch
-from torch.autograd.function import once_differentiable
+
+DOUBLE_BACKWARD = (
+    "torchc: double backward (create_graph=True) through a compiled training graph is not "
+    "supported; the frame that made it runs eagerly from its next call (torchc.explain shows "
+    "the reason). Call it once more, or run it under torchc.disable()."
+)
 
 
 class CompiledNode(torch.autograd.Function):
@@ -26,9 +33,16 @@ class CompiledNode(torch.autograd.Function):
         return tuple(outs)
 
     @staticmethod
-    @once_differentiable
     def backward(ctx, *grads):
-        return (None, None, None, None) + tuple(ctx.runner(ctx.saved_tensors, grads))
+        create_graph = torch.is_grad_enabled()
+        with torch.no_grad():
+            res = tuple(ctx.runner(ctx.saved_tensors, grads, create_graph))
+        if create_graph and res:
+            # the gradients are not differentiable: any use of them in a graph raises
+            err = torch._C._functions.DelayedError(DOUBLE_BACKWARD.encode(), len(res))
+            res = err(*[r.detach().requires_grad_(True) for r in res])
+            res = res if isinstance(res, tuple) else (res,)
+        return (None, None, None, None) + tuple(res)
 
 
 def attach(runner, saved, outs, diff, *inputs):

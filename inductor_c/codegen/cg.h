@@ -1,5 +1,7 @@
-/* cg.h — state shared by the CPU code generator (cpu_llvm.c) and its math library
- * (vmath.c). Values are LLVM scalars (width 1) or <VF x T> vectors (width VF). */
+/* cg.h — the LLVM emission state both code generators share (the CPU's cpu_*.c use it
+ * directly, the GPU's gg embeds one), the target description, and the shared op layer
+ * (ops.c) and math (vmath.c, vmath_own.c) that emit through it. Values are LLVM scalars
+ * (width 1) or <VF x T> vectors (width VF, CPU only). */
 #ifndef IC_CG_H
 #define IC_CG_H
 
@@ -9,11 +11,20 @@
 
 #define IC_VF 16
 
-/* The target description of the shared op layer (ops.c). */
+/* The target description of the shared op layer (ops.c explains each field). */
 enum { IC_FP2I_WRAP64, IC_FP2I_X86 }; /* float -> int casts: ops.c ol_fp_to_int */
+enum { IC_MATH_LIBM, IC_MATH_OWN };   /* transcendentals: libm + intrinsics / own polynomials */
 typedef struct ic_target {
-    int fp2int;
+    int fp2int;       /* IC_FP2I_* */
+    int math;         /* IC_MATH_* */
+    bool half_f32;    /* f16/bf16 held in f32 registers, rounded after each op */
+    bool ex2;         /* NVPTX ex2.approx: exp and erf's outer exp through it */
+    bool nan_minmax;  /* f32 maximum/minimum as llvm.maximum/minimum */
+    bool bf16_cvt;    /* f32 -> bf16 by cvt.rn.bf16.f32 */
+    bool fmod_f64;    /* f32 fmod through f64 */
 } ic_target;
+
+static inline bool ic_is_unsigned(ic_dtype t) { return t == IC_BOOL || t == IC_U8; }
 
 typedef struct cg {
     ic_ctx *c;
@@ -62,8 +73,35 @@ LLVMValueRef vm_erf(cg *g, LLVMValueRef x);
 LLVMValueRef vm_sigmoid(cg *g, LLVMValueRef x);
 LLVMValueRef vm_gelu(cg *g, LLVMValueRef x);
 typedef LLVMValueRef (*vm_exp_fn)(void *arg, LLVMValueRef x);
-/* ops.c: the shared op layer */
-LLVMValueRef ol_fp_to_int(cg *g, LLVMValueRef v, ic_dtype to, LLVMTypeRef tt); /* tt: to's (vector) type */
 LLVMValueRef vm_gelu_ex(cg *g, LLVMValueRef x, vm_exp_fn ex, void *arg); /* ex NULL: exp_fn or vm_exp; no inf/NaN cases */
+
+/* vmath_own.c: scalar f32 math for targets without libm (IC_MATH_OWN) */
+LLVMValueRef vm_sincos(cg *g, LLVMValueRef x, bool want_cos);
+LLVMValueRef vm_pow(cg *g, LLVMValueRef x, LLVMValueRef y);
+LLVMValueRef vm_exp2(cg *g, LLVMValueRef x);
+LLVMValueRef vm_log2(cg *g, LLVMValueRef x);
+LLVMValueRef vm_atan(cg *g, LLVMValueRef x);
+LLVMValueRef vm_atan2(cg *g, LLVMValueRef y, LLVMValueRef x);
+LLVMValueRef vm_fmod(cg *g, LLVMValueRef a, LLVMValueRef b);
+LLVMValueRef vm_exp_approx(cg *g, LLVMValueRef a); /* one ex2.approx of a log2 e */
+LLVMValueRef vm_exp_ex2(cg *g, LLVMValueRef x);    /* ex2.approx with the lost low part */
+
+/* ops.c: the shared op layer (the op semantics of both backends) */
+void ol_target_cpu(cg *g, const char *triple);
+void ol_target_nvptx(cg *g, int sm);
+LLVMTypeRef ol_rtype(cg *g, ic_dtype t, int width);  /* register type of a dtype */
+LLVMValueRef ol_fp_to_int(cg *g, LLVMValueRef v, ic_dtype to, LLVMTypeRef tt); /* tt: to's (vector) type */
+LLVMValueRef ol_to_bool(cg *g, LLVMValueRef v, ic_dtype from);
+LLVMValueRef ol_round_half(cg *g, LLVMValueRef f, ic_dtype t); /* half_f32 targets */
+LLVMValueRef ol_convert(cg *g, LLVMValueRef v, ic_dtype from, ic_dtype to);
+LLVMValueRef ol_fmaxmin(cg *g, LLVMValueRef a, LLVMValueRef b, bool max);
+LLVMValueRef ol_imaxmin(cg *g, LLVMValueRef a, LLVMValueRef b, bool max, ic_dtype t);
+LLVMValueRef ol_exp_approx_cb(void *g, LLVMValueRef x); /* vm_exp_approx as a vm_exp_fn (arg: the cg) */
+LLVMValueRef ol_unary(cg *g, ic_op op, ic_dtype t, LLVMValueRef a);
+LLVMValueRef ol_binary(cg *g, ic_op op, ic_dtype ct, LLVMValueRef a, LLVMValueRef b, ic_xid bx);
+LLVMValueRef ol_red_identity(cg *g, const ic_item *it, int width);
+LLVMValueRef ol_red_combine(cg *g, const ic_item *it, LLVMValueRef acc, LLVMValueRef x);
+void ol_arg_combine(cg *g, const ic_item *it, LLVMValueRef acc, LLVMValueRef ai, LLVMValueRef x,
+                    LLVMValueRef xi, LLVMValueRef *ro, LLVMValueRef *ri);
 
 #endif

@@ -22,23 +22,17 @@
  *   transcendentals come from vmath.c; f64 ones from libm.
  *   Buffers reach the body as noalias arguments of an always-inlined function, so LLVM
  *   may hoist and reorder memory accesses across buffers.
- * Then: verifier, the pipeline of ic_cpu_pipeline (new pass manager), an object file per module
- * (modules of big graphs on parallel threads), ORC LLJIT; objects are cached by code key.
+ * Then (cpu_module.c): verifier, the pipeline of ic_cpu_pipeline (new pass manager), an object
+ * file per module (modules of big graphs on parallel threads), ORC LLJIT; objects are cached
+ * by code key.
  */
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
-#include <llvm-c/Analysis.h>
 #include <llvm-c/Core.h>
-#include <llvm-c/TargetMachine.h>
-#include <llvm-c/Transforms/PassBuilder.h>
 
 #include "../support.h"
-#include "cg.h"
+#include "cpu.h"
 
 #define B g->b
 #define IC_SUM_BLOCK 512 /* row mode: 32 adds per lane */
@@ -207,71 +201,6 @@ static LLVMValueRef ixval(cg *g, ic_ix a, bool vec) {
 /* ---- expressions ------------------------------------------------------------------------ */
 static LLVMValueRef emit(cg *g, ic_xid x);
 
-static LLVMValueRef to_bool(cg *g, LLVMValueRef v, ic_dtype from) {
-    LLVMTypeRef t = LLVMTypeOf(v);
-    if (from == IC_BOOL) return v;
-    if (ic_is_float(from)) return LLVMBuildFCmp(B, LLVMRealUNE, v, LLVMConstNull(t), "");
-    return LLVMBuildICmp(B, LLVMIntNE, v, LLVMConstNull(t), "");
-}
-
-/* bf16 bits <-> f32 */
-static LLVMValueRef bf16_to_f32(cg *g, LLVMValueRef v) {
-    int w = g->width;
-    LLVMValueRef x = LLVMBuildZExt(B, v, cg_type(g, IC_I32, w), "");
-    x = LLVMBuildShl(B, x, cg_consti(g, cg_type(g, IC_I32, w), 16), "");
-    return LLVMBuildBitCast(B, x, cg_type(g, IC_F32, w), "");
-}
-
-static LLVMValueRef f32_to_bf16(cg *g, LLVMValueRef f) {
-    /* round to nearest even; NaN stays a (quiet) NaN */
-    int w = g->width;
-    LLVMTypeRef it = cg_type(g, IC_I32, w);
-    LLVMValueRef x = LLVMBuildBitCast(B, f, it, "");
-    LLVMValueRef lsb = LLVMBuildAnd(B, LLVMBuildLShr(B, x, cg_consti(g, it, 16), ""), cg_consti(g, it, 1), "");
-    LLVMValueRef r = LLVMBuildAdd(B, x, LLVMBuildAdd(B, lsb, cg_consti(g, it, 0x7FFF), ""), "");
-    r = LLVMBuildLShr(B, r, cg_consti(g, it, 16), "");
-    LLVMValueRef nan = LLVMBuildFCmp(B, LLVMRealUNO, f, f, "");
-    LLVMValueRef qn = LLVMBuildOr(B, LLVMBuildLShr(B, x, cg_consti(g, it, 16), ""), cg_consti(g, it, 0x40), "");
-    r = LLVMBuildSelect(B, nan, qn, r, "");
-    return LLVMBuildTrunc(B, r, cg_type(g, IC_I16, w), "");
-}
-
-static LLVMValueRef convert(cg *g, LLVMValueRef v, ic_dtype from, ic_dtype to) {
-    if (from == to) return v;
-    if (from == IC_BF16) return convert(g, bf16_to_f32(g, v), IC_F32, to);
-    if (to == IC_BF16) {
-        if (from != IC_F32) v = convert(g, v, from, IC_F32);
-        return f32_to_bf16(g, v);
-    }
-    if (from == IC_F16 && to != IC_F32 && to != IC_F64) return convert(g, convert(g, v, IC_F16, IC_F32), IC_F32, to);
-    if (to == IC_F16 && !ic_is_float(from)) return convert(g, convert(g, v, from, IC_F32), IC_F32, IC_F16);
-    LLVMTypeRef tt = cg_type(g, to, g->width);
-    if (to == IC_BOOL) return to_bool(g, v, from);
-    bool fu = from == IC_BOOL || from == IC_U8;
-    if (ic_is_float(to)) {
-        if (ic_is_float(from)) return LLVMBuildFPCast(B, v, tt, "");
-        return fu ? LLVMBuildUIToFP(B, v, tt, "") : LLVMBuildSIToFP(B, v, tt, "");
-    }
-    if (ic_is_float(from)) return ol_fp_to_int(g, v, to, tt); /* toward zero; out of range as eager */
-    return LLVMBuildIntCast2(B, v, tt, !fu, "");
-}
-
-static bool is_unsigned(ic_dtype t) { return t == IC_BOOL || t == IC_U8; }
-
-static LLVMValueRef isnan_(cg *g, LLVMValueRef v) { return LLVMBuildFCmp(B, LLVMRealUNO, v, v, ""); }
-
-static LLVMValueRef fmaxmin(cg *g, LLVMValueRef a, LLVMValueRef b, bool max) {
-    LLVMValueRef gt = LLVMBuildFCmp(B, max ? LLVMRealOGT : LLVMRealOLT, a, b, "");
-    LLVMValueRef r = LLVMBuildSelect(B, gt, a, b, "");
-    r = LLVMBuildSelect(B, isnan_(g, a), a, r, "");
-    return LLVMBuildSelect(B, isnan_(g, b), b, r, "");
-}
-
-static LLVMValueRef imaxmin(cg *g, LLVMValueRef a, LLVMValueRef b, bool max, ic_dtype t) {
-    LLVMIntPredicate p = is_unsigned(t) ? (max ? LLVMIntUGT : LLVMIntULT) : (max ? LLVMIntSGT : LLVMIntSLT);
-    return LLVMBuildSelect(B, LLVMBuildICmp(B, p, a, b, ""), a, b, "");
-}
-
 static LLVMValueRef fconst(cg *g, LLVMValueRef like, double v) { return cg_constf(g, LLVMTypeOf(like), v); }
 
 /* A size or count as an i64: a constant, or (dynamic graphs, tainted) its monomial in
@@ -299,200 +228,6 @@ static LLVMValueRef fcount(cg *g, LLVMValueRef like, int64_t n) {
     bool vec = LLVMGetTypeKind(t) == LLVMVectorTypeKind;
     LLVMValueRef f = LLVMBuildSIToFP(B, cg_size(g, n), vec ? LLVMGetElementType(t) : t, "");
     return vec ? cg_splat(g, f, (int)LLVMGetVectorSize(t)) : f;
-}
-
-static LLVMValueRef unary(cg *g, ic_op op, ic_dtype t, LLVMValueRef a) {
-    LLVMTypeRef ty = LLVMTypeOf(a);
-    bool f = ic_is_float(t), f32 = t == IC_F32;
-    switch (op) {
-    case IC_OP_NEG: return f ? LLVMBuildFNeg(B, a, "") : LLVMBuildNeg(B, a, "");
-    case IC_OP_ABS:
-        if (f) return cg_intrin(g, "llvm.fabs", &ty, 1, &a, 1);
-        if (is_unsigned(t)) return a;
-        return LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, a, LLVMConstNull(ty), ""),
-                               LLVMBuildNeg(B, a, ""), a, "");
-    case IC_OP_RELU:
-        if (f) return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOLT, a, LLVMConstNull(ty), ""),
-                                      LLVMConstNull(ty), a, "");
-        if (is_unsigned(t)) return a;
-        return LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, a, LLVMConstNull(ty), ""),
-                               LLVMConstNull(ty), a, "");
-    case IC_OP_LOGICAL_NOT: return LLVMBuildNot(B, a, "");
-    case IC_OP_EXP: return f32 ? vm_exp(g, a) : cg_intrin(g, "llvm.exp", &ty, 1, &a, 1);
-    case IC_OP_LOG: return f32 ? vm_log(g, a) : cg_intrin(g, "llvm.log", &ty, 1, &a, 1);
-    case IC_OP_SQRT: return cg_intrin(g, "llvm.sqrt", &ty, 1, &a, 1);
-    case IC_OP_RSQRT:
-        return LLVMBuildFDiv(B, fconst(g, a, 1.0), cg_intrin(g, "llvm.sqrt", &ty, 1, &a, 1), "");
-    case IC_OP_RECIPROCAL: return LLVMBuildFDiv(B, fconst(g, a, 1.0), a, "");
-    case IC_OP_SIGMOID:
-        if (f32) return vm_sigmoid(g, a);
-        return LLVMBuildFDiv(B, fconst(g, a, 1.0),
-                             LLVMBuildFAdd(B, fconst(g, a, 1.0), unary(g, IC_OP_EXP, t, LLVMBuildFNeg(B, a, "")), ""), "");
-    case IC_OP_TANH: return f32 ? vm_tanh(g, a) : cg_libm1(g, "tanh", a);
-    case IC_OP_SILU: return LLVMBuildFMul(B, a, unary(g, IC_OP_SIGMOID, t, a), "");
-    case IC_OP_GELU: {
-        if (f32) return vm_gelu(g, a);
-        /* 1 + erf(s) = erfc(-s): no cancellation for negative inputs */
-        LLVMValueRef s = LLVMBuildFMul(B, a, fconst(g, a, -0.70710678118654752440), "");
-        LLVMValueRef h = LLVMBuildFMul(B, a, fconst(g, a, 0.5), "");
-        return LLVMBuildFMul(B, h, cg_libm1(g, "erfc", s), "");
-    }
-    case IC_OP_GELU_TANH: {
-        /* x/2 (1 + tanh(u)) = x * sigmoid(2u) */
-        LLVMValueRef x3 = LLVMBuildFMul(B, LLVMBuildFMul(B, a, a, ""), a, "");
-        LLVMValueRef in = LLVMBuildFAdd(B, a, LLVMBuildFMul(B, x3, fconst(g, a, 0.044715), ""), "");
-        in = LLVMBuildFMul(B, in, fconst(g, a, 2 * 0.79788456080286535588), "");
-        return LLVMBuildFMul(B, a, unary(g, IC_OP_SIGMOID, t, in), "");
-    }
-    case IC_OP_SIN: return cg_intrin(g, "llvm.sin", &ty, 1, &a, 1);
-    case IC_OP_COS: return cg_intrin(g, "llvm.cos", &ty, 1, &a, 1);
-    case IC_OP_FLOOR: return f ? cg_intrin(g, "llvm.floor", &ty, 1, &a, 1) : a;
-    case IC_OP_CEIL: return f ? cg_intrin(g, "llvm.ceil", &ty, 1, &a, 1) : a;
-    case IC_OP_ROUND: return f ? cg_intrin(g, "llvm.roundeven", &ty, 1, &a, 1) : a;
-    case IC_OP_TRUNC: return f ? cg_intrin(g, "llvm.trunc", &ty, 1, &a, 1) : a;
-    case IC_OP_SIGN: {
-        if (t == IC_BOOL) return a;
-        LLVMValueRef z = LLVMConstNull(ty);
-        LLVMValueRef pos = f ? LLVMBuildFCmp(B, LLVMRealOGT, a, z, "") : LLVMBuildICmp(B, is_unsigned(t) ? LLVMIntUGT : LLVMIntSGT, a, z, "");
-        LLVMValueRef neg = f ? LLVMBuildFCmp(B, LLVMRealOLT, a, z, "") : LLVMBuildICmp(B, LLVMIntSLT, a, z, "");
-        LLVMValueRef one = f ? fconst(g, a, 1.0) : cg_consti(g, ty, 1);
-        LLVMValueRef mone = f ? fconst(g, a, -1.0) : cg_consti(g, ty, -1);
-        return LLVMBuildSelect(B, pos, one, LLVMBuildSelect(B, neg, mone, z, ""), "");
-    }
-    case IC_OP_ERF: return f32 ? vm_erf(g, a) : cg_libm1(g, "erf", a);
-    case IC_OP_LOG1P: {
-        if (!f32) return cg_libm1(g, "log1p", a);
-        /* log(u) - ((u - 1) - x) / u, u = 1 + x: exact for tiny x */
-        LLVMValueRef u = LLVMBuildFAdd(B, fconst(g, a, 1.0), a, "");
-        LLVMValueRef lu = vm_log(g, u);
-        LLVMValueRef corr = LLVMBuildFDiv(B, LLVMBuildFSub(B, LLVMBuildFSub(B, u, fconst(g, a, 1.0), ""), a, ""), u, "");
-        LLVMValueRef r = LLVMBuildFSub(B, lu, corr, "");
-        LLVMValueRef big = LLVMBuildFCmp(B, LLVMRealOEQ, u, fconst(g, a, __builtin_inf()), "");
-        r = LLVMBuildSelect(B, big, u, r, "");
-        return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOEQ, u, fconst(g, a, 1.0), ""), a, r, "");
-    }
-    case IC_OP_EXPM1: {
-        if (!f32) return cg_libm1(g, "expm1", a);
-        /* Kahan: (u - 1) * x / log(u), u = exp(x) */
-        LLVMValueRef u = vm_exp(g, a);
-        LLVMValueRef um1 = LLVMBuildFSub(B, u, fconst(g, a, 1.0), "");
-        LLVMValueRef r = LLVMBuildFDiv(B, LLVMBuildFMul(B, um1, a, ""), vm_log(g, u), "");
-        r = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOEQ, um1, fconst(g, a, -1.0), ""), um1, r, "");
-        r = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOEQ, u, fconst(g, a, __builtin_inf()), ""), u, r, "");
-        return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOEQ, u, fconst(g, a, 1.0), ""), a, r, "");
-    }
-    case IC_OP_LOG2: return cg_intrin(g, "llvm.log2", &ty, 1, &a, 1);
-    case IC_OP_EXP2: return cg_intrin(g, "llvm.exp2", &ty, 1, &a, 1);
-    case IC_OP_TAN: return cg_libm1(g, f32 ? "tanf" : "tan", a);
-    case IC_OP_ATAN: return cg_libm1(g, f32 ? "atanf" : "atan", a);
-    case IC_OP_ISNAN:
-        return f ? LLVMBuildFCmp(B, LLVMRealUNO, a, a, "") : cg_consti(g, cg_type(g, IC_BOOL, g->width), 0);
-    case IC_OP_ISINF:
-        if (!f) return cg_consti(g, cg_type(g, IC_BOOL, g->width), 0);
-        return LLVMBuildFCmp(B, LLVMRealOEQ, cg_intrin(g, "llvm.fabs", &ty, 1, &a, 1), fconst(g, a, __builtin_inf()), "");
-    case IC_OP_ISFINITE:
-        if (!f) return cg_consti(g, cg_type(g, IC_BOOL, g->width), 1);
-        return LLVMBuildFCmp(B, LLVMRealOLT, cg_intrin(g, "llvm.fabs", &ty, 1, &a, 1), fconst(g, a, __builtin_inf()), "");
-    case IC_OP_BITWISE_NOT: return LLVMBuildNot(B, a, "");
-    default: ic_fail(g->c, IC_EUNSUPPORTED, "codegen: unary %s", ic_op_name(op));
-    }
-}
-
-/* float fmod / remainder / floor_divide with eager's rules */
-static LLVMValueRef fdivmod(cg *g, ic_op op, LLVMValueRef a, LLVMValueRef b) {
-    LLVMValueRef z = LLVMConstNull(LLVMTypeOf(a));
-    LLVMValueRef mod = LLVMBuildFRem(B, a, b, "");
-    if (op == IC_OP_FMOD) return mod;
-    LLVMValueRef sdiff = LLVMBuildXor(B, LLVMBuildFCmp(B, LLVMRealOLT, mod, z, ""), LLVMBuildFCmp(B, LLVMRealOLT, b, z, ""), "");
-    LLVMValueRef fix = LLVMBuildAnd(B, LLVMBuildFCmp(B, LLVMRealONE, mod, z, ""), sdiff, "");
-    if (op == IC_OP_REMAINDER) return LLVMBuildSelect(B, fix, LLVMBuildFAdd(B, mod, b, ""), mod, "");
-    /* floor_divide */
-    LLVMTypeRef ty = LLVMTypeOf(a);
-    LLVMValueRef div = LLVMBuildFDiv(B, LLVMBuildFSub(B, a, mod, ""), b, "");
-    div = LLVMBuildSelect(B, fix, LLVMBuildFSub(B, div, fconst(g, a, 1.0), ""), div, "");
-    LLVMValueRef fl = cg_intrin(g, "llvm.floor", &ty, 1, &div, 1);
-    LLVMValueRef up = LLVMBuildFCmp(B, LLVMRealOGT, LLVMBuildFSub(B, div, fl, ""), fconst(g, a, 0.5), "");
-    fl = LLVMBuildSelect(B, up, LLVMBuildFAdd(B, fl, fconst(g, a, 1.0), ""), fl, "");
-    LLVMValueRef q = LLVMBuildFDiv(B, a, b, "");
-    LLVMValueRef args[2] = {z, q};
-    LLVMValueRef zs = cg_intrin(g, "llvm.copysign", &ty, 1, args, 2);
-    LLVMValueRef r = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealUNE, div, z, ""), fl, zs, "");
-    return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOEQ, b, z, ""), q, r, "");
-}
-
-/* integer versions; a zero divisor yields garbage instead of trapping (eager raises) and
- * INT_MIN / -1 wraps */
-static LLVMValueRef idivmod(cg *g, ic_op op, ic_dtype t, LLVMValueRef a, LLVMValueRef b) {
-    LLVMTypeRef ty = LLVMTypeOf(a);
-    LLVMValueRef z = LLVMConstNull(ty), one = cg_consti(g, ty, 1);
-    if (is_unsigned(t)) {
-        LLVMValueRef bb = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntEQ, b, z, ""), one, b, "");
-        return op == IC_OP_FLOOR_DIVIDE ? LLVMBuildUDiv(B, a, bb, "") : LLVMBuildURem(B, a, bb, "");
-    }
-    LLVMValueRef m1 = LLVMBuildICmp(B, LLVMIntEQ, b, cg_consti(g, ty, -1), "");
-    LLVMValueRef bad = LLVMBuildOr(B, m1, LLVMBuildICmp(B, LLVMIntEQ, b, z, ""), "");
-    LLVMValueRef bb = LLVMBuildSelect(B, bad, one, b, "");
-    LLVMValueRef q = LLVMBuildSDiv(B, a, bb, ""), r = LLVMBuildSRem(B, a, bb, "");
-    q = LLVMBuildSelect(B, m1, LLVMBuildNeg(B, a, ""), q, "");
-    r = LLVMBuildSelect(B, m1, z, r, "");
-    if (op == IC_OP_FMOD) return r;
-    LLVMValueRef fix = LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntNE, r, z, ""),
-                                    LLVMBuildICmp(B, LLVMIntSLT, LLVMBuildXor(B, r, b, ""), z, ""), "");
-    if (op == IC_OP_REMAINDER) return LLVMBuildSelect(B, fix, LLVMBuildAdd(B, r, b, ""), r, "");
-    return LLVMBuildSelect(B, fix, LLVMBuildSub(B, q, one, ""), q, "");
-}
-
-static LLVMValueRef binary(cg *g, ic_op op, ic_dtype rt, ic_dtype ct, LLVMValueRef a,
-                           LLVMValueRef b, ic_xid bx) {
-    LLVMTypeRef ty = LLVMTypeOf(a);
-    bool f = ic_is_float(ct), u = is_unsigned(ct);
-    if (ct == IC_BOOL) {
-        switch (op) {
-        case IC_OP_ADD: case IC_OP_MAXIMUM: case IC_OP_LOGICAL_OR: return LLVMBuildOr(B, a, b, "");
-        case IC_OP_MUL: case IC_OP_MINIMUM: case IC_OP_LOGICAL_AND: return LLVMBuildAnd(B, a, b, "");
-        default: break;
-        }
-    }
-    switch (op) {
-    case IC_OP_ADD: return f ? LLVMBuildFAdd(B, a, b, "") : LLVMBuildAdd(B, a, b, "");
-    case IC_OP_SUB: return f ? LLVMBuildFSub(B, a, b, "") : LLVMBuildSub(B, a, b, "");
-    case IC_OP_MUL: return f ? LLVMBuildFMul(B, a, b, "") : LLVMBuildMul(B, a, b, "");
-    case IC_OP_DIV: return LLVMBuildFDiv(B, a, b, "");
-    case IC_OP_MAXIMUM: return f ? fmaxmin(g, a, b, true) : imaxmin(g, a, b, true, ct);
-    case IC_OP_MINIMUM: return f ? fmaxmin(g, a, b, false) : imaxmin(g, a, b, false, ct);
-    case IC_OP_POW: {
-        const ic_x *e = &g->c->xs[bx];
-        if (e->kind == X_CONST) {
-            double p = e->cval;
-            if (p == 1.0) return a;
-            if (p == 2.0) return LLVMBuildFMul(B, a, a, "");
-            if (p == 3.0) return LLVMBuildFMul(B, LLVMBuildFMul(B, a, a, ""), a, "");
-            if (p == 0.5) return cg_intrin(g, "llvm.sqrt", &ty, 1, &a, 1);
-            if (p == -1.0) return LLVMBuildFDiv(B, fconst(g, a, 1.0), a, "");
-            if (p == -2.0) return LLVMBuildFDiv(B, fconst(g, a, 1.0), LLVMBuildFMul(B, a, a, ""), "");
-            if (p == -0.5)
-                return LLVMBuildFDiv(B, fconst(g, a, 1.0), cg_intrin(g, "llvm.sqrt", &ty, 1, &a, 1), "");
-            if (p == 0.0) return fconst(g, a, 1.0);
-        }
-        LLVMValueRef args[2] = {a, b};
-        return cg_intrin(g, "llvm.pow", &ty, 1, args, 2);
-    }
-    case IC_OP_EQ: return f ? LLVMBuildFCmp(B, LLVMRealOEQ, a, b, "") : LLVMBuildICmp(B, LLVMIntEQ, a, b, "");
-    case IC_OP_NE: return f ? LLVMBuildFCmp(B, LLVMRealUNE, a, b, "") : LLVMBuildICmp(B, LLVMIntNE, a, b, "");
-    case IC_OP_LT: return f ? LLVMBuildFCmp(B, LLVMRealOLT, a, b, "") : LLVMBuildICmp(B, u ? LLVMIntULT : LLVMIntSLT, a, b, "");
-    case IC_OP_LE: return f ? LLVMBuildFCmp(B, LLVMRealOLE, a, b, "") : LLVMBuildICmp(B, u ? LLVMIntULE : LLVMIntSLE, a, b, "");
-    case IC_OP_GT: return f ? LLVMBuildFCmp(B, LLVMRealOGT, a, b, "") : LLVMBuildICmp(B, u ? LLVMIntUGT : LLVMIntSGT, a, b, "");
-    case IC_OP_GE: return f ? LLVMBuildFCmp(B, LLVMRealOGE, a, b, "") : LLVMBuildICmp(B, u ? LLVMIntUGE : LLVMIntSGE, a, b, "");
-    case IC_OP_BITWISE_AND: return LLVMBuildAnd(B, a, b, "");
-    case IC_OP_BITWISE_OR: return LLVMBuildOr(B, a, b, "");
-    case IC_OP_BITWISE_XOR: case IC_OP_LOGICAL_XOR: return LLVMBuildXor(B, a, b, "");
-    case IC_OP_ATAN2: return cg_libm2(g, ct == IC_F32 ? "atan2f" : "atan2", a, b);
-    case IC_OP_FMOD: case IC_OP_REMAINDER: case IC_OP_FLOOR_DIVIDE:
-        return f ? fdivmod(g, op, a, b) : idivmod(g, op, ct, a, b);
-    default: break;
-    }
-    (void)rt;
-    ic_fail(g->c, IC_EUNSUPPORTED, "codegen: binary %s on %s", ic_op_name(op), ic_dtype_name(ct));
 }
 
 static LLVMValueRef all_ones(cg *g) {
@@ -634,15 +369,15 @@ static LLVMValueRef emit(cg *g, ic_xid x) {
         r = cg_splat(g, g->rowval[e.a], g->width);
         break;
     case X_CAST:
-        r = convert(g, emit(g, e.a), g->c->xs[e.a].dtype, e.dtype);
+        r = ol_convert(g, emit(g, e.a), g->c->xs[e.a].dtype, e.dtype);
         break;
     case X_OP: {
         ic_kind k = ic_op_kind(e.op);
         LLVMValueRef a = emit(g, e.a);
         if (k == IC_K_UNARY) {
-            r = unary(g, e.op, g->c->xs[e.a].dtype, a);
+            r = ol_unary(g, e.op, g->c->xs[e.a].dtype, a);
         } else if (k == IC_K_BINARY) {
-            r = binary(g, e.op, e.dtype, g->c->xs[e.a].dtype, a, emit(g, e.b), e.b);
+            r = ol_binary(g, e.op, g->c->xs[e.a].dtype, a, emit(g, e.b), e.b);
         } else if (e.op == IC_OP_WHERE) {
             r = LLVMBuildSelect(B, a, emit(g, e.b), emit(g, e.c), "");
         } else {
@@ -685,64 +420,6 @@ static void store(cg *g, const ic_item *it, LLVMValueRef v) {
 }
 
 /* ---- reductions ------------------------------------------------------------------------- */
-static LLVMValueRef red_identity(cg *g, const ic_item *it, int width) {
-    LLVMTypeRef t = cg_type(g, it->acc, width);
-    bool f = ic_is_float(it->acc);
-    bool max = it->red_op == IC_OP_AMAX || it->red_op == IC_OP_ARGMAX;
-    if (it->red_op == IC_OP_SUM || it->red_op == IC_OP_MEAN) return LLVMConstNull(t);
-    if (it->red_op == IC_OP_PROD) return f ? cg_constf(g, t, 1.0) : cg_consti(g, t, 1);
-    if (f) return cg_constf(g, t, max ? -__builtin_inf() : __builtin_inf());
-    if (is_unsigned(it->acc)) return max ? LLVMConstNull(t) : LLVMConstAllOnes(t);
-    unsigned bits = (unsigned)ic_dtype_size(it->acc) * 8;
-    long long lo = bits == 64 ? INT64_MIN : -(1LL << (bits - 1));
-    return cg_consti(g, t, max ? lo : ~lo);
-}
-
-static LLVMValueRef red_combine(cg *g, const ic_item *it, LLVMValueRef acc, LLVMValueRef x) {
-    bool f = ic_is_float(it->acc);
-    switch (it->red_op) {
-    case IC_OP_SUM:
-    case IC_OP_MEAN:
-        if (it->acc == IC_BOOL) return LLVMBuildOr(B, acc, x, "");
-        return f ? LLVMBuildFAdd(B, acc, x, "") : LLVMBuildAdd(B, acc, x, "");
-    case IC_OP_PROD:
-        if (it->acc == IC_BOOL) return LLVMBuildAnd(B, acc, x, "");
-        return f ? LLVMBuildFMul(B, acc, x, "") : LLVMBuildMul(B, acc, x, "");
-    case IC_OP_AMAX:
-    case IC_OP_AMIN: {
-        bool max = it->red_op == IC_OP_AMAX;
-        if (!f) return imaxmin(g, x, acc, max, it->acc);
-        /* NaN-propagating: once a lane holds NaN it keeps it */
-        LLVMValueRef better = LLVMBuildFCmp(B, max ? LLVMRealOGT : LLVMRealOLT, x, acc, "");
-        better = LLVMBuildOr(B, better, isnan_(g, x), "");
-        return LLVMBuildSelect(B, better, x, acc, "");
-    }
-    default:
-        ic_fail(g->c, IC_EINTERNAL, "codegen: reduction %s", ic_op_name(it->red_op));
-    }
-}
-
-/* argmax/argmin: take (x, xi) over (acc, ai) when x is better, or equal (NaN equal to NaN)
- * with a smaller index: the first extreme wins whatever the order of combination. */
-static void arg_combine(cg *g, const ic_item *it, LLVMValueRef acc, LLVMValueRef ai, LLVMValueRef x,
-                        LLVMValueRef xi, LLVMValueRef *ro, LLVMValueRef *ri) {
-    bool max = it->red_op == IC_OP_ARGMAX;
-    LLVMValueRef better, tie;
-    if (ic_is_float(it->acc)) {
-        LLVMValueRef xn = isnan_(g, x), an = isnan_(g, acc);
-        better = LLVMBuildFCmp(B, max ? LLVMRealOGT : LLVMRealOLT, x, acc, "");
-        better = LLVMBuildOr(B, better, LLVMBuildAnd(B, xn, LLVMBuildNot(B, an, ""), ""), "");
-        tie = LLVMBuildOr(B, LLVMBuildFCmp(B, LLVMRealOEQ, x, acc, ""), LLVMBuildAnd(B, xn, an, ""), "");
-    } else {
-        bool u = is_unsigned(it->acc);
-        better = LLVMBuildICmp(B, max ? (u ? LLVMIntUGT : LLVMIntSGT) : (u ? LLVMIntULT : LLVMIntSLT), x, acc, "");
-        tie = LLVMBuildICmp(B, LLVMIntEQ, x, acc, "");
-    }
-    LLVMValueRef take = LLVMBuildOr(B, better, LLVMBuildAnd(B, tie, LLVMBuildICmp(B, LLVMIntSLT, xi, ai, ""), ""), "");
-    *ro = LLVMBuildSelect(B, take, x, acc, "");
-    *ri = LLVMBuildSelect(B, take, xi, ai, "");
-}
-
 static void arg_hreduce(cg *g, const ic_item *it, LLVMValueRef v, LLVMValueRef vi, LLVMValueRef *ro,
                         LLVMValueRef *ri) {
     for (int w = IC_VF / 2; w >= 1; w /= 2) {
@@ -756,7 +433,7 @@ static void arg_hreduce(cg *g, const ic_item *it, LLVMValueRef v, LLVMValueRef v
         LLVMValueRef b = LLVMBuildShuffleVector(B, v, LLVMGetPoison(LLVMTypeOf(v)), mh, "");
         LLVMValueRef ai = LLVMBuildShuffleVector(B, vi, LLVMGetPoison(LLVMTypeOf(vi)), ml, "");
         LLVMValueRef bi = LLVMBuildShuffleVector(B, vi, LLVMGetPoison(LLVMTypeOf(vi)), mh, "");
-        arg_combine(g, it, a, ai, b, bi, &v, &vi);
+        ol_arg_combine(g, it, a, ai, b, bi, &v, &vi);
     }
     *ro = LLVMBuildExtractElement(B, v, LLVMConstInt(g->i32, 0, 0), "");
     *ri = LLVMBuildExtractElement(B, vi, LLVMConstInt(g->i32, 0, 0), "");
@@ -771,7 +448,7 @@ static LLVMValueRef hreduce(cg *g, const ic_item *it, LLVMValueRef v) {
         }
         LLVMValueRef a = LLVMBuildShuffleVector(B, v, LLVMGetPoison(LLVMTypeOf(v)), LLVMConstVector(lo, (unsigned)w), "");
         LLVMValueRef b = LLVMBuildShuffleVector(B, v, LLVMGetPoison(LLVMTypeOf(v)), LLVMConstVector(hi, (unsigned)w), "");
-        v = red_combine(g, it, a, b);
+        v = ol_red_combine(g, it, a, b);
     }
     return LLVMBuildExtractElement(B, v, LLVMConstInt(g->i32, 0, 0), "");
 }
@@ -781,7 +458,7 @@ static void finish_reduce(cg *g, ic_kernel *k, int j, LLVMValueRef r) {
     ic_item *it = &k->items[j];
     if (it->red_op == IC_OP_MEAN) r = LLVMBuildFDiv(B, r, fcount(g, r, it->red_count), "");
     g->rowval[j] = r;
-    if (it->store) store(g, it, convert(g, r, ic_is_arg(it->red_op) ? IC_I64 : it->acc, it->dtype));
+    if (it->store) store(g, it, ol_convert(g, r, ic_is_arg(it->red_op) ? IC_I64 : it->acc, it->dtype));
 }
 static void emit_items(cg *g, ic_kernel *k, int pos, LLVMValueRef *vacc, LLVMValueRef *sacc) {
     g->gen++;
@@ -797,11 +474,11 @@ static void emit_items(cg *g, ic_kernel *k, int pos, LLVMValueRef *vacc, LLVMVal
                 LLVMValueRef idxp = g->width > 1 ? vacc[k->nitems + j] : sacc[k->nitems + j];
                 LLVMTypeRef it64 = cg_type(g, IC_I64, g->width);
                 LLVMValueRef ai = LLVMBuildLoad2(B, it64, idxp, ""), ro, ri;
-                arg_combine(g, it, acc, ai, v, cg_splat(g, emit(g, it->expr2), g->width), &ro, &ri);
+                ol_arg_combine(g, it, acc, ai, v, cg_splat(g, emit(g, it->expr2), g->width), &ro, &ri);
                 LLVMBuildStore(B, ro, accp);
                 LLVMBuildStore(B, ri, idxp);
             } else {
-                LLVMBuildStore(B, red_combine(g, it, acc, v), accp);
+                LLVMBuildStore(B, ol_red_combine(g, it, acc, v), accp);
             }
         } else if (it->store) {
             store(g, it, v);
@@ -830,8 +507,8 @@ static void gen_pass(cg *g, ic_kernel *k, int pos, LLVMValueRef tile) {
         if (it->pos != pos || it->kind != IT_REDUCE) continue;
         vacc[j] = alloca_(g, cg_type(g, it->acc, IC_VF));
         sacc[j] = alloca_(g, cg_type(g, it->acc, 1));
-        LLVMBuildStore(B, red_identity(g, it, IC_VF), vacc[j]);
-        LLVMBuildStore(B, red_identity(g, it, 1), sacc[j]);
+        LLVMBuildStore(B, ol_red_identity(g, it, IC_VF), vacc[j]);
+        LLVMBuildStore(B, ol_red_identity(g, it, 1), sacc[j]);
         if (ic_is_arg(it->red_op)) {
             int n = k->nitems + j;
             vacc[n] = alloca_(g, cg_type(g, IC_I64, IC_VF));
@@ -908,7 +585,7 @@ static void gen_pass(cg *g, ic_kernel *k, int pos, LLVMValueRef tile) {
             LLVMValueRef ch = LLVMBuildAdd(B, cl.i, CH, "");
             ch = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, ch, hi, ""), ch, hi, "");
             for (int j = 0; j < k->nitems; j++)
-                if (bacc[j] != vacc[j]) LLVMBuildStore(B, red_identity(g, &k->items[j], IC_VF), bacc[j]);
+                if (bacc[j] != vacc[j]) LLVMBuildStore(B, ol_red_identity(g, &k->items[j], IC_VF), bacc[j]);
             lp_begin(g, &vl, vi, cl.i, ch, IC_VF);
             g->width = IC_VF;
             g->vec_var = iv;
@@ -954,14 +631,14 @@ static void gen_pass(cg *g, ic_kernel *k, int pos, LLVMValueRef tile) {
                 LLVMValueRef hv, hi, rv;
                 arg_hreduce(g, it, LLVMBuildLoad2(B, cg_type(g, it->acc, IC_VF), vacc[j], ""),
                             LLVMBuildLoad2(B, cg_type(g, IC_I64, IC_VF), vacc[n], ""), &hv, &hi);
-                arg_combine(g, it, hv, hi, sv, si, &rv, &si);
+                ol_arg_combine(g, it, hv, hi, sv, si, &rv, &si);
             }
             r = si;
         } else {
             r = LLVMBuildLoad2(B, cg_type(g, it->acc, 1), sacc[j], "");
             if (k->ninner > 0) {
                 LLVMValueRef v = LLVMBuildLoad2(B, cg_type(g, it->acc, IC_VF), vacc[j], "");
-                r = red_combine(g, it, hreduce(g, it, v), r);
+                r = ol_red_combine(g, it, hreduce(g, it, v), r);
             }
         }
         if (k->split) {
@@ -1046,7 +723,7 @@ static void gen_row_vouter(cg *g, ic_kernel *k, LLVMValueRef base, LLVMValueRef 
             for (int j = 0; j < n; j++) {
                 ic_item *it = &k->items[j];
                 if (it->pos != pos || it->kind != IT_REDUCE) continue;
-                LLVMBuildStore(B, red_identity(g, it, IC_VF), uptr(g, cg_type(g, it->acc, IC_VF), acc[j], L.i));
+                LLVMBuildStore(B, ol_red_identity(g, it, IC_VF), uptr(g, cg_type(g, it->acc, IC_VF), acc[j], L.i));
                 if (ic_is_arg(it->red_op)) LLVMBuildStore(B, cg_consti(g, vi64, INT64_MAX), uptr(g, vi64, acc[n + j], L.i));
                 if (col_blocked_item(it, pos) && last >= 0 && k->isize[last] > 2 * IC_COL_BLOCK) blocked = true;
             }
@@ -1128,7 +805,7 @@ static void gen_row_vouter(cg *g, ic_kernel *k, LLVMValueRef base, LLVMValueRef 
                                                        : LLVMBuildLoad2(B, cg_type(g, it->acc, IC_VF), uptr(g, cg_type(g, it->acc, IC_VF), acc[j], L.i), "");
                 if (it->red_op == IC_OP_MEAN) r = LLVMBuildFDiv(B, r, fcount(g, r, it->red_count), "");
                 LLVMBuildStore(B, r, uptr(g, LLVMTypeOf(r), racc[j], L.i));
-                if (it->store) store(g, it, convert(g, r, ic_is_arg(it->red_op) ? IC_I64 : it->acc, it->dtype));
+                if (it->store) store(g, it, ol_convert(g, r, ic_is_arg(it->red_op) ? IC_I64 : it->acc, it->dtype));
             }
             UEND(L);
         }
@@ -1148,14 +825,14 @@ static void gen_combine(cg *g, ic_kernel *k) {
         if (it->kind != IT_REDUCE) continue;
         LLVMTypeRef at = cg_type(g, it->acc, 1);
         LLVMValueRef acc = alloca_(g, at);
-        LLVMBuildStore(B, red_identity(g, it, 1), acc);
+        LLVMBuildStore(B, ol_red_identity(g, it, 1), acc);
         lp L;
         lp_begin(g, &L, NULL, LLVMConstInt(g->i64, 0, 0), LLVMConstInt(g->i64, (unsigned long long)k->ntiles, 0), 1);
         LLVMValueRef slot = LLVMBuildAdd(B, LLVMBuildMul(B, L.i, LLVMConstInt(g->i64, (unsigned)k->nitems, 0), ""),
                                          LLVMConstInt(g->i64, (unsigned)j, 0), "");
         LLVMValueRef p = LLVMBuildGEP2(B, g->i64, g->buf_ptr[k->partial_buf], &slot, 1, "");
         LLVMValueRef x = LLVMBuildLoad2(B, at, p, "");
-        LLVMBuildStore(B, red_combine(g, it, LLVMBuildLoad2(B, at, acc, ""), x), acc);
+        LLVMBuildStore(B, ol_red_combine(g, it, LLVMBuildLoad2(B, at, acc, ""), x), acc);
         lp_end(g, &L);
         finish_reduce(g, k, j, LLVMBuildLoad2(B, at, acc, ""));
     }
@@ -1167,7 +844,7 @@ static void gen_combine(cg *g, ic_kernel *k) {
 }
 
 /* phase 0: the kernel; split kernels: phase 1 the parallel parts, phase 2 the combine */
-static void gen_kernel(cg *g, ic_kernel *k, const char *name, const char *cpu, const char *feat, int phase) {
+void cpu_gen_kernel(cg *g, ic_kernel *k, const char *name, const char *cpu, const char *feat, int phase) {
     ic_ctx *c = g->c;
     /* buffers used by this kernel */
     int *used = ic_alloc(c, (size_t)(c->nbufs + 1) * sizeof(int));
@@ -1342,394 +1019,4 @@ static void gen_kernel(cg *g, ic_kernel *k, const char *name, const char *cpu, c
     LLVMBuildRetVoid(B);
     LLVMPositionBuilderAtEnd(g->ab, g->entry);
     LLVMBuildBr(g->ab, start);
-}
-
-/* ---- driver ----------------------------------------------------------------------------- */
-static atomic_int module_counter;
-static _Atomic unsigned long long code_shared, code_disk_loaded;
-
-/* Kernels are spread over up to IC_CG_PARTS modules, each in its own LLVMContext, when the
- * graph is big enough: IR is built on the calling thread (it reads the arena), then each
- * module is optimized and emitted to an object file on its own thread with its own
- * TargetMachine. */
-#define IC_CG_PARTS 4
-#define IC_CG_PAR_MIN_ITEMS 64 /* below this, threads cost more than they save */
-
-typedef struct cg_part {
-    LLVMContextRef ctx;
-    LLVMModuleRef mod;
-    LLVMMemoryBufferRef obj;
-    const char *passes;
-    int ninsts; /* before optimization */
-    double t_opt, t_emit, cpu; /* cpu: thread time of a part run on its own thread */
-    char err[256];
-} cg_part;
-
-typedef struct cg_res {
-    cg_part parts[IC_CG_PARTS];
-    int nparts;
-    LLVMBuilderRef b, ab;
-    char *cpu, *feat, *triple;
-    LLVMTargetMachineRef tm;
-} cg_res;
-
-static void cg_res_free(cg_res *r) {
-    if (r->b) LLVMDisposeBuilder(r->b);
-    if (r->ab) LLVMDisposeBuilder(r->ab);
-    for (int i = 0; i < r->nparts; i++) {
-        cg_part *P = &r->parts[i];
-        if (P->obj) LLVMDisposeMemoryBuffer(P->obj);
-        if (P->mod) LLVMDisposeModule(P->mod);
-        if (P->ctx) LLVMContextDispose(P->ctx);
-    }
-    if (r->tm) ic_jit_tm_release(r->tm);
-    if (r->cpu) LLVMDisposeMessage(r->cpu);
-    if (r->feat) LLVMDisposeMessage(r->feat);
-    if (r->triple) LLVMDisposeMessage(r->triple);
-    memset(r, 0, sizeof *r);
-}
-
-/* optimization + object emission of one module (any thread; only LLVM objects) */
-static void part_opt_emit(cg_part *P, LLVMTargetMachineRef tm) {
-    double t0 = ic_now_ms();
-    LLVMPassBuilderOptionsRef pbo = LLVMCreatePassBuilderOptions();
-    LLVMErrorRef err = LLVMRunPasses(P->mod, P->passes, tm, pbo);
-    LLVMDisposePassBuilderOptions(pbo);
-    if (err) {
-        char *m = LLVMGetErrorMessage(err);
-        snprintf(P->err, sizeof P->err, "LLVM passes: %s", m);
-        LLVMDisposeErrorMessage(m);
-        return;
-    }
-    double t1 = ic_now_ms();
-    P->t_opt = t1 - t0;
-    char *em = NULL;
-    if (LLVMTargetMachineEmitToMemoryBuffer(tm, P->mod, LLVMObjectFile, &em, &P->obj)) {
-        snprintf(P->err, sizeof P->err, "LLVM codegen: %s", em ? em : "?");
-        P->obj = NULL;
-    }
-    if (em) LLVMDisposeMessage(em);
-    P->t_emit = ic_now_ms() - t1;
-}
-
-static double thread_cpu_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
-static void *part_thread(void *arg) {
-    cg_part *P = arg;
-    double c0 = thread_cpu_ms();
-    LLVMTargetMachineRef tm = ic_jit_tm_acquire(P->err, sizeof P->err);
-    if (!tm) return NULL;
-    part_opt_emit(P, tm);
-    ic_jit_tm_release(tm);
-    P->cpu = thread_cpu_ms() - c0;
-    return NULL;
-}
-
-/* The optimization pipeline, chosen per module by its size. Small modules get LLVM's
- * default<O3>: on short rows its loop passes (partial unrolling, induction variables) make
- * kernels faster (softmax 64x128: 4.4 instead of 5.9 us). Big modules get a lean pipeline:
- * the IR is explicitly vectorized and its loops are simple, so of O3 only what improves
- * such code runs: inlining of the kernel body, SROA (allocas to SSA), CSE, instcombine, LICM
- * (hoists the per-row invariants), GVN (loads forwarded across noalias buffers). On big
- * kernels it runs as fast as O3 (the CPU suite's 4096x1024 kernels within 2%, 1 thread) at a
- * fifth of the optimization time (O3 was dominated by instcombine and loop passes over code
- * they could not improve; its time grows faster than the IR). The text returned (both
- * pipelines and the threshold) is part of the code key. */
-#define IC_O3_MAX_INSTS 1500 /* instructions of a module before optimization */
-#define LEAN_PIPELINE                                                                           \
-    "always-inline,function(sroa,early-cse,instcombine,simplifycfg,loop-mssa(licm),gvn,instcombine," \
-    "simplifycfg)"
-
-const char *ic_cpu_pipeline(int opt_level) {
-    if (opt_level <= 1) return "always-inline,function(sroa,early-cse,instcombine,simplifycfg)";
-    return "default<O3> below 1500 instructions, else " LEAN_PIPELINE;
-}
-
-static const char *module_pipeline(int opt_level, int ninsts) {
-    if (opt_level <= 1) return ic_cpu_pipeline(opt_level);
-    return ninsts <= IC_O3_MAX_INSTS ? "default<O3>" : LEAN_PIPELINE;
-}
-
-static int count_insts(LLVMModuleRef m) {
-    int n = 0;
-    for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f))
-        for (LLVMBasicBlockRef b = LLVMGetFirstBasicBlock(f); b; b = LLVMGetNextBasicBlock(b))
-            for (LLVMValueRef i = LLVMGetFirstInstruction(b); i; i = LLVMGetNextInstruction(i)) n++;
-    return n;
-}
-
-/* A cached code blob: "ICOB", count, sizes, then the object files back to back. */
-#define OB_MAGIC 0x424f4349u
-
-static void *pack_objects(cg_res *R, size_t *n) {
-    size_t total = 8 + 8 * (size_t)R->nparts;
-    for (int i = 0; i < R->nparts; i++) total += LLVMGetBufferSize(R->parts[i].obj);
-    unsigned char *b = malloc(total), *p = b;
-    if (!b) return NULL;
-    uint32_t h[2] = {OB_MAGIC, (uint32_t)R->nparts};
-    memcpy(p, h, 8);
-    p += 8;
-    for (int i = 0; i < R->nparts; i++) {
-        uint64_t sz = LLVMGetBufferSize(R->parts[i].obj);
-        memcpy(p, &sz, 8);
-        p += 8;
-    }
-    for (int i = 0; i < R->nparts; i++) {
-        size_t sz = LLVMGetBufferSize(R->parts[i].obj);
-        memcpy(p, LLVMGetBufferStart(R->parts[i].obj), sz);
-        p += sz;
-    }
-    *n = total;
-    return b;
-}
-
-/* -> number of objects (<= IC_CG_PARTS), -1 when the blob is malformed */
-static int unpack_objects(const unsigned char *b, size_t n, const void **objs, size_t *sizes) {
-    uint32_t h[2];
-    if (n < 8) return -1;
-    memcpy(h, b, 8);
-    if (h[0] != OB_MAGIC || h[1] < 1 || h[1] > IC_CG_PARTS || n < 8 + 8 * (size_t)h[1]) return -1;
-    size_t off = 8 + 8 * (size_t)h[1];
-    for (uint32_t i = 0; i < h[1]; i++) {
-        uint64_t sz;
-        memcpy(&sz, b + 8 + 8 * i, 8);
-        if (sz > n - off) return -1;
-        objs[i] = b + off;
-        sizes[i] = (size_t)sz;
-        off += (size_t)sz;
-    }
-    return off == n ? (int)h[1] : -1;
-}
-
-static void set_fns(ic_ctx *c, ic_kernel_fn *fns, const int *slot, void **addrs, int nnames) {
-    for (int i = 0; i < 2 * c->nkernels; i++) fns[i] = NULL;
-    for (int i = 0; i < nnames; i++) fns[slot[i]] = (ic_kernel_fn)addrs[i];
-}
-
-/* Greedy balance of kernels over parts by item count (a proxy of their IR size). */
-static int assign_parts(ic_ctx *c, int *part_of) {
-    int items = 0, nk = 0;
-    for (int i = 0; i < c->nkernels; i++) {
-        part_of[i] = -1;
-        if (c->kernels[i].is_ext) continue;
-        items += c->kernels[i].nitems + 1;
-        nk++;
-    }
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    int np = ncpu < 2 ? 1 : ncpu > IC_CG_PARTS ? IC_CG_PARTS : (int)ncpu;
-    if (np > nk) np = nk;
-    if (items < IC_CG_PAR_MIN_ITEMS || (c->debug & IC_DEBUG_LLVM)) np = 1;
-    if (np < 1) np = 1;
-    /* part 0 runs on the calling thread after it has built the IR of every part: give it
-     * a head start of ~1/24 of the work so the parts finish together */
-    int load[IC_CG_PARTS] = {np > 1 ? items / 24 : 0};
-    /* biggest first */
-    int *order = ic_alloc(c, (size_t)(nk + 1) * sizeof(int)), n = 0;
-    for (int i = 0; i < c->nkernels; i++)
-        if (!c->kernels[i].is_ext) order[n++] = i;
-    for (int i = 1; i < n; i++)
-        for (int j = i; j > 0 && c->kernels[order[j]].nitems > c->kernels[order[j - 1]].nitems; j--) {
-            int t = order[j];
-            order[j] = order[j - 1];
-            order[j - 1] = t;
-        }
-    for (int i = 0; i < n; i++) {
-        int best = 0;
-        for (int p = 1; p < np; p++)
-            if (load[p] < load[best]) best = p;
-        part_of[order[i]] = best;
-        load[best] += c->kernels[order[i]].nitems + 1;
-    }
-    return np;
-}
-
-/* codegen errors longjmp through the driver: LLVM objects are released by
- * ic_codegen_cleanup before the arena goes. */
-void ic_codegen_cpu(ic_ctx *c, ic_kernel_fn *fns, void **rt_out) {
-    char msg[256];
-    double t0 = ic_now_ms(), t1;
-    /* kernel symbols: named after the code key when keyed (shared, cached), else unique */
-    char prefix[48];
-    if (c->keyed) {
-        char hex[33];
-        ic_dkey_hex(c->key, hex);
-        snprintf(prefix, sizeof prefix, "ick%s", hex);
-    } else {
-        snprintf(prefix, sizeof prefix, "ic%d", atomic_fetch_add(&module_counter, 1));
-    }
-    const char **names = ic_alloc(c, (size_t)(2 * c->nkernels + 1) * sizeof(char *));
-    int *slot = ic_alloc(c, (size_t)(2 * c->nkernels + 1) * sizeof(int));
-    int *kern = ic_alloc(c, (size_t)(2 * c->nkernels + 1) * sizeof(int));
-    int nnames = 0;
-    for (int i = 0; i < c->nkernels; i++) {
-        ic_kernel *k = &c->kernels[i];
-        if (k->is_ext) continue; /* extern calls: run by the runtime, no code */
-        for (int ph = 0; ph < (k->split ? 2 : 1); ph++) {
-            char *nm = ic_alloc(c, 128);
-            snprintf(nm, 128, "%s_%s%s", prefix, k->name, ph ? "_fin" : "");
-            names[nnames] = nm;
-            kern[nnames] = i;
-            slot[nnames++] = 2 * i + ph;
-        }
-    }
-    void **addrs = ic_alloc(c, (size_t)(nnames + 1) * sizeof(void *));
-    if (c->keyed) {
-        /* 1. loaded in this process already; 2. on disk */
-        void *h = ic_jit_find(c->key, names, nnames, addrs);
-        if (h) {
-            code_shared++;
-            *rt_out = h;
-            set_fns(c, fns, slot, addrs, nnames);
-            c->t_stage[IC_T_JIT] += ic_now_ms() - t0;
-            return;
-        }
-        void *blob;
-        size_t n;
-        if (ic_diskcache_get("cpu", c->key, &blob, &n) == 0) {
-            const void *objs[IC_CG_PARTS];
-            size_t sizes[IC_CG_PARTS];
-            int no = unpack_objects(blob, n, objs, sizes);
-            h = no > 0 ? ic_jit_add_object(objs, sizes, no, &c->key, names, nnames, addrs, msg, sizeof msg) : NULL;
-            free(blob);
-            if (h) {
-                code_disk_loaded++;
-                *rt_out = h;
-                set_fns(c, fns, slot, addrs, nnames);
-                c->t_stage[IC_T_JIT] += ic_now_ms() - t0;
-                return;
-            }
-            /* unusable entry: rebuilt below and put again */
-        }
-    }
-    cg_res *R = ic_alloc(c, sizeof(cg_res));
-    c->cg_res = R;
-    R->tm = ic_jit_tm_acquire(msg, sizeof msg);
-    if (!R->tm) ic_fail(c, IC_EINTERNAL, "LLVM: %s", msg);
-    R->triple = LLVMGetTargetMachineTriple(R->tm);
-    R->cpu = LLVMGetTargetMachineCPU(R->tm);
-    R->feat = LLVMGetTargetMachineFeatureString(R->tm);
-    int *part_of = ic_alloc(c, (size_t)(c->nkernels + 1) * sizeof(int));
-    R->nparts = assign_parts(c, part_of);
-    int maxitems = 1;
-    for (int i = 0; i < c->nkernels; i++)
-        if (c->kernels[i].nitems > maxitems) maxitems = c->kernels[i].nitems;
-    for (int p = 0; p < R->nparts; p++) {
-        cg_part *P = &R->parts[p];
-        cg G = {.c = c, .gen = 1};
-        cg *g = &G;
-        g->ctx = P->ctx = LLVMContextCreate();
-        char mname[64];
-        snprintf(mname, sizeof mname, "%s.%d", prefix, p);
-        P->mod = g->mod = LLVMModuleCreateWithNameInContext(mname, g->ctx);
-        R->b = g->b = LLVMCreateBuilderInContext(g->ctx);
-        R->ab = g->ab = LLVMCreateBuilderInContext(g->ctx);
-        g->i1 = LLVMInt1TypeInContext(g->ctx);
-        g->i8 = LLVMInt8TypeInContext(g->ctx);
-        g->i16 = LLVMInt16TypeInContext(g->ctx);
-        g->i32 = LLVMInt32TypeInContext(g->ctx);
-        g->i64 = LLVMInt64TypeInContext(g->ctx);
-        g->f32 = LLVMFloatTypeInContext(g->ctx);
-        g->f64 = LLVMDoubleTypeInContext(g->ctx);
-        g->ptr = LLVMPointerTypeInContext(g->ctx, 0);
-        g->vd = LLVMVoidTypeInContext(g->ctx);
-        g->var_val = ic_alloc(c, (size_t)(c->nvars + 1) * sizeof(LLVMValueRef));
-        g->buf_ptr = ic_alloc(c, (size_t)(c->nbufs + 1) * sizeof(LLVMValueRef));
-        g->memo = ic_alloc(c, (size_t)(c->nxs + 1) * sizeof(LLVMValueRef));
-        g->memo_gen = ic_alloc(c, (size_t)(c->nxs + 1) * sizeof(uint32_t));
-        g->rowval = ic_alloc(c, (size_t)(maxitems + 1) * sizeof(LLVMValueRef));
-        g->scan_seen = ic_alloc(c, (size_t)(c->nxs + 1) * sizeof(uint32_t));
-        g->scan_stack = ic_alloc(c, (size_t)(3 * c->nxs + 3) * sizeof(ic_xid));
-        LLVMSetTarget(g->mod, R->triple);
-        g->target.fp2int = !strncmp(R->triple, "x86_64", 6) ? IC_FP2I_X86 : IC_FP2I_WRAP64;
-        LLVMTargetDataRef td = LLVMCreateTargetDataLayout(R->tm);
-        LLVMSetModuleDataLayout(g->mod, td);
-        LLVMDisposeTargetData(td);
-        for (int i = 0; i < nnames; i++) {
-            ic_kernel *k = &c->kernels[kern[i]];
-            if (part_of[kern[i]] != p) continue;
-            gen_kernel(g, k, names[i], R->cpu, R->feat, k->split ? slot[i] - 2 * kern[i] + 1 : 0);
-        }
-        char *verr = NULL;
-        if (LLVMVerifyModule(g->mod, LLVMReturnStatusAction, &verr)) {
-            snprintf(msg, sizeof msg, "%s", verr ? verr : "?");
-            if (c->debug & IC_DEBUG_LLVM) {
-                char *s = LLVMPrintModuleToString(g->mod);
-                fprintf(stderr, "%s\n", s);
-                LLVMDisposeMessage(s);
-            }
-            LLVMDisposeMessage(verr);
-            ic_fail(c, IC_EINTERNAL, "LLVM verifier: %s", msg);
-        }
-        if (verr) LLVMDisposeMessage(verr);
-        P->ninsts = count_insts(g->mod);
-        P->passes = module_pipeline(c->opt_level, P->ninsts);
-        LLVMDisposeBuilder(R->b);
-        LLVMDisposeBuilder(R->ab);
-        R->b = R->ab = NULL;
-    }
-    t1 = ic_now_ms();
-    c->t_stage[IC_T_IRGEN] += t1 - t0;
-    t0 = t1;
-    /* optimize + emit: parts 1.. on their own threads, part 0 here */
-    pthread_t th[IC_CG_PARTS];
-    bool started[IC_CG_PARTS] = {false};
-    for (int p = 1; p < R->nparts; p++) started[p] = pthread_create(&th[p], NULL, part_thread, &R->parts[p]) == 0;
-    part_opt_emit(&R->parts[0], R->tm);
-    for (int p = 1; p < R->nparts; p++) {
-        if (started[p]) pthread_join(th[p], NULL);
-        else part_thread(&R->parts[p]);
-    }
-    double topt = 0, temit = 0;
-    for (int p = 0; p < R->nparts; p++) {
-        cg_part *P = &R->parts[p];
-        if (P->err[0] || !P->obj) ic_fail(c, IC_EINTERNAL, "%s", P->err[0] ? P->err : "LLVM: no object");
-        topt += P->t_opt;
-        temit += P->t_emit;
-        c->cpu_other += P->cpu;
-        c->cg_insts += P->ninsts;
-        if (c->debug & IC_DEBUG_LLVM) {
-            char *s = LLVMPrintModuleToString(P->mod);
-            fprintf(stderr, "=== torchc llvm (%s.%d, after %s) ===\n%s\n", prefix, p, P->passes, s);
-            LLVMDisposeMessage(s);
-        }
-    }
-    /* wall time of the parallel phase, split in proportion of the parts' own times */
-    t1 = ic_now_ms();
-    c->t_stage[IC_T_OPT] += (t1 - t0) * topt / (topt + temit + 1e-9);
-    c->t_stage[IC_T_EMIT] += (t1 - t0) * temit / (topt + temit + 1e-9);
-    c->cg_parts = R->nparts;
-    t0 = t1;
-    const void *objs[IC_CG_PARTS];
-    size_t sizes[IC_CG_PARTS];
-    for (int p = 0; p < R->nparts; p++) {
-        objs[p] = LLVMGetBufferStart(R->parts[p].obj);
-        sizes[p] = LLVMGetBufferSize(R->parts[p].obj);
-    }
-    void *h = ic_jit_add_object(objs, sizes, R->nparts, c->keyed ? &c->key : NULL, names, nnames, addrs, msg, sizeof msg);
-    if (!h) ic_fail(c, IC_EINTERNAL, "JIT: %s", msg);
-    *rt_out = h;
-    set_fns(c, fns, slot, addrs, nnames);
-    if (c->keyed && ic_diskcache_enabled()) {
-        size_t n;
-        void *blob = pack_objects(R, &n);
-        if (blob) ic_diskcache_put("cpu", c->key, blob, n);
-        free(blob);
-    }
-    c->t_stage[IC_T_JIT] += ic_now_ms() - t0;
-    cg_res_free(R);
-    c->cg_res = NULL;
-}
-
-void ic_codegen_cleanup(ic_ctx *c) {
-    if (c->cg_res) cg_res_free(c->cg_res);
-    c->cg_res = NULL;
-}
-
-void ic_codegen_cpu_stats(unsigned long long *shared, unsigned long long *disk_loaded) {
-    *shared = code_shared;
-    *disk_loaded = code_disk_loaded;
 }

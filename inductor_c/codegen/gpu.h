@@ -163,19 +163,23 @@ int ic_gpu_tile_map(ic_gtile *t, int elem_bits, char *err, size_t errn);
  * w(u, p) (elements (u, 2p), (u, 2p+1)); 3 register bits (phase 1: h, i; phase 2: i). */
 int ic_gpu_tile2_map(ic_gtile *t, char *err, size_t errn);
 
-/* codegen/gpu_nvptx.c: PTX for the finalized kernels of c; loads it unless the compilation
- * is PTX-only (ic_graph_to_ptx). Sets out->gpu. Failures go through ic_fail. */
-void ic_codegen_gpu(ic_ctx *c, ic_compiled *out, int device);
+/* codegen/gpu_nvptx.c: PTX and the launch plans of the finalized kernels of c for target sm
+ * (ic_gpu_target_sm of the device's) with nsm SMs; nothing loaded, nothing cached (the driver
+ * does both: backends.c), into gpu (zeroed, the caller's: ic_gpu_free). Failures: ic_fail. */
+void ic_codegen_gpu(ic_ctx *c, int sm, int nsm, ic_gpu *gpu);
+int ic_gpu_target_sm(int device_sm);            /* the sm code is generated for */
+int ic_gpu_pdl(const ic_config *cf, int sm);    /* ic_gpu.pdl of code for sm */
 
 /* runtime/cuda.c */
 void ic_gpu_free(void *gpu);
+/* the compiler of lazy fallbacks (ic_gpu_lazy_ptx), set by the driver before any load */
+typedef char *(*ic_gpu_lazy_compiler)(const void *bc, size_t n, int sm, char *msg, size_t msgn);
+void ic_cuda_set_lazy_compiler(ic_gpu_lazy_compiler fn);
 /* driver up and the device's properties (sm = major*10+minor); 0 ok, else msg */
 int ic_cuda_device_info(int device, int *sm, int *nsm, char *msg, size_t n);
 /* loads G->ptx in the current (else primary) context of `device`, resolves the kernels;
  * modules with a cubin for the device in G->cubin load from it; keeps the new SASS there */
 int ic_cuda_load(ic_gpu *G, int device, char *msg, size_t n);
-/* ic_graph_to_ptx support: 1 while the calling thread compiles for PTX only */
-int ic_gpu_ptx_only(int *sm);
 /* the driver's version (cuDriverGetVersion), 0 without a driver */
 int ic_cuda_driver_version(void);
 /* 1 when the driver has cuLaunchKernelEx (clusters, programmatic dependent launch) */

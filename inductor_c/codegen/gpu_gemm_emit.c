@@ -6,7 +6,7 @@
  * An extern matmul on f16/bf16 may run as our own tensor-core kernel instead of the ATen call,
  * with the next kernel of the graph fused into its epilogue when that kernel is pointwise over
  * the product's elements (bias, activation, residual, cast: any pointwise expression, evaluated
- * by val() on the rounded accumulator value). TORCHC_GEMM=extern|template|auto (default auto):
+ * by gg_val() on the rounded accumulator value). TORCHC_GEMM=extern|template|auto (default auto):
  * auto takes the template where it is expected to win (gemm_auto). Anything the template does
  * not support stays an extern call. */
 #define IC_GEMM_EMIT
@@ -47,8 +47,8 @@ static bool buf_read_elsewhere(ic_ctx *c, int b, int skip) {
             continue;
         }
         for (int j = 0; j < k->nitems; j++) {
-            mark_bufs(c, k->items[j].expr, used, seen);
-            if (k->items[j].expr2 >= 0) mark_bufs(c, k->items[j].expr2, used, seen);
+            gg_mark_bufs(c, k->items[j].expr, used, seen);
+            if (k->items[j].expr2 >= 0) gg_mark_bufs(c, k->items[j].expr2, used, seen);
         }
     }
     return used[b] != 0;
@@ -77,7 +77,7 @@ static ic_kernel *gemm_consumer(gg *g, int ki, const ic_gemm *G, bool *store_out
     ic_ctx *c = g->c;
     *store_out = true;
     int kj = ki + 1;
-    while (kj < c->nkernels && !c->kernels[kj].is_ext && kernel_empty(&c->kernels[kj])) kj++;
+    while (kj < c->nkernels && !c->kernels[kj].is_ext && gg_kernel_empty(&c->kernels[kj])) kj++;
     if (kj >= c->nkernels) return NULL;
     ic_kernel *k = &c->kernels[kj];
     if (k->is_ext || k->has_red) return NULL;
@@ -126,14 +126,14 @@ static void gemm_epi_elem(void *p, LLVMValueRef e, LLVMValueRef ok, LLVMValueRef
     gemm_epi_ctx *E = p;
     gg *g = E->g;
     LLVMValueRef ei = g->ity == g->cg.i64 ? e : LLVMBuildTrunc(B, e, g->ity, "");
-    decompose(g, ei, E->vars, E->sizes, E->nv);
+    gg_decompose(g, ei, E->vars, E->sizes, E->nv);
     g->gen++;
     g->epi_val = v;
     for (int j = 0; j < E->k->nitems; j++) {
         ic_item *it = &E->k->items[j];
         if (!it->store) continue;
-        LLVMValueRef r = val(g, it->expr, 0);
-        store_item(g, it, &r, 1, ok);
+        LLVMValueRef r = gg_val(g, it->expr, 0);
+        gg_store_item(g, it, &r, 1, ok);
     }
     g->epi_val = NULL;
 }
@@ -160,7 +160,7 @@ static void gemm_variant(gg *g, const ic_gemm *G, const ic_gemm_map *M, bool fas
     uint8_t *seen = ic_alloc(c, (size_t)c->nxs + 1);
     for (int j = 0; cons && j < cons->nitems; j++) {
         if (!cons->items[j].store) continue;
-        mark_bufs(c, cons->items[j].expr, used, seen);
+        gg_mark_bufs(c, cons->items[j].expr, used, seen);
         used[cons->items[j].buf] |= 2;
     }
     used[G->out_buf] = store_out ? 2 : 0;
@@ -169,7 +169,7 @@ static void gemm_variant(gg *g, const ic_gemm *G, const ic_gemm_map *M, bool fas
     if (G->bias_buf >= 0) used[G->bias_buf] |= 1;
     int *ub = ic_alloc(c, (size_t)c->nbufs * sizeof(int) + 1);
     const int first[4] = {G->a_buf, G->b_buf, G->bias_buf, G->out_buf};
-    int nu = param_order(c, cons, true, used, first, 4, ub);
+    int nu = gg_param_order(c, cons, true, used, first, 4, ub);
     LLVMTypeRef *ps = ic_alloc(c, (size_t)(nu + 1) * sizeof(LLVMTypeRef));
     for (int i = 0; i < nu; i++) ps[i] = g->gptr;
     LLVMValueRef fn = LLVMAddFunction(g->cg.mod, name, LLVMFunctionType(g->cg.vd, ps, (unsigned)nu, 0));
@@ -183,9 +183,9 @@ static void gemm_variant(gg *g, const ic_gemm *G, const ic_gemm_map *M, bool fas
         g->buf_ptr[ub[i]] = g->buf_param[ub[i]] = LLVMGetParam(fn, (unsigned)i);
         g->written[ub[i]] = (used[ub[i]] & 2) != 0;
     }
-    add_annotation(g, fn, "kernel", 1);
-    add_annotation(g, fn, "maxntidx", M->nthreads);
-    plan *P = ic_alloc(c, sizeof *P); /* val() needs a plan: pointwise, one lane */
+    gg_add_annotation(g, fn, "kernel", 1);
+    gg_add_annotation(g, fn, "maxntidx", M->nthreads);
+    plan *P = ic_alloc(c, sizeof *P); /* gg_val() needs a plan: pointwise, one lane */
     P->mode = P_POINTWISE;
     P->V = 1;
     P->vv = -1;
@@ -275,7 +275,7 @@ static int gemm_choice_new(ic_ctx *c, ic_gpu *gpu, const ic_gemm *G, const ic_ke
     return gpu->nchoice;
 }
 
-int gemm_kernel(gg *g, int ki, ic_gkernel *K, int tsm, int nsm, int mid, gres *R, int *nnew, ic_gpu *gpu,
+int gg_gemm_kernel(gg *g, int ki, ic_gkernel *K, int tsm, int nsm, int mid, gres *R, int *nnew, ic_gpu *gpu,
                        int *choice_kj) {
     ic_ctx *c = g->c;
     int mode = gemm_mode(&c->cfg);
@@ -308,11 +308,11 @@ int gemm_kernel(gg *g, int ki, ic_gkernel *K, int tsm, int nsm, int mid, gres *R
         char name[48];
         snprintf(name, sizeof name, "tc%d_k%dg%s", mid % 1000000, ki, v == 0 ? "v" : "");
         ic_gvariant *gv = &K->v[K->nvar++];
-        bool lazy = v == 1 && G.fast_ok && lazy_enabled(R); /* the fallback of the aligned fast variant */
-        gpart *q = lazy ? lazy_part(g, R) : next_part(g, R);
-        kbegin(g, R, q);
+        bool lazy = v == 1 && G.fast_ok && gg_lazy_enabled(R); /* the fallback of the aligned fast variant */
+        gpart *q = lazy ? gg_lazy_part(g, R) : gg_next_part(g, R);
+        gg_kbegin(g, R, q);
         gemm_variant(g, &G, M, v == 0, cons ? E : NULL, store_out, gv, name);
-        *nnew += !kend(g, R, q, gv, lazy);
+        *nnew += !gg_kend(g, R, q, gv, lazy);
     }
     if (choice && cons) *choice_kj = kj; /* generated as usual, the extern path's consumer */
     return cons && !choice ? kj : -1;

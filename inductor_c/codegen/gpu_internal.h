@@ -32,13 +32,13 @@
 #define VMAX 8  /* elements per thread and access */
 #define SMAX 16 /* chunks per thread of a persistent row (staged rows: half in shared memory) */
 #define UNROLL 4 /* chunks per iteration of a looped row */
-enum { ON_NONE, ON_SOFTMAX, ON_VAR }; /* online split pairs (online_pair) */
+enum { ON_NONE, ON_SOFTMAX, ON_VAR }; /* online split pairs (gg_online_pair) */
 #define SPLIT_PMAX 4096 /* parts per split row (the combining block reads S / its threads each) */
 /* Threads per block of split rows (partial and combining launches). On the H200 (sum() of 64 MB,
  * gpu_bench_h200_split.json) 128 gave 0.87 of copy bandwidth, 256 0.79, 1024 0.89, 512 0.89-0.90. */
 #define SPLIT_T 512
 /* Split rows: blocks of the partial-sums launch over all rows (parts per row: this / rows, at
- * most SPLIT_PMAX, and at most one unrolled iteration a thread: choose_split): 16 per SM, four
+ * most SPLIT_PMAX, and at most one unrolled iteration a thread: gg_choose_split): 16 per SM, four
  * waves of 512-thread blocks at 32 registers (4 resident), one iteration a thread. On the H200,
  * x.sum() of 64 MB (2048 parts) went from 0.87-0.88 of copy bandwidth at 4 per SM (one wave,
  * 528 parts, 4 iterations) to 0.89-0.90 in three runs (1056 blocks 0.79, 1584 0.72); the split
@@ -94,10 +94,10 @@ typedef struct plan {
     int unroll;            /* looped rows: chunks per iteration (UNROLL) */
     int pass;
     const int *slot;       /* per item: partial slot (arg: slot + 1 holds the index) */
-    int on_kind;           /* online split pair of the kernel (online_pair): ON_SOFTMAX / ON_VAR, */
+    int on_kind;           /* online split pair of the kernel (gg_online_pair): ON_SOFTMAX / ON_VAR, */
     int on_a, on_b;        /*   its items A and B (B's pass, A's + 2, has no launch of its own) */
     ic_xid on_shift;       /*   ON_SOFTMAX: B = sum exp(x - on_shift), on_shift a function of A */
-    bool online;           /* this launch is A's: it also makes B's partials (emit_online) */
+    bool online;           /* this launch is A's: it also makes B's partials (gg_emit_online) */
     ic_gmap map;           /* rows: the block's layout (gpu_layout.c): j, rl, shuffles, smem */
     /* tile: a transpose through shared memory, 32 x 32 tiles over (tu, vv) (gpu_layout.c) */
     int32_t tu;            /* the var along which the transposed loads are contiguous */
@@ -140,7 +140,7 @@ typedef struct gg {
     uint32_t *vld_gen;
     LLVMValueRef *pmemo;   /* persistent rows: [(x*SMAX + chunk)*VMAX + lane] */
     LLVMValueRef *pvld;    /* [x*SMAX + chunk] */
-    bool *dep;             /* [x]: differs between lanes (x_lane_dep), valid at dep_gen */
+    bool *dep;             /* [x]: differs between lanes (gg_x_lane_dep), valid at dep_gen */
     uint32_t *dep_gen;
     uint32_t *pgen;        /* [x*SMAX + chunk]: variant that filled pmemo/pvld */
     uint32_t *pst;         /* [x*SMAX + chunk]: variant whose code stored it to the stage */
@@ -157,13 +157,13 @@ typedef struct gg {
     bool tile_on;          /* tile phase 2: the transposed loads read the tile at tile_off */
     LLVMValueRef tile_off;
     int v2;                /* second-generation parts of the variant being emitted (0 in GEMMs) */
-    ic_xid rcp_x;          /* V2: 1 / val(rcp_x) of generation rcp_gen is rcp_v */
+    ic_xid rcp_x;          /* V2: 1 / gg_val(rcp_x) of generation rcp_gen is rcp_v */
     uint32_t rcp_gen;
     LLVMValueRef rcp_v;
-    ic_xid rcp32_x;        /* V2: 1 / val(rcp32_x) (IEEE) of generation rcp32_gen is rcp32_v */
+    ic_xid rcp32_x;        /* V2: 1 / gg_val(rcp32_x) (IEEE) of generation rcp32_gen is rcp32_v */
     uint32_t rcp32_gen;
     LLVMValueRef rcp32_v;
-    uint8_t *need;         /* [x]: value needed to f32 accuracy (lowp_need); NULL: all are */
+    uint8_t *need;         /* [x]: value needed to f32 accuracy (gg_lowp_need); NULL: all are */
     int epi_buf;           /* GEMM epilogue (gpu_gemm.c): loads of this buffer read epi_val */
     LLVMValueRef epi_val;  /*   (the accumulator value, register form) while it is non-NULL */
 } gg;
@@ -186,7 +186,7 @@ static inline void pdl_prologue(gg *g) {
     LLVMBuildCall2(B, ft, ia, NULL, 0, "");
 }
 
-/* x only feeds half-precision results (lowp_need) */
+/* x only feeds half-precision results (gg_lowp_need) */
 static inline bool is_lowp(const gg *g, ic_xid x) { return g->need && !g->need[x]; }
 
 /* ---- types and constants ---------------------------------------------------------------- */
@@ -210,7 +210,7 @@ static inline LLVMTypeRef mtype(gg *g, ic_dtype t) { /* memory type */
     return rtype(g, t);
 }
 
-static inline bool is_unsigned(ic_dtype t) { return t == IC_BOOL || t == IC_U8; }
+static inline bool is_unsigned(ic_dtype t) { return ic_is_unsigned(t); }
 static inline LLVMValueRef ki(gg *g, LLVMTypeRef t, long long v) { return LLVMConstInt(t, (unsigned long long)v, 1); }
 static inline LLVMValueRef kix(gg *g, int64_t v) { return ki(g, g->ity, v); }
 static inline LLVMValueRef kf(LLVMValueRef like, double v) { return LLVMConstReal(LLVMTypeOf(like), v); }
@@ -241,21 +241,7 @@ static inline LLVMValueRef and_(gg *g, LLVMValueRef a, LLVMValueRef b) {
 }
 
 /* f32 register value rounded to f16 / bf16 precision (kept as f32) */
-static inline LLVMValueRef round_half(gg *g, LLVMValueRef f, ic_dtype t) {
-    if (t == IC_F16) return LLVMBuildFPExt(B, LLVMBuildFPTrunc(B, f, g->f16, ""), g->cg.f32, "");
-    if (g->sm >= 80) { /* one cvt.rn.bf16.f32 (nearest even, NaN stays NaN); a pure intrinsic */
-        LLVMValueRef h = intrin(g, "llvm.nvvm.f2bf16.rn", NULL, 0, &f, 1);
-        LLVMValueRef x = LLVMBuildShl(B, LLVMBuildZExt(B, h, g->cg.i32, ""), ki(g, g->cg.i32, 16), "");
-        return LLVMBuildBitCast(B, x, g->cg.f32, "");
-    }
-    LLVMTypeRef it = g->cg.i32;
-    LLVMValueRef x = LLVMBuildBitCast(B, f, it, "");
-    LLVMValueRef lsb = LLVMBuildAnd(B, LLVMBuildLShr(B, x, ki(g, it, 16), ""), ki(g, it, 1), "");
-    LLVMValueRef r = LLVMBuildAdd(B, x, LLVMBuildAdd(B, lsb, ki(g, it, 0x7FFF), ""), "");
-    LLVMValueRef qn = LLVMBuildOr(B, x, ki(g, it, 0x400000), "");
-    r = LLVMBuildAnd(B, sel(g, isnan_(g, f), qn, r), ki(g, it, (long long)0xFFFF0000u), "");
-    return LLVMBuildBitCast(B, r, g->cg.f32, "");
-}
+static inline LLVMValueRef round_half(gg *g, LLVMValueRef f, ic_dtype t) { return ol_round_half(&g->cg, f, t); }
 
 /* memory form -> register form */
 static inline LLVMValueRef to_reg(gg *g, LLVMValueRef v, ic_dtype t) {
@@ -283,29 +269,14 @@ static inline LLVMValueRef to_mem(gg *g, LLVMValueRef v, ic_dtype t) {
     }
 }
 
-static inline LLVMValueRef to_bool(gg *g, LLVMValueRef v, ic_dtype from) {
-    if (from == IC_BOOL) return v;
-    if (ic_is_float(from)) return fcmp(g, LLVMRealUNE, v, LLVMConstNull(LLVMTypeOf(v)));
-    return LLVMBuildICmp(B, LLVMIntNE, v, LLVMConstNull(LLVMTypeOf(v)), "");
-}
+static inline LLVMValueRef to_bool(gg *g, LLVMValueRef v, ic_dtype from) { return ol_to_bool(&g->cg, v, from); }
 
 static inline bool is_half(ic_dtype t) { return t == IC_F16 || t == IC_BF16; }
 
+/* register form -> register form (ops.c) */
 static inline LLVMValueRef convert(gg *g, LLVMValueRef v, ic_dtype from, ic_dtype to) {
-    if (from == to) return v;
-    if (to == IC_BOOL) return to_bool(g, v, from);
-    LLVMTypeRef tt = rtype(g, to);
-    bool fu = from == IC_BOOL || from == IC_U8;
-    if (ic_is_float(to)) {
-        LLVMValueRef r;
-        if (ic_is_float(from)) r = LLVMTypeOf(v) == tt ? v : LLVMBuildFPCast(B, v, tt, "");
-        else r = fu ? LLVMBuildUIToFP(B, v, tt, "") : LLVMBuildSIToFP(B, v, tt, "");
-        return is_half(to) ? round_half(g, r, to) : r;
-    }
-    if (ic_is_float(from)) return ol_fp_to_int(&g->cg, v, to, tt); /* ops.c, g->cg.target */
-    return LLVMBuildIntCast2(B, v, tt, !fu, "");
+    return ol_convert(&g->cg, v, from, to);
 }
-
 
 typedef struct gres gres;
 typedef struct gpart gpart;
@@ -343,74 +314,64 @@ struct gres { /* LLVM objects released on every path */
     gpart lz;  /* lazy fallbacks (gpu.h ic_gpu.lazy_bc): generated, kept as bitcode */
     bool lz_on;
     ic_gpu *gpu;
-    char *key; /* disk cache key (runtime/gpu_cache.c) */
     gseen *seen; /* kernels generated so far (dedupe), nseen of cap */
     int nseen, capseen;
-    LLVMModuleRef tmp; /* the variant being generated (kbegin/kend), in one part's context */
+    LLVMModuleRef tmp; /* the variant being generated (gg_kbegin/gg_kend), in one part's context */
 };
 
 /* gpu_ops.c */
-LLVMValueRef fmaxmin(gg *g, LLVMValueRef a, LLVMValueRef b, bool max);
-LLVMValueRef imaxmin(gg *g, LLVMValueRef a, LLVMValueRef b, bool max, ic_dtype t);
-LLVMValueRef exp_half(gg *g, LLVMValueRef a);
-LLVMValueRef exp_f32_cb(void *g, LLVMValueRef x);
-LLVMValueRef gelu_half(gg *g, LLVMValueRef a);
-LLVMValueRef div_half(gg *g, LLVMValueRef a, LLVMValueRef b);
-LLVMValueRef div_half_rcp(gg *g, LLVMValueRef a, ic_xid bx);
-bool softmax_sum(gg *g, ic_xid bx);
-LLVMValueRef div_rowsum(gg *g, LLVMValueRef a, ic_xid bx);
-LLVMValueRef unary(gg *g, ic_op op, ic_dtype t, LLVMValueRef a);
-LLVMValueRef binary(gg *g, ic_op op, ic_dtype ct, LLVMValueRef a, LLVMValueRef b, ic_xid bx);
+LLVMValueRef gg_div_half(gg *g, LLVMValueRef a, LLVMValueRef b);
+LLVMValueRef gg_div_half_rcp(gg *g, LLVMValueRef a, ic_xid bx);
+bool gg_softmax_sum(gg *g, ic_xid bx);
+LLVMValueRef gg_div_rowsum(gg *g, LLVMValueRef a, ic_xid bx);
 
 /* gpu_mem.c */
-LLVMValueRef gix(gg *g, ic_ix a, int lane);
-LLVMValueRef clamp_off(gg *g, ic_ix a, LLVMValueRef off, int b);
-void need_align(gg *g, int b, unsigned bytes);
-LLVMValueRef scalar_load(gg *g, int b, ic_dtype t, LLVMValueRef off);
-LLVMValueRef val(gg *g, ic_xid x, int lane);
-LLVMValueRef tile_ptr(gg *g, int q, ic_dtype t, LLVMValueRef off);
-LLVMValueRef staged_load(gg *g, ic_xid x);
-bool x_lane_dep(gg *g, ic_xid x);
-void store_item(gg *g, const ic_item *it, LLVMValueRef *v, int nl, LLVMValueRef cond);
+LLVMValueRef gg_gix(gg *g, ic_ix a, int lane);
+LLVMValueRef gg_clamp_off(gg *g, ic_ix a, LLVMValueRef off, int b);
+void gg_need_align(gg *g, int b, unsigned bytes);
+LLVMValueRef gg_scalar_load(gg *g, int b, ic_dtype t, LLVMValueRef off);
+LLVMValueRef gg_val(gg *g, ic_xid x, int lane);
+LLVMValueRef gg_tile_ptr(gg *g, int q, ic_dtype t, LLVMValueRef off);
+LLVMValueRef gg_staged_load(gg *g, ic_xid x);
+bool gg_x_lane_dep(gg *g, ic_xid x);
+void gg_store_item(gg *g, const ic_item *it, LLVMValueRef *v, int nl, LLVMValueRef cond);
 
 /* gpu_rows.c */
-void barrier(gg *g);
-void decompose(gg *g, LLVMValueRef e, const int32_t *vars, const int64_t *sizes, int n);
-void emit_pointwise(gg *g, ic_kernel *k);
-void emit_tile(gg *g, ic_kernel *k);
-void emit_tile2(gg *g, ic_kernel *k);
-LLVMValueRef online_combine(gg *g, ic_kernel *k);
-void emit_online(gg *g, ic_kernel *k);
-void emit_rows(gg *g, ic_kernel *k);
+void gg_barrier(gg *g);
+void gg_decompose(gg *g, LLVMValueRef e, const int32_t *vars, const int64_t *sizes, int n);
+void gg_emit_pointwise(gg *g, ic_kernel *k);
+void gg_emit_tile(gg *g, ic_kernel *k);
+void gg_emit_tile2(gg *g, ic_kernel *k);
+LLVMValueRef gg_online_combine(gg *g, ic_kernel *k);
+void gg_emit_online(gg *g, ic_kernel *k);
+void gg_emit_rows(gg *g, ic_kernel *k);
 
 /* gpu_plan.c */
-int choose_vec(ic_ctx *c, ic_kernel *k, int32_t vv, int64_t vsize, bool rows);
-void plan_kernel(ic_ctx *c, ic_kernel *k, plan *P, int V, int nsm, int S, int pass, const int *slot, bool online);
-int choose_split(ic_kernel *k, int nsm, int V, bool online);
-int online_pair(ic_ctx *c, const ic_kernel *k, int *ja, int *jb, ic_xid *shift);
-bool choose_tile(ic_ctx *c, ic_kernel *k, plan *P);
-bool choose_tile2(ic_ctx *c, ic_kernel *k, const plan *T, plan *P);
-bool fits_i32(ic_ctx *c, ic_kernel *k, const plan *P);
-void mark_bufs(ic_ctx *c, ic_xid x, int *used, uint8_t *seen);
-int param_order(ic_ctx *c, const ic_kernel *k, bool stores_only, const int *used, const int *first, int n0, int *ub);
-void add_annotation(gg *g, LLVMValueRef fn, const char *key, int v);
-uint8_t *lowp_need(gg *g, const ic_kernel *k);
-void gen_variant(gg *g, ic_kernel *k, const plan *P, ic_gvariant *out, const char *name);
-bool kernel_empty(ic_kernel *k);
+int gg_choose_vec(ic_ctx *c, ic_kernel *k, int32_t vv, int64_t vsize, bool rows);
+void gg_plan_kernel(ic_ctx *c, ic_kernel *k, plan *P, int V, int nsm, int S, int pass, const int *slot, bool online);
+int gg_choose_split(ic_kernel *k, int nsm, int V, bool online);
+int gg_online_pair(ic_ctx *c, const ic_kernel *k, int *ja, int *jb, ic_xid *shift);
+bool gg_choose_tile(ic_ctx *c, ic_kernel *k, plan *P);
+bool gg_choose_tile2(ic_ctx *c, ic_kernel *k, const plan *T, plan *P);
+bool gg_fits_i32(ic_ctx *c, ic_kernel *k, const plan *P);
+void gg_mark_bufs(ic_ctx *c, ic_xid x, int *used, uint8_t *seen);
+int gg_param_order(ic_ctx *c, const ic_kernel *k, bool stores_only, const int *used, const int *first, int n0, int *ub);
+void gg_add_annotation(gg *g, LLVMValueRef fn, const char *key, int v);
+uint8_t *gg_lowp_need(gg *g, const ic_kernel *k);
+void gg_gen_variant(gg *g, ic_kernel *k, const plan *P, ic_gvariant *out, const char *name);
+bool gg_kernel_empty(ic_kernel *k);
 
 /* gpu_gemm_emit.c */
-int gemm_kernel(gg *g, int ki, ic_gkernel *K, int tsm, int nsm, int mid, gres *R, int *nnew, ic_gpu *gpu, int *choice_kj);
+int gg_gemm_kernel(gg *g, int ki, ic_gkernel *K, int tsm, int nsm, int mid, gres *R, int *nnew, ic_gpu *gpu, int *choice_kj);
 
 /* gpu_nvptx.c */
-void bind_part(gg *g, gpart *q);
-gpart *next_part(gg *g, gres *R);
-bool lazy_enabled(const gres *R);
-gpart *lazy_part(gg *g, gres *R);
-void kbegin(gg *g, gres *R, gpart *q);
-int kend(gg *g, gres *R, gpart *q, ic_gvariant *gv, bool lazy);
-void codegen(ic_ctx *c, ic_compiled *out, int dev, gres *R);
+void gg_bind_part(gg *g, gpart *q);
+gpart *gg_next_part(gg *g, gres *R);
+bool gg_lazy_enabled(const gres *R);
+gpart *gg_lazy_part(gg *g, gres *R);
+void gg_kbegin(gg *g, gres *R, gpart *q);
+int gg_kend(gg *g, gres *R, gpart *q, ic_gvariant *gv, bool lazy);
+void gg_codegen(ic_ctx *c, int tsm, int nsm, gres *R);
 
-/* gpu_plan.c: staged rows allowed for the compilation under way (set by the driver) */
-extern _Thread_local int tls_stage_ok;
 
 #endif

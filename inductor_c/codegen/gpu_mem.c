@@ -3,7 +3,7 @@
 #include "gpu_internal.h"
 
 /* ---- index expressions ------------------------------------------------------------------- */
-LLVMValueRef gix(gg *g, ic_ix a, int lane) {
+LLVMValueRef gg_gix(gg *g, ic_ix a, int lane) {
     ic_ctx *c = g->c;
     const ix_sum s = c->sums[a];
     LLVMValueRef sum = kix(g, s.off);
@@ -19,7 +19,7 @@ LLVMValueRef gix(gg *g, ic_ix a, int lane) {
             int64_t lo, hi;
             ix_range(c, at.sub, &lo, &hi);
             bool sgn = lo < 0;
-            v = gix(g, at.sub, lane);
+            v = gg_gix(g, at.sub, lane);
             if (at.div != 1) {
                 if (sgn) { /* floor division */
                     LLVMValueRef q = LLVMBuildSDiv(B, v, kix(g, at.div), "");
@@ -77,7 +77,7 @@ static bool buf_vec_ok(gg *g, int b, ic_dtype t) {
 static bool lane_dep(gg *g, ic_ix a) { return g->V > 1 && g->vv >= 0 && ix_uses_var(g->c, a, g->vv); }
 
 /* offset clamped into [0, span) for loads that may leave their buffer (untaken cat sides) */
-LLVMValueRef clamp_off(gg *g, ic_ix a, LLVMValueRef off, int b) {
+LLVMValueRef gg_clamp_off(gg *g, ic_ix a, LLVMValueRef off, int b) {
     int64_t lo, hi, span = g->c->bufs[b].span;
     ix_range(g->c, a, &lo, &hi);
     if (lo >= 0 && hi < span) return off;
@@ -98,7 +98,7 @@ static unsigned vec_align(gg *g, ic_dtype t) {
     return bytes > 16 ? 16 : bytes;
 }
 
-void need_align(gg *g, int b, unsigned bytes) {
+void gg_need_align(gg *g, int b, unsigned bytes) {
     if (g->align[b] < (int)bytes) g->align[b] = (int)bytes;
 }
 
@@ -119,7 +119,7 @@ static LLVMValueRef vec_load(gg *g, int b, ic_dtype t, LLVMValueRef off) {
     LLVMTypeRef vt = vec_type(g, t);
     LLVMValueRef v = LLVMBuildLoad2(B, vt, p, "");
     LLVMSetAlignment(v, al);
-    need_align(g, b, al);
+    gg_need_align(g, b, al);
     return v;
 }
 
@@ -136,7 +136,7 @@ static LLVMValueRef vec_lane(gg *g, LLVMValueRef v, ic_dtype t, int lane) {
     return t == IC_F16 ? LLVMBuildBitCast(B, bits, g->f16, "") : bits;
 }
 
-LLVMValueRef scalar_load(gg *g, int b, ic_dtype t, LLVMValueRef off) {
+LLVMValueRef gg_scalar_load(gg *g, int b, ic_dtype t, LLVMValueRef off) {
     LLVMTypeRef mt = mtype(g, t);
     LLVMValueRef p = LLVMBuildGEP2(B, mt, g->buf_ptr[b], &off, 1, "");
     LLVMValueRef v = LLVMBuildLoad2(B, mt, p, "");
@@ -159,7 +159,7 @@ static void trap_if(gg *g, LLVMValueRef v) {
  * out of [0, size) trapping (the host does not check CUDA indices: no sync per call); the
  * offset is clamped into the buffer all the same */
 static LLVMValueRef gather_off(gg *g, const ic_x *e, int lane) {
-    LLVMValueRef iv = val(g, e->a, lane);
+    LLVMValueRef iv = gg_val(g, e->a, lane);
     ic_dtype it = g->c->xs[e->a].dtype;
     iv = LLVMBuildIntCast2(B, iv, g->ity, !is_unsigned(it), "");
     LLVMValueRef z = kix(g, 0), m = kix(g, e->aux > 0 ? e->aux - 1 : 0);
@@ -167,14 +167,14 @@ static LLVMValueRef gather_off(gg *g, const ic_x *e, int lane) {
     trap_if(g, LLVMBuildOr(B, LLVMBuildICmp(B, LLVMIntSLT, iv, z, ""), LLVMBuildICmp(B, LLVMIntSGT, iv, m, ""), ""));
     iv = sel(g, LLVMBuildICmp(B, LLVMIntSLT, iv, z, ""), z, iv);
     iv = sel(g, LLVMBuildICmp(B, LLVMIntSGT, iv, m, ""), m, iv);
-    LLVMValueRef off = LLVMBuildAdd(B, gix(g, e->ix, lane), LLVMBuildMul(B, iv, kix(g, (int64_t)e->cval), ""), "");
+    LLVMValueRef off = LLVMBuildAdd(B, gg_gix(g, e->ix, lane), LLVMBuildMul(B, iv, kix(g, (int64_t)e->cval), ""), "");
     int64_t span = g->c->bufs[e->buf].span;
     LLVMValueRef mx = kix(g, span > 0 ? span - 1 : 0);
     off = sel(g, LLVMBuildICmp(B, LLVMIntSGT, off, mx, ""), mx, off);
     return sel(g, LLVMBuildICmp(B, LLVMIntSLT, off, z, ""), z, off);
 }
 
-LLVMValueRef tile_ptr(gg *g, int q, ic_dtype t, LLVMValueRef off) {
+LLVMValueRef gg_tile_ptr(gg *g, int q, ic_dtype t, LLVMValueRef off) {
     LLVMValueRef idx = LLVMBuildAdd(B, off, kix(g, (int64_t)q * 1024), "");
     return LLVMBuildGEP2(B, mtype(g, t), g->smem, &idx, 1, "");
 }
@@ -185,7 +185,7 @@ LLVMValueRef tile_ptr(gg *g, int q, ic_dtype t, LLVMValueRef off) {
  * conflicts, no barrier: each thread reads back only what it wrote); later passes load it
  * from there. The vector of the current generation, or NULL when x cannot be staged (not a
  * vector access, or another load holds the stage). */
-LLVMValueRef staged_load(gg *g, ic_xid x) {
+LLVMValueRef gg_staged_load(gg *g, ic_xid x) {
     const ic_x *e = &g->c->xs[x];
     int b = e->buf;
     if (!g->dyn || e->a >= 0 || !(vec_access(g, e->ix) && safe_ix(g, e->ix, b) && buf_vec_ok(g, b, e->dtype)))
@@ -196,7 +196,7 @@ LLVMValueRef staged_load(gg *g, ic_xid x) {
     const plan *P = g->P;
     size_t vk = (size_t)x * SMAX + (size_t)g->chunk;
     LLVMTypeRef vt = vec_type(g, e->dtype);
-    /* the thread's base (emit_rows) and a constant offset: one address register for all */
+    /* the thread's base (gg_emit_rows) and a constant offset: one address register for all */
     LLVMValueRef off = LLVMConstInt(g->cg.i64, (unsigned long long)(g->chunk - P->creg) * (unsigned long long)P->T * 16, 0);
     LLVMValueRef sp = LLVMBuildInBoundsGEP2(B, g->cg.i8, g->dyn_base, &off, 1, "");
     LLVMValueRef v;
@@ -204,7 +204,7 @@ LLVMValueRef staged_load(gg *g, ic_xid x) {
         v = LLVMBuildLoad2(B, vt, sp, "");
         LLVMSetAlignment(v, (unsigned)(g->V * ic_dtype_size(e->dtype)));
     } else {
-        v = vec_load(g, b, e->dtype, gix(g, e->ix, 0));
+        v = vec_load(g, b, e->dtype, gg_gix(g, e->ix, 0));
         LLVMValueRef st = LLVMBuildStore(B, v, sp);
         LLVMSetAlignment(st, (unsigned)(g->V * ic_dtype_size(e->dtype)));
         g->pst[vk] = g->vgen;
@@ -227,11 +227,11 @@ static LLVMValueRef load_lane(gg *g, ic_xid x, int lane) {
             LLVMValueRef h = LLVMBuildTrunc(B, w, g->cg.i16, "");
             return to_reg(g, e->dtype == IC_F16 ? LLVMBuildBitCast(B, h, g->f16, "") : h, e->dtype);
         }
-        return to_reg(g, LLVMBuildLoad2(B, mtype(g, e->dtype), tile_ptr(g, q, e->dtype, g->tile_off), ""), e->dtype);
+        return to_reg(g, LLVMBuildLoad2(B, mtype(g, e->dtype), gg_tile_ptr(g, q, e->dtype, g->tile_off), ""), e->dtype);
     }
     bool pers = g->chunk >= 0 && !g->written[b];
     if (pers && g->P->creg > 0 && g->chunk >= g->P->creg) { /* staged rows: not kept in registers */
-        LLVMValueRef v = staged_load(g, x);
+        LLVMValueRef v = gg_staged_load(g, x);
         if (v) return to_reg(g, vec_lane(g, v, e->dtype, lane), e->dtype);
         pers = false; /* another load: read again from global memory (L2) in every pass */
     }
@@ -245,7 +245,7 @@ static LLVMValueRef load_lane(gg *g, ic_xid x, int lane) {
     if (pers && g->pmemo[pk]) return g->pmemo[pk];
     LLVMValueRef r;
     if (e->a >= 0) {
-        r = scalar_load(g, b, e->dtype, gather_off(g, e, lane));
+        r = gg_scalar_load(g, b, e->dtype, gather_off(g, e, lane));
     } else if (vec_access(g, e->ix) && safe_ix(g, e->ix, b) && buf_vec_ok(g, b, e->dtype)) {
         LLVMValueRef v;
         if (pers && g->pvld[vk]) {
@@ -253,7 +253,7 @@ static LLVMValueRef load_lane(gg *g, ic_xid x, int lane) {
         } else if (!pers && g->vld_gen[x] == g->gen) {
             v = g->vld[x];
         } else {
-            v = vec_load(g, b, e->dtype, gix(g, e->ix, 0));
+            v = vec_load(g, b, e->dtype, gg_gix(g, e->ix, 0));
             if (pers) g->pvld[vk] = v;
             g->vld[x] = v;
             g->vld_gen[x] = g->gen;
@@ -261,7 +261,7 @@ static LLVMValueRef load_lane(gg *g, ic_xid x, int lane) {
         r = vec_lane(g, v, e->dtype, lane);
     } else {
         int l = lane_dep(g, e->ix) ? lane : 0;
-        r = scalar_load(g, b, e->dtype, clamp_off(g, e->ix, gix(g, e->ix, l), b));
+        r = gg_scalar_load(g, b, e->dtype, gg_clamp_off(g, e->ix, gg_gix(g, e->ix, l), b));
     }
     r = to_reg(g, r, e->dtype);
     if (pers) g->pmemo[pk] = r;
@@ -282,29 +282,29 @@ static LLVMValueRef const_val(gg *g, const ic_x *e) {
 /* Does x differ between the V lanes (reads along the vectorized var)? Memoized per
  * generation; lanes of a lane-invariant x share lane 0's value (row math such as
  * rsqrt(mean + eps) is computed once, not V times). */
-bool x_lane_dep(gg *g, ic_xid x) {
+bool gg_x_lane_dep(gg *g, ic_xid x) {
     if (g->V <= 1 || g->vv < 0) return false;
     if (g->dep_gen[x] == g->gen) return g->dep[x];
     const ic_x *e = &g->c->xs[x];
     bool d = false;
     switch (e->kind) {
-    case X_LOADF: d = lane_dep(g, e->ix) || (e->a >= 0 && x_lane_dep(g, e->a)); break;
+    case X_LOADF: d = lane_dep(g, e->ix) || (e->a >= 0 && gg_x_lane_dep(g, e->a)); break;
     case X_IXVAL: d = lane_dep(g, e->ix); break;
     case X_CONST: case X_ROWVAL: break;
     default:
-        d = (e->a >= 0 && x_lane_dep(g, e->a)) || (e->b >= 0 && x_lane_dep(g, e->b)) ||
-            (e->c >= 0 && x_lane_dep(g, e->c));
+        d = (e->a >= 0 && gg_x_lane_dep(g, e->a)) || (e->b >= 0 && gg_x_lane_dep(g, e->b)) ||
+            (e->c >= 0 && gg_x_lane_dep(g, e->c));
     }
     g->dep[x] = d;
     g->dep_gen[x] = g->gen;
     return d;
 }
 
-LLVMValueRef val(gg *g, ic_xid x, int lane) {
+LLVMValueRef gg_val(gg *g, ic_xid x, int lane) {
     size_t mi = (size_t)x * VMAX + (size_t)lane;
     if (g->memo_gen[mi] == g->gen) return g->memo[mi];
-    if (lane > 0 && !x_lane_dep(g, x)) {
-        LLVMValueRef r0 = val(g, x, 0);
+    if (lane > 0 && !gg_x_lane_dep(g, x)) {
+        LLVMValueRef r0 = gg_val(g, x, 0);
         g->memo[mi] = r0;
         g->memo_gen[mi] = g->gen;
         return r0;
@@ -314,47 +314,47 @@ LLVMValueRef val(gg *g, ic_xid x, int lane) {
     switch (e.kind) {
     case X_CONST: r = const_val(g, &e); break;
     case X_LOADF: r = load_lane(g, x, lane); break;
-    case X_IXVAL: r = LLVMBuildIntCast2(B, gix(g, e.ix, lane_dep(g, e.ix) ? lane : 0), g->cg.i64, 1, ""); break;
+    case X_IXVAL: r = LLVMBuildIntCast2(B, gg_gix(g, e.ix, lane_dep(g, e.ix) ? lane : 0), g->cg.i64, 1, ""); break;
     case X_ROWVAL:
         if (!g->rowval[e.a]) ic_fail(g->c, IC_EINTERNAL, "GPU codegen: row value %d not ready", e.a);
         r = g->rowval[e.a];
         break;
     case X_CAST: {
-        /* f32 exp / division rounded to half right away: the fast forms (exp_half) */
+        /* f32 exp / division rounded to half right away: the fast forms (vm_exp_approx) */
         const ic_x s = g->c->xs[e.a];
         bool h = is_half(e.dtype) && s.kind == X_OP && s.dtype == IC_F32;
         if (h && s.op == IC_OP_EXP && g->c->xs[s.a].dtype == IC_F32)
-            r = exp_half(g, val(g, s.a, lane));
+            r = vm_exp_approx(&g->cg, gg_val(g, s.a, lane));
         else if (h && s.op == IC_OP_GELU && g->c->xs[s.a].dtype == IC_F32)
-            r = gelu_half(g, val(g, s.a, lane));
+            r = ol_unary(&g->cg, IC_OP_GELU, IC_F32, gg_val(g, s.a, lane)); /* f32 gelu: its outer exp is one ex2.approx */
         else if (h && s.op == IC_OP_DIV && g->c->xs[s.a].dtype == IC_F32 && g->c->xs[s.b].dtype == IC_F32)
-            r = (g->v2 & V2_ROWS) && !x_lane_dep(g, s.b) ? div_half_rcp(g, val(g, s.a, lane), s.b)
-                                                         : div_half(g, val(g, s.a, lane), val(g, s.b, lane));
+            r = (g->v2 & V2_ROWS) && !gg_x_lane_dep(g, s.b) ? gg_div_half_rcp(g, gg_val(g, s.a, lane), s.b)
+                                                         : gg_div_half(g, gg_val(g, s.a, lane), gg_val(g, s.b, lane));
         else
-            r = val(g, e.a, lane);
+            r = gg_val(g, e.a, lane);
         r = convert(g, r, s.dtype, e.dtype);
         break;
     }
     case X_OP: {
         ic_kind k = ic_op_kind(e.op);
         if (e.dtype == IC_F32 && is_lowp(g, x) && e.op == IC_OP_EXP) {
-            r = exp_half(g, val(g, e.a, lane));
+            r = vm_exp_approx(&g->cg, gg_val(g, e.a, lane));
             break;
         }
         if (e.dtype == IC_F32 && is_lowp(g, x) && e.op == IC_OP_DIV && g->c->xs[e.a].dtype == IC_F32) {
-            r = (g->v2 & V2_ROWS) && !x_lane_dep(g, e.b) ? div_half_rcp(g, val(g, e.a, lane), e.b)
-                                                         : div_half(g, val(g, e.a, lane), val(g, e.b, lane));
+            r = (g->v2 & V2_ROWS) && !gg_x_lane_dep(g, e.b) ? gg_div_half_rcp(g, gg_val(g, e.a, lane), e.b)
+                                                         : gg_div_half(g, gg_val(g, e.a, lane), gg_val(g, e.b, lane));
             break;
         }
         if (e.dtype == IC_F32 && e.op == IC_OP_DIV && (g->v2 & V2_ROWS) && g->c->xs[e.a].dtype == IC_F32 &&
-            softmax_sum(g, e.b)) {
-            r = div_rowsum(g, val(g, e.a, lane), e.b);
+            gg_softmax_sum(g, e.b)) {
+            r = gg_div_rowsum(g, gg_val(g, e.a, lane), e.b);
             break;
         }
-        LLVMValueRef a = val(g, e.a, lane);
-        if (k == IC_K_UNARY) r = unary(g, e.op, g->c->xs[e.a].dtype, a);
-        else if (k == IC_K_BINARY) r = binary(g, e.op, g->c->xs[e.a].dtype, a, val(g, e.b, lane), e.b);
-        else if (e.op == IC_OP_WHERE) r = sel(g, a, val(g, e.b, lane), val(g, e.c, lane));
+        LLVMValueRef a = gg_val(g, e.a, lane);
+        if (k == IC_K_UNARY) r = ol_unary(&g->cg, e.op, g->c->xs[e.a].dtype, a);
+        else if (k == IC_K_BINARY) r = ol_binary(&g->cg, e.op, g->c->xs[e.a].dtype, a, gg_val(g, e.b, lane), e.b);
+        else if (e.op == IC_OP_WHERE) r = sel(g, a, gg_val(g, e.b, lane), gg_val(g, e.c, lane));
         else ic_fail(g->c, IC_EINTERNAL, "GPU codegen: op %s", ic_op_name(e.op));
         break;
     }
@@ -366,7 +366,7 @@ LLVMValueRef val(gg *g, ic_xid x, int lane) {
 }
 
 /* Stores the lanes' values of item it (register form, item dtype) under cond (NULL: always). */
-void store_item(gg *g, const ic_item *it, LLVMValueRef *v, int nl, LLVMValueRef cond) {
+void gg_store_item(gg *g, const ic_item *it, LLVMValueRef *v, int nl, LLVMValueRef cond) {
     LLVMBasicBlockRef st = NULL, end = NULL;
     if (cond) {
         st = LLVMAppendBasicBlockInContext(g->cg.ctx, g->fn, "st");
@@ -379,7 +379,7 @@ void store_item(gg *g, const ic_item *it, LLVMValueRef *v, int nl, LLVMValueRef 
     LLVMTypeRef mt = mtype(g, t);
     size_t esz = ic_dtype_size(t);
     if (nl > 1 && vec_access(g, it->out_ix) && buf_vec_ok(g, b, t)) {
-        LLVMValueRef off = gix(g, it->out_ix, 0);
+        LLVMValueRef off = gg_gix(g, it->out_ix, 0);
         LLVMValueRef p = LLVMBuildGEP2(B, mt, g->buf_ptr[b], &off, 1, "");
         LLVMValueRef vec;
         if (esz < 4 && nl * esz >= 4) {
@@ -404,11 +404,11 @@ void store_item(gg *g, const ic_item *it, LLVMValueRef *v, int nl, LLVMValueRef 
         LLVMValueRef s = LLVMBuildStore(B, vec, p);
         unsigned al = vec_align(g, t);
         LLVMSetAlignment(s, al);
-        need_align(g, b, al);
+        gg_need_align(g, b, al);
     } else {
         bool dep = lane_dep(g, it->out_ix);
         for (int l = dep ? 0 : nl - 1; l < nl; l++) { /* lane order: the last writer wins */
-            LLVMValueRef off = gix(g, it->out_ix, dep ? l : 0);
+            LLVMValueRef off = gg_gix(g, it->out_ix, dep ? l : 0);
             LLVMValueRef p = LLVMBuildGEP2(B, mt, g->buf_ptr[b], &off, 1, "");
             LLVMValueRef s = LLVMBuildStore(B, to_mem(g, v[l], t), p);
             LLVMSetAlignment(s, (unsigned)esz);

@@ -30,7 +30,7 @@
  *
  *   tile        pointwise kernels that load an input transposed (contiguous along another
  *               var u than the store's vv): 32 x 32 tiles through shared memory, both
- *               phases and the swizzle from layouts (gpu_layout.c, choose_tile, emit_tile);
+ *               phases and the swizzle from layouts (gpu_layout.c, gg_choose_tile, gg_emit_tile);
  *               on by default (TORCHC_GPU_TILE=0: off).
  *
  * Control flow is uniform across a block except around stores (`if (valid) store`), so the
@@ -43,14 +43,6 @@
  * Then: verifier, default<O3> with the NVPTX TargetMachine, PTX (sm_XY, +ptx78) to memory.
  */
 #include "gpu_internal.h"
-
-/* ---- PTX-only mode (ic_graph_to_ptx) ------------------------------------------------ */
-static _Thread_local int tls_ptx_only, tls_sm;
-
-int ic_gpu_ptx_only(int *sm) {
-    if (tls_ptx_only && sm) *sm = tls_sm;
-    return tls_ptx_only;
-}
 
 /* ---- driver ----------------------------------------------------------------------------------- */
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
@@ -76,15 +68,13 @@ static void gres_free(gres *R) {
     if (R->tmp) LLVMDisposeModule(R->tmp); /* before its context */
     for (int i = 0; i < R->np; i++) gpart_free(&R->p[i]);
     gpart_free(&R->lz);
-    if (R->gpu) ic_gpu_free(R->gpu);
-    free(R->key);
     for (int i = 0; i < R->nseen; i++) free(R->seen[i].text);
     free(R->seen);
     memset(R, 0, sizeof *R);
 }
 
 /* Point the generator at part q: every LLVM type and the module/builder come from its context. */
-void bind_part(gg *g, gpart *q) {
+void gg_bind_part(gg *g, gpart *q) {
     LLVMContextRef x = q->ctx;
     g->cg.ctx = x;
     g->cg.mod = q->mod;
@@ -107,18 +97,18 @@ void bind_part(gg *g, gpart *q) {
 /* The part the next kernel variant goes to: the one with the least work so far (bitcode
  * bytes), bound. Variants, not kernels, are spread: a GEMM's two variants were 43% of BERT's
  * code in one part, the critical path of the parallel O3 + ptxas. */
-gpart *next_part(gg *g, gres *R) {
+gpart *gg_next_part(gg *g, gres *R) {
     gpart *q = &R->p[0];
     for (int i = 1; i < R->np; i++)
         if (R->p[i].work < q->work) q = &R->p[i];
-    bind_part(g, q);
+    gg_bind_part(g, q);
     return q;
 }
 
-bool lazy_enabled(const gres *R) { return R->lz_on; }
+bool gg_lazy_enabled(const gres *R) { return R->lz_on; }
 
 /* The part of the lazy fallbacks (gpu.h ic_gpu.lazy_bc), created on first use, bound. */
-gpart *lazy_part(gg *g, gres *R) {
+gpart *gg_lazy_part(gg *g, gres *R) {
     gpart *q = &R->lz;
     if (!q->ctx) {
         q->ctx = LLVMContextCreate();
@@ -127,7 +117,7 @@ gpart *lazy_part(gg *g, gres *R) {
         LLVMSetTarget(q->mod, LLVMGetTarget(R->p[0].mod));
         LLVMSetDataLayout(q->mod, LLVMGetDataLayoutStr(R->p[0].mod));
     }
-    bind_part(g, q);
+    gg_bind_part(g, q);
     return q;
 }
 
@@ -214,28 +204,6 @@ static int compile_threads(const ic_config *cf) {
     return n < 1 ? 1 : n > GPU_MAXPARTS ? GPU_MAXPARTS : (int)n;
 }
 
-static void describe_append(ic_compiled *out, const ic_gpu *G) {
-    ic_str s = {0};
-    if (out->describe) ic_str_printf(&s, "%s", out->describe);
-    for (int i = 0; i < G->nkernels; i++)
-        for (int v = 0; v < G->k[i].nvar; v++) {
-            const ic_gvariant *gv = &G->k[i].v[v];
-            ic_str_printf(&s, "gpu %s: grid %u block %u vec %d%s\n", gv->name, gv->grid, gv->block, gv->vec,
-                          G->k[i].role == IC_ROLE_TEMPLATE   ? " (GEMM choice: the template)"
-                          : G->k[i].role == IC_ROLE_CONSUMER ? " (GEMM choice: after the extern call)"
-                                                             : "");
-        }
-    for (int i = 0; i < G->nchoice; i++)
-        ic_str_printf(&s, "gpu GEMM choice %d: %lld multiply-adds, timed on the first call (rule: %s)\n", i + 1,
-                      (long long)G->choice[i].macs, G->choice[i].dflt == IC_CHOICE_TEMPLATE ? "template" : "extern");
-    if (!s.oom && s.s) {
-        free(out->describe);
-        out->describe = s.s;
-    } else {
-        free(s.s);
-    }
-}
-
 /* Lazy fallbacks (gpu.h ic_gpu.lazy_bc): on unless TORCHC_GPU_LAZY=0 (every variant compiled
  * up front, as before); PTX-only compiles and PTX/LLVM dumps compile everything, except that
  * TORCHC_GPU_LAZY=probe makes a PTX-only compile take the lazy path and append the lazy
@@ -244,23 +212,6 @@ static bool lazy_on(const ic_config *cf, bool ptx_only) {
     const char *e = cf->gpu_lazy;
     if (ptx_only) return !strcmp(e, "probe");
     return strcmp(e, "0") != 0;
-}
-
-/* Disk cache key: everything the PTX and the launch plan depend on. malloc'd or NULL. */
-static char *cache_key(ic_ctx *c, int tsm, int nsm) {
-    char *text = ic_graph_to_string(c->g);
-    if (!text) return NULL;
-    ic_str s = {0}; /* the build of this binary is folded in by gpu_cache.c */
-    char *ck = ic_config_key(&c->cfg); /* every setting that changes code (ic_config.h) */
-    ic_str_printf(&s, "%s|sm=%d|nsm=%d|driver=%d|%s|LLVM %d|pdl=%d%s|autotune=%d", text, tsm, nsm, ic_cuda_driver_version(),
-                  ic_version(), LLVM_VERSION_MAJOR, pdl_on(&c->cfg, tsm), ck ? ck : "|?", c->autotune);
-    free(ck);
-    free(text);
-    if (s.oom) {
-        free(s.s);
-        return NULL;
-    }
-    return s.s;
 }
 
 /* Repeated layers give the same kernel again and again (BERT: 12 copies of most of its
@@ -292,8 +243,8 @@ static int rename_prefixed(LLVMModuleRef m, const char *from, const char *to) {
     return n;
 }
 
-/* Before a variant: its own module in part q's context (the generator's module until kend). */
-void kbegin(gg *g, gres *R, gpart *q) {
+/* Before a variant: its own module in part q's context (the generator's module until gg_kend). */
+void gg_kbegin(gg *g, gres *R, gpart *q) {
     if (!dedupe_on(g->c)) return;
     R->tmp = LLVMModuleCreateWithNameInContext("torchc_kernel", q->ctx);
     LLVMSetTarget(R->tmp, LLVMGetTarget(q->mod));
@@ -304,7 +255,7 @@ void kbegin(gg *g, gres *R, gpart *q) {
 /* After a variant named gv->name: 1 when it repeats an earlier one (gv now names that one),
  * 0 when it is new (linked into q's module). lazy: q is the lazy fallbacks' part (a variant
  * compiled now never takes a lazy one's code; gv->lazy says where its code is). */
-int kend(gg *g, gres *R, gpart *q, ic_gvariant *gv, bool lazy) {
+int gg_kend(gg *g, gres *R, gpart *q, ic_gvariant *gv, bool lazy) {
     gv->lazy = lazy;
     if (!R->tmp) { /* no dedupe: generated straight into q's module, counted as one unit */
         q->nk++;
@@ -357,43 +308,15 @@ int kend(gg *g, gres *R, gpart *q, ic_gvariant *gv, bool lazy) {
     return 0;
 }
 
-/* A cache hit: plan + PTX (+ cubins) from disk, loaded; 0 when used, -1 on a miss (compile).
- * Modules whose cubin was missing or refused were compiled from PTX by ic_cuda_load: the
- * entry is put again with their new cubins, so the next process loads them as they are. */
-static int from_cache(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
-    int64_t ws = 0;
-    ic_gpu *G = ic_gcache_get(R->key, c->nbufs, &ws);
-    if (!G) return -1;
-    char msg[512];
-    if (ws < c->ws_size || ic_cuda_load(G, dev, msg, sizeof msg)) { /* stale or unloadable: rebuild */
-        ic_gpu_free(G);
-        return -1;
-    }
-    int fresh = 0; /* cubins that did not come from the entry */
-    for (int i = 0; i < G->ncubin; i++) fresh += G->cubin_len[i] > 0;
-    if (fresh > G->cubin_loaded) ic_gcache_put(R->key, G, ws);
-    G->device = dev;
-    G->pdl = pdl_on(&c->cfg, G->sm); /* in the key */
-    c->ws_size = ws;
-    describe_append(out, G);
-    out->gpu = G;
-    return 0;
-}
+int ic_gpu_target_sm(int sm) { return sm > 90 ? 90 : sm < 52 ? 52 : sm; }
 
-void codegen(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
+int ic_gpu_pdl(const ic_config *cf, int sm) { return pdl_on(cf, sm); }
+
+void gg_codegen(ic_ctx *c, int tsm, int nsm, gres *R) {
     const double tg0 = ic_now_ms();
-    int sm = 90, nsm = 132;
-    bool ptx_only = ic_gpu_ptx_only(&sm) != 0;
+    bool ptx_only = c->ptx_sm > 0; /* ic_graph_to_ptx */
     char msg[512];
-    if (!ptx_only) {
-        if (ic_cuda_device_info(dev, &sm, &nsm, msg, sizeof msg)) ic_fail(c, IC_EUNSUPPORTED, "CUDA: %s", msg);
-    }
-    int tsm = sm > 90 ? 90 : sm < 52 ? 52 : sm;
-    tls_stage_ok = tsm >= 80; /* up to 72 + 8 KB of shared memory a block, two blocks an SM */
-    if (!ptx_only && !c->debug && ic_gcache_enabled()) {
-        R->key = cache_key(c, tsm, nsm);
-        if (R->key && from_cache(c, out, dev, R) == 0) return;
-    }
+    c->gpu_stage_ok = tsm >= 80; /* up to 72 + 8 KB of shared memory a block, two blocks an SM */
     pthread_once(&init_once, init_nvptx);
     {
         LLVMTargetRef target;
@@ -405,7 +328,7 @@ void codegen(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
         }
     }
     int ngen = 0; /* kernels that may be generated: parts get about 4 each at least */
-    for (int ki = 0; ki < c->nkernels; ki++) ngen += c->kernels[ki].is_ext || !kernel_empty(&c->kernels[ki]);
+    for (int ki = 0; ki < c->nkernels; ki++) ngen += c->kernels[ki].is_ext || !gg_kernel_empty(&c->kernels[ki]);
     int kpp = (int)c->cfg.kernels_per_part; /* tests set 1: every kernel its own module */
     /* PTX-only compiles (make ptx-check) keep one module unless the tests ask for parts */
     int np = ptx_only && !kpp ? 1 : compile_threads(&c->cfg);
@@ -425,9 +348,8 @@ void codegen(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
     g->cg.c = c;
     g->cg.width = 1;
     g->cg.vec_var = -1;
-    g->cg.exp_fn = exp_f32_cb;
-    g->cg.exp_arg = g;
-    bind_part(g, &R->p[0]);
+    ol_target_nvptx(&g->cg, tsm);
+    gg_bind_part(g, &R->p[0]);
 
     size_t nx = (size_t)c->nxs + 1;
     g->var_val = ic_alloc(c, ((size_t)c->nvars + 1) * sizeof(LLVMValueRef));
@@ -450,27 +372,15 @@ void codegen(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
         if (c->kernels[i].nitems > maxitems) maxitems = c->kernels[i].nitems;
     g->rowval = ic_alloc(c, ((size_t)maxitems + 1) * sizeof(LLVMValueRef));
 
-    ic_gpu *gpu = R->gpu = calloc(1, sizeof *gpu);
-    if (!gpu) ic_fail(c, IC_ENOMEM, "out of memory");
+    ic_gpu *gpu = R->gpu; /* the driver's: freed by it on a failure */
     gpu->sm = tsm;
     gpu->pdl = pdl_on(&c->cfg, tsm);
-    gpu->device = dev;
-    /* row scratch: one row-local copy per row of the kernel that stores it */
+    /* row scratch: planned by the driver (compile.c plan_row_scratch) */
     gpu->nbufs = c->nbufs;
     gpu->scratch_off = malloc(((size_t)c->nbufs + 1) * sizeof(int64_t));
+    if (!c->row_scratch) ic_fail(c, IC_EINTERNAL, "GPU codegen: row scratch not planned");
     if (!gpu->scratch_off) ic_fail(c, IC_ENOMEM, "out of memory");
-    for (int b = 0; b < c->nbufs; b++) gpu->scratch_off[b] = -1;
-    for (int ki = 0; ki < c->nkernels; ki++) {
-        const ic_kernel *k = &c->kernels[ki];
-        int64_t rows = 1;
-        for (int i = 0; i < k->nouter; i++) rows *= k->osize[i];
-        for (int j = 0; j < k->nitems; j++) {
-            int b = k->items[j].buf;
-            if (!k->items[j].store || b < 0 || c->bufs[b].kind != 3 || gpu->scratch_off[b] >= 0) continue;
-            gpu->scratch_off[b] = (c->ws_size + 255) & ~(int64_t)255;
-            c->ws_size = gpu->scratch_off[b] + rows * c->bufs[b].span * (int64_t)ic_dtype_size(c->bufs[b].dtype);
-        }
-    }
+    memcpy(gpu->scratch_off, c->row_scratch, (size_t)c->nbufs * sizeof(int64_t));
     int nlaunch = 0;
     for (int ki = 0; ki < c->nkernels; ki++) nlaunch += 2 + c->kernels[ki].npos;
     gpu->k = calloc((size_t)nlaunch + 1, sizeof(ic_gkernel));
@@ -484,29 +394,29 @@ void codegen(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
             ic_gkernel *K = &gpu->k[gpu->nkernels++];
             K->ext = ++ext;
             int nnew = 0;
-            next_part(g, R);
-            fused = gemm_kernel(g, ki, K, tsm, nsm, mid, R, &nnew, gpu, &choice_kj); /* or our GEMM template */
+            gg_next_part(g, R);
+            fused = gg_gemm_kernel(g, ki, K, tsm, nsm, mid, R, &nnew, gpu, &choice_kj); /* or our GEMM template */
             continue;
         }
-        if (kernel_empty(k)) continue;
-        next_part(g, R); /* bound for the planning; each variant picks its own part below */
+        if (gg_kernel_empty(k)) continue;
+        gg_next_part(g, R); /* bound for the planning; each variant picks its own part below */
         int32_t vv = -1;
         int64_t vsize = 1;
         if (k->ninner > 0 && !k->vec_outer) {
             vv = k->ivar[k->ninner - 1];
             vsize = k->isize[k->ninner - 1];
         }
-        int V = choose_vec(c, k, vv, vsize, k->has_red);
+        int V = gg_choose_vec(c, k, vv, vsize, k->has_red);
         int nvar = V > 1 ? 2 : 1;
         plan *TP = ic_alloc(c, sizeof *TP), *TP2 = ic_alloc(c, sizeof *TP2);
-        bool tile = choose_tile(c, k, TP);
-        bool tile2 = tile && choose_tile2(c, k, TP, TP2); /* V2: word tile, then TP as fallback */
+        bool tile = gg_choose_tile(c, k, TP);
+        bool tile2 = tile && gg_choose_tile2(c, k, TP, TP2); /* V2: word tile, then TP as fallback */
         if (tile) V = 1, nvar = tile2 ? 2 : 1;
         /* split rows: partial slots in extra workspace, launches per pass, then a final one */
         int on_a = -1, on_b = -1;
         ic_xid on_shift = -1;
-        int on_kind = tile ? ON_NONE : online_pair(c, k, &on_a, &on_b, &on_shift);
-        int S = tile ? 0 : choose_split(k, nsm, V, on_kind != ON_NONE);
+        int on_kind = tile ? ON_NONE : gg_online_pair(c, k, &on_a, &on_b, &on_shift);
+        int S = tile ? 0 : gg_choose_split(k, nsm, V, on_kind != ON_NONE);
         if (S <= 1) on_kind = ON_NONE;
         int *slot = ic_alloc(c, ((size_t)k->nitems + 1) * sizeof(int));
         int nslot = 0, nfinal = 0; /* nfinal: stores the final launch makes */
@@ -541,7 +451,7 @@ void codegen(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
             for (int v = 0; v < nvar; v++) {
                 plan P;
                 if (tile) P = tile2 && v == 0 ? *TP2 : *TP;
-                else plan_kernel(c, k, &P, v == 0 ? V : 1, nsm, S, passes[q], slot,
+                else gg_plan_kernel(c, k, &P, v == 0 ? V : 1, nsm, S, passes[q], slot,
                                  on_kind && passes[q] == k->items[on_a].pos);
                 P.on_kind = on_kind;
                 P.on_a = on_a;
@@ -549,7 +459,7 @@ void codegen(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
                 P.on_shift = on_shift;
                 if (P.grid == 0) continue;
                 if ((int64_t)P.grid > 0x7FFFFFFF) ic_fail(c, IC_EUNSUPPORTED, "GPU grid too large");
-                g->ity = fits_i32(c, k, &P) ? g->cg.i32 : g->cg.i64;
+                g->ity = gg_fits_i32(c, k, &P) ? g->cg.i32 : g->cg.i64;
                 char name[48];
                 if (S > 1)
                     snprintf(name, sizeof name, "tc%d_k%d%s%d%s", mid % 1000000, ki, passes[q] >= 0 ? "p" : "f",
@@ -559,10 +469,10 @@ void codegen(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
                 ic_gvariant *gv = &K->v[K->nvar++];
                 /* the scalar fallback of a vector variant that only assumes aligned bases */
                 bool lazy = v == 1 && K->nvar == 2 && K->v[0].nalign > 0 && R->lz_on;
-                gpart *q = lazy ? lazy_part(g, R) : next_part(g, R);
-                kbegin(g, R, q);
-                gen_variant(g, k, &P, gv, name);
-                kend(g, R, q, gv, lazy);
+                gpart *q = lazy ? gg_lazy_part(g, R) : gg_next_part(g, R);
+                gg_kbegin(g, R, q);
+                gg_gen_variant(g, k, &P, gv, name);
+                gg_kend(g, R, q, gv, lazy);
                 gv->part_off = part_off;
                 /* the vector variant needs no fallback when it assumes no alignment */
                 if (v == 0 && nvar == 2 && K->v[0].nalign == 0) break;
@@ -633,18 +543,11 @@ void codegen(ic_ctx *c, ic_compiled *out, int dev, gres *R) {
     c->t_stage[IC_T_OPT] += ic_now_ms() - tg;
     if (c->debug & IC_DEBUG_PTX) fprintf(stderr, "=== torchc ptx ===\n%s\n", gpu->ptx);
     c->t_stage[IC_T_EMIT] += ic_now_ms() - tg;
-    tg = ic_now_ms();
-    if (!ptx_only && ic_cuda_load(gpu, dev, msg, sizeof msg)) ic_fail(c, IC_EINTERNAL, "CUDA: %s", msg);
-    c->t_stage[IC_T_JIT] += ic_now_ms() - tg;
-    if (R->key) ic_gcache_put(R->key, gpu, c->ws_size);
-    describe_append(out, gpu);
-    out->gpu = gpu;
-    R->gpu = NULL;
 }
 
-void ic_codegen_gpu(ic_ctx *c, ic_compiled *out, int device) {
+void ic_codegen_gpu(ic_ctx *c, int tsm, int nsm, ic_gpu *gpu) {
     /* Errors longjmp to the driver; catch them here first to release the LLVM objects. */
-    gres R = {0};
+    gres R = {.gpu = gpu};
     jmp_buf saved;
     memcpy(saved, c->jb, sizeof(jmp_buf));
     if (setjmp(c->jb)) {
@@ -652,7 +555,7 @@ void ic_codegen_gpu(ic_ctx *c, ic_compiled *out, int device) {
         memcpy(c->jb, saved, sizeof(jmp_buf));
         longjmp(c->jb, 1);
     }
-    codegen(c, out, device, &R);
+    gg_codegen(c, tsm, nsm, &R);
     gres_free(&R);
     memcpy(c->jb, saved, sizeof(jmp_buf));
 }
@@ -682,21 +585,4 @@ char *ic_gpu_lazy_ptx(const void *bc, size_t n, int sm, char *msg, size_t msgn) 
 out:
     gpart_free(&q);
     return ptx;
-}
-
-/* ---- public: PTX without a GPU ------------------------------------------------------------- */
-IC_API char *ic_graph_to_ptx(const ic_graph *g, int sm, ic_err *err) {
-    ic_options o = {.device = IC_CUDA, .opt_level = 3};
-    tls_ptx_only = 1;
-    tls_sm = sm > 0 ? sm : 90;
-    ic_compiled *cc = ic_compile(g, &o, err);
-    tls_ptx_only = 0;
-    if (!cc) return NULL;
-    char *s = ic_compiled_ptx(cc);
-    ic_compiled_free(cc);
-    if (!s && err) {
-        err->code = IC_ENOMEM;
-        snprintf(err->msg, sizeof err->msg, "out of memory");
-    }
-    return s;
 }

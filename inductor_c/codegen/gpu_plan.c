@@ -60,7 +60,7 @@ static bool vec8_on(const ic_config *cf) { return cf->gpu_vec8 != 0; }
 
 /* Elements per access: 16 bytes of the smallest contiguous element type, while the
  * vectorized var's size stays a multiple. */
-int choose_vec(ic_ctx *c, ic_kernel *k, int32_t vv, int64_t vsize, bool rows) {
+int gg_choose_vec(ic_ctx *c, ic_kernel *k, int32_t vv, int64_t vsize, bool rows) {
     if (vv < 0) return 1;
     scan S = {.c = c, .vv = vv, .min_esz = 99, .seen = ic_alloc(c, (size_t)c->nxs + 1)};
     for (int j = 0; j < k->nitems; j++) {
@@ -92,7 +92,6 @@ int choose_vec(ic_ctx *c, ic_kernel *k, int32_t vv, int64_t vsize, bool rows) {
  * has 64 KB a block). (Cluster rows, a persistent row as two 512-thread CTAs of a cluster whose
  * block reductions met through st.shared::cluster, were slower on the H200: softmax of 32768
  * f32 0.55 of copy bandwidth against 0.77; removed.) */
-_Thread_local int tls_stage_ok;
 
 static int stage_mode(const ic_config *cf) {
     const char *e = cf->gpu_stage;
@@ -139,7 +138,7 @@ static bool stage_rows_ok(ic_ctx *c, const ic_kernel *k, int32_t vv) {
     return the >= 0 && __builtin_popcount(posmask) >= 2;
 }
 
-void plan_kernel(ic_ctx *c, ic_kernel *k, plan *P, int V, int nsm, int S, int pass, const int *slot,
+void gg_plan_kernel(ic_ctx *c, ic_kernel *k, plan *P, int V, int nsm, int S, int pass, const int *slot,
                         bool online) {
     memset(P, 0, sizeof *P);
     P->unroll = UNROLL;
@@ -192,7 +191,7 @@ void plan_kernel(ic_ctx *c, ic_kernel *k, plan *P, int V, int nsm, int S, int pa
             P->T = 1024; /* persistent: up to 32 values per thread stay in registers */
             P->R = 1;
             int64_t vals = (P->nv + 1023) / 1024 * V, sm = stage_mode(&c->cfg);
-            if (S <= 1 && sm && vals > (sm == 2 ? 8 : 16) && tls_stage_ok &&
+            if (S <= 1 && sm && vals > (sm == 2 ? 8 : 16) && c->gpu_stage_ok &&
                 stage_rows_ok(c, k, P->vv)) {
                 staged = true;
                 P->T = 512;
@@ -263,7 +262,7 @@ void plan_kernel(ic_ctx *c, ic_kernel *k, plan *P, int V, int nsm, int S, int pa
 /* Blocks per row for few huge rows (x.sum(), softmax of one long row): enough blocks to
  * fill the device, each with a few unrolled iterations. 0: no split. A stored row value
  * between passes would be read across blocks: such kernels stay unsplit. */
-int choose_split(ic_kernel *k, int nsm, int V, bool online) {
+int gg_choose_split(ic_kernel *k, int nsm, int V, bool online) {
     if (!k->has_red || k->vec_outer) return 0;
     int64_t rows = 1, n = 1;
     for (int i = 0; i < k->nouter; i++) rows *= k->osize[i];
@@ -285,8 +284,8 @@ int choose_split(ic_kernel *k, int nsm, int V, bool online) {
  * reduces A and whose pass p + 2 reduces B of
  *   softmax / log_softmax:  A = max(x),  B = sum(exp(x - A))
  *   layer_norm / var:       A = mean(x), B = mean or sum of (x - A)^2
- * (x the same expression, f32 values) makes both partials in A's launch (emit_online) and
- * combines B with each part's A (online_combine): one read of the row fewer. B must be alone
+ * (x the same expression, f32 values) makes both partials in A's launch (gg_emit_online) and
+ * combines B with each part's A (gg_online_combine): one read of the row fewer. B must be alone
  * in its pass, with nothing between the two. */
 static bool online_on(const ic_config *cf) { return cf->gpu_online != 0; }
 
@@ -301,7 +300,7 @@ static bool online_shift(ic_ctx *c, ic_xid x, int a, bool softmax) {
            c->xs[e->c].a == a;
 }
 
-int online_pair(ic_ctx *c, const ic_kernel *k, int *ja, int *jb, ic_xid *shift) {
+int gg_online_pair(ic_ctx *c, const ic_kernel *k, int *ja, int *jb, ic_xid *shift) {
     if (!online_on(&c->cfg)) return ON_NONE;
     for (int b = 0; b < k->nitems; b++) {
         const ic_item *ib = &k->items[b];
@@ -350,7 +349,7 @@ static void collect_loads(ic_ctx *c, ic_xid x, uint8_t *seen, ic_xid *out, int *
  * stride along vv but contiguously along another var u (x.t() + y): a transpose tile.
  * On by default since it ran on the H200 (test_gpu with tiles: 76 passed; x.T + y f32 went
  * from 0.30 to 0.98 of copy bandwidth); TORCHC_GPU_TILE=0 turns it off. */
-bool choose_tile(ic_ctx *c, ic_kernel *k, plan *P) {
+bool gg_choose_tile(ic_ctx *c, ic_kernel *k, plan *P) {
     bool on = c->cfg.gpu_tile != 0;
     if (!on || k->has_red || k->ninner < 1) return false;
     int32_t vars[2 * IC_MAX_DIMS];
@@ -422,11 +421,11 @@ bool choose_tile(ic_ctx *c, ic_kernel *k, plan *P) {
     return true;
 }
 
-/* V2 tile: a 16-bit transpose as 64 x 64 tiles of 32-bit words (emit_tile2), planned from
+/* V2 tile: a 16-bit transpose as 64 x 64 tiles of 32-bit words (gg_emit_tile2), planned from
  * the 32 x 32 one (T), which stays the fallback variant for unaligned base pointers. Needs
  * even su and sv, and transposed loads that are in-bounds pairs along u: coefficient 1,
  * affine, every other term and the offset even (then an even u is a 4-byte aligned word). */
-bool choose_tile2(ic_ctx *c, ic_kernel *k, const plan *T, plan *P) {
+bool gg_choose_tile2(ic_ctx *c, ic_kernel *k, const plan *T, plan *P) {
     (void)k;
     if (!(T->v2 & V2_TILE) || T->tesz != 2 || T->su % 2 || T->sv % 2) return false;
     for (int q = 0; q < T->ntx; q++) {
@@ -463,7 +462,7 @@ bool choose_tile2(ic_ctx *c, ic_kernel *k, const plan *T, plan *P) {
 }
 
 /* i32 index math when every offset and counter stays far below 2^31 */
-bool fits_i32(ic_ctx *c, ic_kernel *k, const plan *P) {
+bool gg_fits_i32(ic_ctx *c, ic_kernel *k, const plan *P) {
     const int64_t lim = ((int64_t)1 << 31) - ((int64_t)1 << 25);
     int64_t total = P->mode != P_ROWS ? P->G * P->V : P->rows * ((P->C + 8) * P->T + 1) * P->V;
     if (total >= lim || P->rows + P->R >= lim) return false;
@@ -478,15 +477,15 @@ bool fits_i32(ic_ctx *c, ic_kernel *k, const plan *P) {
 }
 
 /* ---- one kernel variant ----------------------------------------------------------------------- */
-void mark_bufs(ic_ctx *c, ic_xid x, int *used, uint8_t *seen) {
+void gg_mark_bufs(ic_ctx *c, ic_xid x, int *used, uint8_t *seen) {
     if (seen[x]) return;
     seen[x] = 1;
     const ic_x *e = &c->xs[x];
     if (e->kind == X_LOADF) used[e->buf] |= 1;
     if (e->kind == X_ROWVAL) return;
-    if (e->a >= 0) mark_bufs(c, e->a, used, seen);
-    if (e->b >= 0) mark_bufs(c, e->b, used, seen);
-    if (e->c >= 0) mark_bufs(c, e->c, used, seen);
+    if (e->a >= 0) gg_mark_bufs(c, e->a, used, seen);
+    if (e->b >= 0) gg_mark_bufs(c, e->b, used, seen);
+    if (e->c >= 0) gg_mark_bufs(c, e->c, used, seen);
 }
 
 static void order_loads(ic_ctx *c, ic_xid x, uint8_t *seen, const int *used, bool *placed, int *ub, int *nu) {
@@ -503,8 +502,8 @@ static void order_loads(ic_ctx *c, ic_xid x, uint8_t *seen, const int *used, boo
 /* The kernel parameters: the buffers marked in `used`, in the order the code first meets
  * them (the n0 of `first`, then each item's loads in expression order and its store, the
  * rest by index), not by buffer number: a repeated layer's kernel then has its parameters in
- * the same order as the first layer's and is the same function (kbegin/kend). */
-int param_order(ic_ctx *c, const ic_kernel *k, bool stores_only, const int *used, const int *first, int n0,
+ * the same order as the first layer's and is the same function (gg_kbegin/gg_kend). */
+int gg_param_order(ic_ctx *c, const ic_kernel *k, bool stores_only, const int *used, const int *first, int n0,
                        int *ub) {
     bool *placed = ic_alloc(c, (size_t)c->nbufs + 1);
     uint8_t *seen = ic_alloc(c, (size_t)c->nxs + 1);
@@ -522,7 +521,7 @@ int param_order(ic_ctx *c, const ic_kernel *k, bool stores_only, const int *used
     return nu;
 }
 
-void add_annotation(gg *g, LLVMValueRef fn, const char *key, int v) {
+void gg_add_annotation(gg *g, LLVMValueRef fn, const char *key, int v) {
     LLVMValueRef md[3] = {fn, LLVMMDStringInContext(g->cg.ctx, key, (unsigned)strlen(key)),
                           LLVMConstInt(g->cg.i32, (unsigned)v, 0)};
     LLVMAddNamedMetadataOperand(g->cg.mod, "nvvm.annotations", LLVMMDNodeInContext(g->cg.ctx, md, 3));
@@ -563,7 +562,7 @@ static bool lowp_mark(uint8_t *need, ic_xid x) {
     return true;
 }
 
-uint8_t *lowp_need(gg *g, const ic_kernel *k) {
+uint8_t *gg_lowp_need(gg *g, const ic_kernel *k) {
     ic_ctx *c = g->c;
     if (!lowp_on(&g->c->cfg) || !g->v2) return NULL;
     uint8_t *in = ic_alloc(c, (size_t)c->nxs + 1), *need = ic_alloc(c, (size_t)c->nxs + 1);
@@ -616,16 +615,16 @@ uint8_t *lowp_need(gg *g, const ic_kernel *k) {
     return need;
 }
 
-void gen_variant(gg *g, ic_kernel *k, const plan *P, ic_gvariant *out, const char *name) {
+void gg_gen_variant(gg *g, ic_kernel *k, const plan *P, ic_gvariant *out, const char *name) {
     ic_ctx *c = g->c;
     int *used = ic_alloc(c, (size_t)c->nbufs * sizeof(int) + 1);
     uint8_t *seen = ic_alloc(c, (size_t)c->nxs + 1);
     for (int j = 0; j < k->nitems; j++) {
-        mark_bufs(c, k->items[j].expr, used, seen);
+        gg_mark_bufs(c, k->items[j].expr, used, seen);
         if (k->items[j].store) used[k->items[j].buf] |= 2;
     }
     int *ub = ic_alloc(c, (size_t)c->nbufs * sizeof(int) + 1);
-    int nu = param_order(c, k, false, used, NULL, 0, ub);
+    int nu = gg_param_order(c, k, false, used, NULL, 0, ub);
     LLVMTypeRef *ps = ic_alloc(c, (size_t)(nu + 3) * sizeof(LLVMTypeRef));
     for (int i = 0; i < nu + 2; i++) ps[i] = g->gptr;
     int np = nu + (P->S > 1); /* split rows: the partials last */
@@ -648,11 +647,11 @@ void gen_variant(gg *g, ic_kernel *k, const plan *P, ic_gvariant *out, const cha
         if (used[b] == 1) LLVMAddAttributeAtIndex(fn, (unsigned)(1 + i), LLVMCreateEnumAttribute(g->cg.ctx, kro, 0));
         if (used[b] == 2) LLVMAddAttributeAtIndex(fn, (unsigned)(1 + i), LLVMCreateEnumAttribute(g->cg.ctx, kwo, 0));
     }
-    add_annotation(g, fn, "kernel", 1);
-    add_annotation(g, fn, "maxntidx", P->Bk);
+    gg_add_annotation(g, fn, "kernel", 1);
+    gg_add_annotation(g, fn, "maxntidx", P->Bk);
     g->dyn = NULL;
     g->stage_x = -1;
-    if (P->minctasm) add_annotation(g, fn, "minctasm", P->minctasm);
+    if (P->minctasm) gg_add_annotation(g, fn, "minctasm", P->minctasm);
     if (P->dsmem) { /* staged rows: two blocks per SM (64 registers at most for 512 threads) */
         char sn[64];
         snprintf(sn, sizeof sn, "%s_dyn", name);
@@ -663,7 +662,7 @@ void gen_variant(gg *g, ic_kernel *k, const plan *P, ic_gvariant *out, const cha
     g->k = k;
     g->P = P;
     g->v2 = P->v2;
-    g->need = lowp_need(g, k);
+    g->need = gg_lowp_need(g, k);
     g->smem = NULL;
     g->vgen++; /* invalidates the persistent loads of the previous variant */
     if (P->mode == P_ROWS && P->logT + (P->jlow ? 0 : P->logR) > 5) {
@@ -689,10 +688,10 @@ void gen_variant(gg *g, ic_kernel *k, const plan *P, ic_gvariant *out, const cha
     LLVMPositionBuilderAtEnd(B, start);
     pdl_prologue(g);
     g->tid = sreg(g, "llvm.nvvm.read.ptx.sreg.tid.x");
-    if (P->mode == P_POINTWISE) emit_pointwise(g, k);
-    else if (P->mode == P_TILE && P->tw == 2) emit_tile2(g, k);
-    else if (P->mode == P_TILE) emit_tile(g, k);
-    else emit_rows(g, k);
+    if (P->mode == P_POINTWISE) gg_emit_pointwise(g, k);
+    else if (P->mode == P_TILE && P->tw == 2) gg_emit_tile2(g, k);
+    else if (P->mode == P_TILE) gg_emit_tile(g, k);
+    else gg_emit_rows(g, k);
     LLVMBuildRetVoid(B);
     LLVMPositionBuilderAtEnd(B, entry);
     LLVMBuildBr(B, start);
@@ -719,7 +718,7 @@ void gen_variant(gg *g, ic_kernel *k, const plan *P, ic_gvariant *out, const cha
     }
 }
 
-bool kernel_empty(ic_kernel *k) {
+bool gg_kernel_empty(ic_kernel *k) {
     for (int i = 0; i < k->nouter; i++)
         if (k->osize[i] == 0) return true;
     if (!k->has_red)

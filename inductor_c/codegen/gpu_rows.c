@@ -3,64 +3,6 @@
 #include "gpu_internal.h"
 
 /* ---- reductions ---------------------------------------------------------------------------- */
-static LLVMValueRef red_identity(gg *g, const ic_item *it) {
-    LLVMTypeRef t = rtype(g, it->acc);
-    bool f = ic_is_float(it->acc);
-    bool max = it->red_op == IC_OP_AMAX || it->red_op == IC_OP_ARGMAX;
-    if (it->red_op == IC_OP_SUM || it->red_op == IC_OP_MEAN) return LLVMConstNull(t);
-    if (it->red_op == IC_OP_PROD) return f ? LLVMConstReal(t, 1.0) : LLVMConstInt(t, 1, 0);
-    if (f) return LLVMConstReal(t, max ? -INFINITY : INFINITY);
-    if (is_unsigned(it->acc)) return max ? LLVMConstNull(t) : LLVMConstAllOnes(t);
-    unsigned bits = (unsigned)ic_dtype_size(it->acc) * 8;
-    long long lo = bits == 64 ? INT64_MIN : -(1LL << (bits - 1));
-    return ki(g, t, max ? lo : ~lo);
-}
-
-static LLVMValueRef red_combine(gg *g, const ic_item *it, LLVMValueRef acc, LLVMValueRef x) {
-    bool f = ic_is_float(it->acc);
-    switch (it->red_op) {
-    case IC_OP_SUM:
-    case IC_OP_MEAN:
-        if (it->acc == IC_BOOL) return LLVMBuildOr(B, acc, x, "");
-        return f ? LLVMBuildFAdd(B, acc, x, "") : LLVMBuildAdd(B, acc, x, "");
-    case IC_OP_AMAX:
-    case IC_OP_AMIN: {
-        bool max = it->red_op == IC_OP_AMAX;
-        if (!f) return imaxmin(g, x, acc, max, it->acc);
-        if (g->sm >= 80 && LLVMTypeOf(x) == g->cg.f32) return fmaxmin(g, x, acc, max);
-        LLVMValueRef better = fcmp(g, max ? LLVMRealOGT : LLVMRealOLT, x, acc);
-        better = LLVMBuildOr(B, better, isnan_(g, x), "");
-        return sel(g, better, x, acc);
-    }
-    case IC_OP_PROD:
-        if (it->acc == IC_BOOL) return LLVMBuildAnd(B, acc, x, "");
-        return f ? LLVMBuildFMul(B, acc, x, "") : LLVMBuildMul(B, acc, x, "");
-    default:
-        ic_fail(g->c, IC_EINTERNAL, "GPU codegen: reduction %s", ic_op_name(it->red_op));
-    }
-}
-
-/* argmax/argmin: (value, index) pairs; the first extreme wins, NaN counts as the extreme.
- * Commutative and associative (ties go to the lower index), so any combine order agrees. */
-static void arg_combine(gg *g, const ic_item *it, LLVMValueRef acc, LLVMValueRef ai, LLVMValueRef x,
-                        LLVMValueRef xi, LLVMValueRef *ro, LLVMValueRef *ri) {
-    bool max = it->red_op == IC_OP_ARGMAX;
-    LLVMValueRef better, tie;
-    if (ic_is_float(it->acc)) {
-        LLVMValueRef xn = isnan_(g, x), an = isnan_(g, acc);
-        better = fcmp(g, max ? LLVMRealOGT : LLVMRealOLT, x, acc);
-        better = LLVMBuildOr(B, better, LLVMBuildAnd(B, xn, LLVMBuildNot(B, an, ""), ""), "");
-        tie = LLVMBuildOr(B, fcmp(g, LLVMRealOEQ, x, acc), LLVMBuildAnd(B, xn, an, ""), "");
-    } else {
-        bool u = is_unsigned(it->acc);
-        better = LLVMBuildICmp(B, max ? (u ? LLVMIntUGT : LLVMIntSGT) : (u ? LLVMIntULT : LLVMIntSLT), x, acc, "");
-        tie = LLVMBuildICmp(B, LLVMIntEQ, x, acc, "");
-    }
-    LLVMValueRef take = LLVMBuildOr(B, better, LLVMBuildAnd(B, tie, LLVMBuildICmp(B, LLVMIntSLT, xi, ai, ""), ""), "");
-    *ro = sel(g, take, x, acc);
-    *ri = sel(g, take, xi, ai);
-}
-
 /* a value as i32 words for shuffles / back */
 static LLVMValueRef shfl1(gg *g, LLVMValueRef w, int mask) {
     LLVMValueRef args[4] = {LLVMConstInt(g->cg.i32, 0xFFFFFFFFu, 0), w, LLVMConstInt(g->cg.i32, (unsigned)mask, 0),
@@ -89,7 +31,7 @@ static LLVMValueRef shfl_bfly(gg *g, LLVMValueRef v, int mask) {
     return tk == LLVMIntegerTypeKind ? r : LLVMBuildBitCast(B, r, t, "");
 }
 
-void barrier(gg *g) { intrin(g, "llvm.nvvm.barrier0", NULL, 0, NULL, 0); }
+void gg_barrier(gg *g) { intrin(g, "llvm.nvvm.barrier0", NULL, 0, NULL, 0); }
 
 /* Combines a (with its index *ai for argmax/argmin) over the threads of one row, the j-bits
  * of tid; every thread gets the result. Lane bits: shfl.sync butterflies; warp bits: shared
@@ -101,16 +43,16 @@ static LLVMValueRef block_reduce(gg *g, const ic_item *it, LLVMValueRef a, LLVMV
         LLVMValueRef x = shfl_bfly(g, a, M->shfl[s]);
         if (ai) {
             LLVMValueRef xi = shfl_bfly(g, *ai, M->shfl[s]);
-            arg_combine(g, it, a, *ai, x, xi, &a, ai);
+            ol_arg_combine(&g->cg, it, a, *ai, x, xi, &a, ai);
         } else {
-            a = red_combine(g, it, a, x);
+            a = ol_red_combine(&g->cg, it, a, x);
         }
     }
     if (!M->smem_mask) return a; /* warp bits of the row: shared memory */
     LLVMTypeRef t = LLVMTypeOf(a);
     bool i1 = t == g->cg.i1;
     LLVMTypeRef st = i1 ? g->cg.i8 : t;
-    barrier(g);
+    gg_barrier(g);
     LLVMValueRef p = LLVMBuildGEP2(B, st, g->smem, &g->tid, 1, "");
     LLVMBuildStore(B, i1 ? LLVMBuildZExt(B, a, st, "") : a, p);
     LLVMValueRef ibase = NULL;
@@ -119,7 +61,7 @@ static LLVMValueRef block_reduce(gg *g, const ic_item *it, LLVMValueRef a, LLVMV
         ibase = LLVMBuildGEP2(B, g->cg.i64, g->smem, &off, 1, "");
         LLVMBuildStore(B, *ai, LLVMBuildGEP2(B, g->cg.i64, ibase, &g->tid, 1, ""));
     }
-    barrier(g);
+    gg_barrier(g);
     int nw = 1 << __builtin_popcount(M->smem_mask);
     LLVMValueRef base = LLVMBuildAnd(B, g->tid, LLVMConstInt(g->cg.i32, ~M->smem_mask, 0), "");
     LLVMValueRef r = NULL, ri = NULL;
@@ -132,10 +74,10 @@ static LLVMValueRef block_reduce(gg *g, const ic_item *it, LLVMValueRef a, LLVMV
         if (i1) v = LLVMBuildTrunc(B, v, g->cg.i1, "");
         if (ai) {
             LLVMValueRef vi = LLVMBuildLoad2(B, g->cg.i64, LLVMBuildGEP2(B, g->cg.i64, ibase, &idx, 1, ""), "");
-            if (r) arg_combine(g, it, r, ri, v, vi, &r, &ri);
+            if (r) ol_arg_combine(&g->cg, it, r, ri, v, vi, &r, &ri);
             else r = v, ri = vi;
         } else {
-            r = r ? red_combine(g, it, r, v) : v;
+            r = r ? ol_red_combine(&g->cg, it, r, v) : v;
         }
     }
     if (ai) *ai = ri;
@@ -144,7 +86,7 @@ static LLVMValueRef block_reduce(gg *g, const ic_item *it, LLVMValueRef a, LLVMV
 
 /* ---- kernel bodies --------------------------------------------------------------------------- */
 /* vars[0..n) (slowest first) = digits of e */
-void decompose(gg *g, LLVMValueRef e, const int32_t *vars, const int64_t *sizes, int n) {
+void gg_decompose(gg *g, LLVMValueRef e, const int32_t *vars, const int64_t *sizes, int n) {
     for (int d = n - 1; d >= 0; d--) {
         if (d == 0) {
             g->var_val[vars[d]] = e;
@@ -190,7 +132,7 @@ static void loop_end(gg *g, loop *L, LLVMValueRef step) {
     LLVMPositionBuilderAtEnd(B, L->exit);
 }
 
-void emit_pointwise(gg *g, ic_kernel *k) {
+void gg_emit_pointwise(gg *g, ic_kernel *k) {
     const plan *P = g->P;
     int32_t vars[2 * IC_MAX_DIMS];
     int64_t sizes[2 * IC_MAX_DIMS];
@@ -203,7 +145,7 @@ void emit_pointwise(gg *g, ic_kernel *k) {
     loop L;
     loop_begin(g, &L, i0, kix(g, P->G));
     LLVMValueRef e0 = P->V > 1 ? LLVMBuildMul(B, L.i, kix(g, P->V), "") : L.i;
-    decompose(g, e0, vars, sizes, nv);
+    gg_decompose(g, e0, vars, sizes, nv);
     g->V = P->V;
     g->vv = P->vv;
     g->chunk = -1;
@@ -212,8 +154,8 @@ void emit_pointwise(gg *g, ic_kernel *k) {
         ic_item *it = &k->items[j];
         if (!it->store) continue;
         LLVMValueRef v[VMAX];
-        for (int l = 0; l < g->V; l++) v[l] = val(g, it->expr, l);
-        store_item(g, it, v, g->V, NULL);
+        for (int l = 0; l < g->V; l++) v[l] = gg_val(g, it->expr, l);
+        gg_store_item(g, it, v, g->V, NULL);
     }
     loop_end(g, &L, kix(g, (int64_t)P->grid * P->Bk));
 }
@@ -242,14 +184,14 @@ static LLVMValueRef set_uv(gg *g, LLVMValueRef uu, LLVMValueRef vx) {
 /* A transpose through shared memory: phase 1 loads the transposed inputs coalesced along
  * u into the swizzled tile, phase 2 evaluates and stores coalesced along vv, reading them
  * back from the tile. Offsets from gpu_layout.c (ic_gpu_tile_map). */
-void emit_tile(gg *g, ic_kernel *k) {
+void gg_emit_tile(gg *g, ic_kernel *k) {
     const plan *P = g->P;
     LLVMValueRef tid = LLVMBuildZExt(B, g->tid, g->ity, "");
     LLVMValueRef bid = LLVMBuildZExt(B, sreg(g, "llvm.nvvm.read.ptx.sreg.ctaid.x"), g->ity, "");
     LLVMValueRef tx = LLVMBuildAnd(B, tid, kix(g, 31), ""), ty = LLVMBuildLShr(B, tid, kix(g, 5), "");
     LLVMValueRef tv = LLVMBuildURem(B, bid, kix(g, P->ntv), ""), t = LLVMBuildUDiv(B, bid, kix(g, P->ntv), "");
     LLVMValueRef tu = LLVMBuildURem(B, t, kix(g, P->ntu), ""), o = LLVMBuildUDiv(B, t, kix(g, P->ntu), "");
-    if (P->nob) decompose(g, o, P->obv, P->obs, P->nob);
+    if (P->nob) gg_decompose(g, o, P->obv, P->obs, P->nob);
     LLVMValueRef u0 = LLVMBuildMul(B, tu, kix(g, 32), ""), v0 = LLVMBuildMul(B, tv, kix(g, 32), "");
     LLVMValueRef st = xor_bits(g, tid, P->tile.st, 8), ld = xor_bits(g, tid, P->tile.ld, 8);
     g->V = 1;
@@ -261,11 +203,11 @@ void emit_tile(gg *g, ic_kernel *k) {
         LLVMValueRef off = LLVMBuildXor(B, st, kix(g, P->tile.st_reg[i]), "");
         for (int q = 0; q < P->ntx; q++) {
             const ic_x *e = &g->c->xs[P->tx[q]];
-            LLVMValueRef v = scalar_load(g, e->buf, e->dtype, clamp_off(g, e->ix, gix(g, e->ix, 0), e->buf));
-            LLVMBuildStore(B, v, tile_ptr(g, q, e->dtype, off));
+            LLVMValueRef v = gg_scalar_load(g, e->buf, e->dtype, gg_clamp_off(g, e->ix, gg_gix(g, e->ix, 0), e->buf));
+            LLVMBuildStore(B, v, gg_tile_ptr(g, q, e->dtype, off));
         }
     }
-    barrier(g);
+    gg_barrier(g);
     g->tile_on = true;
     for (int i = 0; i < 4; i++) { /* phase 2: element (c = ty + 8i, r = tx) */
         LLVMValueRef ok = set_uv(g, LLVMBuildAdd(B, u0, LLVMBuildAdd(B, ty, kix(g, 8 * i), ""), ""),
@@ -275,8 +217,8 @@ void emit_tile(gg *g, ic_kernel *k) {
         for (int j = 0; j < k->nitems; j++) {
             ic_item *it = &k->items[j];
             if (!it->store) continue;
-            LLVMValueRef v = val(g, it->expr, 0);
-            store_item(g, it, &v, 1, ok);
+            LLVMValueRef v = gg_val(g, it->expr, 0);
+            gg_store_item(g, it, &v, 1, ok);
         }
     }
     g->tile_on = false;
@@ -292,20 +234,20 @@ static LLVMValueRef set_uv2(gg *g, LLVMValueRef uu, LLVMValueRef vx, int64_t uma
     return LLVMBuildAnd(B, ou, ov, "");
 }
 
-/* V2 16-bit transpose (choose_tile2): 64 x 64 tiles of words w(u, p) (gpu_layout.c,
+/* V2 16-bit transpose (gg_choose_tile2): 64 x 64 tiles of words w(u, p) (gpu_layout.c,
  * ic_gpu_tile2_map). su and sv are even and every transposed load is a 4-byte aligned pair
  * along u, so a pair never straddles the edge: out-of-range coordinates are clamped to the
  * last pair (phase 1 u, phase 2 v) and only in-range pairs are stored. Phase 1: lane l loads
  * the words (2l, 2l+1) of rows v = 2p, 2p+1 and swaps halves into w(2l, p), w(2l+1, p);
  * phase 2: V = 2 along vv, lane -> p, warp and register -> u. */
-void emit_tile2(gg *g, ic_kernel *k) {
+void gg_emit_tile2(gg *g, ic_kernel *k) {
     const plan *P = g->P;
     LLVMValueRef tid = LLVMBuildZExt(B, g->tid, g->ity, "");
     LLVMValueRef bid = LLVMBuildZExt(B, sreg(g, "llvm.nvvm.read.ptx.sreg.ctaid.x"), g->ity, "");
     LLVMValueRef tx = LLVMBuildAnd(B, tid, kix(g, 31), ""), ty = LLVMBuildLShr(B, tid, kix(g, 5), "");
     LLVMValueRef tv = LLVMBuildURem(B, bid, kix(g, P->ntv), ""), t = LLVMBuildUDiv(B, bid, kix(g, P->ntv), "");
     LLVMValueRef tu = LLVMBuildURem(B, t, kix(g, P->ntu), ""), o = LLVMBuildUDiv(B, t, kix(g, P->ntu), "");
-    if (P->nob) decompose(g, o, P->obv, P->obs, P->nob);
+    if (P->nob) gg_decompose(g, o, P->obv, P->obs, P->nob);
     LLVMValueRef u0 = LLVMBuildMul(B, tu, kix(g, 64), ""), v0 = LLVMBuildMul(B, tv, kix(g, 64), "");
     LLVMValueRef st = xor_bits(g, tid, P->tile.st, 8), ld = xor_bits(g, tid, P->tile.ld, 8);
     LLVMTypeRef i32 = g->cg.i32;
@@ -321,11 +263,11 @@ void emit_tile2(gg *g, ic_kernel *k) {
             g->gen++;
             for (int q = 0; q < P->ntx; q++) {
                 const ic_x *e = &g->c->xs[P->tx[q]];
-                LLVMValueRef off = gix(g, e->ix, 0);
+                LLVMValueRef off = gg_gix(g, e->ix, 0);
                 LLVMValueRef p = LLVMBuildGEP2(B, mtype(g, e->dtype), g->buf_ptr[e->buf], &off, 1, "");
                 a[i][q][r] = LLVMBuildLoad2(B, i32, p, "");
                 LLVMSetAlignment(a[i][q][r], 4);
-                need_align(g, e->buf, 4);
+                gg_need_align(g, e->buf, 4);
             }
         }
     }
@@ -342,7 +284,7 @@ void emit_tile2(gg *g, ic_kernel *k) {
                 LLVMBuildStore(B, h ? w1 : w0, LLVMBuildGEP2(B, i32, g->smem, &idx, 1, ""));
             }
         }
-    barrier(g);
+    gg_barrier(g);
     g->tile_on = true;
     LLVMValueRef ve = LLVMBuildAdd(B, v0, LLVMBuildShl(B, tx, kix(g, 1), ""), ""); /* even v of lane */
     /* phase 2: u = ty + 8i, pair p = tx; every value first (the loads go out together),
@@ -360,8 +302,8 @@ void emit_tile2(gg *g, ic_kernel *k) {
                 ic_item *it = &k->items[j];
                 if (!it->store) continue;
                 LLVMValueRef *v = &vals[(i * k->nitems + j) * 2];
-                if (pass == 0) v[0] = val(g, it->expr, 0), v[1] = val(g, it->expr, 1);
-                else store_item(g, it, v, 2, P->tfull ? NULL : ok[i]);
+                if (pass == 0) v[0] = gg_val(g, it->expr, 0), v[1] = gg_val(g, it->expr, 1);
+                else gg_store_item(g, it, v, 2, P->tfull ? NULL : ok[i]);
             }
         }
     g->tile_on = false;
@@ -376,7 +318,7 @@ static void emit_chunk(gg *g, ic_kernel *k, int pos, LLVMValueRef ci, int cidx, 
     LLVMValueRef valid = P->all_cols ? g->active : and_(g, g->active, LLVMBuildICmp(B, LLVMIntSLT, gi, kix(g, P->nv), ""));
     LLVMValueRef gc = sel(g, valid, gi, kix(g, 0));
     LLVMValueRef e0 = P->V > 1 ? LLVMBuildMul(B, gc, kix(g, P->V), "") : gc;
-    decompose(g, e0, k->ivar, k->isize, k->ninner);
+    gg_decompose(g, e0, k->ivar, k->isize, k->ninner);
     g->V = P->V;
     g->vv = P->vv;
     g->chunk = cidx;
@@ -387,25 +329,25 @@ static void emit_chunk(gg *g, ic_kernel *k, int pos, LLVMValueRef ci, int cidx, 
         if (it->kind == IT_REDUCE && ic_is_arg(it->red_op)) {
             LLVMValueRef a = LLVMBuildLoad2(B, rtype(g, it->acc), acc[j], "");
             LLVMValueRef ai = LLVMBuildLoad2(B, g->cg.i64, acc[k->nitems + j], "");
-            LLVMValueRef id = red_identity(g, it), none = ki(g, g->cg.i64, INT64_MAX);
+            LLVMValueRef id = ol_red_identity(&g->cg, it, 1), none = ki(g, g->cg.i64, INT64_MAX);
             ic_dtype xt = g->c->xs[it->expr2].dtype;
             for (int l = 0; l < g->V; l++) {
-                LLVMValueRef x = sel(g, valid, val(g, it->expr, l), id);
-                LLVMValueRef xi = sel(g, valid, convert(g, val(g, it->expr2, l), xt, IC_I64), none);
-                arg_combine(g, it, a, ai, x, xi, &a, &ai);
+                LLVMValueRef x = sel(g, valid, gg_val(g, it->expr, l), id);
+                LLVMValueRef xi = sel(g, valid, convert(g, gg_val(g, it->expr2, l), xt, IC_I64), none);
+                ol_arg_combine(&g->cg, it, a, ai, x, xi, &a, &ai);
             }
             LLVMBuildStore(B, a, acc[j]);
             LLVMBuildStore(B, ai, acc[k->nitems + j]);
         } else if (it->kind == IT_REDUCE) {
             LLVMTypeRef at = rtype(g, it->acc);
             LLVMValueRef a = LLVMBuildLoad2(B, at, acc[j], "");
-            LLVMValueRef id = red_identity(g, it);
-            for (int l = 0; l < g->V; l++) a = red_combine(g, it, a, sel(g, valid, val(g, it->expr, l), id));
+            LLVMValueRef id = ol_red_identity(&g->cg, it, 1);
+            for (int l = 0; l < g->V; l++) a = ol_red_combine(&g->cg, it, a, sel(g, valid, gg_val(g, it->expr, l), id));
             LLVMBuildStore(B, a, acc[j]);
         } else if (it->store) {
             LLVMValueRef v[VMAX];
-            for (int l = 0; l < g->V; l++) v[l] = val(g, it->expr, l);
-            store_item(g, it, v, g->V, valid);
+            for (int l = 0; l < g->V; l++) v[l] = gg_val(g, it->expr, l);
+            gg_store_item(g, it, v, g->V, valid);
         }
     }
     g->chunk = -1;
@@ -452,14 +394,14 @@ static LLVMValueRef part_combine(gg *g, const ic_item *it, int slot) {
         t = sel(g, ok, t, kix(g, 0));
         LLVMValueRef x = LLVMBuildLoad2(B, lt, part_ptr(g, slot, t), "");
         if (lt != at) x = LLVMBuildTrunc(B, x, at, "");
-        x = sel(g, ok, x, red_identity(g, it));
+        x = sel(g, ok, x, ol_red_identity(&g->cg, it, 1));
         if (arg) {
             LLVMValueRef xi = LLVMBuildLoad2(B, g->cg.i64, part_ptr(g, slot + 1, t), "");
             xi = sel(g, ok, xi, ki(g, g->cg.i64, INT64_MAX));
-            if (v) arg_combine(g, it, v, vi, x, xi, &v, &vi);
+            if (v) ol_arg_combine(&g->cg, it, v, vi, x, xi, &v, &vi);
             else v = x, vi = xi;
         } else {
-            v = v ? red_combine(g, it, v, x) : x;
+            v = v ? ol_red_combine(&g->cg, it, v, x) : x;
         }
     }
     if (arg) {
@@ -485,18 +427,18 @@ static void rebase_scratch(gg *g, ic_kernel *k, LLVMValueRef row) {
     }
 }
 
-/* The final launch's stores (only at its end: choose_split): the reductions that store, then
+/* The final launch's stores (only at its end: gg_choose_split): the reductions that store, then
  * the row's other stored values. */
 static void final_stores(gg *g, ic_kernel *k, LLVMValueRef first) {
     for (int j = 0; j < k->nitems; j++) {
         ic_item *it = &k->items[j];
-        if (it->kind == IT_REDUCE && it->store) store_item(g, it, &g->rowval[j], 1, first);
+        if (it->kind == IT_REDUCE && it->store) gg_store_item(g, it, &g->rowval[j], 1, first);
     }
     for (int j = 0; j < k->nitems; j++) {
         ic_item *it = &k->items[j];
         if (it->pos % 2 || !it->store || it->kind == IT_REDUCE) continue;
-        LLVMValueRef v = val(g, it->expr, 0);
-        store_item(g, it, &v, 1, first);
+        LLVMValueRef v = gg_val(g, it->expr, 0);
+        gg_store_item(g, it, &v, 1, first);
     }
 }
 
@@ -506,7 +448,7 @@ static void final_stores(gg *g, ic_kernel *k, LLVMValueRef first) {
  * ON_VAR (A = mean x, B = sum or mean of (x - A)^2; a_t is the part's raw sum and slot B + 1
  * its count n_t): B = sum_t m2_t + n_t (a_t / n_t - A)^2 (Chan et al.), an empty part adds 0.
  * Same order in every block, as part_combine. */
-LLVMValueRef online_combine(gg *g, ic_kernel *k) {
+LLVMValueRef gg_online_combine(gg *g, ic_kernel *k) {
     const plan *P = g->P;
     const ic_item *ia = &k->items[P->on_a], *ib = &k->items[P->on_b];
     int sa = P->slot[P->on_a], sb = P->slot[P->on_b];
@@ -514,7 +456,7 @@ LLVMValueRef online_combine(gg *g, ic_kernel *k) {
     LLVMTypeRef ft = g->cg.f32;
     bool plain = g->c->xs[P->on_shift].kind == X_ROWVAL;
     g->gen++;
-    LLVMValueRef SA = P->on_kind == ON_SOFTMAX && !plain ? val(g, P->on_shift, 0) : A;
+    LLVMValueRef SA = P->on_kind == ON_SOFTMAX && !plain ? gg_val(g, P->on_shift, 0) : A;
     (void)ia;
     for (int i = 0; i * P->Bk < P->S; i++) {
         LLVMValueRef t = i ? LLVMBuildAdd(B, g->j, kix(g, (int64_t)i * P->Bk), "") : g->j;
@@ -528,7 +470,7 @@ LLVMValueRef online_combine(gg *g, ic_kernel *k) {
             if (!plain) { /* s(a_t): the shift over part t alone */
                 g->rowval[P->on_a] = a;
                 g->gen++;
-                st = val(g, P->on_shift, 0);
+                st = gg_val(g, P->on_shift, 0);
             }
             LLVMValueRef e = vm_exp(&g->cg, LLVMBuildFSub(B, st, SA, ""));
             term = sel(g, fcmp(g, LLVMRealOEQ, a, kf(a, -INFINITY)), z, LLVMBuildFMul(B, b, e, ""));
@@ -558,7 +500,7 @@ static void combine_rows(gg *g, ic_kernel *k, int lo, int hi) {
             if (it->kind != IT_REDUCE || it->pos < lo || it->pos >= hi) continue;
             bool b = P->on_kind && j == P->on_b;
             if (b != (late == 1)) continue;
-            g->rowval[j] = b ? online_combine(g, k) : part_combine(g, it, P->slot[j]);
+            g->rowval[j] = b ? gg_online_combine(g, k) : part_combine(g, it, P->slot[j]);
         }
 }
 
@@ -572,7 +514,7 @@ static LLVMValueRef *pass_accs(gg *g, ic_kernel *k, int pos) {
         ic_item *it = &k->items[j];
         if (it->pos != pos || it->kind != IT_REDUCE) continue;
         acc[j] = alloca_(g, rtype(g, it->acc), entry);
-        LLVMBuildStore(B, red_identity(g, it), acc[j]);
+        LLVMBuildStore(B, ol_red_identity(&g->cg, it, 1), acc[j]);
         if (ic_is_arg(it->red_op)) {
             acc[k->nitems + j] = alloca_(g, g->cg.i64, entry);
             LLVMBuildStore(B, ki(g, g->cg.i64, INT64_MAX), acc[k->nitems + j]);
@@ -588,7 +530,7 @@ static LLVMValueRef online_sh(gg *g, LLVMValueRef v) {
     if (g->c->xs[P->on_shift].kind == X_ROWVAL) return v;
     g->rowval[P->on_a] = v;
     g->gen++;
-    return val(g, P->on_shift, 0);
+    return gg_val(g, P->on_shift, 0);
 }
 
 /* A's launch of an online pair: each thread runs over its chunks of the part (unroll chunks an
@@ -600,7 +542,7 @@ static LLVMValueRef online_sh(gg *g, LLVMValueRef v) {
  * Then the block: M = max m, sum_t s_t exp(s(m_t) - s(M)); or SUM, n_part and
  * sum_t M2_t + n_t (mean_t - SUM / n_part)^2. The partials are those online_combine reads
  * (A's raw value, B's, and ON_VAR the part's count). Other reductions of A's pass as usual. */
-void emit_online(gg *g, ic_kernel *k) {
+void gg_emit_online(gg *g, ic_kernel *k) {
     const plan *P = g->P;
     int pa = P->pass, pb = P->pass + 2, ja = P->on_a, jb = P->on_b;
     const ic_item *ia = &k->items[ja], *ib = &k->items[jb];
@@ -620,14 +562,14 @@ void emit_online(gg *g, ic_kernel *k) {
     loop L;
     LLVMValueRef lo = LLVMBuildMul(B, g->part_s, kix(g, P->Cs), "");
     loop_begin(g, &L, lo, LLVMBuildAdd(B, lo, kix(g, P->Cs), ""));
-    LLVMBuildStore(B, red_identity(g, ia), ga);
+    LLVMBuildStore(B, ol_red_identity(&g->cg, ia, 1), ga);
     acc2[ja] = ga;
     for (int u = 0; u < P->unroll; u++) emit_chunk(g, k, pa, u ? LLVMBuildAdd(B, L.i, kix(g, u), "") : L.i, u, acc2);
     g->V = 1;
     g->vv = -1;
     LLVMValueRef gv = LLVMBuildLoad2(B, ft, ga, "");
     LLVMValueRef m = LLVMBuildLoad2(B, ft, acc[ja], "");
-    LLVMValueRef m2 = red_combine(g, ia, m, gv); /* the thread's max, or raw sum, so far */
+    LLVMValueRef m2 = ol_red_combine(&g->cg, ia, m, gv); /* the thread's max, or raw sum, so far */
     LLVMBuildStore(B, m2, acc[ja]);
     if (smx) {
         LLVMValueRef shm = online_sh(g, m), shm2 = online_sh(g, m2);
@@ -729,7 +671,7 @@ static void emit_split(gg *g, ic_kernel *k) {
     g->row = S > 1 ? LLVMBuildUDiv(B, bid, kix(g, S), "") : bid;
     g->part_s = S > 1 ? LLVMBuildURem(B, bid, kix(g, S), "") : kix(g, 0);
     g->active = LLVMConstInt(g->cg.i1, 1, 0);
-    decompose(g, g->row, k->ovar, k->osize, k->nouter);
+    gg_decompose(g, g->row, k->ovar, k->osize, k->nouter);
     rebase_scratch(g, k, g->row);
     memset(g->rowval, 0, sizeof(LLVMValueRef) * (size_t)(k->nitems + 1));
     LLVMValueRef first = LLVMBuildICmp(B, LLVMIntEQ, g->j, kix(g, 0), "");
@@ -739,7 +681,7 @@ static void emit_split(gg *g, ic_kernel *k) {
     g->gen++;
     combine_rows(g, k, INT_MIN, P->pass >= 0 ? P->pass : INT_MAX);
     if (P->pass >= 0) {
-        if (P->online) emit_online(g, k);
+        if (P->online) gg_emit_online(g, k);
         else emit_pass(g, k, P->pass);
         return;
     }
@@ -790,7 +732,7 @@ static void emit_pass(gg *g, ic_kernel *k, int pos) {
             r = convert(g, r, it->acc, it->dtype);
         }
         g->rowval[j] = r;
-        if (it->store) store_item(g, it, &r, 1, first);
+        if (it->store) gg_store_item(g, it, &r, 1, first);
     }
     free(acc);
 }
@@ -802,7 +744,7 @@ static LLVMValueRef bitfield(gg *g, LLVMValueRef tid, int shift, int len) {
     return LLVMBuildAnd(B, v, kix(g, ((int64_t)1 << len) - 1), "");
 }
 
-void emit_rows(gg *g, ic_kernel *k) {
+void gg_emit_rows(gg *g, ic_kernel *k) {
     const plan *P = g->P;
     if (P->S > 1) {
         emit_split(g, k);
@@ -819,7 +761,7 @@ void emit_rows(gg *g, ic_kernel *k) {
     LLVMValueRef r = LLVMBuildAdd(B, LLVMBuildMul(B, bid, kix(g, P->R), ""), rl, "");
     g->active = P->all_rows ? LLVMConstInt(g->cg.i1, 1, 0) : LLVMBuildICmp(B, LLVMIntSLT, r, kix(g, P->rows), "");
     LLVMValueRef rc = P->all_rows ? r : sel(g, g->active, r, kix(g, 0));
-    decompose(g, rc, k->ovar, k->osize, k->nouter);
+    gg_decompose(g, rc, k->ovar, k->osize, k->nouter);
     rebase_scratch(g, k, rc);
     memset(g->rowval, 0, sizeof(LLVMValueRef) * (size_t)(k->nitems + 1));
     LLVMValueRef first = and_(g, g->active, LLVMBuildICmp(B, LLVMIntEQ, g->j, kix(g, 0), ""));
@@ -836,11 +778,11 @@ void emit_rows(gg *g, ic_kernel *k) {
         for (int j = 0; j < k->nitems; j++) {
             ic_item *it = &k->items[j];
             if (it->pos != p || !it->store) continue;
-            LLVMValueRef v = val(g, it->expr, 0);
-            store_item(g, it, &v, 1, first);
+            LLVMValueRef v = gg_val(g, it->expr, 0);
+            gg_store_item(g, it, &v, 1, first);
             stored = true;
         }
         /* a row value stored by thread j == 0 may be loaded by every thread of a later pass */
-        if (stored && p + 1 < k->npos) barrier(g);
+        if (stored && p + 1 < k->npos) gg_barrier(g);
     }
 }

@@ -28,6 +28,9 @@ typedef struct ag {
     ic_val *grad;          /* forward value -> its gradient in b, -1 */
     unsigned char *need;   /* forward value carries a gradient */
     unsigned char *save;   /* partitioner: read from memory (1) or rebuilt (0) */
+    unsigned char *want;   /* probe pass: the rules read forward value v */
+    bool probe;            /* first pass: every forward value read is a placeholder input */
+    const unsigned char *req;
     ic_autograd *out;
     int incap, outcap;
     bool failed;
@@ -137,6 +140,12 @@ static ic_val ag_fwd(ag *a, ic_val v) {
     if (a->fmap[v] >= 0) return a->fmap[v];
     const ic_node *n = FN(a, v);
     ic_val r;
+    if (a->probe && n->op != IC_OP_SCALAR) { /* what the rules read, for the partitioner */
+        ic_meta m = n->meta;
+        ic_contiguous_strides(&m);
+        a->want[v] = 1;
+        return a->fmap[v] = ic_input(a->b, &m);
+    }
     if (n->op == IC_OP_INPUT) {
         ic_meta m = n->meta;
         r = ic_input(a->b, &m);
@@ -799,6 +808,67 @@ static int set_err(ic_err *err, ic_errcode code, const char *msg) {
     return -1;
 }
 
+/* one derivation of the backward graph into a fresh a->b (a->out's maps rebuilt): in the
+ * probe pass every forward value a rule reads is a placeholder (a->want records it); in
+ * the real pass they are saved or recomputed as a->save says. 1: no gradient flows. */
+static int derive(ag *a) {
+    ic_graph *f = a->f;
+    ic_autograd *o = a->out;
+    int n = f->n;
+    ic_graph_free(o->bwd);
+    free(o->bwd_in_kind);
+    free(o->bwd_in_index);
+    free(o->bwd_out_input);
+    o->bwd_in_kind = o->bwd_in_index = o->bwd_out_input = NULL;
+    o->nbwd_in = o->nbwd_out = o->nsaved = o->nrecomputed = 0;
+    o->saved_bytes = o->saved_input_bytes = 0;
+    a->incap = 0;
+    a->b = o->bwd = ic_graph_new();
+    if (a->b == NULL) return ag_fail(a, "out of memory"), 0;
+    for (int v = 0; v < n; v++) a->fmap[v] = a->grad[v] = -1;
+    int ndiff = 0;
+    for (int j = 0; j < o->nuser_out && !a->failed; j++) {
+        ic_val v = f->outputs[j];
+        if (!a->need[v]) continue;
+        o->out_diff[j] = 1;
+        ndiff++;
+        ic_meta m = f->nodes[v].meta;
+        ic_contiguous_strides(&m);
+        ic_val gi = ic_input(a->b, &m);
+        push_in(a, IC_AG_GRAD_OUT, j);
+        a->grad[v] = a->grad[v] < 0 ? gi : ic_binary(a->b, IC_OP_ADD, a->grad[v], gi);
+    }
+    if (ndiff == 0) return 1;
+    for (ic_val v = n - 1; v >= 0 && !a->failed; v--) {
+        const ic_node *nd = &f->nodes[v];
+        if (a->grad[v] < 0 || !a->need[v] || nd->op == IC_OP_INPUT || node_nograd(f, v)) continue;
+        vjp_rule r = nd->op == IC_OP_EXTERN ? ext_rules[nd->ext_kind] : op_rules[nd->op];
+        if (r == NULL) {
+            ag_fail(a, "no backward rule for %s", nd->op == IC_OP_EXTERN ? ic_extern_name(nd->ext_kind) : ic_op_name(nd->op));
+            break;
+        }
+        r(a, v, a->grad[v]);
+        if (ic_graph_error(a->b)) ag_fail(a, "backward graph: %s", ic_graph_error(a->b));
+        if (ic_graph_error(f)) ag_fail(a, "forward graph: %s", ic_graph_error(f));
+    }
+    for (int i = 0; i < f->ninputs && !a->failed; i++) {
+        ic_val v = f->inputs[i];
+        if (!a->need[v] || a->grad[v] < 0) continue;
+        if (ic_output(a->b, a->grad[v]) < 0) {
+            ag_fail(a, "backward graph: %s", ic_graph_error(a->b));
+            break;
+        }
+        int *p = realloc(o->bwd_out_input, sizeof(int) * (size_t)(o->nbwd_out + 1));
+        if (!p) {
+            ag_fail(a, "out of memory");
+            break;
+        }
+        o->bwd_out_input = p;
+        o->bwd_out_input[o->nbwd_out++] = i;
+    }
+    return !a->failed && o->nbwd_out == 0; /* no input is reached: every gradient is None */
+}
+
 IC_API int ic_autograd_build(ic_graph *f, const unsigned char *req, ic_autograd *o, ic_err *err) {
     static int inited;
     if (!inited) {
@@ -809,79 +879,47 @@ IC_API int ic_autograd_build(ic_graph *f, const unsigned char *req, ic_autograd 
     if (f->err) return set_err(err, f->err, f->msg);
     for (ic_val v = 0; v < f->n; v++)
         if (f->nodes[v].meta.dyn) return set_err(err, IC_EUNSUPPORTED, "training graphs with symbolic sizes");
-    ag a = {.f = f, .out = o};
-    int n = f->n;
+    ag a = {.f = f, .out = o, .req = req};
+    int n = f->n, none = 0;
     a.fmap = malloc(sizeof(ic_val) * (size_t)(n + 1));
     a.grad = malloc(sizeof(ic_val) * (size_t)(n + 1));
     a.need = calloc((size_t)n + 1, 1);
     a.save = calloc((size_t)n + 1, 1);
+    a.want = calloc((size_t)n + 1, 1);
     o->nuser_out = f->noutputs;
     o->out_diff = calloc((size_t)f->noutputs + 1, 1);
-    a.b = ic_graph_new();
-    o->bwd = a.b;
-    if (!a.fmap || !a.grad || !a.need || !a.save || !o->out_diff || !a.b || ic_part_plan(f, a.save) < 0) {
+    if (!a.fmap || !a.grad || !a.need || !a.save || !a.want || !o->out_diff) {
         ag_fail(&a, "out of memory");
         goto done;
     }
-    for (int v = 0; v < n; v++) a.fmap[v] = a.grad[v] = -1;
     compute_need(f, req, a.need, n);
-    int ndiff = 0;
-    for (int j = 0; j < o->nuser_out && !a.failed; j++) {
-        ic_val v = f->outputs[j];
-        if (!a.need[v]) continue;
-        o->out_diff[j] = 1;
-        ndiff++;
-        ic_meta m = f->nodes[v].meta;
-        ic_contiguous_strides(&m);
-        ic_val gi = ic_input(a.b, &m);
-        push_in(&a, IC_AG_GRAD_OUT, j);
-        a.grad[v] = a.grad[v] < 0 ? gi : ic_binary(a.b, IC_OP_ADD, a.grad[v], gi);
-    }
-    if (ndiff == 0) {
-        ic_graph_free(a.b);
-        o->bwd = a.b = NULL;
+    /* pass 1: which forward values the rules read; the cut; pass 2: the backward graph */
+    a.probe = true;
+    none = derive(&a);
+    if (a.failed || none) goto done;
+    if (ic_part_plan(f, a.want, a.save) < 0) {
+        ag_fail(&a, "out of memory");
         goto done;
     }
-    for (ic_val v = n - 1; v >= 0 && !a.failed; v--) {
-        const ic_node *nd = &f->nodes[v];
-        if (a.grad[v] < 0 || !a.need[v] || nd->op == IC_OP_INPUT || node_nograd(f, v)) continue;
-        vjp_rule r = nd->op == IC_OP_EXTERN ? ext_rules[nd->ext_kind] : op_rules[nd->op];
-        if (r == NULL) {
-            ag_fail(&a, "no backward rule for %s", nd->op == IC_OP_EXTERN ? ic_extern_name(nd->ext_kind) : ic_op_name(nd->op));
-            break;
-        }
-        r(&a, v, a.grad[v]);
-        if (ic_graph_error(a.b)) ag_fail(&a, "backward graph: %s", ic_graph_error(a.b));
-        if (ic_graph_error(f)) ag_fail(&a, "forward graph: %s", ic_graph_error(f));
-    }
-    for (int i = 0; i < f->ninputs && !a.failed; i++) {
-        ic_val v = f->inputs[i];
-        if (!a.need[v] || a.grad[v] < 0) continue;
-        if (ic_output(a.b, a.grad[v]) < 0) {
-            ag_fail(&a, "backward graph: %s", ic_graph_error(a.b));
-            break;
-        }
-        int *p = realloc(o->bwd_out_input, sizeof(int) * (size_t)(o->nbwd_out + 1));
-        if (!p) {
-            ag_fail(&a, "out of memory");
-            break;
-        }
-        o->bwd_out_input = p;
-        o->bwd_out_input[o->nbwd_out++] = i;
-    }
-    if (!a.failed && o->nbwd_out == 0) { /* no input is reached: every gradient is None */
-        ic_graph_free(a.b);
-        o->bwd = a.b = NULL;
-    }
+    a.probe = false;
+    none = derive(&a);
+    /* compiled lazily (on the first backward call): what can be checked now is checked now */
+    char vmsg[160];
+    if (!a.failed && !none && ic_graph_verify(o->bwd, vmsg, sizeof vmsg)) ag_fail(&a, "backward graph verifier: %s", vmsg);
 done:
     free(a.fmap);
     free(a.grad);
     free(a.need);
     free(a.save);
+    free(a.want);
     if (a.failed) {
         ic_errcode code = a.b && ic_graph_errcode(a.b) == IC_ENOMEM ? IC_ENOMEM : IC_EUNSUPPORTED;
         ic_autograd_clear(o);
         return set_err(err, code, a.msg);
+    }
+    if (none) {
+        ic_graph_free(o->bwd);
+        o->bwd = NULL;
     }
     return 0;
 }

@@ -15,7 +15,7 @@ static const struct {
     int nin;
     ic_kind kind;
 } optab[] = {
-#define IC_X_TAB(name, text, nin, kind) {text, nin, kind},
+#define IC_X_TAB(name, text, nin, kind, flags) {text, nin, kind},
     IC_OPS(IC_X_TAB)
 #undef IC_X_TAB
 };
@@ -314,7 +314,6 @@ static bool broadcast(ic_graph *g, const ic_val *v, int n, ic_meta *out) {
     return true;
 }
 
-static bool is_cmp(ic_op op) { return op >= IC_OP_EQ && op <= IC_OP_GE; }
 
 /* ---- channels-last propagation ------------------------------------------------------
  * A channels-last conv returns permute(r, [0,3,1,2]) of its NHWC result r. Elementwise ops
@@ -409,16 +408,15 @@ IC_API ic_val ic_binary(ic_graph *g, ic_op op, ic_val a, ic_val b) {
     ic_node n = {.op = op, .in = {a, b, -1, -1}};
     if (!broadcast(g, ab, 2, &n.meta)) return IC_NONE;
     ic_dtype t = ic_result_type(g, ab, 2);
-    if (is_cmp(op) || op == IC_OP_LOGICAL_AND || op == IC_OP_LOGICAL_OR || op == IC_OP_LOGICAL_XOR) {
+    unsigned fl = ic_op_flags(op);
+    if (fl & IC_F_BOOL) {
         t = IC_BOOL;
-    } else if (op == IC_OP_BITWISE_AND || op == IC_OP_BITWISE_OR || op == IC_OP_BITWISE_XOR) {
+    } else if (fl & IC_F_BITS) {
         if (ic_is_float(t))
             return fail(g, IC_EINVALID, "\"%s_cpu\" not implemented for '%s'", ic_op_name(op), ic_dtype_name(t));
     } else if (op == IC_OP_FMOD || op == IC_OP_REMAINDER || op == IC_OP_FLOOR_DIVIDE) {
         if (t == IC_BOOL) return fail(g, IC_EUNSUPPORTED, "%s on bool is not supported", ic_op_name(op));
-    } else if (op == IC_OP_ATAN2) {
-        if (!ic_is_float(t)) t = ic_default_float(g);
-    } else if (op == IC_OP_DIV) {
+    } else if (fl & IC_F_FLOAT) { /* div, atan2 */
         if (!ic_is_float(t)) t = ic_default_float(g);
     } else if (op == IC_OP_SUB && t == IC_BOOL) {
         return fail(g, IC_EINVALID,
@@ -430,18 +428,6 @@ IC_API ic_val ic_binary(ic_graph *g, ic_op op, ic_val a, ic_val b) {
     return append(g, &n);
 }
 
-static bool float_unary(ic_op op) {
-    switch (op) {
-    case IC_OP_EXP: case IC_OP_LOG: case IC_OP_SQRT: case IC_OP_RSQRT: case IC_OP_RECIPROCAL:
-    case IC_OP_SIGMOID: case IC_OP_TANH: case IC_OP_GELU: case IC_OP_GELU_TANH: case IC_OP_SILU:
-    case IC_OP_SIN: case IC_OP_COS: case IC_OP_ERF: case IC_OP_LOG1P: case IC_OP_EXPM1:
-    case IC_OP_LOG2: case IC_OP_EXP2: case IC_OP_TAN: case IC_OP_ATAN:
-        return true;
-    default:
-        return false;
-    }
-}
-
 IC_API ic_val ic_unary(ic_graph *g, ic_op op, ic_val a) {
     if (!check(g, a)) return IC_NONE;
     if ((unsigned)op >= IC_OP_COUNT || optab[op].kind != IC_K_UNARY)
@@ -451,16 +437,17 @@ IC_API ic_val ic_unary(ic_graph *g, ic_op op, ic_val a) {
     ic_node n = {.op = op, .in = {a, -1, -1, -1}, .meta = g->nodes[a].meta};
     ic_contiguous_strides(&n.meta);
     ic_dtype t = n.meta.dtype;
-    if (op == IC_OP_LOGICAL_NOT || op == IC_OP_ISNAN || op == IC_OP_ISINF || op == IC_OP_ISFINITE) {
+    unsigned fl = ic_op_flags(op);
+    if (fl & IC_F_BOOL) { /* logical_not, isnan, isinf, isfinite */
         t = IC_BOOL;
-    } else if (op == IC_OP_BITWISE_NOT) {
+    } else if (fl & IC_F_BITS) { /* bitwise_not */
         if (ic_is_float(t))
             return fail(g, IC_EINVALID, "\"bitwise_not_cpu\" not implemented for '%s'", ic_dtype_name(t));
     } else if (op == IC_OP_SIGN || op == IC_OP_FLOOR || op == IC_OP_CEIL || op == IC_OP_ROUND ||
                op == IC_OP_TRUNC) {
         if (t == IC_BOOL && op != IC_OP_SIGN)
             return fail(g, IC_EUNSUPPORTED, "%s on bool is not supported", ic_op_name(op));
-    } else if (float_unary(op)) {
+    } else if (fl & IC_F_FLOAT) {
         if (!ic_is_float(t)) t = ic_default_float(g);
     } else if (t == IC_BOOL) {
         if (op == IC_OP_NEG)

@@ -1,22 +1,31 @@
 /* partition.c — which forward values the backward graph reads from memory (saved by the
- * forward graph as extra outputs) and which it recomputes from those.
+ * forward graph as extra outputs) and which it recomputes from those: a minimum cut over
+ * bytes (the min-cut rematerialization of AOTAutograd's partitioner, on this IR).
  *
- * Contract: reads the forward graph; fills save[v] for every node. A value marked 0 is
- * rebuilt in the backward graph from its operands (recursively); a value marked 1 is read
- * as a backward input when the backward needs it (the forward stores it). Graph inputs are
- * always read directly (they are alive anyway); scalars and aranges are always rebuilt.
+ * Contract: reads the forward graph and want[v] (the backward rules read forward value v:
+ * found by a first derivation pass, graph/autograd.c); fills save[v] for every node. A
+ * value marked 0 is rebuilt in the backward graph from its operands (recursively, see
+ * autograd.c rebuild); a value marked 1 is read as a backward input. Keeps the graph.
  *
- * Policy (a first, greedy version of a min-cut over bytes):
- *  - never recompute an extern call (matmul, conv, attention, gather/scatter, scans: the
- *    cost is the library kernel) nor a reduction (it reads its whole input);
- *  - recompute pointwise ops, casts, views, slices, cats and index_select: their inputs are
- *    read once by the fused backward kernel that needs them, so the saved bytes shrink to
- *    the inputs of the cheap region (eager saves every intermediate);
- *  - but a cheap value whose recomputation would read more than RECOMPUTE_MAX_LEAVES saved
- *    tensors is saved itself (a residual stream h = x + a1 + m1 + a2 + ... would otherwise
+ * The flow network: each forward value v is an edge v_in -> v_out whose capacity is the
+ * bytes that saving v costs; each operand edge u -> v is u_out -> v_in (infinite). The
+ * source feeds (infinitely) every value the backward cannot or must not recompute:
+ *  - graph inputs (read directly; they are alive anyway, so their capacity is 0);
+ *  - externs (matmul, conv, attention, gather/scatter, scans, the dropout mask: RNG is
+ *    drawn once, in the forward), reductions (they read their whole input) and any op the
+ *    backward cannot rebuild;
+ *  - a cheap value whose recomputation would read more than RECOMPUTE_MAX_LEAVES
+ *    distinct banned values (a residual stream h = x + a1 + m1 + a2 + ... would otherwise
  *    be rebuilt from every layer's outputs in every layer's backward: quadratic traffic).
- * There is no random-number op in the graph IR, so RNG is never recomputed.
+ * Every wanted value feeds the sink. A minimum cut separates the two at the least number of
+ * saved bytes: its edges v_in -> v_out are the saved values; everything between the cut and
+ * the wanted values is recomputed. The program's own outputs cost 0 (they are returned
+ * anyway). Scalars and aranges have no operands: they are never fed, always rebuilt.
+ *
+ * Max flow by Dinic's algorithm (BFS levels, DFS blocking flows with current-arc pointers,
+ * iterative: graphs of 10^5 nodes must not overflow the C stack).
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,37 +34,50 @@
 #include "vjp.h"
 
 #define RECOMPUTE_MAX_LEAVES 4
+#define INF (INT64_MAX / 4)
 
-static bool always_saved(const ic_node *n) {
-    return n->op == IC_OP_EXTERN || ic_op_kind(n->op) == IC_K_REDUCE;
+/* ---- rebuildable ops (must match autograd.c rebuild) --------------------------------------- */
+static bool rebuildable(const ic_node *n) {
+    switch (n->op) {
+    case IC_OP_WHERE:
+    case IC_OP_CAST:
+    case IC_OP_RESHAPE:
+    case IC_OP_PERMUTE:
+    case IC_OP_EXPAND:
+    case IC_OP_SLICE:
+    case IC_OP_CAT:
+    case IC_OP_INDEX_SELECT:
+    case IC_OP_ARANGE:
+    case IC_OP_SCALAR:
+        return true;
+    default:
+        return ic_op_kind(n->op) == IC_K_UNARY || ic_op_kind(n->op) == IC_K_BINARY;
+    }
 }
 
-/* distinct leaves (inputs and saved values) a value's recomputation reads */
+/* distinct banned values a value's recomputation reads */
 typedef struct leafset {
     int n;
     ic_val v[RECOMPUTE_MAX_LEAVES + 1];
 } leafset;
 
 static void leaf_add(leafset *s, ic_val x) {
-    for (int i = 0; i < s->n; i++)
+    for (int i = 0; i < s->n && i <= RECOMPUTE_MAX_LEAVES; i++)
         if (s->v[i] == x) return;
     if (s->n <= RECOMPUTE_MAX_LEAVES) s->v[s->n] = x;
     s->n++;
 }
 
-int ic_part_plan(const ic_graph *f, unsigned char *save) {
+/* ban[v]: v must be computed by the forward (the cut lies at v or after it) */
+static int plan_bans(const ic_graph *f, unsigned char *ban) {
     leafset *ls = calloc((size_t)f->n + 1, sizeof *ls);
     if (ls == NULL) return -1;
     for (ic_val v = 0; v < f->n; v++) {
         const ic_node *n = &f->nodes[v];
-        save[v] = 0;
+        ban[v] = 0;
         if (n->op == IC_OP_SCALAR || n->op == IC_OP_ARANGE) continue;
-        if (n->op == IC_OP_INPUT) {
-            leaf_add(&ls[v], v);
-            continue;
-        }
-        if (always_saved(n)) {
-            save[v] = 1;
+        if (n->op == IC_OP_INPUT || !rebuildable(n)) {
+            ban[v] = 1;
             leaf_add(&ls[v], v);
             continue;
         }
@@ -63,11 +85,150 @@ int ic_part_plan(const ic_graph *f, unsigned char *save) {
             if (n->in[k] >= 0)
                 for (int i = 0; i < ls[n->in[k]].n && i <= RECOMPUTE_MAX_LEAVES; i++) leaf_add(&ls[v], ls[n->in[k]].v[i]);
         if (ls[v].n > RECOMPUTE_MAX_LEAVES) {
-            save[v] = 1;
+            ban[v] = 1;
             ls[v].n = 0;
             leaf_add(&ls[v], v);
         }
     }
     free(ls);
     return 0;
+}
+
+/* ---- max flow ----------------------------------------------------------------------------- */
+typedef struct edge {
+    int to, next;
+    int64_t cap;
+} edge;
+
+typedef struct net {
+    int nv, ne, ecap;
+    int *head, *level, *cur, *queue;
+    edge *e;
+} net;
+
+static int add_edge(net *g, int u, int v, int64_t cap) {
+    if (g->ne + 2 > g->ecap) {
+        int nc = g->ecap ? 2 * g->ecap : 256;
+        edge *e = realloc(g->e, sizeof *e * (size_t)nc);
+        if (e == NULL) return -1;
+        g->e = e;
+        g->ecap = nc;
+    }
+    g->e[g->ne] = (edge){v, g->head[u], cap};
+    g->head[u] = g->ne++;
+    g->e[g->ne] = (edge){u, g->head[v], 0};
+    g->head[v] = g->ne++;
+    return 0;
+}
+
+static bool bfs(net *g, int s, int t) {
+    for (int i = 0; i < g->nv; i++) g->level[i] = -1;
+    int qh = 0, qt = 0;
+    g->level[s] = 0;
+    g->queue[qt++] = s;
+    while (qh < qt) {
+        int u = g->queue[qh++];
+        for (int k = g->head[u]; k >= 0; k = g->e[k].next)
+            if (g->e[k].cap > 0 && g->level[g->e[k].to] < 0) {
+                g->level[g->e[k].to] = g->level[u] + 1;
+                g->queue[qt++] = g->e[k].to;
+            }
+    }
+    return g->level[t] >= 0;
+}
+
+/* one augmenting path along the level graph (iterative DFS, path kept in stack[]); the
+ * amount pushed, 0 when the level graph is blocked */
+static int64_t augment(net *g, int s, int t, int *stack) {
+    int depth = 0, u = s;
+    for (;;) {
+        if (u == t) {
+            int64_t f = INF;
+            for (int i = 0; i < depth; i++)
+                if (g->e[stack[i]].cap < f) f = g->e[stack[i]].cap;
+            for (int i = 0; i < depth; i++) {
+                g->e[stack[i]].cap -= f;
+                g->e[stack[i] ^ 1].cap += f;
+            }
+            return f;
+        }
+        int k = g->cur[u];
+        while (k >= 0 && !(g->e[k].cap > 0 && g->level[g->e[k].to] == g->level[u] + 1)) k = g->e[k].next;
+        g->cur[u] = k;
+        if (k >= 0) {
+            stack[depth++] = k;
+            u = g->e[k].to;
+            continue;
+        }
+        /* dead end: retreat and skip the arc that led here */
+        if (depth == 0) return 0;
+        g->level[u] = -1;
+        u = g->e[stack[--depth] ^ 1].to;
+        g->cur[u] = g->e[g->cur[u]].next;
+    }
+}
+
+static int64_t maxflow(net *g, int s, int t, int *stack) {
+    int64_t total = 0;
+    while (bfs(g, s, t)) {
+        memcpy(g->cur, g->head, sizeof(int) * (size_t)g->nv);
+        int64_t f;
+        while ((f = augment(g, s, t, stack)) > 0) {
+            total += f;
+            if (total >= INF) return total; /* an uncuttable path: the caller checks */
+        }
+    }
+    return total;
+}
+
+/* ---- the plan ----------------------------------------------------------------------------- */
+static int64_t bytes_of(const ic_graph *f, ic_val v) {
+    const ic_meta *m = &f->nodes[v].meta;
+    for (int j = 0; j < f->noutputs; j++)
+        if (f->outputs[j] == v) return 0; /* returned anyway */
+    if (f->nodes[v].op == IC_OP_INPUT) return 0;
+    return ic_numel(m) * (int64_t)ic_dtype_size(m->dtype) + 1; /* +1: fewer tensors on ties */
+}
+
+int ic_part_plan(const ic_graph *f, const unsigned char *want, unsigned char *save) {
+    int n = f->n, rc = -1;
+    unsigned char *ban = calloc((size_t)n + 1, 1);
+    net g = {.nv = 2 * n + 2};
+    int *stack = NULL;
+    int S = 2 * n, T = 2 * n + 1;
+    g.head = malloc(sizeof(int) * (size_t)g.nv);
+    g.level = malloc(sizeof(int) * (size_t)g.nv);
+    g.cur = malloc(sizeof(int) * (size_t)g.nv);
+    g.queue = malloc(sizeof(int) * (size_t)g.nv);
+    stack = malloc(sizeof(int) * (size_t)(g.nv + 1));
+    if (!ban || !g.head || !g.level || !g.cur || !g.queue || !stack || plan_bans(f, ban) < 0) goto done;
+    for (int i = 0; i < g.nv; i++) g.head[i] = -1;
+    for (ic_val v = 0; v < n; v++) {
+        const ic_node *nd = &f->nodes[v];
+        save[v] = 0;
+        if (nd->op == IC_OP_SCALAR) continue; /* rebuilt by ag_fwd itself */
+        if (add_edge(&g, 2 * v, 2 * v + 1, bytes_of(f, v)) < 0) goto done;
+        if (ban[v] && add_edge(&g, S, 2 * v, INF) < 0) goto done;
+        if (want[v] && add_edge(&g, 2 * v + 1, T, INF) < 0) goto done;
+        if (nd->op == IC_OP_INPUT || !rebuildable(nd)) continue; /* its operands stay in the forward */
+        for (int k = 0; k < IC_NIN; k++)
+            if (nd->in[k] >= 0 && f->nodes[nd->in[k]].op != IC_OP_SCALAR &&
+                add_edge(&g, 2 * nd->in[k] + 1, 2 * v, INF) < 0)
+                goto done;
+    }
+    if (maxflow(&g, S, T, stack) >= INF) goto done; /* cannot happen: every source edge enters a cuttable edge */
+    /* the cut: v_in reachable from S in the residual graph, v_out not */
+    bfs(&g, S, S);
+    for (ic_val v = 0; v < n; v++)
+        if (f->nodes[v].op != IC_OP_SCALAR && g.level[2 * v] >= 0 && g.level[2 * v + 1] < 0) save[v] = 1;
+    rc = 0;
+done:
+    free(ban);
+    free(g.head);
+    free(g.level);
+    free(g.cur);
+    free(g.queue);
+    free(g.e);
+    free(stack);
+    return rc;
 }

@@ -111,7 +111,7 @@ IC_API char *ic_graph_to_string(const ic_graph *g) {
 /* Structural checks: operands precede users, arities match the op table, metas sane. */
 int ic_graph_verify(const ic_graph *g, char *msg, size_t mn) {
     static const int nin[] = {
-#define IC_X_NIN(name, text, nin, kind) nin,
+#define IC_X_NIN(name, text, nin, kind, flags) nin,
         IC_OPS(IC_X_NIN)
 #undef IC_X_NIN
     };

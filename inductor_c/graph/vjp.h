@@ -91,8 +91,10 @@
     X(SCATTER, vjp_scatter)                                                 \
     X(CUMSUM, vjp_cumsum)
 
-/* graph/partition.c: save[v] = 1 for forward values the backward reads from memory,
- * 0 for values it recomputes (every node of f); 0, or -1 out of memory */
-int ic_part_plan(const ic_graph *f, unsigned char *save) __attribute__((visibility("hidden")));
+/* graph/partition.c: given want[v] (the backward rules read forward value v), save[v] = 1
+ * for forward values the backward reads from memory, 0 for values it recomputes (every
+ * node of f), by a minimum cut over bytes; 0, or -1 out of memory */
+int ic_part_plan(const ic_graph *f, const unsigned char *want, unsigned char *save)
+    __attribute__((visibility("hidden")));
 
 #endif

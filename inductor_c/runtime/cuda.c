@@ -739,6 +739,12 @@ static unsigned long long lazy_loads;
 
 unsigned long long ic_gpu_lazy_loads(void) { return __atomic_load_n(&lazy_loads, __ATOMIC_RELAXED); }
 
+/* The code generator's compiler of lazy fallbacks, registered by the driver (backends.c), so
+ * that the runtime does not call into codegen/. */
+static ic_gpu_lazy_compiler lazy_compiler;
+
+void ic_cuda_set_lazy_compiler(ic_gpu_lazy_compiler fn) { __atomic_store_n(&lazy_compiler, fn, __ATOMIC_RELEASE); }
+
 /* Compiles G's lazy fallbacks (O3 + NVPTX from their bitcode, then the driver's JIT), loads
  * them as one more module and looks their functions up: once per ic_gpu, under a lock; a
  * failure is kept and reported on every later need. In G's context (current). 0 or -1. */
@@ -748,7 +754,9 @@ static int lazy_load(const ic_gpu *cG, ic_err *err) {
     pthread_mutex_lock(&lazy_mu);
     if (G->lazy_state == 0) {
         char msg[sizeof G->lazy_err] = "";
-        char *ptx = G->lazy_bc ? ic_gpu_lazy_ptx(G->lazy_bc, G->lazy_n, G->sm, msg, sizeof msg) : NULL;
+        ic_gpu_lazy_compiler lc = __atomic_load_n(&lazy_compiler, __ATOMIC_ACQUIRE);
+        char *ptx = G->lazy_bc && lc ? lc(G->lazy_bc, G->lazy_n, G->sm, msg, sizeof msg) : NULL;
+        if (G->lazy_bc && !lc) snprintf(msg, sizeof msg, "no compiler for the fallback kernels");
         if (!G->lazy_bc) snprintf(msg, sizeof msg, "no code for the fallback kernels");
         load_job j = {.ctx = G->ctx, .ptx = ptx, .r = 1};
         ic_CUmodule *mods = ptx ? realloc(G->mods, ((size_t)G->nmod + 1) * sizeof *mods) : NULL;

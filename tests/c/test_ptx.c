@@ -1156,6 +1156,9 @@ int main(int argc, char **argv) {
         gcase *gc = &cases[i];
         if (only && !strstr(gc->name, only)) continue;
         CHECK(ic_graph_error(gc->g) == NULL, "%s: graph error %s", gc->name, ic_graph_error(gc->g));
+        char rt[256]; /* the printed text (the cache key) is complete: parse(print(g)) == g */
+        CHECK(ic_graph_error(gc->g) || ic_graph_roundtrip(gc->g, rt, sizeof rt) == 0, "%s: parse(print(g)) != g: %s",
+              gc->name, rt);
         ic_err err;
         char *ptx = ic_graph_to_ptx(gc->g, 90, &err);
         if (gc->expect != IC_OK) {

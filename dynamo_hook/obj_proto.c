@@ -1,0 +1,160 @@
+/* obj_proto.c — Python-level protocols of user objects: len(o), bool(o), iter(o), o[k],
+ * o[k] = v, k in o, o(...) where o's class defines the dunder in Python.
+ *
+ * The dunder is found on the object's class (guarded with the object: its type for instances
+ * of Python classes, its identity otherwise) and inlined with o as self, so it runs as often,
+ * and on the same state, as in eager. Iteration of a collections.abc.Sequence that keeps the
+ * mixin's __iter__ walks o[0] .. o[len(o) - 1] (the mixin stops at the IndexError a Sequence
+ * raises at len).
+ *
+ * Requires: o a V_OBJ with a source (attributes read through guarded sources / t->attrw).
+ * Keeps:    every effect of the dunder traced like any inlined function.
+ * Returns:  1 where the class has no Python dunder (the caller's own rules apply).
+ */
+#include "sym.h"
+
+#include <string.h>
+
+static PyObject *seq_iter, *seq_contains; /* collections.abc.Sequence.__iter__/__contains__ */
+static int inited;
+
+static void init_once(void) {
+    if (inited)
+        return;
+    inited = 1;
+    PyObject *abc = PyImport_ImportModule("collections.abc");
+    PyObject *seq = abc ? PyObject_GetAttrString(abc, "Sequence") : NULL;
+    if (seq != NULL) {
+        seq_iter = PyObject_GetAttrString(seq, "__iter__");         /* kept for the process */
+        seq_contains = PyObject_GetAttrString(seq, "__contains__");
+    }
+    Py_XDECREF(abc);
+    Py_XDECREF(seq);
+    PyErr_Clear();
+}
+
+static int user_obj(const var *o) {
+    return o->kind == V_OBJ && o->obj != NULL && o->src >= 0 && !PyModule_Check(o->obj) &&
+           !PyType_Check(o->obj) && (Py_TYPE(o->obj)->tp_flags & Py_TPFLAGS_HEAPTYPE);
+}
+
+/* the Python function cls.name, or NULL (borrowed) */
+static PyObject *py_dunder(const var *o, const char *name) {
+    PyObject *n = PyUnicode_InternFromString(name);
+    if (n == NULL) {
+        PyErr_Clear();
+        return NULL;
+    }
+    PyObject *f = _PyType_Lookup(Py_TYPE(o->obj), n);
+    Py_DECREF(n);
+    return f != NULL && PyFunction_Check(f) ? f : NULL;
+}
+
+static int call_fn(trace *t, PyObject *f, const var *o, var *args, int nargs, var *out) {
+    PyObject *fn = sym_keep(t, Py_NewRef(f));
+    int s = fn ? sym_source(t, DH_S_CONST, -1, 0, fn) : -1;
+    if (s < 0)
+        return -1;
+    return sym_inline(t, fn, s, o, args, nargs, NULL, out);
+}
+
+int sym_obj_dunder(trace *t, const var *o, const char *name, var *args, int nargs, var *out) {
+    if (!user_obj(o))
+        return 1;
+    init_once();
+    PyObject *f = py_dunder(o, name);
+    if (f == NULL || (!strcmp(name, "__call__") && sym_is_nn_module(o->obj)))
+        return 1;
+    if (!strcmp(name, "__contains__") && f == seq_contains)
+        return 1; /* the mixin iterates: the caller's iteration rule */
+    return call_fn(t, f, o, args, nargs, out);
+}
+
+static int int_result(trace *t, const var *r, const char *what, long *n) {
+    if (r->kind != V_CONST || !PyLong_Check(r->obj))
+        return sym_fail(t, "%s returned a value that is not a constant int", what);
+    *n = PyLong_AsLong(r->obj);
+    if (*n == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return sym_fail(t, "%s out of range", what);
+    }
+    if (*n < 0)
+        return sym_fail(t, "%s returned a negative value (eager will raise)", what);
+    return 0;
+}
+
+int sym_obj_len(trace *t, const var *o, var *out) {
+    var r;
+    int rc = sym_obj_dunder(t, o, "__len__", NULL, 0, &r);
+    if (rc != 0)
+        return rc;
+    long n;
+    if (int_result(t, &r, "__len__", &n) < 0)
+        return -1;
+    return sym_const(t, PyLong_FromLong(n), out);
+}
+
+int sym_obj_truth(trace *t, const var *o, int *truth) {
+    var r;
+    int rc = sym_obj_dunder(t, o, "__bool__", NULL, 0, &r);
+    if (rc < 0)
+        return -1;
+    if (rc == 0) {
+        if (r.kind != V_CONST || !PyBool_Check(r.obj))
+            return sym_fail(t, "__bool__ returned a value that is not a constant bool");
+        *truth = r.obj == Py_True;
+        return 0;
+    }
+    if (user_obj(o) && py_dunder(o, "__bool__") == NULL &&
+        PyObject_HasAttrString((PyObject *)Py_TYPE(o->obj), "__bool__"))
+        return 1; /* a C __bool__: the caller's rules */
+    rc = sym_obj_dunder(t, o, "__len__", NULL, 0, &r);
+    if (rc != 0)
+        return rc;
+    long n;
+    if (int_result(t, &r, "__len__", &n) < 0)
+        return -1;
+    *truth = n != 0;
+    return 0;
+}
+
+int sym_obj_iter(trace *t, const var *o, var **items, int *n) {
+    if (!user_obj(o))
+        return 1;
+    init_once();
+    PyObject *f = py_dunder(o, "__iter__");
+    if (f == NULL)
+        return 1;
+    if (f != seq_iter) {
+        var it;
+        if (call_fn(t, f, o, NULL, 0, &it) < 0)
+            return -1;
+        if (it.kind == V_OBJ && it.obj == o->obj)
+            return sym_fail(t, "__iter__ returning self not supported");
+        return sym_iter_items(t, &it, items, n);
+    }
+    /* the Sequence mixin: o[0], o[1], ... up to len(o) */
+    PyObject *gi = py_dunder(o, "__getitem__");
+    var lv;
+    if (gi == NULL)
+        return sym_fail(t, "iteration over a Sequence without a Python __getitem__");
+    int rc = sym_obj_dunder(t, o, "__len__", NULL, 0, &lv);
+    if (rc > 0)
+        return sym_fail(t, "iteration over a Sequence without a Python __len__");
+    long k;
+    if (rc < 0 || int_result(t, &lv, "__len__", &k) < 0)
+        return -1;
+    if (k > 4096)
+        return sym_fail(t, "Sequence too long to unroll");
+    var *it = sym_alloc(t, (int)k);
+    if (it == NULL)
+        return -1;
+    for (long i = 0; i < k; i++) {
+        var idx;
+        if (sym_const(t, PyLong_FromLong(i), &idx) < 0 || call_fn(t, gi, o, &idx, 1, &it[i]) < 0)
+            return -1;
+    }
+    *items = it;
+    *n = (int)k;
+    return 0;
+}

@@ -1,0 +1,475 @@
+/* ops_builtins.c — calls of Python builtins and torch utilities that are not graph ops
+ * (isinstance, len, getattr, torch._C queries, torch.finfo, ...), answered at trace time.
+ */
+#include "ops_internal.h"
+
+/* has_torch_function(args): asked with the real objects, a plain-tensor probe standing for
+ * each traced tensor; True (a torch function mode, an object overriding it) stops here. */
+static int torch_function_query(trace *t, PyObject *f, int which, const var *args, int nargs,
+                                var *out) {
+    const var *items = args;
+    int n = nargs;
+    if (which == 0) { /* _has_torch_function(iterable) */
+        if (nargs == 1 && args[0].kind == V_CONST && PyTuple_CheckExact(args[0].obj)) {
+            PyObject *r = PyObject_CallOneArg(f, args[0].obj); /* plain Python values */
+            if (r == NULL) {
+                PyErr_Clear();
+                return sym_fail(t, "has_torch_function raised");
+            }
+            if (r != Py_False) {
+                Py_DECREF(r);
+                return sym_fail(t, "__torch_function__ override or mode active");
+            }
+            return sym_const(t, r, out);
+        }
+        if (nargs != 1 || args[0].kind != V_SEQ)
+            return sym_fail(t, "has_torch_function of an unsupported value");
+        items = args[0].items;
+        n = args[0].n;
+    }
+    PyObject *tup = PyTuple_New(n), *r = NULL;
+    if (tup == NULL)
+        return -1;
+    for (int i = 0; i < n; i++) {
+        PyObject *o = items[i].kind == V_TENSOR ? sym_refs.tf_probe
+                      : items[i].kind == V_CONST || items[i].kind == V_OBJ ? items[i].obj : NULL;
+        if (o == NULL) {
+            Py_DECREF(tup);
+            return sym_fail(t, "has_torch_function of an unsupported value");
+        }
+        PyTuple_SET_ITEM(tup, i, Py_NewRef(o));
+    }
+    r = which == 0 ? PyObject_CallOneArg(f, tup) : PyObject_Call(f, tup, NULL);
+    Py_DECREF(tup);
+    if (r == NULL) {
+        PyErr_Clear();
+        return sym_fail(t, "has_torch_function raised");
+    }
+    if (r != Py_False) {
+        Py_DECREF(r);
+        return sym_fail(t, "__torch_function__ override or mode active");
+    }
+    return sym_const(t, r, out);
+}
+
+/* Generic callables: builtins and math on constants, isinstance, len. */
+int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out) {
+    PyObject *f = fn->obj;
+    const char *name = PyCFunction_Check(f) ? ((PyCFunctionObject *)f)->m_ml->ml_name : NULL;
+    for (int i = 0; i < 2; i++)
+        if (f == sym_refs.usage_log[i] && f != NULL) /* logging only */
+            return sym_const(t, Py_NewRef(Py_None), out);
+    for (int i = 0; i < 3; i++) {
+        if (f == sym_refs.tracing_query[i] && f != NULL && nargs == 0 && !kwnames) {
+            /* False/None/0 unless a torch.jit.trace or a dispatch mode is active */
+            PyObject *r = PyObject_CallNoArgs(f);
+            if (r == NULL) {
+                PyErr_Clear();
+                return sym_fail(t, "%s raised", name);
+            }
+            int quiet = PyObject_Not(r);
+            if (quiet != 1) {
+                PyErr_Clear();
+                Py_DECREF(r);
+                return sym_fail(t, "called under torch.jit.trace or a dispatch mode (%s)", name);
+            }
+            return sym_const(t, r, out);
+        }
+    }
+    if (f == sym_refs.grad_query && f != NULL && nargs == 0 && !kwnames)
+        return sym_const(t, PyBool_FromLong(tc_grad_enabled() && t->nograd == 0), out);
+    if (f == sym_refs.autocast_query && f != NULL) {
+        /* False unless autocast is on (the graph does not apply autocast: not captured) */
+        PyObject *tup = PyTuple_New(nargs);
+        if (tup == NULL)
+            return -1;
+        for (int i = 0; i < nargs; i++) {
+            if (args[i].kind != V_CONST || kwnames) {
+                Py_DECREF(tup);
+                return sym_fail(t, "is_autocast_enabled with non-constant arguments");
+            }
+            PyTuple_SET_ITEM(tup, i, Py_NewRef(args[i].obj));
+        }
+        PyObject *r = PyObject_Call(f, tup, NULL);
+        Py_DECREF(tup);
+        if (r == NULL) {
+            PyErr_Clear();
+            return sym_fail(t, "is_autocast_enabled raised");
+        }
+        if (r != Py_False) {
+            Py_DECREF(r);
+            return sym_fail(t, "autocast is enabled (not captured)");
+        }
+        return sym_const(t, r, out);
+    }
+    for (int i = 0; i < 3; i++)
+        if (f == sym_refs.tf_query[i] && f != NULL && sym_refs.tf_probe != NULL && !kwnames)
+            return torch_function_query(t, f, i, args, nargs, out);
+    if (f == (PyObject *)&PyDict_Type && (!kwnames || PyTuple_GET_SIZE(kwnames) == 0)) {
+        /* dict() / dict(d): a new dict */
+        if (nargs == 1 && args[0].kind == V_DICT)
+            return sym_dict_method(t, &args[0], "copy", NULL, 0, out);
+        if (nargs == 0) {
+            PyObject *keys = PyTuple_New(0);
+            var *vals = sym_alloc(t, 0);
+            if (keys == NULL || vals == NULL || sym_keep(t, keys) == NULL)
+                return -1;
+            *out = sym_var(V_DICT);
+            out->obj = keys;
+            out->items = vals;
+            return 0;
+        }
+    }
+    if (name && strcmp(name, "len") == 0 && nargs == 1 && !kwnames) {
+        if (args[0].kind == V_TENSOR) {
+            ic_meta m_copy = *sym_metap(t, args[0].val);
+    const ic_meta *m = &m_copy; /* a copy: the graph reallocates */
+            if (m->ndim == 0)
+                return sym_fail(t, "len() of a 0-d tensor");
+            return sym_size_out(t, m, 0, out);
+        }
+        if (args[0].kind == V_SEQ || args[0].kind == V_DICT)
+            return sym_const(t, PyLong_FromLong(args[0].n), out);
+        if (args[0].kind == V_REC) {
+            var *items;
+            int n;
+            if (sym_record_items(t, &args[0], &items, &n) < 0)
+                return -1;
+            return sym_const(t, PyLong_FromLong(n), out);
+        }
+        if (args[0].kind == V_OBJ && !PyModule_Check(args[0].obj)) {
+            PyObject *name = PyUnicode_InternFromString("_modules");
+            PyObject *mods = name ? dh_module_getattr(args[0].obj, name) : NULL;
+            Py_XDECREF(name);
+            int ok = mods && PyDict_Check(mods);
+            Py_ssize_t k = ok ? PyDict_GET_SIZE(mods) : 0;
+            Py_XDECREF(mods);
+            if (ok)
+                return sym_const(t, PyLong_FromSsize_t(k), out);
+            int rc = sym_obj_len(t, &args[0], out); /* obj_proto.c: a Python __len__ */
+            if (rc <= 0)
+                return rc;
+        }
+    }
+    if (name && strcmp(name, "id") == 0 && f == PyDict_GetItemString(PyEval_GetBuiltins(), "id") &&
+        nargs == 1 && !kwnames && (args[0].kind == V_OBJ || args[0].kind == V_FUNC) &&
+        args[0].obj != NULL && args[0].src >= 0) {
+        /* id(obj) of an object read from the frame: that object, identity-guarded */
+        if (sym_guard_id(t, args[0].src, args[0].obj) < 0)
+            return -1;
+        return sym_const(t, PyLong_FromVoidPtr(args[0].obj), out);
+    }
+    if (f == (PyObject *)&PyType_Type && nargs == 1 && !kwnames) {
+        /* type(x) */
+        PyObject *tp = NULL;
+        if (args[0].kind == V_OBJ || args[0].kind == V_CONST || args[0].kind == V_FUNC)
+            tp = (PyObject *)Py_TYPE(args[0].obj);
+        else if (args[0].kind == V_DICT)
+            tp = (PyObject *)&PyDict_Type;
+        else if (args[0].kind == V_REC)
+            tp = sym_record_class(&args[0]);
+        else if (args[0].kind == V_SEQ && args[0].obj != NULL && PyType_Check(args[0].obj))
+            tp = args[0].obj; /* a named tuple / a ModuleList slice */
+        else if (args[0].kind == V_SEQ)
+            tp = args[0].is_list ? (PyObject *)&PyList_Type : (PyObject *)&PyTuple_Type;
+        else if (args[0].kind == V_TENSOR) {
+            /* an input (its type guarded: Parameter or Tensor), or a graph value: Tensor */
+            int s = args[0].src;
+            if (s >= 0 && s < t->capsrc && t->srcobj[s] != NULL && t->srcdone[s] &&
+                t->srcvar[s].oid == args[0].oid) {
+                if (sym_guard_type(t, s, t->srcobj[s]) < 0)
+                    return -1;
+                tp = (PyObject *)Py_TYPE(t->srcobj[s]);
+            } else if (s < 0) {
+                tp = sym_refs.tensor_type;
+            }
+        }
+        if (tp != NULL)
+            return sym_const(t, Py_NewRef(tp), out);
+    }
+    var pair[2]; /* isinstance(x, C), isinstance(x, (C, D)): classes reached as globals are
+                  * V_FUNCs; the class argument becomes a constant */
+    if (name && strcmp(name, "isinstance") == 0 && nargs == 2 && !kwnames &&
+        (args[1].kind == V_FUNC || args[1].kind == V_SEQ)) {
+        int k = args[1].kind == V_SEQ ? args[1].n : 1;
+        const var *cs = args[1].kind == V_SEQ ? args[1].items : &args[1];
+        PyObject *tup = PyTuple_New(k);
+        if (tup == NULL)
+            return -1;
+        for (int i = 0; i < k; i++) {
+            if ((cs[i].kind != V_FUNC && cs[i].kind != V_CONST) || cs[i].obj == NULL ||
+                !PyType_Check(cs[i].obj)) {
+                Py_DECREF(tup);
+                return sym_fail(t, "isinstance with an unsupported class argument");
+            }
+            PyTuple_SET_ITEM(tup, i, Py_NewRef(cs[i].obj));
+        }
+        pair[0] = args[0];
+        if (sym_const(t, tup, &pair[1]) < 0)
+            return -1;
+        args = pair;
+    }
+    if (name && strcmp(name, "isinstance") == 0 && nargs == 2 && args[1].kind == V_CONST &&
+        args[0].kind != V_TENSOR) {
+        PyObject *probe = NULL;
+        if (args[0].kind == V_OBJ || args[0].kind == V_FUNC)
+            probe = Py_NewRef(args[0].obj);
+        else if (args[0].kind == V_REC) { /* by its class: no instance yet */
+            int r = PyObject_IsSubclass(sym_record_class(&args[0]), args[1].obj);
+            if (r < 0) {
+                PyErr_Clear();
+                return sym_fail(t, "isinstance raised");
+            }
+            return sym_const(t, PyBool_FromLong(r), out);
+        } else if (args[0].kind == V_DICT)
+            probe = PyDict_New();
+        else if (args[0].kind == V_SEQ && args[0].obj != NULL && PyType_Check(args[0].obj)) {
+            int r = PyObject_IsSubclass(args[0].obj, args[1].obj);
+            if (r < 0) {
+                PyErr_Clear();
+                return sym_fail(t, "isinstance raised");
+            }
+            return sym_const(t, PyBool_FromLong(r), out);
+        } else if (args[0].kind == V_SEQ)
+            probe = args[0].is_list ? PyList_New(0) : PyTuple_New(0);
+        if (probe != NULL) {
+            int r = PyObject_IsInstance(probe, args[1].obj);
+            Py_DECREF(probe);
+            if (r < 0) {
+                PyErr_Clear();
+                return sym_fail(t, "isinstance raised");
+            }
+            return sym_const(t, PyBool_FromLong(r), out);
+        }
+    }
+    if (name && strcmp(name, "isinstance") == 0 && nargs == 2 && args[1].kind == V_CONST) {
+        if (args[0].kind == V_TENSOR) {
+            PyObject *torch = PyImport_ImportModule("torch");
+            if (torch == NULL)
+                return -1;
+            PyObject *tt = PyObject_GetAttrString(torch, "Tensor");
+            Py_DECREF(torch);
+            if (tt == NULL)
+                return -1;
+            int r = PyObject_IsSubclass(tt, args[1].obj);
+            Py_DECREF(tt);
+            if (r < 0) {
+                PyErr_Clear();
+                return sym_fail(t, "isinstance with an unsupported class argument");
+            }
+            return sym_const(t, PyBool_FromLong(r), out);
+        }
+    }
+    if (name && (!strcmp(name, "getattr") || !strcmp(name, "hasattr")) && (nargs == 2 || nargs == 3) &&
+        args[1].kind == V_CONST && PyUnicode_Check(args[1].obj) && !kwnames) {
+        /* a lookup that fails is the answer here: what it logged is undone and its reason
+         * dropped (a later failure must report its own) */
+        sym_fx_mark mark = {0};
+        if (sym_fx_save(t, &mark) < 0)
+            return -1;
+        int rc = sym_load_attr(t, &args[0], args[1].obj, out);
+        if (rc < 0 && !PyErr_Occurred() && (!strcmp(name, "hasattr") || nargs == 3))
+            sym_fx_rollback(t, &mark);
+        sym_fx_drop(&mark);
+        if (!strcmp(name, "hasattr")) {
+            if (rc < 0 && PyErr_Occurred())
+                return -1;
+            if (rc < 0) {
+                t->failed = 0;
+                t->reason[0] = 0;
+            }
+            t->pending_exc = NULL;
+            return sym_const(t, PyBool_FromLong(rc == 0), out);
+        }
+        if (rc < 0 && nargs == 3 && !PyErr_Occurred()) {
+            t->failed = 0;
+            t->reason[0] = 0;
+            t->pending_exc = NULL;
+            *out = args[2];
+            return 0;
+        }
+        return rc;
+    }
+    if ((f == (PyObject *)&PyEnum_Type || f == (PyObject *)&PyZip_Type ||
+         f == (PyObject *)&PyReversed_Type || f == (PyObject *)&PyList_Type ||
+         (f == (PyObject *)&PyTuple_Type && nargs == 1 && args[0].kind != V_CONST)) &&
+        !kwnames && nargs >= 1) {
+        /* enumerate / zip / reversed / list over tracked sequences: unrolled */
+        var *its[8];
+        int lens[8], n = 1 << 30;
+        if (nargs > 8 || (f != (PyObject *)&PyZip_Type && nargs != 1))
+            return sym_fail(t, "unsupported iteration helper call");
+        if (f == (PyObject *)&PyReversed_Type && args[0].kind == V_ITER)
+            return sym_fail(t, "reversed() of an iterator (eager raises)");
+        for (int i = 0; i < nargs; i++) {
+            if (sym_iter_items(t, &args[i], &its[i], &lens[i]) < 0)
+                return -1;
+            if (lens[i] < n)
+                n = lens[i];
+        }
+        var *items = sym_alloc(t, n);
+        if (items == NULL)
+            return -1;
+        for (int j = 0; j < n; j++) {
+            if (f == (PyObject *)&PyReversed_Type) {
+                items[j] = its[0][n - 1 - j];
+                continue;
+            }
+            if (f == (PyObject *)&PyList_Type || f == (PyObject *)&PyTuple_Type) {
+                items[j] = its[0][j];
+                continue;
+            }
+            int k = f == (PyObject *)&PyEnum_Type ? 2 : nargs;
+            var *tup = sym_alloc(t, k);
+            if (tup == NULL)
+                return -1;
+            if (f == (PyObject *)&PyEnum_Type) {
+                if (sym_const(t, PyLong_FromLong(j), &tup[0]) < 0)
+                    return -1;
+                tup[1] = its[0][j];
+            } else {
+                for (int i = 0; i < nargs; i++)
+                    tup[i] = its[i][j];
+            }
+            memset(&items[j], 0, sizeof items[j]);
+            items[j].kind = V_SEQ;
+            items[j].src = -1;
+            items[j].n = k;
+            items[j].items = tup;
+        }
+        /* enumerate/zip/reversed make iterators (returned as such, not as tuples) */
+        memset(out, 0, sizeof *out);
+        out->kind = f == (PyObject *)&PyList_Type || f == (PyObject *)&PyTuple_Type ? V_SEQ : V_ITER;
+        out->src = -1;
+        out->is_list = f == (PyObject *)&PyList_Type;
+        out->n = n;
+        out->items = items;
+        return 0;
+    }
+    if ((f == (PyObject *)&PySet_Type || f == (PyObject *)&PyFrozenSet_Type) && !kwnames)
+        return sym_make_set(t, f == (PyObject *)&PySet_Type, args, nargs, out);
+    if (name && (!strcmp(name, "all") || !strcmp(name, "any") || !strcmp(name, "sum") ||
+                 !strcmp(name, "min") || !strcmp(name, "max")) &&
+        nargs >= 1 && nargs <= 2 && !kwnames && (args[0].kind == V_SEQ || args[0].kind == V_ITER)) {
+        /* all(genexpr), sum(...) over constants: called on a tuple of them (tensors' truth
+         * is data: not captured) */
+        var *items;
+        int n;
+        if (sym_iter_items(t, &args[0], &items, &n) < 0)
+            return -1;
+        if (nargs == 2 && args[1].kind != V_CONST)
+            return sym_fail(t, "%s() with a non-constant start", name);
+        PyObject *tup = PyTuple_New(n), *r = NULL;
+        if (tup == NULL)
+            return -1;
+        int anyt = 0;
+        for (int i = 0; i < n; i++)
+            anyt |= items[i].kind == V_TENSOR;
+        if (anyt && !strcmp(name, "sum")) {
+            /* sum(tensors): start + x0 + x1 + ..., left to right as eager */
+            Py_DECREF(tup);
+            var acc;
+            if (nargs == 2)
+                acc = args[1];
+            else if (sym_const(t, PyLong_FromLong(0), &acc) < 0)
+                return -1;
+            for (int i = 0; i < n; i++) {
+                var r;
+                if (sym_binary(t, 0, &acc, &items[i], &r) < 0)
+                    return -1;
+                acc = r;
+            }
+            *out = acc;
+            return 0;
+        }
+        for (int i = 0; i < n; i++) {
+            if (items[i].kind != V_CONST) {
+                Py_DECREF(tup);
+                return sym_fail(t, "%s() over non-constant values", name);
+            }
+            PyTuple_SET_ITEM(tup, i, Py_NewRef(items[i].obj));
+        }
+        r = nargs == 2 ? PyObject_CallFunctionObjArgs(f, tup, args[1].obj, NULL)
+                       : PyObject_CallOneArg(f, tup);
+        Py_DECREF(tup);
+        if (r == NULL) {
+            PyErr_Clear();
+            return sym_fail(t, "%s() raised (eager will raise)", name);
+        }
+        return sym_const(t, r, out);
+    }
+    /* pure functions of constants: math.*, abs, min, max, int, float, bool, round */
+    int allconst = 1;
+    for (int i = 0; i < nargs; i++)
+        if (args[i].kind != V_CONST)
+            allconst = 0;
+    if (kwnames)
+        allconst = 0;
+    PyObject *mod = PyCFunction_Check(f) ? ((PyCFunctionObject *)f)->m_module : NULL;
+    const char *modname = mod && PyUnicode_Check(mod) ? PyUnicode_AsUTF8(mod) : NULL;
+    if (!modname && mod && PyModule_Check(mod))
+        modname = PyModule_GetName(mod);
+    if (modname == NULL)
+        PyErr_Clear();
+    int pure = (modname && strcmp(modname, "math") == 0) ||
+               (name && (!strcmp(name, "abs") || !strcmp(name, "min") || !strcmp(name, "max") ||
+                         !strcmp(name, "round") || !strcmp(name, "len") ||
+                         !strcmp(name, "isinstance") || !strcmp(name, "divmod") ||
+                         !strcmp(name, "sum") || !strcmp(name, "all") || !strcmp(name, "any"))) ||
+               f == (PyObject *)&PyLong_Type || f == (PyObject *)&PyFloat_Type ||
+               f == (PyObject *)&PyBool_Type || f == (PyObject *)&PyTuple_Type ||
+               f == (PyObject *)&PyRange_Type || f == (PyObject *)&PySlice_Type;
+    if (allconst && f == (PyObject *)&PyUnicode_Type && nargs == 1) {
+        /* str() of a number, a string or a class (repr of the class unless its metaclass
+         * has its own): str(model.__class__) keys a registry */
+        PyObject *a = args[0].obj;
+        pure = a == Py_None || PyBool_Check(a) || PyLong_CheckExact(a) || PyFloat_CheckExact(a) ||
+               PyUnicode_CheckExact(a) || (PyType_Check(a) && Py_TYPE(a)->tp_repr == PyType_Type.tp_repr &&
+                                            Py_TYPE(a)->tp_str == PyType_Type.tp_str);
+    }
+    if (allconst && pure) {
+        PyObject *tup = PyTuple_New(nargs);
+        if (tup == NULL)
+            return -1;
+        for (int i = 0; i < nargs; i++)
+            PyTuple_SET_ITEM(tup, i, Py_NewRef(args[i].obj));
+        PyObject *r = PyObject_Call(f, tup, NULL);
+        Py_DECREF(tup);
+        if (r == NULL) {
+            PyErr_Clear();
+            return sym_fail(t, "constant call raised");
+        }
+        return sym_const(t, r, out);
+    }
+    if (PyType_Check(f) && (!strcmp(((PyTypeObject *)f)->tp_name, "torch.finfo") ||
+                            !strcmp(((PyTypeObject *)f)->tp_name, "torch.iinfo")) &&
+        nargs <= 1 && !kwnames && (nargs == 0 || (args[0].kind == V_CONST && sym_dtype_from_object(args[0].obj) >= 0))) {
+        /* torch.finfo(dtype) / torch.iinfo(dtype): facts of a dtype, a constant (its
+         * attributes are read as constants); finfo() is of the default dtype, guarded */
+        if (nargs == 0 && sym_default_dtype(t) < 0)
+            return -1;
+        PyObject *r = nargs ? PyObject_CallOneArg(f, args[0].obj) : PyObject_CallNoArgs(f);
+        if (r == NULL) {
+            PyErr_Clear();
+            return sym_fail(t, "%s() raised (eager will raise)", ((PyTypeObject *)f)->tp_name);
+        }
+        return sym_const(t, r, out);
+    }
+    if (PyType_Check(f))
+        return sym_fail(t, "call of type %s not supported", ((PyTypeObject *)f)->tp_name);
+    return sym_fail(t, "call to %s not supported", name ? name : Py_TYPE(f)->tp_name);
+}
+
+int sym_is_inspect_signature(PyObject *f) {
+    static PyObject *sig;
+    if (sig == NULL) {
+        PyObject *m = PyImport_ImportModule("inspect");
+        sig = m ? PyObject_GetAttrString(m, "signature") : NULL; /* kept for the process */
+        Py_XDECREF(m);
+        if (sig == NULL) {
+            PyErr_Clear();
+            return 0;
+        }
+    }
+    return f == sig;
+}

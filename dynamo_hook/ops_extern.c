@@ -1,0 +1,254 @@
+/* ops_extern.c — calls that stay ATen externs inside the graph: matrix products,
+ * linear, convolutions, scaled_dot_product_attention, native multi-head attention.
+ */
+#include "ops_internal.h"
+
+/* matmul / mm / bmm (op: ic_extern_kind) */
+int sym_h_matmul(trace *t, const opdef *d, var **p, var *out) {
+    if (sym_need_tensor(t, d, p[0]) < 0 || sym_need_tensor(t, d, p[1]) < 0)
+        return -1;
+    ic_val ab[2] = {p[0]->val, p[1]->val};
+    return sym_tensor_out(t, ic_extern(t->g, (ic_extern_kind)d->op, 2, ab, 0, NULL, 1, 1), out);
+}
+
+/* addmm(input, mat1, mat2, beta, alpha) / baddbmm(input, batch1, batch2, beta, alpha) */
+int sym_h_addmm(trace *t, const opdef *d, var **p, var *out) {
+    double beta, alpha;
+    if (sym_need_tensor(t, d, p[0]) < 0 || sym_need_tensor(t, d, p[1]) < 0 || sym_need_tensor(t, d, p[2]) < 0 ||
+        sym_opt_num(t, p[3], 1.0, &beta, "beta") < 0 || sym_opt_num(t, p[4], 1.0, &alpha, "alpha") < 0)
+        return -1;
+    ic_val v[3] = {p[0]->val, p[1]->val, p[2]->val};
+    return sym_tensor_out(t, ic_extern(t->g, (ic_extern_kind)d->op, 3, v, 0, NULL, beta, alpha), out);
+}
+
+/* matrix_exp(A) (torch., torch.linalg., Tensor.) and linalg.solve(A, B, left=True): extern
+ * nodes run by csrc/matrix_exp.cpp (the degree of matrix_exp is chosen there from the norm) */
+int sym_h_linalg(trace *t, const opdef *d, var **p, var *out) {
+    int nin = d->op == IC_EXT_SOLVE ? 2 : 1, left = 1;
+    for (int i = 0; i < nin; i++)
+        if (sym_need_tensor(t, d, p[i]) < 0)
+            return -1;
+    if (d->op == IC_EXT_SOLVE && sym_get_bool(t, p[2], 1, &left, "left") < 0)
+        return -1;
+    ic_val v[2] = {p[0]->val, nin > 1 ? p[1]->val : -1};
+    int64_t prm = left;
+    return sym_tensor_out(t, ic_extern(t->g, (ic_extern_kind)d->op, nin, v, d->op == IC_EXT_SOLVE, &prm, 1, 1), out);
+}
+
+/* F.linear(input, weight, bias=None) */
+int sym_h_linear(trace *t, const opdef *d, var **p, var *out) {
+    if (sym_need_tensor(t, d, p[0]) < 0 || sym_need_tensor(t, d, p[1]) < 0)
+        return -1;
+    ic_val v[3] = {p[0]->val, p[1]->val, -1};
+    int n = 2;
+    if (!sym_is_none(p[2])) {
+        if (sym_need_tensor(t, d, p[2]) < 0)
+            return -1;
+        v[n++] = p[2]->val;
+    }
+    return sym_tensor_out(t, ic_extern(t->g, IC_EXT_LINEAR, n, v, 0, NULL, 1, 1), out);
+}
+
+/* one int or nd ints (a 1-tuple repeats) */
+int sym_conv_ints(trace *t, var *v, long long dflt, int nd, int64_t *out, const char *what) {
+    long long x[8];
+    int n = 0;
+    if (sym_is_none(v)) {
+        x[0] = dflt;
+        n = 1;
+    } else if (sym_get_ints(t, v, x, 8, &n, what) < 0) {
+        return -1;
+    }
+    if (n != 1 && n != nd)
+        return sym_fail(t, "conv: %s must have %d values", what, nd);
+    for (int i = 0; i < nd; i++)
+        out[i] = x[n == 1 ? 0 : i];
+    return 0;
+}
+
+/* 2-d convs in channels-last layout: TORCHC_CONV_LAYOUT=nhwc always, =nchw never; by default
+ * on CUDA for 16-bit floats (what cuDNN's tensor-core kernels read; like Inductor's layout
+ * optimization). */
+static int conv_channels_last(trace *t, ic_dtype dt) {
+    const char *env = getenv("TORCHC_CONV_LAYOUT");
+    if (env && strcmp(env, "nhwc") == 0)
+        return 1;
+    if (env && strcmp(env, "nchw") == 0)
+        return 0;
+    return t->device_type == TC_DEV_CUDA && (dt == IC_F16 || dt == IC_BF16);
+}
+
+int sym_dw_conv(trace *t, int nd, const int64_t *prm, const ic_val *v, int n, ic_val *res);
+
+/* conv1d/conv2d/conv3d(input, weight, bias, stride, padding, dilation, groups); op: nd */
+int sym_h_conv(trace *t, const opdef *d, var **p, var *out) {
+    int nd = d->op;
+    int64_t prm[3 + 3 * 3];
+    prm[0] = nd;
+    if (sym_need_tensor(t, d, p[0]) < 0 || sym_need_tensor(t, d, p[1]) < 0 ||
+        sym_conv_ints(t, p[3], 1, nd, prm + 1, "stride") < 0 || sym_conv_ints(t, p[5], 1, nd, prm + 1 + 2 * nd, "dilation") < 0)
+        return -1;
+    long long groups = 1;
+    if (!sym_is_none(p[6]) && sym_get_int(t, p[6], &groups, "groups") < 0)
+        return -1;
+    prm[1 + 3 * nd] = groups;
+    if (p[4] != NULL && p[4]->kind == V_CONST && PyUnicode_Check(p[4]->obj)) {
+        const char *mode = PyUnicode_AsUTF8(p[4]->obj);
+        const ic_meta *w = sym_metap(t, p[1]->val);
+        int same = mode && strcmp(mode, "same") == 0;
+        if (!mode || (!same && strcmp(mode, "valid") != 0))
+            return sym_fail(t, "conv: padding '%s' (eager will raise)", mode ? mode : "?");
+        for (int i = 0; i < nd; i++) {
+            int64_t total = w->ndim == nd + 2 ? prm[1 + 2 * nd + i] * (w->sizes[2 + i] - 1) : 0;
+            if (same && (prm[1 + i] != 1 || total % 2))
+                return sym_fail(t, "conv: padding='same' with stride or asymmetric padding left to eager");
+            prm[1 + nd + i] = same ? total / 2 : 0;
+        }
+    } else if (sym_conv_ints(t, p[4], 0, nd, prm + 1 + nd, "padding") < 0) {
+        return -1;
+    }
+    ic_val v[3] = {p[0]->val, p[1]->val, -1};
+    int n = 2;
+    if (!sym_is_none(p[2])) {
+        if (sym_need_tensor(t, d, p[2]) < 0)
+            return -1;
+        v[n++] = p[2]->val;
+    }
+    const ic_meta *xm = sym_metap(t, v[0]);
+    ic_val dw = -1;
+    int dwr = sym_dw_conv(t, nd, prm, v, n, &dw);
+    if (dwr < 0)
+        return -1;
+    if (dwr == 1)
+        return sym_tensor_out(t, dw, out);
+    if (nd == 2 && xm->ndim == 4 && conv_channels_last(t, xm->dtype)) {
+        /* channels-last: the conv reads x as [N,H,W,C] and writes [N,H',W',O] (cuDNN's fast
+         * layout for 16-bit types); the graph sees NCHW views of both, so the producer of x
+         * writes NHWC and the consumers of the result read it contiguously */
+        prm[2 + 3 * nd] = 1;
+        v[0] = ic_permute_fold(G, v[0], (const int[]){0, 2, 3, 1});
+        /* the bias is a graph add over the last (channel) dim, fused into the next kernel
+         * (cuDNN's path adds it in a kernel of its own) */
+        ic_val r = ic_extern(t->g, IC_EXT_CONV, 2, v, 3 + 3 * nd, prm, 1, 1);
+        if (r >= 0 && n == 3)
+            r = ic_binary(G, IC_OP_ADD, r, v[2]);
+        if (r < 0)
+            return sym_check_graph(t);
+        return sym_tensor_out(t, ic_permute(G, r, (const int[]){0, 3, 1, 2}), out);
+    }
+    return sym_tensor_out(t, ic_extern(t->g, IC_EXT_CONV, n, v, 2 + 3 * nd, prm, 1, 1), out);
+}
+
+/* F.scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
+ * is_causal=False, *, scale=None, enable_gqa=False): an ATen extern (flash/efficient kernels
+ * on CUDA). Dropout and grouped heads are left to eager; the scale is made explicit. */
+int sym_h_sdpa(trace *t, const opdef *d, var **p, var *out) {
+    double dropout = 0.0, scale;
+    int causal = 0, gqa = 0;
+    if (sym_need_tensor(t, d, p[0]) < 0 || sym_need_tensor(t, d, p[1]) < 0 || sym_need_tensor(t, d, p[2]) < 0 ||
+        sym_opt_num(t, p[4], 0.0, &dropout, "dropout_p") < 0 || sym_get_bool(t, p[5], 0, &causal, "is_causal") < 0 ||
+        sym_get_bool(t, p[7], 0, &gqa, "enable_gqa") < 0)
+        return -1;
+    if (dropout != 0.0)
+        return sym_fail(t, "scaled_dot_product_attention with dropout_p=%g left to eager", dropout);
+    ic_val kv[2] = {p[1]->val, p[2]->val};
+    if (gqa) {
+        /* grouped heads: each key/value head repeated for its group of query heads
+         * (repeat_interleave on dim -3), then plain attention */
+        ic_meta qm = *sym_metap(t, p[0]->val);
+        for (int i = 0; i < 2; i++) {
+            ic_meta m = *sym_metap(t, kv[i]);
+            if (qm.dyn || m.dyn || m.ndim < 3 || m.ndim != qm.ndim || m.ndim + 1 > IC_MAX_DIMS)
+                return sym_fail(t, "scaled_dot_product_attention with enable_gqa: unsupported shapes");
+            int64_t hq = qm.sizes[qm.ndim - 3], hk = m.sizes[m.ndim - 3];
+            if (hk <= 0 || hq % hk != 0)
+                return sym_fail(t, "scaled_dot_product_attention: query heads not a multiple of key heads (eager will raise)");
+            if (hq == hk)
+                continue;
+            int64_t s5[IC_MAX_DIMS];
+            int n5 = 0;
+            for (int j = 0; j < m.ndim; j++) {
+                s5[n5++] = m.sizes[j];
+                if (j == m.ndim - 3)
+                    s5[n5++] = 1;
+            }
+            ic_val e = ic_reshape(G, kv[i], n5, s5);
+            s5[m.ndim - 2] = hq / hk;
+            e = e < 0 ? e : ic_expand(G, e, n5, s5);
+            int64_t s4[IC_MAX_DIMS];
+            for (int j = 0; j < m.ndim; j++)
+                s4[j] = j == m.ndim - 3 ? hq : m.sizes[j];
+            kv[i] = e < 0 ? e : ic_reshape(G, e, m.ndim, s4);
+            if (kv[i] < 0)
+                return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "graph builder failed");
+        }
+    }
+    const ic_meta *q = sym_metap(t, p[0]->val);
+    if (q->ndim < 1 || (q->dyn && !sym_dim_static(q->dims[q->ndim - 1])))
+        return sym_fail(t, "scaled_dot_product_attention: query without a static head dim");
+    if (sym_opt_num(t, p[6], 1.0 / sqrt((double)q->sizes[q->ndim - 1]), &scale, "scale") < 0)
+        return -1;
+    ic_val v[4] = {p[0]->val, kv[0], kv[1], -1};
+    int n = 3;
+    if (!sym_is_none(p[3])) {
+        if (sym_need_tensor(t, d, p[3]) < 0)
+            return -1;
+        if (causal)
+            return sym_fail(t, "scaled_dot_product_attention: attn_mask with is_causal left to eager");
+        v[n++] = p[3]->val;
+    }
+    int64_t prm[1] = {causal};
+    return sym_tensor_out(t, ic_extern(G, IC_EXT_SDPA, n, v, 1, prm, scale, 1), out);
+}
+
+/* torch._native_multi_head_attention(query, key, value, embed_dim, num_head, qkv_weight,
+ * qkv_bias, proj_weight, proj_bias, mask=None, need_weights=True, average_attn_weights=True,
+ * mask_type=None): nn.MultiheadAttention's eager fast path (self-attention, batch first).
+ * Built as its math: qkv = linear(x), split into heads, scaled_dot_product_attention, heads
+ * merged, out = linear(.); returns (out, None). Masks and need_weights=True are left to eager. */
+int sym_h_native_mha(trace *t, const opdef *d, var **p, var *out) {
+    long long e, h;
+    int need_w;
+    for (int i = 0; i < 3; i++)
+        if (sym_need_tensor(t, d, p[i]) < 0)
+            return -1;
+    if (sym_get_int(t, p[3], &e, "embed_dim") < 0 || sym_get_int(t, p[4], &h, "num_head") < 0 ||
+        sym_get_bool(t, p[10], 1, &need_w, "need_weights") < 0)
+        return -1;
+    for (int i = 5; i < 9; i++)
+        if (sym_need_tensor(t, d, p[i]) < 0)
+            return -1;
+    if (!sym_is_none(p[9]))
+        return sym_fail(t, "%s with a mask left to eager", d->name);
+    if (need_w)
+        return sym_fail(t, "%s with need_weights=True left to eager", d->name);
+    if (p[0]->oid <= 0 || p[0]->oid != p[1]->oid || p[1]->oid != p[2]->oid)
+        return sym_fail(t, "%s: query, key and value are not one tensor", d->name);
+    ic_meta x = *sym_metap(t, p[0]->val);
+    if (x.ndim != 3 || x.dyn || h <= 0 || e % h != 0 || x.sizes[2] != e)
+        return sym_fail(t, "%s: unsupported shapes", d->name);
+    int64_t b = x.sizes[0], l = x.sizes[1], hd = e / h;
+    ic_val qkv = ic_extern(G, IC_EXT_LINEAR, 3, (ic_val[]){p[0]->val, p[5]->val, p[6]->val}, 0,
+                           NULL, 1, 1);
+    ic_val heads[3] = {-1, -1, -1};
+    for (int i = 0; i < 3 && qkv >= 0; i++) { /* [B,L,3E] -> q/k/v [B,H,L,D] */
+        ic_val part = ic_slice(G, qkv, 2, i * e, (i + 1) * e, 1);
+        part = part < 0 ? part : ic_reshape(G, part, 4, (int64_t[]){b, l, h, hd});
+        heads[i] = part < 0 ? part : ic_permute(G, part, (const int[]){0, 2, 1, 3});
+    }
+    if (heads[0] < 0 || heads[1] < 0 || heads[2] < 0)
+        return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "%s: graph builder failed", d->name);
+    int64_t causal = 0;
+    ic_val a = ic_extern(G, IC_EXT_SDPA, 3, heads, 1, &causal, 1.0 / sqrt((double)hd), 1);
+    a = a < 0 ? a : ic_permute(G, a, (const int[]){0, 2, 1, 3});
+    a = a < 0 ? a : ic_reshape(G, a, 3, (int64_t[]){b, l, e});
+    a = a < 0 ? a : ic_extern(G, IC_EXT_LINEAR, 3, (ic_val[]){a, p[7]->val, p[8]->val}, 0, NULL, 1, 1);
+    var *items = sym_alloc(t, 2);
+    if (items == NULL || sym_tensor_out(t, a, &items[0]) < 0 ||
+        sym_const(t, Py_NewRef(Py_None), &items[1]) < 0)
+        return -1;
+    *out = sym_var(V_SEQ);
+    out->n = 2;
+    out->items = items;
+    return 0;
+}

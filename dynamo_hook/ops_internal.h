@@ -1,0 +1,158 @@
+/* ops_internal.h — shared by the files of torch calls lowered to inductor_c graph builders
+ * (ops_table.c: the table and sym_call; ops_args.c, ops_pointwise.c, ops_reduce.c,
+ * ops_views.c, ops_extern.c, ops_pool.c, ops_builtins.c, ops_pyops.c). Not used outside. */
+#ifndef DH_OPS_INTERNAL_H
+#define DH_OPS_INTERNAL_H
+
+#include "sym.h"
+
+#include <math.h>
+#include <string.h>
+
+enum { W_TORCH = 1, W_F = 2, W_METHOD = 4, W_ALL = 7, W_LINALG = 8 /* torch.linalg.* */ };
+#define MAXP 16
+
+typedef struct opdef opdef;
+typedef int (*handler)(trace *t, const opdef *d, var **p, var *out);
+struct opdef {
+    const char *name;
+    unsigned where;
+    const char *sig;
+    handler fn;
+    int op; /* ic_op for generic handlers */
+};
+
+#define G (t->g)
+static inline ic_val sym_num(trace *t, double v) { return ic_scalar(G, v, IC_F64); }
+static inline ic_val sym_inum(trace *t, long long v) { return ic_scalar(G, (double)v, IC_I64); }
+
+/* torch callables recognized by identity, looked up once (ops_table.c sym_ops_init) */
+typedef struct sym_torch_refs {
+    /* torch._C queries about the caller's context, answered at trace time: _is_tracing,
+     * _get_tracing_state (torch.jit.trace active: not captured), _len_torch_dispatch_stack
+     * (a dispatch mode active: not captured); and _log_api_usage_once /
+     * _log_api_usage_metadata, logging without effect on results: no-ops in the graph. */
+    PyObject *tracing_query[3], *usage_log[2];
+    /* torch._C._has_torch_function / _unary / _variadic: traced tensors are plain tensors
+     * (subclasses are not captured), so the answer is the real one for a plain tensor probe. */
+    PyObject *tf_query[3], *tf_probe;
+    PyObject *autocast_query; /* torch.is_autocast_enabled */
+    PyObject *tensor_type;    /* torch.Tensor */
+    PyObject *grad_query;     /* torch.is_grad_enabled: guarded at entry, off in no_grad */
+} sym_torch_refs;
+extern sym_torch_refs sym_refs;
+
+/* ops_args.c */
+int sym_as_tensor(trace *t, const var *v, ic_val *out);
+int sym_tensor_out(trace *t, ic_val v, var *out);
+int sym_is_none(const var *v);
+int sym_sub_bool_check(trace *t, const var *a, const var *b);
+int sym_inplace_overlap_check(trace *t, const var *self, const var *args, int n);
+int sym_get_int(trace *t, const var *v, long long *out, const char *what);
+int sym_get_bool(trace *t, const var *v, int dflt, int *out, const char *what);
+const ic_meta *sym_metap(trace *t, ic_val v);
+int sym_ndim_of(trace *t, ic_val v);
+int sym_norm_dim(trace *t, long long d, int ndim, int *out);
+int sym_get_ints(trace *t, const var *v, long long *out, int max, int *n, const char *what);
+int sym_get_shape_args(trace *t, const var *rest, long long *out, int *n, const char *what);
+int sym_get_sym_shape_args(trace *t, const var *rest, ic_dim *out, int *n);
+int sym_dims_mask(trace *t, const var *dim, int ndim, uint32_t *mask);
+int sym_get_dtype(trace *t, const var *v, int *out);
+
+/* ops_pointwise.c */
+int sym_int_div_check(trace *t, ic_op op, ic_val x, ic_val y, const var *bv);
+PyObject *sym_graph_device(trace *t);
+int sym_opt_num(trace *t, var *v, double dflt, double *out, const char *what);
+int sym_need_tensor(trace *t, const opdef *d, var *v);
+/* handlers */
+int sym_h_binary(trace *t, const opdef *d, var **p, var *out);
+int sym_h_add_sub(trace *t, const opdef *d, var **p, var *out);
+int sym_h_div(trace *t, const opdef *d, var **p, var *out);
+int sym_h_unary(trace *t, const opdef *d, var **p, var *out);
+int sym_h_square(trace *t, const opdef *d, var **p, var *out);
+int sym_h_gelu(trace *t, const opdef *d, var **p, var *out);
+int sym_h_where(trace *t, const opdef *d, var **p, var *out);
+int sym_h_clamp(trace *t, const opdef *d, var **p, var *out);
+int sym_h_cast(trace *t, const opdef *d, var **p, var *out);
+int sym_h_to(trace *t, const opdef *d, var **p, var *out);
+int sym_h_dropout(trace *t, const opdef *d, var **p, var *out);
+int sym_h_fill(trace *t, const opdef *d, var **p, var *out);
+int sym_h_arange(trace *t, const opdef *d, var **p, var *out);
+int sym_h_factory(trace *t, const opdef *d, var **p, var *out);
+int sym_h_tensor(trace *t, const opdef *d, var **p, var *out);
+int sym_h_act(trace *t, const opdef *d, var **p, var *out);
+int sym_h_masked_fill(trace *t, const opdef *d, var **p, var *out);
+int sym_h_addc(trace *t, const opdef *d, var **p, var *out);
+int sym_h_type_as(trace *t, const opdef *d, var **p, var *out);
+int sym_h_clone(trace *t, const opdef *d, var **p, var *out);
+int sym_h_nan_to_num(trace *t, const opdef *d, var **p, var *out);
+
+/* ops_reduce.c */
+/* handlers */
+int sym_h_reduce(trace *t, const opdef *d, var **p, var *out);
+int sym_h_max_min(trace *t, const opdef *d, var **p, var *out);
+int sym_h_softmax(trace *t, const opdef *d, var **p, var *out);
+int sym_h_layer_norm(trace *t, const opdef *d, var **p, var *out);
+int sym_h_arg(trace *t, const opdef *d, var **p, var *out);
+int sym_h_var(trace *t, const opdef *d, var **p, var *out);
+int sym_h_logsumexp(trace *t, const opdef *d, var **p, var *out);
+int sym_h_anyall(trace *t, const opdef *d, var **p, var *out);
+int sym_h_norm(trace *t, const opdef *d, var **p, var *out);
+int sym_h_batch_norm(trace *t, const opdef *d, var **p, var *out);
+int sym_h_group_norm(trace *t, const opdef *d, var **p, var *out);
+int sym_h_cumsum(trace *t, const opdef *d, var **p, var *out);
+int sym_h_argsort(trace *t, const opdef *d, var **p, var *out);
+int sym_h_sort(trace *t, const opdef *d, var **p, var *out);
+
+/* ops_views.c */
+int sym_same_tensor(trace *t, var **p, var *out);
+PyObject *sym_perm_tuple(const int *perm, int n);
+int sym_view_out_desc(trace *t, const var *in, ic_val v, var *out, const char *name, PyObject *args);
+int sym_size_out(trace *t, const ic_meta *m, int d, var *out);
+PyObject *sym_shape_args(trace *t, ic_val v);
+#define view_out(t, in, v, out) sym_view_out_desc(t, in, v, out, "reshape", sym_shape_args(t, v))
+/* handlers */
+int sym_h_reshape(trace *t, const opdef *d, var **p, var *out);
+int sym_h_flatten(trace *t, const opdef *d, var **p, var *out);
+int sym_h_unflatten(trace *t, const opdef *d, var **p, var *out);
+int sym_h_permute(trace *t, const opdef *d, var **p, var *out);
+int sym_h_transpose(trace *t, const opdef *d, var **p, var *out);
+int sym_h_unsqueeze(trace *t, const opdef *d, var **p, var *out);
+int sym_h_squeeze(trace *t, const opdef *d, var **p, var *out);
+int sym_h_expand(trace *t, const opdef *d, var **p, var *out);
+int sym_h_identity(trace *t, const opdef *d, var **p, var *out);
+int sym_h_size(trace *t, const opdef *d, var **p, var *out);
+int sym_h_cat(trace *t, const opdef *d, var **p, var *out);
+int sym_h_narrow(trace *t, const opdef *d, var **p, var *out);
+int sym_h_split(trace *t, const opdef *d, var **p, var *out);
+int sym_h_index_select(trace *t, const opdef *d, var **p, var *out);
+int sym_h_tri(trace *t, const opdef *d, var **p, var *out);
+int sym_h_flip(trace *t, const opdef *d, var **p, var *out);
+int sym_h_repeat(trace *t, const opdef *d, var **p, var *out);
+int sym_h_gather(trace *t, const opdef *d, var **p, var *out);
+
+/* ops_extern.c */
+int sym_conv_ints(trace *t, var *v, long long dflt, int nd, int64_t *out, const char *what);
+/* handlers */
+int sym_h_matmul(trace *t, const opdef *d, var **p, var *out);
+int sym_h_addmm(trace *t, const opdef *d, var **p, var *out);
+int sym_h_linalg(trace *t, const opdef *d, var **p, var *out);
+int sym_h_linear(trace *t, const opdef *d, var **p, var *out);
+int sym_h_conv(trace *t, const opdef *d, var **p, var *out);
+int sym_h_sdpa(trace *t, const opdef *d, var **p, var *out);
+int sym_h_native_mha(trace *t, const opdef *d, var **p, var *out);
+
+/* ops_pool.c */
+int sym_dw_conv(trace *t, int nd, const int64_t *prm, const ic_val *v, int n, ic_val *res);
+/* handlers */
+int sym_h_max_pool(trace *t, const opdef *d, var **p, var *out);
+int sym_h_avg_pool(trace *t, const opdef *d, var **p, var *out);
+int sym_h_adaptive_pool(trace *t, const opdef *d, var **p, var *out);
+int sym_h_pad(trace *t, const opdef *d, var **p, var *out);
+int sym_h_interpolate(trace *t, const opdef *d, var **p, var *out);
+
+/* ops_builtins.c */
+int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out);
+int sym_is_inspect_signature(PyObject *f);
+
+#endif

@@ -1,0 +1,677 @@
+/* ops_pointwise.c — pointwise torch ops (arithmetic, unary math, activations, where,
+ * clamp, casts and .to, masked_fill, nan_to_num) and tensor factories (arange, zeros/ones/full,
+ * torch.tensor).
+ */
+#include "ops_internal.h"
+
+/* ---- handlers ------------------------------------------------------------------- */
+
+/* Integer %, // and fmod raise on a zero divisor in eager: a constant 0 is refused, a
+ * divisor that is a graph input is checked for zeros before each run (eager runs then),
+ * a computed integer divisor is not supported. */
+int sym_int_div_check(trace *t, ic_op op, ic_val x, ic_val y, const var *bv) {
+    if (op != IC_OP_FLOOR_DIVIDE && op != IC_OP_REMAINDER && op != IC_OP_FMOD)
+        return 0;
+    const ic_meta *mx = ic_value_meta(t->g, x), *my = ic_value_meta(t->g, y);
+    if (mx == NULL || my == NULL || mx->dtype >= IC_F16 || my->dtype >= IC_F16)
+        return 0;
+    if (bv->kind == V_CONST) {
+        int zero = PyObject_Not(bv->obj);
+        if (zero < 0)
+            PyErr_Clear();
+        return zero ? sym_fail(t, "integer division by zero (eager raises ZeroDivisionError)") : 0;
+    }
+    if (bv->kind != V_TENSOR || ic_value_op(t->g, y) != IC_OP_INPUT)
+        return sym_fail(t, "integer division by a computed tensor (a zero divisor can't be checked)");
+    int k = 0;
+    for (ic_val v = 0; v < y; v++)
+        if (ic_value_op(t->g, v) == IC_OP_INPUT)
+            k++;
+    int s = t->input_src[k];
+    for (int i = 0; i < t->nidx; i++)
+        if (t->idx_src[i] == s && t->idx_bound[i] == -1)
+            return 0;
+    if (t->nidx >= 16)
+        return sym_fail(t, "too many checked inputs");
+    t->idx_src[t->nidx] = s;
+    t->idx_gather[t->nidx] = 0;
+    t->idx_bound[t->nidx++] = -1; /* -1: no zero element */
+    return 0;
+}
+
+int sym_h_binary(trace *t, const opdef *d, var **p, var *out) {
+    ic_val a, b;
+    if (sym_as_tensor(t, p[0], &a) < 0 || sym_as_tensor(t, p[1], &b) < 0)
+        return -1;
+    if (p[0]->kind != V_TENSOR && p[1]->kind != V_TENSOR)
+        return sym_fail(t, "%s of two numbers", d->name);
+    var bv = *p[1];
+    sym_resolve(t, &bv);
+    if (sym_int_div_check(t, (ic_op)d->op, a, b, &bv) < 0)
+        return -1;
+    return sym_tensor_out(t, ic_binary(t->g, (ic_op)d->op, a, b), out);
+}
+
+int sym_h_add_sub(trace *t, const opdef *d, var **p, var *out) {
+    ic_val a, b;
+    if (d->op == IC_OP_SUB && sym_sub_bool_check(t, p[0], p[1]) < 0)
+        return -1;
+    if (sym_as_tensor(t, p[0], &a) < 0 || sym_as_tensor(t, p[1], &b) < 0)
+        return -1;
+    if (!sym_is_none(p[2])) {
+        if (!sym_is_number(p[2]))
+            return sym_fail(t, "alpha must be a number");
+        ic_val al;
+        if (sym_as_tensor(t, p[2], &al) < 0)
+            return -1;
+        b = ic_binary(t->g, IC_OP_MUL, b, al);
+    }
+    return sym_tensor_out(t, ic_binary(t->g, (ic_op)d->op, a, b), out);
+}
+
+int sym_h_div(trace *t, const opdef *d, var **p, var *out) {
+    if (!sym_is_none(p[2]))
+        return sym_fail(t, "div with rounding_mode not supported yet");
+    return sym_h_binary(t, d, p, out);
+}
+
+int sym_h_unary(trace *t, const opdef *d, var **p, var *out) {
+    int inplace = 0;
+    if (p[1] && sym_get_bool(t, p[1], 0, &inplace, "inplace") < 0)
+        return -1;
+    if (p[0]->kind != V_TENSOR)
+        return sym_fail(t, "%s of a non-tensor", d->name);
+    ic_val r = ic_unary(t->g, (ic_op)d->op, p[0]->val);
+    if (inplace) { /* F.relu(x, inplace=True): x is updated and returned */
+        if (sym_mutate(t, p[0], r) < 0)
+            return -1;
+        *out = *p[0];
+        sym_resolve(t, out);
+        return 0;
+    }
+    return sym_tensor_out(t, r, out);
+}
+
+int sym_h_square(trace *t, const opdef *d, var **p, var *out) {
+    if (p[0]->kind != V_TENSOR)
+        return sym_fail(t, "square of a non-tensor");
+    return sym_tensor_out(t, ic_binary(t->g, IC_OP_MUL, p[0]->val, p[0]->val), out);
+}
+
+int sym_h_gelu(trace *t, const opdef *d, var **p, var *out) {
+    if (p[0]->kind != V_TENSOR)
+        return sym_fail(t, "gelu of a non-tensor");
+    ic_op op = IC_OP_GELU;
+    if (!sym_is_none(p[1])) {
+        if (p[1]->kind != V_CONST || !PyUnicode_Check(p[1]->obj))
+            return sym_fail(t, "gelu approximate must be a string");
+        const char *s = PyUnicode_AsUTF8(p[1]->obj);
+        if (strcmp(s, "tanh") == 0)
+            op = IC_OP_GELU_TANH;
+        else if (strcmp(s, "none") != 0)
+            return sym_fail(t, "gelu approximate=%s", s);
+    }
+    return sym_tensor_out(t, ic_unary(t->g, op, p[0]->val), out);
+}
+
+int sym_h_where(trace *t, const opdef *d, var **p, var *out) {
+    ic_val c, a, b;
+    if (p[0]->kind != V_TENSOR)
+        return sym_fail(t, "where condition must be a tensor");
+    if (p[1] == NULL || p[2] == NULL)
+        return sym_fail(t, "where(condition) (nonzero) not supported");
+    if (sym_as_tensor(t, p[0], &c) < 0 || sym_as_tensor(t, p[1], &a) < 0 || sym_as_tensor(t, p[2], &b) < 0)
+        return -1;
+    return sym_tensor_out(t, ic_where(t->g, c, a, b), out);
+}
+
+int sym_h_clamp(trace *t, const opdef *d, var **p, var *out) {
+    ic_val x = p[0]->val, lo, hi;
+    if (p[0]->kind != V_TENSOR)
+        return sym_fail(t, "clamp of a non-tensor");
+    var *mn = p[1], *mx = p[2];
+    if (d->op == 1) { /* clamp_max */
+        mx = p[1];
+        mn = NULL;
+    } else if (d->op == 2) { /* clamp_min */
+        mx = NULL;
+    }
+    if (sym_is_none(mn) && sym_is_none(mx))
+        return sym_fail(t, "clamp needs min or max");
+    if (!sym_is_none(mn)) {
+        if (sym_as_tensor(t, mn, &lo) < 0)
+            return -1;
+        x = ic_binary(t->g, IC_OP_MAXIMUM, x, lo);
+    }
+    if (!sym_is_none(mx)) {
+        if (sym_as_tensor(t, mx, &hi) < 0)
+            return -1;
+        x = ic_binary(t->g, IC_OP_MINIMUM, x, hi);
+    }
+    return sym_tensor_out(t, x, out);
+}
+
+int sym_h_cast(trace *t, const opdef *d, var **p, var *out) {
+    if (p[0]->kind != V_TENSOR)
+        return sym_fail(t, "cast of a non-tensor");
+    if (ic_value_meta(t->g, p[0]->val)->dtype == (ic_dtype)d->op)
+        return sym_same_tensor(t, p, out);
+    return sym_tensor_out(t, ic_cast(t->g, p[0]->val, (ic_dtype)d->op), out);
+}
+
+/* A device argument (str or torch.device): 1 with type/index (index -1: unspecified),
+ * 0 when v is not a device. */
+static int device_arg(const var *v, int *type, int *index) {
+    if (v == NULL || v->kind != V_CONST || v->obj == NULL)
+        return 0;
+    if (!PyUnicode_Check(v->obj) && strcmp(Py_TYPE(v->obj)->tp_name, "torch.device") != 0)
+        return 0;
+    PyObject *s = PyObject_Str(v->obj);
+    if (s == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    const char *str = PyUnicode_AsUTF8(s);
+    int ok = 1;
+    *index = -1;
+    if (str && strcmp(str, "cpu") == 0) {
+        *type = TC_DEV_CPU;
+        *index = 0;
+    } else if (str && strncmp(str, "cuda", 4) == 0 && (str[4] == 0 || str[4] == ':')) {
+        *type = TC_DEV_CUDA;
+        if (str[4] == ':')
+            *index = atoi(str + 5);
+    } else {
+        ok = 0;
+    }
+    Py_DECREF(s);
+    return ok;
+}
+
+/* The graph's tensors all live on one device: a value made on (type, index) must be on
+ * it (the first one decides when no input did). */
+static int same_device(trace *t, int type, int index, const char *what) {
+    if (t->device_type < 0) {
+        if (type == TC_DEV_CUDA && index < 0)
+            return sym_fail(t, "%s on the current CUDA device (index unknown) not supported yet", what);
+        t->device_type = type;
+        t->device_index = index;
+        return 0;
+    }
+    if (t->device_type != type || (index >= 0 && t->device_index != index))
+        return sym_fail(t, "%s on another device than the graph's (eager decides)", what);
+    if (type == TC_DEV_CUDA && index < 0 && t->device_index != 0)
+        return sym_fail(t, "%s on the current CUDA device (index unknown) not supported yet", what);
+    return 0;
+}
+
+PyObject *sym_graph_device(trace *t) {
+    PyObject *torch = PyImport_ImportModule("torch");
+    PyObject *dev = NULL;
+    if (torch != NULL)
+        dev = t->device_type == TC_DEV_CUDA
+                  ? PyObject_CallMethod(torch, "device", "si", "cuda", t->device_index > 0 ? t->device_index : 0)
+                  : PyObject_CallMethod(torch, "device", "s", "cpu");
+    Py_XDECREF(torch);
+    return dev;
+}
+
+int sym_h_to(trace *t, const opdef *d, var **p, var *out) {
+    /* x.to(dtype) / x.to(device) / x.to(device, dtype) / x.to(dtype=...) */
+    if (p[0]->kind != V_TENSOR)
+        return sym_fail(t, "to() of a non-tensor");
+    ic_val x = p[0]->val;
+    if (!sym_is_none(p[7]))
+        return sym_fail(t, "to(memory_format=...) not supported yet");
+    int copy = 0;
+    if (!sym_is_none(p[5]) && (p[5]->kind != V_CONST || (copy = PyObject_IsTrue(p[5]->obj)) < 0)) {
+        PyErr_Clear();
+        return sym_fail(t, "to(copy=...) not a constant");
+    }
+    for (int i = 1; i <= 2 || i == 6; i = i == 2 ? 6 : i + 1) {
+        if (sym_is_none(p[i]))
+            continue;
+        int dt = p[i]->kind == V_CONST ? sym_dtype_from_object(p[i]->obj) : -1;
+        if (dt >= 0) {
+            x = ic_cast(t->g, x, (ic_dtype)dt);
+            continue;
+        }
+        int dtype_, dindex;
+        if (device_arg(p[i], &dtype_, &dindex)) {
+            /* to the graph's own device: no copy (eager returns self); elsewhere: a break */
+            if (same_device(t, dtype_, dindex, "to(device)") < 0)
+                return -1;
+            continue;
+        }
+        return sym_fail(t, "unsupported to() argument");
+    }
+    if (!sym_is_none(p[3])) {
+        int dt;
+        if (sym_get_dtype(t, p[3], &dt) < 0)
+            return -1;
+        x = ic_cast(t->g, x, (ic_dtype)dt);
+    }
+    if (copy && x == p[0]->val) /* copy=True: a new tensor even without a conversion */
+        x = ic_cast(t->g, x, ic_value_meta(t->g, x)->dtype);
+    else if (x == p[0]->val || ic_value_meta(t->g, x)->dtype == ic_value_meta(t->g, p[0]->val)->dtype)
+        return sym_same_tensor(t, p, out); /* no conversion: eager returns self */
+    return sym_tensor_out(t, x, out);
+}
+
+/* dropout(input, p, training, inplace): identity unless training */
+int sym_h_dropout(trace *t, const opdef *d, var **p, var *out) {
+    int training = 1, inplace = 0;
+    if (sym_get_bool(t, p[2], 1, &training, "training") < 0 || sym_get_bool(t, p[3], 0, &inplace, "inplace") < 0)
+        return -1;
+    if (p[0]->kind != V_TENSOR)
+        return sym_fail(t, "dropout of a non-tensor");
+    if (!sym_is_none(p[1]) && sym_is_number(p[1]) && PyFloat_AsDouble(p[1]->obj) == 0.0)
+        training = 0;
+    if (training) { /* x * mask, the mask drawn by ATen when the graph runs (training: saved) */
+        double pr = sym_is_none(p[1]) ? 0.5 : PyFloat_AsDouble(p[1]->obj);
+        if (sym_is_none(p[1]) || !sym_is_number(p[1]) || PyErr_Occurred() || inplace || !(pr >= 0 && pr <= 1)) {
+            PyErr_Clear();
+            return sym_fail(t, "dropout in training mode with a non-constant p or inplace=True not supported yet");
+        }
+        ic_val mask = ic_extern(t->g, IC_EXT_DROPOUT_MASK, 1, &p[0]->val, 0, NULL, pr, 1.0);
+        return sym_tensor_out(t, ic_binary(t->g, IC_OP_MUL, p[0]->val, mask), out);
+    }
+    (void)inplace; /* eval-mode dropout is the identity, in place or not */
+    *out = *p[0];
+    out->src = -1;
+    return 0;
+}
+
+/* zero_() / fill_(v) / copy_(src): the new value broadcast to self's shape */
+int sym_h_fill(trace *t, const opdef *d, var **p, var *out) {
+    if (p[0]->kind != V_TENSOR)
+        return sym_fail(t, "%s of a non-tensor", d->name);
+    ic_meta m_copy = *sym_metap(t, p[0]->val);
+    const ic_meta *m = &m_copy; /* a copy: the graph reallocates */
+    ic_val v;
+    if (d->op == 0)
+        v = ic_scalar(t->g, 0.0, IC_I64);
+    else if (p[1] == NULL)
+        return sym_fail(t, "%s needs a value", d->name);
+    else if (d->op == 2 && p[1]->kind != V_TENSOR)
+        return sym_fail(t, "copy_ from a non-tensor");
+    else if (sym_as_tensor(t, p[1], &v) < 0)
+        return -1;
+    int64_t sz[IC_MAX_DIMS];
+    for (int i = 0; i < m->ndim; i++)
+        sz[i] = m->sizes[i];
+    ic_val c = ic_cast(t->g, v, m->dtype);
+    ic_val e = ic_expand(t->g, c, m->ndim, sz);
+    if (sym_mutate(t, p[0], e) < 0)
+        return -1;
+    *out = *p[0];
+    sym_resolve(t, out);
+    return 0;
+}
+
+/* arange(end) / arange(start, end, step=1, *, dtype=None) */
+int sym_h_arange(trace *t, const opdef *d, var **p, var *out) {
+    var *a = p[0], *b = p[1], *c = p[2];
+    double start = 0, end, step = 1;
+    int anyfloat = 0;
+    var *vals[3] = {a, b, c};
+    for (int i = 0; i < 3; i++)
+        if (vals[i] && !sym_is_none(vals[i])) {
+            if (!sym_is_number(vals[i]))
+                return sym_fail(t, "arange bounds must be numbers");
+            if (PyFloat_Check(vals[i]->obj))
+                anyfloat = 1;
+        }
+    if (sym_is_none(b)) {
+        end = PyFloat_AsDouble(a->obj);
+    } else {
+        start = PyFloat_AsDouble(a->obj);
+        end = PyFloat_AsDouble(b->obj);
+        if (!sym_is_none(c))
+            step = PyFloat_AsDouble(c->obj);
+    }
+    if (step == 0)
+        return sym_fail(t, "arange step 0 (eager will raise)");
+    int dt = -1;
+    if (p[3] && sym_get_dtype(t, p[3], &dt) < 0)
+        return -1;
+    if (dt < 0)
+        dt = anyfloat ? IC_F32 : IC_I64;
+    double nn = ceil((end - start) / step);
+    int64_t n = nn > 0 ? (int64_t)nn : 0;
+    if (!sym_is_none(p[5]))
+        return sym_fail(t, "arange with a layout argument not supported yet");
+    {
+        int dty = TC_DEV_CPU, dix = 0;
+        if (!sym_is_none(p[4]) && !device_arg(p[4], &dty, &dix))
+            return sym_fail(t, "arange: unsupported device argument");
+        if (same_device(t, dty, dix, "arange") < 0)
+            return -1;
+    }
+    return sym_tensor_out(t, ic_arange(t->g, n, start, step, (ic_dtype)dt), out);
+}
+
+/* ones/zeros/full(size, [fill], *, dtype) and ones_like/zeros_like/full_like(x, [fill]) */
+int sym_h_factory(trace *t, const opdef *d, var **p, var *out) {
+    int like = d->op >= 3, kind = d->op % 3; /* 0 zeros, 1 ones, 2 full */
+    int64_t sz[IC_MAX_DIMS];
+    int n = 0, dt = -1;
+    double fill = kind == 1 ? 1.0 : 0.0;
+    ic_dtype fill_kind = IC_I64;
+    var *fv = kind == 2 ? p[1] : NULL;
+    if (kind == 2) {
+        if (!sym_is_number(fv))
+            return sym_fail(t, "%s: fill value must be a number", d->name);
+        fill = PyFloat_AsDouble(fv->obj);
+        fill_kind = PyBool_Check(fv->obj) ? IC_BOOL : PyFloat_Check(fv->obj) ? IC_F64 : IC_I64;
+    }
+    var *dtv = p[kind == 2 ? 2 : 1];
+    if (dtv && sym_get_dtype(t, dtv, &dt) < 0)
+        return -1;
+    int dev_i = kind == 2 ? 3 : 2, dty = -1, dix = -1;
+    if (p[dev_i] && !sym_is_none(p[dev_i]) && !device_arg(p[dev_i], &dty, &dix))
+        return sym_fail(t, "%s: unsupported device argument", d->name);
+    for (int i = dev_i + 1; i < MAXP; i++)
+        if (p[i] && !sym_is_none(p[i]) && !(p[i]->kind == V_CONST && PyBool_Check(p[i]->obj) && p[i]->obj == Py_False))
+            return sym_fail(t, "%s: layout/requires_grad arguments not supported yet", d->name);
+    if (dty >= 0 && same_device(t, dty, dix, d->name) < 0)
+        return -1;
+    if (like) {
+        if (p[0]->kind != V_TENSOR)
+            return sym_fail(t, "%s of a non-tensor", d->name);
+        ic_meta m_copy = *sym_metap(t, p[0]->val);
+    const ic_meta *m = &m_copy; /* a copy: the graph reallocates */
+        n = m->ndim;
+        for (int i = 0; i < n; i++)
+            sz[i] = m->sizes[i];
+        if (dt < 0)
+            dt = m->dtype;
+    } else {
+        long long s64[IC_MAX_DIMS];
+        if (sym_get_shape_args(t, p[0], s64, &n, "size") < 0)
+            return -1;
+        for (int i = 0; i < n; i++) {
+            if (s64[i] < 0)
+                return sym_fail(t, "negative size (eager will raise)");
+            sz[i] = s64[i];
+        }
+        if (dt < 0) {
+            if (kind == 2 && fill_kind != IC_F64)
+                dt = fill_kind == IC_BOOL ? IC_BOOL : IC_I64; /* torch.full infers from the value */
+            else if ((dt = sym_default_dtype(t)) < 0)
+                return -1;
+        }
+        if (dty < 0 && same_device(t, TC_DEV_CPU, 0, d->name) < 0) /* no device: the CPU */
+            return -1;
+    }
+    ic_val v = ic_cast(t->g, ic_scalar(t->g, fill, fill_kind), (ic_dtype)dt);
+    return sym_tensor_out(t, ic_expand(t->g, v, n, sz), out);
+}
+
+/* torch.tensor(data) of a flat constant list of numbers (empty: shape [0], as the
+ * DynamicCache layers start), dtype inferred as torch does */
+int sym_h_tensor(trace *t, const opdef *d, var **p, var *out) {
+    PyObject *items[64];
+    int n = 0, dt = -1, allbool = 1, anyfloat = 0, scalar = 0;
+    const var *data = p[0];
+    if (data->kind == V_CONST && (PyList_Check(data->obj) || PyTuple_Check(data->obj))) {
+        n = (int)PySequence_Fast_GET_SIZE(data->obj);
+        if (n > 64)
+            return sym_fail(t, "tensor: data too long");
+        for (int i = 0; i < n; i++)
+            items[i] = PySequence_Fast_GET_ITEM(data->obj, i);
+    } else if (data->kind == V_CONST && (PyBool_Check(data->obj) || PyLong_CheckExact(data->obj) ||
+                                         PyFloat_CheckExact(data->obj))) {
+        n = 1; /* torch.tensor(number): a 0-d tensor */
+        items[0] = data->obj;
+        scalar = 1;
+    } else if (data->kind == V_SEQ && data->n <= 64) {
+        n = data->n;
+        for (int i = 0; i < n; i++) {
+            if (data->items[i].kind != V_CONST)
+                return sym_fail(t, "tensor: data is not a list of numbers");
+            items[i] = data->items[i].obj;
+        }
+    } else {
+        return sym_fail(t, "tensor: data is not a list of numbers");
+    }
+    for (int i = 0; i < n; i++) {
+        PyObject *x = items[i];
+        if (!PyBool_Check(x) && !PyLong_CheckExact(x) && !PyFloat_CheckExact(x))
+            return sym_fail(t, "tensor: data is not a list of numbers");
+        allbool &= PyBool_Check(x);
+        anyfloat |= PyFloat_CheckExact(x);
+    }
+    if (p[1] && sym_get_dtype(t, p[1], &dt) < 0)
+        return -1;
+    int dty = -1, dix = -1;
+    if (p[2] && !sym_is_none(p[2]) && !device_arg(p[2], &dty, &dix))
+        return sym_fail(t, "tensor: unsupported device argument");
+    for (int i = 3; i < MAXP; i++)
+        if (p[i] && !sym_is_none(p[i]) && !(p[i]->kind == V_CONST && p[i]->obj == Py_False))
+            return sym_fail(t, "tensor: requires_grad/pin_memory arguments not supported yet");
+    if (same_device(t, dty >= 0 ? dty : TC_DEV_CPU, dty >= 0 ? dix : 0, d->name) < 0)
+        return -1;
+    if (dt < 0) {
+        if (n > 0 && allbool)
+            dt = IC_BOOL;
+        else if (n > 0 && !anyfloat)
+            dt = IC_I64;
+        else if ((dt = sym_default_dtype(t)) < 0)
+            return -1;
+    }
+    int64_t sz0 = 0, sz1 = 1;
+    if (n == 0)
+        return sym_tensor_out(t, ic_expand(t->g, ic_cast(t->g, ic_scalar(t->g, 0.0, IC_I64), (ic_dtype)dt), 1, &sz0), out);
+    ic_val r = -1;
+    for (int i = 0; i < n; i++) {
+        PyObject *x = items[i];
+        double v = PyFloat_AsDouble(x);
+        ic_dtype k = PyBool_Check(x) ? IC_BOOL : PyFloat_CheckExact(x) ? IC_F64 : IC_I64;
+        if (k == IC_I64) { /* exact for big ints */
+            int ovf = 0;
+            long long ll = PyLong_AsLongLongAndOverflow(x, &ovf);
+            if (ovf || (ll > (1LL << 53) || ll < -(1LL << 53)))
+                return sym_fail(t, "tensor: integer too large");
+            v = (double)ll;
+        }
+        if (scalar)
+            return sym_tensor_out(t, ic_cast(t->g, ic_scalar(t->g, v, k), (ic_dtype)dt), out);
+        ic_val e = ic_expand(t->g, ic_cast(t->g, ic_scalar(t->g, v, k), (ic_dtype)dt), 1, &sz1);
+        r = r < 0 ? e : ic_cat(t->g, r, e, 0);
+    }
+    return sym_tensor_out(t, r, out);
+}
+
+int sym_opt_num(trace *t, var *v, double dflt, double *out, const char *what) {
+    if (sym_is_none(v)) {
+        *out = dflt;
+        return 0;
+    }
+    if (!sym_is_number(v))
+        return sym_fail(t, "%s must be a number", what);
+    *out = PyFloat_AsDouble(v->obj);
+    return 0;
+}
+
+int sym_need_tensor(trace *t, const opdef *d, var *v) {
+    if (v == NULL || v->kind != V_TENSOR)
+        return sym_fail(t, "%s of a non-tensor", d->name);
+    return 0;
+}
+
+/* activations: op selects the formula; parameters from the slots */
+int sym_h_act(trace *t, const opdef *d, var **p, var *out) {
+    if (sym_need_tensor(t, d, p[0]) < 0)
+        return -1;
+    ic_val x = p[0]->val, r;
+    double a, b;
+    int inplace = 0;
+    /* eager computes these in float for half inputs and rounds once: so do we (no per-op
+     * rounding); softsign is composite in eager too (rounded after each op) */
+    ic_dtype xdt = sym_metap(t, x)->dtype;
+    int half = (xdt == IC_F16 || xdt == IC_BF16) && d->op != 10;
+    if (half)
+        x = ic_cast(G, x, IC_F32);
+    switch (d->op) {
+    case 0: /* softplus(input, beta=1, threshold=20) */
+        if (sym_opt_num(t, p[1], 1.0, &a, "beta") < 0 || sym_opt_num(t, p[2], 20.0, &b, "threshold") < 0)
+            return -1;
+        {
+            ic_val xb = ic_binary(G, IC_OP_MUL, x, sym_num(t, a));
+            r = ic_where(G, ic_binary(G, IC_OP_GT, xb, sym_num(t, b)), x,
+                         ic_binary(G, IC_OP_DIV, ic_unary(G, IC_OP_LOG1P, ic_unary(G, IC_OP_EXP, xb)), sym_num(t, a)));
+        }
+        break;
+    case 1: /* elu(input, alpha=1, inplace) */
+        if (sym_opt_num(t, p[1], 1.0, &a, "alpha") < 0 || sym_get_bool(t, p[2], 0, &inplace, "inplace") < 0)
+            return -1;
+        r = ic_where(G, ic_binary(G, IC_OP_GT, x, sym_num(t, 0)), x,
+                     ic_binary(G, IC_OP_MUL, ic_unary(G, IC_OP_EXPM1, x), sym_num(t, a)));
+        break;
+    case 2: /* leaky_relu(input, negative_slope=0.01, inplace) */
+        if (sym_opt_num(t, p[1], 0.01, &a, "negative_slope") < 0 || sym_get_bool(t, p[2], 0, &inplace, "inplace") < 0)
+            return -1;
+        r = ic_where(G, ic_binary(G, IC_OP_GT, x, sym_num(t, 0)), x, ic_binary(G, IC_OP_MUL, x, sym_num(t, a)));
+        break;
+    case 3: /* hardswish(input, inplace) = x * relu6(x + 3) / 6 */
+        if (sym_get_bool(t, p[1], 0, &inplace, "inplace") < 0)
+            return -1;
+        r = ic_binary(G, IC_OP_DIV,
+                      ic_binary(G, IC_OP_MUL, x,
+                                ic_binary(G, IC_OP_MINIMUM,
+                                          ic_binary(G, IC_OP_MAXIMUM, ic_binary(G, IC_OP_ADD, x, sym_num(t, 3)), sym_num(t, 0)),
+                                          sym_num(t, 6))),
+                      sym_num(t, 6));
+        break;
+    case 4: /* hardsigmoid(input, inplace) = relu6(x + 3) / 6 */
+        if (sym_get_bool(t, p[1], 0, &inplace, "inplace") < 0)
+            return -1;
+        r = ic_binary(G, IC_OP_DIV,
+                      ic_binary(G, IC_OP_MINIMUM,
+                                ic_binary(G, IC_OP_MAXIMUM, ic_binary(G, IC_OP_ADD, x, sym_num(t, 3)), sym_num(t, 0)),
+                                sym_num(t, 6)),
+                      sym_num(t, 6));
+        break;
+    case 5: /* relu6(input, inplace) */
+        if (sym_get_bool(t, p[1], 0, &inplace, "inplace") < 0)
+            return -1;
+        r = ic_binary(G, IC_OP_MINIMUM, ic_binary(G, IC_OP_MAXIMUM, x, sym_num(t, 0)), sym_num(t, 6));
+        break;
+    case 6: /* hardtanh(input, min_val=-1, max_val=1, inplace) */
+        if (sym_opt_num(t, p[1], -1.0, &a, "min_val") < 0 || sym_opt_num(t, p[2], 1.0, &b, "max_val") < 0 ||
+            sym_get_bool(t, p[3], 0, &inplace, "inplace") < 0)
+            return -1;
+        r = ic_binary(G, IC_OP_MINIMUM, ic_binary(G, IC_OP_MAXIMUM, x, sym_num(t, a)), sym_num(t, b));
+        break;
+    case 7: /* mish(input, inplace) = x * tanh(softplus(x)) */
+        if (sym_get_bool(t, p[1], 0, &inplace, "inplace") < 0)
+            return -1;
+        {
+            ic_val sp = ic_where(G, ic_binary(G, IC_OP_GT, x, sym_num(t, 20)), x,
+                                 ic_unary(G, IC_OP_LOG1P, ic_unary(G, IC_OP_EXP, x)));
+            r = ic_binary(G, IC_OP_MUL, x, ic_unary(G, IC_OP_TANH, sp));
+        }
+        break;
+    case 8: /* logsigmoid(input) = -softplus(-x) */
+        {
+            ic_val nx = ic_unary(G, IC_OP_NEG, x);
+            r = ic_unary(G, IC_OP_NEG, ic_where(G, ic_binary(G, IC_OP_GT, nx, sym_num(t, 20)), nx,
+                                                ic_unary(G, IC_OP_LOG1P, ic_unary(G, IC_OP_EXP, nx))));
+        }
+        break;
+    case 9: /* selu */
+        if (sym_get_bool(t, p[1], 0, &inplace, "inplace") < 0)
+            return -1;
+        r = ic_binary(G, IC_OP_MUL,
+                      ic_where(G, ic_binary(G, IC_OP_GT, x, sym_num(t, 0)), x,
+                               ic_binary(G, IC_OP_MUL, ic_unary(G, IC_OP_EXPM1, x), sym_num(t, 1.6732632423543772848170429916717))),
+                      sym_num(t, 1.0507009873554804934193349852946));
+        break;
+    case 10: /* softsign */
+        r = ic_binary(G, IC_OP_DIV, x, ic_binary(G, IC_OP_ADD, ic_unary(G, IC_OP_ABS, x), sym_num(t, 1)));
+        break;
+    default:
+        return sym_fail(t, "internal: activation");
+    }
+    if (half)
+        r = ic_cast(G, r, xdt);
+    if (inplace) {
+        if (sym_mutate(t, p[0], r) < 0)
+            return -1;
+        *out = *p[0];
+        sym_resolve(t, out);
+        return 0;
+    }
+    return sym_tensor_out(t, r, out);
+}
+
+/* masked_fill(input, mask, value) / masked_fill_ */
+int sym_h_masked_fill(trace *t, const opdef *d, var **p, var *out) {
+    ic_val v;
+    if (sym_need_tensor(t, d, p[0]) < 0 || p[1] == NULL || p[1]->kind != V_TENSOR || p[2] == NULL ||
+        sym_as_tensor(t, p[2], &v) < 0)
+        return -1;
+    ic_meta m_copy = *sym_metap(t, p[0]->val);
+    const ic_meta *m = &m_copy; /* a copy: the graph reallocates */
+    return sym_tensor_out(t, ic_where(G, p[1]->val, ic_cast(G, v, m->dtype), p[0]->val), out);
+}
+
+/* addcmul/addcdiv(input, t1, t2, *, value=1); lerp(input, end, weight) */
+int sym_h_addc(trace *t, const opdef *d, var **p, var *out) {
+    ic_val a, b, c;
+    if (sym_need_tensor(t, d, p[0]) < 0 || p[1] == NULL || p[2] == NULL || sym_as_tensor(t, p[1], &b) < 0 ||
+        sym_as_tensor(t, p[2], &c) < 0)
+        return -1;
+    a = p[0]->val;
+    ic_dtype da = sym_metap(t, a)->dtype, db = sym_metap(t, b)->dtype;
+    if (d->op == 2 && (da != db || da < IC_F16 || (p[2]->kind == V_TENSOR && sym_metap(t, c)->dtype != da)))
+        return sym_fail(t, "lerp: dtypes must match and be floating (eager will raise)");
+    if (d->op == 1 && (sym_metap(t, b)->dtype < IC_F16 && sym_metap(t, c)->dtype < IC_F16))
+        return sym_fail(t, "addcdiv of integer tensors (eager will raise)");
+    if (d->op == 2) /* lerp: a + w * (b - a) */
+        return sym_tensor_out(t, ic_binary(G, IC_OP_ADD, a, ic_binary(G, IC_OP_MUL, c, ic_binary(G, IC_OP_SUB, b, a))), out);
+    double val = 1.0;
+    if (sym_opt_num(t, p[3], 1.0, &val, "value") < 0)
+        return -1;
+    ic_val bc = ic_binary(G, d->op ? IC_OP_DIV : IC_OP_MUL, b, c);
+    if (val != 1.0)
+        bc = ic_binary(G, IC_OP_MUL, bc, sym_num(t, val));
+    return sym_tensor_out(t, ic_binary(G, IC_OP_ADD, a, bc), out);
+}
+
+/* type_as(input, other) */
+int sym_h_type_as(trace *t, const opdef *d, var **p, var *out) {
+    if (sym_need_tensor(t, d, p[0]) < 0 || sym_need_tensor(t, d, p[1]) < 0)
+        return -1;
+    if (ic_value_meta(G, p[0]->val)->dtype == ic_value_meta(G, p[1]->val)->dtype)
+        return sym_same_tensor(t, p, out);
+    return sym_tensor_out(t, ic_cast(G, p[0]->val, ic_value_meta(G, p[1]->val)->dtype), out);
+}
+
+/* clone(input, memory_format): a fresh copy (contiguous) */
+int sym_h_clone(trace *t, const opdef *d, var **p, var *out) {
+    if (sym_need_tensor(t, d, p[0]) < 0)
+        return -1;
+    return sym_tensor_out(t, ic_cast(G, p[0]->val, ic_value_meta(G, p[0]->val)->dtype), out);
+}
+
+/* nan_to_num(input, nan=0.0, posinf=None, neginf=None) */
+int sym_h_nan_to_num(trace *t, const opdef *d, var **p, var *out) {
+    if (sym_need_tensor(t, d, p[0]) < 0)
+        return -1;
+    ic_val x = p[0]->val;
+    ic_dtype dt = ic_value_meta(G, x)->dtype;
+    if (dt < IC_F16) /* integers have no NaN/inf: a copy */
+        return sym_tensor_out(t, ic_cast(G, x, dt), out);
+    double big = dt == IC_F64 ? 1.7976931348623157e308 : dt == IC_F32 ? 3.4028234663852886e38
+                 : dt == IC_F16 ? 65504.0 : 3.3895313892515355e38;
+    double nanv, pinf, ninf;
+    if (sym_opt_num(t, p[1], 0.0, &nanv, "nan") < 0 || sym_opt_num(t, p[2], big, &pinf, "posinf") < 0 ||
+        sym_opt_num(t, p[3], -big, &ninf, "neginf") < 0)
+        return -1;
+    ic_val r = ic_where(G, ic_unary(G, IC_OP_ISNAN, x), ic_cast(G, sym_num(t, nanv), dt), x);
+    r = ic_where(G, ic_binary(G, IC_OP_EQ, x, sym_num(t, INFINITY)), ic_cast(G, sym_num(t, pinf), dt), r);
+    r = ic_where(G, ic_binary(G, IC_OP_EQ, x, sym_num(t, -INFINITY)), ic_cast(G, sym_num(t, ninf), dt), r);
+    return sym_tensor_out(t, r, out);
+}

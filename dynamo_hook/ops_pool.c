@@ -1,0 +1,461 @@
+/* ops_pool.c — pooling, padding and interpolation, decomposed into slices, index maps and
+ * pointwise ops; depthwise convolutions as shifted products.
+ */
+#include "ops_internal.h"
+
+/* ---- pooling, padding, interpolation: decompositions into slices, index maps, pointwise -- */
+
+static int isflt(ic_dtype d) { return d >= IC_F16 && d <= IC_F64; }
+
+static ic_val fconst(trace *t, double v, ic_dtype dt) { return ic_cast(G, ic_scalar(G, v, IC_F64), dt); }
+
+/* x padded along dim by `lo` before and `hi` after (negative: cut) with the value fill */
+static ic_val pad_const(trace *t, ic_val x, int dim, int64_t lo, int64_t hi, double fill) {
+    ic_meta m = *sym_metap(t, x);
+    if (lo < 0) {
+        x = ic_slice(G, x, dim, -lo, m.sizes[dim], 1);
+        m = *sym_metap(t, x);
+        lo = 0;
+    }
+    if (hi < 0) {
+        x = ic_slice(G, x, dim, 0, m.sizes[dim] + hi, 1);
+        m = *sym_metap(t, x);
+        hi = 0;
+    }
+    for (int side = 0; side < 2; side++) {
+        int64_t n = side ? hi : lo;
+        if (n == 0)
+            continue;
+        int64_t sz[IC_MAX_DIMS];
+        for (int i = 0; i < m.ndim; i++)
+            sz[i] = i == dim ? n : m.sizes[i];
+        ic_val f = ic_expand(G, fconst(t, fill, m.dtype), m.ndim, sz);
+        x = side ? ic_cat(G, x, f, dim) : ic_cat(G, f, x, dim);
+    }
+    return x;
+}
+
+/* Window reduction over the last nd dims (max: op MAXIMUM, padding -inf; sum: op ADD,
+ * padding 0) as k0*k1 strided slices combined pointwise: one fused kernel. */
+static int pool_nd(trace *t, ic_val x, int nd, const int64_t *k, const int64_t *s, const int64_t *pad,
+                   const int64_t *dl, int ceil, ic_op op, ic_val *res, int64_t *osz) {
+    ic_meta m = *sym_metap(t, x);
+    if (m.ndim < nd + 1 || m.ndim > nd + 2)
+        return sym_fail(t, "pool: expected a %dd or %dd input (eager will raise)", nd + 1, nd + 2);
+    if (op == IC_OP_MAXIMUM && !isflt(m.dtype))
+        return sym_fail(t, "max pool of an integer tensor left to eager");
+    ic_val xp = x;
+    for (int i = 0; i < nd; i++) {
+        int dim = m.ndim - nd + i;
+        int64_t L = m.sizes[dim], eff = dl[i] * (k[i] - 1) + 1;
+        if (k[i] < 1 || s[i] < 1 || dl[i] < 1 || pad[i] < 0 || 2 * pad[i] > eff || L + 2 * pad[i] < eff)
+            return sym_fail(t, "pool: bad kernel/stride/padding (eager will raise)");
+        int64_t O = (L + 2 * pad[i] - eff + (ceil ? s[i] - 1 : 0)) / s[i] + 1;
+        if (ceil && (O - 1) * s[i] >= L + pad[i])
+            O--;
+        osz[i] = O;
+        int64_t need = (O - 1) * s[i] + eff;
+        xp = pad_const(t, xp, dim, pad[i], need - L - pad[i], op == IC_OP_MAXIMUM ? -INFINITY : 0.0);
+    }
+    ic_val acc = -1;
+    int64_t nk = 1;
+    for (int i = 0; i < nd; i++)
+        nk *= k[i];
+    /* big non-overlapping windows (adaptive pools to 1x1, global pools): one reduction over
+     * the window dims of a [.., O0, k0, O1, k1] view instead of k0*k1 slices */
+    int tiled = nk > 8;
+    for (int i = 0; i < nd; i++)
+        tiled &= s[i] == k[i] && pad[i] == 0 && dl[i] == 1;
+    if (tiled) {
+        int64_t sz[IC_MAX_DIMS];
+        int r = 0;
+        uint32_t mask = 0;
+        for (int i = 0; i < m.ndim - nd; i++)
+            sz[r++] = m.sizes[i];
+        for (int i = 0; i < nd; i++) {
+            int dim = m.ndim - nd + i;
+            if (osz[i] * k[i] != m.sizes[dim])
+                xp = ic_slice(G, xp, dim, 0, osz[i] * k[i], 1);
+            sz[r++] = osz[i];
+            mask |= 1u << r;
+            sz[r++] = k[i];
+        }
+        if (r > IC_MAX_DIMS)
+            return sym_fail(t, "pool: too many dims");
+        ic_val v = ic_reshape(G, xp, r, sz);
+        *res = ic_reduce(G, op == IC_OP_MAXIMUM ? IC_OP_AMAX : IC_OP_SUM, v, mask, 0, -1);
+        return *res < 0 ? sym_check_graph(t) : 0;
+    }
+    for (int64_t w = 0; w < nk; w++) {
+        ic_val v = xp;
+        for (int i = nd - 1, r = (int)w; i >= 0; i--) {
+            int dim = m.ndim - nd + i;
+            int64_t j = r % k[i];
+            r /= (int)k[i];
+            v = ic_slice(G, v, dim, j * dl[i], j * dl[i] + (osz[i] - 1) * s[i] + 1, s[i]);
+        }
+        acc = acc < 0 ? v : ic_binary(G, op, acc, v);
+    }
+    if (nk == 1)
+        acc = ic_cast(G, acc, m.dtype);
+    *res = acc;
+    return acc < 0 ? sym_check_graph(t) : 0;
+}
+
+/* Depthwise convs (groups == in channels == out channels, 1-d/2-d, float) as a window sum:
+ * the input padded with zeros, one strided slice per kernel tap times that tap's weight
+ * column, summed in f32 with the bias, cast back: one fused kernel with the convolution's
+ * neighbours (batch norm, activation) instead of a library call. On CUDA by default: cuDNN's
+ * grouped-conv kernels took 1.73 ms for mobilenet_v3_large's 15 depthwise convs (H200, bf16,
+ * batch 32) against 0.56 ms for ATen's own depthwise kernel in NCHW. TORCHC_DWCONV=0: never,
+ * =1: on every device. Kernels of more than 25 taps stay library calls: convnext_tiny's 7x7
+ * depthwise convs as 49-tap sums took 87 ms a call and 19 s to compile (one run).
+ * Returns 1 with *res set, 0 when not applicable, -1 on a failed build. */
+int sym_dw_conv(trace *t, int nd, const int64_t *prm, const ic_val *v, int n, ic_val *res) {
+    const char *env = getenv("TORCHC_DWCONV");
+    int force = env && strcmp(env, "1") == 0;
+    if ((env && strcmp(env, "0") == 0) || (!force && t->device_type != TC_DEV_CUDA) || nd > 2)
+        return 0;
+    const ic_meta xm = *sym_metap(t, v[0]), wm = *sym_metap(t, v[1]);
+    if (xm.dyn || wm.dyn || xm.ndim != nd + 2 || wm.ndim != nd + 2 || !isflt(xm.dtype) || wm.dtype != xm.dtype)
+        return 0;
+    int64_t C = xm.sizes[1], taps = 1;
+    if (C < 1 || prm[1 + 3 * nd] != C || wm.sizes[0] != C || wm.sizes[1] != 1)
+        return 0;
+    for (int i = 0; i < nd; i++)
+        taps *= wm.sizes[2 + i];
+    const char *te = getenv("TORCHC_DWCONV_TAPS"); /* the largest decomposed kernel (taps) */
+    long max_taps = te && *te ? strtol(te, NULL, 10) : 25;
+    if (taps < 1 || taps > max_taps)
+        return 0;
+    if (n == 3) {
+        const ic_meta *bm = sym_metap(t, v[2]);
+        if (bm->dyn || bm->ndim != 1 || bm->sizes[0] != C || bm->dtype != xm.dtype)
+            return 0;
+    }
+    int64_t osz[2], need[2];
+    for (int i = 0; i < nd; i++) {
+        int64_t L = xm.sizes[2 + i], k = wm.sizes[2 + i], s = prm[1 + i], pd = prm[1 + nd + i],
+                dl = prm[1 + 2 * nd + i], eff = dl * (k - 1) + 1;
+        if (s < 1 || dl < 1 || pd < 0 || L + 2 * pd < eff)
+            return 0; /* eager raises or the output is empty: the library call decides */
+        osz[i] = (L + 2 * pd - eff) / s + 1;
+        need[i] = (osz[i] - 1) * s + eff;
+    }
+    if (xm.sizes[0] == 0)
+        return 0;
+    ic_dtype acc_t = xm.dtype == IC_F64 ? IC_F64 : IC_F32;
+    /* padded in its own dtype (stored once: sched.c), each tap cast; TORCHC_STENCIL=0: cast
+     * first and the producer recomputed in every tap (1.32x slower on mobilenet_v3, H200) */
+    const char *st = getenv("TORCHC_STENCIL");
+    int stencil = !(st && strcmp(st, "0") == 0);
+    ic_val xp = stencil ? v[0] : ic_cast(G, v[0], acc_t);
+    for (int i = 0; i < nd && xp >= 0; i++)
+        xp = pad_const(t, xp, 2 + i, prm[1 + nd + i], need[i] - xm.sizes[2 + i] - prm[1 + nd + i], 0.0);
+    ic_val wf = ic_cast(G, v[1], acc_t), acc = -1;
+    int64_t wsz[3] = {C, 1, 1};
+    for (int64_t w = 0; w < taps && xp >= 0 && wf >= 0; w++) {
+        ic_val xs = xp, wt = wf;
+        for (int i = nd - 1, r = (int)w; i >= 0; i--) {
+            int64_t k = wm.sizes[2 + i], j = r % k, s = prm[1 + i], dl = prm[1 + 2 * nd + i];
+            r /= (int)k;
+            xs = ic_slice(G, xs, 2 + i, j * dl, j * dl + (osz[i] - 1) * s + 1, s);
+            wt = ic_slice(G, wt, 2 + i, j, j + 1, 1);
+        }
+        ic_val term = ic_binary(G, IC_OP_MUL, stencil ? ic_cast(G, xs, acc_t) : xs, ic_reshape(G, wt, nd + 1, wsz));
+        acc = acc < 0 ? term : ic_binary(G, IC_OP_ADD, acc, term);
+    }
+    if (acc >= 0 && n == 3)
+        acc = ic_binary(G, IC_OP_ADD, acc, ic_reshape(G, ic_cast(G, v[2], acc_t), nd + 1, wsz));
+    if (acc >= 0)
+        acc = ic_cast(G, acc, xm.dtype);
+    if (acc < 0)
+        return sym_check_graph(t);
+    *res = acc;
+    return 1;
+}
+
+static int pool_ints(trace *t, var *v, int64_t dflt_from_k, const int64_t *k, int nd, int64_t *out, long long dflt,
+                     const char *what) {
+    if (sym_is_none(v) || (v->kind == V_CONST && PyTuple_Check(v->obj) && PyTuple_GET_SIZE(v->obj) == 0) ||
+        (v->kind == V_CONST && PyList_Check(v->obj) && PyList_GET_SIZE(v->obj) == 0)) {
+        for (int i = 0; i < nd; i++)
+            out[i] = dflt_from_k ? k[i] : dflt;
+        return 0;
+    }
+    return sym_conv_ints(t, v, dflt, nd, out, what);
+}
+
+/* max_pool1d/2d(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices) */
+int sym_h_max_pool(trace *t, const opdef *d, var **p, var *out) {
+    int nd = d->op, ceil = 0, ri = 0;
+    int64_t k[2], s2[2], pad[2], dl[2], o[2];
+    if (sym_need_tensor(t, d, p[0]) < 0 || sym_conv_ints(t, p[1], 1, nd, k, "kernel_size") < 0 ||
+        pool_ints(t, p[2], 1, k, nd, s2, 1, "stride") < 0 || pool_ints(t, p[3], 0, k, nd, pad, 0, "padding") < 0 ||
+        pool_ints(t, p[4], 0, k, nd, dl, 1, "dilation") < 0 || sym_get_bool(t, p[5], 0, &ceil, "ceil_mode") < 0 ||
+        sym_get_bool(t, p[6], 0, &ri, "return_indices") < 0)
+        return -1;
+    if (ri)
+        return sym_fail(t, "max pool with return_indices left to eager");
+    ic_val r;
+    if (pool_nd(t, p[0]->val, nd, k, s2, pad, dl, ceil, IC_OP_MAXIMUM, &r, o) < 0)
+        return -1;
+    return sym_tensor_out(t, r, out);
+}
+
+/* counts of in-window elements per output position (avg_pool's divisor along one dim) */
+static ic_val pool_counts(trace *t, int64_t O, int64_t k, int64_t s, int64_t L, int64_t pad, int include_pad) {
+    ic_val st = ic_binary(G, IC_OP_MUL, ic_arange(G, O, 0, 1, IC_I64), sym_inum(t, s));
+    ic_val en = ic_binary(G, IC_OP_MINIMUM, ic_binary(G, IC_OP_ADD, st, sym_inum(t, k)), sym_inum(t, L + 2 * pad));
+    if (!include_pad) {
+        en = ic_binary(G, IC_OP_MINIMUM, en, sym_inum(t, L + pad));
+        st = ic_binary(G, IC_OP_MAXIMUM, st, sym_inum(t, pad));
+    }
+    return ic_binary(G, IC_OP_SUB, en, st);
+}
+
+/* avg_pool1d/2d(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override) */
+int sym_h_avg_pool(trace *t, const opdef *d, var **p, var *out) {
+    int nd = d->op, ceil = 0, inc = 1;
+    int64_t k[2], s2[2], pad[2], dl[2] = {1, 1}, o[2];
+    long long dov = 0;
+    if (sym_need_tensor(t, d, p[0]) < 0 || sym_conv_ints(t, p[1], 1, nd, k, "kernel_size") < 0 ||
+        pool_ints(t, p[2], 1, k, nd, s2, 1, "stride") < 0 || pool_ints(t, p[3], 0, k, nd, pad, 0, "padding") < 0 ||
+        sym_get_bool(t, p[4], 0, &ceil, "ceil_mode") < 0 || sym_get_bool(t, p[5], 1, &inc, "count_include_pad") < 0 ||
+        (nd == 2 && !sym_is_none(p[6]) && sym_get_int(t, p[6], &dov, "divisor_override") < 0))
+        return -1;
+    ic_meta m = *sym_metap(t, p[0]->val);
+    if (!isflt(m.dtype))
+        return sym_fail(t, "avg pool of an integer tensor left to eager");
+    ic_val sum;
+    if (pool_nd(t, p[0]->val, nd, k, s2, pad, dl, ceil, IC_OP_ADD, &sum, o) < 0)
+        return -1;
+    ic_val div;
+    if (dov) {
+        div = fconst(t, (double)dov, m.dtype);
+    } else {
+        div = -1;
+        for (int i = 0; i < nd; i++) {
+            ic_val c = pool_counts(t, o[i], k[i], s2[i], m.sizes[m.ndim - nd + i], pad[i], inc);
+            if (i == 0 && nd == 2)
+                c = ic_reshape(G, c, 2, (int64_t[]){o[0], 1});
+            div = div < 0 ? c : ic_binary(G, IC_OP_MUL, div, c);
+        }
+        div = ic_cast(G, div, m.dtype == IC_F64 ? IC_F64 : IC_F32);
+    }
+    ic_val r = ic_binary(G, IC_OP_DIV, ic_cast(G, sum, m.dtype == IC_F64 ? IC_F64 : IC_F32), div);
+    return sym_tensor_out(t, ic_cast(G, r, m.dtype), out);
+}
+
+/* adaptive_avg_pool1d/2d / adaptive_max_pool1d/2d(input, output_size[, return_indices]):
+ * output sizes that divide the input (1 included) are plain pools; op: nd, +2 for max */
+int sym_h_adaptive_pool(trace *t, const opdef *d, var **p, var *out) {
+    int nd = d->op & 3, mx = d->op >= 4, ri = 0;
+    if (sym_need_tensor(t, d, p[0]) < 0 || (mx && sym_get_bool(t, p[2], 0, &ri, "return_indices") < 0))
+        return -1;
+    if (ri)
+        return sym_fail(t, "adaptive max pool with return_indices left to eager");
+    ic_meta m = *sym_metap(t, p[0]->val);
+    if (m.ndim < nd + 1 || m.ndim > nd + 2)
+        return sym_fail(t, "adaptive pool: bad input dims (eager will raise)");
+    int64_t os[2], k[2], pad[2] = {0, 0}, dl[2] = {1, 1}, o[2];
+    if (p[1] == NULL)
+        return sym_fail(t, "adaptive pool: output_size missing");
+    if (p[1]->kind == V_CONST && PyTuple_Check(p[1]->obj) && PyTuple_GET_SIZE(p[1]->obj) == nd) {
+        for (int i = 0; i < nd; i++) {
+            PyObject *it = PyTuple_GET_ITEM(p[1]->obj, i);
+            os[i] = it == Py_None ? m.sizes[m.ndim - nd + i] : PyLong_Check(it) ? PyLong_AsLongLong(it) : -1;
+        }
+    } else if (sym_conv_ints(t, p[1], 1, nd, os, "output_size") < 0) {
+        return -1;
+    }
+    for (int i = 0; i < nd; i++) {
+        int64_t L = m.sizes[m.ndim - nd + i];
+        if (os[i] < 1 || L < 1 || L % os[i])
+            return sym_fail(t, "adaptive pool: output size not dividing the input left to eager");
+        k[i] = L / os[i];
+    }
+    ic_val r;
+    if (pool_nd(t, p[0]->val, nd, k, k, pad, dl, 0, mx ? IC_OP_MAXIMUM : IC_OP_ADD, &r, o) < 0)
+        return -1;
+    if (!mx) {
+        if (!isflt(m.dtype))
+            return sym_fail(t, "adaptive avg pool of an integer tensor left to eager");
+        ic_dtype ct = m.dtype == IC_F64 ? IC_F64 : IC_F32;
+        r = ic_cast(G, ic_binary(G, IC_OP_DIV, ic_cast(G, r, ct), fconst(t, (double)(k[0] * (nd == 2 ? k[1] : 1)), ct)),
+                    m.dtype);
+    }
+    return sym_tensor_out(t, r, out);
+}
+
+/* F.pad(input, pad, mode='constant', value=None): constant as concatenations, reflect /
+ * replicate / circular as index maps (index_select with an index computed from arange) */
+int sym_h_pad(trace *t, const opdef *d, var **p, var *out) {
+    long long pads[2 * IC_MAX_DIMS];
+    int np;
+    double value = 0;
+    if (sym_need_tensor(t, d, p[0]) < 0 || sym_get_ints(t, p[1], pads, 2 * IC_MAX_DIMS, &np, "pad") < 0 ||
+        sym_opt_num(t, p[3], 0.0, &value, "value") < 0)
+        return -1;
+    const char *mode = "constant";
+    if (!sym_is_none(p[2])) {
+        if (p[2]->kind != V_CONST || !PyUnicode_Check(p[2]->obj))
+            return sym_fail(t, "pad: mode must be a string");
+        mode = PyUnicode_AsUTF8(p[2]->obj);
+    }
+    ic_meta m = *sym_metap(t, p[0]->val);
+    if (np % 2 || np / 2 > m.ndim)
+        return sym_fail(t, "pad: bad pad length (eager will raise)");
+    int md = !strcmp(mode, "constant") ? 0 : !strcmp(mode, "reflect") ? 1 : !strcmp(mode, "replicate") ? 2
+             : !strcmp(mode, "circular") ? 3 : -1;
+    if (md < 0)
+        return sym_fail(t, "pad: mode '%s' left to eager", mode);
+    if (md && (np / 2 > m.ndim - 1 || np / 2 > 3))
+        return sym_fail(t, "pad: non-constant modes pad at most the last 3 non-batch dims (eager decides)");
+    if (md == 0 && !isflt(m.dtype) && value != floor(value))
+        return sym_fail(t, "pad: a fractional value on an integer tensor left to eager");
+    ic_val x = p[0]->val;
+    for (int i = 0; i < np / 2; i++) {
+        int dim = m.ndim - 1 - i;
+        int64_t lo = pads[2 * i], hi = pads[2 * i + 1], L = sym_metap(t, x)->sizes[dim];
+        if (lo == 0 && hi == 0)
+            continue;
+        if (md == 0) {
+            if (L + lo + hi < 0)
+                return sym_fail(t, "pad: resulting size is negative (eager will raise)");
+            x = pad_const(t, x, dim, lo, hi, value);
+            continue;
+        }
+        if (lo < 0 || hi < 0 || L == 0 || (md == 1 && (lo >= L || hi >= L)) || (md == 3 && (lo > L || hi > L)))
+            return sym_fail(t, "pad: %s padding out of range (eager decides)", mode);
+        ic_val j = ic_arange(G, L + lo + hi, (double)-lo, 1, IC_I64); /* source position, unclamped */
+        ic_val idx;
+        if (md == 1) { /* (L-1) - |(L-1) - |j|| */
+            ic_val a = ic_unary(G, IC_OP_ABS, j);
+            idx = ic_binary(G, IC_OP_SUB, sym_inum(t, L - 1), ic_unary(G, IC_OP_ABS, ic_binary(G, IC_OP_SUB, sym_inum(t, L - 1), a)));
+        } else if (md == 2) {
+            idx = ic_binary(G, IC_OP_MINIMUM, ic_binary(G, IC_OP_MAXIMUM, j, sym_inum(t, 0)), sym_inum(t, L - 1));
+        } else {
+            idx = ic_binary(G, IC_OP_REMAINDER, j, sym_inum(t, L));
+        }
+        x = ic_index_select(G, x, dim, idx);
+    }
+    if (x == p[0]->val)
+        x = ic_cast(G, x, m.dtype);
+    return sym_tensor_out(t, x, out);
+}
+
+/* source index (nearest) or position (linear) of each output index along one dim */
+static ic_val interp_nearest(trace *t, int64_t L, int64_t O, double sf, int exact) {
+    if (O == L && !exact)
+        return ic_arange(G, O, 0, 1, IC_I64);
+    float scale = sf > 0 ? (float)(1.0 / sf) : (float)L / (float)O;
+    ic_val i = ic_cast(G, ic_arange(G, O, 0, 1, IC_I64), IC_F32);
+    if (exact)
+        i = ic_binary(G, IC_OP_ADD, i, ic_scalar(G, 0.5, IC_F64));
+    ic_val f = ic_unary(G, IC_OP_FLOOR, ic_binary(G, IC_OP_MUL, i, ic_cast(G, ic_scalar(G, scale, IC_F64), IC_F32)));
+    return ic_binary(G, IC_OP_MINIMUM, ic_cast(G, f, IC_I64), sym_inum(t, L - 1));
+}
+
+/* F.interpolate(input, size, scale_factor, mode, align_corners, recompute_scale_factor, antialias):
+ * nearest / nearest-exact (1-3 spatial dims) as index maps; linear / bilinear (align_corners
+ * either way) as two index maps per dim blended with the weights ATen computes. */
+int sym_h_interpolate(trace *t, const opdef *d, var **p, var *out) {
+    if (sym_need_tensor(t, d, p[0]) < 0)
+        return -1;
+    ic_meta m = *sym_metap(t, p[0]->val);
+    int nd = m.ndim - 2, align = 0, recompute = 0, anti = 0;
+    if (nd < 1 || nd > 3)
+        return sym_fail(t, "interpolate: expected a 3-5d input (eager will raise)");
+    const char *mode = "nearest";
+    if (!sym_is_none(p[3])) {
+        if (p[3]->kind != V_CONST || !PyUnicode_Check(p[3]->obj))
+            return sym_fail(t, "interpolate: mode must be a string");
+        mode = PyUnicode_AsUTF8(p[3]->obj);
+    }
+    int md = !strcmp(mode, "nearest") ? 0 : !strcmp(mode, "nearest-exact") ? 1
+             : (!strcmp(mode, "linear") && nd == 1) || (!strcmp(mode, "bilinear") && nd == 2) ? 2 : -1;
+    if (md < 0)
+        return sym_fail(t, "interpolate: mode '%s' left to eager", mode);
+    if (sym_get_bool(t, p[4], 0, &align, "align_corners") < 0 || sym_get_bool(t, p[5], 0, &recompute, "recompute_scale_factor") < 0 ||
+        sym_get_bool(t, p[6], 0, &anti, "antialias") < 0)
+        return -1;
+    if (anti || (md < 2 && !sym_is_none(p[4])))
+        return sym_fail(t, "interpolate: antialias / align_corners with nearest left to eager");
+    if (!isflt(m.dtype))
+        return sym_fail(t, "interpolate of an integer tensor left to eager");
+    int64_t O[3];
+    double sf[3] = {0, 0, 0};
+    if (!sym_is_none(p[1]) && sym_is_none(p[2])) {
+        if (sym_conv_ints(t, p[1], 1, nd, O, "size") < 0)
+            return -1;
+    } else if (sym_is_none(p[1]) && !sym_is_none(p[2])) {
+        if (sym_is_number(p[2])) {
+            for (int i = 0; i < nd; i++)
+                sf[i] = PyFloat_AsDouble(p[2]->obj);
+        } else if (p[2]->kind == V_CONST && PyTuple_Check(p[2]->obj) && PyTuple_GET_SIZE(p[2]->obj) == nd) {
+            for (int i = 0; i < nd; i++)
+                sf[i] = PyFloat_AsDouble(PyTuple_GET_ITEM(p[2]->obj, i));
+            if (PyErr_Occurred()) {
+                PyErr_Clear();
+                return sym_fail(t, "interpolate: scale_factor must hold numbers");
+            }
+        } else {
+            return sym_fail(t, "interpolate: scale_factor must be constant numbers");
+        }
+        for (int i = 0; i < nd; i++) {
+            if (!(sf[i] > 0))
+                return sym_fail(t, "interpolate: bad scale_factor (eager will raise)");
+            O[i] = (int64_t)floor((double)m.sizes[2 + i] * sf[i]);
+            if (recompute)
+                sf[i] = 0;
+        }
+    } else {
+        return sym_fail(t, "interpolate: exactly one of size and scale_factor (eager will raise)");
+    }
+    ic_val x = p[0]->val;
+    for (int i = 0; i < nd; i++) {
+        if (O[i] < 1 || m.sizes[2 + i] < 1)
+            return sym_fail(t, "interpolate: empty sizes left to eager");
+    }
+    if (md < 2) {
+        for (int i = 0; i < nd; i++)
+            x = ic_index_select(G, x, 2 + i, interp_nearest(t, m.sizes[2 + i], O[i], sf[i], md == 1));
+        return sym_tensor_out(t, x, out);
+    }
+    /* linear along the last dim first, then the one before (ATen's order of operations) */
+    ic_dtype ct = m.dtype == IC_F64 ? IC_F64 : IC_F32;
+    for (int i = nd - 1; i >= 0; i--) {
+        int dim = 2 + i;
+        int64_t L = m.sizes[dim];
+        double scale;
+        if (align)
+            scale = O[i] > 1 ? (ct == IC_F32 ? (double)((float)(L - 1) / (float)(O[i] - 1)) : (double)(L - 1) / (O[i] - 1)) : 0;
+        else if (sf[i] > 0)
+            scale = ct == IC_F32 ? (double)(float)(1.0 / sf[i]) : 1.0 / sf[i];
+        else
+            scale = ct == IC_F32 ? (double)((float)L / (float)O[i]) : (double)L / (double)O[i];
+        ic_val di = ic_cast(G, ic_arange(G, O[i], 0, 1, IC_I64), ct);
+        ic_val sc = ic_cast(G, ic_scalar(G, scale, IC_F64), ct);
+        ic_val src;
+        if (align) {
+            src = ic_binary(G, IC_OP_MUL, sc, di);
+        } else {
+            src = ic_binary(G, IC_OP_SUB, ic_binary(G, IC_OP_MUL, sc, ic_binary(G, IC_OP_ADD, di, fconst(t, 0.5, ct))),
+                            fconst(t, 0.5, ct));
+            src = ic_binary(G, IC_OP_MAXIMUM, src, fconst(t, 0.0, ct));
+        }
+        ic_val i0 = ic_cast(G, src, IC_I64);
+        ic_val i1 = ic_binary(G, IC_OP_ADD, i0, ic_cast(G, ic_binary(G, IC_OP_LT, i0, sym_inum(t, L - 1)), IC_I64));
+        ic_val l1 = ic_binary(G, IC_OP_SUB, src, ic_cast(G, i0, ct));
+        ic_val l0 = ic_binary(G, IC_OP_SUB, fconst(t, 1.0, ct), l1);
+        if (i < nd - 1) { /* weights broadcast over the dims after dim */
+            int64_t sh[2] = {O[i], 1};
+            l0 = ic_reshape(G, l0, 2, sh);
+            l1 = ic_reshape(G, l1, 2, sh);
+        }
+        ic_val a = ic_cast(G, ic_index_select(G, x, dim, i0), ct), b = ic_cast(G, ic_index_select(G, x, dim, i1), ct);
+        x = ic_cast(G, ic_binary(G, IC_OP_ADD, ic_binary(G, IC_OP_MUL, l0, a), ic_binary(G, IC_OP_MUL, l1, b)), m.dtype);
+    }
+    return sym_tensor_out(t, x, out);
+}

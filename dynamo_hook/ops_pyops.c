@@ -1,0 +1,202 @@
+/* ops_pyops.c — Python operators on tracked values: BINARY_OP, unary minus, comparisons.
+ */
+#include "ops_internal.h"
+
+/* BINARY_OP on tensors or numbers. nb_op is the oparg of BINARY_OP (NB_*). */
+int sym_binary(trace *t, int nb, const var *a_in, const var *b_in, var *out) {
+    var av = *a_in, bv = *b_in, *a = &av, *b = &bv;
+    sym_resolve(t, a);
+    sym_resolve(t, b);
+    int inplace = nb >= 13;
+    int base = inplace ? nb - 13 : nb;
+    if (dh_tl_autocast && (base == 4 || base == 8) && (a->kind != V_CONST || b->kind != V_CONST))
+        return sym_fail(t, "autocast is enabled and %s casts under it (not captured)",
+                        base == 4 ? "matmul" : "pow");
+    if (a->kind == V_CONST && b->kind == V_CONST) {
+        /* constant folding on plain Python values */
+        static binaryfunc const *dummy;
+        (void)dummy;
+        PyObject *r = NULL;
+        switch (base) {
+        case 0: r = PyNumber_Add(a->obj, b->obj); break;
+        case 1: r = PyNumber_And(a->obj, b->obj); break;
+        case 2: r = PyNumber_FloorDivide(a->obj, b->obj); break;
+        case 3: r = PyNumber_Lshift(a->obj, b->obj); break;
+        case 5: r = PyNumber_Multiply(a->obj, b->obj); break;
+        case 6: r = PyNumber_Remainder(a->obj, b->obj); break;
+        case 7: r = PyNumber_Or(a->obj, b->obj); break;
+        case 8: r = PyNumber_Power(a->obj, b->obj, Py_None); break;
+        case 9: r = PyNumber_Rshift(a->obj, b->obj); break;
+        case 10: r = PyNumber_Subtract(a->obj, b->obj); break;
+        case 11: r = PyNumber_TrueDivide(a->obj, b->obj); break;
+        case 12: r = PyNumber_Xor(a->obj, b->obj); break;
+        default: return sym_fail(t, "binary op %d on constants", nb);
+        }
+        if (r == NULL) {
+            PyErr_Clear();
+            return sym_fail(t, "constant arithmetic raised (eager will raise too)");
+        }
+        return sym_const(t, r, out);
+    }
+    if (a->kind == V_SYM || b->kind == V_SYM) {
+        /* symbolic sizes: products and exact floor-division stay monomials */
+        ic_dim x, y, r;
+        if (!sym_dim_of(t, a, &x) || !sym_dim_of(t, b, &y))
+            return sym_fail(t, "arithmetic on a dynamic size with a non-int (specializing)");
+        memset(&r, 0, sizeof r);
+        if (base == 5) {
+            r.coef = x.coef * y.coef;
+            for (int k = 0; k < IC_MAX_SYMS; k++)
+                r.exp[k] = (uint8_t)(x.exp[k] + y.exp[k]);
+        } else if (base == 2 && sym_dim_static(y) && y.coef > 0 && x.coef % y.coef == 0) {
+            r = x;
+            r.coef = x.coef / y.coef;
+        } else if (base == 2) {
+            int ok = y.coef != 0 && x.coef % y.coef == 0;
+            for (int k = 0; k < IC_MAX_SYMS && ok; k++)
+                ok = x.exp[k] >= y.exp[k];
+            if (!ok)
+                return sym_fail(t, "division of a dynamic size not exact (specializing)");
+            r.coef = x.coef / y.coef;
+            for (int k = 0; k < IC_MAX_SYMS; k++)
+                r.exp[k] = (uint8_t)(x.exp[k] - y.exp[k]);
+        } else {
+            return sym_fail(t, "arithmetic %d on a dynamic size (specializing)", nb);
+        }
+        return sym_symint(t, r, out);
+    }
+    if (a->kind == V_SEQ && a->is_list && nb == 13) /* lst += iterable: extended in place */
+        return sym_list_iadd(t, a, b, out);
+    if (base == 0 && (a->kind == V_SEQ || (a->kind == V_CONST && PyTuple_CheckExact(a->obj))) &&
+        (b->kind == V_SEQ || (b->kind == V_CONST && PyTuple_CheckExact(b->obj)))) {
+        /* tuple + tuple, list + list: a new sequence */
+        int la = a->kind == V_SEQ ? a->is_list : 0, lb = b->kind == V_SEQ ? b->is_list : 0;
+        if (la != lb)
+            return sym_fail(t, "can only concatenate a list to a list (eager will raise)");
+        var *ia, *ib;
+        int na, nb2;
+        if (sym_iter_items(t, a, &ia, &na) < 0 || sym_iter_items(t, b, &ib, &nb2) < 0)
+            return -1;
+        var *m = sym_alloc(t, na + nb2);
+        if (m == NULL)
+            return -1;
+        if (na > 0)
+            memcpy(m, ia, (size_t)na * sizeof *m);
+        if (nb2 > 0)
+            memcpy(m + na, ib, (size_t)nb2 * sizeof *m);
+        *out = sym_var(V_SEQ);
+        out->is_list = la;
+        out->n = na + nb2;
+        out->items = m;
+        return 0;
+    }
+    if (base == 5 && ((a->kind == V_SEQ && b->kind == V_CONST && PyLong_CheckExact(b->obj)) ||
+                      (b->kind == V_SEQ && a->kind == V_CONST && PyLong_CheckExact(a->obj)))) {
+        /* [x] * n: a new sequence, the items repeated */
+        const var *sq = a->kind == V_SEQ ? a : b;
+        long k = PyLong_AsLong((a->kind == V_SEQ ? b : a)->obj);
+        if (k < 0)
+            k = 0;
+        if (k > 4096 || (long)sq->n * k > 65536)
+            return sym_fail(t, "sequence repetition too long");
+        var *m = sym_alloc(t, (int)(sq->n * k));
+        if (m == NULL)
+            return -1;
+        for (long r = 0; r < k; r++)
+            if (sq->n > 0)
+                memcpy(m + r * sq->n, sq->items, (size_t)sq->n * sizeof *m);
+        *out = *sq;
+        out->src = -1;
+        out->obj = NULL;
+        out->n = (int)(sq->n * k);
+        out->items = m;
+        return 0;
+    }
+    if (a->kind != V_TENSOR && b->kind != V_TENSOR)
+        return sym_fail(t, "binary op on unsupported values");
+    if (base == 10 && sym_sub_bool_check(t, a, b) < 0)
+        return -1;
+    if (inplace && a->kind == V_TENSOR) {
+        /* x += y: compute, then update x in place (x stays the same object) */
+        var r;
+        if (sym_inplace_overlap_check(t, a, b, 1) < 0)
+            return -1;
+        if (sym_binary(t, base, a, b, &r) < 0)
+            return -1;
+        if (r.kind != V_TENSOR || sym_mutate(t, a, r.val) < 0)
+            return -1;
+        *out = *a;
+        sym_resolve(t, out);
+        return 0;
+    }
+    ic_op op;
+    switch (base) {
+    case 0: op = IC_OP_ADD; break;
+    case 5: op = IC_OP_MUL; break;
+    case 8: op = IC_OP_POW; break;
+    case 10: op = IC_OP_SUB; break;
+    case 11: op = IC_OP_DIV; break;
+    case 1:
+    case 7: {
+        /* & and | on bool tensors are logical */
+        ic_val x, y;
+        if (sym_as_tensor(t, a, &x) < 0 || sym_as_tensor(t, b, &y) < 0)
+            return -1;
+        if (ic_value_meta(t->g, x)->dtype != IC_BOOL || ic_value_meta(t->g, y)->dtype != IC_BOOL)
+            return sym_tensor_out(t, ic_binary(t->g, base == 1 ? IC_OP_BITWISE_AND : IC_OP_BITWISE_OR, x, y), out);
+        return sym_tensor_out(t, ic_binary(t->g, base == 1 ? IC_OP_LOGICAL_AND : IC_OP_LOGICAL_OR, x, y), out);
+    }
+    case 2: op = IC_OP_FLOOR_DIVIDE; break;
+    case 6: op = IC_OP_REMAINDER; break;
+    case 12: op = IC_OP_BITWISE_XOR; break;
+    case 4: {
+        /* a @ b: an extern (ATen) node inside the graph */
+        if (a->kind != V_TENSOR || b->kind != V_TENSOR)
+            return sym_fail(t, "matmul (@) of a non-tensor");
+        ic_val ab[2] = {a->val, b->val};
+        return sym_tensor_out(t, ic_extern(t->g, IC_EXT_MATMUL, 2, ab, 0, NULL, 1, 1), out);
+    }
+    default: return sym_fail(t, "binary op %d on tensors not supported yet", nb);
+    }
+    ic_val x, y;
+    if (sym_as_tensor(t, a, &x) < 0 || sym_as_tensor(t, b, &y) < 0)
+        return -1;
+    if (sym_int_div_check(t, op, x, y, b) < 0)
+        return -1;
+    return sym_tensor_out(t, ic_binary(t->g, op, x, y), out);
+}
+
+int sym_neg(trace *t, const var *a_in, var *out) {
+    var av = *a_in, *a = &av;
+    sym_resolve(t, a);
+    if (a->kind == V_CONST)
+        return sym_const(t, PyNumber_Negative(a->obj), out) < 0
+                   ? (PyErr_Clear(), sym_fail(t, "negation of a constant raised"))
+                   : 0;
+    if (a->kind != V_TENSOR)
+        return sym_fail(t, "negation of an unsupported value");
+    return sym_tensor_out(t, ic_unary(t->g, IC_OP_NEG, a->val), out);
+}
+
+int sym_compare(trace *t, int cmp, const var *a_in, const var *b_in, var *out) {
+    var av = *a_in, bv = *b_in, *a = &av, *b = &bv;
+    sym_resolve(t, a);
+    sym_resolve(t, b);
+    if (a->kind == V_CONST && b->kind == V_CONST) {
+        PyObject *r = PyObject_RichCompare(a->obj, b->obj, cmp);
+        if (r == NULL) {
+            PyErr_Clear();
+            return sym_fail(t, "constant comparison raised");
+        }
+        return sym_const(t, r, out);
+    }
+    static const ic_op ops[6] = {IC_OP_LT, IC_OP_LE, IC_OP_EQ, IC_OP_NE, IC_OP_GT, IC_OP_GE};
+    if (cmp < 0 || cmp > 5)
+        return sym_fail(t, "bad comparison");
+    ic_val x, y;
+    if (a->kind != V_TENSOR && b->kind != V_TENSOR)
+        return sym_fail(t, "comparison of unsupported values");
+    if (sym_as_tensor(t, a, &x) < 0 || sym_as_tensor(t, b, &y) < 0)
+        return -1;
+    return sym_tensor_out(t, ic_binary(t->g, ops[cmp], x, y), out);
+}

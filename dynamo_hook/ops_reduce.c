@@ -1,0 +1,457 @@
+/* ops_reduce.c — reductions and normalizations: sum/mean/amax & co, max/min with indices,
+ * softmax, var/std, logsumexp, any/all, norm, layer/batch/group norm, cumsum, sort, argmax.
+ */
+#include "ops_internal.h"
+
+int sym_h_reduce(trace *t, const opdef *d, var **p, var *out) {
+    if (p[0]->kind != V_TENSOR)
+        return sym_fail(t, "%s of a non-tensor", d->name);
+    int nd = sym_ndim_of(t, p[0]->val), keep = 0, dt = -1;
+    uint32_t mask;
+    if (sym_dims_mask(t, p[1], nd, &mask) < 0 || sym_get_bool(t, p[2], 0, &keep, "keepdim") < 0)
+        return -1;
+    if (p[3] && sym_get_dtype(t, p[3], &dt) < 0)
+        return -1;
+    if ((d->op == IC_OP_AMAX || d->op == IC_OP_AMIN) && sym_is_none(p[1]) && p[1] != NULL && 0)
+        return -1;
+    return sym_tensor_out(t, ic_reduce(t->g, (ic_op)d->op, p[0]->val, mask, keep, dt), out);
+}
+
+/* max(x) / max(x, other) / max(x, dim) */
+int sym_h_max_min(trace *t, const opdef *d, var **p, var *out) {
+    if (p[1] == NULL) {
+        if (p[0]->kind != V_TENSOR)
+            return sym_fail(t, "%s of a non-tensor", d->name);
+        return sym_tensor_out(t, ic_reduce(t->g, d->op == IC_OP_MAXIMUM ? IC_OP_AMAX : IC_OP_AMIN,
+                                       p[0]->val, 0, 0, -1), out);
+    }
+    if (p[1]->kind == V_TENSOR) {
+        opdef b = *d;
+        return sym_h_binary(t, &b, p, out);
+    }
+    /* max(x, dim, keepdim=False): (values, indices) = (amax, argmax) over dim */
+    long long dd;
+    int dim, keep = 0, nd = sym_ndim_of(t, p[0]->val);
+    if (p[0]->kind != V_TENSOR)
+        return sym_fail(t, "%s of a non-tensor", d->name);
+    if (sym_get_int(t, p[1], &dd, "dim") < 0 || sym_norm_dim(t, dd, nd, &dim) < 0 ||
+        sym_get_bool(t, p[2], 0, &keep, "keepdim") < 0)
+        return -1;
+    if (nd == 0)
+        return sym_fail(t, "%s(dim) of a 0-d tensor not supported yet", d->name);
+    if (sym_metap(t, p[0]->val)->sizes[dim] == 0)
+        return sym_fail(t, "%s(dim) over an empty dim (eager will raise)", d->name);
+    int mx = d->op == IC_OP_MAXIMUM;
+    ic_val v = ic_reduce(t->g, mx ? IC_OP_AMAX : IC_OP_AMIN, p[0]->val, 1u << dim, keep, -1);
+    ic_val i = ic_reduce(t->g, mx ? IC_OP_ARGMAX : IC_OP_ARGMIN, p[0]->val, 1u << dim, keep, -1);
+    if (v < 0 || i < 0)
+        return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "%s(dim) failed", d->name);
+    return sym_return_pair(t, mx ? "max" : "min", v, i, out);
+}
+
+int sym_return_pair(trace *t, const char *name, ic_val values, ic_val indices, var *out) {
+    PyObject *rt = PyImport_ImportModule("torch.return_types");
+    PyObject *tp = rt ? PyObject_GetAttrString(rt, name) : NULL;
+    Py_XDECREF(rt);
+    if (tp == NULL || sym_keep(t, tp) == NULL) {
+        PyErr_Clear();
+        return sym_fail(t, "torch.return_types.%s not found", name);
+    }
+    var *items = sym_alloc(t, 2);
+    if (items == NULL || sym_tensor_out(t, values, &items[0]) < 0 || sym_tensor_out(t, indices, &items[1]) < 0)
+        return -1;
+    *out = sym_var(V_SEQ);
+    out->n = 2;
+    out->items = items;
+    out->obj = tp;
+    return 0;
+}
+
+static int softmax_common(trace *t, var **p, int dim_i, int dtype_i, int log, var *out) {
+    if (p[0]->kind != V_TENSOR)
+        return sym_fail(t, "softmax of a non-tensor");
+    if (sym_is_none(p[dim_i]))
+        return sym_fail(t, "softmax without dim");
+    long long dd;
+    int dim, dt = -1;
+    if (sym_get_int(t, p[dim_i], &dd, "dim") < 0 || sym_norm_dim(t, dd, sym_ndim_of(t, p[0]->val), &dim) < 0)
+        return -1;
+    if (p[dtype_i] && sym_get_dtype(t, p[dtype_i], &dt) < 0)
+        return -1;
+    ic_val x = p[0]->val;
+    if (dt >= 0)
+        x = ic_cast(t->g, x, (ic_dtype)dt);
+    else if (ic_value_meta(t->g, x)->dtype < IC_F16)
+        return sym_fail(t, "softmax of an integer tensor");
+    /* f16/bf16: eager's kernels compute in f32 and round once (the output); so does this */
+    ic_dtype io = ic_value_meta(t->g, x)->dtype;
+    int half = io == IC_F16 || io == IC_BF16;
+    if (half)
+        x = ic_cast(t->g, x, IC_F32);
+    uint32_t mask = sym_ndim_of(t, x) ? 1u << dim : 0;
+    ic_val m = ic_reduce(t->g, IC_OP_AMAX, x, mask, 1, -1);
+    if (sym_value_requires_grad(t, m)) /* training: the shift's gradient is zero (eager's formula) */
+        m = ic_detach(t->g, m);
+    ic_val s = ic_binary(t->g, IC_OP_SUB, x, m);
+    ic_val e = ic_unary(t->g, IC_OP_EXP, s);
+    ic_val z = ic_reduce(t->g, IC_OP_SUM, e, mask, 1, -1);
+    ic_val r = log ? ic_binary(t->g, IC_OP_SUB, s, ic_unary(t->g, IC_OP_LOG, z))
+                   : ic_binary(t->g, IC_OP_DIV, e, z);
+    if (half)
+        r = ic_cast(t->g, r, io);
+    return sym_tensor_out(t, r, out);
+}
+
+int sym_h_softmax(trace *t, const opdef *d, var **p, var *out) {
+    /* F.softmax(input, dim, _stacklevel, dtype); torch/Tensor: (input, dim, dtype) */
+    int dtype_i = (d->where == W_F) ? 3 : 2;
+    return softmax_common(t, p, 1, dtype_i, d->op, out);
+}
+
+/* layer_norm(input, normalized_shape, weight, bias, eps) over the trailing dims */
+int sym_h_layer_norm(trace *t, const opdef *d, var **p, var *out) {
+    if (p[0]->kind != V_TENSOR || p[1] == NULL)
+        return sym_fail(t, "%s: bad arguments", d->name);
+    ic_meta m_copy = *sym_metap(t, p[0]->val);
+    const ic_meta *m = &m_copy; /* a copy: the graph reallocates */
+    long long ns[IC_MAX_DIMS];
+    int k;
+    if (sym_get_ints(t, p[1], ns, IC_MAX_DIMS, &k, "normalized_shape") < 0)
+        return -1;
+    if (k > m->ndim || k == 0)
+        return sym_fail(t, "%s: normalized_shape does not match", d->name);
+    for (int i = 0; i < k; i++)
+        if (m->sizes[m->ndim - k + i] != ns[i])
+            return sym_fail(t, "%s: normalized_shape does not match (eager will raise)", d->name);
+    if (m->dtype != IC_F32 && m->dtype != IC_F64 && m->dtype != IC_F16 && m->dtype != IC_BF16)
+        return sym_fail(t, "%s of a non-float tensor", d->name);
+    /* 16-bit inputs: computed in float32 (weight and bias too), rounded once at the end, as
+     * ATen's kernels do */
+    ic_dtype io = m->dtype, acc = io == IC_F64 ? IC_F64 : IC_F32;
+    uint32_t mask = 0;
+    for (int i = m->ndim - k; i < m->ndim; i++)
+        mask |= 1u << i;
+    int rms = d->op == 1;
+    var *eps_v = rms ? p[3] : p[4];
+    double eps = rms ? (acc == IC_F32 ? 1.1920928955078125e-07 : 2.220446049250313e-16) : 1e-5;
+    if (!sym_is_none(eps_v)) {
+        if (!sym_is_number(eps_v))
+            return sym_fail(t, "eps must be a number");
+        eps = PyFloat_AsDouble(eps_v->obj);
+    }
+    ic_val x = io == acc ? p[0]->val : ic_cast(t->g, p[0]->val, acc), y;
+    ic_val e = ic_scalar(t->g, eps, IC_F64);
+    if (rms) {
+        ic_val ms = ic_reduce(t->g, IC_OP_MEAN, ic_binary(t->g, IC_OP_MUL, x, x), mask, 1, -1);
+        y = ic_binary(t->g, IC_OP_MUL, x, ic_unary(t->g, IC_OP_RSQRT, ic_binary(t->g, IC_OP_ADD, ms, e)));
+    } else {
+        ic_val mu = ic_reduce(t->g, IC_OP_MEAN, x, mask, 1, -1);
+        ic_val xc = ic_binary(t->g, IC_OP_SUB, x, mu);
+        ic_val var = ic_reduce(t->g, IC_OP_MEAN, ic_binary(t->g, IC_OP_MUL, xc, xc), mask, 1, -1);
+        y = ic_binary(t->g, IC_OP_MUL, xc, ic_unary(t->g, IC_OP_RSQRT, ic_binary(t->g, IC_OP_ADD, var, e)));
+    }
+    var *w = p[2], *b = rms ? NULL : p[3];
+    if (!sym_is_none(w)) {
+        if (w->kind != V_TENSOR)
+            return sym_fail(t, "weight must be a tensor");
+        y = ic_binary(t->g, IC_OP_MUL, y, io == acc ? w->val : ic_cast(t->g, w->val, acc));
+    }
+    if (!sym_is_none(b)) {
+        if (b->kind != V_TENSOR)
+            return sym_fail(t, "bias must be a tensor");
+        y = ic_binary(t->g, IC_OP_ADD, y, io == acc ? b->val : ic_cast(t->g, b->val, acc));
+    }
+    return sym_tensor_out(t, io == acc ? y : ic_cast(t->g, y, io), out);
+}
+
+/* argmax/argmin(input, dim=None, keepdim=False) */
+int sym_h_arg(trace *t, const opdef *d, var **p, var *out) {
+    if (p[0]->kind != V_TENSOR)
+        return sym_fail(t, "%s of a non-tensor", d->name);
+    int nd = sym_ndim_of(t, p[0]->val), keep = 0;
+    uint32_t mask = 0;
+    if (sym_get_bool(t, p[2], 0, &keep, "keepdim") < 0)
+        return -1;
+    if (!sym_is_none(p[1])) {
+        long long x;
+        int dim;
+        if (sym_get_int(t, p[1], &x, "dim") < 0 || sym_norm_dim(t, x, nd, &dim) < 0)
+            return -1;
+        mask = nd ? 1u << dim : 0;
+    } else if (keep) {
+        return sym_fail(t, "%s(dim=None, keepdim=True) not supported", d->name);
+    }
+    return sym_tensor_out(t, ic_reduce(t->g, (ic_op)d->op, p[0]->val, mask, keep, -1), out);
+}
+
+/* var/std(input, dim=None, *, correction=1, keepdim=False) and unbiased= */
+int sym_h_var(trace *t, const opdef *d, var **p, var *out) {
+    if (sym_need_tensor(t, d, p[0]) < 0)
+        return -1;
+    ic_val x = p[0]->val;
+    ic_meta m_copy = *sym_metap(t, x);
+    const ic_meta *m = &m_copy; /* a copy: the graph reallocates */
+    if (m->dtype < IC_F16)
+        return sym_fail(t, "%s of a non-float tensor", d->name);
+    int nd = m->ndim, keep = 0;
+    uint32_t mask;
+    /* torch.var(x, True) means unbiased: a bool in the dim slot */
+    var *dimv = p[1];
+    double corr = 1.0;
+    if (dimv && dimv->kind == V_CONST && PyBool_Check(dimv->obj)) {
+        corr = dimv->obj == Py_True ? 1.0 : 0.0;
+        dimv = NULL;
+    }
+    if (sym_dims_mask(t, dimv, nd, &mask) < 0 || sym_get_bool(t, p[2], 0, &keep, "keepdim") < 0)
+        return -1;
+    if (!sym_is_none(p[3])) {
+        int ub;
+        if (sym_get_bool(t, p[3], 1, &ub, "unbiased") < 0)
+            return -1;
+        corr = ub ? 1.0 : 0.0;
+    }
+    if (!sym_is_none(p[4]) && sym_opt_num(t, p[4], 1.0, &corr, "correction") < 0)
+        return -1;
+    int64_t n = 1;
+    for (int i = 0; i < nd; i++)
+        if (mask == 0 || (mask >> i & 1))
+            n *= m->sizes[i];
+    ic_val mu = ic_reduce(G, IC_OP_MEAN, x, mask, 1, -1);
+    ic_val xc = ic_binary(G, IC_OP_SUB, x, mu);
+    ic_val ss = ic_reduce(G, IC_OP_SUM, ic_binary(G, IC_OP_MUL, xc, xc), mask, keep, -1);
+    double denom = (double)n - corr;
+    ic_val v = ic_binary(G, IC_OP_DIV, ss, sym_num(t, denom > 0 ? denom : 0.0));
+    if (d->op == 1)
+        v = ic_unary(G, IC_OP_SQRT, v);
+    return sym_tensor_out(t, v, out);
+}
+
+/* logsumexp(input, dim, keepdim=False) */
+int sym_h_logsumexp(trace *t, const opdef *d, var **p, var *out) {
+    if (sym_need_tensor(t, d, p[0]) < 0)
+        return -1;
+    ic_val x = p[0]->val;
+    if (ic_value_meta(G, x)->dtype < IC_F16)
+        x = ic_cast(G, x, IC_F32);
+    int keep = 0;
+    uint32_t mask;
+    if (sym_dims_mask(t, p[1], sym_ndim_of(t, x), &mask) < 0 || sym_get_bool(t, p[2], 0, &keep, "keepdim") < 0)
+        return -1;
+    ic_val m = ic_reduce(G, IC_OP_AMAX, x, mask, 1, -1);
+    ic_val ms = ic_where(G, ic_unary(G, IC_OP_ISINF, m), sym_num(t, 0), m);
+    if (sym_value_requires_grad(t, ms)) /* training: the shift's gradients cancel (eager: softmax) */
+        ms = ic_detach(G, ms);
+    ic_val s = ic_reduce(G, IC_OP_SUM, ic_unary(G, IC_OP_EXP, ic_binary(G, IC_OP_SUB, x, ms)), mask, keep, -1);
+    ic_val msk = keep ? ms : ic_reduce(G, IC_OP_AMAX, ms, mask, 0, -1);
+    return sym_tensor_out(t, ic_binary(G, IC_OP_ADD, ic_unary(G, IC_OP_LOG, s), msk), out);
+}
+
+/* any/all(input, dim=None, keepdim=False) */
+int sym_h_anyall(trace *t, const opdef *d, var **p, var *out) {
+    if (sym_need_tensor(t, d, p[0]) < 0)
+        return -1;
+    int keep = 0;
+    uint32_t mask;
+    ic_val x = p[0]->val;
+    if (sym_dims_mask(t, p[1], sym_ndim_of(t, x), &mask) < 0 || sym_get_bool(t, p[2], 0, &keep, "keepdim") < 0)
+        return -1;
+    ic_val nz = ic_cast(G, ic_binary(G, IC_OP_NE, x, sym_inum(t, 0)), IC_I32);
+    ic_val r = ic_reduce(G, d->op ? IC_OP_AMIN : IC_OP_AMAX, nz, mask, keep, -1);
+    return sym_tensor_out(t, ic_cast(G, r, IC_BOOL), out);
+}
+
+/* norm(input, p=2, dim=None, keepdim=False) / linalg.vector_norm(x, ord=2, dim, keepdim) */
+int sym_h_norm(trace *t, const opdef *d, var **p, var *out) {
+    if (sym_need_tensor(t, d, p[0]) < 0)
+        return -1;
+    double ord = 2.0;
+    if (p[1] && !sym_is_none(p[1])) {
+        if (p[1]->kind == V_CONST && PyUnicode_Check(p[1]->obj)) {
+            if (PyUnicode_CompareWithASCIIString(p[1]->obj, "fro"))
+                return sym_fail(t, "norm p=%R not supported", p[1]->obj);
+        } else if (sym_opt_num(t, p[1], 2.0, &ord, "p") < 0) {
+            return -1;
+        }
+    }
+    int keep = 0;
+    uint32_t mask;
+    ic_val x = p[0]->val;
+    if (ic_value_meta(G, x)->dtype < IC_F16)
+        return sym_fail(t, "norm of a non-float tensor");
+    if (sym_dims_mask(t, p[2], sym_ndim_of(t, x), &mask) < 0 || sym_get_bool(t, p[3], 0, &keep, "keepdim") < 0)
+        return -1;
+    ic_val a = ic_unary(G, IC_OP_ABS, x), r;
+    if (ord == 2.0)
+        r = ic_unary(G, IC_OP_SQRT, ic_reduce(G, IC_OP_SUM, ic_binary(G, IC_OP_MUL, x, x), mask, keep, -1));
+    else if (ord == 1.0)
+        r = ic_reduce(G, IC_OP_SUM, a, mask, keep, -1);
+    else if (isinf(ord))
+        r = ic_reduce(G, ord > 0 ? IC_OP_AMAX : IC_OP_AMIN, a, mask, keep, -1);
+    else if (ord == 0.0)
+        r = ic_reduce(G, IC_OP_SUM, ic_cast(G, ic_binary(G, IC_OP_NE, x, sym_num(t, 0)), ic_value_meta(G, x)->dtype), mask, keep, -1);
+    else
+        r = ic_binary(G, IC_OP_POW, ic_reduce(G, IC_OP_SUM, ic_binary(G, IC_OP_POW, a, sym_num(t, ord)), mask, keep, -1),
+                      sym_num(t, 1.0 / ord));
+    return sym_tensor_out(t, r, out);
+}
+
+/* batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps) */
+int sym_h_batch_norm(trace *t, const opdef *d, var **p, var *out) {
+    if (sym_need_tensor(t, d, p[0]) < 0)
+        return -1;
+    ic_meta m_copy = *sym_metap(t, p[0]->val);
+    const ic_meta *m = &m_copy; /* a copy: the graph reallocates */
+    if (m->ndim < 2 || m->dtype < IC_F16)
+        return sym_fail(t, "batch_norm: input must be float with >= 2 dims");
+    int training = 0;
+    double momentum = 0.1, eps = 1e-5;
+    if (sym_get_bool(t, p[5], 0, &training, "training") < 0 || sym_opt_num(t, p[6], 0.1, &momentum, "momentum") < 0 ||
+        sym_opt_num(t, p[7], 1e-5, &eps, "eps") < 0)
+        return -1;
+    int64_t C = m->sizes[1];
+    int64_t bshape[IC_MAX_DIMS];
+    for (int i = 0; i < m->ndim; i++)
+        bshape[i] = i == 1 ? C : 1;
+    uint32_t mask = 0;
+    int64_t n = 1;
+    for (int i = 0; i < m->ndim; i++)
+        if (i != 1) {
+            mask |= 1u << i;
+            n *= m->sizes[i];
+        }
+    ic_val x = p[0]->val, mean, varv;
+    for (int i = 1; i <= 4; i++)
+        if (!sym_is_none(p[i]) && p[i]->kind != V_TENSOR)
+            return sym_fail(t, "batch_norm: statistics and affine parameters must be tensors");
+    if (training) {
+        mean = ic_reduce(G, IC_OP_MEAN, x, mask, 1, -1);
+        ic_val xc = ic_binary(G, IC_OP_SUB, x, mean);
+        varv = ic_reduce(G, IC_OP_MEAN, ic_binary(G, IC_OP_MUL, xc, xc), mask, 1, -1);
+        /* running stats: r = (1 - m) r + m * stat (unbiased variance), updated in place */
+        if (!sym_is_none(p[1]) && !sym_is_none(p[2])) {
+            /* training: eager updates the statistics without autograd (stop-gradients) */
+            int sg = sym_value_requires_grad(t, mean);
+            ic_val mu1 = ic_reshape(G, sg ? ic_detach(G, mean) : mean, 1, &C);
+            ic_val v1 = ic_binary(G, IC_OP_MUL, ic_reshape(G, sg ? ic_detach(G, varv) : varv, 1, &C), sym_num(t, n > 1 ? (double)n / (double)(n - 1) : 1.0));
+            ic_val rm = ic_binary(G, IC_OP_ADD, ic_binary(G, IC_OP_MUL, p[1]->val, sym_num(t, 1 - momentum)),
+                                  ic_binary(G, IC_OP_MUL, mu1, sym_num(t, momentum)));
+            ic_val rv = ic_binary(G, IC_OP_ADD, ic_binary(G, IC_OP_MUL, p[2]->val, sym_num(t, 1 - momentum)),
+                                  ic_binary(G, IC_OP_MUL, v1, sym_num(t, momentum)));
+            if (sym_mutate(t, p[1], rm) < 0 || sym_mutate(t, p[2], rv) < 0)
+                return -1;
+        }
+    } else {
+        if (sym_is_none(p[1]) || sym_is_none(p[2]))
+            return sym_fail(t, "batch_norm in eval mode without running statistics");
+        mean = ic_reshape(G, p[1]->val, m->ndim, bshape);
+        varv = ic_reshape(G, p[2]->val, m->ndim, bshape);
+    }
+    ic_val y = ic_binary(G, IC_OP_MUL, ic_binary(G, IC_OP_SUB, x, mean),
+                         ic_unary(G, IC_OP_RSQRT, ic_binary(G, IC_OP_ADD, varv, sym_num(t, eps))));
+    if (!sym_is_none(p[3]))
+        y = ic_binary(G, IC_OP_MUL, y, ic_reshape(G, p[3]->val, m->ndim, bshape));
+    if (!sym_is_none(p[4]))
+        y = ic_binary(G, IC_OP_ADD, y, ic_reshape(G, p[4]->val, m->ndim, bshape));
+    return sym_tensor_out(t, y, out);
+}
+
+/* group_norm(input, num_groups, weight, bias, eps) */
+int sym_h_group_norm(trace *t, const opdef *d, var **p, var *out) {
+    if (sym_need_tensor(t, d, p[0]) < 0)
+        return -1;
+    ic_meta m_copy = *sym_metap(t, p[0]->val);
+    const ic_meta *m = &m_copy; /* a copy: the graph reallocates */
+    long long g;
+    double eps = 1e-5;
+    if (sym_get_int(t, p[1], &g, "num_groups") < 0 || sym_opt_num(t, p[4], 1e-5, &eps, "eps") < 0)
+        return -1;
+    if (m->ndim < 2 || g <= 0 || m->sizes[1] % g || m->dtype < IC_F16)
+        return sym_fail(t, "group_norm: bad shapes (eager will raise)");
+    int64_t N = m->sizes[0], C = m->sizes[1], rest = 1;
+    for (int i = 2; i < m->ndim; i++)
+        rest *= m->sizes[i];
+    ic_val x3 = ic_reshape(G, p[0]->val, 3, (int64_t[]){N, g, (C / g) * rest});
+    ic_val mu = ic_reduce(G, IC_OP_MEAN, x3, 1u << 2, 1, -1);
+    ic_val xc = ic_binary(G, IC_OP_SUB, x3, mu);
+    ic_val var = ic_reduce(G, IC_OP_MEAN, ic_binary(G, IC_OP_MUL, xc, xc), 1u << 2, 1, -1);
+    ic_val y = ic_binary(G, IC_OP_MUL, xc, ic_unary(G, IC_OP_RSQRT, ic_binary(G, IC_OP_ADD, var, sym_num(t, eps))));
+    y = ic_reshape(G, y, m->ndim, m->sizes);
+    int64_t bshape[IC_MAX_DIMS];
+    for (int i = 0; i < m->ndim; i++)
+        bshape[i] = i == 1 ? C : 1;
+    if (!sym_is_none(p[2])) {
+        if (p[2]->kind != V_TENSOR)
+            return sym_fail(t, "group_norm weight must be a tensor");
+        y = ic_binary(G, IC_OP_MUL, y, ic_reshape(G, p[2]->val, m->ndim, bshape));
+    }
+    if (!sym_is_none(p[3])) {
+        if (p[3]->kind != V_TENSOR)
+            return sym_fail(t, "group_norm bias must be a tensor");
+        y = ic_binary(G, IC_OP_ADD, y, ic_reshape(G, p[3]->val, m->ndim, bshape));
+    }
+    return sym_tensor_out(t, y, out);
+}
+
+/* cumsum/cumprod(input, dim, dtype) */
+int sym_h_cumsum(trace *t, const opdef *d, var **p, var *out) {
+    long long dd;
+    int dim, dt = -1;
+    if (sym_need_tensor(t, d, p[0]) < 0 || sym_get_int(t, p[1], &dd, "dim") < 0 ||
+        sym_norm_dim(t, dd, sym_ndim_of(t, p[0]->val), &dim) < 0 || (p[2] && sym_get_dtype(t, p[2], &dt) < 0))
+        return -1;
+    int64_t prm[2] = {dim, dt};
+    return sym_tensor_out(t, ic_extern(G, (ic_extern_kind)d->op, 1, &p[0]->val, 2, prm, 1, 1), out);
+}
+
+/* argsort(input, dim=-1, descending=False, stable=False); msort(input) = sort values along 0 */
+int sym_h_argsort(trace *t, const opdef *d, var **p, var *out) {
+    if (sym_need_tensor(t, d, p[0]) < 0)
+        return -1;
+    long long dd = d->op ? 0 : -1;
+    int dim, desc = 0, stable = 0;
+    if (d->op == 0 && ((!sym_is_none(p[1]) && sym_get_int(t, p[1], &dd, "dim") < 0) ||
+                       sym_get_bool(t, p[2], 0, &desc, "descending") < 0 || sym_get_bool(t, p[3], 0, &stable, "stable") < 0))
+        return -1;
+    if (sym_norm_dim(t, dd, sym_ndim_of(t, p[0]->val), &dim) < 0)
+        return -1;
+    int64_t prm[3] = {dim, desc, stable};
+    ic_val idx = ic_extern(G, IC_EXT_ARGSORT, 1, &p[0]->val, 3, prm, 1, 1);
+    if (d->op == 0 || idx < 0)
+        return sym_tensor_out(t, idx, out);
+    ic_val v[2] = {p[0]->val, idx};
+    return sym_tensor_out(t, ic_extern(G, IC_EXT_GATHER, 2, v, 1, prm, 1, 1), out);
+}
+
+/* sort(input, dim=-1, descending=False, stable=False) -> (values, indices) (op 0);
+ * topk(input, k, dim=-1, largest=True, sorted=True) -> the first k of a stable sort (op 1) */
+int sym_h_sort(trace *t, const opdef *d, var **p, var *out) {
+    if (sym_need_tensor(t, d, p[0]) < 0)
+        return -1;
+    int nd = sym_ndim_of(t, p[0]->val), dim, desc = 0, stable = 0, srt = 1;
+    long long dd = -1, k = -1;
+    if (d->op == 0) {
+        if ((!sym_is_none(p[1]) && sym_get_int(t, p[1], &dd, "dim") < 0) ||
+            sym_get_bool(t, p[2], 0, &desc, "descending") < 0 || sym_get_bool(t, p[3], 0, &stable, "stable") < 0)
+            return -1;
+    } else {
+        if (sym_get_int(t, p[1], &k, "k") < 0 || (!sym_is_none(p[2]) && sym_get_int(t, p[2], &dd, "dim") < 0) ||
+            sym_get_bool(t, p[3], 1, &desc, "largest") < 0 || sym_get_bool(t, p[4], 1, &srt, "sorted") < 0)
+            return -1;
+        stable = 1;
+    }
+    if (nd == 0)
+        return sym_fail(t, "%s of a 0-d tensor not supported yet", d->name);
+    if (sym_norm_dim(t, dd, nd, &dim) < 0)
+        return -1;
+    if (d->op == 1 && (k < 0 || k > sym_metap(t, p[0]->val)->sizes[dim]))
+        return sym_fail(t, "topk: k out of range (eager will raise)");
+    int64_t prm[3] = {dim, desc, stable};
+    ic_val idx = ic_extern(G, IC_EXT_ARGSORT, 1, &p[0]->val, 3, prm, 1, 1);
+    if (idx >= 0 && d->op == 1)
+        idx = ic_slice(G, idx, dim, 0, k, 1);
+    ic_val v[2] = {p[0]->val, idx};
+    ic_val vals = idx < 0 ? IC_NONE : ic_extern(G, IC_EXT_GATHER, 2, v, 1, prm, 1, 1);
+    if (vals < 0)
+        return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "%s failed", d->name);
+    return sym_return_pair(t, d->op == 0 ? "sort" : "topk", vals, idx, out);
+}

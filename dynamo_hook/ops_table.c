@@ -1,0 +1,798 @@
+/* ops_table.c — the binding table: every supported torch callable (torch.X,
+ * torch.nn.functional.X, Tensor.X) with its Python signature and handler; binding call
+ * arguments to a signature; sym_call, the entry point for every call the trace makes.
+ *
+ * The signature string names parameters in order; names after '|' are keyword-only.
+ * Anything not in the table fails the trace with a reason (eager fallback).
+ */
+#include "ops_internal.h"
+#include "train.h"
+
+#define UN(n, w, opc) {n, w, "input,inplace", sym_h_unary, IC_OP_##opc}
+#define BIN(n, opc) {n, W_ALL, "input,other", sym_h_binary, IC_OP_##opc}
+
+static const opdef OPS[] = {
+    {"add", W_TORCH | W_METHOD, "input,other|alpha", sym_h_add_sub, IC_OP_ADD},
+    {"sub", W_TORCH | W_METHOD, "input,other|alpha", sym_h_add_sub, IC_OP_SUB},
+    {"subtract", W_TORCH | W_METHOD, "input,other|alpha", sym_h_add_sub, IC_OP_SUB},
+    BIN("mul", MUL), BIN("multiply", MUL),
+    {"div", W_TORCH | W_METHOD, "input,other|rounding_mode", sym_h_div, IC_OP_DIV},
+    {"divide", W_TORCH | W_METHOD, "input,other|rounding_mode", sym_h_div, IC_OP_DIV},
+    {"true_divide", W_TORCH | W_METHOD, "input,other|rounding_mode", sym_h_div, IC_OP_DIV},
+    BIN("maximum", MAXIMUM), BIN("minimum", MINIMUM),
+    {"pow", W_TORCH | W_METHOD, "input,exponent", sym_h_binary, IC_OP_POW},
+    BIN("eq", EQ), BIN("ne", NE), BIN("not_equal", NE), BIN("lt", LT), BIN("less", LT),
+    BIN("le", LE), BIN("less_equal", LE), BIN("gt", GT), BIN("greater", GT), BIN("ge", GE),
+    BIN("greater_equal", GE), BIN("logical_and", LOGICAL_AND), BIN("logical_or", LOGICAL_OR),
+    UN("neg", W_TORCH | W_METHOD, NEG), UN("negative", W_TORCH | W_METHOD, NEG),
+    UN("abs", W_TORCH | W_METHOD, ABS), UN("exp", W_TORCH | W_METHOD, EXP),
+    UN("log", W_TORCH | W_METHOD, LOG), UN("sqrt", W_TORCH | W_METHOD, SQRT),
+    UN("rsqrt", W_TORCH | W_METHOD, RSQRT), UN("reciprocal", W_TORCH | W_METHOD, RECIPROCAL),
+    UN("sigmoid", W_ALL, SIGMOID), UN("tanh", W_ALL, TANH), UN("relu", W_ALL, RELU),
+    UN("silu", W_F, SILU), UN("sin", W_TORCH | W_METHOD, SIN), UN("cos", W_TORCH | W_METHOD, COS),
+    UN("logical_not", W_TORCH | W_METHOD, LOGICAL_NOT),
+    {"square", W_TORCH | W_METHOD, "input", sym_h_square, 0},
+    {"gelu", W_ALL, "input|approximate", sym_h_gelu, 0},
+    {"where", W_TORCH | W_METHOD, "condition,input,other", sym_h_where, 0},
+    {"clamp", W_TORCH | W_METHOD, "input,min,max", sym_h_clamp, 0},
+    {"clip", W_TORCH | W_METHOD, "input,min,max", sym_h_clamp, 0},
+    {"clamp_max", W_TORCH | W_METHOD, "input,max", sym_h_clamp, 1},
+    {"clamp_min", W_TORCH | W_METHOD, "input,min", sym_h_clamp, 2},
+    {"sum", W_TORCH | W_METHOD, "input,dim,keepdim|dtype", sym_h_reduce, IC_OP_SUM},
+    {"mean", W_TORCH | W_METHOD, "input,dim,keepdim|dtype", sym_h_reduce, IC_OP_MEAN},
+    {"amax", W_TORCH | W_METHOD, "input,dim,keepdim", sym_h_reduce, IC_OP_AMAX},
+    {"amin", W_TORCH | W_METHOD, "input,dim,keepdim", sym_h_reduce, IC_OP_AMIN},
+    {"max", W_TORCH | W_METHOD, "input,dim,keepdim", sym_h_max_min, IC_OP_MAXIMUM}, /* dim: or other */
+    {"min", W_TORCH | W_METHOD, "input,dim,keepdim", sym_h_max_min, IC_OP_MINIMUM},
+    {"softmax", W_TORCH | W_METHOD, "input,dim,dtype", sym_h_softmax, 0},
+    {"softmax", W_F, "input,dim,_stacklevel,dtype", sym_h_softmax, 0},
+    {"log_softmax", W_TORCH | W_METHOD, "input,dim,dtype", sym_h_softmax, 1},
+    {"log_softmax", W_F, "input,dim,_stacklevel,dtype", sym_h_softmax, 1},
+    {"layer_norm", W_TORCH | W_F, "input,normalized_shape,weight,bias,eps", sym_h_layer_norm, 0},
+    {"rms_norm", W_TORCH | W_F, "input,normalized_shape,weight,eps", sym_h_layer_norm, 1},
+    {"dropout", W_TORCH | W_F, "input,p,training,inplace", sym_h_dropout, 0},
+    UN("floor", W_TORCH | W_METHOD, FLOOR), UN("ceil", W_TORCH | W_METHOD, CEIL),
+    UN("round", W_TORCH | W_METHOD, ROUND), UN("trunc", W_TORCH | W_METHOD, TRUNC),
+    UN("sign", W_TORCH | W_METHOD, SIGN), UN("erf", W_TORCH | W_METHOD, ERF),
+    UN("log1p", W_TORCH | W_METHOD, LOG1P), UN("expm1", W_TORCH | W_METHOD, EXPM1),
+    UN("log2", W_TORCH | W_METHOD, LOG2), UN("exp2", W_TORCH | W_METHOD, EXP2),
+    UN("tan", W_TORCH | W_METHOD, TAN), UN("atan", W_TORCH | W_METHOD, ATAN),
+    UN("isnan", W_TORCH | W_METHOD, ISNAN), UN("isinf", W_TORCH | W_METHOD, ISINF),
+    UN("isfinite", W_TORCH | W_METHOD, ISFINITE), UN("bitwise_not", W_TORCH | W_METHOD, BITWISE_NOT),
+    BIN("fmod", FMOD), BIN("remainder", REMAINDER), BIN("floor_divide", FLOOR_DIVIDE),
+    BIN("bitwise_and", BITWISE_AND), BIN("bitwise_or", BITWISE_OR), BIN("bitwise_xor", BITWISE_XOR),
+    BIN("logical_xor", LOGICAL_XOR), BIN("atan2", ATAN2), BIN("arctan2", ATAN2),
+    {"prod", W_TORCH | W_METHOD, "input,dim,keepdim|dtype", sym_h_reduce, IC_OP_PROD},
+    {"argmax", W_TORCH | W_METHOD, "input,dim,keepdim", sym_h_arg, IC_OP_ARGMAX},
+    {"argmin", W_TORCH | W_METHOD, "input,dim,keepdim", sym_h_arg, IC_OP_ARGMIN},
+    {"cat", W_TORCH, "tensors,dim", sym_h_cat, 0},
+    {"concat", W_TORCH, "tensors,dim", sym_h_cat, 0},
+    {"concatenate", W_TORCH, "tensors,dim", sym_h_cat, 0},
+    {"stack", W_TORCH, "tensors,dim", sym_h_cat, 1},
+    {"narrow", W_TORCH | W_METHOD, "input,dim,start,length", sym_h_narrow, 0},
+    {"select", W_TORCH | W_METHOD, "input,dim,index", sym_h_narrow, 1},
+    {"split", W_TORCH | W_METHOD, "tensor,split_size_or_sections,dim", sym_h_split, 0},
+    {"chunk", W_TORCH | W_METHOD, "input,chunks,dim", sym_h_split, 1},
+    {"index_select", W_TORCH | W_METHOD, "input,dim,index", sym_h_index_select, 0},
+    {"embedding", W_F, "input,weight,padding_idx,max_norm,norm_type,scale_grad_by_freq,sparse", sym_h_index_select, 1},
+    {"arange", W_TORCH, "start,end,step|dtype,device,layout,out,requires_grad,pin_memory", sym_h_arange, 0},
+    {"tensor", W_TORCH, "data|dtype,device,requires_grad,pin_memory", sym_h_tensor, 0},
+    {"zeros", W_TORCH, "*size|dtype,device,layout,requires_grad,pin_memory,out", sym_h_factory, 0},
+    {"ones", W_TORCH, "*size|dtype,device,layout,requires_grad,pin_memory,out", sym_h_factory, 1},
+    {"full", W_TORCH, "size,fill_value|dtype,device,layout,requires_grad,pin_memory,out", sym_h_factory, 2},
+    {"zeros_like", W_TORCH, "input|dtype,device,layout,requires_grad,memory_format", sym_h_factory, 3},
+    {"ones_like", W_TORCH, "input|dtype,device,layout,requires_grad,memory_format", sym_h_factory, 4},
+    {"full_like", W_TORCH, "input,fill_value|dtype,device,layout,requires_grad,memory_format", sym_h_factory, 5},
+    {"softplus", W_F, "input,beta,threshold", sym_h_act, 0},
+    {"elu", W_F, "input,alpha,inplace", sym_h_act, 1},
+    {"leaky_relu", W_F, "input,negative_slope,inplace", sym_h_act, 2},
+    {"hardswish", W_F, "input,inplace", sym_h_act, 3},
+    {"hardsigmoid", W_F, "input,inplace", sym_h_act, 4},
+    {"relu6", W_F, "input,inplace", sym_h_act, 5},
+    {"hardtanh", W_F, "input,min_val,max_val,inplace", sym_h_act, 6},
+    {"mish", W_F, "input,inplace", sym_h_act, 7},
+    {"logsigmoid", W_F, "input", sym_h_act, 8},
+    {"selu", W_TORCH | W_F, "input,inplace", sym_h_act, 9},
+    {"softsign", W_F, "input", sym_h_act, 10},
+    {"var", W_TORCH | W_METHOD, "input,dim,keepdim|unbiased,correction", sym_h_var, 0},
+    {"std", W_TORCH | W_METHOD, "input,dim,keepdim|unbiased,correction", sym_h_var, 1},
+    {"logsumexp", W_TORCH | W_METHOD, "input,dim,keepdim", sym_h_logsumexp, 0},
+    {"any", W_TORCH | W_METHOD, "input,dim,keepdim", sym_h_anyall, 0},
+    {"all", W_TORCH | W_METHOD, "input,dim,keepdim", sym_h_anyall, 1},
+    {"norm", W_TORCH | W_METHOD, "input,p,dim,keepdim", sym_h_norm, 0},
+    {"masked_fill", W_TORCH | W_METHOD, "input,mask,value", sym_h_masked_fill, 0},
+    {"addcmul", W_TORCH | W_METHOD, "input,tensor1,tensor2|value", sym_h_addc, 0},
+    {"addcdiv", W_TORCH | W_METHOD, "input,tensor1,tensor2|value", sym_h_addc, 1},
+    {"lerp", W_TORCH | W_METHOD, "input,end,weight", sym_h_addc, 2},
+    {"tril", W_TORCH | W_METHOD, "input,diagonal", sym_h_tri, 0},
+    {"triu", W_TORCH | W_METHOD, "input,diagonal", sym_h_tri, 1},
+    {"flip", W_TORCH | W_METHOD, "input,dims", sym_h_flip, 0},
+    {"roll", W_TORCH | W_METHOD, "input,shifts,dims", sym_h_flip, 1},
+    {"batch_norm", W_F, "input,running_mean,running_var,weight,bias,training,momentum,eps", sym_h_batch_norm, 0},
+    {"group_norm", W_TORCH | W_F, "input,num_groups,weight,bias,eps", sym_h_group_norm, 0},
+    {"type_as", W_METHOD, "input,other", sym_h_type_as, 0},
+    {"clone", W_TORCH | W_METHOD, "input|memory_format", sym_h_clone, 0},
+    {"nan_to_num", W_TORCH | W_METHOD, "input,nan,posinf,neginf", sym_h_nan_to_num, 0},
+    {"repeat", W_METHOD, "input,*repeats", sym_h_repeat, 0},
+    {"float", W_METHOD, "input", sym_h_cast, IC_F32},
+    {"double", W_METHOD, "input", sym_h_cast, IC_F64},
+    {"int", W_METHOD, "input", sym_h_cast, IC_I32},
+    {"long", W_METHOD, "input", sym_h_cast, IC_I64},
+    {"bool", W_METHOD, "input", sym_h_cast, IC_BOOL},
+    {"to", W_METHOD, "input,a,b|dtype,non_blocking,copy,device,memory_format", sym_h_to, 0},
+    {"reshape", W_TORCH | W_METHOD, "input,*shape", sym_h_reshape, 0},
+    {"view", W_METHOD, "input,*shape", sym_h_reshape, 0},
+    {"flatten", W_TORCH | W_METHOD, "input,start_dim,end_dim", sym_h_flatten, 0},
+    {"unflatten", W_TORCH | W_METHOD, "input,dim,sizes", sym_h_unflatten, 0},
+    {"permute", W_TORCH | W_METHOD, "input,*dims", sym_h_permute, 0},
+    {"transpose", W_TORCH | W_METHOD, "input,dim0,dim1", sym_h_transpose, 0},
+    {"swapaxes", W_TORCH | W_METHOD, "input,dim0,dim1", sym_h_transpose, 0},
+    {"t", W_TORCH | W_METHOD, "input", sym_h_transpose, 1},
+    {"unsqueeze", W_TORCH | W_METHOD, "input,dim", sym_h_unsqueeze, 0},
+    {"squeeze", W_TORCH | W_METHOD, "input,dim", sym_h_squeeze, 0},
+    {"expand", W_METHOD, "input,*sizes", sym_h_expand, 0},
+    {"contiguous", W_METHOD, "input", sym_h_identity, 1},
+    {"zero_", W_METHOD, "input", sym_h_fill, 0},
+    {"fill_", W_METHOD, "input,value", sym_h_fill, 1},
+    {"copy_", W_METHOD, "input,src,non_blocking", sym_h_fill, 2},
+    {"detach", W_TORCH | W_METHOD, "input", sym_h_identity, 0},
+    {"size", W_METHOD, "input,dim", sym_h_size, 0},
+    {"dim", W_METHOD, "input", sym_h_size, 1},
+    {"ndimension", W_METHOD, "input", sym_h_size, 1},
+    {"numel", W_TORCH | W_METHOD, "input", sym_h_size, 2},
+    {"matmul", W_TORCH | W_METHOD, "input,other", sym_h_matmul, IC_EXT_MATMUL},
+    {"mm", W_TORCH | W_METHOD, "input,mat2", sym_h_matmul, IC_EXT_MM},
+    {"bmm", W_TORCH | W_METHOD, "input,mat2", sym_h_matmul, IC_EXT_BMM},
+    {"addmm", W_TORCH | W_METHOD, "input,mat1,mat2|beta,alpha", sym_h_addmm, IC_EXT_ADDMM},
+    {"baddbmm", W_TORCH | W_METHOD, "input,batch1,batch2|beta,alpha", sym_h_addmm, IC_EXT_BADDBMM},
+    {"linear", W_F, "input,weight,bias", sym_h_linear, 0},
+    {"conv1d", W_TORCH | W_F, "input,weight,bias,stride,padding,dilation,groups", sym_h_conv, 1},
+    {"conv2d", W_TORCH | W_F, "input,weight,bias,stride,padding,dilation,groups", sym_h_conv, 2},
+    {"conv3d", W_TORCH | W_F, "input,weight,bias,stride,padding,dilation,groups", sym_h_conv, 3},
+    {"_native_multi_head_attention", W_TORCH,
+     "query,key,value,embed_dim,num_head,qkv_weight,qkv_bias,proj_weight,proj_bias,mask,need_weights,average_attn_weights,mask_type",
+     sym_h_native_mha, 0},
+    {"scaled_dot_product_attention", W_F, "query,key,value,attn_mask,dropout_p,is_causal|scale,enable_gqa",
+     sym_h_sdpa, 0},
+    {"matrix_exp", W_TORCH | W_METHOD, "input", sym_h_linalg, IC_EXT_MATRIX_EXP},
+    {"matrix_exp", W_LINALG, "A", sym_h_linalg, IC_EXT_MATRIX_EXP},
+    {"solve", W_LINALG, "A,B|left", sym_h_linalg, IC_EXT_SOLVE},
+    {"gather", W_TORCH | W_METHOD, "input,dim,index|sparse_grad", sym_h_gather, IC_EXT_GATHER},
+    {"scatter", W_TORCH | W_METHOD, "input,dim,index,src|reduce,value", sym_h_gather, IC_EXT_SCATTER},
+    {"scatter_add", W_TORCH | W_METHOD, "input,dim,index,src", sym_h_gather, IC_EXT_SCATTER_ADD},
+    {"cumsum", W_TORCH | W_METHOD, "input,dim|dtype", sym_h_cumsum, IC_EXT_CUMSUM},
+    {"cumprod", W_TORCH | W_METHOD, "input,dim|dtype", sym_h_cumsum, IC_EXT_CUMPROD},
+    {"argsort", W_TORCH | W_METHOD, "input,dim,descending|stable", sym_h_argsort, 0},
+    {"msort", W_TORCH | W_METHOD, "input", sym_h_argsort, 1},
+    {"sort", W_TORCH | W_METHOD, "input,dim,descending|stable", sym_h_sort, 0},
+    {"topk", W_TORCH | W_METHOD, "input,k,dim,largest,sorted", sym_h_sort, 1},
+    {"max_pool1d", W_TORCH | W_F, "input,kernel_size,stride,padding,dilation,ceil_mode,return_indices", sym_h_max_pool, 1},
+    {"max_pool2d", W_TORCH | W_F, "input,kernel_size,stride,padding,dilation,ceil_mode,return_indices", sym_h_max_pool, 2},
+    {"avg_pool1d", W_TORCH | W_F, "input,kernel_size,stride,padding,ceil_mode,count_include_pad", sym_h_avg_pool, 1},
+    {"avg_pool2d", W_F, "input,kernel_size,stride,padding,ceil_mode,count_include_pad,divisor_override", sym_h_avg_pool, 2},
+    {"adaptive_avg_pool1d", W_TORCH | W_F, "input,output_size", sym_h_adaptive_pool, 1},
+    {"adaptive_avg_pool2d", W_F, "input,output_size", sym_h_adaptive_pool, 2},
+    {"adaptive_max_pool1d", W_F, "input,output_size,return_indices", sym_h_adaptive_pool, 5},
+    {"adaptive_max_pool2d", W_F, "input,output_size,return_indices", sym_h_adaptive_pool, 6},
+    {"pad", W_F, "input,pad,mode,value", sym_h_pad, 0},
+    {"interpolate", W_F, "input,size,scale_factor,mode,align_corners,recompute_scale_factor,antialias", sym_h_interpolate, 0},
+};
+#undef UN
+#undef BIN
+#define NOPS ((int)(sizeof OPS / sizeof OPS[0]))
+
+/* torch callables recognized by identity (sym_ops_init) */
+sym_torch_refs sym_refs;
+
+static PyObject *func_table;   /* callable → op index */
+static PyObject *method_table; /* name → op index */
+
+int sym_func_op(PyObject *callable) {
+    if (func_table == NULL)
+        return -1;
+    PyObject *v = PyDict_GetItemWithError(func_table, callable);
+    if (v == NULL) {
+        PyErr_Clear();
+        return -1;
+    }
+    return (int)PyLong_AsLong(v);
+}
+
+/* A callable outside torch that computes the op named `name` (its first table entry):
+ * torchc._C.matrix_exp, the eager fast path of torchc.manifolds, is captured as that op. */
+int dh_alias_op(PyObject *fn, const char *name) {
+    for (int i = 0; i < NOPS && func_table; i++) {
+        if (strcmp(OPS[i].name, name))
+            continue;
+        PyObject *idx = PyLong_FromLong(i);
+        int rc = idx ? PyDict_SetItem(func_table, fn, idx) : -1;
+        Py_XDECREF(idx);
+        return rc;
+    }
+    PyErr_Format(PyExc_KeyError, "torchc: no op named %s", name);
+    return -1;
+}
+
+int sym_method_op(PyObject *name) {
+    PyObject *v = PyDict_GetItemWithError(method_table, name);
+    if (v == NULL) {
+        PyErr_Clear();
+        return -1;
+    }
+    return (int)PyLong_AsLong(v);
+}
+
+int sym_ops_init(void) {
+    PyObject *torch = NULL, *F = NULL, *linalg = NULL;
+    func_table = PyDict_New();
+    method_table = PyDict_New();
+    if (!func_table || !method_table)
+        return -1;
+    torch = PyImport_ImportModule("torch");
+    F = PyImport_ImportModule("torch.nn.functional");
+    if (!torch || !F)
+        goto error;
+    linalg = PyImport_ImportModule("torch.linalg");
+    if (linalg == NULL)
+        goto error;
+    {
+        PyObject *C = PyObject_GetAttrString(torch, "_C");
+        static const char *q[3] = {"_is_tracing", "_get_tracing_state", "_len_torch_dispatch_stack"};
+        static const char *l[2] = {"_log_api_usage_once", "_log_api_usage_metadata"};
+        static const char *h[3] = {"_has_torch_function", "_has_torch_function_unary",
+                                   "_has_torch_function_variadic"};
+        for (int i = 0; C && i < 3; i++)
+            sym_refs.tracing_query[i] = PyObject_GetAttrString(C, q[i]);
+        for (int i = 0; C && i < 2; i++)
+            sym_refs.usage_log[i] = PyObject_GetAttrString(C, l[i]);
+        for (int i = 0; C && i < 3; i++)
+            sym_refs.tf_query[i] = PyObject_GetAttrString(C, h[i]);
+        sym_refs.tf_probe = PyObject_CallMethod(torch, "empty", "i", 0);
+        sym_refs.autocast_query = PyObject_GetAttrString(torch, "is_autocast_enabled");
+        sym_refs.tensor_type = PyObject_GetAttrString(torch, "Tensor");
+        sym_refs.grad_query = PyObject_GetAttrString(torch, "is_grad_enabled");
+        Py_XDECREF(C);
+        PyErr_Clear(); /* missing ones stay NULL: calls to them break as before */
+    }
+    for (int i = 0; i < NOPS; i++) {
+        PyObject *idx = PyLong_FromLong(i);
+        if (idx == NULL)
+            goto error;
+        PyObject *mods[3] = {torch, F, linalg};
+        unsigned bits[3] = {W_TORCH, W_F, W_LINALG};
+        for (int k = 0; k < 3; k++) {
+            if (!(OPS[i].where & bits[k]))
+                continue;
+            PyObject *fn = PyObject_GetAttrString(mods[k], OPS[i].name);
+            if (fn == NULL) {
+                PyErr_Clear();
+                continue;
+            }
+            int rc = PyDict_Contains(func_table, fn) ? 0 : PyDict_SetItem(func_table, fn, idx);
+            Py_DECREF(fn);
+            if (rc < 0) {
+                Py_DECREF(idx);
+                goto error;
+            }
+        }
+        if (OPS[i].where & W_METHOD) {
+            if (PyDict_GetItemString(method_table, OPS[i].name) == NULL &&
+                PyDict_SetItemString(method_table, OPS[i].name, idx) < 0) {
+                Py_DECREF(idx);
+                goto error;
+            }
+        }
+        Py_DECREF(idx);
+    }
+    Py_DECREF(torch);
+    Py_DECREF(F);
+    Py_DECREF(linalg);
+    return 0;
+error:
+    Py_XDECREF(torch);
+    Py_XDECREF(F);
+    Py_XDECREF(linalg);
+    return -1;
+}
+
+/* ---- binding arguments to a signature ------------------------------------------- */
+
+static int bind(trace *t, const opdef *d, var *args, int nargs, PyObject *kwnames, var *kwv,
+                var **slots, var *packed) {
+    char names[MAXP][24];
+    int np = 0, kwonly_from = MAXP, star = -1;
+    const char *s = d->sig;
+    while (*s && np < MAXP) {
+        if (*s == '|') {
+            kwonly_from = np;
+            s++;
+            continue;
+        }
+        int k = 0;
+        if (*s == '*') {
+            star = np;
+            s++;
+        }
+        while (*s && *s != ',' && *s != '|' && k < 23)
+            names[np][k++] = *s++;
+        names[np][k] = 0;
+        np++;
+        if (*s == ',')
+            s++;
+    }
+    for (int i = 0; i < MAXP; i++)
+        slots[i] = NULL;
+    int npos = nargs;
+    if (star >= 0) {
+        /* *name packs the remaining positionals into one SEQ */
+        int rest = nargs - star;
+        if (rest < 0)
+            rest = 0;
+        var *items = sym_alloc(t, rest);
+        if (items == NULL)
+            return -1;
+        for (int i = 0; i < rest; i++)
+            items[i] = args[star + i];
+        *packed = sym_var(V_SEQ);
+        packed->n = rest;
+        packed->items = items;
+        slots[star] = packed;
+        npos = star < nargs ? star : nargs;
+    } else if (nargs > (kwonly_from < np ? kwonly_from : np)) {
+        return sym_fail(t, "%s: too many positional arguments", d->name);
+    }
+    for (int i = 0; i < npos; i++)
+        slots[i] = &args[i];
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    for (Py_ssize_t k = 0; k < nkw; k++) {
+        const char *kn = PyUnicode_AsUTF8(PyTuple_GET_ITEM(kwnames, k));
+        int found = -1;
+        for (int i = 0; i < np; i++)
+            if (strcmp(names[i], kn) == 0)
+                found = i;
+        /* torch's Tensor methods call the first parameter 'self' or 'input' */
+        if (found < 0 && strcmp(kn, "self") == 0)
+            found = 0;
+        if (found < 0 || found == star)
+            return sym_fail(t, "%s: unsupported keyword argument '%s'", d->name, kn);
+        if (slots[found] != NULL)
+            return sym_fail(t, "%s: argument '%s' given twice", d->name, kn);
+        slots[found] = &kwv[k];
+    }
+    if (slots[0] == NULL)
+        return sym_fail(t, "%s: missing first argument", d->name);
+    return 0;
+}
+
+static int call_op(trace *t, int opi, var *args, int nargs, PyObject *kwnames, var *kwv, var *out) {
+    const opdef *d = &OPS[opi];
+    var *slots[MAXP];
+    var packed;
+    if (dh_tl_autocast && dh_autocast_op_affected(d->name)) /* casts under autocast: eager's */
+        return sym_fail(t, "autocast is enabled and %s casts under it (not captured)", d->name);
+    if (bind(t, d, args, nargs, kwnames, kwv, slots, &packed) < 0)
+        return -1;
+    return d->fn(t, d, slots, out);
+}
+
+int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames, var *out) {
+    var fnv = *fn_in, *fn = &fnv;
+    for (int i = 0; i < nargs; i++)
+        sym_resolve(t, &args[i]);
+    /* torch.compiler.is_compiling() & co answer True inside the capture (variables.c's
+     * predicates), as under torch.compile */
+    if (fn->kind == V_METHOD && fn->items) {
+        var *self = sym_alloc(t, 1);
+        if (self == NULL)
+            return -1;
+        *self = fn->items[0];
+        sym_resolve(t, self);
+        fn->items = self;
+    }
+    if (fn->kind == V_CONST && fn->obj && PyMethod_Check(fn->obj) && tc_is_autograd_function(PyMethod_GET_SELF(fn->obj)))
+        return sym_fail(t, "torch.autograd.Function %s.apply: its forward and backward run eagerly (not captured)",
+                        ((PyTypeObject *)PyMethod_GET_SELF(fn->obj))->tp_name); /* a graph break: csrc/train.c */
+    int nkw = kwnames ? (int)PyTuple_GET_SIZE(kwnames) : 0;
+    int npos = nargs - nkw;
+    var *kwv = args + npos;
+    if (fn->kind == V_CONST && PyCFunction_Check(fn->obj) && PyCFunction_GET_SELF(fn->obj) != NULL &&
+        (PyUnicode_CheckExact(PyCFunction_GET_SELF(fn->obj)) || PyTuple_CheckExact(PyCFunction_GET_SELF(fn->obj)) ||
+         PyAnySet_CheckExact(PyCFunction_GET_SELF(fn->obj)))) {
+        /* "abc".startswith(...), (1, 2).index(...): pure on constants */
+        PyObject *tup = PyTuple_New(npos), *kw = NULL;
+        if (tup == NULL)
+            return -1;
+        for (int i = 0; i < nargs; i++) {
+            if (args[i].kind != V_CONST) {
+                Py_DECREF(tup);
+                return sym_fail(t, "method of a constant with non-constant arguments");
+            }
+            if (i < npos)
+                PyTuple_SET_ITEM(tup, i, Py_NewRef(args[i].obj));
+        }
+        if (nkw) {
+            kw = PyDict_New();
+            for (int i = 0; kw && i < nkw; i++)
+                if (PyDict_SetItem(kw, PyTuple_GET_ITEM(kwnames, i), args[npos + i].obj) < 0)
+                    Py_CLEAR(kw);
+            if (kw == NULL) {
+                Py_DECREF(tup);
+                return -1;
+            }
+        }
+        PyObject *r = PyObject_Call(fn->obj, tup, kw);
+        Py_DECREF(tup);
+        Py_XDECREF(kw);
+        if (r == NULL) {
+            PyErr_Clear();
+            return sym_fail(t, "constant method raised (eager will raise)");
+        }
+        return sym_const(t, r, out);
+    }
+    if (fn->kind == V_FUNC && fn->op == SYM_USER_FUNCTION && npos == 1 && nkw == 0 && sym_is_inspect_signature(fn->obj) &&
+        ((args[0].kind == V_FUNC && args[0].op == SYM_USER_FUNCTION) ||
+         (args[0].kind == V_METHOD && PyFunction_Check(args[0].obj) && args[0].items[0].kind == V_OBJ))) {
+        /* inspect.signature(f) of a guarded function or bound method: a constant */
+        PyObject *target = args[0].kind == V_FUNC ? Py_NewRef(args[0].obj)
+                                                  : PyMethod_New(args[0].obj, args[0].items[0].obj);
+        PyObject *sig = target ? PyObject_CallOneArg(fn->obj, target) : NULL;
+        Py_XDECREF(target);
+        if (sig == NULL) {
+            PyErr_Clear();
+            return sym_fail(t, "inspect.signature raised");
+        }
+        return sym_const(t, sig, out);
+    }
+    if (fn->kind == V_FUNC && fn->op == SYM_PREDICATE) {
+        int a = sym_predicate(fn->obj);
+        if (a == 2 && (nargs || kwnames))
+            return sym_fail(t, "%S with arguments", fn->obj);
+        if (a == 2 && (a = sym_state_predicate(t, fn->obj)) < 0)
+            return -1;
+        return sym_const(t, PyBool_FromLong(a == 1), out);
+    }
+    if (fn->kind == V_FUNC && fn->op == SYM_CTX_EXIT) { /* __exit__(None, None, None) */
+        if (--t->nograd == 0)
+            ic_set_grad_enabled(t->g, 1); /* training: values of the block pass no gradient */
+        return sym_const(t, Py_NewRef(Py_None), out);
+    }
+    if (fn->kind == V_FUNC && sym_is_grad_ctx_type(fn->obj)) {
+        /* torch.no_grad() & co: a real context object (harmless to create), constant args */
+        PyObject *tup = PyTuple_New(npos);
+        if (tup == NULL)
+            return -1;
+        for (int i = 0; i < npos; i++) {
+            if (args[i].kind != V_CONST) {
+                Py_DECREF(tup);
+                return sym_fail(t, "grad-mode context with non-constant arguments");
+            }
+            PyTuple_SET_ITEM(tup, i, Py_NewRef(args[i].obj));
+        }
+        if (nkw) {
+            Py_DECREF(tup);
+            return sym_fail(t, "grad-mode context with keywords");
+        }
+        PyObject *ctx = PyObject_Call(fn->obj, tup, NULL);
+        Py_DECREF(tup);
+        if (ctx == NULL) {
+            PyErr_Clear();
+            return sym_fail(t, "grad-mode context raised");
+        }
+        /* set_grad_enabled(b) switches mode at construction: undo, the trace only needs the object */
+        *out = sym_var(V_OBJ);
+        out->obj = sym_keep(t, ctx);
+        return out->obj ? 0 : -1;
+    }
+    if (fn->kind == V_FUNC && fn->op == SYM_MADE_FUNCTION)
+        return sym_inline_made(t, fn, args, nargs, kwnames, out);
+    if (fn->kind == V_FUNC && fn->op == SYM_USER_FUNCTION)
+        return sym_inline(t, fn->obj, fn->src, NULL, args, nargs, kwnames, out);
+    if (fn->kind == V_FUNC && fn->op >= 0)
+        return call_op(t, fn->op, args, npos, kwnames, kwv, out);
+    if (fn->kind == V_FUNC && fn->obj && sym_is_record_type(fn->obj))
+        return sym_make_record(t, fn->obj, args, npos, kwnames, out);
+    if (fn->kind == V_FUNC && fn->obj && sym_obj_plain_class(fn->obj)) /* obj_new.c */
+        return sym_obj_new(t, fn->obj, args, nargs, kwnames, out);
+    if (fn->kind == V_FUNC)
+        return sym_call_builtin(t, fn, args, npos, kwnames, out);
+    if (fn->kind == V_METHOD && fn->items && fn->items[0].kind == V_OBJ && fn->obj &&
+        PyUnicode_Check(fn->obj) && fn->items[0].obj == sym_os_environ()) {
+        /* os.environ.get(k[, d]) of constants: asked now, the answer guarded */
+        if (nkw || npos < 1 || npos > 2)
+            return sym_fail(t, "os.environ.get with these arguments");
+        PyObject *tup = PyTuple_New(npos), *m = PyObject_GetAttr(fn->items[0].obj, fn->obj);
+        for (int i = 0; tup && i < npos; i++) {
+            if (args[i].kind != V_CONST) {
+                Py_CLEAR(tup);
+                break;
+            }
+            PyTuple_SET_ITEM(tup, i, Py_NewRef(args[i].obj));
+        }
+        int rc = tup && m ? sym_guarded_call(t, m, tup, out) : (PyErr_Clear(), sym_fail(t, "os.environ.get of non-constants"));
+        Py_XDECREF(tup);
+        Py_XDECREF(m);
+        return rc;
+    }
+    if (fn->kind == V_METHOD && fn->items && fn->items[0].kind == V_OBJ && fn->obj &&
+        PyUnicode_Check(fn->obj) && PyContextVar_CheckExact(fn->items[0].obj)) {
+        if (nkw)
+            return sym_fail(t, "ContextVar method with keyword arguments");
+        return sym_ctxvar_call(t, fn->items[0].obj, PyUnicode_AsUTF8(fn->obj), args, npos, out);
+    }
+    if (fn->kind == V_METHOD && fn->items && fn->items[0].kind == V_OBJ && fn->obj &&
+        PyUnicode_Check(fn->obj) && PyDict_Check(fn->items[0].obj) && fn->items[0].src >= 0) {
+        /* super().get(k[, default]) / __getitem__ / __contains__ of a dict subclass: its
+         * storage read through a guarded source, absence guarded */
+        const var *d = &fn->items[0];
+        const char *mn = PyUnicode_AsUTF8(fn->obj);
+        int isget = !strcmp(mn, "get");
+        if (nkw || npos < 1 || npos > (isget ? 2 : 1) || args[0].kind != V_CONST ||
+            !PyUnicode_CheckExact(args[0].obj))
+            return sym_fail(t, "dict.%s with these arguments not supported", mn);
+        int has = sym_guard_key(t, d->src, d->obj, args[0].obj);
+        if (has < 0)
+            return -1;
+        if (!strcmp(mn, "__contains__"))
+            return sym_const(t, PyBool_FromLong(has), out);
+        if (!has) {
+            if (!isget)
+                return sym_fail(t, "KeyError %R (eager will raise)", args[0].obj);
+            if (npos == 2) {
+                *out = args[1];
+                return 0;
+            }
+            return sym_const(t, Py_NewRef(Py_None), out);
+        }
+        PyObject *v = PyDict_GetItemWithError(d->obj, args[0].obj);
+        if (v == NULL) {
+            PyErr_Clear();
+            return sym_fail(t, "dict lookup failed");
+        }
+        Py_INCREF(v);
+        int s = sym_source(t, DH_S_ITEM, d->src, -1, args[0].obj);
+        int rc = s < 0 ? -1 : sym_wrap(t, v, s, out);
+        Py_DECREF(v);
+        return rc;
+    }
+    if (fn->kind == V_METHOD && fn->items && fn->items[0].kind == V_SEQ && fn->items[0].is_list &&
+        fn->items[0].obj == NULL && fn->obj && PyUnicode_Check(fn->obj) && !nkw) {
+        /* list methods, mutating ones with identity (objects.c) */
+        return sym_list_method(t, &fn->items[0], PyUnicode_AsUTF8(fn->obj), args, npos, out);
+    }
+    if (fn->kind == V_METHOD && fn->items && fn->items[0].kind == V_SEQ && fn->obj &&
+        PyUnicode_Check(fn->obj)) {
+        /* seq.index(x) / seq.count(x) over constants: on a tuple of them */
+        const var *sq = &fn->items[0];
+        PyObject *tup = PyTuple_New(sq->n), *r = NULL;
+        if (tup == NULL)
+            return -1;
+        for (int i = 0; i < sq->n; i++) {
+            if (sq->items[i].kind != V_CONST) {
+                Py_DECREF(tup);
+                return sym_fail(t, "%U of a sequence of non-constants", fn->obj);
+            }
+            PyTuple_SET_ITEM(tup, i, Py_NewRef(sq->items[i].obj));
+        }
+        for (int i = 0; i < nargs; i++)
+            if (args[i].kind != V_CONST || nkw) {
+                Py_DECREF(tup);
+                return sym_fail(t, "%U with non-constant arguments", fn->obj);
+            }
+        PyObject *m = PyObject_GetAttr(tup, fn->obj);
+        if (m != NULL) {
+            PyObject *a = PyTuple_New(npos);
+            for (int i = 0; a && i < npos; i++)
+                PyTuple_SET_ITEM(a, i, Py_NewRef(args[i].obj));
+            r = a ? PyObject_Call(m, a, NULL) : NULL;
+            Py_XDECREF(a);
+            Py_DECREF(m);
+        }
+        Py_DECREF(tup);
+        if (r == NULL) {
+            PyErr_Clear();
+            return sym_fail(t, "%U raised (eager will raise)", fn->obj);
+        }
+        return sym_const(t, r, out);
+    }
+    if (fn->kind == V_METHOD && fn->items && fn->items[0].kind == V_REC && PyUnicode_Check(fn->obj)) {
+        if (kwnames && PyTuple_GET_SIZE(kwnames))
+            return sym_fail(t, "record method with keyword arguments");
+        return sym_record_method(t, &fn->items[0], PyUnicode_AsUTF8(fn->obj), npos, out);
+    }
+    if (fn->kind == V_METHOD && fn->items && fn->items[0].kind == V_DICT) {
+        /* d.items() / d.keys() / d.values() */
+        const var *d = &fn->items[0];
+        const char *mn = PyUnicode_AsUTF8(fn->obj);
+        if (strcmp(mn, "items") && strcmp(mn, "keys") && strcmp(mn, "values")) {
+            if (kwnames && PyTuple_GET_SIZE(kwnames))
+                return sym_fail(t, "dict.%s with keyword arguments", mn);
+            return sym_dict_method(t, d, mn, args, npos, out);
+        }
+        var *items = sym_alloc(t, d->n);
+        if (items == NULL)
+            return -1;
+        for (int i = 0; i < d->n; i++) {
+            if (!strcmp(mn, "values")) {
+                items[i] = d->items[i];
+                continue;
+            }
+            var key;
+            if (sym_const(t, Py_NewRef(PyTuple_GET_ITEM(d->obj, i)), &key) < 0)
+                return -1;
+            if (!strcmp(mn, "keys")) {
+                items[i] = key;
+                continue;
+            }
+            var *pair = sym_alloc(t, 2);
+            if (pair == NULL)
+                return -1;
+            pair[0] = key;
+            pair[1] = d->items[i];
+            memset(&items[i], 0, sizeof items[i]);
+            items[i].kind = V_SEQ;
+            items[i].src = -1;
+            items[i].n = 2;
+            items[i].items = pair;
+        }
+        *out = sym_var(V_SEQ);
+        out->n = d->n;
+        out->items = items;
+        return 0;
+    }
+    if (fn->kind == V_METHOD && PyFunction_Check(fn->obj))
+        return sym_inline(t, fn->obj, fn->src, &fn->items[0], args, nargs, kwnames, out);
+    if (fn->kind == V_METHOD) {
+        var *self = &fn->items[0];
+        if (self->kind == V_TENSOR) {
+            int opi = sym_method_op(fn->obj);
+            PyObject *base = NULL;
+            if (opi < 0) {
+                /* x.add_(y): the out-of-place op, then an in-place update of x */
+                Py_ssize_t L = PyUnicode_GET_LENGTH(fn->obj);
+                if (L > 1 && PyUnicode_READ_CHAR(fn->obj, L - 1) == '_' &&
+                    PyUnicode_READ_CHAR(fn->obj, L - 2) != '_') {
+                    base = PyUnicode_Substring(fn->obj, 0, L - 1);
+                    if (base == NULL)
+                        return -1;
+                    opi = sym_method_op(base);
+                    Py_DECREF(base);
+                    if (opi >= 0 && OPS[opi].fn != sym_h_binary && OPS[opi].fn != sym_h_add_sub &&
+                        OPS[opi].fn != sym_h_div && OPS[opi].fn != sym_h_unary && OPS[opi].fn != sym_h_clamp &&
+                        OPS[opi].fn != sym_h_gelu)
+                        opi = -1;
+                    if (opi >= 0) {
+                        if (sym_inplace_overlap_check(t, self, args, npos) < 0)
+                            return -1;
+                        var *all = sym_alloc(t, npos + 1);
+                        if (all == NULL)
+                            return -1;
+                        all[0] = *self;
+                        for (int i = 0; i < npos; i++)
+                            all[i + 1] = args[i];
+                        var r;
+                        if (call_op(t, opi, all, npos + 1, kwnames, kwv, &r) < 0)
+                            return -1;
+                        if (r.kind != V_TENSOR || sym_mutate(t, self, r.val) < 0)
+                            return sym_fail(t, "Tensor.%U() not supported", fn->obj);
+                        *out = *self;
+                        sym_resolve(t, out);
+                        return 0;
+                    }
+                }
+                return sym_fail(t, "Tensor.%U() not supported", fn->obj);
+            }
+            var *all = sym_alloc(t, npos + 1);
+            if (all == NULL)
+                return -1;
+            all[0] = *self;
+            for (int i = 0; i < npos; i++)
+                all[i + 1] = args[i];
+            return call_op(t, opi, all, npos + 1, kwnames, kwv, out);
+        }
+        return sym_fail(t, "method %U of a non-tensor not supported", fn->obj);
+    }
+    if (fn->kind == V_OBJ && !PyModule_Check(fn->obj))
+        return sym_inline_module(t, fn, args, nargs, kwnames, out);
+    return sym_fail(t, "call of a non-callable value");
+}
+
+/* x.shape, x.dtype, ... ; name NULL means shape (for size()). */
+int sym_tensor_attr(trace *t, const var *x, PyObject *name, var *out) {
+    ic_meta m_copy = *sym_metap(t, x->val);
+    const ic_meta *m = &m_copy; /* a copy: the graph reallocates */
+    const char *n = name ? PyUnicode_AsUTF8(name) : "shape";
+    if (!strcmp(n, "shape") && m->dyn) {
+        /* a tuple of (symbolic) ints */
+        var *items = sym_alloc(t, m->ndim);
+        if (items == NULL && m->ndim > 0)
+            return -1;
+        for (int i = 0; i < m->ndim; i++)
+            if (sym_size_out(t, m, i, &items[i]) < 0)
+                return -1;
+        *out = sym_var(V_SEQ);
+        out->n = m->ndim;
+        out->items = items;
+        return 0;
+    }
+    if (!strcmp(n, "shape")) {
+        PyObject *tup = PyTuple_New(m->ndim);
+        if (tup == NULL)
+            return -1;
+        for (int i = 0; i < m->ndim; i++)
+            PyTuple_SET_ITEM(tup, i, PyLong_FromLongLong(m->sizes[i]));
+        PyObject *torch = PyImport_ImportModule("torch");
+        PyObject *size = torch ? PyObject_CallMethod(torch, "Size", "(O)", tup) : NULL;
+        Py_XDECREF(torch);
+        Py_DECREF(tup);
+        return sym_const(t, size, out);
+    }
+    if (!strcmp(n, "ndim"))
+        return sym_const(t, PyLong_FromLong(m->ndim), out);
+    if (!strcmp(n, "dtype"))
+        return sym_const(t, Py_NewRef(sym_dtype_object(m->dtype)), out);
+    if (!strcmp(n, "is_cuda"))
+        return sym_const(t, PyBool_FromLong(t->device_type == TC_DEV_CUDA), out);
+    if (!strcmp(n, "is_cpu"))
+        return sym_const(t, PyBool_FromLong(t->device_type != TC_DEV_CUDA), out);
+    if (!strcmp(n, "is_nested") || !strcmp(n, "is_sparse") || !strcmp(n, "is_quantized") ||
+        !strcmp(n, "is_meta") || !strcmp(n, "is_mkldnn")) /* such tensors are not captured */
+        return sym_const(t, Py_NewRef(Py_False), out);
+    if (!strcmp(n, "requires_grad")) {
+        /* inputs: what their guard pinned; values computed in the graph never require grad
+         * (inputs that require grad with grad mode on are not captured) */
+        int rg = 0;
+        if (x->src >= 0)
+            for (int i = 0; i < t->nguards; i++)
+                if (t->guards[i].kind == DH_G_TENSOR && t->guards[i].src == x->src &&
+                    t->srcdone[x->src] && t->srcvar[x->src].oid == x->oid)
+                    rg = t->guards[i].meta.requires_grad;
+        if (!rg) /* training: a computed value requires grad as eager's would */
+            rg = sym_value_requires_grad(t, x->val);
+        return sym_const(t, PyBool_FromLong(rg), out);
+    }
+    if (!strcmp(n, "device")) /* every tensor of the graph is on its device */
+        return sym_const(t, sym_graph_device(t), out);
+    if (!strcmp(n, "T") || !strcmp(n, "mT")) {
+        int nd = m->ndim, perm[IC_MAX_DIMS];
+        for (int i = 0; i < nd; i++)
+            perm[i] = n[0] == 'T' ? nd - 1 - i : i;
+        if (n[0] == 'm') {
+            if (nd < 2)
+                return sym_fail(t, "mT of a tensor with < 2 dims");
+            perm[nd - 1] = nd - 2;
+            perm[nd - 2] = nd - 1;
+        }
+        if (nd < 2) {
+            *out = *x;
+            out->src = -1;
+            return 0;
+        }
+        return sym_view_out_desc(t, x, ic_permute(t->g, x->val, perm), out, "permute",
+                             Py_BuildValue("(N)", sym_perm_tuple(perm, nd)));
+    }
+    int opi = sym_method_op(name);
+    if (opi < 0 && name != NULL) {
+        /* any other Tensor method: tracked as a bound method; calling it breaks the graph */
+        PyObject *torch = PyImport_ImportModule("torch");
+        PyObject *tt = torch ? PyObject_GetAttrString(torch, "Tensor") : NULL;
+        Py_XDECREF(torch);
+        PyObject *m = tt ? PyObject_GetAttr(tt, name) : NULL;
+        Py_XDECREF(tt);
+        int callable = m != NULL && PyCallable_Check(m) && !PyType_Check(m);
+        Py_XDECREF(m);
+        PyErr_Clear();
+        if (callable)
+            opi = NOPS; /* not in the table */
+    }
+    if (opi >= 0) {
+        var *self = sym_alloc(t, 1);
+        if (self == NULL)
+            return -1;
+        self[0] = *x;
+        *out = sym_var(V_METHOD);
+        out->obj = name;
+        out->items = self;
+        return 0;
+    }
+    return sym_fail(t, "Tensor attribute '%s' not supported", n);
+}

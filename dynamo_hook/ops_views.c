@@ -1,0 +1,1007 @@
+/* ops_views.c — views and data movement: reshape/view (refusing what eager refuses),
+ * flatten, permute, transpose, squeeze, expand, size, cat, narrow, split, index_select,
+ * tensor indexing, tril/triu, flip, repeat, gather.
+ */
+#include "ops_internal.h"
+
+/* x.to(x.dtype), x.float() on a float tensor, ...: eager returns x itself (an alias) */
+int sym_same_tensor(trace *t, var **p, var *out) {
+    *out = *p[0];
+    sym_resolve(t, out);
+    return 0;
+}
+
+static PyObject *ints_tuple(const int64_t *v, int n) {
+    PyObject *tup = PyTuple_New(n);
+    if (tup == NULL)
+        return NULL;
+    for (int i = 0; i < n; i++) {
+        PyObject *x = PyLong_FromLongLong(v[i]);
+        if (x == NULL) {
+            Py_DECREF(tup);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(tup, i, x);
+    }
+    return tup;
+}
+
+PyObject *sym_perm_tuple(const int *perm, int n) {
+    int64_t v[IC_MAX_DIMS];
+    for (int i = 0; i < n; i++)
+        v[i] = perm[i];
+    return ints_tuple(v, n);
+}
+
+/* A view of in: name(*args) replayed on the real tensor when a view of an input is
+ * returned (so the caller gets a real view, as from eager). args: new reference. */
+int sym_view_out_desc(trace *t, const var *in, ic_val v, var *out, const char *name,
+                         PyObject *args) {
+    if (args == NULL)
+        return -1;
+    if (sym_tensor_out(t, v, out) < 0) {
+        Py_DECREF(args);
+        return -1;
+    }
+    PyObject *desc = Py_BuildValue("(isN)", in->val, name, args);
+    if (desc == NULL || sym_keep(t, desc) == NULL)
+        return -1;
+    sym_set_view_desc(t, v, desc);
+    sym_mark_view(t, v, in->val);
+    sym_alias_objects(t, out->oid, in->oid);
+    return 0;
+}
+
+PyObject *sym_shape_args(trace *t, ic_val v) {
+    const ic_meta *m = v >= 0 ? ic_value_meta(t->g, v) : NULL;
+    if (m == NULL)
+        return PyTuple_New(0);
+    return Py_BuildValue("(N)", ints_tuple(m->sizes, m->ndim));
+}
+
+/* ---- eager strides of views: Tensor.view must refuse what eager refuses ----------- */
+
+/* ATen's computeStride: the strides of a view of (sizes, strides) as nsizes, or 0 when no
+ * view can express it (eager's view raises). */
+static int view_strides(int n, const int64_t *sizes, const int64_t *strides, int nn,
+                        const int64_t *nsizes, int64_t *nstrides) {
+    int64_t numel = 1;
+    for (int i = 0; i < n; i++)
+        numel *= sizes[i];
+    if (numel == 0 || n == 0) {
+        int64_t st = 1;
+        for (int i = nn - 1; i >= 0; i--) {
+            nstrides[i] = st;
+            st *= nsizes[i] > 1 ? nsizes[i] : 1;
+        }
+        return 1;
+    }
+    int vd = nn - 1;
+    int64_t chunk = strides[n - 1], tn = 1, vn = 1;
+    for (int td = n - 1; td >= 0; td--) {
+        tn *= sizes[td];
+        if (td == 0 || (sizes[td - 1] != 1 && strides[td - 1] != tn * chunk)) {
+            while (vd >= 0 && (vn < tn || nsizes[vd] == 1)) {
+                nstrides[vd] = vn * chunk;
+                vn *= nsizes[vd];
+                vd--;
+            }
+            if (vn != tn)
+                return 0;
+            if (td > 0) {
+                chunk = strides[td - 1];
+                tn = 1;
+                vn = 1;
+            }
+        }
+    }
+    return vd == -1;
+}
+
+/* The strides eager gives value v (1), or 0 when not known (an indexing view, dynamic
+ * sizes). Values no view made are taken as contiguous (inputs: their guarded strides). */
+static int eager_strides(trace *t, ic_val v, int64_t *st, int depth) {
+    ic_meta m = *ic_value_meta(t->g, v);
+    if (m.dyn || depth > 64)
+        return 0;
+    PyObject *desc = v < t->capvals ? t->view_desc[v] : NULL;
+    if (desc == NULL) {
+        if (ic_value_op(t->g, v) == IC_OP_INPUT) {
+            memcpy(st, m.strides, sizeof(int64_t) * (size_t)m.ndim);
+            return 1;
+        }
+        int64_t a = 1;
+        for (int i = m.ndim - 1; i >= 0; i--) {
+            st[i] = a;
+            a *= m.sizes[i] > 1 ? m.sizes[i] : 1;
+        }
+        return 1;
+    }
+    ic_val base = (ic_val)PyLong_AsLong(PyTuple_GET_ITEM(desc, 0));
+    const char *name = PyUnicode_AsUTF8(PyTuple_GET_ITEM(desc, 1));
+    PyObject *args = PyTuple_GET_ITEM(desc, 2);
+    int64_t bs[IC_MAX_DIMS];
+    if (name == NULL || !eager_strides(t, base, bs, depth + 1)) {
+        PyErr_Clear();
+        return 0;
+    }
+    ic_meta bm = *ic_value_meta(t->g, base);
+    if (!strcmp(name, "narrow")) {
+        memcpy(st, bs, sizeof(int64_t) * (size_t)bm.ndim);
+        return 1;
+    }
+    if (!strcmp(name, "select")) {
+        int dim = (int)PyLong_AsLong(PyTuple_GET_ITEM(args, 0)), k = 0;
+        for (int i = 0; i < bm.ndim; i++)
+            if (i != dim)
+                st[k++] = bs[i];
+        return k == m.ndim;
+    }
+    if (!strcmp(name, "permute")) {
+        PyObject *perm = PyTuple_GET_ITEM(args, 0);
+        if (!PyTuple_Check(perm) || PyTuple_GET_SIZE(perm) != m.ndim)
+            return 0;
+        for (int i = 0; i < m.ndim; i++)
+            st[i] = bs[PyLong_AsLong(PyTuple_GET_ITEM(perm, i))];
+        return !PyErr_Occurred() || (PyErr_Clear(), 0);
+    }
+    if (!strcmp(name, "expand")) {
+        int lead = m.ndim - bm.ndim;
+        for (int i = 0; i < m.ndim; i++)
+            st[i] = i < lead ? 0 : (bm.sizes[i - lead] == 1 && m.sizes[i] != 1) ? 0 : bs[i - lead];
+        return 1;
+    }
+    if (!strcmp(name, "reshape")) {
+        if (view_strides(bm.ndim, bm.sizes, bs, m.ndim, m.sizes, st))
+            return 1;
+        int64_t a = 1; /* reshape copied */
+        for (int i = m.ndim - 1; i >= 0; i--) {
+            st[i] = a;
+            a *= m.sizes[i] > 1 ? m.sizes[i] : 1;
+        }
+        return 1;
+    }
+    return 0;
+}
+
+/* x.view(shape): eager raises when x's strides can't express it */
+static int view_check(trace *t, ic_val x, int n, const int64_t *sizes) {
+    int64_t st[IC_MAX_DIMS], ns[IC_MAX_DIMS];
+    ic_meta m = *ic_value_meta(t->g, x);
+    if (!eager_strides(t, x, st, 0))
+        return 0;
+    int64_t numel = 1, known = 1;
+    int neg = -1;
+    for (int i = 0; i < m.ndim; i++)
+        numel *= m.sizes[i];
+    for (int i = 0; i < n; i++) {
+        if (sizes[i] == -1)
+            neg = i;
+        else
+            known *= sizes[i];
+    }
+    int64_t full[IC_MAX_DIMS], prod = 1;
+    for (int i = 0; i < n; i++) {
+        full[i] = i == neg ? (known ? numel / known : 0) : sizes[i];
+        prod *= full[i];
+    }
+    if (prod != numel || n > IC_MAX_DIMS)
+        return 0; /* an invalid shape: the reshape reports it */
+    if (!view_strides(m.ndim, m.sizes, st, n, full, ns))
+        return sym_fail(t, "view size is not compatible with input tensor's size and stride (eager raises)");
+    return 0;
+}
+
+int sym_h_reshape(trace *t, const opdef *d, var **p, var *out) {
+    if (p[0]->kind != V_TENSOR)
+        return sym_fail(t, "reshape of a non-tensor");
+    long long s[IC_MAX_DIMS];
+    int n;
+    ic_dim sd[IC_MAX_DIMS];
+    int sym = sym_get_sym_shape_args(t, p[1], sd, &n);
+    if (sym < 0)
+        return -1;
+    if (sym)
+        return view_out(t, p[0], ic_reshape_dyn(t->g, p[0]->val, n, sd), out);
+    if (sym_get_shape_args(t, p[1], s, &n, "shape") < 0)
+        return -1;
+    int64_t s64[IC_MAX_DIMS];
+    for (int i = 0; i < n; i++)
+        s64[i] = s[i];
+    if (!strcmp(d->name, "view") && view_check(t, p[0]->val, n, s64) < 0)
+        return -1;
+    return view_out(t, p[0], sym_reshape(t, p[0]->val, n, s64), out);
+}
+
+int sym_h_flatten(trace *t, const opdef *d, var **p, var *out) {
+    if (p[0]->kind != V_TENSOR)
+        return sym_fail(t, "flatten of a non-tensor");
+    ic_meta m_copy = *sym_metap(t, p[0]->val);
+    const ic_meta *m = &m_copy; /* a copy: the graph reallocates */
+    long long a = 0, b = -1;
+    if (!sym_is_none(p[1]) && sym_get_int(t, p[1], &a, "start_dim") < 0)
+        return -1;
+    if (!sym_is_none(p[2]) && sym_get_int(t, p[2], &b, "end_dim") < 0)
+        return -1;
+    if (m->ndim == 0)
+        return view_out(t, p[0], sym_reshape(t, p[0]->val, 1, (int64_t[]){1}), out);
+    int s, e;
+    if (sym_norm_dim(t, a, m->ndim, &s) < 0 || sym_norm_dim(t, b, m->ndim, &e) < 0)
+        return -1;
+    if (s > e)
+        return sym_fail(t, "flatten start_dim > end_dim");
+    int64_t sz[IC_MAX_DIMS];
+    int n = 0;
+    for (int i = 0; i < s; i++)
+        sz[n++] = m->sizes[i];
+    int64_t prod = 1;
+    for (int i = s; i <= e; i++)
+        prod *= m->sizes[i];
+    sz[n++] = prod;
+    for (int i = e + 1; i < m->ndim; i++)
+        sz[n++] = m->sizes[i];
+    return view_out(t, p[0], sym_reshape(t, p[0]->val, n, sz), out);
+}
+
+/* x.unflatten(dim, sizes): dim split into sizes (one may be -1) */
+int sym_h_unflatten(trace *t, const opdef *d, var **p, var *out) {
+    if (p[0]->kind != V_TENSOR)
+        return sym_fail(t, "unflatten of a non-tensor");
+    ic_meta m_copy = *sym_metap(t, p[0]->val);
+    const ic_meta *m = &m_copy; /* a copy: the graph reallocates */
+    long long a, parts[IC_MAX_DIMS];
+    int k, dim;
+    if (sym_get_int(t, p[1], &a, "dim") < 0 || sym_get_ints(t, p[2], parts, IC_MAX_DIMS, &k, "sizes") < 0)
+        return -1;
+    if (m->ndim == 0 || sym_norm_dim(t, a, m->ndim, &dim) < 0)
+        return sym_fail(t, "unflatten: bad dim (eager raises)");
+    if (k == 0 || m->ndim - 1 + k > IC_MAX_DIMS)
+        return sym_fail(t, "unflatten: %d sizes", k);
+    if (m->dyn && !sym_dim_static(m->dims[dim]))
+        return sym_fail(t, "unflatten of a dynamic dim");
+    int64_t known = 1;
+    int infer = -1;
+    for (int i = 0; i < k; i++) {
+        if (parts[i] == -1 && infer < 0)
+            infer = i;
+        else if (parts[i] < 0)
+            return sym_fail(t, "unflatten: bad sizes (eager raises)");
+        else
+            known *= parts[i];
+    }
+    if (infer >= 0) {
+        if (known == 0 || m->sizes[dim] % known)
+            return sym_fail(t, "unflatten: sizes do not divide the dim (eager raises)");
+        parts[infer] = m->sizes[dim] / known;
+    } else if (known != m->sizes[dim]) {
+        return sym_fail(t, "unflatten: sizes do not match the dim (eager raises)");
+    }
+    int64_t sz[IC_MAX_DIMS];
+    int n = 0;
+    for (int i = 0; i < m->ndim; i++) {
+        if (i != dim) {
+            sz[n++] = m->sizes[i];
+            continue;
+        }
+        for (int j = 0; j < k; j++)
+            sz[n++] = parts[j];
+    }
+    return view_out(t, p[0], sym_reshape(t, p[0]->val, n, sz), out);
+}
+
+int sym_h_permute(trace *t, const opdef *d, var **p, var *out) {
+    if (p[0]->kind != V_TENSOR)
+        return sym_fail(t, "permute of a non-tensor");
+    long long s[IC_MAX_DIMS];
+    int n, perm[IC_MAX_DIMS];
+    int nd = sym_ndim_of(t, p[0]->val);
+    if (sym_get_shape_args(t, p[1], s, &n, "dims") < 0)
+        return -1;
+    if (n != nd)
+        return sym_fail(t, "permute: %d dims for a %d-d tensor", n, nd);
+    for (int i = 0; i < n; i++)
+        if (sym_norm_dim(t, s[i], nd, &perm[i]) < 0)
+            return -1;
+    return sym_view_out_desc(t, p[0], ic_permute(t->g, p[0]->val, perm), out, "permute",
+                         Py_BuildValue("(N)", sym_perm_tuple(perm, n)));
+}
+
+int sym_h_transpose(trace *t, const opdef *d, var **p, var *out) {
+    if (p[0]->kind != V_TENSOR)
+        return sym_fail(t, "transpose of a non-tensor");
+    int nd = sym_ndim_of(t, p[0]->val), perm[IC_MAX_DIMS];
+    for (int i = 0; i < nd; i++)
+        perm[i] = i;
+    int a, b;
+    if (d->op == 1) { /* t(): 2-d transpose, no-op below 2 dims */
+        if (nd > 2)
+            return sym_fail(t, "t() of a %d-d tensor", nd);
+        if (nd < 2) {
+            *out = *p[0];
+            out->src = -1;
+            return 0;
+        }
+        a = 0;
+        b = 1;
+    } else {
+        long long x, y;
+        if (sym_get_int(t, p[1], &x, "dim0") < 0 || sym_get_int(t, p[2], &y, "dim1") < 0 ||
+            sym_norm_dim(t, x, nd, &a) < 0 || sym_norm_dim(t, y, nd, &b) < 0)
+            return -1;
+        if (nd == 0) {
+            *out = *p[0];
+            out->src = -1;
+            return 0;
+        }
+    }
+    perm[a] = b;
+    perm[b] = a;
+    return sym_view_out_desc(t, p[0], ic_permute(t->g, p[0]->val, perm), out, "permute",
+                         Py_BuildValue("(N)", sym_perm_tuple(perm, nd)));
+}
+
+int sym_h_unsqueeze(trace *t, const opdef *d, var **p, var *out) {
+    if (p[0]->kind != V_TENSOR)
+        return sym_fail(t, "unsqueeze of a non-tensor");
+    ic_meta m_copy = *sym_metap(t, p[0]->val);
+    const ic_meta *m = &m_copy; /* a copy: the graph reallocates */
+    long long x;
+    int dim;
+    if (sym_get_int(t, p[1], &x, "dim") < 0 || sym_norm_dim(t, x, m->ndim + 1, &dim) < 0)
+        return -1;
+    if (m->ndim + 1 > IC_MAX_DIMS)
+        return sym_fail(t, "too many dims");
+    int64_t sz[IC_MAX_DIMS];
+    int n = 0;
+    for (int i = 0; i <= m->ndim; i++) {
+        if (i == dim)
+            sz[n++] = 1;
+        if (i < m->ndim)
+            sz[n++] = m->sizes[i];
+    }
+    return view_out(t, p[0], sym_reshape(t, p[0]->val, n, sz), out);
+}
+
+int sym_h_squeeze(trace *t, const opdef *d, var **p, var *out) {
+    if (p[0]->kind != V_TENSOR)
+        return sym_fail(t, "squeeze of a non-tensor");
+    ic_meta m_copy = *sym_metap(t, p[0]->val);
+    const ic_meta *m = &m_copy; /* a copy: the graph reallocates */
+    uint32_t mask = 0;
+    if (sym_is_none(p[1])) {
+        for (int i = 0; i < m->ndim; i++)
+            if (m->sizes[i] == 1)
+                mask |= 1u << i;
+    } else {
+        if (sym_dims_mask(t, p[1], m->ndim, &mask) < 0)
+            return -1;
+        uint32_t keep = 0;
+        for (int i = 0; i < m->ndim; i++)
+            if ((mask >> i & 1) && m->sizes[i] == 1)
+                keep |= 1u << i;
+        mask = keep;
+    }
+    int64_t sz[IC_MAX_DIMS];
+    int n = 0;
+    for (int i = 0; i < m->ndim; i++)
+        if (!(mask >> i & 1))
+            sz[n++] = m->sizes[i];
+    return view_out(t, p[0], sym_reshape(t, p[0]->val, n, sz), out);
+}
+
+int sym_h_expand(trace *t, const opdef *d, var **p, var *out) {
+    if (p[0]->kind != V_TENSOR)
+        return sym_fail(t, "expand of a non-tensor");
+    long long s[IC_MAX_DIMS];
+    int n;
+    ic_meta m_copy = *sym_metap(t, p[0]->val);
+    const ic_meta *m = &m_copy; /* a copy: the graph reallocates */
+    ic_dim sd[IC_MAX_DIMS];
+    int sym = sym_get_sym_shape_args(t, p[1], sd, &n);
+    if (sym < 0)
+        return -1;
+    if (sym) {
+        for (int i = 0; i < n; i++) {
+            int j = i - (n - m->ndim);
+            if (sd[i].coef == -1 && sym_dim_static(sd[i]) && j >= 0)
+                sd[i] = m->dyn ? m->dims[j] : (ic_dim){.coef = m->sizes[j]};
+        }
+        return sym_view_out_desc(t, p[0], ic_expand_dyn(t->g, p[0]->val, n, sd), out, "expand",
+                             sym_shape_args(t, -1));
+    }
+    if (sym_get_shape_args(t, p[1], s, &n, "sizes") < 0)
+        return -1;
+    int64_t s64[IC_MAX_DIMS];
+    for (int i = 0; i < n; i++) {
+        int j = i - (n - m->ndim);
+        s64[i] = (s[i] == -1 && j >= 0) ? m->sizes[j] : s[i];
+    }
+    return sym_view_out_desc(t, p[0], ic_expand(t->g, p[0]->val, n, s64), out, "expand",
+                         Py_BuildValue("(N)", ints_tuple(s64, n)));
+}
+
+int sym_h_identity(trace *t, const opdef *d, var **p, var *out) {
+    if (p[0]->kind != V_TENSOR)
+        return sym_fail(t, "%s of a non-tensor", d->name);
+    ic_meta m_copy = *sym_metap(t, p[0]->val);
+    const ic_meta *m = &m_copy; /* a copy: the graph reallocates */
+    if (d->op == 1 && p[0]->val < t->capvals && t->view_desc[p[0]->val] != NULL) {
+        /* contiguous() of a view: a copy unless eager's strides are already contiguous
+         * (a new object: what it is used for must not reach the viewed tensor) */
+        int64_t es[IC_MAX_DIMS], st = 1;
+        int contig = eager_strides(t, p[0]->val, es, 0);
+        for (int i = m->ndim - 1; i >= 0 && contig; i--) {
+            if (m->sizes[i] != 1 && es[i] != st)
+                contig = 0;
+            st *= m->sizes[i];
+        }
+        if (!contig)
+            return sym_tensor_out(t, ic_cast(t->g, p[0]->val, m->dtype), out);
+    }
+    if (d->op == 1) { /* contiguous(): a no-op only when already contiguous */
+        int64_t st = 1;
+        for (int i = m->ndim - 1; i >= 0; i--) {
+            if (m->sizes[i] != 1 && m->strides[i] != st)
+                return sym_fail(t, "contiguous() of a non-contiguous tensor not supported yet");
+            st *= m->sizes[i];
+        }
+    }
+    *out = *p[0];
+    if (d->op == 0 && sym_value_requires_grad(t, out->val)) { /* training: a stop-gradient */
+        out->val = ic_detach(t->g, out->val);
+        if (out->val < 0)
+            return sym_check_graph(t);
+    }
+    if (d->op == 0 && out->oid > 0) {
+        /* detach(): a new tensor object sharing the data: both become aliased, so an
+         * in-place update through either is not captured (eager handles it) */
+        int in_oid = out->oid;
+        out->oid = sym_new_object(t, out->val);
+        if (out->oid <= 0)
+            return -1;
+        sym_alias_objects(t, out->oid, in_oid);
+        out->src = -1;
+    }
+    return 0;
+}
+
+/* size of dim d: a symbolic int when the dim is dynamic */
+int sym_size_out(trace *t, const ic_meta *m, int d, var *out) {
+    if (m->dyn)
+        return sym_symint(t, m->dims[d], out);
+    return sym_const(t, PyLong_FromLongLong(m->sizes[d]), out);
+}
+
+static int numel_out(trace *t, const ic_meta *m, var *out) {
+    ic_dim n;
+    memset(&n, 0, sizeof n);
+    n.coef = 1;
+    for (int i = 0; i < m->ndim; i++) {
+        if (!m->dyn) {
+            n.coef *= m->sizes[i];
+            continue;
+        }
+        n.coef *= m->dims[i].coef;
+        for (int k = 0; k < IC_MAX_SYMS; k++)
+            n.exp[k] += m->dims[i].exp[k];
+    }
+    return sym_symint(t, n.coef == 0 ? (ic_dim){0} : n, out);
+}
+
+int sym_h_size(trace *t, const opdef *d, var **p, var *out) {
+    if (p[0]->kind != V_TENSOR)
+        return sym_fail(t, "size() of a non-tensor");
+    ic_meta m_copy = *sym_metap(t, p[0]->val);
+    const ic_meta *m = &m_copy; /* a copy: the graph reallocates */
+    if (d->op == 1) /* dim() / ndimension() */
+        return sym_const(t, PyLong_FromLong(m->ndim), out);
+    if (d->op == 2) /* numel() */
+        return numel_out(t, m, out);
+    if (sym_is_none(p[1])) {
+        var tmp = *p[0];
+        return sym_tensor_attr(t, &tmp, NULL, out);
+    }
+    long long x;
+    int dim;
+    if (sym_get_int(t, p[1], &x, "dim") < 0 || sym_norm_dim(t, x, m->ndim, &dim) < 0)
+        return -1;
+    if (m->ndim == 0)
+        return sym_fail(t, "size(dim) of a 0-d tensor");
+    return sym_size_out(t, m, dim, out);
+}
+
+static int tensors_of(trace *t, const var *seq, ic_val *vals, int max, int *n) {
+    var *items;
+    int k;
+    if (seq->kind != V_SEQ)
+        return sym_fail(t, "expected a sequence of tensors");
+    items = seq->items;
+    k = seq->n;
+    if (k < 1 || k > max)
+        return sym_fail(t, "sequence of %d tensors not supported", k);
+    for (int i = 0; i < k; i++) {
+        var it = items[i];
+        sym_resolve(t, &it);
+        if (it.kind != V_TENSOR)
+            return sym_fail(t, "expected tensors in the sequence");
+        vals[i] = it.val;
+    }
+    *n = k;
+    return 0;
+}
+
+static ic_val unsqueeze_val(trace *t, ic_val x, int dim) {
+    ic_meta m_copy = *sym_metap(t, x);
+    const ic_meta *m = &m_copy; /* a copy: the graph reallocates */
+    int64_t sz[IC_MAX_DIMS];
+    int n = 0;
+    for (int i = 0; i <= m->ndim; i++) {
+        if (i == dim)
+            sz[n++] = 1;
+        if (i < m->ndim)
+            sz[n++] = m->sizes[i];
+    }
+    return sym_reshape(t, x, n, sz);
+}
+
+/* cat(tensors, dim) / stack(tensors, dim) */
+int sym_h_cat(trace *t, const opdef *d, var **p, var *out) {
+    ic_val v[64];
+    int n;
+    long long dd = 0;
+    if (tensors_of(t, p[0], v, 64, &n) < 0 || (!sym_is_none(p[1]) && sym_get_int(t, p[1], &dd, "dim") < 0))
+        return -1;
+    if (d->op == 0) {
+        /* ATen's legacy rule: 1-d empty tensors are skipped (a cache grown from
+         * torch.tensor([]) by cat); they must not change the result dtype */
+        int m = 0, nonempty = 0;
+        for (int i = 0; i < n; i++) {
+            const ic_meta *mi = sym_metap(t, v[i]);
+            nonempty += !(mi->ndim == 1 && mi->sizes[0] == 0);
+        }
+        for (int i = 0; i < n && nonempty > 0 && nonempty < n; i++) {
+            const ic_meta *mi = sym_metap(t, v[i]);
+            if (mi->ndim == 1 && mi->sizes[0] == 0) {
+                int same = 0;
+                for (int j = 0; j < n; j++)
+                    same |= j != i && sym_metap(t, v[j])->dtype == mi->dtype;
+                if (!same)
+                    return sym_fail(t, "cat: an empty 1-d tensor of another dtype");
+                continue;
+            }
+            v[m++] = v[i];
+        }
+        if (nonempty > 0 && nonempty < n)
+            n = m;
+    }
+    int nd = sym_ndim_of(t, v[0]) + (d->op == 1);
+    int dim;
+    if (sym_norm_dim(t, dd, nd, &dim) < 0)
+        return -1;
+    if (d->op == 1)
+        for (int i = 0; i < n; i++)
+            v[i] = unsqueeze_val(t, v[i], dim);
+    ic_val r = v[0];
+    for (int i = 1; i < n; i++)
+        r = ic_cat(t->g, r, v[i], dim);
+    if (n == 1 && d->op == 0) /* cat of one tensor: a copy */
+        r = ic_cast(t->g, r, ic_value_meta(t->g, r)->dtype);
+    return sym_tensor_out(t, r, out);
+}
+
+/* narrow(input, dim, start, length) / select(input, dim, index) */
+int sym_h_narrow(trace *t, const opdef *d, var **p, var *out) {
+    if (p[0]->kind != V_TENSOR)
+        return sym_fail(t, "%s of a non-tensor", d->name);
+    ic_meta m_copy = *sym_metap(t, p[0]->val);
+    const ic_meta *m = &m_copy; /* a copy: the graph reallocates */
+    long long dd, st, len = 1;
+    int dim;
+    if (sym_get_int(t, p[1], &dd, "dim") < 0 || sym_norm_dim(t, dd, m->ndim, &dim) < 0 ||
+        sym_get_int(t, p[2], &st, "start") < 0 || (d->op == 0 && sym_get_int(t, p[3], &len, "length") < 0))
+        return -1;
+    if (m->ndim == 0)
+        return sym_fail(t, "%s of a 0-d tensor", d->name);
+    if (st < 0)
+        st += m->sizes[dim];
+    if (st < 0 || st + len > m->sizes[dim] || len < 0)
+        return sym_fail(t, "%s out of range (eager will raise)", d->name);
+    ic_val r = ic_slice(t->g, p[0]->val, dim, st, st + len, 1);
+    if (d->op == 1) { /* select: drop the dim */
+        int64_t sz[IC_MAX_DIMS];
+        int n = 0;
+        for (int i = 0; i < m->ndim; i++)
+            if (i != dim)
+                sz[n++] = m->sizes[i];
+        r = sym_reshape(t, r, n, sz);
+    }
+    return sym_view_out_desc(t, p[0], r, out, d->op == 1 ? "select" : "narrow",
+                         d->op == 1 ? Py_BuildValue("(iL)", dim, st) : Py_BuildValue("(iLL)", dim, st, len));
+}
+
+/* split(tensor, split_size_or_sections, dim) / chunk(input, chunks, dim) -> tuple of views */
+int sym_h_split(trace *t, const opdef *d, var **p, var *out) {
+    if (p[0]->kind != V_TENSOR)
+        return sym_fail(t, "%s of a non-tensor", d->name);
+    ic_meta m_copy = *sym_metap(t, p[0]->val);
+    const ic_meta *m = &m_copy; /* a copy: the graph reallocates */
+    long long dd = 0, sizes[64];
+    int dim, ns = 0;
+    if (!sym_is_none(p[2]) && sym_get_int(t, p[2], &dd, "dim") < 0)
+        return -1;
+    if (sym_norm_dim(t, dd, m->ndim, &dim) < 0)
+        return -1;
+    if (m->ndim == 0)
+        return sym_fail(t, "%s of a 0-d tensor", d->name);
+    int64_t L = m->sizes[dim];
+    if (p[1] == NULL)
+        return sym_fail(t, "%s needs sizes", d->name);
+    if (p[1]->kind == V_CONST && PyLong_Check(p[1]->obj)) {
+        long long k = PyLong_AsLongLong(p[1]->obj);
+        if (k <= 0)
+            return sym_fail(t, "%s with a non-positive size (eager will raise)", d->name);
+        long long each = d->op == 1 ? (L + k - 1) / k : k; /* chunk: ceil(L / chunks) */
+        if (each <= 0)
+            each = 1;
+        for (long long at = 0; at < L && ns < 64; at += each)
+            sizes[ns++] = at + each <= L ? each : L - at;
+        if (L == 0)
+            sizes[ns++] = 0;
+    } else {
+        int n;
+        if (d->op == 1 || sym_get_ints(t, p[1], sizes, 64, &n, "split sizes") < 0)
+            return -1;
+        ns = n;
+        long long sum = 0;
+        for (int i = 0; i < n; i++)
+            sum += sizes[i];
+        if (sum != L)
+            return sym_fail(t, "split sizes do not sum to the dim (eager will raise)");
+    }
+    var *items = sym_alloc(t, ns);
+    if (items == NULL)
+        return -1;
+    long long at = 0;
+    for (int i = 0; i < ns; i++) {
+        if (sym_view_out_desc(t, p[0], ic_slice(t->g, p[0]->val, dim, at, at + sizes[i], 1), &items[i],
+                          "narrow", Py_BuildValue("(iLL)", dim, at, sizes[i])) < 0)
+            return -1;
+        at += sizes[i];
+    }
+    *out = sym_var(V_SEQ);
+    out->n = ns;
+    out->items = items;
+    return 0;
+}
+
+/* index_select(input, dim, index) / F.embedding(input, weight) */
+int sym_h_index_select(trace *t, const opdef *d, var **p, var *out) {
+    if (d->op == 1) { /* embedding(input, weight, padding_idx=None, max_norm=None, ...) */
+        if (p[0]->kind != V_TENSOR || p[1] == NULL || p[1]->kind != V_TENSOR)
+            return sym_fail(t, "embedding: bad arguments");
+        if (!sym_is_none(p[3]))
+            return sym_fail(t, "embedding with max_norm not supported");
+        ic_meta im_copy = *sym_metap(t, p[0]->val), wm_copy = *sym_metap(t, p[1]->val);
+        const ic_meta *im = &im_copy, *wm = &wm_copy;
+        int64_t n = 1;
+        for (int i = 0; i < im->ndim; i++)
+            n *= im->sizes[i];
+        ic_val flat = sym_reshape(t, p[0]->val, 1, &n);
+        if (sym_check_index(t, p[0], wm->ndim ? wm->sizes[0] : 0, 1) < 0)
+            return -1;
+        ic_val rows = ic_index_select(t->g, p[1]->val, 0, flat);
+        if (!sym_is_none(p[2]) && sym_value_requires_grad(t, p[1]->val)) {
+            /* training: rows of padding_idx get no gradient (eager's embedding_backward) */
+            long long pad;
+            if (sym_get_int(t, p[2], &pad, "padding_idx") < 0)
+                return -1;
+            if (pad < 0)
+                pad += wm->sizes[0];
+            int64_t L1[2] = {n, 1};
+            ic_val m = ic_reshape(t->g, ic_binary(t->g, IC_OP_EQ, flat, ic_scalar(t->g, (double)pad, IC_I64)), 2, L1);
+            rows = ic_where(t->g, m, ic_detach(t->g, rows), rows);
+        }
+        int64_t sz[IC_MAX_DIMS];
+        int k = 0;
+        for (int i = 0; i < im->ndim; i++)
+            sz[k++] = im->sizes[i];
+        if (wm->ndim != 2 || k + 1 > IC_MAX_DIMS)
+            return sym_fail(t, "embedding: weight must be 2-d");
+        sz[k++] = wm->sizes[1];
+        return sym_tensor_out(t, sym_reshape(t, rows, k, sz), out);
+    }
+    if (p[0]->kind != V_TENSOR || p[2] == NULL || p[2]->kind != V_TENSOR)
+        return sym_fail(t, "index_select: bad arguments");
+    long long dd;
+    int dim;
+    if (sym_get_int(t, p[1], &dd, "dim") < 0 || sym_norm_dim(t, dd, sym_ndim_of(t, p[0]->val), &dim) < 0)
+        return -1;
+    if (sym_check_index(t, p[2], ic_value_meta(t->g, p[0]->val)->sizes[dim], 1) < 0)
+        return -1;
+    return sym_tensor_out(t, ic_index_select(t->g, p[0]->val, dim, p[2]->val), out);
+}
+
+/* x[k]: ints, slices, None, Ellipsis, tuples of them, and one 1-D integer tensor index.
+ * Basic indexing gives views (index maps); the tensor index is an index_select. */
+int sym_tensor_index(trace *t, const var *x_in, const var *k, var *out) {
+    var xv = *x_in, *x = &xv;
+    sym_resolve(t, x);
+    const var *parts[IC_MAX_DIMS + 4];
+    var tmp[IC_MAX_DIMS + 4];
+    int np = 0;
+    if (k->kind == V_CONST && PyTuple_CheckExact(k->obj)) {
+        if (PyTuple_GET_SIZE(k->obj) > IC_MAX_DIMS + 4)
+            return sym_fail(t, "too many indices");
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(k->obj); i++) {
+            memset(&tmp[np], 0, sizeof tmp[np]);
+            tmp[np].kind = V_CONST;
+            tmp[np].obj = PyTuple_GET_ITEM(k->obj, i);
+            parts[np] = &tmp[np];
+            np++;
+        }
+    } else if (k->kind == V_SEQ && !k->is_list) {
+        if (k->n > IC_MAX_DIMS + 4)
+            return sym_fail(t, "too many indices");
+        for (int i = 0; i < k->n; i++)
+            parts[np++] = &k->items[i];
+    } else {
+        parts[np++] = k;
+    }
+    ic_meta m0_copy = *sym_metap(t, x->val);
+    const ic_meta *m0 = &m0_copy; /* a copy: the graph reallocates */
+    int consuming = 0, ell = -1, ntensor = 0;
+    for (int i = 0; i < np; i++) {
+        const var *p = parts[i];
+        if (p->kind == V_CONST && p->obj == Py_Ellipsis) {
+            if (ell >= 0)
+                return sym_fail(t, "two ellipses (eager will raise)");
+            ell = i;
+        } else if (p->kind == V_CONST && p->obj == Py_None) {
+        } else if (p->kind == V_TENSOR) {
+            consuming++;
+            ntensor++;
+        } else if (p->kind == V_CONST && (PyLong_Check(p->obj) || PySlice_Check(p->obj))) {
+            consuming++;
+        } else {
+            return sym_fail(t, "unsupported index type");
+        }
+    }
+    if (ntensor > 1)
+        return sym_fail(t, "advanced indexing with several tensors not supported yet");
+    if (consuming > m0->ndim)
+        return sym_fail(t, "too many indices for the tensor (eager will raise)");
+    ic_val v = x->val;
+    int d = 0, is_copy = 0;
+    for (int i = 0; i < np; i++) {
+        const var *p = parts[i];
+        ic_meta m_copy = *sym_metap(t, v);
+    const ic_meta *m = &m_copy; /* a copy: the graph reallocates */
+        if (p->kind == V_CONST && p->obj == Py_Ellipsis) {
+            d += m0->ndim - consuming;
+            continue;
+        }
+        if (p->kind == V_CONST && p->obj == Py_None) {
+            if (m->ndim + 1 > IC_MAX_DIMS)
+                return sym_fail(t, "too many dims");
+            v = unsqueeze_val(t, v, d);
+            d++;
+            continue;
+        }
+        if (d >= m->ndim)
+            return sym_fail(t, "index out of range (eager will raise)");
+        if (p->kind == V_TENSOR) {
+            var pv = *p;
+            sym_resolve(t, &pv);
+            ic_meta im_copy = *sym_metap(t, pv.val);
+    const ic_meta *im = &im_copy; /* a copy: the graph reallocates */
+            if (im->ndim != 1 || (im->dtype != IC_I64 && im->dtype != IC_I32))
+                return sym_fail(t, "tensor index other than a 1-D integer tensor not supported yet");
+            if (sym_check_index(t, &pv, m->sizes[d], 1) < 0)
+                return -1;
+            v = ic_index_select(t->g, v, d, pv.val);
+            is_copy = 1;
+            d++;
+            continue;
+        }
+        int64_t size = m->sizes[d];
+        if (PyLong_Check(p->obj)) {
+            long long i0 = PyLong_AsLongLong(p->obj);
+            if (i0 < 0)
+                i0 += size;
+            if (i0 < 0 || i0 >= size)
+                return sym_fail(t, "index out of range (eager will raise)");
+            v = ic_slice(t->g, v, d, i0, i0 + 1, 1);
+            ic_meta ms_copy = *sym_metap(t, v);
+    const ic_meta *ms = &ms_copy; /* a copy: the graph reallocates */
+            if (ms == NULL)
+                return sym_check_graph(t);
+            int64_t sz[IC_MAX_DIMS];
+            int n = 0;
+            for (int j = 0; j < ms->ndim; j++)
+                if (j != d)
+                    sz[n++] = ms->sizes[j];
+            v = sym_reshape(t, v, n, sz);
+            continue;
+        }
+        Py_ssize_t start, stop, step;
+        if (PySlice_Unpack(p->obj, &start, &stop, &step) < 0) {
+            PyErr_Clear();
+            return sym_fail(t, "bad slice");
+        }
+        if (step <= 0)
+            return sym_fail(t, "slice step must be positive (eager will raise)");
+        PySlice_AdjustIndices(size, &start, &stop, step);
+        if (stop < start)
+            stop = start;
+        v = ic_slice(t->g, v, d, start, stop, step);
+        d++;
+    }
+    if (v < 0)
+        return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "indexing failed");
+    if (is_copy)
+        return sym_tensor_out(t, v, out);
+    if (v == x->val) /* x[...] or x[:]: a view of the same data */
+        v = sym_reshape(t, v, m0->ndim, m0->sizes);
+    if (k->kind != V_CONST)
+        return sym_fail(t, "indexing: non-constant index");
+    return sym_view_out_desc(t, x, v, out, "__getitem__", Py_BuildValue("(O)", k->obj));
+}
+
+int sym_check_index(trace *t, const var *index, int64_t bound, int gather) {
+    ic_val iv = index->val, root = ic_value_view_root(t->g, iv);
+    ic_op op = ic_value_op(t->g, iv);
+    if (ic_value_op(t->g, root) == IC_OP_INPUT) {
+        /* an input, or a view of one (a slice of a position-ids buffer): the whole input
+         * is bounds-checked before each run */
+        int s = root == iv ? index->src : -1;
+        iv = root;
+        if (s < 0) {
+            int k = 0;
+            for (ic_val x = 0; x < iv; x++)
+                if (ic_value_op(t->g, x) == IC_OP_INPUT)
+                    k++;
+            s = t->input_src[k];
+        }
+        for (int i = 0; i < t->nidx; i++)
+            if (t->idx_src[i] == s && t->idx_bound[i] == bound) {
+                t->idx_gather[i] &= (unsigned char)(gather != 0);
+                return 0;
+            }
+        if (t->nidx >= 16)
+            return sym_fail(t, "too many index tensors");
+        t->idx_src[t->nidx] = s;
+        t->idx_gather[t->nidx] = (unsigned char)(gather != 0);
+        t->idx_bound[t->nidx++] = bound;
+        return 0;
+    }
+    if (op == IC_OP_ARGMAX || op == IC_OP_ARGMIN)
+        return 0;
+    double lo, hi; /* position ids: arange(n) + past length, unsqueezed */
+    if (ic_value_int_range(t->g, iv, &lo, &hi)) {
+        if (bound <= 0 || lo < 0 || hi >= (double)bound)
+            return sym_fail(t, "index out of range (eager will raise)");
+        return 0;
+    }
+    return sym_fail(t, "indexing with a computed index tensor (bounds unknown) not supported yet");
+}
+
+/* tril/triu(input, diagonal=0) on the last two dims */
+int sym_h_tri(trace *t, const opdef *d, var **p, var *out) {
+    if (sym_need_tensor(t, d, p[0]) < 0)
+        return -1;
+    long long k = 0;
+    if (!sym_is_none(p[1]) && sym_get_int(t, p[1], &k, "diagonal") < 0)
+        return -1;
+    ic_meta m_copy = *sym_metap(t, p[0]->val);
+    const ic_meta *m = &m_copy; /* a copy: the graph reallocates */
+    if (m->ndim < 2)
+        return sym_fail(t, "%s needs 2 dims (eager will raise)", d->name);
+    int64_t R = m->sizes[m->ndim - 2], C = m->sizes[m->ndim - 1];
+    ic_val rows = ic_reshape(G, ic_arange(G, R, 0, 1, IC_I64), 2, (int64_t[]){R, 1});
+    ic_val cols = ic_reshape(G, ic_arange(G, C, 0, 1, IC_I64), 2, (int64_t[]){1, C});
+    ic_val diff = ic_binary(G, IC_OP_SUB, cols, rows); /* col - row */
+    ic_val keepm = d->op == 0 ? ic_binary(G, IC_OP_LE, diff, sym_inum(t, k)) : ic_binary(G, IC_OP_GE, diff, sym_inum(t, k));
+    ic_val zero = ic_cast(G, sym_inum(t, 0), m->dtype);
+    return sym_tensor_out(t, ic_where(G, keepm, p[0]->val, zero), out);
+}
+
+/* flip(input, dims) via index_select with a reversed arange; roll(input, shifts, dims) */
+int sym_h_flip(trace *t, const opdef *d, var **p, var *out) {
+    if (sym_need_tensor(t, d, p[0]) < 0)
+        return -1;
+    ic_meta m_copy = *sym_metap(t, p[0]->val);
+    const ic_meta *m = &m_copy; /* a copy: the graph reallocates */
+    long long ds[IC_MAX_DIMS], sh[IC_MAX_DIMS];
+    int nd, nsh = 0;
+    var *dimv = d->op == 0 ? p[1] : p[2];
+    if (d->op == 1) {
+        if (sym_get_ints(t, p[1], sh, IC_MAX_DIMS, &nsh, "shifts") < 0)
+            return -1;
+        if (sym_is_none(dimv))
+            return sym_fail(t, "roll without dims not supported yet");
+    }
+    if (sym_get_ints(t, dimv, ds, IC_MAX_DIMS, &nd, "dims") < 0)
+        return -1;
+    if (d->op == 1 && nd != nsh)
+        return sym_fail(t, "roll: shifts and dims differ in length (eager will raise)");
+    ic_val v = p[0]->val;
+    for (int i = 0; i < nd; i++) {
+        int dim;
+        if (sym_norm_dim(t, ds[i], m->ndim, &dim) < 0)
+            return -1;
+        int64_t n = m->sizes[dim];
+        if (n == 0)
+            continue;
+        if (d->op == 0) {
+            v = ic_index_select(G, v, dim, ic_arange(G, n, (double)(n - 1), -1.0, IC_I64));
+        } else {
+            long long s0 = ((sh[i] % n) + n) % n;
+            if (s0 == 0)
+                continue;
+            ic_val a = ic_slice(G, v, dim, n - s0, n, 1), b = ic_slice(G, v, dim, 0, n - s0, 1);
+            v = ic_cat(G, a, b, dim);
+        }
+    }
+    if (v == p[0]->val)
+        v = ic_cast(G, v, m->dtype);
+    return sym_tensor_out(t, v, out);
+}
+
+/* repeat(*sizes): expand a leading-padded view, then reshape */
+int sym_h_repeat(trace *t, const opdef *d, var **p, var *out) {
+    if (sym_need_tensor(t, d, p[0]) < 0)
+        return -1;
+    long long r[IC_MAX_DIMS];
+    int n;
+    if (sym_get_shape_args(t, p[1], r, &n, "repeats") < 0)
+        return -1;
+    ic_meta m_copy = *sym_metap(t, p[0]->val);
+    const ic_meta *m = &m_copy; /* a copy: the graph reallocates */
+    if (n < m->ndim || 2 * n > IC_MAX_DIMS)
+        return sym_fail(t, "repeat: unsupported number of dims");
+    int64_t src[IC_MAX_DIMS], inter[IC_MAX_DIMS], exp[IC_MAX_DIMS], fin[IC_MAX_DIMS];
+    for (int i = 0; i < n; i++)
+        src[i] = i < n - m->ndim ? 1 : m->sizes[i - (n - m->ndim)];
+    for (int i = 0; i < n; i++) {
+        inter[2 * i] = 1;
+        inter[2 * i + 1] = src[i];
+        exp[2 * i] = r[i];
+        exp[2 * i + 1] = src[i];
+        fin[i] = r[i] * src[i];
+    }
+    ic_val v = ic_reshape(G, p[0]->val, 2 * n, inter);
+    v = ic_expand(G, v, 2 * n, exp);
+    v = ic_reshape(G, v, n, fin);
+    return sym_tensor_out(t, v, out);
+}
+
+/* gather(input, dim, index) / scatter(input, dim, index, src|value) / scatter_add; op: kind */
+int sym_h_gather(trace *t, const opdef *d, var **p, var *out) {
+    long long dd;
+    int dim;
+    if (sym_need_tensor(t, d, p[0]) < 0 || sym_get_int(t, p[1], &dd, "dim") < 0 ||
+        sym_norm_dim(t, dd, sym_ndim_of(t, p[0]->val), &dim) < 0 || sym_need_tensor(t, d, p[2]) < 0)
+        return -1;
+    int64_t prm[1] = {dim};
+    ic_val v[3] = {p[0]->val, p[2]->val, -1};
+    if (d->op == IC_EXT_GATHER)
+        return sym_tensor_out(t, ic_extern(G, IC_EXT_GATHER, 2, v, 1, prm, 1, 1), out);
+    if (p[4] != NULL && !sym_is_none(p[4]))
+        return sym_fail(t, "%s with reduce= left to eager", d->name);
+    var *src = p[3] != NULL ? p[3] : p[5];
+    if (src == NULL || (p[3] != NULL && p[5] != NULL))
+        return sym_fail(t, "%s needs one of src/value", d->name);
+    if (src->kind == V_TENSOR) {
+        v[2] = src->val;
+    } else if (d->op == IC_EXT_SCATTER && sym_is_number(src)) {
+        /* scatter(dim, index, value): the value broadcast to the index's shape */
+        ic_meta im = *sym_metap(t, p[2]->val);
+        ic_val s;
+        if (sym_as_tensor(t, src, &s) < 0)
+            return -1;
+        v[2] = ic_expand(G, ic_cast(G, s, sym_metap(t, p[0]->val)->dtype), im.ndim, im.sizes);
+    } else {
+        return sym_fail(t, "%s: src must be a tensor", d->name);
+    }
+    return sym_tensor_out(t, ic_extern(G, (ic_extern_kind)d->op, 3, v, 1, prm, 1, 1), out);
+}

@@ -1,0 +1,622 @@
+/* sym_attr.c — attribute reads of tracked values (modules, classes, constants, super(),
+ * functions, records) and the LOAD_GLOBAL / LOAD_ATTR / STORE_ATTR / LOAD_SUPER_ATTR /
+ * IMPORT_* handlers. */
+#include "sym_interp.h"
+#include "train.h"
+
+#include <string.h>
+
+static int fn_const_attr(const char *n) {
+    return !strcmp(n, "__name__") || !strcmp(n, "__qualname__") || !strcmp(n, "__module__");
+}
+
+/* cls.name for a class reached as a guarded global or as type(guarded object): a function
+ * on the class (taken as it is now: reassigning a method after compiling is not seen), an
+ * enum member, a plain constant, or the class's name. 0 done, -1 failed, 1 not handled. */
+static int type_attr(trace *t, PyObject *cls, PyObject *name, var *out) {
+    const char *n = PyUnicode_AsUTF8(name);
+    if (n == NULL) {
+        PyErr_Clear();
+        return 1;
+    }
+    if (!strcmp(n, "__name__") || !strcmp(n, "__qualname__") || !strcmp(n, "__module__"))
+        return sym_const(t, PyObject_GetAttr(cls, name), out) < 0
+                   ? (PyErr_Clear(), sym_fail(t, "attribute %U of a class", name)) : 0;
+    if (n[0] == '_')
+        return 1;
+    if (!strcmp(n, "apply") && tc_is_autograd_function(cls)) /* a break at its call (sym_call) */
+        return sym_const(t, PyObject_GetAttr(cls, name), out) < 0 ? (PyErr_Clear(), sym_fail(t, "Function.apply")) : 0;
+    PyObject *a = _PyType_Lookup((PyTypeObject *)cls, name);
+    if (a == NULL)
+        return 1;
+    if (PyFunction_Check(a)) {
+        int s = sym_source(t, DH_S_CONST, -1, 0, a); /* its globals/closure are read through it */
+        if (s < 0)
+            return -1;
+        memset(out, 0, sizeof *out);
+        out->kind = V_FUNC;
+        out->src = s;
+        out->op = SYM_USER_FUNCTION;
+        out->obj = sym_keep(t, Py_NewRef(a));
+        return out->obj ? 0 : -1;
+    }
+    if (a == Py_None || PyBool_Check(a) || PyLong_CheckExact(a) || PyFloat_CheckExact(a) ||
+        PyUnicode_CheckExact(a) || PyObject_TypeCheck(a, (PyTypeObject *)cls) /* an enum member */)
+        return sym_const(t, Py_NewRef(a), out);
+    return 1;
+}
+
+/* o.name on an object whose class defines __getattr__ in Python (and no __getattribute__
+ * of its own): found in the instance dict or on the class, the generic path below reads it;
+ * else __getattr__(o, name) is inlined (eager calls it once per read: so does the graph,
+ * where the real getattr at trace and guard time would call it more often). The name's
+ * absence from the instance dict is guarded. 1: not this case. */
+static int getattr_hook(trace *t, const var *o, PyObject *name, var *out) {
+    static PyObject *s_getattr, *s_getattribute, *obj_getattribute;
+    PyTypeObject *tp = Py_TYPE(o->obj);
+    if (tp->tp_getattro == PyObject_GenericGetAttr || sym_is_nn_module(o->obj) || o->src < 0)
+        return 1;
+    if (s_getattr == NULL) {
+        s_getattr = PyUnicode_InternFromString("__getattr__");
+        s_getattribute = PyUnicode_InternFromString("__getattribute__");
+        obj_getattribute = s_getattribute ? _PyType_Lookup(&PyBaseObject_Type, s_getattribute) : NULL;
+        if (s_getattr == NULL || obj_getattribute == NULL) {
+            PyErr_Clear();
+            return 1;
+        }
+    }
+    PyObject *ga = _PyType_Lookup(tp, s_getattr);
+    if (ga == NULL || !PyFunction_Check(ga) || _PyType_Lookup(tp, s_getattribute) != obj_getattribute)
+        return 1;
+    if (_PyType_Lookup(tp, name) != NULL)
+        return 1; /* a class attribute, method or descriptor: the generic path */
+    PyObject **dp = _PyObject_GetDictPtr(o->obj);
+    PyObject *dict = dp ? *dp : NULL;
+    int has = sym_guard_key(t, o->src, dict, name);
+    if (has < 0)
+        return -1;
+    if (has)
+        return 1;
+    if (sym_guard_type(t, o->src, o->obj) < 0)
+        return -1;
+    PyObject *fn = sym_keep(t, Py_NewRef(ga));
+    int s = fn ? sym_source(t, DH_S_CONST, -1, 0, fn) : -1;
+    var *arg = sym_alloc(t, 1);
+    if (s < 0 || arg == NULL || sym_const(t, Py_NewRef(name), arg) < 0)
+        return -1;
+    return sym_inline(t, fn, s, o, arg, 1, NULL, out);
+}
+
+int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
+    if (o->kind == V_SEQ && o->obj != NULL && PyType_Check(o->obj) && o->n == 2 &&
+        PyType_IsSubtype((PyTypeObject *)o->obj, &PyTuple_Type)) {
+        const char *n = PyUnicode_AsUTF8(name);
+        if (n && (!strcmp(n, "values") || !strcmp(n, "indices"))) {
+            *out = o->items[n[0] == 'v' ? 0 : 1];
+            return 0;
+        }
+        return sym_fail(t, "attribute %U of a %s", name, ((PyTypeObject *)o->obj)->tp_name);
+    }
+    if (o->kind == V_SEQ && o->obj == NULL) {
+        const char *n = PyUnicode_AsUTF8(name);
+        static const char *const list_methods[] = {"append", "extend", "insert", "pop", "remove",
+                                                   "clear", "reverse", "sort", "copy", NULL};
+        int ok = n != NULL && (!strcmp(n, "index") || !strcmp(n, "count"));
+        for (int i = 0; !ok && o->is_list && n != NULL && list_methods[i]; i++)
+            ok = !strcmp(n, list_methods[i]);
+        if (!ok)
+            return sym_fail(t, "%s.%U not supported", o->is_list ? "list" : "tuple", name);
+        var *self = sym_alloc(t, 1);
+        if (self == NULL)
+            return -1;
+        self[0] = *o;
+        *out = sym_var(V_METHOD);
+        out->obj = name;
+        out->items = self;
+        return 0;
+    }
+    switch (o->kind) {
+    case V_TENSOR:
+        return sym_tensor_attr(t, o, name, out);
+    case V_OBJ: {
+        if (o->obj == sym_os_environ()) {
+            if (PyUnicode_CompareWithASCIIString(name, "get") != 0)
+                return sym_fail(t, "os.environ.%U not supported", name);
+            var *self = sym_alloc(t, 1);
+            if (self == NULL)
+                return -1;
+            self[0] = *o;
+            *out = sym_var(V_METHOD);
+            out->obj = name;
+            out->items = self;
+            return 0;
+        }
+        if (PyContextVar_CheckExact(o->obj)) {
+            const char *n = PyUnicode_AsUTF8(name);
+            if (strcmp(n, "set") && strcmp(n, "get") && strcmp(n, "reset"))
+                return sym_fail(t, "ContextVar.%U not supported", name);
+            var *self = sym_alloc(t, 1);
+            if (self == NULL)
+                return -1;
+            self[0] = *o;
+            *out = sym_var(V_METHOD);
+            out->obj = name;
+            out->items = self;
+            return 0;
+        }
+        if (PyModule_Check(o->obj)) {
+            PyObject *a = PyObject_GetAttr(o->obj, name);
+            if (a == NULL) {
+                PyErr_Clear();
+                return sym_fail(t, "module has no attribute %U", name);
+            }
+            if (a == sym_os_environ()) { /* os.environ: .get(k, d) asked and guarded */
+                *out = sym_var(V_OBJ);
+                out->obj = sym_keep(t, a);
+                return out->obj ? 0 : -1;
+            }
+            /* user functions and modules reached through a module are guarded; torch's
+             * own callables are taken as constants */
+            int s = -1;
+            if (o->src >= 0 && (PyFunction_Check(a) || PyModule_Check(a)))
+                s = sym_source(t, DH_S_ATTR, o->src, 0, name);
+            int rc = sym_wrap(t, a, s, out);
+            Py_DECREF(a);
+            return rc;
+        }
+        for (int i = t->nattrw - 1; i >= 0; i--) /* written earlier in this trace */
+            if (t->attrw[i].obj == o->obj && o->src >= 0 && PyUnicode_Check(t->attrw[i].name) &&
+                PyUnicode_Compare(t->attrw[i].name, name) == 0) {
+                *out = *t->attrw[i].val;
+                return 0;
+            }
+        if (sym_obj_attr_special(t, o, name) < 0) /* obj_new.c: __dict__ of a written object */
+            return -1;
+        int rc_ga = getattr_hook(t, o, name, out);
+        if (rc_ga <= 0)
+            return rc_ga;
+        if (!sym_is_nn_module(o->obj) && Py_TYPE(o->obj)->tp_getattro != PyObject_GenericGetAttr) {
+            /* a custom __getattribute__/__getattr__: the real getattr, re-run by the guard */
+            if (o->src < 0)
+                return sym_fail(t, "attribute of an object without a source");
+            PyObject *a = PyObject_GetAttr(o->obj, name);
+            if (a == NULL) {
+                PyErr_Clear();
+                return sym_fail(t, "attribute %U not found", name);
+            }
+            if (PyMethod_Check(a) && PyFunction_Check(PyMethod_GET_FUNCTION(a)) &&
+                PyMethod_GET_SELF(a) == o->obj) {
+                PyObject *fn = sym_keep(t, Py_NewRef(PyMethod_GET_FUNCTION(a)));
+                Py_DECREF(a);
+                var *self = sym_alloc(t, 1);
+                int s = sym_source(t, DH_S_ATTR, o->src, 1, name);
+                if (fn == NULL || self == NULL || s < 0)
+                    return -1;
+                self[0] = *o;
+                memset(out, 0, sizeof *out);
+                out->kind = V_METHOD;
+                out->src = s;
+                out->obj = fn;
+                out->items = self;
+                return 0;
+            }
+            int s = sym_source(t, DH_S_ATTR, o->src, 2, name);
+            int rc = s < 0 ? -1 : sym_wrap(t, a, s, out);
+            Py_DECREF(a);
+            return rc;
+        }
+        if (PyUnicode_CompareWithASCIIString(name, "__class__") == 0 && o->src >= 0)
+            /* the object is identity-guarded: its class is fixed */
+            return sym_const(t, Py_NewRef((PyObject *)Py_TYPE(o->obj)), out);
+        if (PyUnicode_CompareWithASCIIString(name, "_modules") == 0 && o->src >= 0) {
+            /* the submodule dict: values reached as attributes of the module */
+            PyObject *mods = dh_module_getattr(o->obj, name);
+            if (mods == NULL || !PyDict_Check(mods)) {
+                Py_XDECREF(mods);
+                return sym_fail(t, "_modules is not a dict");
+            }
+            Py_ssize_t n = PyDict_GET_SIZE(mods), pos = 0;
+            PyObject *keys = PyTuple_New(n), *k, *v;
+            var *vals = sym_alloc(t, (int)n);
+            if (keys == NULL || vals == NULL || sym_keep(t, keys) == NULL) {
+                Py_DECREF(mods);
+                return -1;
+            }
+            int i = 0;
+            while (PyDict_Next(mods, &pos, &k, &v)) {
+                PyTuple_SET_ITEM(keys, i, Py_NewRef(k));
+                int s = sym_source(t, DH_S_ATTR, o->src, 0, k);
+                if (s < 0 || sym_wrap(t, v, s, &vals[i++]) < 0) {
+                    Py_DECREF(mods);
+                    return -1;
+                }
+            }
+            Py_DECREF(mods);
+            *out = sym_var(V_DICT);
+            out->obj = keys;
+            out->items = vals;
+            out->n = i;
+            return 0;
+        }
+        /* nn.Module: no data descriptor may shadow the instance attribute */
+        PyObject *descr = _PyType_Lookup(Py_TYPE(o->obj), name);
+        if (descr != NULL) {
+            if (Py_TYPE(descr) == &PyProperty_Type && o->src >= 0) {
+                /* a property: its getter inlined (the class is guarded with the object) */
+                PyObject *fget = PyObject_GetAttrString(descr, "fget");
+                if (fget == NULL)
+                    PyErr_Clear();
+                if (fget == NULL || !PyFunction_Check(fget)) {
+                    Py_XDECREF(fget);
+                    return sym_fail(t, "property %U on %s without a Python getter", name,
+                                    Py_TYPE(o->obj)->tp_name);
+                }
+                PyObject *fn = sym_keep(t, fget);
+                int s = fn ? sym_source(t, DH_S_CONST, -1, 0, fn) : -1;
+                return s < 0 ? -1 : sym_inline(t, fn, s, o, NULL, 0, NULL, out);
+            }
+            if (Py_TYPE(descr)->tp_descr_set != NULL)
+                return sym_fail(t, "property/descriptor %U on %s not supported", name,
+                                Py_TYPE(o->obj)->tp_name);
+            if (PyFunction_Check(descr) && !dh_module_has_attr(o->obj, name)) {
+                /* a method: inlined when called, its function reached through the class */
+                int s = sym_source(t, DH_S_ATTR, o->src, 1, name);
+                var *self = sym_alloc(t, 1);
+                if (s < 0 || self == NULL)
+                    return -1;
+                self[0] = *o;
+                memset(out, 0, sizeof *out);
+                out->kind = V_METHOD;
+                out->src = s;
+                out->obj = descr;
+                out->items = self;
+                return 0;
+            }
+        }
+        PyObject *a = dh_module_getattr(o->obj, name);
+        if (a == NULL && descr != NULL && o->src >= 0 && Py_IS_TYPE(descr, &PyStaticMethod_Type)) {
+            /* self.f of a staticmethod: the plain function, reached through the class */
+            PyObject *fn = PyObject_GetAttrString(descr, "__func__");
+            if (fn == NULL || !PyFunction_Check(fn)) {
+                Py_XDECREF(fn);
+                PyErr_Clear();
+                return sym_fail(t, "staticmethod %U without a Python function", name);
+            }
+            fn = sym_keep(t, fn);
+            int s = fn ? sym_source(t, DH_S_CONST, -1, 0, fn) : -1;
+            if (s < 0)
+                return -1;
+            memset(out, 0, sizeof *out);
+            out->kind = V_FUNC;
+            out->src = s;
+            out->op = SYM_USER_FUNCTION;
+            out->obj = fn;
+            return 0;
+        }
+        if (a == NULL && descr != NULL && o->src >= 0 && Py_TYPE(descr)->tp_descr_get == NULL) {
+            /* a plain class attribute (a constant on the class) */
+            int s = sym_source(t, DH_S_ATTR, o->src, 1, name);
+            return s < 0 ? -1 : sym_wrap(t, descr, s, out);
+        }
+        if (a == NULL) {
+            if (descr != NULL)
+                return sym_fail(t, "class attribute %U not supported", name);
+            return sym_fail(t, "attribute %U not found", name);
+        }
+        int s = sym_source(t, DH_S_ATTR, o->src, 0, name);
+        int rc = s < 0 ? -1 : sym_wrap(t, a, s, out);
+        Py_DECREF(a);
+        return rc;
+    }
+    case V_CONST: {
+        /* attributes of constants: only plain data of immutable builtins */
+        if (PyFloat_CheckExact(o->obj) || PyLong_CheckExact(o->obj)) {
+            const char *n = PyUnicode_AsUTF8(name);
+            if (!strcmp(n, "real") || !strcmp(n, "imag"))
+                return sym_const(t, PyObject_GetAttr(o->obj, name), out);
+        }
+        const char *n = PyUnicode_AsUTF8(name);
+        if ((PyUnicode_CheckExact(o->obj) || PyTuple_CheckExact(o->obj) || PyAnySet_CheckExact(o->obj)) &&
+            n[0] != '_') {
+            /* methods of immutable builtins are pure: called on constants */
+            return sym_const(t, PyObject_GetAttr(o->obj, name), out) < 0
+                       ? (PyErr_Clear(), sym_fail(t, "attribute %U of a constant", name)) : 0;
+        }
+        if (strcmp(Py_TYPE(o->obj)->tp_name, "torch.device") == 0 &&
+            (!strcmp(n, "type") || !strcmp(n, "index")))
+            return sym_const(t, PyObject_GetAttr(o->obj, name), out);
+        if (PyType_Check(o->obj) && fn_const_attr(n)) /* a class's names */
+            return sym_const(t, PyObject_GetAttr(o->obj, name), out);
+        if ((!strcmp(Py_TYPE(o->obj)->tp_name, "torch.finfo") || !strcmp(Py_TYPE(o->obj)->tp_name, "torch.iinfo")) &&
+            n[0] != '_') /* immutable facts of a dtype */
+            return sym_const(t, PyObject_GetAttr(o->obj, name), out) < 0
+                       ? (PyErr_Clear(), sym_fail(t, "attribute %U of %s", name, Py_TYPE(o->obj)->tp_name)) : 0;
+        if (strcmp(Py_TYPE(o->obj)->tp_name, "torch.dtype") == 0 &&
+            (!strcmp(n, "is_floating_point") || !strcmp(n, "itemsize") || !strcmp(n, "is_complex")))
+            return sym_const(t, PyObject_GetAttr(o->obj, name), out);
+        if (PyType_Check(o->obj)) {
+            int rc = type_attr(t, o->obj, name, out);
+            if (rc <= 0)
+                return rc;
+        }
+        if (PyCode_Check(o->obj) && (!strcmp(n, "co_varnames") || !strcmp(n, "co_argcount") ||
+                                     !strcmp(n, "co_name") || !strcmp(n, "co_kwonlyargcount") ||
+                                     !strcmp(n, "co_posonlyargcount") || !strcmp(n, "co_flags") ||
+                                     !strcmp(n, "co_qualname") || !strcmp(n, "co_filename")))
+            return sym_const(t, PyObject_GetAttr(o->obj, name), out); /* code is immutable */
+        if (!strcmp(Py_TYPE(o->obj)->tp_name, "Signature") && !strcmp(n, "parameters"))
+            return sym_const(t, PyObject_GetAttr(o->obj, name), out) < 0
+                       ? (PyErr_Clear(), sym_fail(t, "attribute %U of a constant", name)) : 0;
+        return sym_fail(t, "attribute %U of %s constant not supported", name, Py_TYPE(o->obj)->tp_name);
+    }
+    case V_SUPER: {
+        /* super().name: look past the class in self's MRO; methods are inlined */
+        PyObject *sup = PyObject_CallFunctionObjArgs((PyObject *)&PySuper_Type, o->obj,
+                                                     o->items[0].obj, NULL);
+        if (sup == NULL) {
+            PyErr_Clear();
+            return sym_fail(t, "super() failed");
+        }
+        PyObject *a = PyObject_GetAttr(sup, name);
+        Py_DECREF(sup);
+        if (a == NULL) {
+            PyErr_Clear();
+            return sym_fail(t, "super().%U not found", name);
+        }
+        if (PyCFunction_Check(a) && PyCFunction_GET_SELF(a) == o->items[0].obj &&
+            o->items[0].kind == V_OBJ && o->items[0].src >= 0 && PyDict_Check(o->items[0].obj)) {
+            /* dict.get / __getitem__ / __contains__ of a dict subclass (a registry) */
+            PyObject *d = _PyType_Lookup(&PyDict_Type, name);
+            const char *n = PyUnicode_AsUTF8(name);
+            int ok = d != NULL && Py_IS_TYPE(d, &PyMethodDescr_Type) &&
+                     ((PyCFunctionObject *)a)->m_ml == ((PyMethodDescrObject *)d)->d_method &&
+                     (!strcmp(n, "get") || !strcmp(n, "__getitem__") || !strcmp(n, "__contains__"));
+            Py_DECREF(a);
+            if (!ok)
+                return sym_fail(t, "super().%U is not a Python method", name);
+            var *self = sym_alloc(t, 1);
+            if (self == NULL)
+                return -1;
+            self[0] = o->items[0];
+            *out = sym_var(V_METHOD);
+            out->obj = name;
+            out->items = self;
+            return 0;
+        }
+        if (PyMethod_Check(a) && PyFunction_Check(PyMethod_GET_FUNCTION(a))) {
+            PyObject *fn = sym_keep(t, Py_NewRef(PyMethod_GET_FUNCTION(a)));
+            Py_DECREF(a);
+            var *self = sym_alloc(t, 1);
+            if (fn == NULL || self == NULL)
+                return -1;
+            self[0] = o->items[0];
+            *out = sym_var(V_METHOD);
+            out->obj = fn;
+            out->items = self;
+            return 0;
+        }
+        Py_DECREF(a);
+        return sym_fail(t, "super().%U is not a Python method", name);
+    }
+    case V_DICT: {
+        const char *n = PyUnicode_AsUTF8(name);
+        if (strcmp(n, "items") && strcmp(n, "keys") && strcmp(n, "values") && strcmp(n, "get") &&
+            strcmp(n, "pop") && strcmp(n, "setdefault") && strcmp(n, "copy") && strcmp(n, "update") &&
+            strcmp(n, "__contains__"))
+            return sym_fail(t, "dict.%U not supported", name);
+        var *self = sym_alloc(t, 1);
+        if (self == NULL)
+            return -1;
+        self[0] = *o;
+        *out = sym_var(V_METHOD);
+        out->obj = name;
+        out->items = self;
+        return 0;
+    }
+    case V_REC:
+        return sym_record_attr(t, o, name, out);
+    case V_FUNC: {
+        const char *n = PyUnicode_AsUTF8(name);
+        if (o->obj && PyType_Check(o->obj) && o->op < 0) {
+            int rc = type_attr(t, o->obj, name, out);
+            if (rc <= 0)
+                return rc;
+        }
+        if (fn_const_attr(n) && o->obj && o->op != SYM_MADE_FUNCTION) {
+            PyObject *a = PyObject_GetAttr(o->obj, name);
+            if (a == NULL) {
+                PyErr_Clear();
+                return sym_fail(t, "attribute %U not found", name);
+            }
+            return sym_const(t, a, out);
+        }
+        if (!strcmp(n, "__class__") && o->obj) /* type(f): a constant */
+            return sym_const(t, Py_NewRef((PyObject *)Py_TYPE(o->obj)), out);
+        if (!strcmp(n, "__code__") && o->obj && o->op == SYM_USER_FUNCTION && o->src >= 0 &&
+            PyFunction_Check(o->obj)) /* the function is identity-guarded: its code, as it is now */
+            return sym_const(t, Py_NewRef(PyFunction_GET_CODE(o->obj)), out);
+        return sym_fail(t, "attribute %U of a function", name);
+    }
+    case V_METHOD: {
+        /* m.__func__ / m.__self__ of a bound Python method */
+        const char *n = PyUnicode_AsUTF8(name);
+        if (n && !strcmp(n, "__self__") && o->items) {
+            *out = o->items[0];
+            return 0;
+        }
+        if (n && !strcmp(n, "__func__") && o->obj && PyFunction_Check(o->obj)) {
+            memset(out, 0, sizeof *out);
+            out->kind = V_FUNC;
+            out->src = o->src; /* the function reached through the class (when known) */
+            out->op = SYM_USER_FUNCTION;
+            out->obj = o->obj;
+            return 0;
+        }
+        return sym_fail(t, "attribute %U of a bound method", name);
+    }
+    default:
+        return sym_fail(t, "attribute %U of an unsupported value", name);
+    }
+}
+
+/* LOAD_GLOBAL */
+int sym_op_load_global(trace *t, sframe *f, sym_ins *in) {
+    var a;
+    PyObject *name = PyTuple_GET_ITEM(in->names, in->oparg >> 1);
+    if (in->oparg & 1)
+        PUSH(sym_null_var());
+    if (!f->top && f->func_src < 0 && f->globals != t->globals)
+        return sym_fail(t, "global %U of a function reached without a source", name);
+    int s = sym_source(t, DH_S_GLOBAL, f->top ? -1 : f->func_src, 0, name);
+    if (s < 0)
+        return -1;
+    PyObject *o = PyDict_GetItemWithError(f->globals, name);
+    if (o == NULL && !PyErr_Occurred())
+        o = PyDict_GetItemWithError(t->builtins, name);
+    if (o == NULL) {
+        PyErr_Clear();
+        return sym_fail(t, "global %U not found (eager will raise)", name);
+    }
+    if (sym_wrap(t, o, s, &a) < 0)
+        return -1;
+    PUSH(a);
+    return SYM_NEXT;
+}
+
+/* LOAD_ATTR LOAD_METHOD */
+int sym_op_load_attr(trace *t, sframe *f, sym_ins *in) {
+    var a, b;
+    NEED(1);
+    int method = in->op == OP_LOAD_METHOD || (DH_PY312 && (in->oparg & 1));
+    PyObject *name = PyTuple_GET_ITEM(in->names, DH_PY312 && in->op == OP_LOAD_ATTR ? in->oparg >> 1 : in->oparg);
+    a = POP();
+    if (sym_load_attr(t, &a, name, &b) < 0)
+        return -1;
+    if (method)
+        PUSH(sym_null_var());
+    PUSH(b);
+    return SYM_NEXT;
+}
+
+/* STORE_ATTR */
+int sym_op_store_attr(trace *t, sframe *f, sym_ins *in) {
+    var a, b;
+    NEED(2);
+    a = POP(); /* the object */
+    b = POP(); /* the value */
+    PyObject *name = PyTuple_GET_ITEM(in->names, in->oparg);
+    if (a.kind != V_OBJ || PyModule_Check(a.obj) || a.src < 0)
+        return sym_fail(t, "attribute assignment on a non-module value");
+    if (t->in_gen) /* a generator runs to completion: eager may stop it before this */
+        return sym_fail(t, "attribute assignment inside a generator");
+    PyObject *descr = _PyType_Lookup(Py_TYPE(a.obj), name);
+    if (descr != NULL && Py_TYPE(descr)->tp_descr_set != NULL)
+        return sym_fail(t, "assignment to a property %U", name);
+    if (b.kind == V_FUNC && b.op == SYM_MADE_FUNCTION)
+        return sym_fail(t, "storing a nested function on a module");
+    int i;
+    for (i = 0; i < t->nattrw; i++) /* one object (sources may differ: DH_G_SAMEOBJ) */
+        if (t->attrw[i].obj == a.obj && PyUnicode_Check(t->attrw[i].name) &&
+            PyUnicode_Compare(t->attrw[i].name, name) == 0)
+            break;
+    int fresh = i == t->nattrw;
+    if (fresh) {
+        if (t->nattrw >= 256)
+            return sym_fail(t, "too many attribute writes");
+        t->nattrw++;
+    }
+    var *v = sym_alloc(t, 1);
+    if (v == NULL)
+        return -1;
+    *v = b;
+    if (fresh)
+        t->attrw[i].src = a.src;
+    t->attrw[i].obj = a.obj;
+    t->attrw[i].name = name;
+    t->attrw[i].val = v;
+    return SYM_NEXT;
+}
+
+/* IMPORT_NAME */
+int sym_op_import_name(trace *t, sframe *f, sym_ins *in) {
+    var a;
+    /* import of a module that is already loaded: a constant module */
+    NEED(2);
+    (void)POP();
+    (void)POP();
+    PyObject *name = PyTuple_GET_ITEM(in->names, in->oparg);
+    PyObject *mods = PyImport_GetModuleDict();
+    PyObject *m = PyDict_GetItemWithError(mods, name);
+    if (m == NULL) {
+        PyErr_Clear();
+        return sym_fail(t, "import of a module not loaded yet");
+    }
+    /* "import a.b" binds a; "from a.b import c" reads from a.b (IMPORT_FROM) */
+    PyObject *top = m;
+    Py_ssize_t dot = PyUnicode_FindChar(name, '.', 0, PyUnicode_GET_LENGTH(name), 1);
+    if (dot > 0) {
+        PyObject *first = PyUnicode_Substring(name, 0, dot);
+        top = first ? PyDict_GetItemWithError(mods, first) : NULL;
+        Py_XDECREF(first);
+        if (top == NULL) {
+            PyErr_Clear();
+            return sym_fail(t, "import of a module not loaded yet");
+        }
+    }
+    a = sym_var(V_OBJ);
+    a.obj = sym_keep(t, Py_NewRef(top));
+    a.items = NULL;
+    a.n = 0;
+    /* remember the full module for IMPORT_FROM */
+    a.pos = 0;
+    if (a.obj == NULL)
+        return -1;
+    if (dot > 0) {
+        var *full = sym_alloc(t, 1);
+        if (full == NULL)
+            return -1;
+        *full = sym_var(V_OBJ);
+        full->obj = sym_keep(t, Py_NewRef(m));
+        a.items = full;
+    }
+    PUSH(a);
+    return SYM_NEXT;
+}
+
+/* IMPORT_FROM */
+int sym_op_import_from(trace *t, sframe *f, sym_ins *in) {
+    var b;
+    NEED(1);
+    var *mod = &PEEK(1);
+    var base = mod->items ? mod->items[0] : *mod;
+    if (base.kind != V_OBJ || !PyModule_Check(base.obj))
+        return sym_fail(t, "IMPORT_FROM of a non-module");
+    if (sym_load_attr(t, &base, PyTuple_GET_ITEM(in->names, in->oparg), &b) < 0)
+        return -1;
+    PUSH(b);
+    return SYM_NEXT;
+}
+
+/* LOAD_SUPER_ATTR */
+/* 3.12: [super, class, self] -> attribute of super(class, self) */
+int sym_op_load_super_attr(trace *t, sframe *f, sym_ins *in) {
+    var a, b;
+    NEED(3);
+    var self0 = POP(), cls = POP();
+    (void)POP();
+    if (self0.kind != V_OBJ || cls.obj == NULL || !PyType_Check(cls.obj))
+        return sym_fail(t, "super() outside a module method");
+    var *sv = sym_alloc(t, 1);
+    if (sv == NULL)
+        return -1;
+    sv[0] = self0;
+    a = sym_var(V_SUPER);
+    a.obj = cls.obj;
+    a.items = sv;
+    if (sym_load_attr(t, &a, PyTuple_GET_ITEM(in->names, in->oparg >> 2), &b) < 0)
+        return -1;
+    if (in->oparg & 1)
+        PUSH(sym_null_var());
+    PUSH(b);
+    return SYM_NEXT;
+}

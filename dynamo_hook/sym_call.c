@@ -1,0 +1,473 @@
+/* sym_call.c — calls: inlining Python functions and nn.Module.forward, and the CALL /
+ * CALL_FUNCTION_EX / KW_NAMES / MAKE_FUNCTION / BEFORE_WITH handlers. */
+#include "sym_interp.h"
+
+#include <string.h>
+/* ---- inlining ----------------------------------------------------------------------- */
+
+static int inline_code(trace *t, PyCodeObject *code, PyObject *globals, PyObject *func,
+                       int fn_src, var *closure, int nclosure, const var *self, var *args,
+                       int nargs, PyObject *kwnames, var *out);
+
+int sym_inline(trace *t, PyObject *func, int fn_src, const var *self, var *args, int nargs,
+               PyObject *kwnames, var *out) {
+    if (fn_src >= 0) {
+        /* the function object is identity-guarded; its code and defaults can still be
+         * reassigned: guard them too (getattr re-run by the guard) */
+        static PyObject *s_code, *s_defaults;
+        if (s_code == NULL) {
+            s_code = PyUnicode_InternFromString("__code__");
+            s_defaults = PyUnicode_InternFromString("__defaults__");
+            if (s_code == NULL || s_defaults == NULL)
+                return -1;
+        }
+        int sc = sym_source(t, DH_S_ATTR, fn_src, 2, s_code);
+        int sd = sym_source(t, DH_S_ATTR, fn_src, 2, s_defaults);
+        if (sc < 0 || sd < 0 || sym_guard_id(t, sc, PyFunction_GET_CODE(func)) < 0)
+            return -1;
+        PyObject *defs = PyFunction_GET_DEFAULTS(func);
+        if (sym_guard_id(t, sd, defs ? defs : Py_None) < 0)
+            return -1;
+    }
+    return inline_code(t, (PyCodeObject *)PyFunction_GET_CODE(func), PyFunction_GET_GLOBALS(func),
+                       func, fn_src, NULL, 0, self, args, nargs, kwnames, out);
+}
+
+int sym_inline_made(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out) {
+    /* its globals: those of the frame that made it, whose function has source fn->val
+     * (-1: the top frame) */
+    return inline_code(t, (PyCodeObject *)fn->obj, fn->globals ? fn->globals : t->globals, NULL,
+                       fn->val, fn->items, fn->n, NULL, args, nargs, kwnames, out);
+}
+
+static int inline_code(trace *t, PyCodeObject *code, PyObject *globals, PyObject *func,
+                       int fn_src, var *closure, int nclosure, const var *self, var *args,
+                       int nargs, PyObject *kwnames, var *out) {
+    if (t->depth >= dh_limit.inline_depth || t->depth >= SYM_INLINE_DEPTH)
+        return sym_fail(t, "inlining deeper than %d calls (recursion? torchc.config.inline_depth)",
+                        dh_limit.inline_depth);
+    /* generators (genexprs: all(f(x) for x in xs)) run to completion when called and
+     * return an iterator over their values: exact when the consumer drains them; one that
+     * stops early only skips graph values never read (a Python-level error in a later item
+     * fails the trace: eager runs) */
+    if (code->co_flags & (CO_COROUTINE | CO_ASYNC_GENERATOR | CO_ITERABLE_COROUTINE))
+        return sym_fail(t, "call to coroutine %U", code->co_name);
+    /* try/except/with: only the path without exceptions is traced; anything that would
+     * raise fails the trace (eager then runs, raising and handling as usual) */
+    if (dh_code_is_disabled(code))
+        return sym_fail(t, "call to %U, which is torchc.disable'd", code->co_qualname);
+    int nkw = kwnames ? (int)PyTuple_GET_SIZE(kwnames) : 0;
+    int npos = nargs - nkw;
+    int extra_kw[64], nextra_kw = 0;
+    if (nkw > 64)
+        return sym_fail(t, "too many keyword arguments");
+    sframe *f = calloc(1, sizeof *f);
+    if (f == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    int rc = -1;
+    f->code = code;
+    f->top = 0;
+    f->globals = globals;
+    f->func = func;
+    f->func_src = fn_src;
+    f->closure = closure;
+    f->nclosure = nclosure;
+    f->gen = (code->co_flags & CO_GENERATOR) != 0;
+    f->nlocals = (int)code->co_nlocalsplus;
+    f->locals = sym_alloc(t, f->nlocals);
+    if (f->locals == NULL)
+        goto done;
+    /* bind: [self] + positionals, keywords by name, then defaults */
+    int argc = code->co_argcount, kwonly = code->co_kwonlyargcount;
+    int given = npos + (self ? 1 : 0);
+    int i = 0;
+    if (self) { /* one positional list [self] + args (self may land in *args) */
+        var *all = sym_alloc(t, nargs + 1);
+        if (all == NULL)
+            goto done;
+        all[0] = *self;
+        if (nargs > 0)
+            memcpy(all + 1, args, (size_t)nargs * sizeof(var));
+        args = all;
+        npos = given;
+        self = NULL;
+    }
+    for (int k = 0; k < npos && i < argc; k++)
+        f->locals[i++] = args[k];
+    int extra_pos = given - argc;
+    if (extra_pos > 0) {
+        if (!(code->co_flags & CO_VARARGS)) {
+            sym_fail(t, "%U() takes %d positional arguments but %d were given (eager will raise)",
+                     code->co_name, argc, given);
+            goto done;
+        }
+        var *items = sym_alloc(t, extra_pos);
+        if (items == NULL)
+            goto done;
+        for (int k = 0; k < extra_pos; k++)
+            items[k] = args[npos - extra_pos + k];
+        var *va = &f->locals[argc + kwonly];
+        va->kind = V_SEQ;
+        va->src = -1;
+        va->n = extra_pos;
+        va->items = items;
+    } else if (code->co_flags & CO_VARARGS) {
+        var *va = &f->locals[argc + kwonly];
+        if (sym_const(t, PyTuple_New(0), va) < 0)
+            goto done;
+    }
+    for (int k = 0; k < nkw; k++) {
+        PyObject *kn = PyTuple_GET_ITEM(kwnames, k);
+        int found = -1;
+        for (int j = self ? 1 : 0; j < argc + kwonly; j++)
+            if (PyUnicode_Compare(PyTuple_GET_ITEM(code->co_localsplusnames, j), kn) == 0)
+                found = j;
+        if (found < 0 && (code->co_flags & CO_VARKEYWORDS)) {
+            extra_kw[nextra_kw++] = k;
+            continue;
+        }
+        if (found < 0) {
+            sym_fail(t, "%U() got an unexpected keyword argument %R (eager will raise)",
+                     code->co_name, kn);
+            goto done;
+        }
+        if (f->locals[found].kind != V_UNSET) {
+            sym_fail(t, "%U() got multiple values for %R", code->co_name, kn);
+            goto done;
+        }
+        f->locals[found] = args[npos + k];
+    }
+    if (code->co_flags & CO_VARKEYWORDS) {
+        /* **kwargs: a dict of the keywords no parameter took */
+        PyObject *keys = PyTuple_New(nextra_kw);
+        var *vals = sym_alloc(t, nextra_kw);
+        if (keys == NULL || vals == NULL || sym_keep(t, keys) == NULL)
+            goto done;
+        for (int k = 0; k < nextra_kw; k++) {
+            PyTuple_SET_ITEM(keys, k, Py_NewRef(PyTuple_GET_ITEM(kwnames, extra_kw[k])));
+            vals[k] = args[npos + extra_kw[k]];
+        }
+        var *kwv = &f->locals[argc + kwonly + ((code->co_flags & CO_VARARGS) ? 1 : 0)];
+        *kwv = sym_var(V_DICT);
+        kwv->obj = keys;
+        kwv->items = vals;
+        kwv->n = nextra_kw;
+    }
+    PyObject *defs = func ? PyFunction_GET_DEFAULTS(func) : NULL;
+    PyObject *kwdefs = func ? PyFunction_GET_KW_DEFAULTS(func) : NULL;
+    int ndefs = defs ? (int)PyTuple_GET_SIZE(defs) : 0;
+    for (int j = 0; j < argc + kwonly; j++) {
+        if (f->locals[j].kind != V_UNSET)
+            continue;
+        PyObject *d = NULL;
+        if (j < argc && j >= argc - ndefs)
+            d = PyTuple_GET_ITEM(defs, j - (argc - ndefs));
+        else if (j >= argc && kwdefs)
+            d = PyDict_GetItemWithError(kwdefs, PyTuple_GET_ITEM(code->co_localsplusnames, j));
+        if (d == NULL) {
+            PyErr_Clear();
+            sym_fail(t, "%U() missing argument %R (eager will raise)", code->co_name,
+                     PyTuple_GET_ITEM(code->co_localsplusnames, j));
+            goto done;
+        }
+        /* defaults belong to the (guarded) function object: constants */
+        if (sym_wrap(t, d, -1, &f->locals[j]) < 0)
+            goto done;
+    }
+    t->depth++;
+    t->in_gen += f->gen;
+    PyObject *saved_globals = t->cur_globals;
+    t->cur_globals = globals;
+    rc = sym_run_frame(t, f, out);
+    t->cur_globals = saved_globals;
+    t->in_gen -= f->gen;
+    t->depth--;
+done:
+    sym_fx_forget(t, f, sizeof *f); /* its stack dies with it */
+    free(f);
+    return rc;
+}
+
+static PyObject *str_forward, *str_hooks[4];
+
+int sym_inline_module(trace *t, const var *mod, var *args, int nargs, PyObject *kwnames,
+                      var *out) {
+    if (str_forward == NULL) {
+        str_forward = PyUnicode_InternFromString("forward");
+        str_hooks[0] = PyUnicode_InternFromString("_forward_hooks");
+        str_hooks[1] = PyUnicode_InternFromString("_forward_pre_hooks");
+        str_hooks[2] = PyUnicode_InternFromString("_backward_hooks");
+        str_hooks[3] = PyUnicode_InternFromString("_backward_pre_hooks");
+        if (!str_forward || !str_hooks[3])
+            return -1;
+    }
+    if (!sym_is_nn_module(mod->obj)) {
+        /* a callable object: inline type(obj).__call__ */
+        PyObject *call = PyUnicode_InternFromString("__call__");
+        PyObject *fn = call ? _PyType_Lookup(Py_TYPE(mod->obj), call) : NULL;
+        if (fn == NULL || !PyFunction_Check(fn)) {
+            Py_XDECREF(call);
+            return sym_fail(t, "call of a %s object", Py_TYPE(mod->obj)->tp_name);
+        }
+        int s = sym_source(t, DH_S_ATTR, mod->src, 1, call);
+        Py_DECREF(call);
+        return s < 0 ? -1 : sym_inline(t, fn, s, mod, args, nargs, kwnames, out);
+    }
+    for (int i = 0; i < 4; i++) {
+        PyObject *h = dh_module_getattr(mod->obj, str_hooks[i]);
+        int busy = h != NULL && PyDict_Check(h) && PyDict_GET_SIZE(h) > 0;
+        Py_XDECREF(h);
+        if (busy)
+            return sym_fail(t, "module %s has hooks", Py_TYPE(mod->obj)->tp_name);
+        /* hooks registered later (output capturing on a second call) must not reuse a
+         * trace that inlined this forward without them */
+        int hs = mod->src >= 0 ? sym_source(t, DH_S_ATTR, mod->src, 0, str_hooks[i]) : -1;
+        if (mod->src >= 0 && (hs < 0 || sym_guard_len(t, hs, 0) < 0))
+            return -1;
+    }
+    if (sym_global_hooks_guard(t) < 0)
+        return -1;
+    PyObject *fwd = _PyType_Lookup(Py_TYPE(mod->obj), str_forward);
+    if (fwd == NULL || !PyFunction_Check(fwd))
+        return sym_fail(t, "module %s has no Python forward", Py_TYPE(mod->obj)->tp_name);
+    int s = sym_source(t, DH_S_ATTR, mod->src, 1, str_forward);
+    if (s < 0)
+        return -1;
+    return sym_inline(t, fwd, s, mod, args, nargs, kwnames, out);
+}
+
+/* KW_NAMES */
+int sym_op_kw_names(trace *t, sframe *f, sym_ins *in) {
+    f->kwnames = PyTuple_GET_ITEM(in->consts, in->oparg);
+    return SYM_NEXT;
+}
+
+/* CALL */
+int sym_op_call(trace *t, sframe *f, sym_ins *in) {
+    var a, c;
+    NEED(in->oparg + 2);
+    var *args = &f->stack[f->sp - in->oparg];
+    var *callable = &PEEK(in->oparg + 1);
+    var *maybe = &PEEK(in->oparg + 2);
+    var *fnv;
+    var *argv = args;
+    int nargs = in->oparg;
+    if (maybe->kind != V_NULL) { /* [method, self, args...] */
+        fnv = maybe;
+        argv = callable;
+        nargs = in->oparg + 1;
+    } else {
+        fnv = callable;
+    }
+    var fn = *fnv;
+    if (fn.kind == V_FUNC && fn.obj == (PyObject *)&PySuper_Type && nargs == 2 && !f->kwnames &&
+        argv[0].obj != NULL && PyType_Check(argv[0].obj) && argv[1].kind == V_OBJ &&
+        PyObject_IsInstance(argv[1].obj, argv[0].obj) == 1) {
+        /* super(C, self): as the zero-argument form, with the class given */
+        var *sv = sym_alloc(t, 1);
+        if (sv == NULL)
+            return -1;
+        sv[0] = argv[1];
+        PyObject *cls = argv[0].obj;
+        f->sp -= in->oparg + 2;
+        a = sym_var(V_SUPER);
+        a.obj = cls;
+        a.items = sv;
+        PUSH(a);
+        return SYM_NEXT;
+    }
+    PyErr_Clear();
+    if (fn.kind == V_FUNC && fn.obj == (PyObject *)&PySuper_Type && nargs == 0) {
+        /* zero-argument super(): the method's __class__ cell and first argument */
+        PyObject *cls = NULL;
+        PyObject *fv = PyObject_GetAttrString((PyObject *)f->code, "co_freevars");
+        if (fv != NULL && PyTuple_Check(fv)) {
+            Py_ssize_t nfree = PyTuple_GET_SIZE(fv);
+            for (Py_ssize_t ci = 0; ci < nfree; ci++)
+                if (PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(fv, ci), "__class__") == 0) {
+                    var *cv = &f->locals[f->nlocals - (int)nfree + (int)ci];
+                    if (cv->kind == V_CONST || cv->kind == V_FUNC || cv->kind == V_OBJ)
+                        cls = cv->obj;
+                }
+        }
+        Py_XDECREF(fv);
+        PyErr_Clear();
+        var self0;
+        if (cls == NULL || !PyType_Check(cls) || f->code->co_argcount < 1 ||
+            sym_load_local(t, f, 0, &self0) < 0 || self0.kind != V_OBJ)
+            return sym_fail(t, "zero-argument super() outside a module method");
+        f->sp -= in->oparg + 2;
+        var *sv = sym_alloc(t, 1);
+        if (sv == NULL)
+            return -1;
+        sv[0] = self0;
+        a = sym_var(V_SUPER);
+        a.obj = cls;
+        a.items = sv;
+        PUSH(a);
+        return SYM_NEXT;
+    }
+    var *copy = sym_alloc(t, nargs);
+    if (copy == NULL)
+        return -1;
+    memcpy(copy, argv, (size_t)nargs * sizeof *copy);
+    PyObject *kw = f->kwnames;
+    f->kwnames = NULL;
+    f->sp -= in->oparg + 2;
+    t->pending_exc = NULL; /* only what this call raises */
+    /* the top frame may break at this call: what its trace logs is undone then */
+    sym_fx_mark mark = {0};
+    if (f->top && sym_can_break(t) && sym_fx_save(t, &mark) < 0)
+        return -1;
+    int crc = sym_call(t, &fn, copy, nargs, kw, &a);
+    if (crc < 0 && mark.valid && t->failed && !PyErr_Occurred() && t->pending_exc == NULL)
+        sym_fx_rollback(t, &mark);
+    sym_fx_drop(&mark);
+    if (crc < 0) {
+        int hd, hl, h;
+        if (t->pending_exc != NULL && t->failed && !PyErr_Occurred() &&
+            (h = sym_exc_handler(f->code, in->pc, &hd, &hl)) >= 0 && hd <= f->sp) {
+            /* a process-state predicate raised (torch.cuda's without CUDA): the
+             * frame's handler runs, as in eager (the raise is guarded) */
+            t->failed = 0;
+            t->reason[0] = 0;
+            f->sp = hd;
+            if (hl && sym_const(t, PyLong_FromLong(in->pc), &c) < 0)
+                return -1;
+            if (hl)
+                PUSH(c);
+            c = sym_var(V_CONST);
+            c.obj = t->pending_exc;
+            t->pending_exc = NULL;
+            PUSH(c);
+            in->next = h;
+            return SYM_NEXT;
+        }
+        /* constructing an exception (to raise it) is not worth a break: the resume
+         * would be specialized on each new exception object */
+        int exc = fn.kind == V_FUNC && fn.obj && PyExceptionClass_Check(fn.obj);
+        if (f->top && t->failed && !PyErr_Occurred() && sym_can_break(t) && !exc) {
+            var *fnc = sym_alloc(t, 1);
+            if (fnc == NULL)
+                return -1;
+            *fnc = fn;
+            t->brk.kind = DH_BRK_CALL;
+            t->brk.pc_next = in->next;
+            t->brk.fn = fnc;
+            t->brk.args = copy;
+            t->brk.nargs = nargs;
+            t->brk.kwnames = kw;
+            return sym_record_break_state(t, f);
+        }
+        return -1;
+    }
+    PUSH(a);
+    return SYM_NEXT;
+}
+
+/* CALL_FUNCTION_EX */
+int sym_op_call_function_ex(trace *t, sframe *f, sym_ins *in) {
+    var a;
+    int has_kw = in->oparg & 1;
+    NEED(3 + has_kw);
+    var kw = has_kw ? POP() : sym_null_var();
+    var args = POP();
+    var fnv = POP();
+    (void)POP(); /* the NULL slot */
+    var *items;
+    int n;
+    if (sym_iter_items(t, &args, &items, &n) < 0)
+        return -1;
+    var kwd = kw;
+    if (has_kw && kwd.kind == V_CONST && PyDict_Check(kwd.obj) && sym_dict_from_const(t, kwd.obj, &kwd) < 0)
+        return -1;
+    if (has_kw && kwd.kind != V_DICT)
+        return sym_fail(t, "**kwargs of an unsupported value");
+    int nk = has_kw ? kwd.n : 0;
+    var *all = sym_alloc(t, n + nk);
+    if (all == NULL)
+        return -1;
+    memcpy(all, items, (size_t)n * sizeof *all);
+    PyObject *kwnames = NULL;
+    if (nk > 0) {
+        for (int i = 0; i < nk; i++) {
+            if (!PyUnicode_Check(PyTuple_GET_ITEM(kwd.obj, i)))
+                return sym_fail(t, "keywords must be strings (eager will raise)");
+            all[n + i] = kwd.items[i];
+        }
+        kwnames = kwd.obj;
+    }
+    if (sym_call(t, &fnv, all, n + nk, kwnames, &a) < 0)
+        return -1;
+    PUSH(a);
+    return SYM_NEXT;
+}
+
+/* MAKE_FUNCTION */
+int sym_op_make_function(trace *t, sframe *f, sym_ins *in) {
+    var a;
+    if (in->oparg & 0x03)
+        return sym_fail(t, "nested function with defaults not supported yet");
+    int need = 1 + !!(in->oparg & 0x04) + !!(in->oparg & 0x08);
+    NEED(need);
+    var code = POP();
+    var clos = sym_null_var();
+    if (in->oparg & 0x08)
+        clos = POP();
+    if (in->oparg & 0x04)
+        (void)POP();
+    if (code.kind != V_CONST || !PyCode_Check(code.obj))
+        return sym_fail(t, "MAKE_FUNCTION without a code constant");
+    memset(&a, 0, sizeof a);
+    a.kind = V_FUNC;
+    a.op = SYM_MADE_FUNCTION;
+    a.src = -1;
+    a.obj = code.obj;
+    /* its globals are this frame's: reached through this frame's function */
+    if (!f->top && f->func_src < 0 && f->globals != t->globals)
+        return sym_fail(t, "nested function in a function reached without a source");
+    a.val = f->top ? -1 : f->func_src;
+    a.globals = f->globals;
+    if (in->oparg & 0x08) {
+        if (clos.kind != V_SEQ)
+            return sym_fail(t, "closure of unsupported values");
+        a.items = clos.items;
+        a.n = clos.n;
+        f->made_closure = 1;
+    }
+    PUSH(a);
+    return SYM_NEXT;
+}
+
+/* BEFORE_WITH */
+int sym_op_before_with(trace *t, sframe *f, sym_ins *in) {
+    var a, b, c;
+    /* with torch.no_grad()/enable_grad()/inference_mode()/set_grad_enabled(b): the
+     * graph is the same; grad mode at entry is guarded, outputs never need grad */
+    NEED(1);
+    a = POP();
+    if (a.kind != V_OBJ || !sym_is_grad_ctx(a.obj))
+        return sym_fail(t, "with-statement on %s not supported yet",
+                        a.kind == V_OBJ ? Py_TYPE(a.obj)->tp_name : "a tracked value");
+    /* inference_mode(False) turns grad mode on (like enable_grad): not captured */
+    PyObject *mode = PyObject_GetAttrString(a.obj, "mode");
+    int on = mode != NULL && PyObject_Not(mode) == 1;
+    Py_XDECREF(mode);
+    PyErr_Clear();
+    if (on)
+        return sym_fail(t, "inference_mode(False) turns grad mode on: not captured");
+    if (t->nograd++ == 0) /* grad off inside */
+        ic_set_grad_enabled(t->g, 0); /* training: no gradient through the block */
+    memset(&b, 0, sizeof b);
+    b.kind = V_FUNC;
+    b.op = SYM_CTX_EXIT;
+    b.src = -1;
+    b.obj = a.obj;
+    PUSH(b);
+    if (sym_const(t, Py_NewRef(Py_None), &c) < 0)
+        return -1;
+    PUSH(c);
+    return SYM_NEXT;
+}

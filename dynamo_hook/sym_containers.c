@@ -1,0 +1,1001 @@
+/* sym_containers.c — subscripts, sequences and dicts of the symbolic interpreter, and
+ * the handlers of the opcodes that build, unpack, index and update them. */
+#include "sym_interp.h"
+
+#include <string.h>
+static int subscr(trace *t, const var *c, const var *k, var *out) {
+    if (c->kind == V_CONST && k->kind == V_CONST &&
+        (PyTuple_Check(c->obj) || PyList_CheckExact(c->obj) || PyUnicode_CheckExact(c->obj)) &&
+        (PyLong_Check(k->obj) || PySlice_Check(k->obj))) {
+        PyObject *r = PyObject_GetItem(c->obj, k->obj);
+        if (r == NULL) {
+            PyErr_Clear();
+            return sym_fail(t, "constant subscript raised");
+        }
+        return sym_const(t, r, out);
+    }
+    if (c->kind == V_DICT && k->kind == V_CONST) {
+        for (int i = 0; i < c->n; i++) {
+            int eq = PyObject_RichCompareBool(PyTuple_GET_ITEM(c->obj, i), k->obj, Py_EQ);
+            if (eq < 0) {
+                PyErr_Clear();
+                return sym_fail(t, "dict key comparison raised");
+            }
+            if (eq) {
+                *out = c->items[i];
+                return 0;
+            }
+        }
+        return sym_fail(t, "KeyError %R (eager will raise)", k->obj);
+    }
+    if (c->kind == V_SEQ && c->obj == NULL && k->kind == V_CONST && PySlice_Check(k->obj)) {
+        /* seq[a:b:c]: a new list/tuple of the same items */
+        Py_ssize_t start, stop, step;
+        if (PySlice_Unpack(k->obj, &start, &stop, &step) < 0) {
+            PyErr_Clear();
+            return sym_fail(t, "bad slice (eager will raise)");
+        }
+        Py_ssize_t len = PySlice_AdjustIndices(c->n, &start, &stop, step);
+        var *m = sym_alloc(t, (int)len);
+        if (m == NULL)
+            return -1;
+        for (Py_ssize_t i = 0; i < len; i++)
+            m[i] = c->items[start + i * step];
+        *out = *c;
+        out->src = -1;
+        out->n = (int)len;
+        out->items = m;
+        return 0;
+    }
+    if (c->kind == V_SEQ && k->kind == V_CONST && PyLong_CheckExact(k->obj)) {
+        long i = PyLong_AsLong(k->obj);
+        if (i < 0)
+            i += c->n;
+        if (i < 0 || i >= c->n)
+            return sym_fail(t, "index out of range");
+        *out = c->items[i];
+        return 0;
+    }
+    if (c->kind == V_OBJ && !PyModule_Check(c->obj) && !sym_is_nn_module(c->obj) && c->src >= 0) {
+        /* a user container: type(c).__getitem__(c, k) inlined */
+        PyObject *gn = PyUnicode_InternFromString("__getitem__");
+        PyObject *fn = gn ? _PyType_Lookup(Py_TYPE(c->obj), gn) : NULL;
+        if (fn == NULL || !PyFunction_Check(fn)) {
+            Py_XDECREF(gn);
+            return sym_fail(t, "subscript of a %s", Py_TYPE(c->obj)->tp_name);
+        }
+        var kk = *k;
+        int fs = sym_source(t, DH_S_ATTR, c->src, 1, gn);
+        Py_DECREF(gn);
+        return fs < 0 ? -1 : sym_inline(t, fn, fs, c, &kk, 1, NULL, out);
+    }
+    if (c->kind == V_OBJ && !PyModule_Check(c->obj) && k->kind == V_CONST && PyUnicode_Check(k->obj) &&
+        c->src >= 0) {
+        /* ModuleDict["name"] */
+        PyObject *m = dh_module_getattr(c->obj, k->obj);
+        if (m == NULL)
+            return sym_fail(t, "KeyError %R (eager will raise)", k->obj);
+        int s = sym_source(t, DH_S_ATTR, c->src, 0, k->obj);
+        int rc = s < 0 ? -1 : sym_wrap(t, m, s, out);
+        Py_DECREF(m);
+        return rc;
+    }
+    if (c->kind == V_OBJ && k->kind == V_CONST && PySlice_Check(k->obj) &&
+        Py_TYPE(c->obj) == (PyTypeObject *)sym_module_list_type()) {
+        /* ModuleList[a:b]: a new ModuleList of the same submodules (made for real where
+         * it leaves the trace: DH_O_WRAP calls ModuleList(tuple)) */
+        var *items;
+        int n;
+        Py_ssize_t start, stop, step;
+        if (sym_iter_items(t, c, &items, &n) < 0)
+            return -1;
+        if (PySlice_Unpack(k->obj, &start, &stop, &step) < 0) {
+            PyErr_Clear();
+            return sym_fail(t, "bad slice");
+        }
+        Py_ssize_t m = PySlice_AdjustIndices(n, &start, &stop, step);
+        var *sl = sym_alloc(t, (int)m);
+        if (sl == NULL)
+            return -1;
+        for (Py_ssize_t j = 0; j < m; j++)
+            sl[j] = items[start + j * step];
+        *out = sym_var(V_SEQ);
+        out->n = (int)m;
+        out->items = sl;
+        out->obj = sym_module_list_type();
+        return 0;
+    }
+    if (c->kind == V_OBJ && !PyModule_Check(c->obj) && k->kind == V_CONST && PyLong_CheckExact(k->obj)) {
+        /* ModuleList / Sequential indexing by a constant */
+        var *items;
+        int n;
+        if (!sym_is_module_container(c->obj, "__getitem__"))
+            return sym_fail(t, "indexing a %s not supported", Py_TYPE(c->obj)->tp_name);
+        if (sym_iter_items(t, c, &items, &n) < 0)
+            return -1;
+        long i = PyLong_AsLong(k->obj);
+        if (i < 0)
+            i += n;
+        if (i < 0 || i >= n)
+            return sym_fail(t, "module index out of range");
+        *out = items[i];
+        return 0;
+    }
+    if (c->kind == V_TENSOR)
+        return sym_tensor_index(t, c, k, out);
+    if (c->kind == V_REC)
+        return sym_record_subscr(t, c, k, out);
+    return sym_fail(t, "subscript of an unsupported value");
+}
+
+static int build_seq(trace *t, sframe *f, int n, int is_list, var *out) {
+    int allconst = 1;
+    for (int i = 0; i < n; i++)
+        if (PEEK(n - i).kind != V_CONST)
+            allconst = 0;
+    if (allconst && !is_list) {
+        PyObject *tup = PyTuple_New(n);
+        if (tup == NULL)
+            return -1;
+        for (int i = 0; i < n; i++)
+            PyTuple_SET_ITEM(tup, i, Py_NewRef(PEEK(n - i).obj));
+        f->sp -= n;
+        return sym_const(t, tup, out);
+    }
+    var *items = sym_alloc(t, n);
+    if (items == NULL)
+        return -1;
+    for (int i = 0; i < n; i++)
+        items[i] = PEEK(n - i);
+    f->sp -= n;
+    *out = sym_var(V_SEQ);
+    out->is_list = is_list;
+    out->n = n;
+    out->items = items;
+    return 0;
+}
+
+int sym_iter_items(trace *t, const var *v, var **items, int *n) {
+    if (v->kind == V_DICT) { /* iterating a dict: its keys */
+        var *it = sym_alloc(t, v->n);
+        if (it == NULL)
+            return -1;
+        for (int i = 0; i < v->n; i++)
+            if (sym_const(t, Py_NewRef(PyTuple_GET_ITEM(v->obj, i)), &it[i]) < 0)
+                return -1;
+        *items = it;
+        *n = v->n;
+        return 0;
+    }
+    if (v->kind == V_SEQ || v->kind == V_ITER) {
+        *items = v->items + (v->kind == V_ITER ? v->pos : 0);
+        *n = v->n - (v->kind == V_ITER ? v->pos : 0);
+        return 0;
+    }
+    if (v->kind == V_CONST && (PyTuple_Check(v->obj) || PyList_CheckExact(v->obj) ||
+                               PyRange_Check(v->obj))) {
+        PyObject *seq = PySequence_Fast(v->obj, "");
+        if (seq == NULL)
+            return -1;
+        Py_ssize_t k = PySequence_Fast_GET_SIZE(seq);
+        if (k > 4096) {
+            Py_DECREF(seq);
+            return sym_fail(t, "constant sequence too long to unroll");
+        }
+        var *it = sym_alloc(t, (int)k);
+        if (it == NULL) {
+            Py_DECREF(seq);
+            return -1;
+        }
+        for (Py_ssize_t i = 0; i < k; i++)
+            if (sym_const(t, Py_NewRef(PySequence_Fast_GET_ITEM(seq, i)), &it[i]) < 0) {
+                Py_DECREF(seq);
+                return -1;
+            }
+        Py_DECREF(seq);
+        *items = it;
+        *n = (int)k;
+        return 0;
+    }
+    if (v->kind == V_OBJ && !PyModule_Check(v->obj)) {
+        /* nn.Sequential / nn.ModuleList (or a subclass keeping their __iter__): their
+         * submodules, in order */
+        if (!sym_is_module_container(v->obj, "__iter__")) {
+            int rc = sym_obj_iter(t, v, items, n); /* obj_proto.c: a Python __iter__ */
+            if (rc <= 0)
+                return rc;
+            return sym_fail(t, "iteration over %s not supported yet", Py_TYPE(v->obj)->tp_name);
+        }
+        PyObject *name = PyUnicode_InternFromString("_modules");
+        PyObject *mods = name ? dh_module_getattr(v->obj, name) : NULL;
+        Py_XDECREF(name);
+        if (mods == NULL || !PyDict_Check(mods)) {
+            Py_XDECREF(mods);
+            return sym_fail(t, "module container without _modules");
+        }
+        int k = (int)PyDict_GET_SIZE(mods);
+        var *it = sym_alloc(t, k);
+        if (it == NULL) {
+            Py_DECREF(mods);
+            return -1;
+        }
+        PyObject *key, *val;
+        Py_ssize_t pos = 0;
+        int j = 0;
+        while (PyDict_Next(mods, &pos, &key, &val) && j < k) {
+            int s = sym_source(t, DH_S_ATTR, v->src, 0, key);
+            if (s < 0 || sym_wrap(t, val, s, &it[j++]) < 0) {
+                Py_DECREF(mods);
+                return -1;
+            }
+        }
+        Py_DECREF(mods);
+        *items = it;
+        *n = j;
+        return 0;
+    }
+    if (v->kind == V_TENSOR)
+        return sym_fail(t, "iterating over a tensor not supported yet");
+    return sym_fail(t, "iteration over an unsupported value");
+}
+
+/* ---- dicts -------------------------------------------------------------------------- */
+
+/* A dict of constant keys; values are tracked values. Keys must be hashable constants. */
+static int make_dict(trace *t, PyObject *keys, var *vals, int n, var *out) {
+    *out = sym_var(V_DICT);
+    out->n = n;
+    out->items = vals;
+    out->obj = keys;
+    return 0;
+}
+
+int sym_dict_from_const(trace *t, PyObject *d, var *out) {
+    Py_ssize_t n = PyDict_GET_SIZE(d), pos = 0;
+    PyObject *k, *v, *keys = PyTuple_New(n);
+    var *vals = sym_alloc(t, (int)n);
+    if (keys == NULL || vals == NULL) {
+        Py_XDECREF(keys);
+        return -1;
+    }
+    int i = 0;
+    while (PyDict_Next(d, &pos, &k, &v)) {
+        PyTuple_SET_ITEM(keys, i, Py_NewRef(k));
+        if (sym_wrap(t, v, -1, &vals[i++]) < 0) {
+            Py_DECREF(keys);
+            return -1;
+        }
+    }
+    PyObject *kk = sym_keep(t, keys);
+    return kk ? make_dict(t, kk, vals, (int)n, out) : -1;
+}
+
+static int dict_merge(trace *t, var *dst, const var *src) {
+    var tmp;
+    if (src->kind == V_CONST && PyDict_Check(src->obj)) {
+        if (sym_dict_from_const(t, src->obj, &tmp) < 0)
+            return -1;
+        src = &tmp;
+    }
+    if (dst->kind != V_DICT || src->kind != V_DICT)
+        return sym_fail(t, "dict merge of unsupported values");
+    int n = dst->n + src->n;
+    PyObject *keys = PyTuple_New(n);
+    var *vals = sym_alloc(t, n);
+    if (keys == NULL || vals == NULL) {
+        Py_XDECREF(keys);
+        return -1;
+    }
+    int m = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        const var *d = pass ? src : dst;
+        for (int i = 0; i < d->n; i++) {
+            PyObject *k = PyTuple_GET_ITEM(d->obj, i);
+            int at = -1;
+            for (int j = 0; j < m; j++) {
+                int eq = PyObject_RichCompareBool(PyTuple_GET_ITEM(keys, j), k, Py_EQ);
+                if (eq < 0) {
+                    PyErr_Clear();
+                    Py_DECREF(keys);
+                    return sym_fail(t, "dict key comparison raised");
+                }
+                if (eq)
+                    at = j;
+            }
+            if (at < 0) {
+                PyTuple_SET_ITEM(keys, m, Py_NewRef(k));
+                at = m++;
+            }
+            vals[at] = d->items[i];
+        }
+    }
+    if (_PyTuple_Resize(&keys, m) < 0)
+        return -1;
+    PyObject *kk = sym_keep(t, keys);
+    return kk ? make_dict(t, kk, vals, m, dst) : -1;
+}
+
+/* Index of constant key k in dict d, -1 when absent, -2 on a comparison error (failed). */
+static int dict_find(trace *t, const var *d, PyObject *k) {
+    for (int i = 0; i < d->n; i++) {
+        int eq = PyObject_RichCompareBool(PyTuple_GET_ITEM(d->obj, i), k, Py_EQ);
+        if (eq < 0) {
+            PyErr_Clear();
+            sym_fail(t, "dict key comparison raised");
+            return -2;
+        }
+        if (eq)
+            return i;
+    }
+    return -1;
+}
+
+/* Vars are values: every copy of a dict (locals, stack, closures, containers of any live
+ * frame) shares its items array, which names the dict. An update builds the new keys and
+ * items, then rebinds every copy. */
+static int same_object(const var *x, const var *items, const var *nd) {
+    if (x->items != items)
+        return 0;
+    if (nd->kind == V_SEQ)
+        return x->kind == V_SEQ && x->is_list;
+    return x->kind == V_DICT || x->kind == V_REC;
+}
+
+static void dict_rebind(trace *t, var *v, int n, const var *items, const var *nd, int depth) {
+    for (int i = 0; i < n; i++) {
+        var *x = &v[i];
+        if (same_object(x, items, nd)) {
+            var y = *nd;
+            y.src = x->src;
+            sym_fx_set(t, x, &y); /* journalled: undone if the call becomes a break */
+            continue;
+        }
+        if (depth < 8 && x->items != NULL && x->items != items &&
+            (x->kind == V_SEQ || x->kind == V_ITER || x->kind == V_DICT || x->kind == V_REC || x->kind == V_METHOD))
+            dict_rebind(t, x->items, x->kind == V_METHOD ? 1 : x->n, items, nd, depth + 1);
+    }
+}
+
+/* copies of the dict named by items in v[0..n) (containers too) */
+static int dict_refs(const var *v, int n, const var *items, int depth) {
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        const var *x = &v[i];
+        if ((x->kind == V_DICT || x->kind == V_REC || (x->kind == V_SEQ && x->is_list)) && x->items == items)
+            k++;
+        else if (depth < 8 && x->items != NULL &&
+                 (x->kind == V_SEQ || x->kind == V_ITER || x->kind == V_DICT || x->kind == V_REC || x->kind == V_METHOD))
+            k += dict_refs(x->items, x->kind == V_METHOD ? 1 : x->n, items, depth + 1);
+    }
+    return k;
+}
+
+/* A graph break rebuilds each dict variable as its own dict: a dict reachable twice from
+ * the state handed to the resume function would split in two. */
+/* handed on as the caller's own object (fill_out: an unchanged source), not rebuilt */
+static int passed_as_source(trace *t, const var *x) {
+    return x->src >= 0 && x->src < t->capsrc && t->srcdone[x->src] &&
+           t->srcvar[x->src].kind == x->kind && t->srcvar[x->src].items == x->items &&
+           t->srcvar[x->src].n == x->n;
+}
+
+int sym_dicts_shared(trace *t, const var *v, int n, const var *all, int nall, int depth) {
+    for (int i = 0; i < n; i++) {
+        const var *x = &v[i];
+        if ((x->kind == V_DICT || x->kind == V_REC || (x->kind == V_SEQ && x->is_list)) &&
+            x->items != NULL && !passed_as_source(t, x) && dict_refs(all, nall, x->items, 0) > 1)
+            return 1;
+        if (depth < 8 && x->items != NULL && (x->kind == V_SEQ || x->kind == V_ITER || x->kind == V_DICT || x->kind == V_REC) &&
+            sym_dicts_shared(t, x->items, x->n, all, nall, depth + 1))
+            return 1;
+    }
+    return 0;
+}
+
+static void dict_rebind_all(trace *t, const var *old, const var *nd) {
+    for (int i = 0; i < t->nframes; i++) {
+        sframe *f = t->frames[i];
+        dict_rebind(t, f->stack, f->sp, old, nd, 0);
+        dict_rebind(t, f->locals, f->nlocals, old, nd, 0);
+        if (f->closure)
+            dict_rebind(t, f->closure, f->nclosure, old, nd, 0);
+    }
+    for (int i = 0; i < t->nattrw; i++) /* stored on a module, replayed after the graph */
+        dict_rebind(t, t->attrw[i].val, 1, old, nd, 0);
+    sym_fx_rebind_sources(t, old, nd); /* sideeffects.c: containers passed in, written back */
+}
+
+/* A list (or dict) made in the trace changed: every copy of it, in any live frame or
+ * container, now holds nv (journalled). Lists are named by their items array. */
+void sym_rebind(trace *t, const var *old_items, const var *nv) { dict_rebind_all(t, old_items, nv); }
+
+/* The top frame's **kwargs dict: made fresh by the call, no caller holds it (resume
+ * functions take their locals as plain arguments: no CO_VARKEYWORDS). */
+static int own_kwargs(trace *t, const var *d) {
+    PyCodeObject *co = t->code;
+    if (d->src < 0 || d->src >= t->nsrc || t->src[d->src].kind != DH_S_LOCAL ||
+        !(co->co_flags & CO_VARKEYWORDS))
+        return 0;
+    Py_ssize_t kw = co->co_argcount + co->co_kwonlyargcount + ((co->co_flags & CO_VARARGS) ? 1 : 0);
+    return t->src[d->src].index == kw;
+}
+
+/* d[k] = val (val NULL: del d[k]; the key must exist). Dicts read from the frame's inputs
+ * are left to eager (the caller would see the update), except the frame's own **kwargs. */
+static int dict_update(trace *t, const var *d, PyObject *k, const var *val) {
+    if (d->kind != V_DICT || d->items == NULL)
+        return sym_fail(t, "update of an unsupported dict");
+    if (d->src >= 0 && !own_kwargs(t, d) && sym_fx_container_write(t, d) < 0)
+        return -1;
+    if (PyObject_Hash(k) == -1) {
+        PyErr_Clear();
+        return sym_fail(t, "unhashable dict key");
+    }
+    int at = dict_find(t, d, k);
+    if (at == -2)
+        return -1;
+    if (at < 0 && val == NULL)
+        return sym_fail(t, "KeyError (eager will raise)");
+    int n = d->n + (at < 0 ? 1 : val == NULL ? -1 : 0);
+    PyObject *keys = PyTuple_New(n);
+    var *vals = sym_alloc(t, n);
+    if (keys == NULL || vals == NULL) {
+        Py_XDECREF(keys);
+        return -1;
+    }
+    int m = 0;
+    for (int i = 0; i < d->n; i++) {
+        if (i == at && val == NULL)
+            continue;
+        PyTuple_SET_ITEM(keys, m, Py_NewRef(PyTuple_GET_ITEM(d->obj, i)));
+        vals[m++] = i == at ? *val : d->items[i];
+    }
+    if (at < 0) {
+        PyTuple_SET_ITEM(keys, m, Py_NewRef(k));
+        vals[m++] = *val;
+    }
+    PyObject *kk = sym_keep(t, keys);
+    if (kk == NULL)
+        return -1;
+    var nd;
+    make_dict(t, kk, vals, m, &nd);
+    dict_rebind_all(t, d->items, &nd);
+    return 0;
+}
+
+/* d.get(k, default) / d.pop(k[, default]) / d.setdefault(k, default) / d.copy() /
+ * d.update(other) / d.__contains__(k) on a dict of constant keys; 0, or -1 failed */
+int sym_dict_method(trace *t, const var *d, const char *mn, var *args, int nargs, var *out) {
+    if (!strcmp(mn, "copy") && nargs == 0) {
+        var *vals = sym_alloc(t, d->n);
+        if (vals == NULL)
+            return -1;
+        memcpy(vals, d->items, (size_t)d->n * sizeof(var));
+        return make_dict(t, d->obj, vals, d->n, out);
+    }
+    if (!strcmp(mn, "update") && nargs == 1) {
+        if (d->src >= 0 && !own_kwargs(t, d) && sym_fx_container_write(t, d) < 0)
+            return -1;
+        var m = *d;
+        if (dict_merge(t, &m, &args[0]) < 0)
+            return -1;
+        dict_rebind_all(t, d->items, &m);
+        return sym_const(t, Py_NewRef(Py_None), out);
+    }
+    if (nargs < 1 || nargs > 2 || args[0].kind != V_CONST)
+        return sym_fail(t, "dict.%s with these arguments not supported", mn);
+    PyObject *k = args[0].obj;
+    int at = dict_find(t, d, k);
+    if (at == -2)
+        return -1;
+    if (!strcmp(mn, "__contains__") && nargs == 1)
+        return sym_const(t, PyBool_FromLong(at >= 0), out);
+    if (!strcmp(mn, "get") || !strcmp(mn, "pop") || !strcmp(mn, "setdefault")) {
+        if (at >= 0)
+            *out = d->items[at];
+        else if (nargs == 2)
+            *out = args[1];
+        else if (!strcmp(mn, "pop"))
+            return sym_fail(t, "KeyError (eager will raise)");
+        else if (sym_const(t, Py_NewRef(Py_None), out) < 0)
+            return -1;
+        if (!strcmp(mn, "pop") && at >= 0)
+            return dict_update(t, d, k, NULL);
+        if (!strcmp(mn, "setdefault") && at < 0)
+            return dict_update(t, d, k, out);
+        return 0;
+    }
+    return sym_fail(t, "dict.%s not supported", mn);
+}
+
+/* CONTAINS_OP */
+int sym_op_contains_op(trace *t, sframe *f, sym_ins *in) {
+    var a, b, c;
+    NEED(2);
+    b = POP();
+    a = POP();
+    if (a.kind == V_CONST && b.kind == V_DICT) {
+        int at = dict_find(t, &b, a.obj);
+        if (at == -2)
+            return -1;
+        if (sym_const(t, PyBool_FromLong((at >= 0) ^ in->oparg), &c) < 0)
+            return -1;
+        PUSH(c);
+        return SYM_NEXT;
+    }
+    if (a.kind == V_CONST && b.kind == V_SEQ) { /* constants only: == on values */
+        int r = 0, i;
+        for (i = 0; i < b.n && !r && b.items[i].kind == V_CONST; i++) {
+            r = PyObject_RichCompareBool(b.items[i].obj, a.obj, Py_EQ);
+            if (r < 0) {
+                PyErr_Clear();
+                return sym_fail(t, "'in' raised");
+            }
+        }
+        if (!r && i < b.n)
+            return sym_fail(t, "'in' on a sequence of non-constant values");
+        if (sym_const(t, PyBool_FromLong(r ^ in->oparg), &c) < 0)
+            return -1;
+        PUSH(c);
+        return SYM_NEXT;
+    }
+    if (b.kind == V_OBJ && b.src >= 0 && !PyModule_Check(b.obj)) {
+        /* a user mapping/container: type(b).__contains__(b, a) inlined */
+        PyObject *cn = PyUnicode_InternFromString("__contains__");
+        PyObject *fn = cn ? _PyType_Lookup(Py_TYPE(b.obj), cn) : NULL;
+        if (fn == NULL || !PyFunction_Check(fn)) {
+            Py_XDECREF(cn);
+            return sym_fail(t, "'in' on a %s", Py_TYPE(b.obj)->tp_name);
+        }
+        var r;
+        int fs = sym_source(t, DH_S_ATTR, b.src, 1, cn);
+        Py_DECREF(cn);
+        if (fs < 0 || sym_inline(t, fn, fs, &b, &a, 1, NULL, &r) < 0)
+            return -1;
+        int truth = r.kind == V_CONST ? PyObject_IsTrue(r.obj) : -1;
+        if (truth < 0) {
+            PyErr_Clear();
+            return sym_fail(t, "'in' on a %s: not a constant answer", Py_TYPE(b.obj)->tp_name);
+        }
+        if (sym_const(t, PyBool_FromLong(truth ^ in->oparg), &c) < 0)
+            return -1;
+        PUSH(c);
+        return SYM_NEXT;
+    }
+    if (a.kind != V_CONST || b.kind != V_CONST)
+        return sym_fail(t, "'in' on non-constant values");
+    int r = PySequence_Contains(b.obj, a.obj);
+    if (r < 0) {
+        PyErr_Clear();
+        return sym_fail(t, "'in' raised");
+    }
+    if (sym_const(t, PyBool_FromLong(r ^ in->oparg), &c) < 0)
+        return -1;
+    PUSH(c);
+    return SYM_NEXT;
+}
+
+/* BUILD_TUPLE BUILD_LIST */
+int sym_op_build_tuple(trace *t, sframe *f, sym_ins *in) {
+    var a;
+    NEED(in->oparg);
+    if (build_seq(t, f, in->oparg, in->op == OP_BUILD_LIST, &a) < 0)
+        return -1;
+    PUSH(a);
+    return SYM_NEXT;
+}
+
+/* LIST_EXTEND */
+int sym_op_list_extend(trace *t, sframe *f, sym_ins *in) {
+    var b;
+    NEED(in->oparg + 1);
+    b = POP();
+    var *lst = &PEEK(in->oparg);
+    var *items;
+    int n;
+    if (lst->kind != V_SEQ || !lst->is_list)
+        return sym_fail(t, "LIST_EXTEND on a non-list");
+    if (sym_iter_items(t, &b, &items, &n) < 0)
+        return -1;
+    var *m = sym_alloc(t, lst->n + n);
+    if (m == NULL)
+        return -1;
+    memcpy(m, lst->items, (size_t)lst->n * sizeof *m);
+    memcpy(m + lst->n, items, (size_t)n * sizeof *m);
+    lst->items = m;
+    lst->n += n;
+    return SYM_NEXT;
+}
+
+/* BUILD_MAP */
+int sym_op_build_map(trace *t, sframe *f, sym_ins *in) {
+    NEED(2 * in->oparg);
+    PyObject *keys = PyTuple_New(in->oparg);
+    var *vals = sym_alloc(t, in->oparg);
+    if (keys == NULL || vals == NULL) {
+        Py_XDECREF(keys);
+        return -1;
+    }
+    for (int i = 0; i < in->oparg; i++) {
+        var *k = &PEEK(2 * in->oparg - 2 * i), *v = &PEEK(2 * in->oparg - 2 * i - 1);
+        if (k->kind != V_CONST || PyObject_Hash(k->obj) == -1) {
+            PyErr_Clear();
+            Py_DECREF(keys);
+            return sym_fail(t, "dict with non-constant keys");
+        }
+        PyTuple_SET_ITEM(keys, i, Py_NewRef(k->obj));
+        vals[i] = *v;
+    }
+    f->sp -= 2 * in->oparg;
+    var d;
+    if (sym_keep(t, keys) == NULL)
+        return -1;
+    d = sym_var(V_DICT);
+    d.obj = keys;
+    d.items = vals;
+    d.n = in->oparg;
+    if (in->oparg > 0) {
+        /* duplicate keys: the last wins, as in Python */
+        var e2;
+        memset(&e2, 0, sizeof e2);
+        e2.kind = V_DICT;
+        e2.obj = sym_keep(t, PyTuple_New(0));
+        if (e2.obj == NULL || dict_merge(t, &e2, &d) < 0)
+            return -1;
+        d = e2;
+    }
+    PUSH(d);
+    return SYM_NEXT;
+}
+
+/* BUILD_CONST_KEY_MAP */
+int sym_op_build_const_key_map(trace *t, sframe *f, sym_ins *in) {
+    var a, b;
+    NEED(in->oparg + 1);
+    a = POP(); /* keys tuple */
+    if (a.kind != V_CONST || !PyTuple_Check(a.obj) || PyTuple_GET_SIZE(a.obj) != in->oparg)
+        return sym_fail(t, "BUILD_CONST_KEY_MAP without constant keys");
+    var *vals = sym_alloc(t, in->oparg);
+    if (vals == NULL)
+        return -1;
+    for (int i = 0; i < in->oparg; i++)
+        vals[i] = PEEK(in->oparg - i);
+    f->sp -= in->oparg;
+    make_dict(t, a.obj, vals, in->oparg, &b);
+    PUSH(b);
+    return SYM_NEXT;
+}
+
+/* DICT_MERGE DICT_UPDATE */
+int sym_op_dict_merge(trace *t, sframe *f, sym_ins *in) {
+    var b;
+    NEED(in->oparg + 1);
+    b = POP();
+    if (dict_merge(t, &PEEK(in->oparg), &b) < 0)
+        return -1;
+    return SYM_NEXT;
+}
+
+/* MAP_ADD */
+int sym_op_map_add(trace *t, sframe *f, sym_ins *in) {
+    var a, b;
+    NEED(in->oparg + 2);
+    b = POP(); /* value */
+    a = POP(); /* key */
+    if (a.kind != V_CONST)
+        return sym_fail(t, "dict comprehension with non-constant keys");
+    var one;
+    PyObject *k1 = PyTuple_Pack(1, a.obj);
+    var *v1 = sym_alloc(t, 1);
+    if (k1 == NULL || v1 == NULL || sym_keep(t, k1) == NULL)
+        return -1;
+    v1[0] = b;
+    make_dict(t, k1, v1, 1, &one);
+    if (dict_merge(t, &PEEK(in->oparg), &one) < 0)
+        return -1;
+    return SYM_NEXT;
+}
+
+/* LIST_APPEND */
+int sym_op_list_append(trace *t, sframe *f, sym_ins *in) {
+    var b;
+    NEED(in->oparg + 1);
+    b = POP();
+    var *lst = &PEEK(in->oparg);
+    if (lst->kind != V_SEQ || !lst->is_list)
+        return sym_fail(t, "LIST_APPEND on a non-list");
+    var *m = sym_alloc(t, lst->n + 1);
+    if (m == NULL)
+        return -1;
+    memcpy(m, lst->items, (size_t)lst->n * sizeof *m);
+    m[lst->n] = b;
+    lst->items = m;
+    lst->n++;
+    return SYM_NEXT;
+}
+
+/* UNPACK_EX */
+int sym_op_unpack_ex(trace *t, sframe *f, sym_ins *in) {
+    var a, b;
+    NEED(1);
+    a = POP();
+    var *items;
+    int n, before = in->oparg & 0xff, after = in->oparg >> 8;
+    if (sym_iter_items(t, &a, &items, &n) < 0)
+        return -1;
+    if (n < before + after)
+        return sym_fail(t, "not enough values to unpack (eager will raise)");
+    for (int i = n - 1; i >= n - after; i--)
+        PUSH(items[i]);
+    var *mid = sym_alloc(t, n - before - after);
+    if (mid == NULL)
+        return -1;
+    memcpy(mid, items + before, (size_t)(n - before - after) * sizeof *mid);
+    b = sym_var(V_SEQ);
+    b.is_list = 1;
+    b.n = n - before - after;
+    b.items = mid;
+    PUSH(b);
+    for (int i = before - 1; i >= 0; i--)
+        PUSH(items[i]);
+    return SYM_NEXT;
+}
+
+/* BUILD_SLICE */
+int sym_op_build_slice(trace *t, sframe *f, sym_ins *in) {
+    var a;
+    NEED(in->oparg);
+    PyObject *parts[3] = {Py_None, Py_None, Py_None};
+    for (int i = 0; i < in->oparg; i++) {
+        var *v = &PEEK(in->oparg - i);
+        if (v->kind != V_CONST)
+            return sym_fail(t, "slice with non-constant bounds");
+        parts[i] = v->obj;
+    }
+    f->sp -= in->oparg;
+    if (sym_const(t, PySlice_New(parts[0], parts[1], in->oparg == 3 ? parts[2] : Py_None), &a) < 0)
+        return -1;
+    PUSH(a);
+    return SYM_NEXT;
+}
+
+/* FORMAT_VALUE */
+int sym_op_format_value(trace *t, sframe *f, sym_ins *in) {
+    var a, b;
+    int have_spec = (in->oparg & 0x04) != 0;
+    NEED(1 + have_spec);
+    var spec = have_spec ? POP() : sym_null_var();
+    a = POP();
+    if (a.kind != V_CONST || (have_spec && spec.kind != V_CONST))
+        return sym_fail(t, "f-string of a non-constant value");
+    PyObject *v = Py_NewRef(a.obj), *r;
+    int conv = in->oparg & 0x03;
+    if (conv) {
+        PyObject *c = conv == 1 ? PyObject_Str(v) : conv == 2 ? PyObject_Repr(v) : PyObject_ASCII(v);
+        Py_DECREF(v);
+        if (c == NULL)
+            return -1;
+        v = c;
+    }
+    r = PyObject_Format(v, have_spec ? spec.obj : NULL);
+    Py_DECREF(v);
+    if (r == NULL) {
+        PyErr_Clear();
+        return sym_fail(t, "format raised");
+    }
+    if (sym_const(t, r, &b) < 0)
+        return -1;
+    PUSH(b);
+    return SYM_NEXT;
+}
+
+/* BUILD_STRING */
+int sym_op_build_string(trace *t, sframe *f, sym_ins *in) {
+    var a;
+    NEED(in->oparg);
+    PyObject *parts = PyTuple_New(in->oparg);
+    if (parts == NULL)
+        return -1;
+    for (int i = 0; i < in->oparg; i++) {
+        var *v = &PEEK(in->oparg - i);
+        if (v->kind != V_CONST || !PyUnicode_Check(v->obj)) {
+            Py_DECREF(parts);
+            return sym_fail(t, "BUILD_STRING of non-strings");
+        }
+        PyTuple_SET_ITEM(parts, i, Py_NewRef(v->obj));
+    }
+    f->sp -= in->oparg;
+    PyObject *empty = PyUnicode_FromString("");
+    PyObject *r = empty ? PyUnicode_Join(empty, parts) : NULL;
+    Py_XDECREF(empty);
+    Py_DECREF(parts);
+    if (sym_const(t, r, &a) < 0)
+        return -1;
+    PUSH(a);
+    return SYM_NEXT;
+}
+
+/* LIST_TO_TUPLE */
+int sym_op_list_to_tuple(trace *t, sframe *f, sym_ins *in) {
+    NEED(1);
+    if (PEEK(1).kind != V_SEQ)
+        return sym_fail(t, "LIST_TO_TUPLE on a non-list");
+    PEEK(1).is_list = 0;
+    return SYM_NEXT;
+}
+
+/* CALL_INTRINSIC_1 */
+/* 3.12: LIST_TO_TUPLE became intrinsic 6 ((*a, b), f(*a, b)) */
+int sym_op_call_intrinsic_1(trace *t, sframe *f, sym_ins *in) {
+    NEED(1);
+    if (in->oparg != 6)
+        return sym_fail(t, "CALL_INTRINSIC_1 %d not supported", in->oparg);
+    if (PEEK(1).kind != V_SEQ || !PEEK(1).is_list)
+        return sym_fail(t, "INTRINSIC_LIST_TO_TUPLE on a non-list");
+    PEEK(1).is_list = 0;
+    return SYM_NEXT;
+}
+
+/* BUILD_SET */
+int sym_op_build_set(trace *t, sframe *f, sym_ins *in) {
+    var a;
+    NEED(in->oparg);
+    PyObject *set = PySet_New(NULL);
+    if (set == NULL)
+        return -1;
+    for (int i = 0; i < in->oparg; i++) {
+        var *v = &PEEK(in->oparg - i);
+        if (v->kind != V_CONST || PySet_Add(set, v->obj) < 0) {
+            PyErr_Clear();
+            Py_DECREF(set);
+            return sym_fail(t, "set of non-constant values");
+        }
+    }
+    f->sp -= in->oparg;
+    PyObject *fs = PyFrozenSet_New(set);
+    Py_DECREF(set);
+    if (sym_const(t, fs, &a) < 0)
+        return -1;
+    a.is_list = 1; /* a set (objects.c: sets of constants are held as frozensets) */
+    PUSH(a);
+    return SYM_NEXT;
+}
+
+/* SET_ADD SET_UPDATE */
+/* set comprehension: TOS1[-oparg].add(TOS) */
+/* {*a, *b}: TOS1[-oparg].update(TOS) */
+int sym_op_set_add(trace *t, sframe *f, sym_ins *in) {
+    var b;
+    NEED(in->oparg + 1);
+    b = POP();
+    if (sym_set_add(t, &PEEK(in->oparg), &b, in->op == OP_SET_UPDATE) < 0)
+        return -1;
+    return SYM_NEXT;
+}
+
+/* BINARY_SLICE */
+int sym_op_binary_slice(trace *t, sframe *f, sym_ins *in) {
+    var a, c;
+    NEED(3);
+    var stop = POP(), start = POP();
+    a = POP();
+    if ((start.kind != V_CONST) || (stop.kind != V_CONST))
+        return sym_fail(t, "slice with non-constant bounds");
+    var k;
+    if (sym_const(t, PySlice_New(start.obj, stop.obj, Py_None), &k) < 0)
+        return -1;
+    if (subscr(t, &a, &k, &c) < 0)
+        return -1;
+    PUSH(c);
+    return SYM_NEXT;
+}
+
+/* DELETE_SUBSCR */
+/* del TOS1[TOS] */
+int sym_op_delete_subscr(trace *t, sframe *f, sym_ins *in) {
+    var a, b;
+    NEED(2);
+    b = POP(); /* key */
+    a = POP(); /* container */
+    if (a.kind == V_SEQ && a.is_list && a.obj == NULL && b.kind == V_CONST) {
+        if (sym_list_store(t, &a, &b, NULL) < 0)
+            return -1;
+        return SYM_NEXT;
+    }
+    if (a.kind == V_DICT && b.kind == V_CONST) {
+        if (dict_update(t, &a, b.obj, NULL) < 0)
+            return -1;
+        return SYM_NEXT;
+    }
+    if (a.kind == V_OBJ) { /* obj_proto.c: a Python __delitem__ */
+        var r;
+        int rc = sym_obj_dunder(t, &a, "__delitem__", &b, 1, &r);
+        if (rc <= 0)
+            return rc < 0 ? -1 : SYM_NEXT;
+    }
+    return sym_fail(t, "del of an item of an unsupported container");
+}
+
+/* STORE_SUBSCR STORE_SLICE */
+int sym_op_store_subscr(trace *t, sframe *f, sym_ins *in) {
+    var a, b;
+    /* STORE_SUBSCR: TOS1[TOS] = TOS2; STORE_SLICE (3.12): TOS2[TOS1:TOS] = TOS3 */
+    var k;
+    if (in->op == OP_STORE_SLICE) {
+        NEED(4);
+        var stop = POP(), start = POP();
+        if (start.kind != V_CONST || stop.kind != V_CONST)
+            return sym_fail(t, "slice with non-constant bounds");
+        if (sym_const(t, PySlice_New(start.obj, stop.obj, Py_None), &k) < 0)
+            return -1;
+    } else {
+        NEED(3);
+        k = POP();
+    }
+    a = POP(); /* container */
+    b = POP(); /* value */
+    if (a.kind == V_TENSOR && sym_tensor_setitem(t, &a, &k, &b) == 0)
+        return SYM_NEXT;
+    if (a.kind == V_SEQ && a.is_list && a.obj == NULL && k.kind == V_CONST) {
+        if (sym_list_store(t, &a, &k, &b) == 0)
+            return SYM_NEXT;
+        return -1;
+    }
+    if (a.kind == V_DICT && k.kind == V_CONST && in->op == OP_STORE_SUBSCR) {
+        if (dict_update(t, &a, k.obj, &b) == 0)
+            return SYM_NEXT;
+        return -1;
+    }
+    if (a.kind == V_OBJ) { /* obj_proto.c: a Python __setitem__ */
+        var kv[2] = {k, b}, r;
+        int rc = sym_obj_dunder(t, &a, "__setitem__", kv, 2, &r);
+        if (rc <= 0)
+            return rc < 0 ? -1 : SYM_NEXT;
+    }
+    if (a.kind != V_TENSOR)
+        sym_fail(t, "item assignment to a %s", a.kind == V_SEQ ? "list" : a.kind == V_DICT ? "dict" : "non-tensor");
+    /* run the store eagerly between two graphs */
+    if (f->top && t->failed && !PyErr_Occurred() && sym_can_break(t) && a.kind == V_TENSOR) {
+        var *ops = sym_alloc(t, 3);
+        if (ops == NULL)
+            return -1;
+        ops[0] = a;
+        ops[1] = k;
+        ops[2] = b;
+        t->brk.kind = DH_BRK_STORE;
+        t->brk.pc_next = in->next;
+        t->brk.fn = &ops[0];
+        t->brk.args = &ops[1];
+        t->brk.nargs = 2;
+        return sym_record_break_state(t, f);
+    }
+    return -1;
+}
+
+/* BINARY_SUBSCR */
+int sym_op_binary_subscr(trace *t, sframe *f, sym_ins *in) {
+    var a, b, c;
+    NEED(2);
+    b = POP();
+    a = POP();
+    if (subscr(t, &a, &b, &c) < 0)
+        return -1;
+    PUSH(c);
+    return SYM_NEXT;
+}
+
+/* UNPACK_SEQUENCE */
+int sym_op_unpack_sequence(trace *t, sframe *f, sym_ins *in) {
+    var a;
+    NEED(1);
+    a = POP();
+    var *items;
+    int n;
+    if (sym_iter_items(t, &a, &items, &n) < 0)
+        return -1;
+    if (n != in->oparg)
+        return sym_fail(t, "unpacking %d values into %d (eager will raise)", n, in->oparg);
+    for (int i = n - 1; i >= 0; i--)
+        PUSH(items[i]);
+    return SYM_NEXT;
+}

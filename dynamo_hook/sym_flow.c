@@ -1,0 +1,479 @@
+/* sym_flow.c — handlers of the stack, locals, control-flow, exception, generator and
+ * operator opcodes (the interpreter loop is in symbolic.c; sym_interp.h has the contract). */
+#include "sym_interp.h"
+
+#include <string.h>
+/* a generator frame returned: its result is an iterator over what it yielded */
+static int gen_result(sframe *f, var *result) {
+    *result = sym_var(V_ITER);
+    result->items = f->yielded;
+    result->n = f->nyielded;
+    return 0;
+}
+
+/* EXTENDED_ARG */
+int sym_op_extended_arg(trace *t, sframe *f, sym_ins *in) {
+    in->ext = in->oparg << 8;
+    return SYM_NEXT;
+}
+
+/* NOP RESUME CACHE PRECALL MAKE_CELL */
+int sym_op_nop(trace *t, sframe *f, sym_ins *in) {
+    return SYM_NEXT;
+}
+
+/* COPY_FREE_VARS */
+int sym_op_copy_free_vars(trace *t, sframe *f, sym_ins *in) {
+    /* free variables are the last oparg slots; read them through the closure */
+    int first = f->nlocals - in->oparg;
+    if (f->closure != NULL) {
+        if (in->oparg > f->nclosure)
+            return sym_fail(t, "closure size mismatch");
+        for (int i = 0; i < in->oparg; i++)
+            f->locals[first + i] = f->closure[i];
+        return SYM_NEXT;
+    }
+    if (!f->top && f->func_src < 0)
+        return sym_fail(t, "closure of an inlined function without a source");
+    for (int i = 0; i < in->oparg; i++) {
+        PyObject *fn = f->func;
+        PyObject *cl = fn && PyFunction_Check(fn) ? PyFunction_GET_CLOSURE(fn) : NULL;
+        if (cl == NULL || i >= PyTuple_GET_SIZE(cl))
+            return sym_fail(t, "missing closure");
+        PyObject *cell = PyTuple_GET_ITEM(cl, i);
+        PyObject *o = PyCell_GET(cell);
+        if (o == NULL) {
+            f->locals[first + i].kind = V_NULL; /* empty cell: unbound */
+            continue;
+        }
+        if (!f->top && f->func_src < 0 && fn != t->func)
+            return sym_fail(t, "closure of a function reached without a source");
+        int s = sym_source(t, DH_S_CLOSURE, f->top ? -1 : f->func_src, i, NULL);
+        if (s < 0 || sym_wrap(t, o, s, &f->locals[first + i]) < 0)
+            return -1;
+    }
+    return SYM_NEXT;
+}
+
+/* PUSH_NULL */
+int sym_op_push_null(trace *t, sframe *f, sym_ins *in) {
+    PUSH(sym_null_var());
+    return SYM_NEXT;
+}
+
+/* POP_TOP */
+int sym_op_pop_top(trace *t, sframe *f, sym_ins *in) {
+    NEED(1);
+    (void)POP();
+    return SYM_NEXT;
+}
+
+/* END_FOR */
+int sym_op_end_for(trace *t, sframe *f, sym_ins *in) {
+    NEED(2);
+    f->sp -= 2;
+    return SYM_NEXT;
+}
+
+/* COPY */
+int sym_op_copy(trace *t, sframe *f, sym_ins *in) {
+    var a;
+    NEED(in->oparg);
+    a = PEEK(in->oparg);
+    PUSH(a);
+    return SYM_NEXT;
+}
+
+/* SWAP */
+int sym_op_swap(trace *t, sframe *f, sym_ins *in) {
+    var a;
+    NEED(in->oparg);
+    a = PEEK(1);
+    PEEK(1) = PEEK(in->oparg);
+    PEEK(in->oparg) = a;
+    return SYM_NEXT;
+}
+
+/* LOAD_CONST */
+int sym_op_load_const(trace *t, sframe *f, sym_ins *in) {
+    var a;
+    if (sym_const(t, Py_NewRef(PyTuple_GET_ITEM(in->consts, in->oparg)), &a) < 0)
+        return -1;
+    PUSH(a);
+    return SYM_NEXT;
+}
+
+/* RETURN_CONST */
+int sym_op_return_const(trace *t, sframe *f, sym_ins *in) {
+    if (f->gen)
+        return gen_result(f, in->result);
+    return sym_const(t, Py_NewRef(PyTuple_GET_ITEM(in->consts, in->oparg)), in->result);
+}
+
+/* RETURN_VALUE */
+int sym_op_return_value(trace *t, sframe *f, sym_ins *in) {
+    NEED(1);
+    *in->result = POP();
+    if (f->gen)
+        return gen_result(f, in->result);
+    return 0;
+}
+
+/* RETURN_GENERATOR */
+/* the generator object, popped by the next POP_TOP */
+int sym_op_return_generator(trace *t, sframe *f, sym_ins *in) {
+    if (!f->gen)
+        return sym_fail(t, "RETURN_GENERATOR outside a generator");
+    PUSH(sym_null_var());
+    return SYM_NEXT;
+}
+
+/* YIELD_VALUE */
+int sym_op_yield_value(trace *t, sframe *f, sym_ins *in) {
+    var a;
+    /* run to completion: the value is collected, next() sends None back */
+    NEED(1);
+    if (!f->gen)
+        return sym_fail(t, "yield outside a generator");
+    if (f->nyielded == f->capyielded) {
+        int cap = f->capyielded ? 2 * f->capyielded : 8;
+        var *y = sym_alloc(t, cap);
+        if (y == NULL)
+            return -1;
+        if (f->nyielded)
+            memcpy(y, f->yielded, (size_t)f->nyielded * sizeof(var));
+        f->yielded = y;
+        f->capyielded = cap;
+    }
+    f->yielded[f->nyielded++] = POP();
+    if (sym_const(t, Py_NewRef(Py_None), &a) < 0)
+        return -1;
+    PUSH(a);
+    return SYM_NEXT;
+}
+
+/* LOAD_FAST LOAD_FAST_CHECK LOAD_DEREF LOAD_CLOSURE */
+int sym_op_load_fast(trace *t, sframe *f, sym_ins *in) {
+    var a;
+    if (sym_load_local(t, f, in->oparg, &a) < 0)
+        return -1;
+    if (a.kind == V_NULL)
+        return sym_fail(t, "free variable referenced before assignment");
+    PUSH(a);
+    return SYM_NEXT;
+}
+
+/* LOAD_FAST_AND_CLEAR */
+/* 3.12 inlined comprehensions */
+int sym_op_load_fast_and_clear(trace *t, sframe *f, sym_ins *in) {
+    var a;
+    if (in->oparg >= f->nlocals)
+        return sym_fail(t, "bad local");
+    if (f->locals[in->oparg].kind == V_UNSET && f->top && t->localsplus[in->oparg] != NULL) {
+        if (sym_load_local(t, f, in->oparg, &a) < 0)
+            return -1;
+    } else {
+        a = f->locals[in->oparg].kind == V_UNSET ? sym_null_var() : f->locals[in->oparg];
+        if (a.kind == V_UNSET)
+            a = sym_null_var();
+    }
+    f->locals[in->oparg] = sym_null_var(); /* unbound */
+    PUSH(a);
+    return SYM_NEXT;
+}
+
+/* STORE_FAST STORE_DEREF */
+int sym_op_store_fast(trace *t, sframe *f, sym_ins *in) {
+    var a;
+    NEED(1);
+    if (in->op == OP_STORE_DEREF && f->made_closure)
+        return sym_fail(t, "a captured variable changes after its closure was made");
+    if (in->op == OP_STORE_DEREF && in->oparg >= f->nlocals - f->code->co_nfreevars)
+        /* the cell belongs to an enclosing function (nonlocal): the write must reach it */
+        return sym_fail(t, "write to a nonlocal variable of an enclosing function not supported yet");
+    if (in->oparg >= f->nlocals)
+        return sym_fail(t, "bad local");
+    a = POP();
+    f->locals[in->oparg] = a; /* V_NULL: restoring an unbound slot (3.12 comprehensions) */
+    return SYM_NEXT;
+}
+
+/* DELETE_FAST */
+int sym_op_delete_fast(trace *t, sframe *f, sym_ins *in) {
+    f->locals[in->oparg] = sym_null_var();
+    return SYM_NEXT;
+}
+
+/* BINARY_OP */
+int sym_op_binary_op(trace *t, sframe *f, sym_ins *in) {
+    var a, b, c;
+    NEED(2);
+    b = POP();
+    a = POP();
+    if (sym_binary(t, in->oparg, &a, &b, &c) < 0) {
+        /* a tensor operator the graph can't express (e.g. @): run it eagerly */
+        if (f->top && t->failed && !PyErr_Occurred() && sym_can_break(t) &&
+            (a.kind == V_TENSOR || b.kind == V_TENSOR)) {
+            var *ops = sym_alloc(t, 2);
+            if (ops == NULL)
+                return -1;
+            ops[0] = a;
+            ops[1] = b;
+            t->brk.kind = DH_BRK_BINOP;
+            t->brk.binop = in->oparg;
+            t->brk.pc_next = in->next;
+            t->brk.fn = &ops[0];
+            t->brk.args = &ops[1];
+            t->brk.nargs = 1;
+            return sym_record_break_state(t, f);
+        }
+        return -1;
+    }
+    PUSH(c);
+    return SYM_NEXT;
+}
+
+/* COMPARE_OP */
+int sym_op_compare_op(trace *t, sframe *f, sym_ins *in) {
+    var a, b, c;
+    NEED(2);
+    b = POP();
+    a = POP();
+    if (sym_compare(t, DH_PY312 ? in->oparg >> 4 : in->oparg, &a, &b, &c) < 0)
+        return -1;
+    PUSH(c);
+    return SYM_NEXT;
+}
+
+/* IS_OP */
+int sym_op_is_op(trace *t, sframe *f, sym_ins *in) {
+    var a, b, c;
+    NEED(2);
+    b = POP();
+    a = POP();
+    int same;
+    if (a.kind == V_CONST && b.kind == V_CONST)
+        same = a.obj == b.obj;
+    else if ((a.kind == V_CONST && a.obj == Py_None) || (b.kind == V_CONST && b.obj == Py_None))
+        same = a.kind == b.kind && a.obj == b.obj; /* a tracked non-const is never None */
+    else if (a.kind == V_TENSOR && b.kind == V_TENSOR)
+        same = (a.oid > 0 && b.oid > 0) ? a.oid == b.oid : a.val == b.val; /* object identity */
+    else if (sym_is_real_object(&a) && sym_is_real_object(&b)) {
+        same = a.obj == b.obj; /* type(x) is torch.Tensor: a constant and a class */
+        /* objects of Python classes: DH_G_SAMEOBJ keeps which sources are one
+         * object; others (C types) are identity-guarded already */
+    }
+    else if (a.kind != b.kind && a.kind != V_CONST && b.kind != V_CONST)
+        same = 0;
+    else if (((a.kind == V_SEQ && a.is_list) || a.kind == V_DICT) && a.kind == b.kind &&
+             a.src < 0 && b.src < 0 && a.items != NULL)
+        same = a.items == b.items; /* made in the trace: named by their items */
+    else
+        return sym_fail(t, "'is' on unsupported values");
+    if (sym_const(t, PyBool_FromLong(same ^ in->oparg), &c) < 0)
+        return -1;
+    PUSH(c);
+    return SYM_NEXT;
+}
+
+/* UNARY_NEGATIVE */
+int sym_op_unary_negative(trace *t, sframe *f, sym_ins *in) {
+    var a, b;
+    NEED(1);
+    a = POP();
+    if (sym_neg(t, &a, &b) < 0)
+        return -1;
+    PUSH(b);
+    return SYM_NEXT;
+}
+
+/* UNARY_NOT */
+int sym_op_unary_not(trace *t, sframe *f, sym_ins *in) {
+    var a, b;
+    NEED(1);
+    a = POP();
+    int r;
+    if (sym_truthy(t, &a, &r) < 0)
+        return -1;
+    if (sym_const(t, PyBool_FromLong(!r), &b) < 0)
+        return -1;
+    PUSH(b);
+    return SYM_NEXT;
+}
+
+/* UNARY_INVERT */
+int sym_op_unary_invert(trace *t, sframe *f, sym_ins *in) {
+    var a, b;
+    NEED(1);
+    a = POP();
+    sym_resolve(t, &a);
+    if (a.kind == V_CONST) {
+        if (sym_const(t, PyNumber_Invert(a.obj), &b) < 0) {
+            PyErr_Clear();
+            return sym_fail(t, "~ of a constant raised");
+        }
+    } else if (a.kind == V_TENSOR) {
+        ic_op iop = ic_value_meta(t->g, a.val)->dtype == IC_BOOL ? IC_OP_LOGICAL_NOT : IC_OP_BITWISE_NOT;
+        ic_val r = ic_unary(t->g, iop, a.val);
+        if (r < 0)
+            return sym_check_graph(t);
+        b = sym_var(V_TENSOR);
+        b.val = r;
+        b.oid = sym_new_object(t, r);
+    } else {
+        return sym_fail(t, "~ of an unsupported value");
+    }
+    PUSH(b);
+    return SYM_NEXT;
+}
+
+/* GET_ITER */
+int sym_op_get_iter(trace *t, sframe *f, sym_ins *in) {
+    var a, b;
+    NEED(1);
+    a = POP();
+    var *items;
+    int n;
+    if (sym_iter_items(t, &a, &items, &n) < 0)
+        return -1;
+    b = sym_var(V_ITER);
+    b.items = items;
+    b.n = n;
+    /* over a list the caller can see (an argument, a global): it may grow while the
+     * loop runs eagerly after a break (is_list marks it) */
+    b.is_list = (a.kind == V_SEQ && a.is_list && a.src >= 0) ||
+                (a.kind == V_CONST && PyList_Check(a.obj));
+    PUSH(b);
+    return SYM_NEXT;
+}
+
+/* FOR_ITER */
+int sym_op_for_iter(trace *t, sframe *f, sym_ins *in) {
+    var a;
+    NEED(1);
+    var *it = &PEEK(1);
+    if (it->kind != V_ITER)
+        return sym_fail(t, "FOR_ITER on a non-iterator");
+    if (it->pos < it->n) {
+        a = it->items[it->pos++];
+        PUSH(a);
+    } else {
+        (void)POP();
+        in->next = in->next + in->oparg + (DH_PY312 ? 1 : 0);
+    }
+    return SYM_NEXT;
+}
+
+/* JUMP_FORWARD */
+int sym_op_jump_forward(trace *t, sframe *f, sym_ins *in) {
+    in->next = in->next + in->oparg;
+    return SYM_NEXT;
+}
+
+/* PUSH_EXC_INFO */
+/* (exc) -> (previous exc: none here, exc) */
+int sym_op_push_exc_info(trace *t, sframe *f, sym_ins *in) {
+    var a, b;
+    NEED(1);
+    a = POP();
+    if (sym_const(t, Py_NewRef(Py_None), &b) < 0)
+        return -1;
+    PUSH(b);
+    PUSH(a);
+    return SYM_NEXT;
+}
+
+/* CHECK_EXC_MATCH */
+/* (exc, types) -> (exc, isinstance(exc, types)) */
+int sym_op_check_exc_match(trace *t, sframe *f, sym_ins *in) {
+    var a, b, c;
+    NEED(2);
+    b = POP();
+    a = PEEK(1);
+    if (a.kind != V_CONST || !PyExceptionInstance_Check(a.obj) || b.kind == V_TENSOR ||
+        b.obj == NULL)
+        return sym_fail(t, "except clause on an unsupported value");
+    int r = PyObject_IsInstance(a.obj, b.obj);
+    if (r < 0) {
+        PyErr_Clear();
+        return sym_fail(t, "except clause match raised");
+    }
+    if (sym_const(t, PyBool_FromLong(r), &c) < 0)
+        return -1;
+    PUSH(c);
+    return SYM_NEXT;
+}
+
+/* POP_EXCEPT */
+int sym_op_pop_except(trace *t, sframe *f, sym_ins *in) {
+    NEED(1);
+    (void)POP();
+    return SYM_NEXT;
+}
+
+/* RERAISE */
+int sym_op_reraise(trace *t, sframe *f, sym_ins *in) {
+    return sym_fail(t, "an exception is re-raised (eager raises it)");
+}
+
+/* JUMP_BACKWARD JUMP_BACKWARD_NO_INTERRUPT */
+int sym_op_jump_backward(trace *t, sframe *f, sym_ins *in) {
+    in->next = in->next - in->oparg;
+    return SYM_NEXT;
+}
+
+/* POP_JUMP_IF_FALSE POP_JUMP_IF_TRUE POP_JUMP_FORWARD_IF_FALSE POP_JUMP_FORWARD_IF_TRUE POP_JUMP_BACKWARD_IF_FALSE POP_JUMP_BACKWARD_IF_TRUE */
+int sym_op_pop_jump_if_false(trace *t, sframe *f, sym_ins *in) {
+    var a;
+    NEED(1);
+    a = POP();
+    int r;
+    int want = in->op == OP_POP_JUMP_IF_TRUE || in->op == OP_POP_JUMP_FORWARD_IF_TRUE ||
+               in->op == OP_POP_JUMP_BACKWARD_IF_TRUE;
+    int back = in->op == OP_POP_JUMP_BACKWARD_IF_FALSE || in->op == OP_POP_JUMP_BACKWARD_IF_TRUE;
+    if (sym_truthy(t, &a, &r) < 0) {
+        if (f->top && a.kind == V_TENSOR && !PyErr_Occurred() && sym_can_break(t)) {
+            var *cond = sym_alloc(t, 1);
+            if (cond == NULL)
+                return -1;
+            *cond = a;
+            t->brk.kind = DH_BRK_JUMP;
+            t->brk.pc_next = in->next;
+            t->brk.pc_taken = back ? in->next - in->oparg : in->next + in->oparg;
+            t->brk.jump_when = want;
+            t->brk.fn = cond;
+            return sym_record_break_state(t, f);
+        }
+        return -1;
+    }
+    if (r == want)
+        in->next = back ? in->next - in->oparg : in->next + in->oparg;
+    return SYM_NEXT;
+}
+
+/* POP_JUMP_IF_NONE POP_JUMP_IF_NOT_NONE POP_JUMP_FORWARD_IF_NONE POP_JUMP_FORWARD_IF_NOT_NONE POP_JUMP_BACKWARD_IF_NONE POP_JUMP_BACKWARD_IF_NOT_NONE */
+int sym_op_pop_jump_if_none(trace *t, sframe *f, sym_ins *in) {
+    var a;
+    NEED(1);
+    a = POP();
+    int isnone = a.kind == V_CONST && a.obj == Py_None;
+    int want = in->op == OP_POP_JUMP_IF_NONE || in->op == OP_POP_JUMP_FORWARD_IF_NONE ||
+               in->op == OP_POP_JUMP_BACKWARD_IF_NONE;
+    int back = in->op == OP_POP_JUMP_BACKWARD_IF_NONE || in->op == OP_POP_JUMP_BACKWARD_IF_NOT_NONE;
+    if (isnone == want)
+        in->next = back ? in->next - in->oparg : in->next + in->oparg;
+    return SYM_NEXT;
+}
+
+/* JUMP_IF_FALSE_OR_POP JUMP_IF_TRUE_OR_POP */
+int sym_op_jump_if_false_or_pop(trace *t, sframe *f, sym_ins *in) {
+    NEED(1);
+    int r;
+    if (sym_truthy(t, &PEEK(1), &r) < 0)
+        return -1;
+    if (r == (in->op == OP_JUMP_IF_TRUE_OR_POP))
+        in->next = in->next + in->oparg;
+    else
+        (void)POP();
+    return SYM_NEXT;
+}

@@ -1,0 +1,688 @@
+/* sym_output.c — the end of a trace: the output spec (how the frame's value is rebuilt),
+ * the break state handed to resume functions, in-place mutations of inputs, the guards
+ * added at the end (distinct arguments, same objects), the training graph, the entry. */
+#include "sym_interp.h"
+#include "train.h"
+
+#include <string.h>
+/* ---- output spec ------------------------------------------------------------------- */
+
+int sym_out_reserve(trace *t, outbuf *ob, int k) {
+    if (ob->n + k > ob->cap) {
+        int cap = ob->cap ? ob->cap * 2 : 8;
+        while (cap < ob->n + k)
+            cap *= 2;
+        dh_outspec *n = realloc(ob->o, (size_t)cap * sizeof *n);
+        if (n == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        ob->o = n;
+        ob->cap = cap;
+    }
+    int at = ob->n;
+    memset(ob->o + at, 0, (size_t)k * sizeof *ob->o);
+    ob->n += k;
+    return at;
+}
+
+int sym_fill_out(trace *t, outbuf *ob, int at, const var *v_in, ic_val *outvals, int *nout) {
+    dh_outspec *o = &ob->o[at];
+    var rv = *v_in, *v = &rv;
+    sym_resolve(t, v);
+    if ((v->kind == V_DICT || v->kind == V_SEQ) && v->src >= 0 && v->src < t->capsrc &&
+        t->srcdone[v->src] && t->srcvar[v->src].kind == v->kind &&
+        t->srcvar[v->src].items == v->items && t->srcvar[v->src].n == v->n) {
+        /* a dict/list read from the frame as it was: the object itself (a copy would lose
+         * its identity: a collector dict returned by a getter, then appended to) */
+        o->kind = DH_O_SOURCE;
+        o->index = v->src;
+        return 0;
+    }
+    switch (v->kind) {
+    case V_TENSOR: {
+        if (v->src >= 0 && t->srcdone[v->src] && t->srcvar[v->src].kind == V_TENSOR &&
+            t->srcvar[v->src].oid == v->oid) {
+            /* the input object itself (maybe updated in place: copied back first) */
+            o->kind = DH_O_SOURCE;
+            o->index = v->src;
+            return 0;
+        }
+        if (ic_value_op(t->g, v->val) == IC_OP_INPUT) {
+            if (v->src < 0) {
+                /* an input reached through a no-op (detach/contiguous): find its source */
+                int k = 0;
+                for (ic_val x = 0; x < v->val; x++)
+                    if (ic_value_op(t->g, x) == IC_OP_INPUT)
+                        k++;
+                if (v->oid > 0 && v->oid != t->input_oid[k]) {
+                    /* another object over the input's data (detach()): a real one, as eager */
+                    int child = sym_out_reserve(t, ob, 1);
+                    if (child < 0)
+                        return -1;
+                    o = &ob->o[at];
+                    o->kind = DH_O_CALLM;
+                    o->index = child;
+                    o->obj = Py_BuildValue("(s())", "detach");
+                    if (o->obj == NULL)
+                        return -1;
+                    ob->o[child].kind = DH_O_SOURCE;
+                    ob->o[child].index = t->input_src[k];
+                    return 0;
+                }
+                o->kind = DH_O_SOURCE;
+                o->index = t->input_src[k];
+                return 0;
+            }
+            o->kind = DH_O_SOURCE;
+            o->index = v->src;
+            return 0;
+        }
+        if (sym_is_view_of_input(t, v->val) ||
+            (v->val < t->capvals && t->view_desc[v->val] != NULL && v->oid > 0 &&
+             t->obj_aliased[v->oid])) {
+            /* replay the view ops on the real base (an input, or a graph output): the caller
+             * (or the eager code after a break) gets a real view sharing its base's data */
+            PyObject *desc = v->val < t->capvals ? t->view_desc[v->val] : NULL;
+            if (desc == NULL)
+                return sym_fail(t, "returning a view of an input (untracked view)");
+            if (t->nsym > 0) /* the view's arguments are hint sizes */
+                return sym_fail(t, "a view returned with dynamic shapes (specializing)");
+            ic_val base = (ic_val)PyLong_AsLong(PyTuple_GET_ITEM(desc, 0));
+            int child = sym_out_reserve(t, ob, 1);
+            if (child < 0)
+                return -1;
+            o = &ob->o[at];
+            o->kind = DH_O_CALLM;
+            o->index = child;
+            o->obj = PyTuple_GetSlice(desc, 1, 3);
+            if (o->obj == NULL)
+                return -1;
+            if (ic_value_op(t->g, base) == IC_OP_INPUT) {
+                int k = 0;
+                for (ic_val x = 0; x < base; x++)
+                    if (ic_value_op(t->g, x) == IC_OP_INPUT)
+                        k++;
+                ob->o[child].kind = DH_O_SOURCE;
+                ob->o[child].index = t->input_src[k];
+                return 0;
+            }
+            var bv;
+            bv = sym_var(V_TENSOR);
+            bv.val = base;
+            return sym_fill_out(t, ob, child, &bv, outvals, nout);
+        }
+        for (int i = 0; i < *nout; i++)
+            if (outvals[i] == v->val) {
+                o->kind = DH_O_GRAPH;
+                o->index = i;
+                return 0;
+            }
+        if (*nout >= dh_limit.max_outputs)
+            return sym_fail(t, "more than %d outputs (torchc.config.max_outputs)", dh_limit.max_outputs);
+        if (ic_output(t->g, v->val) < 0)
+            return sym_check_graph(t);
+        outvals[*nout] = v->val;
+        o->kind = DH_O_GRAPH;
+        o->index = (*nout)++;
+        return 0;
+    }
+    case V_CONST:
+    case V_OBJ:
+    case V_FUNC:
+        if (v->kind == V_CONST && sym_ctxvar_pending(t, v))
+            return sym_fail(t, "a ContextVar token leaves the trace");
+        if (v->kind == V_FUNC && v->op == SYM_MADE_FUNCTION)
+            return sym_fail(t, "a nested function is live across a graph break");
+        if (v->kind != V_CONST && v->src >= 0) {
+            /* re-read from the frame each call: no strong reference in the cache entry */
+            o->kind = DH_O_SOURCE;
+            o->index = v->src;
+            return 0;
+        }
+        if (v->kind == V_CONST && v->is_list && PyFrozenSet_CheckExact(v->obj)) {
+            /* a set of constants (held as a frozenset): a fresh set(...) each call */
+            int child = sym_out_reserve(t, ob, 1);
+            if (child < 0)
+                return -1;
+            o = &ob->o[at];
+            o->kind = DH_O_WRAP;
+            o->index = child;
+            o->obj = Py_NewRef((PyObject *)&PySet_Type);
+            ob->o[child].kind = DH_O_CONST;
+            ob->o[child].obj = Py_NewRef(v->obj);
+            return 0;
+        }
+        o->kind = DH_O_CONST;
+        o->obj = Py_NewRef(v->obj);
+        return 0;
+    case V_NULL:
+        o->kind = DH_O_CONST;
+        o->obj = Py_NewRef(Py_None);
+        return 0;
+    case V_ITER:
+    case V_METHOD: {
+        int child = sym_out_reserve(t, ob, 1);
+        if (child < 0)
+            return -1;
+        o = &ob->o[at];
+        o->index = child;
+        if (v->kind == V_ITER) {
+            var seq;
+            seq = sym_var(V_SEQ);
+            seq.n = v->n - v->pos;
+            seq.items = v->items + v->pos;
+            o->kind = DH_O_ITER;
+            return sym_fill_out(t, ob, child, &seq, outvals, nout);
+        }
+        o->kind = PyFunction_Check(v->obj) ? DH_O_BOUND : DH_O_ATTR;
+        o->obj = Py_NewRef(v->obj);
+        return sym_fill_out(t, ob, child, &v->items[0], outvals, nout);
+    }
+    case V_DICT: {
+        int first = sym_out_reserve(t, ob, v->n);
+        if (first < 0)
+            return -1;
+        o = &ob->o[at];
+        o->kind = DH_O_DICT;
+        o->index = first;
+        o->count = v->n;
+        o->obj = Py_NewRef(v->obj);
+        for (int i = 0; i < v->n; i++)
+            if (sym_fill_out(t, ob, first + i, &v->items[i], outvals, nout) < 0)
+                return -1;
+        return 0;
+    }
+    case V_REC: { /* class(**fields), built after the graph runs */
+        int child = sym_out_reserve(t, ob, 1);
+        if (child < 0)
+            return -1;
+        o = &ob->o[at];
+        o->kind = DH_O_KWCALL;
+        o->index = child;
+        o->obj = Py_NewRef(sym_record_class(v));
+        var kw = *v;
+        kw.kind = V_DICT;
+        kw.obj = PyTuple_GET_ITEM(v->obj, 1);
+        return sym_fill_out(t, ob, child, &kw, outvals, nout);
+    }
+    case V_SEQ: {
+        if (v->obj != NULL && PyType_Check(v->obj)) { /* a named tuple: type(tuple) */
+            int child = sym_out_reserve(t, ob, 1);
+            if (child < 0)
+                return -1;
+            o = &ob->o[at];
+            o->kind = DH_O_WRAP;
+            o->index = child;
+            o->obj = Py_NewRef(v->obj);
+            var plain = *v;
+            plain.obj = NULL;
+            return sym_fill_out(t, ob, child, &plain, outvals, nout);
+        }
+        int first = sym_out_reserve(t, ob, v->n);
+        if (first < 0)
+            return -1;
+        o = &ob->o[at]; /* may have moved */
+        o->kind = v->is_list ? DH_O_LIST : DH_O_TUPLE;
+        o->index = first;
+        o->count = v->n;
+        for (int i = 0; i < v->n; i++)
+            if (sym_fill_out(t, ob, first + i, &v->items[i], outvals, nout) < 0)
+                return -1;
+        return 0;
+    }
+    case V_SYM: {
+        ic_dim d = t->symv[v->val];
+        o->kind = DH_O_SYM;
+        o->obj = Py_BuildValue("(LLLLL)", (long long)d.coef, (long long)d.exp[0], (long long)d.exp[1],
+                               (long long)d.exp[2], (long long)d.exp[3]);
+        return o->obj ? 0 : -1;
+    }
+    default:
+        return sym_fail(t, "returning an unsupported value");
+    }
+}
+
+/* Outspec of the break state: (fn/cond, args..., stack..., locals...) and resume code. */
+int sym_fill_break(trace *t, outbuf *ob, ic_val *outvals, int *nout, dh_entry_brk *eb) {
+    sym_break *b = &t->brk;
+    int n = 1 + b->nargs + b->nstack + b->nlocals;
+    int first = sym_out_reserve(t, ob, n);
+    if (first < 0)
+        return -1;
+    ob->o[0].kind = DH_O_TUPLE;
+    ob->o[0].index = first;
+    ob->o[0].count = n;
+    int k = first;
+    if (sym_fill_out(t, ob, k++, b->fn, outvals, nout) < 0)
+        return -1;
+    for (int i = 0; i < b->nargs; i++)
+        if (sym_fill_out(t, ob, k++, &b->args[i], outvals, nout) < 0)
+            return -1;
+    unsigned char stack_null[STACK_MAX + 1], *unbound = calloc((size_t)b->nlocals + 1, 1);
+    if (unbound == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    int rc = -1;
+    for (int i = 0; i < b->nstack; i++) {
+        var it = b->stack[i];
+        stack_null[i] = it.kind == V_NULL ? 1 : it.kind == V_ITER ? 2 : 0;
+        if (it.kind == V_ITER && it.is_list) {
+            sym_fail(t, "a graph break inside a loop over a list the caller sees (it may change)");
+            goto done;
+        }
+        if (it.kind == V_ITER) { /* the items still to come, as a tuple; GET_ITER in the prologue */
+            it.kind = V_SEQ;
+            it.items = it.items + it.pos;
+            it.n = it.n - it.pos;
+            it.pos = 0;
+            it.is_list = 0;
+        }
+        if (sym_fill_out(t, ob, k++, &it, outvals, nout) < 0)
+            goto done;
+    }
+    for (int i = 0; i < b->nlocals; i++) {
+        var *l = &b->locals[i];
+        if (l->kind == V_UNSET && t->localsplus[i] != NULL) {
+            /* never read by the trace: pass the frame's value through */
+            int s = sym_source(t, DH_S_LOCAL, -1, i, NULL);
+            if (s < 0)
+                goto done;
+            ob->o[k].kind = DH_O_SOURCE;
+            ob->o[k++].index = s;
+            continue;
+        }
+        if (l->kind == V_UNSET || l->kind == V_NULL) {
+            unbound[i] = 1;
+            ob->o[k].kind = DH_O_CONST;
+            ob->o[k++].obj = Py_NewRef(Py_None);
+            continue;
+        }
+        if (sym_fill_out(t, ob, k++, l, outvals, nout) < 0)
+            goto done;
+    }
+    if (b->kind == DH_BRK_CALL || b->kind == DH_BRK_BINOP) {
+        stack_null[b->nstack] = 0; /* the call's result */
+        eb->resume[0] = dh_make_resume(t->code, t->globals, b->pc_next, b->nlocals, unbound,
+                                       b->nstack + 1, stack_null);
+        if (eb->resume[0] == NULL)
+            goto done;
+    } else if (b->kind == DH_BRK_STORE) {
+        eb->resume[0] = dh_make_resume(t->code, t->globals, b->pc_next, b->nlocals, unbound,
+                                       b->nstack, stack_null);
+        if (eb->resume[0] == NULL)
+            goto done;
+    } else {
+        eb->resume[0] = dh_make_resume(t->code, t->globals, b->pc_next, b->nlocals, unbound,
+                                       b->nstack, stack_null);
+        eb->resume[1] = eb->resume[0] ? dh_make_resume(t->code, t->globals, b->pc_taken,
+                                                       b->nlocals, unbound, b->nstack, stack_null)
+                                      : NULL;
+        if (eb->resume[1] == NULL)
+            goto done;
+    }
+    rc = 0;
+done:
+    free(unbound);
+    return rc;
+}
+
+static int mut_room(trace *t, mutlist *m) {
+    if (m->n < m->cap)
+        return 1;
+    int cap = m->cap ? 2 * m->cap : 16;
+    if (m->n >= dh_limit.max_outputs) {
+        sym_fail(t, "more than %d in-place updated inputs (torchc.config.max_outputs)", dh_limit.max_outputs);
+        return 0;
+    }
+    int *s = realloc(m->src, (size_t)cap * sizeof *s);
+    if (s != NULL)
+        m->src = s;
+    int *f = s ? realloc(m->from, (size_t)cap * sizeof *f) : NULL;
+    if (f == NULL) {
+        PyErr_NoMemory();
+        return 0;
+    }
+    m->from = f;
+    m->cap = cap;
+    return 1;
+}
+
+void sym_record_mutations(trace *t, ic_val *outvals, int *nout, mutlist *m) {
+    for (int i = 0; i < t->ninputs; i++) {
+        int oid = t->input_oid[i];
+        ic_val now = t->obj_val[oid];
+        if (ic_value_op(t->g, now) == IC_OP_INPUT && now == t->obj_val[oid] &&
+            ic_value_meta(t->g, now) != NULL) {
+            /* unchanged, or replaced by another input's value */
+            int k = -1;
+            for (int j = 0, c = 0; j <= now; j++)
+                if (ic_value_op(t->g, j) == IC_OP_INPUT) {
+                    if (j == now)
+                        k = c;
+                    c++;
+                }
+            if (k == i)
+                continue;
+            if (k < 0) {
+                sym_fail(t, "an in-place updated input not found");
+                return;
+            }
+            if (!mut_room(t, m))
+                return;
+            m->src[m->n] = t->input_src[i];
+            m->from[m->n++] = -1 - t->input_src[k];
+            continue;
+        }
+        int idx = -1;
+        for (int j = 0; j < *nout; j++)
+            if (outvals[j] == now)
+                idx = j;
+        if (!mut_room(t, m)) /* (also when the value is an output already: m->src grows) */
+            return;
+        if (idx < 0) {
+            if (*nout >= dh_limit.max_outputs) {
+                sym_fail(t, "more than %d outputs (torchc.config.max_outputs)", dh_limit.max_outputs);
+                return;
+            }
+            if (ic_output(t->g, now) < 0) {
+                sym_check_graph(t);
+                return;
+            }
+            outvals[*nout] = now;
+            idx = (*nout)++;
+        }
+        m->src[m->n] = t->input_src[i];
+        m->from[m->n++] = idx;
+    }
+}
+
+/* The trace took tensors from different sources to be different objects (an object seen
+ * twice became one, with an ALIAS guard): the arguments must stay distinct, and an input
+ * updated in place must not share memory with another input (views passed together). */
+void sym_add_distinct_guard(trace *t, const mutlist *m) {
+    PyObject *args = PyList_New(0), *muts = PyList_New(0), *ins = PyList_New(0), *spec = NULL;
+    if (args == NULL || muts == NULL || ins == NULL)
+        goto done;
+    for (int i = 0; i < t->ninputs; i++) {
+        int s = t->input_src[i], r = s;
+        while (r >= 0 && t->src[r].kind != DH_S_LOCAL && t->src[r].kind != DH_S_GLOBAL &&
+               t->src[r].kind != DH_S_CLOSURE)
+            r = t->src[r].base;
+        PyObject *si = PyLong_FromLong(s);
+        /* an overlapping input the graph never reads (passed through, returned as itself)
+         * is fine: the copy-back after the kernels updates the memory it shares */
+        ic_val iv = ic_graph_input(t->g, i);
+        int read = iv != IC_NONE && ic_value_num_uses(t->g, iv) > 0;
+        if (si == NULL || (read && PyList_Append(ins, si) < 0) ||
+            (r >= 0 && t->src[r].kind == DH_S_LOCAL && PyList_Append(args, si) < 0)) {
+            Py_XDECREF(si);
+            goto done;
+        }
+        Py_DECREF(si);
+    }
+    for (int i = 0; i < m->n; i++) {
+        PyObject *si = PyLong_FromLong(m->src[i]);
+        if (si == NULL || PyList_Append(muts, si) < 0) {
+            Py_XDECREF(si);
+            goto done;
+        }
+        Py_DECREF(si);
+    }
+    if (PyList_GET_SIZE(args) < 2 && (m->n == 0 || PyList_GET_SIZE(ins) < 2))
+        goto done; /* nothing to check */
+    if (m->n == 0)
+        PyList_SetSlice(ins, 0, PyList_GET_SIZE(ins), NULL);
+    spec = Py_BuildValue("(NNN)", PyList_AsTuple(args), PyList_AsTuple(muts), PyList_AsTuple(ins));
+    if (spec == NULL)
+        goto done;
+    if (!dh_distinct_ok(spec, (PyObject *const *)t->srcobj)) {
+        sym_fail(t, "an input updated in place shares memory with another input (eager decides)");
+        goto done;
+    }
+    dh_guard *g = sym_new_guard(t, DH_G_DISTINCT, -1);
+    if (g == NULL)
+        goto done;
+    g->obj = spec;
+    spec = NULL;
+done:
+    Py_XDECREF(args);
+    Py_XDECREF(muts);
+    Py_XDECREF(ins);
+    Py_XDECREF(spec);
+}
+
+/* Objects of Python classes are type-guarded, not identity-guarded: which of their sources
+ * were one object (an attribute written through one, read through another) is guarded. */
+void sym_add_sameobj_guard(trace *t) {
+    if (t->ntobj < 2)
+        return;
+    PyObject *srcs = PyTuple_New(t->ntobj), *pat = PyTuple_New(t->ntobj), *spec = NULL;
+    if (srcs == NULL || pat == NULL)
+        goto done;
+    for (int i = 0; i < t->ntobj; i++) {
+        int j = 0;
+        while (t->tobj[j] != t->tobj[i])
+            j++;
+        PyTuple_SET_ITEM(srcs, i, PyLong_FromLong(t->tobj_src[i]));
+        PyTuple_SET_ITEM(pat, i, PyLong_FromLong(j));
+        if (PyErr_Occurred())
+            goto done;
+    }
+    spec = Py_BuildValue("(OO)", srcs, pat);
+    if (spec == NULL)
+        goto done;
+    dh_guard *g = sym_new_guard(t, DH_G_SAMEOBJ, -1);
+    if (g == NULL)
+        goto done;
+    g->obj = spec;
+    spec = NULL;
+done:
+    Py_XDECREF(srcs);
+    Py_XDECREF(pat);
+    Py_XDECREF(spec);
+}
+
+/* Splits at matrix products and convolutions are by design (they run as ATen kernels
+ * between compiled graphs, the epilogue fused into the next graph): explain reports them
+ * as extern calls, not as graph breaks. */
+int sym_is_extern_break(const sym_break *b) {
+    static const char *names[] = {"matmul", "mm", "bmm", "addmm", "baddbmm", "linear",
+                                  "conv1d", "conv2d", "conv3d", "einsum", "addmv", "mv", NULL};
+    if (b->kind == DH_BRK_BINOP)
+        return b->binop == 4 || b->binop == 17;
+    if (b->kind != DH_BRK_CALL)
+        return 0;
+    const char *n = NULL;
+    if (b->fn->kind == V_OBJ && !PyModule_Check(b->fn->obj)) {
+        /* torch's own linear/conv modules: their forward is the extern kernel */
+        const char *tn = Py_TYPE(b->fn->obj)->tp_name;
+        PyObject *mod = PyObject_GetAttrString((PyObject *)Py_TYPE(b->fn->obj), "__module__");
+        const char *mn = mod && PyUnicode_Check(mod) ? PyUnicode_AsUTF8(mod) : "";
+        int torchmod = mn && strncmp(mn, "torch.nn.modules.", 17) == 0;
+        Py_XDECREF(mod);
+        PyErr_Clear();
+        return torchmod && (!strcmp(tn, "Linear") || !strcmp(tn, "Conv1d") || !strcmp(tn, "Conv2d") ||
+                            !strcmp(tn, "Conv3d") || !strcmp(tn, "Bilinear"));
+    }
+    if (b->fn->kind == V_METHOD && PyUnicode_Check(b->fn->obj))
+        n = PyUnicode_AsUTF8(b->fn->obj);
+    else if (b->fn->kind == V_FUNC && PyCFunction_Check(b->fn->obj))
+        n = ((PyCFunctionObject *)b->fn->obj)->m_ml->ml_name;
+    if (n == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    for (int i = 0; names[i]; i++)
+        if (strcmp(n, names[i]) == 0)
+            return 1;
+    return 0;
+}
+
+/* ---- driver -------------------------------------------------------------------------- */
+
+/* ---- training (owner: training) ----
+ * When inputs require grad under grad mode, the backward graph is derived from the forward
+ * one (inductor_c/graph/autograd.c: saved values become extra forward outputs) and compiled
+ * like it; the entry's train object (csrc/train.c) runs it from an autograd node. 1 if the
+ * trace trains. */
+int sym_trace_trains(trace *t) {
+    if (t->ninputs == 0 || !tc_grad_enabled())
+        return 0;
+    unsigned char *req = malloc((size_t)t->ninputs);
+    int n = req ? sym_train_req(t, req) : 0;
+    free(req);
+    return n > 0;
+}
+
+/* 0: not training, or *train set; -1: the trace failed (reason) or an exception */
+int sym_train_build(trace *t, const mutlist *muts, const ic_options *opt, PyObject **train) {
+    unsigned char *req = calloc((size_t)t->ninputs + 1, 1);
+    if (req == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    if (sym_train_req(t, req) == 0) {
+        free(req);
+        return 0;
+    }
+    for (int i = 0; i < muts->n; i++)
+        for (int k = 0; k < t->nguards; k++)
+            if (t->guards[k].kind == DH_G_TENSOR && t->guards[k].src == muts->src[i] &&
+                t->guards[k].meta.requires_grad) {
+                free(req);
+                return sym_fail(t, "training: an input that requires grad is updated in place (eager decides)");
+            }
+    /* a tensor updated in place with a value that carries a gradient: eager records the
+     * update in autograd (the tensor then requires grad); the copy-back does not */
+    for (int i = 0; i < muts->n; i++)
+        if (muts->from[i] >= 0 && ic_value_requires_grad(t->g, ic_graph_output_value(t->g, muts->from[i]), req)) {
+            free(req);
+            return sym_fail(t, "training: a tensor is updated in place with a value that requires grad (eager decides)");
+        }
+    ic_autograd ag;
+    ic_err err = {0};
+    int rc = ic_autograd_build(t->g, req, &ag, &err);
+    free(req);
+    if (rc < 0)
+        return sym_fail(t, "training: %s", err.msg);
+    if (ag.bwd == NULL) {
+        ic_autograd_clear(&ag);
+        return 0;
+    }
+    /* the backward graph is compiled on the first backward call (csrc/train.c) */
+    *train = tc_train_new(&ag, opt, t->ninputs, t->device_type < 0 ? TC_DEV_CPU : t->device_type,
+                          t->device_index > 0 ? t->device_index : 0);
+    return *train ? 0 : -1;
+}
+
+dh_entry *sym_finish_entry(trace *t, outbuf *ob, ic_compiled *compiled) {
+    dh_entry *e = calloc(1, sizeof *e);
+    if (e == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    e->fallback = t->failed;
+    e->reason = t->failed ? strdup(t->reason) : NULL;
+    e->where = t->failed && t->where[0] ? strdup(t->where) : NULL;
+    e->nsources = t->nsrc;
+    e->sources = t->src;
+    t->src = NULL;
+    t->nsrc = 0;
+    e->nguards = t->nguards;
+    e->guards = t->guards;
+    t->guards = NULL;
+    t->nguards = 0;
+    e->ninputs = t->ninputs;
+    e->input_src = t->input_src;
+    t->input_src = NULL;
+    if (!t->failed) {
+        e->nouts = ob->n;
+        e->outs = ob->o;
+        ob->o = NULL;
+        ob->n = 0;
+        e->compiled = compiled;
+        e->graph_text = ic_graph_to_string(t->g);
+        e->op_count = ic_graph_num_ops(t->g);
+    }
+    return e;
+}
+
+void sym_trace_free(trace *t, outbuf *ob) {
+    for (int i = 0; i < t->nsrc; i++)
+        Py_XDECREF(t->src[i].name);
+    free(t->src);
+    free(t->srcvar);
+    free(t->srcobj);
+    free(t->srcdone);
+    for (int i = 0; i < t->nguards; i++)
+        dh_guard_clear(&t->guards[i]);
+    free(t->guards);
+    free(t->input_src);
+    free(t->input_oid);
+    free(t->obj_val);
+    free(t->obj_aliased);
+    free(t->obj_root);
+    free(t->symv);
+    free(t->view_of_input);
+    free(t->view_desc);
+    sym_fx_free(t);
+    if (ob) {
+        for (int i = 0; i < ob->n; i++)
+            Py_XDECREF(ob->o[i].obj);
+        free(ob->o);
+    }
+    Py_XDECREF(t->keep);
+    if (t->g)
+        ic_graph_free(t->g);
+    free(t);
+}
+
+/* Graph text with the hint sizes of symbolic values removed (and the strides of dynamic
+ * inputs), plus the index bounds: equal for two traces at different hints iff no hint
+ * value leaked into the graph as a constant. malloc'd. */
+char *sym_dyn_signature(trace *t) {
+    char *txt = ic_graph_to_string(t->g);
+    if (txt == NULL)
+        return NULL;
+    size_t n = strlen(txt);
+    char *out = malloc(n + 64 + 48 * (size_t)t->nidx);
+    if (out == NULL) {
+        free(txt);
+        return NULL;
+    }
+    size_t o = 0;
+    for (size_t i = 0; i < n;) {
+        /* "[h0,h1,..] sym=[" : drop the hint list */
+        if (txt[i] == '[') {
+            size_t j = i + 1;
+            while (j < n && (txt[j] == ',' || txt[j] == '-' || (txt[j] >= '0' && txt[j] <= '9')))
+                j++;
+            if (j < n && txt[j] == ']' && strncmp(txt + j + 1, " sym=[", 6) == 0) {
+                i = j + 1;
+                continue;
+            }
+        }
+        /* " strides=[...]" right after a sym list: contiguous strides of the hints */
+        if (strncmp(txt + i, "] strides=[", 11) == 0 && o > 0) {
+            size_t back = o;
+            while (back > 0 && out[back - 1] != '[' && out[back - 1] != '\n')
+                back--;
+            if (back >= 5 && strncmp(out + back - 5, "sym=[", 5) == 0) {
+                size_t j = i + 11;
+                while (j < n && txt[j] != ']')
+                    j++;
+                out[o++] = ']';
+                i = j + 1;
+                continue;
+            }
+        }
+        out[o++] = txt[i++];
+    }
+    for (int k = 0; k < t->nidx; k++)
+        o += (size_t)sprintf(out + o, "\nidx %d < %lld", t->idx_src[k], (long long)t->idx_bound[k]);
+    out[o] = 0;
+    free(txt);
+    return out;
+}
