@@ -70,10 +70,13 @@ def bench(path):
 
 
 def main(d):
-    cp = glob.glob(os.path.join(d, "copying_*.json"))
-    if cp:
+    by_L = {}
+    for f in glob.glob(os.path.join(d, "copying_*.json")):
+        by_L.setdefault(json.load(open(f))["L"], []).append(f)
+    for L, cp in sorted(by_L.items()):
         r = json.load(open(cp[0]))
-        curves(cp, f"copying task, L={r['L']}, batch {r['batch']}", os.path.join(d, "copying.png"),
+        name = "copying.png" if L == 200 else f"copying_L{L}.png"
+        curves(cp, f"copying task, L={L}, hidden {r['hidden']}, batch {r['batch']}", os.path.join(d, name),
                r["baseline"], logy=True)
     for task in ("pixel", "perm"):
         fs = glob.glob(os.path.join(d, f"fmnist_{task}_*.json"))
