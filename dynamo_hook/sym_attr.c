@@ -384,10 +384,14 @@ int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
             PyObject *fn = sym_keep(t, Py_NewRef(PyMethod_GET_FUNCTION(a)));
             Py_DECREF(a);
             var *self = sym_alloc(t, 1);
-            if (fn == NULL || self == NULL)
+            /* the function as it is now (a source: its globals, in another module, are
+             * read through it) */
+            int s = fn ? sym_source(t, DH_S_CONST, -1, 0, fn) : -1;
+            if (fn == NULL || self == NULL || s < 0)
                 return -1;
             self[0] = o->items[0];
             *out = sym_var(V_METHOD);
+            out->src = s;
             out->obj = fn;
             out->items = self;
             return 0;
