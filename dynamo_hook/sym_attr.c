@@ -387,7 +387,10 @@ int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
             PyObject *fn = sym_keep(t, Py_NewRef(PyMethod_GET_FUNCTION(a)));
             Py_DECREF(a);
             var *self = sym_alloc(t, 1);
-            if (fn == NULL || self == NULL)
+            /* the function as it is now (a source: its globals, in another module, are
+             * read through it) */
+            int s = fn ? sym_source(t, DH_S_CONST, -1, 0, fn) : -1;
+            if (fn == NULL || self == NULL || s < 0)
                 return -1;
             /* the function found on a base class: its globals and closure are read through it
              * (held by the entry, as type_attr's), whatever module it comes from */

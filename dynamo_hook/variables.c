@@ -377,6 +377,8 @@ int sym_guard_type(trace *t, int src, PyObject *obj) {
 int sym_guard_id(trace *t, int src, PyObject *obj) {
     if (src < 0 || has_guard(t, DH_G_ID, src))
         return 0;
+    if (t->src[src].kind == DH_S_NEW) /* obj_new.c: a fresh object each call never matches */
+        return sym_fail(t, "identity of an object made in the frame (id(), a pinned object)");
     dh_guard *g = new_guard(t, DH_G_ID, src);
     if (g == NULL)
         return -1;

@@ -494,3 +494,24 @@ def test_list_mutation_then_break_state():
     assert ex.graph_count >= 2 and ex.graph_break_count == 1, ex
     assert seen == [1] and len(acc) == 2
     assert_same(acc[1], x * 2)
+
+
+@pytest.mark.allow_fallback
+def test_id_of_new_object_breaks():
+    class O:
+        def __init__(self, x):
+            self.x = x
+
+    def f(x):
+        o = O(x)
+        return x + (id(o) % 2) * 0
+
+    cf = torchc.compile(f)
+    x = torch.randn(3)
+    torchc.reset()
+    for _ in range(3):
+        assert_same(cf(x), f(x))
+    ex = torchc.explain(cf)(x)
+    # id() of a fresh object can't be guarded: the call runs eagerly (a break), the graph
+    # before it is reused (no ID guard on a new object each call)
+    assert any("made in the frame" in r for r in ex.break_reasons), ex.break_reasons
