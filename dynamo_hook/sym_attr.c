@@ -392,11 +392,6 @@ int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
             int s = fn ? sym_source(t, DH_S_CONST, -1, 0, fn) : -1;
             if (fn == NULL || self == NULL || s < 0)
                 return -1;
-            /* the function found on a base class: its globals and closure are read through it
-             * (held by the entry, as type_attr's), whatever module it comes from */
-            int s = sym_source(t, DH_S_CONST, -1, 0, fn);
-            if (s < 0)
-                return -1;
             self[0] = o->items[0];
             *out = sym_var(V_METHOD);
             out->src = s;
