@@ -577,8 +577,9 @@ int sym_h_cat(trace *t, const opdef *d, var **p, var *out) {
     ic_val r = v[0];
     for (int i = 1; i < n; i++)
         r = ic_cat(t->g, r, v[i], dim);
-    if (n == 1 && d->op == 0) /* cat of one tensor: a copy */
-        r = ic_cast(t->g, r, ic_value_meta(t->g, r)->dtype);
+    if (n == 1 && d->op == 0) /* cat of one tensor: a copy in its suggested memory format
+                               * (eager: a transposed input gives a contiguous result) */
+        return dh_layout_copy(t, r, ic_value_suggest_format(t->g, r), out);
     return sym_tensor_out(t, r, out);
 }
 

@@ -26,7 +26,7 @@ MEASURED_WITH = "5.25"
 EXPECTED = {
     "hf_bart": (37, 74),
     "hf_bert": (31, 28),
-    "hf_bloom": (31, 30),
+    "hf_bloom": (33, 30),
     "hf_gemma": (60, 57),
     "hf_gpt2": (34, 30),
     "hf_gpt_neo": (30, 28),
@@ -37,7 +37,7 @@ EXPECTED = {
     "hf_qwen2": (46, 41),
     "hf_t5": (66, 95),
     "hf_vit": (1, 0),
-    "hf_whisper": (23, 64),
+    "hf_whisper": (31, 67),
 }
 
 RUN = textwrap.dedent("""

@@ -26,6 +26,7 @@ once) and says why in `torchc._scan.last_fallback` and the `torchc.scan` logger.
 import logging
 import weakref
 
+import math
 import torch
 from torch.utils import _pytree as pytree
 
@@ -39,6 +40,28 @@ log = logging.getLogger("torchc.scan")
 last_fallback = None   # the reason the last scan ran a Python loop (None: it ran in C)
 _bodies = weakref.WeakKeyDictionary()
 
+
+
+def _dense_meta(meta):
+    """meta = (sizes, strides, dtype) of a compiled output: row-major contiguous?"""
+    sizes, strides = meta[0], meta[1]
+    st = 1
+    for n, s in zip(reversed(sizes), reversed(strides)):
+        if n != 1 and s != st:
+            return False
+        st *= n
+    return True
+
+
+def _dense_perm(meta):
+    """meta's strides are a permutation of a dense layout (no gaps, no overlap)"""
+    dims = sorted((s, n) for n, s in zip(meta[0], meta[1]) if n != 1)
+    st = 1
+    for s, n in dims:
+        if s != st:
+            return False
+        st *= n
+    return True
 
 class _Fallback(Exception):
     pass
@@ -217,6 +240,11 @@ class _Plan:
             raise _Fallback("gradients of loop constants are summed in float32/float64 only")
         if self.train and any(c.dtype not in _ADD_DT for j, c in zip(cout, c0) if j in yout):
             raise _Fallback("a carry returned as a result too: its gradient sum is float32/float64 only")
+        if self.train:
+            for i, m in zip(info["bwd_out"], info["bwd_out_meta"]):
+                if not (_dense_meta(m) if kind[i][0] == "c" else _dense_perm(m)):
+                    raise _Fallback("a gradient the body's backward returns is not dense in the "
+                                    "layout the loop keeps it in")
         if self.train and info["nsyms"]:
             raise _Fallback("a dynamic-shape body is not looped in training")
         self.rec, self.info, self.T = rec, info, T
@@ -342,13 +370,14 @@ class _Plan:
             if kind == "c":
                 bout.append((gc[idx], _row(gc[idx]), 0, 2))
                 got_c.add(idx)
-            elif kind == "x":
-                gx[idx] = torch.empty((T,) + sizes, dtype=self.X[idx].dtype)
+            elif kind == "x":  # (the compiled backward writes each step in its output's layout)
+                n = math.prod(sizes)
+                gx[idx] = torch.empty_strided((T,) + sizes, (n,) + tuple(meta[1]), dtype=self.X[idx].dtype)
                 bout.append((gx[idx], _row(gx[idx]), 0, 0))
-            else:
+            else:  # summed element by element in memory: both in the output's (dense) layout
                 q = self.consts[idx]
-                acc[idx] = torch.zeros(sizes, dtype=q.dtype)
-                tmp = torch.empty(sizes, dtype=q.dtype)
+                acc[idx] = torch.empty_strided(sizes, tuple(meta[1]), dtype=q.dtype).zero_()
+                tmp = torch.empty_strided(sizes, tuple(meta[1]), dtype=q.dtype)
                 bout.append((tmp, 0, 0, 0))
                 ops.append((1, 0, (acc[idx], 0, 0, 0), (tmp, 0, 0, 0), tmp.numel(), self._dt(tmp)))
         for k, c in enumerate(self.c0):
