@@ -1118,9 +1118,10 @@ PyObject *dh_entry_run(const dh_entry *e, PyObject *const *values, void *const *
     if (nout > 16 || e->ninputs > 16) {
         outs = calloc((size_t)nout + 1, sizeof *outs);
         ptrs = calloc((size_t)e->ninputs + nout + 1, sizeof *ptrs);
-        if (outs == NULL || ptrs == NULL) {
-            PyErr_NoMemory();
-            goto done;
+        if (outs == NULL || ptrs == NULL) { /* (nothing to release in them yet) */
+            free(outs);
+            free(ptrs);
+            return PyErr_NoMemory();
         }
     }
     for (int i = 0; i < nout; i++)

@@ -69,3 +69,35 @@ def test_float_to_int_out_of_range_cuda(src, dst):
     ex = torchc.explain(f)(x)
     assert ex.graph_count == 1 and ex.graph_break_count == 0, str(ex)
     assert_same(ex.result, f(x))
+
+
+@pytest.mark.parametrize("meth", ["half", "bfloat16", "short", "char", "byte", "float", "double"])
+def test_cast_methods_compile(meth):
+    """Tensor.half()/.bfloat16()/.short()/.char()/.byte() compile (they broke the graph)."""
+    def f(x):
+        return getattr(x * 3, meth)() + 1
+
+    x = torch.randn(5, 3).t()  # transposed: the cast keeps eager's strides
+    exp = f(x)
+    torchc.reset()
+    ex = torchc.explain(f)(x)
+    assert (ex.graph_count, ex.graph_break_count) == (1, 0), ex.break_reasons
+    got = torchc.compile(f)(x)
+    assert got.dtype == exp.dtype and got.shape == exp.shape and got.stride() == exp.stride()
+    torch.testing.assert_close(got, exp, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("shapes", [((5,), (5, 3)), ((4, 5), (5,)), ((5,), (5,)), ((2, 4, 5), (5,))])
+def test_matmul_1d_operand_no_resize_warning(shapes, capfd):
+    """A matmul extern with a 1-D operand: eager's values and shape, and no ATen
+    'output was resized' warning on stderr (matmul_out resized the 1-D output)."""
+    def f(a, b):
+        return torch.softmax(a, -1) @ b
+
+    a, b = torch.randn(*shapes[0]), torch.randn(*shapes[1])
+    exp = f(a, b)
+    torchc.reset()
+    got = torchc.compile(f)(a, b)
+    assert got.shape == exp.shape
+    torch.testing.assert_close(got, exp)
+    assert "resized" not in capfd.readouterr().err
