@@ -151,6 +151,26 @@ int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kw
                 return rc;
         }
     }
+    if (name && strcmp(name, "callable") == 0 && f == PyDict_GetItemString(PyEval_GetBuiltins(), "callable") &&
+        nargs == 1 && !kwnames) {
+        /* callable(x): from x's kind, or from the Python object it stands for (its type's
+         * tp_call; the object is guarded by its source like any value read) */
+        const var *a = &args[0];
+        int r = -1;
+        if (a->kind == V_FUNC || a->kind == V_METHOD)
+            r = 1;
+        else if (a->kind == V_SEQ && a->obj != NULL && PyType_Check(a->obj)) /* a named tuple */
+            r = ((PyTypeObject *)a->obj)->tp_call != NULL;
+        else if (a->kind == V_TENSOR || a->kind == V_SEQ || a->kind == V_DICT || a->kind == V_ITER ||
+                 a->kind == V_SYM)
+            r = 0;
+        else if ((a->kind == V_CONST || a->kind == V_OBJ) && a->obj != NULL)
+            r = PyCallable_Check(a->obj);
+        else if (a->kind == V_REC)
+            r = ((PyTypeObject *)sym_record_class(a))->tp_call != NULL;
+        if (r >= 0)
+            return sym_const(t, PyBool_FromLong(r), out);
+    }
     if (name && strcmp(name, "id") == 0 && f == PyDict_GetItemString(PyEval_GetBuiltins(), "id") &&
         nargs == 1 && !kwnames && (args[0].kind == V_OBJ || args[0].kind == V_FUNC) &&
         args[0].obj != NULL && args[0].src >= 0) {

@@ -591,6 +591,8 @@ int sym_h_act(trace *t, const opdef *d, var **p, var *out) {
             ic_val nx = ic_unary(G, IC_OP_NEG, x);
             r = ic_unary(G, IC_OP_NEG, ic_where(G, ic_binary(G, IC_OP_GT, nx, sym_num(t, 20)), nx,
                                                 ic_unary(G, IC_OP_LOG1P, ic_unary(G, IC_OP_EXP, nx))));
+            if (r >= 0) /* eager's log_sigmoid_forward: a contiguous output whatever the input's layout */
+                ic_value_set_format(G, r, r, IC_MF_CONTIGUOUS);
         }
         break;
     case 9: /* selu */
@@ -627,7 +629,11 @@ int sym_h_masked_fill(trace *t, const opdef *d, var **p, var *out) {
         return -1;
     ic_meta m_copy = *sym_metap(t, p[0]->val);
     const ic_meta *m = &m_copy; /* a copy: the graph reallocates */
-    return sym_tensor_out(t, ic_where(G, p[1]->val, ic_cast(G, v, m->dtype), p[0]->val), out);
+    ic_val r = ic_where(G, p[1]->val, ic_cast(G, v, m->dtype), p[0]->val);
+    if (r >= 0) /* eager's masked_fill: a contiguous clone of input, filled (an in-place
+                 * masked_fill_ keeps the tensor's own strides when written back) */
+        ic_value_set_format(G, r, r, IC_MF_CONTIGUOUS);
+    return sym_tensor_out(t, r, out);
 }
 
 /* addcmul/addcdiv(input, t1, t2, *, value=1); lerp(input, end, weight) */

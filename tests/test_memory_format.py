@@ -296,3 +296,23 @@ def test_gpu_conv_channels_last():
     with torch.no_grad():
         check(lambda a: torch.relu(conv(a)), cl4(2, 3, 8, 8).cuda())
         check(lambda a: torch.relu(conv(a)).to(torch.float16), cl4(2, 3, 8, 8).cuda().half().float())
+
+
+@pytest.mark.parametrize("fn", [
+    lambda a: torch.nn.functional.logsigmoid(a) * 2,
+    lambda a: a.masked_fill(a > 0, 1.0) + 1,
+    lambda a: torch.cat([a + 1]),
+], ids=["logsigmoid", "masked_fill", "cat_one"])
+@pytest.mark.parametrize("layout", ["transposed", "channels_last"])
+def test_ops_whose_eager_kernel_returns_contiguous(fn, layout):
+    """Ops whose eager kernels allocate a contiguous result whatever the input's layout
+    (found by the fuzzer: seeds 139 and 4214808)."""
+    x = torch.randn(6, 4).t() if layout == "transposed" else \
+        torch.randn(2, 4, 3, 5).to(memory_format=torch.channels_last)
+    exp = fn(x)
+    torchc.reset()
+    ex = torchc.explain(fn)(x)
+    assert (ex.graph_count, ex.graph_break_count) == (1, 0), ex.break_reasons
+    got = torchc.compile(fn)(x)
+    assert got.stride() == exp.stride()
+    torch.testing.assert_close(got, exp)

@@ -281,3 +281,34 @@ def test_tensor_of_a_number_is_0d():
         return torch.where(x > 0, x, a), a, b, c, d, b * x
 
     whole(f, torch.randn(5))
+
+
+class _CallMe:
+    def __call__(self, x):
+        return x + 1
+
+
+class _NoCall:
+    pass
+
+
+def test_callable_builtin_compiles():
+    """callable(x) on every kind of traced value answers as eager, in one graph."""
+    lin = torch.nn.Linear(3, 3)
+    cm, nc = _CallMe(), _NoCall()
+
+    def f(x, fns):
+        flags = [callable(x), callable(fns), callable(len), callable(torch.relu), callable(lin),
+                 callable(cm), callable(nc), callable(3), callable(None), callable(_CallMe),
+                 callable(x.shape), callable({"a": 1}), callable(lambda: 1), callable(x.sum)]
+        if all(callable(g) for g in fns):
+            x = x * 2
+        return x + sum(flags)
+
+    x = torch.randn(2, 3)
+    fns = (torch.sin, lin)
+    exp = f(x, fns)
+    torchc.reset()
+    ex = torchc.explain(f)(x, fns)
+    assert (ex.graph_count, ex.graph_break_count) == (1, 0), ex.break_reasons
+    torch.testing.assert_close(torchc.compile(f)(x, fns), exp)
