@@ -98,7 +98,7 @@ static void test_pools(void) {
     ic_graph *g = ic_graph_new();
     ic_meta m = meta4(1, 2, 5, 5);
     ic_val x = ic_input(g, &m), r = -1;
-    int64_t osz[2];
+    int64_t osz[3]; /* the 3-d window case below writes three */
     char why[160] = "";
     CHECK(ic_pool_window(g, x, 2, (int64_t[]){3, 3}, (int64_t[]){1, 1}, (int64_t[]){2, 0}, (int64_t[]){1, 1}, 0,
                          IC_OP_MAXIMUM, &r, osz, why, sizeof why) == 1 && strstr(why, "bad kernel"),
