@@ -14,6 +14,7 @@
  * guards only specialise more), sources. */
 #include "sym.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -107,6 +108,16 @@ void sym_fx_free(trace *t) {
     free(t->undo);
     t->undo = NULL;
     t->nundo = t->capundo = 0;
+}
+
+void sym_fx_moved(trace *t, uintptr_t old, size_t size, void *now) {
+    if (old == 0 || old == (uintptr_t)now)
+        return;
+    for (int i = 0; i < t->nundo; i++) {
+        uintptr_t p = (uintptr_t)t->undo[i].slot;
+        if (p >= old && p < old + size)
+            t->undo[i].slot = (var *)((char *)now + (p - old));
+    }
 }
 
 void sym_fx_forget(trace *t, const void *mem, size_t size) {

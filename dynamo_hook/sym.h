@@ -176,6 +176,8 @@ void sym_fx_drop(sym_fx_mark *m);             /* frees m */
 void sym_fx_set(trace *t, var *slot, const var *nv);
 void sym_fx_free(trace *t);
 void sym_fx_forget(trace *t, const void *mem, size_t size); /* slots in freed memory */
+/* slots in [old, old + size), a block realloc moved to now: rebased (old is only compared) */
+void sym_fx_moved(trace *t, uintptr_t old, size_t size, void *now);
 /* c (a list or dict var) is about to be updated: when it was read from the inputs, its final
  * contents are written back after the graph (a t->attrw entry whose name is not a str) */
 int sym_fx_container_write(trace *t, const var *c);

@@ -97,9 +97,12 @@ int sym_source(trace *t, dh_srckind kind, int base, Py_ssize_t index, PyObject *
             return -1;
         }
         t->src = n;
+        uintptr_t old_sv = (uintptr_t)t->srcvar; /* journal slots in it move with it */
         var *sv = realloc(t->srcvar, (size_t)cap * sizeof *sv);
-        if (sv != NULL)
+        if (sv != NULL) {
+            sym_fx_moved(t, old_sv, (size_t)t->capsrc * sizeof *sv, sv);
             t->srcvar = sv;
+        }
         PyObject **so = sv ? realloc(t->srcobj, (size_t)cap * sizeof *so) : NULL;
         if (so != NULL)
             t->srcobj = so;
