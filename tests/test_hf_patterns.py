@@ -29,3 +29,48 @@ def test_tensor_new_factories():
                 x.new_full((3,), 2.5) * x[:3], i.new_full((2,), 7), x.new_ones(1, 5, dtype=torch.float64),
                 x.new_empty((2, 0)))
     _whole(f, torch.randn(5), torch.arange(4))
+
+
+def test_index_several_tensors():
+    # masking_utils.packed_sequence_mask_function: mask[batch_idx, q_idx] == mask[batch_idx, kv_idx]
+    # with broadcasting arange indices; remap_positions: position_ids[b, q] used as an index again
+    def f(m, pos):
+        b = torch.arange(2)[:, None, None, None]
+        q = torch.arange(5)[None, None, :, None]
+        kv = torch.arange(5)[None, None, None, :]
+        qq = pos[b, q]
+        return m[b, q] == m[b, kv], m[b, qq], m[torch.arange(2), torch.arange(2) + 1]
+
+    m = torch.randint(0, 3, (2, 5))
+    pos = torch.arange(5).expand(2, 5).contiguous()
+    _whole(f, m, pos)
+
+
+def test_index_several_tensors_placement():
+    # adjacent indexed dims: the broadcast shape replaces them; separated: it comes first
+    def f(x, i, j):
+        return x[:, i, j], x[i, :, j], x[..., i[:, None], j], x[1:, i, j]
+
+    x = torch.randn(3, 4, 5, 6)
+    i = torch.tensor([0, 2, 1])
+    j = torch.tensor([4, 0, 3])
+    _whole(f, x, i, j)
+
+
+def test_index_several_tensors_out_of_range_runs_eagerly():
+    # index inputs are checked before each run: an out-of-range one runs eagerly (eager raises)
+    import pytest
+
+    def f(x, i, j):
+        return x[i, j] * 2
+
+    cf = torchc.compile(f)
+    x = torch.randn(3, 4)
+    torch.testing.assert_close(cf(x, torch.tensor([0, 2]), torch.tensor([3, 1])),
+                               f(x, torch.tensor([0, 2]), torch.tensor([3, 1])))
+    with pytest.raises(IndexError):
+        cf(x, torch.tensor([0, 3]), torch.tensor([3, 1]))
+    with pytest.raises(IndexError):
+        f(x, torch.tensor([0, 3]), torch.tensor([3, 1]))
+    torch.testing.assert_close(cf(x, torch.tensor([-1, 0]), torch.tensor([3, -4])),
+                               f(x, torch.tensor([-1, 0]), torch.tensor([3, -4])))
