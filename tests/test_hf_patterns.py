@@ -74,3 +74,36 @@ def test_index_several_tensors_out_of_range_runs_eagerly():
         f(x, torch.tensor([0, 3]), torch.tensor([3, 1]))
     torch.testing.assert_close(cf(x, torch.tensor([-1, 0]), torch.tensor([3, -4])),
                                f(x, torch.tensor([-1, 0]), torch.tensor([3, -4])))
+
+
+def test_computed_index_checked_after_the_kernels():
+    # OPT's learned positions (cumsum of the attention mask) and T5's relative-position
+    # buckets index an embedding with values no range analysis bounds: the graph counts the
+    # out-of-range elements; one out of range runs the frame eagerly (which raises)
+    import pytest
+
+    emb = torch.nn.Embedding(10, 4)
+
+    def f(mask, w):
+        pos = (torch.cumsum(mask, dim=1) * mask - 1).long() + 2
+        return emb(pos) * w, w.sum()
+
+    with torch.no_grad():
+        m = torch.ones(2, 6, dtype=torch.long)
+        m[1, :2] = 0
+        w = torch.randn(4)
+        torchc.reset()
+        ex = _whole(f, m, w)
+        cf = torchc.compile(f)
+        torch.testing.assert_close(cf(m, w)[0], f(m, w)[0])
+        for big in (m * 3, torch.ones(2, 9, dtype=torch.long)):  # positions past 9
+            with pytest.raises(IndexError):
+                f(big, w)
+            with pytest.raises(IndexError):
+                cf(big, w)
+        neg = m.clone()
+        neg[0, 0] = -5
+        with pytest.raises(IndexError):
+            cf(neg, w)
+        torch.testing.assert_close(cf(m, w)[0], f(m, w)[0])
+    assert ex.op_count > 0
