@@ -107,3 +107,65 @@ def test_computed_index_checked_after_the_kernels():
             cf(neg, w)
         torch.testing.assert_close(cf(m, w)[0], f(m, w)[0])
     assert ex.op_count > 0
+
+
+def _gelu_forward(x):
+    return x * 0.5 * (1.0 + torch.tanh(0.79788456 * x * (1 + 0.044715 * x * x)))
+
+
+class _Gelu(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, scale=1.0):
+        ctx.save_for_backward(x)
+        ctx.scale = scale
+        return _gelu_forward(x) * scale  # a global of the forward's module
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * ctx.scale, None
+
+
+class _Twice(torch.autograd.Function):
+    @staticmethod
+    def forward(x):
+        return x * 2
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.mark_non_differentiable(output)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 2
+
+
+def test_autograd_function_inlined_without_grad():
+    # BLOOM's GeLUFunction.apply in inference: with grad mode off apply is its forward
+    def f(x):
+        return _Gelu.apply(x, 2.0) + 1, _Twice.apply(x)
+
+    x = torch.randn(3, 5)
+    with torch.no_grad():
+        _whole(f, x)
+
+    def g(x):
+        with torch.no_grad():
+            y = _Gelu.apply(x)
+        return y.sum()
+    _whole(g, x)
+
+
+def test_autograd_function_with_grad_still_runs_eagerly():
+    def f(x):
+        return _Gelu.apply(x) * 3
+
+    x = torch.randn(4, requires_grad=True)
+    torchc.reset()
+    ex = torchc.explain(f)(x)
+    assert ex.graph_break_count >= 1 and any("GeLU" in r or "_Gelu" in r for r in ex.break_reasons), ex.break_reasons
+    ex.result.sum().backward()
+    g1 = x.grad.clone()
+    x.grad = None
+    f(x).sum().backward()
+    torch.testing.assert_close(g1, x.grad)
