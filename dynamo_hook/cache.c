@@ -38,6 +38,7 @@ void dh_entry_free(dh_entry *e) {
     free(e->attrw_src);
     free(e->attrw_name);
     free(e->mut_src);
+    free(e->chk_out);
     free(e->mut_from);
     free(e->outs);
     free(e->reason);

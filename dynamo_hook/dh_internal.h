@@ -165,6 +165,8 @@ typedef struct dh_entry {
     int idx_src[16];
     int64_t idx_bound[16];
     unsigned char idx_gather[16]; /* CUDA index tensors read only by gathers: checked on the device */
+    int nchk;               /* CPU: graph outputs (int64 scalars) counting computed indices out of */
+    int *chk_out;           /* range; one nonzero after the kernels: the frame runs eagerly */
     int nattrw;             /* module attribute writes: root is (result, values...) */
     int *attrw_src;
     PyObject **attrw_name;  /* strong */
@@ -304,6 +306,7 @@ extern _Thread_local int dh_tl_modtype;
 int dh_is_compiling_fn(PyObject *f);
 
 /* entry execution (eval_frame.c) */
+extern _Thread_local int dh_tl_rerun_eager; /* dh_entry_run: run the frame eagerly instead */
 PyObject *dh_entry_run(const dh_entry *e, PyObject *const *values, void *const *data_ptrs,
                        PyObject *func, const int64_t *symvals);
 

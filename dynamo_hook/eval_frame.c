@@ -849,6 +849,10 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
     }
     dh_entry_unpin(e);
     dh_scratch_clear();
+    if (res == NULL && dh_tl_rerun_eager) { /* a computed index out of range (after the kernels) */
+        dh_tl_rerun_eager = 0;
+        return eval_default(ts, f, throwflag);
+    }
     return FINISH(ts, f, res);
 }
 
@@ -1109,6 +1113,8 @@ static int scan_probe(const dh_entry *e, PyObject *const *values, PyObject *cons
     return r;
 }
 
+_Thread_local int dh_tl_rerun_eager;
+
 PyObject *dh_entry_run(const dh_entry *e, PyObject *const *values, void *const *data_ptrs,
                        PyObject *func, const int64_t *symvals) {
     unsigned long long t0 = now_ns();
@@ -1172,6 +1178,11 @@ PyObject *dh_entry_run(const dh_entry *e, PyObject *const *values, void *const *
             PyErr_Format(PyExc_RuntimeError, "torchc: compiled kernel failed: %s", err.msg);
             goto done;
         }
+        for (int k = 0; k < e->nchk && e->device_type != TC_DEV_CUDA; k++)
+            if (*(const int64_t *)ptrs[e->ninputs + e->chk_out[k]] != 0) {
+                dh_tl_rerun_eager = 1; /* an index out of range: nothing applied yet; eager raises */
+                goto done;
+            }
     }
     unsigned long long t2 = now_ns();
     for (int i = 0; i < e->nmut; i++) {

@@ -79,6 +79,7 @@ int sym_h_dropout(trace *t, const opdef *d, var **p, var *out);
 int sym_h_fill(trace *t, const opdef *d, var **p, var *out);
 int sym_h_arange(trace *t, const opdef *d, var **p, var *out);
 int sym_h_factory(trace *t, const opdef *d, var **p, var *out);
+int sym_h_new_factory(trace *t, const opdef *d, var **p, var *out);
 int sym_h_tensor(trace *t, const opdef *d, var **p, var *out);
 int sym_h_act(trace *t, const opdef *d, var **p, var *out);
 int sym_h_masked_fill(trace *t, const opdef *d, var **p, var *out);

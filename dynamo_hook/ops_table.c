@@ -83,6 +83,10 @@ static const opdef OPS[] = {
     {"zeros_like", W_TORCH, "input|dtype,device,layout,requires_grad,memory_format", sym_h_factory, 3},
     {"ones_like", W_TORCH, "input|dtype,device,layout,requires_grad,memory_format", sym_h_factory, 4},
     {"full_like", W_TORCH, "input,fill_value|dtype,device,layout,requires_grad,memory_format", sym_h_factory, 5},
+    {"new_zeros", W_METHOD, "input,*size|dtype,device,requires_grad,layout,pin_memory", sym_h_new_factory, 0},
+    {"new_ones", W_METHOD, "input,*size|dtype,device,requires_grad,layout,pin_memory", sym_h_new_factory, 1},
+    {"new_full", W_METHOD, "input,size,fill_value|dtype,device,requires_grad,layout,pin_memory", sym_h_new_factory, 2},
+    {"new_empty", W_METHOD, "input,*size|dtype,device,requires_grad,layout,pin_memory", sym_h_new_factory, 3},
     {"softplus", W_F, "input,beta,threshold", sym_h_act, 0},
     {"elu", W_F, "input,alpha,inplace", sym_h_act, 1},
     {"leaky_relu", W_F, "input,negative_slope,inplace", sym_h_act, 2},
@@ -381,6 +385,63 @@ static int call_op(trace *t, int opi, var *args, int nargs, PyObject *kwnames, v
     return d->fn(t, d, slots, out);
 }
 
+/* Function.apply(*args) with grad mode off records nothing: it is forward(ctx, *args) (or
+ * forward(*args) when the class defines setup_context, which then only fills ctx), ctx a
+ * fresh torch.autograd.function.FunctionCtx (inlined like any plain object). 1: not this
+ * case (apply is not Function.apply, forward not a Python function): the caller refuses. */
+static int autograd_function_nograd(trace *t, PyObject *cls, PyObject *apply, var *args, int nargs,
+                                    PyObject *kwnames, var *out) {
+    static PyObject *base_apply, *base_setup, *ctx_cls;
+    if (base_apply == NULL) {
+        PyObject *m = PyImport_ImportModule("torch.autograd.function");
+        PyObject *fc = m ? PyObject_GetAttrString(m, "Function") : NULL;
+        PyObject *sl = m ? PyObject_GetAttrString(m, "_SingleLevelFunction") : NULL;
+        PyObject *ap = fc ? PyObject_GetAttrString(fc, "apply") : NULL;
+        PyObject *su = sl ? PyObject_GetAttrString(sl, "setup_context") : NULL;
+        PyObject *cx = m ? PyObject_GetAttrString(m, "FunctionCtx") : NULL;
+        Py_XDECREF(m);
+        Py_XDECREF(fc);
+        Py_XDECREF(sl);
+        if (ap == NULL || su == NULL || cx == NULL) {
+            Py_XDECREF(ap);
+            Py_XDECREF(su);
+            Py_XDECREF(cx);
+            PyErr_Clear();
+            return 1;
+        }
+        base_apply = PyMethod_Check(ap) ? Py_NewRef(PyMethod_GET_FUNCTION(ap)) : Py_NewRef(ap);
+        Py_DECREF(ap);
+        base_setup = su; /* kept for the process */
+        ctx_cls = cx;
+    }
+    if (apply != base_apply || !sym_obj_plain_class(ctx_cls))
+        return 1;
+    PyObject *fwd = PyObject_GetAttrString(cls, "forward"); /* a staticmethod: the function */
+    PyObject *setup = fwd ? PyObject_GetAttrString(cls, "setup_context") : NULL;
+    if (fwd == NULL || setup == NULL || !PyFunction_Check(fwd)) {
+        Py_XDECREF(fwd);
+        Py_XDECREF(setup);
+        PyErr_Clear();
+        return 1;
+    }
+    int with_ctx = setup == base_setup;
+    Py_DECREF(setup);
+    fwd = sym_keep(t, fwd);
+    if (fwd == NULL)
+        return -1;
+    var *a = sym_alloc(t, nargs + 1);
+    if (a == NULL)
+        return -1;
+    if (with_ctx && sym_obj_new(t, ctx_cls, NULL, 0, NULL, &a[0]) < 0)
+        return -1;
+    for (int i = 0; i < nargs; i++)
+        a[with_ctx + i] = args[i];
+    int fs = sym_source(t, DH_S_CONST, -1, 0, fwd); /* its globals are read through it */
+    if (fs < 0)
+        return -1;
+    return sym_inline(t, fwd, fs, NULL, a, nargs + with_ctx, kwnames, out);
+}
+
 int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames, var *out) {
     var fnv = *fn_in, *fn = &fnv;
     for (int i = 0; i < nargs; i++)
@@ -394,6 +455,13 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
         *self = fn->items[0];
         sym_resolve(t, self);
         fn->items = self;
+    }
+    if (fn->kind == V_CONST && fn->obj && PyMethod_Check(fn->obj) && tc_is_autograd_function(PyMethod_GET_SELF(fn->obj)) &&
+        (!tc_grad_enabled() || t->nograd > 0)) {
+        int r = autograd_function_nograd(t, PyMethod_GET_SELF(fn->obj), PyMethod_GET_FUNCTION(fn->obj), args,
+                                         nargs, kwnames, out);
+        if (r <= 0)
+            return r;
     }
     if (fn->kind == V_CONST && fn->obj && PyMethod_Check(fn->obj) && tc_is_autograd_function(PyMethod_GET_SELF(fn->obj)))
         return sym_fail(t, "torch.autograd.Function %s.apply: its forward and backward run eagerly (not captured)",

@@ -137,6 +137,11 @@ typedef struct trace {
     int idx_src[16];
     int64_t idx_bound[16];
     unsigned char idx_gather[16]; /* read by a gather: CUDA kernels check it (wrap, trap) */
+    /* computed index tensors whose bounds the trace can't prove (CPU): a graph value counting
+     * the out-of-range elements of each, an extra graph output read after the kernels (the
+     * frame then runs eagerly: eager raises) */
+    ic_val *chk;
+    int nchk, capchk;
     /* dynamic shapes: dims of local tensors marked dynamic get symbols (duck-sized: equal
      * sizes share one); fake: trace with other hint values (to verify no hint leaks) */
     const uint32_t *dynmask;

@@ -627,6 +627,7 @@ void sym_trace_free(trace *t, outbuf *ob) {
     free(t->symv);
     free(t->view_of_input);
     free(t->view_desc);
+    free(t->chk);
     sym_fx_free(t);
     if (ob) {
         for (int i = 0; i < ob->n; i++)

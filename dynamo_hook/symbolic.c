@@ -479,6 +479,7 @@ static dh_entry *trace_once(PyCodeObject *code, PyObject *const *localsplus, PyO
     trace *t = calloc(1, sizeof *t);
     sframe *f = calloc(1, sizeof *f);
     outbuf ob = {0};
+    int chk_base = -1; /* first index-check output (t->chk), -1: none */
     dh_entry *e = NULL;
     dh_entry_brk brk = {{NULL, NULL}};
     mutlist muts = {0};
@@ -537,6 +538,7 @@ static dh_entry *trace_once(PyCodeObject *code, PyObject *const *localsplus, PyO
         var result;
         memset(&result, 0, sizeof result);
         int rr = sym_run_frame(t, f, &result);
+        chk_base = -1;
         if (rr == 0 && sym_ctxvar_pending(t, NULL))
             rr = sym_fail(t, "a context variable set in the trace is not reset at its end");
         if (rr >= 0) {
@@ -594,6 +596,20 @@ static dh_entry *trace_once(PyCodeObject *code, PyObject *const *localsplus, PyO
                 if (!ok) {
                     *reject = 1;
                     goto error;
+                }
+            }
+            chk_base = nout; /* index checks: extra outputs after the others */
+            if (!t->failed && !PyErr_Occurred() && nout > 0 && t->nchk > 0) {
+                if (t->cfg->backend != NULL || sym_trace_trains(t))
+                    sym_fail(t, "indexing with a computed index tensor (bounds unknown) not supported yet "
+                                "with another backend or in training");
+                for (int k = 0; k < t->nchk && !t->failed; k++) {
+                    if (nout >= dh_limit.max_outputs)
+                        sym_fail(t, "more than %d outputs (torchc.config.max_outputs)", dh_limit.max_outputs);
+                    else if (ic_output(t->g, t->chk[k]) < 0)
+                        sym_check_graph(t);
+                    else
+                        nout++;
                 }
             }
             if (!t->failed && !PyErr_Occurred() && nout > 0) {
@@ -665,6 +681,18 @@ static dh_entry *trace_once(PyCodeObject *code, PyObject *const *localsplus, PyO
         memcpy(e->mut_src, muts.src, sizeof(int) * (size_t)muts.n);
         memcpy(e->mut_from, muts.from, sizeof(int) * (size_t)muts.n);
         e->nmut = muts.n;
+    }
+    if (e != NULL && !e->fallback && t->nchk > 0 && chk_base >= 0 && e->compiled != NULL) {
+        e->chk_out = malloc(sizeof(int) * (size_t)t->nchk);
+        if (e->chk_out == NULL) {
+            dh_entry_free(e);
+            e = NULL;
+            PyErr_NoMemory();
+            goto error;
+        }
+        for (int k = 0; k < t->nchk; k++)
+            e->chk_out[k] = chk_base + k;
+        e->nchk = t->nchk;
     }
     if (e != NULL && !e->fallback && t->nidx > 0) {
         e->nidx = t->nidx;
