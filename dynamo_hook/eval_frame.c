@@ -546,6 +546,13 @@ static PyObject *dh_eval_frame(PyThreadState *ts, _PyInterpreterFrame *f, int th
         host_stats = hs && strcmp(hs, "1") == 0;
     }
     dh_tl_t0 = now_ns();
+    PyObject *redir = dh_n_redirects ? dh_frame_redirect(code) : NULL;
+    if (redir != NULL) { /* redirect.c: a Python function runs in the frame's place */
+        PyObject *r = dh_call_with_frame_args(redir, code, (PyObject *const *)f->localsplus);
+        if (r != Py_NotImplemented)
+            return FINISH(ts, f, r);
+        Py_DECREF(r);
+    }
     dh_cache *c = dh_cache_of(code);
     if (c == NULL) {
         if (dh_clear_expected() < 0)
