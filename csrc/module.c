@@ -253,6 +253,16 @@ static PyObject *m_allow_code(PyObject *m, PyObject *code) {
     Py_RETURN_NONE;
 }
 
+static PyObject *m_set_frame_redirect(PyObject *m, PyObject *const *a, Py_ssize_t n) {
+    if (n != 2) {
+        PyErr_SetString(PyExc_TypeError, "set_frame_redirect(code, callable or None)");
+        return NULL;
+    }
+    if (dh_set_frame_redirect(a[0], a[1]) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
 static PyObject *m_probe(PyObject *m, PyObject *const *a, Py_ssize_t n) {
     if (n < 2 || n > 3 || !PyTuple_Check(a[1]) || (n == 3 && a[2] != Py_None && !PyDict_Check(a[2]))) {
         PyErr_SetString(PyExc_TypeError, "probe(func, args_tuple, kwargs_dict_or_None)");
@@ -276,6 +286,8 @@ static PyMethodDef methods[] = {
      "probe(func, args, kwargs): the cache entry (int) a call would take, else None."},
     {"allow_code", m_allow_code, METH_O, "Capture/inline this code object (allow_in_graph)."},
     {"skip_code", m_skip_code, METH_O, "Never hook frames of this code object."},
+    {"set_frame_redirect", (PyCFunction)(void (*)(void))m_set_frame_redirect, METH_FASTCALL,
+     "Frames of this code object started inside torchc calls run fn(*args) instead (torchc/_optim.py)."},
     {"reset", m_reset, METH_NOARGS, "Drop every compiled entry."},
     {"explain_start", m_explain_start, METH_NOARGS, "Start recording handled frames."},
     {"explain_stop", m_explain_stop, METH_NOARGS, "Stop recording; return the records."},

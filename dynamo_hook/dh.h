@@ -21,6 +21,9 @@ PyObject *dh_call(PyObject *fn, PyObject *args, PyObject *kwargs, const dh_confi
 int dh_skip_code(PyObject *code);
 /* Undoes dh_skip_code and the file skip list for this code object (allow_in_graph). */
 int dh_allow_code(PyObject *code);
+/* redirect.c: frames of `code` started inside torchc calls run fn(*their args) instead
+ * (fn returning NotImplemented: the frame runs); fn None unregisters. 0 or -1. */
+int dh_set_frame_redirect(PyObject *code, PyObject *fn);
 /* Drops every cache entry (torchc.reset()). */
 void dh_reset(void);
 /* Explain recording on this thread: start() begins a list, stop() returns it (new ref):

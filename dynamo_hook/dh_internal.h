@@ -221,6 +221,12 @@ PyObject *dh_backend_export(const ic_graph *g, PyObject *backend, int device_typ
 /* runs e->backend_fn on the entry's inputs: outs[0..nout) new refs; 0, or -1 with an error */
 int dh_backend_run(const dh_entry *e, PyObject *const *values, PyObject **outs, int nout);
 
+/* redirect.c: the function registered for code (borrowed) or NULL; the count of them;
+ * fn called with a not-started frame's bound arguments (new ref or NULL) */
+PyObject *dh_frame_redirect(PyCodeObject *code);
+extern int dh_n_redirects;
+PyObject *dh_call_with_frame_args(PyObject *fn, PyCodeObject *code, PyObject *const *locals);
+
 /* eval_frame.c */
 extern _Thread_local int dh_tl_busy;     /* capture/guards running: hook passes through */
 /* the old name of tc_clear_expected(PyExc_Exception) (csrc/pyerr.h), for code in flight */

@@ -378,10 +378,15 @@ static int call_op(trace *t, int opi, var *args, int nargs, PyObject *kwnames, v
     const opdef *d = &OPS[opi];
     var *slots[MAXP];
     var packed;
-    if (dh_tl_autocast && dh_autocast_op_affected(d->name)) /* casts under autocast: eager's */
+    ic_dtype cast_to = IC_F32;
+    int policy = dh_tl_autocast && dh_autocast_op_affected(d->name) ? dh_autocast_policy(t, d->name, &cast_to) : 0;
+    if (policy < 0) /* casts under autocast: eager's (autocast.c) */
         return sym_fail(t, "autocast is enabled and %s casts under it (not captured)", d->name);
     if (bind(t, d, args, nargs, kwnames, kwv, slots, &packed) < 0)
         return -1;
+    for (int i = 0; policy == 1 && i < MAXP; i++)
+        if (slots[i] != NULL && slots[i] != &packed && dh_autocast_arg(t, slots[i], cast_to, &slots[i]) < 0)
+            return -1;
     return d->fn(t, d, slots, out);
 }
 

@@ -56,6 +56,9 @@ static int inline_code(trace *t, PyCodeObject *code, PyObject *globals, PyObject
      * raise fails the trace (eager then runs, raising and handling as usual) */
     if (dh_code_is_disabled(code))
         return sym_fail(t, "call to %U, which is torchc.disable'd", code->co_qualname);
+    if (dh_n_redirects && dh_frame_redirect(code))
+        return sym_fail(t, "%U runs between graphs: torchc/_optim.py's compiled step in its place "
+                        "(SGD, Adam, AdamW), else eager", code->co_qualname);
     int nkw = kwnames ? (int)PyTuple_GET_SIZE(kwnames) : 0;
     int npos = nargs - nkw;
     int extra_kw[64], nextra_kw = 0;
