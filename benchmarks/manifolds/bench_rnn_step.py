@@ -96,6 +96,7 @@ def main():
     kinds = ["torchc"] if a.compile_only else a.variants.split(",")
     steps = {k: make(k, a.hidden, state) for k in kinds}
     first, times, losses = {}, {k: [] for k in kinds}, {}
+    cpu = {k: [] for k in kinds}
     for k in kinds:
         c0 = torchc._C.stats()["compiles"]
         t0 = time.perf_counter()
@@ -105,12 +106,14 @@ def main():
             first["torchc_compiles"] = torchc._C.stats()["compiles"] - c0
     for r in range(a.reps):
         for k in kinds:
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             steps[k](x, y)
             times[k].append(time.perf_counter() - t0)
+            cpu[k].append(time.process_time() - c0)
     med = {k: statistics.median(v) for k, v in times.items()}
+    med_cpu = {k: statistics.median(v) for k, v in cpu.items()}
     res = {"L": a.L, "batch": a.batch, "hidden": a.hidden, "threads": a.threads, "reps": a.reps,
-           "median_s": med, "first_call_s": first, "times_s": times, "first_loss": losses,
+           "median_s": med, "median_cpu_s": med_cpu, "first_call_s": first, "times_s": times, "first_loss": losses,
            "load_avg": os.getloadavg(), "torch": torch.__version__,
            "scan_fallback": torchc._scan.last_fallback}
     if "torchc" in med:
@@ -118,7 +121,8 @@ def main():
         for k in med:
             if k != "torchc":
                 res[f"torchc_x_{k}"] = med[k] / med["torchc"]
-    print(json.dumps(res, indent=1))
+                res[f"torchc_x_{k}_cpu"] = med_cpu[k] / med_cpu["torchc"]
+    print(json.dumps({k: v for k, v in res.items() if k not in ("times_s",)}, indent=1))
     if a.out:
         with open(a.out, "w") as f:
             json.dump(res, f, indent=1)
