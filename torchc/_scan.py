@@ -117,6 +117,25 @@ def _rows_alias(b, start, n):
                                               (n,) + tuple(b.shape[1:]), b.stride())
 
 
+def _complex_hint(fn, c0, X):
+    """Why a body usually has no graph: a complex carry, input or closure tensor."""
+    f = fn.forward if isinstance(fn, torch.nn.Module) else fn
+    f = getattr(f, "__func__", f)
+    seen = list(c0) + list(X)
+    for cell in getattr(f, "__closure__", None) or ():
+        try:
+            seen.append(cell.cell_contents)
+        except ValueError:  # an empty cell
+            pass
+    if isinstance(fn, torch.nn.Module):
+        seen += list(fn.parameters()) + list(fn.buffers())
+    dts = sorted({str(t.dtype) for t in seen if isinstance(t, torch.Tensor) and t.is_complex()})
+    if not dts:
+        return ""
+    return (f": {', '.join(dts)} tensors among its carries, inputs or closure (torchc graphs have "
+            "no complex dtype; the body runs eagerly, one step at a time)")
+
+
 class _Fallback(Exception):
     pass
 
@@ -239,7 +258,8 @@ class _Plan:
         res, rec = _C._scan_probe(body, (pytree.tree_unflatten(pc, spec_init),
                                          pytree.tree_unflatten(px, spec_xs)))
         if rec is None:
-            raise _Fallback("the body ran without a compiled graph (see torchc.explain)")
+            raise _Fallback("the body ran without a compiled graph" + _complex_hint(fn, c0, X) +
+                            " (see torchc.explain)")
         info = _C._scan_info(rec)
         func = info["func"]
         code = _code(fn)
