@@ -304,3 +304,23 @@ def test_buffer_pool_reuses_only_dead_buffers(grad):
         c4, ys4, _ = run(300)
         assert ys4.untyped_storage().data_ptr() == ptr  # loss still alive, its buffers released
     _scan.clear_buffers()
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+def test_cuda_scan_runs_the_python_loop_with_reason():
+    """CUDA bodies are compiled once and run by a Python loop (the C loop is CPU-only; a
+    persistent GPU kernel is future work): values and gradients as eager, the reason given"""
+    torch.manual_seed(0)
+    W = (torch.randn(16, 16, device="cuda") / 4).requires_grad_()
+
+    def step(h, x):
+        h = torch.tanh(h @ W + x)
+        return h, h
+
+    xs = torch.randn(9, 4, 16, device="cuda", requires_grad=True)
+    c, ys = torchc.scan(step, torch.zeros(4, 16, device="cuda"), xs)
+    assert _scan.last_fallback is not None  # today: "the C loop runs CPU graphs only"
+    ce, yse = eager_scan(step, torch.zeros(4, 16, device="cuda"), xs)
+    assert rel(ys, yse) < 2e-5 and rel(c, ce) < 2e-5
+    got = torch.autograd.grad(ys.sum() + c.sum(), [W, xs])
+    check_grads(got, torch.autograd.grad(yse.sum() + ce.sum(), [W, xs]), 2e-4)
