@@ -752,8 +752,18 @@ static int wrap_tensor(trace *t, PyObject *o, int src, var *out) {
         return sym_fail(t, "tensor with more than %d dims", TC_MAX_DIMS);
     if (m.flags & TC_META_SPECIAL)
         return sym_fail(t, "unsupported tensor kind (subclass, sparse, quantized, conj/neg view...)");
-    if (m.dtype < 0)
-        return sym_fail(t, "unsupported dtype (complex or other)");
+    if (m.dtype < 0) { /* name it: complex (unitary parametrizations, FFTs) is the usual one */
+        PyObject *dt = PyObject_GetAttrString(o, "dtype");
+        PyObject *s = dt ? PyObject_Str(dt) : NULL;
+        const char *name = s ? PyUnicode_AsUTF8(s) : NULL;
+        if (name == NULL)
+            PyErr_Clear();
+        int r = sym_fail(t, "unsupported dtype %s (torchc graphs have no complex or other such dtype: the frame runs eagerly)",
+                         name ? name : "(complex or other)");
+        Py_XDECREF(s);
+        Py_XDECREF(dt);
+        return r;
+    }
     if (m.device_type == TC_DEV_CUDA) {
         if (ic_cuda_available == NULL || !ic_cuda_available())
             return sym_fail(t, "cuda tensors: the CUDA backend is not available (%s)",
