@@ -491,6 +491,23 @@ static int take_pending(void) {
     return 1;
 }
 
+/* fullgraph=True and the frame could not be captured in one graph: the RuntimeError,
+ * naming the function, the user's file:line of the failure and its inlined stack. */
+static void fullgraph_error(PyCodeObject *code, const char *reason, const char *where) {
+    if (where == NULL) /* skipped after earlier failures: the function's own line */
+        PyErr_Format(PyExc_RuntimeError,
+                     "torchc: fullgraph=True but %U (%U:%d) could not be captured in one graph: %s\n"
+                     "  at %U:%d in %U",
+                     code->co_qualname, code->co_filename, code->co_firstlineno,
+                     reason ? reason : "?", code->co_filename, code->co_firstlineno, code->co_name);
+    else
+        PyErr_Format(PyExc_RuntimeError,
+                     "torchc: fullgraph=True but %U (%U:%d) could not be captured in one graph: %s\n"
+                     "  at %s",
+                     code->co_qualname, code->co_filename, code->co_firstlineno,
+                     reason ? reason : "?", where);
+}
+
 /* Records a fallback of the whole frame with a reason and runs it eagerly. */
 static PyObject *fallback(PyThreadState *ts, _PyInterpreterFrame *f, const char *why) {
     if (tl_explain != NULL || (dh_log_hook != NULL && tl_fresh)) {
@@ -552,8 +569,18 @@ static PyObject *dh_eval_frame(PyThreadState *ts, _PyInterpreterFrame *f, int th
             return FINISH(ts, f, NULL);
         return eval_default(ts, f, throwflag);
     }
+    if (c->skip && c->skip_failed && cfg->fullgraph) { /* captures failed before: raise */
+        fullgraph_error(code, c->skip_reason, NULL);
+        return FINISH(ts, f, NULL);
+    }
     if (c->skip)
         return eval_default(ts, f, throwflag);
+    if (c->limit_hit && cfg->fullgraph) {
+        PyErr_Format(PyExc_RuntimeError, "torchc: fullgraph=True but %U (%U:%d) runs eagerly: %s",
+                     code->co_qualname, code->co_filename, code->co_firstlineno,
+                     c->skip_reason ? c->skip_reason : "recompile limit reached");
+        return FINISH(ts, f, NULL);
+    }
     if (c->limit_hit) {
         stats.limit_fallbacks++;
         return fallback(ts, f, c->skip_reason);
@@ -582,12 +609,14 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
     PyObject *func = frame_func(f);
     dh_entry *e, *prev = NULL;
     int r = 0;
+    int key = dh_cfg_key(cfg);
     dh_tl_busy = 1;
     unsigned long epoch = dh_reset_epoch;
     for (e = c->entries; e != NULL; prev = e, e = e->next) {
         e->pins++; /* guards may run Python (and so a reset, or another thread) */
-        r = e->backend != cfg->backend ? 0 /* captured for another backend (backend.c) */
-            : dh_guards_check_sym(e, (PyObject *const *)f->localsplus, f->f_globals,
+        r = e->backend != cfg->backend || e->cfg_key != key
+                ? 0 /* captured for another backend (backend.c) or other compile options */
+                : dh_guards_check_sym(e, (PyObject *const *)f->localsplus, f->f_globals,
                                   f->f_builtins, func, values, ptrs, symvals);
         if (r < 0) {
             if (dh_clear_expected() < 0) {
@@ -622,6 +651,13 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
                 e->reason = why_e;
             }
         }
+        if (e->fallback && cfg->fullgraph) { /* torch.compile raises at every such call */
+            dh_tl_busy = 0;
+            fullgraph_error(code, e->reason, e->where);
+            dh_entry_unpin(e);
+            dh_scratch_clear();
+            return FINISH(ts, f, NULL);
+        }
         if (e->fallback)
             event = "fallback";
     } else {
@@ -653,6 +689,20 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
             tl_fresh = 0;
             free(why);
             return res;
+        }
+        if (c->nentries >= limit && cfg->fullgraph) {
+            /* torch.compile: FailOnRecompileLimitHit with fullgraph=True, never eager */
+            dh_tl_busy = 0;
+            PyErr_Format(PyExc_RuntimeError,
+                         "torchc: recompile limit (%d) reached with fullgraph=True for %U (%U:%d); "
+                         "last guard failure: %s. Raise torch._dynamo.config.recompile_limit or "
+                         "torchc.compile(..., recompile_limit=N) if the recompiles are expected.",
+                         limit, code->co_qualname, code->co_filename, code->co_firstlineno,
+                         why ? why : "no cached entry matches");
+            tl_recompile = NULL;
+            tl_fresh = 0;
+            free(why);
+            return FINISH(ts, f, NULL);
         }
         if (c->nentries >= limit) {
             c->limit_hit = 1;
@@ -746,6 +796,7 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
             c->entries->next->fallback && c->entries->next->reason &&
             strcmp(c->entries->next->reason, e->reason) == 0 && !cfg->fullgraph) {
             c->skip = 1;
+            c->skip_failed = 1;
             free(c->skip_reason);
             c->skip_reason = strdup(e->reason);
         }
@@ -789,11 +840,7 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
             tl_recompile = NULL;
             tl_fresh = 0;
             free(why);
-            PyErr_Format(PyExc_RuntimeError,
-                         "torchc: fullgraph=True but %U (%U:%d) could not be captured in one graph: %s\n"
-                         "  at %s",
-                         code->co_qualname, code->co_filename, code->co_firstlineno,
-                         e->reason ? e->reason : "?", e->where ? e->where : "?");
+            fullgraph_error(code, e->reason, e->where);
             dh_entry_unpin(e);
             return FINISH(ts, f, NULL);
         }
