@@ -213,6 +213,17 @@ static char *local_names(const char *s, PyCodeObject *code) {
             if (end != s + 2 && *end == ']' && i >= 0 && i < PyTuple_GET_SIZE(code->co_localsplusnames))
                 name = PyUnicode_AsUTF8(PyTuple_GET_ITEM(code->co_localsplusnames, i));
         }
+        char friendly[96]; /* a resume function's own locals (resume.c), said plainly */
+        if (name && strncmp(name, "__torchc_stack", 14) == 0) {
+            snprintf(friendly, sizeof friendly, "stack value %s at the graph break", name + 14);
+            name = friendly;
+        } else if (name && strncmp(name, "__torchc_arg", 12) == 0) {
+            snprintf(friendly, sizeof friendly, "argument %s of the call at the graph break", name + 12);
+            name = friendly;
+        } else if (name && strncmp(name, "__torchc_", 9) == 0) {
+            snprintf(friendly, sizeof friendly, "a value at the graph break");
+            name = friendly;
+        }
         size_t add = name ? strlen(name) + 2 : 1;
         if (n + add + 1 > cap) {
             char *grown = realloc(out, cap = (n + add + 1) * 2);
@@ -491,20 +502,39 @@ static int take_pending(void) {
     return 1;
 }
 
+/* The qualified name a user wrote: a resume function's (torchc_resume_<qualname>_at_<pc>,
+ * resume.c) is the function it continues. buf holds the result. */
+static const char *user_qualname(PyCodeObject *code, char *buf, size_t n) {
+    const char *q = PyUnicode_AsUTF8(code->co_qualname);
+    if (q == NULL) {
+        PyErr_Clear();
+        return "?";
+    }
+    if (strncmp(q, "torchc_resume_", 14) == 0) {
+        const char *at = strstr(q + 14, "_at_");
+        int len = at ? (int)(at - (q + 14)) : (int)strlen(q + 14);
+        snprintf(buf, n, "%.*s", len, q + 14);
+        return buf;
+    }
+    return q;
+}
+
 /* fullgraph=True and the frame could not be captured in one graph: the RuntimeError,
  * naming the function, the user's file:line of the failure and its inlined stack. */
 static void fullgraph_error(PyCodeObject *code, const char *reason, const char *where) {
+    char qb[256];
+    const char *qn = user_qualname(code, qb, sizeof qb);
     if (where == NULL) /* skipped after earlier failures: the function's own line */
         PyErr_Format(PyExc_RuntimeError,
-                     "torchc: fullgraph=True but %U (%U:%d) could not be captured in one graph: %s\n"
+                     "torchc: fullgraph=True but %s (%U:%d) could not be captured in one graph: %s\n"
                      "  at %U:%d in %U",
-                     code->co_qualname, code->co_filename, code->co_firstlineno,
+                     qn, code->co_filename, code->co_firstlineno,
                      reason ? reason : "?", code->co_filename, code->co_firstlineno, code->co_name);
     else
         PyErr_Format(PyExc_RuntimeError,
-                     "torchc: fullgraph=True but %U (%U:%d) could not be captured in one graph: %s\n"
+                     "torchc: fullgraph=True but %s (%U:%d) could not be captured in one graph: %s\n"
                      "  at %s",
-                     code->co_qualname, code->co_filename, code->co_firstlineno,
+                     qn, code->co_filename, code->co_firstlineno,
                      reason ? reason : "?", where);
 }
 
@@ -576,8 +606,9 @@ static PyObject *dh_eval_frame(PyThreadState *ts, _PyInterpreterFrame *f, int th
     if (c->skip)
         return eval_default(ts, f, throwflag);
     if (c->limit_hit && cfg->fullgraph) {
-        PyErr_Format(PyExc_RuntimeError, "torchc: fullgraph=True but %U (%U:%d) runs eagerly: %s",
-                     code->co_qualname, code->co_filename, code->co_firstlineno,
+        char qb[256];
+        PyErr_Format(PyExc_RuntimeError, "torchc: fullgraph=True but %s (%U:%d) runs eagerly: %s",
+                     user_qualname(code, qb, sizeof qb), code->co_filename, code->co_firstlineno,
                      c->skip_reason ? c->skip_reason : "recompile limit reached");
         return FINISH(ts, f, NULL);
     }
@@ -677,9 +708,10 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
             dh_tl_busy = 0;
             PyObject *res = NULL;
             if (dh_tl_stance == DH_STANCE_FAIL_ON_RECOMPILE) {
+                char qb[256];
                 PyErr_Format(PyExc_RuntimeError,
                              "Detected recompile when torch.compile stance is 'fail_on_recompile'. "
-                             "%U (%U:%d): %s", code->co_qualname, code->co_filename,
+                             "%s (%U:%d): %s", user_qualname(code, qb, sizeof qb), code->co_filename,
                              code->co_firstlineno, why ? why : "no cached entry matches");
                 res = FINISH(ts, f, NULL);
             } else {
@@ -692,12 +724,13 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
         }
         if (c->nentries >= limit && cfg->fullgraph) {
             /* torch.compile: FailOnRecompileLimitHit with fullgraph=True, never eager */
+            char qb[256];
             dh_tl_busy = 0;
             PyErr_Format(PyExc_RuntimeError,
-                         "torchc: recompile limit (%d) reached with fullgraph=True for %U (%U:%d); "
+                         "torchc: recompile limit (%d) reached with fullgraph=True for %s (%U:%d); "
                          "last guard failure: %s. Raise torch._dynamo.config.recompile_limit or "
                          "torchc.compile(..., recompile_limit=N) if the recompiles are expected.",
-                         limit, code->co_qualname, code->co_filename, code->co_firstlineno,
+                         limit, user_qualname(code, qb, sizeof qb), code->co_filename, code->co_firstlineno,
                          why ? why : "no cached entry matches");
             tl_recompile = NULL;
             tl_fresh = 0;
@@ -707,9 +740,9 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
         if (c->nentries >= limit) {
             c->limit_hit = 1;
             free(c->skip_reason);
-            char buf[400];
+            char buf[400], qb[256];
             snprintf(buf, sizeof buf, "recompile limit (%d) reached for %s (last guard failure: %s)",
-                     limit, PyUnicode_AsUTF8(code->co_qualname), why ? why : "?");
+                     limit, user_qualname(code, qb, sizeof qb), why ? why : "?");
             c->skip_reason = strdup(buf);
             dh_tl_busy = 0;
             if (PyErr_WarnFormat(PyExc_RuntimeWarning, 1, "torchc: %s; running eagerly", buf) < 0 &&

@@ -300,7 +300,7 @@ class ExplainOutput:
         self.graph_break_count = len(fallbacks) + len(breaks)
         # "fn (file:line of the unsupported code): reason" (resume functions named after
         # the function they continue; the line is the def line when torchc has no better one)
-        from ._logging import user_name, where_of
+        from ._logging import user_loc, user_name, where_of
         self.break_reasons = [f"{user_name(r['name'])} ({where_of(r)}): {r['reason']}"
                               for r in fallbacks]
         self.break_reasons += [f"{user_name(r['name'])} ({where_of(r)}): graph break: "
@@ -334,7 +334,7 @@ class ExplainOutput:
         self.compiles_per_code = {}
         for r in records:
             if r["event"] == "compiled":
-                k = f"{r['name']} ({r['filename']}:{r['firstlineno']})"
+                k = f"{user_name(r['name'])} ({user_loc(r)})"
                 self.compiles_per_code[k] = self.compiles_per_code.get(k, 0) + 1
 
     def __str__(self):

@@ -32,6 +32,11 @@ def torchc_backend(gm, example_inputs, **options):
     code = getattr(getattr(fwd, "__func__", fwd), "__code__", None)
     if code is not None:
         _C.allow_code(code)
+        try:  # logs and explain() name the user's lines, not FX's generated ones
+            from ._logging import register_fx
+            register_fx(gm, code.co_filename)
+        except Exception:  # noqa: BLE001  (a GraphModule without code text: FX's names stay)
+            pass
     dyn = 1 if any(isinstance(a, torch.SymInt) for a in example_inputs) else -1
     cf = _C.CompiledFunction(fwd, False, dyn, 0)
     compiled_graphs.add(cf)
