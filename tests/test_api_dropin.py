@@ -124,7 +124,7 @@ def test_max_autotune_says_what_it_does(caplog, count):
 
     with caplog.at_level(logging.WARNING, logger="torchc"):
         g = torchc.compile(f, mode="max-autotune")
-    assert any("max-autotune" in r.getMessage() and "no convolution autotuning" in r.getMessage()
+    assert any("max-autotune" in r.getMessage() and "convolution in NCHW and channels-last" in r.getMessage()
                for r in caplog.records)
     assert g.__wrapped__ is f or True
     cf = torchc.compile(f, mode="max-autotune-no-cudagraphs")
