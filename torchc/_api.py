@@ -210,6 +210,12 @@ def compile(model=None, *example_inputs, fullgraph=False, dynamic=None, backend=
     other = _other_backend(backend)
     if other is not None:
         dyn = 0  # graphs go to the backend at the shapes they were captured at
+        if dynamic:
+            import logging
+            logging.getLogger("torchc").warning(
+                "torchc.compile: backend=%r gets torchc's graphs at static shapes; dynamic=True "
+                "makes each new shape a new graph for the backend (up to the recompile limit)",
+                backend if isinstance(backend, str) else getattr(backend, "__name__", backend))
     if disable:
         return model
     cg, adaptive, tune = _mode_flags(mode, opts)
