@@ -79,6 +79,11 @@ static void clear_entries(dh_cache *c) {
     c->entries = NULL;
     c->nentries = 0;
     c->limit_hit = 0;
+    if (c->skip_failed) { /* skipped after failed captures: a reset tries again */
+        c->skip = c->skip_failed = 0;
+        free(c->skip_reason);
+        c->skip_reason = NULL;
+    }
 }
 
 static void free_cache(void *p) {

@@ -193,6 +193,9 @@ typedef struct dh_entry {
     PyObject *backend;      /* the dh_config backend it was captured for (strong), or NULL */
     PyObject *backend_fn;   /* backend.c: runs the graph in place of compiled (strong), or NULL */
     int backend_nout;       /* its outputs */
+    int cfg_key;            /* dh_cfg_key of the dh_config it was captured under: an entry
+                             * serves only calls compiled with the same fullgraph, dynamic and
+                             * autotune (and backend, above) */
     double ctimes[DH_CT_COUNT]; /* compile-time breakdown of the capture that made it (ms) */
     int cache_hits;         /* its graphs answered by the in-memory compile cache */
 } dh_entry;
@@ -204,6 +207,8 @@ typedef struct dh_cache {
     int nentries;
     int skip;                     /* never hook this code (file skip list, generator, ...) */
     int limit_hit;                /* recompile limit reached: eager from now on */
+    int skip_failed;              /* skip set because captures kept failing the same way: a
+                                   * fullgraph=True call raises instead of running eagerly */
     int max_sources;              /* most sources of any entry (guard buffers size) */
     int disabled;                 /* torchc.disable: never captured, never inlined */
     int modtype;                  /* nn.Modules type-guarded (instances share entries): set when
@@ -211,6 +216,14 @@ typedef struct dh_cache {
     char *skip_reason;
     uint32_t dynmask[DH_DYN_LOCALS]; /* automatic dynamic shapes: per local, dims seen changing */
 } dh_cache;
+
+/* The compile options an entry is keyed by (besides its backend): fullgraph, dynamic
+ * (-1/0/1) and autotune. An entry captured under other options never serves a call: a
+ * fullgraph=False entry may hold a graph break or a fallback, a dynamic=True one symbols
+ * where dynamic=False promises specialization. */
+static inline int dh_cfg_key(const dh_config *cfg) {
+    return (cfg->fullgraph ? 1 : 0) | ((cfg->dynamic + 1) & 3) << 1 | (cfg->autotune ? 1 : 0) << 3;
+}
 
 /* sideeffects.c: obj[:] = val (a list) or obj.clear(); obj.update(val) (a dict): a
  * container the trace updated, written back after the graph; 0, or -1 with an exception */

@@ -721,6 +721,7 @@ static dh_entry *trace_once(PyCodeObject *code, PyObject *const *localsplus, PyO
     }
     if (e != NULL) {
         e->backend = Py_XNewRef(t->cfg->backend);
+        e->cfg_key = dh_cfg_key(t->cfg);
         if (!e->fallback && backend_fn != NULL) {
             e->backend_nout = ic_graph_num_outputs(t->g);
             e->backend_fn = backend_fn;
