@@ -313,7 +313,9 @@ class Compiled:
         outs = []
         for i in range(self.nout):
             m = LIB.ic_compiled_output_meta(self.c, i).contents
-            outs.append(torch.empty([m.sizes[d] for d in range(m.ndim)], dtype=DTYPES[m.dtype], device=self.device))
+            # eager's strides (graph/strides.c): x.T + 1 is stored in x.T's layout
+            outs.append(torch.empty_strided([m.sizes[d] for d in range(m.ndim)], [m.strides[d] for d in range(m.ndim)],
+                                            dtype=DTYPES[m.dtype], device=self.device))
         return outs
 
     def run(self, inputs, outs, stream=None):
@@ -513,6 +515,12 @@ def test_transpose_tiles(tile, monkeypatch):
     check(lambda t: t.permute(1, 0).exp(), rand(33, 1000, dtype=torch.bfloat16))
     check(lambda t: t.permute(0, 2, 1) - 2, rand(3, 45, 70))
     check(lambda t: t.permute(1, 0) + 1, rand(32, 31))  # one short side: no tile
+    # a pointwise op of a transposed input stores in that layout (eager's strides): the tiles
+    # are reached by contiguous outputs (x.T.contiguous(), a copying reshape's input)
+    check(lambda t: (t.permute(1, 0) + 1).contiguous(), rand(300, 517))
+    check(lambda t: t.permute(1, 0).exp().contiguous(), rand(33, 1000, dtype=torch.bfloat16))
+    check(lambda t: (t.permute(0, 2, 1) - 2).contiguous(), rand(3, 45, 70))
+    check(lambda t: (t.permute(1, 0) * 3).contiguous(), rand(66, 130, dtype=torch.float16))
     f = torchc.compile(lambda x, y: x.t() * 2 + y)
     x, y = rand(257, 129), rand(129, 257)
     for _ in range(2):
