@@ -67,6 +67,7 @@ def _lib():
         "ic_permute": (c_int32, [c_void_p, c_int32, POINTER(c_int)]),
         "ic_expand": (c_int32, [c_void_p, c_int32, c_int, POINTER(c_int64)]),
         "ic_output": (c_int, [c_void_p, c_int32]),
+        "ic_value_set_format": (c_int, [c_void_p, c_int32, c_int32, c_int]),
         "ic_value_meta": (POINTER(Meta), [c_void_p, c_int32]),
         "ic_compile": (c_void_p, [c_void_p, POINTER(Options), POINTER(Err)]),
         "ic_compiled_free": (None, [c_void_p]),
@@ -210,6 +211,12 @@ class Sym:
     @property
     def T(self):
         return self.permute(1, 0)
+
+    def contiguous(self):
+        """x.contiguous() of a computed value: the value itself, stored contiguous (eager's
+        strides otherwise: graph/strides.c)"""
+        assert LIB.ic_value_set_format(self.g.g, self.v, self.v, 1) == 0  # IC_MF_CONTIGUOUS
+        return self
 
 
 class ops:
