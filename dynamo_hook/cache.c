@@ -100,7 +100,7 @@ int dh_cache_should_skip_file(PyCodeObject *code) {
             return 1;
     const char *s = PyUnicode_AsUTF8(fn);
     if (s == NULL) {
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_UnicodeError);
         return 0;
     }
     if (strncmp(s, "<frozen", 7) == 0)
@@ -216,13 +216,13 @@ static int init_skip_prefixes(void) {
     for (size_t i = 0; i < sizeof mods / sizeof mods[0]; i++) {
         PyObject *m = PyImport_ImportModule(mods[i]);
         if (m == NULL) {
-            PyErr_Clear(); /* torchc itself may still be importing */
+            (void)tc_clear_expected(PyExc_ImportError); /* torchc itself may still be importing */
             continue;
         }
         PyObject *file = PyObject_GetAttrString(m, "__file__");
         Py_DECREF(m);
         if (file == NULL) {
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_AttributeError);
             continue;
         }
         /* dirname */
@@ -292,7 +292,7 @@ int dh_skip_code_tree(PyObject *code) {
 int dh_code_is_disabled(PyCodeObject *code) {
     void *p = NULL;
     if (PyUnstable_Code_GetExtra((PyObject *)code, extra_index, &p) < 0) {
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_SystemError);
         return 0;
     }
     return p != NULL && ((dh_cache *)p)->disabled;

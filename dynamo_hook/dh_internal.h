@@ -25,6 +25,7 @@
 #include "ic.h"
 #include "ic_config.h"
 #include "ic_device.h"
+#include "pyerr.h"
 
 /* The GPU half of inductor_c may be absent from a build: weak references. */
 __attribute__((weak)) int ic_cuda_available(void);
@@ -222,9 +223,8 @@ int dh_backend_run(const dh_entry *e, PyObject *const *values, PyObject **outs, 
 
 /* eval_frame.c */
 extern _Thread_local int dh_tl_busy;     /* capture/guards running: hook passes through */
-/* PyErr_Clear for "not handled here" spots: clears an Exception, leaves MemoryError,
- * KeyboardInterrupt, SystemExit set (returns -1: the caller propagates it). */
-int dh_clear_expected(void);
+/* the old name of tc_clear_expected(PyExc_Exception) (csrc/pyerr.h), for code in flight */
+#define dh_clear_expected() tc_clear_expected(PyExc_Exception)
 /* ic_compile with the GIL released; on the main thread a signal handler's exception (Ctrl-C)
  * during it returns NULL at once with the exception set, *g handed to the compile (NULL). */
 ic_compiled *dh_compile(ic_graph **g, const ic_options *opt, ic_err *err);

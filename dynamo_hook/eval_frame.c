@@ -192,7 +192,7 @@ void dh_explain_record(PyCodeObject *code, const dh_entry *e, const char *event)
 error:
     Py_XDECREF(v);
     Py_XDECREF(d);
-    PyErr_Clear(); /* explain is best effort; never disturbs the program */
+    (void)tc_clear_expected(PyExc_Exception); /* explain is best effort; never disturbs the program */
 }
 
 static double now_ms(void) {
@@ -231,7 +231,7 @@ static char *local_names(const char *s, PyCodeObject *code) {
     }
     if (out != NULL)
         out[n] = 0;
-    PyErr_Clear();
+    (void)tc_clear_expected(PyExc_Exception);
     return out;
 }
 
@@ -247,7 +247,7 @@ static char *failed_guard(const dh_entry *e, _PyInterpreterFrame *f, PyObject *f
     tmp.nguards = hi;
     if (dh_guards_check_sym(&tmp, (PyObject *const *)f->localsplus, f->f_globals, f->f_builtins,
                             func, values, ptrs, symvals) != 0) {
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_Exception);
         return NULL;
     }
     while (hi - lo > 1) {
@@ -256,7 +256,7 @@ static char *failed_guard(const dh_entry *e, _PyInterpreterFrame *f, PyObject *f
         int r = dh_guards_check_sym(&tmp, (PyObject *const *)f->localsplus, f->f_globals,
                                     f->f_builtins, func, values, ptrs, symvals);
         if (r < 0)
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_Exception);
         if (r == 1)
             lo = mid;
         else
@@ -270,7 +270,7 @@ static char *failed_guard(const dh_entry *e, _PyInterpreterFrame *f, PyObject *f
         out = s ? local_names(s, f->f_code) : NULL;
     }
     Py_XDECREF(all);
-    PyErr_Clear();
+    (void)tc_clear_expected(PyExc_Exception);
     return out;
 }
 
@@ -287,25 +287,11 @@ static int recompile_limit(const dh_config *cfg) {
         PyObject *v = PyObject_GetAttrString(dh_limit_source, "recompile_limit");
         long n = v && PyLong_Check(v) ? PyLong_AsLong(v) : -1;
         Py_XDECREF(v);
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_Exception, PyExc_OverflowError);
         if (n >= 1)
             return n > 1 << 30 ? 1 << 30 : (int)n;
     }
     return dh_default_recompile_limit;
-}
-
-/* PyErr_Clear for the spots where a failure only means "not handled here" (a guard that cannot
- * be evaluated, a capture that failed): clears the exception unless it is one the program must
- * see as in eager (MemoryError, KeyboardInterrupt, SystemExit, anything not an Exception).
- * 0: nothing set or cleared; -1: left set, the caller returns it. */
-int dh_clear_expected(void) {
-    PyObject *t = PyErr_Occurred();
-    if (t == NULL)
-        return 0;
-    if (!PyErr_GivenExceptionMatches(t, PyExc_Exception) || PyErr_GivenExceptionMatches(t, PyExc_MemoryError))
-        return -1;
-    PyErr_Clear();
-    return 0;
 }
 
 /* A frame whose arguments are torch.func wrappers or forward-AD duals (directly or in a
@@ -485,8 +471,7 @@ ic_compiled *dh_compile(ic_graph **g, const ic_options *opt, ic_err *err) {
 static int take_pending(void) {
     if (tl_pending[0] == NULL)
         return 0;
-    PyErr_Clear();
-    PyErr_Restore(tl_pending[0], tl_pending[1], tl_pending[2]);
+    PyErr_Restore(tl_pending[0], tl_pending[1], tl_pending[2]); /* replaces what was set */
     tl_pending[0] = tl_pending[1] = tl_pending[2] = NULL;
     return 1;
 }
@@ -498,6 +483,8 @@ static PyObject *fallback(PyThreadState *ts, _PyInterpreterFrame *f, const char 
         tmp.fallback = 1;
         tmp.reason = (char *)why;
         dh_explain_record(f->f_code, &tmp, "fallback");
+        if (PyErr_Occurred()) /* MemoryError, Ctrl-C while recording: as in eager */
+            return FINISH(ts, f, NULL);
     }
     return eval_default(ts, f, 0);
 }
@@ -548,7 +535,7 @@ static PyObject *dh_eval_frame(PyThreadState *ts, _PyInterpreterFrame *f, int th
     dh_tl_t0 = now_ns();
     dh_cache *c = dh_cache_of(code);
     if (c == NULL) {
-        if (dh_clear_expected() < 0)
+        if (tc_clear_expected(PyExc_Exception) < 0)
             return FINISH(ts, f, NULL);
         return eval_default(ts, f, throwflag);
     }
@@ -598,7 +585,7 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
             : dh_guards_check_sym(e, (PyObject *const *)f->localsplus, f->f_globals,
                                   f->f_builtins, func, values, ptrs, symvals);
         if (r < 0) {
-            if (dh_clear_expected() < 0) {
+            if (tc_clear_expected(PyExc_Exception) < 0) {
                 dh_entry_unpin(e);
                 dh_tl_busy = 0;
                 dh_scratch_clear();
@@ -643,6 +630,12 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
         }
         int limit = recompile_limit(cfg);
         why = c->entries ? failed_guard(c->entries, f, func, values, ptrs, symvals) : NULL;
+        if (PyErr_Occurred()) { /* MemoryError, Ctrl-C in a guard or the limit: as in eager */
+            free(why);
+            dh_tl_busy = 0;
+            dh_scratch_clear();
+            return FINISH(ts, f, NULL);
+        }
         tl_recompile = why;
         tl_fresh = 1;
         if (c->entries && dh_tl_stance != DH_STANCE_DEFAULT) {
@@ -671,7 +664,7 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
             c->skip_reason = strdup(buf);
             dh_tl_busy = 0;
             if (PyErr_WarnFormat(PyExc_RuntimeWarning, 1, "torchc: %s; running eagerly", buf) < 0 &&
-                dh_clear_expected() < 0)
+                tc_clear_expected(PyExc_Exception) < 0)
                 return FINISH(ts, f, NULL);
             stats.limit_fallbacks++;
             PyObject *res = fallback(ts, f, c->skip_reason);
@@ -717,7 +710,7 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
         if (e == NULL) {
             /* internal fault: never break the program; report through explain/warning */
             dh_tl_busy = 0;
-            if (cfg->fullgraph || (PyErr_Occurred() && dh_clear_expected() < 0)) {
+            if (cfg->fullgraph || (PyErr_Occurred() && tc_clear_expected(PyExc_Exception) < 0)) {
                 tl_recompile = NULL;
                 tl_fresh = 0;
                 free(why);
@@ -733,7 +726,12 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
             Py_XDECREF(et);
             Py_XDECREF(ev);
             Py_XDECREF(tb);
-            PyErr_Clear();
+            if (tc_clear_expected(PyExc_Exception) < 0) { /* str() of the error raised MemoryError */
+                tl_recompile = NULL;
+                tl_fresh = 0;
+                free(why);
+                return FINISH(ts, f, NULL);
+            }
             ic_note_internal_fault(buf);
             PyObject *res = fallback(ts, f, buf);
             tl_recompile = NULL;
@@ -782,7 +780,7 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
                                 f->f_builtins, func, values, ptrs, symvals);
         if (r != 1) {
             /* guards that reject the frame they came from: a bug; stay correct */
-            if (dh_clear_expected() < 0) {
+            if (tc_clear_expected(PyExc_Exception) < 0) {
                 dh_entry_unpin(e);
                 dh_tl_busy = 0;
                 return FINISH(ts, f, NULL);
@@ -811,6 +809,11 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
     tl_recompile = NULL;
     tl_fresh = 0;
     free(why);
+    if (PyErr_Occurred()) { /* MemoryError, Ctrl-C while recording: as in eager */
+        dh_entry_unpin(e);
+        dh_scratch_clear();
+        return FINISH(ts, f, NULL);
+    }
     if (e->fallback) {
         dh_entry_unpin(e);
         return eval_default(ts, f, throwflag);
@@ -826,7 +829,7 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
             PyObject *all = PyObject_CallMethod(values[e->idx_src[i]], "all", NULL);
             ok = all ? PyObject_IsTrue(all) : -1;
             Py_XDECREF(all);
-            if (ok < 0 && dh_clear_expected() < 0) {
+            if (ok < 0 && tc_clear_expected(PyExc_Exception) < 0) {
                 dh_entry_unpin(e);
                 dh_scratch_clear();
                 return FINISH(ts, f, NULL);

@@ -15,8 +15,8 @@ static PyObject *scratch; /* owns getattr results of one guard check (cleared pe
 void dh_scratch_keep(PyObject *v) {
     if (scratch == NULL)
         scratch = PyList_New(0);
-    if (scratch == NULL || PyList_Append(scratch, v) < 0)
-        PyErr_Clear();
+    if (scratch != NULL) /* else, or a failed append: MemoryError stays set, as in eager */
+        (void)PyList_Append(scratch, v);
     Py_DECREF(v);
 }
 
@@ -39,7 +39,7 @@ static int init_strings(void) {
  * ruled out by the trace), then nn.Module's _parameters/_buffers/_modules. New ref. */
 PyObject *dh_module_getattr(PyObject *obj, PyObject *name) {
     if (init_strings() < 0) {
-        PyErr_Clear();
+        /* only an allocation failed: MemoryError stays set, as in eager */
         return NULL;
     }
     PyObject **dictptr = _PyObject_GetDictPtr(obj);
@@ -50,20 +50,20 @@ PyObject *dh_module_getattr(PyObject *obj, PyObject *name) {
     if (v != NULL)
         return Py_NewRef(v);
     if (PyErr_Occurred()) {
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_Exception);
         return NULL;
     }
     PyObject *subs[3] = {str_parameters, str_buffers, str_modules};
     for (int i = 0; i < 3; i++) {
         PyObject *d = PyDict_GetItemWithError(dict, subs[i]);
         if (d == NULL || !PyDict_Check(d)) {
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_Exception);
             continue;
         }
         v = PyDict_GetItemWithError(d, name);
         if (v != NULL)
             return Py_NewRef(v);
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_Exception);
     }
     return NULL;
 }
@@ -105,17 +105,17 @@ static PyObject *module_getattr_cached(PyObject *obj, PyObject *name, dh_attrcac
                 ac->last = v;
                 return v;
             }
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_Exception);
         }
     }
     ac->where = -1;
     if (init_strings() < 0) {
-        PyErr_Clear();
+        /* only an allocation failed: MemoryError stays set, as in eager */
         return NULL;
     }
     PyObject *v = PyDict_GetItemWithError(dict, name);
     if (v != NULL || PyErr_Occurred()) {
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_Exception);
         if (v != NULL) {
             ac->dict = dict;
             ac->ver[0] = dict_tag(dict);
@@ -130,7 +130,7 @@ static PyObject *module_getattr_cached(PyObject *obj, PyObject *name, dh_attrcac
     for (int i = 0; i < 3; i++) {
         PyObject *d = PyDict_GetItemWithError(dict, subs[i]);
         if (d == NULL || !PyDict_Check(d)) {
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_Exception);
             ac->sub[i] = NULL;
             continue;
         }
@@ -142,7 +142,7 @@ static PyObject *module_getattr_cached(PyObject *obj, PyObject *name, dh_attrcac
             ac->last = v;
             return v;
         }
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_Exception);
     }
     return NULL;
 }
@@ -174,7 +174,7 @@ PyObject *dh_source_resolve(dh_source *s, PyObject *const *values,
         if (v == NULL && !PyErr_Occurred() && PyDict_Check(builtins))
             v = PyDict_GetItemWithError(builtins, s->name);
         if (v == NULL)
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_Exception);
         return v;
     }
     case DH_S_ATTR: {
@@ -188,7 +188,7 @@ PyObject *dh_source_resolve(dh_source *s, PyObject *const *values,
              * result is kept alive by the entry's scratch list for this check */
             PyObject *v = PyObject_GetAttr(base, s->name);
             if (v == NULL) {
-                PyErr_Clear();
+                (void)tc_clear_expected(PyExc_AttributeError);
                 return NULL;
             }
             dh_scratch_keep(v);
@@ -200,7 +200,7 @@ PyObject *dh_source_resolve(dh_source *s, PyObject *const *values,
         if (PyModule_Check(base)) {
             v = PyObject_GetAttr(base, s->name);
             if (v == NULL)
-                PyErr_Clear();
+                (void)tc_clear_expected(PyExc_AttributeError);
         }
         /* The attribute is owned by the object's dict (or module), which the frame keeps
          * alive during the call; hand out a borrowed reference. */
@@ -216,7 +216,7 @@ PyObject *dh_source_resolve(dh_source *s, PyObject *const *values,
                 return NULL;
             PyObject *v = PyDict_GetItemWithError(base, s->name);
             if (v == NULL)
-                PyErr_Clear();
+                (void)tc_clear_expected(PyExc_Exception);
             return v;
         }
         if (PyTuple_CheckExact(base) && s->index < PyTuple_GET_SIZE(base))
@@ -254,7 +254,7 @@ PyObject *dh_source_resolve(dh_source *s, PyObject *const *values,
         Py_XDECREF(pos);
         Py_XDECREF(kw);
         if (r == NULL) {
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_Exception);
             return NULL;
         }
         dh_scratch_keep(r); /* alive until the call's output is built */
@@ -293,7 +293,7 @@ static int const_equal(PyObject *a, PyObject *b) {
     }
     int r = PyObject_RichCompareBool(a, b, Py_EQ);
     if (r < 0) {
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_Exception);
         return 0;
     }
     return r;
@@ -470,7 +470,7 @@ static PyObject *full_getattr_memo(const dh_source *s, PyObject *const *values, 
     return dh_source_resolve((dh_source *)s, values, localsplus, globals, builtins, func);
 }
 
-int dh_guards_check_sym(const dh_entry *e, PyObject *const *localsplus, PyObject *globals,
+static int guards_check_sym(const dh_entry *e, PyObject *const *localsplus, PyObject *globals,
                         PyObject *builtins, PyObject *func, PyObject **values, void **data_ptrs,
                         int64_t *symvals) {
     for (int k = 0; k < IC_MAX_SYMS; k++)
@@ -511,7 +511,7 @@ int dh_guards_check_sym(const dh_entry *e, PyObject *const *localsplus, PyObject
             break;
         case DH_G_LEN:
             if (v == NULL || PyObject_Length(v) != g->value) {
-                PyErr_Clear();
+                (void)tc_clear_expected(PyExc_Exception);
                 return 0;
             }
             break;
@@ -568,7 +568,7 @@ int dh_guards_check_sym(const dh_entry *e, PyObject *const *localsplus, PyObject
             }
             int has = v != NULL && PyDict_Check(v) ? PyDict_Contains(v, g->obj) : -1;
             if (has < 0)
-                PyErr_Clear();
+                (void)tc_clear_expected(PyExc_Exception);
             if (has != g->value)
                 return 0;
             break;
@@ -579,7 +579,7 @@ int dh_guards_check_sym(const dh_entry *e, PyObject *const *localsplus, PyObject
             int eq = r != NULL && Py_TYPE(r) == Py_TYPE(want) ? PyObject_RichCompareBool(r, want, Py_EQ) : 0;
             Py_XDECREF(r);
             if (eq != 1) {
-                PyErr_Clear();
+                (void)tc_clear_expected(PyExc_Exception);
                 return 0;
             }
             break;
@@ -589,7 +589,7 @@ int dh_guards_check_sym(const dh_entry *e, PyObject *const *localsplus, PyObject
             int truth = r ? PyObject_IsTrue(r) : -1;
             Py_XDECREF(r);
             if (truth < 0)
-                PyErr_Clear();
+                (void)tc_clear_expected(PyExc_Exception);
             /* torchc's own capture of a call traced as not capturing: the same path */
             if (truth != g->value && !(dh_tl_cg_capture && g->value == 0 && truth == 1))
                 return 0;
@@ -598,6 +598,16 @@ int dh_guards_check_sym(const dh_entry *e, PyObject *const *localsplus, PyObject
         }
     }
     return 1;
+}
+
+/* 1 pass, 0 fail, -1 error set: a guard that could not be evaluated for an expected reason
+ * fails (its exception cleared at the spot), while MemoryError, Ctrl-C and the like stay set
+ * and are reported as -1 whatever the guard's answer (tc_clear_expected, csrc/pyerr.h) */
+int dh_guards_check_sym(const dh_entry *e, PyObject *const *localsplus, PyObject *globals,
+                        PyObject *builtins, PyObject *func, PyObject **values, void **data_ptrs,
+                        int64_t *symvals) {
+    int r = guards_check_sym(e, localsplus, globals, builtins, func, values, data_ptrs, symvals);
+    return r >= 0 && PyErr_Occurred() ? -1 : r;
 }
 
 static PyObject *source_str(const dh_entry *e, int i) {
@@ -754,7 +764,7 @@ static int is_nn_module(PyObject *o) {
         nn_module_cls = nn ? PyObject_GetAttrString(nn, "Module") : NULL;
         Py_XDECREF(nn);
         if (nn_module_cls == NULL) {
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_ImportError, PyExc_AttributeError);
             return 0;
         }
     }
@@ -901,7 +911,7 @@ int dh_is_compiling_fn(PyObject *f) {
                 is_compiling_fns[n_is_compiling++] = fn; /* kept for the process */
             else
                 Py_XDECREF(fn);
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_ImportError, PyExc_AttributeError);
         }
         PyErr_Restore(et, ev, etb);
     }

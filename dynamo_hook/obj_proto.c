@@ -30,7 +30,7 @@ static void init_once(void) {
     }
     Py_XDECREF(abc);
     Py_XDECREF(seq);
-    PyErr_Clear();
+    (void)tc_clear_expected(PyExc_ImportError, PyExc_AttributeError);
 }
 
 static int user_obj(const var *o) {
@@ -42,7 +42,7 @@ static int user_obj(const var *o) {
 static PyObject *py_dunder(const var *o, const char *name) {
     PyObject *n = PyUnicode_InternFromString(name);
     if (n == NULL) {
-        PyErr_Clear();
+        /* only an allocation failed: MemoryError stays set, as in eager */
         return NULL;
     }
     PyObject *f = _PyType_Lookup(Py_TYPE(o->obj), n);
@@ -75,7 +75,7 @@ static int int_result(trace *t, const var *r, const char *what, long *n) {
         return sym_fail(t, "%s returned a value that is not a constant int", what);
     *n = PyLong_AsLong(r->obj);
     if (*n == -1 && PyErr_Occurred()) {
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_OverflowError);
         return sym_fail(t, "%s out of range", what);
     }
     if (*n < 0)

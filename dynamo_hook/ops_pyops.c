@@ -33,7 +33,7 @@ int sym_binary(trace *t, int nb, const var *a_in, const var *b_in, var *out) {
         default: return sym_fail(t, "binary op %d on constants", nb);
         }
         if (r == NULL) {
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_Exception);
             return sym_fail(t, "constant arithmetic raised (eager will raise too)");
         }
         return sym_const(t, r, out);
@@ -171,7 +171,7 @@ int sym_neg(trace *t, const var *a_in, var *out) {
     sym_resolve(t, a);
     if (a->kind == V_CONST)
         return sym_const(t, PyNumber_Negative(a->obj), out) < 0
-                   ? (PyErr_Clear(), sym_fail(t, "negation of a constant raised"))
+                   ? ((void)tc_clear_expected(PyExc_Exception), sym_fail(t, "negation of a constant raised"))
                    : 0;
     if (a->kind != V_TENSOR)
         return sym_fail(t, "negation of an unsupported value");
@@ -185,7 +185,7 @@ int sym_compare(trace *t, int cmp, const var *a_in, const var *b_in, var *out) {
     if (a->kind == V_CONST && b->kind == V_CONST) {
         PyObject *r = PyObject_RichCompare(a->obj, b->obj, cmp);
         if (r == NULL) {
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_Exception);
             return sym_fail(t, "constant comparison raised");
         }
         return sym_const(t, r, out);

@@ -54,7 +54,7 @@ int sym_return_pair(trace *t, const char *name, ic_val values, ic_val indices, v
     PyObject *tp = rt ? PyObject_GetAttrString(rt, name) : NULL;
     Py_XDECREF(rt);
     if (tp == NULL || sym_keep(t, tp) == NULL) {
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_ImportError, PyExc_AttributeError);
         return sym_fail(t, "torch.return_types.%s not found", name);
     }
     var *items = sym_alloc(t, 2);

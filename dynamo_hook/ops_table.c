@@ -198,7 +198,7 @@ int sym_func_op(PyObject *callable) {
         return -1;
     PyObject *v = PyDict_GetItemWithError(func_table, callable);
     if (v == NULL) {
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_Exception);
         return -1;
     }
     return (int)PyLong_AsLong(v);
@@ -222,7 +222,7 @@ int dh_alias_op(PyObject *fn, const char *name) {
 int sym_method_op(PyObject *name) {
     PyObject *v = PyDict_GetItemWithError(method_table, name);
     if (v == NULL) {
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_Exception);
         return -1;
     }
     return (int)PyLong_AsLong(v);
@@ -258,7 +258,7 @@ int sym_ops_init(void) {
         sym_refs.tensor_type = PyObject_GetAttrString(torch, "Tensor");
         sym_refs.grad_query = PyObject_GetAttrString(torch, "is_grad_enabled");
         Py_XDECREF(C);
-        PyErr_Clear(); /* missing ones stay NULL: calls to them break as before */
+        (void)tc_clear_expected(PyExc_ImportError, PyExc_AttributeError); /* missing ones stay NULL: calls to them break as before */
     }
     for (int i = 0; i < NOPS; i++) {
         PyObject *idx = PyLong_FromLong(i);
@@ -271,7 +271,7 @@ int sym_ops_init(void) {
                 continue;
             PyObject *fn = PyObject_GetAttrString(mods[k], OPS[i].name);
             if (fn == NULL) {
-                PyErr_Clear();
+                (void)tc_clear_expected(PyExc_AttributeError);
                 continue;
             }
             int rc = PyDict_Contains(func_table, fn) ? 0 : PyDict_SetItem(func_table, fn, idx);
@@ -450,7 +450,7 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
         Py_DECREF(tup);
         Py_XDECREF(kw);
         if (r == NULL) {
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_Exception);
             return sym_fail(t, "constant method raised (eager will raise)");
         }
         return sym_const(t, r, out);
@@ -464,7 +464,7 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
         PyObject *sig = target ? PyObject_CallOneArg(fn->obj, target) : NULL;
         Py_XDECREF(target);
         if (sig == NULL) {
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_Exception);
             return sym_fail(t, "inspect.signature raised");
         }
         return sym_const(t, sig, out);
@@ -503,7 +503,7 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
         PyObject *ctx = PyObject_Call(fn->obj, tup, NULL);
         Py_DECREF(tup);
         if (ctx == NULL) {
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_Exception);
             return sym_fail(t, "grad-mode context raised");
         }
         /* set_grad_enabled(b) switches mode at construction: undo, the trace only needs the object */
@@ -540,7 +540,7 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
             }
             PyTuple_SET_ITEM(tup, i, Py_NewRef(args[i].obj));
         }
-        int rc = tup && m ? sym_guarded_call(t, m, tup, out) : (PyErr_Clear(), sym_fail(t, "os.environ.get of non-constants"));
+        int rc = tup && m ? sym_guarded_call(t, m, tup, out) : ((void)tc_clear_expected(PyExc_Exception), sym_fail(t, "os.environ.get of non-constants"));
         Py_XDECREF(tup);
         Py_XDECREF(m);
         return rc;
@@ -577,7 +577,7 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
         }
         PyObject *v = PyDict_GetItemWithError(d->obj, args[0].obj);
         if (v == NULL) {
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_Exception);
             return sym_fail(t, "dict lookup failed");
         }
         Py_INCREF(v);
@@ -621,7 +621,7 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
         }
         Py_DECREF(tup);
         if (r == NULL) {
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_Exception);
             return sym_fail(t, "%U raised (eager will raise)", fn->obj);
         }
         return sym_const(t, r, out);
@@ -819,7 +819,7 @@ int sym_tensor_attr(trace *t, const var *x, PyObject *name, var *out) {
         Py_XDECREF(tt);
         int callable = m != NULL && PyCallable_Check(m) && !PyType_Check(m);
         Py_XDECREF(m);
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_ImportError, PyExc_AttributeError);
         if (callable)
             opi = NOPS; /* not in the table */
     }

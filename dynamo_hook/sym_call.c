@@ -167,7 +167,7 @@ static int inline_code(trace *t, PyCodeObject *code, PyObject *globals, PyObject
         else if (j >= argc && kwdefs)
             d = PyDict_GetItemWithError(kwdefs, PyTuple_GET_ITEM(code->co_localsplusnames, j));
         if (d == NULL) {
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_Exception);
             sym_fail(t, "%U() missing argument %R (eager will raise)", code->co_name,
                      PyTuple_GET_ITEM(code->co_localsplusnames, j));
             goto done;
@@ -281,7 +281,7 @@ int sym_op_call(trace *t, sframe *f, sym_ins *in) {
         PUSH(a);
         return SYM_NEXT;
     }
-    PyErr_Clear();
+    (void)tc_clear_expected(PyExc_Exception); /* isinstance of super(C, x) raised */
     if (fn.kind == V_FUNC && fn.obj == (PyObject *)&PySuper_Type && nargs == 0) {
         /* zero-argument super(): the method's __class__ cell and first argument */
         PyObject *cls = NULL;
@@ -296,7 +296,7 @@ int sym_op_call(trace *t, sframe *f, sym_ins *in) {
                 }
         }
         Py_XDECREF(fv);
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_AttributeError);
         var self0;
         if (cls == NULL || !PyType_Check(cls) || f->code->co_argcount < 1 ||
             sym_load_local(t, f, 0, &self0) < 0 || self0.kind != V_OBJ)
@@ -469,7 +469,7 @@ int sym_op_before_with(trace *t, sframe *f, sym_ins *in) {
     PyObject *mode = PyObject_GetAttrString(a.obj, "mode");
     int on = mode != NULL && PyObject_Not(mode) == 1;
     Py_XDECREF(mode);
-    PyErr_Clear();
+    (void)tc_clear_expected(PyExc_Exception);
     if (on)
         return sym_fail(t, "inference_mode(False) turns grad mode on: not captured");
     if (t->nograd++ == 0) /* grad off inside */

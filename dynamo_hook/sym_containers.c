@@ -9,7 +9,7 @@ static int subscr(trace *t, const var *c, const var *k, var *out) {
         (PyLong_Check(k->obj) || PySlice_Check(k->obj))) {
         PyObject *r = PyObject_GetItem(c->obj, k->obj);
         if (r == NULL) {
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_Exception);
             return sym_fail(t, "constant subscript raised");
         }
         return sym_const(t, r, out);
@@ -18,7 +18,7 @@ static int subscr(trace *t, const var *c, const var *k, var *out) {
         for (int i = 0; i < c->n; i++) {
             int eq = PyObject_RichCompareBool(PyTuple_GET_ITEM(c->obj, i), k->obj, Py_EQ);
             if (eq < 0) {
-                PyErr_Clear();
+                (void)tc_clear_expected(PyExc_Exception);
                 return sym_fail(t, "dict key comparison raised");
             }
             if (eq) {
@@ -32,7 +32,7 @@ static int subscr(trace *t, const var *c, const var *k, var *out) {
         /* seq[a:b:c]: a new list/tuple of the same items */
         Py_ssize_t start, stop, step;
         if (PySlice_Unpack(k->obj, &start, &stop, &step) < 0) {
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_Exception);
             return sym_fail(t, "bad slice (eager will raise)");
         }
         Py_ssize_t len = PySlice_AdjustIndices(c->n, &start, &stop, step);
@@ -90,7 +90,7 @@ static int subscr(trace *t, const var *c, const var *k, var *out) {
         if (sym_iter_items(t, c, &items, &n) < 0)
             return -1;
         if (PySlice_Unpack(k->obj, &start, &stop, &step) < 0) {
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_Exception);
             return sym_fail(t, "bad slice");
         }
         Py_ssize_t m = PySlice_AdjustIndices(n, &start, &stop, step);
@@ -297,7 +297,7 @@ static int dict_merge(trace *t, var *dst, const var *src) {
             for (int j = 0; j < m; j++) {
                 int eq = PyObject_RichCompareBool(PyTuple_GET_ITEM(keys, j), k, Py_EQ);
                 if (eq < 0) {
-                    PyErr_Clear();
+                    (void)tc_clear_expected(PyExc_Exception);
                     Py_DECREF(keys);
                     return sym_fail(t, "dict key comparison raised");
                 }
@@ -322,7 +322,7 @@ static int dict_find(trace *t, const var *d, PyObject *k) {
     for (int i = 0; i < d->n; i++) {
         int eq = PyObject_RichCompareBool(PyTuple_GET_ITEM(d->obj, i), k, Py_EQ);
         if (eq < 0) {
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_Exception);
             sym_fail(t, "dict key comparison raised");
             return -2;
         }
@@ -434,7 +434,7 @@ static int dict_update(trace *t, const var *d, PyObject *k, const var *val) {
     if (d->src >= 0 && !own_kwargs(t, d) && sym_fx_container_write(t, d) < 0)
         return -1;
     if (PyObject_Hash(k) == -1) {
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_TypeError);
         return sym_fail(t, "unhashable dict key");
     }
     int at = dict_find(t, d, k);
@@ -534,7 +534,7 @@ int sym_op_contains_op(trace *t, sframe *f, sym_ins *in) {
         for (i = 0; i < b.n && !r && b.items[i].kind == V_CONST; i++) {
             r = PyObject_RichCompareBool(b.items[i].obj, a.obj, Py_EQ);
             if (r < 0) {
-                PyErr_Clear();
+                (void)tc_clear_expected(PyExc_Exception);
                 return sym_fail(t, "'in' raised");
             }
         }
@@ -560,7 +560,7 @@ int sym_op_contains_op(trace *t, sframe *f, sym_ins *in) {
             return -1;
         int truth = r.kind == V_CONST ? PyObject_IsTrue(r.obj) : -1;
         if (truth < 0) {
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_Exception);
             return sym_fail(t, "'in' on a %s: not a constant answer", Py_TYPE(b.obj)->tp_name);
         }
         if (sym_const(t, PyBool_FromLong(truth ^ in->oparg), &c) < 0)
@@ -585,7 +585,7 @@ int sym_op_contains_op(trace *t, sframe *f, sym_ins *in) {
         return sym_fail(t, "'in' on non-constant values");
     int r = PySequence_Contains(b.obj, a.obj);
     if (r < 0) {
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_Exception);
         return sym_fail(t, "'in' raised");
     }
     if (sym_const(t, PyBool_FromLong(r ^ in->oparg), &c) < 0)
@@ -638,7 +638,7 @@ int sym_op_build_map(trace *t, sframe *f, sym_ins *in) {
     for (int i = 0; i < in->oparg; i++) {
         var *k = &PEEK(2 * in->oparg - 2 * i), *v = &PEEK(2 * in->oparg - 2 * i - 1);
         if (k->kind != V_CONST || PyObject_Hash(k->obj) == -1) {
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_TypeError);
             Py_DECREF(keys);
             return sym_fail(t, "dict with non-constant keys");
         }
@@ -799,7 +799,7 @@ int sym_op_format_value(trace *t, sframe *f, sym_ins *in) {
     r = PyObject_Format(v, have_spec ? spec.obj : NULL);
     Py_DECREF(v);
     if (r == NULL) {
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_Exception);
         return sym_fail(t, "format raised");
     }
     if (sym_const(t, r, &b) < 0)
@@ -865,7 +865,7 @@ int sym_op_build_set(trace *t, sframe *f, sym_ins *in) {
     for (int i = 0; i < in->oparg; i++) {
         var *v = &PEEK(in->oparg - i);
         if (!sym_is_real_object(v) || PySet_Add(set, v->obj) < 0) {
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_TypeError);
             Py_DECREF(set);
             return sym_fail(t, "set of non-constant values");
         }

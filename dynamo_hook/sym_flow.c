@@ -309,7 +309,7 @@ int sym_op_unary_invert(trace *t, sframe *f, sym_ins *in) {
     sym_resolve(t, &a);
     if (a.kind == V_CONST) {
         if (sym_const(t, PyNumber_Invert(a.obj), &b) < 0) {
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_Exception);
             return sym_fail(t, "~ of a constant raised");
         }
     } else if (a.kind == V_TENSOR) {
@@ -411,7 +411,7 @@ int sym_op_check_exc_match(trace *t, sframe *f, sym_ins *in) {
         return sym_fail(t, "except clause on an unsupported value");
     int r = PyObject_IsInstance(a.obj, b.obj);
     if (r < 0) {
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_Exception);
         return sym_fail(t, "except clause match raised");
     }
     if (sym_const(t, PyBool_FromLong(r), &c) < 0)

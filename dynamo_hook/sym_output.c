@@ -517,7 +517,7 @@ int sym_is_extern_break(const sym_break *b) {
         const char *mn = mod && PyUnicode_Check(mod) ? PyUnicode_AsUTF8(mod) : "";
         int torchmod = mn && strncmp(mn, "torch.nn.modules.", 17) == 0;
         Py_XDECREF(mod);
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_AttributeError, PyExc_UnicodeError);
         return torchmod && (!strcmp(tn, "Linear") || !strcmp(tn, "Conv1d") || !strcmp(tn, "Conv2d") ||
                             !strcmp(tn, "Conv3d") || !strcmp(tn, "Bilinear"));
     }
@@ -526,7 +526,7 @@ int sym_is_extern_break(const sym_break *b) {
     else if (b->fn->kind == V_FUNC && PyCFunction_Check(b->fn->obj))
         n = ((PyCFunctionObject *)b->fn->obj)->m_ml->ml_name;
     if (n == NULL) {
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_UnicodeError);
         return 0;
     }
     for (int i = 0; names[i]; i++)

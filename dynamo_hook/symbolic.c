@@ -99,7 +99,7 @@ int sym_truthy(trace *t, const var *v, int *out) {
     if (v->kind == V_CONST) {
         int r = PyObject_IsTrue(v->obj);
         if (r < 0) {
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_Exception);
             return sym_fail(t, "truth value of a constant raised");
         }
         *out = r;
@@ -265,7 +265,7 @@ void sym_where(trace *t) {
         const char *fn = PyUnicode_AsUTF8(f->code->co_filename);
         const char *name = PyUnicode_AsUTF8(f->code->co_qualname);
         if (fn == NULL || name == NULL) {
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_UnicodeError);
             continue;
         }
         int line = PyCode_Addr2Line(f->code, f->pc * 2);
@@ -457,7 +457,10 @@ dh_entry *dh_trace_frame(PyCodeObject *code, PyObject *const *localsplus, PyObje
         char *sig = NULL;
         int reject = 0;
         trace_once(code, localsplus, globals, builtins, func, cfg, masks[m], 1, NULL, &sig, &reject);
-        PyErr_Clear();
+        if (tc_clear_expected(PyExc_Exception) < 0) { /* MemoryError, Ctrl-C: the hook raises it */
+            free(sig);
+            return NULL;
+        }
         if (sig == NULL)
             continue;
         dh_entry *e = trace_once(code, localsplus, globals, builtins, func, cfg, masks[m], 2,
@@ -465,7 +468,8 @@ dh_entry *dh_trace_frame(PyCodeObject *code, PyObject *const *localsplus, PyObje
         free(sig);
         if (e != NULL || !reject)
             return e;
-        PyErr_Clear();
+        if (tc_clear_expected(PyExc_Exception) < 0)
+            return NULL;
     }
     return trace_once(code, localsplus, globals, builtins, func, cfg, NULL, 0, NULL, NULL, NULL);
 }

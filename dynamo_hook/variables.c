@@ -27,8 +27,13 @@ int sym_fail(trace *t, const char *fmt, ...) {
         snprintf(t->reason, sizeof t->reason, "%s", s ? s : fmt);
         sym_where(t);
         Py_XDECREF(msg);
-        PyErr_Clear();
-        PyErr_Restore(et, ev, tb);
+        if (tc_clear_expected(PyExc_Exception) < 0) { /* a fatal one while formatting (%R): it wins */
+            Py_XDECREF(et);
+            Py_XDECREF(ev);
+            Py_XDECREF(tb);
+        } else {
+            PyErr_Restore(et, ev, tb);
+        }
         t->failed = 1;
     }
     return -1;
@@ -76,7 +81,7 @@ static int same_name(PyObject *a, PyObject *b) {
         return PyUnicode_Compare(a, b) == 0;
     int eq = PyObject_RichCompareBool(a, b, Py_EQ);
     if (eq < 0)
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_Exception);
     return eq == 1;
 }
 
@@ -163,13 +168,14 @@ int sym_state_predicate(trace *t, PyObject *fn) {
     Py_XDECREF(r);
     if (truth < 0) {
         /* raising is a state too (torch.cuda without CUDA): guarded, and raised in the
-         * trace for a handler of the traced frames to catch */
+         * trace for a handler of the traced frames to catch; MemoryError, Ctrl-C stay set */
+        if (tc_pyerr_fatal(PyErr_Occurred()))
+            return sym_fail(t, "%S() raised", fn);
         PyObject *et, *tb;
         PyErr_Fetch(&et, &exc, &tb);
         PyErr_NormalizeException(&et, &exc, &tb);
         Py_XDECREF(et);
         Py_XDECREF(tb);
-        PyErr_Clear();
         if (exc == NULL || sym_keep(t, exc) == NULL)
             return sym_fail(t, "%S() raised", fn);
     }
@@ -197,14 +203,14 @@ int sym_state_predicate(trace *t, PyObject *fn) {
 int sym_guard_key(trace *t, int src, PyObject *dict, PyObject *key) {
     int has = dict == NULL ? 0 : PyDict_Contains(dict, key);
     if (has < 0) {
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_Exception);
         return sym_fail(t, "dict lookup raised");
     }
     for (int i = 0; i < t->nguards; i++)
         if (t->guards[i].kind == DH_G_KEY && t->guards[i].src == src &&
             PyObject_RichCompareBool(t->guards[i].obj, key, Py_EQ) == 1 && Py_TYPE(t->guards[i].obj) == Py_TYPE(key))
             return has;
-    PyErr_Clear();
+    (void)tc_clear_expected(PyExc_Exception);
     dh_guard *g = new_guard(t, DH_G_KEY, src);
     if (g == NULL)
         return -1;
@@ -284,7 +290,7 @@ PyObject *sym_os_environ(void) { return os_environ; }
 int sym_guarded_call(trace *t, PyObject *fn, PyObject *args, var *out) {
     PyObject *r = PyObject_Call(fn, args, NULL);
     if (r == NULL) {
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_Exception);
         return sym_fail(t, "%R%R raised", fn, args);
     }
     if (!(r == Py_None || PyUnicode_CheckExact(r) || PyLong_CheckExact(r) || PyBool_Check(r))) {
@@ -326,10 +332,10 @@ int sym_global_hooks_guard(trace *t) {
         for (int i = 0; m && i < 4; i++) {
             dicts[i] = PyObject_GetAttrString(m, names[i]); /* kept */
             if (dicts[i] == NULL)
-                PyErr_Clear();
+                (void)tc_clear_expected(PyExc_AttributeError);
         }
         Py_XDECREF(m);
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_ImportError, PyExc_AttributeError);
         ready = 1;
     }
     for (int i = 0; i < 4; i++) {
@@ -390,7 +396,7 @@ int sym_guard_id(trace *t, int src, PyObject *obj) {
         g->obj = ref;
         g->weak = 1;
     } else {
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_TypeError);
         g->obj = Py_NewRef(obj);
     }
     return 0;
@@ -446,7 +452,7 @@ static int ensure_vals(trace *t, ic_val v) {
 
 void sym_mark_view(trace *t, ic_val out, ic_val in) {
     if (out < 0 || in < 0 || ensure_vals(t, out > in ? out : in) < 0) {
-        PyErr_Clear();
+        /* only an allocation failed: MemoryError stays set, as in eager */
         return;
     }
     if (ic_value_op(t->g, in) == IC_OP_INPUT || t->view_of_input[in])
@@ -538,7 +544,7 @@ int sym_mutate(trace *t, const var *target, ic_val newval) {
 
 void sym_set_view_desc(trace *t, ic_val v, PyObject *desc) {
     if (v < 0 || ensure_vals(t, v) < 0) {
-        PyErr_Clear();
+        /* only an allocation failed: MemoryError stays set, as in eager */
         return;
     }
     t->view_desc[v] = desc;
@@ -882,7 +888,7 @@ int sym_dim_of(trace *t, const var *v, ic_dim *d) {
     if (v->kind == V_CONST && PyLong_CheckExact(v->obj)) {
         long long x = PyLong_AsLongLong(v->obj);
         if (x == -1 && PyErr_Occurred()) {
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_OverflowError);
             return 0;
         }
         memset(d, 0, sizeof *d);
@@ -913,7 +919,7 @@ static int torch_class(PyTypeObject *tp) {
         return 1; /* unknown: conservative */
     const char *s = PyUnicode_AsUTF8(m);
     if (s == NULL) {
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_UnicodeError);
         return 1;
     }
     return !strncmp(s, "torch.", 6) || !strcmp(s, "torch") || !strncmp(s, "torchc", 6);
@@ -1170,7 +1176,7 @@ int sym_is_module_container(PyObject *o, const char *slot) {
             return 1;
         PyObject *name = PyUnicode_InternFromString(slot);
         if (name == NULL) {
-            PyErr_Clear();
+            /* only an allocation failed: MemoryError stays set, as in eager */
             return 0;
         }
         PyObject *mine = _PyType_Lookup(Py_TYPE(o), name), *base = _PyType_Lookup(ct, name);
@@ -1190,7 +1196,7 @@ static void add_pred(const char *mod, const char *name, int val) {
     PyObject *m = PyImport_ImportModule(mod), *f = m ? PyObject_GetAttrString(m, name) : NULL;
     Py_XDECREF(m);
     if (f == NULL) {
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_ImportError, PyExc_AttributeError);
         return;
     }
     if (npred < 12) {
@@ -1228,7 +1234,7 @@ int sym_variables_init(void) {
     for (int i = 0; i < 2; i++) {
         grad_ctx_types[i] = PyObject_GetAttrString(torch_module, ctx[i]);
         if (grad_ctx_types[i] == NULL)
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_AttributeError);
     }
     torch_size_type = PyObject_GetAttrString(torch_module, "Size");
     torch_dtype_type = PyObject_GetAttrString(torch_module, "dtype");
@@ -1240,7 +1246,7 @@ int sym_variables_init(void) {
     container_types[0] = PyObject_GetAttrString(nn, "Sequential");
     container_types[1] = PyObject_GetAttrString(nn, "ModuleList");
     if (!container_types[0] || !container_types[1])
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_AttributeError);
     Py_DECREF(nn);
     add_pred("torch.compiler", "is_exporting", 0);
     add_pred("torch.jit", "is_tracing", 0);
@@ -1249,7 +1255,7 @@ int sym_variables_init(void) {
     PyObject *os = PyImport_ImportModule("os");
     os_environ = os ? PyObject_GetAttrString(os, "environ") : NULL; /* kept */
     Py_XDECREF(os);
-    PyErr_Clear();
+    (void)tc_clear_expected(PyExc_ImportError, PyExc_AttributeError);
     /* process state: asked while tracing, the answer guarded */
     add_pred("torch.cuda", "is_current_stream_capturing", 2);
     add_pred("torch.xpu", "is_current_stream_capturing", 2);
