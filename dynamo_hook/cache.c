@@ -286,6 +286,15 @@ int dh_skip_code(PyObject *code) {
     return 0;
 }
 
+int dh_skip_code_tree(PyObject *code) {
+    if (dh_skip_code(code) < 0)
+        return -1;
+    dh_cache_of((PyCodeObject *)code)->disabled = 2; /* eval_frame.c: its callees unhooked too */
+    free(dh_cache_of((PyCodeObject *)code)->skip_reason);
+    dh_cache_of((PyCodeObject *)code)->skip_reason = strdup("torch.compiler.disable");
+    return 0;
+}
+
 int dh_code_is_disabled(PyCodeObject *code) {
     void *p = NULL;
     if (PyUnstable_Code_GetExtra((PyObject *)code, extra_index, &p) < 0) {

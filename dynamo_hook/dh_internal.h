@@ -47,8 +47,9 @@ typedef enum dh_srckind {
     DH_S_ITEM,   /* sources[base][index] for a tuple/list */
     DH_S_CLOSURE,/* function closure cell index (3.11/3.12 free vars) */
     DH_S_CONST,  /* name: an object held by the entry (a function found on a class), itself */
-    DH_S_NEW     /* name = (class, kwnames, argument sources): a new object, constructed when
+    DH_S_NEW,    /* name = (class, kwnames, argument sources): a new object, constructed when
                   * the guards resolve it (a construction hoisted out of the frame) */
+    DH_S_NEXT    /* the index-th item still to come of iterator sources[base] (obj_iter.c) */
 } dh_srckind;
 
 /* ATTR of an nn.Module-like object (index 0): where the last resolution found the name, with
@@ -90,7 +91,8 @@ typedef enum dh_guardkind {
     DH_G_ALIAS,        /* values[src] is values[value]: the same tensor passed twice */
     DH_G_DISTINCT,     /* obj = (argument sources, mutated sources, input sources): the
                         * arguments are distinct objects and no mutated input overlaps another */
-    DH_G_AUTOCAST      /* tc_autocast_state() == value (CPU and CUDA enabled + dtype) */
+    DH_G_AUTOCAST,     /* tc_autocast_state() == value (CPU and CUDA enabled + dtype) */
+    DH_G_ITERLEN       /* items left in an iterator: == value (value >= 0), >= -value (< 0) */
 } dh_guardkind;
 
 typedef struct dh_guard {
@@ -282,6 +284,10 @@ int dh_module_has_attr(PyObject *obj, PyObject *name);
 void dh_scratch_keep(PyObject *v); /* steals v; alive until dh_scratch_clear */
 void dh_scratch_clear(void);
 int dh_code_is_disabled(PyCodeObject *code);
+/* obj_iter.c: the k-th item still to come of a tuple/list/range iterator (new ref) or NULL;
+ * after the graph, the iterator advanced by count */
+PyObject *dh_iter_peek(PyObject *it, Py_ssize_t k);
+int dh_replay_advance(PyObject *it, PyObject *count);
 PyObject *dh_guards_describe(const dh_entry *e);             /* list of str */
 void dh_guard_clear(dh_guard *g);
 int dh_distinct_ok(PyObject *spec, PyObject *const *values); /* DH_G_DISTINCT's test */

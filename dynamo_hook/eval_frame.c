@@ -593,6 +593,14 @@ static PyObject *dh_eval_frame(PyThreadState *ts, _PyInterpreterFrame *f, int th
             return FINISH(ts, f, NULL);
         return eval_default(ts, f, throwflag);
     }
+    if (c->skip && c->disabled == 2) {
+        /* torch.compiler.disable's wrapper: the function and all it calls run unhooked */
+        int busy = dh_tl_busy;
+        dh_tl_busy = 1;
+        PyObject *r = eval_default(ts, f, throwflag);
+        dh_tl_busy = busy;
+        return r;
+    }
     if (c->skip && c->skip_failed && cfg->fullgraph) { /* captures failed before: raise */
         fullgraph_error(code, c->skip_reason, NULL);
         return FINISH(ts, f, NULL);

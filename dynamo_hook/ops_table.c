@@ -482,6 +482,26 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
         if (tup == NULL)
             return -1;
         for (int i = 0; i < nargs; i++) {
+            if (args[i].kind == V_SEQ && args[i].obj == NULL && i < npos) {
+                /* ",".join([...]) of constants: the sequence as a tuple/list of them */
+                PyObject *sq = args[i].is_list ? PyList_New(args[i].n) : PyTuple_New(args[i].n);
+                for (int k = 0; sq && k < args[i].n; k++) {
+                    if (args[i].items[k].kind != V_CONST) {
+                        Py_CLEAR(sq);
+                        break;
+                    }
+                    PyObject *it = Py_NewRef(args[i].items[k].obj);
+                    if (args[i].is_list)
+                        PyList_SET_ITEM(sq, k, it);
+                    else
+                        PyTuple_SET_ITEM(sq, k, it);
+                }
+                if (sq != NULL) {
+                    PyTuple_SET_ITEM(tup, i, sq);
+                    continue;
+                }
+                PyErr_Clear();
+            }
             if (args[i].kind != V_CONST) {
                 Py_DECREF(tup);
                 return sym_fail(t, "method of a constant with non-constant arguments");
@@ -522,6 +542,8 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
         }
         return sym_const(t, sig, out);
     }
+    if (fn->kind == V_FUNC && fn->op == SYM_PARTIAL)
+        return sym_partial_call(t, fn, args, nargs, kwnames, out);
     if (fn->kind == V_FUNC && fn->op == SYM_PREDICATE) {
         int a = sym_predicate(fn->obj);
         if (a == 2 && (nargs || kwnames))
@@ -564,16 +586,20 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
     }
     if (fn->kind == V_FUNC && fn->op == SYM_MADE_FUNCTION)
         return sym_inline_made(t, fn, args, nargs, kwnames, out);
-    if (fn->kind == V_FUNC && fn->op == SYM_USER_FUNCTION)
-        return sym_inline(t, fn->obj, fn->src, NULL, args, nargs, kwnames, out);
+    if (fn->kind == V_FUNC && fn->op == SYM_USER_FUNCTION) {
+        int rc = sym_obj_polyfill(t, fn, args, nargs, kwnames, out); /* functools.wraps & co */
+        return rc != 1 ? rc : sym_inline(t, fn->obj, fn->src, NULL, args, nargs, kwnames, out);
+    }
     if (fn->kind == V_FUNC && fn->op >= 0)
         return call_op(t, fn->op, args, npos, kwnames, kwv, out);
     if (fn->kind == V_FUNC && fn->obj && sym_is_record_type(fn->obj))
         return sym_make_record(t, fn->obj, args, npos, kwnames, out);
     if (fn->kind == V_FUNC && fn->obj && sym_obj_plain_class(fn->obj)) /* obj_new.c */
         return sym_obj_new(t, fn->obj, args, nargs, kwnames, out);
-    if (fn->kind == V_FUNC)
-        return sym_call_builtin(t, fn, args, npos, kwnames, out);
+    if (fn->kind == V_FUNC) {
+        int rc = sym_obj_polyfill(t, fn, args, nargs, kwnames, out); /* obj_func.c */
+        return rc != 1 ? rc : sym_call_builtin(t, fn, args, npos, kwnames, out);
+    }
     if (fn->kind == V_METHOD && fn->items && fn->items[0].kind == V_OBJ && fn->obj &&
         PyUnicode_Check(fn->obj) && fn->items[0].obj == sym_os_environ()) {
         /* os.environ.get(k[, d]) of constants: asked now, the answer guarded */
@@ -672,6 +698,13 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
             return sym_fail(t, "%U raised (eager will raise)", fn->obj);
         }
         return sym_const(t, r, out);
+    }
+    if (fn->kind == V_METHOD && fn->items && sym_set_is_mutable(&fn->items[0]) && fn->obj &&
+        PyUnicode_Check(fn->obj) && !nkw) {
+        int rc = sym_set_method(t, &fn->items[0], PyUnicode_AsUTF8(fn->obj), args, npos, out);
+        if (rc != 1)
+            return rc;
+        return sym_fail(t, "set.%U not supported", fn->obj);
     }
     if (fn->kind == V_METHOD && fn->items && fn->items[0].kind == V_REC && PyUnicode_Check(fn->obj)) {
         if (kwnames && PyTuple_GET_SIZE(kwnames))

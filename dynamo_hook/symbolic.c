@@ -317,6 +317,7 @@ static const sym_handler handlers[OP_COUNT_] = {
     [OP_STORE_DEREF] = sym_op_store_fast,
     [OP_DELETE_FAST] = sym_op_delete_fast,
     [OP_LOAD_GLOBAL] = sym_op_load_global,
+    [OP_STORE_GLOBAL] = sym_op_store_global,
     [OP_LOAD_ATTR] = sym_op_load_attr,
     [OP_LOAD_METHOD] = sym_op_load_attr,
     [OP_KW_NAMES] = sym_op_kw_names,
@@ -400,8 +401,9 @@ static int run_body(trace *t, sframe *f, var *result) {
     in.result = result;
     int pc = 0, ext = 0;
     while (pc < ninstr) {
-        if (++t->steps > 200000)
-            return sym_fail(t, "trace too long (loop unrolled too far)");
+        if (++t->steps > dh_limit.max_trace_steps)
+            return sym_fail(t, "trace too long: %ld instructions (loop unrolled too far? torchc.config.max_trace_steps)",
+                            dh_limit.max_trace_steps);
         f->pc = pc;
         int opcode = code[2 * pc];
         in.pc = pc;
