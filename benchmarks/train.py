@@ -17,7 +17,8 @@ so torchc would break the graph at each of them; all three then run the same mat
          python benchmarks/train.py --device cpu --optimizer adamw --compile-step
 
 --precision bf16: bf16 weights and inputs; amp: fp32 weights under torch.autocast(bf16)
-(torchc leaves autocast regions to eager: its column then measures eager plus the guards).
+(torchc captures the matmul/conv/attention family under autocast with eager's casts,
+dynamo_hook/autocast.c; ops autocast changes that it has no policy for break the graph).
 """
 import argparse
 import json
