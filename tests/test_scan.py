@@ -286,9 +286,12 @@ def test_buffer_pool_reuses_only_dead_buffers(grad):
         held.append((c2, ys2))
         assert torch.equal(keep[k], wants[k])
         keep[k] = None
-    # everything dropped: the next call reuses the first buffer (the pool works)
+    # everything dropped: back-to-back calls reuse the buffer (the pool works)
     del held, c, c2, ys2
     c3, ys3, xs3 = run(99)
+    ptr = ys3.untyped_storage().data_ptr()
+    del c3, ys3
+    c3, ys3, xs3 = run(98)
     assert ys3.untyped_storage().data_ptr() == ptr
     assert rel(ys3, eager_scan(step, torch.zeros(3, 5), xs3)[1].detach()) < 2e-6
     if grad:
@@ -324,3 +327,29 @@ def test_cuda_scan_runs_the_python_loop_with_reason():
     assert rel(ys, yse) < 2e-5 and rel(c, ce) < 2e-5
     got = torch.autograd.grad(ys.sum() + c.sum(), [W, xs])
     check_grads(got, torch.autograd.grad(yse.sum() + ce.sum(), [W, xs]), 2e-4)
+
+
+def test_buffer_pool_shared_by_threads():
+    """threads calling scan at once: each gets its own buffers (results as a lone call's)"""
+    import threading
+    W = torch.randn(6, 6) / 3
+
+    def step(h, x):
+        h = torch.tanh(h @ W + x)
+        return h, h
+
+    xs = [torch.randn(11, 2, 6, generator=torch.Generator().manual_seed(s)) for s in range(4)]
+    want = [torchc.scan(step, torch.zeros(2, 6), x)[1].clone() for x in xs]
+    bad = []
+
+    def worker(k):
+        for _ in range(15):
+            c, ys = torchc.scan(step, torch.zeros(2, 6), xs[k])
+            if not torch.equal(ys, want[k]):
+                bad.append(k)
+    ts = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert not bad

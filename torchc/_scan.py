@@ -18,6 +18,9 @@ How it runs (no Python and no capture per step; compile time does not depend on 
      for steps T-1 .. 0 (backpropagation through time): the carry gradient ping-pongs
      between two buffers, ys' gradients are read per step, the constants' gradients are
      summed in place.
+  Buffers: a carry that is also a result shares one [T+1] buffer with it; stacked buffers come
+  from a pool and are reused by later calls once nothing holds them (see _empty); the ones the
+  backward reads are saved through save_for_backward, so the engine frees them after it.
 Where the body cannot run as such a loop (a graph break, mutation of inputs, a result that
 is not a graph output, CUDA, dtypes other than float32/float64 for the summed gradients, no
 compiled graph at all), the scan runs a Python loop over the compiled body (still compiled
@@ -25,6 +28,7 @@ once) and says why in `torchc._scan.last_fallback` and the `torchc.scan` logger.
 """
 import logging
 import sys
+import threading
 import weakref
 
 import math
@@ -72,13 +76,15 @@ def _dense_perm(meta):
 # At most _POOL_PER_KEY buffers of one (shape, strides, dtype), _POOL_BYTES in all (the least
 # recently used keys dropped first); clear_buffers() empties it.
 _pool = {}
+_pool_lock = threading.Lock()
 _POOL_PER_KEY = 3
 _POOL_BYTES = 1 << 30
 
 
 def clear_buffers():
     """Drops the stacked buffers torchc.scan keeps for reuse between calls."""
-    _pool.clear()
+    with _pool_lock:
+        _pool.clear()
 
 
 def _unused(t):
@@ -88,16 +94,14 @@ def _unused(t):
 
 
 def _empty(shape, dtype, strides=None):
-    key = (shape, strides, dtype)
-    lst = _pool.pop(key, None)
-    out = None
-    if lst is not None:
-        _pool[key] = lst  # most recently used last
-        for t in lst:
-            if _unused(t):
-                out = t
-                break
-    if out is None:
+    with _pool_lock:  # (threads calling scan at once share the pool)
+        key = (shape, strides, dtype)
+        lst = _pool.pop(key, None)
+        if lst is not None:
+            _pool[key] = lst  # most recently used last
+            for t in lst:
+                if _unused(t):
+                    return t
         out = torch.empty(shape, dtype=dtype) if strides is None else \
             torch.empty_strided(shape, strides, dtype=dtype)
         if lst is None:
@@ -108,7 +112,7 @@ def _empty(shape, dtype, strides=None):
             while total > _POOL_BYTES and len(_pool) > 1:
                 old = next(iter(_pool))
                 total -= sum(t.untyped_storage().nbytes() for t in _pool.pop(old))
-    return out
+        return out
 
 
 def _rows_alias(b, start, n):
