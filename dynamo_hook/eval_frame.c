@@ -1159,7 +1159,7 @@ PyObject *dh_entry_run(const dh_entry *e, PyObject *const *values, void *const *
             void *stream = NULL;
             if (current_stream(e->device_index, &stream) < 0)
                 goto done;
-            rc = ic_run_stream ? ic_run_stream(e->compiled, ptrs, ptrs + e->ninputs, stream, &err) : -1;
+            rc = ic_run_on(e->compiled, ptrs, ptrs + e->ninputs, stream, &err);
         } else {
             Py_BEGIN_ALLOW_THREADS
             if (e->nsyms > 0)

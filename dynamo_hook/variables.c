@@ -755,9 +755,9 @@ static int wrap_tensor(trace *t, PyObject *o, int src, var *out) {
     if (m.dtype < 0)
         return sym_fail(t, "unsupported dtype (complex or other)");
     if (m.device_type == TC_DEV_CUDA) {
-        if (ic_cuda_available == NULL || !ic_cuda_available())
+        if (!ic_cuda_available())
             return sym_fail(t, "cuda tensors: the CUDA backend is not available (%s)",
-                            ic_cuda_available ? ic_cuda_unavailable_reason() : "not built");
+                            ic_cuda_unavailable_reason());
     } else if (m.device_type != TC_DEV_CPU) {
         return sym_fail(t, "device type not supported");
     }
