@@ -38,6 +38,7 @@ void dh_entry_free(dh_entry *e) {
     free(e->attrw_src);
     free(e->attrw_name);
     free(e->mut_src);
+    free(e->chk_out);
     free(e->mut_from);
     free(e->outs);
     free(e->reason);
@@ -78,6 +79,11 @@ static void clear_entries(dh_cache *c) {
     c->entries = NULL;
     c->nentries = 0;
     c->limit_hit = 0;
+    if (c->skip_failed) { /* skipped after failed captures: a reset tries again */
+        c->skip = c->skip_failed = 0;
+        free(c->skip_reason);
+        c->skip_reason = NULL;
+    }
 }
 
 static void free_cache(void *p) {
@@ -277,6 +283,15 @@ int dh_skip_code(PyObject *code) {
     c->disabled = 1;
     free(c->skip_reason);
     c->skip_reason = strdup("torchc.disable");
+    return 0;
+}
+
+int dh_skip_code_tree(PyObject *code) {
+    if (dh_skip_code(code) < 0)
+        return -1;
+    dh_cache_of((PyCodeObject *)code)->disabled = 2; /* eval_frame.c: its callees unhooked too */
+    free(dh_cache_of((PyCodeObject *)code)->skip_reason);
+    dh_cache_of((PyCodeObject *)code)->skip_reason = strdup("torch.compiler.disable");
     return 0;
 }
 

@@ -168,6 +168,8 @@ PyObject *dh_source_resolve(dh_source *s, PyObject *const *values,
                 return NULL;
             globals = PyFunction_GET_GLOBALS(fn);
         }
+        if (s->index == 1) /* the globals dict itself (STORE_GLOBAL replay), borrowed */
+            return globals;
         PyObject *v = PyDict_GetItemWithError(globals, s->name);
         if (v == NULL && !PyErr_Occurred() && PyDict_Check(builtins))
             v = PyDict_GetItemWithError(builtins, s->name);
@@ -225,6 +227,13 @@ PyObject *dh_source_resolve(dh_source *s, PyObject *const *values,
     }
     case DH_S_CONST:
         return s->name;
+    case DH_S_NEXT: {
+        PyObject *it = values[s->base];
+        PyObject *v = it ? dh_iter_peek(it, s->index) : NULL;
+        if (v != NULL)
+            dh_scratch_keep(v); /* alive for this check */
+        return v;
+    }
     case DH_S_NEW: {
         PyObject *cls = PyTuple_GET_ITEM(s->name, 0), *kwn = PyTuple_GET_ITEM(s->name, 1);
         PyObject *argsrc = PyTuple_GET_ITEM(s->name, 2);
@@ -526,6 +535,16 @@ static int guards_check_sym(const dh_entry *e, PyObject *const *localsplus, PyOb
             if (tc_autocast_state() != g->value)
                 return 0;
             break;
+        case DH_G_ITERLEN: {
+            Py_ssize_t left = v ? PyObject_LengthHint(v, -1) : -1;
+            if (left < 0) {
+                PyErr_Clear();
+                return 0;
+            }
+            if (g->value >= 0 ? left != g->value : left < -(Py_ssize_t)g->value)
+                return 0;
+            break;
+        }
         case DH_G_SAMEOBJ: {
             PyObject *srcs = PyTuple_GET_ITEM(g->obj, 0), *pat = PyTuple_GET_ITEM(g->obj, 1);
             Py_ssize_t n = PyTuple_GET_SIZE(srcs);
@@ -614,6 +633,10 @@ static PyObject *source_str(const dh_entry *e, int i) {
     case DH_S_NEW:
         return PyUnicode_FromFormat("new %R(sources %R)", PyTuple_GET_ITEM(s->name, 0),
                                     PyTuple_GET_ITEM(s->name, 2));
+    case DH_S_NEXT:
+        base = source_str(e, s->base);
+        r = base ? PyUnicode_FromFormat("%U.next[%zd]", base, s->index) : NULL;
+        break;
     case DH_S_ATTR:
         base = source_str(e, s->base);
         r = base ? PyUnicode_FromFormat("%U.%U", base, s->name) : NULL;
@@ -689,6 +712,10 @@ PyObject *dh_guards_describe(const dh_entry *e) {
         case DH_G_DEFAULT_DTYPE:
             item = PyUnicode_FromFormat("GLOBAL_STATE default_dtype=%s", ic_dtype_name((ic_dtype)g->value));
             break;
+        case DH_G_ITERLEN:
+            item = PyUnicode_FromFormat("ITER_LEFT %U %s %d", src, g->value >= 0 ? "==" : ">=",
+                                        g->value >= 0 ? g->value : -g->value);
+            break;
         case DH_G_AUTOCAST: {
             int v = g->value, cd = (v >> 1 & 127) - 1, gd = (v >> 9 & 127) - 1;
             item = PyUnicode_FromFormat("GLOBAL_STATE autocast cpu=%s cuda=%s",
@@ -744,9 +771,37 @@ static int is_nn_module(PyObject *o) {
     return PyObject_TypeCheck(o, (PyTypeObject *)nn_module_cls);
 }
 
+/* a module taken from an iterator argument (a resume function's loop iterator, obj_iter.c)
+ * was identity-guarded; now another instance of its class comes at that place */
+static int iter_item_changed(const dh_entry *e, const dh_source *s, PyObject *was,
+                             PyObject *const *localsplus, int nlocals) {
+    if (s->kind != DH_S_NEXT || s->base < 0 || s->base >= e->nsources)
+        return 0;
+    const dh_source *b = &e->sources[s->base];
+    if (b->kind != DH_S_LOCAL || b->index >= nlocals || localsplus[b->index] == NULL)
+        return 0;
+    PyObject *cur = dh_iter_peek(localsplus[b->index], s->index);
+    int r = cur != NULL && cur != was && was != Py_None && is_nn_module(cur) &&
+            Py_TYPE(cur) == Py_TYPE(was);
+    Py_XDECREF(cur);
+    return r;
+}
+
 int dh_module_sharing_check(dh_cache *c, PyObject *const *localsplus, int nlocals) {
-    if (c->modtype || c->entries == NULL || nlocals < 1 || localsplus[0] == NULL ||
-        !is_nn_module(localsplus[0]))
+    if (c->modtype || c->entries == NULL || nlocals < 1)
+        return 0;
+    for (const dh_entry *e = c->entries; e != NULL; e = e->next)
+        for (int i = 0; i < e->nguards; i++) {
+            const dh_guard *g = &e->guards[i];
+            if (g->kind != DH_G_ID || g->src < 0 || g->src >= e->nsources)
+                continue;
+            PyObject *was = g->weak ? PyWeakref_GetObject(g->obj) : g->obj;
+            if (iter_item_changed(e, &e->sources[g->src], was, localsplus, nlocals)) {
+                c->modtype = 1; /* the loop's next block: share from now on */
+                return 1;
+            }
+        }
+    if (localsplus[0] == NULL || !is_nn_module(localsplus[0]))
         return 0;
     PyObject *self = localsplus[0];
     for (const dh_entry *e = c->entries; e != NULL; e = e->next)
@@ -766,7 +821,8 @@ int dh_module_sharing_check(dh_cache *c, PyObject *const *localsplus, int nlocal
     return 0;
 }
 
-dh_limits dh_limit = {.max_sources = 1 << 20, .inline_depth = 48, .max_outputs = 1 << 16};
+dh_limits dh_limit = {.max_sources = 1 << 20, .inline_depth = 48, .max_outputs = 1 << 16,
+                      .max_trace_steps = 200000};
 
 int dh_global_state(dh_guardkind *kinds, int *values) {
     kinds[0] = DH_G_GRAD_MODE;

@@ -61,8 +61,6 @@ int sym_obj_new(trace *t, PyObject *cls, var *args, int nargs, PyObject *kwnames
         return sym_fail(t, "%s() takes no arguments (eager will raise)", tp->tp_name);
     PyObject *spec = NULL, *stand_in = NULL;
     int rc = -1;
-    if (t->ntobj >= 256) /* type-guarded objects (DH_G_SAMEOBJ): a fresh one can't be pinned */
-        return sym_fail(t, "%s(): too many objects in the trace", tp->tp_name);
     int cs = sym_source(t, DH_S_CONST, -1, 0, cls);
     if (cs < 0)
         return -1;

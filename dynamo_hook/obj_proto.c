@@ -158,3 +158,23 @@ int sym_obj_iter(trace *t, const var *o, var **items, int *n) {
     *n = (int)k;
     return 0;
 }
+
+int sym_obj_enter(trace *t, const var *o, var *exit, var *entered) {
+    if (!user_obj(o))
+        return 1;
+    PyObject *en = py_dunder(o, "__enter__"), *ex = py_dunder(o, "__exit__");
+    if (en == NULL || ex == NULL)
+        return 1;
+    var *self = sym_alloc(t, 1);
+    PyObject *fn = sym_keep(t, Py_NewRef(ex));
+    int s = fn && self ? sym_source(t, DH_S_CONST, -1, 0, fn) : -1;
+    if (s < 0)
+        return -1;
+    *self = *o;
+    *exit = sym_var(V_METHOD);
+    exit->obj = fn;
+    exit->src = s;
+    exit->items = self;
+    exit->n = 1;
+    return call_fn(t, en, o, NULL, 0, entered);
+}

@@ -333,7 +333,7 @@ int sym_set_add(trace *t, var *s, const var *v, int update) {
         return -1;
     }
     for (int i = 0; i < n; i++) {
-        if (items[i].kind != V_CONST || PySet_Add(ns, items[i].obj) < 0) {
+        if (!sym_is_real_object(&items[i]) || PySet_Add(ns, items[i].obj) < 0) {
             (void)tc_clear_expected(PyExc_TypeError);
             Py_DECREF(ns);
             return sym_fail(t, "set of non-constant values");
@@ -353,7 +353,7 @@ int sym_make_set(trace *t, int is_set, var *args, int nargs, var *out) {
     if (nargs > 1)
         return sym_fail(t, "set() with %d arguments (eager will raise)", nargs);
     PyObject *e = PyFrozenSet_New(NULL);
-    if (e == NULL || sym_const(t, e, out) < 0)
+    if (e == NULL || sym_const(t, e, out) < 0 || (is_set && sym_set_token(t, out) < 0))
         return -1;
     if (nargs == 1) {
         if (args[0].kind == V_CONST && PyAnySet_Check(args[0].obj)) {

@@ -421,6 +421,50 @@ int sym_h_factory(trace *t, const opdef *d, var **p, var *out) {
     return sym_tensor_out(t, v, out);
 }
 
+/* x.new_zeros/new_ones/new_empty(*size) and x.new_full(size, fill): x's dtype and device
+ * unless given (new_empty: zeros, a valid value for memory eager leaves uninitialised) */
+int sym_h_new_factory(trace *t, const opdef *d, var **p, var *out) {
+    int kind = d->op; /* 0 zeros, 1 ones, 2 full, 3 empty */
+    int64_t sz[IC_MAX_DIMS];
+    long long s64[IC_MAX_DIMS];
+    int n = 0, dt = -1;
+    double fill = kind == 1 ? 1.0 : 0.0;
+    ic_dtype fill_kind = IC_I64;
+    if (p[0]->kind != V_TENSOR)
+        return sym_fail(t, "Tensor.%s of a non-tensor", d->name);
+    if (kind == 2) {
+        if (!sym_is_number(p[2]))
+            return sym_fail(t, "%s: fill value must be a number", d->name);
+        fill = PyFloat_AsDouble(p[2]->obj);
+        fill_kind = PyBool_Check(p[2]->obj) ? IC_BOOL : PyFloat_Check(p[2]->obj) ? IC_F64 : IC_I64;
+    }
+    int k = kind == 2 ? 3 : 2; /* dtype, device, then requires_grad/layout/pin_memory */
+    if (p[k] && sym_get_dtype(t, p[k], &dt) < 0)
+        return -1;
+    if (dt < 0)
+        dt = sym_metap(t, p[0]->val)->dtype;
+    if (p[k + 1] && !sym_is_none(p[k + 1])) {
+        int dty = -1, dix = -1;
+        if (!device_arg(p[k + 1], &dty, &dix))
+            return sym_fail(t, "%s: unsupported device argument", d->name);
+        if (same_device(t, dty, dix, d->name) < 0)
+            return -1;
+    }
+    for (int i = k + 2; i < MAXP; i++)
+        if (p[i] && !sym_is_none(p[i]) && !(p[i]->kind == V_CONST && p[i]->obj == Py_False))
+            return sym_fail(t, "%s: layout/requires_grad/pin_memory arguments not supported yet", d->name);
+    if (sym_get_shape_args(t, p[1], s64, &n, "size") < 0)
+        return -1;
+    for (int i = 0; i < n; i++) {
+        if (s64[i] < 0)
+            return sym_fail(t, "negative size (eager will raise)");
+        sz[i] = s64[i];
+    }
+    ic_val v = ic_cast(t->g, ic_scalar(t->g, fill, fill_kind), (ic_dtype)dt);
+    v = ic_expand(t->g, v, n, sz);
+    return sym_tensor_out(t, v, out);
+}
+
 /* torch.tensor(data) of a flat constant list of numbers (empty: shape [0], as the
  * DynamicCache layers start), dtype inferred as torch does */
 int sym_h_tensor(trace *t, const opdef *d, var **p, var *out) {

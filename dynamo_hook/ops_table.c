@@ -83,6 +83,10 @@ static const opdef OPS[] = {
     {"zeros_like", W_TORCH, "input|dtype,device,layout,requires_grad,memory_format", sym_h_factory, 3},
     {"ones_like", W_TORCH, "input|dtype,device,layout,requires_grad,memory_format", sym_h_factory, 4},
     {"full_like", W_TORCH, "input,fill_value|dtype,device,layout,requires_grad,memory_format", sym_h_factory, 5},
+    {"new_zeros", W_METHOD, "input,*size|dtype,device,requires_grad,layout,pin_memory", sym_h_new_factory, 0},
+    {"new_ones", W_METHOD, "input,*size|dtype,device,requires_grad,layout,pin_memory", sym_h_new_factory, 1},
+    {"new_full", W_METHOD, "input,size,fill_value|dtype,device,requires_grad,layout,pin_memory", sym_h_new_factory, 2},
+    {"new_empty", W_METHOD, "input,*size|dtype,device,requires_grad,layout,pin_memory", sym_h_new_factory, 3},
     {"softplus", W_F, "input,beta,threshold", sym_h_act, 0},
     {"elu", W_F, "input,alpha,inplace", sym_h_act, 1},
     {"leaky_relu", W_F, "input,negative_slope,inplace", sym_h_act, 2},
@@ -374,11 +378,73 @@ static int call_op(trace *t, int opi, var *args, int nargs, PyObject *kwnames, v
     const opdef *d = &OPS[opi];
     var *slots[MAXP];
     var packed;
-    if (dh_tl_autocast && dh_autocast_op_affected(d->name)) /* casts under autocast: eager's */
+    ic_dtype cast_to = IC_F32;
+    int policy = dh_tl_autocast && dh_autocast_op_affected(d->name) ? dh_autocast_policy(t, d->name, &cast_to) : 0;
+    if (policy < 0) /* casts under autocast: eager's (autocast.c) */
         return sym_fail(t, "autocast is enabled and %s casts under it (not captured)", d->name);
     if (bind(t, d, args, nargs, kwnames, kwv, slots, &packed) < 0)
         return -1;
+    for (int i = 0; policy == 1 && i < MAXP; i++)
+        if (slots[i] != NULL && slots[i] != &packed && dh_autocast_arg(t, slots[i], cast_to, &slots[i]) < 0)
+            return -1;
     return d->fn(t, d, slots, out);
+}
+
+/* Function.apply(*args) with grad mode off records nothing: it is forward(ctx, *args) (or
+ * forward(*args) when the class defines setup_context, which then only fills ctx), ctx a
+ * fresh torch.autograd.function.FunctionCtx (inlined like any plain object). 1: not this
+ * case (apply is not Function.apply, forward not a Python function): the caller refuses. */
+static int autograd_function_nograd(trace *t, PyObject *cls, PyObject *apply, var *args, int nargs,
+                                    PyObject *kwnames, var *out) {
+    static PyObject *base_apply, *base_setup, *ctx_cls;
+    if (base_apply == NULL) {
+        PyObject *m = PyImport_ImportModule("torch.autograd.function");
+        PyObject *fc = m ? PyObject_GetAttrString(m, "Function") : NULL;
+        PyObject *sl = m ? PyObject_GetAttrString(m, "_SingleLevelFunction") : NULL;
+        PyObject *ap = fc ? PyObject_GetAttrString(fc, "apply") : NULL;
+        PyObject *su = sl ? PyObject_GetAttrString(sl, "setup_context") : NULL;
+        PyObject *cx = m ? PyObject_GetAttrString(m, "FunctionCtx") : NULL;
+        Py_XDECREF(m);
+        Py_XDECREF(fc);
+        Py_XDECREF(sl);
+        if (ap == NULL || su == NULL || cx == NULL) {
+            Py_XDECREF(ap);
+            Py_XDECREF(su);
+            Py_XDECREF(cx);
+            PyErr_Clear();
+            return 1;
+        }
+        base_apply = PyMethod_Check(ap) ? Py_NewRef(PyMethod_GET_FUNCTION(ap)) : Py_NewRef(ap);
+        Py_DECREF(ap);
+        base_setup = su; /* kept for the process */
+        ctx_cls = cx;
+    }
+    if (apply != base_apply || !sym_obj_plain_class(ctx_cls))
+        return 1;
+    PyObject *fwd = PyObject_GetAttrString(cls, "forward"); /* a staticmethod: the function */
+    PyObject *setup = fwd ? PyObject_GetAttrString(cls, "setup_context") : NULL;
+    if (fwd == NULL || setup == NULL || !PyFunction_Check(fwd)) {
+        Py_XDECREF(fwd);
+        Py_XDECREF(setup);
+        PyErr_Clear();
+        return 1;
+    }
+    int with_ctx = setup == base_setup;
+    Py_DECREF(setup);
+    fwd = sym_keep(t, fwd);
+    if (fwd == NULL)
+        return -1;
+    var *a = sym_alloc(t, nargs + 1);
+    if (a == NULL)
+        return -1;
+    if (with_ctx && sym_obj_new(t, ctx_cls, NULL, 0, NULL, &a[0]) < 0)
+        return -1;
+    for (int i = 0; i < nargs; i++)
+        a[with_ctx + i] = args[i];
+    int fs = sym_source(t, DH_S_CONST, -1, 0, fwd); /* its globals are read through it */
+    if (fs < 0)
+        return -1;
+    return sym_inline(t, fwd, fs, NULL, a, nargs + with_ctx, kwnames, out);
 }
 
 int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames, var *out) {
@@ -395,6 +461,13 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
         sym_resolve(t, self);
         fn->items = self;
     }
+    if (fn->kind == V_CONST && fn->obj && PyMethod_Check(fn->obj) && tc_is_autograd_function(PyMethod_GET_SELF(fn->obj)) &&
+        (!tc_grad_enabled() || t->nograd > 0)) {
+        int r = autograd_function_nograd(t, PyMethod_GET_SELF(fn->obj), PyMethod_GET_FUNCTION(fn->obj), args,
+                                         nargs, kwnames, out);
+        if (r <= 0)
+            return r;
+    }
     if (fn->kind == V_CONST && fn->obj && PyMethod_Check(fn->obj) && tc_is_autograd_function(PyMethod_GET_SELF(fn->obj)))
         return sym_fail(t, "torch.autograd.Function %s.apply: its forward and backward run eagerly (not captured)",
                         ((PyTypeObject *)PyMethod_GET_SELF(fn->obj))->tp_name); /* a graph break: csrc/train.c */
@@ -409,6 +482,26 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
         if (tup == NULL)
             return -1;
         for (int i = 0; i < nargs; i++) {
+            if (args[i].kind == V_SEQ && args[i].obj == NULL && i < npos) {
+                /* ",".join([...]) of constants: the sequence as a tuple/list of them */
+                PyObject *sq = args[i].is_list ? PyList_New(args[i].n) : PyTuple_New(args[i].n);
+                for (int k = 0; sq && k < args[i].n; k++) {
+                    if (args[i].items[k].kind != V_CONST) {
+                        Py_CLEAR(sq);
+                        break;
+                    }
+                    PyObject *it = Py_NewRef(args[i].items[k].obj);
+                    if (args[i].is_list)
+                        PyList_SET_ITEM(sq, k, it);
+                    else
+                        PyTuple_SET_ITEM(sq, k, it);
+                }
+                if (sq != NULL) {
+                    PyTuple_SET_ITEM(tup, i, sq);
+                    continue;
+                }
+                PyErr_Clear();
+            }
             if (args[i].kind != V_CONST) {
                 Py_DECREF(tup);
                 return sym_fail(t, "method of a constant with non-constant arguments");
@@ -449,6 +542,8 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
         }
         return sym_const(t, sig, out);
     }
+    if (fn->kind == V_FUNC && fn->op == SYM_PARTIAL)
+        return sym_partial_call(t, fn, args, nargs, kwnames, out);
     if (fn->kind == V_FUNC && fn->op == SYM_PREDICATE) {
         int a = sym_predicate(fn->obj);
         if (a == 2 && (nargs || kwnames))
@@ -491,16 +586,20 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
     }
     if (fn->kind == V_FUNC && fn->op == SYM_MADE_FUNCTION)
         return sym_inline_made(t, fn, args, nargs, kwnames, out);
-    if (fn->kind == V_FUNC && fn->op == SYM_USER_FUNCTION)
-        return sym_inline(t, fn->obj, fn->src, NULL, args, nargs, kwnames, out);
+    if (fn->kind == V_FUNC && fn->op == SYM_USER_FUNCTION) {
+        int rc = sym_obj_polyfill(t, fn, args, nargs, kwnames, out); /* functools.wraps & co */
+        return rc != 1 ? rc : sym_inline(t, fn->obj, fn->src, NULL, args, nargs, kwnames, out);
+    }
     if (fn->kind == V_FUNC && fn->op >= 0)
         return call_op(t, fn->op, args, npos, kwnames, kwv, out);
     if (fn->kind == V_FUNC && fn->obj && sym_is_record_type(fn->obj))
         return sym_make_record(t, fn->obj, args, npos, kwnames, out);
     if (fn->kind == V_FUNC && fn->obj && sym_obj_plain_class(fn->obj)) /* obj_new.c */
         return sym_obj_new(t, fn->obj, args, nargs, kwnames, out);
-    if (fn->kind == V_FUNC)
-        return sym_call_builtin(t, fn, args, npos, kwnames, out);
+    if (fn->kind == V_FUNC) {
+        int rc = sym_obj_polyfill(t, fn, args, nargs, kwnames, out); /* obj_func.c */
+        return rc != 1 ? rc : sym_call_builtin(t, fn, args, npos, kwnames, out);
+    }
     if (fn->kind == V_METHOD && fn->items && fn->items[0].kind == V_OBJ && fn->obj &&
         PyUnicode_Check(fn->obj) && fn->items[0].obj == sym_os_environ()) {
         /* os.environ.get(k[, d]) of constants: asked now, the answer guarded */
@@ -599,6 +698,13 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
             return sym_fail(t, "%U raised (eager will raise)", fn->obj);
         }
         return sym_const(t, r, out);
+    }
+    if (fn->kind == V_METHOD && fn->items && sym_set_is_mutable(&fn->items[0]) && fn->obj &&
+        PyUnicode_Check(fn->obj) && !nkw) {
+        int rc = sym_set_method(t, &fn->items[0], PyUnicode_AsUTF8(fn->obj), args, npos, out);
+        if (rc != 1)
+            return rc;
+        return sym_fail(t, "set.%U not supported", fn->obj);
     }
     if (fn->kind == V_METHOD && fn->items && fn->items[0].kind == V_REC && PyUnicode_Check(fn->obj)) {
         if (kwnames && PyTuple_GET_SIZE(kwnames))

@@ -715,6 +715,132 @@ int sym_h_index_select(trace *t, const opdef *d, var **p, var *out) {
     return sym_tensor_out(t, ic_index_select(t->g, p[0]->val, dim, p[2]->val), out);
 }
 
+/* x[i0, i1, ...] with several integer tensor indices (slices and an Ellipsis between them
+ * allowed): the indices broadcast to one shape B; the indexed dims are flattened into one
+ * and gathered with the linear index sum(i_k * stride_k). torch's placement rule: B
+ * replaces the indexed dims when they are adjacent, else it comes first. Each index must
+ * be in [0, size) (inputs are checked before each run: negative indices run eagerly). */
+static int multi_index(trace *t, const var *x, const var **parts, int np, int consuming, var *out) {
+    ic_meta m0 = *sym_metap(t, x->val);
+    if (m0.dyn)
+        return sym_fail(t, "advanced indexing with several tensors of a tensor with symbolic sizes not supported yet");
+    if (consuming > m0.ndim)
+        return sym_fail(t, "too many indices for the tensor (eager will raise)");
+    ic_val v = x->val;
+    int dims[IC_MAX_DIMS], nidx = 0, d = 0;
+    var idx[IC_MAX_DIMS];
+    for (int i = 0; i < np; i++) {
+        const var *p = parts[i];
+        if (p->kind == V_CONST && p->obj == Py_Ellipsis) {
+            d += m0.ndim - consuming;
+        } else if (p->kind == V_TENSOR) {
+            idx[nidx] = *p;
+            sym_resolve(t, &idx[nidx]);
+            dims[nidx++] = d++;
+        } else if (p->kind == V_CONST && PySlice_Check(p->obj)) {
+            Py_ssize_t start, stop, step;
+            if (PySlice_Unpack(p->obj, &start, &stop, &step) < 0) {
+                PyErr_Clear();
+                return sym_fail(t, "bad slice");
+            }
+            if (step <= 0)
+                return sym_fail(t, "slice step must be positive (eager will raise)");
+            PySlice_AdjustIndices(m0.sizes[d], &start, &stop, step);
+            if (stop < start)
+                stop = start;
+            v = ic_slice(t->g, v, d, start, stop, step);
+            d++;
+        } else {
+            return sym_fail(t, "advanced indexing with several tensors mixed with ints or None not supported yet");
+        }
+    }
+    ic_meta m = *sym_metap(t, v); /* sliced */
+    int adjacent = 1;
+    for (int k = 1; k < nidx; k++)
+        adjacent &= dims[k] == dims[k - 1] + 1;
+    /* broadcast shape of the indices */
+    int64_t bs[IC_MAX_DIMS];
+    int bn = 0;
+    for (int k = 0; k < nidx; k++) {
+        ic_meta im = *sym_metap(t, idx[k].val);
+        if (im.dtype != IC_I64 && im.dtype != IC_I32)
+            return sym_fail(t, "tensor index other than an integer tensor not supported yet");
+        if (im.dyn)
+            return sym_fail(t, "tensor index with symbolic sizes not supported yet");
+        if (im.ndim > bn) {
+            for (int j = im.ndim - 1; j >= 0; j--) /* right-align what is there */
+                bs[j] = j >= im.ndim - bn ? bs[j - (im.ndim - bn)] : 1;
+            bn = im.ndim;
+        }
+        for (int j = 0; j < im.ndim; j++) {
+            int64_t a = bs[bn - im.ndim + j], b = im.sizes[j];
+            if (a != b && a != 1 && b != 1)
+                return sym_fail(t, "index shapes do not broadcast (eager will raise)");
+            bs[bn - im.ndim + j] = a == 1 ? b : a;
+        }
+        if (sym_check_index(t, &idx[k], m.sizes[dims[k]], 0) < 0)
+            return -1;
+    }
+    /* move the indexed dims together (first when not adjacent) */
+    int perm[IC_MAX_DIMS], np2 = 0, first = adjacent ? dims[0] : 0;
+    if (!adjacent) {
+        for (int k = 0; k < nidx; k++)
+            perm[np2++] = dims[k];
+        for (int j = 0; j < m.ndim; j++) {
+            int used = 0;
+            for (int k = 0; k < nidx; k++)
+                used |= dims[k] == j;
+            if (!used)
+                perm[np2++] = j;
+        }
+        v = ic_permute(t->g, v, perm);
+        if (v < 0)
+            return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "indexing failed");
+        m = *sym_metap(t, v);
+    }
+    /* flatten the nidx dims at first..first+nidx into one */
+    int64_t fs[IC_MAX_DIMS], flat = 1;
+    int fn = 0;
+    for (int j = 0; j < first; j++)
+        fs[fn++] = m.sizes[j];
+    for (int k = 0; k < nidx; k++)
+        flat *= m.sizes[first + k];
+    fs[fn++] = flat;
+    for (int j = first + nidx; j < m.ndim; j++)
+        fs[fn++] = m.sizes[j];
+    v = ic_reshape(t->g, v, fn, fs);
+    ic_val lin = -1;
+    int64_t stride = 1;
+    for (int k = nidx - 1; k >= 0; k--) {
+        ic_val ik = ic_cast(t->g, idx[k].val, IC_I64);
+        if (stride != 1)
+            ik = ic_binary(t->g, IC_OP_MUL, ik, sym_inum(t, stride));
+        lin = lin < 0 ? ik : ic_binary(t->g, IC_OP_ADD, lin, ik);
+        stride *= m.sizes[first + k];
+    }
+    int64_t numel = 1;
+    for (int j = 0; j < bn; j++)
+        numel *= bs[j];
+    lin = ic_expand(t->g, lin, bn, bs);
+    lin = ic_reshape(t->g, lin, 1, &numel);
+    v = ic_index_select(t->g, v, first, lin);
+    /* the gathered dim becomes B */
+    int64_t rs[IC_MAX_DIMS];
+    int rn = 0;
+    if (fn - 1 + bn > IC_MAX_DIMS)
+        return sym_fail(t, "too many dims");
+    for (int j = 0; j < first; j++)
+        rs[rn++] = fs[j];
+    for (int j = 0; j < bn; j++)
+        rs[rn++] = bs[j];
+    for (int j = first + 1; j < fn; j++)
+        rs[rn++] = fs[j];
+    v = sym_reshape(t, v, rn, rs);
+    if (v < 0)
+        return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "indexing failed");
+    return sym_tensor_out(t, v, out);
+}
+
 /* x[k]: ints, slices, None, Ellipsis, tuples of them, and one 1-D integer tensor index.
  * Basic indexing gives views (index maps); the tensor index is an index_select. */
 int sym_tensor_index(trace *t, const var *x_in, const var *k, var *out) {
@@ -761,7 +887,7 @@ int sym_tensor_index(trace *t, const var *x_in, const var *k, var *out) {
         }
     }
     if (ntensor > 1)
-        return sym_fail(t, "advanced indexing with several tensors not supported yet");
+        return multi_index(t, x, parts, np, consuming, out);
     if (consuming > m0->ndim)
         return sym_fail(t, "too many indices for the tensor (eager will raise)");
     ic_val v = x->val;
@@ -898,7 +1024,27 @@ int sym_check_index(trace *t, const var *index, int64_t bound, int gather) {
             return sym_fail(t, "index out of range (eager will raise)");
         return 0;
     }
-    return sym_fail(t, "indexing with a computed index tensor (bounds unknown) not supported yet");
+    if (t->device_type == TC_DEV_CUDA)
+        return sym_fail(t, "indexing with a computed index tensor (bounds unknown) not supported yet on CUDA");
+    /* checked after the kernels: the number of elements outside [0, bound) (the CPU gather
+     * clamps, so the kernels stay in memory meanwhile) */
+    ic_val bad = ic_binary(G, IC_OP_LOGICAL_OR, ic_binary(G, IC_OP_LT, iv, sym_inum(t, 0)),
+                           ic_binary(G, IC_OP_GE, iv, sym_inum(t, bound)));
+    bad = ic_reduce(G, IC_OP_SUM, ic_cast(G, bad, IC_I64), 0, 0, -1);
+    if (bad < 0)
+        return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "index check failed");
+    if (t->nchk == t->capchk) {
+        int cap = t->capchk ? 2 * t->capchk : 8;
+        ic_val *nc = realloc(t->chk, sizeof *nc * (size_t)cap);
+        if (nc == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        t->chk = nc;
+        t->capchk = cap;
+    }
+    t->chk[t->nchk++] = bad;
+    return 0;
 }
 
 /* tril/triu(input, diagonal=0) on the last two dims */

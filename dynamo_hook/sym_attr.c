@@ -316,6 +316,24 @@ int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
                 return sym_const(t, PyObject_GetAttr(o->obj, name), out);
         }
         const char *n = PyUnicode_AsUTF8(name);
+        if (sym_is_enum_member(o->obj) && (!strcmp(n, "name") || !strcmp(n, "value") ||
+                                           !strcmp(n, "_name_") || !strcmp(n, "_value_")))
+            return sym_const(t, PyObject_GetAttr(o->obj, name), out) < 0
+                       ? (PyErr_Clear(), sym_fail(t, "attribute %U of an enum member", name)) : 0;
+        if (sym_set_is_mutable(o) && (!strcmp(n, "add") || !strcmp(n, "discard") || !strcmp(n, "remove") ||
+                                      !strcmp(n, "clear") || !strcmp(n, "copy") || !strcmp(n, "pop") ||
+                                      !strcmp(n, "update") || !strcmp(n, "difference_update") ||
+                                      !strcmp(n, "intersection_update") ||
+                                      !strcmp(n, "symmetric_difference_update"))) {
+            var *self = sym_alloc(t, 1); /* a set made in the trace: sym_set_method */
+            if (self == NULL)
+                return -1;
+            self[0] = *o;
+            *out = sym_var(V_METHOD);
+            out->obj = name;
+            out->items = self;
+            return 0;
+        }
         if ((PyUnicode_CheckExact(o->obj) || PyTuple_CheckExact(o->obj) || PyAnySet_CheckExact(o->obj)) &&
             n[0] != '_') {
             /* methods of immutable builtins are pure: called on constants */
@@ -422,6 +440,9 @@ int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
     case V_FUNC: {
         const char *n = PyUnicode_AsUTF8(name);
         if (o->obj && PyType_Check(o->obj) && o->op < 0) {
+            int prc = sym_obj_polyfill_attr(t, o->obj, name, out); /* itertools.chain.from_iterable */
+            if (prc <= 0)
+                return prc;
             int rc = type_attr(t, o->obj, name, out);
             if (rc <= 0)
                 return rc;
@@ -471,6 +492,10 @@ int sym_op_load_global(trace *t, sframe *f, sym_ins *in) {
         PUSH(sym_null_var());
     if (!f->top && f->func_src < 0 && f->globals != t->globals)
         return sym_fail(t, "global %U of a function reached without a source", name);
+    if (t->nattrw > 0 && sym_fx_global_read(t, f->globals, name, &a)) { /* STORE_GLOBAL'd */
+        PUSH(a);
+        return SYM_NEXT;
+    }
     int s = sym_source(t, DH_S_GLOBAL, f->top ? -1 : f->func_src, 0, name);
     if (s < 0)
         return -1;
@@ -484,6 +509,15 @@ int sym_op_load_global(trace *t, sframe *f, sym_ins *in) {
     if (sym_wrap(t, o, s, &a) < 0)
         return -1;
     PUSH(a);
+    return SYM_NEXT;
+}
+
+/* STORE_GLOBAL (sideeffects.c) */
+int sym_op_store_global(trace *t, sframe *f, sym_ins *in) {
+    NEED(1);
+    var v = POP();
+    if (sym_fx_store_global(t, f->globals, f->func_src, f->top, PyTuple_GET_ITEM(in->names, in->oparg), &v) < 0)
+        return -1;
     return SYM_NEXT;
 }
 
@@ -524,11 +558,8 @@ int sym_op_store_attr(trace *t, sframe *f, sym_ins *in) {
             PyUnicode_Compare(t->attrw[i].name, name) == 0)
             break;
     int fresh = i == t->nattrw;
-    if (fresh) {
-        if (t->nattrw >= 256)
-            return sym_fail(t, "too many attribute writes");
-        t->nattrw++;
-    }
+    if (fresh && sym_attrw_new(t) == NULL)
+        return -1;
     var *v = sym_alloc(t, 1);
     if (v == NULL)
         return -1;

@@ -56,6 +56,9 @@ static int inline_code(trace *t, PyCodeObject *code, PyObject *globals, PyObject
      * raise fails the trace (eager then runs, raising and handling as usual) */
     if (dh_code_is_disabled(code))
         return sym_fail(t, "call to %U, which is torchc.disable'd", code->co_qualname);
+    if (dh_n_redirects && dh_frame_redirect(code))
+        return sym_fail(t, "%U runs between graphs: torchc/_optim.py's compiled step in its place "
+                        "(SGD, Adam, AdamW), else eager", code->co_qualname);
     int nkw = kwnames ? (int)PyTuple_GET_SIZE(kwnames) : 0;
     int npos = nargs - nkw;
     int extra_kw[64], nextra_kw = 0;
@@ -209,6 +212,9 @@ int sym_inline_module(trace *t, const var *mod, var *args, int nargs, PyObject *
         PyObject *fn = call ? _PyType_Lookup(Py_TYPE(mod->obj), call) : NULL;
         if (fn == NULL || !PyFunction_Check(fn)) {
             Py_XDECREF(call);
+            int rc = sym_obj_call_polyfill(t, mod, args, nargs, kwnames, out); /* obj_func.c */
+            if (rc != 1)
+                return rc;
             return sym_fail(t, "call of a %s object", Py_TYPE(mod->obj)->tp_name);
         }
         int s = sym_source(t, DH_S_ATTR, mod->src, 1, call);
@@ -448,6 +454,17 @@ int sym_op_before_with(trace *t, sframe *f, sym_ins *in) {
      * graph is the same; grad mode at entry is guarded, outputs never need grad */
     NEED(1);
     a = POP();
+    if (a.kind == V_OBJ && !sym_is_grad_ctx(a.obj)) {
+        /* a context manager whose __enter__/__exit__ are Python (obj_proto.c) */
+        int rc = sym_obj_enter(t, &a, &b, &c);
+        if (rc < 0)
+            return -1;
+        if (rc == 0) {
+            PUSH(b);
+            PUSH(c);
+            return SYM_NEXT;
+        }
+    }
     if (a.kind != V_OBJ || !sym_is_grad_ctx(a.obj))
         return sym_fail(t, "with-statement on %s not supported yet",
                         a.kind == V_OBJ ? Py_TYPE(a.obj)->tp_name : "a tracked value");

@@ -317,6 +317,7 @@ static const sym_handler handlers[OP_COUNT_] = {
     [OP_STORE_DEREF] = sym_op_store_fast,
     [OP_DELETE_FAST] = sym_op_delete_fast,
     [OP_LOAD_GLOBAL] = sym_op_load_global,
+    [OP_STORE_GLOBAL] = sym_op_store_global,
     [OP_LOAD_ATTR] = sym_op_load_attr,
     [OP_LOAD_METHOD] = sym_op_load_attr,
     [OP_KW_NAMES] = sym_op_kw_names,
@@ -400,8 +401,9 @@ static int run_body(trace *t, sframe *f, var *result) {
     in.result = result;
     int pc = 0, ext = 0;
     while (pc < ninstr) {
-        if (++t->steps > 200000)
-            return sym_fail(t, "trace too long (loop unrolled too far)");
+        if (++t->steps > dh_limit.max_trace_steps)
+            return sym_fail(t, "trace too long: %ld instructions (loop unrolled too far? torchc.config.max_trace_steps)",
+                            dh_limit.max_trace_steps);
         f->pc = pc;
         int opcode = code[2 * pc];
         in.pc = pc;
@@ -479,6 +481,7 @@ static dh_entry *trace_once(PyCodeObject *code, PyObject *const *localsplus, PyO
     trace *t = calloc(1, sizeof *t);
     sframe *f = calloc(1, sizeof *f);
     outbuf ob = {0};
+    int chk_base = -1; /* first index-check output (t->chk), -1: none */
     dh_entry *e = NULL;
     dh_entry_brk brk = {{NULL, NULL}};
     mutlist muts = {0};
@@ -537,6 +540,7 @@ static dh_entry *trace_once(PyCodeObject *code, PyObject *const *localsplus, PyO
         var result;
         memset(&result, 0, sizeof result);
         int rr = sym_run_frame(t, f, &result);
+        chk_base = -1;
         if (rr == 0 && sym_ctxvar_pending(t, NULL))
             rr = sym_fail(t, "a context variable set in the trace is not reset at its end");
         if (rr >= 0) {
@@ -594,6 +598,20 @@ static dh_entry *trace_once(PyCodeObject *code, PyObject *const *localsplus, PyO
                 if (!ok) {
                     *reject = 1;
                     goto error;
+                }
+            }
+            chk_base = nout; /* index checks: extra outputs after the others */
+            if (!t->failed && !PyErr_Occurred() && nout > 0 && t->nchk > 0) {
+                if (t->cfg->backend != NULL || sym_trace_trains(t))
+                    sym_fail(t, "indexing with a computed index tensor (bounds unknown) not supported yet "
+                                "with another backend or in training");
+                for (int k = 0; k < t->nchk && !t->failed; k++) {
+                    if (nout >= dh_limit.max_outputs)
+                        sym_fail(t, "more than %d outputs (torchc.config.max_outputs)", dh_limit.max_outputs);
+                    else if (ic_output(t->g, t->chk[k]) < 0)
+                        sym_check_graph(t);
+                    else
+                        nout++;
                 }
             }
             if (!t->failed && !PyErr_Occurred() && nout > 0) {
@@ -666,6 +684,18 @@ static dh_entry *trace_once(PyCodeObject *code, PyObject *const *localsplus, PyO
         memcpy(e->mut_from, muts.from, sizeof(int) * (size_t)muts.n);
         e->nmut = muts.n;
     }
+    if (e != NULL && !e->fallback && t->nchk > 0 && chk_base >= 0 && e->compiled != NULL) {
+        e->chk_out = malloc(sizeof(int) * (size_t)t->nchk);
+        if (e->chk_out == NULL) {
+            dh_entry_free(e);
+            e = NULL;
+            PyErr_NoMemory();
+            goto error;
+        }
+        for (int k = 0; k < t->nchk; k++)
+            e->chk_out[k] = chk_base + k;
+        e->nchk = t->nchk;
+    }
     if (e != NULL && !e->fallback && t->nidx > 0) {
         e->nidx = t->nidx;
         memcpy(e->idx_src, t->idx_src, sizeof t->idx_src);
@@ -693,6 +723,7 @@ static dh_entry *trace_once(PyCodeObject *code, PyObject *const *localsplus, PyO
     }
     if (e != NULL) {
         e->backend = Py_XNewRef(t->cfg->backend);
+        e->cfg_key = dh_cfg_key(t->cfg);
         if (!e->fallback && backend_fn != NULL) {
             e->backend_nout = ic_graph_num_outputs(t->g);
             e->backend_fn = backend_fn;

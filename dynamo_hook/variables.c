@@ -564,6 +564,8 @@ static int is_simple_const(PyObject *o) {
     if (o == Py_None || PyBool_Check(o) || PyLong_CheckExact(o) || PyFloat_CheckExact(o) ||
         PyUnicode_CheckExact(o) || o == Py_Ellipsis || PyRange_Check(o))
         return 1;
+    if (sym_is_enum_member(o)) /* a singleton of its class: guarded by type and == (obj_func.c) */
+        return 1;
     if (PyTuple_CheckExact(o) || (torch_size_type && Py_TYPE(o) == (PyTypeObject *)torch_size_type)) {
         for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(o); i++)
             if (!is_simple_const(PyTuple_GET_ITEM(o, i)))
@@ -752,8 +754,18 @@ static int wrap_tensor(trace *t, PyObject *o, int src, var *out) {
         return sym_fail(t, "tensor with more than %d dims", TC_MAX_DIMS);
     if (m.flags & TC_META_SPECIAL)
         return sym_fail(t, "unsupported tensor kind (subclass, sparse, quantized, conj/neg view...)");
-    if (m.dtype < 0)
-        return sym_fail(t, "unsupported dtype (complex or other)");
+    if (m.dtype < 0) { /* name it: complex (unitary parametrizations, FFTs) is the usual one */
+        PyObject *dt = PyObject_GetAttrString(o, "dtype");
+        PyObject *s = dt ? PyObject_Str(dt) : NULL;
+        const char *name = s ? PyUnicode_AsUTF8(s) : NULL;
+        if (name == NULL)
+            PyErr_Clear();
+        int r = sym_fail(t, "unsupported dtype %s (torchc graphs have no complex or other such dtype: the frame runs eagerly)",
+                         name ? name : "(complex or other)");
+        Py_XDECREF(s);
+        Py_XDECREF(dt);
+        return r;
+    }
     if (m.device_type == TC_DEV_CUDA) {
         if (!ic_cuda_available())
             return sym_fail(t, "cuda tensors: the CUDA backend is not available (%s)",
@@ -1008,14 +1020,12 @@ static int wrap_uncached(trace *t, PyObject *o, int src, var *out) {
     if (nn_module_type && PyObject_TypeCheck(o, (PyTypeObject *)nn_module_type)) {
         if (src < 0)
             return sym_fail(t, "nn.Module without a source");
-        if (dh_tl_modtype && t->ntobj < 256) {
+        if (dh_tl_modtype) {
             /* shared module entries (guards.c dh_module_sharing_check): the class, not the
              * instance; what the trace reads of it are guarded sources, 'is' between two
              * modules is kept by DH_G_SAMEOBJ */
-            if (sym_guard_type(t, src, o) < 0)
+            if (sym_guard_type(t, src, o) < 0 || sym_tobj_add(t, src, o) < 0)
                 return -1;
-            t->tobj_src[t->ntobj] = src;
-            t->tobj[t->ntobj++] = o;
         } else if (sym_guard_id(t, src, o) < 0) {
             return -1;
         }
@@ -1119,20 +1129,20 @@ static int wrap_uncached(trace *t, PyObject *o, int src, var *out) {
          * Python classes are type-guarded (objects made afresh each call, a cache or a
          * config, must not recompile every call; 'is' between two of them guards their
          * identity then), others identity-guarded. */
-        int plain = (Py_TYPE(o)->tp_flags & Py_TPFLAGS_HEAPTYPE) != 0 && t->ntobj < 256 &&
+        int plain = (Py_TYPE(o)->tp_flags & Py_TPFLAGS_HEAPTYPE) != 0 &&
                     (!torch_class(Py_TYPE(o)) || t->src[src].kind == DH_S_NEW);
                     /* torch's own (a grad-mode context: its mode is read as traced) stay
                      * pinned, unless made afresh each call (obj_new.c) */
         if ((plain ? sym_guard_type(t, src, o) : sym_guard_id(t, src, o)) < 0)
             return -1;
-        if (plain) {
-            t->tobj_src[t->ntobj] = src;
-            t->tobj[t->ntobj++] = o;
-        }
+        if (plain && sym_tobj_add(t, src, o) < 0)
+            return -1;
         out->kind = V_OBJ;
         out->obj = sym_keep(t, Py_NewRef(o));
         return out->obj ? 0 : -1;
     }
+    if (src >= 0 && sym_lazy_iter_type(o)) /* an iterator passed in (obj_iter.c) */
+        return sym_lazy_iter_wrap(t, o, src, out);
     return sym_fail(t, "unsupported Python value of type %s", Py_TYPE(o)->tp_name);
 }
 

@@ -1244,6 +1244,7 @@ static int int_range(const ic_graph *g, ic_val v, double *lo, double *hi, int de
         if (!int_range(g, n->in[0], lo, hi, depth + 1)) return 0;
         return *lo >= -2147483648.0 && *hi <= 2147483647.0;
     case IC_OP_RESHAPE: case IC_OP_PERMUTE: case IC_OP_EXPAND: case IC_OP_SLICE:
+    case IC_OP_INDEX_SELECT:
         return int_range(g, n->in[0], lo, hi, depth + 1); /* a subset of the same elements */
     default:
         return 0;
