@@ -492,7 +492,7 @@ static int take_pending(void) {
 static const char *user_qualname(PyCodeObject *code, char *buf, size_t n) {
     const char *q = PyUnicode_AsUTF8(code->co_qualname);
     if (q == NULL) {
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_UnicodeError);
         return "?";
     }
     if (strncmp(q, "torchc_resume_", 14) == 0) {

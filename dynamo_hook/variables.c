@@ -759,7 +759,7 @@ static int wrap_tensor(trace *t, PyObject *o, int src, var *out) {
         PyObject *s = dt ? PyObject_Str(dt) : NULL;
         const char *name = s ? PyUnicode_AsUTF8(s) : NULL;
         if (name == NULL)
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_Exception);
         int r = sym_fail(t, "unsupported dtype %s (torchc graphs have no complex or other such dtype: the frame runs eagerly)",
                          name ? name : "(complex or other)");
         Py_XDECREF(s);
