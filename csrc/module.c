@@ -16,9 +16,6 @@
 #include "layouts_py.h"
 #include "matrix_exp.h"
 
-__attribute__((weak)) void ic_set_device_allocator(const ic_device_allocator *a);
-__attribute__((weak)) int ic_cuda_available(void);
-
 
 /* ---- CompiledFunction: fn called with the hook active ----------------------------- */
 typedef struct {
@@ -338,7 +335,7 @@ PyMODINIT_FUNC PyInit__C(void) {
     ic_set_extern_handler(tc_extern_handler); /* mm/conv inside graphs run with ATen */
     if (dh_init(m) < 0)
         goto error;
-    if (ic_set_device_allocator) {
+    {
         static const ic_device_allocator alloc = {tc_device_alloc, tc_device_release};
         ic_set_device_allocator(&alloc);
     }

@@ -20,9 +20,6 @@
 #include "ic.h"
 #include "train.h"
 
-__attribute__((weak)) int ic_run_stream(const ic_compiled *c, void *const *inputs, void *const *outputs,
-                                        void *stream, ic_err *err);
-
 typedef struct tc_train {
     ic_autograd ag;         /* ag.bwd: the graph, until it is compiled */
     ic_compiled *bwd;       /* NULL until the first backward */
@@ -193,7 +190,7 @@ static PyObject *run_backward(PyObject *cap, PyObject *args) {
         void *stream = NULL;
         if (cuda_stream(tr->device_index, &stream) < 0)
             goto done;
-        rc = ic_run_stream ? ic_run_stream(tr->bwd, ptrs, ptrs + nin, stream, &err) : -1;
+        rc = ic_run_on(tr->bwd, ptrs, ptrs + nin, stream, &err);
     } else {
         Py_BEGIN_ALLOW_THREADS
         rc = ic_run(tr->bwd, ptrs, ptrs + nin, &err);

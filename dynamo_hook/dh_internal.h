@@ -27,13 +27,6 @@
 #include "ic_device.h"
 #include "pyerr.h"
 
-/* The GPU half of inductor_c may be absent from a build: weak references. */
-__attribute__((weak)) int ic_cuda_available(void);
-__attribute__((weak)) const char *ic_cuda_unavailable_reason(void);
-__attribute__((weak)) void ic_set_device_allocator(const ic_device_allocator *a);
-__attribute__((weak)) int ic_run_stream(const ic_compiled *c, void *const *inputs,
-                                        void *const *outputs, void *stream, ic_err *err);
-
 #if PY_VERSION_HEX < 0x030B0000 || PY_VERSION_HEX >= 0x030D0000
 #error "dynamo_hook supports CPython 3.11 and 3.12"
 #endif

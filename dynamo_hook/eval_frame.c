@@ -492,7 +492,7 @@ static int take_pending(void) {
 static const char *user_qualname(PyCodeObject *code, char *buf, size_t n) {
     const char *q = PyUnicode_AsUTF8(code->co_qualname);
     if (q == NULL) {
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_UnicodeError);
         return "?";
     }
     if (strncmp(q, "torchc_resume_", 14) == 0) {
@@ -1266,7 +1266,7 @@ PyObject *dh_entry_run(const dh_entry *e, PyObject *const *values, void *const *
             void *stream = NULL;
             if (current_stream(e->device_index, &stream) < 0)
                 goto done;
-            rc = ic_run_stream ? ic_run_stream(e->compiled, ptrs, ptrs + e->ninputs, stream, &err) : -1;
+            rc = ic_run_on(e->compiled, ptrs, ptrs + e->ninputs, stream, &err);
         } else {
             Py_BEGIN_ALLOW_THREADS
             if (e->nsyms > 0)

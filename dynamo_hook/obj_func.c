@@ -37,7 +37,7 @@ static int init_once(void) {
     Py_XDECREF(ft);
     if (polyfills == NULL || calls == NULL || partial_type == NULL ||
         !PyDict_Check(polyfills) || !PyDict_Check(calls)) {
-        PyErr_Clear(); /* no polyfills: those calls fail the trace as before */
+        (void)tc_clear_expected(PyExc_ImportError, PyExc_AttributeError); /* no polyfills: those calls fail the trace as before */
         Py_CLEAR(polyfills);
         Py_CLEAR(calls);
         return -1;
@@ -49,7 +49,7 @@ static int init_once(void) {
 static PyObject *lookup(PyObject *table, PyObject *c) {
     PyObject *r = PyDict_GetItemWithError(table, c);
     if (r == NULL)
-        PyErr_Clear(); /* unhashable: not listed */
+        (void)tc_clear_expected(PyExc_Exception); /* unhashable: not listed */
     return r != NULL && PyFunction_Check(r) ? r : NULL;
 }
 
@@ -137,7 +137,7 @@ static int call_partial_object(trace *t, const var *o, var *args, int nargs, PyO
     PyObject *pfn = PyObject_GetAttr(o->obj, s_func), *names = NULL;
     int rc = -1;
     if (pa == NULL || pk == NULL || pfn == NULL || !PyTuple_Check(pa) || !PyDict_Check(pk)) {
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_AttributeError);
         rc = sym_fail(t, "a functools.partial without func/args/keywords");
         goto done;
     }
@@ -212,7 +212,7 @@ int sym_is_enum_member(PyObject *o) {
         enum_type = m ? PyObject_GetAttrString(m, "Enum") : NULL; /* kept for the process */
         Py_XDECREF(m);
         if (enum_type == NULL)
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_ImportError, PyExc_AttributeError);
     }
     return o != NULL && enum_type != NULL && PyType_Check(enum_type) && !PyType_Check(o) &&
            PyObject_TypeCheck(o, (PyTypeObject *)enum_type);
@@ -223,7 +223,7 @@ int sym_obj_polyfill_attr(trace *t, PyObject *cls, PyObject *name, var *out) {
         return 1;
     PyObject *a = PyObject_GetAttr(cls, name);
     if (a == NULL) {
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_AttributeError);
         return 1;
     }
     if (lookup(polyfills, a) == NULL) {

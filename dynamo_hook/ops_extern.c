@@ -90,7 +90,7 @@ static int conv_tuned(trace *t, const ic_meta *xm, const ic_meta *wm, const int6
         v = PyObject_IsTrue(r);
     Py_XDECREF(r);
     Py_XDECREF(mod);
-    if (v < 0 && PyErr_Occurred() && dh_clear_expected() < 0)
+    if (v < 0 && PyErr_Occurred() && tc_clear_expected(PyExc_Exception) < 0)
         return -2; /* MemoryError, KeyboardInterrupt: propagated */
     return v < 0 ? -1 : v;
 }

@@ -411,7 +411,7 @@ static int autograd_function_nograd(trace *t, PyObject *cls, PyObject *apply, va
             Py_XDECREF(ap);
             Py_XDECREF(su);
             Py_XDECREF(cx);
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_ImportError, PyExc_AttributeError);
             return 1;
         }
         base_apply = PyMethod_Check(ap) ? Py_NewRef(PyMethod_GET_FUNCTION(ap)) : Py_NewRef(ap);
@@ -426,7 +426,7 @@ static int autograd_function_nograd(trace *t, PyObject *cls, PyObject *apply, va
     if (fwd == NULL || setup == NULL || !PyFunction_Check(fwd)) {
         Py_XDECREF(fwd);
         Py_XDECREF(setup);
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_AttributeError);
         return 1;
     }
     int with_ctx = setup == base_setup;
@@ -500,7 +500,7 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
                     PyTuple_SET_ITEM(tup, i, sq);
                     continue;
                 }
-                PyErr_Clear();
+                /* only an allocation can have failed: MemoryError stays set, as in eager */
             }
             if (args[i].kind != V_CONST) {
                 Py_DECREF(tup);

@@ -759,7 +759,7 @@ static int wrap_tensor(trace *t, PyObject *o, int src, var *out) {
         PyObject *s = dt ? PyObject_Str(dt) : NULL;
         const char *name = s ? PyUnicode_AsUTF8(s) : NULL;
         if (name == NULL)
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_Exception);
         int r = sym_fail(t, "unsupported dtype %s (torchc graphs have no complex or other such dtype: the frame runs eagerly)",
                          name ? name : "(complex or other)");
         Py_XDECREF(s);
@@ -767,9 +767,9 @@ static int wrap_tensor(trace *t, PyObject *o, int src, var *out) {
         return r;
     }
     if (m.device_type == TC_DEV_CUDA) {
-        if (ic_cuda_available == NULL || !ic_cuda_available())
+        if (!ic_cuda_available())
             return sym_fail(t, "cuda tensors: the CUDA backend is not available (%s)",
-                            ic_cuda_available ? ic_cuda_unavailable_reason() : "not built");
+                            ic_cuda_unavailable_reason());
     } else if (m.device_type != TC_DEV_CPU) {
         return sym_fail(t, "device type not supported");
     }

@@ -2,26 +2,136 @@
  * runtime that loads and runs its code. Code caching and module loading happen here and in
  * runtime/, never in codegen/.
  *
+ * cpu: symbols → code cache lookup (in process, on disk) → on a miss codegen/cpu_module.c
+ * ic_codegen_cpu (object files) → ORC JIT load (runtime/jit.c) → cache put.
  * cuda: target from the device (or ic_graph_to_ptx's sm) → disk cache lookup (runtime/
  * gpu_cache.c: PTX, launch plans, cubins; loaded by runtime/cuda.c) → on a miss codegen/
  * gpu_nvptx.c ic_codegen_gpu (PTX + plans) → load → cache put.
  */
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <llvm/Config/llvm-config.h>
 
 #include "codegen/gpu.h"
-#include "ic_device.h"
 #include "ic_backend.h"
+#include "ic_device.h"
+#include "ic_diskcache.h"
 
-/* ---- cpu --------------------------------------------------------------------------------- */
+/* ---- cpu --------------------------------------------------------------------------------- *
+ * symbols (codegen/cpu_module.c ic_cpu_symbols) → keyed: loaded in this process already
+ * (runtime/jit.c ic_jit_find), else the disk cache (runtime/diskcache.c, ns "cpu") → on a miss
+ * ic_codegen_cpu (object files) → ORC LLJIT load (ic_jit_add_object) → disk cache put. */
+static _Atomic unsigned long long code_shared, code_disk_loaded;
+
+void ic_cpu_code_stats(unsigned long long *shared, unsigned long long *disk_loaded) {
+    *shared = code_shared;
+    *disk_loaded = code_disk_loaded;
+}
+
+/* A cached code blob: "ICOB", count, sizes, then the object files back to back. */
+#define OB_MAGIC 0x424f4349u
+
+static void *pack_objects(const void *const *objs, const size_t *sizes, int nobj, size_t *n) {
+    size_t total = 8 + 8 * (size_t)nobj;
+    for (int i = 0; i < nobj; i++) total += sizes[i];
+    unsigned char *b = malloc(total), *p = b;
+    if (!b) return NULL;
+    uint32_t h[2] = {OB_MAGIC, (uint32_t)nobj};
+    memcpy(p, h, 8);
+    p += 8;
+    for (int i = 0; i < nobj; i++) {
+        uint64_t sz = sizes[i];
+        memcpy(p, &sz, 8);
+        p += 8;
+    }
+    for (int i = 0; i < nobj; i++) {
+        memcpy(p, objs[i], sizes[i]);
+        p += sizes[i];
+    }
+    *n = total;
+    return b;
+}
+
+/* -> number of objects (<= IC_CG_PARTS), -1 when the blob is malformed */
+static int unpack_objects(const unsigned char *b, size_t n, const void **objs, size_t *sizes) {
+    uint32_t h[2];
+    if (n < 8) return -1;
+    memcpy(h, b, 8);
+    if (h[0] != OB_MAGIC || h[1] < 1 || h[1] > IC_CG_PARTS || n < 8 + 8 * (size_t)h[1]) return -1;
+    size_t off = 8 + 8 * (size_t)h[1];
+    for (uint32_t i = 0; i < h[1]; i++) {
+        uint64_t sz;
+        memcpy(&sz, b + 8 + 8 * i, 8);
+        if (sz > n - off) return -1;
+        objs[i] = b + off;
+        sizes[i] = (size_t)sz;
+        off += (size_t)sz;
+    }
+    return off == n ? (int)h[1] : -1;
+}
+
+static void set_fns(ic_ctx *c, ic_kernel_fn *fns, const ic_cpu_syms *S, void **addrs) {
+    for (int i = 0; i < 2 * c->nkernels; i++) fns[i] = NULL;
+    for (int i = 0; i < S->n; i++) fns[S->slot[i]] = (ic_kernel_fn)addrs[i];
+}
+
 static void cpu_codegen(ic_ctx *c, ic_compiled *out, ic_kernel_fn *fns, int device) {
     (void)device;
     int nfused = 0;
     for (int k = 0; k < c->nkernels; k++) nfused += !c->kernels[k].is_ext;
-    if (nfused > 0) ic_codegen_cpu(c, fns, &out->jit_rt);
+    if (nfused == 0) return;
+    char msg[256];
+    double t0 = ic_now_ms();
+    ic_cpu_syms S;
+    ic_cpu_symbols(c, &S);
+    void **addrs = ic_alloc(c, (size_t)(S.n + 1) * sizeof(void *));
+    if (c->keyed) {
+        /* 1. loaded in this process already; 2. on disk */
+        void *h = ic_jit_find(c->key, S.names, S.n, addrs);
+        if (h) {
+            code_shared++;
+            out->jit_rt = h;
+            set_fns(c, fns, &S, addrs);
+            c->t_stage[IC_T_JIT] += ic_now_ms() - t0;
+            return;
+        }
+        void *blob;
+        size_t n;
+        if (ic_diskcache_get("cpu", c->key, &blob, &n) == 0) {
+            const void *objs[IC_CG_PARTS];
+            size_t sizes[IC_CG_PARTS];
+            int no = unpack_objects(blob, n, objs, sizes);
+            h = no > 0 ? ic_jit_add_object(objs, sizes, no, &c->key, S.names, S.n, addrs, msg, sizeof msg) : NULL;
+            free(blob);
+            if (h) {
+                code_disk_loaded++;
+                out->jit_rt = h;
+                set_fns(c, fns, &S, addrs);
+                c->t_stage[IC_T_JIT] += ic_now_ms() - t0;
+                return;
+            }
+            /* unusable entry: rebuilt below and put again */
+        }
+    }
+    const void *objs[IC_CG_PARTS];
+    size_t sizes[IC_CG_PARTS];
+    int nobj = ic_codegen_cpu(c, &S, objs, sizes); /* code only (stages irgen, opt, emit) */
+    t0 = ic_now_ms();
+    void *h = ic_jit_add_object(objs, sizes, nobj, c->keyed ? &c->key : NULL, S.names, S.n, addrs, msg, sizeof msg);
+    if (!h) ic_fail(c, IC_EINTERNAL, "JIT: %s", msg);
+    out->jit_rt = h;
+    set_fns(c, fns, &S, addrs);
+    if (c->keyed && ic_diskcache_enabled()) {
+        size_t n;
+        void *blob = pack_objects(objs, sizes, nobj, &n);
+        if (blob) ic_diskcache_put("cpu", c->key, blob, n);
+        free(blob);
+    }
+    c->t_stage[IC_T_JIT] += ic_now_ms() - t0;
+    ic_codegen_cleanup(c); /* the objects, loaded */
 }
 
 static void cpu_release(ic_compiled *o) {
@@ -29,7 +139,7 @@ static void cpu_release(ic_compiled *o) {
     o->jit_rt = NULL;
 }
 
-const ic_backend ic_backend_cpu = {"cpu", false, cpu_codegen, cpu_release, ic_codegen_cleanup, NULL};
+const ic_backend ic_backend_cpu = {"cpu", false, false, false, cpu_codegen, cpu_release, ic_codegen_cleanup, NULL};
 
 /* ---- cuda -------------------------------------------------------------------------------- */
 static void describe_append(ic_compiled *out, const ic_gpu *G) {
@@ -131,7 +241,7 @@ static void cuda_release(ic_compiled *o) {
     o->gpu = NULL;
 }
 
-const ic_backend ic_backend_cuda = {"cuda", true, cuda_codegen, cuda_release, NULL, ic_run_stream};
+const ic_backend ic_backend_cuda = {"cuda", true, true, true, cuda_codegen, cuda_release, NULL, ic_run_stream};
 
 const ic_backend *ic_backend_for(int device) {
     return device == IC_CPU ? &ic_backend_cpu : device == IC_CUDA ? &ic_backend_cuda : NULL;

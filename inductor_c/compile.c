@@ -17,6 +17,10 @@
  *   (each verifier after its pass: debug builds and TORCHC_DEBUG; after_pass)
  *   ic_describe_kernels  explain's kernel summary                      (out->describe)
  *   plan_row_scratch     GPU: workspace for row scratch (kind 3)       (c->row_scratch, ws_size)
+ *   ic_lowp_analysis     GPU: values that only feed half results       (c->lowp_need)
+ *                        (driver_passes.c)
+ *   ic_gemm_epilogues    GPU: the kernel fused into a GEMM's epilogue  (c->gemm_epi)
+ *                        (driver_passes.c)
  *   backend->codegen     code + launch plans, loaded (ic_backend.h)    (out: code, plans)
  *   (the compiled object: kernels, buffers, externs copied into out)
  *
@@ -34,6 +38,7 @@
 
 #include <llvm-c/Core.h>
 
+#include "driver.h"
 #include "ic_backend.h"
 #include "ic_internal.h"
 #include "support.h"
@@ -406,6 +411,8 @@ static ic_compiled *pipeline(ic_ctx *c, const ic_graph *g, const ic_options *o) 
         free(s);
     }
     if (c->backend->row_scratch) plan_row_scratch(c);
+    if (c->backend->lowp) ic_lowp_analysis(c);
+    if (c->backend->gemm_epilogue) ic_gemm_epilogues(c);
     STAGE(IC_T_FINAL);
     /* 6. code, loaded: LLVM IR, O3, ORC JIT (cpu); PTX, plans, the driver's module (cuda) */
     ic_kernel_fn *fns = ic_alloc(c, (size_t)(2 * c->nkernels + 1) * sizeof(ic_kernel_fn));
@@ -760,7 +767,7 @@ IC_API void ic_get_cache_stats(ic_cache_stats *s) {
     memset(s, 0, sizeof *s);
     s->mem_hits = mem_hits;
     unsigned long long shared, disk;
-    ic_codegen_cpu_stats(&shared, &disk);
+    ic_cpu_code_stats(&shared, &disk); /* backends.c */
     s->code_shared = shared;
     s->disk_loaded = disk;
     ic_diskcache_stats d;
@@ -955,6 +962,11 @@ IC_API int ic_run_dyn(const ic_compiled *c, void *const *inputs, void *const *ou
         return -1;
     }
     return run_dyn(c, inputs, outputs, sym, err);
+}
+
+IC_API int ic_run_on(const ic_compiled *c, void *const *inputs, void *const *outputs, void *stream, ic_err *err) {
+    if (c->backend->run) return c->backend->run(c, inputs, outputs, stream, err); /* ic_backend.h */
+    return ic_run(c, inputs, outputs, err);
 }
 
 IC_API int ic_run(const ic_compiled *c, void *const *inputs, void *const *outputs, ic_err *err) {

@@ -353,6 +353,10 @@ char *ic_compiled_describe(const ic_compiled *c);
  * offset included), laid out with the strides given to ic_input. outputs[i]: buffers
  * allocated by the caller per ic_compiled_output_meta. Thread-safe for distinct buffers. */
 int ic_run(const ic_compiled *c, void *const *inputs, void *const *outputs, ic_err *err);
+/* ic_run through c's backend on a stream: a GPU compilation's launches go on the CUDA
+ * stream (CUstream, NULL: the legacy default stream; asynchronous), a CPU compilation runs
+ * ic_run's loop (stream ignored). The one run entry point for callers that hold either. */
+int ic_run_on(const ic_compiled *c, void *const *inputs, void *const *outputs, void *stream, ic_err *err);
 /* Runs a dynamic graph at the symbol values sym_values[0 .. num_syms) (each >= 2): inputs
  * contiguous at those sizes, outputs allocated per ic_compiled_output_meta_at. ic_run on a
  * dynamic graph runs it at the hint values. On a static graph sym_values is ignored. */

@@ -334,6 +334,12 @@ struct ic_compiled {
     int *buf_slot;
 };
 
+/* the GEMM epilogue of an extern kernel (driver_passes.c ic_gemm_epilogues) */
+typedef struct ic_gemm_epi_plan {
+    int consumer;   /* the kernel fused into the epilogue when the template computes it, -1: none */
+    bool store_out; /* the product itself is still stored */
+} ic_gemm_epi_plan;
+
 struct ic_ctx {
     jmp_buf jb;
     ic_err *err;
@@ -383,6 +389,10 @@ struct ic_ctx {
     int64_t *row_scratch;       /* per buffer: GPU row scratch at workspace + this, else -1
                                    (compile.c plan_row_scratch; NULL on the CPU) */
     bool gpu_stage_ok;          /* GPU target: rows may be staged in shared memory (sm >= 80) */
+    uint8_t **lowp_need;        /* per kernel: values needed to f32 accuracy (driver_passes.c
+                                   ic_lowp_analysis; NULL: all of them, or not a lowp backend) */
+    struct ic_gemm_epi_plan *gemm_epi; /* per kernel: its GEMM epilogue (driver_passes.c
+                                   ic_gemm_epilogues; NULL: not a gemm_epilogue backend) */
     int cg_parts;               /* modules compiled in parallel */
     int cg_dups;                /* GPU kernels that repeat an earlier one (generated once) */
     int cg_lazy;                /* GPU fallback variants left to compile on first use */
@@ -473,12 +483,23 @@ typedef void (*ic_pass_hook)(ic_ctx *c, const char *pass);
 IC_API void ic_test_set_pass_hook(ic_pass_hook h);
 /* test hook (support.c): the n-th arena allocation from now fails; -1 disables */
 void ic_test_fail_alloc_after(long n);   /* sched/describe.c */
-/* codegen/cpu_module.c (kernels emitted by cpu_llvm.c): builds, optimizes, JITs; fills fns (one per kernel) */
-/* fns[2k]: kernel k; fns[2k+1]: its combine kernel when split, else NULL */
-void ic_codegen_cpu(ic_ctx *c, ic_kernel_fn *fns, void **rt_out);
+/* codegen/cpu_module.c (kernels emitted by cpu_llvm.c): code only; the driver (backends.c)
+ * looks it up in the code caches and loads it. names[i] is the entry point of fns slot
+ * slot[i] (fns[2k]: kernel k; fns[2k+1]: its combine kernel when split), of kernel kern[i];
+ * named after c->key when keyed. */
+#define IC_CG_PARTS 4 /* object files (LLVM modules) of one CPU compilation at most */
+typedef struct ic_cpu_syms {
+    const char **names;
+    int *slot, *kern;
+    int n;
+    char prefix[48];
+} ic_cpu_syms;
+void ic_cpu_symbols(ic_ctx *c, ic_cpu_syms *S);
+/* the object files defining S's symbols (returns how many, <= IC_CG_PARTS), owned by
+ * c->cg_res until ic_codegen_cleanup */
+int ic_codegen_cpu(ic_ctx *c, const ic_cpu_syms *S, const void **objs, size_t *sizes);
 void ic_codegen_cleanup(ic_ctx *c);
 const char *ic_cpu_pipeline(int opt_level); /* LLVM pass pipeline text (part of the code key) */
-void ic_codegen_cpu_stats(unsigned long long *shared, unsigned long long *disk_loaded);
 /* runtime/jit.c */
 #define IC_SPLIT_PARTS 32
 #define IC_BLOCK_ROWS 32

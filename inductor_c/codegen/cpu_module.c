@@ -1,11 +1,12 @@
 /* cpu_module.c — the CPU code generator's driver: the kernels of a graph into up to
  * IC_CG_PARTS LLVM modules (cpu_llvm.c emits each kernel), each verified, optimized by the
- * pipeline of ic_cpu_pipeline and emitted to an object file (parts on parallel threads), then
- * loaded by ORC LLJIT (runtime/jit.c); objects are cached in memory and on disk by code key.
+ * pipeline of ic_cpu_pipeline and emitted to an object file (parts on parallel threads).
+ * Looking the objects up in the code caches and loading them (ORC LLJIT, runtime/jit.c) is
+ * the driver's (backends.c), as for the GPU.
  *
  * Requires: finalized kernels and buffers, c->key when keyed.
- * Produces: fns[2i] (and fns[2i + 1], a split kernel's combining function) for kernel i, and
- *   the JIT handle that owns them.
+ * Produces: the kernels' symbol names (ic_cpu_symbols: fns slot of each), and object files
+ *   that define them (ic_codegen_cpu), owned by c->cg_res until ic_codegen_cleanup.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -24,13 +25,11 @@
 
 /* ---- driver ----------------------------------------------------------------------------- */
 static atomic_int module_counter;
-static _Atomic unsigned long long code_shared, code_disk_loaded;
 
 /* Kernels are spread over up to IC_CG_PARTS modules, each in its own LLVMContext, when the
  * graph is big enough: IR is built on the calling thread (it reads the arena), then each
  * module is optimized and emitted to an object file on its own thread with its own
  * TargetMachine. */
-#define IC_CG_PARTS 4
 #define IC_CG_PAR_MIN_ITEMS 64 /* below this, threads cost more than they save */
 
 typedef struct cg_part {
@@ -140,54 +139,6 @@ static int count_insts(LLVMModuleRef m) {
     return n;
 }
 
-/* A cached code blob: "ICOB", count, sizes, then the object files back to back. */
-#define OB_MAGIC 0x424f4349u
-
-static void *pack_objects(cg_res *R, size_t *n) {
-    size_t total = 8 + 8 * (size_t)R->nparts;
-    for (int i = 0; i < R->nparts; i++) total += LLVMGetBufferSize(R->parts[i].obj);
-    unsigned char *b = malloc(total), *p = b;
-    if (!b) return NULL;
-    uint32_t h[2] = {OB_MAGIC, (uint32_t)R->nparts};
-    memcpy(p, h, 8);
-    p += 8;
-    for (int i = 0; i < R->nparts; i++) {
-        uint64_t sz = LLVMGetBufferSize(R->parts[i].obj);
-        memcpy(p, &sz, 8);
-        p += 8;
-    }
-    for (int i = 0; i < R->nparts; i++) {
-        size_t sz = LLVMGetBufferSize(R->parts[i].obj);
-        memcpy(p, LLVMGetBufferStart(R->parts[i].obj), sz);
-        p += sz;
-    }
-    *n = total;
-    return b;
-}
-
-/* -> number of objects (<= IC_CG_PARTS), -1 when the blob is malformed */
-static int unpack_objects(const unsigned char *b, size_t n, const void **objs, size_t *sizes) {
-    uint32_t h[2];
-    if (n < 8) return -1;
-    memcpy(h, b, 8);
-    if (h[0] != OB_MAGIC || h[1] < 1 || h[1] > IC_CG_PARTS || n < 8 + 8 * (size_t)h[1]) return -1;
-    size_t off = 8 + 8 * (size_t)h[1];
-    for (uint32_t i = 0; i < h[1]; i++) {
-        uint64_t sz;
-        memcpy(&sz, b + 8 + 8 * i, 8);
-        if (sz > n - off) return -1;
-        objs[i] = b + off;
-        sizes[i] = (size_t)sz;
-        off += (size_t)sz;
-    }
-    return off == n ? (int)h[1] : -1;
-}
-
-static void set_fns(ic_ctx *c, ic_kernel_fn *fns, const int *slot, void **addrs, int nnames) {
-    for (int i = 0; i < 2 * c->nkernels; i++) fns[i] = NULL;
-    for (int i = 0; i < nnames; i++) fns[slot[i]] = (ic_kernel_fn)addrs[i];
-}
-
 /* Greedy balance of kernels over parts by item count (a proxy of their IR size). */
 static int assign_parts(ic_ctx *c, int *part_of) {
     int items = 0, nk = 0;
@@ -225,64 +176,41 @@ static int assign_parts(ic_ctx *c, int *part_of) {
     return np;
 }
 
-/* codegen errors longjmp through the driver: LLVM objects are released by
- * ic_codegen_cleanup before the arena goes. */
-void ic_codegen_cpu(ic_ctx *c, ic_kernel_fn *fns, void **rt_out) {
-    char msg[256];
-    double t0 = ic_now_ms(), t1;
-    /* kernel symbols: named after the code key when keyed (shared, cached), else unique */
-    char prefix[48];
+/* kernel symbols: named after the code key when keyed (shared, cached), else unique */
+void ic_cpu_symbols(ic_ctx *c, ic_cpu_syms *S) {
     if (c->keyed) {
         char hex[33];
         ic_dkey_hex(c->key, hex);
-        snprintf(prefix, sizeof prefix, "ick%s", hex);
+        snprintf(S->prefix, sizeof S->prefix, "ick%s", hex);
     } else {
-        snprintf(prefix, sizeof prefix, "ic%d", atomic_fetch_add(&module_counter, 1));
+        snprintf(S->prefix, sizeof S->prefix, "ic%d", atomic_fetch_add(&module_counter, 1));
     }
-    const char **names = ic_alloc(c, (size_t)(2 * c->nkernels + 1) * sizeof(char *));
-    int *slot = ic_alloc(c, (size_t)(2 * c->nkernels + 1) * sizeof(int));
-    int *kern = ic_alloc(c, (size_t)(2 * c->nkernels + 1) * sizeof(int));
-    int nnames = 0;
+    S->names = ic_alloc(c, (size_t)(2 * c->nkernels + 1) * sizeof(char *));
+    S->slot = ic_alloc(c, (size_t)(2 * c->nkernels + 1) * sizeof(int));
+    S->kern = ic_alloc(c, (size_t)(2 * c->nkernels + 1) * sizeof(int));
+    S->n = 0;
     for (int i = 0; i < c->nkernels; i++) {
         ic_kernel *k = &c->kernels[i];
         if (k->is_ext) continue; /* extern calls: run by the runtime, no code */
         for (int ph = 0; ph < (k->split ? 2 : 1); ph++) {
             char *nm = ic_alloc(c, 128);
-            snprintf(nm, 128, "%s_%s%s", prefix, k->name, ph ? "_fin" : "");
-            names[nnames] = nm;
-            kern[nnames] = i;
-            slot[nnames++] = 2 * i + ph;
+            snprintf(nm, 128, "%s_%s%s", S->prefix, k->name, ph ? "_fin" : "");
+            S->names[S->n] = nm;
+            S->kern[S->n] = i;
+            S->slot[S->n++] = 2 * i + ph;
         }
     }
-    void **addrs = ic_alloc(c, (size_t)(nnames + 1) * sizeof(void *));
-    if (c->keyed) {
-        /* 1. loaded in this process already; 2. on disk */
-        void *h = ic_jit_find(c->key, names, nnames, addrs);
-        if (h) {
-            code_shared++;
-            *rt_out = h;
-            set_fns(c, fns, slot, addrs, nnames);
-            c->t_stage[IC_T_JIT] += ic_now_ms() - t0;
-            return;
-        }
-        void *blob;
-        size_t n;
-        if (ic_diskcache_get("cpu", c->key, &blob, &n) == 0) {
-            const void *objs[IC_CG_PARTS];
-            size_t sizes[IC_CG_PARTS];
-            int no = unpack_objects(blob, n, objs, sizes);
-            h = no > 0 ? ic_jit_add_object(objs, sizes, no, &c->key, names, nnames, addrs, msg, sizeof msg) : NULL;
-            free(blob);
-            if (h) {
-                code_disk_loaded++;
-                *rt_out = h;
-                set_fns(c, fns, slot, addrs, nnames);
-                c->t_stage[IC_T_JIT] += ic_now_ms() - t0;
-                return;
-            }
-            /* unusable entry: rebuilt below and put again */
-        }
-    }
+}
+
+/* codegen errors longjmp through the driver: LLVM objects are released by
+ * ic_codegen_cleanup before the arena goes. */
+int ic_codegen_cpu(ic_ctx *c, const ic_cpu_syms *S, const void **objs, size_t *sizes) {
+    char msg[256];
+    double t0 = ic_now_ms(), t1;
+    const char *prefix = S->prefix;
+    const char *const *names = S->names;
+    const int *slot = S->slot, *kern = S->kern;
+    int nnames = S->n;
     cg_res *R = ic_alloc(c, sizeof(cg_res));
     c->cg_res = R;
     R->tm = ic_jit_tm_acquire(msg, sizeof msg);
@@ -380,34 +308,14 @@ void ic_codegen_cpu(ic_ctx *c, ic_kernel_fn *fns, void **rt_out) {
     c->t_stage[IC_T_OPT] += (t1 - t0) * topt / (topt + temit + 1e-9);
     c->t_stage[IC_T_EMIT] += (t1 - t0) * temit / (topt + temit + 1e-9);
     c->cg_parts = R->nparts;
-    t0 = t1;
-    const void *objs[IC_CG_PARTS];
-    size_t sizes[IC_CG_PARTS];
     for (int p = 0; p < R->nparts; p++) {
         objs[p] = LLVMGetBufferStart(R->parts[p].obj);
         sizes[p] = LLVMGetBufferSize(R->parts[p].obj);
     }
-    void *h = ic_jit_add_object(objs, sizes, R->nparts, c->keyed ? &c->key : NULL, names, nnames, addrs, msg, sizeof msg);
-    if (!h) ic_fail(c, IC_EINTERNAL, "JIT: %s", msg);
-    *rt_out = h;
-    set_fns(c, fns, slot, addrs, nnames);
-    if (c->keyed && ic_diskcache_enabled()) {
-        size_t n;
-        void *blob = pack_objects(R, &n);
-        if (blob) ic_diskcache_put("cpu", c->key, blob, n);
-        free(blob);
-    }
-    c->t_stage[IC_T_JIT] += ic_now_ms() - t0;
-    cg_res_free(R);
-    c->cg_res = NULL;
+    return R->nparts;
 }
 
 void ic_codegen_cleanup(ic_ctx *c) {
     if (c->cg_res) cg_res_free(c->cg_res);
     c->cg_res = NULL;
-}
-
-void ic_codegen_cpu_stats(unsigned long long *shared, unsigned long long *disk_loaded) {
-    *shared = code_shared;
-    *disk_loaded = code_disk_loaded;
 }

@@ -4,9 +4,10 @@
 
 /* ---- the GEMM template (codegen/gpu_gemm.c) ------------------------------------------------- *
  * An extern matmul on f16/bf16 may run as our own tensor-core kernel instead of the ATen call,
- * with the next kernel of the graph fused into its epilogue when that kernel is pointwise over
- * the product's elements (bias, activation, residual, cast: any pointwise expression, evaluated
- * by gg_val() on the rounded accumulator value). TORCHC_GEMM=extern|template|auto (default auto):
+ * with the next kernel of the graph fused into its epilogue when the driver found that kernel
+ * pointwise over the product's elements (driver_passes.c ic_gemm_epilogues: bias, activation,
+ * residual, cast: any pointwise expression, evaluated by gg_val() on the rounded accumulator
+ * value). TORCHC_GEMM=extern|template|auto (default auto):
  * auto takes the template where it is expected to win (gemm_auto). Anything the template does
  * not support stays an extern call. */
 #define IC_GEMM_EMIT
@@ -19,49 +20,6 @@ static int gemm_mode(const ic_config *cf) { /* 0 extern, 1 auto, 2 template */
     return 0;
 }
 
-static void xs_walk(ic_ctx *c, ic_xid x, uint8_t *seen, ic_xid *out, int *n, int cap, int buf) {
-    if (x < 0 || seen[x]) return;
-    seen[x] = 1;
-    const ic_x *e = &c->xs[x];
-    if (e->kind == X_LOADF && e->buf == buf) {
-        if (*n < cap) out[*n] = x;
-        (*n)++;
-    }
-    if (e->kind == X_ROWVAL) return;
-    xs_walk(c, e->a, seen, out, n, cap, buf);
-    xs_walk(c, e->b, seen, out, n, cap, buf);
-    xs_walk(c, e->c, seen, out, n, cap, buf);
-}
-
-/* does a kernel other than `skip`, or an extern call, read buffer b? */
-static bool buf_read_elsewhere(ic_ctx *c, int b, int skip) {
-    int *used = ic_alloc(c, (size_t)c->nbufs * sizeof(int) + 1);
-    uint8_t *seen = ic_alloc(c, (size_t)c->nxs + 1);
-    for (int ki = 0; ki < c->nkernels; ki++) {
-        const ic_kernel *k = &c->kernels[ki];
-        if (ki == skip) continue;
-        if (k->is_ext) {
-            const ic_node *n = &c->g->nodes[k->ext_v];
-            for (int i = 0; i < IC_NIN && n->in[i] >= 0; i++)
-                if (c->buf_of[n->in[i]] == b) return true;
-            continue;
-        }
-        for (int j = 0; j < k->nitems; j++) {
-            gg_mark_bufs(c, k->items[j].expr, used, seen);
-            if (k->items[j].expr2 >= 0) gg_mark_bufs(c, k->items[j].expr2, used, seen);
-        }
-    }
-    return used[b] != 0;
-}
-
-static bool bufs_overlap(ic_ctx *c, int a, int b) {
-    if (a < 0 || b < 0) return false;
-    if (a == b) return true;
-    const ic_buffer *x = &c->bufs[a], *y = &c->bufs[b];
-    if (x->kind != 2 || y->kind != 2) return false;
-    return x->offset < y->offset + y->nbytes && y->offset < x->offset + x->nbytes;
-}
-
 typedef struct gemm_epi_ctx {
     gg *g;
     ic_kernel *k;
@@ -70,54 +28,12 @@ typedef struct gemm_epi_ctx {
     int64_t sizes[2 * IC_MAX_DIMS];
 } gemm_epi_ctx;
 
-/* The pointwise kernel right after GEMM kernel ki when it reads the product only at its own
- * element (flat index == the product's), writes nothing the GEMM reads, and is not a row
- * kernel: fused into the epilogue. *store_out: the product itself is still needed. */
-static ic_kernel *gemm_consumer(gg *g, int ki, const ic_gemm *G, bool *store_out, int *kj_out, gemm_epi_ctx *E) {
-    ic_ctx *c = g->c;
-    *store_out = true;
-    int kj = ki + 1;
-    while (kj < c->nkernels && !c->kernels[kj].is_ext && gg_kernel_empty(&c->kernels[kj])) kj++;
-    if (kj >= c->nkernels) return NULL;
-    ic_kernel *k = &c->kernels[kj];
-    if (k->is_ext || k->has_red) return NULL;
+/* the epilogue's context for consumer kernel k (the driver's choice, c->gemm_epi): its vars
+ * in flat order, so that the product's flat index decomposes into them */
+static ic_kernel *gemm_epi_setup(ic_kernel *k, gemm_epi_ctx *E) {
     E->nv = 0;
-    int64_t total = 1;
-    for (int i = 0; i < k->nouter; i++) E->vars[E->nv] = k->ovar[i], E->sizes[E->nv++] = k->osize[i], total *= k->osize[i];
-    for (int i = 0; i < k->ninner; i++) E->vars[E->nv] = k->ivar[i], E->sizes[E->nv++] = k->isize[i], total *= k->isize[i];
-    if (total != G->batch * G->M * G->N) return NULL;
-    uint8_t *seen = ic_alloc(c, (size_t)c->nxs + 1);
-    ic_xid loads[64];
-    int nl = 0;
-    for (int j = 0; j < k->nitems; j++) {
-        const ic_item *it = &k->items[j];
-        if (!it->store) continue;
-        xs_walk(c, it->expr, seen, loads, &nl, 64, G->out_buf);
-        for (int x = 0; x < 5; x++) {
-            int o = x == 0 ? G->a_buf : x == 1 ? G->b_buf : x == 2 ? G->bias_buf : x == 3 ? G->out_buf : -1;
-            if (bufs_overlap(c, it->buf, o)) return NULL;
-        }
-    }
-    if (nl == 0 || nl > 64) return NULL;
-    for (int l = 0; l < nl; l++) { /* every read of the product at flat index e */
-        const ic_x *e = &c->xs[loads[l]];
-        if (e->a >= 0) return NULL;
-        const ix_sum s = c->sums[e->ix];
-        int nterms = 0;
-        int64_t coef = 1;
-        if (s.off != 0) return NULL;
-        for (int i = E->nv - 1; i >= 0; i--) {
-            if (E->sizes[i] > 1) {
-                bool na;
-                if (ix_coeff(c, e->ix, E->vars[i], &na) != coef || na) return NULL;
-                nterms++;
-            }
-            coef *= E->sizes[i];
-        }
-        if (s.n != nterms) return NULL;
-    }
-    *store_out = c->bufs[G->out_buf].kind != 2 || buf_read_elsewhere(c, G->out_buf, kj);
-    *kj_out = kj;
+    for (int i = 0; i < k->nouter; i++) E->vars[E->nv] = k->ovar[i], E->sizes[E->nv++] = k->osize[i];
+    for (int i = 0; i < k->ninner; i++) E->vars[E->nv] = k->ivar[i], E->sizes[E->nv++] = k->isize[i];
     E->k = k;
     return k;
 }
@@ -283,9 +199,11 @@ int gg_gemm_kernel(gg *g, int ki, ic_gkernel *K, int tsm, int nsm, int mid, gres
     ic_gemm G;
     if (ic_gemm_match(c, &c->kernels[ki], nsm, &G)) return -1;
     gemm_epi_ctx *E = ic_alloc(c, sizeof *E);
-    bool store_out = true;
-    int kj = -1;
-    ic_kernel *cons = gemm_consumer(g, ki, &G, &store_out, &kj, E);
+    /* the kernel fused into the epilogue: the driver's step (driver_passes.c ic_gemm_epilogues) */
+    const ic_gemm_epi_plan *ep = c->gemm_epi ? &c->gemm_epi[ki] : NULL;
+    bool store_out = ep ? ep->store_out : true;
+    int kj = ep ? ep->consumer : -1;
+    ic_kernel *cons = kj >= 0 ? gemm_epi_setup(&c->kernels[kj], E) : NULL;
     int64_t macs = G.batch * G.M * G.N * G.K;
     int choice = 0;
     /* mode="max-autotune" (ic_options.autotune): every GEMM the template can do is timed */

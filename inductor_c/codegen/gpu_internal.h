@@ -1,7 +1,7 @@
 /* gpu_internal.h — what the files of the GPU code generator share (gpu_nvptx.c the driver,
  * gpu_ops.c math and pointwise ops, gpu_mem.c index expressions and memory access,
- * gpu_rows.c reductions and kernel bodies, gpu_plan.c launch planning, one variant and the
- * low-precision analysis, gpu_gemm_emit.c the GEMM template's use): the plan and the
+ * gpu_rows.c reductions and kernel bodies, gpu_plan.c launch planning and one variant (the
+ * low-precision analysis is the driver's, driver_passes.c), gpu_gemm_emit.c the GEMM template's use): the plan and the
  * per-compilation generator state (gg), small helpers, and the functions one file calls in
  * another. Not a public interface (that is gpu.h). */
 #ifndef IC_GPU_INTERNAL_H
@@ -163,7 +163,7 @@ typedef struct gg {
     ic_xid rcp32_x;        /* V2: 1 / gg_val(rcp32_x) (IEEE) of generation rcp32_gen is rcp32_v */
     uint32_t rcp32_gen;
     LLVMValueRef rcp32_v;
-    uint8_t *need;         /* [x]: value needed to f32 accuracy (gg_lowp_need); NULL: all are */
+    uint8_t *need;         /* [x]: value needed to f32 accuracy (c->lowp_need: the driver's analysis); NULL: all are */
     int epi_buf;           /* GEMM epilogue (gpu_gemm.c): loads of this buffer read epi_val */
     LLVMValueRef epi_val;  /*   (the accumulator value, register form) while it is non-NULL */
 } gg;
@@ -186,7 +186,7 @@ static inline void pdl_prologue(gg *g) {
     LLVMBuildCall2(B, ft, ia, NULL, 0, "");
 }
 
-/* x only feeds half-precision results (gg_lowp_need) */
+/* x only feeds half-precision results (driver_passes.c ic_lowp_analysis) */
 static inline bool is_lowp(const gg *g, ic_xid x) { return g->need && !g->need[x]; }
 
 /* ---- types and constants ---------------------------------------------------------------- */
@@ -357,7 +357,6 @@ bool gg_fits_i32(ic_ctx *c, ic_kernel *k, const plan *P);
 void gg_mark_bufs(ic_ctx *c, ic_xid x, int *used, uint8_t *seen);
 int gg_param_order(ic_ctx *c, const ic_kernel *k, bool stores_only, const int *used, const int *first, int n0, int *ub);
 void gg_add_annotation(gg *g, LLVMValueRef fn, const char *key, int v);
-uint8_t *gg_lowp_need(gg *g, const ic_kernel *k);
 void gg_gen_variant(gg *g, ic_kernel *k, const plan *P, ic_gvariant *out, const char *name);
 bool gg_kernel_empty(ic_kernel *k);
 

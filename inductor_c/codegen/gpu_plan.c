@@ -1,4 +1,4 @@
-/* gpu_plan.c — the GPU code generator's launch planning (vector width, rows, split, online pairs, tiles), one kernel variant, and the values that only feed half-precision results.
+/* gpu_plan.c — the GPU code generator's launch planning (vector width, rows, split, online pairs, tiles), and one kernel variant (the values that only feed half-precision results: the driver's step, driver_passes.c).
  * Split out of gpu_nvptx.c (the driver): see its comment. */
 #include "gpu_internal.h"
 
@@ -527,94 +527,6 @@ void gg_add_annotation(gg *g, LLVMValueRef fn, const char *key, int v) {
     LLVMAddNamedMetadataOperand(g->cg.mod, "nvvm.annotations", LLVMMDNodeInContext(g->cg.ctx, md, 3));
 }
 
-/* ---- values that only feed half-precision results ------------------------------------------ *
- * A value computed in f32 whose every use ends, through products and quotients only, in a
- * rounding to f16/bf16 needs no f32 accuracy: a relative error of a few 1e-6 stays far below
- * the half type's 2^-9 / 2^-12 (products and quotients add relative errors; a sum of
- * exponentials, all positive, keeps the largest). Such values take the fast forms: exp by
- * one ex2.approx, division by div.full / rcp.approx. bf16 softmax computed in f32 (as eager
- * does: exp(x - max) / sum, rounded once) is bound by instruction issue, and its f32 exp was
- * most of the instructions. need[x] = 1 unless x is such a value. Rules (a monotone fixpoint
- * from need = 0):
- *   a stored value, an index, an argmax/argmin operand, the operand of any op other than
- *   mul/div/cast-to-half: needed;
- *   mul/div: operands needed if the product is;
- *   cast to f16/bf16: its operand is not needed through it;
- *   a row sum (or one stored as half) of an exp: the exp is needed if the row value is.
- * config gpu_lowp=0 (TORCHC_GPU_LOWP=0) keeps every value at f32 accuracy. */
-static bool lowp_on(const ic_config *cf) { return cf->gpu_lowp != 0; }
-
-static void lowp_reach(ic_ctx *c, ic_xid x, uint8_t *in) {
-    if (x < 0 || in[x]) return;
-    in[x] = 1;
-    const ic_x *e = &c->xs[x];
-    if (e->kind == X_ROWVAL || e->kind == X_CONST || e->kind == X_IXVAL) return;
-    lowp_reach(c, e->a, in);
-    if (e->kind == X_OP) {
-        lowp_reach(c, e->b, in);
-        lowp_reach(c, e->c, in);
-    }
-}
-
-static bool lowp_mark(uint8_t *need, ic_xid x) {
-    if (x < 0 || need[x]) return false;
-    need[x] = 1;
-    return true;
-}
-
-uint8_t *gg_lowp_need(gg *g, const ic_kernel *k) {
-    ic_ctx *c = g->c;
-    if (!lowp_on(&g->c->cfg) || !g->v2) return NULL;
-    uint8_t *in = ic_alloc(c, (size_t)c->nxs + 1), *need = ic_alloc(c, (size_t)c->nxs + 1);
-    uint8_t *rowneed = ic_alloc(c, (size_t)k->nitems + 1);
-    bool any = false;
-    for (int j = 0; j < k->nitems; j++) {
-        lowp_reach(c, k->items[j].expr, in);
-        lowp_reach(c, k->items[j].expr2, in);
-    }
-    for (ic_xid x = 0; x < c->nxs; x++) {
-        const ic_x *e = &c->xs[x];
-        if (in[x] && e->kind == X_OP && e->dtype == IC_F32 && (e->op == IC_OP_EXP || e->op == IC_OP_DIV)) any = true;
-    }
-    if (!any) return NULL;
-    for (bool changed = true; changed;) {
-        changed = false;
-        for (int j = 0; j < k->nitems; j++) {
-            const ic_item *it = &k->items[j];
-            const ic_x *e = &c->xs[it->expr];
-            changed |= lowp_mark(need, it->expr2);
-            if (it->kind != IT_REDUCE) {
-                if (it->store) changed |= lowp_mark(need, it->expr);
-                continue;
-            }
-            bool sum_exp = it->red_op == IC_OP_SUM && e->kind == X_OP && e->op == IC_OP_EXP && e->dtype == IC_F32;
-            if (!sum_exp || rowneed[j] || (it->store && !is_half(it->dtype))) changed |= lowp_mark(need, it->expr);
-        }
-        for (ic_xid x = 0; x < c->nxs; x++) {
-            if (!in[x]) continue;
-            const ic_x *e = &c->xs[x];
-            switch (e->kind) {
-            case X_ROWVAL:
-                if (need[x] && !rowneed[e->a]) rowneed[e->a] = 1, changed = true;
-                break;
-            case X_CAST:
-                if (!is_half(e->dtype)) changed |= lowp_mark(need, e->a);
-                break;
-            case X_OP:
-                if (need[x] || (e->op != IC_OP_MUL && e->op != IC_OP_DIV)) {
-                    changed |= lowp_mark(need, e->a);
-                    changed |= lowp_mark(need, e->b);
-                    changed |= lowp_mark(need, e->c);
-                }
-                break;
-            case X_LOADF: changed |= lowp_mark(need, e->a); break;
-            default: break;
-            }
-        }
-    }
-    return need;
-}
-
 void gg_gen_variant(gg *g, ic_kernel *k, const plan *P, ic_gvariant *out, const char *name) {
     ic_ctx *c = g->c;
     int *used = ic_alloc(c, (size_t)c->nbufs * sizeof(int) + 1);
@@ -662,7 +574,8 @@ void gg_gen_variant(gg *g, ic_kernel *k, const plan *P, ic_gvariant *out, const 
     g->k = k;
     g->P = P;
     g->v2 = P->v2;
-    g->need = gg_lowp_need(g, k);
+    /* the driver's low-precision analysis (driver_passes.c), for the second generation */
+    g->need = g->v2 && c->lowp_need ? c->lowp_need[k - c->kernels] : NULL;
     g->smem = NULL;
     g->vgen++; /* invalidates the persistent loads of the previous variant */
     if (P->mode == P_ROWS && P->logT + (P->jlow ? 0 : P->logR) > 5) {
