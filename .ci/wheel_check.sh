@@ -53,9 +53,39 @@ assert "torch_dynamo_backends" in eps, eps
 print("   ", want, "| BSD-3-Clause | libLLVM bundled | dynamo entry point")
 PY
 
-echo "== wheel: fresh venv (system torch), pip install, quick start"
-$PY -m venv --system-site-packages "$W/venv"
-"$W/venv/bin/python" -m pip install -q "$WHL"
+echo "== wheel: fresh venv with only torch (and what torch requires), pip install, quick start"
+# no --system-site-packages: the venv sees torch and its requirements only (linked from this
+# interpreter's site-packages, no download), not the checkout, transformers, numpy, pytest
+$PY -m venv "$W/venv"
+VSITE=$("$W/venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+$PY - "$VSITE" <<'PY'
+import importlib.metadata as md, os, re, sys
+from packaging.requirements import Requirement
+dest, seen, todo = sys.argv[1], set(), ["torch"]
+while todo:
+    name = todo.pop()
+    key = re.sub(r"[-_.]+", "-", name).lower()
+    if key in seen:
+        continue
+    seen.add(key)
+    dist = md.distribution(name)
+    for r in dist.requires or []:
+        req = Requirement(r)
+        if req.marker is None or req.marker.evaluate({"extra": ""}):
+            try:
+                md.distribution(req.name)
+                todo.append(req.name)
+            except md.PackageNotFoundError:
+                pass
+    base = dist.locate_file("")
+    tops = {str(f).split("/")[0] for f in dist.files or [] if not str(f).startswith("..")}
+    for t in sorted(tops):
+        src = os.path.join(base, t)
+        if os.path.exists(src) and not os.path.exists(os.path.join(dest, t)):
+            os.symlink(src, os.path.join(dest, t))
+print("    venv packages:", ", ".join(sorted(seen)))
+PY
+"$W/venv/bin/python" -m pip install -q --no-index "$WHL"
 SO=$(ls "$W"/venv/lib/python3*/site-packages/torchc/_C*.so)
 RP=$(readelf -d "$SO" | grep -E "RUNPATH|RPATH" || true)
 echo "   $RP"
@@ -80,7 +110,16 @@ with torch.no_grad():
     torch.testing.assert_close(torch.compile(m, backend="torchc")(torch.ones(4, 16)), m(torch.ones(4, 16)))
 from torchc import manifolds  # every subpackage is in the wheel
 assert manifolds.__file__.startswith(torchc.__path__[0])
-print("quick start ok:", torchc.__file__)
+# the LLVM in use is the one bundled with the wheel, not the build machine's
+llvm = {l.split()[-1] for l in open("/proc/self/maps") if "libLLVM" in l}
+assert llvm and all("torchc.libs" in p for p in llvm), llvm
+for mod in ("transformers", "pytest"):  # the venv holds torch and its requirements only
+    try:
+        __import__(mod)
+        raise SystemExit(f"{mod} is importable in the fresh venv")
+    except ImportError:
+        pass
+print("quick start ok:", torchc.__file__, "| LLVM from", sorted(llvm)[0])
 PY
 env -u LD_LIBRARY_PATH TORCHC_CACHE_DIR="$W/cache" "$W/venv/bin/python" quickstart.py
 case "$("$W/venv/bin/python" -c 'import torchc; print(torchc.__file__)')" in

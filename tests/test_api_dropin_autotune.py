@@ -59,9 +59,14 @@ def test_max_autotune_conv_real_timing_and_log(caplog):
     torchc.reset()
     m = torch.nn.Conv2d(4, 4, 3)
     x = torch.randn(1, 4, 8, 8, requires_grad=True)  # training: the backward follows the layout
-    with caplog.at_level(logging.INFO, logger="torchc.perf"):
-        cm = torchc.compile(m, mode="max-autotune-no-cudagraphs")
-        e = torchc.explain(cm)(x)
+    lg = logging.getLogger("torchc")  # set_logs may have stopped propagation to the root
+    lg.addHandler(caplog.handler)
+    try:
+        with caplog.at_level(logging.INFO, logger="torchc.perf"):
+            cm = torchc.compile(m, mode="max-autotune-no-cudagraphs")
+            e = torchc.explain(cm)(x)
+    finally:
+        lg.removeHandler(caplog.handler)
     torch.testing.assert_close(e.result, m(x), rtol=1e-5, atol=1e-5)
     e.result.sum().backward()
     g = m.weight.grad.clone()

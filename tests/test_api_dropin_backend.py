@@ -88,8 +88,13 @@ def test_backend_callable_dynamic_true_is_static_per_shape(caplog, rec):
     def f(x):
         return (x * 2).sum(0)
 
-    with caplog.at_level(logging.WARNING, logger="torchc"):
-        g = torchc.compile(f, backend=be, dynamic=True)
+    lg = logging.getLogger("torchc")  # set_logs may have stopped propagation to the root
+    lg.addHandler(caplog.handler)
+    try:
+        with caplog.at_level(logging.WARNING, logger="torchc"):
+            g = torchc.compile(f, backend=be, dynamic=True)
+    finally:
+        lg.removeHandler(caplog.handler)
     assert any("static shapes" in r.getMessage() for r in caplog.records)
     for n in (3, 5, 3):
         x = torch.randn(n, 4)
