@@ -111,24 +111,32 @@ int sym_h_softmax(trace *t, const opdef *d, var **p, var *out) {
     return 0;
 }
 
-/* The rows of x shifted by their first element (x - x[..., 0, ..., 0] over the dims of mask),
- * the shift detached: layer_norm and group_norm are shift-invariant, and the two-pass
- * statistics of the shifted rows are exact for constant rows (eager's Welford moments give
- * mean == x and variance 0 there; the mean of the unshifted rows carried a rounding residue
- * that rsqrt(eps) amplified: layer_norm of a constant row of 17 gave 4.5e-4, eager 0; fuzz
- * seed 10962329). The shift also keeps the variance accurate for rows far from 0. Rows of a
- * symbolic size are not shifted (a slice of a symbolic dim is unsupported). */
-static ic_val norm_shifted(trace *t, ic_val x, uint32_t mask) {
+/* The statistics of x's rows over the dims of mask for layer_norm/group_norm: x - mean (*xc)
+ * and the biased variance (*var), computed on the rows shifted by their first element x0
+ * (detached; both are shift-invariant): xs = x - x0, m = mean(xs), var = mean((xs - m)^2),
+ * xc = x - (x0 + m). Exact for constant rows (xs is 0 there), as eager's Welford moments are;
+ * the unshifted float mean's rounding residue times rsqrt(eps) gave 4.5e-4 where eager gives 0
+ * (layer_norm of a constant row of 17; fuzz seed 10962329). The (mean, variance) pair over xs
+ * keeps the GPU's online split rows one launch, and the output pass reads x and the mean only,
+ * as before the shift. Rows of a symbolic size are not shifted (a slice of a symbolic dim is
+ * unsupported). */
+static void norm_stats(trace *t, ic_val x, uint32_t mask, ic_val *xc, ic_val *var) {
     ic_meta m = *sym_metap(t, x);
     ic_val s = x;
-    for (int i = 0; i < m.ndim; i++) {
+    int shift = 1;
+    for (int i = 0; i < m.ndim && shift; i++) {
         if (!(mask & (1u << i)))
             continue;
         if (m.dyn && !sym_dim_static(m.dims[i]))
-            return x;
-        s = ic_slice(G, s, i, 0, m.sizes[i] < 1 ? m.sizes[i] : 1, 1);
+            shift = 0;
+        else
+            s = ic_slice(G, s, i, 0, m.sizes[i] < 1 ? m.sizes[i] : 1, 1);
     }
-    return ic_binary(G, IC_OP_SUB, x, ic_detach(G, s));
+    ic_val xs = shift ? ic_binary(G, IC_OP_SUB, x, s = ic_detach(G, s)) : x;
+    ic_val mu = ic_reduce(G, IC_OP_MEAN, xs, mask, 1, -1);
+    ic_val d = ic_binary(G, IC_OP_SUB, xs, mu);
+    *var = ic_reduce(G, IC_OP_MEAN, ic_binary(G, IC_OP_MUL, d, d), mask, 1, -1);
+    *xc = shift ? ic_binary(G, IC_OP_SUB, x, ic_binary(G, IC_OP_ADD, s, mu)) : d;
 }
 
 /* layer_norm(input, normalized_shape, weight, bias, eps) over the trailing dims */
@@ -168,10 +176,8 @@ int sym_h_layer_norm(trace *t, const opdef *d, var **p, var *out) {
         ic_val ms = ic_reduce(t->g, IC_OP_MEAN, ic_binary(t->g, IC_OP_MUL, x, x), mask, 1, -1);
         y = ic_binary(t->g, IC_OP_MUL, x, ic_unary(t->g, IC_OP_RSQRT, ic_binary(t->g, IC_OP_ADD, ms, e)));
     } else {
-        x = norm_shifted(t, x, mask);
-        ic_val mu = ic_reduce(t->g, IC_OP_MEAN, x, mask, 1, -1);
-        ic_val xc = ic_binary(t->g, IC_OP_SUB, x, mu);
-        ic_val var = ic_reduce(t->g, IC_OP_MEAN, ic_binary(t->g, IC_OP_MUL, xc, xc), mask, 1, -1);
+        ic_val xc, var;
+        norm_stats(t, x, mask, &xc, &var);
         y = ic_binary(t->g, IC_OP_MUL, xc, ic_unary(t->g, IC_OP_RSQRT, ic_binary(t->g, IC_OP_ADD, var, e)));
     }
     var *w = p[2], *b = rms ? NULL : p[3];
@@ -399,10 +405,8 @@ int sym_h_group_norm(trace *t, const opdef *d, var **p, var *out) {
     for (int i = 2; i < m->ndim; i++)
         rest *= m->sizes[i];
     ic_val x3 = ic_reshape(G, p[0]->val, 3, (int64_t[]){N, g, (C / g) * rest});
-    x3 = norm_shifted(t, x3, 1u << 2);
-    ic_val mu = ic_reduce(G, IC_OP_MEAN, x3, 1u << 2, 1, -1);
-    ic_val xc = ic_binary(G, IC_OP_SUB, x3, mu);
-    ic_val var = ic_reduce(G, IC_OP_MEAN, ic_binary(G, IC_OP_MUL, xc, xc), 1u << 2, 1, -1);
+    ic_val xc, var;
+    norm_stats(t, x3, 1u << 2, &xc, &var);
     ic_val y = ic_binary(G, IC_OP_MUL, xc, ic_unary(G, IC_OP_RSQRT, ic_binary(G, IC_OP_ADD, var, sym_num(t, eps))));
     y = ic_reshape(G, y, m->ndim, m->sizes);
     int64_t bshape[IC_MAX_DIMS];
