@@ -15,14 +15,25 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <pthread.h>
+#include <time.h>
+
 #include "aten_bridge.h"
 #include "pyerr.h"
 #include "ic.h"
 #include "train.h"
 
+/* dynamo_hook/eval_frame.c: the thread signals go to, and the count of compiles that exit
+ * waits for (LLVM's static destructors must not run under one) */
+int dh_is_main_thread(void);
+void dh_compile_inflight_add(int delta);
+
+typedef struct bjob bjob;
+
 typedef struct tc_train {
     ic_autograd ag;         /* ag.bwd: the graph, until it is compiled */
     ic_compiled *bwd;       /* NULL until the first backward */
+    bjob *job;              /* the backward's compile, running on a helper thread */
     ic_options opt;
     int eager;              /* a backward ran with create_graph=True: the frame runs eagerly */
     char *bwd_text;
@@ -37,6 +48,51 @@ static unsigned long long n_bwd_compiles; /* under the GIL */
 
 unsigned long long tc_train_backward_compiles(void) { return n_bwd_compiles; }
 
+/* The backward graph compiles on a helper thread while the calling thread waits with the
+ * GIL released and, on the main thread, checks for signals every 20 ms: Ctrl-C during a long
+ * backward compile arrives at once (as the forward's, eval_frame.c dh_compile). The
+ * interrupted job keeps running and stays the train object's: the next backward waits for
+ * it; a train object freed first leaves the graph and the result to the job to free.
+ * refs: the train object's (tr->job), the helper thread's, and each waiter's (taken under the
+ * GIL); the last one frees. */
+struct bjob {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    ic_graph *g; /* tr->ag.bwd, the job's own once orphaned */
+    ic_options opt;
+    ic_err err;
+    ic_compiled *res;
+    int done, orphan, taken;
+    _Atomic int refs;
+};
+
+static void bjob_unref(bjob *j) {
+    if (--j->refs > 0)
+        return;
+    if (j->res != NULL && !j->taken)
+        ic_compiled_free(j->res);
+    if (j->orphan)
+        ic_graph_free(j->g);
+    pthread_mutex_destroy(&j->mu);
+    pthread_cond_destroy(&j->cv);
+    free(j);
+}
+
+static void *bjob_run(void *p) {
+    bjob *j = p;
+    ic_err err = {0};
+    ic_compiled *r = ic_compile(j->g, &j->opt, &err);
+    pthread_mutex_lock(&j->mu);
+    j->res = r;
+    j->err = err;
+    j->done = 1;
+    pthread_cond_broadcast(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+    bjob_unref(j);
+    dh_compile_inflight_add(-1);
+    return NULL;
+}
+
 /* compiles the backward graph once (the GIL is released meanwhile: a second thread that
  * gets here first wins, the loser's copy is dropped) */
 static int ensure_compiled(tc_train *tr) {
@@ -47,12 +103,79 @@ static int ensure_compiled(tc_train *tr) {
         return -1;
     }
     ic_err err = {0};
-    ic_compiled *c;
-    ic_graph *g = tr->ag.bwd;
-    ic_options opt = tr->opt;
-    Py_BEGIN_ALLOW_THREADS
-    c = ic_compile(g, &opt, &err);
-    Py_END_ALLOW_THREADS
+    ic_compiled *c = NULL;
+    if (tr->job == NULL && dh_is_main_thread()) {
+        bjob *j = calloc(1, sizeof *j);
+        if (j != NULL) {
+            pthread_mutex_init(&j->mu, NULL);
+            pthread_cond_init(&j->cv, NULL);
+            j->g = tr->ag.bwd;
+            j->opt = tr->opt;
+            j->refs = 2;
+            dh_compile_inflight_add(1);
+            pthread_t th;
+            if (pthread_create(&th, NULL, bjob_run, j) != 0) {
+                dh_compile_inflight_add(-1);
+                j->refs = 1;
+                bjob_unref(j);
+            } else {
+                pthread_detach(th);
+                tr->job = j;
+            }
+        }
+    }
+    if (tr->job != NULL) {
+        bjob *j = tr->job;
+        j->refs++; /* this waiter's */
+        for (;;) {
+            int done;
+            Py_BEGIN_ALLOW_THREADS
+            pthread_mutex_lock(&j->mu);
+            if (!j->done) {
+                struct timespec ts;
+                clock_gettime(CLOCK_REALTIME, &ts);
+                ts.tv_nsec += 20 * 1000000L;
+                if (ts.tv_nsec >= 1000000000L) {
+                    ts.tv_sec++;
+                    ts.tv_nsec -= 1000000000L;
+                }
+                pthread_cond_timedwait(&j->cv, &j->mu, &ts);
+            }
+            done = j->done;
+            pthread_mutex_unlock(&j->mu);
+            Py_END_ALLOW_THREADS
+            if (tr->job != j) { /* another waiter took the result */
+                bjob_unref(j);
+                if (tr->bwd)
+                    return 0;
+                PyErr_SetString(PyExc_RuntimeError, "torchc: the backward graph failed to compile");
+                return -1;
+            }
+            if (done)
+                break;
+            if (PyErr_CheckSignals() < 0) { /* Ctrl-C: the job goes on, the next backward waits for it */
+                bjob_unref(j);
+                return -1;
+            }
+        }
+        c = j->res;
+        err = j->err;
+        j->taken = 1;
+        tr->job = NULL;
+        bjob_unref(j); /* the waiter's */
+        bjob_unref(j); /* the train object's */
+    } else { /* not the main thread (signals go to the main one), or no thread to be had */
+        ic_graph *g = tr->ag.bwd;
+        ic_options opt = tr->opt;
+        Py_BEGIN_ALLOW_THREADS
+        c = ic_compile(g, &opt, &err);
+        Py_END_ALLOW_THREADS
+        if (tr->job != NULL || tr->bwd) { /* another thread compiled it, or is compiling it, meanwhile */
+            if (c != NULL)
+                ic_compiled_free(c);
+            return tr->bwd ? 0 : ensure_compiled(tr);
+        }
+    }
     if (c == NULL) {
         PyErr_Format(PyExc_RuntimeError, "torchc: the backward graph failed to compile: %s", err.msg);
         return -1;
@@ -71,6 +194,15 @@ static int ensure_compiled(tc_train *tr) {
 static void train_free(tc_train *tr) {
     if (tr == NULL)
         return;
+    if (tr->job != NULL) { /* a compile still running (interrupted): it frees the graph */
+        bjob *j = tr->job;
+        pthread_mutex_lock(&j->mu);
+        j->orphan = 1;
+        pthread_mutex_unlock(&j->mu);
+        tr->ag.bwd = NULL;
+        tr->job = NULL;
+        bjob_unref(j);
+    }
     ic_autograd_clear(&tr->ag);
     if (tr->bwd)
         ic_compiled_free(tr->bwd);

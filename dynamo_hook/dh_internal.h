@@ -32,6 +32,15 @@
 #endif
 #define DH_PY312 (PY_VERSION_HEX >= 0x030C0000)
 
+/* ---- recursion (recursion.c) -------------------------------------------------------- */
+int dh_stack_units(void);                          /* C stack room, in units; 0: exhausted */
+#define DH_TRACE_STACK_UNITS 32                    /* room a capture needs (128 KB) */
+int dh_rec_enter_eval(PyThreadState *ts);          /* before _PyEval_EvalFrameDefault: a delta */
+void dh_rec_leave(PyThreadState *ts, int delta);
+int dh_rec_enter_run(PyThreadState *ts, int *delta); /* a compiled run: -1 RecursionError */
+void dh_rec_leave_run(PyThreadState *ts, int delta);
+void dh_rec_same_level(PyThreadState *ts, int d); /* +1 / -1 around a call that continues a counted frame */
+
 /* ---- sources ---------------------------------------------------------------------- */
 typedef enum dh_srckind {
     DH_S_LOCAL,  /* frame localsplus[index] */

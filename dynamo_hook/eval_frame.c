@@ -78,10 +78,14 @@ static PyObject *frame_func(_PyInterpreterFrame *f) {
 
 PyObject *dh_frame_function(void *frame) { return frame_func((_PyInterpreterFrame *)frame); }
 
+/* the frame as the interpreter runs it, with recursion counted as eager counts it and capped
+ * by the C stack's room (recursion.c) */
 static PyObject *eval_default(PyThreadState *ts, _PyInterpreterFrame *f, int throwflag) {
-    if (prev_eval != NULL && prev_eval != _PyEval_EvalFrameDefault)
-        return prev_eval(ts, f, throwflag);
-    return _PyEval_EvalFrameDefault(ts, f, throwflag);
+    int delta = dh_rec_enter_eval(ts);
+    PyObject *r = prev_eval != NULL && prev_eval != _PyEval_EvalFrameDefault ? prev_eval(ts, f, throwflag)
+                                                                            : _PyEval_EvalFrameDefault(ts, f, throwflag);
+    dh_rec_leave(ts, delta);
+    return r;
 }
 
 #if DH_PY312
@@ -478,6 +482,11 @@ ic_compiled *dh_compile(ic_graph **g, const ic_options *opt, ic_err *err) {
     return c;
 }
 
+/* csrc/train.c's backward compiles: on a helper thread when called on the main thread,
+ * counted in inflight for the exit wait */
+int dh_is_main_thread(void) { return PyThread_get_thread_ident() == main_thread; }
+void dh_compile_inflight_add(int delta) { inflight += delta; }
+
 /* The exception that interrupted a compile during this capture (new references, once). */
 static int take_pending(void) {
     if (tl_pending[0] == NULL)
@@ -779,6 +788,14 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
             dh_tl_busy = 0;
             return fallback(ts, f, "a torch.func wrapper or forward-AD dual tensor argument: eager");
         }
+        if (dh_stack_units() < DH_TRACE_STACK_UNITS) { /* a capture needs C stack (recursion.c) */
+            dh_tl_busy = 0;
+            PyObject *res = fallback(ts, f, "the C stack is nearly exhausted (deep recursion): eager");
+            tl_recompile = NULL;
+            tl_fresh = 0;
+            free(why);
+            return res;
+        }
         double t0 = now_ms();
         memset(dh_tl_ctimes, 0, sizeof dh_tl_ctimes);
         dh_tl_cache_hits = 0;
@@ -942,11 +959,13 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
         stats.t_guard += now_ns() - dh_tl_t0;
         stats.timed++;
     }
-    /* eager's recursion limit: a compiled frame never enters _PyEval_EvalFrameDefault */
+    /* eager's recursion limit: a compiled frame never enters _PyEval_EvalFrameDefault; it
+     * counts the level its frame would (recursion.c) */
     PyObject *res = NULL;
-    if (Py_EnterRecursiveCall(" while calling a torchc-compiled function") == 0) {
+    int rdelta;
+    if (dh_rec_enter_run(ts, &rdelta) == 0) {
         res = dh_entry_run(e, values, ptrs, func, symvals);
-        Py_LeaveRecursiveCall();
+        dh_rec_leave_run(ts, rdelta);
     }
     dh_entry_unpin(e);
     dh_scratch_clear();
@@ -1129,6 +1148,18 @@ static PyObject *resume_fn(PyObject *proto, PyObject *func) {
     return fn;
 }
 
+/* a resume function continues the frame whose compiled run counted its recursion level
+ * (recursion.c): it is not a level of its own, as the rest of eager's frame is not */
+static PyObject *call_resume(PyObject *rf, PyObject *const *argv, size_t n) {
+    if (rf == NULL)
+        return NULL;
+    PyThreadState *ts = PyThreadState_GET();
+    dh_rec_same_level(ts, 1);
+    PyObject *res = PyObject_Vectorcall(rf, argv, n, NULL);
+    dh_rec_same_level(ts, -1);
+    return res;
+}
+
 static PyObject *run_break(const dh_entry *e, PyObject *state, PyObject *func) {
     PyObject **items = &PyTuple_GET_ITEM(state, 0);
     int nargs = e->brk_nargs, nstack = e->brk_nstack, nlocals = e->brk_nlocals;
@@ -1153,7 +1184,7 @@ static PyObject *run_break(const dh_entry *e, PyObject *state, PyObject *func) {
             goto done;
         argv[nlocals + nstack] = r;
         PyObject *rf = resume_fn(e->resume[0], func);
-        res = rf ? PyObject_Vectorcall(rf, argv, (size_t)n, NULL) : NULL;
+        res = call_resume(rf, argv, (size_t)n);
         Py_XDECREF(rf);
         Py_DECREF(r);
     } else if (e->brk == DH_BRK_BINOP) {
@@ -1162,21 +1193,21 @@ static PyObject *run_break(const dh_entry *e, PyObject *state, PyObject *func) {
             goto done;
         argv[nlocals + nstack] = r;
         PyObject *rf = resume_fn(e->resume[0], func);
-        res = rf ? PyObject_Vectorcall(rf, argv, (size_t)n, NULL) : NULL;
+        res = call_resume(rf, argv, (size_t)n);
         Py_XDECREF(rf);
         Py_DECREF(r);
     } else if (e->brk == DH_BRK_STORE) {
         if (PyObject_SetItem(items[0], items[1], items[2]) < 0)
             goto done;
         fn = resume_fn(e->resume[0], func);
-        res = fn ? PyObject_Vectorcall(fn, argv, (size_t)(n - 1), NULL) : NULL;
+        res = call_resume(fn, argv, (size_t)(n - 1));
         Py_XDECREF(fn);
     } else {
         int truth = PyObject_IsTrue(items[0]);
         if (truth < 0)
             goto done;
         fn = resume_fn(truth == e->brk_jump_when ? e->resume[1] : e->resume[0], func);
-        res = fn ? PyObject_Vectorcall(fn, argv, (size_t)(n - 1), NULL) : NULL;
+        res = call_resume(fn, argv, (size_t)(n - 1));
         Py_XDECREF(fn);
     }
 done:

@@ -94,3 +94,12 @@ int dh_layout_keep(trace *t, ic_val old, ic_val *newval) {
     *newval = c;
     return 0;
 }
+
+void dh_layout_scalar_args(trace *t, const var *a, const var *b, const var *out) {
+    if (out->kind != V_TENSOR)
+        return;
+    if (a->kind == V_TENSOR && (b == NULL || b->kind != V_TENSOR))
+        ic_value_set_format(t->g, out->val, a->val, IC_MF_UNARY_OF);
+    else if (a->kind != V_TENSOR && b != NULL && b->kind == V_TENSOR) /* ATen pow.Scalar */
+        ic_value_set_format(t->g, out->val, out->val, IC_MF_CONTIGUOUS);
+}

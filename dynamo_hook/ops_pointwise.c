@@ -49,7 +49,14 @@ int sym_h_binary(trace *t, const opdef *d, var **p, var *out) {
     sym_resolve(t, &bv);
     if (sym_int_div_check(t, (ic_op)d->op, a, b, &bv) < 0)
         return -1;
-    return sym_tensor_out(t, ic_binary(t->g, (ic_op)d->op, a, b), out);
+    if (sym_tensor_out(t, ic_binary(t->g, (ic_op)d->op, a, b), out) < 0)
+        return -1;
+    if (d->op == IC_OP_POW) { /* a number is no operand of ATen's pow */
+        var av = *p[0];
+        sym_resolve(t, &av);
+        dh_layout_scalar_args(t, &av, &bv, out);
+    }
+    return 0;
 }
 
 int sym_h_add_sub(trace *t, const opdef *d, var **p, var *out) {
@@ -148,7 +155,21 @@ int sym_h_clamp(trace *t, const opdef *d, var **p, var *out) {
             return -1;
         x = ic_binary(t->g, IC_OP_MINIMUM, x, hi);
     }
-    return sym_tensor_out(t, x, out);
+    if (sym_tensor_out(t, x, out) < 0)
+        return -1;
+    int scalars = 1; /* clamp(Tensor, Scalar?, Scalar?): one operand in ATen */
+    var bound;
+    for (int i = 0; i < 2; i++) {
+        var *v = i ? mx : mn;
+        if (sym_is_none(v))
+            continue;
+        bound = *v;
+        sym_resolve(t, &bound);
+        scalars &= bound.kind != V_TENSOR;
+    }
+    if (scalars)
+        dh_layout_scalar_args(t, p[0], NULL, out);
+    return 0;
 }
 
 int sym_h_cast(trace *t, const opdef *d, var **p, var *out) {

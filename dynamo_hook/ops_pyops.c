@@ -174,7 +174,11 @@ int sym_binary(trace *t, int nb, const var *a_in, const var *b_in, var *out) {
         return -1;
     if (sym_int_div_check(t, op, x, y, b) < 0)
         return -1;
-    return sym_tensor_out(t, ic_binary(t->g, op, x, y), out);
+    if (sym_tensor_out(t, ic_binary(t->g, op, x, y), out) < 0)
+        return -1;
+    if (op == IC_OP_POW) /* x ** 2: pow(Tensor, Scalar); 2 ** x: pow(Scalar, Tensor) */
+        dh_layout_scalar_args(t, a, b, out);
+    return 0;
 }
 
 int sym_neg(trace *t, const var *a_in, var *out) {

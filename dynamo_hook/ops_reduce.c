@@ -449,10 +449,13 @@ int sym_h_argsort(trace *t, const opdef *d, var **p, var *out) {
         return -1;
     int64_t prm[3] = {dim, desc, stable};
     ic_val idx = ic_extern(G, IC_EXT_ARGSORT, 1, &p[0]->val, 3, prm, 1, 1);
+    ic_value_set_format(G, idx, p[0]->val, IC_MF_PRESERVE); /* eager's sort: the input's dense layout */
     if (d->op == 0 || idx < 0)
         return sym_tensor_out(t, idx, out);
     ic_val v[2] = {p[0]->val, idx};
-    return sym_tensor_out(t, ic_extern(G, IC_EXT_GATHER, 2, v, 1, prm, 1, 1), out);
+    ic_val vals = ic_extern(G, IC_EXT_GATHER, 2, v, 1, prm, 1, 1);
+    ic_value_set_format(G, vals, p[0]->val, IC_MF_PRESERVE);
+    return sym_tensor_out(t, vals, out);
 }
 
 /* sort(input, dim=-1, descending=False, stable=False) -> (values, indices) (op 0);
@@ -486,5 +489,10 @@ int sym_h_sort(trace *t, const opdef *d, var **p, var *out) {
     ic_val vals = idx < 0 ? IC_NONE : ic_extern(G, IC_EXT_GATHER, 2, v, 1, prm, 1, 1);
     if (vals < 0)
         return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "%s failed", d->name);
+    /* eager: sort's values and indices keep the input's dense layout, topk's are contiguous
+     * (fuzz: sort of a transposed value gave contiguous strides, eager transposed) */
+    int fmt = d->op == 0 ? IC_MF_PRESERVE : IC_MF_CONTIGUOUS;
+    ic_value_set_format(G, idx, p[0]->val, fmt);
+    ic_value_set_format(G, vals, p[0]->val, fmt);
     return sym_return_pair(t, d->op == 0 ? "sort" : "topk", vals, idx, out);
 }

@@ -502,7 +502,7 @@ PyObject *dh_break_call(PyObject *resume_proto, PyObject *const *locals, int nlo
     for (Py_ssize_t k = 0; k < nargs; k++)
         argv[nlocals + 1 + k] = args[k];
     /* the break frame stands in for the hooked frame (which never ran in the interpreter and
-     * was already counted once by the compiled run's Py_EnterRecursiveCall): it must not count
+     * was already counted once by the compiled run, recursion.c dh_rec_enter_run): it must not count
      * a second level, or compiled recursion would reach the limit at half eager's depth */
     PyThreadState *ts = PyThreadState_GET();
 #if PY_VERSION_HEX >= 0x030C0000

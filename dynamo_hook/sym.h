@@ -214,6 +214,10 @@ int dh_memory_format(trace *t, const var *v, int *fmt);
 int dh_is_memory_format(PyObject *o); /* torch.channels_last & co.: constants */
 int dh_layout_copy(trace *t, ic_val x, int fmt, var *out);
 int dh_layout_keep(trace *t, ic_val old, ic_val *newval);
+/* dh_layout_scalar_args: the result of op(a, b) made from a tensor and a Python number that
+ * ATen keeps out of its TensorIterator (pow(Tensor, Scalar), clamp(Tensor, Scalar...)): a
+ * unary op's layout of the tensor; pow(Scalar, Tensor): contiguous */
+void dh_layout_scalar_args(trace *t, const var *a, const var *b, const var *out);
 void sym_where(trace *t); /* symbolic.c: t->where from the frames being interpreted */
 PyObject *sym_keep(trace *t, PyObject *o);    /* steals o into t->keep; borrowed result */
 var *sym_alloc(trace *t, int n);              /* zeroed vars living as long as the trace */

@@ -258,9 +258,11 @@ ic_val ic_value_view_root(const ic_graph *g, ic_val v);
  * with them. ic_value_strides copies them (ndim entries; at the hints for symbolic sizes).
  * The frontend sets them where its decomposition of an op differs from eager's kernel
  * (ic_value_set_strides; inputs keep theirs: -1), or to a memory format: IC_MF_PRESERVE
- * (empty_like/clone of `like`), contiguous, channels-last (4-d), channels-last-3d (5-d);
+ * (empty_like/clone of `like`), contiguous, channels-last (4-d), channels-last-3d (5-d),
+ * IC_MF_UNARY_OF (a unary TensorIterator op's output of `like`, which has v's shape: ops
+ * whose scalar arguments ATen does not make operands);
  * -1 when the format does not fit the rank. */
-enum { IC_MF_PRESERVE = 0, IC_MF_CONTIGUOUS = 1, IC_MF_CHANNELS_LAST = 2, IC_MF_CHANNELS_LAST_3D = 3 };
+enum { IC_MF_PRESERVE = 0, IC_MF_CONTIGUOUS = 1, IC_MF_CHANNELS_LAST = 2, IC_MF_CHANNELS_LAST_3D = 3, IC_MF_UNARY_OF = 4 };
 int ic_value_strides(const ic_graph *g, ic_val v, int64_t *st);
 int ic_value_set_strides(ic_graph *g, ic_val v, const int64_t *st);
 int ic_value_set_format(ic_graph *g, ic_val v, ic_val like, int fmt);

@@ -166,6 +166,101 @@ def test_recursion_depth_like_eager(tmp_path):
     """, tmp_path)
 
 
+def test_recursion_room_like_eager(tmp_path):
+    # how deep eager code can still recurse at the bottom of a compiled recursion n levels
+    # deep, against the same in eager: a compiled level counts one level, as eager's frame;
+    # Python 3.12 charged the C-recursion units of every frame the hook hands to the
+    # interpreter (2 of 1500 each): compiled recursion stopped at ~550 levels (eager ~1000)
+    # and code under a compiled call reached ~745 levels (eager ~996)
+    run_child("""
+        import sys
+        torchc.config.recompile_limit = 100000
+        def room():
+            c = [0]
+            def d2(k):
+                c[0] = k
+                return d2(k + 1)
+            try:
+                d2(0)
+            except RecursionError:
+                pass
+            return c[0]
+        def r(a, n):
+            if n == 0:
+                return a + room()
+            return r(a + 1, n - 1)
+        cf = torchc.compile(r)
+        for n in (0, 10, 300, 800):
+            e = int(r(torch.zeros(1), n).item()) - n
+            for _ in range(2):   # traced, then cached entries
+                c = int(cf(torch.zeros(1), n).item()) - n
+                assert abs(c - e) <= 5, (sys.version, n, c, e)
+        assert torchc._C.stats()["hits"] > 800
+        # compiled recursion as deep as eager's (a graph break at every level)
+        def r2(a, n):
+            if n == 0:
+                return a
+            a = a + len(str(n))   # a constant per level
+            print(end="")          # a graph break: no inlining of the next level
+            return r2(a, n - 1)
+        def depth(fn):
+            lo, hi = 10, 3000
+            while lo < hi:
+                mid = (lo + hi + 1) // 2
+                try:
+                    fn(torch.ones(1), mid)
+                    lo = mid
+                except RecursionError:
+                    hi = mid - 1
+            return lo
+        de, dc = depth(r2), depth(torchc.compile(r2))
+        assert abs(dc - de) <= 10, (sys.version, dc, de)
+        print("depth", sys.version.split()[0], "eager", de, "compiled", dc)
+        print("OK")
+    """, tmp_path, timeout=600)
+
+
+def test_recursion_past_the_c_stack(tmp_path):
+    # with a huge recursion limit eager's Python recursion needs no C stack, a compiled one
+    # does (~4 KB a level): it must end in RecursionError, never a segfault, on the main
+    # thread and on a thread with a small stack; the process keeps working after it
+    run_child("""
+        import sys, threading
+        torchc.config.recompile_limit = 1000000
+        sys.setrecursionlimit(1000000)
+        def r(a, n):
+            if n == 0:
+                return a
+            print(end="")
+            return r(a + 1, n - 1)
+        cf = torchc.compile(r)
+        def deep(n):
+            try:
+                return cf(torch.zeros(1), n).item()
+            except RecursionError:
+                return "RecursionError"
+        assert deep(200000) == "RecursionError"
+        assert deep(3000) in (3000.0, "RecursionError")
+        threading.stack_size(512 * 1024)
+        box = []
+        th = threading.Thread(target=lambda: box.append(deep(5000)))
+        th.start()
+        th.join()
+        assert box == ["RecursionError"], box
+        def inf(a):
+            return inf(a + 1)
+        try:
+            torchc.compile(inf)(torch.ones(2))
+        except RecursionError:
+            pass
+        else:
+            raise AssertionError("no RecursionError")
+        sys.setrecursionlimit(1000)
+        torch.testing.assert_close(cf(torch.zeros(1), 50), torch.full((1,), 50.0))
+        print("OK")
+    """, tmp_path, timeout=600)
+
+
 # ---- big graphs: more buffers, arguments, sources than any fixed array -------------------------
 
 def test_many_buffers(tmp_path):
@@ -287,6 +382,60 @@ _BIG_FN = """
         raise KeyboardInterrupt
     signal.signal(signal.SIGALRM, on_alarm)
 """
+
+
+def test_interrupt_during_long_backward_compile(tmp_path):
+    # the backward graph compiles on the first backward call (csrc/train.c): Ctrl-C during
+    # it arrives at once too (it used to wait for the whole compile); the interrupted compile
+    # goes on and the next backward uses it; an exit during one is clean
+    out = run_child(_BIG_FN + """
+    def make_t(k, n=300):
+        src = "def f(x):\\n" + "".join(f"    x = torch.tanh(x * 0.{5 + i % 4} + {k + i % 3}) * 0.5 + x * 0.5\\n"
+                                        for i in range(n)) + "    return x.sum()\\n"
+        g = {"torch": torch}
+        exec(src, g)
+        return g["f"]
+    def grads(fn, x):
+        x = x.detach().clone().requires_grad_()
+        fn(x).backward()
+        return x.grad
+    x = torch.randn(8)
+    f0 = make_t(0)
+    c0 = torchc.compile(f0)
+    xr = x.clone().requires_grad_()
+    loss = c0(xr)
+    t0 = time.time()
+    loss.backward()
+    full = time.time() - t0
+    torch.testing.assert_close(xr.grad, grads(f0, x), rtol=1e-4, atol=1e-4)
+    f1 = make_t(1)
+    c1 = torchc.compile(f1)
+    xr = x.clone().requires_grad_()
+    loss = c1(xr)
+    signal.setitimer(signal.ITIMER_REAL, full * 0.3)
+    t0 = time.time()
+    try:
+        loss.backward()
+        raise AssertionError("no KeyboardInterrupt")
+    except KeyboardInterrupt:
+        late = time.time() - t0 - full * 0.3
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    print("backward compile", full, "late", late)
+    assert late < max(0.25, full * 0.3), (full, late)
+    xr = x.clone().requires_grad_()
+    c1(xr).backward()
+    torch.testing.assert_close(xr.grad, grads(f1, x), rtol=1e-4, atol=1e-4)
+    f2 = make_t(2)
+    loss = torchc.compile(f2)(x.clone().requires_grad_())
+    signal.setitimer(signal.ITIMER_REAL, full * 0.3)
+    try:
+        loss.backward()
+    except KeyboardInterrupt:
+        pass
+    del loss
+    print("OK")   # and exit with f2's backward compile abandoned: the process must exit cleanly
+    """, tmp_path, timeout=600)
+    print(out)
 
 
 @pytest.mark.parametrize("daemon", [False, True])

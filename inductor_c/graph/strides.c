@@ -23,7 +23,10 @@
  *                                     frontend (ic_value_set_strides: 0 strides)
  *     cat                             the inputs' common memory format, else contiguous
  *   The frontend overrides the result of ops it decomposes where eager's kernel makes a
- *   different layout (ic_value_set_strides / ic_value_set_format).
+ *   different layout (ic_value_set_strides / ic_value_set_format); IC_MF_UNARY_OF: the
+ *   TensorIterator of one operand, for ops whose scalar arguments are no operands in ATen
+ *   (clamp(Scalar), pow(Tensor, Scalar), activations with scalar parameters) while the
+ *   decomposition made them 0-d operands (which ATen's fast setup would not skip).
  * Keeps: everything else. The compiler allocates graph outputs with these strides (made
  *   dense when they overlap: never a buffer two elements share); intermediates stay
  *   contiguous.
@@ -197,39 +200,43 @@ static void bstrides(const ic_node *u, int n, const int64_t *osz, int64_t *out) 
         out[off + i] = (u->meta.sizes[i] == 1 && osz[off + i] != 1) ? 0 : u->est[i];
 }
 
-static void pointwise(ic_graph *g, ic_node *n, int nin) {
-    const ic_meta *m = &n->meta;
-    int nd = m->ndim;
+/* TensorIterator's output strides over the operands u[0..nin) (shape osz, nd dims) */
+static void ti_layout(int nd, const int64_t *osz, int nin, const ic_node *const *u, int64_t *st) {
     bool same = true, all_c = true, all_cl = true, all_d = true, eq = true;
     const ic_node *first = NULL;
     for (int i = 0; i < nin; i++) {
-        const ic_node *u = &g->nodes[n->in[i]];
-        const ic_meta *um = &u->meta;
-        if (um->ndim != nd || memcmp(um->sizes, m->sizes, sizeof(int64_t) * (size_t)nd)) {
+        const ic_meta *um = &u[i]->meta;
+        if (um->ndim != nd || memcmp(um->sizes, osz, sizeof(int64_t) * (size_t)nd)) {
             same = false;
             break;
         }
-        all_c &= is_contig(nd, um->sizes, u->est);
-        all_cl &= nd == 4 && is_cl_contig(nd, um->sizes, u->est);
-        all_d &= dense(nd, um->sizes, u->est);
-        if (!first) first = u;
-        else eq &= !memcmp(first->est, u->est, sizeof(int64_t) * (size_t)nd);
+        all_c &= is_contig(nd, um->sizes, u[i]->est);
+        all_cl &= nd == 4 && is_cl_contig(nd, um->sizes, u[i]->est);
+        all_d &= dense(nd, um->sizes, u[i]->est);
+        if (!first) first = u[i];
+        else eq &= !memcmp(first->est, u[i]->est, sizeof(int64_t) * (size_t)nd);
     }
     if (same && nin > 0) { /* fast_set_up */
-        if (all_c) return contig(nd, m->sizes, n->est);
+        if (all_c) return contig(nd, osz, st);
         if (all_cl) {
-            cl_strides(nd, m->sizes, n->est);
+            cl_strides(nd, osz, st);
             return;
         }
         if (all_d && eq) {
-            memcpy(n->est, first->est, sizeof(int64_t) * (size_t)nd);
+            memcpy(st, first->est, sizeof(int64_t) * (size_t)nd);
             return;
         }
     }
     int64_t ost[IC_NIN][IC_MAX_DIMS];
-    for (int i = 0; i < nin; i++) bstrides(&g->nodes[n->in[i]], nd, m->sizes, ost[i]);
-    if (nd == 1) return contig(nd, m->sizes, n->est);
-    ti_dense(nd, m->sizes, nin, (const int64_t(*)[IC_MAX_DIMS])ost, n->est);
+    for (int i = 0; i < nin; i++) bstrides(u[i], nd, osz, ost[i]);
+    if (nd == 1) return contig(nd, osz, st);
+    ti_dense(nd, osz, nin, (const int64_t(*)[IC_MAX_DIMS])ost, st);
+}
+
+static void pointwise(ic_graph *g, ic_node *n, int nin) {
+    const ic_node *u[IC_NIN];
+    for (int i = 0; i < nin; i++) u[i] = &g->nodes[n->in[i]];
+    ti_layout(n->meta.ndim, n->meta.sizes, nin, u, n->est);
 }
 
 /* ATen computeStride: strides of a view of (sizes, strides) as nsz; false if none */
@@ -385,6 +392,12 @@ IC_API int ic_value_set_format(ic_graph *g, ic_val v, ic_val like, int fmt) {
     case IC_MF_CONTIGUOUS:
         contig(m->ndim, m->sizes, st);
         break;
+    case IC_MF_UNARY_OF: {
+        const ic_node *u = &g->nodes[like];
+        if (u->meta.ndim != m->ndim || memcmp(u->meta.sizes, m->sizes, sizeof(int64_t) * (size_t)m->ndim)) return -1;
+        ti_layout(m->ndim, m->sizes, 1, &u, st);
+        break;
+    }
     case IC_MF_CHANNELS_LAST:
         if (m->ndim != 4) return -1;
         cl_strides(4, m->sizes, st);
