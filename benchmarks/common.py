@@ -39,3 +39,24 @@ def torch_compile_available():
         return hasattr(torch, "compile")
     except Exception:  # pragma: no cover
         return False
+
+
+# TORCHC_ variables read outside the settings table (ic_config.h): the disk cache, host stats,
+# ptxas, the PTX probe, skipped modules, the pool's spin, logging (inductor_c, csrc, dynamo_hook,
+# torchc/)
+_ENV_OUTSIDE_TABLE = {"TORCHC_CACHE_DIR", "TORCHC_CACHE_MAX_MB", "TORCHC_DISK_CACHE", "TORCHC_DEBUG_DYN",
+                      "TORCHC_HOST_STATS", "TORCHC_PTXAS", "TORCHC_PTX_PROBE", "TORCHC_SKIP_MODULES",
+                      "TORCHC_SPIN", "TORCHC_LOGS"}
+
+
+def ab_pairs(setting):
+    """An --ab option's "VAR=VALUE[;VAR=VALUE...]" as [(VAR, VALUE)]. ValueError for a TORCHC_
+    variable that torchc does not read (a removed A/B knob such as TORCHC_GPU_V2 would time the
+    same code twice and report it as a comparison)."""
+    import torchc
+    known = {e["env"] for e in torchc._C.config_table()} | _ENV_OUTSIDE_TABLE
+    pairs = [tuple(p.partition("=")[::2]) for p in setting.split(";") if p]
+    bad = [v for v, _ in pairs if v.startswith("TORCHC_") and v not in known]
+    if bad:
+        raise ValueError(f"--ab {setting!r}: torchc reads no {', '.join(bad)} (see print(torchc.config))")
+    return pairs

@@ -25,6 +25,7 @@ import torch
 _ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 sys.path[:0] = [_ROOT, os.path.join(_ROOT, "tests")]
 import test_gpu as T  # noqa: E402  (the ctypes graph builder)
+from common import ab_pairs  # noqa: E402
 
 
 STARVED = []  # cases whose queued timing found the GPU idle before the host had enqueued all
@@ -108,6 +109,10 @@ def main():
                     help="also time torchc compiled with this environment setting (same process; several: "
                          "VAR=VALUE;VAR2=VALUE2); repeatable")
     a = ap.parse_args()
+    try:
+        ab = [ab_pairs(s) for s in a.ab]
+    except ValueError as e:
+        ap.error(str(e))
     torch.manual_seed(0)
     copy = copy_bandwidth()
     dev = torch.cuda.get_device_name()
@@ -139,8 +144,7 @@ def main():
             row["torchc_q_s"] = timeit(lambda: c.run(ins, outs), queued=True)
         except Exception as e:  # report and go on
             row["torchc_error"] = str(e)[:200]
-        for k, setting in enumerate(a.ab):
-            pairs = [p.partition("=")[::2] for p in setting.split(";")]  # VAR=VALUE[;VAR=VALUE...]
+        for k, (setting, pairs) in enumerate(zip(a.ab, ab)):
             olds = {var: os.environ.get(var) for var, _ in pairs}
             os.environ.update(dict(pairs))
             try:

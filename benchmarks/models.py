@@ -17,6 +17,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torchc  # noqa: E402
+from common import ab_pairs  # noqa: E402
 
 
 def cuda_bench(fn, *args, reps=20, warmup=3):
@@ -96,6 +97,11 @@ def main():
     ap.add_argument("--ab", default=None, metavar="VAR=VALUE",
                     help="also time torchc compiled with this environment setting (same process)")
     a = ap.parse_args()
+    if a.ab:
+        try:
+            ab_pairs(a.ab)
+        except ValueError as e:
+            ap.error(str(e))
     torch.manual_seed(0)
     rows = []
     print(f"{'model':20s} {'eager ms':>9s} {'torchc ms':>9s} {'x':>6s} {'comp s':>7s} {'err':>8s} "

@@ -1,7 +1,8 @@
 """Training steps: eager vs torch.compile vs torchc in one run (issue 22).
 
-A full step is forward, loss, backward and an SGD step (torch.optim, the same for all three:
-only the model is compiled; the loss is computed eagerly on its output). For each model:
+A full step is forward, loss, backward and an optimizer step (torch.optim SGD by default;
+--optimizer sgd-momentum|adamw). Only the model is compiled unless --compile-step, which
+compiles opt.step by the same system too; the loss is computed eagerly on its output. For each model:
 median ms a step, speedup over eager, first-step seconds (compile included), peak memory of
 the steady-state steps, the first step's loss against eager's, and torchc's graph / backward
 graph / break counts and saved bytes (torchc.explain).
@@ -13,6 +14,7 @@ so torchc would break the graph at each of them; all three then run the same mat
                                    [--only resnet50,bert] [--no-torch-compile]
                                    [--json benchmarks/results/train_h200.json]
     CPU: python benchmarks/train.py --device cpu     (a transformer block, an MLP, a GRU cell)
+         python benchmarks/train.py --device cpu --optimizer adamw --compile-step
 
 --precision bf16: bf16 weights and inputs; amp: fp32 weights under torch.autocast(bf16)
 (torchc leaves autocast regions to eager: its column then measures eager plus the guards).
@@ -139,7 +141,11 @@ def run_model(name, make, inputs, labels, kind, a, precision):
         m = no_randomness(make()).to(dev, dt).train()
         m.load_state_dict(state)
         fn = wrap(m)
-        opt = torch.optim.SGD(m.parameters(), lr=1e-3)
+        opt = (torch.optim.AdamW(m.parameters(), lr=1e-3) if a.optimizer == "adamw"
+               else torch.optim.SGD(m.parameters(), lr=1e-3, momentum=0.9 if a.optimizer == "sgd-momentum" else 0))
+        # --compile-step: the optimizer step compiled by the same system (torchc: one fused
+        # graph per param group, torchc/_optim.py; torch.compile: Dynamo's compiled step)
+        opt_step = wrap(opt.step) if a.compile_step and label != "eager" else opt.step
 
         def step():
             if amp:
@@ -150,7 +156,7 @@ def run_model(name, make, inputs, labels, kind, a, precision):
                 out = fn(*x)
                 loss = loss_of(kind, out, y)
             loss.backward()
-            opt.step()
+            opt_step()
             opt.zero_grad(set_to_none=True)
             return loss
 
@@ -197,6 +203,9 @@ def main():
     ap.add_argument("--precision", default=None, help="comma-separated: bf16, amp, fp32")
     ap.add_argument("--only", default=None, help="comma-separated substrings of model names")
     ap.add_argument("--no-torch-compile", action="store_true")
+    ap.add_argument("--optimizer", default="sgd", choices=["sgd", "sgd-momentum", "adamw"])
+    ap.add_argument("--compile-step", action="store_true",
+                    help="compile opt.step too (torchc.compile / torch.compile of the bound method)")
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--json", default=None)
@@ -237,6 +246,7 @@ def main():
         print(f"geomean speedup over eager: torchc {gm('torchc_speedup'):.3f}  torch.compile {gm('inductor_speedup'):.3f}")
     if a.json:
         meta = {"device": torch.cuda.get_device_name() if gpu else "cpu", "torch": torch.__version__,
+                "optimizer": a.optimizer, "compile_step": a.compile_step,
                 "batch": batch, "threads": torch.get_num_threads()}
         with open(a.json, "w") as f:
             json.dump({"meta": meta, "rows": rows}, f, indent=1)

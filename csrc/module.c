@@ -243,12 +243,32 @@ static PyObject *m_skip_code(PyObject *m, PyObject *code) {
     Py_RETURN_NONE;
 }
 
+static PyObject *m_skip_code_tree(PyObject *m, PyObject *code) {
+    if (!PyCode_Check(code)) {
+        PyErr_SetString(PyExc_TypeError, "skip_code_tree expects a code object");
+        return NULL;
+    }
+    if (dh_skip_code_tree(code) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
 static PyObject *m_allow_code(PyObject *m, PyObject *code) {
     if (!PyCode_Check(code)) {
         PyErr_SetString(PyExc_TypeError, "allow_code expects a code object");
         return NULL;
     }
     if (dh_allow_code(code) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *m_set_frame_redirect(PyObject *m, PyObject *const *a, Py_ssize_t n) {
+    if (n != 2) {
+        PyErr_SetString(PyExc_TypeError, "set_frame_redirect(code, callable or None)");
+        return NULL;
+    }
+    if (dh_set_frame_redirect(a[0], a[1]) < 0)
         return NULL;
     Py_RETURN_NONE;
 }
@@ -276,6 +296,10 @@ static PyMethodDef methods[] = {
      "probe(func, args, kwargs): the cache entry (int) a call would take, else None."},
     {"allow_code", m_allow_code, METH_O, "Capture/inline this code object (allow_in_graph)."},
     {"skip_code", m_skip_code, METH_O, "Never hook frames of this code object."},
+    {"set_frame_redirect", (PyCFunction)(void (*)(void))m_set_frame_redirect, METH_FASTCALL,
+     "Frames of this code object started inside torchc calls run fn(*args) instead (torchc/_optim.py)."},
+    {"skip_code_tree", m_skip_code_tree, METH_O,
+     "Never hook frames of this code object nor any frame it calls (torch.compiler.disable's wrapper)."},
     {"reset", m_reset, METH_NOARGS, "Drop every compiled entry."},
     {"explain_start", m_explain_start, METH_NOARGS, "Start recording handled frames."},
     {"explain_stop", m_explain_stop, METH_NOARGS, "Stop recording; return the records."},

@@ -345,7 +345,7 @@ char *tc_train_describe(PyObject *train, long long *saved_bytes, int *bwd_ops, i
 const char *tc_train_eager_reason(PyObject *train) {
     tc_train *tr = PyCapsule_GetPointer(train, CAPSULE);
     if (tr == NULL) {
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_ValueError);
         return NULL;
     }
     return tr->eager ? "training: double backward (create_graph=True) through the compiled backward: "
@@ -363,7 +363,7 @@ int tc_is_autograd_function(PyObject *cls) {
         Py_XDECREF(mod);
         if (fn_type == NULL || !PyType_Check(fn_type)) {
             Py_CLEAR(fn_type);
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_ImportError, PyExc_AttributeError);
             return 0;
         }
     }
@@ -380,7 +380,7 @@ int tc_is_autograd_ctx(PyObject *obj) {
         Py_XDECREF(mod);
         if (ctx_type == NULL || !PyType_Check(ctx_type)) {
             Py_CLEAR(ctx_type);
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_ImportError, PyExc_AttributeError);
             return 0;
         }
     }

@@ -79,6 +79,11 @@ static void clear_entries(dh_cache *c) {
     c->entries = NULL;
     c->nentries = 0;
     c->limit_hit = 0;
+    if (c->skip_failed) { /* skipped after failed captures: a reset tries again */
+        c->skip = c->skip_failed = 0;
+        free(c->skip_reason);
+        c->skip_reason = NULL;
+    }
 }
 
 static void free_cache(void *p) {
@@ -101,7 +106,7 @@ int dh_cache_should_skip_file(PyCodeObject *code) {
             return 1;
     const char *s = PyUnicode_AsUTF8(fn);
     if (s == NULL) {
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_UnicodeError);
         return 0;
     }
     if (strncmp(s, "<frozen", 7) == 0)
@@ -217,13 +222,13 @@ static int init_skip_prefixes(void) {
     for (size_t i = 0; i < sizeof mods / sizeof mods[0]; i++) {
         PyObject *m = PyImport_ImportModule(mods[i]);
         if (m == NULL) {
-            PyErr_Clear(); /* torchc itself may still be importing */
+            (void)tc_clear_expected(PyExc_ImportError); /* torchc itself may still be importing */
             continue;
         }
         PyObject *file = PyObject_GetAttrString(m, "__file__");
         Py_DECREF(m);
         if (file == NULL) {
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_AttributeError);
             continue;
         }
         /* dirname */
@@ -281,10 +286,19 @@ int dh_skip_code(PyObject *code) {
     return 0;
 }
 
+int dh_skip_code_tree(PyObject *code) {
+    if (dh_skip_code(code) < 0)
+        return -1;
+    dh_cache_of((PyCodeObject *)code)->disabled = 2; /* eval_frame.c: its callees unhooked too */
+    free(dh_cache_of((PyCodeObject *)code)->skip_reason);
+    dh_cache_of((PyCodeObject *)code)->skip_reason = strdup("torch.compiler.disable");
+    return 0;
+}
+
 int dh_code_is_disabled(PyCodeObject *code) {
     void *p = NULL;
     if (PyUnstable_Code_GetExtra((PyObject *)code, extra_index, &p) < 0) {
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_SystemError);
         return 0;
     }
     return p != NULL && ((dh_cache *)p)->disabled;

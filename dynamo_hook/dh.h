@@ -19,8 +19,12 @@ int dh_init(PyObject *module);
 PyObject *dh_call(PyObject *fn, PyObject *args, PyObject *kwargs, const dh_config *cfg);
 /* Marks a code object never to be hooked (torchc.disable). */
 int dh_skip_code(PyObject *code);
+int dh_skip_code_tree(PyObject *code); /* torch.compiler.disable: callees unhooked too */
 /* Undoes dh_skip_code and the file skip list for this code object (allow_in_graph). */
 int dh_allow_code(PyObject *code);
+/* redirect.c: frames of `code` started inside torchc calls run fn(*their args) instead
+ * (fn returning NotImplemented: the frame runs); fn None unregisters. 0 or -1. */
+int dh_set_frame_redirect(PyObject *code, PyObject *fn);
 /* Drops every cache entry (torchc.reset()). */
 void dh_reset(void);
 /* Explain recording on this thread: start() begins a list, stop() returns it (new ref):
@@ -61,6 +65,7 @@ typedef struct dh_limits {
     int max_sources;  /* guarded values one entry may read (default 1 << 20) */
     int inline_depth; /* nested Python calls inlined (default 48, at most DH_INLINE_DEPTH_MAX) */
     int max_outputs;  /* graph outputs and in-place updated inputs (default 1 << 16) */
+    long max_trace_steps; /* instructions one trace interprets (default 200000) */
 } dh_limits;
 #define DH_INLINE_DEPTH_MAX 128
 extern dh_limits dh_limit;

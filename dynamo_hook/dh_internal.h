@@ -25,6 +25,7 @@
 #include "ic.h"
 #include "ic_config.h"
 #include "ic_device.h"
+#include "pyerr.h"
 
 /* The GPU half of inductor_c may be absent from a build: weak references. */
 __attribute__((weak)) int ic_cuda_available(void);
@@ -46,8 +47,9 @@ typedef enum dh_srckind {
     DH_S_ITEM,   /* sources[base][index] for a tuple/list */
     DH_S_CLOSURE,/* function closure cell index (3.11/3.12 free vars) */
     DH_S_CONST,  /* name: an object held by the entry (a function found on a class), itself */
-    DH_S_NEW     /* name = (class, kwnames, argument sources): a new object, constructed when
+    DH_S_NEW,    /* name = (class, kwnames, argument sources): a new object, constructed when
                   * the guards resolve it (a construction hoisted out of the frame) */
+    DH_S_NEXT    /* the index-th item still to come of iterator sources[base] (obj_iter.c) */
 } dh_srckind;
 
 /* ATTR of an nn.Module-like object (index 0): where the last resolution found the name, with
@@ -89,7 +91,8 @@ typedef enum dh_guardkind {
     DH_G_ALIAS,        /* values[src] is values[value]: the same tensor passed twice */
     DH_G_DISTINCT,     /* obj = (argument sources, mutated sources, input sources): the
                         * arguments are distinct objects and no mutated input overlaps another */
-    DH_G_AUTOCAST      /* tc_autocast_state() == value (CPU and CUDA enabled + dtype) */
+    DH_G_AUTOCAST,     /* tc_autocast_state() == value (CPU and CUDA enabled + dtype) */
+    DH_G_ITERLEN       /* items left in an iterator: == value (value >= 0), >= -value (< 0) */
 } dh_guardkind;
 
 typedef struct dh_guard {
@@ -192,6 +195,9 @@ typedef struct dh_entry {
     PyObject *backend;      /* the dh_config backend it was captured for (strong), or NULL */
     PyObject *backend_fn;   /* backend.c: runs the graph in place of compiled (strong), or NULL */
     int backend_nout;       /* its outputs */
+    int cfg_key;            /* dh_cfg_key of the dh_config it was captured under: an entry
+                             * serves only calls compiled with the same fullgraph, dynamic and
+                             * autotune (and backend, above) */
     double ctimes[DH_CT_COUNT]; /* compile-time breakdown of the capture that made it (ms) */
     int cache_hits;         /* its graphs answered by the in-memory compile cache */
 } dh_entry;
@@ -203,6 +209,8 @@ typedef struct dh_cache {
     int nentries;
     int skip;                     /* never hook this code (file skip list, generator, ...) */
     int limit_hit;                /* recompile limit reached: eager from now on */
+    int skip_failed;              /* skip set because captures kept failing the same way: a
+                                   * fullgraph=True call raises instead of running eagerly */
     int max_sources;              /* most sources of any entry (guard buffers size) */
     int disabled;                 /* torchc.disable: never captured, never inlined */
     int modtype;                  /* nn.Modules type-guarded (instances share entries): set when
@@ -210,6 +218,14 @@ typedef struct dh_cache {
     char *skip_reason;
     uint32_t dynmask[DH_DYN_LOCALS]; /* automatic dynamic shapes: per local, dims seen changing */
 } dh_cache;
+
+/* The compile options an entry is keyed by (besides its backend): fullgraph, dynamic
+ * (-1/0/1) and autotune. An entry captured under other options never serves a call: a
+ * fullgraph=False entry may hold a graph break or a fallback, a dynamic=True one symbols
+ * where dynamic=False promises specialization. */
+static inline int dh_cfg_key(const dh_config *cfg) {
+    return (cfg->fullgraph ? 1 : 0) | ((cfg->dynamic + 1) & 3) << 1 | (cfg->autotune ? 1 : 0) << 3;
+}
 
 /* sideeffects.c: obj[:] = val (a list) or obj.clear(); obj.update(val) (a dict): a
  * container the trace updated, written back after the graph; 0, or -1 with an exception */
@@ -220,11 +236,16 @@ PyObject *dh_backend_export(const ic_graph *g, PyObject *backend, int device_typ
 /* runs e->backend_fn on the entry's inputs: outs[0..nout) new refs; 0, or -1 with an error */
 int dh_backend_run(const dh_entry *e, PyObject *const *values, PyObject **outs, int nout);
 
+/* redirect.c: the function registered for code (borrowed) or NULL; the count of them;
+ * fn called with a not-started frame's bound arguments (new ref or NULL) */
+PyObject *dh_frame_redirect(PyCodeObject *code);
+extern int dh_n_redirects;
+PyObject *dh_call_with_frame_args(PyObject *fn, PyCodeObject *code, PyObject *const *locals);
+
 /* eval_frame.c */
 extern _Thread_local int dh_tl_busy;     /* capture/guards running: hook passes through */
-/* PyErr_Clear for "not handled here" spots: clears an Exception, leaves MemoryError,
- * KeyboardInterrupt, SystemExit set (returns -1: the caller propagates it). */
-int dh_clear_expected(void);
+/* the old name of tc_clear_expected(PyExc_Exception) (csrc/pyerr.h), for code in flight */
+#define dh_clear_expected() tc_clear_expected(PyExc_Exception)
 /* ic_compile with the GIL released; on the main thread a signal handler's exception (Ctrl-C)
  * during it returns NULL at once with the exception set, *g handed to the compile (NULL). */
 ic_compiled *dh_compile(ic_graph **g, const ic_options *opt, ic_err *err);
@@ -263,6 +284,10 @@ int dh_module_has_attr(PyObject *obj, PyObject *name);
 void dh_scratch_keep(PyObject *v); /* steals v; alive until dh_scratch_clear */
 void dh_scratch_clear(void);
 int dh_code_is_disabled(PyCodeObject *code);
+/* obj_iter.c: the k-th item still to come of a tuple/list/range iterator (new ref) or NULL;
+ * after the graph, the iterator advanced by count */
+PyObject *dh_iter_peek(PyObject *it, Py_ssize_t k);
+int dh_replay_advance(PyObject *it, PyObject *count);
 PyObject *dh_guards_describe(const dh_entry *e);             /* list of str */
 void dh_guard_clear(dh_guard *g);
 int dh_distinct_ok(PyObject *spec, PyObject *const *values); /* DH_G_DISTINCT's test */

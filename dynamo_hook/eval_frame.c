@@ -192,7 +192,7 @@ void dh_explain_record(PyCodeObject *code, const dh_entry *e, const char *event)
 error:
     Py_XDECREF(v);
     Py_XDECREF(d);
-    PyErr_Clear(); /* explain is best effort; never disturbs the program */
+    (void)tc_clear_expected(PyExc_Exception); /* explain is best effort; never disturbs the program */
 }
 
 static double now_ms(void) {
@@ -213,6 +213,17 @@ static char *local_names(const char *s, PyCodeObject *code) {
             if (end != s + 2 && *end == ']' && i >= 0 && i < PyTuple_GET_SIZE(code->co_localsplusnames))
                 name = PyUnicode_AsUTF8(PyTuple_GET_ITEM(code->co_localsplusnames, i));
         }
+        char friendly[96]; /* a resume function's own locals (resume.c), said plainly */
+        if (name && strncmp(name, "__torchc_stack", 14) == 0) {
+            snprintf(friendly, sizeof friendly, "stack value %s at the graph break", name + 14);
+            name = friendly;
+        } else if (name && strncmp(name, "__torchc_arg", 12) == 0) {
+            snprintf(friendly, sizeof friendly, "argument %s of the call at the graph break", name + 12);
+            name = friendly;
+        } else if (name && strncmp(name, "__torchc_", 9) == 0) {
+            snprintf(friendly, sizeof friendly, "a value at the graph break");
+            name = friendly;
+        }
         size_t add = name ? strlen(name) + 2 : 1;
         if (n + add + 1 > cap) {
             char *grown = realloc(out, cap = (n + add + 1) * 2);
@@ -231,7 +242,7 @@ static char *local_names(const char *s, PyCodeObject *code) {
     }
     if (out != NULL)
         out[n] = 0;
-    PyErr_Clear();
+    (void)tc_clear_expected(PyExc_Exception);
     return out;
 }
 
@@ -247,7 +258,7 @@ static char *failed_guard(const dh_entry *e, _PyInterpreterFrame *f, PyObject *f
     tmp.nguards = hi;
     if (dh_guards_check_sym(&tmp, (PyObject *const *)f->localsplus, f->f_globals, f->f_builtins,
                             func, values, ptrs, symvals) != 0) {
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_Exception);
         return NULL;
     }
     while (hi - lo > 1) {
@@ -256,7 +267,7 @@ static char *failed_guard(const dh_entry *e, _PyInterpreterFrame *f, PyObject *f
         int r = dh_guards_check_sym(&tmp, (PyObject *const *)f->localsplus, f->f_globals,
                                     f->f_builtins, func, values, ptrs, symvals);
         if (r < 0)
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_Exception);
         if (r == 1)
             lo = mid;
         else
@@ -270,7 +281,7 @@ static char *failed_guard(const dh_entry *e, _PyInterpreterFrame *f, PyObject *f
         out = s ? local_names(s, f->f_code) : NULL;
     }
     Py_XDECREF(all);
-    PyErr_Clear();
+    (void)tc_clear_expected(PyExc_Exception);
     return out;
 }
 
@@ -287,25 +298,11 @@ static int recompile_limit(const dh_config *cfg) {
         PyObject *v = PyObject_GetAttrString(dh_limit_source, "recompile_limit");
         long n = v && PyLong_Check(v) ? PyLong_AsLong(v) : -1;
         Py_XDECREF(v);
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_Exception, PyExc_OverflowError);
         if (n >= 1)
             return n > 1 << 30 ? 1 << 30 : (int)n;
     }
     return dh_default_recompile_limit;
-}
-
-/* PyErr_Clear for the spots where a failure only means "not handled here" (a guard that cannot
- * be evaluated, a capture that failed): clears the exception unless it is one the program must
- * see as in eager (MemoryError, KeyboardInterrupt, SystemExit, anything not an Exception).
- * 0: nothing set or cleared; -1: left set, the caller returns it. */
-int dh_clear_expected(void) {
-    PyObject *t = PyErr_Occurred();
-    if (t == NULL)
-        return 0;
-    if (!PyErr_GivenExceptionMatches(t, PyExc_Exception) || PyErr_GivenExceptionMatches(t, PyExc_MemoryError))
-        return -1;
-    PyErr_Clear();
-    return 0;
 }
 
 /* A frame whose arguments are torch.func wrappers or forward-AD duals (directly or in a
@@ -485,10 +482,45 @@ ic_compiled *dh_compile(ic_graph **g, const ic_options *opt, ic_err *err) {
 static int take_pending(void) {
     if (tl_pending[0] == NULL)
         return 0;
-    PyErr_Clear();
-    PyErr_Restore(tl_pending[0], tl_pending[1], tl_pending[2]);
+    PyErr_Restore(tl_pending[0], tl_pending[1], tl_pending[2]); /* replaces what was set */
     tl_pending[0] = tl_pending[1] = tl_pending[2] = NULL;
     return 1;
+}
+
+/* The qualified name a user wrote: a resume function's (torchc_resume_<qualname>_at_<pc>,
+ * resume.c) is the function it continues. buf holds the result. */
+static const char *user_qualname(PyCodeObject *code, char *buf, size_t n) {
+    const char *q = PyUnicode_AsUTF8(code->co_qualname);
+    if (q == NULL) {
+        PyErr_Clear();
+        return "?";
+    }
+    if (strncmp(q, "torchc_resume_", 14) == 0) {
+        const char *at = strstr(q + 14, "_at_");
+        int len = at ? (int)(at - (q + 14)) : (int)strlen(q + 14);
+        snprintf(buf, n, "%.*s", len, q + 14);
+        return buf;
+    }
+    return q;
+}
+
+/* fullgraph=True and the frame could not be captured in one graph: the RuntimeError,
+ * naming the function, the user's file:line of the failure and its inlined stack. */
+static void fullgraph_error(PyCodeObject *code, const char *reason, const char *where) {
+    char qb[256];
+    const char *qn = user_qualname(code, qb, sizeof qb);
+    if (where == NULL) /* skipped after earlier failures: the function's own line */
+        PyErr_Format(PyExc_RuntimeError,
+                     "torchc: fullgraph=True but %s (%U:%d) could not be captured in one graph: %s\n"
+                     "  at %U:%d in %U",
+                     qn, code->co_filename, code->co_firstlineno,
+                     reason ? reason : "?", code->co_filename, code->co_firstlineno, code->co_name);
+    else
+        PyErr_Format(PyExc_RuntimeError,
+                     "torchc: fullgraph=True but %s (%U:%d) could not be captured in one graph: %s\n"
+                     "  at %s",
+                     qn, code->co_filename, code->co_firstlineno,
+                     reason ? reason : "?", where);
 }
 
 /* Records a fallback of the whole frame with a reason and runs it eagerly. */
@@ -498,6 +530,8 @@ static PyObject *fallback(PyThreadState *ts, _PyInterpreterFrame *f, const char 
         tmp.fallback = 1;
         tmp.reason = (char *)why;
         dh_explain_record(f->f_code, &tmp, "fallback");
+        if (PyErr_Occurred()) /* MemoryError, Ctrl-C while recording: as in eager */
+            return FINISH(ts, f, NULL);
     }
     return eval_default(ts, f, 0);
 }
@@ -546,14 +580,40 @@ static PyObject *dh_eval_frame(PyThreadState *ts, _PyInterpreterFrame *f, int th
         host_stats = hs && strcmp(hs, "1") == 0;
     }
     dh_tl_t0 = now_ns();
+    PyObject *redir = dh_n_redirects ? dh_frame_redirect(code) : NULL;
+    if (redir != NULL) { /* redirect.c: a Python function runs in the frame's place */
+        PyObject *r = dh_call_with_frame_args(redir, code, (PyObject *const *)f->localsplus);
+        if (r != Py_NotImplemented)
+            return FINISH(ts, f, r);
+        Py_DECREF(r);
+    }
     dh_cache *c = dh_cache_of(code);
     if (c == NULL) {
-        if (dh_clear_expected() < 0)
+        if (tc_clear_expected(PyExc_Exception) < 0)
             return FINISH(ts, f, NULL);
         return eval_default(ts, f, throwflag);
     }
+    if (c->skip && c->disabled == 2) {
+        /* torch.compiler.disable's wrapper: the function and all it calls run unhooked */
+        int busy = dh_tl_busy;
+        dh_tl_busy = 1;
+        PyObject *r = eval_default(ts, f, throwflag);
+        dh_tl_busy = busy;
+        return r;
+    }
+    if (c->skip && c->skip_failed && cfg->fullgraph) { /* captures failed before: raise */
+        fullgraph_error(code, c->skip_reason, NULL);
+        return FINISH(ts, f, NULL);
+    }
     if (c->skip)
         return eval_default(ts, f, throwflag);
+    if (c->limit_hit && cfg->fullgraph) {
+        char qb[256];
+        PyErr_Format(PyExc_RuntimeError, "torchc: fullgraph=True but %s (%U:%d) runs eagerly: %s",
+                     user_qualname(code, qb, sizeof qb), code->co_filename, code->co_firstlineno,
+                     c->skip_reason ? c->skip_reason : "recompile limit reached");
+        return FINISH(ts, f, NULL);
+    }
     if (c->limit_hit) {
         stats.limit_fallbacks++;
         return fallback(ts, f, c->skip_reason);
@@ -582,15 +642,17 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
     PyObject *func = frame_func(f);
     dh_entry *e, *prev = NULL;
     int r = 0;
+    int key = dh_cfg_key(cfg);
     dh_tl_busy = 1;
     unsigned long epoch = dh_reset_epoch;
     for (e = c->entries; e != NULL; prev = e, e = e->next) {
         e->pins++; /* guards may run Python (and so a reset, or another thread) */
-        r = e->backend != cfg->backend ? 0 /* captured for another backend (backend.c) */
-            : dh_guards_check_sym(e, (PyObject *const *)f->localsplus, f->f_globals,
+        r = e->backend != cfg->backend || e->cfg_key != key
+                ? 0 /* captured for another backend (backend.c) or other compile options */
+                : dh_guards_check_sym(e, (PyObject *const *)f->localsplus, f->f_globals,
                                   f->f_builtins, func, values, ptrs, symvals);
         if (r < 0) {
-            if (dh_clear_expected() < 0) {
+            if (tc_clear_expected(PyExc_Exception) < 0) {
                 dh_entry_unpin(e);
                 dh_tl_busy = 0;
                 dh_scratch_clear();
@@ -622,6 +684,13 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
                 e->reason = why_e;
             }
         }
+        if (e->fallback && cfg->fullgraph) { /* torch.compile raises at every such call */
+            dh_tl_busy = 0;
+            fullgraph_error(code, e->reason, e->where);
+            dh_entry_unpin(e);
+            dh_scratch_clear();
+            return FINISH(ts, f, NULL);
+        }
         if (e->fallback)
             event = "fallback";
     } else {
@@ -635,15 +704,22 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
         }
         int limit = recompile_limit(cfg);
         why = c->entries ? failed_guard(c->entries, f, func, values, ptrs, symvals) : NULL;
+        if (PyErr_Occurred()) { /* MemoryError, Ctrl-C in a guard or the limit: as in eager */
+            free(why);
+            dh_tl_busy = 0;
+            dh_scratch_clear();
+            return FINISH(ts, f, NULL);
+        }
         tl_recompile = why;
         tl_fresh = 1;
         if (c->entries && dh_tl_stance != DH_STANCE_DEFAULT) {
             dh_tl_busy = 0;
             PyObject *res = NULL;
             if (dh_tl_stance == DH_STANCE_FAIL_ON_RECOMPILE) {
+                char qb[256];
                 PyErr_Format(PyExc_RuntimeError,
                              "Detected recompile when torch.compile stance is 'fail_on_recompile'. "
-                             "%U (%U:%d): %s", code->co_qualname, code->co_filename,
+                             "%s (%U:%d): %s", user_qualname(code, qb, sizeof qb), code->co_filename,
                              code->co_firstlineno, why ? why : "no cached entry matches");
                 res = FINISH(ts, f, NULL);
             } else {
@@ -654,16 +730,31 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
             free(why);
             return res;
         }
+        if (c->nentries >= limit && cfg->fullgraph) {
+            /* torch.compile: FailOnRecompileLimitHit with fullgraph=True, never eager */
+            char qb[256];
+            dh_tl_busy = 0;
+            PyErr_Format(PyExc_RuntimeError,
+                         "torchc: recompile limit (%d) reached with fullgraph=True for %s (%U:%d); "
+                         "last guard failure: %s. Raise torch._dynamo.config.recompile_limit or "
+                         "torchc.compile(..., recompile_limit=N) if the recompiles are expected.",
+                         limit, user_qualname(code, qb, sizeof qb), code->co_filename, code->co_firstlineno,
+                         why ? why : "no cached entry matches");
+            tl_recompile = NULL;
+            tl_fresh = 0;
+            free(why);
+            return FINISH(ts, f, NULL);
+        }
         if (c->nentries >= limit) {
             c->limit_hit = 1;
             free(c->skip_reason);
-            char buf[400];
+            char buf[400], qb[256];
             snprintf(buf, sizeof buf, "recompile limit (%d) reached for %s (last guard failure: %s)",
-                     limit, PyUnicode_AsUTF8(code->co_qualname), why ? why : "?");
+                     limit, user_qualname(code, qb, sizeof qb), why ? why : "?");
             c->skip_reason = strdup(buf);
             dh_tl_busy = 0;
             if (PyErr_WarnFormat(PyExc_RuntimeWarning, 1, "torchc: %s; running eagerly", buf) < 0 &&
-                dh_clear_expected() < 0)
+                tc_clear_expected(PyExc_Exception) < 0)
                 return FINISH(ts, f, NULL);
             stats.limit_fallbacks++;
             PyObject *res = fallback(ts, f, c->skip_reason);
@@ -697,8 +788,14 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
             dynmask = marked; /* torch._dynamo.mark_dynamic / mark_static on the arguments */
         dh_module_sharing_check(c, (PyObject *const *)f->localsplus, (int)code->co_nlocalsplus);
         dh_tl_modtype = c->modtype; /* modules type-guarded: instances share the entry */
+        /* the cyclic GC off while capturing: the trace allocates many short-lived objects
+         * and each gen-2 collection walks the whole torch heap (GRU training capture: 1.40 s
+         * -> 1.06 s CPU; benchmarks/train.py) */
+        int gc_was = PyGC_Disable();
         e = dh_trace_frame(code, (PyObject *const *)f->localsplus, f->f_globals, f->f_builtins,
                            func, cfg, dynmask);
+        if (gc_was)
+            PyGC_Enable();
         dh_tl_modtype = 0;
         if (take_pending()) { /* Ctrl-C (a signal handler's exception) during the compile */
             if (e != NULL)
@@ -709,7 +806,7 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
         if (e == NULL) {
             /* internal fault: never break the program; report through explain/warning */
             dh_tl_busy = 0;
-            if (cfg->fullgraph || (PyErr_Occurred() && dh_clear_expected() < 0)) {
+            if (cfg->fullgraph || (PyErr_Occurred() && tc_clear_expected(PyExc_Exception) < 0)) {
                 tl_recompile = NULL;
                 tl_fresh = 0;
                 free(why);
@@ -725,7 +822,12 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
             Py_XDECREF(et);
             Py_XDECREF(ev);
             Py_XDECREF(tb);
-            PyErr_Clear();
+            if (tc_clear_expected(PyExc_Exception) < 0) { /* str() of the error raised MemoryError */
+                tl_recompile = NULL;
+                tl_fresh = 0;
+                free(why);
+                return FINISH(ts, f, NULL);
+            }
             ic_note_internal_fault(buf);
             PyObject *res = fallback(ts, f, buf);
             tl_recompile = NULL;
@@ -746,6 +848,7 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
             c->entries->next->fallback && c->entries->next->reason &&
             strcmp(c->entries->next->reason, e->reason) == 0 && !cfg->fullgraph) {
             c->skip = 1;
+            c->skip_failed = 1;
             free(c->skip_reason);
             c->skip_reason = strdup(e->reason);
         }
@@ -774,7 +877,7 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
                                 f->f_builtins, func, values, ptrs, symvals);
         if (r != 1) {
             /* guards that reject the frame they came from: a bug; stay correct */
-            if (dh_clear_expected() < 0) {
+            if (tc_clear_expected(PyExc_Exception) < 0) {
                 dh_entry_unpin(e);
                 dh_tl_busy = 0;
                 return FINISH(ts, f, NULL);
@@ -789,11 +892,7 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
             tl_recompile = NULL;
             tl_fresh = 0;
             free(why);
-            PyErr_Format(PyExc_RuntimeError,
-                         "torchc: fullgraph=True but %U (%U:%d) could not be captured in one graph: %s\n"
-                         "  at %s",
-                         code->co_qualname, code->co_filename, code->co_firstlineno,
-                         e->reason ? e->reason : "?", e->where ? e->where : "?");
+            fullgraph_error(code, e->reason, e->where);
             dh_entry_unpin(e);
             return FINISH(ts, f, NULL);
         }
@@ -803,6 +902,11 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
     tl_recompile = NULL;
     tl_fresh = 0;
     free(why);
+    if (PyErr_Occurred()) { /* MemoryError, Ctrl-C while recording: as in eager */
+        dh_entry_unpin(e);
+        dh_scratch_clear();
+        return FINISH(ts, f, NULL);
+    }
     if (e->fallback) {
         dh_entry_unpin(e);
         return eval_default(ts, f, throwflag);
@@ -818,7 +922,7 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
             PyObject *all = PyObject_CallMethod(values[e->idx_src[i]], "all", NULL);
             ok = all ? PyObject_IsTrue(all) : -1;
             Py_XDECREF(all);
-            if (ok < 0 && dh_clear_expected() < 0) {
+            if (ok < 0 && tc_clear_expected(PyExc_Exception) < 0) {
                 dh_entry_unpin(e);
                 dh_scratch_clear();
                 return FINISH(ts, f, NULL);

@@ -15,8 +15,8 @@ static PyObject *scratch; /* owns getattr results of one guard check (cleared pe
 void dh_scratch_keep(PyObject *v) {
     if (scratch == NULL)
         scratch = PyList_New(0);
-    if (scratch == NULL || PyList_Append(scratch, v) < 0)
-        PyErr_Clear();
+    if (scratch != NULL) /* else, or a failed append: MemoryError stays set, as in eager */
+        (void)PyList_Append(scratch, v);
     Py_DECREF(v);
 }
 
@@ -39,7 +39,7 @@ static int init_strings(void) {
  * ruled out by the trace), then nn.Module's _parameters/_buffers/_modules. New ref. */
 PyObject *dh_module_getattr(PyObject *obj, PyObject *name) {
     if (init_strings() < 0) {
-        PyErr_Clear();
+        /* only an allocation failed: MemoryError stays set, as in eager */
         return NULL;
     }
     PyObject **dictptr = _PyObject_GetDictPtr(obj);
@@ -50,20 +50,20 @@ PyObject *dh_module_getattr(PyObject *obj, PyObject *name) {
     if (v != NULL)
         return Py_NewRef(v);
     if (PyErr_Occurred()) {
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_Exception);
         return NULL;
     }
     PyObject *subs[3] = {str_parameters, str_buffers, str_modules};
     for (int i = 0; i < 3; i++) {
         PyObject *d = PyDict_GetItemWithError(dict, subs[i]);
         if (d == NULL || !PyDict_Check(d)) {
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_Exception);
             continue;
         }
         v = PyDict_GetItemWithError(d, name);
         if (v != NULL)
             return Py_NewRef(v);
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_Exception);
     }
     return NULL;
 }
@@ -105,17 +105,17 @@ static PyObject *module_getattr_cached(PyObject *obj, PyObject *name, dh_attrcac
                 ac->last = v;
                 return v;
             }
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_Exception);
         }
     }
     ac->where = -1;
     if (init_strings() < 0) {
-        PyErr_Clear();
+        /* only an allocation failed: MemoryError stays set, as in eager */
         return NULL;
     }
     PyObject *v = PyDict_GetItemWithError(dict, name);
     if (v != NULL || PyErr_Occurred()) {
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_Exception);
         if (v != NULL) {
             ac->dict = dict;
             ac->ver[0] = dict_tag(dict);
@@ -130,7 +130,7 @@ static PyObject *module_getattr_cached(PyObject *obj, PyObject *name, dh_attrcac
     for (int i = 0; i < 3; i++) {
         PyObject *d = PyDict_GetItemWithError(dict, subs[i]);
         if (d == NULL || !PyDict_Check(d)) {
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_Exception);
             ac->sub[i] = NULL;
             continue;
         }
@@ -142,7 +142,7 @@ static PyObject *module_getattr_cached(PyObject *obj, PyObject *name, dh_attrcac
             ac->last = v;
             return v;
         }
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_Exception);
     }
     return NULL;
 }
@@ -168,11 +168,13 @@ PyObject *dh_source_resolve(dh_source *s, PyObject *const *values,
                 return NULL;
             globals = PyFunction_GET_GLOBALS(fn);
         }
+        if (s->index == 1) /* the globals dict itself (STORE_GLOBAL replay), borrowed */
+            return globals;
         PyObject *v = PyDict_GetItemWithError(globals, s->name);
         if (v == NULL && !PyErr_Occurred() && PyDict_Check(builtins))
             v = PyDict_GetItemWithError(builtins, s->name);
         if (v == NULL)
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_Exception);
         return v;
     }
     case DH_S_ATTR: {
@@ -186,7 +188,7 @@ PyObject *dh_source_resolve(dh_source *s, PyObject *const *values,
              * result is kept alive by the entry's scratch list for this check */
             PyObject *v = PyObject_GetAttr(base, s->name);
             if (v == NULL) {
-                PyErr_Clear();
+                (void)tc_clear_expected(PyExc_AttributeError);
                 return NULL;
             }
             dh_scratch_keep(v);
@@ -198,7 +200,7 @@ PyObject *dh_source_resolve(dh_source *s, PyObject *const *values,
         if (PyModule_Check(base)) {
             v = PyObject_GetAttr(base, s->name);
             if (v == NULL)
-                PyErr_Clear();
+                (void)tc_clear_expected(PyExc_AttributeError);
         }
         /* The attribute is owned by the object's dict (or module), which the frame keeps
          * alive during the call; hand out a borrowed reference. */
@@ -214,7 +216,7 @@ PyObject *dh_source_resolve(dh_source *s, PyObject *const *values,
                 return NULL;
             PyObject *v = PyDict_GetItemWithError(base, s->name);
             if (v == NULL)
-                PyErr_Clear();
+                (void)tc_clear_expected(PyExc_Exception);
             return v;
         }
         if (PyTuple_CheckExact(base) && s->index < PyTuple_GET_SIZE(base))
@@ -225,6 +227,13 @@ PyObject *dh_source_resolve(dh_source *s, PyObject *const *values,
     }
     case DH_S_CONST:
         return s->name;
+    case DH_S_NEXT: {
+        PyObject *it = values[s->base];
+        PyObject *v = it ? dh_iter_peek(it, s->index) : NULL;
+        if (v != NULL)
+            dh_scratch_keep(v); /* alive for this check */
+        return v;
+    }
     case DH_S_NEW: {
         PyObject *cls = PyTuple_GET_ITEM(s->name, 0), *kwn = PyTuple_GET_ITEM(s->name, 1);
         PyObject *argsrc = PyTuple_GET_ITEM(s->name, 2);
@@ -245,7 +254,7 @@ PyObject *dh_source_resolve(dh_source *s, PyObject *const *values,
         Py_XDECREF(pos);
         Py_XDECREF(kw);
         if (r == NULL) {
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_Exception);
             return NULL;
         }
         dh_scratch_keep(r); /* alive until the call's output is built */
@@ -284,7 +293,7 @@ static int const_equal(PyObject *a, PyObject *b) {
     }
     int r = PyObject_RichCompareBool(a, b, Py_EQ);
     if (r < 0) {
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_Exception);
         return 0;
     }
     return r;
@@ -461,7 +470,7 @@ static PyObject *full_getattr_memo(const dh_source *s, PyObject *const *values, 
     return dh_source_resolve((dh_source *)s, values, localsplus, globals, builtins, func);
 }
 
-int dh_guards_check_sym(const dh_entry *e, PyObject *const *localsplus, PyObject *globals,
+static int guards_check_sym(const dh_entry *e, PyObject *const *localsplus, PyObject *globals,
                         PyObject *builtins, PyObject *func, PyObject **values, void **data_ptrs,
                         int64_t *symvals) {
     for (int k = 0; k < IC_MAX_SYMS; k++)
@@ -502,7 +511,7 @@ int dh_guards_check_sym(const dh_entry *e, PyObject *const *localsplus, PyObject
             break;
         case DH_G_LEN:
             if (v == NULL || PyObject_Length(v) != g->value) {
-                PyErr_Clear();
+                (void)tc_clear_expected(PyExc_Exception);
                 return 0;
             }
             break;
@@ -526,6 +535,16 @@ int dh_guards_check_sym(const dh_entry *e, PyObject *const *localsplus, PyObject
             if (tc_autocast_state() != g->value)
                 return 0;
             break;
+        case DH_G_ITERLEN: {
+            Py_ssize_t left = v ? PyObject_LengthHint(v, -1) : -1;
+            if (left < 0) {
+                PyErr_Clear();
+                return 0;
+            }
+            if (g->value >= 0 ? left != g->value : left < -(Py_ssize_t)g->value)
+                return 0;
+            break;
+        }
         case DH_G_SAMEOBJ: {
             PyObject *srcs = PyTuple_GET_ITEM(g->obj, 0), *pat = PyTuple_GET_ITEM(g->obj, 1);
             Py_ssize_t n = PyTuple_GET_SIZE(srcs);
@@ -549,7 +568,7 @@ int dh_guards_check_sym(const dh_entry *e, PyObject *const *localsplus, PyObject
             }
             int has = v != NULL && PyDict_Check(v) ? PyDict_Contains(v, g->obj) : -1;
             if (has < 0)
-                PyErr_Clear();
+                (void)tc_clear_expected(PyExc_Exception);
             if (has != g->value)
                 return 0;
             break;
@@ -560,7 +579,7 @@ int dh_guards_check_sym(const dh_entry *e, PyObject *const *localsplus, PyObject
             int eq = r != NULL && Py_TYPE(r) == Py_TYPE(want) ? PyObject_RichCompareBool(r, want, Py_EQ) : 0;
             Py_XDECREF(r);
             if (eq != 1) {
-                PyErr_Clear();
+                (void)tc_clear_expected(PyExc_Exception);
                 return 0;
             }
             break;
@@ -570,7 +589,7 @@ int dh_guards_check_sym(const dh_entry *e, PyObject *const *localsplus, PyObject
             int truth = r ? PyObject_IsTrue(r) : -1;
             Py_XDECREF(r);
             if (truth < 0)
-                PyErr_Clear();
+                (void)tc_clear_expected(PyExc_Exception);
             /* torchc's own capture of a call traced as not capturing: the same path */
             if (truth != g->value && !(dh_tl_cg_capture && g->value == 0 && truth == 1))
                 return 0;
@@ -579,6 +598,16 @@ int dh_guards_check_sym(const dh_entry *e, PyObject *const *localsplus, PyObject
         }
     }
     return 1;
+}
+
+/* 1 pass, 0 fail, -1 error set: a guard that could not be evaluated for an expected reason
+ * fails (its exception cleared at the spot), while MemoryError, Ctrl-C and the like stay set
+ * and are reported as -1 whatever the guard's answer (tc_clear_expected, csrc/pyerr.h) */
+int dh_guards_check_sym(const dh_entry *e, PyObject *const *localsplus, PyObject *globals,
+                        PyObject *builtins, PyObject *func, PyObject **values, void **data_ptrs,
+                        int64_t *symvals) {
+    int r = guards_check_sym(e, localsplus, globals, builtins, func, values, data_ptrs, symvals);
+    return r >= 0 && PyErr_Occurred() ? -1 : r;
 }
 
 static PyObject *source_str(const dh_entry *e, int i) {
@@ -604,6 +633,10 @@ static PyObject *source_str(const dh_entry *e, int i) {
     case DH_S_NEW:
         return PyUnicode_FromFormat("new %R(sources %R)", PyTuple_GET_ITEM(s->name, 0),
                                     PyTuple_GET_ITEM(s->name, 2));
+    case DH_S_NEXT:
+        base = source_str(e, s->base);
+        r = base ? PyUnicode_FromFormat("%U.next[%zd]", base, s->index) : NULL;
+        break;
     case DH_S_ATTR:
         base = source_str(e, s->base);
         r = base ? PyUnicode_FromFormat("%U.%U", base, s->name) : NULL;
@@ -679,6 +712,10 @@ PyObject *dh_guards_describe(const dh_entry *e) {
         case DH_G_DEFAULT_DTYPE:
             item = PyUnicode_FromFormat("GLOBAL_STATE default_dtype=%s", ic_dtype_name((ic_dtype)g->value));
             break;
+        case DH_G_ITERLEN:
+            item = PyUnicode_FromFormat("ITER_LEFT %U %s %d", src, g->value >= 0 ? "==" : ">=",
+                                        g->value >= 0 ? g->value : -g->value);
+            break;
         case DH_G_AUTOCAST: {
             int v = g->value, cd = (v >> 1 & 127) - 1, gd = (v >> 9 & 127) - 1;
             item = PyUnicode_FromFormat("GLOBAL_STATE autocast cpu=%s cuda=%s",
@@ -727,16 +764,44 @@ static int is_nn_module(PyObject *o) {
         nn_module_cls = nn ? PyObject_GetAttrString(nn, "Module") : NULL;
         Py_XDECREF(nn);
         if (nn_module_cls == NULL) {
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_ImportError, PyExc_AttributeError);
             return 0;
         }
     }
     return PyObject_TypeCheck(o, (PyTypeObject *)nn_module_cls);
 }
 
+/* a module taken from an iterator argument (a resume function's loop iterator, obj_iter.c)
+ * was identity-guarded; now another instance of its class comes at that place */
+static int iter_item_changed(const dh_entry *e, const dh_source *s, PyObject *was,
+                             PyObject *const *localsplus, int nlocals) {
+    if (s->kind != DH_S_NEXT || s->base < 0 || s->base >= e->nsources)
+        return 0;
+    const dh_source *b = &e->sources[s->base];
+    if (b->kind != DH_S_LOCAL || b->index >= nlocals || localsplus[b->index] == NULL)
+        return 0;
+    PyObject *cur = dh_iter_peek(localsplus[b->index], s->index);
+    int r = cur != NULL && cur != was && was != Py_None && is_nn_module(cur) &&
+            Py_TYPE(cur) == Py_TYPE(was);
+    Py_XDECREF(cur);
+    return r;
+}
+
 int dh_module_sharing_check(dh_cache *c, PyObject *const *localsplus, int nlocals) {
-    if (c->modtype || c->entries == NULL || nlocals < 1 || localsplus[0] == NULL ||
-        !is_nn_module(localsplus[0]))
+    if (c->modtype || c->entries == NULL || nlocals < 1)
+        return 0;
+    for (const dh_entry *e = c->entries; e != NULL; e = e->next)
+        for (int i = 0; i < e->nguards; i++) {
+            const dh_guard *g = &e->guards[i];
+            if (g->kind != DH_G_ID || g->src < 0 || g->src >= e->nsources)
+                continue;
+            PyObject *was = g->weak ? PyWeakref_GetObject(g->obj) : g->obj;
+            if (iter_item_changed(e, &e->sources[g->src], was, localsplus, nlocals)) {
+                c->modtype = 1; /* the loop's next block: share from now on */
+                return 1;
+            }
+        }
+    if (localsplus[0] == NULL || !is_nn_module(localsplus[0]))
         return 0;
     PyObject *self = localsplus[0];
     for (const dh_entry *e = c->entries; e != NULL; e = e->next)
@@ -756,7 +821,8 @@ int dh_module_sharing_check(dh_cache *c, PyObject *const *localsplus, int nlocal
     return 0;
 }
 
-dh_limits dh_limit = {.max_sources = 1 << 20, .inline_depth = 48, .max_outputs = 1 << 16};
+dh_limits dh_limit = {.max_sources = 1 << 20, .inline_depth = 48, .max_outputs = 1 << 16,
+                      .max_trace_steps = 200000};
 
 int dh_global_state(dh_guardkind *kinds, int *values) {
     kinds[0] = DH_G_GRAD_MODE;
@@ -845,7 +911,7 @@ int dh_is_compiling_fn(PyObject *f) {
                 is_compiling_fns[n_is_compiling++] = fn; /* kept for the process */
             else
                 Py_XDECREF(fn);
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_ImportError, PyExc_AttributeError);
         }
         PyErr_Restore(et, ev, etb);
     }

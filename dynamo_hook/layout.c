@@ -37,7 +37,7 @@ static int load_formats(void) {
 
 int dh_is_memory_format(PyObject *o) {
     if (load_formats() < 0) {
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_ImportError, PyExc_AttributeError);
         return 0;
     }
     for (int i = 0; i < 4; i++)
@@ -53,7 +53,7 @@ int dh_memory_format(trace *t, const var *v, int *fmt) {
     if (v->kind != V_CONST)
         return sym_fail(t, "memory_format is not a constant");
     if (load_formats() < 0) {
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_ImportError, PyExc_AttributeError);
         return sym_fail(t, "torch memory formats not found");
     }
     static const int codes[4] = {IC_MF_PRESERVE, IC_MF_CONTIGUOUS, IC_MF_CHANNELS_LAST, IC_MF_CHANNELS_LAST_3D};

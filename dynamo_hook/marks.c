@@ -11,7 +11,7 @@ static PyObject *names[3]; /* interned: dynamic, weak dynamic, static */
 static uint32_t dims_of(PyObject *t, PyObject *name, int ndim) {
     PyObject *s = PyObject_GetAttr(t, name);
     if (s == NULL) {
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_AttributeError);
         return 0;
     }
     uint32_t m = 0;
@@ -26,7 +26,7 @@ static uint32_t dims_of(PyObject *t, PyObject *name, int ndim) {
     }
     Py_XDECREF(it);
     Py_DECREF(s);
-    PyErr_Clear();
+    (void)tc_clear_expected(PyExc_Exception);
     return m;
 }
 
@@ -36,7 +36,7 @@ int dh_marks_apply(const uint32_t *base, PyObject *const *localsplus, int nlocal
         names[1] = PyUnicode_InternFromString("_dynamo_weak_dynamic_indices");
         names[2] = PyUnicode_InternFromString("_dynamo_static_indices");
         if (names[0] == NULL || names[1] == NULL || names[2] == NULL) {
-            PyErr_Clear();
+            /* only an allocation failed: MemoryError stays set, as in eager */
             Py_CLEAR(names[0]);
             Py_CLEAR(names[1]);
             Py_CLEAR(names[2]);

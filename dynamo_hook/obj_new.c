@@ -33,7 +33,7 @@ static int init_once(void) {
     obj_init = s_init ? _PyType_Lookup(&PyBaseObject_Type, s_init) : NULL;
     if (nw == NULL || obj_init == NULL) {
         Py_XDECREF(nw);
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_AttributeError);
         return -1;
     }
     Py_INCREF(obj_init); /* kept for the process */
@@ -61,8 +61,6 @@ int sym_obj_new(trace *t, PyObject *cls, var *args, int nargs, PyObject *kwnames
         return sym_fail(t, "%s() takes no arguments (eager will raise)", tp->tp_name);
     PyObject *spec = NULL, *stand_in = NULL;
     int rc = -1;
-    if (t->ntobj >= 256) /* type-guarded objects (DH_G_SAMEOBJ): a fresh one can't be pinned */
-        return sym_fail(t, "%s(): too many objects in the trace", tp->tp_name);
     int cs = sym_source(t, DH_S_CONST, -1, 0, cls);
     if (cs < 0)
         return -1;
@@ -70,7 +68,7 @@ int sym_obj_new(trace *t, PyObject *cls, var *args, int nargs, PyObject *kwnames
     stand_in = PyObject_CallOneArg(obj_new, cls); /* what the trace reads (never initialised) */
     if (spec == NULL || stand_in == NULL) {
         if (stand_in == NULL && spec != NULL) {
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_Exception);
             rc = sym_fail(t, "%s.__new__ raised (eager will raise)", tp->tp_name);
         }
         goto done;

@@ -30,7 +30,7 @@ static void init_once(void) {
     }
     Py_XDECREF(abc);
     Py_XDECREF(seq);
-    PyErr_Clear();
+    (void)tc_clear_expected(PyExc_ImportError, PyExc_AttributeError);
 }
 
 static int user_obj(const var *o) {
@@ -42,7 +42,7 @@ static int user_obj(const var *o) {
 static PyObject *py_dunder(const var *o, const char *name) {
     PyObject *n = PyUnicode_InternFromString(name);
     if (n == NULL) {
-        PyErr_Clear();
+        /* only an allocation failed: MemoryError stays set, as in eager */
         return NULL;
     }
     PyObject *f = _PyType_Lookup(Py_TYPE(o->obj), n);
@@ -75,7 +75,7 @@ static int int_result(trace *t, const var *r, const char *what, long *n) {
         return sym_fail(t, "%s returned a value that is not a constant int", what);
     *n = PyLong_AsLong(r->obj);
     if (*n == -1 && PyErr_Occurred()) {
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_OverflowError);
         return sym_fail(t, "%s out of range", what);
     }
     if (*n < 0)
@@ -157,4 +157,24 @@ int sym_obj_iter(trace *t, const var *o, var **items, int *n) {
     *items = it;
     *n = (int)k;
     return 0;
+}
+
+int sym_obj_enter(trace *t, const var *o, var *exit, var *entered) {
+    if (!user_obj(o))
+        return 1;
+    PyObject *en = py_dunder(o, "__enter__"), *ex = py_dunder(o, "__exit__");
+    if (en == NULL || ex == NULL)
+        return 1;
+    var *self = sym_alloc(t, 1);
+    PyObject *fn = sym_keep(t, Py_NewRef(ex));
+    int s = fn && self ? sym_source(t, DH_S_CONST, -1, 0, fn) : -1;
+    if (s < 0)
+        return -1;
+    *self = *o;
+    *exit = sym_var(V_METHOD);
+    exit->obj = fn;
+    exit->src = s;
+    exit->items = self;
+    exit->n = 1;
+    return call_fn(t, en, o, NULL, 0, entered);
 }

@@ -46,7 +46,7 @@ static int const_index(trace *t, const var *k, int n, int clamp, long *at) {
         return sym_fail(t, "list index that is not a constant int");
     long i = PyLong_AsLong(k->obj);
     if (i == -1 && PyErr_Occurred()) {
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_OverflowError);
         return sym_fail(t, "list index out of range");
     }
     if (i < 0)
@@ -70,7 +70,7 @@ static int same_value(trace *t, const var *a, const var *b) {
     if (a->kind == V_CONST && b->kind == V_CONST) {
         int eq = PyObject_RichCompareBool(a->obj, b->obj, Py_EQ);
         if (eq < 0) {
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_Exception);
             return sym_fail(t, "comparison raised"), -1;
         }
         return eq;
@@ -211,7 +211,7 @@ int sym_list_method(trace *t, const var *l, const char *mn, var *args, int nargs
             PyList_SET_ITEM(lst, i, Py_NewRef(l->items[i].obj));
         }
         if (PyList_Sort(lst) < 0) {
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_Exception);
             Py_DECREF(lst);
             return sym_fail(t, "list.sort raised (eager will raise)");
         }
@@ -234,7 +234,7 @@ int sym_list_store(trace *t, const var *l, const var *k, const var *v) {
     if (k->kind == V_CONST && PySlice_Check(k->obj)) {
         Py_ssize_t start, stop, step;
         if (PySlice_Unpack(k->obj, &start, &stop, &step) < 0) {
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_Exception);
             return sym_fail(t, "bad slice");
         }
         Py_ssize_t len = PySlice_AdjustIndices(n, &start, &stop, step);
@@ -314,7 +314,7 @@ int sym_set_add(trace *t, var *s, const var *v, int update) {
     if (update && v->kind == V_CONST && (PyAnySet_Check(v->obj) || PyTuple_CheckExact(v->obj))) {
         /* the items of a constant: order is irrelevant to a set */
         if (_PySet_Update(ns, v->obj) < 0) {
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_Exception);
             Py_DECREF(ns);
             return sym_fail(t, "set update raised (eager will raise)");
         }
@@ -333,8 +333,8 @@ int sym_set_add(trace *t, var *s, const var *v, int update) {
         return -1;
     }
     for (int i = 0; i < n; i++) {
-        if (items[i].kind != V_CONST || PySet_Add(ns, items[i].obj) < 0) {
-            PyErr_Clear();
+        if (!sym_is_real_object(&items[i]) || PySet_Add(ns, items[i].obj) < 0) {
+            (void)tc_clear_expected(PyExc_TypeError);
             Py_DECREF(ns);
             return sym_fail(t, "set of non-constant values");
         }
@@ -353,7 +353,7 @@ int sym_make_set(trace *t, int is_set, var *args, int nargs, var *out) {
     if (nargs > 1)
         return sym_fail(t, "set() with %d arguments (eager will raise)", nargs);
     PyObject *e = PyFrozenSet_New(NULL);
-    if (e == NULL || sym_const(t, e, out) < 0)
+    if (e == NULL || sym_const(t, e, out) < 0 || (is_set && sym_set_token(t, out) < 0))
         return -1;
     if (nargs == 1) {
         if (args[0].kind == V_CONST && PyAnySet_Check(args[0].obj)) {

@@ -15,7 +15,7 @@ int sym_as_tensor(trace *t, const var *v, ic_val *out) {
         ic_dtype kind = PyBool_Check(v->obj) ? IC_BOOL : PyFloat_CheckExact(v->obj) ? IC_F64 : IC_I64;
         double x = PyFloat_CheckExact(v->obj) ? PyFloat_AS_DOUBLE(v->obj) : (double)PyLong_AsLongLong(v->obj);
         if (PyErr_Occurred()) {
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_OverflowError);
             return sym_fail(t, "integer constant out of range");
         }
         *out = ic_scalar(t->g, x, kind);

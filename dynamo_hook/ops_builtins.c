@@ -13,7 +13,7 @@ static int torch_function_query(trace *t, PyObject *f, int which, const var *arg
         if (nargs == 1 && args[0].kind == V_CONST && PyTuple_CheckExact(args[0].obj)) {
             PyObject *r = PyObject_CallOneArg(f, args[0].obj); /* plain Python values */
             if (r == NULL) {
-                PyErr_Clear();
+                (void)tc_clear_expected(PyExc_Exception);
                 return sym_fail(t, "has_torch_function raised");
             }
             if (r != Py_False) {
@@ -42,7 +42,7 @@ static int torch_function_query(trace *t, PyObject *f, int which, const var *arg
     r = which == 0 ? PyObject_CallOneArg(f, tup) : PyObject_Call(f, tup, NULL);
     Py_DECREF(tup);
     if (r == NULL) {
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_Exception);
         return sym_fail(t, "has_torch_function raised");
     }
     if (r != Py_False) {
@@ -64,12 +64,12 @@ int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kw
             /* False/None/0 unless a torch.jit.trace or a dispatch mode is active */
             PyObject *r = PyObject_CallNoArgs(f);
             if (r == NULL) {
-                PyErr_Clear();
+                (void)tc_clear_expected(PyExc_Exception);
                 return sym_fail(t, "%s raised", name);
             }
             int quiet = PyObject_Not(r);
             if (quiet != 1) {
-                PyErr_Clear();
+                (void)tc_clear_expected(PyExc_Exception);
                 Py_DECREF(r);
                 return sym_fail(t, "called under torch.jit.trace or a dispatch mode (%s)", name);
             }
@@ -93,7 +93,7 @@ int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kw
         PyObject *r = PyObject_Call(f, tup, NULL);
         Py_DECREF(tup);
         if (r == NULL) {
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_Exception);
             return sym_fail(t, "is_autocast_enabled raised");
         }
         if (r != Py_False) {
@@ -237,7 +237,7 @@ int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kw
         else if (args[0].kind == V_REC) { /* by its class: no instance yet */
             int r = PyObject_IsSubclass(sym_record_class(&args[0]), args[1].obj);
             if (r < 0) {
-                PyErr_Clear();
+                (void)tc_clear_expected(PyExc_Exception);
                 return sym_fail(t, "isinstance raised");
             }
             return sym_const(t, PyBool_FromLong(r), out);
@@ -246,7 +246,7 @@ int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kw
         else if (args[0].kind == V_SEQ && args[0].obj != NULL && PyType_Check(args[0].obj)) {
             int r = PyObject_IsSubclass(args[0].obj, args[1].obj);
             if (r < 0) {
-                PyErr_Clear();
+                (void)tc_clear_expected(PyExc_Exception);
                 return sym_fail(t, "isinstance raised");
             }
             return sym_const(t, PyBool_FromLong(r), out);
@@ -256,7 +256,7 @@ int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kw
             int r = PyObject_IsInstance(probe, args[1].obj);
             Py_DECREF(probe);
             if (r < 0) {
-                PyErr_Clear();
+                (void)tc_clear_expected(PyExc_Exception);
                 return sym_fail(t, "isinstance raised");
             }
             return sym_const(t, PyBool_FromLong(r), out);
@@ -274,7 +274,7 @@ int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kw
             int r = PyObject_IsSubclass(tt, args[1].obj);
             Py_DECREF(tt);
             if (r < 0) {
-                PyErr_Clear();
+                (void)tc_clear_expected(PyExc_Exception);
                 return sym_fail(t, "isinstance with an unsupported class argument");
             }
             return sym_const(t, PyBool_FromLong(r), out);
@@ -413,7 +413,7 @@ int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kw
                        : PyObject_CallOneArg(f, tup);
         Py_DECREF(tup);
         if (r == NULL) {
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_Exception);
             return sym_fail(t, "%s() raised (eager will raise)", name);
         }
         return sym_const(t, r, out);
@@ -430,7 +430,7 @@ int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kw
     if (!modname && mod && PyModule_Check(mod))
         modname = PyModule_GetName(mod);
     if (modname == NULL)
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_UnicodeError);
     int pure = (modname && strcmp(modname, "math") == 0) ||
                (name && (!strcmp(name, "abs") || !strcmp(name, "min") || !strcmp(name, "max") ||
                          !strcmp(name, "round") || !strcmp(name, "len") ||
@@ -456,7 +456,7 @@ int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kw
         PyObject *r = PyObject_Call(f, tup, NULL);
         Py_DECREF(tup);
         if (r == NULL) {
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_Exception);
             return sym_fail(t, "constant call raised");
         }
         return sym_const(t, r, out);
@@ -470,7 +470,7 @@ int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kw
             return -1;
         PyObject *r = nargs ? PyObject_CallOneArg(f, args[0].obj) : PyObject_CallNoArgs(f);
         if (r == NULL) {
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_Exception);
             return sym_fail(t, "%s() raised (eager will raise)", ((PyTypeObject *)f)->tp_name);
         }
         return sym_const(t, r, out);
@@ -487,7 +487,7 @@ int sym_is_inspect_signature(PyObject *f) {
         sig = m ? PyObject_GetAttrString(m, "signature") : NULL; /* kept for the process */
         Py_XDECREF(m);
         if (sig == NULL) {
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_ImportError, PyExc_AttributeError);
             return 0;
         }
     }

@@ -66,17 +66,52 @@ int sym_conv_ints(trace *t, var *v, long long dflt, int nd, int64_t *out, const 
     return 0;
 }
 
+/* mode="max-autotune": ATen's conv of these shapes timed in both layouts on scratch
+ * tensors (torchc/_autotune.py); 1 channels-last, 0 NCHW, -1 not decided (then the fixed
+ * rule). */
+static int conv_tuned(trace *t, const ic_meta *xm, const ic_meta *wm, const int64_t *prm, int nd,
+                      int bias) {
+    PyObject *mod = NULL, *r = NULL;
+    int v = -1;
+    if (xm->dyn || wm->dyn || xm->ndim != 4 || wm->ndim != 4)
+        return -1;
+    const int64_t *s = prm + 1, *pd = prm + 1 + nd, *dl = prm + 1 + 2 * nd;
+    mod = PyImport_ImportModule("torchc._autotune");
+    if (mod != NULL)
+        r = PyObject_CallMethod(mod, "conv_channels_last", "((LLLL)(LLLL)(LL)(LL)(LL)Lsii)",
+                                (long long)xm->sizes[0], (long long)xm->sizes[1], (long long)xm->sizes[2],
+                                (long long)xm->sizes[3], (long long)wm->sizes[0], (long long)wm->sizes[1],
+                                (long long)wm->sizes[2], (long long)wm->sizes[3], (long long)s[0],
+                                (long long)s[1], (long long)pd[0], (long long)pd[1], (long long)dl[0],
+                                (long long)dl[1], (long long)prm[1 + 3 * nd], ic_dtype_name(xm->dtype),
+                                t->device_type == TC_DEV_CUDA ? (t->device_index > 0 ? t->device_index : 0) : -1,
+                                bias);
+    if (r != NULL)
+        v = PyObject_IsTrue(r);
+    Py_XDECREF(r);
+    Py_XDECREF(mod);
+    if (v < 0 && PyErr_Occurred() && dh_clear_expected() < 0)
+        return -2; /* MemoryError, KeyboardInterrupt: propagated */
+    return v < 0 ? -1 : v;
+}
+
 /* 2-d convs in channels-last layout: TORCHC_CONV_LAYOUT=nhwc always, =nchw never; by default
  * on CUDA for 16-bit floats (what cuDNN's tensor-core kernels read; like Inductor's layout
- * optimization). */
-static int conv_channels_last(trace *t, ic_dtype dt) {
+ * optimization), or under mode="max-autotune" whichever layout ATen's conv ran faster in. */
+static int conv_channels_last(trace *t, const ic_meta *xm, const ic_meta *wm, const int64_t *prm,
+                              int nd, int bias) {
     char env[64];
     ic_config_str(IC_CFG_conv_layout, env); /* torchc.config.conv_layout */
     if (strcmp(env, "nhwc") == 0)
         return 1;
     if (strcmp(env, "nchw") == 0)
         return 0;
-    return t->device_type == TC_DEV_CUDA && (dt == IC_F16 || dt == IC_BF16);
+    if (t->cfg->autotune) {
+        int v = conv_tuned(t, xm, wm, prm, nd, bias);
+        if (v != -1)
+            return v;
+    }
+    return t->device_type == TC_DEV_CUDA && (xm->dtype == IC_F16 || xm->dtype == IC_BF16);
 }
 
 
@@ -121,7 +156,10 @@ int sym_h_conv(trace *t, const opdef *d, var **p, var *out) {
         return -1;
     if (dwr == 1)
         return sym_tensor_out(t, dw, out);
-    if (nd == 2 && xm->ndim == 4 && conv_channels_last(t, xm->dtype)) {
+    int cl = nd == 2 && xm->ndim == 4 ? conv_channels_last(t, xm, sym_metap(t, v[1]), prm, nd, n == 3) : 0;
+    if (cl == -2)
+        return -1;
+    if (cl == 1) {
         /* channels-last: the conv reads x as [N,H,W,C] and writes [N,H',W',O] (cuDNN's fast
          * layout for 16-bit types); the graph sees NCHW views of both, so the producer of x
          * writes NHWC and the consumers of the result read it contiguously */

@@ -45,6 +45,10 @@ extern sym_torch_refs sym_refs;
 /* ops_args.c */
 int sym_as_tensor(trace *t, const var *v, ic_val *out);
 int sym_tensor_out(trace *t, ic_val v, var *out);
+/* autocast.c: eager autocast's policy for op `name` on the trace's device (0 unchanged,
+ * 1 cast floating args to *to, -1 not captured) and the cast of one argument */
+int dh_autocast_policy(const trace *t, const char *name, ic_dtype *to);
+int dh_autocast_arg(trace *t, var *a, ic_dtype to, var **out);
 int sym_is_none(const var *v);
 int sym_sub_bool_check(trace *t, const var *a, const var *b);
 int sym_inplace_overlap_check(trace *t, const var *self, const var *args, int n);

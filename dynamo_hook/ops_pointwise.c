@@ -18,7 +18,7 @@ int sym_int_div_check(trace *t, ic_op op, ic_val x, ic_val y, const var *bv) {
     if (bv->kind == V_CONST) {
         int zero = PyObject_Not(bv->obj);
         if (zero < 0)
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_Exception);
         return zero ? sym_fail(t, "integer division by zero (eager raises ZeroDivisionError)") : 0;
     }
     if (bv->kind != V_TENSOR || ic_value_op(t->g, y) != IC_OP_INPUT)
@@ -168,7 +168,7 @@ static int device_arg(const var *v, int *type, int *index) {
         return 0;
     PyObject *s = PyObject_Str(v->obj);
     if (s == NULL) {
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_Exception);
         return 0;
     }
     const char *str = PyUnicode_AsUTF8(s);
@@ -226,7 +226,7 @@ int sym_h_to(trace *t, const opdef *d, var **p, var *out) {
         return -1;
     int copy = 0;
     if (!sym_is_none(p[5]) && (p[5]->kind != V_CONST || (copy = PyObject_IsTrue(p[5]->obj)) < 0)) {
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_Exception);
         return sym_fail(t, "to(copy=...) not a constant");
     }
     for (int i = 1; i <= 2 || i == 6; i = i == 2 ? 6 : i + 1) {
@@ -276,7 +276,7 @@ int sym_h_dropout(trace *t, const opdef *d, var **p, var *out) {
     if (training) { /* x * mask, the mask drawn by ATen when the graph runs (training: saved) */
         double pr = sym_is_none(p[1]) ? 0.5 : PyFloat_AsDouble(p[1]->obj);
         if (sym_is_none(p[1]) || !sym_is_number(p[1]) || PyErr_Occurred() || inplace || !(pr >= 0 && pr <= 1)) {
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_OverflowError, PyExc_TypeError);
             return sym_fail(t, "dropout in training mode with a non-constant p or inplace=True not supported yet");
         }
         ic_val mask = ic_extern(t->g, IC_EXT_DROPOUT_MASK, 1, &p[0]->val, 0, NULL, pr, 1.0);

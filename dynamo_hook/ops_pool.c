@@ -244,7 +244,7 @@ int sym_h_interpolate(trace *t, const opdef *d, var **p, var *out) {
             for (int i = 0; i < nd; i++)
                 sf[i] = PyFloat_AsDouble(PyTuple_GET_ITEM(p[2]->obj, i));
             if (PyErr_Occurred()) {
-                PyErr_Clear();
+                (void)tc_clear_expected(PyExc_Exception);
                 return sym_fail(t, "interpolate: scale_factor must hold numbers");
             }
         } else {

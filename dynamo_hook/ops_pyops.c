@@ -9,9 +9,20 @@ int sym_binary(trace *t, int nb, const var *a_in, const var *b_in, var *out) {
     sym_resolve(t, b);
     int inplace = nb >= 13;
     int base = inplace ? nb - 13 : nb;
-    if (dh_tl_autocast && (base == 4 || base == 8) && (a->kind != V_CONST || b->kind != V_CONST))
-        return sym_fail(t, "autocast is enabled and %s casts under it (not captured)",
-                        base == 4 ? "matmul" : "pow");
+    if (dh_tl_autocast && (base == 4 || base == 8) && (a->kind != V_CONST || b->kind != V_CONST)) {
+        ic_dtype to = IC_F32;
+        int policy = dh_autocast_policy(t, base == 4 ? "matmul" : "pow", &to);
+        if (policy < 0)
+            return sym_fail(t, "autocast is enabled and %s casts under it (not captured)",
+                            base == 4 ? "matmul" : "pow");
+        var *ca, *cb;
+        if (policy == 1 && (dh_autocast_arg(t, a, to, &ca) < 0 || dh_autocast_arg(t, b, to, &cb) < 0))
+            return -1;
+        if (policy == 1) { /* a @ b under autocast: the operands cast as eager's (autocast.c) */
+            av = *ca;
+            bv = *cb;
+        }
+    }
     if (a->kind == V_CONST && b->kind == V_CONST) {
         /* constant folding on plain Python values */
         static binaryfunc const *dummy;
@@ -33,7 +44,7 @@ int sym_binary(trace *t, int nb, const var *a_in, const var *b_in, var *out) {
         default: return sym_fail(t, "binary op %d on constants", nb);
         }
         if (r == NULL) {
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_Exception);
             return sym_fail(t, "constant arithmetic raised (eager will raise too)");
         }
         return sym_const(t, r, out);
@@ -171,7 +182,7 @@ int sym_neg(trace *t, const var *a_in, var *out) {
     sym_resolve(t, a);
     if (a->kind == V_CONST)
         return sym_const(t, PyNumber_Negative(a->obj), out) < 0
-                   ? (PyErr_Clear(), sym_fail(t, "negation of a constant raised"))
+                   ? ((void)tc_clear_expected(PyExc_Exception), sym_fail(t, "negation of a constant raised"))
                    : 0;
     if (a->kind != V_TENSOR)
         return sym_fail(t, "negation of an unsupported value");
@@ -185,7 +196,7 @@ int sym_compare(trace *t, int cmp, const var *a_in, const var *b_in, var *out) {
     if (a->kind == V_CONST && b->kind == V_CONST) {
         PyObject *r = PyObject_RichCompare(a->obj, b->obj, cmp);
         if (r == NULL) {
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_Exception);
             return sym_fail(t, "constant comparison raised");
         }
         return sym_const(t, r, out);

@@ -202,7 +202,7 @@ int sym_func_op(PyObject *callable) {
         return -1;
     PyObject *v = PyDict_GetItemWithError(func_table, callable);
     if (v == NULL) {
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_Exception);
         return -1;
     }
     return (int)PyLong_AsLong(v);
@@ -226,7 +226,7 @@ int dh_alias_op(PyObject *fn, const char *name) {
 int sym_method_op(PyObject *name) {
     PyObject *v = PyDict_GetItemWithError(method_table, name);
     if (v == NULL) {
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_Exception);
         return -1;
     }
     return (int)PyLong_AsLong(v);
@@ -262,7 +262,7 @@ int sym_ops_init(void) {
         sym_refs.tensor_type = PyObject_GetAttrString(torch, "Tensor");
         sym_refs.grad_query = PyObject_GetAttrString(torch, "is_grad_enabled");
         Py_XDECREF(C);
-        PyErr_Clear(); /* missing ones stay NULL: calls to them break as before */
+        (void)tc_clear_expected(PyExc_ImportError, PyExc_AttributeError); /* missing ones stay NULL: calls to them break as before */
     }
     for (int i = 0; i < NOPS; i++) {
         PyObject *idx = PyLong_FromLong(i);
@@ -275,7 +275,7 @@ int sym_ops_init(void) {
                 continue;
             PyObject *fn = PyObject_GetAttrString(mods[k], OPS[i].name);
             if (fn == NULL) {
-                PyErr_Clear();
+                (void)tc_clear_expected(PyExc_AttributeError);
                 continue;
             }
             int rc = PyDict_Contains(func_table, fn) ? 0 : PyDict_SetItem(func_table, fn, idx);
@@ -378,10 +378,15 @@ static int call_op(trace *t, int opi, var *args, int nargs, PyObject *kwnames, v
     const opdef *d = &OPS[opi];
     var *slots[MAXP];
     var packed;
-    if (dh_tl_autocast && dh_autocast_op_affected(d->name)) /* casts under autocast: eager's */
+    ic_dtype cast_to = IC_F32;
+    int policy = dh_tl_autocast && dh_autocast_op_affected(d->name) ? dh_autocast_policy(t, d->name, &cast_to) : 0;
+    if (policy < 0) /* casts under autocast: eager's (autocast.c) */
         return sym_fail(t, "autocast is enabled and %s casts under it (not captured)", d->name);
     if (bind(t, d, args, nargs, kwnames, kwv, slots, &packed) < 0)
         return -1;
+    for (int i = 0; policy == 1 && i < MAXP; i++)
+        if (slots[i] != NULL && slots[i] != &packed && dh_autocast_arg(t, slots[i], cast_to, &slots[i]) < 0)
+            return -1;
     return d->fn(t, d, slots, out);
 }
 
@@ -477,6 +482,26 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
         if (tup == NULL)
             return -1;
         for (int i = 0; i < nargs; i++) {
+            if (args[i].kind == V_SEQ && args[i].obj == NULL && i < npos) {
+                /* ",".join([...]) of constants: the sequence as a tuple/list of them */
+                PyObject *sq = args[i].is_list ? PyList_New(args[i].n) : PyTuple_New(args[i].n);
+                for (int k = 0; sq && k < args[i].n; k++) {
+                    if (args[i].items[k].kind != V_CONST) {
+                        Py_CLEAR(sq);
+                        break;
+                    }
+                    PyObject *it = Py_NewRef(args[i].items[k].obj);
+                    if (args[i].is_list)
+                        PyList_SET_ITEM(sq, k, it);
+                    else
+                        PyTuple_SET_ITEM(sq, k, it);
+                }
+                if (sq != NULL) {
+                    PyTuple_SET_ITEM(tup, i, sq);
+                    continue;
+                }
+                PyErr_Clear();
+            }
             if (args[i].kind != V_CONST) {
                 Py_DECREF(tup);
                 return sym_fail(t, "method of a constant with non-constant arguments");
@@ -498,7 +523,7 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
         Py_DECREF(tup);
         Py_XDECREF(kw);
         if (r == NULL) {
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_Exception);
             return sym_fail(t, "constant method raised (eager will raise)");
         }
         return sym_const(t, r, out);
@@ -512,11 +537,13 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
         PyObject *sig = target ? PyObject_CallOneArg(fn->obj, target) : NULL;
         Py_XDECREF(target);
         if (sig == NULL) {
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_Exception);
             return sym_fail(t, "inspect.signature raised");
         }
         return sym_const(t, sig, out);
     }
+    if (fn->kind == V_FUNC && fn->op == SYM_PARTIAL)
+        return sym_partial_call(t, fn, args, nargs, kwnames, out);
     if (fn->kind == V_FUNC && fn->op == SYM_PREDICATE) {
         int a = sym_predicate(fn->obj);
         if (a == 2 && (nargs || kwnames))
@@ -549,7 +576,7 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
         PyObject *ctx = PyObject_Call(fn->obj, tup, NULL);
         Py_DECREF(tup);
         if (ctx == NULL) {
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_Exception);
             return sym_fail(t, "grad-mode context raised");
         }
         /* set_grad_enabled(b) switches mode at construction: undo, the trace only needs the object */
@@ -559,16 +586,20 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
     }
     if (fn->kind == V_FUNC && fn->op == SYM_MADE_FUNCTION)
         return sym_inline_made(t, fn, args, nargs, kwnames, out);
-    if (fn->kind == V_FUNC && fn->op == SYM_USER_FUNCTION)
-        return sym_inline(t, fn->obj, fn->src, NULL, args, nargs, kwnames, out);
+    if (fn->kind == V_FUNC && fn->op == SYM_USER_FUNCTION) {
+        int rc = sym_obj_polyfill(t, fn, args, nargs, kwnames, out); /* functools.wraps & co */
+        return rc != 1 ? rc : sym_inline(t, fn->obj, fn->src, NULL, args, nargs, kwnames, out);
+    }
     if (fn->kind == V_FUNC && fn->op >= 0)
         return call_op(t, fn->op, args, npos, kwnames, kwv, out);
     if (fn->kind == V_FUNC && fn->obj && sym_is_record_type(fn->obj))
         return sym_make_record(t, fn->obj, args, npos, kwnames, out);
     if (fn->kind == V_FUNC && fn->obj && sym_obj_plain_class(fn->obj)) /* obj_new.c */
         return sym_obj_new(t, fn->obj, args, nargs, kwnames, out);
-    if (fn->kind == V_FUNC)
-        return sym_call_builtin(t, fn, args, npos, kwnames, out);
+    if (fn->kind == V_FUNC) {
+        int rc = sym_obj_polyfill(t, fn, args, nargs, kwnames, out); /* obj_func.c */
+        return rc != 1 ? rc : sym_call_builtin(t, fn, args, npos, kwnames, out);
+    }
     if (fn->kind == V_METHOD && fn->items && fn->items[0].kind == V_OBJ && fn->obj &&
         PyUnicode_Check(fn->obj) && fn->items[0].obj == sym_os_environ()) {
         /* os.environ.get(k[, d]) of constants: asked now, the answer guarded */
@@ -582,7 +613,7 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
             }
             PyTuple_SET_ITEM(tup, i, Py_NewRef(args[i].obj));
         }
-        int rc = tup && m ? sym_guarded_call(t, m, tup, out) : (PyErr_Clear(), sym_fail(t, "os.environ.get of non-constants"));
+        int rc = tup && m ? sym_guarded_call(t, m, tup, out) : ((void)tc_clear_expected(PyExc_Exception), sym_fail(t, "os.environ.get of non-constants"));
         Py_XDECREF(tup);
         Py_XDECREF(m);
         return rc;
@@ -619,7 +650,7 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
         }
         PyObject *v = PyDict_GetItemWithError(d->obj, args[0].obj);
         if (v == NULL) {
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_Exception);
             return sym_fail(t, "dict lookup failed");
         }
         Py_INCREF(v);
@@ -663,10 +694,17 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
         }
         Py_DECREF(tup);
         if (r == NULL) {
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_Exception);
             return sym_fail(t, "%U raised (eager will raise)", fn->obj);
         }
         return sym_const(t, r, out);
+    }
+    if (fn->kind == V_METHOD && fn->items && sym_set_is_mutable(&fn->items[0]) && fn->obj &&
+        PyUnicode_Check(fn->obj) && !nkw) {
+        int rc = sym_set_method(t, &fn->items[0], PyUnicode_AsUTF8(fn->obj), args, npos, out);
+        if (rc != 1)
+            return rc;
+        return sym_fail(t, "set.%U not supported", fn->obj);
     }
     if (fn->kind == V_METHOD && fn->items && fn->items[0].kind == V_REC && PyUnicode_Check(fn->obj)) {
         if (kwnames && PyTuple_GET_SIZE(kwnames))
@@ -854,7 +892,7 @@ int sym_tensor_attr(trace *t, const var *x, PyObject *name, var *out) {
         Py_XDECREF(tt);
         int callable = m != NULL && PyCallable_Check(m) && !PyType_Check(m);
         Py_XDECREF(m);
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_ImportError, PyExc_AttributeError);
         if (callable)
             opi = NOPS; /* not in the table */
     }

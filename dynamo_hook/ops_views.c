@@ -117,7 +117,7 @@ static int eager_strides(trace *t, ic_val v, int64_t *st, int depth) {
     PyObject *args = PyTuple_GET_ITEM(desc, 2);
     int64_t bs[IC_MAX_DIMS];
     if (name == NULL || !eager_strides(t, base, bs, depth + 1)) {
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_UnicodeError, PyExc_OverflowError);
         return 0;
     }
     ic_meta bm = *ic_value_meta(t->g, base);
@@ -138,7 +138,7 @@ static int eager_strides(trace *t, ic_val v, int64_t *st, int depth) {
             return 0;
         for (int i = 0; i < m.ndim; i++)
             st[i] = bs[PyLong_AsLong(PyTuple_GET_ITEM(perm, i))];
-        return !PyErr_Occurred() || (PyErr_Clear(), 0);
+        return !PyErr_Occurred() || ((void)tc_clear_expected(PyExc_OverflowError, PyExc_TypeError), 0);
     }
     if (!strcmp(name, "expand")) {
         int lead = m.ndim - bm.ndim;
@@ -967,7 +967,7 @@ int sym_tensor_index(trace *t, const var *x_in, const var *k, var *out) {
         }
         Py_ssize_t start, stop, step;
         if (PySlice_Unpack(p->obj, &start, &stop, &step) < 0) {
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_Exception);
             return sym_fail(t, "bad slice");
         }
         if (step <= 0)

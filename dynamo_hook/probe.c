@@ -33,7 +33,7 @@ static int bind(PyCodeObject *co, PyObject *func, PyObject *args, PyObject *kwar
                 PyObject *name = PyTuple_GET_ITEM(co->co_localsplusnames, i);
                 int eq = PyUnicode_Compare(name, k);
                 if (eq == -1 && PyErr_Occurred()) {
-                    PyErr_Clear();
+                    (void)tc_clear_expected(PyExc_TypeError);
                     return 1;
                 }
                 if (eq == 0)
@@ -58,7 +58,7 @@ static int bind(PyCodeObject *co, PyObject *func, PyObject *args, PyObject *kwar
             PyObject *d = kwdefs ? PyDict_GetItemWithError(kwdefs, PyTuple_GET_ITEM(co->co_localsplusnames, i))
                                  : NULL;
             if (d == NULL) {
-                PyErr_Clear();
+                (void)tc_clear_expected(PyExc_Exception);
                 return 1;
             }
             ls[i] = d;
@@ -72,7 +72,8 @@ PyObject *dh_probe(PyObject *func, PyObject *args, PyObject *kwargs) {
     PyCodeObject *co = (PyCodeObject *)PyFunction_GET_CODE(func);
     dh_cache *c = dh_cache_of(co);
     if (c == NULL) {
-        PyErr_Clear();
+        if (tc_clear_expected(PyExc_Exception) < 0)
+            return NULL;
         Py_RETURN_NONE;
     }
     if (c->skip || c->limit_hit || c->entries == NULL)
@@ -89,7 +90,7 @@ PyObject *dh_probe(PyObject *func, PyObject *args, PyObject *kwargs) {
         goto done;
     }
     if (bind(co, func, args, kwargs, ls) != 0) {
-        res = Py_NewRef(Py_None);
+        res = PyErr_Occurred() ? NULL : Py_NewRef(Py_None); /* MemoryError stays set */
         goto done;
     }
     int saved = dh_tl_busy;
@@ -98,14 +99,14 @@ PyObject *dh_probe(PyObject *func, PyObject *args, PyObject *kwargs) {
     for (const dh_entry *e = c->entries; e != NULL && hit == NULL; e = e->next) {
         int r = dh_guards_check(e, (PyObject *const *)ls, PyFunction_GET_GLOBALS(func),
                                 ((PyFunctionObject *)func)->func_builtins, func, values, ptrs);
-        if (r < 0)
-            PyErr_Clear();
+        if (r < 0 && tc_clear_expected(PyExc_Exception) < 0)
+            break;
         if (r == 1)
             hit = e;
     }
     dh_tl_busy = saved;
     dh_scratch_clear();
-    res = hit && !hit->fallback ? PyLong_FromVoidPtr((void *)hit) : Py_NewRef(Py_None);
+    res = PyErr_Occurred() ? NULL : hit && !hit->fallback ? PyLong_FromVoidPtr((void *)hit) : Py_NewRef(Py_None);
 done:
     free(ls);
     free(values);

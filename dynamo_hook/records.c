@@ -31,7 +31,7 @@ static int init_once(void) {
     Py_XDECREF(col);
     if (dc_fields_fn == NULL || missing == NULL || ordered_dict == NULL) {
         Py_CLEAR(dc_fields_fn);
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_ImportError, PyExc_AttributeError);
         return -1;
     }
     return 0;
@@ -59,7 +59,7 @@ static int inherits(PyObject *cls, PyObject *base, const char *name) {
     PyObject *mine = _PyType_Lookup((PyTypeObject *)cls, n);
     PyObject *theirs = PyDict_GetItemWithError(((PyTypeObject *)base)->tp_dict, n);
     Py_DECREF(n);
-    PyErr_Clear();
+    (void)tc_clear_expected(PyExc_Exception);
     return mine != NULL && mine == theirs;
 }
 
@@ -69,7 +69,7 @@ int sym_is_record_type(PyObject *cls) {
         return 0;
     PyObject *base = model_output_base(cls);
     if (base == NULL || base == cls || PyObject_IsSubclass(cls, ordered_dict) != 1) {
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_Exception);
         return 0;
     }
     if (!inherits(cls, base, "__post_init__") || !inherits(cls, base, "__setattr__") ||
@@ -88,7 +88,7 @@ int sym_is_record_type(PyObject *cls) {
              PyUnicode_CompareWithASCIIString(((PyCodeObject *)PyFunction_GET_CODE(w))->co_filename,
                                               "<string>") == 0;
     Py_XDECREF(w);
-    PyErr_Clear();
+    (void)tc_clear_expected(PyExc_AttributeError);
     return ok;
 }
 
@@ -99,7 +99,7 @@ int sym_make_record(trace *t, PyObject *cls, var *args, int npos, PyObject *kwna
     PyObject *fields = PyObject_CallOneArg(dc_fields_fn, cls), *names = NULL;
     if (fields == NULL || !PyTuple_Check(fields)) {
         Py_XDECREF(fields);
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_Exception);
         return sym_fail(t, "fields() of %s failed", ((PyTypeObject *)cls)->tp_name);
     }
     Py_ssize_t n = PyTuple_GET_SIZE(fields);
@@ -119,7 +119,7 @@ int sym_make_record(trace *t, PyObject *cls, var *args, int npos, PyObject *kwna
         if (nm == NULL || def == NULL || !PyUnicode_Check(nm)) {
             Py_XDECREF(nm);
             Py_XDECREF(def);
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_AttributeError);
             rc = sym_fail(t, "a field of %s without a name/default", ((PyTypeObject *)cls)->tp_name);
             goto done;
         }
@@ -214,7 +214,7 @@ static int field_index(const var *r, PyObject *name) {
     for (int i = 0; i < r->n; i++)
         if (PyUnicode_Compare(PyTuple_GET_ITEM(names, i), name) == 0)
             return i;
-    PyErr_Clear();
+    (void)tc_clear_expected(PyExc_TypeError);
     return -1;
 }
 
@@ -228,7 +228,7 @@ int sym_record_attr(trace *t, const var *r, PyObject *name, var *out) {
     PyObject *descr = _PyType_Lookup((PyTypeObject *)cls, name);
     if (descr != NULL && Py_TYPE(descr) == &PyProperty_Type) {
         PyObject *fget = PyObject_GetAttrString(descr, "fget");
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_AttributeError);
         if (fget == NULL || !PyFunction_Check(fget)) {
             Py_XDECREF(fget);
             return sym_fail(t, "property %U of a record without a Python getter", name);
@@ -285,7 +285,7 @@ int sym_record_subscr(trace *t, const var *r, const var *k, var *out) {
     if (PySlice_Check(k->obj)) {
         Py_ssize_t start, stop, step;
         if (PySlice_Unpack(k->obj, &start, &stop, &step) < 0) {
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_Exception);
             return sym_fail(t, "bad slice");
         }
         Py_ssize_t m = PySlice_AdjustIndices(n, &start, &stop, step);

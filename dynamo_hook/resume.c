@@ -71,7 +71,8 @@ static int init_ops(void) {
             ncache_call = -1; /* unknown layout: break calls run from C */
         }
         Py_XDECREF(ce);
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_ImportError, PyExc_AttributeError, PyExc_IndexError, PyExc_TypeError,
+                                PyExc_OverflowError);
     }
     static const char *derefs[] = {"LOAD_DEREF", "STORE_DEREF", "DELETE_DEREF", "LOAD_CLOSURE",
                                    "MAKE_CELL", "LOAD_CLASSDEREF", "LOAD_FROM_DICT_OR_DEREF", NULL};
@@ -307,7 +308,7 @@ int dh_resume_base_nlocals(PyCodeObject *code, int nlocals) {
         return nlocals;
     PyObject *info = PyDict_GetItemWithError(resume_info, (PyObject *)code);
     if (info == NULL) {
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_Exception);
         return nlocals;
     }
     PyCodeObject *orig = (PyCodeObject *)PyTuple_GET_ITEM(info, 0);
@@ -521,8 +522,9 @@ PyObject *dh_break_call(PyObject *resume_proto, PyObject *const *locals, int nlo
     Py_XDECREF(bfn);
     return res;
 direct:
-    PyErr_Clear();
     Py_XDECREF(key);
     Py_XDECREF(bfn);
+    if (tc_clear_expected(PyExc_Exception) < 0)
+        return NULL; /* MemoryError, Ctrl-C: as eager would see them */
     return PyObject_Vectorcall(fn, args, (size_t)(nargs - nkw), kwnames);
 }

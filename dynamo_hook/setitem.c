@@ -90,7 +90,7 @@ static int parse_box(trace *t, const ic_meta *m, const var *k, box *b) {
         if (PyLong_Check(o)) {
             long long i0 = PyLong_AsLongLong(o);
             if (i0 == -1 && PyErr_Occurred()) {
-                PyErr_Clear();
+                (void)tc_clear_expected(PyExc_OverflowError);
                 return sym_fail(t, "index out of range (eager will raise)");
             }
             if (i0 < 0)
@@ -104,7 +104,7 @@ static int parse_box(trace *t, const ic_meta *m, const var *k, box *b) {
         }
         Py_ssize_t start, stop, step;
         if (PySlice_Unpack(o, &start, &stop, &step) < 0) {
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_Exception);
             return sym_fail(t, "bad slice");
         }
         if (step <= 0)
@@ -160,7 +160,7 @@ static int value_of(trace *t, const var *v, ic_val *out) {
         ic_dtype kind = PyBool_Check(v->obj) ? IC_BOOL : PyFloat_CheckExact(v->obj) ? IC_F64 : IC_I64;
         double x = PyFloat_CheckExact(v->obj) ? PyFloat_AS_DOUBLE(v->obj) : (double)PyLong_AsLongLong(v->obj);
         if (PyErr_Occurred()) {
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_OverflowError);
             return sym_fail(t, "integer constant out of range");
         }
         *out = ic_scalar(t->g, x, kind);

@@ -108,6 +108,52 @@ void sym_fx_free(trace *t) {
     free(t->undo);
     t->undo = NULL;
     t->nundo = t->capundo = 0;
+    free(t->attrw);
+    t->attrw = NULL;
+    t->nattrw = t->capattrw = 0;
+    free(t->tobj_src);
+    free(t->tobj);
+    t->tobj_src = NULL;
+    t->tobj = NULL;
+    t->ntobj = t->captobj = 0;
+}
+
+sym_attrw *sym_attrw_new(trace *t) {
+    if (t->nattrw == t->capattrw) {
+        int cap = t->capattrw ? 2 * t->capattrw : 16;
+        sym_attrw *a = realloc(t->attrw, (size_t)cap * sizeof *a);
+        if (a == NULL) {
+            PyErr_NoMemory();
+            return NULL;
+        }
+        t->attrw = a;
+        t->capattrw = cap;
+    }
+    sym_attrw *r = &t->attrw[t->nattrw++];
+    memset(r, 0, sizeof *r);
+    return r;
+}
+
+int sym_tobj_add(trace *t, int src, PyObject *o) {
+    if (t->ntobj == t->captobj) {
+        int cap = t->captobj ? 2 * t->captobj : 16;
+        int *s = realloc(t->tobj_src, (size_t)cap * sizeof *s);
+        if (s == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        t->tobj_src = s;
+        PyObject **o2 = realloc(t->tobj, (size_t)cap * sizeof *o2);
+        if (o2 == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        t->tobj = o2;
+        t->captobj = cap;
+    }
+    t->tobj_src[t->ntobj] = src;
+    t->tobj[t->ntobj++] = o;
+    return 0;
 }
 
 void sym_fx_moved(trace *t, uintptr_t old, size_t size, void *now) {
@@ -150,7 +196,12 @@ static PyObject *marker_of(int is_dict) {
     return marker[is_dict];
 }
 
-static int is_writeback(trace *t, int i) { return !PyUnicode_Check(t->attrw[i].name); }
+static int is_writeback(trace *t, int i) {
+    PyObject *m = t->attrw[i].name; /* a ("list[:]",) / ("dict",) marker: not a ("global", name)
+                                     * nor an ("advance",) of an iterator */
+    return PyTuple_Check(m) && PyTuple_GET_SIZE(m) == 1 && t->attrw[i].obj != NULL &&
+           (PyList_CheckExact(t->attrw[i].obj) || PyDict_CheckExact(t->attrw[i].obj));
+}
 
 int sym_fx_container_write(trace *t, const var *c) {
     if (c->src < 0)
@@ -165,19 +216,17 @@ int sym_fx_container_write(trace *t, const var *c) {
     for (int i = 0; i < t->nattrw; i++)
         if (is_writeback(t, i) && t->attrw[i].src == c->src)
             return 0; /* registered: its val is rebound with every update */
-    if (t->nattrw >= 256)
-        return sym_fail(t, "too many attribute writes");
     PyObject *m = marker_of(is_dict);
     var *v = sym_alloc(t, 1);
-    if (m == NULL || v == NULL)
+    sym_attrw *w = m && v ? sym_attrw_new(t) : NULL;
+    if (w == NULL)
         return -1;
     *v = *c;
     v->src = -1; /* rebuilt as a new list/dict: the contents to write back */
-    t->attrw[t->nattrw].src = c->src;
-    t->attrw[t->nattrw].obj = o;
-    t->attrw[t->nattrw].name = m;
-    t->attrw[t->nattrw].val = v;
-    t->nattrw++;
+    w->src = c->src;
+    w->obj = o;
+    w->name = m;
+    w->val = v;
     return 0;
 }
 
@@ -210,15 +259,18 @@ int sym_fx_containers_finish(trace *t) {
             if (is_writeback(t, i) && t->attrw[i].obj == o && t->attrw[i].src != s)
                 return sym_fail(t, "a %s updated in the trace is reachable twice from the inputs",
                                 Py_TYPE(o)->tp_name);
-        if (t->ntobj >= 256)
-            return sym_fail(t, "too many objects in the trace");
-        t->tobj_src[t->ntobj] = s;
-        t->tobj[t->ntobj++] = o;
+        if (sym_tobj_add(t, s, o) < 0)
+            return -1;
     }
     return 0;
 }
 
 int dh_replay_container(PyObject *obj, PyObject *marker_name, PyObject *val) {
+    if (PyTuple_Check(marker_name) && PyTuple_GET_SIZE(marker_name) == 1 &&
+        PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(marker_name, 0), "advance") == 0)
+        return dh_replay_advance(obj, val); /* an iterator passed in (obj_iter.c) */
+    if (PyDict_Check(obj) && PyTuple_Check(marker_name) && PyTuple_GET_SIZE(marker_name) == 2)
+        return PyDict_SetItem(obj, PyTuple_GET_ITEM(marker_name, 1), val); /* a global */
     if (PyList_CheckExact(obj) && (PyList_Check(val) || PyTuple_Check(val)))
         return PyList_SetSlice(obj, 0, PY_SSIZE_T_MAX, val);
     if (PyDict_CheckExact(obj) && PyDict_Check(val)) {
@@ -228,4 +280,60 @@ int dh_replay_container(PyObject *obj, PyObject *marker_name, PyObject *val) {
     PyErr_Format(PyExc_RuntimeError, "torchc: cannot write back %R into a %s", marker_name,
                  Py_TYPE(obj)->tp_name);
     return -1;
+}
+
+/* ---- STORE_GLOBAL ---------------------------------------------------------------------
+ * A write to a module global is a side effect the caller sees: logged in t->attrw like an
+ * attribute write, on the globals dict of the frame (a DH_S_GLOBAL source of index 1: the
+ * dict itself), with a ("global", name) marker for a name; replayed after the graph in
+ * program order (dh_replay_container). LOAD_GLOBAL of the name later in the trace reads the
+ * logged value (sym_fx_global_read). */
+
+static int is_global_marker(PyObject *m) {
+    return m != NULL && PyTuple_CheckExact(m) && PyTuple_GET_SIZE(m) == 2 &&
+           PyUnicode_Check(PyTuple_GET_ITEM(m, 0)) &&
+           PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(m, 0), "global") == 0;
+}
+
+int sym_fx_global_read(trace *t, PyObject *globals, PyObject *name, var *out) {
+    for (int i = t->nattrw - 1; i >= 0; i--)
+        if (t->attrw[i].obj == globals && is_global_marker(t->attrw[i].name) &&
+            PyUnicode_Compare(PyTuple_GET_ITEM(t->attrw[i].name, 1), name) == 0) {
+            *out = *t->attrw[i].val;
+            sym_resolve(t, out);
+            return 1;
+        }
+    return 0;
+}
+
+int sym_fx_store_global(trace *t, PyObject *globals, int func_src, int top, PyObject *name,
+                        const var *val) {
+    if (t->in_gen) /* a generator runs to completion: eager may stop it before this */
+        return sym_fail(t, "global assignment inside a generator");
+    if (val->kind == V_FUNC && (val->op == SYM_MADE_FUNCTION || val->op == SYM_PARTIAL))
+        return sym_fail(t, "storing a nested function in a global");
+    if (!top && func_src < 0 && globals != t->globals)
+        return sym_fail(t, "global %U of a function reached without a source", name);
+    int s = sym_source(t, DH_S_GLOBAL, top ? -1 : func_src, 1, name);
+    if (s < 0)
+        return -1;
+    var *v = sym_alloc(t, 1);
+    if (v == NULL)
+        return -1;
+    *v = *val;
+    for (int i = 0; i < t->nattrw; i++)
+        if (t->attrw[i].obj == globals && is_global_marker(t->attrw[i].name) &&
+            PyUnicode_Compare(PyTuple_GET_ITEM(t->attrw[i].name, 1), name) == 0) {
+            t->attrw[i].val = v; /* the last write wins; its place in the order is the first */
+            return 0;
+        }
+    PyObject *m = Py_BuildValue("(sO)", "global", name);
+    sym_attrw *w = m && sym_keep(t, m) ? sym_attrw_new(t) : NULL;
+    if (w == NULL)
+        return -1;
+    w->src = s;
+    w->obj = globals;
+    w->name = m;
+    w->val = v;
+    return 0;
 }

@@ -74,7 +74,17 @@ typedef struct sym_break {
 #define SYM_MADE_FUNCTION (-3) /* V_FUNC.op of a MAKE_FUNCTION result: obj = code, items = closure */
 #define SYM_CTX_EXIT (-4)      /* V_FUNC.op of a grad-mode context's __exit__ */
 #define SYM_PREDICATE (-5)     /* V_FUNC.op of torch.compiler.is_compiling & co (sym_predicate) */
+#define SYM_LAZY_ITER (-7)     /* V_ITER.op of an iterator passed in, read lazily (obj_iter.c) */
+#define SYM_PARTIAL (-6)       /* V_FUNC.op of functools.partial(...) made in the trace (obj_func.c) */
 #define SYM_INLINE_DEPTH DH_INLINE_DEPTH_MAX /* frames[] size; the limit is dh_limit.inline_depth */
+
+/* an attribute write (or a container write-back, a global store: name a marker tuple) */
+typedef struct sym_attrw {
+    int src;
+    PyObject *obj;                    /* the object written (borrowed from keep) */
+    PyObject *name;
+    struct var *val;
+} sym_attrw;
 
 typedef struct trace {
     PyCodeObject *code;
@@ -110,18 +120,14 @@ typedef struct trace {
     PyObject *cur_globals;            /* globals of the frame being interpreted */
     int device_type, device_index;    /* of the tensor inputs (-1: none yet) */
     sym_break brk;                    /* set when the top frame stops at a graph break */
-    struct {                          /* attribute writes on modules, replayed after the graph */
-        int src;
-        PyObject *obj;                /* the object written (borrowed from keep) */
-        PyObject *name;
-        struct var *val;
-    } attrw[256];
-    int nattrw;
+    struct sym_attrw *attrw;          /* attribute writes, replayed after the graph (grown
+                                       * by sym_attrw_new, freed by sym_fx_free) */
+    int nattrw, capattrw;
     /* instances of Python classes, type-guarded: their sources and the objects seen; which
-     * of them are the same object is guarded too (DH_G_SAMEOBJ) */
-    int tobj_src[256];
-    PyObject *tobj[256];
-    int ntobj;
+     * of them are the same object is guarded too (DH_G_SAMEOBJ); grown by sym_tobj_add */
+    int *tobj_src;
+    PyObject **tobj;
+    int ntobj, captobj;
     /* ContextVar.set/reset pairs inside the trace (transformers' output collector): the
      * values set, not applied; the trace fails where one is still set at its end */
     struct {
@@ -180,6 +186,9 @@ void sym_fx_drop(sym_fx_mark *m);             /* frees m */
 /* *slot = *nv, journalled (undone by a rollback) */
 void sym_fx_set(trace *t, var *slot, const var *nv);
 void sym_fx_free(trace *t);
+/* a new zeroed t->attrw slot (nattrw grown), NULL: no memory (exception set) */
+sym_attrw *sym_attrw_new(trace *t);
+int sym_tobj_add(trace *t, int src, PyObject *o); /* 0, or -1: no memory */
 void sym_fx_forget(trace *t, const void *mem, size_t size); /* slots in freed memory */
 /* slots in [old, old + size), a block realloc moved to now: rebased (old is only compared) */
 void sym_fx_moved(trace *t, uintptr_t old, size_t size, void *now);
@@ -188,6 +197,10 @@ void sym_fx_moved(trace *t, uintptr_t old, size_t size, void *now);
 int sym_fx_container_write(trace *t, const var *c);
 /* the source vars of written-back containers follow their updates (sym_rebind) */
 void sym_fx_rebind_sources(trace *t, const var *old_items, const var *nv);
+/* STORE_GLOBAL logged for replay; LOAD_GLOBAL of a name written in the trace (1: *out set) */
+int sym_fx_store_global(trace *t, PyObject *globals, int func_src, int top, PyObject *name,
+                        const var *val);
+int sym_fx_global_read(trace *t, PyObject *globals, PyObject *name, var *out);
 /* end of the trace: written containers reachable once only (else fails), aliasing pinned */
 int sym_fx_containers_finish(trace *t);
 
@@ -281,6 +294,22 @@ int sym_obj_dunder(trace *t, const var *o, const char *name, var *args, int narg
 int sym_obj_len(trace *t, const var *o, var *out);
 int sym_obj_truth(trace *t, const var *o, int *truth);
 int sym_obj_iter(trace *t, const var *o, var **items, int *n);
+/* with o: o.__enter__() inlined into *entered, *exit the bound __exit__ (called by the
+ * with-block's exit like any bound method); 1: not Python methods (the caller's rules) */
+int sym_obj_enter(trace *t, const var *o, var *exit, var *entered);
+/* obj_func.c: C library callables traced through torchc/_polyfills.py, functools.partial;
+ * 1: not a polyfilled callable (the caller's own rules apply) */
+int sym_obj_polyfill(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out);
+int sym_obj_call_polyfill(trace *t, const var *o, var *args, int nargs, PyObject *kwnames, var *out);
+int sym_is_enum_member(PyObject *o);
+/* obj_iter.c: iterators passed in (tuple/list/range), read lazily: wrap; take the next item
+ * (1: *out set, 0: exhausted); take all that are left */
+int sym_lazy_iter_type(PyObject *o);
+int sym_lazy_iter_wrap(trace *t, PyObject *o, int src, var *out);
+int sym_lazy_iter_next(trace *t, var *it, var *out);
+int sym_lazy_iter_drain(trace *t, var *it, var **items, int *n); /* an enum.Enum member (a constant) */
+int sym_obj_polyfill_attr(trace *t, PyObject *cls, PyObject *name, var *out);
+int sym_partial_call(trace *t, const var *p, var *args, int nargs, PyObject *kwnames, var *out);
 
 /* objects.c: lists made in the trace, mutated with identity (sym_rebind) */
 int sym_list_method(trace *t, const var *l, const char *mn, var *args, int nargs, var *out);
@@ -288,6 +317,12 @@ int sym_list_store(trace *t, const var *l, const var *k, const var *v); /* v NUL
 int sym_list_iadd(trace *t, const var *l, const var *other, var *out);
 int sym_set_add(trace *t, var *s, const var *v, int update); /* SET_ADD / SET_UPDATE */
 int sym_make_set(trace *t, int is_set, var *args, int nargs, var *out); /* set()/frozenset() */
+/* sym_containers.c: sets made in the trace: a token naming the set (every copy shares it);
+ * is s such a set; its mutating methods (1: not one of them) */
+int sym_set_token(trace *t, var *s);
+int sym_is_real_object(const var *v); /* symbolic.c: v stands for v->obj itself */
+int sym_set_is_mutable(const var *s);
+int sym_set_method(trace *t, const var *s, const char *mn, var *args, int nargs, var *out);
 /* sym_containers.c: every copy of the list/dict named by old_items now holds nv (journalled) */
 void sym_rebind(trace *t, const var *old_items, const var *nv);
 

@@ -16,16 +16,16 @@ static int fn_const_attr(const char *n) {
 static int type_attr(trace *t, PyObject *cls, PyObject *name, var *out) {
     const char *n = PyUnicode_AsUTF8(name);
     if (n == NULL) {
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_UnicodeError);
         return 1;
     }
     if (!strcmp(n, "__name__") || !strcmp(n, "__qualname__") || !strcmp(n, "__module__"))
         return sym_const(t, PyObject_GetAttr(cls, name), out) < 0
-                   ? (PyErr_Clear(), sym_fail(t, "attribute %U of a class", name)) : 0;
+                   ? ((void)tc_clear_expected(PyExc_Exception), sym_fail(t, "attribute %U of a class", name)) : 0;
     if (n[0] == '_')
         return 1;
     if (!strcmp(n, "apply") && tc_is_autograd_function(cls)) /* a break at its call (sym_call) */
-        return sym_const(t, PyObject_GetAttr(cls, name), out) < 0 ? (PyErr_Clear(), sym_fail(t, "Function.apply")) : 0;
+        return sym_const(t, PyObject_GetAttr(cls, name), out) < 0 ? ((void)tc_clear_expected(PyExc_Exception), sym_fail(t, "Function.apply")) : 0;
     PyObject *a = _PyType_Lookup((PyTypeObject *)cls, name);
     if (a == NULL)
         return 1;
@@ -61,7 +61,7 @@ static int getattr_hook(trace *t, const var *o, PyObject *name, var *out) {
         s_getattribute = PyUnicode_InternFromString("__getattribute__");
         obj_getattribute = s_getattribute ? _PyType_Lookup(&PyBaseObject_Type, s_getattribute) : NULL;
         if (s_getattr == NULL || obj_getattribute == NULL) {
-            PyErr_Clear();
+            /* only an allocation failed: MemoryError stays set, as in eager */
             return 1;
         }
     }
@@ -147,7 +147,7 @@ int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
         if (PyModule_Check(o->obj)) {
             PyObject *a = PyObject_GetAttr(o->obj, name);
             if (a == NULL) {
-                PyErr_Clear();
+                (void)tc_clear_expected(PyExc_AttributeError);
                 return sym_fail(t, "module has no attribute %U", name);
             }
             if (a == sym_os_environ()) { /* os.environ: .get(k, d) asked and guarded */
@@ -181,7 +181,7 @@ int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
                 return sym_fail(t, "attribute of an object without a source");
             PyObject *a = PyObject_GetAttr(o->obj, name);
             if (a == NULL) {
-                PyErr_Clear();
+                (void)tc_clear_expected(PyExc_Exception);
                 return sym_fail(t, "attribute %U not found", name);
             }
             if (PyMethod_Check(a) && PyFunction_Check(PyMethod_GET_FUNCTION(a)) &&
@@ -245,7 +245,7 @@ int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
                 /* a property: its getter inlined (the class is guarded with the object) */
                 PyObject *fget = PyObject_GetAttrString(descr, "fget");
                 if (fget == NULL)
-                    PyErr_Clear();
+                    (void)tc_clear_expected(PyExc_AttributeError);
                 if (fget == NULL || !PyFunction_Check(fget)) {
                     Py_XDECREF(fget);
                     return sym_fail(t, "property %U on %s without a Python getter", name,
@@ -279,7 +279,7 @@ int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
             PyObject *fn = PyObject_GetAttrString(descr, "__func__");
             if (fn == NULL || !PyFunction_Check(fn)) {
                 Py_XDECREF(fn);
-                PyErr_Clear();
+                (void)tc_clear_expected(PyExc_AttributeError);
                 return sym_fail(t, "staticmethod %U without a Python function", name);
             }
             fn = sym_keep(t, fn);
@@ -316,11 +316,29 @@ int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
                 return sym_const(t, PyObject_GetAttr(o->obj, name), out);
         }
         const char *n = PyUnicode_AsUTF8(name);
+        if (sym_is_enum_member(o->obj) && (!strcmp(n, "name") || !strcmp(n, "value") ||
+                                           !strcmp(n, "_name_") || !strcmp(n, "_value_")))
+            return sym_const(t, PyObject_GetAttr(o->obj, name), out) < 0
+                       ? (PyErr_Clear(), sym_fail(t, "attribute %U of an enum member", name)) : 0;
+        if (sym_set_is_mutable(o) && (!strcmp(n, "add") || !strcmp(n, "discard") || !strcmp(n, "remove") ||
+                                      !strcmp(n, "clear") || !strcmp(n, "copy") || !strcmp(n, "pop") ||
+                                      !strcmp(n, "update") || !strcmp(n, "difference_update") ||
+                                      !strcmp(n, "intersection_update") ||
+                                      !strcmp(n, "symmetric_difference_update"))) {
+            var *self = sym_alloc(t, 1); /* a set made in the trace: sym_set_method */
+            if (self == NULL)
+                return -1;
+            self[0] = *o;
+            *out = sym_var(V_METHOD);
+            out->obj = name;
+            out->items = self;
+            return 0;
+        }
         if ((PyUnicode_CheckExact(o->obj) || PyTuple_CheckExact(o->obj) || PyAnySet_CheckExact(o->obj)) &&
             n[0] != '_') {
             /* methods of immutable builtins are pure: called on constants */
             return sym_const(t, PyObject_GetAttr(o->obj, name), out) < 0
-                       ? (PyErr_Clear(), sym_fail(t, "attribute %U of a constant", name)) : 0;
+                       ? ((void)tc_clear_expected(PyExc_Exception), sym_fail(t, "attribute %U of a constant", name)) : 0;
         }
         if (strcmp(Py_TYPE(o->obj)->tp_name, "torch.device") == 0 &&
             (!strcmp(n, "type") || !strcmp(n, "index")))
@@ -330,7 +348,7 @@ int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
         if ((!strcmp(Py_TYPE(o->obj)->tp_name, "torch.finfo") || !strcmp(Py_TYPE(o->obj)->tp_name, "torch.iinfo")) &&
             n[0] != '_') /* immutable facts of a dtype */
             return sym_const(t, PyObject_GetAttr(o->obj, name), out) < 0
-                       ? (PyErr_Clear(), sym_fail(t, "attribute %U of %s", name, Py_TYPE(o->obj)->tp_name)) : 0;
+                       ? ((void)tc_clear_expected(PyExc_Exception), sym_fail(t, "attribute %U of %s", name, Py_TYPE(o->obj)->tp_name)) : 0;
         if (strcmp(Py_TYPE(o->obj)->tp_name, "torch.dtype") == 0 &&
             (!strcmp(n, "is_floating_point") || !strcmp(n, "itemsize") || !strcmp(n, "is_complex")))
             return sym_const(t, PyObject_GetAttr(o->obj, name), out);
@@ -346,7 +364,7 @@ int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
             return sym_const(t, PyObject_GetAttr(o->obj, name), out); /* code is immutable */
         if (!strcmp(Py_TYPE(o->obj)->tp_name, "Signature") && !strcmp(n, "parameters"))
             return sym_const(t, PyObject_GetAttr(o->obj, name), out) < 0
-                       ? (PyErr_Clear(), sym_fail(t, "attribute %U of a constant", name)) : 0;
+                       ? ((void)tc_clear_expected(PyExc_Exception), sym_fail(t, "attribute %U of a constant", name)) : 0;
         return sym_fail(t, "attribute %U of %s constant not supported", name, Py_TYPE(o->obj)->tp_name);
     }
     case V_SUPER: {
@@ -354,13 +372,13 @@ int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
         PyObject *sup = PyObject_CallFunctionObjArgs((PyObject *)&PySuper_Type, o->obj,
                                                      o->items[0].obj, NULL);
         if (sup == NULL) {
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_Exception);
             return sym_fail(t, "super() failed");
         }
         PyObject *a = PyObject_GetAttr(sup, name);
         Py_DECREF(sup);
         if (a == NULL) {
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_Exception);
             return sym_fail(t, "super().%U not found", name);
         }
         if (PyCFunction_Check(a) && PyCFunction_GET_SELF(a) == o->items[0].obj &&
@@ -422,6 +440,9 @@ int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
     case V_FUNC: {
         const char *n = PyUnicode_AsUTF8(name);
         if (o->obj && PyType_Check(o->obj) && o->op < 0) {
+            int prc = sym_obj_polyfill_attr(t, o->obj, name, out); /* itertools.chain.from_iterable */
+            if (prc <= 0)
+                return prc;
             int rc = type_attr(t, o->obj, name, out);
             if (rc <= 0)
                 return rc;
@@ -429,7 +450,7 @@ int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
         if (fn_const_attr(n) && o->obj && o->op != SYM_MADE_FUNCTION) {
             PyObject *a = PyObject_GetAttr(o->obj, name);
             if (a == NULL) {
-                PyErr_Clear();
+                (void)tc_clear_expected(PyExc_Exception);
                 return sym_fail(t, "attribute %U not found", name);
             }
             return sym_const(t, a, out);
@@ -471,6 +492,10 @@ int sym_op_load_global(trace *t, sframe *f, sym_ins *in) {
         PUSH(sym_null_var());
     if (!f->top && f->func_src < 0 && f->globals != t->globals)
         return sym_fail(t, "global %U of a function reached without a source", name);
+    if (t->nattrw > 0 && sym_fx_global_read(t, f->globals, name, &a)) { /* STORE_GLOBAL'd */
+        PUSH(a);
+        return SYM_NEXT;
+    }
     int s = sym_source(t, DH_S_GLOBAL, f->top ? -1 : f->func_src, 0, name);
     if (s < 0)
         return -1;
@@ -478,12 +503,21 @@ int sym_op_load_global(trace *t, sframe *f, sym_ins *in) {
     if (o == NULL && !PyErr_Occurred())
         o = PyDict_GetItemWithError(t->builtins, name);
     if (o == NULL) {
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_Exception);
         return sym_fail(t, "global %U not found (eager will raise)", name);
     }
     if (sym_wrap(t, o, s, &a) < 0)
         return -1;
     PUSH(a);
+    return SYM_NEXT;
+}
+
+/* STORE_GLOBAL (sideeffects.c) */
+int sym_op_store_global(trace *t, sframe *f, sym_ins *in) {
+    NEED(1);
+    var v = POP();
+    if (sym_fx_store_global(t, f->globals, f->func_src, f->top, PyTuple_GET_ITEM(in->names, in->oparg), &v) < 0)
+        return -1;
     return SYM_NEXT;
 }
 
@@ -524,11 +558,8 @@ int sym_op_store_attr(trace *t, sframe *f, sym_ins *in) {
             PyUnicode_Compare(t->attrw[i].name, name) == 0)
             break;
     int fresh = i == t->nattrw;
-    if (fresh) {
-        if (t->nattrw >= 256)
-            return sym_fail(t, "too many attribute writes");
-        t->nattrw++;
-    }
+    if (fresh && sym_attrw_new(t) == NULL)
+        return -1;
     var *v = sym_alloc(t, 1);
     if (v == NULL)
         return -1;
@@ -552,7 +583,7 @@ int sym_op_import_name(trace *t, sframe *f, sym_ins *in) {
     PyObject *mods = PyImport_GetModuleDict();
     PyObject *m = PyDict_GetItemWithError(mods, name);
     if (m == NULL) {
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_Exception);
         return sym_fail(t, "import of a module not loaded yet");
     }
     /* "import a.b" binds a; "from a.b import c" reads from a.b (IMPORT_FROM) */
@@ -563,7 +594,7 @@ int sym_op_import_name(trace *t, sframe *f, sym_ins *in) {
         top = first ? PyDict_GetItemWithError(mods, first) : NULL;
         Py_XDECREF(first);
         if (top == NULL) {
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_Exception);
             return sym_fail(t, "import of a module not loaded yet");
         }
     }

@@ -56,6 +56,9 @@ static int inline_code(trace *t, PyCodeObject *code, PyObject *globals, PyObject
      * raise fails the trace (eager then runs, raising and handling as usual) */
     if (dh_code_is_disabled(code))
         return sym_fail(t, "call to %U, which is torchc.disable'd", code->co_qualname);
+    if (dh_n_redirects && dh_frame_redirect(code))
+        return sym_fail(t, "%U runs between graphs: torchc/_optim.py's compiled step in its place "
+                        "(SGD, Adam, AdamW), else eager", code->co_qualname);
     int nkw = kwnames ? (int)PyTuple_GET_SIZE(kwnames) : 0;
     int npos = nargs - nkw;
     int extra_kw[64], nextra_kw = 0;
@@ -167,7 +170,7 @@ static int inline_code(trace *t, PyCodeObject *code, PyObject *globals, PyObject
         else if (j >= argc && kwdefs)
             d = PyDict_GetItemWithError(kwdefs, PyTuple_GET_ITEM(code->co_localsplusnames, j));
         if (d == NULL) {
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_Exception);
             sym_fail(t, "%U() missing argument %R (eager will raise)", code->co_name,
                      PyTuple_GET_ITEM(code->co_localsplusnames, j));
             goto done;
@@ -303,6 +306,9 @@ int sym_inline_module(trace *t, const var *mod, var *args, int nargs, PyObject *
         PyObject *fn = call ? _PyType_Lookup(Py_TYPE(mod->obj), call) : NULL;
         if (fn == NULL || !PyFunction_Check(fn)) {
             Py_XDECREF(call);
+            int rc = sym_obj_call_polyfill(t, mod, args, nargs, kwnames, out); /* obj_func.c */
+            if (rc != 1)
+                return rc;
             return sym_fail(t, "call of a %s object", Py_TYPE(mod->obj)->tp_name);
         }
         int s = sym_source(t, DH_S_ATTR, mod->src, 1, call);
@@ -372,7 +378,7 @@ int sym_op_call(trace *t, sframe *f, sym_ins *in) {
         PUSH(a);
         return SYM_NEXT;
     }
-    PyErr_Clear();
+    (void)tc_clear_expected(PyExc_Exception); /* isinstance of super(C, x) raised */
     if (fn.kind == V_FUNC && fn.obj == (PyObject *)&PySuper_Type && nargs == 0) {
         /* zero-argument super(): the method's __class__ cell and first argument */
         PyObject *cls = NULL;
@@ -387,7 +393,7 @@ int sym_op_call(trace *t, sframe *f, sym_ins *in) {
                 }
         }
         Py_XDECREF(fv);
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_AttributeError);
         var self0;
         if (cls == NULL || !PyType_Check(cls) || f->code->co_argcount < 1 ||
             sym_load_local(t, f, 0, &self0) < 0 || self0.kind != V_OBJ)
@@ -542,6 +548,17 @@ int sym_op_before_with(trace *t, sframe *f, sym_ins *in) {
      * graph is the same; grad mode at entry is guarded, outputs never need grad */
     NEED(1);
     a = POP();
+    if (a.kind == V_OBJ && !sym_is_grad_ctx(a.obj)) {
+        /* a context manager whose __enter__/__exit__ are Python (obj_proto.c) */
+        int rc = sym_obj_enter(t, &a, &b, &c);
+        if (rc < 0)
+            return -1;
+        if (rc == 0) {
+            PUSH(b);
+            PUSH(c);
+            return SYM_NEXT;
+        }
+    }
     if (a.kind != V_OBJ || !sym_is_grad_ctx(a.obj))
         return sym_fail(t, "with-statement on %s not supported yet",
                         a.kind == V_OBJ ? Py_TYPE(a.obj)->tp_name : "a tracked value");
@@ -549,7 +566,7 @@ int sym_op_before_with(trace *t, sframe *f, sym_ins *in) {
     PyObject *mode = PyObject_GetAttrString(a.obj, "mode");
     int on = mode != NULL && PyObject_Not(mode) == 1;
     Py_XDECREF(mode);
-    PyErr_Clear();
+    (void)tc_clear_expected(PyExc_Exception);
     if (on)
         return sym_fail(t, "inference_mode(False) turns grad mode on: not captured");
     if (t->nograd++ == 0) /* grad off inside */

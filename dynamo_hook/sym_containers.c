@@ -9,7 +9,7 @@ static int subscr(trace *t, const var *c, const var *k, var *out) {
         (PyLong_Check(k->obj) || PySlice_Check(k->obj))) {
         PyObject *r = PyObject_GetItem(c->obj, k->obj);
         if (r == NULL) {
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_Exception);
             return sym_fail(t, "constant subscript raised");
         }
         return sym_const(t, r, out);
@@ -18,7 +18,7 @@ static int subscr(trace *t, const var *c, const var *k, var *out) {
         for (int i = 0; i < c->n; i++) {
             int eq = PyObject_RichCompareBool(PyTuple_GET_ITEM(c->obj, i), k->obj, Py_EQ);
             if (eq < 0) {
-                PyErr_Clear();
+                (void)tc_clear_expected(PyExc_Exception);
                 return sym_fail(t, "dict key comparison raised");
             }
             if (eq) {
@@ -32,7 +32,7 @@ static int subscr(trace *t, const var *c, const var *k, var *out) {
         /* seq[a:b:c]: a new list/tuple of the same items */
         Py_ssize_t start, stop, step;
         if (PySlice_Unpack(k->obj, &start, &stop, &step) < 0) {
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_Exception);
             return sym_fail(t, "bad slice (eager will raise)");
         }
         Py_ssize_t len = PySlice_AdjustIndices(c->n, &start, &stop, step);
@@ -90,7 +90,7 @@ static int subscr(trace *t, const var *c, const var *k, var *out) {
         if (sym_iter_items(t, c, &items, &n) < 0)
             return -1;
         if (PySlice_Unpack(k->obj, &start, &stop, &step) < 0) {
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_Exception);
             return sym_fail(t, "bad slice");
         }
         Py_ssize_t m = PySlice_AdjustIndices(n, &start, &stop, step);
@@ -156,6 +156,8 @@ static int build_seq(trace *t, sframe *f, int n, int is_list, var *out) {
 }
 
 int sym_iter_items(trace *t, const var *v, var **items, int *n) {
+    if (v->kind == V_ITER && v->op == SYM_LAZY_ITER) /* taken to the end (obj_iter.c) */
+        return sym_lazy_iter_drain(t, (var *)v, items, n);
     if (v->kind == V_DICT) { /* iterating a dict: its keys */
         var *it = sym_alloc(t, v->n);
         if (it == NULL)
@@ -295,7 +297,7 @@ static int dict_merge(trace *t, var *dst, const var *src) {
             for (int j = 0; j < m; j++) {
                 int eq = PyObject_RichCompareBool(PyTuple_GET_ITEM(keys, j), k, Py_EQ);
                 if (eq < 0) {
-                    PyErr_Clear();
+                    (void)tc_clear_expected(PyExc_Exception);
                     Py_DECREF(keys);
                     return sym_fail(t, "dict key comparison raised");
                 }
@@ -320,7 +322,7 @@ static int dict_find(trace *t, const var *d, PyObject *k) {
     for (int i = 0; i < d->n; i++) {
         int eq = PyObject_RichCompareBool(PyTuple_GET_ITEM(d->obj, i), k, Py_EQ);
         if (eq < 0) {
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_Exception);
             sym_fail(t, "dict key comparison raised");
             return -2;
         }
@@ -338,6 +340,8 @@ static int same_object(const var *x, const var *items, const var *nd) {
         return 0;
     if (nd->kind == V_SEQ)
         return x->kind == V_SEQ && x->is_list;
+    if (nd->kind == V_CONST) /* a set made in the trace: named by its token (sym_set_method) */
+        return x->kind == V_CONST && x->is_list;
     return x->kind == V_DICT || x->kind == V_REC;
 }
 
@@ -361,7 +365,8 @@ static int dict_refs(const var *v, int n, const var *items, int depth) {
     int k = 0;
     for (int i = 0; i < n; i++) {
         const var *x = &v[i];
-        if ((x->kind == V_DICT || x->kind == V_REC || (x->kind == V_SEQ && x->is_list)) && x->items == items)
+        if ((x->kind == V_DICT || x->kind == V_REC || (x->kind == V_SEQ && x->is_list) ||
+             (x->kind == V_CONST && x->is_list)) && x->items == items)
             k++;
         else if (depth < 8 && x->items != NULL &&
                  (x->kind == V_SEQ || x->kind == V_ITER || x->kind == V_DICT || x->kind == V_REC || x->kind == V_METHOD))
@@ -382,7 +387,8 @@ static int passed_as_source(trace *t, const var *x) {
 int sym_dicts_shared(trace *t, const var *v, int n, const var *all, int nall, int depth) {
     for (int i = 0; i < n; i++) {
         const var *x = &v[i];
-        if ((x->kind == V_DICT || x->kind == V_REC || (x->kind == V_SEQ && x->is_list)) &&
+        if ((x->kind == V_DICT || x->kind == V_REC || (x->kind == V_SEQ && x->is_list) ||
+             (x->kind == V_CONST && x->is_list)) &&
             x->items != NULL && !passed_as_source(t, x) && dict_refs(all, nall, x->items, 0) > 1)
             return 1;
         if (depth < 8 && x->items != NULL && (x->kind == V_SEQ || x->kind == V_ITER || x->kind == V_DICT || x->kind == V_REC) &&
@@ -428,7 +434,7 @@ static int dict_update(trace *t, const var *d, PyObject *k, const var *val) {
     if (d->src >= 0 && !own_kwargs(t, d) && sym_fx_container_write(t, d) < 0)
         return -1;
     if (PyObject_Hash(k) == -1) {
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_TypeError);
         return sym_fail(t, "unhashable dict key");
     }
     int at = dict_find(t, d, k);
@@ -528,7 +534,7 @@ int sym_op_contains_op(trace *t, sframe *f, sym_ins *in) {
         for (i = 0; i < b.n && !r && b.items[i].kind == V_CONST; i++) {
             r = PyObject_RichCompareBool(b.items[i].obj, a.obj, Py_EQ);
             if (r < 0) {
-                PyErr_Clear();
+                (void)tc_clear_expected(PyExc_Exception);
                 return sym_fail(t, "'in' raised");
             }
         }
@@ -554,7 +560,7 @@ int sym_op_contains_op(trace *t, sframe *f, sym_ins *in) {
             return -1;
         int truth = r.kind == V_CONST ? PyObject_IsTrue(r.obj) : -1;
         if (truth < 0) {
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_Exception);
             return sym_fail(t, "'in' on a %s: not a constant answer", Py_TYPE(b.obj)->tp_name);
         }
         if (sym_const(t, PyBool_FromLong(truth ^ in->oparg), &c) < 0)
@@ -563,10 +569,23 @@ int sym_op_contains_op(trace *t, sframe *f, sym_ins *in) {
         return SYM_NEXT;
     }
     if (a.kind != V_CONST || b.kind != V_CONST)
+    if (b.kind == V_CONST && PyAnySet_Check(b.obj) && sym_is_real_object(&a)) {
+        /* an object (a module, a function) in a set of such: by identity, as hashed */
+        int r = PySet_Contains(b.obj, a.obj);
+        if (r < 0) {
+            PyErr_Clear();
+            return sym_fail(t, "'in' raised (eager will raise)");
+        }
+        if (sym_const(t, PyBool_FromLong(r ^ in->oparg), &c) < 0)
+            return -1;
+        PUSH(c);
+        return SYM_NEXT;
+    }
+    if (a.kind != V_CONST || b.kind != V_CONST)
         return sym_fail(t, "'in' on non-constant values");
     int r = PySequence_Contains(b.obj, a.obj);
     if (r < 0) {
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_Exception);
         return sym_fail(t, "'in' raised");
     }
     if (sym_const(t, PyBool_FromLong(r ^ in->oparg), &c) < 0)
@@ -619,7 +638,7 @@ int sym_op_build_map(trace *t, sframe *f, sym_ins *in) {
     for (int i = 0; i < in->oparg; i++) {
         var *k = &PEEK(2 * in->oparg - 2 * i), *v = &PEEK(2 * in->oparg - 2 * i - 1);
         if (k->kind != V_CONST || PyObject_Hash(k->obj) == -1) {
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_TypeError);
             Py_DECREF(keys);
             return sym_fail(t, "dict with non-constant keys");
         }
@@ -780,7 +799,7 @@ int sym_op_format_value(trace *t, sframe *f, sym_ins *in) {
     r = PyObject_Format(v, have_spec ? spec.obj : NULL);
     Py_DECREF(v);
     if (r == NULL) {
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_Exception);
         return sym_fail(t, "format raised");
     }
     if (sym_const(t, r, &b) < 0)
@@ -845,8 +864,8 @@ int sym_op_build_set(trace *t, sframe *f, sym_ins *in) {
         return -1;
     for (int i = 0; i < in->oparg; i++) {
         var *v = &PEEK(in->oparg - i);
-        if (v->kind != V_CONST || PySet_Add(set, v->obj) < 0) {
-            PyErr_Clear();
+        if (!sym_is_real_object(v) || PySet_Add(set, v->obj) < 0) {
+            (void)tc_clear_expected(PyExc_TypeError);
             Py_DECREF(set);
             return sym_fail(t, "set of non-constant values");
         }
@@ -854,7 +873,7 @@ int sym_op_build_set(trace *t, sframe *f, sym_ins *in) {
     f->sp -= in->oparg;
     PyObject *fs = PyFrozenSet_New(set);
     Py_DECREF(set);
-    if (sym_const(t, fs, &a) < 0)
+    if (sym_const(t, fs, &a) < 0 || sym_set_token(t, &a) < 0)
         return -1;
     a.is_list = 1; /* a set (objects.c: sets of constants are held as frozensets) */
     PUSH(a);
@@ -998,4 +1017,102 @@ int sym_op_unpack_sequence(trace *t, sframe *f, sym_ins *in) {
     for (int i = n - 1; i >= 0; i--)
         PUSH(items[i]);
     return SYM_NEXT;
+}
+
+/* ---- sets made in the trace ------------------------------------------------------------
+ * A set is a V_CONST frozenset of its members (constants, or objects the trace holds as
+ * themselves: modules, functions — sym_is_real_object) with is_list set; its items pointer
+ * is a token naming the set, shared by every copy, so a mutation rebinds them all (as lists
+ * and dicts are). Sets passed in are left to eager when updated. */
+
+int sym_set_token(trace *t, var *s) {
+    s->items = sym_alloc(t, 1);
+    return s->items ? 0 : -1;
+}
+
+int sym_set_is_mutable(const var *s) {
+    return s->kind == V_CONST && s->is_list && s->items != NULL && s->obj && PyFrozenSet_CheckExact(s->obj);
+}
+
+static int set_rebind(trace *t, const var *s, PyObject *ns, var *out) {
+    PyObject *fs = PyFrozenSet_New(ns);
+    Py_DECREF(ns);
+    if (fs == NULL || sym_keep(t, fs) == NULL)
+        return -1;
+    var nv = *s;
+    nv.obj = fs;
+    if (sym_set_token(t, &nv) < 0)
+        return -1;
+    sym_rebind(t, s->items, &nv);
+    return out ? sym_const(t, Py_NewRef(Py_None), out) : 0;
+}
+
+int sym_set_method(trace *t, const var *s, const char *mn, var *args, int nargs, var *out) {
+    /* inside a generator (run to completion) too: the set was made in the trace, so only
+     * the trace reads it (nn.Module.named_modules' memo); a consumer that stops early and
+     * reads the set afterwards would see the later additions (not supported: rare) */
+    if (!strcmp(mn, "copy") && nargs == 0) {
+        if (sym_const(t, Py_NewRef(s->obj), out) < 0 || sym_set_token(t, out) < 0)
+            return -1;
+        out->is_list = 1;
+        return 0;
+    }
+    PyObject *ns = PySet_New(s->obj);
+    if (ns == NULL)
+        return -1;
+    int one = !strcmp(mn, "add") || !strcmp(mn, "discard") || !strcmp(mn, "remove");
+    if (one && nargs == 1) {
+        if (!sym_is_real_object(&args[0])) {
+            Py_DECREF(ns);
+            return sym_fail(t, "set.%s of a tracked value (a tensor) not supported", mn);
+        }
+        int r = !strcmp(mn, "add") ? PySet_Add(ns, args[0].obj) : PySet_Discard(ns, args[0].obj);
+        if (r < 0 || (r == 0 && !strcmp(mn, "remove"))) {
+            PyErr_Clear();
+            Py_DECREF(ns);
+            return sym_fail(t, "set.%s raised (eager will raise)", mn);
+        }
+        return set_rebind(t, s, ns, out);
+    }
+    if (!strcmp(mn, "clear") && nargs == 0) {
+        PySet_Clear(ns);
+        return set_rebind(t, s, ns, out);
+    }
+    if (!strcmp(mn, "update") || !strcmp(mn, "difference_update") ||
+        !strcmp(mn, "intersection_update") || !strcmp(mn, "symmetric_difference_update")) {
+        for (int i = 0; i < nargs; i++) {
+            var *items = &args[i];
+            int n = 1;
+            if (args[i].kind == V_CONST && (PyAnySet_Check(args[i].obj) || PyTuple_CheckExact(args[i].obj))) {
+                n = -1;
+            } else if (sym_iter_items(t, &args[i], &items, &n) < 0) {
+                Py_DECREF(ns);
+                return -1;
+            }
+            PyObject *other = n < 0 ? PySet_New(args[i].obj) : PySet_New(NULL);
+            for (int k = 0; other && k < n; k++)
+                if (!sym_is_real_object(&items[k]) || PySet_Add(other, items[k].obj) < 0)
+                    Py_CLEAR(other);
+            PyObject *r = NULL;
+            if (other != NULL) {
+                PyObject *m = PyObject_GetAttrString(ns, mn);
+                r = m ? PyObject_CallOneArg(m, other) : NULL;
+                Py_XDECREF(m);
+                Py_DECREF(other);
+            }
+            if (r == NULL) {
+                PyErr_Clear();
+                Py_DECREF(ns);
+                return sym_fail(t, "set.%s of non-constant values", mn);
+            }
+            Py_DECREF(r);
+        }
+        return set_rebind(t, s, ns, out);
+    }
+    if (!strcmp(mn, "pop") && nargs == 0) {
+        Py_DECREF(ns);
+        return sym_fail(t, "set.pop (arbitrary order) not supported");
+    }
+    Py_DECREF(ns);
+    return 1;
 }

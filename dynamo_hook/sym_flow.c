@@ -309,7 +309,7 @@ int sym_op_unary_invert(trace *t, sframe *f, sym_ins *in) {
     sym_resolve(t, &a);
     if (a.kind == V_CONST) {
         if (sym_const(t, PyNumber_Invert(a.obj), &b) < 0) {
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_Exception);
             return sym_fail(t, "~ of a constant raised");
         }
     } else if (a.kind == V_TENSOR) {
@@ -332,6 +332,10 @@ int sym_op_get_iter(trace *t, sframe *f, sym_ins *in) {
     var a, b;
     NEED(1);
     a = POP();
+    if (a.kind == V_ITER && a.op == SYM_LAZY_ITER) { /* iter(it) is it */
+        PUSH(a);
+        return SYM_NEXT;
+    }
     var *items;
     int n;
     if (sym_iter_items(t, &a, &items, &n) < 0)
@@ -354,6 +358,18 @@ int sym_op_for_iter(trace *t, sframe *f, sym_ins *in) {
     var *it = &PEEK(1);
     if (it->kind != V_ITER)
         return sym_fail(t, "FOR_ITER on a non-iterator");
+    if (it->op == SYM_LAZY_ITER) { /* an iterator passed in (obj_iter.c) */
+        int r = sym_lazy_iter_next(t, it, &a);
+        if (r < 0)
+            return -1;
+        if (r > 0) {
+            PUSH(a);
+        } else {
+            (void)POP();
+            in->next = in->next + in->oparg + (DH_PY312 ? 1 : 0);
+        }
+        return SYM_NEXT;
+    }
     if (it->pos < it->n) {
         a = it->items[it->pos++];
         PUSH(a);
@@ -395,7 +411,7 @@ int sym_op_check_exc_match(trace *t, sframe *f, sym_ins *in) {
         return sym_fail(t, "except clause on an unsupported value");
     int r = PyObject_IsInstance(a.obj, b.obj);
     if (r < 0) {
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_Exception);
         return sym_fail(t, "except clause match raised");
     }
     if (sym_const(t, PyBool_FromLong(r), &c) < 0)

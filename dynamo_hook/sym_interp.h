@@ -13,7 +13,7 @@
 #define DH_OPCODES(X)                                                                     \
     X(NOP) X(RESUME) X(CACHE) X(PRECALL) X(PUSH_NULL) X(POP_TOP) X(COPY) X(SWAP)          \
     X(LOAD_CONST) X(RETURN_CONST) X(LOAD_FAST) X(LOAD_FAST_CHECK) X(LOAD_FAST_AND_CLEAR)  \
-    X(STORE_FAST) X(DELETE_FAST) X(LOAD_GLOBAL) X(LOAD_ATTR) X(LOAD_METHOD) X(KW_NAMES)   \
+    X(STORE_FAST) X(DELETE_FAST) X(LOAD_GLOBAL) X(STORE_GLOBAL) X(LOAD_ATTR) X(LOAD_METHOD) X(KW_NAMES)   \
     X(CALL) X(BINARY_OP) X(COMPARE_OP) X(IS_OP) X(CONTAINS_OP) X(UNARY_NEGATIVE)          \
     X(UNARY_NOT) X(BUILD_TUPLE) X(BUILD_LIST) X(LIST_EXTEND) X(LIST_TO_TUPLE)             \
     X(BINARY_SUBSCR) X(UNPACK_SEQUENCE) X(RETURN_VALUE) X(POP_JUMP_IF_FALSE)              \
@@ -139,6 +139,7 @@ int sym_op_jump_if_false_or_pop(trace *t, sframe *f, sym_ins *in);
 
 /* sym_attr.c */
 int sym_op_load_global(trace *t, sframe *f, sym_ins *in);
+int sym_op_store_global(trace *t, sframe *f, sym_ins *in);
 int sym_op_load_attr(trace *t, sframe *f, sym_ins *in);
 int sym_op_store_attr(trace *t, sframe *f, sym_ins *in);
 int sym_op_import_name(trace *t, sframe *f, sym_ins *in);

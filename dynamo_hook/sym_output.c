@@ -134,11 +134,24 @@ int sym_fill_out(trace *t, outbuf *ob, int at, const var *v_in, ic_val *outvals,
             return sym_fail(t, "a ContextVar token leaves the trace");
         if (v->kind == V_FUNC && v->op == SYM_MADE_FUNCTION)
             return sym_fail(t, "a nested function is live across a graph break");
+        if (v->kind == V_FUNC && v->op == SYM_PARTIAL)
+            return sym_fail(t, "a functools.partial made in the trace is live across a graph break");
         if (v->kind != V_CONST && v->src >= 0) {
             /* re-read from the frame each call: no strong reference in the cache entry */
             o->kind = DH_O_SOURCE;
             o->index = v->src;
             return 0;
+        }
+        if (v->kind == V_CONST && PyAnySet_Check(v->obj)) {
+            /* members the trace held as themselves (modules: maybe guarded by type only)
+             * are this call's objects, not those seen while tracing: never constants */
+            Py_ssize_t pos = 0;
+            PyObject *k;
+            Py_hash_t h;
+            while (_PySet_NextEntry(v->obj, &pos, &k, &h))
+                if (!(k == Py_None || PyBool_Check(k) || PyLong_CheckExact(k) || PyFloat_CheckExact(k) ||
+                      PyUnicode_CheckExact(k) || PyTuple_CheckExact(k) || PyBytes_CheckExact(k)))
+                    return sym_fail(t, "a set of %s objects leaves the trace", Py_TYPE(k)->tp_name);
         }
         if (v->kind == V_CONST && v->is_list && PyFrozenSet_CheckExact(v->obj)) {
             /* a set of constants (held as a frozenset): a fresh set(...) each call */
@@ -161,6 +174,12 @@ int sym_fill_out(trace *t, outbuf *ob, int at, const var *v_in, ic_val *outvals,
         o->obj = Py_NewRef(Py_None);
         return 0;
     case V_ITER:
+        if (v->op == SYM_LAZY_ITER) { /* the iterator passed in, advanced after the graph */
+            o->kind = DH_O_SOURCE;
+            o->index = v->src;
+            return 0;
+        }
+        /* fall through */
     case V_METHOD: {
         int child = sym_out_reserve(t, ob, 1);
         if (child < 0)
@@ -272,13 +291,9 @@ int sym_fill_break(trace *t, outbuf *ob, ic_val *outvals, int *nout, dh_entry_br
             sym_fail(t, "a graph break inside a loop over a list the caller sees (it may change)");
             goto done;
         }
-        if (it.kind == V_ITER) { /* the items still to come, as a tuple; GET_ITER in the prologue */
-            it.kind = V_SEQ;
-            it.items = it.items + it.pos;
-            it.n = it.n - it.pos;
-            it.pos = 0;
-            it.is_list = 0;
-        }
+        /* an iterator: the resume function takes an iterator over the items still to
+         * come (DH_O_ITER), read lazily there (obj_iter.c): one entry serves every
+         * position of a loop that breaks in each iteration; GET_ITER in the prologue */
         if (sym_fill_out(t, ob, k++, &it, outvals, nout) < 0)
             goto done;
     }
@@ -502,7 +517,7 @@ int sym_is_extern_break(const sym_break *b) {
         const char *mn = mod && PyUnicode_Check(mod) ? PyUnicode_AsUTF8(mod) : "";
         int torchmod = mn && strncmp(mn, "torch.nn.modules.", 17) == 0;
         Py_XDECREF(mod);
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_AttributeError, PyExc_UnicodeError);
         return torchmod && (!strcmp(tn, "Linear") || !strcmp(tn, "Conv1d") || !strcmp(tn, "Conv2d") ||
                             !strcmp(tn, "Conv3d") || !strcmp(tn, "Bilinear"));
     }
@@ -511,7 +526,7 @@ int sym_is_extern_break(const sym_break *b) {
     else if (b->fn->kind == V_FUNC && PyCFunction_Check(b->fn->obj))
         n = ((PyCFunctionObject *)b->fn->obj)->m_ml->ml_name;
     if (n == NULL) {
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_UnicodeError);
         return 0;
     }
     for (int i = 0; names[i]; i++)

@@ -99,7 +99,7 @@ int sym_truthy(trace *t, const var *v, int *out) {
     if (v->kind == V_CONST) {
         int r = PyObject_IsTrue(v->obj);
         if (r < 0) {
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_Exception);
             return sym_fail(t, "truth value of a constant raised");
         }
         *out = r;
@@ -265,7 +265,7 @@ void sym_where(trace *t) {
         const char *fn = PyUnicode_AsUTF8(f->code->co_filename);
         const char *name = PyUnicode_AsUTF8(f->code->co_qualname);
         if (fn == NULL || name == NULL) {
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_UnicodeError);
             continue;
         }
         int line = PyCode_Addr2Line(f->code, f->pc * 2);
@@ -317,6 +317,7 @@ static const sym_handler handlers[OP_COUNT_] = {
     [OP_STORE_DEREF] = sym_op_store_fast,
     [OP_DELETE_FAST] = sym_op_delete_fast,
     [OP_LOAD_GLOBAL] = sym_op_load_global,
+    [OP_STORE_GLOBAL] = sym_op_store_global,
     [OP_LOAD_ATTR] = sym_op_load_attr,
     [OP_LOAD_METHOD] = sym_op_load_attr,
     [OP_KW_NAMES] = sym_op_kw_names,
@@ -400,8 +401,9 @@ static int run_body(trace *t, sframe *f, var *result) {
     in.result = result;
     int pc = 0, ext = 0;
     while (pc < ninstr) {
-        if (++t->steps > 200000)
-            return sym_fail(t, "trace too long (loop unrolled too far)");
+        if (++t->steps > dh_limit.max_trace_steps)
+            return sym_fail(t, "trace too long: %ld instructions (loop unrolled too far? torchc.config.max_trace_steps)",
+                            dh_limit.max_trace_steps);
         f->pc = pc;
         int opcode = code[2 * pc];
         in.pc = pc;
@@ -455,7 +457,10 @@ dh_entry *dh_trace_frame(PyCodeObject *code, PyObject *const *localsplus, PyObje
         char *sig = NULL;
         int reject = 0;
         trace_once(code, localsplus, globals, builtins, func, cfg, masks[m], 1, NULL, &sig, &reject);
-        PyErr_Clear();
+        if (tc_clear_expected(PyExc_Exception) < 0) { /* MemoryError, Ctrl-C: the hook raises it */
+            free(sig);
+            return NULL;
+        }
         if (sig == NULL)
             continue;
         dh_entry *e = trace_once(code, localsplus, globals, builtins, func, cfg, masks[m], 2,
@@ -463,7 +468,8 @@ dh_entry *dh_trace_frame(PyCodeObject *code, PyObject *const *localsplus, PyObje
         free(sig);
         if (e != NULL || !reject)
             return e;
-        PyErr_Clear();
+        if (tc_clear_expected(PyExc_Exception) < 0)
+            return NULL;
     }
     return trace_once(code, localsplus, globals, builtins, func, cfg, NULL, 0, NULL, NULL, NULL);
 }
@@ -717,6 +723,7 @@ static dh_entry *trace_once(PyCodeObject *code, PyObject *const *localsplus, PyO
     }
     if (e != NULL) {
         e->backend = Py_XNewRef(t->cfg->backend);
+        e->cfg_key = dh_cfg_key(t->cfg);
         if (!e->fallback && backend_fn != NULL) {
             e->backend_nout = ic_graph_num_outputs(t->g);
             e->backend_fn = backend_fn;

@@ -27,8 +27,13 @@ int sym_fail(trace *t, const char *fmt, ...) {
         snprintf(t->reason, sizeof t->reason, "%s", s ? s : fmt);
         sym_where(t);
         Py_XDECREF(msg);
-        PyErr_Clear();
-        PyErr_Restore(et, ev, tb);
+        if (tc_clear_expected(PyExc_Exception) < 0) { /* a fatal one while formatting (%R): it wins */
+            Py_XDECREF(et);
+            Py_XDECREF(ev);
+            Py_XDECREF(tb);
+        } else {
+            PyErr_Restore(et, ev, tb);
+        }
         t->failed = 1;
     }
     return -1;
@@ -76,7 +81,7 @@ static int same_name(PyObject *a, PyObject *b) {
         return PyUnicode_Compare(a, b) == 0;
     int eq = PyObject_RichCompareBool(a, b, Py_EQ);
     if (eq < 0)
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_Exception);
     return eq == 1;
 }
 
@@ -163,13 +168,14 @@ int sym_state_predicate(trace *t, PyObject *fn) {
     Py_XDECREF(r);
     if (truth < 0) {
         /* raising is a state too (torch.cuda without CUDA): guarded, and raised in the
-         * trace for a handler of the traced frames to catch */
+         * trace for a handler of the traced frames to catch; MemoryError, Ctrl-C stay set */
+        if (tc_pyerr_fatal(PyErr_Occurred()))
+            return sym_fail(t, "%S() raised", fn);
         PyObject *et, *tb;
         PyErr_Fetch(&et, &exc, &tb);
         PyErr_NormalizeException(&et, &exc, &tb);
         Py_XDECREF(et);
         Py_XDECREF(tb);
-        PyErr_Clear();
         if (exc == NULL || sym_keep(t, exc) == NULL)
             return sym_fail(t, "%S() raised", fn);
     }
@@ -197,14 +203,14 @@ int sym_state_predicate(trace *t, PyObject *fn) {
 int sym_guard_key(trace *t, int src, PyObject *dict, PyObject *key) {
     int has = dict == NULL ? 0 : PyDict_Contains(dict, key);
     if (has < 0) {
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_Exception);
         return sym_fail(t, "dict lookup raised");
     }
     for (int i = 0; i < t->nguards; i++)
         if (t->guards[i].kind == DH_G_KEY && t->guards[i].src == src &&
             PyObject_RichCompareBool(t->guards[i].obj, key, Py_EQ) == 1 && Py_TYPE(t->guards[i].obj) == Py_TYPE(key))
             return has;
-    PyErr_Clear();
+    (void)tc_clear_expected(PyExc_Exception);
     dh_guard *g = new_guard(t, DH_G_KEY, src);
     if (g == NULL)
         return -1;
@@ -284,7 +290,7 @@ PyObject *sym_os_environ(void) { return os_environ; }
 int sym_guarded_call(trace *t, PyObject *fn, PyObject *args, var *out) {
     PyObject *r = PyObject_Call(fn, args, NULL);
     if (r == NULL) {
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_Exception);
         return sym_fail(t, "%R%R raised", fn, args);
     }
     if (!(r == Py_None || PyUnicode_CheckExact(r) || PyLong_CheckExact(r) || PyBool_Check(r))) {
@@ -326,10 +332,10 @@ int sym_global_hooks_guard(trace *t) {
         for (int i = 0; m && i < 4; i++) {
             dicts[i] = PyObject_GetAttrString(m, names[i]); /* kept */
             if (dicts[i] == NULL)
-                PyErr_Clear();
+                (void)tc_clear_expected(PyExc_AttributeError);
         }
         Py_XDECREF(m);
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_ImportError, PyExc_AttributeError);
         ready = 1;
     }
     for (int i = 0; i < 4; i++) {
@@ -390,7 +396,7 @@ int sym_guard_id(trace *t, int src, PyObject *obj) {
         g->obj = ref;
         g->weak = 1;
     } else {
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_TypeError);
         g->obj = Py_NewRef(obj);
     }
     return 0;
@@ -446,7 +452,7 @@ static int ensure_vals(trace *t, ic_val v) {
 
 void sym_mark_view(trace *t, ic_val out, ic_val in) {
     if (out < 0 || in < 0 || ensure_vals(t, out > in ? out : in) < 0) {
-        PyErr_Clear();
+        /* only an allocation failed: MemoryError stays set, as in eager */
         return;
     }
     if (ic_value_op(t->g, in) == IC_OP_INPUT || t->view_of_input[in])
@@ -538,7 +544,7 @@ int sym_mutate(trace *t, const var *target, ic_val newval) {
 
 void sym_set_view_desc(trace *t, ic_val v, PyObject *desc) {
     if (v < 0 || ensure_vals(t, v) < 0) {
-        PyErr_Clear();
+        /* only an allocation failed: MemoryError stays set, as in eager */
         return;
     }
     t->view_desc[v] = desc;
@@ -557,6 +563,8 @@ int sym_check_graph(trace *t) {
 static int is_simple_const(PyObject *o) {
     if (o == Py_None || PyBool_Check(o) || PyLong_CheckExact(o) || PyFloat_CheckExact(o) ||
         PyUnicode_CheckExact(o) || o == Py_Ellipsis || PyRange_Check(o))
+        return 1;
+    if (sym_is_enum_member(o)) /* a singleton of its class: guarded by type and == (obj_func.c) */
         return 1;
     if (PyTuple_CheckExact(o) || (torch_size_type && Py_TYPE(o) == (PyTypeObject *)torch_size_type)) {
         for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(o); i++)
@@ -746,8 +754,18 @@ static int wrap_tensor(trace *t, PyObject *o, int src, var *out) {
         return sym_fail(t, "tensor with more than %d dims", TC_MAX_DIMS);
     if (m.flags & TC_META_SPECIAL)
         return sym_fail(t, "unsupported tensor kind (subclass, sparse, quantized, conj/neg view...)");
-    if (m.dtype < 0)
-        return sym_fail(t, "unsupported dtype (complex or other)");
+    if (m.dtype < 0) { /* name it: complex (unitary parametrizations, FFTs) is the usual one */
+        PyObject *dt = PyObject_GetAttrString(o, "dtype");
+        PyObject *s = dt ? PyObject_Str(dt) : NULL;
+        const char *name = s ? PyUnicode_AsUTF8(s) : NULL;
+        if (name == NULL)
+            PyErr_Clear();
+        int r = sym_fail(t, "unsupported dtype %s (torchc graphs have no complex or other such dtype: the frame runs eagerly)",
+                         name ? name : "(complex or other)");
+        Py_XDECREF(s);
+        Py_XDECREF(dt);
+        return r;
+    }
     if (m.device_type == TC_DEV_CUDA) {
         if (ic_cuda_available == NULL || !ic_cuda_available())
             return sym_fail(t, "cuda tensors: the CUDA backend is not available (%s)",
@@ -880,7 +898,7 @@ int sym_dim_of(trace *t, const var *v, ic_dim *d) {
     if (v->kind == V_CONST && PyLong_CheckExact(v->obj)) {
         long long x = PyLong_AsLongLong(v->obj);
         if (x == -1 && PyErr_Occurred()) {
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_OverflowError);
             return 0;
         }
         memset(d, 0, sizeof *d);
@@ -911,7 +929,7 @@ static int torch_class(PyTypeObject *tp) {
         return 1; /* unknown: conservative */
     const char *s = PyUnicode_AsUTF8(m);
     if (s == NULL) {
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_UnicodeError);
         return 1;
     }
     return !strncmp(s, "torch.", 6) || !strcmp(s, "torch") || !strncmp(s, "torchc", 6);
@@ -1002,14 +1020,12 @@ static int wrap_uncached(trace *t, PyObject *o, int src, var *out) {
     if (nn_module_type && PyObject_TypeCheck(o, (PyTypeObject *)nn_module_type)) {
         if (src < 0)
             return sym_fail(t, "nn.Module without a source");
-        if (dh_tl_modtype && t->ntobj < 256) {
+        if (dh_tl_modtype) {
             /* shared module entries (guards.c dh_module_sharing_check): the class, not the
              * instance; what the trace reads of it are guarded sources, 'is' between two
              * modules is kept by DH_G_SAMEOBJ */
-            if (sym_guard_type(t, src, o) < 0)
+            if (sym_guard_type(t, src, o) < 0 || sym_tobj_add(t, src, o) < 0)
                 return -1;
-            t->tobj_src[t->ntobj] = src;
-            t->tobj[t->ntobj++] = o;
         } else if (sym_guard_id(t, src, o) < 0) {
             return -1;
         }
@@ -1113,20 +1129,20 @@ static int wrap_uncached(trace *t, PyObject *o, int src, var *out) {
          * Python classes are type-guarded (objects made afresh each call, a cache or a
          * config, must not recompile every call; 'is' between two of them guards their
          * identity then), others identity-guarded. */
-        int plain = (Py_TYPE(o)->tp_flags & Py_TPFLAGS_HEAPTYPE) != 0 && t->ntobj < 256 &&
+        int plain = (Py_TYPE(o)->tp_flags & Py_TPFLAGS_HEAPTYPE) != 0 &&
                     (!torch_class(Py_TYPE(o)) || t->src[src].kind == DH_S_NEW);
                     /* torch's own (a grad-mode context: its mode is read as traced) stay
                      * pinned, unless made afresh each call (obj_new.c) */
         if ((plain ? sym_guard_type(t, src, o) : sym_guard_id(t, src, o)) < 0)
             return -1;
-        if (plain) {
-            t->tobj_src[t->ntobj] = src;
-            t->tobj[t->ntobj++] = o;
-        }
+        if (plain && sym_tobj_add(t, src, o) < 0)
+            return -1;
         out->kind = V_OBJ;
         out->obj = sym_keep(t, Py_NewRef(o));
         return out->obj ? 0 : -1;
     }
+    if (src >= 0 && sym_lazy_iter_type(o)) /* an iterator passed in (obj_iter.c) */
+        return sym_lazy_iter_wrap(t, o, src, out);
     return sym_fail(t, "unsupported Python value of type %s", Py_TYPE(o)->tp_name);
 }
 
@@ -1170,7 +1186,7 @@ int sym_is_module_container(PyObject *o, const char *slot) {
             return 1;
         PyObject *name = PyUnicode_InternFromString(slot);
         if (name == NULL) {
-            PyErr_Clear();
+            /* only an allocation failed: MemoryError stays set, as in eager */
             return 0;
         }
         PyObject *mine = _PyType_Lookup(Py_TYPE(o), name), *base = _PyType_Lookup(ct, name);
@@ -1190,7 +1206,7 @@ static void add_pred(const char *mod, const char *name, int val) {
     PyObject *m = PyImport_ImportModule(mod), *f = m ? PyObject_GetAttrString(m, name) : NULL;
     Py_XDECREF(m);
     if (f == NULL) {
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_ImportError, PyExc_AttributeError);
         return;
     }
     if (npred < 12) {
@@ -1228,7 +1244,7 @@ int sym_variables_init(void) {
     for (int i = 0; i < 2; i++) {
         grad_ctx_types[i] = PyObject_GetAttrString(torch_module, ctx[i]);
         if (grad_ctx_types[i] == NULL)
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_AttributeError);
     }
     torch_size_type = PyObject_GetAttrString(torch_module, "Size");
     torch_dtype_type = PyObject_GetAttrString(torch_module, "dtype");
@@ -1240,7 +1256,7 @@ int sym_variables_init(void) {
     container_types[0] = PyObject_GetAttrString(nn, "Sequential");
     container_types[1] = PyObject_GetAttrString(nn, "ModuleList");
     if (!container_types[0] || !container_types[1])
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_AttributeError);
     Py_DECREF(nn);
     add_pred("torch.compiler", "is_exporting", 0);
     add_pred("torch.jit", "is_tracing", 0);
@@ -1249,7 +1265,7 @@ int sym_variables_init(void) {
     PyObject *os = PyImport_ImportModule("os");
     os_environ = os ? PyObject_GetAttrString(os, "environ") : NULL; /* kept */
     Py_XDECREF(os);
-    PyErr_Clear();
+    (void)tc_clear_expected(PyExc_ImportError, PyExc_AttributeError);
     /* process state: asked while tracing, the answer guarded */
     add_pred("torch.cuda", "is_current_stream_capturing", 2);
     add_pred("torch.xpu", "is_current_stream_capturing", 2);

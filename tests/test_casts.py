@@ -58,9 +58,10 @@ def test_float_to_int_fused(dst):
 @pytest.mark.parametrize("src", [torch.float32, torch.float16, torch.bfloat16], ids=str)
 @pytest.mark.parametrize("dst", DST, ids=str)
 def test_float_to_int_out_of_range_cuda(src, dst):
-    # The GPU target of the op layer converts through int64 and wraps (ops.c IC_FP2I_WRAP64);
-    # CUDA eager's conversions saturate in the destination's width in some cases (cvt.rzi):
-    # this compares the two on the device (not run yet: no GPU this session).
+    # CUDA eager's static_cast is cvt.rzi.s32 (int32/int16/int8) or cvt.rzi.s64 (int64, and uint8
+    # through int64): clamped, NaN -> 0, then wrapped; the GPU target of the op layer emits the
+    # same cvt (ops.c IC_FP2I_CUDA; PTX form and values also in tests/c/test_ptx.c
+    # test_fp2int_cuda). Reasoned from the PTX ISA and c10/util/TypeCast.h, not yet run on a GPU.
     x = _vals(src, 67).cuda()
 
     def f(a):

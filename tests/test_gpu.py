@@ -67,6 +67,7 @@ def _lib():
         "ic_permute": (c_int32, [c_void_p, c_int32, POINTER(c_int)]),
         "ic_expand": (c_int32, [c_void_p, c_int32, c_int, POINTER(c_int64)]),
         "ic_output": (c_int, [c_void_p, c_int32]),
+        "ic_value_set_format": (c_int, [c_void_p, c_int32, c_int32, c_int]),
         "ic_value_meta": (POINTER(Meta), [c_void_p, c_int32]),
         "ic_compile": (c_void_p, [c_void_p, POINTER(Options), POINTER(Err)]),
         "ic_compiled_free": (None, [c_void_p]),
@@ -211,6 +212,12 @@ class Sym:
     def T(self):
         return self.permute(1, 0)
 
+    def contiguous(self):
+        """x.contiguous() of a computed value: the value itself, stored contiguous (eager's
+        strides otherwise: graph/strides.c)"""
+        assert LIB.ic_value_set_format(self.g.g, self.v, self.v, 1) == 0  # IC_MF_CONTIGUOUS
+        return self
+
 
 class ops:
     """torch-like functions that work on torch tensors (eager) and on Sym (graph)."""
@@ -313,7 +320,9 @@ class Compiled:
         outs = []
         for i in range(self.nout):
             m = LIB.ic_compiled_output_meta(self.c, i).contents
-            outs.append(torch.empty([m.sizes[d] for d in range(m.ndim)], dtype=DTYPES[m.dtype], device=self.device))
+            # eager's strides (graph/strides.c): x.T + 1 is stored in x.T's layout
+            outs.append(torch.empty_strided([m.sizes[d] for d in range(m.ndim)], [m.strides[d] for d in range(m.ndim)],
+                                            dtype=DTYPES[m.dtype], device=self.device))
         return outs
 
     def run(self, inputs, outs, stream=None):
@@ -513,6 +522,12 @@ def test_transpose_tiles(tile, monkeypatch):
     check(lambda t: t.permute(1, 0).exp(), rand(33, 1000, dtype=torch.bfloat16))
     check(lambda t: t.permute(0, 2, 1) - 2, rand(3, 45, 70))
     check(lambda t: t.permute(1, 0) + 1, rand(32, 31))  # one short side: no tile
+    # a pointwise op of a transposed input stores in that layout (eager's strides): the tiles
+    # are reached by contiguous outputs (x.T.contiguous(), a copying reshape's input)
+    check(lambda t: (t.permute(1, 0) + 1).contiguous(), rand(300, 517))
+    check(lambda t: t.permute(1, 0).exp().contiguous(), rand(33, 1000, dtype=torch.bfloat16))
+    check(lambda t: (t.permute(0, 2, 1) - 2).contiguous(), rand(3, 45, 70))
+    check(lambda t: (t.permute(1, 0) * 3).contiguous(), rand(66, 130, dtype=torch.float16))
     f = torchc.compile(lambda x, y: x.t() * 2 + y)
     x, y = rand(257, 129), rand(129, 257)
     for _ in range(2):

@@ -233,6 +233,26 @@ def case_fullgraph_break(api):
     return [observe(lambda: g(torch.ones(3)))]
 
 
+def case_fullgraph_every_call(api):
+    def f(x):
+        if x.sum() > 0:  # a graph break: fullgraph=True raises at each call, never eager
+            return x + 1
+        return x - 1
+    g = api.compile(f, fullgraph=True)
+    return [observe(lambda: g(torch.ones(3))) for _ in range(3)]
+
+
+def case_dynamic_then_static(api):
+    def f(x):
+        return x.sum(0) * 2
+    x = torch.ones(4, 3)
+    out = [observe(lambda: api.compile(f, dynamic=True)(x)), api.compiles()]
+    # dynamic=False is another compile, not the dynamic entry (the options are in the key)
+    out += [observe(lambda: api.compile(f, dynamic=False)(x)), api.compiles()]
+    out += [observe(lambda: api.compile(f, dynamic=False)(x)), api.compiles()]
+    return out
+
+
 def case_disable_arg(api):
     def f(x):
         return x + 1
@@ -286,11 +306,12 @@ CASES = [case_recompile_limit, case_config_recompile_limit, case_config_automati
          case_force_eager,
          case_fail_on_recompile, case_eager_on_recompile, case_eager_then_compile, case_reset, case_mark_static,
          case_mark_dynamic, case_maybe_mark_dynamic, case_compiler_disable,
-         case_fullgraph_break, case_disable_arg, case_state_dict, case_deepcopy_pickle,
+         case_fullgraph_break, case_fullgraph_every_call, case_dynamic_then_static, case_disable_arg, case_state_dict, case_deepcopy_pickle,
          case_train_eval]
 # cases whose torchc side falls back on purpose (the limit, disabled code, a break), or compiles nothing
 _MARKS = {case_recompile_limit: pytest.mark.allow_fallback, case_config_recompile_limit: pytest.mark.allow_fallback,
           case_compiler_disable: pytest.mark.allow_fallback, case_fullgraph_break: pytest.mark.no_compile,
+          case_fullgraph_every_call: pytest.mark.no_compile,
           case_disable_arg: pytest.mark.no_compile}
 _PARAMS = [pytest.param(c, id=c.__name__[5:], marks=[_MARKS[c]] if c in _MARKS else []) for c in CASES]
 

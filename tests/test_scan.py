@@ -252,3 +252,75 @@ def test_outputs_and_buffers_are_freed_without_gc():
         assert r() is None
     finally:
         gc.enable()
+
+
+@pytest.mark.parametrize("grad", [False, True])
+def test_buffer_pool_reuses_only_dead_buffers(grad):
+    """the stacked buffers are reused between calls once nothing holds them; a result still
+    referenced (as itself, a view, a detached alias, a tensor saved by autograd, a graph kept
+    for a second backward) is never handed out again"""
+    _scan.clear_buffers()
+    W = torch.randn(5, 5, requires_grad=grad)
+
+    def step(h, x):
+        h = torch.tanh(h @ W + x)
+        return h, h
+
+    def run(seed):
+        xs = torch.randn(7, 3, 5, generator=torch.Generator().manual_seed(seed))
+        c, ys = torchc.scan(step, torch.zeros(3, 5), xs)
+        assert _scan.last_fallback is None
+        return c, ys, xs
+
+    c, ys, xs = run(0)
+    ptr = ys.untyped_storage().data_ptr()
+    assert rel(ys, eager_scan(step, torch.zeros(3, 5), xs)[1]) < 2e-6
+    want = ys.detach().clone()
+    keep = [ys, ys[-1], ys.detach(), ys.transpose(0, 1)]
+    wants = [want, want[-1], want, want.transpose(0, 1)]
+    del ys
+    held = []
+    for k in range(len(keep)):  # keep[k:] alive
+        c2, ys2, _ = run(k + 1)
+        assert ys2.untyped_storage().data_ptr() != ptr  # a live reference: not reused
+        held.append((c2, ys2))
+        assert torch.equal(keep[k], wants[k])
+        keep[k] = None
+    # everything dropped: the next call reuses the first buffer (the pool works)
+    del held, c, c2, ys2
+    c3, ys3, xs3 = run(99)
+    assert ys3.untyped_storage().data_ptr() == ptr
+    assert rel(ys3, eager_scan(step, torch.zeros(3, 5), xs3)[1].detach()) < 2e-6
+    if grad:
+        # a graph kept for a second backward keeps its saved buffers; after the last backward
+        # (the caller still holding the loss) they are free again
+        loss = (ys3 * ys3).sum()
+        del ys3, c3
+        (g1,) = torch.autograd.grad(loss, W, retain_graph=True)
+        for s in range(3):
+            run(200 + s)
+        (g2,) = torch.autograd.grad(loss, W)
+        assert torch.equal(g1, g2)
+        c4, ys4, _ = run(300)
+        assert ys4.untyped_storage().data_ptr() == ptr  # loss still alive, its buffers released
+    _scan.clear_buffers()
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+def test_cuda_scan_runs_the_python_loop_with_reason():
+    """CUDA bodies are compiled once and run by a Python loop (the C loop is CPU-only; a
+    persistent GPU kernel is future work): values and gradients as eager, the reason given"""
+    torch.manual_seed(0)
+    W = (torch.randn(16, 16, device="cuda") / 4).requires_grad_()
+
+    def step(h, x):
+        h = torch.tanh(h @ W + x)
+        return h, h
+
+    xs = torch.randn(9, 4, 16, device="cuda", requires_grad=True)
+    c, ys = torchc.scan(step, torch.zeros(4, 16, device="cuda"), xs)
+    assert _scan.last_fallback is not None  # today: "the C loop runs CPU graphs only"
+    ce, yse = eager_scan(step, torch.zeros(4, 16, device="cuda"), xs)
+    assert rel(ys, yse) < 2e-5 and rel(c, ce) < 2e-5
+    got = torch.autograd.grad(ys.sum() + c.sum(), [W, xs])
+    check_grads(got, torch.autograd.grad(yse.sum() + ce.sum(), [W, xs]), 2e-4)

@@ -66,6 +66,8 @@ _C.set_ptxas(_find_ptxas())
 _torch.install()      # when torch._dynamo is imported: torch.compiler.reset/set_stance,
                       # torch._dynamo.config honoured, torch.compile(m, backend="torchc")
 _logging.init()       # TORCHC_LOGS, the torchc.* loggers
+from . import _optim
+_optim.install()      # Optimizer.step inside torchc calls: compiled SGD/Adam/AdamW steps
 
 __all__ = ["compile", "scan", "explain", "reset", "disable", "allow_in_graph", "config", "set_logs",
            "OptimizedModule", "ExplainOutput"]

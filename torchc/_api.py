@@ -17,7 +17,8 @@ OPTIONS = {
     "triton.cudagraphs": ("CUDA graphs for the compiled calls (what mode='reduce-overhead' sets)", bool),
     "cudagraph_adaptive": ("reduce-overhead: stop replaying a key whose normal call is faster "
                            "(default True)", bool),
-    "max_autotune": ("what mode='max-autotune' sets: every CUDA GEMM timed, template vs cuBLASLt", bool),
+    "max_autotune": ("what mode='max-autotune' sets: conv layouts and CUDA GEMMs (template vs "
+                     "cuBLASLt) chosen by timing", bool),
 }
 
 
@@ -70,11 +71,12 @@ _autotune_warned = False
 
 def _mode_flags(mode, options):
     """(CUDA graphs?, adaptive?, autotune?) for mode/options. mode='max-autotune' is
-    reduce-overhead's CUDA graphs plus GEMM autotuning: on CUDA every GEMM torchc's template
-    can compute is timed at its first call against the extern (cuBLASLt) call, and the faster
-    runs from then on (the default mode times only GEMMs of 2^27..2^31 multiply-adds).
-    Convolutions are not autotuned, and on the CPU matmul/conv always run with ATen (nothing to
-    choose): said once."""
+    reduce-overhead's CUDA graphs plus autotuning (torchc/_autotune.py): each 2-d convolution's
+    layout (NCHW or channels-last) is chosen by timing ATen's kernel both ways at capture, on
+    any device; on CUDA every GEMM torchc's template can compute is timed at its first call
+    against the extern (cuBLASLt) call, and the faster runs from then on (the default mode
+    times only GEMMs of 2^27..2^31 multiply-adds). CPU GEMMs run with ATen: nothing to
+    choose (said once)."""
     global _autotune_warned
     cg = mode in ("reduce-overhead", "max-autotune") or options.get("triton.cudagraphs", False)
     tune = mode in ("max-autotune", "max-autotune-no-cudagraphs") or options.get("max_autotune", False)
@@ -82,9 +84,10 @@ def _mode_flags(mode, options):
         _autotune_warned = True
         import logging
         logging.getLogger("torchc").warning(
-            "torchc: mode='max-autotune' times every CUDA GEMM (torchc's template vs cuBLASLt) at its "
-            "first call; it does no convolution autotuning, and no autotuning on the CPU, where "
-            "matmul and conv run with ATen.")
+            "torchc: mode='max-autotune' times each 2-d convolution in NCHW and channels-last at "
+            "capture (the choices are logged on torchc.perf) and every CUDA GEMM (torchc's "
+            "template vs cuBLASLt) at its first call; CPU matmuls run with ATen (no choice to "
+            "time).")
     return bool(cg), bool(options.get("cudagraph_adaptive", True)), bool(tune)
 
 
@@ -207,6 +210,12 @@ def compile(model=None, *example_inputs, fullgraph=False, dynamic=None, backend=
     other = _other_backend(backend)
     if other is not None:
         dyn = 0  # graphs go to the backend at the shapes they were captured at
+        if dynamic:
+            import logging
+            logging.getLogger("torchc").warning(
+                "torchc.compile: backend=%r gets torchc's graphs at static shapes; dynamic=True "
+                "makes each new shape a new graph for the backend (up to the recompile limit)",
+                backend if isinstance(backend, str) else getattr(backend, "__name__", backend))
     if disable:
         return model
     cg, adaptive, tune = _mode_flags(mode, opts)
@@ -277,6 +286,8 @@ def reset():
     this too once torchc is imported)."""
     _C.reset()
     _cudagraphs.reset_all()
+    from . import _autotune
+    _autotune.reset()
 
 
 class ExplainOutput:
@@ -300,7 +311,7 @@ class ExplainOutput:
         self.graph_break_count = len(fallbacks) + len(breaks)
         # "fn (file:line of the unsupported code): reason" (resume functions named after
         # the function they continue; the line is the def line when torchc has no better one)
-        from ._logging import user_name, where_of
+        from ._logging import user_loc, user_name, where_of
         self.break_reasons = [f"{user_name(r['name'])} ({where_of(r)}): {r['reason']}"
                               for r in fallbacks]
         self.break_reasons += [f"{user_name(r['name'])} ({where_of(r)}): graph break: "
@@ -334,7 +345,7 @@ class ExplainOutput:
         self.compiles_per_code = {}
         for r in records:
             if r["event"] == "compiled":
-                k = f"{r['name']} ({r['filename']}:{r['firstlineno']})"
+                k = f"{user_name(r['name'])} ({user_loc(r)})"
                 self.compiles_per_code[k] = self.compiles_per_code.get(k, 0) + 1
 
     def __str__(self):

@@ -36,21 +36,110 @@ def user_name(name):
     return _RESUME.sub(lambda m: m.group(1), str(name))
 
 
+# a resume function's own locals (dynamo_hook/resume.c): what they hold, for users
+_RESUME_LOCAL = re.compile(r"__torchc_(stack|local|arg|fn)(\d*)")
+_RESUME_WORDS = {"stack": "stack value {} at the graph break", "local": "local {} at the graph break",
+                 "arg": "argument {} of the call at the graph break",
+                 "fn": "the function called at the graph break"}
+
+
+def _resume_names(text):
+    return _RESUME_LOCAL.sub(lambda m: _RESUME_WORDS[m.group(1)].format(m.group(2)), text)
+
+
 def _local_names(text, code):
     """L[3] -> the local's name (guards print locals by index)."""
     if code is None:
-        return text
+        return _resume_names(text)
     # the order of CPython's "locals plus": locals, cells that are not arguments, free variables
     names = code.co_varnames + tuple(c for c in code.co_cellvars if c not in code.co_varnames) + \
         code.co_freevars
-    return _LOCAL.sub(lambda m: repr(names[int(m.group(1))]) if int(m.group(1)) < len(names)
-                      else m.group(0), text)
+    return _resume_names(_LOCAL.sub(lambda m: repr(names[int(m.group(1))]) if int(m.group(1)) < len(names)
+                                    else m.group(0), text))
 
 
-def _stack(where):
+# torch.compile(m, backend="torchc"): the code torchc captures is the forward FX generated
+# for Dynamo's graph ("<eval_with_key>.N"); its lines are mapped back to the user's code
+# through each FX node's stack trace. filename -> {line: ["file:line in fn", ...] innermost
+# first}, and filename -> the user's "file:line" of the graph (its first node's outermost frame).
+_FX_LINES = {}
+_FX_ORIGIN = {}
+_FX_KEEP = 4096  # graphs remembered (oldest forgotten first)
+_TRACE_FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
+
+
+def register_fx(gm, filename):
+    """Remembers where each line of gm's generated forward came from in the user's code."""
+    names = {n.name: n.meta.get("stack_trace") for n in gm.graph.nodes}
+    lines = {}
+    origin = None
+    for i, text in enumerate(gm.code.splitlines(), 1):
+        lhs = text.strip().split(" = ", 1)[0]
+        st = names.get(lhs)
+        if not st:
+            continue
+        frames = [f"{f}:{ln} in {fn}" for f, ln, fn in _TRACE_FRAME.findall(st)]
+        if frames:
+            lines[i] = frames[::-1]  # innermost first, as torchc's own "where"
+            origin = origin or frames[0].rsplit(" in ", 1)[0]
+    if len(_FX_LINES) >= _FX_KEEP:
+        for k in list(_FX_LINES)[:_FX_KEEP // 2]:
+            _FX_LINES.pop(k, None)
+            _FX_ORIGIN.pop(k, None)
+    _FX_LINES[filename] = lines
+    if origin:
+        _FX_ORIGIN[filename] = origin
+
+
+def _resume_line(code):
+    """The user line a resume function continues at (its prologue has no line numbers): the
+    line of the instruction its first jump lands on."""
+    import dis
+    try:
+        for ins in dis.get_instructions(code):
+            if ins.opname.startswith("JUMP"):
+                for start, end, line in code.co_lines():
+                    if start <= ins.argval < end and line is not None and line > 0:
+                        return line
+                break
+    except (TypeError, ValueError):
+        pass
+    return getattr(code, "co_firstlineno", -1)
+
+
+def user_where(where, code=None):
+    """torchc's "file:line in fn; ..." (innermost first) as the user knows it: lines of FX
+    generated code mapped to the user's, resume functions' missing lines filled in."""
+    out = []
+    for part in (where or "").split("; "):
+        loc, _, fn = part.partition(" in ")
+        file, _, line = loc.rpartition(":")
+        if not file:
+            continue
+        fx = _FX_LINES.get(file)
+        if fx is not None:
+            try:
+                out += fx.get(int(line), [])
+            except ValueError:
+                pass
+            continue
+        if line.lstrip("-").isdigit() and int(line) <= 0 and code is not None and \
+                getattr(code, "co_filename", None) == file:
+            line = str(_resume_line(code))
+        out.append(f"{file}:{line} in {user_name(fn)}")
+    return "; ".join(out)
+
+
+def user_loc(rec):
+    """A record's "file:line" of its function, FX generated code mapped to the user's."""
+    f = rec["filename"]
+    return _FX_ORIGIN.get(f) or f"{f}:{rec['firstlineno']}"
+
+
+def _stack(where, code=None):
     """'f.py:3 in g; f.py:9 in f' -> traceback-like lines, outermost first."""
     out = []
-    for part in reversed((where or "").split("; ")):
+    for part in reversed(user_where(where, code).split("; ")):
         loc, _, fn = part.partition(" in ")
         file, _, line = loc.rpartition(":")
         if file:
@@ -60,17 +149,17 @@ def _stack(where):
 
 def where_of(rec):
     """The innermost user file:line of a record's failure or break, else its def line."""
-    where = rec.get("where")
+    where = user_where(rec.get("where"), rec.get("code"))
     if where:
         return where.split("; ")[0].rsplit(" in ", 1)[0]
-    return f"{rec['filename']}:{rec['firstlineno']}"
+    return user_loc(rec)
 
 
 def _on_record(rec):
     """torchc._C calls this with the record of every capture (not cache hits)."""
     name = user_name(rec["name"])
     code = rec.get("code")
-    loc = f"{rec['filename']}:{rec['firstlineno']}"
+    loc = user_loc(rec)
     if rec.get("recompile_reason") and _log["recompiles"].isEnabledFor(logging.INFO):
         _log["recompiles"].info("Recompiling function %s in %s\n    triggered by the guard failure: %s",
                                 name, loc, _local_names(rec["recompile_reason"], code))
@@ -79,7 +168,7 @@ def _on_record(rec):
     if (brk or fb) and _log["graph_breaks"].isEnabledFor(logging.INFO):
         what = "Graph break" if brk else "Frame runs eagerly"
         lines = [f"{what} in user code at {where_of(rec)}", f"Reason: {brk or fb}"]
-        st = _stack(rec.get("where"))
+        st = _stack(rec.get("where"), code)
         if st:
             lines += ["User code traceback:"] + st
         _log["graph_breaks"].info("%s", "\n".join(lines))

@@ -24,6 +24,7 @@ compiled graph at all), the scan runs a Python loop over the compiled body (stil
 once) and says why in `torchc._scan.last_fallback` and the `torchc.scan` logger.
 """
 import logging
+import sys
 import weakref
 
 import math
@@ -62,6 +63,78 @@ def _dense_perm(meta):
             return False
         st *= n
     return True
+
+# Stacked buffers ([T, ...] carries, results, saved activations, gradients) are kept between
+# calls and reused once nothing else holds them: no Python reference but the pool's, no other
+# tensor on the storage (a view, an alias, a tensor autograd saved) and no C++ reference to the
+# tensor itself. Fresh buffers of this size come from mmap and each call paid their page faults
+# (a tenth of an expRNN training step's samples in perf were the kernel's page clearing).
+# At most _POOL_PER_KEY buffers of one (shape, strides, dtype), _POOL_BYTES in all (the least
+# recently used keys dropped first); clear_buffers() empties it.
+_pool = {}
+_POOL_PER_KEY = 3
+_POOL_BYTES = 1 << 30
+
+
+def clear_buffers():
+    """Drops the stacked buffers torchc.scan keeps for reuse between calls."""
+    _pool.clear()
+
+
+def _unused(t):
+    # references: the pool's list, _empty's loop variable, t, getrefcount's argument
+    return (sys.getrefcount(t) <= 4 and t._use_count() == 1 and
+            torch._C._storage_Use_Count(t.untyped_storage()._cdata) <= 2)
+
+
+def _empty(shape, dtype, strides=None):
+    key = (shape, strides, dtype)
+    lst = _pool.pop(key, None)
+    out = None
+    if lst is not None:
+        _pool[key] = lst  # most recently used last
+        for t in lst:
+            if _unused(t):
+                out = t
+                break
+    if out is None:
+        out = torch.empty(shape, dtype=dtype) if strides is None else \
+            torch.empty_strided(shape, strides, dtype=dtype)
+        if lst is None:
+            lst = _pool[key] = []
+        if len(lst) < _POOL_PER_KEY:
+            lst.append(out)
+            total = sum(t.untyped_storage().nbytes() for v in _pool.values() for t in v)
+            while total > _POOL_BYTES and len(_pool) > 1:
+                old = next(iter(_pool))
+                total -= sum(t.untyped_storage().nbytes() for t in _pool.pop(old))
+    return out
+
+
+def _rows_alias(b, start, n):
+    """Rows start .. start + n of b as a tensor of its own on b's storage (no view)."""
+    return torch.empty(0, dtype=b.dtype).set_(b.untyped_storage(), b.storage_offset() + start * b.stride(0),
+                                              (n,) + tuple(b.shape[1:]), b.stride())
+
+
+def _complex_hint(fn, c0, X):
+    """Why a body usually has no graph: a complex carry, input or closure tensor."""
+    f = fn.forward if isinstance(fn, torch.nn.Module) else fn
+    f = getattr(f, "__func__", f)
+    seen = list(c0) + list(X)
+    for cell in getattr(f, "__closure__", None) or ():
+        try:
+            seen.append(cell.cell_contents)
+        except ValueError:  # an empty cell
+            pass
+    if isinstance(fn, torch.nn.Module):
+        seen += list(fn.parameters()) + list(fn.buffers())
+    dts = sorted({str(t.dtype) for t in seen if isinstance(t, torch.Tensor) and t.is_complex()})
+    if not dts:
+        return ""
+    return (f": {', '.join(dts)} tensors among its carries, inputs or closure (torchc graphs have "
+            "no complex dtype; the body runs eagerly, one step at a time)")
+
 
 class _Fallback(Exception):
     pass
@@ -185,7 +258,8 @@ class _Plan:
         res, rec = _C._scan_probe(body, (pytree.tree_unflatten(pc, spec_init),
                                          pytree.tree_unflatten(px, spec_xs)))
         if rec is None:
-            raise _Fallback("the body ran without a compiled graph (see torchc.explain)")
+            raise _Fallback("the body ran without a compiled graph" + _complex_hint(fn, c0, X) +
+                            " (see torchc.explain)")
         info = _C._scan_info(rec)
         func = info["func"]
         code = _code(fn)
@@ -252,52 +326,57 @@ class _Plan:
         self.kind, self.cout, self.yout, self.nuser = kind, cout, yout, nuser
         self.args = list(c0) + list(X) + consts
         self.probe_outs = outs
-        self.ycopy = {}
 
     # ---- forward --------------------------------------------------------------------------
     def forward(self):
         T, outs, train = self.T, self.probe_outs, self.train
         with torch.no_grad():
-            self.cbuf = [torch.empty((T + 1 if train else 2,) + tuple(c.shape), dtype=c.dtype)
-                         for c in self.c0]
-            for b, c in zip(self.cbuf, self.c0):
+            role = {j: k for k, j in enumerate(self.cout)}
+            # a carry that is also a result (h' returned as (h', h')): its rows 1..T are the
+            # result, one buffer of T + 1 rows and no copy per step; the result is a tensor of
+            # its own on that storage (not a view: autograd forbids in-place ops on views made
+            # inside a Function), row 0 is the initial carry
+            self.ybuf = [None] * len(self.yout)
+            self.cbuf = []
+            for k, c in enumerate(self.c0):
+                j = self.cout[k]
+                rows = T + 1 if train or j in self.yout else 2
+                b = _empty((rows,) + tuple(c.shape), c.dtype)
                 b[0].copy_(c)
-            self.ybuf = [torch.empty((T,) + tuple(outs[j].shape), dtype=outs[j].dtype) for j in self.yout]
-            role = {}
-            for k, j in enumerate(self.cout):
-                role[j] = ("c", k)
+                self.cbuf.append(b)
+                if j in self.yout:
+                    self.ybuf[self.yout.index(j)] = _rows_alias(b, 1, T)
+            for m, j in enumerate(self.yout):
+                if self.ybuf[m] is None:
+                    self.ybuf[m] = _empty((T,) + tuple(outs[j].shape), outs[j].dtype)
             ops = []
             ospec = []
             self.obuf = {}
             for j, o in enumerate(outs):
                 if j in role:
-                    b = self.cbuf[role[j][1]]
-                    ospec.append((b, _row(b), 1, 0 if train else 2))
+                    b = self.cbuf[role[j]]
+                    ospec.append((b, _row(b), 1, 0 if b.shape[0] > 2 else 2))
                 elif j in self.yout:
                     b = self.ybuf[self.yout.index(j)]
                     ospec.append((b, _row(b), 0, 0))
-                else:
-                    b = torch.empty((T,) + tuple(o.shape), dtype=o.dtype)
+                elif train:  # saved for the backward: one row per step
+                    b = _empty((T,) + tuple(o.shape), o.dtype)
                     ospec.append((b, _row(b), 0, 0))
+                else:  # read by nothing: one row, overwritten every step
+                    b = _empty((1,) + tuple(o.shape), o.dtype)
+                    ospec.append((b, 0, 0, 0))
                 self.obuf[j] = b
-            for m, j in enumerate(self.yout):
-                if j in role:  # the carry is also a result: copied per step
-                    ops.append((1, 1, (self.ybuf[m], _row(self.ybuf[m]), 0, 0), ospec[j],
-                                self.ybuf[m][0].numel() * self.ybuf[m].element_size(), 0))
             # step 0: the probe's outputs
             for j, o in enumerate(outs):
                 if j in role:
-                    self.cbuf[role[j][1]][1].copy_(o)
+                    self.cbuf[role[j]][1].copy_(o)
                 else:
                     self.obuf[j][0].copy_(o)
-            for m, j in enumerate(self.yout):
-                if j in role:
-                    self.ybuf[m][0].copy_(outs[j])
             self.ispec = []
             for (k, i) in self.kind:
                 if k == "c":
                     b = self.cbuf[i]
-                    self.ispec.append((b, _row(b), 0, 0 if train else 2))
+                    self.ispec.append((b, _row(b), 0, 0 if b.shape[0] > 2 else 2))
                 elif k == "x":
                     x = self.X[i]
                     self.ispec.append((x, _row(x), 0, 0))
@@ -306,27 +385,42 @@ class _Plan:
             self.ospec = ospec
             if T > 1:
                 _C._scan_loop(self.rec, 0, self.ispec, ospec, ops, 1, T)
-            last = T if train else T % 2
-            carry = [b[last].clone() for b in self.cbuf]
+            carry = [b[T if b.shape[0] > 2 else T % 2].clone() for b in self.cbuf]
         ys = tuple(self.ybuf)
         if not train:
             self.rec = None
+            self.saved = ()
         else:
-            # ys are the Function's outputs: the backward gets them from save_for_backward
-            # (a reference from the plan, held by the node, would be a cycle through their
-            # grad_fn that is never collected); the specs name them by index until then
-            yid = {id(b): m for m, b in enumerate(ys)}
-            self.ospec = [(("y", yid[id(sp[0])]),) + tuple(sp[1:]) if id(sp[0]) in yid else sp
-                          for sp in self.ospec]
-            self.ybuf = None
+            # every stacked buffer the backward reads goes through save_for_backward: the
+            # engine drops them after the backward (kept with retain_graph), so the pool can
+            # reuse them while the caller still holds the graph (the old loss); ys are the
+            # Function's outputs, and a reference from the plan, held by the node, would be a
+            # cycle through their grad_fn that is never collected. The specs name the saved
+            # buffers by index until the backward.
+            saved = list(ys)
+            for b in list(self.cbuf) + list(self.obuf.values()):
+                if all(b is not t for t in saved):
+                    saved.append(b)
+            sid = {id(b): i for i, b in enumerate(saved)}
+
+            def ph(sp):
+                return (("s", sid[id(sp[0])]),) + tuple(sp[1:]) if id(sp[0]) in sid else sp
+            self.ispec = [ph(sp) for sp in self.ispec]
+            self.ospec = [ph(sp) for sp in self.ospec]
+            self.saved = tuple(saved)
+        self.ybuf = self.cbuf = self.obuf = None
         return tuple(carry) + ys
 
     # ---- backward (BPTT) ------------------------------------------------------------------
-    def backward(self, grads, ys):
+    def backward(self, grads, saved):
         T, info, outs = self.T, self.info, self.probe_outs
-        self.ybuf = list(ys)
-        ospec = [(self.ybuf[sp[0][1]],) + tuple(sp[1:]) if isinstance(sp[0], tuple) else sp
-                 for sp in self.ospec]
+        ny = len(self.yout)
+        ys = saved[:ny]
+
+        def res(sp):
+            return (saved[sp[0][1]],) + tuple(sp[1:]) if isinstance(sp[0], tuple) else sp
+        ispec = [res(sp) for sp in self.ispec]
+        ospec = [res(sp) for sp in self.ospec]
         nc = len(self.c0)
         gcar, gys = grads[:nc], grads[nc:]
         role = {j: k for k, j in enumerate(self.cout)}
@@ -337,26 +431,28 @@ class _Plan:
             if gcar[k] is not None:
                 b[T % 2].copy_(gcar[k])
             gc.append(b)
-        gy = [(g.contiguous() if g is not None else torch.zeros_like(self.ybuf[m]))
+        # a result without a gradient reads one zero row at every step
+        gy = [(g.contiguous() if g is not None else torch.zeros((1,) + tuple(ys[m].shape[1:]),
+                                                                  dtype=ys[m].dtype))
               for m, g in enumerate(gys)]
         ops, bin_ = [], []
         for (kind, idx) in info["bwd_in"]:
             if kind == _FWD_INPUT:
-                bin_.append(self.ispec[idx])
+                bin_.append(ispec[idx])
             elif kind == _FWD_OUTPUT:
                 bin_.append(ospec[idx])
             else:
                 if idx in role:
                     k = role[idx]
                     s = (gc[k], _row(gc[k]), 1, 2)
-                    if idx in yrole:
+                    if idx in yrole and gys[yrole[idx]] is not None:
                         m = yrole[idx]
                         ops.append((0, 0, s, (gy[m], _row(gy[m]), 0, 0), gy[m][0].numel(),
                                     self._dt(gy[m])))
                     bin_.append(s)
                 elif idx in yrole:
                     m = yrole[idx]
-                    bin_.append((gy[m], _row(gy[m]), 0, 0))
+                    bin_.append((gy[m], _row(gy[m]) if gys[m] is not None else 0, 0, 0))
                 else:
                     o = outs[idx]
                     bin_.append((torch.zeros(o.shape, dtype=o.dtype), 0, 0, 0))
@@ -372,7 +468,7 @@ class _Plan:
                 got_c.add(idx)
             elif kind == "x":  # (the compiled backward writes each step in its output's layout)
                 n = math.prod(sizes)
-                gx[idx] = torch.empty_strided((T,) + sizes, (n,) + tuple(meta[1]), dtype=self.X[idx].dtype)
+                gx[idx] = _empty((T,) + sizes, self.X[idx].dtype, (n,) + tuple(meta[1]))
                 bout.append((gx[idx], _row(gx[idx]), 0, 0))
             else:  # summed element by element in memory: both in the output's (dense) layout
                 q = self.consts[idx]
@@ -385,7 +481,6 @@ class _Plan:
                 ops.append((1, 2, (gc[k], _row(gc[k]), 0, 2), None, gc[k][0].numel() * gc[k].element_size(), 0))
         _C._scan_loop(self.rec, 1, bin_, bout, ops, T - 1, -1)
         gcarry = [gc[k][0].clone() if k in got_c else None for k in range(nc)]
-        self.ybuf = None
         return gcarry + gx + acc
 
     @staticmethod
@@ -400,7 +495,8 @@ class _ScanFn(torch.autograd.Function):
     def forward(ctx, plan, *args):
         ctx.plan = plan
         outs = plan.forward()
-        ctx.save_for_backward(*outs[len(plan.c0):])
+        ctx.save_for_backward(*plan.saved)
+        plan.saved = None
         return outs
 
     @staticmethod

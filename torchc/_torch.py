@@ -55,7 +55,20 @@ def _install_now():
     _C.set_limit_source(torch._dynamo.config)  # below torchc.config.recompile_limit's own value
     torch._dynamo.reset = _wrap_reset(torch._dynamo.reset)
     torch._dynamo.reset_code_caches = _wrap_reset(torch._dynamo.reset_code_caches)
+    _mark_disable_wrappers(torch._dynamo.eval_frame)
     _backend.register()
+
+
+def _mark_disable_wrappers(ef):
+    """torch.compiler.disable(fn) returns a wrapper made by DisableContext.__call__: its code
+    (one for every disabled function) is never traced into (a call of it is a graph break)
+    and, like Dynamo's set_eval_frame(None), nothing it calls is hooked."""
+    import types
+    call = getattr(getattr(ef, "DisableContext", None), "__call__", None)
+    code = getattr(call, "__code__", None)
+    for c in (code.co_consts if code is not None else ()):
+        if isinstance(c, types.CodeType) and c.co_name == "_fn":
+            _C.skip_code_tree(c)
 
 
 def dynamo():

@@ -25,14 +25,17 @@ def sync(dev):
         torch.cuda.synchronize()
 
 
-def timeit(fn, dev, reps):
+def timeit(fn, dev, reps, cpu=None):
+    """median wall seconds of reps calls; their process CPU seconds appended to cpu"""
     ts = []
     for _ in range(reps):
         sync(dev)
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         fn()
         sync(dev)
         ts.append(time.perf_counter() - t)
+        if cpu is not None:
+            cpu.append(time.process_time() - c)
     return statistics.median(ts)
 
 
@@ -76,20 +79,24 @@ def main():
         ref = runs["eager"]()
         errs = {k: ((r() - ref).norm() / ref.norm()).item() for k, r in runs.items()}  # warm-up + check
         t = {k: [] for k in runs}
+        tcpu = {k: [] for k in runs}
         for _ in range(reps):  # interleaved
             for k, r in runs.items():
-                t[k].append(timeit(r, dev, 1))
+                t[k].append(timeit(r, dev, 1, tcpu[k]))
         med = {k: statistics.median(v) * 1e3 for k, v in t.items()}
+        med_cpu = {k: statistics.median(v) * 1e3 for k, v in tcpu.items()}
         with torch.no_grad():
             torchc_fwd(X)
             fe = timeit(lambda: torch.linalg.matrix_exp(X), dev, reps) * 1e3
             fc = timeit(lambda: torchc_fwd(X), dev, reps) * 1e3
-        row = {"n": n, "ms": med, "fwd_ms": {"eager": fe, "torchc_graph": fc}, "grad_rel_err_vs_eager": errs,
+        row = {"n": n, "ms": med, "cpu_ms": med_cpu, "fwd_ms": {"eager": fe, "torchc_graph": fc}, "grad_rel_err_vs_eager": errs,
                "reps": reps}
         rows.append(row)
         print(f"{n:>6} {med['eager']:>10.2f} {med['torch.compile']:>11.2f} {med['torchc']:>10.2f} "
               f"{med['eager'] / med['torchc']:>8.2f} {med['torch.compile'] / med['torchc']:>9.2f} | "
-              f"{fe:>12.2f} {fc:>12.2f}   grad err {errs['torchc']:.1e}", flush=True)
+              f"{fe:>12.2f} {fc:>12.2f}   grad err {errs['torchc']:.1e} | CPU-time x eager "
+              f"{med_cpu['eager'] / med_cpu['torchc']:.2f} x compile {med_cpu['torch.compile'] / med_cpu['torchc']:.2f}",
+              flush=True)
     ex = torchc.explain(lambda A: torch.linalg.matrix_exp(A))(X)
     print("torchc graph of the forward:", ex.graph_count, "graph,", ex.op_count, "op(s)")
     if a.out:

@@ -14,7 +14,9 @@ from the same initial weights, interleaved in one run (medians):
   torchc       torchc.manifolds.ExpRNN: torchc.scan (the step compiled once, forward and
                backward run as C loops)
 Compile time: `--compile-only` in a fresh process with an empty cache measures the first
-step (capture + compile + one run) minus the median of the following steps.
+step (capture + compile + one run) minus the median of the following steps, in wall time and
+in this process's CPU time (the development machine's 2 cores run several sessions at once:
+wall time there was 2-4x CPU time).
 """
 import argparse
 import json
@@ -55,10 +57,11 @@ def loop_forward(model, x, step):
     return model.out(h)
 
 
-def make(kind, hidden, state):
+def make(kind, hidden, state, device="cpu"):
     torch.manual_seed(0)
     m = Model(hidden)
     m.load_state_dict(state)
+    m.to(device)
     opt = torch.optim.RMSprop(m.parameters(), lr=1e-4)
     if kind == "eager":
         fwd = lambda x: loop_forward(m, x, cell_step)  # noqa: E731
@@ -86,39 +89,50 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--variants", default="eager,tc_cell,torchc")
     ap.add_argument("--compile-only", action="store_true", help="torchc's compile time at this L")
+    ap.add_argument("--device", default="cpu", help="cpu or cuda (torchc.scan runs its Python "
+                    "loop over the compiled body on CUDA: see scan_fallback in the output)")
     ap.add_argument("--out")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
     state = Model(a.hidden).state_dict()
-    x = torch.randn(a.L, a.batch, 1)
-    y = torch.randint(0, 10, (a.batch,))
+    x = torch.randn(a.L, a.batch, 1).to(a.device)
+    y = torch.randint(0, 10, (a.batch,)).to(a.device)
+    sync = torch.cuda.synchronize if a.device.startswith("cuda") else (lambda: None)
     kinds = ["torchc"] if a.compile_only else a.variants.split(",")
-    steps = {k: make(k, a.hidden, state) for k in kinds}
+    steps = {k: make(k, a.hidden, state, a.device) for k in kinds}
     first, times, losses = {}, {k: [] for k in kinds}, {}
+    cpu = {k: [] for k in kinds}
     for k in kinds:
         c0 = torchc._C.stats()["compiles"]
-        t0 = time.perf_counter()
+        t0, p0 = time.perf_counter(), time.process_time()
         losses[k] = float(steps[k](x, y))
+        sync()
         first[k] = time.perf_counter() - t0
+        first[k + "_cpu"] = time.process_time() - p0
         if k == "torchc":
             first["torchc_compiles"] = torchc._C.stats()["compiles"] - c0
     for r in range(a.reps):
         for k in kinds:
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             steps[k](x, y)
+            sync()
             times[k].append(time.perf_counter() - t0)
+            cpu[k].append(time.process_time() - c0)
     med = {k: statistics.median(v) for k, v in times.items()}
+    med_cpu = {k: statistics.median(v) for k, v in cpu.items()}
     res = {"L": a.L, "batch": a.batch, "hidden": a.hidden, "threads": a.threads, "reps": a.reps,
-           "median_s": med, "first_call_s": first, "times_s": times, "first_loss": losses,
-           "load_avg": os.getloadavg(), "torch": torch.__version__,
+           "median_s": med, "median_cpu_s": med_cpu, "first_call_s": first, "times_s": times, "first_loss": losses,
+           "device": a.device, "load_avg": os.getloadavg(), "torch": torch.__version__,
            "scan_fallback": torchc._scan.last_fallback}
     if "torchc" in med:
         res["compile_s_est"] = first["torchc"] - med["torchc"]
+        res["compile_cpu_s_est"] = first["torchc_cpu"] - med_cpu["torchc"]
         for k in med:
             if k != "torchc":
                 res[f"torchc_x_{k}"] = med[k] / med["torchc"]
-    print(json.dumps(res, indent=1))
+                res[f"torchc_x_{k}_cpu"] = med_cpu[k] / med_cpu["torchc"]
+    print(json.dumps({k: v for k, v in res.items() if k not in ("times_s",)}, indent=1))
     if a.out:
         with open(a.out, "w") as f:
             json.dump(res, f, indent=1)

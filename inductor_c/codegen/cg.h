@@ -12,7 +12,7 @@
 #define IC_VF 16
 
 /* The target description of the shared op layer (ops.c explains each field). */
-enum { IC_FP2I_WRAP64, IC_FP2I_X86 }; /* float -> int casts: ops.c ol_fp_to_int */
+enum { IC_FP2I_WRAP64, IC_FP2I_X86, IC_FP2I_CUDA }; /* float -> int casts: ops.c ol_fp_to_int */
 enum { IC_MATH_LIBM, IC_MATH_OWN };   /* transcendentals: libm + intrinsics / own polynomials */
 typedef struct ic_target {
     int fp2int;       /* IC_FP2I_* */

@@ -29,9 +29,19 @@
  *     "integer indefinite"), then the result wraps to the type. Measured with torch 2.13 on
  *     x86-64 (tests/test_pointwise.py test_float_to_int_out_of_range): int32, int16 and int8
  *     go through int32, int64 and uint8 through int64.
- *   IC_FP2I_WRAP64: through int64 and wrapped (fptosi's result for in-range values; the GPU
- *     backend's behaviour so far, left as it was).
+ *   IC_FP2I_CUDA: CUDA eager's kernels convert with static_cast, which nvcc compiles to
+ *     cvt.rzi.s32 / cvt.rzi.s64 (PTX ISA, cvt: float -> integer conversions are clamped to the
+ *     destination's range and NaN gives 0): int32, int16 and int8 through a saturated int32,
+ *     int64 and uint8 (c10 TypeCast.h routes float -> uint8 through int64) through a saturated
+ *     int64, then wrapped. So on the GPU 3e9 -> int32 is 2147483647, +inf -> int16 is -1 (the
+ *     low half of INT32_MAX), -inf -> int8 is 0, NaN is 0 everywhere, 300.0 -> uint8 is 44.
+ *     Emitted as that cvt in inline PTX: fptosi would be poison out of range, and LLVM's
+ *     NVPTX instcombine turns llvm.nvvm.f2i.rz into fptosi (a constant 3e9 then folds to
+ *     poison); llvm.fptosi.sat has the same values but takes five more instructions.
+ *   IC_FP2I_WRAP64: through int64 and wrapped (fptosi's result for in-range values; CPU
+ *     targets other than x86-64).
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "cg.h"
@@ -72,7 +82,7 @@ LLVMValueRef ol_exp_approx_cb(void *g, LLVMValueRef x) { return vm_exp_approx(g,
 
 void ol_target_nvptx(cg *g, int sm) {
     memset(&g->target, 0, sizeof g->target);
-    g->target.fp2int = IC_FP2I_WRAP64;
+    g->target.fp2int = IC_FP2I_CUDA;
     g->target.half_f32 = true;
     g->target.math = IC_MATH_OWN;
     g->target.ex2 = true;
@@ -89,8 +99,24 @@ LLVMTypeRef ol_rtype(cg *g, ic_dtype t, int width) {
 }
 
 /* ---- conversions ------------------------------------------------------------------------ */
+/* IC_FP2I_CUDA: one cvt.rzi.s32 / cvt.rzi.s64 of a scalar f32 or f64 (ops.c header) */
+static LLVMValueRef fp_to_int_cuda(cg *g, LLVMValueRef v, ic_dtype to, LLVMTypeRef tt) {
+    LLVMTypeRef vt = LLVMTypeOf(v);
+    if (vt != g->f32 && vt != g->f64) v = LLVMBuildFPCast(B, v, g->f32, ""), vt = g->f32;
+    bool wide = to == IC_I64 || to == IC_U8, d = vt == g->f64;
+    char text[32], cons[8];
+    snprintf(text, sizeof text, "cvt.rzi.s%d.f%d $0, $1;", wide ? 64 : 32, d ? 64 : 32);
+    snprintf(cons, sizeof cons, "=%c,%c", wide ? 'l' : 'r', d ? 'd' : 'f');
+    LLVMTypeRef it = wide ? g->i64 : g->i32;
+    LLVMTypeRef ft = LLVMFunctionType(it, &vt, 1, 0);
+    LLVMValueRef ia = LLVMGetInlineAsm(ft, text, strlen(text), cons, strlen(cons), 0, 0, LLVMInlineAsmDialectATT, 0);
+    LLVMValueRef w = LLVMBuildCall2(B, ft, ia, &v, 1, "");
+    return it == tt ? w : LLVMBuildTrunc(B, w, tt, "");
+}
+
 LLVMValueRef ol_fp_to_int(cg *g, LLVMValueRef v, ic_dtype to, LLVMTypeRef tt) {
     LLVMTypeRef vt = LLVMTypeOf(v);
+    if (g->target.fp2int == IC_FP2I_CUDA && LLVMGetTypeKind(vt) != LLVMVectorTypeKind) return fp_to_int_cuda(g, v, to, tt);
     bool vec = LLVMGetTypeKind(vt) == LLVMVectorTypeKind;
     unsigned n = vec ? LLVMGetVectorSize(vt) : 1;
     bool wide = g->target.fp2int != IC_FP2I_X86 || to == IC_I64 || to == IC_U8;

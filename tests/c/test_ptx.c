@@ -107,6 +107,11 @@ static ic_graph *add_case(const char *name, ic_errcode expect, double tol) {
     return c->g;
 }
 static ic_graph *G(const char *name) { return add_case(name, IC_OK, 2e-6); }
+/* an output allocated contiguous (eager's x.contiguous()), not in its operands' layout */
+static void out_contig(ic_graph *g, ic_val v) {
+    ic_value_set_format(g, v, v, IC_MF_CONTIGUOUS);
+    ic_output(g, v);
+}
 
 static void build_corpus(void) {
     ic_graph *g;
@@ -161,6 +166,43 @@ static void build_corpus(void) {
     g = G("permute_out_4x5x6");
     x = IN(g, IC_F32, 4, 5, 6);
     ic_output(g, U(g, IC_OP_NEG, ic_permute(g, x, (int[]){2, 0, 1})));
+    /* The same transposes with contiguous outputs (as x.T.contiguous(), reshape after a
+     * transpose): since outputs get eager's strides (graph/strides.c), a pointwise op of a
+     * transposed first input stores in its layout, and the cases above lost their tiles; these
+     * keep the tile kernels (32 x 32, 64 x 64 words, batches, two outputs, odd sizes) covered. */
+    g = G("tile_transpose_copy_64x64_contig");
+    out_contig(g, U(g, IC_OP_NEG, in_t(g, IC_F32, 64, 64)));
+    g = G("tile_transpose_add_300x517_contig");
+    out_contig(g, Bn(g, IC_OP_ADD, in_t(g, IC_F32, 300, 517), IN(g, IC_F32, 300, 517)));
+    g = add_case("tile_transpose_bf16_33x1000_contig", IC_OK, 1e-2);
+    x = in_t(g, IC_BF16, 33, 1000);
+    out_contig(g, Bn(g, IC_OP_MUL, x, Bn(g, IC_OP_ADD, x, IN(g, IC_BF16, 1000))));
+    g = add_case("tile2_bf16_66x130_contig", IC_OK, 1e-2);
+    out_contig(g, Bn(g, IC_OP_ADD, in_t(g, IC_BF16, 66, 130), IN(g, IC_BF16, 66, 130)));
+    g = add_case("tile2_f16_128x64_full_contig", IC_OK, 1e-2);
+    x = in_t(g, IC_F16, 128, 64);
+    out_contig(g, U(g, IC_OP_RELU, Bn(g, IC_OP_MUL, x, IN(g, IC_F16, 128, 64))));
+    g = add_case("tile2_bf16_batch_two_inputs_3x70x46_contig", IC_OK, 1e-2);
+    x = ic_permute(g, IN(g, IC_BF16, 3, 46, 70), (int[]){0, 2, 1});
+    y = ic_permute(g, IN(g, IC_BF16, 3, 46, 70), (int[]){0, 2, 1});
+    out_contig(g, Bn(g, IC_OP_SUB, U(g, IC_OP_EXP, x), Bn(g, IC_OP_MUL, y, S(g, 0.5))));
+    g = add_case("tile2_bf16_odd_34x95_contig", IC_OK, 1e-2);
+    out_contig(g, Bn(g, IC_OP_ADD, in_t(g, IC_BF16, 34, 95), IN(g, IC_BF16, 95)));
+    g = G("tile_transpose_i64_100x40_contig");
+    out_contig(g, Bn(g, IC_OP_ADD, in_t(g, IC_I64, 100, 40), IN(g, IC_I64, 100, 40)));
+    g = G("tile_permute_batch_3x70x45_contig");
+    x = ic_permute(g, IN(g, IC_F32, 3, 45, 70), (int[]){0, 2, 1});
+    y = ic_permute(g, IN(g, IC_F32, 45, 3, 70), (int[]){1, 2, 0});
+    out_contig(g, Bn(g, IC_OP_SUB, U(g, IC_OP_EXP, x), Bn(g, IC_OP_MUL, y, IN(g, IC_F32, 3, 70, 45))));
+    g = G("tile_two_outputs_50x200_contig");
+    x = in_t(g, IC_F32, 50, 200);
+    out_contig(g, Bn(g, IC_OP_ADD, x, S(g, 1.0)));
+    out_contig(g, U(g, IC_OP_TANH, x));
+    g = G("transposed_in_300x17_contig");
+    x = in_t(g, IC_F32, 300, 17);
+    out_contig(g, Bn(g, IC_OP_ADD, x, IN(g, IC_F32, 300, 17)));
+    g = G("permute_out_4x5x6_contig");
+    out_contig(g, U(g, IC_OP_NEG, ic_permute(g, IN(g, IC_F32, 4, 5, 6), (int[]){2, 0, 1})));
     g = G("reshape_expand");
     x = IN(g, IC_F32, 6, 4);
     y = ic_reshape(g, x, 3, (int64_t[]){2, 3, 4});
@@ -256,6 +298,16 @@ static void build_corpus(void) {
     ic_output(g, ic_cast(g, Bn(g, IC_OP_MUL, x, S(g, 10.0)), IC_I32));
     ic_output(g, ic_cast(g, x, IC_BOOL));
     ic_output(g, ic_cast(g, x, IC_F64));
+    g = G("casts_to_ints"); /* f32/f64/bf16 -> every int type: cvt.rzi.s32 / s64 (test_fp2int_cuda) */
+    x = Bn(g, IC_OP_MUL, IN(g, IC_F32, 131), S(g, 60.0));
+    y = ic_cast(g, IN(g, IC_F64, 131), IC_F64);
+    w = IN(g, IC_BF16, 131);
+    static const ic_dtype ints[] = {IC_I32, IC_I16, IC_I8, IC_I64, IC_U8};
+    for (int i = 0; i < 5; i++) {
+        ic_output(g, ic_cast(g, x, ints[i]));
+        ic_output(g, ic_cast(g, y, ints[i]));
+        ic_output(g, ic_cast(g, w, ints[i]));
+    }
     g = G("int_ops");
     x = IN(g, IC_I32, 77);
     y = IN(g, IC_I64, 77);
@@ -1130,6 +1182,91 @@ static int dump_corpus(void) {
     return failures;
 }
 
+
+/* ---- float -> int casts as CUDA eager's (ops.c IC_FP2I_CUDA) ---------------------------------
+ * CUDA's static_cast is one cvt.rzi.s32 (to int32, int16, int8) or cvt.rzi.s64 (to int64, and
+ * uint8 through int64 as c10's TypeCast.h does): clamped to that range, NaN -> 0, then wrapped.
+ * The PTX of each source/destination pair must hold exactly that cvt (not the s64 form before a
+ * truncation, which wrapped 3e9 -> int32 to -1294967296 where eager gives 2147483647); on a
+ * device, the values of NaN, +-inf and out-of-range floats against that rule. */
+static int64_t cuda_fp2int(double v, ic_dtype to) {
+    bool wide = to == IC_I64 || to == IC_U8;
+    double lo = wide ? -9223372036854775808.0 : -2147483648.0, hi = wide ? 9223372036854775808.0 : 2147483648.0;
+    int64_t w = isnan(v) ? 0 : v <= lo ? (wide ? INT64_MIN : INT32_MIN) : v >= hi ? (wide ? INT64_MAX : INT32_MAX)
+                                                                                : (int64_t)v;
+    switch (to) {
+    case IC_I32: return (int32_t)w;
+    case IC_I16: return (int16_t)w;
+    case IC_I8: return (int8_t)w;
+    case IC_U8: return (uint8_t)w;
+    default: return w;
+    }
+}
+
+static void test_fp2int_cuda(void) {
+    static const ic_dtype srcs[] = {IC_F32, IC_F64, IC_F16, IC_BF16};
+    static const ic_dtype dsts[] = {IC_I32, IC_I16, IC_I8, IC_I64, IC_U8};
+    static const double vals[] = {NAN, INFINITY, -INFINITY, 3e9, -3e9, 2147483648.0, -2147483649.0, 1e20, -1e20,
+                                  9.3e18, 4294967297.0, 70001.0, -70001.0, 300.0, -300.0, 255.9, -129.0, -1.5,
+                                  0.75, -0.0, 40000.0, -40000.0, 1e19, -1e19};
+    enum { NV = sizeof vals / sizeof vals[0] };
+    bool dev = ic_cuda_available() && (cu.lib || cu_open());
+    int ran = 0;
+    for (int si = 0; si < 4; si++)
+        for (int di = 0; di < 5; di++) {
+            ic_dtype st = srcs[si], dt = dsts[di];
+            ic_graph *g = ic_graph_new();
+            ic_output(g, ic_cast(g, in_(g, st, 1, (int64_t[]){NV}), dt));
+            ic_err err;
+            char *ptx = ic_graph_to_ptx(g, 90, &err);
+            CHECK(ptx != NULL, "fp2int %s -> %s: %s", ic_dtype_name(st), ic_dtype_name(dt), err.msg);
+            bool wide = dt == IC_I64 || dt == IC_U8;
+            char want[32], other[32];
+            snprintf(want, sizeof want, "cvt.rzi.s%d.f%d", wide ? 64 : 32, st == IC_F64 ? 64 : 32);
+            snprintf(other, sizeof other, "cvt.rzi.s%d.f", wide ? 32 : 64);
+            CHECK(ptx && strstr(ptx, want) && !strstr(ptx, other), "fp2int %s -> %s: PTX without %s (or with %s)",
+                  ic_dtype_name(st), ic_dtype_name(dt), want, other);
+            free(ptx);
+            if (dev && st != IC_F16) { /* f16 inputs: the same cvt after the f32 conversion */
+                ic_options og = {.device = IC_CUDA};
+                ic_compiled *cg = ic_compile(g, &og, &err);
+                CHECK(cg != NULL, "fp2int %s -> %s: GPU compile: %s", ic_dtype_name(st), ic_dtype_name(dt), err.msg);
+                if (cg) {
+                    size_t isz = ic_dtype_size(st), osz = ic_dtype_size(dt);
+                    unsigned char hin[NV * 8], hout[NV * 8];
+                    double src[NV];
+                    for (int i = 0; i < NV; i++) {
+                        if (st == IC_F64) ((double *)hin)[i] = src[i] = vals[i];
+                        else if (st == IC_F32) ((float *)hin)[i] = (float)vals[i], src[i] = (float)vals[i];
+                        else ((uint16_t *)hin)[i] = f2bf((float)vals[i]), src[i] = bf16f(((uint16_t *)hin)[i]);
+                        if (st == IC_BF16 && isnan(vals[i])) ((uint16_t *)hin)[i] = 0x7FC0, src[i] = NAN;
+                    }
+                    unsigned long long din = 0, dout = 0;
+                    cu.MemAlloc(&din, NV * isz + 256);
+                    cu.MemAlloc(&dout, NV * osz + 256);
+                    cu.HtoD(din, hin, NV * isz);
+                    void *ip[1] = {(void *)(uintptr_t)din}, *op[1] = {(void *)(uintptr_t)dout};
+                    ic_err er;
+                    CHECK(ic_run_stream(cg, ip, op, NULL, &er) == 0 && cu.Sync() == 0, "fp2int run: %s", er.msg);
+                    cu.DtoH(hout, dout, NV * osz);
+                    for (int i = 0; i < NV; i++) {
+                        int64_t got = dt == IC_I64 ? ((int64_t *)hout)[i] : (int64_t)getv(hout, dt, i);
+                        int64_t want_v = cuda_fp2int(src[i], dt);
+                        CHECK(got == want_v, "fp2int %s -> %s of %.17g: GPU %lld, CUDA's cvt.rzi gives %lld",
+                              ic_dtype_name(st), ic_dtype_name(dt), src[i], (long long)got, (long long)want_v);
+                    }
+                    cu.MemFree(din);
+                    cu.MemFree(dout);
+                    ic_compiled_free(cg);
+                    ran++;
+                }
+            }
+            ic_graph_free(g);
+        }
+    printf("fp2int: 20 float -> int casts hold CUDA's cvt.rzi form%s\n", dev ? "" : " (no device: values not run)");
+    if (dev) printf("fp2int: %d casts run on the device against CUDA's values\n", ran);
+}
+
 int main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-v")) verbose = 1;
@@ -1144,6 +1281,7 @@ int main(int argc, char **argv) {
     double t0 = now();
     test_disk_cache();
     test_layout_maps();
+    test_fp2int_cuda();
     build_corpus();
     const char *ptxas = find_ptxas();
     char dir[256];

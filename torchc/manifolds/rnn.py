@@ -63,11 +63,14 @@ class ExpRNN(nn.Module):
         if h0 is None:
             h0 = x.new_zeros(x.size(1), self.hidden_size)
         B = c.recurrent_kernel.weight  # the parametrization runs once: B = base @ exp(A)
+        # Bᵀ once per forward too: a loop constant in the layout the step's GEMM reads (as
+        # B itself the step would transpose it at every step, forward and backward)
+        Bt = B.t()
         XP = c.input_kernel(x)         # all steps' input projections, one GEMM
         b = c.nonlinearity.b
 
-        def step(h, xp):  # one graph, compiled once: h' = modReLU(xp + h B^T)
-            z = torch.addmm(xp, h, B.t())
+        def step(h, xp):  # one graph, compiled once: h' = modReLU(xp + h Bᵀ)
+            z = torch.addmm(xp, h, Bt)
             h = torch.sign(z) * torch.relu(z.abs() + b)
             return h, h
         torchc.allow_in_graph(step)  # torchc skips its own package's frames unless told

@@ -1,0 +1,237 @@
+/* obj_func.c — library callables implemented in C, traced through Python stand-ins
+ * (torchc/_polyfills.py: itertools, functools.reduce/wraps, operator), and functools.partial.
+ *
+ * A call of a callable listed in _polyfills.POLYFILLS inlines the listed Python function
+ * instead (a constant: the callable is guarded like any other, the polyfill is torchc's own).
+ * A call of an object whose type is listed in _polyfills.CALLS (functools.partial passed in or
+ * read from a global) inlines that function with the object as its first argument: its
+ * attributes are read through guarded sources.
+ *
+ * functools.partial(f, *a, **k) made inside the trace is a V_FUNC of op SYM_PARTIAL:
+ * items[0] the function, items[1 .. n-1] the bound positional then keyword values,
+ * items[n] a constant tuple of the keyword names, pos the keyword count. Calling it calls
+ * items[0] with the bound values first, as eager. It cannot leave the trace (sym_output fails
+ * it, like a nested function): a caller that sees it gets eager's.
+ *
+ * Requires: the polyfill table importable (torchc is); else nothing is polyfilled.
+ * Returns:  1 from the entry points where the callable is not theirs.
+ */
+#include "sym.h"
+#include "ops_internal.h"
+
+#include <string.h>
+
+static PyObject *polyfills, *calls, *partial_type;
+static int inited;
+
+static int init_once(void) {
+    if (inited)
+        return polyfills ? 0 : -1;
+    inited = 1;
+    PyObject *m = PyImport_ImportModule("torchc._polyfills");
+    polyfills = m ? PyObject_GetAttrString(m, "POLYFILLS") : NULL; /* kept for the process */
+    calls = m ? PyObject_GetAttrString(m, "CALLS") : NULL;
+    PyObject *ft = PyImport_ImportModule("functools");
+    partial_type = ft ? PyObject_GetAttrString(ft, "partial") : NULL;
+    Py_XDECREF(m);
+    Py_XDECREF(ft);
+    if (polyfills == NULL || calls == NULL || partial_type == NULL ||
+        !PyDict_Check(polyfills) || !PyDict_Check(calls)) {
+        PyErr_Clear(); /* no polyfills: those calls fail the trace as before */
+        Py_CLEAR(polyfills);
+        Py_CLEAR(calls);
+        return -1;
+    }
+    return 0;
+}
+
+/* the polyfill of callable c (borrowed), or NULL */
+static PyObject *lookup(PyObject *table, PyObject *c) {
+    PyObject *r = PyDict_GetItemWithError(table, c);
+    if (r == NULL)
+        PyErr_Clear(); /* unhashable: not listed */
+    return r != NULL && PyFunction_Check(r) ? r : NULL;
+}
+
+static int make_partial(trace *t, var *args, int nargs, PyObject *kwnames, var *out) {
+    int nkw = kwnames ? (int)PyTuple_GET_SIZE(kwnames) : 0;
+    if (nargs - nkw < 1)
+        return sym_fail(t, "functools.partial() without a function (eager will raise)");
+    var *items = sym_alloc(t, nargs + 1);
+    if (items == NULL)
+        return -1;
+    memcpy(items, args, (size_t)nargs * sizeof(var));
+    if (sym_const(t, kwnames ? Py_NewRef(kwnames) : PyTuple_New(0), &items[nargs]) < 0)
+        return -1;
+    *out = sym_var(V_FUNC);
+    out->op = SYM_PARTIAL;
+    out->items = items;
+    out->n = nargs;
+    out->pos = nkw;
+    return 0;
+}
+
+/* p(*args, **kw) of a SYM_PARTIAL: items[0](*bound, *args, **bound_kw, **kw); a keyword
+ * given again overrides the bound one, as eager */
+int sym_partial_call(trace *t, const var *p, var *args, int nargs, PyObject *kwnames, var *out) {
+    int nkw = kwnames ? (int)PyTuple_GET_SIZE(kwnames) : 0, npos = nargs - nkw;
+    PyObject *bkw = p->items[p->n].obj;
+    int nbkw = p->pos, nbpos = p->n - 1 - nbkw;
+    var *all = sym_alloc(t, nbpos + npos + nbkw + nkw);
+    PyObject *names = PyList_New(0), *tup = NULL;
+    if (all == NULL || names == NULL)
+        goto error;
+    int k = 0;
+    for (int i = 0; i < nbpos; i++)
+        all[k++] = p->items[1 + i];
+    for (int i = 0; i < npos; i++)
+        all[k++] = args[i];
+    for (int i = 0; i < nbkw; i++) {
+        PyObject *nm = PyTuple_GET_ITEM(bkw, i);
+        int over = 0;
+        for (int j = 0; j < nkw; j++)
+            over |= PyUnicode_Compare(nm, PyTuple_GET_ITEM(kwnames, j)) == 0;
+        if (over)
+            continue;
+        all[k++] = p->items[1 + nbpos + i];
+        if (PyList_Append(names, nm) < 0)
+            goto error;
+    }
+    for (int j = 0; j < nkw; j++) {
+        all[k++] = args[npos + j];
+        if (PyList_Append(names, PyTuple_GET_ITEM(kwnames, j)) < 0)
+            goto error;
+    }
+    tup = PyList_AsTuple(names);
+    Py_CLEAR(names);
+    if (tup == NULL || sym_keep(t, tup) == NULL)
+        return -1;
+    return sym_call(t, &p->items[0], all, k, PyTuple_GET_SIZE(tup) ? tup : NULL, out);
+error:
+    Py_XDECREF(names);
+    return -1;
+}
+
+int sym_obj_polyfill(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out) {
+    if (fn->kind != V_FUNC || fn->obj == NULL || init_once() < 0)
+        return 1;
+    if (fn->obj == partial_type)
+        return make_partial(t, args, nargs, kwnames, out);
+    PyObject *pf = lookup(polyfills, fn->obj);
+    if (pf == NULL)
+        return 1;
+    /* a source of its own: the polyfill's globals are read through it (DH_S_GLOBAL) */
+    int s = sym_source(t, DH_S_CONST, -1, 0, pf);
+    return s < 0 ? -1 : sym_inline(t, pf, s, NULL, args, nargs, kwnames, out);
+}
+
+/* a functools.partial object passed in or read from a global (identity-guarded by sym_wrap):
+ * its func, args and keywords read through sources, then called as a SYM_PARTIAL */
+static int call_partial_object(trace *t, const var *o, var *args, int nargs, PyObject *kwnames, var *out) {
+    static PyObject *s_func, *s_args, *s_kw;
+    if (s_func == NULL && ((s_func = PyUnicode_InternFromString("func")) == NULL ||
+                           (s_args = PyUnicode_InternFromString("args")) == NULL ||
+                           (s_kw = PyUnicode_InternFromString("keywords")) == NULL))
+        return -1;
+    PyObject *pa = PyObject_GetAttr(o->obj, s_args), *pk = PyObject_GetAttr(o->obj, s_kw);
+    PyObject *pfn = PyObject_GetAttr(o->obj, s_func), *names = NULL;
+    int rc = -1;
+    if (pa == NULL || pk == NULL || pfn == NULL || !PyTuple_Check(pa) || !PyDict_Check(pk)) {
+        PyErr_Clear();
+        rc = sym_fail(t, "a functools.partial without func/args/keywords");
+        goto done;
+    }
+    Py_ssize_t na = PyTuple_GET_SIZE(pa), nk = PyDict_GET_SIZE(pk);
+    int fs = sym_source(t, DH_S_ATTR, o->src, 2, s_func);
+    int as = sym_source(t, DH_S_ATTR, o->src, 2, s_args);
+    int ks = sym_source(t, DH_S_ATTR, o->src, 2, s_kw);
+    var *items = sym_alloc(t, (int)(1 + na + nk + 1));
+    names = PyTuple_New(nk);
+    if (fs < 0 || as < 0 || ks < 0 || items == NULL || names == NULL || sym_keep(t, Py_NewRef(names)) == NULL)
+        goto done;
+    if (sym_wrap(t, pfn, fs, &items[0]) < 0 || sym_guard_len(t, as, (int)na) < 0 ||
+        sym_guard_len(t, ks, (int)nk) < 0)
+        goto done;
+    for (Py_ssize_t i = 0; i < na; i++) {
+        int is = sym_source(t, DH_S_ITEM, as, i, NULL);
+        if (is < 0 || sym_wrap(t, PyTuple_GET_ITEM(pa, i), is, &items[1 + i]) < 0)
+            goto done;
+    }
+    Py_ssize_t pos = 0, i = 0;
+    PyObject *k, *v;
+    while (PyDict_Next(pk, &pos, &k, &v)) {
+        if (!PyUnicode_CheckExact(k) || sym_guard_key(t, ks, pk, k) < 0) {
+            if (!PyErr_Occurred())
+                sym_fail(t, "a functools.partial with a non-str keyword");
+            goto done;
+        }
+        int is = sym_source(t, DH_S_ITEM, ks, -1, k);
+        if (is < 0 || sym_wrap(t, v, is, &items[1 + na + i]) < 0)
+            goto done;
+        PyTuple_SET_ITEM(names, i++, Py_NewRef(k));
+    }
+    if (sym_const(t, Py_NewRef(names), &items[1 + na + nk]) < 0)
+        goto done;
+    var p = sym_var(V_FUNC);
+    p.op = SYM_PARTIAL;
+    p.items = items;
+    p.n = (int)(1 + na + nk);
+    p.pos = (int)nk;
+    rc = sym_partial_call(t, &p, args, nargs, kwnames, out);
+done:
+    Py_XDECREF(pa);
+    Py_XDECREF(pk);
+    Py_XDECREF(pfn);
+    Py_XDECREF(names);
+    return rc;
+}
+
+int sym_obj_call_polyfill(trace *t, const var *o, var *args, int nargs, PyObject *kwnames, var *out) {
+    if (o->obj == NULL || init_once() < 0)
+        return 1;
+    if (Py_TYPE(o->obj) == (PyTypeObject *)partial_type) {
+        if (o->src < 0)
+            return sym_fail(t, "call of a functools.partial without a source");
+        return call_partial_object(t, o, args, nargs, kwnames, out);
+    }
+    PyObject *pf = lookup(calls, (PyObject *)Py_TYPE(o->obj));
+    if (pf == NULL)
+        return 1;
+    if (o->src < 0)
+        return sym_fail(t, "call of a %s object without a source", Py_TYPE(o->obj)->tp_name);
+    int s = sym_guard_type(t, o->src, o->obj) < 0 ? -1 : sym_source(t, DH_S_CONST, -1, 0, pf);
+    return s < 0 ? -1 : sym_inline(t, pf, s, o, args, nargs, kwnames, out);
+}
+
+int sym_is_enum_member(PyObject *o) {
+    static PyObject *enum_type;
+    static int tried;
+    if (!tried) {
+        tried = 1;
+        PyObject *m = PyImport_ImportModule("enum");
+        enum_type = m ? PyObject_GetAttrString(m, "Enum") : NULL; /* kept for the process */
+        Py_XDECREF(m);
+        if (enum_type == NULL)
+            PyErr_Clear();
+    }
+    return o != NULL && enum_type != NULL && PyType_Check(enum_type) && !PyType_Check(o) &&
+           PyObject_TypeCheck(o, (PyTypeObject *)enum_type);
+}
+
+int sym_obj_polyfill_attr(trace *t, PyObject *cls, PyObject *name, var *out) {
+    if ((((PyTypeObject *)cls)->tp_flags & Py_TPFLAGS_HEAPTYPE) || init_once() < 0)
+        return 1;
+    PyObject *a = PyObject_GetAttr(cls, name);
+    if (a == NULL) {
+        PyErr_Clear();
+        return 1;
+    }
+    if (lookup(polyfills, a) == NULL) {
+        Py_DECREF(a);
+        return 1;
+    }
+    *out = sym_var(V_FUNC);
+    out->op = -1;
+    out->obj = sym_keep(t, a); /* a C type's attribute: a constant of the type */
+    return out->obj ? 0 : -1;
+}

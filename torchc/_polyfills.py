@@ -1,0 +1,327 @@
+"""Python versions of C-implemented library callables, inlined by the frame hook where the
+traced code calls the original (dynamo_hook/ops_table.c: sym_call looks the callable up in
+POLYFILLS; like Dynamo's polyfills). Each one does what the original does for finite inputs;
+iterators come back as generators, which the tracer runs to completion when called (an
+infinite one fails the trace at the step limit and eager runs). Only the eager semantics that
+the traced program can observe matter: results, order of calls, exceptions (an exception fails
+the trace, eager then raises it).
+
+Not here: functools.partial (a tracked value in C, SYM_PARTIAL), anything with a side effect
+on state the caller sees (those are the tracer's own: list/dict methods, setattr).
+"""
+import functools
+import itertools
+import operator
+
+_MISSING = ("torchc", "missing")  # a constant the tracer holds as itself (`is` exact)
+
+
+# ---- itertools ---------------------------------------------------------------------------
+
+def chain(*iterables):
+    for it in iterables:
+        for x in it:
+            yield x
+
+
+def chain_from_iterable(iterables):
+    for it in iterables:
+        for x in it:
+            yield x
+
+
+def zip_longest(*iterables, fillvalue=None):
+    # tuples, not lists: the tracer refuses list updates inside a generator (it runs them to
+    # completion; eager might stop early)
+    seqs = ()
+    n = 0
+    for it in iterables:
+        t = tuple(it)
+        seqs = seqs + (t,)
+        if len(t) > n:
+            n = len(t)
+    for i in range(n):
+        row = ()
+        for t in seqs:
+            row = row + ((t[i] if i < len(t) else fillvalue),)
+        yield row
+
+
+def product(*iterables, repeat=1):
+    pools = ()
+    for _ in range(repeat):
+        for p in iterables:
+            pools = pools + (tuple(p),)
+    result = ((),)
+    for pool in pools:
+        nxt = ()
+        for r in result:
+            for y in pool:
+                nxt = nxt + (r + (y,),)
+        result = nxt
+    for r in result:
+        yield r
+
+
+def islice(iterable, *args):
+    if len(args) == 1:
+        start, stop, step = None, args[0], None
+    elif len(args) == 2:
+        start, stop, step = args[0], args[1], None
+    else:
+        start, stop, step = args[0], args[1], args[2]
+    if start is None:
+        start = 0
+    if step is None:
+        step = 1
+    nxt = start
+    i = 0
+    for x in iterable:
+        if stop is not None and i >= stop:
+            return
+        if i == nxt:
+            yield x
+            nxt = nxt + step
+        i = i + 1
+
+
+def accumulate(iterable, func=None, *, initial=None):
+    total = initial
+    first = initial is None
+    if not first:
+        yield total
+    for x in iterable:
+        if first:
+            total = x
+            first = False
+        elif func is None:
+            total = total + x
+        else:
+            total = func(total, x)
+        yield total
+
+
+def repeat(obj, times=_MISSING):
+    if times is _MISSING:
+        while True:
+            yield obj
+    for _ in range(times):
+        yield obj
+
+
+def starmap(function, iterable):
+    for args in iterable:
+        yield function(*args)
+
+
+def compress(data, selectors):
+    for d, s in zip(data, selectors):
+        if s:
+            yield d
+
+
+def takewhile(predicate, iterable):
+    for x in iterable:
+        if not predicate(x):
+            return
+        yield x
+
+
+def dropwhile(predicate, iterable):
+    dropping = True
+    for x in iterable:
+        if dropping and predicate(x):
+            continue
+        dropping = False
+        yield x
+
+
+def pairwise(iterable):
+    first = True
+    prev = None
+    for x in iterable:
+        if not first:
+            yield (prev, x)
+        first = False
+        prev = x
+
+
+def combinations(iterable, r):
+    pool = tuple(iterable)
+    n = len(pool)
+    idx = ()
+    if r <= n:
+        idx = ((),)
+        for _ in range(r):
+            nxt = ()
+            for c in idx:
+                lo = c[-1] + 1 if len(c) > 0 else 0
+                for i in range(lo, n):
+                    nxt = nxt + (c + (i,),)
+            idx = nxt
+    for c in idx:
+        row = ()
+        for i in c:
+            row = row + (pool[i],)
+        yield row
+
+
+# ---- functools ---------------------------------------------------------------------------
+
+def reduce(function, iterable, *initial):
+    # *initial, not a sentinel default: `initial is sentinel` on a tensor is not traced
+    first = len(initial) == 0
+    value = None if first else initial[0]
+    for x in iterable:
+        if first:
+            value = x
+            first = False
+        else:
+            value = function(value, x)
+    if first:
+        raise TypeError("reduce() of empty iterable with no initial value")
+    return value
+
+
+def _identity(f):
+    return f
+
+
+def wraps(wrapped, assigned=functools.WRAPPER_ASSIGNMENTS, updated=functools.WRAPPER_UPDATES):
+    # on a function made inside the traced frame (the only kind the tracer calls this on
+    # without an eager graph break): metadata it never reads; a made function cannot leave
+    # the frame (the trace fails), so nothing observes the difference
+    return _identity
+
+
+# ---- operator ----------------------------------------------------------------------------
+
+# the getters are functools.partial objects of plain functions (no closures): the tracer
+# calls a partial made in the trace like the function itself
+
+def _getitem1(item, obj):
+    return obj[item]
+
+
+def _getitems(items, obj):
+    row = ()
+    for i in items:
+        row = row + (obj[i],)
+    return row
+
+
+def _resolve(name, obj):
+    for part in name.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _getattrs(names, obj):
+    row = ()
+    for n in names:
+        row = row + (_resolve(n, obj),)
+    return row
+
+
+def _call_method(name, args, kwargs, obj):
+    return getattr(obj, name)(*args, **kwargs)
+
+
+def itemgetter(item, *items):
+    if len(items) == 0:
+        return functools.partial(_getitem1, item)
+    return functools.partial(_getitems, (item,) + items)
+
+
+def attrgetter(attr, *attrs):
+    if len(attrs) == 0:
+        return functools.partial(_resolve, attr)
+    return functools.partial(_getattrs, (attr,) + attrs)
+
+
+def methodcaller(name, *args, **kwargs):
+    return functools.partial(_call_method, name, args, kwargs)
+
+
+POLYFILLS = {
+    itertools.chain: chain,
+    itertools.chain.from_iterable: chain_from_iterable,
+    itertools.zip_longest: zip_longest,
+    itertools.product: product,
+    itertools.islice: islice,
+    itertools.accumulate: accumulate,
+    itertools.repeat: repeat,
+    itertools.starmap: starmap,
+    itertools.compress: compress,
+    itertools.takewhile: takewhile,
+    itertools.dropwhile: dropwhile,
+    itertools.combinations: combinations,
+    functools.reduce: reduce,
+    functools.wraps: wraps,
+    operator.itemgetter: itemgetter,
+    operator.attrgetter: attrgetter,
+    operator.methodcaller: methodcaller,
+    operator.add: lambda a, b: a + b,
+    operator.sub: lambda a, b: a - b,
+    operator.mul: lambda a, b: a * b,
+    operator.truediv: lambda a, b: a / b,
+    operator.floordiv: lambda a, b: a // b,
+    operator.mod: lambda a, b: a % b,
+    operator.pow: lambda a, b: a ** b,
+    operator.matmul: lambda a, b: a @ b,
+    operator.and_: lambda a, b: a & b,
+    operator.or_: lambda a, b: a | b,
+    operator.xor: lambda a, b: a ^ b,
+    operator.lshift: lambda a, b: a << b,
+    operator.rshift: lambda a, b: a >> b,
+    operator.neg: lambda a: -a,
+    operator.pos: lambda a: +a,
+    operator.invert: lambda a: ~a,
+    operator.inv: lambda a: ~a,
+    operator.abs: lambda a: abs(a),
+    operator.not_: lambda a: not a,
+    operator.truth: lambda a: bool(a),
+    operator.eq: lambda a, b: a == b,
+    operator.ne: lambda a, b: a != b,
+    operator.lt: lambda a, b: a < b,
+    operator.le: lambda a, b: a <= b,
+    operator.gt: lambda a, b: a > b,
+    operator.ge: lambda a, b: a >= b,
+    operator.is_: lambda a, b: a is b,
+    operator.is_not: lambda a, b: a is not b,
+    operator.contains: lambda a, b: b in a,
+    operator.getitem: lambda a, b: a[b],
+    operator.concat: lambda a, b: a + b,
+    operator.index: lambda a: a.__index__(),
+}
+if hasattr(itertools, "pairwise"):
+    POLYFILLS[itertools.pairwise] = pairwise
+
+
+def _setitem(a, b, c):
+    a[b] = c
+
+
+def _delitem(a, b):
+    del a[b]
+
+
+def _iadd(a, b):
+    a += b
+    return a
+
+
+def _imul(a, b):
+    a *= b
+    return a
+
+
+POLYFILLS[operator.setitem] = _setitem
+POLYFILLS[operator.delitem] = _delitem
+POLYFILLS[operator.iadd] = _iadd
+POLYFILLS[operator.imul] = _imul
+
+
+# ---- calls of objects, by type -----------------------------------------------------------
+
+CALLS = {}  # type -> function(obj, *args, **kwargs); functools.partial is obj_func.c's own
