@@ -193,97 +193,6 @@ done:
     return rc;
 }
 
-/* p(*args, **kw) of a functools.partial reached through a source: p.func(*p.args, *args,
- * **{**p.keywords, **kw}), func/args/keywords wrapped (guarded) through the source like any
- * attribute. 1: p is not a functools.partial. */
-static int call_partial(trace *t, const var *p, var *args, int nargs, PyObject *kwnames, var *out) {
-    static PyObject *partial_type, *s_func, *s_args, *s_keywords;
-    if (partial_type == NULL) {
-        PyObject *m = PyImport_ImportModule("functools");
-        partial_type = m ? PyObject_GetAttrString(m, "partial") : NULL; /* kept for the process */
-        Py_XDECREF(m);
-        s_func = PyUnicode_InternFromString("func");
-        s_args = PyUnicode_InternFromString("args");
-        s_keywords = PyUnicode_InternFromString("keywords");
-        if (partial_type == NULL || s_func == NULL || s_args == NULL || s_keywords == NULL) {
-            PyErr_Clear();
-            return 1;
-        }
-    }
-    if ((PyObject *)Py_TYPE(p->obj) != partial_type)
-        return 1;
-    if (p->src < 0)
-        return sym_fail(t, "call of a functools.partial reached without a source");
-    PyObject *pa = PyObject_GetAttr(p->obj, s_args), *pk = PyObject_GetAttr(p->obj, s_keywords);
-    PyObject *pf = PyObject_GetAttr(p->obj, s_func);
-    if (pa == NULL || pk == NULL || pf == NULL || !PyTuple_CheckExact(pa) || !PyDict_CheckExact(pk)) {
-        Py_XDECREF(pa);
-        Py_XDECREF(pk);
-        Py_XDECREF(pf);
-        PyErr_Clear();
-        return sym_fail(t, "call of a functools.partial with unusual state");
-    }
-    pa = sym_keep(t, pa);
-    pk = sym_keep(t, pk);
-    pf = sym_keep(t, pf);
-    if (pa == NULL || pk == NULL || pf == NULL)
-        return -1;
-    var fv, av, kv;
-    /* (index 2: a full getattr when the guards run: the partial's slots, not a __dict__) */
-    int fs = sym_source(t, DH_S_ATTR, p->src, 2, s_func);
-    int as = sym_source(t, DH_S_ATTR, p->src, 2, s_args);
-    int ks = sym_source(t, DH_S_ATTR, p->src, 2, s_keywords);
-    if (fs < 0 || as < 0 || ks < 0 || sym_wrap(t, pf, fs, &fv) < 0 || sym_wrap(t, pa, as, &av) < 0)
-        return -1;
-    if (PyDict_GET_SIZE(pk) > 0) {
-        if (sym_wrap(t, pk, ks, &kv) < 0)
-            return -1;
-        if (kv.kind != V_DICT)
-            return sym_fail(t, "call of a functools.partial with unusual keywords");
-    } else {
-        if (sym_guard_len(t, ks, 0) < 0)
-            return -1;
-        kv = sym_var(V_DICT);
-        kv.obj = PyTuple_New(0);
-        if (kv.obj == NULL || sym_keep(t, kv.obj) == NULL)
-            return -1;
-    }
-    var *pitems;
-    int np;
-    if (sym_iter_items(t, &av, &pitems, &np) < 0)
-        return -1;
-    int nkw = kwnames ? (int)PyTuple_GET_SIZE(kwnames) : 0, npos = nargs - nkw;
-    var *all = sym_alloc(t, np + nargs + kv.n);
-    PyObject *names = PyList_New(0);
-    if (all == NULL || names == NULL || sym_keep(t, names) == NULL)
-        return -1;
-    int n = 0;
-    for (int i = 0; i < np; i++)
-        all[n++] = pitems[i];
-    for (int i = 0; i < npos; i++)
-        all[n++] = args[i];
-    for (int i = 0; i < kv.n; i++) { /* the partial's keywords, unless the call passes them */
-        PyObject *k = PyTuple_GET_ITEM(kv.obj, i);
-        int over = 0;
-        for (int j = 0; j < nkw; j++)
-            over |= PyUnicode_Compare(k, PyTuple_GET_ITEM(kwnames, j)) == 0;
-        if (over)
-            continue;
-        if (PyList_Append(names, k) < 0)
-            return -1;
-        all[n++] = kv.items[i];
-    }
-    for (int j = 0; j < nkw; j++) {
-        if (PyList_Append(names, PyTuple_GET_ITEM(kwnames, j)) < 0)
-            return -1;
-        all[n++] = args[npos + j];
-    }
-    PyObject *kwt = PyList_GET_SIZE(names) ? sym_keep(t, PyList_AsTuple(names)) : NULL;
-    if (PyList_GET_SIZE(names) && kwt == NULL)
-        return -1;
-    return sym_call(t, &fv, all, n, kwt, out);
-}
-
 static PyObject *str_forward, *str_hooks[4];
 
 int sym_inline_module(trace *t, const var *mod, var *args, int nargs, PyObject *kwnames,
@@ -298,9 +207,6 @@ int sym_inline_module(trace *t, const var *mod, var *args, int nargs, PyObject *
             return -1;
     }
     if (!sym_is_nn_module(mod->obj)) {
-        int pr = call_partial(t, mod, args, nargs, kwnames, out);
-        if (pr <= 0)
-            return pr;
         /* a callable object: inline type(obj).__call__ */
         PyObject *call = PyUnicode_InternFromString("__call__");
         PyObject *fn = call ? _PyType_Lookup(Py_TYPE(mod->obj), call) : NULL;
