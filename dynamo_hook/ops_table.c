@@ -411,8 +411,7 @@ static int autograd_function_nograd(trace *t, PyObject *cls, PyObject *apply, va
             Py_XDECREF(ap);
             Py_XDECREF(su);
             Py_XDECREF(cx);
-            (void)tc_clear_expected(PyExc_ImportError, PyExc_AttributeError);
-            return 1;
+            return tc_clear_expected(PyExc_ImportError, PyExc_AttributeError) < 0 ? -1 : 1;
         }
         base_apply = PyMethod_Check(ap) ? Py_NewRef(PyMethod_GET_FUNCTION(ap)) : Py_NewRef(ap);
         Py_DECREF(ap);
@@ -426,8 +425,7 @@ static int autograd_function_nograd(trace *t, PyObject *cls, PyObject *apply, va
     if (fwd == NULL || setup == NULL || !PyFunction_Check(fwd)) {
         Py_XDECREF(fwd);
         Py_XDECREF(setup);
-        (void)tc_clear_expected(PyExc_AttributeError);
-        return 1;
+        return tc_clear_expected(PyExc_AttributeError) < 0 ? -1 : 1;
     }
     int with_ctx = setup == base_setup;
     Py_DECREF(setup);

@@ -740,7 +740,8 @@ static int multi_index(trace *t, const var *x, const var **parts, int np, int co
         } else if (p->kind == V_CONST && PySlice_Check(p->obj)) {
             Py_ssize_t start, stop, step;
             if (PySlice_Unpack(p->obj, &start, &stop, &step) < 0) {
-                (void)tc_clear_expected(PyExc_Exception);
+                if (tc_clear_expected(PyExc_Exception) < 0)
+                    return -1;
                 return sym_fail(t, "bad slice");
             }
             if (step <= 0)

@@ -169,3 +169,31 @@ def test_autograd_function_with_grad_still_runs_eagerly():
     x.grad = None
     f(x).sum().backward()
     torch.testing.assert_close(g1, x.grad)
+
+
+def test_functools_partial_call():
+    # transformers' GELUTanh: self.act = functools.partial(F.gelu, approximate="tanh")
+    import functools
+
+    def scaled(x, a, b=1.0, *, c=0.0):
+        return x * a + b + c
+
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.act = functools.partial(torch.nn.functional.gelu, approximate="tanh")
+            self.aff = functools.partial(scaled, a=2.0, c=0.5)
+            self.pos = functools.partial(scaled, 3.0)
+
+        def forward(self, x):
+            return self.act(x), self.aff(x), self.aff(x, b=3.0, c=1.0), self.pos(torch.tensor(2.0), x)
+
+    with torch.no_grad():
+        m, x = M(), torch.randn(4, 3)
+        _whole(m, x)
+        cm = torchc.compile(m)
+        cm(x)
+        m.act = functools.partial(torch.nn.functional.gelu, approximate="none")  # guarded
+        m.aff = functools.partial(scaled, a=-1.0)
+        for g, w in zip(cm(x), m(x)):
+            torch.testing.assert_close(g, w)
