@@ -538,7 +538,7 @@ static int guards_check_sym(const dh_entry *e, PyObject *const *localsplus, PyOb
         case DH_G_ITERLEN: {
             Py_ssize_t left = v ? PyObject_LengthHint(v, -1) : -1;
             if (left < 0) {
-                PyErr_Clear();
+                (void)tc_clear_expected(PyExc_Exception);
                 return 0;
             }
             if (g->value >= 0 ? left != g->value : left < -(Py_ssize_t)g->value)
