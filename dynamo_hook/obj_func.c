@@ -37,7 +37,7 @@ static int init_once(void) {
     Py_XDECREF(ft);
     if (polyfills == NULL || calls == NULL || partial_type == NULL ||
         !PyDict_Check(polyfills) || !PyDict_Check(calls)) {
-        (void)tc_clear_expected(PyExc_ImportError, PyExc_AttributeError); /* no polyfills: those calls fail the trace as before */
+        (void)tc_clear_expected(PyExc_Exception); /* no polyfills: those calls fail the trace as before */
         Py_CLEAR(polyfills);
         Py_CLEAR(calls);
         return -1;
@@ -49,7 +49,7 @@ static int init_once(void) {
 static PyObject *lookup(PyObject *table, PyObject *c) {
     PyObject *r = PyDict_GetItemWithError(table, c);
     if (r == NULL)
-        (void)tc_clear_expected(PyExc_Exception); /* unhashable: not listed */
+        (void)tc_clear_expected(PyExc_TypeError); /* unhashable: not listed */
     return r != NULL && PyFunction_Check(r) ? r : NULL;
 }
 
@@ -137,7 +137,8 @@ static int call_partial_object(trace *t, const var *o, var *args, int nargs, PyO
     PyObject *pfn = PyObject_GetAttr(o->obj, s_func), *names = NULL;
     int rc = -1;
     if (pa == NULL || pk == NULL || pfn == NULL || !PyTuple_Check(pa) || !PyDict_Check(pk)) {
-        (void)tc_clear_expected(PyExc_AttributeError);
+        if (tc_clear_expected(PyExc_AttributeError) < 0)
+            goto done;
         rc = sym_fail(t, "a functools.partial without func/args/keywords");
         goto done;
     }
@@ -222,10 +223,8 @@ int sym_obj_polyfill_attr(trace *t, PyObject *cls, PyObject *name, var *out) {
     if ((((PyTypeObject *)cls)->tp_flags & Py_TPFLAGS_HEAPTYPE) || init_once() < 0)
         return 1;
     PyObject *a = PyObject_GetAttr(cls, name);
-    if (a == NULL) {
-        (void)tc_clear_expected(PyExc_AttributeError);
-        return 1;
-    }
+    if (a == NULL)
+        return tc_clear_expected(PyExc_AttributeError) < 0 ? -1 : 1;
     if (lookup(polyfills, a) == NULL) {
         Py_DECREF(a);
         return 1;

@@ -29,7 +29,7 @@ int sym_lazy_iter_type(PyObject *o) {
 PyObject *dh_iter_peek(PyObject *it, Py_ssize_t k) {
     PyObject *r = PyObject_CallMethod(it, "__reduce__", NULL), *v = NULL;
     if (r == NULL) {
-        (void)tc_clear_expected(PyExc_Exception);
+        (void)tc_clear_expected(PyExc_Exception); /* fatal ones stay set: the caller sees them */
         return NULL;
     }
     if (PyTuple_Check(r) && PyTuple_GET_SIZE(r) == 3 && PyTuple_Check(PyTuple_GET_ITEM(r, 1)) &&

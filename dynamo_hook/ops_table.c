@@ -498,7 +498,10 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
                     PyTuple_SET_ITEM(tup, i, sq);
                     continue;
                 }
-                /* only an allocation can have failed: MemoryError stays set, as in eager */
+                if (PyErr_Occurred()) { /* no memory */
+                    Py_DECREF(tup);
+                    return -1;
+                }
             }
             if (args[i].kind != V_CONST) {
                 Py_DECREF(tup);

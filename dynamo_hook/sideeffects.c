@@ -62,10 +62,10 @@ int sym_fx_save(trace *t, sym_fx_mark *m) {
         memcpy(m->obj_val, t->obj_val + 1, sizeof(ic_val) * (size_t)t->nobj);
     }
     if (t->nctxv > 0) {
-        m->ctxv = malloc(sizeof t->ctxv);
+        m->ctxv = malloc(sizeof t->ctxv[0] * (size_t)t->nctxv);
         if (m->ctxv == NULL)
             goto nomem;
-        memcpy(m->ctxv, t->ctxv, sizeof t->ctxv);
+        memcpy(m->ctxv, t->ctxv, sizeof t->ctxv[0] * (size_t)t->nctxv);
     }
     m->valid = 1;
     return 0;
@@ -96,10 +96,8 @@ void sym_fx_rollback(trace *t, sym_fx_mark *m) {
     if (m->nobj > 0)
         memcpy(t->obj_val + 1, m->obj_val, sizeof(ic_val) * (size_t)m->nobj);
     t->nctxv = m->nctxv;
-    if (m->ctxv != NULL)
-        memcpy(t->ctxv, m->ctxv, sizeof t->ctxv);
-    else
-        memset(t->ctxv, 0, sizeof t->ctxv);
+    if (m->ctxv != NULL) /* t->ctxv only grows: room for m->nctxv */
+        memcpy(t->ctxv, m->ctxv, sizeof t->ctxv[0] * (size_t)m->nctxv);
     t->nograd = m->nograd;
     sym_fx_drop(m);
 }
@@ -111,6 +109,9 @@ void sym_fx_free(trace *t) {
     free(t->attrw);
     t->attrw = NULL;
     t->nattrw = t->capattrw = 0;
+    free(t->ctxv);
+    t->ctxv = NULL;
+    t->nctxv = t->capctxv = 0;
     free(t->tobj_src);
     free(t->tobj);
     t->tobj_src = NULL;

@@ -78,6 +78,14 @@ typedef struct sym_break {
 #define SYM_PARTIAL (-6)       /* V_FUNC.op of functools.partial(...) made in the trace (obj_func.c) */
 #define SYM_INLINE_DEPTH DH_INLINE_DEPTH_MAX /* frames[] size; the limit is dh_limit.inline_depth */
 
+/* a ContextVar set in the trace: the values set, not reset yet (depth of them) */
+typedef struct sym_ctxv {
+    PyObject *cv;                     /* the ContextVar (identity-guarded) */
+    int depth, cap;
+    struct var *vals;                 /* cap of them (sym_alloc: trace lifetime) */
+    PyObject **tokens;                /* stand-in tokens (kept), cap of them (sym_alloc'd vars' room) */
+} sym_ctxv;
+
 /* an attribute write (or a container write-back, a global store: name a marker tuple) */
 typedef struct sym_attrw {
     int src;
@@ -130,13 +138,8 @@ typedef struct trace {
     int ntobj, captobj;
     /* ContextVar.set/reset pairs inside the trace (transformers' output collector): the
      * values set, not applied; the trace fails where one is still set at its end */
-    struct {
-        PyObject *cv;                 /* the ContextVar (identity-guarded) */
-        int depth;
-        struct var vals[4];
-        PyObject *tokens[4];          /* stand-in tokens (kept) */
-    } ctxv[4];
-    int nctxv;
+    struct sym_ctxv *ctxv;            /* grown by the set (malloc'd, freed by sym_fx_free) */
+    int nctxv, capctxv;
     PyObject *pending_exc;            /* a state predicate raised this (kept): the next
                                        * handler of the frames being traced catches it */
     int nidx;                         /* index inputs to bounds-check before each run */

@@ -319,7 +319,9 @@ int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
         if (sym_is_enum_member(o->obj) && (!strcmp(n, "name") || !strcmp(n, "value") ||
                                            !strcmp(n, "_name_") || !strcmp(n, "_value_")))
             return sym_const(t, PyObject_GetAttr(o->obj, name), out) < 0
-                       ? ((void)tc_clear_expected(PyExc_Exception), sym_fail(t, "attribute %U of an enum member", name)) : 0;
+                       ? (tc_clear_expected(PyExc_AttributeError) < 0 ? -1
+                                                                      : sym_fail(t, "attribute %U of an enum member", name))
+                       : 0;
         if (sym_set_is_mutable(o) && (!strcmp(n, "add") || !strcmp(n, "discard") || !strcmp(n, "remove") ||
                                       !strcmp(n, "clear") || !strcmp(n, "copy") || !strcmp(n, "pop") ||
                                       !strcmp(n, "update") || !strcmp(n, "difference_update") ||

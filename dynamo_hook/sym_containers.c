@@ -572,7 +572,8 @@ int sym_op_contains_op(trace *t, sframe *f, sym_ins *in) {
         /* an object (a module, a function) in a set of such: by identity, as hashed */
         int r = PySet_Contains(b.obj, a.obj);
         if (r < 0) {
-            (void)tc_clear_expected(PyExc_Exception);
+            if (tc_clear_expected(PyExc_Exception) < 0)
+                return -1;
             return sym_fail(t, "'in' raised (eager will raise)");
         }
         if (sym_const(t, PyBool_FromLong(r ^ in->oparg), &c) < 0)
@@ -1067,8 +1068,9 @@ int sym_set_method(trace *t, const var *s, const char *mn, var *args, int nargs,
         }
         int r = !strcmp(mn, "add") ? PySet_Add(ns, args[0].obj) : PySet_Discard(ns, args[0].obj);
         if (r < 0 || (r == 0 && !strcmp(mn, "remove"))) {
-            (void)tc_clear_expected(PyExc_Exception);
             Py_DECREF(ns);
+            if (r < 0 && tc_clear_expected(PyExc_Exception) < 0)
+                return -1;
             return sym_fail(t, "set.%s raised (eager will raise)", mn);
         }
         return set_rebind(t, s, ns, out);
@@ -1100,8 +1102,9 @@ int sym_set_method(trace *t, const var *s, const char *mn, var *args, int nargs,
                 Py_DECREF(other);
             }
             if (r == NULL) {
-                (void)tc_clear_expected(PyExc_Exception);
                 Py_DECREF(ns);
+                if (tc_clear_expected(PyExc_Exception) < 0)
+                    return -1;
                 return sym_fail(t, "set.%s of non-constant values", mn);
             }
             Py_DECREF(r);

@@ -227,15 +227,35 @@ int sym_ctxvar_call(trace *t, PyObject *cv, const char *mn, var *args, int nargs
         return sym_fail(t, "ContextVar.%s inside a generator", mn);
     if (!strcmp(mn, "set") && nargs == 1) {
         if (i == t->nctxv) {
-            if (t->nctxv == 4)
-                return sym_fail(t, "too many context variables");
+            if (t->nctxv == t->capctxv) { /* grown: no fixed count of context variables */
+                int cap = t->capctxv ? 2 * t->capctxv : 4;
+                sym_ctxv *c = realloc(t->ctxv, (size_t)cap * sizeof *c);
+                if (c == NULL) {
+                    PyErr_NoMemory();
+                    return -1;
+                }
+                t->ctxv = c;
+                t->capctxv = cap;
+            }
             t->nctxv++;
+            memset(&t->ctxv[i], 0, sizeof t->ctxv[i]);
             t->ctxv[i].cv = cv;
-            t->ctxv[i].depth = 0;
         }
         int d = t->ctxv[i].depth;
-        if (d == 4)
-            return sym_fail(t, "context variable set too deep");
+        if (d == t->ctxv[i].cap) { /* nested sets: new arrays (old ones stay for a rollback) */
+            int cap = d ? 2 * d : 4;
+            var *nv = sym_alloc(t, cap);
+            var *room = sym_alloc(t, (cap * (int)sizeof(PyObject *) + (int)sizeof(var) - 1) / (int)sizeof(var));
+            if (nv == NULL || room == NULL)
+                return -1;
+            if (d) {
+                memcpy(nv, t->ctxv[i].vals, (size_t)d * sizeof(var));
+                memcpy(room, t->ctxv[i].tokens, (size_t)d * sizeof(PyObject *));
+            }
+            t->ctxv[i].vals = nv;
+            t->ctxv[i].tokens = (PyObject **)room;
+            t->ctxv[i].cap = cap;
+        }
         PyObject *tok = sym_keep(t, PyTuple_Pack(1, cv)); /* a fresh object: this set's token */
         if (tok == NULL)
             return -1;
@@ -276,7 +296,7 @@ int sym_ctxvar_pending(trace *t, const var *v) {
     for (int i = 0; i < t->nctxv; i++) {
         if (v == NULL && t->ctxv[i].depth > 0)
             return 1;
-        for (int d = 0; v != NULL && d < 4; d++)
+        for (int d = 0; v != NULL && d < t->ctxv[i].cap; d++) /* reset ones too: a token out */
             if (t->ctxv[i].tokens[d] != NULL && v->kind == V_CONST && v->obj == t->ctxv[i].tokens[d])
                 return 1;
     }

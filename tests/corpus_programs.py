@@ -244,7 +244,7 @@ def _calls_reset():
     CALLS = 0
 
 
-@case(1, 0, lambda: (R(4),), state=_calls_state, reset=_calls_reset)
+@case(1, 0, lambda: (R(4),), state=_calls_state, reset=_calls_reset)  # STORE_GLOBAL replayed after the graph
 def store_global(x):
     global CALLS
     CALLS += 1
@@ -829,7 +829,7 @@ def inline_builtin_functional_module(x):
     return act(x) + torch.nn.functional.silu(x)
 
 
-@case(1, 0, lambda: (R(4),))
+@case(1, 0, lambda: (R(4),))  # functools.partial made in the frame: obj_func.c
 def inline_functools_partial(x):
     import functools
     f = functools.partial(helper_affine, w=2.0)
@@ -2686,7 +2686,7 @@ def config_object_mutated_in_function(x, cfg):
     return x * cfg.scale
 
 
-@case(1, 0, lambda: (R(3), "ab"))
+@case(1, 0, lambda: (R(3), "ab"))  # ",".join of a constant list: traced
 def str_set_tuple_methods(x, s):
     return x * len(s.upper()) * ("a" in {"a", "b"}) + len(",".join(["a", "b"])) + (1, 2).index(2)
 

@@ -73,10 +73,12 @@ def test_itertools_zip_longest_fillvalue_edge():
 
 def test_functools_reduce():
     def f(x):
+        e = functools.reduce(operator.add, [], 5)
         a = functools.reduce(operator.add, [x, x * 2, x * 3])
         b = functools.reduce(lambda p, q: p * q, [x, x], torch.ones(4, 3))
+        b = functools.reduce(operator.add, [x], x)  # a tensor initial value
         c = functools.reduce(operator.mul, range(1, 5))
-        return a, b, c
+        return a, b, c, e
     whole(f, X)
 
 
@@ -231,7 +233,6 @@ class Tree(nn.Module):
         return self.b(self.a(x)) * n + len(memo) + (self.a in memo)
 
 
-@pytest.mark.skip(reason="nn.Module.named_modules uses `yield from` (GET_YIELD_FROM_ITER): not traced yet")
 def test_named_modules_memo_set_of_modules():
     m = Tree()
     whole(m, X)
@@ -367,3 +368,29 @@ def test_48_blocks_broken_in_each_never_reach_the_recompile_limit():
         assert per and max(per.values()) <= 4, per
         cm = torchc.compile(m)
         assert_same(cm(x), want)
+
+
+def test_yield_from_in_a_generator():
+    def gen(xs):
+        yield xs[0]
+        yield from (y * 2 for y in xs[1:])
+        yield from [xs[0] + 1]
+
+    def f(x):
+        return list(gen([x, x + 1, x + 2]))
+    whole(f, X)
+
+
+def test_context_variable_set_many_times_nested():
+    import contextvars
+    cv = contextvars.ContextVar("torchc_test_depth", default=0)
+
+    def f(x):
+        toks = []
+        for i in range(6):  # deeper than the old fixed depth (4)
+            toks.append(cv.set(i + 1))
+            x = x * cv.get()
+        for tk in reversed(toks):
+            cv.reset(tk)
+        return x, cv.get()
+    whole(f, X)
