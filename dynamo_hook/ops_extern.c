@@ -236,7 +236,10 @@ int sym_h_sdpa(trace *t, const opdef *d, var **p, var *out) {
         v[n++] = p[3]->val;
     }
     int64_t prm[1] = {causal};
-    return sym_tensor_out(t, ic_extern(G, IC_EXT_SDPA, n, v, 1, prm, scale, 1), out);
+    ic_val a = ic_extern(G, IC_EXT_SDPA, n, v, 1, prm, scale, 1);
+    if (a >= 0 && t->device_type != TC_DEV_CPU) /* CUDA: the kernel chosen at run time sets the layout */
+        sym_mark_layout_open(t, a);
+    return sym_tensor_out(t, a, out);
 }
 
 /* torch._native_multi_head_attention(query, key, value, embed_dim, num_head, qkv_weight,

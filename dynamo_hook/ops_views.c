@@ -107,7 +107,7 @@ static int view_strides(int n, const int64_t *sizes, const int64_t *strides, int
  * sizes). Values no view made: the graph's (ic_value_strides). */
 static int eager_strides(trace *t, ic_val v, int64_t *st, int depth) {
     ic_meta m = *ic_value_meta(t->g, v);
-    if (m.dyn || depth > 64)
+    if (m.dyn || depth > 64 || sym_layout_open(t, v))
         return 0;
     PyObject *desc = v < t->capvals ? t->view_desc[v] : NULL;
     if (desc == NULL) /* the graph knows eager's strides (inductor_c/graph/strides.c) */
@@ -159,7 +159,22 @@ static int eager_strides(trace *t, ic_val v, int64_t *st, int depth) {
     return 0;
 }
 
-/* x.view(shape): eager raises when x's strides can't express it */
+/* x.reshape(shape) / flatten: a view of x when eager's strides of x express it, else
+ * eager copies into a fresh contiguous tensor: then no view of x (nothing replayed on a
+ * returned base, no alias) and the graph computes the reshaped value (one kernel). Not
+ * known (dynamic sizes, a run-time layout): a view, as before. */
+static int reshape_out(trace *t, var *in, ic_val v, var *out) {
+    int64_t st[IC_MAX_DIMS], ns[IC_MAX_DIMS];
+    if (v < 0 || !eager_strides(t, in->val, st, 0))
+        return view_out(t, in, v, out);
+    ic_meta m = *ic_value_meta(t->g, in->val), r = *ic_value_meta(t->g, v);
+    if (m.dyn || r.dyn || view_strides(m.ndim, m.sizes, st, r.ndim, r.sizes, ns))
+        return view_out(t, in, v, out);
+    return sym_tensor_out(t, v, out);
+}
+
+/* x.view(shape): eager raises when x's strides can't express it (not checked where x's
+ * layout is chosen at run time, sym_layout_open: the view is taken as a reshape) */
 static int view_check(trace *t, ic_val x, int n, const int64_t *sizes) {
     int64_t st[IC_MAX_DIMS], ns[IC_MAX_DIMS];
     ic_meta m = *ic_value_meta(t->g, x);
@@ -205,7 +220,7 @@ int sym_h_reshape(trace *t, const opdef *d, var **p, var *out) {
         s64[i] = s[i];
     if (!strcmp(d->name, "view") && view_check(t, p[0]->val, n, s64) < 0)
         return -1;
-    return view_out(t, p[0], sym_reshape(t, p[0]->val, n, s64), out);
+    return reshape_out(t, p[0], sym_reshape(t, p[0]->val, n, s64), out);
 }
 
 int sym_h_flatten(trace *t, const opdef *d, var **p, var *out) {
@@ -235,7 +250,7 @@ int sym_h_flatten(trace *t, const opdef *d, var **p, var *out) {
     sz[n++] = prod;
     for (int i = e + 1; i < m->ndim; i++)
         sz[n++] = m->sizes[i];
-    return view_out(t, p[0], sym_reshape(t, p[0]->val, n, sz), out);
+    return reshape_out(t, p[0], sym_reshape(t, p[0]->val, n, sz), out);
 }
 
 /* x.unflatten(dim, sizes): dim split into sizes (one may be -1) */

@@ -243,6 +243,8 @@ void sym_alias_objects(trace *t, int out_oid, int in_oid);
 int sym_alias_live(trace *t, int oid);
 int sym_alias_same(trace *t, int a, int b); /* same storage root */
 int sym_is_view_of_input(trace *t, ic_val v);
+void sym_mark_layout_open(trace *t, ic_val v);
+int sym_layout_open(trace *t, ic_val v);
 void sym_set_view_desc(trace *t, ic_val v, PyObject *desc);
 int sym_check_graph(trace *t); /* fails the trace if the graph is in error */
 /* training (variables.c): inputs that require grad under grad mode; a value's requires_grad */

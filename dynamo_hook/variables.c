@@ -475,8 +475,8 @@ void sym_mark_view(trace *t, ic_val out, ic_val in) {
         /* only an allocation failed: MemoryError stays set, as in eager */
         return;
     }
-    if (ic_value_op(t->g, in) == IC_OP_INPUT || t->view_of_input[in])
-        t->view_of_input[out] = 1;
+    if (ic_value_op(t->g, in) == IC_OP_INPUT || (t->view_of_input[in] & 1))
+        t->view_of_input[out] |= 1;
 }
 
 int sym_new_object(trace *t, ic_val v) {
@@ -571,7 +571,23 @@ void sym_set_view_desc(trace *t, ic_val v, PyObject *desc) {
 }
 
 int sym_is_view_of_input(trace *t, ic_val v) {
-    return v >= 0 && v < t->capvals && t->view_of_input[v];
+    return v >= 0 && v < t->capvals && (t->view_of_input[v] & 1);
+}
+
+/* Bit 2 of view_of_input: v's eager layout depends on the kernel the backend picks at run
+ * time (CUDA attention: flash/efficient/cuDNN give [B,L,H,D] transposed, math contiguous). */
+void sym_mark_layout_open(trace *t, ic_val v) {
+    if (v >= 0 && ensure_vals(t, v) == 0)
+        t->view_of_input[v] |= 2;
+}
+
+/* 1 when a value at or before v has a run-time layout: v's strides may follow it
+ * (a pointwise op of it, a view), so eager's strides are not known at capture */
+int sym_layout_open(trace *t, ic_val v) {
+    for (ic_val i = 0; i <= v && i < t->capvals; i++)
+        if (t->view_of_input[i] & 2)
+            return 1;
+    return 0;
 }
 
 int sym_check_graph(trace *t) {
