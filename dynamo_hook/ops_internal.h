@@ -44,6 +44,9 @@ extern sym_torch_refs sym_refs;
 
 /* ops_args.c */
 int sym_as_tensor(trace *t, const var *v, ic_val *out);
+/* the parts of an index key (ops_views.c): at most SYM_INDEX_PARTS */
+#define SYM_INDEX_PARTS (IC_MAX_DIMS + 4)
+int sym_index_parts(trace *t, const var *k, const var **parts, var *tmp);
 int sym_tensor_out(trace *t, ic_val v, var *out);
 /* autocast.c: eager autocast's policy for op `name` on the trace's device (0 unchanged,
  * 1 cast floating args to *to, -1 not captured) and the cast of one argument */

@@ -859,14 +859,13 @@ static int multi_index(trace *t, const var *x, const var **parts, int np, int co
 
 /* x[k]: ints, slices, None, Ellipsis, tuples of them, and one 1-D integer tensor index.
  * Basic indexing gives views (index maps); the tensor index is an index_select. */
-int sym_tensor_index(trace *t, const var *x_in, const var *k, var *out) {
-    var xv = *x_in, *x = &xv;
-    sym_resolve(t, x);
-    const var *parts[IC_MAX_DIMS + 4];
-    var tmp[IC_MAX_DIMS + 4];
+
+/* The parts of an index key k (x[k], x[k] = v): a constant tuple's items (as constants in tmp),
+ * a symbolic tuple's items, or k itself. Returns their count, or -1 (too many indices). */
+int sym_index_parts(trace *t, const var *k, const var **parts, var *tmp) {
     int np = 0;
     if (k->kind == V_CONST && PyTuple_CheckExact(k->obj)) {
-        if (PyTuple_GET_SIZE(k->obj) > IC_MAX_DIMS + 4)
+        if (PyTuple_GET_SIZE(k->obj) > SYM_INDEX_PARTS)
             return sym_fail(t, "too many indices");
         for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(k->obj); i++) {
             memset(&tmp[np], 0, sizeof tmp[np]);
@@ -876,13 +875,24 @@ int sym_tensor_index(trace *t, const var *x_in, const var *k, var *out) {
             np++;
         }
     } else if (k->kind == V_SEQ && !k->is_list) {
-        if (k->n > IC_MAX_DIMS + 4)
+        if (k->n > SYM_INDEX_PARTS)
             return sym_fail(t, "too many indices");
         for (int i = 0; i < k->n; i++)
             parts[np++] = &k->items[i];
     } else {
         parts[np++] = k;
     }
+    return np;
+}
+
+int sym_tensor_index(trace *t, const var *x_in, const var *k, var *out) {
+    var xv = *x_in, *x = &xv;
+    sym_resolve(t, x);
+    const var *parts[SYM_INDEX_PARTS];
+    var tmp[SYM_INDEX_PARTS];
+    int np = sym_index_parts(t, k, parts, tmp);
+    if (np < 0)
+        return -1;
     ic_meta m0_copy = *sym_metap(t, x->val);
     const ic_meta *m0 = &m0_copy; /* a copy: the graph reallocates */
     int consuming = 0, ell = -1, ntensor = 0;

@@ -13,6 +13,7 @@
  * built dim by dim as cat(x[..:start], inner, x[stop:..]) where inner recurses into the
  * box, so the result stays a pure index-map expression that fuses with its consumers. */
 #include "sym.h"
+#include "ops_internal.h"
 
 typedef struct box {
     int ndim;
@@ -30,27 +31,11 @@ static const ic_meta *meta(trace *t, ic_val v, ic_meta *copy) {
 }
 
 static int parse_box(trace *t, const ic_meta *m, const var *k, box *b) {
-    const var *parts[IC_MAX_DIMS + 4];
-    var tmp[IC_MAX_DIMS + 4];
-    int np = 0, consuming = 0, ell = -1;
-    if (k->kind == V_CONST && PyTuple_CheckExact(k->obj)) {
-        if (PyTuple_GET_SIZE(k->obj) > IC_MAX_DIMS + 4)
-            return sym_fail(t, "too many indices");
-        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(k->obj); i++) {
-            memset(&tmp[np], 0, sizeof tmp[np]);
-            tmp[np].kind = V_CONST;
-            tmp[np].obj = PyTuple_GET_ITEM(k->obj, i);
-            parts[np] = &tmp[np];
-            np++;
-        }
-    } else if (k->kind == V_SEQ && !k->is_list) {
-        if (k->n > IC_MAX_DIMS + 4)
-            return sym_fail(t, "too many indices");
-        for (int i = 0; i < k->n; i++)
-            parts[np++] = &k->items[i];
-    } else {
-        parts[np++] = k;
-    }
+    const var *parts[SYM_INDEX_PARTS];
+    var tmp[SYM_INDEX_PARTS];
+    int np = sym_index_parts(t, k, parts, tmp), consuming = 0, ell = -1;
+    if (np < 0)
+        return -1;
     for (int i = 0; i < np; i++) {
         const var *p = parts[i];
         if (p->kind != V_CONST)
@@ -155,17 +140,8 @@ static int value_of(trace *t, const var *v, ic_val *out) {
         *out = r.val;
         return 0;
     }
-    if (v->kind == V_CONST && (PyFloat_CheckExact(v->obj) || PyLong_CheckExact(v->obj) ||
-                               PyBool_Check(v->obj))) {
-        ic_dtype kind = PyBool_Check(v->obj) ? IC_BOOL : PyFloat_CheckExact(v->obj) ? IC_F64 : IC_I64;
-        double x = PyFloat_CheckExact(v->obj) ? PyFloat_AS_DOUBLE(v->obj) : (double)PyLong_AsLongLong(v->obj);
-        if (PyErr_Occurred()) {
-            (void)tc_clear_expected(PyExc_OverflowError);
-            return sym_fail(t, "integer constant out of range");
-        }
-        *out = ic_scalar(t->g, x, kind);
-        return *out < 0 ? sym_check_graph(t) : 0;
-    }
+    if (sym_is_number(v))
+        return sym_as_tensor(t, v, out);
     return sym_fail(t, "item assignment of an unsupported value");
 }
 
