@@ -27,6 +27,7 @@
  * waits for (LLVM's static destructors must not run under one) */
 int dh_is_main_thread(void);
 void dh_compile_inflight_add(int delta);
+int dh_wait_step(pthread_mutex_t *mu, pthread_cond_t *cv, const int *done);
 
 typedef struct bjob bjob;
 
@@ -128,22 +129,7 @@ static int ensure_compiled(tc_train *tr) {
         bjob *j = tr->job;
         j->refs++; /* this waiter's */
         for (;;) {
-            int done;
-            Py_BEGIN_ALLOW_THREADS
-            pthread_mutex_lock(&j->mu);
-            if (!j->done) {
-                struct timespec ts;
-                clock_gettime(CLOCK_REALTIME, &ts);
-                ts.tv_nsec += 20 * 1000000L;
-                if (ts.tv_nsec >= 1000000000L) {
-                    ts.tv_sec++;
-                    ts.tv_nsec -= 1000000000L;
-                }
-                pthread_cond_timedwait(&j->cv, &j->mu, &ts);
-            }
-            done = j->done;
-            pthread_mutex_unlock(&j->mu);
-            Py_END_ALLOW_THREADS
+            int done = dh_wait_step(&j->mu, &j->cv, &j->done);
             if (tr->job != j) { /* another waiter took the result */
                 bjob_unref(j);
                 if (tr->bwd)

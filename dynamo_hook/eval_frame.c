@@ -404,6 +404,29 @@ static void restore_pending(void) {
     PyErr_Restore(tl_pending[0], tl_pending[1], tl_pending[2]);
 }
 
+/* One step of waiting for a compile on a helper thread, the GIL released: up to 20 ms on cv
+ * unless *done (read under mu) is set. Returns *done; the caller checks signals between steps
+ * (Ctrl-C arrives within 20 ms). Used by dh_compile and csrc/train.c's backward compile. */
+int dh_wait_step(pthread_mutex_t *mu, pthread_cond_t *cv, const int *done) {
+    int d;
+    Py_BEGIN_ALLOW_THREADS
+    pthread_mutex_lock(mu);
+    if (!*done) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 20 * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(cv, mu, &ts);
+    }
+    d = *done;
+    pthread_mutex_unlock(mu);
+    Py_END_ALLOW_THREADS
+    return d;
+}
+
 ic_compiled *dh_compile(ic_graph **g, const ic_options *opt, ic_err *err) {
     if (tl_pending[0] != NULL) { /* interrupted earlier in this capture */
         restore_pending();
@@ -437,22 +460,7 @@ ic_compiled *dh_compile(ic_graph **g, const ic_options *opt, ic_err *err) {
         return c;
     }
     for (;;) {
-        int done;
-        Py_BEGIN_ALLOW_THREADS
-        pthread_mutex_lock(&j->mu);
-        if (!j->done) {
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            ts.tv_nsec += 20 * 1000000L;
-            if (ts.tv_nsec >= 1000000000L) {
-                ts.tv_sec++;
-                ts.tv_nsec -= 1000000000L;
-            }
-            pthread_cond_timedwait(&j->cv, &j->mu, &ts);
-        }
-        done = j->done;
-        pthread_mutex_unlock(&j->mu);
-        Py_END_ALLOW_THREADS
+        int done = dh_wait_step(&j->mu, &j->cv, &j->done);
         if (done)
             break;
         if (PyErr_CheckSignals() < 0) {

@@ -123,17 +123,6 @@ static bool kernel_empty(const ic_kernel *k) {
     return false;
 }
 
-static void mark_bufs(ic_ctx *c, ic_xid x, int *used, uint8_t *seen) {
-    if (seen[x]) return;
-    seen[x] = 1;
-    const ic_x *e = &c->xs[x];
-    if (e->kind == X_LOADF) used[e->buf] |= 1;
-    if (e->kind == X_ROWVAL) return;
-    if (e->a >= 0) mark_bufs(c, e->a, used, seen);
-    if (e->b >= 0) mark_bufs(c, e->b, used, seen);
-    if (e->c >= 0) mark_bufs(c, e->c, used, seen);
-}
-
 static void xs_walk(ic_ctx *c, ic_xid x, uint8_t *seen, ic_xid *out, int *n, int cap, int buf) {
     if (x < 0 || seen[x]) return;
     seen[x] = 1;
@@ -162,8 +151,8 @@ static bool buf_read_elsewhere(ic_ctx *c, int b, int skip) {
             continue;
         }
         for (int j = 0; j < k->nitems; j++) {
-            mark_bufs(c, k->items[j].expr, used, seen);
-            if (k->items[j].expr2 >= 0) mark_bufs(c, k->items[j].expr2, used, seen);
+            x_mark_bufs(c, k->items[j].expr, used, seen);
+            if (k->items[j].expr2 >= 0) x_mark_bufs(c, k->items[j].expr2, used, seen);
         }
     }
     return used[b] != 0;

@@ -464,6 +464,9 @@ ic_xid x_gather(ic_ctx *c, ic_val v, ic_ixv t, int dim, ic_xid index, ic_dtype d
 ic_xid x_gatherf(ic_ctx *c, int buf, ic_ix off, ic_xid index, int64_t stride, int64_t size, ic_dtype dt);
 ic_xid x_intern(ic_ctx *c, const ic_x *x);
 void x_print(ic_ctx *c, ic_str *s, ic_xid root);
+/* used[b] |= 1 for every buffer the kernel expression x loads (X_LOADF), not looking through
+ * row values; seen[] (one byte an expression) marks the expressions already visited */
+void x_mark_bufs(ic_ctx *c, ic_xid x, int *used, uint8_t *seen);
 
 /* passes */
 void ic_lower(ic_ctx *c);               /* loops/lower.c */

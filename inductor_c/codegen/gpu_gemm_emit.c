@@ -76,7 +76,7 @@ static void gemm_variant(gg *g, const ic_gemm *G, const ic_gemm_map *M, bool fas
     uint8_t *seen = ic_alloc(c, (size_t)c->nxs + 1);
     for (int j = 0; cons && j < cons->nitems; j++) {
         if (!cons->items[j].store) continue;
-        gg_mark_bufs(c, cons->items[j].expr, used, seen);
+        x_mark_bufs(c, cons->items[j].expr, used, seen);
         used[cons->items[j].buf] |= 2;
     }
     used[G->out_buf] = store_out ? 2 : 0;

@@ -354,7 +354,6 @@ int gg_online_pair(ic_ctx *c, const ic_kernel *k, int *ja, int *jb, ic_xid *shif
 bool gg_choose_tile(ic_ctx *c, ic_kernel *k, plan *P);
 bool gg_choose_tile2(ic_ctx *c, ic_kernel *k, const plan *T, plan *P);
 bool gg_fits_i32(ic_ctx *c, ic_kernel *k, const plan *P);
-void gg_mark_bufs(ic_ctx *c, ic_xid x, int *used, uint8_t *seen);
 int gg_param_order(ic_ctx *c, const ic_kernel *k, bool stores_only, const int *used, const int *first, int n0, int *ub);
 void gg_add_annotation(gg *g, LLVMValueRef fn, const char *key, int v);
 void gg_gen_variant(gg *g, ic_kernel *k, const plan *P, ic_gvariant *out, const char *name);

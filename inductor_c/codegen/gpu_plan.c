@@ -477,17 +477,6 @@ bool gg_fits_i32(ic_ctx *c, ic_kernel *k, const plan *P) {
 }
 
 /* ---- one kernel variant ----------------------------------------------------------------------- */
-void gg_mark_bufs(ic_ctx *c, ic_xid x, int *used, uint8_t *seen) {
-    if (seen[x]) return;
-    seen[x] = 1;
-    const ic_x *e = &c->xs[x];
-    if (e->kind == X_LOADF) used[e->buf] |= 1;
-    if (e->kind == X_ROWVAL) return;
-    if (e->a >= 0) gg_mark_bufs(c, e->a, used, seen);
-    if (e->b >= 0) gg_mark_bufs(c, e->b, used, seen);
-    if (e->c >= 0) gg_mark_bufs(c, e->c, used, seen);
-}
-
 static void order_loads(ic_ctx *c, ic_xid x, uint8_t *seen, const int *used, bool *placed, int *ub, int *nu) {
     if (seen[x]) return;
     seen[x] = 1;
@@ -532,7 +521,7 @@ void gg_gen_variant(gg *g, ic_kernel *k, const plan *P, ic_gvariant *out, const 
     int *used = ic_alloc(c, (size_t)c->nbufs * sizeof(int) + 1);
     uint8_t *seen = ic_alloc(c, (size_t)c->nxs + 1);
     for (int j = 0; j < k->nitems; j++) {
-        gg_mark_bufs(c, k->items[j].expr, used, seen);
+        x_mark_bufs(c, k->items[j].expr, used, seen);
         if (k->items[j].store) used[k->items[j].buf] |= 2;
     }
     int *ub = ic_alloc(c, (size_t)c->nbufs * sizeof(int) + 1);
