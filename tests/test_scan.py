@@ -1,9 +1,9 @@
-import gc
 """torchc.scan: torch.scan's semantics, the body compiled once and run as a C loop.
 
 Every differential test compares values and gradients against the same recurrence written as
 a Python loop in eager, and asserts that the scan really ran in C (torchc._scan.last_fallback
 is None and the C loop counted the steps), so a silent fallback to a Python loop fails."""
+import gc
 import pytest
 import torch
 
