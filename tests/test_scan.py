@@ -294,8 +294,12 @@ def test_buffer_pool_reuses_only_dead_buffers(grad):
     ptr = ys3.untyped_storage().data_ptr()
     del c3, ys3
     gc.collect()
+    pooled = {t.untyped_storage().data_ptr() for v in _scan._pool.values() for t in v}
+    assert ptr in pooled
     c3, ys3, xs3 = run(98)
-    assert ys3.untyped_storage().data_ptr() == ptr
+    # a pooled buffer, not a fresh one (which of the pooled ones depends on when earlier
+    # buffers died: inside the full suite it was not always the last one)
+    assert ys3.untyped_storage().data_ptr() in pooled
     assert rel(ys3, eager_scan(step, torch.zeros(3, 5), xs3)[1].detach()) < 2e-6
     if grad:
         # a graph kept for a second backward keeps its saved buffers; after the last backward
