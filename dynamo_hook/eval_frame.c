@@ -1495,6 +1495,13 @@ void dh_reset(void) {
 
 int dh_init(PyObject *module) {
     main_thread = PyThread_get_thread_ident(); /* the module is imported by the main thread */
+    /* Py_AtExit: at the end of Py_FinalizeEx, before any C exit handler. The C atexit alone ran
+     * after the destructors of LLVM's function-local statics, registered later, at the first
+     * compile: a compile still running on a thread whose join a Ctrl-C had cut short crashed
+     * in LLVM's instruction selection after the program's last line (rc -11 in about one run of
+     * four, test_interrupt_while_another_thread_compiles; core: the main thread in
+     * wait_abandoned, the other in SelectionDAGISel) */
+    Py_AtExit(wait_abandoned);
     atexit(wait_abandoned);
     if (dh_cache_init() < 0)
         return -1;
