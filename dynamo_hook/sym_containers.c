@@ -1,6 +1,7 @@
 /* sym_containers.c — subscripts, sequences and dicts of the symbolic interpreter, and
  * the handlers of the opcodes that build, unpack, index and update them. */
 #include "sym_interp.h"
+#include "sym_sem.h"
 
 #include <string.h>
 static int subscr(trace *t, const var *c, const var *k, var *out) {
@@ -156,6 +157,8 @@ static int build_seq(trace *t, sframe *f, int n, int is_list, var *out) {
 }
 
 int sym_iter_items(trace *t, const var *v, var **items, int *n) {
+    if (v->kind == V_GEN) /* run to its end (sym_gen.c) */
+        return sym_gen_drain(t, v, items, n);
     if (v->kind == V_ITER && v->op == SYM_LAZY_ITER) /* taken to the end (obj_iter.c) */
         return sym_lazy_iter_drain(t, (var *)v, items, n);
     if (v->kind == V_DICT) { /* iterating a dict: its keys */
