@@ -255,7 +255,7 @@ static PyObject *ac_field(trace *t, const var *ctx, const char *name) {
     PyObject *n = PyUnicode_InternFromString(name);
     PyObject *v = n ? PyObject_GetAttr(ctx->obj, n) : NULL;
     if (v != NULL && ctx->src >= 0) {
-        int s = sym_source(t, DH_S_ATTR, ctx->src, 0, n);
+        int s = sym_source(t, DH_S_ATTR, ctx->src, 2, n); /* full getattr */
         if (s < 0 || sym_guard_const(t, s, v) < 0)
             Py_CLEAR(v);
     }

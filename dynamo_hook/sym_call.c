@@ -500,10 +500,14 @@ int sym_op_make_function(trace *t, sframe *f, sym_ins *in) {
     a.val = f->top ? -1 : f->func_src;
     a.globals = f->globals;
     if (in->oparg & 0x08) {
-        if (clos.kind != V_SEQ)
+        /* BUILD_TUPLE of the cells' values: a V_SEQ, or one constant tuple when all are */
+        var *items;
+        int n;
+        if ((clos.kind != V_SEQ && !(clos.kind == V_CONST && PyTuple_CheckExact(clos.obj))) ||
+            sym_iter_items(t, &clos, &items, &n) < 0)
             return sym_fail(t, "closure of unsupported values");
-        a.items = clos.items;
-        a.n = clos.n;
+        a.items = items;
+        a.n = n;
         f->made_closure = 1;
     }
     PUSH(a);
