@@ -151,17 +151,25 @@ OPS = {
 }
 
 
+cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+DEVICES = [("cpu", torch.bfloat16), pytest.param("cuda", torch.bfloat16, marks=cuda),
+           pytest.param("cuda", torch.float16, marks=cuda)]
+
+
 @pytest.mark.parametrize("name", sorted(OPS))
 @pytest.mark.parametrize("in_dtype", [torch.float32, torch.bfloat16])
-def test_op_casting_like_eager(name, in_dtype):
+@pytest.mark.parametrize("device,ac_dtype", DEVICES)
+def test_op_casting_like_eager(name, in_dtype, device, ac_dtype):
+    """CPU: eager's CPU lists; CUDA (GPU runs only): its fp32 lists (softmax, layer_norm, sum,
+    exp, pow, cumsum, ...) run in float32, the matmul family in the autocast dtype."""
     op = OPS[name]
-    w = torch.randn(8, 8)
+    w = torch.randn(8, 8, device=device)
 
     def f(x):
-        with torch.autocast("cpu", dtype=torch.bfloat16):
+        with torch.autocast(device, dtype=ac_dtype):
             return op(x, w)
 
-    _whole(f, torch.randn(4, 6, 8).to(in_dtype))
+    _whole(f, torch.randn(4, 6, 8, device=device).to(in_dtype))
 
 
 def test_region_in_inlined_module_forward():
@@ -256,3 +264,39 @@ def test_backward_through_region():
     for (n, p), q in zip(m.named_parameters(), mc.parameters()):
         assert q.grad is not None and q.grad.dtype == p.grad.dtype == torch.float32, n
         torch.testing.assert_close(q.grad, p.grad, **BF16)
+
+
+def test_grad_scaler_loop_with_region_inside():
+    """torch.amp.GradScaler around a compiled forward whose autocast region is inside: losses
+    and parameters after 5 steps as eager's."""
+    torch.manual_seed(0)
+    m = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 2))
+    mc = copy.deepcopy(m)
+
+    def fwd(model, x):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            out = model(x)
+        return out.float().pow(2).mean()
+
+    def run(model, f):
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        scaler = torch.amp.GradScaler("cpu", init_scale=1024.0)
+        losses = []
+        for i in range(5):
+            x = torch.randn(4, 8, generator=torch.Generator().manual_seed(i))
+            loss = f(model, x)
+            opt.zero_grad()
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+            losses.append(loss.item())
+        return losses
+
+    torchc.reset()
+    want = run(m, fwd)
+    got = run(mc, torchc.compile(fwd))
+    torch.testing.assert_close(got, want, **BF16)
+    for p, q in zip(m.parameters(), mc.parameters()):
+        torch.testing.assert_close(q, p, **BF16)
+    ex = torchc.explain(fwd)(mc, torch.randn(4, 8))
+    assert ex.graph_count == 1 and ex.graph_break_count == 0 and ex.backward_graph_count == 1, str(ex)

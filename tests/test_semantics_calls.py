@@ -4,6 +4,8 @@ inspect.signature of a bound method passed in a local (apply_chunking_to_forward
 one graph, no break, and eager's result."""
 import inspect
 
+import pytest
+
 import torch
 
 import torchc
@@ -60,3 +62,27 @@ def test_signature_of_bound_method_in_a_local():
     m = _M().eval()
     with torch.no_grad():
         _whole(lambda x: m(x), torch.randn(2, 4))
+
+
+@pytest.mark.allow_fallback  # a class statement in the frame: not captured (a clean fallback)
+def test_class_defined_inside_compiled_function_falls_back_cleanly():
+    def f(x):
+        class A:
+            scale = 3
+
+            def __init__(self):
+                self.v = 2
+
+            @property
+            def p(self):
+                return self.v * self.scale
+
+        a = A()
+        return x * a.p + isinstance(a, A)
+
+    x = torch.randn(3)
+    torchc.reset()
+    ex = torchc.explain(f)(x)
+    assert any("LOAD_BUILD_CLASS" in r for r in ex.break_reasons), ex.break_reasons
+    torch.testing.assert_close(ex.result, f(x))
+    torch.testing.assert_close(torchc.compile(f)(x), f(x))
