@@ -187,8 +187,11 @@ int sym_h_sdpa(trace *t, const opdef *d, var **p, var *out) {
         sym_opt_num(t, p[4], 0.0, &dropout, "dropout_p") < 0 || sym_get_bool(t, p[5], 0, &causal, "is_causal") < 0 ||
         sym_get_bool(t, p[7], 0, &gqa, "enable_gqa") < 0)
         return -1;
-    if (dropout != 0.0)
-        return sym_fail(t, "scaled_dot_product_attention with dropout_p=%g left to eager", dropout);
+    if (!(dropout >= 0.0 && dropout <= 1.0)) { /* PyUnicode_FromFormat has no %g */
+        char pb[32];
+        snprintf(pb, sizeof pb, "%g", dropout);
+        return sym_fail(t, "scaled_dot_product_attention with dropout_p=%s (eager will raise)", pb);
+    }
     ic_val kv[2] = {p[1]->val, p[2]->val};
     if (gqa) {
         /* grouped heads: each key/value head repeated for its group of query heads
@@ -235,6 +238,8 @@ int sym_h_sdpa(trace *t, const opdef *d, var **p, var *out) {
             return sym_fail(t, "scaled_dot_product_attention: attn_mask with is_causal left to eager");
         v[n++] = p[3]->val;
     }
+    if (dropout != 0.0) /* training: eager's math path with its dropout mask (ops_loss.c) */
+        return sym_sdpa_dropout(t, v[0], v[1], v[2], n == 4 ? v[3] : -1, causal, scale, dropout, out);
     int64_t prm[1] = {causal};
     ic_val a = ic_extern(G, IC_EXT_SDPA, n, v, 1, prm, scale, 1);
     if (a >= 0 && t->device_type != TC_DEV_CPU) /* CUDA: the kernel chosen at run time sets the layout */

@@ -160,6 +160,14 @@ int sym_h_adaptive_pool(trace *t, const opdef *d, var **p, var *out);
 int sym_h_pad(trace *t, const opdef *d, var **p, var *out);
 int sym_h_interpolate(trace *t, const opdef *d, var **p, var *out);
 
+/* ops_loss.c (training): losses; attention with dropout as eager's math path */
+int sym_sdpa_dropout(trace *t, ic_val q, ic_val k, ic_val v, ic_val mask, int causal, double scale, double p,
+                     var *out);
+/* handlers */
+int sym_h_cross_entropy(trace *t, const opdef *d, var **p, var *out);
+int sym_h_nll_loss(trace *t, const opdef *d, var **p, var *out);
+int sym_h_pointwise_loss(trace *t, const opdef *d, var **p, var *out);
+
 /* ops_builtins.c */
 int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out);
 int sym_is_inspect_signature(PyObject *f);

@@ -185,6 +185,13 @@ static const opdef OPS[] = {
     {"adaptive_max_pool1d", W_F, "input,output_size,return_indices", sym_h_adaptive_pool, 5},
     {"adaptive_max_pool2d", W_F, "input,output_size,return_indices", sym_h_adaptive_pool, 6},
     {"pad", W_F, "input,pad,mode,value", sym_h_pad, 0},
+    {"cross_entropy", W_F, "input,target,weight,size_average,ignore_index,reduce,reduction,label_smoothing",
+     sym_h_cross_entropy, 0},
+    {"nll_loss", W_F, "input,target,weight,size_average,ignore_index,reduce,reduction", sym_h_nll_loss, 0},
+    {"mse_loss", W_F, "input,target,size_average,reduce,reduction,weight", sym_h_pointwise_loss, 0},
+    {"l1_loss", W_F, "input,target,size_average,reduce,reduction,weight", sym_h_pointwise_loss, 1},
+    {"smooth_l1_loss", W_F, "input,target,size_average,reduce,reduction,beta", sym_h_pointwise_loss, 2},
+    {"huber_loss", W_F, "input,target,reduction,delta,weight", sym_h_pointwise_loss, 3},
     {"interpolate", W_F, "input,size,scale_factor,mode,align_corners,recompute_scale_factor,antialias", sym_h_interpolate, 0},
 };
 #undef UN

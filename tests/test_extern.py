@@ -361,7 +361,8 @@ def test_sdpa_left_to_eager():
     got = torchc.compile(drop)(q, k, v)
     assert_same(got, want)
     ex = explain_of(drop, q, k, v)
-    assert ex.graph_break_count == 1 and "dropout_p" in str(ex.break_reasons[0]), ex
+    # captured since training's ops_loss.c (eager's math path, its mask drawn as eager's)
+    assert ex.graph_count == 1 and ex.graph_break_count == 0, ex
 
     def both(q, k, v, mask):
         return F.scaled_dot_product_attention(q, k, v, mask, is_causal=True)
