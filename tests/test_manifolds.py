@@ -356,6 +356,54 @@ def test_exprnn_scan_against_eager_cell_loop(dtype):
     assert torchc._C._scan_stats()[1] - runs == 39 + 40
 
 
+@pytest.mark.parametrize("T", [1, 2, 7])
+def test_exprnn_recurrent_weight_gradient_batched(T):
+    """The recurrent kernel's gradient is one GEMM after the loop (rnn._RecurrentWeightGrad):
+    against the eager cell loop in float64 with an initial state that needs a gradient, short
+    sequences (T = 1: no H[:-1] term), and an error if H was modified in place."""
+    torch.manual_seed(2)
+    m = M.ExpRNN(3, 8).double()
+    x = torch.randn(T, 4, 3, dtype=torch.float64)
+    h0 = torch.randn(4, 8, dtype=torch.float64, requires_grad=True)
+    params = list(m.parameters()) + [h0]
+    H, h = m(x, h0)
+    got = torch.autograd.grad((H.sin()).sum() + (h ** 2).sum(), params)
+    hh, outs = h0, []
+    for t in range(T):
+        hh = m.cell(x[t], hh)
+        outs.append(hh)
+    want = torch.autograd.grad((torch.stack(outs).sin()).sum() + (hh ** 2).sum(), params)
+    for g, w in zip(got, want):
+        assert rel(g, w) < 1e-12
+    assert torchc._scan.last_fallback is None
+    H, h = m(x, h0)
+    loss = H.sum()
+    with torch.no_grad():
+        H.mul_(2)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        loss.backward()
+
+
+def test_exprnn_frozen_recurrent_kernel():
+    """B without a gradient (its parametrization frozen): no recurrent-gradient node, the
+    other gradients as eager's."""
+    torch.manual_seed(3)
+    m = M.ExpRNN(2, 6).double()
+    for p in m.cell.recurrent_kernel.parameters():
+        p.requires_grad_(False)
+    x = torch.randn(5, 3, 2, dtype=torch.float64)
+    H, h = m(x)
+    params = [p for p in m.parameters() if p.requires_grad]
+    got = torch.autograd.grad(H.sum() + h.sum(), params)
+    hh, outs = torch.zeros(3, 6, dtype=torch.float64), []
+    for t in range(5):
+        hh = m.cell(x[t], hh)
+        outs.append(hh)
+    want = torch.autograd.grad(torch.stack(outs).sum() + hh.sum(), params)
+    for g, w in zip(got, want):
+        assert rel(g, w) < 1e-12
+
+
 def test_copying_task_short_run_below_baseline():
     import os
     import sys

@@ -50,6 +50,38 @@ class ExpRNNCell(nn.Module):
         return self.nonlinearity(self.input_kernel(x) + self.recurrent_kernel(h))
 
 
+class _RecurrentWeightGrad(torch.autograd.Function):
+    """XP -> XP (a view), with the recurrent kernel's gradient summed over the steps in one GEMM.
+
+    In h_t = f(xp_t + h_{t-1} Bᵀ) the gradient of Bᵀ is Σ_t h_{t-1}ᵀ dz_t, and dz_t is the
+    gradient of xp_t. The scan's body reads Bᵀ detached, so its compiled backward does not
+    compute h_{t-1}ᵀ dz_t at every step (784 [n, N] x [N, n] GEMMs and a sum); this node gets
+    dz = dXP [T, N, n] from the scan and computes the sum as h_0ᵀ dz_0 + H[:-1]ᵀ dz[1:] with
+    contraction length (T-1) N, after the loop (cuDNN's RNNs order their weight gradients
+    the same way). box holds (h_0, H) detached, set once the scan has run; H's version is
+    checked like autograd's saved tensors."""
+
+    @staticmethod
+    def forward(ctx, XP, Bt, box):
+        ctx.box = box
+        return XP.view_as(XP)
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, g):
+        if g is None or not ctx.needs_input_grad[1]:
+            return g, None, None
+        h0, H, version = ctx.box[0]
+        if H._version != version:
+            raise RuntimeError("ExpRNN: the hidden states H were modified by an inplace operation after the "
+                               "forward; the recurrent kernel's gradient needs them")
+        n = H.shape[-1]
+        dBt = h0.t() @ g[0]
+        if g.shape[0] > 1:
+            dBt = torch.addmm(dBt, H[:-1].reshape(-1, n).t(), g[1:].reshape(-1, n))
+        return g, dBt, None
+
+
 class ExpRNN(nn.Module):
     """expRNN over a sequence x [T, N, input] (time first); returns (H [T, N, hidden], h_T)."""
 
@@ -68,13 +100,19 @@ class ExpRNN(nn.Module):
         Bt = B.t()
         XP = c.input_kernel(x)         # all steps' input projections, one GEMM
         b = c.nonlinearity.b
+        box = []
+        if torch.is_grad_enabled() and Bt.requires_grad:
+            XP = _RecurrentWeightGrad.apply(XP, Bt, box)
+        Btd = Bt.detach()              # its gradient: _RecurrentWeightGrad, one GEMM
 
         def step(h, xp):  # one graph, compiled once: h' = modReLU(xp + h Bᵀ)
-            z = torch.addmm(xp, h, Bt)
+            z = torch.addmm(xp, h, Btd)
             h = torch.sign(z) * torch.relu(z.abs() + b)
             return h, h
         torchc.allow_in_graph(step)  # torchc skips its own package's frames unless told
         h, H = torchc.scan(step, h0, XP)
+        Hd = H.detach()
+        box.append((h0.detach(), Hd, Hd._version))
         return H, h
 
 
