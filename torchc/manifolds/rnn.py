@@ -7,13 +7,13 @@ B is read from its parametrization once per forward (one matrix exponential per 
 not per step), the input projection of all steps is one GEMM, and the recurrence is
 torchc.scan over the step h' = modReLU(xp_t + h B^T): the step is compiled once (forward and
 backward graphs) and run as a loop in C, forward and backward (BPTT), so compile time does
-not depend on the sequence length. The gradients of B and b are summed over the steps by
-the scan; B's parametrization then backpropagates through the matrix exponential once.
-
-Measured (benchmarks/manifolds/bench_rnn_step.py, README): at sequence 784, batch 128,
-hidden 170, forward + backward, this took 0.90 s against 2.05 s for the previous
-implementation (a Python loop over a compiled step with a hand-written backward), same
-machine and load.
+not depend on the sequence length. The gradient of b is summed over the steps by the scan;
+B's is not: the body reads Bᵀ detached and _RecurrentWeightGrad computes Σ_t h_{t-1}ᵀ dz_t as
+one GEMM after the loop from the stacked dz (the gradient of XP); B's parametrization then
+backpropagates through the matrix exponential once.
+Measured (benchmarks/manifolds/bench_rnn_step.py, README): at sequence 784, batch 128, hidden
+170, one training step (forward, backward, RMSprop) ran 2.4x faster than eager and 2.1x faster
+than torch.compile of the cell (1 thread, CPU).
 """
 import math
 
