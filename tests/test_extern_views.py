@@ -80,3 +80,19 @@ def test_training_backward_transposes_read_in_place():
     ex, eW = torch.autograd.grad(fn(x, W), (x, W))
     torch.testing.assert_close(gx, ex)
     torch.testing.assert_close(gW, eW)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("name", ["mm_tA", "mm_tB", "mm_tt", "addmm", "bmm", "baddbmm", "chain"])
+def test_permuted_input_operand_read_in_place_cuda(name, dtype):
+    """The same on the GPU (cuBLASLt plans and the GEMM templates read the operand's strides)."""
+    fn, make, pointwise = CASES[name]
+    torch.manual_seed(0)
+    args = [a.to("cuda", dtype) for a in make()]
+    ks = kernels(fn, *args)
+    assert len(ks) - len([k for k in ks if "extern" in k]) == pointwise, ks
+    got, want = torchc.compile(fn)(*args), fn(*args)
+    tol = {"rtol": 2e-2, "atol": 2e-2} if dtype == torch.bfloat16 else {"rtol": 1e-4, "atol": 1e-4}
+    assert got.dtype == want.dtype and got.shape == want.shape
+    torch.testing.assert_close(got, want, **tol)
