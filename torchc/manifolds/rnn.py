@@ -21,6 +21,7 @@ import torch
 from torch import nn
 
 import torchc
+from torchc import _scan
 
 from .parametrizations import orthogonal
 
@@ -82,6 +83,34 @@ class _RecurrentWeightGrad(torch.autograd.Function):
         return g, dBt, None
 
 
+class _PooledProjection(torch.autograd.Function):
+    """x [T, N, i] -> x Wᵀ [T, N, n] (nn.Linear without bias: the same ATen mm) into a stacked
+    buffer of torchc.scan's pool: the 68 MB XP of a 784-step sequence is reused by the next
+    forward once nothing holds it, instead of fresh pages (mmap, page faults and clearing)
+    every step. The result is a tensor of its own on the buffer's storage (so the pool sees
+    it held while it lives)."""
+
+    @staticmethod
+    def forward(ctx, x, W):
+        T, N, i = x.shape
+        n = W.shape[0]
+        buf = _scan._empty((T, N, n), torch.result_type(x, W))
+        torch.mm(x.reshape(T * N, i), W.t(), out=buf.view(T * N, n))
+        ctx.save_for_backward(x, W)
+        return torch.empty(0, dtype=buf.dtype).set_(buf.untyped_storage(), 0, buf.shape, buf.stride())
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, g):
+        x, W = ctx.saved_tensors
+        T, N, i = x.shape
+        g2 = g.reshape(T * N, -1)
+        gx = (g2 @ W).view(T, N, i) if ctx.needs_input_grad[0] else None
+        gW = g2.t() @ x.reshape(T * N, i) if ctx.needs_input_grad[1] else None
+        return gx, gW
+
+
+
 class ExpRNN(nn.Module):
     """expRNN over a sequence x [T, N, input] (time first); returns (H [T, N, hidden], h_T)."""
 
@@ -98,7 +127,12 @@ class ExpRNN(nn.Module):
         # Bᵀ once per forward too: a loop constant in the layout the step's GEMM reads (as
         # B itself the step would transpose it at every step, forward and backward)
         Bt = B.t()
-        XP = c.input_kernel(x)         # all steps' input projections, one GEMM
+        # all steps' input projections, one GEMM (on the CPU into a pooled buffer: A/B in one
+        # process, L = 784, n = 170: 0.217 s against 0.242 s a training step, CPU medians of 8)
+        if x.device.type == "cpu" and x.dim() == 3 and x.dtype == c.input_kernel.weight.dtype:
+            XP = _PooledProjection.apply(x, c.input_kernel.weight)
+        else:
+            XP = c.input_kernel(x)
         b = c.nonlinearity.b
         box = []
         if torch.is_grad_enabled() and Bt.requires_grad:
