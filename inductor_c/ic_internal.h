@@ -473,6 +473,9 @@ void ic_lower(ic_ctx *c);               /* loops/lower.c */
 void ic_loops_print(ic_ctx *c, ic_str *s);
 void ic_schedule(ic_ctx *c);            /* sched/sched.c */
 void ic_finalize_kernels(ic_ctx *c);    /* sched/finalize.c */
+/* sched/extern_views.c: operand i of GEMM extern `ext` is a permutation of graph input
+ * *input_index, read in place with the strides *view (no copy kernel) */
+bool ic_extern_operand_alias(const ic_ctx *c, ic_val ext, int i, int *input_index, ic_meta *view);
 /* graph/strides.c: a pointwise kernel storing a permuted graph output loops in its order */
 void ic_layout_loop_order(ic_ctx *c, const ic_kernel *k, int32_t *vars, int64_t *sizes, int n);
 void ic_plan_buffers(ic_ctx *c);        /* sched/buffers.c */

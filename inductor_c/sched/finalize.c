@@ -455,6 +455,19 @@ void ic_finalize_kernels(ic_ctx *c) {
         ic_layout_output(&g->nodes[v], m.strides); /* eager's strides (graph/strides.c) */
         c->buf_of[v] = add_buffer(c, 1, i, v, &m);
     }
+    /* GEMM operands that are permuted graph inputs and computed by no kernel: the input's
+     * memory with the view's strides (extern_views.c) */
+    for (int ki = 0; ki < c->nkernels; ki++) {
+        const ic_kernel *k = &c->kernels[ki];
+        if (!k->is_ext) continue;
+        const ic_node *n = &g->nodes[k->ext_v];
+        int idx;
+        ic_meta m;
+        for (int i = 0; i < IC_NIN && n->in[i] >= 0; i++)
+            if (c->buf_of[n->in[i]] < 0 && c->kernel_of[n->in[i]] < 0 &&
+                ic_extern_operand_alias(c, k->ext_v, i, &idx, &m))
+                c->buf_of[n->in[i]] = add_buffer(c, 0, idx, n->in[i], &m);
+    }
     for (int ki = 0; ki < c->nkernels; ki++) {
         ic_kernel *k = &c->kernels[ki];
         if (k->is_ext && c->buf_of[k->ext_v] < 0) {
