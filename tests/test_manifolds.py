@@ -72,6 +72,7 @@ NORMS = [0.0, 1e-7, 1e-4, 0.03, 0.4, 1.2, 2.9, 8.0, 60.0]
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.complex64, torch.complex128])
 @pytest.mark.parametrize("kind", ["general", "skew", "nilpotent"])
+@pytest.mark.needs_no_compiler
 def test_matrix_exp_vs_float64_reference(dtype, kind):
     single = dtype in (torch.float32, torch.complex64)
     for n in (1, 2, 7, 32):
@@ -87,6 +88,7 @@ def test_matrix_exp_vs_float64_reference(dtype, kind):
             assert err <= tol, (n, norm, err, terr)
 
 
+@pytest.mark.needs_no_compiler
 def test_matrix_exp_batched_mixed_norms_and_edges():
     # one batch whose matrices need different degrees and scalings
     A = torch.stack([mat(6, nrm, torch.float64) for nrm in (0.0, 1e-5, 0.2, 3.0, 40.0, 500.0)])
@@ -109,6 +111,7 @@ def test_matrix_exp_batched_mixed_norms_and_edges():
     assert (Q.T @ Q - torch.eye(16)).abs().max() < 1e-5
 
 
+@pytest.mark.needs_no_compiler
 def test_matrix_exp_other_dtypes_and_errors_as_torch():
     for bad in [torch.randn(3, 4), torch.randn(3)]:
         with pytest.raises(RuntimeError):
@@ -126,6 +129,7 @@ def test_matrix_exp_other_dtypes_and_errors_as_torch():
 
 # ---- matrix_exp backward ----------------------------------------------------------------------
 @pytest.mark.parametrize("dtype", [torch.float64, torch.complex128])
+@pytest.mark.needs_no_compiler
 def test_matrix_exp_gradcheck_float64(dtype):
     for norm, batch in [(0.3, ()), (2.5, (2,)), (9.0, ())]:
         A = mat(5, norm, dtype, batch=batch).requires_grad_()
@@ -133,6 +137,7 @@ def test_matrix_exp_gradcheck_float64(dtype):
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.complex64])
+@pytest.mark.needs_no_compiler
 def test_matrix_exp_vjp_vs_torch_autograd(dtype):
     single = dtype in (torch.float32, torch.complex64)
     for norm, batch in [(0.0, ()), (1e-3, ()), (0.5, (3,)), (4.0, ()), (50.0, (2,))]:
@@ -153,6 +158,7 @@ def test_matrix_exp_vjp_vs_torch_autograd(dtype):
         assert rel(Ao.grad, ref) <= tol and rel(recompute, ref) <= tol, (norm, rel(Ao.grad, ref), rel(At.grad, ref))
 
 
+@pytest.mark.needs_no_compiler
 def test_cayley_gradcheck_and_orthogonality():
     A = mat(6, 3.0, torch.float64, "skew").requires_grad_()
     assert torch.autograd.gradcheck(M.cayley, (A,))
@@ -225,6 +231,7 @@ def test_parametrized_linear_compiled_forward(triv, shape):
     (M.unitary, (5, 5), torch.complex128), (M.unitary, (5, 5), torch.complex64),
     (M.unitary, (6, 3), torch.complex128), (M.stiefel, (8, 2), torch.float32)])
 @pytest.mark.parametrize("triv", ["expm", "cayley", "callable"])
+@pytest.mark.needs_no_compiler
 def test_parametrizations_stay_on_manifold(helper, shape, dtype, triv):
     t = (lambda A: torch.linalg.matrix_exp(A)) if triv == "callable" else triv
     lin = torch.nn.Linear(shape[1], shape[0], bias=False, dtype=dtype.to_real() if dtype.is_complex else dtype)
@@ -252,6 +259,7 @@ def test_parametrizations_stay_on_manifold(helper, shape, dtype, triv):
         assert torch.linalg.det(lin.weight).item() > 0
 
 
+@pytest.mark.needs_no_compiler
 def test_right_inverse_and_initializers():
     lin = torch.nn.Linear(6, 6, bias=False)
     M.orthogonal(lin)
@@ -277,6 +285,7 @@ def test_right_inverse_and_initializers():
     assert (T.T @ T - torch.eye(6)).abs().max() < 1e-5
 
 
+@pytest.mark.needs_no_compiler
 def test_parametrized_training_differential_against_torch():
     """Our Orthogonal and PyTorch's orthogonal(orthogonal_map="matrix_exp") are the same map
     (B = base @ exp(A), A = tril(X) - tril(X)ᴴ): the same SGD steps from the same point give
@@ -300,6 +309,7 @@ def test_parametrized_training_differential_against_torch():
 
 
 @pytest.mark.parametrize("K", [1, 100, math.inf])
+@pytest.mark.needs_no_compiler
 def test_dynamic_trivialization_orthogonality_10000_steps(K):
     """||BᴴB - I|| < 1e-5 in float32 after 10,000 optimizer steps (K = 1: the base moves at
     every step; re-projected every 100 moves)."""

@@ -312,7 +312,7 @@ CASES = [case_recompile_limit, case_config_recompile_limit, case_config_automati
 _MARKS = {case_recompile_limit: pytest.mark.allow_fallback, case_config_recompile_limit: pytest.mark.allow_fallback,
           case_compiler_disable: pytest.mark.allow_fallback, case_fullgraph_break: pytest.mark.no_compile,
           case_fullgraph_every_call: pytest.mark.no_compile,
-          case_disable_arg: pytest.mark.no_compile}
+          case_disable_arg: pytest.mark.needs_no_compiler}
 _PARAMS = [pytest.param(c, id=c.__name__[5:], marks=[_MARKS[c]] if c in _MARKS else []) for c in CASES]
 
 

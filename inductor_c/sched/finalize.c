@@ -427,6 +427,15 @@ static void choose_blocking(ic_ctx *c, ic_kernel *k, int64_t outer, int64_t inne
     k->ntiles = (inner + IC_BLOCK_COLS - 1) / IC_BLOCK_COLS;
 }
 
+bool ic_kernel_empty(const ic_kernel *k) {
+    for (int i = 0; i < k->nouter; i++)
+        if (k->osize[i] == 0) return true;
+    if (!k->has_red)
+        for (int i = 0; i < k->ninner; i++)
+            if (k->isize[i] == 0) return true;
+    return false;
+}
+
 void ic_finalize_kernels(ic_ctx *c) {
     const ic_graph *g = c->g;
     bool *needed = ic_alloc(c, (size_t)g->n);
