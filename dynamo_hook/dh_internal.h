@@ -123,7 +123,9 @@ typedef enum dh_outkind {
     DH_O_CALLM, /* child.name(*args), obj = (name, args): a view replayed on an input */
     DH_O_SYM,   /* a symbolic size as an int: obj = (coef, e0, e1, e2, e3), coef * prod s_k^e_k */
     DH_O_WRAP,  /* obj(child): a named tuple type (torch.return_types.max) around a tuple */
-    DH_O_KWCALL /* obj(**child): a record class called with its fields (a dict child) */
+    DH_O_KWCALL,/* obj(**child): a record class called with its fields (a dict child) */
+    DH_O_SAME   /* the object node `index` (a CALLM built before it) gave: a view seen from
+                 * several places (a local and the stack at a break) is one object, as eager */
 } dh_outkind;
 
 enum { DH_BRK_NONE = 0, DH_BRK_CALL = 1, DH_BRK_JUMP = 2, DH_BRK_BINOP = 3, DH_BRK_STORE = 4 };
@@ -131,7 +133,7 @@ enum { DH_BRK_NONE = 0, DH_BRK_CALL = 1, DH_BRK_JUMP = 2, DH_BRK_BINOP = 3, DH_B
 typedef struct dh_outspec {
     dh_outkind kind;
     int index;      /* GRAPH: output index; SOURCE: source index; TUPLE/LIST: first child */
-    int count;      /* TUPLE/LIST: number of children */
+    int count;      /* TUPLE/LIST: number of children; CALLM: the trace's object id (or 0) */
     PyObject *obj;  /* CONST (strong) */
 } dh_outspec;
 

@@ -986,8 +986,9 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
 
 /* ---- running an entry -------------------------------------------------------------- */
 
+/* memo (NULL, or e->nouts slots): the objects CALLM nodes built, for DH_O_SAME */
 static PyObject *build_output(const dh_entry *e, int node, PyObject *const *outs,
-                              PyObject *const *values, const int64_t *symvals) {
+                              PyObject *const *values, const int64_t *symvals, PyObject **memo) {
     const dh_outspec *o = &e->outs[node];
     switch (o->kind) {
     case DH_O_SYM: { /* coef * prod s_k^e_k at this call's symbol values */
@@ -1006,7 +1007,7 @@ static PyObject *build_output(const dh_entry *e, int node, PyObject *const *outs
     case DH_O_ITER:
     case DH_O_ATTR:
     case DH_O_BOUND: {
-        PyObject *child = build_output(e, o->index, outs, values, symvals);
+        PyObject *child = build_output(e, o->index, outs, values, symvals, memo);
         if (child == NULL)
             return NULL;
         PyObject *r = o->kind == DH_O_ITER   ? PyObject_GetIter(child)
@@ -1016,7 +1017,7 @@ static PyObject *build_output(const dh_entry *e, int node, PyObject *const *outs
         return r;
     }
     case DH_O_WRAP: {
-        PyObject *child = build_output(e, o->index, outs, values, symvals);
+        PyObject *child = build_output(e, o->index, outs, values, symvals, memo);
         if (child == NULL)
             return NULL;
         PyObject *r = PyObject_CallOneArg(o->obj, child);
@@ -1024,7 +1025,7 @@ static PyObject *build_output(const dh_entry *e, int node, PyObject *const *outs
         return r;
     }
     case DH_O_KWCALL: {
-        PyObject *kw = build_output(e, o->index, outs, values, symvals);
+        PyObject *kw = build_output(e, o->index, outs, values, symvals, memo);
         if (kw == NULL)
             return NULL;
         PyObject *empty = PyTuple_New(0);
@@ -1037,7 +1038,7 @@ static PyObject *build_output(const dh_entry *e, int node, PyObject *const *outs
         return r;
     }
     case DH_O_CALLM: {
-        PyObject *child = build_output(e, o->index, outs, values, symvals);
+        PyObject *child = build_output(e, o->index, outs, values, symvals, memo);
         if (child == NULL)
             return NULL;
         PyObject *m = PyObject_GetAttr(child, PyTuple_GET_ITEM(o->obj, 0));
@@ -1046,14 +1047,20 @@ static PyObject *build_output(const dh_entry *e, int node, PyObject *const *outs
             return NULL;
         PyObject *r = PyObject_Call(m, PyTuple_GET_ITEM(o->obj, 1), NULL);
         Py_DECREF(m);
+        if (r != NULL && memo != NULL && memo[node] == NULL)
+            memo[node] = Py_NewRef(r);
         return r;
     }
+    case DH_O_SAME:
+        if (memo != NULL && o->index >= 0 && o->index < e->nouts && memo[o->index] != NULL)
+            return Py_NewRef(memo[o->index]);
+        break;
     case DH_O_DICT: {
         PyObject *d = PyDict_New();
         if (d == NULL)
             return NULL;
         for (int i = 0; i < o->count; i++) {
-            PyObject *item = build_output(e, o->index + i, outs, values, symvals);
+            PyObject *item = build_output(e, o->index + i, outs, values, symvals, memo);
             if (item == NULL || PyDict_SetItem(d, PyTuple_GET_ITEM(o->obj, i), item) < 0) {
                 Py_XDECREF(item);
                 Py_DECREF(d);
@@ -1069,7 +1076,7 @@ static PyObject *build_output(const dh_entry *e, int node, PyObject *const *outs
         if (seq == NULL)
             return NULL;
         for (int i = 0; i < o->count; i++) {
-            PyObject *item = build_output(e, o->index + i, outs, values, symvals);
+            PyObject *item = build_output(e, o->index + i, outs, values, symvals, memo);
             if (item == NULL) {
                 Py_DECREF(seq);
                 return NULL;
@@ -1350,7 +1357,24 @@ PyObject *dh_entry_run(const dh_entry *e, PyObject *const *values, void *const *
     }
     if (tc_scan_tl_probe != NULL && scan_probe(e, values, outs, nout, func, symvals) < 0)
         goto done;
-    res = build_output(e, 0, outs, values, symvals);
+    {
+        PyObject *small_memo[16] = {NULL}, **memo = NULL;
+        for (int i = 0; i < e->nouts && memo == NULL; i++)
+            if (e->outs[i].kind == DH_O_SAME) {
+                memo = e->nouts <= 16 ? small_memo : calloc((size_t)e->nouts, sizeof *memo);
+                if (memo == NULL) {
+                    PyErr_NoMemory();
+                    goto done;
+                }
+            }
+        res = build_output(e, 0, outs, values, symvals, memo);
+        if (memo != NULL) {
+            for (int i = 0; i < e->nouts; i++)
+                Py_XDECREF(memo[i]);
+            if (memo != small_memo)
+                free(memo);
+        }
+    }
     if (res != NULL && e->nattrw > 0) {
         /* replay module attribute writes, then unwrap (result, values...) */
         PyObject *root = res;
