@@ -788,9 +788,11 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
         if (c->nentries >= limit) {
             c->limit_hit = 1;
             free(c->skip_reason);
-            char buf[400], qb[256];
-            snprintf(buf, sizeof buf, "recompile limit (%d) reached for %s (last guard failure: %s)",
-                     limit, user_qualname(code, qb, sizeof qb), why ? why : "?");
+            char buf[600], qb[256];
+            /* the newest entry's failure: the first line of why (one line per entry) */
+            snprintf(buf, sizeof buf, "recompile limit (%d) reached for %s (last guard failure: %.*s)",
+                     limit, user_qualname(code, qb, sizeof qb), why ? (int)strcspn(why, "\n") : 1,
+                     why ? why : "?");
             c->skip_reason = strdup(buf);
             dh_tl_busy = 0;
             if (PyErr_WarnFormat(PyExc_RuntimeWarning, 1, "torchc: %s; running eagerly", buf) < 0 &&

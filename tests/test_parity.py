@@ -6,7 +6,11 @@ compile counter). Two-sided: a case where one side compiled nothing while the ot
 fails."""
 import copy
 import io
+import logging
+import os
 import pickle
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -729,6 +733,144 @@ def case_transformers_gpt2_dynamo_backend(api):
     return [torch.allclose(got, want, atol=1e-4, rtol=1e-4), tuple(got.shape), api.compiles() > 0]
 
 
+# ---- what the logs and errors tell a user (normalized: the facts, not the wording) -------
+
+_KINDS = ("dtype mismatch", "size mismatch", "rank mismatch", "stride mismatch", "requires_grad mismatch",
+          "grad_mode")
+
+
+class _Logs(logging.Handler):
+    """records of torch's (TORCH_LOGS) or torchc's (TORCHC_LOGS) recompiles / graph_breaks logs"""
+
+    def __init__(self, api, **arts):
+        super().__init__()
+        self.msgs, self.api, self.arts = [], api, arts
+
+    def emit(self, r):
+        self.msgs.append((r.name, r.getMessage()))
+
+    def __enter__(self):
+        # torch's artifact loggers keep their records to themselves (propagate off)
+        self.names = ["torchc"] + [f"torch._dynamo.{m}.__{a}" for a in self.arts
+                                   for m in ("guards", "symbolic_convert", "convert_frame")]
+        for n in self.names:
+            logging.getLogger(n).addHandler(self)
+        if self.api.name == "torch":
+            torch._logging.set_logs(**self.arts)
+        else:
+            torchc.set_logs(**self.arts)
+        return self
+
+    def __exit__(self, *exc):
+        if self.api.name == "torch":
+            torch._logging.set_logs()
+        else:
+            torchc.set_logs(all=False)
+        for n in self.names:
+            logging.getLogger(n).removeHandler(self)
+
+    def of(self, what):
+        return [m for n, m in self.msgs if what in n]
+
+
+def _failures(msg):
+    """a recompile message -> [(kind, names 'x'), ...] one per cached entry listed (at most 4)"""
+    lines = [ln for ln in msg.splitlines()[1:] if "mismatch" in ln or "grad_mode" in ln]
+    return [(next((k for k in _KINDS if k in ln), ln), "'x'" in ln) for ln in lines][:4]
+
+
+def case_recompile_log_reasons(api):
+    def f(x):
+        return x * 2
+    g = api.compile(f, dynamic=False)
+    with _Logs(api, recompiles=True) as logs:
+        g(torch.ones(3))
+        g(torch.ones(5))
+        g(torch.ones(3, requires_grad=True))
+        with torch.no_grad():
+            g(torch.ones(3, requires_grad=True))
+        g(torch.ones(3, 2))
+        g(torch.ones(3, 4))
+        g(torch.ones(3, dtype=torch.float64))
+    msgs = logs.of("recompiles")
+    return [len(msgs), [m.splitlines()[0].split(" in ")[0] for m in msgs],
+            [_failures(m)[0] for m in msgs], api.compiles()]
+
+
+def case_graph_break_log_location(api):
+    def f(x):
+        y = x.sin()
+        print("", end="")  # the break
+        return y + 1
+    brk = f.__code__.co_firstlineno + 2
+    g = api.compile(f)
+    with _Logs(api, graph_breaks=True) as logs:
+        r = g(torch.ones(2))
+    msgs = logs.of("graph_breaks")
+    locs = {m.split("Graph break in user code at ")[1].split()[0] for m in msgs if "Graph break in user code at" in m}
+    return [r, locs == {f"{__file__}:{brk}"}, len(msgs) >= 1]
+
+
+def case_fullgraph_error_location(api):
+    def f(x):
+        y = x * 2
+        if y.sum() > 0:  # data-dependent branch: fullgraph=True raises naming this line
+            return y
+        return -y
+    line = f.__code__.co_firstlineno + 2
+    g = api.compile(f, fullgraph=True)
+    try:
+        g(torch.ones(2))
+        return ["no error"]
+    except RuntimeError as e:
+        text = str(e)
+        return [f'File "{__file__}", line {line}' in text or f"{__file__}:{line}" in text]
+
+
+def case_torch_logs_env(api):
+    # TORCH_LOGS=recompiles (torch) / TORCHC_LOGS=recompiles (torchc) in a fresh process
+    code = ("import torch, torchc\n"
+            "def f(x):\n    return x + 1\n"
+            "g = (torchc.compile(f) if __import__('sys').argv[1] == 'torchc' else torch.compile(f, backend='eager'))\n"
+            "g(torch.ones(2)); g(torch.ones(2, dtype=torch.float64))\n")
+    env = dict(os.environ, **({"TORCHC_LOGS": "recompiles"} if api.name == "torchc" else {"TORCH_LOGS": "recompiles"}))
+    env["PYTHONPATH"] = os.pathsep.join([os.path.dirname(os.path.dirname(torchc.__file__)), env.get("PYTHONPATH", "")])
+    p = subprocess.run([sys.executable, "-c", code, api.name], env=env, capture_output=True, text=True, timeout=300)
+    err = p.stderr
+    return [p.returncode, "Recompiling function f in <string>:2" in err, "dtype mismatch" in err, "'x'" in err]
+
+
+def case_dynamo_config_settings(api):
+    # torch._dynamo.config settings torchc follows: recompile_limit, automatic_dynamic_shapes,
+    # both set at once (one compile per shape up to the limit, then eager)
+    def f(x):
+        return x.abs() * 3
+    old = (torch._dynamo.config.recompile_limit, torch._dynamo.config.automatic_dynamic_shapes)
+    torch._dynamo.config.recompile_limit, torch._dynamo.config.automatic_dynamic_shapes = 3, False
+    torchc.config.recompile_limit = None
+    torchc.config.automatic_dynamic_shapes = None
+    try:
+        g = api.compile(f)
+        out = [observe(lambda n=n: g(torch.ones(n))) for n in (2, 3, 4, 5, 6)]
+    finally:
+        torch._dynamo.config.recompile_limit, torch._dynamo.config.automatic_dynamic_shapes = old
+        torchc.config.recompile_limit = 1000
+    return out + [api.compiles()]
+
+
+def case_mode_options_dynamic(api):
+    # accepted combinations give eager's results (torch: its own backend's checks, torchc its modes)
+    def f(x):
+        return torch.relu(x) * 2 + 1
+    x = torch.randn(5, 3)
+    out = []
+    for kw in ({"mode": "default"}, {"mode": "reduce-overhead", "dynamic": False},
+               {"mode": "max-autotune-no-cudagraphs", "dynamic": True}, {"options": {"max_autotune": True}},
+               {"options": {"triton.cudagraphs": False}, "fullgraph": True}):
+        out.append(observe(lambda kw=kw: api.compile_plain(f, **kw)(x)))
+    return out
+
+
 CASES = [case_recompile_limit, case_config_recompile_limit, case_config_automatic_dynamic,
          case_force_eager,
          case_fail_on_recompile, case_eager_on_recompile, case_eager_then_compile, case_reset, case_mark_static,
@@ -745,7 +887,9 @@ CASES = [case_recompile_limit, case_config_recompile_limit, case_config_automati
          case_compiled_fn_deepcopy, case_reset_alias, case_stance_decorator, case_disable_compiled,
          case_cache_size_limit_alias, case_bad_mode, case_fullgraph_truthy, case_is_compiling,
          case_no_grad_inside, case_backward_grads, case_dynamo_backend_module,
-         case_transformers_gpt2, case_transformers_gpt2_dynamo_backend]
+         case_transformers_gpt2, case_transformers_gpt2_dynamo_backend,
+         case_recompile_log_reasons, case_graph_break_log_location, case_fullgraph_error_location,
+         case_torch_logs_env, case_dynamo_config_settings, case_mode_options_dynamic]
 # cases whose torchc side falls back on purpose (the limit, disabled code, a break), or compiles nothing
 _MARKS = {case_recompile_limit: pytest.mark.allow_fallback, case_config_recompile_limit: pytest.mark.allow_fallback,
           case_compiler_disable: pytest.mark.allow_fallback, case_fullgraph_break: pytest.mark.no_compile,
@@ -755,7 +899,9 @@ _MARKS = {case_recompile_limit: pytest.mark.allow_fallback, case_config_recompil
           case_cache_size_limit_alias: pytest.mark.allow_fallback,
           case_user_exception: pytest.mark.allow_fallback,  # the call that raises runs eagerly
           case_module_attributes: pytest.mark.no_compile, case_module_state_dict_plain_load: pytest.mark.no_compile,
-          case_disable_compiled: pytest.mark.no_compile}
+          case_disable_compiled: pytest.mark.no_compile, case_fullgraph_error_location: pytest.mark.no_compile,
+          case_torch_logs_env: pytest.mark.no_compile,  # compiles in a subprocess
+          case_dynamo_config_settings: pytest.mark.allow_fallback}
 _PARAMS = [pytest.param(c, id=c.__name__[5:], marks=[_MARKS[c]] if c in _MARKS else []) for c in CASES]
 
 
