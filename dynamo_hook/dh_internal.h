@@ -293,6 +293,15 @@ int dh_code_is_disabled(PyCodeObject *code);
 PyObject *dh_iter_peek(PyObject *it, Py_ssize_t k);
 int dh_replay_advance(PyObject *it, PyObject *count);
 PyObject *dh_guards_describe(const dh_entry *e);             /* list of str */
+/* A recompile whose cached entries were all captured under other compile options (or for
+ * another backend) than cfg: "COMPILE_OPTIONS: ... compiled with ...; this call has ..."
+ * (malloc'd, or NULL when out of memory; no Python error set) */
+char *dh_options_mismatch(const dh_entry *e, const dh_config *cfg);
+/* What differs between guard g and the value v it failed on ("dtype mismatch. expected f32,
+ * actual f64"), malloc'd, or NULL (nothing to add, or no memory); no Python error set */
+char *dh_guard_mismatch(const dh_guard *g, PyObject *v);
+/* a, then b on a line of its own (both malloc'd or NULL; both are consumed) */
+char *dh_reason_join(char *a, char *b);
 void dh_guard_clear(dh_guard *g);
 int dh_distinct_ok(PyObject *spec, PyObject *const *values); /* DH_G_DISTINCT's test */
 

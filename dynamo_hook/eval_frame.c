@@ -277,13 +277,28 @@ static char *failed_guard(const dh_entry *e, _PyInterpreterFrame *f, PyObject *f
         else
             hi = mid;
     }
+    /* what differs (guards.c), read from the values of a check that fails at guard hi - 1 */
+    char *diff = NULL;
+    if (hi >= 1 && hi <= e->nguards) {
+        tmp.nguards = hi;
+        if (dh_guards_check_sym(&tmp, (PyObject *const *)f->localsplus, f->f_globals, f->f_builtins,
+                                func, values, ptrs, symvals) < 0)
+            (void)tc_clear_expected(PyExc_Exception);
+        const dh_guard *g = &e->guards[hi - 1];
+        diff = dh_guard_mismatch(g, g->src >= 0 ? values[g->src] : NULL);
+    }
     dh_scratch_clear();
     PyObject *all = dh_guards_describe(e);
     char *out = NULL;
     if (all != NULL && hi - 1 < PyList_GET_SIZE(all)) {
         const char *s = PyUnicode_AsUTF8(PyList_GET_ITEM(all, hi - 1));
-        out = s ? local_names(s, f->f_code) : NULL;
+        char *both = s && diff ? malloc(strlen(s) + strlen(diff) + 4) : NULL;
+        if (both != NULL)
+            sprintf(both, "%s: %s", s, diff);
+        out = both ? local_names(both, f->f_code) : s ? local_names(s, f->f_code) : NULL;
+        free(both);
     }
+    free(diff);
     Py_XDECREF(all);
     (void)tc_clear_expected(PyExc_Exception);
     return out;
@@ -720,7 +735,15 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
             return eval_default(ts, f, throwflag);
         }
         int limit = recompile_limit(cfg);
-        why = c->entries ? failed_guard(c->entries, f, func, values, ptrs, symvals) : NULL;
+        /* the reason: the failed guard of each entry captured under this call's options
+         * (newest first, at most 4, a line each, as torch lists them), or the options
+         * themselves when every entry has others (guards.c) */
+        int nsame = 0;
+        for (const dh_entry *s = c->entries; s != NULL && nsame < 4 && !PyErr_Occurred(); s = s->next)
+            if (s->backend == cfg->backend && s->cfg_key == key && ++nsame)
+                why = dh_reason_join(why, failed_guard(s, f, func, values, ptrs, symvals));
+        if (!nsame && c->entries && (dh_log_hook || tl_explain || dh_tl_stance))
+            why = dh_options_mismatch(c->entries, cfg);
         if (PyErr_Occurred()) { /* MemoryError, Ctrl-C in a guard or the limit: as in eager */
             free(why);
             dh_tl_busy = 0;
@@ -765,9 +788,11 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
         if (c->nentries >= limit) {
             c->limit_hit = 1;
             free(c->skip_reason);
-            char buf[400], qb[256];
-            snprintf(buf, sizeof buf, "recompile limit (%d) reached for %s (last guard failure: %s)",
-                     limit, user_qualname(code, qb, sizeof qb), why ? why : "?");
+            char buf[600], qb[256];
+            /* the newest entry's failure: the first line of why (one line per entry) */
+            snprintf(buf, sizeof buf, "recompile limit (%d) reached for %s (last guard failure: %.*s)",
+                     limit, user_qualname(code, qb, sizeof qb), why ? (int)strcspn(why, "\n") : 1,
+                     why ? why : "?");
             c->skip_reason = strdup(buf);
             dh_tl_busy = 0;
             if (PyErr_WarnFormat(PyExc_RuntimeWarning, 1, "torchc: %s; running eagerly", buf) < 0 &&

@@ -123,6 +123,13 @@ int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kw
             int ok = mods && PyDict_Check(mods);
             Py_ssize_t k = ok ? PyDict_GET_SIZE(mods) : 0;
             Py_XDECREF(mods);
+            if (ok && args[0].src >= 0) { /* len(Sequential): guarded (append changes it) */
+                PyObject *mn = PyUnicode_InternFromString("_modules");
+                int ms = mn ? sym_source(t, DH_S_ATTR, args[0].src, 0, mn) : -1;
+                Py_XDECREF(mn);
+                if (ms < 0 || sym_guard_len(t, ms, (int)k) < 0)
+                    return -1;
+            }
             if (ok)
                 return sym_const(t, PyLong_FromSsize_t(k), out);
             int rc = sym_obj_len(t, &args[0], out); /* obj_proto.c: a Python __len__ */

@@ -211,16 +211,19 @@ int sym_iter_items(trace *t, const var *v, var **items, int *n) {
                 return rc;
             return sym_fail(t, "iteration over %s not supported yet", Py_TYPE(v->obj)->tp_name);
         }
-        PyObject *name = PyUnicode_InternFromString("_modules");
-        PyObject *mods = name ? dh_module_getattr(v->obj, name) : NULL;
-        Py_XDECREF(name);
+        static PyObject *name; /* interned "_modules", kept for the process */
+        if (name == NULL && (name = PyUnicode_InternFromString("_modules")) == NULL)
+            return -1;
+        PyObject *mods = dh_module_getattr(v->obj, name);
         if (mods == NULL || !PyDict_Check(mods)) {
             Py_XDECREF(mods);
             return sym_fail(t, "module container without _modules");
         }
         int k = (int)PyDict_GET_SIZE(mods);
         var *it = sym_alloc(t, k);
-        if (it == NULL) {
+        /* a submodule appended later (Sequential.append) must not hit this entry */
+        int ms = v->src >= 0 ? sym_source(t, DH_S_ATTR, v->src, 0, name) : -1;
+        if (it == NULL || (v->src >= 0 && (ms < 0 || sym_guard_len(t, ms, k) < 0))) {
             Py_DECREF(mods);
             return -1;
         }

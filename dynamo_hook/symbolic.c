@@ -628,7 +628,8 @@ static dh_entry *trace_once(PyCodeObject *code, PyObject *const *localsplus, PyO
                 opt.opt_level = 3;
                 opt.autotune = t->cfg->autotune;
                 ic_err err = {0};
-                if (t->cfg->backend != NULL && !dyn) { /* another backend (backend.c): autograd is eager's */
+                if (t->cfg->backend != NULL) { /* another backend (backend.c): autograd is eager's;
+                                                * symbolic shapes go over as Dynamo's (_fx_export.py) */
                     backend_fn = dh_backend_export(t->g, t->cfg->backend, t->device_type, opt.device_index);
                     if (backend_fn == NULL && PyErr_Occurred())
                         goto error;
@@ -642,7 +643,7 @@ static dh_entry *trace_once(PyCodeObject *code, PyObject *const *localsplus, PyO
                 }
                 if (compiled == NULL && dyn && getenv("TORCHC_DEBUG_DYN"))
                     fprintf(stderr, "torchc dyn: compile rejected: %s\n", err.msg);
-                if (compiled == NULL && dyn) {
+                if (compiled == NULL && backend_fn == NULL && dyn) {
                     *reject = 1; /* the compiler can't do these symbols: specialize */
                     goto error;
                 }
