@@ -458,6 +458,57 @@ static int autograd_function_nograd(trace *t, PyObject *cls, PyObject *apply, va
     return sym_inline(t, fwd, fs, NULL, a, nargs + with_ctx, kwnames, out);
 }
 
+/* an immutable constant: None, bool, int, float, str, a tuple of them */
+static int immutable_const(PyObject *o, int depth) {
+    if (o == Py_None || PyBool_Check(o) || PyLong_CheckExact(o) || PyFloat_CheckExact(o) || PyUnicode_CheckExact(o))
+        return 1;
+    if (PyTuple_CheckExact(o) && depth < 4) {
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(o); i++)
+            if (!immutable_const(PyTuple_GET_ITEM(o, i), depth + 1))
+                return 0;
+        return 1;
+    }
+    return 0;
+}
+
+/* A functools.lru_cache'd function called with constant arguments (transformers'
+ * is_torch_*_available, is_fsdp_managed_module's checks): called here, its result (an
+ * immutable constant) is what eager's call returns from the cache. A cached function is
+ * taken to be pure, as the cache itself assumes. 1: not such a call. */
+static int lru_cached_call(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out) {
+    static PyObject *lru_type;
+    if (lru_type == NULL) {
+        PyObject *ft = PyImport_ImportModule("functools");
+        lru_type = ft ? PyObject_GetAttrString(ft, "_lru_cache_wrapper") : NULL; /* kept */
+        Py_XDECREF(ft);
+        if (lru_type == NULL) {
+            (void)tc_clear_expected(PyExc_ImportError, PyExc_AttributeError);
+            return 1;
+        }
+    }
+    if ((PyObject *)Py_TYPE(fn->obj) != lru_type || nargs > 16)
+        return 1;
+    PyObject *argv[17];
+    for (int i = 0; i < nargs; i++) {
+        if (args[i].kind != V_CONST || !immutable_const(args[i].obj, 0))
+            return sym_fail(t, "lru_cache'd function called with non-constant arguments");
+        argv[i + 1] = args[i].obj;
+    }
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    PyObject *r = PyObject_Vectorcall(fn->obj, argv + 1, (size_t)(nargs - nkw) | PY_VECTORCALL_ARGUMENTS_OFFSET,
+                                      kwnames);
+    if (r == NULL) {
+        if (tc_clear_expected(PyExc_Exception) < 0)
+            return -1;
+        return sym_fail(t, "lru_cache'd function raised (eager will raise)");
+    }
+    if (!immutable_const(r, 0)) {
+        Py_DECREF(r);
+        return sym_fail(t, "lru_cache'd function returned a mutable or non-constant value");
+    }
+    return sym_const(t, r, out);
+}
+
 int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames, var *out) {
     var fnv = *fn_in, *fn = &fnv;
     for (int i = 0; i < nargs; i++)
@@ -817,8 +868,12 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
         }
         return sym_fail(t, "method %U of a non-tensor not supported", fn->obj);
     }
-    if (fn->kind == V_OBJ && !PyModule_Check(fn->obj))
+    if (fn->kind == V_OBJ && !PyModule_Check(fn->obj)) {
+        int rc = lru_cached_call(t, fn, args, nargs, kwnames, out);
+        if (rc != 1)
+            return rc;
         return sym_inline_module(t, fn, args, nargs, kwnames, out);
+    }
     return sym_fail(t, "call of a non-callable value");
 }
 

@@ -307,3 +307,42 @@ def test_unbind_reshape_as_builtin_abs():
         return a + b * c, parts[1], y.reshape_as(x[:, 0]), abs(q[:, None] - q[None, :]) <= 2, abs(y - 1)
 
     _whole(f, torch.randn(2, 3, 4), torch.randn(8), torch.arange(5))
+
+
+def test_lru_cached_call_is_its_cached_constant():
+    # transformers' is_torch_*_available / is_fsdp_managed_module: lru_cache'd checks
+    import functools
+
+    calls = []
+
+    @functools.lru_cache
+    def available(name="x"):
+        calls.append(name)
+        return name == "x"
+
+    def f(x):
+        if available() and available(name="x") and not available("y"):
+            return x + 1
+        return x - 1
+
+    x = torch.randn(3)
+    _whole(f, x)
+    assert sorted(set(calls)) == ["x", "y"]
+
+
+@pytest.mark.allow_fallback
+def test_lru_cached_call_with_a_tensor_runs_eagerly():
+    import functools
+
+    @functools.lru_cache
+    def g(t):
+        return t * 2
+
+    def f(x):
+        return g(x) + 1
+
+    x = torch.randn(3)
+    torchc.reset()
+    ex = torchc.explain(f)(x)
+    torch.testing.assert_close(ex.result, f(x))
+    assert "lru_cache" in " ".join(ex.break_reasons)
