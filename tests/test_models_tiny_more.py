@@ -78,6 +78,7 @@ EXPECTED = {
     "hf_squeezebert": (1, 0, 210),
     "hf_starcoder2": (1, 0, 272),
     "hf_swin": (53, 32, 405),
+    "hf_switch_transformers": (96, 124, 468),
     "hf_wav2vec2": (1, 0, 166),
     "hf_wavlm": (54, 37, 169),
     "hf_xglm": (1, 0, 189),
@@ -99,7 +100,7 @@ GROUPS = {
         "hf_mobilenet_v2", "hf_mobilevit", "hf_modernbert", "hf_mt5", "hf_plbart", "hf_poolformer",
         "hf_prophetnet", "hf_pvt_v2", "hf_regnet", "hf_roformer", "hf_segformer", "hf_speech2text",
         "hf_speecht5", "hf_squeezebert", "hf_swin", "hf_wav2vec2", "hf_wavlm", "hf_xlnet", "hf_xglm",
-        "hf_olmoe", "hf_qwen2_moe",
+        "hf_olmoe", "hf_qwen2_moe", "hf_switch_transformers",
     ],
 }
 
