@@ -204,7 +204,168 @@ def hf_models(S):
                           depths=[1, 1, 2, 1] if S.tiny else [2, 2, 6, 2]),
                         lambda d: {"pixel_values": torch.randn(S.B, 3, S.img, S.img, device=d)}),
     }
+    out.update(hf_models_more(S, m, common, llama_like, dec_in, enc_in, s2s_in))
     return out
+
+
+def hf_models_more(S, m, common, llama_like, dec_in, enc_in, s2s_in):
+    """more transformers families, chosen for the code they exercise (vision CNNs and windowed
+    attention, audio front ends, multimodal towers, MoE routing, state-space scans, relative
+    position biases, FFT mixing): name -> (constructor, input builder)."""
+    h, L, nh, ff, V, seq, img, hd = S.h, S.L, S.nh, S.ff, S.V, S.seq, S.img, S.hd
+    pix = lambda d: {"pixel_values": torch.randn(S.B, 3, img, img, device=d)}
+    pos = 2 * seq + 64
+    bert_like = dict(hidden_size=h, num_hidden_layers=L, num_attention_heads=nh, intermediate_size=ff,
+                     max_position_embeddings=pos, vocab_size=V)
+    vit_like = dict(hidden_size=h, num_hidden_layers=L, num_attention_heads=nh, intermediate_size=ff,
+                    image_size=img, patch_size=8 if S.tiny else 16)
+    bart_like = dict(d_model=h, encoder_layers=L, decoder_layers=L, encoder_attention_heads=nh,
+                     decoder_attention_heads=nh, encoder_ffn_dim=ff, decoder_ffn_dim=ff,
+                     max_position_embeddings=pos, **common)
+    # widths of the four stages of a CNN / hierarchical vision model
+    w4 = [8, 16, 32, 64] if S.tiny else [h // 8, h // 4, h // 2, h]
+    d4 = [1, 1, 1, 1] if S.tiny else [2, 2, 4, 2]
+    n_audio = 1600 if S.tiny else 16000
+    wav = lambda d: {"input_values": torch.randn(S.B, n_audio, device=d)}
+    w2v = dict(hidden_size=h, num_hidden_layers=L, num_attention_heads=nh, intermediate_size=ff,
+               conv_dim=(16, 16, 16) if S.tiny else (256, 256, 256, 256), conv_stride=(5, 2, 2) if S.tiny else (5, 2, 2, 2),
+               conv_kernel=(10, 3, 3) if S.tiny else (10, 3, 3, 3), num_conv_pos_embeddings=16,
+               num_conv_pos_embedding_groups=4, vocab_size=32, pad_token_id=0)
+    text_tower = dict(hidden_size=h, num_hidden_layers=L, num_attention_heads=nh, intermediate_size=ff,
+                      vocab_size=V, max_position_embeddings=pos)
+    vis_tower = dict(hidden_size=h, num_hidden_layers=L, num_attention_heads=nh, intermediate_size=ff,
+                     image_size=img, patch_size=8 if S.tiny else 16)
+    clip_in = lambda d: {"input_ids": _ids(S, d), "pixel_values": torch.randn(S.B, 3, img, img, device=d),
+                         "attention_mask": torch.ones(S.B, seq, dtype=torch.long, device=d)}
+    moe = dict(num_experts=4, num_experts_per_tok=2)
+    return {
+        # vision
+        "hf_deit": (m("DeiTForImageClassificationWithTeacher", "DeiTConfig", **vit_like), pix),
+        "hf_beit": (m("BeitForImageClassification", "BeitConfig", use_relative_position_bias=True,
+                      use_mean_pooling=True, layer_scale_init_value=0.1, **vit_like), pix),
+        "hf_dinov2": (m("Dinov2Model", "Dinov2Config", hidden_size=h, num_hidden_layers=L,
+                        num_attention_heads=nh, image_size=img, patch_size=8 if S.tiny else 14), pix),
+        "hf_swin": (m("SwinForImageClassification", "SwinConfig", image_size=img, patch_size=4,
+                      embed_dim=w4[0] * 2, depths=d4, num_heads=[1, 2, 4, 8] if S.tiny else [3, 6, 12, 24],
+                      window_size=2 if S.tiny else 7), pix),
+        "hf_resnet": (m("ResNetForImageClassification", "ResNetConfig", embedding_size=w4[0], hidden_sizes=w4,
+                        depths=d4, layer_type="bottleneck"), pix),
+        "hf_regnet": (m("RegNetForImageClassification", "RegNetConfig", embedding_size=w4[0], hidden_sizes=w4,
+                        depths=d4, groups_width=8, layer_type="y"), pix),
+        "hf_mobilenet_v2": (m("MobileNetV2ForImageClassification", "MobileNetV2Config", image_size=img,
+                              depth_multiplier=0.35 if S.tiny else 1.0), pix),
+        "hf_mobilevit": (m("MobileViTForImageClassification", "MobileViTConfig", image_size=img,
+                           hidden_sizes=[16, 24, 32] if S.tiny else [144, 192, 240],
+                           neck_hidden_sizes=[8, 8, 16, 16, 24, 32, 64] if S.tiny else
+                           [16, 32, 64, 96, 128, 160, 640]), pix),
+        "hf_segformer": (m("SegformerForSemanticSegmentation", "SegformerConfig", depths=d4, hidden_sizes=w4,
+                           num_attention_heads=[1, 1, 2, 4] if S.tiny else [1, 2, 5, 8],
+                           decoder_hidden_size=w4[-1], num_labels=4), pix),
+        "hf_convnextv2": (m("ConvNextV2ForImageClassification", "ConvNextV2Config", hidden_sizes=w4, depths=d4), pix),
+        "hf_poolformer": (m("PoolFormerForImageClassification", "PoolFormerConfig", hidden_sizes=w4, depths=d4), pix),
+        "hf_efficientnet": (m("EfficientNetForImageClassification", "EfficientNetConfig", image_size=img,
+                              width_coefficient=0.25 if S.tiny else 1.0, depth_coefficient=0.2 if S.tiny else 1.0,
+                              hidden_dim=320 if S.tiny else 1280), pix),
+        "hf_levit": (m("LevitForImageClassification", "LevitConfig", image_size=img,
+                       hidden_sizes=[16, 32, 48] if S.tiny else [128, 256, 384], num_attention_heads=[1, 2, 3] if S.tiny
+                       else [4, 6, 8], depths=[1, 1, 1] if S.tiny else [2, 3, 4], key_dim=[8, 8, 8] if S.tiny else [16, 16, 16]),
+                     pix),
+        "hf_pvt_v2": (m("PvtV2ForImageClassification", "PvtV2Config", image_size=img, hidden_sizes=w4, depths=d4,
+                        num_attention_heads=[1, 1, 2, 4] if S.tiny else [1, 2, 5, 8]), pix),
+        "hf_focalnet": (m("FocalNetForImageClassification", "FocalNetConfig", image_size=img, embed_dim=w4[0] * 2,
+                          depths=d4), pix),
+        "hf_cvt": (m("CvtForImageClassification", "CvtConfig", embed_dim=[16, 32, 64] if S.tiny else [64, 192, 384],
+                     num_heads=[1, 2, 4] if S.tiny else [1, 3, 6], depth=[1, 2, 3] if S.tiny else [1, 2, 10]), pix),
+        # multimodal and audio
+        "hf_clip": (m("CLIPModel", "CLIPConfig", text_config=text_tower, vision_config=vis_tower,
+                      projection_dim=h), clip_in),
+        "hf_siglip": (m("SiglipModel", "SiglipConfig", text_config=text_tower, vision_config=vis_tower),
+                      lambda d: {"input_ids": _ids(S, d), "pixel_values": torch.randn(S.B, 3, img, img, device=d)}),
+        "hf_wav2vec2": (m("Wav2Vec2ForCTC", "Wav2Vec2Config", **w2v), wav),
+        "hf_hubert": (m("HubertForCTC", "HubertConfig", **w2v), wav),
+        "hf_wavlm": (m("WavLMForCTC", "WavLMConfig", **w2v), wav),
+        "hf_speecht5": (m("SpeechT5ForSpeechToText", "SpeechT5Config", hidden_size=h, encoder_layers=L,
+                          decoder_layers=L, encoder_attention_heads=nh, decoder_attention_heads=nh,
+                          encoder_ffn_dim=ff, decoder_ffn_dim=ff, conv_dim=w2v["conv_dim"],
+                          conv_stride=w2v["conv_stride"], conv_kernel=w2v["conv_kernel"],
+                          num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=4, vocab_size=V,
+                          max_text_positions=pos, max_speech_positions=4 * pos, use_cache=False),
+                        lambda d: {"input_values": torch.randn(S.B, n_audio, device=d),
+                                   "decoder_input_ids": _ids(S, d, max(seq // 2, 4))}),
+        "hf_ast": (m("ASTForAudioClassification", "ASTConfig", hidden_size=h, num_hidden_layers=L,
+                     num_attention_heads=nh, intermediate_size=ff, num_mel_bins=S.mel, max_length=4 * seq),
+                   lambda d: {"input_values": torch.randn(S.B, 4 * seq, S.mel, device=d)}),
+        "hf_speech2text": (m("Speech2TextForConditionalGeneration", "Speech2TextConfig", d_model=h,
+                             encoder_layers=L, decoder_layers=L, encoder_attention_heads=nh,
+                             decoder_attention_heads=nh, encoder_ffn_dim=ff, decoder_ffn_dim=ff,
+                             input_feat_per_channel=S.mel, max_source_positions=4 * seq, max_target_positions=pos,
+                             conv_channels=h, **common),
+                           lambda d: {"input_features": torch.randn(S.B, 4 * seq, S.mel, device=d),
+                                      "decoder_input_ids": _ids(S, d, max(seq // 2, 4))}),
+        # decoders
+        "hf_mpt": (m("MptForCausalLM", "MptConfig", d_model=h, n_layers=L, n_heads=nh, max_seq_len=pos,
+                     **common), dec_in),
+        "hf_qwen2_moe": (m("Qwen2MoeForCausalLM", "Qwen2MoeConfig", moe_intermediate_size=ff // 2,
+                           shared_expert_intermediate_size=ff, **moe, **llama_like), dec_in),
+        "hf_olmoe": (m("OlmoeForCausalLM", "OlmoeConfig", **moe, **llama_like), dec_in),
+        "hf_mamba": (m("MambaForCausalLM", "MambaConfig", hidden_size=h, num_hidden_layers=L, state_size=8,
+                       expand=2, conv_kernel=4, **common), dec_in),
+        "hf_granite": (m("GraniteForCausalLM", "GraniteConfig", **llama_like), dec_in),
+        "hf_cohere": (m("CohereForCausalLM", "CohereConfig", **llama_like), dec_in),
+        "hf_starcoder2": (m("Starcoder2ForCausalLM", "Starcoder2Config", sliding_window=None, **llama_like), dec_in),
+        "hf_persimmon": (m("PersimmonForCausalLM", "PersimmonConfig", hidden_size=h, num_hidden_layers=L,
+                           num_attention_heads=nh, intermediate_size=ff, max_position_embeddings=pos,
+                           **common), dec_in),
+        "hf_gemma3": (m("Gemma3ForCausalLM", "Gemma3TextConfig", head_dim=hd, sliding_window=max(seq // 2, 4),
+                        **llama_like), dec_in),
+        "hf_xglm": (m("XGLMForCausalLM", "XGLMConfig", d_model=h, num_layers=L, attention_heads=nh, ffn_dim=ff,
+                      max_position_embeddings=pos, **common), dec_in),
+        "hf_biogpt": (m("BioGptForCausalLM", "BioGptConfig", **bert_like, use_cache=False), dec_in),
+        "hf_openai_gpt": (m("OpenAIGPTLMHeadModel", "OpenAIGPTConfig", n_embd=h, n_layer=L, n_head=nh,
+                            n_positions=pos, vocab_size=V), dec_in),
+        # encoders
+        "hf_deberta": (m("DebertaForMaskedLM", "DebertaConfig", relative_attention=True,
+                         pos_att_type=["c2p", "p2c"], **bert_like), enc_in),
+        "hf_funnel": (m("FunnelForMaskedLM", "FunnelConfig", d_model=h, n_head=nh, d_head=hd, d_inner=ff,
+                        block_sizes=[1, 1], num_decoder_layers=1, vocab_size=V), enc_in),
+        "hf_convbert": (m("ConvBertForMaskedLM", "ConvBertConfig", embedding_size=h, **bert_like), enc_in),
+        "hf_squeezebert": (m("SqueezeBertForMaskedLM", "SqueezeBertConfig", embedding_size=h, **bert_like), enc_in),
+        "hf_xlnet": (m("XLNetLMHeadModel", "XLNetConfig", d_model=h, n_layer=L, n_head=nh, d_inner=ff,
+                       vocab_size=V, use_mems_eval=False), enc_in),
+        "hf_fnet": (m("FNetForMaskedLM", "FNetConfig", hidden_size=h, num_hidden_layers=L, intermediate_size=ff,
+                      max_position_embeddings=pos, vocab_size=V), lambda d: {"input_ids": _ids(S, d)}),
+        "hf_roformer": (m("RoFormerForMaskedLM", "RoFormerConfig", **bert_like), enc_in),
+        "hf_esm": (m("EsmForMaskedLM", "EsmConfig", position_embedding_type="rotary", pad_token_id=1,
+                     mask_token_id=2, **bert_like), enc_in),
+        "hf_modernbert": (m("ModernBertForMaskedLM", "ModernBertConfig", hidden_size=h, num_hidden_layers=L,
+                            num_attention_heads=nh, intermediate_size=ff, max_position_embeddings=pos,
+                            vocab_size=V, local_attention=max(seq // 2, 4), pad_token_id=0, bos_token_id=1,
+                            eos_token_id=2, cls_token_id=1, sep_token_id=2), enc_in),
+        "hf_big_bird": (m("BigBirdForMaskedLM", "BigBirdConfig", attention_type="original_full", **bert_like),
+                        enc_in),
+        "hf_megatron_bert": (m("MegatronBertForMaskedLM", "MegatronBertConfig", **bert_like), enc_in),
+        # encoder-decoders
+        "hf_marian": (m("MarianMTModel", "MarianConfig", decoder_start_token_id=0, pad_token_id=0, **bart_like),
+                      s2s_in),
+        "hf_m2m100": (m("M2M100ForConditionalGeneration", "M2M100Config", **bart_like), s2s_in),
+        "hf_blenderbot": (m("BlenderbotForConditionalGeneration", "BlenderbotConfig", **bart_like), s2s_in),
+        "hf_plbart": (m("PLBartForConditionalGeneration", "PLBartConfig", **bart_like), s2s_in),
+        "hf_mt5": (m("MT5ForConditionalGeneration", "MT5Config", d_model=h, d_kv=hd, d_ff=ff, num_layers=L,
+                     num_decoder_layers=L, num_heads=nh, **common), s2s_in),
+        "hf_switch_transformers": (m("SwitchTransformersForConditionalGeneration", "SwitchTransformersConfig",
+                                     d_model=h, d_kv=hd, d_ff=ff, num_layers=L, num_decoder_layers=L,
+                                     num_sparse_encoder_layers=1, num_sparse_decoder_layers=1, num_heads=nh,
+                                     num_experts=4, **common),
+                                   # an explicit mask: without one the encoder leaves it None
+                                   # while compiling (is_torchdynamo_compiling) and raises, also
+                                   # under torch.compile
+                                   lambda d: dict(s2s_in(d), attention_mask=torch.ones(S.B, seq, dtype=torch.long,
+                                                                                       device=d))),
+        "hf_prophetnet": (m("ProphetNetForConditionalGeneration", "ProphetNetConfig", hidden_size=h,
+                            encoder_ffn_dim=ff, decoder_ffn_dim=ff, num_encoder_layers=L, num_decoder_layers=L,
+                            num_encoder_attention_heads=nh, num_decoder_attention_heads=nh, ngram=2,
+                            max_position_embeddings=pos, **common), s2s_in),
+    }
 
 
 def all_models(S, suites):

@@ -462,6 +462,13 @@ int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kw
         }
         return sym_const(t, r, out);
     }
+    if (name && !strcmp(name, "abs") && nargs == 1 && !kwnames && args[0].kind == V_TENSOR &&
+        f == PyDict_GetItemString(PyEval_GetBuiltins(), "abs")) {
+        /* abs(tensor): Tensor.__abs__ (masking_utils' sliding windows: abs(q - kv) <= w) */
+        if (sym_metap(t, args[0].val)->dtype == IC_BOOL)
+            return sym_fail(t, "abs of a bool tensor (eager will raise)");
+        return sym_tensor_out(t, ic_unary(t->g, IC_OP_ABS, args[0].val), out);
+    }
     if (PyType_Check(f))
         return sym_fail(t, "call of type %s not supported", ((PyTypeObject *)f)->tp_name);
     return sym_fail(t, "call to %s not supported", name ? name : Py_TYPE(f)->tp_name);

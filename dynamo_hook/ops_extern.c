@@ -298,3 +298,292 @@ int sym_h_native_mha(trace *t, const opdef *d, var **p, var *out) {
     out->items = items;
     return 0;
 }
+
+/* ---- einsum: permutes, sums and one batched matrix product per pair of operands -------- */
+
+#define EIN_LABELS 64 /* a-z, A-Z (by torch's order: A-Z first), then the dims of '...' */
+
+typedef struct ein_op {
+    ic_val v;
+    int n, lab[IC_MAX_DIMS];
+} ein_op;
+
+static int ein_label(char c) {
+    if (c >= 'A' && c <= 'Z')
+        return c - 'A';
+    if (c >= 'a' && c <= 'z')
+        return 26 + (c - 'a');
+    return -1;
+}
+
+/* x summed over the dims whose labels are not in keep (a label mask) */
+static void ein_sum_out(trace *t, ein_op *x, uint64_t keep) {
+    uint32_t mask = 0;
+    int m = 0;
+    for (int i = 0; i < x->n; i++) {
+        if (keep >> x->lab[i] & 1)
+            x->lab[m++] = x->lab[i];
+        else
+            mask |= 1u << i;
+    }
+    if (mask) {
+        x->v = ic_reduce(G, IC_OP_SUM, x->v, mask, 0, -1);
+        x->n = m;
+    }
+}
+
+/* x permuted to the labels in `order` (each of x's labels once), then reshaped to the
+ * products of the groups of sizes ng[0..k) */
+static ic_val ein_arrange(trace *t, const ein_op *x, const int *order, const int64_t *size, const int *ng, int k) {
+    int perm[IC_MAX_DIMS], ident = 1;
+    for (int i = 0; i < x->n; i++)
+        for (int j = 0; j < x->n; j++)
+            if (x->lab[j] == order[i]) {
+                perm[i] = j;
+                ident &= i == j;
+            }
+    ic_val v = ident ? x->v : ic_permute(G, x->v, perm);
+    int64_t sz[3];
+    for (int g = 0, at = 0; g < k; g++) {
+        sz[g] = 1;
+        for (int i = 0; i < ng[g]; i++)
+            sz[g] *= size[order[at++]];
+    }
+    return ic_reshape(G, v, k, sz);
+}
+
+/* a and b contracted into the labels of keep (a mask) still needed: batch labels (in both,
+ * kept), a's and b's own kept labels, summed labels (in both, not kept) */
+static int ein_pair(trace *t, ein_op *a, ein_op *b, uint64_t keep, const int64_t *size, ein_op *r) {
+    uint64_t la = 0, lb = 0;
+    for (int i = 0; i < a->n; i++)
+        la |= 1ull << a->lab[i];
+    for (int i = 0; i < b->n; i++)
+        lb |= 1ull << b->lab[i];
+    ein_sum_out(t, a, keep | lb); /* labels of one operand only, not needed later: summed first */
+    ein_sum_out(t, b, keep | la);
+    int bat[IC_MAX_DIMS], lef[IC_MAX_DIMS], rig[IC_MAX_DIMS], con[IC_MAX_DIMS];
+    int nb = 0, nl = 0, nr = 0, nc = 0;
+    for (int i = 0; i < a->n; i++) {
+        int l = a->lab[i], inb = (lb >> l & 1) != 0, kept = (keep >> l & 1) != 0;
+        if (inb && kept)
+            bat[nb++] = l;
+        else if (inb)
+            con[nc++] = l;
+        else
+            lef[nl++] = l;
+    }
+    for (int i = 0; i < b->n; i++)
+        if (!(la >> b->lab[i] & 1))
+            rig[nr++] = b->lab[i];
+    if (nb + nl + nr > IC_MAX_DIMS)
+        return sym_fail(t, "einsum: too many dims");
+    int oa[IC_MAX_DIMS], ob[IC_MAX_DIMS], k = 0;
+    for (int i = 0; i < nb; i++)
+        oa[k++] = bat[i];
+    for (int i = 0; i < nl; i++)
+        oa[k++] = lef[i];
+    for (int i = 0; i < nc; i++)
+        oa[k++] = con[i];
+    k = 0;
+    for (int i = 0; i < nb; i++)
+        ob[k++] = bat[i];
+    for (int i = 0; i < nc; i++)
+        ob[k++] = con[i];
+    for (int i = 0; i < nr; i++)
+        ob[k++] = rig[i];
+    int ga[3] = {nb, nl, nc}, gb[3] = {nb, nc, nr};
+    ic_val ab[2] = {ein_arrange(t, a, oa, size, ga, 3), ein_arrange(t, b, ob, size, gb, 3)};
+    ic_val p = ic_extern(G, IC_EXT_BMM, 2, ab, 0, NULL, 1, 1);
+    int64_t sz[IC_MAX_DIMS];
+    r->n = 0;
+    for (int i = 0; i < nb; i++)
+        r->lab[r->n++] = bat[i];
+    for (int i = 0; i < nl; i++)
+        r->lab[r->n++] = lef[i];
+    for (int i = 0; i < nr; i++)
+        r->lab[r->n++] = rig[i];
+    for (int i = 0; i < r->n; i++)
+        sz[i] = size[r->lab[i]];
+    r->v = ic_reshape(G, p, r->n, sz);
+    return sym_check_graph(t);
+}
+
+/* einsum(equation, *operands) (or one list of operands): letters and '...', implicit or
+ * explicit output; size-1 dims broadcast against their label's size. A label repeated in
+ * one operand (a diagonal) and symbolic shapes are left to eager. Operands contract left to
+ * right (eager may pick another order with opt_einsum: the same values up to rounding). */
+int sym_h_einsum(trace *t, const opdef *d, var **p, var *out) {
+    if (p[0]->kind != V_CONST || !PyUnicode_Check(p[0]->obj))
+        return sym_fail(t, "einsum: sublist form not supported");
+    const char *eq = PyUnicode_AsUTF8(p[0]->obj);
+    const var *seq = p[1];
+    if (eq == NULL || seq == NULL || seq->kind != V_SEQ)
+        return sym_fail(t, "einsum: bad arguments");
+    if (seq->n == 1) {
+        var it = seq->items[0];
+        sym_resolve(t, &it);
+        if (it.kind == V_SEQ)
+            seq = &seq->items[0];
+    }
+    int nops = seq->n;
+    if (nops < 1 || nops > 8)
+        return sym_fail(t, "einsum of %d operands not supported", nops);
+    ein_op ops[8];
+    int64_t size[EIN_LABELS];
+    int seen[EIN_LABELS] = {0}, count[EIN_LABELS] = {0};
+    ic_dtype to = IC_F32;
+    int cast = dh_tl_autocast && dh_autocast_op_affected("einsum") ? dh_autocast_policy(t, "einsum", &to) : 0;
+    if (cast < 0)
+        return sym_fail(t, "autocast is enabled and einsum casts under it (not captured)");
+    /* parse the inputs: per operand its letters and where its '...' stands */
+    const char *s = eq;
+    int nell = 0, ell_at[8], nlet[8], lets[8][IC_MAX_DIMS];
+    for (int i = 0; i < nops; i++) {
+        var x = seq->items[i], *xp = &x;
+        sym_resolve(t, &x);
+        if (x.kind != V_TENSOR)
+            return sym_fail(t, "einsum: operands must be tensors");
+        if (cast == 1 && dh_autocast_arg(t, &x, to, &xp) < 0)
+            return -1;
+        const ic_meta *m = sym_metap(t, xp->val);
+        if (m->dyn)
+            return sym_fail(t, "einsum with symbolic shapes left to eager");
+        if (i > 0 && m->dtype != sym_metap(t, ops[0].v)->dtype)
+            return sym_fail(t, "einsum: operands of different dtypes (eager will raise)");
+        ops[i].v = xp->val;
+        ops[i].n = m->ndim;
+        ell_at[i] = -1;
+        nlet[i] = 0;
+        for (; *s && *s != ',' && *s != '-'; s++) {
+            if (*s == ' ')
+                continue;
+            if (*s == '.') {
+                if (strncmp(s, "...", 3) || ell_at[i] >= 0)
+                    return sym_fail(t, "einsum: bad equation (eager will raise)");
+                ell_at[i] = nlet[i];
+                s += 2;
+                continue;
+            }
+            int l = ein_label(*s);
+            if (l < 0 || nlet[i] >= IC_MAX_DIMS)
+                return sym_fail(t, "einsum: bad equation (eager will raise)");
+            lets[i][nlet[i]++] = l;
+        }
+        if ((i < nops - 1) != (*s == ','))
+            return sym_fail(t, "einsum: %d operands for the equation (eager will raise)", nops);
+        if (*s == ',')
+            s++;
+        int ne = m->ndim - nlet[i];
+        if (ne < 0 || (ne > 0 && ell_at[i] < 0))
+            return sym_fail(t, "einsum: subscripts do not match the operand's dims (eager will raise)");
+        if (ne > nell)
+            nell = ne;
+    }
+    if (nell > EIN_LABELS - 52)
+        return sym_fail(t, "einsum: too many dims");
+    /* labels of each operand's dims ('...' dims right-aligned to the longest one) and sizes */
+    for (int i = 0; i < nops; i++) {
+        const ic_meta m = *sym_metap(t, ops[i].v);
+        int ne = m.ndim - nlet[i], at = 0;
+        for (int j = 0; j < m.ndim; j++) {
+            int l;
+            if (ell_at[i] >= 0 && j >= ell_at[i] && j < ell_at[i] + ne)
+                l = 52 + nell - ne + (j - ell_at[i]);
+            else
+                l = lets[i][at++];
+            for (int k = 0; k < j; k++)
+                if (ops[i].lab[k] == l)
+                    return sym_fail(t, "einsum: a repeated subscript (diagonal) left to eager");
+            ops[i].lab[j] = l;
+            if (!seen[l] || size[l] == 1)
+                size[l] = m.sizes[j];
+            else if (m.sizes[j] != 1 && m.sizes[j] != size[l])
+                return sym_fail(t, "einsum: sizes of a subscript do not match (eager will raise)");
+            seen[l] = 1;
+            count[l] += l < 52;
+        }
+    }
+    /* the output's labels */
+    int olab[IC_MAX_DIMS], no = 0;
+    uint64_t omask = 0;
+    if (*s == '-') {
+        if (s[1] != '>')
+            return sym_fail(t, "einsum: bad equation (eager will raise)");
+        int had_ell = 0;
+        for (s += 2; *s; s++) {
+            if (*s == ' ')
+                continue;
+            int l = -1;
+            if (*s == '.') {
+                if (strncmp(s, "...", 3) || had_ell)
+                    return sym_fail(t, "einsum: bad equation (eager will raise)");
+                s += 2;
+                had_ell = 1;
+                for (int e = 0; e < nell; e++) {
+                    if (no >= IC_MAX_DIMS)
+                        return sym_fail(t, "einsum: too many dims");
+                    olab[no++] = 52 + e;
+                    omask |= 1ull << (52 + e);
+                }
+                continue;
+            }
+            l = ein_label(*s);
+            if (l < 0 || !seen[l] || (omask >> l & 1) || no >= IC_MAX_DIMS)
+                return sym_fail(t, "einsum: bad output subscripts (eager will raise)");
+            olab[no++] = l;
+            omask |= 1ull << l;
+        }
+        /* without '...' in the output its dims are summed (as in eager) */
+    } else {
+        for (int e = 0; e < nell; e++) {
+            olab[no++] = 52 + e;
+            omask |= 1ull << (52 + e);
+        }
+        for (int l = 0; l < 52; l++)
+            if (count[l] == 1) {
+                if (no >= IC_MAX_DIMS)
+                    return sym_fail(t, "einsum: too many dims");
+                olab[no++] = l;
+                omask |= 1ull << l;
+            }
+    }
+    /* size-1 dims broadcast to their label's size */
+    for (int i = 0; i < nops; i++) {
+        const ic_meta m = *sym_metap(t, ops[i].v);
+        int64_t want[IC_MAX_DIMS];
+        int bc = 0;
+        for (int j = 0; j < m.ndim; j++) {
+            want[j] = size[ops[i].lab[j]];
+            bc |= want[j] != m.sizes[j];
+        }
+        if (bc)
+            ops[i].v = ic_expand(G, ops[i].v, m.ndim, want);
+        for (int j = 0; j < m.ndim; j++)
+            if (want[j] == 0)
+                return sym_fail(t, "einsum of an empty operand left to eager");
+    }
+    ein_op cur = ops[0];
+    for (int i = 1; i < nops; i++) {
+        uint64_t keep = omask;
+        for (int j = i + 1; j < nops; j++)
+            for (int k = 0; k < ops[j].n; k++)
+                keep |= 1ull << ops[j].lab[k];
+        ein_op r;
+        if (ein_pair(t, &cur, &ops[i], keep, size, &r) < 0)
+            return -1;
+        cur = r;
+    }
+    ein_sum_out(t, &cur, omask);
+    int perm[IC_MAX_DIMS], ident = 1;
+    for (int i = 0; i < no; i++)
+        for (int j = 0; j < cur.n; j++)
+            if (cur.lab[j] == olab[i]) {
+                perm[i] = j;
+                ident &= i == j;
+            }
+    ic_val r = cur.v;
+    if (!ident)
+        r = ic_permute(G, r, perm);
+    return sym_tensor_out(t, r, out);
+}

@@ -89,6 +89,8 @@ int sym_h_factory(trace *t, const opdef *d, var **p, var *out);
 int sym_h_new_factory(trace *t, const opdef *d, var **p, var *out);
 int sym_h_tensor(trace *t, const opdef *d, var **p, var *out);
 int sym_h_act(trace *t, const opdef *d, var **p, var *out);
+int sym_h_glu(trace *t, const opdef *d, var **p, var *out);
+int sym_h_type(trace *t, const opdef *d, var **p, var *out);
 int sym_h_masked_fill(trace *t, const opdef *d, var **p, var *out);
 int sym_h_addc(trace *t, const opdef *d, var **p, var *out);
 int sym_h_type_as(trace *t, const opdef *d, var **p, var *out);
@@ -107,6 +109,7 @@ int sym_h_var(trace *t, const opdef *d, var **p, var *out);
 int sym_h_logsumexp(trace *t, const opdef *d, var **p, var *out);
 int sym_h_anyall(trace *t, const opdef *d, var **p, var *out);
 int sym_h_norm(trace *t, const opdef *d, var **p, var *out);
+int sym_h_weight_norm(trace *t, const opdef *d, var **p, var *out);
 int sym_h_batch_norm(trace *t, const opdef *d, var **p, var *out);
 int sym_h_group_norm(trace *t, const opdef *d, var **p, var *out);
 int sym_h_cumsum(trace *t, const opdef *d, var **p, var *out);
@@ -139,6 +142,10 @@ int sym_h_tri(trace *t, const opdef *d, var **p, var *out);
 int sym_h_flip(trace *t, const opdef *d, var **p, var *out);
 int sym_h_repeat(trace *t, const opdef *d, var **p, var *out);
 int sym_h_gather(trace *t, const opdef *d, var **p, var *out);
+int sym_h_meshgrid(trace *t, const opdef *d, var **p, var *out);
+int sym_h_unbind(trace *t, const opdef *d, var **p, var *out);
+int sym_h_reshape_as(trace *t, const opdef *d, var **p, var *out);
+int sym_h_repeat_interleave(trace *t, const opdef *d, var **p, var *out);
 
 /* ops_extern.c */
 int sym_conv_ints(trace *t, var *v, long long dflt, int nd, int64_t *out, const char *what);
@@ -150,6 +157,7 @@ int sym_h_linear(trace *t, const opdef *d, var **p, var *out);
 int sym_h_conv(trace *t, const opdef *d, var **p, var *out);
 int sym_h_sdpa(trace *t, const opdef *d, var **p, var *out);
 int sym_h_native_mha(trace *t, const opdef *d, var **p, var *out);
+int sym_h_einsum(trace *t, const opdef *d, var **p, var *out);
 
 /* ops_pool.c */
 int sym_dw_conv(trace *t, int nd, const int64_t *prm, const ic_val *v, int n, ic_val *res);
@@ -158,6 +166,7 @@ int sym_h_max_pool(trace *t, const opdef *d, var **p, var *out);
 int sym_h_avg_pool(trace *t, const opdef *d, var **p, var *out);
 int sym_h_adaptive_pool(trace *t, const opdef *d, var **p, var *out);
 int sym_h_pad(trace *t, const opdef *d, var **p, var *out);
+int sym_h_unfold(trace *t, const opdef *d, var **p, var *out);
 int sym_h_interpolate(trace *t, const opdef *d, var **p, var *out);
 
 /* ops_loss.c (training): losses; attention with dropout as eager's math path */

@@ -808,3 +808,46 @@ int sym_h_diff(trace *t, const opdef *d, var **p, var *out) {
         return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "diff failed");
     return sym_tensor_out(t, x, out);
 }
+
+/* F.glu(input, dim=-1): the first half times the sigmoid of the second along dim (in f32 for
+ * 16-bit floats, rounded once, like eager's kernel) */
+int sym_h_glu(trace *t, const opdef *d, var **p, var *out) {
+    if (sym_need_tensor(t, d, p[0]) < 0)
+        return -1;
+    long long dd = -1;
+    if (p[1] && !sym_is_none(p[1]) && sym_get_int(t, p[1], &dd, "dim") < 0)
+        return -1;
+    ic_meta m = *sym_metap(t, p[0]->val);
+    int dim;
+    if (m.ndim == 0 || sym_norm_dim(t, dd, m.ndim, &dim) < 0)
+        return m.ndim == 0 ? sym_fail(t, "glu of a 0-d tensor (eager will raise)") : -1;
+    if (m.dtype < IC_F16 || m.dtype > IC_F64 || m.dyn || m.sizes[dim] % 2)
+        return sym_fail(t, "glu: a non-float input, an odd or symbolic dim left to eager");
+    int64_t h = m.sizes[dim] / 2;
+    ic_val x = p[0]->val;
+    int half = m.dtype == IC_F16 || m.dtype == IC_BF16;
+    ic_val a = ic_slice(G, x, dim, 0, h, 1), b = ic_slice(G, x, dim, h, 2 * h, 1);
+    if (half) {
+        a = ic_cast(G, a, IC_F32);
+        b = ic_cast(G, b, IC_F32);
+    }
+    ic_val r = ic_binary(G, IC_OP_MUL, a, ic_unary(G, IC_OP_SIGMOID, b));
+    return sym_tensor_out(t, half ? ic_cast(G, r, m.dtype) : r, out);
+}
+
+/* Tensor.type(dtype, non_blocking=False): a cast (the tensor itself when the dtype is its
+ * own); type() without a dtype (a type name) and type names as strings are left to eager */
+int sym_h_type(trace *t, const opdef *d, var **p, var *out) {
+    if (sym_need_tensor(t, d, p[0]) < 0)
+        return -1;
+    if (p[1] == NULL || sym_is_none(p[1]) || (p[1]->kind == V_CONST && PyUnicode_Check(p[1]->obj)))
+        return sym_fail(t, "Tensor.type() without a torch.dtype left to eager");
+    int dt;
+    if (sym_get_dtype(t, p[1], &dt) < 0)
+        return -1;
+    if (dt < 0)
+        return sym_fail(t, "Tensor.type(): not a dtype");
+    if (ic_value_meta(t->g, p[0]->val)->dtype == (ic_dtype)dt)
+        return sym_same_tensor(t, p, out);
+    return sym_tensor_out(t, ic_cast(t->g, p[0]->val, (ic_dtype)dt), out);
+}

@@ -306,3 +306,54 @@ int sym_h_interpolate(trace *t, const opdef *d, var **p, var *out) {
     }
     return sym_tensor_out(t, x, out);
 }
+
+/* F.unfold(input, kernel_size, dilation=1, padding=0, stride=1) (im2col) of a 3-d/4-d input:
+ * one strided slice of the zero-padded input per kernel tap, stacked after the channels
+ * ([N, C, kh*kw, oh, ow]) and flattened to [N, C*kh*kw, oh*ow], eager's channel order */
+int sym_h_unfold(trace *t, const opdef *d, var **p, var *out) {
+    int64_t k[2], dl[2], pad[2], s2[2];
+    if (sym_need_tensor(t, d, p[0]) < 0 || sym_conv_ints(t, p[1], 1, 2, k, "kernel_size") < 0 ||
+        pool_ints(t, p[2], 0, k, 2, dl, 1, "dilation") < 0 || pool_ints(t, p[3], 0, k, 2, pad, 0, "padding") < 0 ||
+        pool_ints(t, p[4], 0, k, 2, s2, 1, "stride") < 0)
+        return -1;
+    ic_val x = p[0]->val;
+    ic_meta m = *sym_metap(t, x);
+    if (m.dyn || (m.ndim != 3 && m.ndim != 4))
+        return sym_fail(t, "unfold: a 3-d/4-d input of static shape (else eager raises or runs)");
+    int batched = m.ndim == 4;
+    if (!batched) {
+        int64_t sz[4] = {1, m.sizes[0], m.sizes[1], m.sizes[2]};
+        x = ic_reshape(G, x, 4, sz);
+        m = *sym_metap(t, x);
+    }
+    int64_t o[2];
+    for (int i = 0; i < 2; i++) {
+        int64_t eff = dl[i] * (k[i] - 1) + 1;
+        if (k[i] < 1 || dl[i] < 1 || s2[i] < 1 || pad[i] < 0)
+            return sym_fail(t, "unfold: bad kernel/dilation/padding/stride (eager will raise)");
+        o[i] = (m.sizes[2 + i] + 2 * pad[i] - eff) / s2[i] + 1;
+        if (m.sizes[2 + i] + 2 * pad[i] < eff || o[i] < 1)
+            return sym_fail(t, "unfold: output size too small (eager will raise)");
+    }
+    if (k[0] * k[1] > 64)
+        return sym_fail(t, "unfold: more than 64 kernel taps left to eager");
+    ic_val xp = x;
+    for (int i = 0; i < 2; i++)
+        xp = ic_pad_const(G, xp, 2 + i, pad[i], pad[i], 0.0);
+    int64_t tap[5] = {m.sizes[0], m.sizes[1], 1, o[0], o[1]};
+    ic_val acc = -1;
+    for (int64_t a = 0; a < k[0]; a++)
+        for (int64_t b = 0; b < k[1]; b++) {
+            ic_val v = ic_slice(G, xp, 2, a * dl[0], a * dl[0] + (o[0] - 1) * s2[0] + 1, s2[0]);
+            v = ic_slice(G, v, 3, b * dl[1], b * dl[1] + (o[1] - 1) * s2[1] + 1, s2[1]);
+            v = ic_reshape(G, v, 5, tap);
+            acc = acc < 0 ? v : ic_cat(G, acc, v, 2);
+        }
+    int64_t fin[3] = {m.sizes[0], m.sizes[1] * k[0] * k[1], o[0] * o[1]};
+    ic_val r = ic_reshape(G, acc, 3, fin);
+    if (!batched)
+        r = ic_reshape(G, r, 2, fin + 1);
+    if (sym_check_graph(t) < 0)
+        return -1;
+    return sym_tensor_out(t, r, out);
+}

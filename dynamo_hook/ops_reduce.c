@@ -301,12 +301,14 @@ int sym_h_norm(trace *t, const opdef *d, var **p, var *out) {
     double ord = 2.0;
     if (p[1] && !sym_is_none(p[1])) {
         if (p[1]->kind == V_CONST && PyUnicode_Check(p[1]->obj)) {
-            if (PyUnicode_CompareWithASCIIString(p[1]->obj, "fro"))
+            if (d->op == 1 || PyUnicode_CompareWithASCIIString(p[1]->obj, "fro"))
                 return sym_fail(t, "norm p=%R not supported", p[1]->obj);
         } else if (sym_opt_num(t, p[1], 2.0, &ord, "p") < 0) {
             return -1;
         }
     }
+    if (d->op == 1 && ((p[4] && !sym_is_none(p[4])) || (p[5] && !sym_is_none(p[5]))))
+        return sym_fail(t, "vector_norm with dtype/out left to eager");
     int keep = 0;
     uint32_t mask;
     ic_val x = p[0]->val;
@@ -327,6 +329,39 @@ int sym_h_norm(trace *t, const opdef *d, var **p, var *out) {
         r = ic_binary(G, IC_OP_POW, ic_reduce(G, IC_OP_SUM, ic_binary(G, IC_OP_POW, a, sym_num(t, ord)), mask, keep, -1),
                       sym_num(t, 1.0 / ord));
     return sym_tensor_out(t, r, out);
+}
+
+/* torch._weight_norm(v, g, dim=0) (nn.utils.parametrizations.weight_norm): v * (g / norm of
+ * v over every dim but dim), the norm over all of v for dim=-1 */
+int sym_h_weight_norm(trace *t, const opdef *d, var **p, var *out) {
+    if (sym_need_tensor(t, d, p[0]) < 0 || sym_need_tensor(t, d, p[1]) < 0)
+        return -1;
+    long long dd = 0;
+    if (p[2] && !sym_is_none(p[2]) && sym_get_int(t, p[2], &dd, "dim") < 0)
+        return -1;
+    ic_val v = p[0]->val, g = p[1]->val;
+    ic_meta vm = *sym_metap(t, v), gm = *sym_metap(t, g);
+    if (vm.dtype < IC_F16 || vm.dtype > IC_F64 || gm.dtype != vm.dtype || vm.dyn)
+        return sym_fail(t, "_weight_norm: non-float, mixed dtypes or symbolic shapes left to eager");
+    uint32_t mask = 0;
+    if (dd == -1) {
+        mask = vm.ndim ? (uint32_t)((1ull << vm.ndim) - 1) : 0;
+    } else {
+        int dim;
+        if (sym_norm_dim(t, dd, vm.ndim, &dim) < 0)
+            return -1;
+        for (int i = 0; i < vm.ndim; i++)
+            if (i != dim)
+                mask |= 1u << i;
+        if (gm.ndim != vm.ndim)
+            return sym_fail(t, "_weight_norm: g of another rank left to eager");
+    }
+    ic_val nrm;
+    if (mask == 0) /* a 1-d v along dim: each element its own norm */
+        nrm = ic_unary(G, IC_OP_ABS, v);
+    else
+        nrm = ic_unary(G, IC_OP_SQRT, ic_reduce(G, IC_OP_SUM, ic_binary(G, IC_OP_MUL, v, v), mask, 1, -1));
+    return sym_tensor_out(t, ic_binary(G, IC_OP_MUL, v, ic_binary(G, IC_OP_DIV, g, nrm)), out);
 }
 
 /* batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps) */

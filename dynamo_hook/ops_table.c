@@ -87,6 +87,10 @@ static const opdef OPS[] = {
     {"new_ones", W_METHOD, "input,*size|dtype,device,requires_grad,layout,pin_memory", sym_h_new_factory, 1},
     {"new_full", W_METHOD, "input,size,fill_value|dtype,device,requires_grad,layout,pin_memory", sym_h_new_factory, 2},
     {"new_empty", W_METHOD, "input,*size|dtype,device,requires_grad,layout,pin_memory", sym_h_new_factory, 3},
+    /* empty/empty_like: uninitialized in eager, zeros here (any value is eager's) */
+    {"empty", W_TORCH, "*size|dtype,device,layout,requires_grad,pin_memory,memory_format,out", sym_h_factory, 0},
+    {"empty_like", W_TORCH, "input|dtype,device,layout,requires_grad,memory_format", sym_h_factory, 3},
+    {"glu", W_F, "input,dim", sym_h_glu, 0},
     {"softplus", W_F, "input,beta,threshold", sym_h_act, 0},
     {"elu", W_F, "input,alpha,inplace", sym_h_act, 1},
     {"leaky_relu", W_F, "input,negative_slope,inplace", sym_h_act, 2},
@@ -104,6 +108,10 @@ static const opdef OPS[] = {
     {"any", W_TORCH | W_METHOD, "input,dim,keepdim", sym_h_anyall, 0},
     {"all", W_TORCH | W_METHOD, "input,dim,keepdim", sym_h_anyall, 1},
     {"norm", W_TORCH | W_METHOD, "input,p,dim,keepdim", sym_h_norm, 0},
+    {"vector_norm", W_LINALG, "x,ord,dim,keepdim|dtype,out", sym_h_norm, 1},
+    {"_weight_norm", W_TORCH, "v,g,dim", sym_h_weight_norm, 0},
+    {"meshgrid", W_TORCH, "*tensors|indexing", sym_h_meshgrid, 0},
+    {"einsum", W_TORCH, "equation,*operands", sym_h_einsum, 0},
     {"masked_fill", W_TORCH | W_METHOD, "input,mask,value", sym_h_masked_fill, 0},
     {"addcmul", W_TORCH | W_METHOD, "input,tensor1,tensor2|value", sym_h_addc, 0},
     {"addcdiv", W_TORCH | W_METHOD, "input,tensor1,tensor2|value", sym_h_addc, 1},
@@ -119,6 +127,7 @@ static const opdef OPS[] = {
     {"clone", W_TORCH | W_METHOD, "input|memory_format", sym_h_clone, 0},
     {"nan_to_num", W_TORCH | W_METHOD, "input,nan,posinf,neginf", sym_h_nan_to_num, 0},
     {"repeat", W_METHOD, "input,*repeats", sym_h_repeat, 0},
+    {"repeat_interleave", W_TORCH | W_METHOD, "input,repeats,dim|output_size", sym_h_repeat_interleave, 0},
     {"float", W_METHOD, "input", sym_h_cast, IC_F32},
     {"double", W_METHOD, "input", sym_h_cast, IC_F64},
     {"int", W_METHOD, "input", sym_h_cast, IC_I32},
@@ -129,9 +138,12 @@ static const opdef OPS[] = {
     {"short", W_METHOD, "input", sym_h_cast, IC_I16},
     {"char", W_METHOD, "input", sym_h_cast, IC_I8},
     {"byte", W_METHOD, "input", sym_h_cast, IC_U8},
+    {"type", W_METHOD, "input,dtype,non_blocking", sym_h_type, 0},
     {"to", W_METHOD, "input,a,b|dtype,non_blocking,copy,device,memory_format", sym_h_to, 0},
     {"reshape", W_TORCH | W_METHOD, "input,*shape", sym_h_reshape, 0},
     {"view", W_METHOD, "input,*shape", sym_h_reshape, 0},
+    {"reshape_as", W_METHOD, "input,other", sym_h_reshape_as, 0},
+    {"unbind", W_TORCH | W_METHOD, "input,dim", sym_h_unbind, 0},
     {"flatten", W_TORCH | W_METHOD, "input,start_dim,end_dim", sym_h_flatten, 0},
     {"unflatten", W_TORCH | W_METHOD, "input,dim,sizes", sym_h_unflatten, 0},
     {"permute", W_TORCH | W_METHOD, "input,*dims", sym_h_permute, 0},
@@ -192,6 +204,7 @@ static const opdef OPS[] = {
     {"l1_loss", W_F, "input,target,size_average,reduce,reduction,weight", sym_h_pointwise_loss, 1},
     {"smooth_l1_loss", W_F, "input,target,size_average,reduce,reduction,beta", sym_h_pointwise_loss, 2},
     {"huber_loss", W_F, "input,target,reduction,delta,weight", sym_h_pointwise_loss, 3},
+    {"unfold", W_F, "input,kernel_size,dilation,padding,stride", sym_h_unfold, 0},
     {"interpolate", W_F, "input,size,scale_factor,mode,align_corners,recompute_scale_factor,antialias", sym_h_interpolate, 0},
 };
 #undef UN
@@ -450,6 +463,57 @@ static int autograd_function_nograd(trace *t, PyObject *cls, PyObject *apply, va
     if (fs < 0)
         return -1;
     return sym_inline(t, fwd, fs, NULL, a, nargs + with_ctx, kwnames, out);
+}
+
+/* an immutable constant: None, bool, int, float, str, a tuple of them */
+static int immutable_const(PyObject *o, int depth) {
+    if (o == Py_None || PyBool_Check(o) || PyLong_CheckExact(o) || PyFloat_CheckExact(o) || PyUnicode_CheckExact(o))
+        return 1;
+    if (PyTuple_CheckExact(o) && depth < 4) {
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(o); i++)
+            if (!immutable_const(PyTuple_GET_ITEM(o, i), depth + 1))
+                return 0;
+        return 1;
+    }
+    return 0;
+}
+
+/* A functools.lru_cache'd function called with constant arguments (transformers'
+ * is_torch_*_available, is_fsdp_managed_module's checks): called here, its result (an
+ * immutable constant) is what eager's call returns from the cache. A cached function is
+ * taken to be pure, as the cache itself assumes. 1: not such a call. */
+static int lru_cached_call(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out) {
+    static PyObject *lru_type;
+    if (lru_type == NULL) {
+        PyObject *ft = PyImport_ImportModule("functools");
+        lru_type = ft ? PyObject_GetAttrString(ft, "_lru_cache_wrapper") : NULL; /* kept */
+        Py_XDECREF(ft);
+        if (lru_type == NULL) {
+            (void)tc_clear_expected(PyExc_ImportError, PyExc_AttributeError);
+            return 1;
+        }
+    }
+    if ((PyObject *)Py_TYPE(fn->obj) != lru_type || nargs > 16)
+        return 1;
+    PyObject *argv[17];
+    for (int i = 0; i < nargs; i++) {
+        if (args[i].kind != V_CONST || !immutable_const(args[i].obj, 0))
+            return sym_fail(t, "lru_cache'd function called with non-constant arguments");
+        argv[i + 1] = args[i].obj;
+    }
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    PyObject *r = PyObject_Vectorcall(fn->obj, argv + 1, (size_t)(nargs - nkw) | PY_VECTORCALL_ARGUMENTS_OFFSET,
+                                      kwnames);
+    if (r == NULL) {
+        if (tc_clear_expected(PyExc_Exception) < 0)
+            return -1;
+        return sym_fail(t, "lru_cache'd function raised (eager will raise)");
+    }
+    if (!immutable_const(r, 0)) {
+        Py_DECREF(r);
+        return sym_fail(t, "lru_cache'd function returned a mutable or non-constant value");
+    }
+    return sym_const(t, r, out);
 }
 
 int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames, var *out) {
@@ -811,8 +875,12 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
         }
         return sym_fail(t, "method %U of a non-tensor not supported", fn->obj);
     }
-    if (fn->kind == V_OBJ && !PyModule_Check(fn->obj))
+    if (fn->kind == V_OBJ && !PyModule_Check(fn->obj)) {
+        int rc = lru_cached_call(t, fn, args, nargs, kwnames, out);
+        if (rc != 1)
+            return rc;
         return sym_inline_module(t, fn, args, nargs, kwnames, out);
+    }
     return sym_fail(t, "call of a non-callable value");
 }
 

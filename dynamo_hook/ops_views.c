@@ -598,6 +598,62 @@ int sym_h_cat(trace *t, const opdef *d, var **p, var *out) {
     return sym_tensor_out(t, r, out);
 }
 
+/* meshgrid(*tensors, indexing=None) (or one list of tensors): 0-d/1-d inputs, each a view
+ * along its own dim expanded to the grid; indexing "xy" swaps the first two dims. None is
+ * "ij" (eager also warns once). */
+int sym_h_meshgrid(trace *t, const opdef *d, var **p, var *out) {
+    const var *seq = p[0];
+    if (seq->kind == V_SEQ && seq->n == 1) {
+        var it = seq->items[0];
+        sym_resolve(t, &it);
+        if (it.kind == V_SEQ)
+            seq = &seq->items[0];
+    }
+    ic_val v[IC_MAX_DIMS];
+    int n, xy = 0;
+    if (tensors_of(t, seq, v, IC_MAX_DIMS, &n) < 0)
+        return -1;
+    if (p[1] != NULL && !sym_is_none(p[1])) {
+        const char *s = p[1]->kind == V_CONST && PyUnicode_Check(p[1]->obj) ? PyUnicode_AsUTF8(p[1]->obj) : NULL;
+        if (s == NULL || (strcmp(s, "ij") && strcmp(s, "xy")))
+            return sym_fail(t, "meshgrid: indexing must be 'ij' or 'xy' (eager will raise)");
+        xy = strcmp(s, "xy") == 0;
+    }
+    int64_t grid[IC_MAX_DIMS];
+    ic_dtype dt = sym_metap(t, v[0])->dtype;
+    for (int i = 0; i < n; i++) {
+        const ic_meta *m = sym_metap(t, v[i]);
+        if (m->ndim > 1 || m->dyn || m->dtype != dt)
+            return sym_fail(t, "meshgrid: inputs not 0-d/1-d of one dtype (or symbolic) left to eager");
+        grid[i] = m->ndim ? m->sizes[0] : 1;
+    }
+    if (xy && n >= 2) {
+        int64_t g0 = grid[0];
+        grid[0] = grid[1];
+        grid[1] = g0;
+    }
+    var *items = sym_alloc(t, n);
+    if (items == NULL)
+        return -1;
+    for (int i = 0; i < n; i++) {
+        int at = xy && n >= 2 && i < 2 ? 1 - i : i;
+        int64_t shp[IC_MAX_DIMS];
+        for (int j = 0; j < n; j++)
+            shp[j] = j == at ? grid[at] : 1;
+        var in = seq->items[i], mid;
+        sym_resolve(t, &in);
+        if (sym_view_out_desc(t, &in, ic_reshape(t->g, v[i], n, shp), &mid, "view",
+                              Py_BuildValue("(N)", ints_tuple(shp, n))) < 0 ||
+            sym_view_out_desc(t, &mid, ic_expand(t->g, mid.val, n, grid), &items[i], "expand",
+                              Py_BuildValue("(N)", ints_tuple(grid, n))) < 0)
+            return -1;
+    }
+    *out = sym_var(V_SEQ);
+    out->n = n;
+    out->items = items;
+    return 0;
+}
+
 /* narrow(input, dim, start, length) / select(input, dim, index) */
 int sym_h_narrow(trace *t, const opdef *d, var **p, var *out) {
     if (p[0]->kind != V_TENSOR)
@@ -1168,6 +1224,110 @@ int sym_h_repeat(trace *t, const opdef *d, var **p, var *out) {
     v = ic_expand(G, v, 2 * n, exp);
     v = ic_reshape(G, v, n, fin);
     return sym_tensor_out(t, v, out);
+}
+
+/* unbind(input, dim=0): a tuple of select views */
+int sym_h_unbind(trace *t, const opdef *d, var **p, var *out) {
+    if (sym_need_tensor(t, d, p[0]) < 0)
+        return -1;
+    ic_meta m = *sym_metap(t, p[0]->val);
+    long long dd = 0;
+    int dim;
+    if (p[1] && !sym_is_none(p[1]) && sym_get_int(t, p[1], &dd, "dim") < 0)
+        return -1;
+    if (m.ndim == 0)
+        return sym_fail(t, "unbind of a 0-d tensor (eager will raise)");
+    if (sym_norm_dim(t, dd, m.ndim, &dim) < 0)
+        return -1;
+    if (m.dyn)
+        return sym_fail(t, "unbind with symbolic shapes left to eager");
+    if (m.sizes[dim] > 64)
+        return sym_fail(t, "unbind into more than 64 tensors left to eager");
+    int n = (int)m.sizes[dim];
+    var *items = sym_alloc(t, n > 0 ? n : 1);
+    if (items == NULL)
+        return -1;
+    int64_t sz[IC_MAX_DIMS];
+    int k = 0;
+    for (int i = 0; i < m.ndim; i++)
+        if (i != dim)
+            sz[k++] = m.sizes[i];
+    for (int i = 0; i < n; i++) {
+        ic_val r = sym_reshape(t, ic_slice(t->g, p[0]->val, dim, i, i + 1, 1), k, sz);
+        if (sym_view_out_desc(t, p[0], r, &items[i], "select", Py_BuildValue("(ii)", dim, i)) < 0)
+            return -1;
+    }
+    *out = sym_var(V_SEQ);
+    out->n = n;
+    out->items = items;
+    return 0;
+}
+
+/* reshape_as(input, other): reshape to other's shape */
+int sym_h_reshape_as(trace *t, const opdef *d, var **p, var *out) {
+    if (sym_need_tensor(t, d, p[0]) < 0 || sym_need_tensor(t, d, p[1]) < 0)
+        return -1;
+    ic_meta o = *sym_metap(t, p[1]->val);
+    if (o.dyn || sym_metap(t, p[0]->val)->dyn)
+        return sym_fail(t, "reshape_as with symbolic shapes left to eager");
+    return reshape_out(t, p[0], sym_reshape(t, p[0]->val, o.ndim, o.sizes), out);
+}
+
+/* repeat_interleave(input, repeats, dim=None, *, output_size=None) with an int repeats (or a
+ * one-element constant): each element repeated along dim, the flattened input for dim=None */
+int sym_h_repeat_interleave(trace *t, const opdef *d, var **p, var *out) {
+    if (sym_need_tensor(t, d, p[0]) < 0)
+        return -1;
+    long long r;
+    if (p[1] == NULL || p[1]->kind != V_CONST || !PyLong_Check(p[1]->obj) || PyBool_Check(p[1]->obj))
+        return sym_fail(t, "repeat_interleave with tensor repeats left to eager");
+    if (sym_get_int(t, p[1], &r, "repeats") < 0)
+        return -1;
+    if (r < 0)
+        return sym_fail(t, "repeat_interleave: negative repeats (eager will raise)");
+    ic_val x = p[0]->val;
+    ic_meta m = *sym_metap(t, x);
+    if (m.dyn)
+        return sym_fail(t, "repeat_interleave with symbolic shapes left to eager");
+    int dim = 0;
+    if (p[2] == NULL || sym_is_none(p[2])) {
+        int64_t n = 1;
+        for (int i = 0; i < m.ndim; i++)
+            n *= m.sizes[i];
+        x = ic_reshape(G, x, 1, &n);
+        m = *sym_metap(t, x);
+    } else {
+        long long dd;
+        if (sym_get_int(t, p[2], &dd, "dim") < 0 || sym_norm_dim(t, dd, m.ndim ? m.ndim : 1, &dim) < 0)
+            return -1;
+        if (m.ndim == 0) {
+            int64_t one = 1;
+            x = ic_reshape(G, x, 1, &one);
+            m = *sym_metap(t, x);
+        }
+    }
+    if (p[3] != NULL && !sym_is_none(p[3])) {
+        long long os;
+        if (sym_get_int(t, p[3], &os, "output_size") < 0)
+            return -1;
+        if (os != r * m.sizes[dim])
+            return sym_fail(t, "repeat_interleave: output_size does not match (eager will raise)");
+    }
+    if (m.ndim + 1 > IC_MAX_DIMS)
+        return sym_fail(t, "repeat_interleave: too many dims");
+    int64_t inter[IC_MAX_DIMS], exp[IC_MAX_DIMS], fin[IC_MAX_DIMS];
+    for (int i = 0, k = 0; i < m.ndim; i++) {
+        inter[k] = exp[k] = m.sizes[i];
+        k++;
+        if (i == dim) {
+            inter[k] = 1;
+            exp[k++] = r;
+        }
+        fin[i] = i == dim ? m.sizes[i] * r : m.sizes[i];
+    }
+    ic_val v = ic_reshape(G, x, m.ndim + 1, inter);
+    v = ic_expand(G, v, m.ndim + 1, exp);
+    return sym_tensor_out(t, ic_reshape(G, v, m.ndim, fin), out);
 }
 
 /* gather(input, dim, index) / scatter(input, dim, index, src|value) / scatter_add; op: kind */

@@ -72,9 +72,10 @@ int sym_is_record_type(PyObject *cls) {
         (void)tc_clear_expected(PyExc_Exception);
         return 0;
     }
+    /* to_tuple may be the class's own (CLIPOutput's converts nested outputs): then only
+     * what does not read it (fields, string keys) is traced */
     if (!inherits(cls, base, "__post_init__") || !inherits(cls, base, "__setattr__") ||
-        !inherits(cls, base, "__setitem__") || !inherits(cls, base, "__getitem__") ||
-        !inherits(cls, base, "to_tuple"))
+        !inherits(cls, base, "__setitem__") || !inherits(cls, base, "__getitem__"))
         return 0;
     /* __init__: the dataclass-generated one, or the metaclass's wrapper around it (transformers
      * >= 5.2x renames past_key_values= to cache= there) */
@@ -195,6 +196,8 @@ done:
 
 PyObject *sym_record_class(const var *r) { return PyTuple_GET_ITEM(r->obj, 0); }
 
+static int own_to_tuple(trace *t, const var *r);
+
 /* the record's items as __post_init__ left them: the non-None fields, in order */
 int sym_record_items(trace *t, const var *r, var **items, int *n) {
     var *it = sym_alloc(t, r->n);
@@ -271,7 +274,7 @@ int sym_record_subscr(trace *t, const var *r, const var *k, var *out) {
     }
     var *items;
     int n;
-    if (sym_record_items(t, r, &items, &n) < 0)
+    if (own_to_tuple(t, r) < 0 || sym_record_items(t, r, &items, &n) < 0)
         return -1;
     if (PyLong_CheckExact(k->obj)) {
         long i = PyLong_AsLong(k->obj);
@@ -308,8 +311,35 @@ int sym_record_subscr(trace *t, const var *r, const var *k, var *out) {
 int sym_record_method(trace *t, const var *r, const char *mn, int nargs, var *out) {
     if (strcmp(mn, "to_tuple") != 0 || nargs != 0)
         return sym_fail(t, "record.%s not supported", mn);
+    if (own_to_tuple(t, r) < 0)
+        return -1;
     memset(out, 0, sizeof *out);
     out->kind = V_SEQ;
     out->src = -1;
     return sym_record_items(t, r, &out->items, &out->n);
+}
+
+/* the record's class keeps ModelOutput's to_tuple (int/slice items and to_tuple() are its
+ * non-None fields); else the trace fails where they are read */
+static int own_to_tuple(trace *t, const var *r) {
+    PyObject *cls = sym_record_class(r);
+    PyObject *base = model_output_base(cls);
+    if (base != NULL && inherits(cls, base, "to_tuple"))
+        return 0;
+    return sym_fail(t, "to_tuple() of %s (its own) not supported", ((PyTypeObject *)cls)->tp_name);
+}
+
+/* r.name = v (ModelOutput.__setattr__): a field holding a value takes a new non-None one
+ * (attribute and item alike, as in eager); the record is one object in the trace, so every
+ * reference sees the write. Writes that make attribute and item differ (to None, or to a
+ * field that is None: eager sets only the attribute) fail the trace. */
+int sym_record_setattr(trace *t, const var *r, PyObject *name, const var *v) {
+    int i = field_index(r, name);
+    if (i < 0)
+        return sym_fail(t, "setting attribute %U of a %s record not supported", name,
+                        ((PyTypeObject *)sym_record_class(r))->tp_name);
+    if (is_none_var(&r->items[i]) || is_none_var(v) || v->kind == V_UNSET || v->kind == V_NULL)
+        return sym_fail(t, "setting field %U of a record to/from None not supported", name);
+    sym_fx_set(t, &r->items[i], v); /* journalled: undone if the call becomes a break */
+    return 0;
 }

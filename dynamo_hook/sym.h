@@ -294,6 +294,7 @@ int sym_record_items(trace *t, const var *r, var **items, int *n);
 int sym_record_attr(trace *t, const var *r, PyObject *name, var *out);
 int sym_record_subscr(trace *t, const var *r, const var *k, var *out);
 int sym_record_method(trace *t, const var *r, const char *mn, int nargs, var *out);
+int sym_record_setattr(trace *t, const var *r, PyObject *name, const var *v);
 
 /* obj_new.c: cls(*args) of a plain Python class: allocated by the guards (DH_S_NEW), its
  * __init__ inlined, its attribute writes replayed after the graph */

@@ -65,13 +65,20 @@ int ic_pool_window(ic_graph *g, ic_val x, int nd, const int64_t *k, const int64_
     for (int i = 0; i < nd; i++) {
         int dim = m.ndim - nd + i;
         int64_t L = m.sizes[dim], eff = dl[i] * (k[i] - 1) + 1;
-        if (k[i] < 1 || s[i] < 1 || dl[i] < 1 || pad[i] < 0 || 2 * pad[i] > eff || L + 2 * pad[i] < eff) {
+        if (k[i] < 1 || s[i] < 1 || dl[i] < 1 || pad[i] < 0 || 2 * pad[i] > eff) {
             snprintf(why, nwhy, "pool: bad kernel/stride/padding (eager will raise)");
             return 1;
         }
-        int64_t O = (L + 2 * pad[i] - eff + (ceil ? s[i] - 1 : 0)) / s[i] + 1;
+        /* ATen's pooling_output_shape: floor division (a window larger than the input
+         * still gives one output in ceil mode) */
+        int64_t num = L + 2 * pad[i] - eff + (ceil ? s[i] - 1 : 0);
+        int64_t O = (num >= 0 ? num / s[i] : -((-num + s[i] - 1) / s[i])) + 1;
         if (ceil && (O - 1) * s[i] >= L + pad[i])
             O--;
+        if (O < 1) {
+            snprintf(why, nwhy, "pool: output size too small (eager will raise)");
+            return 1;
+        }
         osz[i] = O;
         need[i] = (O - 1) * s[i] + eff;
     }
@@ -87,6 +94,13 @@ int ic_pool_window(ic_graph *g, ic_val x, int nd, const int64_t *k, const int64_
         snprintf(why, nwhy, "pool: too many dims");
         return 1;
     }
+    int64_t kt[IC_MAX_DIMS]; /* tiled: one window clipped to the input (ceil mode) reads only it */
+    for (int i = 0; i < nd; i++) {
+        int64_t L = m.sizes[m.ndim - nd + i];
+        kt[i] = tiled && osz[i] == 1 && k[i] > L ? L : k[i];
+        if (tiled)
+            need[i] = osz[i] * kt[i];
+    }
     ic_val xp = x;
     for (int i = 0; i < nd; i++) {
         int dim = m.ndim - nd + i;
@@ -100,11 +114,11 @@ int ic_pool_window(ic_graph *g, ic_val x, int nd, const int64_t *k, const int64_
             sz[r++] = m.sizes[i];
         for (int i = 0; i < nd; i++) {
             int dim = m.ndim - nd + i;
-            if (osz[i] * k[i] != m.sizes[dim])
-                xp = ic_slice(g, xp, dim, 0, osz[i] * k[i], 1);
+            if (osz[i] * kt[i] != meta(g, xp)->sizes[dim])
+                xp = ic_slice(g, xp, dim, 0, osz[i] * kt[i], 1);
             sz[r++] = osz[i];
             mask |= 1u << r;
-            sz[r++] = k[i];
+            sz[r++] = kt[i];
         }
         ic_val v = ic_reshape(g, xp, r, sz);
         *res = ic_reduce(g, op == IC_OP_MAXIMUM ? IC_OP_AMAX : IC_OP_SUM, v, mask, 0, -1);

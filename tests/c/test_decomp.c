@@ -94,6 +94,10 @@ static void test_pools(void) {
     test_pool(0, (int64_t[]){2, 2}, (int64_t[]){1, 3}, (int64_t[]){0, 1}, (int64_t[]){1, 1}, 0);
     test_pool(0, (int64_t[]){3, 3}, (int64_t[]){3, 3}, (int64_t[]){0, 0}, (int64_t[]){1, 1}, 0); /* tiled */
     test_pool(1, (int64_t[]){3, 4}, (int64_t[]){3, 4}, (int64_t[]){0, 0}, (int64_t[]){1, 1}, 0); /* tiled */
+    /* ceil mode, windows past the input: one clipped window (kernel > input), a partial last one */
+    test_pool(0, (int64_t[]){10, 12}, (int64_t[]){10, 12}, (int64_t[]){0, 0}, (int64_t[]){1, 1}, 1);
+    test_pool(1, (int64_t[]){10, 12}, (int64_t[]){10, 12}, (int64_t[]){0, 0}, (int64_t[]){1, 1}, 1);
+    test_pool(0, (int64_t[]){4, 4}, (int64_t[]){4, 4}, (int64_t[]){0, 0}, (int64_t[]){1, 1}, 1);
     /* refusals: nothing built, the graph not in error */
     ic_graph *g = ic_graph_new();
     ic_meta m = meta4(1, 2, 5, 5);

@@ -1,0 +1,348 @@
+"""Ops and idioms that the models of tests/test_models_tiny_more.py broke on, each compiled
+differentially against eager with graph/break counts from torchc.explain (a silent fallback
+fails): einsum (CvT, relative-position attention), meshgrid (BEiT/Swin relative position
+index), linalg.vector_norm (ConvNeXt-V2's GRN), torch._weight_norm (wav2vec2's positional
+conv), glu (Speech2Text), repeat_interleave (Cohere's rotary), empty, avg_pool2d with a window
+larger than the input in ceil mode (EfficientNet's head), writes to ModelOutput fields (CLIP)."""
+import pytest
+import torch
+
+import torchc
+
+
+def _whole(fn, *args, rtol=None, atol=None):
+    torchc.reset()
+    ex = torchc.explain(fn)(*args)
+    assert (ex.graph_count, ex.graph_break_count) == (1, 0), ex.break_reasons
+    want = fn(*args)
+    got = ex.result
+    if isinstance(want, torch.Tensor):
+        want, got = (want,), (got,)
+    assert len(want) == len(got)
+    for w, g in zip(want, got):
+        if not isinstance(w, torch.Tensor):
+            assert g == w
+            continue
+        assert g.dtype == w.dtype and g.shape == w.shape, (g.dtype, w.dtype, g.shape, w.shape)
+        torch.testing.assert_close(g, w, rtol=rtol, atol=atol)
+    return ex
+
+
+@pytest.mark.parametrize("eq,shapes", [
+    ("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)]),
+    ("bhld,lrd->bhlr", [(2, 3, 5, 4), (5, 6, 4)]),          # relative position logits
+    ("bhqd,bhkd->bhqk", [(2, 2, 5, 8), (2, 2, 7, 8)]),
+    ("ij,jk", [(3, 4), (4, 5)]),                              # implicit output
+    ("i,j->ij", [(3,), (5,)]),                                # outer product
+    ("i,i->", [(7,), (7,)]),                                  # dot
+    ("ij->ji", [(3, 4)]),
+    ("bij->b", [(2, 3, 4)]),
+    ("...ij,...jk->...ik", [(2, 3, 4, 5), (3, 5, 6)]),        # ellipsis, broadcast batch
+    ("...ij->ij", [(2, 3, 4)]),                               # ellipsis dims summed
+    ("bn,anm,bm->ba", [(2, 3), (4, 3, 5), (2, 5)]),           # three operands
+    ("bij,bjk->bik", [(1, 3, 4), (2, 4, 5)]),                 # size-1 batch broadcast
+    ("BiJ,BJk->Bik", [(2, 3, 4), (2, 4, 5)]),                 # upper-case labels
+    ("ab , bc -> ac", [(3, 4), (4, 5)]),                      # spaces
+])
+def test_einsum(eq, shapes):
+    torch.manual_seed(0)
+    xs = [torch.randn(s) for s in shapes]
+
+    def f(*xs):
+        return torch.einsum(eq, *xs) * 2
+
+    _whole(f, *xs, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.allow_fallback
+def test_einsum_diagonal_left_to_eager():
+    x = torch.randn(4, 4)
+
+    def f(x):
+        return torch.einsum("ii->i", x * 2) + 1
+
+    torchc.reset()
+    ex = torchc.explain(f)(x)
+    assert ex.graph_break_count >= 1 and "diagonal" in " ".join(ex.break_reasons)
+    torch.testing.assert_close(ex.result, f(x))
+
+
+def test_einsum_list_operands_and_double():
+    a, b = torch.randn(2, 3, 4, dtype=torch.float64), torch.randn(2, 4, 5, dtype=torch.float64)
+    _whole(lambda a, b: torch.einsum("bij,bjk->bik", [a, b]) + 1, a, b)
+
+
+@pytest.mark.no_compile
+def test_einsum_eager_errors_run_eagerly():
+    a, b = torch.randn(2, 3), torch.randn(4, 5)
+
+    def f(a, b):
+        return torch.einsum("ij,jk->ik", a, b)
+
+    torchc.reset()
+    with pytest.raises(RuntimeError):
+        f(a, b)
+    with pytest.raises(RuntimeError):
+        torchc.compile(f)(a, b)
+
+
+@pytest.mark.parametrize("indexing", ["ij", "xy"])
+def test_meshgrid(indexing):
+    def f(x, a, b, c):
+        g = torch.meshgrid(a, b, c, indexing=indexing)
+        h = torch.stack(torch.meshgrid([a, b], indexing=indexing))
+        return x + g[0] * 2 + g[1] - g[2], h.flatten(1), g[1].shape[0]
+
+    x = torch.randn(1)
+    _whole(f, x, torch.arange(3.0), torch.arange(4.0) * 10, torch.tensor(7.0))
+
+
+def test_meshgrid_relative_position_index():
+    # BEiT / Swin: coords = stack(meshgrid(arange(h), arange(w), indexing="ij")); relative coords
+    def f(x):
+        coords = torch.stack(torch.meshgrid(torch.arange(3), torch.arange(4), indexing="ij"))
+        flat = torch.flatten(coords, 1)
+        rel = flat[:, :, None] - flat[:, None, :]
+        rel = rel.permute(1, 2, 0).contiguous()
+        idx = rel[:, :, 0] * 7 + rel[:, :, 1]
+        return x[idx + 20]
+
+    _whole(f, torch.randn(64))
+
+
+@pytest.mark.parametrize("ord_,dim,keep", [(2, (1, 2), True), (2, None, False), (1, -1, False),
+                                           (float("inf"), 0, True), (3, 1, False)])
+def test_vector_norm(ord_, dim, keep):
+    def f(x):
+        return torch.linalg.vector_norm(x, ord=ord_, dim=dim, keepdim=keep) + 1
+
+    _whole(f, torch.randn(2, 3, 4, 5))
+
+
+def test_convnextv2_grn():
+    def f(x, gamma, beta):
+        gx = torch.linalg.vector_norm(x, ord=2, dim=(1, 2), keepdim=True)
+        nx = gx / (gx.mean(dim=-1, keepdim=True) + 1e-6)
+        return gamma * (x * nx) + beta + x
+
+    _whole(f, torch.randn(2, 5, 5, 8), torch.randn(1, 1, 1, 8), torch.randn(1, 1, 1, 8))
+
+
+@pytest.mark.parametrize("dim", [0, 2, -1])
+def test_weight_norm(dim):
+    v = torch.randn(6, 3, 5)
+    g = torch.randn(*(s if i == (dim % 3) else 1 for i, s in enumerate(v.shape))) if dim != -1 else torch.randn(())
+
+    def f(v, g, x):
+        w = torch._weight_norm(v, g, dim)
+        return torch.nn.functional.conv1d(x, w, padding=2)
+
+    _whole(f, v, g, torch.randn(2, 3, 9), rtol=1e-4, atol=1e-5)
+
+
+def test_weight_norm_parametrization_module():
+    conv = torch.nn.Conv1d(4, 4, 5, padding=2, groups=2)
+    conv = torch.nn.utils.parametrizations.weight_norm(conv, name="weight", dim=2)
+    with torch.no_grad():
+        _whole(lambda x: torch.nn.functional.gelu(conv(x)), torch.randn(2, 4, 11), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("dim", [-1, 1])
+def test_glu(dim):
+    _whole(lambda x: torch.nn.functional.glu(x, dim) * 2, torch.randn(2, 6, 4))
+
+
+def test_glu_half():
+    x = torch.randn(2, 8).to(torch.bfloat16)
+    _whole(lambda x: torch.nn.functional.glu(x), x)
+
+
+def test_repeat_interleave():
+    def f(x, k):
+        return (x.repeat_interleave(2, dim=1), torch.repeat_interleave(x, 3), k.repeat_interleave(2, -1),
+                torch.repeat_interleave(x, repeats=2, dim=0, output_size=4))
+
+    _whole(f, torch.randn(2, 3), torch.arange(6).reshape(2, 3))
+
+
+def test_empty_then_filled():
+    def f(x):
+        e = torch.empty(x.shape[0], 3)
+        e.fill_(2.0)
+        z = torch.empty_like(x).zero_()
+        return x.sum(1, keepdim=True) * e, z + x, torch.empty([0]).shape
+
+    _whole(f, torch.randn(4, 5))
+
+
+@pytest.mark.parametrize("k,s,ceil,pad", [(7, 7, True, 0), (3, 3, True, 0), (5, 2, True, 1), (2, 3, True, 0),
+                                          (4, 4, False, 0)])
+def test_avg_pool_window_past_the_input(k, s, ceil, pad):
+    # EfficientNet's head: AvgPool2d(hidden_dim, ceil_mode=True) over a 2x2 map
+    def f(x):
+        return torch.nn.functional.avg_pool2d(x, k, s, pad, ceil_mode=ceil), \
+            torch.nn.functional.max_pool2d(x, k, s, pad, ceil_mode=ceil)
+
+    _whole(f, torch.randn(2, 3, 5, 4))
+
+
+def test_avg_pool_kernel_larger_than_input():
+    pool = torch.nn.AvgPool2d(320, ceil_mode=True)
+    _whole(lambda x: pool(x).flatten(1), torch.randn(2, 8, 2, 2))
+
+
+@pytest.mark.no_compile
+def test_pool_output_too_small_runs_eagerly():
+    def f(x):
+        return torch.nn.functional.avg_pool2d(x, 7)
+
+    x = torch.randn(1, 1, 3, 3)
+    torchc.reset()
+    with pytest.raises(RuntimeError):
+        f(x)
+    with pytest.raises(RuntimeError):
+        torchc.compile(f)(x)
+
+
+def test_model_output_field_written():
+    # CLIP's get_text_features: outputs.pooler_output = projection(outputs.pooler_output)
+    tf = pytest.importorskip("transformers")
+    from transformers.modeling_outputs import BaseModelOutputWithPooling
+
+    lin = torch.nn.Linear(4, 3)
+
+    def f(x):
+        out = BaseModelOutputWithPooling(last_hidden_state=x, pooler_output=x[:, 0])
+        alias = out
+        out.pooler_output = lin(out.pooler_output)
+        return alias, out["pooler_output"] * 2, out[1].sum(), len(out)
+
+    with torch.no_grad():
+        _whole(lambda x: f(x)[1:], torch.randn(2, 5, 4))
+        torchc.reset()
+        ex = torchc.explain(f)(torch.randn(2, 5, 4))
+        assert (ex.graph_count, ex.graph_break_count) == (1, 0), ex.break_reasons
+        got = ex.result[0]
+        assert type(got) is BaseModelOutputWithPooling and got.pooler_output.shape == (2, 3)
+        assert list(got.keys()) == ["last_hidden_state", "pooler_output"]
+
+
+@pytest.mark.allow_fallback
+def test_model_output_field_write_to_none_runs_eagerly():
+    # a write to a None field (the item is added or not, by transformers version) or of None
+    # (attribute and item differ in eager) is not traced
+    pytest.importorskip("transformers")
+    from transformers.modeling_outputs import BaseModelOutputWithPooling
+
+    def f(x):
+        out = BaseModelOutputWithPooling(last_hidden_state=x * 2)
+        out.pooler_output = x + 1
+        return out.pooler_output, len(out), out.to_tuple()
+
+    x = torch.randn(2, 3)
+    torchc.reset()
+    ex = torchc.explain(f)(x)
+    want = f(x)
+    got = ex.result
+    assert got[1] == want[1]
+    assert len(got[2]) == len(want[2])
+    torch.testing.assert_close(got[0], want[0])
+    torch.testing.assert_close(got[2][0], want[2][0])
+    assert ex.graph_break_count >= 1 and "None" in " ".join(ex.break_reasons)
+
+
+@pytest.mark.allow_fallback
+def test_model_output_with_its_own_to_tuple():
+    # CLIPOutput / SiglipOutput override to_tuple (nested outputs become tuples): made in the
+    # trace and returned whole; reading it by int index is left to eager
+    pytest.importorskip("transformers")
+    from transformers.models.clip.modeling_clip import CLIPOutput
+    from transformers.modeling_outputs import BaseModelOutputWithPooling
+
+    def f(x):
+        inner = BaseModelOutputWithPooling(last_hidden_state=x, pooler_output=x.sum(1))
+        return CLIPOutput(logits_per_image=x.exp(), text_embeds=x * 2, text_model_output=inner)
+
+    x = torch.randn(2, 3)
+    torchc.reset()
+    ex = torchc.explain(f)(x)
+    assert (ex.graph_count, ex.graph_break_count) == (1, 0), ex.break_reasons
+    want, got = f(x).to_tuple(), ex.result.to_tuple()
+    assert len(want) == len(got) and isinstance(got[2], tuple)
+    torch.testing.assert_close(got[0], want[0])
+    torch.testing.assert_close(got[2][1], want[2][1])
+
+    def g(x):
+        return f(x)[0] * 2
+
+    torchc.reset()
+    ex = torchc.explain(g)(x)
+    assert "to_tuple" in " ".join(ex.break_reasons)
+    torch.testing.assert_close(ex.result, g(x))
+
+
+@pytest.mark.parametrize("k,dl,pad,st", [((9, 1), 1, (4, 0), 1), (3, 1, 1, 1), (2, 2, 0, 2), ((3, 2), (1, 2), (1, 0), (2, 1))])
+def test_unfold_im2col(k, dl, pad, st):
+    # ConvBERT's span-based dynamic conv: nn.Unfold([k, 1], padding=[(k-1)//2, 0])
+    def f(x):
+        return torch.nn.functional.unfold(x, k, dilation=dl, padding=pad, stride=st) * 2
+
+    _whole(f, torch.randn(2, 3, 7, 6))
+    _whole(f, torch.randn(3, 7, 6))
+
+
+def test_tensor_type_dtype():
+    def f(x, w):
+        return x.type(w.dtype) * w, x.type(torch.float32).sum(), w.type(torch.int64)
+
+    _whole(f, torch.arange(6).reshape(2, 3), torch.randn(2, 3))
+
+
+def test_unbind_reshape_as_builtin_abs():
+    # ModernBERT: qkv.view(...).unbind(dim=2); RoFormer: x.reshape_as(y); masking_utils:
+    # abs(q_idx - kv_idx) <= window
+    def f(x, y, q):
+        a, b, c = x.unbind(dim=1)
+        parts = torch.unbind(x)
+        return a + b * c, parts[1], y.reshape_as(x[:, 0]), abs(q[:, None] - q[None, :]) <= 2, abs(y - 1)
+
+    _whole(f, torch.randn(2, 3, 4), torch.randn(8), torch.arange(5))
+
+
+def test_lru_cached_call_is_its_cached_constant():
+    # transformers' is_torch_*_available / is_fsdp_managed_module: lru_cache'd checks
+    import functools
+
+    calls = []
+
+    @functools.lru_cache
+    def available(name="x"):
+        calls.append(name)
+        return name == "x"
+
+    def f(x):
+        if available() and available(name="x") and not available("y"):
+            return x + 1
+        return x - 1
+
+    x = torch.randn(3)
+    _whole(f, x)
+    assert sorted(set(calls)) == ["x", "y"]
+
+
+@pytest.mark.allow_fallback
+def test_lru_cached_call_with_a_tensor_runs_eagerly():
+    import functools
+
+    @functools.lru_cache
+    def g(t):
+        return t * 2
+
+    def f(x):
+        return g(x) + 1
+
+    x = torch.randn(3)
+    torchc.reset()
+    ex = torchc.explain(f)(x)
+    torch.testing.assert_close(ex.result, f(x))
+    assert "lru_cache" in " ".join(ex.break_reasons)
