@@ -182,10 +182,11 @@ static int inline_code(trace *t, PyCodeObject *code, PyObject *globals, PyObject
     }
     t->depth++;
     PyObject *saved_globals = t->cur_globals;
-    int saved_autocast = dh_tl_autocast; /* a region it leaves open (it failed): closed */
+    int saved_autocast = dh_tl_autocast;
     t->cur_globals = globals;
     rc = sym_run_frame(t, f, out);
-    dh_tl_autocast = saved_autocast;
+    if (rc < 0) /* a region it left open when it failed: closed (the call runs eagerly) */
+        dh_tl_autocast = saved_autocast;
     t->cur_globals = saved_globals;
     t->depth--;
     if (is_gen && rc == SYM_YIELD) /* stopped at RETURN_GENERATOR: the generator */
@@ -357,6 +358,15 @@ int sym_op_call(trace *t, sframe *f, sym_ins *in) {
     }
     if (fn.kind == V_FUNC && fn.op == SYM_USER_FUNCTION) { /* @contextlib.contextmanager */
         int r = sym_gen_cm_call(t, &fn, copy, nargs, kw, &a);
+        if (r < 0)
+            return -1;
+        if (r == 0) {
+            PUSH(a);
+            return SYM_NEXT;
+        }
+    }
+    if (fn.kind == V_METHOD && fn.items != NULL) { /* a @contextlib.contextmanager method */
+        int r = sym_gen_cm_method(t, &fn, copy, nargs, kw, &a);
         if (r < 0)
             return -1;
         if (r == 0) {

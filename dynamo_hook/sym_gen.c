@@ -143,13 +143,42 @@ int sym_gen_live(trace *t, int (*live)(trace *, const var *, int, int, int), int
     return 0;
 }
 
+/* the opcode of CALL_INTRINSIC_1 (3.12), -1 where there is none */
+static int intrinsic_opcode(void) {
+    static int op = -2;
+    if (op == -2) {
+        PyObject *dis = PyImport_ImportModule("dis");
+        PyObject *map = dis ? PyObject_GetAttrString(dis, "opmap") : NULL;
+        PyObject *v = map ? PyDict_GetItemString(map, "CALL_INTRINSIC_1") : NULL;
+        op = v ? (int)PyLong_AsLong(v) : -1;
+        Py_XDECREF(map);
+        Py_XDECREF(dis);
+        (void)tc_clear_expected(PyExc_Exception);
+    }
+    return op;
+}
+
 /* 1 when a started generator is suspended inside a try/with block: eager closes it when it is
- * collected, running that block's cleanup, which the trace does not model */
+ * collected, running that block's cleanup, which the trace does not model. The handler 3.12
+ * wraps every generator body in (CALL_INTRINSIC_1 INTRINSIC_STOPITERATION_ERROR) only
+ * re-raises: not a cleanup. */
 int sym_gen_unclosed(trace *t) {
     for (int i = 0; i < t->ngens; i++) {
         sym_gen *g = ((sym_gen **)t->gens)[i];
         int depth, lasti;
-        if (g->state == GEN_SUSPENDED && sym_exc_handler(g->f->code, g->f->pc, &depth, &lasti) >= 0)
+        if (g->state != GEN_SUSPENDED)
+            continue;
+        int h = sym_exc_handler(g->f->code, g->f->pc, &depth, &lasti);
+        if (h < 0)
+            continue;
+        PyObject *bytes = PyCode_GetCode(g->f->code);
+        if (bytes == NULL)
+            return -1;
+        const unsigned char *code = (const unsigned char *)PyBytes_AS_STRING(bytes);
+        int wrapper = 2 * h + 1 < PyBytes_GET_SIZE(bytes) && code[2 * h] == intrinsic_opcode() &&
+                      code[2 * h + 1] == 3; /* INTRINSIC_STOPITERATION_ERROR */
+        Py_DECREF(bytes);
+        if (!wrapper)
             return 1;
     }
     return 0;
@@ -240,4 +269,27 @@ int sym_gen_cm_exit(trace *t, const var *exit_fn, var *out) {
     if (rc == 1)
         return sym_fail(t, "generator didn't stop (eager raises RuntimeError)");
     return sym_const(t, Py_NewRef(Py_False), out);
+}
+
+/* obj.cm(*args) where cm is a @contextlib.contextmanager method (the class attribute, found
+ * through the object's guarded type): as sym_gen_cm_call with obj first. 1: not one. */
+int sym_gen_cm_method(trace *t, const var *m, var *args, int nargs, PyObject *kwnames, var *out) {
+    const var *self = &m->items[0];
+    PyObject *fo = m->obj;
+    if (fo != NULL && PyUnicode_Check(fo) && (self->kind == V_OBJ || self->kind == V_CONST) &&
+        self->obj != NULL)
+        fo = _PyType_Lookup(Py_TYPE(self->obj), fo);
+    if (fo == NULL || !PyFunction_Check(fo) || cm_init() < 0)
+        return PyErr_Occurred() ? -1 : 1;
+    if (PyFunction_GET_CODE(fo) != cm_helper_code)
+        return 1;
+    var fn = sym_var(V_FUNC), *all = sym_alloc(t, nargs + 1);
+    if (all == NULL)
+        return -1;
+    fn.op = SYM_USER_FUNCTION;
+    fn.obj = fo; /* the class's: fixed while the object's type guard holds */
+    all[0] = *self;
+    if (nargs > 0)
+        memcpy(all + 1, args, sizeof(var) * (size_t)nargs);
+    return sym_gen_cm_call(t, &fn, all, nargs + 1, kwnames, out);
 }

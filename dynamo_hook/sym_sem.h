@@ -27,6 +27,7 @@ int sym_gen_drain(trace *t, const var *gv, var **items, int *n);
 int sym_gen_live(trace *t, int (*live)(trace *, const var *, int, int, int), int oid);
 int sym_gen_unclosed(trace *t);
 int sym_gen_cm_call(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out);
+int sym_gen_cm_method(trace *t, const var *m, var *args, int nargs, PyObject *kwnames, var *out);
 int sym_gen_cm_enter(trace *t, const var *cm, var *exit_fn, var *as_val); /* 1: not one */
 int sym_gen_cm_exit(trace *t, const var *exit_fn, var *out);
 

@@ -103,9 +103,10 @@ def test_autocast_guard_and_reason():
     assert e.graph_count == 1 and e.graph_break_count == 0, e.break_reasons
     assert any("cast" in ln and "bf16" in ln for ln in e.graphs[0].splitlines()), e.graphs[0]
     assert any("autocast cpu=bf16" in g for g in e.guards)
-    # an op autocast changes that has no policy yet (prod: CPU fp32 list) breaks with the reason
+    # an op autocast may change that has no policy yet (lerp: CUDA's promote list) breaks with
+    # the reason
     with torch.autocast("cpu", dtype=torch.bfloat16):
-        e = torchc.explain(lambda x: _linrelu(x).prod(-1))(a)
+        e = torchc.explain(lambda x: torch.lerp(_linrelu(x), _linrelu(x) * 2, 0.5))(a)
     assert any("autocast" in w for w in e.break_reasons), e.break_reasons
 
 

@@ -229,3 +229,57 @@ def test_generator_in_module_forward():
     m = Stack().eval()
     with torch.no_grad():
         _whole(lambda x: m(x), torch.randn(2, 4))
+
+
+class _WithScope(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+        self.scale = 3.0
+
+    @contextlib.contextmanager
+    def scaled(self, k):
+        yield self.scale * k
+
+    def forward(self, x):
+        with self.scaled(2) as s:
+            y = self.lin(x) * s
+        return y
+
+
+def test_contextmanager_method_in_module_forward():
+    m = _WithScope().eval()
+    with torch.no_grad():
+        _whole(lambda x: m(x), torch.randn(2, 4))
+
+
+@contextlib.contextmanager
+def _amp():
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        yield
+
+
+def _enter_amp(g):
+    next(g)  # the region stays open after this helper returns, as in eager
+
+
+def test_autocast_region_held_by_suspended_generator():
+    def f(x):
+        with _amp():
+            a = x @ x
+        g = _amp_gen()
+        _enter_amp(g)
+        b = x @ x
+        next(g, None)
+        c = x @ x
+        return a, b, c
+
+    x = torch.randn(3, 3)
+    want = f(x)
+    assert [v.dtype for v in want] == [torch.bfloat16, torch.bfloat16, torch.float32]
+    _whole(f, x)
+
+
+def _amp_gen():
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        yield
