@@ -55,7 +55,7 @@ test-py312:
 	  $(MAKE) PYTHON=$(CURDIR)/$(VENV312)/bin/python build && \
 	  $(VENV312)/bin/python -m pytest -q tests; fi
 
-build/c/test_layouts: tests/c/test_layouts.c $(LL_SRCS) $(wildcard layouts/*.h)
+build/c/test_layouts: tests/c/test_layouts.c tests/c/harness.h $(LL_SRCS) $(wildcard layouts/*.h)
 	@mkdir -p build/c
 	$(CC) $(CFLAGS_C) $(EXTRA_CFLAGS) -Ilayouts tests/c/test_layouts.c $(LL_SRCS) -lm -o $@
 

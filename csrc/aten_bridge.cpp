@@ -254,7 +254,10 @@ void run_extern(const ic_extern_call *c) {
             out.div_(1.0 - c->beta);
         }
         break;
-    case IC_EXT_ARGSORT: out.copy_(std::get<1>(at::sort(in[0], std::optional<bool>(p[2] != 0), p[0], p[1] != 0))); break;
+    case IC_EXT_ARGSORT: /* topk (5 params): ATen's own selection, so ties pick eager's indices */
+        if (c->nparams == 5) out.copy_(std::get<1>(at::topk(in[0], p[3], p[0], p[1] != 0, p[4] != 0)));
+        else out.copy_(std::get<1>(at::sort(in[0], std::optional<bool>(p[2] != 0), p[0], p[1] != 0)));
+        break;
     case IC_EXT_MATRIX_EXP: /* linear algebra: csrc/matrix_exp.cpp */
     case IC_EXT_MATRIX_EXP_VJP:
     case IC_EXT_SOLVE: tc_linalg_extern(c->kind, in, c->nin, p, c->nparams, out); break;

@@ -270,12 +270,17 @@ static PyObject *m_set_frame_redirect(PyObject *m, PyObject *const *a, Py_ssize_
     Py_RETURN_NONE;
 }
 
+static PyTypeObject *cf_type; /* CompiledFunction (the module holds it) */
+
 static PyObject *m_probe(PyObject *m, PyObject *const *a, Py_ssize_t n) {
-    if (n < 2 || n > 3 || !PyTuple_Check(a[1]) || (n == 3 && a[2] != Py_None && !PyDict_Check(a[2]))) {
-        PyErr_SetString(PyExc_TypeError, "probe(func, args_tuple, kwargs_dict_or_None)");
+    if (n < 2 || n > 4 || !PyTuple_Check(a[1]) || (n >= 3 && a[2] != Py_None && !PyDict_Check(a[2])) ||
+        (n == 4 && a[3] != Py_None && !PyObject_TypeCheck(a[3], cf_type))) {
+        PyErr_SetString(PyExc_TypeError, "probe(func, args_tuple, kwargs_dict_or_None[, compiled_function])");
         return NULL;
     }
-    return dh_probe(a[0], a[1], n == 3 && a[2] != Py_None ? a[2] : NULL);
+    /* with the CompiledFunction making the call: only entries captured under its options */
+    const dh_config *cfg = n == 4 && a[3] != Py_None ? &((CompiledFunction *)a[3])->cfg : NULL;
+    return dh_probe(a[0], a[1], n >= 3 && a[2] != Py_None ? a[2] : NULL, cfg);
 }
 
 static PyObject *m_set_cudagraph_capture(PyObject *m, PyObject *arg) {
@@ -290,7 +295,8 @@ static PyMethodDef methods[] = {
     {"cache_stats", m_cache_stats, METH_NOARGS,
      "Compile cache counters: in-memory hits, shared code, disk cache hits/misses/writes/rejects."},
     {"probe", (PyCFunction)(void (*)(void))m_probe, METH_FASTCALL,
-     "probe(func, args, kwargs): the cache entry (int) a call would take, else None."},
+     "probe(func, args, kwargs[, compiled_function]): the cache entry (int) a call would take "
+     "(under that CompiledFunction's options), else None."},
     {"allow_code", m_allow_code, METH_O, "Capture/inline this code object (allow_in_graph)."},
     {"skip_code", m_skip_code, METH_O, "Never hook frames of this code object."},
     {"set_frame_redirect", (PyCFunction)(void (*)(void))m_set_frame_redirect, METH_FASTCALL,
@@ -327,6 +333,7 @@ PyMODINIT_FUNC PyInit__C(void) {
     type = PyType_FromSpec(&cf_spec);
     if (type == NULL || PyModule_AddObject(m, "CompiledFunction", type) < 0)
         goto error;
+    cf_type = (PyTypeObject *)type; /* borrowed: the module keeps it */
     type = NULL;
     if (PyModule_AddStringConstant(m, "ic_version", ic_version()) < 0 ||
         PyModule_AddIntConstant(m, "PY312", PY_VERSION_HEX >= 0x030C0000) < 0)

@@ -34,8 +34,10 @@ PyObject *dh_explain_stop(void);
 /* Global counters: dict of frames hooked, cache hits, compiles, fallbacks. */
 PyObject *dh_stats(void);
 /* The cache entry a call func(*args, **kwargs) would take (guards of its frame only), as an
- * opaque int; None when none passes or the call cannot be bound here (probe.c). New ref. */
-PyObject *dh_probe(PyObject *func, PyObject *args, PyObject *kwargs);
+ * opaque int; None when none passes or the call cannot be bound here (probe.c). cfg: the
+ * options of the call (an entry captured under other options or for another backend never
+ * serves it), or NULL for any entry. New ref. */
+PyObject *dh_probe(PyObject *func, PyObject *args, PyObject *kwargs, const dh_config *cfg);
 /* torchc's own CUDA graph capture of a compiled call is running on this thread: guards on
  * torch.cuda.is_current_stream_capturing() answer as for a normal call (the capture records
  * what a normal call does). */

@@ -123,7 +123,9 @@ typedef enum dh_outkind {
     DH_O_CALLM, /* child.name(*args), obj = (name, args): a view replayed on an input */
     DH_O_SYM,   /* a symbolic size as an int: obj = (coef, e0, e1, e2, e3), coef * prod s_k^e_k */
     DH_O_WRAP,  /* obj(child): a named tuple type (torch.return_types.max) around a tuple */
-    DH_O_KWCALL /* obj(**child): a record class called with its fields (a dict child) */
+    DH_O_KWCALL,/* obj(**child): a record class called with its fields (a dict child) */
+    DH_O_SAME   /* the object node `index` (a CALLM built before it) gave: a view seen from
+                 * several places (a local and the stack at a break) is one object, as eager */
 } dh_outkind;
 
 enum { DH_BRK_NONE = 0, DH_BRK_CALL = 1, DH_BRK_JUMP = 2, DH_BRK_BINOP = 3, DH_BRK_STORE = 4 };
@@ -131,7 +133,7 @@ enum { DH_BRK_NONE = 0, DH_BRK_CALL = 1, DH_BRK_JUMP = 2, DH_BRK_BINOP = 3, DH_B
 typedef struct dh_outspec {
     dh_outkind kind;
     int index;      /* GRAPH: output index; SOURCE: source index; TUPLE/LIST: first child */
-    int count;      /* TUPLE/LIST: number of children */
+    int count;      /* TUPLE/LIST: number of children; CALLM: the trace's object id (or 0) */
     PyObject *obj;  /* CONST (strong) */
 } dh_outspec;
 
@@ -291,6 +293,15 @@ int dh_code_is_disabled(PyCodeObject *code);
 PyObject *dh_iter_peek(PyObject *it, Py_ssize_t k);
 int dh_replay_advance(PyObject *it, PyObject *count);
 PyObject *dh_guards_describe(const dh_entry *e);             /* list of str */
+/* A recompile whose cached entries were all captured under other compile options (or for
+ * another backend) than cfg: "COMPILE_OPTIONS: ... compiled with ...; this call has ..."
+ * (malloc'd, or NULL when out of memory; no Python error set) */
+char *dh_options_mismatch(const dh_entry *e, const dh_config *cfg);
+/* What differs between guard g and the value v it failed on ("dtype mismatch. expected f32,
+ * actual f64"), malloc'd, or NULL (nothing to add, or no memory); no Python error set */
+char *dh_guard_mismatch(const dh_guard *g, PyObject *v);
+/* a, then b on a line of its own (both malloc'd or NULL; both are consumed) */
+char *dh_reason_join(char *a, char *b);
 void dh_guard_clear(dh_guard *g);
 int dh_distinct_ok(PyObject *spec, PyObject *const *values); /* DH_G_DISTINCT's test */
 

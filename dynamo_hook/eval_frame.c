@@ -277,13 +277,28 @@ static char *failed_guard(const dh_entry *e, _PyInterpreterFrame *f, PyObject *f
         else
             hi = mid;
     }
+    /* what differs (guards.c), read from the values of a check that fails at guard hi - 1 */
+    char *diff = NULL;
+    if (hi >= 1 && hi <= e->nguards) {
+        tmp.nguards = hi;
+        if (dh_guards_check_sym(&tmp, (PyObject *const *)f->localsplus, f->f_globals, f->f_builtins,
+                                func, values, ptrs, symvals) < 0)
+            (void)tc_clear_expected(PyExc_Exception);
+        const dh_guard *g = &e->guards[hi - 1];
+        diff = dh_guard_mismatch(g, g->src >= 0 ? values[g->src] : NULL);
+    }
     dh_scratch_clear();
     PyObject *all = dh_guards_describe(e);
     char *out = NULL;
     if (all != NULL && hi - 1 < PyList_GET_SIZE(all)) {
         const char *s = PyUnicode_AsUTF8(PyList_GET_ITEM(all, hi - 1));
-        out = s ? local_names(s, f->f_code) : NULL;
+        char *both = s && diff ? malloc(strlen(s) + strlen(diff) + 4) : NULL;
+        if (both != NULL)
+            sprintf(both, "%s: %s", s, diff);
+        out = both ? local_names(both, f->f_code) : s ? local_names(s, f->f_code) : NULL;
+        free(both);
     }
+    free(diff);
     Py_XDECREF(all);
     (void)tc_clear_expected(PyExc_Exception);
     return out;
@@ -720,7 +735,15 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
             return eval_default(ts, f, throwflag);
         }
         int limit = recompile_limit(cfg);
-        why = c->entries ? failed_guard(c->entries, f, func, values, ptrs, symvals) : NULL;
+        /* the reason: the failed guard of each entry captured under this call's options
+         * (newest first, at most 4, a line each, as torch lists them), or the options
+         * themselves when every entry has others (guards.c) */
+        int nsame = 0;
+        for (const dh_entry *s = c->entries; s != NULL && nsame < 4 && !PyErr_Occurred(); s = s->next)
+            if (s->backend == cfg->backend && s->cfg_key == key && ++nsame)
+                why = dh_reason_join(why, failed_guard(s, f, func, values, ptrs, symvals));
+        if (!nsame && c->entries && (dh_log_hook || tl_explain || dh_tl_stance))
+            why = dh_options_mismatch(c->entries, cfg);
         if (PyErr_Occurred()) { /* MemoryError, Ctrl-C in a guard or the limit: as in eager */
             free(why);
             dh_tl_busy = 0;
@@ -765,9 +788,11 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
         if (c->nentries >= limit) {
             c->limit_hit = 1;
             free(c->skip_reason);
-            char buf[400], qb[256];
-            snprintf(buf, sizeof buf, "recompile limit (%d) reached for %s (last guard failure: %s)",
-                     limit, user_qualname(code, qb, sizeof qb), why ? why : "?");
+            char buf[600], qb[256];
+            /* the newest entry's failure: the first line of why (one line per entry) */
+            snprintf(buf, sizeof buf, "recompile limit (%d) reached for %s (last guard failure: %.*s)",
+                     limit, user_qualname(code, qb, sizeof qb), why ? (int)strcspn(why, "\n") : 1,
+                     why ? why : "?");
             c->skip_reason = strdup(buf);
             dh_tl_busy = 0;
             if (PyErr_WarnFormat(PyExc_RuntimeWarning, 1, "torchc: %s; running eagerly", buf) < 0 &&
@@ -986,8 +1011,9 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
 
 /* ---- running an entry -------------------------------------------------------------- */
 
+/* memo (NULL, or e->nouts slots): the objects CALLM nodes built, for DH_O_SAME */
 static PyObject *build_output(const dh_entry *e, int node, PyObject *const *outs,
-                              PyObject *const *values, const int64_t *symvals) {
+                              PyObject *const *values, const int64_t *symvals, PyObject **memo) {
     const dh_outspec *o = &e->outs[node];
     switch (o->kind) {
     case DH_O_SYM: { /* coef * prod s_k^e_k at this call's symbol values */
@@ -1006,7 +1032,7 @@ static PyObject *build_output(const dh_entry *e, int node, PyObject *const *outs
     case DH_O_ITER:
     case DH_O_ATTR:
     case DH_O_BOUND: {
-        PyObject *child = build_output(e, o->index, outs, values, symvals);
+        PyObject *child = build_output(e, o->index, outs, values, symvals, memo);
         if (child == NULL)
             return NULL;
         PyObject *r = o->kind == DH_O_ITER   ? PyObject_GetIter(child)
@@ -1016,7 +1042,7 @@ static PyObject *build_output(const dh_entry *e, int node, PyObject *const *outs
         return r;
     }
     case DH_O_WRAP: {
-        PyObject *child = build_output(e, o->index, outs, values, symvals);
+        PyObject *child = build_output(e, o->index, outs, values, symvals, memo);
         if (child == NULL)
             return NULL;
         PyObject *r = PyObject_CallOneArg(o->obj, child);
@@ -1024,7 +1050,7 @@ static PyObject *build_output(const dh_entry *e, int node, PyObject *const *outs
         return r;
     }
     case DH_O_KWCALL: {
-        PyObject *kw = build_output(e, o->index, outs, values, symvals);
+        PyObject *kw = build_output(e, o->index, outs, values, symvals, memo);
         if (kw == NULL)
             return NULL;
         PyObject *empty = PyTuple_New(0);
@@ -1037,7 +1063,7 @@ static PyObject *build_output(const dh_entry *e, int node, PyObject *const *outs
         return r;
     }
     case DH_O_CALLM: {
-        PyObject *child = build_output(e, o->index, outs, values, symvals);
+        PyObject *child = build_output(e, o->index, outs, values, symvals, memo);
         if (child == NULL)
             return NULL;
         PyObject *m = PyObject_GetAttr(child, PyTuple_GET_ITEM(o->obj, 0));
@@ -1046,14 +1072,20 @@ static PyObject *build_output(const dh_entry *e, int node, PyObject *const *outs
             return NULL;
         PyObject *r = PyObject_Call(m, PyTuple_GET_ITEM(o->obj, 1), NULL);
         Py_DECREF(m);
+        if (r != NULL && memo != NULL && memo[node] == NULL)
+            memo[node] = Py_NewRef(r);
         return r;
     }
+    case DH_O_SAME:
+        if (memo != NULL && o->index >= 0 && o->index < e->nouts && memo[o->index] != NULL)
+            return Py_NewRef(memo[o->index]);
+        break;
     case DH_O_DICT: {
         PyObject *d = PyDict_New();
         if (d == NULL)
             return NULL;
         for (int i = 0; i < o->count; i++) {
-            PyObject *item = build_output(e, o->index + i, outs, values, symvals);
+            PyObject *item = build_output(e, o->index + i, outs, values, symvals, memo);
             if (item == NULL || PyDict_SetItem(d, PyTuple_GET_ITEM(o->obj, i), item) < 0) {
                 Py_XDECREF(item);
                 Py_DECREF(d);
@@ -1069,7 +1101,7 @@ static PyObject *build_output(const dh_entry *e, int node, PyObject *const *outs
         if (seq == NULL)
             return NULL;
         for (int i = 0; i < o->count; i++) {
-            PyObject *item = build_output(e, o->index + i, outs, values, symvals);
+            PyObject *item = build_output(e, o->index + i, outs, values, symvals, memo);
             if (item == NULL) {
                 Py_DECREF(seq);
                 return NULL;
@@ -1350,7 +1382,24 @@ PyObject *dh_entry_run(const dh_entry *e, PyObject *const *values, void *const *
     }
     if (tc_scan_tl_probe != NULL && scan_probe(e, values, outs, nout, func, symvals) < 0)
         goto done;
-    res = build_output(e, 0, outs, values, symvals);
+    {
+        PyObject *small_memo[16] = {NULL}, **memo = NULL;
+        for (int i = 0; i < e->nouts && memo == NULL; i++)
+            if (e->outs[i].kind == DH_O_SAME) {
+                memo = e->nouts <= 16 ? small_memo : calloc((size_t)e->nouts, sizeof *memo);
+                if (memo == NULL) {
+                    PyErr_NoMemory();
+                    goto done;
+                }
+            }
+        res = build_output(e, 0, outs, values, symvals, memo);
+        if (memo != NULL) {
+            for (int i = 0; i < e->nouts; i++)
+                Py_XDECREF(memo[i]);
+            if (memo != small_memo)
+                free(memo);
+        }
+    }
     if (res != NULL && e->nattrw > 0) {
         /* replay module attribute writes, then unwrap (result, values...) */
         PyObject *root = res;

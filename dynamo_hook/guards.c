@@ -920,3 +920,132 @@ int dh_is_compiling_fn(PyObject *f) {
             return 1;
     return 0;
 }
+
+/* "fullgraph=False, dynamic=None, mode=default, backend=torchc" for an options key and backend */
+static void options_str(char *buf, size_t n, int key, PyObject *backend) {
+    static const char *const dyn[] = {"None", "False", "True", "?"};
+    const char *be = "torchc";
+    PyObject *name = NULL;
+    if (backend != NULL) {
+        name = PyUnicode_Check(backend) ? Py_NewRef(backend) : PyObject_GetAttrString(backend, "__name__");
+        if (name == NULL || !PyUnicode_Check(name)) {
+            Py_CLEAR(name);
+            (void)tc_clear_expected(PyExc_Exception);
+        }
+        be = name ? PyUnicode_AsUTF8(name) : "a callable";
+        if (be == NULL) {
+            (void)tc_clear_expected(PyExc_Exception);
+            be = "a callable";
+        }
+    }
+    snprintf(buf, n, "fullgraph=%s, dynamic=%s, mode=%s, backend=%s", key & 1 ? "True" : "False",
+             dyn[key >> 1 & 3], key & 8 ? "max-autotune" : "default", be);
+    Py_XDECREF(name);
+}
+
+char *dh_options_mismatch(const dh_entry *e, const dh_config *cfg) {
+    char was[256], now[256], *out = malloc(600);
+    if (out == NULL)
+        return NULL;
+    options_str(was, sizeof was, e->cfg_key, e->backend);
+    options_str(now, sizeof now, dh_cfg_key(cfg), cfg->backend);
+    snprintf(out, 600, "COMPILE_OPTIONS: the cached entries were compiled with %s; this call has %s", was, now);
+    return out;
+}
+
+/* What differs between guard g and the value v it failed on, as torch's recompile reasons
+ * say it ("dtype mismatch. expected f32, actual f64"), for the kinds a user changes between
+ * calls: tensor metadata, constants, types, lengths, grad mode. NULL when there is nothing
+ * more to say than the guard itself (or out of memory). No Python error is left set. */
+char *dh_guard_mismatch(const dh_guard *g, PyObject *v) {
+    char buf[300] = "";
+    switch (g->kind) {
+    case DH_G_TENSOR: {
+        const tc_meta *w = &g->meta;
+        if (v == NULL || !tc_is_tensor(v)) {
+            snprintf(buf, sizeof buf, "expected a tensor, got %s", v ? Py_TYPE(v)->tp_name : "nothing");
+            break;
+        }
+        tc_meta m;
+        tc_tensor_meta(v, &m);
+        if (m.flags)
+            snprintf(buf, sizeof buf, "a tensor kind torchc does not compile (sparse, subclass, ...)");
+        else if (m.dtype != w->dtype)
+            snprintf(buf, sizeof buf, "dtype mismatch. expected %s, actual %s", ic_dtype_name((ic_dtype)w->dtype),
+                     ic_dtype_name((ic_dtype)m.dtype));
+        else if (m.device_type != w->device_type || m.device_index != w->device_index)
+            snprintf(buf, sizeof buf, "device mismatch. expected %s:%d, actual %s:%d",
+                     w->device_type == TC_DEV_CUDA ? "cuda" : "cpu", w->device_index,
+                     m.device_type == TC_DEV_CUDA ? "cuda" : "cpu", m.device_index);
+        else if (m.requires_grad != w->requires_grad)
+            snprintf(buf, sizeof buf, "requires_grad mismatch. expected requires_grad=%d", w->requires_grad);
+        else if (m.ndim != w->ndim)
+            snprintf(buf, sizeof buf, "rank mismatch. expected %d dims, actual %d", w->ndim, m.ndim);
+        else {
+            for (int d = 0; d < m.ndim && !buf[0]; d++) {
+                if (g->dyn && g->sym[d] >= 0) {
+                    if (m.sizes[d] < 2)
+                        snprintf(buf, sizeof buf, "size mismatch at index %d. expected a size >= 2 (s%d), "
+                                 "actual %lld", d, g->sym[d], (long long)m.sizes[d]);
+                } else if (m.sizes[d] != w->sizes[d]) {
+                    snprintf(buf, sizeof buf, "size mismatch at index %d. expected %lld, actual %lld", d,
+                             (long long)w->sizes[d], (long long)m.sizes[d]);
+                }
+            }
+            for (int d = 0; d < m.ndim && !buf[0] && !g->dyn; d++)
+                if (m.strides[d] != w->strides[d] && m.sizes[d] > 1)
+                    snprintf(buf, sizeof buf, "stride mismatch at index %d. expected %lld, actual %lld", d,
+                             (long long)w->strides[d], (long long)m.strides[d]);
+            if (!buf[0] && g->dyn)
+                snprintf(buf, sizeof buf, "not contiguous, or two dims of one symbol differ");
+        }
+        break;
+    }
+    case DH_G_CONST: {
+        PyObject *r = v ? PyObject_Repr(v) : NULL;
+        const char *s = r ? PyUnicode_AsUTF8(r) : NULL;
+        snprintf(buf, sizeof buf, "actual %.200s", s ? s : "(missing)");
+        Py_XDECREF(r);
+        break;
+    }
+    case DH_G_TYPE:
+        snprintf(buf, sizeof buf, "actual type %.200s", v ? Py_TYPE(v)->tp_name : "(missing)");
+        break;
+    case DH_G_LEN: {
+        Py_ssize_t n = v ? PyObject_Length(v) : -1;
+        snprintf(buf, sizeof buf, "actual len %zd", n);
+        break;
+    }
+    case DH_G_ID:
+        snprintf(buf, sizeof buf, "a different object%s", v ? "" : " (missing)");
+        break;
+    case DH_G_GRAD_MODE:
+        snprintf(buf, sizeof buf, "grad mode changed. expected grad_mode=%d, actual %d", g->value,
+                 tc_grad_enabled());
+        break;
+    case DH_G_DEFAULT_DTYPE:
+        snprintf(buf, sizeof buf, "actual default_dtype=%s", ic_dtype_name((ic_dtype)tc_default_dtype()));
+        break;
+    default:
+        break;
+    }
+    (void)tc_clear_expected(PyExc_Exception);
+    return buf[0] ? strdup(buf) : NULL;
+}
+
+char *dh_reason_join(char *a, char *b) {
+    if (a == NULL)
+        return b;
+    if (b == NULL)
+        return a;
+    size_t na = strlen(a), nb = strlen(b);
+    char *r = realloc(a, na + nb + 2);
+    if (r == NULL) {
+        free(b);
+        return a;
+    }
+    r[na] = '\n';
+    memcpy(r + na + 1, b, nb + 1);
+    free(b);
+    return r;
+}

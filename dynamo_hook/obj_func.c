@@ -112,9 +112,50 @@ error:
     return -1;
 }
 
+/* inspect.signature(obj.method) of a plain method of a guarded object: a constant (the
+ * object's type is guarded, so the class attribute found is too) */
+static int signature_of_method(trace *t, PyObject *signature, const var *a, var *out) {
+    if ((a->kind == V_OBJ || a->kind == V_CONST) && a->obj != NULL && PyMethod_Check(a->obj) &&
+        PyFunction_Check(PyMethod_GET_FUNCTION(a->obj))) {
+        /* a bound method object read from a source: its __func__ guarded */
+        static PyObject *s_func;
+        if (s_func == NULL && (s_func = PyUnicode_InternFromString("__func__")) == NULL)
+            return -1;
+        int s = a->src >= 0 ? sym_source(t, DH_S_ATTR, a->src, 2, s_func) : -1;
+        if (a->src >= 0 && (s < 0 || sym_guard_id(t, s, PyMethod_GET_FUNCTION(a->obj)) < 0))
+            return -1;
+        PyObject *sig = PyObject_CallOneArg(signature, a->obj);
+        if (sig == NULL)
+            return tc_clear_expected(PyExc_Exception) < 0 ? -1 : sym_fail(t, "inspect.signature raised");
+        return sym_const(t, sig, out);
+    }
+    if (a->kind != V_METHOD || a->items == NULL || a->obj == NULL ||
+        (a->items[0].kind != V_OBJ && a->items[0].kind != V_CONST) || a->items[0].obj == NULL)
+        return 1;
+    PyObject *self = a->items[0].obj, *fn = a->obj;
+    if (PyUnicode_Check(fn))
+        fn = _PyType_Lookup(Py_TYPE(self), fn);
+    if (fn == NULL || !PyFunction_Check(fn))
+        return 1;
+    PyObject *m = PyMethod_New(fn, self);
+    PyObject *sig = m ? PyObject_CallOneArg(signature, m) : NULL;
+    Py_XDECREF(m);
+    if (sig == NULL) {
+        if (tc_clear_expected(PyExc_Exception) < 0)
+            return -1;
+        return sym_fail(t, "inspect.signature raised");
+    }
+    return sym_const(t, sig, out);
+}
+
 int sym_obj_polyfill(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out) {
     if (fn->kind != V_FUNC || fn->obj == NULL || init_once() < 0)
         return 1;
+    if (nargs == 1 && kwnames == NULL && sym_is_inspect_signature(fn->obj)) {
+        int rc = signature_of_method(t, fn->obj, &args[0], out);
+        if (rc != 1)
+            return rc;
+    }
     if (fn->obj == partial_type)
         return make_partial(t, args, nargs, kwnames, out);
     PyObject *pf = lookup(polyfills, fn->obj);

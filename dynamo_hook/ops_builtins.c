@@ -2,6 +2,7 @@
  * (isinstance, len, getattr, torch._C queries, torch.finfo, ...), answered at trace time.
  */
 #include "ops_internal.h"
+#include "sym_sem.h"
 
 /* has_torch_function(args): asked with the real objects, a plain-tensor probe standing for
  * each traced tensor; True (a torch function mode, an object overriding it) stops here. */
@@ -78,30 +79,8 @@ int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kw
     }
     if (f == sym_refs.grad_query && f != NULL && nargs == 0 && !kwnames)
         return sym_const(t, PyBool_FromLong(tc_grad_enabled() && t->nograd == 0), out);
-    if (f == sym_refs.autocast_query && f != NULL) {
-        /* False unless autocast is on (the graph does not apply autocast: not captured) */
-        PyObject *tup = PyTuple_New(nargs);
-        if (tup == NULL)
-            return -1;
-        for (int i = 0; i < nargs; i++) {
-            if (args[i].kind != V_CONST || kwnames) {
-                Py_DECREF(tup);
-                return sym_fail(t, "is_autocast_enabled with non-constant arguments");
-            }
-            PyTuple_SET_ITEM(tup, i, Py_NewRef(args[i].obj));
-        }
-        PyObject *r = PyObject_Call(f, tup, NULL);
-        Py_DECREF(tup);
-        if (r == NULL) {
-            (void)tc_clear_expected(PyExc_Exception);
-            return sym_fail(t, "is_autocast_enabled raised");
-        }
-        if (r != Py_False) {
-            Py_DECREF(r);
-            return sym_fail(t, "autocast is enabled (not captured)");
-        }
-        return sym_const(t, r, out);
-    }
+    if (f == sym_refs.autocast_query && f != NULL) /* the trace's state (autocast.c) */
+        return dh_autocast_query(t, f, args, nargs, kwnames, out);
     for (int i = 0; i < 3; i++)
         if (f == sym_refs.tf_query[i] && f != NULL && sym_refs.tf_probe != NULL && !kwnames)
             return torch_function_query(t, f, i, args, nargs, out);
@@ -144,6 +123,13 @@ int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kw
             int ok = mods && PyDict_Check(mods);
             Py_ssize_t k = ok ? PyDict_GET_SIZE(mods) : 0;
             Py_XDECREF(mods);
+            if (ok && args[0].src >= 0) { /* len(Sequential): guarded (append changes it) */
+                PyObject *mn = PyUnicode_InternFromString("_modules");
+                int ms = mn ? sym_source(t, DH_S_ATTR, args[0].src, 0, mn) : -1;
+                Py_XDECREF(mn);
+                if (ms < 0 || sym_guard_len(t, ms, (int)k) < 0)
+                    return -1;
+            }
             if (ok)
                 return sym_const(t, PyLong_FromSsize_t(k), out);
             int rc = sym_obj_len(t, &args[0], out); /* obj_proto.c: a Python __len__ */
@@ -162,7 +148,7 @@ int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kw
         else if (a->kind == V_SEQ && a->obj != NULL && PyType_Check(a->obj)) /* a named tuple */
             r = ((PyTypeObject *)a->obj)->tp_call != NULL;
         else if (a->kind == V_TENSOR || a->kind == V_SEQ || a->kind == V_DICT || a->kind == V_ITER ||
-                 a->kind == V_SYM)
+                 a->kind == V_SYM || a->kind == V_GEN)
             r = 0;
         else if ((a->kind == V_CONST || a->kind == V_OBJ) && a->obj != NULL)
             r = PyCallable_Check(a->obj);
@@ -319,7 +305,7 @@ int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kw
         int lens[8], n = 1 << 30;
         if (nargs > 8 || (f != (PyObject *)&PyZip_Type && nargs != 1))
             return sym_fail(t, "unsupported iteration helper call");
-        if (f == (PyObject *)&PyReversed_Type && args[0].kind == V_ITER)
+        if (f == (PyObject *)&PyReversed_Type && (args[0].kind == V_ITER || args[0].kind == V_GEN))
             return sym_fail(t, "reversed() of an iterator (eager raises)");
         for (int i = 0; i < nargs; i++) {
             if (sym_iter_items(t, &args[i], &its[i], &lens[i]) < 0)
@@ -370,7 +356,8 @@ int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kw
         return sym_make_set(t, f == (PyObject *)&PySet_Type, args, nargs, out);
     if (name && (!strcmp(name, "all") || !strcmp(name, "any") || !strcmp(name, "sum") ||
                  !strcmp(name, "min") || !strcmp(name, "max")) &&
-        nargs >= 1 && nargs <= 2 && !kwnames && (args[0].kind == V_SEQ || args[0].kind == V_ITER)) {
+        nargs >= 1 && nargs <= 2 && !kwnames &&
+        (args[0].kind == V_SEQ || args[0].kind == V_ITER || args[0].kind == V_GEN)) {
         /* all(genexpr), sum(...) over constants: called on a tuple of them (tensors' truth
          * is data: not captured) */
         var *items;

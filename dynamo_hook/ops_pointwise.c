@@ -102,7 +102,10 @@ int sym_h_unary(trace *t, const opdef *d, var **p, var *out) {
 int sym_h_square(trace *t, const opdef *d, var **p, var *out) {
     if (p[0]->kind != V_TENSOR)
         return sym_fail(t, "square of a non-tensor");
-    return sym_tensor_out(t, ic_binary(t->g, IC_OP_MUL, p[0]->val, p[0]->val), out);
+    ic_val x = p[0]->val;
+    if (sym_metap(t, x)->dtype == IC_BOOL) /* eager: pow(bool, 2) is int64 (bool * bool stays bool) */
+        x = ic_cast(t->g, x, IC_I64);
+    return sym_tensor_out(t, ic_binary(t->g, IC_OP_MUL, x, x), out);
 }
 
 int sym_h_gelu(trace *t, const opdef *d, var **p, var *out) {

@@ -459,7 +459,9 @@ int sym_h_argsort(trace *t, const opdef *d, var **p, var *out) {
 }
 
 /* sort(input, dim=-1, descending=False, stable=False) -> (values, indices) (op 0);
- * topk(input, k, dim=-1, largest=True, sorted=True) -> the first k of a stable sort (op 1) */
+ * topk(input, k, dim=-1, largest=True, sorted=True) -> ATen's topk indices (op 1): eager's tie
+ * order comes from its selection algorithm (CPU: nth_element/partial_sort; a stable sort's
+ * first k picked other indices among equal values), so the extern runs eager's own */
 int sym_h_sort(trace *t, const opdef *d, var **p, var *out) {
     if (sym_need_tensor(t, d, p[0]) < 0)
         return -1;
@@ -481,10 +483,8 @@ int sym_h_sort(trace *t, const opdef *d, var **p, var *out) {
         return -1;
     if (d->op == 1 && (k < 0 || k > sym_metap(t, p[0]->val)->sizes[dim]))
         return sym_fail(t, "topk: k out of range (eager will raise)");
-    int64_t prm[3] = {dim, desc, stable};
-    ic_val idx = ic_extern(G, IC_EXT_ARGSORT, 1, &p[0]->val, 3, prm, 1, 1);
-    if (idx >= 0 && d->op == 1)
-        idx = ic_slice(G, idx, dim, 0, k, 1);
+    int64_t prm[5] = {dim, desc, stable, k, srt};
+    ic_val idx = ic_extern(G, IC_EXT_ARGSORT, 1, &p[0]->val, d->op == 1 ? 5 : 3, prm, 1, 1);
     ic_val v[2] = {p[0]->val, idx};
     ic_val vals = idx < 0 ? IC_NONE : ic_extern(G, IC_EXT_GATHER, 2, v, 1, prm, 1, 1);
     if (vals < 0)

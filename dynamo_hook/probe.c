@@ -7,7 +7,8 @@
  * Binds args/kwargs to the parameters of a plain Python function the way CPython fills a
  * frame that has not started (positional, then keywords, then defaults; cell and free
  * variable slots still empty), then runs the guard lists of the code's cache entries in
- * order. Only reads: the cache order and hit counters are left alone.
+ * order, skipping entries captured under other compile options than the caller's (cfg, as
+ * eval_frame.c does). Only reads: the cache order and hit counters are left alone.
  */
 #include "dh_internal.h"
 
@@ -66,7 +67,7 @@ static int bind(PyCodeObject *co, PyObject *func, PyObject *args, PyObject *kwar
     return 0;
 }
 
-PyObject *dh_probe(PyObject *func, PyObject *args, PyObject *kwargs) {
+PyObject *dh_probe(PyObject *func, PyObject *args, PyObject *kwargs, const dh_config *cfg) {
     if (!PyFunction_Check(func) || !PyTuple_Check(args) || (kwargs && !PyDict_Check(kwargs)))
         Py_RETURN_NONE;
     PyCodeObject *co = (PyCodeObject *)PyFunction_GET_CODE(func);
@@ -96,7 +97,10 @@ PyObject *dh_probe(PyObject *func, PyObject *args, PyObject *kwargs) {
     int saved = dh_tl_busy;
     dh_tl_busy = 1; /* custom getattr re-run by guards: never captured */
     const dh_entry *hit = NULL;
+    int key = cfg ? dh_cfg_key(cfg) : 0;
     for (const dh_entry *e = c->entries; e != NULL && hit == NULL; e = e->next) {
+        if (cfg != NULL && (e->backend != cfg->backend || e->cfg_key != key))
+            continue; /* captured under other options: eval_frame.c never runs it for cfg */
         int r = dh_guards_check(e, (PyObject *const *)ls, PyFunction_GET_GLOBALS(func),
                                 ((PyFunctionObject *)func)->func_builtins, func, values, ptrs);
         if (r < 0 && tc_clear_expected(PyExc_Exception) < 0)

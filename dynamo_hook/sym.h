@@ -24,8 +24,10 @@ typedef enum vkind {
     V_DICT,   /* dict: obj = tuple of constant keys, items = values */
     V_SYM,    /* symbolic int (a dynamic size): val indexes t->symv; obj = Py_NotImplemented */
     V_SUPER,  /* super(): obj = the class, items[0] = self */
-    V_REC     /* a ModelOutput made in the trace (records.c): obj = (class, field names),
+    V_REC,    /* a ModelOutput made in the trace (records.c): obj = (class, field names),
                * items = field values (n), built for real at the output */
+    V_GEN     /* a generator run lazily (sym_gen.c): val indexes t->gens; op 1: the
+               * context manager a @contextlib.contextmanager function returns */
 } vkind;
 
 typedef struct var {
@@ -163,6 +165,8 @@ typedef struct trace {
      * undone when a call the top frame will run eagerly is abandoned (sym_fx_rollback) */
     struct sym_undo *undo;
     int nundo, capundo;
+    void **gens;                      /* sym_gen.c: generators made in the trace (trace lifetime) */
+    int ngens, capgens;
     char reason[300];
     char where[480];                  /* file:line of the first failure, innermost first (sym_where) */
     int failed;

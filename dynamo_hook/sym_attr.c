@@ -218,7 +218,9 @@ int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
             Py_ssize_t n = PyDict_GET_SIZE(mods), pos = 0;
             PyObject *keys = PyTuple_New(n), *k, *v;
             var *vals = sym_alloc(t, (int)n);
-            if (keys == NULL || vals == NULL || sym_keep(t, keys) == NULL) {
+            int ms = sym_source(t, DH_S_ATTR, o->src, 0, name); /* submodules added later: */
+            if (keys == NULL || vals == NULL || sym_keep(t, keys) == NULL || ms < 0 ||
+                sym_guard_len(t, ms, (int)n) < 0) {                /* another entry */
                 Py_DECREF(mods);
                 return -1;
             }

@@ -1,6 +1,7 @@
 /* sym_call.c — calls: inlining Python functions and nn.Module.forward, and the CALL /
  * CALL_FUNCTION_EX / KW_NAMES / MAKE_FUNCTION / BEFORE_WITH handlers. */
 #include "sym_interp.h"
+#include "sym_sem.h"
 
 #include <string.h>
 /* ---- inlining ----------------------------------------------------------------------- */
@@ -46,10 +47,8 @@ static int inline_code(trace *t, PyCodeObject *code, PyObject *globals, PyObject
     if (t->depth >= dh_limit.inline_depth || t->depth >= SYM_INLINE_DEPTH)
         return sym_fail(t, "inlining deeper than %d calls (recursion? torchc.config.inline_depth)",
                         dh_limit.inline_depth);
-    /* generators (genexprs: all(f(x) for x in xs)) run to completion when called and
-     * return an iterator over their values: exact when the consumer drains them; one that
-     * stops early only skips graph values never read (a Python-level error in a later item
-     * fails the trace: eager runs) */
+    /* generators (genexprs, functions with yield) stop at RETURN_GENERATOR: the value is a
+     * V_GEN whose frame lives with the trace and runs lazily (sym_gen.c) */
     if (code->co_flags & (CO_COROUTINE | CO_ASYNC_GENERATOR | CO_ITERABLE_COROUTINE))
         return sym_fail(t, "call to coroutine %U", code->co_name);
     /* try/except/with: only the path without exceptions is traced; anything that would
@@ -64,9 +63,11 @@ static int inline_code(trace *t, PyCodeObject *code, PyObject *globals, PyObject
     int extra_kw[64], nextra_kw = 0;
     if (nkw > 64)
         return sym_fail(t, "too many keyword arguments");
-    sframe *f = calloc(1, sizeof *f);
+    int is_gen = (code->co_flags & CO_GENERATOR) != 0;
+    sframe *f = is_gen ? sym_gen_frame_new(t) : calloc(1, sizeof *f);
     if (f == NULL) {
-        PyErr_NoMemory();
+        if (!is_gen)
+            PyErr_NoMemory();
         return -1;
     }
     int rc = -1;
@@ -77,7 +78,7 @@ static int inline_code(trace *t, PyCodeObject *code, PyObject *globals, PyObject
     f->func_src = fn_src;
     f->closure = closure;
     f->nclosure = nclosure;
-    f->gen = (code->co_flags & CO_GENERATOR) != 0;
+    f->gen = is_gen;
     f->nlocals = (int)code->co_nlocalsplus;
     f->locals = sym_alloc(t, f->nlocals);
     if (f->locals == NULL)
@@ -180,16 +181,22 @@ static int inline_code(trace *t, PyCodeObject *code, PyObject *globals, PyObject
             goto done;
     }
     t->depth++;
-    t->in_gen += f->gen;
     PyObject *saved_globals = t->cur_globals;
+    int saved_autocast = dh_tl_autocast; /* a region it leaves open (it failed): closed */
     t->cur_globals = globals;
     rc = sym_run_frame(t, f, out);
+    dh_tl_autocast = saved_autocast;
     t->cur_globals = saved_globals;
-    t->in_gen -= f->gen;
     t->depth--;
+    if (is_gen && rc == SYM_YIELD) /* stopped at RETURN_GENERATOR: the generator */
+        rc = sym_gen_new(t, f, 0, out);
+    else if (is_gen && rc >= 0)
+        rc = sym_fail(t, "generator function did not stop at RETURN_GENERATOR");
 done:
-    sym_fx_forget(t, f, sizeof *f); /* its stack dies with it */
-    free(f);
+    if (!is_gen) {
+        sym_fx_forget(t, f, sizeof *f); /* its stack dies with it */
+        free(f);
+    }
     return rc;
 }
 
@@ -242,6 +249,14 @@ int sym_inline_module(trace *t, const var *mod, var *args, int nargs, PyObject *
     if (s < 0)
         return -1;
     return sym_inline(t, fwd, s, mod, args, nargs, kwnames, out);
+}
+
+static PyObject *next_builtin(void) {
+    static PyObject *nx;
+    if (nx == NULL) {
+        nx = PyDict_GetItemString(PyEval_GetBuiltins(), "next"); /* borrowed: builtins live on */
+    }
+    return nx;
 }
 
 /* KW_NAMES */
@@ -322,6 +337,54 @@ int sym_op_call(trace *t, sframe *f, sym_ins *in) {
     PyObject *kw = f->kwnames;
     f->kwnames = NULL;
     f->sp -= in->oparg + 2;
+    if (fn.kind == V_FUNC && fn.op == SYM_GENCM_EXIT) { /* a contextmanager's exit (sym_gen.c) */
+        if (sym_gen_cm_exit(t, &fn, &a) < 0)
+            return -1;
+        PUSH(a);
+        return SYM_NEXT;
+    }
+    if (fn.kind == V_FUNC && fn.obj == next_builtin() && (nargs == 1 || nargs == 2) && !kw &&
+        copy[0].kind == V_GEN) { /* next(generator[, default]) */
+        if (copy[0].op != 0)
+            return sym_fail(t, "next() of a generator context manager (eager raises)");
+        int r = sym_gen_step(t, &copy[0], &a);
+        if (r < 0)
+            return -1;
+        if (r == 0 && nargs == 1)
+            return sym_fail(t, "next() of an exhausted generator (eager raises StopIteration)");
+        PUSH(r == 0 ? copy[1] : a);
+        return SYM_NEXT;
+    }
+    if (fn.kind == V_FUNC && fn.op == SYM_USER_FUNCTION) { /* @contextlib.contextmanager */
+        int r = sym_gen_cm_call(t, &fn, copy, nargs, kw, &a);
+        if (r < 0)
+            return -1;
+        if (r == 0) {
+            PUSH(a);
+            return SYM_NEXT;
+        }
+    }
+    if (fn.kind == V_FUNC && fn.op == SYM_AUTOCAST_EXIT) { /* autocast.c */
+        if (dh_autocast_exit(t, &fn, &a) < 0)
+            return -1;
+        PUSH(a);
+        return SYM_NEXT;
+    }
+    if (sym_is_real_object(&fn) && dh_autocast_is_class(fn.obj)) {
+        if (dh_autocast_new(t, fn.obj, copy, nargs, kw, &a) < 0)
+            return -1;
+        PUSH(a);
+        return SYM_NEXT;
+    }
+    if (fn.kind == V_FUNC && fn.obj != NULL) {
+        int q = dh_autocast_query(t, fn.obj, copy, nargs, kw, &a);
+        if (q < 0)
+            return -1;
+        if (q == 0) {
+            PUSH(a);
+            return SYM_NEXT;
+        }
+    }
     t->pending_exc = NULL; /* only what this call raises */
     /* the top frame may break at this call: what its trace logs is undone then */
     sym_fx_mark mark = {0};
@@ -437,10 +500,14 @@ int sym_op_make_function(trace *t, sframe *f, sym_ins *in) {
     a.val = f->top ? -1 : f->func_src;
     a.globals = f->globals;
     if (in->oparg & 0x08) {
-        if (clos.kind != V_SEQ)
+        /* BUILD_TUPLE of the cells' values: a V_SEQ, or one constant tuple when all are */
+        var *items;
+        int n;
+        if ((clos.kind != V_SEQ && !(clos.kind == V_CONST && PyTuple_CheckExact(clos.obj))) ||
+            sym_iter_items(t, &clos, &items, &n) < 0)
             return sym_fail(t, "closure of unsupported values");
-        a.items = clos.items;
-        a.n = clos.n;
+        a.items = items;
+        a.n = n;
         f->made_closure = 1;
     }
     PUSH(a);
@@ -454,6 +521,16 @@ int sym_op_before_with(trace *t, sframe *f, sym_ins *in) {
      * graph is the same; grad mode at entry is guarded, outputs never need grad */
     NEED(1);
     a = POP();
+    int ac = sym_gen_cm_enter(t, &a, &b, &c); /* @contextlib.contextmanager (sym_gen.c) */
+    if (ac == 1)
+        ac = dh_autocast_enter(t, &a, &b, &c); /* torch.autocast regions (autocast.c) */
+    if (ac < 0)
+        return -1;
+    if (ac == 0) {
+        PUSH(b);
+        PUSH(c);
+        return SYM_NEXT;
+    }
     if (a.kind == V_OBJ && !sym_is_grad_ctx(a.obj)) {
         /* a context manager whose __enter__/__exit__ are Python (obj_proto.c) */
         int rc = sym_obj_enter(t, &a, &b, &c);

@@ -1,6 +1,7 @@
 /* sym_containers.c — subscripts, sequences and dicts of the symbolic interpreter, and
  * the handlers of the opcodes that build, unpack, index and update them. */
 #include "sym_interp.h"
+#include "sym_sem.h"
 
 #include <string.h>
 static int subscr(trace *t, const var *c, const var *k, var *out) {
@@ -156,6 +157,8 @@ static int build_seq(trace *t, sframe *f, int n, int is_list, var *out) {
 }
 
 int sym_iter_items(trace *t, const var *v, var **items, int *n) {
+    if (v->kind == V_GEN) /* run to its end (sym_gen.c) */
+        return sym_gen_drain(t, v, items, n);
     if (v->kind == V_ITER && v->op == SYM_LAZY_ITER) /* taken to the end (obj_iter.c) */
         return sym_lazy_iter_drain(t, (var *)v, items, n);
     if (v->kind == V_DICT) { /* iterating a dict: its keys */
@@ -208,16 +211,19 @@ int sym_iter_items(trace *t, const var *v, var **items, int *n) {
                 return rc;
             return sym_fail(t, "iteration over %s not supported yet", Py_TYPE(v->obj)->tp_name);
         }
-        PyObject *name = PyUnicode_InternFromString("_modules");
-        PyObject *mods = name ? dh_module_getattr(v->obj, name) : NULL;
-        Py_XDECREF(name);
+        static PyObject *name; /* interned "_modules", kept for the process */
+        if (name == NULL && (name = PyUnicode_InternFromString("_modules")) == NULL)
+            return -1;
+        PyObject *mods = dh_module_getattr(v->obj, name);
         if (mods == NULL || !PyDict_Check(mods)) {
             Py_XDECREF(mods);
             return sym_fail(t, "module container without _modules");
         }
         int k = (int)PyDict_GET_SIZE(mods);
         var *it = sym_alloc(t, k);
-        if (it == NULL) {
+        /* a submodule appended later (Sequential.append) must not hit this entry */
+        int ms = v->src >= 0 ? sym_source(t, DH_S_ATTR, v->src, 0, name) : -1;
+        if (it == NULL || (v->src >= 0 && (ms < 0 || sym_guard_len(t, ms, k) < 0))) {
             Py_DECREF(mods);
             return -1;
         }

@@ -1,16 +1,9 @@
 /* sym_flow.c — handlers of the stack, locals, control-flow, exception, generator and
  * operator opcodes (the interpreter loop is in symbolic.c; sym_interp.h has the contract). */
 #include "sym_interp.h"
+#include "sym_sem.h"
 
 #include <string.h>
-/* a generator frame returned: its result is an iterator over what it yielded */
-static int gen_result(sframe *f, var *result) {
-    *result = sym_var(V_ITER);
-    result->items = f->yielded;
-    result->n = f->nyielded;
-    return 0;
-}
-
 /* EXTENDED_ARG */
 int sym_op_extended_arg(trace *t, sframe *f, sym_ins *in) {
     in->ext = in->oparg << 8;
@@ -105,50 +98,93 @@ int sym_op_load_const(trace *t, sframe *f, sym_ins *in) {
 
 /* RETURN_CONST */
 int sym_op_return_const(trace *t, sframe *f, sym_ins *in) {
-    if (f->gen)
-        return gen_result(f, in->result);
     return sym_const(t, Py_NewRef(PyTuple_GET_ITEM(in->consts, in->oparg)), in->result);
 }
 
 /* RETURN_VALUE */
 int sym_op_return_value(trace *t, sframe *f, sym_ins *in) {
     NEED(1);
-    *in->result = POP();
-    if (f->gen)
-        return gen_result(f, in->result);
+    *in->result = POP(); /* a generator's: the StopIteration value */
     return 0;
 }
 
 /* RETURN_GENERATOR */
-/* the generator object, popped by the next POP_TOP */
+/* the generator is made: its frame stops here until the first next() (sym_gen.c), which
+ * sends the None the following POP_TOP drops */
 int sym_op_return_generator(trace *t, sframe *f, sym_ins *in) {
-    if (!f->gen)
-        return sym_fail(t, "RETURN_GENERATOR outside a generator");
-    PUSH(sym_null_var());
-    return SYM_NEXT;
+    if (!f->gen || f->top)
+        return sym_fail(t, "RETURN_GENERATOR outside an inlined generator");
+    f->resume_pc = in->next;
+    return SYM_YIELD;
 }
 
 /* YIELD_VALUE */
+/* the generator's frame stops with the value; the step that resumes it sends None */
 int sym_op_yield_value(trace *t, sframe *f, sym_ins *in) {
-    var a;
-    /* run to completion: the value is collected, next() sends None back */
     NEED(1);
-    if (!f->gen)
-        return sym_fail(t, "yield outside a generator");
-    if (f->nyielded == f->capyielded) {
-        int cap = f->capyielded ? 2 * f->capyielded : 8;
-        var *y = sym_alloc(t, cap);
-        if (y == NULL)
-            return -1;
-        if (f->nyielded)
-            memcpy(y, f->yielded, (size_t)f->nyielded * sizeof(var));
-        f->yielded = y;
-        f->capyielded = cap;
-    }
-    f->yielded[f->nyielded++] = POP();
-    if (sym_const(t, Py_NewRef(Py_None), &a) < 0)
+    if (!f->gen || f->top)
+        return sym_fail(t, "yield outside an inlined generator");
+    *in->result = POP();
+    f->resume_pc = in->next;
+    return SYM_YIELD;
+}
+
+/* GET_YIELD_FROM_ITER */
+/* `yield from it`: a generator stays one (stepped by SEND); anything else becomes an
+ * iterator over its items */
+int sym_op_get_yield_from_iter(trace *t, sframe *f, sym_ins *in) {
+    NEED(1);
+    var *a = &PEEK(1);
+    if ((a->kind == V_GEN && a->op == 0) || (a->kind == V_ITER && a->op == 0))
+        return SYM_NEXT;
+    var *items, it = sym_var(V_ITER);
+    int n;
+    if (sym_iter_items(t, a, &items, &n) < 0)
         return -1;
-    PUSH(a);
+    it.items = items;
+    it.n = n;
+    PEEK(1) = it;
+    return SYM_NEXT;
+}
+
+/* SEND */
+/* (receiver, None) -> (receiver, item), or at the receiver's end the jump with its return
+ * value (3.11: in the receiver's place; 3.12: above it, END_SEND drops the receiver) */
+int sym_op_send(trace *t, sframe *f, sym_ins *in) {
+    var r;
+    NEED(2);
+    var v = POP();
+    if (v.kind != V_CONST || v.obj != Py_None)
+        return sym_fail(t, "send() of a value to a generator not supported");
+    var *rec = &PEEK(1);
+    int yielded;
+    if (rec->kind == V_GEN) {
+        yielded = sym_gen_step(t, rec, &r);
+        if (yielded < 0)
+            return -1;
+    } else if (rec->kind == V_ITER && rec->op == 0) {
+        yielded = rec->pos < rec->n;
+        if (yielded)
+            r = rec->items[rec->pos++];
+        else if (sym_const(t, Py_NewRef(Py_None), &r) < 0)
+            return -1;
+    } else {
+        return sym_fail(t, "yield from an unsupported value");
+    }
+    if (yielded || DH_PY312)
+        PUSH(r);
+    else
+        PEEK(1) = r;
+    if (!yielded)
+        in->next += in->oparg;
+    return SYM_NEXT;
+}
+
+/* END_SEND */
+int sym_op_end_send(trace *t, sframe *f, sym_ins *in) {
+    NEED(2);
+    var v = POP();
+    PEEK(1) = v;
     return SYM_NEXT;
 }
 
@@ -335,6 +371,10 @@ int sym_op_get_iter(trace *t, sframe *f, sym_ins *in) {
     var a, b;
     NEED(1);
     a = POP();
+    if (a.kind == V_GEN && a.op == 0) { /* iter(generator) is the generator */
+        PUSH(a);
+        return SYM_NEXT;
+    }
     if (a.kind == V_ITER && a.op == SYM_LAZY_ITER) { /* iter(it) is it */
         PUSH(a);
         return SYM_NEXT;
@@ -359,6 +399,18 @@ int sym_op_for_iter(trace *t, sframe *f, sym_ins *in) {
     var a;
     NEED(1);
     var *it = &PEEK(1);
+    if (it->kind == V_GEN) { /* one step of a generator (sym_gen.c) */
+        int r = sym_gen_step(t, it, &a);
+        if (r < 0)
+            return -1;
+        if (r > 0) {
+            PUSH(a);
+        } else {
+            (void)POP();
+            in->next = in->next + in->oparg + (DH_PY312 ? 1 : 0);
+        }
+        return SYM_NEXT;
+    }
     if (it->kind != V_ITER)
         return sym_fail(t, "FOR_ITER on a non-iterator");
     if (it->op == SYM_LAZY_ITER) { /* an iterator passed in (obj_iter.c) */

@@ -57,9 +57,8 @@ typedef struct sframe {
     var *closure;      /* a MAKE_FUNCTION closure: free variable values */
     int nclosure;
     int made_closure;  /* a closure was created: cell variables must not change */
-    int gen;           /* a generator run to completion: what it yields is collected */
-    var *yielded;      /* gen: the values yielded so far (the result, as an iterator) */
-    int nyielded, capyielded;
+    int gen;           /* a generator's frame, run lazily (sym_gen.c) */
+    int resume_pc;     /* where the interpretation starts: after the yield a generator left */
     int pc;            /* instruction being interpreted (sym_where) */
 } sframe;
 
@@ -136,6 +135,9 @@ int sym_op_jump_backward(trace *t, sframe *f, sym_ins *in);
 int sym_op_pop_jump_if_false(trace *t, sframe *f, sym_ins *in);
 int sym_op_pop_jump_if_none(trace *t, sframe *f, sym_ins *in);
 int sym_op_jump_if_false_or_pop(trace *t, sframe *f, sym_ins *in);
+int sym_op_get_yield_from_iter(trace *t, sframe *f, sym_ins *in);
+int sym_op_send(trace *t, sframe *f, sym_ins *in);
+int sym_op_end_send(trace *t, sframe *f, sym_ins *in);
 
 /* sym_attr.c */
 int sym_op_load_global(trace *t, sframe *f, sym_ins *in);

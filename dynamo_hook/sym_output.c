@@ -89,12 +89,21 @@ int sym_fill_out(trace *t, outbuf *ob, int at, const var *v_in, ic_val *outvals,
             if (t->nsym > 0) /* the view's arguments are hint sizes */
                 return sym_fail(t, "a view returned with dynamic shapes (specializing)");
             ic_val base = (ic_val)PyLong_AsLong(PyTuple_GET_ITEM(desc, 0));
+            if (v->oid > 0) /* this object's view built already (w = x.t(); w.t_() at a break:
+                             * the local and the method's self): the same object again */
+                for (int i = 0; i < ob->n; i++)
+                    if (i != at && ob->o[i].kind == DH_O_CALLM && ob->o[i].count == v->oid) {
+                        o->kind = DH_O_SAME;
+                        o->index = i;
+                        return 0;
+                    }
             int child = sym_out_reserve(t, ob, 1);
             if (child < 0)
                 return -1;
             o = &ob->o[at];
             o->kind = DH_O_CALLM;
             o->index = child;
+            o->count = v->oid > 0 ? v->oid : 0;
             o->obj = PyTuple_GetSlice(desc, 1, 3);
             if (o->obj == NULL)
                 return -1;
@@ -107,6 +116,17 @@ int sym_fill_out(trace *t, outbuf *ob, int at, const var *v_in, ic_val *outvals,
                 ob->o[child].index = t->input_src[k];
                 return 0;
             }
+            /* the base is an input tensor's value after an in-place update (x.add_(1);
+             * return x.t()): eager's view is of the input object itself, which gets the
+             * updated value copied back before the outputs are built (was: a view of a
+             * graph output, sharing no storage with x) */
+            for (int s = 0; s < t->nsrc && s < t->capsrc; s++)
+                if (t->srcdone[s] && t->srcvar[s].kind == V_TENSOR && t->srcvar[s].oid > 0 &&
+                    t->srcvar[s].oid <= t->nobj && t->obj_val[t->srcvar[s].oid] == base) {
+                    ob->o[child].kind = DH_O_SOURCE;
+                    ob->o[child].index = s;
+                    return 0;
+                }
             var bv;
             bv = sym_var(V_TENSOR);
             bv.val = base;

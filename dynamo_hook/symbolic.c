@@ -12,6 +12,7 @@
  * sym_call.c, the end of a trace in sym_output.c.
  */
 #include "sym_interp.h"
+#include "sym_sem.h"
 #include "train.h"
 
 #include <string.h>
@@ -210,10 +211,11 @@ int sym_alias_live(trace *t, int oid) {
     for (int i = 0; i < t->nframes; i++) {
         sframe *f = t->frames[i];
         if (live_in(t, f->stack, f->sp, oid, 0) || live_in(t, f->locals, f->nlocals, oid, 0) ||
-            (f->closure && live_in(t, f->closure, f->nclosure, oid, 0)) ||
-            (f->yielded && live_in(t, f->yielded, f->nyielded, oid, 0)))
+            (f->closure && live_in(t, f->closure, f->nclosure, oid, 0)))
             return 1;
     }
+    if (sym_gen_live(t, live_in, oid)) /* suspended generators (sym_gen.c) */
+        return 1;
     /* inputs are alive in the caller; attribute writes keep their values */
     for (int s = 0; s < t->nsrc && s < t->capsrc; s++)
         if (t->srcdone[s] && live_in(t, &t->srcvar[s], 1, oid, 0))
@@ -289,56 +291,6 @@ int sym_run_frame(trace *t, sframe *f, var *result) {
     return rc;
 }
 
-/* GET_YIELD_FROM_ITER in a generator run to completion: `yield from it` yields every item of
- * it (taken now, like the generator's own yields) and evaluates to None; the SEND loop that
- * follows (LOAD_CONST None; SEND) is skipped to its exit. A subgenerator's return value is not
- * kept (a `yield from` whose value is used fails the trace: the exit's POP_TOP is checked). */
-static int op_get_yield_from_iter(trace *t, sframe *f, sym_ins *in) {
-    NEED(1);
-    if (!f->gen)
-        return sym_fail(t, "yield from outside a generator");
-    PyObject *bytes = PyCode_GetCode(f->code);
-    if (bytes == NULL)
-        return -1;
-    const unsigned char *code = (const unsigned char *)PyBytes_AS_STRING(bytes);
-    int ninstr = (int)(PyBytes_GET_SIZE(bytes) / 2);
-    int lc = in->next, send = lc + 1 + ncaches[code[2 * lc]];
-    int target = -1;
-    if (send < ninstr && optab[code[2 * lc]] == OP_LOAD_CONST && optab[code[2 * send]] == OP_SEND) {
-        target = send + 1 + ncaches[code[2 * send]] + code[2 * send + 1];
-        if (DH_PY312 && target < ninstr && optab[code[2 * target]] == OP_END_SEND)
-            target++; /* END_SEND pops the receiver: skipped with it */
-    }
-    int used = target < 0 || target >= ninstr || optab[code[2 * target]] != OP_POP_TOP;
-    Py_DECREF(bytes);
-    if (used)
-        return sym_fail(t, "yield from whose value is used not supported");
-    var a = POP(), *items, none;
-    int n;
-    if (sym_iter_items(t, &a, &items, &n) < 0)
-        return -1;
-    if (f->nyielded + n > f->capyielded) {
-        int cap = f->capyielded ? 2 * f->capyielded : 8;
-        while (cap < f->nyielded + n)
-            cap *= 2;
-        var *y = sym_alloc(t, cap);
-        if (y == NULL)
-            return -1;
-        if (f->nyielded)
-            memcpy(y, f->yielded, (size_t)f->nyielded * sizeof(var));
-        f->yielded = y;
-        f->capyielded = cap;
-    }
-    if (n > 0)
-        memcpy(f->yielded + f->nyielded, items, (size_t)n * sizeof(var));
-    f->nyielded += n;
-    if (sym_const(t, Py_NewRef(Py_None), &none) < 0)
-        return -1;
-    PUSH(none);
-    in->next = target;
-    return SYM_NEXT;
-}
-
 /* The handler of each opcode (sym_interp.h: what a handler returns); NULL: unsupported. */
 static const sym_handler handlers[OP_COUNT_] = {
     [OP_EXTENDED_ARG] = sym_op_extended_arg,
@@ -366,7 +318,9 @@ static const sym_handler handlers[OP_COUNT_] = {
     [OP_STORE_FAST] = sym_op_store_fast,
     [OP_STORE_DEREF] = sym_op_store_fast,
     [OP_DELETE_FAST] = sym_op_delete_fast,
-    [OP_GET_YIELD_FROM_ITER] = op_get_yield_from_iter,
+    [OP_GET_YIELD_FROM_ITER] = sym_op_get_yield_from_iter,
+    [OP_SEND] = sym_op_send,
+    [OP_END_SEND] = sym_op_end_send,
     [OP_LOAD_GLOBAL] = sym_op_load_global,
     [OP_STORE_GLOBAL] = sym_op_store_global,
     [OP_LOAD_ATTR] = sym_op_load_attr,
@@ -450,7 +404,7 @@ static int run_body(trace *t, sframe *f, var *result) {
     in.consts = f->code->co_consts;
     in.names = f->code->co_names;
     in.result = result;
-    int pc = 0, ext = 0;
+    int pc = f->resume_pc, ext = 0; /* 0, or after a generator's yield (sym_gen.c) */
     while (pc < ninstr) {
         if (++t->steps > dh_limit.max_trace_steps)
             return sym_fail(t, "trace too long: %ld instructions (loop unrolled too far? torchc.config.max_trace_steps)",
@@ -594,6 +548,8 @@ static dh_entry *trace_once(PyCodeObject *code, PyObject *const *localsplus, PyO
         chk_base = -1;
         if (rr == 0 && sym_ctxvar_pending(t, NULL))
             rr = sym_fail(t, "a context variable set in the trace is not reset at its end");
+        if (rr >= 0 && sym_gen_unclosed(t))
+            rr = sym_fail(t, "a generator left suspended inside try/with (eager's close() runs its cleanup)");
         if (rr >= 0) {
             int nout = 0;
             outvals = malloc(sizeof *outvals * (size_t)dh_limit.max_outputs);
@@ -672,7 +628,8 @@ static dh_entry *trace_once(PyCodeObject *code, PyObject *const *localsplus, PyO
                 opt.opt_level = 3;
                 opt.autotune = t->cfg->autotune;
                 ic_err err = {0};
-                if (t->cfg->backend != NULL && !dyn) { /* another backend (backend.c): autograd is eager's */
+                if (t->cfg->backend != NULL) { /* another backend (backend.c): autograd is eager's;
+                                                * symbolic shapes go over as Dynamo's (_fx_export.py) */
                     backend_fn = dh_backend_export(t->g, t->cfg->backend, t->device_type, opt.device_index);
                     if (backend_fn == NULL && PyErr_Occurred())
                         goto error;
@@ -686,7 +643,7 @@ static dh_entry *trace_once(PyCodeObject *code, PyObject *const *localsplus, PyO
                 }
                 if (compiled == NULL && dyn && getenv("TORCHC_DEBUG_DYN"))
                     fprintf(stderr, "torchc dyn: compile rejected: %s\n", err.msg);
-                if (compiled == NULL && dyn) {
+                if (compiled == NULL && backend_fn == NULL && dyn) {
                     *reject = 1; /* the compiler can't do these symbols: specialize */
                     goto error;
                 }

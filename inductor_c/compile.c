@@ -554,7 +554,7 @@ static ic_dkey code_key(const char *keytext, int opt_level, const ic_config *cfg
     ic_dkey_mix_str(&k, "torchc cpu objects 1");
     ic_dkey_mix_str(&k, ic_version());
     ic_dkey_mix(&k, v, sizeof v);
-    ic_dkey_mix_str(&k, ic_jit_host_id());
+    ic_dkey_mix_str(&k, ic_host_id());
     ic_dkey_mix_str(&k, ic_cpu_pipeline(opt_level));
     ic_dkey_build_id(&k);
     ic_dkey_mix_str(&k, keytext);

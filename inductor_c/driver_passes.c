@@ -114,15 +114,6 @@ void ic_lowp_analysis(ic_ctx *c) {
  * buffer). Whether the template runs at all (the target, config gemm, the GEMM choice) is
  * codegen's (codegen/gpu_gemm_emit.c gg_gemm_kernel), which skips a fused consumer.
  * Requires: planned buffers. Changes: c->gemm_epi only (moved here from codegen, same result). */
-static bool kernel_empty(const ic_kernel *k) {
-    for (int i = 0; i < k->nouter; i++)
-        if (k->osize[i] == 0) return true;
-    if (!k->has_red)
-        for (int i = 0; i < k->ninner; i++)
-            if (k->isize[i] == 0) return true;
-    return false;
-}
-
 static void xs_walk(ic_ctx *c, ic_xid x, uint8_t *seen, ic_xid *out, int *n, int cap, int buf) {
     if (x < 0 || seen[x]) return;
     seen[x] = 1;
@@ -170,7 +161,7 @@ static bool bufs_overlap(ic_ctx *c, int a, int b) {
 static int gemm_consumer(ic_ctx *c, int ki, const ic_gemm *G, bool *store_out) {
     *store_out = true;
     int kj = ki + 1;
-    while (kj < c->nkernels && !c->kernels[kj].is_ext && kernel_empty(&c->kernels[kj])) kj++;
+    while (kj < c->nkernels && !c->kernels[kj].is_ext && ic_kernel_empty(&c->kernels[kj])) kj++;
     if (kj >= c->nkernels) return -1;
     const ic_kernel *k = &c->kernels[kj];
     if (k->is_ext || k->has_red) return -1;

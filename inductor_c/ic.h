@@ -184,7 +184,8 @@ ic_val ic_arange(ic_graph *g, int64_t n, double start, double step, ic_dtype dty
     X(SCATTER_ADD, "scatter_add") /* (x, index, src) -> x.scatter_add(dim, index, src) */  \
     X(CUMSUM, "cumsum")   /* (x), params: dim, dtype (-1: torch's default, ints -> i64) */ \
     X(CUMPROD, "cumprod") /* like cumsum */                                                \
-    X(ARGSORT, "argsort") /* (x), params: dim, descending, stable -> i64 */                \
+    X(ARGSORT, "argsort") /* (x), params: dim, descending, stable [, k, sorted: topk's      \
+                             indices, eager's own tie order] -> i64 */                    \
     /* linear algebra (graph/linalg.c; static shapes, float32/64): */                     \
     X(MATRIX_EXP, "matrix_exp") /* (a[..., n, n]) -> exp(a) (norm-chosen Taylor degree) */ \
     X(MATRIX_EXP_VJP, "matrix_exp_vjp") /* (a, g) -> gradient of <g, exp(a)> */          \

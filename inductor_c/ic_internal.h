@@ -473,6 +473,12 @@ void ic_lower(ic_ctx *c);               /* loops/lower.c */
 void ic_loops_print(ic_ctx *c, ic_str *s);
 void ic_schedule(ic_ctx *c);            /* sched/sched.c */
 void ic_finalize_kernels(ic_ctx *c);    /* sched/finalize.c */
+/* sched/extern_views.c: operand i of GEMM extern `ext` is a permutation of graph input
+ * *input_index, read in place with the strides *view (no copy kernel) */
+bool ic_extern_operand_alias(const ic_ctx *c, ic_val ext, int i, int *input_index, ic_meta *view);
+/* sched/finalize.c: the kernel has no element (a zero-size loop; for a reduction, a zero-size
+ * outer loop: an empty inner one still stores the identity) */
+bool ic_kernel_empty(const ic_kernel *k);
 /* graph/strides.c: a pointwise kernel storing a permuted graph output loops in its order */
 void ic_layout_loop_order(ic_ctx *c, const ic_kernel *k, int32_t *vars, int64_t *sizes, int n);
 void ic_plan_buffers(ic_ctx *c);        /* sched/buffers.c */
@@ -512,9 +518,9 @@ void *ic_jit_add_object(const void *const *objs, const size_t *sizes, int nobj, 
                         const char *const *names, int n, void **addrs, char *msg, size_t msgn);
 void *ic_jit_find(ic_dkey key, const char *const *names, int n, void **addrs); /* NULL: not loaded */
 void ic_jit_remove(void *handle);
-void *ic_jit_tm_acquire(char *msg, size_t msgn); /* LLVMTargetMachineRef for this thread */
-void ic_jit_tm_release(void *tm);
-const char *ic_jit_host_id(void); /* triple|cpu|features */
+/* codegen/part.c: the host target (runtime/jit.c makes its JIT's TargetMachine with it) */
+void *ic_host_tm_new(char *msg, size_t msgn); /* a new LLVMTargetMachineRef, the caller's */
+const char *ic_host_id(void); /* triple|cpu|features */
 /* compile.c: runs extern call x (in: input addresses) through the registered handler */
 int ic_run_extern(const ic_compiled *c, const ic_rext *x, void *const *in, void *out, void *stream,
                   ic_err *err);

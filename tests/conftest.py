@@ -2,6 +2,7 @@ import atexit
 import os
 import random
 import shutil
+import sys
 import tempfile
 
 import pytest
@@ -15,17 +16,6 @@ if "TORCHC_CACHE_DIR" not in os.environ:
     atexit.register(shutil.rmtree, os.environ["TORCHC_CACHE_DIR"], True)
 
 
-# TORCHC_TEST_IDENTITY=1: torchc.compile is the identity (nothing is compiled). A suite whose
-# tests can fail passes none of the tests that exercise the compiler this way; the count of
-# those that still pass is what the fixture below is measured by (issue 24).
-if os.environ.get("TORCHC_TEST_IDENTITY") == "1":
-    def _identity_compile(model=None, **kw):
-        return (lambda m: m) if model is None else model
-
-    torchc.compile = _identity_compile
-    torchc._api.compile = _identity_compile
-
-
 # ---- tests that can fail (issue 24) ------------------------------------------------------
 # Every test that calls torchc.compile (or torchc.explain, which compiles), or calls a compiled
 # function made before it (a frame went through torchc's hook), must compile at least
@@ -34,9 +24,17 @@ if os.environ.get("TORCHC_TEST_IDENTITY") == "1":
 #   @pytest.mark.allow_fallback        fallbacks to eager are what the test expects (unsupported
 #                                      constructs, the recompile limit, explain's reasons, ...);
 #                                      it must still compile at least one graph
-#   @pytest.mark.no_compile            it compiles nothing on purpose (argument checks, disable,
-#                                      whole-frame fallbacks only, work done in a subprocess)
+#   @pytest.mark.no_compile            it compiles nothing on purpose, but its frames went
+#                                      through torchc's hook (whole-frame fallbacks, disabled
+#                                      code): at least one frame must have been seen
 #   @pytest.mark.allow_internal_fault  an internal compiler fault is provoked on purpose
+#   @pytest.mark.needs_no_compiler     the test compiles nothing and needs no compiler: Python
+#                                      API and argument checks, eager references, libraries
+#                                      used without compiling (layouts, matrix_exp, manifolds)
+# A test that passes with the compiler gone (torchc.compile the identity, torch.compile's
+# backend="torchc" eager, torchc.scan's body eager) must be marked needs_no_compiler; every
+# other test fails that way (issue 24: measured with a throwaway sitecustomize making that
+# substitution on `import torchc`, in pytest and in the tests' child processes).
 # An internal compiler fault (torchc._C.stats()["internal_faults"]: IC_EINTERNAL from the
 # compiler, an exception inside the capture) fails any test that is not marked for it.
 # Counters are read from torchc._C.stats(); torchc.reset() zeroes them, so the reset the test
@@ -46,6 +44,7 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "allow_fallback: the test expects frames to fall back to eager")
     config.addinivalue_line("markers", "no_compile: the test calls torchc.compile but compiles nothing on purpose")
     config.addinivalue_line("markers", "allow_internal_fault: the test provokes an internal compiler fault")
+    config.addinivalue_line("markers", "needs_no_compiler: the test needs no compiler and compiles nothing")
 
 
 _COUNTED = ("frames", "compiles", "fallbacks", "limit_fallbacks")
@@ -59,11 +58,30 @@ def _counted_compile(real):
         return real(*a, **kw)
     compile.__wrapped__ = real
     compile.__doc__ = real.__doc__
+    torchc._C.skip_code(compile.__code__)  # never traced, as torchc's own functions are not
     return compile
 
 
 torchc.compile = _counted_compile(torchc.compile)
 torchc._api.compile = _counted_compile(torchc._api.compile)
+
+
+def _count_dynamo_backend():
+    """torch.compile(backend="torchc") counts as a call of torchc.compile: Dynamo hands each of
+    its graphs to torchc._backend.torchc_backend (registered when torch._dynamo is imported,
+    from the module's global at that time, or already registered)."""
+    from torchc import _backend
+    real = _backend.torchc_backend
+    _backend.torchc_backend = _counted_compile(real)
+    if "torch._dynamo" in sys.modules:
+        from torch._dynamo.backends import registry
+        if registry._COMPILER_FNS.get("torchc") is real:
+            registry._COMPILER_FNS["torchc"] = _backend.torchc_backend
+
+
+_count_dynamo_backend()
+# torchc.scan compiles its body through _scan._compiled (a CompiledFunction of its own)
+torchc._scan._compiled = _counted_compile(torchc._scan._compiled)
 _real_reset = torchc._api.reset
 
 
@@ -74,6 +92,7 @@ def _counting_reset():
     _real_reset()
 
 
+torchc._C.skip_code(_counting_reset.__code__)
 torchc.reset = _counting_reset
 torchc._api.reset = _counting_reset
 
@@ -86,7 +105,16 @@ def _check_compiled(item):
     if faults and item.get_closest_marker("allow_internal_fault") is None:
         return (f"{faults} internal compiler fault(s) (last: {torchc._C.last_internal_fault()}); "
                 "mark the test allow_internal_fault if it provokes them")
-    if not (_seen["compile_calls"] or n["frames"]) or item.get_closest_marker("no_compile") is not None:
+    if item.get_closest_marker("needs_no_compiler") is not None:
+        if n["compiles"]:
+            return f"marked needs_no_compiler but compiled {n['compiles']} graph(s)"
+        return None
+    if item.get_closest_marker("no_compile") is not None:
+        if not n["frames"]:
+            return ("marked no_compile but no frame went through torchc's hook (a test that needs "
+                    "no compiler is marked needs_no_compiler)")
+        return None
+    if not (_seen["compile_calls"] or n["frames"]):
         return None
     if item.get_closest_marker("allow_fallback") is None and (n["fallbacks"] or n["limit_fallbacks"]):
         return (f"{n['fallbacks']} frame(s) fell back to eager and {n['limit_fallbacks']} call(s) hit the "

@@ -1,7 +1,7 @@
 """Backend interop (issue 25): torch.compile(m, backend="torchc") with dynamic shapes (Dynamo's
 0-d float inputs read by .item() hoisted out of the graph, changed dims symbolic after one
-recompile) and training; torchc.compile(f, backend=callable, dynamic=True) hands over static
-shapes, one graph per shape, and says so."""
+recompile) and training; torchc.compile(f, backend=callable or name) with dynamic shapes hands
+over one graph of symbolic sizes, as Dynamo does."""
 import logging
 
 import pytest
@@ -78,25 +78,60 @@ def test_dynamo_backend_trains(rec):
     assert any(r.get("backward_graph") for r in rec.compiled()) or rec.compiled(), rec.recs
 
 
-def test_backend_callable_dynamic_true_is_static_per_shape(caplog, rec):
+def _sym(t):
+    """a fake tensor's sizes as ints or "s" (symbolic)"""
+    return tuple(d if isinstance(d, int) else "s" for d in t.shape)
+
+
+def test_backend_callable_dynamic_true_one_symbolic_graph(rec):
+    """dynamic=True with another backend: like Dynamo's, one graph of symbolic sizes (fake
+    example inputs with SymInt dims, sizes read from the inputs inside the graph) serves
+    every shape; torchc's guards keep the symbols' relations."""
     seen = []
 
     def be(gm, ex):
-        seen.append([tuple(t.shape) for t in ex])
+        seen.append([_sym(t) for t in ex])
+        assert any(n.target is torch.ops.aten.sym_size.int for n in gm.graph.nodes), gm.code
         return gm.forward
 
-    def f(x):
-        return (x * 2).sum(0)
+    def f(x, y):
+        return (x.reshape(-1) * 2).view(x.shape[0], -1)[:, 1:] + y.sum() + torch.arange(x.shape[1] - 1)
 
-    lg = logging.getLogger("torchc")  # set_logs may have stopped propagation to the root
-    lg.addHandler(caplog.handler)
-    try:
-        with caplog.at_level(logging.WARNING, logger="torchc"):
-            g = torchc.compile(f, backend=be, dynamic=True)
-    finally:
-        lg.removeHandler(caplog.handler)
-    assert any("static shapes" in r.getMessage() for r in caplog.records)
-    for n in (3, 5, 3):
-        x = torch.randn(n, 4)
+    g = torchc.compile(f, backend=be, dynamic=True)
+    for n in (3, 5, 8, 3):
+        x, y = torch.randn(n, 4), torch.randn(n + 1)
+        torch.testing.assert_close(g(x, y), f(x, y))
+    assert seen == [[("s", 4), ("s",)]], seen
+    assert len(rec.compiled()) == 1
+
+
+def test_backend_automatic_dynamic_aot_eager(rec):
+    """dynamic=None: the second shape makes a symbolic graph, which AOT autograd traces
+    symbolically (Dynamo's tracing context): no third graph for later shapes."""
+    def f(x):
+        return torch.softmax(x * 3, -1).sum(0)
+
+    g = torchc.compile(f, backend="aot_eager")
+    for n in (2, 3, 6, 9):
+        x = torch.randn(n, 5)
         torch.testing.assert_close(g(x), f(x))
-    assert seen == [[(3, 4)], [(5, 4)]]  # a graph per shape; the third call hits the first
+    assert len(rec.compiled()) == 2, [r["graph"] for r in rec.compiled()]
+    assert "sym=" in rec.compiled()[1]["graph"]
+
+
+def test_backend_own_guards_are_checked(rec):
+    """A backend whose code holds only for the sizes it saw (it specialized a symbol: a guard
+    in the shape env, as Inductor's "s0 <= 4096") is not run beyond them: the GraphModule
+    runs op by op there, results stay right."""
+    def be(gm, ex):
+        n = int(ex[0].shape[0])  # specializes the symbol (a guard s == n)
+        return lambda *a: tuple(o * 0 + n for o in gm(*a))
+
+    def f(x):
+        return x.cos() + 1
+
+    g = torchc.compile(f, backend=be, dynamic=True)
+    assert torch.equal(g(torch.ones(4, 2)), torch.full((4, 2), 4.0))  # its own size: its code
+    x = torch.randn(6, 2)
+    torch.testing.assert_close(g(x), f(x))  # another size: not the specialized code
+    assert len(rec.compiled()) == 1

@@ -11,6 +11,7 @@ import torch
 import torchc
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+pytestmark = pytest.mark.needs_no_compiler  # packaging: nothing is compiled
 
 
 def _pyproject():

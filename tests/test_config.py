@@ -21,6 +21,7 @@ def _unset():
             delattr(torchc.config, e["name"])
 
 
+@pytest.mark.needs_no_compiler
 def test_table_rows():
     rows = torchc.config.table()
     names = [r["name"] for r in rows]
@@ -33,7 +34,7 @@ def test_table_rows():
     assert "debug" in names and not next(r for r in rows if r["name"] == "debug")["codegen"]
 
 
-@pytest.mark.no_compile
+@pytest.mark.needs_no_compiler
 def test_set_get_unset_and_validation(monkeypatch):
     c = torchc.config
     monkeypatch.delenv("TORCHC_CSE", raising=False)
@@ -115,6 +116,7 @@ def test_environment_override_reaches_the_compiler(monkeypatch):
     assert ex.kernels != off and "TORCHC_CSE" in str(ex)
 
 
+@pytest.mark.needs_no_compiler
 def test_no_setting_read_outside_the_table():
     """torchc reads its settings through ic_config.h only: a getenv("TORCHC_...") in the
     compiler, the frame hook or the extension is a setting left off the table (and off the
@@ -136,6 +138,7 @@ def test_no_setting_read_outside_the_table():
     assert set(dir(torchc.config)) == {r["name"] for r in torchc.config.table()}
 
 
+@pytest.mark.needs_no_compiler
 def test_frontend_settings_are_rows():
     rows = {r["name"]: r for r in torchc.config.table()}
     for name in ("max_sources", "inline_depth", "max_outputs", "recompile_limit", "num_threads",
@@ -192,7 +195,7 @@ def test_recompile_limit_from_the_environment(monkeypatch):
     assert torchc._C.stats()["compiles"] == 2
 
 
-@pytest.mark.no_compile
+@pytest.mark.needs_no_compiler
 def test_following_torch():
     import torch._dynamo
     c = torchc.config

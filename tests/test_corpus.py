@@ -216,6 +216,7 @@ def _compare_outputs(p, outs_c, outs_e, args_c, args_e):
 
 # ---- the differential test -------------------------------------------------------------
 
+@pytest.mark.needs_no_compiler
 def test_corpus_size():
     assert len(PROGRAMS) >= 150
     assert len({p.name for p in PROGRAMS}) == len(PROGRAMS)

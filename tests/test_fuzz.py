@@ -927,6 +927,7 @@ def test_fuzz(chunk):
         run_program(i, _STATS)
 
 
+@pytest.mark.needs_no_compiler
 def test_generator_is_reproducible():
     a = Gen(123).program()
     b = Gen(123).program()

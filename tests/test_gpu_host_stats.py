@@ -44,6 +44,7 @@ def test_gpu_run_parts_are_counted():
     assert parts <= d["gpu_run_us"] * 1.05 + 5
 
 
+@pytest.mark.needs_no_compiler
 def test_keys_absent_without_the_switch():
     if os.environ.get("TORCHC_HOST_STATS"):
         pytest.skip("TORCHC_HOST_STATS is set for this process")

@@ -13,6 +13,8 @@ import pytest
 from torchc import layouts as L
 from torchc.layouts import LinearLayout
 
+pytestmark = pytest.mark.needs_no_compiler  # a library of the compiler, used without compiling
+
 # ---- brute-force helpers -------------------------------------------------------------------
 
 

@@ -72,6 +72,7 @@ NORMS = [0.0, 1e-7, 1e-4, 0.03, 0.4, 1.2, 2.9, 8.0, 60.0]
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.complex64, torch.complex128])
 @pytest.mark.parametrize("kind", ["general", "skew", "nilpotent"])
+@pytest.mark.needs_no_compiler
 def test_matrix_exp_vs_float64_reference(dtype, kind):
     single = dtype in (torch.float32, torch.complex64)
     for n in (1, 2, 7, 32):
@@ -87,6 +88,7 @@ def test_matrix_exp_vs_float64_reference(dtype, kind):
             assert err <= tol, (n, norm, err, terr)
 
 
+@pytest.mark.needs_no_compiler
 def test_matrix_exp_batched_mixed_norms_and_edges():
     # one batch whose matrices need different degrees and scalings
     A = torch.stack([mat(6, nrm, torch.float64) for nrm in (0.0, 1e-5, 0.2, 3.0, 40.0, 500.0)])
@@ -109,6 +111,7 @@ def test_matrix_exp_batched_mixed_norms_and_edges():
     assert (Q.T @ Q - torch.eye(16)).abs().max() < 1e-5
 
 
+@pytest.mark.needs_no_compiler
 def test_matrix_exp_other_dtypes_and_errors_as_torch():
     for bad in [torch.randn(3, 4), torch.randn(3)]:
         with pytest.raises(RuntimeError):
@@ -126,6 +129,7 @@ def test_matrix_exp_other_dtypes_and_errors_as_torch():
 
 # ---- matrix_exp backward ----------------------------------------------------------------------
 @pytest.mark.parametrize("dtype", [torch.float64, torch.complex128])
+@pytest.mark.needs_no_compiler
 def test_matrix_exp_gradcheck_float64(dtype):
     for norm, batch in [(0.3, ()), (2.5, (2,)), (9.0, ())]:
         A = mat(5, norm, dtype, batch=batch).requires_grad_()
@@ -133,6 +137,7 @@ def test_matrix_exp_gradcheck_float64(dtype):
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.complex64])
+@pytest.mark.needs_no_compiler
 def test_matrix_exp_vjp_vs_torch_autograd(dtype):
     single = dtype in (torch.float32, torch.complex64)
     for norm, batch in [(0.0, ()), (1e-3, ()), (0.5, (3,)), (4.0, ()), (50.0, (2,))]:
@@ -153,6 +158,7 @@ def test_matrix_exp_vjp_vs_torch_autograd(dtype):
         assert rel(Ao.grad, ref) <= tol and rel(recompute, ref) <= tol, (norm, rel(Ao.grad, ref), rel(At.grad, ref))
 
 
+@pytest.mark.needs_no_compiler
 def test_cayley_gradcheck_and_orthogonality():
     A = mat(6, 3.0, torch.float64, "skew").requires_grad_()
     assert torch.autograd.gradcheck(M.cayley, (A,))
@@ -222,11 +228,13 @@ def test_parametrized_linear_compiled_forward(triv, shape):
 @pytest.mark.parametrize("helper,shape,dtype", [
     (M.orthogonal, (7, 7), torch.float32), (M.orthogonal, (9, 3), torch.float64),
     (M.orthogonal, (3, 9), torch.float32), (M.special_orthogonal, (6, 6), torch.float64),
-    (M.unitary, (5, 5), torch.complex128), (M.stiefel, (8, 2), torch.float32)])
+    (M.unitary, (5, 5), torch.complex128), (M.unitary, (5, 5), torch.complex64),
+    (M.unitary, (6, 3), torch.complex128), (M.stiefel, (8, 2), torch.float32)])
 @pytest.mark.parametrize("triv", ["expm", "cayley", "callable"])
+@pytest.mark.needs_no_compiler
 def test_parametrizations_stay_on_manifold(helper, shape, dtype, triv):
     t = (lambda A: torch.linalg.matrix_exp(A)) if triv == "callable" else triv
-    lin = torch.nn.Linear(shape[1], shape[0], bias=False, dtype=dtype if not dtype.is_complex else torch.float64)
+    lin = torch.nn.Linear(shape[1], shape[0], bias=False, dtype=dtype.to_real() if dtype.is_complex else dtype)
     helper(lin, "weight", triv=t)
     P = lin.parametrizations.weight[0]
     W = lin.weight
@@ -251,6 +259,7 @@ def test_parametrizations_stay_on_manifold(helper, shape, dtype, triv):
         assert torch.linalg.det(lin.weight).item() > 0
 
 
+@pytest.mark.needs_no_compiler
 def test_right_inverse_and_initializers():
     lin = torch.nn.Linear(6, 6, bias=False)
     M.orthogonal(lin)
@@ -276,6 +285,7 @@ def test_right_inverse_and_initializers():
     assert (T.T @ T - torch.eye(6)).abs().max() < 1e-5
 
 
+@pytest.mark.needs_no_compiler
 def test_parametrized_training_differential_against_torch():
     """Our Orthogonal and PyTorch's orthogonal(orthogonal_map="matrix_exp") are the same map
     (B = base @ exp(A), A = tril(X) - tril(X)ᴴ): the same SGD steps from the same point give
@@ -298,7 +308,8 @@ def test_parametrized_training_differential_against_torch():
     assert rel(a.weight, b.weight) < 1e-10
 
 
-@pytest.mark.parametrize("K", [1])
+@pytest.mark.parametrize("K", [1, 100, math.inf])
+@pytest.mark.needs_no_compiler
 def test_dynamic_trivialization_orthogonality_10000_steps(K):
     """||BᴴB - I|| < 1e-5 in float32 after 10,000 optimizer steps (K = 1: the base moves at
     every step; re-projected every 100 moves)."""
@@ -317,6 +328,48 @@ def test_dynamic_trivialization_orthogonality_10000_steps(K):
     assert (W.T @ W - torch.eye(4)).abs().max() < 1e-5
     assert dt.steps == 10000 and dt.base_updates == (0 if K == math.inf else 10000 // K)
     assert (lin(x) - x @ target.T).pow(2).mean() < 0.05  # it also learned
+
+
+@pytest.mark.parametrize("opt_name", ["SGD", "Adam", "RMSprop", "Adagrad", "AdamW"])
+@pytest.mark.parametrize("K", [1, 5, math.inf])
+def test_dynamic_trivialization_any_optimizer(K, opt_name):
+    """DTRIV as a step post-hook on any torch.optim optimizer: the base moves every K steps
+    (the weight does not jump there: base <- base exp(A), A <- 0), the weight stays
+    orthogonal, the loss falls; K = inf is the static trivialization, step for step the same
+    weights as training without the hook."""
+    def run(hook):
+        torch.manual_seed(4)
+        lin = torch.nn.Linear(5, 5, bias=False)
+        M.orthogonal(lin)
+        kw = {"lr": 0.05} if opt_name != "SGD" else {"lr": 0.05, "momentum": 0.9}
+        opt = getattr(torch.optim, opt_name)(lin.parameters(), **kw)
+        dt = M.DynamicTrivialization(opt, lin, K=K) if hook else None
+        target = M.haar_init_(torch.empty(5, 5))
+        x = torch.randn(32, 5)
+        losses = []
+        for i in range(30):
+            opt.zero_grad()
+            loss = (lin(x) - x @ target.T).pow(2).mean()
+            loss.backward()
+            losses.append(loss.item())
+            before = lin.weight.detach().clone()
+            opt.step()
+            if dt is not None and K != math.inf and (i + 1) % K == 0:
+                assert lin.parametrizations.weight.original.abs().max() == 0
+        return lin, dt, losses
+    lin, dt, losses = run(True)
+    W = lin.weight.detach()
+    assert (W.T @ W - torch.eye(5)).abs().max() < 1e-5
+    assert losses[-1] < 0.7 * losses[0]
+    assert dt.steps == 30 and dt.base_updates == (0 if K == math.inf else 30 // K)
+    if K == math.inf:
+        ref, _, ref_losses = run(False)
+        assert torch.equal(ref.weight, lin.weight) and ref_losses == losses
+    with pytest.raises(ValueError):
+        M.DynamicTrivialization(torch.optim.SGD(lin.parameters(), lr=0.1), lin, K=0)
+    with pytest.raises(ValueError):
+        M.DynamicTrivialization(torch.optim.SGD([torch.nn.Parameter(torch.ones(1))], lr=0.1),
+                                torch.nn.Linear(2, 2), K=1)
 
 
 # ---- expRNN -------------------------------------------------------------------------------------
@@ -354,6 +407,59 @@ def test_exprnn_scan_against_eager_cell_loop(dtype):
     H, h = m(x)
     ((H ** 2).sum() + h.sum()).backward()
     assert torchc._C._scan_stats()[1] - runs == 39 + 40
+
+
+CUDA = pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device"))
+
+
+@pytest.mark.parametrize("device", ["cpu", CUDA])
+@pytest.mark.parametrize("T", [1, 2, 7])
+def test_exprnn_recurrent_weight_gradient_batched(T, device):
+    """The recurrent kernel's gradient is one GEMM after the loop (rnn._RecurrentWeightGrad):
+    against the eager cell loop in float64 with an initial state that needs a gradient, short
+    sequences (T = 1: no H[:-1] term), and an error if H was modified in place. (On CUDA the
+    scan runs its Python loop over the compiled body: the same gradients.)"""
+    torch.manual_seed(2)
+    m = M.ExpRNN(3, 8).double().to(device)
+    x = torch.randn(T, 4, 3, dtype=torch.float64, device=device)
+    h0 = torch.randn(4, 8, dtype=torch.float64, device=device, requires_grad=True)
+    params = list(m.parameters()) + [h0]
+    H, h = m(x, h0)
+    got = torch.autograd.grad((H.sin()).sum() + (h ** 2).sum(), params)
+    hh, outs = h0, []
+    for t in range(T):
+        hh = m.cell(x[t], hh)
+        outs.append(hh)
+    want = torch.autograd.grad((torch.stack(outs).sin()).sum() + (hh ** 2).sum(), params)
+    for g, w in zip(got, want):
+        assert rel(g, w) < 1e-12
+    assert (torchc._scan.last_fallback is None) == (device == "cpu")
+    H, h = m(x, h0)
+    loss = H.sum()
+    with torch.no_grad():
+        H.mul_(2)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        loss.backward()
+
+
+def test_exprnn_frozen_recurrent_kernel():
+    """B without a gradient (its parametrization frozen): no recurrent-gradient node, the
+    other gradients as eager's."""
+    torch.manual_seed(3)
+    m = M.ExpRNN(2, 6).double()
+    for p in m.cell.recurrent_kernel.parameters():
+        p.requires_grad_(False)
+    x = torch.randn(5, 3, 2, dtype=torch.float64)
+    H, h = m(x)
+    params = [p for p in m.parameters() if p.requires_grad]
+    got = torch.autograd.grad(H.sum() + h.sum(), params)
+    hh, outs = torch.zeros(3, 6, dtype=torch.float64), []
+    for t in range(5):
+        hh = m.cell(x[t], hh)
+        outs.append(hh)
+    want = torch.autograd.grad(torch.stack(outs).sum() + hh.sum(), params)
+    for g, w in zip(got, want):
+        assert rel(g, w) < 1e-12
 
 
 def test_copying_task_short_run_below_baseline():

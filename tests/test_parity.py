@@ -6,7 +6,11 @@ compile counter). Two-sided: a case where one side compiled nothing while the ot
 fails."""
 import copy
 import io
+import logging
+import os
 import pickle
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -23,8 +27,17 @@ class Torch:
     def __init__(self):
         self.cc = torch._dynamo.testing.CompileCounter()
 
-    def compile(self, fn, **kw):
+    def compile(self, fn=None, **kw):
         return torch.compile(fn, backend=self.cc, **kw)
+
+    def compile_plain(self, fn=None, **kw):
+        """torch.compile with the caller's backend/mode/options (argument checks)"""
+        return torch.compile(fn, **kw)
+
+    def dynamo_backend(self):
+        """what torch.compile(m, backend=...) gets on this side: Dynamo's graphs go to the
+        counting backend (torch) or to torchc ("torchc")"""
+        return self.cc
 
     def compiles(self):
         return self.cc.frame_count
@@ -39,8 +52,13 @@ class Torchc:
     def __init__(self):
         Torchc.count = 0
 
-    def compile(self, fn, **kw):
+    def compile(self, fn=None, **kw):
         return torchc.compile(fn, **kw)
+
+    compile_plain = compile
+
+    def dynamo_backend(self):
+        return "torchc"
 
     def compiles(self):
         return Torchc.count
@@ -302,17 +320,588 @@ def case_train_eval(api):
     return [cm.training, m.training, r]
 
 
+# ---- a user moving from torch.compile (issue 25, session 3): decorator forms, compiled
+# modules, hooks, recompiles, logs, errors ------------------------------------------------
+
+def case_decorator_bare(api):
+    # @torch.compile without parentheses: torch.compile(f) (the counting backend on torch's side)
+    @api.compile
+    def f(x):
+        return x * 2 - 1
+    return [observe(lambda: f(torch.ones(3))), api.compiles(), f.__name__]
+
+
+def case_decorator_args(api):
+    @api.compile(dynamic=False, fullgraph=True)
+    def f(x, y):
+        return x @ y + 1
+    x = torch.randn(3, 4)
+    return [observe(lambda: f(x, x.T)), observe(lambda: f(x[:2], x.T)), api.compiles()]
+
+
+def case_function_attributes(api):
+    def f(x, scale=2.0):
+        """doc of f"""
+        return x * scale
+    g = api.compile(f)
+    return [g.__name__, g.__doc__, g.__wrapped__ is f, g.__module__ == f.__module__,
+            g.__qualname__ == f.__qualname__, callable(g)]
+
+
+def case_kwargs_defaults(api):
+    def f(x, scale=2.0, *, shift=1):
+        return x * scale + shift
+    g = api.compile(f, dynamic=False)
+    x = torch.ones(3)
+    out = [observe(lambda: g(x)), observe(lambda: g(x, 3.0)), observe(lambda: g(x, shift=4)),
+           observe(lambda: g(x, scale=0.5, shift=-1))]
+    return out + [observe(lambda: g()), observe(lambda: g(x, bad=1))]
+
+
+def case_varargs(api):
+    def f(*xs, **kw):
+        return sum(xs) * kw.get("k", 1)
+    g = api.compile(f)
+    a = torch.ones(2)
+    return [observe(lambda: g(a, a, a)), observe(lambda: g(a, a, a, k=3)), api.compiles() >= 1]
+
+
+def case_structured_outputs(api):
+    def f(x):
+        return {"a": x + 1, "b": [x * 2, (x - 1, 3)], "n": None, "s": "text"}
+    g = api.compile(f)
+    r = g(torch.ones(2))
+    return [sorted(r), r["a"], r["b"][0], r["b"][1][0], r["b"][1][1], r["n"], r["s"],
+            type(r["b"]).__name__, type(r["b"][1]).__name__, api.compiles()]
+
+
+def case_inplace_input(api):
+    def f(x, y):
+        x.add_(1)
+        y[0] = 5
+        return x * y
+    g = api.compile(f)
+    x, y = torch.zeros(3), torch.ones(3)
+    r = g(x, y)
+    return [r, x, y, api.compiles()]
+
+
+def case_user_exception(api):
+    def f(x):
+        if x.shape[0] > 3:
+            raise ValueError("too long")
+        return x + 1
+    g = api.compile(f)
+    return [observe(lambda: g(torch.ones(2))), observe(lambda: g(torch.ones(5)))]
+
+
+def case_recompile_dtype(api):
+    def f(x):
+        return x * 2
+    g = api.compile(f)
+    out = [g(torch.ones(3)).dtype, g(torch.ones(3, dtype=torch.float64)).dtype,
+           g(torch.ones(3, dtype=torch.float64)).dtype]
+    return out + [api.compiles()]
+
+
+def case_recompile_requires_grad(api):
+    def f(x):
+        return (x * 3).sum()
+    g = api.compile(f)
+    a = torch.ones(3)
+    b = torch.ones(3, requires_grad=True)
+    r1 = g(a)
+    r2 = g(b)
+    r2.backward()
+    return [r1, r2.detach(), r2.requires_grad, r1.requires_grad, b.grad, api.compiles()]
+
+
+def case_recompile_grad_mode(api):
+    def f(x):
+        return x.sin() * 2
+    g = api.compile(f)
+    x = torch.ones(3, requires_grad=True)
+    r1 = g(x)
+    with torch.no_grad():
+        r2 = g(x)
+    r3 = g(x)
+    return [r1.requires_grad, r2.requires_grad, r3.requires_grad, r2, api.compiles()]
+
+
+def case_automatic_dynamic(api):
+    def f(x):
+        return x.exp().sum(-1)
+    g = api.compile(f)  # dynamic=None: the second shape compiles a dynamic graph
+    out = [observe(lambda n=n: g(torch.ones(n, 2))) for n in (3, 4, 5, 6)]
+    return out + [api.compiles()]
+
+
+def case_dynamic_true(api):
+    def f(x):
+        return x.exp().sum(-1)
+    g = api.compile(f, dynamic=True)
+    out = [observe(lambda n=n: g(torch.ones(n, 2))) for n in (3, 4, 5, 6)]
+    return out + [api.compiles()]
+
+
+def case_dynamic_false(api):
+    def f(x):
+        return x.exp().sum(-1)
+    g = api.compile(f, dynamic=False)
+    out = [observe(lambda n=n: g(torch.ones(n, 2))) for n in (3, 4, 5)]
+    return out + [api.compiles()]
+
+
+def case_global_change(api):
+    def f(x):
+        return x * _SCALE[0]
+    g = api.compile(f)
+    out = [g(torch.ones(2))]
+    _SCALE[0] = 5.0  # a guarded constant: the next call recompiles and sees 5
+    try:
+        out.append(g(torch.ones(2)))
+    finally:
+        _SCALE[0] = 2.0
+    return out + [api.compiles()]
+
+
+_SCALE = [2.0]
+
+
+def case_closure_change(api):
+    k = [3.0]
+
+    def f(x):
+        return x + k[0]
+    g = api.compile(f)
+    out = [g(torch.ones(2))]
+    k[0] = -1.0
+    out.append(g(torch.ones(2)))
+    return out + [api.compiles()]
+
+
+def case_nested_compiled(api):
+    def inner(x):
+        return x.cos() + 1
+    ci = api.compile(inner)
+
+    def outer(x):
+        return ci(x) * 2
+    co = api.compile(outer)
+    return [observe(lambda: co(torch.ones(3))), observe(lambda: ci(torch.ones(3)))]
+
+
+def case_bound_method(api):
+    class Scaler:
+        def __init__(self):
+            self.k = 4.0
+
+        def run(self, x):
+            return x * self.k
+    s = Scaler()
+    g = api.compile(s.run)
+    out = [observe(lambda: g(torch.ones(2)))]
+    s.k = 0.5
+    out.append(observe(lambda: g(torch.ones(2))))
+    return out + [api.compiles()]
+
+
+def case_module_attributes(api):
+    m = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU())
+    cm = api.compile(m)
+    cm.extra = 7                        # set through the wrapper: lands on the module
+    return [type(cm).__name__, cm._orig_mod is m, m.extra, cm.extra, cm.get_submodule("0") is m[0],
+            [n for n, _ in cm.named_parameters()], [n for n, _ in cm.named_modules()],
+            [n for n, _ in cm.named_children()], len(list(cm.parameters())), repr(cm),
+            isinstance(cm, torch.nn.Module), hasattr(cm, "forward"), cm.training]
+
+
+def case_module_train_eval(api):
+    m = torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.BatchNorm1d(3))
+    cm = api.compile(m)
+    x = torch.randn(5, 3)
+    a = cm(x)                            # train: batch statistics, running stats updated
+    rm = m[1].running_mean.clone()
+    r = [cm.train() is cm, cm.eval() is cm, cm.training, m.training, m[1].training]
+    with torch.no_grad():
+        b = cm(x)                        # eval: running statistics
+    cm.train()
+    return r + [a.detach(), rm, b, m.training, m[1].num_batches_tracked]
+
+
+def case_module_hooks(api):
+    m = torch.nn.Linear(3, 3)
+    seen = []
+    m.register_forward_pre_hook(lambda mod, args: (args[0] * 2,))
+    m.register_forward_hook(lambda mod, args, out: out + 100)
+    cm = api.compile(m)
+    h = cm.register_forward_hook(lambda mod, args, out: seen.append(tuple(out.shape)))
+    x = torch.ones(2, 3)
+    with torch.no_grad():
+        r = cm(x)
+        h.remove()
+        r2 = cm(x)
+    return [r, r2, seen]
+
+
+def case_module_state_dict_plain_load(api):
+    m = torch.nn.Linear(3, 2)
+    cm = api.compile(m)
+    sd = cm.state_dict()
+    plain = torch.nn.Linear(3, 2)
+    out = [observe(lambda: plain.load_state_dict(sd))]  # "_orig_mod." keys: strict load fails
+    stripped = {k.removeprefix("_orig_mod."): v for k, v in sd.items()}
+    plain.load_state_dict(stripped)
+    out.append(torch.equal(plain.weight, m.weight))
+    cm.load_state_dict({k: torch.zeros_like(v) for k, v in sd.items()})
+    out.append(m.weight.abs().sum().item())
+    return out
+
+
+def case_module_forward_direct(api):
+    m = torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.Tanh())
+    cm = api.compile(m)
+    x = torch.randn(2, 3)
+    with torch.no_grad():
+        return [cm.forward(x), cm(x), m(x)]
+
+
+def case_module_new_submodule(api):
+    m = torch.nn.Sequential(torch.nn.Linear(3, 3))
+    cm = api.compile(m)
+    with torch.no_grad():
+        a = cm(torch.ones(1, 3))
+        cm.append(torch.nn.ReLU())       # the wrapper forwards to the module's method
+        b = cm(torch.ones(1, 3))
+    return [a, b, len(m)]
+
+
+def case_module_training_step(api):
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.GELU(), torch.nn.Linear(8, 1))
+    cm = api.compile(m)
+    opt = torch.optim.SGD(cm.parameters(), lr=0.1)
+    x, y = torch.randn(6, 4), torch.randn(6, 1)
+    losses = []
+    for _ in range(3):
+        opt.zero_grad()
+        loss = torch.nn.functional.mse_loss(cm(x), y)
+        loss.backward()
+        opt.step()
+        losses.append(loss.detach())
+    return losses + [m[0].weight.detach()]
+
+
+def case_compiled_fn_deepcopy(api):
+    def f(x):
+        return x + 3
+    g = api.compile(f)
+    c = copy.deepcopy(g)
+    return [observe(lambda: c(torch.ones(2))), observe(lambda: pickle.dumps(g))]
+
+
+def case_reset_alias(api):
+    def f(x):
+        return x.sigmoid() + 1
+    g = api.compile(f)
+    g(torch.ones(2))
+    torch._dynamo.reset()               # the old name of torch.compiler.reset
+    g(torch.ones(2))
+    return [api.compiles()]
+
+
+def case_stance_decorator(api):
+    def f(x):
+        return x.relu() * 7
+
+    @torch.compiler.set_stance("force_eager")
+    def run(g, x):
+        return g(x)
+    g = api.compile(f)
+    out = [observe(lambda: run(g, torch.ones(2))), api.compiles()]
+    out.append(observe(lambda: g(torch.ones(2))))
+    return out + [api.compiles()]
+
+
+def case_disable_compiled(api):
+    def f(x):
+        return x * 9
+    g = api.compile(f)
+    d = torch.compiler.disable(g)      # a compiled function disabled again: eager
+    return [observe(lambda: d(torch.ones(2))), api.compiles()]
+
+
+def case_cache_size_limit_alias(api):
+    def f(x):
+        return x.sin() - 4
+    old = torch._dynamo.config.cache_size_limit
+    torch._dynamo.config.cache_size_limit = 2  # the old name of recompile_limit
+    torchc.config.recompile_limit = None
+    try:
+        g = api.compile(f, dynamic=False)
+        out = [observe(lambda n=n: g(torch.ones(n))) for n in (2, 3, 4)]
+    finally:
+        torch._dynamo.config.cache_size_limit = old
+        torchc.config.recompile_limit = 1000
+    return out + [api.compiles()]
+
+
+def case_bad_mode(api):
+    def f(x):
+        return x + 1
+    return [observe(lambda: api.compile_plain(f, mode="bogus")(torch.ones(2))),
+            observe(lambda: api.compile_plain(f, mode="default", options={"max_autotune": True})),
+            observe(lambda: api.compile_plain(f, backend="no-such-backend")),
+            observe(lambda: api.compile_plain(f, options={"no_such_option": 1})(torch.ones(2)))]
+
+
+def case_fullgraph_truthy(api):
+    def f(x):
+        return x - 2
+    g = api.compile(f, fullgraph=1)     # torch takes any truthy value
+    return [observe(lambda: g(torch.ones(2))), api.compiles()]
+
+
+def case_is_compiling(api):
+    def f(x):
+        return x + (1 if torch.compiler.is_compiling() else 100)
+    g = api.compile(f)
+    return [g(torch.zeros(2)), f(torch.zeros(2)), api.compiles()]
+
+
+def case_no_grad_inside(api):
+    def f(x):
+        with torch.no_grad():
+            y = x * 2
+        return y + x
+    g = api.compile(f)
+    x = torch.ones(3, requires_grad=True)
+    r = g(x)
+    r.sum().backward()
+    return [r.detach(), r.requires_grad, x.grad]
+
+
+def case_backward_grads(api):
+    def f(x, w):
+        return torch.tanh(x @ w).pow(2).mean()
+    g = api.compile(f)
+    x = torch.randn(4, 3)
+    w = torch.randn(3, 2, requires_grad=True)
+    loss = g(x, w)
+    loss.backward()
+    return [loss.detach(), w.grad, api.compiles()]
+
+
+def case_dynamo_backend_module(api):
+    # torch.compile(m, backend=...) on a real module: Dynamo's capture either way; the graph
+    # goes to the counting backend (torch) or to torchc's compiler ("torchc")
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.BatchNorm2d(4), torch.nn.ReLU(),
+                            torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(4, 2)).eval()
+    cm = torch.compile(m, backend=api.dynamo_backend())
+    x = torch.randn(2, 3, 8, 8)
+    with torch.no_grad():
+        return [cm(x), cm(x), type(cm).__name__, list(cm.state_dict())[:2], api.compiles()]
+
+
+def _tiny_gpt2():
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.GPT2Config(n_embd=32, n_layer=2, n_head=2, vocab_size=64, n_positions=16)
+    torch.manual_seed(0)
+    return transformers.GPT2LMHeadModel(cfg).eval()
+
+
+def case_transformers_gpt2(api):
+    m = _tiny_gpt2()
+    cm = api.compile(m)
+    ids = torch.randint(0, 64, (2, 8), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        want = m(ids).logits
+        got = cm(ids).logits
+    # torchc's kernels sum in another order than eager: compared to eager, not bitwise
+    return [torch.allclose(got, want, atol=1e-4, rtol=1e-4), tuple(got.shape),
+            list(cm.state_dict())[0], api.compiles() > 0]
+
+
+def case_transformers_gpt2_dynamo_backend(api):
+    m = _tiny_gpt2()
+    cm = torch.compile(m, backend=api.dynamo_backend())
+    ids = torch.randint(0, 64, (2, 8), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        want = m(ids).logits
+        got = cm(ids).logits
+    return [torch.allclose(got, want, atol=1e-4, rtol=1e-4), tuple(got.shape), api.compiles() > 0]
+
+
+# ---- what the logs and errors tell a user (normalized: the facts, not the wording) -------
+
+_KINDS = ("dtype mismatch", "size mismatch", "rank mismatch", "stride mismatch", "requires_grad mismatch",
+          "grad_mode")
+
+
+class _Logs(logging.Handler):
+    """records of torch's (TORCH_LOGS) or torchc's (TORCHC_LOGS) recompiles / graph_breaks logs"""
+
+    def __init__(self, api, **arts):
+        super().__init__()
+        self.msgs, self.api, self.arts = [], api, arts
+
+    def emit(self, r):
+        self.msgs.append((r.name, r.getMessage()))
+
+    def __enter__(self):
+        # torch's artifact loggers keep their records to themselves (propagate off)
+        self.names = ["torchc"] + [f"torch._dynamo.{m}.__{a}" for a in self.arts
+                                   for m in ("guards", "symbolic_convert", "convert_frame")]
+        for n in self.names:
+            logging.getLogger(n).addHandler(self)
+        if self.api.name == "torch":
+            torch._logging.set_logs(**self.arts)
+        else:
+            torchc.set_logs(**self.arts)
+        return self
+
+    def __exit__(self, *exc):
+        if self.api.name == "torch":
+            torch._logging.set_logs()
+        else:
+            torchc.set_logs(all=False)
+        for n in self.names:
+            logging.getLogger(n).removeHandler(self)
+
+    def of(self, what):
+        return [m for n, m in self.msgs if what in n]
+
+
+def _failures(msg):
+    """a recompile message -> [(kind, names 'x'), ...] one per cached entry listed (at most 4)"""
+    lines = [ln for ln in msg.splitlines()[1:] if "mismatch" in ln or "grad_mode" in ln]
+    return [(next((k for k in _KINDS if k in ln), ln), "'x'" in ln) for ln in lines][:4]
+
+
+def case_recompile_log_reasons(api):
+    def f(x):
+        return x * 2
+    g = api.compile(f, dynamic=False)
+    with _Logs(api, recompiles=True) as logs:
+        g(torch.ones(3))
+        g(torch.ones(5))
+        g(torch.ones(3, requires_grad=True))
+        with torch.no_grad():
+            g(torch.ones(3, requires_grad=True))
+        g(torch.ones(3, 2))
+        g(torch.ones(3, 4))
+        g(torch.ones(3, dtype=torch.float64))
+    msgs = logs.of("recompiles")
+    return [len(msgs), [m.splitlines()[0].split(" in ")[0] for m in msgs],
+            [_failures(m)[0] for m in msgs], api.compiles()]
+
+
+def case_graph_break_log_location(api):
+    def f(x):
+        y = x.sin()
+        print("", end="")  # the break
+        return y + 1
+    brk = f.__code__.co_firstlineno + 2
+    g = api.compile(f)
+    with _Logs(api, graph_breaks=True) as logs:
+        r = g(torch.ones(2))
+    msgs = logs.of("graph_breaks")
+    locs = {m.split("Graph break in user code at ")[1].split()[0] for m in msgs if "Graph break in user code at" in m}
+    return [r, locs == {f"{__file__}:{brk}"}, len(msgs) >= 1]
+
+
+def case_fullgraph_error_location(api):
+    def f(x):
+        y = x * 2
+        if y.sum() > 0:  # data-dependent branch: fullgraph=True raises naming this line
+            return y
+        return -y
+    line = f.__code__.co_firstlineno + 2
+    g = api.compile(f, fullgraph=True)
+    try:
+        g(torch.ones(2))
+        return ["no error"]
+    except RuntimeError as e:
+        text = str(e)
+        return [f'File "{__file__}", line {line}' in text or f"{__file__}:{line}" in text]
+
+
+def case_torch_logs_env(api):
+    # TORCH_LOGS=recompiles (torch) / TORCHC_LOGS=recompiles (torchc) in a fresh process
+    code = ("import torch, torchc\n"
+            "def f(x):\n    return x + 1\n"
+            "g = (torchc.compile(f) if __import__('sys').argv[1] == 'torchc' else torch.compile(f, backend='eager'))\n"
+            "g(torch.ones(2)); g(torch.ones(2, dtype=torch.float64))\n")
+    env = dict(os.environ, **({"TORCHC_LOGS": "recompiles"} if api.name == "torchc" else {"TORCH_LOGS": "recompiles"}))
+    env["PYTHONPATH"] = os.pathsep.join([os.path.dirname(os.path.dirname(torchc.__file__)), env.get("PYTHONPATH", "")])
+    p = subprocess.run([sys.executable, "-c", code, api.name], env=env, capture_output=True, text=True, timeout=300)
+    err = p.stderr
+    return [p.returncode, "Recompiling function f in <string>:2" in err, "dtype mismatch" in err, "'x'" in err]
+
+
+def case_dynamo_config_settings(api):
+    # torch._dynamo.config settings torchc follows: recompile_limit, automatic_dynamic_shapes,
+    # both set at once (one compile per shape up to the limit, then eager)
+    def f(x):
+        return x.abs() * 3
+    old = (torch._dynamo.config.recompile_limit, torch._dynamo.config.automatic_dynamic_shapes)
+    torch._dynamo.config.recompile_limit, torch._dynamo.config.automatic_dynamic_shapes = 3, False
+    torchc.config.recompile_limit = None
+    torchc.config.automatic_dynamic_shapes = None
+    try:
+        g = api.compile(f)
+        out = [observe(lambda n=n: g(torch.ones(n))) for n in (2, 3, 4, 5, 6)]
+    finally:
+        torch._dynamo.config.recompile_limit, torch._dynamo.config.automatic_dynamic_shapes = old
+        torchc.config.recompile_limit = 1000
+    return out + [api.compiles()]
+
+
+def case_mode_options_dynamic(api):
+    # accepted combinations give eager's results (torch: its own backend's checks, torchc its modes)
+    def f(x):
+        return torch.relu(x) * 2 + 1
+    x = torch.randn(5, 3)
+    out = []
+    for kw in ({"mode": "default"}, {"mode": "reduce-overhead", "dynamic": False},
+               {"mode": "max-autotune-no-cudagraphs", "dynamic": True}, {"options": {"max_autotune": True}},
+               {"options": {"triton.cudagraphs": False}, "fullgraph": True}):
+        out.append(observe(lambda kw=kw: api.compile_plain(f, **kw)(x)))
+    return out
+
+
 CASES = [case_recompile_limit, case_config_recompile_limit, case_config_automatic_dynamic,
          case_force_eager,
          case_fail_on_recompile, case_eager_on_recompile, case_eager_then_compile, case_reset, case_mark_static,
          case_mark_dynamic, case_maybe_mark_dynamic, case_compiler_disable,
          case_fullgraph_break, case_fullgraph_every_call, case_dynamic_then_static, case_disable_arg, case_state_dict, case_deepcopy_pickle,
-         case_train_eval]
+         case_train_eval,
+         case_decorator_bare, case_decorator_args, case_function_attributes, case_kwargs_defaults,
+         case_varargs, case_structured_outputs, case_inplace_input, case_user_exception,
+         case_recompile_dtype, case_recompile_requires_grad, case_recompile_grad_mode,
+         case_automatic_dynamic, case_dynamic_true, case_dynamic_false, case_global_change,
+         case_closure_change, case_nested_compiled, case_bound_method, case_module_attributes,
+         case_module_train_eval, case_module_hooks, case_module_state_dict_plain_load,
+         case_module_forward_direct, case_module_new_submodule, case_module_training_step,
+         case_compiled_fn_deepcopy, case_reset_alias, case_stance_decorator, case_disable_compiled,
+         case_cache_size_limit_alias, case_bad_mode, case_fullgraph_truthy, case_is_compiling,
+         case_no_grad_inside, case_backward_grads, case_dynamo_backend_module,
+         case_transformers_gpt2, case_transformers_gpt2_dynamo_backend,
+         case_recompile_log_reasons, case_graph_break_log_location, case_fullgraph_error_location,
+         case_torch_logs_env, case_dynamo_config_settings, case_mode_options_dynamic]
 # cases whose torchc side falls back on purpose (the limit, disabled code, a break), or compiles nothing
 _MARKS = {case_recompile_limit: pytest.mark.allow_fallback, case_config_recompile_limit: pytest.mark.allow_fallback,
           case_compiler_disable: pytest.mark.allow_fallback, case_fullgraph_break: pytest.mark.no_compile,
           case_fullgraph_every_call: pytest.mark.no_compile,
-          case_disable_arg: pytest.mark.no_compile}
+          case_disable_arg: pytest.mark.needs_no_compiler,
+          case_function_attributes: pytest.mark.no_compile, case_bad_mode: pytest.mark.no_compile,
+          case_cache_size_limit_alias: pytest.mark.allow_fallback,
+          case_user_exception: pytest.mark.allow_fallback,  # the call that raises runs eagerly
+          case_module_attributes: pytest.mark.no_compile, case_module_state_dict_plain_load: pytest.mark.no_compile,
+          case_disable_compiled: pytest.mark.no_compile, case_fullgraph_error_location: pytest.mark.no_compile,
+          case_torch_logs_env: pytest.mark.no_compile,  # compiles in a subprocess
+          case_dynamo_config_settings: pytest.mark.allow_fallback}
 _PARAMS = [pytest.param(c, id=c.__name__[5:], marks=[_MARKS[c]] if c in _MARKS else []) for c in CASES]
 
 

@@ -90,17 +90,18 @@ def test_autocast_mlp_loss_on_cpu():
 
 
 def test_autocast_listed_op_without_rule_still_breaks():
-    """An op autocast changes that torchc has no policy for (CPU fp32 list: prod) is left to
-    eager with the reason, never run in the wrong dtype."""
+    """An op autocast may change that torchc has no policy for (lerp: a promote op of CUDA's
+    list) is left to eager with the reason, never run in the wrong dtype."""
     def f(x, w):
-        return F.linear(x, w).prod(-1)
+        y = F.linear(x, w)
+        return torch.lerp(y, y * 2, 0.3)
 
     x, w = torch.randn(3, 4), torch.randn(5, 4)
     with torch.autocast("cpu", dtype=torch.bfloat16):
         ex = torchc.explain(f)(x, w)
         want = f(x, w)
     assert ex.result.dtype == want.dtype
-    assert any("prod casts under it" in r for r in ex.break_reasons), ex.break_reasons
+    assert any("lerp casts under it" in r for r in ex.break_reasons), ex.break_reasons
 
 
 def test_autocast_off_and_on_entries():

@@ -212,6 +212,7 @@ def test_unsupported_optimizer_and_hooks_run_torchs_step():
         _compare(m_e, o_e, m_c, o_c, TIGHT)
 
 
+@pytest.mark.needs_no_compiler
 def test_eager_step_outside_torchc_untouched():
     m = _model()
     opt = torch.optim.Adam(m.parameters(), lr=1e-3)

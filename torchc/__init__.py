@@ -28,8 +28,8 @@ _check_torch()
 
 from . import _C
 from . import _autograd  # noqa: F401  (training: imported before any hooked call)
-from ._api import (ExplainOutput, OptimizedModule, allow_in_graph, compile, config, disable,
-                   explain, reset)
+from ._api import (CompileArgumentError, ExplainOutput, OptimizedModule, allow_in_graph, compile,
+                   config, disable, explain, reset)
 from ._logging import set_logs
 from ._scan import scan
 from . import _logging, _torch
@@ -70,5 +70,5 @@ from . import _optim
 _optim.install()      # Optimizer.step inside torchc calls: compiled SGD/Adam/AdamW steps
 
 __all__ = ["compile", "scan", "explain", "reset", "disable", "allow_in_graph", "config", "set_logs",
-           "OptimizedModule", "ExplainOutput"]
+           "OptimizedModule", "ExplainOutput", "CompileArgumentError"]
 __version__ = "0.1.0"

@@ -22,6 +22,12 @@ OPTIONS = {
 }
 
 
+class CompileArgumentError(ValueError, RuntimeError):
+    """A bad mode=, options= or backend= of torchc.compile. torch.compile raises RuntimeError
+    for these (InvalidBackend, "Unrecognized mode", "Unexpected optimization option"): code
+    written for it catches RuntimeError, code written for torchc ValueError; both work."""
+
+
 def _other_backend(backend):
     """None for torchc's own compiler (backend None, "inductor", "torchc"); else the backend
     torchc's captured graphs go to as FX GraphModules (torchc/_fx_export.py): a callable
@@ -33,7 +39,7 @@ def _other_backend(backend):
         try:
             lookup_backend(backend)
         except Exception:
-            raise ValueError(f"torchc.compile: unknown backend {backend!r}; valid: 'inductor' or "
+            raise CompileArgumentError(f"torchc.compile: unknown backend {backend!r}; valid: 'inductor' or "
                              "'torchc' (torchc's compiler), a callable (gm, example_inputs), or one "
                              f"of Dynamo's: {', '.join(['eager', 'aot_eager'] + list_backends())}") from None
         return backend
@@ -45,10 +51,10 @@ def _other_backend(backend):
 def _check_options(backend, mode, options):
     """torch.compile's arguments: accepted with their meaning, or a clear error."""
     if _other_backend(backend) is not None and (mode is not None or options):
-        raise ValueError(f"torchc.compile: mode= and options= are torchc's compiler's; backend="
+        raise CompileArgumentError(f"torchc.compile: mode= and options= are torchc's compiler's; backend="
                          f"{backend!r} compiles the graphs itself and takes neither")
     if mode is not None and mode not in _MODES:
-        raise ValueError(f"torchc.compile: unknown mode {mode!r}; valid modes: {', '.join(_MODES)}")
+        raise CompileArgumentError(f"torchc.compile: unknown mode {mode!r}; valid modes: {', '.join(_MODES)}")
     if options is None:
         return {}
     if not isinstance(options, dict):
@@ -59,7 +65,7 @@ def _check_options(backend, mode, options):
     for k, v in options.items():
         if k not in OPTIONS:
             valid = "; ".join(f"{n!r} ({m})" for n, (m, _) in OPTIONS.items())
-            raise ValueError(f"torchc.compile: unknown option {k!r} (torchc has no equivalent of it); "
+            raise CompileArgumentError(f"torchc.compile: unknown option {k!r} (torchc has no equivalent of it); "
                              f"valid options: {valid}")
         if not isinstance(v, OPTIONS[k][1]):
             raise TypeError(f"torchc.compile: option {k!r} must be a {OPTIONS[k][1].__name__}, got {v!r}")
@@ -175,8 +181,9 @@ def compile(model=None, *example_inputs, fullgraph=False, dynamic=None, backend=
     torchc's C inductor; another backend — "eager", "aot_eager", any name in Dynamo's registry,
     or a callable taking (gm, example_inputs) like torch.compile's — gets each graph torchc
     captures as a torch.fx.GraphModule and what it returns runs in place of torchc's code
-    (guards, graph breaks and their resume functions stay torchc's; graphs are handed over at
-    the shapes they were captured at, so `dynamic` does not apply). recompile_limit: entries
+    (guards, graph breaks and their resume functions stay torchc's; a graph with symbolic
+    shapes goes over as Dynamo's do: sizes computed from the inputs in the graph, fake
+    example inputs of symbolic sizes under Dynamo's tracing context). recompile_limit: entries
     per code object before running eagerly (None: torchc.config.recompile_limit, which
     follows torch._dynamo.config.recompile_limit until set). name: kept as the result's
     compile_name (torch surfaces it in debug metadata only)."""
@@ -190,8 +197,7 @@ def compile(model=None, *example_inputs, fullgraph=False, dynamic=None, backend=
     kwargs = dict(fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode,
                   options=options, name=name, disable=disable, recompile_limit=recompile_limit)
     opts = _check_options(backend, mode, options)
-    if not isinstance(fullgraph, bool):
-        raise TypeError(f"torchc.compile: fullgraph must be a bool, got {fullgraph!r}")
+    fullgraph = bool(fullgraph)  # torch.compile takes any truthy value
     if name is not None and not isinstance(name, str):
         raise TypeError(f"torchc.compile: name must be a str or None, got {name!r}")
     if recompile_limit is not None and (not isinstance(recompile_limit, int) or
@@ -208,14 +214,6 @@ def compile(model=None, *example_inputs, fullgraph=False, dynamic=None, backend=
         return lambda m: compile(m, **kwargs)
     dyn = _dynamic_flag(dynamic)
     other = _other_backend(backend)
-    if other is not None:
-        dyn = 0  # graphs go to the backend at the shapes they were captured at
-        if dynamic:
-            import logging
-            logging.getLogger("torchc").warning(
-                "torchc.compile: backend=%r gets torchc's graphs at static shapes; dynamic=True "
-                "makes each new shape a new graph for the backend (up to the recompile limit)",
-                backend if isinstance(backend, str) else getattr(backend, "__name__", backend))
     if disable:
         return model
     cg, adaptive, tune = _mode_flags(mode, opts)
@@ -245,6 +243,11 @@ def compile(model=None, *example_inputs, fullgraph=False, dynamic=None, backend=
         functools.update_wrapper(cf, model)
     except (AttributeError, TypeError):
         pass
+    # torch unwraps compiled functions through this attribute (torch._dynamo.eval_frame.
+    # innermost_fn): torch.compiler.disable(cf) disables the original, torch.compile(cf)
+    # compiles it (the id ties the attribute to this object, not to a functools.wraps copy)
+    cf._torchdynamo_orig_callable = model
+    cf._torchdynamo_wrapper_id = id(cf)
     if name is not None:
         cf.compile_name = name
     if cg:
@@ -256,7 +259,26 @@ def compile(model=None, *example_inputs, fullgraph=False, dynamic=None, backend=
             functools.update_wrapper(cf, model)
         except (AttributeError, TypeError):
             pass
+        cf._torchdynamo_orig_callable = model
+        cf._torchdynamo_wrapper_id = id(cf)
     return cf
+
+
+def _cf_reduce(self):
+    """pickle a compiled function as torch's pickle: by reference to its module-level name
+    (works for `@torchc.compile def f`, fails like any function for a local one or when the
+    name holds the original function); the compiled code is never serialized"""
+    name = getattr(self, "__qualname__", None)
+    if not isinstance(name, str):
+        raise TypeError(f"cannot pickle {type(self).__name__!r} object (no __qualname__)")
+    return name
+
+
+# copy.copy / copy.deepcopy of a compiled function give the same object (as for functions
+# and torch.compile's compiled functions); pickling is by name, as a function's
+_C.CompiledFunction.__copy__ = lambda self: self
+_C.CompiledFunction.__deepcopy__ = lambda self, memo: self
+_C.CompiledFunction.__reduce__ = _cf_reduce
 
 
 def disable(fn=None, recursive=True):

@@ -166,7 +166,10 @@ class CUDAGraphed:
             key = self._key(args, kwargs, tensors)
         except _Unsupported as e:
             return self._normal(args, kwargs, str(e))
-        entry = _C.probe(self._func, self._bound + args, kwargs or None)
+        # the entry this call would take under the CompiledFunction's own options (an entry
+        # captured by another wrapper with other fullgraph/dynamic/backend never serves it)
+        entry = _C.probe(self._func, self._bound + args, kwargs or None,
+                         self._call if isinstance(self._call, _C.CompiledFunction) else None)
         if entry is None:  # not compiled yet, a guard fails (recompile), or unbindable
             self._event("warmup", "no compiled entry passes the guards yet")
             return self._call(*args, **kwargs)

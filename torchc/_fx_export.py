@@ -15,6 +15,7 @@ torchc's own inductor as before, and the reason is logged on the torchc logger.
 """
 import logging
 import operator
+import re
 
 import torch
 import torch.nn.functional as F
@@ -88,7 +89,8 @@ def _matrix_exp_vjp(a, g):
 
 def parse(text):
     """graph text -> (nodes, outputs): nodes [(id, op, operands, attrs, words, (dtype, sizes,
-    strides))], outputs [value id]"""
+    strides, syms))], outputs [value id]; syms: the dims as printed ("3", "s0", "3*s0^2"),
+    or None when the value's shape is static"""
     nodes, outputs = [], []
     for line in text.splitlines():
         line = line.strip()
@@ -102,10 +104,10 @@ def parse(text):
         mparts = meta.split()
         dt, _, sz = mparts[0].partition("[")
         sizes = [int(s) for s in sz.rstrip("]").split(",") if s]
-        strides = None
+        strides = syms = None
         for m in mparts[1:]:
-            if m.startswith("sym="):
-                raise Unsupported("symbolic shapes")
+            if m.startswith("sym=["):
+                syms = [d for d in m[5:].rstrip("]").split(",") if d]
             if m.startswith("strides=["):
                 strides = [int(s) for s in m[9:].rstrip("]").split(",") if s]
         if dt not in _DTYPES:
@@ -120,12 +122,15 @@ def parse(text):
                 attrs[k] = v
             else:
                 words.append(t)
-        nodes.append((int(lhs[1:]), op, operands, attrs, words, (_DTYPES[dt], sizes, strides)))
+        nodes.append((int(lhs[1:]), op, operands, attrs, words, (_DTYPES[dt], sizes, strides, syms)))
     return nodes, outputs
 
 
 def _ints(s):
     return [int(x) for x in s.strip("[]").split(",") if x]
+
+
+_MONO = re.compile(r"^(?:(\d+)\*?)?((?:s\d+(?:\^\d+)?\*?)*)$")
 
 
 class _Builder:
@@ -134,6 +139,53 @@ class _Builder:
         self.device = device
         self.env = {}    # IR value -> fx Node or Python number
         self.metas = {}  # IR value -> meta tensor (or number) for checking dtypes/shapes
+        self.sym_src = {}  # symbol k -> (placeholder, dim) where an input has it as a dim
+        self.sym_hint = {}  # symbol k -> its value at capture
+        self.dims = {}   # dim text ("3*s0") -> fx Node computing it
+
+    def dim(self, text, hint):
+        """one dim of a symbolic shape as an FX value: an int, or a node computing
+        coef * s_k^e * ... from the input sizes (sym_size of the input holding s_k)"""
+        if text.lstrip("-").isdigit():
+            return int(text)
+        n = self.dims.get(text)
+        if n is not None:
+            return n
+        m = _MONO.match(text)
+        if m is None:
+            raise Unsupported(f"symbolic dim {text}")
+        coef = int(m.group(1) or 1)
+        acc = None
+        for f in (t for t in m.group(2).split("*") if t):
+            k, _, e = f[1:].partition("^")
+            src = self.sym_src.get(int(k))
+            if src is None:
+                raise Unsupported(f"symbol s{k} is no input's dim")
+            p, d = src
+            key = f"s{k}"
+            v = self.dims.get(key)
+            if v is None:
+                v = self.dims[key] = self.call(torch.ops.aten.sym_size.int, (p, d), meta=self.sym_hint[int(k)])
+            for _ in range(int(e or 1)):
+                acc = v if acc is None else self.call(operator.mul, (acc, v), meta=self._meta(acc) * self._meta(v))
+        if coef != 1:
+            acc = self.call(operator.mul, (coef, acc), meta=coef * self._meta(acc))
+        if self._meta(acc) != hint:
+            raise Unsupported(f"symbolic dim {text}: {self._meta(acc)} at capture where the graph has {hint}")
+        self.dims[text] = acc
+        return acc
+
+    def shape(self, sizes, syms):
+        """a value's shape as FX values (ints where static)"""
+        if syms is None:
+            return tuple(sizes)
+        return tuple(self.dim(t, h) for t, h in zip(syms, sizes))
+
+    def arith(self, fn, a, b):
+        """a (op) b on ints or dim nodes"""
+        if not isinstance(a, torch.fx.Node) and not isinstance(b, torch.fx.Node):
+            return fn(a, b)
+        return self.call(fn, (a, b), meta=fn(self._meta(a), self._meta(b)))
 
     def tensor(self, v, dtype, exact=False):
         """operand v as a tensor: a number becomes a 0-d tensor with torch's promotion of
@@ -176,14 +228,23 @@ def export(text, device="cpu"):
     g = b.g
     inputs = sorted((int(w[0]) if w else a.get("index"), vid, meta)
                     for vid, op, _, a, w, meta in nodes if op == "input")
-    for idx, (i, vid, (dt, sizes, strides)) in enumerate(inputs):
+    specs = []  # per input: (dtype, sizes, strides, syms) for the backend's example inputs
+    for idx, (i, vid, (dt, sizes, strides, syms)) in enumerate(inputs):
         if i != idx:
             raise Unsupported("graph inputs are not numbered 0..n-1")
         p = g.placeholder(f"arg{i}")
         p.meta["_torchc_meta"] = torch.empty_strided(sizes, strides or _contig(sizes), dtype=dt,
                                                      device="meta")
         b.env[vid] = p
-    for vid, op, ins, attrs, words, (dt, sizes, _) in nodes:
+        specs.append((dt, sizes, strides or _contig(sizes), syms))
+        for d, t in enumerate(syms or ()):
+            if t.startswith("s") and t[1:].isdigit() and int(t[1:]) not in b.sym_src:
+                b.sym_src[int(t[1:])] = (p, d)
+                b.sym_hint[int(t[1:])] = sizes[d]
+    for _, (dt, sizes, strides, syms) in enumerate(specs):
+        if syms and any(not t.isdigit() for t in syms) and list(strides) != _contig(sizes):
+            raise Unsupported("a non-contiguous input with symbolic sizes")
+    for vid, op, ins, attrs, words, (dt, sizes, _, syms) in nodes:
         if op == "input":
             continue
         if op == "scalar":
@@ -191,7 +252,7 @@ def export(text, device="cpu"):
             v = float(s)
             b.env[vid] = bool(v) if dt == torch.bool else int(v) if dt == torch.int64 else v
             continue
-        n = _emit(b, op, ins, attrs, words, dt, sizes)
+        n = _emit(b, op, ins, attrs, words, dt, sizes, syms)
         b.env[vid] = _fix(b, n, op, dt, sizes)
     outs = []
     for o in outputs:
@@ -203,6 +264,7 @@ def export(text, device="cpu"):
     for n in g.nodes:
         n.meta.pop("_torchc_meta", None)
     gm = torch.fx.GraphModule(torch.nn.Module(), g, class_name="TorchcGraph")
+    gm.torchc_input_specs = specs if b.sym_src else None  # symbolic: the backend traces them so
     return gm, len(inputs)
 
 
@@ -230,7 +292,7 @@ def _fix(b, n, op, dt, sizes):
     return n
 
 
-def _emit(b, op, ins, attrs, words, dt, sizes):
+def _emit(b, op, ins, attrs, words, dt, sizes, syms=None):
     env = b.env
     if op in _UNARY:
         return b.call(_UNARY[op], (b.tensor(ins[0], dt),))
@@ -279,14 +341,20 @@ def _emit(b, op, ins, attrs, words, dt, sizes):
             return x
         return b.call(_REDUCE[op], (x,), kw)
     if op == "reshape":
-        return b.call(torch.reshape, (b.tensor(ins[0], dt), tuple(sizes)))
+        return b.call(torch.reshape, (b.tensor(ins[0], dt), b.shape(sizes, syms)))
     if op == "permute":
         return b.call(torch.permute, (b.tensor(ins[0], dt), tuple(_ints(attrs["perm"]))))
     if op == "expand":
-        return b.call("expand", (b.tensor(ins[0], dt), tuple(sizes)), method=True)
+        return b.call("expand", (b.tensor(ins[0], dt), b.shape(sizes, syms)), method=True)
     if op == "slice":
         d, start, step = int(attrs["dim"]), int(attrs["start"]), int(attrs["step"])
-        end = start + (sizes[d] - 1) * step + 1 if sizes[d] > 0 else start
+        n = b.shape(sizes, syms)[d]
+        if isinstance(n, torch.fx.Node) and step == 1:  # symbolic: start + n
+            end = b.arith(operator.add, start, n)
+        elif isinstance(n, torch.fx.Node):  # start + (n - 1) * step + 1 (n >= 2)
+            end = b.arith(operator.add, start + 1, b.arith(operator.mul, b.arith(operator.sub, n, 1), step))
+        else:
+            end = start + (n - 1) * step + 1 if n > 0 else start
         return b.call(torch.ops.aten.slice.Tensor, (b.tensor(ins[0], dt), d, start, end, step))
     if op == "cat":
         return b.call(torch.cat, ([b.tensor(i, dt) for i in ins],), {"dim": int(attrs["dim"])})
@@ -294,12 +362,12 @@ def _emit(b, op, ins, attrs, words, dt, sizes):
         return b.call(torch.index_select, (b.tensor(ins[0], dt), int(attrs["dim"]),
                                            b.tensor(ins[1], torch.int64)))
     if op == "arange":
-        start, step, n = float(attrs["start"]), float(attrs["step"]), sizes[0]
+        start, step, n = float(attrs["start"]), float(attrs["step"]), b.shape(sizes, syms)[0]
         if dt.is_floating_point or start != int(start) or step != int(step):
-            end = start + (n - 0.5) * step
+            end = b.arith(operator.add, start, b.arith(operator.mul, b.arith(operator.sub, n, 0.5), step))
         else:
             start, step = int(start), int(step)
-            end = start + n * step
+            end = b.arith(operator.add, start, b.arith(operator.mul, n, step))
         return b.call(torch.arange, (start, end, step), {"dtype": dt, "device": b.device})
     if op == "extern":
         return _extern(b, ins, attrs, words, dt)
@@ -367,24 +435,87 @@ def resolve(backend):
     return lookup_backend(backend), backend
 
 
+def _symbolic_inputs(specs, inputs):
+    """Fake tensors for a graph with symbolic shapes, as Dynamo's backends see them: one
+    ShapeEnv, a symbol per torchc symbol (no duck sizing: symbols equal at capture stay
+    distinct, as torchc's guards keep them), hinted by this call's sizes. -> (fake mode,
+    shape env, fake inputs)"""
+    from torch._dynamo.source import ConstantSource
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv
+    env = ShapeEnv(duck_shape=False)
+    mode = FakeTensorMode(shape_env=env)
+    syms = {}
+
+    def dim(text, real):
+        if text.isdigit():
+            return int(text)
+        acc = 1
+        m = _MONO.match(text)
+        for f in (t for t in m.group(2).split("*") if t):
+            k, _, e = f[1:].partition("^")
+            v = syms.get(k)
+            if v is None:
+                if e or m.group(1):
+                    raise Unsupported(f"symbolic input dim {text}")
+                v = syms[k] = env.create_symintnode(
+                    env.create_symbol(real, ConstantSource(f"s{k}"), dynamic_dim=DimDynamic.DYNAMIC),
+                    hint=real)
+            acc = acc * v ** int(e or 1)
+        return acc * int(m.group(1) or 1)
+
+    fakes = []
+    with mode:
+        for (dt, _, strides, syms_), x in zip(specs, inputs):
+            if not syms_:
+                fakes.append(torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device=x.device))
+                continue
+            sizes = [dim(t, n) for t, n in zip(syms_, x.shape)]
+            st, acc = [], 1
+            for n in reversed(sizes):  # symbolic inputs are contiguous (torchc's guards)
+                st.append(acc)
+                acc = acc * n
+            fakes.append(torch.empty_strided(sizes, st[::-1], dtype=x.dtype, device=x.device))
+    return mode, env, fakes
+
+
 class BackendGraph:
     """One exported graph: the backend's compile function is called at the first run with
-    the GraphModule and that run's inputs; what it returns runs from then on."""
+    the GraphModule and that run's inputs; what it returns runs from then on. A graph with
+    symbolic shapes is handed over with fake tensors of symbolic sizes (and Dynamo's tracing
+    context, so AOT autograd and Inductor trace it symbolically): one backend compile serves
+    every size torchc's guards let in. Where the backend's code added guards of its own on
+    the sizes (Inductor: "s0 <= 4096") and a call fails them, the GraphModule runs op by op."""
 
-    __slots__ = ("gm", "compiler", "backend_name", "fn", "ninputs")
+    __slots__ = ("gm", "compiler", "backend_name", "fn", "ninputs", "env", "fakes")
 
     def __init__(self, gm, compiler, backend_name, ninputs):
         self.gm, self.compiler, self.backend_name, self.ninputs = gm, compiler, backend_name, ninputs
-        self.fn = None
+        self.fn = self.env = self.fakes = None
+
+    def _compile(self, inputs):
+        specs = getattr(self.gm, "torchc_input_specs", None)
+        if specs is None:
+            return self.compiler(self.gm, list(inputs))
+        from torch._guards import TracingContext, tracing
+        mode, env, fakes = _symbolic_inputs(specs, inputs)
+        with tracing(TracingContext(mode)):
+            fn = self.compiler(self.gm, fakes)
+        if env.guards or env.replacements:  # the backend specialized or bounded a symbol
+            self.env, self.fakes = env, fakes
+        return fn
 
     def __call__(self, *inputs):
         fn = self.fn
         if fn is None:
-            fn = self.compiler(self.gm, list(inputs))
+            fn = self._compile(inputs)
             if fn is None or not callable(fn):
                 raise RuntimeError(f"torchc.compile: backend {self.backend_name!r} returned "
                                    f"{fn!r}, not a callable")
             self.fn = fn
+        if self.env is not None and not self.env.evaluate_guards_for_args(self.fakes, list(inputs),
+                                                                          ignore_static=False):
+            fn = self.gm  # sizes the backend's code was not compiled for
         out = fn(*inputs)
         if isinstance(out, torch.Tensor):
             out = (out,)

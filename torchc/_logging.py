@@ -161,8 +161,13 @@ def _on_record(rec):
     code = rec.get("code")
     loc = user_loc(rec)
     if rec.get("recompile_reason") and _log["recompiles"].isEnabledFor(logging.INFO):
-        _log["recompiles"].info("Recompiling function %s in %s\n    triggered by the guard failure: %s",
-                                name, loc, _local_names(rec["recompile_reason"], code))
+        why = _local_names(rec["recompile_reason"], code).split("\n")  # one line per cached entry
+        if len(why) == 1:
+            _log["recompiles"].info("Recompiling function %s in %s\n    triggered by the guard failure: %s",
+                                    name, loc, why[0])
+        else:
+            _log["recompiles"].info("Recompiling function %s in %s\n    triggered by the guard failures "
+                                    "(newest entry first):\n%s", name, loc, "\n".join("    - " + w for w in why))
     brk = rec.get("break_reason")
     fb = rec.get("fallback") and rec.get("reason")
     if (brk or fb) and _log["graph_breaks"].isEnabledFor(logging.INFO):
@@ -219,6 +224,16 @@ def set_logs(all=None, **artifacts):
         _log[a].setLevel(lvl)
     if any(lg.level and lg.level < logging.WARNING for lg in _log.values()):
         _ensure_handler()
+    else:
+        _drop_handler()  # every log off again: torchc's warnings reach the root logger as before
+
+
+def _drop_handler():
+    global _handler
+    if _handler is not None:
+        _root.removeHandler(_handler)
+        _root.propagate = True
+        _handler = None
 
 
 def _ensure_handler():

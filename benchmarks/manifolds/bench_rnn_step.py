@@ -105,13 +105,26 @@ def main():
     cpu = {k: [] for k in kinds}
     for k in kinds:
         c0 = torchc._C.stats()["compiles"]
+        if k == "torchc":
+            torchc._C.explain_start()  # records torchc's compiles of this call (explain's source)
         t0, p0 = time.perf_counter(), time.process_time()
-        losses[k] = float(steps[k](x, y))
-        sync()
+        try:
+            losses[k] = float(steps[k](x, y))
+            sync()
+        finally:
+            recs = torchc._C.explain_stop() if k == "torchc" else ()
         first[k] = time.perf_counter() - t0
         first[k + "_cpu"] = time.process_time() - p0
         if k == "torchc":
             first["torchc_compiles"] = torchc._C.stats()["compiles"] - c0
+            # the compiler's own time for the step's forward graph (capture + graph passes +
+            # LLVM + load), wall; its backward graph compiles on a helper thread meanwhile
+            # (TORCHC_DEBUG=time prints both); the rest of the first step's excess over the
+            # others is its fresh buffers (first touch of the [T, N, n] stacks)
+            first["torchc_fwd_compile_ms"] = sum(r.get("compile_ms", 0.0) for r in recs if r["event"] != "hit")
+            first["torchc_fwd_compile_stages_s"] = {
+                s: sum((r.get("compile_times") or {}).get(s, 0.0) for r in recs if r["event"] == "compiled")
+                for s in sorted({s for r in recs for s in (r.get("compile_times") or {})})}
     for r in range(a.reps):
         for k in kinds:
             t0, c0 = time.perf_counter(), time.process_time()

@@ -6,6 +6,7 @@
 #define IC_CG_H
 
 #include <llvm-c/Core.h>
+#include <llvm-c/TargetMachine.h>
 
 #include "../ic_internal.h"
 
@@ -64,6 +65,56 @@ LLVMValueRef cg_intrin(cg *g, const char *name, LLVMTypeRef *ov, int nov, LLVMVa
                        int nargs);
 LLVMValueRef cg_libm1(cg *g, const char *name, LLVMValueRef x); /* per-lane libm call */
 LLVMValueRef cg_libm2(cg *g, const char *name, LLVMValueRef x, LLVMValueRef y);
+
+/* Builder shorthands of both code generators (the GPU's gg wraps them on its cg) */
+static inline LLVMValueRef cg_ki(LLVMTypeRef t, long long v) { return LLVMConstInt(t, (unsigned long long)v, 1); }
+static inline LLVMValueRef cg_kf(LLVMValueRef like, double v) { return LLVMConstReal(LLVMTypeOf(like), v); }
+static inline LLVMValueRef cg_intrin1(cg *g, const char *name, LLVMValueRef x) {
+    LLVMTypeRef t = LLVMTypeOf(x);
+    return cg_intrin(g, name, &t, 1, &x, 1);
+}
+static inline LLVMValueRef cg_fma(cg *g, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c) { /* llvm.fma: fused */
+    LLVMTypeRef t = LLVMTypeOf(a);
+    LLVMValueRef args[3] = {a, b, c};
+    return cg_intrin(g, "llvm.fma", &t, 1, args, 3);
+}
+static inline LLVMValueRef cg_sel(cg *g, LLVMValueRef c, LLVMValueRef a, LLVMValueRef b) {
+    return LLVMBuildSelect(g->b, c, a, b, "");
+}
+static inline LLVMValueRef cg_fcmp(cg *g, LLVMRealPredicate p, LLVMValueRef a, LLVMValueRef b) {
+    return LLVMBuildFCmp(g->b, p, a, b, "");
+}
+static inline LLVMValueRef cg_isnan(cg *g, LLVMValueRef v) { return cg_fcmp(g, LLVMRealUNO, v, v); }
+static inline LLVMValueRef cg_and(cg *g, LLVMValueRef a, LLVMValueRef b) { /* NULL: true */
+    if (!a) return b;
+    if (!b) return a;
+    return LLVMBuildAnd(g->b, a, b, "");
+}
+
+/* part.c: one LLVM module of a compilation (its own context), built on the calling thread,
+ * then verified, optimized and emitted by ic_part_run on any thread */
+typedef struct ic_part {
+    LLVMContextRef ctx;
+    LLVMModuleRef mod;
+    LLVMBuilderRef b;
+    LLVMTargetMachineRef tm;  /* the part's target machine; NULL: one of the host pool's for the run */
+    bool own_tm;              /* tm is disposed with the part */
+    const char *passes;       /* the pass pipeline (LLVMRunPasses text) */
+    bool asm_out;             /* emit assembly (PTX), else an object file */
+    const char *what;         /* "CPU" / "GPU": names the backend in messages */
+    const char *print_after;  /* debug & IC_DEBUG_LLVM: print the module after the passes under it */
+    unsigned debug;           /* IC_DEBUG_* */
+    LLVMMemoryBufferRef out;  /* the emitted code */
+    double t_opt, t_emit, cpu; /* ms; cpu: thread time when run on a thread of ic_parts_run */
+    char err[300];            /* "" or why the part failed */
+} ic_part;
+int ic_part_init(ic_part *P, LLVMTargetMachineRef tm, const char *name); /* ctx, module for tm, builder; -1: P->err */
+void ic_part_free(ic_part *P);
+void ic_part_run(ic_part *P);
+void ic_parts_run(ic_part *const *parts, int n); /* parts[1..] on threads, parts[0] here; all done on return */
+/* the host TargetMachine pool (LLVMTargetMachineRef; NULL with msg) */
+void *ic_host_tm_acquire(char *msg, size_t n);
+void ic_host_tm_release(void *tm);
 
 /* f32 math emitted as straight-line IR (vectorizes with the surrounding code) */
 LLVMValueRef vm_exp(cg *g, LLVMValueRef x);

@@ -1,6 +1,7 @@
 /* cpu_module.c — the CPU code generator's driver: the kernels of a graph into up to
  * IC_CG_PARTS LLVM modules (cpu_llvm.c emits each kernel), each verified, optimized by the
- * pipeline of ic_cpu_pipeline and emitted to an object file (parts on parallel threads).
+ * pipeline of ic_cpu_pipeline and emitted to an object file (parts on parallel threads: the
+ * module parts of codegen/part.c, which the GPU code generator uses too).
  * Looking the objects up in the code caches and loading them (ORC LLJIT, runtime/jit.c) is
  * the driver's (backends.c), as for the GPU.
  *
@@ -8,17 +9,13 @@
  * Produces: the kernels' symbol names (ic_cpu_symbols: fns slot of each), and object files
  *   that define them (ic_codegen_cpu), owned by c->cg_res until ic_codegen_cleanup.
  */
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
-#include <llvm-c/Analysis.h>
 #include <llvm-c/Core.h>
 #include <llvm-c/TargetMachine.h>
-#include <llvm-c/Transforms/PassBuilder.h>
 
 #include "../support.h"
 #include "cpu.h"
@@ -32,78 +29,23 @@ static atomic_int module_counter;
  * TargetMachine. */
 #define IC_CG_PAR_MIN_ITEMS 64 /* below this, threads cost more than they save */
 
-typedef struct cg_part {
-    LLVMContextRef ctx;
-    LLVMModuleRef mod;
-    LLVMMemoryBufferRef obj;
-    const char *passes;
-    int ninsts; /* before optimization */
-    double t_opt, t_emit, cpu; /* cpu: thread time of a part run on its own thread */
-    char err[256];
-} cg_part;
-
 typedef struct cg_res {
-    cg_part parts[IC_CG_PARTS];
+    ic_part parts[IC_CG_PARTS];
+    int ninsts[IC_CG_PARTS]; /* a part's instructions before optimization */
     int nparts;
-    LLVMBuilderRef b, ab;
+    LLVMBuilderRef ab;
     char *cpu, *feat, *triple;
-    LLVMTargetMachineRef tm;
+    LLVMTargetMachineRef tm; /* the host pool's, held by this compilation (part 0 runs with it) */
 } cg_res;
 
 static void cg_res_free(cg_res *r) {
-    if (r->b) LLVMDisposeBuilder(r->b);
     if (r->ab) LLVMDisposeBuilder(r->ab);
-    for (int i = 0; i < r->nparts; i++) {
-        cg_part *P = &r->parts[i];
-        if (P->obj) LLVMDisposeMemoryBuffer(P->obj);
-        if (P->mod) LLVMDisposeModule(P->mod);
-        if (P->ctx) LLVMContextDispose(P->ctx);
-    }
-    if (r->tm) ic_jit_tm_release(r->tm);
+    for (int i = 0; i < r->nparts; i++) ic_part_free(&r->parts[i]);
+    if (r->tm) ic_host_tm_release(r->tm);
     if (r->cpu) LLVMDisposeMessage(r->cpu);
     if (r->feat) LLVMDisposeMessage(r->feat);
     if (r->triple) LLVMDisposeMessage(r->triple);
     memset(r, 0, sizeof *r);
-}
-
-/* optimization + object emission of one module (any thread; only LLVM objects) */
-static void part_opt_emit(cg_part *P, LLVMTargetMachineRef tm) {
-    double t0 = ic_now_ms();
-    LLVMPassBuilderOptionsRef pbo = LLVMCreatePassBuilderOptions();
-    LLVMErrorRef err = LLVMRunPasses(P->mod, P->passes, tm, pbo);
-    LLVMDisposePassBuilderOptions(pbo);
-    if (err) {
-        char *m = LLVMGetErrorMessage(err);
-        snprintf(P->err, sizeof P->err, "LLVM passes: %s", m);
-        LLVMDisposeErrorMessage(m);
-        return;
-    }
-    double t1 = ic_now_ms();
-    P->t_opt = t1 - t0;
-    char *em = NULL;
-    if (LLVMTargetMachineEmitToMemoryBuffer(tm, P->mod, LLVMObjectFile, &em, &P->obj)) {
-        snprintf(P->err, sizeof P->err, "LLVM codegen: %s", em ? em : "?");
-        P->obj = NULL;
-    }
-    if (em) LLVMDisposeMessage(em);
-    P->t_emit = ic_now_ms() - t1;
-}
-
-static double thread_cpu_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
-static void *part_thread(void *arg) {
-    cg_part *P = arg;
-    double c0 = thread_cpu_ms();
-    LLVMTargetMachineRef tm = ic_jit_tm_acquire(P->err, sizeof P->err);
-    if (!tm) return NULL;
-    part_opt_emit(P, tm);
-    ic_jit_tm_release(tm);
-    P->cpu = thread_cpu_ms() - c0;
-    return NULL;
 }
 
 /* The optimization pipeline, chosen per module by its size. Small modules get LLVM's
@@ -213,7 +155,7 @@ int ic_codegen_cpu(ic_ctx *c, const ic_cpu_syms *S, const void **objs, size_t *s
     int nnames = S->n;
     cg_res *R = ic_alloc(c, sizeof(cg_res));
     c->cg_res = R;
-    R->tm = ic_jit_tm_acquire(msg, sizeof msg);
+    R->tm = ic_host_tm_acquire(msg, sizeof msg);
     if (!R->tm) ic_fail(c, IC_EINTERNAL, "LLVM: %s", msg);
     R->triple = LLVMGetTargetMachineTriple(R->tm);
     R->cpu = LLVMGetTargetMachineCPU(R->tm);
@@ -224,14 +166,18 @@ int ic_codegen_cpu(ic_ctx *c, const ic_cpu_syms *S, const void **objs, size_t *s
     for (int i = 0; i < c->nkernels; i++)
         if (c->kernels[i].nitems > maxitems) maxitems = c->kernels[i].nitems;
     for (int p = 0; p < R->nparts; p++) {
-        cg_part *P = &R->parts[p];
+        ic_part *P = &R->parts[p];
         cg G = {.c = c, .gen = 1};
         cg *g = &G;
-        g->ctx = P->ctx = LLVMContextCreate();
         char mname[64];
         snprintf(mname, sizeof mname, "%s.%d", prefix, p);
-        P->mod = g->mod = LLVMModuleCreateWithNameInContext(mname, g->ctx);
-        R->b = g->b = LLVMCreateBuilderInContext(g->ctx);
+        if (ic_part_init(P, R->tm, mname)) ic_fail(c, IC_ENOMEM, "LLVM: %s", P->err);
+        P->what = "CPU";
+        P->debug = c->debug;
+        P->tm = p == 0 ? R->tm : NULL; /* parts 1..: a TM of the pool on their thread */
+        g->ctx = P->ctx;
+        g->mod = P->mod;
+        g->b = P->b;
         R->ab = g->ab = LLVMCreateBuilderInContext(g->ctx);
         g->i1 = LLVMInt1TypeInContext(g->ctx);
         g->i8 = LLVMInt8TypeInContext(g->ctx);
@@ -249,54 +195,32 @@ int ic_codegen_cpu(ic_ctx *c, const ic_cpu_syms *S, const void **objs, size_t *s
         g->rowval = ic_alloc(c, (size_t)(maxitems + 1) * sizeof(LLVMValueRef));
         g->scan_seen = ic_alloc(c, (size_t)(c->nxs + 1) * sizeof(uint32_t));
         g->scan_stack = ic_alloc(c, (size_t)(3 * c->nxs + 3) * sizeof(ic_xid));
-        LLVMSetTarget(g->mod, R->triple);
         ol_target_cpu(g, R->triple);
-        LLVMTargetDataRef td = LLVMCreateTargetDataLayout(R->tm);
-        LLVMSetModuleDataLayout(g->mod, td);
-        LLVMDisposeTargetData(td);
         for (int i = 0; i < nnames; i++) {
             ic_kernel *k = &c->kernels[kern[i]];
             if (part_of[kern[i]] != p) continue;
             cpu_gen_kernel(g, k, names[i], R->cpu, R->feat, k->split ? slot[i] - 2 * kern[i] + 1 : 0);
         }
-        char *verr = NULL;
-        if (LLVMVerifyModule(g->mod, LLVMReturnStatusAction, &verr)) {
-            snprintf(msg, sizeof msg, "%s", verr ? verr : "?");
-            if (c->debug & IC_DEBUG_LLVM) {
-                char *s = LLVMPrintModuleToString(g->mod);
-                fprintf(stderr, "%s\n", s);
-                LLVMDisposeMessage(s);
-            }
-            LLVMDisposeMessage(verr);
-            ic_fail(c, IC_EINTERNAL, "LLVM verifier: %s", msg);
-        }
-        if (verr) LLVMDisposeMessage(verr);
-        P->ninsts = count_insts(g->mod);
-        P->passes = module_pipeline(c->opt_level, P->ninsts);
-        LLVMDisposeBuilder(R->b);
+        R->ninsts[p] = count_insts(g->mod);
+        P->passes = module_pipeline(c->opt_level, R->ninsts[p]);
         LLVMDisposeBuilder(R->ab);
-        R->b = R->ab = NULL;
+        R->ab = NULL;
     }
     t1 = ic_now_ms();
     c->t_stage[IC_T_IRGEN] += t1 - t0;
     t0 = t1;
-    /* optimize + emit: parts 1.. on their own threads, part 0 here */
-    pthread_t th[IC_CG_PARTS];
-    bool started[IC_CG_PARTS] = {false};
-    for (int p = 1; p < R->nparts; p++) started[p] = pthread_create(&th[p], NULL, part_thread, &R->parts[p]) == 0;
-    part_opt_emit(&R->parts[0], R->tm);
-    for (int p = 1; p < R->nparts; p++) {
-        if (started[p]) pthread_join(th[p], NULL);
-        else part_thread(&R->parts[p]);
-    }
+    /* verify + optimize + emit: parts 1.. on their own threads, part 0 here */
+    ic_part *run[IC_CG_PARTS];
+    for (int p = 0; p < R->nparts; p++) run[p] = &R->parts[p];
+    ic_parts_run(run, R->nparts);
     double topt = 0, temit = 0;
     for (int p = 0; p < R->nparts; p++) {
-        cg_part *P = &R->parts[p];
-        if (P->err[0] || !P->obj) ic_fail(c, IC_EINTERNAL, "%s", P->err[0] ? P->err : "LLVM: no object");
+        ic_part *P = &R->parts[p];
+        if (P->err[0] || !P->out) ic_fail(c, IC_EINTERNAL, "%s", P->err[0] ? P->err : "LLVM: no object");
         topt += P->t_opt;
         temit += P->t_emit;
         c->cpu_other += P->cpu;
-        c->cg_insts += P->ninsts;
+        c->cg_insts += R->ninsts[p];
         if (c->debug & IC_DEBUG_LLVM) {
             char *s = LLVMPrintModuleToString(P->mod);
             fprintf(stderr, "=== torchc llvm (%s.%d, after %s) ===\n%s\n", prefix, p, P->passes, s);
@@ -309,8 +233,8 @@ int ic_codegen_cpu(ic_ctx *c, const ic_cpu_syms *S, const void **objs, size_t *s
     c->t_stage[IC_T_EMIT] += (t1 - t0) * temit / (topt + temit + 1e-9);
     c->cg_parts = R->nparts;
     for (int p = 0; p < R->nparts; p++) {
-        objs[p] = LLVMGetBufferStart(R->parts[p].obj);
-        sizes[p] = LLVMGetBufferSize(R->parts[p].obj);
+        objs[p] = LLVMGetBufferStart(R->parts[p].out);
+        sizes[p] = LLVMGetBufferSize(R->parts[p].out);
     }
     return R->nparts;
 }

@@ -211,34 +211,19 @@ static inline LLVMTypeRef mtype(gg *g, ic_dtype t) { /* memory type */
 }
 
 static inline bool is_unsigned(ic_dtype t) { return ic_is_unsigned(t); }
-static inline LLVMValueRef ki(gg *g, LLVMTypeRef t, long long v) { return LLVMConstInt(t, (unsigned long long)v, 1); }
-static inline LLVMValueRef kix(gg *g, int64_t v) { return ki(g, g->ity, v); }
-static inline LLVMValueRef kf(LLVMValueRef like, double v) { return LLVMConstReal(LLVMTypeOf(like), v); }
+static inline LLVMValueRef ki(gg *g, LLVMTypeRef t, long long v) { return cg_ki(t, v); }
+static inline LLVMValueRef kix(gg *g, int64_t v) { return cg_ki(g->ity, v); }
+static inline LLVMValueRef kf(LLVMValueRef like, double v) { return cg_kf(like, v); }
 static inline LLVMValueRef intrin(gg *g, const char *name, LLVMTypeRef *ov, int nov, LLVMValueRef *a, int na) {
     return cg_intrin(&g->cg, name, ov, nov, a, na);
 }
-static inline LLVMValueRef intrin1(gg *g, const char *name, LLVMValueRef x) {
-    LLVMTypeRef t = LLVMTypeOf(x);
-    return intrin(g, name, &t, 1, &x, 1);
-}
+static inline LLVMValueRef intrin1(gg *g, const char *name, LLVMValueRef x) { return cg_intrin1(&g->cg, name, x); }
 static inline LLVMValueRef sreg(gg *g, const char *name) { return intrin(g, name, NULL, 0, NULL, 0); }
-static inline LLVMValueRef fma3(gg *g, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c) {
-    LLVMTypeRef t = LLVMTypeOf(a);
-    LLVMValueRef args[3] = {a, b, c};
-    return intrin(g, "llvm.fma", &t, 1, args, 3);
-}
-static inline LLVMValueRef sel(gg *g, LLVMValueRef c, LLVMValueRef a, LLVMValueRef b) {
-    return LLVMBuildSelect(B, c, a, b, "");
-}
-static inline LLVMValueRef fcmp(gg *g, LLVMRealPredicate p, LLVMValueRef a, LLVMValueRef b) {
-    return LLVMBuildFCmp(B, p, a, b, "");
-}
-static inline LLVMValueRef isnan_(gg *g, LLVMValueRef v) { return fcmp(g, LLVMRealUNO, v, v); }
-static inline LLVMValueRef and_(gg *g, LLVMValueRef a, LLVMValueRef b) {
-    if (!a) return b;
-    if (!b) return a;
-    return LLVMBuildAnd(B, a, b, "");
-}
+static inline LLVMValueRef fma3(gg *g, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c) { return cg_fma(&g->cg, a, b, c); }
+static inline LLVMValueRef sel(gg *g, LLVMValueRef c, LLVMValueRef a, LLVMValueRef b) { return cg_sel(&g->cg, c, a, b); }
+static inline LLVMValueRef fcmp(gg *g, LLVMRealPredicate p, LLVMValueRef a, LLVMValueRef b) { return cg_fcmp(&g->cg, p, a, b); }
+static inline LLVMValueRef isnan_(gg *g, LLVMValueRef v) { return cg_isnan(&g->cg, v); }
+static inline LLVMValueRef and_(gg *g, LLVMValueRef a, LLVMValueRef b) { return cg_and(&g->cg, a, b); }
 
 /* f32 register value rounded to f16 / bf16 precision (kept as f32) */
 static inline LLVMValueRef round_half(gg *g, LLVMValueRef f, ic_dtype t) { return ol_round_half(&g->cg, f, t); }
@@ -288,16 +273,9 @@ typedef struct gpart gpart;
 #define GPU_MAXPARTS 32
 
 struct gpart {
-    LLVMContextRef ctx;
-    LLVMModuleRef mod;
-    LLVMBuilderRef b;
-    LLVMTargetMachineRef tm;
+    ic_part P;       /* context, module, builder, its own NVPTX TargetMachine; P.out: the PTX */
     int nk;          /* kernel variants generated into it */
     size_t work;     /* their bitcode bytes: the part's share of O3 + PTX + ptxas */
-    char *ptx;       /* malloc'd by the worker */
-    size_t nptx;
-    unsigned debug;
-    char err[300];   /* worker's failure, "" when fine */
 };
 
 typedef struct gseen { /* a generated kernel: its module's canonical bitcode, its name */
@@ -357,7 +335,6 @@ bool gg_fits_i32(ic_ctx *c, ic_kernel *k, const plan *P);
 int gg_param_order(ic_ctx *c, const ic_kernel *k, bool stores_only, const int *used, const int *first, int n0, int *ub);
 void gg_add_annotation(gg *g, LLVMValueRef fn, const char *key, int v);
 void gg_gen_variant(gg *g, ic_kernel *k, const plan *P, ic_gvariant *out, const char *name);
-bool gg_kernel_empty(ic_kernel *k);
 
 /* gpu_gemm_emit.c */
 int gg_gemm_kernel(gg *g, int ki, ic_gkernel *K, int tsm, int nsm, int mid, gres *R, int *nnew, ic_gpu *gpu, int *choice_kj);

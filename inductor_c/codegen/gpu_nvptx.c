@@ -40,7 +40,8 @@
  * rounding); memory holds the 16-bit form. f32 transcendentals come from vmath.c (the
  * CPU's straight-line polynomial code, shared through the cg struct), plus sin/cos/pow
  * here; f64 transcendentals are IC_EUNSUPPORTED (no libdevice).
- * Then: verifier, default<O3> with the NVPTX TargetMachine, PTX (sm_XY, +ptx78) to memory.
+ * Then, per module part (codegen/part.c, shared with the CPU code generator): verifier,
+ * default<O3> with the NVPTX TargetMachine, PTX (sm_XY, +ptx78) to memory.
  */
 #include "gpu_internal.h"
 
@@ -56,11 +57,7 @@ static void init_nvptx(void) {
 
 
 static void gpart_free(gpart *q) {
-    if (q->b) LLVMDisposeBuilder(q->b);
-    if (q->mod) LLVMDisposeModule(q->mod);
-    if (q->ctx) LLVMContextDispose(q->ctx);
-    if (q->tm) LLVMDisposeTargetMachine(q->tm);
-    free(q->ptx);
+    ic_part_free(&q->P);
     memset(q, 0, sizeof *q);
 }
 
@@ -75,10 +72,10 @@ static void gres_free(gres *R) {
 
 /* Point the generator at part q: every LLVM type and the module/builder come from its context. */
 void gg_bind_part(gg *g, gpart *q) {
-    LLVMContextRef x = q->ctx;
+    LLVMContextRef x = q->P.ctx;
     g->cg.ctx = x;
-    g->cg.mod = q->mod;
-    g->cg.b = g->cg.ab = q->b;
+    g->cg.mod = q->P.mod;
+    g->cg.b = g->cg.ab = q->P.b;
     g->cg.i1 = LLVMInt1TypeInContext(x);
     g->cg.i8 = LLVMInt8TypeInContext(x);
     g->cg.i16 = LLVMInt16TypeInContext(x);
@@ -107,23 +104,20 @@ gpart *gg_next_part(gg *g, gres *R) {
 
 bool gg_lazy_enabled(const gres *R) { return R->lz_on; }
 
-/* The part of the lazy fallbacks (gpu.h ic_gpu.lazy_bc), created on first use, bound. */
+/* The part of the lazy fallbacks (gpu.h ic_gpu.lazy_bc), created on first use, bound: its
+ * bitcode is kept, compiled when a launch needs it (ic_gpu_lazy_ptx). */
 gpart *gg_lazy_part(gg *g, gres *R) {
     gpart *q = &R->lz;
-    if (!q->ctx) {
-        q->ctx = LLVMContextCreate();
-        q->mod = LLVMModuleCreateWithNameInContext("torchc_gpu_lazy", q->ctx);
-        q->b = LLVMCreateBuilderInContext(q->ctx);
-        LLVMSetTarget(q->mod, LLVMGetTarget(R->p[0].mod));
-        LLVMSetDataLayout(q->mod, LLVMGetDataLayoutStr(R->p[0].mod));
-    }
+    if (!q->P.ctx && ic_part_init(&q->P, R->p[0].P.tm, "torchc_gpu_lazy"))
+        ic_fail(g->c, IC_ENOMEM, "LLVM: %s", q->P.err);
     gg_bind_part(g, q);
     return q;
 }
 
-/* A part for sm: TargetMachine, context, empty module with the NVPTX triple and layout, and
- * a builder. 0, or -1 with msg (q holds what was made: gpart_free). */
-static int part_init(gpart *q, int tsm, char *msg, size_t n) {
+/* A part for sm: its own NVPTX TargetMachine, context, empty module with the NVPTX triple
+ * and layout, and a builder; optimized by O3 and emitted as PTX. 0, or -1 with msg (q holds
+ * what was made: gpart_free). */
+static int part_init(gpart *q, int tsm, unsigned debug, char *msg, size_t n) {
     const char *triple = "nvptx64-nvidia-cuda";
     LLVMTargetRef target;
     char *terr = NULL;
@@ -135,68 +129,25 @@ static int part_init(gpart *q, int tsm, char *msg, size_t n) {
     char cpu[16];
     snprintf(cpu, sizeof cpu, "sm_%d", tsm);
     const char *feat = tsm >= 90 ? "+ptx78" : tsm >= 80 ? "+ptx70" : "+ptx64";
-    q->tm = LLVMCreateTargetMachine(target, triple, cpu, feat, LLVMCodeGenLevelAggressive, LLVMRelocDefault,
-                                    LLVMCodeModelDefault);
-    if (!q->tm) {
+    LLVMTargetMachineRef tm = LLVMCreateTargetMachine(target, triple, cpu, feat, LLVMCodeGenLevelAggressive,
+                                                      LLVMRelocDefault, LLVMCodeModelDefault);
+    if (!tm) {
         snprintf(msg, n, "LLVM: cannot create the NVPTX TargetMachine for %s", cpu);
         return -1;
     }
-    q->ctx = LLVMContextCreate();
-    q->mod = LLVMModuleCreateWithNameInContext("torchc_gpu", q->ctx);
-    q->b = LLVMCreateBuilderInContext(q->ctx);
-    LLVMSetTarget(q->mod, triple);
-    LLVMTargetDataRef td = LLVMCreateTargetDataLayout(q->tm);
-    LLVMSetModuleDataLayout(q->mod, td);
-    LLVMDisposeTargetData(td);
+    if (ic_part_init(&q->P, tm, "torchc_gpu")) {
+        LLVMDisposeTargetMachine(tm);
+        snprintf(msg, n, "LLVM: %s", q->P.err);
+        return -1;
+    }
+    q->P.tm = tm;
+    q->P.own_tm = true;
+    q->P.passes = "default<O3>";
+    q->P.asm_out = true;
+    q->P.what = "GPU";
+    q->P.print_after = "nvptx, after O3";
+    q->P.debug = debug;
     return 0;
-}
-
-/* Worker: verify, O3, PTX. Runs on its own thread for its own context; no longjmp here. */
-static void *part_compile(void *arg) {
-    gpart *q = arg;
-    char *verr = NULL;
-    if (LLVMVerifyModule(q->mod, LLVMReturnStatusAction, &verr)) {
-        snprintf(q->err, sizeof q->err, "LLVM verifier (GPU): %s", verr ? verr : "?");
-        if (q->debug & IC_DEBUG_LLVM) {
-            char *s = LLVMPrintModuleToString(q->mod);
-            fprintf(stderr, "%s\n", s);
-            LLVMDisposeMessage(s);
-        }
-        LLVMDisposeMessage(verr);
-        return NULL;
-    }
-    if (verr) LLVMDisposeMessage(verr);
-    LLVMPassBuilderOptionsRef pbo = LLVMCreatePassBuilderOptions();
-    LLVMErrorRef err = LLVMRunPasses(q->mod, "default<O3>", q->tm, pbo);
-    LLVMDisposePassBuilderOptions(pbo);
-    if (err) {
-        char *m = LLVMGetErrorMessage(err);
-        snprintf(q->err, sizeof q->err, "LLVM passes (GPU): %s", m);
-        LLVMDisposeErrorMessage(m);
-        return NULL;
-    }
-    if (q->debug & IC_DEBUG_LLVM) {
-        char *s = LLVMPrintModuleToString(q->mod);
-        fprintf(stderr, "=== torchc llvm (nvptx, after O3) ===\n%s\n", s);
-        LLVMDisposeMessage(s);
-    }
-    LLVMMemoryBufferRef mb = NULL;
-    char *eerr = NULL;
-    if (LLVMTargetMachineEmitToMemoryBuffer(q->tm, q->mod, LLVMAssemblyFile, &eerr, &mb)) {
-        snprintf(q->err, sizeof q->err, "NVPTX code generation: %s", eerr ? eerr : "?");
-        LLVMDisposeMessage(eerr);
-        return NULL;
-    }
-    q->nptx = LLVMGetBufferSize(mb);
-    q->ptx = malloc(q->nptx + 1);
-    if (q->ptx) {
-        memcpy(q->ptx, LLVMGetBufferStart(mb), q->nptx);
-        q->ptx[q->nptx] = 0;
-    } else {
-        snprintf(q->err, sizeof q->err, "out of memory");
-    }
-    LLVMDisposeMemoryBuffer(mb);
-    return NULL;
 }
 
 static int compile_threads(const ic_config *cf) {
@@ -246,9 +197,9 @@ static int rename_prefixed(LLVMModuleRef m, const char *from, const char *to) {
 /* Before a variant: its own module in part q's context (the generator's module until gg_kend). */
 void gg_kbegin(gg *g, gres *R, gpart *q) {
     if (!dedupe_on(g->c)) return;
-    R->tmp = LLVMModuleCreateWithNameInContext("torchc_kernel", q->ctx);
-    LLVMSetTarget(R->tmp, LLVMGetTarget(q->mod));
-    LLVMSetDataLayout(R->tmp, LLVMGetDataLayoutStr(q->mod));
+    R->tmp = LLVMModuleCreateWithNameInContext("torchc_kernel", q->P.ctx);
+    LLVMSetTarget(R->tmp, LLVMGetTarget(q->P.mod));
+    LLVMSetDataLayout(R->tmp, LLVMGetDataLayoutStr(q->P.mod));
     g->cg.mod = R->tmp;
 }
 
@@ -263,7 +214,7 @@ int gg_kend(gg *g, gres *R, gpart *q, ic_gvariant *gv, bool lazy) {
         return 0;
     }
     LLVMModuleRef m = R->tmp;
-    g->cg.mod = q->mod;
+    g->cg.mod = q->P.mod;
     g->fn = g->cg.fn = NULL;
     g->smem = NULL;
     /* the module's bitcode with the kernel's name as "K" (names are in its string table) */
@@ -303,7 +254,7 @@ int gg_kend(gg *g, gres *R, gpart *q, ic_gvariant *gv, bool lazy) {
     R->tmp = NULL;
     q->nk++;
     q->work += n ? n : 1;
-    if (LLVMLinkModules2(q->mod, m)) /* consumes m */
+    if (LLVMLinkModules2(q->P.mod, m)) /* consumes m */
         ic_fail(g->c, IC_EINTERNAL, "LLVM: linking kernel %s into its part failed", gv->name);
     return 0;
 }
@@ -328,7 +279,7 @@ void gg_codegen(ic_ctx *c, int tsm, int nsm, gres *R) {
         }
     }
     int ngen = 0; /* kernels that may be generated: parts get about 4 each at least */
-    for (int ki = 0; ki < c->nkernels; ki++) ngen += c->kernels[ki].is_ext || !gg_kernel_empty(&c->kernels[ki]);
+    for (int ki = 0; ki < c->nkernels; ki++) ngen += c->kernels[ki].is_ext || !ic_kernel_empty(&c->kernels[ki]);
     int kpp = (int)c->cfg.kernels_per_part; /* tests set 1: every kernel its own module */
     /* PTX-only compiles (make ptx-check) keep one module unless the tests ask for parts */
     int np = ptx_only && !kpp ? 1 : compile_threads(&c->cfg);
@@ -337,9 +288,7 @@ void gg_codegen(ic_ctx *c, int tsm, int nsm, gres *R) {
     if (np < 1) np = 1;
     R->np = np;
     for (int i = 0; i < np; i++) {
-        gpart *q = &R->p[i];
-        q->debug = c->debug;
-        if (part_init(q, tsm, msg, sizeof msg)) ic_fail(c, IC_EINTERNAL, "%s", msg);
+        if (part_init(&R->p[i], tsm, c->debug, msg, sizeof msg)) ic_fail(c, IC_EINTERNAL, "%s", msg);
     }
     R->lz_on = dedupe_on(c) && lazy_on(&c->cfg, ptx_only);
 
@@ -398,7 +347,7 @@ void gg_codegen(ic_ctx *c, int tsm, int nsm, gres *R) {
             fused = gg_gemm_kernel(g, ki, K, tsm, nsm, mid, R, &nnew, gpu, &choice_kj); /* or our GEMM template */
             continue;
         }
-        if (gg_kernel_empty(k)) continue;
+        if (ic_kernel_empty(k)) continue;
         gg_next_part(g, R); /* bound for the planning; each variant picks its own part below */
         int32_t vv = -1;
         int64_t vsize = 1;
@@ -485,11 +434,11 @@ void gg_codegen(ic_ctx *c, int tsm, int nsm, gres *R) {
     }
     if (R->lz.nk > 0) { /* the lazy fallbacks' bitcode, compiled on first use (runtime/cuda.c) */
         char *verr = NULL; /* verified now, so that a bad kernel is an eager fallback, not a run error */
-        bool bad = LLVMVerifyModule(R->lz.mod, LLVMReturnStatusAction, &verr);
+        bool bad = LLVMVerifyModule(R->lz.P.mod, LLVMReturnStatusAction, &verr);
         if (bad) snprintf(msg, sizeof msg, "%s", verr ? verr : "?");
         if (verr) LLVMDisposeMessage(verr);
         if (bad) ic_fail(c, IC_EINTERNAL, "LLVM verifier (GPU, fallbacks): %s", msg);
-        LLVMMemoryBufferRef mb = LLVMWriteBitcodeToMemoryBuffer(R->lz.mod);
+        LLVMMemoryBufferRef mb = LLVMWriteBitcodeToMemoryBuffer(R->lz.P.mod);
         size_t n = mb ? LLVMGetBufferSize(mb) : 0;
         gpu->lazy_bc = n ? malloc(n) : NULL;
         if (gpu->lazy_bc) memcpy(gpu->lazy_bc, LLVMGetBufferStart(mb), n), gpu->lazy_n = n;
@@ -499,21 +448,16 @@ void gg_codegen(ic_ctx *c, int tsm, int nsm, gres *R) {
     }
     double tg = ic_now_ms(); /* TORCHC_DEBUG=time stages: irgen, opt (O3 + PTX, parallel), jit (driver) */
     c->t_stage[IC_T_IRGEN] += tg - tg0;
-    pthread_t th[GPU_MAXPARTS];
-    bool started[GPU_MAXPARTS] = {0};
     int nw = 0; /* parts with kernels (an empty module is still emitted when there are none) */
     for (int i = 0; i < np; i++)
         if (R->p[i].nk > 0 || i == 0) nw = i + 1;
-    for (int i = 1; i < nw; i++) started[i] = pthread_create(&th[i], NULL, part_compile, &R->p[i]) == 0;
-    part_compile(&R->p[0]);
-    for (int i = 1; i < nw; i++) {
-        if (started[i]) pthread_join(th[i], NULL);
-        else part_compile(&R->p[i]);
-    }
+    ic_part *run[GPU_MAXPARTS];
+    for (int i = 0; i < nw; i++) run[i] = &R->p[i].P;
+    ic_parts_run(run, nw); /* verify, O3, PTX: parts 1.. on their own threads */
     for (int i = 0; i < nw; i++)
-        if (R->p[i].err[0]) ic_fail(c, strncmp(R->p[i].err, "out of memory", 13) ? IC_EINTERNAL : IC_ENOMEM, "%s", R->p[i].err);
+        if (R->p[i].P.err[0]) ic_fail(c, IC_EINTERNAL, "%s", R->p[i].P.err);
     size_t total = 1;
-    for (int i = 0; i < nw; i++) total += R->p[i].nptx + sizeof IC_PTX_SEP;
+    for (int i = 0; i < nw; i++) total += LLVMGetBufferSize(R->p[i].P.out) + sizeof IC_PTX_SEP;
     gpu->ptx = malloc(total);
     if (!gpu->ptx) ic_fail(c, IC_ENOMEM, "out of memory");
     size_t at = 0;
@@ -522,8 +466,9 @@ void gg_codegen(ic_ctx *c, int tsm, int nsm, gres *R) {
             memcpy(gpu->ptx + at, IC_PTX_SEP, sizeof IC_PTX_SEP - 1);
             at += sizeof IC_PTX_SEP - 1;
         }
-        memcpy(gpu->ptx + at, R->p[i].ptx, R->p[i].nptx);
-        at += R->p[i].nptx;
+        size_t n = LLVMGetBufferSize(R->p[i].P.out);
+        memcpy(gpu->ptx + at, LLVMGetBufferStart(R->p[i].P.out), n);
+        at += n;
     }
     gpu->ptx[at] = 0;
     if (ptx_only && gpu->lazy_bc) { /* TORCHC_GPU_LAZY=probe: the lazy module's PTX as the last module */
@@ -564,24 +509,30 @@ char *ic_gpu_lazy_ptx(const void *bc, size_t n, int sm, char *msg, size_t msgn) 
     pthread_once(&init_once, init_nvptx);
     gpart q = {0};
     char *ptx = NULL;
-    if (part_init(&q, sm, msg, msgn)) goto out;
+    if (part_init(&q, sm, 0, msg, msgn)) goto out;
     LLVMMemoryBufferRef mb = LLVMCreateMemoryBufferWithMemoryRangeCopy(bc, n, "torchc_gpu_lazy");
     LLVMModuleRef m = NULL;
-    if (!mb || LLVMParseBitcodeInContext2(q.ctx, mb, &m)) {
+    if (!mb || LLVMParseBitcodeInContext2(q.P.ctx, mb, &m)) {
         snprintf(msg, msgn, "LLVM: the lazy fallbacks' bitcode does not parse");
         if (mb) LLVMDisposeMemoryBuffer(mb);
         goto out;
     }
     LLVMDisposeMemoryBuffer(mb); /* parsed: the module does not keep it */
-    LLVMDisposeModule(q.mod);
-    q.mod = m;
-    part_compile(&q);
-    if (q.err[0]) {
-        snprintf(msg, msgn, "%s", q.err);
+    LLVMDisposeModule(q.P.mod);
+    q.P.mod = m;
+    ic_part_run(&q.P);
+    if (q.P.err[0]) {
+        snprintf(msg, msgn, "%s", q.P.err);
         goto out;
     }
-    ptx = q.ptx;
-    q.ptx = NULL;
+    size_t len = LLVMGetBufferSize(q.P.out);
+    ptx = malloc(len + 1);
+    if (!ptx) {
+        snprintf(msg, msgn, "out of memory");
+        goto out;
+    }
+    memcpy(ptx, LLVMGetBufferStart(q.P.out), len);
+    ptx[len] = 0;
 out:
     gpart_free(&q);
     return ptx;

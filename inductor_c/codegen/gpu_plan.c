@@ -619,12 +619,3 @@ void gg_gen_variant(gg *g, ic_kernel *k, const plan *P, ic_gvariant *out, const 
         }
     }
 }
-
-bool gg_kernel_empty(ic_kernel *k) {
-    for (int i = 0; i < k->nouter; i++)
-        if (k->osize[i] == 0) return true;
-    if (!k->has_red)
-        for (int i = 0; i < k->ninner; i++)
-            if (k->isize[i] == 0) return true;
-    return false;
-}

@@ -50,12 +50,6 @@
 
 static LLVMValueRef fconst(cg *g, LLVMValueRef like, double v) { return cg_constf(g, LLVMTypeOf(like), v); }
 
-static LLVMValueRef intrin1(cg *g, const char *name, LLVMValueRef x) {
-    LLVMTypeRef t = LLVMTypeOf(x);
-    return cg_intrin(g, name, &t, 1, &x, 1);
-}
-
-static LLVMValueRef isnan_(cg *g, LLVMValueRef v) { return LLVMBuildFCmp(B, LLVMRealUNO, v, v, ""); }
 
 /* v is f32 (scalar or vector) */
 static bool is_f32(cg *g, LLVMValueRef v) {
@@ -177,7 +171,7 @@ LLVMValueRef ol_round_half(cg *g, LLVMValueRef f, ic_dtype t) {
     LLVMValueRef lsb = LLVMBuildAnd(B, LLVMBuildLShr(B, x, cg_consti(g, it, 16), ""), cg_consti(g, it, 1), "");
     LLVMValueRef r = LLVMBuildAdd(B, x, LLVMBuildAdd(B, lsb, cg_consti(g, it, 0x7FFF), ""), "");
     LLVMValueRef qn = LLVMBuildOr(B, x, cg_consti(g, it, 0x400000), "");
-    r = LLVMBuildAnd(B, LLVMBuildSelect(B, isnan_(g, f), qn, r, ""), cg_consti(g, it, (long long)0xFFFF0000u), "");
+    r = LLVMBuildAnd(B, LLVMBuildSelect(B, cg_isnan(g, f), qn, r, ""), cg_consti(g, it, (long long)0xFFFF0000u), "");
     return LLVMBuildBitCast(B, r, g->f32, "");
 }
 
@@ -224,8 +218,8 @@ LLVMValueRef ol_fmaxmin(cg *g, LLVMValueRef a, LLVMValueRef b, bool max) {
     }
     LLVMValueRef gt = LLVMBuildFCmp(B, max ? LLVMRealOGT : LLVMRealOLT, a, b, "");
     LLVMValueRef r = LLVMBuildSelect(B, gt, a, b, "");
-    r = LLVMBuildSelect(B, isnan_(g, a), a, r, "");
-    return LLVMBuildSelect(B, isnan_(g, b), b, r, "");
+    r = LLVMBuildSelect(B, cg_isnan(g, a), a, r, "");
+    return LLVMBuildSelect(B, cg_isnan(g, b), b, r, "");
 }
 
 LLVMValueRef ol_imaxmin(cg *g, LLVMValueRef a, LLVMValueRef b, bool max, ic_dtype t) {
@@ -240,9 +234,9 @@ static LLVMValueRef math1(cg *g, ic_op op, ic_dtype t, LLVMValueRef a) {
     if (!f32 && own) no_math(g, op, t);
     switch (op) {
     case IC_OP_EXP:
-        if (!f32) return intrin1(g, "llvm.exp", a);
+        if (!f32) return cg_intrin1(g, "llvm.exp", a);
         return g->target.ex2 ? vm_exp_ex2(g, a) : vm_exp(g, a);
-    case IC_OP_LOG: return f32 ? vm_log(g, a) : intrin1(g, "llvm.log", a);
+    case IC_OP_LOG: return f32 ? vm_log(g, a) : cg_intrin1(g, "llvm.log", a);
     case IC_OP_SIGMOID:
         if (f32) return vm_sigmoid(g, a);
         return LLVMBuildFDiv(B, fconst(g, a, 1.0),
@@ -269,8 +263,8 @@ static LLVMValueRef math1(cg *g, ic_op op, ic_dtype t, LLVMValueRef a) {
         in = LLVMBuildFMul(B, in, fconst(g, a, 2 * 0.79788456080286535588), "");
         return LLVMBuildFMul(B, a, math1(g, IC_OP_SIGMOID, t, in), "");
     }
-    case IC_OP_SIN: return own ? vm_sincos(g, a, false) : intrin1(g, "llvm.sin", a);
-    case IC_OP_COS: return own ? vm_sincos(g, a, true) : intrin1(g, "llvm.cos", a);
+    case IC_OP_SIN: return own ? vm_sincos(g, a, false) : cg_intrin1(g, "llvm.sin", a);
+    case IC_OP_COS: return own ? vm_sincos(g, a, true) : cg_intrin1(g, "llvm.cos", a);
     case IC_OP_TAN:
         if (own) return LLVMBuildFDiv(B, vm_sincos(g, a, false), vm_sincos(g, a, true), "");
         return cg_libm1(g, f32 ? "tanf" : "tan", a);
@@ -287,8 +281,8 @@ static LLVMValueRef math1(cg *g, ic_op op, ic_dtype t, LLVMValueRef a) {
         g->exp_arg = keep_arg;
         return r;
     }
-    case IC_OP_EXP2: return own ? vm_exp2(g, a) : intrin1(g, "llvm.exp2", a);
-    case IC_OP_LOG2: return own ? vm_log2(g, a) : intrin1(g, "llvm.log2", a);
+    case IC_OP_EXP2: return own ? vm_exp2(g, a) : cg_intrin1(g, "llvm.exp2", a);
+    case IC_OP_LOG2: return own ? vm_log2(g, a) : cg_intrin1(g, "llvm.log2", a);
     case IC_OP_LOG1P: {
         if (!f32) return cg_libm1(g, "log1p", a);
         /* log(u) - ((u - 1) - x) / u, u = 1 + x: exact for tiny x */
@@ -322,7 +316,7 @@ LLVMValueRef ol_unary(cg *g, ic_op op, ic_dtype t, LLVMValueRef a) {
     switch (op) {
     case IC_OP_NEG: return f ? LLVMBuildFNeg(B, a, "") : LLVMBuildNeg(B, a, "");
     case IC_OP_ABS:
-        if (f) return intrin1(g, "llvm.fabs", a);
+        if (f) return cg_intrin1(g, "llvm.fabs", a);
         if (ic_is_unsigned(t)) return a;
         return LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, a, LLVMConstNull(ty), ""),
                                LLVMBuildNeg(B, a, ""), a, "");
@@ -333,13 +327,13 @@ LLVMValueRef ol_unary(cg *g, ic_op op, ic_dtype t, LLVMValueRef a) {
         return LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, a, LLVMConstNull(ty), ""),
                                LLVMConstNull(ty), a, "");
     case IC_OP_LOGICAL_NOT: return LLVMBuildNot(B, a, "");
-    case IC_OP_SQRT: return intrin1(g, "llvm.sqrt", a);
-    case IC_OP_RSQRT: return LLVMBuildFDiv(B, fconst(g, a, 1.0), intrin1(g, "llvm.sqrt", a), "");
+    case IC_OP_SQRT: return cg_intrin1(g, "llvm.sqrt", a);
+    case IC_OP_RSQRT: return LLVMBuildFDiv(B, fconst(g, a, 1.0), cg_intrin1(g, "llvm.sqrt", a), "");
     case IC_OP_RECIPROCAL: return LLVMBuildFDiv(B, fconst(g, a, 1.0), a, "");
-    case IC_OP_FLOOR: return f ? intrin1(g, "llvm.floor", a) : a;
-    case IC_OP_CEIL: return f ? intrin1(g, "llvm.ceil", a) : a;
-    case IC_OP_ROUND: return f ? intrin1(g, "llvm.roundeven", a) : a;
-    case IC_OP_TRUNC: return f ? intrin1(g, "llvm.trunc", a) : a;
+    case IC_OP_FLOOR: return f ? cg_intrin1(g, "llvm.floor", a) : a;
+    case IC_OP_CEIL: return f ? cg_intrin1(g, "llvm.ceil", a) : a;
+    case IC_OP_ROUND: return f ? cg_intrin1(g, "llvm.roundeven", a) : a;
+    case IC_OP_TRUNC: return f ? cg_intrin1(g, "llvm.trunc", a) : a;
     case IC_OP_SIGN: {
         if (t == IC_BOOL) return a;
         LLVMValueRef z = LLVMConstNull(ty);
@@ -353,10 +347,10 @@ LLVMValueRef ol_unary(cg *g, ic_op op, ic_dtype t, LLVMValueRef a) {
         return f ? LLVMBuildFCmp(B, LLVMRealUNO, a, a, "") : cg_consti(g, cg_type(g, IC_BOOL, g->width), 0);
     case IC_OP_ISINF:
         if (!f) return cg_consti(g, cg_type(g, IC_BOOL, g->width), 0);
-        return LLVMBuildFCmp(B, LLVMRealOEQ, intrin1(g, "llvm.fabs", a), fconst(g, a, __builtin_inf()), "");
+        return LLVMBuildFCmp(B, LLVMRealOEQ, cg_intrin1(g, "llvm.fabs", a), fconst(g, a, __builtin_inf()), "");
     case IC_OP_ISFINITE:
         if (!f) return cg_consti(g, cg_type(g, IC_BOOL, g->width), 1);
-        return LLVMBuildFCmp(B, LLVMRealOLT, intrin1(g, "llvm.fabs", a), fconst(g, a, __builtin_inf()), "");
+        return LLVMBuildFCmp(B, LLVMRealOLT, cg_intrin1(g, "llvm.fabs", a), fconst(g, a, __builtin_inf()), "");
     case IC_OP_BITWISE_NOT: return LLVMBuildNot(B, a, "");
     default: break;
     }
@@ -417,10 +411,10 @@ static LLVMValueRef pow_(cg *g, LLVMValueRef a, LLVMValueRef b, ic_xid bx, ic_dt
         if (p == 1.0) return a;
         if (p == 2.0) return LLVMBuildFMul(B, a, a, "");
         if (p == 3.0) return LLVMBuildFMul(B, LLVMBuildFMul(B, a, a, ""), a, "");
-        if (p == 0.5) return intrin1(g, "llvm.sqrt", a);
+        if (p == 0.5) return cg_intrin1(g, "llvm.sqrt", a);
         if (p == -1.0) return LLVMBuildFDiv(B, fconst(g, a, 1.0), a, "");
         if (p == -2.0) return LLVMBuildFDiv(B, fconst(g, a, 1.0), LLVMBuildFMul(B, a, a, ""), "");
-        if (p == -0.5) return LLVMBuildFDiv(B, fconst(g, a, 1.0), intrin1(g, "llvm.sqrt", a), "");
+        if (p == -0.5) return LLVMBuildFDiv(B, fconst(g, a, 1.0), cg_intrin1(g, "llvm.sqrt", a), "");
         if (p == 0.0) return fconst(g, a, 1.0);
     }
     if (g->target.math == IC_MATH_OWN) {
@@ -508,7 +502,7 @@ LLVMValueRef ol_red_combine(cg *g, const ic_item *it, LLVMValueRef acc, LLVMValu
         if (g->target.nan_minmax && LLVMTypeOf(x) == g->f32) return ol_fmaxmin(g, x, acc, max);
         /* NaN-propagating: once a lane holds NaN it keeps it */
         LLVMValueRef better = LLVMBuildFCmp(B, max ? LLVMRealOGT : LLVMRealOLT, x, acc, "");
-        better = LLVMBuildOr(B, better, isnan_(g, x), "");
+        better = LLVMBuildOr(B, better, cg_isnan(g, x), "");
         return LLVMBuildSelect(B, better, x, acc, "");
     }
     default:
@@ -524,7 +518,7 @@ void ol_arg_combine(cg *g, const ic_item *it, LLVMValueRef acc, LLVMValueRef ai,
     bool max = it->red_op == IC_OP_ARGMAX;
     LLVMValueRef better, tie;
     if (ic_is_float(it->acc)) {
-        LLVMValueRef xn = isnan_(g, x), an = isnan_(g, acc);
+        LLVMValueRef xn = cg_isnan(g, x), an = cg_isnan(g, acc);
         better = LLVMBuildFCmp(B, max ? LLVMRealOGT : LLVMRealOLT, x, acc, "");
         better = LLVMBuildOr(B, better, LLVMBuildAnd(B, xn, LLVMBuildNot(B, an, ""), ""), "");
         tie = LLVMBuildOr(B, LLVMBuildFCmp(B, LLVMRealOEQ, x, acc, ""), LLVMBuildAnd(B, xn, an, ""), "");

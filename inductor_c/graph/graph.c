@@ -1003,6 +1003,7 @@ static ic_val ext_index_scan(ic_graph *g, ic_extern_kind kind, int nin, const ic
     int want_p = kind == IC_EXT_GATHER || kind == IC_EXT_SCATTER || kind == IC_EXT_SCATTER_ADD ? 1
                  : kind == IC_EXT_ARGSORT                                                   ? 3
                                                                                             : 2;
+    if (kind == IC_EXT_ARGSORT && nparams == 5) want_p = 5; /* topk: + k, sorted */
     if (nin != want_in || nparams != want_p) return fail(g, IC_EINVALID, "%s: wrong operand/param count", nm);
     int64_t dim = params[0];
     int nd = x->ndim ? x->ndim : 1;
@@ -1032,6 +1033,11 @@ static ic_val ext_index_scan(ic_graph *g, ic_extern_kind kind, int nin, const ic
         n.meta.dtype = dt >= 0 ? (ic_dtype)dt : ic_is_float(x->dtype) ? x->dtype : IC_I64;
     } else {
         n.meta.dtype = IC_I64;
+        if (nparams == 5) { /* topk's indices: k along dim */
+            if (!x->ndim || params[3] < 0 || params[3] > x->sizes[dim])
+                return fail(g, IC_EINVALID, "%s: selected index k out of range", nm);
+            n.meta.sizes[dim] = params[3];
+        }
     }
     ic_contiguous_strides(&n.meta);
     return append(g, &n);

@@ -1,19 +1,17 @@
-/* jit.c — the process-wide ORC LLJIT and the host TargetMachines.
+/* jit.c — the process-wide ORC LLJIT.
  *
  * Created lazily once (pthread_once). The main JITDylib searches the process for undefined
  * symbols (libm for f64 math and scalar fallbacks). Code arrives as object files (the
- * codegen emits them with a TargetMachine of the pool below, or reads them from the disk
- * cache); each is added under its own ResourceTracker, so freeing the last compiled graph
- * that uses it releases exactly its code.
+ * codegen emits them, or the driver reads them from the disk cache); each is added under its
+ * own ResourceTracker, so freeing the last compiled graph that uses it releases exactly its code.
  *
  * Loaded code is shared by key: an object added with a 128-bit key (graph text, options,
  * versions) is found again by ic_jit_find while some compiled graph holds it, so identical
  * graphs compiled twice in one process (cache evictions, reset()) load their code once, and
  * the symbol names derived from the key never clash. Unkeyed code uses per-module names.
  *
- * TargetMachines: a small pool of identical host TMs (JIT code model, CodeGenOpt
- * Aggressive); one thread uses a TM at a time (ic_jit_tm_acquire/release), so optimization
- * and object emission of independent modules can run in parallel.
+ * The JIT's TargetMachine comes from codegen/part.c (ic_host_tm_new), which also holds the
+ * pool of host TMs the code generator emits with.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -23,46 +21,15 @@
 #include <llvm-c/Error.h>
 #include <llvm-c/LLJIT.h>
 #include <llvm-c/Orc.h>
-#include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
 
 #include "../ic_internal.h"
-
-#define TM_POOL 4
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static LLVMOrcLLJITRef jit;
 static char init_err[256];
 static pthread_mutex_t jit_mu = PTHREAD_MUTEX_INITIALIZER;
-
-static pthread_mutex_t tm_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t tm_cv = PTHREAD_COND_INITIALIZER;
-static LLVMTargetMachineRef tms[TM_POOL];
-static bool tm_busy[TM_POOL];
-static int ntms;     /* under tm_mu */
 static bool jit_ok;  /* set once by init (pthread_once): readable without the lock */
-static char host_id[512]; /* triple, cpu, features: part of every code key */
-
-static LLVMTargetMachineRef host_tm(void) {
-    char *triple = LLVMGetDefaultTargetTriple();
-    LLVMTargetRef t;
-    char *e = NULL;
-    if (LLVMGetTargetFromTriple(triple, &t, &e)) {
-        snprintf(init_err, sizeof init_err, "target: %s", e ? e : "?");
-        LLVMDisposeMessage(e);
-        LLVMDisposeMessage(triple);
-        return NULL;
-    }
-    char *cpu = LLVMGetHostCPUName(), *feat = LLVMGetHostCPUFeatures();
-    LLVMTargetMachineRef tm = LLVMCreateTargetMachine(t, triple, cpu, feat, LLVMCodeGenLevelAggressive,
-                                                      LLVMRelocDefault, LLVMCodeModelJITDefault);
-    if (!host_id[0]) snprintf(host_id, sizeof host_id, "%s|%s|%s", triple, cpu, feat);
-    LLVMDisposeMessage(cpu);
-    LLVMDisposeMessage(feat);
-    LLVMDisposeMessage(triple);
-    if (!tm) snprintf(init_err, sizeof init_err, "cannot create a TargetMachine for the host");
-    return tm;
-}
 
 static void errmsg(LLVMErrorRef err, char *msg, size_t n) {
     char *m = LLVMGetErrorMessage(err);
@@ -71,14 +38,8 @@ static void errmsg(LLVMErrorRef err, char *msg, size_t n) {
 }
 
 static void init(void) {
-    if (LLVMInitializeNativeTarget() || LLVMInitializeNativeAsmPrinter()) {
-        snprintf(init_err, sizeof init_err, "no native target");
-        return;
-    }
-    tms[0] = host_tm();
-    LLVMTargetMachineRef jtm = host_tm();
-    if (!tms[0] || !jtm) return;
-    ntms = 1;
+    LLVMTargetMachineRef jtm = ic_host_tm_new(init_err, sizeof init_err);
+    if (!jtm) return;
     LLVMOrcLLJITBuilderRef b = LLVMOrcCreateLLJITBuilder();
     LLVMOrcLLJITBuilderSetJITTargetMachineBuilder(b, LLVMOrcJITTargetMachineBuilderCreateFromTargetMachine(jtm));
     LLVMErrorRef err = LLVMOrcCreateLLJIT(&jit, b);
@@ -102,58 +63,9 @@ static void init(void) {
 
 static bool ready(char *msg, size_t n) {
     pthread_once(&once, init);
-    if (jit_ok) return true; /* not ntms: the pool grows under tm_mu (ThreadSanitizer) */
+    if (jit_ok) return true;
     snprintf(msg, n, "%.200s", init_err[0] ? init_err : "JIT unavailable");
     return false;
-}
-
-/* ---- TargetMachine pool -------------------------------------------------------------- */
-void *ic_jit_tm_acquire(char *msg, size_t n) {
-    if (!ready(msg, n)) return NULL;
-    pthread_mutex_lock(&tm_mu);
-    for (;;) {
-        for (int i = 0; i < ntms; i++)
-            if (!tm_busy[i]) {
-                tm_busy[i] = true;
-                pthread_mutex_unlock(&tm_mu);
-                return tms[i];
-            }
-        if (ntms < TM_POOL) {
-            int i = ntms++;
-            tm_busy[i] = true;
-            pthread_mutex_unlock(&tm_mu);
-            LLVMTargetMachineRef tm = host_tm(); /* outside the lock: ~1 ms */
-            pthread_mutex_lock(&tm_mu);
-            if (!tm) { /* keep the pool as it is and wait for a busy one */
-                tm_busy[i] = false;
-                ntms--;
-                if (ntms == 0) {
-                    pthread_mutex_unlock(&tm_mu);
-                    snprintf(msg, n, "cannot create a TargetMachine for the host");
-                    return NULL;
-                }
-                pthread_cond_wait(&tm_cv, &tm_mu);
-                continue;
-            }
-            tms[i] = tm;
-            pthread_mutex_unlock(&tm_mu);
-            return tm;
-        }
-        pthread_cond_wait(&tm_cv, &tm_mu);
-    }
-}
-
-void ic_jit_tm_release(void *tm) {
-    pthread_mutex_lock(&tm_mu);
-    for (int i = 0; i < ntms; i++)
-        if (tms[i] == tm) tm_busy[i] = false;
-    pthread_cond_broadcast(&tm_cv);
-    pthread_mutex_unlock(&tm_mu);
-}
-
-const char *ic_jit_host_id(void) {
-    char msg[256];
-    return ready(msg, sizeof msg) ? host_id : "";
 }
 
 /* ---- loaded code, shared by key ------------------------------------------------------- */

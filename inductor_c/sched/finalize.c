@@ -427,6 +427,15 @@ static void choose_blocking(ic_ctx *c, ic_kernel *k, int64_t outer, int64_t inne
     k->ntiles = (inner + IC_BLOCK_COLS - 1) / IC_BLOCK_COLS;
 }
 
+bool ic_kernel_empty(const ic_kernel *k) {
+    for (int i = 0; i < k->nouter; i++)
+        if (k->osize[i] == 0) return true;
+    if (!k->has_red)
+        for (int i = 0; i < k->ninner; i++)
+            if (k->isize[i] == 0) return true;
+    return false;
+}
+
 void ic_finalize_kernels(ic_ctx *c) {
     const ic_graph *g = c->g;
     bool *needed = ic_alloc(c, (size_t)g->n);
@@ -454,6 +463,19 @@ void ic_finalize_kernels(ic_ctx *c) {
         ic_meta m = g->nodes[v].meta;
         ic_layout_output(&g->nodes[v], m.strides); /* eager's strides (graph/strides.c) */
         c->buf_of[v] = add_buffer(c, 1, i, v, &m);
+    }
+    /* GEMM operands that are permuted graph inputs and computed by no kernel: the input's
+     * memory with the view's strides (extern_views.c) */
+    for (int ki = 0; ki < c->nkernels; ki++) {
+        const ic_kernel *k = &c->kernels[ki];
+        if (!k->is_ext) continue;
+        const ic_node *n = &g->nodes[k->ext_v];
+        int idx;
+        ic_meta m;
+        for (int i = 0; i < IC_NIN && n->in[i] >= 0; i++)
+            if (c->buf_of[n->in[i]] < 0 && c->kernel_of[n->in[i]] < 0 &&
+                ic_extern_operand_alias(c, k->ext_v, i, &idx, &m))
+                c->buf_of[n->in[i]] = add_buffer(c, 0, idx, n->in[i], &m);
     }
     for (int ki = 0; ki < c->nkernels; ki++) {
         ic_kernel *k = &c->kernels[ki];

@@ -341,8 +341,9 @@ void ic_schedule(ic_ctx *c) {
         const ic_node *n = &g->nodes[v];
         if (L->kind == L_INPUT || L->kind == L_REDUCE || L->kind == L_EXTERN) c->realized[v] = true;
         if (n->op == IC_OP_INDEX_SELECT) c->realized[n->in[0]] = true; /* gathered from memory */
-        if (L->kind == L_EXTERN)
-            for (int i = 0; i < IC_NIN && n->in[i] >= 0; i++) c->realized[n->in[i]] = true;
+        if (L->kind == L_EXTERN) /* (a permuted input is read in place: extern_views.c) */
+            for (int i = 0; i < IC_NIN && n->in[i] >= 0; i++)
+                if (!ic_extern_operand_alias(c, v, i, NULL, NULL)) c->realized[n->in[i]] = true;
         if (L->kind != L_POINTWISE) continue;
         bool view = n->op == IC_OP_RESHAPE || n->op == IC_OP_PERMUTE || n->op == IC_OP_EXPAND ||
                     n->op == IC_OP_SLICE;

@@ -15,22 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int n_checks, n_fail;
-int llx_log2_test(int64_t x);
+#include "harness.h"
 
-#define CHECK(cond, ...)                                                                  \
-    do {                                                                                  \
-        static int site_fail_;                                                            \
-        n_checks++;                                                                       \
-        if (!(cond)) {                                                                    \
-            n_fail++;                                                                     \
-            if (++site_fail_ <= 2) {                                                      \
-                fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);           \
-                fprintf(stderr, __VA_ARGS__);                                             \
-                fprintf(stderr, "\n");                                                    \
-            }                                                                             \
-        }                                                                                 \
-    } while (0)
+int llx_log2_test(int64_t x);
 
 #define OK(expr) CHECK((expr) == LL_OK, "%s -> %s", #expr, ll_strerror(expr))
 
@@ -1525,6 +1512,6 @@ int main(void) {
     test_optimal_swizzle();
     test_conversions();
     test_printing();
-    printf("test_layouts: %d checks, %d failed\n", n_checks, n_fail);
-    return n_fail ? 1 : 0;
+    printf("test_layouts: %d checks, %d failed\n", checks, failures);
+    return failures ? 1 : 0;
 }

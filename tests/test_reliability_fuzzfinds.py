@@ -1,0 +1,97 @@
+"""Differences from eager found by the hostile fuzzer (tests/test_fuzz_hostile.py), each
+reduced to its smallest program. Every test compares against eager: values, dtype, shape,
+strides, and which outputs share storage with (are views of) the inputs."""
+import pytest
+import torch
+
+import torchc
+
+pytestmark = pytest.mark.allow_fallback  # some of these break the graph on purpose
+
+
+def _alias(o, ins):
+    p = o.untyped_storage().data_ptr()
+    return [i for i, a in enumerate(ins) if a.untyped_storage().data_ptr() == p]
+
+
+def _check(fn, *mk):
+    ins_e = [m() for m in mk]
+    ins_c = [m() for m in mk]
+    want = fn(*ins_e)
+    cfn = torchc.compile(fn)
+    for _ in range(2):  # compiling call, cached call
+        ins_c = [m() for m in mk]
+        got = cfn(*ins_c)
+        ws = want if isinstance(want, tuple) else (want,)
+        gs = got if isinstance(got, tuple) else (got,)
+        assert len(ws) == len(gs)
+        for w, g in zip(ws, gs):
+            assert g.dtype == w.dtype and g.shape == w.shape, (g, w)
+            assert g.stride() == w.stride(), (g.stride(), w.stride())
+            assert torch.equal(g, w), (g, w)
+            assert _alias(g, ins_c) == _alias(w, ins_e), (_alias(g, ins_c), _alias(w, ins_e))
+        for a, b in zip(ins_c, ins_e):
+            assert torch.equal(a, b)
+    return cfn, ins_c
+
+
+def _mat():
+    return torch.arange(6.0).reshape(2, 3) - 2
+
+
+def test_square_of_bool_is_int64():
+    """eager: pow(bool, 2) promotes to int64 (bool * bool stays bool); compiled gave bool and
+    a later clamp_ raised 'result type Long can't be cast to ... bool'"""
+    def f(x):
+        s = (x > 0).square()
+        s.clamp_(-1, 1)
+        return s, torch.square(x < 1)
+    _check(f, _mat)
+    ex = torchc.explain(f)(_mat())
+    assert ex.graph_count == 1 and ex.graph_break_count == 0
+
+
+def test_view_of_input_updated_in_place_is_a_view():
+    """x.add_(1); return x.t(): eager returns a view of x; compiled returned a view of a
+    graph buffer (writes through it did not reach x)"""
+    def f(x):
+        x.add_(1)
+        return x.t(), x[0], x.unsqueeze(0)
+    cfn, ins = _check(f, _mat)
+    out = cfn(ins[0])
+    out[0].mul_(0)
+    assert (ins[0] == 0).all()
+
+
+def test_view_metadata_update_at_a_break_keeps_identity():
+    """w = x.t(); w.t_() breaks the graph: the local w and the method's self must be one
+    object (were two replayed views: t_() changed one, the frame went on with the other)"""
+    def f(x):
+        w = x.t()
+        w.t_()
+        return w
+
+    def g(x):
+        y = x + 1
+        w = y.t()
+        w.t_()
+        return w, y
+
+    def h(x):
+        w = x.view(-1)
+        w.unsqueeze_(0)
+        return w
+
+    def k(x):
+        y = x.unsqueeze(0)
+        y.unsqueeze_(0)
+        z = y[0]
+        z[...] = 2
+        return y
+
+    def m(x):
+        w = x[..., -1:]
+        w.t_()
+        return torch.sin(w), w
+    for fn in (f, g, h, k, m):
+        _check(fn, _mat)
