@@ -243,3 +243,18 @@ def test_module_with_parameters_made_in_forward_not_captured():
     ex = torchc.explain(f)(x)
     assert ex.graph_break_count >= 1, ex
     assert torchc.compile(f)(x).shape == (3, 2)
+
+
+@pytest.mark.parametrize("name", ["cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss"])
+def test_losses_under_cpu_autocast(name):
+    """CPU autocast runs these losses in float32 (arguments cast): captured the same way"""
+    x, y, t = torch.randn(8, 5), torch.randn(8, 5), torch.tensor([0, 4, -100, 1, 2, 3, 3, 1])
+    f = getattr(F, name)
+
+    def fn(x, y):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            h = x.bfloat16() * 2  # a bf16 value reaching the loss
+            return f(h, t) if name in ("cross_entropy", "nll_loss") else f(h, y.bfloat16())
+
+    out = grads_match(fn, x, y, rg=[True, False]).result
+    assert out.dtype == torch.float32
