@@ -403,3 +403,76 @@ int sym_sdpa_dropout(trace *t, ic_val q, ic_val k, ic_val v, ic_val mask, int ca
     ic_val in2[2] = {ic_binary(G, IC_OP_MUL, pr, dm), v};
     return sym_tensor_out(t, ic_extern(G, IC_EXT_MATMUL, 2, in2, 0, NULL, 1, 1), out);
 }
+
+/* cls(*constants) of an nn.Module class inside the frame (loss_fct = CrossEntropyLoss()
+ * in a model's forward): constructed afresh each call by the guards, as eager constructs
+ * it (a DH_S_NEW source: the class called with the same constant arguments), and at trace
+ * time once as the stand-in the trace reads; its forward is then inlined like any module's.
+ * Only modules without tensors: no parameters, buffers, submodules or hooks once
+ * constructed, so nothing of the graph depends on the fresh object but its plain
+ * attributes, which the same constant arguments give again. 1: not this case. */
+int sym_module_new(trace *t, PyObject *cls, var *args, int nargs, PyObject *kwnames, var *out) {
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    for (int i = 0; i < nargs; i++) {
+        PyObject *o = args[i].kind == V_CONST ? args[i].obj : NULL;
+        if (o == NULL || !(o == Py_None || PyBool_Check(o) || PyLong_CheckExact(o) || PyFloat_CheckExact(o) ||
+                           PyUnicode_CheckExact(o)))
+            return 1;
+    }
+    PyObject *pos = PyTuple_New(nargs - nkw), *kw = nkw ? PyDict_New() : NULL, *mod = NULL;
+    PyObject *srcs = PyTuple_New(nargs), *spec = NULL;
+    int rc = -1;
+    if (pos == NULL || srcs == NULL || (nkw && kw == NULL))
+        goto done;
+    for (int i = 0; i < nargs; i++) {
+        int s = sym_source(t, DH_S_CONST, -1, 0, args[i].obj);
+        PyObject *si = s < 0 ? NULL : PyLong_FromLong(s);
+        if (si == NULL)
+            goto done;
+        PyTuple_SET_ITEM(srcs, i, si);
+        if (i < nargs - nkw)
+            PyTuple_SET_ITEM(pos, i, Py_NewRef(args[i].obj));
+        else if (PyDict_SetItem(kw, PyTuple_GET_ITEM(kwnames, i - (nargs - nkw)), args[i].obj) < 0)
+            goto done;
+    }
+    mod = PyObject_Call(cls, pos, kw);
+    if (mod == NULL) {
+        (void)tc_clear_expected(PyExc_Exception);
+        rc = sym_fail(t, "%s() raised (eager will raise)", ((PyTypeObject *)cls)->tp_name);
+        goto done;
+    }
+    /* tensorless: no parameter or buffer other than None (CrossEntropyLoss registers its
+     * weight=None as a buffer), no submodule, no hook */
+    static const char *const slots[] = {"_parameters", "_buffers", "_modules", "_forward_hooks",
+                                        "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks", NULL};
+    for (int i = 0; slots[i]; i++) {
+        PyObject *d = PyObject_GetAttrString(mod, slots[i]);
+        Py_ssize_t n = d == NULL || !PyDict_Check(d) ? -1 : 0, pos = 0;
+        PyObject *k, *v;
+        while (n >= 0 && PyDict_Next(d, &pos, &k, &v))
+            n += i > 1 || v != Py_None;
+        Py_XDECREF(d);
+        if (n < 0)
+            (void)tc_clear_expected(PyExc_Exception);
+        if (n != 0) {
+            rc = 1;
+            goto done;
+        }
+    }
+    PyObject *kwn = kwnames ? Py_NewRef(kwnames) : PyTuple_New(0);
+    spec = kwn ? Py_BuildValue("(OOO)", cls, kwn, srcs) : NULL;
+    Py_XDECREF(kwn);
+    if (spec == NULL)
+        goto done;
+    int s = sym_source(t, DH_S_NEW, -1, t->nsrc, spec);
+    if (s < 0 || sym_wrap(t, mod, s, out) < 0)
+        goto done;
+    rc = 0;
+done:
+    Py_XDECREF(pos);
+    Py_XDECREF(kw);
+    Py_XDECREF(srcs);
+    Py_XDECREF(spec);
+    Py_XDECREF(mod);
+    return rc;
+}

@@ -666,6 +666,11 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
         return call_op(t, fn->op, args, npos, kwnames, kwv, out);
     if (fn->kind == V_FUNC && fn->obj && sym_is_record_type(fn->obj))
         return sym_make_record(t, fn->obj, args, npos, kwnames, out);
+    if (fn->kind == V_FUNC && fn->obj && PyType_Check(fn->obj) && sym_is_nn_module_type(fn->obj)) {
+        int rc = sym_module_new(t, fn->obj, args, nargs, kwnames, out); /* ops_loss.c */
+        if (rc != 1)
+            return rc;
+    }
     if (fn->kind == V_FUNC && fn->obj && sym_obj_plain_class(fn->obj)) /* obj_new.c */
         return sym_obj_new(t, fn->obj, args, nargs, kwnames, out);
     if (fn->kind == V_FUNC) {

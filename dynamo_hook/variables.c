@@ -1056,7 +1056,7 @@ static int wrap_uncached(trace *t, PyObject *o, int src, var *out) {
     if (nn_module_type && PyObject_TypeCheck(o, (PyTypeObject *)nn_module_type)) {
         if (src < 0)
             return sym_fail(t, "nn.Module without a source");
-        if (dh_tl_modtype) {
+        if (dh_tl_modtype || t->src[src].kind == DH_S_NEW) { /* DH_S_NEW: made afresh each call (ops_loss.c) */
             /* shared module entries (guards.c dh_module_sharing_check): the class, not the
              * instance; what the trace reads of it are guarded sources, 'is' between two
              * modules is kept by DH_G_SAMEOBJ */

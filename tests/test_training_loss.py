@@ -208,3 +208,53 @@ def test_sdpa_bad_dropout_raises_as_eager():
     f = lambda x: F.scaled_dot_product_attention(x, x, x, dropout_p=1.5)
     with pytest.raises(RuntimeError, match="between 0 and 1"):
         torchc.compile(f)(x)
+
+
+# ---- loss modules constructed inside the frame (ops_loss.c sym_module_new) ----------------
+
+def test_loss_module_made_in_forward():
+    """loss_fct = nn.CrossEntropyLoss(...) inside forward (transformers' heads do this): made
+    afresh each call as in eager, its forward captured in the same graph"""
+    grads_match(lambda x, t: nn.CrossEntropyLoss(ignore_index=1, label_smoothing=0.1)(x, t),
+                torch.randn(6, 4), torch.tensor([0, 1, 3, 1, 2, 2]), rg=[True, False])
+    grads_match(lambda a, b: nn.MSELoss()(a, b), torch.randn(3, 5), torch.randn(3, 5))
+
+    def f(a, b):
+        m = nn.L1Loss(reduction="sum")
+        return m(a, b), m
+
+    cf = torchc.compile(f)
+    a, b = torch.randn(2, 3), torch.randn(2, 3)
+    (l1, m1), (l2, m2) = cf(a, b), cf(a, b)
+    assert m1 is not m2 and type(m1) is nn.L1Loss and m1.reduction == "sum"  # fresh objects, as eager's
+    torch.testing.assert_close(l1, F.l1_loss(a, b, reduction="sum"))
+    ex = torchc.explain(f)(a, b)
+    assert ex.graph_count == 1 and ex.graph_break_count == 0, ex.break_reasons
+
+
+@pytest.mark.allow_fallback
+def test_module_with_parameters_made_in_forward_not_captured():
+    """a module holding tensors (random parameters each call in eager) is not taken for a
+    constant: the trace breaks there"""
+    def f(x):
+        return nn.Linear(4, 2)(x)
+
+    x = torch.randn(3, 4)
+    ex = torchc.explain(f)(x)
+    assert ex.graph_break_count >= 1, ex
+    assert torchc.compile(f)(x).shape == (3, 2)
+
+
+@pytest.mark.parametrize("name", ["cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss"])
+def test_losses_under_cpu_autocast(name):
+    """CPU autocast runs these losses in float32 (arguments cast): captured the same way"""
+    x, y, t = torch.randn(8, 5), torch.randn(8, 5), torch.tensor([0, 4, -100, 1, 2, 3, 3, 1])
+    f = getattr(F, name)
+
+    def fn(x, y):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            h = x.bfloat16() * 2  # a bf16 value reaching the loss
+            return f(h, t) if name in ("cross_entropy", "nll_loss") else f(h, y.bfloat16())
+
+    out = grads_match(fn, x, y, rg=[True, False]).result
+    assert out.dtype == torch.float32

@@ -1,0 +1,132 @@
+"""Tiny transformers models in training mode (issue 22 target: every suite model that captures
+whole in inference also captures whole in training).
+
+Each model runs .train() with labels (its loss: cross_entropy with ignore_index -100 inside
+transformers' loss functions) and loss.backward(): the compiled step must be one forward
+graph, no break and one backward graph (two-sided: a fallback or a split fails), and its
+loss and every parameter's gradient must equal eager's. Dropout 0 gives eager's numbers
+exactly up to rounding; with dropout > 0 the masks are drawn from ATen's generator in
+eager's order on the CPU, so the same seed gives eager's loss too (checked), and a re-run
+with the same seed gives the same numbers.
+"""
+import warnings
+
+import pytest
+import torch
+
+import torchc
+
+transformers = pytest.importorskip("transformers")
+warnings.filterwarnings("ignore")
+
+V, B, L = 96, 2, 8
+
+
+def _bert(drop):
+    cfg = transformers.BertConfig(vocab_size=V, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                                  intermediate_size=64, max_position_embeddings=32,
+                                  hidden_dropout_prob=drop, attention_probs_dropout_prob=drop)
+    return transformers.BertForMaskedLM(cfg)
+
+
+def _gpt2(drop):
+    cfg = transformers.GPT2Config(vocab_size=V, n_embd=32, n_layer=2, n_head=2, n_positions=32,
+                                  resid_pdrop=drop, embd_pdrop=drop, attn_pdrop=drop)
+    return transformers.GPT2LMHeadModel(cfg)
+
+
+def _llama(drop):
+    cfg = transformers.LlamaConfig(vocab_size=V, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                                   num_key_value_heads=1, intermediate_size=64, max_position_embeddings=32,
+                                   attention_dropout=drop)
+    return transformers.LlamaForCausalLM(cfg)
+
+
+MODELS = {"bert_mlm": _bert, "gpt2_lm": _gpt2, "llama_clm": _llama}
+
+
+def _batch(seed=0):
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(0, V, (B, L), generator=g)
+    labels = ids.clone()
+    labels[0, :3] = -100  # ignored positions, as masked-LM data has
+    return ids, labels
+
+
+def _step(m, ids, labels, call=None):
+    """loss and gradients of one step of m (run through `call`: the compiled module)"""
+    m.zero_grad(set_to_none=True)
+    out = (m if call is None else call)(input_ids=ids, labels=labels)
+    out.loss.backward()
+    return out.loss.detach(), {n: p.grad.detach().clone() for n, p in m.named_parameters() if p.grad is not None}
+
+
+def _pair(name, drop):
+    torch.manual_seed(0)
+    me = MODELS[name](drop)
+    torch.manual_seed(0)
+    mc = MODELS[name](drop)
+    mc.load_state_dict(me.state_dict())
+    me.train()
+    mc.train()
+    return me, mc
+
+
+# GPT-2's forward still breaks outside the training capture (dataclasses Field in its
+# output class, OrderedDict/dict iterators, logger.warning_once: the object model's part)
+WHOLE = ["bert_mlm", "llama_clm",
+         pytest.param("gpt2_lm", marks=pytest.mark.xfail(reason="breaks on dataclasses Field / warning_once (object model)"))]
+
+
+@pytest.mark.parametrize("name", WHOLE)
+def test_tiny_transformer_trains_whole(name):
+    me, mc = _pair(name, 0.0)
+    ids, labels = _batch()
+    ex = torchc.explain(mc)(input_ids=ids, labels=labels)
+    assert ex.graph_count == 1 and ex.graph_break_count == 0, ex.break_reasons
+    assert ex.backward_graph_count == 1, str(ex)
+
+
+@pytest.mark.parametrize("name", ["bert_mlm", "llama_clm",
+                                  pytest.param("gpt2_lm", marks=pytest.mark.allow_fallback)])  # see WHOLE
+def test_tiny_transformer_matches_eager(name):
+    me, mc = _pair(name, 0.0)
+    ex = torchc.explain(mc)(*(), **dict(zip(("input_ids", "labels"), _batch())))
+    assert ex.backward_graph_count >= 1, str(ex)  # the loss's graph at least is differentiated
+    cm = torchc.compile(mc)
+    for step in range(2):  # the second call runs the cached graphs
+        ids, labels = _batch(step)
+        le, ge = _step(me, ids, labels)
+        lc, gc = _step(mc, ids, labels, cm)
+        torch.testing.assert_close(lc, le, rtol=1e-5, atol=1e-6)
+        assert ge.keys() == gc.keys()
+        for k in ge:
+            torch.testing.assert_close(gc[k], ge[k], rtol=1e-4, atol=1e-6, msg=k)
+
+
+@pytest.mark.parametrize("name", ["bert_mlm", "llama_clm"])
+def test_tiny_transformer_dropout_same_seed(name):
+    me, mc = _pair(name, 0.2)
+    ids, labels = _batch()
+    ex = torchc.explain(mc)(input_ids=ids, labels=labels)
+    assert ex.graph_count == 1 and ex.graph_break_count == 0, ex.break_reasons
+    assert ex.backward_graph_count == 1, str(ex)
+    cm = torchc.compile(mc)
+    torch.manual_seed(7)
+    le, ge = _step(me, ids, labels)
+    torch.manual_seed(7)
+    lc, gc = _step(mc, ids, labels, cm)
+    assert lc.shape == () and lc.dtype == torch.float32 and torch.isfinite(lc)
+    assert all(torch.isfinite(g).all() for g in gc.values())
+    torch.manual_seed(7)
+    lc2, gc2 = _step(mc, ids, labels, cm)
+    assert torch.equal(lc2, lc)  # same seed, same masks
+    for k in gc:
+        assert torch.equal(gc2[k], gc[k]), k
+    # eager's masks too: the same generator draws, in eager's order (CPU)
+    torch.testing.assert_close(lc, le, rtol=1e-5, atol=1e-6)
+    for k in ge:
+        torch.testing.assert_close(gc[k], ge[k], rtol=1e-4, atol=1e-6, msg=k)
+    torch.manual_seed(8)
+    lc3, _ = _step(mc, ids, labels, cm)
+    assert not torch.equal(lc3, lc)  # another seed, other masks: dropout is live
