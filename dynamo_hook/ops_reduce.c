@@ -290,8 +290,16 @@ int sym_h_anyall(trace *t, const opdef *d, var **p, var *out) {
     if (sym_dims_mask(t, p[1], sym_ndim_of(t, x), &mask) < 0 || sym_get_bool(t, p[2], 0, &keep, "keepdim") < 0)
         return -1;
     ic_val nz = ic_cast(G, ic_binary(G, IC_OP_NE, x, sym_inum(t, 0)), IC_I32);
+    long long dims[IC_MAX_DIMS];
+    int ndims = -1;
+    if (p[1] && !sym_is_none(p[1]) && sym_get_ints(t, p[1], dims, IC_MAX_DIMS, &ndims, "dim") < 0)
+        return -1;
+    /* eager: any/all of a uint8 tensor are uint8 (0/1), of anything else bool */
+    ic_dtype rt = sym_metap(t, x)->dtype == IC_U8 ? IC_U8 : IC_BOOL;
+    if (ndims == 0) /* eager: any/all over dim=() reduce nothing (sum & co. reduce all dims) */
+        return sym_tensor_out(t, ic_cast(G, ic_cast(G, nz, IC_BOOL), rt), out);
     ic_val r = ic_reduce(G, d->op ? IC_OP_AMIN : IC_OP_AMAX, nz, mask, keep, -1);
-    return sym_tensor_out(t, ic_cast(G, r, IC_BOOL), out);
+    return sym_tensor_out(t, ic_cast(G, ic_cast(G, r, IC_BOOL), rt), out);
 }
 
 /* norm(input, p=2, dim=None, keepdim=False) / linalg.vector_norm(x, ord=2, dim, keepdim) */

@@ -955,11 +955,7 @@ int sym_tensor_attr(trace *t, const var *x, PyObject *name, var *out) {
             perm[nd - 1] = nd - 2;
             perm[nd - 2] = nd - 1;
         }
-        if (nd < 2) {
-            *out = *x;
-            out->src = -1;
-            return 0;
-        }
+        /* below 2 dims too: a new view object, as eager's (x.T is not x) */
         return sym_view_out_desc(t, x, ic_permute(t->g, x->val, perm), out, "permute",
                              Py_BuildValue("(N)", sym_perm_tuple(perm, nd)));
     }

@@ -322,30 +322,29 @@ int sym_h_transpose(trace *t, const opdef *d, var **p, var *out) {
     int nd = sym_ndim_of(t, p[0]->val), perm[IC_MAX_DIMS];
     for (int i = 0; i < nd; i++)
         perm[i] = i;
-    int a, b;
-    if (d->op == 1) { /* t(): 2-d transpose, no-op below 2 dims */
+    int a = -1, b = -1;
+    /* below 2 dims t() (and a 0-d transpose) keeps the shape, but eager still returns a new
+     * view object (x.t() is not x: a t_() or in-place op through it is not x's): an identity
+     * permute (fuzz: w = x.t(); w.abs_() on a 1-d x made w x itself at a later break) */
+    if (d->op == 1) {
         if (nd > 2)
             return sym_fail(t, "t() of a %d-d tensor", nd);
-        if (nd < 2) {
-            *out = *p[0];
-            out->src = -1;
-            return 0;
+        if (nd == 2) {
+            a = 0;
+            b = 1;
         }
-        a = 0;
-        b = 1;
     } else {
         long long x, y;
         if (sym_get_int(t, p[1], &x, "dim0") < 0 || sym_get_int(t, p[2], &y, "dim1") < 0 ||
             sym_norm_dim(t, x, nd, &a) < 0 || sym_norm_dim(t, y, nd, &b) < 0)
             return -1;
-        if (nd == 0) {
-            *out = *p[0];
-            out->src = -1;
-            return 0;
-        }
+        if (nd == 0)
+            a = b = -1;
     }
-    perm[a] = b;
-    perm[b] = a;
+    if (a >= 0) {
+        perm[a] = b;
+        perm[b] = a;
+    }
     return sym_view_out_desc(t, p[0], ic_permute(t->g, p[0]->val, perm), out, "permute",
                          Py_BuildValue("(N)", sym_perm_tuple(perm, nd)));
 }

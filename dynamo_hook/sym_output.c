@@ -130,6 +130,14 @@ int sym_fill_out(trace *t, outbuf *ob, int at, const var *v_in, ic_val *outvals,
             var bv;
             bv = sym_var(V_TENSOR);
             bv.val = base;
+            /* the object whose value the base is (w7 = v5.squeeze(-1), v5 a view of v4): built
+             * as that object's view, so the chain shares v4's storage as in eager (was: the
+             * base a graph output of its own, a copy: v5.mul_(2) after a break missed w7) */
+            for (int k = 1; k <= t->nobj; k++)
+                if (t->obj_val[k] == base) {
+                    bv.oid = k;
+                    break;
+                }
             return sym_fill_out(t, ob, child, &bv, outvals, nout);
         }
         for (int i = 0; i < *nout; i++)

@@ -6,7 +6,8 @@ import torch
 
 import torchc
 
-pytestmark = pytest.mark.allow_fallback  # some of these break the graph on purpose
+pytestmark = [pytest.mark.allow_fallback,  # some of these break the graph on purpose
+              pytest.mark.filterwarnings("ignore:.*(x.T|Tensor.T).*:UserWarning")]
 
 
 def _alias(o, ins):
@@ -95,3 +96,61 @@ def test_view_metadata_update_at_a_break_keeps_identity():
         return torch.sin(w), w
     for fn in (f, g, h, k, m):
         _check(fn, _mat)
+
+
+def test_t_below_two_dims_is_a_new_view():
+    """x.t() / x.T of a 0-d or 1-d tensor (and a 0-d transpose(0, 0)) keep the shape, but
+    eager returns a new view object, not x: torchc returned x itself, so `w is x` was True and
+    after w.abs_() and a break the frame went on with a copy instead of a view of x"""
+    def f(x):
+        w = x.t()
+        w.abs_()
+        print("break")
+        return w, w.reshape(-1)
+
+    def g(x):
+        return x.t() is x, x.mT is x if x.dim() >= 2 else x.T is x, x.transpose(0, -1) is x
+    for mk in (lambda: torch.arange(3.0) - 2, lambda: torch.tensor(-1.5)):
+        _check(f, mk)
+        x = mk()
+        assert torchc.compile(g)(x) == g(x)
+
+
+def test_any_all_over_no_dims_reduce_nothing():
+    """eager: x.any(dim=()) / x.all(dim=()) keep every element (a bool cast), unlike sum,
+    amax & co., for which dim=() means all dims; compiled reduced everything to 0-d"""
+    def f(x):
+        return x.any(dim=()), x.all(dim=(), keepdim=True), x.all(()), x.sum(dim=()), x.amax(dim=())
+    _check(f, _mat)
+    _check(f, lambda: torch.tensor([[0, 1, 2]]))
+    ex = torchc.explain(f)(_mat())
+    assert ex.graph_count == 1 and ex.graph_break_count == 0
+
+
+def test_any_all_of_uint8_are_uint8():
+    """eager keeps uint8 for any/all of a uint8 tensor (0/1); compiled gave bool"""
+    def f(x):
+        return x.any(), x.all(1), x.any(dim=()), torch.any(x, 0, keepdim=True)
+    _check(f, lambda: torch.tensor([[0, 3], [0, 0], [2, 1]], dtype=torch.uint8))
+    ex = torchc.explain(f)(torch.tensor([[0, 3]], dtype=torch.uint8))
+    assert ex.graph_count == 1 and ex.graph_break_count == 0
+
+
+def test_view_of_a_view_of_a_graph_value_shares_storage_across_breaks():
+    """v5 = v4.swapaxes(0, -1); w7 = v5.squeeze(-1), then a break: w7 was built on a graph
+    output of its own (a copy of v5's data), so v5.mul_(2) later did not reach w7 or the
+    views made of it (eager: all of them share v4's storage)"""
+    def sp(t):
+        return t.untyped_storage().data_ptr()
+
+    def h(x0):
+        v4 = x0[None] + 0
+        v5 = v4.swapaxes(0, -1)
+        w7 = v5.squeeze(-1)
+        print("b", sp(v4) == sp(v5), sp(w7) == sp(v5))
+        v9 = w7.expand(2, 3, 5)
+        print("b2", sp(v9) == sp(v5))
+        v5.mul_(2)
+        return v9, w7, v4
+    _check(h, lambda: torch.arange(15.0).reshape(5, 3) / 4)
+
