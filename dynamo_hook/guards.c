@@ -219,7 +219,7 @@ PyObject *dh_source_resolve(dh_source *s, PyObject *const *values,
                 (void)tc_clear_expected(PyExc_Exception);
             return v;
         }
-        if (PyTuple_CheckExact(base) && s->index < PyTuple_GET_SIZE(base))
+        if (PyTuple_Check(base) && s->index < PyTuple_GET_SIZE(base)) /* torch.return_types too */
             return PyTuple_GET_ITEM(base, s->index);
         if (PyList_CheckExact(base) && s->index < PyList_GET_SIZE(base))
             return PyList_GET_ITEM(base, s->index);

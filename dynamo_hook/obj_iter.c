@@ -11,7 +11,8 @@
  * sees: the iterator is advanced after the graph (a t->attrw entry, marker ("advance",)), in
  * program order with the other writes, before a graph break's call runs.
  *
- * Requires: the iterator's __reduce__ gives (fn, (seq,), index) (tuple/list/range iterators).
+ * Requires: the iterator's __reduce__ gives (fn, (seq,), index) (tuple/list/range iterators) or
+ *           (iter, (remaining,)) (dict and OrderedDict iterators), and __length_hint__.
  * Breaks:   nothing: other iterators keep failing the trace (eager runs).
  */
 #include "sym.h"
@@ -20,9 +21,25 @@
 
 static PyObject *advance_marker; /* ("advance",) */
 
+static PyTypeObject *odict_iter_type; /* OrderedDict's key/value/item iterators share one */
+
 int sym_lazy_iter_type(PyObject *o) {
     PyTypeObject *tp = Py_TYPE(o);
-    return tp == &PyTupleIter_Type || tp == &PyListIter_Type || tp == &PyRangeIter_Type;
+    if (odict_iter_type == NULL) {
+        PyObject *col = PyImport_ImportModule("collections");
+        PyObject *od = col ? PyObject_CallMethod(col, "OrderedDict", NULL) : NULL;
+        PyObject *it = od ? PyObject_GetIter(od) : NULL;
+        if (it != NULL)
+            odict_iter_type = (PyTypeObject *)Py_NewRef((PyObject *)Py_TYPE(it)); /* kept */
+        Py_XDECREF(col);
+        Py_XDECREF(od);
+        Py_XDECREF(it);
+        (void)tc_clear_expected(PyExc_Exception);
+    }
+    /* dict iterators reduce to (iter, (remaining items,)): read the same way from index 0 */
+    return tp == &PyTupleIter_Type || tp == &PyListIter_Type || tp == &PyRangeIter_Type ||
+           tp == &PyDictIterKey_Type || tp == &PyDictIterValue_Type || tp == &PyDictIterItem_Type ||
+           (odict_iter_type != NULL && tp == odict_iter_type);
 }
 
 /* the k-th item still to come of iterator it (new reference), or NULL (none: no error set) */
@@ -32,9 +49,11 @@ PyObject *dh_iter_peek(PyObject *it, Py_ssize_t k) {
         (void)tc_clear_expected(PyExc_Exception); /* fatal ones stay set: the caller sees them */
         return NULL;
     }
-    if (PyTuple_Check(r) && PyTuple_GET_SIZE(r) == 3 && PyTuple_Check(PyTuple_GET_ITEM(r, 1)) &&
-        PyTuple_GET_SIZE(PyTuple_GET_ITEM(r, 1)) == 1 && PyLong_Check(PyTuple_GET_ITEM(r, 2))) {
-        Py_ssize_t idx = PyLong_AsSsize_t(PyTuple_GET_ITEM(r, 2));
+    if (PyTuple_Check(r) && (PyTuple_GET_SIZE(r) == 2 || PyTuple_GET_SIZE(r) == 3) &&
+        PyTuple_Check(PyTuple_GET_ITEM(r, 1)) && PyTuple_GET_SIZE(PyTuple_GET_ITEM(r, 1)) == 1 &&
+        (PyTuple_GET_SIZE(r) == 2 || PyLong_Check(PyTuple_GET_ITEM(r, 2)))) {
+        /* (fn, (seq,), index), or (iter, (list of what is left,)) of a dict iterator */
+        Py_ssize_t idx = PyTuple_GET_SIZE(r) == 3 ? PyLong_AsSsize_t(PyTuple_GET_ITEM(r, 2)) : 0;
         PyObject *seq = PyTuple_GET_ITEM(PyTuple_GET_ITEM(r, 1), 0);
         if (idx >= 0 && idx + k < PyObject_Length(seq))
             v = PySequence_GetItem(seq, idx + k);

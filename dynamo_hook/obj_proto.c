@@ -63,6 +63,8 @@ int sym_obj_dunder(trace *t, const var *o, const char *name, var *args, int narg
         return 1;
     init_once();
     PyObject *f = py_dunder(o, name);
+    if (f == NULL && PyDict_Check(o->obj))
+        return sym_dsub_dunder(t, o, name, args, nargs, out); /* obj_dict.c: dict's own */
     if (f == NULL || (!strcmp(name, "__call__") && sym_is_nn_module(o->obj)))
         return 1;
     if (!strcmp(name, "__contains__") && f == seq_contains)
@@ -123,6 +125,15 @@ int sym_obj_iter(trace *t, const var *o, var **items, int *n) {
         return 1;
     init_once();
     PyObject *f = py_dunder(o, "__iter__");
+    if (f == NULL && PyDict_Check(o->obj)) { /* obj_dict.c: a dict subclass's keys */
+        var it;
+        int rc = sym_dsub_dunder(t, o, "__iter__", NULL, 0, &it);
+        if (rc != 0)
+            return rc;
+        *items = it.items;
+        *n = it.n;
+        return 0;
+    }
     if (f == NULL)
         return 1;
     if (f != seq_iter) {

@@ -656,6 +656,14 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
         out->obj = sym_keep(t, ctx);
         return out->obj ? 0 : -1;
     }
+    if (fn->kind == V_CONST && fn->obj != NULL && PyType_Check(fn->obj)) {
+        /* a class held as a constant (obj.__class__, type(obj)): called as the class */
+        var w;
+        if (sym_wrap(t, fn->obj, -1, &w) < 0)
+            return -1;
+        if (w.kind == V_FUNC)
+            *fn = w;
+    }
     if (fn->kind == V_FUNC && fn->op == SYM_MADE_FUNCTION)
         return sym_inline_made(t, fn, args, nargs, kwnames, out);
     if (fn->kind == V_FUNC && fn->op == SYM_USER_FUNCTION) {
@@ -673,9 +681,20 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
     }
     if (fn->kind == V_FUNC && fn->obj && sym_obj_plain_class(fn->obj)) /* obj_new.c */
         return sym_obj_new(t, fn->obj, args, nargs, kwnames, out);
+    if (fn->kind == V_FUNC) { /* obj_data.c: collections, iter/next, sorted */
+        int rc = sym_data_call(t, fn, args, nargs, kwnames, out);
+        if (rc != 1)
+            return rc;
+    }
     if (fn->kind == V_FUNC) {
         int rc = sym_obj_polyfill(t, fn, args, nargs, kwnames, out); /* obj_func.c */
         return rc != 1 ? rc : sym_call_builtin(t, fn, args, npos, kwnames, out);
+    }
+    if (fn->kind == V_METHOD && fn->items && (fn->items[0].kind == V_SEQ || fn->items[0].kind == V_DICT ||
+                                              fn->items[0].kind == V_OBJ)) {
+        int rc = sym_data_method(t, fn, args, npos, kwnames, out); /* obj_data.c: deque, sort(key=), dict */
+        if (rc != 1)
+            return rc;
     }
     if (fn->kind == V_METHOD && fn->items && fn->items[0].kind == V_OBJ && fn->obj &&
         PyUnicode_Check(fn->obj) && fn->items[0].obj == sym_os_environ()) {

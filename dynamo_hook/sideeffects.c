@@ -270,6 +270,14 @@ int dh_replay_container(PyObject *obj, PyObject *marker_name, PyObject *val) {
     if (PyTuple_Check(marker_name) && PyTuple_GET_SIZE(marker_name) == 1 &&
         PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(marker_name, 0), "advance") == 0)
         return dh_replay_advance(obj, val); /* an iterator passed in (obj_iter.c) */
+    if (PyTuple_Check(marker_name) && PyTuple_GET_SIZE(marker_name) >= 1 &&
+        PyUnicode_Check(PyTuple_GET_ITEM(marker_name, 0))) {
+        PyObject *k = PyTuple_GET_ITEM(marker_name, 0);
+        if (PyTuple_GET_SIZE(marker_name) == 1 && PyUnicode_CompareWithASCIIString(k, "contents") == 0)
+            return 0; /* a dict-subclass's contents as the trace read them (obj_dict.c) */
+        if (PyTuple_GET_SIZE(marker_name) == 2 && PyUnicode_CompareWithASCIIString(k, "call") == 0)
+            return dh_replay_call(obj, PyTuple_GET_ITEM(marker_name, 1), val); /* obj_dict.c */
+    }
     if (PyDict_Check(obj) && PyTuple_Check(marker_name) && PyTuple_GET_SIZE(marker_name) == 2)
         return PyDict_SetItem(obj, PyTuple_GET_ITEM(marker_name, 1), val); /* a global */
     if (PyList_CheckExact(obj) && (PyList_Check(val) || PyTuple_Check(val)))

@@ -78,6 +78,11 @@ typedef struct sym_break {
 #define SYM_PREDICATE (-5)     /* V_FUNC.op of torch.compiler.is_compiling & co (sym_predicate) */
 #define SYM_LAZY_ITER (-7)     /* V_ITER.op of an iterator passed in, read lazily (obj_iter.c) */
 #define SYM_PARTIAL (-6)       /* V_FUNC.op of functools.partial(...) made in the trace (obj_func.c) */
+#define SYM_OWN_ITER (-8)      /* V_ITER.op of an iterator the frame holds (iter(), next()): its
+                                * items array names it, copies rebound as it advances (obj_data.c) */
+#define SYM_DICT_ORDERED 1     /* V_DICT.op: a collections.OrderedDict (obj_data.c) */
+#define SYM_DICT_DEFAULT 2     /* V_DICT.op: a defaultdict; globals: its default_factory (kept),
+                                * pos: the factory's V_FUNC.op */
 #define SYM_INLINE_DEPTH DH_INLINE_DEPTH_MAX /* frames[] size; the limit is dh_limit.inline_depth */
 
 /* a ContextVar set in the trace: the values set, not reset yet (depth of them) */
@@ -374,5 +379,26 @@ int sym_tensor_setitem(trace *t, const var *x, const var *k, const var *v);
 /* index_select with a checked index: graph inputs are bounds-checked at run time (eager
  * runs when out of range), argmax/argmin/arange results are in range by construction. */
 int sym_check_index(trace *t, const var *index, int64_t bound, int gather);
+
+/* obj_data.c: collections.OrderedDict/defaultdict/deque, iter/next, sorted/list.sort(key=),
+ * dataclass Fields, torch.return_types passed in. The hooks return 1 where not theirs. */
+int sym_data_call(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out);
+int sym_data_method(trace *t, const var *fn, var *args, int npos, PyObject *kwnames, var *out);
+int sym_data_attr(trace *t, const var *o, PyObject *name, var *out);
+int sym_data_wrap(trace *t, PyObject *o, int src, var *out);
+PyObject *sym_data_out_type(trace *t, const var *v); /* OrderedDict / partial(defaultdict, f) */
+int sym_data_is_deque(const var *v);
+int sym_iter_own(trace *t, var *it);                 /* it named by a fresh array, copies rebound */
+void sym_iter_advanced(trace *t, const var *it);     /* FOR_ITER moved an owned iterator */
+/* obj_dict.c: dict-subclass instances read from the frame (their storage, C methods) */
+int sym_dsub_attr(trace *t, const var *o, PyObject *name, var *out);
+int sym_dsub_super_attr(trace *t, PyObject *cls, const var *self, PyObject *name, var *out);
+int sym_dsub_call(trace *t, const var *fn, var *args, int npos, PyObject *kwnames, var *out);
+int sym_dsub_dunder(trace *t, const var *o, const char *name, var *args, int nargs, var *out);
+int dh_replay_call(PyObject *obj, PyObject *m, PyObject *args); /* after the graph */
+/* sym_containers.c: *d with d[k] = val (val NULL: deleted), not rebound; merge src into *dst */
+int sym_dict_set(trace *t, var *d, PyObject *k, const var *val);
+int sym_dict_merge(trace *t, var *dst, const var *src);
+int sym_iter_copies(trace *t, const var *items);      /* V_ITERs over items in the live frames */
 
 #endif

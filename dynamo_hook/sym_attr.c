@@ -88,6 +88,11 @@ static int getattr_hook(trace *t, const var *o, PyObject *name, var *out) {
 }
 
 int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
+    if (o->kind == V_SEQ || o->kind == V_DICT || o->kind == V_CONST || o->kind == V_OBJ) { /* obj_data.c */
+        int rc = sym_data_attr(t, o, name, out);
+        if (rc != 1)
+            return rc;
+    }
     if (o->kind == V_SEQ && o->obj != NULL && PyType_Check(o->obj) && o->n == 2 &&
         PyType_IsSubtype((PyTypeObject *)o->obj, &PyTuple_Type)) {
         const char *n = PyUnicode_AsUTF8(name);
@@ -373,6 +378,9 @@ int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
     }
     case V_SUPER: {
         /* super().name: look past the class in self's MRO; methods are inlined */
+        int drc = sym_dsub_super_attr(t, o->obj, &o->items[0], name, out); /* obj_dict.c */
+        if (drc != 1)
+            return drc;
         PyObject *sup = PyObject_CallFunctionObjArgs((PyObject *)&PySuper_Type, o->obj,
                                                      o->items[0].obj, NULL);
         if (sup == NULL) {

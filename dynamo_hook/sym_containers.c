@@ -4,6 +4,27 @@
 #include "sym_sem.h"
 
 #include <string.h>
+static int dict_update(trace *t, const var *d, PyObject *k, const var *val);
+
+/* d[k] of a defaultdict without k: default_factory() stored at k and returned */
+static int default_missing(trace *t, const var *d, const var *k, var *out) {
+    var fv = sym_var(V_FUNC), v;
+    fv.obj = d->globals;
+    fv.op = d->pos;
+    if (PyFunction_Check(d->globals)) {
+        fv.op = SYM_USER_FUNCTION;
+        fv.src = sym_source(t, DH_S_CONST, -1, 0, d->globals);
+        if (fv.src < 0)
+            return -1;
+    }
+    if (sym_call(t, &fv, NULL, 0, NULL, &v) < 0 || t->failed)
+        return -1;
+    if (dict_update(t, d, k->obj, &v) < 0)
+        return -1;
+    *out = v;
+    return 0;
+}
+
 static int subscr(trace *t, const var *c, const var *k, var *out) {
     if (c->kind == V_CONST && k->kind == V_CONST &&
         (PyTuple_Check(c->obj) || PyList_CheckExact(c->obj) || PyUnicode_CheckExact(c->obj)) &&
@@ -27,6 +48,8 @@ static int subscr(trace *t, const var *c, const var *k, var *out) {
                 return 0;
             }
         }
+        if (c->op == SYM_DICT_DEFAULT && c->globals != NULL && c->globals != Py_None)
+            return default_missing(t, c, k, out); /* defaultdict: d[k] = factory() */
         return sym_fail(t, "KeyError %R (eager will raise)", k->obj);
     }
     if (c->kind == V_SEQ && c->obj == NULL && k->kind == V_CONST && PySlice_Check(k->obj)) {
@@ -61,6 +84,12 @@ static int subscr(trace *t, const var *c, const var *k, var *out) {
         /* a user container: type(c).__getitem__(c, k) inlined */
         PyObject *gn = PyUnicode_InternFromString("__getitem__");
         PyObject *fn = gn ? _PyType_Lookup(Py_TYPE(c->obj), gn) : NULL;
+        if (fn != NULL && !PyFunction_Check(fn) && PyDict_Check(c->obj)) {
+            Py_DECREF(gn);
+            var kk = *k; /* obj_dict.c: dict's own __getitem__ on the storage */
+            int rc = sym_dsub_dunder(t, c, "__getitem__", &kk, 1, out);
+            return rc == 1 ? sym_fail(t, "subscript of a %s", Py_TYPE(c->obj)->tp_name) : rc;
+        }
         if (fn == NULL || !PyFunction_Check(fn)) {
             Py_XDECREF(gn);
             return sym_fail(t, "subscript of a %s", Py_TYPE(c->obj)->tp_name);
@@ -320,8 +349,16 @@ static int dict_merge(trace *t, var *dst, const var *src) {
     if (_PyTuple_Resize(&keys, m) < 0)
         return -1;
     PyObject *kk = sym_keep(t, keys);
-    return kk ? make_dict(t, kk, vals, m, dst) : -1;
+    var was = *dst;
+    if (kk == NULL || make_dict(t, kk, vals, m, dst) < 0)
+        return -1;
+    dst->op = was.op; /* an OrderedDict / defaultdict stays one (obj_data.c) */
+    dst->globals = was.globals;
+    dst->pos = was.pos;
+    return 0;
 }
+
+int sym_dict_merge(trace *t, var *dst, const var *src) { return dict_merge(t, dst, src); }
 
 /* Index of constant key k in dict d, -1 when absent, -2 on a comparison error (failed). */
 static int dict_find(trace *t, const var *d, PyObject *k) {
@@ -348,6 +385,8 @@ static int same_object(const var *x, const var *items, const var *nd) {
         return x->kind == V_SEQ && x->is_list;
     if (nd->kind == V_CONST) /* a set made in the trace: named by its token (sym_set_method) */
         return x->kind == V_CONST && x->is_list;
+    if (nd->kind == V_ITER) /* an iterator the frame holds (obj_data.c) */
+        return x->kind == V_ITER;
     return x->kind == V_DICT || x->kind == V_REC;
 }
 
@@ -372,7 +411,8 @@ static int dict_refs(const var *v, int n, const var *items, int depth) {
     for (int i = 0; i < n; i++) {
         const var *x = &v[i];
         if ((x->kind == V_DICT || x->kind == V_REC || (x->kind == V_SEQ && x->is_list) ||
-             (x->kind == V_CONST && x->is_list)) && x->items == items)
+             (x->kind == V_CONST && x->is_list) || (x->kind == V_ITER && x->op == SYM_OWN_ITER)) &&
+            x->items == items)
             k++;
         else if (depth < 8 && x->items != NULL &&
                  (x->kind == V_SEQ || x->kind == V_ITER || x->kind == V_DICT || x->kind == V_REC || x->kind == V_METHOD))
@@ -394,7 +434,7 @@ int sym_dicts_shared(trace *t, const var *v, int n, const var *all, int nall, in
     for (int i = 0; i < n; i++) {
         const var *x = &v[i];
         if ((x->kind == V_DICT || x->kind == V_REC || (x->kind == V_SEQ && x->is_list) ||
-             (x->kind == V_CONST && x->is_list)) &&
+             (x->kind == V_CONST && x->is_list) || (x->kind == V_ITER && x->op == SYM_OWN_ITER)) &&
             x->items != NULL && !passed_as_source(t, x) && dict_refs(all, nall, x->items, 0) > 1)
             return 1;
         if (depth < 8 && x->items != NULL && (x->kind == V_SEQ || x->kind == V_ITER || x->kind == V_DICT || x->kind == V_REC) &&
@@ -421,6 +461,33 @@ static void dict_rebind_all(trace *t, const var *old, const var *nd) {
  * container, now holds nv (journalled). Lists are named by their items array. */
 void sym_rebind(trace *t, const var *old_items, const var *nv) { dict_rebind_all(t, old_items, nv); }
 
+/* iterators (V_ITER) over the array items in v[0..n), containers included */
+static int iter_refs(const var *v, int n, const var *items, int depth) {
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        const var *x = &v[i];
+        if (x->kind == V_ITER && x->items == items)
+            k++;
+        else if (depth < 8 && x->items != NULL && x->items != items &&
+                 (x->kind == V_SEQ || x->kind == V_ITER || x->kind == V_DICT || x->kind == V_REC ||
+                  x->kind == V_METHOD))
+            k += iter_refs(x->items, x->kind == V_METHOD ? 1 : x->n, items, depth + 1);
+    }
+    return k;
+}
+
+/* copies of the iterator named by items in the live frames */
+int sym_iter_copies(trace *t, const var *items) {
+    int k = 0;
+    for (int i = 0; i < t->nframes; i++) {
+        sframe *f = t->frames[i];
+        k += iter_refs(f->stack, f->sp, items, 0) + iter_refs(f->locals, f->nlocals, items, 0);
+        if (f->closure)
+            k += iter_refs(f->closure, f->nclosure, items, 0);
+    }
+    return k;
+}
+
 /* The top frame's **kwargs dict: made fresh by the call, no caller holds it (resume
  * functions take their locals as plain arguments: no CO_VARKEYWORDS). */
 static int own_kwargs(trace *t, const var *d) {
@@ -439,6 +506,17 @@ static int dict_update(trace *t, const var *d, PyObject *k, const var *val) {
         return sym_fail(t, "update of an unsupported dict");
     if (d->src >= 0 && !own_kwargs(t, d) && sym_fx_container_write(t, d) < 0)
         return -1;
+    var nd = *d;
+    if (sym_dict_set(t, &nd, k, val) < 0)
+        return -1;
+    dict_rebind_all(t, d->items, &nd);
+    return 0;
+}
+
+/* *d (a value, not rebound) with d[k] = val (val NULL: del d[k]; the key must exist): new
+ * keys and items, d's kind kept */
+int sym_dict_set(trace *t, var *dv, PyObject *k, const var *val) {
+    const var dcopy = *dv, *d = &dcopy;
     if (PyObject_Hash(k) == -1) {
         (void)tc_clear_expected(PyExc_TypeError);
         return sym_fail(t, "unhashable dict key");
@@ -469,9 +547,11 @@ static int dict_update(trace *t, const var *d, PyObject *k, const var *val) {
     PyObject *kk = sym_keep(t, keys);
     if (kk == NULL)
         return -1;
-    var nd;
-    make_dict(t, kk, vals, m, &nd);
-    dict_rebind_all(t, d->items, &nd);
+    make_dict(t, kk, vals, m, dv);
+    dv->op = d->op;
+    dv->globals = d->globals;
+    dv->pos = d->pos;
+    dv->src = d->src;
     return 0;
 }
 
@@ -483,7 +563,11 @@ int sym_dict_method(trace *t, const var *d, const char *mn, var *args, int nargs
         if (vals == NULL)
             return -1;
         memcpy(vals, d->items, (size_t)d->n * sizeof(var));
-        return make_dict(t, d->obj, vals, d->n, out);
+        make_dict(t, d->obj, vals, d->n, out);
+        out->op = d->op; /* od.copy() is an OrderedDict (obj_data.c) */
+        out->globals = d->globals;
+        out->pos = d->pos;
+        return 0;
     }
     if (!strcmp(mn, "update") && nargs == 1) {
         if (d->src >= 0 && !own_kwargs(t, d) && sym_fx_container_write(t, d) < 0)
@@ -555,6 +639,18 @@ int sym_op_contains_op(trace *t, sframe *f, sym_ins *in) {
         /* a user mapping/container: type(b).__contains__(b, a) inlined */
         PyObject *cn = PyUnicode_InternFromString("__contains__");
         PyObject *fn = cn ? _PyType_Lookup(Py_TYPE(b.obj), cn) : NULL;
+        if (fn != NULL && !PyFunction_Check(fn) && PyDict_Check(b.obj)) {
+            Py_DECREF(cn); /* obj_dict.c: dict's own __contains__ on the storage */
+            int rc = sym_dsub_dunder(t, &b, "__contains__", &a, 1, &c);
+            if (rc == 1)
+                return sym_fail(t, "'in' on a %s", Py_TYPE(b.obj)->tp_name);
+            if (rc < 0)
+                return -1;
+            if (in->oparg && sym_const(t, PyBool_FromLong(c.obj != Py_True), &c) < 0)
+                return -1;
+            PUSH(c);
+            return SYM_NEXT;
+        }
         if (fn == NULL || !PyFunction_Check(fn)) {
             Py_XDECREF(cn);
             return sym_fail(t, "'in' on a %s", Py_TYPE(b.obj)->tp_name);
@@ -662,8 +758,7 @@ int sym_op_build_map(trace *t, sframe *f, sym_ins *in) {
     if (in->oparg > 0) {
         /* duplicate keys: the last wins, as in Python */
         var e2;
-        memset(&e2, 0, sizeof e2);
-        e2.kind = V_DICT;
+        e2 = sym_var(V_DICT);
         e2.obj = sym_keep(t, PyTuple_New(0));
         if (e2.obj == NULL || dict_merge(t, &e2, &d) < 0)
             return -1;

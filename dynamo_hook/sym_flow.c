@@ -379,6 +379,13 @@ int sym_op_get_iter(trace *t, sframe *f, sym_ins *in) {
         PUSH(a);
         return SYM_NEXT;
     }
+    if (a.kind == V_ITER && a.items != NULL && (a.op == SYM_OWN_ITER || sym_iter_copies(t, a.items) > 0)) {
+        /* an iterator a local holds: the loop advances that one (obj_data.c) */
+        if (sym_iter_own(t, &a) < 0)
+            return -1;
+        PUSH(a);
+        return SYM_NEXT;
+    }
     var *items;
     int n;
     if (sym_iter_items(t, &a, &items, &n) < 0)
@@ -427,6 +434,7 @@ int sym_op_for_iter(trace *t, sframe *f, sym_ins *in) {
     }
     if (it->pos < it->n) {
         a = it->items[it->pos++];
+        sym_iter_advanced(t, it); /* every copy of an owned iterator follows */
         PUSH(a);
     } else {
         (void)POP();

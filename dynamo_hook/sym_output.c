@@ -209,6 +209,8 @@ int sym_fill_out(trace *t, outbuf *ob, int at, const var *v_in, ic_val *outvals,
         }
         /* fall through */
     case V_METHOD: {
+        if (v->kind == V_METHOD && !PyUnicode_Check(v->obj) && !PyFunction_Check(v->obj))
+            return sym_fail(t, "a bound C method (super().name) leaves the trace");
         int child = sym_out_reserve(t, ob, 1);
         if (child < 0)
             return -1;
@@ -227,6 +229,21 @@ int sym_fill_out(trace *t, outbuf *ob, int at, const var *v_in, ic_val *outvals,
         return sym_fill_out(t, ob, child, &v->items[0], outvals, nout);
     }
     case V_DICT: {
+        if (v->op != 0) { /* an OrderedDict / defaultdict: made from the plain dict (obj_data.c) */
+            PyObject *wrap = sym_data_out_type(t, v);
+            if (wrap == NULL)
+                return PyErr_Occurred() ? -1 : sym_fail(t, "a dict of an unknown kind leaves the trace");
+            int child = sym_out_reserve(t, ob, 1);
+            if (child < 0)
+                return -1;
+            o = &ob->o[at];
+            o->kind = DH_O_WRAP;
+            o->index = child;
+            o->obj = Py_NewRef(wrap);
+            var plain = *v;
+            plain.op = 0;
+            return sym_fill_out(t, ob, child, &plain, outvals, nout);
+        }
         int first = sym_out_reserve(t, ob, v->n);
         if (first < 0)
             return -1;

@@ -1179,6 +1179,9 @@ static int wrap_uncached(trace *t, PyObject *o, int src, var *out) {
     }
     if (src >= 0 && sym_lazy_iter_type(o)) /* an iterator passed in (obj_iter.c) */
         return sym_lazy_iter_wrap(t, o, src, out);
+    int drc = sym_data_wrap(t, o, src, out); /* obj_data.c: Field, torch.return_types */
+    if (drc != 1)
+        return drc;
     return sym_fail(t, "unsupported Python value of type %s", Py_TYPE(o)->tp_name);
 }
 

@@ -1,0 +1,781 @@
+/* obj_data.c — standard-library containers and data objects in the trace:
+ * collections.OrderedDict / defaultdict / deque made in the frame, iter() / next() over
+ * tracked sequences, sorted() and list.sort() with key= and reverse=, dict.update(**kw) /
+ * popitem / clear, dataclasses' Field objects (what dataclasses.fields() returns, so
+ * fields(), replace() and __post_init__ are inlined as written), and torch.return_types
+ * results handed to the frame (a resume function after an op left to eager).
+ *
+ * Representation (sym.h):
+ *   OrderedDict: a V_DICT with op SYM_DICT_ORDERED; defaultdict: op SYM_DICT_DEFAULT, the
+ *     default factory in globals (kept) and its op in pos. Dict updates keep both
+ *     (sym_containers.c), so every copy stays the same kind of dict. At the output (or a
+ *     graph break) the dict is built as a plain dict and wrapped: OrderedDict(d) /
+ *     partial(defaultdict, factory)(d).
+ *   deque: a V_SEQ list whose obj is collections.deque: the list machinery (objects.c:
+ *     identity by the items array, mutation rebinds every copy, caller-visible state written
+ *     back) with deque's method names; built as deque(list) at the output.
+ *   iterators the frame holds (iter(x), or any V_ITER advanced by next()): op SYM_OWN_ITER,
+ *     a fresh items array naming the iterator; next() and FOR_ITER move pos and rebind
+ *     every copy, so the local and the loop see one iterator.
+ *   Field: a V_CONST (identity-guarded where read from a class's __dataclass_fields__);
+ *     its attributes are constants (a class's fields do not change once it is made).
+ *
+ * Requires: hooks in ops_table.c (sym_data_call, sym_data_method), sym_attr.c
+ *           (sym_data_attr), variables.c (sym_data_wrap), sym_output.c (sym_data_out_type).
+ * Keeps:    eager's results and order of effects: key functions run once per item in order;
+ *           sorting is stable (equal keys keep their order, reverse= as eager); a comparison
+ *           the trace can't decide (two different tensors) fails the trace, eager runs.
+ * Breaks:   nothing: every unsupported form returns 1 (the caller's rules apply) or fails
+ *           the trace with a reason.
+ */
+#include "sym_interp.h"
+
+#include <string.h>
+#include <structmember.h>
+
+static PyObject *od_type, *dd_type, *dq_type, *field_type, *partial_fn;
+static int inited;
+
+static int init_once(void) {
+    if (inited)
+        return od_type != NULL ? 0 : -1;
+    inited = 1;
+    PyObject *col = PyImport_ImportModule("collections");
+    PyObject *dc = PyImport_ImportModule("dataclasses");
+    PyObject *ft = PyImport_ImportModule("functools");
+    if (col && dc && ft) { /* kept for the process */
+        od_type = PyObject_GetAttrString(col, "OrderedDict");
+        dd_type = PyObject_GetAttrString(col, "defaultdict");
+        dq_type = PyObject_GetAttrString(col, "deque");
+        field_type = PyObject_GetAttrString(dc, "Field");
+        partial_fn = PyObject_GetAttrString(ft, "partial");
+    }
+    Py_XDECREF(col);
+    Py_XDECREF(dc);
+    Py_XDECREF(ft);
+    if (!od_type || !dd_type || !dq_type || !field_type || !partial_fn) {
+        Py_CLEAR(od_type);
+        (void)tc_clear_expected(PyExc_ImportError, PyExc_AttributeError);
+        return -1;
+    }
+    return 0;
+}
+
+int sym_data_is_deque(const var *v) {
+    return v->kind == V_SEQ && v->is_list && v->obj != NULL && init_once() == 0 && v->obj == dq_type;
+}
+
+static int none_out(trace *t, var *out) { return sym_const(t, Py_NewRef(Py_None), out); }
+
+static int empty_dict(trace *t, int op, var *out) {
+    PyObject *keys = PyTuple_New(0);
+    var *vals = sym_alloc(t, 1);
+    if (keys == NULL || vals == NULL || sym_keep(t, keys) == NULL)
+        return -1;
+    *out = sym_var(V_DICT);
+    out->obj = keys;
+    out->items = vals; /* names the dict (never shared) */
+    out->op = op;
+    return 0;
+}
+
+/* d (a local value, not rebound) updated from x: a V_DICT, a constant dict, or an
+ * iterable of (key, value) pairs */
+static int dict_update_from(trace *t, var *d, const var *x) {
+    if (x->kind == V_DICT || (x->kind == V_CONST && PyDict_Check(x->obj)))
+        return sym_dict_merge(t, d, x);
+    var *items;
+    int n;
+    if (sym_iter_items(t, x, &items, &n) < 0)
+        return -1;
+    for (int i = 0; i < n; i++) {
+        var *kv;
+        int k;
+        if (sym_iter_items(t, &items[i], &kv, &k) < 0)
+            return -1;
+        if (k != 2)
+            return sym_fail(t, "dict update sequence element has length %d (eager will raise)", k);
+        if (kv[0].kind != V_CONST)
+            return sym_fail(t, "dict update with a non-constant key");
+        if (sym_dict_set(t, d, kv[0].obj, &kv[1]) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* keyword arguments args[0..nkw) named by kwnames, stored into d (a local value) in order */
+static int dict_update_kw(trace *t, var *d, var *args, PyObject *kwnames, int nkw) {
+    for (int i = 0; i < nkw; i++)
+        if (sym_dict_set(t, d, PyTuple_GET_ITEM(kwnames, i), &args[i]) < 0)
+            return -1;
+    return 0;
+}
+
+/* OrderedDict(...) / defaultdict(factory, ...) / dict(od) */
+static int make_mapping(trace *t, int op, var *args, int npos, PyObject *kwnames, var *out) {
+    int nkw = kwnames ? (int)PyTuple_GET_SIZE(kwnames) : 0;
+    PyObject *factory = NULL;
+    int fop = -1;
+    if (op == SYM_DICT_DEFAULT) {
+        if (npos >= 1) {
+            const var *f = &args[0];
+            if (f->kind == V_CONST && f->obj == Py_None) {
+                factory = Py_None;
+            } else if (f->kind == V_FUNC && f->obj != NULL && f->op != SYM_MADE_FUNCTION &&
+                       f->op != SYM_PARTIAL && f->op != SYM_CTX_EXIT) {
+                factory = f->obj;
+                fop = f->op;
+            } else {
+                return sym_fail(t, "defaultdict with this default_factory not supported");
+            }
+            args++;
+            npos--;
+        } else {
+            factory = Py_None;
+        }
+    }
+    if (npos > 1)
+        return sym_fail(t, "mapping made with %d positional arguments (eager will raise)", npos);
+    if (empty_dict(t, op, out) < 0)
+        return -1;
+    if (op == SYM_DICT_DEFAULT) {
+        out->globals = factory;
+        out->pos = fop;
+    }
+    if (npos == 1 && dict_update_from(t, out, &args[0]) < 0)
+        return -1;
+    return dict_update_kw(t, out, args + npos, kwnames, nkw);
+}
+
+/* ---- iterators ------------------------------------------------------------------------ */
+
+/* it (a V_ITER the frame holds) gets a fresh items array naming it, every copy rebound */
+int sym_iter_own(trace *t, var *it) {
+    if (it->kind != V_ITER || it->op == SYM_LAZY_ITER)
+        return sym_fail(t, "not an iterator");
+    if (it->op == SYM_OWN_ITER)
+        return 0;
+    int left = it->n - it->pos;
+    var *m = sym_alloc(t, left > 0 ? left : 1);
+    if (m == NULL)
+        return -1;
+    if (left > 0)
+        memcpy(m, it->items + it->pos, (size_t)left * sizeof *m);
+    var nv = *it;
+    nv.items = m;
+    nv.n = left;
+    nv.pos = 0;
+    nv.op = SYM_OWN_ITER;
+    sym_rebind(t, it->items, &nv);
+    *it = nv;
+    return 0;
+}
+
+/* it advanced by one (an owned iterator: every copy follows) */
+void sym_iter_advanced(trace *t, const var *it) {
+    if (it->kind == V_ITER && it->op == SYM_OWN_ITER)
+        sym_rebind(t, it->items, it);
+}
+
+static int make_iter(trace *t, const var *x, var *out) {
+    if (x->kind == V_ITER) { /* iter(it) is it */
+        *out = *x;
+        return 0;
+    }
+    var *items;
+    int n;
+    if (sym_iter_items(t, x, &items, &n) < 0)
+        return -1;
+    var *m = sym_alloc(t, n > 0 ? n : 1);
+    if (m == NULL)
+        return -1;
+    if (n > 0)
+        memcpy(m, items, (size_t)n * sizeof *m);
+    *out = sym_var(V_ITER);
+    out->op = SYM_OWN_ITER;
+    out->items = m;
+    out->n = n;
+    /* over a list the caller can see: eager's iterator would see its later growth */
+    out->is_list = x->kind == V_SEQ && x->is_list && x->src >= 0;
+    return 0;
+}
+
+static int next_item(trace *t, var *args, int npos, var *out) {
+    var *it = &args[0];
+    if (it->kind != V_ITER)
+        return sym_fail(t, "next() of a non-iterator");
+    if (it->op == SYM_LAZY_ITER) /* its copies are not named by an array: eager's next */
+        return sym_fail(t, "next() of an iterator passed in not supported");
+    if (sym_iter_own(t, it) < 0)
+        return -1;
+    if (it->pos >= it->n) {
+        if (npos == 2) {
+            *out = args[1];
+            return 0;
+        }
+        return sym_fail(t, "StopIteration (eager will raise)");
+    }
+    *out = it->items[it->pos];
+    var nv = *it;
+    nv.pos++;
+    sym_rebind(t, it->items, &nv);
+    return 0;
+}
+
+/* ---- sorting -------------------------------------------------------------------------- */
+
+/* a == b decidable without the graph (constants; the same tensor object): 1/0, -1 failed */
+static int same(trace *t, const var *a, const var *b) {
+    if (a->kind == V_CONST && b->kind == V_CONST) {
+        if (a->obj == b->obj)
+            return 1;
+        int eq = PyObject_RichCompareBool(a->obj, b->obj, Py_EQ);
+        if (eq < 0) {
+            (void)tc_clear_expected(PyExc_Exception);
+            return sym_fail(t, "comparison raised (eager will raise)");
+        }
+        return eq;
+    }
+    if (a->kind == V_TENSOR && b->kind == V_TENSOR && a->oid > 0 && a->oid == b->oid)
+        return 1; /* identity first, as tuple comparison does */
+    if ((a->kind == V_OBJ || a->kind == V_FUNC) && a->kind == b->kind && a->obj == b->obj)
+        return 1;
+    return sym_fail(t, "sort: a comparison the trace can't decide");
+}
+
+/* a < b: 1/0, -1 failed */
+static int less(trace *t, const var *a, const var *b, int depth) {
+    if (a->kind == V_CONST && b->kind == V_CONST) {
+        int r = PyObject_RichCompareBool(a->obj, b->obj, Py_LT);
+        if (r < 0) {
+            (void)tc_clear_expected(PyExc_Exception);
+            return sym_fail(t, "sort: '<' raised (eager will raise)");
+        }
+        return r;
+    }
+    if (a->kind == V_SEQ && b->kind == V_SEQ && a->is_list == b->is_list && a->obj == NULL &&
+        b->obj == NULL && depth < 8) {
+        /* sequences: the first items that differ decide (== first, then <), else length */
+        int n = a->n < b->n ? a->n : b->n;
+        for (int i = 0; i < n; i++) {
+            int eq = same(t, &a->items[i], &b->items[i]);
+            if (eq < 0)
+                return -1;
+            if (!eq)
+                return less(t, &a->items[i], &b->items[i], depth + 1);
+        }
+        return a->n < b->n;
+    }
+    return sym_fail(t, "sort: a comparison the trace can't decide");
+}
+
+/* idx[0..n) stably sorted by keys (reverse: descending, equal keys in their order) */
+static int merge_sort(trace *t, const var *keys, int *idx, int *tmp, int n, int reverse) {
+    if (n < 2)
+        return 0;
+    int h = n / 2;
+    if (merge_sort(t, keys, idx, tmp, h, reverse) < 0 ||
+        merge_sort(t, keys, idx + h, tmp, n - h, reverse) < 0)
+        return -1;
+    int i = 0, j = h, k = 0;
+    while (i < h && j < n) {
+        /* take the right one only when strictly before the left one */
+        int r = reverse ? less(t, &keys[idx[i]], &keys[idx[j]], 0) : less(t, &keys[idx[j]], &keys[idx[i]], 0);
+        if (r < 0)
+            return -1;
+        tmp[k++] = r ? idx[j++] : idx[i++];
+    }
+    while (i < h)
+        tmp[k++] = idx[i++];
+    while (j < n)
+        tmp[k++] = idx[j++];
+    memcpy(idx, tmp, (size_t)n * sizeof *idx);
+    return 0;
+}
+
+/* items[0..n) sorted into a new array (*sorted_out), key/reverse from keyword arguments */
+static int sort_items(trace *t, const var *items, int n, var *kw, PyObject *kwnames, var **sorted_out) {
+    const var *key = NULL;
+    int reverse = 0;
+    for (Py_ssize_t i = 0; kwnames && i < PyTuple_GET_SIZE(kwnames); i++) {
+        PyObject *kn = PyTuple_GET_ITEM(kwnames, i);
+        if (PyUnicode_CompareWithASCIIString(kn, "key") == 0) {
+            if (!(kw[i].kind == V_CONST && kw[i].obj == Py_None))
+                key = &kw[i];
+        } else if (PyUnicode_CompareWithASCIIString(kn, "reverse") == 0) {
+            if (kw[i].kind != V_CONST)
+                return sym_fail(t, "sort with a non-constant reverse=");
+            reverse = PyObject_IsTrue(kw[i].obj);
+            if (reverse < 0) {
+                (void)tc_clear_expected(PyExc_Exception);
+                return sym_fail(t, "sort: bool(reverse) raised");
+            }
+        } else {
+            return sym_fail(t, "sort() got an unexpected keyword %U (eager will raise)", kn);
+        }
+    }
+    var *keys = (var *)items;
+    if (key != NULL) {
+        keys = sym_alloc(t, n > 0 ? n : 1);
+        if (keys == NULL)
+            return -1;
+        for (int i = 0; i < n; i++) {
+            var a = items[i];
+            if (sym_call(t, key, &a, 1, NULL, &keys[i]) < 0)
+                return -1;
+            if (t->failed)
+                return -1;
+        }
+    }
+    int *idx = malloc(sizeof(int) * (size_t)(2 * n + 1));
+    if (idx == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (int i = 0; i < n; i++)
+        idx[i] = i;
+    int rc = merge_sort(t, keys, idx, idx + n, n, reverse);
+    var *m = rc < 0 ? NULL : sym_alloc(t, n > 0 ? n : 1);
+    if (m != NULL)
+        for (int i = 0; i < n; i++)
+            m[i] = items[idx[i]];
+    free(idx);
+    if (m == NULL)
+        return -1;
+    *sorted_out = m;
+    return 0;
+}
+
+static int do_sorted(trace *t, var *args, int npos, PyObject *kwnames, var *out) {
+    if (npos != 1)
+        return sym_fail(t, "sorted() takes one positional argument (eager will raise)");
+    var *items, *m;
+    int n;
+    if (sym_iter_items(t, &args[0], &items, &n) < 0)
+        return -1;
+    if (sort_items(t, items, n, args + 1, kwnames, &m) < 0)
+        return -1;
+    *out = sym_var(V_SEQ);
+    out->is_list = 1;
+    out->n = n;
+    out->items = m;
+    return 0;
+}
+
+/* ---- calls ----------------------------------------------------------------------------- */
+
+int sym_data_call(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out) {
+    if (fn->kind != V_FUNC || fn->obj == NULL || fn->op == SYM_MADE_FUNCTION || init_once() < 0)
+        return 1;
+    PyObject *f = fn->obj;
+    int nkw = kwnames ? (int)PyTuple_GET_SIZE(kwnames) : 0, npos = nargs - nkw;
+    if (f == od_type)
+        return make_mapping(t, SYM_DICT_ORDERED, args, npos, kwnames, out);
+    if (f == dd_type)
+        return make_mapping(t, SYM_DICT_DEFAULT, args, npos, kwnames, out);
+    if (f == (PyObject *)&PyDict_Type && npos <= 1 &&
+        (nkw > 0 || (npos == 1 && ((args[0].kind == V_DICT && args[0].op != 0) || args[0].kind == V_SEQ ||
+                                   args[0].kind == V_ITER))))
+        return make_mapping(t, 0, args, npos, kwnames, out); /* dict(od), dict(pairs), dict(**kw) */
+    if ((f == (PyObject *)&PyList_Type || f == (PyObject *)&PyTuple_Type) && nargs == 0) {
+        /* list() / tuple(): empty (a fresh array names a list) */
+        *out = sym_var(V_SEQ);
+        out->is_list = f == (PyObject *)&PyList_Type;
+        out->items = sym_alloc(t, 1);
+        return out->items ? 0 : -1;
+    }
+    if (f == dq_type) {
+        if (nkw || npos > 1)
+            return sym_fail(t, "deque(..., maxlen=) not supported");
+        var *items = NULL;
+        int n = 0;
+        if (npos == 1 && sym_iter_items(t, &args[0], &items, &n) < 0)
+            return -1;
+        var *m = sym_alloc(t, n > 0 ? n : 1);
+        if (m == NULL)
+            return -1;
+        if (n > 0)
+            memcpy(m, items, (size_t)n * sizeof *m);
+        *out = sym_var(V_SEQ);
+        out->is_list = 1;
+        out->obj = dq_type;
+        out->n = n;
+        out->items = m;
+        return 0;
+    }
+    if (!PyCFunction_Check(f) || PyCFunction_GET_SELF(f) == NULL || !PyModule_Check(PyCFunction_GET_SELF(f)) ||
+        strcmp(PyModule_GetName(PyCFunction_GET_SELF(f)) ? PyModule_GetName(PyCFunction_GET_SELF(f)) : "", "builtins") != 0) {
+        (void)tc_clear_expected(PyExc_Exception);
+        return 1;
+    }
+    const char *name = ((PyCFunctionObject *)f)->m_ml->ml_name;
+    if (!strcmp(name, "iter") && nargs == 1 && args[0].kind != V_TENSOR && args[0].kind != V_OBJ)
+        return make_iter(t, &args[0], out);
+    if (!strcmp(name, "next") && !nkw && (npos == 1 || npos == 2) && args[0].kind == V_ITER)
+        return next_item(t, args, npos, out);
+    if (!strcmp(name, "sorted"))
+        return do_sorted(t, args, npos, kwnames, out);
+    return 1;
+}
+
+/* ---- methods ---------------------------------------------------------------------------- */
+
+static int deque_method(trace *t, const var *dq, const char *mn, var *args, int nargs, var *out) {
+    var a[2];
+    if (!strcmp(mn, "appendleft") && nargs == 1) {
+        if (sym_const(t, PyLong_FromLong(0), &a[0]) < 0)
+            return -1;
+        a[1] = args[0];
+        return sym_list_method(t, dq, "insert", a, 2, out);
+    }
+    if (!strcmp(mn, "popleft") && nargs == 0) {
+        if (dq->n == 0)
+            return sym_fail(t, "pop from an empty deque (eager will raise)");
+        if (sym_const(t, PyLong_FromLong(0), &a[0]) < 0)
+            return -1;
+        return sym_list_method(t, dq, "pop", a, 1, out);
+    }
+    if (!strcmp(mn, "pop") && nargs == 0) {
+        if (dq->n == 0)
+            return sym_fail(t, "pop from an empty deque (eager will raise)");
+        return sym_list_method(t, dq, "pop", NULL, 0, out);
+    }
+    if (!strcmp(mn, "extendleft") && nargs == 1) {
+        var *items;
+        int n;
+        if (sym_iter_items(t, &args[0], &items, &n) < 0)
+            return -1;
+        var *m = sym_alloc(t, n + dq->n + 1);
+        if (m == NULL)
+            return -1;
+        for (int i = 0; i < n; i++)
+            m[i] = items[n - 1 - i];
+        if (dq->n > 0)
+            memcpy(m + n, dq->items, (size_t)dq->n * sizeof *m);
+        var tmp = sym_var(V_SEQ);
+        tmp.n = n + dq->n;
+        tmp.items = m;
+        var sl;
+        if (sym_const(t, PySlice_New(NULL, NULL, NULL), &sl) < 0 || sym_list_store(t, dq, &sl, &tmp) < 0)
+            return -1;
+        return none_out(t, out);
+    }
+    if (!strcmp(mn, "rotate") && nargs <= 1) {
+        long k = 1;
+        if (nargs == 1) {
+            if (args[0].kind != V_CONST || !PyLong_Check(args[0].obj))
+                return sym_fail(t, "deque.rotate of a non-constant");
+            k = PyLong_AsLong(args[0].obj);
+        }
+        int n = dq->n;
+        var *m = sym_alloc(t, n > 0 ? n : 1);
+        if (m == NULL)
+            return -1;
+        for (int i = 0; i < n; i++) {
+            long j = ((i - k) % n + n) % n;
+            m[i] = dq->items[j];
+        }
+        var tmp = sym_var(V_SEQ);
+        tmp.n = n;
+        tmp.items = m;
+        var sl;
+        if (sym_const(t, PySlice_New(NULL, NULL, NULL), &sl) < 0 || sym_list_store(t, dq, &sl, &tmp) < 0)
+            return -1;
+        return none_out(t, out);
+    }
+    static const char *const same_as_list[] = {"append", "extend", "clear", "copy", "count", "index",
+                                               "remove", "reverse", "insert", NULL};
+    for (int i = 0; same_as_list[i]; i++)
+        if (!strcmp(mn, same_as_list[i]))
+            return sym_list_method(t, dq, mn, args, nargs, out);
+    return sym_fail(t, "deque.%s not supported", mn);
+}
+
+/* the dict d (as called) now holds nd: every copy rebound */
+static int dict_commit(trace *t, const var *d, var *nd, var *out) {
+    nd->src = d->src;
+    sym_rebind(t, d->items, nd);
+    return out ? none_out(t, out) : 0;
+}
+
+static int dict_method(trace *t, var *d, const char *mn, var *args, int npos, PyObject *kwnames, var *out) {
+    int nkw = kwnames ? (int)PyTuple_GET_SIZE(kwnames) : 0;
+    if (d->items == NULL)
+        return 1;
+    if (!strcmp(mn, "update") && npos <= 1 && (nkw > 0 || (npos == 1 && args[0].kind != V_DICT &&
+                                                         !(args[0].kind == V_CONST && PyDict_Check(args[0].obj))))) {
+        if (d->src >= 0 && sym_fx_container_write(t, d) < 0)
+            return -1;
+        var cur = *d;
+        if (npos == 1 && dict_update_from(t, &cur, &args[0]) < 0)
+            return -1;
+        if (dict_update_kw(t, &cur, args + npos, kwnames, nkw) < 0)
+            return -1;
+        if (cur.items == d->items) { /* nothing stored: still a new array naming the dict */
+            var *m = sym_alloc(t, d->n > 0 ? d->n : 1);
+            if (m == NULL)
+                return -1;
+            if (d->n > 0)
+                memcpy(m, d->items, (size_t)d->n * sizeof *m);
+            cur.items = m;
+        }
+        return dict_commit(t, d, &cur, out);
+    }
+    if (nkw == 1 && (!strcmp(mn, "popitem") || !strcmp(mn, "move_to_end")) &&
+        PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, 0), "last") == 0)
+        nkw = 0, npos++; /* last= as the positional it is */
+    if (nkw)
+        return 1;
+    if (!strcmp(mn, "clear") && npos == 0) {
+        if (d->src >= 0 && sym_fx_container_write(t, d) < 0)
+            return -1;
+        var nd;
+        if (empty_dict(t, d->op, &nd) < 0)
+            return -1;
+        nd.globals = d->globals;
+        nd.pos = d->pos;
+        return dict_commit(t, d, &nd, out);
+    }
+    if (!strcmp(mn, "popitem") && npos <= 1) {
+        int last = 1;
+        if (npos == 1) {
+            if (d->op != SYM_DICT_ORDERED || args[0].kind != V_CONST)
+                return sym_fail(t, "popitem(last) of a plain dict / non-constant");
+            last = PyObject_IsTrue(args[0].obj);
+            if (last < 0) {
+                (void)tc_clear_expected(PyExc_Exception);
+                return sym_fail(t, "popitem: bool(last) raised");
+            }
+        }
+        if (d->n == 0)
+            return sym_fail(t, "popitem(): dictionary is empty (eager will raise)");
+        if (d->src >= 0 && sym_fx_container_write(t, d) < 0)
+            return -1;
+        int at = last ? d->n - 1 : 0;
+        var *pair = sym_alloc(t, 2);
+        if (pair == NULL || sym_const(t, Py_NewRef(PyTuple_GET_ITEM(d->obj, at)), &pair[0]) < 0)
+            return -1;
+        pair[1] = d->items[at];
+        var cur = *d;
+        if (sym_dict_set(t, &cur, pair[0].obj, NULL) < 0 || dict_commit(t, d, &cur, NULL) < 0)
+            return -1;
+        *out = sym_var(V_SEQ);
+        out->n = 2;
+        out->items = pair;
+        return 0;
+    }
+    if (!strcmp(mn, "move_to_end") && d->op == SYM_DICT_ORDERED && (npos == 1 || npos == 2) &&
+        args[0].kind == V_CONST) {
+        int last = 1;
+        if (npos == 2) {
+            if (args[1].kind != V_CONST)
+                return sym_fail(t, "move_to_end with a non-constant last=");
+            last = PyObject_IsTrue(args[1].obj);
+            if (last < 0) {
+                (void)tc_clear_expected(PyExc_Exception);
+                return sym_fail(t, "move_to_end: bool(last) raised");
+            }
+        }
+        var r;
+        if (sym_dict_method(t, d, "get", args, 1, &r) < 0) /* KeyError: fails */
+            return -1;
+        int has = -1;
+        for (int i = 0; i < d->n && has < 0; i++) {
+            int eq = PyObject_RichCompareBool(PyTuple_GET_ITEM(d->obj, i), args[0].obj, Py_EQ);
+            if (eq < 0) {
+                (void)tc_clear_expected(PyExc_Exception);
+                return sym_fail(t, "dict key comparison raised");
+            }
+            if (eq)
+                has = i;
+        }
+        if (has < 0)
+            return sym_fail(t, "move_to_end: KeyError (eager will raise)");
+        var v = d->items[has], rest = *d;
+        if (sym_dict_set(t, &rest, args[0].obj, NULL) < 0)
+            return -1;
+        if (last) {
+            if (sym_dict_set(t, &rest, args[0].obj, &v) < 0)
+                return -1;
+            return dict_commit(t, d, &rest, out);
+        }
+        var front;
+        if (empty_dict(t, d->op, &front) < 0 || sym_dict_set(t, &front, args[0].obj, &v) < 0 ||
+            sym_dict_merge(t, &front, &rest) < 0)
+            return -1;
+        front.globals = d->globals;
+        front.pos = d->pos;
+        return dict_commit(t, d, &front, out);
+    }
+    return 1;
+}
+
+int sym_data_method(trace *t, const var *fn, var *args, int npos, PyObject *kwnames, var *out) {
+    if (fn->kind == V_METHOD && fn->items != NULL && fn->items[0].kind == V_OBJ)
+        return sym_dsub_call(t, fn, args, npos, kwnames, out); /* obj_dict.c */
+    if (fn->kind != V_METHOD || fn->items == NULL || fn->obj == NULL || !PyUnicode_Check(fn->obj) ||
+        init_once() < 0)
+        return 1;
+    var self = fn->items[0];
+    const char *mn = PyUnicode_AsUTF8(fn->obj);
+    int nkw = kwnames ? (int)PyTuple_GET_SIZE(kwnames) : 0;
+    if (mn == NULL)
+        return -1;
+    if (sym_data_is_deque(&self)) {
+        if (nkw)
+            return sym_fail(t, "deque.%s with keyword arguments", mn);
+        return deque_method(t, &self, mn, args, npos, out);
+    }
+    if (self.kind == V_SEQ && self.is_list && self.obj == NULL && !strcmp(mn, "sort") && npos == 0) {
+        var *m, r;
+        if (sort_items(t, self.items, self.n, args, kwnames, &m) < 0)
+            return -1;
+        var tmp = sym_var(V_SEQ);
+        tmp.n = self.n;
+        tmp.items = m;
+        var sl;
+        if (sym_const(t, PySlice_New(NULL, NULL, NULL), &sl) < 0 || sym_list_store(t, &self, &sl, &tmp) < 0)
+            return -1;
+        (void)r;
+        return none_out(t, out);
+    }
+    if (self.kind == V_DICT)
+        return dict_method(t, &self, mn, args, npos, kwnames, out);
+    return 1;
+}
+
+/* ---- attributes ---------------------------------------------------------------------------- */
+
+static int return_types_class(PyTypeObject *tp) {
+    /* structseq types: the module is the prefix of tp_name */
+    return !strncmp(tp->tp_name, "torch.return_types.", 19) && !(tp->tp_flags & Py_TPFLAGS_HEAPTYPE);
+}
+
+static int bound(trace *t, const var *o, PyObject *name, var *out) {
+    var *self = sym_alloc(t, 1);
+    if (self == NULL)
+        return -1;
+    self[0] = *o;
+    *out = sym_var(V_METHOD);
+    out->obj = name;
+    out->items = self;
+    return 0;
+}
+
+int sym_data_attr(trace *t, const var *o, PyObject *name, var *out) {
+    const char *n = PyUnicode_AsUTF8(name);
+    if (n == NULL)
+        return -1;
+    if (o->kind == V_OBJ) /* obj_dict.c: dict-subclass instances */
+        return sym_dsub_attr(t, o, name, out);
+    if (init_once() < 0)
+        return 1;
+    if (o->kind == V_SEQ && o->obj != NULL && PyType_Check(o->obj) &&
+        return_types_class((PyTypeObject *)o->obj)) {
+        /* a named field of a torch.return_types result */
+        PyMemberDef *mb = ((PyTypeObject *)o->obj)->tp_members;
+        for (int i = 0; mb != NULL && mb[i].name != NULL && i < o->n; i++)
+            if (!strcmp(mb[i].name, n)) {
+                *out = o->items[i];
+                return 0;
+            }
+        return 1;
+    }
+    if (sym_data_is_deque(o)) {
+        static const char *const names[] = {"append", "appendleft", "pop", "popleft", "extend", "extendleft",
+                                            "clear", "copy", "count", "index", "remove", "reverse",
+                                            "rotate", "insert", NULL};
+        for (int i = 0; names[i]; i++)
+            if (!strcmp(n, names[i]))
+                return bound(t, o, name, out);
+        if (!strcmp(n, "maxlen"))
+            return none_out(t, out);
+        return sym_fail(t, "deque.%s not supported", n);
+    }
+    if (o->kind == V_DICT && (!strcmp(n, "clear") || !strcmp(n, "popitem") ||
+                              (o->op == SYM_DICT_ORDERED && !strcmp(n, "move_to_end"))))
+        return bound(t, o, name, out);
+    if (o->kind == V_DICT && o->op == SYM_DICT_DEFAULT && !strcmp(n, "default_factory")) {
+        if (o->globals == NULL || o->globals == Py_None)
+            return none_out(t, out);
+        *out = sym_var(V_FUNC);
+        out->op = o->pos;
+        out->obj = o->globals;
+        return 0;
+    }
+    if (o->kind == V_CONST && o->obj != NULL && PyType_Check(o->obj) &&
+        PyUnicode_CompareWithASCIIString(name, "__dataclass_fields__") == 0) {
+        /* a dataclass's fields (type(obj).__dataclass_fields__: dataclasses.replace/fields) */
+        PyObject *fs = _PyType_Lookup((PyTypeObject *)o->obj, name);
+        if (fs == NULL || !PyDict_CheckExact(fs))
+            return 1;
+        return sym_dict_from_const(t, fs, out);
+    }
+    if (o->kind == V_CONST && o->obj != NULL && Py_TYPE(o->obj) == (PyTypeObject *)field_type) {
+        PyObject *v = PyObject_GetAttr(o->obj, name);
+        if (v == NULL) {
+            if (tc_clear_expected(PyExc_AttributeError) < 0)
+                return -1;
+            return sym_fail(t, "Field has no attribute %U (eager will raise)", name);
+        }
+        if (tc_is_tensor(v)) {
+            Py_DECREF(v);
+            return sym_fail(t, "a dataclass field with a tensor default");
+        }
+        return sym_const(t, v, out); /* fixed when the class was made */
+    }
+    return 1;
+}
+
+/* ---- values passed in -------------------------------------------------------------------- */
+
+
+int sym_data_wrap(trace *t, PyObject *o, int src, var *out) {
+    if (init_once() < 0)
+        return 1;
+    if (Py_TYPE(o) == (PyTypeObject *)field_type) {
+        /* a dataclass field (read from a class's __dataclass_fields__): that object */
+        if (src >= 0 && sym_guard_id(t, src, o) < 0)
+            return -1;
+        *out = sym_var(V_CONST);
+        out->src = src;
+        out->obj = sym_keep(t, Py_NewRef(o));
+        return out->obj ? 0 : -1;
+    }
+    if (src >= 0 && PyTuple_Check(o) && !PyTuple_CheckExact(o) && return_types_class(Py_TYPE(o))) {
+        /* torch.return_types.* (an op's named result, made by eager before a resume
+         * function): its items, the type and length guarded */
+        Py_ssize_t n = PyTuple_GET_SIZE(o);
+        if (n > 8)
+            return 1;
+        if (sym_guard_type(t, src, o) < 0 || sym_guard_len(t, src, (int)n) < 0)
+            return -1;
+        var *items = sym_alloc(t, (int)n);
+        if (items == NULL)
+            return -1;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            int s = sym_source(t, DH_S_ITEM, src, i, NULL);
+            if (s < 0 || sym_wrap(t, PyTuple_GET_ITEM(o, i), s, &items[i]) < 0)
+                return -1;
+        }
+        *out = sym_var(V_SEQ);
+        out->src = src;
+        out->obj = (PyObject *)Py_TYPE(o);
+        out->n = (int)n;
+        out->items = items;
+        return 0;
+    }
+    return 1;
+}
+
+/* the callable that makes a dict of v's kind from a plain dict (borrowed or kept), or NULL */
+PyObject *sym_data_out_type(trace *t, const var *v) {
+    if (init_once() < 0)
+        return NULL;
+    if (v->kind == V_DICT && v->op == SYM_DICT_ORDERED)
+        return od_type;
+    if (v->kind == V_DICT && v->op == SYM_DICT_DEFAULT)
+        return sym_keep(t, PyObject_CallFunctionObjArgs(partial_fn, dd_type,
+                                                         v->globals ? v->globals : Py_None, NULL));
+    return NULL;
+}
