@@ -332,6 +332,7 @@ def test_dynamic_trivialization_orthogonality_10000_steps(K):
 
 @pytest.mark.parametrize("opt_name", ["SGD", "Adam", "RMSprop", "Adagrad", "AdamW"])
 @pytest.mark.parametrize("K", [1, 5, math.inf])
+@pytest.mark.needs_no_compiler  # the manifold library, eager
 def test_dynamic_trivialization_any_optimizer(K, opt_name):
     """DTRIV as a step post-hook on any torch.optim optimizer: the base moves every K steps
     (the weight does not jump there: base <- base exp(A), A <- 0), the weight stays

@@ -890,7 +890,8 @@ CASES = [case_recompile_limit, case_config_recompile_limit, case_config_automati
          case_transformers_gpt2, case_transformers_gpt2_dynamo_backend,
          case_recompile_log_reasons, case_graph_break_log_location, case_fullgraph_error_location,
          case_torch_logs_env, case_dynamo_config_settings, case_mode_options_dynamic]
-# cases whose torchc side falls back on purpose (the limit, disabled code, a break), or compiles nothing
+# cases whose torchc side falls back on purpose (the limit, disabled code, a break), compiles nothing
+# with frames through the hook (no_compile), or is an API check that compiles nothing (needs_no_compiler)
 _MARKS = {case_recompile_limit: pytest.mark.allow_fallback, case_config_recompile_limit: pytest.mark.allow_fallback,
           case_compiler_disable: pytest.mark.allow_fallback, case_fullgraph_break: pytest.mark.no_compile,
           case_fullgraph_every_call: pytest.mark.no_compile,
@@ -900,7 +901,7 @@ _MARKS = {case_recompile_limit: pytest.mark.allow_fallback, case_config_recompil
           case_user_exception: pytest.mark.allow_fallback,  # the call that raises runs eagerly
           case_module_attributes: pytest.mark.needs_no_compiler, case_module_state_dict_plain_load: pytest.mark.needs_no_compiler,
           case_disable_compiled: pytest.mark.needs_no_compiler, case_fullgraph_error_location: pytest.mark.no_compile,
-          case_torch_logs_env: pytest.mark.needs_no_compiler,  # compiles in a subprocess
+          case_torch_logs_env: pytest.mark.needs_no_compiler,  # compiles in a subprocess only
           case_dynamo_config_settings: pytest.mark.allow_fallback}
 _PARAMS = [pytest.param(c, id=c.__name__[5:], marks=[_MARKS[c]] if c in _MARKS else []) for c in CASES]
 

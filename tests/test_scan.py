@@ -87,6 +87,7 @@ def test_rnn_values_and_grads_against_python_loop(T, dtype):
     assert runs() - r0 == (T - 1) + T  # forward steps after the probe, backward steps
 
 
+@pytest.mark.needs_no_compiler  # argument checks before anything is compiled
 def test_sequence_length_zero_raises_like_torch():
     from torch._higher_order_ops.scan import scan as tscan
     xs = torch.randn(0, 2, 3)
