@@ -264,6 +264,16 @@ int sym_h_var(trace *t, const opdef *d, var **p, var *out) {
 int sym_h_logsumexp(trace *t, const opdef *d, var **p, var *out) {
     if (sym_need_tensor(t, d, p[0]) < 0)
         return -1;
+    /* eager: dim is required (missing or None raises TypeError) and an empty dim list raises a
+     * RuntimeError: leave those calls to eager so they raise there */
+    long long dims[IC_MAX_DIMS];
+    int ndims = -1;
+    if (!p[1] || sym_is_none(p[1]))
+        return sym_fail(t, "logsumexp without dim (eager raises)");
+    if (sym_get_ints(t, p[1], dims, IC_MAX_DIMS, &ndims, "dim") < 0)
+        return -1;
+    if (ndims == 0)
+        return sym_fail(t, "logsumexp over dim=() (eager raises)");
     ic_val x = p[0]->val;
     if (ic_value_meta(G, x)->dtype < IC_F16)
         x = ic_cast(G, x, IC_F32);

@@ -154,3 +154,30 @@ def test_view_of_a_view_of_a_graph_value_shares_storage_across_breaks():
         return v9, w7, v4
     _check(h, lambda: torch.arange(15.0).reshape(5, 3) / 4)
 
+
+
+@pytest.mark.parametrize("call", [lambda v: v.logsumexp(), lambda v: torch.logsumexp(v, None),
+                                  lambda v: torch.logsumexp(v, dim=())])
+def test_logsumexp_without_dim_raises_like_eager(call):
+    # fuzz seed 186264 program 148: an unused `v4.logsumexp()` raised TypeError in eager and
+    # returned compiled (the call was lowered as a reduction over every dim)
+    def f(x):
+        y = x * 2
+        call(y)
+        return y
+    x = torch.randn(3, 4)
+    with pytest.raises(Exception) as want:
+        f(x)
+    with pytest.raises(type(want.value)):
+        torchc.compile(f)(x)
+
+
+def test_logsumexp_with_dim_is_compiled():
+    def f(x):
+        return torch.logsumexp(x * 2, dim=1), x.logsumexp((0, 1), keepdim=True)
+    x = torch.randn(3, 4)
+    want = f(x)
+    got = torchc.compile(f)(x)
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w)
+    assert torchc.explain(f)(x).graph_break_count == 0
