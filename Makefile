@@ -112,7 +112,7 @@ stress: build
 	@seed=$${TORCHC_STRESS_SEED:-$$(od -An -N3 -tu4 /dev/urandom | tr -d ' ')}; \
 	echo "make stress: seed $$seed (TORCHC_STRESS_SEED=$$seed make stress repeats it)"; \
 	TORCHC_STRESS_SEED=$$seed TORCHC_FUZZ_SEED=$$seed TORCHC_FUZZ_N=$${TORCHC_FUZZ_N:-400} \
-	  TORCHC_HFUZZ_SEED=$$seed TORCHC_HFUZZ_N=$${TORCHC_HFUZZ_N:-400} \
+	  TORCHC_HFUZZ_SEED=$${TORCHC_HFUZZ_SEED:-$$seed} TORCHC_HFUZZ_N=$${TORCHC_HFUZZ_N:-400} \
 	  timeout 1800 $(PYTHON) -m pytest -q -x tests/test_fuzz.py tests/test_fuzz_hostile.py tests/stress_reliability.py
 
 # the scripts import the in-place build of torchc from the checkout
