@@ -320,6 +320,8 @@ static int dict_merge(trace *t, var *dst, const var *src) {
     }
     if (dst->kind != V_DICT || src->kind != V_DICT)
         return sym_fail(t, "dict merge of unsupported values");
+    if (sym_dict_view_write(t, dst) < 0 || sym_dict_view_read(t, src) < 0) /* obj.__dict__ views */
+        return -1;
     int n = dst->n + src->n;
     PyObject *keys = PyTuple_New(n);
     var *vals = sym_alloc(t, n);

@@ -205,3 +205,21 @@ def test_lru_cached_method_with_a_tensor_argument_breaks():
     torch.testing.assert_close(ex.result, x * 2 + 1)
     cf = torchc.compile(f)
     torch.testing.assert_close(cf(x), x * 2 + 1)
+
+
+def test_dict_view_copies_are_plain_dicts():
+    def f(x, o):
+        a = dict(o.__dict__)
+        b = {**o.__dict__, "z": 1.0}
+        c = o.__dict__.copy()
+        a["q"] = 2.0  # a copy is an ordinary dict: writes to it are fine
+        return x + a["q"] + b["z"] + c["a"], sorted(a), sorted(b), sorted(c)
+
+    x = torch.randn(3)
+    oe, oc = Obj(a=1.0), Obj(a=1.0)
+    ex, n = _counts(f, x, oc)
+    assert n == (1, 0), ex.break_reasons
+    want = f(x, oe)
+    torch.testing.assert_close(ex.result[0], want[0])
+    assert ex.result[1:] == want[1:]
+    assert vars(oc) == {"a": 1.0}
