@@ -512,8 +512,16 @@ static int lru_cached_call(trace *t, const var *fn, var *args, int nargs, PyObje
         const var *self = &fn->items[0];
         if (self->kind == V_OBJ && self->src >= 0 && self->obj != NULL &&
             Py_TYPE(self->obj)->tp_hash == PyBaseObject_Type.tp_hash &&
-            Py_TYPE(self->obj)->tp_richcompare == PyBaseObject_Type.tp_richcompare)
+            Py_TYPE(self->obj)->tp_richcompare == PyBaseObject_Type.tp_richcompare) {
+            /* the real object as eager's call sees it: not one made in the trace (a fresh
+             * object each call, a new cache key), nor one whose attributes the trace wrote */
+            if (t->src[self->src].kind == DH_S_NEW)
+                return sym_fail(t, "lru_cache'd method of an object made in the trace");
+            for (int i = 0; i < t->nattrw; i++)
+                if (t->attrw[i].obj == self->obj)
+                    return sym_fail(t, "lru_cache'd method of an object whose attributes the trace wrote");
             argv[k++] = self->obj;
+        }
         else if (self->kind == V_CONST && immutable_const(self->obj, 0))
             argv[k++] = self->obj;
         else

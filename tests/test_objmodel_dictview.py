@@ -223,3 +223,26 @@ def test_dict_view_copies_are_plain_dicts():
     torch.testing.assert_close(ex.result[0], want[0])
     assert ex.result[1:] == want[1:]
     assert vars(oc) == {"a": 1.0}
+
+
+@pytest.mark.allow_fallback
+def test_lru_cached_method_of_an_object_the_trace_wrote_breaks():
+    class Helper:
+        def __init__(self):
+            self.k = 1
+
+        @functools.lru_cache(None)
+        def scale(self, n):
+            return self.k * n
+
+    h = Helper()
+
+    def f(x):
+        h.k = 5  # eager's cached call sees k == 5
+        return x * h.scale(2)
+
+    x = torch.randn(4)
+    ex, n = _counts(f, x)
+    assert n[1] == 1, n
+    assert any("attributes the trace wrote" in r for r in ex.break_reasons), ex.break_reasons
+    torch.testing.assert_close(ex.result, x * 10)
