@@ -231,6 +231,8 @@ int sym_fill_out(trace *t, outbuf *ob, int at, const var *v_in, ic_val *outvals,
     }
     case V_DICT: {
         if (v->op != 0) { /* an OrderedDict / defaultdict: made from the plain dict (obj_data.c) */
+            if (v->op == SYM_DICT_VIEW) /* eager's is the live instance dict (obj_dictview.c) */
+                return sym_fail(t, "an object's __dict__ leaves the trace");
             PyObject *wrap = sym_data_out_type(t, v);
             if (wrap == NULL)
                 return PyErr_Occurred() ? -1 : sym_fail(t, "a dict of an unknown kind leaves the trace");

@@ -141,6 +141,7 @@ def test_dict_view_leaving_the_trace_is_the_real_dict():
     o = Obj(a=1)
     ex, n = _counts(f, x, o)
     assert n == (0, 1), n
+    assert any("__dict__ leaves the trace" in r for r in ex.break_reasons), ex.break_reasons
     torchc.reset()
     r = torchc.compile(f)(x, o)
     assert r[1] is o.__dict__
