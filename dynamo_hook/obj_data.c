@@ -510,7 +510,12 @@ static int dict_method(trace *t, var *d, const char *mn, var *args, int npos, Py
             ok = !strcmp(mn, reads[i]);
         if (!ok)
             return sym_dict_view_write(t, d);
-        if (sym_dict_view_read(t, d) < 0)
+        int one = (!strcmp(mn, "get") || !strcmp(mn, "__getitem__")) && npos >= 1 && args[0].kind == V_CONST;
+        if ((one ? sym_dict_view_read_key(t, d, args[0].obj)
+                 : !strcmp(mn, "__contains__") || !strcmp(mn, "keys") || !strcmp(mn, "__len__") ||
+                           !strcmp(mn, "__iter__")
+                       ? sym_dict_view_keys(t, d)
+                       : sym_dict_view_read(t, d)) < 0)
             return -1;
     }
     if (!strcmp(mn, "update") && npos <= 1 && (nkw > 0 || (npos == 1 && args[0].kind != V_DICT &&

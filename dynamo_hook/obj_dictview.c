@@ -7,6 +7,10 @@
  * attribute writes this trace logged for the object (t->attrw: what eager's dict holds at
  * this point). The object itself is kept in the view's globals (borrowed: the trace keeps it).
  *
+ * A value of the real dict is wrapped (its guards made) only when read: until then its slot
+ * holds a placeholder (V_NULL, op VIEW_LAZY, the value kept); the key set is guarded by the
+ * length and each key's presence, so an attribute of a type the trace cannot hold costs
+ * nothing unless it is read.
  * Reads (get, [], in, keys/items/values, len, iteration, dict(view)) see the snapshot; a
  * read after the object's attributes changed since the snapshot fails the trace (the view
  * in eager is live). Any write through the view (d[k] = v, del, update, pop, setdefault,
@@ -22,6 +26,8 @@
 #include <string.h>
 
 static PyObject *s_dict; /* "__dict__" */
+
+#define VIEW_LAZY 0x6c617a /* V_NULL.op: a real-dict value not wrapped yet (obj kept, src its source) */
 
 static int same_var(const var *a, const var *b) {
     return a->kind == b->kind && a->src == b->src && a->val == b->val && a->oid == b->oid && a->obj == b->obj &&
@@ -68,9 +74,10 @@ int sym_obj_dict_view(trace *t, const var *o, PyObject *name, var *out) {
     var *vals = sym_alloc(t, cap > 0 ? cap : 1);
     if (vals == NULL)
         return -1;
+    int ds = -1;
     if (nreal > 0 || t->src[o->src].kind != DH_S_NEW) {
-        /* the real dict's key set: its length guarded, each key read through its source */
-        int ds = sym_source(t, DH_S_ATTR, o->src, 2, s_dict);
+        /* the real dict's key set: its length and each key guarded (below) */
+        ds = sym_source(t, DH_S_ATTR, o->src, 2, s_dict);
         if (ds < 0 || sym_guard_len(t, ds, (int)nreal) < 0)
             return -1;
     }
@@ -93,8 +100,12 @@ int sym_obj_dict_view(trace *t, const var *o, PyObject *name, var *out) {
         PyTuple_SET_ITEM(keys, n, Py_NewRef(k));
         n++;
         int s = sym_source(t, DH_S_ATTR, o->src, 0, k);
-        if (s < 0 || sym_wrap(t, v, s, &vals[n - 1]) < 0)
+        if (s < 0 || sym_guard_key(t, ds, real, k) < 0 || sym_keep(t, Py_NewRef(v)) == NULL)
             goto done;
+        vals[n - 1] = sym_var(V_NULL);
+        vals[n - 1].op = VIEW_LAZY;
+        vals[n - 1].obj = v;
+        vals[n - 1].src = s;
     }
     /* the trace's writes, in program order: an existing key keeps its place */
     for (int i = 0; i < t->nattrw; i++) {
@@ -124,9 +135,47 @@ done:
     return rc;
 }
 
+static int fresh(trace *t, const var *d);
+
+/* slot i wrapped now (every copy of the view shares the items array) */
+static int resolve(trace *t, const var *d, int i) {
+    var *it = &d->items[i];
+    if (it->kind != V_NULL || it->op != VIEW_LAZY)
+        return 0;
+    var r;
+    if (sym_wrap(t, it->obj, it->src, &r) < 0)
+        return -1;
+    *it = r;
+    return 0;
+}
+
 int sym_dict_view_read(trace *t, const var *d) {
     if (d->kind != V_DICT || d->op != SYM_DICT_VIEW)
         return 0;
+    if (fresh(t, d) < 0)
+        return -1;
+    for (int i = 0; i < d->n; i++)
+        if (resolve(t, d, i) < 0)
+            return -1;
+    return 0;
+}
+
+int sym_dict_view_read_key(trace *t, const var *d, PyObject *key) {
+    if (d->kind != V_DICT || d->op != SYM_DICT_VIEW)
+        return 0;
+    if (fresh(t, d) < 0)
+        return -1;
+    int at = PyUnicode_Check(key) ? find_key(d->obj, d->n, key) : -1;
+    return at < 0 ? 0 : resolve(t, d, at);
+}
+
+int sym_dict_view_keys(trace *t, const var *d) {
+    if (d->kind != V_DICT || d->op != SYM_DICT_VIEW)
+        return 0;
+    return fresh(t, d);
+}
+
+static int fresh(trace *t, const var *d) {
     PyObject *obj = d->globals;
     for (int i = 0; i < t->nattrw; i++) {
         const sym_attrw *w = &t->attrw[i];

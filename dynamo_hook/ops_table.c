@@ -844,7 +844,10 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
         /* d.items() / d.keys() / d.values() */
         const var *d = &fn->items[0];
         const char *mn = PyUnicode_AsUTF8(fn->obj);
-        if (sym_dict_view_read(t, d) < 0) /* obj.__dict__: fresh (obj_dictview.c) */
+        if (!strcmp(mn, "items") || !strcmp(mn, "values")) /* obj.__dict__: fresh, values wrapped */
+            if (sym_dict_view_read(t, d) < 0)
+                return -1;
+        if (sym_dict_view_keys(t, d) < 0) /* (obj_dictview.c) */
             return -1;
         if (strcmp(mn, "items") && strcmp(mn, "keys") && strcmp(mn, "values")) {
             if (kwnames && PyTuple_GET_SIZE(kwnames))

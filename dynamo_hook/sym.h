@@ -310,7 +310,9 @@ int sym_obj_new(trace *t, PyObject *cls, var *args, int nargs, PyObject *kwnames
 int sym_obj_attr_special(trace *t, const var *o, PyObject *name);
 /* obj_dictview.c: o.__dict__ as a read-only V_DICT (1: not such a read); checks on reads/writes */
 int sym_obj_dict_view(trace *t, const var *o, PyObject *name, var *out);
-int sym_dict_view_read(trace *t, const var *d);
+int sym_dict_view_read(trace *t, const var *d);                  /* values read: all wrapped */
+int sym_dict_view_read_key(trace *t, const var *d, PyObject *key); /* d[key] / d.get(key) */
+int sym_dict_view_keys(trace *t, const var *d);                  /* keys only (in, iteration) */
 int sym_dict_view_write(trace *t, const var *d);
 int sym_is_lru_wrapper(PyObject *fn); /* ops_table.c: a functools.lru_cache wrapper */
 int sym_is_nn_module_type(PyObject *cls); /* variables.c: cls subclasses nn.Module */

@@ -37,7 +37,7 @@ static int subscr(trace *t, const var *c, const var *k, var *out) {
         return sym_const(t, r, out);
     }
     if (c->kind == V_DICT && k->kind == V_CONST) {
-        if (sym_dict_view_read(t, c) < 0)
+        if (sym_dict_view_read_key(t, c, k->obj) < 0)
             return -1;
         for (int i = 0; i < c->n; i++) {
             int eq = PyObject_RichCompareBool(PyTuple_GET_ITEM(c->obj, i), k->obj, Py_EQ);
@@ -193,7 +193,7 @@ int sym_iter_items(trace *t, const var *v, var **items, int *n) {
     if (v->kind == V_ITER && v->op == SYM_LAZY_ITER) /* taken to the end (obj_iter.c) */
         return sym_lazy_iter_drain(t, (var *)v, items, n);
     if (v->kind == V_DICT) { /* iterating a dict: its keys */
-        if (sym_dict_view_read(t, v) < 0)
+        if (sym_dict_view_keys(t, v) < 0)
             return -1;
         var *it = sym_alloc(t, v->n);
         if (it == NULL)
@@ -368,7 +368,7 @@ int sym_dict_merge(trace *t, var *dst, const var *src) { return dict_merge(t, ds
 
 /* Index of constant key k in dict d, -1 when absent, -2 on a comparison error (failed). */
 static int dict_find(trace *t, const var *d, PyObject *k) {
-    if (sym_dict_view_read(t, d) < 0)
+    if (sym_dict_view_keys(t, d) < 0)
         return -2;
     for (int i = 0; i < d->n; i++) {
         int eq = PyObject_RichCompareBool(PyTuple_GET_ITEM(d->obj, i), k, Py_EQ);
@@ -573,7 +573,10 @@ int sym_dict_method(trace *t, const var *d, const char *mn, var *args, int nargs
                  !strcmp(mn, "keys") || !strcmp(mn, "values") || !strcmp(mn, "items") || !strcmp(mn, "__getitem__");
         if (!rd)
             return sym_dict_view_write(t, d);
-        if (sym_dict_view_read(t, d) < 0)
+        int one = (!strcmp(mn, "get") || !strcmp(mn, "__getitem__")) && nargs >= 1 && args[0].kind == V_CONST;
+        if ((one ? sym_dict_view_read_key(t, d, args[0].obj)
+                 : !strcmp(mn, "__contains__") || !strcmp(mn, "keys") ? sym_dict_view_keys(t, d)
+                                                                      : sym_dict_view_read(t, d)) < 0)
             return -1;
     }
     if (!strcmp(mn, "copy") && nargs == 0) {

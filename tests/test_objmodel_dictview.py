@@ -247,3 +247,19 @@ def test_lru_cached_method_of_an_object_the_trace_wrote_breaks():
     assert n[1] == 1, n
     assert any("attributes the trace wrote" in r for r in ex.break_reasons), ex.break_reasons
     torch.testing.assert_close(ex.result, x * 10)
+
+
+def test_dict_view_identity_and_unread_odd_values():
+    import threading
+
+    def f(x, o, p):
+        d = o.__dict__
+        same = d is o.__dict__ and d is not p.__dict__ and d is not {}
+        return x + d.get("a", 0.0) + ("lock" in d), same
+
+    x = torch.randn(3)
+    o, p = Obj(a=2.0, lock=threading.Lock(), gen=(i for i in range(2)), b=b"x"), Obj(a=2.0)
+    ex, n = _counts(f, x, o, p)  # values never read are never wrapped: no unsupported type
+    assert n == (1, 0), ex.break_reasons
+    torch.testing.assert_close(ex.result[0], x + 3.0)
+    assert ex.result[1] is True
