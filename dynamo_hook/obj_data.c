@@ -502,6 +502,22 @@ static int dict_method(trace *t, var *d, const char *mn, var *args, int npos, Py
     int nkw = kwnames ? (int)PyTuple_GET_SIZE(kwnames) : 0;
     if (d->items == NULL)
         return 1;
+    if (d->op == SYM_DICT_VIEW) { /* obj.__dict__ (obj_dictview.c): reads only */
+        static const char *const reads[] = {"get", "keys", "values", "items", "__getitem__", "__contains__",
+                                            "copy", "__len__", "__iter__", NULL};
+        int ok = 0;
+        for (int i = 0; reads[i] && !ok; i++)
+            ok = !strcmp(mn, reads[i]);
+        if (!ok)
+            return sym_dict_view_write(t, d);
+        int one = (!strcmp(mn, "get") || !strcmp(mn, "__getitem__")) && npos >= 1 && args[0].kind == V_CONST;
+        if ((one ? sym_dict_view_read_key(t, d, args[0].obj)
+                 : !strcmp(mn, "__contains__") || !strcmp(mn, "keys") || !strcmp(mn, "__len__") ||
+                           !strcmp(mn, "__iter__")
+                       ? sym_dict_view_keys(t, d)
+                       : sym_dict_view_read(t, d)) < 0)
+            return -1;
+    }
     if (!strcmp(mn, "update") && npos <= 1 && (nkw > 0 || (npos == 1 && args[0].kind != V_DICT &&
                                                          !(args[0].kind == V_CONST && PyDict_Check(args[0].obj))))) {
         if (d->src >= 0 && sym_fx_container_write(t, d) < 0)

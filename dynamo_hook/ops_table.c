@@ -482,27 +482,58 @@ static int immutable_const(PyObject *o, int depth) {
  * is_torch_*_available, is_fsdp_managed_module's checks): called here, its result (an
  * immutable constant) is what eager's call returns from the cache. A cached function is
  * taken to be pure, as the cache itself assumes. 1: not such a call. */
-static int lru_cached_call(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out) {
-    static PyObject *lru_type;
+static PyObject *lru_type;
+
+/* fn an lru_cache wrapper (the type found once); 0 where functools lacks it */
+static int is_lru_wrapper(PyObject *fn) {
     if (lru_type == NULL) {
         PyObject *ft = PyImport_ImportModule("functools");
         lru_type = ft ? PyObject_GetAttrString(ft, "_lru_cache_wrapper") : NULL; /* kept */
         Py_XDECREF(ft);
         if (lru_type == NULL) {
             (void)tc_clear_expected(PyExc_ImportError, PyExc_AttributeError);
-            return 1;
+            return 0;
         }
     }
-    if ((PyObject *)Py_TYPE(fn->obj) != lru_type || nargs > 16)
+    return fn != NULL && (PyObject *)Py_TYPE(fn) == lru_type;
+}
+
+int sym_is_lru_wrapper(PyObject *fn) { return is_lru_wrapper(fn); }
+
+/* fn: the wrapper called as a function (V_OBJ), or as a method of an object of the trace
+ * (V_METHOD from sym_attr.c: self first, an object with a source, identity-guarded, hashed
+ * by identity as the cache key holds it) */
+static int lru_cached_call(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out) {
+    if (!is_lru_wrapper(fn->obj) || nargs > 15)
         return 1;
-    PyObject *argv[17];
+    PyObject *argv[18];
+    int k = 1;
+    if (fn->kind == V_METHOD) {
+        const var *self = &fn->items[0];
+        if (self->kind == V_OBJ && self->src >= 0 && self->obj != NULL &&
+            Py_TYPE(self->obj)->tp_hash == PyBaseObject_Type.tp_hash &&
+            Py_TYPE(self->obj)->tp_richcompare == PyBaseObject_Type.tp_richcompare) {
+            /* the real object as eager's call sees it: not one made in the trace (a fresh
+             * object each call, a new cache key), nor one whose attributes the trace wrote */
+            if (t->src[self->src].kind == DH_S_NEW)
+                return sym_fail(t, "lru_cache'd method of an object made in the trace");
+            for (int i = 0; i < t->nattrw; i++)
+                if (t->attrw[i].obj == self->obj)
+                    return sym_fail(t, "lru_cache'd method of an object whose attributes the trace wrote");
+            argv[k++] = self->obj;
+        }
+        else if (self->kind == V_CONST && immutable_const(self->obj, 0))
+            argv[k++] = self->obj;
+        else
+            return sym_fail(t, "lru_cache'd method of an object hashed by value");
+    }
     for (int i = 0; i < nargs; i++) {
         if (args[i].kind != V_CONST || !immutable_const(args[i].obj, 0))
             return sym_fail(t, "lru_cache'd function called with non-constant arguments");
-        argv[i + 1] = args[i].obj;
+        argv[k++] = args[i].obj;
     }
     Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
-    PyObject *r = PyObject_Vectorcall(fn->obj, argv + 1, (size_t)(nargs - nkw) | PY_VECTORCALL_ARGUMENTS_OFFSET,
+    PyObject *r = PyObject_Vectorcall(fn->obj, argv + 1, (size_t)(k - 1 - nkw) | PY_VECTORCALL_ARGUMENTS_OFFSET,
                                       kwnames);
     if (r == NULL) {
         if (tc_clear_expected(PyExc_Exception) < 0)
@@ -529,6 +560,8 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
         *self = fn->items[0];
         sym_resolve(t, self);
         fn->items = self;
+        if (fn->obj != NULL && !PyUnicode_Check(fn->obj) && is_lru_wrapper(fn->obj))
+            return lru_cached_call(t, fn, args, nargs, kwnames, out); /* obj.m() of a cached method */
     }
     if (fn->kind == V_CONST && fn->obj && PyMethod_Check(fn->obj) && tc_is_autograd_function(PyMethod_GET_SELF(fn->obj)) &&
         (!tc_grad_enabled() || t->nograd > 0)) {
@@ -811,6 +844,11 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
         /* d.items() / d.keys() / d.values() */
         const var *d = &fn->items[0];
         const char *mn = PyUnicode_AsUTF8(fn->obj);
+        if (!strcmp(mn, "items") || !strcmp(mn, "values")) /* obj.__dict__: fresh, values wrapped */
+            if (sym_dict_view_read(t, d) < 0)
+                return -1;
+        if (sym_dict_view_keys(t, d) < 0) /* (obj_dictview.c) */
+            return -1;
         if (strcmp(mn, "items") && strcmp(mn, "keys") && strcmp(mn, "values")) {
             if (kwnames && PyTuple_GET_SIZE(kwnames))
                 return sym_fail(t, "dict.%s with keyword arguments", mn);

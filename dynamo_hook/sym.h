@@ -80,6 +80,7 @@ typedef struct sym_break {
 #define SYM_PARTIAL (-6)       /* V_FUNC.op of functools.partial(...) made in the trace (obj_func.c) */
 #define SYM_OWN_ITER (-8)      /* V_ITER.op of an iterator the frame holds (iter(), next()): its
                                 * items array names it, copies rebound as it advances (obj_data.c) */
+#define SYM_DICT_VIEW 3        /* V_DICT.op: obj.__dict__, read-only; globals: the object (obj_dictview.c) */
 #define SYM_DICT_ORDERED 1     /* V_DICT.op: a collections.OrderedDict (obj_data.c) */
 #define SYM_DICT_DEFAULT 2     /* V_DICT.op: a defaultdict; globals: its default_factory (kept),
                                 * pos: the factory's V_FUNC.op */
@@ -307,6 +308,13 @@ int sym_obj_plain_class(PyObject *cls);
 int sym_obj_new(trace *t, PyObject *cls, var *args, int nargs, PyObject *kwnames, var *out);
 /* o.name reads the trace can't answer from the stand-in object (o.__dict__ after writes): -1 failed */
 int sym_obj_attr_special(trace *t, const var *o, PyObject *name);
+/* obj_dictview.c: o.__dict__ as a read-only V_DICT (1: not such a read); checks on reads/writes */
+int sym_obj_dict_view(trace *t, const var *o, PyObject *name, var *out);
+int sym_dict_view_read(trace *t, const var *d);                  /* values read: all wrapped */
+int sym_dict_view_read_key(trace *t, const var *d, PyObject *key); /* d[key] / d.get(key) */
+int sym_dict_view_keys(trace *t, const var *d);                  /* keys only (in, iteration) */
+int sym_dict_view_write(trace *t, const var *d);
+int sym_is_lru_wrapper(PyObject *fn); /* ops_table.c: a functools.lru_cache wrapper */
 int sym_is_nn_module_type(PyObject *cls); /* variables.c: cls subclasses nn.Module */
 /* obj_proto.c: Python dunders of user objects inlined; 1: the class has none (not handled) */
 int sym_obj_dunder(trace *t, const var *o, const char *name, var *args, int nargs, var *out);

@@ -175,6 +175,9 @@ int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
                 *out = *t->attrw[i].val;
                 return 0;
             }
+        int rc_dv = sym_obj_dict_view(t, o, name, out); /* obj_dictview.c: o.__dict__ */
+        if (rc_dv <= 0)
+            return rc_dv;
         if (sym_obj_attr_special(t, o, name) < 0) /* obj_new.c: __dict__ of a written object */
             return -1;
         int rc_ga = getattr_hook(t, o, name, out);
@@ -261,6 +264,21 @@ int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
                 PyObject *fn = sym_keep(t, fget);
                 int s = fn ? sym_source(t, DH_S_CONST, -1, 0, fn) : -1;
                 return s < 0 ? -1 : sym_inline(t, fn, s, o, NULL, 0, NULL, out);
+            }
+            if (o->src >= 0 && sym_is_lru_wrapper(descr) && !dh_module_has_attr(o->obj, name)) {
+                /* an lru_cache'd function on the class: a method called through the cache
+                 * (ops_table.c lru_cached_call), reached through the class */
+                int s = sym_source(t, DH_S_ATTR, o->src, 1, name);
+                var *self = sym_alloc(t, 1);
+                if (s < 0 || self == NULL || sym_guard_id(t, s, descr) < 0)
+                    return -1;
+                self[0] = *o;
+                memset(out, 0, sizeof *out);
+                out->kind = V_METHOD;
+                out->src = s;
+                out->obj = descr;
+                out->items = self;
+                return 0;
             }
             if (Py_TYPE(descr)->tp_descr_set != NULL)
                 return sym_fail(t, "property/descriptor %U on %s not supported", name,

@@ -37,6 +37,8 @@ static int subscr(trace *t, const var *c, const var *k, var *out) {
         return sym_const(t, r, out);
     }
     if (c->kind == V_DICT && k->kind == V_CONST) {
+        if (sym_dict_view_read_key(t, c, k->obj) < 0)
+            return -1;
         for (int i = 0; i < c->n; i++) {
             int eq = PyObject_RichCompareBool(PyTuple_GET_ITEM(c->obj, i), k->obj, Py_EQ);
             if (eq < 0) {
@@ -191,6 +193,8 @@ int sym_iter_items(trace *t, const var *v, var **items, int *n) {
     if (v->kind == V_ITER && v->op == SYM_LAZY_ITER) /* taken to the end (obj_iter.c) */
         return sym_lazy_iter_drain(t, (var *)v, items, n);
     if (v->kind == V_DICT) { /* iterating a dict: its keys */
+        if (sym_dict_view_keys(t, v) < 0)
+            return -1;
         var *it = sym_alloc(t, v->n);
         if (it == NULL)
             return -1;
@@ -316,6 +320,8 @@ static int dict_merge(trace *t, var *dst, const var *src) {
     }
     if (dst->kind != V_DICT || src->kind != V_DICT)
         return sym_fail(t, "dict merge of unsupported values");
+    if (sym_dict_view_write(t, dst) < 0 || sym_dict_view_read(t, src) < 0) /* obj.__dict__ views */
+        return -1;
     int n = dst->n + src->n;
     PyObject *keys = PyTuple_New(n);
     var *vals = sym_alloc(t, n);
@@ -362,6 +368,8 @@ int sym_dict_merge(trace *t, var *dst, const var *src) { return dict_merge(t, ds
 
 /* Index of constant key k in dict d, -1 when absent, -2 on a comparison error (failed). */
 static int dict_find(trace *t, const var *d, PyObject *k) {
+    if (sym_dict_view_keys(t, d) < 0)
+        return -2;
     for (int i = 0; i < d->n; i++) {
         int eq = PyObject_RichCompareBool(PyTuple_GET_ITEM(d->obj, i), k, Py_EQ);
         if (eq < 0) {
@@ -504,6 +512,8 @@ static int own_kwargs(trace *t, const var *d) {
 static int dict_update(trace *t, const var *d, PyObject *k, const var *val) {
     if (d->kind != V_DICT || d->items == NULL)
         return sym_fail(t, "update of an unsupported dict");
+    if (sym_dict_view_write(t, d) < 0)
+        return -1;
     if (d->src >= 0 && !own_kwargs(t, d) && sym_fx_container_write(t, d) < 0)
         return -1;
     var nd = *d;
@@ -558,14 +568,25 @@ int sym_dict_set(trace *t, var *dv, PyObject *k, const var *val) {
 /* d.get(k, default) / d.pop(k[, default]) / d.setdefault(k, default) / d.copy() /
  * d.update(other) / d.__contains__(k) on a dict of constant keys; 0, or -1 failed */
 int sym_dict_method(trace *t, const var *d, const char *mn, var *args, int nargs, var *out) {
+    if (d->kind == V_DICT && d->op == SYM_DICT_VIEW) { /* obj.__dict__ (obj_dictview.c) */
+        int rd = !strcmp(mn, "copy") || !strcmp(mn, "get") || !strcmp(mn, "__contains__") ||
+                 !strcmp(mn, "keys") || !strcmp(mn, "values") || !strcmp(mn, "items") || !strcmp(mn, "__getitem__");
+        if (!rd)
+            return sym_dict_view_write(t, d);
+        int one = (!strcmp(mn, "get") || !strcmp(mn, "__getitem__")) && nargs >= 1 && args[0].kind == V_CONST;
+        if ((one ? sym_dict_view_read_key(t, d, args[0].obj)
+                 : !strcmp(mn, "__contains__") || !strcmp(mn, "keys") ? sym_dict_view_keys(t, d)
+                                                                      : sym_dict_view_read(t, d)) < 0)
+            return -1;
+    }
     if (!strcmp(mn, "copy") && nargs == 0) {
         var *vals = sym_alloc(t, d->n);
         if (vals == NULL)
             return -1;
         memcpy(vals, d->items, (size_t)d->n * sizeof(var));
         make_dict(t, d->obj, vals, d->n, out);
-        out->op = d->op; /* od.copy() is an OrderedDict (obj_data.c) */
-        out->globals = d->globals;
+        out->op = d->op == SYM_DICT_VIEW ? 0 : d->op; /* od.copy() is an OrderedDict (obj_data.c) */
+        out->globals = d->op == SYM_DICT_VIEW ? NULL : d->globals;
         out->pos = d->pos;
         return 0;
     }

@@ -304,6 +304,8 @@ int sym_op_is_op(trace *t, sframe *f, sym_ins *in) {
     else if ((a.kind == V_TENSOR && b.kind == V_CONST && !tc_is_tensor(b.obj)) ||
              (b.kind == V_TENSOR && a.kind == V_CONST && !tc_is_tensor(a.obj)))
         same = 0; /* a tensor is never a (non-tensor) constant: `x is sentinel` */
+    else if (a.kind == V_DICT && b.kind == V_DICT && (a.op == SYM_DICT_VIEW || b.op == SYM_DICT_VIEW))
+        same = a.op == b.op && a.globals == b.globals; /* obj.__dict__ views: the object's one dict */
     else if (((a.kind == V_SEQ && a.is_list) || a.kind == V_DICT) && a.kind == b.kind &&
              a.src < 0 && b.src < 0 && a.items != NULL)
         same = a.items == b.items; /* made in the trace: named by their items */

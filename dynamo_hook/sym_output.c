@@ -209,7 +209,8 @@ int sym_fill_out(trace *t, outbuf *ob, int at, const var *v_in, ic_val *outvals,
         }
         /* fall through */
     case V_METHOD: {
-        if (v->kind == V_METHOD && !PyUnicode_Check(v->obj) && !PyFunction_Check(v->obj))
+        int bound = v->kind == V_METHOD && (PyFunction_Check(v->obj) || sym_is_lru_wrapper(v->obj));
+        if (v->kind == V_METHOD && !PyUnicode_Check(v->obj) && !bound)
             return sym_fail(t, "a bound C method (super().name) leaves the trace");
         int child = sym_out_reserve(t, ob, 1);
         if (child < 0)
@@ -224,12 +225,14 @@ int sym_fill_out(trace *t, outbuf *ob, int at, const var *v_in, ic_val *outvals,
             o->kind = DH_O_ITER;
             return sym_fill_out(t, ob, child, &seq, outvals, nout);
         }
-        o->kind = PyFunction_Check(v->obj) ? DH_O_BOUND : DH_O_ATTR;
+        o->kind = bound ? DH_O_BOUND : DH_O_ATTR; /* an lru_cache'd method: bound as its descriptor binds */
         o->obj = Py_NewRef(v->obj);
         return sym_fill_out(t, ob, child, &v->items[0], outvals, nout);
     }
     case V_DICT: {
         if (v->op != 0) { /* an OrderedDict / defaultdict: made from the plain dict (obj_data.c) */
+            if (v->op == SYM_DICT_VIEW) /* eager's is the live instance dict (obj_dictview.c) */
+                return sym_fail(t, "an object's __dict__ leaves the trace");
             PyObject *wrap = sym_data_out_type(t, v);
             if (wrap == NULL)
                 return PyErr_Occurred() ? -1 : sym_fail(t, "a dict of an unknown kind leaves the trace");
