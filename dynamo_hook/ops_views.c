@@ -1359,3 +1359,8 @@ int sym_h_gather(trace *t, const opdef *d, var **p, var *out) {
     }
     return sym_tensor_out(t, ic_extern(G, (ic_extern_kind)d->op, 3, v, 1, prm, 1, 1), out);
 }
+
+/* eager's strides of v (1), 0 when not known (alias_fn.c: is a reshape a view?) */
+int sym_eager_strides(trace *t, ic_val v, int64_t *st) {
+    return eager_strides(t, v, st, 0);
+}
