@@ -299,3 +299,25 @@ int sym_alias_update(trace *t, int oid, ic_val newval) {
     free(nv);
     return 0;
 }
+
+/* self.t_() / transpose_ / unsqueeze_ / squeeze_: the object self now holds view (a view
+ * of its old value, made by the out-of-place op). Its other aliases keep their values
+ * (only self's metadata changes); an update of the root later finds their chains broken
+ * and breaks. A tensor the caller can see (an input, a module's attribute) would change
+ * shape in the caller: not captured. */
+int sym_alias_rebind(trace *t, const var *self, const var *view) {
+    var s = *self;
+    sym_resolve(t, &s);
+    if (s.kind != V_TENSOR || s.oid <= 0 || view->kind != V_TENSOR)
+        return sym_fail(t, "in-place view op on an untracked tensor");
+    if (t->in_gen)
+        return sym_fail(t, "in-place view op inside a generator");
+    for (int i = 0; i < t->nsrc && i < t->capsrc; i++)
+        if (t->srcdone[i] && t->srcvar[i].kind == V_TENSOR && t->srcvar[i].oid == s.oid)
+            return sym_fail(t, "in-place view op on a tensor the caller holds (changes its shape) not supported");
+    for (int i = 0; i < t->nattrw; i++)
+        if (exact_in(t, t->attrw[i].val, 1, s.oid, 0))
+            return sym_fail(t, "in-place view op on a tensor the caller holds (changes its shape) not supported");
+    t->obj_val[s.oid] = view->val;
+    return 0;
+}

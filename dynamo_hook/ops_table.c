@@ -864,6 +864,24 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
                         return -1;
                     opi = sym_method_op(base);
                     Py_DECREF(base);
+                    if (opi >= 0 && (OPS[opi].fn == sym_h_transpose || OPS[opi].fn == sym_h_unsqueeze ||
+                                     OPS[opi].fn == sym_h_squeeze)) {
+                        /* t_/transpose_/unsqueeze_/squeeze_: the object becomes the view (alias_fn.c) */
+                        var *all = sym_alloc(t, npos + 1);
+                        if (all == NULL)
+                            return -1;
+                        all[0] = *self;
+                        for (int i = 0; i < npos; i++)
+                            all[i + 1] = args[i];
+                        var r;
+                        if (call_op(t, opi, all, npos + 1, kwnames, kwv, &r) < 0)
+                            return -1;
+                        if (sym_alias_rebind(t, self, &r) < 0)
+                            return -1;
+                        *out = *self;
+                        sym_resolve(t, out);
+                        return 0;
+                    }
                     if (opi >= 0 && OPS[opi].fn != sym_h_binary && OPS[opi].fn != sym_h_add_sub &&
                         OPS[opi].fn != sym_h_div && OPS[opi].fn != sym_h_unary && OPS[opi].fn != sym_h_clamp &&
                         OPS[opi].fn != sym_h_gelu)

@@ -160,3 +160,74 @@ def test_expand_view_still_breaks():
 
     # an expanded alias is not replayed: the graph breaks at the update, eager values
     check(f, torch.randn(1, 4), graphs=2, breaks=1)
+
+
+# ---- in-place view ops: the object itself becomes the view --------------------------
+
+def t_clone(x):
+    r = x.clone()
+    r.t_()
+    return r + 1, r
+
+
+def unsqueeze_then_update(x):
+    r = x * 1
+    r.unsqueeze_(0)
+    r[0, 0] += 1
+    return r * 2
+
+
+def squeeze_(x):
+    r = x.unsqueeze(1) * 1
+    r.squeeze_(1)
+    return r - 1
+
+
+def t_of_view_then_update(x):
+    y = x * 2
+    v = y.t()
+    v.t_()
+    v.add_(1)
+    return y, v
+
+
+def transpose_then_setitem(x):
+    r = x.clone()
+    r.transpose_(0, 1)
+    r[0] += 1
+    return r
+
+
+@pytest.mark.parametrize("fn", [t_clone, unsqueeze_then_update, squeeze_, t_of_view_then_update,
+                                transpose_then_setitem], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("shape", [(3, 4), (1, 1), (2, 1)], ids=str)
+def test_inplace_view_ops(fn, shape):
+    check(fn, torch.randn(*shape))
+
+
+def test_t_strides_match_eager():
+    x = torch.randn(3, 4)
+    got = check(t_clone, x)
+    assert got[1].stride() == t_clone(x.clone())[1].stride()
+
+
+def test_inplace_view_op_on_input_breaks():
+    def f(x):
+        x.t_()  # the caller's tensor changes shape: eager runs it
+        return x * 2
+
+    check(f, torch.randn(2, 3), graphs=2, breaks=1)
+
+
+# ---- detach: a new tensor object sharing the data ------------------------------------
+
+def test_detach_identity_and_shared_update():
+    def f(x):
+        t = x * 2
+        y = t.detach()
+        z = y.detach()
+        y.add_(1)  # t and z share y's data
+        return y is t, z is y, t, z
+
+    got = check(f, torch.randn(3))
+    assert got[0] is False and got[1] is False
