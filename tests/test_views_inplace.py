@@ -231,3 +231,46 @@ def test_detach_identity_and_shared_update():
 
     got = check(f, torch.randn(3))
     assert got[0] is False and got[1] is False
+
+
+# ---- view/stack ops that broke the graph before --------------------------------------
+
+@pytest.mark.parametrize("shape,args", [((3, 3), ()), ((2, 4), (1,)), ((4, 2), (-1,)),
+                                        ((0, 3), ()), ((1, 1), (1,)), ((2, 3, 4), (0, 0, 2)),
+                                        ((2, 3, 4), (1, -1, -2))], ids=str)
+def test_diagonal(shape, args):
+    check(lambda x: x.diagonal(*args) * 2 + 1, torch.randn(*shape))
+    check(lambda x: torch.diagonal(x, *args) - 1, torch.randn(*shape))
+
+
+def test_diagonal_noncontiguous_and_returned_view():
+    check(lambda x: x.diagonal(1) + 0, torch.randn(4, 5).t())
+    x = torch.randn(3, 3)
+    got = check(lambda x: x.diagonal(), x)
+    x2 = x.clone()
+    d = torchc.compile(lambda x: x.diagonal())(x2)
+    d.fill_(7)  # a real view of the caller's tensor, as eager's
+    assert torch.equal(torch.diagonal(x2), torch.full((3,), 7.0))
+
+
+def test_inplace_through_diagonal_still_breaks():
+    def f(x):
+        r = x.clone()
+        r.diagonal().fill_(0)
+        return r
+
+    check(f, torch.randn(3, 3), graphs=2, breaks=1)
+
+
+@pytest.mark.parametrize("shape", [(3,), (0,), (2, 3), (2, 3, 4), (1, 1)], ids=str)
+def test_hstack_vstack(shape):
+    check(lambda x: torch.hstack([x, x * 2]) + 1, torch.randn(*shape))
+    check(lambda x: torch.vstack((x, x * 2)) + 1, torch.randn(*shape))
+    check(lambda x: torch.row_stack((x, x)) * 1, torch.randn(*shape))
+
+
+def test_hstack_vstack_scalars_and_promotion():
+    check(lambda x: torch.hstack([x.sum(), x.sum() * 2]), torch.randn(3))
+    check(lambda x: torch.vstack([x.sum(), x.sum()]), torch.randn(3))
+    check(lambda x: torch.vstack([x, torch.ones(3, dtype=torch.float64)]), torch.randn(3))
+    check(lambda x: torch.hstack([x, torch.ones(2, 1, dtype=torch.int64)]), torch.randn(2, 3))
