@@ -318,6 +318,11 @@ int sym_alias_rebind(trace *t, const var *self, const var *view) {
     for (int i = 0; i < t->nattrw; i++)
         if (exact_in(t, t->attrw[i].val, 1, s.oid, 0))
             return sym_fail(t, "in-place view op on a tensor the caller holds (changes its shape) not supported");
+    /* the old value stays held by the op's own result object (an alias of self): a view
+     * chain through it is rebuilt on the real storage when the trace outputs or breaks
+     * (sym_output.c finds a base by the object holding it) */
+    if (view->oid > 0 && view->oid <= t->nobj && view->oid != s.oid)
+        t->obj_val[view->oid] = s.val;
     t->obj_val[s.oid] = view->val;
     return 0;
 }

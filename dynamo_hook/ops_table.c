@@ -931,7 +931,10 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
 }
 
 /* x.shape, x.dtype, ... ; name NULL means shape (for size()). */
-int sym_tensor_attr(trace *t, const var *x, PyObject *name, var *out) {
+int sym_tensor_attr(trace *t, const var *x_in, PyObject *name, var *out) {
+    var xr = *x_in; /* the object's current value (x.unsqueeze_(0) changed its shape) */
+    sym_resolve(t, &xr);
+    const var *x = &xr;
     ic_meta m_copy = *sym_metap(t, x->val);
     const ic_meta *m = &m_copy; /* a copy: the graph reallocates */
     const char *n = name ? PyUnicode_AsUTF8(name) : "shape";

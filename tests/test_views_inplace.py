@@ -274,3 +274,25 @@ def test_hstack_vstack_scalars_and_promotion():
     check(lambda x: torch.vstack([x.sum(), x.sum()]), torch.randn(3))
     check(lambda x: torch.vstack([x, torch.ones(3, dtype=torch.float64)]), torch.randn(3))
     check(lambda x: torch.hstack([x, torch.ones(2, 1, dtype=torch.int64)]), torch.randn(2, 3))
+
+
+@pytest.mark.parametrize("read", ["shape", "size", "dim", "len", "ndim", "numel", "mT"])
+def test_metadata_after_inplace_view_op_of_a_view(read):
+    def f(x):
+        w = x.narrow(-1, 0, 1)  # a view of the input: only w's metadata changes
+        w.unsqueeze_(0)
+        if read == "shape":
+            return w.shape, w + 0
+        if read == "size":
+            return w.size(0), w.size(), w + 0
+        if read == "dim":
+            return w.dim(), w + 0
+        if read == "len":
+            return len(w), w + 0
+        if read == "ndim":
+            return w.ndim, w + 0
+        if read == "numel":
+            return w.numel(), w + 0
+        return w.mT * 1
+
+    check(f, torch.randn(3, 5))
