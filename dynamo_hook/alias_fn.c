@@ -248,6 +248,17 @@ int sym_alias_update(trace *t, int oid, ic_val newval) {
     ic_val old_root = t->obj_val[root];
     PyObject *steps[ALIAS_MAX_CHAIN];
     ic_val nroot = newval;
+    if (ic_value_op(t->g, old_root) == IC_OP_INPUT) {
+        /* an input whose elements share memory (an expand): eager raises at the update;
+         * here the copy-back would raise after the graph ran */
+        int64_t st[IC_MAX_DIMS];
+        const ic_meta *rm = ic_value_meta(t->g, old_root);
+        if (rm == NULL || !ic_value_strides(t->g, old_root, st))
+            return sym_fail(t, NOT_SUPPORTED);
+        for (int d = 0; d < rm->ndim; d++)
+            if (st[d] == 0 && rm->sizes[d] > 1)
+                return sym_fail(t, "in-place update of an input whose elements share memory (eager raises)");
+    }
     if (oid != root) { /* write the view's new value back through its chain */
         int n = chain_of(t, t->obj_val[oid], old_root, steps);
         if (n < 0)
