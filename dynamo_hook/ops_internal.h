@@ -131,6 +131,7 @@ int sym_h_permute(trace *t, const opdef *d, var **p, var *out);
 int sym_h_transpose(trace *t, const opdef *d, var **p, var *out);
 int sym_h_unsqueeze(trace *t, const opdef *d, var **p, var *out);
 int sym_h_squeeze(trace *t, const opdef *d, var **p, var *out);
+int sym_h_diagonal(trace *t, const opdef *d, var **p, var *out);
 int sym_h_expand(trace *t, const opdef *d, var **p, var *out);
 int sym_h_identity(trace *t, const opdef *d, var **p, var *out);
 int sym_h_size(trace *t, const opdef *d, var **p, var *out);

@@ -325,6 +325,8 @@ int sym_h_fill(trace *t, const opdef *d, var **p, var *out) {
         return sym_fail(t, "%s needs a value", d->name);
     else if (d->op == 2 && p[1]->kind != V_TENSOR)
         return sym_fail(t, "copy_ from a non-tensor");
+    else if (sym_inplace_overlap_check(t, p[0], p[1], 1) < 0) /* a view of self: eager decides */
+        return -1;
     else if (sym_as_tensor(t, p[1], &v) < 0)
         return -1;
     int64_t sz[IC_MAX_DIMS];

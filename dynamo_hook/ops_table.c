@@ -69,6 +69,10 @@ static const opdef OPS[] = {
     {"concat", W_TORCH, "tensors,dim", sym_h_cat, 0},
     {"concatenate", W_TORCH, "tensors,dim", sym_h_cat, 0},
     {"stack", W_TORCH, "tensors,dim", sym_h_cat, 1},
+    {"hstack", W_TORCH, "tensors", sym_h_cat, 2},
+    {"vstack", W_TORCH, "tensors", sym_h_cat, 3},
+    {"row_stack", W_TORCH, "tensors", sym_h_cat, 3},
+    {"diagonal", W_TORCH | W_METHOD, "input,offset,dim1,dim2", sym_h_diagonal, 0},
     {"narrow", W_TORCH | W_METHOD, "input,dim,start,length", sym_h_narrow, 0},
     {"select", W_TORCH | W_METHOD, "input,dim,index", sym_h_narrow, 1},
     {"split", W_TORCH | W_METHOD, "tensor,split_size_or_sections,dim", sym_h_split, 0},
@@ -902,6 +906,24 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
                         return -1;
                     opi = sym_method_op(base);
                     Py_DECREF(base);
+                    if (opi >= 0 && (OPS[opi].fn == sym_h_transpose || OPS[opi].fn == sym_h_unsqueeze ||
+                                     OPS[opi].fn == sym_h_squeeze)) {
+                        /* t_/transpose_/unsqueeze_/squeeze_: the object becomes the view (alias_fn.c) */
+                        var *all = sym_alloc(t, npos + 1);
+                        if (all == NULL)
+                            return -1;
+                        all[0] = *self;
+                        for (int i = 0; i < npos; i++)
+                            all[i + 1] = args[i];
+                        var r;
+                        if (call_op(t, opi, all, npos + 1, kwnames, kwv, &r) < 0)
+                            return -1;
+                        if (sym_alias_rebind(t, self, &r) < 0)
+                            return -1;
+                        *out = *self;
+                        sym_resolve(t, out);
+                        return 0;
+                    }
                     if (opi >= 0 && OPS[opi].fn != sym_h_binary && OPS[opi].fn != sym_h_add_sub &&
                         OPS[opi].fn != sym_h_div && OPS[opi].fn != sym_h_unary && OPS[opi].fn != sym_h_clamp &&
                         OPS[opi].fn != sym_h_gelu)
@@ -947,7 +969,10 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
 }
 
 /* x.shape, x.dtype, ... ; name NULL means shape (for size()). */
-int sym_tensor_attr(trace *t, const var *x, PyObject *name, var *out) {
+int sym_tensor_attr(trace *t, const var *x_in, PyObject *name, var *out) {
+    var xr = *x_in; /* the object's current value (x.unsqueeze_(0) changed its shape) */
+    sym_resolve(t, &xr);
+    const var *x = &xr;
     ic_meta m_copy = *sym_metap(t, x->val);
     const ic_meta *m = &m_copy; /* a copy: the graph reallocates */
     const char *n = name ? PyUnicode_AsUTF8(name) : "shape";

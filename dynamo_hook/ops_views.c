@@ -556,9 +556,27 @@ int sym_h_cat(trace *t, const opdef *d, var **p, var *out) {
     ic_val v[64];
     int n;
     long long dd = 0;
-    if (tensors_of(t, p[0], v, 64, &n) < 0 || (!sym_is_none(p[1]) && sym_get_int(t, p[1], &dd, "dim") < 0))
+    if (tensors_of(t, p[0], v, 64, &n) < 0 ||
+        (d->op < 2 && !sym_is_none(p[1]) && sym_get_int(t, p[1], &dd, "dim") < 0))
         return -1;
-    if (d->op == 0) {
+    if (d->op >= 2) {
+        /* hstack (op 2): atleast_1d, then cat on dim 0 for 1-d tensors, else dim 1;
+         * vstack (op 3): atleast_2d (a 1-d [n] becomes [1, n]), then cat on dim 0 */
+        int want = d->op == 2 ? 1 : 2;
+        for (int i = 0; i < n; i++) {
+            ic_meta mi = *sym_metap(t, v[i]);
+            if (mi.ndim >= want)
+                continue;
+            int64_t sz[2] = {1, 1};
+            if (mi.ndim == 1)
+                sz[1] = mi.sizes[0];
+            v[i] = sym_reshape(t, v[i], want, sz);
+            if (v[i] < 0)
+                return sym_check_graph(t);
+        }
+        dd = d->op == 2 && sym_ndim_of(t, v[0]) > 1 ? 1 : 0;
+    }
+    if (d->op != 1) {
         /* ATen's legacy rule: 1-d empty tensors are skipped (a cache grown from
          * torch.tensor([]) by cat); they must not change the result dtype */
         int m = 0, nonempty = 0;
@@ -591,7 +609,7 @@ int sym_h_cat(trace *t, const opdef *d, var **p, var *out) {
     ic_val r = v[0];
     for (int i = 1; i < n; i++)
         r = ic_cat(t->g, r, v[i], dim);
-    if (n == 1 && d->op == 0) /* cat of one tensor: a copy in its suggested memory format
+    if (n == 1 && d->op != 1) /* cat of one tensor: a copy in its suggested memory format
                                * (eager: a transposed input gives a contiguous result) */
         return dh_layout_copy(t, r, ic_value_suggest_format(t->g, r), out);
     return sym_tensor_out(t, r, out);
@@ -1358,4 +1376,62 @@ int sym_h_gather(trace *t, const opdef *d, var **p, var *out) {
         return sym_fail(t, "%s: src must be a tensor", d->name);
     }
     return sym_tensor_out(t, ic_extern(G, (ic_extern_kind)d->op, 3, v, 1, prm, 1, 1), out);
+}
+
+/* eager's strides of v (1), 0 when not known (alias_fn.c: is a reshape a view?) */
+int sym_eager_strides(trace *t, ic_val v, int64_t *st) {
+    return eager_strides(t, v, st, 0);
+}
+
+/* x.diagonal(offset, dim1, dim2): dim1 and dim2 moved last, flattened, and every
+ * (size2 + 1)-th element taken from the offset's start; the diagonal becomes the last dim
+ * (eager's order). A view in eager: recorded with a descriptor (an in-place update
+ * through it breaks in alias_fn.c; a returned one is replayed on the real base). */
+int sym_h_diagonal(trace *t, const opdef *d, var **p, var *out) {
+    if (p[0]->kind != V_TENSOR)
+        return sym_fail(t, "diagonal of a non-tensor");
+    ic_meta m = *sym_metap(t, p[0]->val);
+    long long off = 0, a = 0, b = 1;
+    if ((!sym_is_none(p[1]) && sym_get_int(t, p[1], &off, "offset") < 0) ||
+        (!sym_is_none(p[2]) && sym_get_int(t, p[2], &a, "dim1") < 0) ||
+        (!sym_is_none(p[3]) && sym_get_int(t, p[3], &b, "dim2") < 0))
+        return -1;
+    if (m.dyn)
+        return sym_fail(t, "diagonal with dynamic sizes not supported yet");
+    if (m.ndim < 2)
+        return sym_fail(t, "diagonal of a tensor with fewer than 2 dims (eager will raise)");
+    int d1, d2;
+    if (sym_norm_dim(t, a, m.ndim, &d1) < 0 || sym_norm_dim(t, b, m.ndim, &d2) < 0)
+        return -1;
+    if (d1 == d2)
+        return sym_fail(t, "diagonal dimensions cannot be identical (eager will raise)");
+    int perm[IC_MAX_DIMS], k = 0;
+    int64_t sz[IC_MAX_DIMS];
+    for (int i = 0; i < m.ndim; i++)
+        if (i != d1 && i != d2) {
+            sz[k] = m.sizes[i];
+            perm[k++] = i;
+        }
+    perm[k] = d1;
+    perm[k + 1] = d2;
+    int64_t n1 = m.sizes[d1], n2 = m.sizes[d2], start, len;
+    if (off >= 0) {
+        len = n2 - off < n1 ? n2 - off : n1;
+        start = off;
+    } else {
+        len = n1 + off < n2 ? n1 + off : n2;
+        start = -off * n2;
+    }
+    if (len < 0)
+        len = 0;
+    ic_val v = ic_permute(t->g, p[0]->val, perm);
+    sz[k] = n1 * n2;
+    v = v < 0 ? v : sym_reshape(t, v, k + 1, sz);
+    if (v >= 0 && len > 0)
+        v = ic_slice(t->g, v, k, start, start + (len - 1) * (n2 + 1) + 1, n2 + 1);
+    else if (v >= 0)
+        v = ic_slice(t->g, v, k, 0, 0, 1);
+    if (v < 0)
+        return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "diagonal failed");
+    return sym_view_out_desc(t, p[0], v, out, "diagonal", Py_BuildValue("(Lii)", off, d1, d2));
 }

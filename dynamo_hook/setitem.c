@@ -257,3 +257,30 @@ int sym_tensor_setitem(trace *t, const var *x_in, const var *k, const var *v) {
         return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "item assignment failed");
     return sym_mutate(t, &xv, r);
 }
+
+/* base[key] = val as a value (key: basic indexing, a constant): the new value of base,
+ * or -1 with a reason recorded. Used to write an in-place update of a view back into
+ * its base (alias_fn.c). */
+ic_val sym_box_store(trace *t, ic_val base, PyObject *key, ic_val val) {
+    ic_meta m_copy;
+    const ic_meta *m = meta(t, base, &m_copy);
+    if (m == NULL)
+        return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "view write-back failed");
+    var k = sym_var(V_CONST);
+    k.obj = key;
+    box b;
+    if (parse_box(t, m, &k, &b) < 0)
+        return -1;
+    int64_t boxsz[IC_MAX_DIMS], numel = 1;
+    for (int d = 0; d < m->ndim; d++) {
+        boxsz[d] = b.stop[d] - b.start[d];
+        numel *= boxsz[d];
+    }
+    if (numel == 0)
+        return base;
+    val = sym_reshape(t, val, m->ndim, boxsz);
+    ic_val r = val < 0 ? IC_NONE : place(t, base, val, &b, 0, m->sizes);
+    if (r < 0)
+        return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "view write-back failed");
+    return r;
+}

@@ -384,6 +384,10 @@ int sym_tensor_index(trace *t, const var *x, const var *k, var *out);
 int sym_return_pair(trace *t, const char *name, ic_val values, ic_val indices, var *out);
 /* setitem.c: x[k] = v as a functional update of x's object (fails: break at the store) */
 int sym_tensor_setitem(trace *t, const var *x, const var *k, const var *v);
+ic_val sym_box_store(trace *t, ic_val base, PyObject *key, ic_val val); /* setitem.c */
+int sym_alias_update(trace *t, int oid, ic_val newval);                   /* alias_fn.c */
+int sym_alias_rebind(trace *t, const var *self, const var *view);         /* alias_fn.c */
+int sym_eager_strides(trace *t, ic_val v, int64_t *st);                  /* ops_views.c */
 /* index_select with a checked index: graph inputs are bounds-checked at run time (eager
  * runs when out of range), argmax/argmin/arange results are in range by construction. */
 int sym_check_index(trace *t, const var *index, int64_t bound, int gather);

@@ -538,8 +538,6 @@ int sym_mutate(trace *t, const var *target, ic_val newval) {
         return sym_fail(t, "in-place update inside a generator");
     if (newval < 0)
         return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "in-place update failed");
-    if (t->obj_aliased[target->oid] && sym_alias_live(t, target->oid))
-        return sym_fail(t, "in-place update of a tensor that has views still in use (aliasing) not supported yet");
     ic_val old = t->obj_val[target->oid];
     ic_meta mo_copy = *ic_value_meta(t->g, old), mn_copy = *ic_value_meta(t->g, newval);
     const ic_meta *mo = &mo_copy, *mn = &mn_copy;
@@ -558,6 +556,9 @@ int sym_mutate(trace *t, const var *target, ic_val newval) {
     }
     if (dh_layout_keep(t, old, &newval) < 0) /* the tensor keeps its strides (layout.c) */
         return -1;
+    /* views of it (or its base) still in use: every alias sees the update (alias_fn.c) */
+    if (t->obj_aliased[target->oid] && sym_alias_live(t, target->oid))
+        return sym_alias_update(t, target->oid, newval);
     t->obj_val[target->oid] = newval;
     return 0;
 }
