@@ -139,17 +139,18 @@ static void cse_graph(ic_ctx *c, ic_graph *n) {
     for (int j = 0; j < n->noutputs; j++) n->outputs[j] = rep[n->outputs[j]];
 }
 
-/* Private copy of the graph, with room for fix_outputs' casts. */
+/* Private copy of the graph, with room for fix_outputs' casts. A graph without inputs (or
+ * outputs) has NULL arrays, and memcpy from NULL is undefined even for 0 bytes: guarded. */
 static ic_graph *copy_graph(ic_ctx *c, const ic_graph *g) {
     ic_graph *n = ic_alloc(c, sizeof *n);
     *n = *g;
     n->nodes = ic_alloc(c, (size_t)(g->n + g->noutputs + 1) * sizeof(ic_node));
-    memcpy(n->nodes, g->nodes, (size_t)g->n * sizeof(ic_node));
+    if (g->n) memcpy(n->nodes, g->nodes, (size_t)g->n * sizeof(ic_node));
     n->cap = g->n + g->noutputs + 1;
     n->inputs = ic_alloc(c, (size_t)(g->ninputs + 1) * sizeof(ic_val));
-    memcpy(n->inputs, g->inputs, (size_t)g->ninputs * sizeof(ic_val));
+    if (g->ninputs) memcpy(n->inputs, g->inputs, (size_t)g->ninputs * sizeof(ic_val));
     n->outputs = ic_alloc(c, (size_t)(g->noutputs + 1) * sizeof(ic_val));
-    memcpy(n->outputs, g->outputs, (size_t)g->noutputs * sizeof(ic_val));
+    if (g->noutputs) memcpy(n->outputs, g->outputs, (size_t)g->noutputs * sizeof(ic_val));
     return n;
 }
 
