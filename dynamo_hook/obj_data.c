@@ -667,17 +667,6 @@ static int return_types_class(PyTypeObject *tp) {
     return !strncmp(tp->tp_name, "torch.return_types.", 19) && !(tp->tp_flags & Py_TPFLAGS_HEAPTYPE);
 }
 
-static int bound(trace *t, const var *o, PyObject *name, var *out) {
-    var *self = sym_alloc(t, 1);
-    if (self == NULL)
-        return -1;
-    self[0] = *o;
-    *out = sym_var(V_METHOD);
-    out->obj = name;
-    out->items = self;
-    return 0;
-}
-
 int sym_data_attr(trace *t, const var *o, PyObject *name, var *out) {
     const char *n = PyUnicode_AsUTF8(name);
     if (n == NULL)
@@ -703,14 +692,14 @@ int sym_data_attr(trace *t, const var *o, PyObject *name, var *out) {
                                             "rotate", "insert", NULL};
         for (int i = 0; names[i]; i++)
             if (!strcmp(n, names[i]))
-                return bound(t, o, name, out);
+                return sym_method(t, o, name, -1, out);
         if (!strcmp(n, "maxlen"))
             return none_out(t, out);
         return sym_fail(t, "deque.%s not supported", n);
     }
     if (o->kind == V_DICT && (!strcmp(n, "clear") || !strcmp(n, "popitem") ||
                               (o->op == SYM_DICT_ORDERED && !strcmp(n, "move_to_end"))))
-        return bound(t, o, name, out);
+        return sym_method(t, o, name, -1, out);
     if (o->kind == V_DICT && o->op == SYM_DICT_DEFAULT && !strcmp(n, "default_factory")) {
         if (o->globals == NULL || o->globals == Py_None)
             return none_out(t, out);

@@ -185,17 +185,6 @@ static int log_setattr(trace *t, const var *o, PyObject *name, const var *val) {
     return 0;
 }
 
-static int bound(trace *t, const var *o, PyObject *m, var *out) {
-    var *self = sym_alloc(t, 1);
-    if (self == NULL)
-        return -1;
-    self[0] = *o;
-    *out = sym_var(V_METHOD);
-    out->obj = m;
-    out->items = self;
-    return 0;
-}
-
 /* m: a C method of a dict type we model, or object.__setattr__ */
 static int modelled(PyObject *m, const char **name) {
     PyTypeObject *dt;
@@ -229,7 +218,7 @@ int sym_dsub_attr(trace *t, const var *o, PyObject *name, var *out) {
     if (dp != NULL && *dp != NULL && PyDict_GetItemWithError(*dp, name) != NULL)
         return 1;
     PyErr_Clear();
-    return bound(t, o, name, out); /* the name: the method is found again at the call */
+    return sym_method(t, o, name, -1, out); /* the name: the method is found again at the call */
 }
 
 int sym_dsub_super_attr(trace *t, PyObject *cls, const var *self, PyObject *name, var *out) {
@@ -247,7 +236,7 @@ int sym_dsub_super_attr(trace *t, PyObject *cls, const var *self, PyObject *name
             continue;
         }
         const char *mn;
-        return modelled(m, &mn) ? bound(t, self, m, out) : 1;
+        return modelled(m, &mn) ? sym_method(t, self, m, -1, out) : 1;
     }
     return 1;
 }
@@ -461,7 +450,7 @@ int sym_dsub_dunder(trace *t, const var *o, const char *name, var *args, int nar
     if (m == NULL || !modelled(m, &mn))
         return 1;
     var fn;
-    if (bound(t, o, m, &fn) < 0)
+    if (sym_method(t, o, m, -1, &fn) < 0)
         return -1;
     return sym_dsub_call(t, &fn, args, nargs, NULL, out);
 }

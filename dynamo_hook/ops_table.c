@@ -1056,14 +1056,7 @@ int sym_tensor_attr(trace *t, const var *x_in, PyObject *name, var *out) {
             opi = NOPS; /* not in the table */
     }
     if (opi >= 0) {
-        var *self = sym_alloc(t, 1);
-        if (self == NULL)
-            return -1;
-        self[0] = *x;
-        *out = sym_var(V_METHOD);
-        out->obj = name;
-        out->items = self;
-        return 0;
+        return sym_method(t, x, name, -1, out);
     }
     return sym_fail(t, "Tensor attribute '%s' not supported", n);
 }

@@ -241,16 +241,7 @@ int sym_record_attr(trace *t, const var *r, PyObject *name, var *out) {
         return s < 0 ? -1 : sym_inline(t, fn, s, r, NULL, 0, NULL, out);
     }
     if (PyUnicode_CompareWithASCIIString(name, "to_tuple") == 0) {
-        var *self = sym_alloc(t, 1);
-        if (self == NULL)
-            return -1;
-        self[0] = *r;
-        memset(out, 0, sizeof *out);
-        out->kind = V_METHOD;
-        out->src = -1;
-        out->obj = name;
-        out->items = self;
-        return 0;
+        return sym_method(t, r, name, -1, out);
     }
     if (descr != NULL && !t->failed) {
         /* it exists (a method): hasattr/getattr-with-default must not take this failure

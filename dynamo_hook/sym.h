@@ -234,6 +234,7 @@ void dh_layout_scalar_args(trace *t, const var *a, const var *b, const var *out)
 void sym_where(trace *t); /* symbolic.c: t->where from the frames being interpreted */
 PyObject *sym_keep(trace *t, PyObject *o);    /* steals o into t->keep; borrowed result */
 var *sym_alloc(trace *t, int n);              /* zeroed vars living as long as the trace */
+int sym_method(trace *t, const var *self, PyObject *obj, int src, var *out); /* a V_METHOD */
 int sym_source(trace *t, dh_srckind kind, int base, Py_ssize_t index, PyObject *name);
 int sym_guard_const(trace *t, int src, PyObject *value);
 /* a new zeroed guard (input_index -1) at the end of t->guards, the array grown as needed;

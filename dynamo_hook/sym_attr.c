@@ -111,14 +111,7 @@ int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
             ok = !strcmp(n, list_methods[i]);
         if (!ok)
             return sym_fail(t, "%s.%U not supported", o->is_list ? "list" : "tuple", name);
-        var *self = sym_alloc(t, 1);
-        if (self == NULL)
-            return -1;
-        self[0] = *o;
-        *out = sym_var(V_METHOD);
-        out->obj = name;
-        out->items = self;
-        return 0;
+        return sym_method(t, o, name, -1, out);
     }
     switch (o->kind) {
     case V_TENSOR:
@@ -127,27 +120,13 @@ int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
         if (o->obj == sym_os_environ()) {
             if (PyUnicode_CompareWithASCIIString(name, "get") != 0)
                 return sym_fail(t, "os.environ.%U not supported", name);
-            var *self = sym_alloc(t, 1);
-            if (self == NULL)
-                return -1;
-            self[0] = *o;
-            *out = sym_var(V_METHOD);
-            out->obj = name;
-            out->items = self;
-            return 0;
+            return sym_method(t, o, name, -1, out);
         }
         if (PyContextVar_CheckExact(o->obj)) {
             const char *n = PyUnicode_AsUTF8(name);
             if (strcmp(n, "set") && strcmp(n, "get") && strcmp(n, "reset"))
                 return sym_fail(t, "ContextVar.%U not supported", name);
-            var *self = sym_alloc(t, 1);
-            if (self == NULL)
-                return -1;
-            self[0] = *o;
-            *out = sym_var(V_METHOD);
-            out->obj = name;
-            out->items = self;
-            return 0;
+            return sym_method(t, o, name, -1, out);
         }
         if (PyModule_Check(o->obj)) {
             PyObject *a = PyObject_GetAttr(o->obj, name);
@@ -196,17 +175,10 @@ int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
                 PyMethod_GET_SELF(a) == o->obj) {
                 PyObject *fn = sym_keep(t, Py_NewRef(PyMethod_GET_FUNCTION(a)));
                 Py_DECREF(a);
-                var *self = sym_alloc(t, 1);
                 int s = sym_source(t, DH_S_ATTR, o->src, 1, name);
-                if (fn == NULL || self == NULL || s < 0)
+                if (fn == NULL || s < 0)
                     return -1;
-                self[0] = *o;
-                memset(out, 0, sizeof *out);
-                out->kind = V_METHOD;
-                out->src = s;
-                out->obj = fn;
-                out->items = self;
-                return 0;
+                return sym_method(t, o, fn, s, out);
             }
             int s = sym_source(t, DH_S_ATTR, o->src, 2, name);
             int rc = s < 0 ? -1 : sym_wrap(t, a, s, out);
@@ -269,16 +241,9 @@ int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
                 /* an lru_cache'd function on the class: a method called through the cache
                  * (ops_table.c lru_cached_call), reached through the class */
                 int s = sym_source(t, DH_S_ATTR, o->src, 1, name);
-                var *self = sym_alloc(t, 1);
-                if (s < 0 || self == NULL || sym_guard_id(t, s, descr) < 0)
+                if (s < 0 || sym_guard_id(t, s, descr) < 0)
                     return -1;
-                self[0] = *o;
-                memset(out, 0, sizeof *out);
-                out->kind = V_METHOD;
-                out->src = s;
-                out->obj = descr;
-                out->items = self;
-                return 0;
+                return sym_method(t, o, descr, s, out);
             }
             if (Py_TYPE(descr)->tp_descr_set != NULL)
                 return sym_fail(t, "property/descriptor %U on %s not supported", name,
@@ -286,16 +251,9 @@ int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
             if (PyFunction_Check(descr) && !dh_module_has_attr(o->obj, name)) {
                 /* a method: inlined when called, its function reached through the class */
                 int s = sym_source(t, DH_S_ATTR, o->src, 1, name);
-                var *self = sym_alloc(t, 1);
-                if (s < 0 || self == NULL)
+                if (s < 0)
                     return -1;
-                self[0] = *o;
-                memset(out, 0, sizeof *out);
-                out->kind = V_METHOD;
-                out->src = s;
-                out->obj = descr;
-                out->items = self;
-                return 0;
+                return sym_method(t, o, descr, s, out);
             }
         }
         PyObject *a = dh_module_getattr(o->obj, name);
@@ -352,14 +310,7 @@ int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
                                       !strcmp(n, "update") || !strcmp(n, "difference_update") ||
                                       !strcmp(n, "intersection_update") ||
                                       !strcmp(n, "symmetric_difference_update"))) {
-            var *self = sym_alloc(t, 1); /* a set made in the trace: sym_set_method */
-            if (self == NULL)
-                return -1;
-            self[0] = *o;
-            *out = sym_var(V_METHOD);
-            out->obj = name;
-            out->items = self;
-            return 0;
+            return sym_method(t, o, name, -1, out); /* a set made in the trace: sym_set_method */
         }
         if ((PyUnicode_CheckExact(o->obj) || PyTuple_CheckExact(o->obj) || PyAnySet_CheckExact(o->obj)) &&
             n[0] != '_') {
@@ -422,30 +373,17 @@ int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
             Py_DECREF(a);
             if (!ok)
                 return sym_fail(t, "super().%U is not a Python method", name);
-            var *self = sym_alloc(t, 1);
-            if (self == NULL)
-                return -1;
-            self[0] = o->items[0];
-            *out = sym_var(V_METHOD);
-            out->obj = name;
-            out->items = self;
-            return 0;
+            return sym_method(t, &o->items[0], name, -1, out);
         }
         if (PyMethod_Check(a) && PyFunction_Check(PyMethod_GET_FUNCTION(a))) {
             PyObject *fn = sym_keep(t, Py_NewRef(PyMethod_GET_FUNCTION(a)));
             Py_DECREF(a);
-            var *self = sym_alloc(t, 1);
             /* the function as it is now (a source: its globals, in another module, are
              * read through it) */
             int s = fn ? sym_source(t, DH_S_CONST, -1, 0, fn) : -1;
-            if (fn == NULL || self == NULL || s < 0)
+            if (fn == NULL || s < 0)
                 return -1;
-            self[0] = o->items[0];
-            *out = sym_var(V_METHOD);
-            out->src = s;
-            out->obj = fn;
-            out->items = self;
-            return 0;
+            return sym_method(t, &o->items[0], fn, s, out);
         }
         Py_DECREF(a);
         return sym_fail(t, "super().%U is not a Python method", name);
@@ -456,14 +394,7 @@ int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
             strcmp(n, "pop") && strcmp(n, "setdefault") && strcmp(n, "copy") && strcmp(n, "update") &&
             strcmp(n, "__contains__"))
             return sym_fail(t, "dict.%U not supported", name);
-        var *self = sym_alloc(t, 1);
-        if (self == NULL)
-            return -1;
-        self[0] = *o;
-        *out = sym_var(V_METHOD);
-        out->obj = name;
-        out->items = self;
-        return 0;
+        return sym_method(t, o, name, -1, out);
     }
     case V_REC:
         return sym_record_attr(t, o, name, out);

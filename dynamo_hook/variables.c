@@ -71,6 +71,20 @@ var *sym_alloc(trace *t, int n) {
     return p;
 }
 
+/* A bound method: obj is its function or its name (str, for methods the trace models), src its
+ * source or -1, items[0] a copy of self. */
+int sym_method(trace *t, const var *self, PyObject *obj, int src, var *out) {
+    var *s = sym_alloc(t, 1);
+    if (s == NULL)
+        return -1;
+    s[0] = *self;
+    *out = sym_var(V_METHOD);
+    out->obj = obj;
+    out->src = src;
+    out->items = s;
+    return 0;
+}
+
 /* two source names (str, or a dict item's key of any simple constant type) equal */
 static int same_name(PyObject *a, PyObject *b) {
     if (a == b)
