@@ -41,12 +41,8 @@ def torch_compile_available():
         return False
 
 
-# TORCHC_ variables read outside the settings table (ic_config.h): the disk cache, host stats,
-# ptxas, the PTX probe, skipped modules, the pool's spin, logging (inductor_c, csrc, dynamo_hook,
-# torchc/)
-_ENV_OUTSIDE_TABLE = {"TORCHC_CACHE_DIR", "TORCHC_CACHE_MAX_MB", "TORCHC_DISK_CACHE", "TORCHC_DEBUG_DYN",
-                      "TORCHC_HOST_STATS", "TORCHC_PTXAS", "TORCHC_PTX_PROBE", "TORCHC_SKIP_MODULES",
-                      "TORCHC_SPIN", "TORCHC_LOGS"}
+# TORCHC_ variables read outside the settings table (ic_config.h): logging (torchc/)
+_ENV_OUTSIDE_TABLE = {"TORCHC_LOGS"}
 
 
 def ab_pairs(setting):

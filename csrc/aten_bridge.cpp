@@ -70,7 +70,7 @@ bool conv_cudnn_out(const at::Tensor &x, const at::Tensor &w, const c10::optiona
                     const int64_t *p, int64_t nd, at::Tensor &out) {
     const bool off = !ic_config_int(IC_CFG_conv_out);
     static const bool dbg = [] {
-        char e[64];
+        char e[IC_CFG_STR_MAX];
         ic_config_str(IC_CFG_debug, e); /* torchc.config.debug, read once */
         return strstr(e, "conv") != nullptr;
     }();
@@ -115,7 +115,7 @@ bool conv_cudnn_out(const at::Tensor &x, const at::Tensor &w, const c10::optiona
  * 2.334 -> 2.264 ms, GPT-2 2.762 -> 2.587 ms (both 4e8 multiply-adds an attention), ViT-B/16
  * 3.322 -> 3.414 ms (9.5e8: its cuDNN kernel is the faster one; stays with the dispatcher). */
 bool sdpa_flash_ok(const at::Tensor *in) {
-    char e[64];
+    char e[IC_CFG_STR_MAX];
     ic_config_str(IC_CFG_sdpa, e); /* torchc.config.sdpa: auto, flash or aten */
     const bool always = !strcmp(e, "flash");
     if (!strcmp(e, "aten")) return false;

@@ -47,7 +47,7 @@ PyObject *tc_config_get(PyObject *m, PyObject *name) {
     if (id < 0)
         return NULL;
     const ic_config_entry *e = ic_config_entry_at(id);
-    char v[64];
+    char v[IC_CFG_STR_MAX];
     int src = ic_config_value(id, v, sizeof v);
     PyObject *val;
     if (e->type[0] == 'B')

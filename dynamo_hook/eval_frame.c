@@ -608,8 +608,7 @@ static PyObject *dh_eval_frame(PyThreadState *ts, _PyInterpreterFrame *f, int th
     PyCodeObject *code = f->f_code;
     stats.frames++;
     if (host_stats < 0) {
-        const char *hs = getenv("TORCHC_HOST_STATS");
-        host_stats = hs && strcmp(hs, "1") == 0;
+        host_stats = ic_config_int(IC_CFG_host_stats) != 0; /* torchc.config.host_stats */
     }
     dh_tl_t0 = now_ns();
     PyObject *redir = dh_n_redirects ? dh_frame_redirect(code) : NULL;

@@ -100,7 +100,7 @@ static int conv_tuned(trace *t, const ic_meta *xm, const ic_meta *wm, const int6
  * optimization), or under mode="max-autotune" whichever layout ATen's conv ran faster in. */
 static int conv_channels_last(trace *t, const ic_meta *xm, const ic_meta *wm, const int64_t *prm,
                               int nd, int bias) {
-    char env[64];
+    char env[IC_CFG_STR_MAX];
     ic_config_str(IC_CFG_conv_layout, env); /* torchc.config.conv_layout */
     if (strcmp(env, "nhwc") == 0)
         return 1;

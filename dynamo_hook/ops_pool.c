@@ -32,7 +32,7 @@ static int pool_nd(trace *t, ic_val x, int nd, const int64_t *k, const int64_t *
  * depthwise convs as 49-tap sums took 87 ms a call and 19 s to compile (one run).
  * Returns 1 with *res set, 0 when not applicable, -1 on a failed build. */
 int sym_dw_conv(trace *t, int nd, const int64_t *prm, const ic_val *v, int n, ic_val *res) {
-    char env[64];
+    char env[IC_CFG_STR_MAX];
     ic_config_str(IC_CFG_dwconv, env); /* torchc.config.dwconv */
     int force = strcmp(env, "1") == 0;
     if (strcmp(env, "0") == 0 || (!force && t->device_type != TC_DEV_CUDA) || nd > 2)

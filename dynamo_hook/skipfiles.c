@@ -27,13 +27,14 @@ static const char *const builtin_skip[] = {
     "humanfriendly", "loguru", "wrapt", "decorator", "typeguard", "beartype", "jaxtyping",
     NULL};
 
-static char **extra_skip; /* TORCHC_SKIP_MODULES, parsed once */
+static char **extra_skip; /* torchc.config.skip_modules, parsed once */
 static int n_extra = -1;
 
 static void load_extra(void) {
     n_extra = 0;
-    const char *env = getenv("TORCHC_SKIP_MODULES");
-    if (env == NULL || *env == 0)
+    char env[IC_CFG_STR_MAX];
+    ic_config_str(IC_CFG_skip_modules, env);
+    if (*env == 0)
         return;
     int cap = 1;
     for (const char *p = env; *p; p++)

@@ -589,7 +589,7 @@ static dh_entry *trace_once(PyCodeObject *code, PyObject *const *localsplus, PyO
                 int ok = !t->failed && !PyErr_Occurred() && rr == 0 && t->nsym > 0 && nout > 0 &&
                          t->device_type != TC_DEV_CUDA && !sym_trace_trains(t);
                 char *mine = ok ? sym_dyn_signature(t) : NULL;
-                if (dyn == 1 && !ok && getenv("TORCHC_DEBUG_DYN"))
+                if (dyn == 1 && !ok && ic_config_int(IC_CFG_debug_dyn))
                     fprintf(stderr, "torchc dyn: not dynamic: %s %s\n",
                             rr == 1 ? "graph break:" : t->failed ? "" : "no symbols/outputs or cuda", t->reason);
                 if (dyn == 1) {
@@ -597,7 +597,7 @@ static dh_entry *trace_once(PyCodeObject *code, PyObject *const *localsplus, PyO
                     goto error;
                 }
                 ok = mine != NULL && expect != NULL && strcmp(mine, expect) == 0;
-                if (!ok && getenv("TORCHC_DEBUG_DYN"))
+                if (!ok && ic_config_int(IC_CFG_debug_dyn))
                     fprintf(stderr, "torchc dyn: rejected (%s)\n--- real\n%s\n--- fake\n%s\n",
                             t->failed ? t->reason : "signature differs", mine ? mine : "-",
                             expect ? expect : "-");
@@ -641,7 +641,7 @@ static dh_entry *trace_once(PyCodeObject *code, PyObject *const *localsplus, PyO
                     if (compiled == NULL && t->g == NULL)
                         goto error; /* interrupted: the graph went with the compile */
                 }
-                if (compiled == NULL && dyn && getenv("TORCHC_DEBUG_DYN"))
+                if (compiled == NULL && dyn && ic_config_int(IC_CFG_debug_dyn))
                     fprintf(stderr, "torchc dyn: compile rejected: %s\n", err.msg);
                 if (compiled == NULL && backend_fn == NULL && dyn) {
                     *reject = 1; /* the compiler can't do these symbols: specialize */
@@ -649,11 +649,12 @@ static dh_entry *trace_once(PyCodeObject *code, PyObject *const *localsplus, PyO
                 }
                 if (compiled == NULL && backend_fn == NULL && !t->failed)
                     sym_fail(t, "compile failed: %s", err.msg);
-                if (compiled != NULL && opt.device == IC_CPU && getenv("TORCHC_PTX_PROBE")) {
+                char dir[IC_CFG_STR_MAX]; /* torchc.config.ptx_probe: a directory gets the PTX too */
+                ic_config_str(IC_CFG_ptx_probe, dir);
+                if (compiled != NULL && opt.device == IC_CPU && dir[0]) {
                     /* GPU codegen coverage without a GPU: the CPU graph through the PTX path */
                     ic_err e2 = {0};
                     char *ptx = ic_graph_to_ptx(t->g, 90, &e2);
-                    const char *dir = getenv("TORCHC_PTX_PROBE"); /* a directory: the PTX goes there too */
                     static int nprobe;
                     if (ptx && dir[0] == '/') {
                         char path[1024];

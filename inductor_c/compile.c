@@ -46,7 +46,7 @@
 IC_API const char *ic_version(void) { return "torchc-inductor 0.1 (LLVM 16, cpu)"; }
 
 IC_API unsigned ic_debug_flags(void) {
-    char buf[64];
+    char buf[IC_CFG_STR_MAX];
     ic_config_str(IC_CFG_debug, buf);
     const char *s = buf;
     unsigned f = 0;

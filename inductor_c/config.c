@@ -29,7 +29,7 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static struct {
     int set;
-    char val[64];
+    char val[IC_CFG_STR_MAX];
 } over[IC_CFG_COUNT];
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 
@@ -57,7 +57,7 @@ IC_API int ic_config_find(const char *name) {
 }
 
 /* text -> value of row r: 0 ok (*iv or sv set), -1 with a message */
-static int parse(int r, const char *text, long long *iv, char sv[64], char *err, size_t n) {
+static int parse(int r, const char *text, long long *iv, char sv[IC_CFG_STR_MAX], char *err, size_t n) {
     const struct row *R = &rows[r];
     if (R->t == T_BOOL) {
         static const char *on[] = {"1", "true", "on", "yes"}, *off[] = {"0", "false", "off", "no"};
@@ -85,8 +85,8 @@ static int parse(int r, const char *text, long long *iv, char sv[64], char *err,
         return *iv = v, 0;
     }
     size_t len = strlen(text);
-    if (len >= 64) {
-        if (err) snprintf(err, n, "torchc.config.%s: a value of at most 63 bytes", R->name);
+    if (len >= IC_CFG_STR_MAX) {
+        if (err) snprintf(err, n, "torchc.config.%s: a value of at most %d bytes", R->name, IC_CFG_STR_MAX - 1);
         return -1;
     }
     if (R->choices[0] || strchr(R->choices, '|')) { /* "" allowed only where the choices list it */
@@ -115,7 +115,7 @@ IC_API int ic_config_set(int id, const char *text, char *err, size_t n) {
     }
     if (text) {
         long long iv;
-        char sv[64];
+        char sv[IC_CFG_STR_MAX];
         if (parse(id, text, &iv, sv, err, n) < 0) return -1;
     }
     pthread_mutex_lock(&mu);
@@ -126,9 +126,9 @@ IC_API int ic_config_set(int id, const char *text, char *err, size_t n) {
 }
 
 /* the value of row r in effect: *iv / sv; returns the source (0 default, 1 env, 2 set) */
-static int effective(int r, long long *iv, char sv[64]) {
+static int effective(int r, long long *iv, char sv[IC_CFG_STR_MAX]) {
     pthread_once(&once, init);
-    char buf[64];
+    char buf[IC_CFG_STR_MAX];
     int src = 0;
     pthread_mutex_lock(&mu);
     if (over[r].set) {
@@ -150,7 +150,7 @@ static int effective(int r, long long *iv, char sv[64]) {
 IC_API int ic_config_value(int id, char *out, size_t n) {
     if (id < 0 || id >= IC_CFG_COUNT) return -1;
     long long iv = 0;
-    char sv[64] = "";
+    char sv[IC_CFG_STR_MAX] = "";
     int src = effective(id, &iv, sv);
     if (rows[id].t == T_STR) snprintf(out, n, "%s", sv);
     else snprintf(out, n, "%lld", iv);
@@ -159,12 +159,12 @@ IC_API int ic_config_value(int id, char *out, size_t n) {
 
 IC_API long long ic_config_int(int id) {
     long long iv = 0;
-    char sv[64];
+    char sv[IC_CFG_STR_MAX];
     if (id >= 0 && id < IC_CFG_COUNT) effective(id, &iv, sv);
     return iv;
 }
 
-IC_API void ic_config_str(int id, char out[64]) {
+IC_API void ic_config_str(int id, char out[IC_CFG_STR_MAX]) {
     long long iv;
     out[0] = 0;
     if (id >= 0 && id < IC_CFG_COUNT) effective(id, &iv, out);
@@ -201,7 +201,7 @@ IC_API char *ic_config_changed(void) {
     ic_str s = {0};
     ic_str_printf(&s, "%s", "");
     for (int i = 0; i < IC_CFG_COUNT; i++) {
-        char v[64];
+        char v[IC_CFG_STR_MAX];
         int src = ic_config_value(i, v, sizeof v);
         if (src > 0) ic_str_printf(&s, "%s=%s (%s)\n", rows[i].name, v, src == 2 ? "set" : envnames[i]);
     }

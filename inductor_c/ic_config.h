@@ -2,7 +2,7 @@
  *
  * Each row: X(name, type, default, codegen, choices, doc)
  *   type     BOOL (0/1, also false/true, off/on, no/yes), INT (0..65536 unless choices give a
- *            range "lo..hi") or STR (< 64 bytes)
+ *            range "lo..hi") or STR (< IC_CFG_STR_MAX bytes: paths and lists fit)
  *   default  as text, parsed like any other value
  *   codegen  1 when the value changes generated code or launch plans: the whole set of these is
  *            hashed into both cache keys (CPU: the in-memory and the code key; GPU: the disk key),
@@ -26,6 +26,8 @@
 #define IC_CONFIG_H
 
 #include <stddef.h>
+
+#define IC_CFG_STR_MAX 512 /* a STR value's room, its NUL included */
 
 #ifdef __cplusplus
 extern "C" {
@@ -63,7 +65,16 @@ extern "C" {
     X(max_trace_steps, INT, "200000", 0, "1..1073741824", "bytecode instructions one trace interprets, inlined calls and unrolled loops included (more: the trace fails, with this reason)") \
     X(recompile_limit, INT, "0", 0, "0..1048576", "graphs per code object before it runs eagerly (0: torch._dynamo.config.recompile_limit, 8 without it)") \
     X(num_threads, INT, "0", 0, "0..256", "CPU kernel threads (0: torch.get_num_threads() at each compiled call)")    \
-    X(automatic_dynamic_shapes, INT, "-1", 0, "-1..1", "a dim that changes becomes dynamic (-1: torch._dynamo.config.automatic_dynamic_shapes)")
+    X(automatic_dynamic_shapes, INT, "-1", 0, "-1..1", "a dim that changes becomes dynamic (-1: torch._dynamo.config.automatic_dynamic_shapes)") \
+    X(disk_cache, BOOL, "1", 0, "", "the on-disk code cache (cache=0 turns it off too)")                              \
+    X(cache_dir, STR, "", 0, "", "the on-disk cache's folder (\"\": $XDG_CACHE_HOME/torchc, else ~/.cache/torchc)")   \
+    X(cache_max_mb, STR, "", 0, "", "the on-disk cache's cap in MiB, a positive number (\"\" or not one: 1024; 2^44 or inf: no cap)") \
+    X(ptxas, STR, "", 0, "", "the ptxas that turns PTX into cubins for the disk cache (\"\": CUDA's, found at runtime; 0: none)") \
+    X(spin, INT, "2000", 0, "0..1073741824", "pause instructions an idle CPU worker spins before it sleeps (read at its first use)") \
+    X(host_stats, BOOL, "0", 0, "", "time the host-side steps of compiled calls (frame hook, launches) for torchc.stats()") \
+    X(debug_dyn, BOOL, "0", 0, "", "dumps on stderr why a graph did not compile with dynamic sizes (developers)") \
+    X(ptx_probe, STR, "", 0, "", "compile CPU graphs for the GPU too and keep the PTX in this folder (developers' PTX checks)") \
+    X(skip_modules, STR, "", 0, "", "more top-level modules whose frames the hook never traces, comma-separated (read at the first frame)")
 
 typedef enum ic_config_id {
 #define IC_CFG_ID(name, type, dflt, cg, choices, doc) IC_CFG_##name,
@@ -74,7 +85,7 @@ typedef enum ic_config_id {
 
 #define IC_CFG_FIELD_BOOL(name) int name;
 #define IC_CFG_FIELD_INT(name) long long name;
-#define IC_CFG_FIELD_STR(name) char name[64];
+#define IC_CFG_FIELD_STR(name) char name[IC_CFG_STR_MAX];
 /* All settings, read once per compilation (ic_ctx.cfg). */
 typedef struct ic_config {
 #define IC_CFG_FIELD(name, type, dflt, cg, choices, doc) IC_CFG_FIELD_##type(name)
@@ -98,7 +109,7 @@ int ic_config_set(int id, const char *text, char *err, size_t n);
 int ic_config_value(int id, char *out, size_t n);
 void ic_config_read(ic_config *out);      /* every setting (a compilation's ic_ctx.cfg) */
 long long ic_config_int(int id);          /* one BOOL/INT setting in effect now */
-void ic_config_str(int id, char out[64]); /* one STR setting in effect now */
+void ic_config_str(int id, char out[IC_CFG_STR_MAX]); /* one STR setting in effect now */
 /* "|name=value" of every codegen setting of cfg, appended to a cache key; malloc'd or NULL */
 char *ic_config_key(const ic_config *cfg);
 /* ic_config_read, changed: each line "name=value (env|set)" of the settings not at their

@@ -222,3 +222,24 @@ def test_garbage_and_concurrent_writers(tmp_path):
     assert outs[0]["out"] == outs[1]["out"]
     warm = run_child({"TORCHC_CACHE_DIR": str(d)})
     assert warm["disk_loaded"] == 4 and warm["out"] == outs[0]["out"], warm
+
+
+def test_folder_and_switch_from_torchc_config(tmp_path):
+    """cache_dir and disk_cache are rows of torchc.config (ic_config.h): set from Python they win
+    over TORCHC_CACHE_DIR, and disk_cache=False writes nothing."""
+    env_dir, py_dir = tmp_path / "env", tmp_path / "py"
+    pre = f"torchc.config.cache_dir = {str(py_dir)!r}\n"
+    child = CHILD.replace("torch.manual_seed(0)\n", "torch.manual_seed(0)\n" + pre, 1)
+    env = dict(os.environ, TORCHC_CACHE_DIR=str(env_dir), PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    for k in ("TORCHC_DEBUG", "TORCHC_CACHE", "TORCHC_DISK_CACHE"):
+        env.pop(k, None)
+    p = subprocess.run([sys.executable, "-c", child], env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    r = json.loads([ln for ln in p.stdout.splitlines() if ln.startswith("RESULT")][-1][len("RESULT"):])
+    assert r["disk_writes"] == 4 and len(entries(py_dir)) == 4 and entries(env_dir) == []
+    off = child.replace(pre, pre + "torchc.config.disk_cache = False\n")
+    p = subprocess.run([sys.executable, "-c", off], env=dict(env, TORCHC_CACHE_DIR=str(tmp_path / "off")),
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    r = json.loads([ln for ln in p.stdout.splitlines() if ln.startswith("RESULT")][-1][len("RESULT"):])
+    assert r["disk_writes"] == 0 and r["compiles"] >= 4

@@ -395,8 +395,9 @@ void ic_cuda_set_ptxas(const char *path) {
 }
 
 static char *ptxas_get(void) { /* malloc'd path or NULL */
-    const char *e = getenv("TORCHC_PTXAS");
-    if (e && *e) return strcmp(e, "0") ? strdup(e) : NULL;
+    char e[IC_CFG_STR_MAX];
+    ic_config_str(IC_CFG_ptxas, e); /* torchc.config.ptxas */
+    if (*e) return strcmp(e, "0") ? strdup(e) : NULL;
     pthread_mutex_lock(&px_mu);
     char *p = px_path ? strdup(px_path) : NULL;
     pthread_mutex_unlock(&px_mu);
@@ -688,8 +689,7 @@ static int hs_on = -1;
 
 static unsigned long long hs_now(void) {
     if (hs_on < 0) {
-        const char *e = getenv("TORCHC_HOST_STATS");
-        hs_on = e && *e && strcmp(e, "0") != 0;
+        hs_on = ic_config_int(IC_CFG_host_stats) != 0;
     }
     if (!hs_on) return 0;
     struct timespec ts;
@@ -865,7 +865,7 @@ void ic_gemm_choice_stats(unsigned long long *n) {
 /* config gemm_choice: "" or measure (default) | static (the rule, no timing) | extern | template:
  * what a GEMM choice group runs (the last three for tests and A/B runs). */
 static int choice_mode(void) {
-    char e[64];
+    char e[IC_CFG_STR_MAX];
     ic_config_str(IC_CFG_gemm_choice, e);
     if (!*e || !strcmp(e, "measure")) return 0;
     if (!strcmp(e, "extern")) return IC_CHOICE_EXT;

@@ -17,6 +17,7 @@
 
 #include <dlfcn.h>
 
+#include "../ic_config.h"
 #include "../ic_diskcache.h"
 
 #define DC_MAGIC 0x43444354u /* "TCDC" little-endian */
@@ -114,17 +115,15 @@ void ic_dkey_build_id(ic_dkey *k) {
 void ic_dkey_hex(ic_dkey k, char out[33]) { snprintf(out, 33, "%016llx%016llx", (unsigned long long)k.hi, (unsigned long long)k.lo); }
 
 /* ---- configuration ----------------------------------------------------------------------- */
-bool ic_diskcache_enabled(void) {
-    const char *e = getenv("TORCHC_CACHE");
-    if (e && strcmp(e, "0") == 0) return false;
-    e = getenv("TORCHC_DISK_CACHE");
-    return !(e && strcmp(e, "0") == 0);
-}
+/* torchc.config (ic_config.h): cache, disk_cache, cache_dir, cache_max_mb */
+bool ic_diskcache_enabled(void) { return ic_config_int(IC_CFG_cache) && ic_config_int(IC_CFG_disk_cache); }
 
 static int base_dir(char *out, size_t n) {
-    const char *d = getenv("TORCHC_CACHE_DIR");
+    char dir[IC_CFG_STR_MAX];
+    ic_config_str(IC_CFG_cache_dir, dir);
+    const char *d;
     int r;
-    if (d && *d) r = snprintf(out, n, "%s", d);
+    if (dir[0]) r = snprintf(out, n, "%s", dir);
     else if ((d = getenv("XDG_CACHE_HOME")) && *d) r = snprintf(out, n, "%s/torchc", d);
     else if ((d = getenv("HOME")) && *d) r = snprintf(out, n, "%s/.cache/torchc", d);
     else return -1;
@@ -145,13 +144,14 @@ static bool valid_ns(const char *ns) {
     return i > 0;
 }
 
-/* TORCHC_CACHE_MAX_MB: a positive number of MiB; beyond 2^44 MiB (or inf) no cap; anything
- * else (0, negative, NaN, garbage) the default 1024. */
+/* cache_max_mb: a positive number of MiB; beyond 2^44 MiB (or inf) no cap; anything else (0,
+ * negative, NaN, garbage) the default 1024. */
 static uint64_t cap_bytes(void) {
-    const char *e = getenv("TORCHC_CACHE_MAX_MB");
+    char e[IC_CFG_STR_MAX];
+    ic_config_str(IC_CFG_cache_max_mb, e);
     char *end = NULL;
-    double mb = e && *e ? strtod(e, &end) : 1024.0;
-    if (e && *e && (end == e || *end)) mb = 1024.0;
+    double mb = *e ? strtod(e, &end) : 1024.0;
+    if (*e && (end == e || *end)) mb = 1024.0;
     if (!(mb > 0)) mb = 1024.0;
     if (mb >= 17592186044416.0) return UINT64_MAX; /* 2^44 MiB = 2^64 bytes */
     double b = mb * 1048576.0;

@@ -31,14 +31,12 @@ static int job_parts;
 
 /* Busy-wait budget of an idle worker before it sleeps (pause instructions, ~40 ns each).
  * Short on purpose: a spinning worker steals a core from eager ops (OpenMP) that run
- * between compiled graphs. TORCHC_SPIN overrides it. */
+ * between compiled graphs. torchc.config.spin (ic_config.h) sets it, read once. */
 static int spin_iters(void) {
     static atomic_int v = -1;
     int x = atomic_load_explicit(&v, memory_order_relaxed);
     if (x < 0) {
-        const char *s = getenv("TORCHC_SPIN");
-        x = s ? atoi(s) : 2000;
-        if (x < 0) x = 0;
+        x = (int)ic_config_int(IC_CFG_spin);
         atomic_store_explicit(&v, x, memory_order_relaxed);
     }
     return x;
