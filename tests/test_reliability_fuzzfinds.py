@@ -181,3 +181,61 @@ def test_logsumexp_with_dim_is_compiled():
     for g, w in zip(got, want):
         torch.testing.assert_close(g, w)
     assert torchc.explain(f)(x).graph_break_count == 0
+
+
+def test_zero_d_integer_tensor_index_is_a_view():
+    """fuzz seed 12884783 programs 56 and 356: v[torch.tensor(2)] is v[2] to eager (select, a
+    view: writes through it reach v); compiled gave a copy"""
+    def f(v):
+        w = v[torch.tensor(2)]
+        w.add_(10)
+        u = v[torch.tensor(-1, dtype=torch.int32), torch.tensor(1)]
+        u.mul_(-1)
+        return w, u, v[1, torch.tensor(-2)]
+    cfn, ins = _check(f, lambda: torch.arange(12.0).reshape(4, 3))
+    ex = torchc.explain(f)(torch.arange(12.0).reshape(4, 3))
+    assert ex.graph_count == 1 and ex.graph_break_count == 0
+
+
+@pytest.mark.no_compile
+def test_zero_d_tensor_index_at_run_time_or_out_of_range_is_eager():
+    """a 0-d index whose value the trace does not know (an input) is a view at a runtime
+    position: left to eager; out of range raises IndexError as in eager"""
+    def f(v, i):
+        s = v * 2
+        w = v[i]
+        w.add_(10)
+        return w, s + 1
+
+    def g(v):
+        return v[torch.tensor(7)]
+
+    def h(v):
+        return v[torch.tensor(True)], v[torch.tensor(False)], v * 2
+    _check(f, lambda: torch.arange(12.0).reshape(4, 3), lambda: torch.tensor(-2))
+    _check(h, lambda: torch.arange(12.0).reshape(4, 3))
+    with pytest.raises(IndexError):
+        torchc.compile(g)(torch.arange(12.0).reshape(4, 3))
+    ex = torchc.explain(f)(torch.arange(12.0).reshape(4, 3), torch.tensor(1))
+    assert any("0-d integer tensor index at a runtime value" in r for r in ex.break_reasons)
+
+
+def test_contiguous_of_an_indexing_view_is_the_view():
+    """fuzz seed 12884783 program 356: x0[2].contiguous() is x0[2] itself in eager (already
+    contiguous); compiled made a copy (the strides of an indexing view were unknown), so a
+    zero_() through it did not reach x0"""
+    def f(x0):
+        v3 = x0[-2][2]
+        v4 = v3.contiguous()
+        w7 = v4.unsqueeze(0)
+        w7.zero_()
+        return x0[1:, None, 1].contiguous(), v4
+
+    def g(x0):
+        v3 = x0[1]
+        return v3.contiguous() is v3, x0[:, 1].contiguous() is x0[:, 1]
+    _check(f, lambda: torch.arange(48).reshape(3, 4, 4))
+    ex = torchc.explain(f)(torch.arange(48).reshape(3, 4, 4))
+    assert ex.graph_count == 1 and ex.graph_break_count == 0
+    x = torch.arange(48).reshape(3, 4, 4)
+    assert torchc.compile(g)(x) == g(x)
