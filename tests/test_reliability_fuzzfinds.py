@@ -239,3 +239,16 @@ def test_contiguous_of_an_indexing_view_is_the_view():
     assert ex.graph_count == 1 and ex.graph_break_count == 0
     x = torch.arange(48).reshape(3, 4, 4)
     assert torchc.compile(g)(x) == g(x)
+
+
+def test_views_of_a_zero_d_tensor_index_of_an_expanded_input_keep_its_strides():
+    """fuzz seed 11622248 program 62: x0[torch.tensor(1)] of an expanded input was a copy, so
+    the views made of it had contiguous strides (3, 1, 1, 1) where eager's are (0, 0, 1, 1)"""
+    def f(x0):
+        v3 = x0[torch.tensor(1)]
+        v4 = v3.unflatten(-1, (1, -1))
+        v5 = v4[..., None]
+        return v5.unflatten(-1, (1, -1)), v5[None], v5.reshape(3, -1), v4 * 2
+    _check(f, lambda: torch.arange(4.0).reshape(4, 1).expand(4, 3))
+    ex = torchc.explain(f)(torch.arange(4.0).reshape(4, 1).expand(4, 3))
+    assert ex.graph_count == 1 and ex.graph_break_count == 0
