@@ -252,3 +252,34 @@ def test_views_of_a_zero_d_tensor_index_of_an_expanded_input_keep_its_strides():
     _check(f, lambda: torch.arange(4.0).reshape(4, 1).expand(4, 3))
     ex = torchc.explain(f)(torch.arange(4.0).reshape(4, 1).expand(4, 3))
     assert ex.graph_count == 1 and ex.graph_break_count == 0
+
+
+@pytest.mark.parametrize("call", [lambda v: v.prod((0, -1)), lambda v: v.prod(dim=(0,)),
+                                  lambda v: torch.prod(v, [1]), lambda v: v.prod(()),
+                                  lambda v: v.prod(None), lambda v: v.sum(True),
+                                  lambda v: v.amax((True, 0)), lambda v: v.mean(keepdim=True),
+                                  lambda v: v.prod(keepdim=True)])
+def test_reduction_dims_eager_refuses_raise(call):
+    """fuzz seeds 186264/358 and 4214808/193: x.prod((0, -1)) raised TypeError in eager (prod
+    takes one int dim) and returned a value compiled; likewise a bool dim, keepdim alone"""
+    def f(x):
+        y = x * 2
+        call(y)
+        return y
+    x = torch.arange(6.0).reshape(2, 3)
+    with pytest.raises(TypeError):
+        f(x)
+    with pytest.raises(TypeError):
+        torchc.compile(f)(x)
+
+
+def test_reduction_dims_eager_accepts_compile():
+    def f(x):
+        return (x.prod(1, keepdim=True), x.prod(), torch.prod(x, -1, dtype=torch.float64),
+                x.sum((0, True)), x.amax(keepdim=True), x.sum(dim=None, keepdim=True))
+    x = torch.arange(6.0).reshape(2, 3) - 2
+    want, got = f(x), torchc.compile(f)(x)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype and torch.equal(g, w)
+    ex = torchc.explain(f)(x)
+    assert ex.graph_count == 1 and ex.graph_break_count == 0
