@@ -602,6 +602,10 @@ int sym_h_cat(trace *t, const opdef *d, var **p, var *out) {
         if (nonempty > 0 && nonempty < n)
             n = m;
     }
+    if (d->op == 0)
+        for (int i = 0; i < n; i++)
+            if (sym_ndim_of(t, v[i]) == 0)
+                return sym_fail(t, "cat: a zero-dimensional tensor (eager raises)");
     int nd = sym_ndim_of(t, v[0]) + (d->op == 1);
     int dim;
     if (sym_norm_dim(t, dd, nd, &dim) < 0)

@@ -283,3 +283,20 @@ def test_reduction_dims_eager_accepts_compile():
         assert g.dtype == w.dtype and torch.equal(g, w)
     ex = torchc.explain(f)(x)
     assert ex.graph_count == 1 and ex.graph_break_count == 0
+
+
+@pytest.mark.parametrize("call", [lambda s, a: torch.cat([s]), lambda s, a: torch.concat([s, s]),
+                                  lambda s, a: torch.cat([a, s.reshape(1), s])])
+def test_cat_of_a_zero_dim_tensor_raises(call):
+    """fuzz seed 4214808 program 78: torch.cat([0-d tensor]) in a try gave 'ok' (eager:
+    RuntimeError, zero-dimensional tensor cannot be concatenated)"""
+    def f(s, a):
+        y = a * 2
+        try:
+            call(s * 1, y)
+            e = 'ok'
+        except Exception as err:
+            e = type(err).__name__
+        return y + 1, e
+    args = (torch.tensor(2.0), torch.arange(3.0))
+    assert torchc.compile(f)(*args)[1] == f(*args)[1] == "RuntimeError"
