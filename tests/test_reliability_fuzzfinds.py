@@ -300,3 +300,70 @@ def test_cat_of_a_zero_dim_tensor_raises(call):
         return y + 1, e
     args = (torch.tensor(2.0), torch.arange(3.0))
     assert torchc.compile(f)(*args)[1] == f(*args)[1] == "RuntimeError"
+
+
+def test_out_of_range_index_of_an_unsqueezed_view_raises():
+    """fuzz seed 186264 program 26: w2[torch.tensor([1, 0])] with w2 of size 1 in dim 0
+    (after unsqueeze_) must raise IndexError as in eager"""
+    def f(x):
+        y = x + 1
+        w = y[:, 1:]
+        w.unsqueeze_(0)
+        return w[torch.tensor([1, 0])] * 2
+    x = torch.arange(6.0).reshape(2, 3)
+    with pytest.raises(IndexError):
+        f(x.clone())
+    with pytest.raises(IndexError):
+        torchc.compile(f)(x.clone())
+
+
+_STORES = {
+    "setitem": lambda w, s: w.__setitem__(Ellipsis, s),
+    "setitem_row": lambda w, s: w.__setitem__(0, s),
+    "setitem_mask": lambda w, s: w.__setitem__(w > 0, s),
+    "fill_": lambda w, s: w.fill_(s),
+    "masked_fill": lambda w, s: w.copy_(w.masked_fill(w > 0, s)),
+    "full_like": lambda w, s: w.copy_(torch.full_like(w, s)),
+    "new_full": lambda w, s: w.copy_(w.new_full(w.shape, s)),
+    "clamp": lambda w, s: w.copy_(w.clamp(min=s)),
+    "where": lambda w, s: w.copy_(torch.where(w > 0, w, s)),
+}
+
+
+@pytest.mark.parametrize("store", list(_STORES))
+@pytest.mark.parametrize("dt,s", [(torch.uint8, -0.25), (torch.uint8, 256), (torch.int8, -129),
+                                  (torch.int32, 1e10), (torch.int32, float("nan")),
+                                  (torch.int64, float("inf")), (torch.float16, 70000.0)])
+def test_number_out_of_the_dtype_range_raises(store, dt, s):
+    """fuzz seed 21 program 27: w1[...] = -0.25 on a uint8 tensor raised RuntimeError in eager
+    (value cannot be converted to type uint8_t without overflow) and was stored compiled"""
+    def f(x):
+        y = x * 2
+        w = y[:, 1:]
+        try:
+            _STORES[store](w, s)
+            e = "ok"
+        except RuntimeError:
+            e = "RuntimeError"
+        return y, e
+    x = (torch.arange(6).reshape(2, 3) % 3).to(dt)
+    want = f(x)
+    got = torchc.compile(f)(x)
+    assert got[1] == want[1]
+    if want[1] == "ok":
+        torch.testing.assert_close(got[0], want[0], equal_nan=True)
+
+
+def test_numbers_in_the_dtype_range_are_stored():
+    def f(x):
+        y = x * 2
+        y[0] = -1  # wraps to 255 as in eager
+        y[1, 1:] = 2.5
+        y[y == 4] = 3
+        return y, torch.full_like(y, -0.0), y.clamp(max=255), y.masked_fill(y == 0, 255)
+    x = (torch.arange(6).reshape(2, 3) % 3).to(torch.uint8)
+    want, got = f(x), torchc.compile(f)(x)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype and torch.equal(g, w)
+    ex = torchc.explain(f)(x)
+    assert ex.graph_count == 1 and ex.graph_break_count == 0
