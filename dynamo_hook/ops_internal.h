@@ -66,6 +66,11 @@ int sym_get_sym_shape_args(trace *t, const var *rest, ic_dim *out, int *n);
 int sym_dims_mask(trace *t, const var *dim, int ndim, uint32_t *mask);
 int sym_get_dtype(trace *t, const var *v, int *out);
 
+/* scalar_fits.c: eager's overflow check of a number converted to dtype (1: raises) and a
+ * sym_fail with what when it would (s: a constant number, else not checked) */
+int sym_scalar_overflows(PyObject *obj, int dtype);
+int sym_check_scalar_fits(trace *t, const var *s, int dtype, const char *what);
+
 /* ops_pointwise.c */
 int sym_int_div_check(trace *t, ic_op op, ic_val x, ic_val y, const var *bv);
 PyObject *sym_graph_device(trace *t);

@@ -132,7 +132,13 @@ int sym_h_where(trace *t, const opdef *d, var **p, var *out) {
         return sym_fail(t, "where(condition) (nonzero) not supported");
     if (sym_as_tensor(t, p[0], &c) < 0 || sym_as_tensor(t, p[1], &a) < 0 || sym_as_tensor(t, p[2], &b) < 0)
         return -1;
-    return sym_tensor_out(t, ic_where(t->g, c, a, b), out);
+    ic_val r = ic_where(t->g, c, a, b);
+    int rdt = r >= 0 ? (int)sym_metap(t, r)->dtype : -1;
+    /* a number operand converted to the result dtype (eager's where checks all but half) */
+    if (rdt != IC_F16 && rdt != IC_BF16 &&
+        (sym_check_scalar_fits(t, p[1], rdt, "where") < 0 || sym_check_scalar_fits(t, p[2], rdt, "where") < 0))
+        return -1;
+    return sym_tensor_out(t, r, out);
 }
 
 int sym_h_clamp(trace *t, const opdef *d, var **p, var *out) {
@@ -158,6 +164,9 @@ int sym_h_clamp(trace *t, const opdef *d, var **p, var *out) {
             return -1;
         x = ic_binary(t->g, IC_OP_MINIMUM, x, hi);
     }
+    int rdt = x >= 0 ? (int)sym_metap(t, x)->dtype : -1; /* the bounds convert to it */
+    if (sym_check_scalar_fits(t, mn, rdt, d->name) < 0 || sym_check_scalar_fits(t, mx, rdt, d->name) < 0)
+        return -1;
     if (sym_tensor_out(t, x, out) < 0)
         return -1;
     int scalars = 1; /* clamp(Tensor, Scalar?, Scalar?): one operand in ATen */
@@ -327,6 +336,8 @@ int sym_h_fill(trace *t, const opdef *d, var **p, var *out) {
         return sym_fail(t, "copy_ from a non-tensor");
     else if (sym_inplace_overlap_check(t, p[0], p[1], 1) < 0) /* a view of self: eager decides */
         return -1;
+    else if (sym_check_scalar_fits(t, p[1], m->dtype, d->name) < 0)
+        return -1;
     else if (sym_as_tensor(t, p[1], &v) < 0)
         return -1;
     int64_t sz[IC_MAX_DIMS];
@@ -440,6 +451,8 @@ int sym_h_factory(trace *t, const opdef *d, var **p, var *out) {
         if (dty < 0 && same_device(t, TC_DEV_CPU, 0, d->name) < 0) /* no device: the CPU */
             return -1;
     }
+    if (kind == 2 && sym_check_scalar_fits(t, fv, dt, d->name) < 0)
+        return -1;
     ic_val v = ic_cast(t->g, ic_scalar(t->g, fill, fill_kind), (ic_dtype)dt);
     v = ic_expand(t->g, v, n, sz);
     if (like && v >= 0 && ic_value_set_format(t->g, v, p[0]->val, fmt) < 0) /* empty_like's */
@@ -486,6 +499,8 @@ int sym_h_new_factory(trace *t, const opdef *d, var **p, var *out) {
             return sym_fail(t, "negative size (eager will raise)");
         sz[i] = s64[i];
     }
+    if (kind == 2 && sym_check_scalar_fits(t, p[2], dt, d->name) < 0)
+        return -1;
     ic_val v = ic_cast(t->g, ic_scalar(t->g, fill, fill_kind), (ic_dtype)dt);
     v = ic_expand(t->g, v, n, sz);
     return sym_tensor_out(t, v, out);
@@ -699,6 +714,8 @@ int sym_h_masked_fill(trace *t, const opdef *d, var **p, var *out) {
         return -1;
     ic_meta m_copy = *sym_metap(t, p[0]->val);
     const ic_meta *m = &m_copy; /* a copy: the graph reallocates */
+    if (sym_check_scalar_fits(t, p[2], m->dtype, d->name) < 0)
+        return -1;
     ic_val r = ic_where(G, p[1]->val, ic_cast(G, v, m->dtype), p[0]->val);
     if (r >= 0) /* eager's masked_fill: a contiguous clone of input, filled (an in-place
                  * masked_fill_ keeps the tensor's own strides when written back) */

@@ -8,6 +8,20 @@ int sym_h_reduce(trace *t, const opdef *d, var **p, var *out) {
         return sym_fail(t, "%s of a non-tensor", d->name);
     int nd = sym_ndim_of(t, p[0]->val), keep = 0, dt = -1;
     uint32_t mask;
+    /* eager's argument parser: a bool is no dim (nor a dim list whose first item is one);
+     * prod takes one int dim only; sum/mean/prod have no keepdim without a dim */
+    const var *d1 = p[1];
+    int seq = d1 && ((d1->kind == V_CONST && (PyTuple_Check(d1->obj) || PyList_Check(d1->obj))) ||
+                     d1->kind == V_SEQ);
+    PyObject *first = !d1 ? NULL : d1->kind == V_CONST && seq ? (PySequence_Fast_GET_SIZE(d1->obj) ? PySequence_Fast_GET_ITEM(d1->obj, 0) : NULL)
+                      : d1->kind == V_SEQ ? (d1->n && d1->items[0].kind == V_CONST ? d1->items[0].obj : NULL)
+                      : d1->kind == V_CONST ? d1->obj : NULL;
+    if (first && PyBool_Check(first))
+        return sym_fail(t, "%s: a bool dim (eager raises TypeError)", d->name);
+    if (d->op == IC_OP_PROD && p[1] && (seq || sym_is_none(p[1])))
+        return sym_fail(t, "prod: dim must be one int (eager raises TypeError)");
+    if (d->op != IC_OP_AMAX && d->op != IC_OP_AMIN && p[1] == NULL && p[2] != NULL)
+        return sym_fail(t, "%s: keepdim without dim (eager raises TypeError)", d->name);
     if (sym_dims_mask(t, p[1], nd, &mask) < 0 || sym_get_bool(t, p[2], 0, &keep, "keepdim") < 0)
         return -1;
     if (p[3] && sym_get_dtype(t, p[3], &dt) < 0)

@@ -121,6 +121,9 @@ static int eager_strides(trace *t, ic_val v, int64_t *st, int depth) {
         return 0;
     }
     ic_meta bm = *ic_value_meta(t->g, base);
+    if (!strcmp(name, "__getitem__")) /* basic indexing: slices and reshapes of the base,
+                                       * whose graph strides follow eager's (graph/strides.c) */
+        return ic_value_strides(t->g, v, st);
     if (!strcmp(name, "narrow")) {
         memcpy(st, bs, sizeof(int64_t) * (size_t)bm.ndim);
         return 1;
@@ -599,6 +602,10 @@ int sym_h_cat(trace *t, const opdef *d, var **p, var *out) {
         if (nonempty > 0 && nonempty < n)
             n = m;
     }
+    if (d->op == 0)
+        for (int i = 0; i < n; i++)
+            if (sym_ndim_of(t, v[i]) == 0)
+                return sym_fail(t, "cat: a zero-dimensional tensor (eager raises)");
     int nd = sym_ndim_of(t, v[0]) + (d->op == 1);
     int dim;
     if (sym_norm_dim(t, dd, nd, &dim) < 0)
@@ -966,6 +973,48 @@ int sym_tensor_index(trace *t, const var *x_in, const var *k, var *out) {
     int np = sym_index_parts(t, k, parts, tmp);
     if (np < 0)
         return -1;
+    /* a 0-d integer tensor index is an int to eager (select: a view): one whose value the
+     * trace knows (torch.tensor(2)) becomes that int; a runtime one is left to eager (the
+     * view's position would depend on the data) */
+    var zt[SYM_INDEX_PARTS];
+    PyObject *key = NULL; /* the key with those ints, for the view's replay */
+    int nzero = 0, allconst = 1;
+    for (int i = 0; i < np; i++) {
+        if (parts[i]->kind != V_TENSOR) {
+            allconst &= parts[i]->kind == V_CONST;
+            continue;
+        }
+        var pv = *parts[i];
+        sym_resolve(t, &pv);
+        ic_meta im = *sym_metap(t, pv.val);
+        if (im.ndim != 0 || !(im.dtype >= IC_I8 && im.dtype <= IC_I64)) {
+            allconst = 0;
+            continue;
+        }
+        double lo, hi;
+        if (!ic_value_int_range(t->g, pv.val, &lo, &hi) || lo != hi)
+            return sym_fail(t, "0-d integer tensor index at a runtime value (a view at a data-dependent position) left to eager");
+        memset(&zt[i], 0, sizeof zt[i]);
+        zt[i].kind = V_CONST;
+        zt[i].obj = sym_keep(t, PyLong_FromDouble(lo));
+        if (zt[i].obj == NULL)
+            return -1;
+        parts[i] = &zt[i];
+        nzero++;
+    }
+    if (nzero && allconst) {
+        int tup = !(np == 1 && k->kind == V_TENSOR);
+        key = tup ? PyTuple_New(np) : NULL;
+        if (!tup)
+            key = parts[0]->obj;
+        else if (key == NULL || sym_keep(t, key) == NULL)
+            return -1;
+        else
+            for (int i = 0; i < np; i++) {
+                Py_INCREF(parts[i]->obj);
+                PyTuple_SET_ITEM(key, i, parts[i]->obj);
+            }
+    }
     ic_meta m0_copy = *sym_metap(t, x->val);
     const ic_meta *m0 = &m0_copy; /* a copy: the graph reallocates */
     int consuming = 0, ell = -1, ntensor = 0;
@@ -1083,9 +1132,9 @@ int sym_tensor_index(trace *t, const var *x_in, const var *k, var *out) {
         return sym_tensor_out(t, v, out);
     if (v == x->val) /* x[...] or x[:]: a view of the same data */
         v = sym_reshape(t, v, m0->ndim, m0->sizes);
-    if (k->kind != V_CONST)
+    if (k->kind != V_CONST && key == NULL)
         return sym_fail(t, "indexing: non-constant index");
-    return sym_view_out_desc(t, x, v, out, "__getitem__", Py_BuildValue("(O)", k->obj));
+    return sym_view_out_desc(t, x, v, out, "__getitem__", Py_BuildValue("(O)", key ? key : k->obj));
 }
 
 int sym_check_index(trace *t, const var *index, int64_t bound, int gather) {

@@ -133,7 +133,9 @@ static ic_val place(trace *t, ic_val base, ic_val val, const box *b, int d, cons
     return r;
 }
 
-static int value_of(trace *t, const var *v, ic_val *out) {
+static int value_of(trace *t, const var *v, int dtype, ic_val *out) {
+    if (sym_check_scalar_fits(t, v, dtype, "item assignment") < 0) /* eager: checked_convert */
+        return -1;
     if (v->kind == V_TENSOR) {
         var r = *v;
         sym_resolve(t, &r);
@@ -159,7 +161,7 @@ static int mask_store(trace *t, const var *x, ic_val xv, const ic_meta *m, const
         if (km->sizes[d] != m->sizes[d])
             return sym_fail(t, "boolean mask shape differs from the tensor's (eager will raise)");
     ic_val val;
-    if (value_of(t, v, &val) < 0)
+    if (value_of(t, v, m->dtype, &val) < 0)
         return -1;
     ic_meta vm_copy;
     const ic_meta *vm = meta(t, val, &vm_copy);
@@ -201,7 +203,7 @@ static int index_store(trace *t, const var *x, const ic_meta *m, const var *kv, 
         ones[d] = 1;
     }
     ic_val val;
-    if (value_of(t, v, &val) < 0)
+    if (value_of(t, v, m->dtype, &val) < 0)
         return -1;
     val = ic_expand(t->g, ic_cast(t->g, val, m->dtype), m->ndim, S);
     ic_val idx = ic_cast(t->g, kv->val, IC_I64);
@@ -237,7 +239,7 @@ int sym_tensor_setitem(trace *t, const var *x_in, const var *k, const var *v) {
     if (parse_box(t, m, k, &b) < 0)
         return -1;
     ic_val val;
-    if (value_of(t, v, &val) < 0)
+    if (value_of(t, v, m->dtype, &val) < 0)
         return -1;
     /* eager: v broadcast to x[k]'s shape, cast to x's dtype */
     val = ic_cast(t->g, val, m->dtype);

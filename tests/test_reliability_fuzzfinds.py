@@ -181,3 +181,189 @@ def test_logsumexp_with_dim_is_compiled():
     for g, w in zip(got, want):
         torch.testing.assert_close(g, w)
     assert torchc.explain(f)(x).graph_break_count == 0
+
+
+def test_zero_d_integer_tensor_index_is_a_view():
+    """fuzz seed 12884783 programs 56 and 356: v[torch.tensor(2)] is v[2] to eager (select, a
+    view: writes through it reach v); compiled gave a copy"""
+    def f(v):
+        w = v[torch.tensor(2)]
+        w.add_(10)
+        u = v[torch.tensor(-1, dtype=torch.int32), torch.tensor(1)]
+        u.mul_(-1)
+        return w, u, v[1, torch.tensor(-2)]
+    cfn, ins = _check(f, lambda: torch.arange(12.0).reshape(4, 3))
+    ex = torchc.explain(f)(torch.arange(12.0).reshape(4, 3))
+    assert ex.graph_count == 1 and ex.graph_break_count == 0
+
+
+@pytest.mark.no_compile
+def test_zero_d_tensor_index_at_run_time_or_out_of_range_is_eager():
+    """a 0-d index whose value the trace does not know (an input) is a view at a runtime
+    position: left to eager; out of range raises IndexError as in eager"""
+    def f(v, i):
+        s = v * 2
+        w = v[i]
+        w.add_(10)
+        return w, s + 1
+
+    def g(v):
+        return v[torch.tensor(7)]
+
+    def h(v):
+        return v[torch.tensor(True)], v[torch.tensor(False)], v * 2
+    _check(f, lambda: torch.arange(12.0).reshape(4, 3), lambda: torch.tensor(-2))
+    _check(h, lambda: torch.arange(12.0).reshape(4, 3))
+    with pytest.raises(IndexError):
+        torchc.compile(g)(torch.arange(12.0).reshape(4, 3))
+    ex = torchc.explain(f)(torch.arange(12.0).reshape(4, 3), torch.tensor(1))
+    assert any("0-d integer tensor index at a runtime value" in r for r in ex.break_reasons)
+
+
+def test_contiguous_of_an_indexing_view_is_the_view():
+    """fuzz seed 12884783 program 356: x0[2].contiguous() is x0[2] itself in eager (already
+    contiguous); compiled made a copy (the strides of an indexing view were unknown), so a
+    zero_() through it did not reach x0"""
+    def f(x0):
+        v3 = x0[-2][2]
+        v4 = v3.contiguous()
+        w7 = v4.unsqueeze(0)
+        w7.zero_()
+        return x0[1:, None, 1].contiguous(), v4
+
+    def g(x0):
+        v3 = x0[1]
+        return v3.contiguous() is v3, x0[:, 1].contiguous() is x0[:, 1]
+    _check(f, lambda: torch.arange(48).reshape(3, 4, 4))
+    ex = torchc.explain(f)(torch.arange(48).reshape(3, 4, 4))
+    assert ex.graph_count == 1 and ex.graph_break_count == 0
+    x = torch.arange(48).reshape(3, 4, 4)
+    assert torchc.compile(g)(x) == g(x)
+
+
+def test_views_of_a_zero_d_tensor_index_of_an_expanded_input_keep_its_strides():
+    """fuzz seed 11622248 program 62: x0[torch.tensor(1)] of an expanded input was a copy, so
+    the views made of it had contiguous strides (3, 1, 1, 1) where eager's are (0, 0, 1, 1)"""
+    def f(x0):
+        v3 = x0[torch.tensor(1)]
+        v4 = v3.unflatten(-1, (1, -1))
+        v5 = v4[..., None]
+        return v5.unflatten(-1, (1, -1)), v5[None], v5.reshape(3, -1), v4 * 2
+    _check(f, lambda: torch.arange(4.0).reshape(4, 1).expand(4, 3))
+    ex = torchc.explain(f)(torch.arange(4.0).reshape(4, 1).expand(4, 3))
+    assert ex.graph_count == 1 and ex.graph_break_count == 0
+
+
+@pytest.mark.parametrize("call", [lambda v: v.prod((0, -1)), lambda v: v.prod(dim=(0,)),
+                                  lambda v: torch.prod(v, [1]), lambda v: v.prod(()),
+                                  lambda v: v.prod(None), lambda v: v.sum(True),
+                                  lambda v: v.amax((True, 0)), lambda v: v.mean(keepdim=True),
+                                  lambda v: v.prod(keepdim=True)])
+def test_reduction_dims_eager_refuses_raise(call):
+    """fuzz seeds 186264/358 and 4214808/193: x.prod((0, -1)) raised TypeError in eager (prod
+    takes one int dim) and returned a value compiled; likewise a bool dim, keepdim alone"""
+    def f(x):
+        y = x * 2
+        call(y)
+        return y
+    x = torch.arange(6.0).reshape(2, 3)
+    with pytest.raises(TypeError):
+        f(x)
+    with pytest.raises(TypeError):
+        torchc.compile(f)(x)
+
+
+def test_reduction_dims_eager_accepts_compile():
+    def f(x):
+        return (x.prod(1, keepdim=True), x.prod(), torch.prod(x, -1, dtype=torch.float64),
+                x.sum((0, True)), x.amax(keepdim=True), x.sum(dim=None, keepdim=True))
+    x = torch.arange(6.0).reshape(2, 3) - 2
+    want, got = f(x), torchc.compile(f)(x)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype and torch.equal(g, w)
+    ex = torchc.explain(f)(x)
+    assert ex.graph_count == 1 and ex.graph_break_count == 0
+
+
+@pytest.mark.parametrize("call", [lambda s, a: torch.cat([s]), lambda s, a: torch.concat([s, s]),
+                                  lambda s, a: torch.cat([a, s.reshape(1), s])])
+def test_cat_of_a_zero_dim_tensor_raises(call):
+    """fuzz seed 4214808 program 78: torch.cat([0-d tensor]) in a try gave 'ok' (eager:
+    RuntimeError, zero-dimensional tensor cannot be concatenated)"""
+    def f(s, a):
+        y = a * 2
+        try:
+            call(s * 1, y)
+            e = 'ok'
+        except Exception as err:
+            e = type(err).__name__
+        return y + 1, e
+    args = (torch.tensor(2.0), torch.arange(3.0))
+    assert torchc.compile(f)(*args)[1] == f(*args)[1] == "RuntimeError"
+
+
+def test_out_of_range_index_of_an_unsqueezed_view_raises():
+    """fuzz seed 186264 program 26: w2[torch.tensor([1, 0])] with w2 of size 1 in dim 0
+    (after unsqueeze_) must raise IndexError as in eager"""
+    def f(x):
+        y = x + 1
+        w = y[:, 1:]
+        w.unsqueeze_(0)
+        return w[torch.tensor([1, 0])] * 2
+    x = torch.arange(6.0).reshape(2, 3)
+    with pytest.raises(IndexError):
+        f(x.clone())
+    with pytest.raises(IndexError):
+        torchc.compile(f)(x.clone())
+
+
+_STORES = {
+    "setitem": lambda w, s: w.__setitem__(Ellipsis, s),
+    "setitem_row": lambda w, s: w.__setitem__(0, s),
+    "setitem_mask": lambda w, s: w.__setitem__(w > 0, s),
+    "fill_": lambda w, s: w.fill_(s),
+    "masked_fill": lambda w, s: w.copy_(w.masked_fill(w > 0, s)),
+    "full_like": lambda w, s: w.copy_(torch.full_like(w, s)),
+    "new_full": lambda w, s: w.copy_(w.new_full(w.shape, s)),
+    "clamp": lambda w, s: w.copy_(w.clamp(min=s)),
+    "where": lambda w, s: w.copy_(torch.where(w > 0, w, s)),
+}
+
+
+@pytest.mark.parametrize("store", list(_STORES))
+@pytest.mark.parametrize("dt,s", [(torch.uint8, -0.25), (torch.uint8, 256), (torch.int8, -129),
+                                  (torch.int32, 1e10), (torch.int32, float("nan")),
+                                  (torch.int64, float("inf")), (torch.float16, 70000.0)])
+def test_number_out_of_the_dtype_range_raises(store, dt, s):
+    """fuzz seed 21 program 27: w1[...] = -0.25 on a uint8 tensor raised RuntimeError in eager
+    (value cannot be converted to type uint8_t without overflow) and was stored compiled"""
+    def f(x):
+        y = x * 2
+        w = y[:, 1:]
+        try:
+            _STORES[store](w, s)
+            e = "ok"
+        except RuntimeError:
+            e = "RuntimeError"
+        return y, e
+    x = (torch.arange(6).reshape(2, 3) % 3).to(dt)
+    want = f(x)
+    got = torchc.compile(f)(x)
+    assert got[1] == want[1]
+    if want[1] == "ok":
+        torch.testing.assert_close(got[0], want[0], equal_nan=True)
+
+
+def test_numbers_in_the_dtype_range_are_stored():
+    def f(x):
+        y = x * 2
+        y[0] = -1  # wraps to 255 as in eager
+        y[1, 1:] = 2.5
+        y[y == 4] = 3
+        return y, torch.full_like(y, -0.0), y.clamp(max=255), y.masked_fill(y == 0, 255)
+    x = (torch.arange(6).reshape(2, 3) % 3).to(torch.uint8)
+    want, got = f(x), torchc.compile(f)(x)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype and torch.equal(g, w)
+    ex = torchc.explain(f)(x)
+    assert ex.graph_count == 1 and ex.graph_break_count == 0
