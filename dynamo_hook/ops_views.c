@@ -1083,9 +1083,23 @@ int sym_tensor_index(trace *t, const var *x_in, const var *k, var *out) {
         return sym_tensor_out(t, v, out);
     if (v == x->val) /* x[...] or x[:]: a view of the same data */
         v = sym_reshape(t, v, m0->ndim, m0->sizes);
-    if (k->kind != V_CONST)
+    PyObject *key = k->kind == V_CONST ? Py_NewRef(k->obj) : NULL;
+    if (key == NULL && k->kind == V_SEQ && !k->is_list && k->obj == NULL && k->n == np) {
+        /* a tuple built in the frame (tuple([slice(None)] * axis + [s])) of constants */
+        key = PyTuple_New(np);
+        for (int i = 0; key && i < np; i++) {
+            if (parts[i]->kind != V_CONST) {
+                Py_CLEAR(key);
+                break;
+            }
+            PyTuple_SET_ITEM(key, i, Py_NewRef(parts[i]->obj));
+        }
+        if (key == NULL && PyErr_Occurred())
+            return -1;
+    }
+    if (key == NULL)
         return sym_fail(t, "indexing: non-constant index");
-    return sym_view_out_desc(t, x, v, out, "__getitem__", Py_BuildValue("(O)", k->obj));
+    return sym_view_out_desc(t, x, v, out, "__getitem__", Py_BuildValue("(N)", key));
 }
 
 int sym_check_index(trace *t, const var *index, int64_t bound, int gather) {
