@@ -409,6 +409,12 @@ static int bind(trace *t, const opdef *d, var *args, int nargs, PyObject *kwname
         /* torch's Tensor methods call the first parameter 'self' or 'input' */
         if (found < 0 && strcmp(kn, "self") == 0)
             found = 0;
+        /* torch.* and Tensor methods (C bindings) take NumPy's names: axis for dim,
+         * keepdims for keepdim (F.* are Python functions: no aliases) */
+        const char *alias = !strcmp(kn, "axis") ? "dim" : !strcmp(kn, "keepdims") ? "keepdim" : NULL;
+        for (int i = 0; found < 0 && alias && !(d->where & W_F) && i < np; i++)
+            if (strcmp(names[i], alias) == 0)
+                found = i;
         if (found >= 0 && found == star && packed->n == 0 && slots[found] == packed) {
             /* torch.zeros(size=(2, 3)), x.view(shape=...): the keyword is the whole packed
              * sequence, as one positional sequence would be */
