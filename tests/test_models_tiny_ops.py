@@ -562,3 +562,23 @@ def test_index_with_a_tuple_built_in_the_frame():
 
     _whole(f, torch.randn(3, 8, 4), 1)
     _whole(f, torch.randn(3, 7, 4), 2)
+
+
+def test_str_of_device_and_dtype_keys_a_cache():
+    # LeViT: device_key = str(device); a per-device cache of a computed bias
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.b = torch.nn.Parameter(torch.randn(3, 4))
+            self.cache = {}
+
+        def forward(self, x):
+            key = str(x.device) + "/" + str(x.dtype)
+            if key not in self.cache:
+                self.cache[key] = self.b[:, :2] * 2
+            return x + self.cache[key].sum()
+
+    m = M()
+    with torch.no_grad():
+        _whole(m, torch.randn(5))
+    assert list(m.cache) == ["cpu/torch.float32"]
