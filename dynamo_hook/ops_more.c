@@ -449,3 +449,42 @@ int sym_h_count_nonzero(trace *t, const opdef *d, var **p, var *out) {
     ic_val nz = ic_cast(G, ic_binary(G, IC_OP_NE, p[0]->val, sym_inum(t, 0)), IC_I64);
     return sym_tensor_out(t, ic_reduce(G, IC_OP_SUM, nz, mask, 0, -1), out);
 }
+
+/* ATen's stride rule of _grouped_mm for one matrix (the last two dims of eager's strides):
+ * row- or column-major with the leading dim a multiple of 16 bytes; 0 where eager raises */
+static int grouped_mm_layout_ok(const ic_meta *m, const int64_t *st) {
+    int e = m->ndim - 1;
+    int64_t al = m->dtype == IC_F32 ? 4 : 8;
+    int64_t r = m->sizes[e - 1], c = m->sizes[e];
+    if (st[e - 1] == 1 && st[e] >= (r > 1 ? r : 1))
+        return st[e] % al == 0;
+    if (st[e] == 1 && st[e - 1] >= (c > 1 ? c : 1))
+        return st[e - 1] % al == 0;
+    return 0;
+}
+
+/* F.grouped_mm(mat_a, mat_b, *, offs, bias=None, out_dtype=None) / torch._grouped_mm: the
+ * MoE form (a[S, K] rows grouped by int32 offsets, b[E, K, N]) as one extern (ATen's) */
+int sym_h_grouped_mm(trace *t, const opdef *d, var **p, var *out) {
+    if (sym_need_tensor(t, d, p[0]) < 0 || sym_need_tensor(t, d, p[1]) < 0)
+        return -1;
+    if (p[2] == NULL || p[2]->kind != V_TENSOR)
+        return sym_fail(t, "%s without offsets (batched 3-D form) left to eager", d->name);
+    if (!sym_is_none(p[3]) || !sym_is_none(p[4]))
+        return sym_fail(t, "%s with bias or out_dtype left to eager", d->name);
+    ic_meta a = *sym_metap(t, p[0]->val), b = *sym_metap(t, p[1]->val);
+    if (a.dyn || b.dyn)
+        return sym_fail(t, "%s with symbolic shapes left to eager", d->name);
+    if (a.ndim != 2 || b.ndim != 3)
+        return sym_fail(t, "%s: only a 2-D x 3-D product with offsets is captured", d->name);
+    int64_t st[IC_MAX_DIMS];
+    const ic_meta *ms[2] = {&a, &b};
+    for (int i = 0; i < 2; i++)
+        if (ms[i]->dtype >= IC_F16 && sym_eager_strides(t, p[i]->val, st) && !grouped_mm_layout_ok(ms[i], st))
+            return sym_fail(t, "%s: strides not a multiple of 16 bytes (eager will raise)", d->name);
+    ic_val in[3] = {p[0]->val, p[1]->val, p[2]->val};
+    ic_val r = ic_extern(G, IC_EXT_GROUPED_MM, 3, in, 0, NULL, 1, 1);
+    if (r < 0)
+        return sym_check_graph(t);
+    return sym_tensor_out(t, r, out);
+}

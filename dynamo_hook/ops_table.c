@@ -231,6 +231,8 @@ static const opdef OPS[] = {
     {"index_add", W_TORCH | W_METHOD, "input,dim,index,source|alpha", sym_h_index_add, 0},
     {"index_copy", W_TORCH | W_METHOD, "input,dim,index,source", sym_h_index_add, 1},
     {"count_nonzero", W_TORCH | W_METHOD, "input,dim", sym_h_count_nonzero, 0},
+    {"grouped_mm", W_F, "mat_a,mat_b|offs,bias,out_dtype", sym_h_grouped_mm, 0},
+    {"_grouped_mm", W_TORCH, "input,mat2,offs,bias,out_dtype", sym_h_grouped_mm, 0},
     {"interpolate", W_F, "input,size,scale_factor,mode,align_corners,recompute_scale_factor,antialias", sym_h_interpolate, 0},
 };
 #undef UN

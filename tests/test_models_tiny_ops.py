@@ -538,7 +538,7 @@ def test_slice_bounded_by_a_constant_tensor(k):
     # DeBERTa: span = torch.tensor(min(q, max_pos)); emb[max_pos - span : max_pos + span]
     def f(x):
         span = torch.tensor(min(x.size(0), 4))
-        return x[8 - span: 8 + span - k, :] * 2, x[torch.tensor(1):]
+        return x[8 - span: 8 + span - k, :] * 2, x[torch.tensor(1):], x[: torch.tensor(k + 3) * 3 // 2 % 7]
 
     _whole(f, torch.randn(16, 3))
     _whole(f, torch.randn(2, 3))
@@ -582,3 +582,84 @@ def test_str_of_device_and_dtype_keys_a_cache():
     with torch.no_grad():
         _whole(m, torch.randn(5))
     assert list(m.cache) == ["cpu/torch.float32"]
+
+
+# ---- grouped_mm (MoE experts): one extern, ATen's grouped GEMM ---------------------------------
+
+def _moe_experts(x, top_idx, top_w, w_up, w_down, n_exp):
+    """the grouped-GEMM MoE layer of current transformers, written out: tokens sorted by expert,
+    tokens per expert from histc, offsets by cumsum, two grouped products, weighted index_add"""
+    k = top_idx.size(-1)
+    ids = top_idx.reshape(-1)
+    ids_g, perm = torch.sort(ids)
+    xs = x[perm // k]
+    counts = torch.histc(ids_g.float(), bins=n_exp, min=0, max=n_exp - 1)
+    offs = torch.cumsum(counts, dim=0, dtype=torch.int32)
+    h = torch.nn.functional.grouped_mm(xs, w_up.transpose(-2, -1), offs=offs)
+    h = torch.nn.functional.silu(h)
+    y = torch.nn.functional.grouped_mm(h, w_down.transpose(-2, -1), offs=offs)
+    y = y * top_w.reshape(-1)[perm, None].to(y.dtype)
+    out = torch.zeros_like(x)
+    return out.index_add(0, perm // k, y)
+
+
+@pytest.mark.parametrize("dtype,tol", [(torch.float32, 1e-5), (torch.bfloat16, 2e-2)])
+@pytest.mark.parametrize("tokens", [1, 7, 16])
+def test_grouped_mm_moe_layer(dtype, tol, tokens):
+    torch.manual_seed(0)
+    e, h, f = 4, 16, 8
+    x = torch.randn(tokens, h, dtype=dtype)
+    logits = torch.randn(tokens, e)
+    top_w, top_idx = torch.topk(logits.softmax(-1), 2, dim=-1)
+    w_up, w_down = torch.randn(e, f, h, dtype=dtype) / 4, torch.randn(e, h, f, dtype=dtype) / 4
+    _whole(lambda *a: _moe_experts(*a, e), x, top_idx, top_w, w_up, w_down, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("offs", [[2, 3, 7], [0, 0, 7], [7, 7, 7], [0, 4, 7]])
+def test_grouped_mm_offsets(offs):
+    x, w = torch.randn(7, 8), torch.randn(3, 8, 4)
+    o = torch.tensor(offs, dtype=torch.int32)
+    _whole(lambda x, w, o: torch._grouped_mm(x * 2, w, offs=o) + 1, x, w, o, rtol=1e-5, atol=1e-5)
+    _whole(lambda x, w, o: torch.nn.functional.grouped_mm(x, w, offs=o), x[:, :4].contiguous(),
+           torch.randn(3, 4, 8), o, rtol=1e-5, atol=1e-5)
+
+
+def test_grouped_mm_eager_errors_run_eagerly():
+    x, o = torch.randn(7, 8), torch.tensor([2, 3, 7], dtype=torch.int32)
+
+    def f(x, w, o):
+        return torch._grouped_mm(x, w, offs=o)
+
+    torchc.reset()
+    for w, oo in [(torch.randn(3, 8, 5), o),                 # rows of 20 bytes: eager raises
+                  (torch.randn(3, 8, 4).double(), o),        # float64: eager raises
+                  (torch.randn(3, 8, 4), o.long())]:         # int64 offsets: eager raises
+        xx = x.double() if w.dtype == torch.float64 else x
+        with pytest.raises(RuntimeError):
+            f(xx, w, oo)
+        with pytest.raises(RuntimeError):
+            torchc.compile(f)(xx, w, oo)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("tokens", [5, 64])
+def test_grouped_mm_moe_layer_cuda(tokens):
+    torch.manual_seed(0)
+    e, h, f = 8, 64, 32
+    dev = "cuda"
+    x = torch.randn(tokens, h, dtype=torch.bfloat16, device=dev)
+    top_w, top_idx = torch.topk(torch.randn(tokens, e, device=dev).softmax(-1), 2, dim=-1)
+    w_up = torch.randn(e, f, h, dtype=torch.bfloat16, device=dev) / 8
+    w_down = torch.randn(e, h, f, dtype=torch.bfloat16, device=dev) / 8
+
+    def layer(x, top_idx, top_w, w_up, w_down):  # CUDA: transformers counts int ids with histc
+        k = top_idx.size(-1)
+        ids_g, perm = torch.sort(top_idx.reshape(-1))
+        counts = torch.histc(ids_g.int(), bins=e, min=0, max=e - 1)
+        offs = torch.cumsum(counts, dim=0, dtype=torch.int32)
+        hh = torch.nn.functional.grouped_mm(x[perm // k], w_up.transpose(-2, -1), offs=offs)
+        y = torch.nn.functional.grouped_mm(torch.nn.functional.silu(hh), w_down.transpose(-2, -1), offs=offs)
+        y = y * top_w.reshape(-1)[perm, None].to(y.dtype)
+        return torch.zeros_like(x).index_add(0, perm // k, y)
+
+    _whole(layer, x, top_idx, top_w, w_up, w_down, rtol=2e-2, atol=2e-2)
