@@ -258,6 +258,21 @@ void run_extern(const ic_extern_call *c) {
         if (c->nparams == 5) out.copy_(std::get<1>(at::topk(in[0], p[3], p[0], p[1] != 0, p[4] != 0)));
         else out.copy_(std::get<1>(at::sort(in[0], std::optional<bool>(p[2] != 0), p[0], p[1] != 0)));
         break;
+    case IC_EXT_GROUPED_MM: { /* MoE experts: ATen's grouped GEMM; its kernels want each matrix's
+                               * leading dim a multiple of 16 bytes: row-major where that holds,
+                               * else column-major (the caller checked eager's own layouts) */
+        const int64_t al = 16 / (int64_t)in[0].element_size();
+        auto fit = [al](const at::Tensor &m) {
+            const bool ok_ptr = reinterpret_cast<uintptr_t>(m.data_ptr()) % 16 == 0;
+            if (ok_ptr && m.stride(-1) == 1 && m.stride(-2) % al == 0 && m.stride(-2) >= std::max<int64_t>(1, m.size(-1)))
+                return m;
+            if (m.size(-1) % al != 0 && m.size(-2) % al == 0)
+                return m.transpose(-2, -1).clone(at::MemoryFormat::Contiguous).transpose(-2, -1);
+            return m.clone(at::MemoryFormat::Contiguous); /* a fresh, aligned buffer */
+        };
+        out.copy_(at::_grouped_mm(fit(in[0]), fit(in[1]), in[2]));
+        break;
+    }
     case IC_EXT_MATRIX_EXP: /* linear algebra: csrc/matrix_exp.cpp */
     case IC_EXT_MATRIX_EXP_VJP:
     case IC_EXT_SOLVE: tc_linalg_extern(c->kind, in, c->nin, p, c->nparams, out); break;

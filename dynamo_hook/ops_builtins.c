@@ -440,7 +440,8 @@ int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kw
          * has its own): str(model.__class__) keys a registry */
         PyObject *a = args[0].obj;
         pure = a == Py_None || PyBool_Check(a) || PyLong_CheckExact(a) || PyFloat_CheckExact(a) ||
-               PyUnicode_CheckExact(a) || (PyType_Check(a) && Py_TYPE(a)->tp_repr == PyType_Type.tp_repr &&
+               PyUnicode_CheckExact(a) || !strcmp(Py_TYPE(a)->tp_name, "torch.device") ||
+               !strcmp(Py_TYPE(a)->tp_name, "torch.dtype") || (PyType_Check(a) && Py_TYPE(a)->tp_repr == PyType_Type.tp_repr &&
                                             Py_TYPE(a)->tp_str == PyType_Type.tp_str);
     }
     if (allconst && pure) {

@@ -185,6 +185,18 @@ int sym_h_pointwise_loss(trace *t, const opdef *d, var **p, var *out);
 /* cls(*constants) of a tensorless nn.Module class (a loss module made in forward); 1: not it */
 int sym_module_new(trace *t, PyObject *cls, var *args, int nargs, PyObject *kwnames, var *out);
 
+/* ops_more.c */
+int sym_h_query(trace *t, const opdef *d, var **p, var *out);
+int sym_h_shape_like(trace *t, const opdef *d, var **p, var *out);
+int sym_h_movedim(trace *t, const opdef *d, var **p, var *out);
+int sym_h_tensor_split(trace *t, const opdef *d, var **p, var *out);
+int sym_h_one_hot(trace *t, const opdef *d, var **p, var *out);
+int sym_h_histc(trace *t, const opdef *d, var **p, var *out);
+int sym_h_index_fill(trace *t, const opdef *d, var **p, var *out);
+int sym_h_index_add(trace *t, const opdef *d, var **p, var *out);
+int sym_h_count_nonzero(trace *t, const opdef *d, var **p, var *out);
+int sym_h_grouped_mm(trace *t, const opdef *d, var **p, var *out);
+
 /* ops_builtins.c */
 int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out);
 int sym_is_inspect_signature(PyObject *f);

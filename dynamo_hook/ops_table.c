@@ -209,6 +209,30 @@ static const opdef OPS[] = {
     {"smooth_l1_loss", W_F, "input,target,size_average,reduce,reduction,beta", sym_h_pointwise_loss, 2},
     {"huber_loss", W_F, "input,target,reduction,delta,weight", sym_h_pointwise_loss, 3},
     {"unfold", W_F, "input,kernel_size,dilation,padding,stride", sym_h_unfold, 0},
+    /* ops_more.c */
+    {"is_floating_point", W_TORCH | W_METHOD, "input", sym_h_query, 0},
+    {"is_complex", W_TORCH | W_METHOD, "input", sym_h_query, 1},
+    {"is_contiguous", W_METHOD, "input|memory_format", sym_h_query, 2},
+    {"stride", W_METHOD, "input,dim", sym_h_query, 3},
+    {"element_size", W_METHOD, "input", sym_h_query, 4},
+    {"get_device", W_METHOD, "input", sym_h_query, 5},
+    {"is_same_size", W_METHOD, "input,other", sym_h_query, 6},
+    {"is_signed", W_TORCH | W_METHOD, "input", sym_h_query, 7},
+    {"nelement", W_METHOD, "input", sym_h_size, 2},
+    {"broadcast_to", W_TORCH | W_METHOD, "input,*size", sym_h_shape_like, 0},
+    {"expand_as", W_METHOD, "input,other", sym_h_shape_like, 1},
+    {"view_as", W_METHOD, "input,other", sym_h_shape_like, 2},
+    {"movedim", W_TORCH | W_METHOD, "input,source,destination", sym_h_movedim, 0},
+    {"moveaxis", W_TORCH | W_METHOD, "input,source,destination", sym_h_movedim, 0},
+    {"tensor_split", W_TORCH | W_METHOD, "input,indices_or_sections,dim", sym_h_tensor_split, 0},
+    {"one_hot", W_F, "tensor,num_classes", sym_h_one_hot, 0},
+    {"histc", W_TORCH | W_METHOD, "input,bins,min,max|out", sym_h_histc, 0},
+    {"index_fill", W_TORCH | W_METHOD, "input,dim,index,value", sym_h_index_fill, 0},
+    {"index_add", W_TORCH | W_METHOD, "input,dim,index,source|alpha", sym_h_index_add, 0},
+    {"index_copy", W_TORCH | W_METHOD, "input,dim,index,source", sym_h_index_add, 1},
+    {"count_nonzero", W_TORCH | W_METHOD, "input,dim", sym_h_count_nonzero, 0},
+    {"grouped_mm", W_F, "mat_a,mat_b|offs,bias,out_dtype", sym_h_grouped_mm, 0},
+    {"_grouped_mm", W_TORCH, "input,mat2,offs,bias,out_dtype", sym_h_grouped_mm, 0},
     {"interpolate", W_F, "input,size,scale_factor,mode,align_corners,recompute_scale_factor,antialias", sym_h_interpolate, 0},
 };
 #undef UN
@@ -387,6 +411,23 @@ static int bind(trace *t, const opdef *d, var *args, int nargs, PyObject *kwname
         /* torch's Tensor methods call the first parameter 'self' or 'input' */
         if (found < 0 && strcmp(kn, "self") == 0)
             found = 0;
+        /* torch.* and Tensor methods (C bindings) take NumPy's names: axis for dim,
+         * keepdims for keepdim (F.* are Python functions: no aliases) */
+        const char *alias = !strcmp(kn, "axis") ? "dim" : !strcmp(kn, "keepdims") ? "keepdim" : NULL;
+        for (int i = 0; found < 0 && alias && !(d->where & W_F) && i < np; i++)
+            if (strcmp(names[i], alias) == 0)
+                found = i;
+        if (found >= 0 && found == star && packed->n == 0 && slots[found] == packed) {
+            /* torch.zeros(size=(2, 3)), x.view(shape=...): the keyword is the whole packed
+             * sequence, as one positional sequence would be */
+            var *one = sym_alloc(t, 1);
+            if (one == NULL)
+                return -1;
+            one[0] = kwv[k];
+            packed->n = 1;
+            packed->items = one;
+            continue;
+        }
         if (found < 0 || found == star)
             return sym_fail(t, "%s: unsupported keyword argument '%s'", d->name, kn);
         if (slots[found] != NULL)
@@ -926,7 +967,8 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
                     }
                     if (opi >= 0 && OPS[opi].fn != sym_h_binary && OPS[opi].fn != sym_h_add_sub &&
                         OPS[opi].fn != sym_h_div && OPS[opi].fn != sym_h_unary && OPS[opi].fn != sym_h_clamp &&
-                        OPS[opi].fn != sym_h_gelu)
+                        OPS[opi].fn != sym_h_gelu && OPS[opi].fn != sym_h_masked_fill &&
+                        OPS[opi].fn != sym_h_index_fill && OPS[opi].fn != sym_h_index_add)
                         opi = -1;
                     if (opi >= 0) {
                         if (sym_inplace_overlap_check(t, self, args, npos) < 0)

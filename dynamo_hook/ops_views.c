@@ -1132,9 +1132,24 @@ int sym_tensor_index(trace *t, const var *x_in, const var *k, var *out) {
         return sym_tensor_out(t, v, out);
     if (v == x->val) /* x[...] or x[:]: a view of the same data */
         v = sym_reshape(t, v, m0->ndim, m0->sizes);
-    if (k->kind != V_CONST && key == NULL)
+    /* the key eager indexes with: the 0-d tensor indices read as ints above, a constant, or a
+     * tuple built in the frame (tuple([slice(None)] * axis + [s])) of constants */
+    PyObject *nkey = key ? Py_NewRef(key) : k->kind == V_CONST ? Py_NewRef(k->obj) : NULL;
+    if (nkey == NULL && k->kind == V_SEQ && !k->is_list && k->obj == NULL && k->n == np) {
+        nkey = PyTuple_New(np);
+        for (int i = 0; nkey && i < np; i++) {
+            if (parts[i]->kind != V_CONST) {
+                Py_CLEAR(nkey);
+                break;
+            }
+            PyTuple_SET_ITEM(nkey, i, Py_NewRef(parts[i]->obj));
+        }
+        if (nkey == NULL && PyErr_Occurred())
+            return -1;
+    }
+    if (nkey == NULL)
         return sym_fail(t, "indexing: non-constant index");
-    return sym_view_out_desc(t, x, v, out, "__getitem__", Py_BuildValue("(O)", key ? key : k->obj));
+    return sym_view_out_desc(t, x, v, out, "__getitem__", Py_BuildValue("(N)", nkey));
 }
 
 int sym_check_index(trace *t, const var *index, int64_t bound, int gather) {

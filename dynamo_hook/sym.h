@@ -389,6 +389,7 @@ ic_val sym_box_store(trace *t, ic_val base, PyObject *key, ic_val val); /* setit
 int sym_alias_update(trace *t, int oid, ic_val newval);                   /* alias_fn.c */
 int sym_alias_rebind(trace *t, const var *self, const var *view);         /* alias_fn.c */
 int sym_eager_strides(trace *t, ic_val v, int64_t *st);                  /* ops_views.c */
+int sym_known_index(trace *t, const var *v, PyObject **out); /* ops_more.c: 1: a constant 0-d int tensor */
 /* index_select with a checked index: graph inputs are bounds-checked at run time (eager
  * runs when out of range), argmax/argmin/arange results are in range by construction. */
 int sym_check_index(trace *t, const var *index, int64_t bound, int gather);

@@ -889,6 +889,12 @@ int sym_op_build_slice(trace *t, sframe *f, sym_ins *in) {
     PyObject *parts[3] = {Py_None, Py_None, Py_None};
     for (int i = 0; i < in->oparg; i++) {
         var *v = &PEEK(in->oparg - i);
+        PyObject *known = NULL; /* a bound torch.tensor(n) - k: its value, as __index__ gives */
+        int kr = v->kind == V_TENSOR ? sym_known_index(t, v, &known) : 0;
+        if (kr < 0)
+            return -1;
+        if (kr == 1 && sym_const(t, known, v) < 0)
+            return -1;
         if (v->kind != V_CONST)
             return sym_fail(t, "slice with non-constant bounds");
         parts[i] = v->obj;
@@ -1020,6 +1026,13 @@ int sym_op_binary_slice(trace *t, sframe *f, sym_ins *in) {
     NEED(3);
     var stop = POP(), start = POP();
     a = POP();
+    for (int i = 0; i < 2; i++) { /* bounds torch.tensor(n) - k: their values (__index__) */
+        var *b = i ? &stop : &start;
+        PyObject *known = NULL;
+        int kr = b->kind == V_TENSOR ? sym_known_index(t, b, &known) : 0;
+        if (kr < 0 || (kr == 1 && sym_const(t, known, b) < 0))
+            return -1;
+    }
     if ((start.kind != V_CONST) || (stop.kind != V_CONST))
         return sym_fail(t, "slice with non-constant bounds");
     var k;

@@ -197,7 +197,10 @@ ic_val ic_arange(ic_graph *g, int64_t n, double start, double step, ic_dtype dty
                                1-D [numel q + numel k + numel v]: dq, dk, dv flat */  \
     X(DROPOUT_MASK, "dropout_mask") /* (x), beta: p -> eager's dropout mask: bernoulli(1-p) \
                                / (1-p) in x's shape and dtype (ATen's generator, drawn when \
-                               the graph runs); passes no gradient, never merged or recomputed */
+                               the graph runs); passes no gradient, never merged or recomputed */ \
+    X(GROUPED_MM, "grouped_mm") /* (a[S,K], b[E,K,N], offs[E] int32) -> [S,N]: rows offs[e-1] .. \
+                               offs[e] of a times b[e] (ATen's _grouped_mm, MoE experts; rows \
+                               past offs[E-1] undefined, as eager's); f32/bf16/f16, static */
 
 typedef enum ic_extern_kind {
 #define IC_X_EXT(name, text) IC_EXT_##name,

@@ -346,3 +346,320 @@ def test_lru_cached_call_with_a_tensor_runs_eagerly():
     ex = torchc.explain(f)(x)
     torch.testing.assert_close(ex.result, f(x))
     assert "lru_cache" in " ".join(ex.break_reasons)
+
+
+# ---- ops_more.c: queries, shape-like views, one_hot/histc, index_* updates --------------------
+
+def _nc(*shape, dtype=torch.float32):
+    """a non-contiguous tensor of this shape (a transposed buffer)"""
+    t = torch.randn(*reversed(shape)).to(dtype) if dtype.is_floating_point else \
+        torch.randint(-5, 5, tuple(reversed(shape))).to(dtype)
+    return t.permute(*reversed(range(len(shape))))
+
+
+@pytest.mark.parametrize("x", [torch.randn(3, 5), torch.randn(0, 4), torch.randn(1, 1), _nc(3, 5),
+                               torch.randn(2, 3, 4, 5).to(memory_format=torch.channels_last),
+                               torch.randn(4, 6)[:, ::2], torch.randn(1, 7).expand(3, 7),
+                               torch.arange(6), torch.tensor(True)])
+def test_tensor_queries(x):
+    # answered at trace time from the dtype and eager's strides (guarded at entry)
+    def f(x):
+        y = x.t() if x.dim() == 2 else x
+        return (x * 1 if torch.is_floating_point(x) else x + 0,
+                x.is_floating_point(), x.is_complex(), torch.is_complex(x), x.is_contiguous(),
+                y.is_contiguous(), x.stride(), y.stride(), x.element_size(), x.nelement(), x.get_device(),
+                x.is_same_size(y), x.is_signed(), torch.is_floating_point(y),
+                x.is_contiguous(memory_format=torch.channels_last))
+
+    _whole(f, x)
+
+
+def test_stride_dim_and_contiguous_branch():
+    def f(x):
+        y = x.transpose(0, 1)
+        z = y.contiguous() if not y.is_contiguous() else y
+        return z * 2, y.stride(0), y.stride(-1), z.stride(1)
+
+    _whole(f, torch.randn(3, 4))
+    _whole(f, _nc(5, 2))
+
+
+@pytest.mark.parametrize("x,shape", [(torch.randn(3, 1), (2, 3, 4)), (torch.randn(1), (5,)),
+                                     (torch.randn(4), (0, 4)), (_nc(3, 1), (3, 7)),
+                                     (torch.randint(0, 9, (2, 1, 3)), (2, 5, 3))])
+def test_broadcast_to_expand_as_view_as(x, shape):
+    def f(x, o):
+        a = torch.broadcast_to(x, shape)
+        b = x.broadcast_to(shape)
+        c = x.broadcast_to(*shape) if shape else a
+        d = x.expand_as(o)
+        e = a.contiguous().view_as(o)
+        return a * 2, b + 1, c - 1, d * 3, e + 0
+
+    _whole(f, x, torch.zeros(shape))
+
+
+def test_view_as_of_a_transpose_runs_eagerly_as_eager_raises():
+    x = torch.randn(3, 4)
+
+    def f(x, o):
+        return x.t().view_as(o) * 2
+
+    with pytest.raises(RuntimeError):
+        f(x, torch.zeros(12))
+    torchc.reset()
+    with pytest.raises(RuntimeError):
+        torchc.compile(f)(x, torch.zeros(12))
+
+
+@pytest.mark.parametrize("src,dst", [(0, -1), (-1, 0), ((0, 1), (2, 0)), ([1], [1]), ((0, 1, 2), (2, 1, 0))])
+def test_movedim(src, dst):
+    def f(x):
+        return torch.movedim(x, src, dst) * 2, x.moveaxis(src, dst).shape, torch.moveaxis(x, src, dst) + 1
+
+    _whole(f, torch.randn(2, 3, 4))
+    _whole(f, _nc(2, 3, 5))
+
+
+@pytest.mark.parametrize("arg,dim", [(3, 1), (4, 0), (1, -1), (7, 1), ([1, 4], 1), ((2, 2, 9), 1),
+                                     ([-2], 1), ([0, 0], 0), ((5, 1), 1)])
+def test_tensor_split(arg, dim):
+    def f(x):
+        parts = torch.tensor_split(x, arg, dim)
+        parts2 = x.tensor_split(arg, dim=dim)
+        return tuple(p * 2 for p in parts) + tuple(p.shape for p in parts2)
+
+    _whole(f, torch.randn(4, 6))
+    _whole(f, _nc(4, 5))
+    _whole(f, torch.randn(4, 0))
+
+
+@pytest.mark.parametrize("shape,c", [((5,), 4), ((2, 3), 7), ((0,), 3), ((1, 1), 1)])
+def test_one_hot(shape, c):
+    def f(i):
+        return torch.nn.functional.one_hot(i, num_classes=c) * 2, torch.nn.functional.one_hot(i, c).sum(-1)
+
+    i = torch.randint(0, c, shape)
+    _whole(f, i)
+
+
+@pytest.mark.allow_fallback
+def test_one_hot_left_to_eager_where_it_must():
+    # num_classes=-1 sizes the result by the data: eager; a float index: eager raises
+    torchc.reset()
+    f = lambda i: torch.nn.functional.one_hot(i) * 2  # noqa: E731
+    ex = torchc.explain(f)(torch.tensor([0, 3, 1]))
+    assert "data-dependent" in " ".join(ex.break_reasons)
+    torch.testing.assert_close(ex.result, f(torch.tensor([0, 3, 1])))
+    g = torch.compile if False else torchc.compile  # noqa: SIM108
+    with pytest.raises(RuntimeError):
+        g(lambda i: torch.nn.functional.one_hot(i, 3))(torch.tensor([0, 3, 1]))  # out of range
+
+
+@pytest.mark.parametrize("x,bins,lo,hi", [
+    (torch.randn(1000), 10, -1.0, 1.0),
+    (torch.randint(0, 4, (37,)).float(), 4, 0, 3),           # MoE: tokens per expert
+    (torch.arange(11.0) / 10, 10, 0, 1),                     # values on the bin edges
+    (torch.linspace(-3, 3, 97).double(), 7, -2.5, 2.25),
+    (torch.tensor([float("nan"), 0.5, -5.0, 5.0, 1.0, 0.0]), 3, 0, 1),
+    (torch.randn(0), 5, 0, 1),
+    (torch.randn(1), 1, -10, 10),
+    (_nc(3, 5), 6, -1, 2),
+])
+def test_histc(x, bins, lo, hi):
+    def f(x):
+        return torch.histc(x, bins=bins, min=lo, max=hi), x.histc(bins, lo, hi).cumsum(0)
+
+    _whole(f, x)
+
+
+@pytest.mark.allow_fallback
+def test_histc_over_the_data_range_runs_eagerly():
+    x = torch.randn(50)
+    torchc.reset()
+    ex = torchc.explain(lambda x: torch.histc(x, bins=5) + 1)(x)
+    assert ex.graph_break_count >= 1 and "data's range" in " ".join(ex.break_reasons)
+    torch.testing.assert_close(ex.result, torch.histc(x, bins=5) + 1)
+
+
+@pytest.mark.parametrize("dim,idx", [(0, [0, 2]), (1, [4, 0, 4]), (-1, [1]), (0, []), (1, 3)])
+def test_index_fill_add_copy(dim, idx):
+    index = torch.tensor(idx, dtype=torch.long)
+
+    def f(x, index, src):
+        a = x.index_fill(dim, index, -1.5)
+        b = torch.index_fill(x, dim, index, torch.tensor(2.0))
+        c = x.index_add(dim, index, src, alpha=2)
+        d = x.clone()
+        d.index_add_(dim, index, src)
+        e = x.clone().index_fill_(dim, index, 7)
+        return a, b, c, d, e
+
+    x = torch.randn(3, 5)
+    n = index.numel()
+    shape = [3, 5]
+    shape[dim] = n
+    src = torch.randn(shape)
+    _whole(f, x, index, src)
+    _whole(f, _nc(3, 5), index, src)
+    if len(set(index.flatten().tolist())) == n:  # index_copy: unique indices (else eager's order)
+        _whole(lambda x, i, s: (x.index_copy(dim, i, s) * 2, x.clone().index_copy_(dim, i, s)), x, index, src)
+
+
+def test_index_add_int_and_index_out_of_range_raises():
+    x, i, s = torch.arange(12).reshape(3, 4), torch.tensor([2, 0, 2]), torch.ones(3, 4, dtype=torch.long)
+    _whole(lambda x, i, s: x.index_add(0, i, s, alpha=3), x, i, s)
+    torchc.reset()
+    with pytest.raises((RuntimeError, IndexError)):
+        torchc.compile(lambda x, i, s: x.index_add(0, i, s))(x, torch.tensor([0, 3, 1]), s)
+
+
+@pytest.mark.parametrize("dim", [None, 0, 1, (0, 1), -1])
+def test_count_nonzero(dim):
+    x = torch.randn(4, 5)
+    x[x < 0.2] = 0
+    _whole(lambda x: torch.count_nonzero(x, dim) + 0, x)
+    _whole(lambda x: (x > 0).count_nonzero(dim) * 2, _nc(4, 3))
+
+
+def test_masked_fill_in_place_and_size_keywords():
+    def f(x):
+        y = x.clone()
+        y.masked_fill_(y > 0, -1.0)
+        z = torch.zeros(size=(2, 3)) + torch.ones(size=[3])
+        w = x.new_zeros(size=(2,)) + x.reshape(shape=(-1,))[:2]
+        return y, z, w, x.sum(axis=1), x.mean(dim=0, keepdims=True), torch.cat([x, x], axis=0)
+
+    _whole(f, torch.randn(3, 4))
+
+
+@pytest.mark.parametrize("k", [0, 1, 3])
+def test_slice_bounded_by_a_constant_tensor(k):
+    # DeBERTa: span = torch.tensor(min(q, max_pos)); emb[max_pos - span : max_pos + span]
+    def f(x):
+        span = torch.tensor(min(x.size(0), 4))
+        return x[8 - span: 8 + span - k, :] * 2, x[torch.tensor(1):], x[: torch.tensor(k + 3) * 3 // 2 % 7]
+
+    _whole(f, torch.randn(16, 3))
+    _whole(f, torch.randn(2, 3))
+
+
+@pytest.mark.no_compile
+def test_slice_bounded_by_an_input_tensor_runs_eagerly():
+    x, n = torch.randn(6), torch.tensor(2)
+    torchc.reset()
+    ex = torchc.explain(lambda x, n: x[:n] * 2)(x, n)
+    assert ex.graph_break_count >= 1
+    torch.testing.assert_close(ex.result, x[:2] * 2)
+
+
+def test_index_with_a_tuple_built_in_the_frame():
+    # Funnel's stride_pool: tensor[tuple([slice(None)] * axis + [slice(None, -1, 2)])]
+    def f(x, axis):
+        enc = tuple([slice(None)] * axis + [slice(None, -1, 2)])
+        cls = tuple([slice(None)] * axis + [slice(None, 1)])
+        return torch.cat([x[cls], x], axis=axis)[enc] * 2
+
+    _whole(f, torch.randn(3, 8, 4), 1)
+    _whole(f, torch.randn(3, 7, 4), 2)
+
+
+def test_str_of_device_and_dtype_keys_a_cache():
+    # LeViT: device_key = str(device); a per-device cache of a computed bias
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.b = torch.nn.Parameter(torch.randn(3, 4))
+            self.cache = {}
+
+        def forward(self, x):
+            key = str(x.device) + "/" + str(x.dtype)
+            if key not in self.cache:
+                self.cache[key] = self.b[:, :2] * 2
+            return x + self.cache[key].sum()
+
+    m = M()
+    with torch.no_grad():
+        _whole(m, torch.randn(5))
+    assert list(m.cache) == ["cpu/torch.float32"]
+
+
+# ---- grouped_mm (MoE experts): one extern, ATen's grouped GEMM ---------------------------------
+
+def _moe_experts(x, top_idx, top_w, w_up, w_down, n_exp):
+    """the grouped-GEMM MoE layer of current transformers, written out: tokens sorted by expert,
+    tokens per expert from histc, offsets by cumsum, two grouped products, weighted index_add"""
+    k = top_idx.size(-1)
+    ids = top_idx.reshape(-1)
+    ids_g, perm = torch.sort(ids)
+    xs = x[perm // k]
+    counts = torch.histc(ids_g.float(), bins=n_exp, min=0, max=n_exp - 1)
+    offs = torch.cumsum(counts, dim=0, dtype=torch.int32)
+    h = torch.nn.functional.grouped_mm(xs, w_up.transpose(-2, -1), offs=offs)
+    h = torch.nn.functional.silu(h)
+    y = torch.nn.functional.grouped_mm(h, w_down.transpose(-2, -1), offs=offs)
+    y = y * top_w.reshape(-1)[perm, None].to(y.dtype)
+    out = torch.zeros_like(x)
+    return out.index_add(0, perm // k, y)
+
+
+@pytest.mark.parametrize("dtype,tol", [(torch.float32, 1e-5), (torch.bfloat16, 2e-2)])
+@pytest.mark.parametrize("tokens", [1, 7, 16])
+def test_grouped_mm_moe_layer(dtype, tol, tokens):
+    torch.manual_seed(0)
+    e, h, f = 4, 16, 8
+    x = torch.randn(tokens, h, dtype=dtype)
+    logits = torch.randn(tokens, e)
+    top_w, top_idx = torch.topk(logits.softmax(-1), 2, dim=-1)
+    w_up, w_down = torch.randn(e, f, h, dtype=dtype) / 4, torch.randn(e, h, f, dtype=dtype) / 4
+    _whole(lambda *a: _moe_experts(*a, e), x, top_idx, top_w, w_up, w_down, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("offs", [[2, 3, 7], [0, 0, 7], [7, 7, 7], [0, 4, 7]])
+def test_grouped_mm_offsets(offs):
+    x, w = torch.randn(7, 8), torch.randn(3, 8, 4)
+    o = torch.tensor(offs, dtype=torch.int32)
+    _whole(lambda x, w, o: torch._grouped_mm(x * 2, w, offs=o) + 1, x, w, o, rtol=1e-5, atol=1e-5)
+    _whole(lambda x, w, o: torch.nn.functional.grouped_mm(x, w, offs=o), x[:, :4].contiguous(),
+           torch.randn(3, 4, 8), o, rtol=1e-5, atol=1e-5)
+
+
+def test_grouped_mm_eager_errors_run_eagerly():
+    x, o = torch.randn(7, 8), torch.tensor([2, 3, 7], dtype=torch.int32)
+
+    def f(x, w, o):
+        return torch._grouped_mm(x, w, offs=o)
+
+    torchc.reset()
+    for w, oo in [(torch.randn(3, 8, 5), o),                 # rows of 20 bytes: eager raises
+                  (torch.randn(3, 8, 4).double(), o),        # float64: eager raises
+                  (torch.randn(3, 8, 4), o.long())]:         # int64 offsets: eager raises
+        xx = x.double() if w.dtype == torch.float64 else x
+        with pytest.raises(RuntimeError):
+            f(xx, w, oo)
+        with pytest.raises(RuntimeError):
+            torchc.compile(f)(xx, w, oo)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("tokens", [5, 64])
+def test_grouped_mm_moe_layer_cuda(tokens):
+    torch.manual_seed(0)
+    e, h, f = 8, 64, 32
+    dev = "cuda"
+    x = torch.randn(tokens, h, dtype=torch.bfloat16, device=dev)
+    top_w, top_idx = torch.topk(torch.randn(tokens, e, device=dev).softmax(-1), 2, dim=-1)
+    w_up = torch.randn(e, f, h, dtype=torch.bfloat16, device=dev) / 8
+    w_down = torch.randn(e, h, f, dtype=torch.bfloat16, device=dev) / 8
+
+    def layer(x, top_idx, top_w, w_up, w_down):  # CUDA: transformers counts int ids with histc
+        k = top_idx.size(-1)
+        ids_g, perm = torch.sort(top_idx.reshape(-1))
+        counts = torch.histc(ids_g.int(), bins=e, min=0, max=e - 1)
+        offs = torch.cumsum(counts, dim=0, dtype=torch.int32)
+        hh = torch.nn.functional.grouped_mm(x[perm // k], w_up.transpose(-2, -1), offs=offs)
+        y = torch.nn.functional.grouped_mm(torch.nn.functional.silu(hh), w_down.transpose(-2, -1), offs=offs)
+        y = y * top_w.reshape(-1)[perm, None].to(y.dtype)
+        return torch.zeros_like(x).index_add(0, perm // k, y)
+
+    _whole(layer, x, top_idx, top_w, w_up, w_down, rtol=2e-2, atol=2e-2)

@@ -1043,6 +1043,27 @@ static ic_val ext_index_scan(ic_graph *g, ic_extern_kind kind, int nin, const ic
     return append(g, &n);
 }
 
+/* grouped_mm (a[S,K], b[E,K,N], offs[E] int32) -> [S,N] in a's dtype: the checks of ATen's
+ * _grouped_mm for this (2-D x 3-D, offsets) form, strides aside (the handler picks layouts) */
+static ic_val ext_grouped_mm(ic_graph *g, int nin, const ic_val *in, int nparams) {
+    if (nin != 3 || nparams != 0) return fail(g, IC_EINVALID, "grouped_mm: wrong operand/param count");
+    const ic_meta *a = &g->nodes[in[0]].meta, *b = &g->nodes[in[1]].meta, *o = &g->nodes[in[2]].meta;
+    if (a->dtype != b->dtype) return fail(g, IC_EINVALID, "grouped_mm: operands of different dtypes");
+    if (a->dtype != IC_F32 && a->dtype != IC_BF16 && a->dtype != IC_F16)
+        return fail(g, IC_EINVALID, "grouped_mm: expected Float32, BFloat16 or Float16 matrices");
+    if (a->ndim != 2 || b->ndim != 3) return fail(g, IC_EUNSUPPORTED, "grouped_mm: only 2-D x 3-D with offsets");
+    if (o->dtype != IC_I32 || o->ndim != 1) return fail(g, IC_EINVALID, "grouped_mm: offsets have to be 1-D int32");
+    if (o->sizes[0] != b->sizes[0]) return fail(g, IC_EINVALID, "grouped_mm: matrix batch sizes have to match");
+    if (a->sizes[1] != b->sizes[1]) return fail(g, IC_EINVALID, "grouped_mm: contraction dims differ");
+    ic_node n = {.op = IC_OP_EXTERN, .in = {in[0], in[1], in[2], -1}, .ext_kind = IC_EXT_GROUPED_MM, .num = 1, .num2 = 1};
+    n.meta.dtype = a->dtype;
+    n.meta.ndim = 2;
+    n.meta.sizes[0] = a->sizes[0];
+    n.meta.sizes[1] = b->sizes[2];
+    ic_contiguous_strides(&n.meta);
+    return append(g, &n);
+}
+
 IC_API ic_val ic_extern(ic_graph *g, ic_extern_kind kind, int nin, const ic_val *in, int nparams,
                         const int64_t *params, double beta, double alpha) {
     if (g->err) return IC_NONE;
@@ -1056,6 +1077,7 @@ IC_API ic_val ic_extern(ic_graph *g, ic_extern_kind kind, int nin, const ic_val 
         dyn |= g->nodes[in[i]].meta.dyn != 0;
     }
     const char *nm = extnames[kind];
+    if (kind == IC_EXT_GROUPED_MM) return dyn ? fail(g, IC_EUNSUPPORTED, "%s on symbolic sizes", nm) : ext_grouped_mm(g, nin, in, nparams);
     if (kind >= IC_EXT_CONV_BWD) /* training: graph/autograd.c */
         return dyn ? fail(g, IC_EUNSUPPORTED, "%s on symbolic sizes", nm) : ic_train_extern(g, kind, nin, in, nparams, params, beta);
     if (kind >= IC_EXT_MATRIX_EXP) { /* linear algebra: shapes in graph/linalg.c */
@@ -1252,6 +1274,41 @@ static int int_range(const ic_graph *g, ic_val v, double *lo, double *hi, int de
     case IC_OP_RESHAPE: case IC_OP_PERMUTE: case IC_OP_EXPAND: case IC_OP_SLICE:
     case IC_OP_INDEX_SELECT:
         return int_range(g, n->in[0], lo, hi, depth + 1); /* a subset of the same elements */
+    case IC_OP_MUL:
+    case IC_OP_FLOOR_DIVIDE:
+    case IC_OP_REMAINDER: { /* integer math: the corners (floor(a / b) is monotone in each
+                             * operand while b > 0); a wrapping product is not bounded */
+        if (n->meta.dtype != IC_I64 && n->meta.dtype != IC_I32) return 0;
+        if (!int_range(g, n->in[0], &a0, &a1, depth + 1) || !int_range(g, n->in[1], &b0, &b1, depth + 1))
+            return 0;
+        /* by one number only: the bounds stay attained where a's are (index checks report
+         * an index past them as eager's error) */
+        if (b0 != b1 || (n->op != IC_OP_MUL && b0 <= 0)) return 0;
+        if (n->op == IC_OP_REMAINDER) { /* Python's %: the divisor's sign */
+            *lo = a0 >= 0 && a1 < b0 ? a0 : 0;
+            *hi = a0 >= 0 && a1 < b0 ? a1 : b1 - 1;
+            return 1;
+        }
+        double c[4] = {a0 * b0, a0 * b1, a1 * b0, a1 * b1};
+        if (n->op == IC_OP_FLOOR_DIVIDE)
+            c[0] = floor(a0 / b0), c[1] = floor(a0 / b1), c[2] = floor(a1 / b0), c[3] = floor(a1 / b1);
+        *lo = *hi = c[0];
+        for (int i = 1; i < 4; i++) {
+            if (c[i] < *lo) *lo = c[i];
+            if (c[i] > *hi) *hi = c[i];
+        }
+        return fabs(*lo) < 2147483647.0 && fabs(*hi) < 2147483647.0;
+    }
+    case IC_OP_EXTERN: /* sort indices: a permutation of the positions along the sorted dim */
+        if (n->ext_kind != IC_EXT_ARGSORT || n->nparams != 3 || n->in[0] < 0) return 0;
+        {
+            const ic_meta *x = &g->nodes[n->in[0]].meta;
+            int64_t len = x->ndim ? x->sizes[n->params[0]] : 1;
+            if (len <= 0) return 0;
+            *lo = 0;
+            *hi = (double)(len - 1);
+            return 1;
+        }
     default:
         return 0;
     }
