@@ -574,6 +574,12 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
         if (r <= 0)
             return r;
     }
+    if (fn->kind == V_CONST && fn->obj && PyMethod_Check(fn->obj) && tc_is_autograd_function(PyMethod_GET_SELF(fn->obj))) {
+        int r = dh_autograd_function(t, PyMethod_GET_SELF(fn->obj), PyMethod_GET_FUNCTION(fn->obj), args, nargs,
+                                     kwnames, out); /* autograd_fn.c: forward and backward captured */
+        if (r <= 0)
+            return r;
+    }
     if (fn->kind == V_CONST && fn->obj && PyMethod_Check(fn->obj) && tc_is_autograd_function(PyMethod_GET_SELF(fn->obj)))
         return sym_fail(t, "torch.autograd.Function %s.apply: its forward and backward run eagerly (not captured)",
                         ((PyTypeObject *)PyMethod_GET_SELF(fn->obj))->tp_name); /* a graph break: csrc/train.c */
