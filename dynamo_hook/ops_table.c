@@ -208,6 +208,12 @@ static const opdef OPS[] = {
     {"l1_loss", W_F, "input,target,size_average,reduce,reduction,weight", sym_h_pointwise_loss, 1},
     {"smooth_l1_loss", W_F, "input,target,size_average,reduce,reduction,beta", sym_h_pointwise_loss, 2},
     {"huber_loss", W_F, "input,target,reduction,delta,weight", sym_h_pointwise_loss, 3},
+    {"binary_cross_entropy_with_logits", W_F, "input,target,weight,size_average,reduce,reduction,pos_weight",
+     sym_h_bce, 0},
+    {"binary_cross_entropy", W_F, "input,target,weight,size_average,reduce,reduction", sym_h_bce, 1},
+    {"broadcast_tensors", W_TORCH, "*tensors", sym_h_broadcast_tensors, 0},
+    {"broadcast_to", W_TORCH, "input,size", sym_h_expand, 0},
+    {"broadcast_to", W_METHOD, "input,*size", sym_h_expand, 0},
     {"unfold", W_F, "input,kernel_size,dilation,padding,stride", sym_h_unfold, 0},
     {"interpolate", W_F, "input,size,scale_factor,mode,align_corners,recompute_scale_factor,antialias", sym_h_interpolate, 0},
 };
