@@ -938,7 +938,7 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
                     }
                     if (opi >= 0 && OPS[opi].fn != sym_h_binary && OPS[opi].fn != sym_h_add_sub &&
                         OPS[opi].fn != sym_h_div && OPS[opi].fn != sym_h_unary && OPS[opi].fn != sym_h_clamp &&
-                        OPS[opi].fn != sym_h_gelu)
+                        OPS[opi].fn != sym_h_gelu && OPS[opi].fn != sym_h_masked_fill)
                         opi = -1;
                     if (opi >= 0) {
                         if (sym_inplace_overlap_check(t, self, args, npos) < 0)

@@ -67,3 +67,31 @@ def test_computed_index_out_of_range_raises_in_training():
     w.grad = None
     f(torch.ones(2, 6, dtype=torch.long), w).backward()
     torch.testing.assert_close(g1, emb.weight.grad)
+
+
+def test_masked_fill_inplace_in_training():
+    # T5's _shift_right (labels.clone().masked_fill_(labels == -100, pad)) and an in-place
+    # masked_fill_ of an intermediate that requires grad: captured (was a break)
+    emb = torch.nn.Embedding(10, 4)
+
+    def f(labels, w):
+        ids = labels.clone()
+        ids.masked_fill_(ids == -100, 0)
+        h = emb(ids) * w
+        h.masked_fill_(h > 0.5, 0.5)
+        return h.square().sum()
+
+    labels = torch.tensor([[1, -100, 3], [-100, 5, 9]])
+    w = torch.randn(4, requires_grad=True)
+    torchc.reset()
+    ex = torchc.explain(f)(labels, w)
+    assert (ex.graph_count, ex.graph_break_count, ex.backward_graph_count) == (1, 0, 1), ex.break_reasons
+    cf = torchc.compile(f)
+    grads = []
+    for call in (f, cf):
+        emb.zero_grad()
+        w.grad = None
+        call(labels, w).backward()
+        grads.append((emb.weight.grad.clone(), w.grad.clone()))
+    for a, b in zip(*grads):
+        torch.testing.assert_close(a, b)
