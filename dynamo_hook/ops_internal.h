@@ -182,6 +182,8 @@ int sym_sdpa_dropout(trace *t, ic_val q, ic_val k, ic_val v, ic_val mask, int ca
 int sym_h_cross_entropy(trace *t, const opdef *d, var **p, var *out);
 int sym_h_nll_loss(trace *t, const opdef *d, var **p, var *out);
 int sym_h_pointwise_loss(trace *t, const opdef *d, var **p, var *out);
+int sym_h_bce(trace *t, const opdef *d, var **p, var *out);             /* ops_loss.c */
+int sym_h_broadcast_tensors(trace *t, const opdef *d, var **p, var *out); /* ops_loss.c */
 /* cls(*constants) of a tensorless nn.Module class (a loss module made in forward); 1: not it */
 int sym_module_new(trace *t, PyObject *cls, var *args, int nargs, PyObject *kwnames, var *out);
 

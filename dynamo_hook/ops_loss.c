@@ -476,3 +476,221 @@ done:
     Py_XDECREF(mod);
     return rc;
 }
+
+/* ---- binary cross entropy ------------------------------------------------------------------
+ * F.binary_cross_entropy_with_logits(input, target, weight, size_average, reduce, reduction,
+ * pos_weight) and F.binary_cross_entropy(input, target, weight, size_average, reduce,
+ * reduction): the loss as ATen's CPU kernels compute it, its gradients as eager's backward
+ * formulas (FunctionsManual / Loss.cpp), not the composition's: both functions are one
+ * autograd node in eager whose formulas differ from the chain rule where it matters (BCE's
+ * 1e-12 floor on x(1-x), where a composition through the -100 log clamp gives 0; a stable
+ * sigmoid form for the logits). The loss is built with grad off; its backward is a template
+ * (graph/autograd.c ic_custom_capture, as for a torch.autograd.Function) computing
+ *   with logits:  d input  = (pos_weight ? (pw·t + 1 - t)·σ(x) - pw·t : σ(x) - t) · w · g
+ *                 d target = (pos_weight ? logσ(-x) - pw·logσ(x) : -x) · w · g
+ *   BCE:          d input  = (x - t) / max((1 - x)·x, 1e-12) · w · g
+ *                 d target = -logit(x) · w · g
+ * (g expanded for sum, divided by numel for mean); weight and pos_weight get none (eager:
+ * not differentiable). Eager checks BCE's input is in [0, 1] (RuntimeError): the graph
+ * counts the elements outside as an index check does (CPU; the frame then reruns eagerly);
+ * on CUDA (a device-side assert in eager) the call is left to eager. */
+
+/* w or pos_weight: None (-1), else a tensor of the input's dtype that broadcasts into x's
+ * shape (eager multiplies in place into a tensor of x's shape) */
+static int bce_weight(trace *t, const opdef *d, var *w, const ic_meta *xm, const char *what, ic_val *out) {
+    *out = -1;
+    if (sym_is_none(w))
+        return 0;
+    if (w->kind != V_TENSOR)
+        return sym_fail(t, "%s: %s must be a tensor", d->name, what);
+    const ic_meta *m = sym_metap(t, w->val);
+    if (m->dtype != xm->dtype || m->dyn || m->ndim > xm->ndim)
+        return sym_fail(t, "%s: %s of another dtype or shape than the input left to eager", d->name, what);
+    for (int i = 0; i < m->ndim; i++) {
+        int64_t s = m->sizes[m->ndim - 1 - i], xs = xm->sizes[xm->ndim - 1 - i];
+        if (s != 1 && s != xs)
+            return sym_fail(t, "%s: %s does not broadcast to the input's shape (eager will raise)", d->name, what);
+    }
+    *out = w->val;
+    return 0;
+}
+
+/* log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|)) (ATen's log_sigmoid_forward) */
+static ic_val log_sigmoid(trace *t, ic_val x) {
+    ic_val e = ic_unary(G, IC_OP_EXP, ic_unary(G, IC_OP_NEG, ic_unary(G, IC_OP_ABS, x)));
+    return ic_binary(G, IC_OP_SUB, ic_binary(G, IC_OP_MINIMUM, x, sym_num(t, 0.0)), ic_unary(G, IC_OP_LOG1P, e));
+}
+
+static ic_val mul_opt(trace *t, ic_val a, ic_val w) { return w >= 0 ? ic_binary(G, IC_OP_MUL, a, w) : a; }
+
+/* BCE's input range check: the count of elements outside [0, 1] (NaN included), a graph
+ * output read after the kernels (CPU) */
+static int bce_range_check(trace *t, const opdef *d, ic_val x) {
+    if (t->device_type == TC_DEV_CUDA)
+        return sym_fail(t, "%s on CUDA (eager's range check is a device-side assert) left to eager", d->name);
+    ic_val ok = ic_binary(G, IC_OP_LOGICAL_AND, ic_binary(G, IC_OP_GE, x, sym_num(t, 0.0)),
+                          ic_binary(G, IC_OP_LE, x, sym_num(t, 1.0)));
+    ic_val bad = ic_reduce(G, IC_OP_SUM, ic_cast(G, ic_unary(G, IC_OP_LOGICAL_NOT, ok), IC_I64), 0, 0, -1);
+    if (bad < 0)
+        return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "%s: range check failed", d->name);
+    if (t->nchk == t->capchk) {
+        int cap = t->capchk ? 2 * t->capchk : 8;
+        ic_val *nc = realloc(t->chk, sizeof *nc * (size_t)cap);
+        if (nc == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        t->chk = nc;
+        t->capchk = cap;
+    }
+    t->chk[t->nchk++] = bad;
+    return 0;
+}
+
+/* d->op 0: with logits (p[6] pos_weight), 1: of probabilities */
+int sym_h_bce(trace *t, const opdef *d, var **p, var *out) {
+    int red, logits = d->op == 0;
+    if (sym_need_tensor(t, d, p[0]) < 0 || sym_need_tensor(t, d, p[1]) < 0 ||
+        get_reduction(t, d, p[3], p[4], p[5], &red) < 0)
+        return -1;
+    ic_meta xm = *sym_metap(t, p[0]->val), tm = *sym_metap(t, p[1]->val);
+    if (!same_shape(&xm, &tm))
+        return sym_fail(t, "%s: target of another size than the input (eager will raise)", d->name);
+    if (xm.dyn)
+        return sym_fail(t, "%s of symbolic sizes not supported", d->name);
+    if (xm.dtype < IC_F16 || xm.dtype > IC_F64 || tm.dtype != xm.dtype)
+        return sym_fail(t, "%s of non-float or mixed dtypes left to eager", d->name);
+    ic_val x = p[0]->val, tg = p[1]->val, w, pw = -1;
+    if (bce_weight(t, d, p[2], &xm, "weight", &w) < 0 || (logits && bce_weight(t, d, p[6], &xm, "pos_weight", &pw) < 0))
+        return -1;
+    int64_t numel = 1;
+    for (int i = 0; i < xm.ndim; i++)
+        numel *= xm.sizes[i];
+    if (red == RED_MEAN && numel == 0)
+        return sym_fail(t, "%s: mean of an empty input (nan) left to eager", d->name);
+    if (!logits && bce_range_check(t, d, x) < 0)
+        return -1;
+    int train = sym_value_requires_grad(t, x) || sym_value_requires_grad(t, tg);
+    int need_t = train && sym_value_requires_grad(t, tg);
+    /* the loss, with grad off when a template gives its gradients */
+    if (train)
+        ic_set_grad_enabled(G, 0);
+    ic_val l;
+    if (logits) {
+        ic_val ls = log_sigmoid(t, x);
+        if (pw >= 0) /* log_weight = (pos_weight - 1)·t + 1 */
+            ls = ic_binary(G, IC_OP_MUL, ls, ic_binary(G, IC_OP_ADD, ic_binary(G, IC_OP_MUL, ic_binary(G, IC_OP_SUB, pw, sym_num(t, 1.0)), tg), sym_num(t, 1.0)));
+        l = ic_binary(G, IC_OP_SUB, ic_binary(G, IC_OP_MUL, ic_binary(G, IC_OP_SUB, sym_num(t, 1.0), tg), x), ls);
+    } else { /* (t - 1)·max(log1p(-x), -100) - t·max(log(x), -100) */
+        ic_val l1 = ic_binary(G, IC_OP_MAXIMUM, ic_unary(G, IC_OP_LOG1P, ic_unary(G, IC_OP_NEG, x)), sym_num(t, -100.0));
+        ic_val l0 = ic_binary(G, IC_OP_MAXIMUM, ic_unary(G, IC_OP_LOG, x), sym_num(t, -100.0));
+        l = ic_binary(G, IC_OP_SUB, ic_binary(G, IC_OP_MUL, ic_binary(G, IC_OP_SUB, tg, sym_num(t, 1.0)), l1),
+                      ic_binary(G, IC_OP_MUL, tg, l0));
+    }
+    l = mul_opt(t, l, w);
+    if (l >= 0 && ic_value_meta(G, l)->dtype != xm.dtype)
+        l = ic_cast(G, l, xm.dtype);
+    if (red != RED_NONE)
+        l = ic_reduce(G, red == RED_SUM ? IC_OP_SUM : IC_OP_MEAN, l, 0, 0, -1);
+    if (!train)
+        return sym_tensor_out(t, l, out);
+    ic_set_grad_enabled(G, 1);
+    ic_val y = ic_custom_output(G, l);
+    if (y < 0)
+        return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "%s: graph builder failed", d->name);
+    /* the backward template: operands before `base` are forward values */
+    int base = ic_graph_num_values(G), gin0 = ic_graph_num_inputs(G);
+    ic_set_grad_enabled(G, 0);
+    ic_meta gm = *ic_value_meta(G, y);
+    int64_t st = 1;
+    for (int i = gm.ndim - 1; i >= 0; i--) {
+        gm.strides[i] = st;
+        st *= gm.sizes[i] > 1 ? gm.sizes[i] : 1;
+    }
+    ic_val g = ic_input(G, &gm), ph = g;
+    if (red != RED_NONE)
+        g = ic_expand(G, red == RED_MEAN ? ic_binary(G, IC_OP_DIV, g, sym_num(t, (double)numel)) : g, xm.ndim, xm.sizes);
+    ic_val gx, gt = -1;
+    if (logits) {
+        ic_val s = ic_unary(G, IC_OP_SIGMOID, x);
+        if (pw >= 0) {
+            ic_val pt = ic_binary(G, IC_OP_MUL, pw, tg);
+            gx = ic_binary(G, IC_OP_SUB,
+                           ic_binary(G, IC_OP_MUL, ic_binary(G, IC_OP_SUB, ic_binary(G, IC_OP_ADD, pt, sym_num(t, 1.0)), tg), s), pt);
+        } else {
+            gx = ic_binary(G, IC_OP_SUB, s, tg);
+        }
+        if (need_t)
+            gt = pw >= 0 ? ic_binary(G, IC_OP_SUB, log_sigmoid(t, ic_unary(G, IC_OP_NEG, x)),
+                                     ic_binary(G, IC_OP_MUL, log_sigmoid(t, x), pw))
+                         : ic_unary(G, IC_OP_NEG, x);
+    } else {
+        ic_val den = ic_binary(G, IC_OP_MAXIMUM, ic_binary(G, IC_OP_MUL, ic_binary(G, IC_OP_SUB, sym_num(t, 1.0), x), x),
+                               sym_num(t, 1e-12));
+        gx = ic_binary(G, IC_OP_DIV, ic_binary(G, IC_OP_SUB, x, tg), den);
+        if (need_t) /* -logit(x) = log1p(-x) - log(x) */
+            gt = ic_binary(G, IC_OP_SUB, ic_unary(G, IC_OP_LOG1P, ic_unary(G, IC_OP_NEG, x)), ic_unary(G, IC_OP_LOG, x));
+    }
+    gx = ic_binary(G, IC_OP_MUL, mul_opt(t, gx, w), g);
+    if (gt != -1)
+        gt = ic_binary(G, IC_OP_MUL, mul_opt(t, gt, w), g);
+    ic_set_grad_enabled(G, 1);
+    ic_val in[2] = {x, tg}, gin[2] = {gx, gt};
+    if (gx < 0 || ic_custom_capture(G, base, gin0, 1, &y, &ph, need_t ? 2 : 1, in, gin) < 0)
+        return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "%s: backward template failed", d->name);
+    return sym_tensor_out(t, y, out);
+}
+
+/* torch.broadcast_tensors(*tensors): each expanded to the common shape (views) */
+int sym_h_broadcast_tensors(trace *t, const opdef *d, var **p, var *out) {
+    const var *seq = p[0];
+    if (seq == NULL || seq->kind != V_SEQ)
+        return sym_fail(t, "%s: expected tensors", d->name);
+    int n = seq->n, nd = 0;
+    int64_t shp[IC_MAX_DIMS];
+    var *items = sym_alloc(t, n + 1);
+    if (items == NULL)
+        return -1;
+    for (int i = 0; i < n; i++) {
+        items[i] = seq->items[i];
+        sym_resolve(t, &items[i]);
+        if (items[i].kind != V_TENSOR)
+            return sym_fail(t, "%s of a non-tensor (eager will raise)", d->name);
+        const ic_meta *m = sym_metap(t, items[i].val);
+        if (m->dyn)
+            return sym_fail(t, "%s of symbolic sizes not supported", d->name);
+        if (m->ndim > nd) { /* the common shape, right-aligned */
+            int k = m->ndim - nd;
+            for (int j = nd - 1; j >= 0; j--)
+                shp[j + k] = shp[j];
+            for (int j = 0; j < k; j++)
+                shp[j] = 1;
+            nd = m->ndim;
+        }
+        for (int j = 0; j < m->ndim; j++) {
+            int64_t s = m->sizes[m->ndim - 1 - j], *c = &shp[nd - 1 - j];
+            if (s != 1 && *c != 1 && s != *c)
+                return sym_fail(t, "%s: shapes do not broadcast (eager will raise)", d->name);
+            if (*c == 1)
+                *c = s;
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        var in = items[i];
+        PyObject *tup = PyTuple_New(nd);
+        for (int j = 0; tup && j < nd; j++) {
+            PyObject *o = PyLong_FromLongLong(shp[j]);
+            if (o == NULL)
+                Py_CLEAR(tup);
+            else
+                PyTuple_SET_ITEM(tup, j, o);
+        }
+        if (sym_view_out_desc(t, &in, ic_expand(G, in.val, nd, shp), &items[i], "expand",
+                              tup ? Py_BuildValue("(N)", tup) : NULL) < 0)
+            return -1;
+    }
+    *out = sym_var(V_SEQ);
+    out->n = n;
+    out->items = items;
+    return 0;
+}

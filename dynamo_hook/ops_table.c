@@ -208,6 +208,10 @@ static const opdef OPS[] = {
     {"l1_loss", W_F, "input,target,size_average,reduce,reduction,weight", sym_h_pointwise_loss, 1},
     {"smooth_l1_loss", W_F, "input,target,size_average,reduce,reduction,beta", sym_h_pointwise_loss, 2},
     {"huber_loss", W_F, "input,target,reduction,delta,weight", sym_h_pointwise_loss, 3},
+    {"binary_cross_entropy_with_logits", W_F, "input,target,weight,size_average,reduce,reduction,pos_weight",
+     sym_h_bce, 0},
+    {"binary_cross_entropy", W_F, "input,target,weight,size_average,reduce,reduction", sym_h_bce, 1},
+    {"broadcast_tensors", W_TORCH, "*tensors", sym_h_broadcast_tensors, 0},
     {"unfold", W_F, "input,kernel_size,dilation,padding,stride", sym_h_unfold, 0},
     /* ops_more.c */
     {"is_floating_point", W_TORCH | W_METHOD, "input", sym_h_query, 0},
@@ -612,6 +616,12 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
         (!tc_grad_enabled() || t->nograd > 0)) {
         int r = autograd_function_nograd(t, PyMethod_GET_SELF(fn->obj), PyMethod_GET_FUNCTION(fn->obj), args,
                                          nargs, kwnames, out);
+        if (r <= 0)
+            return r;
+    }
+    if (fn->kind == V_CONST && fn->obj && PyMethod_Check(fn->obj) && tc_is_autograd_function(PyMethod_GET_SELF(fn->obj))) {
+        int r = dh_autograd_function(t, PyMethod_GET_SELF(fn->obj), PyMethod_GET_FUNCTION(fn->obj), args, nargs,
+                                     kwnames, out); /* autograd_fn.c: forward and backward captured */
         if (r <= 0)
             return r;
     }

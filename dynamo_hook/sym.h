@@ -173,6 +173,8 @@ typedef struct trace {
     int nundo, capundo;
     void **gens;                      /* sym_gen.c: generators made in the trace (trace lifetime) */
     int ngens, capgens;
+    const char *no_new_inputs;        /* set: reading a tensor not seen yet fails with this
+                                       * reason (autograd_fn.c, tracing a backward) */
     char reason[300];
     char where[480];                  /* file:line of the first failure, innermost first (sym_where) */
     int failed;
@@ -316,6 +318,9 @@ int sym_dict_view_read_key(trace *t, const var *d, PyObject *key); /* d[key] / d
 int sym_dict_view_keys(trace *t, const var *d);                  /* keys only (in, iteration) */
 int sym_dict_view_write(trace *t, const var *d);
 int sym_is_lru_wrapper(PyObject *fn); /* ops_table.c: a functools.lru_cache wrapper */
+/* autograd_fn.c: Function.apply under grad mode, forward and backward captured (1: not one) */
+int dh_autograd_function(trace *t, PyObject *cls, PyObject *apply, var *args, int nargs, PyObject *kwnames,
+                         var *out);
 int sym_is_nn_module_type(PyObject *cls); /* variables.c: cls subclasses nn.Module */
 /* obj_proto.c: Python dunders of user objects inlined; 1: the class has none (not handled) */
 int sym_obj_dunder(trace *t, const var *o, const char *name, var *args, int nargs, var *out);

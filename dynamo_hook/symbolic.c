@@ -609,9 +609,12 @@ static dh_entry *trace_once(PyCodeObject *code, PyObject *const *localsplus, PyO
             }
             chk_base = nout; /* index checks: extra outputs after the others */
             if (!t->failed && !PyErr_Occurred() && nout > 0 && t->nchk > 0) {
-                if (t->cfg->backend != NULL || sym_trace_trains(t))
+                /* training: the check runs before the autograd node is attached (an
+                 * out-of-range index reruns eagerly, which raises); the backward's scatter-add
+                 * reads the same checked indices (saved, version-checked by autograd) */
+                if (t->cfg->backend != NULL)
                     sym_fail(t, "indexing with a computed index tensor (bounds unknown) not supported yet "
-                                "with another backend or in training");
+                                "with another backend");
                 for (int k = 0; k < t->nchk && !t->failed; k++) {
                     if (nout >= dh_limit.max_outputs)
                         sym_fail(t, "more than %d outputs (torchc.config.max_outputs)", dh_limit.max_outputs);

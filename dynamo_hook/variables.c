@@ -844,6 +844,8 @@ static int wrap_tensor(trace *t, PyObject *o, int src, var *out) {
         }
     if (src < t->capsrc)
         t->srcobj[src] = o;
+    if (t->no_new_inputs) /* autograd_fn.c: a Function's backward being traced */
+        return sym_fail(t, "%s", t->no_new_inputs);
     ic_meta im = {0};
     im.dtype = (ic_dtype)m.dtype;
     im.ndim = m.ndim;

@@ -282,6 +282,22 @@ char *ic_graph_to_string(const ic_graph *g);
  * gradient to their operands. They change nothing in the forward graph's code. */
 void ic_set_grad_enabled(ic_graph *g, int on);
 ic_val ic_detach(ic_graph *g, ic_val v);
+/* A torch.autograd.Function captured whole (dynamo_hook/autograd_fn.c). Its forward is
+ * built with grad off; ic_custom_output(g, y) is a fresh identity of each differentiable
+ * output y. The user's backward is then traced onto g from value `base`
+ * (ic_graph_num_values) with the gradient of each output a placeholder ic_input (graph
+ * inputs past `ninputs`). ic_custom_capture moves the values [base, end) out of g into a
+ * template g keeps and drops the placeholders from g's inputs: out[k] (an ic_custom_output
+ * value, or -1: a non-differentiable output, whose gradient is zeros) feeds placeholder
+ * ph[k]; gin[i] (a template value, a value before base, or -1) is the gradient of forward
+ * value in[i]. The backward graph runs the template where the gradients reach out[]; the
+ * outputs require grad where an in[] does. 0, or -1 (g's error state set). */
+int ic_graph_num_values(const ic_graph *g);
+ic_val ic_custom_output(ic_graph *g, ic_val y);
+int ic_custom_capture(ic_graph *g, int base, int ninputs, int nout, const ic_val *out, const ic_val *ph, int nin,
+                      const ic_val *in, const ic_val *gin);
+/* the values [base, end) and the inputs past ninputs leave g (a backward not captured) */
+void ic_custom_abort(ic_graph *g, int base, int ninputs);
 /* 1 if v depends on a graph input i with req[i] != 0 through float values and nodes that
  * pass gradients (torch's requires_grad of the value under grad mode), else 0. */
 int ic_value_requires_grad(const ic_graph *g, ic_val v, const unsigned char *req);

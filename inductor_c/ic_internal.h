@@ -64,6 +64,8 @@ struct ic_graph {
     char msg[256];
     int64_t sym_hint[IC_MAX_SYMS]; /* hint value of each size symbol, 0: not used yet */
     int nograd_depth, nograd_from; /* training: ic_set_grad_enabled nesting, first node */
+    struct ic_custom *custom;      /* training: torch.autograd.Function backward templates */
+    int ncustom;                   /* (graph/autograd.c ic_custom_capture; freed with g) */
     int dflt;                      /* torch's default dtype + 1 (0: f32): wrapped floats,
                                     * int / int, float ops of ints */
 };
@@ -109,6 +111,7 @@ IC_API void ic_test_inject_fault(int n);
 /* training: appends a node whose meta the caller inferred (graph.c); shape inference of the
  * backward externs (IC_EXT_CONV_BWD and later: graph/autograd.c) */
 ic_val ic_graph_append_node(ic_graph *g, const ic_node *n);
+void ic_custom_free(ic_graph *g); /* graph/autograd.c: g's autograd.Function templates */
 ic_val ic_train_extern(ic_graph *g, ic_extern_kind kind, int nin, const ic_val *in, int nparams,
                        const int64_t *params, double beta);
 

@@ -42,7 +42,23 @@ def _llama(drop):
     return transformers.LlamaForCausalLM(cfg)
 
 
-MODELS = {"bert_mlm": _bert, "gpt2_lm": _gpt2, "llama_clm": _llama}
+def _opt(drop):
+    # learned positions indexed by cumsum(attention_mask): a computed index checked after the
+    # kernels (an extra graph output), differentiated through index_select's scatter-add
+    cfg = transformers.OPTConfig(vocab_size=V, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                                 ffn_dim=64, word_embed_proj_dim=32, max_position_embeddings=32,
+                                 dropout=drop, attention_dropout=drop)
+    return transformers.OPTForCausalLM(cfg)
+
+
+def _bloom(drop):
+    # its GeLUFunction (a torch.autograd.Function) in training: forward and backward captured
+    cfg = transformers.BloomConfig(vocab_size=V, hidden_size=32, n_layer=2, n_head=2,
+                                   hidden_dropout=drop, attention_dropout=drop)
+    return transformers.BloomForCausalLM(cfg)
+
+
+MODELS = {"bert_mlm": _bert, "gpt2_lm": _gpt2, "llama_clm": _llama, "opt_clm": _opt, "bloom_clm": _bloom}
 
 
 def _batch(seed=0):
@@ -74,7 +90,7 @@ def _pair(name, drop):
 
 # GPT-2 (its output record's __post_init__ reads self.__dict__, its logger's lru_cache'd
 # warning_once) captures whole too: obj_dictview.c and ops_table.c's cached methods
-WHOLE = ["bert_mlm", "llama_clm", "gpt2_lm"]
+WHOLE = ["bert_mlm", "llama_clm", "gpt2_lm", "opt_clm", "bloom_clm"]
 
 
 @pytest.mark.parametrize("name", WHOLE)
@@ -86,7 +102,7 @@ def test_tiny_transformer_trains_whole(name):
     assert ex.backward_graph_count == 1, str(ex)
 
 
-@pytest.mark.parametrize("name", ["bert_mlm", "llama_clm", "gpt2_lm"])
+@pytest.mark.parametrize("name", WHOLE)
 def test_tiny_transformer_matches_eager(name):
     me, mc = _pair(name, 0.0)
     ex = torchc.explain(mc)(*(), **dict(zip(("input_ids", "labels"), _batch())))
