@@ -26,6 +26,7 @@ is not a graph output, CUDA, dtypes other than float32/float64 for the summed gr
 compiled graph at all), the scan runs a Python loop over the compiled body (still compiled
 once) and says why in `torchc._scan.last_fallback` and the `torchc.scan` logger.
 """
+import functools
 import logging
 import sys
 import threading
@@ -123,9 +124,12 @@ def _rows_alias(b, start, n):
 
 def _complex_hint(fn, c0, X):
     """Why a body usually has no graph: a complex carry, input or closure tensor."""
+    seen = list(c0) + list(X)
+    while isinstance(fn, functools.partial):
+        seen += list(fn.args) + list(fn.keywords.values())
+        fn = fn.func
     f = fn.forward if isinstance(fn, torch.nn.Module) else fn
     f = getattr(f, "__func__", f)
-    seen = list(c0) + list(X)
     for cell in getattr(f, "__closure__", None) or ():
         try:
             seen.append(cell.cell_contents)
@@ -160,6 +164,8 @@ def _compiled(fn):
 
 
 def _code(fn):
+    while isinstance(fn, functools.partial):  # the frame that runs is the wrapped function's
+        fn = fn.func
     f = fn.forward if isinstance(fn, torch.nn.Module) else fn
     f = getattr(f, "__func__", f)
     return getattr(f, "__code__", None)
