@@ -273,6 +273,47 @@ def test_buffer_pool_reuses_only_dead_buffers(grad):
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
 
 
+def test_buffer_pool_reused_under_a_compiled_caller():
+    """_pool_check_compiled in a fresh interpreter (see above)"""
+    env = dict(os.environ)
+    here = os.path.dirname(os.path.abspath(__file__))
+    env["PYTHONPATH"] = os.pathsep.join([os.path.dirname(here), here, env.get("PYTHONPATH", "")])
+    r = subprocess.run([sys.executable, "-c", "import test_scan; test_scan._pool_check_compiled()"],
+                       env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+
+
+def _pool_check_compiled():
+    """a scan called by a compiled function (its graph breaks at the call) reuses the pooled
+    buffers of the previous calls once they are dropped, as from eager code (the check of a
+    buffer's references once ran through a Python call, which torchc's frame hook held extra
+    references for: nothing was reused, fresh [T, N, n] stacks every step)"""
+    _scan.clear_buffers()
+    W = torch.randn(5, 5, requires_grad=True)
+
+    def step(h, x):
+        h = torch.tanh(h @ W + x)
+        return h, h
+
+    def f(xs):
+        return torchc.scan(step, torch.zeros(3, 5), xs * 2)
+
+    cf = torchc.compile(f)
+    xs = torch.randn(7, 3, 5)
+    for i in range(5):
+        c, ys = cf(xs)
+        assert _scan.last_fallback is None
+        ptr = ys.untyped_storage().data_ptr()
+        pooled = {t.untyped_storage().data_ptr() for v in _scan._pool.values() for t in v}
+        if i >= 2:
+            assert ptr in pooled, i
+        ce, yse = eager_scan(step, torch.zeros(3, 5), xs * 2)
+        assert rel(ys, yse) < 2e-6
+        (c.sum() + ys.square().sum()).backward()
+        del c, ys
+    _scan.clear_buffers()
+
+
 def _pool_check(grad):
     """the stacked buffers are reused between calls once nothing holds them; a result still
     referenced (as itself, a view, a detached alias, a tensor saved by autograd, a graph kept

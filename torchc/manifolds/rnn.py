@@ -126,44 +126,37 @@ class ExpRNN(nn.Module):
         B = c.recurrent_kernel.weight  # the parametrization runs once: B = base @ exp(A)
         # Bᵀ once per forward too: a loop constant in the layout the step's GEMM reads (as
         # B itself the step would transpose it at every step, forward and backward)
-        Bt = B.t()
-        b = c.nonlinearity.b
-        box = None
-        if torch.compiler.is_compiling():
-            # captured by a compiled caller (torchc.compile(model)): no autograd Function here
-            # (each would break the graph); the projection is one linear node of the graph,
-            # and the scan sums Bᵀ's gradient over the steps itself. The graph breaks at
-            # torchc.scan, which runs its loop (README: the scan is no graph op yet)
-            XP = c.input_kernel(x)
-        else:
-            # all steps' input projections, one GEMM (on the CPU into a pooled buffer: A/B in
-            # one process, L = 784, n = 170: 0.217 s against 0.242 s a step, CPU medians of 8)
-            if x.device.type == "cpu" and x.dim() == 3 and x.dtype == c.input_kernel.weight.dtype:
-                XP = _PooledProjection.apply(x, c.input_kernel.weight)
-            else:
-                XP = c.input_kernel(x)
-            if torch.is_grad_enabled() and Bt.requires_grad:
-                box = []
-                XP = _RecurrentWeightGrad.apply(XP, Bt, box)
-            Bt = Bt.detach()  # its gradient: _RecurrentWeightGrad, one GEMM
-        H, h = _recurrence(Bt, b, h0, XP)
-        if box is not None:
-            Hd = H.detach()
-            box.append((h0.detach(), Hd, Hd._version))
-        return H, h
+        return _recurrence(x, c.input_kernel.weight, B.t(), c.nonlinearity.b, h0)
 
 
 @torchc.disable
-def _recurrence(Bt, b, h0, XP):
-    """H, h_T of h_t = modReLU(xp_t + h_{t-1} Bᵀ): torchc.scan. A compiled caller breaks its
-    graph at this call (tensors only across the break: the step's closure is made here; a
-    closure made in ExpRNN.forward would give it cell variables, and a frame with cells
-    cannot resume after a break, so all of forward would run eagerly)"""
-    def step(h, xp):  # one graph, compiled once
-        z = torch.addmm(xp, h, Bt)
+def _recurrence(x, W_in, Bt, b, h0):
+    """H, h_T of h_t = modReLU(x_t W_inᵀ + h_{t-1} Bᵀ): the input projection, torchc.scan and
+    the recurrent kernel's gradient node. A compiled caller (torchc.compile(model)) captures
+    ExpRNN.forward up to here (the parametrization: B = base exp(A) with matrix_exp as a graph
+    op, and its compiled backward) and breaks its graph at this call: the autograd Functions
+    below and the scan run as in eager (tensors only cross the break: the step's closure is
+    made here, as a frame with cell variables cannot resume after a break)."""
+    # all steps' input projections, one GEMM (on the CPU into a pooled buffer: A/B in one
+    # process, L = 784, n = 170: 0.217 s against 0.242 s a training step, CPU medians of 8)
+    if x.device.type == "cpu" and x.dim() == 3 and x.dtype == W_in.dtype:
+        XP = _PooledProjection.apply(x, W_in)
+    else:
+        XP = nn.functional.linear(x, W_in)
+    box = None
+    if torch.is_grad_enabled() and Bt.requires_grad:
+        box = []
+        XP = _RecurrentWeightGrad.apply(XP, Bt, box)
+    Btd = Bt.detach()  # its gradient: _RecurrentWeightGrad, one GEMM
+
+    def step(h, xp):  # one graph, compiled once: h' = modReLU(xp + h Bᵀ)
+        z = torch.addmm(xp, h, Btd)
         h = torch.sign(z) * torch.relu(z.abs() + b)
         return h, h
     h, H = torchc.scan(step, h0, XP)
+    if box is not None:
+        Hd = H.detach()
+        box.append((h0.detach(), Hd, Hd._version))
     return H, h
 
 
