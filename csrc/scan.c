@@ -2,8 +2,8 @@
  *
  * The record is a capsule over tc_scan_probe: it keeps the entry that ran the body pinned
  * (its compiled forward stays valid), strong references to the tensors bound to the graph
- * inputs and to the graph outputs of the probe step, and the training capsule (compiled
- * backward + the autograd maps of csrc/train.c).
+ * inputs and to the graph outputs of the probe step (until _scan_release drops them), and
+ * the training capsule (compiled backward + the autograd maps of csrc/train.c).
  *
  * _scan_loop(rec, which, in_specs, out_specs, ops, t_begin, t_end) runs graph `which`
  * (0 forward, 1 backward) for t = t_begin, t_begin ± 1, ... up to t_end (excluded). Each
@@ -390,6 +390,25 @@ done:
     return res;
 }
 
+/* _scan_release(record): drops the record's references to the probe step's tensors (the
+ * graph inputs, among them a view of xs, and the outputs, whose autograd graph saved more);
+ * the record keeps only what the loops run (the pinned entry, the compiled backward).
+ * torchc/_scan.py calls it once the plan has classified them, so a record kept by an autograd
+ * node until its graph dies holds no sequence-sized storage (the pool could not reuse it). */
+static PyObject *scan_release(PyObject *self, PyObject *cap) {
+    (void)self;
+    tc_scan_probe *p = PyCapsule_GetPointer(cap, CAPSULE);
+    if (p == NULL)
+        return NULL;
+    int nin = p->nin, nout = p->nout;
+    p->nin = p->nout = 0;
+    for (int i = 0; i < nin; i++)
+        Py_CLEAR(p->ins[i]);
+    for (int i = 0; i < nout; i++)
+        Py_CLEAR(p->outs[i]);
+    Py_RETURN_NONE;
+}
+
 /* _scan_stats() -> (loops, graph runs) since the module loaded */
 static PyObject *scan_stats(PyObject *self, PyObject *unused) {
     (void)self;
@@ -401,6 +420,7 @@ static PyMethodDef methods[] = {
     {"_scan_probe", scan_probe, METH_VARARGS, "torchc.scan: runs the compiled body once, recording its entry"},
     {"_scan_info", scan_info, METH_O, "torchc.scan: what the probe recorded"},
     {"_scan_loop", scan_loop, METH_VARARGS, "torchc.scan: runs the body's forward or backward graph over steps"},
+    {"_scan_release", scan_release, METH_O, "torchc.scan: drops the record's probe tensors"},
     {"_scan_stats", scan_stats, METH_NOARGS, "torchc.scan: (loops, graph runs) so far"},
     {NULL, NULL, 0, NULL},
 };

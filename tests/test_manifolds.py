@@ -224,6 +224,61 @@ def test_parametrized_linear_compiled_forward(triv, shape):
     _one_graph_with(ex, "matrix_exp" if triv == "expm" else "solve")
 
 
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="no CUDA device"))])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_matrix_exp_and_solve_compiled_training(dtype, device):
+    """training through the graph ops: one forward graph with its compiled backward (the
+    matrix_exp rule is the MATRIX_EXP_VJP extern; solve's are a transposed solve and a
+    matmul), gradients as torch's autograd. (Without the rules the frame ran eagerly: "no
+    backward rule for matrix_exp".)"""
+    def f(A, B, C):
+        E = torch.linalg.matrix_exp(A * 0.5)
+        X = torch.linalg.solve(C, E @ B)
+        return (X.sin() * 3).sum() + E.square().sum()
+
+    tol = (1e-4 if device == "cpu" else 2e-3) if dtype == torch.float32 else 1e-10
+    for shape, norm in [((5, 5), 0.7), ((2, 3, 8, 8), 6.0), ((1, 1), 2.0), ((33, 33), 40.0)]:
+        n, batch = shape[-1], shape[:-2]
+        A = mat(n, norm, dtype, batch=batch).to(device).requires_grad_()
+        B = mat(n, 1.0, dtype, batch=batch).to(device).requires_grad_()
+        C = (mat(n, 1.0, dtype, batch=batch) + 3 * torch.eye(n, dtype=dtype)).to(device).requires_grad_()
+        ex = torchc.explain(f)(A, B, C)
+        assert ex.graph_count == 1 and ex.graph_break_count == 0 and ex.backward_graph_count == 1, str(ex)
+        assert ex.extern_calls.count("matrix_exp") == 1 and ex.extern_calls.count("solve") == 1
+        torchc.reset()
+        got = torchc.compile(f)(A, B, C)
+        g_got = torch.autograd.grad(got, (A, B, C))
+        want = f(A, B, C)
+        g_want = torch.autograd.grad(want, (A, B, C))
+        assert rel(got, want) < tol
+        for g, w in zip(g_got, g_want):
+            assert g.dtype == w.dtype and g.shape == w.shape
+            assert rel(g, w) < tol, (shape, rel(g, w))
+
+
+@pytest.mark.parametrize("triv", ["expm", "cayley"])
+def test_parametrized_linear_compiled_training(triv):
+    """a compiled training step of an orthogonal Linear: the parametrization (skew, matrix_exp
+    or the Cayley solve, base) in one graph with its backward; the gradient of the
+    unconstrained weight as eager's (torchc.manifolds.matrix_exp is the graph op when traced)"""
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(7, 7, bias=False)
+    M.orthogonal(lin, triv=triv)
+    x = torch.randn(5, 7)
+    f = lambda x: lin(x).tanh().sum()  # noqa: E731
+    ex = torchc.explain(f)(x)
+    assert ex.graph_count == 1 and ex.graph_break_count == 0 and ex.backward_graph_count == 1, str(ex)
+    assert ex.extern_calls.count("matrix_exp" if triv == "expm" else "solve") == 1
+    torchc.reset()
+    W = lin.parametrizations.weight.original
+    got = torchc.compile(f)(x)
+    (g_got,) = torch.autograd.grad(got, W)
+    want = f(x)
+    (g_want,) = torch.autograd.grad(want, W)
+    assert rel(got, want) < 1e-6 and rel(g_got, g_want) < 1e-5
+
+
 # ---- parametrizations ---------------------------------------------------------------------------
 @pytest.mark.parametrize("helper,shape,dtype", [
     (M.orthogonal, (7, 7), torch.float32), (M.orthogonal, (9, 3), torch.float64),
@@ -441,6 +496,46 @@ def test_exprnn_recurrent_weight_gradient_batched(T, device):
         H.mul_(2)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         loss.backward()
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_exprnn_in_a_compiled_model(dtype):
+    """torchc.compile of a model holding an ExpRNN, trained: ExpRNN.forward is captured up to
+    the recurrence (the parametrization's matrix_exp, the base product and the input
+    projection in one graph with its compiled backward), the graph breaks only at the
+    recurrence (torchc.scan, its own C loop), the rest of the model and the loss compile after
+    it; values and every parameter's gradient as the eager model's. (Before: the
+    parametrization's autograd Function and the step's closure made ExpRNN.forward run
+    eagerly.)"""
+    torch.manual_seed(4)
+    rnn = M.ExpRNN(3, 12).to(dtype)
+    out = torch.nn.Linear(12, 5).to(dtype)
+    x = torch.randn(30, 4, 3, dtype=dtype)
+    y = torch.randint(0, 5, (4,))
+    params = list(rnn.parameters()) + list(out.parameters())
+
+    def step(x, y):
+        H, h = rnn(x)
+        return torch.nn.functional.cross_entropy(out(h), y) + H.square().mean()
+
+    ex = torchc.explain(step)(x, y)
+    assert ex.graph_break_count >= 1 and all("call to _recurrence" in r for r in ex.break_reasons), str(ex)
+    assert ex.extern_calls.count("matrix_exp") >= 1 and ex.backward_graph_count >= 3, str(ex)
+    torchc.reset()
+    cstep = torchc.compile(step)
+    for _ in range(2):  # the first call compiles, the second runs the cached entries
+        stats0 = torchc._C.stats()
+        loss = cstep(x, y)
+        got = torch.autograd.grad(loss, params)
+        assert torchc._scan.last_fallback is None
+        want_loss = step(x, y)
+        want = torch.autograd.grad(want_loss, params)
+        tol = 1e-11 if dtype == torch.float64 else 2e-5
+        assert rel(loss, want_loss) < tol
+        for g, w in zip(got, want):
+            assert g.shape == w.shape and rel(g, w) < tol, rel(g, w)
+    d = {k: torchc._C.stats()[k] - stats0[k] for k in ("compiles", "fallbacks")}
+    assert d == {"compiles": 0, "fallbacks": 0}, d
 
 
 def test_exprnn_frozen_recurrent_kernel():

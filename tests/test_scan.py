@@ -273,6 +273,47 @@ def test_buffer_pool_reuses_only_dead_buffers(grad):
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
 
 
+def test_buffer_pool_reused_under_a_compiled_caller():
+    """_pool_check_compiled in a fresh interpreter (see above)"""
+    env = dict(os.environ)
+    here = os.path.dirname(os.path.abspath(__file__))
+    env["PYTHONPATH"] = os.pathsep.join([os.path.dirname(here), here, env.get("PYTHONPATH", "")])
+    r = subprocess.run([sys.executable, "-c", "import test_scan; test_scan._pool_check_compiled()"],
+                       env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+
+
+def _pool_check_compiled():
+    """a scan called by a compiled function (its graph breaks at the call) reuses the pooled
+    buffers of the previous calls once they are dropped, as from eager code (the check of a
+    buffer's references once ran through a Python call, which torchc's frame hook held extra
+    references for: nothing was reused, fresh [T, N, n] stacks every step)"""
+    _scan.clear_buffers()
+    W = torch.randn(5, 5, requires_grad=True)
+
+    def step(h, x):
+        h = torch.tanh(h @ W + x)
+        return h, h
+
+    def f(xs):
+        return torchc.scan(step, torch.zeros(3, 5), xs * 2)
+
+    cf = torchc.compile(f)
+    xs = torch.randn(7, 3, 5)
+    for i in range(5):
+        c, ys = cf(xs)
+        assert _scan.last_fallback is None
+        ptr = ys.untyped_storage().data_ptr()
+        pooled = {t.untyped_storage().data_ptr() for v in _scan._pool.values() for t in v}
+        if i >= 2:
+            assert ptr in pooled, i
+        ce, yse = eager_scan(step, torch.zeros(3, 5), xs * 2)
+        assert rel(ys, yse) < 2e-6
+        (c.sum() + ys.square().sum()).backward()
+        del c, ys
+    _scan.clear_buffers()
+
+
 def _pool_check(grad):
     """the stacked buffers are reused between calls once nothing holds them; a result still
     referenced (as itself, a view, a detached alias, a tensor saved by autograd, a graph kept
@@ -377,3 +418,60 @@ def test_buffer_pool_shared_by_threads():
     for t in ts:
         t.join()
     assert not bad
+
+
+@pytest.mark.parametrize("grad", [False, True])
+def test_no_reference_to_xs_left_after_the_call(grad):
+    """the probe record and the plan (kept by the autograd node until its graph dies) hold no
+    view of xs: while the caller keeps the loss, xs's storage has no other user (the pool can
+    reuse a pooled xs, e.g. ExpRNN's projection) and xs has no other Python reference"""
+    W = torch.randn(5, 5, requires_grad=grad)
+
+    def step(h, x):
+        h = torch.tanh(h @ W + x)  # the backward does not read x
+        return h, h
+
+    xs = torch.randn(7, 3, 5)
+    st = xs.untyped_storage()
+    n_st, n_ref = torch._C._storage_Use_Count(st._cdata), sys.getrefcount(xs)
+    with torch.set_grad_enabled(grad):
+        c, ys = torchc.scan(step, torch.zeros(3, 5), xs)
+    assert _scan.last_fallback is None
+    assert c.requires_grad == grad
+    assert torch._C._storage_Use_Count(st._cdata) == n_st and sys.getrefcount(xs) == n_ref
+    if grad:
+        loss = ys.square().sum() + c.sum()
+        loss.backward()
+        assert torch._C._storage_Use_Count(st._cdata) == n_st and sys.getrefcount(xs) == n_ref
+        ce, yse = eager_scan(step, torch.zeros(3, 5), xs)
+        g = W.grad.clone()
+        W.grad = None
+        (yse.square().sum() + ce.sum()).backward()
+        assert rel(g, W.grad) < 2e-5
+
+
+@pytest.mark.parametrize("what", ["xs", "constant"])
+def test_inplace_update_of_a_saved_input_raises_like_eager(what):
+    """an x slice or a loop constant that the body's backward reads, updated in place between
+    forward and backward: eager's autograd raises, and so must the scan (it used to compute
+    gradients from the new values silently)"""
+    def run(use_scan):
+        W = torch.randn(5, 5, generator=torch.Generator().manual_seed(0)).requires_grad_()
+        V = torch.randn(3, 5) + 2
+        xs = torch.randn(7, 3, 5, generator=torch.Generator().manual_seed(1)).requires_grad_()
+        x2 = xs * 1
+
+        def step(h, x):
+            h = torch.tanh(h @ W) * x * V  # the backward reads x and V
+            return h, h
+        if use_scan:
+            c, ys = torchc.scan(step, torch.ones(3, 5), x2)
+            assert _scan.last_fallback is None
+        else:
+            c, ys = eager_scan(step, torch.ones(3, 5), x2)
+        with torch.no_grad():
+            (x2 if what == "xs" else V).mul_(2)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            ys.sum().backward()
+    run(False)
+    run(True)

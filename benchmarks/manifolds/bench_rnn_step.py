@@ -13,6 +13,9 @@ from the same initial weights, interleaved in one run (medians):
                torch.compile of torch's scan op fails on this body (see README)
   torchc       torchc.manifolds.ExpRNN: torchc.scan (the step compiled once, forward and
                backward run as C loops)
+  torchc_model torchc.compile of the whole loss (Model + cross entropy): B's parametrization
+               (matrix_exp as a graph op) and the head + loss compiled, a graph break at the
+               recurrence, which runs as in `torchc` (opt-in: --variants ...,torchc_model)
 Compile time: `--compile-only` in a fresh process with an empty cache measures the first
 step (capture + compile + one run) minus the median of the following steps, in wall time and
 in this process's CPU time (the development machine's 2 cores run several sessions at once:
@@ -71,9 +74,14 @@ def make(kind, hidden, state, device="cpu"):
     else:
         fwd = m
 
+    def loss_of(x, y):
+        return nn.functional.cross_entropy(fwd(x), y)
+    if kind == "torchc_model":  # the drop-in use: torchc.compile of the model's loss
+        loss_of = torchc.compile(loss_of)
+
     def train_step(x, y):
         opt.zero_grad(set_to_none=True)
-        loss = nn.functional.cross_entropy(fwd(x), y)
+        loss = loss_of(x, y)
         loss.backward()
         opt.step()
         return loss.detach()

@@ -721,6 +721,26 @@ RULE(vjp_cumsum) {
     ic_val tot = ic_reduce(a->b, IC_OP_SUM, g, 1u << n->params[0], 1, -1);
     ag_acc(a, n->in[0], bin(a, IC_OP_ADD, bin(a, IC_OP_SUB, tot, cs), g));
 }
+/* linear algebra (graph/linalg.c): exp's VJP is its own extern, L(Aᴴ, g) (csrc/matrix_exp.cpp);
+ * X = A⁻¹B: gB = A⁻ᵀ g (a solve with the transposed view of A), gA = -gB Xᵀ */
+RULE(vjp_matrix_exp) {
+    NODE;
+    if (!NEED(0)) return;
+    ic_val in[2] = {X(0), g};
+    ag_acc(a, n->in[0], ext(a, IC_EXT_MATRIX_EXP_VJP, 2, in, 0, NULL));
+}
+RULE(vjp_solve) {
+    NODE;
+    if (n->nparams != 1 || n->params[0] != 1) return ag_fail(a, "no backward rule for solve with left=False");
+    ic_val in[2] = {transpose(a, X(0)), g};
+    int64_t left = 1;
+    ic_val gb = ext(a, IC_EXT_SOLVE, 2, in, 1, &left);
+    if (NEED(0)) {
+        ic_val i2[2] = {gb, transpose(a, OUT)};
+        ag_acc(a, n->in[0], mulk(a, ext(a, IC_EXT_MATMUL, 2, i2, 0, NULL), -1.0));
+    }
+    ACC(1, gb);
+}
 #undef NODE
 
 static vjp_rule op_rules[IC_OP_COUNT];

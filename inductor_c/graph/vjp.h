@@ -89,7 +89,9 @@
     X(GATHER, vjp_gather)                                                   \
     X(SCATTER_ADD, vjp_scatter)                                             \
     X(SCATTER, vjp_scatter)                                                 \
-    X(CUMSUM, vjp_cumsum)
+    X(CUMSUM, vjp_cumsum)                                                   \
+    X(MATRIX_EXP, vjp_matrix_exp)                                           \
+    X(SOLVE, vjp_solve)
 
 /* graph/partition.c: given want[v] (the backward rules read forward value v), save[v] = 1
  * for forward values the backward reads from memory, 0 for values it recomputes (every

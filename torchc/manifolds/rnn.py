@@ -11,9 +11,11 @@ not depend on the sequence length. The gradient of b is summed over the steps by
 B's is not: the body reads Bᵀ detached and _RecurrentWeightGrad computes Σ_t h_{t-1}ᵀ dz_t as
 one GEMM after the loop from the stacked dz (the gradient of XP); B's parametrization then
 backpropagates through the matrix exponential once.
-Measured (benchmarks/manifolds/bench_rnn_step.py, README): at sequence 784, batch 128, hidden
-170, one training step (forward, backward, RMSprop) ran 2.4x faster than eager and 2.1x faster
-than torch.compile of the cell (1 thread, CPU).
+Measured (benchmarks/manifolds/bench_rnn_step.py, README, 2026-12-05): at sequence 784, batch
+128, hidden 170, one training step (forward, backward, RMSprop) ran 2.1x faster than eager and
+1.66x faster than torch.compile of the cell (1 thread, CPU time; 75% of it is the three GEMM
+streams the step cannot avoid). torchc.compile of a model holding an ExpRNN captures forward
+up to the recurrence and runs the step in the same time (see _recurrence).
 """
 import math
 
@@ -21,7 +23,7 @@ import torch
 from torch import nn
 
 import torchc
-from torchc import _scan
+from torchc import _C, _scan
 
 from .parametrizations import orthogonal
 
@@ -126,28 +128,45 @@ class ExpRNN(nn.Module):
         B = c.recurrent_kernel.weight  # the parametrization runs once: B = base @ exp(A)
         # Bᵀ once per forward too: a loop constant in the layout the step's GEMM reads (as
         # B itself the step would transpose it at every step, forward and backward)
-        Bt = B.t()
-        # all steps' input projections, one GEMM (on the CPU into a pooled buffer: A/B in one
-        # process, L = 784, n = 170: 0.217 s against 0.242 s a training step, CPU medians of 8)
-        if x.device.type == "cpu" and x.dim() == 3 and x.dtype == c.input_kernel.weight.dtype:
-            XP = _PooledProjection.apply(x, c.input_kernel.weight)
-        else:
-            XP = c.input_kernel(x)
-        b = c.nonlinearity.b
-        box = []
-        if torch.is_grad_enabled() and Bt.requires_grad:
-            XP = _RecurrentWeightGrad.apply(XP, Bt, box)
-        Btd = Bt.detach()              # its gradient: _RecurrentWeightGrad, one GEMM
+        return _recurrence(x, c.input_kernel.weight, B.t(), c.nonlinearity.b, h0)
 
-        def step(h, xp):  # one graph, compiled once: h' = modReLU(xp + h Bᵀ)
-            z = torch.addmm(xp, h, Btd)
-            h = torch.sign(z) * torch.relu(z.abs() + b)
-            return h, h
-        torchc.allow_in_graph(step)  # torchc skips its own package's frames unless told
-        h, H = torchc.scan(step, h0, XP)
+
+@torchc.disable
+def _recurrence(x, W_in, Bt, b, h0):
+    """H, h_T of h_t = modReLU(x_t W_inᵀ + h_{t-1} Bᵀ): the input projection, torchc.scan and
+    the recurrent kernel's gradient node. A compiled caller (torchc.compile(model)) captures
+    ExpRNN.forward up to here (the parametrization: B = base exp(A) with matrix_exp as a graph
+    op, and its compiled backward) and breaks its graph at this call: the autograd Functions
+    below and the scan run as in eager (tensors only cross the break: the step's closure is
+    made here, as a frame with cell variables cannot resume after a break)."""
+    # all steps' input projections, one GEMM (on the CPU into a pooled buffer: A/B in one
+    # process, L = 784, n = 170: 0.217 s against 0.242 s a training step, CPU medians of 8)
+    if x.device.type == "cpu" and x.dim() == 3 and x.dtype == W_in.dtype:
+        XP = _PooledProjection.apply(x, W_in)
+    else:
+        XP = nn.functional.linear(x, W_in)
+    box = None
+    if torch.is_grad_enabled() and Bt.requires_grad:
+        box = []
+        XP = _RecurrentWeightGrad.apply(XP, Bt, box)
+    Btd = Bt.detach()  # its gradient: _RecurrentWeightGrad, one GEMM
+
+    def step(h, xp):  # one graph, compiled once: h' = modReLU(xp + h Bᵀ)
+        z = torch.addmm(xp, h, Btd)
+        h = torch.sign(z) * torch.relu(z.abs() + b)
+        return h, h
+    h, H = torchc.scan(step, h0, XP)
+    if box is not None:
         Hd = H.detach()
         box.append((h0.detach(), Hd, Hd._version))
-        return H, h
+    return H, h
+
+
+# torchc skips its own package's frames unless told: the step is captured, and a compiled
+# caller captures ExpRNN.forward up to the scan (a graph break inside an inlined call moves
+# the break to the call site; the frame itself then runs captured, not eagerly)
+_C.allow_code(ExpRNN.forward.__code__)
+_C.allow_code(next(c for c in _recurrence.__code__.co_consts if getattr(c, "co_name", None) == "step"))
 
 
 class LSTM(nn.Module):
