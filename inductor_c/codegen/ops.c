@@ -19,7 +19,7 @@
  *   nan_minmax  f32 maximum/minimum (and amax/amin combines) as llvm.maximum/minimum: one
  *               max.NaN / min.NaN instruction (PTX 7.0, sm_80+)
  *   bf16_cvt    f32 -> bf16 rounding by one cvt.rn.bf16.f32 (sm_80+)
- *   fmod_f64    f32 fmod exactly through f64 (NVPTX's frem expansion is not exact)
+ *   fmod_f64    fmod by vm_fmod, exact (f32 through f64; NVPTX's frem expansion is not exact)
  *
  * Float -> integer casts must give what eager gives on the same machine, out-of-range values
  * included (NaN, +-inf, 3e9 -> int32), where C and LLVM leave the result undefined (fptosi is

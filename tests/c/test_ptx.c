@@ -260,6 +260,24 @@ static void build_corpus(void) {
         g = add_case(nm, IC_OK, 8e-6);
         ic_output(g, Bn(g, bi2[i], Bn(g, IC_OP_MUL, IN(g, IC_F32, 33, 31), S(g, 5.0)), IN(g, IC_F32, 31)));
     }
+    /* f64 fmod / remainder: vm_fmod's exact loop (its own basic blocks in the kernel) */
+    g = add_case("binary_fmod_f64", IC_OK, 1e-12);
+    x = Bn(g, IC_OP_MUL, IN(g, IC_F64, 33, 31), S(g, 5.0));
+    y = IN(g, IC_F64, 31);
+    ic_output(g, Bn(g, IC_OP_FMOD, x, y));
+    ic_output(g, Bn(g, IC_OP_REMAINDER, x, y));
+    /* bf16 division: div.full with tiny divisors scaled first (gpu_ops.c) */
+    g = add_case("bf16_div", IC_OK, 1e-2);
+    ic_output(g, Bn(g, IC_OP_DIV, IN(g, IC_BF16, 64, 128), IN(g, IC_BF16, 128)));
+    /* max(dim) / min(dim): values and indices of one element (gpu_rows.c gg_arg_values) */
+    g = add_case("max_dim_pair_40x300_dim0", IC_OK, 0);
+    x = IN(g, IC_F32, 40, 300);
+    ic_output(g, R(g, IC_OP_AMAX, x, 0, 0));
+    ic_output(g, R(g, IC_OP_ARGMAX, x, 0, 0));
+    g = add_case("min_dim_pair_8x5000", IC_OK, 0);
+    x = IN(g, IC_F32, 8, 5000);
+    ic_output(g, R(g, IC_OP_AMIN, x, 1, 1));
+    ic_output(g, R(g, IC_OP_ARGMIN, x, 1, 1));
     g = add_case("prod_rows", IC_OK, 1e-5);
     ic_output(g, R(g, IC_OP_PROD, Bn(g, IC_OP_ADD, Bn(g, IC_OP_MUL, IN(g, IC_F32, 40, 30), S(g, 0.1)), S(g, 1.0)), 1, 0));
     g = add_case("argmax_last_8x5000", IC_OK, 0);
