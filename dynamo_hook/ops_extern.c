@@ -188,7 +188,7 @@ static void sdpa_eager_layout(trace *t, ic_val a, const ic_val *v, int n, int ca
     ic_meta m[4];
     for (int i = 0; i < n; i++) {
         m[i] = *sym_metap(t, v[i]);
-        if (m[i].dyn || ic_value_strides(G, v[i], m[i].strides) < 0)
+        if (m[i].dyn || !ic_value_strides(G, v[i], m[i].strides))
             return;
     }
     int64_t st[IC_MAX_DIMS];
