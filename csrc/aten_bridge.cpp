@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <limits>
 
 #include "ic.h"
 #include "ic_config.h"
@@ -131,8 +132,80 @@ bool sdpa_flash_ok(const at::Tensor *in) {
     return always || macs <= (double)(1 << 29);
 }
 
+/* The gradients of attention without a mask or dropout (dq, dk, dv of g = dL/dout), from ATen's
+ * kernels directly: never the autograd engine inside a compiled backward (on CUDA it refuses
+ * to run while the GIL is held: "The autograd engine was called while holding the GIL", H100).
+ * 4-D CUDA operands: the memory-efficient kernel's forward (for its logsumexp) and backward,
+ * as eager's dispatcher runs for f32 (and 16-bit where it picks that kernel); anything it
+ * refuses, and the CPU: the math form in f32 (f64 kept), eager's math backend:
+ *   P = softmax(scale q k^T, causal: the upper triangle -inf), dv = P^T g, dP = g v^T,
+ *   dS = P (dP - rowsum(dP P)), dq = scale dS k, dk = scale dS^T q. */
+static void sdpa_bwd(const at::Tensor &g, const at::Tensor &q, const at::Tensor &k, const at::Tensor &v, bool causal,
+                     double scale, at::Tensor *d) {
+    if (q.is_cuda() && q.dim() == 4) {
+        try {
+            auto f = at::_scaled_dot_product_efficient_attention(q, k, v, c10::nullopt, true, 0.0, causal, scale);
+            auto r = at::_scaled_dot_product_efficient_attention_backward(
+                g, q, k, v, at::Tensor(), std::get<0>(f), std::get<1>(f), std::get<2>(f), std::get<3>(f), 0.0,
+                {true, true, true, false}, causal, scale);
+            d[0] = std::get<0>(r);
+            d[1] = std::get<1>(r);
+            d[2] = std::get<2>(r);
+            return;
+        } catch (const std::exception &) { /* a shape or dtype it refuses: the math form */
+        }
+    }
+    const at::ScalarType ct = q.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
+    const at::Tensor qf = q.to(ct), kf = k.to(ct), vf = v.to(ct), gf = g.to(ct);
+    at::Tensor sc = at::matmul(qf, kf.transpose(-2, -1)).mul_(scale);
+    if (causal) {
+        at::Tensor keep = at::ones({q.size(-2), k.size(-2)}, q.options().dtype(at::kBool)).tril();
+        sc.masked_fill_(keep.logical_not(), -std::numeric_limits<double>::infinity());
+    }
+    const at::Tensor pr = at::softmax(sc, -1);
+    const at::Tensor dp = at::matmul(gf, vf.transpose(-2, -1));
+    const at::Tensor ds = pr * (dp - (dp * pr).sum(-1, true));
+    d[0] = at::matmul(ds, kf).mul_(scale);
+    d[1] = at::matmul(ds.transpose(-2, -1), qf).mul_(scale);
+    d[2] = at::matmul(pr.transpose(-2, -1), gf);
+}
+
+/* an uninitialized tensor of meta m (its strides) on dev */
+static at::Tensor empty_of(const ic_meta &m, const c10::Device &dev) {
+    c10::ScalarType st;
+    if (!ic_to_dtype(m.dtype, &st)) throw std::runtime_error("unknown dtype");
+    return at::empty_strided(c10::IntArrayRef(m.sizes, m.ndim), c10::IntArrayRef(m.strides, m.ndim),
+                             at::TensorOptions().dtype(st).device(dev));
+}
+
+extern "C" int tc_sdpa_out_strides(const ic_meta *q, const ic_meta *k, const ic_meta *v, const ic_meta *mask,
+                                   int causal, double scale, int device, int64_t *st) {
+    const ic_meta *ms[4] = {q, k, v, mask};
+    double bytes = 0;
+    for (int i = 0; i < 4 && ms[i]; i++) {
+        if (ms[i]->dyn) return -1;
+        double span = 1;
+        for (int d = 0; d < ms[i]->ndim; d++) span += (double)(ms[i]->sizes[d] - 1) * (double)ms[i]->strides[d];
+        bytes += span * 4;
+    }
+    if (bytes > (double)(1 << 28)) return -1; /* a probe this large is not worth its memory */
+    try {
+        c10::InferenceMode guard;
+        const c10::Device dev(c10::DeviceType::CUDA, (c10::DeviceIndex)device);
+        c10::optional<at::Tensor> mk;
+        if (mask) mk = empty_of(*mask, dev); /* values do not matter: only the layout is read */
+        at::Tensor o = at::scaled_dot_product_attention(empty_of(*q, dev), empty_of(*k, dev), empty_of(*v, dev), mk,
+                                                        0.0, causal != 0, scale);
+        if (o.dim() != q->ndim) return -1;
+        for (int d = 0; d < o.dim(); d++) st[d] = o.stride(d);
+        return 0;
+    } catch (...) {
+        return -1;
+    }
+}
+
 void run_extern(const ic_extern_call *c) {
-    c10::InferenceMode guard(c->kind != IC_EXT_SDPA_BWD); /* the attention backward uses autograd */
+    c10::InferenceMode guard;
     const c10::Device dev = c->device == IC_CUDA
                                 ? c10::Device(c10::DeviceType::CUDA, (c10::DeviceIndex)c->device_index)
                                 : c10::Device(c10::DeviceType::CPU);
@@ -234,16 +307,13 @@ void run_extern(const ic_extern_call *c) {
         else out.copy_(std::get<1>(r));
         break;
     }
-    case IC_EXT_SDPA_BWD: { /* training: attention recomputed with autograd, then its gradients */
-        c10::AutoGradMode grad_on(true);
-        at::Tensor q = in[1].detach().requires_grad_(true), k = in[2].detach().requires_grad_(true),
-                   v = in[3].detach().requires_grad_(true);
-        at::Tensor o = at::scaled_dot_product_attention(q, k, v, c10::nullopt, 0.0, p[0] != 0, c->beta);
-        auto gr = torch::autograd::grad({o}, {q, k, v}, {in[0]});
-        const int64_t nq = q.numel(), nk = k.numel(), nv = v.numel();
-        out.narrow(0, 0, nq).view(q.sizes()).copy_(gr[0]);
-        out.narrow(0, nq, nk).view(k.sizes()).copy_(gr[1]);
-        out.narrow(0, nq + nk, nv).view(v.sizes()).copy_(gr[2]);
+    case IC_EXT_SDPA_BWD: { /* training: see sdpa_bwd */
+        at::Tensor d[3];
+        sdpa_bwd(in[0], in[1], in[2], in[3], p[0] != 0, c->beta, d);
+        const int64_t nq = in[1].numel(), nk = in[2].numel(), nv = in[3].numel();
+        out.narrow(0, 0, nq).view(in[1].sizes()).copy_(d[0]);
+        out.narrow(0, nq, nk).view(in[2].sizes()).copy_(d[1]);
+        out.narrow(0, nq + nk, nv).view(in[3].sizes()).copy_(d[2]);
         break;
     }
     case IC_EXT_DROPOUT_MASK: /* eager's CPU dropout: empty_like(x).bernoulli_(1 - p).div_(1 - p) */

@@ -73,6 +73,15 @@ void tc_device_release(void *handle);
 struct ic_extern_call;
 struct ic_err;
 int tc_extern_handler(const struct ic_extern_call *call, struct ic_err *err);
+/* Eager's output strides of scaled_dot_product_attention(q, k, v, mask, 0, causal, scale) on
+ * CUDA device `device`: the backend its dispatcher picks sets them (flash and memory-efficient
+ * write [B, L, H, D] and return its transpose, cuDNN follows q, math is contiguous), so the op
+ * runs once on uninitialized tensors of these metas (sizes and strides; mask NULL: none).
+ * 0 with st (q's ndim entries) filled; -1 when it cannot tell (symbolic sizes, too large, an
+ * error): never throws. */
+struct ic_meta;
+int tc_sdpa_out_strides(const struct ic_meta *q, const struct ic_meta *k, const struct ic_meta *v,
+                        const struct ic_meta *mask, int causal, double scale, int device, int64_t *st);
 /* Fills the name of torch's version / build (for cache keys). */
 const char *tc_torch_version(void);
 

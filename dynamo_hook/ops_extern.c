@@ -3,6 +3,8 @@
  */
 #include "ops_internal.h"
 
+#include "aten_bridge.h"
+
 /* matmul / mm / bmm (op: ic_extern_kind) */
 int sym_h_matmul(trace *t, const opdef *d, var **p, var *out) {
     if (sym_need_tensor(t, d, p[0]) < 0 || sym_need_tensor(t, d, p[1]) < 0)
@@ -177,6 +179,24 @@ int sym_h_conv(trace *t, const opdef *d, var **p, var *out) {
     return sym_tensor_out(t, ic_extern(t->g, IC_EXT_CONV, n, v, 2 + 3 * nd, prm, 1, 1), out);
 }
 
+/* CUDA: eager's attention output has the layout of the kernel its dispatcher picks (flash and
+ * memory-efficient: the transpose of a [B, L, H, D] result; f32 on an H100 gave (32768, 64,
+ * 256, 1) where torchc's contiguous output had (32768, 8192, 64, 1)): the op is run once on
+ * tensors of these metas (aten_bridge.cpp tc_sdpa_out_strides) and its strides become a's
+ * eager strides (graph outputs are allocated with them). Unknown: left contiguous. */
+static void sdpa_eager_layout(trace *t, ic_val a, const ic_val *v, int n, int causal, double scale) {
+    ic_meta m[4];
+    for (int i = 0; i < n; i++) {
+        m[i] = *sym_metap(t, v[i]);
+        if (m[i].dyn || !ic_value_strides(G, v[i], m[i].strides))
+            return;
+    }
+    int64_t st[IC_MAX_DIMS];
+    if (tc_sdpa_out_strides(&m[0], &m[1], &m[2], n == 4 ? &m[3] : NULL, causal, scale,
+                            t->device_index > 0 ? t->device_index : 0, st) == 0)
+        ic_value_set_strides(G, a, st);
+}
+
 /* F.scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
  * is_causal=False, *, scale=None, enable_gqa=False): an ATen extern (flash/efficient kernels
  * on CUDA). Dropout and grouped heads are left to eager; the scale is made explicit. */
@@ -242,8 +262,10 @@ int sym_h_sdpa(trace *t, const opdef *d, var **p, var *out) {
         return sym_sdpa_dropout(t, v[0], v[1], v[2], n == 4 ? v[3] : -1, causal, scale, dropout, out);
     int64_t prm[1] = {causal};
     ic_val a = ic_extern(G, IC_EXT_SDPA, n, v, 1, prm, scale, 1);
-    if (a >= 0 && t->device_type != TC_DEV_CPU) /* CUDA: the kernel chosen at run time sets the layout */
+    if (a >= 0 && t->device_type != TC_DEV_CPU) { /* CUDA: the kernel chosen at run time sets the layout */
         sym_mark_layout_open(t, a);
+        sdpa_eager_layout(t, a, v, n, causal, scale);
+    }
     return sym_tensor_out(t, a, out);
 }
 

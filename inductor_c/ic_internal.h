@@ -231,6 +231,8 @@ typedef struct ic_item {
     bool store;        /* result must be written to its buffer */
     ic_xid expr;       /* value (REDUCE: element) in kernel vars */
     ic_xid expr2;      /* ARGMAX/ARGMIN: index of the element, else -1 */
+    bool arg_value;    /* GPU: an AMAX/AMIN run as its sibling's ARGMAX/ARGMIN (gpu_rows.c
+                          gg_arg_values): the result is the picked element's value */
     ic_ixv out_ixv;    /* v's index tuple in kernel vars (matching reads) */
     ic_ix out_ix;      /* flat store offset (after finalize) */
     int buf;           /* buffer id (after planning), -1 if none */

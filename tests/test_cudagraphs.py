@@ -28,7 +28,21 @@ def _until_replayed(cf, *args, limit=8):
         reasons.update(str(e.get("reason")) for e in cg if e.get("reason"))
         if evs[-1] == ["replayed"]:
             return evs
-    raise AssertionError(f"never replayed: {evs}; reasons: {sorted(reasons)}")
+    raise AssertionError(f"never replayed: {evs}; reasons: {sorted(reasons)}{_sync_site(cf, args)}")
+
+
+def _sync_site(cf, args):
+    """where a call synchronizes: one more call with torch's sync debug mode set to error"""
+    prev = torch.cuda.get_sync_debug_mode()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        cf._call(*args)
+    except Exception:
+        import traceback
+        return "\nsynchronizing call:\n" + traceback.format_exc()[-3000:]
+    finally:
+        torch.cuda.set_sync_debug_mode(prev)
+    return "\n(a call under sync debug mode 'error' did not raise)"
 
 
 def test_probe_follows_guards():

@@ -160,6 +160,7 @@ typedef struct gg {
     ic_xid rcp_x;          /* V2: 1 / gg_val(rcp_x) of generation rcp_gen is rcp_v */
     uint32_t rcp_gen;
     LLVMValueRef rcp_v;
+    LLVMValueRef rcp_s;    /* its divisor scale (gpu_ops.c small_div_scale), NULL: none */
     ic_xid rcp32_x;        /* V2: 1 / gg_val(rcp32_x) (IEEE) of generation rcp32_gen is rcp32_v */
     uint32_t rcp32_gen;
     LLVMValueRef rcp32_v;
@@ -300,6 +301,7 @@ struct gres { /* LLVM objects released on every path */
 /* gpu_ops.c */
 LLVMValueRef gg_div_half(gg *g, LLVMValueRef a, LLVMValueRef b);
 LLVMValueRef gg_div_half_rcp(gg *g, LLVMValueRef a, ic_xid bx);
+void gg_arg_values(ic_kernel *k);
 bool gg_softmax_sum(gg *g, ic_xid bx);
 LLVMValueRef gg_div_rowsum(gg *g, LLVMValueRef a, ic_xid bx);
 

@@ -348,6 +348,7 @@ void gg_codegen(ic_ctx *c, int tsm, int nsm, gres *R) {
             continue;
         }
         if (ic_kernel_empty(k)) continue;
+        gg_arg_values(k); /* max(dim)'s value from its argmax (gpu_rows.c) */
         gg_next_part(g, R); /* bound for the planning; each variant picks its own part below */
         int32_t vv = -1;
         int64_t vsize = 1;

@@ -311,6 +311,30 @@ void gg_emit_tile2(gg *g, ic_kernel *k) {
     g->vv = -1;
 }
 
+/* max(dim) / min(dim) give the value of the element whose index they give (eager's CUDA
+ * reduction carries the pair): -0.0 beside 0.0 is a tie the index breaks (first wins), which a
+ * max / min of the values alone decides otherwise (max.NaN(-0, 0) is 0). A float AMAX (AMIN)
+ * beside an ARGMAX (ARGMIN) of the same element in the same pass is run as that arg reduction,
+ * its result the carried value. Before planning: the item then takes two partial slots. */
+void gg_arg_values(ic_kernel *k) {
+    for (int j = 0; j < k->nitems; j++) {
+        ic_item *it = &k->items[j];
+        if (it->kind != IT_REDUCE || !ic_is_float(it->acc) || (it->red_op != IC_OP_AMAX && it->red_op != IC_OP_AMIN))
+            continue;
+        ic_op want = it->red_op == IC_OP_AMAX ? IC_OP_ARGMAX : IC_OP_ARGMIN;
+        for (int i = 0; i < k->nitems; i++) {
+            const ic_item *a = &k->items[i];
+            if (a->kind != IT_REDUCE || a->red_op != want || a->expr != it->expr || a->pos != it->pos ||
+                a->acc != it->acc || a->expr2 < 0)
+                continue;
+            it->red_op = want;
+            it->expr2 = a->expr2;
+            it->arg_value = true;
+            break;
+        }
+    }
+}
+
 /* One chunk of a pass: V consecutive elements of the row per thread. */
 static void emit_chunk(gg *g, ic_kernel *k, int pos, LLVMValueRef ci, int cidx, LLVMValueRef *acc) {
     const plan *P = g->P;
@@ -405,8 +429,8 @@ static LLVMValueRef part_combine(gg *g, const ic_item *it, int slot) {
         }
     }
     if (arg) {
-        block_reduce(g, it, v, &vi);
-        return convert(g, vi, IC_I64, it->dtype);
+        v = block_reduce(g, it, v, &vi);
+        return it->arg_value ? convert(g, v, it->acc, it->dtype) : convert(g, vi, IC_I64, it->dtype);
     }
     v = block_reduce(g, it, v, NULL);
     if (it->red_op == IC_OP_MEAN) v = LLVMBuildFDiv(B, v, kf(v, (double)it->red_count), "");
@@ -724,8 +748,8 @@ static void emit_pass(gg *g, ic_kernel *k, int pos) {
         }
         if (ic_is_arg(it->red_op)) {
             LLVMValueRef ri = LLVMBuildLoad2(B, g->cg.i64, acc[k->nitems + j], "");
-            block_reduce(g, it, r, &ri);
-            r = convert(g, ri, IC_I64, it->dtype);
+            r = block_reduce(g, it, r, &ri);
+            r = it->arg_value ? convert(g, r, it->acc, it->dtype) : convert(g, ri, IC_I64, it->dtype);
         } else {
             r = block_reduce(g, it, r, NULL);
             if (it->red_op == IC_OP_MEAN) r = LLVMBuildFDiv(B, r, kf(r, (double)it->red_count), "");

@@ -19,7 +19,7 @@
  *   nan_minmax  f32 maximum/minimum (and amax/amin combines) as llvm.maximum/minimum: one
  *               max.NaN / min.NaN instruction (PTX 7.0, sm_80+)
  *   bf16_cvt    f32 -> bf16 rounding by one cvt.rn.bf16.f32 (sm_80+)
- *   fmod_f64    f32 fmod exactly through f64 (NVPTX's frem expansion is not exact)
+ *   fmod_f64    fmod by vm_fmod, exact (f32 through f64; NVPTX's frem expansion is not exact)
  *
  * Float -> integer casts must give what eager gives on the same machine, out-of-range values
  * included (NaN, +-inf, 3e9 -> int32), where C and LLVM leave the result undefined (fptosi is
@@ -31,10 +31,12 @@
  *     go through int32, int64 and uint8 through int64.
  *   IC_FP2I_CUDA: CUDA eager's kernels convert with static_cast, which nvcc compiles to
  *     cvt.rzi.s32 / cvt.rzi.s64 (PTX ISA, cvt: float -> integer conversions are clamped to the
- *     destination's range and NaN gives 0): int32, int16 and int8 through a saturated int32,
+ *     destination's range and, by the ISA, NaN gives 0): int32, int16 and int8 through a saturated int32,
  *     int64 and uint8 (c10 TypeCast.h routes float -> uint8 through int64) through a saturated
  *     int64, then wrapped. So on the GPU 3e9 -> int32 is 2147483647, +inf -> int16 is -1 (the
- *     low half of INT32_MAX), -inf -> int8 is 0, NaN is 0 everywhere, 300.0 -> uint8 is 44.
+ *     low half of INT32_MAX), -inf -> int8 is 0, 300.0 -> uint8 is 44. NaN gives 0
+ *     where the float and the integer have one width (f32 -> s32, f64 -> s64) and the integer's
+ *     minimum where they differ (f32 -> s64, f64 -> s32: measured on an H100, eager the same).
  *     Emitted as that cvt in inline PTX: fptosi would be poison out of range, and LLVM's
  *     NVPTX instcombine turns llvm.nvvm.f2i.rz into fptosi (a constant 3e9 then folds to
  *     poison); llvm.fptosi.sat has the same values but takes five more instructions.

@@ -1,8 +1,9 @@
 /* vmath_own.c — f32 math as scalar LLVM IR for targets without a libm (the NVPTX backend:
  * no libdevice is linked), used by the shared op layer (ops.c) where its target says
  * IC_MATH_OWN: sin/cos, tan, atan, atan2, exp2, log2, pow, fmod, and two exps built on the
- * NVPTX ex2.approx instruction (vm_exp_approx, vm_exp_ex2). Moved unchanged from the GPU
- * code generator (gpu_ops.c), where they were measured; values are scalars, not vectors.
+ * NVPTX ex2.approx instruction (vm_exp_approx, vm_exp_ex2). Moved from the GPU code generator
+ * (gpu_ops.c), where they were measured; values are scalars, not vectors. pow (f64 core) and
+ * fmod (an exact loop: its own basic blocks) were rewritten after the first GPU run.
  */
 #include <math.h>
 
@@ -52,24 +53,80 @@ LLVMValueRef vm_sincos(cg *g, LLVMValueRef x, bool want_cos) {
     return cg_sel(g, fin, r, LLVMBuildFSub(B, x, x, "")); /* inf - inf = NaN, NaN stays */
 }
 
-/* x ** y in f32 (y not a special constant): exp(y log|x|) with torch's special cases */
+/* log(ax) in f64 for ax > 0 (ax = m 2^e, m in [sqrt(1/2), sqrt(2)), log m = 2 atanh(s),
+ * s = (m-1)/(m+1), |s| <= 0.1716: the series to s^19, ~1e-16); +inf for +inf. Subnormal f32
+ * values are normal f64 values. */
+static LLVMValueRef log64_(cg *g, LLVMValueRef ax) {
+    LLVMTypeRef D = g->f64, I = g->i64;
+    LLVMValueRef bits = LLVMBuildBitCast(B, ax, I, "");
+    LLVMValueRef e = LLVMBuildSub(B, LLVMBuildLShr(B, bits, cg_ki(I, 52), ""), cg_ki(I, 1023), "");
+    LLVMValueRef m = LLVMBuildBitCast(B, LLVMBuildOr(B, LLVMBuildAnd(B, bits, cg_ki(I, 0xFFFFFFFFFFFFFLL), ""),
+                                                     cg_ki(I, 1023LL << 52), ""), D, "");
+    LLVMValueRef big = cg_fcmp(g, LLVMRealOGT, m, LLVMConstReal(D, 1.4142135623730951));
+    m = cg_sel(g, big, LLVMBuildFMul(B, m, LLVMConstReal(D, 0.5), ""), m);
+    e = cg_sel(g, big, LLVMBuildAdd(B, e, cg_ki(I, 1), ""), e);
+    LLVMValueRef one = LLVMConstReal(D, 1.0);
+    LLVMValueRef s = LLVMBuildFDiv(B, LLVMBuildFSub(B, m, one, ""), LLVMBuildFAdd(B, m, one, ""), "");
+    LLVMValueRef s2 = LLVMBuildFMul(B, s, s, "");
+    LLVMValueRef p = LLVMConstReal(D, 1.0 / 19);
+    for (int k = 8; k >= 0; k--) p = cg_fma(g, p, s2, LLVMConstReal(D, 1.0 / (2 * k + 1)));
+    LLVMValueRef r = cg_fma(g, LLVMBuildSIToFP(B, e, D, ""), LLVMConstReal(D, 0.6931471805599453),
+                            LLVMBuildFMul(B, LLVMBuildFMul(B, s, LLVMConstReal(D, 2.0), ""), p, ""));
+    return cg_sel(g, cg_fcmp(g, LLVMRealOEQ, ax, LLVMConstReal(D, INFINITY)), ax, r);
+}
+
+/* exp(t) in f64 for a t that is not NaN, clamped to [-200, 200] (beyond f32's range both
+ * ways): t = n ln2 + r (ln2 in two parts), exp(r) by its Taylor series to r^11 (~1e-15 on
+ * |r| <= ln2/2), times 2^n built from its bits. */
+static LLVMValueRef exp64_(cg *g, LLVMValueRef t) {
+    LLVMTypeRef D = g->f64, I = g->i64;
+    t = cg_sel(g, cg_fcmp(g, LLVMRealOLT, t, LLVMConstReal(D, -200.0)), LLVMConstReal(D, -200.0), t);
+    t = cg_sel(g, cg_fcmp(g, LLVMRealOGT, t, LLVMConstReal(D, 200.0)), LLVMConstReal(D, 200.0), t);
+    LLVMValueRef n = cg_intrin1(g, "llvm.rint", LLVMBuildFMul(B, t, LLVMConstReal(D, 1.4426950408889634), ""));
+    LLVMValueRef r = cg_fma(g, LLVMBuildFNeg(B, n, ""), LLVMConstReal(D, 6.93147180369123816490e-01), t);
+    r = cg_fma(g, LLVMBuildFNeg(B, n, ""), LLVMConstReal(D, 1.90821492927058770002e-10), r);
+    double f = 1.0;
+    for (int k = 2; k <= 11; k++) f *= k;
+    LLVMValueRef p = LLVMConstReal(D, 1.0 / f);
+    for (int k = 10; k >= 0; k--) {
+        f = 1.0;
+        for (int j = 2; j <= k; j++) f *= j;
+        p = cg_fma(g, p, r, LLVMConstReal(D, 1.0 / f));
+    }
+    LLVMValueRef ni = LLVMBuildFPToSI(B, n, I, "");
+    LLVMValueRef p2 = LLVMBuildBitCast(B, LLVMBuildShl(B, LLVMBuildAdd(B, ni, cg_ki(I, 1023), ""), cg_ki(I, 52), ""), D, "");
+    return LLVMBuildFMul(B, p, p2, "");
+}
+
+/* x ** y in f32 (y not a special constant): exp(y log|x|) in f64 (~1e-15 before the rounding
+ * to f32, as CUDA's powf is within 1-2 ulp), then C99's special cases as eager's pow gives
+ * them: NaN operands (pow(1, y) and pow(x, 0) are 1), |x| = 1 with y = +-inf is 1, x = +-0
+ * and x = -inf with odd integer y keep the sign, other negative finite x need an integer y. */
 LLVMValueRef vm_pow(cg *g, LLVMValueRef x, LLVMValueRef y) {
-    LLVMTypeRef F = g->f32;
-    LLVMValueRef zero = LLVMConstReal(F, 0.0), one = LLVMConstReal(F, 1.0);
+    LLVMTypeRef F = g->f32, D = g->f64;
+    LLVMValueRef zero = LLVMConstReal(F, 0.0), one = LLVMConstReal(F, 1.0), inf = LLVMConstReal(F, INFINITY);
     LLVMValueRef ax = cg_intrin1(g, "llvm.fabs", x);
-    LLVMValueRef r = vm_exp(g, LLVMBuildFMul(B, y, vm_log(g, ax), ""));
-    LLVMValueRef yint = cg_fcmp(g, LLVMRealOEQ, cg_intrin1(g, "llvm.trunc", y), y);
+    LLVMValueRef t = LLVMBuildFMul(B, LLVMBuildFPExt(B, y, D, ""), log64_(g, LLVMBuildFPExt(B, ax, D, "")), "");
+    LLVMValueRef tnan = cg_isnan(g, t);
+    t = cg_sel(g, tnan, LLVMConstReal(D, 0.0), t); /* no fptosi of NaN below; the cases set it */
+    LLVMValueRef r = LLVMBuildFPTrunc(B, exp64_(g, t), F, "");
+    LLVMValueRef ay = cg_intrin1(g, "llvm.fabs", y);
+    LLVMValueRef yinf = cg_fcmp(g, LLVMRealOEQ, ay, inf);
+    LLVMValueRef yint = cg_fcmp(g, LLVMRealOEQ, cg_intrin1(g, "llvm.trunc", y), y); /* +-inf too */
     LLVMValueRef h = LLVMBuildFMul(B, y, LLVMConstReal(F, 0.5), "");
-    LLVMValueRef yodd = cg_and(g, yint, cg_fcmp(g, LLVMRealUNE, cg_intrin1(g, "llvm.trunc", h), h));
+    LLVMValueRef yodd = cg_and(g, yint, cg_fcmp(g, LLVMRealUNE, cg_intrin1(g, "llvm.trunc", h), h)); /* inf: even */
     LLVMValueRef xneg = cg_fcmp(g, LLVMRealOLT, x, zero);
-    LLVMValueRef nr = cg_sel(g, yint, cg_sel(g, yodd, LLVMBuildFNeg(B, r, ""), r), LLVMConstReal(F, NAN));
+    LLVMValueRef xinf = cg_fcmp(g, LLVMRealOEQ, ax, inf);
+    LLVMValueRef nr = cg_sel(g, LLVMBuildOr(B, yint, xinf, ""), cg_sel(g, yodd, LLVMBuildFNeg(B, r, ""), r), LLVMConstReal(F, NAN));
     r = cg_sel(g, xneg, nr, r);
     /* x == +-0: sign of an odd power follows x */
     LLVMValueRef xz = cg_fcmp(g, LLVMRealOEQ, x, zero);
-    LLVMValueRef zr = cg_sel(g, cg_fcmp(g, LLVMRealOGT, y, zero), zero, LLVMConstReal(F, INFINITY));
+    LLVMValueRef zr = cg_sel(g, cg_fcmp(g, LLVMRealOGT, y, zero), zero, inf);
     LLVMValueRef args[2] = {zr, x};
     LLVMValueRef zs = cg_intrin(g, "llvm.copysign", &F, 1, args, 2);
     r = cg_sel(g, xz, cg_sel(g, yodd, zs, zr), r);
+    r = cg_sel(g, cg_and(g, cg_fcmp(g, LLVMRealOEQ, ax, one), yinf), one, r);
+    r = cg_sel(g, LLVMBuildOr(B, cg_isnan(g, x), cg_isnan(g, y), ""), LLVMConstReal(F, NAN), r);
     r = cg_sel(g, cg_fcmp(g, LLVMRealOEQ, x, one), one, r);
     return cg_sel(g, cg_fcmp(g, LLVMRealOEQ, y, zero), one, r);
 }
@@ -154,17 +211,76 @@ LLVMValueRef vm_atan2(cg *g, LLVMValueRef y, LLVMValueRef x) {
     return cg_sel(g, LLVMBuildOr(B, cg_isnan(g, x), cg_isnan(g, y), ""), LLVMBuildFAdd(B, x, y, ""), r);
 }
 
-/* fmod: f32 exactly through f64 (|a/b| < 2^29), f64 through LLVM's frem expansion */
+/* floor(log2(d)) of a finite d > 0 (i64), subnormals included */
+static LLVMValueRef ilog2_64(cg *g, LLVMValueRef d) {
+    LLVMTypeRef I = g->i64;
+    LLVMValueRef bits = LLVMBuildBitCast(B, d, I, "");
+    LLVMValueRef f = LLVMBuildAnd(B, LLVMBuildLShr(B, bits, cg_ki(I, 52), ""), cg_ki(I, 0x7FF), "");
+    LLVMValueRef args[2] = {bits, LLVMConstInt(g->i1, 0, 0)};
+    LLVMValueRef lz = cg_intrin(g, "llvm.ctlz", &I, 1, args, 2);
+    LLVMValueRef sub = LLVMBuildSub(B, cg_ki(I, 63 - 1074), lz, "");
+    return cg_sel(g, LLVMBuildICmp(B, LLVMIntEQ, f, cg_ki(I, 0), ""), sub, LLVMBuildSub(B, f, cg_ki(I, 1023), ""));
+}
+
+static LLVMValueRef pow2_64(cg *g, LLVMValueRef k) { /* 2^k, 0 <= k <= 1000 */
+    LLVMTypeRef I = g->i64;
+    return LLVMBuildBitCast(B, LLVMBuildShl(B, LLVMBuildAdd(B, k, cg_ki(I, 1023), ""), cg_ki(I, 52), ""), g->f64, "");
+}
+
+/* fmod exactly (eager's CUDA fmod is exact), f32 through f64: a loop over x = |a| while
+ * x >= |b|: with yy = |b| 2^k, k = max(ilog2 x - ilog2 |b| - 50, 0), q = trunc(x / yy) is
+ * floor(x / yy) or one more (x / yy < 2^51), r = fma(-q, yy, x) is exact (a multiple of
+ * ulp(yy) below yy in magnitude), and r + yy where r < 0; each pass takes 50 bits off the
+ * exponent gap (at most 43 passes, one for quotients below 2^51). The result has a's sign
+ * (-0 too); NaN for a NaN operand, an infinite a or a zero b; a itself for an infinite b. */
+static LLVMValueRef fmod64_(cg *g, LLVMValueRef a, LLVMValueRef b) {
+    LLVMTypeRef D = g->f64, I = g->i64;
+    LLVMValueRef inf = LLVMConstReal(D, INFINITY), zero = LLVMConstReal(D, 0.0);
+    LLVMValueRef x0 = cg_intrin1(g, "llvm.fabs", a), y = cg_intrin1(g, "llvm.fabs", b);
+    LLVMValueRef nan = LLVMBuildOr(B, LLVMBuildOr(B, cg_isnan(g, a), cg_isnan(g, b), ""),
+                                   LLVMBuildOr(B, cg_fcmp(g, LLVMRealOEQ, x0, inf), cg_fcmp(g, LLVMRealOEQ, y, zero), ""), "");
+    LLVMValueRef binf = cg_fcmp(g, LLVMRealOEQ, y, inf);
+    LLVMValueRef skip = LLVMBuildOr(B, nan, binf, "");
+    x0 = cg_sel(g, skip, zero, x0); /* the loop runs on finite values only */
+    y = cg_sel(g, skip, LLVMConstReal(D, 1.0), y);
+    LLVMValueRef ey = ilog2_64(g, y);
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(B);
+    LLVMValueRef fn = LLVMGetBasicBlockParent(pre);
+    LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(g->ctx, fn, "fmod.head");
+    LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(g->ctx, fn, "fmod.body");
+    LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(g->ctx, fn, "fmod.done");
+    LLVMBuildBr(B, head);
+    LLVMPositionBuilderAtEnd(B, head);
+    LLVMValueRef x = LLVMBuildPhi(B, D, "fmod.x");
+    LLVMBuildCondBr(B, cg_fcmp(g, LLVMRealOGE, x, y), body, done);
+    LLVMPositionBuilderAtEnd(B, body);
+    LLVMValueRef k = LLVMBuildSub(B, LLVMBuildSub(B, ilog2_64(g, x), ey, ""), cg_ki(I, 50), "");
+    k = cg_sel(g, LLVMBuildICmp(B, LLVMIntSLT, k, cg_ki(I, 0), ""), cg_ki(I, 0), k);
+    LLVMValueRef k1 = cg_sel(g, LLVMBuildICmp(B, LLVMIntSGT, k, cg_ki(I, 1000), ""), cg_ki(I, 1000), k);
+    LLVMValueRef k2 = LLVMBuildSub(B, k, k1, "");
+    LLVMValueRef k3 = cg_sel(g, LLVMBuildICmp(B, LLVMIntSGT, k2, cg_ki(I, 1000), ""), LLVMBuildSub(B, k2, cg_ki(I, 1000), ""), cg_ki(I, 0));
+    k2 = LLVMBuildSub(B, k2, k3, "");
+    LLVMValueRef yy = LLVMBuildFMul(B, LLVMBuildFMul(B, LLVMBuildFMul(B, y, pow2_64(g, k1), ""), pow2_64(g, k2), ""), pow2_64(g, k3), "");
+    LLVMValueRef q = cg_intrin1(g, "llvm.trunc", LLVMBuildFDiv(B, x, yy, ""));
+    LLVMValueRef r = cg_fma(g, LLVMBuildFNeg(B, q, ""), yy, x);
+    LLVMValueRef xn = cg_sel(g, cg_fcmp(g, LLVMRealOLT, r, zero), LLVMBuildFAdd(B, r, yy, ""), r);
+    LLVMBasicBlockRef tail = LLVMGetInsertBlock(B);
+    LLVMBuildBr(B, head);
+    LLVMValueRef inc[2] = {x0, xn};
+    LLVMBasicBlockRef from[2] = {pre, tail};
+    LLVMAddIncoming(x, inc, from, 2);
+    LLVMPositionBuilderAtEnd(B, done);
+    LLVMValueRef args[2] = {x, a};
+    LLVMValueRef res = cg_intrin(g, "llvm.copysign", &D, 1, args, 2); /* the dividend's sign, -0 too */
+    res = cg_sel(g, binf, a, res);
+    return cg_sel(g, nan, LLVMConstReal(D, NAN), res);
+}
+
+/* fmod for f32 (through f64: exact) and f64 */
 LLVMValueRef vm_fmod(cg *g, LLVMValueRef a, LLVMValueRef b) {
-    if (LLVMTypeOf(a) != g->f32) return LLVMBuildFRem(B, a, b, "");
-    LLVMTypeRef D = g->f64;
-    LLVMValueRef da = LLVMBuildFPExt(B, a, D, ""), db = LLVMBuildFPExt(B, b, D, "");
-    LLVMValueRef q = cg_intrin1(g, "llvm.trunc", LLVMBuildFDiv(B, da, db, ""));
-    LLVMValueRef r = cg_fma(g, LLVMBuildFNeg(B, q, ""), db, da);
-    r = cg_sel(g, cg_fcmp(g, LLVMRealOEQ, cg_intrin1(g, "llvm.fabs", db), LLVMConstReal(D, INFINITY)), da, r);
-    LLVMValueRef args[2] = {LLVMBuildFPTrunc(B, r, g->f32, ""), a};
-    LLVMTypeRef F = g->f32;
-    return cg_intrin(g, "llvm.copysign", &F, 1, args, 2); /* fmod keeps the dividend's sign, -0 too */
+    if (LLVMTypeOf(a) == g->f64) return fmod64_(g, a, b);
+    LLVMValueRef r = fmod64_(g, LLVMBuildFPExt(B, a, g->f64, ""), LLVMBuildFPExt(B, b, g->f64, ""));
+    return LLVMBuildFPTrunc(B, r, LLVMTypeOf(a), "");
 }
 
 /* f16/bf16 results (f32 registers rounded to 8/11 bits right after): exp through one MUFU

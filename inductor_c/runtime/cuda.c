@@ -854,8 +854,8 @@ static int launch(const ic_gpu *G, const ic_gkernel *K, const ic_CUdeviceptr *bu
 }
 
 /* GEMM choices made on the device: [0] measured, [1] of them the template, [2] the extern
- * call, [3] runs that took the fixed rule untimed (stream capture, no event API, a
- * TORCHC_GEMM_CHOICE value it does not know). */
+ * call, [3] runs that took the fixed rule untimed (stream capture, no event API; the config
+ * table turns a gemm_choice value it does not list into the default). */
 static unsigned long long gc_n[4];
 
 void ic_gemm_choice_stats(unsigned long long *n) {

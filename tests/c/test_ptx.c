@@ -260,6 +260,24 @@ static void build_corpus(void) {
         g = add_case(nm, IC_OK, 8e-6);
         ic_output(g, Bn(g, bi2[i], Bn(g, IC_OP_MUL, IN(g, IC_F32, 33, 31), S(g, 5.0)), IN(g, IC_F32, 31)));
     }
+    /* f64 fmod / remainder: vm_fmod's exact loop (its own basic blocks in the kernel) */
+    g = add_case("binary_fmod_f64", IC_OK, 1e-12);
+    x = Bn(g, IC_OP_MUL, IN(g, IC_F64, 33, 31), S(g, 5.0));
+    y = IN(g, IC_F64, 31);
+    ic_output(g, Bn(g, IC_OP_FMOD, x, y));
+    ic_output(g, Bn(g, IC_OP_REMAINDER, x, y));
+    /* bf16 division: div.full with tiny divisors scaled first (gpu_ops.c) */
+    g = add_case("bf16_div", IC_OK, 1e-2);
+    ic_output(g, Bn(g, IC_OP_DIV, IN(g, IC_BF16, 64, 128), IN(g, IC_BF16, 128)));
+    /* max(dim) / min(dim): values and indices of one element (gpu_rows.c gg_arg_values) */
+    g = add_case("max_dim_pair_40x300_dim0", IC_OK, 0);
+    x = IN(g, IC_F32, 40, 300);
+    ic_output(g, R(g, IC_OP_AMAX, x, 0, 0));
+    ic_output(g, R(g, IC_OP_ARGMAX, x, 0, 0));
+    g = add_case("min_dim_pair_8x5000", IC_OK, 0);
+    x = IN(g, IC_F32, 8, 5000);
+    ic_output(g, R(g, IC_OP_AMIN, x, 1, 1));
+    ic_output(g, R(g, IC_OP_ARGMIN, x, 1, 1));
     g = add_case("prod_rows", IC_OK, 1e-5);
     ic_output(g, R(g, IC_OP_PROD, Bn(g, IC_OP_ADD, Bn(g, IC_OP_MUL, IN(g, IC_F32, 40, 30), S(g, 0.1)), S(g, 1.0)), 1, 0));
     g = add_case("argmax_last_8x5000", IC_OK, 0);
@@ -1189,10 +1207,13 @@ static int dump_corpus(void) {
  * The PTX of each source/destination pair must hold exactly that cvt (not the s64 form before a
  * truncation, which wrapped 3e9 -> int32 to -1294967296 where eager gives 2147483647); on a
  * device, the values of NaN, +-inf and out-of-range floats against that rule. */
-static int64_t cuda_fp2int(double v, ic_dtype to) {
-    bool wide = to == IC_I64 || to == IC_U8;
+/* NaN: 0 where the float and the intermediate integer have one width (cvt.rzi.s32.f32,
+ * .s64.f64), the integer's minimum where they differ (.s64.f32, .s32.f64: measured on an H100,
+ * where eager's static_cast compiles to the same cvt and gives the same) */
+static int64_t cuda_fp2int(double v, ic_dtype from, ic_dtype to) {
+    bool wide = to == IC_I64 || to == IC_U8, same = wide == (from == IC_F64);
     double lo = wide ? -9223372036854775808.0 : -2147483648.0, hi = wide ? 9223372036854775808.0 : 2147483648.0;
-    int64_t w = isnan(v) ? 0 : v <= lo ? (wide ? INT64_MIN : INT32_MIN) : v >= hi ? (wide ? INT64_MAX : INT32_MAX)
+    int64_t w = isnan(v) ? (same ? 0 : wide ? INT64_MIN : INT32_MIN) : v <= lo ? (wide ? INT64_MIN : INT32_MIN) : v >= hi ? (wide ? INT64_MAX : INT32_MAX)
                                                                                 : (int64_t)v;
     switch (to) {
     case IC_I32: return (int32_t)w;
@@ -1251,7 +1272,7 @@ static void test_fp2int_cuda(void) {
                     cu.DtoH(hout, dout, NV * osz);
                     for (int i = 0; i < NV; i++) {
                         int64_t got = dt == IC_I64 ? ((int64_t *)hout)[i] : (int64_t)getv(hout, dt, i);
-                        int64_t want_v = cuda_fp2int(src[i], dt);
+                        int64_t want_v = cuda_fp2int(src[i], st, dt);
                         CHECK(got == want_v, "fp2int %s -> %s of %.17g: GPU %lld, CUDA's cvt.rzi gives %lld",
                               ic_dtype_name(st), ic_dtype_name(dt), src[i], (long long)got, (long long)want_v);
                     }
