@@ -229,18 +229,30 @@ def extension():
 
 
 def write_build_info():
-    """torchc/_build_info.py: the torch this build is tied to (checked at import)."""
+    """torchc/_build_info.py: the torch each interpreter's build is tied to (checked at import).
+    One entry per Python version: the 3.11 and 3.12 extensions sit side by side in torchc/ and
+    may be built against different torch releases (`make PYTHON=python3.12 build`)."""
     pub, full = torch_version()
     torch = import_torch()
-    text = ('"""Written by setup.py: the torch torchc._C was built against (its C++ ABI)."""\n'
-            f"TORCH_VERSION = {full!r}\nCXX11_ABI = {int(torch._C._GLIBCXX_USE_CXX11_ABI)}\n")
     path = os.path.join(ROOT, "torchc", "_build_info.py")
+    builds = {}
     try:
         with open(path) as f:
-            if f.read() == text:
-                return
-    except OSError:
-        pass
+            old = f.read()
+        ns = {}
+        exec(compile(old, path, "exec"), ns)
+        builds = dict(ns.get("_BUILDS") or {})
+    except Exception:
+        old = None
+    builds["%d.%d" % sys.version_info[:2]] = (full, int(torch._C._GLIBCXX_USE_CXX11_ABI))
+    text = ('"""Written by setup.py: the torch torchc._C was built against (its C++ ABI), per Python\n'
+            'version (each has its own extension). No entry for this interpreter: no TORCH_VERSION."""\n'
+            "import sys as _sys\n\n"
+            f"_BUILDS = {dict(sorted(builds.items()))!r}\n"
+            "if '%d.%d' % _sys.version_info[:2] in _BUILDS:\n"
+            "    TORCH_VERSION, CXX11_ABI = _BUILDS['%d.%d' % _sys.version_info[:2]]\n")
+    if old == text:
+        return
     with open(path, "w") as f:
         f.write(text)
 

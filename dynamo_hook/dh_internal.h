@@ -32,6 +32,18 @@
 #endif
 #define DH_PY312 (PY_VERSION_HEX >= 0x030C0000)
 
+/* A type's own namespace, borrowed (alive as long as the type). 3.12 keeps the dicts of static
+ * builtin types (dict, object, ...) per interpreter: their tp_dict is NULL. */
+static inline PyObject *dh_type_dict(PyTypeObject *tp) {
+#if DH_PY312
+    PyObject *d = PyType_GetDict(tp);
+    Py_XDECREF(d);
+    return d;
+#else
+    return tp->tp_dict;
+#endif
+}
+
 /* ---- recursion (recursion.c) -------------------------------------------------------- */
 int dh_stack_units(void);                          /* C stack room, in units; 0: exhausted */
 #define DH_TRACE_STACK_UNITS 32                    /* room a capture needs (128 KB) */

@@ -229,7 +229,7 @@ int sym_dsub_super_attr(trace *t, PyObject *cls, const var *self, PyObject *name
     while (i < n && PyTuple_GET_ITEM(mro, i) != cls)
         i++;
     for (i++; i < n; i++) {
-        PyObject *m = PyDict_GetItemWithError(((PyTypeObject *)PyTuple_GET_ITEM(mro, i))->tp_dict, name);
+        PyObject *m = PyDict_GetItemWithError(dh_type_dict((PyTypeObject *)PyTuple_GET_ITEM(mro, i)), name);
         if (m == NULL) {
             if (PyErr_Occurred())
                 return -1;

@@ -44,7 +44,7 @@ static PyObject *model_output_base(PyObject *cls) {
         PyTypeObject *b = (PyTypeObject *)PyTuple_GET_ITEM(mro, i);
         if (strcmp(b->tp_name, "ModelOutput") != 0)
             continue;
-        PyObject *m = PyDict_GetItemString(b->tp_dict, "__module__");
+        PyObject *m = PyDict_GetItemString(dh_type_dict(b), "__module__");
         if (m && PyUnicode_Check(m) && PyUnicode_CompareWithASCIIString(m, "transformers.utils.generic") == 0)
             return (PyObject *)b;
     }
@@ -57,7 +57,7 @@ static int inherits(PyObject *cls, PyObject *base, const char *name) {
     if (n == NULL)
         return 0;
     PyObject *mine = _PyType_Lookup((PyTypeObject *)cls, n);
-    PyObject *theirs = PyDict_GetItemWithError(((PyTypeObject *)base)->tp_dict, n);
+    PyObject *theirs = PyDict_GetItemWithError(dh_type_dict((PyTypeObject *)base), n);
     Py_DECREF(n);
     (void)tc_clear_expected(PyExc_Exception);
     return mine != NULL && mine == theirs;
@@ -79,7 +79,7 @@ int sym_is_record_type(PyObject *cls) {
         return 0;
     /* __init__: the dataclass-generated one, or the metaclass's wrapper around it (transformers
      * >= 5.2x renames past_key_values= to cache= there) */
-    PyObject *init = PyDict_GetItemString(((PyTypeObject *)cls)->tp_dict, "__init__");
+    PyObject *init = PyDict_GetItemString(dh_type_dict((PyTypeObject *)cls), "__init__");
     if (init == NULL || !PyFunction_Check(init))
         return 0;
     if (PyUnicode_CompareWithASCIIString(((PyCodeObject *)PyFunction_GET_CODE(init))->co_filename, "<string>") == 0)

@@ -977,7 +977,7 @@ int sym_wrap(trace *t, PyObject *o, int src, var *out) {
 }
 
 static int torch_class(PyTypeObject *tp) {
-    PyObject *m = PyDict_GetItemString(tp->tp_dict, "__module__");
+    PyObject *m = PyDict_GetItemString(dh_type_dict(tp), "__module__");
     if (m == NULL || !PyUnicode_Check(m))
         return 1; /* unknown: conservative */
     const char *s = PyUnicode_AsUTF8(m);
