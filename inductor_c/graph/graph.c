@@ -1286,6 +1286,11 @@ static int int_range(const ic_graph *g, ic_val v, double *lo, double *hi, int de
          * an index past them as eager's error) */
         if (b0 != b1 || (n->op != IC_OP_MUL && b0 <= 0)) return 0;
         if (n->op == IC_OP_REMAINDER) { /* Python's %: the divisor's sign */
+            if (a0 == a1) { /* one number: its remainder exactly */
+                double r = fmod(a0, b0);
+                *lo = *hi = r < 0 ? r + b0 : r;
+                return 1;
+            }
             *lo = a0 >= 0 && a1 < b0 ? a0 : 0;
             *hi = a0 >= 0 && a1 < b0 ? a1 : b1 - 1;
             return 1;
