@@ -397,3 +397,17 @@ def test_update_of_a_tensor_whose_elements_share_memory(update):
     xe = _expanded()
     f(xe)
     assert torch.equal(x, xe)
+
+
+def test_update_through_a_view_keeps_the_base_strides():
+    """fuzz seed 4214808 program 23: w4 = v3[0]; w4.clamp_(-1, 1) with v3 a graph value in a
+    transposed layout (strides (8, 1, 2)): the write-back into v3 made it contiguous, so v3 and
+    w4 came back with strides (8, 4, 1) and (4, 1) where eager's are (8, 1, 2) and (1, 2)"""
+    def f(x1):
+        v3 = x1 * 2
+        w4 = v3[0]
+        w4.clamp_(-1, 1)
+        return w4, v3, v3[:, 1:].mT
+    _check(f, lambda: (torch.arange(40.0).reshape(5, 4, 2).transpose(1, 2) - 20) / 8)
+    ex = torchc.explain(f)(torch.arange(40.0).reshape(5, 4, 2).transpose(1, 2))
+    assert ex.graph_count == 1 and ex.graph_break_count == 0
