@@ -1,6 +1,8 @@
 """Differences from eager found by the hostile fuzzer (tests/test_fuzz_hostile.py), each
 reduced to its smallest program. Every test compares against eager: values, dtype, shape,
 strides, and which outputs share storage with (are views of) the inputs."""
+import math
+
 import pytest
 import torch
 
@@ -410,4 +412,44 @@ def test_update_through_a_view_keeps_the_base_strides():
         return w4, v3, v3[:, 1:].mT
     _check(f, lambda: (torch.arange(40.0).reshape(5, 4, 2).transpose(1, 2) - 20) / 8)
     ex = torchc.explain(f)(torch.arange(40.0).reshape(5, 4, 2).transpose(1, 2))
+    assert ex.graph_count == 1 and ex.graph_break_count == 0
+
+
+_OVERLAP_1D = [lambda y: y.__setitem__(slice(1, None), y[:-1]),
+               lambda y: y.__setitem__(slice(None, 3), y[1:]),
+               lambda y: y.__setitem__(slice(None, 2), y[2:]),
+               lambda y: y.__setitem__(0, y[1]),
+               lambda y: y.__setitem__(slice(1, None), y[:-1] * 1)]
+_OVERLAP_2D = [lambda y: y.__setitem__((slice(None), slice(None, 2)), y[:, 2:]),
+               lambda y: y.__setitem__((slice(None), slice(1, None)), y[:, :-1])]
+
+
+@pytest.mark.parametrize("store,shape", [(s, (4,)) for s in _OVERLAP_1D] +
+                         [(s, (4, 4)) for s in _OVERLAP_1D + _OVERLAP_2D])
+def test_item_assignment_from_a_view_of_the_same_memory(store, shape):
+    """x[1:] = x[:-1]: eager refuses the partial overlap (RuntimeError); compiled stored it.
+    The same elements (x[0] += 1) or disjoint ones are captured"""
+    def f(x):
+        y = x * 2
+        try:
+            store(y)
+            e = "ok"
+        except (RuntimeError, IndexError):
+            e = "raised"
+        return y + 1, e
+    x = torch.arange(float(math.prod(shape))).reshape(shape)
+    want, got = f(x), torchc.compile(f)(x)
+    assert got[1] == want[1] and torch.equal(got[0], want[0])
+
+
+def test_item_assignment_of_the_same_or_disjoint_elements_is_captured():
+    def f(x):
+        y = x * 2
+        y[0] = y[1]
+        y[:, :2] = y[:, 2:]
+        y[1:, 0] += 1
+        return y
+    x = torch.arange(16.0).reshape(4, 4)
+    assert torch.equal(torchc.compile(f)(x), f(x))
+    ex = torchc.explain(f)(x)
     assert ex.graph_count == 1 and ex.graph_break_count == 0
