@@ -278,6 +278,8 @@ int sym_alias_update(trace *t, int oid, ic_val newval) {
             if (nroot < 0)
                 return sym_check_graph(t) < 0 ? -1 : sym_fail(t, NOT_SUPPORTED);
         }
+        if (dh_layout_keep(t, old_root, &nroot) < 0) /* the root keeps its strides */
+            return -1;
     }
     /* every other live alias re-derived from the root's new value; computed in full
      * before any object changes (a failure leaves the trace as it was) */

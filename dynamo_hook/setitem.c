@@ -218,6 +218,34 @@ static int index_store(trace *t, const var *x, const ic_meta *m, const var *kv, 
     return sym_mutate(t, x, r);
 }
 
+/* x[k] = w with w another view of x's memory. Eager refuses a partial overlap of dense
+ * views ("some elements of the input tensor and the written-to tensor refer to a single
+ * memory location") and copies other overlapping ones in its own element order. Captured
+ * (0): w = x[k2] (basic indexing of x's current value) selecting the same box as k with the
+ * same shape (x[0] += 1 stores x[0] back), or a box sharing no element with k's (then no
+ * byte range of a dense view meets the other's: eager does not raise). Else 1. */
+static int view_overlap(trace *t, const var *x, const ic_meta *m, const var *k, ic_val w) {
+    PyObject *desc = w < t->capvals ? t->view_desc[w] : NULL;
+    if (desc == NULL || k->kind != V_CONST || PyLong_AsLong(PyTuple_GET_ITEM(desc, 0)) != x->val ||
+        strcmp(PyUnicode_AsUTF8(PyTuple_GET_ITEM(desc, 1)), "__getitem__") != 0) {
+        (void)tc_clear_expected(PyExc_Exception);
+        return 1;
+    }
+    var k2 = sym_var(V_CONST);
+    k2.obj = PyTuple_GET_ITEM(PyTuple_GET_ITEM(desc, 2), 0);
+    box b1, b2;
+    if (parse_box(t, m, k, &b1) < 0 || parse_box(t, m, &k2, &b2) < 0)
+        return 1; /* the reason is recorded; eager decides */
+    int same = b1.nview == b2.nview, disjoint = 0;
+    for (int d = 0; d < m->ndim; d++) {
+        same &= b1.start[d] == b2.start[d] && b1.stop[d] == b2.stop[d];
+        disjoint |= b1.stop[d] <= b2.start[d] || b2.stop[d] <= b1.start[d];
+    }
+    for (int d = 0; same && d < b1.nview; d++)
+        same &= b1.view[d] == b2.view[d];
+    return !(same || disjoint);
+}
+
 int sym_tensor_setitem(trace *t, const var *x_in, const var *k, const var *v) {
     var xv = *x_in;
     sym_resolve(t, &xv);
@@ -227,6 +255,11 @@ int sym_tensor_setitem(trace *t, const var *x_in, const var *k, const var *v) {
     const ic_meta *m = meta(t, xv.val, &m_copy);
     if (m == NULL)
         return sym_check_graph(t);
+    var vv = *v;
+    sym_resolve(t, &vv);
+    if (vv.kind == V_TENSOR && vv.oid > 0 && vv.oid != xv.oid && sym_alias_same(t, vv.oid, xv.oid) &&
+        view_overlap(t, &xv, m, k, vv.val))
+        return sym_fail(t, "item assignment of a view partly overlapping the target (eager decides)");
     if (k->kind == V_TENSOR) {
         var kv = *k;
         sym_resolve(t, &kv);

@@ -560,6 +560,12 @@ int sym_mutate(trace *t, const var *target, ic_val newval) {
     for (int d = 0; d < mo->ndim; d++)
         if (mo->sizes[d] != mn->sizes[d])
             return sym_fail(t, "in-place result shape differs (eager will raise)");
+    int64_t ost[IC_MAX_DIMS]; /* elements sharing memory (an expand): eager raises at most
+                               * updates (fill_/zero_ pass); the graph's copy-back would raise */
+    if (!mo->dyn && ic_value_strides(t->g, old, ost))
+        for (int d = 0; d < mo->ndim; d++)
+            if (ost[d] == 0 && mo->sizes[d] > 1)
+                return sym_fail(t, "in-place update of a tensor whose elements share memory left to eager");
     int ofloat = mo->dtype >= IC_F16, nfloat = mn->dtype >= IC_F16;
     if ((nfloat && !ofloat) || (mn->dtype != IC_BOOL && mo->dtype == IC_BOOL))
         return sym_fail(t, "in-place result dtype can't be cast to the tensor's (eager will raise)");
