@@ -103,6 +103,67 @@ static int view_strides(int n, const int64_t *sizes, const int64_t *strides, int
     return vd == -1;
 }
 
+/* Strides of base[key] for a basic index key (ints, slices, None, Ellipsis, a tuple of them)
+ * as ATen's applySlicing makes them, item by item: an int drops its dim, a slice keeps it
+ * with stride * step, None inserts a dim as unsqueeze does. 0: not such a key (tensors). */
+static int getitem_strides(const ic_meta *bm, const int64_t *bs, PyObject *key, const ic_meta *m, int64_t *st) {
+    int64_t sz[IC_MAX_DIMS + 8], sd[IC_MAX_DIMS + 8];
+    int n = bm->ndim, d = 0, nitems = PyTuple_Check(key) ? (int)PyTuple_GET_SIZE(key) : 1, consuming = 0;
+    memcpy(sz, bm->sizes, sizeof(int64_t) * (size_t)n);
+    memcpy(sd, bs, sizeof(int64_t) * (size_t)n);
+    for (int i = 0; i < nitems; i++) {
+        PyObject *it = PyTuple_Check(key) ? PyTuple_GET_ITEM(key, i) : key;
+        if (it != Py_None && it != Py_Ellipsis && !PySlice_Check(it) && !(PyLong_Check(it) && !PyBool_Check(it)))
+            return 0;
+        consuming += it != Py_None && it != Py_Ellipsis;
+    }
+    for (int i = 0; i < nitems; i++) {
+        PyObject *it = PyTuple_Check(key) ? PyTuple_GET_ITEM(key, i) : key;
+        if (it == Py_Ellipsis) { /* the dims no item names */
+            d += bm->ndim - consuming;
+            if (d < 0 || d > n)
+                return 0;
+            continue;
+        }
+        if (it == Py_None) {
+            if (n >= IC_MAX_DIMS + 7)
+                return 0;
+            int64_t ns = d >= n ? 1 : sz[d] * sd[d];
+            memmove(&sz[d + 1], &sz[d], sizeof(int64_t) * (size_t)(n - d));
+            memmove(&sd[d + 1], &sd[d], sizeof(int64_t) * (size_t)(n - d));
+            sz[d] = 1;
+            sd[d] = ns;
+            n++;
+            d++;
+            continue;
+        }
+        if (d >= n)
+            return 0;
+        if (PyLong_Check(it)) { /* select: the dim goes */
+            memmove(&sz[d], &sz[d + 1], sizeof(int64_t) * (size_t)(n - d - 1));
+            memmove(&sd[d], &sd[d + 1], sizeof(int64_t) * (size_t)(n - d - 1));
+            n--;
+            continue;
+        }
+        Py_ssize_t start, stop, step;
+        if (PySlice_Unpack(it, &start, &stop, &step) < 0 || step <= 0) {
+            PyErr_Clear();
+            return 0;
+        }
+        Py_ssize_t len = PySlice_AdjustIndices((Py_ssize_t)sz[d], &start, &stop, step);
+        sz[d] = len;
+        sd[d] *= step;
+        d++;
+    }
+    if (n != m->ndim)
+        return 0;
+    for (int i = 0; i < n; i++)
+        if (sz[i] != m->sizes[i])
+            return 0;
+    memcpy(st, sd, sizeof(int64_t) * (size_t)n);
+    return 1;
+}
+
 /* The strides eager gives value v (1), or 0 when not known (an indexing view, dynamic
  * sizes). Values no view made: the graph's (ic_value_strides). */
 static int eager_strides(trace *t, ic_val v, int64_t *st, int depth) {
@@ -149,6 +210,8 @@ static int eager_strides(trace *t, ic_val v, int64_t *st, int depth) {
             st[i] = i < lead ? 0 : (bm.sizes[i - lead] == 1 && m.sizes[i] != 1) ? 0 : bs[i - lead];
         return 1;
     }
+    if (!strcmp(name, "__getitem__")) /* basic indexing: ints, slices, None, ... (ATen's order) */
+        return getitem_strides(&bm, bs, PyTuple_GET_ITEM(args, 0), &m, st);
     if (!strcmp(name, "reshape")) {
         if (view_strides(bm.ndim, bm.sizes, bs, m.ndim, m.sizes, st))
             return 1;

@@ -187,3 +187,49 @@ def test_tiny_transformers_more(name):
 def test_groups_cover_expected():
     listed = [n for names in GROUPS.values() for n in names]
     assert sorted(listed) == sorted(EXPECTED) and len(set(listed)) == len(listed)
+
+
+# MoE families in bfloat16 (the GPU suite's dtype): under compilation transformers routes
+# non-bf16 experts to its custom-op fallback (broken above in float32) and bf16 experts to
+# F.grouped_mm, which torchc captures as one extern; histc / sort / index_add around it.
+RUN_BF16 = textwrap.dedent("""
+    import copy, json, sys, torch
+    sys.path.insert(0, {bench!r})
+    import torchc, suite
+    table = suite.hf_models(suite.Scale(tiny=True, batch=2))
+    for name in {names!r}:
+        build, make_inputs = table[name]
+        torch.manual_seed(0)
+        model = build().eval().to(torch.bfloat16)
+        inputs = {{k: v.to(torch.bfloat16) if v.is_floating_point() else v for k, v in make_inputs("cpu").items()}}
+        with torch.no_grad():
+            ref = [t.clone() for t in suite.tensors_of(model(**inputs))]
+            try:
+                fp64 = suite.tensors_of(copy.deepcopy(model).double()(**suite.cast_inputs(inputs, torch.float64)))
+            except Exception:
+                fp64 = None  # eager's grouped_mm refuses float64
+            torchc.reset()
+            ex = torchc.explain(model)(**inputs)
+            ok, why = suite.same(ref, suite.tensors_of(ex.result), fp64, 1e-2)
+        print("RESULT " + json.dumps(dict(name=name, ok=ok, why=why, graphs=ex.graph_count,
+                                          breaks=ex.graph_break_count, ops=ex.op_count,
+                                          reasons=ex.break_reasons[:8])), flush=True)
+""")
+
+
+def test_tiny_moe_bf16_whole():
+    names = ["hf_qwen2_moe", "hf_olmoe"]
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    r = subprocess.run([sys.executable, "-c", RUN_BF16.format(bench=os.path.join(ROOT, "benchmarks"), names=names)],
+                       env=env, capture_output=True, text=True, timeout=900)
+    got = {}
+    for ln in r.stdout.splitlines():
+        if ln.startswith("RESULT "):
+            res = json.loads(ln[len("RESULT "):])
+            got[res["name"]] = res
+    assert sorted(got) == sorted(names), r.stderr[-3000:]
+    for name, res in got.items():
+        assert res["ok"], (name, res["why"])
+        assert res["ops"] >= 100, (name, res)
+        if tf.__version__.startswith(MEASURED_WITH):
+            assert (res["graphs"], res["breaks"]) == (1, 0), (name, res["reasons"])

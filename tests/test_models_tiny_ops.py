@@ -663,3 +663,17 @@ def test_grouped_mm_moe_layer_cuda(tokens):
         return torch.zeros_like(x).index_add(0, perm // k, y)
 
     _whole(layer, x, top_idx, top_w, w_up, w_down, rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.parametrize("key", [lambda x: x[:, 0], lambda x: x[0], lambda x: x[1::2], lambda x: x[None, :, 1],
+                                 lambda x: x[..., None], lambda x: x[..., 1], lambda x: x[1, ..., None, :2],
+                                 lambda x: x[:, None, ::3, None], lambda x: x[...], lambda x: x[2]])
+def test_strides_of_indexed_views(key):
+    # ProphetNet: logits = x[:, 0]; if not logits.is_contiguous(): logits = logits.contiguous()
+    def f(x):
+        y = key(x * 2)
+        z = y.contiguous() if not y.is_contiguous() else y + 0
+        return z, y.stride(), y.is_contiguous(), key(x).stride()
+
+    _whole(f, torch.randn(3, 4, 6))
+    _whole(f, _nc(3, 4, 6))

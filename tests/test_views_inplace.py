@@ -124,7 +124,8 @@ def test_reshape_copy_is_not_an_alias():
         w.sub_(1)
         return r, v * 1, w
 
-    # the trace knows the strides of the indexing view: the reshape is a copy, one graph
+    # the trace knows the slice's strides (ops_views.c getitem_strides): the reshape copies,
+    # the update is of the copy only, one graph
     check(f, torch.randn(3, 4), graphs=1, breaks=0)
 
 

@@ -1285,14 +1285,11 @@ static int int_range(const ic_graph *g, ic_val v, double *lo, double *hi, int de
         /* by one number only: the bounds stay attained where a's are (index checks report
          * an index past them as eager's error) */
         if (b0 != b1 || (n->op != IC_OP_MUL && b0 <= 0)) return 0;
-        if (n->op == IC_OP_REMAINDER) { /* Python's %: the divisor's sign */
-            if (a0 == a1) { /* one number: its remainder exactly */
-                double r = fmod(a0, b0);
-                *lo = *hi = r < 0 ? r + b0 : r;
-                return 1;
-            }
-            *lo = a0 >= 0 && a1 < b0 ? a0 : 0;
-            *hi = a0 >= 0 && a1 < b0 ? a1 : b1 - 1;
+        if (n->op == IC_OP_REMAINDER) { /* Python's %: in [0, b) */
+            double q = floor(a0 / b0);
+            int one = floor(a1 / b0) == q; /* a0..a1 within one period: a - q b */
+            *lo = one ? a0 - q * b0 : 0;
+            *hi = one ? a1 - q * b0 : b0 - 1;
             return 1;
         }
         double c[4] = {a0 * b0, a0 * b1, a1 * b0, a1 * b1};
