@@ -29,9 +29,11 @@ static int is_dsub_obj(const var *o) {
            !PyDict_CheckExact(o->obj) && !PyType_Check(o->obj);
 }
 
-/* dict itself or a C (static) subclass of it: OrderedDict, defaultdict */
+/* dict itself or a C subclass of it: OrderedDict, defaultdict (a static type, or on 3.12 an
+ * immutable heap type: no Python class is immutable) */
 static int c_dict_type(PyTypeObject *tp) {
-    return tp == &PyDict_Type || (!(tp->tp_flags & Py_TPFLAGS_HEAPTYPE) && PyType_IsSubtype(tp, &PyDict_Type));
+    return tp == &PyDict_Type || ((!(tp->tp_flags & Py_TPFLAGS_HEAPTYPE) || (tp->tp_flags & Py_TPFLAGS_IMMUTABLETYPE)) &&
+                                  PyType_IsSubtype(tp, &PyDict_Type));
 }
 
 /* the class keeps C __len__/__iter__ (no Python override of the storage's view) */

@@ -261,7 +261,8 @@ int sym_is_enum_member(PyObject *o) {
 }
 
 int sym_obj_polyfill_attr(trace *t, PyObject *cls, PyObject *name, var *out) {
-    if ((((PyTypeObject *)cls)->tp_flags & Py_TPFLAGS_HEAPTYPE) || init_once() < 0)
+    /* a C type (3.12 makes itertools' heap types, immutable as static ones are) */
+    if (!(((PyTypeObject *)cls)->tp_flags & Py_TPFLAGS_IMMUTABLETYPE) || init_once() < 0)
         return 1;
     PyObject *a = PyObject_GetAttr(cls, name);
     if (a == NULL)

@@ -11,7 +11,8 @@
  * sees: the iterator is advanced after the graph (a t->attrw entry, marker ("advance",)), in
  * program order with the other writes, before a graph break's call runs.
  *
- * Requires: the iterator's __reduce__ gives (fn, (seq,), index) (tuple/list/range iterators) or
+ * Requires: the iterator's __reduce__ gives (fn, (seq,), index) (tuple/list/range iterators; 3.12's
+ *           range iterator: index None, the range starts at the next item) or
  *           (iter, (remaining,)) (dict and OrderedDict iterators), and __length_hint__.
  * Breaks:   nothing: other iterators keep failing the trace (eager runs).
  */
@@ -51,9 +52,12 @@ PyObject *dh_iter_peek(PyObject *it, Py_ssize_t k) {
     }
     if (PyTuple_Check(r) && (PyTuple_GET_SIZE(r) == 2 || PyTuple_GET_SIZE(r) == 3) &&
         PyTuple_Check(PyTuple_GET_ITEM(r, 1)) && PyTuple_GET_SIZE(PyTuple_GET_ITEM(r, 1)) == 1 &&
-        (PyTuple_GET_SIZE(r) == 2 || PyLong_Check(PyTuple_GET_ITEM(r, 2)))) {
-        /* (fn, (seq,), index), or (iter, (list of what is left,)) of a dict iterator */
-        Py_ssize_t idx = PyTuple_GET_SIZE(r) == 3 ? PyLong_AsSsize_t(PyTuple_GET_ITEM(r, 2)) : 0;
+        (PyTuple_GET_SIZE(r) == 2 || PyLong_Check(PyTuple_GET_ITEM(r, 2)) || PyTuple_GET_ITEM(r, 2) == Py_None)) {
+        /* (fn, (seq,), index), or (iter, (list of what is left,)) of a dict iterator; 3.12's
+         * range iterator: (iter, (range of what is left,), None) */
+        Py_ssize_t idx = PyTuple_GET_SIZE(r) == 3 && PyLong_Check(PyTuple_GET_ITEM(r, 2))
+                             ? PyLong_AsSsize_t(PyTuple_GET_ITEM(r, 2))
+                             : 0;
         PyObject *seq = PyTuple_GET_ITEM(PyTuple_GET_ITEM(r, 1), 0);
         if (idx >= 0 && idx + k < PyObject_Length(seq))
             v = PySequence_GetItem(seq, idx + k);
