@@ -321,7 +321,7 @@ int sym_dsub_call(trace *t, const var *fn, var *args, int npos, PyObject *kwname
             return sym_const(t, PyBool_FromLong(has), out);
         if (!has) {
             if (mn[0] == '_')
-                return sym_fail(t, "KeyError %R (eager will raise)", args[0].obj);
+                return sym_raise(t, PyExc_KeyError, args[0].obj, "KeyError %R (eager will raise)", args[0].obj);
             if (npos == 2) {
                 *out = args[1];
                 return 0;
@@ -383,7 +383,7 @@ int sym_dsub_call(trace *t, const var *fn, var *args, int npos, PyObject *kwname
             return 0;
         }
         if (mn[0] == '_')
-            return sym_fail(t, "KeyError %R (eager will raise)", k);
+            return sym_raise(t, PyExc_KeyError, k, "KeyError %R (eager will raise)", k);
         if (npos == 2) {
             *out = args[1];
             return 0;
@@ -405,7 +405,7 @@ int sym_dsub_call(trace *t, const var *fn, var *args, int npos, PyObject *kwname
                 *out = args[1];
                 return 0;
             }
-            return sym_fail(t, "KeyError %R (eager will raise)", k);
+            return sym_raise(t, PyExc_KeyError, k, "KeyError %R (eager will raise)", k);
         }
         var r = d->items[at], nd = *d;
         if (sym_dict_set(t, &nd, k, NULL) < 0)

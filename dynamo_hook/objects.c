@@ -308,6 +308,7 @@ int sym_list_iadd(trace *t, const var *l, const var *other, var *out) {
 int sym_set_add(trace *t, var *s, const var *v, int update) {
     if (s->kind != V_CONST || !PyFrozenSet_CheckExact(s->obj))
         return sym_fail(t, "set add on an unsupported set");
+    PyObject *old = s->obj; /* eager's order of adds (obj_setorder.c) */
     PyObject *ns = PySet_New(s->obj);
     if (ns == NULL)
         return -1;
@@ -324,7 +325,7 @@ int sym_set_add(trace *t, var *s, const var *v, int update) {
             return -1;
         s->obj = fs;
         s->is_list = 1;
-        return 0;
+        return sym_set_note_added(t, s, old, v, update);
     }
     var *items = (var *)v;
     int n = 1;
@@ -345,7 +346,7 @@ int sym_set_add(trace *t, var *s, const var *v, int update) {
         return -1;
     s->obj = fs;
     s->is_list = 1;
-    return 0;
+    return sym_set_note_added(t, s, old, v, update);
 }
 
 /* set(it) / frozenset(it) of constants */
@@ -353,7 +354,8 @@ int sym_make_set(trace *t, int is_set, var *args, int nargs, var *out) {
     if (nargs > 1)
         return sym_fail(t, "set() with %d arguments (eager will raise)", nargs);
     PyObject *e = PyFrozenSet_New(NULL);
-    if (e == NULL || sym_const(t, e, out) < 0 || (is_set && sym_set_token(t, out) < 0))
+    if (e == NULL || sym_const(t, e, out) < 0 || (is_set && sym_set_token(t, out) < 0) ||
+        sym_set_note_empty(t, out) < 0) /* its adds noted: eager's order (obj_setorder.c) */
         return -1;
     if (nargs == 1) {
         if (args[0].kind == V_CONST && PyAnySet_Check(args[0].obj)) {

@@ -317,7 +317,9 @@ int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kw
         if (f == (PyObject *)&PyReversed_Type && (args[0].kind == V_ITER || args[0].kind == V_GEN))
             return sym_fail(t, "reversed() of an iterator (eager raises)");
         for (int i = 0; i < nargs; i++) {
-            if (sym_iter_items(t, &args[i], &its[i], &lens[i]) < 0)
+            /* a set: in eager's order (obj_setorder.c); reversed() of one raises */
+            int so = f == (PyObject *)&PyReversed_Type ? 1 : sym_set_iter_items(t, &args[i], &its[i], &lens[i]);
+            if (so < 0 || (so > 0 && sym_iter_items(t, &args[i], &its[i], &lens[i]) < 0))
                 return -1;
             if (lens[i] < n)
                 n = lens[i];

@@ -717,8 +717,9 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
             ic_set_grad_enabled(t->g, 1); /* training: values of the block pass no gradient */
         return sym_const(t, Py_NewRef(Py_None), out);
     }
-    if (fn->kind == V_FUNC && sym_is_grad_ctx_type(fn->obj)) {
-        /* torch.no_grad() & co: a real context object (harmless to create), constant args */
+    if ((fn->kind == V_FUNC || fn->kind == V_CONST) && fn->obj != NULL && sym_is_grad_ctx_type(fn->obj)) {
+        /* torch.no_grad() & co: a real context object (harmless to create), constant args;
+         * V_CONST: the class as self.__class__ (the decorators' clone()) */
         PyObject *tup = PyTuple_New(npos);
         if (tup == NULL)
             return -1;
@@ -825,7 +826,7 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
             return sym_const(t, PyBool_FromLong(has), out);
         if (!has) {
             if (!isget)
-                return sym_fail(t, "KeyError %R (eager will raise)", args[0].obj);
+                return sym_raise(t, PyExc_KeyError, args[0].obj, "KeyError %R (eager will raise)", args[0].obj);
             if (npos == 2) {
                 *out = args[1];
                 return 0;

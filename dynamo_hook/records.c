@@ -259,7 +259,7 @@ int sym_record_subscr(trace *t, const var *r, const var *k, var *out) {
     if (PyUnicode_Check(k->obj)) {
         int i = field_index(r, k->obj);
         if (i < 0 || is_none_var(&r->items[i]))
-            return sym_fail(t, "KeyError %R (eager will raise)", k->obj);
+            return sym_raise(t, PyExc_KeyError, k->obj, "KeyError %R (eager will raise)", k->obj);
         *out = r->items[i];
         return 0;
     }

@@ -221,6 +221,9 @@ int sym_fx_containers_finish(trace *t);
 
 /* variables.c */
 int sym_fail(trace *t, const char *fmt, ...); /* records the first reason; returns -1 */
+/* sym_fail, with type(arg) (arg NULL: type()) raised for the traced frames' except clauses
+ * to catch (sym_exc.c): only for raises the trace decides from guarded state */
+int sym_raise(trace *t, PyObject *type, PyObject *arg, const char *fmt, ...);
 /* layout.c: eager's memory formats (the graph keeps eager's strides: inductor_c strides.c).
  * dh_memory_format: None -> IC_MF_PRESERVE, else torch.*_format / channels_last*;
  * dh_layout_copy: a copy of x in format fmt (clone, contiguous(), to(memory_format));
@@ -375,6 +378,16 @@ int sym_inline(trace *t, PyObject *func, int fn_src, const var *self, var *args,
 PyObject *dh_make_resume(PyCodeObject *code, PyObject *globals, int target_pc, int nlocals,
                          const unsigned char *unbound, int nstack, const unsigned char *stack_null);
 int sym_inline_made(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out);
+/* obj_boundmethod.c: m a bound method (with a source) called: __func__ inlined on __self__ */
+int sym_call_bound_method(trace *t, const var *m, var *args, int nargs, PyObject *kwnames, var *out);
+/* obj_setorder.c: the order eager adds a set's items, noted where the trace builds it (an
+ * empty set; a set made of arg's items; s rebound from frozenset old by adding v (update: v's
+ * items)); iterating a set in eager's order: 0 (items), 1 not a set, -1 failed */
+int sym_set_note_empty(trace *t, var *s);
+int sym_set_note_const(trace *t, var *s); /* a code constant: eager's object itself */
+int sym_set_note_seq(trace *t, var *s, const var *arg);
+int sym_set_note_added(trace *t, var *s, PyObject *old, const var *v, int update);
+int sym_set_iter_items(trace *t, const var *v, var **items, int *n);
 int sym_load_attr(trace *t, const var *o, PyObject *name, var *out); /* sym_attr.c */
 /* d.get/pop/setdefault/copy/update/__contains__ on a V_DICT (d: the dict at the call) */
 int sym_dict_method(trace *t, const var *d, const char *mn, var *args, int nargs, var *out);

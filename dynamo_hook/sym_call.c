@@ -220,6 +220,8 @@ int sym_inline_module(trace *t, const var *mod, var *args, int nargs, PyObject *
         PyObject *fn = call ? _PyType_Lookup(Py_TYPE(mod->obj), call) : NULL;
         if (fn == NULL || !PyFunction_Check(fn)) {
             Py_XDECREF(call);
+            if (PyMethod_Check(mod->obj) && mod->src >= 0) /* a bound method held as a value (sym_exc.c) */
+                return sym_call_bound_method(t, mod, args, nargs, kwnames, out);
             int rc = sym_obj_call_polyfill(t, mod, args, nargs, kwnames, out); /* obj_func.c */
             if (rc != 1)
                 return rc;
@@ -516,9 +518,15 @@ int sym_op_make_function(trace *t, sframe *f, sym_ins *in) {
         if ((clos.kind != V_SEQ && !(clos.kind == V_CONST && PyTuple_CheckExact(clos.obj))) ||
             sym_iter_items(t, &clos, &items, &n) < 0)
             return sym_fail(t, "closure of unsupported values");
-        a.items = items;
+        /* its own cells: writes of the making frame reach them (sym_cells.c) */
+        a.items = sym_alloc(t, n);
+        if (a.items == NULL)
+            return -1;
+        memcpy(a.items, items, (size_t)n * sizeof(var));
         a.n = n;
         f->made_closure = 1;
+        if (sym_cells_made(t, f, (PyCodeObject *)code.obj, a.items, n) < 0)
+            return -1;
     }
     PUSH(a);
     return SYM_NEXT;

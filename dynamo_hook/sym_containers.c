@@ -52,7 +52,7 @@ static int subscr(trace *t, const var *c, const var *k, var *out) {
         }
         if (c->op == SYM_DICT_DEFAULT && c->globals != NULL && c->globals != Py_None)
             return default_missing(t, c, k, out); /* defaultdict: d[k] = factory() */
-        return sym_fail(t, "KeyError %R (eager will raise)", k->obj);
+        return sym_raise(t, PyExc_KeyError, k->obj, "KeyError %R (eager will raise)", k->obj);
     }
     if (c->kind == V_SEQ && c->obj == NULL && k->kind == V_CONST && PySlice_Check(k->obj)) {
         /* seq[a:b:c]: a new list/tuple of the same items */
@@ -535,7 +535,7 @@ int sym_dict_set(trace *t, var *dv, PyObject *k, const var *val) {
     if (at == -2)
         return -1;
     if (at < 0 && val == NULL)
-        return sym_fail(t, "KeyError (eager will raise)");
+        return sym_raise(t, PyExc_KeyError, k, "KeyError %R (eager will raise)", k);
     int n = d->n + (at < 0 ? 1 : val == NULL ? -1 : 0);
     PyObject *keys = PyTuple_New(n);
     var *vals = sym_alloc(t, n);
@@ -613,7 +613,7 @@ int sym_dict_method(trace *t, const var *d, const char *mn, var *args, int nargs
         else if (nargs == 2)
             *out = args[1];
         else if (!strcmp(mn, "pop"))
-            return sym_fail(t, "KeyError (eager will raise)");
+            return sym_raise(t, PyExc_KeyError, k, "KeyError %R (eager will raise)", k);
         else if (sym_const(t, Py_NewRef(Py_None), out) < 0)
             return -1;
         if (!strcmp(mn, "pop") && at >= 0)
@@ -998,11 +998,14 @@ int sym_op_build_set(trace *t, sframe *f, sym_ins *in) {
             return sym_fail(t, "set of non-constant values");
         }
     }
-    f->sp -= in->oparg;
     PyObject *fs = PyFrozenSet_New(set);
     Py_DECREF(set);
     if (sym_const(t, fs, &a) < 0 || sym_set_token(t, &a) < 0)
         return -1;
+    /* eager's order of {a, b, ...} (obj_setorder.c) */
+    if (sym_set_note_seq(t, &a, &(var){.kind = V_SEQ, .src = -1, .n = in->oparg, .items = &PEEK(in->oparg)}) < 0)
+        return -1;
+    f->sp -= in->oparg;
     a.is_list = 1; /* a set (objects.c: sets of constants are held as frozensets) */
     PUSH(a);
     return SYM_NEXT;
@@ -1169,7 +1172,8 @@ int sym_set_is_mutable(const var *s) {
     return s->kind == V_CONST && s->is_list && s->items != NULL && s->obj && PyFrozenSet_CheckExact(s->obj);
 }
 
-static int set_rebind(trace *t, const var *s, PyObject *ns, var *out) {
+/* added: what s's new value adds to it (update: its items), for eager's order (obj_setorder.c) */
+static int set_rebind_added(trace *t, const var *s, PyObject *ns, var *out, const var *added, int update) {
     PyObject *fs = PyFrozenSet_New(ns);
     Py_DECREF(ns);
     if (fs == NULL || sym_keep(t, fs) == NULL)
@@ -1178,8 +1182,14 @@ static int set_rebind(trace *t, const var *s, PyObject *ns, var *out) {
     nv.obj = fs;
     if (sym_set_token(t, &nv) < 0)
         return -1;
+    if (added != NULL && sym_set_note_added(t, &nv, s->obj, added, update) < 0)
+        return -1;
     sym_rebind(t, s->items, &nv);
     return out ? sym_const(t, Py_NewRef(Py_None), out) : 0;
+}
+
+static int set_rebind(trace *t, const var *s, PyObject *ns, var *out) {
+    return set_rebind_added(t, s, ns, out, NULL, 0);
 }
 
 int sym_set_method(trace *t, const var *s, const char *mn, var *args, int nargs, var *out) {
@@ -1208,7 +1218,7 @@ int sym_set_method(trace *t, const var *s, const char *mn, var *args, int nargs,
                 return -1;
             return sym_fail(t, "set.%s raised (eager will raise)", mn);
         }
-        return set_rebind(t, s, ns, out);
+        return set_rebind_added(t, s, ns, out, !strcmp(mn, "add") ? &args[0] : NULL, 0);
     }
     if (!strcmp(mn, "clear") && nargs == 0) {
         PySet_Clear(ns);
@@ -1244,7 +1254,7 @@ int sym_set_method(trace *t, const var *s, const char *mn, var *args, int nargs,
             }
             Py_DECREF(r);
         }
-        return set_rebind(t, s, ns, out);
+        return set_rebind_added(t, s, ns, out, !strcmp(mn, "update") && nargs == 1 ? &args[0] : NULL, 1);
     }
     if (!strcmp(mn, "pop") && nargs == 0) {
         Py_DECREF(ns);

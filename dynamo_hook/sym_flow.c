@@ -90,7 +90,8 @@ int sym_op_swap(trace *t, sframe *f, sym_ins *in) {
 /* LOAD_CONST */
 int sym_op_load_const(trace *t, sframe *f, sym_ins *in) {
     var a;
-    if (sym_const(t, Py_NewRef(PyTuple_GET_ITEM(in->consts, in->oparg)), &a) < 0)
+    if (sym_const(t, Py_NewRef(PyTuple_GET_ITEM(in->consts, in->oparg)), &a) < 0 ||
+        sym_set_note_const(t, &a) < 0) /* a frozenset: eager's own object (obj_setorder.c) */
         return -1;
     PUSH(a);
     return SYM_NEXT;
@@ -191,7 +192,12 @@ int sym_op_end_send(trace *t, sframe *f, sym_ins *in) {
 /* LOAD_FAST LOAD_FAST_CHECK LOAD_DEREF LOAD_CLOSURE */
 int sym_op_load_fast(trace *t, sframe *f, sym_ins *in) {
     var a;
-    if (sym_load_local(t, f, in->oparg, &a) < 0)
+    int first_free = f->nlocals - f->code->co_nfreevars;
+    if (in->op != OP_LOAD_FAST && f->closure != NULL && in->oparg >= first_free &&
+        in->oparg - first_free < f->nclosure)
+        /* a made closure's free variable: its cell as it is now (sym_cells.c) */
+        a = f->closure[in->oparg - first_free];
+    else if (sym_load_local(t, f, in->oparg, &a) < 0)
         return -1;
     if (a.kind == V_NULL)
         return sym_fail(t, "free variable referenced before assignment");
@@ -222,13 +228,14 @@ int sym_op_load_fast_and_clear(trace *t, sframe *f, sym_ins *in) {
 int sym_op_store_fast(trace *t, sframe *f, sym_ins *in) {
     var a;
     NEED(1);
-    if (in->op == OP_STORE_DEREF && f->made_closure)
-        return sym_fail(t, "a captured variable changes after its closure was made");
     if (in->op == OP_STORE_DEREF && in->oparg >= f->nlocals - f->code->co_nfreevars)
         /* the cell belongs to an enclosing function (nonlocal): the write must reach it */
         return sym_fail(t, "write to a nonlocal variable of an enclosing function not supported yet");
     if (in->oparg >= f->nlocals)
         return sym_fail(t, "bad local");
+    /* the closures made over the cell see the new value (sym_cells.c) */
+    if (in->op == OP_STORE_DEREF && sym_cells_store(t, f, in->oparg, &PEEK(1)) < 0)
+        return -1;
     a = POP();
     f->locals[in->oparg] = a; /* V_NULL: restoring an unbound slot (3.12 comprehensions) */
     return SYM_NEXT;
@@ -390,7 +397,8 @@ int sym_op_get_iter(trace *t, sframe *f, sym_ins *in) {
     }
     var *items;
     int n;
-    if (sym_iter_items(t, &a, &items, &n) < 0)
+    int so = sym_set_iter_items(t, &a, &items, &n); /* a set: in eager's order (obj_setorder.c) */
+    if (so < 0 || (so > 0 && sym_iter_items(t, &a, &items, &n) < 0))
         return -1;
     b = sym_var(V_ITER);
     b.items = items;

@@ -57,6 +57,10 @@ typedef struct sframe {
     var *closure;      /* a MAKE_FUNCTION closure: free variable values */
     int nclosure;
     int made_closure;  /* a closure was created: cell variables must not change */
+    /* the closures made here (or through here: a free variable passed on) capturing a cell
+     * of this frame: a write of the cell updates them (sym_cells.c); full: writes fail */
+    struct sym_cellref { var *items; int k; PyObject *name; } cellrefs[24];
+    int ncellrefs, cellrefs_full;
     int gen;           /* a generator's frame, run lazily (sym_gen.c) */
     int resume_pc;     /* where the interpretation starts: after the yield a generator left */
     int pc;            /* instruction being interpreted (sym_where) */
@@ -187,6 +191,14 @@ int sym_truthy(trace *t, const var *v, int *out);
 int sym_can_break(trace *t);
 int sym_record_break_state(trace *t, sframe *f);
 int sym_exc_handler(PyCodeObject *co, int pc, int *depth, int *lasti);
+const char *sym_opname(int opcode); /* CPython's name of an opcode, NULL if none */
+/* sym_exc.c: a pending exception at pc caught by f's except clause: 1 (stack unwound, *next
+ * the handler), 0 none, -1 failed */
+int sym_exc_unwind(trace *t, sframe *f, const unsigned char *code, int ninstr, int pc, int *next);
+/* sym_cells.c: closure items[0..n) of code made in f (registered with the frames owning
+ * their cells); a write v to cell i of f, reaching the closures that captured it: 0, -1 */
+int sym_cells_made(trace *t, sframe *f, PyCodeObject *code, var *items, int n);
+int sym_cells_store(trace *t, sframe *f, int i, const var *v);
 int sym_run_frame(trace *t, sframe *f, var *result);
 
 /* sym_containers.c */

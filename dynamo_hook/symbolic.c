@@ -229,6 +229,8 @@ int sym_alias_live(trace *t, int oid) {
 
 /* ---- the interpreter loop ---------------------------------------------------------- */
 
+const char *sym_opname(int opcode) { return opcode >= 0 && opcode < 256 ? opnames[opcode] : NULL; }
+
 /* The exception table's handler for instruction pc (code units): its target, with the
  * stack depth and lasti flag; -1 when none. */
 int sym_exc_handler(PyCodeObject *co, int pc, int *depth, int *lasti) {
@@ -421,6 +423,13 @@ static int run_body(trace *t, sframe *f, var *result) {
         if (h == NULL)
             return sym_fail(t, "unsupported bytecode %s", opnames[opcode] ? opnames[opcode] : "?");
         int rc = h(t, f, &in);
+        if (rc == -1 && t->pending_exc != NULL) { /* an except clause of f catches it (sym_exc.c) */
+            int u = sym_exc_unwind(t, f, code, ninstr, pc, &in.next);
+            if (u < 0)
+                return -1;
+            if (u > 0)
+                rc = SYM_NEXT, in.ext = 0;
+        }
         if (rc != SYM_NEXT)
             return rc;
         ext = in.ext;
