@@ -5,6 +5,7 @@
  * its sticky error state (IC_EINVALID: eager would raise; IC_EUNSUPPORTED: fall back;
  * IC_ENOMEM). Nodes only reference earlier nodes, so node order is a topological order.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
