@@ -1211,9 +1211,11 @@ static int dump_corpus(void) {
  * .s64.f64), the integer's minimum where they differ (.s64.f32, .s32.f64: measured on an H100,
  * where eager's static_cast compiles to the same cvt and gives the same) */
 static int64_t cuda_fp2int(double v, ic_dtype from, ic_dtype to) {
-    bool wide = to == IC_I64 || to == IC_U8, same = wide == (from == IC_F64);
+    /* NaN: 0 from cvt.rzi.s32.f32 only; the s64 forms and .s32.f64 give the minimum (measured
+     * on an H100: f32->i64, f64->i32 and f64->i64 of NaN are INT64_MIN / INT32_MIN) */
+    bool wide = to == IC_I64 || to == IC_U8, zero = !wide && from != IC_F64;
     double lo = wide ? -9223372036854775808.0 : -2147483648.0, hi = wide ? 9223372036854775808.0 : 2147483648.0;
-    int64_t w = isnan(v) ? (same ? 0 : wide ? INT64_MIN : INT32_MIN) : v <= lo ? (wide ? INT64_MIN : INT32_MIN) : v >= hi ? (wide ? INT64_MAX : INT32_MAX)
+    int64_t w = isnan(v) ? (zero ? 0 : wide ? INT64_MIN : INT32_MIN) : v <= lo ? (wide ? INT64_MIN : INT32_MIN) : v >= hi ? (wide ? INT64_MAX : INT32_MAX)
                                                                                 : (int64_t)v;
     switch (to) {
     case IC_I32: return (int32_t)w;
