@@ -182,9 +182,6 @@ static int eager_strides(trace *t, ic_val v, int64_t *st, int depth) {
         return 0;
     }
     ic_meta bm = *ic_value_meta(t->g, base);
-    if (!strcmp(name, "__getitem__")) /* basic indexing: slices and reshapes of the base,
-                                       * whose graph strides follow eager's (graph/strides.c) */
-        return ic_value_strides(t->g, v, st);
     if (!strcmp(name, "narrow")) {
         memcpy(st, bs, sizeof(int64_t) * (size_t)bm.ndim);
         return 1;
@@ -210,8 +207,9 @@ static int eager_strides(trace *t, ic_val v, int64_t *st, int depth) {
             st[i] = i < lead ? 0 : (bm.sizes[i - lead] == 1 && m.sizes[i] != 1) ? 0 : bs[i - lead];
         return 1;
     }
-    if (!strcmp(name, "__getitem__")) /* basic indexing: ints, slices, None, ... (ATen's order) */
-        return getitem_strides(&bm, bs, PyTuple_GET_ITEM(args, 0), &m, st);
+    if (!strcmp(name, "__getitem__")) /* basic indexing: ints, slices, None, ... (ATen's order); a
+                                       * key it does not read: the graph's strides (graph/strides.c) */
+        return getitem_strides(&bm, bs, PyTuple_GET_ITEM(args, 0), &m, st) || ic_value_strides(t->g, v, st);
     if (!strcmp(name, "reshape")) {
         if (view_strides(bm.ndim, bm.sizes, bs, m.ndim, m.sizes, st))
             return 1;

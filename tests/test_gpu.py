@@ -13,7 +13,7 @@ import ctypes
 import math
 import os
 from ctypes import (CFUNCTYPE, POINTER, Structure, c_char, c_char_p, c_double, c_int, c_int32,
-                    c_int64, c_size_t, c_uint, c_uint32, c_void_p)
+                    c_int64, c_size_t, c_uint, c_uint8, c_uint32, c_void_p)
 
 import pytest
 import torch
@@ -30,17 +30,26 @@ DTYPES = [torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.i
 DT = {t: i for i, t in enumerate(DTYPES)}
 
 
+# ctypes mirrors of inductor_c/ic.h's structs: they must be as large as C's (ic_compile writes
+# all of ic_err; a short Err let it write past a Python-owned buffer and crashed later tests on
+# the H100 run of 2026-12-05). test_struct_sizes_match_c checks them on every machine.
+class Dim(Structure):
+    _fields_ = [("coef", c_int64), ("exp", c_uint8 * 4)]
+
+
 class Meta(Structure):
-    _fields_ = [("dtype", c_int), ("ndim", c_int), ("sizes", c_int64 * 8), ("strides", c_int64 * 8)]
+    _fields_ = [("dtype", c_int), ("ndim", c_int), ("sizes", c_int64 * 8), ("strides", c_int64 * 8),
+                ("dyn", c_int), ("dims", Dim * 8)]
 
 
 class Err(Structure):
-    _fields_ = [("code", c_int), ("msg", c_char * 256)]
+    _fields_ = [("code", c_int), ("msg", c_char * 256), ("t_lookup", c_double), ("t_passes", c_double),
+                ("t_codegen", c_double), ("t_load", c_double), ("mem_hit", c_int)]
 
 
 class Options(Structure):
     _fields_ = [("device", c_int), ("device_index", c_int), ("num_threads", c_int),
-                ("opt_level", c_int), ("debug", c_uint)]
+                ("opt_level", c_int), ("debug", c_uint), ("autotune", c_int)]
 
 
 ALLOC_FN = CFUNCTYPE(c_void_p, c_size_t, c_int, c_void_p, POINTER(c_void_p))
