@@ -500,9 +500,22 @@ def test_contiguous_of_a_strided_input_is_a_copy():
     assert c and y.is_contiguous() and torch.equal(y, x) and y.data_ptr() != x.data_ptr()
 
 
-@pytest.mark.parametrize("ishape", [(2, 3), (4,), (), (2, 2, 2)])
+@pytest.mark.parametrize("ishape", [(2, 3), (4,), (2, 2, 2)])
 def test_embedding_weight_indexed_by_a_tensor_of_any_rank(ishape):
     w = torch.randn(10, 4)
     idx = torch.randint(0, 10, ishape)
     one_graph(lambda w, i: w[i] * 2, w, idx)
     one_graph(lambda w, j: w[1:, j] + 1, w, torch.randint(0, 4, ishape))
+
+
+@pytest.mark.no_compile
+def test_weight_indexed_by_a_0d_input_tensor_is_left_to_eager():
+    # eager: w[i] with a 0-d integer tensor is a view (a select at i), at a position known only
+    # at run time: the frame runs eagerly with the reason (a gathered copy would not alias w)
+    w, i = torch.randn(10, 4), torch.tensor(3)
+    f = lambda w, i: w[i]  # noqa: E731
+    torchc.reset()
+    ex = torchc.explain(torchc.compile(f))(w, i)
+    assert ex.graph_break_count == 1 and "0-d integer tensor index" in ex.break_reasons[0], ex
+    y = torchc.compile(f)(w, i)
+    assert torch.equal(y, w[3]) and y.data_ptr() == w[3].data_ptr()
