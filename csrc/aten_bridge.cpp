@@ -5,14 +5,19 @@
 #include "pyerr.h"
 
 #include <cstdio>
+#include <atomic>
 #include <cstring>
 #include <limits>
+#include <map>
+#include <mutex>
+#include <vector>
 
 #include "ic.h"
 #include "ic_config.h"
 #include "matrix_exp.h"
 
 #include <ATen/ATen.h>
+#include <ATen/Context.h>
 #include <ATen/Parallel.h>
 #include <ATen/autocast_mode.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
@@ -178,17 +183,55 @@ static at::Tensor empty_of(const ic_meta &m, const c10::Device &dev) {
                              at::TensorOptions().dtype(st).device(dev));
 }
 
-extern "C" int tc_sdpa_out_strides(const ic_meta *q, const ic_meta *k, const ic_meta *v, const ic_meta *mask,
-                                   int causal, double scale, int device, int64_t *st) {
-    const ic_meta *ms[4] = {q, k, v, mask};
-    double bytes = 0;
-    for (int i = 0; i < 4 && ms[i]; i++) {
-        if (ms[i]->dyn) return -1;
-        double span = 1;
-        for (int d = 0; d < ms[i]->ndim; d++) span += (double)(ms[i]->sizes[d] - 1) * (double)ms[i]->strides[d];
-        bytes += span * 4;
+/* The probe's results, once per key: the metas (dtype, sizes, strides) of q, k, v and the
+ * mask, causal, scale, the device and every global setting the dispatcher's choice of backend
+ * reads (the enabled backends, their priority order, reduced-precision math, deterministic
+ * algorithms). A capture of a model's attention layers, a recompile, another model with the
+ * same shapes: the attention ran on up to 256 MB of operands each time before. Failures are
+ * kept too (the op refused these metas), except running out of memory. Bounded: cleared when
+ * full. */
+namespace {
+struct sdpa_probe {
+    int rc;
+    int64_t st[IC_MAX_DIMS];
+};
+std::mutex sdpa_mu;
+std::map<std::vector<int64_t>, sdpa_probe> sdpa_seen;
+std::atomic<unsigned long long> sdpa_runs{0}, sdpa_hits{0};
+constexpr size_t SDPA_SEEN_MAX = 4096;
+
+std::vector<int64_t> sdpa_key(const ic_meta *const ms[4], int causal, double scale, int device) {
+    std::vector<int64_t> key;
+    for (int i = 0; i < 4; i++) {
+        if (!ms[i]) {
+            key.push_back(-1);
+            continue;
+        }
+        key.push_back(ms[i]->dtype);
+        key.push_back(ms[i]->ndim);
+        for (int d = 0; d < ms[i]->ndim; d++) {
+            key.push_back(ms[i]->sizes[d]);
+            key.push_back(ms[i]->strides[d]);
+        }
     }
-    if (bytes > (double)(1 << 28)) return -1; /* a probe this large is not worth its memory */
+    int64_t sb;
+    static_assert(sizeof sb == sizeof scale, "double");
+    std::memcpy(&sb, &scale, sizeof sb);
+    key.push_back(causal != 0);
+    key.push_back(sb);
+    key.push_back(device);
+    at::Context &ctx = at::globalContext();
+    key.push_back((int64_t)ctx.userEnabledFlashSDP() | (int64_t)ctx.userEnabledFA3SDP() << 1 |
+                  (int64_t)ctx.userEnabledMemEfficientSDP() << 2 | (int64_t)ctx.userEnabledMathSDP() << 3 |
+                  (int64_t)ctx.userEnabledCuDNNSDP() << 4 | (int64_t)ctx.userEnabledOverrideableSDP() << 5 |
+                  (int64_t)ctx.allowFP16BF16ReductionMathSDP() << 6 | (int64_t)ctx.deterministicAlgorithms() << 7);
+    for (at::SDPBackend b : ctx.sDPPriorityOrder()) key.push_back((int64_t)b);
+    return key;
+}
+
+int sdpa_probe_run(const ic_meta *q, const ic_meta *k, const ic_meta *v, const ic_meta *mask, int causal,
+                   double scale, int device, int64_t *st, bool *oom) {
+    sdpa_runs.fetch_add(1, std::memory_order_relaxed);
     try {
         c10::InferenceMode guard;
         const c10::Device dev(c10::DeviceType::CUDA, (c10::DeviceIndex)device);
@@ -199,9 +242,103 @@ extern "C" int tc_sdpa_out_strides(const ic_meta *q, const ic_meta *k, const ic_
         if (o.dim() != q->ndim) return -1;
         for (int d = 0; d < o.dim(); d++) st[d] = o.stride(d);
         return 0;
+    } catch (const c10::OutOfMemoryError &) {
+        *oom = true;
+        return -1;
     } catch (...) {
         return -1;
     }
+}
+} // namespace
+
+extern "C" int tc_sdpa_out_strides(const ic_meta *q, const ic_meta *k, const ic_meta *v, const ic_meta *mask,
+                                   int causal, double scale, int device, int64_t *st) {
+    const ic_meta *ms[4] = {q, k, v, mask};
+    double bytes = 0;
+    for (int i = 0; i < 4 && ms[i]; i++) {
+        if (ms[i]->dyn || ms[i]->ndim < 0 || ms[i]->ndim > IC_MAX_DIMS) return -1;
+        double span = 1;
+        for (int d = 0; d < ms[i]->ndim; d++) span += (double)(ms[i]->sizes[d] - 1) * (double)ms[i]->strides[d];
+        bytes += span * (double)ic_dtype_size((ic_dtype)ms[i]->dtype);
+    }
+    if (bytes > (double)(1 << 28)) return -1; /* a probe this large is not worth its memory */
+    if (q->ndim < 1) return -1;
+    std::vector<int64_t> key;
+    try {
+        key = sdpa_key(ms, causal, scale, device);
+        std::lock_guard<std::mutex> lk(sdpa_mu);
+        auto it = sdpa_seen.find(key);
+        if (it != sdpa_seen.end()) {
+            sdpa_hits.fetch_add(1, std::memory_order_relaxed);
+            if (it->second.rc == 0) std::memcpy(st, it->second.st, sizeof(int64_t) * (size_t)q->ndim);
+            return it->second.rc;
+        }
+    } catch (...) { /* bad_alloc: probe without the cache */
+        key.clear();
+    }
+    sdpa_probe r{};
+    bool oom = false;
+    r.rc = sdpa_probe_run(q, k, v, mask, causal, scale, device, r.st, &oom);
+    if (r.rc == 0) std::memcpy(st, r.st, sizeof(int64_t) * (size_t)q->ndim);
+    if (!oom && !key.empty()) {
+        try {
+            std::lock_guard<std::mutex> lk(sdpa_mu);
+            if (sdpa_seen.size() >= SDPA_SEEN_MAX) sdpa_seen.clear();
+            sdpa_seen.emplace(std::move(key), r);
+        } catch (...) {
+        }
+    }
+    return r.rc;
+}
+
+extern "C" void tc_sdpa_probe_stats(unsigned long long *runs, unsigned long long *hits) {
+    *runs = sdpa_runs.load(std::memory_order_relaxed);
+    *hits = sdpa_hits.load(std::memory_order_relaxed);
+}
+
+/* _C.sdpa_layout_probe(q, k, v, mask, causal, scale, device): tc_sdpa_out_strides on the metas of
+ * these tensors (any device: only sizes, strides and dtypes are read): the strides, or None. */
+extern "C" PyObject *tc_sdpa_layout_probe_py(PyObject *args) {
+    PyObject *o[4];
+    int causal = 0, device = 0;
+    double scale = 1.0;
+    if (!PyArg_ParseTuple(args, "OOOOpdi", &o[0], &o[1], &o[2], &o[3], &causal, &scale, &device)) return nullptr;
+    ic_meta m[4];
+    for (int i = 0; i < 4; i++) {
+        if (i == 3 && o[i] == Py_None) break;
+        if (!THPVariable_Check(o[i])) {
+            PyErr_SetString(PyExc_TypeError, "sdpa_layout_probe: q, k, v (and a mask or None) must be tensors");
+            return nullptr;
+        }
+        const at::Tensor &t = THPVariable_Unpack(o[i]);
+        std::memset(&m[i], 0, sizeof m[i]);
+        m[i].dtype = (ic_dtype)dtype_to_ic(t.scalar_type());
+        if ((int)m[i].dtype < 0 || t.dim() > IC_MAX_DIMS) {
+            PyErr_SetString(PyExc_ValueError, "sdpa_layout_probe: a dtype or rank torchc does not handle");
+            return nullptr;
+        }
+        m[i].ndim = (int)t.dim();
+        for (int d = 0; d < m[i].ndim; d++) {
+            m[i].sizes[d] = t.size(d);
+            m[i].strides[d] = t.stride(d);
+        }
+    }
+    int64_t st[IC_MAX_DIMS];
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = tc_sdpa_out_strides(&m[0], &m[1], &m[2], o[3] == Py_None ? nullptr : &m[3], causal, scale, device, st);
+    Py_END_ALLOW_THREADS
+    if (rc != 0) Py_RETURN_NONE;
+    PyObject *r = PyTuple_New(m[0].ndim);
+    for (int d = 0; r && d < m[0].ndim; d++) {
+        PyObject *x = PyLong_FromLongLong(st[d]);
+        if (!x) {
+            Py_CLEAR(r);
+            break;
+        }
+        PyTuple_SET_ITEM(r, d, x);
+    }
+    return r;
 }
 
 void run_extern(const ic_extern_call *c) {

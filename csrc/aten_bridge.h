@@ -82,6 +82,12 @@ int tc_extern_handler(const struct ic_extern_call *call, struct ic_err *err);
 struct ic_meta;
 int tc_sdpa_out_strides(const struct ic_meta *q, const struct ic_meta *k, const struct ic_meta *v,
                         const struct ic_meta *mask, int causal, double scale, int device, int64_t *st);
+/* The probe runs once per key (metas, causal, scale, device, the backend settings): runs of
+ * the attention so far, and answers from the kept results. */
+void tc_sdpa_probe_stats(unsigned long long *runs, unsigned long long *hits);
+/* _C.sdpa_layout_probe(q, k, v, mask, causal, scale, device) for tests: tc_sdpa_out_strides on
+ * the metas of these tensors, a tuple of strides or None. */
+PyObject *tc_sdpa_layout_probe_py(PyObject *args);
 /* Fills the name of torch's version / build (for cache keys). */
 const char *tc_torch_version(void);
 

@@ -164,8 +164,23 @@ static PyObject *m_stats(PyObject *m, PyObject *unused) {
         return NULL;
     }
     Py_DECREF(v);
+    /* the sdpa layout probe (aten_bridge.cpp): attention runs at trace time, answers kept */
+    unsigned long long sp[2];
+    tc_sdpa_probe_stats(&sp[0], &sp[1]);
+    const char *sk[2] = {"sdpa_probe_runs", "sdpa_probe_hits"};
+    for (int i = 0; i < 2; i++) {
+        v = PyLong_FromUnsignedLongLong(sp[i]);
+        if (v == NULL || PyDict_SetItemString(d, sk[i], v) < 0) {
+            Py_XDECREF(v);
+            Py_DECREF(d);
+            return NULL;
+        }
+        Py_DECREF(v);
+    }
     return d;
 }
+
+static PyObject *m_sdpa_layout_probe(PyObject *m, PyObject *args) { return tc_sdpa_layout_probe_py(args); }
 
 static PyObject *m_last_internal_fault(PyObject *m, PyObject *unused) {
     char last[256];
@@ -308,6 +323,9 @@ static PyMethodDef methods[] = {
     {"explain_stop", m_explain_stop, METH_NOARGS, "Stop recording; return the records."},
     TC_CONFIG_METHODS
     {"stats", m_stats, METH_NOARGS, "Counters of the frame hook (and internal_faults: compiler bugs)."},
+    {"sdpa_layout_probe", m_sdpa_layout_probe, METH_VARARGS,
+     "sdpa_layout_probe(q, k, v, mask, causal, scale, device): eager's CUDA output strides of the "
+     "attention for these tensors' metas (kept per key), or None (tests)."},
     {"last_internal_fault", m_last_internal_fault, METH_NOARGS, "Message of the last internal fault, or None."},
     {"set_cudagraph_capture", m_set_cudagraph_capture, METH_O,
      "torchc's CUDA graph capture runs on this thread (bool): stream-capture guards as normal."},

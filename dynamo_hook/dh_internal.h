@@ -298,7 +298,9 @@ PyObject *dh_source_resolve(dh_source *s, PyObject *const *values,
 PyObject *dh_module_getattr(PyObject *obj, PyObject *name); /* new ref or NULL (no error) */
 int dh_module_has_attr(PyObject *obj, PyObject *name);
 void dh_scratch_keep(PyObject *v); /* steals v; alive until dh_scratch_clear */
-void dh_scratch_clear(void);
+void dh_scratch_clear(void);       /* drops what this call kept (above its base) */
+Py_ssize_t dh_scratch_enter(void); /* a call's own part of the thread's list: the old base */
+void dh_scratch_leave(Py_ssize_t old_base);
 int dh_code_is_disabled(PyCodeObject *code);
 /* obj_iter.c: the k-th item still to come of a tuple/list/range iterator (new ref) or NULL;
  * after the graph, the iterator advanced by count */

@@ -656,7 +656,9 @@ static PyObject *dh_eval_frame(PyThreadState *ts, _PyInterpreterFrame *f, int th
     frame_bufs b = {small_values, small_ptrs, DH_MAX_SOURCES, 0};
     if (c->max_sources > b.cap && bufs_grow(&b, c->max_sources) < 0)
         return FINISH(ts, f, PyErr_NoMemory());
+    Py_ssize_t sbase = dh_scratch_enter(); /* guards.c: this frame's part of the scratch list */
     PyObject *res = eval_body(ts, f, throwflag, cfg, c, &b);
+    dh_scratch_leave(sbase);
     if (b.heap) {
         free(b.values);
         free(b.ptrs);

@@ -10,7 +10,25 @@
 #include <string.h>
 
 static PyObject *str_parameters, *str_buffers, *str_modules, *str_dict;
-static PyObject *scratch; /* owns getattr results of one guard check (cleared per check) */
+/* The objects a guard check made (custom getattr results, peeked iterator items, objects
+ * built by DH_S_NEW), which values[] borrows until the call's output is built: per thread
+ * (another thread's call, run while this one released the GIL in a guard's Python or in
+ * ic_run, never frees them) and per call: each hooked frame (and each probe) owns the part
+ * above the base it found (dh_scratch_enter), so a compiled function called from inside
+ * another's run (a graph break, an output's Python) clears only its own part. */
+static _Thread_local PyObject *scratch;
+static _Thread_local Py_ssize_t scratch_base;
+static _Thread_local int scratch_depth;
+
+static void scratch_truncate(Py_ssize_t to) {
+    if (scratch && PyList_GET_SIZE(scratch) > to) {
+        PyObject *et, *ev, *tb; /* the objects' __del__ runs here: an error set stays set */
+        PyErr_Fetch(&et, &ev, &tb);
+        if (PyList_SetSlice(scratch, to, PyList_GET_SIZE(scratch), NULL) < 0)
+            PyErr_Clear(); /* shrinking a list does not fail; nothing to report */
+        PyErr_Restore(et, ev, tb);
+    }
+}
 
 void dh_scratch_keep(PyObject *v) {
     if (scratch == NULL)
@@ -20,9 +38,20 @@ void dh_scratch_keep(PyObject *v) {
     Py_DECREF(v);
 }
 
-void dh_scratch_clear(void) {
-    if (scratch && PyList_GET_SIZE(scratch) > 0)
-        PyList_SetSlice(scratch, 0, PyList_GET_SIZE(scratch), NULL);
+void dh_scratch_clear(void) { scratch_truncate(scratch_base); }
+
+Py_ssize_t dh_scratch_enter(void) {
+    Py_ssize_t old = scratch_base;
+    scratch_base = scratch ? PyList_GET_SIZE(scratch) : 0;
+    scratch_depth++;
+    return old;
+}
+
+void dh_scratch_leave(Py_ssize_t old) {
+    scratch_truncate(scratch_base);
+    scratch_base = old;
+    if (--scratch_depth == 0 && scratch != NULL && PyList_GET_SIZE(scratch) == 0)
+        Py_CLEAR(scratch); /* the thread's outermost call: nothing left for a thread's exit */
 }
 
 static int init_strings(void) {

@@ -95,6 +95,7 @@ PyObject *dh_probe(PyObject *func, PyObject *args, PyObject *kwargs, const dh_co
         goto done;
     }
     int saved = dh_tl_busy;
+    Py_ssize_t sbase = dh_scratch_enter(); /* its own part of the scratch list (guards.c) */
     dh_tl_busy = 1; /* custom getattr re-run by guards: never captured */
     const dh_entry *hit = NULL;
     int key = cfg ? dh_cfg_key(cfg) : 0;
@@ -109,7 +110,7 @@ PyObject *dh_probe(PyObject *func, PyObject *args, PyObject *kwargs, const dh_co
             hit = e;
     }
     dh_tl_busy = saved;
-    dh_scratch_clear();
+    dh_scratch_leave(sbase);
     res = PyErr_Occurred() ? NULL : hit && !hit->fallback ? PyLong_FromVoidPtr((void *)hit) : Py_NewRef(Py_None);
 done:
     free(ls);

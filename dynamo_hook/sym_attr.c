@@ -180,10 +180,13 @@ int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
                     return -1;
                 return sym_method(t, o, fn, s, out);
             }
+            /* the trace holds the result: a fresh object per getattr, freed here, let the next
+             * one take its address and read as the same object (an ALIAS guard that the real
+             * getattr fails: "guards reject their own frame") */
+            if (sym_keep(t, a) == NULL)
+                return -1;
             int s = sym_source(t, DH_S_ATTR, o->src, 2, name);
-            int rc = s < 0 ? -1 : sym_wrap(t, a, s, out);
-            Py_DECREF(a);
-            return rc;
+            return s < 0 ? -1 : sym_wrap(t, a, s, out);
         }
         if (PyUnicode_CompareWithASCIIString(name, "__class__") == 0 && o->src >= 0)
             /* the object is identity-guarded: its class is fixed */

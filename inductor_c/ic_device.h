@@ -26,6 +26,9 @@ typedef struct ic_device_allocator {
 
 /* Registers the allocator for device intermediates (NULL: cuMemAlloc/cuMemFree). */
 void ic_set_device_allocator(const ic_device_allocator *a);
+/* The registered allocator: 1 with *out filled, or 0 (none: cuMemAlloc/cuMemFree). A caller
+ * that registers its own for a while puts this one back after (tests/test_gpu.py). */
+int ic_get_device_allocator(ic_device_allocator *out);
 
 /* Like ic_run, on a CUDA stream (CUstream; NULL = legacy default stream). For CPU-compiled
  * graphs the stream is ignored. Launches are asynchronous on that stream. */

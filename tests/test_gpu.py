@@ -90,6 +90,7 @@ def _lib():
         "ic_cuda_available": (c_int, []),
         "ic_cuda_unavailable_reason": (c_char_p, []),
         "ic_set_device_allocator": (None, [POINTER(Allocator)]),
+        "ic_get_device_allocator": (c_int, [POINTER(Allocator)]),
         "ic_op_name": (c_char_p, [c_int]),
     }
     for name, (res, args) in sig.items():
@@ -650,6 +651,8 @@ def test_allocator():
         keep.pop(h)
 
     a = Allocator(ALLOC_FN(alloc), RELEASE_FN(release))
+    orig = Allocator()  # torchc's (PyTorch's caching allocator): put back after, for the tests after
+    had = LIB.ic_get_device_allocator(ctypes.byref(orig))
     LIB.ic_set_device_allocator(ctypes.byref(a))
     try:
         # x.sum(0) feeds a pointwise kernel over x: the reduction lands in the workspace
@@ -659,7 +662,18 @@ def test_allocator():
         assert not keep
     finally:
         LIB.ic_set_device_allocator(None)
-    check(lambda t: t * sum_(t, 0, True), rand(512, 300), rtol=1e-4, atol=1e-3)  # fallback
+    try:
+        check(lambda t: t * sum_(t, 0, True), rand(512, 300), rtol=1e-4, atol=1e-3)  # none: cuMemAlloc*
+    finally:
+        LIB.ic_set_device_allocator(ctypes.byref(orig) if had else None)
+    now = Allocator()
+    assert LIB.ic_get_device_allocator(ctypes.byref(now)) == had
+    if had:
+        assert ctypes.cast(now.alloc, c_void_p).value == ctypes.cast(orig.alloc, c_void_p).value
+        assert ctypes.cast(now.release, c_void_p).value == ctypes.cast(orig.release, c_void_p).value
+    n = len(calls)
+    check(lambda t: t * sum_(t, 0, True), rand(512, 300), rtol=1e-4, atol=1e-3)  # torchc's again
+    assert len(calls) == n  # the test's allocator is not called any more
 
 
 def test_random_chains():

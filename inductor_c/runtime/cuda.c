@@ -260,6 +260,14 @@ IC_API void ic_set_device_allocator(const ic_device_allocator *a) {
     pthread_mutex_unlock(&mu);
 }
 
+IC_API int ic_get_device_allocator(ic_device_allocator *out) {
+    pthread_mutex_lock(&mu);
+    int ha = have_alloc;
+    if (ha && out) *out = alloc_;
+    pthread_mutex_unlock(&mu);
+    return ha;
+}
+
 int ic_cuda_device_info(int device, int *sm, int *nsm, char *msg, size_t n) {
     if (!ic_cuda_available()) {
         snprintf(msg, n, "%s", D.reason);
