@@ -453,3 +453,51 @@ def test_item_assignment_of_the_same_or_disjoint_elements_is_captured():
     assert torch.equal(torchc.compile(f)(x), f(x))
     ex = torchc.explain(f)(x)
     assert ex.graph_count == 1 and ex.graph_break_count == 0
+
+
+_GATHER_FROM_EMPTY = {
+    # (program, input shape, compiled: True when the check runs after the kernels; False when
+    # the constant index's range is known at trace time and the frame is left to eager)
+    "const_neg_1d": ("lambda a: a[torch.tensor([-1, 0])] * 2", "(0,)", True),
+    "const_1d": ("lambda a: (a + 1)[torch.tensor([0])] * 2", "(0,)", False),
+    "const_dim1": ("lambda a: a[:, torch.tensor([0, -1])] + 1", "(3, 0)", True),
+    "two_indices": ("lambda a: a[torch.tensor([0]), torch.tensor([-1])] + 1", "(0, 2)", False),
+    "index_select": ("lambda a: (a * 2).index_select(1, torch.tensor([0, 1])) + 1", "(3, 0)", True),
+}
+
+
+@pytest.mark.parametrize("case", list(_GATHER_FROM_EMPTY))
+def test_constant_index_on_a_size_zero_dim_raises(case, tmp_path):
+    """fuzz seed 777001 program 267: w3[torch.tensor([-1, 0])] with w3 empty. The index is a
+    constant tensor checked after the kernels, and the gather clamped it into [0, size): for
+    size 0 it read element 0 of a tensor with no storage (a segfault, or a value where eager
+    raises IndexError). In a child process: the crash must be a failure, not the end."""
+    import os
+    import subprocess
+    import sys
+    import textwrap
+    fn, shape, compiled = _GATHER_FROM_EMPTY[case]
+    src = textwrap.dedent(f"""
+        import torch, torchc
+        f = {fn}
+        x = torch.randn{shape}
+        try:
+            f(x)
+            raise SystemExit("eager did not raise")
+        except (IndexError, RuntimeError) as e:
+            want = e
+        for _ in range(2):
+            try:
+                torchc.compile(f)(x)
+                raise SystemExit("compiled returned where eager raised")
+            except (IndexError, RuntimeError) as e:
+                assert type(e) is type(want) and str(e) == str(want), (e, want)
+        st = torchc._C.stats()
+        if {compiled}:
+            assert st["compiles"] == 1 and st["hits"] == 2, st  # the graph ran (and raised) twice
+        print("OK")
+    """)
+    env = dict(os.environ, TORCHC_CACHE_DIR=str(tmp_path / "cache"))
+    env["PYTHONPATH"] = os.path.dirname(os.path.dirname(os.path.abspath(torchc.__file__)))
+    p = subprocess.run([sys.executable, "-c", src], env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0 and p.stdout.strip().endswith("OK"), (p.returncode, p.stdout[-1000:], p.stderr[-2000:])
