@@ -1485,6 +1485,18 @@ int sym_h_gather(trace *t, const opdef *d, var **p, var *out) {
         return sym_tensor_out(t, ic_extern(G, IC_EXT_GATHER, 2, v, 1, prm, 1, 1), out);
     if (p[4] != NULL && !sym_is_none(p[4]))
         return sym_fail(t, "%s with reduce= left to eager", d->name);
+    {
+        /* an empty result runs no kernel, so ATen's index check would not run: an empty
+         * input with indices is left to eager (which raises) */
+        ic_meta xm = *sym_metap(t, p[0]->val), im = *sym_metap(t, p[2]->val);
+        int64_t xn = 1, in = 1;
+        for (int i = 0; i < xm.ndim; i++)
+            xn *= xm.sizes[i];
+        for (int i = 0; i < im.ndim; i++)
+            in *= im.sizes[i];
+        if (!xm.dyn && !im.dyn && xn == 0 && in != 0)
+            return sym_fail(t, "%s into an empty tensor with indices (eager checks them) left to eager", d->name);
+    }
     var *src = p[3] != NULL ? p[3] : p[5];
     if (src == NULL || (p[3] != NULL && p[5] != NULL))
         return sym_fail(t, "%s needs one of src/value", d->name);
