@@ -125,25 +125,6 @@ static int get_weight(trace *t, const opdef *d, var *w, ic_dtype dt, int64_t C, 
     return 0;
 }
 
-/* a count of bad elements (an int64 scalar) read after the kernels on the CPU: nonzero, the
- * frame runs eagerly instead (nothing applied yet; eager raises its own error) */
-static int add_check(trace *t, const opdef *d, ic_val bad) {
-    if (bad < 0)
-        return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "%s: range check failed", d->name);
-    if (t->nchk == t->capchk) {
-        int cap = t->capchk ? 2 * t->capchk : 8;
-        ic_val *nc = realloc(t->chk, sizeof *nc * (size_t)cap);
-        if (nc == NULL) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        t->chk = nc;
-        t->capchk = cap;
-    }
-    t->chk[t->nchk++] = bad;
-    return 0;
-}
-
 /* nll over logp [N, C, d...] (class dim 1) and an integer target [N, d...]: the unreduced
  * loss and the per-element weight (0 where ignored), both of the target's shape */
 static int nll_parts(trace *t, const opdef *d, ic_val lp, ic_val tgt, ic_val w, long long ignore, ic_val *loss,
@@ -173,7 +154,7 @@ static int nll_parts(trace *t, const opdef *d, ic_val lp, ic_val tgt, ic_val w, 
         ic_val oob = ic_binary(G, IC_OP_LOGICAL_OR, ic_binary(G, IC_OP_LT, t64, sym_inum(t, 0)),
                                ic_binary(G, IC_OP_GE, t64, sym_inum(t, C)));
         ic_val bad = ic_reduce(G, IC_OP_SUM, ic_cast(G, ic_binary(G, IC_OP_LOGICAL_AND, oob, *valid), IC_I64), 0, 0, -1);
-        if (add_check(t, d, bad) < 0)
+        if (sym_add_check(t, bad, d->name) < 0)
             return -1;
     }
     if (w >= 0) {
@@ -561,7 +542,7 @@ static int bce_range_check(trace *t, const opdef *d, ic_val x) {
     ic_val ok = ic_binary(G, IC_OP_LOGICAL_AND, ic_binary(G, IC_OP_GE, x, sym_num(t, 0.0)),
                           ic_binary(G, IC_OP_LE, x, sym_num(t, 1.0)));
     ic_val bad = ic_reduce(G, IC_OP_SUM, ic_cast(G, ic_unary(G, IC_OP_LOGICAL_NOT, ok), IC_I64), 0, 0, -1);
-    return add_check(t, d, bad);
+    return sym_add_check(t, bad, d->name);
 }
 
 /* d->op 0: with logits (p[6] pos_weight), 1: of probabilities */

@@ -714,7 +714,7 @@ int sym_h_masked_fill(trace *t, const opdef *d, var **p, var *out) {
         return -1;
     ic_meta m_copy = *sym_metap(t, p[0]->val);
     const ic_meta *m = &m_copy; /* a copy: the graph reallocates */
-    if (sym_check_scalar_fits(t, p[2], m->dtype, d->name) < 0)
+    if (sym_check_scalar_fits(t, p[2], m->dtype, d->name) < 0 || sym_check_tensor_value_fits(t, p[2], m->dtype, d->name) < 0)
         return -1;
     ic_val r = ic_where(G, p[1]->val, ic_cast(G, v, m->dtype), p[0]->val);
     if (r >= 0) /* eager's masked_fill: a contiguous clone of input, filled (an in-place
