@@ -432,7 +432,25 @@ int sym_h_unsqueeze(trace *t, const opdef *d, var **p, var *out) {
         if (i < m->ndim)
             sz[n++] = m->sizes[i];
     }
-    return view_out(t, p[0], sym_reshape(t, p[0]->val, n, sz), out);
+    if (m->dyn)
+        return view_out(t, p[0], sym_reshape(t, p[0]->val, n, sz), out);
+    /* described as x[:, ..., None] (dim slices, then None): replayed and strided as eager's
+     * unsqueeze (the new dim's stride is size * stride of the dim after it, where a reshape
+     * would give a contiguous one: x.diagonal().t().unsqueeze(0) of a (1, 5, 3) x has
+     * strides (18, 18, 1), not (3, 3, 1), and eager's overlap checks compare them) */
+    PyObject *key = PyTuple_New(dim + 1);
+    if (key == NULL)
+        return -1;
+    for (int i = 0; i < dim; i++) {
+        PyObject *sl = PySlice_New(NULL, NULL, NULL);
+        if (sl == NULL) {
+            Py_DECREF(key);
+            return -1;
+        }
+        PyTuple_SET_ITEM(key, i, sl);
+    }
+    PyTuple_SET_ITEM(key, dim, Py_NewRef(Py_None));
+    return sym_view_out_desc(t, p[0], sym_reshape(t, p[0]->val, n, sz), out, "__getitem__", Py_BuildValue("(N)", key));
 }
 
 int sym_h_squeeze(trace *t, const opdef *d, var **p, var *out) {
