@@ -1348,6 +1348,13 @@ PyObject *dh_entry_run(const dh_entry *e, PyObject *const *values, void *const *
             Py_END_ALLOW_THREADS
         }
         if (rc != 0) {
+            if (e->device_type != TC_DEV_CUDA && strncmp(err.msg, "ATen ", 5) == 0) {
+                /* an ATen extern raised (gather/scatter with an index out of range: data-
+                 * dependent): nothing applied yet (the outputs are fresh, inputs are updated
+                 * after the run); the frame reruns eagerly and raises eager's own error */
+                dh_tl_rerun_eager = 1;
+                goto done;
+            }
             PyErr_Format(PyExc_RuntimeError, "torchc: compiled kernel failed: %s", err.msg);
             goto done;
         }

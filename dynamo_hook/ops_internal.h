@@ -70,6 +70,8 @@ int sym_get_dtype(trace *t, const var *v, int *out);
  * sym_fail with what when it would (s: a constant number, else not checked) */
 int sym_scalar_overflows(PyObject *obj, int dtype);
 int sym_check_scalar_fits(trace *t, const var *s, int dtype, const char *what);
+int sym_check_tensor_value_fits(trace *t, const var *s, int dtype, const char *what);
+int sym_add_check(trace *t, ic_val bad, const char *what);
 
 /* ops_pointwise.c */
 int sym_int_div_check(trace *t, ic_op op, ic_val x, ic_val y, const var *bv);

@@ -16,9 +16,10 @@
  *   smoothed by ε, mean over the numel / C rows.
  * The target is picked by comparing the class index with the target (a where and a sum
  * over the class dim) rather than by a gather: it fuses with log_softmax and works with
- * symbolic batch and length sizes. A target out of [0, C) that is not ignore_index picks
- * nothing (loss 0 for that row) where eager raises IndexError: that check is data-
- * dependent and is not made in the graph.
+ * symbolic batch and length sizes. A target out of [0, C) that is not ignore_index is
+ * counted in the graph and the count read after the kernels (CPU): nonzero, the frame runs
+ * eagerly and raises eager's IndexError. On CUDA (eager: a device-side assert) it picks
+ * nothing.
  *
  * Attention with dropout: eager's CPU kernel for dropout_p > 0 is the math path
  * (q·√s)(kᵀ·√s), + mask, safe softmax (rows all masked give 0), then at::dropout
@@ -146,6 +147,16 @@ static int nll_parts(trace *t, const opdef *d, ic_val lp, ic_val tgt, ic_val w, 
     ic_val hit = ic_binary(G, IC_OP_EQ, cls, unsq(t, t64, 1));
     ic_val picked = ic_reduce(G, IC_OP_SUM, ic_where(G, hit, lp, ic_scalar(G, 0, IC_F64)), 1u << 1, 0, -1);
     *valid = ic_binary(G, IC_OP_NE, t64, sym_inum(t, ignore));
+    if (t->device_type != TC_DEV_CUDA) {
+        /* a target outside [0, C) that is not ignore_index: eager raises IndexError ("Target
+         * 7 is out of bounds."); counted here and the frame rerun eagerly. (CUDA: eager's is a
+         * device-side assert; the row picks nothing there.) */
+        ic_val oob = ic_binary(G, IC_OP_LOGICAL_OR, ic_binary(G, IC_OP_LT, t64, sym_inum(t, 0)),
+                               ic_binary(G, IC_OP_GE, t64, sym_inum(t, C)));
+        ic_val bad = ic_reduce(G, IC_OP_SUM, ic_cast(G, ic_binary(G, IC_OP_LOGICAL_AND, oob, *valid), IC_I64), 0, 0, -1);
+        if (sym_add_check(t, bad, d->name) < 0)
+            return -1;
+    }
     if (w >= 0) {
         ic_val safe = ic_where(G, *valid, t64, sym_inum(t, 0));
         ic_val flat = sym_reshape(t, safe, 1, (int64_t[]){-1});
@@ -531,20 +542,7 @@ static int bce_range_check(trace *t, const opdef *d, ic_val x) {
     ic_val ok = ic_binary(G, IC_OP_LOGICAL_AND, ic_binary(G, IC_OP_GE, x, sym_num(t, 0.0)),
                           ic_binary(G, IC_OP_LE, x, sym_num(t, 1.0)));
     ic_val bad = ic_reduce(G, IC_OP_SUM, ic_cast(G, ic_unary(G, IC_OP_LOGICAL_NOT, ok), IC_I64), 0, 0, -1);
-    if (bad < 0)
-        return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "%s: range check failed", d->name);
-    if (t->nchk == t->capchk) {
-        int cap = t->capchk ? 2 * t->capchk : 8;
-        ic_val *nc = realloc(t->chk, sizeof *nc * (size_t)cap);
-        if (nc == NULL) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        t->chk = nc;
-        t->capchk = cap;
-    }
-    t->chk[t->nchk++] = bad;
-    return 0;
+    return sym_add_check(t, bad, d->name);
 }
 
 /* d->op 0: with logits (p[6] pos_weight), 1: of probabilities */

@@ -388,6 +388,8 @@ int sym_h_index_fill(trace *t, const opdef *d, var **p, var *out) {
     ic_meta m = *sym_metap(t, p[0]->val);
     if (p[3]->kind == V_TENSOR && sym_metap(t, v)->ndim != 0)
         return sym_fail(t, "index_fill: value must be a 0-d tensor (eager will raise)");
+    if (sym_check_scalar_fits(t, p[3], m.dtype, d->name) < 0 || sym_check_tensor_value_fits(t, p[3], m.dtype, d->name) < 0)
+        return -1;
     ic_val idx = p[2]->val;
     ic_meta im = *sym_metap(t, idx);
     int64_t n = im.ndim ? im.sizes[0] : 1, two[2] = {1, n};

@@ -68,10 +68,28 @@ int sym_h_add_sub(trace *t, const opdef *d, var **p, var *out) {
     if (!sym_is_none(p[2])) {
         if (!sym_is_number(p[2]))
             return sym_fail(t, "alpha must be a number");
-        ic_val al;
-        if (sym_as_tensor(t, p[2], &al) < 0)
-            return -1;
-        b = ic_binary(t->g, IC_OP_MUL, b, al);
+        /* eager: the result dtype is a's and b's (alpha takes no part); b * alpha in it */
+        ic_val r0 = ic_binary(t->g, (ic_op)d->op, a, b);
+        if (r0 < 0)
+            return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "%s failed", d->name);
+        ic_dtype rt = sym_metap(t, r0)->dtype;
+        if (rt < IC_F16 && p[2]->kind == V_CONST && PyFloat_Check(p[2]->obj))
+            return sym_fail(t, "%s: a float alpha with integral tensors (eager will raise)", d->name);
+        if (rt == IC_BOOL) { /* alpha cast to bool */
+            if (p[2]->kind != V_CONST)
+                return sym_fail(t, "%s of bool tensors with a symbolic alpha", d->name);
+            int on = PyObject_IsTrue(p[2]->obj);
+            if (on < 0)
+                return -1;
+            b = ic_binary(t->g, IC_OP_LOGICAL_AND, b, ic_scalar(t->g, on, IC_BOOL));
+        } else {
+            ic_val al;
+            if (sym_as_tensor(t, p[2], &al) < 0)
+                return -1;
+            if (sym_metap(t, b)->dtype != rt)
+                b = ic_cast(t->g, b, rt);
+            b = ic_binary(t->g, IC_OP_MUL, b, al);
+        }
     }
     return sym_tensor_out(t, ic_binary(t->g, (ic_op)d->op, a, b), out);
 }
@@ -714,7 +732,7 @@ int sym_h_masked_fill(trace *t, const opdef *d, var **p, var *out) {
         return -1;
     ic_meta m_copy = *sym_metap(t, p[0]->val);
     const ic_meta *m = &m_copy; /* a copy: the graph reallocates */
-    if (sym_check_scalar_fits(t, p[2], m->dtype, d->name) < 0)
+    if (sym_check_scalar_fits(t, p[2], m->dtype, d->name) < 0 || sym_check_tensor_value_fits(t, p[2], m->dtype, d->name) < 0)
         return -1;
     ic_val r = ic_where(G, p[1]->val, ic_cast(G, v, m->dtype), p[0]->val);
     if (r >= 0) /* eager's masked_fill: a contiguous clone of input, filled (an in-place

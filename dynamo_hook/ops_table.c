@@ -440,6 +440,11 @@ static int bind(trace *t, const opdef *d, var *args, int nargs, PyObject *kwname
     }
     if (slots[0] == NULL)
         return sym_fail(t, "%s: missing first argument", d->name);
+    /* x.view(), x.expand(), torch.zeros(): no size at all (not an empty one) is eager's
+     * TypeError (missing positional argument), also on a 0-d tensor */
+    if (star >= 0 && slots[star] == packed && packed->n == 0 && strcmp(names[star], "tensors") != 0 &&
+        strcmp(names[star], "operands") != 0)
+        return sym_fail(t, "%s() without '%s' (eager raises TypeError)", d->name, names[star]);
     return 0;
 }
 

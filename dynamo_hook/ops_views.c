@@ -432,7 +432,25 @@ int sym_h_unsqueeze(trace *t, const opdef *d, var **p, var *out) {
         if (i < m->ndim)
             sz[n++] = m->sizes[i];
     }
-    return view_out(t, p[0], sym_reshape(t, p[0]->val, n, sz), out);
+    if (m->dyn)
+        return view_out(t, p[0], sym_reshape(t, p[0]->val, n, sz), out);
+    /* described as x[:, ..., None] (dim slices, then None): replayed and strided as eager's
+     * unsqueeze (the new dim's stride is size * stride of the dim after it, where a reshape
+     * would give a contiguous one: x.diagonal().t().unsqueeze(0) of a (1, 5, 3) x has
+     * strides (18, 18, 1), not (3, 3, 1), and eager's overlap checks compare them) */
+    PyObject *key = PyTuple_New(dim + 1);
+    if (key == NULL)
+        return -1;
+    for (int i = 0; i < dim; i++) {
+        PyObject *sl = PySlice_New(NULL, NULL, NULL);
+        if (sl == NULL) {
+            Py_DECREF(key);
+            return -1;
+        }
+        PyTuple_SET_ITEM(key, i, sl);
+    }
+    PyTuple_SET_ITEM(key, dim, Py_NewRef(Py_None));
+    return sym_view_out_desc(t, p[0], sym_reshape(t, p[0]->val, n, sz), out, "__getitem__", Py_BuildValue("(N)", key));
 }
 
 int sym_h_squeeze(trace *t, const opdef *d, var **p, var *out) {
@@ -1485,6 +1503,18 @@ int sym_h_gather(trace *t, const opdef *d, var **p, var *out) {
         return sym_tensor_out(t, ic_extern(G, IC_EXT_GATHER, 2, v, 1, prm, 1, 1), out);
     if (p[4] != NULL && !sym_is_none(p[4]))
         return sym_fail(t, "%s with reduce= left to eager", d->name);
+    {
+        /* an empty result runs no kernel, so ATen's index check would not run: an empty
+         * input with indices is left to eager (which raises) */
+        ic_meta xm = *sym_metap(t, p[0]->val), im = *sym_metap(t, p[2]->val);
+        int64_t xn = 1, in = 1;
+        for (int i = 0; i < xm.ndim; i++)
+            xn *= xm.sizes[i];
+        for (int i = 0; i < im.ndim; i++)
+            in *= im.sizes[i];
+        if (!xm.dyn && !im.dyn && xn == 0 && in != 0)
+            return sym_fail(t, "%s into an empty tensor with indices (eager checks them) left to eager", d->name);
+    }
     var *src = p[3] != NULL ? p[3] : p[5];
     if (src == NULL || (p[3] != NULL && p[5] != NULL))
         return sym_fail(t, "%s needs one of src/value", d->name);

@@ -172,6 +172,8 @@ static int mask_store(trace *t, const var *x, ic_val xv, const ic_meta *m, const
         numel *= vm->sizes[d];
     if (numel != 1)
         return sym_fail(t, "masked assignment of a tensor (data-dependent count) not supported yet");
+    if (sym_check_tensor_value_fits(t, v, m->dtype, "item assignment") < 0) /* eager: masked_fill_ */
+        return -1;
     val = sym_reshape(t, ic_cast(t->g, val, m->dtype), 0, NULL);
     int64_t ksz[IC_MAX_DIMS];
     for (int d = 0; d < m->ndim; d++)

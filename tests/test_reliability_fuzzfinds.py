@@ -453,3 +453,108 @@ def test_item_assignment_of_the_same_or_disjoint_elements_is_captured():
     assert torch.equal(torchc.compile(f)(x), f(x))
     ex = torchc.explain(f)(x)
     assert ex.graph_count == 1 and ex.graph_break_count == 0
+
+
+_GATHER_FROM_EMPTY = {
+    # (program, input shape, compiled: True when the check runs after the kernels; False when
+    # the constant index's range is known at trace time and the frame is left to eager)
+    "const_neg_1d": ("lambda a: a[torch.tensor([-1, 0])] * 2", "(0,)", True),
+    "const_1d": ("lambda a: (a + 1)[torch.tensor([0])] * 2", "(0,)", False),
+    "const_dim1": ("lambda a: a[:, torch.tensor([0, -1])] + 1", "(3, 0)", True),
+    "two_indices": ("lambda a: a[torch.tensor([0]), torch.tensor([-1])] + 1", "(0, 2)", False),
+    "index_select": ("lambda a: (a * 2).index_select(1, torch.tensor([0, 1])) + 1", "(3, 0)", True),
+}
+
+
+@pytest.mark.parametrize("case", list(_GATHER_FROM_EMPTY))
+def test_constant_index_on_a_size_zero_dim_raises(case, tmp_path):
+    """fuzz seed 777001 program 267: w3[torch.tensor([-1, 0])] with w3 empty. The index is a
+    constant tensor checked after the kernels, and the gather clamped it into [0, size): for
+    size 0 it read element 0 of a tensor with no storage (a segfault, or a value where eager
+    raises IndexError). In a child process: the crash must be a failure, not the end."""
+    import os
+    import subprocess
+    import sys
+    import textwrap
+    fn, shape, compiled = _GATHER_FROM_EMPTY[case]
+    src = textwrap.dedent(f"""
+        import torch, torchc
+        f = {fn}
+        x = torch.randn{shape}
+        try:
+            f(x)
+            raise SystemExit("eager did not raise")
+        except (IndexError, RuntimeError) as e:
+            want = e
+        for _ in range(2):
+            try:
+                torchc.compile(f)(x)
+                raise SystemExit("compiled returned where eager raised")
+            except (IndexError, RuntimeError) as e:
+                assert type(e) is type(want) and str(e) == str(want), (e, want)
+        st = torchc._C.stats()
+        if {compiled}:
+            assert st["compiles"] == 1 and st["hits"] == 2, st  # the graph ran (and raised) twice
+        print("OK")
+    """)
+    env = dict(os.environ, TORCHC_CACHE_DIR=str(tmp_path / "cache"))
+    env["PYTHONPATH"] = os.path.dirname(os.path.dirname(os.path.abspath(torchc.__file__)))
+    p = subprocess.run([sys.executable, "-c", src], env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0 and p.stdout.strip().endswith("OK"), (p.returncode, p.stdout[-1000:], p.stderr[-2000:])
+
+
+def test_unsqueeze_of_a_strided_view_has_eagers_strides():
+    """fuzz seed 7259433 program 141: w2 = w1.unsqueeze(0) with w1 = x.diagonal().t() got a
+    reshape's contiguous strides (3, 3, 1) where eager's unsqueeze gives (18, 18, 1); at the
+    break, w2[0] = w1 then raised eager's partial-overlap error (eager: same memory, no-op)"""
+    def f(x):
+        w1 = x.diagonal()
+        w1.t_()
+        w2 = w1.unsqueeze(0)
+        w2[0] = w1
+        w3 = x[::2]
+        w3[w3 > 0] = 1
+        return w2, w3
+
+    def g(x):
+        return x.t().unsqueeze(0), x.t().unsqueeze(1), x.t().unsqueeze(-1), x[:, 1:].unsqueeze(2)
+    mk = lambda: torch.arange(15.0).reshape(1, 5, 3) - 7  # noqa: E731
+    _check(f, mk)
+    _check(g, lambda: torch.arange(12.0).reshape(3, 4))
+    ex = torchc.explain(g)(torch.arange(12.0).reshape(3, 4))
+    assert ex.graph_count == 1 and ex.graph_break_count == 0
+
+
+def test_update_through_an_unsqueezed_view_reaches_the_base():
+    def f(x):
+        w = x.t().unsqueeze(0)
+        w.add_(1)
+        w[0, 1] = 5.0
+        return x, w
+    _check(f, lambda: torch.arange(12.0).reshape(3, 4))
+
+
+@pytest.mark.parametrize("alpha", [2, 0, True, False])
+def test_add_of_bools_with_alpha_stays_bool(alpha):
+    """fuzz seed 7259433 program 288: torch.add(b, b, alpha=2) of bool tensors is bool in eager
+    (alpha takes no part in the promotion); compiled multiplied by 2 first and gave int64"""
+    def f(a, b):
+        if isinstance(alpha, bool):  # eager: a bool alpha only for bool results
+            return torch.add(a, b, alpha=alpha)
+        return torch.add(a, b, alpha=alpha), torch.sub(a.int(), b.int(), alpha=alpha), torch.add(a.float(), b, alpha=alpha)
+    cfn, _ = _check(f, lambda: torch.tensor([True, False, True, False]), lambda: torch.tensor([True, True, False, False]))
+    ex = torchc.explain(f)(torch.tensor([True]), torch.tensor([False]))
+    assert ex.graph_count == 1 and ex.graph_break_count == 0
+
+
+@pytest.mark.parametrize("call", [lambda v: v.expand(), lambda v: v.view(), lambda v: v.reshape(),
+                                  lambda v: v.permute(), lambda v: v.repeat(), lambda v: v.new_zeros()])
+def test_shape_method_without_sizes_raises(call):
+    """fuzz seed 7259433 program 98: v.expand() on a 0-d tensor returned v; eager raises
+    TypeError (missing positional argument), as for view/reshape/permute/repeat/new_zeros"""
+    def f(x):
+        return call(x * 2)
+    with pytest.raises(TypeError):
+        f(torch.tensor(1.0))
+    with pytest.raises(TypeError):
+        torchc.compile(f)(torch.tensor(1.0))

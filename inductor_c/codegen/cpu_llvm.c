@@ -264,9 +264,33 @@ static LLVMValueRef load_gather(cg *g, const ic_x *e) {
     LLVMValueRef base = g->buf_ptr[e->buf];
     size_t esz = ic_dtype_size(e->dtype);
     bool vec = g->width > 1;
+    LLVMValueRef v;
+    if (!ic_tainted(g->c, e->aux) && e->aux <= 0) {
+        /* gathered along a dim of size 0: the source holds no element (its pointer may be
+         * null) and every index is out of range, which the index check after the kernels
+         * raises (eager's IndexError); nothing is read meanwhile */
+        v = LLVMConstNull(vec ? LLVMVectorType(mt, (unsigned)g->width) : mt);
+        if (e->dtype == IC_BOOL) v = LLVMBuildICmp(B, LLVMIntNE, v, LLVMConstNull(LLVMTypeOf(v)), "");
+        return v;
+    }
     LLVMValueRef idx = clamp_off(g, emit(g, e->a), e->aux);
     LLVMValueRef off = LLVMBuildAdd(B, ixval(g, e->ix, vec), LLVMBuildMul(B, idx, cg_consti(g, LLVMTypeOf(idx), (long long)e->cval), ""), "");
-    LLVMValueRef v;
+    if (ic_tainted(g->c, e->aux)) {
+        /* a symbolic size that is 0 at run time: the offset and the base fall back to a
+         * zeroed slot of the module's (the source may have no storage) */
+        LLVMValueRef ok = LLVMBuildICmp(B, LLVMIntSGT, cg_size(g, e->aux), LLVMConstInt(g->i64, 0, 0), "");
+        LLVMValueRef zs = LLVMGetNamedGlobal(g->mod, "tc_zero_slot");
+        if (zs == NULL) {
+            LLVMTypeRef zt = LLVMArrayType(g->i64, 2);
+            zs = LLVMAddGlobal(g->mod, zt, "tc_zero_slot");
+            LLVMSetInitializer(zs, LLVMConstNull(zt));
+            LLVMSetGlobalConstant(zs, 1);
+            LLVMSetLinkage(zs, LLVMPrivateLinkage);
+            LLVMSetAlignment(zs, 16);
+        }
+        base = LLVMBuildSelect(B, ok, base, zs, "");
+        off = LLVMBuildSelect(B, ok, off, LLVMConstNull(LLVMTypeOf(off)), "");
+    }
     if (!vec) {
         LLVMValueRef p = LLVMBuildGEP2(B, mt, base, &off, 1, "");
         v = LLVMBuildLoad2(B, mt, p, "");

@@ -164,7 +164,8 @@ static LLVMValueRef gather_off(gg *g, const ic_x *e, int lane) {
     iv = LLVMBuildIntCast2(B, iv, g->ity, !is_unsigned(it), "");
     LLVMValueRef z = kix(g, 0), m = kix(g, e->aux > 0 ? e->aux - 1 : 0);
     if (!is_unsigned(it)) iv = sel(g, LLVMBuildICmp(B, LLVMIntSLT, iv, z, ""), LLVMBuildAdd(B, iv, kix(g, e->aux), ""), iv);
-    trap_if(g, LLVMBuildOr(B, LLVMBuildICmp(B, LLVMIntSLT, iv, z, ""), LLVMBuildICmp(B, LLVMIntSGT, iv, m, ""), ""));
+    /* iv > size - 1 traps (a size-0 dim: every index; m is clamped for the offset) */
+    trap_if(g, LLVMBuildOr(B, LLVMBuildICmp(B, LLVMIntSLT, iv, z, ""), LLVMBuildICmp(B, LLVMIntSGT, iv, kix(g, e->aux - 1), ""), ""));
     iv = sel(g, LLVMBuildICmp(B, LLVMIntSLT, iv, z, ""), z, iv);
     iv = sel(g, LLVMBuildICmp(B, LLVMIntSGT, iv, m, ""), m, iv);
     LLVMValueRef off = LLVMBuildAdd(B, gg_gix(g, e->ix, lane), LLVMBuildMul(B, iv, kix(g, (int64_t)e->cval), ""), "");

@@ -58,7 +58,12 @@ ic_xid x_op(ic_ctx *c, ic_op op, ic_dtype t, ic_xid a, ic_xid b, ic_xid cc) {
 ic_xid x_cast(ic_ctx *c, ic_xid a, ic_dtype t) {
     const ic_x *s = &c->xs[a];
     if (s->dtype == t) return a;
-    if (s->kind == X_CONST) return x_const(c, s->cval, t);
+    /* a constant folds, except a float out of int32's range (NaN and inf included) cast to
+     * an integer: its value is the target's (ol_fp_to_int: x86's cvtt minimum, CUDA's
+     * saturation), so the cast is emitted on the constant */
+    if (s->kind == X_CONST &&
+        !(ic_is_float(s->dtype) && t != IC_BOOL && !ic_is_float(t) && !(fabs(s->cval) < 2147483648.0)))
+        return x_const(c, s->cval, t);
     ic_x x = {.kind = X_CAST, .dtype = t, .a = a, .b = -1, .c = -1, .buf = -1, .ix = -1};
     return x_intern(c, &x);
 }
