@@ -152,19 +152,21 @@ class _Fallback(Exception):
     probe = None  # (result, pc, px) of the probe step, set by _Plan
 
 
-def _leaves_reached(t):
-    """The leaf tensors t's autograd graph reaches."""
-    out, seen, todo = [], set(), [t.grad_fn]
+def _needs_grad_in_eager(t, fake, live):
+    """Whether t's autograd graph reaches a leaf other than a stand-in (fake) whose real input
+    needs no gradient (a loop constant's graph, a live stand-in): eager's t would need a
+    gradient. Stops at the first such leaf."""
+    seen, todo = set(), [t.grad_fn]
     while todo:
         n = todo.pop()
         if n is None or n in seen:
             continue
         seen.add(n)
         v = getattr(n, "variable", None)
-        if v is not None:
-            out.append(v)
+        if v is not None and (id(v) not in fake or id(v) in live):
+            return True
         todo.extend(f for f, _ in n.next_functions)
-    return out
+    return False
 
 
 def _alias(t):
@@ -230,7 +232,7 @@ def _step0_of_probe(probe, c0, X):
         if id(o) in sub:
             flat[i] = sub[id(o)]
         elif o.grad_fn is not None:
-            if any(id(v) not in fake or id(v) in live for v in _leaves_reached(o)):
+            if _needs_grad_in_eager(o, fake, live):
                 idx.append(i)
             else:
                 flat[i] = o.detach()
