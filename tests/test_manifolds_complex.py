@@ -183,3 +183,18 @@ def test_unitary_parametrization_trained_through_torchc_matches_eager():
     assert e.graph_count == 0 and any("complex64" in str(r) for r in e.break_reasons), e.break_reasons
     e = explain_of(lambda h, y: head_loss(head, h, y), torch.randn(16, 6), torch.randint(0, 2, (16,)))
     assert e.graph_count == 1 and e.graph_break_count == 0, e.break_reasons
+
+
+@pytest.mark.no_compile  # (graphs with complex values compile nothing; the real ones do)
+@pytest.mark.parametrize("name", ["c_matrix_exp", "r_times_complex_scalar", "r_fft", "c_mH_matmul",
+                                  "c_view_as_real", "r_complex_matrix_exp"])
+def test_complex_through_the_dynamo_backend(name):
+    """torch.compile(backend="torchc"): Dynamo's graphs holding complex tensors reach torchc's
+    backend; eager's values and dtypes."""
+    import torch._dynamo
+    f, x, _ = CASES[name]
+    torch._dynamo.reset()
+    got = torch.compile(f, backend="torchc")(x.clone())
+    want = f(x.clone())
+    assert got.dtype == want.dtype and got.shape == want.shape
+    assert_same(got, want)
