@@ -1205,6 +1205,10 @@ static int wrap_uncached(trace *t, PyObject *o, int src, var *out) {
     int drc = sym_data_wrap(t, o, src, out); /* obj_data.c: Field, torch.return_types */
     if (drc != 1)
         return drc;
+    if (torch_dtype_type && PyObject_TypeCheck(o, (PyTypeObject *)torch_dtype_type)) /* complex64 & co */
+        return sym_fail(t, "unsupported dtype %R (torchc graphs have no complex or other such dtype)", o);
+    if (PyComplex_Check(o))
+        return sym_fail(t, "Python complex number %R (torchc graphs have no complex dtype)", o);
     return sym_fail(t, "unsupported Python value of type %s", Py_TYPE(o)->tp_name);
 }
 

@@ -475,3 +475,122 @@ def test_inplace_update_of_a_saved_input_raises_like_eager(what):
             ys.sum().backward()
     run(False)
     run(True)
+
+
+# ---- the limits of the C loop: each one runs the Python loop over the compiled body, says why,
+# and gives eager's values and gradients; the probe's step 0 is never run twice --------------
+_W = torch.randn(3, 3, generator=torch.Generator().manual_seed(7)).requires_grad_()
+_calls, _cnt = [], torch.zeros(())
+
+
+class _Box:
+    n = 0
+
+
+def _b_result_is_input(h, x):
+    return torch.tanh(h @ _W + x), x
+
+
+def _b_result_is_view(h, x):
+    h2 = torch.tanh(h @ _W + x)
+    return h2, h2.t()
+
+
+def _b_result_twice(h, x):
+    h2 = torch.tanh(h @ _W + x)
+    return h2, (h2, h2)
+
+
+def _b_carry_is_input(h, x):
+    return h, torch.tanh(h @ _W + x)
+
+
+def _b_noncontiguous_result(h, x):
+    h2 = torch.tanh(h @ _W + x)
+    return h2, h2.t() * 2
+
+
+def _b_list_append(h, x):
+    _calls.append(1)  # a side effect the caller sees: once per step, as in eager
+    return torch.tanh(h @ _W + x), h * 1
+
+
+def _b_attribute_write(h, x):
+    _Box.n += 1
+    return torch.tanh(h @ _W + x), h * 1
+
+
+def _b_buffer_update(h, x):
+    _cnt.add_(1)  # a closure buffer updated in place (a running statistic)
+    return torch.tanh(h @ _W + x), h * 1
+
+
+def _b_update_x(h, x):
+    x.mul_(2)  # the x slice updated in place: xs changes, and its gradient doubles
+    return torch.tanh(h @ _W + x), h * 1
+
+
+def _b_update_carry(h, x):
+    h.mul_(2)
+    return h @ _W + x, h * 1
+
+
+def _b_graph_break(h, x):
+    h2 = torch.tanh(h @ _W + x)
+    return h2 * (h2.sum().item() > -100), h2 + 1
+
+
+LIMITS = {  # body: the reason it is not looped in C (None: the body gets no graph at all)
+    "result_is_input": (_b_result_is_input, "a result of combine_fn is not a graph output"),
+    "result_is_view": (_b_result_is_view, "a result of combine_fn is not a graph output"),
+    "result_twice": (_b_result_twice, "one graph output is returned twice"),
+    "carry_is_input": (_b_carry_is_input, "a carry of combine_fn is not a graph output"),
+    "noncontiguous_result": (_b_noncontiguous_result, "a graph output is not a contiguous tensor"),
+    "list_append": (_b_list_append, "writes module attributes"),
+    "attribute_write": (_b_attribute_write, None),  # (each value of n a recompile, then eager)
+    "buffer_update": (_b_buffer_update, "the body mutates its inputs"),
+    "update_x": (_b_update_x, None),
+    "update_carry": (_b_update_carry, None),
+    "graph_break": (_b_graph_break, "the body has a graph break"),
+}
+
+
+@pytest.mark.no_compile  # (a body updating its inputs in training gets no graph at all)
+@pytest.mark.filterwarnings("ignore:torchc. recompile limit")
+@pytest.mark.parametrize("grad", [False, True])
+@pytest.mark.parametrize("name", sorted(LIMITS))
+def test_limits_of_the_c_loop_fall_back_like_eager(name, grad):
+    body, why = LIMITS[name]
+
+    def run(fn):
+        _calls.clear()
+        _Box.n = 0
+        _cnt.zero_()
+        base = torch.randn(5, 2, 3, generator=torch.Generator().manual_seed(3), requires_grad=grad)
+        with torch.set_grad_enabled(grad):
+            xs = base.clone() if grad else base.detach().clone()
+            c, ys = fn(body, torch.zeros(2, 3), xs)
+            fb = _scan.last_fallback
+            ys = ys if isinstance(ys, tuple) else (ys,)
+            g = torch.autograd.grad(c.sum() + sum(y.sum() for y in ys), (_W, base)) if grad else ()
+        return (c, ys, xs.detach(), len(_calls), _Box.n, _cnt.item(), g), fb
+
+    want, _ = run(eager_scan)
+    _scan.last_fallback = None
+    got, fb = run(torchc.scan)
+    assert fb is not None and (why is None or why in fb), fb
+    assert got[3:6] == want[3:6]  # side effects: once per step
+    for a, b in zip([got[0], *got[1], got[2], *got[6]], [want[0], *want[1], want[2], *want[6]]):
+        assert a.shape == b.shape and a.dtype == b.dtype and rel(a, b) < 2e-5
+
+
+@pytest.mark.allow_fallback
+def test_fallback_outputs_need_a_gradient_as_in_eager():
+    """Nothing needs a gradient but the probe's stand-in carry: the results need none either."""
+    W = torch.randn(3, 3)
+
+    def step(h, x):
+        return torch.tanh(h @ W + x), x  # (a result that is an input: the Python loop)
+    c, ys = torchc.scan(step, torch.zeros(2, 3), torch.randn(4, 2, 3))
+    assert _scan.last_fallback is not None
+    assert not c.requires_grad and not ys.requires_grad and c.grad_fn is None

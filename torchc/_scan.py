@@ -24,7 +24,10 @@ How it runs (no Python and no capture per step; compile time does not depend on 
 Where the body cannot run as such a loop (a graph break, mutation of inputs, a result that
 is not a graph output, CUDA, dtypes other than float32/float64 for the summed gradients, no
 compiled graph at all), the scan runs a Python loop over the compiled body (still compiled
-once) and says why in `torchc._scan.last_fallback` and the `torchc.scan` logger.
+once) and says why in `torchc._scan.last_fallback` and the `torchc.scan` logger. That loop
+goes on from the probe's step 0 (its result attached to the caller's carries and x slices
+for the gradient, _Reattach), so step 0's side effects — an in-place update of a buffer, a
+carry or x slice, Python state written after a graph break — happen once, as in eager.
 """
 import functools
 import logging
@@ -146,7 +149,99 @@ def _complex_hint(fn, c0, X):
 
 
 class _Fallback(Exception):
-    pass
+    probe = None  # (result, pc, px) of the probe step, set by _Plan
+
+
+def _needs_grad_in_eager(t, fake, live):
+    """Whether t's autograd graph reaches a leaf other than a stand-in (fake) whose real input
+    needs no gradient (a loop constant's graph, a live stand-in): eager's t would need a
+    gradient. Stops at the first such leaf."""
+    seen, todo = set(), [t.grad_fn]
+    while todo:
+        n = todo.pop()
+        if n is None or n in seen:
+            continue
+        seen.add(n)
+        v = getattr(n, "variable", None)
+        if v is not None and (id(v) not in fake or id(v) in live):
+            return True
+        todo.extend(f for f, _ in n.next_functions)
+    return False
+
+
+def _alias(t):
+    """t's memory as a tensor of its own (not a view: the body may update it in place)."""
+    return torch.empty(0, dtype=t.dtype, device=t.device).set_(t.untyped_storage(), t.storage_offset(),
+                                                               t.shape, t.stride())
+
+
+class _Standin(torch.autograd.Function):
+    """t on t's memory, as a tensor of its own (no view) with a gradient history: a non-leaf
+    the body may update in place."""
+
+    @staticmethod
+    def forward(ctx, t):
+        return _alias(t)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+class _Reattach(torch.autograd.Function):
+    """Step 0 as the probe computed it on stand-in leaves (pc, px), attached to the caller's
+    carries and x slices: the gradient reaching an output goes on through the probe's own
+    graph (to the loop constants), and its part for the stand-ins to the real inputs."""
+
+    @staticmethod
+    def forward(ctx, leaves, nreal, *args):
+        ctx.leaves, ctx.outs = leaves, args[nreal:]
+        return tuple(_alias(o) for o in ctx.outs)
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, *g):
+        pairs = [(o, gi) for o, gi in zip(ctx.outs, g) if gi is not None]
+        want = [i for i, lf in enumerate(ctx.leaves) if lf is not None]
+        grads = [None] * len(ctx.leaves)
+        if pairs and want:
+            got = torch.autograd.grad([o for o, _ in pairs], [ctx.leaves[i] for i in want],
+                                      [gi for _, gi in pairs], retain_graph=True, allow_unused=True)
+            for i, gi in zip(want, got):
+                grads[i] = gi
+        ctx.outs = ctx.leaves = None
+        return (None, None) + tuple(grads) + tuple(g)
+
+
+def _step0_of_probe(probe, c0, X):
+    """The probe's (next carry, y) as eager's step 0 would give them: an output that is a
+    stand-in is the caller's tensor; outputs with a gradient history go through _Reattach
+    (those depending only on stand-ins whose real input needs no gradient are detached)."""
+    res, pc, px, lc, lx = probe
+    reals = list(c0) + [x[0] for x in X]
+    stand = list(pc) + list(px)
+    lvs = list(lc) + list(lx)  # the stand-ins' leaves (None: no gradient)
+    flat, spec = pytree.tree_flatten(res)
+    sub = {id(p): r for p, r in zip(stand, reals)}
+    fake = {id(p) for p in lvs if p is not None}
+    live = {id(p) for p, r in zip(lvs, reals) if p is not None and r.requires_grad}
+    idx = []
+    for i, o in enumerate(flat):
+        if not isinstance(o, torch.Tensor):
+            continue
+        if id(o) in sub:
+            flat[i] = sub[id(o)]
+        elif o.grad_fn is not None:
+            if _needs_grad_in_eager(o, fake, live):
+                idx.append(i)
+            else:
+                flat[i] = o.detach()
+    if idx:
+        leaves = tuple(p if p is not None and id(p) in live else None for p in lvs)
+        outs = _Reattach.apply(leaves, len(reals), *reals, *[flat[i] for i in idx])
+        for i, o in zip(idx, outs):
+            flat[i] = o
+    return _split(pytree.tree_unflatten(flat, spec))
 
 
 def _compiled(fn):
@@ -214,11 +309,17 @@ def scan(combine_fn, init, xs, *, dim=0, reverse=False):
     return carry, ys
 
 
-def _python_loop(body, spec_init, spec_xs, c0, X):
-    """The reference semantics, over the compiled body: a Python loop."""
+def _python_loop(body, spec_init, spec_xs, c0, X, first=None):
+    """The reference semantics, over the compiled body: a Python loop (from step 1 when
+    `first`, step 0's (carry, y), is given)."""
     carry = pytree.tree_unflatten(c0, spec_init)
     ys = []
-    for t in range(X[0].shape[0]):
+    t0 = 0
+    if first is not None:
+        carry, y = first
+        ys.append(pytree.tree_flatten(y))
+        t0 = 1
+    for t in range(t0, X[0].shape[0]):
         carry, y = _split(body(carry, pytree.tree_unflatten([x[t] for x in X], spec_xs)))
         ys.append(pytree.tree_flatten(y))
     spec_y = ys[0][1]
@@ -240,7 +341,10 @@ def _scan_flat(fn, spec_init, spec_xs, c0, X):
     except _Fallback as e:
         last_fallback = str(e)
         log.info("torchc.scan runs a Python loop over the compiled body: %s", e)
-        return _python_loop(body, spec_init, spec_xs, c0, X)
+        # the probe ran step 0 (and its side effects: an in-place update of an input or a
+        # buffer, Python state after a graph break): the loop goes on from step 1 with its
+        # result, never running step 0 twice
+        return _python_loop(body, spec_init, spec_xs, c0, X, _step0_of_probe(e.probe, c0, X))
     last_fallback = None
     args, plan.args = plan.args, None
     outs = _ScanFn.apply(plan, *args) if plan.train else plan.forward()
@@ -258,18 +362,38 @@ class _Plan:
     """One scan call: the probe's record and the buffers and per-step addresses of its loops."""
 
     def __init__(self, fn, body, spec_init, spec_xs, c0, X):
+        self._probe = None
+        try:
+            self._setup(fn, body, spec_init, spec_xs, c0, X)
+        except _Fallback as e:
+            e.probe = self._probe
+            raise
+        finally:
+            self._probe = None  # (the probe's result and stand-ins are not kept)
+
+    def _setup(self, fn, body, spec_init, spec_xs, c0, X):
         T = X[0].shape[0]
         grad = torch.is_grad_enabled()
         pc = [c.detach().contiguous() for c in c0]
         pc = [c.detach() if c is c0[i] else c for i, c in enumerate(pc)]  # fresh objects
-        if grad:
-            pc = [c.requires_grad_() if c.is_floating_point() else c for c in pc]
         px = [x.detach()[0] for x in X]
+        # stand-ins for the step's inputs: on the caller's memory (an in-place update in the
+        # body reaches it, as in eager); those that need a gradient are leaves seen through a
+        # non-leaf alias (_Standin), which the body may update in place like eager's h and
+        # x[t] (an in-place op on a leaf that requires grad raises)
+        lc, lx = [None] * len(pc), [None] * len(px)
         if grad:
-            px = [p.requires_grad_() if x.requires_grad and p.is_floating_point() else p
-                  for p, x in zip(px, X)]
+            for i, c in enumerate(pc):
+                if c.is_floating_point():
+                    lc[i] = c.requires_grad_()
+                    pc[i] = _Standin.apply(c)
+            for i, (p, x) in enumerate(zip(px, X)):
+                if x.requires_grad and p.is_floating_point():
+                    lx[i] = p.requires_grad_()
+                    px[i] = _Standin.apply(p)
         res, rec = _C._scan_probe(body, (pytree.tree_unflatten(pc, spec_init),
                                          pytree.tree_unflatten(px, spec_xs)))
+        self._probe = (res, pc, px, lc, lx)
         if rec is None:
             raise _Fallback("the body ran without a compiled graph" + _complex_hint(fn, c0, X) +
                             " (see torchc.explain)")

@@ -1,6 +1,6 @@
 """Pixel-by-pixel and permuted pixel-by-pixel Fashion-MNIST (sequences of 784 pixels, one a
 step; the class from the last hidden state), expRNN against an LSTM with the same number of
-parameters, at a fixed budget of optimizer steps. Data: Debian's dataset-fashion-mnist
+parameters, at a fixed budget of optimizer steps (or of time: --max_seconds). Data: Debian's dataset-fashion-mnist
 (/usr/share/datasets/fashion-mnist, IDX files; apt-get install dataset-fashion-mnist).
 
     python benchmarks/manifolds/fmnist.py --model exprnn --hidden 170 --steps 300 [--permute]
@@ -64,6 +64,8 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--out", default="")
+    ap.add_argument("--max_seconds", type=float, default=0,
+                    help="stop training after this long (0: no limit): a budget of time, not steps")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
@@ -95,6 +97,8 @@ def main():
         if step % 25 == 0:
             print(f"{a.model}{' perm' if a.permute else ''} K={a.K} step {step} loss "
                   f"{sum(curve[-25:]) / 25:.4f} {time.perf_counter() - t0:.0f}s", flush=True)
+        if a.max_seconds and time.perf_counter() - t0 > a.max_seconds:
+            break
     train_s = time.perf_counter() - t0
     correct = 0
     with torch.no_grad():
@@ -103,7 +107,7 @@ def main():
     acc = correct / a.test
     nparams = sum(p.numel() for p in model.parameters())
     res = {"task": "permuted" if a.permute else "pixel", "model": a.model, "hidden": hidden, "params": nparams,
-           "steps": a.steps, "batch": a.batch, "K": a.K, "lr": a.lr, "lr_orth": a.lr_orth, "test_images": a.test,
+           "steps": len(curve), "max_seconds": a.max_seconds, "batch": a.batch, "K": a.K, "lr": a.lr, "lr_orth": a.lr_orth, "test_images": a.test,
            "test_accuracy": acc, "train_seconds": train_s, "loss": curve}
     print(json.dumps({k: v for k, v in res.items() if k != "loss"}))
     if a.out:

@@ -31,18 +31,23 @@ def label(r):
     return f"expRNN h={r['hidden']} " + ("static" if k in ("inf", None) else f"DTRIV K={k}")
 
 
-def curves(files, title, out, baseline=None, logy=False):
+def curves(files, title, out, baseline=None, logy=False, seconds=False):
+    """loss curves of the runs in files; seconds: against training time (each run's steps spread
+    evenly over its train_seconds), for runs given the same time budget"""
     if not files:
         return
     fig, ax = plt.subplots(figsize=(7, 4.2))
     for f in sorted(files):
         r = json.load(open(f))
-        ax.plot(range(1, len(r["loss"]) + 1), smooth(r["loss"]), label=label(r), lw=1.2)
+        n = len(r["loss"])
+        xs = [(i + 1) * r["train_seconds"] / n for i in range(n)] if seconds else range(1, n + 1)
+        lab = label(r) + f", {n} steps" + (f", test acc {100 * r['test_accuracy']:.1f}%" if "test_accuracy" in r else "")
+        ax.plot(xs, smooth(r["loss"]), label=lab, lw=1.2)
     if baseline is not None:
         ax.axhline(baseline, color="k", ls="--", lw=0.8, label="baseline 10 ln 8 / (L+20)")
     if logy:
         ax.set_yscale("log")
-    ax.set_xlabel("optimizer step")
+    ax.set_xlabel("training seconds (1 thread, shared machine)" if seconds else "optimizer step")
     ax.set_ylabel("cross-entropy (moving average of 20)")
     ax.set_title(title, fontsize=10)
     ax.legend(fontsize=8)
@@ -79,9 +84,14 @@ def main(d):
         curves(cp, f"copying task, L={L}, hidden {r['hidden']}, batch {r['batch']}", os.path.join(d, name),
                r["baseline"], logy=True)
     for task in ("pixel", "perm"):
+        name = f"{'permuted ' if task == 'perm' else ''}pixel-by-pixel Fashion-MNIST"
         fs = glob.glob(os.path.join(d, f"fmnist_{task}_*.json"))
-        curves(fs, f"{'permuted ' if task == 'perm' else ''}pixel-by-pixel Fashion-MNIST",
-               os.path.join(d, f"fmnist_{task}.png"))
+        old = [f for f in fs if "_s300" not in f and not f.endswith("_time.json")]  # an earlier session's
+        curves(old, name, os.path.join(d, f"fmnist_{task}.png"))
+        curves([f for f in fs if f.endswith("_s300.json")], name + ", 300 steps each",
+               os.path.join(d, f"fmnist_{task}_s300.png"))
+        curves([f for f in fs if f.endswith("_time.json")], name + ", the same training time",
+               os.path.join(d, f"fmnist_{task}_time.png"), seconds=True)
     for b in glob.glob(os.path.join(d, "matrix_exp_*.json")):
         bench(b)
 

@@ -1,0 +1,200 @@
+"""Complex tensors under torchc.compile: eager's values, dtypes and gradients, with a reason.
+
+torchc's graphs have no complex dtype. A frame that meets a complex tensor, a complex dtype
+constant or a Python complex number runs eagerly from that point (the whole frame, or the
+resume after a graph break), with a reason naming the dtype in torchc.explain. These tests
+check that no common kind of complex use raises where eager runs, or returns another dtype,
+shape, value or gradient, and that the reason is recorded (a silent fallback or a silent
+wrong answer fails them). The manifold-level complex work — torchc.manifolds.matrix_exp of
+complex64/128 (torchc's own scaling-and-squaring and VJP in csrc/matrix_exp.cpp) and the
+unitary parametrization — is checked against torch.linalg.matrix_exp and against eager
+training here too."""
+import pytest
+import torch
+
+import torchc
+from torchc import manifolds as M
+
+from conftest import assert_same, explain_of
+
+XR = torch.randn(4, 4, generator=torch.Generator().manual_seed(1))
+XC = torch.randn(4, 4, dtype=torch.complex64, generator=torch.Generator().manual_seed(2))
+CGLOB = torch.randn(4, dtype=torch.complex64, generator=torch.Generator().manual_seed(3))
+
+# name: (function, input, what the break reason must mention)
+CASES = {
+    "c_add": (lambda x: x + 1, XC, "complex64"),
+    "c_mul_scalar": (lambda x: x * (1 + 2j), XC, "complex64"),
+    "c_abs_sum": (lambda x: x.abs().sum(), XC, "complex64"),
+    "c_real_imag": (lambda x: x.imag + x.real * 2, XC, "complex64"),
+    "c_conj": (lambda x: x.conj() + 0, XC, "complex64"),
+    "c_mH_matmul": (lambda x: x.mH @ x, XC, "complex64"),
+    "c_matrix_exp": (lambda x: torch.linalg.matrix_exp(x), XC, "complex64"),
+    "c_view_as_real": (lambda x: torch.view_as_real(x) * 2, XC, "complex64"),
+    "c_angle": (lambda x: x.angle(), XC, "complex64"),
+    "c_sum_dim": (lambda x: x.sum(0), XC, "complex64"),
+    "c_exp": (lambda x: torch.exp(x), XC, "complex64"),
+    "c_is_complex": (lambda x: x * 2 if x.is_complex() else x * 3, XC, "complex64"),
+    "c128_add": (lambda x: x * 3 - 1, XC.to(torch.complex128), "complex128"),
+    "r_times_complex_scalar": (lambda x: x * (1 + 2j), XR, "complex"),
+    "r_exp_1j": (lambda x: torch.exp(1j * x).real, XR, "complex"),
+    "r_plus_1j_abs": (lambda x: (x + 1j).abs(), XR, "complex"),
+    "r_to_complex": (lambda x: x.to(torch.complex64) * 2, XR, "complex64"),
+    "r_to_dtype_kw": (lambda x: x.to(dtype=torch.complex64).real, XR, "complex64"),
+    "r_type_complex": (lambda x: x.type(torch.complex64) + 1, XR, "complex64"),
+    "r_cdouble": (lambda x: x.double().to(torch.complex128) + 1, XR, "complex128"),
+    "r_torch_complex": (lambda x: torch.complex(x, x * 2).abs(), XR, "complex"),
+    "r_polar": (lambda x: torch.polar(x.abs(), x).imag, XR, "polar"),
+    "r_view_as_complex": (lambda x: torch.view_as_complex(x.reshape(4, 2, 2)).abs(), XR, "view_as_complex"),
+    "r_fft": (lambda x: torch.fft.fft(x).abs(), XR, "fft"),
+    "r_rfft_ifft": (lambda x: torch.fft.ifft(torch.fft.rfft(x, dim=0)).real.sum(), XR, "fft"),
+    "r_global_complex": (lambda x: (x * CGLOB).real, XR, "complex64"),
+    "r_zeros_complex": (lambda x: torch.zeros(4, 4, dtype=torch.complex64) + x, XR, "complex64"),
+    "r_ones_like_complex": (lambda x: torch.ones_like(x, dtype=torch.complex64) * x, XR, "complex64"),
+    "r_new_zeros_complex": (lambda x: x.new_zeros(4, dtype=torch.complex64) + 1, XR, "complex64"),
+    "r_tensor_of_complex": (lambda x: torch.tensor(1 + 2j) * x, XR, "complex"),
+    "r_full_complex": (lambda x: torch.full((4,), 1 + 1j) * x, XR, "complex"),
+    "r_randn_complex": (lambda x: x + 0 * torch.randn(4, dtype=torch.cfloat).real, XR, "complex64"),
+    "r_complex_matrix_exp": (lambda x: torch.linalg.matrix_exp((x - x.T).to(torch.complex64) * 1j), XR, "complex64"),
+    "r_eigvals": (lambda x: torch.linalg.eigvals(x).abs().sort().values, XR, "complex"),
+    "r_python_complex": (lambda x: x.sum() * complex(1, 1), XR, "complex"),
+    "r_pow_complex": (lambda x: x.abs() ** (0.5 + 0j), XR, "complex"),
+}
+
+
+@pytest.mark.no_compile  # most of them compile nothing; some a graph before the break
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_complex_uses_match_eager_with_a_reason(name):
+    f, x, word = CASES[name]
+    want = f(x.clone())
+    cf = torchc.compile(f)
+    for _ in range(2):  # the first call (capture) and a cached one
+        got = cf(x.clone())
+        assert got.dtype == want.dtype and got.shape == want.shape
+        assert_same(got, want)
+    e = explain_of(f, x.clone())
+    reasons = " ".join(str(r) for r in e.break_reasons)
+    assert e.graph_break_count >= 1 and word in reasons, (e.graph_count, e.break_reasons)
+
+
+@pytest.mark.no_compile
+def test_complex_dtype_constant_and_python_complex_are_named():
+    """The reason names the dtype or the number, not only 'torch.dtype'."""
+    e = explain_of(lambda x: x.to(torch.complex64) * 2, XR)
+    assert any("unsupported dtype torch.complex64" in str(r) for r in e.break_reasons), e.break_reasons
+    e = explain_of(lambda x: x.sum() * complex(1, 1), XR)
+    assert any("Python complex number (1+1j)" in str(r) for r in e.break_reasons), e.break_reasons
+
+
+def test_real_frames_around_complex_still_compile():
+    """A real frame that only asks whether a tensor is complex compiles (one graph): the
+    fallback is per use, not a blanket refusal."""
+    f = lambda x: x * 2 if torch.is_complex(x) else x * 3  # noqa: E731
+    e = explain_of(f, XR)
+    assert e.graph_count == 1 and e.graph_break_count == 0, e.break_reasons
+    assert_same(torchc.compile(f)(XR), XR * 3)
+
+
+@pytest.mark.allow_fallback
+def test_complex_intermediate_gradients_match_eager():
+    """Real parameters, complex intermediates (an FFT, a complex number): the compiled
+    part before the break and the eager rest give eager's gradients."""
+    torch.manual_seed(0)
+    w = torch.randn(8, requires_grad=True)
+
+    def f(x):
+        y = torch.tanh(x * w)  # a graph
+        z = torch.fft.fft(y) * (1 + 2j)  # complex: eager from here
+        return z.abs().sum() + y.sum()
+
+    x = torch.randn(3, 8)
+    e = explain_of(f, x)
+    assert e.graph_count >= 1 and any("fft" in str(r) for r in e.break_reasons), e.break_reasons
+    got = torchc.compile(f)(x)
+    (gg,) = torch.autograd.grad(got, w)
+    want = f(x)
+    (gw,) = torch.autograd.grad(want, w)
+    assert_same(got, want)
+    assert_same(gg, gw)
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+@pytest.mark.parametrize("shape", [(1, 1), (5, 5), (3, 7, 7), (0, 4, 4)])
+@pytest.mark.needs_no_compiler
+def test_complex_matrix_exp_matches_torch(dtype, shape):
+    """torchc.manifolds.matrix_exp (torchc's C implementation) against torch.linalg.matrix_exp:
+    values, dtype, shape and the gradient, complex64 and complex128."""
+    torch.manual_seed(0)
+    A = (torch.randn(*shape, dtype=dtype) * 0.7).requires_grad_()
+    got = M.matrix_exp(A)
+    want = torch.linalg.matrix_exp(A)
+    assert got.dtype == want.dtype == dtype and got.shape == want.shape
+    tol = 2e-6 if dtype == torch.complex64 else 1e-13
+    assert ((got - want).abs().amax((-2, -1)) <= tol * want.abs().amax((-2, -1)).clamp_min(1)).all()
+    G = torch.randn_like(got)
+    (g,) = torch.autograd.grad(got, A, G)
+    (gw,) = torch.autograd.grad(want, A, G)
+    assert g.dtype == dtype
+    assert ((g - gw).abs().amax((-2, -1)) <= 50 * tol * gw.abs().amax((-2, -1)).clamp_min(1)).all()
+
+
+@pytest.mark.allow_fallback
+def test_unitary_parametrization_trained_through_torchc_matches_eager():
+    """A complex unitary layer inside a model compiled by torchc, 20 Adam steps: the frames
+    holding complex tensors run eagerly (with the dtype as the reason), the real head compiles;
+    losses, weights and unitarity as in eager."""
+    def build():
+        torch.manual_seed(0)
+        lin = torch.nn.Linear(6, 6, bias=False).to(torch.complex64)
+        M.unitary(lin, "weight")
+        head = torch.nn.Linear(6, 2)
+        return lin, head
+
+    def head_loss(head, h, y):  # real: compiled
+        return torch.nn.functional.cross_entropy(head(torch.tanh(h)), y)
+
+    def run(compile_):
+        lin, head = build()
+        opt = torch.optim.Adam(list(lin.parameters()) + list(head.parameters()), lr=1e-2)
+        step_loss = (lambda x: lin(x).abs()) if not compile_ else torchc.compile(lambda x: lin(x).abs())
+        hl = torchc.compile(head_loss) if compile_ else head_loss
+        g = torch.Generator().manual_seed(5)
+        losses = []
+        for _ in range(20):
+            x = torch.randn(16, 6, dtype=torch.complex64, generator=g)
+            y = torch.randint(0, 2, (16,), generator=g)
+            loss = hl(head, step_loss(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        return losses, lin.weight.detach(), head.weight.detach()
+
+    le, We, He = run(False)
+    lc, Wc, Hc = run(True)
+    assert lc == pytest.approx(le, rel=1e-4, abs=1e-5)
+    assert_same(Wc, We, rtol=1e-4, atol=1e-5)
+    assert_same(Hc, He, rtol=1e-4, atol=1e-5)
+    assert Wc.dtype == torch.complex64
+    assert (Wc.mH @ Wc - torch.eye(6)).abs().max() < 1e-5
+    lin, head = build()
+    x = torch.randn(16, 6, dtype=torch.complex64)
+    e = explain_of(lambda x: lin(x).abs(), x)
+    assert e.graph_count == 0 and any("complex64" in str(r) for r in e.break_reasons), e.break_reasons
+    e = explain_of(lambda h, y: head_loss(head, h, y), torch.randn(16, 6), torch.randint(0, 2, (16,)))
+    assert e.graph_count == 1 and e.graph_break_count == 0, e.break_reasons
+
+
+@pytest.mark.no_compile  # (graphs with complex values compile nothing; the real ones do)
+@pytest.mark.parametrize("name", ["c_matrix_exp", "r_times_complex_scalar", "r_fft", "c_mH_matmul",
+                                  "c_view_as_real", "r_complex_matrix_exp"])
+def test_complex_through_the_dynamo_backend(name):
+    """torch.compile(backend="torchc"): Dynamo's graphs holding complex tensors reach torchc's
+    backend; eager's values and dtypes."""
+    import torch._dynamo
+    f, x, _ = CASES[name]
+    torch._dynamo.reset()
+    got = torch.compile(f, backend="torchc")(x.clone())
+    want = f(x.clone())
+    assert got.dtype == want.dtype and got.shape == want.shape
+    assert_same(got, want)
