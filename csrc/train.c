@@ -388,9 +388,16 @@ int tc_train_attach(PyObject *train, PyObject **outs, int nout, PyObject *const 
         if (attach_fn == NULL)
             return -1;
     }
-    int nuser = ag->nuser_out, nsaved = 0;
+    int nuser = ag->nuser_out, nsaved = 0, nchk = 0;
     for (int k = 0; k < ag->nbwd_in; k++)
         nsaved += ag->bwd_in_kind[k] != IC_AG_GRAD_OUT;
+    /* what eager's autograd keeps of the inputs and outputs, saved after the backward's
+     * own tensors only for autograd's version check (unpacking them at backward raises
+     * eager's error if one was updated in place since) */
+    for (int i = 0; ag->check_in && i < tr->nfwd_in; i++)
+        nchk += ag->check_in[i] != 0;
+    for (int j = 0; ag->check_out && j < nuser; j++)
+        nchk += ag->check_out[j] != 0;
     PyObject *runner = NULL, *saved = NULL, *uo = NULL, *diff = NULL, *args = NULL, *r = NULL;
     int rc = -1;
     if (nuser > nout) {
@@ -398,7 +405,7 @@ int tc_train_attach(PyObject *train, PyObject **outs, int nout, PyObject *const 
         return -1;
     }
     runner = PyCFunction_New(&runner_def, train);
-    saved = PyTuple_New(nsaved);
+    saved = PyTuple_New(nsaved + nchk);
     uo = PyTuple_New(nuser);
     diff = PyTuple_New(nuser);
     args = PyTuple_New(4 + ag->nbwd_out);
@@ -412,6 +419,13 @@ int tc_train_attach(PyObject *train, PyObject **outs, int nout, PyObject *const 
         o = ag->bwd_in_kind[k] == IC_AG_FWD_INPUT ? inputs[i] : outs[i];
         PyTuple_SET_ITEM(saved, s++, Py_NewRef(o));
     }
+    int c = nsaved;
+    for (int i = 0; ag->check_in && i < tr->nfwd_in; i++)
+        if (ag->check_in[i])
+            PyTuple_SET_ITEM(saved, c++, Py_NewRef(inputs[i]));
+    for (int j = 0; ag->check_out && j < nuser; j++)
+        if (ag->check_out[j])
+            PyTuple_SET_ITEM(saved, c++, Py_NewRef(outs[j]));
     for (int j = 0; j < nuser; j++) {
         PyTuple_SET_ITEM(uo, j, Py_NewRef(outs[j]));
         PyTuple_SET_ITEM(diff, j, PyBool_FromLong(ag->out_diff[j]));

@@ -38,6 +38,7 @@ void dh_entry_free(dh_entry *e) {
     free(e->attrw_src);
     free(e->attrw_name);
     free(e->mut_src);
+    dh_mutbuf_free(e);
     free(e->chk_out);
     free(e->mut_from);
     free(e->outs);

@@ -179,6 +179,9 @@ typedef struct dh_entry {
     int nmut;               /* inputs updated in place: copy back after the kernels */
     int *mut_src;           /* source of the updated tensor */
     int *mut_from;          /* graph output index >= 0, or -1 - source index */
+    PyObject **mutbuf;      /* train_mutbuf.c: outputs that only feed a copy-back, kept for the */
+    unsigned char *mutbuf_ok; /* next run (strong; NULL slots: none kept) */
+    int nmutbuf;
     int nidx;               /* index inputs checked against bounds before each run */
     int idx_src[16];
     int64_t idx_bound[16];
@@ -217,6 +220,10 @@ typedef struct dh_entry {
     double ctimes[DH_CT_COUNT]; /* compile-time breakdown of the capture that made it (ms) */
     int cache_hits;         /* its graphs answered by the in-memory compile cache */
 } dh_entry;
+/* train_mutbuf.c: CPU buffers of in-place updates reused between runs of an entry */
+PyObject *dh_mutbuf_take(dh_entry *e, int j);          /* a kept buffer (new ref) or NULL */
+void dh_mutbuf_keep(dh_entry *e, PyObject **outs, int nout); /* after the copy-back */
+void dh_mutbuf_free(dh_entry *e);
 
 typedef struct dh_cache {
     struct dh_cache *prev, *next; /* registry of all caches (for reset) */

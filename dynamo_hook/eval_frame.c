@@ -1322,8 +1322,10 @@ PyObject *dh_entry_run(const dh_entry *e, PyObject *const *values, void *const *
             }
             m = &md;
         }
-        outs[i] = tc_empty_strided(m->ndim, m->sizes, m->strides, m->dtype, e->device_type,
-                                   e->device_index);
+        outs[i] = e->mutbuf ? dh_mutbuf_take((dh_entry *)e, i) : NULL; /* train_mutbuf.c */
+        if (outs[i] == NULL)
+            outs[i] = tc_empty_strided(m->ndim, m->sizes, m->strides, m->dtype, e->device_type,
+                                       e->device_index);
         if (outs[i] == NULL)
             goto done;
         ptrs[e->ninputs + i] = tc_data_ptr(outs[i]);
@@ -1371,6 +1373,7 @@ PyObject *dh_entry_run(const dh_entry *e, PyObject *const *values, void *const *
         if (tc_copy_(values[e->mut_src[i]], srcobj) < 0)
             goto done;
     }
+
     if (e->train != NULL) { /* training: the outputs get the compiled backward's grad_fn */
         PyObject *small_in[16], **fin = small_in;
         if (e->ninputs > 16 && (fin = calloc((size_t)e->ninputs, sizeof *fin)) == NULL) {
@@ -1435,6 +1438,8 @@ PyObject *dh_entry_run(const dh_entry *e, PyObject *const *values, void *const *
         Py_DECREF(state);
     }
 done:
+    if (res != NULL && e->nmut > 0)
+        dh_mutbuf_keep((dh_entry *)e, outs, nout); /* reused by the next run (train_mutbuf.c) */
     for (int i = 0; i < nout; i++)
         Py_XDECREF(outs[i]);
     if (outs != small_outs)

@@ -179,6 +179,7 @@ typedef struct trace {
     char where[480];                  /* file:line of the first failure, innermost first (sym_where) */
     int failed;
     long steps;
+    int inst_n0;                      /* graph values when the current instruction began */
 } trace;
 
 /* sideeffects.c: what a call may change in the trace state, saved before the top frame
@@ -265,6 +266,8 @@ void sym_set_view_desc(trace *t, ic_val v, PyObject *desc);
 int sym_check_graph(trace *t); /* fails the trace if the graph is in error */
 /* training (variables.c): inputs that require grad under grad mode; a value's requires_grad */
 int sym_train_req(trace *t, unsigned char *req);
+/* train_inplace.c: an in-place update of object oid whose value eager keeps for backward */
+int sym_train_inplace_check(trace *t, int oid);
 int sym_value_requires_grad(trace *t, ic_val v);
 /* In-place updates: the latest version of a value, resolution of a var (recursively in
  * sequences), and recording that target now holds newval (cast to target's dtype). */

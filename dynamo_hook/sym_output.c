@@ -624,12 +624,26 @@ int sym_train_build(trace *t, const mutlist *muts, const ic_options *opt, PyObje
             free(req);
             return sym_fail(t, "training: a tensor is updated in place with a value that requires grad (eager decides)");
         }
+    /* inputs updated in place: overwritten after the forward, so never read by the backward */
+    for (int i = 0; i < muts->n; i++)
+        for (int k = 0; k < t->ninputs; k++)
+            if (t->input_src[k] == muts->src[i])
+                req[k] |= IC_AG_OVERWRITTEN;
     ic_autograd ag;
     ic_err err = {0};
     int rc = ic_autograd_build(t->g, req, &ag, &err);
-    free(req);
-    if (rc < 0)
+    if (rc < 0) {
+        free(req);
         return sym_fail(t, "training: %s", err.msg);
+    }
+    /* an input updated in place, whose new value eager keeps: its version is checked too */
+    for (int i = 0; ag.check_in && i < muts->n; i++)
+        if (muts->from[i] >= 0 &&
+            ic_value_saved_for_backward(t->g, ic_graph_output_value(t->g, muts->from[i]), req, 1, -1))
+            for (int k = 0; k < t->ninputs; k++)
+                if (t->input_src[k] == muts->src[i])
+                    ag.check_in[k] = 1;
+    free(req);
     if (ag.bwd == NULL) {
         ic_autograd_clear(&ag);
         return 0;

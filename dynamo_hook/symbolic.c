@@ -412,6 +412,7 @@ static int run_body(trace *t, sframe *f, var *result) {
             return sym_fail(t, "trace too long: %ld instructions (loop unrolled too far? torchc.config.max_trace_steps)",
                             dh_limit.max_trace_steps);
         f->pc = pc;
+        t->inst_n0 = ic_graph_num_values(t->g); /* train_inplace.c */
         int opcode = code[2 * pc];
         in.pc = pc;
         in.opcode = opcode;

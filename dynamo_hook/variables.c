@@ -576,6 +576,8 @@ int sym_mutate(trace *t, const var *target, ic_val newval) {
     }
     if (dh_layout_keep(t, old, &newval) < 0) /* the tensor keeps its strides (layout.c) */
         return -1;
+    if (sym_train_inplace_check(t, target->oid) < 0) /* eager's backward would raise */
+        return -1;
     /* views of it (or its base) still in use: every alias sees the update (alias_fn.c) */
     if (t->obj_aliased[target->oid] && sym_alias_live(t, target->oid))
         return sym_alias_update(t, target->oid, newval);

@@ -302,14 +302,23 @@ void ic_custom_abort(ic_graph *g, int base, int ninputs);
  * pass gradients (torch's requires_grad of the value under grad mode), else 0. */
 int ic_value_requires_grad(const ic_graph *g, ic_val v, const unsigned char *req);
 ic_val ic_graph_output_value(const ic_graph *g, int j); /* value of output j, IC_NONE if none */
+/* 1 if eager's autograd keeps value v for the backward (an operand a derivative reads, of a
+ * node that carries a gradient from an input with req; or such a node's saved result), so
+ * that an in-place update of it before the backward makes eager's backward raise.
+ * precise: only what eager is known to keep; 0: conservative (any operand a derivative may
+ * read). Only nodes before upto are read (-1: all). graph/autograd.c */
+int ic_value_saved_for_backward(const ic_graph *g, ic_val v, const unsigned char *req, int precise, int upto);
 
-/* Backward graph derivation. fwd: the captured forward graph; req[i]: input i requires
- * grad. The backward graph is built in the same IR from the rules of graph/vjp.h, reading
+/* Backward graph derivation. fwd: the captured forward graph; req[i]: IC_AG_REQ if input
+ * i requires grad, | IC_AG_OVERWRITTEN if its buffer is overwritten after the forward (an
+ * input updated in place: the backward never reads it, but a saved copy of the values it
+ * needs). The backward graph is built in the same IR from the rules of graph/vjp.h, reading
  * forward values that the partitioner saves (appended to fwd as outputs after the
  * program's nuser_out) or recomputes. Returns 0 (out filled; out->bwd NULL when no output
  * carries a gradient), or -1 with err (IC_EUNSUPPORTED: e.g. an op with no backward rule;
  * fwd may then hold extra outputs: the caller falls back and discards it). */
 enum { IC_AG_FWD_INPUT = 0, IC_AG_FWD_OUTPUT = 1, IC_AG_GRAD_OUT = 2 };
+enum { IC_AG_REQ = 1, IC_AG_OVERWRITTEN = 2 };
 typedef struct ic_autograd {
     ic_graph *bwd;          /* owned */
     int nuser_out;          /* forward outputs [0, nuser_out) are the program's */
@@ -322,6 +331,8 @@ typedef struct ic_autograd {
     int64_t saved_bytes;    /* forward intermediates kept for the backward */
     int64_t saved_input_bytes; /* forward inputs the backward reads (alive anyway) */
     int nsaved, nrecomputed;
+    unsigned char *check_in;  /* per forward input: eager's autograd keeps it (its version is */
+    unsigned char *check_out; /* checked at backward); per program output: likewise */
 } ic_autograd;
 int ic_autograd_build(ic_graph *fwd, const unsigned char *req, ic_autograd *out, ic_err *err);
 void ic_autograd_clear(ic_autograd *a);

@@ -146,7 +146,19 @@ static ic_val ag_fwd(ag *a, ic_val v) {
         a->want[v] = 1;
         return a->fmap[v] = ic_input(a->b, &m);
     }
-    if (n->op == IC_OP_INPUT) {
+    if (n->op == IC_OP_INPUT && (a->req[n->index] & IC_AG_OVERWRITTEN)) {
+        /* updated in place after the forward: its old value is saved (a copy made by the
+         * forward before the update is written back), or the cut lies after it */
+        if (!a->save[v]) return ag_fail(a, "backward: reads an input updated in place"), IC_NONE;
+        int j = fwd_output_of(a, v);
+        if (j < 0) return ag_fail(a, "backward: %s", ic_graph_error(a->f)), IC_NONE;
+        ic_meta m = n->meta;
+        ic_layout_output(n, m.strides);
+        r = ic_input(a->b, &m);
+        push_in(a, IC_AG_FWD_OUTPUT, j);
+        a->out->saved_bytes += ic_numel(&m) * (int64_t)ic_dtype_size(m.dtype);
+        a->out->nsaved++;
+    } else if (n->op == IC_OP_INPUT) {
         ic_meta m = n->meta;
         r = ic_input(a->b, &m);
         push_in(a, IC_AG_FWD_INPUT, n->index);
@@ -950,7 +962,7 @@ static void compute_need(const ic_graph *g, const unsigned char *req, unsigned c
         need[v] = 0;
         if (!ic_is_float(n->meta.dtype)) continue;
         if (n->op == IC_OP_INPUT) {
-            need[v] = req[n->index] != 0;
+            need[v] = (req[n->index] & IC_AG_REQ) != 0;
             continue;
         }
         if (node_nograd(g, v)) continue;
@@ -976,6 +988,123 @@ static void compute_need(const ic_graph *g, const unsigned char *req, unsigned c
     }
 }
 
+/* ---- what eager's autograd keeps (its version is checked at backward) ------------------------
+ * Eager saves an operand for the derivative of another operand that requires grad
+ * (derivatives.yaml: mul saves other for self's gradient, mm saves mat2 for self's), and some
+ * nodes save their result (exp, tanh, sigmoid, relu, sqrt: the gradient is built from it).
+ * An in-place update of a saved tensor before the backward makes eager's backward raise
+ * ("one of the variables needed for gradient computation has been modified by an inplace
+ * operation"). precise: only what eager is known to save (a missed tensor leaves eager's
+ * error out; a wrong one would raise where eager does not); else conservative: any operand
+ * a derivative may read (an update then leaves the graph to eager, which decides). */
+static bool op_saves_input(ic_op op) {
+    switch (op) {
+    case IC_OP_SIN: case IC_OP_COS: case IC_OP_TAN: case IC_OP_LOG: case IC_OP_LOG1P:
+    case IC_OP_LOG2: case IC_OP_ATAN: case IC_OP_ERF: case IC_OP_GELU: case IC_OP_GELU_TANH:
+    case IC_OP_SILU: case IC_OP_ABS: case IC_OP_MAXIMUM: case IC_OP_MINIMUM:
+        return true;
+    default:
+        return false;
+    }
+}
+
+static bool op_saves_result(ic_op op) {
+    switch (op) {
+    case IC_OP_EXP: case IC_OP_EXP2: case IC_OP_EXPM1: case IC_OP_TANH: case IC_OP_SIGMOID:
+    case IC_OP_RELU: case IC_OP_SQRT: case IC_OP_RSQRT: case IC_OP_RECIPROCAL:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* operands of a node that pass no gradient and that no derivative reads */
+static bool op_saves_nothing(const ic_node *n) {
+    switch (n->op) {
+    case IC_OP_ADD: case IC_OP_SUB: case IC_OP_NEG: case IC_OP_CAST: case IC_OP_RESHAPE:
+    case IC_OP_PERMUTE: case IC_OP_EXPAND: case IC_OP_SLICE: case IC_OP_CAT: case IC_OP_SUM:
+    case IC_OP_MEAN: case IC_OP_FLOOR: case IC_OP_CEIL: case IC_OP_ROUND: case IC_OP_TRUNC:
+    case IC_OP_SIGN:
+        return true;
+    default:
+        return false;
+    }
+}
+
+static bool needs(const ic_graph *g, const unsigned char *need, ic_val v) {
+    return v >= 0 && g->nodes[v].op != IC_OP_SCALAR && need[v];
+}
+
+/* node u (carrying a gradient) keeps its operand k */
+static bool keeps_operand(const ic_graph *g, const unsigned char *need, ic_val u, int k, bool precise) {
+    const ic_node *n = &g->nodes[u];
+    ic_val x = n->in[k];
+    if (n->op == IC_OP_INDEX_SELECT && k == 0) return false; /* only the index */
+    if (n->op == IC_OP_MUL) { /* saved for the other operand's gradient */
+        ic_val o = n->in[1 - k];
+        return o == x || needs(g, need, o);
+    }
+    if (n->op == IC_OP_DIV) return k == 1 ? needs(g, need, n->in[0]) || needs(g, need, n->in[1]) : needs(g, need, n->in[1]);
+    if (n->op == IC_OP_POW) return k == 0 || needs(g, need, n->in[1]);
+    if (n->op == IC_OP_EXTERN) {
+        int a = -1, b = -1; /* the matmul operands: each kept for the other's gradient */
+        switch (n->ext_kind) {
+        case IC_EXT_MM: case IC_EXT_BMM: case IC_EXT_MATMUL: case IC_EXT_LINEAR: a = 0, b = 1; break;
+        case IC_EXT_ADDMM: case IC_EXT_BADDBMM: a = 1, b = 2; break;
+        case IC_EXT_CONV: return k <= 1;
+        case IC_EXT_SDPA: return k <= 2;
+        default: return !precise;
+        }
+        if (k == a) return needs(g, need, n->in[b]);
+        if (k == b) return needs(g, need, n->in[a]);
+        return false;
+    }
+    if (op_saves_input(n->op)) return true;
+    return !precise && !op_saves_nothing(n);
+}
+
+static int saved_by(const ic_graph *g, const unsigned char *need, ic_val v, bool precise, int upto) {
+    if (v < 0 || v >= upto) return 0;
+    if (!ic_is_float(g->nodes[v].meta.dtype)) { /* an index or mask: kept by what reads it for a gradient */
+        for (ic_val u = v + 1; u < upto; u++)
+            if (need[u] && !node_nograd(g, u))
+                for (int k = 0; k < IC_NIN; k++)
+                    if (g->nodes[u].in[k] == v) return 1;
+        return 0;
+    }
+    if (need[v] && g->nodes[v].op != IC_OP_INPUT && op_saves_result(g->nodes[v].op) && !node_nograd(g, v)) return 1;
+    for (ic_val u = v + 1; u < upto; u++) {
+        if (!need[u] || node_nograd(g, u)) continue;
+        for (int k = 0; k < IC_NIN; k++)
+            if (g->nodes[u].in[k] == v && keeps_operand(g, need, u, k, precise)) return 1;
+    }
+    return 0;
+}
+
+/* v feeds a mean, directly or through a shift (x - x[..., :1]) or a cast: the statistics of
+ * a layer, batch or group norm, whose eager kernels keep their input when a gradient passes
+ * (the graph's decomposition cannot say; the backward reads v only if one does) */
+static bool normed(const ic_graph *g, ic_val v, int depth) {
+    for (ic_val u = v + 1; u < g->n; u++) {
+        const ic_node *n = &g->nodes[u];
+        if (n->in[0] != v && n->in[1] != v) continue;
+        if (n->op == IC_OP_MEAN) return true;
+        if (depth > 0 && (n->op == IC_OP_SUB || n->op == IC_OP_CAST) && normed(g, u, depth - 1)) return true;
+    }
+    return false;
+}
+
+IC_API int ic_value_saved_for_backward(const ic_graph *g, ic_val v, const unsigned char *req, int precise, int upto) {
+    if (upto < 0 || upto > g->n) upto = g->n;
+    if (v < 0 || v >= upto) return 0;
+    unsigned char *need = malloc((size_t)g->n + 1);
+    if (need == NULL) return 0;
+    compute_need(g, req, need, g->n);
+    int r = saved_by(g, need, v, precise != 0, upto);
+    free(need);
+    return r;
+}
+
 IC_API ic_val ic_graph_output_value(const ic_graph *g, int j) {
     return j >= 0 && j < g->noutputs ? g->outputs[j] : IC_NONE;
 }
@@ -998,6 +1127,8 @@ IC_API void ic_autograd_clear(ic_autograd *o) {
     free(o->bwd_in_kind);
     free(o->bwd_in_index);
     free(o->bwd_out_input);
+    free(o->check_in);
+    free(o->check_out);
     memset(o, 0, sizeof *o);
 }
 
@@ -1090,6 +1221,7 @@ IC_API int ic_autograd_build(ic_graph *f, const unsigned char *req, ic_autograd 
         if (f->nodes[v].meta.dyn) return set_err(err, IC_EUNSUPPORTED, "training graphs with symbolic sizes");
     ag a = {.f = f, .out = o, .req = req};
     int n = f->n, none = 0;
+    unsigned char *lreq = NULL;
     a.fmap = malloc(sizeof(ic_val) * (size_t)(n + 1));
     a.grad = malloc(sizeof(ic_val) * (size_t)(n + 1));
     a.need = calloc((size_t)n + 1, 1);
@@ -1102,20 +1234,47 @@ IC_API int ic_autograd_build(ic_graph *f, const unsigned char *req, ic_autograd 
         goto done;
     }
     compute_need(f, req, a.need, n);
+    /* an input that eager's autograd does not keep (nor requires grad) may be updated in place
+     * by the caller between the forward and the backward, as eager allows: the backward reads
+     * a saved copy of it (or what is built from it), as for an input the graph updates */
+    a.req = lreq = malloc((size_t)f->ninputs + 1);
+    if (lreq == NULL) {
+        ag_fail(&a, "out of memory");
+        goto done;
+    }
+    for (int i = 0; i < f->ninputs; i++) {
+        lreq[i] = req[i];
+        if (!(req[i] & IC_AG_REQ) && !saved_by(f, a.need, f->inputs[i], true, n) && !normed(f, f->inputs[i], 2))
+            lreq[i] |= IC_AG_OVERWRITTEN;
+    }
     /* pass 1: which forward values the rules read; the cut; pass 2: the backward graph */
     a.probe = true;
     none = derive(&a);
     if (a.failed || none) goto done;
-    if (ic_part_plan(f, a.want, a.save) < 0) {
+    if (ic_part_plan(f, a.want, lreq, a.save) < 0) {
         ag_fail(&a, "out of memory");
         goto done;
     }
     a.probe = false;
     none = derive(&a);
+    /* what eager keeps of the inputs and outputs: their versions are checked at backward */
+    if (!a.failed && !none) {
+        o->check_in = calloc((size_t)f->ninputs + 1, 1);
+        o->check_out = calloc((size_t)o->nuser_out + 1, 1);
+        if (!o->check_in || !o->check_out) {
+            ag_fail(&a, "out of memory");
+            goto done;
+        }
+        for (int i = 0; i < f->ninputs; i++)
+            o->check_in[i] = !(req[i] & IC_AG_OVERWRITTEN) && saved_by(f, a.need, f->inputs[i], true, f->n);
+        for (int j = 0; j < o->nuser_out; j++)
+            o->check_out[j] = f->nodes[f->outputs[j]].op != IC_OP_INPUT && saved_by(f, a.need, f->outputs[j], true, f->n);
+    }
     /* compiled lazily (on the first backward call): what can be checked now is checked now */
     char vmsg[160];
     if (!a.failed && !none && ic_graph_verify(o->bwd, vmsg, sizeof vmsg)) ag_fail(&a, "backward graph verifier: %s", vmsg);
 done:
+    free(lreq);
     free(a.fmap);
     free(a.grad);
     free(a.need);

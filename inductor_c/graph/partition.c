@@ -10,7 +10,9 @@
  * The flow network: each forward value v is an edge v_in -> v_out whose capacity is the
  * bytes that saving v costs; each operand edge u -> v is u_out -> v_in (infinite). The
  * source feeds (infinitely) every value the backward cannot or must not recompute:
- *  - graph inputs (read directly; they are alive anyway, so their capacity is 0);
+ *  - graph inputs (read directly; they are alive anyway, so their capacity is 0 — but an
+ *    input updated in place is overwritten after the forward: saving it costs its bytes,
+ *    and the cut may lie after it, at what the backward needs of it);
  *  - externs (matmul, conv, attention, gather/scatter, scans, the dropout mask: RNG is
  *    drawn once, in the forward), reductions (they read their whole input) and any op the
  *    backward cannot rebuild;
@@ -182,15 +184,15 @@ static int64_t maxflow(net *g, int s, int t, int *stack) {
 }
 
 /* ---- the plan ----------------------------------------------------------------------------- */
-static int64_t bytes_of(const ic_graph *f, ic_val v) {
+static int64_t bytes_of(const ic_graph *f, ic_val v, const unsigned char *req) {
     const ic_meta *m = &f->nodes[v].meta;
     for (int j = 0; j < f->noutputs; j++)
         if (f->outputs[j] == v) return 0; /* returned anyway */
-    if (f->nodes[v].op == IC_OP_INPUT) return 0;
+    if (f->nodes[v].op == IC_OP_INPUT && !(req[f->nodes[v].index] & IC_AG_OVERWRITTEN)) return 0;
     return ic_numel(m) * (int64_t)ic_dtype_size(m->dtype) + 1; /* +1: fewer tensors on ties */
 }
 
-int ic_part_plan(const ic_graph *f, const unsigned char *want, unsigned char *save) {
+int ic_part_plan(const ic_graph *f, const unsigned char *want, const unsigned char *req, unsigned char *save) {
     int n = f->n, rc = -1;
     unsigned char *ban = calloc((size_t)n + 1, 1);
     net g = {.nv = 2 * n + 2};
@@ -207,7 +209,7 @@ int ic_part_plan(const ic_graph *f, const unsigned char *want, unsigned char *sa
         const ic_node *nd = &f->nodes[v];
         save[v] = 0;
         if (nd->op == IC_OP_SCALAR) continue; /* rebuilt by ag_fwd itself */
-        if (add_edge(&g, 2 * v, 2 * v + 1, bytes_of(f, v)) < 0) goto done;
+        if (add_edge(&g, 2 * v, 2 * v + 1, bytes_of(f, v, req)) < 0) goto done;
         if (ban[v] && add_edge(&g, S, 2 * v, INF) < 0) goto done;
         if (want[v] && add_edge(&g, 2 * v + 1, T, INF) < 0) goto done;
         if (nd->op == IC_OP_INPUT || !rebuildable(nd)) continue; /* its operands stay in the forward */

@@ -95,8 +95,10 @@
 
 /* graph/partition.c: given want[v] (the backward rules read forward value v), save[v] = 1
  * for forward values the backward reads from memory, 0 for values it recomputes (every
- * node of f), by a minimum cut over bytes; 0, or -1 out of memory */
-int ic_part_plan(const ic_graph *f, const unsigned char *want, unsigned char *save)
+ * node of f), by a minimum cut over bytes; req: ic_autograd_build's (an input with
+ * IC_AG_OVERWRITTEN is not free to read: its value is saved, or what is built from it);
+ * 0, or -1 out of memory */
+int ic_part_plan(const ic_graph *f, const unsigned char *want, const unsigned char *req, unsigned char *save)
     __attribute__((visibility("hidden")));
 
 #endif
