@@ -480,6 +480,27 @@ void run_extern(const ic_extern_call *c) {
         out.copy_(at::_grouped_mm(fit(in[0]), fit(in[1]), in[2]));
         break;
     }
+    case IC_EXT_RANDOM: { /* eager's own draws: the tensor eager's factory makes (its dtype, sizes
+                           * and strides), filled by the same ATen call on the default generator */
+        c10::ScalarType st;
+        if (!ic_to_dtype((int)p[1], &st)) throw std::runtime_error("random: bad dtype");
+        const int64_t nd = p[4];
+        c10::IntArrayRef sizes(p + 5, (size_t)nd);
+        at::Tensor r = c->nparams == 5 + 2 * nd ? at::empty_strided(sizes, c10::IntArrayRef(p + 5 + nd, (size_t)nd), base.dtype(st))
+                                                : at::empty(sizes, base.dtype(st));
+        switch (p[0]) {
+        case IC_RND_UNIFORM: r.uniform_(c->beta, c->alpha); break;
+        case IC_RND_NORMAL: r.normal_(c->beta, c->alpha); break;
+        case IC_RND_RANDINT: r.random_(p[2], p[3]); break;
+        case IC_RND_BERNOULLI: r.bernoulli_(c->beta); break;
+        case IC_RND_BERNOULLI_T: r.bernoulli_(in[0]); break;
+        case IC_RND_RANDPERM: at::randperm_out(r, p[5]); break;
+        case IC_RND_MULTINOMIAL: r = at::multinomial(in[0], p[2], p[3] != 0); break;
+        default: throw std::runtime_error("random: unknown distribution");
+        }
+        out.copy_(r);
+        break;
+    }
     case IC_EXT_MATRIX_EXP: /* linear algebra: csrc/matrix_exp.cpp */
     case IC_EXT_MATRIX_EXP_VJP:
     case IC_EXT_SOLVE: tc_linalg_extern(c->kind, in, c->nin, p, c->nparams, out); break;

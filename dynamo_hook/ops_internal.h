@@ -76,6 +76,20 @@ int sym_add_check(trace *t, ic_val bad, const char *what);
 /* ops_pointwise.c */
 int sym_int_div_check(trace *t, ic_op op, ic_val x, ic_val y, const var *bv);
 PyObject *sym_graph_device(trace *t);
+/* a device argument (str or torch.device: cpu, cuda[:i]) -> 1 and type/index; whether a value
+ * made on (type, index) may join the graph (the first one decides), else a sym_fail */
+int sym_device_arg(const var *v, int *type, int *index);
+int sym_same_device(trace *t, int type, int index, const char *what);
+/* ops_random.c */
+int sym_h_rand(trace *t, const opdef *d, var **p, var *out);
+int sym_h_rand_like(trace *t, const opdef *d, var **p, var *out);
+int sym_h_randint(trace *t, const opdef *d, var **p, var *out);
+int sym_h_randint_like(trace *t, const opdef *d, var **p, var *out);
+int sym_h_randperm(trace *t, const opdef *d, var **p, var *out);
+int sym_h_bernoulli(trace *t, const opdef *d, var **p, var *out);
+int sym_h_multinomial(trace *t, const opdef *d, var **p, var *out);
+int sym_h_normal(trace *t, const opdef *d, var **p, var *out);
+int sym_h_random_(trace *t, const opdef *d, var **p, var *out);
 int sym_opt_num(trace *t, var *v, double dflt, double *out, const char *what);
 int sym_need_tensor(trace *t, const opdef *d, var *v);
 /* handlers */

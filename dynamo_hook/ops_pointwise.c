@@ -256,6 +256,9 @@ static int same_device(trace *t, int type, int index, const char *what) {
     return 0;
 }
 
+int sym_device_arg(const var *v, int *type, int *index) { return device_arg(v, type, index); }
+int sym_same_device(trace *t, int type, int index, const char *what) { return same_device(t, type, index, what); }
+
 PyObject *sym_graph_device(trace *t) {
     PyObject *torch = PyImport_ImportModule("torch");
     PyObject *dev = NULL;

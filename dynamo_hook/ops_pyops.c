@@ -193,10 +193,56 @@ int sym_neg(trace *t, const var *a_in, var *out) {
     return sym_tensor_out(t, ic_unary(t->g, IC_OP_NEG, a->val), out);
 }
 
+/* A tuple/list of constants (nested sequences too) as a new Python object; NULL without an
+ * exception when an item is not a constant (a tensor, a symbolic size) */
+static PyObject *const_seq(trace *t, const var *v_in, int depth) {
+    var v = *v_in;
+    sym_resolve(t, &v);
+    if (v.kind == V_CONST) {
+        Py_INCREF(v.obj);
+        return v.obj;
+    }
+    if (v.kind != V_SEQ || v.obj != NULL || depth > 16)
+        return NULL;
+    PyObject *r = v.is_list ? PyList_New(v.n) : PyTuple_New(v.n);
+    if (r == NULL) {
+        PyErr_Clear();
+        return NULL;
+    }
+    for (int i = 0; i < v.n; i++) {
+        PyObject *it = const_seq(t, &v.items[i], depth + 1);
+        if (it == NULL) {
+            Py_DECREF(r);
+            return NULL;
+        }
+        if (v.is_list)
+            PyList_SET_ITEM(r, i, it);
+        else
+            PyTuple_SET_ITEM(r, i, it);
+    }
+    return r;
+}
+
 int sym_compare(trace *t, int cmp, const var *a_in, const var *b_in, var *out) {
     var av = *a_in, bv = *b_in, *a = &av, *b = &bv;
     sym_resolve(t, a);
     sym_resolve(t, b);
+    if ((a->kind == V_SEQ || b->kind == V_SEQ) && (a->kind == V_SEQ || a->kind == V_CONST) &&
+        (b->kind == V_SEQ || b->kind == V_CONST)) {
+        /* list(x.size()) == [b, t, h]: sequences of constants compare as Python does */
+        PyObject *x = const_seq(t, a, 0), *y = x ? const_seq(t, b, 0) : NULL;
+        if (x != NULL && y != NULL) {
+            PyObject *r = PyObject_RichCompare(x, y, cmp);
+            Py_DECREF(x);
+            Py_DECREF(y);
+            if (r == NULL) {
+                (void)tc_clear_expected(PyExc_Exception);
+                return sym_fail(t, "comparison of sequences raised");
+            }
+            return sym_const(t, r, out);
+        }
+        Py_XDECREF(x);
+    }
     if (a->kind == V_CONST && b->kind == V_CONST) {
         PyObject *r = PyObject_RichCompare(a->obj, b->obj, cmp);
         if (r == NULL) {
@@ -210,7 +256,7 @@ int sym_compare(trace *t, int cmp, const var *a_in, const var *b_in, var *out) {
         return sym_fail(t, "bad comparison");
     ic_val x, y;
     if (a->kind != V_TENSOR && b->kind != V_TENSOR)
-        return sym_fail(t, "comparison of unsupported values");
+        return sym_fail(t, "comparison of unsupported values (kinds %d and %d)", a->kind, b->kind);
     if (sym_as_tensor(t, a, &x) < 0 || sym_as_tensor(t, b, &y) < 0)
         return -1;
     return sym_tensor_out(t, ic_binary(t->g, ops[cmp], x, y), out);

@@ -200,7 +200,11 @@ ic_val ic_arange(ic_graph *g, int64_t n, double start, double step, ic_dtype dty
                                the graph runs); passes no gradient, never merged or recomputed */ \
     X(GROUPED_MM, "grouped_mm") /* (a[S,K], b[E,K,N], offs[E] int32) -> [S,N]: rows offs[e-1] .. \
                                offs[e] of a times b[e] (ATen's _grouped_mm, MoE experts; rows \
-                               past offs[E-1] undefined, as eager's); f32/bf16/f16, static */
+                               past offs[E-1] undefined, as eager's); f32/bf16/f16, static */ \
+    X(RANDOM, "random")   /* ATen's generator, drawn when the graph runs in node order (never \
+                             merged, never dead): params dist, dtype, i0, i1, ndim, sizes[ndim] \
+                             [, strides[ndim]: the layout eager draws in]; beta, alpha: the \
+                             distribution's numbers; 0 operands, 1 for BERNOULLI_T/MULTINOMIAL */
 
 typedef enum ic_extern_kind {
 #define IC_X_EXT(name, text) IC_EXT_##name,
@@ -210,6 +214,12 @@ typedef enum ic_extern_kind {
 } ic_extern_kind;
 
 #define IC_EXT_MAXP 16 /* params per extern node */
+
+/* RANDOM's params[0]: uniform_(beta, alpha), normal_(beta, alpha), random_(i0, i1),
+ * bernoulli_(beta), bernoulli_(operand 0: the probabilities), randperm(sizes[0]),
+ * multinomial(operand 0, i0 samples, i1 replacement) */
+enum { IC_RND_UNIFORM, IC_RND_NORMAL, IC_RND_RANDINT, IC_RND_BERNOULLI, IC_RND_BERNOULLI_T, IC_RND_RANDPERM,
+       IC_RND_MULTINOMIAL, IC_RND_COUNT };
 
 /* nin: 1..3 operands, 4 for SDPA with a mask */
 ic_val ic_extern(ic_graph *g, ic_extern_kind kind, int nin, const ic_val *in, int nparams,

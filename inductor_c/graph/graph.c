@@ -1066,10 +1066,46 @@ static ic_val ext_grouped_mm(ic_graph *g, int nin, const ic_val *in, int nparams
     return append(g, &n);
 }
 
+/* random (ATen's generator): the output's dtype and sizes are params (see IC_EXT_RANDOM);
+ * operands only for the probabilities of bernoulli_(tensor) and multinomial */
+static ic_val ext_random(ic_graph *g, int nin, const ic_val *in, int nparams, const int64_t *p, double beta,
+                         double alpha) {
+    if (nparams < 5) return fail(g, IC_EINVALID, "random: params missing");
+    const int64_t dist = p[0], nd = p[4];
+    if (dist < 0 || dist >= IC_RND_COUNT) return fail(g, IC_EINVALID, "random: bad distribution %lld", (long long)dist);
+    if (p[1] < 0 || p[1] > IC_F64) return fail(g, IC_EINVALID, "random: bad dtype");
+    if (nd < 0 || nd > IC_MAX_DIMS || (nparams != 5 + nd && nparams != 5 + 2 * nd))
+        return fail(g, IC_EINVALID, "random: bad rank or param count");
+    const bool wants_in = dist == IC_RND_BERNOULLI_T || dist == IC_RND_MULTINOMIAL;
+    if (nin != (wants_in ? 1 : 0)) return fail(g, IC_EINVALID, "random: wrong operand count %d", nin);
+    ic_node n = {.op = IC_OP_EXTERN, .in = {-1, -1, -1, -1}, .ext_kind = IC_EXT_RANDOM, .nparams = nparams,
+                 .num = beta, .num2 = alpha};
+    for (int i = 0; i < nparams; i++) n.params[i] = p[i];
+    for (int i = 0; i < nin; i++) {
+        if (!check(g, in[i])) return IC_NONE;
+        if (g->nodes[in[i]].op == IC_OP_SCALAR) return fail(g, IC_EINVALID, "random: operands must be tensors");
+        if (g->nodes[in[i]].meta.dyn) return fail(g, IC_EUNSUPPORTED, "random on symbolic sizes");
+        if (!ic_is_float(g->nodes[in[i]].meta.dtype)) return fail(g, IC_EUNSUPPORTED, "random: probabilities of an integer dtype");
+        n.in[i] = in[i];
+    }
+    n.meta.dtype = (ic_dtype)p[1];
+    n.meta.ndim = (int)nd;
+    for (int i = 0; i < nd; i++) {
+        if (p[5 + i] < 0) return fail(g, IC_EINVALID, "random: negative size");
+        n.meta.sizes[i] = p[5 + i];
+    }
+    if (dist == IC_RND_RANDPERM && nd != 1) return fail(g, IC_EINVALID, "random: randperm is 1-D");
+    if ((dist == IC_RND_UNIFORM || dist == IC_RND_NORMAL) && !ic_is_float(n.meta.dtype))
+        return fail(g, IC_EUNSUPPORTED, "random: uniform/normal of an integer dtype");
+    ic_contiguous_strides(&n.meta);
+    return append(g, &n);
+}
+
 IC_API ic_val ic_extern(ic_graph *g, ic_extern_kind kind, int nin, const ic_val *in, int nparams,
                         const int64_t *params, double beta, double alpha) {
     if (g->err) return IC_NONE;
     if ((unsigned)kind >= IC_EXT_COUNT) return fail(g, IC_EINVALID, "ic_extern: bad kind %d", kind);
+    if (kind == IC_EXT_RANDOM) return ext_random(g, nin, in, nparams, params, beta, alpha);
     if (nin < 1 || nin > (kind == IC_EXT_SDPA || kind == IC_EXT_SDPA_BWD ? 4 : 3) || nparams < 0 || nparams > IC_EXT_MAXP)
         return fail(g, IC_EINVALID, "ic_extern: bad operand or param count");
     bool dyn = false;
