@@ -49,6 +49,7 @@ void dh_entry_free(dh_entry *e) {
     Py_XDECREF(e->brk_kwnames);
     Py_XDECREF(e->resume[0]);
     Py_XDECREF(e->resume[1]);
+    Py_XDECREF(e->exc_resume);
     Py_XDECREF(e->train);
     Py_XDECREF(e->backend);
     Py_XDECREF(e->backend_fn);

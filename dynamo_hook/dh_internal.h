@@ -208,6 +208,9 @@ typedef struct dh_entry {
     int brk_extern;         /* the split is an extern kernel (matmul, conv): not a break */
     PyObject *brk_kwnames;  /* strong or NULL */
     PyObject *resume[2];    /* [0]: after the call / jump not taken; [1]: jump taken */
+    PyObject *exc_resume;   /* the instruction raised inside a try block: its handler runs
+                             * (resume.c dh_make_exc_resume), the stack's first brk_exc_depth */
+    int brk_exc_depth;
     char *brk_reason;
     char *where;            /* user file:line of the failure or break, innermost first (malloc'd) */
     PyObject *train;        /* training: the autograd node's state (csrc/train.h), or NULL */

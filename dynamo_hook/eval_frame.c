@@ -1206,6 +1206,7 @@ static PyObject *run_break(const dh_entry *e, PyObject *state, PyObject *func) {
     int nargs = e->brk_nargs, nstack = e->brk_nstack, nlocals = e->brk_nlocals;
     PyObject *const *stack = items + 1 + nargs, *const *locals = stack + nstack;
     PyObject *small[32], **argv = small, *res = NULL, *fn;
+    int ran_resume = 0; /* what the resume raises went through the frame's own handlers */
     int n = nlocals + nstack + 1;
     if (n > 32) {
         argv = malloc((size_t)n * sizeof *argv);
@@ -1225,6 +1226,7 @@ static PyObject *run_break(const dh_entry *e, PyObject *state, PyObject *func) {
             goto done;
         argv[nlocals + nstack] = r;
         PyObject *rf = resume_fn(e->resume[0], func);
+        ran_resume = 1;
         res = call_resume(rf, argv, (size_t)n);
         Py_XDECREF(rf);
         Py_DECREF(r);
@@ -1234,6 +1236,7 @@ static PyObject *run_break(const dh_entry *e, PyObject *state, PyObject *func) {
             goto done;
         argv[nlocals + nstack] = r;
         PyObject *rf = resume_fn(e->resume[0], func);
+        ran_resume = 1;
         res = call_resume(rf, argv, (size_t)n);
         Py_XDECREF(rf);
         Py_DECREF(r);
@@ -1241,6 +1244,7 @@ static PyObject *run_break(const dh_entry *e, PyObject *state, PyObject *func) {
         if (PyObject_SetItem(items[0], items[1], items[2]) < 0)
             goto done;
         fn = resume_fn(e->resume[0], func);
+        ran_resume = 1;
         res = call_resume(fn, argv, (size_t)(n - 1));
         Py_XDECREF(fn);
     } else {
@@ -1248,10 +1252,32 @@ static PyObject *run_break(const dh_entry *e, PyObject *state, PyObject *func) {
         if (truth < 0)
             goto done;
         fn = resume_fn(truth == e->brk_jump_when ? e->resume[1] : e->resume[0], func);
+        ran_resume = 1;
         res = call_resume(fn, argv, (size_t)(n - 1));
         Py_XDECREF(fn);
     }
 done:
+    if (res == NULL && e->exc_resume != NULL && !ran_resume && PyErr_Occurred()) {
+        /* the instruction raised inside a try block: its handler runs (resume.c
+         * dh_make_exc_resume) with the stack at the handler's depth and the exception */
+        PyObject *et, *ev, *tb;
+        PyErr_Fetch(&et, &ev, &tb);
+        PyErr_NormalizeException(&et, &ev, &tb);
+        if (ev != NULL && tb != NULL)
+            (void)PyException_SetTraceback(ev, tb);
+        Py_XDECREF(et);
+        Py_XDECREF(tb);
+        if (ev != NULL) {
+            int d = e->brk_exc_depth;
+            for (int i = 0; i < d; i++)
+                argv[nlocals + i] = stack[i];
+            argv[nlocals + d] = ev;
+            fn = resume_fn(e->exc_resume, func);
+            res = call_resume(fn, argv, (size_t)(nlocals + d + 1));
+            Py_XDECREF(fn);
+            Py_DECREF(ev);
+        }
+    }
     if (argv != small)
         free(argv);
     return res;

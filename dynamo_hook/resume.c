@@ -13,16 +13,23 @@
  *
  * Relative jumps inside the original code stay valid because the body is only shifted.
  * Its arguments are the original locals followed by the stack items. The prologue gets
- * "no location" line-table entries, so the original positions still line up. Requires: no
- * cell/free variables, no exception table (checked by the caller).
+ * "no location" line-table entries, so the original positions still line up. Cell variables
+ * come in as plain values and get a fresh cell each (MAKE_CELL after the DELETE_FASTs: no
+ * closure over them lives across the break, sym_output.c refuses one); the exception table
+ * moves with the body. Requires: the break's own instruction outside every try block
+ * (symbolic.c sym_record_break_state), so what it raises needs no handler here.
  * Called under the hook, a resume function is captured like any other frame.
  */
 #include "sym.h"
 
+#ifndef CO_FAST_CELL
+#define CO_FAST_CELL 0x40 /* internal/pycore_code.h, 3.11 and 3.12 */
+#endif
+
 #include <string.h>
 
 static int op_resume = -1, op_delete_fast, op_load_fast, op_push_null, op_jump_forward,
-           op_extended_arg, op_get_iter, op_copy_free_vars;
+           op_extended_arg, op_get_iter, op_copy_free_vars, op_make_cell, op_raise_varargs;
 static unsigned char deref_op[256]; /* opcodes whose oparg indexes localsplus cells/frees */
 static PyObject *resume_cache; /* (code, pc, nstack, mask bytes) -> function */
 static PyObject *resume_info;  /* resume code -> (original code, target pc, unbound mask bytes,
@@ -52,6 +59,8 @@ static int init_ops(void) {
     op_extended_arg = opnum(opmap, "EXTENDED_ARG");
     op_get_iter = opnum(opmap, "GET_ITER");
     op_copy_free_vars = opnum(opmap, "COPY_FREE_VARS");
+    op_make_cell = opnum(opmap, "MAKE_CELL");
+    op_raise_varargs = opnum(opmap, "RAISE_VARARGS");
     op_precall = opnum(opmap, "PRECALL"); /* 3.11 only */
     op_call = opnum(opmap, "CALL");
     op_kw_names = opnum(opmap, "KW_NAMES");
@@ -121,11 +130,77 @@ static int emit(buf *w, int op, int arg) {
     return 0;
 }
 
-PyObject *dh_make_resume(PyCodeObject *code, PyObject *globals, int target_pc, int nlocals,
-                         const unsigned char *unbound, int nstack, const unsigned char *stack_null) {
+/* The exception table of a body shifted by `by` code units: every entry's start and target
+ * move (lengths, depths and lasti flags stay). Entries: four varints of 6-bit groups, most
+ * significant first, 0x40 = more follow, 0x80 marks an entry's first byte. New reference. */
+static void put_varint(unsigned char **p, unsigned int v, int first) {
+    int shift = 0;
+    while ((v >> shift) >= 64)
+        shift += 6;
+    for (; shift >= 0; shift -= 6) {
+        unsigned char b = (unsigned char)((v >> shift) & 63);
+        if (shift > 0)
+            b |= 64;
+        if (first)
+            b |= 128;
+        first = 0;
+        *(*p)++ = b;
+    }
+}
+
+static PyObject *shift_exception_table(PyObject *tab, int by, int extra_at, int extra_target,
+                                       int extra_dl) {
+    const unsigned char *p = (const unsigned char *)PyBytes_AS_STRING(tab);
+    const unsigned char *end = p + PyBytes_GET_SIZE(tab);
+    /* each varint grows by at most one group; the extra entry (one instruction at extra_at,
+     * after every other: the table stays sorted by start) takes at most 4 * 6 bytes */
+    unsigned char *out = PyMem_Malloc((size_t)(end - p) * 2 + 32), *q = out;
+    if (out == NULL)
+        return PyErr_NoMemory();
+    while (p < end) {
+        unsigned int v[4];
+        for (int k = 0; k < 4; k++) {
+            if (p >= end)
+                goto bad;
+            int b = *p++;
+            v[k] = (unsigned int)(b & 63);
+            while (b & 64) {
+                if (p >= end)
+                    goto bad;
+                b = *p++;
+                v[k] = (v[k] << 6) | (unsigned int)(b & 63);
+            }
+        }
+        v[0] += (unsigned int)by;
+        v[2] += (unsigned int)by;
+        for (int k = 0; k < 4; k++)
+            put_varint(&q, v[k], k == 0);
+    }
+    if (extra_at >= 0) {
+        put_varint(&q, (unsigned int)extra_at, 1);
+        put_varint(&q, 1, 0);
+        put_varint(&q, (unsigned int)extra_target, 0);
+        put_varint(&q, (unsigned int)extra_dl, 0);
+    }
+    PyObject *r = PyBytes_FromStringAndSize((const char *)out, q - out);
+    PyMem_Free(out);
+    return r;
+bad:
+    PyMem_Free(out);
+    PyErr_SetString(PyExc_SystemError, "resume: malformed exception table");
+    return NULL;
+}
+
+/* exc_target >= 0: the exception resume of a break inside a try block (dh_make_exc_resume):
+ * the prologue jumps to a RAISE_VARARGS 1 appended after the body, covered by a new
+ * exception-table entry to exc_target with the handler's depth and lasti; the last stack
+ * item is the exception. */
+static PyObject *make_resume(PyCodeObject *code, PyObject *globals, int target_pc, int nlocals,
+                             const unsigned char *unbound, int nstack, const unsigned char *stack_null,
+                             int exc_target, int exc_depth, int exc_lasti) {
     PyObject *key = NULL, *fn = NULL, *bytes = NULL, *newcode = NULL, *varnames = NULL;
     PyObject *kw = NULL, *args = NULL, *replace = NULL, *lt = NULL, *name = NULL;
-    PyObject *orig = NULL;
+    PyObject *orig = NULL, *exctab = NULL;
     buf w = {0};
     if (init_ops() < 0)
         return NULL;
@@ -138,15 +213,18 @@ PyObject *dh_make_resume(PyCodeObject *code, PyObject *globals, int target_pc, i
             return NULL;
         PyCodeObject *orig = info ? (PyCodeObject *)PyTuple_GET_ITEM(info, 0) : NULL;
         int pro = info ? (int)PyLong_AsLong(PyTuple_GET_ITEM(info, 3)) : 0;
-        if (orig != NULL && orig->co_ncellvars == 0 && orig->co_nfreevars == 0 &&
-            nlocals == orig->co_nlocalsplus && target_pc >= pro) {
+        if (orig != NULL && nlocals == orig->co_nlocalsplus - orig->co_nfreevars && target_pc >= pro &&
+            (exc_target < 0 || exc_target >= pro)) {
             code = orig;
             target_pc -= pro;
+            if (exc_target >= 0)
+                exc_target -= pro;
         }
     }
     /* cache by (code, pc, layout) so every trace of the same break shares one resume code */
-    key = Py_BuildValue("(Oiy#y#)", (PyObject *)code, target_pc, (const char *)unbound,
-                        (Py_ssize_t)nlocals, (const char *)stack_null, (Py_ssize_t)nstack);
+    key = Py_BuildValue("(Oiy#y#iii)", (PyObject *)code, target_pc, (const char *)unbound,
+                        (Py_ssize_t)nlocals, (const char *)stack_null, (Py_ssize_t)nstack,
+                        exc_target, exc_depth, exc_lasti);
     if (key == NULL)
         goto done;
     fn = PyDict_GetItemWithError(resume_cache, key);
@@ -159,6 +237,9 @@ PyObject *dh_make_resume(PyCodeObject *code, PyObject *globals, int target_pc, i
     orig = PyCode_GetCode(code);
     if (orig == NULL)
         goto done;
+    int body_units = (int)(PyBytes_GET_SIZE(orig) / 2);
+    if (exc_target >= 0)
+        target_pc = body_units; /* the appended RAISE_VARARGS 1 */
     int nfree = code->co_nfreevars;
     if (nfree > 0 && emit(&w, op_copy_free_vars, nfree) < 0)
         goto done;
@@ -166,6 +247,12 @@ PyObject *dh_make_resume(PyCodeObject *code, PyObject *globals, int target_pc, i
         goto done;
     for (int i = 0; i < nlocals; i++)
         if (unbound[i] && emit(&w, op_delete_fast, i) < 0)
+            goto done;
+    /* cell variables come in as plain values (the trace held them so; no closure over them
+     * outlives the break, sym_output.c): a fresh cell each, as the skipped MAKE_CELLs made */
+    const unsigned char *kinds = (const unsigned char *)PyBytes_AS_STRING(code->co_localspluskinds);
+    for (int i = 0; i < nlocals && i < code->co_nlocalsplus; i++)
+        if ((kinds[i] & CO_FAST_CELL) && emit(&w, op_make_cell, i) < 0)
             goto done;
     /* stack_null[k]: 0 a value, 1 NULL, 2 an iterator passed as the tuple of what is left */
     for (int k = 0; k < nstack; k++) {
@@ -182,11 +269,16 @@ PyObject *dh_make_resume(PyCodeObject *code, PyObject *globals, int target_pc, i
         goto done;
     int prologue_units = w.n / 2;
     Py_ssize_t olen = PyBytes_GET_SIZE(orig);
-    bytes = PyBytes_FromStringAndSize(NULL, w.n + olen);
+    int tail = exc_target >= 0 ? 2 : 0;
+    bytes = PyBytes_FromStringAndSize(NULL, w.n + olen + tail);
     if (bytes == NULL)
         goto done;
     memcpy(PyBytes_AS_STRING(bytes), w.b, (size_t)w.n);
     memcpy(PyBytes_AS_STRING(bytes) + w.n, PyBytes_AS_STRING(orig), (size_t)olen);
+    if (tail) {
+        PyBytes_AS_STRING(bytes)[w.n + olen] = (char)op_raise_varargs;
+        PyBytes_AS_STRING(bytes)[w.n + olen + 1] = 1;
+    }
     if (nfree > 0 && nstack > 0) {
         /* the stack slots sit between the locals and the free variables: shift the free
          * variable indices of the original body by nstack (same instruction sizes only) */
@@ -212,7 +304,7 @@ PyObject *dh_make_resume(PyCodeObject *code, PyObject *globals, int target_pc, i
     /* line table: "no location" entries (code 15) for the prologue, then the original */
     PyObject *olt = code->co_linetable;
     int nlt = (prologue_units + 7) / 8;
-    lt = PyBytes_FromStringAndSize(NULL, nlt + PyBytes_GET_SIZE(olt));
+    lt = PyBytes_FromStringAndSize(NULL, nlt + PyBytes_GET_SIZE(olt) + (tail ? 1 : 0));
     if (lt == NULL)
         goto done;
     unsigned char *p = (unsigned char *)PyBytes_AS_STRING(lt);
@@ -221,18 +313,24 @@ PyObject *dh_make_resume(PyCodeObject *code, PyObject *globals, int target_pc, i
         *p++ = (unsigned char)(0x80 | (15 << 3) | (k - 1));
     }
     memcpy(p, PyBytes_AS_STRING(olt), (size_t)PyBytes_GET_SIZE(olt));
-    /* names: the original locals, then the stack slots */
-    PyObject *ov = PyObject_GetAttrString((PyObject *)code, "co_varnames");
-    if (ov == NULL)
-        goto done;
-    varnames = PyTuple_New(nlocals + nstack);
-    if (varnames == NULL) {
-        Py_DECREF(ov);
+    if (tail) /* the raise: no location */
+        p[PyBytes_GET_SIZE(olt)] = (unsigned char)(0x80 | (15 << 3) | 0);
+    /* names: the original locals (cell variables among them, at their own slots: CPython
+     * merges a cell named like a variable into its slot), then the stack slots */
+    PyObject *ov = code->co_localsplusnames;
+    if (PyTuple_GET_SIZE(ov) < nlocals) {
+        PyErr_SetString(PyExc_SystemError, "resume: more locals than the code has");
         goto done;
     }
+    varnames = PyTuple_New(nlocals + nstack);
+    if (varnames == NULL)
+        goto done;
     for (int i = 0; i < nlocals; i++)
         PyTuple_SET_ITEM(varnames, i, Py_NewRef(PyTuple_GET_ITEM(ov, i)));
-    Py_DECREF(ov);
+    exctab = shift_exception_table(code->co_exceptiontable, prologue_units, exc_target >= 0 ? prologue_units + body_units : -1,
+                                   exc_target + prologue_units, exc_depth * 2 + (exc_lasti ? 1 : 0));
+    if (exctab == NULL)
+        goto done;
     for (int k = 0; k < nstack; k++) {
         PyObject *s = PyUnicode_FromFormat("__torchc_stack%d", k);
         if (s == NULL)
@@ -260,12 +358,12 @@ PyObject *dh_make_resume(PyCodeObject *code, PyObject *globals, int target_pc, i
     if (name == NULL)
         goto done;
     int flags = code->co_flags & ~(CO_VARARGS | CO_VARKEYWORDS);
-    kw = Py_BuildValue("{s:O,s:i,s:i,s:i,s:i,s:O,s:i,s:i,s:O,s:O,s:O}", "co_code", bytes,
+    kw = Py_BuildValue("{s:O,s:i,s:i,s:i,s:i,s:O,s:i,s:i,s:O,s:O,s:O,s:O}", "co_code", bytes,
                        "co_argcount", nlocals + nstack, "co_posonlyargcount", 0,
                        "co_kwonlyargcount", 0, "co_nlocals", nlocals + nstack, "co_varnames",
                        varnames, "co_flags", flags, "co_stacksize",
                        code->co_stacksize + nstack + 2, "co_linetable", lt, "co_name",
-                       code->co_name, "co_qualname", name);
+                       code->co_name, "co_qualname", name, "co_exceptiontable", exctab);
     if (kw == NULL)
         goto done;
     replace = PyObject_GetAttrString((PyObject *)code, "replace");
@@ -280,7 +378,7 @@ PyObject *dh_make_resume(PyCodeObject *code, PyObject *globals, int target_pc, i
         goto done;
     if (PyDict_SetItem(resume_cache, key, fn) < 0)
         Py_CLEAR(fn);
-    if (fn != NULL) {
+    if (fn != NULL && exc_target < 0) {
         /* what a break call at target_pc needs to rebuild the frame (dh_break_call) */
         PyObject *info = Py_BuildValue("(Oiy#i)", (PyObject *)code, target_pc,
                                        (const char *)unbound, (Py_ssize_t)nlocals, prologue_units);
@@ -300,6 +398,42 @@ done:
     Py_XDECREF(replace);
     Py_XDECREF(lt);
     Py_XDECREF(name);
+    Py_XDECREF(exctab);
+    return fn;
+}
+
+PyObject *dh_make_resume(PyCodeObject *code, PyObject *globals, int target_pc, int nlocals,
+                         const unsigned char *unbound, int nstack, const unsigned char *stack_null) {
+    return make_resume(code, globals, target_pc, nlocals, unbound, nstack, stack_null, -1, 0, 0);
+}
+
+/* The break's instruction raised inside a try block: a function taking the locals, the first
+ * `depth` stack items and the exception, which raises it where the handler at `handler`
+ * catches it, as eager's frame would. Never hooked: the rest of the frame after an exception
+ * runs as it is (callees are hooked as usual), so no entry is specialized on one exception
+ * object. */
+PyObject *dh_make_exc_resume(PyCodeObject *code, PyObject *globals, int handler, int depth, int lasti,
+                             int nlocals, const unsigned char *unbound, const unsigned char *stack_null) {
+    unsigned char sn[512];
+    if (depth + 1 > (int)sizeof sn) {
+        PyErr_SetString(PyExc_NotImplementedError, "resume: handler stack too deep");
+        return NULL;
+    }
+    memcpy(sn, stack_null, (size_t)depth);
+    sn[depth] = 0; /* the exception */
+    PyObject *fn = make_resume(code, globals, 0, nlocals, unbound, depth + 1, sn, handler, depth, lasti);
+    if (fn == NULL)
+        return NULL;
+    dh_cache *c = dh_cache_of((PyCodeObject *)PyFunction_GET_CODE(fn));
+    if (c == NULL) {
+        Py_DECREF(fn);
+        return NULL;
+    }
+    if (!c->skip) {
+        c->skip = 1;
+        free(c->skip_reason);
+        c->skip_reason = strdup("the rest of a frame after an exception at a graph break");
+    }
     return fn;
 }
 
@@ -312,9 +446,10 @@ int dh_resume_base_nlocals(PyCodeObject *code, int nlocals) {
         return nlocals;
     }
     PyCodeObject *orig = (PyCodeObject *)PyTuple_GET_ITEM(info, 0);
-    if (orig->co_ncellvars != 0 || orig->co_nfreevars != 0 || orig->co_nlocalsplus > nlocals)
+    int base = orig->co_nlocalsplus - orig->co_nfreevars;
+    if (base > nlocals)
         return nlocals;
-    return orig->co_nlocalsplus; /* the stack slots after them are unbound by the prologue */
+    return base; /* the stack slots after them are unbound by the prologue */
 }
 
 void dh_resume_reset(void) {

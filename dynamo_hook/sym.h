@@ -71,6 +71,9 @@ typedef struct sym_break {
     struct var *args;
     struct var *locals;
     int nlocals;
+    int exc_target;     /* the instruction inside a try block: its handler (-1: none), the */
+    int exc_depth;      /* handler's stack depth and lasti flag (resume.c dh_make_exc_resume) */
+    int exc_lasti;
 } sym_break;
 #define SYM_USER_FUNCTION (-2) /* V_FUNC.op of a Python function: inlined when called */
 #define SYM_MADE_FUNCTION (-3) /* V_FUNC.op of a MAKE_FUNCTION result: obj = code, items = closure */
@@ -378,6 +381,8 @@ int sym_call(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, v
  * bound receiver or NULL) */
 int sym_inline(trace *t, PyObject *func, int fn_src, const var *self, var *args, int nargs,
                PyObject *kwnames, var *out);
+PyObject *dh_make_exc_resume(PyCodeObject *code, PyObject *globals, int handler, int depth, int lasti,
+                             int nlocals, const unsigned char *unbound, const unsigned char *stack_null);
 PyObject *dh_make_resume(PyCodeObject *code, PyObject *globals, int target_pc, int nlocals,
                          const unsigned char *unbound, int nstack, const unsigned char *stack_null);
 int sym_inline_made(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out);

@@ -77,8 +77,8 @@ static int subscr(trace *t, const var *c, const var *k, var *out) {
         long i = PyLong_AsLong(k->obj);
         if (i < 0)
             i += c->n;
-        if (i < 0 || i >= c->n)
-            return sym_fail(t, "index out of range");
+        if (i < 0 || i >= c->n) /* eager's IndexError: an except clause of the trace catches it */
+            return sym_raise(t, PyExc_IndexError, NULL, "%s index out of range", c->is_list ? "list" : "tuple");
         *out = c->items[i];
         return 0;
     }

@@ -207,6 +207,7 @@ int sym_dicts_shared(trace *t, const var *v, int n, const var *all, int nall, in
 
 typedef struct dh_entry_brk {
     PyObject *resume[2];
+    PyObject *exc_resume; /* the break's instruction raised: its try block's handler */
 } dh_entry_brk;
 typedef struct outbuf {
     dh_outspec *o;

@@ -385,6 +385,12 @@ int sym_fill_break(trace *t, outbuf *ob, ic_val *outvals, int *nout, dh_entry_br
         if (eb->resume[1] == NULL)
             goto done;
     }
+    if (b->exc_target >= 0) { /* the instruction may raise inside a try block */
+        eb->exc_resume = dh_make_exc_resume(t->code, t->globals, b->exc_target, b->exc_depth, b->exc_lasti,
+                                            b->nlocals, unbound, stack_null);
+        if (eb->exc_resume == NULL)
+            goto done;
+    }
     rc = 0;
 done:
     free(unbound);

@@ -145,18 +145,17 @@ int sym_truthy(trace *t, const var *v, int *out) {
         return 0;
     }
     if (v->kind == V_TENSOR)
-        return sym_fail(t, "data-dependent branch on a tensor (graph break not supported yet)");
+        return sym_fail(t, "data-dependent branch on a tensor");
     return sym_fail(t, "branch on an unsupported value");
 }
 
 /* ---- graph breaks ------------------------------------------------------------------ */
 
 int sym_can_break(trace *t) {
-    PyCodeObject *c = t->code;
-    /* free variables come back through the closure (COPY_FREE_VARS in the prologue);
-     * cell variables would need their cells rebuilt: not supported */
-    return (c->co_ncellvars == 0 && PyBytes_GET_SIZE(c->co_exceptiontable) == 0 &&
-            !t->cfg->fullgraph);
+    /* free variables come back through the closure (COPY_FREE_VARS in the prologue), cell
+     * variables get fresh cells and the exception table moves with the body (resume.c);
+     * a break inside a try block is refused by sym_record_break_state */
+    return !t->cfg->fullgraph;
 }
 
 /* The trace stops here: keep the reason, clear the failure, snapshot stack and locals.
@@ -164,6 +163,48 @@ int sym_can_break(trace *t) {
 int sym_record_break_state(trace *t, sframe *f) {
     if (sym_ctxvar_pending(t, NULL))
         return sym_fail(t, "a context variable set in the trace is live across a graph break");
+    {
+        /* the instruction run at the break may raise: inside a try block its handler runs, in
+         * a resume that rebuilds the stack to the handler's depth and raises there (resume.c
+         * dh_make_exc_resume). Not inside a with block (the trace held its context's state,
+         * the real one is not entered), an except clause or a finally's cleanup (the thread's
+         * handled exception is not rebuilt): the frame runs as it is */
+        int hd, hl, h = sym_exc_handler(f->code, f->pc, &hd, &hl);
+        const char *why = NULL;
+        if (h >= 0) {
+            PyObject *bytes = PyCode_GetCode(f->code); /* deoptimized */
+            if (bytes == NULL)
+                return -1;
+            const unsigned char *code = (const unsigned char *)PyBytes_AS_STRING(bytes);
+            int n = (int)(PyBytes_GET_SIZE(bytes) / 2);
+            const char *first = h < n ? sym_opname(code[2 * h]) : NULL;
+            const char *second = NULL;
+            for (int k = h + 1; k < n && second == NULL; k++) {
+                const char *nm = sym_opname(code[2 * k]);
+                if (nm && strcmp(nm, "NOP") && strcmp(nm, "CACHE") && strcmp(nm, "EXTENDED_ARG"))
+                    second = nm;
+            }
+            Py_DECREF(bytes); /* the names are static strings */
+            if (hd > f->sp)
+                why = "the handler's stack is deeper";
+            else if (first == NULL || strcmp(first, "PUSH_EXC_INFO"))
+                why = "inside an except clause";
+            else if (second == NULL || !strcmp(second, "WITH_EXCEPT_START"))
+                why = "inside a with block";
+        }
+        for (int i = 0; i < f->sp && why == NULL; i++)
+            if (f->stack[i].kind == V_CONST && f->stack[i].obj && PyExceptionInstance_Check(f->stack[i].obj))
+                why = "an exception being handled";
+        if (why != NULL) {
+            char old[sizeof t->reason];
+            snprintf(old, sizeof old, "%s", t->reason);
+            t->failed = 0;
+            return sym_fail(t, "%s (%s: not resumable there)", old, why);
+        }
+        t->brk.exc_target = h;
+        t->brk.exc_depth = h >= 0 ? hd : 0;
+        t->brk.exc_lasti = h >= 0 ? hl : 0;
+    }
     t->failed = 0;
     t->brk.nstack = f->sp;
     t->brk.stack = sym_alloc(t, f->sp);
@@ -498,7 +539,7 @@ static dh_entry *trace_once(PyCodeObject *code, PyObject *const *localsplus, PyO
     outbuf ob = {0};
     int chk_base = -1; /* first index-check output (t->chk), -1: none */
     dh_entry *e = NULL;
-    dh_entry_brk brk = {{NULL, NULL}};
+    dh_entry_brk brk = {{NULL, NULL}, NULL};
     mutlist muts = {0};
     ic_val *outvals = NULL; /* graph outputs (dh_limit.max_outputs at most) */
     ic_compiled *compiled = NULL;
@@ -769,7 +810,9 @@ static dh_entry *trace_once(PyCodeObject *code, PyObject *const *localsplus, PyO
         e->brk_extern = sym_is_extern_break(&t->brk);
         e->resume[0] = brk.resume[0];
         e->resume[1] = brk.resume[1];
-        brk.resume[0] = brk.resume[1] = NULL;
+        e->exc_resume = brk.exc_resume;
+        e->brk_exc_depth = t->brk.exc_depth;
+        brk.resume[0] = brk.resume[1] = brk.exc_resume = NULL;
         e->brk_reason = strdup(t->reason);
         if (e->where == NULL && t->where[0])
             e->where = strdup(t->where);
@@ -779,6 +822,7 @@ error:
     Py_XDECREF(backend_fn);
     Py_XDECREF(brk.resume[0]);
     Py_XDECREF(brk.resume[1]);
+    Py_XDECREF(brk.exc_resume);
     if (compiled)
         ic_compiled_free(compiled);
     free(outvals);
