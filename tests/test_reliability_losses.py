@@ -48,7 +48,11 @@ def test_target_out_of_range_raises_like_eager(loss, kw, tgt):
         got, gerr = _run(cf, x, t)
         if werr is not None:
             assert gerr is not None, f"eager raised {werr!r}, compiled returned {got}"
-            assert type(gerr) is type(werr) and str(gerr) == str(werr), (gerr, werr)
+            # with several bad targets eager's own message names whichever row its parallel
+            # loop reached first (reduction='none': 'Target 5' or 'Target 7' from run to run)
+            ok = {str(werr)} | {f"Target {v} is out of bounds." for v in tgt
+                                if (v < 0 or v >= 5) and v != k.get("ignore_index", -100)}
+            assert type(gerr) is type(werr) and str(gerr) in ok, (gerr, werr)
         else:
             assert gerr is None, gerr
             torch.testing.assert_close(got, want, equal_nan=True)
