@@ -135,3 +135,21 @@ PyObject *tc_config_changed(PyObject *m, PyObject *unused) {
     free(s);
     return r;
 }
+
+/* config_check(name, text) -> None when text is a valid value, else the reason (a str) */
+PyObject *tc_config_check(PyObject *m, PyObject *const *a, Py_ssize_t n) {
+    if (n != 2 || !PyUnicode_Check(a[1])) {
+        PyErr_SetString(PyExc_TypeError, "config_check(name, text)");
+        return NULL;
+    }
+    int id = find(a[0]);
+    if (id < 0)
+        return NULL;
+    const char *t = PyUnicode_AsUTF8(a[1]);
+    if (t == NULL)
+        return NULL;
+    char err[200];
+    if (ic_config_check(id, t, err, sizeof err) < 0)
+        return PyUnicode_DecodeUTF8(err, (Py_ssize_t)strlen(err), "replace");
+    Py_RETURN_NONE;
+}

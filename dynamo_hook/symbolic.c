@@ -659,7 +659,8 @@ static dh_entry *trace_once(PyCodeObject *code, PyObject *const *localsplus, PyO
                 }
             }
             chk_base = nout; /* index checks: extra outputs after the others */
-            if (!t->failed && !PyErr_Occurred() && nout > 0 && t->nchk > 0) {
+            if (!t->failed && !PyErr_Occurred() && t->nchk > 0) { /* (a graph of no other
+                 * output too: a dead indexing still raises in eager) */
                 /* training: the check runs before the autograd node is attached (an
                  * out-of-range index reruns eagerly, which raises); the backward's scatter-add
                  * reads the same checked indices (saved, version-checked by autograd) */

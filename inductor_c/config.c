@@ -108,6 +108,47 @@ static int parse(int r, const char *text, long long *iv, char sv[IC_CFG_STR_MAX]
     return 0;
 }
 
+/* A STR value that parses may still mean nothing to the code reading it: debug's comma list
+ * and cache_max_mb's number (those readers ignore what they do not know). */
+static int check_meaning(int r, const char *text, char *err, size_t n) {
+    if (r == IC_CFG_debug) {
+        static const char *known[] = {"graph", "loops", "llvm", "ptx", "time", "all"};
+        for (const char *s = text; *s;) {
+            const char *e = strchr(s, ',');
+            size_t l = e ? (size_t)(e - s) : strlen(s);
+            bool ok = l == 0;
+            for (int i = 0; i < 6 && !ok; i++)
+                ok = strlen(known[i]) == l && !strncmp(known[i], s, l);
+            if (!ok) {
+                if (err) snprintf(err, n, "torchc.config.debug is a comma list of graph, loops, llvm, ptx, time, all; got '%.*s'",
+                                  (int)(l > 40 ? 40 : l), s);
+                return -1;
+            }
+            s = e ? e + 1 : s + l;
+        }
+    }
+    if (r == IC_CFG_cache_max_mb && *text) {
+        char *end = NULL;
+        double mb = strtod(text, &end);
+        if (end == text || *end || !(mb > 0)) {
+            if (err) snprintf(err, n, "torchc.config.cache_max_mb must be a positive number of MiB (or inf), got '%.40s'", text);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+IC_API int ic_config_check(int id, const char *text, char *err, size_t n) {
+    if (id < 0 || id >= IC_CFG_COUNT || text == NULL) {
+        if (err) snprintf(err, n, "no such setting");
+        return -1;
+    }
+    long long iv;
+    char sv[IC_CFG_STR_MAX];
+    if (parse(id, text, &iv, sv, err, n) < 0) return -1;
+    return rows[id].t == T_STR ? check_meaning(id, text, err, n) : 0;
+}
+
 IC_API int ic_config_set(int id, const char *text, char *err, size_t n) {
     if (id < 0 || id >= IC_CFG_COUNT) {
         if (err) snprintf(err, n, "no such setting");

@@ -21,7 +21,8 @@
  * A compilation reads all of them once (ic_config_read) into its context (ic_ctx.cfg); code
  * that runs outside a compilation (graph builders, the runtime) reads one with ic_config_int /
  * ic_config_str. A value that does not parse is ignored (the default applies) when it comes from
- * the environment, and refused (IC_EINVALID-style error text) when set from Python. */
+ * the environment — torchc/_config.py warns once per variable and value, naming what is
+ * accepted (ic_config_check) — and refused (IC_EINVALID-style error text) when set from Python. */
 #ifndef IC_CONFIG_H
 #define IC_CONFIG_H
 
@@ -104,6 +105,9 @@ int ic_config_find(const char *name);               /* id, or -1 */
 /* Sets (text) or unsets (NULL) the Python-level value of setting id: 0, or -1 with a message in
  * err when the text does not parse for the setting's type and choices. */
 int ic_config_set(int id, const char *text, char *err, size_t n);
+/* 0 when text is a valid value of setting id (what ic_config_set would take, and for a STR row
+ * one its reader understands), else -1 with the reason in err (environment values: warned). */
+int ic_config_check(int id, const char *text, char *err, size_t n);
 /* The value in effect as text (out, n bytes); returns where it comes from: 0 the default, 1 the
  * environment, 2 ic_config_set. */
 int ic_config_value(int id, char *out, size_t n);

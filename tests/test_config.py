@@ -210,3 +210,57 @@ def test_following_torch():
     assert c.automatic_dynamic_shapes is False
     del c.automatic_dynamic_shapes
     assert c.automatic_dynamic_shapes is torch._dynamo.config.automatic_dynamic_shapes
+
+
+@pytest.mark.needs_no_compiler
+@pytest.mark.parametrize("env,value,says", [
+    ("TORCHC_CSE", "maybe", "must be a bool"),
+    ("TORCHC_NUM_THREADS", "100000", "0..256"),
+    ("TORCHC_INLINE_DEPTH", "abc", "1..128"),
+    ("TORCHC_GEMM", "fast", "auto|extern|template"),
+    ("TORCHC_DEBUG", "1", "graph, loops, llvm, ptx, time, all"),
+    ("TORCHC_CACHE_MAX_MB", "lots", "positive number"),
+    ("TORCHC_CACHE_MAX_MB", "-5", "positive number"),
+])
+def test_environment_value_that_does_not_parse_is_warned_once(monkeypatch, env, value, says):
+    """a TORCHC_* value the setting does not take was ignored silently; now a RuntimeWarning
+    names the variable, its value and what is accepted, once per variable and value"""
+    from torchc import _config
+    monkeypatch.setattr(_config, "_ENV_WARNED", set())
+    monkeypatch.setenv(env, value)
+    with pytest.warns(RuntimeWarning, match=re.escape(f"{env}={value!r}") + ".*" + re.escape(says)):
+        torchc.compile(lambda x: x + 1)
+    name = env[len("TORCHC_"):].lower()
+    if env not in ("TORCHC_DEBUG", "TORCHC_CACHE_MAX_MB"):  # (those two: their readers ignore it)
+        assert torchc.config.source(name) == "default"  # ignored: the default applies
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        torchc.compile(lambda x: x + 1)  # once
+
+
+@pytest.mark.needs_no_compiler
+@pytest.mark.parametrize("env,value", [("TORCHC_CSE", "yes"), ("TORCHC_CSE", "0"), ("TORCHC_NUM_THREADS", "4"),
+                                       ("TORCHC_GEMM", "extern"), ("TORCHC_DEBUG", "graph,time"),
+                                       ("TORCHC_CACHE_MAX_MB", "2e13"), ("TORCHC_CACHE_MAX_MB", "inf"),
+                                       ("TORCHC_CACHE_MAX_MB", "0.5"), ("TORCHC_SKIP_MODULES", "foo,bar")])
+def test_environment_values_that_parse_are_not_warned(monkeypatch, env, value):
+    from torchc import _config
+    monkeypatch.setattr(_config, "_ENV_WARNED", set())
+    monkeypatch.setenv(env, value)
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        torchc.compile(lambda x: x + 1)
+    assert torchc.config.source(env[len("TORCHC_"):].lower()) == env
+
+
+@pytest.mark.needs_no_compiler
+def test_environment_warning_at_import(tmp_path):
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.abspath(torchc.__file__)))
+    env = dict(os.environ, PYTHONPATH=root, TORCHC_CACHE_DIR=str(tmp_path), TORCHC_CSE="sometimes")
+    p = subprocess.run([sys.executable, "-c", "import torchc"], env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert "TORCHC_CSE='sometimes' is ignored" in p.stderr and p.stderr.count("TORCHC_CSE=") == 1, p.stderr

@@ -558,3 +558,27 @@ def test_shape_method_without_sizes_raises(call):
         f(torch.tensor(1.0))
     with pytest.raises(TypeError):
         torchc.compile(f)(torch.tensor(1.0))
+
+
+def test_dead_out_of_range_index_after_a_break_raises():
+    """fuzz seed 14907520 program 363: v7 = w4[torch.tensor([3, 0])], v7 unused, in the graph
+    after a break whose other results are all views of inputs: the graph had no output, so
+    the index check (an extra output) was not added either and the call returned where eager
+    raises IndexError"""
+    def f(x0):
+        v1 = x0.sigmoid()
+        w4 = v1.mT
+        w4 += 1.5
+        w5 = w4.diagonal()
+        w5.neg_()
+        w6 = w5.diagonal()
+        w6.squeeze_()
+        v7 = w4[torch.tensor([3, 0])]  # noqa: F841
+        return w5
+    x = torch.randint(-8, 9, (3, 4, 3)).to(torch.int8)
+    with pytest.raises(IndexError) as want:
+        f(x)
+    for _ in range(2):
+        with pytest.raises(IndexError) as got:
+            torchc.compile(f)(x)
+        assert str(got.value) == str(want.value)

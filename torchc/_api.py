@@ -194,6 +194,8 @@ def compile(model=None, *example_inputs, fullgraph=False, dynamic=None, backend=
             raise TypeError("torchc.compile takes one positional argument (the function or module)")
         from ._backend import torchc_backend
         return torchc_backend(model, example_inputs[0])
+    from ._config import check_env
+    check_env()  # a TORCHC_* value that does not parse: warned once
     kwargs = dict(fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode,
                   options=options, name=name, disable=disable, recompile_limit=recompile_limit)
     opts = _check_options(backend, mode, options)

@@ -21,7 +21,9 @@ Three settings follow torch's own while at their default: recompile_limit
 call) and automatic_dynamic_shapes (torch._dynamo.config.automatic_dynamic_shapes); reading
 one gives the value in effect.
 """
+import os
 import sys
+import warnings
 
 import torch
 
@@ -125,5 +127,27 @@ class Config:
         return "\n".join(lines) + "\n)"
 
 
+_ENV_WARNED = set()
+
+
+def check_env():
+    """A TORCHC_<NAME> whose value is not one the setting takes (a typo, a removed choice, a
+    number out of range) is ignored and the default applies: warned here once per variable and
+    value, with what the setting accepts. Called at import and by each torchc.compile()."""
+    for name, e in _TABLE.items():
+        v = os.environ.get(e["env"])
+        if not v or (e["env"], v) in _ENV_WARNED:
+            continue
+        why = _C.config_check(name, v)
+        if why is None:
+            continue
+        _ENV_WARNED.add((e["env"], v))
+        src = _C.config_get(name)[1]
+        now = "torchc.config's value applies" if src == "set" else f"the default {e['default']!r} applies"
+        warnings.warn(f"torchc: the environment variable {e['env']}={v!r} is ignored ({why}); {now}",
+                      RuntimeWarning, stacklevel=3)
+
+
 config = Config()
 _apply_threads()
+check_env()
