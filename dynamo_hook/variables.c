@@ -623,6 +623,14 @@ static int is_simple_const(PyObject *o) {
         return 1;
     if (sym_is_enum_member(o)) /* a singleton of its class: guarded by type and == (obj_func.c) */
         return 1;
+    if (PySlice_Check(o)) { /* a slice of ints/None (a closure's or an attribute's): == is its fields' */
+        PySliceObject *s = (PySliceObject *)o;
+        PyObject *f[3] = {s->start, s->stop, s->step};
+        for (int i = 0; i < 3; i++)
+            if (f[i] != Py_None && !PyLong_CheckExact(f[i]))
+                return 0;
+        return 1;
+    }
     if (PyTuple_CheckExact(o) || (torch_size_type && Py_TYPE(o) == (PyTypeObject *)torch_size_type)) {
         for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(o); i++)
             if (!is_simple_const(PyTuple_GET_ITEM(o, i)))
