@@ -98,6 +98,15 @@ int sym_obj_len(trace *t, const var *o, var *out) {
 
 int sym_obj_truth(trace *t, const var *o, int *truth) {
     var r;
+    if (o->kind == V_OBJ && o->src >= 0 && PyDict_Check(o->obj) && py_dunder(o, "__bool__") == NULL &&
+        py_dunder(o, "__len__") == NULL) {
+        /* a dict (OrderedDict: a module's hook dicts) read from the frame: its length, guarded */
+        Py_ssize_t n = PyDict_GET_SIZE(o->obj);
+        if (sym_guard_len(t, o->src, (int)n) < 0)
+            return -1;
+        *truth = n != 0;
+        return 0;
+    }
     int rc = sym_obj_dunder(t, o, "__bool__", NULL, 0, &r);
     if (rc < 0)
         return -1;

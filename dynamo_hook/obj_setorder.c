@@ -57,11 +57,12 @@ static PyObject *replay(PyObject *obj, PyObject *steps) {
 
 /* the steps arg adds to a set (update: its items; else arg itself), a new tuple, or NULL
  * (none known; no error set unless one happened) */
-static PyObject *steps_of(const var *arg, int update) {
+static PyObject *steps_of(trace *t, const var *arg, int update) {
     if (!update) {
-        if (!sym_is_real_object(arg))
+        PyObject *m = sym_set_member(t, arg); /* a tensor: its object (obj_tensorset.c) */
+        if (m == NULL)
             return NULL;
-        PyObject *st = PyTuple_Pack(2, Py_False, arg->obj);
+        PyObject *st = PyTuple_Pack(2, Py_False, m);
         PyObject *r = st ? PyTuple_Pack(1, st) : NULL;
         Py_XDECREF(st);
         return r;
@@ -82,11 +83,11 @@ static PyObject *steps_of(const var *arg, int update) {
         seq = PySequence_Tuple(arg->obj);
     } else if (arg->kind == V_SEQ && (arg->items != NULL || arg->n == 0)) {
         for (int i = 0; i < arg->n; i++)
-            if (!sym_is_real_object(&arg->items[i]))
+            if (sym_set_member(t, &arg->items[i]) == NULL)
                 return NULL;
         seq = PyTuple_New(arg->n);
         for (int i = 0; seq != NULL && i < arg->n; i++)
-            PyTuple_SET_ITEM(seq, i, Py_NewRef(arg->items[i].obj));
+            PyTuple_SET_ITEM(seq, i, Py_NewRef(sym_set_member(t, &arg->items[i])));
     } else {
         return NULL; /* a dict, a generator, ...: no note */
     }
@@ -123,7 +124,7 @@ int sym_set_note_added(trace *t, var *s, PyObject *old, const var *v, int update
     PyObject *h = note_of(&was);
     if (h == NULL || h == Py_None || s->obj == NULL || !PyFrozenSet_CheckExact(s->obj))
         return 0; /* no note: the new frozenset has none either */
-    PyObject *more = steps_of(v, update);
+    PyObject *more = steps_of(t, v, update);
     if (more == NULL)
         return PyErr_Occurred() ? -1 : 0;
     PyObject *nh = PySequence_Concat(h, more);
@@ -134,7 +135,7 @@ int sym_set_note_added(trace *t, var *s, PyObject *old, const var *v, int update
 int sym_set_note_seq(trace *t, var *s, const var *arg) {
     if (s->kind != V_CONST || s->obj == NULL || !PyFrozenSet_CheckExact(s->obj))
         return 0;
-    PyObject *steps = steps_of(arg, 1);
+    PyObject *steps = steps_of(t, arg, 1);
     if (steps == NULL)
         return PyErr_Occurred() ? -1 : 0;
     return note(t, s, steps);
@@ -168,11 +169,13 @@ int sym_set_iter_items(trace *t, const var *v, var **items, int *n) {
         Py_DECREF(seq);
         return -1;
     }
-    for (int i = 0; i < k; i++)
-        if (sym_wrap(t, PyTuple_GET_ITEM(seq, i), -1, &it[i]) < 0) {
+    for (int i = 0; i < k; i++) {
+        int rc = sym_set_tensor_item(t, PyTuple_GET_ITEM(seq, i), &it[i]); /* obj_tensorset.c */
+        if (rc < 0 || (rc == 1 && sym_wrap(t, PyTuple_GET_ITEM(seq, i), -1, &it[i]) < 0)) {
             Py_DECREF(seq);
             return -1;
         }
+    }
     Py_DECREF(seq);
     *items = it;
     *n = k;

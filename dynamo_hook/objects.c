@@ -334,7 +334,12 @@ int sym_set_add(trace *t, var *s, const var *v, int update) {
         return -1;
     }
     for (int i = 0; i < n; i++) {
-        if (!sym_is_real_object(&items[i]) || PySet_Add(ns, items[i].obj) < 0) {
+        PyObject *m = sym_set_member(t, &items[i]); /* a tensor: its object (obj_tensorset.c) */
+        if (m == NULL && t->failed) {
+            Py_DECREF(ns);
+            return -1;
+        }
+        if (m == NULL || PySet_Add(ns, m) < 0) {
             (void)tc_clear_expected(PyExc_TypeError);
             Py_DECREF(ns);
             return sym_fail(t, "set of non-constant values");

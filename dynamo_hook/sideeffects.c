@@ -232,9 +232,9 @@ int sym_fx_container_write(trace *t, const var *c) {
 }
 
 void sym_fx_rebind_sources(trace *t, const var *old_items, const var *nv) {
-    for (int i = 0; i < t->nattrw; i++) {
-        int s = t->attrw[i].src;
-        if (!is_writeback(t, i) || s < 0 || s >= t->capsrc || !t->srcdone[s])
+    /* every source holding the value: a written one and those read as the same object */
+    for (int s = 0; s < t->nsrc && s < t->capsrc; s++) {
+        if (!t->srcdone[s])
             continue;
         var *x = &t->srcvar[s];
         if (x->items == old_items && (x->kind == V_DICT || (x->kind == V_SEQ && x->is_list))) {
@@ -257,7 +257,8 @@ int sym_fx_containers_finish(trace *t) {
         if (o == NULL || !(PyList_CheckExact(o) || PyDict_CheckExact(o)))
             continue;
         for (int i = 0; i < t->nattrw; i++)
-            if (is_writeback(t, i) && t->attrw[i].obj == o && t->attrw[i].src != s)
+            if (is_writeback(t, i) && t->attrw[i].obj == o && t->attrw[i].src != s &&
+                t->srcvar[s].src != t->attrw[i].src) /* not one value read twice (sym_wrap) */
                 return sym_fail(t, "a %s updated in the trace is reachable twice from the inputs",
                                 Py_TYPE(o)->tp_name);
         if (sym_tobj_add(t, s, o) < 0)

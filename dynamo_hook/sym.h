@@ -208,6 +208,11 @@ void sym_fx_free(trace *t);
 /* a new zeroed t->attrw slot (nattrw grown), NULL: no memory (exception set) */
 sym_attrw *sym_attrw_new(trace *t);
 int sym_tobj_add(trace *t, int src, PyObject *o); /* 0, or -1: no memory */
+/* obj_tensorset.c: v's real object as a set member (a tensor read from a source: its source
+ * identity-guarded), borrowed, or NULL (not one; t failed if a guard could not be made);
+ * a set member back as a tracked value: 0, 1 (not a tensor), -1 */
+PyObject *sym_set_member(trace *t, const var *v);
+int sym_set_tensor_item(trace *t, PyObject *o, var *out);
 void sym_fx_forget(trace *t, const void *mem, size_t size); /* slots in freed memory */
 /* slots in [old, old + size), a block realloc moved to now: rebased (old is only compared) */
 void sym_fx_moved(trace *t, uintptr_t old, size_t size, void *now);

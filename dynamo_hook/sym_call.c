@@ -231,20 +231,39 @@ int sym_inline_module(trace *t, const var *mod, var *args, int nargs, PyObject *
         Py_DECREF(call);
         return s < 0 ? -1 : sym_inline(t, fn, s, mod, args, nargs, kwnames, out);
     }
+    int fwd_hooks = 0;
     for (int i = 0; i < 4; i++) {
         PyObject *h = dh_module_getattr(mod->obj, str_hooks[i]);
         int busy = h != NULL && PyDict_Check(h) && PyDict_GET_SIZE(h) > 0;
+        int len = busy ? (int)PyDict_GET_SIZE(h) : 0;
         Py_XDECREF(h);
-        if (busy)
-            return sym_fail(t, "module %s has hooks", Py_TYPE(mod->obj)->tp_name);
+        if (busy && i >= 2)
+            return sym_fail(t, "module %s has backward hooks", Py_TYPE(mod->obj)->tp_name);
+        fwd_hooks |= busy;
         /* hooks registered later (output capturing on a second call) must not reuse a
          * trace that inlined this forward without them */
         int hs = mod->src >= 0 ? sym_source(t, DH_S_ATTR, mod->src, 0, str_hooks[i]) : -1;
-        if (mod->src >= 0 && (hs < 0 || sym_guard_len(t, hs, 0) < 0))
+        if (mod->src >= 0 && (hs < 0 || sym_guard_len(t, hs, len) < 0))
             return -1;
     }
     if (sym_global_hooks_guard(t) < 0)
         return -1;
+    if (fwd_hooks && mod->src >= 0) {
+        /* forward hooks / pre-hooks: nn.Module.__call__ (its _call_impl) is inlined as eager
+         * runs it: the hooks in order, their results replacing args / the output, what they
+         * do to objects the caller sees replayed (obj_hooks note in tests/test_capture_hooks.py) */
+        PyObject *call = PyUnicode_InternFromString("__call__");
+        PyObject *fn = call ? _PyType_Lookup(Py_TYPE(mod->obj), call) : NULL;
+        if (fn == NULL || !PyFunction_Check(fn)) {
+            Py_XDECREF(call);
+            return sym_fail(t, "module %s has hooks and no Python __call__", Py_TYPE(mod->obj)->tp_name);
+        }
+        int s = sym_source(t, DH_S_ATTR, mod->src, 1, call);
+        Py_DECREF(call);
+        return s < 0 ? -1 : sym_inline(t, fn, s, mod, args, nargs, kwnames, out);
+    }
+    if (fwd_hooks)
+        return sym_fail(t, "module %s has hooks", Py_TYPE(mod->obj)->tp_name);
     PyObject *fwd = _PyType_Lookup(Py_TYPE(mod->obj), str_forward);
     if (fwd == NULL || !PyFunction_Check(fwd))
         return sym_fail(t, "module %s has no Python forward", Py_TYPE(mod->obj)->tp_name);

@@ -89,3 +89,37 @@ int sym_cells_store(trace *t, sframe *f, int i, const var *v) {
             f->cellrefs[r].items[f->cellrefs[r].k] = *v;
     return 0;
 }
+
+/* STORE_DEREF of free variable k in a made closure's frame (nonlocal x; x = v): the frame
+ * of the trace owning the cell (it registered this closure under the name) gets the value,
+ * and with it every closure over the cell (nn.Module._call_impl's inner() writes result,
+ * args, kwargs). No owner in the trace (a real function's cell, or its frame returned):
+ * fails as before. */
+int sym_cells_store_free(trace *t, sframe *f, int k, const var *v) {
+    if (f->closure == NULL || k < 0 || k >= f->nclosure)
+        return sym_fail(t, "write to a nonlocal variable of a function outside the trace");
+    PyObject *cn = f->code->co_localsplusnames;
+    PyObject *name = PyTuple_GET_ITEM(cn, PyTuple_GET_SIZE(cn) - f->code->co_nfreevars + k);
+    for (int d = t->nframes - 1; d >= 0; d--) {
+        sframe *o = t->frames[d];
+        if (o == f)
+            continue;
+        for (int r = 0; r < o->ncellrefs; r++) {
+            if (o->cellrefs[r].items != f->closure || o->cellrefs[r].k != k ||
+                !same_name(o->cellrefs[r].name, name))
+                continue;
+            int first_free = o->nlocals - o->code->co_nfreevars;
+            PyObject *on = o->code->co_localsplusnames;
+            for (int j = 0; j < first_free && j < (int)PyTuple_GET_SIZE(on); j++) {
+                if (!same_name(PyTuple_GET_ITEM(on, j), name))
+                    continue;
+                if (o->gen || o->cellrefs_full)
+                    return sym_fail(t, "a captured variable changes after its closure was made");
+                o->locals[j] = *v;
+                f->closure[k] = *v;
+                return sym_cells_store(t, o, j, v);
+            }
+        }
+    }
+    return sym_fail(t, "write to a nonlocal variable of a frame outside the trace");
+}

@@ -691,9 +691,13 @@ int sym_op_contains_op(trace *t, sframe *f, sym_ins *in) {
         PUSH(c);
         return SYM_NEXT;
     }
-    if (b.kind == V_CONST && PyAnySet_Check(b.obj) && sym_is_real_object(&a)) {
-        /* an object (a module, a function) in a set of such: by identity, as hashed */
-        int r = PySet_Contains(b.obj, a.obj);
+    PyObject *am = b.kind == V_CONST && PyAnySet_Check(b.obj) ? sym_set_member(t, &a) : NULL;
+    if (am == NULL && t->failed)
+        return -1;
+    if (am != NULL) {
+        /* an object (a module, a function, a tensor read from a source: obj_tensorset.c)
+         * in a set of such: by identity, as hashed */
+        int r = PySet_Contains(b.obj, am);
         if (r < 0) {
             if (tc_clear_expected(PyExc_Exception) < 0)
                 return -1;
@@ -992,7 +996,12 @@ int sym_op_build_set(trace *t, sframe *f, sym_ins *in) {
         return -1;
     for (int i = 0; i < in->oparg; i++) {
         var *v = &PEEK(in->oparg - i);
-        if (!sym_is_real_object(v) || PySet_Add(set, v->obj) < 0) {
+        PyObject *m = sym_set_member(t, v); /* a tensor read from a source: itself */
+        if (m == NULL && t->failed) {
+            Py_DECREF(set);
+            return -1;
+        }
+        if (m == NULL || PySet_Add(set, m) < 0) {
             (void)tc_clear_expected(PyExc_TypeError);
             Py_DECREF(set);
             return sym_fail(t, "set of non-constant values");
@@ -1207,11 +1216,12 @@ int sym_set_method(trace *t, const var *s, const char *mn, var *args, int nargs,
         return -1;
     int one = !strcmp(mn, "add") || !strcmp(mn, "discard") || !strcmp(mn, "remove");
     if (one && nargs == 1) {
-        if (!sym_is_real_object(&args[0])) {
+        PyObject *m = sym_set_member(t, &args[0]); /* a tensor read from a source: itself */
+        if (m == NULL) {
             Py_DECREF(ns);
-            return sym_fail(t, "set.%s of a tracked value (a tensor) not supported", mn);
+            return t->failed ? -1 : sym_fail(t, "set.%s of a tracked value (a tensor made in the trace) not supported", mn);
         }
-        int r = !strcmp(mn, "add") ? PySet_Add(ns, args[0].obj) : PySet_Discard(ns, args[0].obj);
+        int r = !strcmp(mn, "add") ? PySet_Add(ns, m) : PySet_Discard(ns, m);
         if (r < 0 || (r == 0 && !strcmp(mn, "remove"))) {
             Py_DECREF(ns);
             if (r < 0 && tc_clear_expected(PyExc_Exception) < 0)
@@ -1236,9 +1246,11 @@ int sym_set_method(trace *t, const var *s, const char *mn, var *args, int nargs,
                 return -1;
             }
             PyObject *other = n < 0 ? PySet_New(args[i].obj) : PySet_New(NULL);
-            for (int k = 0; other && k < n; k++)
-                if (!sym_is_real_object(&items[k]) || PySet_Add(other, items[k].obj) < 0)
+            for (int k = 0; other && k < n; k++) {
+                PyObject *m = sym_set_member(t, &items[k]); /* obj_tensorset.c */
+                if (m == NULL || PySet_Add(other, m) < 0)
                     Py_CLEAR(other);
+            }
             PyObject *r = NULL;
             if (other != NULL) {
                 PyObject *m = PyObject_GetAttrString(ns, mn);

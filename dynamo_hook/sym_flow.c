@@ -228,9 +228,14 @@ int sym_op_load_fast_and_clear(trace *t, sframe *f, sym_ins *in) {
 int sym_op_store_fast(trace *t, sframe *f, sym_ins *in) {
     var a;
     NEED(1);
-    if (in->op == OP_STORE_DEREF && in->oparg >= f->nlocals - f->code->co_nfreevars)
-        /* the cell belongs to an enclosing function (nonlocal): the write must reach it */
-        return sym_fail(t, "write to a nonlocal variable of an enclosing function not supported yet");
+    if (in->op == OP_STORE_DEREF && in->oparg >= f->nlocals - f->code->co_nfreevars) {
+        /* the cell belongs to an enclosing function (nonlocal): the write reaches its frame
+         * and every closure over it (sym_cells.c) */
+        if (sym_cells_store_free(t, f, in->oparg - (f->nlocals - f->code->co_nfreevars), &PEEK(1)) < 0)
+            return -1;
+        (void)POP();
+        return SYM_NEXT;
+    }
     if (in->oparg >= f->nlocals)
         return sym_fail(t, "bad local");
     /* the closures made over the cell see the new value (sym_cells.c) */

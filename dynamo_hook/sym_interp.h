@@ -199,6 +199,7 @@ int sym_exc_unwind(trace *t, sframe *f, const unsigned char *code, int ninstr, i
  * their cells); a write v to cell i of f, reaching the closures that captured it: 0, -1 */
 int sym_cells_made(trace *t, sframe *f, PyCodeObject *code, var *items, int n);
 int sym_cells_store(trace *t, sframe *f, int i, const var *v);
+int sym_cells_store_free(trace *t, sframe *f, int k, const var *v); /* nonlocal: free var k */
 int sym_run_frame(trace *t, sframe *f, var *result);
 
 /* sym_containers.c */

@@ -625,6 +625,14 @@ static int is_simple_const(PyObject *o) {
         return 1;
     if (sym_is_enum_member(o)) /* a singleton of its class: guarded by type and == (obj_func.c) */
         return 1;
+    if (PySlice_Check(o)) { /* a slice of ints/None (a closure's or an attribute's): == is its fields' */
+        PySliceObject *s = (PySliceObject *)o;
+        PyObject *f[3] = {s->start, s->stop, s->step};
+        for (int i = 0; i < 3; i++)
+            if (f[i] != Py_None && !PyLong_CheckExact(f[i]))
+                return 0;
+        return 1;
+    }
     if (PyTuple_CheckExact(o) || (torch_size_type && Py_TYPE(o) == (PyTypeObject *)torch_size_type)) {
         for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(o); i++)
             if (!is_simple_const(PyTuple_GET_ITEM(o, i)))
@@ -975,6 +983,24 @@ int sym_wrap(trace *t, PyObject *o, int src, var *out) {
     if (src >= 0 && src < t->capsrc && t->srcdone[src]) {
         *out = t->srcvar[src]; /* one source, one tracked value */
         return 0;
+    }
+    if (src >= 0 && src < t->capsrc && (PyList_CheckExact(o) || PyDict_CheckExact(o))) {
+        /* a list/dict already read through another source (hooks' closures and globals
+         * reaching one log list): one tracked value, so an update through either is seen
+         * through both; the aliasing is pinned by DH_G_SAMEOBJ (sym_add_sameobj_guard) */
+        for (int s = 0; s < t->nsrc && s < t->capsrc; s++)
+            if (s != src && t->srcdone[s] && t->srcobj[s] == o &&
+                ((t->srcvar[s].kind == V_SEQ && t->srcvar[s].is_list) || t->srcvar[s].kind == V_DICT)) {
+                if (t->srcobj[src] == NULL && sym_keep(t, Py_NewRef(o)) == NULL)
+                    return -1;
+                t->srcobj[src] = o;
+                if (sym_tobj_add(t, s, o) < 0 || sym_tobj_add(t, src, o) < 0)
+                    return -1;
+                *out = t->srcvar[s];
+                t->srcvar[src] = *out;
+                t->srcdone[src] = 1;
+                return 0;
+            }
     }
     int rc = wrap_uncached(t, o, src, out);
     if (rc == 0 && src >= 0 && src < t->capsrc) {

@@ -1128,7 +1128,7 @@ def _hooked():
     return m
 
 
-@module_case(3, 1, lambda: (R(3, 4),), factory=_hooked, reason="hooks", leak=MODULE_BREAK_LEAK)
+@module_case(1, 0, lambda: (R(3, 4),), factory=_hooked)  # forward hooks inlined (sym_call.c)
 class HookedModule(nn.Module):
     def __init__(self):
         super().__init__()
@@ -1525,7 +1525,7 @@ import torchc as _torchc  # noqa: E402
 _torchc.disable(_disabled)
 
 
-@case(1, 1, lambda: (R(4),), reason="call to print")  # cells: no resume; g compiled alone
+@case(1, 1, lambda: (R(4),), reason="nested function is live")  # g lives across the break; g compiled alone
 def break_in_frame_with_cells(x):
     k = 2.0
 
@@ -2433,7 +2433,7 @@ def nested_function_closure(x):
     return g(x) + g(x + 1)
 
 
-@case(0, 3, lambda: (R(3),), reason="nonlocal")  # fixed: the writes run eagerly
+@case(1, 0, lambda: (R(3),))  # nonlocal writes reach the frame (sym_cells.c)
 def nonlocal_counter(x):
     k = 1
 
@@ -2710,7 +2710,7 @@ def try_finally_no_exception(x):
     return y
 
 
-@case(0, 1, lambda: (R(3),), reason="shape is invalid")
+@case(1, 1, lambda: (R(3),), reason="shape is invalid")  # the break inside try: its handler runs (resume.c)
 def try_except_taken(x):
     try:
         y = x.view(7)
@@ -2726,7 +2726,7 @@ def with_no_grad_block(x):
     return y + 1, y.requires_grad
 
 
-@case(0, 1, lambda: (R(3),), reason="enable_grad")
+@case(1, 2, lambda: (R(3),), reason="enable_grad")  # breaks before the with; the resume runs it eagerly
 def with_enable_grad_block(x):
     with torch.enable_grad():
         y = x * 2
