@@ -81,6 +81,12 @@ static void clear_entries(dh_cache *c) {
     c->entries = NULL;
     c->nentries = 0;
     c->limit_hit = 0;
+    /* what the entries taught is forgotten with them, as torch._dynamo.reset() forgets its frame
+     * states: the dims seen changing (automatic dynamic shapes; kept, a reset module of another
+     * test's batch size captured dynamic, where a fresh process specializes) and the sharing of
+     * one entry by instances of a module class */
+    memset(c->dynmask, 0, sizeof c->dynmask);
+    c->modtype = 0;
     if (c->skip_failed) { /* skipped after failed captures: a reset tries again */
         c->skip = c->skip_failed = 0;
         free(c->skip_reason);

@@ -311,6 +311,14 @@ void dh_scratch_keep(PyObject *v); /* steals v; alive until dh_scratch_clear */
 void dh_scratch_clear(void);       /* drops what this call kept (above its base) */
 Py_ssize_t dh_scratch_enter(void); /* a call's own part of the thread's list: the old base */
 void dh_scratch_leave(Py_ssize_t old_base);
+/* frame_slots.c: per-thread slots for a hooked frame's guard values and data pointers (off
+ * the C stack); given back in the reverse order of taking */
+typedef struct dh_slots_mark {
+    void *chunk;
+    size_t top;
+} dh_slots_mark;
+void **dh_slots_take(size_t n, dh_slots_mark *m); /* NULL: out of memory (no error set) */
+void dh_slots_give(const dh_slots_mark *m);
 int dh_code_is_disabled(PyCodeObject *code);
 /* obj_iter.c: the k-th item still to come of a tuple/list/range iterator (new ref) or NULL;
  * after the graph, the iterator advanced by count */

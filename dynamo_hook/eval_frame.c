@@ -64,8 +64,8 @@ static inline unsigned long long now_ns(void) {
     return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
 }
 
-/* guard value slots on the C stack per hooked frame; more come from the heap. Kept small:
- * a recursive compiled function nests one dh_eval_frame per level. */
+/* guard value slots a hooked frame takes at least (frame_slots.c; more when its entries
+ * have more sources) */
 #define DH_MAX_SOURCES 48
 
 static PyObject *frame_func(_PyInterpreterFrame *f) {
@@ -651,11 +651,14 @@ static PyObject *dh_eval_frame(PyThreadState *ts, _PyInterpreterFrame *f, int th
     }
     if (tc_transform_active())
         return fallback(ts, f, "a torch.func transform (vmap, grad, jvp, functionalize) is active: eager");
-    PyObject *small_values[DH_MAX_SOURCES];
-    void *small_ptrs[DH_MAX_SOURCES];
-    frame_bufs b = {small_values, small_ptrs, DH_MAX_SOURCES, 0};
-    if (c->max_sources > b.cap && bufs_grow(&b, c->max_sources) < 0)
+    /* the slots of guard values and data pointers: off the C stack (frame_slots.c), which a
+     * compiled recursion nests twice a level */
+    int nslots = c->max_sources > DH_MAX_SOURCES ? c->max_sources : DH_MAX_SOURCES;
+    dh_slots_mark smark;
+    void **slots = dh_slots_take(2 * (size_t)nslots, &smark);
+    if (slots == NULL)
         return FINISH(ts, f, PyErr_NoMemory());
+    frame_bufs b = {(PyObject **)slots, slots + nslots, nslots, 0};
     Py_ssize_t sbase = dh_scratch_enter(); /* guards.c: this frame's part of the scratch list */
     PyObject *res = eval_body(ts, f, throwflag, cfg, c, &b);
     dh_scratch_leave(sbase);
@@ -663,6 +666,7 @@ static PyObject *dh_eval_frame(PyThreadState *ts, _PyInterpreterFrame *f, int th
         free(b.values);
         free(b.ptrs);
     }
+    dh_slots_give(&smark);
     return res;
 }
 

@@ -494,7 +494,9 @@ static PyObject *one_line_table(int units, int delta) {
     return PyBytes_FromStringAndSize((const char *)tmp, p - tmp);
 }
 
-static PyObject *make_break_code(PyObject *rcode, Py_ssize_t nargs, PyObject *kwnames) {
+/* noinline: built once per break site, its locals stay off the C stack of dh_break_call,
+ * which a compiled recursion nests once a level (recursion.c) */
+static __attribute__((noinline)) PyObject *make_break_code(PyObject *rcode, Py_ssize_t nargs, PyObject *kwnames) {
     PyObject *info = PyDict_GetItemWithError(resume_info, rcode); /* borrowed */
     if (info == NULL)
         return NULL;
