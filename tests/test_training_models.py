@@ -144,3 +144,40 @@ def test_tiny_transformer_dropout_same_seed(name):
     torch.manual_seed(8)
     lc3, _ = _step(mc, ids, labels, cm)
     assert not torch.equal(lc3, lc)  # another seed, other masks: dropout is live
+
+
+@pytest.mark.allow_fallback  # the config deepcopy frames (inference's breaks too)
+def test_t5_training_captures_as_inference():
+    """T5 (a learned relative position bias added to the attention mask: sdpa's mask requires
+    grad in training) captures in training exactly as in inference — no break for a training
+    reason, the same graph and break counts (its remaining breaks, the deepcopy of its config
+    in get_text_config, are inference's too) — and loss and every gradient equal eager's."""
+    torch.manual_seed(0)
+    cfg = transformers.T5Config(vocab_size=V, d_model=32, d_kv=8, d_ff=64, num_layers=2, num_decoder_layers=2,
+                                num_heads=4, dropout_rate=0.0, decoder_start_token_id=0, pad_token_id=0)
+    m = transformers.T5ForConditionalGeneration(cfg)
+    ids = torch.randint(0, V, (B, L))
+    lab = torch.randint(0, V, (B, 6))
+    m.eval()
+    torchc.reset()
+    with torch.no_grad():
+        ei = torchc.explain(m)(input_ids=ids, labels=lab)
+    m.train()
+    torchc.reset()
+    et = torchc.explain(m)(input_ids=ids, labels=lab)
+    assert not [r for r in et.break_reasons if "training" in r], et.break_reasons
+    assert (et.graph_count, et.graph_break_count) == (ei.graph_count, ei.graph_break_count), et.break_reasons
+    assert et.backward_graph_count >= 1
+    torchc.reset()
+    m.zero_grad()
+    le = m(input_ids=ids, labels=lab).loss
+    le.backward()
+    ge = {k: p.grad.clone() for k, p in m.named_parameters() if p.grad is not None}
+    m.zero_grad()
+    lc = torchc.compile(m)(input_ids=ids, labels=lab).loss
+    lc.backward()
+    gc = {k: p.grad.clone() for k, p in m.named_parameters() if p.grad is not None}
+    torch.testing.assert_close(lc, le, rtol=1e-5, atol=1e-6)
+    assert set(gc) == set(ge)
+    for k in ge:
+        torch.testing.assert_close(gc[k], ge[k], rtol=1e-4, atol=1e-5)
