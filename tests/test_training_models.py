@@ -181,3 +181,50 @@ def test_t5_training_captures_as_inference():
     assert set(gc) == set(ge)
     for k in ge:
         torch.testing.assert_close(gc[k], ge[k], rtol=1e-4, atol=1e-5)
+
+
+_MORE = {
+    "distilbert": lambda: transformers.DistilBertForMaskedLM(transformers.DistilBertConfig(
+        vocab_size=V, dim=32, n_layers=2, n_heads=2, hidden_dim=64, max_position_embeddings=32)),  # dropout 0.1
+    "mistral": lambda: transformers.MistralForCausalLM(transformers.MistralConfig(
+        vocab_size=V, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1,
+        intermediate_size=64, max_position_embeddings=32)),
+    "phi": lambda: transformers.PhiForCausalLM(transformers.PhiConfig(
+        vocab_size=V, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
+        max_position_embeddings=32)),
+    "bart": lambda: transformers.BartForConditionalGeneration(transformers.BartConfig(
+        vocab_size=V, d_model=32, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
+        decoder_attention_heads=2, encoder_ffn_dim=64, decoder_ffn_dim=64, max_position_embeddings=32)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_MORE))
+def test_more_models_train_whole(name):
+    """Models that capture whole in inference capture whole in training (1 graph, 0 breaks,
+    1 backward graph); loss and every gradient equal eager's (dropout: same seed, same masks)."""
+    torch.manual_seed(0)
+    m = _MORE[name]()
+    ids = torch.randint(3, V, (B, L))
+    kw = dict(input_ids=ids, labels=ids)
+    m.eval()
+    torchc.reset()
+    with torch.no_grad():
+        ei = torchc.explain(m)(**kw)
+    assert (ei.graph_count, ei.graph_break_count) == (1, 0), ei.break_reasons
+    m.train()
+    torchc.reset()
+    et = torchc.explain(m)(**kw)
+    assert (et.graph_count, et.graph_break_count, et.backward_graph_count) == (1, 0, 1), et.break_reasons
+    torchc.reset()
+    grads = []
+    for fn in (m, torchc.compile(m)):
+        torch.manual_seed(5)
+        m.zero_grad()
+        loss = fn(**kw).loss
+        loss.backward()
+        grads.append((loss.detach(), {k: p.grad.clone() for k, p in m.named_parameters() if p.grad is not None}))
+    (le, ge), (lc, gc) = grads
+    torch.testing.assert_close(lc, le, rtol=1e-5, atol=1e-6)
+    assert set(gc) == set(ge)
+    for k in ge:
+        torch.testing.assert_close(gc[k], ge[k], rtol=1e-4, atol=1e-5)
