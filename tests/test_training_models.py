@@ -144,3 +144,87 @@ def test_tiny_transformer_dropout_same_seed(name):
     torch.manual_seed(8)
     lc3, _ = _step(mc, ids, labels, cm)
     assert not torch.equal(lc3, lc)  # another seed, other masks: dropout is live
+
+
+@pytest.mark.allow_fallback  # the config deepcopy frames (inference's breaks too)
+def test_t5_training_captures_as_inference():
+    """T5 (a learned relative position bias added to the attention mask: sdpa's mask requires
+    grad in training) captures in training exactly as in inference — no break for a training
+    reason, the same graph and break counts (its remaining breaks, the deepcopy of its config
+    in get_text_config, are inference's too) — and loss and every gradient equal eager's."""
+    torch.manual_seed(0)
+    cfg = transformers.T5Config(vocab_size=V, d_model=32, d_kv=8, d_ff=64, num_layers=2, num_decoder_layers=2,
+                                num_heads=4, dropout_rate=0.0, decoder_start_token_id=0, pad_token_id=0)
+    m = transformers.T5ForConditionalGeneration(cfg)
+    ids = torch.randint(0, V, (B, L))
+    lab = torch.randint(0, V, (B, 6))
+    m.eval()
+    torchc.reset()
+    with torch.no_grad():
+        ei = torchc.explain(m)(input_ids=ids, labels=lab)
+    m.train()
+    torchc.reset()
+    et = torchc.explain(m)(input_ids=ids, labels=lab)
+    assert not [r for r in et.break_reasons if "training" in r], et.break_reasons
+    assert (et.graph_count, et.graph_break_count) == (ei.graph_count, ei.graph_break_count), et.break_reasons
+    assert et.backward_graph_count >= 1
+    torchc.reset()
+    m.zero_grad()
+    le = m(input_ids=ids, labels=lab).loss
+    le.backward()
+    ge = {k: p.grad.clone() for k, p in m.named_parameters() if p.grad is not None}
+    m.zero_grad()
+    lc = torchc.compile(m)(input_ids=ids, labels=lab).loss
+    lc.backward()
+    gc = {k: p.grad.clone() for k, p in m.named_parameters() if p.grad is not None}
+    torch.testing.assert_close(lc, le, rtol=1e-5, atol=1e-6)
+    assert set(gc) == set(ge)
+    for k in ge:
+        torch.testing.assert_close(gc[k], ge[k], rtol=1e-4, atol=1e-5)
+
+
+_MORE = {
+    "distilbert": lambda: transformers.DistilBertForMaskedLM(transformers.DistilBertConfig(
+        vocab_size=V, dim=32, n_layers=2, n_heads=2, hidden_dim=64, max_position_embeddings=32)),  # dropout 0.1
+    "mistral": lambda: transformers.MistralForCausalLM(transformers.MistralConfig(
+        vocab_size=V, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1,
+        intermediate_size=64, max_position_embeddings=32)),
+    "phi": lambda: transformers.PhiForCausalLM(transformers.PhiConfig(
+        vocab_size=V, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
+        max_position_embeddings=32)),
+    "bart": lambda: transformers.BartForConditionalGeneration(transformers.BartConfig(
+        vocab_size=V, d_model=32, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
+        decoder_attention_heads=2, encoder_ffn_dim=64, decoder_ffn_dim=64, max_position_embeddings=32)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_MORE))
+def test_more_models_train_whole(name):
+    """Models that capture whole in inference capture whole in training (1 graph, 0 breaks,
+    1 backward graph); loss and every gradient equal eager's (dropout: same seed, same masks)."""
+    torch.manual_seed(0)
+    m = _MORE[name]()
+    ids = torch.randint(3, V, (B, L))
+    kw = dict(input_ids=ids, labels=ids)
+    m.eval()
+    torchc.reset()
+    with torch.no_grad():
+        ei = torchc.explain(m)(**kw)
+    assert (ei.graph_count, ei.graph_break_count) == (1, 0), ei.break_reasons
+    m.train()
+    torchc.reset()
+    et = torchc.explain(m)(**kw)
+    assert (et.graph_count, et.graph_break_count, et.backward_graph_count) == (1, 0, 1), et.break_reasons
+    torchc.reset()
+    grads = []
+    for fn in (m, torchc.compile(m)):
+        torch.manual_seed(5)
+        m.zero_grad()
+        loss = fn(**kw).loss
+        loss.backward()
+        grads.append((loss.detach(), {k: p.grad.clone() for k, p in m.named_parameters() if p.grad is not None}))
+    (le, ge), (lc, gc) = grads
+    torch.testing.assert_close(lc, le, rtol=1e-5, atol=1e-6)
+    assert set(gc) == set(ge)
+    for k in ge:
+        torch.testing.assert_close(gc[k], ge[k], rtol=1e-4, atol=1e-5)

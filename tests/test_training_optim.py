@@ -157,6 +157,43 @@ def test_one_step_within_ulps(name):
                 o_c.state[b][k].copy_(o_e.state[a][k])
 
 
+def test_compile_counts_both_ways():
+    """A learning-rate or weight-decay value change (a scheduler, or a write to param_groups)
+    compiles nothing new; a structural change (nesterov on, momentum off) compiles once more
+    each — and then matches torch.optim again."""
+    m_e = _model()
+    m_c = copy.deepcopy(m_e)
+    make = lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9, weight_decay=1e-3)  # noqa: E731
+    o_e, o_c = make(m_e.parameters()), make(m_c.parameters())
+    step = torchc.compile(o_c.step)
+    g = torch.Generator().manual_seed(4)
+    total = 0
+    for i in range(12):
+        if i == 4:
+            for o in (o_e, o_c):
+                o.param_groups[0]["lr"] = 0.01
+                o.param_groups[0]["weight_decay"] = 2e-3
+        if i == 6:
+            for o in (o_e, o_c):
+                o.param_groups[0]["nesterov"] = True
+        if i == 9:
+            for o in (o_e, o_c):
+                o.param_groups[0]["nesterov"] = False
+                o.param_groups[0]["momentum"] = 0.0
+        x = torch.randn(4, 5, generator=g)
+        for m, o in ((m_e, o_e), (m_c, o_c)):
+            o.zero_grad()
+            (m(x) - 0.5).pow(2).mean().backward()
+        o_e.step()
+        ex = torchc.explain(step)()
+        n = _count(ex, "_sgd_kernel")
+        # step 0: the fresh-buffer kernel, 1: steady; 4: none (values only); 6: nesterov; 9: no momentum
+        assert n == (1 if i in (0, 1, 6, 9) else 0), (i, n)
+        total += n
+        _compare(m_e, o_e, m_c, o_c, LOOP)
+    assert total == 4
+
+
 def test_explain_opt_step_shows_graph():
     m = _model()
     opt = torch.optim.Adam(m.parameters(), lr=1e-3)

@@ -655,9 +655,8 @@ ic_val ic_train_extern(ic_graph *g, ic_extern_kind kind, int nin, const ic_val *
  * operands: more than an extern takes) the decomposition above. */
 /* attention with a mask: the backward decomposed in the graph (the probabilities recomputed
  * from q, k and the mask, [.., L, S] materialized): dV = P^T g, dP = g V^T,
- * dS = P (dP - rowsum(dP P)), dQ = scale dS K, dK = scale dS^T Q */
+ * dS = P (dP - rowsum(dP P)), dQ = scale dS K, dK = scale dS^T Q, dMask = dS */
 static void sdpa_masked_bwd(ag *a, const ic_node *n, ic_val g) {
-    if (a->need[n->in[3]]) return ag_fail(a, "no backward rule for sdpa with a mask that requires grad");
     double scale = n->num;
     ic_val q = X(0), k = X(1), v = X(2), mk = X(3);
     ic_val in[2] = {q, transpose(a, k)};
@@ -675,6 +674,8 @@ static void sdpa_masked_bwd(ag *a, const ic_node *n, ic_val g) {
     ic_val i3[2] = {g, transpose(a, v)};
     ic_val dP = ext(a, IC_EXT_MATMUL, 2, i3, 0, NULL);
     ic_val dS = mul(a, P, bin(a, IC_OP_SUB, dP, ic_reduce(a->b, IC_OP_SUM, mul(a, dP, P), last, 1, -1)));
+    if (NEED(3)) ag_acc(a, n->in[3], dS); /* an additive float mask (a learned position bias): the
+                                           * scores' gradient, summed over its broadcast dims */
     if (NEED(0)) {
         ic_val i4[2] = {dS, k};
         ag_acc(a, n->in[0], mulk(a, ext(a, IC_EXT_MATMUL, 2, i4, 0, NULL), scale));
