@@ -43,7 +43,7 @@ EXPECTED = {
     "hf_deit": (1, 0, 130),
     "hf_dinov2": (1, 0, 125),
     "hf_efficientnet": (1, 0, 414),
-    "hf_esm": (21, 6, 248),
+    "hf_esm": (1, 0, 248),
     "hf_fnet": (17, 14, 171),
     "hf_focalnet": (1, 0, 418),
     "hf_funnel": (1, 0, 570),
