@@ -251,6 +251,15 @@ int sym_compare(trace *t, int cmp, const var *a_in, const var *b_in, var *out) {
         }
         return sym_const(t, r, out);
     }
+    if ((cmp == Py_EQ || cmp == Py_NE) && ((a->kind == V_DICT || a->kind == V_SEQ) != (b->kind == V_DICT || b->kind == V_SEQ))) {
+        /* a dict or sequence against a str/number/None/bool: neither side's __eq__ knows the
+         * other (NotImplemented both ways), so Python falls back to identity: unequal
+         * (rope_type == "longrope" with a dict of rope types per layer) */
+        const var *o = a->kind == V_DICT || a->kind == V_SEQ ? b : a;
+        if (o->kind == V_CONST && (PyUnicode_CheckExact(o->obj) || PyLong_CheckExact(o->obj) || PyFloat_CheckExact(o->obj) ||
+                                   PyBool_Check(o->obj) || o->obj == Py_None || PyBytes_CheckExact(o->obj)))
+            return sym_const(t, PyBool_FromLong(cmp == Py_NE), out);
+    }
     static const ic_op ops[6] = {IC_OP_LT, IC_OP_LE, IC_OP_EQ, IC_OP_NE, IC_OP_GT, IC_OP_GE};
     if (cmp < 0 || cmp > 5)
         return sym_fail(t, "bad comparison");

@@ -1,6 +1,7 @@
 """Idioms of real model code that broke graphs, each as a differential test against eager
 with graph/break counts: sequence comparisons of sizes (ProphetNet's
-`assert list(h.size()) == [b, t, d]`)."""
+`assert list(h.size()) == [b, t, d]`), and a dict or list against a string or number
+(transformers' rope wrapper: `rope_type == "longrope"` with a dict of rope types per layer)."""
 import pytest
 import torch
 
@@ -41,7 +42,15 @@ def f_branch_on_list(x):
     return x.mean(-1)
 
 
-@pytest.mark.parametrize("fn", [f_assert_size, f_compare_kinds, f_branch_on_list], ids=lambda f: f.__name__)
+def f_dict_vs_str(x):
+    kinds = {"full": "default", "sliding": "dynamic"}
+    sizes = [x.shape[0], 3]
+    flags = (kinds == "longrope", kinds != "longrope", sizes == 2, sizes != None, (1, 2) == 1.5,  # noqa: E711
+             "dynamic" in kinds)
+    return x * sum(int(f) for f in flags) + (1 if sizes == "x" else 2)
+
+
+@pytest.mark.parametrize("fn", [f_assert_size, f_compare_kinds, f_branch_on_list, f_dict_vs_str], ids=lambda f: f.__name__)
 @pytest.mark.parametrize("shape", [(2, 3, 4), (1, 1, 1), (0, 3, 4), (5, 2, 7)])
 def test_sequence_compare(fn, shape):
     _run(fn, torch.randn(shape))
