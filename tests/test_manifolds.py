@@ -235,7 +235,8 @@ def test_matrix_exp_and_solve_compiled_training(dtype, device):
     def f(A, B, C):
         E = torch.linalg.matrix_exp(A * 0.5)
         X = torch.linalg.solve(C, E @ B)
-        return (X.sin() * 3).sum() + E.square().sum()
+        # no transcendental past the externs: f64 sin has no GPU lowering (no libdevice)
+        return (X * X * 3).sum() + E.square().sum()
 
     tol = (1e-4 if device == "cpu" else 2e-3) if dtype == torch.float32 else 1e-10
     for shape, norm in [((5, 5), 0.7), ((2, 3, 8, 8), 6.0), ((1, 1), 2.0), ((33, 33), 40.0)]:

@@ -269,9 +269,10 @@ def test_reduction_dims_eager_refuses_raise(call):
         call(y)
         return y
     x = torch.arange(6.0).reshape(2, 3)
-    with pytest.raises(TypeError):
+    # torch 2.13 raises TypeError for each; torch 2.11 a RuntimeError for prod(None)
+    with pytest.raises((TypeError, RuntimeError)) as eager:
         f(x)
-    with pytest.raises(TypeError):
+    with pytest.raises(type(eager.value)):
         torchc.compile(f)(x)
 
 

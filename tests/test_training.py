@@ -502,15 +502,18 @@ def test_sdpa_masks():
                 rg=[True, True, True, False])
 
 
-@pytest.mark.allow_fallback
-@pytest.mark.no_compile
-def test_sdpa_mask_requiring_grad_falls_back():
+def test_sdpa_mask_requiring_grad_compiles():
+    """a float mask that requires grad (a learned position bias) has a backward rule now
+    (tests/test_training_sdpa_mask.py has the cases); before, the frame fell back"""
     q = R(1, 2, 4, 8).requires_grad_(True)
     m = R(4, 4).requires_grad_(True)
-    ex = torchc.explain(lambda q, m: F.scaled_dot_product_attention(q, q, q, attn_mask=m))(q, m)
-    assert ex.backward_graph_count == 0 and any("mask" in r for r in ex.break_reasons), ex.break_reasons
-    ex.result.sum().backward()
-    assert q.grad is not None and m.grad is not None
+    f = lambda q, m: F.scaled_dot_product_attention(q, q, q, attn_mask=m)  # noqa: E731
+    ex = torchc.explain(f)(q, m)
+    assert (ex.graph_count, ex.graph_break_count, ex.backward_graph_count) == (1, 0, 1), ex.break_reasons
+    gq, gm = torch.autograd.grad(ex.result.sum(), (q, m))
+    wq, wm = torch.autograd.grad(f(q, m).sum(), (q, m))
+    torch.testing.assert_close(gq, wq)
+    torch.testing.assert_close(gm, wm)
 
 
 # ---- AMP ------------------------------------------------------------------------------------------------

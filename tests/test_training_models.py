@@ -88,6 +88,24 @@ def _pair(name, drop):
     return me, mc
 
 
+def _draws_layerdrop(m, **kw):
+    """whether m's training forward draws a 0-d torch.rand (transformers versions before about
+    4.50 draw layerdrop's `torch.rand([]) < p` in training whatever p is: a data-dependent
+    branch, where torch.compile breaks the graph too, so such a model cannot train whole)"""
+    seen = []
+
+    class Mode(torch.overrides.TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            if func is torch.rand and args and tuple(args[0]) == ():
+                seen.append(func)
+            return func(*args, **(kwargs or {}))
+    state = torch.get_rng_state()
+    with Mode():
+        m(**kw)
+    torch.set_rng_state(state)
+    return bool(seen)
+
+
 # GPT-2 (its output record's __post_init__ reads self.__dict__, its logger's lru_cache'd
 # warning_once) captures whole too: obj_dictview.c and ops_table.c's cached methods
 WHOLE = ["bert_mlm", "llama_clm", "gpt2_lm", "opt_clm", "bloom_clm"]
@@ -97,14 +115,19 @@ WHOLE = ["bert_mlm", "llama_clm", "gpt2_lm", "opt_clm", "bloom_clm"]
 def test_tiny_transformer_trains_whole(name):
     me, mc = _pair(name, 0.0)
     ids, labels = _batch()
+    if _draws_layerdrop(me, input_ids=ids, labels=labels):
+        pytest.skip("this transformers version branches on torch.rand([]) in training (layerdrop)")
     ex = torchc.explain(mc)(input_ids=ids, labels=labels)
     assert ex.graph_count == 1 and ex.graph_break_count == 0, ex.break_reasons
     assert ex.backward_graph_count == 1, str(ex)
 
 
 @pytest.mark.parametrize("name", WHOLE)
-def test_tiny_transformer_matches_eager(name):
+def test_tiny_transformer_matches_eager(name, request):
     me, mc = _pair(name, 0.0)
+    if _draws_layerdrop(me, **dict(zip(("input_ids", "labels"), _batch()))):
+        # the frames around the data-dependent branch run eagerly: values are still compared
+        request.node.add_marker(pytest.mark.allow_fallback)
     ex = torchc.explain(mc)(*(), **dict(zip(("input_ids", "labels"), _batch())))
     assert ex.backward_graph_count >= 1, str(ex)  # the loss's graph at least is differentiated
     cm = torchc.compile(mc)
@@ -212,6 +235,8 @@ def test_more_models_train_whole(name):
         ei = torchc.explain(m)(**kw)
     assert (ei.graph_count, ei.graph_break_count) == (1, 0), ei.break_reasons
     m.train()
+    if _draws_layerdrop(m, **kw):
+        pytest.skip("this transformers version branches on torch.rand([]) in training (layerdrop)")
     torchc.reset()
     et = torchc.explain(m)(**kw)
     assert (et.graph_count, et.graph_break_count, et.backward_graph_count) == (1, 0, 1), et.break_reasons
