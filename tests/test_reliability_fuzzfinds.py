@@ -340,6 +340,9 @@ _STORES = {
 def test_number_out_of_the_dtype_range_raises(store, dt, s):
     """fuzz seed 21 program 27: w1[...] = -0.25 on a uint8 tensor raised RuntimeError in eager
     (value cannot be converted to type uint8_t without overflow) and was stored compiled"""
+    if store == "clamp" and s != s and torch.tensor([1.0]).clamp(min=s).isnan().logical_not().all():
+        pytest.skip("this torch's clamp(min=nan scalar) ignores the bound (2.11; clamp_min and 2.13 "
+                    "give nan): torchc gives nan, as 2.13 does")
     def f(x):
         y = x * 2
         w = y[:, 1:]
