@@ -1273,20 +1273,7 @@ int sym_check_index(trace *t, const var *index, int64_t bound, int gather) {
     ic_val bad = ic_binary(G, IC_OP_LOGICAL_OR, ic_binary(G, IC_OP_LT, iv, sym_inum(t, 0)),
                            ic_binary(G, IC_OP_GE, iv, sym_inum(t, bound)));
     bad = ic_reduce(G, IC_OP_SUM, ic_cast(G, bad, IC_I64), 0, 0, -1);
-    if (bad < 0)
-        return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "index check failed");
-    if (t->nchk == t->capchk) {
-        int cap = t->capchk ? 2 * t->capchk : 8;
-        ic_val *nc = realloc(t->chk, sizeof *nc * (size_t)cap);
-        if (nc == NULL) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        t->chk = nc;
-        t->capchk = cap;
-    }
-    t->chk[t->nchk++] = bad;
-    return 0;
+    return sym_add_check(t, bad, "index");
 }
 
 /* tril/triu(input, diagonal=0) on the last two dims */
