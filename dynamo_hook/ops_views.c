@@ -842,6 +842,13 @@ int sym_h_split(trace *t, const opdef *d, var **p, var *out) {
     return 0;
 }
 
+/* index values < 0 become `bound` (out of range: the GPU gather traps on it) for ops whose
+ * eager form rejects negative indices instead of wrapping them */
+static ic_val sym_trap_negatives(trace *t, ic_val iv, int64_t bound) {
+    ic_dtype dt = ic_value_meta(t->g, iv)->dtype;
+    return ic_where(t->g, ic_binary(t->g, IC_OP_LT, iv, ic_scalar(t->g, 0, dt)), ic_scalar(t->g, (double)bound, dt), iv);
+}
+
 /* index_select(input, dim, index) / F.embedding(input, weight) */
 int sym_h_index_select(trace *t, const opdef *d, var **p, var *out) {
     if (d->op == 1) { /* embedding(input, weight, padding_idx=None, max_norm=None, ...) */
@@ -855,8 +862,11 @@ int sym_h_index_select(trace *t, const opdef *d, var **p, var *out) {
         for (int i = 0; i < im->ndim; i++)
             n *= im->sizes[i];
         ic_val flat = sym_reshape(t, p[0]->val, 1, &n);
-        if (sym_check_index(t, p[0], wm->ndim ? wm->sizes[0] : 0, 1) < 0)
+        int chk = sym_check_index(t, p[0], wm->ndim ? wm->sizes[0] : 0, 1);
+        if (chk < 0)
             return -1;
+        if (chk == 1)
+            flat = sym_trap_negatives(t, flat, wm->ndim ? wm->sizes[0] : 0);
         ic_val rows = ic_index_select(t->g, p[1]->val, 0, flat);
         if (!sym_is_none(p[2]) && sym_value_requires_grad(t, p[1]->val)) {
             /* training: rows of padding_idx get no gradient (eager's embedding_backward) */
@@ -884,9 +894,12 @@ int sym_h_index_select(trace *t, const opdef *d, var **p, var *out) {
     int dim;
     if (sym_get_int(t, p[1], &dd, "dim") < 0 || sym_norm_dim(t, dd, sym_ndim_of(t, p[0]->val), &dim) < 0)
         return -1;
-    if (sym_check_index(t, p[2], ic_value_meta(t->g, p[0]->val)->sizes[dim], 1) < 0)
+    int64_t bound = ic_value_meta(t->g, p[0]->val)->sizes[dim];
+    int chk = sym_check_index(t, p[2], bound, 1);
+    if (chk < 0)
         return -1;
-    return sym_tensor_out(t, ic_index_select(t->g, p[0]->val, dim, p[2]->val), out);
+    ic_val ix = chk == 1 ? sym_trap_negatives(t, p[2]->val, bound) : p[2]->val;
+    return sym_tensor_out(t, ic_index_select(t->g, p[0]->val, dim, ix), out);
 }
 
 /* x[i0, i1, ...] with several integer tensor indices (slices and an Ellipsis between them
@@ -1266,8 +1279,15 @@ int sym_check_index(trace *t, const var *index, int64_t bound, int gather) {
             return sym_fail(t, "index out of range (eager will raise)");
         return 0;
     }
-    if (t->device_type == TC_DEV_CUDA)
+    if (t->device_type == TC_DEV_CUDA) {
+        /* the GPU gather wraps a negative index once and traps on one still out of [0, bound)
+         * (gpu_mem.c gather_off): eager's device-side assert, with no sync per call. Return 1:
+         * a caller whose eager op does not wrap negatives (embedding, index_select) maps them
+         * out of range first (sym_trap_negatives) */
+        if (gather)
+            return 1;
         return sym_fail(t, "indexing with a computed index tensor (bounds unknown) not supported yet on CUDA");
+    }
     /* checked after the kernels: the number of elements outside [0, bound) (the CPU gather
      * clamps, so the kernels stay in memory meanwhile) */
     ic_val bad = ic_binary(G, IC_OP_LOGICAL_OR, ic_binary(G, IC_OP_LT, iv, sym_inum(t, 0)),
