@@ -409,7 +409,7 @@ int sym_data_call(trace *t, const var *fn, var *args, int nargs, PyObject *kwnam
         return 1;
     }
     const char *name = ((PyCFunctionObject *)f)->m_ml->ml_name;
-    if (!strcmp(name, "iter") && nargs == 1 && args[0].kind != V_TENSOR && args[0].kind != V_OBJ)
+    if (!strcmp(name, "iter") && nargs == 1 && args[0].kind != V_OBJ) /* a tensor: its rows */
         return make_iter(t, &args[0], out);
     if (!strcmp(name, "next") && !nkw && (npos == 1 || npos == 2) && args[0].kind == V_ITER)
         return next_item(t, args, npos, out);

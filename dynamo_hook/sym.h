@@ -405,6 +405,7 @@ int sym_load_attr(trace *t, const var *o, PyObject *name, var *out); /* sym_attr
 /* d.get/pop/setdefault/copy/update/__contains__ on a V_DICT (d: the dict at the call) */
 int sym_dict_method(trace *t, const var *d, const char *mn, var *args, int nargs, var *out);
 int sym_iter_items(trace *t, const var *v, var **items, int *n);
+int sym_tensor_iter_items(trace *t, const var *x, var **items, int *n); /* sym_iter_tensor.c: its rows */
 int sym_inline_module(trace *t, const var *mod, var *args, int nargs, PyObject *kwnames, var *out);
 /* ops_pyops.c */
 int sym_binary(trace *t, int nb_op, const var *a, const var *b, var *out); /* BINARY_OP */

@@ -275,8 +275,8 @@ int sym_iter_items(trace *t, const var *v, var **items, int *n) {
         *n = j;
         return 0;
     }
-    if (v->kind == V_TENSOR)
-        return sym_fail(t, "iterating over a tensor not supported yet");
+    if (v->kind == V_TENSOR) /* its rows (sym_iter_tensor.c) */
+        return sym_tensor_iter_items(t, v, items, n);
     return sym_fail(t, "iteration over an unsupported value");
 }
 
