@@ -517,7 +517,71 @@ void run_extern(const ic_extern_call *c) {
 
 extern "C" {
 
+/* the CUSTOM extern (torchc/_custom_ops.py run): the operands and the output as tensors on
+ * the graph's buffers, the op called from Python under the GIL (the CPU graph runs without
+ * it); a Python exception becomes err ("ATen custom: ...": the frame reruns eagerly) */
+PyObject *dh_custom_op_run(PyObject *key, PyObject *ins, PyObject *out, PyObject *strides); /* dynamo_hook/dh.h */
+
+static int custom_extern(const ic_extern_call *c, ic_err *err) {
+    PyGILState_STATE gs = PyGILState_Ensure();
+    PyObject *ins = NULL, *out = NULL, *strides = Py_NewRef(Py_None), *key = NULL, *r = NULL;
+    int rc = -1;
+    try {
+        const c10::Device dev = c->device == IC_CUDA
+                                    ? c10::Device(c10::DeviceType::CUDA, (c10::DeviceIndex)c->device_index)
+                                    : c10::Device(c10::DeviceType::CPU);
+        const at::TensorOptions base = at::TensorOptions().device(dev);
+        if ((ins = PyTuple_New(c->nin)) == NULL) goto error;
+        for (int i = 0; i < c->nin; i++) {
+            PyObject *x = THPVariable_Wrap(blob(c->in[i], c->in_meta[i], base));
+            if (x == NULL) goto error;
+            PyTuple_SET_ITEM(ins, i, x);
+        }
+        if ((out = THPVariable_Wrap(blob(c->out, *c->out_meta, base))) == NULL) goto error;
+        const int64_t nd = c->params[3];
+        if (c->params[1] > 0) { /* eager's strides of the written operand */
+            Py_DECREF(strides);
+            if ((strides = PyTuple_New(nd)) == NULL) goto error;
+            for (int64_t i = 0; i < nd; i++) {
+                PyObject *v = PyLong_FromLongLong(c->params[4 + nd + i]);
+                if (v == NULL) goto error;
+                PyTuple_SET_ITEM(strides, i, v);
+            }
+        }
+        if ((key = PyLong_FromLongLong(c->params[0])) == NULL) goto error;
+        r = dh_custom_op_run(key, ins, out, strides);
+        if (r == NULL) goto error;
+        rc = 0;
+    } catch (const std::exception &e) {
+        snprintf(err->msg, sizeof err->msg, "ATen custom: %.200s", e.what());
+        err->code = IC_EINTERNAL;
+    }
+error:
+    if (rc != 0 && PyErr_Occurred()) {
+        PyObject *tp, *v, *tb;
+        PyErr_Fetch(&tp, &v, &tb);
+        PyObject *sv = v ? PyObject_Str(v) : NULL;
+        const char *txt = sv && PyUnicode_Check(sv) ? PyUnicode_AsUTF8(sv) : NULL;
+        snprintf(err->msg, sizeof err->msg, "ATen custom: %s: %.200s", tp ? ((PyTypeObject *)tp)->tp_name : "error",
+                 txt ? txt : "");
+        err->code = IC_EINTERNAL;
+        Py_XDECREF(sv);
+        Py_XDECREF(tp);
+        Py_XDECREF(v);
+        Py_XDECREF(tb);
+        PyErr_Clear();
+    }
+    Py_XDECREF(ins);
+    Py_XDECREF(out);
+    Py_XDECREF(strides);
+    Py_XDECREF(key);
+    Py_XDECREF(r);
+    PyGILState_Release(gs);
+    return rc;
+}
+
 int tc_extern_handler(const ic_extern_call *call, ic_err *err) {
+    if (call->kind == IC_EXT_CUSTOM) return custom_extern(call, err);
     try {
         run_extern(call);
         return 0;

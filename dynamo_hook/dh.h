@@ -44,6 +44,10 @@ PyObject *dh_probe(PyObject *func, PyObject *args, PyObject *kwargs, const dh_co
 extern _Thread_local int dh_tl_cg_capture;
 /* fn (a callable outside torch) computes the torch op `name` of the op table: traced as it. */
 int dh_alias_op(PyObject *fn, const char *name);
+/* ops_custom.c: the body of a CUSTOM extern (torchc._custom_ops.run(key, ins, out, strides)),
+ * the frame hook passing its frames through (the op is opaque, as in eager); new ref or NULL
+ * with an exception. Under the GIL. */
+PyObject *dh_custom_op_run(PyObject *key, PyObject *ins, PyObject *out, PyObject *strides);
 /* The default recompile limit (torchc.config.recompile_limit). */
 extern int dh_default_recompile_limit;
 /* torchc/_logging.py: called with the record dict of every handled frame that is not a

@@ -724,6 +724,8 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
     }
     if (fn->kind == V_FUNC && fn->op == SYM_PARTIAL)
         return sym_partial_call(t, fn, args, nargs, kwnames, out);
+    if (fn->kind == V_FUNC && fn->op == SYM_CUSTOM_OP)
+        return sym_custom_op_call(t, fn, args, nargs, kwnames, out);
     if (fn->kind == V_FUNC && fn->op == SYM_PREDICATE) {
         int a = sym_predicate(fn->obj);
         if (a == 2 && (nargs || kwnames))

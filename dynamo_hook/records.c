@@ -334,3 +334,22 @@ int sym_record_setattr(trace *t, const var *r, PyObject *name, const var *v) {
     sym_fx_set(t, &r->items[i], v); /* journalled: undone if the call becomes a break */
     return 0;
 }
+
+/* r[k] = v (ModelOutput.__setitem__: the dict item and the attribute): a str key naming a
+ * field, a non-None value. A field that was None joins the items at the end of the dict, so
+ * only a field after every non-None one keeps the items in field order; other writes fail. */
+int sym_record_setitem(trace *t, const var *r, const var *k, const var *v) {
+    if (k->kind != V_CONST || !PyUnicode_Check(k->obj))
+        return sym_fail(t, "record item assignment with a non-str key not supported");
+    int i = field_index(r, k->obj);
+    if (i < 0)
+        return sym_fail(t, "record item assignment to %R (not a field) not supported", k->obj);
+    if (is_none_var(v) || v->kind == V_UNSET || v->kind == V_NULL)
+        return sym_fail(t, "record item assignment of None not supported");
+    if (is_none_var(&r->items[i]))
+        for (int j = i + 1; j < r->n; j++)
+            if (!is_none_var(&r->items[j]))
+                return sym_fail(t, "record item assignment that reorders its items not supported");
+    sym_fx_set(t, &r->items[i], v); /* journalled: undone if the call becomes a break */
+    return 0;
+}

@@ -81,6 +81,7 @@ typedef struct sym_break {
 #define SYM_PREDICATE (-5)     /* V_FUNC.op of torch.compiler.is_compiling & co (sym_predicate) */
 #define SYM_LAZY_ITER (-7)     /* V_ITER.op of an iterator passed in, read lazily (obj_iter.c) */
 #define SYM_PARTIAL (-6)       /* V_FUNC.op of functools.partial(...) made in the trace (obj_func.c) */
+#define SYM_CUSTOM_OP (-9)     /* V_FUNC.op of a custom op (torch.ops.ns.op, torch.library): ops_custom.c */
 #define SYM_OWN_ITER (-8)      /* V_ITER.op of an iterator the frame holds (iter(), next()): its
                                 * items array names it, copies rebound as it advances (obj_data.c) */
 #define SYM_DICT_VIEW 3        /* V_DICT.op: obj.__dict__, read-only; globals: the object (obj_dictview.c) */
@@ -318,6 +319,7 @@ int sym_record_attr(trace *t, const var *r, PyObject *name, var *out);
 int sym_record_subscr(trace *t, const var *r, const var *k, var *out);
 int sym_record_method(trace *t, const var *r, const char *mn, int nargs, var *out);
 int sym_record_setattr(trace *t, const var *r, PyObject *name, const var *v);
+int sym_record_setitem(trace *t, const var *r, const var *k, const var *v); /* r[k] = v */
 
 /* obj_new.c: cls(*args) of a plain Python class: allocated by the guards (DH_S_NEW), its
  * __init__ inlined, its attribute writes replayed after the graph */
@@ -421,6 +423,9 @@ ic_val sym_box_store(trace *t, ic_val base, PyObject *key, ic_val val); /* setit
 int sym_alias_update(trace *t, int oid, ic_val newval);                   /* alias_fn.c */
 int sym_alias_rebind(trace *t, const var *self, const var *view);         /* alias_fn.c */
 int sym_eager_strides(trace *t, ic_val v, int64_t *st);                  /* ops_views.c */
+/* ops_custom.c: o is an OpOverloadPacket/OpOverload/CustomOpDef; a call of one (a CUSTOM extern) */
+int sym_is_custom_op(PyObject *o);
+int sym_custom_op_call(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out);
 int sym_known_index(trace *t, const var *v, PyObject **out); /* ops_more.c: 1: a constant 0-d int tensor */
 /* index_select with a checked index: graph inputs are bounds-checked at run time (eager
  * runs when out of range), argmax/argmin/arange results are in range by construction. */

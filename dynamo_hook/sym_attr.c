@@ -423,6 +423,17 @@ int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
         }
         if (!strcmp(n, "__class__") && o->obj) /* type(f): a constant */
             return sym_const(t, Py_NewRef((PyObject *)Py_TYPE(o->obj)), out);
+        if (o->op == SYM_CUSTOM_OP && o->obj) { /* packet.overload (ops_custom.c): an op of the guarded op */
+            PyObject *a = PyObject_GetAttr(o->obj, name);
+            if (a == NULL) {
+                (void)tc_clear_expected(PyExc_Exception);
+                return sym_fail(t, "attribute %U of a custom op not found", name);
+            }
+            int rc = sym_is_custom_op(a) ? sym_wrap(t, a, -1, out)
+                                         : sym_fail(t, "attribute %U of a custom op (only its overloads)", name);
+            Py_DECREF(a);
+            return rc;
+        }
         if (!strcmp(n, "__code__") && o->obj && o->op == SYM_USER_FUNCTION && o->src >= 0 &&
             PyFunction_Check(o->obj)) /* the function is identity-guarded: its code, as it is now */
             return sym_const(t, Py_NewRef(PyFunction_GET_CODE(o->obj)), out);
@@ -543,15 +554,96 @@ int sym_op_store_attr(trace *t, sframe *f, sym_ins *in) {
     return SYM_NEXT;
 }
 
+/* the absolute name of `from .<level dots>name import ...` in a frame with these globals
+ * (importlib's _calc___package__ and _resolve_name); new ref, NULL: t failed */
+static PyObject *relative_name(trace *t, PyObject *globals, PyObject *name, long level) {
+    PyObject *pkg = globals ? PyDict_GetItemString(globals, "__package__") : NULL;
+    PyObject *owned = NULL;
+    if (pkg == NULL || !PyUnicode_Check(pkg)) {
+        PyObject *mn = globals ? PyDict_GetItemString(globals, "__name__") : NULL;
+        if (mn == NULL || !PyUnicode_Check(mn))
+            return sym_fail(t, "relative import in a frame without __package__/__name__"), NULL;
+        if (PyDict_GetItemString(globals, "__path__") != NULL) {
+            pkg = mn;
+        } else {
+            Py_ssize_t dot = PyUnicode_FindChar(mn, '.', 0, PyUnicode_GET_LENGTH(mn), -1);
+            if (dot < 0)
+                return sym_fail(t, "relative import outside a package (eager raises)"), NULL;
+            pkg = owned = PyUnicode_Substring(mn, 0, dot);
+            if (pkg == NULL)
+                return NULL;
+        }
+    }
+    PyObject *base = Py_NewRef(pkg);
+    for (long i = 1; base && i < level; i++) { /* drop level - 1 trailing components */
+        Py_ssize_t dot = PyUnicode_FindChar(base, '.', 0, PyUnicode_GET_LENGTH(base), -1);
+        if (dot < 0) {
+            Py_CLEAR(base);
+            sym_fail(t, "relative import beyond the top-level package (eager raises)");
+            break;
+        }
+        PyObject *b = PyUnicode_Substring(base, 0, dot);
+        Py_SETREF(base, b);
+    }
+    Py_XDECREF(owned);
+    if (base == NULL || PyUnicode_GET_LENGTH(base) == 0) {
+        if (base != NULL)
+            sym_fail(t, "relative import outside a package (eager raises)");
+        Py_XDECREF(base);
+        return NULL;
+    }
+    if (PyUnicode_GET_LENGTH(name) == 0)
+        return base;
+    PyObject *r = PyUnicode_FromFormat("%U.%U", base, name);
+    Py_DECREF(base);
+    return r;
+}
+
+/* sys.modules[name] (m) as a source, its identity guarded */
+static int module_source(trace *t, PyObject *mods, PyObject *name, PyObject *m) {
+    int s0 = sym_source(t, DH_S_CONST, -1, 0, mods);
+    int s1 = s0 >= 0 ? sym_source(t, DH_S_ITEM, s0, -1, name) : -1;
+    if (s1 < 0 || sym_guard_id(t, s1, m) < 0)
+        return -1;
+    return s1;
+}
+
 /* IMPORT_NAME */
 int sym_op_import_name(trace *t, sframe *f, sym_ins *in) {
     var a;
-    /* import of a module that is already loaded: a constant module */
+    /* import of a module that is already loaded: a constant module (a relative import:
+     * resolved against the frame's package as eager does), its sys.modules entry guarded */
     NEED(2);
-    (void)POP();
-    (void)POP();
+    var fromlist = POP(), lv = POP();
     PyObject *name = PyTuple_GET_ITEM(in->names, in->oparg);
+    long level = lv.kind == V_CONST && PyLong_CheckExact(lv.obj) ? PyLong_AsLong(lv.obj) : -1;
+    if (level < 0) {
+        (void)tc_clear_expected(PyExc_OverflowError);
+        return sym_fail(t, "import with an unknown level");
+    }
     PyObject *mods = PyImport_GetModuleDict();
+    if (level > 0) {
+        PyObject *abs = relative_name(t, f->globals, name, level);
+        if (abs == NULL)
+            return -1; /* t failed, or no memory */
+        PyObject *m = PyDict_GetItemWithError(mods, abs);
+        int s1 = m ? module_source(t, mods, abs, m) : -1;
+        Py_DECREF(abs);
+        if (m == NULL) {
+            (void)tc_clear_expected(PyExc_Exception);
+            return sym_fail(t, "import of a module not loaded yet");
+        }
+        if (s1 < 0)
+            return -1;
+        (void)fromlist; /* `from . import x` / `from .a import x`: the module itself */
+        a = sym_var(V_OBJ);
+        a.src = s1; /* what is read from it: guarded attributes */
+        a.obj = sym_keep(t, Py_NewRef(m));
+        if (a.obj == NULL)
+            return -1;
+        PUSH(a);
+        return SYM_NEXT;
+    }
     PyObject *m = PyDict_GetItemWithError(mods, name);
     if (m == NULL) {
         (void)tc_clear_expected(PyExc_Exception);
@@ -559,17 +651,24 @@ int sym_op_import_name(trace *t, sframe *f, sym_ins *in) {
     }
     /* "import a.b" binds a; "from a.b import c" reads from a.b (IMPORT_FROM) */
     PyObject *top = m;
+    int tsrc = -1;
     Py_ssize_t dot = PyUnicode_FindChar(name, '.', 0, PyUnicode_GET_LENGTH(name), 1);
     if (dot > 0) {
         PyObject *first = PyUnicode_Substring(name, 0, dot);
         top = first ? PyDict_GetItemWithError(mods, first) : NULL;
+        tsrc = top ? module_source(t, mods, first, top) : -1;
         Py_XDECREF(first);
         if (top == NULL) {
             (void)tc_clear_expected(PyExc_Exception);
             return sym_fail(t, "import of a module not loaded yet");
         }
+    } else {
+        tsrc = module_source(t, mods, name, m);
     }
+    if (tsrc < 0)
+        return -1;
     a = sym_var(V_OBJ);
+    a.src = tsrc; /* what is read from it: guarded attributes */
     a.obj = sym_keep(t, Py_NewRef(top));
     a.items = NULL;
     a.n = 0;
@@ -582,6 +681,8 @@ int sym_op_import_name(trace *t, sframe *f, sym_ins *in) {
         if (full == NULL)
             return -1;
         *full = sym_var(V_OBJ);
+        if ((full->src = module_source(t, mods, name, m)) < 0)
+            return -1;
         full->obj = sym_keep(t, Py_NewRef(m));
         a.items = full;
     }

@@ -1112,6 +1112,8 @@ int sym_op_store_subscr(trace *t, sframe *f, sym_ins *in) {
             return SYM_NEXT;
         return -1;
     }
+    if (a.kind == V_REC && in->op == OP_STORE_SUBSCR) /* records.c: ModelOutput.__setitem__ */
+        return sym_record_setitem(t, &a, &k, &b) < 0 ? -1 : SYM_NEXT;
     if (a.kind == V_OBJ) { /* obj_proto.c: a Python __setitem__ */
         var kv[2] = {k, b}, r;
         int rc = sym_obj_dunder(t, &a, "__setitem__", kv, 2, &r);

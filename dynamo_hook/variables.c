@@ -1137,6 +1137,14 @@ static int wrap_uncached(trace *t, PyObject *o, int src, var *out) {
         out->obj = sym_keep(t, Py_NewRef(o));
         return out->obj ? 0 : -1;
     }
+    if (PyCallable_Check(o) && sym_is_custom_op(o)) { /* ops_custom.c */
+        if (sym_guard_id(t, src, o) < 0)
+            return -1;
+        out->kind = V_FUNC;
+        out->op = SYM_CUSTOM_OP;
+        out->obj = sym_keep(t, Py_NewRef(o));
+        return out->obj ? 0 : -1;
+    }
     if (PyCallable_Check(o)) {
         int op = sym_func_op(o);
         if (op < 0 && sym_predicate(o) >= 0) {

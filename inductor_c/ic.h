@@ -204,7 +204,13 @@ ic_val ic_arange(ic_graph *g, int64_t n, double start, double step, ic_dtype dty
     X(RANDOM, "random")   /* ATen's generator, drawn when the graph runs in node order (never \
                              merged, never dead): params dist, dtype, i0, i1, ndim, sizes[ndim] \
                              [, strides[ndim]: the layout eager draws in]; beta, alpha: the \
-                             distribution's numbers; 0 operands, 1 for BERNOULLI_T/MULTINOMIAL */
+                             distribution's numbers; 0 operands, 1 for BERNOULLI_T/MULTINOMIAL */ \
+    X(CUSTOM, "custom")   /* a custom op (torch.ops.<ns>.<op>, torch.library) called through the \
+                             dispatcher by torchc/_custom_ops.py (never merged, never dead: it \
+                             may have side effects); 0..4 operands; params: key (the call's \
+                             record), written operand + 1 (0: none), dtype, ndim, sizes[ndim] \
+                             [, strides[ndim]: eager's of the written operand]; output \
+                             contiguous (several outputs of one dtype: 1-D, flat) */
 
 typedef enum ic_extern_kind {
 #define IC_X_EXT(name, text) IC_EXT_##name,

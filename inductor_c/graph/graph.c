@@ -1101,11 +1101,47 @@ static ic_val ext_random(ic_graph *g, int nin, const ic_val *in, int nparams, co
     return append(g, &n);
 }
 
+/* a custom op (see IC_EXT_CUSTOM): the output's dtype and sizes are params (the op's fake
+ * impl gave them at trace time); any operands, static sizes */
+static ic_val ext_custom(ic_graph *g, int nin, const ic_val *in, int nparams, const int64_t *p) {
+    if (nparams < 4 || nin < 0 || nin > IC_NIN) return fail(g, IC_EINVALID, "custom: params or operands missing");
+    const int64_t nd = p[3];
+    if (p[2] < 0 || p[2] >= IC_DTYPE_COUNT) return fail(g, IC_EINVALID, "custom: bad dtype");
+    if (nd < 0 || nd > IC_MAX_DIMS || (nparams != 4 + nd && nparams != 4 + 2 * nd))
+        return fail(g, IC_EINVALID, "custom: bad rank or param count");
+    if (p[1] < 0 || p[1] > nin || (p[1] > 0) != (nparams == 4 + 2 * nd))
+        return fail(g, IC_EINVALID, "custom: bad written operand");
+    ic_node n = {.op = IC_OP_EXTERN, .in = {-1, -1, -1, -1}, .ext_kind = IC_EXT_CUSTOM, .nparams = nparams,
+                 .num = 1, .num2 = 1};
+    for (int i = 0; i < nparams; i++) n.params[i] = p[i];
+    for (int i = 0; i < nin; i++) {
+        if (!check(g, in[i])) return IC_NONE;
+        if (g->nodes[in[i]].op == IC_OP_SCALAR) return fail(g, IC_EINVALID, "custom: operands must be tensors");
+        if (g->nodes[in[i]].meta.dyn) return fail(g, IC_EUNSUPPORTED, "custom op on symbolic sizes");
+        n.in[i] = in[i];
+    }
+    n.meta.dtype = (ic_dtype)p[2];
+    n.meta.ndim = (int)nd;
+    for (int i = 0; i < nd; i++) {
+        if (p[4 + i] < 0) return fail(g, IC_EINVALID, "custom: negative size");
+        n.meta.sizes[i] = p[4 + i];
+    }
+    if (p[1] > 0) { /* the written operand's new value: its sizes and dtype */
+        const ic_meta *w = &g->nodes[in[p[1] - 1]].meta;
+        bool same = w->dtype == n.meta.dtype && w->ndim == n.meta.ndim;
+        for (int i = 0; same && i < nd; i++) same = w->sizes[i] == n.meta.sizes[i];
+        if (!same) return fail(g, IC_EINVALID, "custom: the written operand's meta differs from the output's");
+    }
+    ic_contiguous_strides(&n.meta);
+    return append(g, &n);
+}
+
 IC_API ic_val ic_extern(ic_graph *g, ic_extern_kind kind, int nin, const ic_val *in, int nparams,
                         const int64_t *params, double beta, double alpha) {
     if (g->err) return IC_NONE;
     if ((unsigned)kind >= IC_EXT_COUNT) return fail(g, IC_EINVALID, "ic_extern: bad kind %d", kind);
     if (kind == IC_EXT_RANDOM) return ext_random(g, nin, in, nparams, params, beta, alpha);
+    if (kind == IC_EXT_CUSTOM) return ext_custom(g, nin, in, nparams, params);
     if (nin < 1 || nin > (kind == IC_EXT_SDPA || kind == IC_EXT_SDPA_BWD ? 4 : 3) || nparams < 0 || nparams > IC_EXT_MAXP)
         return fail(g, IC_EINVALID, "ic_extern: bad operand or param count");
     bool dyn = false;

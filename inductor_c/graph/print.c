@@ -139,7 +139,7 @@ int ic_graph_verify(const ic_graph *g, char *msg, size_t mn) {
         int k = nin[n->op];
         if (k < 0) /* variable: a prefix of 1..3 operands */
             for (k = 0; k < IC_NIN && n->in[k] >= 0;) k++;
-        if (n->op == IC_OP_EXTERN && ((k < 1 && n->ext_kind != IC_EXT_RANDOM) || (unsigned)n->ext_kind >= IC_EXT_COUNT || n->nparams < 0 ||
+        if (n->op == IC_OP_EXTERN && ((k < 1 && n->ext_kind != IC_EXT_RANDOM && n->ext_kind != IC_EXT_CUSTOM) || (unsigned)n->ext_kind >= IC_EXT_COUNT || n->nparams < 0 ||
                                       n->nparams > IC_EXT_MAXP)) {
             snprintf(msg, mn, "%%%d: bad extern", v);
             return -1;
