@@ -759,6 +759,24 @@ int tc_copy_(PyObject *dst, PyObject *src) {
     }
 }
 
+int tc_bump_version(PyObject *t, int n) {
+    try {
+        const at::Tensor &d = THPVariable_Unpack(t);
+        for (int i = 0; i < n; i++)
+            torch::autograd::impl::bump_version(d);
+        return 0;
+    } catch (const c10::Error &e) {
+        PyErr_Format(PyExc_RuntimeError, "%s", e.what_without_backtrace());
+        return -1;
+    } catch (const std::exception &e) {
+        PyErr_Format(PyExc_RuntimeError, "%s", e.what());
+        return -1;
+    } catch (...) {
+        PyErr_SetString(PyExc_RuntimeError, "torchc: version bump failed: unknown C++ exception");
+        return -1;
+    }
+}
+
 int tc_default_dtype(void) {
     try {
         return dtype_to_ic(c10::typeMetaToScalarType(c10::get_default_dtype()));

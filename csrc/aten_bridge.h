@@ -61,6 +61,9 @@ int tc_index_in_range(PyObject *idx, int64_t bound);
 int tc_default_dtype(void);
 /* dst.copy_(src) without autograd; 0, or -1 with a Python exception. */
 int tc_copy_(PyObject *dst, PyObject *src);
+/* n version-counter bumps of tensor t (what n in-place ops on it do in eager); 0, or -1 with
+ * a Python exception (an inference tensor outside inference mode: eager's error) */
+int tc_bump_version(PyObject *t, int n);
 /* torch.get_num_threads() */
 int tc_num_threads(void);
 /* Device scratch memory from PyTorch's allocator (caching allocator on CUDA): returns the

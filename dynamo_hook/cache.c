@@ -38,7 +38,9 @@ void dh_entry_free(dh_entry *e) {
     free(e->attrw_src);
     free(e->attrw_name);
     free(e->mut_src);
-    dh_mutbuf_free(e);
+    free(e->mut_inplace);
+    free(e->mut_bumps);
+    free(e->out_into_src);
     free(e->chk_out);
     free(e->mut_from);
     free(e->outs);

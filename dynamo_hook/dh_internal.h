@@ -179,9 +179,10 @@ typedef struct dh_entry {
     int nmut;               /* inputs updated in place: copy back after the kernels */
     int *mut_src;           /* source of the updated tensor */
     int *mut_from;          /* graph output index >= 0, or -1 - source index */
-    PyObject **mutbuf;      /* train_mutbuf.c: outputs that only feed a copy-back, kept for the */
-    unsigned char *mutbuf_ok; /* next run (strong; NULL slots: none kept) */
-    int nmutbuf;
+    unsigned char *mut_inplace; /* train_inplace_store.c: per update, 1: the kernels store it */
+    int *mut_bumps;         /* per update: eager's in-place ops on the tensor (version bumps) */
+    int *out_into_src;      /* per graph output: the source of the input it is stored into, or -1
+                             * (NULL: none) */
     int nidx;               /* index inputs checked against bounds before each run */
     int idx_src[16];
     int64_t idx_bound[16];
@@ -223,10 +224,10 @@ typedef struct dh_entry {
     double ctimes[DH_CT_COUNT]; /* compile-time breakdown of the capture that made it (ms) */
     int cache_hits;         /* its graphs answered by the in-memory compile cache */
 } dh_entry;
-/* train_mutbuf.c: CPU buffers of in-place updates reused between runs of an entry */
-PyObject *dh_mutbuf_take(dh_entry *e, int j);          /* a kept buffer (new ref) or NULL */
-void dh_mutbuf_keep(dh_entry *e, PyObject **outs, int nout); /* after the copy-back */
-void dh_mutbuf_free(dh_entry *e);
+/* train_inplace_store.c: after the kernels, update i of e is finished: the tensor's version
+ * bumped as eager's in-place ops would (stored by the kernels), or the value copied back. 0, or
+ * -1 with an exception */
+int dh_inplace_finish(const dh_entry *e, int i, PyObject *dst, PyObject *src);
 
 typedef struct dh_cache {
     struct dh_cache *prev, *next; /* registry of all caches (for reset) */

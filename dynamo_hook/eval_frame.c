@@ -174,6 +174,14 @@ void dh_explain_record(PyCodeObject *code, const dh_entry *e, const char *event)
             SET("cache_hits", PyLong_FromLong(e->cache_hits));
             SET("backend_graph", Py_NewRef(e->backend_fn ? e->backend_fn : Py_None));
         }
+        { /* updates of inputs: stored by the kernels into the tensor, or copied back after
+           * them (train_inplace_store.c) */
+            int ninp = 0;
+            for (int i = 0; e->mut_inplace != NULL && i < e->nmut; i++)
+                ninp += e->mut_inplace[i];
+            SET("inplace_updates", PyLong_FromLong(ninp));
+            SET("copied_updates", PyLong_FromLong(e->nmut - ninp));
+        }
         char *kd = e->compiled ? ic_compiled_describe(e->compiled) : NULL;
         SET("kernels", kd ? PyUnicode_FromString(kd) : Py_NewRef(Py_None));
         free(kd);
@@ -1352,10 +1360,13 @@ PyObject *dh_entry_run(const dh_entry *e, PyObject *const *values, void *const *
             }
             m = &md;
         }
-        outs[i] = e->mutbuf ? dh_mutbuf_take((dh_entry *)e, i) : NULL; /* train_mutbuf.c */
-        if (outs[i] == NULL)
-            outs[i] = tc_empty_strided(m->ndim, m->sizes, m->strides, m->dtype, e->device_type,
-                                       e->device_index);
+        if (e->out_into_src != NULL && e->out_into_src[i] >= 0) { /* stored into the input it
+                                                                   * updates (train_inplace_store.c) */
+            outs[i] = Py_NewRef(values[e->out_into_src[i]]);
+            ptrs[e->ninputs + i] = data_ptrs[e->out_into_src[i]];
+            continue;
+        }
+        outs[i] = tc_empty_strided(m->ndim, m->sizes, m->strides, m->dtype, e->device_type, e->device_index);
         if (outs[i] == NULL)
             goto done;
         ptrs[e->ninputs + i] = tc_data_ptr(outs[i]);
@@ -1400,7 +1411,7 @@ PyObject *dh_entry_run(const dh_entry *e, PyObject *const *values, void *const *
     for (int i = 0; i < e->nmut; i++) {
         int from = e->mut_from[i];
         PyObject *srcobj = from >= 0 ? outs[from] : values[-1 - from];
-        if (tc_copy_(values[e->mut_src[i]], srcobj) < 0)
+        if (dh_inplace_finish(e, i, values[e->mut_src[i]], srcobj) < 0) /* copy-back or version */
             goto done;
     }
 
@@ -1468,8 +1479,6 @@ PyObject *dh_entry_run(const dh_entry *e, PyObject *const *values, void *const *
         Py_DECREF(state);
     }
 done:
-    if (res != NULL && e->nmut > 0)
-        dh_mutbuf_keep((dh_entry *)e, outs, nout); /* reused by the next run (train_mutbuf.c) */
     for (int i = 0; i < nout; i++)
         Py_XDECREF(outs[i]);
     if (outs != small_outs)

@@ -129,6 +129,8 @@ typedef struct trace {
     unsigned char *obj_aliased;   /* a view of / from this object exists */
     int *obj_root;                /* the object whose storage a view shares (itself: 0) */
     int nobj, capobj;
+    int *obj_nmut;                /* in-place ops on each root object (train_inplace_store.c) */
+    int capnmut;
     struct sframe *frames[SYM_INLINE_DEPTH + 2]; /* frames being interpreted (live vars) */
     int nframes;
     var *srcvar;                      /* the tracked value of each source (capsrc of each) */
@@ -277,6 +279,8 @@ int sym_check_graph(trace *t); /* fails the trace if the graph is in error */
 int sym_train_req(trace *t, unsigned char *req);
 /* train_inplace.c: an in-place update of object oid whose value eager keeps for backward */
 int sym_train_inplace_check(trace *t, int oid);
+/* train_inplace_store.c: one more in-place op on root object oid (eager bumps its version) */
+int sym_inplace_note(trace *t, int oid);
 int sym_value_requires_grad(trace *t, ic_val v);
 /* In-place updates: the latest version of a value, resolution of a var (recursively in
  * sequences), and recording that target now holds newval (cast to target's dtype). */

@@ -234,5 +234,10 @@ int sym_train_build(trace *t, const mutlist *muts, const ic_options *opt, PyObje
 dh_entry *sym_finish_entry(trace *t, outbuf *ob, ic_compiled *compiled);
 void sym_trace_free(trace *t, outbuf *ob);
 char *sym_dyn_signature(trace *t);
+/* train_inplace_store.c: before the compile, the updated inputs whose new value the kernels
+ * may store straight into them (ic_output_into); after it, the entry's per-update facts
+ * (stored in place or copied back, eager's version bumps). 0, or -1 (MemoryError). */
+void sym_inplace_request(trace *t, const mutlist *m, const outbuf *ob);
+int sym_inplace_setup(trace *t, dh_entry *e, const mutlist *m);
 
 #endif

@@ -499,7 +499,10 @@ void sym_add_distinct_guard(trace *t, const mutlist *m) {
         }
         Py_DECREF(si);
     }
-    if (PyList_GET_SIZE(args) < 2 && (m->n == 0 || PyList_GET_SIZE(ins) < 2))
+    int pair = PyList_GET_SIZE(ins) >= 2; /* a mutated input beside another read one */
+    for (int i = 0; i < m->n && !pair && PyList_GET_SIZE(ins) == 1; i++)
+        pair = PyLong_AsLong(PyList_GET_ITEM(ins, 0)) != m->src[i];
+    if (PyList_GET_SIZE(args) < 2 && (m->n == 0 || !pair))
         goto done; /* nothing to check */
     if (m->n == 0)
         PyList_SetSlice(ins, 0, PyList_GET_SIZE(ins), NULL);
@@ -707,6 +710,7 @@ void sym_trace_free(trace *t, outbuf *ob) {
     free(t->obj_val);
     free(t->obj_aliased);
     free(t->obj_root);
+    free(t->obj_nmut);
     free(t->symv);
     free(t->view_of_input);
     free(t->view_desc);

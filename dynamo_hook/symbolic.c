@@ -692,6 +692,8 @@ static dh_entry *trace_once(PyCodeObject *code, PyObject *const *localsplus, PyO
                 if (backend_fn == NULL && sym_train_build(t, &muts, &opt, &train) < 0 && PyErr_Occurred())
                     goto error;
                 if (!t->failed && backend_fn == NULL) {
+                    if (train == NULL)
+                        sym_inplace_request(t, &muts, &ob); /* train_inplace_store.c */
                     compiled = dh_compile(&t->g, &opt, &err); /* eval_frame.c: Ctrl-C heard during it */
                     if (compiled == NULL && t->g == NULL)
                         goto error; /* interrupted: the graph went with the compile */
@@ -747,6 +749,11 @@ static dh_entry *trace_once(PyCodeObject *code, PyObject *const *localsplus, PyO
         memcpy(e->mut_src, muts.src, sizeof(int) * (size_t)muts.n);
         memcpy(e->mut_from, muts.from, sizeof(int) * (size_t)muts.n);
         e->nmut = muts.n;
+        if (sym_inplace_setup(t, e, &muts) < 0) { /* train_inplace_store.c */
+            dh_entry_free(e);
+            e = NULL;
+            goto error;
+        }
     }
     if (e != NULL && !e->fallback && t->nchk > 0 && chk_base >= 0 && e->compiled != NULL) {
         e->chk_out = malloc(sizeof(int) * (size_t)t->nchk);

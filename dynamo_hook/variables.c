@@ -578,6 +578,8 @@ int sym_mutate(trace *t, const var *target, ic_val newval) {
         return -1;
     if (sym_train_inplace_check(t, target->oid) < 0) /* eager's backward would raise */
         return -1;
+    if (sym_inplace_note(t, root_of(t, target->oid)) < 0) /* eager's version bumps */
+        return -1;
     /* views of it (or its base) still in use: every alias sees the update (alias_fn.c) */
     if (t->obj_aliased[target->oid] && sym_alias_live(t, target->oid))
         return sym_alias_update(t, target->oid, newval);

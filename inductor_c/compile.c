@@ -302,6 +302,7 @@ static void compiled_free_parts(ic_compiled *o) {
     free(o->describe);
     free(o->slot_dim);
     free(o->buf_slot);
+    free(o->out_into);
     free(o);
 }
 
@@ -439,10 +440,13 @@ static ic_compiled *pipeline(ic_ctx *c, const ic_graph *g, const ic_options *o) 
     out->buf_kind = calloc((size_t)c->nbufs + 1, sizeof(int));
     out->kernels = calloc((size_t)nrk + 1, sizeof(ic_rkernel));
     out->exts = calloc((size_t)next + 1, sizeof(ic_rext));
+    out->out_into = calloc((size_t)G->noutputs + 1, sizeof(int));
     out->device = o->device;
     out->device_index = o->device_index;
-    if (!out->out_meta || !out->buf_offset || !out->buf_index || !out->buf_kind || !out->kernels || !out->exts)
+    if (!out->out_meta || !out->buf_offset || !out->buf_index || !out->buf_kind || !out->kernels || !out->exts ||
+        !out->out_into)
         ic_fail(c, IC_ENOMEM, "out of memory");
+    for (int i = 0; i < G->noutputs; i++) out->out_into[i] = c->out_into ? c->out_into[i] : -1;
     for (int i = 0; i < G->noutputs; i++) {
         out->out_meta[i] = g->nodes[g->outputs[i]].meta; /* the caller's: hints and dims */
         ic_layout_output(&g->nodes[g->outputs[i]], out->out_meta[i].strides); /* eager's */
@@ -786,6 +790,9 @@ IC_API int ic_compiled_num_inputs(const ic_compiled *c) { return c->ninputs; }
 IC_API int ic_compiled_num_outputs(const ic_compiled *c) { return c->noutputs; }
 IC_API const ic_meta *ic_compiled_output_meta(const ic_compiled *c, int i) {
     return i >= 0 && i < c->noutputs ? &c->out_meta[i] : NULL;
+}
+IC_API int ic_compiled_output_into(const ic_compiled *c, int i) {
+    return i >= 0 && i < c->noutputs && c->out_into ? c->out_into[i] : -1;
 }
 IC_API int ic_compiled_num_kernels(const ic_compiled *c) { return c->nkernels; }
 IC_API int ic_compiled_num_externs(const ic_compiled *c) { return c->nexts; }

@@ -165,6 +165,8 @@ static int gemm_consumer(ic_ctx *c, int ki, const ic_gemm *G, bool *store_out) {
     if (kj >= c->nkernels) return -1;
     const ic_kernel *k = &c->kernels[kj];
     if (k->is_ext || k->has_red) return -1;
+    for (int j = 0; j < k->nitems; j++) /* an in-place store (sched/inplace.c): a GEMM choice */
+        if (k->items[j].store && c->bufs[k->items[j].buf].inplace) return -1; /* group may run it twice */
     int nv = 0;
     int32_t vars[2 * IC_MAX_DIMS];
     int64_t sizes[2 * IC_MAX_DIMS], total = 1;

@@ -145,6 +145,14 @@ ic_val ic_expand(ic_graph *g, ic_val a, int ndim, const int64_t *sizes);
 ic_val ic_reshape_dyn(ic_graph *g, ic_val a, int ndim, const ic_dim *sizes);
 ic_val ic_expand_dyn(ic_graph *g, ic_val a, int ndim, const ic_dim *sizes);
 int ic_output(ic_graph *g, ic_val v); /* returns output index, or -1 */
+/* In-place store (owner: training; sched/inplace.c): output j is the new value of graph input i
+ * (an update the caller would copy back into input i). The compiler stores it straight into
+ * input i's memory where that is exactly what the copy-back would leave: the value has the
+ * input's dtype and shape, the input's elements do not share memory, and no kernel reads the
+ * input's old value after (or, in the kernel that stores it, at another element than) the one
+ * being written; else output j stays an ordinary output. ic_compiled_output_into says which
+ * were granted. At most one request per output and per input. 0, or -1 (bad index). */
+int ic_output_into(ic_graph *g, int j, int i);
 /* Data movement (added by inductor_c). dim is normalized (0 <= dim < ndim).
  * slice: a[..., start:end:step, ...] with 0 <= start <= end <= size (clamped like Python
  *   after normalization by the caller) and step >= 1; a view (an index map).
@@ -379,6 +387,9 @@ int ic_compiled_num_outputs(const ic_compiled *c);
 /* Meta of output i: dtype, sizes and the strides the caller must allocate with (eager's:
  * ic_value_strides, made dense where they overlap). Output buffers must not alias inputs. */
 const ic_meta *ic_compiled_output_meta(const ic_compiled *c, int i);
+/* The graph input that output i was stored into (ic_output_into granted), else -1. Such an
+ * output has no buffer of its own: ic_run ignores outputs[i] (pass the input's address). */
+int ic_compiled_output_into(const ic_compiled *c, int i);
 int ic_compiled_num_kernels(const ic_compiled *c); /* fused kernels + extern calls */
 int ic_compiled_num_externs(const ic_compiled *c);
 /* Dynamic graphs: highest symbol index used + 1 (0 for a static graph). */

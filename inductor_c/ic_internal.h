@@ -68,6 +68,8 @@ struct ic_graph {
     int ncustom;                   /* (graph/autograd.c ic_custom_capture; freed with g) */
     int dflt;                      /* torch's default dtype + 1 (0: f32): wrapped floats,
                                     * int / int, float ops of ints */
+    int *into;                     /* ic_output_into requests: pairs (output, input) */
+    int ninto;
 };
 /* the dtype python floats and float ops of integers take (torch.get_default_dtype()) */
 static inline ic_dtype ic_default_float(const ic_graph *g) { return g->dflt ? (ic_dtype)(g->dflt - 1) : IC_F32; }
@@ -284,6 +286,7 @@ typedef struct ic_buffer {
     int64_t offset;   /* intermediates: offset in the workspace */
     int64_t span;     /* elements addressable: 1 + max offset (0 when empty) */
     ic_meta meta;     /* strides used to address it */
+    bool inplace;     /* an input that a graph output is stored into (sched/inplace.c) */
 } ic_buffer;
 
 /* Resolved at compile time, owned by ic_compiled. */
@@ -337,6 +340,7 @@ struct ic_compiled {
     int nslots;                      /* dynamic graphs: workspace slots (bytes per slot */
     ic_dim *slot_dim;                /*   as monomials), slot of each buffer or -1 */
     int *buf_slot;
+    int *out_into;                   /* per output: the input it was stored into, or -1 */
 };
 
 /* the GEMM epilogue of an extern kernel (driver_passes.c ic_gemm_epilogues) */
@@ -419,6 +423,8 @@ struct ic_ctx {
     int nslots;                    /* buffers.c: workspace slots, their monomial byte */
     ic_dim *slot_dim;              /*   sizes, and the slot of each buffer (-1: none) */
     int *buf_slot;
+    int *out_into;                 /* sched/inplace.c: per output, the input it is stored
+                                      into (its buffer shared), or -1 */
 };
 
 #define IC_SYM_BAND ((int64_t)1 << 24)
@@ -478,6 +484,10 @@ void ic_lower(ic_ctx *c);               /* loops/lower.c */
 void ic_loops_print(ic_ctx *c, ic_str *s);
 void ic_schedule(ic_ctx *c);            /* sched/sched.c */
 void ic_finalize_kernels(ic_ctx *c);    /* sched/finalize.c */
+/* sched/inplace.c: c->out_into (per output: the input whose buffer it is stored into, or -1)
+ * from the graph's ic_output_into requests; those inputs' buffers marked inplace. Scheduled
+ * kernels, needed[] values, the input buffers made. */
+void ic_inplace_plan(ic_ctx *c, const bool *needed);
 /* sched/extern_views.c: operand i of GEMM extern `ext` is a permutation of graph input
  * *input_index, read in place with the strides *view (no copy kernel) */
 bool ic_extern_operand_alias(const ic_ctx *c, ic_val ext, int i, int *input_index, ic_meta *view);

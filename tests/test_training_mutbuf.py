@@ -1,7 +1,7 @@
-"""Buffers of in-place updates reused between runs (dynamo_hook/train_mutbuf.c; issue 22,
-deliverable 7): an output that only feeds the copy-back of an updated input is kept by the
-entry and overwritten by its next run; one the caller can see (returned, or a view of it
-returned) is never reused."""
+"""Outputs of in-place updates (issue 22, deliverable 7): a value that only feeds the update
+of an input is stored by the kernels into the input itself (dynamo_hook/train_inplace_store.c);
+one the caller can see (returned, or a view of it returned) is a tensor of its own, unchanged
+by later runs. tests/test_training_inplace_optim.py checks which updates are stored in place."""
 import torch
 
 import torchc

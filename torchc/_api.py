@@ -363,6 +363,10 @@ class ExplainOutput:
         self.backward_graph_count = len(self.backward_graphs)
         self.backward_op_count = sum(r.get("backward_op_count", 0) for r in compiled)
         self.saved_bytes = sum(r.get("saved_bytes", 0) for r in compiled)
+        # in-place updates of inputs (an optimizer's parameters and state): stored by the
+        # kernels straight into the tensors, or computed apart and copied back after them
+        self.inplace_updates = sum(r.get("inplace_updates", 0) for r in compiled)
+        self.copied_updates = sum(r.get("copied_updates", 0) for r in compiled)
         self.config = _C.config_changed()  # settings not at their default: "name=value (source)" lines
         # compiles on this call per code object, "name (file:line)" -> count (resume functions
         # count under the function they continue)
@@ -383,6 +387,9 @@ class ExplainOutput:
             lines += [f"Backward Graph Count: {self.backward_graph_count}",
                       f"Backward Op Count: {self.backward_op_count}",
                       f"Saved Bytes: {self.saved_bytes}"]
+        if self.inplace_updates or self.copied_updates:
+            lines.append(f"In-place Updates: {self.inplace_updates} stored by the kernels, "
+                         f"{self.copied_updates} copied back")
         if self.compile_ms:
             from ._logging import STAGES
             lines.append(f"Compile Time: {self.compile_ms / 1e3:.4f} s (" + ", ".join(

@@ -97,6 +97,7 @@ IC_API void ic_graph_free(ic_graph *g) {
     free(g->nodes);
     free(g->inputs);
     free(g->outputs);
+    free(g->into);
     free(g);
 }
 
@@ -1302,6 +1303,22 @@ IC_API int ic_output(ic_graph *g, ic_val v) {
     }
     g->outputs[g->noutputs] = v;
     return g->noutputs++;
+}
+
+IC_API int ic_output_into(ic_graph *g, int j, int i) {
+    if (g->err || j < 0 || j >= g->noutputs || i < 0 || i >= g->ninputs) return -1;
+    for (int k = 0; k < g->ninto; k++)
+        if (g->into[2 * k] == j || g->into[2 * k + 1] == i) return -1;
+    int *p = realloc(g->into, (size_t)(g->ninto + 1) * 2 * sizeof(int));
+    if (!p) {
+        fail(g, IC_ENOMEM, "out of memory");
+        return -1;
+    }
+    g->into = p;
+    g->into[2 * g->ninto] = j;
+    g->into[2 * g->ninto + 1] = i;
+    g->ninto++;
+    return 0;
 }
 
 IC_API const ic_meta *ic_value_meta(const ic_graph *g, ic_val v) {

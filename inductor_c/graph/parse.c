@@ -359,11 +359,18 @@ IC_API ic_graph *ic_graph_parse(const char *text, char *msg, size_t mn) {
                 ic_contiguous_strides(&cm);
                 memcpy(g->nodes[v].est, cm.strides, sizeof cm.strides);
             }
+            int64_t into = -1; /* stored into input `into` (ic_output_into) */
+            if (!s.bad && accept(&s, "into=")) into = integer(&s);
             if (!s.bad && j != g->noutputs) perr(&s, "output %lld out of order", (long long)j);
             if (!s.bad && !at_end(&s)) perr(&s, "unexpected '%.*s'", rest(&s), s.p);
             if (s.bad) break;
             if (!push((void **)&g->outputs, &g->ocap, g->noutputs + 1, sizeof(ic_val))) goto oom;
             g->outputs[g->noutputs++] = v;
+            if (into >= 0 && ic_output_into(g, (int)j, (int)into) < 0) {
+                if (g->err == IC_ENOMEM) goto oom;
+                perr(&s, "into=%lld: a bad or repeated input", (long long)into);
+                break;
+            }
             outputs = true;
             continue;
         }
@@ -437,6 +444,9 @@ IC_API int ic_graph_equal(const ic_graph *a, const ic_graph *b, char *msg, size_
         if (a->inputs[i] != b->inputs[i]) DIFF("input %d: %%%d vs %%%d", i, a->inputs[i], b->inputs[i]);
     for (int i = 0; i < a->noutputs; i++)
         if (a->outputs[i] != b->outputs[i]) DIFF("output %d: %%%d vs %%%d", i, a->outputs[i], b->outputs[i]);
+    if (a->ninto != b->ninto) DIFF("%d in-place outputs vs %d", a->ninto, b->ninto);
+    for (int k = 0; k < 2 * a->ninto; k++)
+        if (a->into[k] != b->into[k]) DIFF("in-place output %d differs", k / 2);
     for (int i = 0; i < a->noutputs; i++) { /* the strides outputs are allocated with */
         int64_t sa[IC_MAX_DIMS] = {0}, sb[IC_MAX_DIMS] = {0};
         if (a->outputs[i] < 0 || a->outputs[i] >= a->n || b->outputs[i] < 0 || b->outputs[i] >= b->n) continue;

@@ -113,6 +113,8 @@ IC_API char *ic_graph_to_string(const ic_graph *g) {
                 ic_str_printf(&s, "]");
             }
         }
+        for (int k = 0; k < g->ninto; k++) /* stored into an input (ic_output_into) */
+            if (g->into[2 * k] == i) ic_str_printf(&s, " into=%d", g->into[2 * k + 1]);
         ic_str_printf(&s, "\n");
     }
     if (!s.s) ic_str_printf(&s, "%s", "");

@@ -458,8 +458,13 @@ void ic_finalize_kernels(ic_ctx *c) {
         ic_val v = g->inputs[i];
         c->buf_of[v] = add_buffer(c, 0, i, v, &g->nodes[v].meta);
     }
+    ic_inplace_plan(c, needed); /* outputs stored into the input they update (inplace.c) */
     for (int i = 0; i < g->noutputs; i++) {
         ic_val v = g->outputs[i];
+        if (c->out_into[i] >= 0) { /* the input's buffer, addressed with its strides */
+            c->buf_of[v] = c->buf_of[g->inputs[c->out_into[i]]];
+            continue;
+        }
         ic_meta m = g->nodes[v].meta;
         ic_layout_output(&g->nodes[v], m.strides); /* eager's strides (graph/strides.c) */
         c->buf_of[v] = add_buffer(c, 1, i, v, &m);

@@ -124,7 +124,7 @@ int ic_verify_kernels(ic_ctx *c, char *msg, size_t n) {
             if (it->expr2 >= 0) check_x(&V, it->expr2);
             if (it->store) {
                 if (it->buf < 0 || it->buf >= c->nbufs) bad(&V, "store to a bad buffer", -1);
-                else if (c->bufs[it->buf].kind == 0) bad(&V, "store to an input", -1);
+                else if (c->bufs[it->buf].kind == 0 && !c->bufs[it->buf].inplace) bad(&V, "store to an input", -1);
                 /* a reduction's result is stored per row: outer vars only */
                 if (it->kind == IT_REDUCE) {
                     ic_item tmp = *it;

@@ -1,0 +1,126 @@
+/* train_inplace_store.c — in-place updates of inputs stored by the kernels straight into the
+ * tensors (owner: training; issue 22, deliverable 7: optimizer steps).
+ *
+ * A graph that updates inputs in place (an optimizer step: every parameter and its state)
+ * used to compute each new value into a fresh output and copy it back into the input after
+ * the kernels: the copy is half the step's memory traffic, and a fresh CPU output faults its
+ * pages on first touch. Here the new value of an input is asked to be stored into the input
+ * itself (ic_output_into); the compiler grants it where that leaves exactly what the
+ * copy-back would (inductor_c/sched/inplace.c: no later kernel reads the old value, the
+ * kernel that stores an element read it there first, the tensor's elements are distinct
+ * memory...). Asked only where nothing else can see the output or the old value:
+ *   - the output feeds this one update: it is not returned, not an attribute written, not
+ *     another update's value, and no update copies the input's old value into another;
+ *   - the input is read by the graph, so the distinct-inputs guard (sym_output.c) keeps every
+ *     other input the graph reads or updates out of its memory;
+ *   - no index check runs after the kernels (an index out of range reruns the frame eagerly,
+ *     which must find the inputs as they were), no training node reads the outputs, no other
+ *     backend runs the graph.
+ * After the kernels, an update stored in place only bumps the tensor's version counter, as
+ * many times as eager's in-place ops on it (counted while tracing, per storage root: a view's
+ * update bumps its base's shared counter); one copied back gets the rest after copy_'s own.
+ * Under no_grad (torch.optim's step) a leaf that requires grad is updated like this as eager
+ * updates it; with grad on, an input that requires grad never gets here (sym_train_build).
+ */
+#include "dh_internal.h"
+#include "sym.h"
+#include "sym_interp.h"
+
+int sym_inplace_note(trace *t, int oid) {
+    if (oid <= 0)
+        return 0;
+    if (oid >= t->capnmut) {
+        int cap = t->capnmut ? t->capnmut : 64;
+        while (cap <= oid)
+            cap *= 2;
+        int *p = realloc(t->obj_nmut, (size_t)cap * sizeof *p);
+        if (p == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        memset(p + t->capnmut, 0, (size_t)(cap - t->capnmut) * sizeof *p);
+        t->obj_nmut = p;
+        t->capnmut = cap;
+    }
+    t->obj_nmut[oid]++;
+    return 0;
+}
+
+/* the graph input whose source is src, or -1 */
+static int input_of(const int *input_src, int ninputs, int src) {
+    for (int k = 0; k < ninputs; k++)
+        if (input_src[k] == src)
+            return k;
+    return -1;
+}
+
+/* graph output j feeds update i only */
+static int feeds_only(const mutlist *m, const outbuf *ob, int i, int j) {
+    for (int q = 0; q < m->n; q++)
+        if (q != i && m->from[q] == j)
+            return 0;
+    for (int q = 0; q < ob->n; q++)
+        if (ob->o[q].kind == DH_O_GRAPH && ob->o[q].index == j)
+            return 0;
+    return 1;
+}
+
+void sym_inplace_request(trace *t, const mutlist *m, const outbuf *ob) {
+    if (t->failed || m->n == 0 || t->nchk > 0 || t->cfg->backend != NULL)
+        return;
+    for (int i = 0; i < m->n; i++) {
+        int j = m->from[i], k = input_of(t->input_src, t->ninputs, m->src[i]);
+        if (j < 0 || k < 0 || !feeds_only(m, ob, i, j))
+            continue;
+        ic_val iv = ic_graph_input(t->g, k);
+        if (iv == IC_NONE || ic_value_num_uses(t->g, iv) == 0)
+            continue; /* not read: the guard does not keep other inputs out of its memory */
+        int copied = 0; /* another update takes this input's old value */
+        for (int q = 0; q < m->n; q++)
+            copied |= m->from[q] == -1 - m->src[i];
+        if (!copied)
+            (void)ic_output_into(t->g, j, k); /* refused (-1): stays an ordinary output */
+    }
+}
+
+int sym_inplace_setup(trace *t, dh_entry *e, const mutlist *m) {
+    int nout = e->compiled ? ic_compiled_num_outputs(e->compiled) : 0;
+    e->mut_bumps = malloc(sizeof(int) * (size_t)m->n);
+    e->mut_inplace = calloc((size_t)m->n, 1);
+    if (e->mut_bumps == NULL || e->mut_inplace == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (int i = 0; i < m->n; i++) {
+        int k = input_of(e->input_src, e->ninputs, m->src[i]);
+        int oid = k >= 0 ? t->input_oid[k] : 0;
+        if (oid > 0 && oid <= t->nobj && t->obj_root[oid] > 0)
+            oid = t->obj_root[oid]; /* the storage's counter (sym_mutate counts there) */
+        int nb = oid > 0 && oid < t->capnmut ? t->obj_nmut[oid] : 0;
+        e->mut_bumps[i] = nb > 0 ? nb : 1;
+        int j = m->from[i];
+        if (e->compiled == NULL || j < 0 || k < 0 || ic_compiled_output_into(e->compiled, j) != k)
+            continue;
+        if (e->out_into_src == NULL) {
+            e->out_into_src = malloc(sizeof(int) * (size_t)nout);
+            if (e->out_into_src == NULL) {
+                PyErr_NoMemory();
+                return -1;
+            }
+            for (int q = 0; q < nout; q++)
+                e->out_into_src[q] = -1;
+        }
+        e->out_into_src[j] = m->src[i];
+        e->mut_inplace[i] = 1;
+    }
+    return 0;
+}
+
+int dh_inplace_finish(const dh_entry *e, int i, PyObject *dst, PyObject *src) {
+    int bumps = e->mut_bumps ? e->mut_bumps[i] : 1;
+    if (e->mut_inplace != NULL && e->mut_inplace[i])
+        return tc_bump_version(dst, bumps);
+    if (tc_copy_(dst, src) < 0)
+        return -1;
+    return bumps > 1 ? tc_bump_version(dst, bumps - 1) : 0;
+}
