@@ -210,6 +210,33 @@ def nn_models():
     }
 
 
+def memory_models():
+    """larger sizes for the activation-memory figures (deliverable 3): a transformer block
+    (pre-norm, GELU, dropout) and a BatchNorm residual CNN"""
+    class Block(nn.Module):
+        def __init__(self, d=256, L=128):
+            super().__init__()
+            self.enc = nn.TransformerEncoderLayer(d, 8, 4 * d, dropout=0.1, batch_first=True, norm_first=True,
+                                                  activation="gelu")
+
+        def forward(self, x):
+            return self.enc(x)
+
+    class CNN(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stem = ConvBN(3, 32)
+            self.blocks = nn.Sequential(ResBlock(32), ResBlock(32, stride=2), ResBlock(64), InvertedResidual(64))
+            self.fc = nn.Linear(64, 10)
+
+        def forward(self, x):
+            return self.fc(F.adaptive_avg_pool2d(self.blocks(self.stem(x)), 1).flatten(1))
+    return {
+        "mem_transformer_block": (Block, lambda d: {"x": torch.randn(8, 128, 256, device=d)}),
+        "mem_resnet_cnn": (CNN, lambda d: {"x": torch.randn(16, 3, 32, 32, device=d)}),
+    }
+
+
 # ---- the table -----------------------------------------------------------------------------------
 
 TINY = ["hf_bart", "hf_bert", "hf_bloom", "hf_gemma", "hf_gpt2", "hf_gpt_neo", "hf_llama", "hf_mistral", "hf_opt",
@@ -224,6 +251,7 @@ def table():
     except ImportError:
         pass
     out.update(nn_models())
+    out.update(memory_models())
     return out
 
 
@@ -386,7 +414,7 @@ def main():
     tab = table()
     names = []
     for n in a.models.split(","):
-        names += ([k for k in tab if k.startswith("nn_")] if n == "nn" else TINY if n == "tiny" else [n])
+        names += ([k for k in tab if k.startswith(n + "_")] if n in ("nn", "mem") else TINY if n == "tiny" else [n])
     for n in names:
         try:
             build, make_inputs = tab[n]
