@@ -458,14 +458,20 @@ void run_extern(const ic_extern_call *c) {
         out.narrow(0, nq + nk, nv).view(in[3].sizes()).copy_(d[2]);
         break;
     }
-    case IC_EXT_DROPOUT_MASK: /* eager's CPU dropout: empty_like(x).bernoulli_(1 - p).div_(1 - p) */
+    case IC_EXT_DROPOUT_MASK: { /* eager's CPU dropout: empty_like(x).bernoulli_(1 - p).div_(1 - p),
+                                * in x's layout where params give its strides (the draws' order) */
+        at::Tensor r = c->nparams == out.dim() && c->nparams > 0
+                           ? at::empty_strided(out.sizes(), c10::IntArrayRef(p, (size_t)c->nparams), out.options())
+                           : out;
         if (c->beta >= 1.0) {
-            out.zero_();
+            r.zero_();
         } else {
-            out.bernoulli_(1.0 - c->beta);
-            out.div_(1.0 - c->beta);
+            r.bernoulli_(1.0 - c->beta);
+            r.div_(1.0 - c->beta);
         }
+        if (!r.is_same(out)) out.copy_(r);
         break;
+    }
     case IC_EXT_ARGSORT: /* topk (5 params): ATen's own selection, so ties pick eager's indices */
         if (c->nparams == 5) out.copy_(std::get<1>(at::topk(in[0], p[3], p[0], p[1] != 0, p[4] != 0)));
         else out.copy_(std::get<1>(at::sort(in[0], std::optional<bool>(p[2] != 0), p[0], p[1] != 0)));

@@ -192,6 +192,7 @@ int sym_h_unfold(trace *t, const opdef *d, var **p, var *out);
 int sym_h_interpolate(trace *t, const opdef *d, var **p, var *out);
 
 /* ops_loss.c (training): losses; attention with dropout as eager's math path */
+ic_val sym_dropout_mask(trace *t, ic_val x, double p); /* ops_random.c */
 int sym_sdpa_dropout(trace *t, ic_val q, ic_val k, ic_val v, ic_val mask, int causal, double scale, double p,
                      var *out);
 /* handlers */

@@ -410,7 +410,7 @@ int sym_sdpa_dropout(trace *t, ic_val q, ic_val k, ic_val v, ic_val mask, int ca
     ic_val e = ic_unary(G, IC_OP_EXP, ic_binary(G, IC_OP_SUB, s, ic_where(G, dead, ic_scalar(G, 0, IC_F64), mx)));
     ic_val z = ic_reduce(G, IC_OP_SUM, e, last, 1, -1);
     ic_val pr = ic_binary(G, IC_OP_DIV, e, ic_where(G, dead, ic_scalar(G, 1, IC_F64), z));
-    ic_val dm = ic_extern(G, IC_EXT_DROPOUT_MASK, 1, &pr, 0, NULL, p, 1.0);
+    ic_val dm = sym_dropout_mask(t, pr, p);
     ic_val in2[2] = {ic_binary(G, IC_OP_MUL, pr, dm), v};
     return sym_tensor_out(t, ic_extern(G, IC_EXT_MATMUL, 2, in2, 0, NULL, 1, 1), out);
 }

@@ -327,14 +327,26 @@ int sym_h_dropout(trace *t, const opdef *d, var **p, var *out) {
         return sym_fail(t, "dropout of a non-tensor");
     if (!sym_is_none(p[1]) && sym_is_number(p[1]) && PyFloat_AsDouble(p[1]->obj) == 0.0)
         training = 0;
+    const ic_meta *xm = sym_metap(t, p[0]->val);
+    for (int i = 0; i < xm->ndim && !xm->dyn; i++)
+        if (xm->sizes[i] == 0) /* eager returns the input itself (no draws) */
+            training = 0;
     if (training) { /* x * mask, the mask drawn by ATen when the graph runs (training: saved) */
         double pr = sym_is_none(p[1]) ? 0.5 : PyFloat_AsDouble(p[1]->obj);
-        if (sym_is_none(p[1]) || !sym_is_number(p[1]) || PyErr_Occurred() || inplace || !(pr >= 0 && pr <= 1)) {
+        if (sym_is_none(p[1]) || !sym_is_number(p[1]) || PyErr_Occurred() || !(pr >= 0 && pr <= 1)) {
             (void)tc_clear_expected(PyExc_OverflowError, PyExc_TypeError);
-            return sym_fail(t, "dropout in training mode with a non-constant p or inplace=True not supported yet");
+            return sym_fail(t, "dropout in training mode with a non-constant p not supported yet");
         }
-        ic_val mask = ic_extern(t->g, IC_EXT_DROPOUT_MASK, 1, &p[0]->val, 0, NULL, pr, 1.0);
-        return sym_tensor_out(t, ic_binary(t->g, IC_OP_MUL, p[0]->val, mask), out);
+        ic_val mask = sym_dropout_mask(t, p[0]->val, pr);
+        ic_val y = ic_binary(t->g, IC_OP_MUL, p[0]->val, mask);
+        if (inplace) { /* dropout_: input.mul_(mask), the input itself returned */
+            if (sym_mutate(t, p[0], y) < 0)
+                return -1;
+            *out = *p[0];
+            sym_resolve(t, out);
+            return 0;
+        }
+        return sym_tensor_out(t, y, out);
     }
     (void)inplace; /* eval-mode dropout is the identity, in place or not */
     *out = *p[0];

@@ -86,6 +86,25 @@ static void like_strides(trace *t, ic_val x, int64_t *st) {
     }
 }
 
+/* eager's dropout mask of x (at::dropout: empty_like(x).bernoulli_(1 - p).div_(1 - p)): drawn
+ * in empty_like(x)'s layout, so a permuted x (attention's output transposed back to
+ * batch-first) takes the draws in eager's order; the strides travel as the extern's params */
+ic_val sym_dropout_mask(trace *t, ic_val x, double p) {
+    const ic_meta m = *sym_metap(t, x);
+    int64_t st[IC_MAX_DIMS], acc = 1;
+    like_strides(t, x, st);
+    int contig = 1;
+    for (int i = m.ndim - 1; i >= 0; i--) {
+        if (m.sizes[i] != 1 && st[i] != acc)
+            contig = 0;
+        acc *= m.sizes[i];
+    }
+    ic_val v = ic_extern(G, IC_EXT_DROPOUT_MASK, 1, &x, contig || m.dyn ? 0 : m.ndim, st, p, 1.0);
+    if (v >= 0 && !contig && !m.dyn)
+        ic_value_set_strides(G, v, st);
+    return v;
+}
+
 static int shape_of(trace *t, const var *size, int64_t *sz, int *nd) {
     long long s64[IC_MAX_DIMS];
     if (sym_get_shape_args(t, size, s64, nd, "size") < 0)

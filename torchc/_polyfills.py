@@ -322,6 +322,59 @@ POLYFILLS[operator.iadd] = _iadd
 POLYFILLS[operator.imul] = _imul
 
 
+# ---- recurrent cells (torch._VF.gru_cell & co, nn.GRUCell / LSTMCell / RNNCell) ----------
+# ATen's CPU cells written out in its order of operations (aten/src/ATen/native/RNN.cpp:
+# at::linear of the input and of the hidden state, gates from unsafe_chunk, in-place
+# activations), so the compiled values and gradients are eager's up to rounding. Shapes
+# eager checks are left to eager: anything but 2-D operands raises here, which fails the
+# trace (the frame runs eagerly and raises eager's error).
+
+import torch  # noqa: E402
+import torch.nn.functional as _F  # noqa: E402
+
+
+def _cell_check(input, hx):
+    if not (isinstance(input, torch.Tensor) and isinstance(hx, torch.Tensor) and input.dim() == 2 and hx.dim() == 2):
+        raise RuntimeError("torchc: recurrent cell operands other than 2-D tensors are left to eager")
+
+
+def gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    _cell_check(input, hx)
+    ir, ii, inn = _F.linear(input, w_ih, b_ih).chunk(3, 1)
+    hr, hi, hn = _F.linear(hx, w_hh, b_hh).chunk(3, 1)
+    reset = (hr + ir).sigmoid()
+    inp = (hi + ii).sigmoid()
+    new = (inn + hn * reset).tanh()
+    return (hx - new) * inp + new
+
+
+def lstm_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    h, c = hx
+    _cell_check(input, h)
+    _cell_check(input, c)
+    i, f, g, o = (_F.linear(h, w_hh, b_hh) + _F.linear(input, w_ih, b_ih)).chunk(4, 1)
+    cy = f.sigmoid() * c + i.sigmoid() * g.tanh()
+    return o.sigmoid() * cy.tanh(), cy
+
+
+def rnn_tanh_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    _cell_check(input, hx)
+    return (_F.linear(hx, w_hh, b_hh) + _F.linear(input, w_ih, b_ih)).tanh()
+
+
+def rnn_relu_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    _cell_check(input, hx)
+    return (_F.linear(hx, w_hh, b_hh) + _F.linear(input, w_ih, b_ih)).relu()
+
+
+def _register_cells():
+    for name, fn in (("gru_cell", gru_cell), ("lstm_cell", lstm_cell), ("rnn_tanh_cell", rnn_tanh_cell),
+                     ("rnn_relu_cell", rnn_relu_cell)):
+        POLYFILLS[getattr(torch._C._VariableFunctions, name)] = fn
+
+
+_register_cells()
+
 # ---- calls of objects, by type -----------------------------------------------------------
 
 CALLS = {}  # type -> function(obj, *args, **kwargs); functools.partial is obj_func.c's own

@@ -637,7 +637,11 @@ ic_val ic_train_extern(ic_graph *g, ic_extern_kind kind, int nin, const ic_val *
         n.meta.sizes[0] = total;
         n.num = beta;
     } else if (kind == IC_EXT_DROPOUT_MASK) {
-        if (nin != 1 || nparams != 0 || !ic_is_float(gm->dtype) || !(beta >= 0 && beta <= 1))
+        /* params: none, or the strides eager's empty_like(x) has (the order of the draws) */
+        bool st_ok = nparams == 0 || (nparams == gm->ndim && !gm->dyn);
+        for (int i = 0; st_ok && i < nparams; i++)
+            st_ok = params[i] >= 0;
+        if (nin != 1 || !st_ok || !ic_is_float(gm->dtype) || !(beta >= 0 && beta <= 1))
             return gfail(g, "dropout_mask: bad operands or p");
         n.meta = *gm;
         n.num = beta;
