@@ -346,6 +346,54 @@ extern "C" PyObject *tc_sdpa_layout_probe_py(PyObject *args) {
     return r;
 }
 
+/* torchc.scan's loop constants (csrc/scan.c sets them around each C loop, on its thread):
+ * a GEMM's right operand that is a transposed view of one of them ([K, N] with strides
+ * (1, ld): Bᵀ of an RNN's h Bᵀ, a Linear's weight) is read from a contiguous copy made at
+ * its first use in the loop and dropped when the loop ends. The loop's forward and backward
+ * graphs read one constant in both layouts (h Bᵀ, then dz B), and MKL's NN kernels beat the
+ * transposed ones at these sizes (784 x [128,170]x[170,170], 1 thread: 37 against 43 ms);
+ * one layout is chosen per graph input, so without the copy one of the two GEMM streams
+ * ran transposed. The constants are not written while the loop runs (a body mutating an
+ * input never runs as a C loop), so the copy stays valid for the loop. */
+namespace {
+struct scan_const_copy {
+    const void *ptr;
+    int64_t rows, cols, ld;
+    at::ScalarType dtype;
+    at::Tensor copy;
+};
+thread_local const void *const *scan_consts = nullptr;
+thread_local int scan_nconsts = 0;
+thread_local std::vector<scan_const_copy> *scan_copies = nullptr;
+
+at::Tensor loop_const_layout(const at::Tensor &b) {
+    if (scan_nconsts == 0 || b.dim() != 2 || b.stride(0) != 1 || b.size(0) < 2 || b.size(1) < 2 ||
+        b.stride(1) < b.size(0) || !b.device().is_cpu() ||
+        (b.scalar_type() != at::kFloat && b.scalar_type() != at::kDouble))
+        return b;
+    const void *p = b.data_ptr();
+    int hit = 0;
+    for (int i = 0; i < scan_nconsts && !hit; i++) hit = scan_consts[i] == p;
+    if (!hit) return b;
+    if (scan_copies == nullptr) scan_copies = new std::vector<scan_const_copy>();
+    for (auto &k : *scan_copies)
+        if (k.ptr == p && k.rows == b.size(0) && k.cols == b.size(1) && k.ld == b.stride(1) && k.dtype == b.scalar_type())
+            return k.copy;
+    at::Tensor copy = b.contiguous();
+    scan_copies->push_back({p, b.size(0), b.size(1), b.stride(1), b.scalar_type(), copy});
+    return copy;
+}
+} // namespace
+
+extern "C" void tc_scan_consts_set(const void *const *ptrs, int n) {
+    scan_consts = n > 0 ? ptrs : nullptr;
+    scan_nconsts = n > 0 ? n : 0;
+    if (n <= 0 && scan_copies != nullptr) {
+        delete scan_copies;
+        scan_copies = nullptr;
+    }
+}
+
 void run_extern(const ic_extern_call *c) {
     c10::InferenceMode guard;
     const c10::Device dev = c->device == IC_CUDA
@@ -357,7 +405,7 @@ void run_extern(const ic_extern_call *c) {
     at::Tensor out = blob(c->out, *c->out_meta, base);
     const int64_t *p = c->params;
     switch (c->kind) {
-    case IC_EXT_MM: at::mm_out(out, in[0], in[1]); break;
+    case IC_EXT_MM: at::mm_out(out, in[0], loop_const_layout(in[1])); break;
     case IC_EXT_BMM: at::bmm_out(out, in[0], in[1]); break;
     case IC_EXT_MATMUL:
         /* a 1-D operand: matmul_out writes through a 2-D view and resizes out (with ATen's
@@ -365,14 +413,14 @@ void run_extern(const ic_extern_call *c) {
         if (in[0].dim() == 1 || in[1].dim() == 1) out.copy_(at::matmul(in[0], in[1]));
         else at::matmul_out(out, in[0], in[1]);
         break;
-    case IC_EXT_ADDMM: at::addmm_out(out, in[0], in[1], in[2], c->beta, c->alpha); break;
+    case IC_EXT_ADDMM: at::addmm_out(out, in[0], in[1], loop_const_layout(in[2]), c->beta, c->alpha); break;
     case IC_EXT_BADDBMM: at::baddbmm_out(out, in[0], in[1], in[2], c->beta, c->alpha); break;
     case IC_EXT_LINEAR: {
         const int64_t N = in[1].size(0), K = in[1].size(1);
         const int64_t M = N ? out.numel() / N : 0;
         at::Tensor x2 = in[0].reshape({M, K}), o2 = out.view({M, N});
-        if (c->nin == 3) at::addmm_out(o2, in[2], x2, in[1].t());
-        else at::mm_out(o2, x2, in[1].t());
+        if (c->nin == 3) at::addmm_out(o2, in[2], x2, loop_const_layout(in[1].t()));
+        else at::mm_out(o2, x2, loop_const_layout(in[1].t()));
         break;
     }
     case IC_EXT_CONV: {

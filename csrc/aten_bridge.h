@@ -38,6 +38,9 @@ enum {
 
 /* 1 if o is a torch.Tensor (or subclass), else 0. Never fails. */
 int tc_is_tensor(PyObject *o);
+/* torchc.scan: the loop constants' addresses while a C loop runs on this thread (NULL, 0: the
+ * loop ended; drops the GEMM operand copies made for them, see aten_bridge.cpp) */
+void tc_scan_consts_set(const void *const *ptrs, int n);
 /* 1 if exactly torch.Tensor or nn.Parameter (no user subclass). */
 int tc_is_plain_tensor(PyObject *o);
 int tc_is_cuda(PyObject *o); /* a tensor on a CUDA device */

@@ -362,7 +362,19 @@ static PyObject *scan_loop(PyObject *self, PyObject *args) {
     ic_err err = {0};
     int rc = 0;
     int64_t ran = 0;
+    /* the graph inputs at one address at every step (loop constants: parameters, Bᵀ): a GEMM
+     * reading one transposed reads a contiguous copy made once per loop (aten_bridge.cpp) */
+    const void **consts = calloc((size_t)nin + 1, sizeof *consts);
+    int nconsts = 0;
+    if (consts == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < nin; i++)
+        if (sp[i].step == 0 && sp[i].mod == 0)
+            consts[nconsts++] = sp[i].base;
     Py_BEGIN_ALLOW_THREADS
+    tc_scan_consts_set(consts, nconsts);
     for (int64_t t = t0; t != t1 && rc == 0; t += dir, ran++) {
         for (Py_ssize_t k = 0; k < nops; k++)
             if (mo[k].when == 0)
@@ -374,7 +386,9 @@ static PyObject *scan_loop(PyObject *self, PyObject *args) {
             if (mo[k].when == 1)
                 run_op(&mo[k], t);
     }
+    tc_scan_consts_set(NULL, 0);
     Py_END_ALLOW_THREADS
+    free(consts);
     p->steps += (unsigned long long)ran;
     total_steps += (unsigned long long)ran;
     total_loops++;

@@ -5,11 +5,25 @@
 
 #include "aten_bridge.h"
 
+/* mm / matmul of a [M, 1] and a [1, N] float32/float64 CPU matrix: the outer product, one
+ * product per element and no sum, so the broadcast multiply a * b has the GEMM's values
+ * exactly (and its contiguous result); it fuses with its consumers where the BLAS call
+ * writes [M, N] and the next kernel reads it back (an RNN step's input projection of one
+ * feature: torchc.manifolds.ExpRNN). Its gradients are reductions, fused likewise. */
+int sym_outer_product(trace *t, ic_val a, ic_val b) {
+    const ic_meta *ma = ic_value_meta(t->g, a), *mb = ic_value_meta(t->g, b);
+    return t->device_type == TC_DEV_CPU && ma && mb && !ma->dyn && !mb->dyn && ma->ndim == 2 && mb->ndim == 2 &&
+           ma->sizes[1] == 1 && mb->sizes[0] == 1 && ma->dtype == mb->dtype &&
+           (ma->dtype == IC_F32 || ma->dtype == IC_F64);
+}
+
 /* matmul / mm / bmm (op: ic_extern_kind) */
 int sym_h_matmul(trace *t, const opdef *d, var **p, var *out) {
     if (sym_need_tensor(t, d, p[0]) < 0 || sym_need_tensor(t, d, p[1]) < 0)
         return -1;
     ic_val ab[2] = {p[0]->val, p[1]->val};
+    if ((d->op == IC_EXT_MM || d->op == IC_EXT_MATMUL) && sym_outer_product(t, ab[0], ab[1]))
+        return sym_tensor_out(t, ic_binary(t->g, IC_OP_MUL, ab[0], ab[1]), out);
     return sym_tensor_out(t, ic_extern(t->g, (ic_extern_kind)d->op, 2, ab, 0, NULL, 1, 1), out);
 }
 

@@ -173,6 +173,8 @@ int sym_h_repeat_interleave(trace *t, const opdef *d, var **p, var *out);
 int sym_conv_ints(trace *t, var *v, long long dflt, int nd, int64_t *out, const char *what);
 /* handlers */
 int sym_h_matmul(trace *t, const opdef *d, var **p, var *out);
+/* mm/matmul of [M, 1] x [1, N] (float32/64, CPU): lowered to a broadcast multiply (ops_extern.c) */
+int sym_outer_product(trace *t, ic_val a, ic_val b);
 int sym_h_addmm(trace *t, const opdef *d, var **p, var *out);
 int sym_h_linalg(trace *t, const opdef *d, var **p, var *out);
 int sym_h_linear(trace *t, const opdef *d, var **p, var *out);

@@ -165,6 +165,8 @@ int sym_binary(trace *t, int nb, const var *a_in, const var *b_in, var *out) {
         if (a->kind != V_TENSOR || b->kind != V_TENSOR)
             return sym_fail(t, "matmul (@) of a non-tensor");
         ic_val ab[2] = {a->val, b->val};
+        if (sym_outer_product(t, ab[0], ab[1]))
+            return sym_tensor_out(t, ic_binary(t->g, IC_OP_MUL, ab[0], ab[1]), out);
         return sym_tensor_out(t, ic_extern(t->g, IC_EXT_MATMUL, 2, ab, 0, NULL, 1, 1), out);
     }
     default: return sym_fail(t, "binary op %d on tensors not supported yet", nb);

@@ -29,7 +29,8 @@ CASES = {
                 lambda: (torch.randn(2, 5, 3), torch.randn(2, 5, 7), torch.randn(2, 3, 7)), 0),
     "chain": (lambda a, b: a.permute(2, 0, 1).permute(0, 2, 1) @ b,
               lambda: (torch.randn(4, 5, 3), torch.randn(3, 4, 6)), 0),
-    "odd_sizes_1": (lambda a, b: a.t() @ b, lambda: (torch.randn(1, 1), torch.randn(1, 9)), 0),
+    # (a [1, 1] @ [1, 9] outer product is a broadcast multiply, no extern: K = 2 here)
+    "odd_sizes_1": (lambda a, b: a.t() @ b, lambda: (torch.randn(2, 1), torch.randn(2, 9)), 0),
     # the view also read by a pointwise op (inlined there), and returned (an output keeps its copy)
     "also_pointwise": (lambda a, b: (a.t() @ b, a.t() * 2), lambda: (torch.randn(6, 6), torch.randn(6, 4)), 1),
     # (a view of an input returned is no graph output: the frontend makes it from the input)

@@ -472,7 +472,7 @@ CUDA = pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available
 @pytest.mark.parametrize("device", ["cpu", CUDA])
 @pytest.mark.parametrize("T", [1, 2, 7])
 def test_exprnn_recurrent_weight_gradient_batched(T, device):
-    """The recurrent kernel's gradient is one GEMM after the loop (rnn._RecurrentWeightGrad):
+    """The recurrent kernel's gradient is one GEMM after the loop (rnn._StepGradTap):
     against the eager cell loop in float64 with an initial state that needs a gradient, short
     sequences (T = 1: no H[:-1] term), and an error if H was modified in place. (On CUDA the
     scan runs its Python loop over the compiled body: the same gradients.)"""

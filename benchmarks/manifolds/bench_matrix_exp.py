@@ -47,6 +47,9 @@ def main():
     ap.add_argument("--norm", type=float, default=5.0, help="1-norm of the skew-symmetric input")
     ap.add_argument("--reps", type=int, default=0, help="0: by size")
     ap.add_argument("--out", default="")
+    ap.add_argument("--max-seconds", type=float, default=170.0,
+                    help="time cap: no new size starts after it, and a size's repetitions stop at it "
+                    "(at least one each); the sizes and reps done are in the output")
     ap.add_argument("--threads", type=int, default=1,
                     help="CPU threads (1: this 2-core machine is shared; 2 threads under load spin for ~0.4 s a call)")
     a = ap.parse_args()
@@ -62,7 +65,12 @@ def main():
     print(f"device {dev} dtype {a.dtype} threads {torch.get_num_threads()} norm {a.norm}")
     print(f"{'n':>6} {'eager ms':>10} {'compile ms':>11} {'torchc ms':>10} {'x eager':>8} {'x compile':>9}"
           f" | fwd: {'eager':>8} {'torchc graph':>12}")
+    t_start = time.perf_counter()
+    skipped = []
     for n in [int(s) for s in a.sizes.split(",")]:
+        if time.perf_counter() - t_start > a.max_seconds:
+            skipped.append(n)
+            continue
         X = torch.randn(n, n, device=dev, dtype=torch.float64)
         X = X - X.T
         X = (X / X.abs().sum(0).max() * a.norm).to(dt)
@@ -80,7 +88,10 @@ def main():
         errs = {k: ((r() - ref).norm() / ref.norm()).item() for k, r in runs.items()}  # warm-up + check
         t = {k: [] for k in runs}
         tcpu = {k: [] for k in runs}
-        for _ in range(reps):  # interleaved
+        for i in range(reps):  # interleaved
+            if i and time.perf_counter() - t_start > a.max_seconds:
+                reps = i
+                break
             for k, r in runs.items():
                 t[k].append(timeit(r, dev, 1, tcpu[k]))
         med = {k: statistics.median(v) * 1e3 for k, v in t.items()}
@@ -97,12 +108,14 @@ def main():
               f"{fe:>12.2f} {fc:>12.2f}   grad err {errs['torchc']:.1e} | CPU-time x eager "
               f"{med_cpu['eager'] / med_cpu['torchc']:.2f} x compile {med_cpu['torch.compile'] / med_cpu['torchc']:.2f}",
               flush=True)
+    if skipped:
+        print(f"time cap --max-seconds {a.max_seconds:g}: sizes not run: {skipped}")
     ex = torchc.explain(lambda A: torch.linalg.matrix_exp(A))(X)
     print("torchc graph of the forward:", ex.graph_count, "graph,", ex.op_count, "op(s)")
     if a.out:
         with open(a.out, "w") as f:
             json.dump({"device": dev, "dtype": a.dtype, "threads": torch.get_num_threads(), "norm": a.norm,
-                       "torch": torch.__version__, "rows": rows}, f, indent=1)
+                       "torch": torch.__version__, "rows": rows, "sizes_not_run": skipped}, f, indent=1)
 
 
 if __name__ == "__main__":

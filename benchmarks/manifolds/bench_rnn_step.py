@@ -103,6 +103,9 @@ def main():
     ap.add_argument("--device", default="cpu", help="cpu or cuda (torchc.scan runs its Python "
                     "loop over the compiled body on CUDA: see scan_fallback in the output)")
     ap.add_argument("--out")
+    ap.add_argument("--max-seconds", type=float, default=170.0,
+                    help="time cap for the repetitions: none starts after it (at least one; "
+                    "reps_done in the output)")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
@@ -136,7 +139,11 @@ def main():
             first["torchc_fwd_compile_stages_s"] = {
                 s: sum((r.get("compile_times") or {}).get(s, 0.0) for r in recs if r["event"] == "compiled")
                 for s in sorted({s for r in recs for s in (r.get("compile_times") or {})})}
+    t_start, reps_done = time.perf_counter(), 0
     for r in range(a.reps):
+        if r and time.perf_counter() - t_start > a.max_seconds:
+            break
+        reps_done += 1
         for k in kinds:
             t0, c0 = time.perf_counter(), time.process_time()
             steps[k](x, y)
@@ -145,7 +152,7 @@ def main():
             cpu[k].append(time.process_time() - c0)
     med = {k: statistics.median(v) for k, v in times.items()}
     med_cpu = {k: statistics.median(v) for k, v in cpu.items()}
-    res = {"L": a.L, "batch": a.batch, "hidden": a.hidden, "threads": a.threads, "reps": a.reps,
+    res = {"L": a.L, "batch": a.batch, "hidden": a.hidden, "threads": a.threads, "reps": a.reps, "reps_done": reps_done,
            "median_s": med, "median_cpu_s": med_cpu, "first_call_s": first, "times_s": times, "first_loss": losses,
            "device": a.device, "load_avg": os.getloadavg(), "torch": torch.__version__,
            "scan_fallback": torchc._scan.last_fallback}

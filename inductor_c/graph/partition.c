@@ -85,7 +85,15 @@ static int plan_bans(const ic_graph *f, unsigned char *ban) {
         }
         for (int k = 0; k < IC_NIN && ls[v].n <= RECOMPUTE_MAX_LEAVES; k++)
             if (n->in[k] >= 0)
-                for (int i = 0; i < ls[n->in[k]].n && i <= RECOMPUTE_MAX_LEAVES; i++) leaf_add(&ls[v], ls[n->in[k]].v[i]);
+                for (int i = 0; i < ls[n->in[k]].n && i <= RECOMPUTE_MAX_LEAVES; i++) {
+                    ic_val x = ls[n->in[k]].v[i];
+                    /* a graph input of at most 1/8 of v's elements (a bias, a per-row scale,
+                     * broadcast) adds little traffic to v's recomputation: not counted (an RNN
+                     * step's z = h B + x w + e; modReLU's |z| + b was saved beside z) */
+                    if (f->nodes[x].op == IC_OP_INPUT && ic_numel(&f->nodes[x].meta) * 8 <= ic_numel(&n->meta))
+                        continue;
+                    leaf_add(&ls[v], x);
+                }
         if (ls[v].n > RECOMPUTE_MAX_LEAVES) {
             ban[v] = 1;
             ls[v].n = 0;

@@ -4,18 +4,18 @@
     modReLU(z) = sign(z) relu(|z| + b)
 
 B is read from its parametrization once per forward (one matrix exponential per sequence,
-not per step), the input projection of all steps is one GEMM, and the recurrence is
-torchc.scan over the step h' = modReLU(xp_t + h B^T): the step is compiled once (forward and
-backward graphs) and run as a loop in C, forward and backward (BPTT), so compile time does
-not depend on the sequence length. The gradient of b is summed over the steps by the scan;
-B's is not: the body reads Bᵀ detached and _RecurrentWeightGrad computes Σ_t h_{t-1}ᵀ dz_t as
-one GEMM after the loop from the stacked dz (the gradient of XP); B's parametrization then
-backpropagates through the matrix exponential once.
-Measured (benchmarks/manifolds/bench_rnn_step.py, README, 2026-12-05): at sequence 784, batch
-128, hidden 170, one training step (forward, backward, RMSprop) ran 2.1x faster than eager and
-1.66x faster than torch.compile of the cell (1 thread, CPU time; 75% of it is the three GEMM
-streams the step cannot avoid). torchc.compile of a model holding an ExpRNN captures forward
-up to the recurrence and runs the step in the same time (see _recurrence).
+not per step), and the recurrence is torchc.scan over the step
+h' = modReLU(h Bᵀ + x_t W_inᵀ + e_t): the step is compiled once (forward and backward graphs)
+and run as a loop in C, forward and backward (BPTT), so compile time does not depend on the
+sequence length. The input projection is in the step (with one input feature an outer
+product, which torchc lowers to a multiply fused into the step's kernel); the gradients of b
+and W_in are summed over the steps by the scan. B's is not: the body reads Bᵀ detached, e_t
+is a zero row whose gradient the scan stacks (dz), and _StepGradTap computes
+Σ_t h_{t-1}ᵀ dz_t as one GEMM after the loop; B's parametrization then backpropagates
+through the matrix exponential once.
+Measured: benchmarks/manifolds/README.md (bench_rnn_step.py). torchc.compile of a model
+holding an ExpRNN captures forward up to the recurrence and runs the step in the same time
+(see _recurrence).
 """
 import math
 
@@ -53,27 +53,31 @@ class ExpRNNCell(nn.Module):
         return self.nonlinearity(self.input_kernel(x) + self.recurrent_kernel(h))
 
 
-class _RecurrentWeightGrad(torch.autograd.Function):
-    """XP -> XP (a view), with the recurrent kernel's gradient summed over the steps in one GEMM.
+class _StepGradTap(torch.autograd.Function):
+    """Bᵀ -> a zero [T, N, n] with stride 0 over T, added to the pre-activation z_t at every
+    step: its gradient is dz_t, which torchc.scan stacks like any x slice's gradient, and this
+    node turns it into the recurrent kernel's gradient with one GEMM after the loop.
 
-    In h_t = f(xp_t + h_{t-1} Bᵀ) the gradient of Bᵀ is Σ_t h_{t-1}ᵀ dz_t, and dz_t is the
-    gradient of xp_t. The scan's body reads Bᵀ detached, so its compiled backward does not
-    compute h_{t-1}ᵀ dz_t at every step (784 [n, N] x [N, n] GEMMs and a sum); this node gets
-    dz = dXP [T, N, n] from the scan and computes the sum as h_0ᵀ dz_0 + H[:-1]ᵀ dz[1:] with
-    contraction length (T-1) N, after the loop (cuDNN's RNNs order their weight gradients
-    the same way). box holds (h_0, H) detached, set once the scan has run; H's version is
-    checked like autograd's saved tensors."""
+    In h_t = f(z_t), z_t = h_{t-1} Bᵀ + x_t W_inᵀ, the gradient of Bᵀ is Σ_t h_{t-1}ᵀ dz_t.
+    The scan's body reads Bᵀ detached, so its compiled backward does not compute h_{t-1}ᵀ dz_t
+    at every step (784 [n, N] x [N, n] GEMMs and a sum); this node computes the sum as
+    h_0ᵀ dz_0 + H[:-1]ᵀ dz[1:] with contraction length (T-1) N (cuDNN's RNNs order their
+    weight gradients the same way). The forward reads one zero row (in cache) per step. box
+    holds (h_0, H) detached, set once the scan has run; H's version is checked like
+    autograd's saved tensors."""
 
     @staticmethod
-    def forward(ctx, XP, Bt, box):
+    def forward(ctx, Bt, T, N, box):
         ctx.box = box
-        return XP.view_as(XP)
+        ctx.set_materialize_grads(False)
+        n = Bt.shape[1]
+        return Bt.new_zeros(N, n).expand(T, N, n)
 
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, g):
-        if g is None or not ctx.needs_input_grad[1]:
-            return g, None, None
+        if g is None or not ctx.needs_input_grad[0]:
+            return None, None, None, None
         h0, H, version = ctx.box[0]
         if H._version != version:
             raise RuntimeError("ExpRNN: the hidden states H were modified by an inplace operation after the "
@@ -82,35 +86,7 @@ class _RecurrentWeightGrad(torch.autograd.Function):
         dBt = h0.t() @ g[0]
         if g.shape[0] > 1:
             dBt = torch.addmm(dBt, H[:-1].reshape(-1, n).t(), g[1:].reshape(-1, n))
-        return g, dBt, None
-
-
-class _PooledProjection(torch.autograd.Function):
-    """x [T, N, i] -> x Wᵀ [T, N, n] (nn.Linear without bias: the same ATen mm) into a stacked
-    buffer of torchc.scan's pool: the 68 MB XP of a 784-step sequence is reused by the next
-    forward once nothing holds it, instead of fresh pages (mmap, page faults and clearing)
-    every step. The result is a tensor of its own on the buffer's storage (so the pool sees
-    it held while it lives)."""
-
-    @staticmethod
-    def forward(ctx, x, W):
-        T, N, i = x.shape
-        n = W.shape[0]
-        buf = _scan._empty((T, N, n), torch.result_type(x, W))
-        torch.mm(x.reshape(T * N, i), W.t(), out=buf.view(T * N, n))
-        ctx.save_for_backward(x, W)
-        return torch.empty(0, dtype=buf.dtype).set_(buf.untyped_storage(), 0, buf.shape, buf.stride())
-
-    @staticmethod
-    @torch.autograd.function.once_differentiable
-    def backward(ctx, g):
-        x, W = ctx.saved_tensors
-        T, N, i = x.shape
-        g2 = g.reshape(T * N, -1)
-        gx = (g2 @ W).view(T, N, i) if ctx.needs_input_grad[0] else None
-        gW = g2.t() @ x.reshape(T * N, i) if ctx.needs_input_grad[1] else None
-        return gx, gW
-
+        return dBt, None, None, None
 
 
 class ExpRNN(nn.Module):
@@ -133,29 +109,34 @@ class ExpRNN(nn.Module):
 
 @torchc.disable
 def _recurrence(x, W_in, Bt, b, h0):
-    """H, h_T of h_t = modReLU(x_t W_inᵀ + h_{t-1} Bᵀ): the input projection, torchc.scan and
-    the recurrent kernel's gradient node. A compiled caller (torchc.compile(model)) captures
+    """H, h_T of h_t = modReLU(x_t W_inᵀ + h_{t-1} Bᵀ): torchc.scan over the step and the
+    recurrent kernel's gradient node. A compiled caller (torchc.compile(model)) captures
     ExpRNN.forward up to here (the parametrization: B = base exp(A) with matrix_exp as a graph
-    op, and its compiled backward) and breaks its graph at this call: the autograd Functions
+    op, and its compiled backward) and breaks its graph at this call: the autograd Function
     below and the scan run as in eager (tensors only cross the break: the step's closure is
-    made here, as a frame with cell variables cannot resume after a break)."""
-    # all steps' input projections, one GEMM (on the CPU into a pooled buffer: A/B in one
-    # process, L = 784, n = 170: 0.217 s against 0.242 s a training step, CPU medians of 8)
-    if x.device.type == "cpu" and x.dim() == 3 and x.dtype == W_in.dtype:
-        XP = _PooledProjection.apply(x, W_in)
-    else:
-        XP = nn.functional.linear(x, W_in)
-    box = None
+    made here, as a frame with cell variables cannot resume after a break).
+
+    The input projection is part of the step, not one GEMM over all steps beforehand: with one
+    input feature it is an outer product, which torchc lowers to a multiply fused into the
+    step's kernel (no [T, N, n] projection written and read back, no BLAS copy of it into the
+    step's GEMM; W_in's gradient is a reduction fused into the step's backward). Measured
+    against the precomputed projection: see benchmarks/manifolds/README.md."""
+    T, N, n = x.shape[0], x.shape[1], Bt.shape[1]
+    Wt = W_in.t()
+    Btd = Bt.detach()  # its gradient: _StepGradTap, one GEMM
     if torch.is_grad_enabled() and Bt.requires_grad:
         box = []
-        XP = _RecurrentWeightGrad.apply(XP, Bt, box)
-    Btd = Bt.detach()  # its gradient: _RecurrentWeightGrad, one GEMM
+        tap = _StepGradTap.apply(Bt, T, N, box)
+    else:
+        box = None
+        tap = Bt.new_zeros(N, n).expand(T, N, n)
 
-    def step(h, xp):  # one graph, compiled once: h' = modReLU(xp + h Bᵀ)
-        z = torch.addmm(xp, h, Btd)
+    def step(h, xs):  # one graph, compiled once: h' = modReLU(h Bᵀ + x W_inᵀ)
+        x, e = xs
+        z = torch.mm(h, Btd) + torch.mm(x, Wt) + e
         h = torch.sign(z) * torch.relu(z.abs() + b)
         return h, h
-    h, H = torchc.scan(step, h0, XP)
+    h, H = torchc.scan(step, h0, (x, tap))
     if box is not None:
         Hd = H.detach()
         box.append((h0.detach(), Hd, Hd._version))
