@@ -174,6 +174,8 @@ void dh_explain_record(PyCodeObject *code, const dh_entry *e, const char *event)
             SET("cache_hits", PyLong_FromLong(e->cache_hits));
             SET("backend_graph", Py_NewRef(e->backend_fn ? e->backend_fn : Py_None));
         }
+        /* the workspace one run allocates (intermediates, extern outputs, scratch) */
+        SET("planned_bytes", PyLong_FromLongLong(e->compiled ? (long long)ic_compiled_workspace_bytes(e->compiled) : 0));
         char *kd = e->compiled ? ic_compiled_describe(e->compiled) : NULL;
         SET("kernels", kd ? PyUnicode_FromString(kd) : Py_NewRef(Py_None));
         free(kd);

@@ -419,6 +419,7 @@ struct ic_ctx {
     int nslots;                    /* buffers.c: workspace slots, their monomial byte */
     ic_dim *slot_dim;              /*   sizes, and the slot of each buffer (-1: none) */
     int *buf_slot;
+    struct ic_ws_plan *ws_plan;    /* buffers.c: the placed blocks (static graphs; NULL: dynamic) */
 };
 
 #define IC_SYM_BAND ((int64_t)1 << 24)
@@ -487,6 +488,10 @@ bool ic_kernel_empty(const ic_kernel *k);
 /* graph/strides.c: a pointwise kernel storing a permuted graph output loops in its order */
 void ic_layout_loop_order(ic_ctx *c, const ic_kernel *k, int32_t *vars, int64_t *sizes, int n);
 void ic_plan_buffers(ic_ctx *c);        /* sched/buffers.c */
+/* bytes of workspace that only kernel ki uses (GPU row scratch, split partials), placed where
+ * no buffer or block live in ki lies (256-byte aligned; grows c->ws_size if none): the offset */
+int64_t ic_ws_reserve(ic_ctx *c, int ki, int64_t bytes);
+int64_t ic_ws_live_peak(const ic_ctx *c); /* most bytes of buffers live in one kernel; -1: dynamic */
 char *ic_describe_kernels(ic_ctx *c, bool detail); /* malloc'd */
 int ic_verify_kernels(ic_ctx *c, char *msg, size_t n); /* sched/verify.c; 0 ok */
 int ic_verify_loops(ic_ctx *c, char *msg, size_t n);   /* loops/verify.c: after ic_lower; 0 ok */
