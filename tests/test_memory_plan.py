@@ -67,3 +67,29 @@ def test_planned_peak_at_most_eager(name, dtype):
     # the same graph compiled for CUDA (row scratch and split partials in the workspace too)
     gpu = ex.gpu_planned_bytes()
     assert gpu is not None and live <= gpu and gpu + out <= peak, (gpu, live, peak)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("name", CASES)
+def test_cuda_peak_at_most_eager(name):
+    """on the device: torch.cuda.max_memory_allocated above the weights and input, one call
+    after a warm-up (the first call also times GEMM choices on scratch), torchc <= eager"""
+    model, x = _model(name, torch.bfloat16)
+    model, x = model.cuda(), x.cuda()
+    torchc.reset()
+    cm = torchc.compile(model)
+    peaks = {}
+    for which, fn in (("eager", model), ("torchc", cm)):
+        with torch.no_grad():
+            fn(x)
+            torch.cuda.synchronize()
+            base = torch.cuda.memory_allocated()
+            torch.cuda.reset_peak_memory_stats()
+            y = fn(x)
+            torch.cuda.synchronize()
+            peaks[which] = torch.cuda.max_memory_allocated() - base
+            del y
+    with torch.no_grad():
+        ex = torchc.explain(cm)(x)
+    assert ex.graph_count == 1 and ex.graph_break_count == 0, ex.break_reasons
+    assert 0 < peaks["torchc"] <= peaks["eager"], peaks
