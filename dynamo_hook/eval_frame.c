@@ -182,6 +182,8 @@ void dh_explain_record(PyCodeObject *code, const dh_entry *e, const char *event)
             SET("inplace_updates", PyLong_FromLong(ninp));
             SET("copied_updates", PyLong_FromLong(e->nmut - ninp));
         }
+        /* the workspace one run allocates (intermediates, extern outputs, scratch) */
+        SET("planned_bytes", PyLong_FromLongLong(e->compiled ? (long long)ic_compiled_workspace_bytes(e->compiled) : 0));
         char *kd = e->compiled ? ic_compiled_describe(e->compiled) : NULL;
         SET("kernels", kd ? PyUnicode_FromString(kd) : Py_NewRef(Py_None));
         free(kd);

@@ -260,3 +260,12 @@ IC_API char *ic_graph_to_ptx(const ic_graph *g, int sm, ic_err *err) {
     }
     return s;
 }
+
+IC_API int64_t ic_graph_gpu_workspace_bytes(const ic_graph *g, int sm, ic_err *err) {
+    ic_options o = {.device = IC_CUDA, .opt_level = 3};
+    ic_compiled *cc = ic_compile_ptx_only(g, &o, sm, err);
+    if (!cc) return -1;
+    int64_t n = ic_compiled_workspace_bytes(cc);
+    ic_compiled_free(cc);
+    return n;
+}

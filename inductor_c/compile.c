@@ -178,7 +178,8 @@ static void fix_outputs(ic_graph *n) {
 
 /* GPU row scratch: a buffer of kind 3 (a row-local value, on each kernel's stack on the CPU)
  * gets one row-local copy per row of the kernel that stores it, in the workspace: its offset
- * in c->row_scratch[b] (else -1), c->ws_size grown. Requires planned buffers; codegen copies
+ * in c->row_scratch[b] (else -1), placed where nothing else lives during that kernel (buffers.c
+ * ic_ws_reserve), c->ws_size grown if needed. Requires planned buffers; codegen copies
  * the offsets into its launch plan (ic_gpu.scratch_off). */
 static void plan_row_scratch(ic_ctx *c) {
     c->row_scratch = ic_alloc(c, ((size_t)c->nbufs + 1) * sizeof(int64_t));
@@ -190,8 +191,7 @@ static void plan_row_scratch(ic_ctx *c) {
         for (int j = 0; j < k->nitems; j++) {
             int b = k->items[j].buf;
             if (!k->items[j].store || b < 0 || c->bufs[b].kind != 3 || c->row_scratch[b] >= 0) continue;
-            c->row_scratch[b] = (c->ws_size + 255) & ~(int64_t)255;
-            c->ws_size = c->row_scratch[b] + rows * c->bufs[b].span * (int64_t)ic_dtype_size(c->bufs[b].dtype);
+            c->row_scratch[b] = ic_ws_reserve(c, ki, rows * c->bufs[b].span * (int64_t)ic_dtype_size(c->bufs[b].dtype));
         }
     }
 }
@@ -834,6 +834,13 @@ IC_API char *ic_compiled_describe(const ic_compiled *c) {
     char *s = malloc(n);
     if (s) memcpy(s, c->describe, n);
     return s;
+}
+
+IC_API int64_t ic_compiled_workspace_bytes(const ic_compiled *c) {
+    if (!c->nsyms) return c->ws_size;
+    int64_t n = 0; /* dynamic: the slots at the symbol hints, as run_dyn lays them out */
+    for (int s = 0; s < c->nslots; s++) n += (ic_dim_eval(c->slot_dim[s], c->sym_hint) + 63) & ~(int64_t)63;
+    return n;
 }
 
 /* ---- running ---------------------------------------------------------------------------- */

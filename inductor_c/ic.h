@@ -404,10 +404,14 @@ int ic_compiled_output_meta_at(const ic_compiled *c, int i, const int64_t *sym_v
  *     row: store %4 -> tmp2 fused(%3,%4)              (per-row code between passes)
  *     pass 1: store %5 -> out0 fused(%2,%3,%5)        (fused(...) = graph values inlined)
  *   buffers: in0 f32[4096,1024]; out0 ...; tmp2 ... @offset; rowtmp3 (per-row stack scratch)
- *   workspace N bytes
+ *   workspace N bytes (live peak M bytes: the most bytes of intermediates live in one kernel)
  * Kernel flags: "tiles AxB" (pointwise inner dim cut for threads), "split AxB" (one big row
  * reduced in parallel parts), "vec_outer" (lanes along the kept dim: x.sum(0)). */
 char *ic_compiled_describe(const ic_compiled *c);
+/* Bytes of the workspace one run of c allocates for its intermediates (extern outputs, row
+ * scratch and split-reduction partials included; a dynamic graph's at its symbol hints):
+ * explain()'s planned_bytes. */
+int64_t ic_compiled_workspace_bytes(const ic_compiled *c);
 
 /* Runs the compiled graph. inputs[i]: address of element 0 of input i (data_ptr, storage
  * offset included), laid out with the strides given to ic_input. outputs[i]: buffers

@@ -425,6 +425,7 @@ struct ic_ctx {
     int *buf_slot;
     int *out_into;                 /* sched/inplace.c: per output, the input it is stored
                                       into (its buffer shared), or -1 */
+    struct ic_ws_plan *ws_plan;    /* buffers.c: the placed blocks (static graphs; NULL: dynamic) */
 };
 
 #define IC_SYM_BAND ((int64_t)1 << 24)
@@ -497,6 +498,10 @@ bool ic_kernel_empty(const ic_kernel *k);
 /* graph/strides.c: a pointwise kernel storing a permuted graph output loops in its order */
 void ic_layout_loop_order(ic_ctx *c, const ic_kernel *k, int32_t *vars, int64_t *sizes, int n);
 void ic_plan_buffers(ic_ctx *c);        /* sched/buffers.c */
+/* bytes of workspace that only kernel ki uses (GPU row scratch, split partials), placed where
+ * no buffer or block live in ki lies (256-byte aligned; grows c->ws_size if none): the offset */
+int64_t ic_ws_reserve(ic_ctx *c, int ki, int64_t bytes);
+int64_t ic_ws_live_peak(const ic_ctx *c); /* most bytes of buffers live in one kernel; -1: dynamic */
 char *ic_describe_kernels(ic_ctx *c, bool detail); /* malloc'd */
 int ic_verify_kernels(ic_ctx *c, char *msg, size_t n); /* sched/verify.c; 0 ok */
 int ic_verify_loops(ic_ctx *c, char *msg, size_t n);   /* loops/verify.c: after ic_lower; 0 ok */

@@ -367,6 +367,11 @@ class ExplainOutput:
         # kernels straight into the tensors, or computed apart and copied back after them
         self.inplace_updates = sum(r.get("inplace_updates", 0) for r in compiled)
         self.copied_updates = sum(r.get("copied_updates", 0) for r in compiled)
+        # memory: the workspace bytes each graph's run allocates for its intermediates (extern
+        # outputs, scratch); graphs run one at a time, so a call's peak above its inputs and
+        # outputs is the largest (on the GPU each run takes its workspace from the allocator)
+        self.planned_bytes_per_graph = [r.get("planned_bytes", 0) for r in compiled]
+        self.planned_bytes = max(self.planned_bytes_per_graph, default=0)
         self.config = _C.config_changed()  # settings not at their default: "name=value (source)" lines
         # compiles on this call per code object, "name (file:line)" -> count (resume functions
         # count under the function they continue)
@@ -375,6 +380,32 @@ class ExplainOutput:
             if r["event"] == "compiled":
                 k = f"{user_name(r['name'])} ({user_loc(r)})"
                 self.compiles_per_code[k] = self.compiles_per_code.get(k, 0) + 1
+
+    def gpu_planned_bytes(self, sm=90):
+        """The largest workspace a CUDA compilation of these graphs (sm_XY as XY) would allocate
+        per run, computed without a GPU (ic_graph_gpu_workspace_bytes: the PTX-only compilation);
+        None when a graph does not compile for the GPU."""
+        import ctypes
+        lib = ctypes.CDLL(_C.__file__)
+        lib.ic_graph_parse.restype = ctypes.c_void_p
+        lib.ic_graph_parse.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]
+        lib.ic_graph_free.argtypes = [ctypes.c_void_p]
+        lib.ic_graph_gpu_workspace_bytes.restype = ctypes.c_int64
+        lib.ic_graph_gpu_workspace_bytes.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p]
+        err = ctypes.create_string_buffer(4096)  # an ic_err (code + message) fits
+        best = 0
+        for text in self.graphs:
+            g = lib.ic_graph_parse(text.encode(), err, 256)
+            if not g:
+                return None
+            try:
+                n = lib.ic_graph_gpu_workspace_bytes(g, sm, err)
+            finally:
+                lib.ic_graph_free(g)
+            if n < 0:
+                return None
+            best = max(best, n)
+        return best
 
     def __str__(self):
         lines = [f"Graph Count: {self.graph_count}",
@@ -390,6 +421,8 @@ class ExplainOutput:
         if self.inplace_updates or self.copied_updates:
             lines.append(f"In-place Updates: {self.inplace_updates} stored by the kernels, "
                          f"{self.copied_updates} copied back")
+        if self.planned_bytes:
+            lines.append(f"Planned Bytes: {self.planned_bytes} (workspace of the largest graph)")
         if self.compile_ms:
             from ._logging import STAGES
             lines.append(f"Compile Time: {self.compile_ms / 1e3:.4f} s (" + ", ".join(

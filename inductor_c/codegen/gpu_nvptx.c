@@ -383,8 +383,7 @@ void gg_codegen(ic_ctx *c, int tsm, int nsm, gres *R) {
         if (S > 1) {
             int64_t rows = 1;
             for (int i = 0; i < k->nouter; i++) rows *= k->osize[i];
-            part_off = (c->ws_size + 255) & ~(int64_t)255;
-            c->ws_size = part_off + (int64_t)nslot * rows * S * 8;
+            part_off = ic_ws_reserve(c, ki, (int64_t)nslot * rows * S * 8); /* only this kernel's launches */
             for (int p = 1; p < k->npos && npass < (int)(sizeof passes / sizeof passes[0]) - 1; p += 2) {
                 bool any = false;
                 for (int j = 0; j < k->nitems; j++) any |= k->items[j].pos == p;

@@ -7,6 +7,7 @@
  *     pass 1: store %9 -> out0 fused(%5,%6,%7,%8,%9)
  *   kernel k1: extern mm(in0, in1) -> tmp3 (%2)
  *   buffers: in0 f32[4096,1024]; out0 f32[4096,1024]; tmp2 f32[4096,1] @0
+ *   workspace 16384 bytes (live peak 16384 bytes)
  */
 #include <stdlib.h>
 
@@ -110,7 +111,8 @@ char *ic_describe_kernels(ic_ctx *c, bool detail) {
         }
         ic_str_printf(&s, "] bytes (symbolic)\n");
     } else {
-        ic_str_printf(&s, "\nworkspace %lld bytes\n", (long long)c->ws_size);
+        ic_str_printf(&s, "\nworkspace %lld bytes (live peak %lld bytes)\n", (long long)c->ws_size,
+                      (long long)ic_ws_live_peak(c));
     }
     if (s.oom) {
         free(s.s);
