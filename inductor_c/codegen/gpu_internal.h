@@ -39,9 +39,10 @@ enum { ON_NONE, ON_SOFTMAX, ON_VAR }; /* online split pairs (gg_online_pair) */
 #define SPLIT_T 512
 /* Split columns (vec_outer kernels of fewer than one block per SM): at most 256 parts (the
  * combining launch's T = 16 threads down a column read 16 partials each, unrolled), and only
- * for a reduced extent of at least 4096 (shorter ones are a few iterations a thread). */
+ * for a reduced extent of at least 1024 (unsplit: 32 values a thread down a column; ResNet-50's
+ * last stage at batch 32 has 1568, 512 to 2048 channels: 16 to 64 blocks unsplit). */
 #define VO_SPLIT_PMAX 256
-#define VO_SPLIT_MIN 4096
+#define VO_SPLIT_MIN 1024
 /* Split rows: blocks of the partial-sums launch over all rows (parts per row: this / rows, at
  * most SPLIT_PMAX, and at most one unrolled iteration a thread: gg_choose_split): 16 per SM, four
  * waves of 512-thread blocks at 32 registers (4 resident), one iteration a thread. On the H200,

@@ -454,8 +454,10 @@ void gg_codegen(ic_ctx *c, int tsm, int nsm, gres *R) {
                 gg_gen_variant(g, k, &P, gv, name);
                 gg_kend(g, R, q, gv, lazy);
                 gv->part_off = part_off;
-                if (c->debug & IC_DEBUG_LOOPS) /* the launch plan (describe's form), also PTX-only */
-                    fprintf(stderr, "gpu %s: grid %u block %u vec %d\n", gv->name, gv->grid, gv->block, gv->vec);
+                if (c->debug & IC_DEBUG_LOOPS) /* the launch plan (describe's form, the kernel: a repeat's
+                                                 * name is the first's), also PTX-only */
+                    fprintf(stderr, "gpu %s: grid %u block %u vec %d (k%d)\n", gv->name, gv->grid, gv->block, gv->vec,
+                            ki);
                 /* the vector variant needs no fallback when it assumes no alignment */
                 if (v == 0 && nvar == 2 && K->v[0].nalign == 0) break;
             }
