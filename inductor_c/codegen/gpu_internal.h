@@ -37,6 +37,12 @@ enum { ON_NONE, ON_SOFTMAX, ON_VAR }; /* online split pairs (gg_online_pair) */
 /* Threads per block of split rows (partial and combining launches). On the H200 (sum() of 64 MB,
  * gpu_bench_h200_split.json) 128 gave 0.87 of copy bandwidth, 256 0.79, 1024 0.89, 512 0.89-0.90. */
 #define SPLIT_T 512
+/* Split columns (vec_outer kernels of fewer than one block per SM): at most 256 parts (the
+ * combining launch's T = 16 threads down a column read 16 partials each, unrolled), and only
+ * for a reduced extent of at least 1024 (unsplit: 32 values a thread down a column; ResNet-50's
+ * last stage at batch 32 has 1568, 512 to 2048 channels: 16 to 64 blocks unsplit). */
+#define VO_SPLIT_PMAX 256
+#define VO_SPLIT_MIN 1024
 /* Split rows: blocks of the partial-sums launch over all rows (parts per row: this / rows, at
  * most SPLIT_PMAX, and at most one unrolled iteration a thread: gg_choose_split): 16 per SM, four
  * waves of 512-thread blocks at 32 registers (4 resident), one iteration a thread. On the H200,
@@ -98,6 +104,12 @@ typedef struct plan {
     int on_a, on_b;        /*   its items A and B (B's pass, A's + 2, has no launch of its own) */
     ic_xid on_shift;       /*   ON_SOFTMAX: B = sum exp(x - on_shift), on_shift a function of A */
     bool online;           /* this launch is A's: it also makes B's partials (gg_emit_online) */
+    /* split columns (vec_outer, few groups of R columns): the partials of a pass are combined
+     * once, by a launch of their own (cpos: its pass), into a row value area after the
+     * partials (nslot x rows raw accumulators); launches read reductions of pos < acomb from
+     * it, the others from their partials (gpu_plan.c gg_choose_split) */
+    bool area;
+    int nslot, cpos, acomb;
     ic_gmap map;           /* rows: the block's layout (gpu_layout.c): j, rl, shuffles, smem */
     /* tile: a transpose through shared memory, 32 x 32 tiles over (tu, vv) (gpu_layout.c) */
     int32_t tu;            /* the var along which the transposed loads are contiguous */
@@ -329,7 +341,8 @@ void gg_emit_rows(gg *g, ic_kernel *k);
 /* gpu_plan.c */
 int gg_choose_vec(ic_ctx *c, ic_kernel *k, int32_t vv, int64_t vsize, bool rows);
 void gg_plan_kernel(ic_ctx *c, ic_kernel *k, plan *P, int V, int nsm, int S, int pass, const int *slot, bool online);
-int gg_choose_split(ic_kernel *k, int nsm, int V, bool online);
+int gg_choose_split(ic_ctx *c, ic_kernel *k, int nsm, int V, bool online);
+int gg_split_rows_per_block(const ic_kernel *k);
 int gg_online_pair(ic_ctx *c, const ic_kernel *k, int *ja, int *jb, ic_xid *shift);
 bool gg_choose_tile(ic_ctx *c, ic_kernel *k, plan *P);
 bool gg_choose_tile2(ic_ctx *c, ic_kernel *k, const plan *T, plan *P);

@@ -17,6 +17,12 @@
  *      warps)     element of row r = (c*T + j) * V + reg, c = chunk 0..C-1
  *   column      tid = j*R + rl with R = 32 (rows on lanes: the kept dim is the contiguous
  *     (vec_outer) one, x.sum(0)); element of row r = c*T + j, V = 1.
+ *   split       few huge rows (x.sum()): S blocks a row (R = 1, T = 512) leave partials, one
+ *               launch per reducing pass, and a final launch combines and stores. Split
+ *     columns   (vec_outer with fewer blocks than SMs, a long extent: BatchNorm's sums over
+ *               N, H, W in channels-last): blocks of R <= 32 columns x 512/R threads down
+ *               them, S parts; each pass's partials are combined once by a launch of its own
+ *               into a row value area that later passes read (gpu_plan.c gg_choose_split).
  *   The row mapping is a linear layout (gpu_layout.c, layouts/): j and rl are the bit
  *   fields of tid its bases name, the access width is its ll_num_consecutive, and a row's
  *   reduction combines over the tid bits whose bases lie in the row's columns: lane bits by
@@ -365,8 +371,8 @@ void gg_codegen(ic_ctx *c, int tsm, int nsm, gres *R) {
         /* split rows: partial slots in extra workspace, launches per pass, then a final one */
         int on_a = -1, on_b = -1;
         ic_xid on_shift = -1;
-        int on_kind = tile ? ON_NONE : gg_online_pair(c, k, &on_a, &on_b, &on_shift);
-        int S = tile ? 0 : gg_choose_split(k, nsm, V, on_kind != ON_NONE);
+        int on_kind = tile || k->vec_outer ? ON_NONE : gg_online_pair(c, k, &on_a, &on_b, &on_shift);
+        int S = tile ? 0 : gg_choose_split(c, k, nsm, V, on_kind != ON_NONE);
         if (S <= 1) on_kind = ON_NONE;
         int *slot = ic_alloc(c, ((size_t)k->nitems + 1) * sizeof(int));
         int nslot = 0, nfinal = 0; /* nfinal: stores the final launch makes */
@@ -379,29 +385,53 @@ void gg_codegen(ic_ctx *c, int tsm, int nsm, gres *R) {
             }
             nfinal += it->store && (it->kind == IT_REDUCE || it->pos % 2 == 0);
         }
-        int passes[IC_MAX_DIMS * 8 + 2], npass = 0;
+        /* launches: passes[q] >= 0 a pass's partials, -1 the final one; cpos[q] > 0 (split
+         * columns) the combining launch of that pass's partials, acomb[q] (gpu_internal.h) */
+        int passes[IC_MAX_DIMS * 16 + 2], cpos[IC_MAX_DIMS * 16 + 2], acomb[IC_MAX_DIMS * 16 + 2], npass = 0;
+        const int maxl = (int)(sizeof passes / sizeof passes[0]) - 2;
         if (S > 1) {
             int64_t rows = 1;
             for (int i = 0; i < k->nouter; i++) rows *= k->osize[i];
-            part_off = ic_ws_reserve(c, ki, (int64_t)nslot * rows * S * 8); /* only this kernel's launches */
-            for (int p = 1; p < k->npos && npass < (int)(sizeof passes / sizeof passes[0]) - 1; p += 2) {
-                bool any = false;
-                for (int j = 0; j < k->nitems; j++) any |= k->items[j].pos == p;
+            /* only this kernel's launches; split columns also keep the row value area after
+             * the partials */
+            part_off = ic_ws_reserve(c, ki, (int64_t)nslot * rows * S * 8 + (k->vec_outer ? (int64_t)nslot * rows * 8 : 0));
+            int last = 0; /* split columns: the last pass with partials not yet combined */
+            for (int p = 1; p < k->npos && npass < maxl; p += 2) {
+                bool any = false, red = false;
+                for (int j = 0; j < k->nitems; j++) {
+                    any |= k->items[j].pos == p;
+                    red |= k->items[j].pos == p && k->items[j].kind == IT_REDUCE;
+                }
                 if (on_kind && p == k->items[on_b].pos) continue; /* made in A's launch */
-                if (any) passes[npass++] = p;
+                if (!any) continue;
+                if (k->vec_outer && last > 0) { /* combined once before a later pass reads them */
+                    passes[npass] = -1, cpos[npass] = last, acomb[npass++] = last;
+                    last = 0;
+                }
+                cpos[npass] = 0, acomb[npass] = p;
+                passes[npass++] = p;
+                if (red) last = p;
             }
-            if (nfinal) passes[npass++] = -1;
+            int lastp = 0;
+            for (int q = 0; q < npass; q++)
+                if (passes[q] >= 0) lastp = passes[q];
+            if (nfinal) passes[npass] = -1, cpos[npass] = 0, acomb[npass++] = lastp;
         } else {
             passes[npass++] = 0;
         }
         for (int q = 0; q < npass; q++) {
             ic_gkernel *K = &gpu->k[gpu->nkernels++];
-            K->split_final = passes[q] < 0;
+            K->split_final = passes[q] < 0 && cpos[q] == 0;
             for (int v = 0; v < nvar; v++) {
                 plan P;
                 if (tile) P = tile2 && v == 0 ? *TP2 : *TP;
                 else gg_plan_kernel(c, k, &P, v == 0 ? V : 1, nsm, S, passes[q], slot,
                                  on_kind && passes[q] == k->items[on_a].pos);
+                if (S > 1) {
+                    P.nslot = nslot;
+                    P.cpos = cpos[q];
+                    P.acomb = acomb[q];
+                }
                 P.on_kind = on_kind;
                 P.on_a = on_a;
                 P.on_b = on_b;
@@ -411,8 +441,9 @@ void gg_codegen(ic_ctx *c, int tsm, int nsm, gres *R) {
                 g->ity = gg_fits_i32(c, k, &P) ? g->cg.i32 : g->cg.i64;
                 char name[48];
                 if (S > 1)
-                    snprintf(name, sizeof name, "tc%d_k%d%s%d%s", mid % 1000000, ki, passes[q] >= 0 ? "p" : "f",
-                             passes[q] >= 0 ? passes[q] : 0, P.V > 1 ? "v" : "");
+                    snprintf(name, sizeof name, "tc%d_k%d%s%d%s", mid % 1000000, ki,
+                             passes[q] >= 0 ? "p" : cpos[q] ? "c" : "f",
+                             passes[q] >= 0 ? passes[q] : cpos[q], P.V > 1 ? "v" : "");
                 else
                     snprintf(name, sizeof name, "tc%d_k%d%s", mid % 1000000, ki, P.V > 1 ? "v" : "");
                 ic_gvariant *gv = &K->v[K->nvar++];
@@ -423,6 +454,10 @@ void gg_codegen(ic_ctx *c, int tsm, int nsm, gres *R) {
                 gg_gen_variant(g, k, &P, gv, name);
                 gg_kend(g, R, q, gv, lazy);
                 gv->part_off = part_off;
+                if (c->debug & IC_DEBUG_LOOPS) /* the launch plan (describe's form, the kernel: a repeat's
+                                                 * name is the first's), also PTX-only */
+                    fprintf(stderr, "gpu %s: grid %u block %u vec %d (k%d)\n", gv->name, gv->grid, gv->block, gv->vec,
+                            ki);
                 /* the vector variant needs no fallback when it assumes no alignment */
                 if (v == 0 && nvar == 2 && K->v[0].nalign == 0) break;
             }

@@ -201,7 +201,11 @@ void gg_plan_kernel(ic_ctx *c, ic_kernel *k, plan *P, int V, int nsm, int S, int
             P->R = 1;
         }
     }
-    if (S > 1) {
+    if (S > 1 && k->vec_outer) { /* split columns: R columns on lanes, T threads down them */
+        P->R = gg_split_rows_per_block(k);
+        P->T = SPLIT_T / P->R;
+        P->jlow = false;
+    } else if (S > 1) {
         P->T = SPLIT_T;
         P->R = 1;
         P->jlow = true;
@@ -243,14 +247,16 @@ void gg_plan_kernel(ic_ctx *c, ic_kernel *k, plan *P, int V, int nsm, int S, int
         int64_t cs = (P->C + P->Sg - 1) / P->Sg;
         if (cs < P->unroll) P->unroll = (int)cs; /* one iteration of fewer chunks */
         P->Cs = (cs + P->unroll - 1) / P->unroll * P->unroll;
-        P->grid = (unsigned)(pass >= 0 ? P->rows * P->Sg : P->rows);
+        P->grid = (unsigned)(pass >= 0 ? blocks * P->Sg : blocks);
         /* a partial pass of more than 3 blocks per SM: 4 resident (32 registers), so that the
-         * default split (16 per SM) runs in full waves */
-        if (pass >= 0 && P->grid > 3 * (unsigned)nsm) P->minctasm = 2048 / P->T;
+         * default split (16 per SM) runs in full waves (split columns: not asked; their passes
+         * carry fused producers, e.g. BatchNorm's backward with maxpool's, and would spill) */
+        if (pass >= 0 && P->grid > 3 * (unsigned)nsm && !k->vec_outer) P->minctasm = 2048 / P->T;
         P->online = online;
         if (online && P->minctasm) P->minctasm = 1024 / P->T > 1 ? 1024 / P->T : 1; /* 64 registers */
         P->pass = pass;
         P->slot = slot;
+        P->area = k->vec_outer;
     }
 }
 
@@ -259,24 +265,76 @@ void gg_plan_kernel(ic_ctx *c, ic_kernel *k, plan *P, int V, int nsm, int S, int
  * 64 MB on the H200 against 17.6-17.7 us as two launches, the combining one overlapped by
  * programmatic dependent launch: removed.) */
 
-/* Blocks per row for few huge rows (x.sum(), softmax of one long row): enough blocks to
- * fill the device, each with a few unrolled iterations. 0: no split. A stored row value
- * between passes would be read across blocks: such kernels stay unsplit. */
-int gg_choose_split(ic_kernel *k, int nsm, int V, bool online) {
-    if (!k->has_red || k->vec_outer) return 0;
+/* Blocks per row for few huge rows (x.sum(), softmax of one long row) or few groups of
+ * columns (vec_outer: x.sum(0) of few columns, BatchNorm's statistics and backward sums over
+ * N, H, W in channels-last): enough blocks to fill the device, each with a few unrolled
+ * iterations. 0: no split. A row value stored between passes and loaded by a later pass of
+ * the kernel would be read across blocks before the final launch stores it: such kernels
+ * stay unsplit (a stored row value nothing in the kernel reads, a running-statistics update,
+ * is stored by the final launch). */
+
+/* does an item of pass > p load buffer b? */
+static bool loads_buf(ic_ctx *c, ic_xid x, int b, uint8_t *seen) {
+    if (x < 0 || seen[x]) return false;
+    seen[x] = 1;
+    const ic_x *e = &c->xs[x];
+    if (e->kind == X_LOADF && e->buf == b) return true;
+    if (e->kind == X_ROWVAL) return false;
+    return loads_buf(c, e->a, b, seen) || loads_buf(c, e->b, b, seen) || loads_buf(c, e->c, b, seen);
+}
+
+static bool read_later(ic_ctx *c, const ic_kernel *k, const ic_item *st) {
+    uint8_t *seen = ic_alloc(c, (size_t)c->nxs + 1);
+    for (int j = 0; j < k->nitems; j++) {
+        const ic_item *it = &k->items[j];
+        if (it->pos <= st->pos) continue;
+        if (loads_buf(c, it->expr, st->buf, seen) || loads_buf(c, it->expr2, st->buf, seen)) return true;
+    }
+    return false;
+}
+
+/* Split columns: R = 32 columns on the lanes of a block (fewer when there are fewer), the
+ * reduced extent over SPLIT_T / R threads and the parts. */
+int gg_split_rows_per_block(const ic_kernel *k) {
+    int64_t rows = 1;
+    for (int i = 0; i < k->nouter; i++) rows *= k->osize[i];
+    int64_t r = pow2ceil(rows);
+    return (int)(r < 32 ? r : 32);
+}
+
+int gg_choose_split(ic_ctx *c, ic_kernel *k, int nsm, int V, bool online) {
+    if (!k->has_red) return 0;
     int64_t rows = 1, n = 1;
     for (int i = 0; i < k->nouter; i++) rows *= k->osize[i];
     for (int i = 0; i < k->ninner; i++) n *= k->isize[i];
-    if (rows >= nsm || rows < 1) return 0;
+    if (rows < 1) return 0;
+    int64_t blocks = rows, T = SPLIT_T, pmax = SPLIT_PMAX;
+    if (k->vec_outer) {
+        /* unsplit: ceil(rows / 32) blocks; the combining launches read S / T partials a thread
+         * (unrolled), so at most VO_SPLIT_PMAX parts; a short extent stays one block */
+        int R = gg_split_rows_per_block(k);
+        blocks = (rows + R - 1) / R;
+        T = SPLIT_T / R;
+        V = 1;
+        pmax = VO_SPLIT_PMAX;
+        if (n < VO_SPLIT_MIN || online) return 0;
+        for (int i = 0; i < k->ninner; i++)
+            if (ic_tainted(c, k->isize[i])) return 0;
+        for (int i = 0; i < k->nouter; i++)
+            if (ic_tainted(c, k->osize[i])) return 0;
+    }
+    if (blocks >= nsm) return 0;
     for (int j = 0; j < k->nitems; j++)
-        if (k->items[j].pos % 2 == 0 && k->items[j].store && k->items[j].pos != k->npos - 1) return 0;
-    int64_t chunks = (n / V + SPLIT_T - 1) / SPLIT_T; /* the vector variant's */
+        if (k->items[j].pos % 2 == 0 && k->items[j].store && k->items[j].pos != k->npos - 1 &&
+            read_later(c, k, &k->items[j]))
+            return 0;
+    int64_t chunks = (n / V + T - 1) / T; /* the vector variant's */
     /* at least one unrolled iteration a part, and no part without chunks (the cap used to
      * round down: 2 rows of 4M f32 got 488 parts of 8 chunks a row, half of them empty) */
     int64_t per = UNROLL;
-    int64_t s = ((int64_t)(online ? ONLINE_BLOCKS_PER_SM : SPLIT_BLOCKS_PER_SM) * nsm + rows - 1) / rows;
+    int64_t s = ((int64_t)(online ? ONLINE_BLOCKS_PER_SM : SPLIT_BLOCKS_PER_SM) * nsm + blocks - 1) / blocks;
     if (s > (chunks + per - 1) / per) s = (chunks + per - 1) / per;
-    if (s > SPLIT_PMAX) s = SPLIT_PMAX;
+    if (s > pmax) s = pmax;
     return s >= 2 ? (int)s : 0;
 }
 

@@ -404,16 +404,24 @@ static void part_stores(gg *g, LLVMValueRef first, const int *slot, LLVMValueRef
 }
 
 /* The row value of reduction item j from its S partials: thread t reads partials t, t + T,
- * ... in that order, then one block reduction (the same order in every block, so every
- * launch gets the same value). */
-static LLVMValueRef part_combine(gg *g, const ic_item *it, int slot) {
+ * ... in that order, then one block reduction over the row's threads (the same order in
+ * every block, so every launch gets the same value). raw (with *rawi for arg reductions):
+ * the combined accumulator before the mean's division and the conversion, or NULL. */
+static LLVMValueRef part_finish(gg *g, const ic_item *it, LLVMValueRef v, LLVMValueRef vi) {
+    if (ic_is_arg(it->red_op))
+        return it->arg_value ? convert(g, v, it->acc, it->dtype) : convert(g, vi, IC_I64, it->dtype);
+    if (it->red_op == IC_OP_MEAN) v = LLVMBuildFDiv(B, v, kf(v, (double)it->red_count), "");
+    return convert(g, v, it->acc, it->dtype);
+}
+
+static LLVMValueRef part_combine(gg *g, const ic_item *it, int slot, LLVMValueRef *raw, LLVMValueRef *rawi) {
     const plan *P = g->P;
     LLVMTypeRef at = rtype(g, it->acc);
     LLVMTypeRef lt = at == g->cg.i1 ? g->cg.i8 : at;
     bool arg = ic_is_arg(it->red_op);
     LLVMValueRef v = NULL, vi = NULL;
-    for (int i = 0; i * P->Bk < P->S; i++) {
-        LLVMValueRef t = i ? LLVMBuildAdd(B, g->j, kix(g, (int64_t)i * P->Bk), "") : g->j;
+    for (int i = 0; i * P->T < P->S; i++) {
+        LLVMValueRef t = i ? LLVMBuildAdd(B, g->j, kix(g, (int64_t)i * P->T), "") : g->j;
         LLVMValueRef ok = LLVMBuildICmp(B, LLVMIntSLT, t, kix(g, P->S), "");
         t = sel(g, ok, t, kix(g, 0));
         LLVMValueRef x = LLVMBuildLoad2(B, lt, part_ptr(g, slot, t), "");
@@ -428,13 +436,33 @@ static LLVMValueRef part_combine(gg *g, const ic_item *it, int slot) {
             v = v ? ol_red_combine(&g->cg, it, v, x) : x;
         }
     }
-    if (arg) {
-        v = block_reduce(g, it, v, &vi);
-        return it->arg_value ? convert(g, v, it->acc, it->dtype) : convert(g, vi, IC_I64, it->dtype);
-    }
-    v = block_reduce(g, it, v, NULL);
-    if (it->red_op == IC_OP_MEAN) v = LLVMBuildFDiv(B, v, kf(v, (double)it->red_count), "");
-    return convert(g, v, it->acc, it->dtype);
+    v = block_reduce(g, it, v, arg ? &vi : NULL);
+    if (raw) *raw = v;
+    if (rawi) *rawi = vi;
+    return part_finish(g, it, v, vi);
+}
+
+/* Split columns (P->area): the combined raw accumulator of (slot, this thread's row) in the
+ * row value area after the partials */
+static LLVMValueRef area_ptr(gg *g, int slot) {
+    const plan *P = g->P;
+    LLVMValueRef i = LLVMBuildAdd(B, kix(g, (int64_t)P->nslot * P->rows * P->S + (int64_t)slot * P->rows), g->row, "");
+    i = LLVMBuildMul(B, i, kix(g, 8), "");
+    return LLVMBuildGEP2(B, g->cg.i8, g->part, &i, 1, "");
+}
+
+static LLVMValueRef area_load(gg *g, const ic_item *it, int slot) {
+    LLVMTypeRef at = rtype(g, it->acc);
+    LLVMTypeRef lt = at == g->cg.i1 ? g->cg.i8 : at;
+    LLVMValueRef v = LLVMBuildLoad2(B, lt, area_ptr(g, slot), ""), vi = NULL;
+    if (lt != at) v = LLVMBuildTrunc(B, v, at, "");
+    if (ic_is_arg(it->red_op)) vi = LLVMBuildLoad2(B, g->cg.i64, area_ptr(g, slot + 1), "");
+    return part_finish(g, it, v, vi);
+}
+
+static void area_store(gg *g, int slot, LLVMValueRef v) {
+    if (LLVMTypeOf(v) == g->cg.i1) v = LLVMBuildZExt(B, v, g->cg.i8, "");
+    LLVMBuildStore(B, v, area_ptr(g, slot));
 }
 
 static void emit_pass(gg *g, ic_kernel *k, int pos);
@@ -524,7 +552,8 @@ static void combine_rows(gg *g, ic_kernel *k, int lo, int hi) {
             if (it->kind != IT_REDUCE || it->pos < lo || it->pos >= hi) continue;
             bool b = P->on_kind && j == P->on_b;
             if (b != (late == 1)) continue;
-            g->rowval[j] = b ? gg_online_combine(g, k) : part_combine(g, it, P->slot[j]);
+            if (P->area && it->pos < P->acomb) g->rowval[j] = area_load(g, it, P->slot[j]);
+            else g->rowval[j] = b ? gg_online_combine(g, k) : part_combine(g, it, P->slot[j], NULL, NULL);
         }
 }
 
@@ -686,23 +715,69 @@ void gg_emit_online(gg *g, ic_kernel *k) {
     free(acc2);
 }
 
-/* One launch of a split row kernel: block = (row, part). */
+/* (tid >> shift) & (2^len - 1), the mask left out when the field reaches the top of tid */
+static LLVMValueRef bitfield(gg *g, LLVMValueRef tid, int shift, int len) {
+    LLVMValueRef v = shift ? LLVMBuildLShr(B, tid, kix(g, shift), "") : tid;
+    if (shift + len >= g->P->logT + g->P->logR) return v;
+    return LLVMBuildAnd(B, v, kix(g, ((int64_t)1 << len) - 1), "");
+}
+
+/* Split columns' combining launch of pass cpos: the partials of its reductions, combined by
+ * each block for its R columns, into the row value area (thread j == 0 of each column). */
+static void emit_area_combine(gg *g, ic_kernel *k, LLVMValueRef first) {
+    const plan *P = g->P;
+    LLVMValueRef *v = ic_alloc(g->c, (2 * (size_t)k->nitems + 1) * sizeof *v);
+    int *sl = ic_alloc(g->c, (2 * (size_t)k->nitems + 1) * sizeof *sl);
+    int n = 0;
+    for (int j = 0; j < k->nitems; j++) {
+        ic_item *it = &k->items[j];
+        if (it->kind != IT_REDUCE || it->pos != P->cpos) continue;
+        LLVMValueRef r, ri = NULL;
+        part_combine(g, it, P->slot[j], &r, &ri);
+        sl[n] = P->slot[j], v[n++] = r;
+        if (ri) sl[n] = P->slot[j] + 1, v[n++] = ri;
+    }
+    LLVMBasicBlockRef st = LLVMAppendBasicBlockInContext(g->cg.ctx, g->fn, "area");
+    LLVMBasicBlockRef end = LLVMAppendBasicBlockInContext(g->cg.ctx, g->fn, "area.end");
+    LLVMBuildCondBr(B, first, st, end);
+    LLVMPositionBuilderAtEnd(B, st);
+    for (int i = 0; i < n; i++) area_store(g, sl[i], v[i]);
+    LLVMBuildBr(B, end);
+    LLVMPositionBuilderAtEnd(B, end);
+}
+
+/* One launch of a split row kernel: block = (group of R rows, part); split rows have R = 1
+ * and j = tid, split columns (vec_outer) R columns on the lanes. */
 static void emit_split(gg *g, ic_kernel *k) {
     const plan *P = g->P;
     LLVMValueRef bid = LLVMBuildZExt(B, sreg(g, "llvm.nvvm.read.ptx.sreg.ctaid.x"), g->ity, "");
-    g->j = LLVMBuildZExt(B, g->tid, g->ity, "");
+    LLVMValueRef tid = LLVMBuildZExt(B, g->tid, g->ity, "");
     int S = P->pass >= 0 ? P->Sg : 1;
-    g->row = S > 1 ? LLVMBuildUDiv(B, bid, kix(g, S), "") : bid;
+    LLVMValueRef grp = S > 1 ? LLVMBuildUDiv(B, bid, kix(g, S), "") : bid;
     g->part_s = S > 1 ? LLVMBuildURem(B, bid, kix(g, S), "") : kix(g, 0);
-    g->active = LLVMConstInt(g->cg.i1, 1, 0);
+    if (P->R > 1) {
+        LLVMValueRef rl = bitfield(g, tid, P->map.r_shift, P->logR);
+        g->j = bitfield(g, tid, P->map.j_shift, P->logT);
+        LLVMValueRef r = LLVMBuildAdd(B, LLVMBuildMul(B, grp, kix(g, P->R), ""), rl, "");
+        g->active = LLVMBuildICmp(B, LLVMIntSLT, r, kix(g, P->rows), "");
+        g->row = sel(g, g->active, r, kix(g, 0));
+    } else {
+        g->j = tid;
+        g->row = grp;
+        g->active = LLVMConstInt(g->cg.i1, 1, 0);
+    }
     gg_decompose(g, g->row, k->ovar, k->osize, k->nouter);
     rebase_scratch(g, k, g->row);
     memset(g->rowval, 0, sizeof(LLVMValueRef) * (size_t)(k->nitems + 1));
-    LLVMValueRef first = LLVMBuildICmp(B, LLVMIntEQ, g->j, kix(g, 0), "");
+    LLVMValueRef first = and_(g, g->active, LLVMBuildICmp(B, LLVMIntEQ, g->j, kix(g, 0), ""));
     g->V = 1;
     g->vv = -1;
     g->chunk = -1;
     g->gen++;
+    if (P->area && P->cpos > 0) {
+        emit_area_combine(g, k, first);
+        return;
+    }
     combine_rows(g, k, INT_MIN, P->pass >= 0 ? P->pass : INT_MAX);
     if (P->pass >= 0) {
         if (P->online) gg_emit_online(g, k);
@@ -759,13 +834,6 @@ static void emit_pass(gg *g, ic_kernel *k, int pos) {
         if (it->store) gg_store_item(g, it, &r, 1, first);
     }
     free(acc);
-}
-
-/* (tid >> shift) & (2^len - 1), the mask left out when the field reaches the top of tid */
-static LLVMValueRef bitfield(gg *g, LLVMValueRef tid, int shift, int len) {
-    LLVMValueRef v = shift ? LLVMBuildLShr(B, tid, kix(g, shift), "") : tid;
-    if (shift + len >= g->P->logT + g->P->logR) return v;
-    return LLVMBuildAnd(B, v, kix(g, ((int64_t)1 << len) - 1), "");
 }
 
 void gg_emit_rows(gg *g, ic_kernel *k) {

@@ -363,6 +363,20 @@ static void build_corpus(void) {
     ic_output(g, R(g, IC_OP_AMAX, IN(g, IC_F32, 1000, 64), 0, 0));
     g = add_case("sum_first_4096x256", IC_OK, 5e-4);
     ic_output(g, R(g, IC_OP_SUM, IN(g, IC_F32, 4096, 256), 0, 1));
+    /* split columns (gpu_plan.c gg_choose_split: vec_outer, few groups of 32 columns, a long
+     * extent): partials, a combining launch per read pass, the later passes over many blocks */
+    g = add_case("sum_first_split_20000x64", IC_OK, 5e-4);
+    ic_output(g, R(g, IC_OP_SUM, IN(g, IC_F32, 20000, 64), 0, 0));
+    g = add_case("colnorm_split_9001x40", IC_OK, 1e-4);
+    x = IN(g, IC_F32, 9001, 40);
+    y = Bn(g, IC_OP_SUB, x, R(g, IC_OP_MEAN, x, 0, 1));
+    ic_output(g, Bn(g, IC_OP_MUL, y, U(g, IC_OP_RSQRT, Bn(g, IC_OP_ADD, R(g, IC_OP_MEAN, Bn(g, IC_OP_MUL, y, y), 0, 1), S(g, 1e-5)))));
+    g = add_case("argmax_first_split_9000x33", IC_OK, 0);
+    x = IN(g, IC_F32, 9000, 33);
+    ic_output(g, R(g, IC_OP_AMAX, x, 0, 0));
+    ic_output(g, R(g, IC_OP_ARGMAX, x, 0, 0));
+    g = add_case("sum_first_split_bf16_6000x96", IC_OK, 1e-2);
+    ic_output(g, R(g, IC_OP_SUM, IN(g, IC_BF16, 6000, 96), 0, 1));
     g = add_case("sum_first_small_5x7", IC_OK, 1e-4);
     ic_output(g, R(g, IC_OP_SUM, IN(g, IC_F32, 5, 7), 0, 0));
     g = add_case("amin_mid_6x50x8", IC_OK, 0);
