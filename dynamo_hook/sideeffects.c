@@ -49,6 +49,7 @@ int sym_fx_save(trace *t, sym_fx_mark *m) {
     m->nobj = t->nobj;
     m->nctxv = t->nctxv;
     m->nograd = t->nograd;
+    m->nvals = ic_graph_num_values(t->g);
     if (t->nattrw > 0) {
         m->attrw = malloc(sizeof t->attrw[0] * (size_t)t->nattrw);
         if (m->attrw == NULL)
@@ -99,6 +100,9 @@ void sym_fx_rollback(trace *t, sym_fx_mark *m) {
     if (m->ctxv != NULL) /* t->ctxv only grows: room for m->nctxv */
         memcpy(t->ctxv, m->ctxv, sizeof t->ctxv[0] * (size_t)m->nctxv);
     t->nograd = m->nograd;
+    /* the abandoned call's random draws: it runs eagerly and draws them itself (kept, the
+     * stream would advance twice) */
+    (void)ic_graph_drop_draws(t->g, m->nvals);
     sym_fx_drop(m);
 }
 

@@ -499,8 +499,33 @@ int sym_op_call_function_ex(trace *t, sframe *f, sym_ins *in) {
         }
         kwnames = kwd.obj;
     }
-    if (sym_call(t, &fnv, all, n + nk, kwnames, &a) < 0)
+    /* as CALL: the top frame may break at this call (its callee failed): the call runs
+     * eagerly as fn(*all, **dict(zip(kwnames, ...))), what its trace logged undone */
+    t->pending_exc = NULL;
+    sym_fx_mark mark = {0};
+    if (f->top && sym_can_break(t) && sym_fx_save(t, &mark) < 0)
         return -1;
+    int crc = sym_call(t, &fnv, all, n + nk, kwnames, &a);
+    if (crc < 0 && mark.valid && t->failed && !PyErr_Occurred() && t->pending_exc == NULL)
+        sym_fx_rollback(t, &mark);
+    sym_fx_drop(&mark);
+    if (crc < 0) {
+        int exc = fnv.kind == V_FUNC && fnv.obj && PyExceptionClass_Check(fnv.obj);
+        if (f->top && t->failed && !PyErr_Occurred() && t->pending_exc == NULL && sym_can_break(t) && !exc) {
+            var *fnc = sym_alloc(t, 1);
+            if (fnc == NULL)
+                return -1;
+            *fnc = fnv;
+            t->brk.kind = DH_BRK_CALL;
+            t->brk.pc_next = in->next;
+            t->brk.fn = fnc;
+            t->brk.args = all;
+            t->brk.nargs = n + nk;
+            t->brk.kwnames = kwnames; /* kept by t->keep; the entry takes a reference */
+            return sym_record_break_state(t, f);
+        }
+        return -1;
+    }
     PUSH(a);
     return SYM_NEXT;
 }

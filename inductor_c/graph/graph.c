@@ -1137,6 +1137,19 @@ static ic_val ext_custom(ic_graph *g, int nin, const ic_val *in, int nparams, co
     return append(g, &n);
 }
 
+IC_API int ic_graph_drop_draws(ic_graph *g, ic_val from) {
+    int k = 0;
+    for (ic_val v = from < 0 ? 0 : from; v < g->n; v++) {
+        ic_node *n = &g->nodes[v];
+        if (n->op == IC_OP_EXTERN && !n->dropped && (n->ext_kind == IC_EXT_RANDOM || n->ext_kind == IC_EXT_DROPOUT_MASK ||
+                                                      n->ext_kind == IC_EXT_CUSTOM)) {
+            n->dropped = 1;
+            k++;
+        }
+    }
+    return k;
+}
+
 IC_API ic_val ic_extern(ic_graph *g, ic_extern_kind kind, int nin, const ic_val *in, int nparams,
                         const int64_t *params, double beta, double alpha) {
     if (g->err) return IC_NONE;

@@ -308,6 +308,7 @@ static void node_line(pstate *s, ic_graph *g, ic_node *n) {
             expect(s, "alpha=");
             n->num2 = number(s);
         }
+        n->dropped = accept(s, "dropped");
     }
     if (n->op == IC_OP_PERMUTE) {
         expect(s, "perm=");

@@ -89,6 +89,7 @@ IC_API char *ic_graph_to_string(const ic_graph *g) {
                 ic_str_printf(&s, "]");
             }
             if (n->num != 1 || n->num2 != 1) ic_str_printf(&s, " beta=%.17g alpha=%.17g", n->num, n->num2);
+            if (n->dropped) ic_str_printf(&s, " dropped");
         }
         if (n->op == IC_OP_PERMUTE) {
             ic_str_printf(&s, " perm=[");

@@ -324,8 +324,9 @@ void ic_schedule(ic_ctx *c) {
     /* draws from ATen's generator run even when nothing reads them, as in eager (the stream
      * of random numbers after the graph must be eager's); custom ops too (side effects) */
     for (ic_val v = 0; v < N; v++)
-        if (g->nodes[v].op == IC_OP_EXTERN && (g->nodes[v].ext_kind == IC_EXT_RANDOM || g->nodes[v].ext_kind == IC_EXT_DROPOUT_MASK ||
-                                               g->nodes[v].ext_kind == IC_EXT_CUSTOM))
+        if (g->nodes[v].op == IC_OP_EXTERN && !g->nodes[v].dropped &&
+            (g->nodes[v].ext_kind == IC_EXT_RANDOM || g->nodes[v].ext_kind == IC_EXT_DROPOUT_MASK ||
+             g->nodes[v].ext_kind == IC_EXT_CUSTOM))
             c->live[v] = true;
     for (ic_val v = N - 1; v >= 0; v--) {
         c->kernel_of[v] = -1;
