@@ -632,6 +632,11 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
         if (fn->obj != NULL && !PyUnicode_Check(fn->obj) && is_lru_wrapper(fn->obj))
             return lru_cached_call(t, fn, args, nargs, kwnames, out); /* obj.m() of a cached method */
     }
+    if ((fn->kind == V_METHOD || fn->kind == V_FUNC) && fn->obj && PyFunction_Check(fn->obj)) {
+        int rc = sym_module_to_call(t, fn, args, nargs, kwnames, out); /* ops_modto.c */
+        if (rc != 1)
+            return rc;
+    }
     if (fn->kind == V_CONST && fn->obj && PyMethod_Check(fn->obj) && tc_is_autograd_function(PyMethod_GET_SELF(fn->obj)) &&
         (!tc_grad_enabled() || t->nograd > 0)) {
         int r = autograd_function_nograd(t, PyMethod_GET_SELF(fn->obj), PyMethod_GET_FUNCTION(fn->obj), args,

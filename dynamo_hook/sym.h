@@ -431,6 +431,8 @@ int sym_eager_strides(trace *t, ic_val v, int64_t *st);                  /* ops_
 /* ops_custom.c: o is an OpOverloadPacket/OpOverload/CustomOpDef; a call of one (a CUSTOM extern) */
 int sym_is_custom_op(PyObject *o);
 int sym_custom_op_call(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out);
+/* ops_modto.c: nn.Module.to(...) converting nothing: the module (1: not that call) */
+int sym_module_to_call(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out);
 int sym_known_index(trace *t, const var *v, PyObject **out); /* ops_more.c: 1: a constant 0-d int tensor */
 /* index_select with a checked index: graph inputs are bounds-checked at run time (eager
  * runs when out of range), argmax/argmin/arange results are in range by construction. */
