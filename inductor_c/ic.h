@@ -317,9 +317,9 @@ ic_val ic_detach(ic_graph *g, ic_val v);
  * value in[i]. The backward graph runs the template where the gradients reach out[]; the
  * outputs require grad where an in[] does. 0, or -1 (g's error state set). */
 int ic_graph_num_values(const ic_graph *g);
-/* the random draws (RANDOM, DROPOUT_MASK) at values >= from are no longer run for their
- * effect on the random stream: a traced call its caller abandoned (it runs eagerly and draws
- * itself). Returns how many were dropped. */
+/* the random draws (RANDOM, DROPOUT_MASK) and custom ops at values >= from are no longer run
+ * for their effects (the random stream, a custom op's side effects): a traced call its caller
+ * abandoned (it runs eagerly and does them itself). Returns how many were dropped. */
 int ic_graph_drop_draws(ic_graph *g, ic_val from);
 ic_val ic_custom_output(ic_graph *g, ic_val y);
 int ic_custom_capture(ic_graph *g, int base, int ninputs, int nout, const ic_val *out, const ic_val *ph, int nin,
