@@ -392,6 +392,19 @@ static int cmp_ptr(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
+typedef struct span_t {
+    uintptr_t lo, hi;
+    PyObject *obj;
+    int mut;
+} span_t;
+
+static int cmp_span(const void *a, const void *b) {
+    const span_t *x = a, *y = b;
+    if (x->lo != y->lo)
+        return x->lo < y->lo ? -1 : 1;
+    return (uintptr_t)x->obj < (uintptr_t)y->obj ? -1 : (uintptr_t)x->obj > (uintptr_t)y->obj;
+}
+
 int dh_distinct_ok(PyObject *spec, PyObject *const *values) {
     PyObject *args = PyTuple_GET_ITEM(spec, 0), *muts = PyTuple_GET_ITEM(spec, 1),
              *ins = PyTuple_GET_ITEM(spec, 2);
@@ -412,27 +425,55 @@ int dh_distinct_ok(PyObject *spec, PyObject *const *values) {
         if (dup)
             return 0;
     }
-    for (Py_ssize_t i = 0; i < nm; i++) {
-        long ms = PyLong_AsLong(PyTuple_GET_ITEM(muts, i));
-        PyObject *mv = values[ms];
-        if (mv == NULL || !tc_is_tensor(mv))
-            return 0;
-        uintptr_t lo, hi;
-        extent(mv, &lo, &hi);
-        if (lo == hi)
+    if (nm == 0)
+        return 1;
+    /* no mutated input shares memory with another input (read or mutated): the extents of
+     * the distinct objects, sorted by start, swept once keeping the furthest end seen of any
+     * interval and of a mutated one (an optimizer passes hundreds: O(n log n), where the
+     * pairwise test cost 46 ms a step for 200 parameters) */
+    span_t stack[96], *sp = nm + ni <= 96 ? stack : PyMem_Malloc(sizeof(span_t) * (size_t)(nm + ni));
+    if (sp == NULL)
+        return 0;
+    Py_ssize_t n = 0;
+    int ok = 1;
+    for (Py_ssize_t i = 0; i < nm + ni && ok; i++) {
+        int mut = i < nm;
+        PyObject *v = values[PyLong_AsLong(PyTuple_GET_ITEM(mut ? muts : ins, mut ? i : i - nm))];
+        if (v == NULL || !tc_is_tensor(v)) {
+            ok = !mut; /* an updated input that is not a tensor: not this specialization */
             continue;
-        for (Py_ssize_t j = 0; j < ni; j++) {
-            long xs = PyLong_AsLong(PyTuple_GET_ITEM(ins, j));
-            PyObject *xv = values[xs];
-            if (xs == ms || xv == NULL || xv == mv || !tc_is_tensor(xv))
-                continue;
-            uintptr_t l2, h2;
-            extent(xv, &l2, &h2);
-            if (l2 < h2 && l2 < hi && lo < h2)
-                return 0; /* a mutated input shares memory with another input */
+        }
+        span_t x = {.obj = v, .mut = mut};
+        extent(v, &x.lo, &x.hi);
+        if (x.lo != x.hi)
+            sp[n++] = x;
+    }
+    if (ok && n > 1) {
+        qsort(sp, (size_t)n, sizeof *sp, cmp_span);
+        /* one object listed twice (updated and read) is one interval, updated */
+        Py_ssize_t m = 0;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            Py_ssize_t j = m - 1;
+            while (j >= 0 && sp[j].lo == sp[i].lo && sp[j].obj != sp[i].obj)
+                j--;
+            if (j >= 0 && sp[j].obj == sp[i].obj && sp[j].lo == sp[i].lo)
+                sp[j].mut |= sp[i].mut;
+            else
+                sp[m++] = sp[i];
+        }
+        uintptr_t end_any = 0, end_mut = 0;
+        for (Py_ssize_t i = 0; i < m && ok; i++) {
+            if (sp[i].lo < (sp[i].mut ? end_any : end_mut))
+                ok = 0; /* a mutated input shares memory with another input */
+            if (sp[i].hi > end_any)
+                end_any = sp[i].hi;
+            if (sp[i].mut && sp[i].hi > end_mut)
+                end_mut = sp[i].hi;
         }
     }
-    return 1;
+    if (sp != stack)
+        PyMem_Free(sp);
+    return ok;
 }
 
 int dh_mark_dynamic(dh_cache *c, PyObject *const *localsplus, int nlocals) {

@@ -1105,6 +1105,8 @@ int sym_tensor_attr(trace *t, const var *x_in, PyObject *name, var *out) {
             rg = sym_value_requires_grad(t, x->val);
         return sym_const(t, PyBool_FromLong(rg), out);
     }
+    if (!strcmp(n, "grad")) /* a parameter's gradient: a source of its own (train_step.c) */
+        return sym_tensor_grad(t, x_in, name, out);
     if (!strcmp(n, "device")) /* every tensor of the graph is on its device */
         return sym_const(t, sym_graph_device(t), out);
     if (!strcmp(n, "T") || !strcmp(n, "mT")) {

@@ -131,6 +131,8 @@ typedef struct trace {
     int nobj, capobj;
     int *obj_nmut;                /* in-place ops on each root object (train_inplace_store.c) */
     int capnmut;
+    int upd_nograd_from;          /* graph values when an input that requires grad was first
+                                   * updated under no_grad, + 1 (0: none) */
     struct sframe *frames[SYM_INLINE_DEPTH + 2]; /* frames being interpreted (live vars) */
     int nframes;
     var *srcvar;                      /* the tracked value of each source (capsrc of each) */
@@ -282,6 +284,14 @@ int sym_train_req(trace *t, unsigned char *req);
 int sym_train_inplace_check(trace *t, int oid);
 /* train_inplace_store.c: one more in-place op on root object oid (eager bumps its version) */
 int sym_inplace_note(trace *t, int oid);
+/* 1 if the tensor of source src (a graph input) was updated in place with grad mode on */
+int sym_inplace_under_grad(const trace *t, int src);
+/* 1 if an op was recorded with grad mode on after an input that requires grad was updated
+ * under no_grad (eager's later ops reach that leaf; the graph's new value of it passes none) */
+int sym_inplace_nograd_then_grad(const trace *t);
+/* train_step.c: x.grad of a source tensor x (a guarded source of its own) */
+int sym_tensor_grad(trace *t, const var *x, PyObject *name, var *out);
+int sym_tensor_setattr(trace *t, const var *a, PyObject *name, const var *b);
 int sym_value_requires_grad(trace *t, ic_val v);
 /* In-place updates: the latest version of a value, resolution of a var (recursively in
  * sequences), and recording that target now holds newval (cast to target's dtype). */

@@ -525,6 +525,8 @@ int sym_op_store_attr(trace *t, sframe *f, sym_ins *in) {
             return sym_fail(t, "attribute assignment inside a generator");
         return sym_record_setattr(t, &a, name, &b) < 0 ? -1 : SYM_NEXT;
     }
+    if (a.kind == V_TENSOR) /* p.grad = None (train_step.c) */
+        return sym_tensor_setattr(t, &a, name, &b) < 0 ? -1 : SYM_NEXT;
     if (a.kind != V_OBJ || PyModule_Check(a.obj) || a.src < 0)
         return sym_fail(t, "attribute assignment on a non-module value");
     if (t->in_gen) /* a generator runs to completion: eager may stop it before this */

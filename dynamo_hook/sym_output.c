@@ -619,10 +619,16 @@ int sym_train_build(trace *t, const mutlist *muts, const ic_options *opt, PyObje
         free(req);
         return 0;
     }
+    if (sym_inplace_nograd_then_grad(t)) { /* train_inplace_store.c */
+        free(req);
+        return sym_fail(t, "training: a tensor that requires grad is updated under no_grad, then used with "
+                           "grad mode on (eager decides)");
+    }
     for (int i = 0; i < muts->n; i++)
         for (int k = 0; k < t->nguards; k++)
             if (t->guards[k].kind == DH_G_TENSOR && t->guards[k].src == muts->src[i] &&
-                t->guards[k].meta.requires_grad) {
+                t->guards[k].meta.requires_grad && sym_inplace_under_grad(t, muts->src[i])) {
+                /* (under no_grad, a parameter's update as torch.optim's: eager's) */
                 free(req);
                 return sym_fail(t, "training: an input that requires grad is updated in place (eager decides)");
             }
@@ -657,6 +663,7 @@ int sym_train_build(trace *t, const mutlist *muts, const ic_options *opt, PyObje
         ic_autograd_clear(&ag);
         return 0;
     }
+
     /* the backward graph is compiled on the first backward call (csrc/train.c) */
     *train = tc_train_new(&ag, opt, t->ninputs, t->device_type < 0 ? TC_DEV_CPU : t->device_type,
                           t->device_index > 0 ? t->device_index : 0);

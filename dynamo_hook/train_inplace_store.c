@@ -19,13 +19,15 @@
  * After the kernels, an update stored in place only bumps the tensor's version counter, as
  * many times as eager's in-place ops on it (counted while tracing, per storage root: a view's
  * update bumps its base's shared counter); one copied back gets the rest after copy_'s own.
- * Under no_grad (torch.optim's step) a leaf that requires grad is updated like this as eager
- * updates it; with grad on, an input that requires grad never gets here (sym_train_build).
+ * Under no_grad (torch.optim's step, a hand-written p -= lr * p.grad) a leaf that requires grad
+ * is updated like this as eager updates it; one updated with grad on is left to eager
+ * (sym_train_build asks sym_inplace_under_grad).
  */
 #include "dh_internal.h"
 #include "sym.h"
 #include "sym_interp.h"
 
+/* t->obj_nmut[2 oid]: in-place ops on root object oid; [2 oid + 1]: those made with grad mode on */
 int sym_inplace_note(trace *t, int oid) {
     if (oid <= 0)
         return 0;
@@ -33,17 +35,50 @@ int sym_inplace_note(trace *t, int oid) {
         int cap = t->capnmut ? t->capnmut : 64;
         while (cap <= oid)
             cap *= 2;
-        int *p = realloc(t->obj_nmut, (size_t)cap * sizeof *p);
+        int *p = realloc(t->obj_nmut, (size_t)cap * 2 * sizeof *p);
         if (p == NULL) {
             PyErr_NoMemory();
             return -1;
         }
-        memset(p + t->capnmut, 0, (size_t)(cap - t->capnmut) * sizeof *p);
+        memset(p + 2 * t->capnmut, 0, (size_t)(cap - t->capnmut) * 2 * sizeof *p);
         t->obj_nmut = p;
         t->capnmut = cap;
     }
-    t->obj_nmut[oid]++;
+    t->obj_nmut[2 * oid]++;
+    if (tc_grad_enabled() && t->nograd == 0)
+        t->obj_nmut[2 * oid + 1]++;
+    else if (t->upd_nograd_from == 0 && tc_grad_enabled())
+        for (int k = 0; k < t->ninputs; k++) /* an input that requires grad, updated under no_grad */
+            if (t->input_oid[k] == oid || (t->obj_root[t->input_oid[k]] == oid && oid > 0))
+                for (int q = 0; q < t->nguards; q++)
+                    if (t->guards[q].kind == DH_G_TENSOR && t->guards[q].src == t->input_src[k] &&
+                        t->guards[q].meta.requires_grad)
+                        t->upd_nograd_from = ic_graph_num_values(t->g) + 1;
     return 0;
+}
+
+int sym_inplace_nograd_then_grad(const trace *t) {
+    for (int v = t->upd_nograd_from - 1; t->upd_nograd_from > 0 && v < ic_graph_num_values(t->g); v++)
+        if (ic_value_grad_on(t->g, v))
+            return 1;
+    return 0;
+}
+
+/* the storage root of graph input k's object */
+static int input_root(const trace *t, int k) {
+    int oid = k >= 0 && k < t->ninputs && t->input_oid ? t->input_oid[k] : 0;
+    if (oid > 0 && oid <= t->nobj && t->obj_root[oid] > 0)
+        oid = t->obj_root[oid];
+    return oid;
+}
+
+int sym_inplace_under_grad(const trace *t, int src) {
+    for (int k = 0; k < t->ninputs; k++)
+        if (t->input_src[k] == src) {
+            int oid = input_root(t, k);
+            return oid <= 0 || oid >= t->capnmut || t->obj_nmut[2 * oid + 1] > 0;
+        }
+    return 1;
 }
 
 /* the graph input whose source is src, or -1 */
@@ -93,10 +128,8 @@ int sym_inplace_setup(trace *t, dh_entry *e, const mutlist *m) {
     }
     for (int i = 0; i < m->n; i++) {
         int k = input_of(e->input_src, e->ninputs, m->src[i]);
-        int oid = k >= 0 ? t->input_oid[k] : 0;
-        if (oid > 0 && oid <= t->nobj && t->obj_root[oid] > 0)
-            oid = t->obj_root[oid]; /* the storage's counter (sym_mutate counts there) */
-        int nb = oid > 0 && oid < t->capnmut ? t->obj_nmut[oid] : 0;
+        int oid = input_root(t, k); /* the storage's counter (sym_mutate counts there) */
+        int nb = oid > 0 && oid < t->capnmut ? t->obj_nmut[2 * oid] : 0;
         e->mut_bumps[i] = nb > 0 ? nb : 1;
         int j = m->from[i];
         if (e->compiled == NULL || j < 0 || k < 0 || ic_compiled_output_into(e->compiled, j) != k)

@@ -330,6 +330,9 @@ void ic_custom_abort(ic_graph *g, int base, int ninputs);
  * pass gradients (torch's requires_grad of the value under grad mode), else 0. */
 int ic_value_requires_grad(const ic_graph *g, ic_val v, const unsigned char *req);
 ic_val ic_graph_output_value(const ic_graph *g, int j); /* value of output j, IC_NONE if none */
+/* 1 if v is an op built with grad mode on in g (outside every ic_set_grad_enabled(g, 0) region
+ * closed so far), 0 for inputs, scalars and ops built with it off */
+int ic_value_grad_on(const ic_graph *g, ic_val v);
 /* 1 if eager's autograd keeps value v for the backward (an operand a derivative reads, of a
  * node that carries a gradient from an input with req; or such a node's saved result), so
  * that an in-place update of it before the backward makes eager's backward raise.

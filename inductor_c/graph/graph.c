@@ -1318,6 +1318,13 @@ IC_API int ic_output(ic_graph *g, ic_val v) {
     return g->noutputs++;
 }
 
+IC_API int ic_value_grad_on(const ic_graph *g, ic_val v) {
+    if (v < 0 || v >= g->n) return 0;
+    const ic_node *n = &g->nodes[v];
+    bool open = g->nograd_depth > 0 && v >= g->nograd_from; /* a region not closed yet */
+    return n->op != IC_OP_INPUT && n->op != IC_OP_SCALAR && !n->nograd && !open;
+}
+
 IC_API int ic_output_into(ic_graph *g, int j, int i) {
     if (g->err || j < 0 || j >= g->noutputs || i < 0 || i >= g->ninputs) return -1;
     for (int k = 0; k < g->ninto; k++)
