@@ -310,3 +310,58 @@ def test_rnn_cell_gradcheck_float64(kind):
     if kind != "lstm":  # c unused: its gradient is None in eager and compiled alike
         args = args[:2] + (c.detach(),) + args[3:]
     assert torch.autograd.gradcheck(cf, args, eps=1e-6, atol=1e-5)
+
+
+# ---- a break inside a called function after a random draw (transformers' LayerDrop) ----------
+
+class _LayerDropEnc(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = torch.nn.ModuleList([torch.nn.Linear(4, 4) for _ in range(3)])
+        self.layerdrop = 0.3
+
+    def forward(self, h):
+        for layer in self.layers:
+            skip = False
+            if self.training and self.layerdrop > 0.0:
+                skip = torch.rand([]) < self.layerdrop  # a branch on data: a break
+            if not skip:
+                h = layer(h).relu()
+        return h
+
+
+class _LayerDropModel(torch.nn.Module):
+    def __init__(self, drop):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+        self.enc = _LayerDropEnc()
+        self.drop = drop
+
+    def forward(self, x):
+        h = self.lin(x)
+        if self.drop:
+            h = F.dropout(h, 0.2)
+        return self.enc(h).sum()
+
+
+@pytest.mark.allow_fallback  # the data-dependent branch breaks, as under torch.compile
+@pytest.mark.parametrize("drop", [False, True])
+def test_break_in_callee_after_random_draw_keeps_eager_stream(drop):
+    """the caller's graph would end at the call of enc (its break is inside): the draws enc
+    made before the break must not stay in the caller's graph (they always run), or enc's
+    own run draws them again: eager's values and generator state after the call"""
+    torch.manual_seed(0)
+    m = _LayerDropModel(drop).train()
+    cm = torchc.compile(m)
+    x = torch.randn(3, 4)
+    for s in range(6):
+        torch.manual_seed(s)
+        ye = m(x)
+        se = torch.get_rng_state()
+        torch.manual_seed(s)
+        yc = cm(x)
+        assert torch.equal(torch.get_rng_state(), se), s
+        torch.testing.assert_close(yc, ye, rtol=1e-6, atol=1e-6)
+    torch.manual_seed(1)
+    ex = torchc.explain(cm)(x)
+    assert ex.graph_count >= 2 and any("random numbers" in r for r in ex.break_reasons), ex.break_reasons
