@@ -337,6 +337,10 @@ int sym_h_dropout(trace *t, const opdef *d, var **p, var *out) {
             (void)tc_clear_expected(PyExc_OverflowError, PyExc_TypeError);
             return sym_fail(t, "dropout in training mode with a non-constant p not supported yet");
         }
+        /* dropout_ of a value eager keeps for backward: the graph ends before it, before
+         * its mask is drawn (a draw before a break at a call would run twice) */
+        if (inplace && p[0]->oid > 0 && sym_train_inplace_check(t, p[0]->oid) < 0)
+            return -1;
         ic_val mask = sym_dropout_mask(t, p[0]->val, pr);
         ic_val y = ic_binary(t->g, IC_OP_MUL, p[0]->val, mask);
         if (inplace) { /* dropout_: input.mul_(mask), the input itself returned */

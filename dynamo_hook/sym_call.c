@@ -421,6 +421,7 @@ int sym_op_call(trace *t, sframe *f, sym_ins *in) {
     sym_fx_mark mark = {0};
     if (f->top && sym_can_break(t) && sym_fx_save(t, &mark) < 0)
         return -1;
+    const int nodes_at_call = ic_graph_num_values(t->g);
     int crc = sym_call(t, &fn, copy, nargs, kw, &a);
     if (crc < 0 && mark.valid && t->failed && !PyErr_Occurred() && t->pending_exc == NULL)
         sym_fx_rollback(t, &mark);
@@ -448,6 +449,15 @@ int sym_op_call(trace *t, sframe *f, sym_ins *in) {
         /* constructing an exception (to raise it) is not worth a break: the resume
          * would be specialized on each new exception object */
         int exc = fn.kind == V_FUNC && fn.obj && PyExceptionClass_Check(fn.obj);
+        if (f->top && t->failed && !PyErr_Occurred() && sym_can_break(t) && !exc &&
+            ic_graph_draws_from(t->g, nodes_at_call)) {
+            /* the graph before the break would draw the callee's random numbers (the draws
+             * always run), and the call after it again: the stream would not be eager's */
+            char old[sizeof t->reason];
+            snprintf(old, sizeof old, "%s", t->reason);
+            t->failed = 0;
+            return sym_fail(t, "%s (no break at the call: it draws random numbers before that point)", old);
+        }
         if (f->top && t->failed && !PyErr_Occurred() && sym_can_break(t) && !exc) {
             var *fnc = sym_alloc(t, 1);
             if (fnc == NULL)

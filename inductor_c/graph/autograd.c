@@ -1114,6 +1114,14 @@ IC_API ic_val ic_graph_output_value(const ic_graph *g, int j) {
     return j >= 0 && j < g->noutputs ? g->outputs[j] : IC_NONE;
 }
 
+IC_API int ic_graph_draws_from(const ic_graph *g, int from) {
+    for (ic_val v = from < 0 ? 0 : from; v < g->n; v++)
+        if (g->nodes[v].op == IC_OP_EXTERN &&
+            (g->nodes[v].ext_kind == IC_EXT_RANDOM || g->nodes[v].ext_kind == IC_EXT_DROPOUT_MASK))
+            return 1;
+    return 0;
+}
+
 IC_API int ic_value_requires_grad(const ic_graph *g, ic_val v, const unsigned char *req) {
     if (v < 0 || v >= g->n) return 0;
     unsigned char *need = malloc((size_t)v + 1);
