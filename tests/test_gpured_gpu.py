@@ -138,7 +138,7 @@ def test_bn_train_bf16_params():
 
 
 @cuda
-@pytest.mark.parametrize("shape", [(0, 40), (1, 40), (100003, 24), (65537, 64), (333333, 17), (50000, 100)])
+@pytest.mark.parametrize("shape", [(0, 40), (1, 40), (100003, 24), (65537, 64), (333333, 17)])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_dim0_reductions_few_columns(shape, dtype):
     torch.manual_seed(1)

@@ -98,12 +98,22 @@ def test_bn_forward_stats_channels_last(monkeypatch, capfd, tmp_path):
     assert sum(L["kind"] == "c" for L in ls) >= 1, ls
 
 
-@pytest.mark.parametrize("shape", [(131072, 24), (40000, 64), (20000, 100)])
+@pytest.mark.parametrize("shape", [(131072, 24), (40000, 64), (20000, 100), (131072, 16)])
 def test_sum0_few_columns(shape, monkeypatch, capfd, tmp_path):
     x = torch.randn(*shape)
     ex, ls = _launches(monkeypatch, capfd, tmp_path, lambda t: t.sum(0), x)
     _wide(ls)
     torch.testing.assert_close(ex.result, x.sum(0), rtol=1e-4, atol=1e-3)
+
+
+def test_sixteen_columns_two_passes(monkeypatch, capfd, tmp_path):
+    """16 columns (vec_outer's least) take half the lanes of 32-column blocks"""
+    x = torch.randn(20000, 16)
+    f = lambda t: (t - t.mean(0)) / t.std(0)
+    ex, ls = _launches(monkeypatch, capfd, tmp_path, f, x)
+    _wide(ls)
+    assert {L["kind"] for L in ls} >= {"p", "c"}, ls
+    torch.testing.assert_close(ex.result, f(x), rtol=1e-4, atol=1e-4)
 
 
 def test_many_columns_or_short_extent_stay_unsplit(monkeypatch, capfd, tmp_path):

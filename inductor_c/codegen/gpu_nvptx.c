@@ -385,6 +385,12 @@ void gg_codegen(ic_ctx *c, int tsm, int nsm, gres *R) {
             }
             nfinal += it->store && (it->kind == IT_REDUCE || it->pos % 2 == 0);
         }
+        if (S > 1) { /* the partials (and a split column kernel's row value area) are addressed
+                      * in the kernel's index type: far below 2^31 bytes, else unsplit */
+            int64_t rows = 1;
+            for (int i = 0; i < k->nouter; i++) rows *= k->osize[i];
+            if ((int64_t)nslot * rows * (S + 1) * 8 >= ((int64_t)1 << 30)) S = 0, on_kind = ON_NONE;
+        }
         /* launches: passes[q] >= 0 a pass's partials, -1 the final one; cpos[q] > 0 (split
          * columns) the combining launch of that pass's partials, acomb[q] (gpu_internal.h) */
         int passes[IC_MAX_DIMS * 16 + 2], cpos[IC_MAX_DIMS * 16 + 2], acomb[IC_MAX_DIMS * 16 + 2], npass = 0;

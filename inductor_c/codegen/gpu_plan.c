@@ -293,13 +293,12 @@ static bool read_later(ic_ctx *c, const ic_kernel *k, const ic_item *st) {
     return false;
 }
 
-/* Split columns: R = 32 columns on the lanes of a block (fewer when there are fewer), the
+/* Split columns: R = 32 columns on the lanes of a block (the row layout puts rows on lanes
+ * only as whole warps: fewer columns, 16 at least for vec_outer, leave lanes idle), the
  * reduced extent over SPLIT_T / R threads and the parts. */
 int gg_split_rows_per_block(const ic_kernel *k) {
-    int64_t rows = 1;
-    for (int i = 0; i < k->nouter; i++) rows *= k->osize[i];
-    int64_t r = pow2ceil(rows);
-    return (int)(r < 32 ? r : 32);
+    (void)k;
+    return 32;
 }
 
 int gg_choose_split(ic_ctx *c, ic_kernel *k, int nsm, int V, bool online) {

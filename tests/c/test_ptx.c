@@ -375,6 +375,9 @@ static void build_corpus(void) {
     x = IN(g, IC_F32, 9000, 33);
     ic_output(g, R(g, IC_OP_AMAX, x, 0, 0));
     ic_output(g, R(g, IC_OP_ARGMAX, x, 0, 0));
+    g = add_case("colcenter_split_16_cols_20000x16", IC_OK, 1e-4); /* 16 of 32 lanes */
+    x = IN(g, IC_F32, 20000, 16);
+    ic_output(g, Bn(g, IC_OP_SUB, x, R(g, IC_OP_MEAN, x, 0, 1)));
     g = add_case("sum_first_split_bf16_6000x96", IC_OK, 1e-2);
     ic_output(g, R(g, IC_OP_SUM, IN(g, IC_BF16, 6000, 96), 0, 1));
     g = add_case("sum_first_small_5x7", IC_OK, 1e-4);
