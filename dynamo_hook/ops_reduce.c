@@ -424,6 +424,11 @@ int sym_h_batch_norm(trace *t, const opdef *d, var **p, var *out) {
     for (int i = 1; i <= 4; i++)
         if (!sym_is_none(p[i]) && p[i]->kind != V_TENSOR)
             return sym_fail(t, "batch_norm: statistics and affine parameters must be tensors");
+    /* eager computes 16-bit inputs in f32 (with f32 or 16-bit statistics and parameters: under
+     * autocast a bf16 activation meets f32 parameters) and returns the input's dtype */
+    const ic_dtype in_dt = m->dtype;
+    if (in_dt == IC_F16 || in_dt == IC_BF16)
+        x = ic_cast(G, x, IC_F32);
     if (training) {
         mean = ic_reduce(G, IC_OP_MEAN, x, mask, 1, -1);
         ic_val xc = ic_binary(G, IC_OP_SUB, x, mean);
@@ -453,6 +458,8 @@ int sym_h_batch_norm(trace *t, const opdef *d, var **p, var *out) {
         y = ic_binary(G, IC_OP_MUL, y, ic_reshape(G, p[3]->val, m->ndim, bshape));
     if (!sym_is_none(p[4]))
         y = ic_binary(G, IC_OP_ADD, y, ic_reshape(G, p[4]->val, m->ndim, bshape));
+    if (y >= 0 && ic_value_meta(G, y)->dtype != in_dt)
+        y = ic_cast(G, y, in_dt);
     return sym_tensor_out(t, y, out);
 }
 

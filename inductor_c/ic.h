@@ -329,8 +329,9 @@ void ic_custom_abort(ic_graph *g, int base, int ninputs);
 /* 1 if v depends on a graph input i with req[i] != 0 through float values and nodes that
  * pass gradients (torch's requires_grad of the value under grad mode), else 0. */
 int ic_value_requires_grad(const ic_graph *g, ic_val v, const unsigned char *req);
-/* 1 if a node at or after value `from` draws from ATen's generator (a RANDOM or DROPOUT_MASK
- * extern: always run, even unread), else 0. graph/autograd.c */
+/* 1 if a node at or after value `from` that is not dropped (ic_graph_drop_draws) always runs
+ * for its effect: a draw from ATen's generator (RANDOM, DROPOUT_MASK) or a custom op; else 0.
+ * graph/autograd.c */
 int ic_graph_draws_from(const ic_graph *g, int from);
 ic_val ic_graph_output_value(const ic_graph *g, int j); /* value of output j, IC_NONE if none */
 /* 1 if v is an op built with grad mode on in g (outside every ic_set_grad_enabled(g, 0) region

@@ -23,7 +23,7 @@ def _finals():
 
 
 @pytest.fixture(autouse=True)
-def _fresh(monkeypatch):
+def _no_disk_cache(monkeypatch):
     monkeypatch.setenv("TORCHC_CACHE", "0")
     torchc.reset()
     yield
@@ -94,12 +94,14 @@ def _compare(shape, amp, conv, dtype=torch.float32, fmt=torch.channels_last):
     assert got.dtype == want.dtype and got.shape == want.shape
     assert xc.grad.dtype == xe.grad.dtype
     pairs = [("y", got, want, None, True), ("x.grad", xc.grad, xe.grad, None, True)]
+    yr = _train_step(ref, xr, False)
     if low:
-        yr = _train_step(ref, xr, False)
         pairs = [("y", got, want, yr, True), ("x.grad", xc.grad, xe.grad, xr.grad, True)]
     for (n, p), q, r in zip(m.named_parameters(), cm.parameters(), ref.parameters()):
         assert q.grad is not None and q.grad.dtype == p.grad.dtype, n
-        pairs.append((n + ".grad", q.grad, p.grad, r.grad if low else None, False))
+        # parameter grads are sums over N, H, W (f32 conv weight grads through TF32 cuDNN in
+        # eager and in torchc's extern alike): both against the f64 model
+        pairs.append((n + ".grad", q.grad, p.grad, r.grad, False))
     for (n, b), q, r in zip(m.named_buffers(), cm.buffers(), ref.buffers()):
         pairs.append((n, q, b, r if low and b.is_floating_point() else None, False))
     for n, g, e, r, mean in pairs:

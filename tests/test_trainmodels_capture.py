@@ -378,4 +378,6 @@ def test_break_in_callee_after_random_draw_keeps_eager_stream(drop):
         torch.testing.assert_close(yc, ye, rtol=1e-6, atol=1e-6)
     torch.manual_seed(1)
     ex = torchc.explain(cm)(x)
-    assert ex.graph_count >= 2 and any("random numbers" in r for r in ex.break_reasons), ex.break_reasons
+    # the caller breaks at the call and resumes: the callee's draws traced before its break are
+    # dropped from the caller's graph (ic_graph_drop_draws), so the stream stays eager's above
+    assert ex.graph_count >= 2 and ex.graph_break_count >= 1, ex.break_reasons

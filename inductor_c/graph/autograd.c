@@ -1116,8 +1116,9 @@ IC_API ic_val ic_graph_output_value(const ic_graph *g, int j) {
 
 IC_API int ic_graph_draws_from(const ic_graph *g, int from) {
     for (ic_val v = from < 0 ? 0 : from; v < g->n; v++)
-        if (g->nodes[v].op == IC_OP_EXTERN &&
-            (g->nodes[v].ext_kind == IC_EXT_RANDOM || g->nodes[v].ext_kind == IC_EXT_DROPOUT_MASK))
+        if (g->nodes[v].op == IC_OP_EXTERN && !g->nodes[v].dropped &&
+            (g->nodes[v].ext_kind == IC_EXT_RANDOM || g->nodes[v].ext_kind == IC_EXT_DROPOUT_MASK ||
+             g->nodes[v].ext_kind == IC_EXT_CUSTOM))
             return 1;
     return 0;
 }
