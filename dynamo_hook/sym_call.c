@@ -288,6 +288,23 @@ int sym_op_kw_names(trace *t, sframe *f, sym_ins *in) {
 }
 
 /* CALL */
+/* the top frame breaks at this call (its callee failed): the call runs eagerly after the
+ * graph as fn(*args, **dict(zip(kwnames, ...))) and the rest of the frame resumes */
+static int break_at_call(trace *t, sframe *f, const sym_ins *in, const var *fn, var *args, int nargs,
+                         PyObject *kwnames) {
+    var *fnc = sym_alloc(t, 1);
+    if (fnc == NULL)
+        return -1;
+    *fnc = *fn;
+    t->brk.kind = DH_BRK_CALL;
+    t->brk.pc_next = in->next;
+    t->brk.fn = fnc;
+    t->brk.args = args;
+    t->brk.nargs = nargs;
+    t->brk.kwnames = kwnames; /* kept by t->keep; the entry takes a reference */
+    return sym_record_break_state(t, f);
+}
+
 int sym_op_call(trace *t, sframe *f, sym_ins *in) {
     var a, c;
     NEED(in->oparg + 2);
@@ -458,19 +475,8 @@ int sym_op_call(trace *t, sframe *f, sym_ins *in) {
             t->failed = 0;
             return sym_fail(t, "%s (no break at the call: it draws random numbers before that point)", old);
         }
-        if (f->top && t->failed && !PyErr_Occurred() && sym_can_break(t) && !exc) {
-            var *fnc = sym_alloc(t, 1);
-            if (fnc == NULL)
-                return -1;
-            *fnc = fn;
-            t->brk.kind = DH_BRK_CALL;
-            t->brk.pc_next = in->next;
-            t->brk.fn = fnc;
-            t->brk.args = copy;
-            t->brk.nargs = nargs;
-            t->brk.kwnames = kw;
-            return sym_record_break_state(t, f);
-        }
+        if (f->top && t->failed && !PyErr_Occurred() && sym_can_break(t) && !exc)
+            return break_at_call(t, f, in, &fn, copy, nargs, kw);
         return -1;
     }
     PUSH(a);
@@ -509,8 +515,8 @@ int sym_op_call_function_ex(trace *t, sframe *f, sym_ins *in) {
         }
         kwnames = kwd.obj;
     }
-    /* as CALL: the top frame may break at this call (its callee failed): the call runs
-     * eagerly as fn(*all, **dict(zip(kwnames, ...))), what its trace logged undone */
+    /* as CALL: the top frame may break at this call (break_at_call), what its trace logged
+     * undone */
     t->pending_exc = NULL;
     sym_fx_mark mark = {0};
     if (f->top && sym_can_break(t) && sym_fx_save(t, &mark) < 0)
@@ -521,19 +527,8 @@ int sym_op_call_function_ex(trace *t, sframe *f, sym_ins *in) {
     sym_fx_drop(&mark);
     if (crc < 0) {
         int exc = fnv.kind == V_FUNC && fnv.obj && PyExceptionClass_Check(fnv.obj);
-        if (f->top && t->failed && !PyErr_Occurred() && t->pending_exc == NULL && sym_can_break(t) && !exc) {
-            var *fnc = sym_alloc(t, 1);
-            if (fnc == NULL)
-                return -1;
-            *fnc = fnv;
-            t->brk.kind = DH_BRK_CALL;
-            t->brk.pc_next = in->next;
-            t->brk.fn = fnc;
-            t->brk.args = all;
-            t->brk.nargs = n + nk;
-            t->brk.kwnames = kwnames; /* kept by t->keep; the entry takes a reference */
-            return sym_record_break_state(t, f);
-        }
+        if (f->top && t->failed && !PyErr_Occurred() && t->pending_exc == NULL && sym_can_break(t) && !exc)
+            return break_at_call(t, f, in, &fnv, all, n + nk, kwnames);
         return -1;
     }
     PUSH(a);
