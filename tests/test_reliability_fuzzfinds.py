@@ -586,3 +586,21 @@ def test_dead_out_of_range_index_after_a_break_raises():
         with pytest.raises(IndexError) as got:
             torchc.compile(f)(x)
         assert str(got.value) == str(want.value)
+
+
+@pytest.mark.parametrize("to", [torch.float16, torch.bfloat16])
+def test_f64_to_half_rounds_through_f32_as_eager(to):
+    """hostile fuzz seed 186264 program 109: x.var(...).half() of a float64 tensor: the CPU
+    JIT lowered f64 -> f16 to a __truncdfhf2 libcall it cannot resolve (an internal fault).
+    Eager converts through float (c10::Half(float)): 1 + 2**-11 + 2**-40 rounds to 1.0 twice."""
+    def f(x):
+        return (x * 1.0).to(to), x.var(dim=1, keepdim=True, unbiased=False).to(to)
+    x = torch.tensor([[1 + 2**-11 + 2**-40, 1 + 2**-8 + 2**-40, -3.3e5, 7e-8, 65519.0, 1e300,
+                       float("nan"), -float("inf"), 0.0, -0.0, 6.1e-5, 2.9e-8]] * 3, dtype=torch.float64)
+    want = f(x)
+    for _ in range(2):
+        got = torchc.compile(f)(x)
+        for g, w in zip(got, want):
+            assert g.dtype == w.dtype
+            assert torch.equal(g.isnan(), w.isnan())  # NaN payloads are not compared
+            assert torch.equal(g.nan_to_num(0.0).view(torch.int16), w.nan_to_num(0.0).view(torch.int16)), (g, w)

@@ -199,7 +199,9 @@ LLVMValueRef ol_convert(cg *g, LLVMValueRef v, ic_dtype from, ic_dtype to) {
         return f32_to_bf16(g, v);
     }
     if (from == IC_F16 && to != IC_F32 && to != IC_F64) return ol_convert(g, ol_convert(g, v, IC_F16, IC_F32), IC_F32, to);
-    if (to == IC_F16 && !ic_is_float(from)) return ol_convert(g, ol_convert(g, v, from, IC_F32), IC_F32, IC_F16);
+    /* to f16 from anything but f32 goes through f32, as eager's c10::Half(float) does: f64 is
+     * rounded twice (f64 -> f32 -> f16), and no __truncdfhf2 libcall reaches the JIT */
+    if (to == IC_F16 && from != IC_F32) return ol_convert(g, ol_convert(g, v, from, IC_F32), IC_F32, IC_F16);
     LLVMTypeRef tt = cg_type(g, to, g->width);
     if (to == IC_BOOL) return ol_to_bool(g, v, from);
     if (ic_is_float(to)) {
