@@ -55,23 +55,38 @@ test-py312:
 	  $(MAKE) PYTHON=$(CURDIR)/$(VENV312)/bin/python build && \
 	  $(VENV312)/bin/python -m pytest -q tests; fi
 
-build/c/test_layouts: tests/c/test_layouts.c tests/c/harness.h $(LL_SRCS) $(wildcard layouts/*.h)
-	@mkdir -p build/c
-	$(CC) $(CFLAGS_C) $(EXTRA_CFLAGS) -Ilayouts tests/c/test_layouts.c $(LL_SRCS) -lm -o $@
+# The C tests link objects compiled once each (CBIN/obj/<source path>.o) instead of compiling
+# all of inductor_c into every test: an object is rebuilt when its source or a header it
+# includes changes (the compiler's -MMD -MP dependency files, included below), and every
+# object when the compile command changes (CBIN/obj/.flags: compiler, CFLAGS_C, EXTRA_CFLAGS,
+# include paths). test-asan uses the same rules with CBIN=build-asan/c and the ASan flags.
+CBIN        ?= build/c
+COBJ         = $(CBIN)/obj
+C_TEST_FLAGS = $(CFLAGS_C) $(EXTRA_CFLAGS) -Iinductor_c -Ilayouts -I$(LLVM_INCLUDE)
+IC_OBJS      = $(patsubst %.c,$(COBJ)/%.o,$(IC_SRCS))
+LL_OBJS      = $(patsubst %.c,$(COBJ)/%.o,$(LL_SRCS))
+C_TEST_SRCS  = $(wildcard tests/c/test_*.c)
+C_TESTS      = $(patsubst tests/c/%.c,$(CBIN)/%,$(C_TEST_SRCS))
 
-build/c/test_inductor: tests/c/test_inductor.c tests/c/harness.h $(IC_SRCS) $(wildcard inductor_c/*.h inductor_c/*/*.h)
-	@mkdir -p build/c
-	$(CC) $(CFLAGS_C) $(EXTRA_CFLAGS) -Iinductor_c -Ilayouts -I$(LLVM_INCLUDE) tests/c/test_inductor.c $(IC_SRCS) $(LL_SRCS) $(LLVM_LINK) -lpthread -lm -ldl -o $@
+.PHONY: FORCE
+$(COBJ)/.flags: FORCE
+	@mkdir -p $(@D)
+	@echo '$(CC) $(C_TEST_FLAGS)' | cmp -s - $@ || echo '$(CC) $(C_TEST_FLAGS)' > $@
 
-build/c/test_dyn: tests/c/test_dyn.c tests/c/harness.h $(IC_SRCS) $(wildcard inductor_c/*.h inductor_c/*/*.h)
-	@mkdir -p build/c
-	$(CC) $(CFLAGS_C) $(EXTRA_CFLAGS) -Iinductor_c -Ilayouts -I$(LLVM_INCLUDE) tests/c/test_dyn.c $(IC_SRCS) $(LL_SRCS) $(LLVM_LINK) -lpthread -lm -ldl -o $@
+$(COBJ)/%.o: %.c $(COBJ)/.flags
+	@mkdir -p $(@D)
+	$(CC) $(C_TEST_FLAGS) -MMD -MP -c $< -o $@
 
-build/c/test_decomp: tests/c/test_decomp.c tests/c/harness.h $(IC_SRCS) $(wildcard inductor_c/*.h inductor_c/*/*.h)
-	@mkdir -p build/c
-	$(CC) $(CFLAGS_C) $(EXTRA_CFLAGS) -Iinductor_c -Ilayouts -I$(LLVM_INCLUDE) tests/c/test_decomp.c $(IC_SRCS) $(LL_SRCS) $(LLVM_LINK) -lpthread -lm -ldl -o $@
+-include $(wildcard $(COBJ)/*/*.d $(COBJ)/*/*/*.d $(COBJ)/*/*/*/*.d)
+# made by a pattern rule only, the objects would be intermediate files, deleted after each link
+.SECONDARY: $(IC_OBJS) $(LL_OBJS) $(patsubst %.c,$(COBJ)/%.o,$(C_TEST_SRCS))
 
-C_TESTS = $(patsubst tests/c/%.c,build/c/%,$(wildcard tests/c/test_*.c))
+# test_layouts needs layouts/ only; every other C test links all of inductor_c and layouts/
+$(CBIN)/test_layouts: $(COBJ)/tests/c/test_layouts.o $(LL_OBJS)
+	$(CC) $(CFLAGS_C) $(EXTRA_CFLAGS) $^ -lm -o $@
+
+$(CBIN)/test_%: $(COBJ)/tests/c/test_%.o $(IC_OBJS) $(LL_OBJS)
+	$(CC) $(CFLAGS_C) $(EXTRA_CFLAGS) $^ $(LLVM_LINK) -lpthread -lm -ldl -o $@
 
 test-c: deps $(C_TESTS)
 	@set -e; for t in $(C_TESTS); do echo "== $$t"; $$t; done
@@ -80,14 +95,10 @@ test-c: deps $(C_TESTS)
 # of the extension (in build-asan/, the normal in-place build is left alone).
 ASAN_ENV = ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 test-asan: deps
-	@mkdir -p build-asan/c
-	$(CC) $(CFLAGS_C) $(ASAN) -Ilayouts tests/c/test_layouts.c $(LL_SRCS) -lm -o build-asan/c/test_layouts
-	$(CC) $(CFLAGS_C) $(ASAN) -Iinductor_c -Ilayouts -I$(LLVM_INCLUDE) tests/c/test_inductor.c $(IC_SRCS) $(LL_SRCS) $(LLVM_LINK) -lpthread -lm -ldl -o build-asan/c/test_inductor
+	$(MAKE) CBIN=build-asan/c EXTRA_CFLAGS='$(ASAN)' $(patsubst %,build-asan/c/%,test_layouts test_inductor test_dyn test_decomp)
 	$(ASAN_ENV) build-asan/c/test_layouts
 	$(ASAN_ENV) build-asan/c/test_inductor
-	$(CC) $(CFLAGS_C) $(ASAN) -Iinductor_c -Ilayouts -I$(LLVM_INCLUDE) tests/c/test_dyn.c $(IC_SRCS) $(LL_SRCS) $(LLVM_LINK) -lpthread -lm -ldl -o build-asan/c/test_dyn
 	$(ASAN_ENV) build-asan/c/test_dyn
-	$(CC) $(CFLAGS_C) $(ASAN) -Iinductor_c -Ilayouts -I$(LLVM_INCLUDE) tests/c/test_decomp.c $(IC_SRCS) $(LL_SRCS) $(LLVM_LINK) -lpthread -lm -ldl -o build-asan/c/test_decomp
 	$(ASAN_ENV) build-asan/c/test_decomp
 	TORCHC_ASAN=1 $(PYTHON) setup.py -q build --build-base build-asan/py --build-lib build-asan/lib
 	cd build-asan && $(ASAN_ENV) \

@@ -159,12 +159,40 @@ class BuildExt(build_ext):
             return orig(obj, src, ext_, cc_args, extra, pp_opts)
 
         self.compiler._compile = _compile
-        # Compile sources in parallel: the C++ bridge alone takes most of a minute.
-        self.compiler.compile = _parallel_compile(self.compiler)
+        # Compile sources in parallel (the C++ bridge alone takes most of a minute), and only
+        # those whose object is out of date (_stale).
+        self.compiler.compile = _parallel_compile(self.compiler, self.force)
         super().build_extension(ext)
 
 
-def _parallel_compile(compiler):
+def _stale(obj, cmd):
+    """Whether obj must be compiled again: it is missing, was compiled by another command
+    (flags, compiler, include paths: obj.cmd), or a file it was made from is newer than it or
+    gone (obj.d, written by the compiler's -MMD -MP: the source and every header it included
+    outside the system directories)."""
+    try:
+        with open(obj + ".cmd") as f:
+            if f.read() != cmd:
+                return True
+        with open(obj + ".d") as f:
+            text = f.read().replace("\\\n", " ")
+        t = os.stat(obj).st_mtime_ns
+    except OSError:
+        return True
+    # the first rule is "obj: src headers..."; -MP adds an empty rule per header after it
+    deps = text.split("\n", 1)[0].split(":", 1)[1].split() if ":" in text else []
+    if not deps:
+        return True
+    for dep in deps:
+        try:
+            if os.stat(dep).st_mtime_ns > t:
+                return True
+        except OSError:
+            return True
+    return False
+
+
+def _parallel_compile(compiler, force):
     from concurrent.futures import ThreadPoolExecutor
 
     def compile(sources, output_dir=None, macros=None, include_dirs=None, debug=0,
@@ -175,7 +203,18 @@ def _parallel_compile(compiler):
 
         def one(obj):
             src, ext = build[obj]
-            compiler._compile(obj, src, ext, cc_args, extra_postargs, pp_opts)
+            cmd = repr((compiler.compiler_so, getattr(compiler, "compiler_so_cxx", None), src,
+                        cc_args, extra_postargs, CXXFLAGS if src.endswith(".cpp") else CFLAGS))
+            if not force and not _stale(obj, cmd):
+                return
+            try:
+                os.unlink(obj + ".cmd")
+            except OSError:
+                pass
+            compiler._compile(obj, src, ext, cc_args,
+                              list(extra_postargs) + ["-MMD", "-MP", "-MF", obj + ".d"], pp_opts)
+            with open(obj + ".cmd", "w") as f:
+                f.write(cmd)
 
         jobs = int(os.environ.get("TORCHC_BUILD_JOBS", os.cpu_count() or 2))
         with ThreadPoolExecutor(max_workers=jobs) as ex:

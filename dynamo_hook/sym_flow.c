@@ -421,35 +421,23 @@ int sym_op_for_iter(trace *t, sframe *f, sym_ins *in) {
     var a;
     NEED(1);
     var *it = &PEEK(1);
+    int r; /* 1: a is the next item, 0: the iterator is exhausted */
     if (it->kind == V_GEN) { /* one step of a generator (sym_gen.c) */
-        int r = sym_gen_step(t, it, &a);
-        if (r < 0)
-            return -1;
-        if (r > 0) {
-            PUSH(a);
-        } else {
-            (void)POP();
-            in->next = in->next + in->oparg + (DH_PY312 ? 1 : 0);
-        }
-        return SYM_NEXT;
-    }
-    if (it->kind != V_ITER)
+        r = sym_gen_step(t, it, &a);
+    } else if (it->kind != V_ITER) {
         return sym_fail(t, "FOR_ITER on a non-iterator");
-    if (it->op == SYM_LAZY_ITER) { /* an iterator passed in (obj_iter.c) */
-        int r = sym_lazy_iter_next(t, it, &a);
-        if (r < 0)
-            return -1;
-        if (r > 0) {
-            PUSH(a);
-        } else {
-            (void)POP();
-            in->next = in->next + in->oparg + (DH_PY312 ? 1 : 0);
+    } else if (it->op == SYM_LAZY_ITER) { /* an iterator passed in (obj_iter.c) */
+        r = sym_lazy_iter_next(t, it, &a);
+    } else {
+        r = it->pos < it->n;
+        if (r) {
+            a = it->items[it->pos++];
+            sym_iter_advanced(t, it); /* every copy of an owned iterator follows */
         }
-        return SYM_NEXT;
     }
-    if (it->pos < it->n) {
-        a = it->items[it->pos++];
-        sym_iter_advanced(t, it); /* every copy of an owned iterator follows */
+    if (r < 0)
+        return -1;
+    if (r > 0) {
         PUSH(a);
     } else {
         (void)POP();

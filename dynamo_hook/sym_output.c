@@ -26,6 +26,17 @@ int sym_out_reserve(trace *t, outbuf *ob, int k) {
     return at;
 }
 
+/* ob->o[at] becomes a node of `kind` over one fresh child: the child's index, or -1 (an error
+ * set). ob->o may move: a pointer to o[at] taken before is stale. */
+static int out_child(trace *t, outbuf *ob, int at, dh_outkind kind) {
+    int child = sym_out_reserve(t, ob, 1);
+    if (child < 0)
+        return -1;
+    ob->o[at].kind = kind;
+    ob->o[at].index = child;
+    return child;
+}
+
 int sym_fill_out(trace *t, outbuf *ob, int at, const var *v_in, ic_val *outvals, int *nout) {
     dh_outspec *o = &ob->o[at];
     var rv = *v_in, *v = &rv;
@@ -57,12 +68,10 @@ int sym_fill_out(trace *t, outbuf *ob, int at, const var *v_in, ic_val *outvals,
                         k++;
                 if (v->oid > 0 && v->oid != t->input_oid[k]) {
                     /* another object over the input's data (detach()): a real one, as eager */
-                    int child = sym_out_reserve(t, ob, 1);
+                    int child = out_child(t, ob, at, DH_O_CALLM);
                     if (child < 0)
                         return -1;
                     o = &ob->o[at];
-                    o->kind = DH_O_CALLM;
-                    o->index = child;
                     o->obj = Py_BuildValue("(s())", "detach");
                     if (o->obj == NULL)
                         return -1;
@@ -97,12 +106,10 @@ int sym_fill_out(trace *t, outbuf *ob, int at, const var *v_in, ic_val *outvals,
                         o->index = i;
                         return 0;
                     }
-            int child = sym_out_reserve(t, ob, 1);
+            int child = out_child(t, ob, at, DH_O_CALLM);
             if (child < 0)
                 return -1;
             o = &ob->o[at];
-            o->kind = DH_O_CALLM;
-            o->index = child;
             o->count = v->oid > 0 ? v->oid : 0;
             o->obj = PyTuple_GetSlice(desc, 1, 3);
             if (o->obj == NULL)
@@ -183,12 +190,10 @@ int sym_fill_out(trace *t, outbuf *ob, int at, const var *v_in, ic_val *outvals,
         }
         if (v->kind == V_CONST && v->is_list && PyFrozenSet_CheckExact(v->obj)) {
             /* a set of constants (held as a frozenset): a fresh set(...) each call */
-            int child = sym_out_reserve(t, ob, 1);
+            int child = out_child(t, ob, at, DH_O_WRAP);
             if (child < 0)
                 return -1;
             o = &ob->o[at];
-            o->kind = DH_O_WRAP;
-            o->index = child;
             o->obj = Py_NewRef((PyObject *)&PySet_Type);
             ob->o[child].kind = DH_O_CONST;
             ob->o[child].obj = Py_NewRef(v->obj);
@@ -236,12 +241,10 @@ int sym_fill_out(trace *t, outbuf *ob, int at, const var *v_in, ic_val *outvals,
             PyObject *wrap = sym_data_out_type(t, v);
             if (wrap == NULL)
                 return PyErr_Occurred() ? -1 : sym_fail(t, "a dict of an unknown kind leaves the trace");
-            int child = sym_out_reserve(t, ob, 1);
+            int child = out_child(t, ob, at, DH_O_WRAP);
             if (child < 0)
                 return -1;
             o = &ob->o[at];
-            o->kind = DH_O_WRAP;
-            o->index = child;
             o->obj = Py_NewRef(wrap);
             var plain = *v;
             plain.op = 0;
@@ -261,12 +264,10 @@ int sym_fill_out(trace *t, outbuf *ob, int at, const var *v_in, ic_val *outvals,
         return 0;
     }
     case V_REC: { /* class(**fields), built after the graph runs */
-        int child = sym_out_reserve(t, ob, 1);
+        int child = out_child(t, ob, at, DH_O_KWCALL);
         if (child < 0)
             return -1;
         o = &ob->o[at];
-        o->kind = DH_O_KWCALL;
-        o->index = child;
         o->obj = Py_NewRef(sym_record_class(v));
         var kw = *v;
         kw.kind = V_DICT;
@@ -275,12 +276,10 @@ int sym_fill_out(trace *t, outbuf *ob, int at, const var *v_in, ic_val *outvals,
     }
     case V_SEQ: {
         if (v->obj != NULL && PyType_Check(v->obj)) { /* a named tuple: type(tuple) */
-            int child = sym_out_reserve(t, ob, 1);
+            int child = out_child(t, ob, at, DH_O_WRAP);
             if (child < 0)
                 return -1;
             o = &ob->o[at];
-            o->kind = DH_O_WRAP;
-            o->index = child;
             o->obj = Py_NewRef(v->obj);
             var plain = *v;
             plain.obj = NULL;
@@ -467,6 +466,16 @@ void sym_record_mutations(trace *t, ic_val *outvals, int *nout, mutlist *m) {
     }
 }
 
+/* a guard of `kind` over no source, its spec *spec (taken: *spec becomes NULL; left to the
+ * caller when the guard could not be added) */
+static void spec_guard(trace *t, dh_guardkind kind, PyObject **spec) {
+    dh_guard *g = sym_new_guard(t, kind, -1);
+    if (g == NULL)
+        return;
+    g->obj = *spec;
+    *spec = NULL;
+}
+
 /* The trace took tensors from different sources to be different objects (an object seen
  * twice became one, with an ALIAS guard): the arguments must stay distinct, and an input
  * updated in place must not share memory with another input (views passed together). */
@@ -513,11 +522,7 @@ void sym_add_distinct_guard(trace *t, const mutlist *m) {
         sym_fail(t, "an input updated in place shares memory with another input (eager decides)");
         goto done;
     }
-    dh_guard *g = sym_new_guard(t, DH_G_DISTINCT, -1);
-    if (g == NULL)
-        goto done;
-    g->obj = spec;
-    spec = NULL;
+    spec_guard(t, DH_G_DISTINCT, &spec);
 done:
     Py_XDECREF(args);
     Py_XDECREF(muts);
@@ -543,13 +548,8 @@ void sym_add_sameobj_guard(trace *t) {
             goto done;
     }
     spec = Py_BuildValue("(OO)", srcs, pat);
-    if (spec == NULL)
-        goto done;
-    dh_guard *g = sym_new_guard(t, DH_G_SAMEOBJ, -1);
-    if (g == NULL)
-        goto done;
-    g->obj = spec;
-    spec = NULL;
+    if (spec != NULL)
+        spec_guard(t, DH_G_SAMEOBJ, &spec);
 done:
     Py_XDECREF(srcs);
     Py_XDECREF(pat);

@@ -4,16 +4,9 @@
 # tests/c/test_ptx.c is also one of the C_TESTS of `make test`.
 .PHONY: ptx-check
 
-build/c/test_ptx: tests/c/test_ptx.c tests/c/harness.h $(IC_SRCS) $(LL_SRCS) $(wildcard inductor_c/*.h inductor_c/*/*.h)
-	@mkdir -p build/c
-	$(CC) $(CFLAGS_C) $(EXTRA_CFLAGS) -Iinductor_c -I$(LLVM_INCLUDE) tests/c/test_ptx.c $(IC_SRCS) $(LL_SRCS) $(LLVM_LINK) -lpthread -lm -ldl -o $@
-
 # tests/c/test_gemm.c: the GEMM template (codegen/gpu_gemm.c): layout maps, a CPU simulation of
 # one block against the ISA's ldmatrix/mma, PTX of GEMM graphs through ptxas.
-build/c/test_gemm: tests/c/test_gemm.c tests/c/harness.h $(IC_SRCS) $(LL_SRCS) $(wildcard inductor_c/*.h inductor_c/*/*.h)
-	@mkdir -p build/c
-	$(CC) $(CFLAGS_C) $(EXTRA_CFLAGS) -Iinductor_c -I$(LLVM_INCLUDE) tests/c/test_gemm.c $(IC_SRCS) $(LL_SRCS) $(LLVM_LINK) -lpthread -lm -ldl -o $@
-
+# Both are built by the Makefile's rule for C tests ($(CBIN)/test_%).
 ptx-check: build/c/test_ptx build/c/test_gemm
 	build/c/test_ptx
 	build/c/test_gemm

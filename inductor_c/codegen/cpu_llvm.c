@@ -258,6 +258,22 @@ static LLVMValueRef clamp_off(cg *g, LLVMValueRef off, int64_t hi) {
     return LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSGT, off, h, ""), h, off, "");
 }
 
+/* A load of dtype dt (memory type mt, esz bytes) at base + off: one element, or a gather of
+ * the vector of offsets off (vec); bools are compared to 0. */
+static LLVMValueRef load_at(cg *g, ic_dtype dt, LLVMTypeRef mt, LLVMValueRef base, LLVMValueRef off, size_t esz,
+                            bool vec) {
+    LLVMValueRef v;
+    if (!vec) {
+        LLVMValueRef p = LLVMBuildGEP2(B, mt, base, &off, 1, "");
+        v = LLVMBuildLoad2(B, mt, p, "");
+        LLVMSetAlignment(v, (unsigned)esz);
+    } else {
+        v = gather(g, mt, base, off, esz);
+    }
+    if (dt == IC_BOOL) v = LLVMBuildICmp(B, LLVMIntNE, v, LLVMConstNull(LLVMTypeOf(v)), "");
+    return v;
+}
+
 /* index_select: static offset + clamp(index) * stride */
 static LLVMValueRef load_gather(cg *g, const ic_x *e) {
     LLVMTypeRef mt = mem_type(g, e->dtype);
@@ -291,15 +307,7 @@ static LLVMValueRef load_gather(cg *g, const ic_x *e) {
         base = LLVMBuildSelect(B, ok, base, zs, "");
         off = LLVMBuildSelect(B, ok, off, LLVMConstNull(LLVMTypeOf(off)), "");
     }
-    if (!vec) {
-        LLVMValueRef p = LLVMBuildGEP2(B, mt, base, &off, 1, "");
-        v = LLVMBuildLoad2(B, mt, p, "");
-        LLVMSetAlignment(v, (unsigned)esz);
-    } else {
-        v = gather(g, mt, base, off, esz);
-    }
-    if (e->dtype == IC_BOOL) v = LLVMBuildICmp(B, LLVMIntNE, v, LLVMConstNull(LLVMTypeOf(v)), "");
-    return v;
+    return load_at(g, e->dtype, mt, base, off, esz, vec);
 }
 
 static LLVMValueRef load(cg *g, const ic_x *e) {
@@ -319,26 +327,10 @@ static LLVMValueRef load(cg *g, const ic_x *e) {
     ix_range(c, e->ix, &lo, &hi);
     c->range_hint = false;
     bool unsafe = lo < 0 || hi >= span;
-    if (unsafe) {
-        LLVMValueRef off = clamp_off(g, ixval(g, e->ix, g->width > 1), span);
-        if (g->width == 1) {
-            LLVMValueRef p = LLVMBuildGEP2(B, mt, base, &off, 1, "");
-            v = LLVMBuildLoad2(B, mt, p, "");
-            LLVMSetAlignment(v, (unsigned)esz);
-        } else {
-            v = gather(g, mt, base, off, esz);
-        }
-        if (e->dtype == IC_BOOL) v = LLVMBuildICmp(B, LLVMIntNE, v, LLVMConstNull(LLVMTypeOf(v)), "");
-        return v;
-    }
-    if (g->width == 1 || !ix_uses_var(c, e->ix, g->vec_var)) {
-        LLVMValueRef off = ixval(g, e->ix, false);
-        LLVMValueRef p = LLVMBuildGEP2(B, mt, base, &off, 1, "");
-        v = LLVMBuildLoad2(B, mt, p, "");
-        LLVMSetAlignment(v, (unsigned)esz);
-        if (e->dtype == IC_BOOL) v = LLVMBuildICmp(B, LLVMIntNE, v, LLVMConstNull(mt), "");
-        return cg_splat(g, v, g->width);
-    }
+    if (unsafe)
+        return load_at(g, e->dtype, mt, base, clamp_off(g, ixval(g, e->ix, g->width > 1), span), esz, g->width > 1);
+    if (g->width == 1 || !ix_uses_var(c, e->ix, g->vec_var))
+        return cg_splat(g, load_at(g, e->dtype, mt, base, ixval(g, e->ix, false), esz, false), g->width);
     bool nonaff;
     int64_t k = ix_coeff(c, e->ix, g->vec_var, &nonaff);
     LLVMTypeRef vt = LLVMVectorType(mt, (unsigned)g->width);

@@ -86,19 +86,7 @@ static void gemm_variant(gg *g, const ic_gemm *G, const ic_gemm_map *M, bool fas
     int *ub = ic_alloc(c, (size_t)c->nbufs * sizeof(int) + 1);
     const int first[4] = {G->a_buf, G->b_buf, G->bias_buf, G->out_buf};
     int nu = gg_param_order(c, cons, true, used, first, 4, ub);
-    LLVMTypeRef *ps = ic_alloc(c, (size_t)(nu + 1) * sizeof(LLVMTypeRef));
-    for (int i = 0; i < nu; i++) ps[i] = g->gptr;
-    LLVMValueRef fn = LLVMAddFunction(g->cg.mod, name, LLVMFunctionType(g->cg.vd, ps, (unsigned)nu, 0));
-    g->fn = g->cg.fn = fn;
-    unsigned knu = LLVMGetEnumAttributeKindForName("nounwind", 8);
-    LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(g->cg.ctx, knu, 0));
-    memset(g->written, 0, (size_t)c->nbufs * sizeof(bool));
-    memset(g->buf_param, 0, (size_t)c->nbufs * sizeof(LLVMValueRef));
-    memset(g->align, 0, (size_t)c->nbufs * sizeof(int));
-    for (int i = 0; i < nu; i++) {
-        g->buf_ptr[ub[i]] = g->buf_param[ub[i]] = LLVMGetParam(fn, (unsigned)i);
-        g->written[ub[i]] = (used[ub[i]] & 2) != 0;
-    }
+    LLVMValueRef fn = gg_kernel_fn(g, name, nu, nu, ub, used);
     gg_add_annotation(g, fn, "kernel", 1);
     gg_add_annotation(g, fn, "maxntidx", M->nthreads);
     plan *P = ic_alloc(c, sizeof *P); /* gg_val() needs a plan: pointwise, one lane */

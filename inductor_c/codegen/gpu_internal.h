@@ -349,6 +349,7 @@ bool gg_choose_tile2(ic_ctx *c, ic_kernel *k, const plan *T, plan *P);
 bool gg_fits_i32(ic_ctx *c, ic_kernel *k, const plan *P);
 int gg_param_order(ic_ctx *c, const ic_kernel *k, bool stores_only, const int *used, const int *first, int n0, int *ub);
 void gg_add_annotation(gg *g, LLVMValueRef fn, const char *key, int v);
+LLVMValueRef gg_kernel_fn(gg *g, const char *name, int np, int nu, const int *ub, const int *used);
 void gg_gen_variant(gg *g, ic_kernel *k, const plan *P, ic_gvariant *out, const char *name);
 
 /* gpu_gemm_emit.c */

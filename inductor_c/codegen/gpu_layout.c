@@ -176,22 +176,23 @@ static int offsets_of(const ll_layout *side, const ll_layout *inv, int nreg, int
     return LL_OK;
 }
 
-int ic_gpu_tile_map(ic_gtile *t, int elem_bits, char *err, size_t errn) {
-    memset(t, 0, sizeof *t);
-    ll_layout src, dst, inv;
+/* t from the two sides of a tile (rc: what building them returned): the swizzled shared layout
+ * of elem_bits elements and the offsets of each side's nreg register bits. `what` names the
+ * tile and its accesses in errors. */
+static int tile_from_sides(ic_gtile *t, int rc, const ll_layout *src, const ll_layout *dst, int nreg,
+                           int elem_bits, const char *what, const char *access, char *err, size_t errn) {
+    ll_layout inv;
     ll_swizzle sw;
-    int rc = tile_side(&src, true);
-    if (!rc) rc = tile_side(&dst, false);
-    if (!rc) rc = ll_optimal_swizzle(&sw, &src, &dst, elem_bits);
+    if (!rc) rc = ll_optimal_swizzle(&sw, src, dst, elem_bits);
     if (!rc) rc = ll_invert(&inv, &sw.smem);
-    if (!rc) rc = offsets_of(&src, &inv, 2, t->st, t->st_reg);
-    if (!rc) rc = offsets_of(&dst, &inv, 2, t->ld, t->ld_reg);
+    if (!rc) rc = offsets_of(src, &inv, nreg, t->st, t->st_reg);
+    if (!rc) rc = offsets_of(dst, &inv, nreg, t->ld, t->ld_reg);
     if (rc) {
-        snprintf(err, errn, "tile layout: %s", ll_strerror(rc));
+        snprintf(err, errn, "%s layout: %s", what, ll_strerror(rc));
         return -1;
     }
     if (sw.vec != 1) {
-        snprintf(err, errn, "tile layout: swizzle vector %d (scalar accesses expected)", sw.vec);
+        snprintf(err, errn, "%s layout: swizzle vector %d (%s accesses expected)", what, sw.vec, access);
         return -1;
     }
     t->smem = sw.smem;
@@ -200,6 +201,14 @@ int ic_gpu_tile_map(ic_gtile *t, int elem_bits, char *err, size_t errn) {
     t->store_ideal = sw.store_ideal;
     t->load_ideal = sw.load_ideal;
     return 0;
+}
+
+int ic_gpu_tile_map(ic_gtile *t, int elem_bits, char *err, size_t errn) {
+    memset(t, 0, sizeof *t);
+    ll_layout src, dst;
+    int rc = tile_side(&src, true);
+    if (!rc) rc = tile_side(&dst, false);
+    return tile_from_sides(t, rc, &src, &dst, 2, elem_bits, "tile", "scalar", err, errn);
 }
 
 /* ---- 64 x 64 tiles of 16-bit elements, moved as 32-bit words (V2_TILE) ---------------------
@@ -241,26 +250,8 @@ static int tile2_side(ll_layout *L, bool store) {
 
 int ic_gpu_tile2_map(ic_gtile *t, char *err, size_t errn) {
     memset(t, 0, sizeof *t);
-    ll_layout src, dst, inv;
-    ll_swizzle sw;
+    ll_layout src, dst;
     int rc = tile2_side(&src, true);
     if (!rc) rc = tile2_side(&dst, false);
-    if (!rc) rc = ll_optimal_swizzle(&sw, &src, &dst, 32);
-    if (!rc) rc = ll_invert(&inv, &sw.smem);
-    if (!rc) rc = offsets_of(&src, &inv, 3, t->st, t->st_reg);
-    if (!rc) rc = offsets_of(&dst, &inv, 3, t->ld, t->ld_reg);
-    if (rc) {
-        snprintf(err, errn, "tile2 layout: %s", ll_strerror(rc));
-        return -1;
-    }
-    if (sw.vec != 1) {
-        snprintf(err, errn, "tile2 layout: swizzle vector %d (word accesses expected)", sw.vec);
-        return -1;
-    }
-    t->smem = sw.smem;
-    t->store_wavefronts = sw.store_wavefronts;
-    t->load_wavefronts = sw.load_wavefronts;
-    t->store_ideal = sw.store_ideal;
-    t->load_ideal = sw.load_ideal;
-    return 0;
+    return tile_from_sides(t, rc, &src, &dst, 3, 32, "tile2", "word", err, errn);
 }

@@ -573,6 +573,26 @@ void gg_add_annotation(gg *g, LLVMValueRef fn, const char *key, int v) {
     LLVMAddNamedMetadataOperand(g->cg.mod, "nvvm.annotations", LLVMMDNodeInContext(g->cg.ctx, md, 3));
 }
 
+/* The kernel function `name` of np pointer parameters, the first nu of them the buffers ub[i]
+ * (used[b]: 1 read, 2 written): g's function, its buffers' pointers and state set to them. */
+LLVMValueRef gg_kernel_fn(gg *g, const char *name, int np, int nu, const int *ub, const int *used) {
+    ic_ctx *c = g->c;
+    LLVMTypeRef *ps = ic_alloc(c, (size_t)(np + 1) * sizeof(LLVMTypeRef));
+    for (int i = 0; i < np; i++) ps[i] = g->gptr;
+    LLVMValueRef fn = LLVMAddFunction(g->cg.mod, name, LLVMFunctionType(g->cg.vd, ps, (unsigned)np, 0));
+    g->fn = g->cg.fn = fn;
+    unsigned knu = LLVMGetEnumAttributeKindForName("nounwind", 8);
+    LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(g->cg.ctx, knu, 0));
+    memset(g->written, 0, (size_t)c->nbufs * sizeof(bool));
+    memset(g->buf_param, 0, (size_t)c->nbufs * sizeof(LLVMValueRef));
+    memset(g->align, 0, (size_t)c->nbufs * sizeof(int));
+    for (int i = 0; i < nu; i++) {
+        g->buf_ptr[ub[i]] = g->buf_param[ub[i]] = LLVMGetParam(fn, (unsigned)i);
+        g->written[ub[i]] = (used[ub[i]] & 2) != 0;
+    }
+    return fn;
+}
+
 void gg_gen_variant(gg *g, ic_kernel *k, const plan *P, ic_gvariant *out, const char *name) {
     ic_ctx *c = g->c;
     int *used = ic_alloc(c, (size_t)c->nbufs * sizeof(int) + 1);
@@ -583,24 +603,13 @@ void gg_gen_variant(gg *g, ic_kernel *k, const plan *P, ic_gvariant *out, const 
     }
     int *ub = ic_alloc(c, (size_t)c->nbufs * sizeof(int) + 1);
     int nu = gg_param_order(c, k, false, used, NULL, 0, ub);
-    LLVMTypeRef *ps = ic_alloc(c, (size_t)(nu + 3) * sizeof(LLVMTypeRef));
-    for (int i = 0; i < nu + 2; i++) ps[i] = g->gptr;
-    int np = nu + (P->S > 1); /* split rows: the partials last */
-    LLVMValueRef fn = LLVMAddFunction(g->cg.mod, name, LLVMFunctionType(g->cg.vd, ps, (unsigned)np, 0));
+    LLVMValueRef fn = gg_kernel_fn(g, name, nu + (P->S > 1) /* split rows: the partials last */, nu, ub, used);
     g->part = P->S > 1 ? LLVMGetParam(fn, (unsigned)nu) : NULL;
-    g->fn = g->cg.fn = fn;
     unsigned kna = LLVMGetEnumAttributeKindForName("noalias", 7);
     unsigned kro = LLVMGetEnumAttributeKindForName("readonly", 8);
     unsigned kwo = LLVMGetEnumAttributeKindForName("writeonly", 9);
-    unsigned knu = LLVMGetEnumAttributeKindForName("nounwind", 8);
-    LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(g->cg.ctx, knu, 0));
-    memset(g->written, 0, (size_t)c->nbufs * sizeof(bool));
-    memset(g->buf_param, 0, (size_t)c->nbufs * sizeof(LLVMValueRef));
-    memset(g->align, 0, (size_t)c->nbufs * sizeof(int));
     for (int i = 0; i < nu; i++) {
         int b = ub[i];
-        g->buf_ptr[b] = g->buf_param[b] = LLVMGetParam(fn, (unsigned)i);
-        g->written[b] = (used[b] & 2) != 0;
         LLVMAddAttributeAtIndex(fn, (unsigned)(1 + i), LLVMCreateEnumAttribute(g->cg.ctx, kna, 0));
         if (used[b] == 1) LLVMAddAttributeAtIndex(fn, (unsigned)(1 + i), LLVMCreateEnumAttribute(g->cg.ctx, kro, 0));
         if (used[b] == 2) LLVMAddAttributeAtIndex(fn, (unsigned)(1 + i), LLVMCreateEnumAttribute(g->cg.ctx, kwo, 0));

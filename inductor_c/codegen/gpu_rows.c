@@ -171,14 +171,41 @@ static LLVMValueRef xor_bits(gg *g, LLVMValueRef tid, const int64_t *basis, int 
     return r;
 }
 
-/* tile coordinates -> the u / vv vars (clamped in range; `ok` says whether they were) */
-static LLVMValueRef set_uv(gg *g, LLVMValueRef uu, LLVMValueRef vx) {
+/* tile coordinates -> the u / vv vars, clamped to umax / vmax; `ok` when both are in range */
+static LLVMValueRef set_uv(gg *g, LLVMValueRef uu, LLVMValueRef vx, int64_t umax, int64_t vmax) {
     const plan *P = g->P;
     LLVMValueRef ou = LLVMBuildICmp(B, LLVMIntSLT, uu, kix(g, P->su), "");
     LLVMValueRef ov = LLVMBuildICmp(B, LLVMIntSLT, vx, kix(g, P->sv), "");
-    g->var_val[P->tu] = sel(g, ou, uu, kix(g, P->su - 1));
-    g->var_val[P->vv] = sel(g, ov, vx, kix(g, P->sv - 1));
+    g->var_val[P->tu] = sel(g, ou, uu, kix(g, umax));
+    g->var_val[P->vv] = sel(g, ov, vx, kix(g, vmax));
     return LLVMBuildAnd(B, ou, ov, "");
+}
+
+/* What both tile kernels start from: the thread's lane (tx) and warp (ty), the corner (u0, v0)
+ * of its block's tile of side x side elements (the outer vars decomposed from the block
+ * index), and the XOR parts of its shared-memory offsets (st: phase 1, ld: phase 2). */
+typedef struct tile_start {
+    LLVMValueRef tx, ty, u0, v0, st, ld;
+} tile_start;
+
+static tile_start start_tile(gg *g, int64_t side) {
+    const plan *P = g->P;
+    tile_start T;
+    LLVMValueRef tid = LLVMBuildZExt(B, g->tid, g->ity, "");
+    LLVMValueRef bid = LLVMBuildZExt(B, sreg(g, "llvm.nvvm.read.ptx.sreg.ctaid.x"), g->ity, "");
+    T.tx = LLVMBuildAnd(B, tid, kix(g, 31), "");
+    T.ty = LLVMBuildLShr(B, tid, kix(g, 5), "");
+    LLVMValueRef tv = LLVMBuildURem(B, bid, kix(g, P->ntv), ""), t = LLVMBuildUDiv(B, bid, kix(g, P->ntv), "");
+    LLVMValueRef tu = LLVMBuildURem(B, t, kix(g, P->ntu), ""), o = LLVMBuildUDiv(B, t, kix(g, P->ntu), "");
+    if (P->nob) gg_decompose(g, o, P->obv, P->obs, P->nob);
+    T.u0 = LLVMBuildMul(B, tu, kix(g, side), "");
+    T.v0 = LLVMBuildMul(B, tv, kix(g, side), "");
+    T.st = xor_bits(g, tid, P->tile.st, 8);
+    T.ld = xor_bits(g, tid, P->tile.ld, 8);
+    g->V = 1;
+    g->vv = -1;
+    g->chunk = -1;
+    return T;
 }
 
 /* A transpose through shared memory: phase 1 loads the transposed inputs coalesced along
@@ -186,19 +213,11 @@ static LLVMValueRef set_uv(gg *g, LLVMValueRef uu, LLVMValueRef vx) {
  * back from the tile. Offsets from gpu_layout.c (ic_gpu_tile_map). */
 void gg_emit_tile(gg *g, ic_kernel *k) {
     const plan *P = g->P;
-    LLVMValueRef tid = LLVMBuildZExt(B, g->tid, g->ity, "");
-    LLVMValueRef bid = LLVMBuildZExt(B, sreg(g, "llvm.nvvm.read.ptx.sreg.ctaid.x"), g->ity, "");
-    LLVMValueRef tx = LLVMBuildAnd(B, tid, kix(g, 31), ""), ty = LLVMBuildLShr(B, tid, kix(g, 5), "");
-    LLVMValueRef tv = LLVMBuildURem(B, bid, kix(g, P->ntv), ""), t = LLVMBuildUDiv(B, bid, kix(g, P->ntv), "");
-    LLVMValueRef tu = LLVMBuildURem(B, t, kix(g, P->ntu), ""), o = LLVMBuildUDiv(B, t, kix(g, P->ntu), "");
-    if (P->nob) gg_decompose(g, o, P->obv, P->obs, P->nob);
-    LLVMValueRef u0 = LLVMBuildMul(B, tu, kix(g, 32), ""), v0 = LLVMBuildMul(B, tv, kix(g, 32), "");
-    LLVMValueRef st = xor_bits(g, tid, P->tile.st, 8), ld = xor_bits(g, tid, P->tile.ld, 8);
-    g->V = 1;
-    g->vv = -1;
-    g->chunk = -1;
+    tile_start T = start_tile(g, 32);
+    LLVMValueRef tx = T.tx, ty = T.ty, u0 = T.u0, v0 = T.v0, st = T.st, ld = T.ld;
     for (int i = 0; i < 4; i++) { /* phase 1: tile[c = tx, r = ty + 8i] */
-        set_uv(g, LLVMBuildAdd(B, u0, tx, ""), LLVMBuildAdd(B, v0, LLVMBuildAdd(B, ty, kix(g, 8 * i), ""), ""));
+        set_uv(g, LLVMBuildAdd(B, u0, tx, ""), LLVMBuildAdd(B, v0, LLVMBuildAdd(B, ty, kix(g, 8 * i), ""), ""),
+               P->su - 1, P->sv - 1);
         g->gen++;
         LLVMValueRef off = LLVMBuildXor(B, st, kix(g, P->tile.st_reg[i]), "");
         for (int q = 0; q < P->ntx; q++) {
@@ -211,7 +230,7 @@ void gg_emit_tile(gg *g, ic_kernel *k) {
     g->tile_on = true;
     for (int i = 0; i < 4; i++) { /* phase 2: element (c = ty + 8i, r = tx) */
         LLVMValueRef ok = set_uv(g, LLVMBuildAdd(B, u0, LLVMBuildAdd(B, ty, kix(g, 8 * i), ""), ""),
-                                 LLVMBuildAdd(B, v0, tx, ""));
+                                 LLVMBuildAdd(B, v0, tx, ""), P->su - 1, P->sv - 1);
         g->gen++;
         g->tile_off = LLVMBuildXor(B, ld, kix(g, P->tile.ld_reg[i]), "");
         for (int j = 0; j < k->nitems; j++) {
@@ -224,16 +243,6 @@ void gg_emit_tile(gg *g, ic_kernel *k) {
     g->tile_on = false;
 }
 
-/* tile coordinates -> the u / vv vars, clamped to umax / vmax; `ok` when both are in range */
-static LLVMValueRef set_uv2(gg *g, LLVMValueRef uu, LLVMValueRef vx, int64_t umax, int64_t vmax) {
-    const plan *P = g->P;
-    LLVMValueRef ou = LLVMBuildICmp(B, LLVMIntSLT, uu, kix(g, P->su), "");
-    LLVMValueRef ov = LLVMBuildICmp(B, LLVMIntSLT, vx, kix(g, P->sv), "");
-    g->var_val[P->tu] = sel(g, ou, uu, kix(g, umax));
-    g->var_val[P->vv] = sel(g, ov, vx, kix(g, vmax));
-    return LLVMBuildAnd(B, ou, ov, "");
-}
-
 /* V2 16-bit transpose (gg_choose_tile2): 64 x 64 tiles of words w(u, p) (gpu_layout.c,
  * ic_gpu_tile2_map). su and sv are even and every transposed load is a 4-byte aligned pair
  * along u, so a pair never straddles the edge: out-of-range coordinates are clamped to the
@@ -242,24 +251,15 @@ static LLVMValueRef set_uv2(gg *g, LLVMValueRef uu, LLVMValueRef vx, int64_t uma
  * phase 2: V = 2 along vv, lane -> p, warp and register -> u. */
 void gg_emit_tile2(gg *g, ic_kernel *k) {
     const plan *P = g->P;
-    LLVMValueRef tid = LLVMBuildZExt(B, g->tid, g->ity, "");
-    LLVMValueRef bid = LLVMBuildZExt(B, sreg(g, "llvm.nvvm.read.ptx.sreg.ctaid.x"), g->ity, "");
-    LLVMValueRef tx = LLVMBuildAnd(B, tid, kix(g, 31), ""), ty = LLVMBuildLShr(B, tid, kix(g, 5), "");
-    LLVMValueRef tv = LLVMBuildURem(B, bid, kix(g, P->ntv), ""), t = LLVMBuildUDiv(B, bid, kix(g, P->ntv), "");
-    LLVMValueRef tu = LLVMBuildURem(B, t, kix(g, P->ntu), ""), o = LLVMBuildUDiv(B, t, kix(g, P->ntu), "");
-    if (P->nob) gg_decompose(g, o, P->obv, P->obs, P->nob);
-    LLVMValueRef u0 = LLVMBuildMul(B, tu, kix(g, 64), ""), v0 = LLVMBuildMul(B, tv, kix(g, 64), "");
-    LLVMValueRef st = xor_bits(g, tid, P->tile.st, 8), ld = xor_bits(g, tid, P->tile.ld, 8);
+    tile_start T = start_tile(g, 64);
+    LLVMValueRef tx = T.tx, ty = T.ty, u0 = T.u0, v0 = T.v0, st = T.st, ld = T.ld;
     LLVMTypeRef i32 = g->cg.i32;
-    g->V = 1;
-    g->vv = -1;
-    g->chunk = -1;
     LLVMValueRef ue = LLVMBuildAdd(B, u0, LLVMBuildShl(B, tx, kix(g, 1), ""), ""); /* even u of lane */
     LLVMValueRef a[4][4][2]; /* phase 1: pair p = ty + 8i, rows v = 2p + r; all loads first */
     for (int i = 0; i < 4; i++) {
         LLVMValueRef vp = LLVMBuildShl(B, LLVMBuildAdd(B, ty, kix(g, 8 * i), ""), kix(g, 1), "");
         for (int r = 0; r < 2; r++) {
-            set_uv2(g, ue, LLVMBuildAdd(B, v0, LLVMBuildAdd(B, vp, kix(g, r), ""), ""), P->su - 2, P->sv - 1);
+            set_uv(g, ue, LLVMBuildAdd(B, v0, LLVMBuildAdd(B, vp, kix(g, r), ""), ""), P->su - 2, P->sv - 1);
             g->gen++;
             for (int q = 0; q < P->ntx; q++) {
                 const ic_x *e = &g->c->xs[P->tx[q]];
@@ -292,7 +292,7 @@ void gg_emit_tile2(gg *g, ic_kernel *k) {
     LLVMValueRef *vals = ic_alloc(g->c, (size_t)(8 * k->nitems + 1) * 2 * sizeof(LLVMValueRef)), ok[8];
     for (int pass = 0; pass < 2; pass++)
         for (int i = 0; i < 8; i++) {
-            ok[i] = set_uv2(g, LLVMBuildAdd(B, u0, LLVMBuildAdd(B, ty, kix(g, 8 * i), ""), ""), ve, P->su - 1,
+            ok[i] = set_uv(g, LLVMBuildAdd(B, u0, LLVMBuildAdd(B, ty, kix(g, 8 * i), ""), ""), ve, P->su - 1,
                             P->sv - 2);
             g->V = 2;
             g->vv = P->vv;

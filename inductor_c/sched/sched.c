@@ -122,6 +122,18 @@ static void add_dep(inl *S, int item) {
     S->dep_item[S->ndeps++] = item;
 }
 
+/* the dims of L whose var its body uses (L->var[d] >= 0), in order: their vars into from,
+ * the dims into dims; how many. A rewrite of the body binds from[i] to what dim dims[i] is. */
+static int bound_dims(const ic_lnode *L, int32_t *from, int *dims) {
+    int n = 0;
+    for (int d = 0; d < L->ndim; d++)
+        if (L->var[d] >= 0) {
+            from[n] = L->var[d];
+            dims[n++] = d;
+        }
+    return n;
+}
+
 static ic_xid inl_value(inl *S, ic_val u, ic_ixv T) {
     ic_ctx *c = S->c;
     const ic_lnode *L = &c->ln[u];
@@ -148,12 +160,8 @@ static ic_xid inl_value(inl *S, ic_val u, ic_ixv T) {
     /* inline u's body with its vars bound to T */
     int32_t from[IC_MAX_DIMS];
     ic_ix to[IC_MAX_DIMS];
-    int n = 0;
-    for (int d = 0; d < L->ndim; d++)
-        if (L->var[d] >= 0) {
-            from[n] = L->var[d];
-            to[n++] = ixv_get(c, T, d);
-        }
+    int dims[IC_MAX_DIMS], n = bound_dims(L, from, dims);
+    for (int i = 0; i < n; i++) to[i] = ixv_get(c, T, dims[i]);
     ic_xid r = rewrite(S, L->body, from, to, n);
     slot = memo_slot(c, S, key, &found);
     if (slot) *slot = r;
@@ -169,6 +177,16 @@ static bool same_sizes(const int64_t *a, const int64_t *b, int n) {
 
 static ic_ix fix(ic_ctx *c, int32_t var) { return var < 0 ? ix_const(c, 0) : ix_var(c, var); }
 
+/* the frame of an empty kernel: L's iteration space, a fresh var per dim of size > 1 */
+static void fresh_frame(ic_ctx *c, ic_kernel *nk, const ic_lnode *L) {
+    nk->nf = L->ndim;
+    for (int d = 0; d < L->ndim; d++) {
+        nk->fsize[d] = L->size[d];
+        nk->fvar[d] = L->size[d] == 1 ? -1 : ic_new_var(c, L->size[d]);
+        nk->finner[d] = false;
+    }
+}
+
 /* Tries to add realized value v to kernel kidx. Returns false (nothing changed) if the
  * iteration spaces do not match or a read would leave the row. */
 static bool try_place(ic_ctx *c, int kidx, ic_val v, uint32_t gen) {
@@ -183,11 +201,7 @@ static bool try_place(ic_ctx *c, int kidx, ic_val v, uint32_t gen) {
     bool fresh = k->nitems == 0;
     if (L->kind == L_REDUCE) {
         if (fresh) {
-            nk.nf = L->ndim;
-            for (int d = 0; d < L->ndim; d++) {
-                nk.fsize[d] = L->size[d];
-                nk.fvar[d] = L->size[d] == 1 ? -1 : ic_new_var(c, L->size[d]);
-            }
+            fresh_frame(c, &nk, L);
         } else if (k->nf != L->ndim || !same_sizes(k->fsize, L->size, L->ndim)) {
             return false;
         }
@@ -199,14 +213,8 @@ static bool try_place(ic_ctx *c, int kidx, ic_val v, uint32_t gen) {
         nk.has_red = true;
     } else {
         int nd = L->ndim;
-        if (fresh) {
-            nk.nf = nd;
-            for (int d = 0; d < nd; d++) {
-                nk.fsize[d] = L->size[d];
-                nk.fvar[d] = L->size[d] == 1 ? -1 : ic_new_var(c, L->size[d]);
-                nk.finner[d] = false;
-            }
-        }
+        if (fresh)
+            fresh_frame(c, &nk, L);
         if (nd == nk.nf && same_sizes(L->size, nk.fsize, nd)) {
             for (int d = 0; d < nd; d++) T[d] = fix(c, nk.fvar[d]);
             nT = nd;
@@ -243,12 +251,8 @@ static bool try_place(ic_ctx *c, int kidx, ic_val v, uint32_t gen) {
     if (L->kind == L_REDUCE) {
         int32_t from[IC_MAX_DIMS];
         ic_ix to[IC_MAX_DIMS];
-        int m = 0;
-        for (int d = 0; d < L->ndim; d++)
-            if (L->var[d] >= 0) {
-                from[m] = L->var[d];
-                to[m++] = fix(c, nk.fvar[d]);
-            }
+        int dims[IC_MAX_DIMS], m = bound_dims(L, from, dims);
+        for (int i = 0; i < m; i++) to[i] = fix(c, nk.fvar[dims[i]]);
         expr = rewrite(&S, L->body, from, to, m);
         expr2 = L->body2 >= 0 ? rewrite(&S, L->body2, from, to, m) : -1;
         int j = 0;
@@ -264,12 +268,8 @@ static bool try_place(ic_ctx *c, int kidx, ic_val v, uint32_t gen) {
     } else {
         int32_t from[IC_MAX_DIMS];
         ic_ix to[IC_MAX_DIMS];
-        int m = 0;
-        for (int d = 0; d < L->ndim; d++)
-            if (L->var[d] >= 0) {
-                from[m] = L->var[d];
-                to[m++] = T[d];
-            }
+        int dims[IC_MAX_DIMS], m = bound_dims(L, from, dims);
+        for (int i = 0; i < m; i++) to[i] = T[dims[i]];
         expr = rewrite(&S, L->body, from, to, m);
         out_ixv = ixv_make(c, nT, T);
     }
