@@ -463,6 +463,7 @@ int sym_dsub_attr(trace *t, const var *o, PyObject *name, var *out);
 int sym_dsub_super_attr(trace *t, PyObject *cls, const var *self, PyObject *name, var *out);
 int sym_dsub_call(trace *t, const var *fn, var *args, int npos, PyObject *kwnames, var *out);
 int sym_dsub_dunder(trace *t, const var *o, const char *name, var *args, int nargs, var *out);
+int sym_dsub_len(trace *t, const var *o, Py_ssize_t *n); /* 1: not such an object */
 int dh_replay_call(PyObject *obj, PyObject *m, PyObject *args); /* after the graph */
 /* sym_containers.c: *d with d[k] = val (val NULL: deleted), not rebound; merge src into *dst */
 int sym_dict_set(trace *t, var *d, PyObject *k, const var *val);
