@@ -184,7 +184,7 @@ typedef struct trace {
     const char *no_new_inputs;        /* set: reading a tensor not seen yet fails with this
                                        * reason (autograd_fn.c, tracing a backward) */
     char reason[300];
-    char where[480];                  /* file:line of the first failure, innermost first (sym_where) */
+    char where[2048];                 /* file:line of the first failure, innermost first (sym_where) */
     int failed;
     long steps;
     int inst_n0;                      /* graph values when the current instruction began */
