@@ -613,8 +613,8 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
 static PyObject *dh_eval_frame(PyThreadState *ts, _PyInterpreterFrame *f, int throwflag) {
     const dh_config *cfg = tl_cfg;
     if (cfg == NULL || dh_tl_busy || throwflag || f->owner != FRAME_OWNED_BY_THREAD ||
-        f->frame_obj != NULL || !frame_not_started(f))
-        return eval_default(ts, f, throwflag);
+        f->frame_obj != NULL || !frame_not_started(f) || !(f->f_code->co_flags & CO_OPTIMIZED))
+        return eval_default(ts, f, throwflag); /* not CO_OPTIMIZED: a class body, exec'd code */
     PyCodeObject *code = f->f_code;
     stats.frames++;
     if (host_stats < 0) {

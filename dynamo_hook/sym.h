@@ -340,6 +340,11 @@ int sym_record_setitem(trace *t, const var *r, const var *k, const var *v); /* r
  * __init__ inlined, its attribute writes replayed after the graph */
 int sym_obj_plain_class(PyObject *cls);
 int sym_obj_new(trace *t, PyObject *cls, var *args, int nargs, PyObject *kwnames, var *out);
+/* copy.deepcopy(obj) of a plain object graph, hoisted to the guards (1: not such a call) */
+int sym_obj_deepcopy(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out);
+/* a class statement in the frame: builtins.__build_class__ called with a simple body */
+int sym_is_build_class(PyObject *o);
+int sym_obj_build_class(trace *t, var *args, int nargs, PyObject *kwnames, var *out);
 /* o.name reads the trace can't answer from the stand-in object (o.__dict__ after writes): -1 failed */
 int sym_obj_attr_special(trace *t, const var *o, PyObject *name);
 /* obj_dictview.c: o.__dict__ as a read-only V_DICT (1: not such a read); checks on reads/writes */

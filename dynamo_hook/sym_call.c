@@ -581,6 +581,23 @@ int sym_op_make_function(trace *t, sframe *f, sym_ins *in) {
     return SYM_NEXT;
 }
 
+/* LOAD_BUILD_CLASS: builtins.__build_class__, called by the class statement's CALL
+ * (obj_new.c sym_obj_build_class) */
+int sym_op_load_build_class(trace *t, sframe *f, sym_ins *in) {
+    PyObject *bc = t->builtins && PyDict_Check(t->builtins)
+                       ? PyDict_GetItemString(t->builtins, "__build_class__") /* borrowed */
+                       : NULL;
+    if (bc == NULL || !sym_is_build_class(bc))
+        return sym_fail(t, "__build_class__ not found");
+    var a = sym_var(V_FUNC);
+    a.op = -1;
+    a.obj = sym_keep(t, Py_NewRef(bc));
+    if (a.obj == NULL)
+        return -1;
+    PUSH(a);
+    return SYM_NEXT;
+}
+
 /* BEFORE_WITH */
 int sym_op_before_with(trace *t, sframe *f, sym_ins *in) {
     var a, b, c;
