@@ -523,8 +523,10 @@ dh_entry *dh_trace_frame(PyCodeObject *code, PyObject *const *localsplus, PyObje
         dh_entry *e = trace_once(code, localsplus, globals, builtins, func, cfg, masks[m], 2,
                                  sig, NULL, &reject);
         free(sig);
-        if (e != NULL || !reject)
+        if (e != NULL || (!reject && PyErr_Occurred()))
             return e;
+        /* rejected, or no entry and no error (the dynamic trace failed where the one at
+         * fake hints did not): the next mask, then a static trace */
         if (tc_clear_expected(PyExc_Exception) < 0)
             return NULL;
     }

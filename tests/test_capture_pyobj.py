@@ -266,3 +266,20 @@ def test_staticmethod_and_classmethod_read_from_a_class():
     x = torch.randn(3)
     got, want = whole(f, x)
     assert_same(got, want)
+
+
+# ---- nested functions with defaults (positional and keyword-only)
+
+def test_nested_function_defaults():
+    def f(x, k):
+        y = x * 2
+
+        def g(t, s=3, extra=y, *, b=1.0):  # a traced tensor as a default too
+            return t * s + b + extra
+
+        fns = [lambda t, i=i: t + i for i in range(3)]  # the loop variable bound by a default
+        return g(x), g(x, 2), g(x, b=k), g(x, s=k, b=0.5), sum(fn(x) for fn in fns)
+
+    x = torch.randn(3, 4)
+    got, want = whole(f, x, 0.25)
+    assert_same(got, want)
