@@ -371,6 +371,7 @@ int sym_obj_enter(trace *t, const var *o, var *exit, var *entered);
 int sym_obj_polyfill(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out);
 int sym_obj_call_polyfill(trace *t, const var *o, var *args, int nargs, PyObject *kwnames, var *out);
 int sym_is_enum_member(PyObject *o);
+int sym_enum_call(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out); /* E(value) */
 /* obj_iter.c: iterators passed in (tuple/list/range), read lazily: wrap; take the next item
  * (1: *out set, 0: exhausted); take all that are left */
 int sym_lazy_iter_type(PyObject *o);

@@ -283,3 +283,54 @@ def test_nested_function_defaults():
     x = torch.randn(3, 4)
     got, want = whole(f, x, 0.25)
     assert_same(got, want)
+
+
+# ---- enum calls, IntEnum members as numbers, iterating a str constant
+
+import enum  # noqa: E402
+
+
+class _Mode(enum.Enum):
+    A = "a"
+    B = "b"
+
+
+class _Level(enum.IntEnum):
+    LOW = 1
+    HIGH = 2
+
+
+def test_enum_call_and_intenum_arithmetic():
+    def f(x, m, v):
+        if _Mode(v) is _Mode.B:
+            x = x * 2
+        if m == _Mode.A:
+            x = x + 1
+        return x * _Level.HIGH + _Level(1).value, _Mode("a").name, m.value
+
+    x = torch.randn(3)
+    got, want = whole(f, x, _Mode.A, "b")
+    assert_same(got[0], want[0])
+    assert got[1:] == want[1:]
+
+
+@pytest.mark.allow_fallback
+def test_enum_call_with_a_bad_value_raises_as_eager():
+    def f(x):
+        return x * 2, _Mode("zzz")
+
+    with pytest.raises(ValueError):
+        f(torch.randn(2))
+    with pytest.raises(ValueError):
+        torchc.compile(f)(torch.randn(2))
+    assert_same(torchc.compile(lambda t: t + 1)(torch.ones(2)), torch.ones(2) + 1)
+
+
+def test_zip_over_a_str_constant():
+    def f(x, shapes=((1, 2), (3, 4))):
+        out = {k: v for k, v in zip("ab", shapes)}
+        return x * out["b"][1] + len([c for c in "xyz" if c != "y"])
+
+    x = torch.randn(3)
+    got, want = whole(f, x)
+    assert_same(got, want)
