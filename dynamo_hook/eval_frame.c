@@ -613,8 +613,8 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
 static PyObject *dh_eval_frame(PyThreadState *ts, _PyInterpreterFrame *f, int throwflag) {
     const dh_config *cfg = tl_cfg;
     if (cfg == NULL || dh_tl_busy || throwflag || f->owner != FRAME_OWNED_BY_THREAD ||
-        f->frame_obj != NULL || !frame_not_started(f))
-        return eval_default(ts, f, throwflag);
+        f->frame_obj != NULL || !frame_not_started(f) || !(f->f_code->co_flags & CO_OPTIMIZED))
+        return eval_default(ts, f, throwflag); /* not CO_OPTIMIZED: a class body, exec'd code */
     PyCodeObject *code = f->f_code;
     stats.frames++;
     if (host_stats < 0) {
@@ -869,25 +869,26 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
             return FINISH(ts, f, NULL);
         }
         if (e == NULL) {
-            /* internal fault: never break the program; report through explain/warning */
+            /* internal fault: never break the program; report through explain/warning, with
+             * the exception the capture raised (read before it is cleared) */
             dh_tl_busy = 0;
-            if (cfg->fullgraph || (PyErr_Occurred() && tc_clear_expected(PyExc_Exception) < 0)) {
-                tl_recompile = NULL;
-                tl_fresh = 0;
-                free(why);
-                return FINISH(ts, f, NULL);
-            }
-            PyObject *et, *ev, *tb;
-            PyErr_Fetch(&et, &ev, &tb);
-            PyObject *msg = ev ? PyObject_Str(ev) : NULL;
             char buf[300];
-            snprintf(buf, sizeof buf, "internal error while capturing: %s",
-                     msg ? PyUnicode_AsUTF8(msg) : "?");
-            Py_XDECREF(msg);
-            Py_XDECREF(et);
-            Py_XDECREF(ev);
-            Py_XDECREF(tb);
-            if (tc_clear_expected(PyExc_Exception) < 0) { /* str() of the error raised MemoryError */
+            snprintf(buf, sizeof buf, "internal error while capturing: no entry and no exception");
+            if (PyErr_Occurred() && !cfg->fullgraph &&
+                PyErr_ExceptionMatches(PyExc_Exception)) {
+                PyObject *et, *ev, *tb;
+                PyErr_Fetch(&et, &ev, &tb);
+                PyErr_NormalizeException(&et, &ev, &tb);
+                PyObject *msg = ev ? PyObject_Str(ev) : NULL;
+                const char *m = msg ? PyUnicode_AsUTF8(msg) : NULL;
+                snprintf(buf, sizeof buf, "internal error while capturing: %s%s%s",
+                         et ? ((PyTypeObject *)et)->tp_name : "?", m && m[0] ? ": " : "", m ? m : "");
+                Py_XDECREF(msg);
+                Py_XDECREF(et);
+                Py_XDECREF(ev);
+                Py_XDECREF(tb);
+            }
+            if (cfg->fullgraph || (PyErr_Occurred() && tc_clear_expected(PyExc_Exception) < 0)) {
                 tl_recompile = NULL;
                 tl_fresh = 0;
                 free(why);

@@ -457,6 +457,21 @@ int sym_dsub_dunder(trace *t, const var *o, const char *name, var *args, int nar
     return sym_dsub_call(t, &fn, args, nargs, NULL, out);
 }
 
+/* len() of a dict-subclass instance that keeps dict's C __len__ (an OrderedDict such as a
+ * module's _forward_hooks): the trace's contents where it has read or updated them, else the
+ * object's length, guarded (no value is read) */
+int sym_dsub_len(trace *t, const var *o, Py_ssize_t *n) {
+    if (!is_dsub_obj(o) || !plain_storage(Py_TYPE(o->obj)))
+        return 1;
+    const var *c = contents_if_any(t, o);
+    if (c != NULL) {
+        *n = c->n;
+        return 0;
+    }
+    *n = PyDict_GET_SIZE(o->obj);
+    return sym_guard_len(t, o->src, (int)*n) < 0 ? -1 : 0;
+}
+
 /* after the graph: the logged C method called on the object (sideeffects.c) */
 int dh_replay_call(PyObject *obj, PyObject *m, PyObject *args) {
     if (!PyTuple_Check(args)) {

@@ -276,3 +276,33 @@ int sym_obj_polyfill_attr(trace *t, PyObject *cls, PyObject *name, var *out) {
     out->obj = sym_keep(t, a); /* a C type's attribute: a constant of the type */
     return out->obj ? 0 : -1;
 }
+
+/* E(value) of an enum class (read from a guarded source, so a constant here) with one constant
+ * argument: the member, looked up while tracing (EnumType.__call__ only reads the class's value
+ * map); a value with no member fails the trace (eager raises ValueError). 1: not that call. */
+int sym_enum_call(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out) {
+    if (fn->kind != V_FUNC || fn->obj == NULL || !PyType_Check(fn->obj) || nargs != 1 ||
+        (kwnames && PyTuple_GET_SIZE(kwnames) > 0) || args[0].kind != V_CONST)
+        return 1;
+    (void)sym_is_enum_member(Py_None); /* loads enum.Enum */
+    PyObject *m = PyImport_ImportModule("enum");
+    PyObject *et = m ? PyObject_GetAttrString(m, "Enum") : NULL;
+    Py_XDECREF(m);
+    int is_enum = et != NULL && PyType_Check(et) && PyType_IsSubtype((PyTypeObject *)fn->obj, (PyTypeObject *)et) &&
+                  fn->obj != et;
+    Py_XDECREF(et);
+    if (!is_enum) {
+        (void)tc_clear_expected(PyExc_Exception);
+        return 1;
+    }
+    PyObject *a = args[0].obj;
+    if (!(a == Py_None || PyLong_CheckExact(a) || PyUnicode_CheckExact(a) || PyFloat_CheckExact(a) ||
+          PyBool_Check(a) || PyTuple_CheckExact(a) || (sym_is_enum_member(a) && PyObject_TypeCheck(a, (PyTypeObject *)fn->obj))))
+        return 1;
+    PyObject *r = PyObject_CallOneArg(fn->obj, a);
+    if (r == NULL) {
+        (void)tc_clear_expected(PyExc_Exception);
+        return sym_fail(t, "%s(%R) has no member (eager will raise)", ((PyTypeObject *)fn->obj)->tp_name, a);
+    }
+    return sym_const(t, r, out);
+}

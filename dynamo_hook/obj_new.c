@@ -17,7 +17,7 @@
  *           traced (a write before the construction in the trace stays before it).
  * Breaks:   nothing; classes outside the rule keep failing the trace ("call of type").
  */
-#include "sym.h"
+#include "sym_interp.h"
 
 #include <string.h>
 
@@ -105,4 +105,273 @@ int sym_obj_attr_special(trace *t, const var *o, PyObject *name) {
         if (t->attrw[i].obj == o->obj)
             return sym_fail(t, "__dict__ of an object whose attributes the trace wrote");
     return 0;
+}
+
+/* ---- copy.deepcopy(x) of a plain object graph ------------------------------------------
+ * deepcopy(obj) where everything reachable from obj is constants, tuples/lists/dicts/sets of
+ * them and instances of Python classes that leave copying to object (no Python __deepcopy__,
+ * __reduce_ex__, __reduce__, __getstate__, __setstate__, __copy__): a model config copied in
+ * forward. Its memo dict (keyed by id()) and reconstruction are not traced: the call is
+ * hoisted to the guards like an allocation (a DH_S_NEW source calling copy.deepcopy on the
+ * source of obj: a fresh copy each call, made before the graph runs), and the trace reads
+ * the copy through guarded sources. Hoisting is exact only if nothing the copy reads was
+ * changed earlier in the trace: an object in the graph that the trace wrote (t->attrw) fails
+ * the trace. Tensors, modules and objects with their own copy protocol are left to the
+ * inlined copy.deepcopy (1). */
+static PyObject *deepcopy_fn; /* copy.deepcopy, kept for the process */
+
+static int copy_hook(PyTypeObject *tp) {
+    static const char *const names[] = {"__deepcopy__", "__reduce_ex__", "__reduce__", "__getstate__",
+                                        "__setstate__", "__copy__", NULL};
+    for (int i = 0; names[i]; i++) {
+        PyObject *n = PyUnicode_InternFromString(names[i]);
+        if (n == NULL) {
+            PyErr_Clear();
+            return 1;
+        }
+        PyObject *f = _PyType_Lookup(tp, n), *base = _PyType_Lookup(&PyBaseObject_Type, n);
+        Py_DECREF(n);
+        if (f != NULL && f != base)
+            return 1;
+    }
+    return 0;
+}
+
+/* 1: every object reachable from o copies without running Python code of its own; ids of
+ * the mutable ones go into seen (a set) */
+static int plain_graph(PyObject *o, PyObject *seen, int *budget, const char **why) {
+    if (--*budget < 0) {
+        *why = "too many objects";
+        return 0;
+    }
+    if (o == Py_None || PyBool_Check(o) || PyLong_CheckExact(o) || PyFloat_CheckExact(o) ||
+        PyComplex_CheckExact(o) || PyUnicode_CheckExact(o) || PyBytes_CheckExact(o) || PyType_Check(o) ||
+        PyFunction_Check(o) || PyCFunction_Check(o) || sym_is_enum_member(o) || sym_dtype_from_object(o) >= 0)
+        return 1; /* deepcopy returns these themselves */
+    PyObject *id = PyLong_FromVoidPtr(o);
+    int had = id ? PySet_Contains(seen, id) : -1;
+    if (had == 0 && PySet_Add(seen, id) < 0)
+        had = -1;
+    Py_XDECREF(id);
+    if (had != 0) {
+        if (had < 0)
+            PyErr_Clear();
+        return had > 0;
+    }
+    if (PyTuple_CheckExact(o) || PyList_CheckExact(o)) {
+        Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
+        for (Py_ssize_t i = 0; i < n; i++)
+            if (!plain_graph(PySequence_Fast_GET_ITEM(o, i), seen, budget, why))
+                return 0;
+        return 1;
+    }
+    if (PyDict_CheckExact(o)) {
+        Py_ssize_t pos = 0;
+        PyObject *k, *v;
+        while (PyDict_Next(o, &pos, &k, &v))
+            if (!plain_graph(k, seen, budget, why) || !plain_graph(v, seen, budget, why))
+                return 0;
+        return 1;
+    }
+    if (PyAnySet_CheckExact(o)) {
+        Py_ssize_t pos = 0;
+        PyObject *k;
+        Py_hash_t h;
+        while (_PySet_NextEntry(o, &pos, &k, &h))
+            if (!plain_graph(k, seen, budget, why))
+                return 0;
+        return 1;
+    }
+    PyTypeObject *tp = Py_TYPE(o);
+    if (!(tp->tp_flags & Py_TPFLAGS_HEAPTYPE) || tp->tp_dictoffset == 0 || sym_is_nn_module(o) ||
+        tp->tp_new != PyBaseObject_Type.tp_new || copy_hook(tp)) {
+        *why = tp->tp_name;
+        return 0;
+    }
+    PyObject **dp = _PyObject_GetDictPtr(o);
+    if (dp == NULL || *dp == NULL)
+        return 1;
+    return plain_graph(*dp, seen, budget, why);
+}
+
+int sym_obj_deepcopy(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out) {
+    if (deepcopy_fn == NULL) {
+        PyObject *name = PyUnicode_FromString("copy");
+        PyObject *m = name ? PyImport_GetModule(name) : NULL;
+        Py_XDECREF(name);
+        deepcopy_fn = m ? PyObject_GetAttrString(m, "deepcopy") : NULL;
+        Py_XDECREF(m);
+        PyErr_Clear();
+        if (deepcopy_fn == NULL)
+            return 1;
+    }
+    if (fn->obj != deepcopy_fn || nargs != 1 || (kwnames && PyTuple_GET_SIZE(kwnames) > 0))
+        return 1;
+    const var *x = &args[0];
+    if (x->kind != V_OBJ || x->src < 0 || x->obj == NULL || PyModule_Check(x->obj) || PyType_Check(x->obj))
+        return 1;
+    PyObject *seen = PySet_New(NULL);
+    if (seen == NULL)
+        return -1;
+    int budget = 4096;
+    const char *why = NULL;
+    int plain = plain_graph(x->obj, seen, &budget, &why);
+    if (!plain) {
+        Py_DECREF(seen);
+        return 1; /* copied as written (inlined) */
+    }
+    for (int i = 0; i < t->nattrw; i++) {
+        PyObject *id = t->attrw[i].obj ? PyLong_FromVoidPtr(t->attrw[i].obj) : NULL;
+        int in = id ? PySet_Contains(seen, id) : 0;
+        Py_XDECREF(id);
+        if (in != 0) {
+            Py_DECREF(seen);
+            PyErr_Clear();
+            return sym_fail(t, "copy.deepcopy of an object the trace changed before the copy");
+        }
+    }
+    Py_DECREF(seen);
+    PyObject *spec = Py_BuildValue("(O()(i))", deepcopy_fn, x->src);
+    PyObject *copy = spec ? PyObject_CallOneArg(deepcopy_fn, x->obj) : NULL; /* what the trace reads */
+    int rc = -1;
+    if (copy == NULL) {
+        if (spec != NULL) {
+            (void)tc_clear_expected(PyExc_Exception);
+            rc = sym_fail(t, "copy.deepcopy raised (eager will raise)");
+        }
+        Py_XDECREF(spec);
+        return rc;
+    }
+    int s = sym_source(t, DH_S_NEW, -1, t->nsrc, spec);
+    rc = s < 0 ? -1 : sym_wrap(t, copy, s, out);
+    Py_DECREF(spec);
+    Py_DECREF(copy);
+    return rc;
+}
+
+/* ---- class statements inside the traced frame (LOAD_BUILD_CLASS) ------------------------
+ * builtins.__build_class__(body, name, *bases) where the body is simple: it reads no name
+ * but __name__ and the builtins property/staticmethod/classmethod (no global, no import), so
+ * running it has no effect and its result depends only on its code, its closure and the
+ * bases. The class is then made once, while tracing (the body run as written), and held as
+ * a constant: instances are made by obj_new.c, methods inlined. Eager makes a new class
+ * object each call: the one difference is that identity (type(a) is type(b) across calls).
+ * Anything else (a body reading globals, metaclass= and other keywords, a closure over
+ * traced values) fails the trace with the reason. */
+static int simple_class_body(PyCodeObject *co, PyObject *globals, const char **bad) {
+    static PyObject *ok_names;
+    if (ok_names == NULL && (ok_names = Py_BuildValue("(ssss)", "__name__", "property", "staticmethod",
+                                                      "classmethod")) == NULL)
+        return -1;
+    PyObject *bytes = PyCode_GetCode(co);
+    if (bytes == NULL)
+        return -1;
+    const unsigned char *b = (const unsigned char *)PyBytes_AS_STRING(bytes);
+    Py_ssize_t n = PyBytes_GET_SIZE(bytes);
+    int rc = 1, ext = 0;
+    for (Py_ssize_t i = 0; i + 1 < n && rc == 1; i += 2) {
+        const char *on = sym_opname(b[i]);
+        int arg = ext | b[i + 1];
+        ext = on && !strcmp(on, "EXTENDED_ARG") ? arg << 8 : 0;
+        if (on == NULL)
+            continue;
+        if (!strcmp(on, "IMPORT_NAME") || !strcmp(on, "STORE_GLOBAL") || !strcmp(on, "DELETE_GLOBAL") ||
+            !strcmp(on, "LOAD_GLOBAL") || !strcmp(on, "IMPORT_FROM") || !strcmp(on, "LOAD_BUILD_CLASS")) {
+            *bad = on;
+            rc = 0;
+        } else if (!strcmp(on, "LOAD_NAME")) {
+            if (arg >= PyTuple_GET_SIZE(co->co_names)) {
+                rc = 0;
+                *bad = "LOAD_NAME";
+                break;
+            }
+            PyObject *name = PyTuple_GET_ITEM(co->co_names, arg);
+            int found = PySequence_Contains(ok_names, name);
+            /* a builtin decorator: not shadowed by a global of that name */
+            if (found == 1 && PyUnicode_CompareWithASCIIString(name, "__name__") != 0 &&
+                PyDict_GetItemWithError(globals, name) != NULL)
+                found = 0;
+            if (found < 0 || PyErr_Occurred()) {
+                PyErr_Clear();
+                found = 0;
+            }
+            if (!found) {
+                *bad = PyUnicode_AsUTF8(name);
+                rc = 0;
+            }
+        }
+    }
+    Py_DECREF(bytes);
+    return rc;
+}
+
+static PyObject *build_class_fn; /* builtins.__build_class__, kept for the process */
+
+int sym_is_build_class(PyObject *o) {
+    if (build_class_fn == NULL) {
+        build_class_fn = PyDict_GetItemString(PyEval_GetBuiltins(), "__build_class__");
+        Py_XINCREF(build_class_fn);
+    }
+    return o != NULL && o == build_class_fn;
+}
+
+int sym_obj_build_class(trace *t, var *args, int nargs, PyObject *kwnames, var *out) {
+    if (kwnames != NULL && PyTuple_GET_SIZE(kwnames) > 0)
+        return sym_fail(t, "class statement with keywords (metaclass=...) not supported");
+    if (nargs < 2 || args[0].kind != V_FUNC || args[0].op != SYM_MADE_FUNCTION || args[1].kind != V_CONST ||
+        !PyUnicode_Check(args[1].obj))
+        return sym_fail(t, "__build_class__ called with unexpected arguments");
+    PyCodeObject *co = (PyCodeObject *)args[0].obj;
+    PyObject *globals = args[0].globals ? args[0].globals : t->globals;
+    const char *bad = "?";
+    int simple = simple_class_body(co, globals, &bad);
+    if (simple < 0)
+        return -1;
+    if (!simple)
+        return sym_fail(t, "class %U defined in the frame: its body reads %s", args[1].obj, bad ? bad : "?");
+    PyObject *fn = NULL, *clos = NULL, *call = NULL, *cls = NULL;
+    int rc = -1;
+    if (args[0].n > 0) {
+        clos = PyTuple_New(args[0].n);
+        if (clos == NULL)
+            goto done;
+        for (int i = 0; i < args[0].n; i++) {
+            const var *v = &args[0].items[i];
+            if (!sym_is_real_object(v)) {
+                rc = sym_fail(t, "class %U defined in the frame closes over a traced value", args[1].obj);
+                goto done;
+            }
+            PyObject *cell = PyCell_New(v->obj);
+            if (cell == NULL)
+                goto done;
+            PyTuple_SET_ITEM(clos, i, cell);
+        }
+    }
+    fn = PyFunction_New((PyObject *)co, globals);
+    if (fn == NULL || (clos != NULL && PyFunction_SetClosure(fn, clos) < 0))
+        goto done;
+    call = PyTuple_New(nargs);
+    if (call == NULL)
+        goto done;
+    PyTuple_SET_ITEM(call, 0, Py_NewRef(fn));
+    for (int i = 1; i < nargs; i++) {
+        if (!sym_is_real_object(&args[i])) {
+            rc = sym_fail(t, "class %U defined in the frame with a base that is a traced value", args[1].obj);
+            goto done;
+        }
+        PyTuple_SET_ITEM(call, i, Py_NewRef(args[i].obj));
+    }
+    cls = PyObject_Call(build_class_fn, call, NULL); /* the body runs here, as written */
+    if (cls == NULL) {
+        (void)tc_clear_expected(PyExc_Exception);
+        rc = sym_fail(t, "class %U defined in the frame: making it raised (eager will raise)", args[1].obj);
+        goto done;
+    }
+    rc = sym_wrap(t, cls, -1, out);
+done:
+    Py_XDECREF(fn);
+    Py_XDECREF(clos);
+    Py_XDECREF(call);
+    Py_XDECREF(cls);
+    return rc;
 }

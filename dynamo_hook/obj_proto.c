@@ -87,6 +87,12 @@ static int int_result(trace *t, const var *r, const char *what, long *n) {
 
 int sym_obj_len(trace *t, const var *o, var *out) {
     var r;
+    Py_ssize_t k;
+    if (o->kind == V_OBJ && py_dunder(o, "__len__") == NULL) {
+        int drc = sym_dsub_len(t, o, &k); /* a dict subclass with C __len__ (obj_dict.c) */
+        if (drc <= 0)
+            return drc < 0 ? -1 : sym_const(t, PyLong_FromSsize_t(k), out);
+    }
     int rc = sym_obj_dunder(t, o, "__len__", NULL, 0, &r);
     if (rc != 0)
         return rc;
@@ -100,10 +106,17 @@ int sym_obj_truth(trace *t, const var *o, int *truth) {
     var r;
     if (o->kind == V_OBJ && o->src >= 0 && PyDict_Check(o->obj) && py_dunder(o, "__bool__") == NULL &&
         py_dunder(o, "__len__") == NULL) {
-        /* a dict (OrderedDict: a module's hook dicts) read from the frame: its length, guarded */
-        Py_ssize_t n = PyDict_GET_SIZE(o->obj);
-        if (sym_guard_len(t, o->src, (int)n) < 0)
+        /* a dict (OrderedDict: a module's hook dicts) read from the frame: its length (the
+         * trace's contents where it updated them), guarded */
+        Py_ssize_t n;
+        int drc = sym_dsub_len(t, o, &n);
+        if (drc < 0)
             return -1;
+        if (drc == 1) {
+            n = PyDict_GET_SIZE(o->obj);
+            if (sym_guard_len(t, o->src, (int)n) < 0)
+                return -1;
+        }
         *truth = n != 0;
         return 0;
     }

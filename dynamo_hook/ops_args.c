@@ -10,10 +10,10 @@ int sym_as_tensor(trace *t, const var *v, ic_val *out) {
         *out = v->val;
         return 0;
     }
-    if (v->kind == V_CONST && (PyFloat_CheckExact(v->obj) || PyLong_CheckExact(v->obj) ||
-                               PyBool_Check(v->obj))) {
-        ic_dtype kind = PyBool_Check(v->obj) ? IC_BOOL : PyFloat_CheckExact(v->obj) ? IC_F64 : IC_I64;
-        double x = PyFloat_CheckExact(v->obj) ? PyFloat_AS_DOUBLE(v->obj) : (double)PyLong_AsLongLong(v->obj);
+    if (v->kind == V_CONST && (PyFloat_Check(v->obj) || PyLong_Check(v->obj))) {
+        /* int/float subclasses (IntEnum members) are numbers to torch as well */
+        ic_dtype kind = PyBool_Check(v->obj) ? IC_BOOL : PyFloat_Check(v->obj) ? IC_F64 : IC_I64;
+        double x = PyFloat_Check(v->obj) ? PyFloat_AS_DOUBLE(v->obj) : (double)PyLong_AsLongLong(v->obj);
         if (PyErr_Occurred()) {
             (void)tc_clear_expected(PyExc_OverflowError);
             return sym_fail(t, "integer constant out of range");

@@ -784,6 +784,8 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
         return sym_inline_made(t, fn, args, nargs, kwnames, out);
     if (fn->kind == V_FUNC && fn->op == SYM_USER_FUNCTION) {
         int rc = sym_obj_polyfill(t, fn, args, nargs, kwnames, out); /* functools.wraps & co */
+        if (rc == 1)
+            rc = sym_obj_deepcopy(t, fn, args, nargs, kwnames, out); /* obj_new.c */
         return rc != 1 ? rc : sym_inline(t, fn->obj, fn->src, NULL, args, nargs, kwnames, out);
     }
     if (fn->kind == V_FUNC && fn->op >= 0)
@@ -795,6 +797,13 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
         if (rc != 1)
             return rc;
     }
+    if (fn->kind == V_FUNC && fn->op == -1 && fn->obj && PyType_Check(fn->obj)) {
+        int rc = sym_enum_call(t, fn, args, nargs, kwnames, out); /* obj_func.c: E(value) */
+        if (rc != 1)
+            return rc;
+    }
+    if (fn->kind == V_FUNC && fn->op == -1 && sym_is_build_class(fn->obj)) /* a class statement (obj_new.c) */
+        return sym_obj_build_class(t, args, nargs, kwnames, out);
     if (fn->kind == V_FUNC && fn->obj && sym_obj_plain_class(fn->obj)) /* obj_new.c */
         return sym_obj_new(t, fn->obj, args, nargs, kwnames, out);
     if (fn->kind == V_FUNC) { /* obj_data.c: collections, iter/next, sorted */

@@ -184,7 +184,7 @@ typedef struct trace {
     const char *no_new_inputs;        /* set: reading a tensor not seen yet fails with this
                                        * reason (autograd_fn.c, tracing a backward) */
     char reason[300];
-    char where[480];                  /* file:line of the first failure, innermost first (sym_where) */
+    char where[2048];                 /* file:line of the first failure, innermost first (sym_where) */
     int failed;
     long steps;
     int inst_n0;                      /* graph values when the current instruction began */
@@ -340,6 +340,11 @@ int sym_record_setitem(trace *t, const var *r, const var *k, const var *v); /* r
  * __init__ inlined, its attribute writes replayed after the graph */
 int sym_obj_plain_class(PyObject *cls);
 int sym_obj_new(trace *t, PyObject *cls, var *args, int nargs, PyObject *kwnames, var *out);
+/* copy.deepcopy(obj) of a plain object graph, hoisted to the guards (1: not such a call) */
+int sym_obj_deepcopy(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out);
+/* a class statement in the frame: builtins.__build_class__ called with a simple body */
+int sym_is_build_class(PyObject *o);
+int sym_obj_build_class(trace *t, var *args, int nargs, PyObject *kwnames, var *out);
 /* o.name reads the trace can't answer from the stand-in object (o.__dict__ after writes): -1 failed */
 int sym_obj_attr_special(trace *t, const var *o, PyObject *name);
 /* obj_dictview.c: o.__dict__ as a read-only V_DICT (1: not such a read); checks on reads/writes */
@@ -366,6 +371,7 @@ int sym_obj_enter(trace *t, const var *o, var *exit, var *entered);
 int sym_obj_polyfill(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out);
 int sym_obj_call_polyfill(trace *t, const var *o, var *args, int nargs, PyObject *kwnames, var *out);
 int sym_is_enum_member(PyObject *o);
+int sym_enum_call(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out); /* E(value) */
 /* obj_iter.c: iterators passed in (tuple/list/range), read lazily: wrap; take the next item
  * (1: *out set, 0: exhausted); take all that are left */
 int sym_lazy_iter_type(PyObject *o);
@@ -463,6 +469,7 @@ int sym_dsub_attr(trace *t, const var *o, PyObject *name, var *out);
 int sym_dsub_super_attr(trace *t, PyObject *cls, const var *self, PyObject *name, var *out);
 int sym_dsub_call(trace *t, const var *fn, var *args, int npos, PyObject *kwnames, var *out);
 int sym_dsub_dunder(trace *t, const var *o, const char *name, var *args, int nargs, var *out);
+int sym_dsub_len(trace *t, const var *o, Py_ssize_t *n); /* 1: not such an object */
 int dh_replay_call(PyObject *obj, PyObject *m, PyObject *args); /* after the graph */
 /* sym_containers.c: *d with d[k] = val (val NULL: deleted), not rebound; merge src into *dst */
 int sym_dict_set(trace *t, var *d, PyObject *k, const var *val);

@@ -29,6 +29,35 @@ static int type_attr(trace *t, PyObject *cls, PyObject *name, var *out) {
     PyObject *a = _PyType_Lookup((PyTypeObject *)cls, name);
     if (a == NULL)
         return 1;
+    int cm = Py_IS_TYPE(a, &PyClassMethod_Type);
+    if (Py_IS_TYPE(a, &PyStaticMethod_Type) || cm) {
+        /* C.f of a staticmethod: the function; of a classmethod: the function bound to C */
+        PyObject *fn = PyObject_GetAttrString(a, "__func__");
+        if (fn == NULL) {
+            (void)tc_clear_expected(PyExc_Exception);
+            return 1;
+        }
+        int ok = PyFunction_Check(fn);
+        PyObject *kept = sym_keep(t, fn);
+        if (kept == NULL)
+            return -1;
+        if (!ok)
+            return 1;
+        int s = sym_source(t, DH_S_CONST, -1, 0, kept);
+        if (s < 0)
+            return -1;
+        if (cm) {
+            var self;
+            if (sym_wrap(t, cls, -1, &self) < 0)
+                return -1;
+            return sym_method(t, &self, kept, s, out);
+        }
+        *out = sym_var(V_FUNC);
+        out->src = s;
+        out->op = SYM_USER_FUNCTION;
+        out->obj = kept;
+        return 0;
+    }
     if (PyFunction_Check(a)) {
         int s = sym_source(t, DH_S_CONST, -1, 0, a); /* its globals/closure are read through it */
         if (s < 0)

@@ -7,8 +7,8 @@
 /* ---- inlining ----------------------------------------------------------------------- */
 
 static int inline_code(trace *t, PyCodeObject *code, PyObject *globals, PyObject *func,
-                       int fn_src, var *closure, int nclosure, const var *self, var *args,
-                       int nargs, PyObject *kwnames, var *out);
+                       int fn_src, var *closure, int nclosure, const var *made, const var *self,
+                       var *args, int nargs, PyObject *kwnames, var *out);
 
 int sym_inline(trace *t, PyObject *func, int fn_src, const var *self, var *args, int nargs,
                PyObject *kwnames, var *out) {
@@ -31,19 +31,19 @@ int sym_inline(trace *t, PyObject *func, int fn_src, const var *self, var *args,
             return -1;
     }
     return inline_code(t, (PyCodeObject *)PyFunction_GET_CODE(func), PyFunction_GET_GLOBALS(func),
-                       func, fn_src, NULL, 0, self, args, nargs, kwnames, out);
+                       func, fn_src, NULL, 0, NULL, self, args, nargs, kwnames, out);
 }
 
 int sym_inline_made(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out) {
     /* its globals: those of the frame that made it, whose function has source fn->val
      * (-1: the top frame) */
     return inline_code(t, (PyCodeObject *)fn->obj, fn->globals ? fn->globals : t->globals, NULL,
-                       fn->val, fn->items, fn->n, NULL, args, nargs, kwnames, out);
+                       fn->val, fn->items, fn->n, fn, NULL, args, nargs, kwnames, out);
 }
 
 static int inline_code(trace *t, PyCodeObject *code, PyObject *globals, PyObject *func,
-                       int fn_src, var *closure, int nclosure, const var *self, var *args,
-                       int nargs, PyObject *kwnames, var *out) {
+                       int fn_src, var *closure, int nclosure, const var *made, const var *self,
+                       var *args, int nargs, PyObject *kwnames, var *out) {
     if (t->depth >= dh_limit.inline_depth || t->depth >= SYM_INLINE_DEPTH)
         return sym_fail(t, "inlining deeper than %d calls (recursion? torchc.config.inline_depth)",
                         dh_limit.inline_depth);
@@ -162,9 +162,33 @@ static int inline_code(trace *t, PyCodeObject *code, PyObject *globals, PyObject
     PyObject *defs = func ? PyFunction_GET_DEFAULTS(func) : NULL;
     PyObject *kwdefs = func ? PyFunction_GET_KW_DEFAULTS(func) : NULL;
     int ndefs = defs ? (int)PyTuple_GET_SIZE(defs) : 0;
+    /* a function made in the trace: its defaults are traced values (sym_op_make_function) */
+    const var *mdefs = made && made->pos > 0 ? made->items + made->n : NULL;
+    const var *mkw = made && made->is_list ? made->items + made->n + made->pos : NULL;
+    if (made)
+        ndefs = made->pos;
     for (int j = 0; j < argc + kwonly; j++) {
         if (f->locals[j].kind != V_UNSET)
             continue;
+        if (made) {
+            const var *dv = NULL;
+            if (j < argc && j >= argc - ndefs)
+                dv = &mdefs[j - (argc - ndefs)];
+            else if (j >= argc && mkw != NULL) {
+                PyObject *pn = PyTuple_GET_ITEM(code->co_localsplusnames, j);
+                for (int k = 0; k < mkw->n && dv == NULL; k++)
+                    if (PyUnicode_Check(PyTuple_GET_ITEM(mkw->obj, k)) &&
+                        PyUnicode_Compare(PyTuple_GET_ITEM(mkw->obj, k), pn) == 0)
+                        dv = &mkw->items[k];
+            }
+            if (dv == NULL) {
+                sym_fail(t, "%U() missing argument %R (eager will raise)", code->co_name,
+                         PyTuple_GET_ITEM(code->co_localsplusnames, j));
+                goto done;
+            }
+            f->locals[j] = *dv;
+            continue;
+        }
         PyObject *d = NULL;
         if (j < argc && j >= argc - ndefs)
             d = PyTuple_GET_ITEM(defs, j - (argc - ndefs));
@@ -538,16 +562,26 @@ int sym_op_call_function_ex(trace *t, sframe *f, sym_ins *in) {
 /* MAKE_FUNCTION */
 int sym_op_make_function(trace *t, sframe *f, sym_ins *in) {
     var a;
-    if (in->oparg & 0x03)
-        return sym_fail(t, "nested function with defaults not supported yet");
-    int need = 1 + !!(in->oparg & 0x04) + !!(in->oparg & 0x08);
+    int need = 1 + !!(in->oparg & 0x01) + !!(in->oparg & 0x02) + !!(in->oparg & 0x04) + !!(in->oparg & 0x08);
     NEED(need);
     var code = POP();
-    var clos = sym_null_var();
+    var clos = sym_null_var(), defs = sym_null_var(), kwdefs = sym_null_var();
     if (in->oparg & 0x08)
         clos = POP();
     if (in->oparg & 0x04)
         (void)POP();
+    if (in->oparg & 0x02)
+        kwdefs = POP();
+    if (in->oparg & 0x01)
+        defs = POP();
+    var *dv = NULL;
+    int ndefs = 0;
+    if ((in->oparg & 0x01) &&
+        ((defs.kind != V_SEQ && !(defs.kind == V_CONST && PyTuple_CheckExact(defs.obj))) ||
+         sym_iter_items(t, &defs, &dv, &ndefs) < 0))
+        return sym_fail(t, "nested function with defaults of unsupported values");
+    if ((in->oparg & 0x02) && (kwdefs.kind != V_DICT || kwdefs.op != 0))
+        return sym_fail(t, "nested function with keyword-only defaults of unsupported values");
     if (code.kind != V_CONST || !PyCode_Check(code.obj))
         return sym_fail(t, "MAKE_FUNCTION without a code constant");
     memset(&a, 0, sizeof a);
@@ -568,7 +602,7 @@ int sym_op_make_function(trace *t, sframe *f, sym_ins *in) {
             sym_iter_items(t, &clos, &items, &n) < 0)
             return sym_fail(t, "closure of unsupported values");
         /* its own cells: writes of the making frame reach them (sym_cells.c) */
-        a.items = sym_alloc(t, n);
+        a.items = sym_alloc(t, n + ndefs + 1); /* the defaults follow (below) */
         if (a.items == NULL)
             return -1;
         memcpy(a.items, items, (size_t)n * sizeof(var));
@@ -577,6 +611,38 @@ int sym_op_make_function(trace *t, sframe *f, sym_ins *in) {
         if (sym_cells_made(t, f, (PyCodeObject *)code.obj, a.items, n) < 0)
             return -1;
     }
+    if (in->oparg & 0x03) {
+        /* defaults after the closure items: items[n, n + pos) positional defaults, then the
+         * keyword-only defaults dict when is_list (inline_code binds them) */
+        int kw = (in->oparg & 0x02) != 0;
+        var *all = a.items != NULL ? a.items : sym_alloc(t, ndefs + 1);
+        if (all == NULL)
+            return -1;
+        if (ndefs > 0)
+            memcpy(all + a.n, dv, (size_t)ndefs * sizeof(var));
+        if (kw)
+            all[a.n + ndefs] = kwdefs;
+        a.items = all;
+        a.pos = ndefs;
+        a.is_list = kw;
+    }
+    PUSH(a);
+    return SYM_NEXT;
+}
+
+/* LOAD_BUILD_CLASS: builtins.__build_class__, called by the class statement's CALL
+ * (obj_new.c sym_obj_build_class) */
+int sym_op_load_build_class(trace *t, sframe *f, sym_ins *in) {
+    PyObject *bc = t->builtins && PyDict_Check(t->builtins)
+                       ? PyDict_GetItemString(t->builtins, "__build_class__") /* borrowed */
+                       : NULL;
+    if (bc == NULL || !sym_is_build_class(bc))
+        return sym_fail(t, "__build_class__ not found");
+    var a = sym_var(V_FUNC);
+    a.op = -1;
+    a.obj = sym_keep(t, Py_NewRef(bc));
+    if (a.obj == NULL)
+        return -1;
     PUSH(a);
     return SYM_NEXT;
 }

@@ -211,7 +211,9 @@ int sym_iter_items(trace *t, const var *v, var **items, int *n) {
         return 0;
     }
     if (v->kind == V_CONST && (PyTuple_Check(v->obj) || PyList_CheckExact(v->obj) ||
-                               PyRange_Check(v->obj))) {
+                               PyRange_Check(v->obj) || PyUnicode_CheckExact(v->obj) ||
+                               PyBytes_CheckExact(v->obj))) {
+        /* a str: its characters; bytes: their ints (constants, as eager's iteration) */
         PyObject *seq = PySequence_Fast(v->obj, "");
         if (seq == NULL)
             return -1;

@@ -197,10 +197,16 @@ int sym_op_load_fast(trace *t, sframe *f, sym_ins *in) {
         in->oparg - first_free < f->nclosure)
         /* a made closure's free variable: its cell as it is now (sym_cells.c) */
         a = f->closure[in->oparg - first_free];
+    else if (in->op == OP_LOAD_CLOSURE && in->oparg < first_free && in->oparg < f->nlocals &&
+             (f->locals[in->oparg].kind == V_NULL ||
+              (f->locals[in->oparg].kind == V_UNSET && (!f->top || t->localsplus[in->oparg] == NULL))))
+        /* a cell not assigned yet (a nested function that calls itself by name): the closure
+         * holds it unset; the STORE_DEREF that binds it reaches the closure (sym_cells.c) */
+        a = sym_var(V_UNSET);
     else if (sym_load_local(t, f, in->oparg, &a) < 0)
         return -1;
-    if (a.kind == V_NULL)
-        return sym_fail(t, "free variable referenced before assignment");
+    if (a.kind == V_NULL || (a.kind == V_UNSET && in->op != OP_LOAD_CLOSURE))
+        return sym_fail(t, "free variable referenced before assignment (eager will raise)");
     PUSH(a);
     return SYM_NEXT;
 }

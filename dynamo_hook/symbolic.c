@@ -391,6 +391,7 @@ static const sym_handler handlers[OP_COUNT_] = {
     [OP_BUILD_STRING] = sym_op_build_string,
     [OP_CALL_FUNCTION_EX] = sym_op_call_function_ex,
     [OP_MAKE_FUNCTION] = sym_op_make_function,
+    [OP_LOAD_BUILD_CLASS] = sym_op_load_build_class,
     [OP_STORE_ATTR] = sym_op_store_attr,
     [OP_LIST_TO_TUPLE] = sym_op_list_to_tuple,
     [OP_CALL_INTRINSIC_1] = sym_op_call_intrinsic_1,
@@ -522,8 +523,10 @@ dh_entry *dh_trace_frame(PyCodeObject *code, PyObject *const *localsplus, PyObje
         dh_entry *e = trace_once(code, localsplus, globals, builtins, func, cfg, masks[m], 2,
                                  sig, NULL, &reject);
         free(sig);
-        if (e != NULL || !reject)
+        if (e != NULL || (!reject && PyErr_Occurred()))
             return e;
+        /* rejected, or no entry and no error (the dynamic trace failed where the one at
+         * fake hints did not): the next mask, then a static trace */
         if (tc_clear_expected(PyExc_Exception) < 0)
             return NULL;
     }

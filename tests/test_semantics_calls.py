@@ -64,8 +64,9 @@ def test_signature_of_bound_method_in_a_local():
         _whole(lambda x: m(x), torch.randn(2, 4))
 
 
-@pytest.mark.allow_fallback  # a class statement in the frame: not captured (a clean fallback)
-def test_class_defined_inside_compiled_function_falls_back_cleanly():
+def test_class_defined_inside_compiled_function():
+    # a class statement with a simple body: made once while tracing, held as a constant
+    # (dynamo_hook/obj_new.c sym_obj_build_class); was a clean fallback at LOAD_BUILD_CLASS
     def f(x):
         class A:
             scale = 3
@@ -83,6 +84,6 @@ def test_class_defined_inside_compiled_function_falls_back_cleanly():
     x = torch.randn(3)
     torchc.reset()
     ex = torchc.explain(f)(x)
-    assert any("LOAD_BUILD_CLASS" in r for r in ex.break_reasons), ex.break_reasons
+    assert (ex.graph_count, ex.graph_break_count) == (1, 0), ex.break_reasons
     torch.testing.assert_close(ex.result, f(x))
     torch.testing.assert_close(torchc.compile(f)(x), f(x))

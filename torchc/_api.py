@@ -314,6 +314,33 @@ def reset():
     _autotune.reset()
 
 
+def _enclosing_duplicates(records):
+    """ids of the break/fallback records that an enclosing frame made for a break a deeper
+    frame of the same call recorded again later: same reason, and the later record's
+    `where` (innermost first, "file:line in fn; ...") is a proper prefix of this one's."""
+    def reason(r):
+        if r["event"] == "fallback":
+            return r.get("reason")
+        if r["event"] in ("compiled", "hit") and not r.get("fallback"):
+            return r.get("break_reason")
+        return None
+
+    rows = [(r, reason(r), r.get("where") or "") for r in records]
+    dup, used = set(), set()
+    for i, (r, why, where) in enumerate(rows):
+        if not why or "; " not in where:
+            continue  # not a break inside a called function
+        for j in range(i + 1, len(rows)):
+            s, swhy, swhere = rows[j]
+            if j in used or swhy != why or not swhere:
+                continue
+            if where.startswith(swhere + "; ") or (len(swhere) >= 400 and where.startswith(swhere) and swhere != where):
+                dup.add(id(r))
+                used.add(j)
+                break
+    return dup
+
+
 class ExplainOutput:
     """What torchc.explain(fn)(*args) returns."""
 
@@ -332,6 +359,12 @@ class ExplainOutput:
         self.graphs = [r["graph"] for r in compiled]
         self.graph_count = len(compiled)
         breaks = [r for r in compiled if r.get("break_reason")]
+        # a break inside an inlined function is recorded by every enclosing frame (each ends
+        # its graph at the call, the callee then runs as its own frame and breaks there): one
+        # break, counted and listed once, at the innermost frame that recorded it
+        inner = _enclosing_duplicates(records)
+        fallbacks = [r for r in fallbacks if id(r) not in inner]
+        breaks = [r for r in breaks if id(r) not in inner]
         self.graph_break_count = len(fallbacks) + len(breaks)
         # "fn (file:line of the unsupported code): reason" (resume functions named after
         # the function they continue; the line is the def line when torchc has no better one)
