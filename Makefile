@@ -116,15 +116,17 @@ test-tsan: deps
 	  PYTHONPATH=$(CURDIR)/build-tsan/lib:$(CURDIR)/tests timeout 900 $(PY_EXE) -m pytest -q -x -p no:cacheprovider \
 	  --rootdir=$(CURDIR)/build-tsan $(CURDIR)/tests/test_reliability.py -k "reset or recursion"
 
-# Randomized reliability runs, bounded in time: the fuzzer over a fresh seed (printed; set
-# TORCHC_STRESS_SEED to repeat one), thread/reset races, recursion, a hostile cache directory,
-# huge graphs (tests/stress_reliability.py).
+# Randomized reliability runs, bounded in time: the fuzzers (programs, hostile programs,
+# gradients) over a fresh seed (printed; set TORCHC_STRESS_SEED to repeat one), thread/reset
+# races, recursion, a hostile cache directory, huge graphs (tests/stress_reliability.py).
 stress: build
 	@seed=$${TORCHC_STRESS_SEED:-$$(od -An -N3 -tu4 /dev/urandom | tr -d ' ')}; \
 	echo "make stress: seed $$seed (TORCHC_STRESS_SEED=$$seed make stress repeats it)"; \
 	TORCHC_STRESS_SEED=$$seed TORCHC_FUZZ_SEED=$$seed TORCHC_FUZZ_N=$${TORCHC_FUZZ_N:-400} \
 	  TORCHC_HFUZZ_SEED=$${TORCHC_HFUZZ_SEED:-$$seed} TORCHC_HFUZZ_N=$${TORCHC_HFUZZ_N:-400} \
-	  timeout 1800 $(PYTHON) -m pytest -q -x tests/test_fuzz.py tests/test_fuzz_hostile.py tests/stress_reliability.py
+	  TORCHC_GFUZZ_SEED=$${TORCHC_GFUZZ_SEED:-$$seed} TORCHC_GFUZZ_N=$${TORCHC_GFUZZ_N:-240} \
+	  timeout 1800 $(PYTHON) -m pytest -q -x tests/test_fuzz.py tests/test_fuzz_hostile.py tests/test_fuzz_grad.py \
+	  tests/stress_reliability.py
 
 # the scripts import the in-place build of torchc from the checkout
 demo: build

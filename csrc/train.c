@@ -322,8 +322,22 @@ static PyObject *run_backward(PyObject *cap, PyObject *args) {
     if (res == NULL)
         goto done;
     for (int i = 0; i < nout; i++) {
-        PyTuple_SET_ITEM(res, i, outs[i]);
-        outs[i] = NULL;
+        /* eager leaves .grad None where no gradient reaches the input: here, where the
+         * gradients of all the outputs it reaches came as None (outputs of the graph that
+         * the loss does not use; ctx.set_materialize_grads(False) in torchc/_autograd.py) */
+        int reached = ag->out_dep == NULL;
+        int any = 0;
+        for (int j = 0; !reached && j < ag->nuser_out; j++) {
+            if (!ag->out_dep[(size_t)i * ag->nuser_out + j])
+                continue;
+            any = 1;
+            reached = j < PySequence_Fast_GET_SIZE(grads) && PySequence_Fast_GET_ITEM(grads, j) != Py_None;
+        }
+        if (!any) /* reads no output's gradient (a constant zero): whenever the node runs */
+            reached = 1;
+        PyTuple_SET_ITEM(res, i, reached ? outs[i] : Py_NewRef(Py_None));
+        if (reached)
+            outs[i] = NULL;
     }
 done:
     if (keep)

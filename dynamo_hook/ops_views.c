@@ -297,13 +297,13 @@ int sym_h_flatten(trace *t, const opdef *d, var **p, var *out) {
         return -1;
     if (!sym_is_none(p[2]) && sym_get_int(t, p[2], &b, "end_dim") < 0)
         return -1;
-    if (m->ndim == 0)
-        return view_out(t, p[0], sym_reshape(t, p[0]->val, 1, (int64_t[]){1}), out);
-    int s, e;
+    int s, e; /* a 0-d tensor's dims wrap as a 1-d one's (eager: x.flatten(2) raises IndexError) */
     if (sym_norm_dim(t, a, m->ndim, &s) < 0 || sym_norm_dim(t, b, m->ndim, &e) < 0)
         return -1;
     if (s > e)
         return sym_fail(t, "flatten start_dim > end_dim");
+    if (m->ndim == 0)
+        return view_out(t, p[0], sym_reshape(t, p[0]->val, 1, (int64_t[]){1}), out);
     int64_t sz[IC_MAX_DIMS];
     int n = 0;
     for (int i = 0; i < s; i++)

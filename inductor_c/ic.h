@@ -368,6 +368,10 @@ typedef struct ic_autograd {
     int nsaved, nrecomputed;
     unsigned char *check_in;  /* per forward input: eager's autograd keeps it (its version is */
     unsigned char *check_out; /* checked at backward); per program output: likewise */
+    unsigned char *out_dep;   /* nbwd_out x nuser_out: backward output k reads the gradient of
+                               * program output j (NULL: not known). A gradient none of whose
+                               * outputs' gradients came is None, as eager's .grad stays None
+                               * where no gradient reaches it (csrc/train.c) */
 } ic_autograd;
 int ic_autograd_build(ic_graph *fwd, const unsigned char *req, ic_autograd *out, ic_err *err);
 void ic_autograd_clear(ic_autograd *a);

@@ -5,6 +5,7 @@ import math
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 import torchc
 
@@ -604,3 +605,98 @@ def test_f64_to_half_rounds_through_f32_as_eager(to):
             assert g.dtype == w.dtype
             assert torch.equal(g.isnan(), w.isnan())  # NaN payloads are not compared
             assert torch.equal(g.nan_to_num(0.0).view(torch.int16), w.nan_to_num(0.0).view(torch.int16)), (g, w)
+
+
+@pytest.mark.parametrize("dt", [torch.float32, torch.float64, torch.bfloat16])
+def test_gelu_tanh_is_eagers_formula(dt):
+    """fuzz seed 7457909 program 175: gelu(approximate='tanh') was lowered as x*sigmoid(2u);
+    eager computes 0.5*x*(1 + tanh(u)), which is exactly -0.0 for large negative x (tanh is
+    -1) where x*sigmoid(2u) gave -3.1e-21; values in between agree to rounding"""
+    def f(x):
+        return F.gelu(x, approximate="tanh"), F.gelu(x * 2, approximate="tanh").sum(-1)
+    x = torch.cat([torch.linspace(-60, 8, 257, dtype=torch.float64),
+                   torch.tensor([0.0, -0.0, math.inf, -math.inf, math.nan])]).to(dt).reshape(-1, 1)
+    x = x.expand(-1, 3)
+    want = f(x)
+    cf = torchc.compile(f)
+    for _ in range(2):
+        got = cf(x)
+        for g, w in zip(got, want):
+            assert g.dtype == w.dtype and g.shape == w.shape
+            torch.testing.assert_close(g, w, equal_nan=True, rtol=1e-5 if dt != torch.bfloat16 else 1e-2, atol=0)
+            # the sign bit as eager: -0.0 where eager's is -0.0 (x <= -9 here)
+            num = ~w.isnan()
+            assert torch.equal(torch.signbit(g[num]), torch.signbit(w[num]))
+    big = got[0][:100]
+    assert (big == 0).all() and torch.signbit(big).all()
+    ex = torchc.explain(f)(x)
+    assert ex.graph_count == 1 and ex.graph_break_count == 0
+
+
+def test_flatten_of_a_0d_tensor_checks_its_dims():
+    """hostile fuzz seed 7457909 program 332: x.flatten(2) of a 0-d x returned a 1-d view;
+    eager raises IndexError (a 0-d tensor's dims wrap as a 1-d one's: -1 and 0 only)"""
+    def f(x):
+        try:
+            x.flatten(2)
+            e = "ok"
+        except IndexError as err:
+            e = type(err).__name__
+        return x.flatten(0, -1) * 2, x.flatten(-1) + 1, e
+    for x in (torch.tensor(1.5), torch.tensor(2.0, dtype=torch.float64)):
+        want = f(x)
+        got = torchc.compile(f)(x)
+        assert got[2] == want[2] == "IndexError"
+        for g, w in zip(got[:2], want[:2]):
+            assert g.shape == w.shape == (1,) and torch.equal(g, w)
+
+    def g(x):
+        return x.flatten(1)
+    with pytest.raises(IndexError):
+        g(torch.tensor(1.0))
+    with pytest.raises(IndexError):
+        torchc.compile(g)(torch.tensor(1.0))
+
+
+def test_grad_of_an_input_reached_only_through_unused_outputs_is_none():
+    """grad fuzz seed 31: x2 / 3 was alive at a graph break (instance_norm) but unused after;
+    the compiled graph before the break returned it, the loss did not use it, and the
+    compiled backward gave x2.grad = zeros where eager leaves None (no gradient reaches x2).
+    An input's gradient is None when the gradients of all the outputs it reaches came None."""
+    def f(x, y, z):
+        return x * 2, y.sin() + z, (x * z).sum(-1)
+
+    def mk():
+        return [torch.randn(3, 4, requires_grad=True) for _ in range(3)]
+    for use in ([1], [0], [2], [1, 2], [0, 1, 2]):
+        ie, ic = mk(), mk()
+        for a, b in zip(ie, ic):
+            with torch.no_grad():
+                b.copy_(a)
+        ex = torchc.explain(f)(*ic)
+        assert ex.graph_count == 1 and ex.backward_graph_count == 1
+        oe, oc = f(*ie), ex.result
+        torch.autograd.backward([oe[i].sum() for i in use])
+        torch.autograd.backward([oc[i].sum() for i in use])
+        for a, b in zip(ic, ie):
+            assert (a.grad is None) == (b.grad is None), (use, a.grad, b.grad)
+            if b.grad is not None:
+                torch.testing.assert_close(a.grad, b.grad)
+        # autograd.grad with allow_unused: None where eager's is None
+        ge = torch.autograd.grad(f(*ie)[use[0]].sum(), ie, allow_unused=True)
+        gc = torch.autograd.grad(torchc.compile(f)(*ic)[use[0]].sum(), ic, allow_unused=True)
+        assert [g is None for g in gc] == [g is None for g in ge], use
+
+    def h(x1, x2):  # the fuzz find: x2's values are alive at the break, unused after
+        v3 = x2 / 3
+        v6 = torch.abs(x1)
+        print("break")
+        return v6.sum() * 2
+    xe = [torch.randn(2, 3, requires_grad=True) for _ in range(2)]
+    xc = [t.detach().clone().requires_grad_() for t in xe]
+    h(*xe).backward()
+    import contextlib, io
+    with contextlib.redirect_stdout(io.StringIO()):
+        torchc.compile(h)(*xc).backward()
+    assert xc[1].grad is None and xe[1].grad is None
+    torch.testing.assert_close(xc[0].grad, xe[0].grad)

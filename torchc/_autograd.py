@@ -26,6 +26,9 @@ class CompiledNode(torch.autograd.Function):
     @staticmethod
     def forward(ctx, runner, saved, outs, diff, *inputs):
         ctx.runner = runner
+        # the gradients of outputs the loss does not use come as None (the runner reads them
+        # as zeros): an input reached only through such outputs gets None, as in eager
+        ctx.set_materialize_grads(False)
         ctx.save_for_backward(*saved)
         nondiff = [o for o, d in zip(outs, diff) if not d]
         if nondiff:
@@ -37,11 +40,16 @@ class CompiledNode(torch.autograd.Function):
         create_graph = torch.is_grad_enabled()
         with torch.no_grad():
             res = tuple(ctx.runner(ctx.saved_tensors, grads, create_graph))
-        if create_graph and res:
+        defined = [i for i, r in enumerate(res) if r is not None]
+        if create_graph and defined:
             # the gradients are not differentiable: any use of them in a graph raises
-            err = torch._C._functions.DelayedError(DOUBLE_BACKWARD.encode(), len(res))
-            res = err(*[r.detach().requires_grad_(True) for r in res])
-            res = res if isinstance(res, tuple) else (res,)
+            err = torch._C._functions.DelayedError(DOUBLE_BACKWARD.encode(), len(defined))
+            wrapped = err(*[res[i].detach().requires_grad_(True) for i in defined])
+            wrapped = wrapped if isinstance(wrapped, tuple) else (wrapped,)
+            res = list(res)
+            for i, w in zip(defined, wrapped):
+                res[i] = w
+            res = tuple(res)
         return (None, None, None, None) + tuple(res)
 
 

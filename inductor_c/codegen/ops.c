@@ -43,6 +43,7 @@
  *   IC_FP2I_WRAP64: through int64 and wrapped (fptosi's result for in-range values; CPU
  *     targets other than x86-64).
  */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -261,11 +262,14 @@ static LLVMValueRef math1(cg *g, ic_op op, ic_dtype t, LLVMValueRef a) {
         return LLVMBuildFMul(B, h, cg_libm1(g, "erfc", s), "");
     }
     case IC_OP_GELU_TANH: {
-        /* x/2 (1 + tanh(u)) = x * sigmoid(2u) */
+        /* eager's formula and order (ATen's CPU and CUDA kernels): 0.5 x (1 + tanh(u)),
+         * u = kBeta (x + 0.044715 x^3). Not x sigmoid(2u): for large negative x, tanh(u) is
+         * -1 and eager's result is exactly -0.0 where x sigmoid(2u) is a tiny negative. */
         LLVMValueRef x3 = LLVMBuildFMul(B, LLVMBuildFMul(B, a, a, ""), a, "");
-        LLVMValueRef in = LLVMBuildFAdd(B, a, LLVMBuildFMul(B, x3, fconst(g, a, 0.044715), ""), "");
-        in = LLVMBuildFMul(B, in, fconst(g, a, 2 * 0.79788456080286535588), "");
-        return LLVMBuildFMul(B, a, math1(g, IC_OP_SIGMOID, t, in), "");
+        LLVMValueRef in = LLVMBuildFAdd(B, a, LLVMBuildFMul(B, fconst(g, a, 0.044715), x3, ""), "");
+        in = LLVMBuildFMul(B, fconst(g, a, M_SQRT2 * M_2_SQRTPI * 0.5), in, "");
+        LLVMValueRef h = LLVMBuildFMul(B, fconst(g, a, 0.5), a, "");
+        return LLVMBuildFMul(B, h, LLVMBuildFAdd(B, fconst(g, a, 1.0), math1(g, IC_OP_TANH, t, in), ""), "");
     }
     case IC_OP_SIN: return own ? vm_sincos(g, a, false) : cg_intrin1(g, "llvm.sin", a);
     case IC_OP_COS: return own ? vm_sincos(g, a, true) : cg_intrin1(g, "llvm.cos", a);

@@ -1143,6 +1143,7 @@ IC_API void ic_autograd_clear(ic_autograd *o) {
     free(o->bwd_out_input);
     free(o->check_in);
     free(o->check_out);
+    free(o->out_dep);
     memset(o, 0, sizeof *o);
 }
 
@@ -1152,6 +1153,41 @@ static int set_err(ic_err *err, ic_errcode code, const char *msg) {
         snprintf(err->msg, sizeof err->msg, "%s", msg);
     }
     return -1;
+}
+
+/* o->out_dep: which program outputs' gradients each backward output reads, through the
+ * backward graph's operands (bit sets over the program outputs). Left NULL when the graph's
+ * outputs are not the gradients one to one (the runner then never returns None). */
+static int build_out_dep(ic_autograd *o) {
+    const ic_graph *b = o->bwd;
+    if (b == NULL || b->noutputs != o->nbwd_out || b->ninputs != o->nbwd_in || o->nuser_out <= 0) return 0;
+    size_t nw = ((size_t)o->nuser_out + 63) / 64;
+    uint64_t *bits = calloc((size_t)b->n * nw + 1, sizeof *bits);
+    o->out_dep = calloc((size_t)o->nbwd_out * (size_t)o->nuser_out + 1, 1);
+    if (bits == NULL || o->out_dep == NULL) {
+        free(bits);
+        free(o->out_dep);
+        o->out_dep = NULL;
+        return -1;
+    }
+    for (int k = 0; k < o->nbwd_in; k++)
+        if (o->bwd_in_kind[k] == IC_AG_GRAD_OUT) {
+            int j = o->bwd_in_index[k];
+            bits[(size_t)b->inputs[k] * nw + (size_t)j / 64] |= 1ull << (j % 64);
+        }
+    for (ic_val v = 0; v < b->n; v++)
+        for (int k = 0; k < IC_NIN; k++) {
+            ic_val u = b->nodes[v].in[k];
+            if (u < 0 || u >= v) continue;
+            for (size_t w = 0; w < nw; w++) bits[(size_t)v * nw + w] |= bits[(size_t)u * nw + w];
+        }
+    for (int k = 0; k < o->nbwd_out; k++) {
+        const uint64_t *r = &bits[(size_t)b->outputs[k] * nw];
+        for (int j = 0; j < o->nuser_out; j++)
+            o->out_dep[(size_t)k * o->nuser_out + j] = (r[j / 64] >> (j % 64)) & 1;
+    }
+    free(bits);
+    return 0;
 }
 
 /* one derivation of the backward graph into a fresh a->b (a->out's maps rebuilt): in the
@@ -1283,6 +1319,10 @@ IC_API int ic_autograd_build(ic_graph *f, const unsigned char *req, ic_autograd 
             o->check_in[i] = !(req[i] & IC_AG_OVERWRITTEN) && saved_by(f, a.need, f->inputs[i], true, f->n);
         for (int j = 0; j < o->nuser_out; j++)
             o->check_out[j] = f->nodes[f->outputs[j]].op != IC_OP_INPUT && saved_by(f, a.need, f->outputs[j], true, f->n);
+        if (build_out_dep(o) < 0) {
+            ag_fail(&a, "out of memory");
+            goto done;
+        }
     }
     /* compiled lazily (on the first backward call): what can be checked now is checked now */
     char vmsg[160];
