@@ -9,7 +9,8 @@ h' = modReLU(h Bᵀ + x_t W_inᵀ + e_t): the step is compiled once (forward and
 and run as a loop in C, forward and backward (BPTT), so compile time does not depend on the
 sequence length. The input projection is in the step (with one input feature an outer
 product, which torchc lowers to a multiply fused into the step's kernel); the gradients of b
-and W_in are summed over the steps by the scan. B's is not: the body reads Bᵀ detached, e_t
+and W_in are summed over the steps by the scan; modReLU's backward reads the step's output h
+(_ModReLUFn), so no pre-activation is saved per step. B's is not: the body reads Bᵀ detached, e_t
 is a zero row whose gradient the scan stacks (dz), and _StepGradTap computes
 Σ_t h_{t-1}ᵀ dz_t as one GEMM after the loop; B's parametrization then backpropagates
 through the matrix exponential once.
