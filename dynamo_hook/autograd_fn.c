@@ -106,6 +106,22 @@ static int holds_ctx(const var *v, const var *ctx) {
     return 0;
 }
 
+/* ctx reaches nobody (not in res, not stored by a write logged since natt0, no undo logged
+ * since nundo0): its logged attribute writes since natt0 need no replay (ctx is not kept by
+ * anything the frame returns or updates); they are dropped. */
+void sym_ctx_forget_writes(trace *t, const var *ctx, const var *res, int natt0, int nundo0) {
+    int escapes = t->nundo != nundo0 || holds_ctx(res, ctx);
+    for (int i = natt0; i < t->nattrw && !escapes; i++)
+        escapes = t->attrw[i].obj != ctx->obj && holds_ctx(t->attrw[i].val, ctx);
+    if (escapes)
+        return;
+    int w = natt0;
+    for (int i = natt0; i < t->nattrw; i++)
+        if (t->attrw[i].obj != ctx->obj)
+            t->attrw[w++] = t->attrw[i];
+    t->nattrw = w;
+}
+
 /* the items of a tuple var (a plain tuple, not a list) or of a single value */
 static int items_of(const var *v, const var **items, int *n) {
     if (v->kind == V_SEQ && !v->is_list && v->obj == NULL) {
@@ -345,8 +361,19 @@ int dh_autograd_function(trace *t, PyObject *cls, PyObject *apply, var *args, in
         st.n = saved->n;
         if (st.items == NULL)
             goto fail_state;
-        for (int i = 0; i < saved->n; i++)
+        for (int i = 0; i < saved->n; i++) {
             st.items[i] = saved->items[i];
+            /* a saved output is the output itself, as in eager (its fresh value, the same
+             * data): the backward then reads what the forward returns anyway, and the
+             * partitioner does not save (or recompute) the value beneath it as well (a
+             * scanned step saving its h: one [T, ...] stack less) */
+            for (int k = 0; k < nouts && st.items[i].kind == V_TENSOR; k++)
+                if (outs[k].kind == V_TENSOR && nouts_v[k].val != outs[k].val && outs[k].oid > 0 &&
+                    st.items[i].oid == outs[k].oid && st.items[i].val == outs[k].val) {
+                    st.items[i] = nouts_v[k];
+                    break;
+                }
+        }
     }
     if (ctx_set(t, &ctx, s_saved, &st) < 0)
         goto fail_state;
@@ -440,17 +467,7 @@ int dh_autograd_function(trace *t, PyObject *cls, PyObject *apply, var *args, in
     t->nattrw = nattr1;
     forget(t, base, nobj0, alias0);
     sym_fx_drop(&mk);
-    /* ctx reaches nobody: its logged attributes need no replay (no tensor kept as an output) */
-    int escapes = t->nundo != nundo0 || holds_ctx(&res, &ctx);
-    for (int i = natt0; i < t->nattrw && !escapes; i++)
-        escapes = t->attrw[i].obj != ctx.obj && holds_ctx(t->attrw[i].val, &ctx);
-    if (!escapes) {
-        int w = natt0;
-        for (int i = natt0; i < t->nattrw; i++)
-            if (t->attrw[i].obj != ctx.obj)
-                t->attrw[w++] = t->attrw[i];
-        t->nattrw = w;
-    }
+    sym_ctx_forget_writes(t, &ctx, &res, natt0, nundo0);
     if (!is_tuple) {
         *out = nouts_v[0];
         return 0;

@@ -531,7 +531,13 @@ static int autograd_function_nograd(trace *t, PyObject *cls, PyObject *apply, va
     int fs = sym_source(t, DH_S_CONST, -1, 0, fwd); /* its globals are read through it */
     if (fs < 0)
         return -1;
-    return sym_inline(t, fwd, fs, NULL, a, nargs + with_ctx, kwnames, out);
+    int natt0 = t->nattrw, nundo0 = t->nundo;
+    int r = sym_inline(t, fwd, fs, NULL, a, nargs + with_ctx, kwnames, out);
+    /* ctx.save_for_backward(...) and the like: writes to the fresh ctx, replayed by nobody
+     * when ctx does not escape (a scanned body using such a Function stays a C loop) */
+    if (r == 0 && with_ctx)
+        sym_ctx_forget_writes(t, &a[0], out, natt0, nundo0);
+    return r;
 }
 
 /* an immutable constant: None, bool, int, float, str, a tuple of them */

@@ -357,6 +357,8 @@ int sym_is_lru_wrapper(PyObject *fn); /* ops_table.c: a functools.lru_cache wrap
 /* autograd_fn.c: Function.apply under grad mode, forward and backward captured (1: not one) */
 int dh_autograd_function(trace *t, PyObject *cls, PyObject *apply, var *args, int nargs, PyObject *kwnames,
                          var *out);
+/* autograd_fn.c: drops the logged writes to a Function's ctx that reaches nobody (see there) */
+void sym_ctx_forget_writes(trace *t, const var *ctx, const var *res, int natt0, int nundo0);
 int sym_is_nn_module_type(PyObject *cls); /* variables.c: cls subclasses nn.Module */
 /* obj_proto.c: Python dunders of user objects inlined; 1: the class has none (not handled) */
 int sym_obj_dunder(trace *t, const var *o, const char *name, var *args, int nargs, var *out);

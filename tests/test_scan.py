@@ -594,3 +594,56 @@ def test_fallback_outputs_need_a_gradient_as_in_eager():
     c, ys = torchc.scan(step, torch.zeros(2, 3), torch.randn(4, 2, 3))
     assert _scan.last_fallback is not None
     assert not c.requires_grad and not ys.requires_grad and c.grad_fn is None
+
+
+class _SaveOut(torch.autograd.Function):
+    """softsign y = x / (1 + |x|), differentiated from its output y alone:
+    dy/dx = 1 / (1 + |x|)^2 = (1 - |y|)^2"""
+
+    @staticmethod
+    def forward(ctx, x):
+        y = x / (1 + x.abs())
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        return g * (1 - y.abs()) ** 2
+
+
+@pytest.mark.parametrize("grad", [False, True])
+def test_function_saving_its_output_keeps_no_second_stack(grad, monkeypatch):
+    """A body's torch.autograd.Function that saves its own output: the C loop runs with and
+    without grad (the no-grad forward's writes to its ctx need no replay), values and
+    gradients are eager's, and the backward reads the stacked outputs the forward writes
+    anyway: no [T, ...] stack of the value beneath the output is saved beside them (the
+    saved output is the output itself, as in eager, so the partitioner reads it for free)."""
+    torch.manual_seed(0)
+    W = torch.randn(6, 6).requires_grad_(grad)
+    T = 11
+
+    def step(h, x):
+        h = _SaveOut.apply(h @ W + x)
+        return h, h
+
+    xs = torch.randn(T, 3, 6, requires_grad=grad)
+    shapes = []
+    real_empty = _scan._empty
+
+    def spy(shape, dtype, strides=None):
+        shapes.append(tuple(shape))
+        return real_empty(shape, dtype, strides)
+    monkeypatch.setattr(_scan, "_empty", spy)
+    with torch.set_grad_enabled(grad):
+        r0 = runs()
+        c, ys = torchc.scan(step, torch.zeros(3, 6), xs)
+        assert _scan.last_fallback is None and runs() - r0 == T - 1
+        ce, yse = eager_scan(step, torch.zeros(3, 6), xs)
+    assert rel(ys, yse) < 2e-6 and rel(c, ce) < 2e-6
+    # the carry's [T + 1] buffer (the results share it) and nothing else of T rows
+    assert [s for s in shapes if s[0] in (T, T + 1)] == [(T + 1, 3, 6)], shapes
+    if grad:
+        got = torch.autograd.grad(c.sum() + ys.sum(), (W, xs))
+        want = torch.autograd.grad(ce.sum() + yse.sum(), (W, xs))
+        check_grads(got, want, 2e-5)

@@ -366,3 +366,25 @@ def test_function_wrong_gradient_shape_raises_as_eager():
     _breaks_with(f, (x,), "another shape")
     with pytest.raises(RuntimeError):
         torchc.compile(f)(x).backward()
+
+
+@pytest.mark.parametrize("which", ["output", "input"])
+def test_function_saved_tensor_updated_in_place_raises_as_eager(which):
+    """A tensor the Function saved (its output, or its input) updated in place before the
+    backward: eager's backward raises (version check); torchc ends the graph before the update
+    (the reason names it), so the update and the backward run eagerly and raise alike."""
+
+    def f(x):
+        u = x * 2
+        y = ExpSavedOut.apply(u) if which == "output" else GeluTanh.apply(u)
+        (y if which == "output" else u).add_(1)
+        return y.sum()
+
+    x = torch.randn(5, requires_grad=True)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        f(x).backward()
+    ex = _breaks_with(f, (x,), "saved for backward")
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        ex.result.backward()
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        torchc.compile(f)(x).backward()

@@ -1078,6 +1078,17 @@ static int saved_by(const ic_graph *g, const unsigned char *need, ic_val v, bool
         return 0;
     }
     if (need[v] && g->nodes[v].op != IC_OP_INPUT && op_saves_result(g->nodes[v].op) && !node_nograd(g, v)) return 1;
+    /* a torch.autograd.Function's backward (its template) reads v: what its forward saved
+     * (ctx.save_for_backward), kept by eager's node when one of its outputs needs a gradient */
+    for (int i = 0; i < g->ncustom; i++) {
+        const ic_custom *c = &g->custom[i];
+        if (v >= c->base) continue; /* (template operands >= base are the template's own values) */
+        bool live = false;
+        for (int k = 0; k < c->nout && !live; k++) live = c->out[k] >= 0 && c->out[k] < upto && need[c->out[k]];
+        for (int j = 0; live && j < c->n; j++)
+            for (int k = 0; k < IC_NIN; k++)
+                if (c->nodes[j].op != IC_OP_INPUT && c->nodes[j].in[k] == v) return 1;
+    }
     for (ic_val u = v + 1; u < upto; u++) {
         if (!need[u] || node_nograd(g, u)) continue;
         for (int k = 0; k < IC_NIN; k++)

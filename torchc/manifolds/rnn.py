@@ -9,7 +9,8 @@ h' = modReLU(h Bᵀ + x_t W_inᵀ + e_t): the step is compiled once (forward and
 and run as a loop in C, forward and backward (BPTT), so compile time does not depend on the
 sequence length. The input projection is in the step (with one input feature an outer
 product, which torchc lowers to a multiply fused into the step's kernel); the gradients of b
-and W_in are summed over the steps by the scan. B's is not: the body reads Bᵀ detached, e_t
+and W_in are summed over the steps by the scan; modReLU's backward reads the step's output h
+(_ModReLUFn), so no pre-activation is saved per step. B's is not: the body reads Bᵀ detached, e_t
 is a zero row whose gradient the scan stacks (dz), and _StepGradTap computes
 Σ_t h_{t-1}ᵀ dz_t as one GEMM after the loop; B's parametrization then backpropagates
 through the matrix exponential once.
@@ -35,6 +36,32 @@ class ModReLU(nn.Module):
 
     def forward(self, z):
         return torch.sign(z) * torch.relu(z.abs() + self.b)
+
+
+class _ModReLUFn(torch.autograd.Function):
+    """modReLU(z) = sign(z) relu(|z| + b), differentiated from its output h alone.
+
+    Where h != 0, sign(h) = sign(z) and |z| + b > 0, so eager's chain (mul, relu, abs) gives
+    dz = (dh sign(h)) sign(h) and db = Σ dh sign(h) over the leading dims; where h = 0 both
+    are 0 (|z| + b <= 0, or z = 0 and abs' = sign(0) = 0), and a NaN h propagates as in
+    eager. The values are eager's to the bit (sign is ±1 or 0). Saving h, the step's output,
+    instead of z: in a scanned step the backward reads the stacked outputs the forward writes
+    anyway (torchc saves an autograd.Function's saved output as the output itself), not a
+    second [T, N, n] stack of pre-activations."""
+
+    @staticmethod
+    def forward(ctx, z, b):
+        h = torch.sign(z) * torch.relu(z.abs() + b)
+        ctx.save_for_backward(h)
+        return h
+
+    @staticmethod
+    def backward(ctx, dh):
+        (h,) = ctx.saved_tensors
+        s = torch.sign(h)
+        g = dh * s
+        db = g.reshape(-1, g.shape[-1]).sum(0) if ctx.needs_input_grad[1] else None
+        return g * s, db
 
 
 class ExpRNNCell(nn.Module):
@@ -131,10 +158,10 @@ def _recurrence(x, W_in, Bt, b, h0):
         box = None
         tap = Bt.new_zeros(N, n).expand(T, N, n)
 
-    def step(h, xs):  # one graph, compiled once: h' = modReLU(h Bᵀ + x W_inᵀ)
+    def step(h, xs):  # one graph, compiled once: h' = modReLU(h Bᵀ + x W_inᵀ) (backward from h')
         x, e = xs
         z = torch.mm(h, Btd) + torch.mm(x, Wt) + e
-        h = torch.sign(z) * torch.relu(z.abs() + b)
+        h = _ModReLUFn.apply(z, b)
         return h, h
     h, H = torchc.scan(step, h0, (x, tap))
     if box is not None:
