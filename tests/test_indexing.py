@@ -127,3 +127,55 @@ def test_computed_index_tensors_are_not_trusted():
     assert_same(torchc.compile(f)(x, idx), f(x, idx))
     with pytest.raises(IndexError):
         torchc.compile(f)(x, torch.tensor([3]))
+
+
+# An embedding on an untaken side of cat reads, at the columns of the other side, offsets
+# beyond its row (past the end of its table) or before it (before the table's start); the CPU
+# kernel computes both sides and keeps one, so those reads must stay inside the table (a
+# fault where the neighbouring page is unmapped: a transformers encoder that concatenates
+# three embeddings segfaulted). The tables here sit between PROT_NONE pages: any read outside
+# them faults, so the child process dies if one is left unclamped.
+_GUARDED_CAT = r"""
+import ctypes, mmap, sys, torch, torch.nn.functional as F
+sys.path.insert(0, sys.argv[1])
+import torchc
+
+PAGE = mmap.PAGESIZE
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+keep = []
+
+def guarded(rows, cols):
+    # the table ends exactly at a PROT_NONE page and starts right after one
+    nbytes = rows * cols * 4
+    data_pages = (nbytes + PAGE - 1) // PAGE
+    m = mmap.mmap(-1, (data_pages + 2) * PAGE)
+    base = ctypes.addressof(ctypes.c_char.from_buffer(m))
+    keep.append(m)
+    start = PAGE + data_pages * PAGE - nbytes  # flush against the guard page after it
+    t = torch.frombuffer(m, dtype=torch.float32, count=rows * cols, offset=start).view(rows, cols)
+    t.copy_(torch.randn(rows, cols))
+    assert libc.mprotect(base, PAGE, 0) == 0
+    assert libc.mprotect(base + (data_pages + 1) * PAGE, PAGE, 0) == 0
+    return t
+
+def f(ids, a, b, c):
+    z = torch.zeros_like(ids)
+    return torch.cat([F.embedding(ids, a), F.embedding(z, b), F.embedding(ids % 3, c)], dim=-1) * 2
+
+a, b, c = guarded(37, 1030), guarded(5, 7), guarded(3, 2050)
+ids = torch.tensor([[0, 36, 5, 36], [1, 2, 36, 0]])
+ex = torchc.explain(f)(ids, a, b, c)
+assert ex.graph_count == 1 and ex.graph_break_count == 0, ex.break_reasons
+torch.testing.assert_close(ex.result, f(ids, a, b, c), rtol=0, atol=0)
+print("OK", ex.graph_count)
+"""
+
+
+def test_cat_of_embeddings_reads_inside_the_tables():
+    import os
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    r = subprocess.run([sys.executable, "-c", _GUARDED_CAT, root], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and "OK 1" in r.stdout, (r.returncode, r.stdout[-2000:], r.stderr[-3000:])

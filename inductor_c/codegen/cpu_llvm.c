@@ -291,6 +291,20 @@ static LLVMValueRef load_gather(cg *g, const ic_x *e) {
     }
     LLVMValueRef idx = clamp_off(g, emit(g, e->a), e->aux);
     LLVMValueRef off = LLVMBuildAdd(B, ixval(g, e->ix, vec), LLVMBuildMul(B, idx, cg_consti(g, LLVMTypeOf(idx), (long long)e->cval), ""), "");
+    {
+        /* the other dims' offset may leave the buffer as load()'s may (an index_select on
+         * an untaken side of cat reads columns beyond its row or before it: past the end or
+         * before the start of the table, a fault where the next page is unmapped): the
+         * whole offset is clamped into the buffer when its range is not inside it */
+        ic_ctx *c = g->c;
+        int64_t lo, hi, span = c->bufs[e->buf].span;
+        c->range_hint = ic_tainted(c, span);
+        ix_range(c, e->ix, &lo, &hi);
+        c->range_hint = false;
+        bool sym = ic_tainted(c, span) || ic_tainted(c, e->aux);
+        if (sym || e->cval < 0 || lo < 0 || hi + (e->aux - 1) * (int64_t)e->cval >= span)
+            off = clamp_off(g, off, span);
+    }
     if (ic_tainted(g->c, e->aux)) {
         /* a symbolic size that is 0 at run time: the offset and the base fall back to a
          * zeroed slot of the module's (the source may have no storage) */
