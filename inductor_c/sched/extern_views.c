@@ -8,7 +8,10 @@
  * input, with the view's strides (the base's strides permuted): no kernel, no copy.
  *
  * Only GEMM externs (their handlers take any strides), only permutations (chains of them),
- * only graph inputs as the base (their memory lives for the whole run; an intermediate base
+ * only graph inputs as the base, or a reshape of a row-major graph input (a view of it with
+ * row-major strides; also without a permutation: a linear's saved input x.reshape(-1, D) in
+ * its weight's gradient, and the LM head's grad_logits.reshape(-1, V).t(), a copy of B*L*V
+ * elements before), as their memory lives for the whole run (an intermediate base
  * would need its workspace slot kept until the extern, see buffers.c), never a graph output
  * (outputs are written to their own buffers), static shapes only.
  *
@@ -28,13 +31,24 @@ static bool gemm_operand(int kind, int i) {
     }
 }
 
+/* row-major: strides as ic_contiguous_strides gives them (dims of size 1 aside) */
+static bool dense(const ic_meta *m) {
+    int64_t e = 1;
+    for (int i = m->ndim - 1; i >= 0; i--) {
+        if (m->sizes[i] == 1) continue;
+        if (m->strides[i] != e) return false;
+        e *= m->sizes[i];
+    }
+    return true;
+}
+
 bool ic_extern_operand_alias(const ic_ctx *c, ic_val ext, int i, int *input_index, ic_meta *view) {
     const ic_graph *g = c->g;
     if (c->dyn || ext < 0 || ext >= g->n) return false;
     const ic_node *e = &g->nodes[ext];
     if (e->op != IC_OP_EXTERN || i < 0 || i >= IC_NIN || e->in[i] < 0 || !gemm_operand(e->ext_kind, i)) return false;
     ic_val u = e->in[i];
-    if (g->nodes[u].op != IC_OP_PERMUTE) return false;
+    if (g->nodes[u].op != IC_OP_PERMUTE && g->nodes[u].op != IC_OP_RESHAPE) return false;
     for (int k = 0; k < g->noutputs; k++)
         if (g->outputs[k] == u) return false;
     /* the chain of permutations down to its base; the view's dim d is the base's dim p[d] */
@@ -53,16 +67,25 @@ bool ic_extern_operand_alias(const ic_ctx *c, ic_val ext, int i, int *input_inde
         if (b < 0) return false;
     }
     const ic_node *bn = &g->nodes[b];
-    if (bn->op != IC_OP_INPUT || bn->meta.ndim != nd || bn->meta.dyn || bn->meta.dtype != g->nodes[u].meta.dtype)
+    ic_meta bm = bn->meta; /* the base's sizes and strides */
+    if (bn->op == IC_OP_RESHAPE && bn->in[0] >= 0 && g->nodes[bn->in[0]].op == IC_OP_INPUT &&
+        !g->nodes[bn->in[0]].meta.dyn && dense(&g->nodes[bn->in[0]].meta)) {
+        /* a reshape of a row-major input is a view of it with row-major strides (the
+         * backward's grad_logits.reshape(-1, V).t() of an LM head) */
+        b = bn->in[0];
+        ic_contiguous_strides(&bm);
+        bn = &g->nodes[b];
+    }
+    if (bn->op != IC_OP_INPUT || bm.ndim != nd || bm.dyn || bm.dtype != g->nodes[u].meta.dtype)
         return false;
     int idx = -1;
     for (int k = 0; k < g->ninputs; k++)
         if (g->inputs[k] == b) idx = k;
     if (idx < 0) return false;
-    ic_meta m = bn->meta;
+    ic_meta m = bm;
     for (int d = 0; d < nd; d++) {
-        m.sizes[d] = bn->meta.sizes[p[d]];
-        m.strides[d] = bn->meta.strides[p[d]];
+        m.sizes[d] = bm.sizes[p[d]];
+        m.strides[d] = bm.strides[p[d]];
         if (m.sizes[d] != g->nodes[u].meta.sizes[d]) return false;
     }
     if (input_index) *input_index = idx;
