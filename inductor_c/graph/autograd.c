@@ -135,6 +135,31 @@ static int fwd_output_of(ag *a, ic_val v) {
     return ic_output(a->f, v);
 }
 
+/* A 4-D channels-last input of the backward (a saved activation, a gradient: grad_layout)
+ * as the permutation of its NHWC view, the form a channels-last conv's result has (graph.c
+ * cl_rewrite): the backward's elementwise ops then run over NHWC values, and what it stores
+ * between kernels (BatchNorm's where(relu mask, 0, dy), read by four sums) is NHWC too, not
+ * NCHW beside NHWC operands, which kept the sums over N, H, W from reading along C. */
+static ic_val cl_input(ag *a, ic_val r) {
+    static const int to_nhwc[4] = {0, 2, 3, 1}, to_nchw[4] = {0, 3, 1, 2};
+    const ic_meta *m = BM(a, r);
+    if (r < 0 || m->ndim != 4 || m->dyn || m->sizes[1] <= 1 || !ic_config_int(IC_CFG_cl_propagate)) return r;
+    int64_t cl[4] = {[1] = 1};
+    cl[3] = m->sizes[1];
+    cl[2] = cl[3] * (m->sizes[3] > 1 ? m->sizes[3] : 1);
+    cl[0] = cl[2] * (m->sizes[2] > 1 ? m->sizes[2] : 1);
+    bool same = true, contig = true;
+    int64_t e = 1;
+    for (int i = 3; i >= 0; i--) {
+        if (m->sizes[i] == 1) continue;
+        same &= m->strides[i] == cl[i];
+        contig &= m->strides[i] == e;
+        e *= m->sizes[i];
+    }
+    if (!same || contig) return r;
+    return ic_permute(a->b, ic_permute(a->b, r, to_nhwc), to_nchw);
+}
+
 static ic_val ag_fwd(ag *a, ic_val v) {
     if (v < 0 || a->failed) return IC_NONE;
     if (a->fmap[v] >= 0) return a->fmap[v];
@@ -154,13 +179,13 @@ static ic_val ag_fwd(ag *a, ic_val v) {
         if (j < 0) return ag_fail(a, "backward: %s", ic_graph_error(a->f)), IC_NONE;
         ic_meta m = n->meta;
         ic_layout_output(n, m.strides);
-        r = ic_input(a->b, &m);
+        r = cl_input(a, ic_input(a->b, &m));
         push_in(a, IC_AG_FWD_OUTPUT, j);
         a->out->saved_bytes += ic_numel(&m) * (int64_t)ic_dtype_size(m.dtype);
         a->out->nsaved++;
     } else if (n->op == IC_OP_INPUT) {
         ic_meta m = n->meta;
-        r = ic_input(a->b, &m);
+        r = cl_input(a, ic_input(a->b, &m));
         push_in(a, IC_AG_FWD_INPUT, n->index);
         a->out->saved_input_bytes += ic_numel(&n->meta) * (int64_t)ic_dtype_size(n->meta.dtype);
     } else if (n->op == IC_OP_SCALAR) {
@@ -170,7 +195,7 @@ static ic_val ag_fwd(ag *a, ic_val v) {
         if (j < 0) return ag_fail(a, "backward: %s", ic_graph_error(a->f)), IC_NONE;
         ic_meta m = FN(a, v)->meta;
         ic_layout_output(FN(a, v), m.strides); /* as the forward output is allocated */
-        r = ic_input(a->b, &m);
+        r = cl_input(a, ic_input(a->b, &m));
         push_in(a, IC_AG_FWD_OUTPUT, j);
         if (j >= a->out->nuser_out) a->out->saved_bytes += ic_numel(&m) * (int64_t)ic_dtype_size(m.dtype);
         a->out->nsaved++;
@@ -1315,7 +1340,7 @@ static int derive(ag *a) {
         ndiff++;
         ic_meta m = f->nodes[v].meta;
         grad_layout(&f->nodes[v], &m);
-        ic_val gi = ic_input(a->b, &m);
+        ic_val gi = cl_input(a, ic_input(a->b, &m));
         push_in(a, IC_AG_GRAD_OUT, j);
         a->grad[v] = a->grad[v] < 0 ? gi : ic_binary(a->b, IC_OP_ADD, a->grad[v], gi);
     }

@@ -7,7 +7,8 @@
  * the operand's strides. Such an operand is instead a buffer of input kind on the same
  * input, with the view's strides (the base's strides permuted): no kernel, no copy.
  *
- * Only GEMM externs (their handlers take any strides), only permutations (chains of them),
+ * Only GEMM externs (their handlers take any strides), or any extern where the permutations
+ * undo each other (the operand is the input, strides and all), only permutations (chains of them),
  * only graph inputs as the base, or a reshape of a row-major graph input (a view of it with
  * row-major strides; also without a permutation: a linear's saved input x.reshape(-1, D) in
  * its weight's gradient, and the LM head's grad_logits.reshape(-1, V).t(), a copy of B*L*V
@@ -46,7 +47,8 @@ bool ic_extern_operand_alias(const ic_ctx *c, ic_val ext, int i, int *input_inde
     const ic_graph *g = c->g;
     if (c->dyn || ext < 0 || ext >= g->n) return false;
     const ic_node *e = &g->nodes[ext];
-    if (e->op != IC_OP_EXTERN || i < 0 || i >= IC_NIN || e->in[i] < 0 || !gemm_operand(e->ext_kind, i)) return false;
+    if (e->op != IC_OP_EXTERN || i < 0 || i >= IC_NIN || e->in[i] < 0) return false;
+    const bool gemm = gemm_operand(e->ext_kind, i);
     ic_val u = e->in[i];
     if (g->nodes[u].op != IC_OP_PERMUTE && g->nodes[u].op != IC_OP_RESHAPE) return false;
     for (int k = 0; k < g->noutputs; k++)
@@ -66,6 +68,10 @@ bool ic_extern_operand_alias(const ic_ctx *c, ic_val ext, int i, int *input_inde
         b = n->in[0];
         if (b < 0) return false;
     }
+    bool ident = true; /* permutations that undo each other: the input itself, for any extern
+                        * (autograd.c cl_input's NCHW -> NHWC -> NCHW of a channels-last input) */
+    for (int d = 0; d < nd; d++) ident &= p[d] == d;
+    if (!gemm && !(ident && g->nodes[b].op == IC_OP_INPUT && u != b)) return false;
     const ic_node *bn = &g->nodes[b];
     ic_meta bm = bn->meta; /* the base's sizes and strides */
     if (bn->op == IC_OP_RESHAPE && bn->in[0] >= 0 && g->nodes[bn->in[0]].op == IC_OP_INPUT &&
