@@ -140,13 +140,31 @@ bool sdpa_flash_ok(const at::Tensor *in) {
 /* The gradients of attention without a mask or dropout (dq, dk, dv of g = dL/dout), from ATen's
  * kernels directly: never the autograd engine inside a compiled backward (on CUDA it refuses
  * to run while the GIL is held: "The autograd engine was called while holding the GIL", H100).
- * 4-D CUDA operands: the memory-efficient kernel's forward (for its logsumexp) and backward,
+ * 4-D CUDA operands: FlashAttention's where the forward ran it (sdpa_flash_ok), else the
+ * memory-efficient kernel's forward (for its logsumexp) and backward,
  * as eager's dispatcher runs for f32 (and 16-bit where it picks that kernel); anything it
  * refuses, and the CPU: the math form in f32 (f64 kept), eager's math backend:
  *   P = softmax(scale q k^T, causal: the upper triangle -inf), dv = P^T g, dP = g v^T,
  *   dS = P (dP - rowsum(dP P)), dq = scale dS k, dk = scale dS^T q. */
 static void sdpa_bwd(const at::Tensor &g, const at::Tensor &q, const at::Tensor &k, const at::Tensor &v, bool causal,
                      double scale, at::Tensor *d) {
+    const at::Tensor qkv[3] = {q, k, v};
+    if (q.is_cuda() && q.dim() == 4 && sdpa_flash_ok(qkv)) {
+        /* the forward ran FlashAttention (IC_EXT_SDPA, the same test): its backward, as eager's
+         * autograd runs it after a flash forward, from a recomputed forward's logsumexp (the
+         * memory-efficient kernel's forward and backward below took their place before) */
+        try {
+            auto f = at::_scaled_dot_product_flash_attention(q, k, v, 0.0, causal, false, scale);
+            auto r = at::_scaled_dot_product_flash_attention_backward_symint(
+                g, q, k, v, std::get<0>(f), std::get<1>(f), std::get<2>(f), std::get<3>(f), std::get<4>(f),
+                std::get<5>(f), 0.0, causal, std::get<6>(f), std::get<7>(f), scale);
+            d[0] = std::get<0>(r);
+            d[1] = std::get<1>(r);
+            d[2] = std::get<2>(r);
+            return;
+        } catch (const std::exception &) { /* refused (grad_out's layout, a shape): the kernels below */
+        }
+    }
     if (q.is_cuda() && q.dim() == 4) {
         try {
             auto f = at::_scaled_dot_product_efficient_attention(q, k, v, c10::nullopt, true, 0.0, causal, scale);

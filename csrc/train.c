@@ -7,7 +7,8 @@
  * compile. Its runner (a builtin bound to the capsule, kept by each autograd node
  * that uses it) runs the compiled backward: inputs are the saved tensors (forward inputs
  * and saved forward outputs, in the order of the backward graph's inputs) and the output
- * gradients (made contiguous: the backward graph reads them as contiguous buffers);
+ * gradients (made contiguous, or channels-last for a channels-last output: the backward
+ * graph reads them in that layout, graph/autograd.c grad_layout);
  * outputs are fresh tensors, one gradient per forward input that requires grad.
  */
 #define PY_SSIZE_T_CLEAN
@@ -172,6 +173,8 @@ static int ensure_compiled(tc_train *tr) {
     }
     tr->bwd = c;
     n_bwd_compiles++;
+    if (tr->opt.device == IC_CPU)
+        dh_ptx_probe(tr->ag.bwd); /* developers' PTX checks of backward graphs */
     ic_graph_free(tr->ag.bwd); /* compiled: the graph is not needed any more */
     tr->ag.bwd = NULL;
     return 0;
@@ -218,7 +221,7 @@ static int cuda_stream(int device, void **stream) {
     return PyErr_Occurred() ? -1 : 0;
 }
 
-/* a contiguous tensor of meta m from grad t (None: zeros) */
+/* a tensor of meta m (contiguous, or channels-last) from grad t (None: zeros) */
 static PyObject *grad_buffer(PyObject *t, const ic_meta *m, const tc_train *tr) {
     if (t == Py_None) {
         PyObject *z = tc_empty_strided(m->ndim, m->sizes, m->strides, m->dtype, tr->device_type, tr->device_index);
@@ -241,7 +244,25 @@ static PyObject *grad_buffer(PyObject *t, const ic_meta *m, const tc_train *tr) 
         PyErr_SetString(PyExc_RuntimeError, "torchc backward: a gradient's shape or dtype differs from its output's");
         return NULL;
     }
-    return PyObject_CallMethod(t, "contiguous", NULL);
+    int64_t e = 1;
+    int contig = 1, strided = 1; /* m row-major; t already in m's layout */
+    for (int i = m->ndim - 1; i >= 0; i--) {
+        if (m->sizes[i] == 1)
+            continue;
+        contig &= m->strides[i] == e;
+        strided &= tm.strides[i] == m->strides[i];
+        e *= m->sizes[i];
+    }
+    if (contig)
+        return PyObject_CallMethod(t, "contiguous", NULL);
+    if (strided) /* a channels-last output's gradient, channels-last (autograd.c grad_layout) */
+        return Py_NewRef(t);
+    PyObject *z = tc_empty_strided(m->ndim, m->sizes, m->strides, m->dtype, tr->device_type, tr->device_index);
+    if (z == NULL)
+        return NULL;
+    PyObject *r = PyObject_CallMethod(z, "copy_", "O", t);
+    Py_DECREF(z);
+    return r;
 }
 
 static PyObject *run_backward(PyObject *cap, PyObject *args) {

@@ -135,6 +135,31 @@ static int fwd_output_of(ag *a, ic_val v) {
     return ic_output(a->f, v);
 }
 
+/* A 4-D channels-last input of the backward (a saved activation, a gradient: grad_layout)
+ * as the permutation of its NHWC view, the form a channels-last conv's result has (graph.c
+ * cl_rewrite): the backward's elementwise ops then run over NHWC values, and what it stores
+ * between kernels (BatchNorm's where(relu mask, 0, dy), read by four sums) is NHWC too, not
+ * NCHW beside NHWC operands, which kept the sums over N, H, W from reading along C. */
+static ic_val cl_input(ag *a, ic_val r) {
+    static const int to_nhwc[4] = {0, 2, 3, 1}, to_nchw[4] = {0, 3, 1, 2};
+    const ic_meta *m = BM(a, r);
+    if (r < 0 || m->ndim != 4 || m->dyn || m->sizes[1] <= 1 || !ic_config_int(IC_CFG_cl_propagate)) return r;
+    int64_t cl[4] = {[1] = 1};
+    cl[3] = m->sizes[1];
+    cl[2] = cl[3] * (m->sizes[3] > 1 ? m->sizes[3] : 1);
+    cl[0] = cl[2] * (m->sizes[2] > 1 ? m->sizes[2] : 1);
+    bool same = true, contig = true;
+    int64_t e = 1;
+    for (int i = 3; i >= 0; i--) {
+        if (m->sizes[i] == 1) continue;
+        same &= m->strides[i] == cl[i];
+        contig &= m->strides[i] == e;
+        e *= m->sizes[i];
+    }
+    if (!same || contig) return r;
+    return ic_permute(a->b, ic_permute(a->b, r, to_nhwc), to_nchw);
+}
+
 static ic_val ag_fwd(ag *a, ic_val v) {
     if (v < 0 || a->failed) return IC_NONE;
     if (a->fmap[v] >= 0) return a->fmap[v];
@@ -154,13 +179,13 @@ static ic_val ag_fwd(ag *a, ic_val v) {
         if (j < 0) return ag_fail(a, "backward: %s", ic_graph_error(a->f)), IC_NONE;
         ic_meta m = n->meta;
         ic_layout_output(n, m.strides);
-        r = ic_input(a->b, &m);
+        r = cl_input(a, ic_input(a->b, &m));
         push_in(a, IC_AG_FWD_OUTPUT, j);
         a->out->saved_bytes += ic_numel(&m) * (int64_t)ic_dtype_size(m.dtype);
         a->out->nsaved++;
     } else if (n->op == IC_OP_INPUT) {
         ic_meta m = n->meta;
-        r = ic_input(a->b, &m);
+        r = cl_input(a, ic_input(a->b, &m));
         push_in(a, IC_AG_FWD_INPUT, n->index);
         a->out->saved_input_bytes += ic_numel(&n->meta) * (int64_t)ic_dtype_size(n->meta.dtype);
     } else if (n->op == IC_OP_SCALAR) {
@@ -170,7 +195,7 @@ static ic_val ag_fwd(ag *a, ic_val v) {
         if (j < 0) return ag_fail(a, "backward: %s", ic_graph_error(a->f)), IC_NONE;
         ic_meta m = FN(a, v)->meta;
         ic_layout_output(FN(a, v), m.strides); /* as the forward output is allocated */
-        r = ic_input(a->b, &m);
+        r = cl_input(a, ic_input(a->b, &m));
         push_in(a, IC_AG_FWD_OUTPUT, j);
         if (j >= a->out->nuser_out) a->out->saved_bytes += ic_numel(&m) * (int64_t)ic_dtype_size(m.dtype);
         a->out->nsaved++;
@@ -184,6 +209,115 @@ static ic_val ag_fwd(ag *a, ic_val v) {
 #define X(k) ag_fwd(a, n->in[k])
 #define OUT ag_fwd(a, v)
 
+/* ---- sums over broadcast dims -------------------------------------------------------------- */
+/* A contribution summed over the dims its operand was broadcast along (sum_to) has the
+ * factors that are constant along those dims taken out of the sum, through neg, add, sub and
+ * permute: sum_D(x * y) = sum_D(x) * y when y is constant along D. Why: the gradient of a
+ * statistic reduced from the same tensor (BatchNorm's and LayerNorm's mean and variance)
+ * arrives as such a product with another sum's result (the variance's gradient times x - mean
+ * summed for the mean's); left inside, that sum must wait for the first one, a second pass
+ * over the tensor that also stores the product (BatchNorm's backward in channels-last: three
+ * passes over x and dy and an f32 temporary written and read twice). Taken out, every sum
+ * reads only the inputs and they share one pass. f32 and f64 only: a 16-bit product is
+ * rounded per op in eager, so factoring it out would change the values. */
+static const ic_node *BNODE(ag *a, ic_val v) { return &a->b->nodes[v]; }
+
+static bool same_shape(const ic_meta *x, const ic_meta *y) {
+    if (x->ndim != y->ndim || x->dyn || y->dyn) return false;
+    for (int i = 0; i < x->ndim; i++)
+        if (x->sizes[i] != y->sizes[i]) return false;
+    return true;
+}
+
+/* y (an operand of a value of rank nd) constant along the dims of mask, as a value to multiply
+ * the sum by: y, or what y expands or permutes (channels-last values are permutations of NHWC
+ * ones, graph.c cl_rewrite), brought to y's dims; -1 if none. build: make that value (else a
+ * result >= 0 only says that there is one). */
+static ic_val flat_factor(ag *a, ic_val y, uint32_t mask, int nd, ic_dtype t, bool build, int depth) {
+    if (y < 0 || depth > 6) return -1;
+    const ic_node *n = BNODE(a, y);
+    const ic_meta *m = &n->meta;
+    if (m->dyn || m->ndim > nd) return -1;
+    bool ok = m->dtype == t || n->op == IC_OP_SCALAR;
+    for (int d = 0; ok && d < nd; d++) {
+        int k = d - (nd - m->ndim);
+        if ((mask >> d) & 1 && k >= 0 && m->sizes[k] != 1) ok = false;
+    }
+    if (ok) return y;
+    if (n->op == IC_OP_EXPAND) return flat_factor(a, n->in[0], mask, nd, t, build, depth + 1);
+    if (n->op != IC_OP_PERMUTE || m->ndim != nd) return -1;
+    int perm[IC_MAX_DIMS];
+    memcpy(perm, n->perm, sizeof perm);
+    uint32_t mz = 0; /* y's dim d is its operand's dim perm[d] */
+    for (int d = 0; d < nd; d++)
+        if ((mask >> d) & 1) mz |= 1u << perm[d];
+    ic_val f = flat_factor(a, n->in[0], mz, nd, t, build, depth + 1);
+    if (f < 0 || !build || BM(a, f)->ndim == 0) return f;
+    const ic_meta *fm = BM(a, f);
+    if (fm->ndim < nd) {
+        int64_t sz[IC_MAX_DIMS];
+        for (int i = 0; i < nd; i++) sz[i] = i < nd - fm->ndim ? 1 : fm->sizes[i - (nd - fm->ndim)];
+        f = ic_reshape(a->b, f, nd, sz);
+    }
+    return ic_permute(a->b, f, perm);
+}
+
+static bool lin_operand(ag *a, ic_val x, const ic_meta *cm) {
+    return x >= 0 && same_shape(BM(a, x), cm) && BM(a, x)->dtype == cm->dtype;
+}
+
+/* sum_lin(c) would take a factor out: c, or a neg/add/sub/permute chain in it, is a product
+ * with a factor constant along mask */
+static bool has_factor(ag *a, ic_val c, uint32_t mask, int depth) {
+    const ic_node *n = BNODE(a, c);
+    const ic_meta *cm = &n->meta;
+    if (depth > 8 || (cm->dtype != IC_F32 && cm->dtype != IC_F64) || cm->dyn) return false;
+    ic_val x = n->in[0], y = n->in[1];
+    switch (n->op) {
+    case IC_OP_NEG: return lin_operand(a, x, cm) && has_factor(a, x, mask, depth + 1);
+    case IC_OP_PERMUTE: {
+        uint32_t m2 = 0;
+        for (int d = 0; d < cm->ndim; d++)
+            if ((mask >> d) & 1) m2 |= 1u << n->perm[d];
+        return BM(a, x)->dtype == cm->dtype && has_factor(a, x, m2, depth + 1);
+    }
+    case IC_OP_ADD:
+    case IC_OP_SUB:
+        return lin_operand(a, x, cm) && lin_operand(a, y, cm) &&
+               (has_factor(a, x, mask, depth + 1) || has_factor(a, y, mask, depth + 1));
+    case IC_OP_MUL:
+        return (lin_operand(a, x, cm) && flat_factor(a, y, mask, cm->ndim, cm->dtype, false, 0) >= 0) ||
+               (lin_operand(a, y, cm) && flat_factor(a, x, mask, cm->ndim, cm->dtype, false, 0) >= 0);
+    default: return false;
+    }
+}
+
+/* the sum of c over mask (keepdim), factors constant along mask taken out (see above) */
+static ic_val sum_lin(ag *a, ic_val c, uint32_t mask, int depth) {
+    if (c < 0 || a->failed || !has_factor(a, c, mask, depth)) return ic_reduce(a->b, IC_OP_SUM, c, mask, 1, -1);
+    const ic_node n = *BNODE(a, c);
+    const ic_meta *cm = &n.meta;
+    ic_val x = n.in[0], y = n.in[1];
+    switch (n.op) {
+    case IC_OP_NEG: return un(a, IC_OP_NEG, sum_lin(a, x, mask, depth + 1));
+    case IC_OP_PERMUTE: {
+        uint32_t m2 = 0;
+        for (int d = 0; d < cm->ndim; d++)
+            if ((mask >> d) & 1) m2 |= 1u << n.perm[d];
+        return ic_permute(a->b, sum_lin(a, x, m2, depth + 1), n.perm);
+    }
+    case IC_OP_ADD:
+    case IC_OP_SUB: return bin(a, n.op, sum_lin(a, x, mask, depth + 1), sum_lin(a, y, mask, depth + 1));
+    default: { /* IC_OP_MUL */
+        const int nd = cm->ndim;
+        const ic_dtype t = cm->dtype;
+        bool xs = lin_operand(a, x, cm) && flat_factor(a, y, mask, nd, t, false, 0) >= 0;
+        ic_val sum = sum_lin(a, xs ? x : y, mask, depth + 1);
+        return mul(a, sum, flat_factor(a, xs ? y : x, mask, nd, t, true, 0));
+    }
+    }
+}
+
 /* ---- gradient accumulation -------------------------------------------------------------- */
 /* c summed over the dims it has beyond t's (leading dims, and dims of size 1 in t), reshaped
  * to t's shape; broadcast up where c is smaller (a contribution through a broadcast op) */
@@ -195,7 +329,7 @@ static ic_val sum_to(ag *a, ic_val c, const ic_meta *t) {
     for (int i = 0; i < lead; i++) mask |= 1u << i;
     for (int i = 0; i < t->ndim; i++)
         if (t->sizes[i] == 1 && cm->sizes[lead + i] != 1) mask |= 1u << (lead + i);
-    if (mask) c = ic_reduce(a->b, IC_OP_SUM, c, mask, 1, -1);
+    if (mask) c = sum_lin(a, c, mask, 0);
     if (lead > 0) c = ic_reshape(a->b, c, t->ndim, t->sizes);
     cm = BM(a, c);
     bool same = cm->ndim == t->ndim;
@@ -1158,6 +1292,32 @@ IC_API void ic_autograd_clear(ic_autograd *o) {
     memset(o, 0, sizeof *o);
 }
 
+/* The layout the backward reads an output's gradient in: contiguous, or channels-last where
+ * the output is (4-D and 5-D: a BatchNorm or activation after a channels-last conv, a graph
+ * that ends there). Eager's gradient then has the output's strides, as AOTAutograd's traced
+ * tangents have; read as contiguous it was copied first (csrc/train.c) and the backward's
+ * reductions over N, H, W met x channels-last and dy contiguous, one of them read across
+ * rows (gpu_red_bench's BatchNorm backward). csrc/train.c copies a gradient that comes
+ * in another layout. */
+static void grad_layout(const ic_node *n, ic_meta *m) {
+    ic_contiguous_strides(m);
+    if ((m->ndim != 4 && m->ndim != 5) || m->dyn) return;
+    int64_t st[IC_MAX_DIMS], cl[IC_MAX_DIMS], e = 1;
+    memcpy(st, m->strides, sizeof st);
+    ic_layout_output(n, st);
+    /* channels-last strides: C innermost, then the spatial dims and N outermost */
+    cl[1] = 1;
+    e = m->sizes[1] > 1 ? m->sizes[1] : 1;
+    for (int i = m->ndim - 1; i >= 2; i--) {
+        cl[i] = e;
+        e *= m->sizes[i] > 1 ? m->sizes[i] : 1;
+    }
+    cl[0] = e;
+    bool same = m->sizes[1] > 1;
+    for (int i = 0; same && i < m->ndim; i++) same = m->sizes[i] == 1 || st[i] == cl[i];
+    if (same) memcpy(m->strides, cl, sizeof(int64_t) * (size_t)m->ndim);
+}
+
 static int set_err(ic_err *err, ic_errcode code, const char *msg) {
     if (err) {
         err->code = code;
@@ -1226,8 +1386,8 @@ static int derive(ag *a) {
         o->out_diff[j] = 1;
         ndiff++;
         ic_meta m = f->nodes[v].meta;
-        ic_contiguous_strides(&m);
-        ic_val gi = ic_input(a->b, &m);
+        grad_layout(&f->nodes[v], &m);
+        ic_val gi = cl_input(a, ic_input(a->b, &m));
         push_in(a, IC_AG_GRAD_OUT, j);
         a->grad[v] = a->grad[v] < 0 ? gi : ic_binary(a->b, IC_OP_ADD, a->grad[v], gi);
     }

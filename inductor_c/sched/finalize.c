@@ -327,15 +327,51 @@ static int vcost(ic_ctx *c, ic_ix ix, int32_t v) {
     return k == 0 ? 0 : k == 1 ? 1 : k <= 4 ? 2 : 4;
 }
 
+/* The stride of ix along v over runs of at least 16 consecutive values of v: as ix_coeff,
+ * but an atom (v + R) % m (m >= 16) counts as stride 1 and (v + R) // d (d >= 16) as 0, the
+ * strides they have between their wraps. A view that splits and reorders dims (the
+ * attention's [B, H, L, D] gradients read as [B*L, H*D] rows) is contiguous along the kept
+ * dim in runs of D, though not affine in it. */
+static int64_t run_coeff(ic_ctx *c, ic_ix ix, int32_t v, bool *na) {
+    const ix_sum *s = &c->sums[ix];
+    int64_t k = 0;
+    *na = false;
+    for (int i = 0; i < s->n; i++) {
+        const ix_term *t = &c->terms[s->first + i];
+        const ix_atom *at = &c->atoms[t->atom];
+        if (at->kind == IX_VAR) {
+            if (at->var == v) k += t->coeff;
+            continue;
+        }
+        if (!ix_uses_var(c, at->sub, v)) continue;
+        bool na2;
+        int64_t sv = ix_coeff(c, at->sub, v, &na2);
+        if (na2 || sv != 1) *na = true;
+        else if (at->div == 1 && at->mod >= 16) k += t->coeff;
+        else if (at->div < 16) *na = true;
+    }
+    return k;
+}
+
+/* vcost over runs (run_coeff): what choose_vec_outer weighs */
+static int vcost_runs(ic_ctx *c, ic_ix ix, int32_t v) {
+    bool na;
+    int64_t k = run_coeff(c, ix, v, &na);
+    if (na) return 4;
+    if (k < 0) k = -k;
+    return k == 0 ? 0 : k == 1 ? 1 : k <= 4 ? 2 : 4;
+}
+
 static void count_contig(ic_ctx *c, ic_xid x, int32_t v, int32_t w, int *nv, int *nw, int *ncontig_w,
                          uint8_t *seen) {
     if (seen[x]) return;
     seen[x] = 1;
     const ic_x *e = &c->xs[x];
     if (e->kind == X_LOADF && e->a < 0) {
-        *nv += vcost(c, e->ix, v);
-        *nw += vcost(c, e->ix, w);
-        *ncontig_w += vcost(c, e->ix, w) == 1 || vcost(c, e->ix, w) == 2;
+        int cw = vcost_runs(c, e->ix, w);
+        *nv += vcost_runs(c, e->ix, v);
+        *nw += cw;
+        *ncontig_w += cw == 1 || cw == 2;
         return;
     }
     if (e->kind == X_ROWVAL) return;
