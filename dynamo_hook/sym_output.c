@@ -309,6 +309,59 @@ int sym_fill_out(trace *t, outbuf *ob, int at, const var *v_in, ic_val *outvals,
     }
 }
 
+/* The callable of a break CALL that is a comprehension made in the frame (3.11's <listcomp>,
+ * <dictcomp>, <setcomp>: a break inside its body): built for real when the break runs,
+ * types.FunctionType(code, globals, defaults, closure of fresh cells holding the values)
+ * (torchc/_api.py _made_function). It is called right there and dropped, so its cells being
+ * copies of the frame's is unobservable, unless it writes them (a walrus: STORE_DEREF of a
+ * free variable), which is refused. 1: not such a callable (sym_fill_out's rules). */
+static int made_comprehension(trace *t, outbuf *ob, int at, const var *fn, ic_val *outvals, int *nout) {
+    if (fn->kind != V_FUNC || fn->op != SYM_MADE_FUNCTION || fn->obj == NULL || !PyCode_Check(fn->obj) ||
+        fn->is_list)
+        return 1;
+    PyCodeObject *co = (PyCodeObject *)fn->obj;
+    const char *name = PyUnicode_AsUTF8(co->co_name);
+    if (name == NULL) {
+        PyErr_Clear();
+        return 1;
+    }
+    if (strcmp(name, "<listcomp>") && strcmp(name, "<dictcomp>") && strcmp(name, "<setcomp>"))
+        return 1;
+    PyObject *bytes = PyCode_GetCode(co);
+    if (bytes == NULL)
+        return -1;
+    const unsigned char *bc = (const unsigned char *)PyBytes_AS_STRING(bytes);
+    int writes = 0;
+    for (Py_ssize_t i = 0; i + 1 < PyBytes_GET_SIZE(bytes); i += 2) {
+        const char *on = sym_opname(bc[i]);
+        if (on && (!strcmp(on, "STORE_DEREF") || !strcmp(on, "DELETE_DEREF")))
+            writes = 1;
+    }
+    Py_DECREF(bytes);
+    if (writes)
+        return 1;
+    PyObject *api = PyImport_ImportModule("torchc._api");
+    PyObject *mk = api ? PyObject_GetAttrString(api, "_made_function") : NULL;
+    Py_XDECREF(api);
+    PyObject *globals = fn->globals ? fn->globals : t->globals;
+    PyObject *wrap = mk ? PyObject_CallFunction(mk, "OOi", fn->obj, globals, fn->n) : NULL;
+    Py_XDECREF(mk);
+    if (wrap == NULL)
+        return -1;
+    int child = sym_out_reserve(t, ob, 1);
+    if (child < 0) {
+        Py_DECREF(wrap);
+        return -1;
+    }
+    ob->o[at].kind = DH_O_WRAP;
+    ob->o[at].index = child;
+    ob->o[at].obj = wrap;
+    var vals = sym_var(V_SEQ); /* (closure values..., defaults...) */
+    vals.n = fn->n + fn->pos;
+    vals.items = fn->items;
+    return sym_fill_out(t, ob, child, &vals, outvals, nout);
+}
+
 /* Outspec of the break state: (fn/cond, args..., stack..., locals...) and resume code. */
 int sym_fill_break(trace *t, outbuf *ob, ic_val *outvals, int *nout, dh_entry_brk *eb) {
     sym_break *b = &t->brk;
@@ -320,8 +373,10 @@ int sym_fill_break(trace *t, outbuf *ob, ic_val *outvals, int *nout, dh_entry_br
     ob->o[0].index = first;
     ob->o[0].count = n;
     int k = first;
-    if (sym_fill_out(t, ob, k++, b->fn, outvals, nout) < 0)
+    int mrc = made_comprehension(t, ob, k, b->fn, outvals, nout);
+    if (mrc < 0 || (mrc == 1 && sym_fill_out(t, ob, k, b->fn, outvals, nout) < 0))
         return -1;
+    k++;
     for (int i = 0; i < b->nargs; i++)
         if (sym_fill_out(t, ob, k++, &b->args[i], outvals, nout) < 0)
             return -1;

@@ -334,3 +334,27 @@ def test_zip_over_a_str_constant():
     x = torch.randn(3)
     got, want = whole(f, x)
     assert_same(got, want)
+
+
+# ---- a break inside a comprehension: the comprehension function is built for the break call
+
+@pytest.mark.allow_fallback  # the comprehension frame itself resumes around its breaks
+def test_break_inside_a_comprehension_keeps_the_caller_compiled():
+    def f(x, ts, scale):
+        y = x.cos() * 2
+        out = [t * scale if t.sum() > 0 else t - scale for t in ts]  # data-dependent: breaks
+        d = {i: t.sin() if t.sum() > 0 else t for i, t in enumerate(ts)}
+        return y + sum(out) + d[1]
+
+    x = torch.randn(4)
+    ts = [torch.randn(4), -torch.ones(4), torch.ones(4)]
+    want = f(x, ts, 1.5)
+    torchc.reset()
+    ex = torchc.explain(f)(x, ts, 1.5)
+    assert_same(ex.result, want)
+    assert not any("nested function is live" in r for r in ex.break_reasons), ex.break_reasons
+    assert not any(r["event"] == "fallback" and r["name"] == "f" for r in ex.records), ex.break_reasons
+    cf = torchc.compile(f)
+    for _ in range(2):
+        assert_same(cf(x, ts, 1.5), want)
+    assert_same(cf(-x, ts[::-1], 0.5), f(-x, ts[::-1], 0.5))

@@ -314,6 +314,19 @@ def reset():
     _autotune.reset()
 
 
+def _made_function(code, globals, nclosure):
+    """A function made in a traced frame, built for real where a graph break calls it
+    (dynamo_hook/sym_output.c made_comprehension): called with (closure values..., defaults...)."""
+    import types
+
+    def make(values):
+        cells = tuple(types.CellType(v) for v in values[:nclosure])
+        f = types.FunctionType(code, globals, code.co_name, tuple(values[nclosure:]) or None, cells or None)
+        f.__qualname__ = code.co_qualname
+        return f
+    return make
+
+
 def _enclosing_duplicates(records):
     """ids of the break/fallback records that an enclosing frame made for a break a deeper
     frame of the same call recorded again later: same reason, and the later record's
