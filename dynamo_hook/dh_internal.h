@@ -324,6 +324,7 @@ int dh_code_is_disabled(PyCodeObject *code);
 /* obj_iter.c: the k-th item still to come of a tuple/list/range iterator (new ref) or NULL;
  * after the graph, the iterator advanced by count */
 PyObject *dh_iter_peek(PyObject *it, Py_ssize_t k);
+Py_ssize_t dh_iter_left(PyObject *it); /* items left, or -1 */
 int dh_replay_advance(PyObject *it, PyObject *count);
 PyObject *dh_guards_describe(const dh_entry *e);             /* list of str */
 /* A recompile whose cached entries were all captured under other compile options (or for

@@ -606,11 +606,9 @@ static int guards_check_sym(const dh_entry *e, PyObject *const *localsplus, PyOb
                 return 0;
             break;
         case DH_G_ITERLEN: {
-            Py_ssize_t left = v ? PyObject_LengthHint(v, -1) : -1;
-            if (left < 0) {
-                (void)tc_clear_expected(PyExc_Exception);
+            Py_ssize_t left = v ? dh_iter_left(v) : -1;
+            if (left < 0)
                 return 0;
-            }
             if (g->value >= 0 ? left != g->value : left < -(Py_ssize_t)g->value)
                 return 0;
             break;

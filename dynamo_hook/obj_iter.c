@@ -67,6 +67,33 @@ PyObject *dh_iter_peek(PyObject *it, Py_ssize_t k) {
     return v;
 }
 
+/* the items left in iterator it (DH_G_ITERLEN's count), or -1 (unknown: no error set): its
+ * __length_hint__, else what its __reduce__ says is left (OrderedDict iterators have no
+ * __length_hint__: guarding them on it rejected every frame that read one) */
+Py_ssize_t dh_iter_left(PyObject *it) {
+    Py_ssize_t left = PyObject_LengthHint(it, -1);
+    if (left >= 0)
+        return left;
+    (void)tc_clear_expected(PyExc_Exception);
+    PyObject *r = PyObject_CallMethod(it, "__reduce__", NULL);
+    if (r == NULL) {
+        (void)tc_clear_expected(PyExc_Exception);
+        return -1;
+    }
+    if (PyTuple_Check(r) && (PyTuple_GET_SIZE(r) == 2 || PyTuple_GET_SIZE(r) == 3) &&
+        PyTuple_Check(PyTuple_GET_ITEM(r, 1)) && PyTuple_GET_SIZE(PyTuple_GET_ITEM(r, 1)) == 1 &&
+        (PyTuple_GET_SIZE(r) == 2 || PyLong_Check(PyTuple_GET_ITEM(r, 2)) || PyTuple_GET_ITEM(r, 2) == Py_None)) {
+        Py_ssize_t idx = PyTuple_GET_SIZE(r) == 3 && PyLong_Check(PyTuple_GET_ITEM(r, 2))
+                             ? PyLong_AsSsize_t(PyTuple_GET_ITEM(r, 2))
+                             : 0;
+        Py_ssize_t n = PyObject_Length(PyTuple_GET_ITEM(PyTuple_GET_ITEM(r, 1), 0));
+        left = idx >= 0 && n >= idx ? n - idx : -1;
+    }
+    (void)tc_clear_expected(PyExc_Exception);
+    Py_DECREF(r);
+    return left;
+}
+
 int sym_lazy_iter_wrap(trace *t, PyObject *o, int src, var *out) {
     if (src < 0)
         return sym_fail(t, "an iterator without a source");

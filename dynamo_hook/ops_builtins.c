@@ -88,6 +88,8 @@ int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kw
         /* dict() / dict(d): a new dict */
         if (nargs == 1 && args[0].kind == V_DICT)
             return sym_dict_method(t, &args[0], "copy", NULL, 0, out);
+        if (nargs == 1 && args[0].kind == V_REC) /* dict(model_output): its non-None fields */
+            return sym_record_as_dict(t, &args[0], out);
         if (nargs == 0) {
             PyObject *keys = PyTuple_New(0);
             var *vals = sym_alloc(t, 0);
@@ -305,6 +307,22 @@ int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kw
         }
         return rc;
     }
+    long long enum_start = 0;
+    if (f == (PyObject *)&PyEnum_Type && nargs >= 1 &&
+        nargs + (kwnames ? (int)PyTuple_GET_SIZE(kwnames) : 0) == 2 &&
+        (!kwnames || PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, 0), "start") == 0)) {
+        /* enumerate(it, k) / enumerate(it, start=k): a constant int start */
+        int overflow = 0;
+        if (args[1].kind != V_CONST || !PyLong_Check(args[1].obj))
+            return sym_fail(t, "enumerate() with a start that is not a constant int");
+        enum_start = PyLong_AsLongLongAndOverflow(args[1].obj, &overflow);
+        if (overflow || (enum_start == -1 && PyErr_Occurred())) {
+            (void)tc_clear_expected(PyExc_Exception);
+            return sym_fail(t, "enumerate() with a start beyond 64 bits");
+        }
+        nargs = 1;
+        kwnames = NULL;
+    }
     if ((f == (PyObject *)&PyEnum_Type || f == (PyObject *)&PyZip_Type ||
          f == (PyObject *)&PyReversed_Type || f == (PyObject *)&PyList_Type ||
          (f == (PyObject *)&PyTuple_Type && nargs == 1 && args[0].kind != V_CONST)) &&
@@ -341,7 +359,7 @@ int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kw
             if (tup == NULL)
                 return -1;
             if (f == (PyObject *)&PyEnum_Type) {
-                if (sym_const(t, PyLong_FromLong(j), &tup[0]) < 0)
+                if (sym_const(t, PyLong_FromLongLong(enum_start + j), &tup[0]) < 0)
                     return -1;
                 tup[1] = its[0][j];
             } else {

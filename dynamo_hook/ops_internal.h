@@ -106,6 +106,7 @@ int sym_h_to(trace *t, const opdef *d, var **p, var *out);
 int sym_h_dropout(trace *t, const opdef *d, var **p, var *out);
 int sym_h_fill(trace *t, const opdef *d, var **p, var *out);
 int sym_h_arange(trace *t, const opdef *d, var **p, var *out);
+int sym_h_eye(trace *t, const opdef *d, var **p, var *out);
 int sym_h_factory(trace *t, const opdef *d, var **p, var *out);
 int sym_h_new_factory(trace *t, const opdef *d, var **p, var *out);
 int sym_h_tensor(trace *t, const opdef *d, var **p, var *out);

@@ -287,6 +287,8 @@ int sym_h_to(trace *t, const opdef *d, var **p, var *out) {
         if (sym_is_none(p[i]))
             continue;
         int dt = p[i]->kind == V_CONST ? sym_dtype_from_object(p[i]->obj) : -1;
+        if (i == 1 && p[i]->kind == V_TENSOR) /* x.to(other): other's dtype (its device is the graph's) */
+            dt = sym_metap(t, p[i]->val)->dtype;
         if (dt >= 0) {
             x = ic_cast(t->g, x, (ic_dtype)dt);
             continue;
@@ -429,6 +431,41 @@ int sym_h_arange(trace *t, const opdef *d, var **p, var *out) {
             return -1;
     }
     return sym_tensor_out(t, ic_arange(t->g, n, start, step, (ic_dtype)dt), out);
+}
+
+/* eye(n, m=n, *, dtype, device): arange(n)[:, None] == arange(m), cast to the dtype (the
+ * default dtype unless given) */
+int sym_h_eye(trace *t, const opdef *d, var **p, var *out) {
+    int64_t nm[2];
+    for (int i = 0; i < 2; i++) {
+        var *v = i == 1 && sym_is_none(p[1]) ? p[0] : p[i];
+        if (v == NULL || v->kind != V_CONST || !PyLong_Check(v->obj) || PyBool_Check(v->obj))
+            return sym_fail(t, "eye: sizes must be constant ints");
+        int overflow = 0;
+        long long k = PyLong_AsLongLongAndOverflow(v->obj, &overflow);
+        if (overflow || k < 0) {
+            (void)tc_clear_expected(PyExc_Exception);
+            return sym_fail(t, "eye: negative or huge size (eager will raise)");
+        }
+        nm[i] = k;
+    }
+    int dt = -1;
+    if (p[2] && sym_get_dtype(t, p[2], &dt) < 0)
+        return -1;
+    if (dt < 0 && (dt = sym_default_dtype(t)) < 0)
+        return -1;
+    int dty = TC_DEV_CPU, dix = 0;
+    if (!sym_is_none(p[3]) && !device_arg(p[3], &dty, &dix))
+        return sym_fail(t, "eye: unsupported device argument");
+    for (int i = 4; i < 8; i++)
+        if (!sym_is_none(p[i]) && !(p[i]->kind == V_CONST && p[i]->obj == Py_False))
+            return sym_fail(t, "eye: layout/requires_grad/pin_memory/out arguments not supported yet");
+    if (same_device(t, dty, dix, "eye") < 0)
+        return -1;
+    int64_t rs[2] = {nm[0], 1}, cs[2] = {1, nm[1]};
+    ic_val r = ic_reshape(t->g, ic_arange(t->g, nm[0], 0, 1, IC_I64), 2, rs);
+    ic_val c = ic_reshape(t->g, ic_arange(t->g, nm[1], 0, 1, IC_I64), 2, cs);
+    return sym_tensor_out(t, ic_cast(t->g, ic_binary(t->g, IC_OP_EQ, r, c), (ic_dtype)dt), out);
 }
 
 /* ones/zeros/full(size, [fill], *, dtype) and ones_like/zeros_like/full_like(x, [fill]) */

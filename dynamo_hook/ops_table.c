@@ -95,6 +95,7 @@ static const opdef OPS[] = {
     {"index_select", W_TORCH | W_METHOD, "input,dim,index", sym_h_index_select, 0},
     {"embedding", W_F, "input,weight,padding_idx,max_norm,norm_type,scale_grad_by_freq,sparse", sym_h_index_select, 1},
     {"arange", W_TORCH, "start,end,step|dtype,device,layout,out,requires_grad,pin_memory", sym_h_arange, 0},
+    {"eye", W_TORCH, "n,m|dtype,device,layout,requires_grad,pin_memory,out", sym_h_eye, 0},
     {"tensor", W_TORCH, "data|dtype,device,requires_grad,pin_memory", sym_h_tensor, 0},
     {"zeros", W_TORCH, "*size|dtype,device,layout,requires_grad,pin_memory,out", sym_h_factory, 0},
     {"ones", W_TORCH, "*size|dtype,device,layout,requires_grad,pin_memory,out", sym_h_factory, 1},

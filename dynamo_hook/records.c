@@ -212,6 +212,39 @@ int sym_record_items(trace *t, const var *r, var **items, int *n) {
     return 0;
 }
 
+/* the record read as a mapping (**r, {**r}, dict(r)): a dict of its non-None fields, in field
+ * order, as __post_init__ left the OrderedDict; the class must keep OrderedDict's keys() and
+ * __iter__ (what the merge reads through) and ModelOutput's __getitem__ (sym_is_record_type) */
+int sym_record_as_dict(trace *t, const var *r, var *out) {
+    PyObject *cls = sym_record_class(r);
+    static const char *const kept[] = {"keys", "__iter__"};
+    for (int j = 0; j < 2; j++) {
+        PyObject *nm = PyUnicode_InternFromString(kept[j]);
+        if (nm == NULL)
+            return -1;
+        PyObject *mine = _PyType_Lookup((PyTypeObject *)cls, nm);
+        PyObject *od = _PyType_Lookup((PyTypeObject *)ordered_dict, nm);
+        Py_DECREF(nm);
+        if (mine == NULL || mine != od)
+            return sym_fail(t, "%s read as a mapping: its own %s", ((PyTypeObject *)cls)->tp_name, kept[j]);
+    }
+    var *items;
+    int n;
+    if (sym_record_items(t, r, &items, &n) < 0)
+        return -1;
+    PyObject *names = PyTuple_GET_ITEM(r->obj, 1), *keys = PyTuple_New(n);
+    if (keys == NULL)
+        return -1;
+    for (int i = 0, k = 0; i < r->n; i++)
+        if (!is_none_var(&r->items[i]))
+            PyTuple_SET_ITEM(keys, k++, Py_NewRef(PyTuple_GET_ITEM(names, i)));
+    *out = sym_var(V_DICT);
+    out->n = n;
+    out->items = items;
+    out->obj = sym_keep(t, keys);
+    return out->obj == NULL ? -1 : 0;
+}
+
 static int field_index(const var *r, PyObject *name) {
     PyObject *names = PyTuple_GET_ITEM(r->obj, 1);
     for (int i = 0; i < r->n; i++)

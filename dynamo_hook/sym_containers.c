@@ -319,6 +319,10 @@ static int dict_merge(trace *t, var *dst, const var *src) {
         if (sym_dict_from_const(t, src->obj, &tmp) < 0)
             return -1;
         src = &tmp;
+    } else if (src->kind == V_REC) { /* a ModelOutput made in the trace: its non-None fields */
+        if (sym_record_as_dict(t, src, &tmp) < 0)
+            return -1;
+        src = &tmp;
     }
     if (dst->kind != V_DICT || src->kind != V_DICT)
         return sym_fail(t, "dict merge of unsupported values");
@@ -813,11 +817,43 @@ int sym_op_build_const_key_map(trace *t, sframe *f, sym_ins *in) {
     return SYM_NEXT;
 }
 
+/* DICT_MERGE (the **mappings and keywords of a call): a key the call has already is eager's
+ * TypeError (multiple values for a keyword argument), where DICT_UPDATE ({**a, **b})
+ * overwrites it */
+static int merge_repeats(trace *t, const var *dst, const var *src) {
+    var tmp;
+    if (src->kind == V_CONST && PyDict_Check(src->obj)) {
+        if (sym_dict_from_const(t, src->obj, &tmp) < 0)
+            return -1;
+        src = &tmp;
+    } else if (src->kind == V_REC) {
+        if (sym_record_as_dict(t, src, &tmp) < 0)
+            return -1;
+        src = &tmp;
+    }
+    if (dst->kind != V_DICT || src->kind != V_DICT)
+        return 0; /* dict_merge fails on them */
+    for (int i = 0; i < src->n; i++)
+        for (int j = 0; j < dst->n; j++) {
+            PyObject *k = PyTuple_GET_ITEM(src->obj, i);
+            int eq = PyObject_RichCompareBool(PyTuple_GET_ITEM(dst->obj, j), k, Py_EQ);
+            if (eq < 0) {
+                (void)tc_clear_expected(PyExc_Exception);
+                return sym_fail(t, "keyword comparison raised");
+            }
+            if (eq)
+                return sym_fail(t, "multiple values for keyword argument %R (eager will raise)", k);
+        }
+    return 0;
+}
+
 /* DICT_MERGE DICT_UPDATE */
 int sym_op_dict_merge(trace *t, sframe *f, sym_ins *in) {
     var b;
     NEED(in->oparg + 1);
     b = POP();
+    if (in->op == OP_DICT_MERGE && merge_repeats(t, &PEEK(in->oparg), &b) < 0)
+        return -1;
     if (dict_merge(t, &PEEK(in->oparg), &b) < 0)
         return -1;
     return SYM_NEXT;

@@ -243,7 +243,15 @@ def methodcaller(name, *args, **kwargs):
     return functools.partial(_call_method, name, args, kwargs)
 
 
+def dict_fromkeys(iterable, value=None):
+    d = {}
+    for k in iterable:
+        d[k] = value
+    return d
+
+
 POLYFILLS = {
+    dict.fromkeys: dict_fromkeys,  # bound to dict only: OrderedDict.fromkeys is another method
     itertools.chain: chain,
     itertools.chain.from_iterable: chain_from_iterable,
     itertools.zip_longest: zip_longest,

@@ -1,0 +1,404 @@
+"""Sweep of every transformers architecture that can be built automatically from a tiny random
+config (no per-model code), run on the CPU in eval inference under torchc.explain: graphs,
+breaks, top break reasons and whether the compiled outputs match eager.
+
+Models come from transformers' MODEL_MAPPING_NAMES (AutoModel: the base model of each
+model_type). Each default config is shrunk by attribute name only (layers, heads, widths,
+vocab, experts; nested sub-configs alike) and the inputs are chosen from the forward's
+parameter names (input_ids, pixel_values, input_values, input_features, decoder_input_ids).
+A model whose tiny config, build or eager run fails is recorded as such and not counted.
+
+    python benchmarks/sweep_tiny.py                       # all; writes results/sweep_tiny.{json,md}
+    python benchmarks/sweep_tiny.py --models bert,gpt2    # substrings of model_type
+    python benchmarks/sweep_tiny.py --tag after --skip-done
+    python benchmarks/sweep_tiny.py --tag after --rerun benchmarks/results/sweep_tiny_before.json:broken,wrong
+
+Models run in worker processes (a crash or a hang costs one model, not the run); transformers
+keeps process-wide state, so a worker is restarted every --chunk models. Not part of make test.
+"""
+import argparse
+import collections
+import inspect
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+import traceback
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RESULTS = os.path.join(ROOT, "benchmarks", "results")
+
+B, SEQ = 2, 16
+# attribute name -> tiny value (ints only; a value is only ever made smaller)
+SHRINK = {
+    "hidden_size": 64, "d_model": 64, "n_embd": 64, "embed_dim": 64, "hidden_dim": 64,
+    "dim": 64, "n_embed": 64, "embedding_size": 64, "word_embed_proj_dim": 64,
+    "projection_dim": 32, "d_embed": 64, "model_dim": 64, "encoder_hidden_size": 64,
+    "num_hidden_layers": 2, "num_layers": 2, "n_layer": 2, "n_layers": 2, "encoder_layers": 2,
+    "decoder_layers": 2, "num_decoder_layers": 2, "num_encoder_layers": 2,
+    "num_attention_heads": 4, "n_head": 4, "n_heads": 4, "num_heads": 4,
+    "encoder_attention_heads": 4, "decoder_attention_heads": 4, "num_key_value_heads": 2,
+    "multi_query_group_num": 2, "num_kv_heads": 2, "head_dim": 16, "d_kv": 16,
+    "intermediate_size": 128, "ffn_dim": 128, "encoder_ffn_dim": 128, "decoder_ffn_dim": 128,
+    "d_ff": 128, "n_inner": 128, "moe_intermediate_size": 64, "shared_expert_intermediate_size": 64,
+    "vocab_size": 512, "num_experts": 4, "num_local_experts": 4, "n_routed_experts": 4,
+    "num_experts_per_tok": 2, "max_position_embeddings": 512, "conv_dim": 64,
+    "num_conv_pos_embeddings": 16, "num_conv_pos_embedding_groups": 4, "max_source_positions": 64,
+    "max_target_positions": 64, "num_mel_bins": 16, "state_size": 8, "time_step_rank": 8,
+    "expand": 2, "n_positions": 512, "num_channels_": None,
+}
+# lists of per-stage values: shrunk element-wise
+LIST_SHRINK = {"depths": 1, "hidden_sizes": 32, "num_heads": 2, "embed_dims": 32, "dims": 32,
+               "num_attention_heads": 2, "neck_hidden_sizes": 32, "block_repeats": 1,
+               "num_layers": 1, "mlp_ratios": 2, "conv_dim": 64}
+
+
+def shrink(cfg, depth=0):
+    """shrink a config in place by attribute names (sub-configs too)"""
+    from transformers import PretrainedConfig
+    d = cfg.to_dict() if depth == 0 else None
+    for k in list(vars(cfg)):
+        v = getattr(cfg, k)
+        if isinstance(v, PretrainedConfig) and depth < 3:
+            shrink(v, depth + 1)
+            continue
+        if isinstance(v, bool):
+            continue
+        if isinstance(v, int) and k in SHRINK and SHRINK[k] is not None and v > SHRINK[k]:
+            setattr(cfg, k, SHRINK[k])
+        elif isinstance(v, (list, tuple)) and k in LIST_SHRINK and v and all(
+                isinstance(x, int) and not isinstance(x, bool) for x in v):
+            setattr(cfg, k, type(v)(min(x, LIST_SHRINK[k]) for x in v))
+    # token ids must lie in the vocabulary
+    V = getattr(cfg, "vocab_size", None)
+    if isinstance(V, int):
+        for k in list(vars(cfg)):
+            v = getattr(cfg, k)
+            if k.endswith("_token_id") and isinstance(v, int) and not isinstance(v, bool) and v >= V:
+                setattr(cfg, k, min(V - 1, 2))
+    # layer-type lists sized to the layer count
+    L = getattr(cfg, "num_hidden_layers", None)
+    for k in ("layer_types", "block_types", "attention_layers"):
+        v = getattr(cfg, k, None)
+        if isinstance(L, int) and isinstance(v, list) and len(v) > L:
+            setattr(cfg, k, v[:L])
+    return d
+
+
+def tiny_config(model_type):
+    from transformers import AutoConfig
+    cfg = AutoConfig.for_model(model_type)
+    shrink(cfg)
+    cfg._attn_implementation = None
+    return cfg
+
+
+def _vision(cfg):
+    for sub in ("vision_config", "visual_config"):
+        s = getattr(cfg, sub, None)
+        if s is not None:
+            return s
+    return cfg
+
+
+def _img(cfg):
+    v = _vision(cfg)
+    size = getattr(v, "image_size", None) or getattr(v, "input_size", None) or 64
+    if isinstance(size, (list, tuple)):
+        size = tuple(size[-2:]) if len(size) >= 2 else (size[0], size[0])
+    elif isinstance(size, dict):
+        size = (size.get("height", 64), size.get("width", 64))
+    else:
+        size = (size, size)
+    ch = getattr(v, "num_channels", 3) or 3
+    return ch, size
+
+
+def make_inputs(model, cfg, extra=False):
+    """inputs by the forward's parameter names: the main input, required ones, and with extra
+    every known input it takes (multimodal models need several)"""
+    import torch
+    sig = inspect.signature(model.forward)
+    params = sig.parameters
+    main = getattr(model, "main_input_name", "input_ids")
+    want = [n for n, p in params.items() if n == main or (p.default is inspect.Parameter.empty
+                                                         and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))]
+    if extra:
+        want += [n for n in ("input_ids", "pixel_values", "decoder_input_ids") if n in params]
+    if getattr(cfg, "is_encoder_decoder", False) and "decoder_input_ids" in params:
+        want.append("decoder_input_ids")
+    text = getattr(cfg, "text_config", None) or cfg
+    V = getattr(text, "vocab_size", None) or getattr(cfg, "vocab_size", None) or 100
+    g = torch.Generator().manual_seed(0)
+    out = {}
+    for n in dict.fromkeys(want):
+        if n in ("input_ids", "decoder_input_ids"):
+            out[n] = torch.randint(3, max(4, min(V, 512) - 1), (B, SEQ), generator=g)
+        elif n == "pixel_values":
+            ch, (h, w) = _img(cfg)
+            out[n] = torch.randn(B, ch, h, w, generator=g)
+        elif n == "input_values":
+            out[n] = torch.randn(B, 3200, generator=g)
+        elif n == "input_features":
+            mel = getattr(cfg, "num_mel_bins", None) or getattr(cfg, "feature_size", None) or \
+                getattr(cfg, "input_feat_per_channel", None) or 80
+            T = 2 * getattr(cfg, "max_source_positions", 32) if hasattr(cfg, "max_source_positions") else 64
+            if getattr(cfg, "model_type", "") in ():
+                pass
+            out[n] = torch.randn(B, mel, T, generator=g) if hasattr(cfg, "max_source_positions") \
+                else torch.randn(B, T, mel, generator=g)
+        elif n in ("attention_mask", "decoder_attention_mask"):
+            out[n] = torch.ones(B, SEQ, dtype=torch.long)
+        elif n == "token_type_ids":
+            out[n] = torch.zeros(B, SEQ, dtype=torch.long)
+        else:
+            return None, f"unknown required input {n}"
+    return out, None
+
+
+def tensors_of(out):
+    import torch
+    if isinstance(out, torch.Tensor):
+        return [out]
+    if hasattr(out, "to_tuple"):
+        out = out.to_tuple()
+    if isinstance(out, dict):
+        out = list(out.values())
+    if isinstance(out, (tuple, list)):
+        return [t for o in out for t in tensors_of(o)]
+    return []
+
+
+def same(ref, res, tol=1e-4):
+    import torch
+    if len(ref) != len(res):
+        return False, f"{len(res)} outputs, eager {len(ref)}"
+    for i, (a, b) in enumerate(zip(ref, res)):
+        if a.shape != b.shape or a.dtype != b.dtype:
+            return False, f"output {i}: {tuple(b.shape)} {b.dtype}, eager {tuple(a.shape)} {a.dtype}"
+        if not a.is_floating_point():
+            if not torch.equal(a, b):
+                return False, f"output {i}: integer values differ"
+        elif not torch.allclose(a, b, atol=tol, rtol=tol, equal_nan=True):
+            d = (a.double() - b.double()).abs().max().item() if a.numel() else 0.0
+            # a second eager run decides whether eager agrees with itself (dropout, random ops)
+            return False, f"output {i}: max abs diff {d:.3g}"
+    return True, None
+
+
+class Timeout(Exception):
+    pass
+
+
+def _alarm(*a):
+    raise Timeout()
+
+
+def run_one(model_type, timeout):
+    import torch
+    import torchc
+    row = {"model": model_type}
+    t0 = time.time()
+    signal.signal(signal.SIGALRM, _alarm)
+    signal.alarm(timeout)
+    try:
+        try:
+            from transformers import AutoModel
+            cfg = tiny_config(model_type)
+            torch.manual_seed(0)
+            model = AutoModel.from_config(cfg).eval()
+        except Timeout:
+            raise
+        except Exception as e:
+            row.update(status="no_build", error=f"{type(e).__name__}: {str(e)[:200]}")
+            return row
+        row["params"] = sum(p.numel() for p in model.parameters())
+        if row["params"] > 30e6:
+            row.update(status="no_build", error=f"too large when shrunk ({row['params']} parameters)")
+            return row
+        ref = None
+        err = None
+        for extra in (False, True):
+            inputs, why = make_inputs(model, cfg, extra)
+            if inputs is None:
+                err = why
+                continue
+            try:
+                with torch.no_grad():
+                    ref = [t.detach().clone() for t in tensors_of(model(**inputs))]
+                    ref2 = [t.detach().clone() for t in tensors_of(model(**inputs))]
+                break
+            except Timeout:
+                raise
+            except Exception as e:
+                err = f"{type(e).__name__}: {str(e)[:200]}"
+        if ref is None:
+            row.update(status="eager_fail", error=err)
+            return row
+        row["inputs"] = sorted(inputs)
+        row["eager_deterministic"] = same(ref, ref2)[0]
+        torchc.reset()
+        try:
+            with torch.no_grad():
+                ex = torchc.explain(model)(**inputs)
+        except Timeout:
+            raise
+        except Exception as e:
+            row.update(status="torchc_raised", error=f"{type(e).__name__}: {str(e)[:300]}",
+                       trace=traceback.format_exc(limit=-3)[-1200:])
+            return row
+        ok, why = same(ref, tensors_of(ex.result))
+        if not ok and not row["eager_deterministic"]:
+            ok, why = True, None  # eager disagrees with itself: not held against torchc
+        row.update(graphs=ex.graph_count, breaks=ex.graph_break_count, ops=ex.op_count,
+                   reasons=list(ex.break_reasons)[:40],
+                   status=("whole" if ex.graph_count == 1 and ex.graph_break_count == 0 else
+                           "fallback" if ex.graph_count == 0 else "broken") if ok else "wrong")
+        if why:
+            row["why"] = why
+        return row
+    except Timeout:
+        row.update(status="timeout", error=f"timeout after {timeout} s")
+        return row
+    finally:
+        signal.alarm(0)
+        row["seconds"] = round(time.time() - t0, 2)
+
+
+def worker(names, timeout):
+    import torch
+    torch.set_num_threads(1)  # a shared machine: one core a worker
+    import warnings
+    warnings.filterwarnings("ignore")
+    import transformers
+    transformers.logging.set_verbosity_error()
+    for n in names:
+        print("START " + n, flush=True)
+        row = run_one(n, timeout)
+        print("RESULT " + json.dumps(row), flush=True)
+
+
+def model_types():
+    from transformers.models.auto.modeling_auto import MODEL_MAPPING_NAMES
+    return sorted(MODEL_MAPPING_NAMES)
+
+
+def reason_key(r):
+    """a break reason without its frame and location ("forward (file:line): graph break: X" -> X)"""
+    import re
+    r = re.sub(r"^\S+ \([^()]*\): ", "", r)
+    r = r[len("graph break: "):] if r.startswith("graph break: ") else r
+    r = re.sub(r"0x[0-9a-f]+", "0x…", r)
+    return r[:120]
+
+
+def write_md(rows, path, meta):
+    st = collections.Counter(r["status"] for r in rows)
+    ran = [r for r in rows if r["status"] in ("whole", "broken", "fallback", "wrong", "torchc_raised")]
+    reasons = collections.Counter()
+    per_model = collections.Counter()
+    for r in rows:
+        ks = set(reason_key(x) for x in r.get("reasons", []))
+        for k in ks:
+            per_model[k] += 1
+        for x in r.get("reasons", []):
+            reasons[reason_key(x)] += 1
+    with open(path, "w") as f:
+        f.write(f"# Tiny transformers sweep ({meta['when']}, transformers {meta['transformers']}, "
+                f"torch {meta['torch']}, commit {meta['commit']})\n\n")
+        f.write(f"{len(rows)} model types; ran under torchc: {len(ran)}; "
+                + ", ".join(f"{k} {v}" for k, v in sorted(st.items())) + "\n\n")
+        f.write(f"**Whole (1 graph, 0 breaks, matches eager): {st['whole']} of {len(ran)}**\n\n")
+        f.write("## Break reasons (models affected / occurrences)\n\n")
+        for k, n in per_model.most_common(40):
+            f.write(f"- {n} / {reasons[k]}: {k}\n")
+        f.write("\n## Models\n\n| model | status | graphs/breaks | ops | s | reason / error |\n|---|---|---|---|---|---|\n")
+        for r in rows:
+            g = f"{r['graphs']}/{r['breaks']}" if "graphs" in r else "-"
+            why = r.get("why") or r.get("error") or "; ".join(sorted(set(reason_key(x) for x in r.get("reasons", []))))[:160]
+            why = why.replace("|", "\\|").replace("\n", " ")
+            f.write(f"| {r['model']} | {r['status']} | {g} | {r.get('ops', '-')} | {r.get('seconds', '-')} | {why} |\n")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--models", default=None, help="comma-separated substrings of model_type")
+    ap.add_argument("--tag", default="")
+    ap.add_argument("--rerun", default=None, metavar="JSON:STATUS,...",
+                    help="only the models of an earlier run's JSON with these statuses "
+                         "(e.g. results/sweep_tiny_before.json:broken,wrong,torchc_raised,crashed)")
+    ap.add_argument("--timeout", type=int, default=90, help="seconds per model")
+    ap.add_argument("--chunk", type=int, default=25, help="models per worker process")
+    ap.add_argument("--skip-done", action="store_true")
+    ap.add_argument("--torchc-path", default=ROOT,
+                    help="directory holding the torchc package to test (a copy keeps a long run "
+                         "apart from rebuilds of this tree)")
+    ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)
+    a = ap.parse_args(argv)
+    if a.worker is not None:
+        worker(a.worker.split(","), a.timeout)
+        return 0
+    import torch
+    import transformers
+    names = model_types()
+    if a.models:
+        pats = a.models.split(",")
+        names = [n for n in names if any(p == n or (p.endswith("*") and n.startswith(p[:-1])) or p in n for p in pats)]
+    if a.rerun:
+        path, _, sts = a.rerun.rpartition(":")
+        keep = {r["model"] for r in json.load(open(path))["rows"] if r["status"] in sts.split(",")}
+        names = [n for n in names if n in keep]
+    base = os.path.join(RESULTS, "sweep_tiny" + (f"_{a.tag}" if a.tag else ""))
+    rows = {}
+    if a.skip_done and os.path.exists(base + ".json"):
+        rows = {r["model"]: r for r in json.load(open(base + ".json"))["rows"]}
+    commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True).stdout.strip()
+    meta = {"when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "torch": torch.__version__,
+            "transformers": transformers.__version__, "commit": commit, "batch": B, "seq": SEQ}
+    todo = [n for n in names if n not in rows]
+
+    def save():
+        out = [rows[n] for n in names if n in rows]
+        st = collections.Counter(r["status"] for r in out)
+        with open(base + ".json.tmp", "w") as f:
+            json.dump({"meta": meta, "summary": dict(st), "rows": out}, f, indent=1)
+        os.replace(base + ".json.tmp", base + ".json")
+        write_md(out, base + ".md", meta)
+
+    env = dict(os.environ, PYTHONPATH=a.torchc_path + os.pathsep + ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    while todo:
+        chunk = todo[:a.chunk]
+        p = subprocess.Popen([sys.executable, "-P", os.path.abspath(__file__), "--worker", ",".join(chunk),
+                              "--timeout", str(a.timeout)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                             text=True, env=env)
+        cur = None
+        for ln in p.stdout:
+            if ln.startswith("START "):
+                cur = ln.split()[1]
+            elif ln.startswith("RESULT "):
+                r = json.loads(ln[7:])
+                rows[r["model"]] = r
+                cur = None
+                g = f"{r.get('graphs', '-')}/{r.get('breaks', '-')}"
+                print(f"{r['model']:32s} {r['status']:14s} {g:>7s} {r.get('seconds', 0):6.1f}  "
+                      f"{(r.get('why') or r.get('error') or '; '.join(sorted(set(map(reason_key, r.get('reasons', [])))))[:100])}",
+                      flush=True)
+                save()
+        rc = p.wait()
+        if cur is not None:
+            rows[cur] = {"model": cur, "status": "crashed", "error": f"worker died (rc {rc})"}
+            print(f"{cur:32s} crashed (rc {rc})", flush=True)
+            save()
+        todo = [n for n in todo if n not in rows]
+    save()
+    st = collections.Counter(r["status"] for r in rows.values())
+    print(json.dumps(dict(st)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
