@@ -204,7 +204,9 @@ static void capsule_destroy(PyObject *cap) {
     train_free(PyCapsule_GetPointer(cap, CAPSULE));
 }
 
-static int cuda_stream(int device, void **stream) {
+/* torch's current CUDA stream of a device (torch._C._cuda_getCurrentRawStream): 0, or -1
+ * with a Python exception */
+int tc_cuda_current_stream(int device, void **stream) {
     static PyObject *fn;
     if (fn == NULL) {
         PyObject *tc = PyImport_ImportModule("torch._C");
@@ -327,7 +329,7 @@ static PyObject *run_backward(PyObject *cap, PyObject *args) {
     int rc;
     if (tr->device_type == TC_DEV_CUDA) {
         void *stream = NULL;
-        if (cuda_stream(tr->device_index, &stream) < 0)
+        if (tc_cuda_current_stream(tr->device_index, &stream) < 0)
             goto done;
         rc = ic_run_on(tr->bwd, ptrs, ptrs + nin, stream, &err);
     } else {

@@ -41,4 +41,7 @@ unsigned long long tc_train_backward_compiles(void);
 const ic_autograd *tc_train_parts(PyObject *train, const ic_compiled **bwd, const ic_meta **in_meta,
                                   int *device_type);
 
+/* torch's current CUDA stream of a device: 0, or -1 with a Python exception */
+int tc_cuda_current_stream(int device, void **stream);
+
 #endif

@@ -578,32 +578,23 @@ static PyObject *fallback(PyThreadState *ts, _PyInterpreterFrame *f, const char 
     return eval_default(ts, f, 0);
 }
 
-/* Per-call buffers of guard values and data pointers, one slot per source: on the stack
- * for small frames, on the heap for frames with many sources (big models inlined whole). */
+/* Per-call buffers of guard values and data pointers, one slot per source, from the thread's
+ * slot stack (frame_slots.c): dh_eval_frame takes them for the largest entry of the cache and
+ * gives them back when the frame returns; a capture whose entry has more sources takes larger
+ * ones on top, given back with the first (not zero-filled: the guards write before reading). */
 typedef struct frame_bufs {
     PyObject **values;
     void **ptrs;
-    int cap, heap;
+    int cap;
 } frame_bufs;
 
-static int bufs_grow(frame_bufs *b, int n) {
-    if (n <= b->cap)
-        return 0;
-    PyObject **v = calloc((size_t)n, sizeof *v);
-    void **p = calloc((size_t)n, sizeof *p);
-    if (v == NULL || p == NULL) {
-        free(v);
-        free(p);
+static int bufs_take(frame_bufs *b, int n, dh_slots_mark *m) {
+    void **slots = dh_slots_take(2 * (size_t)n, m);
+    if (slots == NULL)
         return -1;
-    }
-    if (b->heap) {
-        free(b->values);
-        free(b->ptrs);
-    }
-    b->values = v;
-    b->ptrs = p;
+    b->values = (PyObject **)slots;
+    b->ptrs = slots + n;
     b->cap = n;
-    b->heap = 1;
     return 0;
 }
 
@@ -663,21 +654,23 @@ static PyObject *dh_eval_frame(PyThreadState *ts, _PyInterpreterFrame *f, int th
         return fallback(ts, f, "a torch.func transform (vmap, grad, jvp, functionalize) is active: eager");
     /* the slots of guard values and data pointers: off the C stack (frame_slots.c), which a
      * compiled recursion nests twice a level */
-    int nslots = c->max_sources > DH_MAX_SOURCES ? c->max_sources : DH_MAX_SOURCES;
     dh_slots_mark smark;
-    void **slots = dh_slots_take(2 * (size_t)nslots, &smark);
-    if (slots == NULL)
+    frame_bufs b;
+    if (bufs_take(&b, c->max_sources > DH_MAX_SOURCES ? c->max_sources : DH_MAX_SOURCES, &smark) < 0)
         return FINISH(ts, f, PyErr_NoMemory());
-    frame_bufs b = {(PyObject **)slots, slots + nslots, nslots, 0};
     Py_ssize_t sbase = dh_scratch_enter(); /* guards.c: this frame's part of the scratch list */
     PyObject *res = eval_body(ts, f, throwflag, cfg, c, &b);
     dh_scratch_leave(sbase);
-    if (b.heap) {
-        free(b.values);
-        free(b.ptrs);
-    }
     dh_slots_give(&smark);
     return res;
+}
+
+/* a capture (or its attempt) is over: the guard failure that led to it (why, the recompile
+ * reason of its record) is dropped */
+static void capture_end(char *why) {
+    tl_recompile = NULL;
+    tl_fresh = 0;
+    free(why);
 }
 
 static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwflag,
@@ -780,9 +773,7 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
             } else {
                 res = fallback(ts, f, "recompile skipped: torch.compiler.set_stance('eager_on_recompile')");
             }
-            tl_recompile = NULL;
-            tl_fresh = 0;
-            free(why);
+            capture_end(why);
             return res;
         }
         if (c->nentries >= limit && cfg->fullgraph) {
@@ -795,9 +786,7 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
                          "torchc.compile(..., recompile_limit=N) if the recompiles are expected.",
                          limit, user_qualname(code, qb, sizeof qb), code->co_filename, code->co_firstlineno,
                          why ? why : "no cached entry matches");
-            tl_recompile = NULL;
-            tl_fresh = 0;
-            free(why);
+            capture_end(why);
             return FINISH(ts, f, NULL);
         }
         if (c->nentries >= limit) {
@@ -815,9 +804,7 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
                 return FINISH(ts, f, NULL);
             stats.limit_fallbacks++;
             PyObject *res = fallback(ts, f, c->skip_reason);
-            tl_recompile = NULL;
-            tl_fresh = 0;
-            free(why);
+            capture_end(why);
             return res;
         }
         /* dynamic shapes: dynamic=True makes every dim of the arguments symbolic; the
@@ -839,9 +826,7 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
         if (dh_stack_units() < DH_TRACE_STACK_UNITS) { /* a capture needs C stack (recursion.c) */
             dh_tl_busy = 0;
             PyObject *res = fallback(ts, f, "the C stack is nearly exhausted (deep recursion): eager");
-            tl_recompile = NULL;
-            tl_fresh = 0;
-            free(why);
+            capture_end(why);
             return res;
         }
         double t0 = now_ms();
@@ -889,16 +874,12 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
                 Py_XDECREF(tb);
             }
             if (cfg->fullgraph || (PyErr_Occurred() && tc_clear_expected(PyExc_Exception) < 0)) {
-                tl_recompile = NULL;
-                tl_fresh = 0;
-                free(why);
+                capture_end(why);
                 return FINISH(ts, f, NULL);
             }
             ic_note_internal_fault(buf);
             PyObject *res = fallback(ts, f, buf);
-            tl_recompile = NULL;
-            tl_fresh = 0;
-            free(why);
+            capture_end(why);
             return res;
         }
         e->compile_ms = now_ms() - t0;
@@ -923,12 +904,11 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
         if (e->nsources > c->max_sources)
             c->max_sources = e->nsources;
         if (e->nsources > b->cap) {
-            if (bufs_grow(b, e->nsources) < 0) {
+            dh_slots_mark above; /* given back with dh_eval_frame's mark, which is under it */
+            if (bufs_take(b, e->nsources, &above) < 0) {
                 dh_entry_unpin(e);
                 dh_tl_busy = 0;
-                tl_recompile = NULL;
-                tl_fresh = 0;
-                free(why);
+                capture_end(why);
                 return FINISH(ts, f, PyErr_NoMemory());
             }
             values = b->values;
@@ -955,9 +935,7 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
         }
         if (e->fallback && cfg->fullgraph) {
             dh_tl_busy = 0;
-            tl_recompile = NULL;
-            tl_fresh = 0;
-            free(why);
+            capture_end(why);
             fullgraph_error(code, e->reason, e->where);
             dh_entry_unpin(e);
             return FINISH(ts, f, NULL);
@@ -965,9 +943,7 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
     }
     dh_tl_busy = 0;
     dh_explain_record(code, e, event);
-    tl_recompile = NULL;
-    tl_fresh = 0;
-    free(why);
+    capture_end(why);
     if (PyErr_Occurred()) { /* MemoryError, Ctrl-C while recording: as in eager */
         dh_entry_unpin(e);
         dh_scratch_clear();
@@ -1134,24 +1110,6 @@ static PyObject *build_output(const dh_entry *e, int node, PyObject *const *outs
     return NULL;
 }
 
-/* torch's current CUDA stream of a device, through torch._C._cuda_getCurrentRawStream. */
-static int current_stream(int device, void **stream) {
-    static PyObject *fn;
-    if (fn == NULL) {
-        PyObject *tc = PyImport_ImportModule("torch._C");
-        fn = tc ? PyObject_GetAttrString(tc, "_cuda_getCurrentRawStream") : NULL;
-        Py_XDECREF(tc);
-        if (fn == NULL)
-            return -1;
-    }
-    PyObject *r = PyObject_CallFunction(fn, "i", device);
-    if (r == NULL)
-        return -1;
-    *stream = PyLong_AsVoidPtr(r);
-    Py_DECREF(r);
-    return PyErr_Occurred() ? -1 : 0;
-}
-
 static PyObject *binop(int op, PyObject *a, PyObject *b) {
     switch (op) {
     case 0: return PyNumber_Add(a, b);
@@ -1232,41 +1190,32 @@ static PyObject *run_break(const dh_entry *e, PyObject *state, PyObject *func) {
         argv[i] = locals[i];
     for (int i = 0; i < nstack; i++)
         argv[nlocals + i] = stack[i];
-    if (e->brk == DH_BRK_CALL) {
-        Py_ssize_t nkw = e->brk_kwnames ? PyTuple_GET_SIZE(e->brk_kwnames) : 0;
-        (void)nkw; /* the call runs in a frame like the original one (resume.c) */
-        PyObject *r = dh_break_call(e->resume[0], locals, nlocals, items[0], items + 1, nargs,
-                                    e->brk_kwnames);
+    if (e->brk == DH_BRK_CALL || e->brk == DH_BRK_BINOP) { /* the result pushed for the resume */
+        PyObject *r = e->brk == DH_BRK_CALL
+                          /* the call runs in a frame like the original one (resume.c) */
+                          ? dh_break_call(e->resume[0], locals, nlocals, items[0], items + 1, nargs,
+                                          e->brk_kwnames)
+                          : binop(e->brk_binop, items[0], items[1]);
         if (r == NULL)
             goto done;
         argv[nlocals + nstack] = r;
-        PyObject *rf = resume_fn(e->resume[0], func);
-        ran_resume = 1;
-        res = call_resume(rf, argv, (size_t)n);
-        Py_XDECREF(rf);
-        Py_DECREF(r);
-    } else if (e->brk == DH_BRK_BINOP) {
-        PyObject *r = binop(e->brk_binop, items[0], items[1]);
-        if (r == NULL)
-            goto done;
-        argv[nlocals + nstack] = r;
-        PyObject *rf = resume_fn(e->resume[0], func);
-        ran_resume = 1;
-        res = call_resume(rf, argv, (size_t)n);
-        Py_XDECREF(rf);
-        Py_DECREF(r);
-    } else if (e->brk == DH_BRK_STORE) {
-        if (PyObject_SetItem(items[0], items[1], items[2]) < 0)
-            goto done;
         fn = resume_fn(e->resume[0], func);
         ran_resume = 1;
-        res = call_resume(fn, argv, (size_t)(n - 1));
+        res = call_resume(fn, argv, (size_t)n);
         Py_XDECREF(fn);
-    } else {
-        int truth = PyObject_IsTrue(items[0]);
-        if (truth < 0)
-            goto done;
-        fn = resume_fn(truth == e->brk_jump_when ? e->resume[1] : e->resume[0], func);
+        Py_DECREF(r);
+    } else { /* a store, or a jump on a value's truth: nothing pushed */
+        int jump = 0;
+        if (e->brk == DH_BRK_STORE) {
+            if (PyObject_SetItem(items[0], items[1], items[2]) < 0)
+                goto done;
+        } else {
+            int truth = PyObject_IsTrue(items[0]);
+            if (truth < 0)
+                goto done;
+            jump = truth == e->brk_jump_when;
+        }
+        fn = resume_fn(e->resume[jump], func);
         ran_resume = 1;
         res = call_resume(fn, argv, (size_t)(n - 1));
         Py_XDECREF(fn);
@@ -1382,7 +1331,7 @@ PyObject *dh_entry_run(const dh_entry *e, PyObject *const *values, void *const *
         int rc;
         if (e->device_type == TC_DEV_CUDA) {
             void *stream = NULL;
-            if (current_stream(e->device_index, &stream) < 0)
+            if (tc_cuda_current_stream(e->device_index, &stream) < 0)
                 goto done;
             rc = ic_run_on(e->compiled, ptrs, ptrs + e->ninputs, stream, &err);
         } else {

@@ -480,6 +480,18 @@ static int call_op(trace *t, int opi, var *args, int nargs, PyObject *kwnames, v
     return d->fn(t, d, slots, out);
 }
 
+/* x.name(args...) where name is the op opi: the op called with x as its first argument */
+static int call_method_op(trace *t, int opi, const var *self, const var *args, int npos, PyObject *kwnames,
+                          var *kwv, var *out) {
+    var *all = sym_alloc(t, npos + 1);
+    if (all == NULL)
+        return -1;
+    all[0] = *self;
+    for (int i = 0; i < npos; i++)
+        all[i + 1] = args[i];
+    return call_op(t, opi, all, npos + 1, kwnames, kwv, out);
+}
+
 /* Function.apply(*args) with grad mode off records nothing: it is forward(ctx, *args) (or
  * forward(*args) when the class defines setup_context, which then only fills ctx), ctx a
  * fresh torch.autograd.function.FunctionCtx (inlined like any plain object). 1: not this
@@ -1004,14 +1016,8 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
                     if (opi >= 0 && (OPS[opi].fn == sym_h_transpose || OPS[opi].fn == sym_h_unsqueeze ||
                                      OPS[opi].fn == sym_h_squeeze)) {
                         /* t_/transpose_/unsqueeze_/squeeze_: the object becomes the view (alias_fn.c) */
-                        var *all = sym_alloc(t, npos + 1);
-                        if (all == NULL)
-                            return -1;
-                        all[0] = *self;
-                        for (int i = 0; i < npos; i++)
-                            all[i + 1] = args[i];
                         var r;
-                        if (call_op(t, opi, all, npos + 1, kwnames, kwv, &r) < 0)
+                        if (call_method_op(t, opi, self, args, npos, kwnames, kwv, &r) < 0)
                             return -1;
                         if (sym_alias_rebind(t, self, &r) < 0)
                             return -1;
@@ -1027,14 +1033,8 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
                     if (opi >= 0) {
                         if (sym_inplace_overlap_check(t, self, args, npos) < 0)
                             return -1;
-                        var *all = sym_alloc(t, npos + 1);
-                        if (all == NULL)
-                            return -1;
-                        all[0] = *self;
-                        for (int i = 0; i < npos; i++)
-                            all[i + 1] = args[i];
                         var r;
-                        if (call_op(t, opi, all, npos + 1, kwnames, kwv, &r) < 0)
+                        if (call_method_op(t, opi, self, args, npos, kwnames, kwv, &r) < 0)
                             return -1;
                         if (r.kind != V_TENSOR || sym_mutate(t, self, r.val) < 0)
                             return sym_fail(t, "Tensor.%U() not supported", fn->obj);
@@ -1045,13 +1045,7 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
                 }
                 return sym_fail(t, "Tensor.%U() not supported", fn->obj);
             }
-            var *all = sym_alloc(t, npos + 1);
-            if (all == NULL)
-                return -1;
-            all[0] = *self;
-            for (int i = 0; i < npos; i++)
-                all[i + 1] = args[i];
-            return call_op(t, opi, all, npos + 1, kwnames, kwv, out);
+            return call_method_op(t, opi, self, args, npos, kwnames, kwv, out);
         }
         return sym_fail(t, "method %U of a non-tensor not supported", fn->obj);
     }
