@@ -232,6 +232,17 @@ int sym_h_arg(trace *t, const opdef *d, var **p, var *out) {
     return sym_tensor_out(t, ic_reduce(t->g, (ic_op)d->op, p[0]->val, mask, keep, -1), out);
 }
 
+/* s^pw (pw > 0; 0.5: sqrt) of a sum s >= 0 whose gradient is 0 where the result is 0, as eager's
+ * std and norm backward give it (FunctionsManual.cpp std_backward and norm_backward:
+ * masked_fill_(result == 0, 0)); a plain sqrt's gradient there is g / 0, and times the
+ * operand's 0 a NaN. The same values (sqrt(+0) = +0; NaN stays NaN) */
+static ic_val root_grad_masked(trace *t, ic_val s, double pw) {
+    ic_val nz = ic_binary(G, IC_OP_NE, s, sym_num(t, 0.0));
+    ic_val safe = ic_where(G, nz, s, sym_num(t, 1.0));
+    ic_val r = pw == 0.5 ? ic_unary(G, IC_OP_SQRT, safe) : ic_binary(G, IC_OP_POW, safe, sym_num(t, pw));
+    return ic_where(G, nz, r, sym_num(t, 0.0));
+}
+
 /* var/std(input, dim=None, *, correction=1, keepdim=False) and unbiased= */
 int sym_h_var(trace *t, const opdef *d, var **p, var *out) {
     if (sym_need_tensor(t, d, p[0]) < 0)
@@ -269,8 +280,8 @@ int sym_h_var(trace *t, const opdef *d, var **p, var *out) {
     ic_val ss = ic_reduce(G, IC_OP_SUM, ic_binary(G, IC_OP_MUL, xc, xc), mask, keep, -1);
     double denom = (double)n - corr;
     ic_val v = ic_binary(G, IC_OP_DIV, ss, sym_num(t, denom > 0 ? denom : 0.0));
-    if (d->op == 1)
-        v = ic_unary(G, IC_OP_SQRT, v);
+    if (d->op == 1) /* std */
+        v = root_grad_masked(t, v, 0.5);
     return sym_tensor_out(t, v, out);
 }
 
@@ -350,13 +361,15 @@ int sym_h_norm(trace *t, const opdef *d, var **p, var *out) {
         return -1;
     ic_val a = ic_unary(G, IC_OP_ABS, x), r;
     if (ord == 2.0)
-        r = ic_unary(G, IC_OP_SQRT, ic_reduce(G, IC_OP_SUM, ic_binary(G, IC_OP_MUL, x, x), mask, keep, -1));
+        r = root_grad_masked(t, ic_reduce(G, IC_OP_SUM, ic_binary(G, IC_OP_MUL, x, x), mask, keep, -1), 0.5);
     else if (ord == 1.0)
         r = ic_reduce(G, IC_OP_SUM, a, mask, keep, -1);
     else if (isinf(ord))
         r = ic_reduce(G, ord > 0 ? IC_OP_AMAX : IC_OP_AMIN, a, mask, keep, -1);
     else if (ord == 0.0)
         r = ic_reduce(G, IC_OP_SUM, ic_cast(G, ic_binary(G, IC_OP_NE, x, sym_num(t, 0)), ic_value_meta(G, x)->dtype), mask, keep, -1);
+    else if (ord > 0)
+        r = root_grad_masked(t, ic_reduce(G, IC_OP_SUM, ic_binary(G, IC_OP_POW, a, sym_num(t, ord)), mask, keep, -1), 1.0 / ord);
     else
         r = ic_binary(G, IC_OP_POW, ic_reduce(G, IC_OP_SUM, ic_binary(G, IC_OP_POW, a, sym_num(t, ord)), mask, keep, -1),
                       sym_num(t, 1.0 / ord));

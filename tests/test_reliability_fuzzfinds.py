@@ -700,3 +700,27 @@ def test_grad_of_an_input_reached_only_through_unused_outputs_is_none():
         torchc.compile(h)(*xc).backward()
     assert xc[1].grad is None and xe[1].grad is None
     torch.testing.assert_close(xc[0].grad, xe[0].grad)
+
+
+@pytest.mark.parametrize("case", ["std", "std_biased", "norm", "norm3", "vector_norm", "normalize"])
+def test_std_and_norm_gradient_is_zero_where_the_result_is_zero(case):
+    """grad fuzz seed 1000 programs 21, 25, 27: x.std(0, unbiased=False) over a dim of size 1
+    (or of equal values) is 0, and eager's std/norm backward masks the gradient to 0 there
+    (masked_fill_(result == 0, 0)); the decomposition's sqrt gave g / 0 * 0 = NaN"""
+    fns = {"std": lambda x: x.std(-1), "std_biased": lambda x: x.std(0, unbiased=False),
+           "norm": lambda x: x.norm(dim=-1), "norm3": lambda x: x.norm(p=3, dim=-1),
+           "vector_norm": lambda x: torch.linalg.vector_norm(x - 2, dim=-1),
+           "normalize": lambda x: F.normalize(x - 2, dim=-1)}
+    fn = fns[case]
+    for x0 in (torch.tensor([[2.0, 2.0, 2.0], [0.0, 0.0, 0.0], [1.0, -2.0, 3.0]]), torch.randn(1, 1),
+               torch.randn(4, 1), torch.zeros(2, 3, dtype=torch.float64)):
+        xe = x0.clone().requires_grad_()
+        xc = x0.clone().requires_grad_()
+        ex = torchc.explain(fn)(xc)
+        assert ex.graph_count == 1 and ex.backward_graph_count == 1
+        oe = fn(xe)
+        torch.testing.assert_close(ex.result, oe, equal_nan=True)
+        g = torch.arange(1.0, oe.numel() + 1, dtype=oe.dtype).reshape(oe.shape)
+        oe.backward(g)
+        ex.result.backward(g)
+        torch.testing.assert_close(xc.grad, xe.grad, equal_nan=True)
