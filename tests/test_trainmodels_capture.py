@@ -197,7 +197,9 @@ def test_inplace_dropout_training_matches_eager(p, shape):
     assert ex.backward_graph_count == 1
     assert same_c is same_e is True
     assert torch.equal(torch.get_rng_state(), se)
-    torch.testing.assert_close(yc, ye, rtol=1e-6, atol=1e-7)
+    # (the masks are equal or far off; h.sum(-1) rounds in another order than eager's: 1.5e-6
+    # relative was seen on main at 8c6e9e6)
+    torch.testing.assert_close(yc, ye, rtol=1e-5, atol=1e-6)
     for (n, a), (_, b) in zip(me.named_parameters(), mc.named_parameters()):
         torch.testing.assert_close(b.grad, a.grad, rtol=1e-5, atol=1e-7, msg=n)
 
