@@ -304,6 +304,23 @@ def seed(s):
         pass
 
 
+def without_random_flow(build):
+    """build, then switch off the training-only control flow on random draws: LayerDrop
+    (`torch.rand([]) < layerdrop` skips a layer: a branch on data, a break) and SpecAugment
+    (masks drawn by numpy on the host: a break). What is left is the capture of the rest."""
+    def b():
+        m = build()
+        c = getattr(m, "config", None)
+        if c is not None and hasattr(c, "apply_spec_augment"):
+            c.apply_spec_augment = False
+        for obj in [c] + list(m.modules()):
+            for k in ("layerdrop", "encoder_layerdrop", "decoder_layerdrop"):
+                if isinstance(getattr(obj, k, None), float):
+                    setattr(obj, k, 0.0)
+        return m
+    return b
+
+
 def measure(name, build, make_inputs, rtol=1e-4, atol=1e-5):
     import torchc
     res = {"name": name}
@@ -408,6 +425,8 @@ def main():
     ap.add_argument("--models", default="nn", help="comma list of names, or nn / tiny")
     ap.add_argument("--json", default=None, help="append one JSON line per model here")
     ap.add_argument("--memory", action="store_true", help="activation memory (saved bytes) against eager's")
+    ap.add_argument("--no-random-flow", action="store_true",
+                    help="LayerDrop and SpecAugment off (their branches on random draws break)")
     a = ap.parse_args()
     import warnings
     warnings.filterwarnings("ignore")
@@ -418,6 +437,8 @@ def main():
     for n in names:
         try:
             build, make_inputs = tab[n]
+            if a.no_random_flow:
+                build = without_random_flow(build)
             r = memory(n, build, make_inputs) if a.memory else measure(n, build, make_inputs)
         except Exception as e:
             r = {"name": n, "error": f"{type(e).__name__}: {str(e)[:300]}"}

@@ -105,6 +105,7 @@ int sym_h_cast(trace *t, const opdef *d, var **p, var *out);
 int sym_h_to(trace *t, const opdef *d, var **p, var *out);
 int sym_h_dropout(trace *t, const opdef *d, var **p, var *out);
 int sym_h_fill(trace *t, const opdef *d, var **p, var *out);
+int sym_h_requires_grad_(trace *t, const opdef *d, var **p, var *out); /* train_step.c */
 int sym_h_arange(trace *t, const opdef *d, var **p, var *out);
 int sym_h_eye(trace *t, const opdef *d, var **p, var *out);
 int sym_h_factory(trace *t, const opdef *d, var **p, var *out);

@@ -1,7 +1,8 @@
 /* ops_random.c — random ops as graph nodes: torch.rand/randn/randint/randperm, the *_like
  * forms, bernoulli, multinomial, normal(mean, std, size) and the in-place fills uniform_,
  * normal_, random_, bernoulli_. Each is one RANDOM extern (ATen's default generator, called
- * when the graph runs), made in program order and never dropped, so the graph consumes the
+ * when the graph runs), made in program order and never dead-code eliminated (only a graph
+ * break drops those of the instruction it reruns eagerly), so the graph consumes the
  * random stream as eager does: under one seed the values, and torch.get_rng_state() after
  * the call, equal eager's bit for bit. The tensor that ATen fills has eager's dtype, sizes
  * and strides (empty_like's for the *_like forms, self's for in-place fills): the order of

@@ -174,6 +174,7 @@ static const opdef OPS[] = {
     {"squeeze", W_TORCH | W_METHOD, "input,dim", sym_h_squeeze, 0},
     {"expand", W_METHOD, "input,*sizes", sym_h_expand, 0},
     {"contiguous", W_METHOD, "input", sym_h_identity, 1},
+    {"requires_grad_", W_METHOD, "input,requires_grad", sym_h_requires_grad_, 0},
     {"zero_", W_METHOD, "input", sym_h_fill, 0},
     {"fill_", W_METHOD, "input,value", sym_h_fill, 1},
     {"copy_", W_METHOD, "input,src,non_blocking", sym_h_fill, 2},

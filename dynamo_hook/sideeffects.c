@@ -7,7 +7,9 @@
  * replayed after the graph, in-place tensor updates written back, dict/list updates rebound
  * into the live frames, context variables set) describes effects that the eager call will
  * now have itself; kept, they would happen twice (GPT-Neo's KV cache concatenated twice per
- * layer). sym_fx_save before the call, sym_fx_rollback when it becomes the break.
+ * layer). sym_fx_save before the call, sym_fx_rollback when it becomes the break. Its
+ * random draws (and custom ops) are dropped by every break, whatever the instruction
+ * (symbolic.c sym_record_break_state).
  *
  * Requires: called only for the top frame (inlined frames never break, they fail).
  * Keeps: the graph (dead nodes of the abandoned call are not outputs), guards (extra
@@ -49,7 +51,6 @@ int sym_fx_save(trace *t, sym_fx_mark *m) {
     m->nobj = t->nobj;
     m->nctxv = t->nctxv;
     m->nograd = t->nograd;
-    m->nvals = ic_graph_num_values(t->g);
     if (t->nattrw > 0) {
         m->attrw = malloc(sizeof t->attrw[0] * (size_t)t->nattrw);
         if (m->attrw == NULL)
@@ -100,9 +101,7 @@ void sym_fx_rollback(trace *t, sym_fx_mark *m) {
     if (m->ctxv != NULL) /* t->ctxv only grows: room for m->nctxv */
         memcpy(t->ctxv, m->ctxv, sizeof t->ctxv[0] * (size_t)m->nctxv);
     t->nograd = m->nograd;
-    /* the abandoned call's random draws: it runs eagerly and draws them itself (kept, the
-     * stream would advance twice) */
-    (void)ic_graph_drop_draws(t->g, m->nvals);
+    /* (the abandoned call's random draws are dropped by the break: sym_record_break_state) */
     sym_fx_drop(m);
 }
 

@@ -188,6 +188,10 @@ typedef struct trace {
     int failed;
     long steps;
     int inst_n0;                      /* graph values when the current instruction began */
+    int top_n0;                       /* the same for the top frame's current instruction: the
+                                       * draws after it are dropped at a break (it reruns) */
+    int leaf_oid[8];                  /* tensors made leaves that require grad in the trace */
+    int nleaf;                        /* (x.requires_grad = True: train_step.c) */
 } trace;
 
 /* sideeffects.c: what a call may change in the trace state, saved before the top frame
@@ -202,7 +206,6 @@ typedef struct sym_fx_mark {
     int nctxv;
     void *ctxv;         /* copy of t->ctxv (malloc'd) */
     int nograd;
-    int nvals;          /* graph values: the random draws made after them are dropped */
     int valid;
 } sym_fx_mark;
 int sym_fx_save(trace *t, sym_fx_mark *m);    /* 0, or -1 (no memory: exception set) */

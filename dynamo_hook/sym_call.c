@@ -462,17 +462,15 @@ int sym_op_call(trace *t, sframe *f, sym_ins *in) {
     sym_fx_mark mark = {0};
     if (f->top && sym_can_break(t) && sym_fx_save(t, &mark) < 0)
         return -1;
-    const int nodes_at_call = ic_graph_num_values(t->g);
     int crc = sym_call(t, &fn, copy, nargs, kw, &a);
-    if (crc < 0 && mark.valid && t->failed && !PyErr_Occurred() && t->pending_exc == NULL)
-        sym_fx_rollback(t, &mark);
-    sym_fx_drop(&mark);
     if (crc < 0) {
         int hd, hl, h;
         if (t->pending_exc != NULL && t->failed && !PyErr_Occurred() &&
             (h = sym_exc_handler(f->code, in->pc, &hd, &hl)) >= 0 && hd <= f->sp) {
             /* a process-state predicate raised (torch.cuda's without CUDA): the
-             * frame's handler runs, as in eager (the raise is guarded) */
+             * frame's handler runs, as in eager (the raise is guarded): what the call
+             * did before it raised stays */
+            sym_fx_drop(&mark);
             t->failed = 0;
             t->reason[0] = 0;
             f->sp = hd;
@@ -490,19 +488,16 @@ int sym_op_call(trace *t, sframe *f, sym_ins *in) {
         /* constructing an exception (to raise it) is not worth a break: the resume
          * would be specialized on each new exception object */
         int exc = fn.kind == V_FUNC && fn.obj && PyExceptionClass_Check(fn.obj);
-        if (f->top && t->failed && !PyErr_Occurred() && sym_can_break(t) && !exc &&
-            ic_graph_draws_from(t->g, nodes_at_call)) {
-            /* the graph before the break would draw the callee's random numbers (the draws
-             * always run), and the call after it again: the stream would not be eager's */
-            char old[sizeof t->reason];
-            snprintf(old, sizeof old, "%s", t->reason);
-            t->failed = 0;
-            return sym_fail(t, "%s (no break at the call: it draws random numbers before that point)", old);
-        }
-        if (f->top && t->failed && !PyErr_Occurred() && sym_can_break(t) && !exc)
+        if (f->top && t->failed && !PyErr_Occurred() && sym_can_break(t) && !exc) {
+            /* the call runs eagerly (and raises there, if it raised here): what its trace
+             * logged is undone (its random draws: sym_record_break_state) */
+            sym_fx_rollback(t, &mark);
             return break_at_call(t, f, in, &fn, copy, nargs, kw);
+        }
+        sym_fx_drop(&mark);
         return -1;
     }
+    sym_fx_drop(&mark);
     PUSH(a);
     return SYM_NEXT;
 }
@@ -546,15 +541,16 @@ int sym_op_call_function_ex(trace *t, sframe *f, sym_ins *in) {
     if (f->top && sym_can_break(t) && sym_fx_save(t, &mark) < 0)
         return -1;
     int crc = sym_call(t, &fnv, all, n + nk, kwnames, &a);
-    if (crc < 0 && mark.valid && t->failed && !PyErr_Occurred() && t->pending_exc == NULL)
-        sym_fx_rollback(t, &mark);
-    sym_fx_drop(&mark);
     if (crc < 0) {
         int exc = fnv.kind == V_FUNC && fnv.obj && PyExceptionClass_Check(fnv.obj);
-        if (f->top && t->failed && !PyErr_Occurred() && t->pending_exc == NULL && sym_can_break(t) && !exc)
+        if (f->top && t->failed && !PyErr_Occurred() && t->pending_exc == NULL && sym_can_break(t) && !exc) {
+            sym_fx_rollback(t, &mark);
             return break_at_call(t, f, in, &fnv, all, n + nk, kwnames);
+        }
+        sym_fx_drop(&mark);
         return -1;
     }
+    sym_fx_drop(&mark);
     PUSH(a);
     return SYM_NEXT;
 }

@@ -52,6 +52,9 @@ int sym_fill_out(trace *t, outbuf *ob, int at, const var *v_in, ic_val *outvals,
     }
     switch (v->kind) {
     case V_TENSOR: {
+        if (ic_value_is_grad_leaf(t->g, v->val)) /* train_step.c set_requires_grad */
+            return sym_fail(t, "a tensor made to require grad in the trace leaves the graph (its .grad would "
+                               "not be eager's)");
         if (v->src >= 0 && t->srcdone[v->src] && t->srcvar[v->src].kind == V_TENSOR &&
             t->srcvar[v->src].oid == v->oid) {
             /* the input object itself (maybe updated in place: copied back first) */
@@ -655,6 +658,8 @@ int sym_is_extern_break(const sym_break *b) {
  * like it; the entry's train object (csrc/train.c) runs it from an autograd node. 1 if the
  * trace trains. */
 int sym_trace_trains(trace *t) {
+    if (t->nleaf > 0) /* (sym_train_build: trains, or fails) */
+        return 1;
     if (t->ninputs == 0 || !tc_grad_enabled())
         return 0;
     unsigned char *req = malloc((size_t)t->ninputs);
@@ -672,6 +677,8 @@ int sym_train_build(trace *t, const mutlist *muts, const ic_options *opt, PyObje
     }
     if (sym_train_req(t, req) == 0) {
         free(req);
+        if (t->nleaf > 0) /* its outputs would require grad with nothing to reach */
+            return sym_fail(t, "Tensor.requires_grad = True in a graph where no input requires grad not supported");
         return 0;
     }
     if (sym_inplace_nograd_then_grad(t)) { /* train_inplace_store.c */

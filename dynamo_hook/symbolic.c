@@ -186,10 +186,14 @@ int sym_can_break(trace *t) {
 }
 
 /* The trace stops here: keep the reason, clear the failure, snapshot stack and locals.
- * Returns 1 (a break), which run() passes up. */
+ * Returns 1 (a break), which run() passes up. The instruction runs eagerly after the graph,
+ * so the random draws (and custom ops) the trace made inside it leave the graph
+ * (ic_graph_drop_draws): a call traced in part draws again when it runs, and eager's stream
+ * would otherwise advance twice. */
 int sym_record_break_state(trace *t, sframe *f) {
     if (sym_ctxvar_pending(t, NULL))
         return sym_fail(t, "a context variable set in the trace is live across a graph break");
+    (void)ic_graph_drop_draws(t->g, t->top_n0);
     {
         /* the instruction run at the break may raise: inside a try block its handler runs, in
          * a resume that rebuilds the stack to the handler's depth and raises there (resume.c
@@ -482,6 +486,8 @@ static int run_body(trace *t, sframe *f, var *result) {
                             dh_limit.max_trace_steps);
         f->pc = pc;
         t->inst_n0 = ic_graph_num_values(t->g); /* train_inplace.c */
+        if (f->top)
+            t->top_n0 = t->inst_n0;
         int opcode = code[2 * pc];
         in.pc = pc;
         in.opcode = opcode;

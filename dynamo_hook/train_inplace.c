@@ -15,7 +15,7 @@
 #include "sym_interp.h"
 
 int sym_train_inplace_check(trace *t, int oid) {
-    if (t->ninputs == 0 || oid <= 0 || oid > t->nobj)
+    if ((t->ninputs == 0 && t->nleaf == 0) || oid <= 0 || oid > t->nobj)
         return 0;
     unsigned char *req = malloc((size_t)t->ninputs + 1);
     if (req == NULL) {
@@ -23,7 +23,7 @@ int sym_train_inplace_check(trace *t, int oid) {
         return -1;
     }
     int rc = 0;
-    if (sym_train_req(t, req) > 0) {
+    if (sym_train_req(t, req) > 0 || t->nleaf > 0) {
         int root = t->obj_root[oid] > 0 ? t->obj_root[oid] : oid;
         for (int o = 1; o <= t->nobj && rc == 0; o++) {
             int r = t->obj_root[o] > 0 ? t->obj_root[o] : o;

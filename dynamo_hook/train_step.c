@@ -14,6 +14,7 @@
 #include "dh_internal.h"
 #include "sym.h"
 #include "sym_interp.h"
+#include "ops_internal.h"
 
 int sym_tensor_grad(trace *t, const var *x, PyObject *name, var *out) {
     int src = x->src;
@@ -38,8 +39,85 @@ int sym_tensor_grad(trace *t, const var *x, PyObject *name, var *out) {
 /* p.grad = None (Module.zero_grad, Optimizer.zero_grad): an attribute write of the source
  * tensor, replayed after the graph like a module attribute's (its value read back by a later
  * p.grad of the trace) */
+/* x.requires_grad = b (transformers' audio feature encoders set it on their input's view in
+ * training) and x.requires_grad_(b). Eager: b must be a bool; True on an integer tensor
+ * raises; True on a floating tensor that does not require grad makes it a leaf that does
+ * (ic_grad_leaf: what is built from it requires grad, no gradient passes below it); False on
+ * such a leaf makes it stop; a non-leaf (a value with a grad_fn) raises, except for the
+ * method's True (no change). The object must not leave the graph (sym_fill_out): eager's
+ * x.grad after backward would be its gradient. Inputs (the caller's tensors) keep their
+ * flag: changing it is left to eager. */
+static int set_requires_grad(trace *t, const var *a_in, int want, int method) {
+    var av = *a_in, *a = &av;
+    sym_resolve(t, a); /* its value now (a leaf made earlier, an in-place update) */
+    int src = a->src;
+    int input = src >= 0 && src < t->nsrc && t->srcdone[src] && t->srcvar[src].oid == a->oid;
+    const ic_meta *m = ic_value_meta(t->g, a->val);
+    if (m == NULL)
+        return sym_check_graph(t);
+    if (input) {
+        int rg = 0;
+        for (int i = 0; i < t->nguards; i++)
+            if (t->guards[i].kind == DH_G_TENSOR && t->guards[i].src == src)
+                rg = t->guards[i].meta.requires_grad;
+        /* a tensor that does not require grad is a leaf; one that does may not be (the
+         * setter's True raises on a non-leaf, the method's does not) */
+        if (want == rg && (!want || method))
+            return 0;
+        return sym_fail(t, "Tensor.requires_grad changed on an input tensor (left to eager)");
+    }
+    if (!tc_grad_enabled() || t->nograd > 0)
+        return sym_fail(t, "Tensor.requires_grad set under no_grad not supported");
+    if (t->in_gen) /* a generator runs to completion: eager may stop it before this */
+        return sym_fail(t, "attribute assignment inside a generator");
+    if (a->oid <= 0 || a->oid > t->nobj)
+        return sym_fail(t, "Tensor.requires_grad set on an untracked tensor");
+    int leaf = ic_value_is_grad_leaf(t->g, a->val);
+    int rg = leaf || sym_value_requires_grad(t, a->val);
+    if (rg && !leaf && method && want) /* requires_grad_() of a non-leaf: no change */
+        return 0;
+    if (rg && !leaf) /* eager: "you can only change requires_grad flags of leaf variables" */
+        return sym_fail(t, "Tensor.requires_grad set on a non-leaf tensor (eager raises)");
+    if (want == rg)
+        return 0;
+    if (want && !(m->dtype >= IC_F16 && m->dtype <= IC_F64)) /* complex is not captured */
+        return sym_fail(t, "Tensor.requires_grad = True on a non-floating tensor (eager raises)");
+    if (want && t->nleaf == (int)(sizeof t->leaf_oid / sizeof t->leaf_oid[0]))
+        return sym_fail(t, "too many tensors made to require grad in one graph");
+    ic_val v = want ? ic_grad_leaf(t->g, a->val) : ic_detach(t->g, a->val);
+    if (v < 0)
+        return sym_check_graph(t);
+    if (want)
+        t->leaf_oid[t->nleaf++] = a->oid;
+    t->obj_val[a->oid] = v; /* the object itself: views made of it before keep their value */
+    return 0;
+}
+
+/* Tensor.requires_grad_(requires_grad=True): self, its flag set as above */
+int sym_h_requires_grad_(trace *t, const opdef *d, var **p, var *out) {
+    (void)d;
+    if (p[0]->kind != V_TENSOR)
+        return sym_fail(t, "requires_grad_ of a non-tensor");
+    int want = 1;
+    if (!sym_is_none(p[1])) {
+        if (p[1]->kind != V_CONST || !PyBool_Check(p[1]->obj))
+            return sym_fail(t, "requires_grad_ of a value that is not a constant bool");
+        want = p[1]->obj == Py_True;
+    }
+    if (set_requires_grad(t, p[0], want, 1) < 0)
+        return -1;
+    *out = *p[0];
+    sym_resolve(t, out);
+    return 0;
+}
+
 int sym_tensor_setattr(trace *t, const var *a, PyObject *name, const var *b) {
     int src = a->src;
+    if (PyUnicode_CompareWithASCIIString(name, "requires_grad") == 0) {
+        if (b->kind != V_CONST || !PyBool_Check(b->obj))
+            return sym_fail(t, "Tensor.requires_grad assigned a value that is not a constant bool");
+        return set_requires_grad(t, a, b->obj == Py_True, 0);
+    }
     if (PyUnicode_CompareWithASCIIString(name, "grad") != 0)
         return sym_fail(t, "attribute assignment on a tensor (%U) not supported", name);
     if (src < 0 || src >= t->nsrc || !t->srcdone[src] || t->srcvar[src].oid != a->oid || t->srcobj[src] == NULL)

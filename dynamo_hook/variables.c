@@ -578,6 +578,10 @@ int sym_mutate(trace *t, const var *target, ic_val newval) {
         return -1;
     if (sym_train_inplace_check(t, target->oid) < 0) /* eager's backward would raise */
         return -1;
+    for (int i = 0; i < t->nleaf; i++) /* eager raises for a leaf that requires grad, or its views */
+        if (sym_alias_same(t, t->leaf_oid[i], target->oid))
+            return sym_fail(t, "in-place update of a tensor made to require grad in the trace, or of a view "
+                               "sharing its data (eager decides)");
     if (sym_inplace_note(t, root_of(t, target->oid)) < 0) /* eager's version bumps */
         return -1;
     /* views of it (or its base) still in use: every alias sees the update (alias_fn.c) */
@@ -804,12 +808,14 @@ int sym_train_req(trace *t, unsigned char *req) {
 
 /* torch's requires_grad of graph value v at this point of the trace */
 int sym_value_requires_grad(trace *t, ic_val v) {
-    if (!tc_grad_enabled() || t->nograd > 0 || t->ninputs == 0)
+    if (!tc_grad_enabled() || t->nograd > 0 || (t->ninputs == 0 && t->nleaf == 0))
         return 0;
-    unsigned char *req = malloc((size_t)t->ninputs);
+    unsigned char *req = malloc((size_t)t->ninputs + 1);
     if (req == NULL)
         return 0;
-    int r = sym_train_req(t, req) > 0 && ic_value_requires_grad(t->g, v, req);
+    /* (leaves made in the trace, train_step.c: their values require grad before any input
+     * that does is read) */
+    int r = (sym_train_req(t, req) > 0 || t->nleaf > 0) && ic_value_requires_grad(t->g, v, req);
     free(req);
     return r;
 }

@@ -306,6 +306,14 @@ char *ic_graph_to_string(const ic_graph *g);
  * gradient to their operands. They change nothing in the forward graph's code. */
 void ic_set_grad_enabled(ic_graph *g, int on);
 ic_val ic_detach(ic_graph *g, ic_val v);
+/* A leaf that requires grad made inside the graph (`x.requires_grad = True` on a floating
+ * value that did not require grad: eager's x becomes a leaf): an identity cast that passes no
+ * gradient to its operand and requires grad itself, so what is built from it does. Its own
+ * gradient is computed by nobody: the caller keeps the tensor from leaving the graph (its
+ * .grad would be eager's only if it were a real leaf). ic_value_is_grad_leaf: 1 for such a
+ * node, else 0. */
+ic_val ic_grad_leaf(ic_graph *g, ic_val v);
+int ic_value_is_grad_leaf(const ic_graph *g, ic_val v);
 /* A torch.autograd.Function captured whole (dynamo_hook/autograd_fn.c). Its forward is
  * built with grad off; ic_custom_output(g, y) is a fresh identity of each differentiable
  * output y. The user's backward is then traced onto g from value `base`
@@ -318,8 +326,9 @@ ic_val ic_detach(ic_graph *g, ic_val v);
  * outputs require grad where an in[] does. 0, or -1 (g's error state set). */
 int ic_graph_num_values(const ic_graph *g);
 /* the random draws (RANDOM, DROPOUT_MASK) and custom ops at values >= from are no longer run
- * for their effects (the random stream, a custom op's side effects): a traced call its caller
- * abandoned (it runs eagerly and does them itself). Returns how many were dropped. */
+ * for their effects (the random stream, a custom op's side effects): the instruction a graph
+ * break stops at (a call traced in part) runs eagerly and does them itself. Returns how many
+ * were dropped. */
 int ic_graph_drop_draws(ic_graph *g, ic_val from);
 ic_val ic_custom_output(ic_graph *g, ic_val y);
 int ic_custom_capture(ic_graph *g, int base, int ninputs, int nout, const ic_val *out, const ic_val *ph, int nin,
@@ -329,10 +338,6 @@ void ic_custom_abort(ic_graph *g, int base, int ninputs);
 /* 1 if v depends on a graph input i with req[i] != 0 through float values and nodes that
  * pass gradients (torch's requires_grad of the value under grad mode), else 0. */
 int ic_value_requires_grad(const ic_graph *g, ic_val v, const unsigned char *req);
-/* 1 if a node at or after value `from` that is not dropped (ic_graph_drop_draws) always runs
- * for its effect: a draw from ATen's generator (RANDOM, DROPOUT_MASK) or a custom op; else 0.
- * graph/autograd.c */
-int ic_graph_draws_from(const ic_graph *g, int from);
 ic_val ic_graph_output_value(const ic_graph *g, int j); /* value of output j, IC_NONE if none */
 /* 1 if v is an op built with grad mode on in g (outside every ic_set_grad_enabled(g, 0) region
  * closed so far), 0 for inputs, scalars and ops built with it off */

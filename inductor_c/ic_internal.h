@@ -49,6 +49,7 @@ typedef struct ic_node {
     int nparams;         /* EXTERN */
     int64_t params[IC_EXT_MAXP];
     unsigned char nograd; /* training: passes no gradient to its operands (graph/autograd.c) */
+    unsigned char leaf;   /* training: a leaf that requires grad (ic_grad_leaf; nograd too) */
     unsigned char dropped; /* RANDOM/DROPOUT_MASK: made by a traced call the caller abandoned
                             * (ic_graph_drop_draws): not run unless read */
     int64_t est[IC_MAX_DIMS]; /* the strides eager gives this value (graph/strides.c) */

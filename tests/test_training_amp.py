@@ -137,3 +137,55 @@ def test_autocast_grad_scaler_training_loop_cpu():
             step()
         for a, b in zip(m.parameters(), mc.parameters()):
             torch.testing.assert_close(b, a, rtol=5e-2, atol=5e-3)
+
+
+def _scaler_step_fn(model, opt, scaler, autocast):
+    def step(x, y):
+        opt.zero_grad()
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+            out = model(x)
+        loss = F.mse_loss(out.float(), y)
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+        return loss.detach()
+    return step
+
+
+@pytest.mark.parametrize("autocast", [False, True])
+def test_grad_scaler_whole_step_compiled(autocast):
+    """the whole AMP step under torchc: forward, scaler.scale(loss).backward(), scaler.step
+    (unscale, the inf check, the optimizer step or its skip), scaler.update(); an inf in the
+    input at two steps makes the gradients non-finite: those steps are skipped and the scale
+    halves, as in eager; the scale grows after growth_interval clean steps. Losses, the
+    scale, the skipped steps and the parameters follow eager's (fp32 exactly to rounding,
+    bf16 autocast to bf16 tolerance)."""
+    torch.manual_seed(0)
+    me = nn.Sequential(nn.Linear(6, 16), nn.GELU(), nn.Linear(16, 3))
+    mc = copy.deepcopy(me)
+    runs = []
+    for m, compile_ in ((me, False), (mc, True)):
+        opt = torch.optim.SGD(m.parameters(), lr=0.05, momentum=0.9)
+        scaler = torch.amp.GradScaler("cpu", init_scale=2.0 ** 10, growth_interval=2)
+        step = _scaler_step_fn(m, opt, scaler, autocast)
+        step = torchc.compile(step) if compile_ else step
+        g = torch.Generator().manual_seed(1)
+        trace = []
+        for i in range(9):
+            x, y = torch.randn(5, 6, generator=g), torch.randn(5, 3, generator=g)
+            if i in (3, 6):
+                x[0, 0] = float("inf")
+            before = [p.detach().clone() for p in m.parameters()]
+            loss = step(x, y)
+            skipped = all(torch.equal(a, b) for a, b in zip(before, m.parameters()))
+            trace.append((loss, scaler.get_scale(), skipped))
+        runs.append(trace)
+    tol = BF16 if autocast else dict(rtol=1e-5, atol=1e-6)
+    for i, ((le, se, ke), (lc, sc, kc)) in enumerate(zip(*runs)):
+        assert (se, ke) == (sc, kc), i
+        assert ke == (i in (3, 6)), i
+        torch.testing.assert_close(lc, le, **tol, equal_nan=True)
+    for a, b in zip(me.parameters(), mc.parameters()):
+        torch.testing.assert_close(b, a, **tol)
+    ex = torchc.explain(step)(torch.randn(5, 6), torch.randn(5, 3))
+    assert ex.backward_graph_count >= 1 and ex.graph_count >= 2, str(ex)

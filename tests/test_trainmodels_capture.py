@@ -124,11 +124,12 @@ GROUPS = {
     "more_b": ["hf_modernbert", "hf_mt5", "hf_plbart", "hf_poolformer", "hf_prophetnet", "hf_pvt_v2", "hf_regnet",
                "hf_roformer", "hf_speech2text", "hf_squeezebert", "hf_swin", "hf_xglm"],
 }
-# whole in inference, not in training, with the cause (benchmarks/train_capture.py):
-#  - hf_hubert, hf_wav2vec2, hf_wavlm, hf_speecht5: the feature encoder sets
-#    `hidden_states.requires_grad = True` in training (a tensor attribute store: a break);
-#  - hf_m2m100: LayerDrop, `torch.rand([]) < p` branches on data in training (torch.compile
-#    breaks there too).
+# whole in inference, not in training, with the cause (benchmarks/train_capture.py): control
+# flow on random draws that only training has (torch.compile breaks there too):
+#  - LayerDrop (all five): `torch.rand([]) < layerdrop` skips a layer, a branch on data;
+#  - SpecAugment (hf_hubert, hf_wav2vec2, hf_wavlm): masks drawn with numpy on the host.
+# With both off they are whole in training (test_random_flow_off_trains_whole): the feature
+# encoder's `hidden_states.requires_grad = True` is captured (a leaf in the graph).
 TRAIN_NOT_WHOLE = ["hf_hubert", "hf_wav2vec2", "hf_wavlm", "hf_speecht5", "hf_m2m100"]
 # measured whole in inference and in training (benchmarks/train_capture.py)
 HF_WHOLE = sorted(n for names in GROUPS.values() for n in names)
@@ -136,11 +137,12 @@ HF_WHOLE = sorted(n for names in GROUPS.values() for n in names)
 _results = {}
 
 
-def _run_group(group):
+def _run_group(group, names=None, extra=()):
     if group not in _results:
         env = dict(os.environ, PYTHONPATH=ROOT)
         r = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "train_capture.py"), "--models",
-                            ",".join(GROUPS[group])], env=env, capture_output=True, text=True, timeout=1800)
+                            ",".join(names or GROUPS[group]), *extra], env=env, capture_output=True, text=True,
+                           timeout=1800)
         got = {}
         for ln in r.stdout.splitlines():
             if ln.startswith("RESULT "):
@@ -157,6 +159,21 @@ def test_hf_model_trains_whole(name):
     if group != "tiny" and os.environ.get("TORCHC_TRAIN_MODELS") != "all":
         pytest.skip("TORCHC_TRAIN_MODELS=all runs this group")
     got, rc, err = _run_group(group)
+    assert name in got, f"{name}: no result (rc {rc}):\n{err}"
+    res = got[name]
+    assert (res["inf_graphs"], res["inf_breaks"]) == (1, 0), res["inf_reasons"]
+    _check(res)
+
+
+@pytest.mark.parametrize("name", TRAIN_NOT_WHOLE)
+def test_random_flow_off_trains_whole(name):
+    """the five models whole in inference but not in training, with LayerDrop and SpecAugment
+    off (benchmarks/train_capture.py --no-random-flow): whole in training too, equal to eager"""
+    pytest.importorskip("transformers")
+    if name != "hf_wav2vec2" and os.environ.get("TORCHC_TRAIN_MODELS") != "all":
+        pytest.skip("TORCHC_TRAIN_MODELS=all runs this model")
+    names = TRAIN_NOT_WHOLE if os.environ.get("TORCHC_TRAIN_MODELS") == "all" else ["hf_wav2vec2"]
+    got, rc, err = _run_group("random_flow_off", names, ("--no-random-flow",))
     assert name in got, f"{name}: no result (rc {rc}):\n{err}"
     res = got[name]
     assert (res["inf_graphs"], res["inf_breaks"]) == (1, 0), res["inf_reasons"]
@@ -197,7 +214,9 @@ def test_inplace_dropout_training_matches_eager(p, shape):
     assert ex.backward_graph_count == 1
     assert same_c is same_e is True
     assert torch.equal(torch.get_rng_state(), se)
-    torch.testing.assert_close(yc, ye, rtol=1e-6, atol=1e-7)
+    # (the masks are equal or far off; h.sum(-1) rounds in another order than eager's: 1.5e-6
+    # relative was seen on main at 8c6e9e6)
+    torch.testing.assert_close(yc, ye, rtol=1e-5, atol=1e-6)
     for (n, a), (_, b) in zip(me.named_parameters(), mc.named_parameters()):
         torch.testing.assert_close(b.grad, a.grad, rtol=1e-5, atol=1e-7, msg=n)
 

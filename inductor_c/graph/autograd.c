@@ -1090,6 +1090,16 @@ IC_API ic_val ic_detach(ic_graph *g, ic_val v) {
     return r;
 }
 
+IC_API ic_val ic_grad_leaf(ic_graph *g, ic_val v) {
+    ic_val r = ic_detach(g, v);
+    if (r >= 0) g->nodes[r].leaf = 1;
+    return r;
+}
+
+IC_API int ic_value_is_grad_leaf(const ic_graph *g, ic_val v) {
+    return v >= 0 && v < g->n && g->nodes[v].leaf;
+}
+
 static bool node_nograd(const ic_graph *g, ic_val v) {
     return g->nodes[v].nograd || (g->nograd_depth > 0 && v >= g->nograd_from);
 }
@@ -1102,6 +1112,10 @@ static void compute_need(const ic_graph *g, const unsigned char *req, unsigned c
         if (!ic_is_float(n->meta.dtype)) continue;
         if (n->op == IC_OP_INPUT) {
             need[v] = (req[n->index] & IC_AG_REQ) != 0;
+            continue;
+        }
+        if (n->leaf) { /* ic_grad_leaf: requires grad, passes none */
+            need[v] = 1;
             continue;
         }
         if (node_nograd(g, v)) continue;
@@ -1257,15 +1271,6 @@ IC_API int ic_value_saved_for_backward(const ic_graph *g, ic_val v, const unsign
 
 IC_API ic_val ic_graph_output_value(const ic_graph *g, int j) {
     return j >= 0 && j < g->noutputs ? g->outputs[j] : IC_NONE;
-}
-
-IC_API int ic_graph_draws_from(const ic_graph *g, int from) {
-    for (ic_val v = from < 0 ? 0 : from; v < g->n; v++)
-        if (g->nodes[v].op == IC_OP_EXTERN && !g->nodes[v].dropped &&
-            (g->nodes[v].ext_kind == IC_EXT_RANDOM || g->nodes[v].ext_kind == IC_EXT_DROPOUT_MASK ||
-             g->nodes[v].ext_kind == IC_EXT_CUSTOM))
-            return 1;
-    return 0;
 }
 
 IC_API int ic_value_requires_grad(const ic_graph *g, ic_val v, const unsigned char *req) {
