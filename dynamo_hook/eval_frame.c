@@ -1261,6 +1261,13 @@ static PyObject *run_break(const dh_entry *e, PyObject *state, PyObject *func) {
         ran_resume = 1;
         res = call_resume(fn, argv, (size_t)(n - 1));
         Py_XDECREF(fn);
+    } else if (e->brk == DH_BRK_SETATTR) {
+        if (PyObject_SetAttr(items[0], e->brk_kwnames, items[1]) < 0)
+            goto done;
+        fn = resume_fn(e->resume[0], func);
+        ran_resume = 1;
+        res = call_resume(fn, argv, (size_t)(n - 1));
+        Py_XDECREF(fn);
     } else {
         int truth = PyObject_IsTrue(items[0]);
         if (truth < 0)
