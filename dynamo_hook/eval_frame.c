@@ -1209,6 +1209,9 @@ static PyObject *run_break(const dh_entry *e, PyObject *state, PyObject *func) {
         if (e->brk == DH_BRK_STORE) {
             if (PyObject_SetItem(items[0], items[1], items[2]) < 0)
                 goto done;
+        } else if (e->brk == DH_BRK_SETATTR) { /* items[0].<brk_kwnames> = items[1] */
+            if (PyObject_SetAttr(items[0], e->brk_kwnames, items[1]) < 0)
+                goto done;
         } else {
             int truth = PyObject_IsTrue(items[0]);
             if (truth < 0)

@@ -58,14 +58,15 @@ static inline var sym_var(vkind kind) {
 /* A graph break recorded by the top frame: the instruction to run eagerly and the state
  * to hand to the resume function. */
 typedef struct sym_break {
-    int kind;           /* DH_BRK_NONE / CALL / JUMP / BINOP / STORE (fn[args[0]] = args[1]) */
+    int kind;           /* DH_BRK_NONE / CALL / JUMP / BINOP / STORE (fn[args[0]] = args[1]) /
+                         * SETATTR (fn.<kwnames> = args[0], on a tensor) */
     int binop;          /* BINOP: the BINARY_OP oparg */
     int pc_next;        /* resume here after the CALL, or when the jump is not taken */
     int pc_taken;       /* JUMP: resume here when taken */
     int jump_when;      /* JUMP: taken when bool(cond) == jump_when */
     int nstack;         /* stack items below the instruction's operands */
     int nargs;          /* CALL: values after the callable (keyword values last) */
-    PyObject *kwnames;  /* CALL: borrowed from co_consts */
+    PyObject *kwnames;  /* CALL: borrowed from co_consts; SETATTR: the name (co_names) */
     struct var *stack;
     struct var *fn;     /* CALL: callable; JUMP: condition */
     struct var *args;

@@ -554,8 +554,26 @@ int sym_op_store_attr(trace *t, sframe *f, sym_ins *in) {
             return sym_fail(t, "attribute assignment inside a generator");
         return sym_record_setattr(t, &a, name, &b) < 0 ? -1 : SYM_NEXT;
     }
-    if (a.kind == V_TENSOR) /* p.grad = None (train_step.c) */
-        return sym_tensor_setattr(t, &a, name, &b) < 0 ? -1 : SYM_NEXT;
+    if (a.kind == V_TENSOR) { /* p.grad = None, x.requires_grad = b (train_step.c) */
+        if (sym_tensor_setattr(t, &a, name, &b) == 0)
+            return SYM_NEXT;
+        /* any other store on a tensor: run it eagerly between two graphs */
+        if (f->top && t->failed && !PyErr_Occurred() && sym_can_break(t)) {
+            var *ops = sym_alloc(t, 2);
+            if (ops == NULL)
+                return -1;
+            ops[0] = a;
+            ops[1] = b;
+            t->brk.kind = DH_BRK_SETATTR;
+            t->brk.pc_next = in->next;
+            t->brk.fn = &ops[0];
+            t->brk.args = &ops[1];
+            t->brk.nargs = 1;
+            t->brk.kwnames = name; /* kept by co_names; the entry takes a reference */
+            return sym_record_break_state(t, f);
+        }
+        return -1;
+    }
     if (a.kind != V_OBJ || PyModule_Check(a.obj) || a.src < 0)
         return sym_fail(t, "attribute assignment on a non-module value");
     if (t->in_gen) /* a generator runs to completion: eager may stop it before this */

@@ -428,7 +428,7 @@ int sym_fill_break(trace *t, outbuf *ob, ic_val *outvals, int *nout, dh_entry_br
                                        b->nstack + 1, stack_null);
         if (eb->resume[0] == NULL)
             goto done;
-    } else if (b->kind == DH_BRK_STORE) {
+    } else if (b->kind == DH_BRK_STORE || b->kind == DH_BRK_SETATTR) {
         eb->resume[0] = dh_make_resume(t->code, t->globals, b->pc_next, b->nlocals, unbound,
                                        b->nstack, stack_null);
         if (eb->resume[0] == NULL)

@@ -257,3 +257,42 @@ def test_left_to_eager_with_reason(fn, why):
         if b.grad is not None:
             torch.testing.assert_close(a.grad, b.grad)
     torchc.compile(lambda x: x * 2)(x)  # (one graph compiles: the test can fail)
+
+
+# ---- a store on a tensor the graph does not take: run eagerly between two graphs -----------------
+
+def _flag_then_use(x, w):
+    y = (x * 2).sum()  # the graph before the store
+    x.requires_grad = True  # the caller's tensor: the store runs eagerly (a break)
+    return y + (x * w).sum()  # the resume: x now requires grad
+
+
+def test_input_flag_store_breaks_and_resumes():
+    x, w = torch.randn(3, 4), torch.randn(3, 4, requires_grad=True)
+    xe, we = x.clone(), w.detach().clone().requires_grad_(True)
+    ye = _flag_then_use(xe, we)
+    ex = torchc.explain(_flag_then_use)(x, w)
+    assert (ex.graph_count, ex.graph_break_count) == (2, 1), ex.break_reasons
+    assert ex.backward_graph_count == 1, str(ex)
+    assert x.requires_grad and x.is_leaf
+    torch.testing.assert_close(ex.result, ye)
+    ye.backward()
+    ex.result.backward()
+    torch.testing.assert_close(x.grad, xe.grad)
+    torch.testing.assert_close(w.grad, we.grad)
+
+
+def _grad_store(w, x):
+    loss = (w * x).sum()
+    w.grad = x * 3  # a tensor assigned to .grad: run eagerly between two graphs
+    return loss * 2
+
+
+def test_grad_tensor_store_breaks_and_resumes():
+    w, x = torch.randn(4), torch.randn(4)
+    we = w.clone()
+    want = _grad_store(we, x)
+    ex = torchc.explain(_grad_store)(w, x)
+    assert (ex.graph_count, ex.graph_break_count) == (2, 1), ex.break_reasons
+    torch.testing.assert_close(ex.result, want)
+    torch.testing.assert_close(w.grad, we.grad)
