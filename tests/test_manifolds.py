@@ -660,3 +660,20 @@ def test_complex_unitary_and_matrix_exp_fall_back_with_reason():
     (ge,) = torch.autograd.grad(torch.stack(hs).sum() + h.sum(), U)
     assert_same(ys, torch.stack(hs).detach())
     assert_same(g, ge)
+
+
+def test_exprnn_inference_runs_the_c_loop():
+    """ExpRNN's step (modReLU an autograd.Function differentiated from its output) runs as a C
+    loop without grad too (the Function's ctx writes need no replay): eager's values."""
+    torch.manual_seed(4)
+    m = M.ExpRNN(2, 12)
+    x = torch.randn(30, 5, 2)
+    with torch.no_grad():
+        H, h = m(x)
+        assert torchc._scan.last_fallback is None
+        hh, outs = torch.zeros(5, 12), []
+        for t in range(30):
+            hh = m.cell(x[t], hh)
+            outs.append(hh)
+    assert not H.requires_grad
+    assert rel(H, torch.stack(outs)) < 1e-6 and rel(h, hh) < 1e-6
