@@ -859,8 +859,8 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
             dh_tl_busy = 0;
             char buf[300];
             snprintf(buf, sizeof buf, "internal error while capturing: no entry and no exception");
-            if (PyErr_Occurred() && !cfg->fullgraph &&
-                PyErr_ExceptionMatches(PyExc_Exception)) {
+            if (PyErr_Occurred() && !cfg->fullgraph && !tc_pyerr_fatal(PyErr_Occurred()) &&
+                PyErr_ExceptionMatches(PyExc_Exception)) { /* MemoryError, RecursionError: raised below */
                 PyObject *et, *ev, *tb;
                 PyErr_Fetch(&et, &ev, &tb);
                 PyErr_NormalizeException(&et, &ev, &tb);

@@ -65,7 +65,9 @@ def test_manual_update_step_compiled(step):
         ex = torchc.explain(cs)(m_c, x, y, lr)
         torch.testing.assert_close(ex.result, le)
         for a, b in zip(m_e.parameters(), m_c.parameters()):
-            torch.testing.assert_close(b, a, rtol=1e-6, atol=1e-7)
+            # float32 over 6 steps: the compiled reductions sum in another order (1.5e-7 off on
+            # a Zen 4 machine); an update that did not happen is off by lr * grad, far above this
+            torch.testing.assert_close(b, a, rtol=1e-5, atol=1e-6)
             assert a.grad is None and b.grad is None
             assert b.requires_grad and b.is_leaf
         assert [p._version - v for p, v in zip(m_e.parameters(), ve)] == \
