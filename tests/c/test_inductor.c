@@ -864,6 +864,10 @@ static void test_unary_special(void) {
         /* erf's outer piece is accurate relative to 1, so 1+erf(x) for x << 0 (gelu's tail)
          * has a small absolute, not relative, error (as in torch's vectorized erf) */
         o.rtol = op == IC_OP_GELU ? 1e-4 : 4e-6;
+        /* gelu_tanh is eager's 0.5 x (1 + tanh(u)) in f32, as ATen computes it: for x << 0,
+         * 1 + tanh(u) cancels and the error is tanh's (an ulp of 1) times |x|/2, absolute (eager's
+         * kernel has the same: -4.1 gives -4.3255e-05 against the exact -4.3206e-05) */
+        if (op == IC_OP_GELU_TANH) o.atol = 1e-6;
         t_run(t, o);
         t_free(t);
     }
