@@ -70,8 +70,8 @@ def make(kind, hidden, state, device="cpu"):
     if kind == "gemms":
         L, N = state["_L"], state["_N"]
         dev = device
-        h, Bt, big = (torch.randn(N, hidden, device=dev), torch.randn(hidden, hidden, device=dev),
-                      torch.randn(L * N, hidden, device=dev))
+        h, Bt = torch.randn(N, hidden, device=dev), torch.randn(hidden, hidden, device=dev)
+        H, dZ = torch.randn(L * N, hidden, device=dev), torch.randn(L * N, hidden, device=dev)
         B = Bt.t().contiguous()
         o1, o2 = torch.empty(N, hidden, device=dev), torch.empty(hidden, hidden, device=dev)
 
@@ -80,7 +80,7 @@ def make(kind, hidden, state, device="cpu"):
                 torch.mm(h, Bt, out=o1)
             for _ in range(L):  # dz B, B contiguous too (torchc's loop reads both NN)
                 torch.mm(h, B, out=o1)
-            torch.mm(big.t(), big, out=o2)
+            torch.mm(H.t(), dZ, out=o2)  # two [L N, n] stacks, as the step's H and dz
             return o2[0, 0]
         return gemms
     m = Model(hidden)
