@@ -1085,8 +1085,12 @@ IC_API ic_val ic_detach(ic_graph *g, ic_val v) {
     if (g->err) return IC_NONE;
     const ic_meta *m = ic_value_meta(g, v);
     if (m == NULL) return ic_cast(g, v, IC_F32); /* the builder reports the bad handle */
+    /* every node the cast makes: of a channels-last value it is permute(cast(NHWC value))
+     * (graph.c cl_rewrite), and an elementwise op on it reads the inner cast, not the permute */
+    int first = g->n;
     ic_val r = ic_cast(g, v, m->dtype);
-    if (r >= 0) g->nodes[r].nograd = 1;
+    if (r >= 0)
+        for (int u = first; u < g->n; u++) g->nodes[u].nograd = 1;
     return r;
 }
 
