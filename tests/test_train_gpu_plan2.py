@@ -8,6 +8,8 @@ through the PTX probe (see tests/test_train_gpu_plan.py for the mechanism).
    Loads constant along the reduced var (per-channel statistics) no longer decide the
    reduction's orientation (sched/finalize.c count_contig), and ic_detach of a channels-last
    value stops the gradient at the cast the elementwise ops read (autograd.c).
+2. A convolution's backward is one extern call for the input's and the weight's gradients
+   (conv_bwd which = 2: ATen's convolution_backward with both outputs, one buffer).
 Values are checked against eager on the CPU in each case.
 """
 import re
@@ -152,3 +154,88 @@ def test_bn_one_pass_statistics_values(case):
     ex = torchc.explain(cm)(x)
     assert ex.graph_count == 1 and ex.backward_graph_count == 1, ex.break_reasons
 
+
+def _bwd_conv_calls(err):
+    """the conv_bwd extern kernels of the last kernel listing (the backward's)"""
+    i = max(j for j, ln in enumerate(err) if ln.startswith("=== torchc kernels"))
+    return [ln for ln in err[i:] if ln.startswith("kernel k") and " extern conv_bwd(" in ln]
+
+
+@pytest.mark.parametrize("case", ["2d", "2d_channels_last", "grouped_strided", "1d", "3d", "x_only", "w_only"])
+def test_conv_backward_one_call(case, monkeypatch, capfd):
+    """a conv's input and weight gradients come from one convolution_backward call (one
+    conv_bwd kernel a conv, was two), or a single-gradient call where only one is needed;
+    gradients as eager's (f32), the input's in its layout"""
+    monkeypatch.setenv("TORCHC_DEBUG", "loops")
+    monkeypatch.setenv("TORCHC_CACHE", "0")
+    torchc.reset()
+    torch.manual_seed(4)
+    nd = {"1d": 1, "3d": 3}.get(case, 2)
+    conv = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}[nd]
+    groups, stride = (2, 2) if case == "grouped_strided" else (1, 1)
+    x = torch.randn(3, 4, *([9] * nd))
+    if case == "2d_channels_last":
+        x = x.to(memory_format=torch.channels_last)
+    w1 = torch.randn(6, 4 // groups, *([3] * nd))
+    w2 = torch.randn(5, 6, *([1] * nd))
+    b1 = torch.randn(6)
+    need_x, need_w = case != "w_only", case != "x_only"
+
+    def f(x, w1, w2, b1):
+        h = torch.tanh(conv(x, w1, b1, stride=stride, padding=1, groups=groups))
+        return conv(h, w2)
+
+    def run(fn):
+        xs = x.detach().clone().requires_grad_(need_x)
+        ws = [t.detach().clone().requires_grad_(need_w) for t in (w1, w2, b1)]
+        y = fn(xs, *ws)
+        y.backward(torch.ones_like(y) * 0.5)
+        return y, [t.grad for t in [xs] + ws]
+    ye, ge = run(f)
+    capfd.readouterr()
+    yc, gc = run(torchc.compile(f))
+    err = capfd.readouterr().err.splitlines()
+    torch.testing.assert_close(yc, ye, rtol=1e-4, atol=1e-4)
+    for a, b in zip(gc, ge):
+        assert (a is None) == (b is None)
+        if a is not None:
+            assert a.shape == b.shape and a.dtype == b.dtype
+            torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4)
+    if need_x:
+        assert gc[0].stride() == ge[0].stride()
+    calls = _bwd_conv_calls(err)
+    # two convs: each one call (the first conv's input gradient only when x requires grad)
+    assert len(calls) == 2, calls
+
+
+cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+
+
+@cuda
+@pytest.mark.parametrize("cl", [True, False])
+def test_cuda_conv_bn_training_values(cl):
+    """conv -> BatchNorm (training) -> relu on the GPU under bf16 autocast, channels-last or
+    not: outputs, gradients (one conv_bwd call a conv) and running statistics as eager's"""
+    torch.manual_seed(8)
+    fmt = torch.channels_last if cl else torch.contiguous_format
+    me = ConvBNRelu(16, 64).cuda().to(memory_format=fmt)
+    mc = ConvBNRelu(16, 64).cuda().to(memory_format=fmt)
+    mc.load_state_dict(me.state_dict())
+    cm = torchc.compile(mc)
+    for step in range(3):
+        x = torch.randn(8, 16, 28, 28, device="cuda").to(memory_format=fmt)
+        outs = []
+        for m in (me, cm):
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                y = m(x)
+            (y.float().square().sum() / 1000).backward()
+            outs.append(y)
+        torch.testing.assert_close(outs[1].float(), outs[0].float(), rtol=2e-2, atol=2e-2)
+        for pe, pc in zip(me.parameters(), mc.parameters()):
+            torch.testing.assert_close(pc.grad, pe.grad, rtol=5e-2, atol=5e-2)
+        torch.testing.assert_close(mc.bn.running_mean, me.bn.running_mean, rtol=1e-2, atol=1e-3)
+        torch.testing.assert_close(mc.bn.running_var, me.bn.running_var, rtol=1e-2, atol=1e-3)
+        me.zero_grad()
+        mc.zero_grad()
+    ex = torchc.explain(cm)(x)
+    assert ex.graph_count == 1 and ex.backward_graph_count == 1, ex.break_reasons
