@@ -409,6 +409,52 @@ int sym_h_weight_norm(trace *t, const opdef *d, var **p, var *out) {
     return sym_tensor_out(t, ic_binary(G, IC_OP_MUL, v, ic_binary(G, IC_OP_DIV, g, nrm)), out);
 }
 
+/* BatchNorm's batch statistics over the dims of mask (keepdim): the mean and the biased
+ * variance from one pass over x: both sums are of x shifted by its first element along mask
+ * (x0, detached; the statistics are shift-invariant), xs = x - x0, m1 = mean(xs),
+ * m2 = mean(xs^2), mean = x0 + m1, var = m2 - m1^2. The two
+ * sums read only x, so they share one reducing pass (was: the mean, then a second pass for
+ * mean((x - mean)^2), then the normalizing pass: three reads of x, the BatchNorm forward of a
+ * channels-last conv's output). The shift keeps m1^2 of the order of the variance for any
+ * offset of the channel (eager's Welford moments have no cancellation; the unshifted
+ * E[x^2] - E[x]^2 would lose all digits at a mean of 1e4 and a deviation of 1); exact for a
+ * constant channel. Symbolic reduced sizes keep the two-pass form (a slice of a symbolic dim
+ * is unsupported). */
+static void bn_stats(trace *t, ic_val x, uint32_t mask, const ic_meta *m, ic_val *mean, ic_val *var, ic_val *var_run) {
+    int shift = 1;
+    ic_val s = x;
+    for (int i = 0; i < m->ndim && shift; i++) {
+        if (!(mask & (1u << i)))
+            continue;
+        if (m->dyn && !sym_dim_static(m->dims[i]))
+            shift = 0;
+        else
+            s = ic_slice(G, s, i, 0, m->sizes[i] < 1 ? m->sizes[i] : 1, 1);
+    }
+    if (!shift) {
+        *mean = ic_reduce(G, IC_OP_MEAN, x, mask, 1, -1);
+        ic_val xc = ic_binary(G, IC_OP_SUB, x, *mean);
+        *var = *var_run = ic_reduce(G, IC_OP_MEAN, ic_binary(G, IC_OP_MUL, xc, xc), mask, 1, -1);
+        return;
+    }
+    s = ic_detach(G, s);
+    ic_val xs = ic_binary(G, IC_OP_SUB, x, s);
+    ic_val m1 = ic_reduce(G, IC_OP_MEAN, xs, mask, 1, -1);
+    ic_val m2 = ic_reduce(G, IC_OP_MEAN, ic_binary(G, IC_OP_MUL, xs, xs), mask, 1, -1);
+    /* var: v + (v < 0 ? -v : 0), the correction detached (the gradient is v's: eager's variance
+     * is never clamped, and a mask in the backward makes its per-channel coefficients a row
+     * value stored between passes, which keeps the GPU's reductions from splitting across
+     * blocks, gpu_plan.c gg_choose_split). The running variance gets its own unclamped
+     * m2 - m1^2 (*var_run): var with two users would also be such a stored row value in the
+     * forward. x0 is one of the channel's values, so m1^2 <= N var: the rounding of m2 - m1^2
+     * stays relative to var (0 for a constant channel, exactly). */
+    ic_val v = ic_binary(G, IC_OP_SUB, m2, ic_binary(G, IC_OP_MUL, m1, m1));
+    ic_val neg = ic_where(G, ic_binary(G, IC_OP_LT, v, sym_num(t, 0.0)), ic_unary(G, IC_OP_NEG, v), sym_num(t, 0.0));
+    *var = ic_binary(G, IC_OP_ADD, v, ic_detach(G, neg));
+    *var_run = ic_binary(G, IC_OP_SUB, m2, ic_binary(G, IC_OP_MUL, m1, m1));
+    *mean = ic_binary(G, IC_OP_ADD, s, m1);
+}
+
 /* batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps) */
 int sym_h_batch_norm(trace *t, const opdef *d, var **p, var *out) {
     if (sym_need_tensor(t, d, p[0]) < 0)
@@ -443,15 +489,14 @@ int sym_h_batch_norm(trace *t, const opdef *d, var **p, var *out) {
     if (in_dt == IC_F16 || in_dt == IC_BF16)
         x = ic_cast(G, x, IC_F32);
     if (training) {
-        mean = ic_reduce(G, IC_OP_MEAN, x, mask, 1, -1);
-        ic_val xc = ic_binary(G, IC_OP_SUB, x, mean);
-        varv = ic_reduce(G, IC_OP_MEAN, ic_binary(G, IC_OP_MUL, xc, xc), mask, 1, -1);
+        ic_val var_run;
+        bn_stats(t, x, mask, m, &mean, &varv, &var_run);
         /* running stats: r = (1 - m) r + m * stat (unbiased variance), updated in place */
         if (!sym_is_none(p[1]) && !sym_is_none(p[2])) {
             /* training: eager updates the statistics without autograd (stop-gradients) */
             int sg = sym_value_requires_grad(t, mean);
             ic_val mu1 = ic_reshape(G, sg ? ic_detach(G, mean) : mean, 1, &C);
-            ic_val v1 = ic_binary(G, IC_OP_MUL, ic_reshape(G, sg ? ic_detach(G, varv) : varv, 1, &C), sym_num(t, n > 1 ? (double)n / (double)(n - 1) : 1.0));
+            ic_val v1 = ic_binary(G, IC_OP_MUL, ic_reshape(G, sg ? ic_detach(G, var_run) : var_run, 1, &C), sym_num(t, n > 1 ? (double)n / (double)(n - 1) : 1.0));
             ic_val rm = ic_binary(G, IC_OP_ADD, ic_binary(G, IC_OP_MUL, p[1]->val, sym_num(t, 1 - momentum)),
                                   ic_binary(G, IC_OP_MUL, mu1, sym_num(t, momentum)));
             ic_val rv = ic_binary(G, IC_OP_ADD, ic_binary(G, IC_OP_MUL, p[2]->val, sym_num(t, 1 - momentum)),

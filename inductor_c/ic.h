@@ -200,7 +200,8 @@ ic_val ic_arange(ic_graph *g, int64_t n, double start, double step, ic_dtype dty
     X(SOLVE, "solve")     /* (a[..., n, n], b[..., n, k]) -> a^-1 b; params: (left=1) */ \
     /* training (graph/autograd.c): backward kernels of ATen */                          \
     X(CONV_BWD, "conv_bwd") /* (grad_out, x, w), params: conv's then `which`: the gradient \
-                               of x (0, x's shape) or of w (1, w's shape) */         \
+                               of x (0, x's shape), of w (1, w's shape) or both (2: 1-D   \
+                               [numel x + numel w], dx then dw flat) */                   \
     X(SDPA_BWD, "sdpa_bwd") /* (grad_out, q, k, v), params: is_causal, beta: the scale ->  \
                                1-D [numel q + numel k + numel v]: dq, dk, dv flat */  \
     X(DROPOUT_MASK, "dropout_mask") /* (x), beta: p -> eager's dropout mask: bernoulli(1-p) \

@@ -761,8 +761,10 @@ RULE(vjp_linear) {
     if (n->in[2] >= 0) ACC(2, g);
 }
 /* conv (params: nd, stride[nd], padding[nd], dilation[nd], groups [, channels-last]):
- * ATen's convolution_backward as two extern calls (input and weight gradients); the bias
- * gradient is g summed over every dim but the channels */
+ * ATen's convolution_backward as one extern call: the input's and the weight's gradients
+ * (which = 2: both, one flat buffer sliced apart here; was two calls, each running the
+ * backward's setup and dispatch), or the one needed; the bias gradient is g summed over every
+ * dim but the channels */
 RULE(vjp_conv) {
     NODE;
     int nd = (int)n->params[0];
@@ -770,12 +772,25 @@ RULE(vjp_conv) {
     int64_t p[IC_EXT_MAXP];
     if (n->nparams + 1 > IC_EXT_MAXP) return ag_fail(a, "conv backward: too many params");
     memcpy(p, n->params, sizeof(int64_t) * (size_t)n->nparams);
-    for (int which = 0; which < 2; which++)
-        if (NEED(which)) {
-            ic_val in[3] = {g, X(0), X(1)};
-            p[n->nparams] = which;
-            ag_acc(a, n->in[which], ext(a, IC_EXT_CONV_BWD, 3, in, n->nparams + 1, p));
+    ic_val in[3] = {g, X(0), X(1)};
+    if (NEED(0) && NEED(1)) {
+        p[n->nparams] = 2;
+        ic_val flat = ext(a, IC_EXT_CONV_BWD, 3, in, n->nparams + 1, p);
+        int64_t off = 0;
+        for (int i = 0; i < 2 && flat >= 0; i++) {
+            const ic_meta *m = &FN(a, n->in[i])->meta;
+            int64_t k = ic_numel(m);
+            ag_acc(a, n->in[i], ic_reshape(a->b, ic_slice(a->b, flat, 0, off, off + k, 1), m->ndim, m->sizes));
+            off += k;
         }
+        if (flat < 0) ag_acc(a, n->in[0], flat); /* reports the failure */
+    } else {
+        for (int which = 0; which < 2; which++)
+            if (NEED(which)) {
+                p[n->nparams] = which;
+                ag_acc(a, n->in[which], ext(a, IC_EXT_CONV_BWD, 3, in, n->nparams + 1, p));
+            }
+    }
     if (n->in[2] >= 0 && NEED(2)) {
         int ch = cl ? n->meta.ndim - 1 : 1;
         uint32_t mask = 0;
@@ -807,9 +822,15 @@ ic_val ic_train_extern(ic_graph *g, ic_extern_kind kind, int nin, const ic_val *
     if (kind == IC_EXT_CONV_BWD) {
         int nd = nparams >= 1 ? (int)params[0] : 0;
         int64_t which = nparams >= 1 ? params[nparams - 1] : -1;
-        if (nin != 3 || nd < 1 || nd > 3 || (nparams != 3 + 3 * nd && nparams != 4 + 3 * nd) || (which != 0 && which != 1))
+        if (nin != 3 || nd < 1 || nd > 3 || (nparams != 3 + 3 * nd && nparams != 4 + 3 * nd) || which < 0 || which > 2)
             return gfail(g, "conv_bwd: bad operands or params");
-        n.meta = *ic_value_meta(g, in[1 + (int)which]);
+        if (which == 2) { /* both: 1-D [numel x + numel w], dx then dw */
+            n.meta.dtype = gm->dtype;
+            n.meta.ndim = 1;
+            n.meta.sizes[0] = ic_numel(ic_value_meta(g, in[1])) + ic_numel(ic_value_meta(g, in[2]));
+        } else {
+            n.meta = *ic_value_meta(g, in[1 + (int)which]);
+        }
     } else if (kind == IC_EXT_SDPA_BWD) {
         if (nin != 4 || nparams != 1) return gfail(g, "sdpa_bwd: bad operands or params");
         int64_t total = 0;
@@ -1136,8 +1157,12 @@ IC_API ic_val ic_detach(ic_graph *g, ic_val v) {
     if (g->err) return IC_NONE;
     const ic_meta *m = ic_value_meta(g, v);
     if (m == NULL) return ic_cast(g, v, IC_F32); /* the builder reports the bad handle */
+    /* every node the cast makes: of a channels-last value it is permute(cast(NHWC value))
+     * (graph.c cl_rewrite), and an elementwise op on it reads the inner cast, not the permute */
+    int first = g->n;
     ic_val r = ic_cast(g, v, m->dtype);
-    if (r >= 0) g->nodes[r].nograd = 1;
+    if (r >= 0)
+        for (int u = first; u < g->n; u++) g->nodes[u].nograd = 1;
     return r;
 }
 
