@@ -17,6 +17,7 @@
  * Returns:  1 from the entry points where the callable is not theirs.
  */
 #include "sym.h"
+#include "sym_interp.h"
 #include "ops_internal.h"
 
 #include <string.h>
@@ -164,6 +165,24 @@ int sym_obj_polyfill(trace *t, const var *fn, var *args, int nargs, PyObject *kw
     /* a source of its own: the polyfill's globals are read through it (DH_S_GLOBAL) */
     int s = sym_source(t, DH_S_CONST, -1, 0, pf);
     return s < 0 ? -1 : sym_inline(t, pf, s, NULL, args, nargs, kwnames, out);
+}
+
+/* a Python function listed in POLYFILLS (torch.optim.Optimizer.zero_grad, whose
+ * _disable_dynamo wrapper would break the graph): its polyfill inlined in its place, with
+ * self. 1: not listed, or the polyfill is being interpreted already (it calls the original
+ * for what it leaves to eager: that call is traced as written, and breaks). */
+int sym_obj_polyfill_func(trace *t, PyObject *func, const var *self, var *args, int nargs,
+                          PyObject *kwnames, var *out) {
+    if (init_once() < 0)
+        return 1;
+    PyObject *pf = lookup(polyfills, func);
+    if (pf == NULL)
+        return 1;
+    for (int i = 0; i < t->nframes; i++)
+        if (t->frames[i] != NULL && (PyObject *)t->frames[i]->code == PyFunction_GET_CODE(pf))
+            return 1;
+    int s = sym_source(t, DH_S_CONST, -1, 0, pf);
+    return s < 0 ? -1 : sym_inline(t, pf, s, self, args, nargs, kwnames, out);
 }
 
 /* a functools.partial object passed in or read from a global (identity-guarded by sym_wrap):

@@ -492,6 +492,18 @@ int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kw
         }
         return sym_const(t, r, out);
     }
+    if (PyType_Check(f) && !strcmp(((PyTypeObject *)f)->tp_name, "torch.device") && nargs >= 1 &&
+        nargs <= 2 && !kwnames && args[0].kind == V_CONST && (nargs == 1 || args[1].kind == V_CONST)) {
+        /* torch.device("cuda:0") / torch.device("cuda", 0) of constants: a constant (GradScaler's
+         * `device != torch.device("mps:0")`) */
+        PyObject *r = nargs == 1 ? PyObject_CallOneArg(f, args[0].obj)
+                                 : PyObject_CallFunctionObjArgs(f, args[0].obj, args[1].obj, NULL);
+        if (r == NULL) {
+            (void)tc_clear_expected(PyExc_Exception);
+            return sym_fail(t, "torch.device() raised (eager will raise)");
+        }
+        return sym_const(t, r, out);
+    }
     if (name && !strcmp(name, "abs") && nargs == 1 && !kwnames && args[0].kind == V_TENSOR &&
         f == PyDict_GetItemString(PyEval_GetBuiltins(), "abs")) {
         /* abs(tensor): Tensor.__abs__ (masking_utils' sliding windows: abs(q - kv) <= w) */

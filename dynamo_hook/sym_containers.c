@@ -11,7 +11,12 @@ static int default_missing(trace *t, const var *d, const var *k, var *out) {
     var fv = sym_var(V_FUNC), v;
     fv.obj = d->globals;
     fv.op = d->pos;
-    if (PyFunction_Check(d->globals)) {
+    if (PyCapsule_CheckExact(d->globals)) { /* a function made in the trace (obj_data.c) */
+        var *made = PyCapsule_GetPointer(d->globals, "torchc.made_factory");
+        if (made == NULL)
+            return -1;
+        fv = *made;
+    } else if (PyFunction_Check(d->globals)) {
         fv.op = SYM_USER_FUNCTION;
         fv.src = sym_source(t, DH_S_CONST, -1, 0, d->globals);
         if (fv.src < 0)

@@ -383,6 +383,73 @@ def _register_cells():
 
 _register_cells()
 
+
+# ---- torch.optim.Optimizer.zero_grad ------------------------------------------------------
+# torch wraps it in torch._disable_dynamo (a DisableContext wrapper: a graph break for torchc
+# too), though it only resets .grad. Written out as torch's loop (optim/optimizer.py) so a
+# training step keeps its optimizer update and the reset in one graph: p.grad = None (an
+# attribute write replayed after the graph), or zero_() of each gradient in place (the
+# foreach form's _foreach_zero_ writes the same zeros). What the loop can't show is left to
+# torch's own zero_grad, called from here: that call is a break and runs eagerly (the
+# profiler recording the step, an optimizer not yet patched, sparse gradients, gradients
+# that require grad).
+
+_optimizer_zero_grad = torch.optim.Optimizer.zero_grad
+
+
+def optimizer_zero_grad(self, set_to_none=True):
+    if torch.autograd.profiler._is_profiler_enabled or not hasattr(self, "_zero_grad_profile_name"):
+        return _optimizer_zero_grad(self, set_to_none)
+    if not set_to_none:
+        for group in self.param_groups:
+            for p in group["params"]:
+                g = p.grad
+                if g is not None and (g.requires_grad or g.is_sparse):
+                    return _optimizer_zero_grad(self, set_to_none)
+    for group in self.param_groups:
+        for p in group["params"]:
+            if p.grad is not None:
+                if set_to_none:
+                    p.grad = None
+                else:
+                    p.grad.zero_()
+
+
+POLYFILLS[_optimizer_zero_grad] = optimizer_zero_grad
+
+
+# ---- GradScaler's two ATen ops (torch.amp.GradScaler.unscale_ / update) --------------------
+# ATen's CPU/CUDA kernels written as graph ops, so a step's inf check and scale update stay in
+# its graphs. _amp_foreach_non_finite_check_and_unscale_: found_inf becomes 1.0 when a
+# gradient holds an inf or NaN (never reset to 0), every gradient is multiplied by inv_scale
+# in place (computed in float for 16-bit gradients, as the kernel's opmath). _amp_update_scale_:
+# after an inf the scale is multiplied by backoff_factor and the tracker reset; otherwise the
+# tracker counts, and at growth_interval the scale is multiplied by growth_factor when the
+# product is finite (the kernel multiplies the float scale by the double factor and rounds
+# once: done in float64 here) and the tracker reset.
+
+def amp_foreach_non_finite_check_and_unscale_(grads, found_inf, inv_scale):
+    for g in grads:
+        found_inf.copy_(torch.where(torch.isfinite(g).all(), found_inf, 1.0))
+        g.mul_(inv_scale)
+
+
+def amp_update_scale_(scale, growth_tracker, found_inf, growth_factor, backoff_factor, growth_interval):
+    inf = found_inf != 0
+    successful = growth_tracker + 1
+    grow = torch.logical_and(torch.logical_not(inf), successful == growth_interval)
+    grown = (scale.double() * growth_factor).float()
+    backed = (scale.double() * backoff_factor).float()
+    new_scale = torch.where(inf, backed, torch.where(torch.logical_and(grow, torch.isfinite(grown)), grown, scale))
+    new_tracker = torch.where(torch.logical_or(inf, grow), torch.zeros_like(successful), successful)
+    scale.copy_(new_scale)
+    growth_tracker.copy_(new_tracker)
+    return scale
+
+
+POLYFILLS[torch._amp_foreach_non_finite_check_and_unscale_] = amp_foreach_non_finite_check_and_unscale_
+POLYFILLS[torch._amp_update_scale_] = amp_update_scale_
+
 # ---- calls of objects, by type -----------------------------------------------------------
 
 CALLS = {}  # type -> function(obj, *args, **kwargs); functools.partial is obj_func.c's own
