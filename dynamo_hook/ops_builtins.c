@@ -229,6 +229,14 @@ int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kw
                 return sym_fail(t, "isinstance raised");
             }
             return sym_const(t, PyBool_FromLong(r), out);
+        } else if (args[0].kind == V_GEN) { /* a generator object (clip_grad_norm_'s
+                                              * isinstance(parameters, types.GeneratorType)) */
+            int r = PyObject_IsSubclass((PyObject *)&PyGen_Type, args[1].obj);
+            if (r < 0) {
+                (void)tc_clear_expected(PyExc_Exception);
+                return sym_fail(t, "isinstance raised");
+            }
+            return sym_const(t, PyBool_FromLong(r), out);
         } else if (args[0].kind == V_DICT)
             probe = PyDict_New();
         else if (args[0].kind == V_SEQ && args[0].obj != NULL && PyType_Check(args[0].obj)) {
@@ -463,6 +471,15 @@ int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kw
                PyUnicode_CheckExact(a) || !strcmp(Py_TYPE(a)->tp_name, "torch.device") ||
                !strcmp(Py_TYPE(a)->tp_name, "torch.dtype") || (PyType_Check(a) && Py_TYPE(a)->tp_repr == PyType_Type.tp_repr &&
                                             Py_TYPE(a)->tp_str == PyType_Type.tp_str);
+    }
+    if (nargs == 0 && !kwnames && name && modname && !strcmp(modname, "torch._C") &&
+        !strcmp(name, "_get_privateuse1_backend_name")) {
+        /* the PrivateUse1 backend's name (torch.utils._foreach_utils asks it): a string, asked
+         * now and guarded (torch.utils.rename_privateuse1_backend may change it once) */
+        PyObject *tup = PyTuple_New(0);
+        int rc = tup ? sym_guarded_call(t, f, tup, out) : -1;
+        Py_XDECREF(tup);
+        return rc;
     }
     if (allconst && pure) {
         PyObject *tup = PyTuple_New(nargs);

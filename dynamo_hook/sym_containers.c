@@ -474,6 +474,14 @@ static void dict_rebind_all(trace *t, const var *old, const var *nd) {
     for (int i = 0; i < t->nattrw; i++) /* stored on a module, replayed after the graph */
         dict_rebind(t, t->attrw[i].val, 1, old, nd, 0);
     sym_fx_rebind_sources(t, old, nd); /* sideeffects.c: containers passed in, written back */
+    /* copies held inside a container read from the frame's inputs (a list in a dict
+     * attribute, read again through the dict after an append) */
+    for (int s = 0; s < t->nsrc && s < t->capsrc; s++) {
+        var *x = &t->srcvar[s];
+        if (t->srcdone[s] && x->items != NULL && x->items != old &&
+            (x->kind == V_SEQ || x->kind == V_DICT || x->kind == V_REC))
+            dict_rebind(t, x->items, x->n, old, nd, 1);
+    }
 }
 
 /* A list (or dict) made in the trace changed: every copy of it, in any live frame or
@@ -653,7 +661,12 @@ int sym_op_contains_op(trace *t, sframe *f, sym_ins *in) {
     }
     if (a.kind == V_CONST && b.kind == V_SEQ) { /* constants only: == on values */
         int r = 0, i;
-        for (i = 0; i < b.n && !r && b.items[i].kind == V_CONST; i++) {
+        /* (classes held as callables too: `type(t) in _foreach_supported_types`; == of two
+         * classes is identity unless a metaclass says otherwise, which RichCompare asks) */
+        for (i = 0; i < b.n && !r && (b.items[i].kind == V_CONST ||
+                                      (b.items[i].kind == V_FUNC && b.items[i].obj != NULL &&
+                                       b.items[i].op != SYM_MADE_FUNCTION && b.items[i].op != SYM_PARTIAL &&
+                                       PyType_Check(b.items[i].obj))); i++) {
             r = PyObject_RichCompareBool(b.items[i].obj, a.obj, Py_EQ);
             if (r < 0) {
                 (void)tc_clear_expected(PyExc_Exception);

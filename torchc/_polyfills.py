@@ -450,6 +450,68 @@ def amp_update_scale_(scale, growth_tracker, found_inf, growth_factor, backoff_f
 POLYFILLS[torch._amp_foreach_non_finite_check_and_unscale_] = amp_foreach_non_finite_check_and_unscale_
 POLYFILLS[torch._amp_update_scale_] = amp_update_scale_
 
+
+# ---- torch._C._group_tensors_by_device_and_dtype (torch.utils._foreach_utils: clip_grad_norm_,
+# the foreach optimizers) -------------------------------------------------------------------
+# One group (every tensor of the first list on one device with one dtype, the common case):
+# {(device, dtype): ([each list copied], indices or [])}. Several groups come back in the
+# C++ map's order, and anything eager checks (an empty first list, lists of other lengths)
+# raises there: both are left to the original, whose call breaks the graph.
+
+_group_tensors = torch._C._group_tensors_by_device_and_dtype
+
+
+def group_tensors_by_device_and_dtype(tensorlistlist, with_indices=False):
+    first = tensorlistlist[0]
+    if len(first) == 0:
+        return _group_tensors(tensorlistlist, with_indices)
+    device = first[0].device
+    dtype = first[0].dtype
+    for t in first:
+        if not isinstance(t, torch.Tensor) or t.device != device or t.dtype != dtype:
+            return _group_tensors(tensorlistlist, with_indices)
+    lists = []
+    for tl in tensorlistlist:
+        if len(tl) != len(first):
+            return _group_tensors(tensorlistlist, with_indices)
+        lists.append(list(tl))
+    return {(device, dtype): (lists, list(range(len(first))) if with_indices else [])}
+
+
+POLYFILLS[_group_tensors] = group_tensors_by_device_and_dtype
+
+
+# ---- torch._foreach_mul_ / torch._foreach_norm (clip_grad_norm_) --------------------------
+# The CPU foreach ops run the per-tensor op on each tensor (ATen's slow path); CUDA's fused
+# kernels compute in the same opmath and differ at most in a norm's summation order.
+# Lists of other lengths, and forms not written here, go to the original (a break).
+
+_foreach_mul_ = torch._foreach_mul_
+_foreach_norm = torch._foreach_norm
+
+
+def foreach_mul_(self, other):
+    if isinstance(other, (list, tuple)):
+        if len(other) != len(self):
+            return _foreach_mul_(self, other)
+        for t, o in zip(self, other):
+            t.mul_(o)
+        return None
+    for t in self:
+        t.mul_(other)
+    return None
+
+
+def foreach_norm(self, ord=2, dtype=None):
+    out = []
+    for t in self:
+        out.append(torch.linalg.vector_norm(t, ord, dtype=dtype))
+    return out
+
+
+POLYFILLS[_foreach_mul_] = foreach_mul_
+POLYFILLS[_foreach_norm] = foreach_norm
+
 # ---- calls of objects, by type -----------------------------------------------------------
 
 CALLS = {}  # type -> function(obj, *args, **kwargs); functools.partial is obj_func.c's own
