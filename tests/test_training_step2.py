@@ -333,3 +333,24 @@ def test_binop_break_after_inplace_update_runs_it_once():
         got = cf(torch.ones(2))
         assert torch.equal(h.buf, torch.full((2,), float(i + 1)))
         assert torch.equal(got, torch.full((2,), 7.0))
+
+
+@pytest.mark.parametrize("set_to_none", [True, False])
+def test_module_zero_grad_in_graph(set_to_none):
+    """Module.zero_grad: set_to_none=False reads p.grad.grad_fn (None for a gradient that
+    does not require grad) and zeroes in place; no break"""
+    m = nn.Linear(3, 2)
+    for p in m.parameters():
+        p.grad = torch.ones_like(p)
+
+    def f(x):
+        m.zero_grad(set_to_none=set_to_none)
+        return x + 1
+
+    ex = torchc.explain(f)(torch.randn(3))
+    assert ex.graph_count == 1 and ex.graph_break_count == 0, ex.break_reasons
+    for p in m.parameters():
+        if set_to_none:
+            assert p.grad is None
+        else:
+            assert torch.equal(p.grad, torch.zeros_like(p))
