@@ -162,6 +162,21 @@ static int subscr(trace *t, const var *c, const var *k, var *out) {
         return sym_tensor_index(t, c, k, out);
     if (c->kind == V_REC)
         return sym_record_subscr(t, c, k, out);
+    if ((c->kind == V_FUNC || c->kind == V_CONST) && c->obj != NULL &&
+        (c->obj == (PyObject *)&PyList_Type || c->obj == (PyObject *)&PyDict_Type ||
+         c->obj == (PyObject *)&PyTuple_Type || c->obj == (PyObject *)&PySet_Type ||
+         c->obj == (PyObject *)&PyFrozenSet_Type || c->obj == (PyObject *)&PyType_Type) &&
+        (k->kind == V_FUNC || k->kind == V_CONST) && k->obj != NULL &&
+        (PyType_Check(k->obj) || PyTuple_CheckExact(k->obj))) {
+        /* list[Tensor] & co (typing.cast's first argument): a types.GenericAlias, a
+         * constant made now (builtin __class_getitem__ only builds the alias) */
+        PyObject *r = PyObject_GetItem(c->obj, k->obj);
+        if (r == NULL) {
+            (void)tc_clear_expected(PyExc_Exception);
+            return sym_fail(t, "generic alias raised");
+        }
+        return sym_const(t, r, out);
+    }
     return sym_fail(t, "subscript of an unsupported value");
 }
 

@@ -354,3 +354,24 @@ def test_module_zero_grad_in_graph(set_to_none):
             assert p.grad is None
         else:
             assert torch.equal(p.grad, torch.zeros_like(p))
+
+
+@pytest.mark.parametrize("foreach", [None, True, False])
+def test_clip_grad_value_in_graph(foreach):
+    """clip_grad_value_ (the foreach clamp_min_/clamp_max_ pair, or clamp_ per gradient):
+    the gradients clipped as eager's, NaN kept, no break"""
+    torch.manual_seed(0)
+    m = nn.Linear(5, 4)
+    grads = [torch.randn_like(p) * 3 for p in m.parameters()]
+    grads[0][0, 0] = float("nan")
+
+    def f(x):
+        torch.nn.utils.clip_grad_value_(m.parameters(), 0.7, foreach=foreach)
+        return x + 1
+
+    for p, g in zip(m.parameters(), grads):
+        p.grad = g.clone()
+    ex = torchc.explain(f)(torch.randn(3))
+    assert ex.graph_count == 1 and ex.graph_break_count == 0, ex.break_reasons
+    for p, g in zip(m.parameters(), grads):
+        torch.testing.assert_close(p.grad, g.clamp(-0.7, 0.7), equal_nan=True, rtol=0, atol=0)

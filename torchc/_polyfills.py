@@ -481,7 +481,7 @@ def group_tensors_by_device_and_dtype(tensorlistlist, with_indices=False):
 POLYFILLS[_group_tensors] = group_tensors_by_device_and_dtype
 
 
-# ---- torch._foreach_mul_ / torch._foreach_norm (clip_grad_norm_) --------------------------
+# ---- torch._foreach_mul_ / _foreach_norm / _foreach_clamp_min_ / _max_ (clip_grad_*_) -------
 # The CPU foreach ops run the per-tensor op on each tensor (ATen's slow path); CUDA's fused
 # kernels compute in the same opmath and differ at most in a norm's summation order.
 # Lists of other lengths, and forms not written here, go to the original (a break).
@@ -509,8 +509,30 @@ def foreach_norm(self, ord=2, dtype=None):
     return out
 
 
+_foreach_clamp_min_ = torch._foreach_clamp_min_
+_foreach_clamp_max_ = torch._foreach_clamp_max_
+
+
+def foreach_clamp_min_(self, other):  # clip_grad_value_
+    if isinstance(other, (list, tuple)):
+        return _foreach_clamp_min_(self, other)
+    for t in self:
+        t.clamp_min_(other)
+    return None
+
+
+def foreach_clamp_max_(self, other):
+    if isinstance(other, (list, tuple)):
+        return _foreach_clamp_max_(self, other)
+    for t in self:
+        t.clamp_max_(other)
+    return None
+
+
 POLYFILLS[_foreach_mul_] = foreach_mul_
 POLYFILLS[_foreach_norm] = foreach_norm
+POLYFILLS[_foreach_clamp_min_] = foreach_clamp_min_
+POLYFILLS[_foreach_clamp_max_] = foreach_clamp_max_
 
 # ---- calls of objects, by type -----------------------------------------------------------
 
