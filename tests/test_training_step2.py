@@ -375,3 +375,33 @@ def test_clip_grad_value_in_graph(foreach):
     assert ex.graph_count == 1 and ex.graph_break_count == 0, ex.break_reasons
     for p, g in zip(m.parameters(), grads):
         torch.testing.assert_close(p.grad, g.clamp(-0.7, 0.7), equal_nan=True, rtol=0, atol=0)
+
+
+class _CountingBool:
+    def __init__(self):
+        self.count = 0
+        self.t = torch.ones(2)
+
+    def __bool__(self):
+        self.count += 1
+        self.t.add_(1)
+        return bool(self.t.sum() > 0)
+
+
+@pytest.mark.allow_fallback
+def test_branch_on_object_with_effects_runs_them_once():
+    """`if obj:` whose __bool__ writes an attribute and updates a tensor, then branches on
+    data: each call does both once (f runs eagerly, __bool__ is compiled as its own frame)"""
+    b = _CountingBool()
+
+    def f(x):
+        y = x * 2
+        if b:
+            y = y + 1
+        return y
+
+    cf = torchc.compile(f)
+    for i in range(3):
+        got = cf(torch.ones(2))
+        assert b.count == i + 1 and torch.equal(b.t, torch.full((2,), 2.0 + i))
+        assert torch.equal(got, torch.full((2,), 3.0))
