@@ -405,3 +405,22 @@ def test_branch_on_object_with_effects_runs_them_once():
         got = cf(torch.ones(2))
         assert b.count == i + 1 and torch.equal(b.t, torch.full((2,), 2.0 + i))
         assert torch.equal(got, torch.full((2,), 3.0))
+
+
+@pytest.mark.parametrize("kind", ["sgd", "adamw"])
+def test_grad_scaler_step_no_recompile_after_warmup(kind):
+    """after the first two steps (gradients None at first, fresh momentum buffers) nothing
+    recompiles: skipped steps, a backoff and growth of the scale change no guard"""
+    m = _model()
+    opt = _opt(kind, m.parameters(), None)
+    scaler = torch.amp.GradScaler("cpu", init_scale=2.0 ** 12, growth_interval=2)
+    step = torchc.compile(_make_step(m, opt, scaler, True, True))
+    g = torch.Generator().manual_seed(3)
+    for i in range(10):
+        x, y = torch.randn(7, 6, generator=g), torch.randn(7, 3, generator=g)
+        if i in (4, 7):
+            x[0, 0] = float("inf")
+        if i == 2:
+            c0 = torchc._C.stats()["compiles"]
+        step(x, y)
+    assert torchc._C.stats()["compiles"] == c0
