@@ -1103,7 +1103,7 @@ int sym_tensor_attr(trace *t, const var *x_in, PyObject *name, var *out) {
     if (!strcmp(n, "is_nested") || !strcmp(n, "is_sparse") || !strcmp(n, "is_quantized") ||
         !strcmp(n, "is_meta") || !strcmp(n, "is_mkldnn")) /* such tensors are not captured */
         return sym_const(t, Py_NewRef(Py_False), out);
-    if (!strcmp(n, "requires_grad")) {
+    if (!strcmp(n, "requires_grad") || !strcmp(n, "grad_fn")) {
         /* inputs: what their guard pinned; values computed in the graph never require grad
          * (inputs that require grad with grad mode on are not captured) */
         int rg = 0;
@@ -1114,6 +1114,10 @@ int sym_tensor_attr(trace *t, const var *x_in, PyObject *name, var *out) {
                     rg = t->guards[i].meta.requires_grad;
         if (!rg) /* training: a computed value requires grad as eager's would */
             rg = sym_value_requires_grad(t, x->val);
+        if (n[0] == 'g') /* grad_fn: None for a tensor that does not require grad (zero_grad's
+                          * set_to_none=False reads it of each .grad); else eager's node */
+            return rg ? sym_fail(t, "Tensor attribute 'grad_fn' of a tensor that requires grad not supported")
+                      : sym_const(t, Py_NewRef(Py_None), out);
         return sym_const(t, PyBool_FromLong(rg), out);
     }
     if (!strcmp(n, "grad")) /* a parameter's gradient: a source of its own (train_step.c) */
