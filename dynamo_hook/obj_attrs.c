@@ -225,6 +225,19 @@ static int generic_getattr(trace *t, const var *o, PyObject *name, var *out) {
         Py_XDECREF(d);
         return rc;
     }
+    if (descr != NULL && Py_TYPE(descr) == &PyProperty_Type) {
+        /* a property: its Python getter inlined */
+        PyObject *fget = PyObject_GetAttrString(descr, "fget");
+        if (fget == NULL)
+            (void)tc_clear_expected(PyExc_AttributeError);
+        if (fget == NULL || !PyFunction_Check(fget)) {
+            Py_XDECREF(fget);
+            return sym_fail(t, "property %U without a Python getter", name);
+        }
+        PyObject *fn = sym_keep(t, fget);
+        int s = fn ? sym_source(t, DH_S_CONST, -1, 0, fn) : -1;
+        return s < 0 ? -1 : sym_inline(t, fn, s, o, NULL, 0, NULL, out);
+    }
     if (descr != NULL && Py_TYPE(descr)->tp_descr_set != NULL)
         return sym_fail(t, "object.__getattribute__ of a data descriptor %U", name);
     int i = find_slot(t, o->obj, name), has = 0;

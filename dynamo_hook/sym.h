@@ -490,10 +490,14 @@ int sym_dsub_super_attr(trace *t, PyObject *cls, const var *self, PyObject *name
 int sym_dsub_call(trace *t, const var *fn, var *args, int npos, PyObject *kwnames, var *out);
 int sym_dsub_dunder(trace *t, const var *o, const char *name, var *args, int nargs, var *out);
 int sym_dsub_len(trace *t, const var *o, Py_ssize_t *n); /* 1: not such an object */
+/* its storage as a V_DICT (read only: **o, dict merges read it as eager's PyDict_Merge does
+ * for a class keeping dict's __iter__); 1: not such an object */
+int sym_dsub_contents(trace *t, const var *o, var *out);
 int dh_replay_call(PyObject *obj, PyObject *m, PyObject *args); /* after the graph */
 /* sym_containers.c: *d with d[k] = val (val NULL: deleted), not rebound; merge src into *dst */
 int sym_dict_set(trace *t, var *d, PyObject *k, const var *val);
 int sym_dict_merge(trace *t, var *dst, const var *src);
+int sym_dict_or(trace *t, const var *d, const var *other, int inplace, var *out); /* d | o, d |= o */
 int sym_iter_copies(trace *t, const var *items);      /* V_ITERs over items in the live frames */
 
 #endif

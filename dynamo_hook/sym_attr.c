@@ -347,6 +347,22 @@ int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
             int s = sym_source(t, DH_S_ATTR, o->src, 1, name);
             return s < 0 ? -1 : sym_wrap(t, descr, s, out);
         }
+        if (a == NULL && descr != NULL && o->src >= 0 && Py_IS_TYPE(descr, &PyClassMethod_Type)) {
+            /* self.f of a classmethod: its function bound to the object's class */
+            PyObject *fn = PyObject_GetAttrString(descr, "__func__");
+            if (fn == NULL || !PyFunction_Check(fn)) {
+                Py_XDECREF(fn);
+                (void)tc_clear_expected(PyExc_AttributeError);
+                return sym_fail(t, "classmethod %U without a Python function", name);
+            }
+            fn = sym_keep(t, fn);
+            int s = fn ? sym_source(t, DH_S_CONST, -1, 0, fn) : -1;
+            var cls;
+            if (s < 0 || sym_guard_type(t, o->src, o->obj) < 0 ||
+                sym_wrap(t, (PyObject *)Py_TYPE(o->obj), -1, &cls) < 0)
+                return -1;
+            return sym_method(t, &cls, fn, s, out);
+        }
         if (a == NULL) {
             if (descr != NULL)
                 return sym_fail(t, "class attribute %U not supported", name);

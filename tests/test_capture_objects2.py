@@ -290,3 +290,99 @@ def test_registry_keyed_by_type_and_union_args():
     for tp in (int | None, list[int]):
         got, want, _, _ = whole(f, torch.randn(3), tp)
         assert_same(got, want)
+
+
+class Pair(Config):
+    @property
+    def total(self):
+        return self.enc_layers + self.dec_layers
+
+    def __getattribute__(self, key):
+        return super().__getattribute__(key)
+
+
+def test_object_getattribute_property_after_write():
+    def f(x, cfg):
+        cfg.dec_layers = 5
+        return x * cfg.total
+
+    got, want, (_, cg), (_, cw) = whole(f, torch.randn(3), Pair())
+    assert_same(got, want)
+    same_state(cg, cw)
+
+
+def test_dict_or_and_ior():
+    def f(x, a, b):
+        c = a | b
+        a |= {"z": x * 2}
+        c["p"] = 0  # c is a new dict: a keeps its own
+        return x * a["p"] + c["q"] + a["z"], c
+
+    a = {"p": 1, "q": 2}
+    got, want, (_, ag, bg), (_, aw, bw) = whole(f, torch.randn(3), a, {"q": 5})
+    assert_same(got[0], want[0])
+    assert list(got[1]) == list(want[1]) == ["p", "q"] and got[1]["p"] == 0
+    assert list(ag) == list(aw) == ["p", "q", "z"]
+    assert_same(ag["z"], aw["z"])
+    assert bg == bw == {"q": 5}
+
+
+class Record(dict):
+    """a dict subclass keeping dict's storage protocol (a model output record)"""
+
+
+def test_double_star_of_dict_subclass_passed_in():
+    def f(x, r):
+        d = {**r, "extra": x + 1}
+        return dict(d, more=2)
+
+    got, want, _, _ = whole(f, torch.randn(3), Record(a=torch.ones(3), b=3))
+    assert list(got) == list(want) == ["a", "b", "extra", "more"]
+    for k in want:
+        assert_same(got[k], want[k]) if isinstance(want[k], torch.Tensor) else got[k] == want[k]
+
+
+transformers = pytest.importorskip("transformers")
+from transformers.utils import ModelOutput  # noqa: E402
+
+
+@dataclasses.dataclass
+class Out(ModelOutput):
+    feature_maps: tuple = None
+    hidden_states: tuple = None
+
+
+class SubOut(Out):  # no @dataclass: the base's __init__ and fields
+    pass
+
+
+def test_record_subclass_items_and_tuple_first_field():
+    def f(x):
+        o = SubOut(feature_maps=(x, x * 2), hidden_states=(x + 1,))
+        kept = {k: v for k, v in o.items() if k != "hidden_states"}
+        o2 = type(o)(**kept)  # only a tuple first field: __post_init__'s iterator path
+        return o2, list(o.keys())
+
+    got, want, _, _ = whole(f, torch.randn(3))
+    assert type(got[0]) is SubOut and list(got[0].keys()) == list(want[0].keys()) == ["feature_maps"]
+    assert_same(got[0].feature_maps, want[0].feature_maps)
+    assert got[0].hidden_states is None and got[1] == want[1]
+
+
+class Heads(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.n = 2
+
+    @classmethod
+    def merge(cls, t, n):
+        return t.reshape(t.shape[0], n, -1).sum(1)
+
+    def forward(self, x):
+        return self.merge(x, self.n)
+
+
+def test_classmethod_through_instance():
+    m = Heads()
+    got, want, _, _ = whole(m, torch.randn(3, 4))
+    assert_same(got, want)
