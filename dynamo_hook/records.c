@@ -287,16 +287,6 @@ int sym_record_attr(trace *t, const var *r, PyObject *name, var *out) {
     if (PyUnicode_CompareWithASCIIString(name, "to_tuple") == 0) {
         return sym_method(t, r, name, -1, out);
     }
-    if ((PyUnicode_CompareWithASCIIString(name, "items") == 0 || PyUnicode_CompareWithASCIIString(name, "keys") == 0 ||
-         PyUnicode_CompareWithASCIIString(name, "values") == 0) &&
-        descr != NULL && !PyFunction_Check(descr)) {
-        /* dict's own items()/keys()/values(): over the non-None fields, in order (what the
-         * record's storage holds), read from a dict of them */
-        var *d = sym_alloc(t, 1);
-        if (d == NULL || sym_record_as_dict(t, r, d) < 0)
-            return -1;
-        return sym_method(t, d, name, -1, out);
-    }
     if (descr != NULL && !t->failed) {
         /* it exists (a method): hasattr/getattr-with-default must not take this failure
          * for absence; a Python error makes the whole capture fail instead */
