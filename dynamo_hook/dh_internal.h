@@ -257,6 +257,9 @@ static inline int dh_cfg_key(const dh_config *cfg) {
 /* sideeffects.c: obj[:] = val (a list) or obj.clear(); obj.update(val) (a dict): a
  * container the trace updated, written back after the graph; 0, or -1 with an exception */
 int dh_replay_container(PyObject *obj, PyObject *marker_name, PyObject *val);
+/* obj_attrs.c: obj.name = val after the graph (val the deletion marker: del obj.name); a
+ * class with a Python __setattr__ (not an nn.Module) had it inlined: object's store replays */
+int dh_replay_attr(PyObject *obj, PyObject *name, PyObject *val);
 /* backend.c: the graph as an FX GraphModule for cfg->backend: a callable (new ref), or NULL
  * with no error set when torchc compiles it itself, or NULL with an error */
 PyObject *dh_backend_export(const ic_graph *g, PyObject *backend, int device_type, int device_index);

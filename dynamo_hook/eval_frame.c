@@ -1413,8 +1413,8 @@ PyObject *dh_entry_run(const dh_entry *e, PyObject *const *values, void *const *
         res = NULL;
         for (int i = 0; i < e->nattrw; i++)
             if ((PyUnicode_Check(e->attrw_name[i])
-                     ? PyObject_SetAttr(values[e->attrw_src[i]], e->attrw_name[i],
-                                        PyTuple_GET_ITEM(root, 1 + i))
+                     ? dh_replay_attr(values[e->attrw_src[i]], e->attrw_name[i],
+                                      PyTuple_GET_ITEM(root, 1 + i))
                      : dh_replay_container(values[e->attrw_src[i]], e->attrw_name[i],
                                            PyTuple_GET_ITEM(root, 1 + i))) < 0) {
                 Py_DECREF(root);

@@ -205,6 +205,16 @@ static int modelled(PyObject *m, const char **name) {
     return c_dict_type(dt) && (listed(*name, read_names) || listed(*name, write_names));
 }
 
+int sym_dsub_contents(trace *t, const var *o, var *out) {
+    if (!is_dsub_obj(o) || !plain_storage(Py_TYPE(o->obj)))
+        return 1;
+    var *d = contents(t, o);
+    if (d == NULL)
+        return -1;
+    *out = *d;
+    return 0;
+}
+
 int sym_dsub_attr(trace *t, const var *o, PyObject *name, var *out) {
     if (!is_dsub_obj(o))
         return 1;

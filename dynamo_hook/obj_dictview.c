@@ -35,7 +35,8 @@ static int same_var(const var *a, const var *b) {
 }
 
 static int logged_name(const sym_attrw *w, PyObject *obj) {
-    return w->obj == obj && w->name != NULL && PyUnicode_Check(w->name) && w->val != NULL;
+    return w->obj == obj && w->name != NULL && PyUnicode_Check(w->name) && w->val != NULL &&
+           !sym_attr_is_deleted(w->val);
 }
 
 static int find_key(PyObject *keys, int n, PyObject *k) {
@@ -47,16 +48,29 @@ static int find_key(PyObject *keys, int n, PyObject *k) {
     return -1;
 }
 
+static int build_view(trace *t, const var *o, int generic, var *out);
+
 int sym_obj_dict_view(trace *t, const var *o, PyObject *name, var *out) {
     if (s_dict == NULL && (s_dict = PyUnicode_InternFromString("__dict__")) == NULL)
         return -1;
     if (PyUnicode_Compare(name, s_dict) != 0)
         return 1;
+    return build_view(t, o, 0, out);
+}
+
+int sym_obj_dict_view_generic(trace *t, const var *o, var *out) {
+    if (s_dict == NULL && (s_dict = PyUnicode_InternFromString("__dict__")) == NULL)
+        return -1;
+    return build_view(t, o, 1, out);
+}
+
+/* generic: object.__getattribute__(o, "__dict__") (a class's own __getattribute__ not run) */
+static int build_view(trace *t, const var *o, int generic, var *out) {
     if (o->kind != V_OBJ || o->obj == NULL || o->src < 0 || PyType_Check(o->obj) || PyModule_Check(o->obj))
         return 1;
     PyTypeObject *tp = Py_TYPE(o->obj);
     PyObject *descr = _PyType_Lookup(tp, s_dict);
-    if (tp->tp_getattro != PyObject_GenericGetAttr || tp->tp_dictoffset == 0 || descr == NULL ||
+    if ((!generic && tp->tp_getattro != PyObject_GenericGetAttr) || tp->tp_dictoffset == 0 || descr == NULL ||
         !Py_IS_TYPE(descr, &PyGetSetDescr_Type))
         return 1;
     PyObject **dp = _PyObject_GetDictPtr(o->obj);
@@ -68,9 +82,6 @@ int sym_obj_dict_view(trace *t, const var *o, PyObject *name, var *out) {
     if (nreal + nw > 100000)
         return sym_fail(t, "__dict__ of an object with too many attributes");
     int cap = (int)nreal + nw;
-    for (int i = 0; i < t->nattrw; i++)
-        if (t->attrw[i].obj == o->obj && t->attrw[i].val == NULL)
-            return sym_fail(t, "__dict__ of an object whose attribute the trace deleted");
     var *vals = sym_alloc(t, cap > 0 ? cap : 1);
     if (vals == NULL)
         return -1;
@@ -107,9 +118,23 @@ int sym_obj_dict_view(trace *t, const var *o, PyObject *name, var *out) {
         vals[n - 1].obj = v;
         vals[n - 1].src = s;
     }
-    /* the trace's writes, in program order: an existing key keeps its place */
+    /* the trace's writes, in program order: an existing key keeps its place; a deletion
+     * removes it (a name set again after it has its own later slot: at the end, as eager) */
     for (int i = 0; i < t->nattrw; i++) {
         const sym_attrw *w = &t->attrw[i];
+        if (w->obj == o->obj && w->name != NULL && PyUnicode_Check(w->name) && sym_attr_is_deleted(w->val)) {
+            int at = find_key(keys, n, w->name);
+            if (at < 0)
+                continue;
+            Py_DECREF(PyTuple_GET_ITEM(keys, at));
+            for (int j = at; j + 1 < n; j++) {
+                PyTuple_SET_ITEM(keys, j, PyTuple_GET_ITEM(keys, j + 1));
+                vals[j] = vals[j + 1];
+            }
+            PyTuple_SET_ITEM(keys, n - 1, NULL);
+            n--;
+            continue;
+        }
         if (!logged_name(w, o->obj))
             continue;
         int at = find_key(keys, n, w->name);
@@ -128,6 +153,7 @@ int sym_obj_dict_view(trace *t, const var *o, PyObject *name, var *out) {
     out->items = vals;
     out->n = n;
     out->globals = o->obj;
+    out->pos = o->src + 1;
     rc = 0;
 done:
     /* unfilled slots of keys are NULL: the tuple's dealloc skips them */
@@ -175,10 +201,23 @@ int sym_dict_view_keys(trace *t, const var *d) {
     return fresh(t, d);
 }
 
+/* a later t->attrw slot logs the same object and name */
+static int later_slot(trace *t, int i) {
+    for (int j = i + 1; j < t->nattrw; j++)
+        if (t->attrw[j].obj == t->attrw[i].obj && PyUnicode_Check(t->attrw[j].name) &&
+            PyUnicode_Compare(t->attrw[j].name, t->attrw[i].name) == 0)
+            return 1;
+    return 0;
+}
+
 static int fresh(trace *t, const var *d) {
     PyObject *obj = d->globals;
     for (int i = 0; i < t->nattrw; i++) {
         const sym_attrw *w = &t->attrw[i];
+        if (w->obj != obj || w->name == NULL || !PyUnicode_Check(w->name) || later_slot(t, i))
+            continue; /* the last slot of each name decides (obj_attrs.c: set after a deletion) */
+        if (sym_attr_is_deleted(w->val) && find_key(d->obj, d->n, w->name) >= 0)
+            return sym_fail(t, "__dict__ view read after the object's attributes changed");
         if (!logged_name(w, obj))
             continue;
         int at = find_key(d->obj, d->n, w->name);

@@ -41,13 +41,31 @@ static int init_once(void) {
     return 0;
 }
 
+/* object's attribute stores, or a Python __setattr__/__delattr__ (inlined: obj_attrs.c) */
+static int plain_setattr(PyTypeObject *tp) {
+    if (tp->tp_setattro == PyObject_GenericSetAttr)
+        return 1;
+    static PyObject *names[2];
+    if (names[0] == NULL && ((names[0] = PyUnicode_InternFromString("__setattr__")) == NULL ||
+                             (names[1] = PyUnicode_InternFromString("__delattr__")) == NULL)) {
+        PyErr_Clear();
+        return 0;
+    }
+    for (int i = 0; i < 2; i++) {
+        PyObject *f = _PyType_Lookup(tp, names[i]);
+        if (f == NULL || (!PyFunction_Check(f) && f != _PyType_Lookup(&PyBaseObject_Type, names[i])))
+            return 0;
+    }
+    return 1;
+}
+
 int sym_obj_plain_class(PyObject *cls) {
     if (!PyType_Check(cls) || init_once() < 0)
         return 0;
     PyTypeObject *tp = (PyTypeObject *)cls;
     if (!(tp->tp_flags & Py_TPFLAGS_HEAPTYPE) || (tp->tp_flags & Py_TPFLAGS_IS_ABSTRACT) ||
         Py_TYPE(cls)->tp_call != PyType_Type.tp_call || tp->tp_new != PyBaseObject_Type.tp_new ||
-        tp->tp_setattro != PyObject_GenericSetAttr || tp->tp_finalize != NULL || tp->tp_del != NULL ||
+        !plain_setattr(tp) || tp->tp_finalize != NULL || tp->tp_del != NULL ||
         tp->tp_dictoffset == 0 || sym_is_nn_module_type(cls))
         return 0;
     PyObject *init = _PyType_Lookup(tp, s_init);
@@ -194,45 +212,26 @@ static int plain_graph(PyObject *o, PyObject *seen, int *budget, const char **wh
     return plain_graph(*dp, seen, budget, why);
 }
 
-int sym_obj_deepcopy(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out) {
-    if (deepcopy_fn == NULL) {
-        PyObject *name = PyUnicode_FromString("copy");
-        PyObject *m = name ? PyImport_GetModule(name) : NULL;
-        Py_XDECREF(name);
-        deepcopy_fn = m ? PyObject_GetAttrString(m, "deepcopy") : NULL;
-        Py_XDECREF(m);
-        PyErr_Clear();
-        if (deepcopy_fn == NULL)
-            return 1;
-    }
-    if (fn->obj != deepcopy_fn || nargs != 1 || (kwnames && PyTuple_GET_SIZE(kwnames) > 0))
-        return 1;
-    const var *x = &args[0];
-    if (x->kind != V_OBJ || x->src < 0 || x->obj == NULL || PyModule_Check(x->obj) || PyType_Check(x->obj))
-        return 1;
-    PyObject *seen = PySet_New(NULL);
-    if (seen == NULL)
-        return -1;
-    int budget = 4096;
-    const char *why = NULL;
-    int plain = plain_graph(x->obj, seen, &budget, &why);
-    if (!plain) {
-        Py_DECREF(seen);
-        return 1; /* copied as written (inlined) */
-    }
+/* seen (ids of the objects a copy reads) holds an object the trace wrote: the copy hoisted
+ * before the graph would not see that write */
+static int written_in(trace *t, PyObject *seen) {
     for (int i = 0; i < t->nattrw; i++) {
         PyObject *id = t->attrw[i].obj ? PyLong_FromVoidPtr(t->attrw[i].obj) : NULL;
         int in = id ? PySet_Contains(seen, id) : 0;
         Py_XDECREF(id);
         if (in != 0) {
-            Py_DECREF(seen);
             PyErr_Clear();
-            return sym_fail(t, "copy.deepcopy of an object the trace changed before the copy");
+            return 1;
         }
     }
-    Py_DECREF(seen);
-    PyObject *spec = Py_BuildValue("(O()(i))", deepcopy_fn, x->src);
-    PyObject *copy = spec ? PyObject_CallOneArg(deepcopy_fn, x->obj) : NULL; /* what the trace reads */
+    return 0;
+}
+
+/* deepcopy(spec's source) made by the guards: a DH_S_NEW source read by the trace (a copy
+ * made now stands for it) */
+static int hoisted_copy(trace *t, PyObject *orig, int src, var *out) {
+    PyObject *spec = Py_BuildValue("(O()(i))", deepcopy_fn, src);
+    PyObject *copy = spec ? PyObject_CallOneArg(deepcopy_fn, orig) : NULL; /* what the trace reads */
     int rc = -1;
     if (copy == NULL) {
         if (spec != NULL) {
@@ -247,6 +246,89 @@ int sym_obj_deepcopy(trace *t, const var *fn, var *args, int nargs, PyObject *kw
     Py_DECREF(spec);
     Py_DECREF(copy);
     return rc;
+}
+
+/* deepcopy(obj.__dict__) (a config's to_dict): the object's real dict, when the trace has
+ * not changed the object, copied by the guards as above (its source: obj's "__dict__") */
+static int deepcopy_dict_view(trace *t, const var *x, var *out) {
+    PyObject *obj = x->globals;
+    PyObject **dp = _PyObject_GetDictPtr(obj);
+    if (dp == NULL || *dp == NULL || !PyDict_CheckExact(*dp))
+        return 1;
+    PyObject *seen = PySet_New(NULL);
+    if (seen == NULL)
+        return -1;
+    int budget = 4096;
+    const char *why = NULL;
+    PyObject *oid = PyLong_FromVoidPtr(obj);
+    int plain = oid != NULL && PySet_Add(seen, oid) == 0 && plain_graph(*dp, seen, &budget, &why);
+    Py_XDECREF(oid);
+    PyErr_Clear();
+    int wrote = plain && written_in(t, seen);
+    Py_DECREF(seen);
+    if (!plain)
+        return 1;
+    if (wrote)
+        return sym_fail(t, "copy.deepcopy of an object the trace changed before the copy");
+    PyObject *name = PyUnicode_InternFromString("__dict__");
+    int ds = name ? sym_source(t, DH_S_ATTR, (int)x->pos - 1, 2, name) : -1;
+    Py_XDECREF(name);
+    if (ds < 0)
+        return -1;
+    return hoisted_copy(t, *dp, ds, out);
+}
+
+int sym_obj_deepcopy(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out) {
+    if (deepcopy_fn == NULL) {
+        PyObject *name = PyUnicode_FromString("copy");
+        PyObject *m = name ? PyImport_GetModule(name) : NULL;
+        Py_XDECREF(name);
+        deepcopy_fn = m ? PyObject_GetAttrString(m, "deepcopy") : NULL;
+        Py_XDECREF(m);
+        PyErr_Clear();
+        if (deepcopy_fn == NULL)
+            return 1;
+    }
+    if (fn->obj != deepcopy_fn || nargs != 1 || (kwnames && PyTuple_GET_SIZE(kwnames) > 0))
+        return 1;
+    const var *x = &args[0];
+    if (x->kind == V_DICT && x->op == SYM_DICT_VIEW && x->pos > 0 && x->globals != NULL)
+        return deepcopy_dict_view(t, x, out);
+    if (x->kind == V_DICT && x->op == 0 && x->src >= 0 && x->src < t->capsrc && t->srcobj[x->src] != NULL &&
+        PyDict_CheckExact(t->srcobj[x->src])) {
+        /* a dict read through a source (obj.__dict__ of an object with its own
+         * __getattribute__, a dict passed in): the real dict, copied by the guards */
+        PyObject *seen = PySet_New(NULL);
+        if (seen == NULL)
+            return -1;
+        int budget = 4096;
+        const char *why = NULL;
+        int plain = plain_graph(t->srcobj[x->src], seen, &budget, &why);
+        int wrote = plain && written_in(t, seen);
+        Py_DECREF(seen);
+        if (!plain)
+            return 1;
+        if (wrote)
+            return sym_fail(t, "copy.deepcopy of an object the trace changed before the copy");
+        return hoisted_copy(t, t->srcobj[x->src], x->src, out);
+    }
+    if (x->kind != V_OBJ || x->src < 0 || x->obj == NULL || PyModule_Check(x->obj) || PyType_Check(x->obj))
+        return 1;
+    PyObject *seen = PySet_New(NULL);
+    if (seen == NULL)
+        return -1;
+    int budget = 4096;
+    const char *why = NULL;
+    int plain = plain_graph(x->obj, seen, &budget, &why);
+    if (!plain) {
+        Py_DECREF(seen);
+        return 1; /* copied as written (inlined) */
+    }
+    int wrote = written_in(t, seen);
+    Py_DECREF(seen);
+    if (wrote)
+        return sym_fail(t, "copy.deepcopy of an object the trace changed before the copy");
+    return hoisted_copy(t, x->obj, x->src, out);
 }
 
 /* ---- class statements inside the traced frame (LOAD_BUILD_CLASS) ------------------------

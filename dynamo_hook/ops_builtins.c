@@ -276,6 +276,23 @@ int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kw
             return sym_const(t, PyBool_FromLong(r), out);
         }
     }
+    if (name && (!strcmp(name, "setattr") || !strcmp(name, "delattr")) && !kwnames &&
+        nargs == (name[0] == 's' ? 3 : 2) && f == PyDict_GetItemString(PyEval_GetBuiltins(), name) &&
+        args[1].kind == V_CONST && PyUnicode_Check(args[1].obj) &&
+        (args[0].kind == V_OBJ || args[0].kind == V_REC || args[0].kind == V_TENSOR)) {
+        /* setattr(o, "k", v) / delattr(o, "k"): as o.k = v / del o.k (obj_attrs.c) */
+        int rc;
+        if (name[0] == 'd')
+            rc = sym_obj_delattr(t, &args[0], args[1].obj);
+        else if (args[0].kind == V_REC)
+            rc = t->in_gen ? sym_fail(t, "attribute assignment inside a generator")
+                           : sym_record_setattr(t, &args[0], args[1].obj, &args[2]);
+        else if (args[0].kind == V_TENSOR)
+            rc = sym_tensor_setattr(t, &args[0], args[1].obj, &args[2]);
+        else
+            rc = sym_obj_setattr(t, &args[0], args[1].obj, &args[2]);
+        return rc < 0 ? -1 : sym_const(t, Py_NewRef(Py_None), out);
+    }
     if (name && (!strcmp(name, "getattr") || !strcmp(name, "hasattr")) && (nargs == 2 || nargs == 3) &&
         args[1].kind == V_CONST && PyUnicode_Check(args[1].obj) && !kwnames) {
         /* a lookup that fails is the answer here: what it logged is undone and its reason

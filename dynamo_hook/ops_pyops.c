@@ -123,6 +123,8 @@ int sym_binary(trace *t, int nb, const var *a_in, const var *b_in, var *out) {
         out->items = m;
         return 0;
     }
+    if (base == 7 && a->kind == V_DICT) /* d | other, d |= other (sym_containers.c) */
+        return sym_dict_or(t, a, b, inplace, out);
     if (a->kind != V_TENSOR && b->kind != V_TENSOR)
         return sym_fail(t, "binary op on unsupported values");
     if (base == 10 && sym_sub_bool_check(t, a, b) < 0)

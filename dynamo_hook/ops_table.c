@@ -652,6 +652,12 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
         if (fn->obj != NULL && !PyUnicode_Check(fn->obj) && is_lru_wrapper(fn->obj))
             return lru_cached_call(t, fn, args, nargs, kwnames, out); /* obj.m() of a cached method */
     }
+    if ((fn->kind == V_METHOD || fn->kind == V_FUNC) && fn->obj && !PyFunction_Check(fn->obj) &&
+        !PyUnicode_Check(fn->obj)) {
+        int rc = sym_obj_slot_call(t, fn, args, nargs, kwnames, out); /* obj_attrs.c: object.__setattr__ & co */
+        if (rc != 1)
+            return rc;
+    }
     if ((fn->kind == V_METHOD || fn->kind == V_FUNC) && fn->obj && PyFunction_Check(fn->obj)) {
         int rc = sym_module_to_call(t, fn, args, nargs, kwnames, out); /* ops_modto.c */
         if (rc != 1)

@@ -79,7 +79,11 @@ int sym_is_record_type(PyObject *cls) {
         return 0;
     /* __init__: the dataclass-generated one, or the metaclass's wrapper around it (transformers
      * >= 5.2x renames past_key_values= to cache= there) */
-    PyObject *init = PyDict_GetItemString(dh_type_dict((PyTypeObject *)cls), "__init__");
+    /* (found through the MRO: a subclass declared with `pass` keeps its base's __init__ and
+     * fields) */
+    PyObject *iname = PyUnicode_InternFromString("__init__");
+    PyObject *init = iname ? _PyType_Lookup((PyTypeObject *)cls, iname) : NULL;
+    Py_XDECREF(iname);
     if (init == NULL || !PyFunction_Check(init))
         return 0;
     if (PyUnicode_CompareWithASCIIString(((PyCodeObject *)PyFunction_GET_CODE(init))->co_filename, "<string>") == 0)
@@ -167,7 +171,14 @@ int sym_make_record(trace *t, PyObject *cls, var *args, int npos, PyObject *kwna
     int others = 0;
     for (Py_ssize_t i = 1; i < n; i++)
         others |= !is_none_var(&vals[i]);
-    if (vals[0].kind != V_TENSOR && !others) {
+    /* a tuple/list first field whose first item is no (str, value) pair: __post_init__'s
+     * iterator path sets it back as the first field (what the plain path does) */
+    int seq_kept = vals[0].kind == V_SEQ && vals[0].obj == NULL && vals[0].n >= 1 &&
+                   !(vals[0].items[0].kind == V_SEQ && vals[0].items[0].n == 2 &&
+                     vals[0].items[0].items[0].kind == V_CONST) &&
+                   !(vals[0].items[0].kind == V_CONST && (PyTuple_Check(vals[0].items[0].obj) ||
+                                                          PyList_Check(vals[0].items[0].obj)));
+    if (vals[0].kind != V_TENSOR && !others && !seq_kept) {
         /* __post_init__'s first-field-iterator path */
         rc = sym_fail(t, "%s with only a non-tensor first field", ((PyTypeObject *)cls)->tp_name);
         goto done;

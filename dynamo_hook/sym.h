@@ -85,7 +85,8 @@ typedef struct sym_break {
 #define SYM_CUSTOM_OP (-9)     /* V_FUNC.op of a custom op (torch.ops.ns.op, torch.library): ops_custom.c */
 #define SYM_OWN_ITER (-8)      /* V_ITER.op of an iterator the frame holds (iter(), next()): its
                                 * items array names it, copies rebound as it advances (obj_data.c) */
-#define SYM_DICT_VIEW 3        /* V_DICT.op: obj.__dict__, read-only; globals: the object (obj_dictview.c) */
+#define SYM_DICT_VIEW 3        /* V_DICT.op: obj.__dict__, read-only; globals: the object, pos: its
+                                * source + 1 (obj_dictview.c) */
 #define SYM_DICT_ORDERED 1     /* V_DICT.op: a collections.OrderedDict (obj_data.c) */
 #define SYM_DICT_DEFAULT 2     /* V_DICT.op: a defaultdict; globals: its default_factory (kept),
                                 * pos: the factory's V_FUNC.op */
@@ -354,6 +355,7 @@ int sym_obj_build_class(trace *t, var *args, int nargs, PyObject *kwnames, var *
 int sym_obj_attr_special(trace *t, const var *o, PyObject *name);
 /* obj_dictview.c: o.__dict__ as a read-only V_DICT (1: not such a read); checks on reads/writes */
 int sym_obj_dict_view(trace *t, const var *o, PyObject *name, var *out);
+int sym_obj_dict_view_generic(trace *t, const var *o, var *out); /* object.__getattribute__(o, "__dict__") */
 int sym_dict_view_read(trace *t, const var *d);                  /* values read: all wrapped */
 int sym_dict_view_read_key(trace *t, const var *d, PyObject *key); /* d[key] / d.get(key) */
 int sym_dict_view_keys(trace *t, const var *d);                  /* keys only (in, iteration) */
@@ -434,6 +436,17 @@ int sym_set_note_seq(trace *t, var *s, const var *arg);
 int sym_set_note_added(trace *t, var *s, PyObject *old, const var *v, int update);
 int sym_set_iter_items(trace *t, const var *v, var **items, int *n);
 int sym_load_attr(trace *t, const var *o, PyObject *name, var *out); /* sym_attr.c */
+/* obj_attrs.c: attribute writes and deletions of objects with a source (STORE_ATTR,
+ * DELETE_ATTR, setattr(), delattr()): a class's Python __setattr__/__delattr__ inlined, else
+ * logged in t->attrw (a deletion: a value sym_attr_is_deleted names) and replayed after the
+ * graph; object.__setattr__/__delattr__/__init__ called through the class or super() */
+int sym_obj_setattr(trace *t, const var *o, PyObject *name, const var *v); /* 0, -1 failed */
+int sym_obj_delattr(trace *t, const var *o, PyObject *name);
+int sym_attr_is_deleted(const var *v);
+/* found (a class attribute looked up for self, or NULL: through the class) one of object's
+ * __setattr__/__delattr__/__init__/__getattribute__: *out callable (1: not one of them) */
+int sym_obj_slot_attr(trace *t, PyObject *found, const var *self, var *out);
+int sym_obj_slot_call(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out);
 /* d.get/pop/setdefault/copy/update/__contains__ on a V_DICT (d: the dict at the call) */
 int sym_dict_method(trace *t, const var *d, const char *mn, var *args, int nargs, var *out);
 int sym_iter_items(trace *t, const var *v, var **items, int *n);
@@ -480,10 +493,14 @@ int sym_dsub_super_attr(trace *t, PyObject *cls, const var *self, PyObject *name
 int sym_dsub_call(trace *t, const var *fn, var *args, int npos, PyObject *kwnames, var *out);
 int sym_dsub_dunder(trace *t, const var *o, const char *name, var *args, int nargs, var *out);
 int sym_dsub_len(trace *t, const var *o, Py_ssize_t *n); /* 1: not such an object */
+/* its storage as a V_DICT (read only: **o, dict merges read it as eager's PyDict_Merge does
+ * for a class keeping dict's __iter__); 1: not such an object */
+int sym_dsub_contents(trace *t, const var *o, var *out);
 int dh_replay_call(PyObject *obj, PyObject *m, PyObject *args); /* after the graph */
 /* sym_containers.c: *d with d[k] = val (val NULL: deleted), not rebound; merge src into *dst */
 int sym_dict_set(trace *t, var *d, PyObject *k, const var *val);
 int sym_dict_merge(trace *t, var *dst, const var *src);
+int sym_dict_or(trace *t, const var *d, const var *other, int inplace, var *out); /* d | o, d |= o */
 int sym_iter_copies(trace *t, const var *items);      /* V_ITERs over items in the live frames */
 
 #endif

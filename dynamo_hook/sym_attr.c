@@ -22,8 +22,15 @@ static int type_attr(trace *t, PyObject *cls, PyObject *name, var *out) {
     if (!strcmp(n, "__name__") || !strcmp(n, "__qualname__") || !strcmp(n, "__module__"))
         return sym_const(t, PyObject_GetAttr(cls, name), out) < 0
                    ? ((void)tc_clear_expected(PyExc_Exception), sym_fail(t, "attribute %U of a class", name)) : 0;
-    if (n[0] == '_')
-        return 1;
+    if (n[0] == '_') {
+        /* Base.__init__ / Cls._helper: a Python function on the class, called with an explicit
+         * self; object's own __init__/__setattr__/__delattr__ (obj_attrs.c) */
+        PyObject *a = _PyType_Lookup((PyTypeObject *)cls, name);
+        if (a != NULL && sym_obj_slot_attr(t, a, NULL, out) == 0)
+            return 0;
+        if (a == NULL || !PyFunction_Check(a))
+            return 1;
+    }
     if (!strcmp(n, "apply") && tc_is_autograd_function(cls)) /* a break at its call (sym_call) */
         return sym_const(t, PyObject_GetAttr(cls, name), out) < 0 ? ((void)tc_clear_expected(PyExc_Exception), sym_fail(t, "Function.apply")) : 0;
     PyObject *a = _PyType_Lookup((PyTypeObject *)cls, name);
@@ -180,6 +187,12 @@ int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
         for (int i = t->nattrw - 1; i >= 0; i--) /* written earlier in this trace */
             if (t->attrw[i].obj == o->obj && o->src >= 0 && PyUnicode_Check(t->attrw[i].name) &&
                 PyUnicode_Compare(t->attrw[i].name, name) == 0) {
+                if (sym_attr_is_deleted(t->attrw[i].val)) { /* del o.name earlier (obj_attrs.c) */
+                    if (Py_TYPE(o->obj)->tp_getattro != PyObject_GenericGetAttr ||
+                        _PyType_Lookup(Py_TYPE(o->obj), name) != NULL)
+                        return sym_fail(t, "read of attribute %U after its deletion", name);
+                    return sym_raise(t, PyExc_AttributeError, name, "attribute %U deleted (eager will raise)", name);
+                }
                 *out = *t->attrw[i].val;
                 return 0;
             }
@@ -192,9 +205,30 @@ int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
         if (rc_ga <= 0)
             return rc_ga;
         if (!sym_is_nn_module(o->obj) && Py_TYPE(o->obj)->tp_getattro != PyObject_GenericGetAttr) {
-            /* a custom __getattribute__/__getattr__: the real getattr, re-run by the guard */
+            /* a custom __getattribute__/__getattr__: the real getattr, re-run by the guard;
+             * once the trace wrote the object the real one is stale: a Python
+             * __getattribute__ is inlined then (object's lookup reads the writes, obj_attrs.c) */
             if (o->src < 0)
                 return sym_fail(t, "attribute of an object without a source");
+            int written = 0;
+            for (int i = 0; i < t->nattrw && !written; i++)
+                written = t->attrw[i].obj == o->obj;
+            if (written) {
+                PyObject *gab = PyUnicode_InternFromString("__getattribute__");
+                PyObject *ga = gab ? _PyType_Lookup(Py_TYPE(o->obj), gab) : NULL;
+                Py_XDECREF(gab);
+                PyObject *gan = PyUnicode_InternFromString("__getattr__");
+                PyObject *fallback = gan ? _PyType_Lookup(Py_TYPE(o->obj), gan) : NULL;
+                Py_XDECREF(gan);
+                if (ga == NULL || !PyFunction_Check(ga) || fallback != NULL)
+                    return sym_fail(t, "attribute %U of an object with its own getattr after the trace wrote it", name);
+                PyObject *fn = sym_keep(t, Py_NewRef(ga));
+                int s = fn ? sym_source(t, DH_S_CONST, -1, 0, fn) : -1;
+                var *arg = sym_alloc(t, 1);
+                if (s < 0 || arg == NULL || sym_const(t, Py_NewRef(name), arg) < 0)
+                    return -1;
+                return sym_inline(t, fn, s, o, arg, 1, NULL, out);
+            }
             PyObject *a = PyObject_GetAttr(o->obj, name);
             if (a == NULL) {
                 (void)tc_clear_expected(PyExc_Exception);
@@ -313,6 +347,22 @@ int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
             int s = sym_source(t, DH_S_ATTR, o->src, 1, name);
             return s < 0 ? -1 : sym_wrap(t, descr, s, out);
         }
+        if (a == NULL && descr != NULL && o->src >= 0 && Py_IS_TYPE(descr, &PyClassMethod_Type)) {
+            /* self.f of a classmethod: its function bound to the object's class */
+            PyObject *fn = PyObject_GetAttrString(descr, "__func__");
+            if (fn == NULL || !PyFunction_Check(fn)) {
+                Py_XDECREF(fn);
+                (void)tc_clear_expected(PyExc_AttributeError);
+                return sym_fail(t, "classmethod %U without a Python function", name);
+            }
+            fn = sym_keep(t, fn);
+            int s = fn ? sym_source(t, DH_S_CONST, -1, 0, fn) : -1;
+            var cls;
+            if (s < 0 || sym_guard_type(t, o->src, o->obj) < 0 ||
+                sym_wrap(t, (PyObject *)Py_TYPE(o->obj), -1, &cls) < 0)
+                return -1;
+            return sym_method(t, &cls, fn, s, out);
+        }
         if (a == NULL) {
             if (descr != NULL)
                 return sym_fail(t, "class attribute %U not supported", name);
@@ -350,6 +400,11 @@ int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
             return sym_const(t, PyObject_GetAttr(o->obj, name), out) < 0
                        ? ((void)tc_clear_expected(PyExc_Exception), sym_fail(t, "attribute %U of a constant", name)) : 0;
         }
+        if ((!strcmp(Py_TYPE(o->obj)->tp_name, "types.UnionType") || Py_IS_TYPE(o->obj, &Py_GenericAliasType)) &&
+            (!strcmp(n, "__args__") || !strcmp(n, "__origin__") || !strcmp(n, "__parameters__")))
+            /* int | None, list[int]: immutable type expressions (typing.get_args/get_origin) */
+            return sym_const(t, PyObject_GetAttr(o->obj, name), out) < 0
+                       ? ((void)tc_clear_expected(PyExc_Exception), sym_fail(t, "attribute %U of a constant", name)) : 0;
         if (strcmp(Py_TYPE(o->obj)->tp_name, "torch.device") == 0 &&
             (!strcmp(n, "type") || !strcmp(n, "index")))
             return sym_const(t, PyObject_GetAttr(o->obj, name), out);
@@ -384,6 +439,21 @@ int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
         int drc = sym_dsub_super_attr(t, o->obj, &o->items[0], name, out); /* obj_dict.c */
         if (drc != 1)
             return drc;
+        if (PyType_Check(o->obj) && o->items[0].obj != NULL) {
+            /* the class after o->obj in self's MRO defining name: object's own slot
+             * (super().__init__() / __setattr__ / __delattr__ of a plain class: obj_attrs.c) */
+            PyObject *mro = Py_TYPE(o->items[0].obj)->tp_mro;
+            Py_ssize_t i = 0, nm = mro ? PyTuple_GET_SIZE(mro) : 0;
+            while (i < nm && PyTuple_GET_ITEM(mro, i) != o->obj)
+                i++;
+            PyObject *found = NULL;
+            for (i++; i < nm && found == NULL; i++)
+                found = PyDict_GetItemWithError(dh_type_dict((PyTypeObject *)PyTuple_GET_ITEM(mro, i)), name);
+            if (found == NULL && PyErr_Occurred())
+                return -1;
+            if (found != NULL && sym_obj_slot_attr(t, found, &o->items[0], out) == 0)
+                return 0;
+        }
         PyObject *sup = PyObject_CallFunctionObjArgs((PyObject *)&PySuper_Type, o->obj,
                                                      o->items[0].obj, NULL);
         if (sup == NULL) {
@@ -574,33 +644,33 @@ int sym_op_store_attr(trace *t, sframe *f, sym_ins *in) {
         }
         return -1;
     }
-    if (a.kind != V_OBJ || PyModule_Check(a.obj) || a.src < 0)
-        return sym_fail(t, "attribute assignment on a non-module value");
-    if (t->in_gen) /* a generator runs to completion: eager may stop it before this */
-        return sym_fail(t, "attribute assignment inside a generator");
-    PyObject *descr = _PyType_Lookup(Py_TYPE(a.obj), name);
-    if (descr != NULL && Py_TYPE(descr)->tp_descr_set != NULL)
-        return sym_fail(t, "assignment to a property %U", name);
-    if (b.kind == V_FUNC && b.op == SYM_MADE_FUNCTION)
-        return sym_fail(t, "storing a nested function on a module");
-    int i;
-    for (i = 0; i < t->nattrw; i++) /* one object (sources may differ: DH_G_SAMEOBJ) */
-        if (t->attrw[i].obj == a.obj && PyUnicode_Check(t->attrw[i].name) &&
-            PyUnicode_Compare(t->attrw[i].name, name) == 0)
-            break;
-    int fresh = i == t->nattrw;
-    if (fresh && sym_attrw_new(t) == NULL)
+    /* obj_attrs.c: a Python __setattr__ inlined, else logged; in the top frame a store
+     * whose __setattr__ can't be traced runs eagerly between two graphs */
+    sym_fx_mark mark = {0};
+    int can_break = f->top && a.kind == V_OBJ && a.src >= 0 && sym_can_break(t);
+    if (can_break && sym_fx_save(t, &mark) < 0)
         return -1;
-    var *v = sym_alloc(t, 1);
-    if (v == NULL)
-        return -1;
-    *v = b;
-    if (fresh)
-        t->attrw[i].src = a.src;
-    t->attrw[i].obj = a.obj;
-    t->attrw[i].name = name;
-    t->attrw[i].val = v;
-    return SYM_NEXT;
+    if (sym_obj_setattr(t, &a, name, &b) == 0) {
+        sym_fx_drop(&mark);
+        return SYM_NEXT;
+    }
+    if (can_break && t->failed && !PyErr_Occurred() && t->pending_exc == NULL) {
+        sym_fx_rollback(t, &mark);
+        var *ops = sym_alloc(t, 2);
+        if (ops == NULL)
+            return -1;
+        ops[0] = a;
+        ops[1] = b;
+        t->brk.kind = DH_BRK_SETATTR;
+        t->brk.pc_next = in->next;
+        t->brk.fn = &ops[0];
+        t->brk.args = &ops[1];
+        t->brk.nargs = 1;
+        t->brk.kwnames = name;
+        return sym_record_break_state(t, f);
+    }
+    sym_fx_drop(&mark);
+    return -1;
 }
 
 /* the absolute name of `from .<level dots>name import ...` in a frame with these globals

@@ -343,6 +343,12 @@ static int dict_merge(trace *t, var *dst, const var *src) {
         if (sym_record_as_dict(t, src, &tmp) < 0)
             return -1;
         src = &tmp;
+    } else if (src->kind == V_OBJ) { /* a dict-subclass instance passed in: its storage */
+        int rc = sym_dsub_contents(t, src, &tmp);
+        if (rc < 0)
+            return -1;
+        if (rc == 0)
+            src = &tmp;
     }
     if (dst->kind != V_DICT || src->kind != V_DICT)
         return sym_fail(t, "dict merge of unsupported values");
@@ -541,6 +547,34 @@ static int own_kwargs(trace *t, const var *d) {
     return t->src[d->src].index == kw;
 }
 
+/* d | other (a new dict, d's kind: an OrderedDict stays one) and d |= other (d updated in
+ * place, as d.update(other): written back when d was passed in) */
+int sym_dict_or(trace *t, const var *d, const var *other, int inplace, var *out) {
+    if (d->kind != V_DICT || d->items == NULL || d->op == SYM_DICT_VIEW)
+        return sym_fail(t, "dict | of an unsupported dict");
+    if (other->kind != V_DICT && other->kind != V_REC && other->kind != V_OBJ &&
+        !(other->kind == V_CONST && PyDict_Check(other->obj)))
+        return sym_fail(t, "dict | of a non-dict (eager will raise)");
+    if (!inplace) {
+        var *vals = sym_alloc(t, d->n > 0 ? d->n : 1);
+        if (vals == NULL)
+            return -1;
+        memcpy(vals, d->items, (size_t)d->n * sizeof(var));
+        *out = *d;
+        out->src = -1;
+        out->items = vals;
+        return dict_merge(t, out, other);
+    }
+    if (d->src >= 0 && !own_kwargs(t, d) && sym_fx_container_write(t, d) < 0)
+        return -1;
+    var m = *d;
+    if (dict_merge(t, &m, other) < 0)
+        return -1;
+    dict_rebind_all(t, d->items, &m);
+    *out = m;
+    return 0;
+}
+
 /* d[k] = val (val NULL: del d[k]; the key must exist). Dicts read from the frame's inputs
  * are left to eager (the caller would see the update), except the frame's own **kwargs. */
 static int dict_update(trace *t, const var *d, PyObject *k, const var *val) {
@@ -633,7 +667,11 @@ int sym_dict_method(trace *t, const var *d, const char *mn, var *args, int nargs
         dict_rebind_all(t, d->items, &m);
         return sym_const(t, Py_NewRef(Py_None), out);
     }
-    if (nargs < 1 || nargs > 2 || args[0].kind != V_CONST)
+    /* a key: a constant, or an object compared by identity (a class: a registry by type) */
+    if (nargs < 1 || nargs > 2 ||
+        (args[0].kind != V_CONST &&
+         !(sym_is_real_object(&args[0]) && Py_TYPE(args[0].obj)->tp_hash == PyBaseObject_Type.tp_hash &&
+           Py_TYPE(args[0].obj)->tp_richcompare == PyBaseObject_Type.tp_richcompare)))
         return sym_fail(t, "dict.%s with these arguments not supported", mn);
     PyObject *k = args[0].obj;
     int at = dict_find(t, d, k);

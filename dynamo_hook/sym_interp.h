@@ -29,7 +29,7 @@
     X(STORE_ATTR) X(BUILD_SLICE) X(LIST_APPEND) X(MAP_ADD) X(UNPACK_EX) X(MAKE_FUNCTION) X(BINARY_SLICE) X(UNARY_INVERT) X(LOAD_SUPER_ATTR) X(IMPORT_NAME) X(IMPORT_FROM) X(BUILD_SET) X(BEFORE_WITH) \
     X(STORE_SUBSCR) X(STORE_SLICE) X(RETURN_GENERATOR) X(YIELD_VALUE)                     \
     X(PUSH_EXC_INFO) X(CHECK_EXC_MATCH) X(POP_EXCEPT) X(RERAISE) X(CALL_INTRINSIC_1)     \
-    X(DELETE_SUBSCR) X(SET_ADD) X(SET_UPDATE) X(LOAD_BUILD_CLASS)
+    X(DELETE_SUBSCR) X(DELETE_ATTR) X(SET_ADD) X(SET_UPDATE) X(LOAD_BUILD_CLASS)
 
 enum {
     OP_UNKNOWN = 0,
@@ -148,6 +148,7 @@ int sym_op_load_global(trace *t, sframe *f, sym_ins *in);
 int sym_op_store_global(trace *t, sframe *f, sym_ins *in);
 int sym_op_load_attr(trace *t, sframe *f, sym_ins *in);
 int sym_op_store_attr(trace *t, sframe *f, sym_ins *in);
+int sym_op_delete_attr(trace *t, sframe *f, sym_ins *in); /* obj_attrs.c */
 int sym_op_import_name(trace *t, sframe *f, sym_ins *in);
 int sym_op_import_from(trace *t, sframe *f, sym_ins *in);
 int sym_op_load_super_attr(trace *t, sframe *f, sym_ins *in);

@@ -435,6 +435,7 @@ static const sym_handler handlers[OP_COUNT_] = {
     [OP_LOAD_SUPER_ATTR] = sym_op_load_super_attr,
     [OP_BINARY_SLICE] = sym_op_binary_slice,
     [OP_DELETE_SUBSCR] = sym_op_delete_subscr,
+    [OP_DELETE_ATTR] = sym_op_delete_attr,
     [OP_STORE_SUBSCR] = sym_op_store_subscr,
     [OP_STORE_SLICE] = sym_op_store_subscr,
     [OP_UNARY_INVERT] = sym_op_unary_invert,

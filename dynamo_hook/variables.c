@@ -1232,7 +1232,11 @@ static int wrap_uncached(trace *t, PyObject *o, int src, var *out) {
         while (PyDict_Next(o, &pos, &k, &v)) {
             /* keys: constants with a stable hash and value (str, int, bool, None, tuples
              * of them); each item is found by its key when the guards run */
-            if (!is_simple_const(k) || PyFloat_CheckExact(k))
+            /* or objects compared by identity (classes, typing's special forms: a registry
+             * keyed by type): a kept key finds the same item while the dict holds it */
+            int ident = Py_TYPE(k)->tp_hash == PyBaseObject_Type.tp_hash &&
+                        Py_TYPE(k)->tp_richcompare == PyBaseObject_Type.tp_richcompare;
+            if ((!is_simple_const(k) && !ident) || PyFloat_CheckExact(k))
                 return sym_fail(t, "dict with keys that are not simple constants");
             PyTuple_SET_ITEM(keys, i, Py_NewRef(k));
             int s = sym_source(t, DH_S_ITEM, src, -1, k);
@@ -1277,6 +1281,15 @@ static int wrap_uncached(trace *t, PyObject *o, int src, var *out) {
     }
     if (src >= 0 && sym_lazy_iter_type(o)) /* an iterator passed in (obj_iter.c) */
         return sym_lazy_iter_wrap(t, o, src, out);
+    if (!strcmp(Py_TYPE(o)->tp_name, "types.UnionType") || Py_IS_TYPE(o, &Py_GenericAliasType)) {
+        /* int | None, list[int] (a dataclass field's type): immutable, identity-guarded (==
+         * ignores the order of a union's __args__, which get_args returns) */
+        if (sym_guard_id(t, src, o) < 0)
+            return -1;
+        out->kind = V_CONST;
+        out->obj = sym_keep(t, Py_NewRef(o));
+        return out->obj ? 0 : -1;
+    }
     int drc = sym_data_wrap(t, o, src, out); /* obj_data.c: Field, torch.return_types */
     if (drc != 1)
         return drc;
