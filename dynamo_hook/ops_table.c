@@ -97,6 +97,8 @@ static const opdef OPS[] = {
     {"arange", W_TORCH, "start,end,step|dtype,device,layout,out,requires_grad,pin_memory", sym_h_arange, 0},
     {"eye", W_TORCH, "n,m|dtype,device,layout,requires_grad,pin_memory,out", sym_h_eye, 0},
     {"tensor", W_TORCH, "data|dtype,device,requires_grad,pin_memory", sym_h_tensor, 0},
+    {"as_tensor", W_TORCH, "data,dtype,device", sym_h_as_tensor, 0},
+    {"scalar_tensor", W_TORCH, "s|dtype,layout,device,pin_memory,requires_grad", sym_h_scalar_tensor, 0},
     {"zeros", W_TORCH, "*size|dtype,device,layout,requires_grad,pin_memory,out", sym_h_factory, 0},
     {"ones", W_TORCH, "*size|dtype,device,layout,requires_grad,pin_memory,out", sym_h_factory, 1},
     {"full", W_TORCH, "size,fill_value|dtype,device,layout,requires_grad,pin_memory,out", sym_h_factory, 2},
@@ -129,6 +131,8 @@ static const opdef OPS[] = {
     {"all", W_TORCH | W_METHOD, "input,dim,keepdim", sym_h_anyall, 1},
     {"norm", W_TORCH | W_METHOD, "input,p,dim,keepdim", sym_h_norm, 0},
     {"vector_norm", W_LINALG, "x,ord,dim,keepdim|dtype,out", sym_h_norm, 1},
+    {"norm", W_LINALG, "A,ord,dim,keepdim|dtype,out", sym_h_linalg_norm, 0},
+    {"bucketize", W_TORCH, "input,boundaries|out_int32,right,out", sym_h_bucketize, 0},
     {"_weight_norm", W_TORCH, "v,g,dim", sym_h_weight_norm, 0},
     {"meshgrid", W_TORCH, "*tensors|indexing", sym_h_meshgrid, 0},
     {"einsum", W_TORCH, "equation,*operands", sym_h_einsum, 0},
@@ -147,6 +151,8 @@ static const opdef OPS[] = {
     {"clone", W_TORCH | W_METHOD, "input|memory_format", sym_h_clone, 0},
     {"nan_to_num", W_TORCH | W_METHOD, "input,nan,posinf,neginf", sym_h_nan_to_num, 0},
     {"repeat", W_METHOD, "input,*repeats", sym_h_repeat, 0},
+    {"tile", W_METHOD, "input,*dims", sym_h_repeat, 1},
+    {"tile", W_TORCH, "input,dims", sym_h_repeat, 1},
     {"repeat_interleave", W_TORCH | W_METHOD, "input,repeats,dim|output_size", sym_h_repeat_interleave, 0},
     {"float", W_METHOD, "input", sym_h_cast, IC_F32},
     {"double", W_METHOD, "input", sym_h_cast, IC_F64},
@@ -1029,8 +1035,9 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
                     if (opi >= 0 && OPS[opi].fn != sym_h_binary && OPS[opi].fn != sym_h_add_sub &&
                         OPS[opi].fn != sym_h_div && OPS[opi].fn != sym_h_unary && OPS[opi].fn != sym_h_clamp &&
                         OPS[opi].fn != sym_h_gelu && OPS[opi].fn != sym_h_masked_fill &&
-                        OPS[opi].fn != sym_h_index_fill && OPS[opi].fn != sym_h_index_add)
-                        opi = -1;
+                        OPS[opi].fn != sym_h_index_fill && OPS[opi].fn != sym_h_index_add &&
+                        (OPS[opi].fn != sym_h_gather || OPS[opi].op == IC_EXT_GATHER))
+                        opi = -1; /* scatter_/scatter_add_ (no gather_): as index_add_ */
                     if (opi >= 0) {
                         if (sym_inplace_overlap_check(t, self, args, npos) < 0)
                             return -1;
