@@ -365,7 +365,7 @@ int sym_h_to(trace *t, const opdef *d, var **p, var *out) {
     for (int i = 1; i <= 2 || i == 6; i = i == 2 ? 6 : i + 1) {
         if (sym_is_none(p[i]))
             continue;
-        int dt = p[i]->kind == V_CONST ? sym_dtype_from_object(p[i]->obj) : -1;
+        int dt = p[i]->kind == V_CONST || p[i]->kind == V_FUNC ? sym_dtype_arg(p[i]->obj) : -1;
         if (i == 1 && p[i]->kind == V_TENSOR) /* x.to(other): other's dtype (its device is the graph's) */
             dt = sym_metap(t, p[i]->val)->dtype;
         if (dt >= 0) {

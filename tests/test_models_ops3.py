@@ -293,3 +293,107 @@ def test_bucketize(right, out_int32):
 
 def test_bucketize_idefics_coords():
     _whole(f_idefics_coords, torch.tensor([1 / 3, 1 / 5]), 5)
+
+
+# ---- dtype given as a Python type (transformers' cache: torch.tensor(0, dtype=int)) ---------
+
+def f_dtype_types(x):
+    a = torch.tensor(0, dtype=int)
+    b = torch.zeros(2, 3, dtype=float)
+    c = torch.ones(3, dtype=bool)
+    return a + 1, b + x, c & (x[0] > 0), x.to(int), x.sum(dtype=float), torch.arange(3, dtype=float)
+
+
+def test_dtype_as_python_type():
+    torch.manual_seed(9)
+    _whole(f_dtype_types, torch.randn(2, 3) * 5, exact=False)
+
+
+# ---- item assignment to strided slices ------------------------------------------------------
+
+def f_store(x, v, key):
+    y = x * 1
+    y[key] = v
+    return y
+
+
+def f_recompose(freq, section):
+    # Qwen3-VL's interleaved M-RoPE: every 3rd frequency of the H and W rows written into T's
+    freqs_thw = freq[0]
+    for dim, offset in enumerate((1, 2), start=1):
+        length = section[dim] * 3
+        idx = slice(offset, length, 3)
+        freqs_thw[..., idx] = freq[dim, ..., idx]
+    return torch.cat((freqs_thw, freqs_thw), dim=-1), freq
+
+
+def f_strided_view_inplace(x):
+    y = x[:, ::2]
+    y.mul_(2)
+    z = x[1::3]
+    z += 1
+    return x
+
+
+@pytest.mark.parametrize("shape,key,vshape", [
+    ((4, 10), (Ellipsis, slice(1, 9, 3)), (3,)),
+    ((4, 10), (Ellipsis, slice(1, 9, 3)), ()),
+    ((4, 10), (slice(None, None, 2), slice(1, 5, 2)), (2, 2)),
+    ((4, 10), (slice(None, None, 2), slice(1, 5, 2)), (2, 1)),
+    ((5, 3), (slice(0, None, 4), 1), (2,)),
+    ((4, 10), (Ellipsis, slice(9, None, 3)), (1,)),    # one element
+    ((4, 10), (Ellipsis, slice(12, None, 3)), (0,)),   # none
+    ((3, 4, 9), (1, slice(None), slice(2, 9, 2)), (4, 4)),
+    ((7,), slice(None, None, 7), ()),
+])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.bool])
+def test_store_strided_slice(shape, key, vshape, dtype):
+    torch.manual_seed(10)
+    x = (torch.randn(shape) * 5).to(dtype)
+    v = (torch.randn(vshape) * 5).to(dtype)
+    _whole(f_store, x, v, key)
+    _whole(f_store, x, 3, key)
+
+
+def test_store_strided_slice_noncontiguous_target():
+    torch.manual_seed(11)
+    x = torch.randn(10, 4).t()
+    _whole(f_store, x, torch.randn(4, 3), (slice(None), slice(1, 9, 3)))
+
+
+@pytest.mark.parametrize("section", [(2, 2, 2), (1, 3, 1), (0, 1, 2)])
+def test_recompose_frequencies_sibling_views(section):
+    torch.manual_seed(12)
+    freq = torch.randn(3, 2, 5, 3 * max(section) + 1)
+    _whole(f_recompose, freq.clone(), section, clone=True)
+
+
+def test_strided_view_inplace_updates_input():
+    torch.manual_seed(13)
+    x = torch.randn(6, 5)
+    a, b = x.clone(), x.clone()
+    want = f_strided_view_inplace(a)
+    torchc.reset()
+    ex = torchc.explain(f_strided_view_inplace)(x.clone())
+    assert (ex.graph_count, ex.graph_break_count) == (1, 0), ex.break_reasons
+    got = torchc.compile(f_strided_view_inplace)(b)
+    _same(got, want)
+    _same(b, a)
+    assert got is b
+
+
+def f_sibling_overlap(b):
+    x = b[0:2]
+    x[...] = b[1:3]  # dense views sharing memory: eager raises
+    return b
+
+
+@pytest.mark.allow_fallback
+def test_sibling_views_overlapping_left_to_eager():
+    b = torch.randn(3, 4)
+    with pytest.raises(RuntimeError) as e_eager:
+        f_sibling_overlap(b.clone())
+    torchc.reset()
+    with pytest.raises(RuntimeError) as e_c:
+        torchc.compile(f_sibling_overlap)(b.clone())
+    assert str(e_c.value) == str(e_eager.value)
