@@ -335,6 +335,64 @@ int sym_h_native_mha(trace *t, const opdef *d, var **p, var *out) {
     return 0;
 }
 
+/* torch._transformer_encoder_layer_fwd(src, embed_dim, num_heads, qkv_weight, qkv_bias,
+ * proj_weight, proj_bias, use_gelu, norm_first, eps, norm1 weight/bias, norm2 weight/bias,
+ * linear1 weight/bias, linear2 weight/bias, mask, mask_type): nn.TransformerEncoderLayer's
+ * inference fast path, composed as ATen composes it: (layer_norm first,) native multi-head
+ * attention (above), + src, (layer_norm,) linear, gelu/relu, linear, + the residual,
+ * (layer_norm). A mask, or an empty src (eager returns a clone), is left to eager. */
+int sym_h_encoder_layer(trace *t, const opdef *d, var **p, var *out) {
+    static const int tensors[] = {0, 3, 4, 5, 6, 10, 11, 12, 13, 14, 15, 16, 17};
+    for (size_t i = 0; i < sizeof tensors / sizeof tensors[0]; i++)
+        if (sym_need_tensor(t, d, p[tensors[i]]) < 0)
+            return -1;
+    long long e;
+    int gelu, norm_first;
+    double eps;
+    if (sym_get_int(t, p[1], &e, "embed_dim") < 0 || sym_get_bool(t, p[7], 0, &gelu, "use_gelu") < 0 ||
+        sym_get_bool(t, p[8], 0, &norm_first, "norm_first") < 0 || sym_opt_num(t, p[9], 1e-5, &eps, "eps") < 0)
+        return -1;
+    if (!sym_is_none(p[18]))
+        return sym_fail(t, "%s with a mask left to eager", d->name);
+    ic_meta x = *sym_metap(t, p[0]->val);
+    if (x.ndim != 3 || x.dyn || x.sizes[2] != e || x.sizes[0] * x.sizes[1] == 0 || x.dtype < IC_F16)
+        return sym_fail(t, "%s: unsupported shapes or dtype (or an empty input) left to eager", d->name);
+    static const opdef ln_d = {"layer_norm", W_F, "input,normalized_shape,weight,bias,eps", sym_h_layer_norm, 0};
+    static const opdef mha_d = {"_native_multi_head_attention", W_TORCH, "", sym_h_native_mha, 0};
+    static const opdef lin_d = {"linear", W_F, "input,weight,bias", sym_h_linear, 0};
+    var cshape, ceps, cnone, cfalse, ctrue, cur, a, r;
+    if (sym_const(t, Py_BuildValue("(L)", e), &cshape) < 0 || sym_const(t, PyFloat_FromDouble(eps), &ceps) < 0 ||
+        sym_const(t, Py_NewRef(Py_None), &cnone) < 0 || sym_const(t, Py_NewRef(Py_False), &cfalse) < 0 ||
+        sym_const(t, Py_NewRef(Py_True), &ctrue) < 0)
+        return -1;
+#define LN(in, w, b, res) sym_h_layer_norm(t, &ln_d, (var *[]){&(in), &cshape, (w), (b), &ceps}, &(res))
+    cur = *p[0];
+    if (norm_first && LN(*p[0], p[10], p[11], cur) < 0)
+        return -1;
+    var *mp[13] = {&cur, &cur, &cur, p[1], p[2], p[3], p[4], p[5], p[6], &cnone, &cfalse, &ctrue, &cnone};
+    if (sym_h_native_mha(t, &mha_d, mp, &a) < 0)
+        return -1;
+    if (a.kind != V_SEQ || a.n < 1 || a.items[0].kind != V_TENSOR)
+        return sym_fail(t, "%s: attention failed", d->name);
+    if (sym_tensor_out(t, ic_binary(G, IC_OP_ADD, a.items[0].val, p[0]->val), &cur) < 0)
+        return -1;
+    if (!norm_first && LN(cur, p[10], p[11], cur) < 0)
+        return -1;
+    var res = cur, h;
+    if (norm_first && LN(res, p[12], p[13], cur) < 0)
+        return -1;
+    if (sym_h_linear(t, &lin_d, (var *[]){&cur, p[14], p[15]}, &h) < 0 ||
+        sym_tensor_out(t, ic_unary(G, gelu ? IC_OP_GELU : IC_OP_RELU, h.val), &h) < 0 ||
+        sym_h_linear(t, &lin_d, (var *[]){&h, p[16], p[17]}, &r) < 0 ||
+        sym_tensor_out(t, ic_binary(G, IC_OP_ADD, r.val, res.val), &cur) < 0)
+        return -1;
+    if (!norm_first && LN(cur, p[12], p[13], cur) < 0)
+        return -1;
+#undef LN
+    *out = cur;
+    return 0;
+}
+
 /* ---- einsum: permutes, sums and one batched matrix product per pair of operands -------- */
 
 #define EIN_LABELS 64 /* a-z, A-Z (by torch's order: A-Z first), then the dims of '...' */

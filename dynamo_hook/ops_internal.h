@@ -10,7 +10,7 @@
 #include <string.h>
 
 enum { W_TORCH = 1, W_F = 2, W_METHOD = 4, W_ALL = 7, W_LINALG = 8 /* torch.linalg.* */ };
-#define MAXP 16
+#define MAXP 24
 
 typedef struct opdef opdef;
 typedef int (*handler)(trace *t, const opdef *d, var **p, var *out);
@@ -189,6 +189,7 @@ int sym_h_linear(trace *t, const opdef *d, var **p, var *out);
 int sym_h_conv(trace *t, const opdef *d, var **p, var *out);
 int sym_h_sdpa(trace *t, const opdef *d, var **p, var *out);
 int sym_h_native_mha(trace *t, const opdef *d, var **p, var *out);
+int sym_h_encoder_layer(trace *t, const opdef *d, var **p, var *out);
 int sym_h_einsum(trace *t, const opdef *d, var **p, var *out);
 
 /* ops_pool.c */

@@ -201,6 +201,10 @@ static const opdef OPS[] = {
     {"_native_multi_head_attention", W_TORCH,
      "query,key,value,embed_dim,num_head,qkv_weight,qkv_bias,proj_weight,proj_bias,mask,need_weights,average_attn_weights,mask_type",
      sym_h_native_mha, 0},
+    {"_transformer_encoder_layer_fwd", W_TORCH,
+     "src,embed_dim,num_heads,qkv_weight,qkv_bias,proj_weight,proj_bias,use_gelu,norm_first,eps,norm_weight_1,"
+     "norm_bias_1,norm_weight_2,norm_bias_2,ffn_weight_1,ffn_bias_1,ffn_weight_2,ffn_bias_2,mask,mask_type",
+     sym_h_encoder_layer, 0},
     {"scaled_dot_product_attention", W_F, "query,key,value,attn_mask,dropout_p,is_causal|scale,enable_gqa",
      sym_h_sdpa, 0},
     {"matrix_exp", W_TORCH | W_METHOD, "input", sym_h_linalg, IC_EXT_MATRIX_EXP},
@@ -956,7 +960,14 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
     if (fn->kind == V_METHOD && fn->items && fn->items[0].kind == V_REC && PyUnicode_Check(fn->obj)) {
         if (kwnames && PyTuple_GET_SIZE(kwnames))
             return sym_fail(t, "record method with keyword arguments");
-        return sym_record_method(t, &fn->items[0], PyUnicode_AsUTF8(fn->obj), npos, out);
+        const char *mn = PyUnicode_AsUTF8(fn->obj);
+        if (mn == NULL || (strcmp(mn, "keys") && strcmp(mn, "values") && strcmp(mn, "items")))
+            return sym_record_method(t, &fn->items[0], mn, npos, out);
+        /* r.keys()/values()/items(): those of the dict of its non-None fields (below) */
+        var *dv = sym_alloc(t, 1);
+        if (dv == NULL || sym_record_view_dict(t, &fn->items[0], mn, dv) < 0)
+            return -1;
+        fn->items = dv;
     }
     if (fn->kind == V_METHOD && fn->items && fn->items[0].kind == V_DICT) {
         /* d.items() / d.keys() / d.values() */

@@ -397,3 +397,54 @@ def test_sibling_views_overlapping_left_to_eager():
     with pytest.raises(RuntimeError) as e_c:
         torchc.compile(f_sibling_overlap)(b.clone())
     assert str(e_c.value) == str(e_eager.value)
+
+
+# ---- nn.TransformerEncoderLayer's inference fast path (torch._transformer_encoder_layer_fwd) --
+
+@pytest.mark.parametrize("norm_first", [False, True])
+@pytest.mark.parametrize("activation", ["relu", "gelu"])
+@pytest.mark.parametrize("shape", [(2, 5, 8), (1, 1, 8), (3, 7, 8)])
+def test_transformer_encoder_layer_fast_path(norm_first, activation, shape):
+    torch.manual_seed(14)
+    layer = torch.nn.TransformerEncoderLayer(8, 2, 16, batch_first=True, norm_first=norm_first,
+                                             activation=activation, dropout=0.1).eval()
+    with torch.no_grad():
+        _whole(layer, torch.randn(shape), exact=False)
+
+
+def test_transformer_encoder_stack_fast_path():
+    torch.manual_seed(15)
+    layer = torch.nn.TransformerEncoderLayer(16, 4, 32, batch_first=True)
+    enc = torch.nn.TransformerEncoder(layer, 3, enable_nested_tensor=False).eval()
+    with torch.no_grad():
+        _whole(enc, torch.randn(2, 6, 16), exact=False)
+
+
+@pytest.mark.allow_fallback
+def test_transformer_encoder_layer_with_mask_left_to_eager():
+    torch.manual_seed(16)
+    layer = torch.nn.TransformerEncoderLayer(8, 2, 16, batch_first=True).eval()
+    x = torch.randn(2, 5, 8)
+    mask = torch.zeros(2, 5, dtype=torch.bool)
+    mask[:, -1] = True
+    f = lambda x, m: layer(x, src_key_padding_mask=m)  # noqa: E731
+    with torch.no_grad():
+        torchc.reset()
+        torch.testing.assert_close(torchc.compile(f)(x, mask), f(x, mask))
+        assert any("mask left to eager" in str(r) for r in torchc.explain(f)(x, mask).break_reasons)
+
+
+# ---- ModelOutput keys()/values()/items() (SegFormer) --------------------------------------
+
+tf = pytest.importorskip("transformers")
+
+
+def f_record_items(x):
+    out = tf.modeling_outputs.SemanticSegmenterOutput(logits=x * 2, hidden_states=(x, x + 1))
+    ks = list(out.keys())
+    vals = list(out.values())
+    return ks, {k: v for k, v in out.items() if k != "hidden_states"}, vals[0] + 1, len(vals)
+
+
+def test_model_output_items():
+    _whole(f_record_items, torch.randn(2, 3))
