@@ -223,6 +223,12 @@ int sym_h_gelu(trace *t, const opdef *d, var **p, var *out) {
 
 int sym_h_where(trace *t, const opdef *d, var **p, var *out) {
     ic_val c, a, b;
+    if (d->op == 1) { /* Tensor.where(condition, other): self is the input */
+        if (p[1] == NULL || p[2] == NULL)
+            return sym_fail(t, "Tensor.where needs condition and other (eager will raise)");
+        var *q[3] = {p[1], p[0], p[2]};
+        return sym_h_where(t, &(const opdef){d->name, d->where, d->sig, d->fn, 0}, q, out);
+    }
     if (p[0]->kind != V_TENSOR)
         return sym_fail(t, "where condition must be a tensor");
     if (p[1] == NULL || p[2] == NULL)

@@ -33,7 +33,8 @@ static const opdef OPS[] = {
     UN("logical_not", W_TORCH | W_METHOD, LOGICAL_NOT),
     {"square", W_TORCH | W_METHOD, "input", sym_h_square, 0},
     {"gelu", W_ALL, "input|approximate", sym_h_gelu, 0},
-    {"where", W_TORCH | W_METHOD, "condition,input,other", sym_h_where, 0},
+    {"where", W_TORCH, "condition,input,other", sym_h_where, 0},
+    {"where", W_METHOD, "input,condition,other", sym_h_where, 1}, /* x.where(c, y): where(c, x, y) */
     {"clamp", W_TORCH | W_METHOD, "input,min,max", sym_h_clamp, 0},
     {"clip", W_TORCH | W_METHOD, "input,min,max", sym_h_clamp, 0},
     {"clamp_max", W_TORCH | W_METHOD, "input,max", sym_h_clamp, 1},

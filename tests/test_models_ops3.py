@@ -19,6 +19,11 @@ def _same(g, w, exact=True):
         for a, b in zip(g, w):
             _same(a, b, exact)
         return
+    if isinstance(w, dict):
+        assert type(g) is type(w) and list(g) == list(w)
+        for k in w:
+            _same(g[k], w[k], exact)
+        return
     if not isinstance(w, torch.Tensor):
         assert g == w
         return
@@ -448,3 +453,18 @@ def f_record_items(x):
 
 def test_model_output_items():
     _whole(f_record_items, torch.randn(2, 3))
+
+
+# ---- Tensor.where(condition, other): self is the input (Longformer/LED) -----------------------
+
+def f_where_method(x, m, y):
+    a = torch.full_like(x, -float("inf")).where(m, x)
+    b = m.where(y > 0, m.logical_not())  # bool self and bool condition: which is which matters
+    return a, b, x.where(m, 0.5), torch.where(m, x, y)
+
+
+def test_tensor_where_method():
+    torch.manual_seed(17)
+    x, y = torch.randn(3, 4), torch.randn(3, 4)
+    m = torch.rand(3, 4) > 0.5
+    _whole(f_where_method, x, m, y)
