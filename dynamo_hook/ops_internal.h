@@ -189,6 +189,7 @@ int sym_h_linear(trace *t, const opdef *d, var **p, var *out);
 int sym_h_conv(trace *t, const opdef *d, var **p, var *out);
 int sym_h_sdpa(trace *t, const opdef *d, var **p, var *out);
 int sym_h_native_mha(trace *t, const opdef *d, var **p, var *out);
+int sym_h_conv_transpose(trace *t, const opdef *d, var **p, var *out);
 int sym_h_encoder_layer(trace *t, const opdef *d, var **p, var *out);
 int sym_h_einsum(trace *t, const opdef *d, var **p, var *out);
 

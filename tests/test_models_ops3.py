@@ -468,3 +468,51 @@ def test_tensor_where_method():
     x, y = torch.randn(3, 4), torch.randn(3, 4)
     m = torch.rand(3, 4) > 0.5
     _whole(f_where_method, x, m, y)
+
+
+# ---- conv_transpose{1,2,3}d: a stride-1 convolution of the spread-out input (UnivNet, U-Nets) --
+
+def f_convt(x, w, b, stride, padding, output_padding, groups, dilation, fn):
+    return fn(x, w, b, stride, padding, output_padding, groups, dilation) * 1
+
+
+@pytest.mark.parametrize("nd", [1, 2, 3])
+@pytest.mark.parametrize("stride,padding,output_padding,groups,dilation", [
+    (1, 0, 0, 1, 1), (2, 0, 0, 1, 1), (2, 1, 1, 1, 1), (3, 2, 1, 2, 1), (1, 2, 0, 1, 2),
+    (2, 3, 0, 1, 1),  # padding past dilation * (k - 1): cropped
+    (2, 0, 1, 4, 2),
+])
+def test_conv_transpose(nd, stride, padding, output_padding, groups, dilation):
+    torch.manual_seed(18)
+    fn = [None, torch.nn.functional.conv_transpose1d, torch.nn.functional.conv_transpose2d,
+          torch.nn.functional.conv_transpose3d][nd]
+    size = {1: (2, 4, 7), 2: (2, 4, 5, 6), 3: (1, 4, 3, 4, 5)}[nd]
+    x = torch.randn(size)
+    w = torch.randn((4, 8 // groups) + (3,) * nd)
+    b = torch.randn(8)
+    _whole(f_convt, x, w, b, stride, padding, output_padding, groups, dilation, fn, exact=False)
+    _whole(f_convt, x, w, None, stride, padding, output_padding, groups, dilation, fn, exact=False)
+
+
+def test_conv_transpose_modules():
+    torch.manual_seed(19)
+    m = torch.nn.Sequential(torch.nn.ConvTranspose2d(3, 6, 4, stride=2, padding=1), torch.nn.ReLU(),
+                            torch.nn.ConvTranspose2d(6, 2, (3, 1), stride=(2, 3), groups=2))
+    up = torch.nn.ConvTranspose1d(5, 3, 8, stride=4, padding=2).eval()  # UnivNet's upsampler shape
+    _whole(m, torch.randn(2, 3, 5, 7), exact=False)
+    _whole(up, torch.randn(2, 5, 9), exact=False)
+
+
+def test_conv_transpose_gradients():
+    torch.manual_seed(20)
+    up = torch.nn.ConvTranspose2d(3, 4, 3, stride=2, padding=1, output_padding=1)
+    x = torch.randn(2, 3, 4, 5, requires_grad=True)
+    f = lambda x: up(x).square().sum()  # noqa: E731
+    f(x).backward()
+    gx, gw = x.grad.clone(), up.weight.grad.clone()
+    x.grad = None
+    up.weight.grad = None
+    torchc.reset()
+    torchc.compile(f)(x).backward()
+    torch.testing.assert_close(x.grad, gx)
+    torch.testing.assert_close(up.weight.grad, gw)
