@@ -665,32 +665,72 @@ int sym_h_new_factory(trace *t, const opdef *d, var **p, var *out) {
     return sym_tensor_out(t, v, out);
 }
 
-/* torch.tensor(data) of a flat constant list of numbers (empty: shape [0], as the
- * DynamicCache layers start), dtype inferred as torch does */
+/* a traced sequence of constants (nested) as a new Python list; NULL: not such (no error) */
+static PyObject *seq_as_list(const var *v, int depth) {
+    if (v->kind == V_CONST)
+        return Py_NewRef(v->obj);
+    if (v->kind != V_SEQ || depth > IC_MAX_DIMS)
+        return NULL;
+    PyObject *l = PyList_New(v->n);
+    for (int i = 0; l && i < v->n; i++) {
+        PyObject *x = seq_as_list(&v->items[i], depth + 1);
+        if (x == NULL) {
+            Py_CLEAR(l);
+            break;
+        }
+        PyList_SET_ITEM(l, i, x);
+    }
+    if (l == NULL)
+        PyErr_Clear();
+    return l;
+}
+
+/* o (nested lists/tuples of numbers) flattened row-major into items (at most 64), its shape
+ * in shp[0..*nd) (fixed by the first element at each depth); 0, or -1 when ragged or deep */
+static int flat_data(PyObject *o, int depth, PyObject **items, int *n, int64_t *shp, int *nd) {
+    if (!PyList_Check(o) && !PyTuple_Check(o)) {
+        if (depth != *nd || *n >= 64)
+            return -1;
+        items[(*n)++] = o;
+        return 0;
+    }
+    if (depth >= IC_MAX_DIMS)
+        return -1;
+    Py_ssize_t len = PySequence_Fast_GET_SIZE(o);
+    if (depth == *nd && *n == 0 && (depth == 0 || shp[depth - 1] > 0)) { /* the first at this depth */
+        shp[depth] = len;
+        *nd = depth + 1;
+    } else if (depth >= *nd || shp[depth] != len) {
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < len; i++)
+        if (flat_data(PySequence_Fast_GET_ITEM(o, i), depth + 1, items, n, shp, nd) < 0)
+            return -1;
+    return 0;
+}
+
+/* torch.tensor(data) of a constant number or (nested, rectangular) list of numbers, at most
+ * 64 of them (empty: shape [0], as the DynamicCache layers start), dtype inferred as torch
+ * does */
 int sym_h_tensor(trace *t, const opdef *d, var **p, var *out) {
     PyObject *items[64];
-    int n = 0, dt = -1, allbool = 1, anyfloat = 0, scalar = 0;
+    int64_t shp[IC_MAX_DIMS];
+    int n = 0, nd = 0, dt = -1, allbool = 1, anyfloat = 0, scalar = 0;
     const var *data = p[0];
-    if (data->kind == V_CONST && (PyList_Check(data->obj) || PyTuple_Check(data->obj))) {
-        n = (int)PySequence_Fast_GET_SIZE(data->obj);
-        if (n > 64)
-            return sym_fail(t, "tensor: data too long");
-        for (int i = 0; i < n; i++)
-            items[i] = PySequence_Fast_GET_ITEM(data->obj, i);
-    } else if (data->kind == V_CONST && (PyBool_Check(data->obj) || PyLong_CheckExact(data->obj) ||
-                                         PyFloat_CheckExact(data->obj))) {
+    if (data->kind == V_CONST && (PyBool_Check(data->obj) || PyLong_CheckExact(data->obj) ||
+                                  PyFloat_CheckExact(data->obj))) {
         n = 1; /* torch.tensor(number): a 0-d tensor */
         items[0] = data->obj;
         scalar = 1;
-    } else if (data->kind == V_SEQ && data->n <= 64) {
-        n = data->n;
-        for (int i = 0; i < n; i++) {
-            if (data->items[i].kind != V_CONST)
-                return sym_fail(t, "tensor: data is not a list of numbers");
-            items[i] = data->items[i].obj;
-        }
     } else {
-        return sym_fail(t, "tensor: data is not a list of numbers");
+        PyObject *o = (data->kind == V_CONST && (PyList_Check(data->obj) || PyTuple_Check(data->obj))) ||
+                              data->kind == V_SEQ
+                          ? seq_as_list(data, 0)
+                          : NULL;
+        if (o == NULL || sym_keep(t, o) == NULL)
+            return sym_fail(t, "tensor: data is not a list of numbers");
+        if (flat_data(o, 0, items, &n, shp, &nd) < 0)
+            return sym_fail(t, "tensor: data is not a rectangular list of at most 64 numbers");
     }
     for (int i = 0; i < n; i++) {
         PyObject *x = items[i];
@@ -717,9 +757,9 @@ int sym_h_tensor(trace *t, const opdef *d, var **p, var *out) {
         else if ((dt = sym_default_dtype(t)) < 0)
             return -1;
     }
-    int64_t sz0 = 0, sz1 = 1;
-    if (n == 0)
-        return sym_tensor_out(t, ic_expand(t->g, ic_cast(t->g, ic_scalar(t->g, 0.0, IC_I64), (ic_dtype)dt), 1, &sz0), out);
+    int64_t sz1 = 1;
+    if (n == 0) /* shape [0], [2, 0], ... */
+        return sym_tensor_out(t, ic_expand(t->g, ic_cast(t->g, ic_scalar(t->g, 0.0, IC_I64), (ic_dtype)dt), nd, shp), out);
     ic_val r = -1;
     for (int i = 0; i < n; i++) {
         PyObject *x = items[i];
@@ -737,6 +777,8 @@ int sym_h_tensor(trace *t, const opdef *d, var **p, var *out) {
         ic_val e = ic_expand(t->g, ic_cast(t->g, ic_scalar(t->g, v, k), (ic_dtype)dt), 1, &sz1);
         r = r < 0 ? e : ic_cat(t->g, r, e, 0);
     }
+    if (nd > 1 && r >= 0)
+        r = sym_reshape(t, r, nd, shp);
     return sym_tensor_out(t, r, out);
 }
 

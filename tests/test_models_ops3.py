@@ -516,3 +516,30 @@ def test_conv_transpose_gradients():
     torchc.compile(f)(x).backward()
     torch.testing.assert_close(x.grad, gx)
     torch.testing.assert_close(up.weight.grad, gw)
+
+
+# ---- torch.tensor / as_tensor of nested lists (Mask2Former's spatial shapes) ------------------
+
+def f_nested(x):
+    shapes = [(x.shape[0], x.shape[1]), (x.shape[1], 2)]
+    a = torch.as_tensor(shapes, dtype=torch.long)
+    b = torch.tensor([[shape[1], shape[0]] for shape in shapes])
+    c = torch.tensor([[1.5, 2], [3, 4]])
+    d = torch.tensor([[True], [False]])
+    e = torch.tensor([[], []])
+    f = torch.tensor(((1, 2), (3, 4)), dtype=torch.float16)
+    return a * 2, b, c, d, e, f, x.sum() + a.sum()
+
+
+def test_tensor_nested_lists():
+    _whole(f_nested, torch.ones(3, 5), exact=False)
+
+
+@pytest.mark.allow_fallback
+def test_tensor_ragged_left_to_eager():
+    f = lambda x: torch.tensor([[1, 2], [3]]) + x  # noqa: E731
+    with pytest.raises(ValueError):
+        f(torch.ones(2))
+    torchc.reset()
+    with pytest.raises(ValueError):
+        torchc.compile(f)(torch.ones(2))
