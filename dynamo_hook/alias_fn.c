@@ -11,7 +11,7 @@
  *   chain. A root that is an input is copied back to the caller after the graph, as
  *   for any mutated input (sym_output.c).
  * Breaks:   nothing; an alias whose chain can't be replayed or inverted (expand,
- *   strided slices, advanced indexing copies, values no view made) fails the trace
+ *   advanced indexing copies, values no view made) fails the trace
  *   with the old reason, and the caller breaks the graph at the in-place op. */
 #include "sym.h"
 #include "sym_interp.h"

@@ -178,7 +178,7 @@ int sym_binary(trace *t, int nb, const var *a_in, const var *b_in, var *out) {
         return -1;
     if (sym_int_div_check(t, op, x, y, b) < 0)
         return -1;
-    if (sym_tensor_out(t, ic_binary(t->g, op, x, y), out) < 0)
+    if (sym_tensor_out(t, op == IC_OP_FLOOR_DIVIDE ? sym_floor_divide(t, x, y) : ic_binary(t->g, op, x, y), out) < 0)
         return -1;
     if (op == IC_OP_POW) /* x ** 2: pow(Tensor, Scalar); 2 ** x: pow(Scalar, Tensor) */
         dh_layout_scalar_args(t, a, b, out);

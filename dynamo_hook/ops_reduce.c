@@ -376,6 +376,65 @@ int sym_h_norm(trace *t, const opdef *d, var **p, var *out) {
     return sym_tensor_out(t, r, out);
 }
 
+/* linalg.norm(A, ord=None, dim=None, keepdim=False, *, dtype, out): eager's vector_norm
+ * unless a matrix norm is asked for (ord given with two dims, or with no dim on a 2-d A) */
+int sym_h_linalg_norm(trace *t, const opdef *d, var **p, var *out) {
+    if (sym_need_tensor(t, d, p[0]) < 0)
+        return -1;
+    int nd = -1; /* dims given: -1 none */
+    if (p[2] && !sym_is_none(p[2])) {
+        long long dims[IC_MAX_DIMS];
+        if (p[2]->kind == V_SEQ || (p[2]->kind == V_CONST && PyTuple_Check(p[2]->obj))) {
+            if (sym_get_ints(t, p[2], dims, IC_MAX_DIMS, &nd, "dim") < 0)
+                return -1;
+        } else {
+            nd = 1;
+        }
+        if (nd != 1 && nd != 2)
+            return sym_fail(t, "linalg.norm: dim must have 1 or 2 entries (eager will raise)");
+    }
+    int has_ord = p[1] && !sym_is_none(p[1]);
+    if (has_ord && (nd == 2 || (nd < 0 && sym_ndim_of(t, p[0]->val) == 2)))
+        return sym_fail(t, "linalg.norm: matrix norms left to eager");
+    if (has_ord && nd < 0 && sym_ndim_of(t, p[0]->val) != 1)
+        return sym_fail(t, "linalg.norm: ord without dim needs a 1-d or 2-d input (eager will raise)");
+    static const opdef vn = {"vector_norm", W_LINALG, "x,ord,dim,keepdim|dtype,out", sym_h_norm, 1};
+    return sym_h_norm(t, &vn, p, out);
+}
+
+/* bucketize(input, boundaries, *, out_int32=False, right=False) of a 1-d boundaries tensor:
+ * the number of boundaries b with !(b >= x) (right: !(b > x)), eager's binary search on
+ * sorted boundaries (NaN inputs land past the last); int64 (int32 with out_int32) */
+int sym_h_bucketize(trace *t, const opdef *d, var **p, var *out) {
+    if (sym_need_tensor(t, d, p[0]) < 0)
+        return -1;
+    if (p[1]->kind != V_TENSOR)
+        return sym_fail(t, "bucketize: boundaries must be a tensor");
+    int i32 = 0, right = 0;
+    if (sym_get_bool(t, p[2], 0, &i32, "out_int32") < 0 || sym_get_bool(t, p[3], 0, &right, "right") < 0)
+        return -1;
+    if (p[4] && !sym_is_none(p[4]))
+        return sym_fail(t, "bucketize with out= left to eager");
+    ic_meta xm = *sym_metap(t, p[0]->val), bm = *sym_metap(t, p[1]->val);
+    if (bm.ndim != 1)
+        return sym_fail(t, "bucketize: boundaries must be 1-d (eager will raise)");
+    if (xm.dyn || bm.dyn || xm.ndim + 1 > IC_MAX_DIMS)
+        return sym_fail(t, "bucketize: symbolic shapes or rank left to eager");
+    if (bm.sizes[0] > 1024)
+        return sym_fail(t, "bucketize: more than 1024 boundaries left to eager");
+    if (xm.dtype == IC_BOOL || bm.dtype == IC_BOOL)
+        return sym_fail(t, "bucketize of bool tensors (eager will raise)");
+    int64_t sz[IC_MAX_DIMS];
+    for (int i = 0; i < xm.ndim; i++)
+        sz[i] = xm.sizes[i];
+    sz[xm.ndim] = 1;
+    ic_val x = ic_reshape(G, p[0]->val, xm.ndim + 1, sz);
+    ic_val c = ic_binary(G, right ? IC_OP_GT : IC_OP_GE, p[1]->val, x); /* b >= x, broadcast */
+    ic_val n = ic_cast(G, ic_unary(G, IC_OP_LOGICAL_NOT, c), IC_I64);
+    ic_val r = ic_reduce(G, IC_OP_SUM, n, 1u << xm.ndim, 0, -1);
+    return sym_tensor_out(t, i32 ? ic_cast(G, r, IC_I32) : r, out);
+}
+
 /* torch._weight_norm(v, g, dim=0) (nn.utils.parametrizations.weight_norm): v * (g / norm of
  * v over every dim but dim), the norm over all of v for dim=-1 */
 int sym_h_weight_norm(trace *t, const opdef *d, var **p, var *out) {

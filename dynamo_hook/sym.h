@@ -336,6 +336,7 @@ int sym_make_record(trace *t, PyObject *cls, var *args, int npos, PyObject *kwna
 PyObject *sym_record_class(const var *r); /* borrowed */
 int sym_record_items(trace *t, const var *r, var **items, int *n);
 int sym_record_as_dict(trace *t, const var *r, var *out); /* **r, dict(r) */
+int sym_record_view_dict(trace *t, const var *r, const char *mn, var *out); /* r.keys()/values()/items() */
 int sym_record_attr(trace *t, const var *r, PyObject *name, var *out);
 int sym_record_subscr(trace *t, const var *r, const var *k, var *out);
 int sym_record_method(trace *t, const var *r, const char *mn, int nargs, var *out);
