@@ -706,26 +706,18 @@ static PyObject *m_remove_zero_bases(PyObject *self, PyObject *arg) {
     return result(ll_remove_zero_bases(&r, SELF(self), nm), &r, "remove_zero_bases");
 }
 
-static PyObject *m_is_surjective(PyObject *self, PyObject *u) {
-    (void)u;
-    return PyBool_FromLong(ll_is_surjective(SELF(self)));
-}
-static PyObject *m_is_injective(PyObject *self, PyObject *u) {
-    (void)u;
-    return PyBool_FromLong(ll_is_injective(SELF(self)));
-}
-static PyObject *m_is_invertible(PyObject *self, PyObject *u) {
-    (void)u;
-    return PyBool_FromLong(ll_is_invertible(SELF(self)));
-}
-static PyObject *m_rank(PyObject *self, PyObject *u) {
-    (void)u;
-    return PyLong_FromLong(ll_rank(SELF(self)));
-}
-static PyObject *m_num_consecutive(PyObject *self, PyObject *u) {
-    (void)u;
-    return PyLong_FromUnsignedLongLong(ll_num_consecutive(SELF(self)));
-}
+/* m_NAME(): ll_NAME(self) as a Python value made by `box` */
+#define QUERY(name, box)                                     \
+    static PyObject *m_##name(PyObject *self, PyObject *u) { \
+        (void)u;                                             \
+        return box(ll_##name(SELF(self)));                   \
+    }
+QUERY(is_surjective, PyBool_FromLong)
+QUERY(is_injective, PyBool_FromLong)
+QUERY(is_invertible, PyBool_FromLong)
+QUERY(rank, PyLong_FromLong)
+QUERY(num_consecutive, PyLong_FromUnsignedLongLong)
+#undef QUERY
 
 static PyObject *m_free_variable_masks(PyObject *self, PyObject *u) {
     (void)u;
