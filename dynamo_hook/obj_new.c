@@ -125,10 +125,8 @@ static int copy_hook(PyTypeObject *tp) {
                                         "__setstate__", "__copy__", NULL};
     for (int i = 0; names[i]; i++) {
         PyObject *n = PyUnicode_InternFromString(names[i]);
-        if (n == NULL) {
-            PyErr_Clear();
-            return 1;
-        }
+        if (n == NULL)
+            return 1; /* MemoryError, left set (csrc/pyerr.h) */
         PyObject *f = _PyType_Lookup(tp, n), *base = _PyType_Lookup(&PyBaseObject_Type, n);
         Py_DECREF(n);
         if (f != NULL && f != base)
@@ -153,11 +151,8 @@ static int plain_graph(PyObject *o, PyObject *seen, int *budget, const char **wh
     if (had == 0 && PySet_Add(seen, id) < 0)
         had = -1;
     Py_XDECREF(id);
-    if (had != 0) {
-        if (had < 0)
-            PyErr_Clear();
-        return had > 0;
-    }
+    if (had != 0)
+        return had > 0; /* had < 0: MemoryError, left set */
     if (PyTuple_CheckExact(o) || PyList_CheckExact(o)) {
         Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
         for (Py_ssize_t i = 0; i < n; i++)
@@ -201,7 +196,7 @@ int sym_obj_deepcopy(trace *t, const var *fn, var *args, int nargs, PyObject *kw
         Py_XDECREF(name);
         deepcopy_fn = m ? PyObject_GetAttrString(m, "deepcopy") : NULL;
         Py_XDECREF(m);
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_AttributeError);
         if (deepcopy_fn == NULL)
             return 1;
     }
@@ -224,9 +219,8 @@ int sym_obj_deepcopy(trace *t, const var *fn, var *args, int nargs, PyObject *kw
         PyObject *id = t->attrw[i].obj ? PyLong_FromVoidPtr(t->attrw[i].obj) : NULL;
         int in = id ? PySet_Contains(seen, id) : 0;
         Py_XDECREF(id);
-        if (in != 0) {
+        if (in != 0) { /* in < 0: MemoryError, left set */
             Py_DECREF(seen);
-            PyErr_Clear();
             return sym_fail(t, "copy.deepcopy of an object the trace changed before the copy");
         }
     }
@@ -292,7 +286,7 @@ static int simple_class_body(PyCodeObject *co, PyObject *globals, const char **b
                 PyDict_GetItemWithError(globals, name) != NULL)
                 found = 0;
             if (found < 0 || PyErr_Occurred()) {
-                PyErr_Clear();
+                (void)tc_clear_expected(PyExc_Exception);
                 found = 0;
             }
             if (!found) {
