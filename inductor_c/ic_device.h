@@ -50,7 +50,7 @@ unsigned long long ic_gpu_lazy_loads(void);
 
 /* Split row kernels (x.sum() of a large tensor) so far (n[2]): launches whose last block per
  * row combined the partials with the stream's row counters, and final launches that ran
- * (no counters: a stream being captured, TORCHC_GPU_SPLIT_FUSE=0). */
+ * (no counters: a stream being captured). */
 void ic_gpu_split_stats(unsigned long long *n);
 
 /* 1 when libcuda loads, initializes and has at least one device; the reason otherwise. */
