@@ -22,6 +22,7 @@
 #include "aten_bridge.h"
 #include "pyerr.h"
 #include "ic.h"
+#include "ic_device.h"
 #include "train.h"
 
 /* dynamo_hook/eval_frame.c: the thread signals go to, and the count of compiles that exit
@@ -175,7 +176,7 @@ static int ensure_compiled(tc_train *tr) {
     tr->bwd = c;
     n_bwd_compiles++;
     if (tr->opt.device == IC_CPU)
-        dh_ptx_probe(tr->ag.bwd); /* developers' PTX checks of backward graphs */
+        ic_ptx_probe(tr->ag.bwd); /* developers' PTX checks of backward graphs */
     ic_graph_free(tr->ag.bwd); /* compiled: the graph is not needed any more */
     tr->ag.bwd = NULL;
     return 0;

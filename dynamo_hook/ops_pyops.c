@@ -209,10 +209,8 @@ static PyObject *const_seq(trace *t, const var *v_in, int depth) {
     if (v.kind != V_SEQ || v.obj != NULL || depth > 16)
         return NULL;
     PyObject *r = v.is_list ? PyList_New(v.n) : PyTuple_New(v.n);
-    if (r == NULL) {
-        PyErr_Clear();
-        return NULL;
-    }
+    if (r == NULL)
+        return NULL; /* MemoryError, left set (csrc/pyerr.h) */
     for (int i = 0; i < v.n; i++) {
         PyObject *it = const_seq(t, &v.items[i], depth + 1);
         if (it == NULL) {

@@ -147,7 +147,7 @@ static int getitem_strides(const ic_meta *bm, const int64_t *bs, PyObject *key, 
         }
         Py_ssize_t start, stop, step;
         if (PySlice_Unpack(it, &start, &stop, &step) < 0 || step <= 0) {
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_Exception); /* an item's __index__ raised: eager raises it */
             return 0;
         }
         Py_ssize_t len = PySlice_AdjustIndices((Py_ssize_t)sz[d], &start, &stop, step);
