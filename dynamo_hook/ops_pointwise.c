@@ -681,7 +681,7 @@ static PyObject *seq_as_list(const var *v, int depth) {
         PyList_SET_ITEM(l, i, x);
     }
     if (l == NULL)
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_Exception);
     return l;
 }
 
