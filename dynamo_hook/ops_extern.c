@@ -308,9 +308,9 @@ int sym_h_conv_transpose(trace *t, const opdef *d, var **p, var *out) {
         }
         PyTuple_SET_ITEM(dil, i, o);
     }
-    if (dil == NULL || sym_tensor_out(t, v, &xv) < 0 || sym_tensor_out(t, w, &wv) < 0 ||
-        sym_const(t, PyLong_FromLong(1), &sv) < 0 || sym_const(t, PyLong_FromLong(0), &pv) < 0 ||
-        sym_const(t, dil, &dv) < 0)
+    if (dil == NULL || sym_const(t, dil, &dv) < 0 || sym_tensor_out(t, v, &xv) < 0 ||
+        sym_tensor_out(t, w, &wv) < 0 || sym_const(t, PyLong_FromLong(1), &sv) < 0 ||
+        sym_const(t, PyLong_FromLong(0), &pv) < 0)
         return -1;
     static const char *names[3] = {"conv1d", "conv2d", "conv3d"};
     const opdef cd = {names[nd - 1], W_F, "input,weight,bias,stride,padding,dilation,groups", sym_h_conv, nd};
