@@ -418,8 +418,8 @@ void run_extern(const ic_extern_call *c) {
                                 ? c10::Device(c10::DeviceType::CUDA, (c10::DeviceIndex)c->device_index)
                                 : c10::Device(c10::DeviceType::CPU);
     const at::TensorOptions base = at::TensorOptions().device(dev);
-    at::Tensor in[4];
-    for (int i = 0; i < c->nin && i < 4; i++) in[i] = blob(c->in[i], c->in_meta[i], base);
+    at::Tensor in[IC_EXT_MAXIN];
+    for (int i = 0; i < c->nin && i < IC_EXT_MAXIN; i++) in[i] = blob(c->in[i], c->in_meta[i], base);
     at::Tensor out = blob(c->out, *c->out_meta, base);
     const int64_t *p = c->params;
     switch (c->kind) {

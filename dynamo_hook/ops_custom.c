@@ -10,7 +10,7 @@
  * that require grad (the op's autograd formula is not captured), autocast. */
 #include "ops_internal.h"
 
-#define NOPND 4 /* operands of an extern node (inductor_c's NOPND) */
+#define NOPND IC_EXT_MAXIN /* tensor operands of an extern node (ic.h) */
 
 static int64_t numel_of(const ic_meta *m) {
     int64_t n = 1;

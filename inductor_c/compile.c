@@ -167,7 +167,7 @@ static void fix_outputs(ic_graph *n) {
         memset(m, 0, sizeof *m);
         m->op = IC_OP_CAST;
         m->in[0] = v;
-        m->in[1] = m->in[2] = m->in[3] = -1;
+        for (int i = 1; i < IC_NIN; i++) m->in[i] = -1;
         m->meta = n->nodes[v].meta;
         ic_contiguous_strides(&m->meta);
         memcpy(m->est, n->nodes[v].est, sizeof m->est); /* the output keeps eager's strides */
@@ -930,7 +930,7 @@ static int run_dyn(const ic_compiled *c, void *const *inputs, void *const *outpu
         const ic_rkernel *K = &c->kernels[k];
         if (K->ext > 0) {
             rext_at(&c->exts[K->ext - 1], sv, &xat); /* checked above */
-            void *in[IC_NIN] = {NULL, NULL, NULL, NULL};
+            void *in[IC_NIN] = {NULL};
             for (int i = 0; i < xat.nin; i++) in[i] = bufs[xat.in_buf[i]];
             ic_err e2;
             rc = ic_run_extern(c, &xat, in, bufs[xat.out_buf], NULL, err ? err : &e2);
@@ -1014,7 +1014,7 @@ IC_API int ic_run(const ic_compiled *c, void *const *inputs, void *const *output
         const ic_rkernel *K = &c->kernels[k];
         if (K->ext > 0) {
             const ic_rext *x = &c->exts[K->ext - 1];
-            void *in[IC_NIN] = {NULL, NULL, NULL, NULL};
+            void *in[IC_NIN] = {NULL};
             for (int i = 0; i < x->nin; i++) in[i] = bufs[x->in_buf[i]];
             ic_err e2;
             if (ic_run_extern(c, x, in, bufs[x->out_buf], NULL, err ? err : &e2) < 0) {

@@ -229,6 +229,7 @@ typedef enum ic_extern_kind {
 } ic_extern_kind;
 
 #define IC_EXT_MAXP 16 /* params per extern node */
+#define IC_EXT_MAXIN 8 /* tensor operands per extern node (custom ops; the ATen kinds take 1..4) */
 
 /* RANDOM's params[0]: uniform_(beta, alpha), normal_(beta, alpha), random_(i0, i1),
  * bernoulli_(beta), bernoulli_(operand 0: the probabilities), randperm(sizes[0]),
@@ -236,7 +237,7 @@ typedef enum ic_extern_kind {
 enum { IC_RND_UNIFORM, IC_RND_NORMAL, IC_RND_RANDINT, IC_RND_BERNOULLI, IC_RND_BERNOULLI_T, IC_RND_RANDPERM,
        IC_RND_MULTINOMIAL, IC_RND_COUNT };
 
-/* nin: 1..3 operands, 4 for SDPA with a mask */
+/* nin: 1..3 operands, 4 for SDPA with a mask, 0..IC_EXT_MAXIN for IC_EXT_CUSTOM */
 ic_val ic_extern(ic_graph *g, ic_extern_kind kind, int nin, const ic_val *in, int nparams,
                  const int64_t *params, double beta, double alpha);
 const char *ic_extern_name(ic_extern_kind kind);

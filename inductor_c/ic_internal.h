@@ -29,9 +29,16 @@
 #define IC_HIDDEN __attribute__((visibility("hidden")))
 
 /* ---- graph --------------------------------------------------------------------------- */
-/* operands per node: 3 for every op but extern calls, which may take 4 (sdpa with a mask);
- * unused operands are -1 */
-#define IC_NIN 4
+/* operands per node: 3 for every op but extern calls, which may take up to IC_EXT_MAXIN
+ * (ic.h: custom ops, sdpa with a mask); unused operands are -1 (after the used ones: every
+ * walk over in[] stops at the first -1). Build in[] with these, never with a brace list
+ * shorter than IC_NIN (its tail would be 0, a node). */
+#define IC_NIN IC_EXT_MAXIN
+#define IC_IN_NONE {-1, -1, -1, -1, -1, -1, -1, -1}
+#define IC_IN1(a) {(a), -1, -1, -1, -1, -1, -1, -1}
+#define IC_IN2(a, b) {(a), (b), -1, -1, -1, -1, -1, -1}
+#define IC_IN3(a, b, c) {(a), (b), (c), -1, -1, -1, -1, -1}
+_Static_assert(IC_NIN == 8, "IC_IN_NONE and IC_IN1..3 list IC_NIN operands");
 
 typedef struct ic_node {
     ic_op op;

@@ -811,7 +811,7 @@ static ic_val gfail(ic_graph *g, const char *msg) {
 /* shape inference of the backward externs (ic_extern dispatches here) */
 ic_val ic_train_extern(ic_graph *g, ic_extern_kind kind, int nin, const ic_val *in, int nparams,
                        const int64_t *params, double beta) {
-    ic_node n = {.op = IC_OP_EXTERN, .in = {-1, -1, -1, -1}, .ext_kind = kind, .nparams = nparams,
+    ic_node n = {.op = IC_OP_EXTERN, .in = IC_IN_NONE, .ext_kind = kind, .nparams = nparams,
                  .num = 1, .num2 = 1};
     if (nparams < 0 || nparams > IC_EXT_MAXP || nin < 1 || nin > IC_NIN) return gfail(g, "backward extern: bad operands or params");
     for (int i = 0; i < nin; i++) n.in[i] = in[i];

@@ -166,7 +166,7 @@ IC_API ic_val ic_input(ic_graph *g, const ic_meta *m) {
     if (!m || !check_meta(g, m)) return IC_NONE;
     if (!grow((void **)&g->inputs, &g->icap, g->ninputs + 1, sizeof(ic_val)))
         return fail(g, IC_ENOMEM, "out of memory");
-    ic_node n = {.op = IC_OP_INPUT, .meta = *m, .in = {-1, -1, -1, -1}, .index = g->ninputs};
+    ic_node n = {.op = IC_OP_INPUT, .meta = *m, .in = IC_IN_NONE, .index = g->ninputs};
     n.meta.dyn = 0;
     memset(n.meta.dims, 0, sizeof n.meta.dims);
     ic_val v = append(g, &n);
@@ -208,7 +208,7 @@ IC_API ic_val ic_input_dyn(ic_graph *g, const ic_meta *m) {
     }
     if (!grow((void **)&g->inputs, &g->icap, g->ninputs + 1, sizeof(ic_val)))
         return fail(g, IC_ENOMEM, "out of memory");
-    ic_node n = {.op = IC_OP_INPUT, .meta = *m, .in = {-1, -1, -1, -1}, .index = g->ninputs};
+    ic_node n = {.op = IC_OP_INPUT, .meta = *m, .in = IC_IN_NONE, .index = g->ninputs};
     n.meta.dyn = 1;
     ic_val v = append(g, &n);
     if (v >= 0) g->inputs[g->ninputs++] = v;
@@ -219,7 +219,7 @@ IC_API ic_val ic_scalar(ic_graph *g, double v, ic_dtype kind) {
     if (g->err) return IC_NONE;
     if (kind != IC_F64 && kind != IC_I64 && kind != IC_BOOL)
         return fail(g, IC_EINVALID, "scalar kind must be f64, i64 or bool");
-    ic_node n = {.op = IC_OP_SCALAR, .num = v, .in = {-1, -1, -1, -1}};
+    ic_node n = {.op = IC_OP_SCALAR, .num = v, .in = IC_IN_NONE};
     n.meta.dtype = kind;
     if (kind == IC_BOOL) n.num = v != 0;
     return append(g, &n);
@@ -409,7 +409,7 @@ IC_API ic_val ic_binary(ic_graph *g, ic_op op, ic_val a, ic_val b) {
     ic_val ab[2] = {a, b};
     ic_val clr = cl_rewrite(g, 2, ab, cl_build_binary, &op);
     if (clr >= 0 || g->err) return clr >= 0 ? clr : IC_NONE;
-    ic_node n = {.op = op, .in = {a, b, -1, -1}};
+    ic_node n = {.op = op, .in = IC_IN2(a, b)};
     if (!broadcast(g, ab, 2, &n.meta)) return IC_NONE;
     ic_dtype t = ic_result_type(g, ab, 2);
     unsigned fl = ic_op_flags(op);
@@ -438,7 +438,7 @@ IC_API ic_val ic_unary(ic_graph *g, ic_op op, ic_val a) {
         return fail(g, IC_EINVALID, "ic_unary: %s is not a unary op", ic_op_name(op));
     ic_val clr = cl_rewrite(g, 1, &a, cl_build_unary, &op);
     if (clr >= 0 || g->err) return clr >= 0 ? clr : IC_NONE;
-    ic_node n = {.op = op, .in = {a, -1, -1, -1}, .meta = g->nodes[a].meta};
+    ic_node n = {.op = op, .in = IC_IN1(a), .meta = g->nodes[a].meta};
     ic_contiguous_strides(&n.meta);
     ic_dtype t = n.meta.dtype;
     unsigned fl = ic_op_flags(op);
@@ -470,7 +470,7 @@ IC_API ic_val ic_where(ic_graph *g, ic_val cond, ic_val a, ic_val b) {
     ic_val all[3] = {cond, a, b};
     ic_val clr = cl_rewrite(g, 3, all, cl_build_where, NULL);
     if (clr >= 0 || g->err) return clr >= 0 ? clr : IC_NONE;
-    ic_node n = {.op = IC_OP_WHERE, .in = {cond, a, b, -1}};
+    ic_node n = {.op = IC_OP_WHERE, .in = IC_IN3(cond, a, b)};
     if (!broadcast(g, all, 3, &n.meta)) return IC_NONE;
     n.meta.dtype = ic_result_type(g, all + 1, 2);
     return append(g, &n);
@@ -481,7 +481,7 @@ IC_API ic_val ic_cast(ic_graph *g, ic_val a, ic_dtype to) {
     if ((unsigned)to >= IC_DTYPE_COUNT) return fail(g, IC_EINVALID, "bad dtype");
     ic_val clr = cl_rewrite(g, 1, &a, cl_build_cast, &to);
     if (clr >= 0 || g->err) return clr >= 0 ? clr : IC_NONE;
-    ic_node n = {.op = IC_OP_CAST, .in = {a, -1, -1, -1}, .meta = g->nodes[a].meta};
+    ic_node n = {.op = IC_OP_CAST, .in = IC_IN1(a), .meta = g->nodes[a].meta};
     ic_contiguous_strides(&n.meta);
     n.meta.dtype = to;
     return append(g, &n);
@@ -531,7 +531,7 @@ IC_API ic_val ic_reduce(ic_graph *g, ic_op op, ic_val a, uint32_t dim_mask, int 
                             "%s(): Expected reduction dim %d to have non-zero size.",
                             ic_op_name(op), d);
     }
-    ic_node n = {.op = op, .in = {a, -1, -1, -1}, .dim_mask = dim_mask, .keepdim = keepdim != 0};
+    ic_node n = {.op = op, .in = IC_IN1(a), .dim_mask = dim_mask, .keepdim = keepdim != 0};
     n.meta.dtype = t;
     n.meta.dyn = im->dyn;
     int k = 0;
@@ -558,12 +558,12 @@ IC_API ic_val ic_reshape(ic_graph *g, ic_val a, int ndim, const int64_t *sizes) 
         for (int i = 0; same && i < ndim; i++) same = sizes[i] == im->sizes[i];
         if (!same)
             return fail(g, IC_EUNSUPPORTED, "reshape of a value with symbolic sizes: use ic_reshape_dyn");
-        ic_node n = {.op = IC_OP_RESHAPE, .in = {a, -1, -1, -1}, .meta = *im};
+        ic_node n = {.op = IC_OP_RESHAPE, .in = IC_IN1(a), .meta = *im};
         return append(g, &n);
     }
     int64_t numel = ic_numel(im), known = 1;
     int infer = -1;
-    ic_node n = {.op = IC_OP_RESHAPE, .in = {a, -1, -1, -1}};
+    ic_node n = {.op = IC_OP_RESHAPE, .in = IC_IN1(a)};
     n.meta.dtype = im->dtype;
     n.meta.ndim = ndim;
     for (int i = 0; i < ndim; i++) {
@@ -592,7 +592,7 @@ IC_API ic_val ic_reshape(ic_graph *g, ic_val a, int ndim, const int64_t *sizes) 
 IC_API ic_val ic_permute(ic_graph *g, ic_val a, const int *perm) {
     if (!check(g, a)) return IC_NONE;
     const ic_meta *im = &g->nodes[a].meta;
-    ic_node n = {.op = IC_OP_PERMUTE, .in = {a, -1, -1, -1}};
+    ic_node n = {.op = IC_OP_PERMUTE, .in = IC_IN1(a)};
     n.meta.dtype = im->dtype;
     n.meta.ndim = im->ndim;
     unsigned seen = 0;
@@ -619,7 +619,7 @@ IC_API ic_val ic_expand(ic_graph *g, ic_val a, int ndim, const int64_t *sizes) {
                     "number of dimensions in the tensor (%d)",
                     ndim, im->ndim);
     if (ndim > IC_MAX_DIMS) return fail(g, IC_EUNSUPPORTED, "ndim out of range");
-    ic_node n = {.op = IC_OP_EXPAND, .in = {a, -1, -1, -1}};
+    ic_node n = {.op = IC_OP_EXPAND, .in = IC_IN1(a)};
     n.meta.dtype = im->dtype;
     n.meta.ndim = ndim;
     int lead = ndim - im->ndim;
@@ -662,7 +662,7 @@ IC_API ic_val ic_reshape_dyn(ic_graph *g, ic_val a, int ndim, const ic_dim *size
     const ic_meta *im = &g->nodes[a].meta;
     ic_dim numel = ic_dim_k(1), known = ic_dim_k(1);
     for (int i = 0; i < im->ndim; i++) numel = ic_dim_mul(numel, ic_meta_dim(im, i));
-    ic_node n = {.op = IC_OP_RESHAPE, .in = {a, -1, -1, -1}};
+    ic_node n = {.op = IC_OP_RESHAPE, .in = IC_IN1(a)};
     n.meta.dtype = im->dtype;
     n.meta.ndim = ndim;
     n.meta.dyn = 1;
@@ -699,7 +699,7 @@ IC_API ic_val ic_expand_dyn(ic_graph *g, ic_val a, int ndim, const ic_dim *sizes
         return fail(g, IC_EINVALID, "expand: the number of sizes provided (%d) must be greater or "
                     "equal to the number of dimensions in the tensor (%d)", ndim, im->ndim);
     if (ndim > IC_MAX_DIMS) return fail(g, IC_EUNSUPPORTED, "ndim out of range");
-    ic_node n = {.op = IC_OP_EXPAND, .in = {a, -1, -1, -1}};
+    ic_node n = {.op = IC_OP_EXPAND, .in = IC_IN1(a)};
     n.meta.dtype = im->dtype;
     n.meta.ndim = ndim;
     n.meta.dyn = 1;
@@ -743,7 +743,7 @@ IC_API ic_val ic_slice(ic_graph *g, ic_val a, int dim, int64_t start, int64_t en
     if (start < 0 || end < start || end > im->sizes[dim])
         return fail(g, IC_EINVALID, "slice: bounds [%lld, %lld) not normalized for size %lld",
                     (long long)start, (long long)end, (long long)im->sizes[dim]);
-    ic_node n = {.op = IC_OP_SLICE, .in = {a, -1, -1, -1}, .meta = *im, .dim = dim, .start = start, .step = step};
+    ic_node n = {.op = IC_OP_SLICE, .in = IC_IN1(a), .meta = *im, .dim = dim, .start = start, .step = step};
     n.meta.sizes[dim] = (end - start + step - 1) / step;
     if (n.meta.dyn && ic_dim_is_static(n.meta.dims[dim])) n.meta.dims[dim] = ic_dim_k(n.meta.sizes[dim]);
     ic_contiguous_strides(&n.meta);
@@ -776,7 +776,7 @@ IC_API ic_val ic_cat(ic_graph *g, ic_val a, ic_val b, int dim) {
         if (!dyn && x->sizes[d] != y->sizes[d])
             return fail(g, IC_EINVALID, "Sizes of tensors must match except in dimension %d", dim);
     }
-    ic_node n = {.op = IC_OP_CAT, .in = {a, b, -1, -1}, .meta = *x, .dim = dim};
+    ic_node n = {.op = IC_OP_CAT, .in = IC_IN2(a, b), .meta = *x, .dim = dim};
     /* torch.cat promotes like result_type over tensors (no weak scalars here) */
     n.meta.dtype = ic_promote(x->dtype, y->dtype);
     n.meta.sizes[dim] = x->sizes[dim] + y->sizes[dim];
@@ -804,7 +804,7 @@ IC_API ic_val ic_index_select(ic_graph *g, ic_val a, int dim, ic_val index) {
     if (dim < 0 || dim >= x->ndim) return fail(g, IC_EINVALID, "index_select: dimension out of range");
     if (x->dyn && !ic_dim_is_static(x->dims[dim]))
         return fail(g, IC_EUNSUPPORTED, "index_select along a symbolic dim");
-    ic_node n = {.op = IC_OP_INDEX_SELECT, .in = {a, index, -1, -1}, .meta = *x, .dim = dim};
+    ic_node n = {.op = IC_OP_INDEX_SELECT, .in = IC_IN2(a, index), .meta = *x, .dim = dim};
     n.meta.sizes[dim] = ix->ndim ? ix->sizes[0] : 1;
     if (x->dyn || ix->dyn) {
         for (int d = 0; d < x->ndim; d++) n.meta.dims[d] = ic_meta_dim(x, d);
@@ -819,7 +819,7 @@ IC_API ic_val ic_arange(ic_graph *g, int64_t count, double start, double step, i
     if (g->err) return IC_NONE;
     if (count < 0) return fail(g, IC_EINVALID, "arange: negative size");
     if ((unsigned)dtype >= IC_DTYPE_COUNT || dtype == IC_BOOL) return fail(g, IC_EINVALID, "arange: bad dtype");
-    ic_node n = {.op = IC_OP_ARANGE, .in = {-1, -1, -1, -1}, .num = start, .num2 = step};
+    ic_node n = {.op = IC_OP_ARANGE, .in = IC_IN_NONE, .num = start, .num2 = step};
     n.meta.dtype = dtype;
     n.meta.ndim = 1;
     n.meta.sizes[0] = count;
@@ -998,7 +998,7 @@ static bool ext_dyn(ic_graph *g, ic_extern_kind kind, int nin, const ic_meta *co
 static ic_val ext_index_scan(ic_graph *g, ic_extern_kind kind, int nin, const ic_val *in, int nparams,
                              const int64_t *params) {
     const char *nm = extnames[kind];
-    ic_node n = {.op = IC_OP_EXTERN, .in = {-1, -1, -1, -1}, .ext_kind = kind, .nparams = nparams, .num = 1, .num2 = 1};
+    ic_node n = {.op = IC_OP_EXTERN, .in = IC_IN_NONE, .ext_kind = kind, .nparams = nparams, .num = 1, .num2 = 1};
     for (int i = 0; i < nin; i++) n.in[i] = in[i];
     for (int i = 0; i < nparams; i++) n.params[i] = params[i];
     const ic_meta *x = &g->nodes[in[0]].meta;
@@ -1058,7 +1058,7 @@ static ic_val ext_grouped_mm(ic_graph *g, int nin, const ic_val *in, int nparams
     if (o->dtype != IC_I32 || o->ndim != 1) return fail(g, IC_EINVALID, "grouped_mm: offsets have to be 1-D int32");
     if (o->sizes[0] != b->sizes[0]) return fail(g, IC_EINVALID, "grouped_mm: matrix batch sizes have to match");
     if (a->sizes[1] != b->sizes[1]) return fail(g, IC_EINVALID, "grouped_mm: contraction dims differ");
-    ic_node n = {.op = IC_OP_EXTERN, .in = {in[0], in[1], in[2], -1}, .ext_kind = IC_EXT_GROUPED_MM, .num = 1, .num2 = 1};
+    ic_node n = {.op = IC_OP_EXTERN, .in = IC_IN3(in[0], in[1], in[2]), .ext_kind = IC_EXT_GROUPED_MM, .num = 1, .num2 = 1};
     n.meta.dtype = a->dtype;
     n.meta.ndim = 2;
     n.meta.sizes[0] = a->sizes[0];
@@ -1079,7 +1079,7 @@ static ic_val ext_random(ic_graph *g, int nin, const ic_val *in, int nparams, co
         return fail(g, IC_EINVALID, "random: bad rank or param count");
     const bool wants_in = dist == IC_RND_BERNOULLI_T || dist == IC_RND_MULTINOMIAL;
     if (nin != (wants_in ? 1 : 0)) return fail(g, IC_EINVALID, "random: wrong operand count %d", nin);
-    ic_node n = {.op = IC_OP_EXTERN, .in = {-1, -1, -1, -1}, .ext_kind = IC_EXT_RANDOM, .nparams = nparams,
+    ic_node n = {.op = IC_OP_EXTERN, .in = IC_IN_NONE, .ext_kind = IC_EXT_RANDOM, .nparams = nparams,
                  .num = beta, .num2 = alpha};
     for (int i = 0; i < nparams; i++) n.params[i] = p[i];
     for (int i = 0; i < nin; i++) {
@@ -1112,7 +1112,7 @@ static ic_val ext_custom(ic_graph *g, int nin, const ic_val *in, int nparams, co
         return fail(g, IC_EINVALID, "custom: bad rank or param count");
     if (p[1] < 0 || p[1] > nin || (p[1] > 0) != (nparams == 4 + 2 * nd))
         return fail(g, IC_EINVALID, "custom: bad written operand");
-    ic_node n = {.op = IC_OP_EXTERN, .in = {-1, -1, -1, -1}, .ext_kind = IC_EXT_CUSTOM, .nparams = nparams,
+    ic_node n = {.op = IC_OP_EXTERN, .in = IC_IN_NONE, .ext_kind = IC_EXT_CUSTOM, .nparams = nparams,
                  .num = 1, .num2 = 1};
     for (int i = 0; i < nparams; i++) n.params[i] = p[i];
     for (int i = 0; i < nin; i++) {
@@ -1169,8 +1169,8 @@ IC_API ic_val ic_extern(ic_graph *g, ic_extern_kind kind, int nin, const ic_val 
     if (kind >= IC_EXT_CONV_BWD) /* training: graph/autograd.c */
         return dyn ? fail(g, IC_EUNSUPPORTED, "%s on symbolic sizes", nm) : ic_train_extern(g, kind, nin, in, nparams, params, beta);
     if (kind >= IC_EXT_MATRIX_EXP) { /* linear algebra: shapes in graph/linalg.c */
-        ic_node n = {.op = IC_OP_EXTERN, .in = {-1, -1, -1, -1}, .ext_kind = kind, .nparams = nparams, .num = 1, .num2 = 1};
-        const ic_meta *lm[IC_NIN] = {NULL, NULL, NULL, NULL};
+        ic_node n = {.op = IC_OP_EXTERN, .in = IC_IN_NONE, .ext_kind = kind, .nparams = nparams, .num = 1, .num2 = 1};
+        const ic_meta *lm[IC_NIN] = {NULL};
         for (int i = 0; i < nin; i++) n.in[i] = in[i], lm[i] = &g->nodes[in[i]].meta;
         for (int i = 0; i < nparams; i++) n.params[i] = params[i];
         char why[200];
@@ -1182,11 +1182,11 @@ IC_API ic_val ic_extern(ic_graph *g, ic_extern_kind kind, int nin, const ic_val 
         if (dyn) return fail(g, IC_EUNSUPPORTED, "%s on symbolic sizes", nm);
         return ext_index_scan(g, kind, nin, in, nparams, params);
     }
-    ic_node n = {.op = IC_OP_EXTERN, .in = {-1, -1, -1, -1}, .ext_kind = kind, .nparams = nparams, .num = beta,
+    ic_node n = {.op = IC_OP_EXTERN, .in = IC_IN_NONE, .ext_kind = kind, .nparams = nparams, .num = beta,
                  .num2 = alpha};
     for (int i = 0; i < nin; i++) n.in[i] = in[i];
     for (int i = 0; i < nparams; i++) n.params[i] = params[i];
-    const ic_meta *m[IC_NIN] = {NULL, NULL, NULL, NULL};
+    const ic_meta *m[IC_NIN] = {NULL};
     for (int i = 0; i < nin; i++) m[i] = &g->nodes[in[i]].meta;
     ic_dtype t = m[0]->dtype;
     for (int i = 1; i < (kind == IC_EXT_SDPA ? 3 : nin); i++) /* sdpa's mask: below */

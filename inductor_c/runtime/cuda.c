@@ -722,7 +722,7 @@ void ic_gpu_host_stats(double *us, unsigned long long *n) {
 static int run_ext(const ic_compiled *c, const ic_gpu *G, const ic_gkernel *K, const ic_CUdeviceptr *bufs,
                    void *stream, ic_err *err) {
     const ic_rext *x = &c->exts[K->ext - 1];
-    void *in[IC_NIN] = {NULL, NULL, NULL, NULL};
+    void *in[IC_NIN] = {NULL};
     for (int i = 0; i < x->nin; i++) in[i] = (void *)(uintptr_t)bufs[x->in_buf[i]];
     ic_err e2;
     unsigned long long t0 = hs_now();
