@@ -858,8 +858,8 @@ ic_val ic_train_extern(ic_graph *g, ic_extern_kind kind, int nin, const ic_val *
 }
 
 /* scaled_dot_product_attention (q, k, v [, mask]; params: is_causal; beta: the scale): one
- * extern call computes dq, dk, dv (flat, one buffer), sliced apart here; with a mask (5
- * operands: more than an extern takes) the decomposition above. */
+ * extern call computes dq, dk, dv (flat, one buffer), sliced apart here; with a mask the
+ * decomposition above (it also gives a float mask's gradient, which ATen's kernels do not). */
 /* attention with a mask: the backward decomposed in the graph (the probabilities recomputed
  * from q, k and the mask, [.., L, S] materialized): dV = P^T g, dP = g V^T,
  * dS = P (dP - rowsum(dP P)), dQ = scale dS K, dK = scale dS^T Q, dMask = dS */

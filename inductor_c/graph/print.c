@@ -140,7 +140,7 @@ int ic_graph_verify(const ic_graph *g, char *msg, size_t mn) {
             return -1;
         }
         int k = nin[n->op];
-        if (k < 0) /* variable: a prefix of 1..3 operands */
+        if (k < 0) /* variable: a prefix of 0..IC_NIN operands */
             for (k = 0; k < IC_NIN && n->in[k] >= 0;) k++;
         if (n->op == IC_OP_EXTERN && ((k < 1 && n->ext_kind != IC_EXT_RANDOM && n->ext_kind != IC_EXT_CUSTOM) || (unsigned)n->ext_kind >= IC_EXT_COUNT || n->nparams < 0 ||
                                       n->nparams > IC_EXT_MAXP)) {
