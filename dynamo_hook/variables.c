@@ -851,6 +851,7 @@ static int wrap_tensor(trace *t, PyObject *o, int src, var *out) {
     if (t->device_type < 0) {
         t->device_type = m.device_type;
         t->device_index = m.device_index;
+        ic_graph_set_cuda(t->g, m.device_type == TC_DEV_CUDA);
     } else if (t->device_type != m.device_type || t->device_index != m.device_index) {
         return sym_fail(t, "tensors on different devices (eager decides)");
     }
