@@ -33,6 +33,22 @@ def max_abs_err(a, b):
     return max(max_abs_err(x, y) for x, y in zip(a, b))
 
 
+def first_tensor(out):
+    """the tensor a model's output stands for: itself, .logits, .last_hidden_state, or the
+    first tensor of a tuple, list or dict (transformers' ModelOutput)"""
+    if isinstance(out, torch.Tensor):
+        return out
+    if hasattr(out, "logits"):
+        return out.logits
+    if hasattr(out, "last_hidden_state"):
+        return out.last_hidden_state
+    if isinstance(out, (tuple, list)):
+        return first_tensor(out[0])
+    if isinstance(out, dict):
+        return first_tensor(next(iter(out.values())))
+    raise TypeError(type(out))
+
+
 def torch_compile_available():
     try:
         import torch._dynamo  # noqa: F401

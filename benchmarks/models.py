@@ -17,7 +17,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torchc  # noqa: E402
-from common import ab_pairs  # noqa: E402
+from common import ab_pairs, first_tensor  # noqa: E402
 
 
 def cuda_bench(fn, *args, reps=20, warmup=3):
@@ -47,20 +47,6 @@ def first_call(fn, *args):
 def gemm_choices():
     s = torchc._C.stats()
     return [s.get("gemm_measured", 0), s.get("gemm_template", 0), s.get("gemm_extern", 0)]
-
-
-def first_tensor(out):
-    if isinstance(out, torch.Tensor):
-        return out
-    if hasattr(out, "logits"):
-        return out.logits
-    if hasattr(out, "last_hidden_state"):
-        return out.last_hidden_state
-    if isinstance(out, (tuple, list)):
-        return first_tensor(out[0])
-    if isinstance(out, dict):
-        return first_tensor(next(iter(out.values())))
-    raise TypeError(type(out))
 
 
 def models(batch):

@@ -39,20 +39,7 @@ import torch.nn.functional as F
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import torchc  # noqa: E402
-
-
-def first_tensor(out):
-    if isinstance(out, torch.Tensor):
-        return out
-    if hasattr(out, "logits"):
-        return out.logits
-    if hasattr(out, "last_hidden_state"):
-        return out.last_hidden_state
-    if isinstance(out, (tuple, list)):
-        return first_tensor(out[0])
-    if isinstance(out, dict):
-        return first_tensor(next(iter(out.values())))
-    raise TypeError(type(out))
+from common import first_tensor  # noqa: E402
 
 
 def no_randomness(m):

@@ -510,9 +510,12 @@ void run_extern(const ic_extern_call *c) {
         at::Tensor g = cl ? in[0].permute(to_nchw) : in[0], x = cl ? in[1].permute(to_nchw) : in[1];
         auto r = at::convolution_backward(g, x, in[2], c10::nullopt, c10::IntArrayRef(p + 1, nd),
                                           c10::IntArrayRef(p + 1 + nd, nd), c10::IntArrayRef(p + 1 + 2 * nd, nd), false,
-                                          zeros, p[1 + 3 * nd], {which == 0, which == 1, false});
-        if (which == 0) out.copy_(cl ? std::get<0>(r).permute(to_nhwc) : std::get<0>(r));
-        else out.copy_(std::get<1>(r));
+                                          zeros, p[1 + 3 * nd], {which != 1, which != 0, false});
+        /* which = 2: both in one call, out = [dx (x's shape, NHWC when cl) | dw] flat */
+        at::Tensor dx = which == 2 ? out.narrow(0, 0, in[1].numel()).view(in[1].sizes()) : out;
+        at::Tensor dw = which == 2 ? out.narrow(0, in[1].numel(), in[2].numel()).view(in[2].sizes()) : out;
+        if (which != 1) dx.copy_(cl ? std::get<0>(r).permute(to_nhwc) : std::get<0>(r));
+        if (which != 0) dw.copy_(std::get<1>(r));
         break;
     }
     case IC_EXT_SDPA_BWD: { /* training: see sdpa_bwd */

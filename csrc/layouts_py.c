@@ -42,12 +42,17 @@ static PyObject *result(int rc, const ll_layout *L, const char *what) {
     return rc ? raise_ll(rc, what) : wrap(L);
 }
 
-static int as_i64(PyObject *o, int64_t *v, const char *what) {
+/* o as a Python int (new ref), or NULL with TypeError for a non-integer */
+static PyObject *as_index(PyObject *o, const char *what) {
     if (!PyLong_Check(o) && !PyIndex_Check(o)) {
         PyErr_Format(PyExc_TypeError, "%s: expected an int, got %.100s", what, Py_TYPE(o)->tp_name);
-        return -1;
+        return NULL;
     }
-    PyObject *n = PyNumber_Index(o); /* new ref */
+    return PyNumber_Index(o);
+}
+
+static int as_i64(PyObject *o, int64_t *v, const char *what) {
+    PyObject *n = as_index(o, what); /* new ref */
     if (n == NULL)
         return -1;
     int overflow = 0;
@@ -64,11 +69,7 @@ static int as_i64(PyObject *o, int64_t *v, const char *what) {
 }
 
 static int as_u64(PyObject *o, uint64_t *v, const char *what) {
-    if (!PyLong_Check(o) && !PyIndex_Check(o)) {
-        PyErr_Format(PyExc_TypeError, "%s: expected an int, got %.100s", what, Py_TYPE(o)->tp_name);
-        return -1;
-    }
-    PyObject *n = PyNumber_Index(o); /* new ref */
+    PyObject *n = as_index(o, what); /* new ref */
     if (n == NULL)
         return -1;
     int overflow = 0;
@@ -106,16 +107,23 @@ static int as_layout(PyObject *o, const ll_layout **L, const char *what) {
     return 0;
 }
 
+/* o as a fast sequence of at most `max` items (new ref), or NULL with ValueError
+ * "what: at most max unit" */
+static PyObject *seq_upto(PyObject *o, int max, const char *what, const char *unit) {
+    PyObject *fast = PySequence_Fast(o, what); /* new ref */
+    if (fast != NULL && PySequence_Fast_GET_SIZE(fast) > max) {
+        PyErr_Format(PyExc_ValueError, "%s: at most %d %s", what, max, unit);
+        Py_CLEAR(fast);
+    }
+    return fast;
+}
+
 /* A sequence of at most `max` ints. */
 static int seq_i64(PyObject *o, int64_t *out, int max, int *n, const char *what) {
-    PyObject *fast = PySequence_Fast(o, what); /* new ref */
+    PyObject *fast = seq_upto(o, max, what, "entries"); /* new ref */
     if (fast == NULL)
         return -1;
     Py_ssize_t len = PySequence_Fast_GET_SIZE(fast);
-    if (len > max) {
-        PyErr_Format(PyExc_ValueError, "%s: at most %d entries", what, max);
-        goto error;
-    }
     for (Py_ssize_t i = 0; i < len; i++)
         if (as_i64(PySequence_Fast_GET_ITEM(fast, i), &out[i], what) < 0)
             goto error;
@@ -155,14 +163,10 @@ static int seq_int_rank(PyObject *o, int *out, int rank, const char *what) {
 
 /* A sequence of dim names; *keep holds the strings alive. */
 static int seq_names(PyObject *o, const char **names, int *n, PyObject **keep, const char *what) {
-    PyObject *fast = PySequence_Fast(o, what); /* new ref, returned in *keep */
+    PyObject *fast = seq_upto(o, LL_MAX_DIMS, what, "dims"); /* new ref, returned in *keep */
     if (fast == NULL)
         return -1;
     Py_ssize_t len = PySequence_Fast_GET_SIZE(fast);
-    if (len > LL_MAX_DIMS) {
-        PyErr_Format(PyExc_ValueError, "%s: at most %d dims", what, LL_MAX_DIMS);
-        goto error;
-    }
     for (Py_ssize_t i = 0; i < len; i++)
         if ((names[i] = as_name(PySequence_Fast_GET_ITEM(fast, i), what)) == NULL)
             goto error;
@@ -191,14 +195,10 @@ static int seq_dims(PyObject *o, const char **names, int *log2s, int *n, PyObjec
     items = PyDict_Check(o) ? PyDict_Items(o) : (Py_INCREF(o), o); /* new ref */
     if (items == NULL)
         return -1;
-    fast = PySequence_Fast(items, what); /* new ref, returned in *keep */
+    fast = seq_upto(items, LL_MAX_DIMS, what, "dims"); /* new ref, returned in *keep */
     if (fast == NULL)
         goto error;
     Py_ssize_t len = PySequence_Fast_GET_SIZE(fast);
-    if (len > LL_MAX_DIMS) {
-        PyErr_Format(PyExc_ValueError, "%s: at most %d dims", what, LL_MAX_DIMS);
-        goto error;
-    }
     for (Py_ssize_t i = 0; i < len; i++) {
         PyObject *pair = PySequence_Fast_GET_ITEM(fast, i);
         uint64_t size;
@@ -516,15 +516,14 @@ static int flat_input(const ll_layout *L, PyObject *mapping, uint64_t *x) {
     return 0;
 }
 
-static PyObject *out_dict(const ll_layout *L, uint64_t y) {
-    uint64_t v[LL_MAX_DIMS];
-    ll_unpack_out(L, y, v);
+/* {dims[i].name: v[i]} */
+static PyObject *dims_dict(const ll_dim *dims, int n, const uint64_t *v) {
     PyObject *d = PyDict_New();
     if (d == NULL)
         return NULL;
-    for (int o = 0; o < L->n_out; o++) {
-        PyObject *x = PyLong_FromUnsignedLongLong(v[o]);
-        if (x == NULL || PyDict_SetItemString(d, L->out[o].name, x) < 0) {
+    for (int i = 0; i < n; i++) {
+        PyObject *x = PyLong_FromUnsignedLongLong(v[i]);
+        if (x == NULL || PyDict_SetItemString(d, dims[i].name, x) < 0) {
             Py_XDECREF(x);
             Py_DECREF(d);
             return NULL;
@@ -532,6 +531,12 @@ static PyObject *out_dict(const ll_layout *L, uint64_t y) {
         Py_DECREF(x);
     }
     return d;
+}
+
+static PyObject *out_dict(const ll_layout *L, uint64_t y) {
+    uint64_t v[LL_MAX_DIMS];
+    ll_unpack_out(L, y, v);
+    return dims_dict(L->out, L->n_out, v);
 }
 
 /* apply({in: idx}) or apply(in=idx): {out: idx}; missing in dims are 0. */
@@ -581,19 +586,7 @@ static PyObject *m_preimage(PyObject *self, PyObject *arg) {
         Py_RETURN_NONE;
     uint64_t idx[LL_MAX_DIMS];
     ll_unpack_in(L, x, idx);
-    PyObject *d = PyDict_New();
-    if (d == NULL)
-        return NULL;
-    for (int i = 0; i < L->n_in; i++) {
-        PyObject *n = PyLong_FromUnsignedLongLong(idx[i]);
-        if (n == NULL || PyDict_SetItemString(d, L->in[i].name, n) < 0) {
-            Py_XDECREF(n);
-            Py_DECREF(d);
-            return NULL;
-        }
-        Py_DECREF(n);
-    }
-    return d;
+    return dims_dict(L->in, L->n_in, idx);
 }
 
 typedef int (*binop_fn)(ll_layout *, const ll_layout *, const ll_layout *);
@@ -620,41 +613,25 @@ static PyObject *maybe(int rc, const ll_layout *r, const char *what) {
     return result(rc, r, what);
 }
 
-static PyObject *m_divide_left(PyObject *self, PyObject *o) {
+static PyObject *divide(PyObject *self, PyObject *o, binop_fn fn, const char *what) {
     const ll_layout *b;
-    if (as_layout(o, &b, "divide_left") < 0)
+    if (as_layout(o, &b, what) < 0)
         return NULL;
     ll_layout r;
-    return maybe(ll_divide_left(&r, SELF(self), b), &r, "divide_left");
+    return maybe(fn(&r, SELF(self), b), &r, what);
 }
-static PyObject *m_divide_right(PyObject *self, PyObject *o) {
-    const ll_layout *b;
-    if (as_layout(o, &b, "divide_right") < 0)
-        return NULL;
-    ll_layout r;
-    return maybe(ll_divide_right(&r, SELF(self), b), &r, "divide_right");
-}
+static PyObject *m_divide_left(PyObject *self, PyObject *o) { return divide(self, o, ll_divide_left, "divide_left"); }
+static PyObject *m_divide_right(PyObject *self, PyObject *o) { return divide(self, o, ll_divide_right, "divide_right"); }
 
-static PyObject *m_invert(PyObject *self, PyObject *unused) {
-    (void)unused;
+typedef int (*unop_fn)(ll_layout *, const ll_layout *);
+static PyObject *unop(PyObject *self, unop_fn fn, const char *what) {
     ll_layout r;
-    return result(ll_invert(&r, SELF(self)), &r, "invert");
+    return result(fn(&r, SELF(self)), &r, what);
 }
-static PyObject *m_pseudo_invert(PyObject *self, PyObject *unused) {
-    (void)unused;
-    ll_layout r;
-    return result(ll_pseudo_invert(&r, SELF(self)), &r, "pseudo_invert");
-}
-static PyObject *m_flatten_ins(PyObject *self, PyObject *unused) {
-    (void)unused;
-    ll_layout r;
-    return result(ll_flatten_ins(&r, SELF(self)), &r, "flatten_ins");
-}
-static PyObject *m_flatten_outs(PyObject *self, PyObject *unused) {
-    (void)unused;
-    ll_layout r;
-    return result(ll_flatten_outs(&r, SELF(self)), &r, "flatten_outs");
-}
+static PyObject *m_invert(PyObject *self, PyObject *u) { (void)u; return unop(self, ll_invert, "invert"); }
+static PyObject *m_pseudo_invert(PyObject *self, PyObject *u) { (void)u; return unop(self, ll_pseudo_invert, "pseudo_invert"); }
+static PyObject *m_flatten_ins(PyObject *self, PyObject *u) { (void)u; return unop(self, ll_flatten_ins, "flatten_ins"); }
+static PyObject *m_flatten_outs(PyObject *self, PyObject *u) { (void)u; return unop(self, ll_flatten_outs, "flatten_outs"); }
 
 typedef int (*reshape_fn)(ll_layout *, const ll_layout *, int, const char *const *, const int *);
 static PyObject *reshape(PyObject *self, PyObject *arg, reshape_fn fn, const char *what) {
@@ -729,45 +706,25 @@ static PyObject *m_remove_zero_bases(PyObject *self, PyObject *arg) {
     return result(ll_remove_zero_bases(&r, SELF(self), nm), &r, "remove_zero_bases");
 }
 
-static PyObject *m_is_surjective(PyObject *self, PyObject *u) {
-    (void)u;
-    return PyBool_FromLong(ll_is_surjective(SELF(self)));
-}
-static PyObject *m_is_injective(PyObject *self, PyObject *u) {
-    (void)u;
-    return PyBool_FromLong(ll_is_injective(SELF(self)));
-}
-static PyObject *m_is_invertible(PyObject *self, PyObject *u) {
-    (void)u;
-    return PyBool_FromLong(ll_is_invertible(SELF(self)));
-}
-static PyObject *m_rank(PyObject *self, PyObject *u) {
-    (void)u;
-    return PyLong_FromLong(ll_rank(SELF(self)));
-}
-static PyObject *m_num_consecutive(PyObject *self, PyObject *u) {
-    (void)u;
-    return PyLong_FromUnsignedLongLong(ll_num_consecutive(SELF(self)));
-}
+/* m_NAME(): ll_NAME(self) as a Python value made by `box` */
+#define QUERY(name, box)                                     \
+    static PyObject *m_##name(PyObject *self, PyObject *u) { \
+        (void)u;                                             \
+        return box(ll_##name(SELF(self)));                   \
+    }
+QUERY(is_surjective, PyBool_FromLong)
+QUERY(is_injective, PyBool_FromLong)
+QUERY(is_invertible, PyBool_FromLong)
+QUERY(rank, PyLong_FromLong)
+QUERY(num_consecutive, PyLong_FromUnsignedLongLong)
+#undef QUERY
 
 static PyObject *m_free_variable_masks(PyObject *self, PyObject *u) {
     (void)u;
     const ll_layout *L = SELF(self);
     uint64_t m[LL_MAX_DIMS];
     ll_free_variable_masks(L, m);
-    PyObject *d = PyDict_New();
-    if (d == NULL)
-        return NULL;
-    for (int i = 0; i < L->n_in; i++) {
-        PyObject *x = PyLong_FromUnsignedLongLong(m[i]);
-        if (x == NULL || PyDict_SetItemString(d, L->in[i].name, x) < 0) {
-            Py_XDECREF(x);
-            Py_DECREF(d);
-            return NULL;
-        }
-        Py_DECREF(x);
-    }
-    return d;
+    return dims_dict(L->in, L->n_in, m);
 }
 
 static PyObject *m_redundancy_masks(PyObject *self, PyObject *u) {
@@ -978,6 +935,30 @@ static int parse_shape(PyObject *o, int64_t *shape, int *rank) {
     return 0;
 }
 
+/* the trailing order and cga arguments of a layout over `rank` dims */
+static int parse_order_cga(PyObject *order_o, PyObject *cga_o, int rank, int *order, ll_cga *cga,
+                           const ll_cga **cp) {
+    return seq_int_rank(order_o, order, rank, "order") < 0 || parse_cga(cga_o, rank, cga, cp) < 0 ? -1 : 0;
+}
+
+/* the 2-D shape, warps_per_cta and cga arguments of an mma layout */
+static int parse_mma(PyObject *shape_o, PyObject *wpc_o, PyObject *cga_o, int64_t *shape, int *wpc,
+                     ll_cga *cga, const ll_cga **cp, const char *what) {
+    int rank;
+    if (parse_shape(shape_o, shape, &rank) < 0)
+        return -1;
+    if (rank != 2) {
+        PyErr_Format(PyExc_ValueError, "%s: shape must be 2-D", what);
+        return -1;
+    }
+    return seq_int_rank(wpc_o, wpc, 2, "warps_per_cta") < 0 || parse_cga(cga_o, 2, cga, cp) < 0 ? -1 : 0;
+}
+
+/* two layout arguments */
+static int two_layouts(PyObject *a, PyObject *b, const ll_layout **la, const ll_layout **lb, const char *what) {
+    return as_layout(a, la, what) < 0 || as_layout(b, lb, what) < 0 ? -1 : 0;
+}
+
 static PyObject *f_identity_nd(PyObject *m, PyObject *args) {
     (void)m;
     const char *in;
@@ -1003,8 +984,8 @@ static PyObject *f_blocked(PyObject *m, PyObject *args) {
     const ll_cga *cp;
     if (parse_shape(shape_o, shape, &rank) < 0 || seq_int_rank(spt_o, spt, rank, "size_per_thread") < 0 ||
         seq_int_rank(tpw_o, tpw, rank, "threads_per_warp") < 0 ||
-        seq_int_rank(wpc_o, wpc, rank, "warps_per_cta") < 0 || seq_int_rank(order_o, order, rank, "order") < 0 ||
-        parse_cga(cga_o, rank, &cga, &cp) < 0)
+        seq_int_rank(wpc_o, wpc, rank, "warps_per_cta") < 0 ||
+        parse_order_cga(order_o, cga_o, rank, order, &cga, &cp) < 0)
         return NULL;
     ll_layout r;
     return result(ll_blocked(&r, rank, shape, spt, tpw, wpc, order, cp), &r, "blocked");
@@ -1028,16 +1009,10 @@ static PyObject *f_mma_accumulator(PyObject *m, PyObject *args) {
     if (!PyArg_ParseTuple(args, "iOOi|O:ll_mma_accumulator", &version, &shape_o, &wpc_o, &instr_n, &cga_o))
         return NULL;
     int64_t shape[LL_MAX_DIMS];
-    int rank, wpc[LL_MAX_DIMS];
+    int wpc[LL_MAX_DIMS];
     ll_cga cga;
     const ll_cga *cp;
-    if (parse_shape(shape_o, shape, &rank) < 0)
-        return NULL;
-    if (rank != 2) {
-        PyErr_SetString(PyExc_ValueError, "mma_accumulator: shape must be 2-D");
-        return NULL;
-    }
-    if (seq_int_rank(wpc_o, wpc, 2, "warps_per_cta") < 0 || parse_cga(cga_o, 2, &cga, &cp) < 0)
+    if (parse_mma(shape_o, wpc_o, cga_o, shape, wpc, &cga, &cp, "mma_accumulator") < 0)
         return NULL;
     ll_layout r;
     return result(ll_mma_accumulator(&r, version, shape, wpc, instr_n, cp), &r, "mma_accumulator");
@@ -1051,16 +1026,10 @@ static PyObject *f_mma_operand(PyObject *m, PyObject *args) {
                           &k_width, &cga_o))
         return NULL;
     int64_t shape[LL_MAX_DIMS];
-    int rank, wpc[LL_MAX_DIMS];
+    int wpc[LL_MAX_DIMS];
     ll_cga cga;
     const ll_cga *cp;
-    if (parse_shape(shape_o, shape, &rank) < 0)
-        return NULL;
-    if (rank != 2) {
-        PyErr_SetString(PyExc_ValueError, "mma_operand: shape must be 2-D");
-        return NULL;
-    }
-    if (seq_int_rank(wpc_o, wpc, 2, "warps_per_cta") < 0 || parse_cga(cga_o, 2, &cga, &cp) < 0)
+    if (parse_mma(shape_o, wpc_o, cga_o, shape, wpc, &cga, &cp, "mma_operand") < 0)
         return NULL;
     ll_layout r;
     return result(ll_mma_operand(&r, version, op_idx, shape, wpc, elem_bits, k_width, cp), &r, "mma_operand");
@@ -1086,8 +1055,7 @@ static PyObject *f_shared_swizzled(PyObject *m, PyObject *args) {
     int rank, order[LL_MAX_DIMS];
     ll_cga cga;
     const ll_cga *cp;
-    if (parse_shape(shape_o, shape, &rank) < 0 || seq_int_rank(order_o, order, rank, "order") < 0 ||
-        parse_cga(cga_o, rank, &cga, &cp) < 0)
+    if (parse_shape(shape_o, shape, &rank) < 0 || parse_order_cga(order_o, cga_o, rank, order, &cga, &cp) < 0)
         return NULL;
     ll_layout r;
     return result(ll_shared_swizzled(&r, rank, shape, vec, pp, mp, order, cp), &r, "shared_swizzled");
@@ -1126,7 +1094,7 @@ static PyObject *f_optimal_swizzle(PyObject *m, PyObject *args) {
     int bits;
     const ll_layout *src, *dst;
     if (!PyArg_ParseTuple(args, "OOi:ll_optimal_swizzle", &a, &b, &bits) ||
-        as_layout(a, &src, "optimal_swizzle") < 0 || as_layout(b, &dst, "optimal_swizzle") < 0)
+        two_layouts(a, b, &src, &dst, "optimal_swizzle") < 0)
         return NULL;
     ll_swizzle s;
     int rc = ll_optimal_swizzle(&s, src, dst, bits);
@@ -1139,7 +1107,7 @@ static PyObject *f_bank_conflicts(PyObject *m, PyObject *args) {
     int bits, vec = 0;
     const ll_layout *reg, *smem;
     if (!PyArg_ParseTuple(args, "OOi|i:ll_bank_conflicts", &a, &b, &bits, &vec) ||
-        as_layout(a, &reg, "bank_conflicts") < 0 || as_layout(b, &smem, "bank_conflicts") < 0)
+        two_layouts(a, b, &reg, &smem, "bank_conflicts") < 0)
         return NULL;
     ll_bank_stats st;
     int rc = ll_bank_conflicts(&st, reg, smem, bits, vec);
@@ -1205,7 +1173,7 @@ static PyObject *f_plan_conversion(PyObject *m, PyObject *args) {
     int bits;
     const ll_layout *src, *dst;
     if (!PyArg_ParseTuple(args, "OOi:ll_plan_conversion", &a, &b, &bits) ||
-        as_layout(a, &src, "plan_conversion") < 0 || as_layout(b, &dst, "plan_conversion") < 0)
+        two_layouts(a, b, &src, &dst, "plan_conversion") < 0)
         return NULL;
     ll_cvt_plan p;
     int rc = ll_plan_conversion(&p, src, dst, bits);

@@ -22,6 +22,7 @@
 #include "aten_bridge.h"
 #include "pyerr.h"
 #include "ic.h"
+#include "ic_device.h"
 #include "train.h"
 
 /* dynamo_hook/eval_frame.c: the thread signals go to, and the count of compiles that exit
@@ -43,6 +44,7 @@ typedef struct tc_train {
     int nfwd_in;
     int device_type, device_index;
     ic_meta *in_meta; /* the backward graph's inputs */
+    PyObject *came[2]; /* bool scalars False, True on the device (IC_AG_GRAD_CAME inputs) */
 } tc_train;
 
 static const char *CAPSULE = "torchc.train";
@@ -174,7 +176,7 @@ static int ensure_compiled(tc_train *tr) {
     tr->bwd = c;
     n_bwd_compiles++;
     if (tr->opt.device == IC_CPU)
-        dh_ptx_probe(tr->ag.bwd); /* developers' PTX checks of backward graphs */
+        ic_ptx_probe(tr->ag.bwd); /* developers' PTX checks of backward graphs */
     ic_graph_free(tr->ag.bwd); /* compiled: the graph is not needed any more */
     tr->ag.bwd = NULL;
     return 0;
@@ -197,6 +199,8 @@ static void train_free(tc_train *tr) {
         ic_compiled_free(tr->bwd);
     free(tr->bwd_text);
     free(tr->in_meta);
+    Py_XDECREF(tr->came[0]);
+    Py_XDECREF(tr->came[1]);
     free(tr);
 }
 
@@ -300,7 +304,18 @@ static PyObject *run_backward(PyObject *cap, PyObject *args) {
     }
     Py_ssize_t s = 0;
     for (int k = 0; k < nin; k++) {
-        if (ag->bwd_in_kind[k] == IC_AG_GRAD_OUT) {
+        if (ag->bwd_in_kind[k] == IC_AG_GRAD_CAME) { /* did output j's gradient come */
+            int j = ag->bwd_in_index[k];
+            int c = j < PySequence_Fast_GET_SIZE(grads) && PySequence_Fast_GET_ITEM(grads, j) != Py_None;
+            if (tr->came[c] == NULL) {
+                PyObject *z = tc_empty_strided(0, NULL, NULL, IC_BOOL, tr->device_type, tr->device_index);
+                tr->came[c] = z ? PyObject_CallMethod(z, "fill_", "O", c ? Py_True : Py_False) : NULL;
+                Py_XDECREF(z);
+                if (tr->came[c] == NULL)
+                    goto done;
+            }
+            keep[k] = Py_NewRef(tr->came[c]);
+        } else if (ag->bwd_in_kind[k] == IC_AG_GRAD_OUT) {
             int j = ag->bwd_in_index[k];
             if (j >= PySequence_Fast_GET_SIZE(grads)) {
                 PyErr_SetString(PyExc_RuntimeError, "torchc backward: missing gradient");
@@ -427,7 +442,7 @@ int tc_train_attach(PyObject *train, PyObject **outs, int nout, PyObject *const 
     }
     int nuser = ag->nuser_out, nsaved = 0, nchk = 0;
     for (int k = 0; k < ag->nbwd_in; k++)
-        nsaved += ag->bwd_in_kind[k] != IC_AG_GRAD_OUT;
+        nsaved += ag->bwd_in_kind[k] != IC_AG_GRAD_OUT && ag->bwd_in_kind[k] != IC_AG_GRAD_CAME;
     /* what eager's autograd keeps of the inputs and outputs, saved after the backward's
      * own tensors only for autograd's version check (unpacking them at backward raises
      * eager's error if one was updated in place since) */
@@ -451,7 +466,7 @@ int tc_train_attach(PyObject *train, PyObject **outs, int nout, PyObject *const 
     for (int k = 0, s = 0; k < ag->nbwd_in; k++) {
         int i = ag->bwd_in_index[k];
         PyObject *o;
-        if (ag->bwd_in_kind[k] == IC_AG_GRAD_OUT)
+        if (ag->bwd_in_kind[k] == IC_AG_GRAD_OUT || ag->bwd_in_kind[k] == IC_AG_GRAD_CAME)
             continue;
         o = ag->bwd_in_kind[k] == IC_AG_FWD_INPUT ? inputs[i] : outs[i];
         PyTuple_SET_ITEM(saved, s++, Py_NewRef(o));

@@ -31,9 +31,6 @@ const char *tc_train_eager_reason(PyObject *train);
 int tc_is_autograd_function(PyObject *cls);
 /* 1 if obj is an autograd.Function ctx (a frame of a custom forward/backward), else 0 */
 int tc_is_autograd_ctx(PyObject *obj);
-/* dynamo_hook/symbolic.c: torchc.config.ptx_probe set, g (a graph compiled for the CPU)
- * through the PTX path too, its outcome on stderr ("torchc ptx probe: ok") */
-void dh_ptx_probe(const ic_graph *g);
 /* backward graphs compiled so far (torchc._C.stats()["backward_compiles"]) */
 unsigned long long tc_train_backward_compiles(void);
 /* torchc.scan (csrc/scan.c): the maps, the compiled backward (NULL: none) and its inputs'

@@ -11,7 +11,7 @@
  *   chain. A root that is an input is copied back to the caller after the graph, as
  *   for any mutated input (sym_output.c).
  * Breaks:   nothing; an alias whose chain can't be replayed or inverted (expand,
- *   strided slices, advanced indexing copies, values no view made) fails the trace
+ *   advanced indexing copies, values no view made) fails the trace
  *   with the old reason, and the caller breaks the graph at the in-place op. */
 #include "sym.h"
 #include "sym_interp.h"
@@ -55,7 +55,7 @@ static int chain_of(trace *t, ic_val v, ic_val root, PyObject **steps) {
         v = (ic_val)PyLong_AsLong(PyTuple_GET_ITEM(desc, 0));
         const char *name = PyUnicode_AsUTF8(PyTuple_GET_ITEM(desc, 1));
         if (name == NULL) {
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_UnicodeError);
             return -1;
         }
         /* a reshape is a view in eager only where the base's strides allow it; the trace
@@ -106,7 +106,7 @@ static int get_ints(PyObject *tup, int64_t *out, int max) {
     for (int i = 0; i < n; i++) {
         out[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(tup, i));
         if (out[i] == -1 && PyErr_Occurred()) {
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_OverflowError, PyExc_TypeError);
             return -1;
         }
     }
@@ -135,7 +135,7 @@ static ic_val apply_step(trace *t, ic_val b, PyObject *desc) {
     const char *name = PyUnicode_AsUTF8(PyTuple_GET_ITEM(desc, 1));
     PyObject *args = PyTuple_GET_ITEM(desc, 2);
     if (name == NULL) {
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_UnicodeError);
         return sym_fail(t, NOT_SUPPORTED);
     }
     var in = sym_var(V_TENSOR), out;
@@ -193,7 +193,7 @@ static ic_val unapply_step(trace *t, ic_val b, PyObject *desc, ic_val nv) {
     const char *name = PyUnicode_AsUTF8(PyTuple_GET_ITEM(desc, 1));
     PyObject *args = PyTuple_GET_ITEM(desc, 2);
     if (name == NULL) {
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_UnicodeError);
         return sym_fail(t, NOT_SUPPORTED);
     }
     ic_meta m = *ic_value_meta(t->g, b);

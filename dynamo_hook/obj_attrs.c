@@ -184,7 +184,7 @@ int sym_op_delete_attr(trace *t, sframe *f, sym_ins *in) {
 
 static int which_slot(PyObject *m) {
     if (m == NULL || init_once() < 0) {
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_Exception);
         return -1;
     }
     return m == obj_setattr ? 0 : m == obj_delattr ? 1 : m == obj_init ? 2 : m == obj_getattribute ? 3 : -1;
@@ -323,9 +323,7 @@ int dh_replay_attr(PyObject *obj, PyObject *name, PyObject *val) {
     if (val != deleted_marker)
         return generic ? PyObject_GenericSetAttr(obj, name, val) : PyObject_SetAttr(obj, name, val);
     int rc = generic ? PyObject_GenericSetAttr(obj, name, NULL) : PyObject_DelAttr(obj, name);
-    if (rc < 0 && PyErr_ExceptionMatches(PyExc_AttributeError)) { /* set and deleted in the trace */
-        PyErr_Clear();
-        rc = 0;
-    }
+    if (rc < 0 && PyErr_ExceptionMatches(PyExc_AttributeError) && tc_clear_expected(PyExc_AttributeError) == 0)
+        rc = 0; /* set and deleted in the trace */
     return rc;
 }

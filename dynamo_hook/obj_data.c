@@ -65,6 +65,12 @@ int sym_data_is_deque(const var *v) {
     return v->kind == V_SEQ && v->is_list && v->obj != NULL && init_once() == 0 && v->obj == dq_type;
 }
 
+/* o is a collections.defaultdict (the exact type): a dict the trace reads and writes as one,
+ * its default_factory called for a missing key (sym_containers.c) */
+int sym_data_is_defaultdict(PyObject *o) {
+    return o != NULL && init_once() == 0 && (PyObject *)Py_TYPE(o) == dd_type;
+}
+
 static int none_out(trace *t, var *out) { return sym_const(t, Py_NewRef(Py_None), out); }
 
 static int empty_dict(trace *t, int op, var *out) {
@@ -125,6 +131,18 @@ static int make_mapping(trace *t, int op, var *args, int npos, PyObject *kwnames
                        f->op != SYM_PARTIAL && f->op != SYM_CTX_EXIT) {
                 factory = f->obj;
                 fop = f->op;
+            } else if (f->kind == V_FUNC && f->op == SYM_MADE_FUNCTION) {
+                /* a nested function or lambda made in the trace (defaultdict(lambda:
+                 * defaultdict(list))): its var, kept with the trace, in a capsule; such a
+                 * dict never leaves the graph (sym_data_out_type) */
+                var *fv = sym_alloc(t, 1);
+                if (fv == NULL)
+                    return -1;
+                *fv = *f;
+                factory = sym_keep(t, PyCapsule_New(fv, "torchc.made_factory", NULL));
+                if (factory == NULL)
+                    return -1;
+                fop = SYM_MADE_FUNCTION;
             } else {
                 return sym_fail(t, "defaultdict with this default_factory not supported");
             }
@@ -779,6 +797,10 @@ PyObject *sym_data_out_type(trace *t, const var *v) {
         return NULL;
     if (v->kind == V_DICT && v->op == SYM_DICT_ORDERED)
         return od_type;
+    if (v->kind == V_DICT && v->op == SYM_DICT_DEFAULT && v->globals && PyCapsule_CheckExact(v->globals)) {
+        sym_fail(t, "a defaultdict whose default_factory is a function made in the trace leaves it");
+        return NULL;
+    }
     if (v->kind == V_DICT && v->op == SYM_DICT_DEFAULT)
         return sym_keep(t, PyObject_CallFunctionObjArgs(partial_fn, dd_type,
                                                          v->globals ? v->globals : Py_None, NULL));

@@ -39,11 +39,9 @@ static int c_dict_type(PyTypeObject *tp) {
 /* the class keeps C __len__/__iter__ (no Python override of the storage's view) */
 static int plain_storage(PyTypeObject *tp) {
     static PyObject *s_len, *s_iter;
-    if (s_len == NULL && ((s_len = PyUnicode_InternFromString("__len__")) == NULL ||
-                          (s_iter = PyUnicode_InternFromString("__iter__")) == NULL)) {
-        PyErr_Clear();
-        return 0;
-    }
+    if (s_iter == NULL && ((s_len = PyUnicode_InternFromString("__len__")) == NULL ||
+                           (s_iter = PyUnicode_InternFromString("__iter__")) == NULL))
+        return 0; /* MemoryError, left set (csrc/pyerr.h) */
     PyObject *l = _PyType_Lookup(tp, s_len), *i = _PyType_Lookup(tp, s_iter);
     return l != NULL && i != NULL && !PyFunction_Check(l) && !PyFunction_Check(i);
 }
@@ -197,7 +195,7 @@ static int modelled(PyObject *m, const char **name) {
         return 0;
     }
     if (*name == NULL) {
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_UnicodeError);
         return 0;
     }
     if (dt == &PyBaseObject_Type)
@@ -229,7 +227,8 @@ int sym_dsub_attr(trace *t, const var *o, PyObject *name, var *out) {
     PyObject **dp = _PyObject_GetDictPtr(o->obj);
     if (dp != NULL && *dp != NULL && PyDict_GetItemWithError(*dp, name) != NULL)
         return 1;
-    PyErr_Clear();
+    if (tc_clear_expected(PyExc_Exception) < 0) /* the instance dict's lookup */
+        return -1;
     return sym_method(t, o, name, -1, out); /* the name: the method is found again at the call */
 }
 

@@ -17,6 +17,7 @@
  * Returns:  1 from the entry points where the callable is not theirs.
  */
 #include "sym.h"
+#include "sym_interp.h"
 #include "ops_internal.h"
 
 #include <string.h>
@@ -148,6 +149,14 @@ static int signature_of_method(trace *t, PyObject *signature, const var *a, var 
     return sym_const(t, sig, out);
 }
 
+/* the polyfill pf is being interpreted (a frame of the trace runs its code) */
+static int in_polyfill(trace *t, PyObject *pf) {
+    for (int i = 0; i < t->nframes; i++)
+        if (t->frames[i] != NULL && (PyObject *)t->frames[i]->code == PyFunction_GET_CODE(pf))
+            return 1;
+    return 0;
+}
+
 int sym_obj_polyfill(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out) {
     if (fn->kind != V_FUNC || fn->obj == NULL || init_once() < 0)
         return 1;
@@ -159,11 +168,28 @@ int sym_obj_polyfill(trace *t, const var *fn, var *args, int nargs, PyObject *kw
     if (fn->obj == partial_type)
         return make_partial(t, args, nargs, kwnames, out);
     PyObject *pf = lookup(polyfills, fn->obj);
-    if (pf == NULL)
+    if (pf == NULL || in_polyfill(t, pf)) /* the polyfill calls the original: traced as written */
         return 1;
     /* a source of its own: the polyfill's globals are read through it (DH_S_GLOBAL) */
     int s = sym_source(t, DH_S_CONST, -1, 0, pf);
     return s < 0 ? -1 : sym_inline(t, pf, s, NULL, args, nargs, kwnames, out);
+}
+
+/* a Python function listed in POLYFILLS (torch.optim.Optimizer.zero_grad, whose
+ * _disable_dynamo wrapper would break the graph): its polyfill inlined in its place, with
+ * self. 1: not listed, or the polyfill is being interpreted already (it calls the original
+ * for what it leaves to eager: that call is traced as written, and breaks). */
+int sym_obj_polyfill_func(trace *t, PyObject *func, const var *self, var *args, int nargs,
+                          PyObject *kwnames, var *out) {
+    if (init_once() < 0)
+        return 1;
+    PyObject *pf = lookup(polyfills, func);
+    if (pf == NULL)
+        return 1;
+    if (in_polyfill(t, pf))
+        return 1;
+    int s = sym_source(t, DH_S_CONST, -1, 0, pf);
+    return s < 0 ? -1 : sym_inline(t, pf, s, self, args, nargs, kwnames, out);
 }
 
 /* a functools.partial object passed in or read from a global (identity-guarded by sym_wrap):

@@ -48,7 +48,7 @@ static int plain_setattr(PyTypeObject *tp) {
     static PyObject *names[2];
     if (names[0] == NULL && ((names[0] = PyUnicode_InternFromString("__setattr__")) == NULL ||
                              (names[1] = PyUnicode_InternFromString("__delattr__")) == NULL)) {
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_Exception);
         return 0;
     }
     for (int i = 0; i < 2; i++) {
@@ -143,10 +143,8 @@ static int copy_hook(PyTypeObject *tp) {
                                         "__setstate__", "__copy__", NULL};
     for (int i = 0; names[i]; i++) {
         PyObject *n = PyUnicode_InternFromString(names[i]);
-        if (n == NULL) {
-            PyErr_Clear();
-            return 1;
-        }
+        if (n == NULL)
+            return 1; /* MemoryError, left set (csrc/pyerr.h) */
         PyObject *f = _PyType_Lookup(tp, n), *base = _PyType_Lookup(&PyBaseObject_Type, n);
         Py_DECREF(n);
         if (f != NULL && f != base)
@@ -171,11 +169,8 @@ static int plain_graph(PyObject *o, PyObject *seen, int *budget, const char **wh
     if (had == 0 && PySet_Add(seen, id) < 0)
         had = -1;
     Py_XDECREF(id);
-    if (had != 0) {
-        if (had < 0)
-            PyErr_Clear();
-        return had > 0;
-    }
+    if (had != 0)
+        return had > 0; /* had < 0: MemoryError, left set */
     if (PyTuple_CheckExact(o) || PyList_CheckExact(o)) {
         Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
         for (Py_ssize_t i = 0; i < n; i++)
@@ -219,10 +214,8 @@ static int written_in(trace *t, PyObject *seen) {
         PyObject *id = t->attrw[i].obj ? PyLong_FromVoidPtr(t->attrw[i].obj) : NULL;
         int in = id ? PySet_Contains(seen, id) : 0;
         Py_XDECREF(id);
-        if (in != 0) {
-            PyErr_Clear();
-            return 1;
-        }
+        if (in != 0)
+            return 1; /* in < 0: MemoryError, left set */
     }
     return 0;
 }
@@ -263,7 +256,7 @@ static int deepcopy_dict_view(trace *t, const var *x, var *out) {
     PyObject *oid = PyLong_FromVoidPtr(obj);
     int plain = oid != NULL && PySet_Add(seen, oid) == 0 && plain_graph(*dp, seen, &budget, &why);
     Py_XDECREF(oid);
-    PyErr_Clear();
+    (void)tc_clear_expected(PyExc_Exception);
     int wrote = plain && written_in(t, seen);
     Py_DECREF(seen);
     if (!plain)
@@ -285,7 +278,7 @@ int sym_obj_deepcopy(trace *t, const var *fn, var *args, int nargs, PyObject *kw
         Py_XDECREF(name);
         deepcopy_fn = m ? PyObject_GetAttrString(m, "deepcopy") : NULL;
         Py_XDECREF(m);
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_AttributeError);
         if (deepcopy_fn == NULL)
             return 1;
     }
@@ -374,7 +367,7 @@ static int simple_class_body(PyCodeObject *co, PyObject *globals, const char **b
                 PyDict_GetItemWithError(globals, name) != NULL)
                 found = 0;
             if (found < 0 || PyErr_Occurred()) {
-                PyErr_Clear();
+                (void)tc_clear_expected(PyExc_Exception);
                 found = 0;
             }
             if (!found) {

@@ -197,13 +197,25 @@ int sym_dims_mask(trace *t, const var *dim, int ndim, uint32_t *mask) {
     return 0;
 }
 
+/* a dtype argument: a torch.dtype, or a Python type torch's argument parser takes for one
+ * (int: int64, float: float64, bool: bool; complex has no graph dtype); -1: neither */
+int sym_dtype_arg(PyObject *o) {
+    if (o == (PyObject *)&PyLong_Type)
+        return IC_I64;
+    if (o == (PyObject *)&PyFloat_Type)
+        return IC_F64;
+    if (o == (PyObject *)&PyBool_Type)
+        return IC_BOOL;
+    return sym_dtype_from_object(o);
+}
+
 int sym_get_dtype(trace *t, const var *v, int *out) {
     if (sym_is_none(v)) {
         *out = -1;
         return 0;
     }
-    if (v->kind == V_CONST) {
-        int d = sym_dtype_from_object(v->obj);
+    if ((v->kind == V_CONST || v->kind == V_FUNC || v->kind == V_OBJ) && v->obj != NULL) { /* int: a V_FUNC */
+        int d = sym_dtype_arg(v->obj);
         if (d >= 0) {
             *out = d;
             return 0;

@@ -229,6 +229,14 @@ int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kw
                 return sym_fail(t, "isinstance raised");
             }
             return sym_const(t, PyBool_FromLong(r), out);
+        } else if (args[0].kind == V_GEN) { /* a generator object (clip_grad_norm_'s
+                                              * isinstance(parameters, types.GeneratorType)) */
+            int r = PyObject_IsSubclass((PyObject *)&PyGen_Type, args[1].obj);
+            if (r < 0) {
+                (void)tc_clear_expected(PyExc_Exception);
+                return sym_fail(t, "isinstance raised");
+            }
+            return sym_const(t, PyBool_FromLong(r), out);
         } else if (args[0].kind == V_DICT)
             probe = PyDict_New();
         else if (args[0].kind == V_SEQ && args[0].obj != NULL && PyType_Check(args[0].obj)) {
@@ -496,6 +504,15 @@ int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kw
         pure = a == Py_None || PyBool_Check(a) || PyLong_CheckExact(a) || PyFloat_CheckExact(a) ||
                PyUnicode_CheckExact(a);
     }
+    if (nargs == 0 && !kwnames && name && modname && !strcmp(modname, "torch._C") &&
+        !strcmp(name, "_get_privateuse1_backend_name")) {
+        /* the PrivateUse1 backend's name (torch.utils._foreach_utils asks it): a string, asked
+         * now and guarded (torch.utils.rename_privateuse1_backend may change it once) */
+        PyObject *tup = PyTuple_New(0);
+        int rc = tup ? sym_guarded_call(t, f, tup, out) : -1;
+        Py_XDECREF(tup);
+        return rc;
+    }
     if (allconst && pure) {
         PyObject *tup = PyTuple_New(nargs);
         if (tup == NULL)
@@ -521,6 +538,18 @@ int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kw
         if (r == NULL) {
             (void)tc_clear_expected(PyExc_Exception);
             return sym_fail(t, "%s() raised (eager will raise)", ((PyTypeObject *)f)->tp_name);
+        }
+        return sym_const(t, r, out);
+    }
+    if (PyType_Check(f) && !strcmp(((PyTypeObject *)f)->tp_name, "torch.device") && nargs >= 1 &&
+        nargs <= 2 && !kwnames && args[0].kind == V_CONST && (nargs == 1 || args[1].kind == V_CONST)) {
+        /* torch.device("cuda:0") / torch.device("cuda", 0) of constants: a constant (GradScaler's
+         * `device != torch.device("mps:0")`) */
+        PyObject *r = nargs == 1 ? PyObject_CallOneArg(f, args[0].obj)
+                                 : PyObject_CallFunctionObjArgs(f, args[0].obj, args[1].obj, NULL);
+        if (r == NULL) {
+            (void)tc_clear_expected(PyExc_Exception);
+            return sym_fail(t, "torch.device() raised (eager will raise)");
         }
         return sym_const(t, r, out);
     }

@@ -39,7 +39,7 @@ static void find_types(void) {
             if (op_types[i] != NULL && !PyType_Check(op_types[i]))
                 Py_CLEAR(op_types[i]);
         }
-        PyErr_Clear(); /* not loaded (yet): no such object exists */
+        (void)tc_clear_expected(PyExc_AttributeError); /* not loaded (yet): no such object exists */
     }
 }
 

@@ -193,6 +193,130 @@ int sym_h_conv(trace *t, const opdef *d, var **p, var *out) {
     return sym_tensor_out(t, ic_extern(t->g, IC_EXT_CONV, n, v, 2 + 3 * nd, prm, 1, 1), out);
 }
 
+/* zeros of v's dtype and shape but n on dim */
+static ic_val zeros_like_dim(trace *t, const ic_meta *m, int dim, int64_t n) {
+    int64_t sz[IC_MAX_DIMS];
+    for (int i = 0; i < m->ndim; i++)
+        sz[i] = i == dim ? n : m->sizes[i];
+    return ic_expand(G, ic_cast(G, ic_scalar(G, 0.0, IC_I64), m->dtype), m->ndim, sz);
+}
+
+/* v padded on dim by lo zeros before and hi after (negative: that many cropped) */
+static ic_val pad_dim(trace *t, ic_val v, int dim, int64_t lo, int64_t hi) {
+    const ic_meta *mp = v < 0 ? NULL : ic_value_meta(G, v);
+    if (mp == NULL)
+        return IC_NONE;
+    ic_meta m = *mp;
+    int64_t n = m.sizes[dim];
+    if (lo < 0 || hi < 0) {
+        int64_t a = lo < 0 ? -lo : 0, b = hi < 0 ? n + hi : n;
+        v = ic_slice(G, v, dim, a, b, 1);
+        m.sizes[dim] = b - a;
+    }
+    if (v >= 0 && lo > 0)
+        v = ic_cat(G, zeros_like_dim(t, &m, dim, lo), v, dim);
+    if (v >= 0 && hi > 0) {
+        m.sizes[dim] += lo > 0 ? lo : 0;
+        v = ic_cat(G, v, zeros_like_dim(t, &m, dim, hi), dim);
+    }
+    return v;
+}
+
+/* conv_transpose{1,2,3}d(input, weight, bias, stride, padding, output_padding, groups,
+ * dilation): the convolution (sym_h_conv, stride 1) of the input spread out by stride
+ * (stride - 1 zeros between its elements) and padded by dilation * (k - 1) - padding on
+ * each side (+ output_padding after; negative: cropped), with the weight's in and out
+ * channels swapped within each group and its taps reversed. Eager's values up to the
+ * order of the sums; the gradients are the graph's own. Unbatched inputs, symbolic
+ * shapes and channels-last inputs are left to eager. */
+int sym_h_conv_transpose(trace *t, const opdef *d, var **p, var *out) {
+    int nd = d->op;
+    int64_t st[3], pd[3], op[3], dl[3];
+    long long g = 1;
+    if (sym_need_tensor(t, d, p[0]) < 0 || sym_need_tensor(t, d, p[1]) < 0 ||
+        sym_conv_ints(t, p[3], 1, nd, st, "stride") < 0 || sym_conv_ints(t, p[4], 0, nd, pd, "padding") < 0 ||
+        sym_conv_ints(t, p[5], 0, nd, op, "output_padding") < 0 || sym_conv_ints(t, p[7], 1, nd, dl, "dilation") < 0 ||
+        (!sym_is_none(p[6]) && sym_get_int(t, p[6], &g, "groups") < 0))
+        return -1;
+    ic_meta xm = *sym_metap(t, p[0]->val), wm = *sym_metap(t, p[1]->val);
+    if (xm.ndim != nd + 2 || wm.ndim != nd + 2 || xm.dyn || wm.dyn)
+        return sym_fail(t, "%s: unbatched input or symbolic shapes left to eager", d->name);
+    if (g < 1 || xm.sizes[1] != wm.sizes[0] || wm.sizes[0] % g != 0 || xm.dtype != wm.dtype || xm.dtype < IC_F16)
+        return sym_fail(t, "%s: channels, groups or dtypes do not fit (eager decides)", d->name);
+    if (nd == 2 && ic_value_suggest_format(G, p[0]->val) == IC_MF_CHANNELS_LAST)
+        return sym_fail(t, "%s of a channels-last input left to eager", d->name);
+    for (int i = 0; i < nd; i++) {
+        int64_t L = xm.sizes[2 + i], k = wm.sizes[2 + i];
+        if (st[i] < 1 || dl[i] < 1 || pd[i] < 0 || op[i] < 0 || (op[i] >= st[i] && op[i] >= dl[i]) || L < 1 || k < 1 ||
+            (L - 1) * st[i] - 2 * pd[i] + dl[i] * (k - 1) + op[i] + 1 < 1)
+            return sym_fail(t, "%s: stride/padding/output_padding/dilation or sizes eager refuses", d->name);
+    }
+    ic_val v = p[0]->val;
+    for (int i = 0; i < nd && v >= 0; i++) {
+        int D = 2 + i;
+        ic_meta m = *ic_value_meta(G, v);
+        int64_t L = m.sizes[D], s = st[i];
+        if (s > 1) { /* [.., L, ..] -> [.., L, s, ..] (zeros after each) -> [.., L*s, ..] -> first (L-1)*s+1 */
+            int64_t sz[IC_MAX_DIMS];
+            int n = 0;
+            for (int j = 0; j < m.ndim; j++) {
+                sz[n++] = m.sizes[j];
+                if (j == D)
+                    sz[n++] = 1;
+            }
+            ic_val u = sym_reshape(t, v, n, sz);
+            ic_meta um = *ic_value_meta(G, u);
+            u = ic_cat(G, u, zeros_like_dim(t, &um, D + 1, s - 1), D + 1);
+            int64_t fs[IC_MAX_DIMS];
+            for (int j = 0; j < m.ndim; j++)
+                fs[j] = j == D ? L * s : m.sizes[j];
+            v = u < 0 ? u : sym_reshape(t, u, m.ndim, fs);
+            v = v < 0 ? v : ic_slice(G, v, D, 0, (L - 1) * s + 1, 1);
+        }
+        int64_t lo = dl[i] * (wm.sizes[2 + i] - 1) - pd[i];
+        v = pad_dim(t, v, D, lo, lo + op[i]);
+    }
+    /* weight [Cin, Cout/g, k..] -> [g, Cin/g, Cout/g, k..] -> [g, Cout/g, Cin/g, k..] -> [Cout, Cin/g, k..] */
+    int64_t cin = wm.sizes[0], cog = wm.sizes[1], w5[IC_MAX_DIMS], w4[IC_MAX_DIMS];
+    int perm[IC_MAX_DIMS] = {0, 2, 1};
+    w5[0] = g;
+    w5[1] = cin / g;
+    w5[2] = cog;
+    w4[0] = g * cog;
+    w4[1] = cin / g;
+    for (int i = 0; i < nd; i++) {
+        w5[3 + i] = w4[2 + i] = wm.sizes[2 + i];
+        perm[3 + i] = 3 + i;
+    }
+    ic_val w = sym_reshape(t, p[1]->val, nd + 3, w5);
+    w = w < 0 ? w : ic_permute(G, w, perm);
+    w = w < 0 ? w : sym_reshape(t, w, nd + 2, w4);
+    for (int i = 0; i < nd && w >= 0; i++) { /* taps reversed */
+        int64_t k = wm.sizes[2 + i];
+        if (k > 1)
+            w = ic_index_select(G, w, 2 + i, ic_arange(G, k, (double)(k - 1), -1.0, IC_I64));
+    }
+    if (v < 0 || w < 0)
+        return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "%s: graph builder failed", d->name);
+    var xv, wv, sv, pv, dv;
+    PyObject *dil = PyTuple_New(nd);
+    for (int i = 0; dil && i < nd; i++) {
+        PyObject *o = PyLong_FromLongLong(dl[i]);
+        if (o == NULL) {
+            Py_CLEAR(dil);
+            break;
+        }
+        PyTuple_SET_ITEM(dil, i, o);
+    }
+    if (dil == NULL || sym_const(t, dil, &dv) < 0 || sym_tensor_out(t, v, &xv) < 0 ||
+        sym_tensor_out(t, w, &wv) < 0 || sym_const(t, PyLong_FromLong(1), &sv) < 0 ||
+        sym_const(t, PyLong_FromLong(0), &pv) < 0)
+        return -1;
+    static const char *names[3] = {"conv1d", "conv2d", "conv3d"};
+    const opdef cd = {names[nd - 1], W_F, "input,weight,bias,stride,padding,dilation,groups", sym_h_conv, nd};
+    return sym_h_conv(t, &cd, (var *[]){&xv, &wv, p[2], &sv, &pv, &dv, p[6]}, out);
+}
+
 /* CUDA: eager's attention output has the layout of the kernel its dispatcher picks (flash and
  * memory-efficient: the transpose of a [B, L, H, D] result; f32 on an H100 gave (32768, 64,
  * 256, 1) where torchc's contiguous output had (32768, 8192, 64, 1)): the op is run once on
@@ -332,6 +456,64 @@ int sym_h_native_mha(trace *t, const opdef *d, var **p, var *out) {
     *out = sym_var(V_SEQ);
     out->n = 2;
     out->items = items;
+    return 0;
+}
+
+/* torch._transformer_encoder_layer_fwd(src, embed_dim, num_heads, qkv_weight, qkv_bias,
+ * proj_weight, proj_bias, use_gelu, norm_first, eps, norm1 weight/bias, norm2 weight/bias,
+ * linear1 weight/bias, linear2 weight/bias, mask, mask_type): nn.TransformerEncoderLayer's
+ * inference fast path, composed as ATen composes it: (layer_norm first,) native multi-head
+ * attention (above), + src, (layer_norm,) linear, gelu/relu, linear, + the residual,
+ * (layer_norm). A mask, or an empty src (eager returns a clone), is left to eager. */
+int sym_h_encoder_layer(trace *t, const opdef *d, var **p, var *out) {
+    static const int tensors[] = {0, 3, 4, 5, 6, 10, 11, 12, 13, 14, 15, 16, 17};
+    for (size_t i = 0; i < sizeof tensors / sizeof tensors[0]; i++)
+        if (sym_need_tensor(t, d, p[tensors[i]]) < 0)
+            return -1;
+    long long e;
+    int gelu, norm_first;
+    double eps;
+    if (sym_get_int(t, p[1], &e, "embed_dim") < 0 || sym_get_bool(t, p[7], 0, &gelu, "use_gelu") < 0 ||
+        sym_get_bool(t, p[8], 0, &norm_first, "norm_first") < 0 || sym_opt_num(t, p[9], 1e-5, &eps, "eps") < 0)
+        return -1;
+    if (!sym_is_none(p[18]))
+        return sym_fail(t, "%s with a mask left to eager", d->name);
+    ic_meta x = *sym_metap(t, p[0]->val);
+    if (x.ndim != 3 || x.dyn || x.sizes[2] != e || x.sizes[0] * x.sizes[1] == 0 || x.dtype < IC_F16)
+        return sym_fail(t, "%s: unsupported shapes or dtype (or an empty input) left to eager", d->name);
+    static const opdef ln_d = {"layer_norm", W_F, "input,normalized_shape,weight,bias,eps", sym_h_layer_norm, 0};
+    static const opdef mha_d = {"_native_multi_head_attention", W_TORCH, "", sym_h_native_mha, 0};
+    static const opdef lin_d = {"linear", W_F, "input,weight,bias", sym_h_linear, 0};
+    var cshape, ceps, cnone, cfalse, ctrue, cur, a, r;
+    if (sym_const(t, Py_BuildValue("(L)", e), &cshape) < 0 || sym_const(t, PyFloat_FromDouble(eps), &ceps) < 0 ||
+        sym_const(t, Py_NewRef(Py_None), &cnone) < 0 || sym_const(t, Py_NewRef(Py_False), &cfalse) < 0 ||
+        sym_const(t, Py_NewRef(Py_True), &ctrue) < 0)
+        return -1;
+#define LN(in, w, b, res) sym_h_layer_norm(t, &ln_d, (var *[]){&(in), &cshape, (w), (b), &ceps}, &(res))
+    cur = *p[0];
+    if (norm_first && LN(*p[0], p[10], p[11], cur) < 0)
+        return -1;
+    var *mp[13] = {&cur, &cur, &cur, p[1], p[2], p[3], p[4], p[5], p[6], &cnone, &cfalse, &ctrue, &cnone};
+    if (sym_h_native_mha(t, &mha_d, mp, &a) < 0)
+        return -1;
+    if (a.kind != V_SEQ || a.n < 1 || a.items[0].kind != V_TENSOR)
+        return sym_fail(t, "%s: attention failed", d->name);
+    if (sym_tensor_out(t, ic_binary(G, IC_OP_ADD, a.items[0].val, p[0]->val), &cur) < 0)
+        return -1;
+    if (!norm_first && LN(cur, p[10], p[11], cur) < 0)
+        return -1;
+    var res = cur, h;
+    if (norm_first && LN(res, p[12], p[13], cur) < 0)
+        return -1;
+    if (sym_h_linear(t, &lin_d, (var *[]){&cur, p[14], p[15]}, &h) < 0 ||
+        sym_tensor_out(t, ic_unary(G, gelu ? IC_OP_GELU : IC_OP_RELU, h.val), &h) < 0 ||
+        sym_h_linear(t, &lin_d, (var *[]){&h, p[16], p[17]}, &r) < 0 ||
+        sym_tensor_out(t, ic_binary(G, IC_OP_ADD, r.val, res.val), &cur) < 0)
+        return -1;
+    if (!norm_first && LN(cur, p[12], p[13], cur) < 0)
+        return -1;
+#undef LN
+    *out = cur;
     return 0;
 }
 

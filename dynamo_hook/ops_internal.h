@@ -10,7 +10,7 @@
 #include <string.h>
 
 enum { W_TORCH = 1, W_F = 2, W_METHOD = 4, W_ALL = 7, W_LINALG = 8 /* torch.linalg.* */ };
-#define MAXP 16
+#define MAXP 24
 
 typedef struct opdef opdef;
 typedef int (*handler)(trace *t, const opdef *d, var **p, var *out);
@@ -111,6 +111,12 @@ int sym_h_eye(trace *t, const opdef *d, var **p, var *out);
 int sym_h_factory(trace *t, const opdef *d, var **p, var *out);
 int sym_h_new_factory(trace *t, const opdef *d, var **p, var *out);
 int sym_h_tensor(trace *t, const opdef *d, var **p, var *out);
+int sym_dtype_arg(PyObject *o);
+ic_val sym_floor_divide(trace *t, ic_val a, ic_val b);
+int sym_h_as_tensor(trace *t, const opdef *d, var **p, var *out);
+int sym_h_scalar_tensor(trace *t, const opdef *d, var **p, var *out);
+int sym_h_linalg_norm(trace *t, const opdef *d, var **p, var *out);
+int sym_h_bucketize(trace *t, const opdef *d, var **p, var *out);
 int sym_h_act(trace *t, const opdef *d, var **p, var *out);
 int sym_h_glu(trace *t, const opdef *d, var **p, var *out);
 int sym_h_type(trace *t, const opdef *d, var **p, var *out);
@@ -183,6 +189,8 @@ int sym_h_linear(trace *t, const opdef *d, var **p, var *out);
 int sym_h_conv(trace *t, const opdef *d, var **p, var *out);
 int sym_h_sdpa(trace *t, const opdef *d, var **p, var *out);
 int sym_h_native_mha(trace *t, const opdef *d, var **p, var *out);
+int sym_h_conv_transpose(trace *t, const opdef *d, var **p, var *out);
+int sym_h_encoder_layer(trace *t, const opdef *d, var **p, var *out);
 int sym_h_einsum(trace *t, const opdef *d, var **p, var *out);
 
 /* ops_pool.c */

@@ -25,7 +25,7 @@ static int find_fns(void) {
     if (to == NULL || pt == NULL || !PyFunction_Check(to)) {
         Py_XDECREF(to);
         Py_XDECREF(pt);
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_ImportError, PyExc_AttributeError);
         return 0;
     }
     module_to_fn = to;
@@ -131,7 +131,7 @@ int sym_module_to_call(trace *t, const var *fn, var *args, int nargs, PyObject *
         Py_XDECREF(f);
         Py_XDECREF(c);
         if (!ok) {
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_Exception); /* the dtype's attributes */
             rc = sym_fail(t, "Module.to with a non-floating dtype (eager raises)");
             goto done;
         }

@@ -39,6 +39,47 @@ int sym_int_div_check(trace *t, ic_op op, ic_val x, ic_val y, const var *bv) {
     return 0;
 }
 
+/* floor_divide of float16/bfloat16 tensors by a tensor that is not 0-d, as ATen's kernel
+ * computes it (vectorized bfloat16/half arithmetic): every step of its floor division
+ * (fmod, (a - mod) / b, the sign fix, floor, the round-up past .5) rounded to the half type.
+ * A scalar divisor (a number or 0-d tensor) takes ATen's float32 path: the plain op. */
+static int half_tensor_divisor(trace *t, ic_val a, ic_val b, ic_dtype rt) {
+    return (rt == IC_F16 || rt == IC_BF16) && sym_metap(t, b)->ndim > 0;
+}
+
+static ic_val half_floor_divide(trace *t, ic_val a, ic_val b, ic_dtype rt) {
+    ic_graph *g = t->g;
+    /* in float32, each step rounded to rt (R): the graph's half arithmetic keeps float32 */
+#define K(x) ic_scalar(g, (x), IC_F64)
+#define R(x) ic_cast(g, ic_cast(g, (x), rt), IC_F32)
+    a = R(a);
+    b = R(b);
+    ic_val mod = R(ic_binary(g, IC_OP_FMOD, a, b));
+    ic_val div = R(ic_binary(g, IC_OP_DIV, R(ic_binary(g, IC_OP_SUB, a, mod)), b));
+    ic_val fix = ic_binary(g, IC_OP_LOGICAL_AND, ic_binary(g, IC_OP_NE, mod, K(0)),
+                           ic_binary(g, IC_OP_NE, ic_binary(g, IC_OP_LT, b, K(0)), ic_binary(g, IC_OP_LT, mod, K(0))));
+    div = ic_where(g, fix, R(ic_binary(g, IC_OP_SUB, div, K(1))), div);
+    ic_val fl = ic_unary(g, IC_OP_FLOOR, div);
+    fl = ic_where(g, ic_binary(g, IC_OP_GT, R(ic_binary(g, IC_OP_SUB, div, fl)), K(0.5)),
+                  R(ic_binary(g, IC_OP_ADD, fl, K(1))), fl);
+    ic_val q = R(ic_binary(g, IC_OP_DIV, a, b));
+    ic_val neg = ic_binary(g, IC_OP_LOGICAL_OR, ic_binary(g, IC_OP_LT, q, K(0)),
+                           ic_binary(g, IC_OP_LT, ic_unary(g, IC_OP_RECIPROCAL, q), K(0))); /* signbit of q */
+    ic_val zs = ic_cast(g, ic_where(g, neg, K(-0.0), K(0.0)), IC_F32);               /* copysign(0, q) */
+    ic_val r = ic_where(g, ic_binary(g, IC_OP_NE, div, K(0)), fl, zs);
+    return ic_cast(g, ic_where(g, ic_binary(g, IC_OP_EQ, b, K(0)), q, r), rt);
+#undef R
+#undef K
+}
+
+/* a // b (floor_divide) with eager's rounding for half types */
+ic_val sym_floor_divide(trace *t, ic_val a, ic_val b) {
+    ic_val r = ic_binary(t->g, IC_OP_FLOOR_DIVIDE, a, b);
+    if (r >= 0 && half_tensor_divisor(t, a, b, sym_metap(t, r)->dtype))
+        r = half_floor_divide(t, a, b, sym_metap(t, r)->dtype);
+    return r;
+}
+
 int sym_h_binary(trace *t, const opdef *d, var **p, var *out) {
     ic_val a, b;
     if (sym_as_tensor(t, p[0], &a) < 0 || sym_as_tensor(t, p[1], &b) < 0)
@@ -49,7 +90,8 @@ int sym_h_binary(trace *t, const opdef *d, var **p, var *out) {
     sym_resolve(t, &bv);
     if (sym_int_div_check(t, (ic_op)d->op, a, b, &bv) < 0)
         return -1;
-    if (sym_tensor_out(t, ic_binary(t->g, (ic_op)d->op, a, b), out) < 0)
+    ic_val r = d->op == IC_OP_FLOOR_DIVIDE ? sym_floor_divide(t, a, b) : ic_binary(t->g, (ic_op)d->op, a, b);
+    if (sym_tensor_out(t, r, out) < 0)
         return -1;
     if (d->op == IC_OP_POW) { /* a number is no operand of ATen's pow */
         var av = *p[0];
@@ -94,10 +136,47 @@ int sym_h_add_sub(trace *t, const opdef *d, var **p, var *out) {
     return sym_tensor_out(t, ic_binary(t->g, (ic_op)d->op, a, b), out);
 }
 
+/* div(a, b, rounding_mode=None|'floor'|'trunc'): 'floor' is floor_divide (eager's same
+ * kernel); 'trunc' of integers is the exact quotient of a - fmod(a, b) (floor_divide of a
+ * multiple of b), of floats trunc(a / b), with eager's rounding for half types: the quotient
+ * rounded to the half type, but in float32 (unrounded) when b is a scalar (a number or a 0-d
+ * tensor: ATen's CPU-scalar kernel) */
 int sym_h_div(trace *t, const opdef *d, var **p, var *out) {
-    if (!sym_is_none(p[2]))
-        return sym_fail(t, "div with rounding_mode not supported yet");
-    return sym_h_binary(t, d, p, out);
+    if (sym_is_none(p[2]))
+        return sym_h_binary(t, d, p, out);
+    if (p[2]->kind != V_CONST || !PyUnicode_Check(p[2]->obj))
+        return sym_fail(t, "div: rounding_mode must be a string (eager will raise)");
+    int floor = PyUnicode_CompareWithASCIIString(p[2]->obj, "floor") == 0;
+    if (!floor && PyUnicode_CompareWithASCIIString(p[2]->obj, "trunc") != 0)
+        return sym_fail(t, "div: rounding_mode %R (eager will raise)", p[2]->obj);
+    ic_val a, b;
+    if (sym_as_tensor(t, p[0], &a) < 0 || sym_as_tensor(t, p[1], &b) < 0)
+        return -1;
+    if (p[0]->kind != V_TENSOR && p[1]->kind != V_TENSOR)
+        return sym_fail(t, "%s of two numbers", d->name);
+    ic_val probe = ic_binary(t->g, IC_OP_FLOOR_DIVIDE, a, b); /* the result dtype */
+    if (probe < 0)
+        return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "%s failed", d->name);
+    ic_dtype rt = sym_metap(t, probe)->dtype;
+    if (rt == IC_BOOL)
+        return sym_fail(t, "div with rounding_mode of bool tensors left to eager");
+    var bv = *p[1];
+    sym_resolve(t, &bv);
+    if (sym_int_div_check(t, IC_OP_FLOOR_DIVIDE, a, b, &bv) < 0)
+        return -1;
+    ic_val r;
+    if (floor) {
+        r = half_tensor_divisor(t, a, b, rt) ? half_floor_divide(t, a, b, rt) : probe;
+    } else if (rt < IC_F16) {
+        ic_val m = ic_binary(t->g, IC_OP_FMOD, a, b);
+        r = ic_binary(t->g, IC_OP_FLOOR_DIVIDE, ic_binary(t->g, IC_OP_SUB, a, m), b);
+    } else if ((rt == IC_F16 || rt == IC_BF16) && !half_tensor_divisor(t, a, b, rt)) {
+        ic_val q = ic_binary(t->g, IC_OP_DIV, ic_cast(t->g, a, IC_F32), ic_cast(t->g, b, IC_F32));
+        r = ic_cast(t->g, ic_unary(t->g, IC_OP_TRUNC, q), rt);
+    } else {
+        r = ic_unary(t->g, IC_OP_TRUNC, ic_binary(t->g, IC_OP_DIV, a, b));
+    }
+    return sym_tensor_out(t, r, out);
 }
 
 int sym_h_unary(trace *t, const opdef *d, var **p, var *out) {
@@ -144,6 +223,12 @@ int sym_h_gelu(trace *t, const opdef *d, var **p, var *out) {
 
 int sym_h_where(trace *t, const opdef *d, var **p, var *out) {
     ic_val c, a, b;
+    if (d->op == 1) { /* Tensor.where(condition, other): self is the input */
+        if (p[1] == NULL || p[2] == NULL)
+            return sym_fail(t, "Tensor.where needs condition and other (eager will raise)");
+        var *q[3] = {p[1], p[0], p[2]};
+        return sym_h_where(t, &(const opdef){d->name, d->where, d->sig, d->fn, 0}, q, out);
+    }
     if (p[0]->kind != V_TENSOR)
         return sym_fail(t, "where condition must be a tensor");
     if (p[1] == NULL || p[2] == NULL)
@@ -286,7 +371,7 @@ int sym_h_to(trace *t, const opdef *d, var **p, var *out) {
     for (int i = 1; i <= 2 || i == 6; i = i == 2 ? 6 : i + 1) {
         if (sym_is_none(p[i]))
             continue;
-        int dt = p[i]->kind == V_CONST ? sym_dtype_from_object(p[i]->obj) : -1;
+        int dt = p[i]->kind == V_CONST || p[i]->kind == V_FUNC ? sym_dtype_arg(p[i]->obj) : -1;
         if (i == 1 && p[i]->kind == V_TENSOR) /* x.to(other): other's dtype (its device is the graph's) */
             dt = sym_metap(t, p[i]->val)->dtype;
         if (dt >= 0) {
@@ -580,32 +665,72 @@ int sym_h_new_factory(trace *t, const opdef *d, var **p, var *out) {
     return sym_tensor_out(t, v, out);
 }
 
-/* torch.tensor(data) of a flat constant list of numbers (empty: shape [0], as the
- * DynamicCache layers start), dtype inferred as torch does */
+/* a traced sequence of constants (nested) as a new Python list; NULL: not such (no error) */
+static PyObject *seq_as_list(const var *v, int depth) {
+    if (v->kind == V_CONST)
+        return Py_NewRef(v->obj);
+    if (v->kind != V_SEQ || depth > IC_MAX_DIMS)
+        return NULL;
+    PyObject *l = PyList_New(v->n);
+    for (int i = 0; l && i < v->n; i++) {
+        PyObject *x = seq_as_list(&v->items[i], depth + 1);
+        if (x == NULL) {
+            Py_CLEAR(l);
+            break;
+        }
+        PyList_SET_ITEM(l, i, x);
+    }
+    if (l == NULL)
+        (void)tc_clear_expected(PyExc_Exception);
+    return l;
+}
+
+/* o (nested lists/tuples of numbers) flattened row-major into items (at most 64), its shape
+ * in shp[0..*nd) (fixed by the first element at each depth); 0, or -1 when ragged or deep */
+static int flat_data(PyObject *o, int depth, PyObject **items, int *n, int64_t *shp, int *nd) {
+    if (!PyList_Check(o) && !PyTuple_Check(o)) {
+        if (depth != *nd || *n >= 64)
+            return -1;
+        items[(*n)++] = o;
+        return 0;
+    }
+    if (depth >= IC_MAX_DIMS)
+        return -1;
+    Py_ssize_t len = PySequence_Fast_GET_SIZE(o);
+    if (depth == *nd && *n == 0 && (depth == 0 || shp[depth - 1] > 0)) { /* the first at this depth */
+        shp[depth] = len;
+        *nd = depth + 1;
+    } else if (depth >= *nd || shp[depth] != len) {
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < len; i++)
+        if (flat_data(PySequence_Fast_GET_ITEM(o, i), depth + 1, items, n, shp, nd) < 0)
+            return -1;
+    return 0;
+}
+
+/* torch.tensor(data) of a constant number or (nested, rectangular) list of numbers, at most
+ * 64 of them (empty: shape [0], as the DynamicCache layers start), dtype inferred as torch
+ * does */
 int sym_h_tensor(trace *t, const opdef *d, var **p, var *out) {
     PyObject *items[64];
-    int n = 0, dt = -1, allbool = 1, anyfloat = 0, scalar = 0;
+    int64_t shp[IC_MAX_DIMS];
+    int n = 0, nd = 0, dt = -1, allbool = 1, anyfloat = 0, scalar = 0;
     const var *data = p[0];
-    if (data->kind == V_CONST && (PyList_Check(data->obj) || PyTuple_Check(data->obj))) {
-        n = (int)PySequence_Fast_GET_SIZE(data->obj);
-        if (n > 64)
-            return sym_fail(t, "tensor: data too long");
-        for (int i = 0; i < n; i++)
-            items[i] = PySequence_Fast_GET_ITEM(data->obj, i);
-    } else if (data->kind == V_CONST && (PyBool_Check(data->obj) || PyLong_CheckExact(data->obj) ||
-                                         PyFloat_CheckExact(data->obj))) {
+    if (data->kind == V_CONST && (PyBool_Check(data->obj) || PyLong_CheckExact(data->obj) ||
+                                  PyFloat_CheckExact(data->obj))) {
         n = 1; /* torch.tensor(number): a 0-d tensor */
         items[0] = data->obj;
         scalar = 1;
-    } else if (data->kind == V_SEQ && data->n <= 64) {
-        n = data->n;
-        for (int i = 0; i < n; i++) {
-            if (data->items[i].kind != V_CONST)
-                return sym_fail(t, "tensor: data is not a list of numbers");
-            items[i] = data->items[i].obj;
-        }
     } else {
-        return sym_fail(t, "tensor: data is not a list of numbers");
+        PyObject *o = (data->kind == V_CONST && (PyList_Check(data->obj) || PyTuple_Check(data->obj))) ||
+                              data->kind == V_SEQ
+                          ? seq_as_list(data, 0)
+                          : NULL;
+        if (o == NULL || sym_keep(t, o) == NULL)
+            return sym_fail(t, "tensor: data is not a list of numbers");
+        if (flat_data(o, 0, items, &n, shp, &nd) < 0)
+            return sym_fail(t, "tensor: data is not a rectangular list of at most 64 numbers");
     }
     for (int i = 0; i < n; i++) {
         PyObject *x = items[i];
@@ -632,9 +757,9 @@ int sym_h_tensor(trace *t, const opdef *d, var **p, var *out) {
         else if ((dt = sym_default_dtype(t)) < 0)
             return -1;
     }
-    int64_t sz0 = 0, sz1 = 1;
-    if (n == 0)
-        return sym_tensor_out(t, ic_expand(t->g, ic_cast(t->g, ic_scalar(t->g, 0.0, IC_I64), (ic_dtype)dt), 1, &sz0), out);
+    int64_t sz1 = 1;
+    if (n == 0) /* shape [0], [2, 0], ... */
+        return sym_tensor_out(t, ic_expand(t->g, ic_cast(t->g, ic_scalar(t->g, 0.0, IC_I64), (ic_dtype)dt), nd, shp), out);
     ic_val r = -1;
     for (int i = 0; i < n; i++) {
         PyObject *x = items[i];
@@ -652,7 +777,57 @@ int sym_h_tensor(trace *t, const opdef *d, var **p, var *out) {
         ic_val e = ic_expand(t->g, ic_cast(t->g, ic_scalar(t->g, v, k), (ic_dtype)dt), 1, &sz1);
         r = r < 0 ? e : ic_cat(t->g, r, e, 0);
     }
+    if (nd > 1 && r >= 0)
+        r = sym_reshape(t, r, nd, shp);
     return sym_tensor_out(t, r, out);
+}
+
+/* torch.as_tensor(data, dtype=None, device=None): a tensor on the graph's device is returned
+ * itself, or converted as .to(dtype) does; numbers and lists of them as torch.tensor */
+int sym_h_as_tensor(trace *t, const opdef *d, var **p, var *out) {
+    if (p[0]->kind != V_TENSOR)
+        return sym_h_tensor(t, d, p, out);
+    int dt = -1, dty = -1, dix = -1;
+    if (sym_get_dtype(t, p[1], &dt) < 0)
+        return -1;
+    if (p[2] && !sym_is_none(p[2])) {
+        if (!device_arg(p[2], &dty, &dix))
+            return sym_fail(t, "as_tensor: unsupported device argument");
+        if (same_device(t, dty, dix, d->name) < 0)
+            return -1;
+    }
+    if (dt < 0 || dt == (int)sym_metap(t, p[0]->val)->dtype)
+        return sym_same_tensor(t, p, out); /* eager returns data itself */
+    return sym_tensor_out(t, ic_cast(t->g, p[0]->val, (ic_dtype)dt), out);
+}
+
+/* torch.scalar_tensor(s, *, dtype=None, device=None, ...): a 0-d tensor of the default
+ * dtype (whatever the number's kind) unless dtype is given */
+int sym_h_scalar_tensor(trace *t, const opdef *d, var **p, var *out) {
+    if (!sym_is_number(p[0]) || p[0]->kind != V_CONST)
+        return sym_fail(t, "scalar_tensor of a non-constant or a non-number");
+    int dt = -1, dty = -1, dix = -1;
+    if (sym_get_dtype(t, p[1], &dt) < 0)
+        return -1;
+    if (p[3] && !sym_is_none(p[3]) && !device_arg(p[3], &dty, &dix))
+        return sym_fail(t, "scalar_tensor: unsupported device argument");
+    for (int i = 4; i < MAXP; i++)
+        if (p[i] && !sym_is_none(p[i]) && !(p[i]->kind == V_CONST && p[i]->obj == Py_False))
+            return sym_fail(t, "scalar_tensor: layout/requires_grad/pin_memory arguments not supported yet");
+    if (p[2] && !sym_is_none(p[2]))
+        return sym_fail(t, "scalar_tensor: layout argument not supported yet");
+    if (same_device(t, dty >= 0 ? dty : TC_DEV_CPU, dty >= 0 ? dix : 0, d->name) < 0)
+        return -1;
+    if (dt < 0 && (dt = sym_default_dtype(t)) < 0)
+        return -1;
+    PyObject *x = p[0]->obj;
+    ic_dtype k = PyBool_Check(x) ? IC_BOOL : PyFloat_Check(x) ? IC_F64 : IC_I64;
+    double v = PyFloat_AsDouble(x);
+    if (v == -1.0 && PyErr_Occurred())
+        return tc_clear_expected(PyExc_Exception) < 0 ? -1 : sym_fail(t, "scalar_tensor: not a real number");
+    if (sym_check_scalar_fits(t, p[0], dt, d->name) < 0)
+        return -1;
+    return sym_tensor_out(t, ic_cast(t->g, ic_scalar(t->g, v, k), (ic_dtype)dt), out);
 }
 
 int sym_opt_num(trace *t, var *v, double dflt, double *out, const char *what) {

@@ -178,7 +178,7 @@ int sym_binary(trace *t, int nb, const var *a_in, const var *b_in, var *out) {
         return -1;
     if (sym_int_div_check(t, op, x, y, b) < 0)
         return -1;
-    if (sym_tensor_out(t, ic_binary(t->g, op, x, y), out) < 0)
+    if (sym_tensor_out(t, op == IC_OP_FLOOR_DIVIDE ? sym_floor_divide(t, x, y) : ic_binary(t->g, op, x, y), out) < 0)
         return -1;
     if (op == IC_OP_POW) /* x ** 2: pow(Tensor, Scalar); 2 ** x: pow(Scalar, Tensor) */
         dh_layout_scalar_args(t, a, b, out);
@@ -209,10 +209,8 @@ static PyObject *const_seq(trace *t, const var *v_in, int depth) {
     if (v.kind != V_SEQ || v.obj != NULL || depth > 16)
         return NULL;
     PyObject *r = v.is_list ? PyList_New(v.n) : PyTuple_New(v.n);
-    if (r == NULL) {
-        PyErr_Clear();
-        return NULL;
-    }
+    if (r == NULL)
+        return NULL; /* MemoryError, left set (csrc/pyerr.h) */
     for (int i = 0; i < v.n; i++) {
         PyObject *it = const_seq(t, &v.items[i], depth + 1);
         if (it == NULL) {

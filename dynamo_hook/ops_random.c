@@ -20,7 +20,7 @@ static int plain_extras(trace *t, const opdef *d, var **p, const int *idx, int n
             PyObject *s = PyObject_Str(v->obj);
             int strided = s && PyUnicode_Check(s) && strcmp(PyUnicode_AsUTF8(s), "torch.strided") == 0;
             Py_XDECREF(s);
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_Exception);
             if (strided)
                 continue;
         }

@@ -376,6 +376,65 @@ int sym_h_norm(trace *t, const opdef *d, var **p, var *out) {
     return sym_tensor_out(t, r, out);
 }
 
+/* linalg.norm(A, ord=None, dim=None, keepdim=False, *, dtype, out): eager's vector_norm
+ * unless a matrix norm is asked for (ord given with two dims, or with no dim on a 2-d A) */
+int sym_h_linalg_norm(trace *t, const opdef *d, var **p, var *out) {
+    if (sym_need_tensor(t, d, p[0]) < 0)
+        return -1;
+    int nd = -1; /* dims given: -1 none */
+    if (p[2] && !sym_is_none(p[2])) {
+        long long dims[IC_MAX_DIMS];
+        if (p[2]->kind == V_SEQ || (p[2]->kind == V_CONST && PyTuple_Check(p[2]->obj))) {
+            if (sym_get_ints(t, p[2], dims, IC_MAX_DIMS, &nd, "dim") < 0)
+                return -1;
+        } else {
+            nd = 1;
+        }
+        if (nd != 1 && nd != 2)
+            return sym_fail(t, "linalg.norm: dim must have 1 or 2 entries (eager will raise)");
+    }
+    int has_ord = p[1] && !sym_is_none(p[1]);
+    if (has_ord && (nd == 2 || (nd < 0 && sym_ndim_of(t, p[0]->val) == 2)))
+        return sym_fail(t, "linalg.norm: matrix norms left to eager");
+    if (has_ord && nd < 0 && sym_ndim_of(t, p[0]->val) != 1)
+        return sym_fail(t, "linalg.norm: ord without dim needs a 1-d or 2-d input (eager will raise)");
+    static const opdef vn = {"vector_norm", W_LINALG, "x,ord,dim,keepdim|dtype,out", sym_h_norm, 1};
+    return sym_h_norm(t, &vn, p, out);
+}
+
+/* bucketize(input, boundaries, *, out_int32=False, right=False) of a 1-d boundaries tensor:
+ * the number of boundaries b with !(b >= x) (right: !(b > x)), eager's binary search on
+ * sorted boundaries (NaN inputs land past the last); int64 (int32 with out_int32) */
+int sym_h_bucketize(trace *t, const opdef *d, var **p, var *out) {
+    if (sym_need_tensor(t, d, p[0]) < 0)
+        return -1;
+    if (p[1]->kind != V_TENSOR)
+        return sym_fail(t, "bucketize: boundaries must be a tensor");
+    int i32 = 0, right = 0;
+    if (sym_get_bool(t, p[2], 0, &i32, "out_int32") < 0 || sym_get_bool(t, p[3], 0, &right, "right") < 0)
+        return -1;
+    if (p[4] && !sym_is_none(p[4]))
+        return sym_fail(t, "bucketize with out= left to eager");
+    ic_meta xm = *sym_metap(t, p[0]->val), bm = *sym_metap(t, p[1]->val);
+    if (bm.ndim != 1)
+        return sym_fail(t, "bucketize: boundaries must be 1-d (eager will raise)");
+    if (xm.dyn || bm.dyn || xm.ndim + 1 > IC_MAX_DIMS)
+        return sym_fail(t, "bucketize: symbolic shapes or rank left to eager");
+    if (bm.sizes[0] > 1024)
+        return sym_fail(t, "bucketize: more than 1024 boundaries left to eager");
+    if (xm.dtype == IC_BOOL || bm.dtype == IC_BOOL)
+        return sym_fail(t, "bucketize of bool tensors (eager will raise)");
+    int64_t sz[IC_MAX_DIMS];
+    for (int i = 0; i < xm.ndim; i++)
+        sz[i] = xm.sizes[i];
+    sz[xm.ndim] = 1;
+    ic_val x = ic_reshape(G, p[0]->val, xm.ndim + 1, sz);
+    ic_val c = ic_binary(G, right ? IC_OP_GT : IC_OP_GE, p[1]->val, x); /* b >= x, broadcast */
+    ic_val n = ic_cast(G, ic_unary(G, IC_OP_LOGICAL_NOT, c), IC_I64);
+    ic_val r = ic_reduce(G, IC_OP_SUM, n, 1u << xm.ndim, 0, -1);
+    return sym_tensor_out(t, i32 ? ic_cast(G, r, IC_I32) : r, out);
+}
+
 /* torch._weight_norm(v, g, dim=0) (nn.utils.parametrizations.weight_norm): v * (g / norm of
  * v over every dim but dim), the norm over all of v for dim=-1 */
 int sym_h_weight_norm(trace *t, const opdef *d, var **p, var *out) {
@@ -407,6 +466,52 @@ int sym_h_weight_norm(trace *t, const opdef *d, var **p, var *out) {
     else
         nrm = ic_unary(G, IC_OP_SQRT, ic_reduce(G, IC_OP_SUM, ic_binary(G, IC_OP_MUL, v, v), mask, 1, -1));
     return sym_tensor_out(t, ic_binary(G, IC_OP_MUL, v, ic_binary(G, IC_OP_DIV, g, nrm)), out);
+}
+
+/* BatchNorm's batch statistics over the dims of mask (keepdim): the mean and the biased
+ * variance from one pass over x: both sums are of x shifted by its first element along mask
+ * (x0, detached; the statistics are shift-invariant), xs = x - x0, m1 = mean(xs),
+ * m2 = mean(xs^2), mean = x0 + m1, var = m2 - m1^2. The two
+ * sums read only x, so they share one reducing pass (was: the mean, then a second pass for
+ * mean((x - mean)^2), then the normalizing pass: three reads of x, the BatchNorm forward of a
+ * channels-last conv's output). The shift keeps m1^2 of the order of the variance for any
+ * offset of the channel (eager's Welford moments have no cancellation; the unshifted
+ * E[x^2] - E[x]^2 would lose all digits at a mean of 1e4 and a deviation of 1); exact for a
+ * constant channel. Symbolic reduced sizes keep the two-pass form (a slice of a symbolic dim
+ * is unsupported). */
+static void bn_stats(trace *t, ic_val x, uint32_t mask, const ic_meta *m, ic_val *mean, ic_val *var, ic_val *var_run) {
+    int shift = 1;
+    ic_val s = x;
+    for (int i = 0; i < m->ndim && shift; i++) {
+        if (!(mask & (1u << i)))
+            continue;
+        if (m->dyn && !sym_dim_static(m->dims[i]))
+            shift = 0;
+        else
+            s = ic_slice(G, s, i, 0, m->sizes[i] < 1 ? m->sizes[i] : 1, 1);
+    }
+    if (!shift) {
+        *mean = ic_reduce(G, IC_OP_MEAN, x, mask, 1, -1);
+        ic_val xc = ic_binary(G, IC_OP_SUB, x, *mean);
+        *var = *var_run = ic_reduce(G, IC_OP_MEAN, ic_binary(G, IC_OP_MUL, xc, xc), mask, 1, -1);
+        return;
+    }
+    s = ic_detach(G, s);
+    ic_val xs = ic_binary(G, IC_OP_SUB, x, s);
+    ic_val m1 = ic_reduce(G, IC_OP_MEAN, xs, mask, 1, -1);
+    ic_val m2 = ic_reduce(G, IC_OP_MEAN, ic_binary(G, IC_OP_MUL, xs, xs), mask, 1, -1);
+    /* var: v + (v < 0 ? -v : 0), the correction detached (the gradient is v's: eager's variance
+     * is never clamped, and a mask in the backward makes its per-channel coefficients a row
+     * value stored between passes, which keeps the GPU's reductions from splitting across
+     * blocks, gpu_plan.c gg_choose_split). The running variance gets its own unclamped
+     * m2 - m1^2 (*var_run): var with two users would also be such a stored row value in the
+     * forward. x0 is one of the channel's values, so m1^2 <= N var: the rounding of m2 - m1^2
+     * stays relative to var (0 for a constant channel, exactly). */
+    ic_val v = ic_binary(G, IC_OP_SUB, m2, ic_binary(G, IC_OP_MUL, m1, m1));
+    ic_val neg = ic_where(G, ic_binary(G, IC_OP_LT, v, sym_num(t, 0.0)), ic_unary(G, IC_OP_NEG, v), sym_num(t, 0.0));
+    *var = ic_binary(G, IC_OP_ADD, v, ic_detach(G, neg));
+    *var_run = ic_binary(G, IC_OP_SUB, m2, ic_binary(G, IC_OP_MUL, m1, m1));
+    *mean = ic_binary(G, IC_OP_ADD, s, m1);
 }
 
 /* batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps) */
@@ -443,15 +548,14 @@ int sym_h_batch_norm(trace *t, const opdef *d, var **p, var *out) {
     if (in_dt == IC_F16 || in_dt == IC_BF16)
         x = ic_cast(G, x, IC_F32);
     if (training) {
-        mean = ic_reduce(G, IC_OP_MEAN, x, mask, 1, -1);
-        ic_val xc = ic_binary(G, IC_OP_SUB, x, mean);
-        varv = ic_reduce(G, IC_OP_MEAN, ic_binary(G, IC_OP_MUL, xc, xc), mask, 1, -1);
+        ic_val var_run;
+        bn_stats(t, x, mask, m, &mean, &varv, &var_run);
         /* running stats: r = (1 - m) r + m * stat (unbiased variance), updated in place */
         if (!sym_is_none(p[1]) && !sym_is_none(p[2])) {
             /* training: eager updates the statistics without autograd (stop-gradients) */
             int sg = sym_value_requires_grad(t, mean);
             ic_val mu1 = ic_reshape(G, sg ? ic_detach(G, mean) : mean, 1, &C);
-            ic_val v1 = ic_binary(G, IC_OP_MUL, ic_reshape(G, sg ? ic_detach(G, varv) : varv, 1, &C), sym_num(t, n > 1 ? (double)n / (double)(n - 1) : 1.0));
+            ic_val v1 = ic_binary(G, IC_OP_MUL, ic_reshape(G, sg ? ic_detach(G, var_run) : var_run, 1, &C), sym_num(t, n > 1 ? (double)n / (double)(n - 1) : 1.0));
             ic_val rm = ic_binary(G, IC_OP_ADD, ic_binary(G, IC_OP_MUL, p[1]->val, sym_num(t, 1 - momentum)),
                                   ic_binary(G, IC_OP_MUL, mu1, sym_num(t, momentum)));
             ic_val rv = ic_binary(G, IC_OP_ADD, ic_binary(G, IC_OP_MUL, p[2]->val, sym_num(t, 1 - momentum)),

@@ -33,7 +33,8 @@ static const opdef OPS[] = {
     UN("logical_not", W_TORCH | W_METHOD, LOGICAL_NOT),
     {"square", W_TORCH | W_METHOD, "input", sym_h_square, 0},
     {"gelu", W_ALL, "input|approximate", sym_h_gelu, 0},
-    {"where", W_TORCH | W_METHOD, "condition,input,other", sym_h_where, 0},
+    {"where", W_TORCH, "condition,input,other", sym_h_where, 0},
+    {"where", W_METHOD, "input,condition,other", sym_h_where, 1}, /* x.where(c, y): where(c, x, y) */
     {"clamp", W_TORCH | W_METHOD, "input,min,max", sym_h_clamp, 0},
     {"clip", W_TORCH | W_METHOD, "input,min,max", sym_h_clamp, 0},
     {"clamp_max", W_TORCH | W_METHOD, "input,max", sym_h_clamp, 1},
@@ -97,6 +98,8 @@ static const opdef OPS[] = {
     {"arange", W_TORCH, "start,end,step|dtype,device,layout,out,requires_grad,pin_memory", sym_h_arange, 0},
     {"eye", W_TORCH, "n,m|dtype,device,layout,requires_grad,pin_memory,out", sym_h_eye, 0},
     {"tensor", W_TORCH, "data|dtype,device,requires_grad,pin_memory", sym_h_tensor, 0},
+    {"as_tensor", W_TORCH, "data,dtype,device", sym_h_as_tensor, 0},
+    {"scalar_tensor", W_TORCH, "s|dtype,layout,device,pin_memory,requires_grad", sym_h_scalar_tensor, 0},
     {"zeros", W_TORCH, "*size|dtype,device,layout,requires_grad,pin_memory,out", sym_h_factory, 0},
     {"ones", W_TORCH, "*size|dtype,device,layout,requires_grad,pin_memory,out", sym_h_factory, 1},
     {"full", W_TORCH, "size,fill_value|dtype,device,layout,requires_grad,pin_memory,out", sym_h_factory, 2},
@@ -129,6 +132,8 @@ static const opdef OPS[] = {
     {"all", W_TORCH | W_METHOD, "input,dim,keepdim", sym_h_anyall, 1},
     {"norm", W_TORCH | W_METHOD, "input,p,dim,keepdim", sym_h_norm, 0},
     {"vector_norm", W_LINALG, "x,ord,dim,keepdim|dtype,out", sym_h_norm, 1},
+    {"norm", W_LINALG, "A,ord,dim,keepdim|dtype,out", sym_h_linalg_norm, 0},
+    {"bucketize", W_TORCH, "input,boundaries|out_int32,right,out", sym_h_bucketize, 0},
     {"_weight_norm", W_TORCH, "v,g,dim", sym_h_weight_norm, 0},
     {"meshgrid", W_TORCH, "*tensors|indexing", sym_h_meshgrid, 0},
     {"einsum", W_TORCH, "equation,*operands", sym_h_einsum, 0},
@@ -147,6 +152,8 @@ static const opdef OPS[] = {
     {"clone", W_TORCH | W_METHOD, "input|memory_format", sym_h_clone, 0},
     {"nan_to_num", W_TORCH | W_METHOD, "input,nan,posinf,neginf", sym_h_nan_to_num, 0},
     {"repeat", W_METHOD, "input,*repeats", sym_h_repeat, 0},
+    {"tile", W_METHOD, "input,*dims", sym_h_repeat, 1},
+    {"tile", W_TORCH, "input,dims", sym_h_repeat, 1},
     {"repeat_interleave", W_TORCH | W_METHOD, "input,repeats,dim|output_size", sym_h_repeat_interleave, 0},
     {"float", W_METHOD, "input", sym_h_cast, IC_F32},
     {"double", W_METHOD, "input", sym_h_cast, IC_F64},
@@ -192,9 +199,16 @@ static const opdef OPS[] = {
     {"conv1d", W_TORCH | W_F, "input,weight,bias,stride,padding,dilation,groups", sym_h_conv, 1},
     {"conv2d", W_TORCH | W_F, "input,weight,bias,stride,padding,dilation,groups", sym_h_conv, 2},
     {"conv3d", W_TORCH | W_F, "input,weight,bias,stride,padding,dilation,groups", sym_h_conv, 3},
+    {"conv_transpose1d", W_TORCH | W_F, "input,weight,bias,stride,padding,output_padding,groups,dilation", sym_h_conv_transpose, 1},
+    {"conv_transpose2d", W_TORCH | W_F, "input,weight,bias,stride,padding,output_padding,groups,dilation", sym_h_conv_transpose, 2},
+    {"conv_transpose3d", W_TORCH | W_F, "input,weight,bias,stride,padding,output_padding,groups,dilation", sym_h_conv_transpose, 3},
     {"_native_multi_head_attention", W_TORCH,
      "query,key,value,embed_dim,num_head,qkv_weight,qkv_bias,proj_weight,proj_bias,mask,need_weights,average_attn_weights,mask_type",
      sym_h_native_mha, 0},
+    {"_transformer_encoder_layer_fwd", W_TORCH,
+     "src,embed_dim,num_heads,qkv_weight,qkv_bias,proj_weight,proj_bias,use_gelu,norm_first,eps,norm_weight_1,"
+     "norm_bias_1,norm_weight_2,norm_bias_2,ffn_weight_1,ffn_bias_1,ffn_weight_2,ffn_bias_2,mask,mask_type",
+     sym_h_encoder_layer, 0},
     {"scaled_dot_product_attention", W_F, "query,key,value,attn_mask,dropout_p,is_causal|scale,enable_gqa",
      sym_h_sdpa, 0},
     {"matrix_exp", W_TORCH | W_METHOD, "input", sym_h_linalg, IC_EXT_MATRIX_EXP},
@@ -966,7 +980,14 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
     if (fn->kind == V_METHOD && fn->items && fn->items[0].kind == V_REC && PyUnicode_Check(fn->obj)) {
         if (kwnames && PyTuple_GET_SIZE(kwnames))
             return sym_fail(t, "record method with keyword arguments");
-        return sym_record_method(t, &fn->items[0], PyUnicode_AsUTF8(fn->obj), npos, out);
+        const char *mn = PyUnicode_AsUTF8(fn->obj);
+        if (mn == NULL || (strcmp(mn, "keys") && strcmp(mn, "values") && strcmp(mn, "items")))
+            return sym_record_method(t, &fn->items[0], mn, npos, out);
+        /* r.keys()/values()/items(): those of the dict of its non-None fields (below) */
+        var *dv = sym_alloc(t, 1);
+        if (dv == NULL || sym_record_view_dict(t, &fn->items[0], mn, dv) < 0)
+            return -1;
+        fn->items = dv;
     }
     if (fn->kind == V_METHOD && fn->items && fn->items[0].kind == V_DICT) {
         /* d.items() / d.keys() / d.values() */
@@ -1045,8 +1066,9 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
                     if (opi >= 0 && OPS[opi].fn != sym_h_binary && OPS[opi].fn != sym_h_add_sub &&
                         OPS[opi].fn != sym_h_div && OPS[opi].fn != sym_h_unary && OPS[opi].fn != sym_h_clamp &&
                         OPS[opi].fn != sym_h_gelu && OPS[opi].fn != sym_h_masked_fill &&
-                        OPS[opi].fn != sym_h_index_fill && OPS[opi].fn != sym_h_index_add)
-                        opi = -1;
+                        OPS[opi].fn != sym_h_index_fill && OPS[opi].fn != sym_h_index_add &&
+                        (OPS[opi].fn != sym_h_gather || OPS[opi].op == IC_EXT_GATHER))
+                        opi = -1; /* scatter_/scatter_add_ (no gather_): as index_add_ */
                     if (opi >= 0) {
                         if (sym_inplace_overlap_check(t, self, args, npos) < 0)
                             return -1;
@@ -1119,7 +1141,7 @@ int sym_tensor_attr(trace *t, const var *x_in, PyObject *name, var *out) {
     if (!strcmp(n, "is_nested") || !strcmp(n, "is_sparse") || !strcmp(n, "is_quantized") ||
         !strcmp(n, "is_meta") || !strcmp(n, "is_mkldnn")) /* such tensors are not captured */
         return sym_const(t, Py_NewRef(Py_False), out);
-    if (!strcmp(n, "requires_grad")) {
+    if (!strcmp(n, "requires_grad") || !strcmp(n, "grad_fn")) {
         /* inputs: what their guard pinned; values computed in the graph never require grad
          * (inputs that require grad with grad mode on are not captured) */
         int rg = 0;
@@ -1130,6 +1152,10 @@ int sym_tensor_attr(trace *t, const var *x_in, PyObject *name, var *out) {
                     rg = t->guards[i].meta.requires_grad;
         if (!rg) /* training: a computed value requires grad as eager's would */
             rg = sym_value_requires_grad(t, x->val);
+        if (n[0] == 'g') /* grad_fn: None for a tensor that does not require grad (zero_grad's
+                          * set_to_none=False reads it of each .grad); else eager's node */
+            return rg ? sym_fail(t, "Tensor attribute 'grad_fn' of a tensor that requires grad not supported")
+                      : sym_const(t, Py_NewRef(Py_None), out);
         return sym_const(t, PyBool_FromLong(rg), out);
     }
     if (!strcmp(n, "grad")) /* a parameter's gradient: a source of its own (train_step.c) */

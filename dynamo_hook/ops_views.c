@@ -147,7 +147,7 @@ static int getitem_strides(const ic_meta *bm, const int64_t *bs, PyObject *key, 
         }
         Py_ssize_t start, stop, step;
         if (PySlice_Unpack(it, &start, &stop, &step) < 0 || step <= 0) {
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_Exception); /* an item's __index__ raised: eager raises it */
             return 0;
         }
         Py_ssize_t len = PySlice_AdjustIndices((Py_ssize_t)sz[d], &start, &stop, step);
@@ -1365,16 +1365,27 @@ int sym_h_flip(trace *t, const opdef *d, var **p, var *out) {
     return 0;
 }
 
-/* repeat(*sizes): expand a leading-padded view, then reshape */
+/* repeat(*sizes) (op 0): expand a leading-padded view, then reshape; tile(dims) (op 1):
+ * repeat with dims padded by leading 1s to the input's rank */
 int sym_h_repeat(trace *t, const opdef *d, var **p, var *out) {
     if (sym_need_tensor(t, d, p[0]) < 0)
         return -1;
     long long r[IC_MAX_DIMS];
     int n;
-    if (sym_get_shape_args(t, p[1], r, &n, "repeats") < 0)
+    if (sym_get_shape_args(t, p[1], r, &n, d->op ? "dims" : "repeats") < 0)
         return -1;
     ic_meta m_copy = *sym_metap(t, p[0]->val);
     const ic_meta *m = &m_copy; /* a copy: the graph reallocates */
+    if (d->op == 1 && n < m->ndim) {
+        int k = m->ndim - n;
+        memmove(r + k, r, (size_t)n * sizeof r[0]);
+        for (int i = 0; i < k; i++)
+            r[i] = 1;
+        n = m->ndim;
+    }
+    for (int i = 0; i < n; i++)
+        if (r[i] < 0)
+            return sym_fail(t, "%s: negative dimension (eager will raise)", d->name);
     if (n < m->ndim || 2 * n > IC_MAX_DIMS)
         return sym_fail(t, "repeat: unsupported number of dims");
     int64_t src[IC_MAX_DIMS], inter[IC_MAX_DIMS], exp[IC_MAX_DIMS], fin[IC_MAX_DIMS];

@@ -256,6 +256,19 @@ int sym_record_as_dict(trace *t, const var *r, var *out) {
     return out->obj == NULL ? -1 : 0;
 }
 
+/* r.keys()/values()/items() (mn) as the dict's of sym_record_as_dict, when the class keeps
+ * OrderedDict's mn */
+int sym_record_view_dict(trace *t, const var *r, const char *mn, var *out) {
+    PyObject *cls = sym_record_class(r), *nm = PyUnicode_InternFromString(mn);
+    if (nm == NULL)
+        return -1;
+    PyObject *mine = _PyType_Lookup((PyTypeObject *)cls, nm), *od = _PyType_Lookup((PyTypeObject *)ordered_dict, nm);
+    Py_DECREF(nm);
+    if (mine == NULL || mine != od)
+        return sym_fail(t, "%s.%s: its own", ((PyTypeObject *)cls)->tp_name, mn);
+    return sym_record_as_dict(t, r, out);
+}
+
 static int field_index(const var *r, PyObject *name) {
     PyObject *names = PyTuple_GET_ITEM(r->obj, 1);
     for (int i = 0; i < r->n; i++)
@@ -284,8 +297,9 @@ int sym_record_attr(trace *t, const var *r, PyObject *name, var *out) {
         int s = fn ? sym_source(t, DH_S_CONST, -1, 0, fn) : -1;
         return s < 0 ? -1 : sym_inline(t, fn, s, r, NULL, 0, NULL, out);
     }
-    if (PyUnicode_CompareWithASCIIString(name, "to_tuple") == 0) {
-        return sym_method(t, r, name, -1, out);
+    if (PyUnicode_CompareWithASCIIString(name, "to_tuple") == 0 || PyUnicode_CompareWithASCIIString(name, "keys") == 0 ||
+        PyUnicode_CompareWithASCIIString(name, "values") == 0 || PyUnicode_CompareWithASCIIString(name, "items") == 0) {
+        return sym_method(t, r, name, -1, out); /* called: sym_record_method / sym_record_view_dict */
     }
     if (descr != NULL && !t->failed) {
         /* it exists (a method): hasattr/getattr-with-default must not take this failure

@@ -29,7 +29,7 @@ int sym_scalar_overflows(PyObject *obj, int dtype) {
         int ovf = 0;
         long long v = PyLong_AsLongLongAndOverflow(obj, &ovf);
         if (v == -1 && PyErr_Occurred()) {
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_Exception);
             return 0; /* not an int after all: eager decides */
         }
         if (ovf)

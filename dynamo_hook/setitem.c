@@ -1,26 +1,34 @@
 /* setitem.c — x[k] = v on a tracked tensor, as a functional update of x's object.
  *
- * Requires: x a V_TENSOR with an object id; k basic indexing (ints, slices with step 1,
- *   None, Ellipsis, tuples of them) or one boolean mask over x's leading dims with a
+ * Requires: x a V_TENSOR with an object id; k basic indexing (ints, slices with a positive
+ *   step, None, Ellipsis, tuples of them) or one boolean mask over x's leading dims with a
  *   number (or one-element tensor) value.
  * Keeps:    eager semantics: v is cast to x's dtype and broadcast to x[k]'s shape; the new
  *   value of x is recorded with sym_mutate (inputs are copied back after the graph).
  *   One 1-D integer tensor index over dim 0 (index_put) is a scatter extern.
- * Breaks:   nothing; anything else (other tensor indices, strided slices, x aliased by views)
+ * Breaks:   nothing; anything else (other tensor indices, v a view overlapping x[k])
  *   fails the trace with a reason and the caller breaks the graph at the store.
  *
  * Basic indexing selects a box: per dim of x a range [start, stop). The updated value is
  * built dim by dim as cat(x[..:start], inner, x[stop:..]) where inner recurses into the
- * box, so the result stays a pure index-map expression that fuses with its consumers. */
+ * box, so the result stays a pure index-map expression that fuses with its consumers. A
+ * strided dim (start, start + step, ..) takes the inner value gathered back to x's size on
+ * that dim ((j - start) / step) where j is one of its elements, x elsewhere. */
 #include "sym.h"
 #include "ops_internal.h"
 
 typedef struct box {
     int ndim;
-    int64_t start[IC_MAX_DIMS], stop[IC_MAX_DIMS];
+    int64_t start[IC_MAX_DIMS], stop[IC_MAX_DIMS]; /* stop: past the last element selected */
+    int64_t step[IC_MAX_DIMS];                     /* > 1: a strided slice */
     int nview;                       /* rank of x[k] */
     int64_t view[IC_MAX_DIMS + 4];   /* shape of x[k] */
 } box;
+
+/* elements the box selects on dim d */
+static int64_t box_len(const box *b, int d) {
+    return b->stop[d] <= b->start[d] ? 0 : (b->stop[d] - b->start[d] - 1) / b->step[d] + 1;
+}
 
 static const ic_meta *meta(trace *t, ic_val v, ic_meta *copy) {
     const ic_meta *m = ic_value_meta(t->g, v);
@@ -57,6 +65,7 @@ static int parse_box(trace *t, const ic_meta *m, const var *k, box *b) {
     for (int d = 0; d < m->ndim; d++) {
         b->start[d] = 0;
         b->stop[d] = m->sizes[d];
+        b->step[d] = 1;
     }
     b->nview = 0;
     int d = 0;
@@ -95,14 +104,13 @@ static int parse_box(trace *t, const ic_meta *m, const var *k, box *b) {
         if (step <= 0)
             return sym_fail(t, "slice step must be positive (eager will raise)");
         Py_ssize_t n = PySlice_AdjustIndices(size, &start, &stop, step);
-        if (step != 1 && n > 1)
-            return sym_fail(t, "item assignment to a strided slice not supported yet");
         if (n == 0)
             stop = start;
         else if (step != 1)
-            stop = start + 1;
+            stop = start + (n - 1) * step + 1;
         b->start[d] = start;
         b->stop[d] = stop;
+        b->step[d] = n > 1 ? step : 1;
         b->view[b->nview++] = n;
         d++;
     }
@@ -113,10 +121,43 @@ static int parse_box(trace *t, const ic_meta *m, const var *k, box *b) {
     return 0;
 }
 
+/* base with its elements start, start + step, .. (n of them) on dim d replaced by in's
+ * (base's shape but n on dim d): in gathered to base's size on d by the index
+ * (j - start) / step, then where(j is one of them, that, base) */
+static ic_val place_strided(trace *t, ic_val base, ic_val in, int d, int64_t start, int64_t step, int64_t n) {
+    ic_graph *g = t->g;
+    const ic_meta *bm = ic_value_meta(g, base);
+    if (bm == NULL || in < 0)
+        return IC_NONE;
+    ic_meta m = *bm;
+    int64_t size = m.sizes[d], shp[IC_MAX_DIMS];
+    ic_val j = ic_arange(g, size, 0, 1, IC_I64);
+    ic_val off = ic_binary(g, IC_OP_SUB, j, ic_scalar(g, (double)start, IC_I64));
+    ic_val idx = ic_binary(g, IC_OP_FLOOR_DIVIDE, off, ic_scalar(g, (double)step, IC_I64));
+    idx = ic_binary(g, IC_OP_MAXIMUM, ic_binary(g, IC_OP_MINIMUM, idx, ic_scalar(g, (double)(n - 1), IC_I64)),
+                    ic_scalar(g, 0, IC_I64));
+    ic_val hit = ic_binary(g, IC_OP_LOGICAL_AND, ic_binary(g, IC_OP_GE, off, ic_scalar(g, 0, IC_I64)),
+                           ic_binary(g, IC_OP_LT, off, ic_scalar(g, (double)(n * step), IC_I64)));
+    hit = ic_binary(g, IC_OP_LOGICAL_AND, hit,
+                    ic_binary(g, IC_OP_EQ, ic_binary(g, IC_OP_REMAINDER, off, ic_scalar(g, (double)step, IC_I64)),
+                              ic_scalar(g, 0, IC_I64)));
+    for (int i = 0; i < m.ndim; i++)
+        shp[i] = i == d ? size : 1;
+    hit = ic_expand(g, sym_reshape(t, hit, m.ndim, shp), m.ndim, m.sizes);
+    ic_val full = ic_index_select(g, in, d, idx);
+    return ic_where(g, hit, full, base);
+}
+
 /* base: x restricted to the box on dims < d (full on dims >= d); val: the box's shape */
 static ic_val place(trace *t, ic_val base, ic_val val, const box *b, int d, const int64_t *sizes) {
     if (d == b->ndim)
         return val;
+    if (b->step[d] > 1) {
+        int64_t n = box_len(b, d);
+        ic_val mid = ic_slice(t->g, base, d, b->start[d], b->stop[d], b->step[d]);
+        ic_val in = mid < 0 ? IC_NONE : place(t, mid, val, b, d + 1, sizes);
+        return in < 0 ? in : place_strided(t, base, in, d, b->start[d], b->step[d], n);
+    }
     ic_val mid = base;
     int full = b->start[d] == 0 && b->stop[d] == sizes[d];
     if (!full)
@@ -220,32 +261,73 @@ static int index_store(trace *t, const var *x, const ic_meta *m, const var *kv, 
     return sym_mutate(t, x, r);
 }
 
+/* two boxes of one tensor share no element: on some dim their ranges do not meet, or both
+ * take every step-th element from starts that differ modulo step */
+static int boxes_disjoint(const box *a, const box *b) {
+    for (int d = 0; d < a->ndim; d++) {
+        if (a->stop[d] <= b->start[d] || b->stop[d] <= a->start[d])
+            return 1;
+        if (a->step[d] == b->step[d] && a->step[d] > 1 && a->start[d] % a->step[d] != b->start[d] % b->step[d])
+            return 1;
+    }
+    return 0;
+}
+
+/* the base value and key of v made by basic indexing (__getitem__); 0 when not such a view */
+static int getitem_view(trace *t, ic_val v, ic_val *base, PyObject **key) {
+    PyObject *desc = v >= 0 && v < t->capvals ? t->view_desc[v] : NULL;
+    if (desc == NULL)
+        return 0;
+    const char *name = PyUnicode_AsUTF8(PyTuple_GET_ITEM(desc, 1));
+    long b = PyLong_AsLong(PyTuple_GET_ITEM(desc, 0));
+    if (name == NULL || (b == -1 && PyErr_Occurred())) {
+        (void)tc_clear_expected(PyExc_Exception);
+        return 0;
+    }
+    if (strcmp(name, "__getitem__") != 0)
+        return 0;
+    *base = (ic_val)b;
+    *key = PyTuple_GET_ITEM(PyTuple_GET_ITEM(desc, 2), 0);
+    return 1;
+}
+
 /* x[k] = w with w another view of x's memory. Eager refuses a partial overlap of dense
  * views ("some elements of the input tensor and the written-to tensor refer to a single
  * memory location") and copies other overlapping ones in its own element order. Captured
  * (0): w = x[k2] (basic indexing of x's current value) selecting the same box as k with the
  * same shape (x[0] += 1 stores x[0] back), or a box sharing no element with k's (then no
- * byte range of a dense view meets the other's: eager does not raise). Else 1. */
+ * byte range of a dense view meets the other's: eager does not raise); or x = B[kx] and
+ * w = B[kw] of one base value B with boxes sharing no element (x[k] is inside x's). Else 1. */
 static int view_overlap(trace *t, const var *x, const ic_meta *m, const var *k, ic_val w) {
-    PyObject *desc = w < t->capvals ? t->view_desc[w] : NULL;
-    if (desc == NULL || k->kind != V_CONST || PyLong_AsLong(PyTuple_GET_ITEM(desc, 0)) != x->val ||
-        strcmp(PyUnicode_AsUTF8(PyTuple_GET_ITEM(desc, 1)), "__getitem__") != 0) {
-        (void)tc_clear_expected(PyExc_Exception);
+    ic_val wb, xb;
+    PyObject *wk, *xk;
+    if (!getitem_view(t, w, &wb, &wk))
         return 1;
-    }
     var k2 = sym_var(V_CONST);
-    k2.obj = PyTuple_GET_ITEM(PyTuple_GET_ITEM(desc, 2), 0);
     box b1, b2;
+    if (wb != x->val) { /* siblings: views of one base */
+        ic_meta bm_copy;
+        const ic_meta *bm = getitem_view(t, x->val, &xb, &xk) && xb == wb ? meta(t, xb, &bm_copy) : NULL;
+        if (bm == NULL)
+            return 1;
+        var k1 = sym_var(V_CONST);
+        k1.obj = xk;
+        k2.obj = wk;
+        if (parse_box(t, bm, &k1, &b1) < 0 || parse_box(t, bm, &k2, &b2) < 0)
+            return 1;
+        return !boxes_disjoint(&b1, &b2);
+    }
+    if (k->kind != V_CONST)
+        return 1;
+    k2.obj = wk;
     if (parse_box(t, m, k, &b1) < 0 || parse_box(t, m, &k2, &b2) < 0)
         return 1; /* the reason is recorded; eager decides */
-    int same = b1.nview == b2.nview, disjoint = 0;
-    for (int d = 0; d < m->ndim; d++) {
-        same &= b1.start[d] == b2.start[d] && b1.stop[d] == b2.stop[d];
-        disjoint |= b1.stop[d] <= b2.start[d] || b2.stop[d] <= b1.start[d];
-    }
+    int same = b1.nview == b2.nview;
+    for (int d = 0; d < m->ndim; d++)
+        same &= b1.start[d] == b2.start[d] && b1.stop[d] == b2.stop[d] && b1.step[d] == b2.step[d];
     for (int d = 0; same && d < b1.nview; d++)
         same &= b1.view[d] == b2.view[d];
-    return !(same || disjoint);
+    return !(same || boxes_disjoint(&b1, &b2));
 }
 
 int sym_tensor_setitem(trace *t, const var *x_in, const var *k, const var *v) {
@@ -283,7 +365,7 @@ int sym_tensor_setitem(trace *t, const var *x_in, const var *k, const var *v) {
         return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "item assignment: shape mismatch (eager will raise)");
     int64_t boxsz[IC_MAX_DIMS], numel = 1;
     for (int d = 0; d < m->ndim; d++) {
-        boxsz[d] = b.stop[d] - b.start[d];
+        boxsz[d] = box_len(&b, d);
         numel *= boxsz[d];
     }
     if (numel == 0)
@@ -310,7 +392,7 @@ ic_val sym_box_store(trace *t, ic_val base, PyObject *key, ic_val val) {
         return -1;
     int64_t boxsz[IC_MAX_DIMS], numel = 1;
     for (int d = 0; d < m->ndim; d++) {
-        boxsz[d] = b.stop[d] - b.start[d];
+        boxsz[d] = box_len(&b, d);
         numel *= boxsz[d];
     }
     if (numel == 0)

@@ -97,6 +97,15 @@ void sym_fx_rollback(trace *t, sym_fx_mark *m) {
     /* objects made by the abandoned call stay (ids only grow), unreferenced */
     if (m->nobj > 0)
         memcpy(t->obj_val + 1, m->obj_val, sizeof(ic_val) * (size_t)m->nobj);
+    /* inputs first read by the abandoned call (a parameter's .grad that GradScaler's unscale_
+     * multiplied in place) take their input value back: the eager call updates them itself */
+    for (int i = 0, node = 0; i < t->ninputs; i++, node++) {
+        while (node < ic_graph_num_values(t->g) && ic_value_op(t->g, node) != IC_OP_INPUT)
+            node++;
+        int oid = t->input_oid[i];
+        if (oid > m->nobj && oid <= t->nobj && node < ic_graph_num_values(t->g))
+            t->obj_val[oid] = node;
+    }
     t->nctxv = m->nctxv;
     if (m->ctxv != NULL) /* t->ctxv only grows: room for m->nctxv */
         memcpy(t->ctxv, m->ctxv, sizeof t->ctxv[0] * (size_t)m->nctxv);
@@ -204,7 +213,8 @@ static int is_writeback(trace *t, int i) {
     PyObject *m = t->attrw[i].name; /* a ("list[:]",) / ("dict",) marker: not a ("global", name)
                                      * nor an ("advance",) of an iterator */
     return PyTuple_Check(m) && PyTuple_GET_SIZE(m) == 1 && t->attrw[i].obj != NULL &&
-           (PyList_CheckExact(t->attrw[i].obj) || PyDict_CheckExact(t->attrw[i].obj));
+           (PyList_CheckExact(t->attrw[i].obj) || PyDict_CheckExact(t->attrw[i].obj) ||
+            sym_data_is_defaultdict(t->attrw[i].obj));
 }
 
 int sym_fx_container_write(trace *t, const var *c) {
@@ -212,7 +222,7 @@ int sym_fx_container_write(trace *t, const var *c) {
         return 0;
     int is_dict = c->kind == V_DICT;
     PyObject *o = c->src < t->capsrc ? t->srcobj[c->src] : NULL;
-    if (o == NULL || (is_dict ? !PyDict_CheckExact(o) : !PyList_CheckExact(o)))
+    if (o == NULL || (is_dict ? !(PyDict_CheckExact(o) || sym_data_is_defaultdict(o)) : !PyList_CheckExact(o)))
         return sym_fail(t, "update of a %s passed in that the trace can't write back",
                         is_dict ? "dict" : "list");
     if (t->in_gen)
@@ -257,7 +267,7 @@ int sym_fx_containers_finish(trace *t) {
     /* every list/dict source: a written one must be reachable through one source only */
     for (int s = 0; s < t->nsrc && s < t->capsrc; s++) {
         PyObject *o = t->srcdone[s] ? t->srcobj[s] : NULL;
-        if (o == NULL || !(PyList_CheckExact(o) || PyDict_CheckExact(o)))
+        if (o == NULL || !(PyList_CheckExact(o) || PyDict_CheckExact(o) || sym_data_is_defaultdict(o)))
             continue;
         for (int i = 0; i < t->nattrw; i++)
             if (is_writeback(t, i) && t->attrw[i].obj == o && t->attrw[i].src != s &&
@@ -286,7 +296,7 @@ int dh_replay_container(PyObject *obj, PyObject *marker_name, PyObject *val) {
         return PyDict_SetItem(obj, PyTuple_GET_ITEM(marker_name, 1), val); /* a global */
     if (PyList_CheckExact(obj) && (PyList_Check(val) || PyTuple_Check(val)))
         return PyList_SetSlice(obj, 0, PY_SSIZE_T_MAX, val);
-    if (PyDict_CheckExact(obj) && PyDict_Check(val)) {
+    if ((PyDict_CheckExact(obj) || sym_data_is_defaultdict(obj)) && PyDict_Check(val)) {
         PyDict_Clear(obj);
         return PyDict_Update(obj, val);
     }

@@ -336,6 +336,7 @@ int sym_make_record(trace *t, PyObject *cls, var *args, int npos, PyObject *kwna
 PyObject *sym_record_class(const var *r); /* borrowed */
 int sym_record_items(trace *t, const var *r, var **items, int *n);
 int sym_record_as_dict(trace *t, const var *r, var *out); /* **r, dict(r) */
+int sym_record_view_dict(trace *t, const var *r, const char *mn, var *out); /* r.keys()/values()/items() */
 int sym_record_attr(trace *t, const var *r, PyObject *name, var *out);
 int sym_record_subscr(trace *t, const var *r, const var *k, var *out);
 int sym_record_method(trace *t, const var *r, const char *mn, int nargs, var *out);
@@ -378,6 +379,8 @@ int sym_obj_enter(trace *t, const var *o, var *exit, var *entered);
 /* obj_func.c: C library callables traced through torchc/_polyfills.py, functools.partial;
  * 1: not a polyfilled callable (the caller's own rules apply) */
 int sym_obj_polyfill(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out);
+int sym_obj_polyfill_func(trace *t, PyObject *func, const var *self, var *args, int nargs,
+                          PyObject *kwnames, var *out);
 int sym_obj_call_polyfill(trace *t, const var *o, var *args, int nargs, PyObject *kwnames, var *out);
 int sym_is_enum_member(PyObject *o);
 int sym_enum_call(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out); /* E(value) */
@@ -482,6 +485,7 @@ int sym_data_attr(trace *t, const var *o, PyObject *name, var *out);
 int sym_data_wrap(trace *t, PyObject *o, int src, var *out);
 PyObject *sym_data_out_type(trace *t, const var *v); /* OrderedDict / partial(defaultdict, f) */
 int sym_data_is_deque(const var *v);
+int sym_data_is_defaultdict(PyObject *o);
 int sym_iter_own(trace *t, var *it);                 /* it named by a fresh array, copies rebound */
 void sym_iter_advanced(trace *t, const var *it);     /* FOR_ITER moved an owned iterator */
 /* obj_dict.c: dict-subclass instances read from the frame (their storage, C methods) */

@@ -30,6 +30,9 @@ int sym_inline(trace *t, PyObject *func, int fn_src, const var *self, var *args,
         if (sym_guard_id(t, sd, defs ? defs : Py_None) < 0)
             return -1;
     }
+    int prc = sym_obj_polyfill_func(t, func, self, args, nargs, kwnames, out); /* obj_func.c */
+    if (prc != 1)
+        return prc;
     return inline_code(t, (PyCodeObject *)PyFunction_GET_CODE(func), PyFunction_GET_GLOBALS(func),
                        func, fn_src, NULL, 0, NULL, self, args, nargs, kwnames, out);
 }

@@ -11,7 +11,12 @@ static int default_missing(trace *t, const var *d, const var *k, var *out) {
     var fv = sym_var(V_FUNC), v;
     fv.obj = d->globals;
     fv.op = d->pos;
-    if (PyFunction_Check(d->globals)) {
+    if (PyCapsule_CheckExact(d->globals)) { /* a function made in the trace (obj_data.c) */
+        var *made = PyCapsule_GetPointer(d->globals, "torchc.made_factory");
+        if (made == NULL)
+            return -1;
+        fv = *made;
+    } else if (PyFunction_Check(d->globals)) {
         fv.op = SYM_USER_FUNCTION;
         fv.src = sym_source(t, DH_S_CONST, -1, 0, d->globals);
         if (fv.src < 0)
@@ -157,6 +162,21 @@ static int subscr(trace *t, const var *c, const var *k, var *out) {
         return sym_tensor_index(t, c, k, out);
     if (c->kind == V_REC)
         return sym_record_subscr(t, c, k, out);
+    if ((c->kind == V_FUNC || c->kind == V_CONST) && c->obj != NULL &&
+        (c->obj == (PyObject *)&PyList_Type || c->obj == (PyObject *)&PyDict_Type ||
+         c->obj == (PyObject *)&PyTuple_Type || c->obj == (PyObject *)&PySet_Type ||
+         c->obj == (PyObject *)&PyFrozenSet_Type || c->obj == (PyObject *)&PyType_Type) &&
+        (k->kind == V_FUNC || k->kind == V_CONST) && k->obj != NULL &&
+        (PyType_Check(k->obj) || PyTuple_CheckExact(k->obj))) {
+        /* list[Tensor] & co (typing.cast's first argument): a types.GenericAlias, a
+         * constant made now (builtin __class_getitem__ only builds the alias) */
+        PyObject *r = PyObject_GetItem(c->obj, k->obj);
+        if (r == NULL) {
+            (void)tc_clear_expected(PyExc_Exception);
+            return sym_fail(t, "generic alias raised");
+        }
+        return sym_const(t, r, out);
+    }
     return sym_fail(t, "subscript of an unsupported value");
 }
 
@@ -475,6 +495,14 @@ static void dict_rebind_all(trace *t, const var *old, const var *nd) {
     for (int i = 0; i < t->nattrw; i++) /* stored on a module, replayed after the graph */
         dict_rebind(t, t->attrw[i].val, 1, old, nd, 0);
     sym_fx_rebind_sources(t, old, nd); /* sideeffects.c: containers passed in, written back */
+    /* copies held inside a container read from the frame's inputs (a list in a dict
+     * attribute, read again through the dict after an append) */
+    for (int s = 0; s < t->nsrc && s < t->capsrc; s++) {
+        var *x = &t->srcvar[s];
+        if (t->srcdone[s] && x->items != NULL && x->items != old &&
+            (x->kind == V_SEQ || x->kind == V_DICT || x->kind == V_REC))
+            dict_rebind(t, x->items, x->n, old, nd, 1);
+    }
 }
 
 /* A list (or dict) made in the trace changed: every copy of it, in any live frame or
@@ -686,7 +714,12 @@ int sym_op_contains_op(trace *t, sframe *f, sym_ins *in) {
     }
     if (a.kind == V_CONST && b.kind == V_SEQ) { /* constants only: == on values */
         int r = 0, i;
-        for (i = 0; i < b.n && !r && b.items[i].kind == V_CONST; i++) {
+        /* (classes held as callables too: `type(t) in _foreach_supported_types`; == of two
+         * classes is identity unless a metaclass says otherwise, which RichCompare asks) */
+        for (i = 0; i < b.n && !r && (b.items[i].kind == V_CONST ||
+                                      (b.items[i].kind == V_FUNC && b.items[i].obj != NULL &&
+                                       b.items[i].op != SYM_MADE_FUNCTION && b.items[i].op != SYM_PARTIAL &&
+                                       PyType_Check(b.items[i].obj))); i++) {
             r = PyObject_RichCompareBool(b.items[i].obj, a.obj, Py_EQ);
             if (r < 0) {
                 (void)tc_clear_expected(PyExc_Exception);

@@ -325,7 +325,7 @@ static int made_comprehension(trace *t, outbuf *ob, int at, const var *fn, ic_va
     PyCodeObject *co = (PyCodeObject *)fn->obj;
     const char *name = PyUnicode_AsUTF8(co->co_name);
     if (name == NULL) {
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_UnicodeError);
         return 1;
     }
     if (strcmp(name, "<listcomp>") && strcmp(name, "<dictcomp>") && strcmp(name, "<setcomp>"))

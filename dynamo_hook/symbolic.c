@@ -17,33 +17,6 @@
 
 #include <string.h>
 
-/* torchc.config.ptx_probe (developers' PTX checks): a CPU graph, forward or backward
- * (csrc/train.c), compiled for the GPU too (ic_graph_to_ptx, sm_90): GPU code generation
- * covered without a GPU; a directory gets the PTX */
-void dh_ptx_probe(const ic_graph *g) {
-    char dir[IC_CFG_STR_MAX];
-    ic_config_str(IC_CFG_ptx_probe, dir);
-    if (!dir[0] || g == NULL)
-        return;
-    ic_err e2 = {0};
-    char *ptx = ic_graph_to_ptx(g, 90, &e2);
-    static int nprobe;
-    if (ptx && dir[0] == '/') {
-        char path[1024];
-        snprintf(path, sizeof path, "%s/probe_%d.ptx", dir, nprobe++);
-        FILE *pf = fopen(path, "w");
-        if (pf) {
-            fputs(ptx, pf);
-            fclose(pf);
-        }
-    }
-    if (ptx)
-        fprintf(stderr, "torchc ptx probe: ok\n");
-    else
-        fprintf(stderr, "torchc ptx probe: FAILED: %s\n", e2.msg);
-    free(ptx);
-}
-
 static unsigned char optab[256];   /* CPython opcode → OP_* */
 static unsigned char ncaches[256]; /* inline cache entries after each opcode */
 static const char *opnames[256];   /* for reasons */
@@ -753,7 +726,7 @@ static dh_entry *trace_once(PyCodeObject *code, PyObject *const *localsplus, PyO
                 if (compiled == NULL && backend_fn == NULL && !t->failed)
                     sym_fail(t, "compile failed: %s", err.msg);
                 if (compiled != NULL && opt.device == IC_CPU)
-                    dh_ptx_probe(t->g);
+                    ic_ptx_probe(t->g); /* developers' PTX checks (torchc.config.ptx_probe) */
             } else if (!t->failed && !PyErr_Occurred() && nout == 0 && ic_graph_num_ops(t->g) > 0) {
                 /* every op was dead (result is an input or a constant): nothing to compile */
             }

@@ -631,6 +631,8 @@ static int is_simple_const(PyObject *o) {
         return 1;
     if (sym_is_enum_member(o)) /* a singleton of its class: guarded by type and == (obj_func.c) */
         return 1;
+    if (sym_dtype_from_object(o) >= 0 || (torch_device_type && Py_TYPE(o) == (PyTypeObject *)torch_device_type))
+        return 1; /* torch.dtype (a singleton), torch.device (== and hash by value): dict keys */
     if (PySlice_Check(o)) { /* a slice of ints/None (a closure's or an attribute's): == is its fields' */
         PySliceObject *s = (PySliceObject *)o;
         PyObject *f[3] = {s->start, s->stop, s->step};
@@ -1187,8 +1189,11 @@ static int wrap_uncached(trace *t, PyObject *o, int src, var *out) {
             return out->obj ? 0 : -1;
         }
     }
-    if (PyDict_CheckExact(o) && PyDict_GET_SIZE(o) <= 64 && src >= 0) {
-        /* a dict: type and length guarded, every item wrapped (keys must be strings) */
+    int ddict = sym_data_is_defaultdict(o);
+    if ((PyDict_CheckExact(o) || ddict) && PyDict_GET_SIZE(o) <= 64 && src >= 0) {
+        /* a dict: type and length guarded, every item wrapped (keys must be strings); a
+         * defaultdict (GradScaler's per-optimizer states): its default_factory identity-guarded,
+         * called by the trace for a missing key (sym_containers.c) */
         Py_ssize_t n = PyDict_GET_SIZE(o), pos = 0;
         PyObject *k, *v, *keys = PyTuple_New(n);
         var *vals = sym_alloc(t, (int)n);
@@ -1197,7 +1202,28 @@ static int wrap_uncached(trace *t, PyObject *o, int src, var *out) {
         dh_guard *g = new_guard(t, DH_G_TYPE, src);
         if (g == NULL)
             return -1;
-        g->obj = Py_NewRef((PyObject *)&PyDict_Type);
+        g->obj = Py_NewRef((PyObject *)Py_TYPE(o));
+        PyObject *factory = Py_None;
+        int fop = -1;
+        if (ddict) {
+            static PyObject *s_factory;
+            if (s_factory == NULL && (s_factory = PyUnicode_InternFromString("default_factory")) == NULL)
+                return -1;
+            factory = PyObject_GetAttr(o, s_factory);
+            if (factory == NULL || sym_keep(t, factory) == NULL)
+                return -1;
+            int fs = sym_source(t, DH_S_ATTR, src, 2, s_factory);
+            if (fs < 0 || sym_guard_id(t, fs, factory) < 0)
+                return -1;
+            if (factory != Py_None) {
+                var fv;
+                if (sym_wrap(t, factory, fs, &fv) < 0)
+                    return -1;
+                if (fv.kind != V_FUNC || fv.obj != factory)
+                    return sym_fail(t, "defaultdict with this default_factory not supported");
+                fop = fv.op;
+            }
+        }
         g = new_guard(t, DH_G_LEN, src);
         if (g == NULL)
             return -1;
@@ -1221,6 +1247,11 @@ static int wrap_uncached(trace *t, PyObject *o, int src, var *out) {
         out->obj = keys;
         out->items = vals;
         out->n = i;
+        if (ddict) {
+            out->op = SYM_DICT_DEFAULT;
+            out->globals = factory;
+            out->pos = fop;
+        }
         t->srcobj[src] = sym_keep(t, Py_NewRef(o)); /* for a write-back (sideeffects.c) */
         return 0;
     }

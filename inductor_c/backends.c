@@ -261,6 +261,30 @@ IC_API char *ic_graph_to_ptx(const ic_graph *g, int sm, ic_err *err) {
     return s;
 }
 
+IC_API void ic_ptx_probe(const ic_graph *g) {
+    char dir[IC_CFG_STR_MAX];
+    ic_config_str(IC_CFG_ptx_probe, dir);
+    if (!dir[0] || g == NULL)
+        return;
+    ic_err e2 = {0};
+    char *ptx = ic_graph_to_ptx(g, 90, &e2);
+    static atomic_int nprobe;
+    if (ptx && dir[0] == '/') {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/probe_%d.ptx", dir, atomic_fetch_add(&nprobe, 1));
+        FILE *pf = fopen(path, "w");
+        if (pf) {
+            fputs(ptx, pf);
+            fclose(pf);
+        }
+    }
+    if (ptx)
+        fprintf(stderr, "torchc ptx probe: ok\n");
+    else
+        fprintf(stderr, "torchc ptx probe: FAILED: %s\n", e2.msg);
+    free(ptx);
+}
+
 IC_API int64_t ic_graph_gpu_workspace_bytes(const ic_graph *g, int sm, ic_err *err) {
     ic_options o = {.device = IC_CUDA, .opt_level = 3};
     ic_compiled *cc = ic_compile_ptx_only(g, &o, sm, err);

@@ -167,11 +167,10 @@ static int gemm_consumer(ic_ctx *c, int ki, const ic_gemm *G, bool *store_out) {
     if (k->is_ext || k->has_red) return -1;
     for (int j = 0; j < k->nitems; j++) /* an in-place store (sched/inplace.c): a GEMM choice */
         if (k->items[j].store && c->bufs[k->items[j].buf].inplace) return -1; /* group may run it twice */
-    int nv = 0;
     int32_t vars[2 * IC_MAX_DIMS];
     int64_t sizes[2 * IC_MAX_DIMS], total = 1;
-    for (int i = 0; i < k->nouter; i++) vars[nv] = k->ovar[i], sizes[nv++] = k->osize[i], total *= k->osize[i];
-    for (int i = 0; i < k->ninner; i++) vars[nv] = k->ivar[i], sizes[nv++] = k->isize[i], total *= k->isize[i];
+    int nv = ic_kernel_loop_vars(k, vars, sizes);
+    for (int i = 0; i < nv; i++) total *= sizes[i];
     if (total != G->batch * G->M * G->N) return -1;
     uint8_t *seen = ic_alloc(c, (size_t)c->nxs + 1);
     ic_xid loads[64];

@@ -200,7 +200,8 @@ ic_val ic_arange(ic_graph *g, int64_t n, double start, double step, ic_dtype dty
     X(SOLVE, "solve")     /* (a[..., n, n], b[..., n, k]) -> a^-1 b; params: (left=1) */ \
     /* training (graph/autograd.c): backward kernels of ATen */                          \
     X(CONV_BWD, "conv_bwd") /* (grad_out, x, w), params: conv's then `which`: the gradient \
-                               of x (0, x's shape) or of w (1, w's shape) */         \
+                               of x (0, x's shape), of w (1, w's shape) or both (2: 1-D   \
+                               [numel x + numel w], dx then dw flat) */                   \
     X(SDPA_BWD, "sdpa_bwd") /* (grad_out, q, k, v), params: is_causal, beta: the scale ->  \
                                1-D [numel q + numel k + numel v]: dq, dk, dv flat */  \
     X(DROPOUT_MASK, "dropout_mask") /* (x), beta: p -> eager's dropout mask: bernoulli(1-p) \
@@ -357,7 +358,10 @@ int ic_value_saved_for_backward(const ic_graph *g, ic_val v, const unsigned char
  * program's nuser_out) or recomputes. Returns 0 (out filled; out->bwd NULL when no output
  * carries a gradient), or -1 with err (IC_EUNSUPPORTED: e.g. an op with no backward rule;
  * fwd may then hold extra outputs: the caller falls back and discards it). */
-enum { IC_AG_FWD_INPUT = 0, IC_AG_FWD_OUTPUT = 1, IC_AG_GRAD_OUT = 2 };
+/* IC_AG_GRAD_CAME: a bool scalar, 1 if program output index's gradient came (0: it is None
+ * and its IC_AG_GRAD_OUT input reads zeros); a part of a sum of gradients that reads only
+ * outputs with none is not added, as eager runs no backward of it (0 * inf would be NaN) */
+enum { IC_AG_FWD_INPUT = 0, IC_AG_FWD_OUTPUT = 1, IC_AG_GRAD_OUT = 2, IC_AG_GRAD_CAME = 3 };
 enum { IC_AG_REQ = 1, IC_AG_OVERWRITTEN = 2 };
 typedef struct ic_autograd {
     ic_graph *bwd;          /* owned */

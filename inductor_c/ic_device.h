@@ -50,7 +50,7 @@ unsigned long long ic_gpu_lazy_loads(void);
 
 /* Split row kernels (x.sum() of a large tensor) so far (n[2]): launches whose last block per
  * row combined the partials with the stream's row counters, and final launches that ran
- * (no counters: a stream being captured, TORCHC_GPU_SPLIT_FUSE=0). */
+ * (no counters: a stream being captured). */
 void ic_gpu_split_stats(unsigned long long *n);
 
 /* 1 when libcuda loads, initializes and has at least one device; the reason otherwise. */
@@ -74,6 +74,11 @@ char *ic_compiled_ptx(const ic_compiled *c);
 
 /* PTX for a graph without any GPU (make ptx-check): target sm_XY as XY (e.g. 90). */
 char *ic_graph_to_ptx(const ic_graph *g, int sm, ic_err *err);
+/* torchc.config.ptx_probe (developers' PTX checks): when set, g (a graph compiled for the CPU,
+ * forward or backward) goes through ic_graph_to_ptx for sm_90 too, so GPU code generation is
+ * covered without a GPU; the outcome on stderr ("torchc ptx probe: ok" / "FAILED: reason"),
+ * the PTX written to DIR/probe_N.ptx when the setting is an absolute directory DIR. */
+void ic_ptx_probe(const ic_graph *g);
 /* The workspace bytes a CUDA compilation of g for sm_XY would allocate per run, without any
  * GPU (ic_compiled_workspace_bytes of the PTX-only compilation); -1 with err on failure. */
 int64_t ic_graph_gpu_workspace_bytes(const ic_graph *g, int sm, ic_err *err);

@@ -498,6 +498,14 @@ bool ic_extern_operand_alias(const ic_ctx *c, ic_val ext, int i, int *input_inde
 /* sched/finalize.c: the kernel has no element (a zero-size loop; for a reduction, a zero-size
  * outer loop: an empty inner one still stores the identity) */
 bool ic_kernel_empty(const ic_kernel *k);
+/* the kernel's loop vars and sizes in flat order (outer, then inner; the last varies fastest)
+ * into vars/sizes (2 * IC_MAX_DIMS entries); returns how many */
+static inline int ic_kernel_loop_vars(const ic_kernel *k, int32_t *vars, int64_t *sizes) {
+    int nv = 0;
+    for (int i = 0; i < k->nouter; i++) vars[nv] = k->ovar[i], sizes[nv++] = k->osize[i];
+    for (int i = 0; i < k->ninner; i++) vars[nv] = k->ivar[i], sizes[nv++] = k->isize[i];
+    return nv;
+}
 /* graph/strides.c: a pointwise kernel storing a permuted graph output loops in its order */
 void ic_layout_loop_order(ic_ctx *c, const ic_kernel *k, int32_t *vars, int64_t *sizes, int n);
 void ic_plan_buffers(ic_ctx *c);        /* sched/buffers.c */

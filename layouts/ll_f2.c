@@ -127,6 +127,16 @@ uint64_t ll_num_consecutive(const ll_layout *L) {
 
 /* ---- compose ------------------------------------------------------------ */
 
+/* t: zero bases over in dims in[0..n_in) and out dims out[0..n_out) (shifts recomputed) */
+static void with_dims(ll_layout *t, const ll_dim *in, int n_in, const ll_dim *out, int n_out) {
+    ll_empty(t);
+    memcpy(t->in, in, sizeof *in * (size_t)n_in);
+    memcpy(t->out, out, sizeof *out * (size_t)n_out);
+    t->n_in = (uint8_t)n_in;
+    t->n_out = (uint8_t)n_out;
+    llx_fix_shifts(t);
+}
+
 int ll_compose(ll_layout *R, const ll_layout *a, const ll_layout *outer) {
     if (!R || !a || !outer) return LL_EINVAL;
     /* a's out dims feed outer's in dims of the same name. */
@@ -139,12 +149,7 @@ int ll_compose(ll_layout *R, const ll_layout *a, const ll_layout *outer) {
     for (int j = 0; j < outer->n_in; j++)
         if (ll_find_out(a, outer->in[j].name) < 0) return LL_EMISMATCH;
     ll_layout t;
-    ll_empty(&t);
-    memcpy(t.in, a->in, sizeof t.in);
-    memcpy(t.out, outer->out, sizeof t.out);
-    t.n_in = a->n_in;
-    t.n_out = outer->n_out;
-    llx_fix_shifts(&t);
+    with_dims(&t, a->in, a->n_in, outer->out, outer->n_out);
     for (int k = 0; k < a->in_bits; k++) {
         uint64_t x = 0, v = a->basis[k];
         for (int o = 0; o < a->n_out; o++) {
@@ -182,12 +187,7 @@ int ll_invert_and_compose(ll_layout *R, const ll_layout *a, const ll_layout *out
         if (same) ident |= 1u << i;
     }
     ll_layout t;
-    ll_empty(&t);
-    memcpy(t.in, a->in, sizeof t.in);
-    t.n_in = a->n_in;
-    for (int j = 0; j < outer->n_in; j++) t.out[j] = outer->in[j];
-    t.n_out = outer->n_in;
-    llx_fix_shifts(&t);
+    with_dims(&t, a->in, a->n_in, outer->in, outer->n_in);
     for (int attempt = 0; attempt < 2; attempt++) {
         if (attempt == 1) {
             if (!ident) break;
@@ -226,12 +226,7 @@ int ll_pseudo_invert(ll_layout *R, const ll_layout *a) {
     columns(a, &e);
     if (e.n != a->out_bits) return LL_ENOSOLUTION;
     ll_layout t;
-    ll_empty(&t);
-    memcpy(t.in, a->out, sizeof t.in);
-    memcpy(t.out, a->in, sizeof t.out);
-    t.n_in = a->n_out;
-    t.n_out = a->n_in;
-    llx_fix_shifts(&t);
+    with_dims(&t, a->out, a->n_out, a->in, a->n_in);
     for (int k = 0; k < a->out_bits; k++) llx_ech_solve(&e, (uint64_t)1 << k, &t.basis[k]);
     *R = t;
     return LL_OK;
@@ -336,7 +331,10 @@ static int quotient_dims(ll_layout *t, const ll_layout *a, const ll_layout *b) {
     return LL_OK;
 }
 
-int ll_divide_left(ll_layout *R, const ll_layout *a, const ll_layout *b_in) {
+/* a = b * R (left) or a = R * b (right): R, or LL_ENOTDIV. In a's bits of in dim i, b's
+ * come first and R's values sit above b's out sizes (left), or R's bits come first with
+ * values below R's out sizes (right). */
+static int divide(ll_layout *R, const ll_layout *a, const ll_layout *b_in, bool left) {
     if (!R || !a || !b_in) return LL_EINVAL;
     ll_layout t, bb;
     int rc = reorder_like(&bb, b_in, a);
@@ -344,51 +342,26 @@ int ll_divide_left(ll_layout *R, const ll_layout *a, const ll_layout *b_in) {
     const ll_layout *b = &bb;
     rc = quotient_dims(&t, a, b);
     if (rc) return rc;
-    /* a's bits of in dim i: b's bits first, then R's, whose values sit above
-     * b's out sizes. */
     for (int i = 0; i < a->n_in; i++) {
-        int j = ll_find_in(b, a->in[i].name);
-        int skip = j < 0 ? 0 : b->in[j].log2;
-        for (int q = skip; q < a->in[i].log2; q++) {
-            uint64_t v = a->basis[a->in[i].shift + q], r = 0;
-            for (int o = 0; o < a->n_out; o++) {
-                uint64_t part = (v >> a->out[o].shift) & llx_low(a->out[o].log2);
-                int jo = ll_find_out(b, a->out[o].name);
-                int low = jo < 0 ? 0 : b->out[jo].log2;
-                if (part & llx_low(low)) return LL_ENOTDIV;
-                r |= (part >> low) << t.out[o].shift;
-            }
-            t.basis[t.in[i].shift + q - skip] = r;
-        }
-    }
-    ll_layout p;
-    if (ll_product(&p, b, &t) || !equal_reordered(&p, a)) return LL_ENOTDIV;
-    *R = t;
-    return LL_OK;
-}
-
-int ll_divide_right(ll_layout *R, const ll_layout *a, const ll_layout *b_in) {
-    if (!R || !a || !b_in) return LL_EINVAL;
-    ll_layout t, bb;
-    int rc = reorder_like(&bb, b_in, a);
-    if (rc) return rc;
-    const ll_layout *b = &bb;
-    rc = quotient_dims(&t, a, b);
-    if (rc) return rc;
-    /* a's bits of in dim i: R's bits first (values below R's out sizes). */
-    for (int i = 0; i < a->n_in; i++) {
+        int j = left ? ll_find_in(b, a->in[i].name) : -1;
+        int skip = j < 0 ? 0 : b->in[j].log2; /* b's bits of dim i, below R's (left) */
         for (int q = 0; q < t.in[i].log2; q++) {
-            uint64_t v = a->basis[a->in[i].shift + q], r = 0;
+            uint64_t v = a->basis[a->in[i].shift + skip + q], r = 0;
             for (int o = 0; o < a->n_out; o++) {
                 uint64_t part = (v >> a->out[o].shift) & llx_low(a->out[o].log2);
-                if (part >> t.out[o].log2) return LL_ENOTDIV;
-                r |= part << t.out[o].shift;
+                int jo = left ? ll_find_out(b, a->out[o].name) : -1;
+                int low = jo < 0 ? 0 : b->out[jo].log2; /* b's values of out dim o (left) */
+                if (left ? (part & llx_low(low)) != 0 : (part >> t.out[o].log2) != 0) return LL_ENOTDIV;
+                r |= (part >> low) << t.out[o].shift;
             }
             t.basis[t.in[i].shift + q] = r;
         }
     }
     ll_layout p;
-    if (ll_product(&p, &t, b) || !equal_reordered(&p, a)) return LL_ENOTDIV;
+    if ((left ? ll_product(&p, b, &t) : ll_product(&p, &t, b)) || !equal_reordered(&p, a)) return LL_ENOTDIV;
     *R = t;
     return LL_OK;
 }
+
+int ll_divide_left(ll_layout *R, const ll_layout *a, const ll_layout *b) { return divide(R, a, b, true); }
+int ll_divide_right(ll_layout *R, const ll_layout *a, const ll_layout *b) { return divide(R, a, b, false); }

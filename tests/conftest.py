@@ -144,7 +144,16 @@ def _fresh():
     torchc.config.recompile_limit = 1000
     torch.manual_seed(0)
     random.seed(0)
+    before = {n: v for n, (v, src) in torchc.config.changed().items() if src == "set"}
     yield
+    # settings a test set from Python do not outlive it: monkeypatch.setattr's undo sets the
+    # value it read (the default) from Python, which would then win over a later test's
+    # TORCHC_* environment variable
+    for n, (v, src) in torchc.config.changed().items():
+        if src == "set" and n not in before:
+            delattr(torchc.config, n)
+        elif src == "set" and before[n] != v:
+            setattr(torchc.config, n, before[n])
 
 
 def assert_same(got, want, rtol=None, atol=None):

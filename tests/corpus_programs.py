@@ -59,6 +59,20 @@ class Program:
     def __repr__(self):
         return f"Program({self.name})"
 
+    def materialize(self):
+        """(fresh function or module, fresh inputs), identical on every call (fixed seeds)"""
+        torch.manual_seed(1234)
+        args = self.args()
+        fn = self.fn
+        if self.module:
+            torch.manual_seed(4321)
+            fn = self.fn()
+        return fn, args
+
+    def grad_mode(self):
+        """the grad mode it runs under (grad=, else off for modules, on for functions)"""
+        return self.grad if self.grad is not None else not self.module
+
 
 def _register(p):
     assert all(q.name != p.name for q in PROGRAMS), p.name

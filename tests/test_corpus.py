@@ -54,23 +54,6 @@ def _frozen_gc():
 
 # ---- helpers --------------------------------------------------------------------------
 
-def _materialize(p):
-    """fresh inputs and a fresh function/module, identical on every call"""
-    torch.manual_seed(1234)
-    args = p.args()
-    fn = p.fn
-    if p.module:
-        torch.manual_seed(4321)
-        fn = p.fn()
-    return fn, args
-
-
-def _grad_mode(p):
-    if p.grad is not None:
-        return p.grad
-    return not p.module
-
-
 def _leaves(obj, path=()):
     if isinstance(obj, (list, tuple)) and not isinstance(obj, torch.Size):
         for i, o in enumerate(obj):
@@ -152,7 +135,7 @@ def _run(p, fn, args, compiled, capsys):
     capsys.readouterr()
     outs, exc, exs = [], None, []
     torch.manual_seed(99)
-    with torch.set_grad_enabled(_grad_mode(p)):
+    with torch.set_grad_enabled(p.grad_mode()):
         for _ in range(p.calls):
             if compiled:
                 _C.explain_start()
@@ -224,8 +207,8 @@ def test_corpus_size():
 
 @pytest.mark.parametrize("p", _params("bug"))
 def test_program(p, capsys):
-    fe, args_e = _materialize(p)
-    fc, args_c = _materialize(p)
+    fe, args_e = p.materialize()
+    fc, args_c = p.materialize()
     mod_e = fe if p.module else None
     mod_c = fc if p.module else None
 
@@ -291,7 +274,7 @@ def _check_references(p, box, capsys):
         tracked += ([] if p.leak else [target]) + list(target.parameters()) + list(target.buffers())
     if p.reset:
         p.reset()
-    with torch.set_grad_enabled(_grad_mode(p)):
+    with torch.set_grad_enabled(p.grad_mode()):
         out = _call_quiet(p, cf, args)
         gc.collect()
         out_objs = _refcounted([o for _, o in _leaves(out)])
@@ -319,10 +302,10 @@ def _check_references(p, box, capsys):
 @pytest.mark.parametrize("p", [pytest.param(p, id=p.name, marks=pytest.mark.xfail(
     strict=True, reason=f"BUG: {p.leak}")) for p in PROGRAMS if p.leak])
 def test_program_freed(p):
-    fn, args = _materialize(p)
+    fn, args = p.materialize()
     target = fn if p.module else _fresh_function(fn)
     cf = torchc.compile(target)
-    with torch.set_grad_enabled(_grad_mode(p)):
+    with torch.set_grad_enabled(p.grad_mode()):
         _call_quiet(p, cf, args)
     refs = [weakref.ref(cf), weakref.ref(target)]
     del cf, target, fn, args

@@ -35,6 +35,7 @@ import torch
 import torch.nn.functional as F
 
 import torchc
+from fuzz_common import call_captured as _call, eager_nondeterministic, laid_out, same_as_eager
 
 # var()/std() of one element: eager and compiled both warn
 pytestmark = pytest.mark.filterwarnings("ignore:.*degrees of freedom is <= 0:UserWarning")
@@ -747,14 +748,8 @@ def make_inputs(specs, dims, seed):
             p = [int(c) for c in layout[4:]]
             q = [p.index(i) for i in range(len(p))]
             t = base(tuple(real[i] for i in p)).permute(q)
-        elif layout == "t":
-            t = base(real[:-2] + (real[-1], real[-2])).transpose(-1, -2)
-        elif layout == "strided":
-            t = base(real[:-1] + (2 * real[-1],))[..., ::2]
-        elif layout == "expand":
-            t = base(real[:-1] + (1,)).expand(real)
         else:
-            t = base(real)
+            t = laid_out(base, real, layout)
         out.append(t)
     return out
 
@@ -774,39 +769,8 @@ def _scale(t):
     return float(f.abs().max()) if f.numel() else 1.0
 
 
-def _strides(t):
-    # the strides of the dims that have more than one element (a size-1 dim's stride is
-    # never used to address an element)
-    return tuple(s for s, n in zip(t.stride(), t.shape) if n > 1)
-
-
 def _same(got, want, where, pure64=False, strides=False):
-    if isinstance(want, torch.Tensor):
-        assert isinstance(got, torch.Tensor), f"{where}: {type(got)}"
-        assert got.dtype == want.dtype, f"{where}: dtype {got.dtype} vs {want.dtype}"
-        assert got.shape == want.shape, f"{where}: shape {got.shape} vs {want.shape}"
-        torch.testing.assert_close(got, want, equal_nan=True, **_tol(want, pure64),
-                                   msg=lambda m: f"{where}: {m}")
-        if strides and want.numel() > 1:  # eager's layout (issue 26 item 9)
-            assert _strides(got) == _strides(want), \
-                f"{where}: strides {got.stride()} vs eager {want.stride()} (shape {tuple(want.shape)})"
-    elif isinstance(want, (list, tuple)):
-        assert type(got) is type(want) and len(got) == len(want), f"{where}: {got!r} vs {want!r}"
-        for i, (g, w) in enumerate(zip(got, want)):
-            _same(g, w, f"{where}[{i}]", pure64, strides)
-    else:
-        assert type(got) is type(want) and got == want, f"{where}: {got!r} vs {want!r}"
-
-
-def _call(fn, args, kw):
-    buf = io.StringIO()
-    with contextlib.redirect_stdout(buf):
-        try:
-            out = fn(*args, **kw)
-            exc = None
-        except Exception as e:  # noqa: BLE001
-            out, exc = None, e
-    return out, exc, buf.getvalue()
+    same_as_eager(got, want, where, lambda t: _tol(t, pure64), strides=strides)
 
 
 def _identity(outs, args):
@@ -817,25 +781,19 @@ def _identity(outs, args):
     return res
 
 
-def _eager_nondeterministic(prog, specs, dims, in_seed, kw, call, out_e, exc_e, pr_e, ins_e, tries=24):
-    """Eager must agree with itself before torchc is held to it: some ATen kernels read
-    overlapping memory nondeterministically (torch.median over a stride-0 dim of an expanded
-    input gives different values run to run on the CPU; tests/test_fuzz_hostile.py met it).
-    Asked only after a mismatch: eager reruns calls 0..call on fresh inputs (in-place updates
-    of the earlier calls included) and its last call is compared with the first run's."""
-    for _ in range(tries):
+def _eager_nondeterministic(prog, specs, dims, in_seed, kw, call, out_e, exc_e, pr_e, ins_e):
+    """eager reruns calls 0..call on fresh inputs (in-place updates of the earlier calls
+    included) and its last call is compared with the first run's (fuzz_common)"""
+    def rerun():
         ins = make_inputs(specs, dims, in_seed)
         for _c in range(call + 1):
             out, exc, pr = _call(prog, ins, kw)
-        if (exc is None) != (exc_e is None) or pr != pr_e:
-            return True
-        if exc is None:
-            try:
-                _same(out, out_e, "eager rerun", strides=True)
-                _same(ins, ins_e, "eager rerun inputs")
-            except AssertionError:
-                return True
-    return False
+        return out, exc, pr, ins
+
+    def same(out, ins):
+        _same(out, out_e, "eager rerun", strides=True)
+        _same(ins, ins_e, "eager rerun inputs")
+    return eager_nondeterministic(rerun, exc_e, same, printed_e=pr_e)
 
 
 def run_program(idx, stats):

@@ -42,6 +42,7 @@ import torch
 import torch.nn.functional as F
 
 import torchc
+from fuzz_common import call_captured as _call, eager_nondeterministic, laid_out, same_as_eager
 
 pytestmark = [pytest.mark.allow_fallback, pytest.mark.filterwarnings("ignore")]
 
@@ -114,15 +115,7 @@ class Prog:
                 if dt in INTS:
                     return torch.randint(-8, 9, s, generator=g).to(dt)
                 return (torch.randint(-16, 17, s, generator=g).double() / 4).to(dt)
-            if layout == "t":
-                t = base(shape[:-2] + (shape[-1], shape[-2])).transpose(-1, -2)
-            elif layout == "strided":
-                t = base(shape[:-1] + (2 * shape[-1],))[..., ::2]
-            elif layout == "expand":
-                t = base(shape[:-1] + (1,)).expand(shape)
-            else:
-                t = base(shape)
-            out.append(t)
+            out.append(laid_out(base, shape, layout))
         return out
 
     # ---- growing ------------------------------------------------------------------------
@@ -496,47 +489,10 @@ def _tol(t):
             }.get(t.dtype, dict(rtol=0, atol=0))
 
 
-def _strides(t):
-    return tuple(s for s, n in zip(t.stride(), t.shape) if n > 1)
-
-
-def _alias(o, ins):
-    if not isinstance(o, torch.Tensor) or o.numel() == 0:
-        return None
-    p = o.untyped_storage().data_ptr()
-    return tuple(i for i, a in enumerate(ins) if a.numel() and a.untyped_storage().data_ptr() == p)
-
-
 def _same(got, want, where, ins_c=None, ins_e=None):
-    if isinstance(want, torch.Tensor):
-        assert isinstance(got, torch.Tensor), f"{where}: {type(got).__name__}, eager a tensor"
-        assert got.dtype == want.dtype, f"{where}: dtype {got.dtype}, eager {want.dtype}"
-        assert got.shape == want.shape, f"{where}: shape {tuple(got.shape)}, eager {tuple(want.shape)}"
-        if want.dtype in FLOATS:
-            torch.testing.assert_close(got, want, equal_nan=True, **_tol(want), msg=lambda m: f"{where}: {m}")
-        else:
-            assert torch.equal(got, want), f"{where}: values\n{got}\neager\n{want}"
-        if want.numel() > 1:
-            assert _strides(got) == _strides(want), \
-                f"{where}: strides {got.stride()}, eager {want.stride()} (shape {tuple(want.shape)})"
-        if ins_e is not None:
-            assert _alias(got, ins_c) == _alias(want, ins_e), \
-                f"{where}: shares storage with inputs {_alias(got, ins_c)}, eager {_alias(want, ins_e)}"
-    elif isinstance(want, (list, tuple)):
-        assert type(got) is type(want) and len(got) == len(want), f"{where}: {got!r} vs eager {want!r}"
-        for i, (g, w) in enumerate(zip(got, want)):
-            _same(g, w, f"{where}[{i}]", ins_c, ins_e)
-    else:
-        assert type(got) is type(want) and got == want, f"{where}: {got!r} vs eager {want!r}"
-
-
-def _call(fn, args):
-    buf = io.StringIO()
-    with contextlib.redirect_stdout(buf):
-        try:
-            return fn(*args), None, buf.getvalue()
-        except Exception as e:  # noqa: BLE001
-            return None, e, buf.getvalue()
+    """values (integers and bools exactly: _tol gives 0), strides, and with ins_e which
+    inputs the result shares storage with"""
+    same_as_eager(got, want, where, _tol, strides=True, ins=None if ins_e is None else (ins_c, ins_e))
 
 
 _STATS = {c: {"programs": 0, "raised": 0, "caught": 0, "graphs": 0, "failures": 0, "eager_nondet": 0}
@@ -546,22 +502,12 @@ _STATS = {c: {"programs": 0, "raised": 0, "caught": 0, "graphs": 0, "failures": 
 _REASONS = {}
 
 
-def _eager_nondeterministic(prog, p, out_e, exc_e, ins_e, tries=24):
-    """Eager must agree with itself before torchc is held to it: some ATen kernels read
-    overlapping memory nondeterministically (torch.median over a stride-0 dim of an expanded
-    input gives different values run to run on the CPU: seed 186264 program 140). Asked only
-    after a mismatch; rerunning eager enough times makes a miss unlikely (0.7**24 there)."""
-    for _ in range(tries):
+def _eager_nondeterministic(prog, p, out_e, exc_e, ins_e):
+    """eager reruns the program on fresh inputs; what it printed is not compared (fuzz_common)"""
+    def rerun():
         ins = p.inputs(p.seed)
-        out, exc, _ = _call(prog, ins)
-        if (exc is None) != (exc_e is None):
-            return True
-        if exc is None:
-            try:
-                _same(out, out_e, "eager rerun", ins, ins_e)
-            except AssertionError:
-                return True
-    return False
+        return (*_call(prog, ins), ins)
+    return eager_nondeterministic(rerun, exc_e, lambda out, ins: _same(out, out_e, "eager rerun", ins, ins_e))
 
 
 def run_program(idx):

@@ -42,13 +42,8 @@ def test_roundtrip_over_corpus_programs():
     try:
         for p in corpus_programs.PROGRAMS:
             torchc.reset()
-            torch.manual_seed(1234)
-            args = p.args()
-            fn = p.fn
-            if p.module:
-                torch.manual_seed(4321)
-                fn = p.fn()
-            grad = p.grad if p.grad is not None else not p.module
+            fn, args = p.materialize()
+            grad = p.grad_mode()
             cf = torchc.compile(fn)
             try:
                 with torch.set_grad_enabled(grad):

@@ -677,3 +677,66 @@ def test_exprnn_inference_runs_the_c_loop():
             outs.append(hh)
     assert not H.requires_grad
     assert rel(H, torch.stack(outs)) < 1e-6 and rel(h, hh) < 1e-6
+
+
+# ---- edge sizes: differential against eager (values and gradients) --------------------------------
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("n_in,hidden,batch,T", [(1, 1, 1, 1), (1, 2, 3, 2), (3, 5, 1, 7), (2, 7, 4, 5), (1, 9, 2, 3)])
+def test_exprnn_edge_sizes_against_eager(dtype, n_in, hidden, batch, T):
+    """ExpRNN at hidden sizes 1, 2 and odd, batch 1 and more, one step and several, input
+    size 1 (the outer-product projection) and more: the scan's C loop (no fallback, its steps
+    counted) gives the eager cell loop's outputs and the gradients of every parameter (the
+    recurrent kernel's through _StepGradTap and the matrix exponential) and of x and h0."""
+    torch.manual_seed(hidden * 100 + T)
+    m = M.ExpRNN(n_in, hidden).to(dtype)
+    x = torch.randn(T, batch, n_in, dtype=dtype, requires_grad=True)
+    h0 = torch.randn(batch, hidden, dtype=dtype, requires_grad=True)
+    wts = torch.randn(T, batch, hidden, dtype=dtype)
+    params = list(m.parameters())
+
+    runs = torchc._C._scan_stats()[1]
+    H, h = m(x, h0)
+    assert torchc._scan.last_fallback is None
+    loss = (H * wts).sum() + (h ** 2).sum()
+    got = torch.autograd.grad(loss, params + [x, h0])
+    # the C loop ran every step after the probe, forward and backward
+    assert torchc._C._scan_stats()[1] - runs == (T - 1) + T
+
+    hh, outs = h0, []
+    for t in range(T):
+        hh = m.cell(x[t], hh)
+        outs.append(hh)
+    He = torch.stack(outs)
+    want = torch.autograd.grad((He * wts).sum() + (hh ** 2).sum(), params + [x, h0])
+    tol = 1e-12 if dtype == torch.float64 else 2e-5
+    assert H.dtype == He.dtype and H.shape == He.shape and h.shape == hh.shape
+    assert rel(H, He) < tol and rel(h, hh) < tol
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        assert rel(g, w) < tol or (g - w).abs().max() < tol
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("shape", [(1, 1), (2, 2), (3, 3), (5, 2, 2), (4, 7, 7), (2, 1, 9, 9)])
+def test_matrix_exp_graph_op_edge_sizes_training(dtype, shape):
+    """matrix_exp and its backward as graph ops (one forward graph, one backward graph, one
+    matrix_exp extern) at n = 1, 2 and odd, batched: eager's values and gradients."""
+    def f(A, W):
+        E = torch.linalg.matrix_exp(A)
+        return (E * W).sum() + E.sum(-1)
+
+    n, batch = shape[-1], shape[:-2]
+    A = mat(n, 1.7, dtype, "skew" if n > 1 else "general", batch=batch).requires_grad_()
+    W = torch.randn(shape, dtype=dtype)
+    ex = torchc.explain(f)(A, W)
+    assert ex.graph_count == 1 and ex.graph_break_count == 0 and ex.backward_graph_count == 1, str(ex)
+    assert ex.extern_calls.count("matrix_exp") == 1
+    torchc.reset()
+    out = torchc.compile(f)(A, W)
+    want = f(A, W)
+    go = torch.ones_like(want)
+    (g,) = torch.autograd.grad(out, A, go)
+    (gw,) = torch.autograd.grad(want, A, go)
+    tol = 1e-5 if dtype == torch.float32 else 1e-12
+    assert out.dtype == want.dtype and out.shape == want.shape and rel(out, want) < tol
+    assert g.dtype == gw.dtype and g.shape == gw.shape and rel(g, gw) < tol

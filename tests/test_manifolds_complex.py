@@ -198,3 +198,56 @@ def test_complex_through_the_dynamo_backend(name):
     want = f(x.clone())
     assert got.dtype == want.dtype and got.shape == want.shape
     assert_same(got, want)
+
+
+def _rel(a, b):
+    return ((a - b).norm() / b.norm().clamp_min(1e-300)).item()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("shape", [(1, 1), (2, 2), (5, 5), (3, 4, 4), (2, 1, 7, 7)])
+@pytest.mark.parametrize("kind", ["general", "skew_hermitian"])
+def test_matrix_exp_parts_compiles_with_eagers_complex_values_and_grads(dtype, shape, kind):
+    """exp(X + iY) from real parts (the 2n x 2n real form) compiles as one real graph with one
+    matrix_exp extern and its backward graph, and gives torch.linalg.matrix_exp's complex
+    values and, for a real loss of the parts, the complex autograd's gradients of X and Y
+    (sizes 1, 2, odd, batched; a skew-Hermitian input gives a unitary E)."""
+    g = torch.Generator().manual_seed(sum(shape) * 7 + (kind == "general"))
+    X = torch.randn(shape, generator=g, dtype=torch.float64)
+    Y = torch.randn(shape, generator=g, dtype=torch.float64)
+    if kind == "skew_hermitian":
+        X, Y = X - X.mT, Y + Y.mT
+    X, Y = (X / 2).to(dtype).requires_grad_(), (Y / 2).to(dtype).requires_grad_()
+    Wr, Wi = torch.randn(shape, generator=g, dtype=dtype), torch.randn(shape, generator=g, dtype=dtype)
+
+    def f(X, Y):
+        P, Q = M.matrix_exp_parts(X, Y)
+        return P, Q, (P * Wr).sum() + (Q * Wi).sum()
+
+    ex = torchc.explain(f)(X, Y)
+    assert ex.graph_count == 1 and ex.graph_break_count == 0 and ex.backward_graph_count == 1, str(ex)
+    assert ex.extern_calls.count("matrix_exp") == 1, ex.extern_calls
+    torchc.reset()
+    P, Q, loss = torchc.compile(f)(X, Y)
+    gX, gY = torch.autograd.grad(loss, (X, Y))
+
+    E = torch.linalg.matrix_exp(torch.complex(X, Y))  # eager: complex autograd
+    want = (E.real * Wr).sum() + (E.imag * Wi).sum()
+    wX, wY = torch.autograd.grad(want, (X, Y))
+    tol = 2e-6 if dtype == torch.float32 else 1e-12
+    for got, ref in ((P, E.real), (Q, E.imag), (gX, wX), (gY, wY)):
+        assert got.dtype == dtype and got.shape == ref.shape
+        assert _rel(got.detach(), ref.detach()) < tol
+    if kind == "skew_hermitian":
+        U = torch.complex(P, Q).detach().to(torch.complex128)
+        assert (U.mH @ U - torch.eye(shape[-1], dtype=U.dtype)).abs().max() < (1e-5 if dtype == torch.float32 else 1e-12)
+
+
+@pytest.mark.needs_no_compiler
+def test_matrix_exp_parts_argument_checks():
+    with pytest.raises(ValueError):
+        M.matrix_exp_parts(torch.zeros(2, 2), torch.zeros(3, 3))
+    with pytest.raises(ValueError):
+        M.matrix_exp_parts(torch.zeros(2, 2), torch.zeros(2, 2, dtype=torch.float64))
+    with pytest.raises(ValueError):
+        M.matrix_exp_parts(torch.zeros(2, 2, dtype=torch.complex64), torch.zeros(2, 2, dtype=torch.complex64))

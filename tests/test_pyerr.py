@@ -4,6 +4,9 @@ propagate as they do in eager: the same exception, raised by the same number of 
 user's code, and no fallback that would run the frame a second time (issue 24: PyErr_Clear
 only for the exception classes expected at that spot, csrc/pyerr.h's tc_clear_expected).
 Exceptions that mean "not here" (AttributeError from a getattr probe) are still handled."""
+import os
+import re
+
 import pytest
 import torch
 
@@ -210,3 +213,25 @@ def test_dict_key_eq_raises_while_tracing(exc):
     good = {"k": 2.0}
     same(cf(x, good), f(x, good))
     assert torchc._C.stats()["compiles"] >= 1
+
+
+@pytest.mark.needs_no_compiler
+def test_no_blanket_clear():
+    """csrc/ and dynamo_hook/ clear a pending exception only through tc_clear_expected
+    (csrc/pyerr.h), naming the classes expected there; a bare PyErr_Clear() is allowed only
+    right after PyErr_Fetch (the exception was taken and reported: the clear drops what the
+    reporting itself raised). A new bare clear would turn MemoryError or KeyboardInterrupt
+    into a fallback again."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    found = []
+    for d in ("csrc", "dynamo_hook", "inductor_c"):
+        for base, _, files in os.walk(os.path.join(root, d)):
+            for fn in files:
+                if not fn.endswith((".c", ".h", ".cpp")) or fn == "pyerr.h":
+                    continue
+                lines = open(os.path.join(base, fn)).read().splitlines()
+                for i, line in enumerate(lines):
+                    if re.search(r"\bPyErr_Clear\(\)", line) and \
+                            not any("PyErr_Fetch(" in ln for ln in lines[max(0, i - 12):i]):
+                        found.append(f"{os.path.relpath(os.path.join(base, fn), root)}:{i + 1}")
+    assert not found, "bare PyErr_Clear() (use tc_clear_expected): " + ", ".join(found)

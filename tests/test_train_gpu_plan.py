@@ -1,7 +1,7 @@
 """GPU plans of training graphs, checked without a GPU (issue 22: GPU training speed).
 
 Backward graphs compiled on the CPU also go through the PTX path when torchc.config.ptx_probe
-is set (csrc/train.c calls dynamo_hook/symbolic.c dh_ptx_probe after the backward's first
+is set (csrc/train.c calls inductor_c/backends.c ic_ptx_probe after the backward's first
 compile), and TORCHC_DEBUG=loops prints each launch ("gpu NAME: grid G block B vec V (kK)").
 
 1. Sums over broadcast dims take out the factors constant along them (graph/autograd.c

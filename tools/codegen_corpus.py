@@ -88,13 +88,8 @@ def py_worker(d, ptx=False):
         os.environ["TORCHC_PTX_PROBE"] = probe  # read by the frontend at each compile
     for p in corpus_programs.PROGRAMS:
         torchc.reset()
-        torch.manual_seed(1234)
-        args = p.args()
-        fn = p.fn
-        if p.module:
-            torch.manual_seed(4321)
-            fn = p.fn()
-        grad = p.grad if p.grad is not None else not p.module
+        fn, args = p.materialize()
+        grad = p.grad_mode()
         path = os.path.join(d, p.name + ".cpu.ll")
         sys.stderr.flush()
         saved = os.dup(2)

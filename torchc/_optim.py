@@ -38,7 +38,7 @@ _kernels = {}  # (id(opt), group index, kernel name, device, dtype) -> compiled 
 # add(alpha=a) is x + a * y; addcmul(value=v) is x + v * t1 * t2; addcdiv(value=v) is
 # x + v * t1 / t2; lerp(w) is x + w * (y - x) for |w| < 0.5, else y - (y - x) * (1 - w).
 
-def _sgd_kernel(params, grads, bufs, hp, wd_on, momentum_on, nesterov, maximize, fresh):
+def _sgd_kernel(params, grads, bufs, hp, wd_on, momentum_on, nesterov, maximize, fresh, grad_out=False):
     for i in range(len(params)):
         p = params[i]
         g = grads[i]
@@ -55,6 +55,8 @@ def _sgd_kernel(params, grads, bufs, hp, wd_on, momentum_on, nesterov, maximize,
                 buf.mul_(h[2]).add_(h[3] * g)
             if nesterov:
                 g = g + h[2] * buf
+                if grad_out:  # torch's foreach path adds into the gradient itself
+                    grads[i].copy_(g)
             else:
                 g = buf
         p.add_(h[0] * g)
@@ -147,6 +149,12 @@ def _hp(rows, dtype, device):
     return t.to(device, non_blocking=True) if device.type != "cpu" else t
 
 
+def _default_foreach(params):
+    """torch.optim's choice for foreach=None (and fused=None): foreach for CUDA tensors"""
+    from torch.optim.optimizer import _default_to_fused_or_foreach
+    return _default_to_fused_or_foreach(params, False, use_fused=False)[1]
+
+
 def _sgd_step(opt):
     for gi, group in enumerate(opt.param_groups):
         lr, wd, mom, damp = (_scalar(group[k]) for k in ("lr", "weight_decay", "momentum", "dampening"))
@@ -164,13 +172,19 @@ def _sgd_step(opt):
                 b = opt.state[p].get("momentum_buffer")
                 fresh.append(b is None)
                 bufs.append(torch.empty_like(g) if b is None else b)
+        # torch's foreach SGD (foreach=True, or None on CUDA) with nesterov momentum and
+        # neither weight decay nor maximize updates p.grad in place: g += momentum * buf
+        foreach = group["foreach"]
+        if foreach is None:
+            foreach = _default_foreach(params)
+        grad_out = bool(foreach and group["nesterov"] and mom != 0 and wd == 0 and not group["maximize"])
         for (device, dtype), idx in _groups_by_key(params).items():
             hp = _hp([[-lr, wd, mom, 1 - damp]] * len(idx), dtype, device)
             k = _kernel(opt, gi, _sgd_kernel, device, dtype)
             k([params[i] for i in idx], [grads[i] for i in idx],
               [bufs[i] for i in idx] if mom != 0 else [], hp, wd != 0, mom != 0,
               bool(group["nesterov"]), bool(group["maximize"]),
-              tuple(fresh[i] for i in idx) if mom != 0 else ())
+              tuple(fresh[i] for i in idx) if mom != 0 else (), grad_out)
         if mom != 0:
             for p, b in zip(params, bufs):
                 opt.state[p]["momentum_buffer"] = b

@@ -383,6 +383,157 @@ def _register_cells():
 
 _register_cells()
 
+
+# ---- torch.optim.Optimizer.zero_grad ------------------------------------------------------
+# torch wraps it in torch._disable_dynamo (a DisableContext wrapper: a graph break for torchc
+# too), though it only resets .grad. Written out as torch's loop (optim/optimizer.py) so a
+# training step keeps its optimizer update and the reset in one graph: p.grad = None (an
+# attribute write replayed after the graph), or zero_() of each gradient in place (the
+# foreach form's _foreach_zero_ writes the same zeros). What the loop can't show is left to
+# torch's own zero_grad, called from here: that call is a break and runs eagerly (the
+# profiler recording the step, an optimizer not yet patched, sparse gradients, gradients
+# that require grad).
+
+_optimizer_zero_grad = torch.optim.Optimizer.zero_grad
+
+
+def optimizer_zero_grad(self, set_to_none=True):
+    if torch.autograd.profiler._is_profiler_enabled or not hasattr(self, "_zero_grad_profile_name"):
+        return _optimizer_zero_grad(self, set_to_none)
+    if not set_to_none:
+        for group in self.param_groups:
+            for p in group["params"]:
+                g = p.grad
+                if g is not None and (g.requires_grad or g.is_sparse):
+                    return _optimizer_zero_grad(self, set_to_none)
+    for group in self.param_groups:
+        for p in group["params"]:
+            if p.grad is not None:
+                if set_to_none:
+                    p.grad = None
+                else:
+                    p.grad.zero_()
+
+
+POLYFILLS[_optimizer_zero_grad] = optimizer_zero_grad
+
+
+# ---- GradScaler's two ATen ops (torch.amp.GradScaler.unscale_ / update) --------------------
+# ATen's CPU/CUDA kernels written as graph ops, so a step's inf check and scale update stay in
+# its graphs. _amp_foreach_non_finite_check_and_unscale_: found_inf becomes 1.0 when a
+# gradient holds an inf or NaN (never reset to 0), every gradient is multiplied by inv_scale
+# in place (computed in float for 16-bit gradients, as the kernel's opmath). _amp_update_scale_:
+# after an inf the scale is multiplied by backoff_factor and the tracker reset; otherwise the
+# tracker counts, and at growth_interval the scale is multiplied by growth_factor when the
+# product is finite (the kernel multiplies the float scale by the double factor and rounds
+# once: done in float64 here) and the tracker reset.
+
+def amp_foreach_non_finite_check_and_unscale_(grads, found_inf, inv_scale):
+    for g in grads:
+        found_inf.copy_(torch.where(torch.isfinite(g).all(), found_inf, 1.0))
+        g.mul_(inv_scale)
+
+
+def amp_update_scale_(scale, growth_tracker, found_inf, growth_factor, backoff_factor, growth_interval):
+    inf = found_inf != 0
+    successful = growth_tracker + 1
+    grow = torch.logical_and(torch.logical_not(inf), successful == growth_interval)
+    grown = (scale.double() * growth_factor).float()
+    backed = (scale.double() * backoff_factor).float()
+    new_scale = torch.where(inf, backed, torch.where(torch.logical_and(grow, torch.isfinite(grown)), grown, scale))
+    new_tracker = torch.where(torch.logical_or(inf, grow), torch.zeros_like(successful), successful)
+    scale.copy_(new_scale)
+    growth_tracker.copy_(new_tracker)
+    return scale
+
+
+POLYFILLS[torch._amp_foreach_non_finite_check_and_unscale_] = amp_foreach_non_finite_check_and_unscale_
+POLYFILLS[torch._amp_update_scale_] = amp_update_scale_
+
+
+# ---- torch._C._group_tensors_by_device_and_dtype (torch.utils._foreach_utils: clip_grad_norm_,
+# the foreach optimizers) -------------------------------------------------------------------
+# One group (every tensor of the first list on one device with one dtype, the common case):
+# {(device, dtype): ([each list copied], indices or [])}. Several groups come back in the
+# C++ map's order, and anything eager checks (an empty first list, lists of other lengths)
+# raises there: both are left to the original, whose call breaks the graph.
+
+_group_tensors = torch._C._group_tensors_by_device_and_dtype
+
+
+def group_tensors_by_device_and_dtype(tensorlistlist, with_indices=False):
+    first = tensorlistlist[0]
+    if len(first) == 0:
+        return _group_tensors(tensorlistlist, with_indices)
+    device = first[0].device
+    dtype = first[0].dtype
+    for t in first:
+        if not isinstance(t, torch.Tensor) or t.device != device or t.dtype != dtype:
+            return _group_tensors(tensorlistlist, with_indices)
+    lists = []
+    for tl in tensorlistlist:
+        if len(tl) != len(first):
+            return _group_tensors(tensorlistlist, with_indices)
+        lists.append(list(tl))
+    return {(device, dtype): (lists, list(range(len(first))) if with_indices else [])}
+
+
+POLYFILLS[_group_tensors] = group_tensors_by_device_and_dtype
+
+
+# ---- torch._foreach_mul_ / _foreach_norm / _foreach_clamp_min_ / _max_ (clip_grad_*_) -------
+# The CPU foreach ops run the per-tensor op on each tensor (ATen's slow path); CUDA's fused
+# kernels compute in the same opmath and differ at most in a norm's summation order.
+# Lists of other lengths, and forms not written here, go to the original (a break).
+
+_foreach_mul_ = torch._foreach_mul_
+_foreach_norm = torch._foreach_norm
+
+
+def foreach_mul_(self, other):
+    if isinstance(other, (list, tuple)):
+        if len(other) != len(self):
+            return _foreach_mul_(self, other)
+        for t, o in zip(self, other):
+            t.mul_(o)
+        return None
+    for t in self:
+        t.mul_(other)
+    return None
+
+
+def foreach_norm(self, ord=2, dtype=None):
+    out = []
+    for t in self:
+        out.append(torch.linalg.vector_norm(t, ord, dtype=dtype))
+    return out
+
+
+_foreach_clamp_min_ = torch._foreach_clamp_min_
+_foreach_clamp_max_ = torch._foreach_clamp_max_
+
+
+def foreach_clamp_min_(self, other):  # clip_grad_value_
+    if isinstance(other, (list, tuple)):
+        return _foreach_clamp_min_(self, other)
+    for t in self:
+        t.clamp_min_(other)
+    return None
+
+
+def foreach_clamp_max_(self, other):
+    if isinstance(other, (list, tuple)):
+        return _foreach_clamp_max_(self, other)
+    for t in self:
+        t.clamp_max_(other)
+    return None
+
+
+POLYFILLS[_foreach_mul_] = foreach_mul_
+POLYFILLS[_foreach_norm] = foreach_norm
+POLYFILLS[_foreach_clamp_min_] = foreach_clamp_min_
+POLYFILLS[_foreach_clamp_max_] = foreach_clamp_max_
+
 # ---- calls of objects, by type -----------------------------------------------------------
 
 CALLS = {}  # type -> function(obj, *args, **kwargs); functools.partial is obj_func.c's own

@@ -43,7 +43,7 @@ from . import _C
 
 __all__ = ["scan"]
 
-_FWD_INPUT, _FWD_OUTPUT, _GRAD_OUT = 0, 1, 2
+_FWD_INPUT, _FWD_OUTPUT, _GRAD_OUT, _GRAD_CAME = 0, 1, 2, 3
 _ADD_DT = {torch.float32: 0, torch.float64: 1}
 log = logging.getLogger("torchc.scan")
 last_fallback = None   # the reason the last scan ran a Python loop (None: it ran in C)
@@ -602,6 +602,9 @@ class _Plan:
                 bin_.append(ispec[idx])
             elif kind == _FWD_OUTPUT:
                 bin_.append(ospec[idx])
+            elif kind == _GRAD_CAME:  # a carry's gradient always flows back a step
+                came = idx in role or (idx in yrole and gys[yrole[idx]] is not None)
+                bin_.append((torch.tensor(came), 0, 0, 0))
             else:
                 if idx in role:
                     k = role[idx]

@@ -16,6 +16,11 @@ from the same initial weights, interleaved in one run (medians):
   torchc_model torchc.compile of the whole loss (Model + cross entropy): B's parametrization
                (matrix_exp as a graph op) and the head + loss compiled, a graph break at the
                recurrence, which runs as in `torchc` (opt-in: --variants ...,torchc_model)
+  gemms        not a training step: only the GEMMs every variant's step must run (the
+               forward's L [N, n] x [n, n], the backward's L dz B, and B's gradient as one
+               [n, L N] x [L N, n]), into preallocated results, as ATen calls; the floor of
+               any implementation that keeps them in float32 on this BLAS (opt-in:
+               --variants ...,gemms)
 Compile time: `--compile-only` in a fresh process with an empty cache measures the first
 step (capture + compile + one run) minus the median of the following steps, in wall time and
 in this process's CPU time (the development machine's 2 cores run several sessions at once:
@@ -62,6 +67,22 @@ def loop_forward(model, x, step):
 
 def make(kind, hidden, state, device="cpu"):
     torch.manual_seed(0)
+    if kind == "gemms":
+        L, N = state["_L"], state["_N"]
+        dev = device
+        h, Bt = torch.randn(N, hidden, device=dev), torch.randn(hidden, hidden, device=dev)
+        H, dZ = torch.randn(L * N, hidden, device=dev), torch.randn(L * N, hidden, device=dev)
+        B = Bt.t().contiguous()
+        o1, o2 = torch.empty(N, hidden, device=dev), torch.empty(hidden, hidden, device=dev)
+
+        def gemms(x, y):
+            for _ in range(L):
+                torch.mm(h, Bt, out=o1)
+            for _ in range(L):  # dz B, B contiguous too (torchc's loop reads both NN)
+                torch.mm(h, B, out=o1)
+            torch.mm(H.t(), dZ, out=o2)  # two [L N, n] stacks, as the step's H and dz
+            return o2[0, 0]
+        return gemms
     m = Model(hidden)
     m.load_state_dict(state)
     m.to(device)
@@ -110,11 +131,12 @@ def main():
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
     state = Model(a.hidden).state_dict()
+    state_gemms = {"_L": a.L, "_N": a.batch}
     x = torch.randn(a.L, a.batch, 1).to(a.device)
     y = torch.randint(0, 10, (a.batch,)).to(a.device)
     sync = torch.cuda.synchronize if a.device.startswith("cuda") else (lambda: None)
     kinds = [a.compile_variant] if a.compile_only else a.variants.split(",")
-    steps = {k: make(k, a.hidden, state, a.device) for k in kinds}
+    steps = {k: make(k, a.hidden, state_gemms if k == "gemms" else state, a.device) for k in kinds}
     first, times, losses = {}, {k: [] for k in kinds}, {}
     cpu = {k: [] for k in kinds}
     for k in kinds:
@@ -123,7 +145,7 @@ def main():
             torchc._C.explain_start()  # records torchc's compiles of this call (explain's source)
         t0, p0 = time.perf_counter(), time.process_time()
         try:
-            losses[k] = float(steps[k](x, y))
+            losses[k] = float(steps[k](x, y)) if k != "gemms" else None
             sync()
         finally:
             recs = torchc._C.explain_stop() if k.startswith("torchc") else ()

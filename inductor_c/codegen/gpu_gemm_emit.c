@@ -31,9 +31,7 @@ typedef struct gemm_epi_ctx {
 /* the epilogue's context for consumer kernel k (the driver's choice, c->gemm_epi): its vars
  * in flat order, so that the product's flat index decomposes into them */
 static ic_kernel *gemm_epi_setup(ic_kernel *k, gemm_epi_ctx *E) {
-    E->nv = 0;
-    for (int i = 0; i < k->nouter; i++) E->vars[E->nv] = k->ovar[i], E->sizes[E->nv++] = k->osize[i];
-    for (int i = 0; i < k->ninner; i++) E->vars[E->nv] = k->ivar[i], E->sizes[E->nv++] = k->isize[i];
+    E->nv = ic_kernel_loop_vars(k, E->vars, E->sizes);
     E->k = k;
     return k;
 }

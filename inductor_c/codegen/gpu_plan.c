@@ -411,9 +411,7 @@ bool gg_choose_tile(ic_ctx *c, ic_kernel *k, plan *P) {
     if (!on || k->has_red || k->ninner < 1) return false;
     int32_t vars[2 * IC_MAX_DIMS];
     int64_t sizes[2 * IC_MAX_DIMS];
-    int nv = 0;
-    for (int i = 0; i < k->nouter; i++) vars[nv] = k->ovar[i], sizes[nv++] = k->osize[i];
-    for (int i = 0; i < k->ninner; i++) vars[nv] = k->ivar[i], sizes[nv++] = k->isize[i];
+    int nv = ic_kernel_loop_vars(k, vars, sizes);
     int32_t vv = vars[nv - 1];
     int64_t sv = sizes[nv - 1];
     if (sv < 32) return false;

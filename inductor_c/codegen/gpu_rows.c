@@ -136,9 +136,7 @@ void gg_emit_pointwise(gg *g, ic_kernel *k) {
     const plan *P = g->P;
     int32_t vars[2 * IC_MAX_DIMS];
     int64_t sizes[2 * IC_MAX_DIMS];
-    int nv = 0;
-    for (int i = 0; i < k->nouter; i++) vars[nv] = k->ovar[i], sizes[nv++] = k->osize[i];
-    for (int i = 0; i < k->ninner; i++) vars[nv] = k->ivar[i], sizes[nv++] = k->isize[i];
+    int nv = ic_kernel_loop_vars(k, vars, sizes);
     LLVMValueRef tid = LLVMBuildZExt(B, g->tid, g->ity, "");
     LLVMValueRef bid = LLVMBuildZExt(B, sreg(g, "llvm.nvvm.read.ptx.sreg.ctaid.x"), g->ity, "");
     LLVMValueRef i0 = LLVMBuildAdd(B, LLVMBuildMul(B, bid, kix(g, P->Bk), ""), tid, "");

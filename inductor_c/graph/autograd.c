@@ -33,6 +33,15 @@ typedef struct ag {
     const unsigned char *req;
     ic_autograd *out;
     int incap, outcap;
+    /* which program outputs' gradients each gradient reads (bit sets of nw words): eager runs
+     * no backward of a node none of whose outputs got a gradient, so where a contribution
+     * reading other outputs' gradients than the sum it joins, it is added only if one of its
+     * outputs' gradients came (a runtime flag per output; an output with no gradient is read
+     * as zeros, and a zero times an infinite local derivative, sqrt's at 0, is NaN) */
+    size_t nw;
+    uint64_t *dep;         /* forward value -> the outputs its gradient reads (n x nw) */
+    uint64_t *cur;         /* the rule running: the outputs its gradient reads (nw) */
+    ic_val *flag;          /* program output -> backward input "its gradient came", -1 */
     bool failed;
     char msg[200];
 } ag;
@@ -329,6 +338,10 @@ static ic_val sum_to(ag *a, ic_val c, const ic_meta *t) {
     for (int i = 0; i < lead; i++) mask |= 1u << i;
     for (int i = 0; i < t->ndim; i++)
         if (t->sizes[i] == 1 && cm->sizes[lead + i] != 1) mask |= 1u << (lead + i);
+    bool empty = false; /* a sum over no elements: zeros (factored, 0 * the factor: NaN where
+                         * it is inf or NaN, as a batch norm's 1 / sqrt(var) of an empty batch) */
+    for (int i = 0; i < cm->ndim; i++) empty |= ((mask >> i) & 1) && cm->sizes[i] == 0;
+    if (empty) return zeros(a, cm->dtype, t->ndim, t->sizes);
     if (mask) c = sum_lin(a, c, mask, 0);
     if (lead > 0) c = ic_reshape(a->b, c, t->ndim, t->sizes);
     cm = BM(a, c);
@@ -338,13 +351,48 @@ static ic_val sum_to(ag *a, ic_val c, const ic_meta *t) {
     return c;
 }
 
+/* a bool scalar of the backward graph: one of the outputs in set d got a gradient */
+static ic_val came(ag *a, const uint64_t *d) {
+    ic_val r = -1;
+    for (int j = 0; j < a->out->nuser_out; j++) {
+        if (!((d[j / 64] >> (j % 64)) & 1)) continue;
+        if (a->flag[j] < 0) {
+            ic_meta m = {.ndim = 0, .dtype = IC_BOOL};
+            a->flag[j] = ic_input(a->b, &m);
+            push_in(a, IC_AG_GRAD_CAME, j);
+        }
+        r = r < 0 ? a->flag[j] : bin(a, IC_OP_LOGICAL_OR, r, a->flag[j]);
+    }
+    return r;
+}
+
+/* some output in x is not in y */
+static bool beyond(const ag *a, const uint64_t *x, const uint64_t *y) {
+    for (size_t w = 0; w < a->nw; w++)
+        if (x[w] & ~y[w]) return true;
+    return false;
+}
+
 static void ag_acc(ag *a, ic_val v, ic_val c) {
     if (v < 0 || !a->need[v] || a->failed) return;
     if (c < 0) return ag_fail(a, "backward: %s", ic_graph_error(a->b) ? ic_graph_error(a->b) : "rule failed");
     const ic_meta *vm = &FN(a, v)->meta;
     c = sum_to(a, c, vm);
     if (c >= 0 && BM(a, c)->dtype != vm->dtype) c = ic_cast(a->b, c, vm->dtype);
-    a->grad[v] = a->grad[v] < 0 ? c : bin(a, IC_OP_ADD, a->grad[v], c);
+    uint64_t *d = &a->dep[(size_t)v * a->nw];
+    if (a->grad[v] < 0) {
+        a->grad[v] = c;
+    } else {
+        /* as eager's sum of the gradients that came: a part is added only where one of the
+         * outputs it reads got a gradient, if the other part may come without it */
+        ic_val old = a->grad[v], s = bin(a, IC_OP_ADD, old, c);
+        bool mask_c = beyond(a, d, a->cur), mask_old = beyond(a, a->cur, d);
+        if (mask_c && mask_old) s = ic_where(a->b, came(a, a->cur), ic_where(a->b, came(a, d), s, c), old);
+        else if (mask_c) s = ic_where(a->b, came(a, a->cur), s, old);
+        else if (mask_old) s = ic_where(a->b, came(a, d), s, c);
+        a->grad[v] = s;
+    }
+    for (size_t w = 0; w < a->nw; w++) d[w] |= a->cur[w];
 }
 #define NEED(k) (n->in[k] >= 0 && a->need[n->in[k]])
 #define ACC(k, expr)                    \
@@ -713,8 +761,10 @@ RULE(vjp_linear) {
     if (n->in[2] >= 0) ACC(2, g);
 }
 /* conv (params: nd, stride[nd], padding[nd], dilation[nd], groups [, channels-last]):
- * ATen's convolution_backward as two extern calls (input and weight gradients); the bias
- * gradient is g summed over every dim but the channels */
+ * ATen's convolution_backward as one extern call: the input's and the weight's gradients
+ * (which = 2: both, one flat buffer sliced apart here; was two calls, each running the
+ * backward's setup and dispatch), or the one needed; the bias gradient is g summed over every
+ * dim but the channels */
 RULE(vjp_conv) {
     NODE;
     int nd = (int)n->params[0];
@@ -722,12 +772,25 @@ RULE(vjp_conv) {
     int64_t p[IC_EXT_MAXP];
     if (n->nparams + 1 > IC_EXT_MAXP) return ag_fail(a, "conv backward: too many params");
     memcpy(p, n->params, sizeof(int64_t) * (size_t)n->nparams);
-    for (int which = 0; which < 2; which++)
-        if (NEED(which)) {
-            ic_val in[3] = {g, X(0), X(1)};
-            p[n->nparams] = which;
-            ag_acc(a, n->in[which], ext(a, IC_EXT_CONV_BWD, 3, in, n->nparams + 1, p));
+    ic_val in[3] = {g, X(0), X(1)};
+    if (NEED(0) && NEED(1)) {
+        p[n->nparams] = 2;
+        ic_val flat = ext(a, IC_EXT_CONV_BWD, 3, in, n->nparams + 1, p);
+        int64_t off = 0;
+        for (int i = 0; i < 2 && flat >= 0; i++) {
+            const ic_meta *m = &FN(a, n->in[i])->meta;
+            int64_t k = ic_numel(m);
+            ag_acc(a, n->in[i], ic_reshape(a->b, ic_slice(a->b, flat, 0, off, off + k, 1), m->ndim, m->sizes));
+            off += k;
         }
+        if (flat < 0) ag_acc(a, n->in[0], flat); /* reports the failure */
+    } else {
+        for (int which = 0; which < 2; which++)
+            if (NEED(which)) {
+                p[n->nparams] = which;
+                ag_acc(a, n->in[which], ext(a, IC_EXT_CONV_BWD, 3, in, n->nparams + 1, p));
+            }
+    }
     if (n->in[2] >= 0 && NEED(2)) {
         int ch = cl ? n->meta.ndim - 1 : 1;
         uint32_t mask = 0;
@@ -759,9 +822,15 @@ ic_val ic_train_extern(ic_graph *g, ic_extern_kind kind, int nin, const ic_val *
     if (kind == IC_EXT_CONV_BWD) {
         int nd = nparams >= 1 ? (int)params[0] : 0;
         int64_t which = nparams >= 1 ? params[nparams - 1] : -1;
-        if (nin != 3 || nd < 1 || nd > 3 || (nparams != 3 + 3 * nd && nparams != 4 + 3 * nd) || (which != 0 && which != 1))
+        if (nin != 3 || nd < 1 || nd > 3 || (nparams != 3 + 3 * nd && nparams != 4 + 3 * nd) || which < 0 || which > 2)
             return gfail(g, "conv_bwd: bad operands or params");
-        n.meta = *ic_value_meta(g, in[1 + (int)which]);
+        if (which == 2) { /* both: 1-D [numel x + numel w], dx then dw */
+            n.meta.dtype = gm->dtype;
+            n.meta.ndim = 1;
+            n.meta.sizes[0] = ic_numel(ic_value_meta(g, in[1])) + ic_numel(ic_value_meta(g, in[2]));
+        } else {
+            n.meta = *ic_value_meta(g, in[1 + (int)which]);
+        }
     } else if (kind == IC_EXT_SDPA_BWD) {
         if (nin != 4 || nparams != 1) return gfail(g, "sdpa_bwd: bad operands or params");
         int64_t total = 0;
@@ -1038,6 +1107,9 @@ static void custom_vjp(ag *a, const ic_custom *c) {
     for (int k = 0; k < c->nout; k++) any |= c->out[k] >= 0 && a->grad[c->out[k]] >= 0;
     for (int i = 0; i < c->nin; i++) anyin |= a->need[c->in[i]] && c->gin[i] >= 0;
     if (!any || !anyin) return; /* eager calls no backward where no gradient flows */
+    memset(a->cur, 0, sizeof *a->cur * a->nw);
+    for (int k = 0; k < c->nout; k++)
+        for (size_t w = 0; c->out[k] >= 0 && w < a->nw; w++) a->cur[w] |= a->dep[(size_t)c->out[k] * a->nw + w];
     ic_val *map = malloc(sizeof *map * (size_t)(c->n + 1));
     if (map == NULL) return ag_fail(a, "out of memory");
     for (int t = 0; t < c->n; t++) map[t] = -1;
@@ -1085,8 +1157,12 @@ IC_API ic_val ic_detach(ic_graph *g, ic_val v) {
     if (g->err) return IC_NONE;
     const ic_meta *m = ic_value_meta(g, v);
     if (m == NULL) return ic_cast(g, v, IC_F32); /* the builder reports the bad handle */
+    /* every node the cast makes: of a channels-last value it is permute(cast(NHWC value))
+     * (graph.c cl_rewrite), and an elementwise op on it reads the inner cast, not the permute */
+    int first = g->n;
     ic_val r = ic_cast(g, v, m->dtype);
-    if (r >= 0) g->nodes[r].nograd = 1;
+    if (r >= 0)
+        for (int u = first; u < g->n; u++) g->nodes[u].nograd = 1;
     return r;
 }
 
@@ -1384,6 +1460,8 @@ static int derive(ag *a) {
     a->b = o->bwd = ic_graph_new();
     if (a->b == NULL) return ag_fail(a, "out of memory"), 0;
     for (int v = 0; v < n; v++) a->fmap[v] = a->grad[v] = -1;
+    for (int j = 0; j < o->nuser_out; j++) a->flag[j] = -1;
+    memset(a->dep, 0, sizeof *a->dep * a->nw * (size_t)n);
     int ndiff = 0;
     for (int j = 0; j < o->nuser_out && !a->failed; j++) {
         ic_val v = f->outputs[j];
@@ -1395,6 +1473,7 @@ static int derive(ag *a) {
         ic_val gi = cl_input(a, ic_input(a->b, &m));
         push_in(a, IC_AG_GRAD_OUT, j);
         a->grad[v] = a->grad[v] < 0 ? gi : ic_binary(a->b, IC_OP_ADD, a->grad[v], gi);
+        a->dep[(size_t)v * a->nw + (size_t)j / 64] |= 1ull << (j % 64);
     }
     if (ndiff == 0) return 1;
     for (ic_val v = n - 1; v >= 0 && !a->failed; v--) {
@@ -1413,6 +1492,7 @@ static int derive(ag *a) {
             ag_fail(a, "no backward rule for %s", nd->op == IC_OP_EXTERN ? ic_extern_name(nd->ext_kind) : ic_op_name(nd->op));
             break;
         }
+        memcpy(a->cur, &a->dep[(size_t)v * a->nw], sizeof *a->cur * a->nw);
         r(a, v, a->grad[v]);
         if (ic_graph_error(a->b)) ag_fail(a, "backward graph: %s", ic_graph_error(a->b));
         if (ic_graph_error(f)) ag_fail(a, "forward graph: %s", ic_graph_error(f));
@@ -1455,7 +1535,11 @@ IC_API int ic_autograd_build(ic_graph *f, const unsigned char *req, ic_autograd 
     a.want = calloc((size_t)n + 1, 1);
     o->nuser_out = f->noutputs;
     o->out_diff = calloc((size_t)f->noutputs + 1, 1);
-    if (!a.fmap || !a.grad || !a.need || !a.save || !a.want || !o->out_diff) {
+    a.nw = ((size_t)f->noutputs + 63) / 64 + 1;
+    a.dep = calloc((size_t)(n + 1) * a.nw, sizeof *a.dep);
+    a.cur = calloc(a.nw, sizeof *a.cur);
+    a.flag = malloc(sizeof(ic_val) * (size_t)(f->noutputs + 1));
+    if (!a.fmap || !a.grad || !a.need || !a.save || !a.want || !o->out_diff || !a.dep || !a.cur || !a.flag) {
         ag_fail(&a, "out of memory");
         goto done;
     }
@@ -1510,6 +1594,9 @@ done:
     free(a.need);
     free(a.save);
     free(a.want);
+    free(a.dep);
+    free(a.cur);
+    free(a.flag);
     if (a.failed) {
         ic_errcode code = a.b && ic_graph_errcode(a.b) == IC_ENOMEM ? IC_ENOMEM : IC_EUNSUPPORTED;
         ic_autograd_clear(o);

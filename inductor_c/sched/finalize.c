@@ -368,8 +368,10 @@ static void count_contig(ic_ctx *c, ic_xid x, int32_t v, int32_t w, int *nv, int
     seen[x] = 1;
     const ic_x *e = &c->xs[x];
     if (e->kind == X_LOADF && e->a < 0) {
-        int cw = vcost_runs(c, e->ix, w);
-        *nv += vcost_runs(c, e->ix, v);
+        int cv = vcost_runs(c, e->ix, v), cw = vcost_runs(c, e->ix, w);
+        if (cv == 0) return; /* constant along the reduced var (a statistic per kept index, BatchNorm's
+                              * per-channel mean and scale): says nothing about the layout */
+        *nv += cv;
         *nw += cw;
         *ncontig_w += cw == 1 || cw == 2;
         return;

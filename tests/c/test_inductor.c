@@ -741,6 +741,20 @@ static runopts defaults(void) {
     return o;
 }
 
+/* the defaults with these tolerances */
+static runopts tol(double atol, double rtol) {
+    runopts o = defaults();
+    o.atol = atol;
+    o.rtol = rtol;
+    return o;
+}
+
+/* run, compare and free t */
+static void t_check(T *t, runopts o) {
+    t_run(t, o);
+    t_free(t);
+}
+
 /* ---- random shapes --------------------------------------------------------------------- */
 static int64_t rsize(void) {
     static const int64_t S[] = {0, 1, 1, 2, 3, 5, 7, 16, 17, 31, 33};
@@ -893,10 +907,7 @@ static void test_binary(void) {
             else b = t_input(t, dt, nd2, s2, rndi(L_NLAYOUT));
             if (rndi(2)) t_output(t, t_bin(t, op, a, b));
             else t_output(t, t_bin(t, op, b, a));
-            runopts o = defaults();
-            o.rtol = 2e-6;
-            t_run(t, o);
-            t_free(t);
+            t_check(t, tol(1e-5, 2e-6));
         }
 }
 
@@ -967,11 +978,7 @@ static void test_reductions(void) {
             R x = rndi(2) ? t_bin(t, IC_OP_MUL, a, a) : a;
             R r = t_red(t, op, x, mask, rndi(2), -1);
             t_output(t, r);
-            runopts o = defaults();
-            o.atol = 1e-4;
-            o.rtol = 1e-5;
-            t_run(t, o);
-            t_free(t);
+            t_check(t, tol(1e-4, 1e-5));
         }
 }
 
@@ -989,11 +996,7 @@ static void test_long_reductions(void) {
         ic_op op = red_ops[rndi(4)];
         t_output(t, t_red(t, op, x, mask, rndi(2), -1));
         t_output(t, t_red(t, IC_OP_SUM, t_bin(t, IC_OP_MUL, x, x), 0, 0, -1));
-        runopts o = defaults();
-        o.atol = 1e-3;
-        o.rtol = 1e-5;
-        t_run(t, o);
-        t_free(t);
+        t_check(t, tol(1e-3, 1e-5));
     }
 }
 
@@ -1016,9 +1019,7 @@ static void test_views(void) {
         R w = t_bin(t, IC_OP_ADD, y, t_scalar(t, 1.0, IC_F64));
         t_output(t, w);
         if (rep % 3 == 0) t_output(t, y);
-        runopts o = defaults();
-        t_run(t, o);
-        t_free(t);
+        t_check(t, defaults());
     }
     /* reshape that splits and merges: [6,4] -> [2,3,2,2] -> permute -> [12, 2] */
     T *t = t_new();
@@ -1267,11 +1268,7 @@ static void test_random_graphs(int count) {
             R r = t_red(t, red_ops[rndi(4)], a, mask, 0, -1);
             t_output(t, t_un(t, IC_OP_SIGMOID, t_bin(t, IC_OP_MUL, r, r)));
         }
-        runopts o = defaults();
-        o.atol = 1e-4;
-        o.rtol = 1e-4;
-        t_run(t, o);
-        t_free(t);
+        t_check(t, tol(1e-4, 1e-4));
     }
 }
 
@@ -1454,10 +1451,7 @@ static void test_vec_outer(void) {
     t_output(t, t_red(t, IC_OP_MEAN, x, 5, 1, -1));
     t_output(t, t_red(t, IC_OP_AMIN, x, 1, 0, -1));
     t_output(t, t_red(t, IC_OP_SUM, t_cast(t, t_bin(t, IC_OP_GT, x, t_scalar(t, 0, IC_F64)), IC_I32), 1, 0, -1));
-    runopts o = defaults();
-    o.atol = 1e-4;
-    t_run(t, o);
-    t_free(t);
+    t_check(t, tol(1e-4, 1e-5));
 }
 
 static void test_more_ops(void) {
@@ -1480,11 +1474,7 @@ static void test_more_ops(void) {
                 R xi = t_input(t, IC_I32, nd, s, L_CONTIG);
                 t_output(t, t_un(t, op, xi));
             }
-            runopts o = defaults();
-            o.rtol = 4e-6;
-            o.atol = 1e-6;
-            t_run(t, o);
-            t_free(t);
+            t_check(t, tol(1e-6, 4e-6));
         }
     /* isnan & co on real special values */
     T *t = t_new();
@@ -1525,10 +1515,7 @@ static void test_more_ops(void) {
                 if (rndi(2)) b = t_un(t, IC_OP_NEG, b);
             }
             t_output(t, t_bin(t, op, a, b));
-            runopts o = defaults();
-            o.rtol = 4e-6;
-            t_run(t, o);
-            t_free(t);
+            t_check(t, tol(1e-5, 4e-6));
         }
     /* prod */
     for (int rep = 0; rep < 3; rep++) {
@@ -1540,10 +1527,7 @@ static void test_more_ops(void) {
         R a = t_input(t, rep == 2 ? IC_F64 : IC_F32, nd, s, rndi(L_NLAYOUT));
         uint32_t mask = nd ? (uint32_t)rndi(1 << nd) : 0;
         t_output(t, t_red(t, IC_OP_PROD, a, mask, rndi(2), -1));
-        runopts o = defaults();
-        o.rtol = 1e-4;
-        t_run(t, o);
-        t_free(t);
+        t_check(t, tol(1e-5, 1e-4));
     }
 }
 
@@ -1605,9 +1589,7 @@ static void test_data_movement(void) {
         s2[dim] = 1 + rndi(4);
         R y = t_input(t, IC_I32, 3, s2, rndi(L_NLAYOUT));
         t_output(t, t_cat(t, y, x, dim));
-        runopts o = defaults();
-        t_run(t, o);
-        t_free(t);
+        t_check(t, defaults());
     }
     /* index_select / embedding, arange masks */
     for (int rep = 0; rep < 8; rep++) {
@@ -1683,11 +1665,7 @@ static void test_long_sums(void) {
     t_output(t, t_red(t, IC_OP_SUM, x, 2, 0, -1));
     t_output(t, t_red(t, IC_OP_MEAN, x, 2, 0, -1));
     t_output(t, t_red(t, IC_OP_SUM, x, 0, 0, -1)); /* split path */
-    runopts o = defaults();
-    o.atol = 0;
-    o.rtol = 2e-6;
-    t_run(t, o);
-    t_free(t);
+    t_check(t, tol(0, 2e-6));
     /* tall columns (vec_outer lanes) of constants */
     t = t_new();
     int64_t sc[2] = {300007, 17};
@@ -1698,9 +1676,7 @@ static void test_long_sums(void) {
     }
     t_output(t, t_red(t, IC_OP_SUM, z, 1, 0, -1));
     t_output(t, t_red(t, IC_OP_MEAN, z, 1, 1, -1));
-    o = defaults();
-    o.atol = 0;
-    o.rtol = 2e-6;
+    runopts o = tol(0, 2e-6);
     o.expect_describe[0] = "vec_outer";
     t_run(t, o);
     t_free(t);
@@ -1744,11 +1720,7 @@ static void test_half(void) {
         R f = t_input(t, IC_F32, nd, s, L_CONTIG);
         t_output(t, t_bin(t, IC_OP_MUL, f, x)); /* promotes to f32 */
         t_output(t, t_where(t, t_bin(t, IC_OP_LT, f, x), x, t_scalar(t, 1.5, IC_F64)));
-        runopts o = defaults();
-        o.atol = 1e-3;
-        o.rtol = 1e-3;
-        t_run(t, o);
-        t_free(t);
+        t_check(t, tol(1e-3, 1e-3));
     }
     /* softmax in half */
     T *t = t_new();
@@ -1799,10 +1771,7 @@ static void test_deep_graphs(void) {
     R z = x;
     for (int i = 0; i < 1000; i++) z = t_bin(t, IC_OP_ADD, z, t_scalar(t, 0.001, IC_F64));
     t_output(t, z);
-    runopts o = defaults();
-    o.atol = 1e-4;
-    t_run(t, o);
-    t_free(t);
+    t_check(t, tol(1e-4, 1e-5));
 }
 
 /* concurrent compiles (each thread its own graph) and concurrent runs of one compiled
@@ -1961,11 +1930,7 @@ static void test_big_and_threads(void) {
         R big = t_input(t, IC_F32, 1, n1, L_CONTIG);
         t_output(t, t_un(t, IC_OP_TANH, big));
         t_output(t, t_red(t, IC_OP_SUM, big, 0, 0, -1));
-        runopts o = defaults();
-        o.atol = 1e-3;
-        o.rtol = 1e-4;
-        t_run(t, o);
-        t_free(t);
+        t_check(t, tol(1e-3, 1e-4));
     }
     ic_set_num_threads(2);
     CHECK(ic_get_num_threads() == 2, "threads");
@@ -2238,10 +2203,7 @@ static void test_extern(void) {
         R o3[2] = {p, q};
         R r = t_extern(t, IC_EXT_BMM, 2, o3, 0, NULL, 1, 1);
         t_output(t, t_red(t, IC_OP_SUM, r, 1u << 2, 0, -1));
-        runopts o = defaults();
-        o.atol = o.rtol = 1e-4;
-        t_run(t, o);
-        t_free(t);
+        t_check(t, tol(1e-4, 1e-4));
     }
     /* conv2d (stride, padding, dilation, groups) + bias + relu */
     for (int rep = 0; rep < 6; rep++) {
@@ -2254,10 +2216,7 @@ static void test_extern(void) {
         int64_t p[8] = {2, 1 + rndi(2), 1 + rndi(2), rndi(2), rndi(2), 1, 1, G};
         R ops[3] = {x, w, b};
         t_output(t, t_un(t, IC_OP_RELU, t_extern(t, IC_EXT_CONV, 3, ops, 8, p, 1, 1)));
-        runopts o = defaults();
-        o.atol = o.rtol = 1e-4;
-        t_run(t, o);
-        t_free(t);
+        t_check(t, tol(1e-4, 1e-4));
     }
     /* the graph text (cache key) holds the kind and params; handler errors reach ic_run */
     {

@@ -140,7 +140,7 @@ static void build_corpus(void) {
     g = add_case("tile_transpose_bf16_33x1000", IC_OK, 1e-2);
     x = in_t(g, IC_BF16, 33, 1000);
     ic_output(g, Bn(g, IC_OP_MUL, x, Bn(g, IC_OP_ADD, x, IN(g, IC_BF16, 1000))));
-    /* 16-bit word tiles (TORCHC_GPU_V2=1: 64 x 64 tiles of pairs; partial tiles, batches,
+    /* 16-bit word tiles (64 x 64 tiles of pairs; partial tiles, batches,
      * two transposed inputs, a fused op before and after; odd sizes keep the 32 x 32 tile) */
     g = add_case("tile2_bf16_66x130", IC_OK, 1e-2);
     ic_output(g, Bn(g, IC_OP_ADD, in_t(g, IC_BF16, 66, 130), IN(g, IC_BF16, 66, 130)));
@@ -1096,7 +1096,7 @@ static void test_layout_maps(void) {
             printf("  tile %2d bits: wavefronts store %d (ideal %d) load %d (ideal %d)\n", eb, t.store_wavefronts,
                    t.store_ideal, t.load_wavefronts, t.load_ideal);
     }
-    { /* the 64 x 64 word tile (TORCHC_GPU_V2): phase 1 writes w(u = 2 lane + h, p = warp + 8i)
+    { /* the 64 x 64 word tile of 16-bit pairs: phase 1 writes w(u = 2 lane + h, p = warp + 8i)
        * at reg h + 2i, phase 2 reads w(u = warp + 8i, p = lane) at reg i; every word once,
        * the same slot on both sides, no bank conflicts (words are 32 bits) */
         ic_gtile t;

@@ -6,6 +6,9 @@ matrix_exp(A)      exp(A) by scaling and squaring (optimized Taylor degree chose
                    exp([[Aᴴ, G], [0, Aᴴ]]), computed with n x n blocks from the registers of the
                    forward (2 GEMMs per product of the approximant, against 8 for the 2n x 2n
                    block matrix that torch.linalg.matrix_exp's backward exponentiates).
+matrix_exp_parts   exp(X + iY) as its real and imaginary parts from real X, Y, in real
+                   arithmetic (the 2n x 2n real form): compiles as one real graph op where a
+                   complex tensor would make torchc run the frame eagerly.
 matrix_exp_vjp     that rule on its own: the gradient of <G, exp(A)> (the VJP a compiled
                    backward can call: the graph op IC_EXT_MATRIX_EXP_VJP runs the same code).
 cayley(A)          (I - A/2)⁻¹ (I + A/2), PyTorch's convention, one LU factorization shared by
@@ -43,6 +46,23 @@ def matrix_exp(A):
     if torch.is_grad_enabled() and A.requires_grad:
         return _MatrixExp.apply(A)
     return _C.matrix_exp(A)
+
+
+def matrix_exp_parts(X, Y):
+    """(Re E, Im E) for E = exp(X + iY), X and Y real [..., n, n] of one dtype, computed in real
+    arithmetic: X + iY -> [[X, -Y], [Y, X]] is an injective homomorphism of real algebras, so it
+    commutes with the exponential's power series, and exp([[X, -Y], [Y, X]]) =
+    [[Re E, -Im E], [Im E, Re E]]. Differentiable (the real matrix_exp's backward), and inside
+    a function torchc compiles it is one real matrix_exp graph op, where a complex tensor would
+    make torchc run the frame eagerly. Eager's values: those of
+    torch.linalg.matrix_exp(torch.complex(X, Y)) to rounding; for a skew-Hermitian X + iY
+    (X skew-symmetric, Y symmetric) E is unitary. Costs 2x the flops of the complex product."""
+    if X.shape != Y.shape or X.dtype != Y.dtype or X.dtype.is_complex:
+        raise ValueError(f"matrix_exp_parts: X and Y must be real tensors of one shape and dtype, got "
+                         f"{X.dtype}{list(X.shape)} and {Y.dtype}{list(Y.shape)}")
+    n = X.size(-1)
+    E = matrix_exp(torch.cat([torch.cat([X, -Y], -1), torch.cat([Y, X], -1)], -2))
+    return E[..., :n, :n], E[..., n:, :n]
 
 
 def matrix_exp_vjp(A, G):
