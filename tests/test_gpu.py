@@ -939,16 +939,17 @@ def test_conv_backward_through_cudnn_backend(layout, cfg, monkeypatch):
         grads = []
         for fn in (cf, f):
             x, w = x0.clone().requires_grad_(), w0.clone().requires_grad_()
-            n0 = LIB.ic_cudnn_calls()
+            n0, c0 = LIB.ic_cudnn_calls(), torchc._C.stats()["extern_copies"]
             fn(x, w, r).backward()
             torch.cuda.synchronize()
-            grads.append((x.grad.float(), w.grad.float(), LIB.ic_cudnn_calls() - n0))
-        (dxc, dwc, took), (dxe, dwe, _) = grads
+            grads.append((x.grad.float(), w.grad.float(), LIB.ic_cudnn_calls() - n0,
+                          torchc._C.stats()["extern_copies"] - c0))
+        (dxc, dwc, took, copies), (dxe, dwe, _, _) = grads
         torch.testing.assert_close(dxc, dxe, rtol=2e-2, atol=2e-2)
         torch.testing.assert_close(dwc, dwe, rtol=2e-2, atol=5e-2 * dwe.abs().max().item())
-        got.append(took)
-    # the forward and the backward (dx and dw in one node) through cuDNN
-    assert got[-1] >= 2, f"conv backward through cuDNN expected (cuDNN calls a step: {got})"
+        got.append((took, copies))
+    # the forward and the backward (dx and dw in one node) through cuDNN, no ATen result copied
+    assert got[-1][0] >= 2 and got[-1][1] == 0, f"conv backward through cuDNN expected ((cuDNN calls, copies) a step: {got})"
 
 
 def test_conv_cudnn_switch_off(monkeypatch):
