@@ -105,3 +105,58 @@ def test_deque_insert_into_full_raises_as_eager():
         f(torch.randn(2))
     with pytest.raises(IndexError):
         torchc.compile(f)(torch.randn(2))
+
+
+# ---- dataclasses.asdict / astuple (torchc/_polyfills.py) ----------------------------------
+
+import dataclasses
+import typing
+
+
+@dataclasses.dataclass
+class _Inner:
+    a: int
+    b: list
+    c: dict = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass
+class _Outer:
+    inner: _Inner
+    t: tuple
+    z: typing.Any = None
+
+
+def test_asdict_astuple_nested_made_in_frame():
+    def f(x):
+        o = _Outer(_Inner(1, [2, 3], {"k": 4}), (5, "s"))
+        d = dataclasses.asdict(o)
+        t = dataclasses.astuple(o)
+        return x + sum(t[0][1]) + d["inner"]["a"] + d["inner"]["c"]["k"], d, t
+
+    (got, gd, gt), (want, wd, wt), _, _ = whole(f, torch.randn(3))
+    assert_same(got, want)
+    assert gd == wd and gt == wt
+
+
+def test_asdict_of_object_passed_in_copies_lists():
+    def f(x, p):
+        d = dataclasses.asdict(p)
+        d["b"].append(9)  # a copy: the caller's p.b is unchanged, as in eager
+        t = dataclasses.astuple(p, tuple_factory=list)
+        return x * len(d["b"]) + t[0], d, t
+
+    (got, gd, gt), (want, wd, wt), (_, pg), (_, pw) = whole(f, torch.randn(4), _Inner(2, [1], {"q": 0}))
+    assert_same(got, want)
+    assert gd == wd and gt == wt and type(gt) is list
+    assert pg == pw and pg.b == [1]
+
+
+def test_asdict_dict_factory():
+    def f(x):
+        d = dataclasses.asdict(_Inner(3, [], {}), dict_factory=collections.OrderedDict)
+        return x + d["a"], d
+
+    (got, gd), (want, wd), _, _ = whole(f, torch.randn(2))
+    assert_same(got, want)
+    assert gd == wd and type(gd) is type(wd) is collections.OrderedDict
