@@ -33,7 +33,7 @@
 #include <string.h>
 #include <structmember.h>
 
-static PyObject *od_type, *dd_type, *dq_type, *field_type, *partial_fn;
+static PyObject *od_type, *dd_type, *dq_type, *field_type, *partial_fn, *dc_sentinel[2];
 static int inited;
 
 static int init_once(void) {
@@ -48,6 +48,11 @@ static int init_once(void) {
         dd_type = PyObject_GetAttrString(col, "defaultdict");
         dq_type = PyObject_GetAttrString(col, "deque");
         field_type = PyObject_GetAttrString(dc, "Field");
+        /* the markers a dataclass's generated __init__ compares with `is` (its defaults) */
+        dc_sentinel[0] = PyObject_GetAttrString(dc, "_HAS_DEFAULT_FACTORY");
+        dc_sentinel[1] = PyObject_GetAttrString(dc, "MISSING");
+        if (!dc_sentinel[0] || !dc_sentinel[1])
+            (void)tc_clear_expected(PyExc_AttributeError);
         partial_fn = PyObject_GetAttrString(ft, "partial");
     }
     Py_XDECREF(col);
@@ -824,8 +829,10 @@ int sym_data_attr(trace *t, const var *o, PyObject *name, var *out) {
 int sym_data_wrap(trace *t, PyObject *o, int src, var *out) {
     if (init_once() < 0)
         return 1;
-    if (Py_TYPE(o) == (PyTypeObject *)field_type) {
-        /* a dataclass field (read from a class's __dataclass_fields__): that object */
+    if (Py_TYPE(o) == (PyTypeObject *)field_type || (o == dc_sentinel[0] && o != NULL) ||
+        (o == dc_sentinel[1] && o != NULL)) {
+        /* a dataclass field (read from a class's __dataclass_fields__), or a dataclass marker
+         * (a default of a generated __init__): that object */
         if (src >= 0 && sym_guard_id(t, src, o) < 0)
             return -1;
         *out = sym_var(V_CONST);

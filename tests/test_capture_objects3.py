@@ -160,3 +160,17 @@ def test_asdict_dict_factory():
     (got, gd), (want, wd), _, _ = whole(f, torch.randn(2))
     assert_same(got, want)
     assert gd == wd and type(gd) is type(wd) is collections.OrderedDict
+
+
+def test_dataclass_default_factory_made_in_frame():
+    # the generated __init__ compares its default with dataclasses' marker (`is`); each
+    # instance gets its own factory-made dict
+    def f(x):
+        p, q = _Inner(3, []), _Inner(4, [1], {"w": 2})
+        p.c["k"] = 5
+        r = _Inner(5, [])
+        return x * (p.c["k"] + len(r.c) + q.c["w"]), dataclasses.asdict(p), r
+
+    (got, gd, gr), (want, wd, wr), _, _ = whole(f, torch.randn(3))
+    assert_same(got, want)
+    assert gd == wd and gr == wr and gr.c == {}
