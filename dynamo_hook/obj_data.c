@@ -33,7 +33,7 @@
 #include <string.h>
 #include <structmember.h>
 
-static PyObject *od_type, *dd_type, *dq_type, *field_type, *partial_fn;
+static PyObject *od_type, *dd_type, *dq_type, *field_type, *partial_fn, *dc_sentinel[2];
 static int inited;
 
 static int init_once(void) {
@@ -48,6 +48,11 @@ static int init_once(void) {
         dd_type = PyObject_GetAttrString(col, "defaultdict");
         dq_type = PyObject_GetAttrString(col, "deque");
         field_type = PyObject_GetAttrString(dc, "Field");
+        /* the markers a dataclass's generated __init__ compares with `is` (its defaults) */
+        dc_sentinel[0] = PyObject_GetAttrString(dc, "_HAS_DEFAULT_FACTORY");
+        dc_sentinel[1] = PyObject_GetAttrString(dc, "MISSING");
+        if (!dc_sentinel[0] || !dc_sentinel[1])
+            (void)tc_clear_expected(PyExc_AttributeError);
         partial_fn = PyObject_GetAttrString(ft, "partial");
     }
     Py_XDECREF(col);
@@ -403,12 +408,32 @@ int sym_data_call(trace *t, const var *fn, var *args, int nargs, PyObject *kwnam
         return out->items ? 0 : -1;
     }
     if (f == dq_type) {
-        if (nkw || npos > 1)
-            return sym_fail(t, "deque(..., maxlen=) not supported");
+        /* deque(iterable=(), maxlen=None): maxlen + 1 kept in pos (0: unbounded) */
+        long maxlen = -1;
+        if (nargs > 2 || (nkw == 1 && strcmp(PyUnicode_AsUTF8(PyTuple_GET_ITEM(kwnames, 0)), "maxlen") != 0) || nkw > 1)
+            return sym_fail(t, "deque() with these arguments not supported");
+        if (nargs == 2 || nkw == 1) { /* deque(it, n), deque(it, maxlen=n), deque(maxlen=n) */
+            const var *ml = &args[nargs - 1];
+            if (ml->kind != V_CONST)
+                return sym_fail(t, "deque maxlen that is not a constant");
+            if (ml->obj != Py_None) {
+                if (!PyLong_CheckExact(ml->obj))
+                    return sym_fail(t, "deque maxlen that is not an int (eager will raise)");
+                maxlen = PyLong_AsLong(ml->obj);
+                if (maxlen < 0 || maxlen >= INT_MAX) {
+                    (void)tc_clear_expected(PyExc_OverflowError);
+                    return sym_fail(t, "deque maxlen out of range (eager will raise)");
+                }
+            }
+        }
         var *items = NULL;
         int n = 0;
-        if (npos == 1 && sym_iter_items(t, &args[0], &items, &n) < 0)
+        if (npos >= 1 && sym_iter_items(t, &args[0], &items, &n) < 0)
             return -1;
+        if (maxlen >= 0 && n > maxlen) { /* the last maxlen items, as eager */
+            items += n - maxlen;
+            n = (int)maxlen;
+        }
         var *m = sym_alloc(t, n > 0 ? n : 1);
         if (m == NULL)
             return -1;
@@ -419,6 +444,7 @@ int sym_data_call(trace *t, const var *fn, var *args, int nargs, PyObject *kwnam
         out->obj = dq_type;
         out->n = n;
         out->items = m;
+        out->pos = maxlen >= 0 ? (int)maxlen + 1 : 0;
         return 0;
     }
     if (!PyCFunction_Check(f) || PyCFunction_GET_SELF(f) == NULL || !PyModule_Check(PyCFunction_GET_SELF(f)) ||
@@ -438,8 +464,55 @@ int sym_data_call(trace *t, const var *fn, var *args, int nargs, PyObject *kwnam
 
 /* ---- methods ---------------------------------------------------------------------------- */
 
+/* a bounded deque dq now holds pre[0..np) + its items + post[0..nq): trimmed to maxlen from the
+ * left (from_left) or the right, as eager's append/extend vs appendleft/extendleft */
+static int deque_bounded_store(trace *t, const var *dq, const var *pre, int np, const var *post, int nq,
+                               int from_left, var *out) {
+    int n = np + dq->n + nq, maxlen = dq->pos - 1;
+    var *m = sym_alloc(t, n > 0 ? n : 1);
+    if (m == NULL)
+        return -1;
+    if (np > 0)
+        memcpy(m, pre, (size_t)np * sizeof *m);
+    if (dq->n > 0)
+        memcpy(m + np, dq->items, (size_t)dq->n * sizeof *m);
+    if (nq > 0)
+        memcpy(m + np + dq->n, post, (size_t)nq * sizeof *m);
+    var tmp = sym_var(V_SEQ);
+    tmp.n = n > maxlen ? maxlen : n;
+    tmp.items = from_left && n > maxlen ? m + (n - maxlen) : m;
+    var sl;
+    if (sym_const(t, PySlice_New(NULL, NULL, NULL), &sl) < 0 || sym_list_store(t, dq, &sl, &tmp) < 0)
+        return -1;
+    return none_out(t, out);
+}
+
 static int deque_method(trace *t, const var *dq, const char *mn, var *args, int nargs, var *out) {
     var a[2];
+    if (dq->pos > 0) { /* bounded: the methods that add items drop from the other end */
+        if (!strcmp(mn, "append") && nargs == 1)
+            return deque_bounded_store(t, dq, NULL, 0, &args[0], 1, 1, out);
+        if (!strcmp(mn, "appendleft") && nargs == 1)
+            return deque_bounded_store(t, dq, &args[0], 1, NULL, 0, 0, out);
+        if ((!strcmp(mn, "extend") || !strcmp(mn, "extendleft")) && nargs == 1) {
+            var *items;
+            int n;
+            if (sym_iter_items(t, &args[0], &items, &n) < 0)
+                return -1;
+            if (mn[6] == 0)
+                return deque_bounded_store(t, dq, NULL, 0, items, n, 1, out);
+            var *r = sym_alloc(t, n > 0 ? n : 1);
+            if (r == NULL)
+                return -1;
+            for (int i = 0; i < n; i++)
+                r[i] = items[n - 1 - i];
+            return deque_bounded_store(t, dq, r, n, NULL, 0, 0, out);
+        }
+        if (!strcmp(mn, "insert") && dq->n >= dq->pos - 1)
+            return sym_fail(t, "deque already at its maximum size (eager will raise)");
+        if (!strcmp(mn, "copy"))
+            return sym_fail(t, "copy of a bounded deque not supported");
+    }
     if (!strcmp(mn, "appendleft") && nargs == 1) {
         if (sym_const(t, PyLong_FromLong(0), &a[0]) < 0)
             return -1;
@@ -712,7 +785,7 @@ int sym_data_attr(trace *t, const var *o, PyObject *name, var *out) {
             if (!strcmp(n, names[i]))
                 return sym_method(t, o, name, -1, out);
         if (!strcmp(n, "maxlen"))
-            return none_out(t, out);
+            return o->pos > 0 ? sym_const(t, PyLong_FromLong(o->pos - 1), out) : none_out(t, out);
         return sym_fail(t, "deque.%s not supported", n);
     }
     if (o->kind == V_DICT && (!strcmp(n, "clear") || !strcmp(n, "popitem") ||
@@ -756,8 +829,10 @@ int sym_data_attr(trace *t, const var *o, PyObject *name, var *out) {
 int sym_data_wrap(trace *t, PyObject *o, int src, var *out) {
     if (init_once() < 0)
         return 1;
-    if (Py_TYPE(o) == (PyTypeObject *)field_type) {
-        /* a dataclass field (read from a class's __dataclass_fields__): that object */
+    if (Py_TYPE(o) == (PyTypeObject *)field_type || (o == dc_sentinel[0] && o != NULL) ||
+        (o == dc_sentinel[1] && o != NULL)) {
+        /* a dataclass field (read from a class's __dataclass_fields__), or a dataclass marker
+         * (a default of a generated __init__): that object */
         if (src >= 0 && sym_guard_id(t, src, o) < 0)
             return -1;
         *out = sym_var(V_CONST);
@@ -789,6 +864,19 @@ int sym_data_wrap(trace *t, PyObject *o, int src, var *out) {
         return 0;
     }
     return 1;
+}
+
+/* the callable that makes v (a V_SEQ whose obj is collections.deque) from a list: deque, or
+ * partial(deque, maxlen=n) for a bounded one (kept) */
+PyObject *sym_data_seq_type(trace *t, const var *v) {
+    if (init_once() < 0 || v->pos <= 0)
+        return v->obj;
+    PyObject *a = PyTuple_Pack(1, dq_type), *kw = Py_BuildValue("{s:i}", "maxlen", v->pos - 1), *r = NULL;
+    if (a && kw)
+        r = PyObject_Call(partial_fn, a, kw);
+    Py_XDECREF(a);
+    Py_XDECREF(kw);
+    return sym_keep(t, r);
 }
 
 /* the callable that makes a dict of v's kind from a plain dict (borrowed or kept), or NULL */

@@ -483,6 +483,7 @@ int sym_data_call(trace *t, const var *fn, var *args, int nargs, PyObject *kwnam
 int sym_data_method(trace *t, const var *fn, var *args, int npos, PyObject *kwnames, var *out);
 int sym_data_attr(trace *t, const var *o, PyObject *name, var *out);
 int sym_data_wrap(trace *t, PyObject *o, int src, var *out);
+PyObject *sym_data_seq_type(trace *t, const var *v); /* deque / partial(deque, maxlen=n) */
 PyObject *sym_data_out_type(trace *t, const var *v); /* OrderedDict / partial(defaultdict, f) */
 int sym_data_is_deque(const var *v);
 int sym_data_is_defaultdict(PyObject *o);

@@ -278,14 +278,18 @@ int sym_fill_out(trace *t, outbuf *ob, int at, const var *v_in, ic_val *outvals,
         return sym_fill_out(t, ob, child, &kw, outvals, nout);
     }
     case V_SEQ: {
-        if (v->obj != NULL && PyType_Check(v->obj)) { /* a named tuple: type(tuple) */
+        if (v->obj != NULL && PyType_Check(v->obj)) { /* a named tuple: type(tuple); a deque */
+            PyObject *wrap = sym_data_seq_type(t, v);
+            if (wrap == NULL)
+                return -1;
             int child = out_child(t, ob, at, DH_O_WRAP);
             if (child < 0)
                 return -1;
             o = &ob->o[at];
-            o->obj = Py_NewRef(v->obj);
+            o->obj = Py_NewRef(wrap);
             var plain = *v;
             plain.obj = NULL;
+            plain.pos = 0;
             return sym_fill_out(t, ob, child, &plain, outvals, nout);
         }
         int first = sym_out_reserve(t, ob, v->n);

@@ -534,6 +534,51 @@ POLYFILLS[_foreach_norm] = foreach_norm
 POLYFILLS[_foreach_clamp_min_] = foreach_clamp_min_
 POLYFILLS[_foreach_clamp_max_] = foreach_clamp_max_
 
+
+# ---- dataclasses.asdict / astuple ----------------------------------------------------------
+# The library's own recurse through id()-keyed memo dicts in copy.deepcopy for every leaf
+# value; here the leaves the trace holds by value (None, bool, int, float, str, bytes, and
+# other immutable constants) come back as themselves, as deepcopy returns them; anything
+# else goes through copy.deepcopy as in eager (tensors: the tracer's own rules, or a break).
+
+import copy as _copy
+import dataclasses as _dataclasses
+
+_ATOMIC = (type(None), bool, int, float, complex, str, bytes)
+
+
+def _dc_inner(obj, factory, as_dict):
+    if isinstance(obj, type):
+        return _copy.deepcopy(obj)
+    if hasattr(type(obj), "__dataclass_fields__"):
+        vals = [(f.name, _dc_inner(getattr(obj, f.name), factory, as_dict)) for f in _dataclasses.fields(obj)]
+        return factory(vals) if as_dict else factory([v for _, v in vals])
+    if isinstance(obj, tuple) and hasattr(obj, "_fields"):
+        return type(obj)(*[_dc_inner(v, factory, as_dict) for v in obj])
+    if isinstance(obj, (list, tuple)):
+        return type(obj)([_dc_inner(v, factory, as_dict) for v in obj])
+    if isinstance(obj, dict):
+        return type(obj)([(_dc_inner(k, factory, as_dict), _dc_inner(v, factory, as_dict)) for k, v in obj.items()])
+    if type(obj) in _ATOMIC:
+        return obj
+    return _copy.deepcopy(obj)
+
+
+def dataclasses_asdict(obj, *, dict_factory=dict):
+    if not hasattr(type(obj), "__dataclass_fields__") or isinstance(obj, type):
+        raise TypeError("asdict() should be called on dataclass instances")
+    return _dc_inner(obj, dict_factory, True)
+
+
+def dataclasses_astuple(obj, *, tuple_factory=tuple):
+    if not hasattr(type(obj), "__dataclass_fields__") or isinstance(obj, type):
+        raise TypeError("astuple() should be called on dataclass instances")
+    return _dc_inner(obj, tuple_factory, False)
+
+
+POLYFILLS[_dataclasses.asdict] = dataclasses_asdict
+POLYFILLS[_dataclasses.astuple] = dataclasses_astuple
+
 # ---- calls of objects, by type -----------------------------------------------------------
 
 CALLS = {}  # type -> function(obj, *args, **kwargs); functools.partial is obj_func.c's own
