@@ -409,6 +409,9 @@ typedef struct ic_compiled ic_compiled;
 /* Compiles g (not modified; may be freed after). NULL with err set on failure. */
 ic_compiled *ic_compile(const ic_graph *g, const ic_options *opt, ic_err *err);
 void ic_compiled_free(ic_compiled *c);
+/* test hook: bytes the arena of this thread's last compilation held (its work grows linearly
+ * with the graph; tests/c/test_inductor.c test_arena_linear) */
+size_t ic_test_last_arena_bytes(void);
 int ic_compiled_num_inputs(const ic_compiled *c);
 int ic_compiled_num_outputs(const ic_compiled *c);
 /* Meta of output i: dtype, sizes and the strides the caller must allocate with (eager's:

@@ -44,14 +44,22 @@ void *ic_grow(ic_ctx *c, void *p, int *cap, int need, size_t elem) {
     return q;
 }
 
+/* bytes the arena of this thread's last compilation held: a work measure for tests */
+static _Thread_local size_t last_arena_bytes;
+
+IC_API size_t ic_test_last_arena_bytes(void) { return last_arena_bytes; }
+
 void ic_arena_free(ic_ctx *c) {
     ic_chunk *k = c->chunks;
+    size_t total = 0;
     while (k) {
         ic_chunk *n = k->next;
+        total += k->size;
         free(k);
         k = n;
     }
     c->chunks = NULL;
+    last_arena_bytes = total;
 }
 
 _Noreturn void ic_fail(ic_ctx *c, ic_errcode code, const char *fmt, ...) {

@@ -32,9 +32,9 @@
 #include "../ic_backend.h"
 #include "../ic_internal.h"
 
-static void scan_reads(ic_ctx *c, ic_xid x, int ki, int *last, uint8_t *seen) {
-    if (seen[x]) return;
-    seen[x] = 1;
+static void scan_reads(ic_ctx *c, ic_xid x, int ki, int *last, uint32_t *seen) {
+    if (seen[x] == (uint32_t)ki + 1) return;
+    seen[x] = (uint32_t)ki + 1;
     const ic_x *e = &c->xs[x];
     if (e->kind == X_LOADF) {
         if (last[e->buf] < ki) last[e->buf] = ki;
@@ -219,9 +219,11 @@ void ic_plan_buffers(ic_ctx *c) {
     int *last = ic_alloc(c, (size_t)nb * sizeof(int));
     int *soft = ic_alloc(c, (size_t)nb * sizeof(int));
     for (int b = 0; b < nb; b++) first[b] = last[b] = soft[b] = -1;
+    /* seen[x] == ki + 1: x scanned for kernel ki (one array for all kernels: one per kernel
+     * made this pass quadratic in the graph) */
+    uint32_t *seen = ic_alloc(c, (size_t)c->nxs * sizeof(uint32_t));
     for (int ki = 0; ki < c->nkernels; ki++) {
         ic_kernel *k = &c->kernels[ki];
-        uint8_t *seen = ic_alloc(c, (size_t)c->nxs);
         if (k->is_ext) {
             const ic_node *n = &c->g->nodes[k->ext_v];
             int ob = c->buf_of[k->ext_v];

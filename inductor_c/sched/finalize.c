@@ -43,7 +43,9 @@ static rw rw_new(ic_ctx *c) {
 }
 
 /* Forget every memo entry in O(1) (a fresh rw per item made finalize quadratic: 20 ms for a
- * 500-item kernel); re-sized when the expression pool has outgrown it. */
+ * 500-item kernel; a fresh rw per collapse attempt and per row-scratch buffer made it
+ * quadratic in the kernel count: 0.7 s for a DenseNet-121 backward); re-sized when the
+ * expression pool has outgrown it. Expressions are interned, so a memo miss only costs time. */
 static void rw_next(rw *R) {
     if (R->c->nxs > R->n + R->n / 2) {
         rw r = rw_new(R->c);
@@ -167,7 +169,7 @@ static ic_xid sub_x(rw *R, sub *S, ic_xid x) {
 }
 
 /* Try to merge vars list[i] (slower) and list[i+1] into one. */
-static bool collapse(ic_ctx *c, ic_kernel *k, int32_t *list, int64_t *size, int *len, int i) {
+static bool collapse(ic_ctx *c, rw *R, ic_kernel *k, int32_t *list, int64_t *size, int *len, int i) {
     int32_t u = list[i], w = list[i + 1];
     int64_t su = size[i], sw = size[i + 1];
     if (su == 0 || sw == 0) return false;
@@ -178,13 +180,13 @@ static bool collapse(ic_ctx *c, ic_kernel *k, int32_t *list, int64_t *size, int 
     int32_t from[2] = {u, w};
     ic_ix to[2] = {ix_div(c, zi, sw), ix_mod(c, zi, sw)};
     sub S = {.from = from, .to = to, .n = 2, .z = z};
-    rw R = rw_new(c);
+    rw_next(R);
     ic_xid *nx = ic_alloc(c, (size_t)k->nitems * sizeof(ic_xid));
     ic_ix *no = ic_alloc(c, (size_t)k->nitems * sizeof(ic_ix));
     ic_xid *nx2 = ic_alloc(c, (size_t)k->nitems * sizeof(ic_xid));
     for (int j = 0; j < k->nitems && !S.bad; j++) {
-        nx[j] = sub_x(&R, &S, k->items[j].expr);
-        nx2[j] = k->items[j].expr2 >= 0 ? sub_x(&R, &S, k->items[j].expr2) : -1;
+        nx[j] = sub_x(R, &S, k->items[j].expr);
+        nx2[j] = k->items[j].expr2 >= 0 ? sub_x(R, &S, k->items[j].expr2) : -1;
         no[j] = k->items[j].out_ix >= 0 ? sub_ix(c, &S, k->items[j].out_ix) : -1;
     }
     if (S.bad) return false;
@@ -203,10 +205,10 @@ static bool collapse(ic_ctx *c, ic_kernel *k, int32_t *list, int64_t *size, int 
     return true;
 }
 
-static void collapse_all(ic_ctx *c, ic_kernel *k, int32_t *list, int64_t *size, int *len) {
+static void collapse_all(ic_ctx *c, rw *R, ic_kernel *k, int32_t *list, int64_t *size, int *len) {
     int i = *len - 2;
     while (i >= 0) {
-        if (collapse(c, k, list, size, len, i)) {
+        if (collapse(c, R, k, list, size, len, i)) {
             if (i > *len - 2) i = *len - 2;
         } else {
             i--;
@@ -284,7 +286,7 @@ static ic_xid row_loads(rw *R, int b, const int32_t *from, const ic_ix *to, int 
 /* Intermediates written and read only inside one row of one kernel (softmax's exp when it
  * is realized) live in a per-thread row buffer on the kernel's stack (kind 3): the row
  * stays in L1/L2 instead of streaming a full-size temporary through memory. */
-static void row_scratch(ic_ctx *c, ic_kernel *k, const bool *external) {
+static void row_scratch(ic_ctx *c, rw *R, ic_kernel *k, const bool *external) {
     if (!k->has_red) return;
     int32_t from[IC_MAX_DIMS];
     ic_ix to[IC_MAX_DIMS];
@@ -312,8 +314,8 @@ static void row_scratch(ic_ctx *c, ic_kernel *k, const bool *external) {
         B->span = rowsize;
         it->out_ix = off;
         /* one memo for all items: the rewrite depends only on the buffer */
-        rw R = rw_new(c);
-        for (int i = 0; i < k->nitems; i++) k->items[i].expr = row_loads(&R, it->buf, from, to, n, k->items[i].expr);
+        rw_next(R);
+        for (int i = 0; i < k->nitems; i++) k->items[i].expr = row_loads(R, it->buf, from, to, n, k->items[i].expr);
     }
 }
 
@@ -559,7 +561,7 @@ void ic_finalize_kernels(ic_ctx *c) {
             if (it->expr2 >= 0) it->expr2 = to_flat(&R, it->expr2);
             if (it->store) it->out_ix = flat(c, it->out_ixv, &c->bufs[it->buf].meta);
         }
-        row_scratch(c, k, external);
+        row_scratch(c, &R, k, external);
         /* loop vars */
         int32_t all[IC_MAX_DIMS];
         int64_t asz[IC_MAX_DIMS];
@@ -580,7 +582,7 @@ void ic_finalize_kernels(ic_ctx *c) {
         }
         if (!k->has_red) {
             ic_layout_loop_order(c, k, all, asz, na); /* graph/strides.c */
-            collapse_all(c, k, all, asz, &na);
+            collapse_all(c, &R, k, all, asz, &na);
             for (int i = 0; i + 1 < na; i++) {
                 k->ovar[k->nouter] = all[i];
                 k->osize[k->nouter++] = asz[i];
@@ -594,8 +596,8 @@ void ic_finalize_kernels(ic_ctx *c) {
                 k->ninner = 1;
             }
         } else {
-            collapse_all(c, k, k->ovar, k->osize, &k->nouter);
-            collapse_all(c, k, k->ivar, k->isize, &k->ninner);
+            collapse_all(c, &R, k, k->ovar, k->osize, &k->nouter);
+            collapse_all(c, &R, k, k->ivar, k->isize, &k->ninner);
         }
         if (c->dyn) {
             for (int i = 1; i < k->nouter; i++)

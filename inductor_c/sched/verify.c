@@ -19,7 +19,7 @@ typedef struct vctx {
     char *msg;
     size_t n;
     bool bad;
-    uint8_t *seen;
+    uint32_t *seen, gen; /* seen[x] == gen: x checked for this item */
 } vctx;
 
 static void bad(vctx *V, const char *what, int x) {
@@ -61,8 +61,8 @@ static void check_x(vctx *V, ic_xid x) {
         bad(V, "bad expression handle", x);
         return;
     }
-    if (V->seen[x]) return;
-    V->seen[x] = 1;
+    if (V->seen[x] == V->gen) return;
+    V->seen[x] = V->gen;
     const ic_x *e = &c->xs[x];
     switch (e->kind) {
     case X_CONST:
@@ -110,12 +110,15 @@ static void check_x(vctx *V, ic_xid x) {
 }
 
 int ic_verify_kernels(ic_ctx *c, char *msg, size_t n) {
+    /* one seen array for all items (one per item was quadratic in the graph) */
+    uint32_t *seen = ic_alloc(c, ((size_t)c->nxs + 1) * sizeof(uint32_t)), gen = 0;
     for (int ki = 0; ki < c->nkernels; ki++) {
         const ic_kernel *k = &c->kernels[ki];
         for (int j = 0; j < k->nitems; j++) {
             const ic_item *it = &k->items[j];
             vctx V = {.c = c, .k = k, .it = it, .item = j, .msg = msg, .n = n};
-            V.seen = ic_alloc(c, (size_t)c->nxs + 1);
+            V.seen = seen;
+            V.gen = ++gen;
             if (it->pos < 0 || it->pos >= k->npos) bad(&V, "position out of range", -1);
             if (k->has_red && (it->pos % 2 == 1) != (it->inner || it->kind == IT_REDUCE))
                 bad(&V, "inner items belong to passes, row items to row blocks", -1);

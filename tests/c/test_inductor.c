@@ -1776,6 +1776,35 @@ static void test_deep_graphs(void) {
 
 /* concurrent compiles (each thread its own graph) and concurrent runs of one compiled
  * graph with distinct buffers */
+/* A chain of n reductions over a [4, 8, 32] input (x = exp(x - x.sum(d, keepdim)), d
+ * alternating 2 and 1): many kernels, each with dims to collapse. The compiler's arena must grow linearly with n: a
+ * pass allocating expression-pool-sized scratch per kernel (finalize's collapse, row scratch)
+ * is quadratic. */
+static size_t arena_of_chain(int n) {
+    ic_graph *g = ic_graph_new();
+    ic_meta m = {.dtype = IC_F32, .ndim = 3, .sizes = {4, 8, 32}, .strides = {256, 32, 1}};
+    ic_val x = ic_input(g, &m);
+    for (int i = 0; i < n; i++) {
+        ic_val s = ic_reduce(g, IC_OP_SUM, x, 1u << (1 + i % 2), 1, -1);
+        x = ic_unary(g, IC_OP_EXP, ic_binary(g, IC_OP_MUL, ic_binary(g, IC_OP_SUB, x, s), ic_scalar(g, 0.01, IC_F64)));
+    }
+    ic_output(g, x);
+    ic_err err;
+    ic_compiled *c = ic_compile(g, NULL, &err);
+    CHECK(c != NULL, "chain of %d reductions compiles: %s", n, c ? "" : err.msg);
+    size_t bytes = ic_test_last_arena_bytes();
+    if (c) ic_compiled_free(c);
+    ic_graph_free(g);
+    return bytes;
+}
+
+static void test_arena_linear(void) {
+    size_t a = arena_of_chain(150), b = arena_of_chain(600);
+    CHECK(a > 0 && b > 0, "arena bytes reported");
+    /* linear: ~4x; quadratic: ~16x */
+    CHECK(b < 6 * a, "compiler arena grows linearly with the graph: %zu bytes for 150 kernels, %zu for 600", a, b);
+}
+
 static ic_compiled *shared_c;
 static const float *shared_in;
 static const float *shared_want;
@@ -2299,6 +2328,7 @@ int main(int argc, char **argv) {
     test_argreduce();
     test_extern();
     test_big_and_threads();
+    test_arena_linear();
     test_random_graphs(fuzz);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double sec = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
