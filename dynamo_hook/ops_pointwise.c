@@ -995,6 +995,20 @@ int sym_h_addc(trace *t, const opdef *d, var **p, var *out) {
     return sym_tensor_out(t, ic_binary(G, IC_OP_ADD, a, bc), out);
 }
 
+/* outer(input, vec2) / ger: input[:, None] * vec2[None, :] of two 1-d tensors (the product's
+ * dtype promotion is eager's: outer is mul of the two broadcast views) */
+int sym_h_outer(trace *t, const opdef *d, var **p, var *out) {
+    if (sym_need_tensor(t, d, p[0]) < 0 || sym_need_tensor(t, d, p[1]) < 0)
+        return -1;
+    ic_meta a = *sym_metap(t, p[0]->val), b = *sym_metap(t, p[1]->val);
+    if (a.ndim != 1 || b.ndim != 1 || a.dyn || b.dyn)
+        return sym_fail(t, "outer: 1-d operands of static shape (else eager raises or runs)");
+    int64_t sa[2] = {a.sizes[0], 1}, sb[2] = {1, b.sizes[0]};
+    ic_val x = ic_reshape(G, p[0]->val, 2, sa);
+    ic_val y = ic_reshape(G, p[1]->val, 2, sb);
+    return sym_tensor_out(t, x < 0 || y < 0 ? -1 : ic_binary(G, IC_OP_MUL, x, y), out);
+}
+
 /* type_as(input, other) */
 int sym_h_type_as(trace *t, const opdef *d, var **p, var *out) {
     if (sym_need_tensor(t, d, p[0]) < 0 || sym_need_tensor(t, d, p[1]) < 0)

@@ -141,6 +141,8 @@ static const opdef OPS[] = {
     {"addcmul", W_TORCH | W_METHOD, "input,tensor1,tensor2|value", sym_h_addc, 0},
     {"addcdiv", W_TORCH | W_METHOD, "input,tensor1,tensor2|value", sym_h_addc, 1},
     {"lerp", W_TORCH | W_METHOD, "input,end,weight", sym_h_addc, 2},
+    {"outer", W_TORCH | W_METHOD, "input,vec2", sym_h_outer, 0},
+    {"ger", W_TORCH | W_METHOD, "input,vec2", sym_h_outer, 0},
     {"tril", W_TORCH | W_METHOD, "input,diagonal", sym_h_tri, 0},
     {"triu", W_TORCH | W_METHOD, "input,diagonal", sym_h_tri, 1},
     {"flip", W_TORCH | W_METHOD, "input,dims", sym_h_flip, 0},
@@ -1055,7 +1057,7 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
                     }
                     if (opi >= 0 && OPS[opi].fn != sym_h_binary && OPS[opi].fn != sym_h_add_sub &&
                         OPS[opi].fn != sym_h_div && OPS[opi].fn != sym_h_unary && OPS[opi].fn != sym_h_clamp &&
-                        OPS[opi].fn != sym_h_gelu && OPS[opi].fn != sym_h_masked_fill &&
+                        OPS[opi].fn != sym_h_gelu && OPS[opi].fn != sym_h_masked_fill && OPS[opi].fn != sym_h_addc &&
                         OPS[opi].fn != sym_h_index_fill && OPS[opi].fn != sym_h_index_add &&
                         (OPS[opi].fn != sym_h_gather || OPS[opi].op == IC_EXT_GATHER))
                         opi = -1; /* scatter_/scatter_add_ (no gather_): as index_add_ */

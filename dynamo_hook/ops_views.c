@@ -1065,6 +1065,22 @@ int sym_tensor_index(trace *t, const var *x_in, const var *k, var *out) {
     int np = sym_index_parts(t, k, parts, tmp);
     if (np < 0)
         return -1;
+    /* a list of ints (x[:, [-1]], x[[0, 2]]) is an int64 tensor index to eager, a list of bools
+     * a mask: torch.tensor of the list (any other list, empty or of floats, left to eager) */
+    var lt[SYM_INDEX_PARTS];
+    for (int i = 0; i < np; i++) {
+        const var *q = parts[i];
+        if (!((q->kind == V_SEQ && q->is_list) || (q->kind == V_CONST && PyList_Check(q->obj))))
+            continue;
+        static const opdef tensor_def = {"tensor", W_TORCH, "data", sym_h_tensor, 0};
+        var *tp[MAXP] = {(var *)q};
+        if (sym_h_tensor(t, &tensor_def, tp, &lt[i]) < 0)
+            return -1;
+        ic_dtype ld = sym_metap(t, lt[i].val)->dtype;
+        if (ld != IC_I64 && ld != IC_BOOL) /* [] is a float tensor here */
+            return sym_fail(t, "unsupported index type (a list not all ints or bools)");
+        parts[i] = &lt[i];
+    }
     /* a 0-d integer tensor index is an int to eager (select: a view): one whose value the
      * trace knows (torch.tensor(2)) becomes that int; a runtime one is left to eager (the
      * view's position would depend on the data) */
@@ -1158,6 +1174,13 @@ int sym_tensor_index(trace *t, const var *x_in, const var *k, var *out) {
                 return sym_fail(t, "tensor index other than an integer tensor not supported yet");
             if (im->ndim != 1 && (im->dyn || m->ndim - 1 + im->ndim > IC_MAX_DIMS))
                 return sym_fail(t, "%d-d tensor index with symbolic sizes or too many dims not supported yet", im->ndim);
+            double ilo, ihi; /* negative entries of a known index (x[:, [-1]]) wrap as eager's:
+                              * i % size for i in [-size, size) */
+            if (!m->dyn && ic_value_int_range(t->g, pv.val, &ilo, &ihi) && ilo < 0 &&
+                ilo >= -(double)m->sizes[d] && ihi < (double)m->sizes[d])
+                pv.val = ic_binary(t->g, IC_OP_REMAINDER, pv.val, ic_scalar(t->g, (double)m->sizes[d], IC_I64));
+            if (pv.val < 0)
+                return sym_check_graph(t);
             if (sym_check_index(t, &pv, m->sizes[d], 1) < 0)
                 return -1;
             /* one integer index of any shape: select along d with the flattened index, the
