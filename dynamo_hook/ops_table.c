@@ -96,6 +96,7 @@ static const opdef OPS[] = {
     {"index_select", W_TORCH | W_METHOD, "input,dim,index", sym_h_index_select, 0},
     {"embedding", W_F, "input,weight,padding_idx,max_norm,norm_type,scale_grad_by_freq,sparse", sym_h_index_select, 1},
     {"arange", W_TORCH, "start,end,step|dtype,device,layout,out,requires_grad,pin_memory", sym_h_arange, 0},
+    {"linspace", W_TORCH, "start,end,steps|dtype,device,layout,out,requires_grad,pin_memory", sym_h_linspace, 0},
     {"eye", W_TORCH, "n,m|dtype,device,layout,requires_grad,pin_memory,out", sym_h_eye, 0},
     {"tensor", W_TORCH, "data|dtype,device,requires_grad,pin_memory", sym_h_tensor, 0},
     {"as_tensor", W_TORCH, "data,dtype,device", sym_h_as_tensor, 0},
@@ -246,6 +247,7 @@ static const opdef OPS[] = {
     {"binary_cross_entropy", W_F, "input,target,weight,size_average,reduce,reduction", sym_h_bce, 1},
     {"broadcast_tensors", W_TORCH, "*tensors", sym_h_broadcast_tensors, 0},
     {"unfold", W_F, "input,kernel_size,dilation,padding,stride", sym_h_unfold, 0},
+    {"unfold", W_METHOD, "input,dimension,size,step", sym_h_tensor_unfold, 0},
     /* ops_more.c */
     {"is_floating_point", W_TORCH | W_METHOD, "input", sym_h_query, 0},
     {"is_complex", W_TORCH | W_METHOD, "input", sym_h_query, 1},

@@ -296,6 +296,12 @@ def patchify(img, p=2):
     return x.permute(0, 2, 3, 1, 4, 5).reshape(b, (h // p) * (w // p), c * p * p)
 
 
+def sliding_windows(sig, win=4, hop=3):
+    frames = sig.unfold(-1, win, hop)                # overlapping frames, a strided view
+    w = torch.linspace(0.5, 1.0, win)
+    return (frames * w).pow(2).mean(-1), frames.transpose(-1, -2).contiguous()
+
+
 def running_stats_update(x, mean, var, momentum=0.1):
     with torch.no_grad():
         bm = x.mean(0)
@@ -389,7 +395,10 @@ def _cases():
     add("mixup", one_hot_mixup, lambda: (_r(4, 3), torch.tensor([0, 4, 2, 2]), 0.3, torch.tensor([2, 0, 3, 1])))
     add("knn", pairwise_dist_knn, lambda: (_r(6, 3),), marks=[pytest.mark.allow_fallback])  # cdist not captured
     add("posenc", positional_sincos, lambda: (_r(2, 5, 6),))
-    add("patchify", patchify, lambda: (_r(2, 3, 4, 6, grad=True),), True, marks=[pytest.mark.allow_fallback])  # Tensor.unfold (a strided view) not captured
+    add("patchify", patchify, lambda: (_r(2, 3, 4, 6, grad=True),), True)
+    add("sliding_windows", sliding_windows, lambda: (_r(2, 11, grad=True),), True)
+    add("linspace_window", lambda x: x * torch.linspace(0.5, 1.0, x.shape[-1]) + torch.linspace(-2, 3, 1), lambda: (_r(2, 7),))
+    add("sliding_windows_view", lambda x: x.unfold(-1, 4, 3), lambda: (_r(3, 10),))
     add("running_stats", running_stats_update, lambda: (_r(7, 4), torch.zeros(4), torch.ones(4)))
     add("causal_conv1d", causal_conv1d, lambda: (_r(2, 3, 9, grad=True), _r(4, 3, 3, seed=1, grad=True)), True)
     add("segment_sum", segment_sum_index_add, lambda: (_r(5, 2, grad=True), torch.tensor([0, 2, 2, 1, 0])), True)
