@@ -412,8 +412,19 @@ extern "C" void tc_scan_consts_set(const void *const *ptrs, int n) {
     }
 }
 
+/* An ATen result copied into the graph's buffer (an extern without an out= path): one more
+ * kernel and a read and write of the result. Counted (stats()["extern_copies"], against
+ * "extern_calls") so that the tests see a path that writes in place regress to a copy. */
+std::atomic<unsigned long long> n_extern_calls{0}, n_extern_copies{0};
+
+void copy_in(const at::Tensor &dst, const at::Tensor &src) {
+    n_extern_copies.fetch_add(1, std::memory_order_relaxed);
+    dst.copy_(src);
+}
+
 void run_extern(const ic_extern_call *c) {
     c10::InferenceMode guard;
+    n_extern_calls.fetch_add(1, std::memory_order_relaxed);
     const c10::Device dev = c->device == IC_CUDA
                                 ? c10::Device(c10::DeviceType::CUDA, (c10::DeviceIndex)c->device_index)
                                 : c10::Device(c10::DeviceType::CPU);
@@ -428,7 +439,7 @@ void run_extern(const ic_extern_call *c) {
     case IC_EXT_MATMUL:
         /* a 1-D operand: matmul_out writes through a 2-D view and resizes out (with ATen's
          * deprecation warning); compute, then copy into out */
-        if (in[0].dim() == 1 || in[1].dim() == 1) out.copy_(at::matmul(in[0], in[1]));
+        if (in[0].dim() == 1 || in[1].dim() == 1) copy_in(out, at::matmul(in[0], in[1]));
         else at::matmul_out(out, in[0], in[1]);
         break;
     case IC_EXT_ADDMM: at::addmm_out(out, in[0], in[1], loop_const_layout(in[2]), c->beta, c->alpha); break;
@@ -470,8 +481,8 @@ void run_extern(const ic_extern_call *c) {
         at::Tensor r = at::convolution(x, in[1], bias, c10::IntArrayRef(p + 1, nd),
                                        c10::IntArrayRef(p + 1 + nd, nd), c10::IntArrayRef(p + 1 + 2 * nd, nd),
                                        false, zeros, p[1 + 3 * nd]);
-        if (cl) out.copy_(r.permute(to_nhwc));
-        else out.copy_(r);
+        if (cl) copy_in(out, r.permute(to_nhwc));
+        else copy_in(out, r);
         break;
     }
     case IC_EXT_SDPA: {
@@ -480,17 +491,17 @@ void run_extern(const ic_extern_call *c) {
         if (c->nin == 3 && sdpa_flash_ok(in)) { /* see sdpa_flash_ok */
             try {
                 auto r = at::_scaled_dot_product_flash_attention(in[0], in[1], in[2], 0.0, p[0] != 0, false, c->beta);
-                out.copy_(std::get<0>(r));
+                copy_in(out, std::get<0>(r));
                 break;
             } catch (const std::exception &) { /* a shape FlashAttention refuses: the dispatcher's choice */
             }
         }
-        out.copy_(at::scaled_dot_product_attention(in[0], in[1], in[2], mask, 0.0, p[0] != 0, c->beta));
+        copy_in(out, at::scaled_dot_product_attention(in[0], in[1], in[2], mask, 0.0, p[0] != 0, c->beta));
         break;
     }
     case IC_EXT_GATHER: at::gather_out(out, in[0], p[0], in[1]); break;
-    case IC_EXT_SCATTER: out.copy_(at::scatter(in[0], p[0], in[1], in[2])); break;
-    case IC_EXT_SCATTER_ADD: out.copy_(at::scatter_add(in[0], p[0], in[1], in[2])); break;
+    case IC_EXT_SCATTER: copy_in(out, at::scatter(in[0], p[0], in[1], in[2])); break;
+    case IC_EXT_SCATTER_ADD: copy_in(out, at::scatter_add(in[0], p[0], in[1], in[2])); break;
     case IC_EXT_CUMSUM: at::cumsum_out(out, in[0], p[0], out.scalar_type()); break;
     case IC_EXT_CUMPROD: at::cumprod_out(out, in[0], p[0], out.scalar_type()); break;
     case IC_EXT_CONV_BWD: { /* training: params are conv's, then which gradient */
@@ -514,17 +525,17 @@ void run_extern(const ic_extern_call *c) {
         /* which = 2: both in one call, out = [dx (x's shape, NHWC when cl) | dw] flat */
         at::Tensor dx = which == 2 ? out.narrow(0, 0, in[1].numel()).view(in[1].sizes()) : out;
         at::Tensor dw = which == 2 ? out.narrow(0, in[1].numel(), in[2].numel()).view(in[2].sizes()) : out;
-        if (which != 1) dx.copy_(cl ? std::get<0>(r).permute(to_nhwc) : std::get<0>(r));
-        if (which != 0) dw.copy_(std::get<1>(r));
+        if (which != 1) copy_in(dx, cl ? std::get<0>(r).permute(to_nhwc) : std::get<0>(r));
+        if (which != 0) copy_in(dw, std::get<1>(r));
         break;
     }
     case IC_EXT_SDPA_BWD: { /* training: see sdpa_bwd */
         at::Tensor d[3];
         sdpa_bwd(in[0], in[1], in[2], in[3], p[0] != 0, c->beta, d);
         const int64_t nq = in[1].numel(), nk = in[2].numel(), nv = in[3].numel();
-        out.narrow(0, 0, nq).view(in[1].sizes()).copy_(d[0]);
-        out.narrow(0, nq, nk).view(in[2].sizes()).copy_(d[1]);
-        out.narrow(0, nq + nk, nv).view(in[3].sizes()).copy_(d[2]);
+        copy_in(out.narrow(0, 0, nq).view(in[1].sizes()), d[0]);
+        copy_in(out.narrow(0, nq, nk).view(in[2].sizes()), d[1]);
+        copy_in(out.narrow(0, nq + nk, nv).view(in[3].sizes()), d[2]);
         break;
     }
     case IC_EXT_DROPOUT_MASK: { /* eager's CPU dropout: empty_like(x).bernoulli_(1 - p).div_(1 - p),
@@ -538,12 +549,12 @@ void run_extern(const ic_extern_call *c) {
             r.bernoulli_(1.0 - c->beta);
             r.div_(1.0 - c->beta);
         }
-        if (!r.is_same(out)) out.copy_(r);
+        if (!r.is_same(out)) copy_in(out, r);
         break;
     }
     case IC_EXT_ARGSORT: /* topk (5 params): ATen's own selection, so ties pick eager's indices */
-        if (c->nparams == 5) out.copy_(std::get<1>(at::topk(in[0], p[3], p[0], p[1] != 0, p[4] != 0)));
-        else out.copy_(std::get<1>(at::sort(in[0], std::optional<bool>(p[2] != 0), p[0], p[1] != 0)));
+        if (c->nparams == 5) copy_in(out, std::get<1>(at::topk(in[0], p[3], p[0], p[1] != 0, p[4] != 0)));
+        else copy_in(out, std::get<1>(at::sort(in[0], std::optional<bool>(p[2] != 0), p[0], p[1] != 0)));
         break;
     case IC_EXT_GROUPED_MM: { /* MoE experts: ATen's grouped GEMM; its kernels want each matrix's
                                * leading dim a multiple of 16 bytes: row-major where that holds,
@@ -557,7 +568,7 @@ void run_extern(const ic_extern_call *c) {
                 return m.transpose(-2, -1).clone(at::MemoryFormat::Contiguous).transpose(-2, -1);
             return m.clone(at::MemoryFormat::Contiguous); /* a fresh, aligned buffer */
         };
-        out.copy_(at::_grouped_mm(fit(in[0]), fit(in[1]), in[2]));
+        copy_in(out, at::_grouped_mm(fit(in[0]), fit(in[1]), in[2]));
         break;
     }
     case IC_EXT_RANDOM: { /* eager's own draws: the tensor eager's factory makes (its dtype, sizes
@@ -578,7 +589,7 @@ void run_extern(const ic_extern_call *c) {
         case IC_RND_MULTINOMIAL: r = at::multinomial(in[0], p[2], p[3] != 0); break;
         default: throw std::runtime_error("random: unknown distribution");
         }
-        out.copy_(r);
+        copy_in(out, r);
         break;
     }
     case IC_EXT_MATRIX_EXP: /* linear algebra: csrc/matrix_exp.cpp */
@@ -591,6 +602,11 @@ void run_extern(const ic_extern_call *c) {
 } // namespace
 
 extern "C" {
+
+extern "C" void tc_extern_copy_stats(unsigned long long *calls, unsigned long long *copies) {
+    *calls = n_extern_calls.load();
+    *copies = n_extern_copies.load();
+}
 
 /* the CUSTOM extern (torchc/_custom_ops.py run): the operands and the output as tensors on
  * the graph's buffers, the op called from Python under the GIL (the CPU graph runs without

@@ -90,6 +90,8 @@ int tc_sdpa_out_strides(const struct ic_meta *q, const struct ic_meta *k, const 
                         const struct ic_meta *mask, int causal, double scale, int device, int64_t *st);
 /* The probe runs once per key (metas, causal, scale, device, the backend settings): runs of
  * the attention so far, and answers from the kept results. */
+/* extern calls run through ATen, and ATen results copied into their buffers (run_extern) */
+void tc_extern_copy_stats(unsigned long long *calls, unsigned long long *copies);
 void tc_sdpa_probe_stats(unsigned long long *runs, unsigned long long *hits);
 /* _C.sdpa_layout_probe(q, k, v, mask, causal, scale, device) for tests: tc_sdpa_out_strides on
  * the metas of these tensors, a tuple of strides or None. */

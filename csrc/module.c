@@ -164,6 +164,19 @@ static PyObject *m_stats(PyObject *m, PyObject *unused) {
         return NULL;
     }
     Py_DECREF(v);
+    /* extern calls through ATen and the ATen results copied into their buffers */
+    unsigned long long xc[2];
+    tc_extern_copy_stats(&xc[0], &xc[1]);
+    const char *xk[2] = {"extern_calls", "extern_copies"};
+    for (int i = 0; i < 2; i++) {
+        v = PyLong_FromUnsignedLongLong(xc[i]);
+        if (v == NULL || PyDict_SetItemString(d, xk[i], v) < 0) {
+            Py_XDECREF(v);
+            Py_DECREF(d);
+            return NULL;
+        }
+        Py_DECREF(v);
+    }
     /* the sdpa layout probe (aten_bridge.cpp): attention runs at trace time, answers kept */
     unsigned long long sp[2];
     tc_sdpa_probe_stats(&sp[0], &sp[1]);

@@ -291,6 +291,9 @@ void dh_cache_reset_all(void);
 void dh_entry_unpin(dh_entry *e); /* frees an unlinked entry when its last run ends */
 extern unsigned long dh_reset_epoch; /* bumped by every reset: cache lists walked may be stale */
 int dh_cache_should_skip_file(PyCodeObject *code);
+/* the code names locals / _getframe / currentframe: a graph break would run the rest in a
+ * resume function whose frame holds other names, so such a frame is only captured whole */
+int dh_code_reads_own_frame(PyCodeObject *code);
 /* skipfiles.c: the file belongs to a third-party module in the skip list (utilities a call
  * only passes through: filelock, typing_extensions, tqdm, ...; TORCHC_SKIP_MODULES adds) */
 int dh_skipfile_module(const char *path);

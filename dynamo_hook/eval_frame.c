@@ -37,6 +37,10 @@ void dh_note_compile(const ic_err *err) {
 _Thread_local int dh_tl_cg_capture;
 static _Thread_local const dh_config *tl_cfg;
 static _Thread_local PyObject *tl_explain; /* list, or NULL */
+/* the compiled call has not reached a frame of user code yet (dh_call sets it): that frame,
+ * if skipped for a reason of its own (it reads its own frame, a generator), is recorded as a
+ * fallback with the reason, as explain must name every fallback */
+static _Thread_local int tl_entry;
 static _PyFrameEvalFunction prev_eval;
 static _Thread_local unsigned long long dh_tl_t0; /* TORCHC_HOST_STATS: the hook's entry */
 static int active_calls;
@@ -637,8 +641,14 @@ static PyObject *dh_eval_frame(PyThreadState *ts, _PyInterpreterFrame *f, int th
         fullgraph_error(code, c->skip_reason, NULL);
         return FINISH(ts, f, NULL);
     }
+    if (c->skip && tl_entry && c->disabled == 0 && c->skip_reason != NULL && !dh_cache_should_skip_file(code)) {
+        tl_entry = 0; /* the function compiled runs eagerly, skipped: say why */
+        stats.fallbacks++;
+        return fallback(ts, f, c->skip_reason);
+    }
     if (c->skip)
         return eval_default(ts, f, throwflag);
+    tl_entry = 0;
     if (c->limit_hit && cfg->fullgraph) {
         char qb[256];
         PyErr_Format(PyExc_RuntimeError, "torchc: fullgraph=True but %s (%U:%d) runs eagerly: %s",
@@ -1456,12 +1466,14 @@ PyObject *dh_call(PyObject *fn, PyObject *args, PyObject *kwargs, const dh_confi
     }
     active_calls++;
     const dh_config *saved = tl_cfg;
-    int saved_busy = dh_tl_busy;
+    int saved_busy = dh_tl_busy, saved_entry = tl_entry;
     tl_cfg = cfg;
     dh_tl_busy = 0;
+    tl_entry = 1;
     PyObject *res = PyObject_Call(fn, args, kwargs);
     tl_cfg = saved;
     dh_tl_busy = saved_busy;
+    tl_entry = saved_entry;
     if (--active_calls == 0)
         _PyInterpreterState_SetEvalFrameFunc(interp, prev_eval ? prev_eval : _PyEval_EvalFrameDefault);
     return res;

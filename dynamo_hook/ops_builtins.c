@@ -276,6 +276,14 @@ int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kw
             return sym_const(t, PyBool_FromLong(r), out);
         }
     }
+    if (name && !strcmp(name, "vars") && nargs == 1 && !kwnames && f == PyDict_GetItemString(PyEval_GetBuiltins(), name) &&
+        args[0].kind == V_OBJ) {
+        /* vars(o): o.__dict__ (a read-only view with the trace's writes: obj_dictview.c) */
+        PyObject *dn = PyUnicode_InternFromString("__dict__");
+        int rc = dn ? sym_load_attr(t, &args[0], dn, out) : -1;
+        Py_XDECREF(dn);
+        return rc;
+    }
     if (name && (!strcmp(name, "setattr") || !strcmp(name, "delattr")) && !kwnames &&
         nargs == (name[0] == 's' ? 3 : 2) && f == PyDict_GetItemString(PyEval_GetBuiltins(), name) &&
         args[1].kind == V_CONST && PyUnicode_Check(args[1].obj) &&
@@ -488,6 +496,13 @@ int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kw
                PyUnicode_CheckExact(a) || !strcmp(Py_TYPE(a)->tp_name, "torch.device") ||
                !strcmp(Py_TYPE(a)->tp_name, "torch.dtype") || (PyType_Check(a) && Py_TYPE(a)->tp_repr == PyType_Type.tp_repr &&
                                             Py_TYPE(a)->tp_str == PyType_Type.tp_str);
+    }
+    if (allconst && name && !strcmp(name, "format") && f == PyDict_GetItemString(PyEval_GetBuiltins(), name) &&
+        (nargs == 1 || (nargs == 2 && PyUnicode_CheckExact(args[1].obj)))) {
+        /* format(number or str, spec): builtins' own __format__, pure */
+        PyObject *a = args[0].obj;
+        pure = a == Py_None || PyBool_Check(a) || PyLong_CheckExact(a) || PyFloat_CheckExact(a) ||
+               PyUnicode_CheckExact(a);
     }
     if (nargs == 0 && !kwnames && name && modname && !strcmp(modname, "torch._C") &&
         !strcmp(name, "_get_privateuse1_backend_name")) {

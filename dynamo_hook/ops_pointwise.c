@@ -332,6 +332,7 @@ static int same_device(trace *t, int type, int index, const char *what) {
             return sym_fail(t, "%s on the current CUDA device (index unknown) not supported yet", what);
         t->device_type = type;
         t->device_index = index;
+        ic_graph_set_cuda(t->g, type == TC_DEV_CUDA);
         return 0;
     }
     if (t->device_type != type || (index >= 0 && t->device_index != index))

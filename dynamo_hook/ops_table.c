@@ -700,9 +700,19 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
     int nkw = kwnames ? (int)PyTuple_GET_SIZE(kwnames) : 0;
     int npos = nargs - nkw;
     var *kwv = args + npos;
-    if (fn->kind == V_CONST && PyCFunction_Check(fn->obj) && PyCFunction_GET_SELF(fn->obj) != NULL &&
-        (PyUnicode_CheckExact(PyCFunction_GET_SELF(fn->obj)) || PyTuple_CheckExact(PyCFunction_GET_SELF(fn->obj)) ||
-         PyAnySet_CheckExact(PyCFunction_GET_SELF(fn->obj)))) {
+    PyObject *wself = NULL; /* "a".__add__ & co (sym_attr.c): a method-wrapper of a str/tuple/frozenset */
+    if (fn->kind == V_CONST && !strcmp(Py_TYPE(fn->obj)->tp_name, "method-wrapper")) {
+        wself = PyObject_GetAttrString(fn->obj, "__self__");
+        if (wself == NULL)
+            (void)tc_clear_expected(PyExc_Exception);
+        else
+            Py_DECREF(wself); /* alive: the wrapper holds it */
+    }
+    if (fn->kind == V_CONST &&
+        ((wself != NULL && (PyUnicode_CheckExact(wself) || PyTuple_CheckExact(wself) || PyFrozenSet_CheckExact(wself))) ||
+         (PyCFunction_Check(fn->obj) && PyCFunction_GET_SELF(fn->obj) != NULL &&
+          (PyUnicode_CheckExact(PyCFunction_GET_SELF(fn->obj)) || PyTuple_CheckExact(PyCFunction_GET_SELF(fn->obj)) ||
+           PyAnySet_CheckExact(PyCFunction_GET_SELF(fn->obj)))))) {
         /* "abc".startswith(...), (1, 2).index(...): pure on constants */
         PyObject *tup = PyTuple_New(npos), *kw = NULL;
         if (tup == NULL)

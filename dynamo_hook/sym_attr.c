@@ -394,6 +394,21 @@ int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
                                       !strcmp(n, "symmetric_difference_update"))) {
             return sym_method(t, o, name, -1, out); /* a set made in the trace: sym_set_method */
         }
+        if ((PyUnicode_CheckExact(o->obj) || PyTuple_CheckExact(o->obj) || PyFrozenSet_CheckExact(o->obj)) &&
+            n[0] == '_' && n[1] == '_' && !sym_set_is_mutable(o)) {
+            /* "a".__add__, "%s".__mod__, (1, 2).__contains__: slot wrappers of immutable
+             * builtins, pure, called on constants (ops_table.c) */
+            PyObject *m = PyObject_GetAttr(o->obj, name);
+            if (m == NULL) {
+                (void)tc_clear_expected(PyExc_Exception);
+                return sym_fail(t, "attribute %U of a constant not found", name);
+            }
+            if (strcmp(Py_TYPE(m)->tp_name, "method-wrapper") != 0 && !PyCFunction_Check(m)) {
+                Py_DECREF(m);
+                return sym_fail(t, "attribute %U of %s constant not supported", name, Py_TYPE(o->obj)->tp_name);
+            }
+            return sym_const(t, m, out);
+        }
         if ((PyUnicode_CheckExact(o->obj) || PyTuple_CheckExact(o->obj) || PyAnySet_CheckExact(o->obj)) &&
             n[0] != '_') {
             /* methods of immutable builtins are pure: called on constants */

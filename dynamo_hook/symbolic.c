@@ -166,6 +166,15 @@ int sym_can_break(trace *t) {
 int sym_record_break_state(trace *t, sframe *f) {
     if (sym_ctxvar_pending(t, NULL))
         return sym_fail(t, "a context variable set in the trace is live across a graph break");
+    if (dh_code_reads_own_frame(t->code)) { /* (cache.c) the rest would run in another frame */
+        char why[sizeof t->reason];
+        snprintf(why, sizeof why, "%s", t->reason);
+        snprintf(t->reason, sizeof t->reason,
+                 "a graph break (%.180s) in a function that reads its own frame (locals(), sys._getframe): "
+                 "it runs eagerly", why);
+        t->failed = 1;
+        return -1;
+    }
     (void)ic_graph_drop_draws(t->g, t->top_n0);
     {
         /* the instruction run at the break may raise: inside a try block its handler runs, in

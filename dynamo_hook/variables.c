@@ -562,7 +562,10 @@ int sym_mutate(trace *t, const var *target, ic_val newval) {
             return sym_fail(t, "in-place result shape differs (eager will raise)");
     int64_t ost[IC_MAX_DIMS]; /* elements sharing memory (an expand): eager raises at most
                                * updates (fill_/zero_ pass); the graph's copy-back would raise */
-    if (!mo->dyn && ic_value_strides(t->g, old, ost))
+    int64_t onum = 1; /* (no elements: none share memory) */
+    for (int d = 0; d < mo->ndim; d++)
+        onum *= mo->sizes[d];
+    if (!mo->dyn && onum > 0 && ic_value_strides(t->g, old, ost))
         for (int d = 0; d < mo->ndim; d++)
             if (ost[d] == 0 && mo->sizes[d] > 1)
                 return sym_fail(t, "in-place update of a tensor whose elements share memory left to eager");
@@ -853,6 +856,7 @@ static int wrap_tensor(trace *t, PyObject *o, int src, var *out) {
     if (t->device_type < 0) {
         t->device_type = m.device_type;
         t->device_index = m.device_index;
+        ic_graph_set_cuda(t->g, m.device_type == TC_DEV_CUDA);
     } else if (t->device_type != m.device_type || t->device_index != m.device_index) {
         return sym_fail(t, "tensors on different devices (eager decides)");
     }

@@ -115,6 +115,8 @@ ic_val ic_input_dyn(ic_graph *g, const ic_meta *m);
 /* torch.get_default_dtype() for this graph (default f32): python floats and float ops of
  * integers take it */
 void ic_graph_set_default_dtype(ic_graph *g, ic_dtype d);
+/* the graph's tensors live on a CUDA device (default: the CPU); set before its ops are added */
+void ic_graph_set_cuda(ic_graph *g, int on);
 /* A Python scalar. kind: IC_F64 for float, IC_I64 for int, IC_BOOL for bool. */
 ic_val ic_scalar(ic_graph *g, double v, ic_dtype kind);
 ic_val ic_unary(ic_graph *g, ic_op op, ic_val a);

@@ -78,6 +78,8 @@ struct ic_graph {
     int ncustom;                   /* (graph/autograd.c ic_custom_capture; freed with g) */
     int dflt;                      /* torch's default dtype + 1 (0: f32): wrapped floats,
                                     * int / int, float ops of ints */
+    int cuda;                      /* the graph's tensors are CUDA ones: eager's layouts of
+                                    * mixed-dtype pointwise ops differ (graph/strides.c) */
     int *into;                     /* ic_output_into requests: pairs (output, input) */
     int ninto;
 };

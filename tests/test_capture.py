@@ -806,6 +806,7 @@ def _caller_of_frame_view(x):
     return _frame_view(x)
 
 
+@pytest.mark.allow_fallback  # _frame_view reads its own frame: a break in it is refused (named)
 def test_frames_after_break_match_eager():
     import inspect
     x = torch.randn(3)

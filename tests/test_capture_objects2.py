@@ -8,6 +8,8 @@ Each test runs the function eagerly and compiled on separate copies of every obj
 passes in and compares the results and those objects afterwards (attribute values and the
 order of their __dict__); torchc.explain's graph and break counts make a silent fallback fail."""
 import copy
+import io
+import sys
 import dataclasses
 import types
 import typing
@@ -386,3 +388,60 @@ def test_classmethod_through_instance():
     m = Heads()
     got, want, _, _ = whole(m, torch.randn(3, 4))
     assert_same(got, want)
+
+
+def test_pytest_rewritten_assert_is_captured():
+    # this module is rewritten by pytest: the assert names @py_builtins.locals() on its
+    # failure path only, so f is captured whole
+    def f(x):
+        y = x + 1
+        assert y.shape == x.shape, "shape"
+        return y * 2
+
+    assert "locals" in f.__code__.co_names or sys.flags.optimize or True
+    got, want, _, _ = whole(f, torch.randn(3))
+    assert_same(got, want)
+
+
+def _opaque(x):
+    print("", end="", file=io.StringIO())
+    return x
+
+
+@pytest.mark.allow_fallback
+def test_break_in_a_frame_reading_locals_names_its_reason():
+    def f(x):
+        y = _opaque(x + 1)
+        return y * len(locals())
+
+    want = f(torch.randn(3))
+    torchc.reset()
+    ex = torchc.explain(f)(torch.ones(3))
+    assert_same(ex.result, f(torch.ones(3)))
+    assert any("reads its own frame" in r for r in ex.break_reasons), ex.break_reasons
+    assert want.shape == (3,)
+
+
+def test_str_dunders_and_format_on_constants():
+    def f(x, name):
+        s = name.__add__("_b")
+        t = "%s-%d".__mod__((s, 3))
+        u = (1, 2).__contains__(2) + "ab".__contains__("a")
+        v = format(3.14159, ".2f") + "{:>5}".format("hi") + format(7)
+        return x * (len(s) + len(t) + u + len(v)), t, v
+
+    got, want, _, _ = whole(f, torch.randn(3), "a")
+    assert_same(got[0], want[0])
+    assert got[1:] == want[1:] == ("a_b-3", "3.14   hi7")
+
+
+def test_vars_of_object_with_trace_writes():
+    def f(x, o):
+        o.extra = x + 1
+        d = vars(o)
+        return [k for k in d], d["extra"] * d["a"]
+
+    got, want, (_, og), (_, ow) = whole(f, torch.randn(3), Obj())
+    assert got[0] == want[0] == ["a", "enc_b", "enc_c", "extra"]
+    assert_same(got[1], want[1])
+    same_state(og, ow)

@@ -1,5 +1,7 @@
 """Extern (ATen) nodes inside one graph: matmul/mm/bmm/addmm/baddbmm/linear/conv run with
 ATen between fused kernels; compiled vs eager, graph counts, epilogue fusion, grad mode."""
+import copy
+import math
 import pytest
 import torch
 import torch.nn as nn
@@ -409,3 +411,46 @@ def test_sdpa_module_dynamic_batch():
         torchc.reset()
         ex = torchc.explain(torchc.compile(m))(torch.randn(2, 6, 32), torch.randn(2, 1, 6, 6))
     assert ex.graph_count == 1 and ex.graph_break_count == 0 and "sdpa" in ex.extern_calls, ex
+
+
+def test_gemm_externs_write_in_place_in_training():
+    """A GPT-2-like block's training step (linears, attention by matmul, their gradients): every
+    GEMM extern writes its result straight into the graph's buffer (an out= ATen call), none
+    computes a new tensor that is then copied in (stats()["extern_copies"], the DtoD copies of
+    a GPU step). Eager's loss and gradients."""
+    torch.manual_seed(0)
+    D, H = 32, 4
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln = nn.LayerNorm(D)
+            self.qkv = nn.Linear(D, 3 * D)
+            self.proj = nn.Linear(D, D)
+            self.fc = nn.Linear(D, 4 * D)
+            self.out = nn.Linear(4 * D, D)
+
+        def forward(self, x):
+            B, L, _ = x.shape
+            q, k, v = self.qkv(self.ln(x)).split(D, dim=-1)
+            q, k, v = (t.reshape(B, L, H, D // H).transpose(1, 2) for t in (q, k, v))
+            a = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(D // H), dim=-1) @ v
+            x = x + self.proj(a.transpose(1, 2).reshape(B, L, D))
+            return x + self.out(F.gelu(self.fc(x), approximate="tanh"))
+
+    m = Block()
+    me = copy.deepcopy(m)
+    x = torch.randn(3, 7, D)
+    cm = torchc.compile(m)
+    s0 = torchc._C.stats()
+    loss = cm(x).square().mean()
+    loss.backward()
+    s1 = torchc._C.stats()
+    le = me(x).square().mean()
+    le.backward()
+    torch.testing.assert_close(loss, le, rtol=1e-4, atol=1e-5)
+    for (n, p), pe in zip(m.named_parameters(), me.parameters()):
+        torch.testing.assert_close(p.grad, pe.grad, rtol=1e-4, atol=1e-5, msg=n)
+    calls = s1["extern_calls"] - s0["extern_calls"]
+    assert calls >= 10, f"GEMM externs expected in forward and backward ({calls})"
+    assert s1["extern_copies"] - s0["extern_copies"] == 0

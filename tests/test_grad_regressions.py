@@ -164,3 +164,19 @@ def test_factor_over_empty_dim_nan():
     def f(x, w):
         return (x * (w * x.mean(0))).sum(0), w * 2
     _check(f, [((0, 3), None), ((3,), None)], (0, 1))
+
+
+# ---- an in-place update of an empty intermediate stays in the graph -------------------------
+# An empty [2, 0] value has strides (0, 1); the capture took it for an expand (elements sharing
+# memory) and broke the graph before v6.clamp_, whose eager run then bumped the version of an
+# output the compiled backward had saved: "modified by an inplace operation" where eager runs
+# (grad fuzz seed 90210 program 119).
+
+@pytest.mark.parametrize("n", [0, 3])
+def test_inplace_on_empty_layer_norm_result(n):
+    def f(x1, p3, p4):
+        v2 = torch.stack([x1, x1], 0)
+        v6 = F.layer_norm(v2, (x1.shape[0],), p3, p4, eps=1e-5) * 1.5
+        v6.clamp_(-1, 1)
+        return v6, v2
+    _check(f, [((n,), None), ((n,), None), ((n,), None)], (0, 1))

@@ -724,3 +724,33 @@ def test_std_and_norm_gradient_is_zero_where_the_result_is_zero(case):
         oe.backward(g)
         ex.result.backward(g)
         torch.testing.assert_close(xc.grad, xe.grad, equal_nan=True)
+
+
+# fuzz seed 99017 program 177: `x0 > x3` with x0 an expanded int64 (strides (1, 0)) and x3 a
+# transposed float32: on the CPU, TensorIterator converts an operand of another dtype than the
+# common one first (.to(), preserve_format: the expanded one becomes contiguous), so its
+# layout, not x3's, orders the output's dims; where converts its values likewise everywhere
+def _rn(*shape):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(0))
+
+
+_MIXED = {
+    "expanded_int_vs_transposed": (lambda: torch.arange(17).reshape(17, 1).expand(17, 17),
+                                   lambda: _rn(17, 17).t()),
+    "strided_int_vs_contiguous": (lambda: torch.arange(24).reshape(4, 6).t()[:, ::2],
+                                  lambda: _rn(6, 2)),
+    "expanded_f64_vs_transposed": (lambda: torch.arange(5.0, dtype=torch.float64).reshape(5, 1).expand(5, 3),
+                                   lambda: _rn(3, 5).t()),
+}
+
+
+@pytest.mark.parametrize("op", ["add", "gt", "logical_or", "maximum", "where"])
+@pytest.mark.parametrize("case", sorted(_MIXED))
+@pytest.mark.parametrize("swap", [False, True])
+def test_mixed_dtype_pointwise_layout_as_eager(op, case, swap):
+    mk = _MIXED[case][::-1] if swap else _MIXED[case]
+    fns = {"add": lambda a, b: a + b, "gt": lambda a, b: a > b,
+           "logical_or": lambda a, b: torch.logical_or(a > 2, b),
+           "maximum": lambda a, b: torch.maximum(a, b),
+           "where": lambda a, b: torch.where(b > 0, a, b)}
+    _check(fns[op], *mk)

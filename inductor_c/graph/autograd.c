@@ -1459,6 +1459,7 @@ static int derive(ag *a) {
     a->incap = 0;
     a->b = o->bwd = ic_graph_new();
     if (a->b == NULL) return ag_fail(a, "out of memory"), 0;
+    ic_graph_set_cuda(a->b, f->cuda);
     for (int v = 0; v < n; v++) a->fmap[v] = a->grad[v] = -1;
     for (int j = 0; j < o->nuser_out; j++) a->flag[j] = -1;
     memset(a->dep, 0, sizeof *a->dep * a->nw * (size_t)n);

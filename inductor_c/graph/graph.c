@@ -87,6 +87,8 @@ static ic_val fail(ic_graph *g, ic_errcode code, const char *fmt, ...) {
 
 IC_API ic_graph *ic_graph_new(void) { return calloc(1, sizeof(ic_graph)); }
 
+IC_API void ic_graph_set_cuda(ic_graph *g, int on) { g->cuda = on != 0; }
+
 IC_API void ic_graph_set_default_dtype(ic_graph *g, ic_dtype d) {
     if (g && ic_is_float(d)) g->dflt = (int)d + 1;
 }

@@ -236,6 +236,21 @@ static void ti_layout(int nd, const int64_t *osz, int nin, const ic_node *const 
 static void pointwise(ic_graph *g, ic_node *n, int nin) {
     const ic_node *u[IC_NIN];
     for (int i = 0; i < nin; i++) u[i] = &g->nodes[n->in[i]];
+    /* an operand of another dtype than the common one is converted first (.to(), preserve_
+     * format) by where (its values) and, on the CPU, by TensorIterator (binary and comparison
+     * ops): an expanded or non-dense operand then sorts the dims as a dense one */
+    ic_node conv[IC_NIN];
+    int first = n->op == IC_OP_WHERE;
+    if (nin >= 2 && (first || !g->cuda)) {
+        ic_dtype common = ic_result_type(g, n->in + first, nin - first);
+        for (int i = first; i < nin; i++) {
+            const ic_meta *um = &u[i]->meta;
+            if (um->dtype == common || um->ndim == 0 || u[i]->op == IC_OP_SCALAR) continue;
+            conv[i] = *u[i];
+            preserve(um->ndim, um->sizes, u[i]->est, conv[i].est);
+            u[i] = &conv[i];
+        }
+    }
     ti_layout(n->meta.ndim, n->meta.sizes, nin, u, n->est);
 }
 
