@@ -94,6 +94,8 @@ int sym_opt_num(trace *t, var *v, double dflt, double *out, const char *what);
 int sym_need_tensor(trace *t, const opdef *d, var *v);
 /* handlers */
 int sym_h_binary(trace *t, const opdef *d, var **p, var *out);
+int sym_h_outer(trace *t, const opdef *d, var **p, var *out);
+int sym_h_linspace(trace *t, const opdef *d, var **p, var *out);
 int sym_h_add_sub(trace *t, const opdef *d, var **p, var *out);
 int sym_h_div(trace *t, const opdef *d, var **p, var *out);
 int sym_h_unary(trace *t, const opdef *d, var **p, var *out);
@@ -161,6 +163,7 @@ int sym_h_transpose(trace *t, const opdef *d, var **p, var *out);
 int sym_h_unsqueeze(trace *t, const opdef *d, var **p, var *out);
 int sym_h_squeeze(trace *t, const opdef *d, var **p, var *out);
 int sym_h_diagonal(trace *t, const opdef *d, var **p, var *out);
+int sym_h_tensor_unfold(trace *t, const opdef *d, var **p, var *out);
 int sym_h_expand(trace *t, const opdef *d, var **p, var *out);
 int sym_h_identity(trace *t, const opdef *d, var **p, var *out);
 int sym_h_size(trace *t, const opdef *d, var **p, var *out);

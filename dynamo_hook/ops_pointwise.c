@@ -519,6 +519,58 @@ int sym_h_arange(trace *t, const opdef *d, var **p, var *out) {
     return sym_tensor_out(t, ic_arange(t->g, n, start, step, (ic_dtype)dt), out);
 }
 
+/* linspace(start, end, steps, *, dtype, device) of numbers into a floating dtype: eager's
+ * kernel, start + step * i for the first half and end - step * (steps - 1 - i) for the rest
+ * (step in the output dtype where that is float); eager's vectorized CPU loop fuses the
+ * multiply-add, so float32 values may differ from it by 1 ulp (0.1..0.7 in 1000 steps: 124
+ * of 1000 values, 6e-8) */
+int sym_h_linspace(trace *t, const opdef *d, var **p, var *out) {
+    for (int i = 0; i < 2; i++)
+        if (p[i] == NULL || !sym_is_number(p[i]) || PyComplex_Check(p[i]->obj))
+            return sym_fail(t, "linspace: start and end must be real numbers (tensors left to eager)");
+    if (p[2] == NULL || p[2]->kind != V_CONST || !PyLong_Check(p[2]->obj) || PyBool_Check(p[2]->obj))
+        return sym_fail(t, "linspace: steps must be a constant int");
+    long long steps = PyLong_AsLongLong(p[2]->obj);
+    if (steps < 0 || steps > (1LL << 40))
+        return sym_fail(t, "linspace: steps out of range (eager will raise)");
+    double start = PyFloat_AsDouble(p[0]->obj), end = PyFloat_AsDouble(p[1]->obj);
+    if (PyErr_Occurred())
+        return -1;
+    int dt = -1;
+    if (p[3] && sym_get_dtype(t, p[3], &dt) < 0)
+        return -1;
+    if (dt < 0 && (dt = sym_default_dtype(t)) < 0)
+        return -1;
+    if (dt != IC_F32 && dt != IC_F64)
+        return sym_fail(t, "linspace: a dtype other than float32/float64 left to eager");
+    for (int i = 5; i < MAXP; i++)
+        if (p[i] && !sym_is_none(p[i]) && !(p[i]->kind == V_CONST && p[i]->obj == Py_False))
+            return sym_fail(t, "linspace: layout/requires_grad/out arguments not supported yet");
+    {
+        int dty = TC_DEV_CPU, dix = 0;
+        if (p[4] && !sym_is_none(p[4]) && !device_arg(p[4], &dty, &dix))
+            return sym_fail(t, "linspace: unsupported device argument");
+        if (same_device(t, dty, dix, "linspace") < 0)
+            return -1;
+    }
+    if (steps <= 1)
+        return sym_tensor_out(t, ic_arange(G, steps, start, 1.0, (ic_dtype)dt), out);
+    if (dt == IC_F32) { /* start and end as the kernel's scalars */
+        start = (float)start;
+        end = (float)end;
+    }
+    double step = dt == IC_F32 ? (double)(((float)end - (float)start) / (float)(steps - 1))
+                               : (end - start) / (double)(steps - 1);
+    ic_val idx = ic_arange(G, steps, 0.0, 1.0, (ic_dtype)dt);
+    ic_val lo = ic_binary(G, IC_OP_ADD, ic_scalar(G, start, IC_F64),
+                          ic_binary(G, IC_OP_MUL, ic_scalar(G, step, IC_F64), idx));
+    ic_val back = ic_binary(G, IC_OP_SUB, ic_scalar(G, (double)(steps - 1), IC_F64), idx);
+    ic_val hi = ic_binary(G, IC_OP_SUB, ic_scalar(G, end, IC_F64),
+                          ic_binary(G, IC_OP_MUL, ic_scalar(G, step, IC_F64), back));
+    ic_val first = ic_binary(G, IC_OP_LT, idx, ic_scalar(G, (double)(steps / 2), IC_F64));
+    return sym_tensor_out(t, ic_where(G, first, lo, hi), out);
+}
+
 /* eye(n, m=n, *, dtype, device): arange(n)[:, None] == arange(m), cast to the dtype (the
  * default dtype unless given) */
 int sym_h_eye(trace *t, const opdef *d, var **p, var *out) {
@@ -994,6 +1046,20 @@ int sym_h_addc(trace *t, const opdef *d, var **p, var *out) {
     if (val != 1.0)
         bc = ic_binary(G, IC_OP_MUL, bc, sym_num(t, val));
     return sym_tensor_out(t, ic_binary(G, IC_OP_ADD, a, bc), out);
+}
+
+/* outer(input, vec2) / ger: input[:, None] * vec2[None, :] of two 1-d tensors (the product's
+ * dtype promotion is eager's: outer is mul of the two broadcast views) */
+int sym_h_outer(trace *t, const opdef *d, var **p, var *out) {
+    if (sym_need_tensor(t, d, p[0]) < 0 || sym_need_tensor(t, d, p[1]) < 0)
+        return -1;
+    ic_meta a = *sym_metap(t, p[0]->val), b = *sym_metap(t, p[1]->val);
+    if (a.ndim != 1 || b.ndim != 1 || a.dyn || b.dyn)
+        return sym_fail(t, "outer: 1-d operands of static shape (else eager raises or runs)");
+    int64_t sa[2] = {a.sizes[0], 1}, sb[2] = {1, b.sizes[0]};
+    ic_val x = ic_reshape(G, p[0]->val, 2, sa);
+    ic_val y = ic_reshape(G, p[1]->val, 2, sb);
+    return sym_tensor_out(t, x < 0 || y < 0 ? -1 : ic_binary(G, IC_OP_MUL, x, y), out);
 }
 
 /* type_as(input, other) */

@@ -96,6 +96,7 @@ static const opdef OPS[] = {
     {"index_select", W_TORCH | W_METHOD, "input,dim,index", sym_h_index_select, 0},
     {"embedding", W_F, "input,weight,padding_idx,max_norm,norm_type,scale_grad_by_freq,sparse", sym_h_index_select, 1},
     {"arange", W_TORCH, "start,end,step|dtype,device,layout,out,requires_grad,pin_memory", sym_h_arange, 0},
+    {"linspace", W_TORCH, "start,end,steps|dtype,device,layout,out,requires_grad,pin_memory", sym_h_linspace, 0},
     {"eye", W_TORCH, "n,m|dtype,device,layout,requires_grad,pin_memory,out", sym_h_eye, 0},
     {"tensor", W_TORCH, "data|dtype,device,requires_grad,pin_memory", sym_h_tensor, 0},
     {"as_tensor", W_TORCH, "data,dtype,device", sym_h_as_tensor, 0},
@@ -141,6 +142,8 @@ static const opdef OPS[] = {
     {"addcmul", W_TORCH | W_METHOD, "input,tensor1,tensor2|value", sym_h_addc, 0},
     {"addcdiv", W_TORCH | W_METHOD, "input,tensor1,tensor2|value", sym_h_addc, 1},
     {"lerp", W_TORCH | W_METHOD, "input,end,weight", sym_h_addc, 2},
+    {"outer", W_TORCH | W_METHOD, "input,vec2", sym_h_outer, 0},
+    {"ger", W_TORCH | W_METHOD, "input,vec2", sym_h_outer, 0},
     {"tril", W_TORCH | W_METHOD, "input,diagonal", sym_h_tri, 0},
     {"triu", W_TORCH | W_METHOD, "input,diagonal", sym_h_tri, 1},
     {"flip", W_TORCH | W_METHOD, "input,dims", sym_h_flip, 0},
@@ -244,6 +247,7 @@ static const opdef OPS[] = {
     {"binary_cross_entropy", W_F, "input,target,weight,size_average,reduce,reduction", sym_h_bce, 1},
     {"broadcast_tensors", W_TORCH, "*tensors", sym_h_broadcast_tensors, 0},
     {"unfold", W_F, "input,kernel_size,dilation,padding,stride", sym_h_unfold, 0},
+    {"unfold", W_METHOD, "input,dimension,size,step", sym_h_tensor_unfold, 0},
     /* ops_more.c */
     {"is_floating_point", W_TORCH | W_METHOD, "input", sym_h_query, 0},
     {"is_complex", W_TORCH | W_METHOD, "input", sym_h_query, 1},
@@ -1065,7 +1069,7 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
                     }
                     if (opi >= 0 && OPS[opi].fn != sym_h_binary && OPS[opi].fn != sym_h_add_sub &&
                         OPS[opi].fn != sym_h_div && OPS[opi].fn != sym_h_unary && OPS[opi].fn != sym_h_clamp &&
-                        OPS[opi].fn != sym_h_gelu && OPS[opi].fn != sym_h_masked_fill &&
+                        OPS[opi].fn != sym_h_gelu && OPS[opi].fn != sym_h_masked_fill && OPS[opi].fn != sym_h_addc &&
                         OPS[opi].fn != sym_h_index_fill && OPS[opi].fn != sym_h_index_add &&
                         (OPS[opi].fn != sym_h_gather || OPS[opi].op == IC_EXT_GATHER))
                         opi = -1; /* scatter_/scatter_add_ (no gather_): as index_add_ */

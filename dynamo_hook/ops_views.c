@@ -207,6 +207,16 @@ static int eager_strides(trace *t, ic_val v, int64_t *st, int depth) {
             st[i] = i < lead ? 0 : (bm.sizes[i - lead] == 1 && m.sizes[i] != 1) ? 0 : bs[i - lead];
         return 1;
     }
+    if (!strcmp(name, "unfold")) { /* the dim's stride times step; the window's: the dim's */
+        int dim = (int)PyLong_AsLong(PyTuple_GET_ITEM(args, 0));
+        long long step = PyLong_AsLongLong(PyTuple_GET_ITEM(args, 2));
+        if (PyErr_Occurred() || dim < 0 || dim >= bm.ndim || m.ndim != bm.ndim + 1)
+            return (void)tc_clear_expected(PyExc_OverflowError, PyExc_TypeError), 0;
+        for (int i = 0; i < bm.ndim; i++)
+            st[i] = i == dim ? bs[i] * step : bs[i];
+        st[bm.ndim] = bs[dim];
+        return 1;
+    }
     if (!strcmp(name, "__getitem__")) /* basic indexing: ints, slices, None, ... (ATen's order); a
                                        * key it does not read: the graph's strides (graph/strides.c) */
         return getitem_strides(&bm, bs, PyTuple_GET_ITEM(args, 0), &m, st) || ic_value_strides(t->g, v, st);
@@ -1065,6 +1075,22 @@ int sym_tensor_index(trace *t, const var *x_in, const var *k, var *out) {
     int np = sym_index_parts(t, k, parts, tmp);
     if (np < 0)
         return -1;
+    /* a list of ints (x[:, [-1]], x[[0, 2]]) is an int64 tensor index to eager, a list of bools
+     * a mask: torch.tensor of the list (any other list, empty or of floats, left to eager) */
+    var lt[SYM_INDEX_PARTS];
+    for (int i = 0; i < np; i++) {
+        const var *q = parts[i];
+        if (!((q->kind == V_SEQ && q->is_list) || (q->kind == V_CONST && PyList_Check(q->obj))))
+            continue;
+        static const opdef tensor_def = {"tensor", W_TORCH, "data", sym_h_tensor, 0};
+        var *tp[MAXP] = {(var *)q};
+        if (sym_h_tensor(t, &tensor_def, tp, &lt[i]) < 0)
+            return -1;
+        ic_dtype ld = sym_metap(t, lt[i].val)->dtype;
+        if (ld != IC_I64 && ld != IC_BOOL) /* [] is a float tensor here */
+            return sym_fail(t, "unsupported index type (a list not all ints or bools)");
+        parts[i] = &lt[i];
+    }
     /* a 0-d integer tensor index is an int to eager (select: a view): one whose value the
      * trace knows (torch.tensor(2)) becomes that int; a runtime one is left to eager (the
      * view's position would depend on the data) */
@@ -1158,6 +1184,13 @@ int sym_tensor_index(trace *t, const var *x_in, const var *k, var *out) {
                 return sym_fail(t, "tensor index other than an integer tensor not supported yet");
             if (im->ndim != 1 && (im->dyn || m->ndim - 1 + im->ndim > IC_MAX_DIMS))
                 return sym_fail(t, "%d-d tensor index with symbolic sizes or too many dims not supported yet", im->ndim);
+            double ilo, ihi; /* negative entries of a known index (x[:, [-1]]) wrap as eager's:
+                              * i % size for i in [-size, size) */
+            if (!m->dyn && ic_value_int_range(t->g, pv.val, &ilo, &ihi) && ilo < 0 &&
+                ilo >= -(double)m->sizes[d] && ihi < (double)m->sizes[d])
+                pv.val = ic_binary(t->g, IC_OP_REMAINDER, pv.val, ic_scalar(t->g, (double)m->sizes[d], IC_I64));
+            if (pv.val < 0)
+                return sym_check_graph(t);
             if (sym_check_index(t, &pv, m->sizes[d], 1) < 0)
                 return -1;
             /* one integer index of any shape: select along d with the flattened index, the
@@ -1608,3 +1641,39 @@ int sym_h_diagonal(trace *t, const opdef *d, var **p, var *out) {
         return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "diagonal failed");
     return sym_view_out_desc(t, p[0], v, out, "diagonal", Py_BuildValue("(Lii)", off, d1, d2));
 }
+
+/* Tensor.unfold(dimension, size, step): windows of `size` along `dimension`, `step` apart, as a
+ * new last dim (eager: a strided view, overlapping where step < size). The value: one strided
+ * slice per window position, stacked along the new dim; described as the view for replay on
+ * a returned input and for eager's strides (eager_strides). Static shapes, at most 64 taps. */
+int sym_h_tensor_unfold(trace *t, const opdef *d, var **p, var *out) {
+    long long dim, size, step;
+    int dd;
+    if (sym_need_tensor(t, d, p[0]) < 0 || sym_get_int(t, p[1], &dim, "dimension") < 0 ||
+        sym_get_int(t, p[2], &size, "size") < 0 || sym_get_int(t, p[3], &step, "step") < 0)
+        return -1;
+    ic_meta m = *sym_metap(t, p[0]->val);
+    if (m.dyn || m.ndim == 0 || m.ndim + 1 > IC_MAX_DIMS)
+        return sym_fail(t, "Tensor.unfold: a 1-d or more input of static shape");
+    if (sym_norm_dim(t, dim, m.ndim, &dd) < 0)
+        return -1;
+    int64_t n = m.sizes[dd];
+    if (size < 1 || step < 1 || size > n)
+        return sym_fail(t, "Tensor.unfold: size in [1, the dim's size] and step >= 1 (else eager raises or is empty)");
+    if (size > 64)
+        return sym_fail(t, "Tensor.unfold: more than 64 taps left to eager");
+    int64_t nout = (n - size) / step + 1, sz[IC_MAX_DIMS];
+    for (int i = 0; i < m.ndim; i++)
+        sz[i] = i == dd ? nout : m.sizes[i];
+    sz[m.ndim] = 1;
+    ic_val acc = -1;
+    for (int64_t j = 0; j < size; j++) {
+        ic_val v = ic_slice(G, p[0]->val, dd, j, j + (nout - 1) * step + 1, step);
+        v = v < 0 ? v : ic_reshape(G, v, m.ndim + 1, sz);
+        acc = v < 0 ? v : acc < 0 ? v : ic_cat(G, acc, v, m.ndim);
+        if (acc < 0)
+            return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "Tensor.unfold failed");
+    }
+    return sym_view_out_desc(t, p[0], acc, out, "unfold", Py_BuildValue("(iLL)", dd, size, step));
+}
+
