@@ -1035,6 +1035,8 @@ int sym_h_addc(trace *t, const opdef *d, var **p, var *out) {
     ic_dtype da = sym_metap(t, a)->dtype, db = sym_metap(t, b)->dtype;
     if (d->op == 2 && (da != db || da < IC_F16 || (p[2]->kind == V_TENSOR && sym_metap(t, c)->dtype != da)))
         return sym_fail(t, "lerp: dtypes must match and be floating (eager will raise)");
+    if (d->op != 2 && (da == IC_BOOL || db == IC_BOOL || sym_metap(t, c)->dtype == IC_BOOL))
+        return sym_fail(t, "%s of bool tensors left to eager (its kernel has no bool version)", d->name);
     if (d->op == 1 && (sym_metap(t, b)->dtype < IC_F16 && sym_metap(t, c)->dtype < IC_F16))
         return sym_fail(t, "addcdiv of integer tensors (eager will raise)");
     if (d->op == 2) /* lerp: a + w * (b - a) */

@@ -754,3 +754,30 @@ def test_mixed_dtype_pointwise_layout_as_eager(op, case, swap):
            "maximum": lambda a, b: torch.maximum(a, b),
            "where": lambda a, b: torch.where(b > 0, a, b)}
     _check(fns[op], *mk)
+
+
+@pytest.mark.allow_fallback
+def test_addcmul_of_bool_tensors_raises_as_eager():
+    """hostile fuzz seed 186264 program 397: w.addcmul_(w, w) of a bool view raised
+    NotImplementedError in eager ('addcmul_cpu_out' has no bool kernel) and returned 'ok' compiled;
+    addcmul/addcdiv with a bool operand are left to eager, which raises"""
+    def f(x0, x1):
+        y = x0 * 2
+        w = x1[..., -1]
+        try:
+            w.addcmul_(w, w)
+            e = "ok"
+        except Exception as err:
+            e = type(err).__name__
+        try:
+            torch.addcdiv(x1, x1, x1)
+            e2 = "ok"
+        except Exception as err:
+            e2 = type(err).__name__
+        return y + 1, e, e2
+
+    x0, x1 = torch.randn(4, 3), torch.rand(4, 3) > 0.5
+    want = f(x0, x1.clone())
+    got = torchc.compile(f)(x0, x1.clone())
+    assert got[1:] == want[1:] and want[1] == "NotImplementedError"
+    torch.testing.assert_close(got[0], want[0])
