@@ -1082,6 +1082,8 @@ int sym_tensor_index(trace *t, const var *x_in, const var *k, var *out) {
         const var *q = parts[i];
         if (!((q->kind == V_SEQ && q->is_list) || (q->kind == V_CONST && PyList_Check(q->obj))))
             continue;
+        if (x->kind == V_TENSOR && ic_value_is_contiguous(t->g, x->val, IC_MF_CONTIGUOUS) != 1)
+            return sym_fail(t, "a list index of a non-contiguous tensor left to eager (the result's strides follow its layout)");
         static const opdef tensor_def = {"tensor", W_TORCH, "data", sym_h_tensor, 0};
         var *tp[MAXP] = {(var *)q};
         if (sym_h_tensor(t, &tensor_def, tp, &lt[i]) < 0)

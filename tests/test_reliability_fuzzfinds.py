@@ -781,3 +781,17 @@ def test_addcmul_of_bool_tensors_raises_as_eager():
     got = torchc.compile(f)(x0, x1.clone())
     assert got[1:] == want[1:] and want[1] == "NotImplementedError"
     torch.testing.assert_close(got[0], want[0])
+
+
+@pytest.mark.allow_fallback
+def test_list_index_of_a_non_contiguous_tensor_strides_as_eager():
+    """hostile fuzz seed 4214808 program 86: x1[[0, 2]] of a permuted input gave contiguous
+    strides (12, 3, 1) where eager keeps the input's layout (12, 1, 4); such list indices are
+    left to eager"""
+    def f(x):
+        return x[[0, 2]], x[..., [0, 2]] * 1
+    x = torch.randn(4, 3, 4).permute(0, 2, 1)
+    for xx in (x, x.contiguous()):
+        want, got = f(xx), torchc.compile(f)(xx)
+        for g, w in zip(got, want):
+            assert g.stride() == w.stride() and torch.equal(g, w)
