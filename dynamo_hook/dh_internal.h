@@ -274,8 +274,6 @@ PyObject *dh_call_with_frame_args(PyObject *fn, PyCodeObject *code, PyObject *co
 
 /* eval_frame.c */
 extern _Thread_local int dh_tl_busy;     /* capture/guards running: hook passes through */
-/* the old name of tc_clear_expected(PyExc_Exception) (csrc/pyerr.h), for code in flight */
-#define dh_clear_expected() tc_clear_expected(PyExc_Exception)
 /* ic_compile with the GIL released; on the main thread a signal handler's exception (Ctrl-C)
  * during it returns NULL at once with the exception set, *g handed to the compile (NULL). */
 ic_compiled *dh_compile(ic_graph **g, const ic_options *opt, ic_err *err);
