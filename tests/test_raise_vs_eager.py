@@ -132,8 +132,8 @@ def test_genuine_raise_still_raises_same_exception():
 
 
 @pytest.mark.allow_fallback
-def test_except_clause_still_catches_none_subscript():
-    """None[...] is a raise the trace proves: the frame's own except TypeError runs."""
+def test_except_clause_still_catches_none_subscript_and_attribute():
+    """None[...] and None.shape are raises the trace proves: the frame's own except runs."""
     def f(x, mask=None):
         y = x + 1
         try:
@@ -142,11 +142,19 @@ def test_except_clause_still_catches_none_subscript():
             m = 3
         return y * m
 
+    def g(x, mask=None):
+        try:
+            n = mask.shape[0]
+        except AttributeError:
+            n = 3
+        return x * n
+
     x = torch.randn(5)
-    torchc.reset()
-    ex = torchc.explain(f)(x)
-    torch.testing.assert_close(ex.result, f(x))
-    assert ex.graph_count >= 1
+    for fn in (f, g):
+        torchc.reset()
+        ex = torchc.explain(fn)(x)
+        torch.testing.assert_close(ex.result, fn(x))
+        assert ex.graph_count >= 1
 
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks"))
