@@ -188,6 +188,8 @@ typedef struct trace {
     char reason[300];
     char where[2048];                 /* file:line of the first failure, innermost first (sym_where) */
     int failed;
+    int asked_compiling;              /* the trace answered torch.compiler.is_compiling() & co
+                                       * (True here, False in eager): trace_once */
     long steps;
     int inst_n0;                      /* graph values when the current instruction began */
     int top_n0;                       /* the same for the top frame's current instruction: the
@@ -244,6 +246,9 @@ int sym_fail(trace *t, const char *fmt, ...); /* records the first reason; retur
 /* sym_fail, with type(arg) (arg NULL: type()) raised for the traced frames' except clauses
  * to catch (sym_exc.c): only for raises the trace decides from guarded state */
 int sym_raise(trace *t, PyObject *type, PyObject *arg, const char *fmt, ...);
+/* the top frame's call raised after the trace answered is_compiling(): no break, the frame
+ * runs eagerly (sym_exc.c); -1 */
+int sym_refuse_raise_break(trace *t);
 /* layout.c: eager's memory formats (the graph keeps eager's strides: inductor_c strides.c).
  * dh_memory_format: None -> IC_MF_PRESERVE, else torch.*_format / channels_last*;
  * dh_layout_copy: a copy of x in format fmt (clone, contiguous(), to(memory_format));

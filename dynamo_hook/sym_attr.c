@@ -447,6 +447,12 @@ int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
                        ? ((void)tc_clear_expected(PyExc_Exception), sym_fail(t, "attribute %U of a constant", name)) : 0;
         if (PyExceptionInstance_Check(o->obj) && !strcmp(n, "args")) /* a raise the trace caught (sym_exc.c) */
             return sym_const(t, PyObject_GetAttr(o->obj, name), out);
+        if (o->obj == Py_None && !PyObject_HasAttr(Py_None, name)) { /* None.shape: eager raises */
+            PyObject *msg = PyUnicode_FromFormat("'NoneType' object has no attribute '%U'", name);
+            if (msg == NULL || sym_keep(t, msg) == NULL)
+                return -1;
+            return sym_raise(t, PyExc_AttributeError, msg, "%U (eager will raise)", msg);
+        }
         return sym_fail(t, "attribute %U of %s constant not supported", name, Py_TYPE(o->obj)->tp_name);
     }
     case V_SUPER: {

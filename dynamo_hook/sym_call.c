@@ -491,6 +491,11 @@ int sym_op_call(trace *t, sframe *f, sym_ins *in) {
         /* constructing an exception (to raise it) is not worth a break: the resume
          * would be specialized on each new exception object */
         int exc = fn.kind == V_FUNC && fn.obj && PyExceptionClass_Check(fn.obj);
+        if (f->top && t->failed && !PyErr_Occurred() && sym_can_break(t) && !exc && t->pending_exc != NULL &&
+            t->asked_compiling) {
+            sym_fx_drop(&mark);
+            return sym_refuse_raise_break(t);
+        }
         if (f->top && t->failed && !PyErr_Occurred() && sym_can_break(t) && !exc) {
             /* the call runs eagerly (and raises there, if it raised here): what its trace
              * logged is undone (its random draws: sym_record_break_state) */

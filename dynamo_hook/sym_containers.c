@@ -177,6 +177,12 @@ static int subscr(trace *t, const var *c, const var *k, var *out) {
         }
         return sym_const(t, r, out);
     }
+    if (c->kind == V_CONST && c->obj == Py_None) { /* None[...]: eager raises */
+        PyObject *msg = PyUnicode_FromString("'NoneType' object is not subscriptable");
+        if (msg == NULL || sym_keep(t, msg) == NULL)
+            return -1;
+        return sym_raise(t, PyExc_TypeError, msg, "'NoneType' object is not subscriptable (eager will raise)");
+    }
     return sym_fail(t, "subscript of an unsupported value");
 }
 

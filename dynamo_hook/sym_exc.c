@@ -36,6 +36,23 @@ int sym_raise(trace *t, PyObject *type, PyObject *arg, const char *fmt, ...) {
     return rc;
 }
 
+/* The top frame's call raised in the trace (t->pending_exc, no handler of the frame catches
+ * it) after the trace answered torch.compiler.is_compiling() True: the arguments may hold
+ * what that answer chose (a mask left None for the graph to build), which eager, answering
+ * False, never passes. A break would run the call eagerly with them and raise where eager
+ * runs; the frame runs eagerly instead, as Dynamo abandons a frame an exception escapes.
+ * Fails the trace (no break) with the raise named in the reason; -1. */
+int sym_refuse_raise_break(trace *t) {
+    char why[sizeof t->reason], where[sizeof t->where];
+    snprintf(why, sizeof why, "%s", t->reason);
+    snprintf(where, sizeof where, "%s", t->where);
+    t->failed = 0;
+    int rc = sym_fail(t, "%.200s, after the trace answered torch.compiler.is_compiling() True (False in eager): "
+                         "the frame runs eagerly", why);
+    snprintf(t->where, sizeof t->where, "%s", where); /* the raise's location, innermost first */
+    return rc;
+}
+
 /* the first instruction after pc that is not an EXTENDED_ARG/NOP/CACHE, its opcode name */
 static const char *op_after(const unsigned char *code, int ninstr, int pc) {
     for (pc++; pc < ninstr; pc++) {
