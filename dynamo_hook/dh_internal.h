@@ -274,6 +274,8 @@ PyObject *dh_call_with_frame_args(PyObject *fn, PyCodeObject *code, PyObject *co
 
 /* eval_frame.c */
 extern _Thread_local int dh_tl_busy;     /* capture/guards running: hook passes through */
+extern _Thread_local int dh_tl_entry_frame; /* the frame being run/captured is the compiled function's own
+                                            * (torchc.compile(fn)'s fn), not one entered from eager code */
 /* ic_compile with the GIL released; on the main thread a signal handler's exception (Ctrl-C)
  * during it returns NULL at once with the exception set, *g handed to the compile (NULL). */
 ic_compiled *dh_compile(ic_graph **g, const ic_options *opt, ic_err *err);

@@ -24,6 +24,7 @@
 #include <time.h>
 
 _Thread_local int dh_tl_busy;
+_Thread_local int dh_tl_entry_frame;
 _Thread_local double dh_tl_ctimes[DH_CT_COUNT];
 _Thread_local int dh_tl_cache_hits;
 
@@ -648,6 +649,7 @@ static PyObject *dh_eval_frame(PyThreadState *ts, _PyInterpreterFrame *f, int th
     }
     if (c->skip)
         return eval_default(ts, f, throwflag);
+    int entry = tl_entry;
     tl_entry = 0;
     if (c->limit_hit && cfg->fullgraph) {
         char qb[256];
@@ -669,7 +671,10 @@ static PyObject *dh_eval_frame(PyThreadState *ts, _PyInterpreterFrame *f, int th
     if (bufs_take(&b, c->max_sources > DH_MAX_SOURCES ? c->max_sources : DH_MAX_SOURCES, &smark) < 0)
         return FINISH(ts, f, PyErr_NoMemory());
     Py_ssize_t sbase = dh_scratch_enter(); /* guards.c: this frame's part of the scratch list */
+    int saved_entry_frame = dh_tl_entry_frame;
+    dh_tl_entry_frame = entry;
     PyObject *res = eval_body(ts, f, throwflag, cfg, c, &b);
+    dh_tl_entry_frame = saved_entry_frame;
     dh_scratch_leave(sbase);
     dh_slots_give(&smark);
     return res;

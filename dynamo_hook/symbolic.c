@@ -620,11 +620,12 @@ static dh_entry *trace_once(PyCodeObject *code, PyObject *const *localsplus, PyO
             rr = sym_fail(t, "a context variable set in the trace is not reset at its end");
         if (rr >= 0 && sym_gen_unclosed(t))
             rr = sym_fail(t, "a generator left suspended inside try/with (eager's close() runs its cleanup)");
-        if (rr == 0 && t->asked_compiling && ic_graph_num_ops(t->g) == 0)
+        if (rr == 0 && t->asked_compiling && ic_graph_num_ops(t->g) == 0 && !dh_tl_entry_frame)
             /* the frame was entered from eager code (a caller that is traced inlines it): with
              * no graph op to compile, the trace's only effect would be handing that code
              * is_compiling()'s True (a helper returning it; a mask left None for the graph
-             * to build) where eager's answer is False */
+             * to build) where eager's answer is False. The compiled function's own frame
+             * (torchc.compile(fn)'s fn) answers True, as torch.compile's does. */
             rr = sym_fail(t, "reads torch.compiler.is_compiling() and has no tensor operation to compile: "
                              "runs eagerly, where it answers False as its eager caller expects");
         if (rr >= 0) {

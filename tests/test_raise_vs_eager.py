@@ -175,3 +175,19 @@ def test_tiny_transformers_mask_built_in_eager(name):
         ex = torchc.explain(m)(**inp)
     assert ex.graph_count >= 1
     torch.testing.assert_close(ex.result.last_hidden_state, want.last_hidden_state)
+
+
+def test_compiled_function_itself_answers_is_compiling_true():
+    """The function handed to torchc.compile is captured code even with no tensor work: it
+    answers True, as under torch.compile; a helper it calls (inlined) too."""
+    def f():
+        return torch.compiler.is_compiling()
+
+    def g():
+        return _is_compiling()
+
+    torchc.reset()
+    assert f() is False and g() is False
+    assert torchc.compile(f)() is True
+    assert torchc.compile(g)() is True
+    assert torchc.compile(g)() is True  # the cached entry
