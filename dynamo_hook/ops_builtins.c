@@ -119,9 +119,15 @@ int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kw
             return sym_const(t, PyLong_FromLong(n), out);
         }
         if (args[0].kind == V_OBJ && !PyModule_Check(args[0].obj)) {
-            PyObject *name = PyUnicode_InternFromString("_modules");
+            /* nn.Sequential / nn.ModuleList keeping their own __len__: their submodule count.
+             * Any other object (ParameterList, ParameterDict, ModuleDict, a module with its
+             * own __len__) answers through its Python __len__ */
+            int container = sym_is_module_container(args[0].obj, "__len__");
+            PyObject *name = container ? PyUnicode_InternFromString("_modules") : NULL;
             PyObject *mods = name ? dh_module_getattr(args[0].obj, name) : NULL;
             Py_XDECREF(name);
+            if (container && name == NULL)
+                return -1; /* MemoryError */
             int ok = mods && PyDict_Check(mods);
             Py_ssize_t k = ok ? PyDict_GET_SIZE(mods) : 0;
             Py_XDECREF(mods);

@@ -146,8 +146,21 @@ static int subscr(trace *t, const var *c, const var *k, var *out) {
         /* ModuleList / Sequential indexing by a constant */
         var *items;
         int n;
-        if (!sym_is_module_container(c->obj, "__getitem__"))
-            return sym_fail(t, "indexing a %s not supported", Py_TYPE(c->obj)->tp_name);
+        if (!sym_is_module_container(c->obj, "__getitem__")) {
+            /* another module with a Python __getitem__ (ParameterList, a user's): inlined */
+            PyObject *gn = PyUnicode_InternFromString("__getitem__");
+            if (gn == NULL)
+                return -1;
+            PyObject *fn = _PyType_Lookup(Py_TYPE(c->obj), gn);
+            if (fn == NULL || !PyFunction_Check(fn) || c->src < 0) {
+                Py_DECREF(gn);
+                return sym_fail(t, "indexing a %s not supported", Py_TYPE(c->obj)->tp_name);
+            }
+            var kk = *k;
+            int fs = sym_source(t, DH_S_ATTR, c->src, 1, gn);
+            Py_DECREF(gn);
+            return fs < 0 ? -1 : sym_inline(t, fn, fs, c, &kk, 1, NULL, out);
+        }
         if (sym_iter_items(t, c, &items, &n) < 0)
             return -1;
         long i = PyLong_AsLong(k->obj);

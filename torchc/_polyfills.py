@@ -300,7 +300,7 @@ POLYFILLS = {
     operator.contains: lambda a, b: b in a,
     operator.getitem: lambda a, b: a[b],
     operator.concat: lambda a, b: a + b,
-    operator.index: lambda a: a.__index__(),
+    operator.index: lambda a: a if type(a) is int else a.__index__(),
 }
 if hasattr(itertools, "pairwise"):
     POLYFILLS[itertools.pairwise] = pairwise
