@@ -82,6 +82,20 @@ static int type_attr(trace *t, PyObject *cls, PyObject *name, var *out) {
     return 1;
 }
 
+/* the Python function of a staticmethod or classmethod descr (what: which, for the reason),
+ * kept, and its constant source *s; NULL: failed (a reason) */
+static PyObject *descr_func(trace *t, PyObject *descr, const char *what, PyObject *name, int *s) {
+    PyObject *fn = PyObject_GetAttrString(descr, "__func__");
+    if (fn == NULL || !PyFunction_Check(fn)) {
+        Py_XDECREF(fn);
+        (void)tc_clear_expected(PyExc_AttributeError);
+        return sym_fail(t, "%s %U without a Python function", what, name), NULL;
+    }
+    fn = sym_keep(t, fn);
+    *s = fn ? sym_source(t, DH_S_CONST, -1, 0, fn) : -1;
+    return *s < 0 ? NULL : fn;
+}
+
 /* o.name on an object whose class defines __getattr__ in Python (and no __getattribute__
  * of its own): found in the instance dict or on the class, the generic path below reads it;
  * else __getattr__(o, name) is inlined (eager calls it once per read: so does the graph,
@@ -325,15 +339,9 @@ int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
         PyObject *a = dh_module_getattr(o->obj, name);
         if (a == NULL && descr != NULL && o->src >= 0 && Py_IS_TYPE(descr, &PyStaticMethod_Type)) {
             /* self.f of a staticmethod: the plain function, reached through the class */
-            PyObject *fn = PyObject_GetAttrString(descr, "__func__");
-            if (fn == NULL || !PyFunction_Check(fn)) {
-                Py_XDECREF(fn);
-                (void)tc_clear_expected(PyExc_AttributeError);
-                return sym_fail(t, "staticmethod %U without a Python function", name);
-            }
-            fn = sym_keep(t, fn);
-            int s = fn ? sym_source(t, DH_S_CONST, -1, 0, fn) : -1;
-            if (s < 0)
+            int s;
+            PyObject *fn = descr_func(t, descr, "staticmethod", name, &s);
+            if (fn == NULL)
                 return -1;
             memset(out, 0, sizeof *out);
             out->kind = V_FUNC;
@@ -349,16 +357,10 @@ int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
         }
         if (a == NULL && descr != NULL && o->src >= 0 && Py_IS_TYPE(descr, &PyClassMethod_Type)) {
             /* self.f of a classmethod: its function bound to the object's class */
-            PyObject *fn = PyObject_GetAttrString(descr, "__func__");
-            if (fn == NULL || !PyFunction_Check(fn)) {
-                Py_XDECREF(fn);
-                (void)tc_clear_expected(PyExc_AttributeError);
-                return sym_fail(t, "classmethod %U without a Python function", name);
-            }
-            fn = sym_keep(t, fn);
-            int s = fn ? sym_source(t, DH_S_CONST, -1, 0, fn) : -1;
+            int s;
+            PyObject *fn = descr_func(t, descr, "classmethod", name, &s);
             var cls;
-            if (s < 0 || sym_guard_type(t, o->src, o->obj) < 0 ||
+            if (fn == NULL || sym_guard_type(t, o->src, o->obj) < 0 ||
                 sym_wrap(t, (PyObject *)Py_TYPE(o->obj), -1, &cls) < 0)
                 return -1;
             return sym_method(t, &cls, fn, s, out);
