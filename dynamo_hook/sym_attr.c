@@ -635,6 +635,22 @@ int sym_op_load_attr(trace *t, sframe *f, sym_ins *in) {
     return SYM_NEXT;
 }
 
+/* STORE_ATTR a.name = b run eagerly between two graphs (a graph break at the store) */
+static int setattr_break(trace *t, sframe *f, sym_ins *in, const var *a, const var *b, PyObject *name) {
+    var *ops = sym_alloc(t, 2);
+    if (ops == NULL)
+        return -1;
+    ops[0] = *a;
+    ops[1] = *b;
+    t->brk.kind = DH_BRK_SETATTR;
+    t->brk.pc_next = in->next;
+    t->brk.fn = &ops[0];
+    t->brk.args = &ops[1];
+    t->brk.nargs = 1;
+    t->brk.kwnames = name; /* kept by co_names; the entry takes a reference */
+    return sym_record_break_state(t, f);
+}
+
 /* STORE_ATTR */
 int sym_op_store_attr(trace *t, sframe *f, sym_ins *in) {
     var a, b;
@@ -652,18 +668,7 @@ int sym_op_store_attr(trace *t, sframe *f, sym_ins *in) {
             return SYM_NEXT;
         /* any other store on a tensor: run it eagerly between two graphs */
         if (f->top && t->failed && !PyErr_Occurred() && sym_can_break(t)) {
-            var *ops = sym_alloc(t, 2);
-            if (ops == NULL)
-                return -1;
-            ops[0] = a;
-            ops[1] = b;
-            t->brk.kind = DH_BRK_SETATTR;
-            t->brk.pc_next = in->next;
-            t->brk.fn = &ops[0];
-            t->brk.args = &ops[1];
-            t->brk.nargs = 1;
-            t->brk.kwnames = name; /* kept by co_names; the entry takes a reference */
-            return sym_record_break_state(t, f);
+            return setattr_break(t, f, in, &a, &b, name);
         }
         return -1;
     }
@@ -679,18 +684,7 @@ int sym_op_store_attr(trace *t, sframe *f, sym_ins *in) {
     }
     if (can_break && t->failed && !PyErr_Occurred() && t->pending_exc == NULL) {
         sym_fx_rollback(t, &mark);
-        var *ops = sym_alloc(t, 2);
-        if (ops == NULL)
-            return -1;
-        ops[0] = a;
-        ops[1] = b;
-        t->brk.kind = DH_BRK_SETATTR;
-        t->brk.pc_next = in->next;
-        t->brk.fn = &ops[0];
-        t->brk.args = &ops[1];
-        t->brk.nargs = 1;
-        t->brk.kwnames = name;
-        return sym_record_break_state(t, f);
+        return setattr_break(t, f, in, &a, &b, name);
     }
     sym_fx_drop(&mark);
     return -1;
