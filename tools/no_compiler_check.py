@@ -8,7 +8,8 @@ can fail).
 is; the decorator form too), torch.compile's backend="torchc" running each graph's forward
 eagerly, and torchc.scan's body the plain Python function. The substitution is made by a
 sitecustomize (on PYTHONPATH, so the tests' child processes get it too) when torchc is
-imported, before tests/conftest.py wraps those functions to count calls.
+imported, before tests/conftest.py wraps those functions to count calls; a child process
+started with an environment of its own gets the sitecustomize's folder on its PYTHONPATH.
 
 Every test that passes that way must be marked needs_no_compiler (tests/conftest.py header):
 the script prints the passing tests without that mark and exits 1 if there are any. With
@@ -72,6 +73,26 @@ class _Finder(importlib.abc.MetaPathFinder):
 
 
 sys.meta_path.insert(0, _Finder())
+
+
+def _keep_in_children():
+    """a child process started with its own PYTHONPATH (tests set it to the checkout) gets
+    this folder first on it too"""
+    import os
+    import subprocess
+    here = os.path.dirname(os.path.abspath(__file__))
+    real_init = subprocess.Popen.__init__
+
+    def __init__(self, *args, env=None, **kwargs):
+        if env is not None:
+            paths = env.get("PYTHONPATH", "").split(os.pathsep)
+            if here not in paths:
+                env = dict(env, PYTHONPATH=os.pathsep.join([here] + [p for p in paths if p]))
+        real_init(self, *args, env=env, **kwargs)
+    subprocess.Popen.__init__ = __init__
+
+
+_keep_in_children()
 '''
 
 _PLUGIN = r'''
