@@ -148,47 +148,18 @@ static PyObject *m_stats(PyObject *m, PyObject *unused) {
     PyObject *d = dh_stats();
     if (d == NULL)
         return NULL;
-    /* internal faults (ic.h): compiler bugs run eagerly for the user, the tests fail on them */
-    PyObject *v = PyLong_FromUnsignedLongLong(ic_internal_faults(NULL, 0));
-    if (v == NULL || PyDict_SetItemString(d, "internal_faults", v) < 0) {
-        Py_XDECREF(v);
+    /* internal faults (ic.h): compiler bugs run eagerly for the user, the tests fail on them;
+     * backward graphs compiled (on their first backward call: csrc/train.c); extern calls
+     * through ATen and the ATen results copied into their buffers; the sdpa layout probe
+     * (aten_bridge.cpp): attention runs at trace time, answers kept */
+    static const char *const keys[6] = {"internal_faults", "backward_compiles", "extern_calls",
+                                        "extern_copies", "sdpa_probe_runs", "sdpa_probe_hits"};
+    unsigned long long n[6] = {ic_internal_faults(NULL, 0), tc_train_backward_compiles()};
+    tc_extern_copy_stats(&n[2], &n[3]);
+    tc_sdpa_probe_stats(&n[4], &n[5]);
+    if (dh_dict_set_counts(d, keys, n, 6) < 0) {
         Py_DECREF(d);
         return NULL;
-    }
-    Py_DECREF(v);
-    /* backward graphs compiled (on their first backward call: csrc/train.c) */
-    v = PyLong_FromUnsignedLongLong(tc_train_backward_compiles());
-    if (v == NULL || PyDict_SetItemString(d, "backward_compiles", v) < 0) {
-        Py_XDECREF(v);
-        Py_DECREF(d);
-        return NULL;
-    }
-    Py_DECREF(v);
-    /* extern calls through ATen and the ATen results copied into their buffers */
-    unsigned long long xc[2];
-    tc_extern_copy_stats(&xc[0], &xc[1]);
-    const char *xk[2] = {"extern_calls", "extern_copies"};
-    for (int i = 0; i < 2; i++) {
-        v = PyLong_FromUnsignedLongLong(xc[i]);
-        if (v == NULL || PyDict_SetItemString(d, xk[i], v) < 0) {
-            Py_XDECREF(v);
-            Py_DECREF(d);
-            return NULL;
-        }
-        Py_DECREF(v);
-    }
-    /* the sdpa layout probe (aten_bridge.cpp): attention runs at trace time, answers kept */
-    unsigned long long sp[2];
-    tc_sdpa_probe_stats(&sp[0], &sp[1]);
-    const char *sk[2] = {"sdpa_probe_runs", "sdpa_probe_hits"};
-    for (int i = 0; i < 2; i++) {
-        v = PyLong_FromUnsignedLongLong(sp[i]);
-        if (v == NULL || PyDict_SetItemString(d, sk[i], v) < 0) {
-            Py_XDECREF(v);
-            Py_DECREF(d);
-            return NULL;
-        }
-        Py_DECREF(v);
     }
     return d;
 }

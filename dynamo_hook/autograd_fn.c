@@ -174,14 +174,61 @@ static void grad_on(trace *t) {
         ic_set_grad_enabled(G, 1);
 }
 
-/* 0: *out is the call's result; -1: failed (reason) or an exception; 1: not Function.apply */
-int dh_autograd_function(trace *t, PyObject *cls, PyObject *apply, var *args, int nargs, PyObject *kwnames,
-                         var *out) {
+/* 0: apply is torch.autograd.Function.apply (and FunctionCtx a plain class); 1: not; -1: an
+ * exception */
+static int function_apply(PyObject *apply) {
     int r = init_once();
     if (r != 0)
         return r;
-    if (apply != base_apply || !sym_obj_plain_class(ctx_cls))
-        return 1;
+    return apply == base_apply && sym_obj_plain_class(ctx_cls) ? 0 : 1;
+}
+
+/* Function.apply(*args) with grad mode off records nothing: it is forward(ctx, *args) (or
+ * forward(*args) when the class defines setup_context, which then only fills ctx), ctx a
+ * fresh torch.autograd.function.FunctionCtx (inlined like any plain object). 1: not this
+ * case (apply is not Function.apply, forward not a Python function): the caller refuses. */
+int dh_autograd_function_nograd(trace *t, PyObject *cls, PyObject *apply, var *args, int nargs, PyObject *kwnames,
+                                var *out) {
+    int r0 = function_apply(apply);
+    if (r0 != 0)
+        return r0;
+    PyObject *fwd = PyObject_GetAttrString(cls, "forward"); /* a staticmethod: the function */
+    PyObject *setup = fwd ? PyObject_GetAttrString(cls, "setup_context") : NULL;
+    if (fwd == NULL || setup == NULL || !PyFunction_Check(fwd)) {
+        Py_XDECREF(fwd);
+        Py_XDECREF(setup);
+        return tc_clear_expected(PyExc_AttributeError) < 0 ? -1 : 1;
+    }
+    int with_ctx = setup == base_setup;
+    Py_DECREF(setup);
+    fwd = sym_keep(t, fwd);
+    if (fwd == NULL)
+        return -1;
+    var *a = sym_alloc(t, nargs + 1);
+    if (a == NULL)
+        return -1;
+    if (with_ctx && sym_obj_new(t, ctx_cls, NULL, 0, NULL, &a[0]) < 0)
+        return -1;
+    for (int i = 0; i < nargs; i++)
+        a[with_ctx + i] = args[i];
+    int fs = sym_source(t, DH_S_CONST, -1, 0, fwd); /* its globals are read through it */
+    if (fs < 0)
+        return -1;
+    int natt0 = t->nattrw, nundo0 = t->nundo;
+    int r = sym_inline(t, fwd, fs, NULL, a, nargs + with_ctx, kwnames, out);
+    /* ctx.save_for_backward(...) and the like: writes to the fresh ctx, replayed by nobody
+     * when ctx does not escape (a scanned body using such a Function stays a C loop) */
+    if (r == 0 && with_ctx)
+        sym_ctx_forget_writes(t, &a[0], out, natt0, nundo0);
+    return r;
+}
+
+/* 0: *out is the call's result; -1: failed (reason) or an exception; 1: not Function.apply */
+int dh_autograd_function(trace *t, PyObject *cls, PyObject *apply, var *args, int nargs, PyObject *kwnames,
+                         var *out) {
+    int r = function_apply(apply);
+    if (r != 0)
+        return r;
     const char *cname = ((PyTypeObject *)cls)->tp_name;
     if (kwnames != NULL && PyTuple_GET_SIZE(kwnames) > 0)
         return sym_fail(t, "torch.autograd.Function %s.apply with keyword arguments: not captured", cname);

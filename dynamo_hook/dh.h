@@ -33,6 +33,8 @@ int dh_explain_start(void);
 PyObject *dh_explain_stop(void);
 /* Global counters: dict of frames hooked, cache hits, compiles, fallbacks. */
 PyObject *dh_stats(void);
+/* d[keys[i]] = vals[i] (Python ints) for i < n: 0, or -1 with an exception set */
+int dh_dict_set_counts(PyObject *d, const char *const *keys, const unsigned long long *vals, int n);
 /* The cache entry a call func(*args, **kwargs) would take (guards of its frame only), as an
  * opaque int; None when none passes or the call cannot be bound here (probe.c). cfg: the
  * options of the call (an entry captured under other options or for another backend never

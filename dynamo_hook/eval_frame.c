@@ -1503,40 +1503,33 @@ PyObject *dh_explain_stop(void) {
 
 static PyObject *dh_stats_base(void);
 
+int dh_dict_set_counts(PyObject *d, const char *const *keys, const unsigned long long *vals, int n) {
+    for (int i = 0; i < n; i++) {
+        PyObject *v = PyLong_FromUnsignedLongLong(vals[i]);
+        if (v == NULL || PyDict_SetItemString(d, keys[i], v) < 0) {
+            Py_XDECREF(v);
+            return -1;
+        }
+        Py_DECREF(v);
+    }
+    return 0;
+}
+
 PyObject *dh_stats(void) {
     PyObject *d = dh_stats_base();
     if (d == NULL)
         return NULL;
-    unsigned long long gc[4]; /* GEMM choices timed on the device (runtime/cuda.c) */
-    ic_gemm_choice_stats(gc);
-    const char *gk[4] = {"gemm_measured", "gemm_template", "gemm_extern", "gemm_untimed"};
-    for (int i = 0; i < 4; i++) {
-        PyObject *v = PyLong_FromUnsignedLongLong(gc[i]);
-        if (v == NULL || PyDict_SetItemString(d, gk[i], v) < 0) {
-            Py_XDECREF(v);
-            Py_DECREF(d);
-            return NULL;
-        }
-        Py_DECREF(v);
-    }
-    PyObject *lz = PyLong_FromUnsignedLongLong(ic_gpu_lazy_loads()); /* lazy fallback modules */
-    if (lz == NULL || PyDict_SetItemString(d, "lazy_fallback_loads", lz) < 0) {
-        Py_XDECREF(lz);
+    /* GEMM choices timed on the device (runtime/cuda.c); lazy fallback modules; split row
+     * kernels: combined in their last block, final launches */
+    static const char *const keys[7] = {"gemm_measured", "gemm_template", "gemm_extern", "gemm_untimed",
+                                        "lazy_fallback_loads", "split_combined", "split_final_launches"};
+    unsigned long long n[7];
+    ic_gemm_choice_stats(n);
+    n[4] = ic_gpu_lazy_loads();
+    ic_gpu_split_stats(&n[5]);
+    if (dh_dict_set_counts(d, keys, n, 7) < 0) {
         Py_DECREF(d);
         return NULL;
-    }
-    Py_DECREF(lz);
-    unsigned long long sp[2]; /* split row kernels: combined in their last block, final launches */
-    ic_gpu_split_stats(sp);
-    const char *sk[2] = {"split_combined", "split_final_launches"};
-    for (int i = 0; i < 2; i++) {
-        PyObject *v = PyLong_FromUnsignedLongLong(sp[i]);
-        if (v == NULL || PyDict_SetItemString(d, sk[i], v) < 0) {
-            Py_XDECREF(v);
-            Py_DECREF(d);
-            return NULL;
-        }
-        Py_DECREF(v);
     }
     return d;
 }

@@ -43,9 +43,15 @@ int sym_lazy_iter_type(PyObject *o) {
            (odict_iter_type != NULL && tp == odict_iter_type);
 }
 
-/* the k-th item still to come of iterator it (new reference), or NULL (none: no error set) */
-PyObject *dh_iter_peek(PyObject *it, Py_ssize_t k) {
-    PyObject *r = PyObject_CallMethod(it, "__reduce__", NULL), *v = NULL;
+/* iterator it's __reduce__ (a new reference; NULL: it raised, cleared as below) and, where it
+ * has the form of a sequence's iterator, that sequence (*seq, borrowed from the result; NULL
+ * for another form) and the index of its next item (*idx): (fn, (seq,), index), or (iter,
+ * (list of what is left,)) of a dict iterator; 3.12's range iterator: (iter, (range of what
+ * is left,), None) */
+static PyObject *reduce_seq(PyObject *it, PyObject **seq, Py_ssize_t *idx) {
+    *seq = NULL;
+    *idx = 0;
+    PyObject *r = PyObject_CallMethod(it, "__reduce__", NULL);
     if (r == NULL) {
         (void)tc_clear_expected(PyExc_Exception); /* fatal ones stay set: the caller sees them */
         return NULL;
@@ -53,15 +59,23 @@ PyObject *dh_iter_peek(PyObject *it, Py_ssize_t k) {
     if (PyTuple_Check(r) && (PyTuple_GET_SIZE(r) == 2 || PyTuple_GET_SIZE(r) == 3) &&
         PyTuple_Check(PyTuple_GET_ITEM(r, 1)) && PyTuple_GET_SIZE(PyTuple_GET_ITEM(r, 1)) == 1 &&
         (PyTuple_GET_SIZE(r) == 2 || PyLong_Check(PyTuple_GET_ITEM(r, 2)) || PyTuple_GET_ITEM(r, 2) == Py_None)) {
-        /* (fn, (seq,), index), or (iter, (list of what is left,)) of a dict iterator; 3.12's
-         * range iterator: (iter, (range of what is left,), None) */
-        Py_ssize_t idx = PyTuple_GET_SIZE(r) == 3 && PyLong_Check(PyTuple_GET_ITEM(r, 2))
-                             ? PyLong_AsSsize_t(PyTuple_GET_ITEM(r, 2))
-                             : 0;
-        PyObject *seq = PyTuple_GET_ITEM(PyTuple_GET_ITEM(r, 1), 0);
-        if (idx >= 0 && idx + k < PyObject_Length(seq))
-            v = PySequence_GetItem(seq, idx + k);
+        *idx = PyTuple_GET_SIZE(r) == 3 && PyLong_Check(PyTuple_GET_ITEM(r, 2))
+                   ? PyLong_AsSsize_t(PyTuple_GET_ITEM(r, 2))
+                   : 0;
+        *seq = PyTuple_GET_ITEM(PyTuple_GET_ITEM(r, 1), 0);
     }
+    return r;
+}
+
+/* the k-th item still to come of iterator it (new reference), or NULL (none: no error set) */
+PyObject *dh_iter_peek(PyObject *it, Py_ssize_t k) {
+    PyObject *seq, *v = NULL;
+    Py_ssize_t idx;
+    PyObject *r = reduce_seq(it, &seq, &idx);
+    if (r == NULL)
+        return NULL;
+    if (seq != NULL && idx >= 0 && idx + k < PyObject_Length(seq))
+        v = PySequence_GetItem(seq, idx + k);
     (void)tc_clear_expected(PyExc_Exception);
     Py_DECREF(r);
     return v;
@@ -75,18 +89,13 @@ Py_ssize_t dh_iter_left(PyObject *it) {
     if (left >= 0)
         return left;
     (void)tc_clear_expected(PyExc_Exception);
-    PyObject *r = PyObject_CallMethod(it, "__reduce__", NULL);
-    if (r == NULL) {
-        (void)tc_clear_expected(PyExc_Exception);
+    PyObject *seq;
+    Py_ssize_t idx;
+    PyObject *r = reduce_seq(it, &seq, &idx);
+    if (r == NULL)
         return -1;
-    }
-    if (PyTuple_Check(r) && (PyTuple_GET_SIZE(r) == 2 || PyTuple_GET_SIZE(r) == 3) &&
-        PyTuple_Check(PyTuple_GET_ITEM(r, 1)) && PyTuple_GET_SIZE(PyTuple_GET_ITEM(r, 1)) == 1 &&
-        (PyTuple_GET_SIZE(r) == 2 || PyLong_Check(PyTuple_GET_ITEM(r, 2)) || PyTuple_GET_ITEM(r, 2) == Py_None)) {
-        Py_ssize_t idx = PyTuple_GET_SIZE(r) == 3 && PyLong_Check(PyTuple_GET_ITEM(r, 2))
-                             ? PyLong_AsSsize_t(PyTuple_GET_ITEM(r, 2))
-                             : 0;
-        Py_ssize_t n = PyObject_Length(PyTuple_GET_ITEM(PyTuple_GET_ITEM(r, 1), 0));
+    if (seq != NULL) {
+        Py_ssize_t n = PyObject_Length(seq);
         left = idx >= 0 && n >= idx ? n - idx : -1;
     }
     (void)tc_clear_expected(PyExc_Exception);

@@ -304,6 +304,17 @@ int sym_list_iadd(trace *t, const var *l, const var *other, var *out) {
  * fields(x)}) are values: a frozenset in a V_CONST with is_list set when eager's object is
  * a set. Mutating methods are not traced (eager runs); the output is a fresh set. */
 
+/* s becomes the frozenset of ns (its reference is consumed); old: s before the add of v */
+static int set_commit(trace *t, var *s, PyObject *ns, PyObject *old, const var *v, int update) {
+    PyObject *fs = PyFrozenSet_New(ns);
+    Py_DECREF(ns);
+    if (fs == NULL || sym_keep(t, fs) == NULL)
+        return -1;
+    s->obj = fs;
+    s->is_list = 1;
+    return sym_set_note_added(t, s, old, v, update);
+}
+
 /* s (a set being built) gets v (update: v's items) */
 int sym_set_add(trace *t, var *s, const var *v, int update) {
     if (s->kind != V_CONST || !PyFrozenSet_CheckExact(s->obj))
@@ -319,13 +330,7 @@ int sym_set_add(trace *t, var *s, const var *v, int update) {
             Py_DECREF(ns);
             return sym_fail(t, "set update raised (eager will raise)");
         }
-        PyObject *fs = PyFrozenSet_New(ns);
-        Py_DECREF(ns);
-        if (fs == NULL || sym_keep(t, fs) == NULL)
-            return -1;
-        s->obj = fs;
-        s->is_list = 1;
-        return sym_set_note_added(t, s, old, v, update);
+        return set_commit(t, s, ns, old, v, update);
     }
     var *items = (var *)v;
     int n = 1;
@@ -345,13 +350,7 @@ int sym_set_add(trace *t, var *s, const var *v, int update) {
             return sym_fail(t, "set of non-constant values");
         }
     }
-    PyObject *fs = PyFrozenSet_New(ns);
-    Py_DECREF(ns);
-    if (fs == NULL || sym_keep(t, fs) == NULL)
-        return -1;
-    s->obj = fs;
-    s->is_list = 1;
-    return sym_set_note_added(t, s, old, v, update);
+    return set_commit(t, s, ns, old, v, update);
 }
 
 /* set(it) / frozenset(it) of constants */

@@ -4,6 +4,20 @@
 #include "ops_internal.h"
 #include "sym_sem.h"
 
+/* the result r of has_torch_function (a new reference, NULL: it raised): False, or the reason
+ * why the call is not traced */
+static int tf_result(trace *t, PyObject *r, var *out) {
+    if (r == NULL) {
+        (void)tc_clear_expected(PyExc_Exception);
+        return sym_fail(t, "has_torch_function raised");
+    }
+    if (r != Py_False) {
+        Py_DECREF(r);
+        return sym_fail(t, "__torch_function__ override or mode active");
+    }
+    return sym_const(t, r, out);
+}
+
 /* has_torch_function(args): asked with the real objects, a plain-tensor probe standing for
  * each traced tensor; True (a torch function mode, an object overriding it) stops here. */
 static int torch_function_query(trace *t, PyObject *f, int which, const var *args, int nargs,
@@ -13,15 +27,7 @@ static int torch_function_query(trace *t, PyObject *f, int which, const var *arg
     if (which == 0) { /* _has_torch_function(iterable) */
         if (nargs == 1 && args[0].kind == V_CONST && PyTuple_CheckExact(args[0].obj)) {
             PyObject *r = PyObject_CallOneArg(f, args[0].obj); /* plain Python values */
-            if (r == NULL) {
-                (void)tc_clear_expected(PyExc_Exception);
-                return sym_fail(t, "has_torch_function raised");
-            }
-            if (r != Py_False) {
-                Py_DECREF(r);
-                return sym_fail(t, "__torch_function__ override or mode active");
-            }
-            return sym_const(t, r, out);
+            return tf_result(t, r, out);
         }
         if (nargs != 1 || args[0].kind != V_SEQ)
             return sym_fail(t, "has_torch_function of an unsupported value");
@@ -42,15 +48,7 @@ static int torch_function_query(trace *t, PyObject *f, int which, const var *arg
     }
     r = which == 0 ? PyObject_CallOneArg(f, tup) : PyObject_Call(f, tup, NULL);
     Py_DECREF(tup);
-    if (r == NULL) {
-        (void)tc_clear_expected(PyExc_Exception);
-        return sym_fail(t, "has_torch_function raised");
-    }
-    if (r != Py_False) {
-        Py_DECREF(r);
-        return sym_fail(t, "__torch_function__ override or mode active");
-    }
-    return sym_const(t, r, out);
+    return tf_result(t, r, out);
 }
 
 /* Generic callables: builtins and math on constants, isinstance, len. */

@@ -51,17 +51,28 @@ int sym_h_linalg(trace *t, const opdef *d, var **p, var *out) {
     return sym_tensor_out(t, ic_extern(t->g, (ic_extern_kind)d->op, nin, v, d->op == IC_EXT_SOLVE, &prm, 1, 1), out);
 }
 
-/* F.linear(input, weight, bias=None) */
-int sym_h_linear(trace *t, const opdef *d, var **p, var *out) {
-    if (sym_need_tensor(t, d, p[0]) < 0 || sym_need_tensor(t, d, p[1]) < 0)
-        return -1;
-    ic_val v[3] = {p[0]->val, p[1]->val, -1};
+/* v = {input, weight[, bias]} of (input, weight, bias=None) (linear, conv): the count, -1 */
+static int bias_operands(trace *t, const opdef *d, var **p, ic_val *v) {
     int n = 2;
+    v[0] = p[0]->val;
+    v[1] = p[1]->val;
+    v[2] = -1;
     if (!sym_is_none(p[2])) {
         if (sym_need_tensor(t, d, p[2]) < 0)
             return -1;
         v[n++] = p[2]->val;
     }
+    return n;
+}
+
+/* F.linear(input, weight, bias=None) */
+int sym_h_linear(trace *t, const opdef *d, var **p, var *out) {
+    if (sym_need_tensor(t, d, p[0]) < 0 || sym_need_tensor(t, d, p[1]) < 0)
+        return -1;
+    ic_val v[3];
+    int n = bias_operands(t, d, p, v);
+    if (n < 0)
+        return -1;
     return sym_tensor_out(t, ic_extern(t->g, IC_EXT_LINEAR, n, v, 0, NULL, 1, 1), out);
 }
 
@@ -158,13 +169,10 @@ int sym_h_conv(trace *t, const opdef *d, var **p, var *out) {
     } else if (sym_conv_ints(t, p[4], 0, nd, prm + 1 + nd, "padding") < 0) {
         return -1;
     }
-    ic_val v[3] = {p[0]->val, p[1]->val, -1};
-    int n = 2;
-    if (!sym_is_none(p[2])) {
-        if (sym_need_tensor(t, d, p[2]) < 0)
-            return -1;
-        v[n++] = p[2]->val;
-    }
+    ic_val v[3];
+    int n = bias_operands(t, d, p, v);
+    if (n < 0)
+        return -1;
     const ic_meta *xm = sym_metap(t, v[0]);
     ic_val dw = -1;
     int dwr = sym_dw_conv(t, nd, prm, v, n, &dw);

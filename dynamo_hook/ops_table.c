@@ -511,67 +511,6 @@ static int call_method_op(trace *t, int opi, const var *self, const var *args, i
     return call_op(t, opi, all, npos + 1, kwnames, kwv, out);
 }
 
-/* Function.apply(*args) with grad mode off records nothing: it is forward(ctx, *args) (or
- * forward(*args) when the class defines setup_context, which then only fills ctx), ctx a
- * fresh torch.autograd.function.FunctionCtx (inlined like any plain object). 1: not this
- * case (apply is not Function.apply, forward not a Python function): the caller refuses. */
-static int autograd_function_nograd(trace *t, PyObject *cls, PyObject *apply, var *args, int nargs,
-                                    PyObject *kwnames, var *out) {
-    static PyObject *base_apply, *base_setup, *ctx_cls;
-    if (base_apply == NULL) {
-        PyObject *m = PyImport_ImportModule("torch.autograd.function");
-        PyObject *fc = m ? PyObject_GetAttrString(m, "Function") : NULL;
-        PyObject *sl = m ? PyObject_GetAttrString(m, "_SingleLevelFunction") : NULL;
-        PyObject *ap = fc ? PyObject_GetAttrString(fc, "apply") : NULL;
-        PyObject *su = sl ? PyObject_GetAttrString(sl, "setup_context") : NULL;
-        PyObject *cx = m ? PyObject_GetAttrString(m, "FunctionCtx") : NULL;
-        Py_XDECREF(m);
-        Py_XDECREF(fc);
-        Py_XDECREF(sl);
-        if (ap == NULL || su == NULL || cx == NULL) {
-            Py_XDECREF(ap);
-            Py_XDECREF(su);
-            Py_XDECREF(cx);
-            return tc_clear_expected(PyExc_ImportError, PyExc_AttributeError) < 0 ? -1 : 1;
-        }
-        base_apply = PyMethod_Check(ap) ? Py_NewRef(PyMethod_GET_FUNCTION(ap)) : Py_NewRef(ap);
-        Py_DECREF(ap);
-        base_setup = su; /* kept for the process */
-        ctx_cls = cx;
-    }
-    if (apply != base_apply || !sym_obj_plain_class(ctx_cls))
-        return 1;
-    PyObject *fwd = PyObject_GetAttrString(cls, "forward"); /* a staticmethod: the function */
-    PyObject *setup = fwd ? PyObject_GetAttrString(cls, "setup_context") : NULL;
-    if (fwd == NULL || setup == NULL || !PyFunction_Check(fwd)) {
-        Py_XDECREF(fwd);
-        Py_XDECREF(setup);
-        return tc_clear_expected(PyExc_AttributeError) < 0 ? -1 : 1;
-    }
-    int with_ctx = setup == base_setup;
-    Py_DECREF(setup);
-    fwd = sym_keep(t, fwd);
-    if (fwd == NULL)
-        return -1;
-    var *a = sym_alloc(t, nargs + 1);
-    if (a == NULL)
-        return -1;
-    if (with_ctx && sym_obj_new(t, ctx_cls, NULL, 0, NULL, &a[0]) < 0)
-        return -1;
-    for (int i = 0; i < nargs; i++)
-        a[with_ctx + i] = args[i];
-    int fs = sym_source(t, DH_S_CONST, -1, 0, fwd); /* its globals are read through it */
-    if (fs < 0)
-        return -1;
-    int natt0 = t->nattrw, nundo0 = t->nundo;
-    int r = sym_inline(t, fwd, fs, NULL, a, nargs + with_ctx, kwnames, out);
-    /* ctx.save_for_backward(...) and the like: writes to the fresh ctx, replayed by nobody
-     * when ctx does not escape (a scanned body using such a Function stays a C loop) */
-    if (r == 0 && with_ctx)
-        sym_ctx_forget_writes(t, &a[0], out, natt0, nundo0);
-    return r;
-}
-
 /* an immutable constant: None, bool, int, float, str, a tuple of them */
 static int immutable_const(PyObject *o, int depth) {
     if (o == Py_None || PyBool_Check(o) || PyLong_CheckExact(o) || PyFloat_CheckExact(o) || PyUnicode_CheckExact(o))
@@ -683,8 +622,8 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
     }
     if (fn->kind == V_CONST && fn->obj && PyMethod_Check(fn->obj) && tc_is_autograd_function(PyMethod_GET_SELF(fn->obj)) &&
         (!tc_grad_enabled() || t->nograd > 0)) {
-        int r = autograd_function_nograd(t, PyMethod_GET_SELF(fn->obj), PyMethod_GET_FUNCTION(fn->obj), args,
-                                         nargs, kwnames, out);
+        int r = dh_autograd_function_nograd(t, PyMethod_GET_SELF(fn->obj), PyMethod_GET_FUNCTION(fn->obj), args,
+                                            nargs, kwnames, out); /* autograd_fn.c */
         if (r <= 0)
             return r;
     }

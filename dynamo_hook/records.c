@@ -335,21 +335,14 @@ int sym_record_subscr(trace *t, const var *r, const var *k, var *out) {
         return 0;
     }
     if (PySlice_Check(k->obj)) {
-        Py_ssize_t start, stop, step;
-        if (PySlice_Unpack(k->obj, &start, &stop, &step) < 0) {
-            (void)tc_clear_expected(PyExc_Exception);
-            return sym_fail(t, "bad slice");
-        }
-        Py_ssize_t m = PySlice_AdjustIndices(n, &start, &stop, step);
-        var *sl = sym_alloc(t, (int)m);
+        int m;
+        var *sl = sym_slice_items(t, k->obj, items, n, &m);
         if (sl == NULL)
             return -1;
-        for (Py_ssize_t j = 0; j < m; j++)
-            sl[j] = items[start + j * step];
         memset(out, 0, sizeof *out);
         out->kind = V_SEQ;
         out->src = -1;
-        out->n = (int)m;
+        out->n = m;
         out->items = sl;
         return 0;
     }

@@ -370,6 +370,9 @@ int sym_is_lru_wrapper(PyObject *fn); /* ops_table.c: a functools.lru_cache wrap
 /* autograd_fn.c: Function.apply under grad mode, forward and backward captured (1: not one) */
 int dh_autograd_function(trace *t, PyObject *cls, PyObject *apply, var *args, int nargs, PyObject *kwnames,
                          var *out);
+/* autograd_fn.c: Function.apply with grad mode off, forward inlined (1: not one) */
+int dh_autograd_function_nograd(trace *t, PyObject *cls, PyObject *apply, var *args, int nargs, PyObject *kwnames,
+                                var *out);
 /* autograd_fn.c: drops the logged writes to a Function's ctx that reaches nobody (see there) */
 void sym_ctx_forget_writes(trace *t, const var *ctx, const var *res, int natt0, int nundo0);
 int sym_is_nn_module_type(PyObject *cls); /* variables.c: cls subclasses nn.Module */
@@ -456,6 +459,8 @@ int sym_obj_slot_call(trace *t, const var *fn, var *args, int nargs, PyObject *k
 /* d.get/pop/setdefault/copy/update/__contains__ on a V_DICT (d: the dict at the call) */
 int sym_dict_method(trace *t, const var *d, const char *mn, var *args, int nargs, var *out);
 int sym_iter_items(trace *t, const var *v, var **items, int *n);
+/* sym_containers.c: items[slice] of a constant slice, a new array of *m; NULL: failed */
+var *sym_slice_items(trace *t, PyObject *slice, const var *items, int n, int *m);
 int sym_tensor_iter_items(trace *t, const var *x, var **items, int *n); /* sym_iter_tensor.c: its rows */
 int sym_inline_module(trace *t, const var *mod, var *args, int nargs, PyObject *kwnames, var *out);
 /* ops_pyops.c */

@@ -82,6 +82,20 @@ static int type_attr(trace *t, PyObject *cls, PyObject *name, var *out) {
     return 1;
 }
 
+/* the Python function of a staticmethod or classmethod descr (what: which, for the reason),
+ * kept, and its constant source *s; NULL: failed (a reason) */
+static PyObject *descr_func(trace *t, PyObject *descr, const char *what, PyObject *name, int *s) {
+    PyObject *fn = PyObject_GetAttrString(descr, "__func__");
+    if (fn == NULL || !PyFunction_Check(fn)) {
+        Py_XDECREF(fn);
+        (void)tc_clear_expected(PyExc_AttributeError);
+        return sym_fail(t, "%s %U without a Python function", what, name), NULL;
+    }
+    fn = sym_keep(t, fn);
+    *s = fn ? sym_source(t, DH_S_CONST, -1, 0, fn) : -1;
+    return *s < 0 ? NULL : fn;
+}
+
 /* o.name on an object whose class defines __getattr__ in Python (and no __getattribute__
  * of its own): found in the instance dict or on the class, the generic path below reads it;
  * else __getattr__(o, name) is inlined (eager calls it once per read: so does the graph,
@@ -325,15 +339,9 @@ int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
         PyObject *a = dh_module_getattr(o->obj, name);
         if (a == NULL && descr != NULL && o->src >= 0 && Py_IS_TYPE(descr, &PyStaticMethod_Type)) {
             /* self.f of a staticmethod: the plain function, reached through the class */
-            PyObject *fn = PyObject_GetAttrString(descr, "__func__");
-            if (fn == NULL || !PyFunction_Check(fn)) {
-                Py_XDECREF(fn);
-                (void)tc_clear_expected(PyExc_AttributeError);
-                return sym_fail(t, "staticmethod %U without a Python function", name);
-            }
-            fn = sym_keep(t, fn);
-            int s = fn ? sym_source(t, DH_S_CONST, -1, 0, fn) : -1;
-            if (s < 0)
+            int s;
+            PyObject *fn = descr_func(t, descr, "staticmethod", name, &s);
+            if (fn == NULL)
                 return -1;
             memset(out, 0, sizeof *out);
             out->kind = V_FUNC;
@@ -349,16 +357,10 @@ int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
         }
         if (a == NULL && descr != NULL && o->src >= 0 && Py_IS_TYPE(descr, &PyClassMethod_Type)) {
             /* self.f of a classmethod: its function bound to the object's class */
-            PyObject *fn = PyObject_GetAttrString(descr, "__func__");
-            if (fn == NULL || !PyFunction_Check(fn)) {
-                Py_XDECREF(fn);
-                (void)tc_clear_expected(PyExc_AttributeError);
-                return sym_fail(t, "classmethod %U without a Python function", name);
-            }
-            fn = sym_keep(t, fn);
-            int s = fn ? sym_source(t, DH_S_CONST, -1, 0, fn) : -1;
+            int s;
+            PyObject *fn = descr_func(t, descr, "classmethod", name, &s);
             var cls;
-            if (s < 0 || sym_guard_type(t, o->src, o->obj) < 0 ||
+            if (fn == NULL || sym_guard_type(t, o->src, o->obj) < 0 ||
                 sym_wrap(t, (PyObject *)Py_TYPE(o->obj), -1, &cls) < 0)
                 return -1;
             return sym_method(t, &cls, fn, s, out);
@@ -633,6 +635,22 @@ int sym_op_load_attr(trace *t, sframe *f, sym_ins *in) {
     return SYM_NEXT;
 }
 
+/* STORE_ATTR a.name = b run eagerly between two graphs (a graph break at the store) */
+static int setattr_break(trace *t, sframe *f, sym_ins *in, const var *a, const var *b, PyObject *name) {
+    var *ops = sym_alloc(t, 2);
+    if (ops == NULL)
+        return -1;
+    ops[0] = *a;
+    ops[1] = *b;
+    t->brk.kind = DH_BRK_SETATTR;
+    t->brk.pc_next = in->next;
+    t->brk.fn = &ops[0];
+    t->brk.args = &ops[1];
+    t->brk.nargs = 1;
+    t->brk.kwnames = name; /* kept by co_names; the entry takes a reference */
+    return sym_record_break_state(t, f);
+}
+
 /* STORE_ATTR */
 int sym_op_store_attr(trace *t, sframe *f, sym_ins *in) {
     var a, b;
@@ -650,18 +668,7 @@ int sym_op_store_attr(trace *t, sframe *f, sym_ins *in) {
             return SYM_NEXT;
         /* any other store on a tensor: run it eagerly between two graphs */
         if (f->top && t->failed && !PyErr_Occurred() && sym_can_break(t)) {
-            var *ops = sym_alloc(t, 2);
-            if (ops == NULL)
-                return -1;
-            ops[0] = a;
-            ops[1] = b;
-            t->brk.kind = DH_BRK_SETATTR;
-            t->brk.pc_next = in->next;
-            t->brk.fn = &ops[0];
-            t->brk.args = &ops[1];
-            t->brk.nargs = 1;
-            t->brk.kwnames = name; /* kept by co_names; the entry takes a reference */
-            return sym_record_break_state(t, f);
+            return setattr_break(t, f, in, &a, &b, name);
         }
         return -1;
     }
@@ -677,18 +684,7 @@ int sym_op_store_attr(trace *t, sframe *f, sym_ins *in) {
     }
     if (can_break && t->failed && !PyErr_Occurred() && t->pending_exc == NULL) {
         sym_fx_rollback(t, &mark);
-        var *ops = sym_alloc(t, 2);
-        if (ops == NULL)
-            return -1;
-        ops[0] = a;
-        ops[1] = b;
-        t->brk.kind = DH_BRK_SETATTR;
-        t->brk.pc_next = in->next;
-        t->brk.fn = &ops[0];
-        t->brk.args = &ops[1];
-        t->brk.nargs = 1;
-        t->brk.kwnames = name;
-        return sym_record_break_state(t, f);
+        return setattr_break(t, f, in, &a, &b, name);
     }
     sym_fx_drop(&mark);
     return -1;

@@ -30,6 +30,24 @@ static int default_missing(trace *t, const var *d, const var *k, var *out) {
     return 0;
 }
 
+/* items[slice] (a constant slice) of n items, a new array of *m items; NULL: failed (a
+ * reason) or out of memory */
+var *sym_slice_items(trace *t, PyObject *slice, const var *items, int n, int *m) {
+    Py_ssize_t start, stop, step;
+    if (PySlice_Unpack(slice, &start, &stop, &step) < 0) {
+        (void)tc_clear_expected(PyExc_Exception);
+        return sym_fail(t, "bad slice (eager will raise)"), NULL;
+    }
+    Py_ssize_t len = PySlice_AdjustIndices(n, &start, &stop, step);
+    var *sl = sym_alloc(t, (int)len);
+    if (sl == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < len; i++)
+        sl[i] = items[start + i * step];
+    *m = (int)len;
+    return sl;
+}
+
 static int subscr(trace *t, const var *c, const var *k, var *out) {
     if (c->kind == V_CONST && k->kind == V_CONST &&
         (PyTuple_Check(c->obj) || PyList_CheckExact(c->obj) || PyUnicode_CheckExact(c->obj)) &&
@@ -61,20 +79,13 @@ static int subscr(trace *t, const var *c, const var *k, var *out) {
     }
     if (c->kind == V_SEQ && c->obj == NULL && k->kind == V_CONST && PySlice_Check(k->obj)) {
         /* seq[a:b:c]: a new list/tuple of the same items */
-        Py_ssize_t start, stop, step;
-        if (PySlice_Unpack(k->obj, &start, &stop, &step) < 0) {
-            (void)tc_clear_expected(PyExc_Exception);
-            return sym_fail(t, "bad slice (eager will raise)");
-        }
-        Py_ssize_t len = PySlice_AdjustIndices(c->n, &start, &stop, step);
-        var *m = sym_alloc(t, (int)len);
+        int len;
+        var *m = sym_slice_items(t, k->obj, c->items, c->n, &len);
         if (m == NULL)
             return -1;
-        for (Py_ssize_t i = 0; i < len; i++)
-            m[i] = c->items[start + i * step];
         *out = *c;
         out->src = -1;
-        out->n = (int)len;
+        out->n = len;
         out->items = m;
         return 0;
     }
@@ -122,22 +133,14 @@ static int subscr(trace *t, const var *c, const var *k, var *out) {
         /* ModuleList[a:b]: a new ModuleList of the same submodules (made for real where
          * it leaves the trace: DH_O_WRAP calls ModuleList(tuple)) */
         var *items;
-        int n;
-        Py_ssize_t start, stop, step;
+        int n, m;
         if (sym_iter_items(t, c, &items, &n) < 0)
             return -1;
-        if (PySlice_Unpack(k->obj, &start, &stop, &step) < 0) {
-            (void)tc_clear_expected(PyExc_Exception);
-            return sym_fail(t, "bad slice");
-        }
-        Py_ssize_t m = PySlice_AdjustIndices(n, &start, &stop, step);
-        var *sl = sym_alloc(t, (int)m);
+        var *sl = sym_slice_items(t, k->obj, items, n, &m);
         if (sl == NULL)
             return -1;
-        for (Py_ssize_t j = 0; j < m; j++)
-            sl[j] = items[start + j * step];
         *out = sym_var(V_SEQ);
-        out->n = (int)m;
+        out->n = m;
         out->items = sl;
         out->obj = sym_module_list_type();
         return 0;

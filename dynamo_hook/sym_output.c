@@ -37,6 +37,16 @@ static int out_child(trace *t, outbuf *ob, int at, dh_outkind kind) {
     return child;
 }
 
+/* at: kind(obj, ...) with its one child filled from inner (obj: borrowed, a reference kept) */
+static int out_wrapped(trace *t, outbuf *ob, int at, dh_outkind kind, PyObject *obj, const var *inner,
+                       ic_val *outvals, int *nout) {
+    int child = out_child(t, ob, at, kind);
+    if (child < 0)
+        return -1;
+    ob->o[at].obj = Py_NewRef(obj);
+    return sym_fill_out(t, ob, child, inner, outvals, nout);
+}
+
 int sym_fill_out(trace *t, outbuf *ob, int at, const var *v_in, ic_val *outvals, int *nout) {
     dh_outspec *o = &ob->o[at];
     var rv = *v_in, *v = &rv;
@@ -244,14 +254,9 @@ int sym_fill_out(trace *t, outbuf *ob, int at, const var *v_in, ic_val *outvals,
             PyObject *wrap = sym_data_out_type(t, v);
             if (wrap == NULL)
                 return PyErr_Occurred() ? -1 : sym_fail(t, "a dict of an unknown kind leaves the trace");
-            int child = out_child(t, ob, at, DH_O_WRAP);
-            if (child < 0)
-                return -1;
-            o = &ob->o[at];
-            o->obj = Py_NewRef(wrap);
             var plain = *v;
             plain.op = 0;
-            return sym_fill_out(t, ob, child, &plain, outvals, nout);
+            return out_wrapped(t, ob, at, DH_O_WRAP, wrap, &plain, outvals, nout);
         }
         int first = sym_out_reserve(t, ob, v->n);
         if (first < 0)
@@ -267,30 +272,20 @@ int sym_fill_out(trace *t, outbuf *ob, int at, const var *v_in, ic_val *outvals,
         return 0;
     }
     case V_REC: { /* class(**fields), built after the graph runs */
-        int child = out_child(t, ob, at, DH_O_KWCALL);
-        if (child < 0)
-            return -1;
-        o = &ob->o[at];
-        o->obj = Py_NewRef(sym_record_class(v));
         var kw = *v;
         kw.kind = V_DICT;
         kw.obj = PyTuple_GET_ITEM(v->obj, 1);
-        return sym_fill_out(t, ob, child, &kw, outvals, nout);
+        return out_wrapped(t, ob, at, DH_O_KWCALL, sym_record_class(v), &kw, outvals, nout);
     }
     case V_SEQ: {
         if (v->obj != NULL && PyType_Check(v->obj)) { /* a named tuple: type(tuple); a deque */
             PyObject *wrap = sym_data_seq_type(t, v);
             if (wrap == NULL)
                 return -1;
-            int child = out_child(t, ob, at, DH_O_WRAP);
-            if (child < 0)
-                return -1;
-            o = &ob->o[at];
-            o->obj = Py_NewRef(wrap);
             var plain = *v;
             plain.obj = NULL;
             plain.pos = 0;
-            return sym_fill_out(t, ob, child, &plain, outvals, nout);
+            return out_wrapped(t, ob, at, DH_O_WRAP, wrap, &plain, outvals, nout);
         }
         int first = sym_out_reserve(t, ob, v->n);
         if (first < 0)

@@ -304,7 +304,7 @@ ic_val ic_graph_input(const ic_graph *g, int i);      /* value of graph input i 
 /* Text form (one line per value); malloc'd string, caller frees. */
 char *ic_graph_to_string(const ic_graph *g);
 
-/* ---- training (graph/autograd.c, graph/partition.c; owner: training) -------------------
+/* ---- training (graph/autograd.c and the files it names, graph/partition.c; owner: training)
  * Stop-gradient marks: nodes built while grad mode is off in g (ic_set_grad_enabled(g, 0),
  * nested; a with torch.no_grad() block) and ic_detach nodes (an identity cast) pass no
  * gradient to their operands. They change nothing in the forward graph's code. */
@@ -350,7 +350,7 @@ int ic_value_grad_on(const ic_graph *g, ic_val v);
  * node that carries a gradient from an input with req; or such a node's saved result), so
  * that an in-place update of it before the backward makes eager's backward raise.
  * precise: only what eager is known to keep; 0: conservative (any operand a derivative may
- * read). Only nodes before upto are read (-1: all). graph/autograd.c */
+ * read). Only nodes before upto are read (-1: all). graph/requires_grad.c */
 int ic_value_saved_for_backward(const ic_graph *g, ic_val v, const unsigned char *req, int precise, int upto);
 
 /* Backward graph derivation. fwd: the captured forward graph; req[i]: IC_AG_REQ if input

@@ -55,7 +55,7 @@ typedef struct ic_node {
     int ext_kind;        /* EXTERN: ic_extern_kind */
     int nparams;         /* EXTERN */
     int64_t params[IC_EXT_MAXP];
-    unsigned char nograd; /* training: passes no gradient to its operands (graph/autograd.c) */
+    unsigned char nograd; /* training: passes no gradient to its operands (graph/requires_grad.c) */
     unsigned char leaf;   /* training: a leaf that requires grad (ic_grad_leaf; nograd too) */
     unsigned char dropped; /* RANDOM/DROPOUT_MASK: made by a traced call the caller abandoned
                             * (ic_graph_drop_draws): not run unless read */
@@ -75,7 +75,7 @@ struct ic_graph {
     int64_t sym_hint[IC_MAX_SYMS]; /* hint value of each size symbol, 0: not used yet */
     int nograd_depth, nograd_from; /* training: ic_set_grad_enabled nesting, first node */
     struct ic_custom *custom;      /* training: torch.autograd.Function backward templates */
-    int ncustom;                   /* (graph/autograd.c ic_custom_capture; freed with g) */
+    int ncustom;                   /* (graph/custom_fn.c ic_custom_capture; freed with g) */
     int dflt;                      /* torch's default dtype + 1 (0: f32): wrapped floats,
                                     * int / int, float ops of ints */
     int cuda;                      /* the graph's tensors are CUDA ones: eager's layouts of
@@ -123,9 +123,9 @@ ic_compiled *ic_compile_ptx_only(const ic_graph *g, const ic_options *opt, int s
  * fault (tests of the fault counter and explain()); 0 disables */
 IC_API void ic_test_inject_fault(int n);
 /* training: appends a node whose meta the caller inferred (graph.c); shape inference of the
- * backward externs (IC_EXT_CONV_BWD and later: graph/autograd.c) */
+ * backward externs (IC_EXT_CONV_BWD and later: graph/vjp_extern.c) */
 ic_val ic_graph_append_node(ic_graph *g, const ic_node *n);
-void ic_custom_free(ic_graph *g); /* graph/autograd.c: g's autograd.Function templates */
+void ic_custom_free(ic_graph *g); /* graph/custom_fn.c: g's autograd.Function templates */
 ic_val ic_train_extern(ic_graph *g, ic_extern_kind kind, int nin, const ic_val *in, int nparams,
                        const int64_t *params, double beta);
 

@@ -33,8 +33,9 @@ if "TORCHC_CACHE_DIR" not in os.environ:
 #                                      used without compiling (layouts, matrix_exp, manifolds)
 # A test that passes with the compiler gone (torchc.compile the identity, torch.compile's
 # backend="torchc" eager, torchc.scan's body eager) must be marked needs_no_compiler; every
-# other test fails that way (issue 24: measured with a throwaway sitecustomize making that
-# substitution on `import torchc`, in pytest and in the tests' child processes).
+# other test fails that way (issue 24: `python tools/no_compiler_check.py tests/<files>` makes
+# that substitution on `import torchc`, in pytest and in the tests' child processes, and lists
+# the tests that pass without being marked).
 # An internal compiler fault (torchc._C.stats()["internal_faults"]: IC_EINTERNAL from the
 # compiler, an exception inside the capture) fails any test that is not marked for it.
 # Counters are read from torchc._C.stats(); torchc.reset() zeroes them, so the reset the test

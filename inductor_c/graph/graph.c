@@ -1168,7 +1168,7 @@ IC_API ic_val ic_extern(ic_graph *g, ic_extern_kind kind, int nin, const ic_val 
     }
     const char *nm = extnames[kind];
     if (kind == IC_EXT_GROUPED_MM) return dyn ? fail(g, IC_EUNSUPPORTED, "%s on symbolic sizes", nm) : ext_grouped_mm(g, nin, in, nparams);
-    if (kind >= IC_EXT_CONV_BWD) /* training: graph/autograd.c */
+    if (kind >= IC_EXT_CONV_BWD) /* training: graph/vjp_extern.c */
         return dyn ? fail(g, IC_EUNSUPPORTED, "%s on symbolic sizes", nm) : ic_train_extern(g, kind, nin, in, nparams, params, beta);
     if (kind >= IC_EXT_MATRIX_EXP) { /* linear algebra: shapes in graph/linalg.c */
         ic_node n = {.op = IC_OP_EXTERN, .in = IC_IN_NONE, .ext_kind = kind, .nparams = nparams, .num = 1, .num2 = 1};

@@ -2,9 +2,10 @@
  * table (ic_ops.h) and the extern table (ic.h IC_EXTERNS).
  *
  * X(NAME, rule): graph op IC_OP_NAME (IC_VJP_OPS) or extern kind IC_EXT_NAME
- * (IC_VJP_EXTERNS) is differentiated by `rule`, a function of graph/autograd.c:
+ * (IC_VJP_EXTERNS) is differentiated by `rule`, a function of graph/vjp_ops.c (ops) or
+ * graph/vjp_extern.c (externs), declared from this table in graph/ag.h:
  *
- *   static void rule(ag *a, ic_val v, ic_val g);
+ *   void rule(ag *a, ic_val v, ic_val g);
  *
  * v is the forward node, g its gradient (a value of the backward graph, v's shape and
  * dtype). The rule adds each operand's contribution with ag_acc (which sums it over the
