@@ -891,3 +891,26 @@ def test_tensor_index_strides_as_eager_random():
             continue
         _index_strides_as_eager(fn, x, *ts)
         done += 1
+
+
+def test_empty_results_strides_as_eager():
+    """TensorIterator lays out an output whose dims sort into their own order contiguously
+    (a size-0 dim then does not zero the strides outside it): a + b broadcast to (4, 0, 3)
+    gave strides (0, 3, 1) where eager gives (3, 3, 1); an empty tensor index too. Other
+    orders keep the running product (x[:, :0] * 1 of a permuted x: (0, 1, 0))"""
+    x = torch.randn(4, 3, 5).permute(0, 2, 1)
+    e = torch.tensor([], dtype=torch.long)
+    cases = [
+        (lambda a, b: a + b, torch.randn(4, 0, 1), torch.randn(1, 0, 3)),
+        (lambda x: x[:, :0] * 1, x),
+        (lambda x, e: x[:, e], x, e),
+        (lambda x, e: x[e], x, e),
+        (lambda x, i: x[i], torch.randn(4, 0, 5).permute(0, 2, 1), torch.tensor([0, 1])),
+        (lambda x, i: x[:, i], torch.randn(4, 0, 5).permute(0, 2, 1), torch.tensor([0, 1])),
+    ]
+    for fn, *ins in cases:
+        torchc.reset()
+        want, got = fn(*ins), torchc.compile(fn)(*ins)
+        st = torchc._C.stats()
+        assert st["compiles"] >= 1 and st["fallbacks"] == 0, st
+        assert got.shape == want.shape and got.stride() == want.stride(), (got.stride(), want.stride())

@@ -170,6 +170,10 @@ static void ti_dense(int n, const int64_t *sz, int nop, const int64_t (*ost)[IC_
             }
         }
     }
+    bool inverted = true; /* the dims in their own order: a contiguous output (ATen
+                           * allocate_or_resize_outputs), which differs where a size is 0 */
+    for (int i = 0; i < n; i++) inverted &= perm[i] == n - 1 - i;
+    if (inverted) return contig(n, sz, st);
     int64_t s = 1;
     for (int i = 0; i < n; i++) {
         st[perm[i]] = s;
