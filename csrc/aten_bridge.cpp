@@ -610,7 +610,10 @@ extern "C" void tc_extern_copy_stats(unsigned long long *calls, unsigned long lo
 
 /* the CUSTOM extern (torchc/_custom_ops.py run): the operands and the output as tensors on
  * the graph's buffers, the op called from Python under the GIL (the CPU graph runs without
- * it); a Python exception becomes err ("ATen custom: ...": the frame reruns eagerly) */
+ * it; externs run on the caller's thread); a Python exception becomes err ("ATen custom:
+ * ...": the frame reruns eagerly), but KeyboardInterrupt, MemoryError, RecursionError and
+ * other non-Exceptions stay set in the thread's state: the caller of ic_run raises them, as
+ * eager would from the op, without running the frame again */
 PyObject *dh_custom_op_run(PyObject *key, PyObject *ins, PyObject *out, PyObject *strides); /* dynamo_hook/dh.h */
 
 static int custom_extern(const ic_extern_call *c, ic_err *err) {
@@ -648,7 +651,11 @@ static int custom_extern(const ic_extern_call *c, ic_err *err) {
         err->code = IC_EINTERNAL;
     }
 error:
-    if (rc != 0 && PyErr_Occurred()) {
+    if (rc != 0 && PyErr_Occurred() && tc_pyerr_fatal(PyErr_Occurred())) {
+        snprintf(err->msg, sizeof err->msg, "ATen custom: %s (raised to the caller)",
+                 ((PyTypeObject *)PyErr_Occurred())->tp_name);
+        err->code = IC_EINTERNAL;
+    } else if (rc != 0 && PyErr_Occurred()) {
         PyObject *tp, *v, *tb;
         PyErr_Fetch(&tp, &v, &tb);
         PyObject *sv = v ? PyObject_Str(v) : NULL;

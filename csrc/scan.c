@@ -393,6 +393,8 @@ static PyObject *scan_loop(PyObject *self, PyObject *args) {
     total_steps += (unsigned long long)ran;
     total_loops++;
     if (rc != 0) {
+        if (PyErr_Occurred()) /* a custom op's KeyboardInterrupt or MemoryError: as eager */
+            goto done;
         PyErr_Format(PyExc_RuntimeError, "torchc.scan: compiled body failed: %s", err.msg);
         goto done;
     }

@@ -353,6 +353,8 @@ static PyObject *run_backward(PyObject *cap, PyObject *args) {
         Py_END_ALLOW_THREADS
     }
     if (rc != 0) {
+        if (PyErr_Occurred()) /* a custom op's KeyboardInterrupt or MemoryError: as eager */
+            goto done;
         PyErr_Format(PyExc_RuntimeError, "torchc: compiled backward failed: %s", err.msg);
         goto done;
     }

@@ -1361,6 +1361,8 @@ PyObject *dh_entry_run(const dh_entry *e, PyObject *const *values, void *const *
             Py_END_ALLOW_THREADS
         }
         if (rc != 0) {
+            if (PyErr_Occurred()) /* a custom op's KeyboardInterrupt or MemoryError: as eager */
+                goto done;
             if (e->device_type != TC_DEV_CUDA && strncmp(err.msg, "ATen ", 5) == 0) {
                 /* an ATen extern raised (gather/scatter with an index out of range: data-
                  * dependent): nothing applied yet (the outputs are fresh, inputs are updated

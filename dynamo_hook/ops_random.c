@@ -18,7 +18,8 @@ static int plain_extras(trace *t, const opdef *d, var **p, const int *idx, int n
             continue;
         if (v->kind == V_CONST && strcmp(Py_TYPE(v->obj)->tp_name, "torch.layout") == 0) {
             PyObject *s = PyObject_Str(v->obj);
-            int strided = s && PyUnicode_Check(s) && strcmp(PyUnicode_AsUTF8(s), "torch.strided") == 0;
+            const char *u = s && PyUnicode_Check(s) ? PyUnicode_AsUTF8(s) : NULL; /* NULL: raised */
+            int strided = u != NULL && strcmp(u, "torch.strided") == 0;
             Py_XDECREF(s);
             (void)tc_clear_expected(PyExc_Exception);
             if (strided)

@@ -912,6 +912,224 @@ int sym_h_index_select(trace *t, const opdef *d, var **p, var *out) {
     return sym_tensor_out(t, ic_index_select(t->g, p[0]->val, dim, ix), out);
 }
 
+static void contiguous_strides(int n, const int64_t *sz, int64_t *st) {
+    int64_t s = 1;
+    for (int i = n - 1; i >= 0; i--) {
+        st[i] = s;
+        s *= sz[i] > 1 ? sz[i] : 1;
+    }
+}
+
+static int is_contiguous_strides(int n, const int64_t *sz, const int64_t *st) {
+    int64_t e = 1;
+    for (int i = 0; i < n; i++)
+        if (sz[i] == 0)
+            return 1;
+    for (int i = n - 1; i >= 0; i--) {
+        if (sz[i] == 1)
+            continue;
+        if (st[i] != e)
+            return 0;
+        e *= sz[i];
+    }
+    return 1;
+}
+
+static int adv_index_strides(trace *t, int nd, const int64_t *vsz, const int64_t *vst, int n,
+                             const int *dims, const ic_val *ix, int on, const int64_t *osz, int64_t *st);
+
+/* Eager's strides of x[parts] (x: m0, its eager strides xst) with integer tensor indices
+ * among the parts: applySlicing's view of the basic items (ints select, slices step, None
+ * unsqueezes; a tensor keeps its dim), then adv_index_strides. The result's sizes: osz
+ * (on dims). 1 with st set, else 0. */
+static int key_index_strides(trace *t, const ic_meta *m0, const int64_t *xst, const var **parts, int np,
+                             int consuming, int on, const int64_t *osz, int64_t *st) {
+    int64_t sz[IC_MAX_DIMS + 1], sd[IC_MAX_DIMS + 1];
+    int dims[IC_MAX_DIMS], n = 0, nd = m0->ndim, d = 0;
+    ic_val ix[IC_MAX_DIMS];
+    memcpy(sz, m0->sizes, sizeof(int64_t) * (size_t)nd);
+    memcpy(sd, xst, sizeof(int64_t) * (size_t)nd);
+    for (int i = 0; i < np; i++) {
+        const var *p = parts[i];
+        if (p->kind == V_CONST && p->obj == Py_Ellipsis) {
+            d += m0->ndim - consuming;
+            if (d < 0 || d > nd)
+                return 0;
+            continue;
+        }
+        if (p->kind == V_CONST && p->obj == Py_None) {
+            if (nd >= IC_MAX_DIMS)
+                return 0;
+            int64_t ns = d >= nd ? 1 : sz[d] * sd[d];
+            memmove(&sz[d + 1], &sz[d], sizeof(int64_t) * (size_t)(nd - d));
+            memmove(&sd[d + 1], &sd[d], sizeof(int64_t) * (size_t)(nd - d));
+            sz[d] = 1;
+            sd[d] = ns;
+            nd++;
+            d++;
+            continue;
+        }
+        if (d >= nd)
+            return 0;
+        if (p->kind == V_TENSOR) {
+            var pv = *p;
+            sym_resolve(t, &pv);
+            if (n >= IC_MAX_DIMS || pv.val < 0)
+                return 0;
+            ix[n] = pv.val;
+            dims[n++] = d++;
+            continue;
+        }
+        if (p->kind != V_CONST)
+            return 0;
+        if (PyLong_Check(p->obj)) {
+            memmove(&sz[d], &sz[d + 1], sizeof(int64_t) * (size_t)(nd - d - 1));
+            memmove(&sd[d], &sd[d + 1], sizeof(int64_t) * (size_t)(nd - d - 1));
+            nd--;
+            continue;
+        }
+        Py_ssize_t start, stop, step;
+        if (!PySlice_Check(p->obj) || PySlice_Unpack(p->obj, &start, &stop, &step) < 0 || step <= 0) {
+            (void)tc_clear_expected(PyExc_Exception);
+            return 0;
+        }
+        sz[d] = PySlice_AdjustIndices((Py_ssize_t)sz[d], &start, &stop, step);
+        sd[d] *= step;
+        d++;
+    }
+    return adv_index_strides(t, nd, sz, sd, n, dims, ix, on, osz, st);
+}
+
+/* Sets eager's strides on v, x[parts] with integer tensor indices (0), or fails the trace
+ * with a reason when they are not known (-1). */
+static int set_index_strides(trace *t, const var *x, const var **parts, int np, int consuming, ic_val v) {
+    ic_meta m0 = *sym_metap(t, x->val), mv = *sym_metap(t, v);
+    int64_t xst[IC_MAX_DIMS], st[IC_MAX_DIMS];
+    if (!sym_eager_strides(t, x->val, xst) && !ic_value_strides(t->g, x->val, xst))
+        return sym_fail(t, "advanced indexing of a tensor whose strides are not known left to eager");
+    if (!key_index_strides(t, &m0, xst, parts, np, consuming, mv.ndim, mv.sizes, st))
+        return sym_fail(t, "advanced indexing: eager's strides of the result not derived, left to eager");
+    ic_value_set_strides(t->g, v, st);
+    return 0;
+}
+
+/* Eager's strides of an advanced index: at::index(view, indices) after the key's basic
+ * indexing made view (nd dims vsz/vst; ints selected, slices stepped, None unsqueezed), with
+ * the integer index tensors ix[0..n) at view dims dims[] (ascending). ATen (make_info,
+ * AdvancedIndex, the index TensorIterator): the indices broadcast together (expanded: 0
+ * strides), int32 ones converted (preserve_format); indexed dims not adjacent are moved to
+ * the front (with the indices); the view restrided to the result's shape (0 strides in the
+ * indices' dims), each index viewed with size-1 dims around; on CUDA indices whose strides
+ * differ are made contiguous; the output then laid out by TensorIterator over the view and
+ * the indices. The result's sizes must be osz (on dims); 1 with st set, else 0. */
+static int adv_index_strides(trace *t, int nd, const int64_t *vsz, const int64_t *vst, int n,
+                             const int *dims, const ic_val *ix, int on, const int64_t *osz, int64_t *st) {
+    int64_t isz[IC_MAX_DIMS][IC_MAX_DIMS], ist[IC_MAX_DIMS][IC_MAX_DIMS], bs[IC_MAX_DIMS];
+    int ind[IC_MAX_DIMS], bn = 0, same = 1;
+    if (n < 1 || n > nd || nd > IC_MAX_DIMS)
+        return 0;
+    for (int k = 0; k < n; k++) {
+        ic_meta im = *sym_metap(t, ix[k]);
+        ind[k] = im.ndim;
+        memcpy(isz[k], im.sizes, sizeof(int64_t) * (size_t)im.ndim);
+        if (!sym_eager_strides(t, ix[k], ist[k]) && !ic_value_strides(t->g, ix[k], ist[k]))
+            return 0;
+        same &= k == 0 || (im.ndim == ind[0] && !memcmp(im.sizes, isz[0], sizeof(int64_t) * (size_t)im.ndim));
+        if (im.ndim > bn) {
+            for (int j = im.ndim - 1; j >= 0; j--)
+                bs[j] = j >= im.ndim - bn ? bs[j - (im.ndim - bn)] : 1;
+            bn = im.ndim;
+        }
+        for (int j = 0; j < im.ndim; j++) {
+            int64_t a = bs[bn - im.ndim + j], b = im.sizes[j];
+            if (a != b && a != 1 && b != 1)
+                return 0;
+            bs[bn - im.ndim + j] = a == 1 ? b : a;
+        }
+    }
+    int64_t xst[IC_MAX_DIMS][IC_MAX_DIMS]; /* each index expanded to bs */
+    for (int k = 0; k < n; k++) {
+        int off = bn - ind[k];
+        for (int j = 0; j < bn; j++)
+            xst[k][j] = same ? ist[k][j]
+                        : (j < off || (isz[k][j - off] != bs[j])) ? 0 : ist[k][j - off];
+        if (sym_metap(t, ix[k])->dtype == IC_I32) { /* .to(kLong) */
+            int64_t pst[IC_MAX_DIMS];
+            ic_layout_preserve(bn, bs, xst[k], pst);
+            memcpy(xst[k], pst, sizeof pst);
+        }
+    }
+    int adjacent = 1;
+    for (int k = 1; k < n; k++)
+        adjacent &= dims[k] == dims[k - 1] + 1;
+    int64_t psz[IC_MAX_DIMS], pst[IC_MAX_DIMS];
+    int first = adjacent ? dims[0] : 0, np = 0;
+    if (adjacent) {
+        memcpy(psz, vsz, sizeof(int64_t) * (size_t)nd);
+        memcpy(pst, vst, sizeof(int64_t) * (size_t)nd);
+    } else { /* transposeToFront */
+        for (int k = 0; k < n; k++) {
+            psz[np] = vsz[dims[k]];
+            pst[np++] = vst[dims[k]];
+        }
+        for (int j = 0; j < nd; j++) {
+            int used = 0;
+            for (int k = 0; k < n; k++)
+                used |= dims[k] == j;
+            if (!used) {
+                psz[np] = vsz[j];
+                pst[np++] = vst[j];
+            }
+        }
+    }
+    int before = first, after = nd - first - n, rn = before + bn + after;
+    if (rn != on || rn > IC_MAX_DIMS)
+        return 0;
+    int64_t rsz[IC_MAX_DIMS], ops[1 + IC_MAX_DIMS][IC_MAX_DIMS], isz1[IC_MAX_DIMS];
+    for (int j = 0; j < before; j++) {
+        rsz[j] = psz[j];
+        ops[0][j] = pst[j];
+        isz1[j] = 1;
+    }
+    for (int j = 0; j < bn; j++) {
+        rsz[before + j] = bs[j];
+        ops[0][before + j] = 0;
+        isz1[before + j] = bs[j];
+    }
+    for (int j = 0; j < after; j++) {
+        rsz[before + bn + j] = psz[first + n + j];
+        ops[0][before + bn + j] = pst[first + n + j];
+        isz1[before + bn + j] = 1;
+    }
+    if (memcmp(rsz, osz, sizeof(int64_t) * (size_t)rn))
+        return 0;
+    for (int k = 0; k < n; k++) /* reshape_indexer: a view with size-1 dims around */
+        if (!view_strides(bn, bs, xst[k], rn, isz1, ops[1 + k]))
+            return 0;
+    int stmatch = 1;
+    for (int k = 1; k < n; k++)
+        stmatch &= !memcmp(ops[1 + k], ops[1], sizeof(int64_t) * (size_t)rn);
+    if (n >= 2 && !stmatch && t->device_type == TC_DEV_CUDA)
+        for (int k = 0; k < n; k++)
+            contiguous_strides(rn, isz1, ops[1 + k]);
+    if (rn == 0)
+        return 1;
+    /* fast setup: every operand of the result's shape and contiguous */
+    int fast = !memcmp(isz1, rsz, sizeof(int64_t) * (size_t)rn);
+    for (int k = 0; k <= n && fast; k++)
+        fast = is_contiguous_strides(rn, rsz, ops[k]);
+    if (fast) {
+        contiguous_strides(rn, rsz, st);
+        return 1;
+    }
+    for (int k = 1; k <= n; k++) /* broadcast: 0 where the index has size 1 */
+        for (int j = 0; j < rn; j++)
+            if (isz1[j] == 1 && rsz[j] != 1)
+                ops[k][j] = 0;
+    ic_layout_iter(rn, rsz, n + 1, (const int64_t(*)[IC_MAX_DIMS])ops, st);
+    return 1;
+}
+
 /* x[i0, i1, ...] with several integer tensor indices (slices and an Ellipsis between them
  * allowed): the indices broadcast to one shape B; the indexed dims are flattened into one
  * and gathered with the linear index sum(i_k * stride_k). torch's placement rule: B
@@ -1036,6 +1254,8 @@ static int multi_index(trace *t, const var *x, const var **parts, int np, int co
     v = sym_reshape(t, v, rn, rs);
     if (v < 0)
         return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "indexing failed");
+    if (set_index_strides(t, x, parts, np, consuming, v) < 0)
+        return -1;
     return sym_tensor_out(t, v, out);
 }
 
@@ -1082,8 +1302,6 @@ int sym_tensor_index(trace *t, const var *x_in, const var *k, var *out) {
         const var *q = parts[i];
         if (!((q->kind == V_SEQ && q->is_list) || (q->kind == V_CONST && PyList_Check(q->obj))))
             continue;
-        if (x->kind == V_TENSOR && ic_value_is_contiguous(t->g, x->val, IC_MF_CONTIGUOUS) != 1)
-            return sym_fail(t, "a list index of a non-contiguous tensor left to eager (the result's strides follow its layout)");
         static const opdef tensor_def = {"tensor", W_TORCH, "data", sym_h_tensor, 0};
         var *tp[MAXP] = {(var *)q};
         if (sym_h_tensor(t, &tensor_def, tp, &lt[i]) < 0)
@@ -1256,7 +1474,7 @@ int sym_tensor_index(trace *t, const var *x_in, const var *k, var *out) {
     if (v < 0)
         return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "indexing failed");
     if (is_copy)
-        return sym_tensor_out(t, v, out);
+        return set_index_strides(t, x, parts, np, consuming, v) < 0 ? -1 : sym_tensor_out(t, v, out);
     if (v == x->val) /* x[...] or x[:]: a view of the same data */
         v = sym_reshape(t, v, m0->ndim, m0->sizes);
     /* the key eager indexes with: the 0-d tensor indices read as ints above, a constant, or a

@@ -298,6 +298,12 @@ enum { IC_MF_PRESERVE = 0, IC_MF_CONTIGUOUS = 1, IC_MF_CHANNELS_LAST = 2, IC_MF_
 int ic_value_strides(const ic_graph *g, ic_val v, int64_t *st);
 int ic_value_set_strides(ic_graph *g, ic_val v, const int64_t *st);
 int ic_value_set_format(ic_graph *g, ic_val v, ic_val like, int fmt);
+/* TensorIterator's output strides over nop operands' strides (broadcast to the n dims sz, 0
+ * on broadcast dims): the dims sorted by the operands' strides, the output dense in that
+ * order (no fast setup: the caller checks for all-contiguous operands of the output's shape) */
+void ic_layout_iter(int n, const int64_t *sz, int nop, const int64_t (*ost)[IC_MAX_DIMS], int64_t *st);
+/* the strides of x.to(other dtype) (preserve_format) for x of sizes sz and strides in */
+void ic_layout_preserve(int n, const int64_t *sz, const int64_t *in, int64_t *st);
 int ic_value_suggest_format(const ic_graph *g, ic_val v); /* Tensor.suggest_memory_format */
 int ic_value_is_contiguous(const ic_graph *g, ic_val v, int fmt); /* is_contiguous(memory_format) */
 ic_val ic_graph_input(const ic_graph *g, int i);      /* value of graph input i */ /* compute ops, not counting inputs/scalars */

@@ -215,6 +215,53 @@ def test_dict_key_eq_raises_while_tracing(exc):
     assert torchc._C.stats()["compiles"] >= 1
 
 
+_OP_RAISE = {"exc": None, "calls": 0}
+
+
+@torch.library.custom_op("torchc_pyerr::maybe_raise", mutates_args=())
+def _maybe_raise(x: torch.Tensor) -> torch.Tensor:
+    _OP_RAISE["calls"] += 1
+    exc, _OP_RAISE["exc"] = _OP_RAISE["exc"], None  # once: a Ctrl-C is not raised again
+    if exc is not None:
+        raise exc("boom")
+    return x * 2
+
+
+@_maybe_raise.register_fake
+def _(x):
+    return torch.empty_like(x)
+
+
+@pytest.mark.parametrize("exc", FATAL + [pytest.param(ValueError, marks=pytest.mark.allow_fallback)])
+def test_custom_op_raises_in_compiled_graph(exc):
+    """a custom op (a CUSTOM extern called from the running graph) that raises
+    KeyboardInterrupt, MemoryError or RecursionError: the exception propagates from the
+    compiled call as from eager, the op ran once (no eager re-run of the frame, no internal
+    error); an ordinary exception reruns the frame eagerly, which gives eager's result"""
+    def f(x):
+        return torch.ops.torchc_pyerr.maybe_raise(x.sin()) + 1
+
+    x = torch.randn(5)
+    cf = torchc.compile(f)
+    same(cf(x), f(x))  # compiled, the op in the graph
+    s = torchc._C.stats()
+    assert s["compiles"] == 1 and s["fallbacks"] == 0, s
+    for fn in (f, cf):
+        _OP_RAISE.update(exc=exc, calls=0)
+        try:
+            r = fn(x)
+        except BaseException as e:  # noqa: B036 - KeyboardInterrupt is what is compared
+            r = (type(e), str(e))
+        if fn is f:
+            want, want_calls = r, _OP_RAISE["calls"]
+    if exc is ValueError:  # raised once in the graph, the eager re-run calls the op again
+        assert want == (exc, "boom") and want_calls == 1
+        same(r, f(x))
+    else:
+        assert r == want == (exc, "boom") and _OP_RAISE["calls"] == want_calls == 1
+    assert torchc._C.stats()["internal_faults"] == 0
+
+
 @pytest.mark.needs_no_compiler
 def test_no_blanket_clear():
     """csrc/ and dynamo_hook/ clear a pending exception only through tc_clear_expected

@@ -785,15 +785,134 @@ def test_addcmul_of_bool_tensors_raises_as_eager():
     torch.testing.assert_close(got[0], want[0])
 
 
-@pytest.mark.allow_fallback
+def _index_strides_as_eager(fn, *ins):
+    """fn compiled (no fallback) gives eager's values, shapes and strides (dims of more than
+    one element: size-1 dims' strides are free in eager's own checks too)"""
+    torchc.reset()
+    want, got = fn(*ins), torchc.compile(fn)(*ins)
+    st = torchc._C.stats()
+    assert st["compiles"] >= 1 and st["fallbacks"] == 0, st
+    for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+        assert g.shape == w.shape and g.dtype == w.dtype and torch.equal(g, w)
+        assert [a for a, n in zip(g.stride(), g.shape) if n > 1] == [a for a, n in zip(w.stride(), w.shape) if n > 1], \
+            (g.stride(), w.stride())
+
+
 def test_list_index_of_a_non_contiguous_tensor_strides_as_eager():
     """hostile fuzz seed 4214808 program 86: x1[[0, 2]] of a permuted input gave contiguous
-    strides (12, 3, 1) where eager keeps the input's layout (12, 1, 4); such list indices are
-    left to eager"""
+    strides (12, 3, 1) where eager keeps the input's layout (12, 1, 4); eager's strides are
+    now derived (at::index's TensorIterator over the restrided input and the indices)"""
     def f(x):
         return x[[0, 2]], x[..., [0, 2]] * 1
     x = torch.randn(4, 3, 4).permute(0, 2, 1)
     for xx in (x, x.contiguous()):
-        want, got = f(xx), torchc.compile(f)(xx)
-        for g, w in zip(got, want):
-            assert g.stride() == w.stride() and torch.equal(g, w)
+        _index_strides_as_eager(f, xx)
+
+
+def test_tensor_index_of_a_non_contiguous_tensor_strides_as_eager():
+    """x[torch.tensor([0, 2])] of a permuted input came out contiguous where eager's index
+    keeps the input's layout: leading, middle and trailing index dims, several (adjacent or
+    not: moved to the front) and broadcast indices, ints and None around them, expanded and
+    sliced inputs, transposed and int32 indices"""
+    x = torch.randn(4, 3, 5).permute(0, 2, 1)
+    i = torch.tensor([0, 2])
+    j = torch.tensor([[1], [0], [2]])
+    cases = [
+        (lambda x, i: x[i], x, i),
+        (lambda x, i: x[:, i], x, i),
+        (lambda x, i: x[..., i] * 2, x, i),
+        (lambda x, i, j: x[i, j], x, i, j),
+        (lambda x, i, j: x[j, :, i], x, i, j),
+        (lambda x, i, j: x[:, j, i], x, i, j),
+        (lambda x, i: x[None, 1, i, None], x, i),
+        (lambda x, i: x[i, ::2], x, i),
+        (lambda x, i: x[::2][:, i], x, i),
+        (lambda x, j: x[j.t() % 4], x, j),
+        (lambda x: x[torch.tensor([[0, 1], [2, 3]], dtype=torch.int32).t()], x),
+        (lambda x, i: x[i], torch.randn(1, 5, 3).expand(4, 5, 3), i),
+        (lambda x, i: x[:, :, i], torch.randn(4, 1, 3).expand(4, 5, 3), i),
+        (lambda x, i: x[:, i], torch.randn(6, 10)[::2, ::3], i),
+        (lambda x: x[x.sum((1, 2)).argsort()], x),
+    ]
+    for fn, *ins in cases:
+        _index_strides_as_eager(fn, *ins)
+
+
+def test_tensor_index_strides_as_eager_random():
+    """random layouts of the input (permuted, sliced, expanded) and indices (of 1-2 dims,
+    broadcast, transposed, expanded, int32) at random dims, slices between them"""
+    import random
+    r = random.Random(7)
+
+    def rand_x():
+        nd = r.randint(1, 4)
+        sz = [r.choice([1, 2, 3, 4]) for _ in range(nd)]
+        kind = r.choice(["c", "perm", "perm", "slice", "expand"])
+        if kind == "perm":
+            p = list(range(nd))
+            r.shuffle(p)
+            return torch.randn([sz[k] for k in p]).permute([p.index(k) for k in range(nd)])
+        if kind == "slice":
+            return torch.randn([s * 2 for s in sz])[tuple(slice(None, None, 2) for _ in sz)]
+        if kind == "expand":
+            d = r.randrange(nd)
+            return torch.randn([1 if k == d else s for k, s in enumerate(sz)]).expand(sz)
+        return torch.randn(sz)
+
+    def rand_idx(n, shape):
+        kind = r.choice(["c", "t", "expand", "i32"])
+        dt = torch.int32 if kind == "i32" else torch.int64
+        if kind in ("t", "i32") and len(shape) == 2:
+            return torch.randint(0, n, shape[::-1], dtype=dt).t()
+        if kind == "expand" and len(shape) == 2:
+            return torch.randint(0, n, [1, shape[1]]).expand(shape)
+        return torch.randint(0, n, shape, dtype=dt)
+
+    done = 0
+    while done < 60:
+        x = rand_x()
+        dims = sorted(r.sample(range(x.dim()), r.randint(1, min(x.dim(), 3))))
+        ish = [r.choice([1, 2, 3]) for _ in range(r.randint(1, 2))]
+        key, ts = [], []
+        for d in range(x.dim()):
+            if d in dims:
+                sh = list(ish)
+                if r.random() < 0.3:
+                    sh[r.randrange(len(sh))] = 1
+                ts.append(rand_idx(x.shape[d], sh))
+                key.append(None)
+            else:
+                key.append(slice(None, None, r.choice([1, 1, 2])))
+
+        def fn(x, *ts, key=tuple(key)):
+            it = iter(ts)
+            return x[tuple(next(it) if k is None else k for k in key)]
+        try:
+            fn(x, *ts)
+        except (IndexError, RuntimeError):
+            continue
+        _index_strides_as_eager(fn, x, *ts)
+        done += 1
+
+
+def test_empty_results_strides_as_eager():
+    """TensorIterator lays out an output whose dims sort into their own order contiguously
+    (a size-0 dim then does not zero the strides outside it): a + b broadcast to (4, 0, 3)
+    gave strides (0, 3, 1) where eager gives (3, 3, 1); an empty tensor index too. Other
+    orders keep the running product (x[:, :0] * 1 of a permuted x: (0, 1, 0))"""
+    x = torch.randn(4, 3, 5).permute(0, 2, 1)
+    e = torch.tensor([], dtype=torch.long)
+    cases = [
+        (lambda a, b: a + b, torch.randn(4, 0, 1), torch.randn(1, 0, 3)),
+        (lambda x: x[:, :0] * 1, x),
+        (lambda x, e: x[:, e], x, e),
+        (lambda x, e: x[e], x, e),
+        (lambda x, i: x[i], torch.randn(4, 0, 5).permute(0, 2, 1), torch.tensor([0, 1])),
+        (lambda x, i: x[:, i], torch.randn(4, 0, 5).permute(0, 2, 1), torch.tensor([0, 1])),
+    ]
+    for fn, *ins in cases:
+        torchc.reset()
+        want, got = fn(*ins), torchc.compile(fn)(*ins)
+        st = torchc._C.stats()
+        assert st["compiles"] >= 1 and st["fallbacks"] == 0, st
+        assert got.shape == want.shape and got.stride() == want.stride(), (got.stride(), want.stride())

@@ -376,8 +376,7 @@ def _cases():
     add("topk_sample", topk_sample, lambda: (_r(3, 17),))
     add("topk_sample_gen", topk_sample_generator, lambda: (_r(3, 17),), marks=[pytest.mark.allow_fallback])  # Generator()
     add("pick_columns", pick_columns, lambda: (_r(3, 4),))
-    # a list index of a non-contiguous input is left to eager, which decides the result's strides
-    # (tests/test_reliability_fuzzfinds.py::test_list_index_of_a_non_contiguous_tensor_strides_as_eager)
+    add("pick_columns_1", pick_columns, lambda: (_r(3, 3).t(),))
     add("adam_manual", adam_step_manual, lambda: (_r(4, 3), _r(4, 3, seed=1), _r(4, 3, seed=2), _r(4, 3, seed=3).abs()))
     add("outer", alibi_slopes_outer, lambda: (_r(2, 5, 5),))
     add("top_p", top_p_filter, lambda: (_r(2, 9),))

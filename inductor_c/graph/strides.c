@@ -170,6 +170,10 @@ static void ti_dense(int n, const int64_t *sz, int nop, const int64_t (*ost)[IC_
             }
         }
     }
+    bool inverted = true; /* the dims in their own order: a contiguous output (ATen
+                           * allocate_or_resize_outputs), which differs where a size is 0 */
+    for (int i = 0; i < n; i++) inverted &= perm[i] == n - 1 - i;
+    if (inverted) return contig(n, sz, st);
     int64_t s = 1;
     for (int i = 0; i < n; i++) {
         st[perm[i]] = s;
@@ -426,6 +430,20 @@ IC_API int ic_value_set_format(ic_graph *g, ic_val v, ic_val like, int fmt) {
     }
     memcpy(n->est, st, sizeof st);
     return 0;
+}
+
+/* TensorIterator's layout of an output over nop operands with strides ost (broadcast to the
+ * output's n dims sz: 0 on broadcast dims), for ops the frontend builds from other nodes
+ * (advanced indexing: at::index's iterator over the restrided source and the indices) */
+IC_API void ic_layout_iter(int n, const int64_t *sz, int nop, const int64_t (*ost)[IC_MAX_DIMS], int64_t *st) {
+    if (n <= 0) return;
+    if (n == 1) return contig(n, sz, st);
+    ti_dense(n, sz, nop, ost, st);
+}
+
+/* the strides of x.to(dtype) (preserve_format) for x of strides in */
+IC_API void ic_layout_preserve(int n, const int64_t *sz, const int64_t *in, int64_t *st) {
+    if (n > 0) preserve(n, sz, in, st);
 }
 
 /* The strides a graph output is allocated with: eager's when no two elements share memory
