@@ -459,27 +459,50 @@ static int made_function(trace *t, outbuf *ob, int at, const var *fn, ic_val *ou
 }
 
 /* Does the rest of code co, from code unit pc on, maybe assign local slot `slot` (a cell
- * variable), or reach code before pc again (a loop, a handler placed before)? -1: error. */
+ * variable): an assignment after pc, or one before pc that a backward jump or an exception
+ * handler after pc reaches again (a loop)? -1: error. */
 static int cell_may_change_after(PyCodeObject *co, int slot, int pc) {
     PyObject *bytes = PyCode_GetCode(co);
     if (bytes == NULL)
         return -1;
     const unsigned char *bc = (const unsigned char *)PyBytes_AS_STRING(bytes);
-    int n = (int)(PyBytes_GET_SIZE(bytes) / 2), hit = 0, ext = 0;
-    for (int i = 0; i < n && !hit; i++) {
+    int n = (int)(PyBytes_GET_SIZE(bytes) / 2), hit = 0, ext = 0, first_write = -1;
+    for (int i = 0; i < n && !hit; i++) { /* the assignments: one after pc is enough */
+        const char *on = sym_opname(bc[2 * i]);
+        int arg = ext | bc[2 * i + 1];
+        ext = on && !strcmp(on, "EXTENDED_ARG") ? arg << 8 : 0;
+        if (on && (!strcmp(on, "STORE_DEREF") || !strcmp(on, "DELETE_DEREF")) && arg == slot) {
+            if (i >= pc)
+                hit = 1;
+            else if (first_write < 0)
+                first_write = i;
+        }
+    }
+    ext = 0;
+    for (int i = 0; i < n && !hit && first_write >= 0; i++) { /* control reaching one again */
         const char *on = sym_opname(bc[2 * i]);
         int arg = ext | bc[2 * i + 1];
         ext = on && !strcmp(on, "EXTENDED_ARG") ? arg << 8 : 0;
         if (i < pc || on == NULL)
             continue;
-        if ((!strcmp(on, "STORE_DEREF") || !strcmp(on, "DELETE_DEREF")) && arg == slot)
-            hit = 1;
-        else if (strstr(on, "BACKWARD"))
-            hit = 1;
+        if (strstr(on, "BACKWARD") && i + 1 - arg <= pc - 1)
+            hit = 1; /* conservative: any loop around the break that starts at or before a write */
         else {
             int d, l, h = sym_exc_handler(co, i, &d, &l);
             if (h >= 0 && h < pc)
                 hit = 1;
+        }
+        if (hit && strstr(on, "BACKWARD") && i + 1 - arg > first_write) {
+            /* the loop starts after every earlier write? only writes inside [target, pc) count */
+            int tgt = i + 1 - arg, w = 0, e2 = 0;
+            for (int j = 0; j < pc; j++) {
+                const char *o2 = sym_opname(bc[2 * j]);
+                int a2 = e2 | bc[2 * j + 1];
+                e2 = o2 && !strcmp(o2, "EXTENDED_ARG") ? a2 << 8 : 0;
+                if (j >= tgt && o2 && (!strcmp(o2, "STORE_DEREF") || !strcmp(o2, "DELETE_DEREF")) && a2 == slot)
+                    w = 1;
+            }
+            hit = w;
         }
     }
     Py_DECREF(bytes);

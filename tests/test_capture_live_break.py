@@ -209,6 +209,23 @@ def test_closure_over_a_list_the_frame_appends_to():
     _run(cell_list_mutated_after, (X(),), 2, 1)
 
 
+def lambdas_then_loop(x):
+    kw = {"scale": 2.0}
+    makers = {"a": lambda: x * kw["scale"], "b": lambda: x + kw["scale"]}
+    out = {}
+    for name in ("a", "b"):  # a loop before the break: its variable is no cell
+        out[name] = makers[name]()
+    y = opaque(x.sin())
+    acc = y
+    for i in range(3):  # a loop after the break that assigns no captured variable
+        acc = acc + out["a" if i % 2 else "b"] + makers["a"]()
+    return acc
+
+
+def test_lambdas_over_a_dict_live_across_a_break_before_a_loop():
+    _run(lambdas_then_loop, (X(),), 2, 1)
+
+
 # ---- refused where a copied cell could be told apart: eager's answers ---------------------
 
 def reassigned_after(x):
