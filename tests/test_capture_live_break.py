@@ -363,3 +363,40 @@ def test_returned_list_is_the_stored_one():
     ex = torchc.explain(returned_and_stored)(x)
     assert ex.graph_count == 1, ex.break_reasons
     assert ex.result is state["last"]
+
+
+# ---- issubclass of classes the trace holds ---------------------------------------------------
+
+class _Base:
+    pass
+
+
+class _Child(_Base):
+    pass
+
+
+_Pair = __import__("collections").namedtuple("_Pair", "a b")
+
+
+def subclass_checks(x, o):
+    y = x.sin()
+    if issubclass(type(o), _Base):
+        y = y * 2
+    if issubclass(type(o), (int, _Child)):
+        y = y + 1
+    if issubclass(_Pair, tuple) and not issubclass(bool, ()):
+        y = y - 3
+    return y, issubclass(type(o), str)
+
+
+@pytest.mark.parametrize("o", [_Base(), _Child(), 7, "s"], ids=["base", "child", "int", "str"])
+def test_issubclass_answered_at_trace_time(o):
+    _run(subclass_checks, (X(), o), 1, 0)
+
+
+def test_issubclass_guarded_on_the_class():
+    x = X()
+    torchc.reset()
+    cf = torchc.compile(subclass_checks)
+    for o in [_Base(), _Child(), 7, "s", _Child(), _Base()]:
+        _same(cf(x, o), subclass_checks(x, o))
