@@ -1018,9 +1018,21 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
 
 /* ---- running an entry -------------------------------------------------------------- */
 
-/* memo (NULL, or e->nouts slots): the objects CALLM nodes built, for DH_O_SAME */
+static PyObject *build_node(const dh_entry *e, int node, PyObject *const *outs, PyObject *const *values,
+                            const int64_t *symvals, PyObject **memo);
+
+/* memo (NULL, or e->nouts slots): the object each node built, for DH_O_SAME (one object
+ * reached twice: a view, a list, a dict, a made function) */
 static PyObject *build_output(const dh_entry *e, int node, PyObject *const *outs,
                               PyObject *const *values, const int64_t *symvals, PyObject **memo) {
+    PyObject *r = build_node(e, node, outs, values, symvals, memo);
+    if (r != NULL && memo != NULL && memo[node] == NULL)
+        memo[node] = Py_NewRef(r);
+    return r;
+}
+
+static PyObject *build_node(const dh_entry *e, int node, PyObject *const *outs, PyObject *const *values,
+                            const int64_t *symvals, PyObject **memo) {
     const dh_outspec *o = &e->outs[node];
     switch (o->kind) {
     case DH_O_SYM: { /* coef * prod s_k^e_k at this call's symbol values */
@@ -1079,8 +1091,6 @@ static PyObject *build_output(const dh_entry *e, int node, PyObject *const *outs
             return NULL;
         PyObject *r = PyObject_Call(m, PyTuple_GET_ITEM(o->obj, 1), NULL);
         Py_DECREF(m);
-        if (r != NULL && memo != NULL && memo[node] == NULL)
-            memo[node] = Py_NewRef(r);
         return r;
     }
     case DH_O_SAME:

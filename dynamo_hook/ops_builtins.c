@@ -199,6 +199,34 @@ int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kw
         if (tp != NULL)
             return sym_const(t, Py_NewRef(tp), out);
     }
+    if (name && strcmp(name, "issubclass") == 0 && nargs == 2 && !kwnames &&
+        f == PyDict_GetItemString(PyEval_GetBuiltins(), "issubclass") &&
+        (args[0].kind == V_FUNC || args[0].kind == V_CONST) && args[0].obj != NULL && PyType_Check(args[0].obj) &&
+        args[0].op != SYM_MADE_FUNCTION) {
+        /* issubclass(C, D), issubclass(C, (D, E)): classes the trace holds as themselves (type(x),
+         * globals, attributes: guarded where they were read); D's metaclass exactly type, whose
+         * answer is C's MRO (an ABC's can change with register()) */
+        const var *cs = args[1].kind == V_SEQ ? args[1].items : &args[1];
+        int k = args[1].kind == V_SEQ ? args[1].n : 1;
+        PyObject *one = NULL;
+        if (args[1].kind == V_CONST && args[1].obj != NULL && PyTuple_CheckExact(args[1].obj))
+            one = args[1].obj;
+        int ok = 1;
+        for (int i = 0; i < (one ? (int)PyTuple_GET_SIZE(one) : k) && ok; i++) {
+            PyObject *c = one ? PyTuple_GET_ITEM(one, i)
+                          : ((cs[i].kind == V_FUNC || cs[i].kind == V_CONST) && cs[i].op != SYM_MADE_FUNCTION
+                                 ? cs[i].obj
+                                 : NULL);
+            ok = c != NULL && PyType_Check(c) && Py_IS_TYPE(c, &PyType_Type);
+        }
+        if (ok) {
+            int r = 0;
+            for (int i = 0; i < (one ? (int)PyTuple_GET_SIZE(one) : k) && r == 0; i++)
+                r = PyType_IsSubtype((PyTypeObject *)args[0].obj,
+                                     (PyTypeObject *)(one ? PyTuple_GET_ITEM(one, i) : cs[i].obj));
+            return sym_const(t, PyBool_FromLong(r), out);
+        }
+    }
     var pair[2]; /* isinstance(x, C), isinstance(x, (C, D)): classes reached as globals are
                   * V_FUNCs; the class argument becomes a constant */
     if (name && strcmp(name, "isinstance") == 0 && nargs == 2 && !kwnames &&

@@ -569,11 +569,11 @@ int sym_op_make_function(trace *t, sframe *f, sym_ins *in) {
     int need = 1 + !!(in->oparg & 0x01) + !!(in->oparg & 0x02) + !!(in->oparg & 0x04) + !!(in->oparg & 0x08);
     NEED(need);
     var code = POP();
-    var clos = sym_null_var(), defs = sym_null_var(), kwdefs = sym_null_var();
+    var clos = sym_null_var(), defs = sym_null_var(), kwdefs = sym_null_var(), ann = sym_null_var();
     if (in->oparg & 0x08)
         clos = POP();
     if (in->oparg & 0x04)
-        (void)POP();
+        ann = POP();
     if (in->oparg & 0x02)
         kwdefs = POP();
     if (in->oparg & 0x01)
@@ -598,6 +598,14 @@ int sym_op_make_function(trace *t, sframe *f, sym_ins *in) {
         return sym_fail(t, "nested function in a function reached without a source");
     a.val = f->top ? -1 : f->func_src;
     a.globals = f->globals;
+    /* items: the closure's values, the defaults, the keyword-only defaults, the annotations
+     * (oid 1); allocated always: the array names this function object (sym_fill_out builds
+     * it once where it is reached twice) */
+    a.items = sym_alloc(t, ndefs + 2 + (clos.kind == V_SEQ ? clos.n : 0) +
+                               (clos.kind == V_CONST && clos.obj && PyTuple_Check(clos.obj)
+                                    ? (int)PyTuple_GET_SIZE(clos.obj) : 0));
+    if (a.items == NULL)
+        return -1;
     if (in->oparg & 0x08) {
         /* BUILD_TUPLE of the cells' values: a V_SEQ, or one constant tuple when all are */
         var *items;
@@ -606,9 +614,6 @@ int sym_op_make_function(trace *t, sframe *f, sym_ins *in) {
             sym_iter_items(t, &clos, &items, &n) < 0)
             return sym_fail(t, "closure of unsupported values");
         /* its own cells: writes of the making frame reach them (sym_cells.c) */
-        a.items = sym_alloc(t, n + ndefs + 1); /* the defaults follow (below) */
-        if (a.items == NULL)
-            return -1;
         memcpy(a.items, items, (size_t)n * sizeof(var));
         a.n = n;
         f->made_closure = 1;
@@ -619,9 +624,7 @@ int sym_op_make_function(trace *t, sframe *f, sym_ins *in) {
         /* defaults after the closure items: items[n, n + pos) positional defaults, then the
          * keyword-only defaults dict when is_list (inline_code binds them) */
         int kw = (in->oparg & 0x02) != 0;
-        var *all = a.items != NULL ? a.items : sym_alloc(t, ndefs + 1);
-        if (all == NULL)
-            return -1;
+        var *all = a.items;
         if (ndefs > 0)
             memcpy(all + a.n, dv, (size_t)ndefs * sizeof(var));
         if (kw)
@@ -629,6 +632,11 @@ int sym_op_make_function(trace *t, sframe *f, sym_ins *in) {
         a.items = all;
         a.pos = ndefs;
         a.is_list = kw;
+    }
+    if (in->oparg & 0x04) { /* the annotations tuple, after the rest (a function leaving the
+                             * trace gets them: sym_output.c made_function) */
+        a.items[a.n + a.pos + a.is_list] = ann;
+        a.oid = 1;
     }
     PUSH(a);
     return SYM_NEXT;

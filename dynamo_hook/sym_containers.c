@@ -483,8 +483,11 @@ static int dict_refs(const var *v, int n, const var *items, int depth) {
     return k;
 }
 
-/* A graph break rebuilds each dict variable as its own dict: a dict reachable twice from
- * the state handed to the resume function would split in two. */
+/* A graph break rebuilds an iterator the frame holds from its items: one reachable twice
+ * from the state handed to the resume function (or with its list) would split in two; a
+ * set made in the trace too (an iterator over it is its items in the trace's order, which
+ * a rebuilt set need not iterate in). Lists, dicts, records and made functions are built
+ * once however often they are reached (sym_fill_out). */
 /* handed on as the caller's own object (fill_out: an unchanged source), not rebuilt */
 static int passed_as_source(trace *t, const var *x) {
     return x->src >= 0 && x->src < t->capsrc && t->srcdone[x->src] &&
@@ -495,8 +498,7 @@ static int passed_as_source(trace *t, const var *x) {
 int sym_dicts_shared(trace *t, const var *v, int n, const var *all, int nall, int depth) {
     for (int i = 0; i < n; i++) {
         const var *x = &v[i];
-        if ((x->kind == V_DICT || x->kind == V_REC || (x->kind == V_SEQ && x->is_list) ||
-             (x->kind == V_CONST && x->is_list) || (x->kind == V_ITER && x->op == SYM_OWN_ITER)) &&
+        if (((x->kind == V_ITER && x->op == SYM_OWN_ITER) || (x->kind == V_CONST && x->is_list)) &&
             x->items != NULL && !passed_as_source(t, x) && dict_refs(all, nall, x->items, 0) > 1)
             return 1;
         if (depth < 8 && x->items != NULL && (x->kind == V_SEQ || x->kind == V_ITER || x->kind == V_DICT || x->kind == V_REC) &&

@@ -212,9 +212,17 @@ typedef struct dh_entry_brk {
     PyObject *resume[2];
     PyObject *exc_resume; /* the break's instruction raised: its try block's handler */
 } dh_entry_brk;
+/* one object of the trace (a list, dict, set, record, made function: named by its items
+ * array) given a node of the spec: where it is reached again, DH_O_SAME gives that object */
+typedef struct out_alias {
+    const void *key;
+    int group, node, done;
+} out_alias;
 typedef struct outbuf {
     dh_outspec *o;
     int n, cap;
+    out_alias *alias;
+    int nalias, calias;
 } outbuf;
 /* Inputs whose object was updated in place: their final value becomes an output and is
  * copied back into the caller's tensor after the kernels (as eager would have written). */
@@ -226,6 +234,8 @@ typedef struct mutlist {
 /* sym_output.c */
 int sym_out_reserve(trace *t, outbuf *ob, int k);
 int sym_fill_out(trace *t, outbuf *ob, int at, const var *v_in, ic_val *outvals, int *nout);
+void sym_out_root_moved(outbuf *ob, int to);
+int sym_made_fns_resumable(trace *t, sframe *f, const var *v, int n, int depth);
 int sym_fill_break(trace *t, outbuf *ob, ic_val *outvals, int *nout, dh_entry_brk *eb);
 void sym_record_mutations(trace *t, ic_val *outvals, int *nout, mutlist *m);
 void sym_add_distinct_guard(trace *t, const mutlist *m);

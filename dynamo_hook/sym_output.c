@@ -37,18 +37,35 @@ static int out_child(trace *t, outbuf *ob, int at, dh_outkind kind) {
     return child;
 }
 
+static int fill_out(trace *t, outbuf *ob, int at, var *v, ic_val *outvals, int *nout);
+
 /* at: kind(obj, ...) with its one child filled from inner (obj: borrowed, a reference kept) */
-static int out_wrapped(trace *t, outbuf *ob, int at, dh_outkind kind, PyObject *obj, const var *inner,
+static int out_wrapped(trace *t, outbuf *ob, int at, dh_outkind kind, PyObject *obj, var *inner,
                        ic_val *outvals, int *nout) {
     int child = out_child(t, ob, at, kind);
     if (child < 0)
         return -1;
     ob->o[at].obj = Py_NewRef(obj);
-    return sym_fill_out(t, ob, child, inner, outvals, nout);
+    return fill_out(t, ob, child, inner, outvals, nout); /* this object's own node */
+}
+
+/* which objects have an identity here: 1 dicts and records, 2 lists, 3 sets made in the
+ * trace, 4 functions made in the trace; 0 values (tuples, tensors: their own rules) */
+static int alias_group(const var *v) {
+    if (v->items == NULL)
+        return 0;
+    if (v->kind == V_DICT || v->kind == V_REC)
+        return 1;
+    if (v->kind == V_SEQ && v->is_list)
+        return 2;
+    if (v->kind == V_CONST && v->is_list)
+        return 3;
+    if (v->kind == V_FUNC && v->op == SYM_MADE_FUNCTION)
+        return 4;
+    return 0;
 }
 
 int sym_fill_out(trace *t, outbuf *ob, int at, const var *v_in, ic_val *outvals, int *nout) {
-    dh_outspec *o = &ob->o[at];
     var rv = *v_in, *v = &rv;
     sym_resolve(t, v);
     if ((v->kind == V_DICT || v->kind == V_SEQ) && v->src >= 0 && v->src < t->capsrc &&
@@ -56,10 +73,59 @@ int sym_fill_out(trace *t, outbuf *ob, int at, const var *v_in, ic_val *outvals,
         t->srcvar[v->src].items == v->items && t->srcvar[v->src].n == v->n) {
         /* a dict/list read from the frame as it was: the object itself (a copy would lose
          * its identity: a collector dict returned by a getter, then appended to) */
-        o->kind = DH_O_SOURCE;
-        o->index = v->src;
+        ob->o[at].kind = DH_O_SOURCE;
+        ob->o[at].index = v->src;
         return 0;
     }
+    /* a list, dict, set or made function reached a second time (a local and an argument,
+     * a closure's value and a local, the result and a module attribute written): the object
+     * the first node built, as eager has one object (was: a copy each, refused at breaks) */
+    int g = alias_group(v);
+    if (g == 0)
+        return fill_out(t, ob, at, v, outvals, nout);
+    for (int i = 0; i < ob->nalias; i++)
+        if (ob->alias[i].key == v->items && ob->alias[i].group == g) {
+            if (!ob->alias[i].done) /* inside itself: not buildable as a tree */
+                return sym_fail(t, "a %s that contains itself leaves the trace",
+                                g == 4 ? "nested function" : "list or dict");
+            ob->o[at].kind = DH_O_SAME;
+            ob->o[at].index = ob->alias[i].node;
+            return 0;
+        }
+    if (ob->nalias == ob->calias) {
+        int cap = ob->calias ? 2 * ob->calias : 8;
+        out_alias *na = realloc(ob->alias, (size_t)cap * sizeof *na);
+        if (na == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        ob->alias = na;
+        ob->calias = cap;
+    }
+    int k = ob->nalias++;
+    ob->alias[k].key = v->items;
+    ob->alias[k].group = g;
+    ob->alias[k].node = at;
+    ob->alias[k].done = 0;
+    int rc = fill_out(t, ob, at, v, outvals, nout);
+    ob->alias[k].done = 1;
+    return rc;
+}
+
+/* the root node moved to `to` (symbolic.c: the result wrapped with the attribute writes) */
+void sym_out_root_moved(outbuf *ob, int to) {
+    for (int i = 0; i < ob->n; i++)
+        if (ob->o[i].kind == DH_O_SAME && ob->o[i].index == 0)
+            ob->o[i].index = to;
+    for (int i = 0; i < ob->nalias; i++)
+        if (ob->alias[i].node == 0)
+            ob->alias[i].node = to;
+}
+
+static int made_function(trace *t, outbuf *ob, int at, const var *fn, ic_val *outvals, int *nout);
+
+static int fill_out(trace *t, outbuf *ob, int at, var *v, ic_val *outvals, int *nout) {
+    dh_outspec *o = &ob->o[at];
     switch (v->kind) {
     case V_TENSOR: {
         if (ic_value_is_grad_leaf(t->g, v->val)) /* train_step.c set_requires_grad */
@@ -181,7 +247,7 @@ int sym_fill_out(trace *t, outbuf *ob, int at, const var *v_in, ic_val *outvals,
         if (v->kind == V_CONST && sym_ctxvar_pending(t, v))
             return sym_fail(t, "a ContextVar token leaves the trace");
         if (v->kind == V_FUNC && v->op == SYM_MADE_FUNCTION)
-            return sym_fail(t, "a nested function is live across a graph break");
+            return made_function(t, ob, at, v, outvals, nout);
         if (v->kind == V_FUNC && v->op == SYM_PARTIAL)
             return sym_fail(t, "a functools.partial made in the trace is live across a graph break");
         if (v->kind != V_CONST && v->src >= 0) {
@@ -309,6 +375,180 @@ int sym_fill_out(trace *t, outbuf *ob, int at, const var *v_in, ic_val *outvals,
     default:
         return sym_fail(t, "returning an unsupported value");
     }
+}
+
+/* Does code co (or a code nested in it) assign or delete one of `names`, free variables
+ * of the function made from the outermost code (nonlocal x; x = ...)? -1: error. */
+static int code_writes_free(PyCodeObject *co, PyObject *names, int depth) {
+    PyObject *bytes = PyCode_GetCode(co);
+    if (bytes == NULL)
+        return -1;
+    const unsigned char *bc = (const unsigned char *)PyBytes_AS_STRING(bytes);
+    Py_ssize_t n = PyBytes_GET_SIZE(bytes);
+    int first_free = co->co_nlocalsplus - co->co_nfreevars, hit = 0, ext = 0;
+    for (Py_ssize_t i = 0; i + 1 < n && !hit; i += 2) {
+        const char *on = sym_opname(bc[i]);
+        int arg = ext | bc[i + 1];
+        ext = on && !strcmp(on, "EXTENDED_ARG") ? arg << 8 : 0;
+        if (on && (!strcmp(on, "STORE_DEREF") || !strcmp(on, "DELETE_DEREF")) && arg >= first_free &&
+            arg < co->co_nlocalsplus) {
+            int r = PySequence_Contains(names, PyTuple_GET_ITEM(co->co_localsplusnames, arg));
+            if (r != 0)
+                hit = r;
+        }
+    }
+    Py_DECREF(bytes);
+    if (depth < 8)
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(co->co_consts) && !hit; i++) {
+            PyObject *c = PyTuple_GET_ITEM(co->co_consts, i);
+            if (PyCode_Check(c))
+                hit = code_writes_free((PyCodeObject *)c, names, depth + 1);
+        }
+    return hit;
+}
+
+/* A function made by MAKE_FUNCTION in the trace, leaving it (the frame's result, or live
+ * in the state a graph break hands on): built for real as CPython's MAKE_FUNCTION would,
+ * types.FunctionType(code, globals, name, defaults, closure) with its keyword-only defaults
+ * and annotations (torchc/_api.py _made_function), once per function object (sym_fill_out).
+ * Its cells are fresh ones holding the values: eager's are shared with the frame that made
+ * it, which is gone (an inlined helper) or whose later writes were checked at the break
+ * (symbolic.c sym_made_fns_resumable). Refused: a function that assigns a variable of its
+ * enclosing function (nonlocal), where a copy of the cell would be seen to differ. */
+static int made_function(trace *t, outbuf *ob, int at, const var *fn, ic_val *outvals, int *nout) {
+    if (fn->obj == NULL || !PyCode_Check(fn->obj))
+        return sym_fail(t, "a nested function of unknown code leaves the trace");
+    PyCodeObject *co = (PyCodeObject *)fn->obj;
+    if (fn->n > 0) {
+        PyObject *names = PyCode_GetFreevars(co);
+        int w = names ? code_writes_free(co, names, 0) : -1;
+        Py_XDECREF(names);
+        if (w < 0)
+            return -1;
+        if (w)
+            return sym_fail(t, "a nested function that assigns a variable of its enclosing function "
+                               "(nonlocal) leaves the trace");
+    }
+    int ann = fn->oid & 1;
+    PyObject *api = PyImport_ImportModule("torchc._api");
+    PyObject *mk = api ? PyObject_GetAttrString(api, "_made_function") : NULL;
+    Py_XDECREF(api);
+    PyObject *globals = fn->globals ? fn->globals : t->globals;
+    PyObject *wrap = mk ? PyObject_CallFunction(mk, "OOiiii", fn->obj, globals, fn->n, fn->pos, fn->is_list, ann)
+                        : NULL;
+    Py_XDECREF(mk);
+    if (wrap == NULL)
+        return -1;
+    int child = sym_out_reserve(t, ob, 1);
+    if (child < 0) {
+        Py_DECREF(wrap);
+        return -1;
+    }
+    ob->o[at].kind = DH_O_WRAP;
+    ob->o[at].index = child;
+    ob->o[at].obj = wrap;
+    var vals = sym_var(V_SEQ); /* (closure values..., defaults..., [kwdefaults], [annotations]) */
+    vals.n = fn->n + fn->pos + fn->is_list + ann;
+    vals.items = fn->items;
+    return sym_fill_out(t, ob, child, &vals, outvals, nout);
+}
+
+/* Does the rest of code co, from code unit pc on, maybe assign local slot `slot` (a cell
+ * variable): an assignment after pc, or one before pc that a backward jump or an exception
+ * handler after pc reaches again (a loop)? -1: error. */
+static int cell_may_change_after(PyCodeObject *co, int slot, int pc) {
+    PyObject *bytes = PyCode_GetCode(co);
+    if (bytes == NULL)
+        return -1;
+    const unsigned char *bc = (const unsigned char *)PyBytes_AS_STRING(bytes);
+    int n = (int)(PyBytes_GET_SIZE(bytes) / 2), hit = 0, ext = 0, first_write = -1;
+    for (int i = 0; i < n && !hit; i++) { /* the assignments: one after pc is enough */
+        const char *on = sym_opname(bc[2 * i]);
+        int arg = ext | bc[2 * i + 1];
+        ext = on && !strcmp(on, "EXTENDED_ARG") ? arg << 8 : 0;
+        if (on && (!strcmp(on, "STORE_DEREF") || !strcmp(on, "DELETE_DEREF")) && arg == slot) {
+            if (i >= pc)
+                hit = 1;
+            else if (first_write < 0)
+                first_write = i;
+        }
+    }
+    ext = 0;
+    for (int i = 0; i < n && !hit && first_write >= 0; i++) { /* control reaching one again */
+        const char *on = sym_opname(bc[2 * i]);
+        int arg = ext | bc[2 * i + 1];
+        ext = on && !strcmp(on, "EXTENDED_ARG") ? arg << 8 : 0;
+        if (i < pc || on == NULL)
+            continue;
+        if (strstr(on, "BACKWARD") && i + 1 - arg <= pc - 1)
+            hit = 1; /* conservative: any loop around the break that starts at or before a write */
+        else {
+            int d, l, h = sym_exc_handler(co, i, &d, &l);
+            if (h >= 0 && h < pc)
+                hit = 1;
+        }
+        if (hit && strstr(on, "BACKWARD") && i + 1 - arg > first_write) {
+            /* the loop starts after every earlier write? only writes inside [target, pc) count */
+            int tgt = i + 1 - arg, w = 0, e2 = 0;
+            for (int j = 0; j < pc; j++) {
+                const char *o2 = sym_opname(bc[2 * j]);
+                int a2 = e2 | bc[2 * j + 1];
+                e2 = o2 && !strcmp(o2, "EXTENDED_ARG") ? a2 << 8 : 0;
+                if (j >= tgt && o2 && (!strcmp(o2, "STORE_DEREF") || !strcmp(o2, "DELETE_DEREF")) && a2 == slot)
+                    w = 1;
+            }
+            hit = w;
+        }
+    }
+    Py_DECREF(bytes);
+    return hit;
+}
+
+/* The functions made in the trace that are live at a break of frame f (in v[0..n), in
+ * containers and closures too): each closure value of one that is a cell of f must stay
+ * unchanged after the break (the resume frame's cell and the rebuilt function's are two);
+ * 1 when resumable, 0 failed (the reason set), -1 error. */
+int sym_made_fns_resumable(trace *t, sframe *f, const var *v, int n, int depth) {
+    for (int i = 0; i < n; i++) {
+        const var *x = &v[i];
+        if (x->items == NULL || depth >= 8)
+            continue;
+        int m = x->kind == V_METHOD ? 1 : x->n;
+        if (x->kind == V_FUNC && x->op == SYM_MADE_FUNCTION && x->obj && PyCode_Check(x->obj)) {
+            PyCodeObject *co = (PyCodeObject *)x->obj;
+            int nfv = co->co_nfreevars, base = co->co_nlocalsplus - nfv;
+            int first_free = f->code->co_nlocalsplus - f->code->co_nfreevars;
+            PyObject *fnames = f->code->co_localsplusnames;
+            for (int k = 0; k < x->n && k < nfv; k++) {
+                PyObject *name = PyTuple_GET_ITEM(co->co_localsplusnames, base + k);
+                for (int j = 0; j < f->code->co_nlocalsplus; j++) {
+                    int eq = PyUnicode_Compare(PyTuple_GET_ITEM(fnames, j), name);
+                    if (eq != 0)
+                        continue;
+                    if (j >= first_free) {
+                        sym_fail(t, "a nested function over a free variable of the frame is live across a "
+                                    "graph break");
+                        return 0;
+                    }
+                    int c = cell_may_change_after(f->code, j, f->pc);
+                    if (c < 0)
+                        return -1;
+                    if (c) {
+                        sym_fail(t, "a nested function over a variable the frame may assign after the "
+                                    "break is live across it");
+                        return 0;
+                    }
+                }
+            }
+            m = x->n + x->pos + x->is_list + (x->oid & 1);
+        } else if (!(x->kind == V_SEQ || x->kind == V_ITER || x->kind == V_DICT || x->kind == V_REC ||
+                     x->kind == V_METHOD))
+            continue;
+        int r = sym_made_fns_resumable(t, f, x->items, m, depth + 1);
+        if (r <= 0)
+            return r;
+    }
+    return 1;
 }
 
 /* The callable of a break CALL that is a comprehension made in the frame (3.11's <listcomp>,
@@ -788,6 +1028,7 @@ void sym_trace_free(trace *t, outbuf *ob) {
         for (int i = 0; i < ob->n; i++)
             Py_XDECREF(ob->o[i].obj);
         free(ob->o);
+        free(ob->alias);
     }
     Py_XDECREF(t->keep);
     if (t->g)

@@ -239,8 +239,13 @@ int sym_record_break_state(trace *t, sframe *f) {
         all[f->sp + f->nlocals] = *t->brk.fn;
     if (t->brk.args && t->brk.nargs > 0)
         memcpy(all + f->sp + f->nlocals + (t->brk.fn ? 1 : 0), t->brk.args, (size_t)t->brk.nargs * sizeof(var));
+    /* lists, dicts, sets and made functions reached twice are built once (sym_output.c
+     * sym_fill_out); an iterator the frame holds is rebuilt from its items: still one each */
     if (sym_dicts_shared(t, all, nall, all, nall, 0))
-        return sym_fail(t, "a list or dict referenced twice is live across a graph break");
+        return sym_fail(t, "a set or an iterator reached twice is live across a graph break");
+    int mr = sym_made_fns_resumable(t, f, all, nall, 0);
+    if (mr <= 0)
+        return -1; /* failed (the reason set) or an error */
     t->brk.nlocals = f->nlocals - f->code->co_nfreevars; /* plain locals: free vars stay in the closure */
     t->brk.nlocals = dh_resume_base_nlocals(f->code, t->brk.nlocals); /* a resume's dead stack slots */
     return 1;
@@ -646,6 +651,7 @@ static dh_entry *trace_once(PyCodeObject *code, PyObject *const *localsplus, PyO
                     if (first >= 0) {
                         ob.o[first] = ob.o[0];
                         memset(&ob.o[0], 0, sizeof ob.o[0]);
+                        sym_out_root_moved(&ob, first);
                         ob.o[0].kind = DH_O_TUPLE;
                         ob.o[0].index = first;
                         ob.o[0].count = 1 + t->nattrw;

@@ -314,15 +314,25 @@ def reset():
     _autotune.reset()
 
 
-def _made_function(code, globals, nclosure):
-    """A function made in a traced frame, built for real where a graph break calls it
-    (dynamo_hook/sym_output.c made_comprehension): called with (closure values..., defaults...)."""
+def _made_function(code, globals, nclosure, ndefs=-1, kwdefaults=False, annotations=False):
+    """A function made in a traced frame, built for real where it leaves the trace, as
+    CPython's MAKE_FUNCTION builds it (dynamo_hook/sym_output.c made_function,
+    made_comprehension): called with (closure values..., defaults..., [keyword-only defaults
+    dict], [annotations tuple (name, value, ...)]); ndefs -1: every value after the closure
+    is a default."""
     import types
 
     def make(values):
         cells = tuple(types.CellType(v) for v in values[:nclosure])
-        f = types.FunctionType(code, globals, code.co_name, tuple(values[nclosure:]) or None, cells or None)
+        end = len(values) if ndefs < 0 else nclosure + ndefs
+        f = types.FunctionType(code, globals, code.co_name, tuple(values[nclosure:end]) or None, cells or None)
         f.__qualname__ = code.co_qualname
+        if kwdefaults:
+            f.__kwdefaults__ = values[end]
+            end += 1
+        if annotations:
+            ann = values[end]
+            f.__annotations__ = dict(zip(ann[::2], ann[1::2]))
         return f
     return make
 
