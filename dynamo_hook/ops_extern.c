@@ -131,10 +131,13 @@ static int conv_channels_last(trace *t, const ic_meta *xm, const ic_meta *wm, co
 }
 
 
+static ic_val pad_dim(trace *t, ic_val v, int dim, int64_t lo, int64_t hi);
+
 /* conv1d/conv2d/conv3d(input, weight, bias, stride, padding, dilation, groups); op: nd */
 int sym_h_conv(trace *t, const opdef *d, var **p, var *out) {
     int nd = d->op;
     int64_t prm[3 + 3 * 3];
+    char sympad[IC_MAX_DIMS] = {0}; /* dims padded by one zero after ('same', even kernel) */
     prm[0] = nd;
     if (sym_need_tensor(t, d, p[0]) < 0 || sym_need_tensor(t, d, p[1]) < 0 ||
         sym_conv_ints(t, p[3], 1, nd, prm + 1, "stride") < 0 || sym_conv_ints(t, p[5], 1, nd, prm + 1 + 2 * nd, "dilation") < 0)
@@ -151,9 +154,17 @@ int sym_h_conv(trace *t, const opdef *d, var **p, var *out) {
             return sym_fail(t, "conv: padding '%s' (eager will raise)", mode ? mode : "?");
         for (int i = 0; i < nd; i++) {
             int64_t total = w->ndim == nd + 2 ? prm[1 + 2 * nd + i] * (w->sizes[2 + i] - 1) : 0;
-            if (same && (prm[1 + i] != 1 || total % 2))
-                return sym_fail(t, "conv: padding='same' with stride or asymmetric padding left to eager");
+            if (same && prm[1 + i] != 1)
+                return sym_fail(t, "conv: padding='same' with stride (eager will raise)");
             prm[1 + nd + i] = same ? total / 2 : 0;
+            if (same && total % 2) {
+                /* an odd total: eager pads the input by one more zero after (right of) this
+                 * dim, then convolves with total / 2 on both sides; so does the graph */
+                const ic_meta *xm0 = sym_metap(t, p[0]->val);
+                if (xm0->dyn || xm0->ndim < nd + 1)
+                    return sym_fail(t, "conv: padding='same' with an even kernel of a symbolic or unbatched input left to eager");
+                sympad[xm0->ndim - nd + i] = 1;
+            }
         }
     } else if (sym_conv_ints(t, p[4], 0, nd, prm + 1 + nd, "padding") < 0) {
         return -1;
@@ -165,6 +176,11 @@ int sym_h_conv(trace *t, const opdef *d, var **p, var *out) {
             return -1;
         v[n++] = p[2]->val;
     }
+    for (int i = 0; i < IC_MAX_DIMS && v[0] >= 0; i++)
+        if (sympad[i])
+            v[0] = pad_dim(t, v[0], i, 0, 1);
+    if (v[0] < 0)
+        return sym_check_graph(t);
     const ic_meta *xm = sym_metap(t, v[0]);
     ic_val dw = -1;
     int dwr = sym_dw_conv(t, nd, prm, v, n, &dw);

@@ -1158,6 +1158,11 @@ int sym_tensor_attr(trace *t, const var *x_in, PyObject *name, var *out) {
                     rg = t->guards[i].meta.requires_grad;
         if (!rg) /* training: a computed value requires grad as eager's would */
             rg = sym_value_requires_grad(t, x->val);
+        int ng = rg ? 0 : sym_nograd_leaf(t, x->oid); /* made to require grad under no_grad */
+        if (ng == 1)
+            return sym_fail(t, "Tensor.%s of a view of a tensor made to require grad under no_grad left to eager", n);
+        if (ng == 2)
+            return sym_const(t, n[0] == 'g' ? Py_NewRef(Py_None) : Py_NewRef(Py_True), out);
         if (n[0] == 'g') /* grad_fn: None for a tensor that does not require grad (zero_grad's
                           * set_to_none=False reads it of each .grad); else eager's node */
             return rg ? sym_fail(t, "Tensor attribute 'grad_fn' of a tensor that requires grad not supported")

@@ -1,0 +1,231 @@
+"""More calls that benchmarks/sweep_tiny.py (transformers architectures from tiny random configs)
+found breaking graphs, compiled differentially against eager with graph/break counts from
+torchc.explain (a silent fallback or a break fails, tests/conftest.py): conv with padding='same'
+and an even kernel (LASR's encoder: eager pads one more zero after), a tensorless nn.Module
+built in forward with a tuple argument (CANINE's nn.ConstantPad1d((lo, hi), 0)), and
+Tensor.requires_grad_() under no_grad (MRA's fallback attention: only the flag changes).
+Dtype, shape, strides and values must be eager's."""
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import torchc
+
+
+def _same(g, w, exact=True):
+    if isinstance(w, (tuple, list)):
+        assert type(g) is type(w) and len(g) == len(w)
+        for a, b in zip(g, w):
+            _same(a, b, exact)
+        return
+    if not isinstance(w, torch.Tensor):
+        assert g == w
+        return
+    assert (g.dtype, g.shape, g.requires_grad) == (w.dtype, w.shape, w.requires_grad), \
+        (g.dtype, w.dtype, g.shape, w.shape, g.requires_grad, w.requires_grad)
+    if g.numel() > 1:
+        assert g.stride() == w.stride(), (g.stride(), w.stride())
+    if exact:
+        torch.testing.assert_close(g, w, rtol=0, atol=0, equal_nan=True)
+    else:
+        torch.testing.assert_close(g, w, equal_nan=True, rtol=1e-5, atol=1e-5)
+
+
+def _whole(fn, *args, exact=True):
+    """fn compiled whole (1 graph, 0 breaks) gives eager's result"""
+    want = fn(*args)
+    torchc.reset()
+    ex = torchc.explain(fn)(*args)
+    assert (ex.graph_count, ex.graph_break_count) == (1, 0), ex.break_reasons
+    _same(ex.result, want, exact)
+    got = torchc.compile(fn)(*args)
+    _same(got, want, exact)
+    return ex
+
+
+# ---- conv with padding='same' and an even kernel (asymmetric padding) ----------------------
+
+CONV_SAME = [  # (nd, batch, cin, cout, spatial, kernel, dilation, groups)
+    (1, 2, 3, 4, (9,), (4,), 1, 1),
+    (1, 1, 4, 4, (1,), (2,), 1, 2),
+    (1, 3, 2, 5, (7,), (6,), 3, 1),   # dilation 3 x (6 - 1) = 15: odd total
+    (1, 0, 3, 2, (5,), (4,), 1, 1),   # empty batch
+    (2, 2, 3, 4, (6, 5), (2, 3), 1, 1),  # even along H only
+    (2, 1, 2, 2, (5, 8), (4, 4), (1, 2), 1),  # dilation 2 x 3: even along W
+    (3, 1, 2, 3, (4, 3, 5), (2, 1, 3), 1, 1),
+]
+
+
+@pytest.mark.parametrize("case", CONV_SAME)
+@pytest.mark.parametrize("bias", [True, False])
+def test_conv_same_even_kernel(case, bias):
+    nd, n, cin, cout, sp, k, dil, g = case
+    torch.manual_seed(sum(sp) + cout)
+    conv = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}[nd]
+    x = torch.randn(n, cin, *sp)
+    w = torch.randn(cout, cin // g, *k)
+    b = torch.randn(cout) if bias else None
+
+    def f(x, w, b):
+        return conv(x, w, b, 1, "same", dil, g).relu()
+
+    _whole(f, x, w, b, exact=False)
+
+
+def test_conv_same_even_kernel_module_noncontiguous():
+    torch.manual_seed(0)
+    m = nn.Conv1d(6, 4, 4, padding="same").eval()
+    x = torch.randn(3, 11, 6).transpose(1, 2)  # non-contiguous
+    _whole(lambda x: m(x) * 2, x, exact=False)
+
+
+def test_conv_same_even_kernel_grad():
+    torch.manual_seed(1)
+    m = nn.Conv2d(3, 2, (2, 4), padding="same")
+    x = torch.randn(2, 3, 5, 7, requires_grad=True)
+    want = m(x).square().sum()
+    gx, gw = torch.autograd.grad(want, (x, m.weight))
+    torchc.reset()
+    got = torchc.compile(lambda x: m(x).square().sum())(x)
+    hx, hw = torch.autograd.grad(got, (x, m.weight))
+    torch.testing.assert_close(got, want)
+    torch.testing.assert_close(hx, gx)
+    torch.testing.assert_close(hw, gw)
+
+
+@pytest.mark.allow_fallback
+def test_conv_same_with_stride_raises_as_eager():
+    x, w = torch.randn(1, 2, 8), torch.randn(3, 2, 3)
+
+    def f(x, w):
+        return F.conv1d(x, w, None, 2, "same")
+
+    with pytest.raises(Exception) as e1:
+        f(x, w)
+    torchc.reset()
+    with pytest.raises(type(e1.value)):
+        torchc.compile(f)(x, w)
+
+
+# ---- a tensorless module built in forward with a tuple argument -----------------------------
+
+class PadThenConv(nn.Module):
+    def __init__(self, k, mode):
+        super().__init__()
+        self.k, self.mode = k, mode
+        self.conv = nn.Conv1d(4, 4, k)
+
+    def forward(self, x):
+        total = self.k - 1
+        lo = total // 2
+        hi = total - lo
+        if self.mode == "constant":
+            pad = nn.ConstantPad1d((lo, hi), 0)
+        elif self.mode == "reflect":
+            pad = nn.ReflectionPad1d((lo, hi))
+        else:
+            pad = nn.ZeroPad2d((lo, hi, 1, 0))
+        return self.conv(pad(x)) if self.mode != "zero2d" else pad(x) + 1
+
+
+@pytest.mark.parametrize("k", [1, 2, 5])
+@pytest.mark.parametrize("mode", ["constant", "reflect", "zero2d"])
+@pytest.mark.parametrize("length", [7, 1, 0])
+def test_pad_module_built_in_forward(k, mode, length):
+    if mode == "reflect" and length <= max(k - 1 - (k - 1) // 2, (k - 1) // 2):
+        pytest.skip("eager refuses a reflection pad wider than the input")
+    torch.manual_seed(k)
+    m = PadThenConv(k, mode).eval()
+    if length == 0 and mode != "zero2d":
+        x = torch.randn(0, 4, 5)
+    else:
+        x = torch.randn(2, 4, max(length, 1))
+    with torch.no_grad():
+        _whole(m, x, exact=False)
+
+
+def test_pad_module_built_in_forward_each_call_fresh():
+    # a module with a float value in a tuple argument: a new one every call, the value eager's
+    def f(x, v):
+        return nn.ConstantPad2d((1, 2, 0, 1), v)(x)
+
+    x = torch.randn(2, 3, 4)
+    _whole(f, x, 1.5)
+    cf = torchc.compile(f)
+    _same(cf(x, -2.0), f(x, -2.0))
+
+
+# ---- Tensor.requires_grad_() under no_grad ---------------------------------------------------
+
+def f_zeros_rg(q, v):
+    z = torch.zeros_like(q).requires_grad_()
+    return z.requires_grad, z.grad_fn is None, (z + v).requires_grad, z * 2 + v
+
+
+def f_rg_attr(q):
+    z = q * 3
+    z.requires_grad = True
+    z.requires_grad_(True)
+    z.add_(1)  # in place on a leaf that requires grad: eager allows it under no_grad
+    return z.requires_grad, z.sum(1)
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 5), (1, 1, 1), (0, 4, 3)])
+def test_requires_grad_under_no_grad(shape):
+    torch.manual_seed(len(shape))
+    q = torch.randn(*shape)
+    v = torch.randn(*shape).transpose(0, 2).contiguous().transpose(0, 2)  # non-contiguous
+    with torch.no_grad():
+        _whole(f_zeros_rg, q, v)
+        _whole(f_rg_attr, q)
+
+
+@pytest.mark.no_compile
+def test_requires_grad_under_no_grad_leaving_the_graph_as_eager():
+    # the flagged tensor itself (or a view of it) returned: its flag must be eager's
+    def f(q):
+        z = torch.zeros_like(q).requires_grad_()
+        return z, z[0]
+
+    q = torch.randn(3, 4)
+    with torch.no_grad():
+        want = f(q)
+        torchc.reset()
+        got = torchc.compile(f)(q)
+    _same(list(got), list(want))
+    assert got[0].is_leaf and got[0].requires_grad
+    with torch.no_grad():
+        torchc.reset()
+        ex = torchc.explain(f)(q)
+    assert any("require grad under no_grad" in r for r in ex.break_reasons), ex.break_reasons
+
+
+@pytest.mark.no_compile
+def test_requires_grad_of_a_view_under_no_grad_as_eager():
+    def f(q):
+        z = torch.zeros_like(q).requires_grad_()
+        y = z.view(-1)
+        return y.requires_grad, z.detach().requires_grad, y * 2
+
+    q = torch.randn(3, 4)
+    with torch.no_grad():
+        want = f(q)
+        torchc.reset()
+        got = torchc.compile(f)(q)
+    assert got[:2] == want[:2]
+    _same(got[2], want[2])
+
+
+@pytest.mark.allow_fallback
+def test_requires_grad_on_an_int_tensor_under_no_grad_raises_as_eager():
+    def f(q):
+        return torch.zeros_like(q, dtype=torch.long).requires_grad_() + 1
+
+    q = torch.randn(3)
+    with torch.no_grad():
+        with pytest.raises(RuntimeError):
+            f(q)
+        torchc.reset()
+        with pytest.raises(RuntimeError):
+            torchc.compile(f)(q)
