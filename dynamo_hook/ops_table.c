@@ -220,6 +220,7 @@ static const opdef OPS[] = {
     {"gather", W_TORCH | W_METHOD, "input,dim,index|sparse_grad", sym_h_gather, IC_EXT_GATHER},
     {"scatter", W_TORCH | W_METHOD, "input,dim,index,src|reduce,value", sym_h_gather, IC_EXT_SCATTER},
     {"scatter_add", W_TORCH | W_METHOD, "input,dim,index,src", sym_h_gather, IC_EXT_SCATTER_ADD},
+    {"scatter_reduce", W_TORCH | W_METHOD, "input,dim,index,src,reduce|include_self", sym_h_scatter_reduce, 0},
     {"cumsum", W_TORCH | W_METHOD, "input,dim|dtype", sym_h_cumsum, IC_EXT_CUMSUM},
     {"cumprod", W_TORCH | W_METHOD, "input,dim|dtype", sym_h_cumsum, IC_EXT_CUMPROD},
     {"argsort", W_TORCH | W_METHOD, "input,dim,descending|stable", sym_h_argsort, 0},
@@ -1073,8 +1074,9 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
                         OPS[opi].fn != sym_h_div && OPS[opi].fn != sym_h_unary && OPS[opi].fn != sym_h_clamp &&
                         OPS[opi].fn != sym_h_gelu && OPS[opi].fn != sym_h_masked_fill && OPS[opi].fn != sym_h_addc &&
                         OPS[opi].fn != sym_h_index_fill && OPS[opi].fn != sym_h_index_add &&
+                        OPS[opi].fn != sym_h_scatter_reduce &&
                         (OPS[opi].fn != sym_h_gather || OPS[opi].op == IC_EXT_GATHER))
-                        opi = -1; /* scatter_/scatter_add_ (no gather_): as index_add_ */
+                        opi = -1; /* scatter_/scatter_add_/scatter_reduce_ (no gather_): as index_add_ */
                     if (opi >= 0) {
                         if (sym_inplace_overlap_check(t, self, args, npos) < 0)
                             return -1;

@@ -229,3 +229,91 @@ def test_requires_grad_on_an_int_tensor_under_no_grad_raises_as_eager():
         torchc.reset()
         with pytest.raises(RuntimeError):
             torchc.compile(f)(q)
+
+
+# ---- scatter_reduce -------------------------------------------------------------------------
+
+SCATTER_REDUCE = [  # (input shape, index/src shape, dim)
+    ((5,), (9,), 0),
+    ((4, 3), (6, 3), 0),
+    ((3, 7), (3, 4), 1),
+    ((1, 1), (1, 1), 0),
+    ((4, 2), (0, 2), 0),     # no index: the input unchanged
+    ((2, 3, 5), (2, 3, 2), -1),
+]
+
+
+@pytest.mark.parametrize("case", SCATTER_REDUCE)
+@pytest.mark.parametrize("reduce", ["sum", "prod", "mean", "amax", "amin"])
+@pytest.mark.parametrize("include_self", [True, False])
+def test_scatter_reduce(case, reduce, include_self):
+    xs, iss, dim = case
+    torch.manual_seed(len(xs) * 7 + iss[0])
+    x = torch.randn(*xs)
+    d = dim % len(xs)
+    idx = torch.randint(0, xs[d], iss) if xs[d] else torch.zeros(iss, dtype=torch.long)
+    src = torch.randn(*iss)
+
+    def f(x, idx, src):
+        return x.scatter_reduce(dim, idx, src, reduce, include_self=include_self) * 1
+
+    _whole(f, x, idx, src, exact=False)
+
+
+def test_scatter_reduce_int_mean_and_noncontiguous():
+    torch.manual_seed(3)
+    x = torch.randint(-9, 9, (3, 6)).t()  # non-contiguous [6, 3]
+    idx = torch.randint(0, 6, (4, 3))
+    src = torch.randint(-9, 9, (4, 3))
+
+    def f(x, idx, src):
+        a = torch.scatter_reduce(x, 0, idx, src, reduce="mean", include_self=False)
+        b = x.clone().scatter_reduce_(0, idx, src, "amax")
+        c = x.scatter_reduce(0, idx, src, "min")  # eager's alias of amin
+        return a, b, c
+
+    _whole(f, x, idx, src)
+
+
+def test_segment_mean_as_tapas():
+    # a segment reduction as transformers' TAPAS writes it: zeros, then scatter_reduce
+    def f(values, seg, n):
+        out = torch.zeros(n, dtype=torch.float)
+        means = out.scatter_reduce(dim=0, index=seg.long(), src=values.float(), reduce="mean", include_self=False)
+        return means.clone().view(2, n // 2)
+
+    torch.manual_seed(5)
+    v = torch.randn(13, dtype=torch.float64)
+    seg = torch.randint(0, 8, (13,), dtype=torch.int32)
+    _whole(f, v, seg, 8, exact=False)
+
+
+@pytest.mark.allow_fallback
+def test_scatter_reduce_with_grad_left_to_eager():
+    x = torch.randn(4, requires_grad=True)
+    idx = torch.tensor([0, 1, 1])
+    src = torch.randn(3, requires_grad=True)
+
+    def f(x, idx, src):
+        return x.scatter_reduce(0, idx, src, "prod").sum()
+
+    want = f(x, idx, src)
+    gw = torch.autograd.grad(want, (x, src))
+    torchc.reset()
+    got = torchc.compile(f)(x, idx, src)
+    gg = torch.autograd.grad(got, (x, src))
+    torch.testing.assert_close(got, want)
+    torch.testing.assert_close(gg, gw)
+
+
+@pytest.mark.no_compile
+def test_scatter_reduce_bad_reduce_raises_as_eager():
+    def f(x, idx, src):
+        return x.scatter_reduce(0, idx, src, "add")
+
+    x, idx, src = torch.randn(4), torch.tensor([0, 1]), torch.randn(2)
+    with pytest.raises(RuntimeError):
+        f(x, idx, src)
+    torchc.reset()
+    with pytest.raises(RuntimeError):
+        torchc.compile(f)(x, idx, src)

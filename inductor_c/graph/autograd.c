@@ -917,6 +917,7 @@ RULE(vjp_gather) {
 RULE(vjp_scatter) {
     NODE;
     const ic_meta *im = &FN(a, n->in[1])->meta, *sm = &FN(a, n->in[2])->meta;
+    if (n->nparams == 3) return ag_fail(a, "backward of scatter_reduce not supported"); /* (refused when traced) */
     if (n->ext_kind == IC_EXT_SCATTER_ADD) {
         ACC(0, g);
     } else if (NEED(0)) {
