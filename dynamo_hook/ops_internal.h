@@ -205,6 +205,7 @@ int sym_h_avg_pool(trace *t, const opdef *d, var **p, var *out);
 int sym_h_adaptive_pool(trace *t, const opdef *d, var **p, var *out);
 int sym_h_pad(trace *t, const opdef *d, var **p, var *out);
 int sym_h_unfold(trace *t, const opdef *d, var **p, var *out);
+int sym_h_fold(trace *t, const opdef *d, var **p, var *out);
 int sym_h_interpolate(trace *t, const opdef *d, var **p, var *out);
 
 /* ops_loss.c (training): losses; attention with dropout as eager's math path */

@@ -248,6 +248,7 @@ static const opdef OPS[] = {
     {"binary_cross_entropy", W_F, "input,target,weight,size_average,reduce,reduction", sym_h_bce, 1},
     {"broadcast_tensors", W_TORCH, "*tensors", sym_h_broadcast_tensors, 0},
     {"unfold", W_F, "input,kernel_size,dilation,padding,stride", sym_h_unfold, 0},
+    {"fold", W_F, "input,output_size,kernel_size,dilation,padding,stride", sym_h_fold, 0},
     {"unfold", W_METHOD, "input,dimension,size,step", sym_h_tensor_unfold, 0},
     /* ops_more.c */
     {"is_floating_point", W_TORCH | W_METHOD, "input", sym_h_query, 0},

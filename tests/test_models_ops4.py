@@ -317,3 +317,69 @@ def test_scatter_reduce_bad_reduce_raises_as_eager():
     torchc.reset()
     with pytest.raises(RuntimeError):
         torchc.compile(f)(x, idx, src)
+
+
+# ---- F.fold (col2im) --------------------------------------------------------------------------
+
+FOLD = [  # (batch or None, channels, output_size, kernel, dilation, padding, stride)
+    (2, 3, (4, 6), (2, 2), 1, 0, (2, 2)),   # non-overlapping patches (MobileViTv2)
+    (1, 2, (5, 5), (3, 3), 1, 1, 1),        # overlapping: sums
+    (3, 1, (7, 4), (2, 3), (2, 1), (1, 0), (2, 1)),
+    (None, 4, (3, 3), 1, 1, 0, 1),          # unbatched
+    (1, 1, (1, 1), 1, 1, 0, 1),
+    (2, 2, (6, 5), (3, 2), 1, (2, 1), (3, 2)),
+]
+
+
+def _blocks(os, k, dl, pad, st):
+    two = lambda v: v if isinstance(v, tuple) else (v, v)
+    os, k, dl, pad, st = map(two, (os, k, dl, pad, st))
+    n = 1
+    for i in range(2):
+        n *= (os[i] + 2 * pad[i] - dl[i] * (k[i] - 1) - 1) // st[i] + 1
+    return n, k[0] * k[1]
+
+
+@pytest.mark.parametrize("case", FOLD)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_fold(case, dtype):
+    b, c, os, k, dl, pad, st = case
+    L, kk = _blocks(os, k, dl, pad, st)
+    torch.manual_seed(L + c)
+    shape = (c * kk, L) if b is None else (b, c * kk, L)
+    x = torch.randn(*shape, dtype=dtype)
+
+    def f(x):
+        return F.fold(x, os, k, dl, pad, st) * 2
+
+    _whole(f, x)
+    nc = torch.randn(*reversed(shape), dtype=dtype).transpose(-1, -2) if b is None else \
+        torch.randn(b, L, c * kk, dtype=dtype).transpose(1, 2)  # non-contiguous
+    _whole(f, nc)
+
+
+def test_fold_module_and_grad():
+    torch.manual_seed(2)
+    m = nn.Fold((5, 4), (2, 2), padding=1, stride=1)
+    L, kk = _blocks((5, 4), (2, 2), 1, 1, 1)
+    x = torch.randn(2, 3 * kk, L, requires_grad=True)
+    want = (m(x) ** 2).sum()
+    gw, = torch.autograd.grad(want, x)
+    torchc.reset()
+    got = torchc.compile(lambda x: (m(x) ** 2).sum())(x)
+    gg, = torch.autograd.grad(got, x)
+    torch.testing.assert_close(got, want)
+    torch.testing.assert_close(gg, gw)
+
+
+@pytest.mark.no_compile
+def test_fold_wrong_block_count_raises_as_eager():
+    def f(x):
+        return F.fold(x, (4, 4), 2, stride=2)
+
+    x = torch.randn(1, 8, 5)
+    with pytest.raises(RuntimeError):
+        f(x)
+    torchc.reset()
+    with pytest.raises(RuntimeError):
+        torchc.compile(f)(x)
