@@ -243,8 +243,8 @@ static ic_val pad_dim(trace *t, ic_val v, int dim, int64_t lo, int64_t hi) {
  * (stride - 1 zeros between its elements) and padded by dilation * (k - 1) - padding on
  * each side (+ output_padding after; negative: cropped), with the weight's in and out
  * channels swapped within each group and its taps reversed. Eager's values up to the
- * order of the sums; the gradients are the graph's own. Unbatched inputs, symbolic
- * shapes and channels-last inputs are left to eager. */
+ * order of the sums; the gradients are the graph's own. Unbatched inputs and symbolic
+ * shapes are left to eager. */
 int sym_h_conv_transpose(trace *t, const opdef *d, var **p, var *out) {
     int nd = d->op;
     int64_t st[3], pd[3], op[3], dl[3];
@@ -259,8 +259,10 @@ int sym_h_conv_transpose(trace *t, const opdef *d, var **p, var *out) {
         return sym_fail(t, "%s: unbatched input or symbolic shapes left to eager", d->name);
     if (g < 1 || xm.sizes[1] != wm.sizes[0] || wm.sizes[0] % g != 0 || xm.dtype != wm.dtype || xm.dtype < IC_F16)
         return sym_fail(t, "%s: channels, groups or dtypes do not fit (eager decides)", d->name);
-    if (nd == 2 && ic_value_suggest_format(G, p[0]->val) == IC_MF_CHANNELS_LAST)
-        return sym_fail(t, "%s of a channels-last input left to eager", d->name);
+    /* eager (mkldnn, cuDNN, the slow kernels alike): a channels-last result when the input or
+     * the weight is channels-last; the graph's convolution, then a copy in that layout */
+    int cl = nd == 2 && (ic_value_suggest_format(G, p[0]->val) == IC_MF_CHANNELS_LAST ||
+                         ic_value_suggest_format(G, p[1]->val) == IC_MF_CHANNELS_LAST);
     for (int i = 0; i < nd; i++) {
         int64_t L = xm.sizes[2 + i], k = wm.sizes[2 + i];
         if (st[i] < 1 || dl[i] < 1 || pd[i] < 0 || op[i] < 0 || (op[i] >= st[i] && op[i] >= dl[i]) || L < 1 || k < 1 ||
@@ -330,7 +332,9 @@ int sym_h_conv_transpose(trace *t, const opdef *d, var **p, var *out) {
         return -1;
     static const char *names[3] = {"conv1d", "conv2d", "conv3d"};
     const opdef cd = {names[nd - 1], W_F, "input,weight,bias,stride,padding,dilation,groups", sym_h_conv, nd};
-    return sym_h_conv(t, &cd, (var *[]){&xv, &wv, p[2], &sv, &pv, &dv, p[6]}, out);
+    if (sym_h_conv(t, &cd, (var *[]){&xv, &wv, p[2], &sv, &pv, &dv, p[6]}, out) < 0)
+        return -1;
+    return cl ? dh_layout_copy(t, out->val, IC_MF_CHANNELS_LAST, out) : 0;
 }
 
 /* CUDA: eager's attention output has the layout of the kernel its dispatcher picks (flash and

@@ -383,3 +383,36 @@ def test_fold_wrong_block_count_raises_as_eager():
     torchc.reset()
     with pytest.raises(RuntimeError):
         torchc.compile(f)(x)
+
+
+# ---- conv_transpose2d of a channels-last input or weight -------------------------------------
+
+@pytest.mark.parametrize("xcl,wcl", [(1, 0), (0, 1), (1, 1), (0, 0)])
+@pytest.mark.parametrize("stride,padding,groups", [(2, 0, 1), (1, 1, 2), (3, 1, 1)])
+def test_conv_transpose2d_channels_last(xcl, wcl, stride, padding, groups):
+    torch.manual_seed(stride * 10 + padding + groups)
+    cl = torch.channels_last
+    x = torch.randn(2, 4, 5, 3)
+    w = torch.randn(4, 6 // groups, 3, 2)
+    b = torch.randn(6)
+    x = x.to(memory_format=cl) if xcl else x
+    w = w.to(memory_format=cl) if wcl else w
+
+    def f(x, w, b):
+        return F.conv_transpose2d(x, w, b, stride, padding, 0, groups).relu()
+
+    _whole(f, x, w, b, exact=False)
+
+
+def test_conv_transpose2d_channels_last_module_grad():
+    torch.manual_seed(4)
+    m = nn.ConvTranspose2d(3, 2, 2, stride=2).to(memory_format=torch.channels_last)
+    x = torch.randn(2, 3, 4, 5).to(memory_format=torch.channels_last).requires_grad_()
+    want = m(x)
+    gw = torch.autograd.grad(want.square().sum(), (x, m.weight))
+    torchc.reset()
+    got = torchc.compile(m)(x)
+    assert got.stride() == want.stride()
+    torch.testing.assert_close(got, want)
+    gg = torch.autograd.grad(got.square().sum(), (x, m.weight))
+    torch.testing.assert_close(gg, gw)
