@@ -204,9 +204,47 @@ int sym_h_pad(trace *t, const opdef *d, var **p, var *out) {
     return sym_tensor_out(t, x, out);
 }
 
+/* bicubic along dim (ATen's upsample_bicubic2d): src the unclamped source coordinate of each
+ * of the O outputs; i = min(floor(src), L - 1), t = clamp(src - i, 0, 1); taps i-1..i+2
+ * clamped into [0, L - 1], weighted by the cubic convolution (A = -0.75) of t, summed in tap
+ * order in ct; col: the weights broadcast over the dim after dim */
+static ic_val bicubic_dim(trace *t, ic_val x, int dim, int64_t L, int64_t O, int col, ic_val src, ic_dtype ct,
+                          ic_dtype dt) {
+    const double A = -0.75;
+    ic_val fl = ic_unary(G, IC_OP_FLOOR, src);
+    ic_val i0 = ic_binary(G, IC_OP_MINIMUM, ic_cast(G, fl, IC_I64), sym_inum(t, L - 1));
+    ic_val lam = ic_binary(G, IC_OP_MINIMUM, ic_binary(G, IC_OP_MAXIMUM, ic_binary(G, IC_OP_SUB, src, ic_cast(G, i0, ct)),
+                                                       fconst(t, 0.0, ct)), fconst(t, 1.0, ct));
+    /* cc1(x) = ((A + 2) x - (A + 3)) x x + 1; cc2(x) = ((A x - 5A) x + 8A) x - 4A */
+#define CC1(v) ic_binary(G, IC_OP_ADD, ic_binary(G, IC_OP_MUL, ic_binary(G, IC_OP_MUL, ic_binary(G, IC_OP_SUB, \
+                 ic_binary(G, IC_OP_MUL, fconst(t, A + 2, ct), (v)), fconst(t, A + 3, ct)), (v)), (v)), fconst(t, 1.0, ct))
+#define CC2(v) ic_binary(G, IC_OP_SUB, ic_binary(G, IC_OP_MUL, ic_binary(G, IC_OP_ADD, ic_binary(G, IC_OP_MUL, \
+                 ic_binary(G, IC_OP_SUB, ic_binary(G, IC_OP_MUL, fconst(t, A, ct), (v)), fconst(t, 5 * A, ct)), (v)), \
+                 fconst(t, 8 * A, ct)), (v)), fconst(t, 4 * A, ct))
+    ic_val x2 = ic_binary(G, IC_OP_SUB, fconst(t, 1.0, ct), lam);
+    ic_val w[4] = {CC2(ic_binary(G, IC_OP_ADD, lam, fconst(t, 1.0, ct))), CC1(lam), CC1(x2),
+                   CC2(ic_binary(G, IC_OP_ADD, x2, fconst(t, 1.0, ct)))};
+#undef CC1
+#undef CC2
+    ic_val acc = -1;
+    for (int j = 0; j < 4; j++) {
+        ic_val ij = ic_binary(G, IC_OP_MINIMUM, ic_binary(G, IC_OP_MAXIMUM, ic_binary(G, IC_OP_ADD, i0, sym_inum(t, j - 1)),
+                                                         sym_inum(t, 0)), sym_inum(t, L - 1));
+        ic_val wj = w[j];
+        if (col) {
+            int64_t sh[2] = {O, 1};
+            wj = ic_reshape(G, wj, 2, sh);
+        }
+        ic_val tj = ic_binary(G, IC_OP_MUL, ic_cast(G, ic_index_select(G, x, dim, ij), ct), wj);
+        acc = j == 0 ? tj : ic_binary(G, IC_OP_ADD, acc, tj);
+    }
+    return ic_cast(G, acc, dt);
+}
+
 /* F.interpolate(input, size, scale_factor, mode, align_corners, recompute_scale_factor, antialias):
  * nearest / nearest-exact (1-3 spatial dims) as index maps; linear / bilinear (align_corners
- * either way) as two index maps per dim blended with the weights ATen computes. */
+ * either way) as two index maps per dim blended with the weights ATen computes; bicubic as
+ * four (bicubic_dim). */
 int sym_h_interpolate(trace *t, const opdef *d, var **p, var *out) {
     if (sym_need_tensor(t, d, p[0]) < 0)
         return -1;
@@ -221,7 +259,8 @@ int sym_h_interpolate(trace *t, const opdef *d, var **p, var *out) {
         mode = PyUnicode_AsUTF8(p[3]->obj);
     }
     int md = !strcmp(mode, "nearest") ? 0 : !strcmp(mode, "nearest-exact") ? 1
-             : (!strcmp(mode, "linear") && nd == 1) || (!strcmp(mode, "bilinear") && nd == 2) ? 2 : -1;
+             : (!strcmp(mode, "linear") && nd == 1) || (!strcmp(mode, "bilinear") && nd == 2) ? 2
+             : !strcmp(mode, "bicubic") && nd == 2 ? 3 : -1;
     if (md < 0)
         return sym_fail(t, "interpolate: mode '%s' left to eager", mode);
     if (sym_get_bool(t, p[4], 0, &align, "align_corners") < 0 || sym_get_bool(t, p[5], 0, &recompute, "recompute_scale_factor") < 0 ||
@@ -290,7 +329,12 @@ int sym_h_interpolate(trace *t, const opdef *d, var **p, var *out) {
         } else {
             src = ic_binary(G, IC_OP_SUB, ic_binary(G, IC_OP_MUL, sc, ic_binary(G, IC_OP_ADD, di, fconst(t, 0.5, ct))),
                             fconst(t, 0.5, ct));
-            src = ic_binary(G, IC_OP_MAXIMUM, src, fconst(t, 0.0, ct));
+            if (md == 2) /* (bicubic's is not clamped) */
+                src = ic_binary(G, IC_OP_MAXIMUM, src, fconst(t, 0.0, ct));
+        }
+        if (md == 3) {
+            x = bicubic_dim(t, x, dim, L, O[i], i < nd - 1, src, ct, m.dtype);
+            continue;
         }
         ic_val i0 = ic_cast(G, src, IC_I64);
         ic_val i1 = ic_binary(G, IC_OP_ADD, i0, ic_cast(G, ic_binary(G, IC_OP_LT, i0, sym_inum(t, L - 1)), IC_I64));

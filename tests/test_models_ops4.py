@@ -416,3 +416,49 @@ def test_conv_transpose2d_channels_last_module_grad():
     torch.testing.assert_close(got, want)
     gg = torch.autograd.grad(got.square().sum(), (x, m.weight))
     torch.testing.assert_close(gg, gw)
+
+
+# ---- interpolate mode='bicubic' ---------------------------------------------------------------
+
+BICUBIC = [  # (input [N, C, H, W], size or None, scale_factor or None)
+    ((1, 3, 4, 4), (7, 9), None),     # up
+    ((2, 2, 9, 6), (4, 3), None),     # down
+    ((1, 1, 1, 5), (3, 2), None),     # a 1-row input
+    ((1, 2, 5, 5), None, 1.5),
+    ((2, 3, 6, 4), None, (0.5, 2.0)),
+    ((1, 1, 3, 3), (3, 3), None),     # same size
+]
+
+
+@pytest.mark.parametrize("case", BICUBIC)
+@pytest.mark.parametrize("align", [False, True])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_interpolate_bicubic(case, align, dtype):
+    shape, size, sf = case
+    torch.manual_seed(sum(shape))
+    x = torch.randn(*shape, dtype=dtype)
+
+    def f(x):
+        return F.interpolate(x, size=size, scale_factor=sf, mode="bicubic", align_corners=align)
+
+    _whole(f, x, exact=False)
+    _whole(f, x.transpose(2, 3).contiguous().transpose(2, 3), exact=False)  # non-contiguous
+
+
+def test_interpolate_bicubic_pos_embed_and_grad():
+    # a ViT's position-embedding resize, as transformers writes it
+    torch.manual_seed(9)
+    pe = torch.randn(1, 16, 8, requires_grad=True)
+
+    def f(pe, h, w):
+        g = pe.reshape(1, 4, 4, 8).permute(0, 3, 1, 2)
+        g = F.interpolate(g.to(torch.float32), size=(h, w), mode="bicubic", align_corners=False)
+        return g.permute(0, 2, 3, 1).reshape(1, -1, 8)
+
+    want = f(pe, 5, 7)
+    gw, = torch.autograd.grad(want.square().sum(), pe)
+    torchc.reset()
+    got = torchc.compile(f)(pe, 5, 7)
+    torch.testing.assert_close(got, want)
+    gg, = torch.autograd.grad(got.square().sum(), pe)
+    torch.testing.assert_close(gg, gw)
