@@ -462,3 +462,40 @@ def test_interpolate_bicubic_pos_embed_and_grad():
     torch.testing.assert_close(got, want)
     gg, = torch.autograd.grad(got.square().sum(), pe)
     torch.testing.assert_close(gg, gw)
+
+
+# ---- math.prod of a list built in the trace --------------------------------------------------
+
+import math  # noqa: E402
+
+
+def f_prod_sizes(x, strides):
+    size = [n // s for n, s in zip(x.shape[1:-1], strides)]
+    return x.reshape(-1, math.prod(size), x.shape[-1]) * math.prod(strides)
+
+
+def f_prod_tensors(a, b):
+    return math.prod([a, b, a]) + math.prod(t.sum() for t in (a, b))
+
+
+@pytest.mark.parametrize("shape,strides", [((2, 4, 6, 3), (2, 3)), ((1, 1, 1, 1), (1, 1)), ((3, 5, 7, 2), (5, 7))])
+def test_math_prod_of_a_list(shape, strides):
+    x = torch.randn(*shape)
+    _whole(f_prod_sizes, x, strides)
+
+
+def test_math_prod_of_tensors():
+    torch.manual_seed(6)
+    a, b = torch.randn(3, 4), torch.randn(4)
+    _whole(f_prod_tensors, a, b, exact=False)
+
+
+def test_math_prod_of_symbolic_sizes():
+    def f(x):
+        size = [x.shape[0], x.shape[1]]
+        return x.reshape(math.prod(size), -1) + 1
+
+    cf = torchc.compile(f, dynamic=True)
+    for shape in [(2, 3, 4), (5, 1, 2), (3, 7, 1)]:
+        x = torch.randn(*shape)
+        _same(cf(x), f(x))
