@@ -37,6 +37,25 @@ int sym_h_addmm(trace *t, const opdef *d, var **p, var *out) {
     return sym_tensor_out(t, ic_extern(t->g, (ic_extern_kind)d->op, 3, v, 0, NULL, beta, alpha), out);
 }
 
+/* r's strides made LAPACK's column-major matrices (batch dims outermost), as eager's
+ * linalg.solve (left=True) and solve_triangular results are: [..., m, k] -> (.., 1, m) */
+static ic_val column_major(trace *t, ic_val r) {
+    const ic_meta *m = r < 0 ? NULL : ic_value_meta(t->g, r);
+    if (m == NULL || m->ndim < 2 || m->dyn)
+        return r;
+    int nd = m->ndim;
+    int64_t st[IC_MAX_DIMS], rows = m->sizes[nd - 2] > 1 ? m->sizes[nd - 2] : 1;
+    int64_t acc = rows * (m->sizes[nd - 1] > 1 ? m->sizes[nd - 1] : 1);
+    st[nd - 2] = 1;
+    st[nd - 1] = rows;
+    for (int i = nd - 3; i >= 0; i--) {
+        st[i] = acc;
+        acc *= m->sizes[i] > 1 ? m->sizes[i] : 1;
+    }
+    ic_value_set_strides(t->g, r, st);
+    return r;
+}
+
 /* matrix_exp(A) (torch., torch.linalg., Tensor.) and linalg.solve(A, B, left=True): extern
  * nodes run by csrc/matrix_exp.cpp (the degree of matrix_exp is chosen there from the norm) */
 int sym_h_linalg(trace *t, const opdef *d, var **p, var *out) {
@@ -48,7 +67,30 @@ int sym_h_linalg(trace *t, const opdef *d, var **p, var *out) {
         return -1;
     ic_val v[2] = {p[0]->val, nin > 1 ? p[1]->val : -1};
     int64_t prm = left;
-    return sym_tensor_out(t, ic_extern(t->g, (ic_extern_kind)d->op, nin, v, d->op == IC_EXT_SOLVE, &prm, 1, 1), out);
+    ic_val r = ic_extern(t->g, (ic_extern_kind)d->op, nin, v, d->op == IC_EXT_SOLVE, &prm, 1, 1);
+    return sym_tensor_out(t, d->op == IC_EXT_SOLVE && left ? column_major(t, r) : r, out);
+}
+
+/* torch.linalg.solve_triangular(A, B, *, upper, left=True, unitriangular=False): the solve
+ * extern with (left, upper, unitriangular) after its left param, run by ATen's own
+ * linalg_solve_triangular (csrc/matrix_exp.cpp); only A's triangle is read, as in eager.
+ * Inference only: with a value that requires grad it is left to eager. */
+int sym_h_solve_triangular(trace *t, const opdef *d, var **p, var *out) {
+    int upper = 0, left = 1, unit = 0;
+    if (sym_need_tensor(t, d, p[0]) < 0 || sym_need_tensor(t, d, p[1]) < 0)
+        return -1;
+    if (sym_is_none(p[2]))
+        return sym_fail(t, "solve_triangular: upper is required (eager will raise)");
+    if (sym_get_bool(t, p[2], 0, &upper, "upper") < 0 || sym_get_bool(t, p[3], 1, &left, "left") < 0 ||
+        sym_get_bool(t, p[4], 0, &unit, "unitriangular") < 0)
+        return -1;
+    if (p[5] != NULL && !sym_is_none(p[5]))
+        return sym_fail(t, "solve_triangular with out= left to eager");
+    if (sym_value_requires_grad(t, p[0]->val) || sym_value_requires_grad(t, p[1]->val))
+        return sym_fail(t, "solve_triangular of a tensor that requires grad left to eager");
+    ic_val v[2] = {p[0]->val, p[1]->val};
+    int64_t prm[4] = {left, upper, unit, 1};
+    return sym_tensor_out(t, column_major(t, ic_extern(t->g, IC_EXT_SOLVE, 2, v, 4, prm, 1, 1)), out);
 }
 
 /* F.linear(input, weight, bias=None) */

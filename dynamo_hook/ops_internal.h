@@ -175,6 +175,7 @@ int sym_h_tri(trace *t, const opdef *d, var **p, var *out);
 int sym_h_flip(trace *t, const opdef *d, var **p, var *out);
 int sym_h_repeat(trace *t, const opdef *d, var **p, var *out);
 int sym_h_gather(trace *t, const opdef *d, var **p, var *out);
+int sym_h_solve_triangular(trace *t, const opdef *d, var **p, var *out);
 int sym_h_scatter_reduce(trace *t, const opdef *d, var **p, var *out);
 int sym_h_meshgrid(trace *t, const opdef *d, var **p, var *out);
 int sym_h_unbind(trace *t, const opdef *d, var **p, var *out);

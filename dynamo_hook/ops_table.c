@@ -217,6 +217,7 @@ static const opdef OPS[] = {
     {"matrix_exp", W_TORCH | W_METHOD, "input", sym_h_linalg, IC_EXT_MATRIX_EXP},
     {"matrix_exp", W_LINALG, "A", sym_h_linalg, IC_EXT_MATRIX_EXP},
     {"solve", W_LINALG, "A,B|left", sym_h_linalg, IC_EXT_SOLVE},
+    {"solve_triangular", W_LINALG, "A,B|upper,left,unitriangular,out", sym_h_solve_triangular, 0},
     {"gather", W_TORCH | W_METHOD, "input,dim,index|sparse_grad", sym_h_gather, IC_EXT_GATHER},
     {"scatter", W_TORCH | W_METHOD, "input,dim,index,src|reduce,value", sym_h_gather, IC_EXT_SCATTER},
     {"scatter_add", W_TORCH | W_METHOD, "input,dim,index,src", sym_h_gather, IC_EXT_SCATTER_ADD},

@@ -499,3 +499,69 @@ def test_math_prod_of_symbolic_sizes():
     for shape in [(2, 3, 4), (5, 1, 2), (3, 7, 1)]:
         x = torch.randn(*shape)
         _same(cf(x), f(x))
+
+
+# ---- torch.linalg.solve_triangular -------------------------------------------------------------
+
+@pytest.mark.parametrize("shape_a,shape_b,left", [((4, 4), (4, 3), True), ((2, 3, 5, 5), (2, 3, 5, 2), True),
+                                                  ((3, 3), (2, 3), False), ((1, 1), (1, 1), True),
+                                                  ((2, 6, 6), (2, 6, 0), True)])
+@pytest.mark.parametrize("upper", [False, True])
+@pytest.mark.parametrize("unit", [False, True])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_solve_triangular(shape_a, shape_b, left, upper, unit, dtype):
+    torch.manual_seed(shape_a[-1] * 3 + shape_b[-1])
+    a = torch.randn(*shape_a, dtype=dtype) + 3 * torch.eye(shape_a[-1], dtype=dtype)  # well conditioned
+    b = torch.randn(*shape_b, dtype=dtype)
+
+    def f(a, b):
+        x = torch.linalg.solve_triangular(a * 1, b, upper=upper, left=left, unitriangular=unit)
+        return x + 0
+
+    _whole(f, a, b, exact=False)
+    _whole(f, a.transpose(-1, -2), b, exact=False)  # a non-contiguous A (its other triangle)
+
+
+def test_solve_triangular_ut_transform_as_a_gated_delta_rule():
+    # a chunked delta-rule UT transform: the unit lower-triangular system of its keys
+    torch.manual_seed(8)
+    k = F.normalize(torch.randn(2, 3, 8, 4), dim=-1)
+    v = torch.randn(2, 3, 8, 4)
+    beta = torch.rand(2, 3, 8)
+
+    def f(k, v, beta):
+        kb = k * beta.unsqueeze(-1)
+        ut = (kb @ k.transpose(-1, -2)).tril(-1)
+        return torch.linalg.solve_triangular(ut, v * beta.unsqueeze(-1), upper=False, unitriangular=True)
+
+    _whole(f, k, v, beta, exact=False)
+
+
+@pytest.mark.allow_fallback
+def test_solve_triangular_with_grad_left_to_eager():
+    a = (torch.randn(3, 3) + 3 * torch.eye(3)).requires_grad_()
+    b = torch.randn(3, 2, requires_grad=True)
+
+    def f(a, b):
+        return torch.linalg.solve_triangular(a, b, upper=True).sum()
+
+    want = f(a, b)
+    gw = torch.autograd.grad(want, (a, b))
+    torchc.reset()
+    got = torchc.compile(f)(a, b)
+    gg = torch.autograd.grad(got, (a, b))
+    torch.testing.assert_close(got, want)
+    torch.testing.assert_close(gg, gw)
+
+
+@pytest.mark.parametrize("left", [True, False])
+def test_linalg_solve_strides_as_eager(left):
+    # eager's linalg.solve gives LAPACK's column-major result for left=True, row-major else
+    torch.manual_seed(11)
+    a = torch.randn(2, 4, 4) + 4 * torch.eye(4)
+    b = torch.randn(2, 4, 3) if left else torch.randn(2, 3, 4)
+
+    def f(a, b):
+        return torch.linalg.solve(a, b, left=left)
+
+    _whole(f, a, b, exact=False)

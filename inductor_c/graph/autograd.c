@@ -952,7 +952,7 @@ RULE(vjp_matrix_exp) {
 }
 RULE(vjp_solve) {
     NODE;
-    if (n->nparams != 1 || n->params[0] != 1) return ag_fail(a, "no backward rule for solve with left=False");
+    if (n->nparams != 1 || n->params[0] != 1) return ag_fail(a, "no backward rule for solve with left=False or solve_triangular");
     ic_val in[2] = {transpose(a, X(0)), g};
     int64_t left = 1;
     ic_val gb = ext(a, IC_EXT_SOLVE, 2, in, 1, &left);
