@@ -36,17 +36,7 @@ int sym_tensor_grad(trace *t, const var *x, PyObject *name, var *out) {
     return rc;
 }
 
-/* p.grad = None (Module.zero_grad, Optimizer.zero_grad): an attribute write of the source
- * tensor, replayed after the graph like a module attribute's (its value read back by a later
- * p.grad of the trace) */
-/* x.requires_grad = b (transformers' audio feature encoders set it on their input's view in
- * training) and x.requires_grad_(b). Eager: b must be a bool; True on an integer tensor
- * raises; True on a floating tensor that does not require grad makes it a leaf that does
- * (ic_grad_leaf: what is built from it requires grad, no gradient passes below it); False on
- * such a leaf makes it stop; a non-leaf (a value with a grad_fn) raises, except for the
- * method's True (no change). The object must not leave the graph (sym_fill_out): eager's
- * x.grad after backward would be its gradient. Inputs (the caller's tensors) keep their
- * flag: changing it is left to eager. */
+/* 2: oid is a tensor made to require grad under no_grad; 1: a view of it (sym.h) */
 int sym_nograd_leaf(trace *t, int oid) {
     int r = 0;
     for (int i = 0; i < t->nngleaf && r < 2; i++)
@@ -80,6 +70,17 @@ static int nograd_flag(trace *t, const var *a, const ic_meta *m, int want) {
     return 0;
 }
 
+/* p.grad = None (Module.zero_grad, Optimizer.zero_grad): an attribute write of the source
+ * tensor, replayed after the graph like a module attribute's (its value read back by a later
+ * p.grad of the trace) */
+/* x.requires_grad = b (transformers' audio feature encoders set it on their input's view in
+ * training) and x.requires_grad_(b). Eager: b must be a bool; True on an integer tensor
+ * raises; True on a floating tensor that does not require grad makes it a leaf that does
+ * (ic_grad_leaf: what is built from it requires grad, no gradient passes below it); False on
+ * such a leaf makes it stop; a non-leaf (a value with a grad_fn) raises, except for the
+ * method's True (no change). The object must not leave the graph (sym_fill_out): eager's
+ * x.grad after backward would be its gradient. Inputs (the caller's tensors) keep their
+ * flag: changing it is left to eager. */
 static int set_requires_grad(trace *t, const var *a_in, int want, int method) {
     var av = *a_in, *a = &av;
     sym_resolve(t, a); /* its value now (a leaf made earlier, an in-place update) */

@@ -565,3 +565,30 @@ def test_linalg_solve_strides_as_eager(left):
         return torch.linalg.solve(a, b, left=left)
 
     _whole(f, a, b, exact=False)
+
+
+def _flag_then_break(z):
+    z.requires_grad_()
+    z.tolist()  # not captured: the call becomes a graph break
+    return z
+
+
+@pytest.mark.allow_fallback
+def test_requires_grad_under_no_grad_in_a_call_that_becomes_a_break():
+    # the call runs eagerly after all: its flag is the real one, the trace's is dropped
+    def f(q):
+        z = q * 2
+        w = _flag_then_break(z)
+        return w.requires_grad, z.requires_grad, w + 1
+
+    q = torch.randn(4)
+    with torch.no_grad():
+        want = f(q)
+        torchc.reset()
+        got = torchc.compile(f)(q)
+    assert got[:2] == want[:2] == (True, True)
+    _same(got[2], want[2])
+    with torch.no_grad():
+        torchc.reset()
+        ex = torchc.explain(f)(q)
+    assert ex.graph_break_count > 0 and ex.graph_count > 0, ex.break_reasons
