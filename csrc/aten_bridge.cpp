@@ -500,7 +500,14 @@ void run_extern(const ic_extern_call *c) {
         break;
     }
     case IC_EXT_GATHER: at::gather_out(out, in[0], p[0], in[1]); break;
-    case IC_EXT_SCATTER: copy_in(out, at::scatter(in[0], p[0], in[1], in[2])); break;
+    case IC_EXT_SCATTER:
+        if (c->nparams == 3) { /* scatter_reduce: reduction, include_self (graph.c) */
+            static const char *const modes[] = {"sum", "prod", "mean", "amax", "amin"};
+            copy_in(out, at::scatter_reduce(in[0], p[0], in[1], in[2], modes[p[1]], p[2] != 0));
+        } else {
+            copy_in(out, at::scatter(in[0], p[0], in[1], in[2]));
+        }
+        break;
     case IC_EXT_SCATTER_ADD: copy_in(out, at::scatter_add(in[0], p[0], in[1], in[2])); break;
     case IC_EXT_CUMSUM: at::cumsum_out(out, in[0], p[0], out.scalar_type()); break;
     case IC_EXT_CUMPROD: at::cumprod_out(out, in[0], p[0], out.scalar_type()); break;

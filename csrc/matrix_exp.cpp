@@ -446,7 +446,12 @@ void tc_linalg_extern(int kind, const at::Tensor *in, int nin, const int64_t *p,
     switch (kind) {
     case IC_EXT_MATRIX_EXP: out.copy_(mexp(in[0], nullptr)); break;
     case IC_EXT_MATRIX_EXP_VJP: out.copy_(mexp_vjp(in[0], in[1], nullptr)); break;
-    case IC_EXT_SOLVE: at::linalg_solve_out(out, in[0], in[1], np > 0 ? p[0] != 0 : true); break;
+    case IC_EXT_SOLVE:
+        if (np == 4) /* solve_triangular: left, upper, unitriangular (graph/linalg.c) */
+            at::linalg_solve_triangular_out(out, in[0], in[1], p[1] != 0, p[0] != 0, p[2] != 0);
+        else
+            at::linalg_solve_out(out, in[0], in[1], np > 0 ? p[0] != 0 : true);
+        break;
     default: throw std::runtime_error("tc_linalg_extern: not a linalg extern");
     }
 }

@@ -448,6 +448,29 @@ int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kw
     }
     if ((f == (PyObject *)&PySet_Type || f == (PyObject *)&PyFrozenSet_Type) && !kwnames)
         return sym_make_set(t, f == (PyObject *)&PySet_Type, args, nargs, out);
+    if (name && !strcmp(name, "prod") && nargs == 1 && !kwnames && PyCFunction_Check(f) &&
+        (args[0].kind == V_SEQ || args[0].kind == V_ITER || args[0].kind == V_GEN)) {
+        PyObject *pm = ((PyCFunctionObject *)f)->m_module;
+        const char *pmn = pm && PyUnicode_Check(pm) ? PyUnicode_AsUTF8(pm) : pm && PyModule_Check(pm) ? PyModule_GetName(pm) : NULL;
+        if (pmn == NULL)
+            (void)tc_clear_expected(PyExc_Exception);
+        if (pmn && !strcmp(pmn, "math")) {
+            /* math.prod(items) of a list built in the trace (sizes, maybe symbolic): 1 * x0 *
+             * x1 * ..., left to right as math.prod multiplies */
+            var *items, acc;
+            int n;
+            if (sym_iter_items(t, &args[0], &items, &n) < 0 || sym_const(t, PyLong_FromLong(1), &acc) < 0)
+                return -1;
+            for (int i = 0; i < n; i++) {
+                var r;
+                if (sym_binary(t, 5 /* NB_MULTIPLY */, &acc, &items[i], &r) < 0)
+                    return -1;
+                acc = r;
+            }
+            *out = acc;
+            return 0;
+        }
+    }
     if (name && (!strcmp(name, "all") || !strcmp(name, "any") || !strcmp(name, "sum") ||
                  !strcmp(name, "min") || !strcmp(name, "max")) &&
         nargs >= 1 && nargs <= 2 && !kwnames &&

@@ -37,6 +37,25 @@ int sym_h_addmm(trace *t, const opdef *d, var **p, var *out) {
     return sym_tensor_out(t, ic_extern(t->g, (ic_extern_kind)d->op, 3, v, 0, NULL, beta, alpha), out);
 }
 
+/* r's strides made LAPACK's column-major matrices (batch dims outermost), as eager's
+ * linalg.solve (left=True) and solve_triangular results are: [..., m, k] -> (.., 1, m) */
+static ic_val column_major(trace *t, ic_val r) {
+    const ic_meta *m = r < 0 ? NULL : ic_value_meta(t->g, r);
+    if (m == NULL || m->ndim < 2 || m->dyn)
+        return r;
+    int nd = m->ndim;
+    int64_t st[IC_MAX_DIMS], rows = m->sizes[nd - 2] > 1 ? m->sizes[nd - 2] : 1;
+    int64_t acc = rows * (m->sizes[nd - 1] > 1 ? m->sizes[nd - 1] : 1);
+    st[nd - 2] = 1;
+    st[nd - 1] = rows;
+    for (int i = nd - 3; i >= 0; i--) {
+        st[i] = acc;
+        acc *= m->sizes[i] > 1 ? m->sizes[i] : 1;
+    }
+    ic_value_set_strides(t->g, r, st);
+    return r;
+}
+
 /* matrix_exp(A) (torch., torch.linalg., Tensor.) and linalg.solve(A, B, left=True): extern
  * nodes run by csrc/matrix_exp.cpp (the degree of matrix_exp is chosen there from the norm) */
 int sym_h_linalg(trace *t, const opdef *d, var **p, var *out) {
@@ -48,7 +67,30 @@ int sym_h_linalg(trace *t, const opdef *d, var **p, var *out) {
         return -1;
     ic_val v[2] = {p[0]->val, nin > 1 ? p[1]->val : -1};
     int64_t prm = left;
-    return sym_tensor_out(t, ic_extern(t->g, (ic_extern_kind)d->op, nin, v, d->op == IC_EXT_SOLVE, &prm, 1, 1), out);
+    ic_val r = ic_extern(t->g, (ic_extern_kind)d->op, nin, v, d->op == IC_EXT_SOLVE, &prm, 1, 1);
+    return sym_tensor_out(t, d->op == IC_EXT_SOLVE && left ? column_major(t, r) : r, out);
+}
+
+/* torch.linalg.solve_triangular(A, B, *, upper, left=True, unitriangular=False): the solve
+ * extern with (left, upper, unitriangular) after its left param, run by ATen's own
+ * linalg_solve_triangular (csrc/matrix_exp.cpp); only A's triangle is read, as in eager.
+ * Inference only: with a value that requires grad it is left to eager. */
+int sym_h_solve_triangular(trace *t, const opdef *d, var **p, var *out) {
+    int upper = 0, left = 1, unit = 0;
+    if (sym_need_tensor(t, d, p[0]) < 0 || sym_need_tensor(t, d, p[1]) < 0)
+        return -1;
+    if (sym_is_none(p[2]))
+        return sym_fail(t, "solve_triangular: upper is required (eager will raise)");
+    if (sym_get_bool(t, p[2], 0, &upper, "upper") < 0 || sym_get_bool(t, p[3], 1, &left, "left") < 0 ||
+        sym_get_bool(t, p[4], 0, &unit, "unitriangular") < 0)
+        return -1;
+    if (p[5] != NULL && !sym_is_none(p[5]))
+        return sym_fail(t, "solve_triangular with out= left to eager");
+    if (sym_value_requires_grad(t, p[0]->val) || sym_value_requires_grad(t, p[1]->val))
+        return sym_fail(t, "solve_triangular of a tensor that requires grad left to eager");
+    ic_val v[2] = {p[0]->val, p[1]->val};
+    int64_t prm[4] = {left, upper, unit, 1};
+    return sym_tensor_out(t, column_major(t, ic_extern(t->g, IC_EXT_SOLVE, 2, v, 4, prm, 1, 1)), out);
 }
 
 /* v = {input, weight[, bias]} of (input, weight, bias=None) (linear, conv): the count, -1 */
@@ -142,10 +184,13 @@ static int conv_channels_last(trace *t, const ic_meta *xm, const ic_meta *wm, co
 }
 
 
+static ic_val pad_dim(trace *t, ic_val v, int dim, int64_t lo, int64_t hi);
+
 /* conv1d/conv2d/conv3d(input, weight, bias, stride, padding, dilation, groups); op: nd */
 int sym_h_conv(trace *t, const opdef *d, var **p, var *out) {
     int nd = d->op;
     int64_t prm[3 + 3 * 3];
+    char sympad[IC_MAX_DIMS] = {0}; /* dims padded by one zero after ('same', even kernel) */
     prm[0] = nd;
     if (sym_need_tensor(t, d, p[0]) < 0 || sym_need_tensor(t, d, p[1]) < 0 ||
         sym_conv_ints(t, p[3], 1, nd, prm + 1, "stride") < 0 || sym_conv_ints(t, p[5], 1, nd, prm + 1 + 2 * nd, "dilation") < 0)
@@ -162,9 +207,17 @@ int sym_h_conv(trace *t, const opdef *d, var **p, var *out) {
             return sym_fail(t, "conv: padding '%s' (eager will raise)", mode ? mode : "?");
         for (int i = 0; i < nd; i++) {
             int64_t total = w->ndim == nd + 2 ? prm[1 + 2 * nd + i] * (w->sizes[2 + i] - 1) : 0;
-            if (same && (prm[1 + i] != 1 || total % 2))
-                return sym_fail(t, "conv: padding='same' with stride or asymmetric padding left to eager");
+            if (same && prm[1 + i] != 1)
+                return sym_fail(t, "conv: padding='same' with stride (eager will raise)");
             prm[1 + nd + i] = same ? total / 2 : 0;
+            if (same && total % 2) {
+                /* an odd total: eager pads the input by one more zero after (right of) this
+                 * dim, then convolves with total / 2 on both sides; so does the graph */
+                const ic_meta *xm0 = sym_metap(t, p[0]->val);
+                if (xm0->dyn || xm0->ndim < nd + 1)
+                    return sym_fail(t, "conv: padding='same' with an even kernel of a symbolic or unbatched input left to eager");
+                sympad[xm0->ndim - nd + i] = 1;
+            }
         }
     } else if (sym_conv_ints(t, p[4], 0, nd, prm + 1 + nd, "padding") < 0) {
         return -1;
@@ -173,6 +226,11 @@ int sym_h_conv(trace *t, const opdef *d, var **p, var *out) {
     int n = bias_operands(t, d, p, v);
     if (n < 0)
         return -1;
+    for (int i = 0; i < IC_MAX_DIMS && v[0] >= 0; i++)
+        if (sympad[i])
+            v[0] = pad_dim(t, v[0], i, 0, 1);
+    if (v[0] < 0)
+        return sym_check_graph(t);
     const ic_meta *xm = sym_metap(t, v[0]);
     ic_val dw = -1;
     int dwr = sym_dw_conv(t, nd, prm, v, n, &dw);
@@ -235,8 +293,8 @@ static ic_val pad_dim(trace *t, ic_val v, int dim, int64_t lo, int64_t hi) {
  * (stride - 1 zeros between its elements) and padded by dilation * (k - 1) - padding on
  * each side (+ output_padding after; negative: cropped), with the weight's in and out
  * channels swapped within each group and its taps reversed. Eager's values up to the
- * order of the sums; the gradients are the graph's own. Unbatched inputs, symbolic
- * shapes and channels-last inputs are left to eager. */
+ * order of the sums; the gradients are the graph's own. Unbatched inputs and symbolic
+ * shapes are left to eager. */
 int sym_h_conv_transpose(trace *t, const opdef *d, var **p, var *out) {
     int nd = d->op;
     int64_t st[3], pd[3], op[3], dl[3];
@@ -251,8 +309,10 @@ int sym_h_conv_transpose(trace *t, const opdef *d, var **p, var *out) {
         return sym_fail(t, "%s: unbatched input or symbolic shapes left to eager", d->name);
     if (g < 1 || xm.sizes[1] != wm.sizes[0] || wm.sizes[0] % g != 0 || xm.dtype != wm.dtype || xm.dtype < IC_F16)
         return sym_fail(t, "%s: channels, groups or dtypes do not fit (eager decides)", d->name);
-    if (nd == 2 && ic_value_suggest_format(G, p[0]->val) == IC_MF_CHANNELS_LAST)
-        return sym_fail(t, "%s of a channels-last input left to eager", d->name);
+    /* eager (mkldnn, cuDNN, the slow kernels alike): a channels-last result when the input or
+     * the weight is channels-last; the graph's convolution, then a copy in that layout */
+    int cl = nd == 2 && (ic_value_suggest_format(G, p[0]->val) == IC_MF_CHANNELS_LAST ||
+                         ic_value_suggest_format(G, p[1]->val) == IC_MF_CHANNELS_LAST);
     for (int i = 0; i < nd; i++) {
         int64_t L = xm.sizes[2 + i], k = wm.sizes[2 + i];
         if (st[i] < 1 || dl[i] < 1 || pd[i] < 0 || op[i] < 0 || (op[i] >= st[i] && op[i] >= dl[i]) || L < 1 || k < 1 ||
@@ -322,7 +382,9 @@ int sym_h_conv_transpose(trace *t, const opdef *d, var **p, var *out) {
         return -1;
     static const char *names[3] = {"conv1d", "conv2d", "conv3d"};
     const opdef cd = {names[nd - 1], W_F, "input,weight,bias,stride,padding,dilation,groups", sym_h_conv, nd};
-    return sym_h_conv(t, &cd, (var *[]){&xv, &wv, p[2], &sv, &pv, &dv, p[6]}, out);
+    if (sym_h_conv(t, &cd, (var *[]){&xv, &wv, p[2], &sv, &pv, &dv, p[6]}, out) < 0)
+        return -1;
+    return cl ? dh_layout_copy(t, out->val, IC_MF_CHANNELS_LAST, out) : 0;
 }
 
 /* CUDA: eager's attention output has the layout of the kernel its dispatcher picks (flash and

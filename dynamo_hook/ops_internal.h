@@ -175,6 +175,8 @@ int sym_h_tri(trace *t, const opdef *d, var **p, var *out);
 int sym_h_flip(trace *t, const opdef *d, var **p, var *out);
 int sym_h_repeat(trace *t, const opdef *d, var **p, var *out);
 int sym_h_gather(trace *t, const opdef *d, var **p, var *out);
+int sym_h_solve_triangular(trace *t, const opdef *d, var **p, var *out);
+int sym_h_scatter_reduce(trace *t, const opdef *d, var **p, var *out);
 int sym_h_meshgrid(trace *t, const opdef *d, var **p, var *out);
 int sym_h_unbind(trace *t, const opdef *d, var **p, var *out);
 int sym_h_reshape_as(trace *t, const opdef *d, var **p, var *out);
@@ -204,6 +206,7 @@ int sym_h_avg_pool(trace *t, const opdef *d, var **p, var *out);
 int sym_h_adaptive_pool(trace *t, const opdef *d, var **p, var *out);
 int sym_h_pad(trace *t, const opdef *d, var **p, var *out);
 int sym_h_unfold(trace *t, const opdef *d, var **p, var *out);
+int sym_h_fold(trace *t, const opdef *d, var **p, var *out);
 int sym_h_interpolate(trace *t, const opdef *d, var **p, var *out);
 
 /* ops_loss.c (training): losses; attention with dropout as eager's math path */

@@ -415,7 +415,36 @@ int sym_sdpa_dropout(trace *t, ic_val q, ic_val k, ic_val v, ic_val mask, int ca
     return sym_tensor_out(t, ic_extern(G, IC_EXT_MATMUL, 2, in2, 0, NULL, 1, 1), out);
 }
 
-/* cls(*constants) of an nn.Module class inside the frame (loss_fct = CrossEntropyLoss()
+static int plain_const(PyObject *o) {
+    return o == Py_None || PyBool_Check(o) || PyLong_CheckExact(o) || PyFloat_CheckExact(o) || PyUnicode_CheckExact(o);
+}
+
+/* a constructor argument: a plain constant, or a tuple of them (ConstantPad1d((lo, hi), 0):
+ * a tuple built in the trace of constants is that tuple); a new reference, NULL (no error
+ * set) for anything else */
+static PyObject *module_arg(const var *v) {
+    if (v->kind == V_CONST && plain_const(v->obj))
+        return Py_NewRef(v->obj);
+    if (v->kind == V_CONST && PyTuple_CheckExact(v->obj)) {
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(v->obj); i++)
+            if (!plain_const(PyTuple_GET_ITEM(v->obj, i)))
+                return NULL;
+        return Py_NewRef(v->obj);
+    }
+    if (v->kind != V_SEQ || v->is_list || v->obj != NULL)
+        return NULL;
+    for (int i = 0; i < v->n; i++)
+        if (v->items[i].kind != V_CONST || !plain_const(v->items[i].obj))
+            return NULL;
+    PyObject *tup = PyTuple_New(v->n);
+    for (int i = 0; tup && i < v->n; i++)
+        PyTuple_SET_ITEM(tup, i, Py_NewRef(v->items[i].obj));
+    if (tup == NULL)
+        (void)tc_clear_expected(PyExc_MemoryError);
+    return tup;
+}
+
+/* cls(*constants) (plain ones, or tuples of them) of an nn.Module class inside the frame (loss_fct = CrossEntropyLoss()
  * in a model's forward): constructed afresh each call by the guards, as eager constructs
  * it (a DH_S_NEW source: the class called with the same constant arguments), and at trace
  * time once as the stand-in the trace reads; its forward is then inlined like any module's.
@@ -424,26 +453,29 @@ int sym_sdpa_dropout(trace *t, ic_val q, ic_val k, ic_val v, ic_val mask, int ca
  * attributes, which the same constant arguments give again. 1: not this case. */
 int sym_module_new(trace *t, PyObject *cls, var *args, int nargs, PyObject *kwnames, var *out) {
     Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
-    for (int i = 0; i < nargs; i++) {
-        PyObject *o = args[i].kind == V_CONST ? args[i].obj : NULL;
-        if (o == NULL || !(o == Py_None || PyBool_Check(o) || PyLong_CheckExact(o) || PyFloat_CheckExact(o) ||
-                           PyUnicode_CheckExact(o)))
+    PyObject *vals[16];
+    if (nargs > 16)
+        return 1;
+    for (int i = 0; i < nargs; i++)
+        if ((vals[i] = module_arg(&args[i])) == NULL) {
+            while (i-- > 0)
+                Py_DECREF(vals[i]);
             return 1;
-    }
+        }
     PyObject *pos = PyTuple_New(nargs - nkw), *kw = nkw ? PyDict_New() : NULL, *mod = NULL;
     PyObject *srcs = PyTuple_New(nargs), *spec = NULL;
     int rc = -1;
     if (pos == NULL || srcs == NULL || (nkw && kw == NULL))
         goto done;
     for (int i = 0; i < nargs; i++) {
-        int s = sym_source(t, DH_S_CONST, -1, 0, args[i].obj);
+        int s = sym_source(t, DH_S_CONST, -1, 0, vals[i]);
         PyObject *si = s < 0 ? NULL : PyLong_FromLong(s);
         if (si == NULL)
             goto done;
         PyTuple_SET_ITEM(srcs, i, si);
         if (i < nargs - nkw)
-            PyTuple_SET_ITEM(pos, i, Py_NewRef(args[i].obj));
-        else if (PyDict_SetItem(kw, PyTuple_GET_ITEM(kwnames, i - (nargs - nkw)), args[i].obj) < 0)
+            PyTuple_SET_ITEM(pos, i, Py_NewRef(vals[i]));
+        else if (PyDict_SetItem(kw, PyTuple_GET_ITEM(kwnames, i - (nargs - nkw)), vals[i]) < 0)
             goto done;
     }
     mod = PyObject_Call(cls, pos, kw);
@@ -480,6 +512,8 @@ int sym_module_new(trace *t, PyObject *cls, var *args, int nargs, PyObject *kwna
         goto done;
     rc = 0;
 done:
+    for (int i = 0; i < nargs; i++)
+        Py_DECREF(vals[i]);
     Py_XDECREF(pos);
     Py_XDECREF(kw);
     Py_XDECREF(srcs);

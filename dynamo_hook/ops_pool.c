@@ -204,9 +204,47 @@ int sym_h_pad(trace *t, const opdef *d, var **p, var *out) {
     return sym_tensor_out(t, x, out);
 }
 
+/* bicubic along dim (ATen's upsample_bicubic2d): src the unclamped source coordinate of each
+ * of the O outputs; i = min(floor(src), L - 1), t = clamp(src - i, 0, 1); taps i-1..i+2
+ * clamped into [0, L - 1], weighted by the cubic convolution (A = -0.75) of t, summed in tap
+ * order in ct; col: the weights broadcast over the dim after dim */
+static ic_val bicubic_dim(trace *t, ic_val x, int dim, int64_t L, int64_t O, int col, ic_val src, ic_dtype ct,
+                          ic_dtype dt) {
+    const double A = -0.75;
+    ic_val fl = ic_unary(G, IC_OP_FLOOR, src);
+    ic_val i0 = ic_binary(G, IC_OP_MINIMUM, ic_cast(G, fl, IC_I64), sym_inum(t, L - 1));
+    ic_val lam = ic_binary(G, IC_OP_MINIMUM, ic_binary(G, IC_OP_MAXIMUM, ic_binary(G, IC_OP_SUB, src, ic_cast(G, i0, ct)),
+                                                       fconst(t, 0.0, ct)), fconst(t, 1.0, ct));
+    /* cc1(x) = ((A + 2) x - (A + 3)) x x + 1; cc2(x) = ((A x - 5A) x + 8A) x - 4A */
+#define CC1(v) ic_binary(G, IC_OP_ADD, ic_binary(G, IC_OP_MUL, ic_binary(G, IC_OP_MUL, ic_binary(G, IC_OP_SUB, \
+                 ic_binary(G, IC_OP_MUL, fconst(t, A + 2, ct), (v)), fconst(t, A + 3, ct)), (v)), (v)), fconst(t, 1.0, ct))
+#define CC2(v) ic_binary(G, IC_OP_SUB, ic_binary(G, IC_OP_MUL, ic_binary(G, IC_OP_ADD, ic_binary(G, IC_OP_MUL, \
+                 ic_binary(G, IC_OP_SUB, ic_binary(G, IC_OP_MUL, fconst(t, A, ct), (v)), fconst(t, 5 * A, ct)), (v)), \
+                 fconst(t, 8 * A, ct)), (v)), fconst(t, 4 * A, ct))
+    ic_val x2 = ic_binary(G, IC_OP_SUB, fconst(t, 1.0, ct), lam);
+    ic_val w[4] = {CC2(ic_binary(G, IC_OP_ADD, lam, fconst(t, 1.0, ct))), CC1(lam), CC1(x2),
+                   CC2(ic_binary(G, IC_OP_ADD, x2, fconst(t, 1.0, ct)))};
+#undef CC1
+#undef CC2
+    ic_val acc = -1;
+    for (int j = 0; j < 4; j++) {
+        ic_val ij = ic_binary(G, IC_OP_MINIMUM, ic_binary(G, IC_OP_MAXIMUM, ic_binary(G, IC_OP_ADD, i0, sym_inum(t, j - 1)),
+                                                         sym_inum(t, 0)), sym_inum(t, L - 1));
+        ic_val wj = w[j];
+        if (col) {
+            int64_t sh[2] = {O, 1};
+            wj = ic_reshape(G, wj, 2, sh);
+        }
+        ic_val tj = ic_binary(G, IC_OP_MUL, ic_cast(G, ic_index_select(G, x, dim, ij), ct), wj);
+        acc = j == 0 ? tj : ic_binary(G, IC_OP_ADD, acc, tj);
+    }
+    return ic_cast(G, acc, dt);
+}
+
 /* F.interpolate(input, size, scale_factor, mode, align_corners, recompute_scale_factor, antialias):
  * nearest / nearest-exact (1-3 spatial dims) as index maps; linear / bilinear (align_corners
- * either way) as two index maps per dim blended with the weights ATen computes. */
+ * either way) as two index maps per dim blended with the weights ATen computes; bicubic as
+ * four (bicubic_dim). */
 int sym_h_interpolate(trace *t, const opdef *d, var **p, var *out) {
     if (sym_need_tensor(t, d, p[0]) < 0)
         return -1;
@@ -221,7 +259,8 @@ int sym_h_interpolate(trace *t, const opdef *d, var **p, var *out) {
         mode = PyUnicode_AsUTF8(p[3]->obj);
     }
     int md = !strcmp(mode, "nearest") ? 0 : !strcmp(mode, "nearest-exact") ? 1
-             : (!strcmp(mode, "linear") && nd == 1) || (!strcmp(mode, "bilinear") && nd == 2) ? 2 : -1;
+             : (!strcmp(mode, "linear") && nd == 1) || (!strcmp(mode, "bilinear") && nd == 2) ? 2
+             : !strcmp(mode, "bicubic") && nd == 2 ? 3 : -1;
     if (md < 0)
         return sym_fail(t, "interpolate: mode '%s' left to eager", mode);
     if (sym_get_bool(t, p[4], 0, &align, "align_corners") < 0 || sym_get_bool(t, p[5], 0, &recompute, "recompute_scale_factor") < 0 ||
@@ -290,7 +329,12 @@ int sym_h_interpolate(trace *t, const opdef *d, var **p, var *out) {
         } else {
             src = ic_binary(G, IC_OP_SUB, ic_binary(G, IC_OP_MUL, sc, ic_binary(G, IC_OP_ADD, di, fconst(t, 0.5, ct))),
                             fconst(t, 0.5, ct));
-            src = ic_binary(G, IC_OP_MAXIMUM, src, fconst(t, 0.0, ct));
+            if (md == 2) /* (bicubic's is not clamped) */
+                src = ic_binary(G, IC_OP_MAXIMUM, src, fconst(t, 0.0, ct));
+        }
+        if (md == 3) {
+            x = bicubic_dim(t, x, dim, L, O[i], i < nd - 1, src, ct, m.dtype);
+            continue;
         }
         ic_val i0 = ic_cast(G, src, IC_I64);
         ic_val i1 = ic_binary(G, IC_OP_ADD, i0, ic_cast(G, ic_binary(G, IC_OP_LT, i0, sym_inum(t, L - 1)), IC_I64));
@@ -355,5 +399,81 @@ int sym_h_unfold(trace *t, const opdef *d, var **p, var *out) {
         r = ic_reshape(G, r, 2, fin + 1);
     if (sym_check_graph(t) < 0)
         return -1;
+    return sym_tensor_out(t, r, out);
+}
+
+/* v [N, C, L0, L1] spread along dim (2 or 3) by stride s: s - 1 zeros after each element,
+ * the last ones dropped ((L - 1) * s + 1) */
+static ic_val spread(trace *t, ic_val v, int dim, int64_t s) {
+    if (v < 0 || s == 1)
+        return v;
+    ic_meta m = *sym_metap(t, v);
+    int64_t sz[5], fs[4];
+    for (int i = 0, j = 0; i < 4; i++) {
+        sz[j++] = m.sizes[i];
+        if (i == dim)
+            sz[j++] = 1;
+        fs[i] = i == dim ? m.sizes[i] * s : m.sizes[i];
+    }
+    v = ic_pad_const(G, sym_reshape(t, v, 5, sz), dim + 1, 0, s - 1, 0.0);
+    v = v < 0 ? v : sym_reshape(t, v, 4, fs);
+    return v < 0 ? v : ic_slice(G, v, dim, 0, (m.sizes[dim] - 1) * s + 1, 1);
+}
+
+/* F.fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1) (col2im) of a
+ * 2-d/3-d input [N, C*kh*kw, L]: per kernel tap, its [N, C, oh, ow] block spread out by the
+ * stride and placed at the tap's offset in the zero-padded output, summed over the taps in
+ * ATen's order (each output element adds its contributions in tap order from zero, as the
+ * CPU kernel does), then the padding cropped. Gradients are the graph's own (im2col). */
+int sym_h_fold(trace *t, const opdef *d, var **p, var *out) {
+    int64_t os[2], k[2], dl[2], pad[2], s2[2];
+    if (sym_need_tensor(t, d, p[0]) < 0 || sym_conv_ints(t, p[1], 1, 2, os, "output_size") < 0 ||
+        sym_conv_ints(t, p[2], 1, 2, k, "kernel_size") < 0 || pool_ints(t, p[3], 0, k, 2, dl, 1, "dilation") < 0 ||
+        pool_ints(t, p[4], 0, k, 2, pad, 0, "padding") < 0 || pool_ints(t, p[5], 0, k, 2, s2, 1, "stride") < 0)
+        return -1;
+    ic_val x = p[0]->val;
+    ic_meta m = *sym_metap(t, x);
+    if (m.dyn || (m.ndim != 2 && m.ndim != 3))
+        return sym_fail(t, "fold: a 2-d/3-d input of static shape (else eager raises or runs)");
+    if (m.dtype < IC_F16 || m.dtype > IC_F64)
+        return sym_fail(t, "fold of a non-floating tensor left to eager");
+    int batched = m.ndim == 3;
+    int64_t n = batched ? m.sizes[0] : 1, ck = m.sizes[batched], L = m.sizes[batched + 1], o[2];
+    for (int i = 0; i < 2; i++) {
+        int64_t eff = dl[i] * (k[i] - 1) + 1;
+        if (k[i] < 1 || dl[i] < 1 || s2[i] < 1 || pad[i] < 0 || os[i] < 1)
+            return sym_fail(t, "fold: bad output_size/kernel/dilation/padding/stride (eager will raise)");
+        o[i] = (os[i] + 2 * pad[i] - eff) / s2[i] + 1;
+        if (os[i] + 2 * pad[i] < eff || o[i] < 1)
+            return sym_fail(t, "fold: output size too small (eager will raise)");
+    }
+    if (ck == 0 || ck % (k[0] * k[1]) != 0 || L != o[0] * o[1] || (batched && n == 0))
+        return sym_fail(t, "fold: input sizes do not match the blocks (eager will raise)");
+    if (k[0] * k[1] > 64)
+        return sym_fail(t, "fold: more than 64 kernel taps left to eager");
+    int64_t c = ck / (k[0] * k[1]), hp = os[0] + 2 * pad[0], wp = os[1] + 2 * pad[1];
+    int64_t six[6] = {n, c, k[0], k[1], o[0], o[1]}, blk[4] = {n, c, o[0], o[1]};
+    x = sym_reshape(t, x, 6, six);
+    ic_val acc = -1;
+    for (int64_t a = 0; a < k[0] && x >= 0; a++)
+        for (int64_t b = 0; b < k[1]; b++) {
+            ic_val v = ic_slice(G, x, 2, a, a + 1, 1);
+            v = v < 0 ? v : ic_slice(G, v, 3, b, b + 1, 1);
+            v = v < 0 ? v : sym_reshape(t, v, 4, blk);
+            v = spread(t, spread(t, v, 2, s2[0]), 3, s2[1]);
+            int64_t lo0 = a * dl[0], lo1 = b * dl[1];
+            v = v < 0 ? v : ic_pad_const(G, v, 2, lo0, hp - lo0 - ((o[0] - 1) * s2[0] + 1), 0.0);
+            v = v < 0 ? v : ic_pad_const(G, v, 3, lo1, wp - lo1 - ((o[1] - 1) * s2[1] + 1), 0.0);
+            acc = acc < 0 ? v : v < 0 ? v : ic_binary(G, IC_OP_ADD, acc, v);
+        }
+    ic_val r = acc < 0 ? acc : ic_slice(G, acc, 2, pad[0], pad[0] + os[0], 1);
+    r = r < 0 ? r : ic_slice(G, r, 3, pad[1], pad[1] + os[1], 1);
+    if (r >= 0 && !batched)
+        r = sym_reshape(t, r, 3, (int64_t[3]){c, os[0], os[1]});
+    if (sym_check_graph(t) < 0)
+        return -1;
+    if (r < 0)
+        return sym_fail(t, "fold: graph builder failed");
+    ic_value_set_format(G, r, r, IC_MF_CONTIGUOUS);
     return sym_tensor_out(t, r, out);
 }

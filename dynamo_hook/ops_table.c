@@ -217,9 +217,11 @@ static const opdef OPS[] = {
     {"matrix_exp", W_TORCH | W_METHOD, "input", sym_h_linalg, IC_EXT_MATRIX_EXP},
     {"matrix_exp", W_LINALG, "A", sym_h_linalg, IC_EXT_MATRIX_EXP},
     {"solve", W_LINALG, "A,B|left", sym_h_linalg, IC_EXT_SOLVE},
+    {"solve_triangular", W_LINALG, "A,B|upper,left,unitriangular,out", sym_h_solve_triangular, 0},
     {"gather", W_TORCH | W_METHOD, "input,dim,index|sparse_grad", sym_h_gather, IC_EXT_GATHER},
     {"scatter", W_TORCH | W_METHOD, "input,dim,index,src|reduce,value", sym_h_gather, IC_EXT_SCATTER},
     {"scatter_add", W_TORCH | W_METHOD, "input,dim,index,src", sym_h_gather, IC_EXT_SCATTER_ADD},
+    {"scatter_reduce", W_TORCH | W_METHOD, "input,dim,index,src,reduce|include_self", sym_h_scatter_reduce, 0},
     {"cumsum", W_TORCH | W_METHOD, "input,dim|dtype", sym_h_cumsum, IC_EXT_CUMSUM},
     {"cumprod", W_TORCH | W_METHOD, "input,dim|dtype", sym_h_cumsum, IC_EXT_CUMPROD},
     {"argsort", W_TORCH | W_METHOD, "input,dim,descending|stable", sym_h_argsort, 0},
@@ -247,6 +249,7 @@ static const opdef OPS[] = {
     {"binary_cross_entropy", W_F, "input,target,weight,size_average,reduce,reduction", sym_h_bce, 1},
     {"broadcast_tensors", W_TORCH, "*tensors", sym_h_broadcast_tensors, 0},
     {"unfold", W_F, "input,kernel_size,dilation,padding,stride", sym_h_unfold, 0},
+    {"fold", W_F, "input,output_size,kernel_size,dilation,padding,stride", sym_h_fold, 0},
     {"unfold", W_METHOD, "input,dimension,size,step", sym_h_tensor_unfold, 0},
     /* ops_more.c */
     {"is_floating_point", W_TORCH | W_METHOD, "input", sym_h_query, 0},
@@ -1012,8 +1015,9 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
                         OPS[opi].fn != sym_h_div && OPS[opi].fn != sym_h_unary && OPS[opi].fn != sym_h_clamp &&
                         OPS[opi].fn != sym_h_gelu && OPS[opi].fn != sym_h_masked_fill && OPS[opi].fn != sym_h_addc &&
                         OPS[opi].fn != sym_h_index_fill && OPS[opi].fn != sym_h_index_add &&
+                        OPS[opi].fn != sym_h_scatter_reduce &&
                         (OPS[opi].fn != sym_h_gather || OPS[opi].op == IC_EXT_GATHER))
-                        opi = -1; /* scatter_/scatter_add_ (no gather_): as index_add_ */
+                        opi = -1; /* scatter_/scatter_add_/scatter_reduce_ (no gather_): as index_add_ */
                     if (opi >= 0) {
                         if (sym_inplace_overlap_check(t, self, args, npos) < 0)
                             return -1;
@@ -1097,6 +1101,11 @@ int sym_tensor_attr(trace *t, const var *x_in, PyObject *name, var *out) {
                     rg = t->guards[i].meta.requires_grad;
         if (!rg) /* training: a computed value requires grad as eager's would */
             rg = sym_value_requires_grad(t, x->val);
+        int ng = rg ? 0 : sym_nograd_leaf(t, x->oid); /* made to require grad under no_grad */
+        if (ng == 1)
+            return sym_fail(t, "Tensor.%s of a view of a tensor made to require grad under no_grad left to eager", n);
+        if (ng == 2)
+            return sym_const(t, n[0] == 'g' ? Py_NewRef(Py_None) : Py_NewRef(Py_True), out);
         if (n[0] == 'g') /* grad_fn: None for a tensor that does not require grad (zero_grad's
                           * set_to_none=False reads it of each .grad); else eager's node */
             return rg ? sym_fail(t, "Tensor attribute 'grad_fn' of a tensor that requires grad not supported")

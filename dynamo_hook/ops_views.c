@@ -1804,6 +1804,45 @@ int sym_h_gather(trace *t, const opdef *d, var **p, var *out) {
     return sym_tensor_out(t, ic_extern(G, (ic_extern_kind)d->op, 3, v, 1, prm, 1, 1), out);
 }
 
+/* scatter_reduce(input, dim, index, src, reduce, *, include_self=True): ATen's own kernel,
+ * an extern of the scatter kind with the reduction and include_self as two more params
+ * (csrc/aten_bridge.cpp). Inference only: with a value that requires grad it is left to
+ * eager (its backward, for prod/amax/amin ties in particular, is not the graph's). */
+int sym_h_scatter_reduce(trace *t, const opdef *d, var **p, var *out) {
+    static const char *const modes[] = {"sum", "prod", "mean", "amax", "amin", "max", "min", NULL}; /* (eager's aliases last) */
+    long long dd;
+    int dim, self = 1, mode = -1;
+    if (sym_need_tensor(t, d, p[0]) < 0 || sym_get_int(t, p[1], &dd, "dim") < 0 ||
+        sym_norm_dim(t, dd, sym_ndim_of(t, p[0]->val), &dim) < 0 || sym_need_tensor(t, d, p[2]) < 0 ||
+        sym_need_tensor(t, d, p[3]) < 0 || sym_get_bool(t, p[5], 1, &self, "include_self") < 0)
+        return -1;
+    const char *r = p[4] != NULL && p[4]->kind == V_CONST && PyUnicode_Check(p[4]->obj) ? PyUnicode_AsUTF8(p[4]->obj) : NULL;
+    for (int i = 0; r && modes[i]; i++)
+        if (!strcmp(r, modes[i]))
+            mode = i;
+    if (mode < 0) {
+        (void)tc_clear_expected(PyExc_Exception);
+        return sym_fail(t, "%s: reduce must be one of sum/prod/mean/amax/amin (eager will raise)", d->name);
+    }
+    ic_meta xm = *sym_metap(t, p[0]->val), im = *sym_metap(t, p[2]->val), sm = *sym_metap(t, p[3]->val);
+    if (sym_value_requires_grad(t, p[0]->val) || sym_value_requires_grad(t, p[3]->val))
+        return sym_fail(t, "%s of a tensor that requires grad left to eager", d->name);
+    if (xm.dtype == IC_BOOL || sm.dtype != xm.dtype)
+        return sym_fail(t, "%s: bool or mixed dtypes left to eager (eager decides)", d->name);
+    int64_t xn = 1, in = 1;
+    for (int i = 0; i < xm.ndim; i++)
+        xn *= xm.sizes[i];
+    for (int i = 0; i < im.ndim; i++)
+        in *= im.sizes[i];
+    if (xm.dyn || im.dyn || sm.dyn)
+        return sym_fail(t, "%s with symbolic sizes left to eager", d->name);
+    if (xn == 0 && in != 0) /* no kernel runs, so no index check: eager raises */
+        return sym_fail(t, "%s into an empty tensor with indices (eager checks them) left to eager", d->name);
+    int64_t prm[3] = {dim, mode > 4 ? mode - 2 : mode, self};
+    ic_val v[3] = {p[0]->val, p[2]->val, p[3]->val};
+    return sym_tensor_out(t, ic_extern(G, IC_EXT_SCATTER, 3, v, 3, prm, 1, 1), out);
+}
+
 /* eager's strides of v (1), 0 when not known (alias_fn.c: is a reshape a view?) */
 int sym_eager_strides(trace *t, ic_val v, int64_t *st) {
     return eager_strides(t, v, st, 0);

@@ -51,6 +51,7 @@ int sym_fx_save(trace *t, sym_fx_mark *m) {
     m->nobj = t->nobj;
     m->nctxv = t->nctxv;
     m->nograd = t->nograd;
+    m->nngleaf = t->nngleaf;
     if (t->nattrw > 0) {
         m->attrw = malloc(sizeof t->attrw[0] * (size_t)t->nattrw);
         if (m->attrw == NULL)
@@ -110,6 +111,7 @@ void sym_fx_rollback(trace *t, sym_fx_mark *m) {
     if (m->ctxv != NULL) /* t->ctxv only grows: room for m->nctxv */
         memcpy(t->ctxv, m->ctxv, sizeof t->ctxv[0] * (size_t)m->nctxv);
     t->nograd = m->nograd;
+    t->nngleaf = m->nngleaf;
     /* (the abandoned call's random draws are dropped by the break: sym_record_break_state) */
     sym_fx_drop(m);
 }

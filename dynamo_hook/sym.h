@@ -196,6 +196,8 @@ typedef struct trace {
                                        * draws after it are dropped at a break (it reruns) */
     int leaf_oid[8];                  /* tensors made leaves that require grad in the trace */
     int nleaf;                        /* (x.requires_grad = True: train_step.c) */
+    int ngleaf_oid[8];                /* tensors made to require grad with grad mode off: */
+    int nngleaf;                      /* only their flag changes (train_step.c) */
 } trace;
 
 /* sideeffects.c: what a call may change in the trace state, saved before the top frame
@@ -210,6 +212,7 @@ typedef struct sym_fx_mark {
     int nctxv;
     void *ctxv;         /* copy of t->ctxv (malloc'd) */
     int nograd;
+    int nngleaf;        /* flags set under no_grad (train_step.c: only appended) */
     int valid;
 } sym_fx_mark;
 int sym_fx_save(trace *t, sym_fx_mark *m);    /* 0, or -1 (no memory: exception set) */
@@ -283,6 +286,9 @@ void sym_alias_objects(trace *t, int out_oid, int in_oid);
 /* 1 when a live variable (any frame, input, attribute write) other than oid shares its storage */
 int sym_alias_live(trace *t, int oid);
 int sym_alias_same(trace *t, int a, int b); /* same storage root */
+/* 2: oid is a tensor made to require grad under no_grad (train_step.c); 1: it shares that
+ * one's data (a view: eager's flag is its base's; left to eager); 0: neither */
+int sym_nograd_leaf(trace *t, int oid);
 int sym_is_view_of_input(trace *t, ic_val v);
 void sym_mark_layout_open(trace *t, ic_val v);
 int sym_layout_open(trace *t, ic_val v);

@@ -131,6 +131,9 @@ static int fill_out(trace *t, outbuf *ob, int at, var *v, ic_val *outvals, int *
         if (ic_value_is_grad_leaf(t->g, v->val)) /* train_step.c set_requires_grad */
             return sym_fail(t, "a tensor made to require grad in the trace leaves the graph (its .grad would "
                                "not be eager's)");
+        if (sym_nograd_leaf(t, v->oid))
+            return sym_fail(t, "a tensor made to require grad under no_grad (or a view of it) leaves the graph "
+                               "(left to eager)");
         if (v->src >= 0 && t->srcdone[v->src] && t->srcvar[v->src].kind == V_TENSOR &&
             t->srcvar[v->src].oid == v->oid) {
             /* the input object itself (maybe updated in place: copied back first) */

@@ -36,6 +36,40 @@ int sym_tensor_grad(trace *t, const var *x, PyObject *name, var *out) {
     return rc;
 }
 
+/* 2: oid is a tensor made to require grad under no_grad; 1: a view of it (sym.h) */
+int sym_nograd_leaf(trace *t, int oid) {
+    int r = 0;
+    for (int i = 0; i < t->nngleaf && r < 2; i++)
+        r = t->ngleaf_oid[i] == oid ? 2 : sym_alias_same(t, t->ngleaf_oid[i], oid) ? 1 : r;
+    return r;
+}
+
+/* x.requires_grad = b with grad mode off for the whole graph (every value of the trace is a
+ * leaf that does not require grad; grad mode can't turn on inside it): True makes the object
+ * a leaf that requires grad, yet nothing computed from it does. Only its flag differs, read
+ * back by x.requires_grad (sym_nograd_leaf); views of it (eager: they require grad too) and
+ * the object leaving the graph are left to eager (sym_fill_out). */
+static int nograd_flag(trace *t, const var *a, const ic_meta *m, int want) {
+    int k = sym_nograd_leaf(t, a->oid);
+    if (k == 2 && want)
+        return 0;
+    if (k != 0)
+        return sym_fail(t, "Tensor.requires_grad changed on a tensor made to require grad under no_grad, or "
+                           "a view of it (left to eager)");
+    if (!want)
+        return 0;
+    if (!(m->dtype >= IC_F16 && m->dtype <= IC_F64)) /* complex is not captured */
+        return sym_fail(t, "Tensor.requires_grad = True on a non-floating tensor (eager raises)");
+    if (a->oid <= 0 || a->oid > t->nobj)
+        return sym_fail(t, "Tensor.requires_grad set on an untracked tensor");
+    if (t->in_gen) /* a generator runs to completion: eager may stop it before this */
+        return sym_fail(t, "attribute assignment inside a generator");
+    if (t->nngleaf == (int)(sizeof t->ngleaf_oid / sizeof t->ngleaf_oid[0]))
+        return sym_fail(t, "too many tensors made to require grad in one graph");
+    t->ngleaf_oid[t->nngleaf++] = a->oid;
+    return 0;
+}
+
 /* p.grad = None (Module.zero_grad, Optimizer.zero_grad): an attribute write of the source
  * tensor, replayed after the graph like a module attribute's (its value read back by a later
  * p.grad of the trace) */
@@ -66,7 +100,9 @@ static int set_requires_grad(trace *t, const var *a_in, int want, int method) {
             return 0;
         return sym_fail(t, "Tensor.requires_grad changed on an input tensor (left to eager)");
     }
-    if (!tc_grad_enabled() || t->nograd > 0)
+    if (!tc_grad_enabled())
+        return nograd_flag(t, a, m, want);
+    if (t->nograd > 0)
         return sym_fail(t, "Tensor.requires_grad set under no_grad not supported");
     if (t->in_gen) /* a generator runs to completion: eager may stop it before this */
         return sym_fail(t, "attribute assignment inside a generator");

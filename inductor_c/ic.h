@@ -199,7 +199,8 @@ ic_val ic_arange(ic_graph *g, int64_t n, double start, double step, ic_dtype dty
     /* linear algebra (graph/linalg.c; static shapes, float32/64): */                     \
     X(MATRIX_EXP, "matrix_exp") /* (a[..., n, n]) -> exp(a) (norm-chosen Taylor degree) */ \
     X(MATRIX_EXP_VJP, "matrix_exp_vjp") /* (a, g) -> gradient of <g, exp(a)> */          \
-    X(SOLVE, "solve")     /* (a[..., n, n], b[..., n, k]) -> a^-1 b; params: (left=1) */ \
+    X(SOLVE, "solve")     /* (a[..., n, n], b[..., n, k]) -> a^-1 b; params: (left=1), or \
+                             solve_triangular's (left, upper, unitriangular, 1) */      \
     /* training (graph/autograd.c): backward kernels of ATen */                          \
     X(CONV_BWD, "conv_bwd") /* (grad_out, x, w), params: conv's then `which`: the gradient \
                                of x (0, x's shape), of w (1, w's shape) or both (2: 1-D   \

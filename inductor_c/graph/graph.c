@@ -1009,6 +1009,11 @@ static ic_val ext_index_scan(ic_graph *g, ic_extern_kind kind, int nin, const ic
                  : kind == IC_EXT_ARGSORT                                                   ? 3
                                                                                             : 2;
     if (kind == IC_EXT_ARGSORT && nparams == 5) want_p = 5; /* topk: + k, sorted */
+    if (kind == IC_EXT_SCATTER && nparams == 3) { /* scatter_reduce: + reduction (sum, prod, mean, amax, amin), include_self */
+        if (params[1] < 0 || params[1] > 4 || (params[2] != 0 && params[2] != 1))
+            return fail(g, IC_EINVALID, "scatter_reduce: bad reduction");
+        want_p = 3;
+    }
     if (nin != want_in || nparams != want_p) return fail(g, IC_EINVALID, "%s: wrong operand/param count", nm);
     int64_t dim = params[0];
     int nd = x->ndim ? x->ndim : 1;

@@ -26,7 +26,8 @@ IC_HIDDEN ic_errcode ic_linalg_meta(ic_extern_kind kind, int nin, const ic_meta 
                                     const int64_t *params, ic_meta *o, char *w, size_t nw) {
     int want = kind == IC_EXT_MATRIX_EXP ? 1 : 2;
     if (nin != want) return why(w, nw, IC_EINVALID, "wrong operand count");
-    if (nparams != (kind == IC_EXT_SOLVE ? 1 : 0)) return why(w, nw, IC_EINVALID, "wrong param count");
+    if (nparams != (kind == IC_EXT_SOLVE ? 1 : 0) && !(kind == IC_EXT_SOLVE && nparams == 4))
+        return why(w, nw, IC_EINVALID, "wrong param count"); /* solve_triangular: left, upper, unitriangular, 1 */
     ic_dtype t = m[0]->dtype;
     if (t != IC_F32 && t != IC_F64) return why(w, nw, IC_EUNSUPPORTED, "only float32/float64 are compiled");
     if (nin == 2 && m[1]->dtype != t) return why(w, nw, IC_EUNSUPPORTED, "operands of different dtypes");

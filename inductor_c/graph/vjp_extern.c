@@ -238,6 +238,7 @@ RULE(vjp_gather) {
 RULE(vjp_scatter) {
     NODE;
     const ic_meta *im = &FN(a, n->in[1])->meta, *sm = &FN(a, n->in[2])->meta;
+    if (n->nparams == 3) return ag_fail(a, "backward of scatter_reduce not supported"); /* (refused when traced) */
     if (n->ext_kind == IC_EXT_SCATTER_ADD) {
         ACC(0, g);
     } else if (NEED(0)) {
@@ -272,7 +273,7 @@ RULE(vjp_matrix_exp) {
 }
 RULE(vjp_solve) {
     NODE;
-    if (n->nparams != 1 || n->params[0] != 1) return ag_fail(a, "no backward rule for solve with left=False");
+    if (n->nparams != 1 || n->params[0] != 1) return ag_fail(a, "no backward rule for solve with left=False or solve_triangular");
     ic_val in[2] = {transpose(a, X(0)), g};
     int64_t left = 1;
     ic_val gb = ext(a, IC_EXT_SOLVE, 2, in, 1, &left);
