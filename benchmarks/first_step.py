@@ -3,12 +3,13 @@ a step of hand-built look-alikes of the GPU suite's slowest-to-compile models (t
 timm are not needed), train mode, torchc.compile(model), forward + loss.backward() + SGD step.
 
     python benchmarks/first_step.py [--only densenet121,mobilenet_v3] [--repeat 3] [--amp]
-                                    [--batch 2] [--size 64]
+                                    [--batch 2] [--size 64] [--roots /tmp/base,.]
 
 Each run is a fresh process with an empty on-disk cache (TORCHC_CACHE_DIR a new temp dir) and
 TORCHC_DEBUG=time; reported per model, medians over the repeats, in ms:
 
-  first     the first step (forward capture + compile + run, backward compile + run, SGD)
+  first     the first step (forward capture + compile + run, backward compile + run, SGD), wall
+            and (cpu) the process's CPU time, all threads: steadier on a shared machine
   second    the second step (a recompile or guard failure shows here)
   eager     an eager step (the same model, after the compiled ones)
   capture   forward frame capture + compile minus the forward compile: tracing, graph building,
@@ -234,13 +235,14 @@ def make_step(fn, opt):
 
 cm = torchc.compile(model)
 step = make_step(cm, torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9))
-t = []
+t, tc = [], []
 for _ in range(2):
     sys.stderr.write("STEP\n")
     sys.stderr.flush()
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     step()
     t.append(time.perf_counter() - t0)
+    tc.append(time.process_time() - c0)
 sys.stderr.write("STEP\n")
 ex = torchc.explain(cm)(x)
 estep = make_step(model, torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9))
@@ -251,25 +253,27 @@ for _ in range(3):
     estep()
     te.append(time.perf_counter() - t0)
 print(f"RESULT {t[0] * 1e3:.1f} {t[1] * 1e3:.1f} {sorted(te)[1] * 1e3:.1f} {ex.graph_count} {ex.op_count}"
-      f" {getattr(ex, 'backward_graph_count', -1)}", flush=True)
+      f" {getattr(ex, 'backward_graph_count', -1)} {tc[0] * 1e3:.1f}", flush=True)
 '''
 
 STAGES = ["init", "graph", "lower", "sched", "final", "irgen", "opt", "emit", "jit"]
-COMPILE = re.compile(r"torchc time: compile ([\d.]+) ms .*?; (\d+) nodes, (\d+) kernels.*?\):(.*)")
+COMPILE = re.compile(r"torchc time: compile ([\d.]+) ms \(cpu ([\d.]+) \+ ([\d.]+) other threads; (\d+) nodes, "
+                     r"(\d+) kernels, (\d+) repeats.*?\):(.*)")
 FRAME = re.compile(r"torchc time: frame (\S+): capture \+ compile ([\d.]+) ms")
 
 
-def run_one(name, args):
+def run_one(name, args, root):
     with tempfile.TemporaryDirectory() as cache:
-        env = dict(os.environ, TORCHC_CACHE_DIR=cache, TORCHC_DEBUG="time")
+        env = dict(os.environ, TORCHC_CACHE_DIR=cache, TORCHC_DEBUG="time", OMP_NUM_THREADS=str(args.threads),
+                   TORCHC_NUM_THREADS=str(args.threads))
         for k in ("TORCHC_CACHE", "TORCHC_DISK_CACHE"):
             env.pop(k, None)
-        p = subprocess.run([sys.executable, "-c", CHILD, MODELS, name, str(args.batch), str(args.size), ROOT,
+        p = subprocess.run([sys.executable, "-c", CHILD, MODELS, name, str(args.batch), str(args.size), root,
                             "1" if args.amp else "0"], env=env, capture_output=True, text=True)
     if p.returncode != 0:
         raise SystemExit(f"{name}: failed\n{p.stderr[-3000:]}")
     res = [ln for ln in p.stdout.splitlines() if ln.startswith("RESULT")][-1].split()[1:]
-    r = {"first": float(res[0]), "second": float(res[1]), "eager": float(res[2]), "graphs": int(res[3]),
+    r = {"first_cpu": float(res[6]), "first": float(res[0]), "second": float(res[1]), "eager": float(res[2]), "graphs": int(res[3]),
          "ops": int(res[4])}
     # step 1's lines: the forward's compile comes before its frame line, the backward's after
     step1 = p.stderr.split("STEP\n")[1]
@@ -283,8 +287,9 @@ def run_one(name, args):
             continue
         m = COMPILE.search(ln)
         if m:
-            st = dict(zip(STAGES, (float(v) for v in m.group(4).split()[1::2])))
-            d = {"ms": float(m.group(1)), "nodes": int(m.group(2)), "kernels": int(m.group(3)), **st}
+            st = dict(zip(STAGES, (float(v) for v in m.group(7).split()[1::2])))
+            d = {"ms": float(m.group(1)), "cpu": float(m.group(2)) + float(m.group(3)), "nodes": int(m.group(4)),
+                 "kernels": int(m.group(5)), "repeats": int(m.group(6)), **st}
             if not seen_frame:
                 fwd = d if fwd is None else {k: fwd[k] + d[k] for k in d}
             else:
@@ -308,22 +313,35 @@ def main():
     ap.add_argument("--batch", type=int, default=2)
     ap.add_argument("--size", type=int, default=64)
     ap.add_argument("--amp", action="store_true", help="CPU bf16 autocast around the forward and loss")
+    ap.add_argument("--roots", default=ROOT, help="comma-separated torchc trees, run interleaved (A/B in one run)")
+    ap.add_argument("--threads", type=int, default=1, help="torch threads of the eager ops (TORCHC_NUM_THREADS too)")
     args = ap.parse_args()
     print(f"first training step, CPU, batch {args.batch}, {args.size}x{args.size}, amp={args.amp}, "
           f"median of {args.repeat} fresh processes (ms)")
+    roots = args.roots.split(",")
     for name in args.only.split(","):
-        rs = [run_one(name, args) for _ in range(args.repeat)]
-        r0 = rs[0]
-        print(f"{name}: first {med(rs, lambda r: r['first']):.0f}  second {med(rs, lambda r: r['second']):.1f}  "
-              f"eager {med(rs, lambda r: r['eager']):.1f}  capture {med(rs, lambda r: r['capture']):.0f}  "
-              f"graphs {r0['graphs']} ops {r0['ops']} step-2 frame compiles {r0['recompiles']}")
-        for part in ("fwd", "bwd"):
-            if r0[part] is None:
-                print(f"  {part}: none")
-                continue
-            st = "  ".join(f"{s} {med(rs, lambda r, s=s: r[part][s] if r[part] else None):.0f}" for s in STAGES)
-            print(f"  {part}: {med(rs, lambda r: r[part]['ms'] if r[part] else None):.0f} ms, "
-                  f"{r0[part]['nodes']} nodes, {r0[part]['kernels']} kernels: {st}")
+        runs = {root: [] for root in roots}
+        for _ in range(args.repeat):
+            for root in roots:
+                runs[root].append(run_one(name, args, root))
+        for root in roots:
+            report(name + (f" [{root}]" if len(roots) > 1 else ""), runs[root])
+
+
+def report(name, rs):
+    r0 = rs[0]
+    print(f"{name}: first {med(rs, lambda r: r['first']):.0f} (cpu {med(rs, lambda r: r['first_cpu']):.0f})  "
+          f"second {med(rs, lambda r: r['second']):.1f}  eager {med(rs, lambda r: r['eager']):.1f}  "
+          f"capture {med(rs, lambda r: r['capture']):.0f}  "
+          f"graphs {r0['graphs']} ops {r0['ops']} step-2 frame compiles {r0['recompiles']}")
+    for part in ("fwd", "bwd"):
+        if r0[part] is None:
+            print(f"  {part}: none")
+            continue
+        st = "  ".join(f"{s} {med(rs, lambda r, s=s: r[part][s] if r[part] else None):.0f}" for s in STAGES)
+        print(f"  {part}: {med(rs, lambda r: r[part]['ms'] if r[part] else None):.0f} ms "
+              f"(cpu {med(rs, lambda r: r[part]['cpu'] if r[part] else None):.0f}), {r0[part]['nodes']} nodes, "
+              f"{r0[part]['kernels']} kernels ({r0[part]['repeats']} repeats): {st}")
 
 
 if __name__ == "__main__":
