@@ -415,7 +415,7 @@ struct ic_ctx {
     struct ic_gemm_epi_plan *gemm_epi; /* per kernel: its GEMM epilogue (driver_passes.c
                                    ic_gemm_epilogues; NULL: not a gemm_epilogue backend) */
     int cg_parts;               /* modules compiled in parallel */
-    int cg_dups;                /* GPU kernels that repeat an earlier one (generated once) */
+    int cg_dups;                /* kernels that repeat an earlier one (generated once) */
     int cg_lazy;                /* GPU fallback variants left to compile on first use */
     int cg_insts;               /* their LLVM instructions before optimization */
     double cpu_other;           /* ms of cpu on the other codegen threads */

@@ -50,6 +50,8 @@ typedef struct cg {
     LLVMValueRef *rowval_arr; /* vec_outer: per item, [unroll x <16 x T>] row values */
     uint32_t *scan_seen, scan_gen; /* gen_kernel's walk over expressions: visited stamps */
     ic_xid *scan_stack;
+    uint32_t *buf_seen, buf_gen; /* CPU: a kernel's buffers, stamped (buf_list: listed) */
+    int *buf_list;
     LLVMValueRef syms;        /* dynamic graphs: i64 symbol values (the body's last param) */
     /* the exp inside tanh, sigmoid, erf and gelu (NULL: vm_exp); the GPU's ex2-based one */
     LLVMValueRef (*exp_fn)(void *arg, LLVMValueRef x);

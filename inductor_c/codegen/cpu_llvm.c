@@ -874,18 +874,37 @@ static void gen_combine(cg *g, ic_kernel *k) {
 }
 
 /* phase 0: the kernel; split kernels: phase 1 the parallel parts, phase 2 the combine */
-void cpu_gen_kernel(cg *g, ic_kernel *k, const char *name, const char *cpu, const char *feat, int phase) {
+/* nounwind and the target of the host on a kernel's function */
+static void cpu_fn_attrs(cg *g, LLVMValueRef f, const char *cpu, const char *feat) {
+    unsigned knu = LLVMGetEnumAttributeKindForName("nounwind", 8);
+    LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(g->ctx, knu, 0));
+    LLVMAddTargetDependentFunctionAttr(f, "target-cpu", cpu);
+    LLVMAddTargetDependentFunctionAttr(f, "target-features", feat);
+    LLVMAddTargetDependentFunctionAttr(f, "min-legal-vector-width", "512");
+}
+
+static int cmp_int(const void *a, const void *b) {
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+LLVMValueRef cpu_gen_kernel(cg *g, ic_kernel *k, const char *name, const char *cpu, const char *feat, int phase,
+                            int mode, LLVMValueRef shared) {
     ic_ctx *c = g->c;
-    /* buffers used by this kernel */
-    int *used = ic_alloc(c, (size_t)(c->nbufs + 1) * sizeof(int));
-    if (k->split) used[k->partial_buf] = 1;
+    g->gen++; /* no expression value of an earlier kernel (or scratch module) is reused */
+    /* buffers used by this kernel, in increasing order: stamped in the driver's array and
+     * listed (per-kernel arrays of every buffer made code generation quadratic) */
+    uint32_t *bseen = g->buf_seen, bgen = ++g->buf_gen;
+    int *used = g->buf_list, nused = 0;
+#define USE_BUF(b_) do { int b__ = (b_); if (bseen[b__] != bgen) { bseen[b__] = bgen; used[nused++] = b__; } } while (0)
+    if (k->split) USE_BUF(k->partial_buf);
     /* scan loads: a DAG walk with a visited set (shared subexpressions are common); the set
      * and stack are the driver's, stamped per kernel (per-kernel arrays of every expression
      * made code generation quadratic in the graph size) */
     uint32_t *seen = g->scan_seen, gen = ++g->scan_gen;
     ic_xid *stack = g->scan_stack;
     for (int j = 0; j < k->nitems; j++) {
-        if (k->items[j].store) used[k->items[j].buf] = 1;
+        if (k->items[j].store) USE_BUF(k->items[j].buf);
         int sp = 0;
         stack[sp++] = k->items[j].expr;
         while (sp) {
@@ -893,65 +912,72 @@ void cpu_gen_kernel(cg *g, ic_kernel *k, const char *name, const char *cpu, cons
             if (seen[x] == gen) continue;
             seen[x] = gen;
             const ic_x *e = &c->xs[x];
-            if (e->kind == X_LOADF) used[e->buf] = 1;
+            if (e->kind == X_LOADF) USE_BUF(e->buf);
             if (e->kind == X_ROWVAL) continue;
             if (e->a >= 0) stack[sp++] = e->a;
             if (e->b >= 0) stack[sp++] = e->b;
             if (e->c >= 0) stack[sp++] = e->c;
         }
     }
+#undef USE_BUF
+    qsort(used, (size_t)nused, sizeof *used, cmp_int);
     int nu = 0, nrow = 0;
-    /* sized by the graph (arena): a kernel may read any number of buffers */
-    int *ub = ic_alloc(c, (size_t)(c->nbufs + 1) * sizeof(int)), *rb = ic_alloc(c, (size_t)(c->nbufs + 1) * sizeof(int));
-    for (int b = 0; b < c->nbufs; b++) {
-        if (!used[b]) continue;
+    int *ub = ic_alloc(c, (size_t)(nused + 1) * sizeof(int)), *rb = ic_alloc(c, (size_t)(nused + 1) * sizeof(int));
+    for (int i = 0; i < nused; i++) {
+        int b = used[i];
         if (c->bufs[b].kind == 3) rb[nrow++] = b; /* row scratch: an alloca */
         else ub[nu++] = b;
     }
-    LLVMTypeRef *ps = ic_alloc(c, (size_t)(nu + 3) * sizeof(LLVMTypeRef));
-    ps[0] = g->i64;
-    ps[1] = g->i64;
-    for (int i = 0; i < nu; i++) ps[2 + i] = g->ptr;
     int nsp = c->dyn ? 1 : 0; /* dynamic graphs: the symbol values follow the buffers */
-    if (nsp) ps[2 + nu] = g->ptr;
-    LLVMTypeRef bty = LLVMFunctionType(g->vd, ps, (unsigned)(2 + nu + nsp), 0);
-    char bname[64];
-    snprintf(bname, sizeof bname, "%s_body", name);
-    LLVMValueRef body = LLVMAddFunction(g->mod, bname, bty);
-    LLVMSetLinkage(body, LLVMInternalLinkage);
-    unsigned kna = LLVMGetEnumAttributeKindForName("noalias", 7);
-    unsigned kai = LLVMGetEnumAttributeKindForName("alwaysinline", 12);
-    unsigned knu = LLVMGetEnumAttributeKindForName("nounwind", 8);
-    for (int i = 0; i < nu; i++)
-        LLVMAddAttributeAtIndex(body, (unsigned)(3 + i), LLVMCreateEnumAttribute(g->ctx, kna, 0));
-    LLVMAddAttributeAtIndex(body, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(g->ctx, kai, 0));
-    LLVMTypeRef wps[3] = {g->ptr, g->i64, g->i64};
-    LLVMValueRef wrap = LLVMAddFunction(g->mod, name, LLVMFunctionType(g->vd, wps, 3, 0));
-    LLVMValueRef fns[2] = {body, wrap};
-    for (int i = 0; i < 2; i++) {
-        LLVMAddAttributeAtIndex(fns[i], LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(g->ctx, knu, 0));
-        LLVMAddTargetDependentFunctionAttr(fns[i], "target-cpu", cpu);
-        LLVMAddTargetDependentFunctionAttr(fns[i], "target-features", feat);
-        LLVMAddTargetDependentFunctionAttr(fns[i], "min-legal-vector-width", "512");
+    LLVMTypeRef bty;
+    LLVMValueRef body;
+    if (mode == CPU_GEN_WRAP) { /* an identical kernel's body: its parameters are this one's buffers */
+        body = shared;
+        bty = LLVMGlobalGetValueType(body);
+        if (LLVMCountParamTypes(bty) != (unsigned)(2 + nu + nsp))
+            ic_fail(c, IC_EINTERNAL, "CPU codegen: kernel %s repeats a body of another arity", name);
+    } else {
+        LLVMTypeRef *ps = ic_alloc(c, (size_t)(nu + 3) * sizeof(LLVMTypeRef));
+        ps[0] = g->i64;
+        ps[1] = g->i64;
+        for (int i = 0; i < nu; i++) ps[2 + i] = g->ptr;
+        if (nsp) ps[2 + nu] = g->ptr;
+        bty = LLVMFunctionType(g->vd, ps, (unsigned)(2 + nu + nsp), 0);
+        char bname[64];
+        snprintf(bname, sizeof bname, "%s_body", mode == CPU_GEN_BODY ? "K" : name);
+        body = LLVMAddFunction(g->mod, bname, bty);
+        LLVMSetLinkage(body, LLVMInternalLinkage);
+        unsigned kna = LLVMGetEnumAttributeKindForName("noalias", 7);
+        unsigned kai = LLVMGetEnumAttributeKindForName("alwaysinline", 12);
+        for (int i = 0; i < nu; i++)
+            LLVMAddAttributeAtIndex(body, (unsigned)(3 + i), LLVMCreateEnumAttribute(g->ctx, kna, 0));
+        LLVMAddAttributeAtIndex(body, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(g->ctx, kai, 0));
+        cpu_fn_attrs(g, body, cpu, feat);
     }
-    /* wrapper: unpack bufs */
-    LLVMBasicBlockRef wb = LLVMAppendBasicBlockInContext(g->ctx, wrap, "entry");
-    LLVMPositionBuilderAtEnd(B, wb);
-    LLVMValueRef *args = ic_alloc(c, (size_t)(nu + 3) * sizeof(LLVMValueRef));
-    args[0] = LLVMGetParam(wrap, 1);
-    args[1] = LLVMGetParam(wrap, 2);
-    for (int i = 0; i < nu; i++) {
-        LLVMValueRef idx = LLVMConstInt(g->i64, (unsigned)ub[i], 0);
-        LLVMValueRef p = LLVMBuildGEP2(B, g->ptr, LLVMGetParam(wrap, 0), &idx, 1, "");
-        args[2 + i] = LLVMBuildLoad2(B, g->ptr, p, "");
+    if (mode != CPU_GEN_BODY) {
+        LLVMTypeRef wps[3] = {g->ptr, g->i64, g->i64};
+        LLVMValueRef wrap = LLVMAddFunction(g->mod, name, LLVMFunctionType(g->vd, wps, 3, 0));
+        cpu_fn_attrs(g, wrap, cpu, feat);
+        /* wrapper: unpack bufs */
+        LLVMBasicBlockRef wb = LLVMAppendBasicBlockInContext(g->ctx, wrap, "entry");
+        LLVMPositionBuilderAtEnd(B, wb);
+        LLVMValueRef *args = ic_alloc(c, (size_t)(nu + 3) * sizeof(LLVMValueRef));
+        args[0] = LLVMGetParam(wrap, 1);
+        args[1] = LLVMGetParam(wrap, 2);
+        for (int i = 0; i < nu; i++) {
+            LLVMValueRef idx = LLVMConstInt(g->i64, (unsigned)ub[i], 0);
+            LLVMValueRef p = LLVMBuildGEP2(B, g->ptr, LLVMGetParam(wrap, 0), &idx, 1, "");
+            args[2 + i] = LLVMBuildLoad2(B, g->ptr, p, "");
+        }
+        if (nsp) {
+            LLVMValueRef idx = LLVMConstInt(g->i64, (unsigned)c->nbufs, 0);
+            LLVMValueRef p = LLVMBuildGEP2(B, g->ptr, LLVMGetParam(wrap, 0), &idx, 1, "");
+            args[2 + nu] = LLVMBuildLoad2(B, g->ptr, p, "syms");
+        }
+        LLVMBuildCall2(B, bty, body, args, (unsigned)(2 + nu + nsp), "");
+        LLVMBuildRetVoid(B);
     }
-    if (nsp) {
-        LLVMValueRef idx = LLVMConstInt(g->i64, (unsigned)c->nbufs, 0);
-        LLVMValueRef p = LLVMBuildGEP2(B, g->ptr, LLVMGetParam(wrap, 0), &idx, 1, "");
-        args[2 + nu] = LLVMBuildLoad2(B, g->ptr, p, "syms");
-    }
-    LLVMBuildCall2(B, bty, body, args, (unsigned)(2 + nu + nsp), "");
-    LLVMBuildRetVoid(B);
+    if (mode == CPU_GEN_WRAP) return body;
 
     /* body */
     g->fn = body;
@@ -973,7 +999,7 @@ void cpu_gen_kernel(cg *g, ic_kernel *k, const char *name, const char *cpu, cons
         LLVMBuildRetVoid(B);
         LLVMPositionBuilderAtEnd(g->ab, g->entry);
         LLVMBuildBr(g->ab, start);
-        return;
+        return body;
     }
     lp ol;
     lp_begin(g, &ol, NULL, LLVMGetParam(body, 0), LLVMGetParam(body, 1), 1);
@@ -1049,4 +1075,5 @@ void cpu_gen_kernel(cg *g, ic_kernel *k, const char *name, const char *cpu, cons
     LLVMBuildRetVoid(B);
     LLVMPositionBuilderAtEnd(g->ab, g->entry);
     LLVMBuildBr(g->ab, start);
+    return body;
 }

@@ -14,9 +14,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <llvm-c/BitWriter.h>
 #include <llvm-c/Core.h>
 #include <llvm-c/TargetMachine.h>
 
+#include "../ic_diskcache.h"
 #include "../support.h"
 #include "cpu.h"
 
@@ -81,8 +83,31 @@ static int count_insts(LLVMModuleRef m) {
     return n;
 }
 
-/* Greedy balance of kernels over parts by item count (a proxy of their IR size). */
-static int assign_parts(ic_ctx *c, int *part_of) {
+/* a hint that two kernels may compile to the same code: their loop structure and item count
+ * (equal code is decided by the bitcode of their bodies; the hint only keeps them together) */
+static uint64_t shape_hint(const ic_kernel *k) {
+    uint64_t h = 1469598103934665603ull;
+#define MIX(x_) (h = (h ^ (uint64_t)(x_)) * 1099511628211ull)
+    MIX(k->nitems), MIX(k->nf), MIX(k->nouter), MIX(k->ninner), MIX(k->ntiles), MIX(k->tile), MIX(k->vec_outer);
+    MIX(k->nob), MIX(k->split), MIX(k->has_red), MIX(k->iters), MIX(k->npos), MIX(k->vo_unroll), MIX(k->nchunks);
+    for (int d = 0; d < k->nf; d++) MIX(k->fsize[d]);
+    for (int d = 0; d < k->nouter; d++) MIX(k->osize[d]);
+    for (int d = 0; d < k->ninner; d++) MIX(k->isize[d]);
+#undef MIX
+    return h ? h : 1;
+}
+
+static int by_items(const void *a, const void *b, void *arg) { /* biggest first, then in kernel order */
+    const ic_kernel *ks = arg;
+    int x = *(const int *)a, y = *(const int *)b;
+    int nx = ks[x].nitems, ny = ks[y].nitems;
+    return nx != ny ? (nx < ny ? 1 : -1) : (x > y) - (x < y);
+}
+
+/* Greedy balance of kernels over parts by item count (a proxy of their IR size); kernels of
+ * the same shape hint go to one part (where an identical body is shared: dedupe) and count
+ * once. */
+static int assign_parts(ic_ctx *c, int *part_of, bool dedupe) {
     int items = 0, nk = 0;
     for (int i = 0; i < c->nkernels; i++) {
         part_of[i] = -1;
@@ -102,20 +127,100 @@ static int assign_parts(ic_ctx *c, int *part_of) {
     int *order = ic_alloc(c, (size_t)(nk + 1) * sizeof(int)), n = 0;
     for (int i = 0; i < c->nkernels; i++)
         if (!c->kernels[i].is_ext) order[n++] = i;
-    for (int i = 1; i < n; i++)
-        for (int j = i; j > 0 && c->kernels[order[j]].nitems > c->kernels[order[j - 1]].nitems; j--) {
-            int t = order[j];
-            order[j] = order[j - 1];
-            order[j - 1] = t;
-        }
+    qsort_r(order, (size_t)n, sizeof *order, by_items, c->kernels);
+    /* shape hints seen: open addressing, the part of each */
+    int cap = 16;
+    while (cap < 2 * n + 2) cap *= 2;
+    uint64_t *hk = dedupe && np > 1 ? ic_alloc(c, (size_t)cap * sizeof(uint64_t)) : NULL;
+    int *hp = hk ? ic_alloc(c, (size_t)cap * sizeof(int)) : NULL;
     for (int i = 0; i < n; i++) {
-        int best = 0;
+        const ic_kernel *k = &c->kernels[order[i]];
+        int best = 0, slot = -1;
+        if (hk) {
+            uint64_t h = shape_hint(k);
+            for (slot = (int)(h & (uint64_t)(cap - 1)); hk[slot] && hk[slot] != h; slot = (slot + 1) & (cap - 1)) {}
+            if (hk[slot]) {
+                part_of[order[i]] = hp[slot];
+                load[hp[slot]] += 1;
+                continue;
+            }
+            hk[slot] = h;
+        }
         for (int p = 1; p < np; p++)
             if (load[p] < load[best]) best = p;
         part_of[order[i]] = best;
-        load[best] += c->kernels[order[i]].nitems + 1;
+        if (slot >= 0) hp[slot] = best;
+        load[best] += k->nitems + 1;
     }
     return np;
+}
+
+/* ---- identical kernels ----------------------------------------------------------------------
+ * Repeated layers give the same kernel again and again (ResNet-50's training forward: 109
+ * kernels, 33 distinct bodies): each kernel's body is first generated alone into a scratch
+ * module of its part's context (named K_body); when that module's bitcode equals an earlier
+ * kernel's of the same part, the kernel gets only its wrapper (which loads its own buffers)
+ * calling the earlier body, which then stays a function of its own (noinline) instead of
+ * being inlined into each wrapper; otherwise the kernel is generated into the part's module
+ * as before. The body of a kernel used once is unchanged. Off with an LLVM dump (the module
+ * printed is the one compiled). */
+typedef struct kseen {
+    uint64_t h;
+    size_t n;
+    char *bc;
+    LLVMValueRef body;
+    bool shared;
+} kseen;
+
+typedef struct kdedupe {
+    kseen *e;
+    int n, cap; /* cap: a power of two, >= 2 * kernels */
+    int vinsts; /* instructions of the bodies not generated again */
+} kdedupe;
+
+static int count_insts(LLVMModuleRef m);
+
+static void gen_deduped(ic_ctx *c, cg *g, kdedupe *D, LLVMModuleRef pmod, ic_kernel *k, const char *name,
+                        const char *cpu, const char *feat, int phase) {
+    LLVMModuleRef tmp = LLVMModuleCreateWithNameInContext("torchc_kernel", g->ctx);
+    LLVMSetTarget(tmp, LLVMGetTarget(pmod));
+    LLVMSetDataLayout(tmp, LLVMGetDataLayoutStr(pmod));
+    g->mod = tmp;
+    cpu_gen_kernel(g, k, name, cpu, feat, phase, CPU_GEN_BODY, NULL);
+    g->mod = pmod;
+    LLVMMemoryBufferRef mb = LLVMWriteBitcodeToMemoryBuffer(tmp);
+    int tinsts = count_insts(tmp);
+    LLVMDisposeModule(tmp);
+    size_t n = mb ? LLVMGetBufferSize(mb) : 0;
+    const char *bc = mb ? LLVMGetBufferStart(mb) : NULL;
+    uint64_t h = n ? ic_hash64(bc, n) : 0;
+    h = h ? h : 1;
+    int slot = (int)(h & (uint64_t)(D->cap - 1));
+    for (; D->e[slot].bc; slot = (slot + 1) & (D->cap - 1)) {
+        kseen *e = &D->e[slot];
+        if (e->h == h && e->n == n && !memcmp(e->bc, bc, n)) {
+            LLVMDisposeMemoryBuffer(mb);
+            if (!e->shared) { /* a function of its own from now on */
+                unsigned kai = LLVMGetEnumAttributeKindForName("alwaysinline", 12);
+                unsigned kni = LLVMGetEnumAttributeKindForName("noinline", 8);
+                LLVMRemoveEnumAttributeAtIndex(e->body, LLVMAttributeFunctionIndex, kai);
+                LLVMAddAttributeAtIndex(e->body, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(g->ctx, kni, 0));
+                e->shared = true;
+            }
+            cpu_gen_kernel(g, k, name, cpu, feat, phase, CPU_GEN_WRAP, e->body);
+            D->vinsts += tinsts;
+            c->cg_dups++;
+            return;
+        }
+    }
+    kseen *e = &D->e[slot];
+    e->h = h;
+    e->n = n;
+    e->bc = ic_alloc(c, n + 1);
+    if (n) memcpy(e->bc, bc, n);
+    if (mb) LLVMDisposeMemoryBuffer(mb);
+    D->n++;
+    e->body = cpu_gen_kernel(g, k, name, cpu, feat, phase, CPU_GEN_FULL, NULL);
 }
 
 /* kernel symbols: named after the code key when keyed (shared, cached), else unique */
@@ -161,7 +266,10 @@ int ic_codegen_cpu(ic_ctx *c, const ic_cpu_syms *S, const void **objs, size_t *s
     R->cpu = LLVMGetTargetMachineCPU(R->tm);
     R->feat = LLVMGetTargetMachineFeatureString(R->tm);
     int *part_of = ic_alloc(c, (size_t)(c->nkernels + 1) * sizeof(int));
-    R->nparts = assign_parts(c, part_of);
+    bool dedupe = !(c->debug & IC_DEBUG_LLVM);
+    R->nparts = assign_parts(c, part_of, dedupe);
+    int dcap = 16;
+    while (dcap < 2 * nnames + 2) dcap *= 2;
     int maxitems = 1;
     for (int i = 0; i < c->nkernels; i++)
         if (c->kernels[i].nitems > maxitems) maxitems = c->kernels[i].nitems;
@@ -195,14 +303,21 @@ int ic_codegen_cpu(ic_ctx *c, const ic_cpu_syms *S, const void **objs, size_t *s
         g->rowval = ic_alloc(c, (size_t)(maxitems + 1) * sizeof(LLVMValueRef));
         g->scan_seen = ic_alloc(c, (size_t)(c->nxs + 1) * sizeof(uint32_t));
         g->scan_stack = ic_alloc(c, (size_t)(3 * c->nxs + 3) * sizeof(ic_xid));
+        g->buf_seen = ic_alloc(c, (size_t)(c->nbufs + 1) * sizeof(uint32_t));
+        g->buf_list = ic_alloc(c, (size_t)(c->nbufs + 1) * sizeof(int));
         ol_target_cpu(g, R->triple);
+        kdedupe D = {.cap = dcap};
+        if (dedupe) D.e = ic_alloc(c, (size_t)dcap * sizeof(kseen));
         for (int i = 0; i < nnames; i++) {
             ic_kernel *k = &c->kernels[kern[i]];
             if (part_of[kern[i]] != p) continue;
-            cpu_gen_kernel(g, k, names[i], R->cpu, R->feat, k->split ? slot[i] - 2 * kern[i] + 1 : 0);
+            int phase = k->split ? slot[i] - 2 * kern[i] + 1 : 0;
+            if (dedupe) gen_deduped(c, g, &D, P->mod, k, names[i], R->cpu, R->feat, phase);
+            else cpu_gen_kernel(g, k, names[i], R->cpu, R->feat, phase, CPU_GEN_FULL, NULL);
         }
         R->ninsts[p] = count_insts(g->mod);
-        P->passes = module_pipeline(c->opt_level, R->ninsts[p]);
+        /* the pipeline is chosen by the size the module would have without dedupe */
+        P->passes = module_pipeline(c->opt_level, R->ninsts[p] + D.vinsts);
         LLVMDisposeBuilder(R->ab);
         R->ab = NULL;
     }

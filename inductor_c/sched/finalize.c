@@ -364,10 +364,26 @@ static int vcost_runs(ic_ctx *c, ic_ix ix, int32_t v) {
     return k == 0 ? 0 : k == 1 ? 1 : k <= 4 ? 2 : 4;
 }
 
+/* visited stamps of the expression walks below: one array for every kernel (one of every
+ * expression per kernel made finalize quadratic), grown with the expressions, gen per walk */
+typedef struct xstamp {
+    uint32_t *s, gen;
+    int n;
+} xstamp;
+
+static uint32_t xstamp_next(ic_ctx *c, xstamp *S) {
+    if (S->n < c->nxs) {
+        S->n = 2 * c->nxs + 64;
+        S->s = ic_alloc(c, (size_t)S->n * sizeof(uint32_t));
+        S->gen = 0;
+    }
+    return ++S->gen;
+}
+
 static void count_contig(ic_ctx *c, ic_xid x, int32_t v, int32_t w, int *nv, int *nw, int *ncontig_w,
-                         uint8_t *seen) {
-    if (seen[x]) return;
-    seen[x] = 1;
+                         uint32_t *seen, uint32_t gen) {
+    if (seen[x] == gen) return;
+    seen[x] = gen;
     const ic_x *e = &c->xs[x];
     if (e->kind == X_LOADF && e->a < 0) {
         int cv = vcost_runs(c, e->ix, v), cw = vcost_runs(c, e->ix, w);
@@ -379,15 +395,15 @@ static void count_contig(ic_ctx *c, ic_xid x, int32_t v, int32_t w, int *nv, int
         return;
     }
     if (e->kind == X_ROWVAL) return;
-    if (e->a >= 0) count_contig(c, e->a, v, w, nv, nw, ncontig_w, seen);
-    if (e->b >= 0) count_contig(c, e->b, v, w, nv, nw, ncontig_w, seen);
-    if (e->c >= 0) count_contig(c, e->c, v, w, nv, nw, ncontig_w, seen);
+    if (e->a >= 0) count_contig(c, e->a, v, w, nv, nw, ncontig_w, seen, gen);
+    if (e->b >= 0) count_contig(c, e->b, v, w, nv, nw, ncontig_w, seen, gen);
+    if (e->c >= 0) count_contig(c, e->c, v, w, nv, nw, ncontig_w, seen, gen);
 }
 
 /* Reductions whose inputs are contiguous along the last outer var rather than the
  * innermost reduced var (x.sum(0), column softmax) run 16 outputs per vector: the
  * reduced dims become scalar loops and each lane keeps its own accumulator. */
-static void choose_vec_outer(ic_ctx *c, ic_kernel *k) {
+static void choose_vec_outer(ic_ctx *c, ic_kernel *k, xstamp *S) {
     k->vec_outer = false;
     if (!k->has_red || k->nouter < 1 || k->ninner < 1) return;
     for (int j = 0; j < k->nitems; j++)
@@ -395,9 +411,9 @@ static void choose_vec_outer(ic_ctx *c, ic_kernel *k) {
     int32_t ov = k->ovar[k->nouter - 1], iv = k->ivar[k->ninner - 1];
     if (k->osize[k->nouter - 1] < 16 || ic_tainted(c, k->osize[k->nouter - 1])) return;
     int n_in = 0, n_out = 0, contig_out = 0;
-    uint8_t *seen = ic_alloc(c, (size_t)c->nxs);
+    uint32_t gen = xstamp_next(c, S);
     for (int j = 0; j < k->nitems; j++)
-        if (k->items[j].inner) count_contig(c, k->items[j].expr, iv, ov, &n_in, &n_out, &contig_out, seen);
+        if (k->items[j].inner) count_contig(c, k->items[j].expr, iv, ov, &n_in, &n_out, &contig_out, S->s, gen);
     /* costs: lower is better; and some load must really be contiguous along the kept dim
      * (loads broadcast along it alone, e.g. a weight, say nothing) */
     if (n_out >= n_in || contig_out == 0) return;
@@ -440,26 +456,26 @@ static void choose_split(ic_ctx *c, ic_kernel *k, int64_t inner) {
  * contiguously along the last outer var (x.t() + y, transpose().contiguous()) visit
  * IC_BLOCK_ROWS x IC_BLOCK_COLS blocks, so the lines and pages a strided load touches are
  * reused by the next rows instead of being evicted (TLB and cache thrash otherwise). */
-static bool transposed_load(ic_ctx *c, ic_xid x, int32_t iv, int32_t ov, uint8_t *seen) {
-    if (seen[x]) return false;
-    seen[x] = 1;
+static bool transposed_load(ic_ctx *c, ic_xid x, int32_t iv, int32_t ov, uint32_t *seen, uint32_t gen) {
+    if (seen[x] == gen) return false;
+    seen[x] = gen;
     const ic_x *e = &c->xs[x];
     if (e->kind == X_LOADF) return e->a < 0 && vcost(c, e->ix, iv) == 4 && vcost(c, e->ix, ov) <= 2;
     if (e->kind == X_ROWVAL) return false;
-    return (e->a >= 0 && transposed_load(c, e->a, iv, ov, seen)) || (e->b >= 0 && transposed_load(c, e->b, iv, ov, seen)) ||
-           (e->c >= 0 && transposed_load(c, e->c, iv, ov, seen));
+    return (e->a >= 0 && transposed_load(c, e->a, iv, ov, seen, gen)) ||
+           (e->b >= 0 && transposed_load(c, e->b, iv, ov, seen, gen)) || (e->c >= 0 && transposed_load(c, e->c, iv, ov, seen, gen));
 }
 
-static void choose_blocking(ic_ctx *c, ic_kernel *k, int64_t outer, int64_t inner) {
+static void choose_blocking(ic_ctx *c, ic_kernel *k, int64_t outer, int64_t inner, xstamp *S) {
     k->nob = 0;
     if (k->has_red || k->nouter < 1 || k->ninner != 1) return;
     int64_t O = k->osize[k->nouter - 1];
     if (O < IC_BLOCK_ROWS || inner < IC_BLOCK_COLS || ic_tainted(c, O)) return;
     int32_t ov = k->ovar[k->nouter - 1], iv = k->ivar[0];
     /* some load is far apart along iv while near along ov */
-    uint8_t *seen = ic_alloc(c, (size_t)c->nxs);
+    uint32_t gen = xstamp_next(c, S);
     bool strided = false;
-    for (int j = 0; j < k->nitems && !strided; j++) strided = transposed_load(c, k->items[j].expr, iv, ov, seen);
+    for (int j = 0; j < k->nitems && !strided; j++) strided = transposed_load(c, k->items[j].expr, iv, ov, S->s, gen);
     if (!strided) return;
     (void)outer;
     k->nob = (O + IC_BLOCK_ROWS - 1) / IC_BLOCK_ROWS;
@@ -542,6 +558,7 @@ void ic_finalize_kernels(ic_ctx *c) {
         }
     }
     rw R = rw_new(c); /* one memo for all kernels: rw_next forgets it per item */
+    xstamp xs = {0};
     for (int ki = 0; ki < c->nkernels; ki++) {
         ic_kernel *k = &c->kernels[ki];
         if (k->is_ext) {
@@ -617,9 +634,9 @@ void ic_finalize_kernels(ic_ctx *c) {
             k->tile = t;
             k->ntiles = (inner + t - 1) / t;
         }
-        choose_vec_outer(c, k);
+        choose_vec_outer(c, k, &xs);
         choose_split(c, k, inner);
-        choose_blocking(c, k, outer, inner);
+        choose_blocking(c, k, outer, inner, &xs);
         if (c->dyn) /* inner loops of symbolic size run to a runtime bound: never cut */
             for (int i = 0; i < k->ninner; i++)
                 if (ic_tainted(c, k->isize[i]) && (k->ntiles > 1 || k->split))
