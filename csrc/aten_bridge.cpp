@@ -205,9 +205,9 @@ static void sdpa_bwd(const at::Tensor &g, const at::Tensor &q, const at::Tensor 
  *   CPU: _scaled_dot_product_flash_attention_for_cpu (eager's choice for 4-D operands it
  *   accepts, masks included) and its backward; the header's tag says which ran (read on
  *   the host).
- *   CUDA: FlashAttention or the memory-efficient kernel where _fused_sdp_choice picks them
- *   (eager's choice); the backward asks the same question of the same operands (a tag read
- *   back from the device would synchronize each backward).
+ *   CUDA (no mask): FlashAttention (head dims multiples of 8) or the memory-efficient kernel
+ *   where _fused_sdp_choice picks them (eager's choice); the backward asks the same question
+ *   of the same operands (a tag read back from the device would synchronize each backward).
  * Anything else (the math path, cuDNN's kernel): tag NONE, the output from
  * at::scaled_dot_product_attention and the backward recomputed (sdpa_bwd). */
 static int sdpa_stats_kind(const at::Tensor *in, int nin, bool causal, double scale) {
@@ -217,7 +217,11 @@ static int sdpa_stats_kind(const at::Tensor *in, int nin, bool causal, double sc
     if (nin == 4) mask = in[3];
     const int64_t ch = at::_fused_sdp_choice(q, in[1], in[2], mask, 0.0, causal, scale, false);
     if (q.is_cpu()) return ch == 1 ? IC_SDPA_ST_CPU_FLASH : IC_SDPA_ST_NONE;
-    if (ch == 1 && nin == 3) return IC_SDPA_ST_FLASH;
+    /* CUDA: eager's composite pads head dims to a multiple of 8 around FlashAttention and
+     * turns a mask into an aligned float bias for the memory-efficient kernel: those cases
+     * keep the dispatcher (tag NONE) */
+    if (nin != 3) return IC_SDPA_ST_NONE;
+    if (ch == 1 && q.size(-1) % 8 == 0 && in[2].size(-1) % 8 == 0) return IC_SDPA_ST_FLASH;
     if (ch == 2) return IC_SDPA_ST_EFFICIENT;
     return IC_SDPA_ST_NONE;
 }
@@ -273,7 +277,7 @@ static void sdpa_stats_fwd(const at::Tensor *in, int nin, bool causal, double sc
         break;
     }
     case IC_SDPA_ST_EFFICIENT: {
-        auto r = at::_scaled_dot_product_efficient_attention(q, k, v, mask, true, 0.0, causal, scale);
+        auto r = at::_scaled_dot_product_efficient_attention(q, k, v, c10::nullopt, true, 0.0, causal, scale);
         o = std::get<0>(r), lse = std::get<1>(r);
         break;
     }
@@ -299,18 +303,18 @@ static bool sdpa_stats_bwd(const at::Tensor *in, int nin, bool causal, double sc
     sdpa_stats_parts(q, v, in[5], &hdr, &area);
     int kind;
     if (q.is_cpu()) kind = (int)hdr[0].item<double>();
-    else kind = sdpa_stats_kind(in + 1, nin == 7 ? 4 : 3, causal, scale); /* (no device read) */
+    else kind = nin == 7 ? IC_SDPA_ST_NONE : sdpa_stats_kind(in + 1, 3, causal, scale); /* (no device read) */
     std::vector<int64_t> lsz(q.sizes().begin(), q.sizes().end() - 1);
     const int64_t L = q.size(-2);
     switch (kind) {
     case IC_SDPA_ST_CPU_FLASH: {
-        at::Tensor lse = area.narrow(1, 0, L).view(lsz);
+        at::Tensor lse = area.narrow(1, 0, L).contiguous().view(lsz);
         auto r = at::_scaled_dot_product_flash_attention_for_cpu_backward(g, q, k, v, o, lse, 0.0, causal, mask, scale);
         d[0] = std::get<0>(r), d[1] = std::get<1>(r), d[2] = std::get<2>(r);
         return true;
     }
     case IC_SDPA_ST_FLASH: {
-        at::Tensor lse = area.narrow(1, 0, L).view(lsz);
+        at::Tensor lse = area.narrow(1, 0, L).contiguous().view(lsz); /* [B, H, L] dense, as the kernel reads it */
         const at::Tensor none = at::empty({}, at::TensorOptions().dtype(at::kLong));
         auto r = at::_scaled_dot_product_flash_attention_backward(g, q, k, v, o, lse, at::Tensor(), at::Tensor(), L,
                                                                   k.size(-2), 0.0, causal, none, none, scale);
@@ -321,8 +325,7 @@ static bool sdpa_stats_bwd(const at::Tensor *in, int nin, bool causal, double sc
         lsz.back() = area.size(1);
         at::Tensor lse = area.view(lsz);
         const at::Tensor none = at::empty({}, at::TensorOptions().dtype(at::kLong));
-        at::Tensor bias = mask ? *mask : at::Tensor();
-        auto r = at::_scaled_dot_product_efficient_attention_backward(g, q, k, v, bias, o, lse, none, none, 0.0,
+        auto r = at::_scaled_dot_product_efficient_attention_backward(g, q, k, v, at::Tensor(), o, lse, none, none, 0.0,
                                                                       {true, true, true, false}, causal, scale);
         d[0] = std::get<0>(r), d[1] = std::get<1>(r), d[2] = std::get<2>(r);
         return true;
