@@ -192,3 +192,11 @@ def test_cuda_masked_grads_match_eager(dtype):
     m = torch.randn(2, 1, 64, 64, dtype=dtype, device=dev)
     tol = dict(rtol=2e-2, atol=2e-2) if dtype != torch.float32 else dict(rtol=1e-3, atol=1e-3)
     _check(lambda q, k, v, m: _sdpa(q, k, v, m, False, None), (q, k, v, m), (True, True, True, False), tol=tol)
+
+
+def test_grouped_query_heads():
+    """enable_gqa: key and value heads repeated for their groups, the gradients summed back"""
+    torch.manual_seed(6)
+    q, k, v = torch.randn(2, 6, 5, 8), torch.randn(2, 2, 7, 8), torch.randn(2, 2, 7, 8)
+    _check(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, enable_gqa=True), (q, k, v), (True, True, True),
+           tol=TOL[torch.float32])
