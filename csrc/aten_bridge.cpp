@@ -284,8 +284,7 @@ static void sdpa_stats_fwd(const at::Tensor *in, int nin, bool causal, double sc
     default: o = at::scaled_dot_product_attention(q, k, v, mask, 0.0, causal, scale); break;
     }
     copy_in(ov, o);
-    hdr.zero_();
-    hdr.narrow(0, 0, 1).fill_((double)kind);
+    hdr.fill_((double)kind); /* (element 0 is read) */
     if (kind != IC_SDPA_ST_NONE) {
         const int64_t rows = area.size(0);
         if (lse.numel() % (rows ? rows : 1) || lse.size(-1) > area.size(1))

@@ -263,7 +263,8 @@ static inline void ic_sdpa_stats_layout(const ic_meta *out, int64_t *n, int64_t 
 enum { IC_RND_UNIFORM, IC_RND_NORMAL, IC_RND_RANDINT, IC_RND_BERNOULLI, IC_RND_BERNOULLI_T, IC_RND_RANDPERM,
        IC_RND_MULTINOMIAL, IC_RND_COUNT };
 
-/* nin: 1..3 operands, 4 for SDPA with a mask, 0..IC_EXT_MAXIN for IC_EXT_CUSTOM */
+/* nin: 1..3 operands, 4 for SDPA with a mask and SDPA_BWD, 6 or 7 for SDPA_BWD with
+ * statistics, 0..IC_EXT_MAXIN for IC_EXT_CUSTOM */
 ic_val ic_extern(ic_graph *g, ic_extern_kind kind, int nin, const ic_val *in, int nparams,
                  const int64_t *params, double beta, double alpha);
 const char *ic_extern_name(ic_extern_kind kind);
