@@ -88,11 +88,30 @@ def gpu_models(batch):
     return out
 
 
+class SdpaBlock(nn.Module):
+    """the pre-LN block with F.scaled_dot_product_attention (causal) for its attention"""
+
+    def __init__(self, d=256, h=4):
+        super().__init__()
+        self.h = h
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.fc1, self.fc2 = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+
+    def forward(self, x):
+        b, t, d = x.shape
+        q, k, v = self.qkv(self.ln1(x)).view(b, t, 3, self.h, d // self.h).permute(2, 0, 3, 1, 4)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(b, t, d)
+        x = x + self.proj(y)
+        return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
+
+
 def cpu_models(batch):
     from run import MLP, GRUCell, PreLNBlock
     return [
         ("mlp_784_1024_1024_10", MLP, lambda: (torch.randn(batch * 8, 784),), lambda: torch.randint(0, 10, (batch * 8,)), "cls"),
         ("preln_block_d256_t128", PreLNBlock, lambda: (torch.randn(batch, 128, 256),), None, "mse"),
+        ("sdpa_block_d256_t128", SdpaBlock, lambda: (torch.randn(batch, 128, 256),), None, "mse"),
         ("gru_cell_t32_d256", GRUCell, lambda: (torch.randn(32, batch, 256), torch.randn(batch, 256)), None, "mse"),
     ]
 

@@ -147,9 +147,9 @@ bool sdpa_flash_ok(const at::Tensor *in) {
  *   P = softmax(scale q k^T, causal: the upper triangle -inf), dv = P^T g, dP = g v^T,
  *   dS = P (dP - rowsum(dP P)), dq = scale dS k, dk = scale dS^T q. */
 static void sdpa_bwd(const at::Tensor &g, const at::Tensor &q, const at::Tensor &k, const at::Tensor &v, bool causal,
-                     double scale, at::Tensor *d) {
+                     double scale, at::Tensor *d, const at::Tensor *mask = nullptr) {
     const at::Tensor qkv[3] = {q, k, v};
-    if (q.is_cuda() && q.dim() == 4 && sdpa_flash_ok(qkv)) {
+    if (mask == nullptr && q.is_cuda() && q.dim() == 4 && sdpa_flash_ok(qkv)) {
         /* the forward ran FlashAttention (IC_EXT_SDPA, the same test): its backward, as eager's
          * autograd runs it after a flash forward, from a recomputed forward's logsumexp (the
          * memory-efficient kernel's forward and backward below took their place before) */
@@ -165,7 +165,7 @@ static void sdpa_bwd(const at::Tensor &g, const at::Tensor &q, const at::Tensor 
         } catch (const std::exception &) { /* refused (grad_out's layout, a shape): the kernels below */
         }
     }
-    if (q.is_cuda() && q.dim() == 4) {
+    if (mask == nullptr && q.is_cuda() && q.dim() == 4) {
         try {
             auto f = at::_scaled_dot_product_efficient_attention(q, k, v, c10::nullopt, true, 0.0, causal, scale);
             auto r = at::_scaled_dot_product_efficient_attention_backward(
@@ -185,12 +185,152 @@ static void sdpa_bwd(const at::Tensor &g, const at::Tensor &q, const at::Tensor 
         at::Tensor keep = at::ones({q.size(-2), k.size(-2)}, q.options().dtype(at::kBool)).tril();
         sc.masked_fill_(keep.logical_not(), -std::numeric_limits<double>::infinity());
     }
-    const at::Tensor pr = at::softmax(sc, -1);
+    if (mask != nullptr) { /* (a mask that needs no gradient: sdpa_stats_bwd's math case) */
+        if (mask->scalar_type() == at::kBool) sc.masked_fill_(mask->logical_not(), -std::numeric_limits<double>::infinity());
+        else sc.add_(mask->to(ct));
+    }
+    at::Tensor pr = at::softmax(sc, -1);
+    if (mask != nullptr) pr.masked_fill_(pr.isnan(), 0.0); /* a row with every key masked: eager's safe softmax */
     const at::Tensor dp = at::matmul(gf, vf.transpose(-2, -1));
     const at::Tensor ds = pr * (dp - (dp * pr).sum(-1, true));
     d[0] = at::matmul(ds, kf).mul_(scale);
     d[1] = at::matmul(ds.transpose(-2, -1), qf).mul_(scale);
     d[2] = at::matmul(pr.transpose(-2, -1), gf);
+}
+
+/* Attention in a training graph with its backward's statistics (IC_EXT_SDPA with params
+ * {is_causal, 1}, IC_EXT_SDPA_BWD with params {is_causal, 1}; ic.h ic_sdpa_stats_layout): the
+ * forward runs the kernel eager's dispatcher picks and keeps its logsumexp, and the backward
+ * runs that kernel's backward on it, as eager's autograd does (nothing recomputed):
+ *   CPU: _scaled_dot_product_flash_attention_for_cpu (eager's choice for 4-D operands it
+ *   accepts, masks included) and its backward; the header's tag says which ran (read on
+ *   the host).
+ *   CUDA (no mask): FlashAttention (head dims multiples of 8) or the memory-efficient kernel
+ *   where _fused_sdp_choice picks them (eager's choice); the backward asks the same question
+ *   of the same operands (a tag read back from the device would synchronize each backward).
+ * Anything else (the math path, cuDNN's kernel): tag NONE, the output from
+ * at::scaled_dot_product_attention and the backward recomputed (sdpa_bwd). */
+static int sdpa_stats_kind(const at::Tensor *in, int nin, bool causal, double scale) {
+    const at::Tensor &q = in[0];
+    if (q.dim() != 4 || !(q.is_cuda() || q.is_cpu())) return IC_SDPA_ST_NONE;
+    c10::optional<at::Tensor> mask;
+    if (nin == 4) mask = in[3];
+    const int64_t ch = at::_fused_sdp_choice(q, in[1], in[2], mask, 0.0, causal, scale, false);
+    if (q.is_cpu()) return ch == 1 ? IC_SDPA_ST_CPU_FLASH : IC_SDPA_ST_NONE;
+    /* CUDA: eager's composite pads head dims to a multiple of 8 around FlashAttention and
+     * turns a mask into an aligned float bias for the memory-efficient kernel: those cases
+     * keep the dispatcher (tag NONE) */
+    if (nin != 3) return IC_SDPA_ST_NONE;
+    if (ch == 1 && q.size(-1) % 8 == 0 && in[2].size(-1) % 8 == 0) return IC_SDPA_ST_FLASH;
+    if (ch == 2) return IC_SDPA_ST_EFFICIENT;
+    return IC_SDPA_ST_NONE;
+}
+
+static void sdpa_stats_views(const at::Tensor &q, const at::Tensor &v, const at::Tensor &flat, at::Tensor *ov,
+                             at::Tensor *hdr, at::Tensor *lse_area) {
+    ic_meta om{};
+    om.ndim = (int)q.dim();
+    for (int i = 0; i < om.ndim; i++) om.sizes[i] = q.size(i);
+    om.sizes[om.ndim - 1] = v.size(-1);
+    int64_t n, off, total;
+    ic_sdpa_stats_layout(&om, &n, &off, &total);
+    if (flat.dim() != 1 || flat.size(0) != total) throw std::runtime_error("sdpa: statistics of another layout");
+    if (ov) *ov = flat.narrow(0, 0, n).view(c10::IntArrayRef(om.sizes, om.ndim));
+    const at::Tensor st = flat.narrow(0, off, total - off);
+    *hdr = st.narrow(0, 0, 16);
+    int64_t rows = 1;
+    for (int i = 0; i + 2 < om.ndim; i++) rows *= om.sizes[i];
+    const int64_t L = om.sizes[om.ndim - 2], Lp = (L + 31) / 32 * 32;
+    *lse_area = st.narrow(0, 16, rows * Lp).view({rows, Lp});
+}
+
+/* the statistics' part of the flat output (the stats value alone, the backward's operand) */
+static void sdpa_stats_parts(const at::Tensor &q, const at::Tensor &v, const at::Tensor &st, at::Tensor *hdr,
+                             at::Tensor *lse_area) {
+    int64_t rows = 1;
+    for (int i = 0; i + 2 < q.dim(); i++) rows *= q.size(i);
+    const int64_t L = q.size(-2), Lp = (L + 31) / 32 * 32;
+    (void)v;
+    if (st.dim() != 1 || st.size(0) != 16 + rows * Lp) throw std::runtime_error("sdpa_bwd: statistics of another layout");
+    *hdr = st.narrow(0, 0, 16);
+    *lse_area = st.narrow(0, 16, rows * Lp).view({rows, Lp});
+}
+
+void copy_in(const at::Tensor &dst, const at::Tensor &src); /* below */
+
+static void sdpa_stats_fwd(const at::Tensor *in, int nin, bool causal, double scale, const at::Tensor &flat) {
+    const at::Tensor &q = in[0], &k = in[1], &v = in[2];
+    c10::optional<at::Tensor> mask;
+    if (nin == 4) mask = in[3];
+    at::Tensor ov, hdr, area, o, lse;
+    sdpa_stats_views(q, v, flat, &ov, &hdr, &area);
+    const int kind = sdpa_stats_kind(in, nin, causal, scale);
+    switch (kind) {
+    case IC_SDPA_ST_CPU_FLASH: {
+        auto r = at::_scaled_dot_product_flash_attention_for_cpu(q, k, v, 0.0, causal, mask, scale);
+        o = std::get<0>(r), lse = std::get<1>(r);
+        break;
+    }
+    case IC_SDPA_ST_FLASH: {
+        auto r = at::_scaled_dot_product_flash_attention(q, k, v, 0.0, causal, false, scale);
+        o = std::get<0>(r), lse = std::get<1>(r);
+        break;
+    }
+    case IC_SDPA_ST_EFFICIENT: {
+        auto r = at::_scaled_dot_product_efficient_attention(q, k, v, c10::nullopt, true, 0.0, causal, scale);
+        o = std::get<0>(r), lse = std::get<1>(r);
+        break;
+    }
+    default: o = at::scaled_dot_product_attention(q, k, v, mask, 0.0, causal, scale); break;
+    }
+    copy_in(ov, o);
+    hdr.fill_((double)kind); /* (element 0 is read) */
+    if (kind != IC_SDPA_ST_NONE) {
+        const int64_t rows = area.size(0);
+        if (lse.numel() % (rows ? rows : 1) || lse.size(-1) > area.size(1))
+            throw std::runtime_error("sdpa: a logsumexp of an unexpected shape");
+        area.narrow(1, 0, lse.size(-1)).copy_(lse.reshape({rows, lse.size(-1)}));
+    }
+}
+
+/* dq, dk, dv from the forward's statistics; false: the forward kept none (tag NONE) */
+static bool sdpa_stats_bwd(const at::Tensor *in, int nin, bool causal, double scale, at::Tensor *d) {
+    const at::Tensor &g = in[0], &q = in[1], &k = in[2], &v = in[3], &o = in[4];
+    c10::optional<at::Tensor> mask;
+    if (nin == 7) mask = in[6];
+    at::Tensor hdr, area;
+    sdpa_stats_parts(q, v, in[5], &hdr, &area);
+    int kind;
+    if (q.is_cpu()) kind = (int)hdr[0].item<double>();
+    else kind = nin == 7 ? IC_SDPA_ST_NONE : sdpa_stats_kind(in + 1, 3, causal, scale); /* (no device read) */
+    std::vector<int64_t> lsz(q.sizes().begin(), q.sizes().end() - 1);
+    const int64_t L = q.size(-2);
+    switch (kind) {
+    case IC_SDPA_ST_CPU_FLASH: {
+        at::Tensor lse = area.narrow(1, 0, L).contiguous().view(lsz);
+        auto r = at::_scaled_dot_product_flash_attention_for_cpu_backward(g, q, k, v, o, lse, 0.0, causal, mask, scale);
+        d[0] = std::get<0>(r), d[1] = std::get<1>(r), d[2] = std::get<2>(r);
+        return true;
+    }
+    case IC_SDPA_ST_FLASH: {
+        at::Tensor lse = area.narrow(1, 0, L).contiguous().view(lsz); /* [B, H, L] dense, as the kernel reads it */
+        const at::Tensor none = at::empty({}, at::TensorOptions().dtype(at::kLong));
+        auto r = at::_scaled_dot_product_flash_attention_backward(g, q, k, v, o, lse, at::Tensor(), at::Tensor(), L,
+                                                                  k.size(-2), 0.0, causal, none, none, scale);
+        d[0] = std::get<0>(r), d[1] = std::get<1>(r), d[2] = std::get<2>(r);
+        return true;
+    }
+    case IC_SDPA_ST_EFFICIENT: {
+        lsz.back() = area.size(1);
+        at::Tensor lse = area.view(lsz);
+        const at::Tensor none = at::empty({}, at::TensorOptions().dtype(at::kLong));
+        auto r = at::_scaled_dot_product_efficient_attention_backward(g, q, k, v, at::Tensor(), o, lse, none, none, 0.0,
+                                                                      {true, true, true, false}, causal, scale);
+        d[0] = std::get<0>(r), d[1] = std::get<1>(r), d[2] = std::get<2>(r);
+        return true;
+    }
+    default: return false;
+    }
 }
 
 /* an uninitialized tensor of meta m (its strides) on dev */
@@ -486,6 +626,10 @@ void run_extern(const ic_extern_call *c) {
         break;
     }
     case IC_EXT_SDPA: {
+        if (c->nparams == 2) { /* training: with the backward's statistics */
+            sdpa_stats_fwd(in, c->nin, p[0] != 0, c->beta, out);
+            break;
+        }
         c10::optional<at::Tensor> mask;
         if (c->nin == 4) mask = in[3];
         if (c->nin == 3 && sdpa_flash_ok(in)) { /* see sdpa_flash_ok */
@@ -538,7 +682,8 @@ void run_extern(const ic_extern_call *c) {
     }
     case IC_EXT_SDPA_BWD: { /* training: see sdpa_bwd */
         at::Tensor d[3];
-        sdpa_bwd(in[0], in[1], in[2], in[3], p[0] != 0, c->beta, d);
+        if (c->nparams != 2 || !sdpa_stats_bwd(in, c->nin, p[0] != 0, c->beta, d))
+            sdpa_bwd(in[0], in[1], in[2], in[3], p[0] != 0, c->beta, d, c->nin == 7 ? &in[6] : nullptr);
         const int64_t nq = in[1].numel(), nk = in[2].numel(), nv = in[3].numel();
         copy_in(out.narrow(0, 0, nq).view(in[1].sizes()), d[0]);
         copy_in(out.narrow(0, nq, nk).view(in[2].sizes()), d[1]);

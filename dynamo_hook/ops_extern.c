@@ -405,6 +405,69 @@ static void sdpa_eager_layout(trace *t, ic_val a, const ic_val *v, int n, int ca
         ic_value_set_strides(G, a, st);
 }
 
+/* Attention in a training graph (issue 22): the forward extern keeps the statistics of the
+ * kernel eager's dispatcher picks (its logsumexp: IC_EXT_SDPA with params {is_causal, 1}, a
+ * flat output, ic.h ic_sdpa_stats_layout), built with grad off; its backward is a template
+ * (graph/autograd.c ic_custom_capture, as for a torch.autograd.Function) calling that
+ * kernel's ATen backward on the saved q, k, v, output and statistics (IC_EXT_SDPA_BWD with
+ * params {is_causal, 1}), so attention is never recomputed. Static 4-D shapes (the fused
+ * kernels' rank) with at least one element, and a mask that needs no gradient (a learned
+ * bias keeps graph/autograd.c sdpa_masked_bwd); 1: not this case, -1: failed. */
+static int sdpa_with_stats(trace *t, const ic_val *v, int n, int causal, double scale, ic_val *res) {
+    int req = 0;
+    for (int i = 0; i < 3; i++) {
+        const ic_meta *m = sym_metap(t, v[i]);
+        if (m->ndim != 4 || m->dyn || m->dtype < IC_F16 || m->dtype > IC_F64)
+            return 1;
+        for (int d = 0; d < 4; d++)
+            if (m->sizes[d] == 0)
+                return 1;
+        req |= sym_value_requires_grad(t, v[i]);
+    }
+    if (!req || (n == 4 && (sym_metap(t, v[3])->dyn || sym_value_requires_grad(t, v[3]))))
+        return 1;
+    const ic_meta qm = *sym_metap(t, v[0]);
+    ic_meta om = qm;
+    om.sizes[3] = sym_metap(t, v[2])->sizes[3];
+    int64_t nn, off, total, prm[2] = {causal, 1};
+    ic_sdpa_stats_layout(&om, &nn, &off, &total);
+    ic_set_grad_enabled(G, 0);
+    ic_val f = ic_extern(G, IC_EXT_SDPA, n, v, 2, prm, scale, 1);
+    ic_val o = f < 0 ? f : ic_reshape(G, ic_slice(G, f, 0, 0, nn, 1), 4, om.sizes);
+    if (o >= 0 && ic_value_meta(G, o)->dtype != qm.dtype)
+        o = ic_cast(G, o, qm.dtype); /* 16-bit: widened exactly by the extern */
+    ic_val st = f < 0 ? f : ic_slice(G, f, 0, off, total, 1);
+    ic_set_grad_enabled(G, 1);
+    ic_val y = o < 0 || st < 0 ? IC_NONE : ic_custom_output(G, o);
+    if (y < 0)
+        return -1;
+    /* the backward template: operands before `base` are forward values */
+    int base = ic_graph_num_values(G), gin0 = ic_graph_num_inputs(G);
+    ic_set_grad_enabled(G, 0);
+    ic_meta gm = *ic_value_meta(G, y);
+    int64_t e = 1;
+    for (int i = gm.ndim - 1; i >= 0; i--) {
+        gm.strides[i] = e;
+        e *= gm.sizes[i] > 1 ? gm.sizes[i] : 1;
+    }
+    ic_val ph = ic_input(G, &gm);
+    ic_val bin[7] = {ph, v[0], v[1], v[2], o, st, n == 4 ? v[3] : IC_NONE};
+    ic_val flat = ph < 0 ? ph : ic_extern(G, IC_EXT_SDPA_BWD, n == 4 ? 7 : 6, bin, 2, prm, scale, 1);
+    ic_val gin[3] = {IC_NONE, IC_NONE, IC_NONE};
+    int64_t at = 0;
+    for (int i = 0; i < 3 && flat >= 0; i++) {
+        const ic_meta *m = sym_metap(t, v[i]);
+        int64_t k = m->sizes[0] * m->sizes[1] * m->sizes[2] * m->sizes[3];
+        gin[i] = ic_reshape(G, ic_slice(G, flat, 0, at, at + k, 1), m->ndim, m->sizes);
+        at += k;
+    }
+    ic_set_grad_enabled(G, 1);
+    if (gin[0] < 0 || gin[1] < 0 || gin[2] < 0 || ic_custom_capture(G, base, gin0, 1, &y, &ph, 3, v, gin) < 0)
+        return -1;
+    *res = y;
+    return 0;
+}
+
 /* F.scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
  * is_causal=False, *, scale=None, enable_gqa=False): an ATen extern (flash/efficient kernels
  * on CUDA). Dropout and grouped heads are left to eager; the scale is made explicit. */
@@ -468,8 +531,13 @@ int sym_h_sdpa(trace *t, const opdef *d, var **p, var *out) {
     }
     if (dropout != 0.0) /* training: eager's math path with its dropout mask (ops_loss.c) */
         return sym_sdpa_dropout(t, v[0], v[1], v[2], n == 4 ? v[3] : -1, causal, scale, dropout, out);
+    ic_val a;
+    int rs = sdpa_with_stats(t, v, n, causal, scale, &a);
+    if (rs < 0)
+        return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "scaled_dot_product_attention: backward template failed");
     int64_t prm[1] = {causal};
-    ic_val a = ic_extern(G, IC_EXT_SDPA, n, v, 1, prm, scale, 1);
+    if (rs > 0)
+        a = ic_extern(G, IC_EXT_SDPA, n, v, 1, prm, scale, 1);
     if (a >= 0 && t->device_type != TC_DEV_CPU) { /* CUDA: the kernel chosen at run time sets the layout */
         sym_mark_layout_open(t, a);
         sdpa_eager_layout(t, a, v, n, causal, scale);

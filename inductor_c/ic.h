@@ -187,7 +187,9 @@ ic_val ic_arange(ic_graph *g, int64_t n, double start, double step, ic_dtype dty
                              padding[nd], dilation[nd], groups (nd = 1, 2 or 3) */          \
     X(SDPA, "sdpa")       /* scaled_dot_product_attention (q[..,L,E], k[..,S,E], v[..,S,Ev] \
                              [, mask: bool or q's dtype, broadcast to [..,L,S]]) -> [..,L,Ev];\
-                             params: is_causal; beta: the scale (explicit); dropout 0 */    \
+                             params: is_causal [, 1: with the backward's statistics, a \
+                             training graph: 1-D flat, ic_sdpa_stats_layout]; beta: the scale \
+                             (explicit); dropout 0 */                                       \
     /* indexing and scans (any dtype; index operands i64; params[0] = normalized dim) */    \
     X(GATHER, "gather")   /* (x, index) -> x.gather(dim, index): index's shape */          \
     X(SCATTER, "scatter") /* (x, index, src) -> x.scatter(dim, index, src) */              \
@@ -206,7 +208,10 @@ ic_val ic_arange(ic_graph *g, int64_t n, double start, double step, ic_dtype dty
                                of x (0, x's shape), of w (1, w's shape) or both (2: 1-D   \
                                [numel x + numel w], dx then dw flat) */                   \
     X(SDPA_BWD, "sdpa_bwd") /* (grad_out, q, k, v), params: is_causal, beta: the scale ->  \
-                               1-D [numel q + numel k + numel v]: dq, dk, dv flat */  \
+                               1-D [numel q + numel k + numel v]: dq, dk, dv flat; or  \
+                               (grad_out, q, k, v, out, stats [, mask]), params: is_causal, \
+                               1: ATen's backward kernel of the forward's (its logsumexp \
+                               in stats: ic_sdpa_stats_layout) */                         \
     X(DROPOUT_MASK, "dropout_mask") /* (x), beta: p -> eager's dropout mask: bernoulli(1-p) \
                                / (1-p) in x's shape and dtype (ATen's generator, drawn when \
                                the graph runs); passes no gradient, never merged or recomputed */ \
@@ -234,13 +239,33 @@ typedef enum ic_extern_kind {
 #define IC_EXT_MAXP 16 /* params per extern node */
 #define IC_EXT_MAXIN 8 /* tensor operands per extern node (custom ops; the ATen kinds take 1..4) */
 
+/* SDPA with statistics (params {is_causal, 1}): one flat 1-D output of dtype f64 for f64
+ * operands, else f32 (the logsumexp is f32 for 16-bit attention), holding
+ *   [0, n): the attention output (its shape, contiguous; a 16-bit one widened exactly),
+ *   [off, off + 16): a header, element 0 the kernel that ran (IC_SDPA_ST_*: the backward
+ *   calls its backward kernel; NONE: the math form, recomputed),
+ *   [off + 16, total): the kernel's logsumexp [batch dims..., L] with rows padded to a
+ *   multiple of 32 (the memory-efficient kernel's layout).
+ * The stats are a graph value (a slice) that the partitioner saves for the backward. */
+enum { IC_SDPA_ST_NONE = 0, IC_SDPA_ST_CPU_FLASH = 1, IC_SDPA_ST_FLASH = 2, IC_SDPA_ST_EFFICIENT = 3 };
+static inline void ic_sdpa_stats_layout(const ic_meta *out, int64_t *n, int64_t *off, int64_t *total) {
+    int64_t rows = 1, nn = 1;
+    for (int i = 0; i < out->ndim; i++) nn *= out->sizes[i];
+    for (int i = 0; i + 2 < out->ndim; i++) rows *= out->sizes[i];
+    const int64_t L = out->ndim >= 2 ? out->sizes[out->ndim - 2] : 1;
+    *n = nn;
+    *off = (nn + 15) / 16 * 16;
+    *total = *off + 16 + rows * ((L + 31) / 32 * 32);
+}
+
 /* RANDOM's params[0]: uniform_(beta, alpha), normal_(beta, alpha), random_(i0, i1),
  * bernoulli_(beta), bernoulli_(operand 0: the probabilities), randperm(sizes[0]),
  * multinomial(operand 0, i0 samples, i1 replacement) */
 enum { IC_RND_UNIFORM, IC_RND_NORMAL, IC_RND_RANDINT, IC_RND_BERNOULLI, IC_RND_BERNOULLI_T, IC_RND_RANDPERM,
        IC_RND_MULTINOMIAL, IC_RND_COUNT };
 
-/* nin: 1..3 operands, 4 for SDPA with a mask, 0..IC_EXT_MAXIN for IC_EXT_CUSTOM */
+/* nin: 1..3 operands, 4 for SDPA with a mask and SDPA_BWD, 6 or 7 for SDPA_BWD with
+ * statistics, 0..IC_EXT_MAXIN for IC_EXT_CUSTOM */
 ic_val ic_extern(ic_graph *g, ic_extern_kind kind, int nin, const ic_val *in, int nparams,
                  const int64_t *params, double beta, double alpha);
 const char *ic_extern_name(ic_extern_kind kind);

@@ -1163,7 +1163,8 @@ IC_API ic_val ic_extern(ic_graph *g, ic_extern_kind kind, int nin, const ic_val 
     if ((unsigned)kind >= IC_EXT_COUNT) return fail(g, IC_EINVALID, "ic_extern: bad kind %d", kind);
     if (kind == IC_EXT_RANDOM) return ext_random(g, nin, in, nparams, params, beta, alpha);
     if (kind == IC_EXT_CUSTOM) return ext_custom(g, nin, in, nparams, params);
-    if (nin < 1 || nin > (kind == IC_EXT_SDPA || kind == IC_EXT_SDPA_BWD ? 4 : 3) || nparams < 0 || nparams > IC_EXT_MAXP)
+    if (nin < 1 || nin > (kind == IC_EXT_SDPA ? 4 : kind == IC_EXT_SDPA_BWD ? 7 : 3) || nparams < 0 ||
+        nparams > IC_EXT_MAXP)
         return fail(g, IC_EINVALID, "ic_extern: bad operand or param count");
     bool dyn = false;
     for (int i = 0; i < nin; i++) {
@@ -1283,7 +1284,8 @@ IC_API ic_val ic_extern(ic_graph *g, ic_extern_kind kind, int nin, const ic_val 
     case IC_EXT_SDPA: {
         const ic_meta *q = m[0], *k = m[1], *v = m[2];
         int nd = q->ndim;
-        if (nparams != 1 || alpha != 1) return fail(g, IC_EINVALID, "sdpa: params are (is_causal), beta the scale");
+        if ((nparams != 1 && (nparams != 2 || params[1] != 1)) || alpha != 1)
+            return fail(g, IC_EINVALID, "sdpa: params are (is_causal [, 1: stats]), beta the scale");
         if (nd < 2 || k->ndim != nd || v->ndim != nd)
             return fail(g, IC_EUNSUPPORTED, "sdpa: query, key and value of different ranks (or < 2-D)");
         for (int i = 0; i < nd - 2; i++)
@@ -1302,6 +1304,14 @@ IC_API ic_val ic_extern(ic_graph *g, ic_extern_kind kind, int nin, const ic_val 
                 return fail(g, IC_EUNSUPPORTED, "sdpa: mask of dtype %s", ic_dtype_name(mk->dtype));
             if (!bcast_to(mk, nd, want_s)) return fail(g, IC_EINVALID, "sdpa: mask does not broadcast to [..., L, S]");
             if (params[0]) return fail(g, IC_EINVALID, "sdpa: explicit attn_mask should not be set when is_causal=True");
+        }
+        if (nparams == 2) { /* with the backward's statistics: flat (ic_sdpa_stats_layout) */
+            if (dyn) return fail(g, IC_EUNSUPPORTED, "sdpa with statistics on symbolic sizes");
+            int64_t nn, off, total;
+            ic_sdpa_stats_layout(o, &nn, &off, &total);
+            o->dtype = t == IC_F64 ? IC_F64 : IC_F32;
+            o->ndim = 1;
+            o->sizes[0] = total;
         }
         break;
     }

@@ -138,7 +138,9 @@ ic_val ic_train_extern(ic_graph *g, ic_extern_kind kind, int nin, const ic_val *
     for (int i = 0; i < nin; i++) n.in[i] = in[i];
     if (nparams > 0) memcpy(n.params, params, sizeof(int64_t) * (size_t)nparams);
     const ic_meta *gm = ic_value_meta(g, in[0]);
-    for (int i = 1; i < nin; i++)
+    /* sdpa_bwd with statistics: operand 5 (the stats) is f32/f64, 6 (a mask) bool or q's dtype */
+    const int same = kind == IC_EXT_SDPA_BWD && nparams == 2 ? 5 : nin;
+    for (int i = 1; i < same; i++)
         if (ic_value_meta(g, in[i])->dtype != gm->dtype) return gfail(g, "backward extern: operands of different dtypes");
     if (kind == IC_EXT_CONV_BWD) {
         int nd = nparams >= 1 ? (int)params[0] : 0;
@@ -153,7 +155,15 @@ ic_val ic_train_extern(ic_graph *g, ic_extern_kind kind, int nin, const ic_val *
             n.meta = *ic_value_meta(g, in[1 + (int)which]);
         }
     } else if (kind == IC_EXT_SDPA_BWD) {
-        if (nin != 4 || nparams != 1) return gfail(g, "sdpa_bwd: bad operands or params");
+        if (!(nin == 4 && nparams == 1) && !((nin == 6 || nin == 7) && nparams == 2 && params[1] == 1))
+            return gfail(g, "sdpa_bwd: bad operands or params");
+        if (nparams == 2) {
+            int64_t nn, off, total;
+            ic_sdpa_stats_layout(ic_value_meta(g, in[4]), &nn, &off, &total);
+            const ic_meta *sm = ic_value_meta(g, in[5]);
+            if (sm->ndim != 1 || sm->sizes[0] != total - off || (sm->dtype != IC_F32 && sm->dtype != IC_F64))
+                return gfail(g, "sdpa_bwd: statistics of another layout");
+        }
         int64_t total = 0;
         for (int i = 1; i < 4; i++) total += ic_numel(ic_value_meta(g, in[i]));
         n.meta.dtype = gm->dtype;
