@@ -388,6 +388,21 @@ int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kw
         nargs = 1;
         kwnames = NULL;
     }
+    int zip_strict = 0;
+    if (f == (PyObject *)&PyZip_Type && kwnames && PyTuple_GET_SIZE(kwnames) == 1 && nargs >= 1 &&
+        PyUnicode_Check(PyTuple_GET_ITEM(kwnames, 0)) &&
+        PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, 0), "strict") == 0) {
+        /* zip(a, b, strict=flag): unequal lengths raise in eager (left to it) */
+        if (args[nargs].kind != V_CONST || args[nargs].obj == NULL) /* keyword values follow */
+            return sym_fail(t, "zip(strict=...) of a value not known when tracing");
+        int on = PyObject_IsTrue(args[nargs].obj);
+        if (on < 0) {
+            (void)tc_clear_expected(PyExc_Exception);
+            return sym_fail(t, "zip(strict=...): its truth value raised");
+        }
+        zip_strict = on;
+        kwnames = NULL;
+    }
     if ((f == (PyObject *)&PyEnum_Type || f == (PyObject *)&PyZip_Type ||
          f == (PyObject *)&PyReversed_Type || f == (PyObject *)&PyList_Type ||
          (f == (PyObject *)&PyTuple_Type && nargs == 1 && args[0].kind != V_CONST)) &&
@@ -407,6 +422,9 @@ int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kw
             if (lens[i] < n)
                 n = lens[i];
         }
+        for (int i = 1; i < nargs && zip_strict; i++)
+            if (lens[i] != lens[0])
+                return sym_fail(t, "zip(strict=True) of unequal lengths (eager raises)");
         var *items = sym_alloc(t, n);
         if (items == NULL)
             return -1;

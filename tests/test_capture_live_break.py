@@ -400,3 +400,28 @@ def test_issubclass_guarded_on_the_class():
     cf = torchc.compile(subclass_checks)
     for o in [_Base(), _Child(), 7, "s", _Child(), _Base()]:
         _same(cf(x, o), subclass_checks(x, o))
+
+
+# ---- zip(strict=True) ------------------------------------------------------------------------
+
+def zip_strict(x, names, ws):
+    y = x
+    for n, w in zip(names, ws, strict=True):
+        y = y * w + len(n)
+    return y
+
+
+def test_zip_strict_unrolled():
+    _run(zip_strict, (X(), ["a", "bb", "ccc"], [0.5, 2.0, -1.0]), 1, 0)
+
+
+@pytest.mark.allow_fallback
+def test_zip_strict_of_unequal_lengths_raises_as_eager():
+    x = X()
+    with pytest.raises(ValueError) as want:
+        zip_strict(x, ["a", "bb"], [1.0])
+    torchc.reset()
+    with pytest.raises(ValueError) as got:
+        torchc.compile(zip_strict)(x, ["a", "bb"], [1.0])
+    assert str(got.value) == str(want.value)
+    torch.testing.assert_close(torchc.compile(zip_strict)(x, ["a"], [2.0]), x * 2.0 + 1)
