@@ -185,13 +185,14 @@ def test_cuda_grads_match_eager(dtype, causal, shape):
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
 def test_cuda_masked_grads_match_eager(dtype):
-    """CUDA with a float mask: the memory-efficient kernel (its attn_bias)"""
+    """CUDA with a float mask (graph/autograd.c's rules: masks keep the old path)"""
     torch.manual_seed(1)
     dev = "cuda"
     q, k, v = (torch.randn(2, 4, 64, 32, dtype=dtype, device=dev) for _ in range(3))
     m = torch.randn(2, 1, 64, 64, dtype=dtype, device=dev)
     tol = dict(rtol=2e-2, atol=2e-2) if dtype != torch.float32 else dict(rtol=1e-3, atol=1e-3)
-    _check(lambda q, k, v, m: _sdpa(q, k, v, m, False, None), (q, k, v, m), (True, True, True, False), tol=tol)
+    _check(lambda q, k, v, m: _sdpa(q, k, v, m, False, None), (q, k, v, m), (True, True, True, False), tol=tol,
+           stats=False)
 
 
 def test_grouped_query_heads():
