@@ -411,8 +411,8 @@ static void sdpa_eager_layout(trace *t, ic_val a, const ic_val *v, int n, int ca
  * (graph/autograd.c ic_custom_capture, as for a torch.autograd.Function) calling that
  * kernel's ATen backward on the saved q, k, v, output and statistics (IC_EXT_SDPA_BWD with
  * params {is_causal, 1}), so attention is never recomputed. Static 4-D shapes (the fused
- * kernels' rank) with at least one element, and a mask that needs no gradient (a learned
- * bias keeps graph/autograd.c sdpa_masked_bwd); 1: not this case, -1: failed. */
+ * kernels' rank) with at least one element, no mask (see below); 1: not this case, -1:
+ * failed. */
 static int sdpa_with_stats(trace *t, const ic_val *v, int n, int causal, double scale, ic_val *res) {
     int req = 0;
     for (int i = 0; i < 3; i++) {
@@ -424,7 +424,10 @@ static int sdpa_with_stats(trace *t, const ic_val *v, int n, int causal, double 
                 return 1;
         req |= sym_value_requires_grad(t, v[i]);
     }
-    if (!req || (n == 4 && (sym_metap(t, v[3])->dyn || sym_value_requires_grad(t, v[3]))))
+    /* with a mask: left to graph/autograd.c's rules (a bool mask here made the first call of
+     * a frame that inlines the attention run eagerly: hf_gemma, test_trainmodels_capture;
+     * not understood yet) */
+    if (!req || n == 4)
         return 1;
     const ic_meta qm = *sym_metap(t, v[0]);
     ic_meta om = qm;
