@@ -359,6 +359,12 @@ int sym_h_norm(trace *t, const opdef *d, var **p, var *out) {
         return sym_fail(t, "norm of a non-float tensor");
     if (sym_dims_mask(t, p[2], sym_ndim_of(t, x), &mask) < 0 || sym_get_bool(t, p[3], 0, &keep, "keepdim") < 0)
         return -1;
+    if (ord < 0 || isinf(ord)) { /* no identity: eager raises where a reduced dim is empty */
+        ic_meta xm = *sym_metap(t, x);
+        for (int i = 0; i < xm.ndim; i++)
+            if ((mask == 0 || (mask >> i & 1)) && xm.sizes[i] == 0) /* mask 0: every dim */
+                return sym_fail(t, "vector_norm of order %g over an empty dim (eager raises)", ord);
+    }
     ic_val a = ic_unary(G, IC_OP_ABS, x), r;
     if (ord == 2.0)
         r = root_grad_masked(t, ic_reduce(G, IC_OP_SUM, ic_binary(G, IC_OP_MUL, x, x), mask, keep, -1), 0.5);

@@ -916,3 +916,21 @@ def test_empty_results_strides_as_eager():
         st = torchc._C.stats()
         assert st["compiles"] >= 1 and st["fallbacks"] == 0, st
         assert got.shape == want.shape and got.stride() == want.stride(), (got.stride(), want.stride())
+
+
+def test_vector_norm_of_negative_or_inf_order_over_an_empty_dim_raises_as_eager():
+    """hostile fuzz seed 77003 program 156: (False / x1).norm(-1) of a (3, 0) input returned
+    where eager raises (an order < 0 or inf has no identity over an empty dim); left to
+    eager, which raises. Reducing only non-empty dims still compiles"""
+    def f(x, p):
+        try:
+            x.norm(p)
+            e = "ok"
+        except RuntimeError as err:
+            e = type(err).__name__
+        return e, torch.linalg.vector_norm(x, p, dim=0)
+
+    x = torch.empty(3, 0)
+    for p in (-1, -2, float("inf"), -float("inf"), 1, 2):
+        want, got = f(x, p), torchc.compile(f)(x, p)
+        assert got[0] == want[0] and got[1].shape == want[1].shape
