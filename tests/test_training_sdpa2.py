@@ -171,15 +171,16 @@ def test_transformer_block_training_loop_matches_eager():
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("shape", [(2, 4, 128, 128, 64), (3, 2, 77, 50, 40), (1, 1, 1, 9, 8)])
 def test_cuda_grads_match_eager(dtype, causal, shape):
-    """CUDA: FlashAttention (16-bit) or the memory-efficient kernel (f32, odd sizes) with the
-    forward's logsumexp; compared with eager's (which runs the same kernels)"""
+    """CUDA: the statistics path is CPU-only for now (on an H100 it gave wrong gradients for a
+    causal 77x50 bf16/f16 case), so CUDA training attention takes the recomputing backward;
+    its gradients are compared with eager's"""
     b, h, lq, lk, d = shape
     torch.manual_seed(0)
     dev = "cuda"
     q = torch.randn(b, h, lq, d, dtype=dtype, device=dev)
     k, v = torch.randn(b, h, lk, d, dtype=dtype, device=dev), torch.randn(b, h, lk, d, dtype=dtype, device=dev)
     tol = dict(rtol=2e-2, atol=2e-2) if dtype != torch.float32 else dict(rtol=1e-3, atol=1e-3)
-    _check(lambda q, k, v: _sdpa(q, k, v, None, causal, None), (q, k, v), (True, True, True), tol=tol)
+    _check(lambda q, k, v: _sdpa(q, k, v, None, causal, None), (q, k, v), (True, True, True), tol=tol, stats=False)
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
