@@ -275,6 +275,19 @@ int sym_h_var(trace *t, const opdef *d, var **p, var *out) {
     for (int i = 0; i < nd; i++)
         if (mask == 0 || (mask >> i & 1))
             n *= m->sizes[i];
+    if (n > 0 && !m->dyn && (m->dtype == IC_F32 || m->dtype == IC_F64)) {
+        /* shifted by the first element of each reduced slice (no gradient: var is shift-
+         * invariant): equal values give exactly 0, as eager's Welford does (a plain mean
+         * of three equal floats can round, leaving a tiny positive variance) */
+        ic_val x0 = x;
+        for (int i = 0; i < nd && x0 >= 0; i++)
+            if (mask == 0 || (mask >> i & 1))
+                x0 = ic_slice(G, x0, i, 0, 1, 1);
+        if (x0 >= 0)
+            x = ic_binary(G, IC_OP_SUB, x, ic_detach(G, x0));
+        if (x < 0)
+            return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "%s failed", d->name);
+    }
     ic_val mu = ic_reduce(G, IC_OP_MEAN, x, mask, 1, -1);
     ic_val xc = ic_binary(G, IC_OP_SUB, x, mu);
     ic_val ss = ic_reduce(G, IC_OP_SUM, ic_binary(G, IC_OP_MUL, xc, xc), mask, keep, -1);
