@@ -275,7 +275,10 @@ int sym_h_var(trace *t, const opdef *d, var **p, var *out) {
     for (int i = 0; i < nd; i++)
         if (mask == 0 || (mask >> i & 1))
             n *= m->sizes[i];
-    if (n > 0 && !m->dyn && (m->dtype == IC_F32 || m->dtype == IC_F64)) {
+    ic_dtype io = m->dtype; /* 16-bit floats: computed in float32 and rounded once, as eager */
+    if (io == IC_F16 || io == IC_BF16)
+        x = ic_cast(G, x, IC_F32);
+    if (n > 0 && !m->dyn) {
         /* shifted by the first element of each reduced slice (no gradient: var is shift-
          * invariant): equal values give exactly 0, as eager's Welford does (a plain mean
          * of three equal floats can round, leaving a tiny positive variance) */
@@ -295,7 +298,7 @@ int sym_h_var(trace *t, const opdef *d, var **p, var *out) {
     ic_val v = ic_binary(G, IC_OP_DIV, ss, sym_num(t, denom > 0 ? denom : 0.0));
     if (d->op == 1) /* std */
         v = root_grad_masked(t, v, 0.5);
-    return sym_tensor_out(t, v, out);
+    return sym_tensor_out(t, io == IC_F16 || io == IC_BF16 ? ic_cast(G, v, io) : v, out);
 }
 
 /* logsumexp(input, dim, keepdim=False) */
