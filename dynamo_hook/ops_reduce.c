@@ -275,6 +275,22 @@ int sym_h_var(trace *t, const opdef *d, var **p, var *out) {
     for (int i = 0; i < nd; i++)
         if (mask == 0 || (mask >> i & 1))
             n *= m->sizes[i];
+    ic_dtype io = m->dtype; /* 16-bit floats: computed in float32 and rounded once, as eager */
+    if (io == IC_F16 || io == IC_BF16)
+        x = ic_cast(G, x, IC_F32);
+    if (n > 0 && !m->dyn) {
+        /* shifted by the first element of each reduced slice (no gradient: var is shift-
+         * invariant): equal values give exactly 0, as eager's Welford does (a plain mean
+         * of three equal floats can round, leaving a tiny positive variance) */
+        ic_val x0 = x;
+        for (int i = 0; i < nd && x0 >= 0; i++)
+            if (mask == 0 || (mask >> i & 1))
+                x0 = ic_slice(G, x0, i, 0, 1, 1);
+        if (x0 >= 0)
+            x = ic_binary(G, IC_OP_SUB, x, ic_detach(G, x0));
+        if (x < 0)
+            return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "%s failed", d->name);
+    }
     ic_val mu = ic_reduce(G, IC_OP_MEAN, x, mask, 1, -1);
     ic_val xc = ic_binary(G, IC_OP_SUB, x, mu);
     ic_val ss = ic_reduce(G, IC_OP_SUM, ic_binary(G, IC_OP_MUL, xc, xc), mask, keep, -1);
@@ -282,7 +298,7 @@ int sym_h_var(trace *t, const opdef *d, var **p, var *out) {
     ic_val v = ic_binary(G, IC_OP_DIV, ss, sym_num(t, denom > 0 ? denom : 0.0));
     if (d->op == 1) /* std */
         v = root_grad_masked(t, v, 0.5);
-    return sym_tensor_out(t, v, out);
+    return sym_tensor_out(t, io == IC_F16 || io == IC_BF16 ? ic_cast(G, v, io) : v, out);
 }
 
 /* logsumexp(input, dim, keepdim=False) */

@@ -934,3 +934,40 @@ def test_vector_norm_of_negative_or_inf_order_over_an_empty_dim_raises_as_eager(
     for p in (-1, -2, float("inf"), -float("inf"), 1, 2):
         want, got = f(x, p), torchc.compile(f)(x, p)
         assert got[0] == want[0] and got[1].shape == want[1].shape
+
+
+def test_std_of_equal_values_is_exactly_zero_as_eager():
+    """fuzz seed 2718281 program 320: x2.std(-1, unbiased=False) of an expanded input (equal
+    values in each row) was a tiny positive number (a mean of equal floats can round) where
+    eager's Welford gives exactly 0, so `if v3.sum() > 0` took the other branch; the compiled
+    var/std now shift by each slice's first element"""
+    def f(x):
+        v = x.std(-1, keepdim=True, unbiased=False)
+        return v, x.var(0), v * 0.5 if v.sum() > 0 else v + 1.0
+
+    for x in (torch.randn(33, 1).expand(33, 3), torch.randn(4, 1).expand(4, 3) * 1,
+              torch.full((5, 7), 0.1, dtype=torch.float64)):
+        torchc.reset()
+        want, got = f(x), torchc.compile(f)(x)
+        assert torchc._C.stats()["compiles"] >= 1
+        assert torch.equal(got[0], want[0]) and torch.equal(got[2], want[2])
+        torch.testing.assert_close(got[1], want[1])
+
+
+def test_var_of_float16_is_computed_in_float32_as_eager():
+    """hostile fuzz seed 912345 program 217: v1.var(-1, unbiased=False).prod(0) of a float16
+    input was off by 0.21% (the two-pass var rounded its mean and deviations to float16);
+    eager accumulates in float32 and rounds once"""
+    def f(x):
+        v = x.var((-1,), keepdim=False, unbiased=False)
+        return v.prod(dim=0, keepdim=True), v, x.std(0)
+
+    x = (torch.randint(-16, 17, (3, 3), generator=torch.Generator().manual_seed(912562)) / 4).half()
+    for xx in (x, x.bfloat16()):
+        torchc.reset()
+        want, got = f(xx), torchc.compile(f)(xx)
+        assert torchc._C.stats()["compiles"] >= 1
+        for g, w in zip(got, want):
+            assert g.dtype == w.dtype
+            tol = 2e-3 if g.dtype == torch.float16 else 1.6e-2  # the fuzzer's: about 1 ulp
+            torch.testing.assert_close(g, w, rtol=tol, atol=tol)
