@@ -8,6 +8,17 @@
 #include "ops_internal.h"
 #include "train.h"
 
+/* fn is torch._dynamo.graph_break (known by its module and qualified name: importing
+ * torch._dynamo to compare identities would cost a second and run its setup) */
+static int is_dynamo_graph_break(PyObject *fn) {
+    if (fn == NULL || !PyFunction_Check(fn))
+        return 0;
+    PyObject *mod = PyFunction_GET_MODULE(fn), *qn = ((PyFunctionObject *)fn)->func_qualname;
+    return mod && qn && PyUnicode_Check(mod) && PyUnicode_Check(qn) &&
+           PyUnicode_CompareWithASCIIString(qn, "graph_break") == 0 &&
+           PyUnicode_CompareWithASCIIString(mod, "torch._dynamo.decorators") == 0;
+}
+
 #define UN(n, w, opc) {n, w, "input,inplace", sym_h_unary, IC_OP_##opc}
 #define BIN(n, opc) {n, W_ALL, "input,other", sym_h_binary, IC_OP_##opc}
 
@@ -780,6 +791,10 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
     }
     if (fn->kind == V_FUNC && fn->op == SYM_MADE_FUNCTION)
         return sym_inline_made(t, fn, args, nargs, kwnames, out);
+    if (fn->kind == V_FUNC && fn->op == SYM_USER_FUNCTION && is_dynamo_graph_break(fn->obj))
+        /* torch._dynamo.graph_break(): a break here, as under torch.compile (in eager it
+         * does nothing, which the call run at the break does too) */
+        return sym_fail(t, "torch._dynamo.graph_break() called");
     if (fn->kind == V_FUNC && fn->op == SYM_USER_FUNCTION) {
         int rc = sym_obj_polyfill(t, fn, args, nargs, kwnames, out); /* functools.wraps & co */
         if (rc == 1)

@@ -986,3 +986,22 @@ def test_parity_backend_callable():
     assert_same(got, want)
     assert_same(got, f(x, y))
     assert len(tseen) == len(cseen) == 2 and all(cseen), (tseen, cseen)
+
+
+def test_dynamo_graph_break_breaks_as_under_torch_compile():
+    """torch._dynamo.graph_break() inside a compiled function: a graph break there (as under
+    torch.compile: two graphs), eager's values"""
+    import torch._dynamo
+
+    def f(x):
+        y = x * 2
+        torch._dynamo.graph_break()
+        return y + 1
+
+    x = torch.randn(3)
+    torchc.reset()
+    ex = torchc.explain(f)(x)
+    assert ex.graph_count == 2 and ex.graph_break_count == 1, ex.break_reasons
+    assert "graph_break()" in str(ex.break_reasons[0])
+    torch.testing.assert_close(ex.result, f(x))
+    torch.testing.assert_close(torchc.compile(f)(x), f(x))
