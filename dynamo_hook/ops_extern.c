@@ -464,9 +464,9 @@ static int sdpa_with_stats(trace *t, const ic_val *v, int n, int causal, double 
     ic_val gin[3] = {IC_NONE, IC_NONE, IC_NONE};
     int64_t at = 0;
     for (int i = 0; i < 3 && flat >= 0; i++) {
-        const ic_meta *m = sym_metap(t, v[i]);
-        int64_t k = m->sizes[0] * m->sizes[1] * m->sizes[2] * m->sizes[3];
-        gin[i] = ic_reshape(G, ic_slice(G, flat, 0, at, at + k, 1), m->ndim, m->sizes);
+        const ic_meta m = *sym_metap(t, v[i]); /* a copy: the slice below may grow the graph's storage */
+        int64_t k = m.sizes[0] * m.sizes[1] * m.sizes[2] * m.sizes[3];
+        gin[i] = ic_reshape(G, ic_slice(G, flat, 0, at, at + k, 1), m.ndim, m.sizes);
         at += k;
     }
     ic_set_grad_enabled(G, 1);
