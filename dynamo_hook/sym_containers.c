@@ -48,6 +48,23 @@ var *sym_slice_items(trace *t, PyObject *slice, const var *items, int n, int *m)
     return sl;
 }
 
+/* type(c).__getitem__(c, k) inlined when it is a Python function and c has a source;
+ * 1: it is not (nothing done) */
+static int inline_py_getitem(trace *t, const var *c, const var *k, var *out) {
+    PyObject *gn = PyUnicode_InternFromString("__getitem__");
+    if (gn == NULL)
+        return -1;
+    PyObject *fn = _PyType_Lookup(Py_TYPE(c->obj), gn);
+    if (fn == NULL || !PyFunction_Check(fn) || c->src < 0) {
+        Py_DECREF(gn);
+        return 1;
+    }
+    var kk = *k;
+    int fs = sym_source(t, DH_S_ATTR, c->src, 1, gn);
+    Py_DECREF(gn);
+    return fs < 0 ? -1 : sym_inline(t, fn, fs, c, &kk, 1, NULL, out);
+}
+
 static int subscr(trace *t, const var *c, const var *k, var *out) {
     if (c->kind == V_CONST && k->kind == V_CONST &&
         (PyTuple_Check(c->obj) || PyList_CheckExact(c->obj) || PyUnicode_CheckExact(c->obj)) &&
@@ -100,22 +117,12 @@ static int subscr(trace *t, const var *c, const var *k, var *out) {
     }
     if (c->kind == V_OBJ && !PyModule_Check(c->obj) && !sym_is_nn_module(c->obj) && c->src >= 0) {
         /* a user container: type(c).__getitem__(c, k) inlined */
-        PyObject *gn = PyUnicode_InternFromString("__getitem__");
-        PyObject *fn = gn ? _PyType_Lookup(Py_TYPE(c->obj), gn) : NULL;
-        if (fn != NULL && !PyFunction_Check(fn) && PyDict_Check(c->obj)) {
-            Py_DECREF(gn);
+        int rc = inline_py_getitem(t, c, k, out);
+        if (rc == 1 && PyDict_Check(c->obj)) {
             var kk = *k; /* obj_dict.c: dict's own __getitem__ on the storage */
-            int rc = sym_dsub_dunder(t, c, "__getitem__", &kk, 1, out);
-            return rc == 1 ? sym_fail(t, "subscript of a %s", Py_TYPE(c->obj)->tp_name) : rc;
+            rc = sym_dsub_dunder(t, c, "__getitem__", &kk, 1, out);
         }
-        if (fn == NULL || !PyFunction_Check(fn)) {
-            Py_XDECREF(gn);
-            return sym_fail(t, "subscript of a %s", Py_TYPE(c->obj)->tp_name);
-        }
-        var kk = *k;
-        int fs = sym_source(t, DH_S_ATTR, c->src, 1, gn);
-        Py_DECREF(gn);
-        return fs < 0 ? -1 : sym_inline(t, fn, fs, c, &kk, 1, NULL, out);
+        return rc == 1 ? sym_fail(t, "subscript of a %s", Py_TYPE(c->obj)->tp_name) : rc;
     }
     if (c->kind == V_OBJ && !PyModule_Check(c->obj) && k->kind == V_CONST && PyUnicode_Check(k->obj) &&
         c->src >= 0) {
@@ -151,18 +158,8 @@ static int subscr(trace *t, const var *c, const var *k, var *out) {
         int n;
         if (!sym_is_module_container(c->obj, "__getitem__")) {
             /* another module with a Python __getitem__ (ParameterList, a user's): inlined */
-            PyObject *gn = PyUnicode_InternFromString("__getitem__");
-            if (gn == NULL)
-                return -1;
-            PyObject *fn = _PyType_Lookup(Py_TYPE(c->obj), gn);
-            if (fn == NULL || !PyFunction_Check(fn) || c->src < 0) {
-                Py_DECREF(gn);
-                return sym_fail(t, "indexing a %s not supported", Py_TYPE(c->obj)->tp_name);
-            }
-            var kk = *k;
-            int fs = sym_source(t, DH_S_ATTR, c->src, 1, gn);
-            Py_DECREF(gn);
-            return fs < 0 ? -1 : sym_inline(t, fn, fs, c, &kk, 1, NULL, out);
+            int rc = inline_py_getitem(t, c, k, out);
+            return rc == 1 ? sym_fail(t, "indexing a %s not supported", Py_TYPE(c->obj)->tp_name) : rc;
         }
         if (sym_iter_items(t, c, &items, &n) < 0)
             return -1;
