@@ -119,8 +119,11 @@ bool conv_cudnn_out(const at::Tensor &x, const at::Tensor &w, const c10::optiona
  * "flash" always, "aten" never, default: when B*H*Lq*Lk*hd <= 2^29 multiply-adds, where the
  * host time is a large part of the call. H200, batch 32 bf16, one run, aten -> flash: BERT
  * 2.334 -> 2.264 ms, GPT-2 2.762 -> 2.587 ms (both 4e8 multiply-adds an attention), ViT-B/16
- * 3.322 -> 3.414 ms (9.5e8: its cuDNN kernel is the faster one; stays with the dispatcher). */
-bool sdpa_flash_ok(const at::Tensor *in) {
+ * 3.322 -> 3.414 ms (9.5e8: its cuDNN kernel is the faster one; stays with the dispatcher).
+ * Causal with Lq != Lk never: FlashAttention aligns its causal mask to the bottom right there,
+ * eager's is_causal to the top left (eager's dispatcher refuses flash for it; H100, f16
+ * 77x50 causal: max difference 3.2). */
+bool sdpa_flash_ok(const at::Tensor *in, bool causal) {
     char e[IC_CFG_STR_MAX];
     ic_config_str(IC_CFG_sdpa, e); /* torchc.config.sdpa: auto, flash or aten */
     const bool always = !strcmp(e, "flash");
@@ -132,6 +135,7 @@ bool sdpa_flash_ok(const at::Tensor *in) {
             return false;
     }
     const int64_t hd = in[0].size(-1);
+    if (causal && in[0].size(-2) != in[1].size(-2)) return false;
     if (hd % 8 || hd > 256 || in[1].size(-1) != hd || in[2].size(-1) != hd) return false;
     const double macs = (double)in[0].size(0) * in[0].size(1) * in[0].size(2) * in[1].size(2) * hd;
     return always || macs <= (double)(1 << 29);
@@ -149,7 +153,7 @@ bool sdpa_flash_ok(const at::Tensor *in) {
 static void sdpa_bwd(const at::Tensor &g, const at::Tensor &q, const at::Tensor &k, const at::Tensor &v, bool causal,
                      double scale, at::Tensor *d, const at::Tensor *mask = nullptr) {
     const at::Tensor qkv[3] = {q, k, v};
-    if (mask == nullptr && q.is_cuda() && q.dim() == 4 && sdpa_flash_ok(qkv)) {
+    if (mask == nullptr && q.is_cuda() && q.dim() == 4 && sdpa_flash_ok(qkv, causal)) {
         /* the forward ran FlashAttention (IC_EXT_SDPA, the same test): its backward, as eager's
          * autograd runs it after a flash forward, from a recomputed forward's logsumexp (the
          * memory-efficient kernel's forward and backward below took their place before) */
@@ -632,7 +636,7 @@ void run_extern(const ic_extern_call *c) {
         }
         c10::optional<at::Tensor> mask;
         if (c->nin == 4) mask = in[3];
-        if (c->nin == 3 && sdpa_flash_ok(in)) { /* see sdpa_flash_ok */
+        if (c->nin == 3 && sdpa_flash_ok(in, p[0] != 0)) { /* see sdpa_flash_ok */
             try {
                 auto r = at::_scaled_dot_product_flash_attention(in[0], in[1], in[2], 0.0, p[0] != 0, false, c->beta);
                 copy_in(out, std::get<0>(r));
