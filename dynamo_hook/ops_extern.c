@@ -429,9 +429,11 @@ static int sdpa_with_stats(trace *t, const ic_val *v, int n, int causal, double 
      * not understood yet) */
     if (!req || n == 4)
         return 1;
-    /* CUDA: not yet. On an H100 (torch 2.11) the flash/memory-efficient statistics path gave
-     * wrong gradients (test_training_sdpa2::test_cuda_grads_match_eager, bf16 causal: max
-     * difference 2.27); CUDA keeps the recomputing backward, which matches eager */
+    /* CUDA: not yet. The wrong CUDA gradients once blamed on this path came from the direct
+     * FlashAttention call for causal Lq != Lk (csrc sdpa_flash_ok, fixed); with that fixed this
+     * path matched eager on an H100 (test_training_sdpa2 with stats expected), but it was not
+     * shown faster (AMP step, same machine: BERT-base MLM 21.7 -> 20.2 ms, GPT-2 25.7 -> 27.9 ms,
+     * FlashAttention taken for every 16-bit case), so CUDA keeps the recomputing backward */
     if (t->device_type != TC_DEV_CPU)
         return 1;
     const ic_meta qm = *sym_metap(t, v[0]);

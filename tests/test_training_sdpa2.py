@@ -180,9 +180,10 @@ def test_transformer_block_training_loop_matches_eager():
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("shape", [(2, 4, 128, 128, 64), (3, 2, 77, 50, 40), (1, 1, 1, 9, 8)])
 def test_cuda_grads_match_eager(dtype, causal, shape):
-    """CUDA: the statistics path is CPU-only for now (on an H100 it gave wrong gradients for a
-    causal 77x50 bf16/f16 case), so CUDA training attention takes the recomputing backward;
-    its gradients are compared with eager's"""
+    """CUDA: the statistics path is CPU-only (ops_extern.c sdpa_with_stats says why), so CUDA
+    training attention takes the recomputing backward; values and gradients compared with
+    eager's (causal 77x50 once failed here: FlashAttention, called directly, aligns its causal
+    mask bottom-right when Lq != Lk)"""
     b, h, lq, lk, d = shape
     torch.manual_seed(0)
     dev = "cuda"
