@@ -44,6 +44,32 @@ int sym_inline_made(trace *t, const var *fn, var *args, int nargs, PyObject *kwn
                        fn->val, fn->items, fn->n, fn, NULL, args, nargs, kwnames, out);
 }
 
+/* code is that of the wrapper torch._compile._disable_dynamo puts around functions torch
+ * keeps from torch.compile (torch.utils.checkpoint.checkpoint & co): one code object for all
+ * of them, found once by wrapping a builtin (kept for the process) */
+static int is_torch_disabled_wrapper(PyCodeObject *code) {
+    static PyObject *wrapper_code;
+    static int inited;
+    if (!inited) {
+        inited = 1;
+        PyObject *mod = PyImport_ImportModule("torch._compile");
+        PyObject *dd = mod ? PyObject_GetAttrString(mod, "_disable_dynamo") : NULL;
+        PyObject *bi = dd ? PyImport_ImportModule("builtins") : NULL;
+        PyObject *len = bi ? PyObject_GetAttrString(bi, "len") : NULL;
+        PyObject *w = len ? PyObject_CallOneArg(dd, len) : NULL;
+        Py_XDECREF(len);
+        Py_XDECREF(bi);
+        if (w != NULL && PyFunction_Check(w))
+            wrapper_code = Py_NewRef(PyFunction_GET_CODE(w));
+        Py_XDECREF(w);
+        Py_XDECREF(dd);
+        Py_XDECREF(mod);
+        if (wrapper_code == NULL)
+            (void)tc_clear_expected(PyExc_Exception);
+    }
+    return wrapper_code != NULL && (PyObject *)code == wrapper_code;
+}
+
 static int inline_code(trace *t, PyCodeObject *code, PyObject *globals, PyObject *func,
                        int fn_src, var *closure, int nclosure, const var *made, const var *self,
                        var *args, int nargs, PyObject *kwnames, var *out) {
@@ -58,6 +84,10 @@ static int inline_code(trace *t, PyCodeObject *code, PyObject *globals, PyObject
      * raise fails the trace (eager then runs, raising and handling as usual) */
     if (dh_code_is_disabled(code))
         return sym_fail(t, "call to %U, which is torchc.disable'd", code->co_qualname);
+    if (func != NULL && is_torch_disabled_wrapper(code))
+        return sym_fail(t, "call to %U, which torch runs without compilation (torch._disable_dynamo: "
+                        "e.g. torch.utils.checkpoint; the call and what it calls run eagerly)",
+                        ((PyFunctionObject *)func)->func_qualname);
     if (dh_n_redirects && dh_frame_redirect(code))
         return sym_fail(t, "%U runs between graphs: torchc/_optim.py's compiled step in its place "
                         "(SGD, Adam, AdamW), else eager", code->co_qualname);

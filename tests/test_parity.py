@@ -1005,3 +1005,31 @@ def test_dynamo_graph_break_breaks_as_under_torch_compile():
     assert "graph_break()" in str(ex.break_reasons[0])
     torch.testing.assert_close(ex.result, f(x))
     torch.testing.assert_close(torchc.compile(f)(x), f(x))
+
+
+def test_checkpoint_is_a_break_with_a_reason():
+    """torch.utils.checkpoint.checkpoint is wrapped by torch._disable_dynamo: a graph break at
+    the call with a reason naming it (it was 'function nothing reached without a source', at a
+    line of torch's eval_frame.py); the rest of the frame compiles; values and gradients as
+    eager's"""
+    from torch.utils.checkpoint import checkpoint
+
+    lin = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())
+
+    def f(x):
+        y = checkpoint(lin, x * 2, use_reentrant=False)
+        return (y + 1).sum()
+
+    x = torch.randn(3, 4)
+    torchc.reset()
+    ex = torchc.explain(f)(x)
+    assert ex.graph_count == 2 and ex.graph_break_count == 1, ex.break_reasons
+    reason = str(ex.break_reasons[0])
+    assert "call to checkpoint" in reason and "torch._disable_dynamo" in reason and "test_parity.py" in reason, reason
+    xe, xc = x.clone().requires_grad_(), x.clone().requires_grad_()
+    le, lc = f(xe), torchc.compile(f)(xc)
+    torch.testing.assert_close(lc, le)
+    ge = torch.autograd.grad(le, [xe, lin[0].weight])
+    gc = torch.autograd.grad(lc, [xc, lin[0].weight])
+    for a, b in zip(gc, ge):
+        torch.testing.assert_close(a, b)
