@@ -402,6 +402,33 @@ def test_issubclass_guarded_on_the_class():
         _same(cf(x, o), subclass_checks(x, o))
 
 
+def subclass_of_a_list(x, o):
+    y = x.sin()
+    if issubclass(type(o), [int, str]):  # a list, not a tuple: TypeError in eager
+        y = y + 1
+    return y
+
+
+def instance_of_a_list(x, o):
+    y = x.sin()
+    if isinstance(o, [int, str]):
+        y = y + 1
+    return y
+
+
+@pytest.mark.parametrize("fn", [subclass_of_a_list, instance_of_a_list])
+def test_class_list_raises_as_eager(fn):
+    """issubclass/isinstance take a class or a tuple of them; a list built in the trace was
+    answered (True) where eager raises TypeError"""
+    x = X()
+    with pytest.raises(TypeError) as want:
+        fn(x, 7)
+    torchc.reset()
+    with pytest.raises(TypeError) as got:
+        torchc.compile(fn)(x, 7)
+    assert str(got.value) == str(want.value)
+
+
 # ---- zip(strict=True) ------------------------------------------------------------------------
 
 def zip_strict(x, names, ws):
