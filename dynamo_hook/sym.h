@@ -474,7 +474,7 @@ int sym_binary(trace *t, int nb_op, const var *a, const var *b, var *out); /* BI
 int sym_compare(trace *t, int cmp, const var *a, const var *b, var *out);
 int sym_tensor_attr(trace *t, const var *x, PyObject *name, var *out);
 int sym_neg(trace *t, const var *a, var *out);
-int sym_tensor_index(trace *t, const var *x, const var *k, var *out);
+int sym_tensor_index(trace *t, const var *x, const var *k, var *out); /* ops_index.c: x[k] */
 /* (values, indices) as torch.return_types.<name> */
 int sym_return_pair(trace *t, const char *name, ic_val values, ic_val indices, var *out);
 /* setitem.c: x[k] = v as a functional update of x's object (fails: break at the store) */
@@ -489,7 +489,7 @@ int sym_custom_op_call(trace *t, const var *fn, var *args, int nargs, PyObject *
 /* ops_modto.c: nn.Module.to(...) converting nothing: the module (1: not that call) */
 int sym_module_to_call(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out);
 int sym_known_index(trace *t, const var *v, PyObject **out); /* ops_more.c: 1: a constant 0-d int tensor */
-/* index_select with a checked index: graph inputs are bounds-checked at run time (eager
+/* ops_index.c: index_select with a checked index: graph inputs are bounds-checked at run time (eager
  * runs when out of range), argmax/argmin/arange results are in range by construction. */
 int sym_check_index(trace *t, const var *index, int64_t bound, int gather);
 
