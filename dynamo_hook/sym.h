@@ -55,6 +55,24 @@ static inline var sym_var(vkind kind) {
     return v;
 }
 
+/* The constant int k as an index into n items (negative: from the end): 1 with *at set, 0
+ * when out of range, beyond a C long included (PyLong_AsLong's -1 and OverflowError there
+ * would read as the last item), -1 an error other than the overflow */
+static inline int sym_const_index(PyObject *k, int n, long *at) {
+    int ovf = 0;
+    long i = PyLong_AsLongAndOverflow(k, &ovf);
+    if (i == -1 && PyErr_Occurred())
+        return -1;
+    if (ovf)
+        return 0;
+    if (i < 0)
+        i += n;
+    if (i < 0 || i >= n)
+        return 0;
+    *at = i;
+    return 1;
+}
+
 /* A graph break recorded by the top frame: the instruction to run eagerly and the state
  * to hand to the resume function. */
 typedef struct sym_break {
