@@ -5,7 +5,7 @@
  *   eval_frame.c  dh_eval_frame ── cache.c dh_cache_of(code) ── guards.c dh_guards_check
  *        │ miss                                                       │ hit
  *        ▼                                                            ▼
- *   symbolic.c dh_trace(frame) → graph + guards + output spec    dh_entry_run
+ *   symbolic.c dh_trace(frame) → graph + guards + output spec    entry_run.c dh_entry_run
  *        │                      (variables.c: torch calls → ic_*)      │
  *        ▼                                                            ▼
  *   inductor_c ic_compile ──────────────► cache entry ───────► result; frame popped
@@ -383,10 +383,13 @@ extern _Thread_local int dh_tl_modtype;
 /* guards.c: f is torch.compiler.is_compiling or one of its aliases (True in captured code) */
 int dh_is_compiling_fn(PyObject *f);
 
-/* entry execution (eval_frame.c) */
+/* entry execution (entry_run.c) */
 extern _Thread_local int dh_tl_rerun_eager; /* dh_entry_run: run the frame eagerly instead */
 PyObject *dh_entry_run(const dh_entry *e, PyObject *const *values, void *const *data_ptrs,
                        PyObject *func, const int64_t *symvals);
+/* TORCHC_HOST_STATS (eval_frame.c): the time now (ns; 0 when off) and a hit's run phases added */
+unsigned long long dh_host_now(void);
+void dh_host_add(unsigned long long alloc, unsigned long long run, unsigned long long rest);
 
 /* explain recording (eval_frame.c) */
 void dh_explain_record(PyCodeObject *code, const dh_entry *e, const char *event);

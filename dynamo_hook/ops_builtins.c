@@ -51,6 +51,12 @@ static int torch_function_query(trace *t, PyObject *f, int which, const var *arg
     return tf_result(t, r, out);
 }
 
+/* the second argument of isinstance/issubclass built in the trace (a V_SEQ) is a tuple, which
+ * they take (a list or a deque of classes: eager raises TypeError) */
+static int class_tuple(const var *v) {
+    return v->kind == V_SEQ && !v->is_list && v->obj == NULL;
+}
+
 /* Generic callables: builtins and math on constants, isinstance, len. */
 int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out) {
     PyObject *f = fn->obj;
@@ -209,6 +215,8 @@ int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kw
         const var *cs = args[1].kind == V_SEQ ? args[1].items : &args[1];
         int k = args[1].kind == V_SEQ ? args[1].n : 1;
         PyObject *one = NULL;
+        if (args[1].kind == V_SEQ && !class_tuple(&args[1])) /* a list: eager raises TypeError */
+            return sym_fail(t, "issubclass() of a class and a sequence that is not a tuple (eager raises)");
         if (args[1].kind == V_CONST && args[1].obj != NULL && PyTuple_CheckExact(args[1].obj))
             one = args[1].obj;
         int ok = 1;
@@ -231,6 +239,8 @@ int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kw
                   * V_FUNCs; the class argument becomes a constant */
     if (name && strcmp(name, "isinstance") == 0 && nargs == 2 && !kwnames &&
         (args[1].kind == V_FUNC || args[1].kind == V_SEQ)) {
+        if (args[1].kind == V_SEQ && !class_tuple(&args[1])) /* a list: eager raises TypeError */
+            return sym_fail(t, "isinstance() of a sequence of classes that is not a tuple (eager raises)");
         int k = args[1].kind == V_SEQ ? args[1].n : 1;
         const var *cs = args[1].kind == V_SEQ ? args[1].items : &args[1];
         PyObject *tup = PyTuple_New(k);

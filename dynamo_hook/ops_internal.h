@@ -1,6 +1,7 @@
 /* ops_internal.h — shared by the files of torch calls lowered to inductor_c graph builders
  * (ops_table.c: the table and sym_call; ops_args.c, ops_pointwise.c, ops_reduce.c,
- * ops_views.c, ops_extern.c, ops_pool.c, ops_builtins.c, ops_pyops.c). Not used outside. */
+ * ops_views.c, ops_index.c, ops_extern.c, ops_pool.c, ops_builtins.c, ops_pyops.c). Not used
+ * outside. */
 #ifndef DH_OPS_INTERNAL_H
 #define DH_OPS_INTERNAL_H
 
@@ -44,7 +45,7 @@ extern sym_torch_refs sym_refs;
 
 /* ops_args.c */
 int sym_as_tensor(trace *t, const var *v, ic_val *out);
-/* the parts of an index key (ops_views.c): at most SYM_INDEX_PARTS */
+/* the parts of an index key (ops_index.c): at most SYM_INDEX_PARTS */
 #define SYM_INDEX_PARTS (IC_MAX_DIMS + 4)
 int sym_index_parts(trace *t, const var *k, const var **parts, var *tmp);
 int sym_tensor_out(trace *t, ic_val v, var *out);
@@ -154,6 +155,10 @@ int sym_view_out_desc(trace *t, const var *in, ic_val v, var *out, const char *n
 int sym_size_out(trace *t, const ic_meta *m, int d, var *out);
 PyObject *sym_shape_args(trace *t, ic_val v);
 #define view_out(t, in, v, out) sym_view_out_desc(t, in, v, out, "reshape", sym_shape_args(t, v))
+/* ATen's computeStride: the strides of a view of (sizes, strides) as nsizes; 0: none */
+int sym_view_strides(int n, const int64_t *sizes, const int64_t *strides, int nn, const int64_t *nsizes,
+                     int64_t *nstrides);
+ic_val sym_unsqueeze_val(trace *t, ic_val x, int dim); /* x with a size-1 dim inserted at dim */
 /* handlers */
 int sym_h_reshape(trace *t, const opdef *d, var **p, var *out);
 int sym_h_flatten(trace *t, const opdef *d, var **p, var *out);
@@ -170,17 +175,19 @@ int sym_h_size(trace *t, const opdef *d, var **p, var *out);
 int sym_h_cat(trace *t, const opdef *d, var **p, var *out);
 int sym_h_narrow(trace *t, const opdef *d, var **p, var *out);
 int sym_h_split(trace *t, const opdef *d, var **p, var *out);
-int sym_h_index_select(trace *t, const opdef *d, var **p, var *out);
 int sym_h_tri(trace *t, const opdef *d, var **p, var *out);
 int sym_h_flip(trace *t, const opdef *d, var **p, var *out);
 int sym_h_repeat(trace *t, const opdef *d, var **p, var *out);
-int sym_h_gather(trace *t, const opdef *d, var **p, var *out);
 int sym_h_solve_triangular(trace *t, const opdef *d, var **p, var *out);
-int sym_h_scatter_reduce(trace *t, const opdef *d, var **p, var *out);
 int sym_h_meshgrid(trace *t, const opdef *d, var **p, var *out);
 int sym_h_unbind(trace *t, const opdef *d, var **p, var *out);
 int sym_h_reshape_as(trace *t, const opdef *d, var **p, var *out);
 int sym_h_repeat_interleave(trace *t, const opdef *d, var **p, var *out);
+
+/* ops_index.c: handlers */
+int sym_h_index_select(trace *t, const opdef *d, var **p, var *out);
+int sym_h_gather(trace *t, const opdef *d, var **p, var *out);
+int sym_h_scatter_reduce(trace *t, const opdef *d, var **p, var *out);
 
 /* ops_extern.c */
 int sym_conv_ints(trace *t, var *v, long long dflt, int nd, int64_t *out, const char *what);

@@ -420,8 +420,8 @@ static int plain_const(PyObject *o) {
 }
 
 /* a constructor argument: a plain constant, or a tuple of them (ConstantPad1d((lo, hi), 0):
- * a tuple built in the trace of constants is that tuple); a new reference, NULL (no error
- * set) for anything else */
+ * a tuple built in the trace of constants is that tuple); a new reference, NULL for anything
+ * else (no error set) or out of memory (MemoryError set) */
 static PyObject *module_arg(const var *v) {
     if (v->kind == V_CONST && plain_const(v->obj))
         return Py_NewRef(v->obj);
@@ -439,8 +439,6 @@ static PyObject *module_arg(const var *v) {
     PyObject *tup = PyTuple_New(v->n);
     for (int i = 0; tup && i < v->n; i++)
         PyTuple_SET_ITEM(tup, i, Py_NewRef(v->items[i].obj));
-    if (tup == NULL)
-        (void)tc_clear_expected(PyExc_MemoryError);
     return tup;
 }
 
@@ -460,7 +458,7 @@ int sym_module_new(trace *t, PyObject *cls, var *args, int nargs, PyObject *kwna
         if ((vals[i] = module_arg(&args[i])) == NULL) {
             while (i-- > 0)
                 Py_DECREF(vals[i]);
-            return 1;
+            return PyErr_Occurred() ? -1 : 1; /* a MemoryError propagates */
         }
     PyObject *pos = PyTuple_New(nargs - nkw), *kw = nkw ? PyDict_New() : NULL, *mod = NULL;
     PyObject *srcs = PyTuple_New(nargs), *spec = NULL;
@@ -495,8 +493,8 @@ int sym_module_new(trace *t, PyObject *cls, var *args, int nargs, PyObject *kwna
         while (n >= 0 && PyDict_Next(d, &pos, &k, &v))
             n += i > 1 || v != Py_None;
         Py_XDECREF(d);
-        if (n < 0)
-            (void)tc_clear_expected(PyExc_Exception);
+        if (n < 0 && tc_clear_expected(PyExc_Exception) < 0)
+            goto done; /* MemoryError, KeyboardInterrupt: propagated */
         if (n != 0) {
             rc = 1;
             goto done;

@@ -326,11 +326,10 @@ int sym_record_subscr(trace *t, const var *r, const var *k, var *out) {
     if (own_to_tuple(t, r) < 0 || sym_record_items(t, r, &items, &n) < 0)
         return -1;
     if (PyLong_CheckExact(k->obj)) {
-        long i = PyLong_AsLong(k->obj);
-        if (i < 0)
-            i += n;
-        if (i < 0 || i >= n)
-            return sym_fail(t, "record index out of range (eager will raise)");
+        long i;
+        int in = sym_const_index(k->obj, n, &i);
+        if (in <= 0)
+            return in < 0 ? -1 : sym_fail(t, "record index out of range (eager will raise)");
         *out = items[i];
         return 0;
     }

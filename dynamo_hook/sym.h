@@ -55,6 +55,24 @@ static inline var sym_var(vkind kind) {
     return v;
 }
 
+/* The constant int k as an index into n items (negative: from the end): 1 with *at set, 0
+ * when out of range, beyond a C long included (PyLong_AsLong's -1 and OverflowError there
+ * would read as the last item), -1 an error other than the overflow */
+static inline int sym_const_index(PyObject *k, int n, long *at) {
+    int ovf = 0;
+    long i = PyLong_AsLongAndOverflow(k, &ovf);
+    if (i == -1 && PyErr_Occurred())
+        return -1;
+    if (ovf)
+        return 0;
+    if (i < 0)
+        i += n;
+    if (i < 0 || i >= n)
+        return 0;
+    *at = i;
+    return 1;
+}
+
 /* A graph break recorded by the top frame: the instruction to run eagerly and the state
  * to hand to the resume function. */
 typedef struct sym_break {
@@ -474,7 +492,7 @@ int sym_binary(trace *t, int nb_op, const var *a, const var *b, var *out); /* BI
 int sym_compare(trace *t, int cmp, const var *a, const var *b, var *out);
 int sym_tensor_attr(trace *t, const var *x, PyObject *name, var *out);
 int sym_neg(trace *t, const var *a, var *out);
-int sym_tensor_index(trace *t, const var *x, const var *k, var *out);
+int sym_tensor_index(trace *t, const var *x, const var *k, var *out); /* ops_index.c: x[k] */
 /* (values, indices) as torch.return_types.<name> */
 int sym_return_pair(trace *t, const char *name, ic_val values, ic_val indices, var *out);
 /* setitem.c: x[k] = v as a functional update of x's object (fails: break at the store) */
@@ -489,7 +507,7 @@ int sym_custom_op_call(trace *t, const var *fn, var *args, int nargs, PyObject *
 /* ops_modto.c: nn.Module.to(...) converting nothing: the module (1: not that call) */
 int sym_module_to_call(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out);
 int sym_known_index(trace *t, const var *v, PyObject **out); /* ops_more.c: 1: a constant 0-d int tensor */
-/* index_select with a checked index: graph inputs are bounds-checked at run time (eager
+/* ops_index.c: index_select with a checked index: graph inputs are bounds-checked at run time (eager
  * runs when out of range), argmax/argmin/arange results are in range by construction. */
 int sym_check_index(trace *t, const var *index, int64_t bound, int gather);
 

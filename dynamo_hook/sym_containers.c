@@ -107,10 +107,11 @@ static int subscr(trace *t, const var *c, const var *k, var *out) {
         return 0;
     }
     if (c->kind == V_SEQ && k->kind == V_CONST && PyLong_CheckExact(k->obj)) {
-        long i = PyLong_AsLong(k->obj);
-        if (i < 0)
-            i += c->n;
-        if (i < 0 || i >= c->n) /* eager's IndexError: an except clause of the trace catches it */
+        long i;
+        int in = sym_const_index(k->obj, c->n, &i);
+        if (in < 0)
+            return -1;
+        if (!in) /* eager's IndexError: an except clause of the trace catches it */
             return sym_raise(t, PyExc_IndexError, NULL, "%s index out of range", c->is_list ? "list" : "tuple");
         *out = c->items[i];
         return 0;
@@ -163,11 +164,10 @@ static int subscr(trace *t, const var *c, const var *k, var *out) {
         }
         if (sym_iter_items(t, c, &items, &n) < 0)
             return -1;
-        long i = PyLong_AsLong(k->obj);
-        if (i < 0)
-            i += n;
-        if (i < 0 || i >= n)
-            return sym_fail(t, "module index out of range");
+        long i;
+        int in = sym_const_index(k->obj, n, &i);
+        if (in <= 0)
+            return in < 0 ? -1 : sym_fail(t, "module index out of range (eager will raise)");
         *out = items[i];
         return 0;
     }

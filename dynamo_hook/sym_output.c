@@ -507,6 +507,23 @@ static int cell_may_change_after(PyCodeObject *co, int slot, int pc) {
     return hit;
 }
 
+/* Does a function that code co makes (a code constant, at any depth) assign its free
+ * variable `name` (nonlocal name; name = ...)? Made after a break, such a writer changes the
+ * resume frame's cell, not the fresh one of a function rebuilt for the break. -1: error. */
+static int made_code_writes(PyCodeObject *co, PyObject *name) {
+    PyObject *names = PyTuple_Pack(1, name);
+    if (names == NULL)
+        return -1;
+    int hit = 0;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(co->co_consts) && !hit; i++) {
+        PyObject *c = PyTuple_GET_ITEM(co->co_consts, i);
+        if (PyCode_Check(c))
+            hit = code_writes_free((PyCodeObject *)c, names, 1);
+    }
+    Py_DECREF(names);
+    return hit;
+}
+
 /* The functions made in the trace that are live at a break of frame f (in v[0..n), in
  * containers and closures too): each closure value of one that is a cell of f must stay
  * unchanged after the break (the resume frame's cell and the rebuilt function's are two);
@@ -539,6 +556,14 @@ int sym_made_fns_resumable(trace *t, sframe *f, const var *v, int n, int depth) 
                     if (c) {
                         sym_fail(t, "a nested function over a variable the frame may assign after the "
                                     "break is live across it");
+                        return 0;
+                    }
+                    c = made_code_writes(f->code, name);
+                    if (c < 0)
+                        return -1;
+                    if (c) {
+                        sym_fail(t, "a nested function over a variable that another function of the frame "
+                                    "assigns (nonlocal) is live across a graph break");
                         return 0;
                     }
                 }

@@ -282,6 +282,29 @@ def test_nonlocal_writer_is_eager():
     assert any("nonlocal" in r for r in ex.break_reasons), ex.break_reasons
 
 
+def writer_made_after_the_break(x):
+    n = 1
+
+    def get():
+        return n
+    y = opaque(x.sin())  # get is live across the break
+
+    def bump():  # made after it: writes the frame's cell, which eager's get reads
+        nonlocal n
+        n += 1
+    bump()
+    return y * get()
+
+
+@pytest.mark.allow_fallback
+def test_nonlocal_writer_made_after_the_break_is_eager():
+    """get rebuilt for the resume function had a fresh cell: bump's write (in its own code,
+    not the frame's) reached the resume frame's cell only, and get() answered 1 where eager
+    answers 2 (the result was y, eager's 2 * y)"""
+    ex = _run_any(writer_made_after_the_break, (X(),))
+    assert any("another function of the frame assigns" in r for r in ex.break_reasons), ex.break_reasons
+
+
 def recursive_nested(x):
     def fact(n):
         return 1 if n <= 1 else n * fact(n - 1)
@@ -400,6 +423,33 @@ def test_issubclass_guarded_on_the_class():
     cf = torchc.compile(subclass_checks)
     for o in [_Base(), _Child(), 7, "s", _Child(), _Base()]:
         _same(cf(x, o), subclass_checks(x, o))
+
+
+def subclass_of_a_list(x, o):
+    y = x.sin()
+    if issubclass(type(o), [int, str]):  # a list, not a tuple: TypeError in eager
+        y = y + 1
+    return y
+
+
+def instance_of_a_list(x, o):
+    y = x.sin()
+    if isinstance(o, [int, str]):
+        y = y + 1
+    return y
+
+
+@pytest.mark.parametrize("fn", [subclass_of_a_list, instance_of_a_list])
+def test_class_list_raises_as_eager(fn):
+    """issubclass/isinstance take a class or a tuple of them; a list built in the trace was
+    answered (True) where eager raises TypeError"""
+    x = X()
+    with pytest.raises(TypeError) as want:
+        fn(x, 7)
+    torchc.reset()
+    with pytest.raises(TypeError) as got:
+        torchc.compile(fn)(x, 7)
+    assert str(got.value) == str(want.value)
 
 
 # ---- zip(strict=True) ------------------------------------------------------------------------

@@ -147,6 +147,7 @@ class _FakeSyncMode:
         self.mode = m
 
 
+@pytest.mark.needs_no_compiler
 def test_warm_up_reads_only_synchronizing_operations(monkeypatch):
     """runs everywhere: the warm-up's classification of the warnings of a call"""
     import warnings

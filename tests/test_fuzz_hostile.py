@@ -594,6 +594,7 @@ def test_hostile_fuzz(chunk, request):
     assert not fails, "".join(fails[:5]) + f"\n({len(fails)} failing programs)"
 
 
+@pytest.mark.needs_no_compiler
 def test_generator_is_reproducible():
     for i in range(12):
         assert make_program(i)[1] == make_program(i)[1]

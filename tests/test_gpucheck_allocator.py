@@ -5,6 +5,8 @@ registering touches no device."""
 import ctypes
 from ctypes import CFUNCTYPE, POINTER, Structure, c_int, c_size_t, c_void_p
 
+import pytest
+
 import torchc
 
 ALLOC_FN = CFUNCTYPE(c_void_p, c_size_t, c_int, c_void_p, POINTER(c_void_p))
@@ -26,6 +28,7 @@ def _ptrs(a):
     return ctypes.cast(a.alloc, c_void_p).value, ctypes.cast(a.release, c_void_p).value
 
 
+@pytest.mark.needs_no_compiler
 def test_get_and_restore_the_allocator():
     orig = Allocator()
     assert LIB.ic_get_device_allocator(ctypes.byref(orig)) == 1  # torchc's, from module init

@@ -20,6 +20,7 @@ def _qkv(shape=(2, 4, 8, 16), dtype=torch.float32, device="cpu"):
     return [torch.randn(shape, dtype=dtype, device=device) for _ in range(3)]
 
 
+@pytest.mark.needs_no_compiler
 def test_probe_runs_once_per_key():
     """runs everywhere: without a device the probe fails (and the failure is kept)"""
     q, k, v = _qkv((3, 5, 7, 16))
@@ -44,6 +45,7 @@ def test_probe_runs_once_per_key():
         assert _runs()[0] == r0 + 2 + i, i
 
 
+@pytest.mark.needs_no_compiler
 def test_backend_settings_are_in_the_key():
     q, k, v = _qkv((2, 3, 9, 8))
     r0, _ = _runs()
@@ -60,6 +62,7 @@ def test_backend_settings_are_in_the_key():
     assert _runs()[0] == r0 + 2
 
 
+@pytest.mark.needs_no_compiler
 def test_bad_arguments_raise():
     q, k, v = _qkv()
     with pytest.raises(TypeError):

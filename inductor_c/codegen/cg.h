@@ -156,5 +156,7 @@ LLVMValueRef ol_red_identity(cg *g, const ic_item *it, int width);
 LLVMValueRef ol_red_combine(cg *g, const ic_item *it, LLVMValueRef acc, LLVMValueRef x);
 void ol_arg_combine(cg *g, const ic_item *it, LLVMValueRef acc, LLVMValueRef ai, LLVMValueRef x,
                     LLVMValueRef xi, LLVMValueRef *ro, LLVMValueRef *ri);
+LLVMValueRef ol_red_mean(cg *g, const ic_item *it, LLVMValueRef v, LLVMValueRef count); /* count NULL: red_count */
+LLVMValueRef ol_red_out(cg *g, const ic_item *it, LLVMValueRef v, LLVMValueRef vi);     /* in the item's dtype */
 
 #endif

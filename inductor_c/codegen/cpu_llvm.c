@@ -484,11 +484,18 @@ static LLVMValueRef hreduce(cg *g, const ic_item *it, LLVMValueRef v) {
 }
 
 /* ---- kernel structure ------------------------------------------------------------------- */
+/* a mean's division (ops.c ol_red_mean) by its count, read from the symbols when dynamic */
+static LLVMValueRef red_mean(cg *g, const ic_item *it, LLVMValueRef r) {
+    bool sym = it->red_op == IC_OP_MEAN && ic_tainted(g->c, it->red_count);
+    return ol_red_mean(g, it, r, sym ? fcount(g, r, it->red_count) : NULL);
+}
+
+/* the row value (arg reductions: r is the index) and its store */
 static void finish_reduce(cg *g, ic_kernel *k, int j, LLVMValueRef r) {
     ic_item *it = &k->items[j];
-    if (it->red_op == IC_OP_MEAN) r = LLVMBuildFDiv(B, r, fcount(g, r, it->red_count), "");
+    r = red_mean(g, it, r);
     g->rowval[j] = r;
-    if (it->store) store(g, it, ol_convert(g, r, ic_is_arg(it->red_op) ? IC_I64 : it->acc, it->dtype));
+    if (it->store) store(g, it, ol_red_out(g, it, r, r));
 }
 static void emit_items(cg *g, ic_kernel *k, int pos, LLVMValueRef *vacc, LLVMValueRef *sacc) {
     g->gen++;
@@ -833,9 +840,9 @@ static void gen_row_vouter(cg *g, ic_kernel *k, LLVMValueRef base, LLVMValueRef 
                 if (it->pos != pos || it->kind != IT_REDUCE) continue;
                 LLVMValueRef r = ic_is_arg(it->red_op) ? LLVMBuildLoad2(B, vi64, uptr(g, vi64, acc[n + j], L.i), "")
                                                        : LLVMBuildLoad2(B, cg_type(g, it->acc, IC_VF), uptr(g, cg_type(g, it->acc, IC_VF), acc[j], L.i), "");
-                if (it->red_op == IC_OP_MEAN) r = LLVMBuildFDiv(B, r, fcount(g, r, it->red_count), "");
+                r = red_mean(g, it, r);
                 LLVMBuildStore(B, r, uptr(g, LLVMTypeOf(r), racc[j], L.i));
-                if (it->store) store(g, it, ol_convert(g, r, ic_is_arg(it->red_op) ? IC_I64 : it->acc, it->dtype));
+                if (it->store) store(g, it, ol_red_out(g, it, r, r));
             }
             UEND(L);
         }

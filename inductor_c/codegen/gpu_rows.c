@@ -406,10 +406,7 @@ static void part_stores(gg *g, LLVMValueRef first, const int *slot, LLVMValueRef
  * every block, so every launch gets the same value). raw (with *rawi for arg reductions):
  * the combined accumulator before the mean's division and the conversion, or NULL. */
 static LLVMValueRef part_finish(gg *g, const ic_item *it, LLVMValueRef v, LLVMValueRef vi) {
-    if (ic_is_arg(it->red_op))
-        return it->arg_value ? convert(g, v, it->acc, it->dtype) : convert(g, vi, IC_I64, it->dtype);
-    if (it->red_op == IC_OP_MEAN) v = LLVMBuildFDiv(B, v, kf(v, (double)it->red_count), "");
-    return convert(g, v, it->acc, it->dtype);
+    return ol_red_out(&g->cg, it, ol_red_mean(&g->cg, it, v, NULL), vi);
 }
 
 static LLVMValueRef part_combine(gg *g, const ic_item *it, int slot, LLVMValueRef *raw, LLVMValueRef *rawi) {
@@ -536,8 +533,7 @@ LLVMValueRef gg_online_combine(gg *g, ic_kernel *k) {
     g->rowval[P->on_a] = A;
     g->gen++;
     v = block_reduce(g, ib, v, NULL);
-    if (ib->red_op == IC_OP_MEAN) v = LLVMBuildFDiv(B, v, kf(v, (double)ib->red_count), "");
-    return v;
+    return ol_red_mean(&g->cg, ib, v, NULL);
 }
 
 /* The row values of the reductions with pos in [lo, hi) from their partials (B of an online
@@ -811,23 +807,15 @@ static void emit_pass(gg *g, ic_kernel *k, int pos) {
         ic_item *it = &k->items[j];
         if (it->pos != pos || it->kind != IT_REDUCE) continue;
         LLVMValueRef r = LLVMBuildLoad2(B, rtype(g, it->acc), acc[j], "");
+        LLVMValueRef ri = ic_is_arg(it->red_op) ? LLVMBuildLoad2(B, g->cg.i64, acc[k->nitems + j], "") : NULL;
+        r = block_reduce(g, it, r, ri ? &ri : NULL);
         if (P->S > 1) { /* this block's partial: raw accumulator (and index) */
-            LLVMValueRef ri = ic_is_arg(it->red_op) ? LLVMBuildLoad2(B, g->cg.i64, acc[k->nitems + j], "") : NULL;
-            r = block_reduce(g, it, r, ri ? &ri : NULL);
             int sl[2] = {P->slot[j], P->slot[j] + 1};
             LLVMValueRef v[2] = {r, ri};
             part_stores(g, first, sl, v, 2);
             continue;
         }
-        if (ic_is_arg(it->red_op)) {
-            LLVMValueRef ri = LLVMBuildLoad2(B, g->cg.i64, acc[k->nitems + j], "");
-            r = block_reduce(g, it, r, &ri);
-            r = it->arg_value ? convert(g, r, it->acc, it->dtype) : convert(g, ri, IC_I64, it->dtype);
-        } else {
-            r = block_reduce(g, it, r, NULL);
-            if (it->red_op == IC_OP_MEAN) r = LLVMBuildFDiv(B, r, kf(r, (double)it->red_count), "");
-            r = convert(g, r, it->acc, it->dtype);
-        }
+        r = part_finish(g, it, r, ri);
         g->rowval[j] = r;
         if (it->store) gg_store_item(g, it, &r, 1, first);
     }

@@ -518,6 +518,23 @@ LLVMValueRef ol_red_combine(cg *g, const ic_item *it, LLVMValueRef acc, LLVMValu
     }
 }
 
+/* The end of a reduction's row, after its combines: a mean divided by its element count
+ * (count: that count as a value of v's type, NULL: the constant red_count), others v as it is.
+ * The CPU keeps this (its row value) for the items after; both backends then store
+ * ol_red_out of it. */
+LLVMValueRef ol_red_mean(cg *g, const ic_item *it, LLVMValueRef v, LLVMValueRef count) {
+    if (it->red_op != IC_OP_MEAN) return v;
+    return LLVMBuildFDiv(B, v, count ? count : cg_constf(g, LLVMTypeOf(v), (double)it->red_count), "");
+}
+
+/* A reduction's row value (v, after ol_red_mean) in the item's dtype; argmax/argmin: their
+ * index vi, or v where the GPU runs an amax/amin as its sibling's arg reduction (arg_value:
+ * the picked element's value; the CPU never sets it) */
+LLVMValueRef ol_red_out(cg *g, const ic_item *it, LLVMValueRef v, LLVMValueRef vi) {
+    if (ic_is_arg(it->red_op) && !it->arg_value) return ol_convert(g, vi, IC_I64, it->dtype);
+    return ol_convert(g, v, it->acc, it->dtype);
+}
+
 /* argmax/argmin: take (x, xi) over (acc, ai) when x is better, or equal (NaN equal to NaN)
  * with a smaller index: the first extreme wins whatever the order of combination
  * (commutative and associative). */

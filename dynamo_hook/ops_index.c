@@ -1,0 +1,787 @@
+/* ops_index.c — tensor indexing and index ops: x[key] (ints, slices, None, Ellipsis, bool
+ * masks, integer tensor indices: one or several, with eager's result strides), index_select and
+ * embedding, the runtime index check, gather / scatter / scatter_add / scatter_reduce.
+ * Split from ops_views.c (views and data movement), whose stride helpers it shares through
+ * ops_internal.h (sym_view_strides, sym_unsqueeze_val).
+ */
+#include "ops_internal.h"
+
+/* index values < 0 become `bound` (out of range: the GPU gather traps on it) for ops whose
+ * eager form rejects negative indices instead of wrapping them */
+static ic_val sym_trap_negatives(trace *t, ic_val iv, int64_t bound) {
+    ic_dtype dt = ic_value_meta(t->g, iv)->dtype;
+    return ic_where(t->g, ic_binary(t->g, IC_OP_LT, iv, ic_scalar(t->g, 0, dt)), ic_scalar(t->g, (double)bound, dt), iv);
+}
+
+/* index_select(input, dim, index) / F.embedding(input, weight) */
+int sym_h_index_select(trace *t, const opdef *d, var **p, var *out) {
+    if (d->op == 1) { /* embedding(input, weight, padding_idx=None, max_norm=None, ...) */
+        if (p[0]->kind != V_TENSOR || p[1] == NULL || p[1]->kind != V_TENSOR)
+            return sym_fail(t, "embedding: bad arguments");
+        if (!sym_is_none(p[3]))
+            return sym_fail(t, "embedding with max_norm not supported");
+        ic_meta im_copy = *sym_metap(t, p[0]->val), wm_copy = *sym_metap(t, p[1]->val);
+        const ic_meta *im = &im_copy, *wm = &wm_copy;
+        int64_t n = 1;
+        for (int i = 0; i < im->ndim; i++)
+            n *= im->sizes[i];
+        ic_val flat = sym_reshape(t, p[0]->val, 1, &n);
+        int chk = sym_check_index(t, p[0], wm->ndim ? wm->sizes[0] : 0, 1);
+        if (chk < 0)
+            return -1;
+        if (chk == 1)
+            flat = sym_trap_negatives(t, flat, wm->ndim ? wm->sizes[0] : 0);
+        ic_val rows = ic_index_select(t->g, p[1]->val, 0, flat);
+        if (!sym_is_none(p[2]) && sym_value_requires_grad(t, p[1]->val)) {
+            /* training: rows of padding_idx get no gradient (eager's embedding_backward) */
+            long long pad;
+            if (sym_get_int(t, p[2], &pad, "padding_idx") < 0)
+                return -1;
+            if (pad < 0)
+                pad += wm->sizes[0];
+            int64_t L1[2] = {n, 1};
+            ic_val m = ic_reshape(t->g, ic_binary(t->g, IC_OP_EQ, flat, ic_scalar(t->g, (double)pad, IC_I64)), 2, L1);
+            rows = ic_where(t->g, m, ic_detach(t->g, rows), rows);
+        }
+        int64_t sz[IC_MAX_DIMS];
+        int k = 0;
+        for (int i = 0; i < im->ndim; i++)
+            sz[k++] = im->sizes[i];
+        if (wm->ndim != 2 || k + 1 > IC_MAX_DIMS)
+            return sym_fail(t, "embedding: weight must be 2-d");
+        sz[k++] = wm->sizes[1];
+        return sym_tensor_out(t, sym_reshape(t, rows, k, sz), out);
+    }
+    if (p[0]->kind != V_TENSOR || p[2] == NULL || p[2]->kind != V_TENSOR)
+        return sym_fail(t, "index_select: bad arguments");
+    long long dd;
+    int dim;
+    if (sym_get_int(t, p[1], &dd, "dim") < 0 || sym_norm_dim(t, dd, sym_ndim_of(t, p[0]->val), &dim) < 0)
+        return -1;
+    int64_t bound = ic_value_meta(t->g, p[0]->val)->sizes[dim];
+    int chk = sym_check_index(t, p[2], bound, 1);
+    if (chk < 0)
+        return -1;
+    ic_val ix = chk == 1 ? sym_trap_negatives(t, p[2]->val, bound) : p[2]->val;
+    return sym_tensor_out(t, ic_index_select(t->g, p[0]->val, dim, ix), out);
+}
+
+static void contiguous_strides(int n, const int64_t *sz, int64_t *st) {
+    int64_t s = 1;
+    for (int i = n - 1; i >= 0; i--) {
+        st[i] = s;
+        s *= sz[i] > 1 ? sz[i] : 1;
+    }
+}
+
+static int is_contiguous_strides(int n, const int64_t *sz, const int64_t *st) {
+    int64_t e = 1;
+    for (int i = 0; i < n; i++)
+        if (sz[i] == 0)
+            return 1;
+    for (int i = n - 1; i >= 0; i--) {
+        if (sz[i] == 1)
+            continue;
+        if (st[i] != e)
+            return 0;
+        e *= sz[i];
+    }
+    return 1;
+}
+
+static int adv_index_strides(trace *t, int nd, const int64_t *vsz, const int64_t *vst, int n,
+                             const int *dims, const ic_val *ix, int on, const int64_t *osz, int64_t *st);
+
+/* Eager's strides of x[parts] (x: m0, its eager strides xst) with integer tensor indices
+ * among the parts: applySlicing's view of the basic items (ints select, slices step, None
+ * unsqueezes; a tensor keeps its dim), then adv_index_strides. The result's sizes: osz
+ * (on dims). 1 with st set, else 0. */
+static int key_index_strides(trace *t, const ic_meta *m0, const int64_t *xst, const var **parts, int np,
+                             int consuming, int on, const int64_t *osz, int64_t *st) {
+    int64_t sz[IC_MAX_DIMS + 1], sd[IC_MAX_DIMS + 1];
+    int dims[IC_MAX_DIMS], n = 0, nd = m0->ndim, d = 0;
+    ic_val ix[IC_MAX_DIMS];
+    memcpy(sz, m0->sizes, sizeof(int64_t) * (size_t)nd);
+    memcpy(sd, xst, sizeof(int64_t) * (size_t)nd);
+    for (int i = 0; i < np; i++) {
+        const var *p = parts[i];
+        if (p->kind == V_CONST && p->obj == Py_Ellipsis) {
+            d += m0->ndim - consuming;
+            if (d < 0 || d > nd)
+                return 0;
+            continue;
+        }
+        if (p->kind == V_CONST && p->obj == Py_None) {
+            if (nd >= IC_MAX_DIMS)
+                return 0;
+            int64_t ns = d >= nd ? 1 : sz[d] * sd[d];
+            memmove(&sz[d + 1], &sz[d], sizeof(int64_t) * (size_t)(nd - d));
+            memmove(&sd[d + 1], &sd[d], sizeof(int64_t) * (size_t)(nd - d));
+            sz[d] = 1;
+            sd[d] = ns;
+            nd++;
+            d++;
+            continue;
+        }
+        if (d >= nd)
+            return 0;
+        if (p->kind == V_TENSOR) {
+            var pv = *p;
+            sym_resolve(t, &pv);
+            if (n >= IC_MAX_DIMS || pv.val < 0)
+                return 0;
+            ix[n] = pv.val;
+            dims[n++] = d++;
+            continue;
+        }
+        if (p->kind != V_CONST)
+            return 0;
+        if (PyLong_Check(p->obj)) {
+            memmove(&sz[d], &sz[d + 1], sizeof(int64_t) * (size_t)(nd - d - 1));
+            memmove(&sd[d], &sd[d + 1], sizeof(int64_t) * (size_t)(nd - d - 1));
+            nd--;
+            continue;
+        }
+        Py_ssize_t start, stop, step;
+        if (!PySlice_Check(p->obj) || PySlice_Unpack(p->obj, &start, &stop, &step) < 0 || step <= 0) {
+            (void)tc_clear_expected(PyExc_Exception);
+            return 0;
+        }
+        sz[d] = PySlice_AdjustIndices((Py_ssize_t)sz[d], &start, &stop, step);
+        sd[d] *= step;
+        d++;
+    }
+    return adv_index_strides(t, nd, sz, sd, n, dims, ix, on, osz, st);
+}
+
+/* Sets eager's strides on v, x[parts] with integer tensor indices (0), or fails the trace
+ * with a reason when they are not known (-1). */
+static int set_index_strides(trace *t, const var *x, const var **parts, int np, int consuming, ic_val v) {
+    ic_meta m0 = *sym_metap(t, x->val), mv = *sym_metap(t, v);
+    int64_t xst[IC_MAX_DIMS], st[IC_MAX_DIMS];
+    if (!sym_eager_strides(t, x->val, xst) && !ic_value_strides(t->g, x->val, xst))
+        return sym_fail(t, "advanced indexing of a tensor whose strides are not known left to eager");
+    if (!key_index_strides(t, &m0, xst, parts, np, consuming, mv.ndim, mv.sizes, st))
+        return sym_fail(t, "advanced indexing: eager's strides of the result not derived, left to eager");
+    ic_value_set_strides(t->g, v, st);
+    return 0;
+}
+
+/* Eager's strides of an advanced index: at::index(view, indices) after the key's basic
+ * indexing made view (nd dims vsz/vst; ints selected, slices stepped, None unsqueezed), with
+ * the integer index tensors ix[0..n) at view dims dims[] (ascending). ATen (make_info,
+ * AdvancedIndex, the index TensorIterator): the indices broadcast together (expanded: 0
+ * strides), int32 ones converted (preserve_format); indexed dims not adjacent are moved to
+ * the front (with the indices); the view restrided to the result's shape (0 strides in the
+ * indices' dims), each index viewed with size-1 dims around; on CUDA indices whose strides
+ * differ are made contiguous; the output then laid out by TensorIterator over the view and
+ * the indices. The result's sizes must be osz (on dims); 1 with st set, else 0. */
+static int adv_index_strides(trace *t, int nd, const int64_t *vsz, const int64_t *vst, int n,
+                             const int *dims, const ic_val *ix, int on, const int64_t *osz, int64_t *st) {
+    int64_t isz[IC_MAX_DIMS][IC_MAX_DIMS], ist[IC_MAX_DIMS][IC_MAX_DIMS], bs[IC_MAX_DIMS];
+    int ind[IC_MAX_DIMS], bn = 0, same = 1;
+    if (n < 1 || n > nd || nd > IC_MAX_DIMS)
+        return 0;
+    for (int k = 0; k < n; k++) {
+        ic_meta im = *sym_metap(t, ix[k]);
+        ind[k] = im.ndim;
+        memcpy(isz[k], im.sizes, sizeof(int64_t) * (size_t)im.ndim);
+        if (!sym_eager_strides(t, ix[k], ist[k]) && !ic_value_strides(t->g, ix[k], ist[k]))
+            return 0;
+        same &= k == 0 || (im.ndim == ind[0] && !memcmp(im.sizes, isz[0], sizeof(int64_t) * (size_t)im.ndim));
+        if (im.ndim > bn) {
+            for (int j = im.ndim - 1; j >= 0; j--)
+                bs[j] = j >= im.ndim - bn ? bs[j - (im.ndim - bn)] : 1;
+            bn = im.ndim;
+        }
+        for (int j = 0; j < im.ndim; j++) {
+            int64_t a = bs[bn - im.ndim + j], b = im.sizes[j];
+            if (a != b && a != 1 && b != 1)
+                return 0;
+            bs[bn - im.ndim + j] = a == 1 ? b : a;
+        }
+    }
+    int64_t xst[IC_MAX_DIMS][IC_MAX_DIMS]; /* each index expanded to bs */
+    for (int k = 0; k < n; k++) {
+        int off = bn - ind[k];
+        for (int j = 0; j < bn; j++)
+            xst[k][j] = same ? ist[k][j]
+                        : (j < off || (isz[k][j - off] != bs[j])) ? 0 : ist[k][j - off];
+        if (sym_metap(t, ix[k])->dtype == IC_I32) { /* .to(kLong) */
+            int64_t pst[IC_MAX_DIMS];
+            ic_layout_preserve(bn, bs, xst[k], pst);
+            memcpy(xst[k], pst, sizeof pst);
+        }
+    }
+    int adjacent = 1;
+    for (int k = 1; k < n; k++)
+        adjacent &= dims[k] == dims[k - 1] + 1;
+    int64_t psz[IC_MAX_DIMS], pst[IC_MAX_DIMS];
+    int first = adjacent ? dims[0] : 0, np = 0;
+    if (adjacent) {
+        memcpy(psz, vsz, sizeof(int64_t) * (size_t)nd);
+        memcpy(pst, vst, sizeof(int64_t) * (size_t)nd);
+    } else { /* transposeToFront */
+        for (int k = 0; k < n; k++) {
+            psz[np] = vsz[dims[k]];
+            pst[np++] = vst[dims[k]];
+        }
+        for (int j = 0; j < nd; j++) {
+            int used = 0;
+            for (int k = 0; k < n; k++)
+                used |= dims[k] == j;
+            if (!used) {
+                psz[np] = vsz[j];
+                pst[np++] = vst[j];
+            }
+        }
+    }
+    int before = first, after = nd - first - n, rn = before + bn + after;
+    if (rn != on || rn > IC_MAX_DIMS)
+        return 0;
+    int64_t rsz[IC_MAX_DIMS], ops[1 + IC_MAX_DIMS][IC_MAX_DIMS], isz1[IC_MAX_DIMS];
+    for (int j = 0; j < before; j++) {
+        rsz[j] = psz[j];
+        ops[0][j] = pst[j];
+        isz1[j] = 1;
+    }
+    for (int j = 0; j < bn; j++) {
+        rsz[before + j] = bs[j];
+        ops[0][before + j] = 0;
+        isz1[before + j] = bs[j];
+    }
+    for (int j = 0; j < after; j++) {
+        rsz[before + bn + j] = psz[first + n + j];
+        ops[0][before + bn + j] = pst[first + n + j];
+        isz1[before + bn + j] = 1;
+    }
+    if (memcmp(rsz, osz, sizeof(int64_t) * (size_t)rn))
+        return 0;
+    for (int k = 0; k < n; k++) /* reshape_indexer: a view with size-1 dims around */
+        if (!sym_view_strides(bn, bs, xst[k], rn, isz1, ops[1 + k]))
+            return 0;
+    int stmatch = 1;
+    for (int k = 1; k < n; k++)
+        stmatch &= !memcmp(ops[1 + k], ops[1], sizeof(int64_t) * (size_t)rn);
+    if (n >= 2 && !stmatch && t->device_type == TC_DEV_CUDA)
+        for (int k = 0; k < n; k++)
+            contiguous_strides(rn, isz1, ops[1 + k]);
+    if (rn == 0)
+        return 1;
+    /* fast setup: every operand of the result's shape and contiguous */
+    int fast = !memcmp(isz1, rsz, sizeof(int64_t) * (size_t)rn);
+    for (int k = 0; k <= n && fast; k++)
+        fast = is_contiguous_strides(rn, rsz, ops[k]);
+    if (fast) {
+        contiguous_strides(rn, rsz, st);
+        return 1;
+    }
+    for (int k = 1; k <= n; k++) /* broadcast: 0 where the index has size 1 */
+        for (int j = 0; j < rn; j++)
+            if (isz1[j] == 1 && rsz[j] != 1)
+                ops[k][j] = 0;
+    ic_layout_iter(rn, rsz, n + 1, (const int64_t(*)[IC_MAX_DIMS])ops, st);
+    return 1;
+}
+
+/* x[i0, i1, ...] with several integer tensor indices (slices and an Ellipsis between them
+ * allowed): the indices broadcast to one shape B; the indexed dims are flattened into one
+ * and gathered with the linear index sum(i_k * stride_k). torch's placement rule: B
+ * replaces the indexed dims when they are adjacent, else it comes first. Each index must
+ * be in [0, size) (inputs are checked before each run: negative indices run eagerly). */
+static int multi_index(trace *t, const var *x, const var **parts, int np, int consuming, var *out) {
+    ic_meta m0 = *sym_metap(t, x->val);
+    if (m0.dyn)
+        return sym_fail(t, "advanced indexing with several tensors of a tensor with symbolic sizes not supported yet");
+    if (consuming > m0.ndim)
+        return sym_fail(t, "too many indices for the tensor (eager will raise)");
+    ic_val v = x->val;
+    int dims[IC_MAX_DIMS], nidx = 0, d = 0;
+    var idx[IC_MAX_DIMS];
+    for (int i = 0; i < np; i++) {
+        const var *p = parts[i];
+        if (p->kind == V_CONST && p->obj == Py_Ellipsis) {
+            d += m0.ndim - consuming;
+        } else if (p->kind == V_TENSOR) {
+            idx[nidx] = *p;
+            sym_resolve(t, &idx[nidx]);
+            dims[nidx++] = d++;
+        } else if (p->kind == V_CONST && PySlice_Check(p->obj)) {
+            Py_ssize_t start, stop, step;
+            if (PySlice_Unpack(p->obj, &start, &stop, &step) < 0) {
+                if (tc_clear_expected(PyExc_Exception) < 0)
+                    return -1;
+                return sym_fail(t, "bad slice");
+            }
+            if (step <= 0)
+                return sym_fail(t, "slice step must be positive (eager will raise)");
+            PySlice_AdjustIndices(m0.sizes[d], &start, &stop, step);
+            if (stop < start)
+                stop = start;
+            v = ic_slice(t->g, v, d, start, stop, step);
+            d++;
+        } else {
+            return sym_fail(t, "advanced indexing with several tensors mixed with ints or None not supported yet");
+        }
+    }
+    ic_meta m = *sym_metap(t, v); /* sliced */
+    int adjacent = 1;
+    for (int k = 1; k < nidx; k++)
+        adjacent &= dims[k] == dims[k - 1] + 1;
+    /* broadcast shape of the indices */
+    int64_t bs[IC_MAX_DIMS];
+    int bn = 0;
+    for (int k = 0; k < nidx; k++) {
+        ic_meta im = *sym_metap(t, idx[k].val);
+        if (im.dtype != IC_I64 && im.dtype != IC_I32)
+            return sym_fail(t, "tensor index other than an integer tensor not supported yet");
+        if (im.dyn)
+            return sym_fail(t, "tensor index with symbolic sizes not supported yet");
+        if (im.ndim > bn) {
+            for (int j = im.ndim - 1; j >= 0; j--) /* right-align what is there */
+                bs[j] = j >= im.ndim - bn ? bs[j - (im.ndim - bn)] : 1;
+            bn = im.ndim;
+        }
+        for (int j = 0; j < im.ndim; j++) {
+            int64_t a = bs[bn - im.ndim + j], b = im.sizes[j];
+            if (a != b && a != 1 && b != 1)
+                return sym_fail(t, "index shapes do not broadcast (eager will raise)");
+            bs[bn - im.ndim + j] = a == 1 ? b : a;
+        }
+        if (sym_check_index(t, &idx[k], m.sizes[dims[k]], 0) < 0)
+            return -1;
+    }
+    /* move the indexed dims together (first when not adjacent) */
+    int perm[IC_MAX_DIMS], np2 = 0, first = adjacent ? dims[0] : 0;
+    if (!adjacent) {
+        for (int k = 0; k < nidx; k++)
+            perm[np2++] = dims[k];
+        for (int j = 0; j < m.ndim; j++) {
+            int used = 0;
+            for (int k = 0; k < nidx; k++)
+                used |= dims[k] == j;
+            if (!used)
+                perm[np2++] = j;
+        }
+        v = ic_permute(t->g, v, perm);
+        if (v < 0)
+            return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "indexing failed");
+        m = *sym_metap(t, v);
+    }
+    /* flatten the nidx dims at first..first+nidx into one */
+    int64_t fs[IC_MAX_DIMS], flat = 1;
+    int fn = 0;
+    for (int j = 0; j < first; j++)
+        fs[fn++] = m.sizes[j];
+    for (int k = 0; k < nidx; k++)
+        flat *= m.sizes[first + k];
+    fs[fn++] = flat;
+    for (int j = first + nidx; j < m.ndim; j++)
+        fs[fn++] = m.sizes[j];
+    v = ic_reshape(t->g, v, fn, fs);
+    ic_val lin = -1;
+    int64_t stride = 1;
+    for (int k = nidx - 1; k >= 0; k--) {
+        ic_val ik = ic_cast(t->g, idx[k].val, IC_I64);
+        if (stride != 1)
+            ik = ic_binary(t->g, IC_OP_MUL, ik, sym_inum(t, stride));
+        lin = lin < 0 ? ik : ic_binary(t->g, IC_OP_ADD, lin, ik);
+        stride *= m.sizes[first + k];
+    }
+    int64_t numel = 1;
+    for (int j = 0; j < bn; j++)
+        numel *= bs[j];
+    lin = ic_expand(t->g, lin, bn, bs);
+    lin = ic_reshape(t->g, lin, 1, &numel);
+    v = ic_index_select(t->g, v, first, lin);
+    /* the gathered dim becomes B */
+    int64_t rs[IC_MAX_DIMS];
+    int rn = 0;
+    if (fn - 1 + bn > IC_MAX_DIMS)
+        return sym_fail(t, "too many dims");
+    for (int j = 0; j < first; j++)
+        rs[rn++] = fs[j];
+    for (int j = 0; j < bn; j++)
+        rs[rn++] = bs[j];
+    for (int j = first + 1; j < fn; j++)
+        rs[rn++] = fs[j];
+    v = sym_reshape(t, v, rn, rs);
+    if (v < 0)
+        return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "indexing failed");
+    if (set_index_strides(t, x, parts, np, consuming, v) < 0)
+        return -1;
+    return sym_tensor_out(t, v, out);
+}
+
+/* x[k]: ints, slices, None, Ellipsis, tuples of them, and one 1-D integer tensor index.
+ * Basic indexing gives views (index maps); the tensor index is an index_select. */
+
+/* The parts of an index key k (x[k], x[k] = v): a constant tuple's items (as constants in tmp),
+ * a symbolic tuple's items, or k itself. Returns their count, or -1 (too many indices). */
+int sym_index_parts(trace *t, const var *k, const var **parts, var *tmp) {
+    int np = 0;
+    if (k->kind == V_CONST && PyTuple_CheckExact(k->obj)) {
+        if (PyTuple_GET_SIZE(k->obj) > SYM_INDEX_PARTS)
+            return sym_fail(t, "too many indices");
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(k->obj); i++) {
+            memset(&tmp[np], 0, sizeof tmp[np]);
+            tmp[np].kind = V_CONST;
+            tmp[np].obj = PyTuple_GET_ITEM(k->obj, i);
+            parts[np] = &tmp[np];
+            np++;
+        }
+    } else if (k->kind == V_SEQ && !k->is_list) {
+        if (k->n > SYM_INDEX_PARTS)
+            return sym_fail(t, "too many indices");
+        for (int i = 0; i < k->n; i++)
+            parts[np++] = &k->items[i];
+    } else {
+        parts[np++] = k;
+    }
+    return np;
+}
+
+int sym_tensor_index(trace *t, const var *x_in, const var *k, var *out) {
+    var xv = *x_in, *x = &xv;
+    sym_resolve(t, x);
+    const var *parts[SYM_INDEX_PARTS];
+    var tmp[SYM_INDEX_PARTS];
+    int np = sym_index_parts(t, k, parts, tmp);
+    if (np < 0)
+        return -1;
+    /* a list of ints (x[:, [-1]], x[[0, 2]]) is an int64 tensor index to eager, a list of bools
+     * a mask: torch.tensor of the list (any other list, empty or of floats, left to eager) */
+    var lt[SYM_INDEX_PARTS];
+    for (int i = 0; i < np; i++) {
+        const var *q = parts[i];
+        if (!((q->kind == V_SEQ && q->is_list) || (q->kind == V_CONST && PyList_Check(q->obj))))
+            continue;
+        static const opdef tensor_def = {"tensor", W_TORCH, "data", sym_h_tensor, 0};
+        var *tp[MAXP] = {(var *)q};
+        if (sym_h_tensor(t, &tensor_def, tp, &lt[i]) < 0)
+            return -1;
+        ic_dtype ld = sym_metap(t, lt[i].val)->dtype;
+        if (ld != IC_I64 && ld != IC_BOOL) /* [] is a float tensor here */
+            return sym_fail(t, "unsupported index type (a list not all ints or bools)");
+        parts[i] = &lt[i];
+    }
+    /* a 0-d integer tensor index is an int to eager (select: a view): one whose value the
+     * trace knows (torch.tensor(2)) becomes that int; a runtime one is left to eager (the
+     * view's position would depend on the data) */
+    var zt[SYM_INDEX_PARTS];
+    PyObject *key = NULL; /* the key with those ints, for the view's replay */
+    int nzero = 0, allconst = 1;
+    for (int i = 0; i < np; i++) {
+        if (parts[i]->kind != V_TENSOR) {
+            allconst &= parts[i]->kind == V_CONST;
+            continue;
+        }
+        var pv = *parts[i];
+        sym_resolve(t, &pv);
+        ic_meta im = *sym_metap(t, pv.val);
+        if (im.ndim != 0 || !(im.dtype >= IC_I8 && im.dtype <= IC_I64)) {
+            allconst = 0;
+            continue;
+        }
+        double lo, hi;
+        if (!ic_value_int_range(t->g, pv.val, &lo, &hi) || lo != hi)
+            return sym_fail(t, "0-d integer tensor index at a runtime value (a view at a data-dependent position) left to eager");
+        memset(&zt[i], 0, sizeof zt[i]);
+        zt[i].kind = V_CONST;
+        zt[i].obj = sym_keep(t, PyLong_FromDouble(lo));
+        if (zt[i].obj == NULL)
+            return -1;
+        parts[i] = &zt[i];
+        nzero++;
+    }
+    if (nzero && allconst) {
+        int tup = !(np == 1 && k->kind == V_TENSOR);
+        key = tup ? PyTuple_New(np) : NULL;
+        if (!tup)
+            key = parts[0]->obj;
+        else if (key == NULL || sym_keep(t, key) == NULL)
+            return -1;
+        else
+            for (int i = 0; i < np; i++) {
+                Py_INCREF(parts[i]->obj);
+                PyTuple_SET_ITEM(key, i, parts[i]->obj);
+            }
+    }
+    ic_meta m0_copy = *sym_metap(t, x->val);
+    const ic_meta *m0 = &m0_copy; /* a copy: the graph reallocates */
+    int consuming = 0, ell = -1, ntensor = 0;
+    for (int i = 0; i < np; i++) {
+        const var *p = parts[i];
+        if (p->kind == V_CONST && p->obj == Py_Ellipsis) {
+            if (ell >= 0)
+                return sym_fail(t, "two ellipses (eager will raise)");
+            ell = i;
+        } else if (p->kind == V_CONST && p->obj == Py_None) {
+        } else if (p->kind == V_TENSOR) {
+            consuming++;
+            ntensor++;
+        } else if (p->kind == V_CONST && (PyLong_Check(p->obj) || PySlice_Check(p->obj))) {
+            consuming++;
+        } else {
+            return sym_fail(t, "unsupported index type");
+        }
+    }
+    if (ntensor > 1)
+        return multi_index(t, x, parts, np, consuming, out);
+    if (consuming > m0->ndim)
+        return sym_fail(t, "too many indices for the tensor (eager will raise)");
+    ic_val v = x->val;
+    int d = 0, is_copy = 0;
+    for (int i = 0; i < np; i++) {
+        const var *p = parts[i];
+        ic_meta m_copy = *sym_metap(t, v);
+    const ic_meta *m = &m_copy; /* a copy: the graph reallocates */
+        if (p->kind == V_CONST && p->obj == Py_Ellipsis) {
+            d += m0->ndim - consuming;
+            continue;
+        }
+        if (p->kind == V_CONST && p->obj == Py_None) {
+            if (m->ndim + 1 > IC_MAX_DIMS)
+                return sym_fail(t, "too many dims");
+            v = sym_unsqueeze_val(t, v, d);
+            d++;
+            continue;
+        }
+        if (d >= m->ndim)
+            return sym_fail(t, "index out of range (eager will raise)");
+        if (p->kind == V_TENSOR) {
+            var pv = *p;
+            sym_resolve(t, &pv);
+            ic_meta im_copy = *sym_metap(t, pv.val);
+    const ic_meta *im = &im_copy; /* a copy: the graph reallocates */
+            if (im->dtype != IC_I64 && im->dtype != IC_I32)
+                return sym_fail(t, "tensor index other than an integer tensor not supported yet");
+            if (im->ndim != 1 && (im->dyn || m->ndim - 1 + im->ndim > IC_MAX_DIMS))
+                return sym_fail(t, "%d-d tensor index with symbolic sizes or too many dims not supported yet", im->ndim);
+            double ilo, ihi; /* negative entries of a known index (x[:, [-1]]) wrap as eager's:
+                              * i % size for i in [-size, size) */
+            if (!m->dyn && ic_value_int_range(t->g, pv.val, &ilo, &ihi) && ilo < 0 &&
+                ilo >= -(double)m->sizes[d] && ihi < (double)m->sizes[d])
+                pv.val = ic_binary(t->g, IC_OP_REMAINDER, pv.val, ic_scalar(t->g, (double)m->sizes[d], IC_I64));
+            if (pv.val < 0)
+                return sym_check_graph(t);
+            if (sym_check_index(t, &pv, m->sizes[d], 1) < 0)
+                return -1;
+            /* one integer index of any shape: select along d with the flattened index, the
+             * index's dims replacing d (torch's rule for a single advanced index) */
+            ic_val iv = pv.val;
+            int64_t numel = 1;
+            for (int j = 0; j < im->ndim; j++)
+                numel *= im->sizes[j];
+            if (im->ndim != 1)
+                iv = ic_reshape(t->g, iv, 1, &numel);
+            v = ic_index_select(t->g, v, d, iv);
+            if (im->ndim != 1 && v >= 0) {
+                ic_meta mr = *sym_metap(t, v);
+                int64_t sz[IC_MAX_DIMS];
+                int n = 0;
+                for (int j = 0; j < d; j++)
+                    sz[n++] = mr.sizes[j];
+                for (int j = 0; j < im->ndim; j++)
+                    sz[n++] = im->sizes[j];
+                for (int j = d + 1; j < mr.ndim; j++)
+                    sz[n++] = mr.sizes[j];
+                v = sym_reshape(t, v, n, sz);
+            }
+            is_copy = 1;
+            d += im->ndim;
+            continue;
+        }
+        int64_t size = m->sizes[d];
+        if (PyLong_Check(p->obj)) {
+            long long i0 = PyLong_AsLongLong(p->obj);
+            if (i0 < 0)
+                i0 += size;
+            if (i0 < 0 || i0 >= size)
+                return sym_fail(t, "index out of range (eager will raise)");
+            v = ic_slice(t->g, v, d, i0, i0 + 1, 1);
+            ic_meta ms_copy = *sym_metap(t, v);
+    const ic_meta *ms = &ms_copy; /* a copy: the graph reallocates */
+            if (ms == NULL)
+                return sym_check_graph(t);
+            int64_t sz[IC_MAX_DIMS];
+            int n = 0;
+            for (int j = 0; j < ms->ndim; j++)
+                if (j != d)
+                    sz[n++] = ms->sizes[j];
+            v = sym_reshape(t, v, n, sz);
+            continue;
+        }
+        Py_ssize_t start, stop, step;
+        if (PySlice_Unpack(p->obj, &start, &stop, &step) < 0) {
+            (void)tc_clear_expected(PyExc_Exception);
+            return sym_fail(t, "bad slice");
+        }
+        if (step <= 0)
+            return sym_fail(t, "slice step must be positive (eager will raise)");
+        PySlice_AdjustIndices(size, &start, &stop, step);
+        if (stop < start)
+            stop = start;
+        v = ic_slice(t->g, v, d, start, stop, step);
+        d++;
+    }
+    if (v < 0)
+        return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "indexing failed");
+    if (is_copy)
+        return set_index_strides(t, x, parts, np, consuming, v) < 0 ? -1 : sym_tensor_out(t, v, out);
+    if (v == x->val) /* x[...] or x[:]: a view of the same data */
+        v = sym_reshape(t, v, m0->ndim, m0->sizes);
+    /* the key eager indexes with: the 0-d tensor indices read as ints above, a constant, or a
+     * tuple built in the frame (tuple([slice(None)] * axis + [s])) of constants */
+    PyObject *nkey = key ? Py_NewRef(key) : k->kind == V_CONST ? Py_NewRef(k->obj) : NULL;
+    if (nkey == NULL && k->kind == V_SEQ && !k->is_list && k->obj == NULL && k->n == np) {
+        nkey = PyTuple_New(np);
+        for (int i = 0; nkey && i < np; i++) {
+            if (parts[i]->kind != V_CONST) {
+                Py_CLEAR(nkey);
+                break;
+            }
+            PyTuple_SET_ITEM(nkey, i, Py_NewRef(parts[i]->obj));
+        }
+        if (nkey == NULL && PyErr_Occurred())
+            return -1;
+    }
+    if (nkey == NULL)
+        return sym_fail(t, "indexing: non-constant index");
+    return sym_view_out_desc(t, x, v, out, "__getitem__", Py_BuildValue("(N)", nkey));
+}
+
+int sym_check_index(trace *t, const var *index, int64_t bound, int gather) {
+    ic_val iv = index->val, root = ic_value_view_root(t->g, iv);
+    ic_op op = ic_value_op(t->g, iv);
+    if (ic_value_op(t->g, root) == IC_OP_INPUT) {
+        /* an input, or a view of one (a slice of a position-ids buffer): the whole input
+         * is bounds-checked before each run */
+        int s = root == iv ? index->src : -1;
+        iv = root;
+        if (s < 0) {
+            int k = 0;
+            for (ic_val x = 0; x < iv; x++)
+                if (ic_value_op(t->g, x) == IC_OP_INPUT)
+                    k++;
+            s = t->input_src[k];
+        }
+        for (int i = 0; i < t->nidx; i++)
+            if (t->idx_src[i] == s && t->idx_bound[i] == bound) {
+                t->idx_gather[i] &= (unsigned char)(gather != 0);
+                return 0;
+            }
+        if (t->nidx >= 16)
+            return sym_fail(t, "too many index tensors");
+        t->idx_src[t->nidx] = s;
+        t->idx_gather[t->nidx] = (unsigned char)(gather != 0);
+        t->idx_bound[t->nidx++] = bound;
+        return 0;
+    }
+    if (op == IC_OP_ARGMAX || op == IC_OP_ARGMIN)
+        return 0;
+    double lo, hi; /* position ids: arange(n) + past length, unsqueezed */
+    if (ic_value_int_range(t->g, iv, &lo, &hi)) {
+        if (bound <= 0 || lo < 0 || hi >= (double)bound)
+            return sym_fail(t, "index out of range (eager will raise)");
+        return 0;
+    }
+    if (t->device_type == TC_DEV_CUDA) {
+        /* the GPU gather wraps a negative index once and traps on one still out of [0, bound)
+         * (gpu_mem.c gather_off): eager's device-side assert, with no sync per call. Return 1:
+         * a caller whose eager op does not wrap negatives (embedding, index_select) maps them
+         * out of range first (sym_trap_negatives) */
+        if (gather)
+            return 1;
+        return sym_fail(t, "indexing with a computed index tensor (bounds unknown) not supported yet on CUDA");
+    }
+    /* checked after the kernels: the number of elements outside [0, bound) (the CPU gather
+     * clamps, so the kernels stay in memory meanwhile) */
+    ic_val bad = ic_binary(G, IC_OP_LOGICAL_OR, ic_binary(G, IC_OP_LT, iv, sym_inum(t, 0)),
+                           ic_binary(G, IC_OP_GE, iv, sym_inum(t, bound)));
+    bad = ic_reduce(G, IC_OP_SUM, ic_cast(G, bad, IC_I64), 0, 0, -1);
+    return sym_add_check(t, bad, "index");
+}
+
+
+/* gather(input, dim, index) / scatter(input, dim, index, src|value) / scatter_add; op: kind */
+int sym_h_gather(trace *t, const opdef *d, var **p, var *out) {
+    long long dd;
+    int dim;
+    if (sym_need_tensor(t, d, p[0]) < 0 || sym_get_int(t, p[1], &dd, "dim") < 0 ||
+        sym_norm_dim(t, dd, sym_ndim_of(t, p[0]->val), &dim) < 0 || sym_need_tensor(t, d, p[2]) < 0)
+        return -1;
+    int64_t prm[1] = {dim};
+    ic_val v[3] = {p[0]->val, p[2]->val, -1};
+    if (d->op == IC_EXT_GATHER)
+        return sym_tensor_out(t, ic_extern(G, IC_EXT_GATHER, 2, v, 1, prm, 1, 1), out);
+    if (p[4] != NULL && !sym_is_none(p[4]))
+        return sym_fail(t, "%s with reduce= left to eager", d->name);
+    {
+        /* an empty result runs no kernel, so ATen's index check would not run: an empty
+         * input with indices is left to eager (which raises) */
+        ic_meta xm = *sym_metap(t, p[0]->val), im = *sym_metap(t, p[2]->val);
+        int64_t xn = 1, in = 1;
+        for (int i = 0; i < xm.ndim; i++)
+            xn *= xm.sizes[i];
+        for (int i = 0; i < im.ndim; i++)
+            in *= im.sizes[i];
+        if (!xm.dyn && !im.dyn && xn == 0 && in != 0)
+            return sym_fail(t, "%s into an empty tensor with indices (eager checks them) left to eager", d->name);
+    }
+    var *src = p[3] != NULL ? p[3] : p[5];
+    if (src == NULL || (p[3] != NULL && p[5] != NULL))
+        return sym_fail(t, "%s needs one of src/value", d->name);
+    if (src->kind == V_TENSOR) {
+        v[2] = src->val;
+    } else if (d->op == IC_EXT_SCATTER && sym_is_number(src)) {
+        /* scatter(dim, index, value): the value broadcast to the index's shape */
+        ic_meta im = *sym_metap(t, p[2]->val);
+        ic_val s;
+        if (sym_as_tensor(t, src, &s) < 0)
+            return -1;
+        v[2] = ic_expand(G, ic_cast(G, s, sym_metap(t, p[0]->val)->dtype), im.ndim, im.sizes);
+    } else {
+        return sym_fail(t, "%s: src must be a tensor", d->name);
+    }
+    return sym_tensor_out(t, ic_extern(G, (ic_extern_kind)d->op, 3, v, 1, prm, 1, 1), out);
+}
+
+/* scatter_reduce(input, dim, index, src, reduce, *, include_self=True): ATen's own kernel,
+ * an extern of the scatter kind with the reduction and include_self as two more params
+ * (csrc/aten_bridge.cpp). Inference only: with a value that requires grad it is left to
+ * eager (its backward, for prod/amax/amin ties in particular, is not the graph's). */
+int sym_h_scatter_reduce(trace *t, const opdef *d, var **p, var *out) {
+    static const char *const modes[] = {"sum", "prod", "mean", "amax", "amin", "max", "min", NULL}; /* (eager's aliases last) */
+    long long dd;
+    int dim, self = 1, mode = -1;
+    if (sym_need_tensor(t, d, p[0]) < 0 || sym_get_int(t, p[1], &dd, "dim") < 0 ||
+        sym_norm_dim(t, dd, sym_ndim_of(t, p[0]->val), &dim) < 0 || sym_need_tensor(t, d, p[2]) < 0 ||
+        sym_need_tensor(t, d, p[3]) < 0 || sym_get_bool(t, p[5], 1, &self, "include_self") < 0)
+        return -1;
+    const char *r = p[4] != NULL && p[4]->kind == V_CONST && PyUnicode_Check(p[4]->obj) ? PyUnicode_AsUTF8(p[4]->obj) : NULL;
+    for (int i = 0; r && modes[i]; i++)
+        if (!strcmp(r, modes[i]))
+            mode = i;
+    if (mode < 0) {
+        (void)tc_clear_expected(PyExc_Exception);
+        return sym_fail(t, "%s: reduce must be one of sum/prod/mean/amax/amin (eager will raise)", d->name);
+    }
+    ic_meta xm = *sym_metap(t, p[0]->val), im = *sym_metap(t, p[2]->val), sm = *sym_metap(t, p[3]->val);
+    if (sym_value_requires_grad(t, p[0]->val) || sym_value_requires_grad(t, p[3]->val))
+        return sym_fail(t, "%s of a tensor that requires grad left to eager", d->name);
+    if (xm.dtype == IC_BOOL || sm.dtype != xm.dtype)
+        return sym_fail(t, "%s: bool or mixed dtypes left to eager (eager decides)", d->name);
+    int64_t xn = 1, in = 1;
+    for (int i = 0; i < xm.ndim; i++)
+        xn *= xm.sizes[i];
+    for (int i = 0; i < im.ndim; i++)
+        in *= im.sizes[i];
+    if (xm.dyn || im.dyn || sm.dyn)
+        return sym_fail(t, "%s with symbolic sizes left to eager", d->name);
+    if (xn == 0 && in != 0) /* no kernel runs, so no index check: eager raises */
+        return sym_fail(t, "%s into an empty tensor with indices (eager checks them) left to eager", d->name);
+    int64_t prm[3] = {dim, mode > 4 ? mode - 2 : mode, self};
+    ic_val v[3] = {p[0]->val, p[2]->val, p[3]->val};
+    return sym_tensor_out(t, ic_extern(G, IC_EXT_SCATTER, 3, v, 3, prm, 1, 1), out);
+}
