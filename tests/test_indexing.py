@@ -179,3 +179,68 @@ def test_cat_of_embeddings_reads_inside_the_tables():
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     r = subprocess.run([sys.executable, "-c", _GUARDED_CAT, root], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0 and "OK 1" in r.stdout, (r.returncode, r.stdout[-2000:], r.stderr[-3000:])
+
+
+# cat read along the vector dim (the innermost, contiguous): each source is read by masked
+# vector loads of the lanes inside it (cpu_llvm.c load_unsafe) instead of gathers of clamped
+# offsets; lanes of an untaken source at the others' positions must not be read. The sources
+# sit flush against PROT_NONE pages (before and after): a read outside one kills the child.
+_GUARDED_CAT_LANES = r"""
+import ctypes, mmap, sys, torch
+sys.path.insert(0, sys.argv[1])
+import torchc
+
+PAGE = mmap.PAGESIZE
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+keep = []
+
+def guarded(shape, dtype, at_end):
+    n = 1
+    for s in shape:
+        n *= s
+    esz = torch.empty((), dtype=dtype).element_size()
+    data_pages = (n * esz + PAGE - 1) // PAGE
+    m = mmap.mmap(-1, (data_pages + 2) * PAGE)
+    base = ctypes.addressof(ctypes.c_char.from_buffer(m))
+    keep.append(m)
+    start = PAGE + (data_pages * PAGE - n * esz if at_end else 0)
+    t = torch.frombuffer(m, dtype=dtype, count=n, offset=start).view(shape)
+    src = torch.randn(shape) * 4
+    t.copy_(src > 0 if dtype == torch.bool else src.to(dtype))
+    assert libc.mprotect(base, PAGE, 0) == 0
+    assert libc.mprotect(base + (data_pages + 1) * PAGE, PAGE, 0) == 0
+    return t
+
+def f(a, b, c):
+    x = torch.cat([a, b, c], 1)
+    y = torch.cat([a, c[:, :a.shape[1]]], -1)
+    if x.dtype == torch.bool:
+        return x, y | x[:, :a.shape[1]].repeat(1, 1, 2)
+    if x.dtype.is_floating_point:
+        return (x * 2).relu(), x.float().mean(dim=(0, 2)), y - 1
+    return x * 3, y - 1
+
+n = 0
+for dtype in (torch.float32, torch.bfloat16, torch.float64, torch.int32, torch.bool):
+    for w in (1, 16, 17, 33, 64):
+        for at_end in (True, False):
+            a, b, c = guarded((2, 3, w), dtype, at_end), guarded((2, 1, w), dtype, at_end), guarded((2, 5, w), dtype, at_end)
+            g = type(f)(f.__code__.replace(), f.__globals__)  # a code object per case: no recompile limit
+            ex = torchc.explain(g)(a, b, c)
+            assert ex.graph_count == 1 and ex.graph_break_count == 0 and ex.op_count > 0, (dtype, w, str(ex))
+            for got, want in zip(ex.result, f(a, b, c)):
+                assert got.dtype == want.dtype and got.shape == want.shape, (dtype, w)
+                torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+            n += 1
+print("OK", n)
+"""
+
+
+def test_cat_along_the_vector_dim_reads_inside_each_source():
+    import os
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    r = subprocess.run([sys.executable, "-c", _GUARDED_CAT_LANES, root], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0 and "OK 50" in r.stdout, (r.returncode, r.stdout[-2000:], r.stderr[-3000:])

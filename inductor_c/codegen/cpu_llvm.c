@@ -324,6 +324,37 @@ static LLVMValueRef load_gather(cg *g, const ic_x *e) {
     return load_at(g, e->dtype, mt, base, off, esz, vec);
 }
 
+/* A load that may leave its buffer (a branch of cat not taken there: the lanes outside are
+ * never used, they only must not fault). Lane-invariant: one clamped element, broadcast.
+ * Contiguous along the vector var: a masked vector load of the lanes inside [0, span) (the
+ * others read as 0) instead of a gather of clamped offsets, which is slower to run and to
+ * compile (DenseNet's concatenations: a gather per source and vector). Else the gather. */
+static LLVMValueRef load_unsafe(cg *g, const ic_x *e, LLVMTypeRef mt, LLVMValueRef base, int64_t span, size_t esz) {
+    ic_ctx *c = g->c;
+    if (g->width == 1 || !ix_uses_var(c, e->ix, g->vec_var)) {
+        LLVMValueRef v = load_at(g, e->dtype, mt, base, clamp_off(g, ixval(g, e->ix, false), span), esz, false);
+        return cg_splat(g, v, g->width);
+    }
+    bool nonaff;
+    int64_t k = ix_coeff(c, e->ix, g->vec_var, &nonaff);
+    if (nonaff || k != 1)
+        return load_at(g, e->dtype, mt, base, clamp_off(g, ixval(g, e->ix, true), span), esz, true);
+    LLVMValueRef off = ixval(g, e->ix, false); /* lane 0's; lane j reads off + j */
+    LLVMValueRef lanes[IC_VF];
+    for (int i = 0; i < g->width; i++) lanes[i] = LLVMConstInt(g->i64, (unsigned long long)i, 0);
+    LLVMValueRef offs = LLVMBuildAdd(B, cg_splat(g, off, g->width), LLVMConstVector(lanes, (unsigned)g->width), "");
+    LLVMValueRef hi = ic_tainted(c, span) ? cg_size(g, span) : LLVMConstInt(g->i64, (unsigned long long)span, 0);
+    /* unsigned: a negative offset is out too */
+    LLVMValueRef mask = LLVMBuildICmp(B, LLVMIntULT, offs, cg_splat(g, hi, g->width), "");
+    LLVMTypeRef vt = LLVMVectorType(mt, (unsigned)g->width);
+    LLVMValueRef p = LLVMBuildGEP2(B, mt, base, &off, 1, "");
+    LLVMTypeRef ov[2] = {vt, LLVMTypeOf(p)};
+    LLVMValueRef args[4] = {p, LLVMConstInt(g->i32, esz, 0), mask, LLVMConstNull(vt)};
+    LLVMValueRef v = cg_intrin(g, "llvm.masked.load", ov, 2, args, 4);
+    if (e->dtype == IC_BOOL) v = LLVMBuildICmp(B, LLVMIntNE, v, LLVMConstNull(vt), "");
+    return v;
+}
+
 static LLVMValueRef load(cg *g, const ic_x *e) {
     ic_ctx *c = g->c;
     if (e->a >= 0) return load_gather(g, e);
@@ -342,7 +373,7 @@ static LLVMValueRef load(cg *g, const ic_x *e) {
     c->range_hint = false;
     bool unsafe = lo < 0 || hi >= span;
     if (unsafe)
-        return load_at(g, e->dtype, mt, base, clamp_off(g, ixval(g, e->ix, g->width > 1), span), esz, g->width > 1);
+        return load_unsafe(g, e, mt, base, span, esz);
     if (g->width == 1 || !ix_uses_var(c, e->ix, g->vec_var))
         return cg_splat(g, load_at(g, e->dtype, mt, base, ixval(g, e->ix, false), esz, false), g->width);
     bool nonaff;
