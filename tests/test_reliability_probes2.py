@@ -87,3 +87,32 @@ def test_arange_of_int_bounds_beyond_2_pow_53_is_exact():
     f = lambda x: torch.arange(2**60, 2**60 + 3) + x  # noqa: E731
     x = torch.zeros(3, dtype=torch.long)
     torch.testing.assert_close(torchc.compile(f)(x), f(x), rtol=0, atol=0)
+
+
+# ---- sort/argsort's stable overload ------------------------------------------------------
+# x.sort(-1, stable=True) is eager's TypeError (the stable overload takes dim and descending by
+# keyword only); torchc bound -1 to dim and returned the sort.
+
+@pytest.mark.parametrize("call", [lambda x: x.sort(-1, stable=True), lambda x: torch.sort(x, 0, stable=False),
+                                  lambda x: x.argsort(-1, True, stable=True), lambda x: x.sort(0, stable=None)])
+def test_sort_stable_with_positional_dim_raises_as_eager(call):
+    def f(x):
+        return call(x * 2)
+    x = torch.tensor([3.0, 1.0, 3.0])
+    with pytest.raises(TypeError):
+        f(x)
+    with pytest.raises(TypeError):
+        torchc.compile(f)(x)
+
+
+def test_sort_stable_by_keyword_still_compiles():
+    def f(x):
+        return x.sort(stable=True, dim=0, descending=True), torch.argsort(x, stable=True)
+    x = torch.tensor([3.0, 1.0, 3.0, -1.0])
+    want = f(x)
+    ex = _graphs(f, x)
+    assert ex.graph_break_count == 0, ex.break_reasons
+    got = torchc.compile(f)(x)
+    torch.testing.assert_close(got[0].values, want[0].values)
+    torch.testing.assert_close(got[0].indices, want[0].indices)
+    torch.testing.assert_close(got[1], want[1])
