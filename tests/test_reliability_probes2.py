@@ -116,3 +116,79 @@ def test_sort_stable_by_keyword_still_compiles():
     torch.testing.assert_close(got[0].values, want[0].values)
     torch.testing.assert_close(got[0].indices, want[0].indices)
     torch.testing.assert_close(got[1], want[1])
+
+
+# ---- hasattr / getattr(o, name, default) of an absent attribute --------------------------
+# The "absent" answer was not guarded: a module that initializes a cache or buffer lazily
+# (`if not hasattr(self, "buf"): self.register_buffer("buf", zeros)`) reran the trace's absent
+# branch on every later call (the running mean reset each call: 0.2 where eager has 0.29);
+# the same for getattr(self, "cache", None) and plain objects. Absence is now guarded (instance __dict__, and a module's parameter/buffer/module
+# dicts); where it cannot be established the lookup's failure stands (a graph break).
+
+class _LazyBuffer(torch.nn.Module):
+    def forward(self, x):
+        if not hasattr(self, "run_mean"):
+            self.register_buffer("run_mean", torch.zeros(x.shape[-1]))
+        self.run_mean.mul_(0.9).add_(0.1 * x.mean(0))
+        return x - self.run_mean
+
+
+class _LazyAttr(torch.nn.Module):
+    def forward(self, x):
+        if getattr(self, "cache", None) is None:
+            self.cache = x * 2
+            return x * 0
+        return x + self.cache
+
+
+class _HasattrThenRead(torch.nn.Module):
+    def forward(self, x):
+        if not hasattr(self, "foo"):
+            self.foo = 5
+        return x + self.foo
+
+
+class _Obj:
+    pass
+
+
+def _obj_lazy(o, x):
+    if not hasattr(o, "k"):
+        o.k = 3
+        return x * 0
+    return x + o.k
+
+
+@pytest.mark.parametrize("cls", [_LazyBuffer, _LazyAttr])
+def test_lazily_initialized_module_state_matches_eager(cls):
+    xs = [torch.full((4, 3), float(i + 1)) + torch.arange(3.0) for i in range(4)]
+    m1, m2 = cls(), cls()
+    cm = torchc.compile(m2)
+    for x in xs:
+        torch.testing.assert_close(cm(x), m1(x))
+    torch.testing.assert_close(m2.state_dict(), m1.state_dict())
+
+
+def test_attribute_set_after_the_absent_trace_is_read():
+    m = _HasattrThenRead()
+    cm = torchc.compile(m)
+    torch.testing.assert_close(cm(torch.ones(2)), torch.full((2,), 6.0))
+    m.foo = 7
+    torch.testing.assert_close(cm(torch.ones(2)), torch.full((2,), 8.0))
+
+
+def test_plain_object_attribute_absence_is_guarded():
+    g = torchc.compile(_obj_lazy)
+    o = _Obj()
+    assert g(o, torch.ones(2)).tolist() == [0.0, 0.0]
+    assert g(o, torch.ones(2)).tolist() == [4.0, 4.0]
+
+
+def test_absent_attribute_answer_still_one_graph():
+    def f(m, x):
+        return x * 2 if getattr(m, "scale", None) is None else x * m.scale
+    m = torch.nn.Linear(2, 2)
+    x = torch.ones(2)
+    ex = _graphs(f, m, x)
+    assert ex.graph_break_count == 0, ex.break_reasons
+    torch.testing.assert_close(ex.result, x * 2)
