@@ -204,6 +204,18 @@ int sym_guard_attr_absent(trace *t, const var *o, PyObject *name) {
     return 1;
 }
 
+/* o.name found on o's class as a method or other non-data attribute: that answer holds while
+ * no instance attribute of the name shadows it (set on the instance after the trace, as a
+ * monkeypatched method or a flag overriding a class default is): guarded */
+static int guard_unshadowed(trace *t, const var *o, PyObject *name) {
+    if (o->src < 0 || o->obj == NULL || PyType_Check(o->obj))
+        return 0;
+    PyObject **dp = _PyObject_GetDictPtr(o->obj);
+    if (dp == NULL)
+        return 0; /* no instance dict: nothing can shadow */
+    return sym_guard_key(t, o->src, *dp, name) < 0 ? -1 : 0;
+}
+
 int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
     if (o->kind == V_SEQ || o->kind == V_DICT || o->kind == V_CONST || o->kind == V_OBJ) { /* obj_data.c */
         int rc = sym_data_attr(t, o, name, out);
@@ -388,7 +400,7 @@ int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
                 /* an lru_cache'd function on the class: a method called through the cache
                  * (ops_table.c lru_cached_call), reached through the class */
                 int s = sym_source(t, DH_S_ATTR, o->src, 1, name);
-                if (s < 0 || sym_guard_id(t, s, descr) < 0)
+                if (s < 0 || sym_guard_id(t, s, descr) < 0 || guard_unshadowed(t, o, name) < 0)
                     return -1;
                 return sym_method(t, o, descr, s, out);
             }
@@ -398,7 +410,7 @@ int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
             if (PyFunction_Check(descr) && !dh_module_has_attr(o->obj, name)) {
                 /* a method: inlined when called, its function reached through the class */
                 int s = sym_source(t, DH_S_ATTR, o->src, 1, name);
-                if (s < 0)
+                if (s < 0 || guard_unshadowed(t, o, name) < 0)
                     return -1;
                 return sym_method(t, o, descr, s, out);
             }
@@ -408,7 +420,7 @@ int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
             /* self.f of a staticmethod: the plain function, reached through the class */
             int s;
             PyObject *fn = descr_func(t, descr, "staticmethod", name, &s);
-            if (fn == NULL)
+            if (fn == NULL || guard_unshadowed(t, o, name) < 0)
                 return -1;
             memset(out, 0, sizeof *out);
             out->kind = V_FUNC;
@@ -420,14 +432,14 @@ int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
         if (a == NULL && descr != NULL && o->src >= 0 && Py_TYPE(descr)->tp_descr_get == NULL) {
             /* a plain class attribute (a constant on the class) */
             int s = sym_source(t, DH_S_ATTR, o->src, 1, name);
-            return s < 0 ? -1 : sym_wrap(t, descr, s, out);
+            return s < 0 || guard_unshadowed(t, o, name) < 0 ? -1 : sym_wrap(t, descr, s, out);
         }
         if (a == NULL && descr != NULL && o->src >= 0 && Py_IS_TYPE(descr, &PyClassMethod_Type)) {
             /* self.f of a classmethod: its function bound to the object's class */
             int s;
             PyObject *fn = descr_func(t, descr, "classmethod", name, &s);
             var cls;
-            if (fn == NULL || sym_guard_type(t, o->src, o->obj) < 0 ||
+            if (fn == NULL || guard_unshadowed(t, o, name) < 0 || sym_guard_type(t, o->src, o->obj) < 0 ||
                 sym_wrap(t, (PyObject *)Py_TYPE(o->obj), -1, &cls) < 0)
                 return -1;
             return sym_method(t, &cls, fn, s, out);
