@@ -369,6 +369,11 @@ int sym_h_to(trace *t, const opdef *d, var **p, var *out) {
         (void)tc_clear_expected(PyExc_Exception);
         return sym_fail(t, "to(copy=...) not a constant");
     }
+    if (!sym_is_none(p[2])) { /* to(device, dtype) only: to(dtype, dtype) is eager's TypeError */
+        int dty, dix;
+        if (!device_arg(p[1], &dty, &dix) || p[2]->kind != V_CONST || sym_dtype_arg(p[2]->obj) < 0)
+            return sym_fail(t, "to(): a second positional argument other than a dtype after a device (eager decides)");
+    }
     for (int i = 1; i <= 2 || i == 6; i = i == 2 ? 6 : i + 1) {
         if (sym_is_none(p[i]))
             continue;

@@ -227,3 +227,44 @@ def test_class_attribute_reads_still_one_graph():
     m = _ClassDefaults()
     ex = _graphs(m, torch.tensor([-2.0, 3.0]))
     assert ex.graph_count == 1 and ex.graph_break_count == 0, ex.break_reasons
+
+
+# ---- argument checks eager makes that torchc skipped (it returned a value) ----------------
+# F.batch_norm in training with one value per channel is eager's ValueError
+# (_verify_batch_size); x.to(dtype, dtype) is eager's TypeError (the second positional of
+# to() is a dtype only after a device).
+
+@pytest.mark.parametrize("shape", [(1, 3), (1, 3, 1, 1)])
+def test_batch_norm_training_one_value_per_channel_raises_as_eager(shape):
+    bn = torch.nn.BatchNorm1d(3) if len(shape) == 2 else torch.nn.BatchNorm2d(3)
+    x = torch.ones(*shape)
+    with pytest.raises(ValueError):
+        bn(x)
+    with pytest.raises(ValueError):
+        torchc.compile(bn)(x * 1)
+
+
+def test_batch_norm_training_of_two_values_still_one_graph():
+    bn = torch.nn.BatchNorm1d(3)
+    x = torch.randn(2, 3)
+    ex = _graphs(torch.nn.BatchNorm1d(3), x)
+    assert ex.graph_break_count == 0, ex.break_reasons
+    torch.testing.assert_close(ex.result, bn(x))
+
+
+def test_to_of_two_dtypes_raises_as_eager():
+    def f(x):
+        return (x + 1).to(torch.float32, torch.float64)
+    with pytest.raises(TypeError):
+        f(torch.ones(2))
+    with pytest.raises(TypeError):
+        torchc.compile(f)(torch.ones(2))
+
+
+def test_to_device_then_dtype_still_compiles():
+    def f(x):
+        return (x + 1).to("cpu", torch.float64), x.to(torch.device("cpu"), torch.int32)
+    x = torch.ones(2)
+    ex = _graphs(f, x)
+    assert ex.graph_break_count == 0, ex.break_reasons
+    assert ex.result[0].dtype == torch.float64 and ex.result[1].dtype == torch.int32
