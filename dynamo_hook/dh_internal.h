@@ -106,7 +106,9 @@ typedef enum dh_guardkind {
     DH_G_DISTINCT,     /* obj = (argument sources, mutated sources, input sources): the
                         * arguments are distinct objects and no mutated input overlaps another */
     DH_G_AUTOCAST,     /* tc_autocast_state() == value (CPU and CUDA enabled + dtype) */
-    DH_G_ITERLEN       /* items left in an iterator: == value (value >= 0), >= -value (< 0) */
+    DH_G_ITERLEN,      /* items left in an iterator: == value (value >= 0), >= -value (< 0) */
+    DH_G_HASATTR       /* hasattr(values[src], obj) == value, by the real getattr (an object
+                        * whose own __getattribute__/__getattr__ decides) */
 } dh_guardkind;
 
 typedef struct dh_guard {

@@ -652,6 +652,15 @@ static int guards_check_sym(const dh_entry *e, PyObject *const *localsplus, PyOb
             }
             break;
         }
+        case DH_G_HASATTR: {
+            PyObject *r = v != NULL ? PyObject_GetAttr(v, g->obj) : NULL;
+            Py_XDECREF(r);
+            if (r == NULL)
+                (void)tc_clear_expected(PyExc_Exception);
+            if (v == NULL || (r != NULL) != g->value)
+                return 0;
+            break;
+        }
         case DH_G_CALL: {
             PyObject *r = PyObject_CallNoArgs(g->obj);
             int truth = r ? PyObject_IsTrue(r) : -1;
@@ -804,6 +813,9 @@ PyObject *dh_guards_describe(const dh_entry *e) {
             break;
         case DH_G_CALL:
             item = PyUnicode_FromFormat("GLOBAL_STATE %S() == %d", g->obj, g->value);
+            break;
+        case DH_G_HASATTR:
+            item = PyUnicode_FromFormat("HASATTR hasattr(%U, %R) == %d", src, g->obj, g->value);
             break;
         }
         Py_CLEAR(src);

@@ -369,6 +369,11 @@ int sym_h_to(trace *t, const opdef *d, var **p, var *out) {
         (void)tc_clear_expected(PyExc_Exception);
         return sym_fail(t, "to(copy=...) not a constant");
     }
+    if (!sym_is_none(p[2])) { /* to(device, dtype) only: to(dtype, dtype) is eager's TypeError */
+        int dty, dix;
+        if (!device_arg(p[1], &dty, &dix) || p[2]->kind != V_CONST || sym_dtype_arg(p[2]->obj) < 0)
+            return sym_fail(t, "to(): a second positional argument other than a dtype after a device (eager decides)");
+    }
     for (int i = 1; i <= 2 || i == 6; i = i == 2 ? 6 : i + 1) {
         if (sym_is_none(p[i]))
             continue;
@@ -500,15 +505,23 @@ int sym_h_arange(trace *t, const opdef *d, var **p, var *out) {
     }
     if (step == 0)
         return sym_fail(t, "arange step 0 (eager will raise)");
+    if (!anyfloat && (fabs(start) > 9007199254740992.0 || fabs(end) > 9007199254740992.0 ||
+                      fabs(step) > 9007199254740992.0))
+        return sym_fail(t, "arange: integer bounds beyond 2**53 left to eager (not exact as doubles)");
     int dt = -1;
     if (p[3] && sym_get_dtype(t, p[3], &dt) < 0)
         return -1;
+    if (dt < 0 && anyfloat && (dt = sym_default_dtype(t)) < 0) /* float bounds: the default dtype */
+        return -1;
     if (dt < 0)
-        dt = anyfloat ? IC_F32 : IC_I64;
+        dt = IC_I64;
     double nn = ceil((end - start) / step);
     int64_t n = nn > 0 ? (int64_t)nn : 0;
     if (!sym_is_none(p[5]))
         return sym_fail(t, "arange with a layout argument not supported yet");
+    for (int i = 6; i < 9; i++) /* out, requires_grad, pin_memory: eager's */
+        if (p[i] && !sym_is_none(p[i]) && !(p[i]->kind == V_CONST && p[i]->obj == Py_False))
+            return sym_fail(t, "arange: out/requires_grad/pin_memory arguments not supported yet");
     {
         int dty = TC_DEV_CPU, dix = 0;
         if (!sym_is_none(p[4]) && !device_arg(p[4], &dty, &dix))

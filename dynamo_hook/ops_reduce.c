@@ -560,6 +560,8 @@ int sym_h_batch_norm(trace *t, const opdef *d, var **p, var *out) {
             mask |= 1u << i;
             n *= m->sizes[i];
         }
+    if (training && n == 1) /* F.batch_norm's _verify_batch_size */
+        return sym_fail(t, "batch_norm: one value per channel in training (eager raises ValueError)");
     ic_val x = p[0]->val, mean, varv;
     for (int i = 1; i <= 4; i++)
         if (!sym_is_none(p[i]) && p[i]->kind != V_TENSOR)

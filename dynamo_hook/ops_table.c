@@ -2,7 +2,9 @@
  * torch.nn.functional.X, Tensor.X) with its Python signature and handler; binding call
  * arguments to a signature; sym_call, the entry point for every call the trace makes.
  *
- * The signature string names parameters in order; names after '|' are keyword-only.
+ * The signature string names parameters in order; names after '|' are keyword-only. A name
+ * marked '!' selects an overload of its own: given (by keyword), no other argument may be
+ * positional (x.sort(stable=True, dim=0) binds, x.sort(0, stable=True) is eager's TypeError).
  * Anything not in the table fails the trace with a reason (eager fallback).
  */
 #include "ops_internal.h"
@@ -235,9 +237,9 @@ static const opdef OPS[] = {
     {"scatter_reduce", W_TORCH | W_METHOD, "input,dim,index,src,reduce|include_self", sym_h_scatter_reduce, 0},
     {"cumsum", W_TORCH | W_METHOD, "input,dim|dtype", sym_h_cumsum, IC_EXT_CUMSUM},
     {"cumprod", W_TORCH | W_METHOD, "input,dim|dtype", sym_h_cumsum, IC_EXT_CUMPROD},
-    {"argsort", W_TORCH | W_METHOD, "input,dim,descending|stable", sym_h_argsort, 0},
+    {"argsort", W_TORCH | W_METHOD, "input,dim,descending|!stable", sym_h_argsort, 0},
     {"msort", W_TORCH | W_METHOD, "input", sym_h_argsort, 1},
-    {"sort", W_TORCH | W_METHOD, "input,dim,descending|stable", sym_h_sort, 0},
+    {"sort", W_TORCH | W_METHOD, "input,dim,descending|!stable", sym_h_sort, 0},
     {"topk", W_TORCH | W_METHOD, "input,k,dim,largest,sorted", sym_h_sort, 1},
     {"max_pool1d", W_TORCH | W_F, "input,kernel_size,stride,padding,dilation,ceil_mode,return_indices", sym_h_max_pool, 1},
     {"max_pool2d", W_TORCH | W_F, "input,kernel_size,stride,padding,dilation,ceil_mode,return_indices", sym_h_max_pool, 2},
@@ -411,7 +413,7 @@ error:
 static int bind(trace *t, const opdef *d, var *args, int nargs, PyObject *kwnames, var *kwv,
                 var **slots, var *packed) {
     char names[MAXP][24];
-    int np = 0, kwonly_from = MAXP, star = -1;
+    int np = 0, kwonly_from = MAXP, star = -1, alone = -1;
     const char *s = d->sig;
     while (*s && np < MAXP) {
         if (*s == '|') {
@@ -422,6 +424,10 @@ static int bind(trace *t, const opdef *d, var *args, int nargs, PyObject *kwname
         int k = 0;
         if (*s == '*') {
             star = np;
+            s++;
+        }
+        if (*s == '!') {
+            alone = np;
             s++;
         }
         while (*s && *s != ',' && *s != '|' && k < 23)
@@ -489,6 +495,8 @@ static int bind(trace *t, const opdef *d, var *args, int nargs, PyObject *kwname
     }
     if (slots[0] == NULL)
         return sym_fail(t, "%s: missing first argument", d->name);
+    if (alone >= 0 && slots[alone] != NULL && npos > 1)
+        return sym_fail(t, "%s: '%s' with positional arguments (eager raises TypeError)", d->name, names[alone]);
     /* x.view(), x.expand(), torch.zeros(): no size at all (not an empty one) is eager's
      * TypeError (missing positional argument), also on a 0-d tensor */
     if (star >= 0 && slots[star] == packed && packed->n == 0 && strcmp(names[star], "tensors") != 0 &&

@@ -336,6 +336,7 @@ PyObject *sym_dtype_object(ic_dtype d);      /* borrowed torch.dtype */
 int sym_dtype_from_object(PyObject *o);      /* ic_dtype or -1 */
 int sym_variables_init(void);
 int sym_is_nn_module(PyObject *o);
+PyObject *sym_nn_module_type(void); /* variables.c: torch.nn.Module (borrowed), or NULL */
 PyObject *sym_module_list_type(void); /* nn.ModuleList (borrowed) */
 /* o is an nn.Sequential/ModuleList (or a subclass whose `slot` method is the container's) */
 int sym_is_module_container(PyObject *o, const char *slot);
@@ -469,6 +470,9 @@ int sym_set_note_seq(trace *t, var *s, const var *arg);
 int sym_set_note_added(trace *t, var *s, PyObject *old, const var *v, int update);
 int sym_set_iter_items(trace *t, const var *v, var **items, int *n);
 int sym_load_attr(trace *t, const var *o, PyObject *name, var *out); /* sym_attr.c */
+/* sym_attr.c: hasattr/getattr-with-default answered "absent" for o.name: the absence guarded
+ * (1), or not established (0: the caller keeps its failure), -1 error */
+int sym_guard_attr_absent(trace *t, const var *o, PyObject *name);
 /* obj_attrs.c: attribute writes and deletions of objects with a source (STORE_ATTR,
  * DELETE_ATTR, setattr(), delattr()): a class's Python __setattr__/__delattr__ inlined, else
  * logged in t->attrw (a deletion: a value sym_attr_is_deleted names) and replayed after the

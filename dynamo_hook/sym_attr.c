@@ -137,6 +137,85 @@ static int getattr_hook(trace *t, const var *o, PyObject *name, var *out) {
     return sym_inline(t, fn, s, o, arg, 1, NULL, out);
 }
 
+/* hasattr(o, name) False / getattr(o, name, default) the default: the answer holds while the
+ * name stays absent, so that is guarded (else a later call that finds it set, as a lazily
+ * initialized cache or buffer is, would rerun the trace's "absent" branch: the cache reset
+ * on every call). Established for an object with a source: where its lookup
+ * is object's or nn.Module's, the name on no class of its MRO, in neither its instance __dict__
+ * nor (a module) its _parameters/_buffers/_modules; where it has its own, by the real getattr
+ * (DH_G_HASATTR). 1: absent and guarded; 0: not established (the
+ * lookup failed for another reason: the caller keeps the failure); -1: error. */
+int sym_guard_attr_absent(trace *t, const var *o, PyObject *name) {
+    static PyObject *s_getattr, *s_getattribute, *subs[3];
+    if (o->kind != V_OBJ || o->obj == NULL || o->src < 0 || PyModule_Check(o->obj) || !PyUnicode_Check(name))
+        return 0;
+    for (int i = t->nattrw - 1; i >= 0; i--) /* deleted earlier in this trace: absent then */
+        if (t->attrw[i].obj == o->obj && PyUnicode_Check(t->attrw[i].name) &&
+            PyUnicode_Compare(t->attrw[i].name, name) == 0)
+            return sym_attr_is_deleted(t->attrw[i].val);
+    if (s_getattr == NULL) {
+        s_getattr = PyUnicode_InternFromString("__getattr__");
+        s_getattribute = PyUnicode_InternFromString("__getattribute__");
+        subs[0] = PyUnicode_InternFromString("_parameters");
+        subs[1] = PyUnicode_InternFromString("_buffers");
+        subs[2] = PyUnicode_InternFromString("_modules");
+        if (!s_getattr || !s_getattribute || !subs[0] || !subs[1] || !subs[2])
+            return -1;
+    }
+    PyTypeObject *tp = Py_TYPE(o->obj);
+    int mod = sym_is_nn_module(o->obj), own = 0;
+    if (mod) {
+        PyObject *mt = sym_nn_module_type();
+        own = mt == NULL || _PyType_Lookup(tp, s_getattr) != _PyType_Lookup((PyTypeObject *)mt, s_getattr) ||
+              _PyType_Lookup(tp, s_getattribute) != _PyType_Lookup(&PyBaseObject_Type, s_getattribute);
+    } else {
+        own = tp->tp_getattro != PyObject_GenericGetAttr;
+    }
+    if (own) {
+        /* its own __getattribute__/__getattr__ decides (a config object that maps names):
+         * asked now and at every guard check, as the real getattr source does */
+        PyObject *r = PyObject_GetAttr(o->obj, name);
+        if (r != NULL || !PyErr_ExceptionMatches(PyExc_AttributeError)) {
+            Py_XDECREF(r);
+            return tc_clear_expected(PyExc_Exception) < 0 ? -1 : 0;
+        }
+        PyErr_Clear();
+        dh_guard *g = sym_new_guard(t, DH_G_HASATTR, o->src);
+        if (g == NULL)
+            return -1;
+        g->obj = Py_NewRef(name);
+        g->value = 0;
+        return 1;
+    }
+    if (_PyType_Lookup(tp, name) != NULL || dh_module_has_attr(o->obj, name))
+        return 0; /* it is there: the lookup failed for another reason */
+    PyObject **dp = _PyObject_GetDictPtr(o->obj);
+    PyObject *dict = dp ? *dp : NULL;
+    if (sym_guard_type(t, o->src, o->obj) < 0 || sym_guard_key(t, o->src, dict, name) < 0)
+        return -1;
+    for (int i = 0; mod && i < 3; i++) {
+        PyObject *d = dict ? PyDict_GetItemWithError(dict, subs[i]) : NULL;
+        if (d == NULL && PyErr_Occurred())
+            return -1;
+        int s = sym_source(t, DH_S_ATTR, o->src, 0, subs[i]);
+        if (s < 0 || sym_guard_key(t, s, d != NULL && PyDict_Check(d) ? d : NULL, name) < 0)
+            return -1;
+    }
+    return 1;
+}
+
+/* o.name found on o's class as a method or other non-data attribute: that answer holds while
+ * no instance attribute of the name shadows it (set on the instance after the trace, as a
+ * monkeypatched method or a flag overriding a class default is): guarded */
+static int guard_unshadowed(trace *t, const var *o, PyObject *name) {
+    if (o->src < 0 || o->obj == NULL || PyType_Check(o->obj))
+        return 0;
+    PyObject **dp = _PyObject_GetDictPtr(o->obj);
+    if (dp == NULL)
+        return 0; /* no instance dict: nothing can shadow */
+    return sym_guard_key(t, o->src, *dp, name) < 0 ? -1 : 0;
+}
+
 int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
     if (o->kind == V_SEQ || o->kind == V_DICT || o->kind == V_CONST || o->kind == V_OBJ) { /* obj_data.c */
         int rc = sym_data_attr(t, o, name, out);
@@ -321,7 +400,7 @@ int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
                 /* an lru_cache'd function on the class: a method called through the cache
                  * (ops_table.c lru_cached_call), reached through the class */
                 int s = sym_source(t, DH_S_ATTR, o->src, 1, name);
-                if (s < 0 || sym_guard_id(t, s, descr) < 0)
+                if (s < 0 || sym_guard_id(t, s, descr) < 0 || guard_unshadowed(t, o, name) < 0)
                     return -1;
                 return sym_method(t, o, descr, s, out);
             }
@@ -331,7 +410,7 @@ int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
             if (PyFunction_Check(descr) && !dh_module_has_attr(o->obj, name)) {
                 /* a method: inlined when called, its function reached through the class */
                 int s = sym_source(t, DH_S_ATTR, o->src, 1, name);
-                if (s < 0)
+                if (s < 0 || guard_unshadowed(t, o, name) < 0)
                     return -1;
                 return sym_method(t, o, descr, s, out);
             }
@@ -341,7 +420,7 @@ int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
             /* self.f of a staticmethod: the plain function, reached through the class */
             int s;
             PyObject *fn = descr_func(t, descr, "staticmethod", name, &s);
-            if (fn == NULL)
+            if (fn == NULL || guard_unshadowed(t, o, name) < 0)
                 return -1;
             memset(out, 0, sizeof *out);
             out->kind = V_FUNC;
@@ -353,14 +432,14 @@ int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
         if (a == NULL && descr != NULL && o->src >= 0 && Py_TYPE(descr)->tp_descr_get == NULL) {
             /* a plain class attribute (a constant on the class) */
             int s = sym_source(t, DH_S_ATTR, o->src, 1, name);
-            return s < 0 ? -1 : sym_wrap(t, descr, s, out);
+            return s < 0 || guard_unshadowed(t, o, name) < 0 ? -1 : sym_wrap(t, descr, s, out);
         }
         if (a == NULL && descr != NULL && o->src >= 0 && Py_IS_TYPE(descr, &PyClassMethod_Type)) {
             /* self.f of a classmethod: its function bound to the object's class */
             int s;
             PyObject *fn = descr_func(t, descr, "classmethod", name, &s);
             var cls;
-            if (fn == NULL || sym_guard_type(t, o->src, o->obj) < 0 ||
+            if (fn == NULL || guard_unshadowed(t, o, name) < 0 || sym_guard_type(t, o->src, o->obj) < 0 ||
                 sym_wrap(t, (PyObject *)Py_TYPE(o->obj), -1, &cls) < 0)
                 return -1;
             return sym_method(t, &cls, fn, s, out);

@@ -1328,6 +1328,8 @@ int sym_is_nn_module_type(PyObject *cls) {
 
 PyObject *sym_module_list_type(void) { return container_types[1]; }
 
+PyObject *sym_nn_module_type(void) { return nn_module_type; }
+
 int sym_is_nn_module(PyObject *o) {
     return nn_module_type && PyObject_TypeCheck(o, (PyTypeObject *)nn_module_type);
 }
