@@ -171,7 +171,8 @@ static int eager_strides(trace *t, ic_val v, int64_t *st, int depth) {
     if (m.dyn || depth > 64 || sym_layout_open(t, v))
         return 0;
     PyObject *desc = v < t->capvals ? t->view_desc[v] : NULL;
-    if (desc == NULL) /* the graph knows eager's strides (inductor_c/graph/strides.c) */
+    if (desc == NULL || ic_value_op(t->g, v) == IC_OP_EXTERN) /* the graph knows eager's strides
+        (inductor_c/graph/strides.c; an extern standing for a view: ops_complex.c, planned) */
         return ic_value_strides(t->g, v, st);
     ic_val base = (ic_val)PyLong_AsLong(PyTuple_GET_ITEM(desc, 0));
     const char *name = PyUnicode_AsUTF8(PyTuple_GET_ITEM(desc, 1));
@@ -1290,6 +1291,9 @@ int sym_index_parts(trace *t, const var *k, const var **parts, var *tmp) {
 int sym_tensor_index(trace *t, const var *x_in, const var *k, var *out) {
     var xv = *x_in, *x = &xv;
     sym_resolve(t, x);
+    int crc = sym_complex_index(t, x, k, out); /* a complex tensor or index: ops_complex.c */
+    if (crc != 1)
+        return crc;
     const var *parts[SYM_INDEX_PARTS];
     var tmp[SYM_INDEX_PARTS];
     int np = sym_index_parts(t, k, parts, tmp);
