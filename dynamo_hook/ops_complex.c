@@ -240,7 +240,12 @@ int sym_complex_call(trace *t, PyObject *fn, var *args, int nargs, PyObject *kwn
                 goto done;
         }
     }
-    res = PyObject_CallFunctionObjArgs(plan_fn, fn, pa, kw, o.metas, force ? Py_True : Py_False, NULL);
+    char dev[32]; /* the graph's device: device arguments naming it are planned on meta */
+    if (t->device_type == TC_DEV_CUDA)
+        snprintf(dev, sizeof dev, "cuda:%d", t->device_index > 0 ? t->device_index : 0);
+    else
+        snprintf(dev, sizeof dev, "cpu");
+    res = PyObject_CallFunction(plan_fn, "OOOOOs", fn, pa, kw, o.metas, force ? Py_True : Py_False, dev);
     if (res == NULL) {
         rc = tc_clear_expected(PyExc_Exception) < 0 ? -1 : sym_fail(t, "complex op %R: planning raised", fn);
         goto done;

@@ -104,7 +104,23 @@ def _dense(sizes, strides):
     return True
 
 
-def plan(fn, args, kwargs, metas, force):
+def _on_meta(x, dev, devkey):
+    """x with the graph's device (a torch.device, or a str where a device is expected) as
+    'meta' for the plan; another device raises ValueError (a move: left to eager)"""
+    if isinstance(x, (list, tuple)) and not isinstance(x, torch.Size):
+        return type(x)(_on_meta(y, dev, False) for y in x)
+    if isinstance(x, torch.device) or (devkey and isinstance(x, str)):
+        try:
+            d = torch.device(x)
+        except (RuntimeError, TypeError):
+            return x  # not a device: the plan decides
+        if d.type != dev.type or (d.index is not None and dev.index is not None and d.index != dev.index):
+            raise ValueError(f"moves a tensor to {d}")
+        return torch.device("meta")
+    return x
+
+
+def plan(fn, args, kwargs, metas, force, dev="cpu"):
     """fn: a callable (a torch function, a Tensor method, an operator function) or
     'attr:<name>' (an attribute of the first argument). Returns
       None                     no complex value in or out and not force: not this path;
@@ -125,6 +141,15 @@ def plan(fn, args, kwargs, metas, force):
     except Exception as e:  # noqa: BLE001 - a layout meta tensors refuse
         return f"complex op {fname}: inputs: {type(e).__name__}: {e}"
     margs, mkwargs = _fill(tuple(args), ts), {k: _fill(v, ts) for k, v in kwargs.items()}
+    try:  # the graph's device as 'meta' (x.to(x.device), torch.zeros(..., device=...))
+        d = torch.device(dev)
+        positional_dev = short in ("to", "cuda", "cpu")
+        margs = tuple(_on_meta(a, d, positional_dev) for a in margs)
+        mkwargs = {k: _on_meta(v, d, k == "device") for k, v in mkwargs.items()}
+    except ValueError as e:
+        if not force and not _has_complex((margs, mkwargs)):
+            return None
+        return f"complex op {fname} {e} (left to eager)"
     vers = [t._version for t in ts]
     try:
         with torch.device("meta"):  # factories (torch.zeros(..., dtype=complex64)) made on meta too
