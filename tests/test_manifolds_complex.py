@@ -3,7 +3,7 @@
 Complex tensors are graph values; every op that reads or makes one is an ATen extern
 (dynamo_hook/ops_complex.c; tests/test_complex.py has the differential tests of that), so
 the common complex uses below compile whole. What is still left to eager — gradients through
-complex ops (a value that requires grad), Python's complex() builtin — falls back with a
+complex ops (a value that requires grad), in-place updates of complex tensors — falls back with a
 reason in torchc.explain, and the tests check eager's values and gradients there (a silent
 fallback or a silent wrong answer fails them). The manifold-level complex work —
 torchc.manifolds.matrix_exp of complex64/128 (torchc's own scaling-and-squaring and VJP in
@@ -62,10 +62,6 @@ CASES = {
 }
 
 
-# the cases still left to eager, with what their reason names
-STILL_EAGER = {"r_python_complex": "call of type complex"}
-
-
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_complex_uses_compile_whole_and_match_eager(name):
     f, x, _ = CASES[name]
@@ -78,19 +74,15 @@ def test_complex_uses_compile_whole_and_match_eager(name):
         assert got.dtype == want.dtype and got.shape == want.shape
         assert_same(got, want)
     e = explain_of(f, x.clone())
-    reasons = " ".join(str(r) for r in e.break_reasons)
-    if name in STILL_EAGER:
-        assert STILL_EAGER[name] in reasons, e.break_reasons
-    else:
-        assert e.graph_count == 1 and e.graph_break_count == 0, e.break_reasons
+    assert e.graph_count == 1 and e.graph_break_count == 0, e.break_reasons
 
 
 @pytest.mark.allow_fallback
 def test_complex_uses_left_to_eager_are_named():
-    """What is still left to eager says why: Python's complex() builtin, a complex op on a
-    value that requires grad."""
-    e = explain_of(lambda x: x.sum() * complex(1, 1), XR)
-    assert any("call of type complex" in str(r) for r in e.break_reasons), e.break_reasons
+    """What is still left to eager says why: a complex op on a value that requires grad, an
+    in-place update of a complex tensor."""
+    e = explain_of(lambda x: x.mul_(1j).abs(), XC.clone())
+    assert any("writes an operand in place" in str(r) for r in e.break_reasons), e.break_reasons
     e = explain_of(lambda x: (x * 1j).abs(), XR.clone().requires_grad_())
     assert any("requires grad" in str(r) and "complex" in str(r) for r in e.break_reasons), e.break_reasons
 
