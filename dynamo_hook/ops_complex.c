@@ -120,6 +120,20 @@ static int mark_view(trace *t, const var *base_in, var *out, PyObject *desc) {
     return 0;
 }
 
+/* the extern of one planned output: (key, name, outs, view, desc) */
+static int build_one(trace *t, const sym_opnds *o, PyObject *plan, var *out) {
+    long long key;
+    int view;
+    PyObject *name, *outs, *desc;
+    if (!PyTuple_Check(plan) || !PyArg_ParseTuple(plan, "LUO!iO", &key, &name, &PyList_Type, &outs, &view, &desc) ||
+        view >= o->n)
+        return tc_clear_expected(PyExc_TypeError) < 0 ? -1 : sym_fail(t, "complex op: bad plan");
+    int rc = sym_custom_build(t, o, key, -1, outs, 0, out);
+    if (rc == 0 && view >= 0 && out->kind == V_TENSOR && o->v[view]->kind == V_TENSOR)
+        rc = mark_view(t, o->v[view], out, desc);
+    return rc;
+}
+
 int sym_complex_view_copy(trace *t, const var *v) {
     if (v->kind != V_TENSOR || v->oid <= 0 || v->oid > t->nobj || !t->obj_aliased[v->oid] || t->ncxv == 0)
         return 0;
@@ -262,6 +276,7 @@ int sym_complex_call(trace *t, PyObject *fn, var *args, int nargs, PyObject *kwn
         rc = sym_const(t, Py_NewRef(PyTuple_GET_ITEM(res, 1)), out);
         goto done;
     }
+    int multi = PyTuple_Check(res) && PyTuple_GET_SIZE(res) == 3; /* ('multi', [plans], islist) */
     if ((dh_tl_autocast & 1) || (dh_tl_autocast & (1 << 8))) { /* enabled for the CPU or CUDA (autocast.c) */
         rc = sym_fail(t, "complex op %R under autocast not captured", fn);
         goto done;
@@ -271,16 +286,25 @@ int sym_complex_call(trace *t, PyObject *fn, var *args, int nargs, PyObject *kwn
             rc = sym_fail(t, "complex op %R on a tensor that requires grad: its gradient is left to eager", fn);
             goto done;
         }
-    long long key;
-    int view;
-    PyObject *name, *outs, *desc;
-    if (!PyArg_ParseTuple(res, "LUO!iO", &key, &name, &PyList_Type, &outs, &view, &desc) || view >= o.n) {
-        rc = tc_clear_expected(PyExc_TypeError) < 0 ? -1 : sym_fail(t, "complex op: bad plan");
+    if (!multi) {
+        rc = build_one(t, &o, res, out);
         goto done;
     }
-    rc = sym_custom_build(t, &o, key, -1, outs, 0, out);
-    if (rc == 0 && view >= 0 && out->kind == V_TENSOR && o.v[view]->kind == V_TENSOR)
-        rc = mark_view(t, o.v[view], out, desc);
+    PyObject *plans = PyTuple_GET_ITEM(res, 1);
+    int n = PyList_Check(plans) ? (int)PyList_GET_SIZE(plans) : -1;
+    var *items = n > 0 ? sym_alloc(t, n) : NULL;
+    if (items == NULL) {
+        rc = n > 0 ? -1 : sym_fail(t, "complex op: bad plan");
+        goto done;
+    }
+    for (int k = 0; k < n; k++)
+        if ((rc = build_one(t, &o, PyList_GET_ITEM(plans, k), &items[k])) < 0)
+            goto done;
+    *out = sym_var(V_SEQ);
+    out->is_list = PyObject_IsTrue(PyTuple_GET_ITEM(res, 2)) == 1;
+    out->n = n;
+    out->items = items;
+    rc = 0;
 done:
     Py_XDECREF(o.metas);
     Py_XDECREF(pa);

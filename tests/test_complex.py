@@ -47,6 +47,13 @@ CASES = {
     "c_to_own_device": (lambda x: x.to(x.device) * 2 + x.to("cpu") - x.to(device="cpu", dtype=torch.complex128),
                         (XC,)),
     "c_shape_dtype": (lambda x: x.new_zeros(x.shape[0], dtype=x.dtype) + x.size(1), (XC,)),
+    "c_unbind": (lambda x: x.unbind(0)[1] * 2 + x.unbind(1)[0], (XC,)),
+    "c_chunk_split": (lambda x: x.chunk(2, -1)[0] + x.split(2, 1)[1], (XC,)),
+    "c_eig_values": (lambda x: torch.linalg.eig(x)[0].abs().sort().values, (XC,)),
+    "c_stack_cat": (lambda x: torch.cat([torch.stack([x, x * 1j]).sum(0), x.conj()], 0).real, (XC,)),
+    "c_iterate_rows": (lambda x: sum(r.abs() for r in x), (XC,)),
+    "c_einsum": (lambda x: torch.einsum("ij,kj->ik", x, x.conj()), (XC,)),
+    "c_where": (lambda x: torch.where(x.real > 0, x, torch.zeros_like(x)), (XC,)),
     "c128_ops": (lambda x: (x * 3 - 1j).abs() ** 2, (XC128,)),
     "c_times_real": (lambda x, y: (x * y[:, :4]).real, (XC, XR)),
     "c_global": (lambda x: (x[:, :4] * CGLOB).imag, (XR,)),
@@ -124,6 +131,19 @@ def test_complex_non_contiguous_and_broadcast_inputs():
     want = f(x, y, z)
     assert_same(got, want)
     _check_whole(f, x, y, z)
+
+
+@pytest.mark.parametrize("view", ["view_as_real", "real", "mH", "getitem"])
+def test_complex_views_returned_are_eagers_views(view):
+    """A view returned (of an input) is rebuilt on the real input, as eager's view is."""
+    f = {"view_as_real": lambda x: torch.view_as_real(x), "real": lambda x: x.real,
+         "mH": lambda x: x.mH, "getitem": lambda x: x[1:, :2]}[view]
+    x = XC.clone()
+    got, want = torchc.compile(f)(x), f(x)
+    assert_same(got, want)
+    assert got.stride() == want.stride() and got.storage_offset() == want.storage_offset()
+    assert got.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()  # shares x's data
+    _check_whole(f, x)
 
 
 def test_complex_output_aliasing_an_input_is_a_fresh_tensor():

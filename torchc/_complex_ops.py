@@ -126,8 +126,10 @@ def plan(fn, args, kwargs, metas, force, dev="cpu"):
       None                     no complex value in or out and not force: not this path;
       str                      why the call is left to eager;
       ('const', value)         a metadata result (bool, int, float, dtype, shape);
-      (key, name, outs, view)  one CUSTOM extern: outs [(dtype, sizes, strides)], view the
-                               Slot index whose view eager's result is (-1: none)."""
+      (key, name, outs, view, desc)  one CUSTOM extern: outs [(dtype, sizes, strides)], view
+                               the Slot index whose view eager's result is (-1: none), desc
+                               (method, args) that makes that view of Slot 0, or None;
+      ('multi', [plans], islist)  several outputs: one such plan per output."""
     if isinstance(fn, str):
         name = fn[5:] if fn.startswith("attr:") else fn
         call = _getattr_fn(name)
@@ -164,19 +166,46 @@ def plan(fn, args, kwargs, metas, force, dev="cpu"):
         return None
     if any(t._version != v for t, v in zip(ts, vers)):
         return f"complex op {fname} writes an operand in place (left to eager)"
+    if isinstance(r, (tuple, list)) and r and all(isinstance(x, torch.Tensor) for x in r):
+        # several outputs (unbind, chunk, linalg.eig): one extern per output, each calling
+        # the op and taking its own (the op runs once per output)
+        if len(r) > 16:
+            return f"complex op {fname} with {len(r)} outputs (left to eager)"
+        subs = []
+        for k, x in enumerate(r):
+            sub = _register(_Item(call, k), f"{fname}[{k}]", args, kwargs, x, ts, None)
+            if isinstance(sub, str):
+                return sub
+            subs.append(sub)
+        return ("multi", subs, isinstance(r, list))
     if not isinstance(r, torch.Tensor):
         if short in _NOT_META or not _const_result(r):
-            if isinstance(r, (tuple, list)) and r and all(isinstance(x, torch.Tensor) for x in r):
-                return f"complex op {fname} with several outputs (left to eager)"
             return f"complex op {fname} returns {type(r).__name__} (left to eager)"
         return ("const", r)
+    return _register(call, fname, args, kwargs, r, ts, lambda: _view_desc(fn, args, kwargs, metas))
+
+
+class _Item:
+    """call(...)[k]: one output of an op with several"""
+
+    __slots__ = ("call", "k")
+
+    def __init__(self, call, k):
+        self.call, self.k = call, k
+
+    def __call__(self, *a, **kw):
+        return self.call(*a, **kw)[self.k]
+
+
+def _register(call, fname, args, kwargs, r, ts, desc_of):
+    """the extern of one tensor result r (a meta tensor): (key, name, outs, view, desc)"""
     if r.device.type != "meta":
         return f"complex op {fname} returns a tensor on {r.device} (left to eager)"
     # eager's result a view of an operand (its storage: a dtype view of a meta tensor is no
     # _is_view()): the trace marks the copy an alias of it
     sid = r.untyped_storage()._cdata
     view = next((i for i, t in enumerate(ts) if t.untyped_storage()._cdata == sid), -1)
-    desc = _view_desc(fn, args, kwargs, metas) if view == 0 else None
+    desc = desc_of() if view == 0 and desc_of is not None else None
     outs = [_out_desc(r)]
     text = f"{fname}|{args!r}|{sorted(kwargs.items())!r}|{outs!r}"
     key = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little", signed=True)
