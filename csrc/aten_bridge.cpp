@@ -42,6 +42,8 @@ int dtype_to_ic(c10::ScalarType t) {
     case c10::ScalarType::BFloat16: return 7;
     case c10::ScalarType::Float: return 8;
     case c10::ScalarType::Double: return 9;
+    case c10::ScalarType::ComplexFloat: return 10; /* IC_C64: inputs and CUSTOM externs only */
+    case c10::ScalarType::ComplexDouble: return 11;
     default: return -1;
     }
 }
@@ -51,7 +53,7 @@ bool ic_to_dtype(int d, c10::ScalarType *out) {
         c10::ScalarType::Bool, c10::ScalarType::Byte, c10::ScalarType::Char,
         c10::ScalarType::Short, c10::ScalarType::Int, c10::ScalarType::Long,
         c10::ScalarType::Half, c10::ScalarType::BFloat16, c10::ScalarType::Float,
-        c10::ScalarType::Double};
+        c10::ScalarType::Double, c10::ScalarType::ComplexFloat, c10::ScalarType::ComplexDouble};
     if (d < 0 || d >= (int)(sizeof table / sizeof table[0])) return false;
     *out = table[d];
     return true;

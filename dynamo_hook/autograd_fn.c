@@ -371,6 +371,8 @@ int dh_autograd_function(trace *t, PyObject *cls, PyObject *apply, var *args, in
         if (outs[k].kind != V_TENSOR)
             continue;
         const ic_meta *m = ic_value_meta(G, outs[k].val);
+        if (m != NULL && ic_dtype_is_complex(m->dtype)) /* its gradient would be complex: not captured */
+            return sym_fail(t, "autograd.Function with a complex output (left to eager)");
         int diff = m != NULL && m->dtype >= IC_F16 && m->dtype <= IC_F64;
         for (int i = 0; diff && nondiff != NULL && i < nondiff->n; i++)
             if (nondiff->items[i].kind == V_TENSOR && nondiff->items[i].oid == outs[k].oid && outs[k].oid > 0)

@@ -582,7 +582,7 @@ int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kw
                          !strcmp(name, "round") || !strcmp(name, "len") ||
                          !strcmp(name, "isinstance") || !strcmp(name, "divmod") ||
                          !strcmp(name, "sum") || !strcmp(name, "all") || !strcmp(name, "any"))) ||
-               f == (PyObject *)&PyLong_Type || f == (PyObject *)&PyFloat_Type ||
+               f == (PyObject *)&PyLong_Type || f == (PyObject *)&PyFloat_Type || f == (PyObject *)&PyComplex_Type ||
                f == (PyObject *)&PyBool_Type || f == (PyObject *)&PyTuple_Type ||
                f == (PyObject *)&PyRange_Type || f == (PyObject *)&PySlice_Type;
     if (allconst && f == (PyObject *)&PyUnicode_Type && nargs == 1) {

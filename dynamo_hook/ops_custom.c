@@ -71,12 +71,7 @@ static int load_helper(trace *t) {
     return 0;
 }
 
-/* the call's tensor operands so far */
-typedef struct opnds {
-    const var *v[NOPND]; /* the traced arguments (for a written one: its var) */
-    int n;
-    PyObject *metas;      /* list of (dtype, sizes, strides) */
-} opnds;
+typedef sym_opnds opnds; /* the call's tensor operands so far (ops_internal.h) */
 
 static PyObject *int_tuple(const int64_t *x, int n) {
     PyObject *r = PyTuple_New(n);
@@ -92,7 +87,9 @@ static PyObject *int_tuple(const int64_t *x, int n) {
 }
 
 /* a traced argument as plan() reads it (tensors as Slot(i)); NULL: t failed or no memory */
-static PyObject *arg_to_py(trace *t, const var *a, opnds *o) {
+PyObject *sym_custom_arg(trace *t, const var *a, opnds *o) {
+    if (load_helper(t) < 0)
+        return NULL;
     switch (a->kind) {
     case V_CONST:
         return Py_NewRef(a->obj);
@@ -128,7 +125,7 @@ static PyObject *arg_to_py(trace *t, const var *a, opnds *o) {
     case V_SEQ: {
         PyObject *r = a->is_list ? PyList_New(a->n) : PyTuple_New(a->n);
         for (int i = 0; r && i < a->n; i++) {
-            PyObject *x = arg_to_py(t, &a->items[i], o);
+            PyObject *x = sym_custom_arg(t, &a->items[i], o);
             if (x == NULL) {
                 Py_CLEAR(r);
                 break;
@@ -174,7 +171,7 @@ static int out_meta(trace *t, PyObject *desc, ic_meta *m, int64_t *st) {
 }
 
 /* the extern for the planned call: written operand w (-1: none), outputs outs */
-static int build(trace *t, const opnds *o, long long key, int w, PyObject *outs, int islist, var *out) {
+int sym_custom_build(trace *t, const opnds *o, long long key, int w, PyObject *outs, int islist, var *out) {
     ic_val in[NOPND];
     int64_t prm[IC_EXT_MAXP];
     for (int i = 0; i < o->n; i++) {
@@ -269,7 +266,7 @@ int sym_custom_op_call(trace *t, const var *fn, var *args, int nargs, PyObject *
     if (o.metas == NULL || pa == NULL || kw == NULL)
         goto done;
     for (int i = 0; i < nargs; i++) {
-        PyObject *x = arg_to_py(t, &args[i], &o);
+        PyObject *x = sym_custom_arg(t, &args[i], &o);
         if (x == NULL)
             goto done;
         if (i < npos) {
@@ -314,7 +311,7 @@ int sym_custom_op_call(trace *t, const var *fn, var *args, int nargs, PyObject *
                 goto done;
             }
     }
-    rc = build(t, &o, key, w, outs, islist, out);
+    rc = sym_custom_build(t, &o, key, w, outs, islist, out);
 done:
     Py_XDECREF(o.metas);
     Py_XDECREF(pa);

@@ -444,6 +444,9 @@ int sym_index_parts(trace *t, const var *k, const var **parts, var *tmp) {
 int sym_tensor_index(trace *t, const var *x_in, const var *k, var *out) {
     var xv = *x_in, *x = &xv;
     sym_resolve(t, x);
+    int crc = sym_complex_index(t, x, k, out); /* a complex tensor or index: ops_complex.c */
+    if (crc != 1)
+        return crc;
     const var *parts[SYM_INDEX_PARTS];
     var tmp[SYM_INDEX_PARTS];
     int np = sym_index_parts(t, k, parts, tmp);

@@ -43,6 +43,30 @@ typedef struct sym_torch_refs {
 } sym_torch_refs;
 extern sym_torch_refs sym_refs;
 
+/* ops_custom.c: the tensor operands of one CUSTOM extern call, collected while its
+ * arguments become Python values (tensors as torchc._custom_ops.Slot(i)) */
+typedef struct sym_opnds {
+    const var *v[IC_EXT_MAXIN]; /* the traced arguments (for a written one: its var) */
+    int n;
+    PyObject *metas;            /* list of (dtype, sizes, strides) */
+} sym_opnds;
+PyObject *sym_custom_arg(trace *t, const var *a, sym_opnds *o);
+int sym_custom_build(trace *t, const sym_opnds *o, long long key, int w, PyObject *outs, int islist, var *out);
+/* ops_complex.c: a call that reads or makes a complex value, as one ATen extern (1: not
+ * such a call, nothing done). fn: the callable, or a str: "attr:<name>" of args[0]; probe:
+ * planned even without a complex argument (captured if its result is complex). The
+ * others: the entry points (1: no complex value, the caller's own path goes on). */
+int sym_complex_call(trace *t, PyObject *fn, var *args, int nargs, PyObject *kwnames, int probe, var *out);
+int sym_complex_involved(trace *t, const var *v);
+int sym_complex_binary(trace *t, int base, int inplace, const var *a, const var *b, var *out);
+int sym_complex_operator(trace *t, int cmp, const var *a, const var *b, var *out);
+int sym_complex_index(trace *t, const var *x, const var *k, var *out);
+int sym_complex_attr(trace *t, const var *x, const char *name, var *out);
+int sym_complex_method(trace *t, const var *self, PyObject *name, const var *args, int nargs, PyObject *kwnames,
+                       var *out);
+int sym_complex_fn(PyObject *fn); /* 2: a torch builtin, 1: builtins abs/pow, 0: neither */
+int dh_alias_of(PyObject *fn); /* ops_table.c: fn made an op's callable by dh_alias_op */
+
 /* ops_args.c */
 int sym_as_tensor(trace *t, const var *v, ic_val *out);
 /* the parts of an index key (ops_index.c): at most SYM_INDEX_PARTS */

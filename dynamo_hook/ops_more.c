@@ -37,11 +37,11 @@ int sym_h_query(trace *t, const opdef *d, var **p, var *out) {
     ic_meta m = *sym_metap(t, p[0]->val);
     switch (d->op) {
     case 0:
-        return sym_const(t, PyBool_FromLong(m.dtype >= IC_F16), out);
-    case 1: /* complex tensors never reach a graph */
-        return sym_const(t, Py_NewRef(Py_False), out);
+        return sym_const(t, PyBool_FromLong(m.dtype >= IC_F16 && m.dtype <= IC_F64), out);
+    case 1:
+        return sym_const(t, PyBool_FromLong(ic_dtype_is_complex(m.dtype)), out);
     case 4: {
-        static const int bytes[IC_DTYPE_COUNT] = {1, 1, 1, 2, 4, 8, 2, 2, 4, 8};
+        static const int bytes[IC_DTYPE_COUNT] = {1, 1, 1, 2, 4, 8, 2, 2, 4, 8, 8, 16};
         return sym_const(t, PyLong_FromLong(bytes[m.dtype]), out);
     }
     case 5: /* CPU tensors: -1 */

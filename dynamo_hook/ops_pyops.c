@@ -125,6 +125,11 @@ int sym_binary(trace *t, int nb, const var *a_in, const var *b_in, var *out) {
     }
     if (base == 7 && a->kind == V_DICT) /* d | other, d |= other (sym_containers.c) */
         return sym_dict_or(t, a, b, inplace, out);
+    if (a->kind == V_TENSOR || b->kind == V_TENSOR) { /* complex operands (ops_complex.c) */
+        int rc = sym_complex_binary(t, base, inplace, a, b, out);
+        if (rc != 1)
+            return rc;
+    }
     if (a->kind != V_TENSOR && b->kind != V_TENSOR)
         return sym_fail(t, "binary op on unsupported values");
     if (base == 10 && sym_sub_bool_check(t, a, b) < 0)
@@ -194,6 +199,9 @@ int sym_neg(trace *t, const var *a_in, var *out) {
                    : 0;
     if (a->kind != V_TENSOR)
         return sym_fail(t, "negation of an unsupported value");
+    int rc = sym_complex_operator(t, -1, a, NULL, out);
+    if (rc != 1)
+        return rc;
     return sym_tensor_out(t, ic_unary(t->g, IC_OP_NEG, a->val), out);
 }
 
@@ -229,6 +237,11 @@ int sym_compare(trace *t, int cmp, const var *a_in, const var *b_in, var *out) {
     var av = *a_in, bv = *b_in, *a = &av, *b = &bv;
     sym_resolve(t, a);
     sym_resolve(t, b);
+    if (a->kind == V_TENSOR || b->kind == V_TENSOR) { /* complex operands (ops_complex.c) */
+        int rc = sym_complex_operator(t, cmp, a, b, out);
+        if (rc != 1)
+            return rc;
+    }
     if ((a->kind == V_SEQ || b->kind == V_SEQ) && (a->kind == V_SEQ || a->kind == V_CONST) &&
         (b->kind == V_SEQ || b->kind == V_CONST)) {
         /* list(x.size()) == [b, t, h]: sequences of constants compare as Python does */

@@ -311,6 +311,8 @@ int sym_func_op(PyObject *callable) {
     return (int)PyLong_AsLong(v);
 }
 
+static PyObject *alias_fns; /* the callables dh_alias_op registered (a list, kept) */
+
 /* A callable outside torch that computes the op named `name` (its first table entry):
  * torchc._C.matrix_exp, the eager fast path of torchc.manifolds, is captured as that op. */
 int dh_alias_op(PyObject *fn, const char *name) {
@@ -320,10 +322,22 @@ int dh_alias_op(PyObject *fn, const char *name) {
         PyObject *idx = PyLong_FromLong(i);
         int rc = idx ? PyDict_SetItem(func_table, fn, idx) : -1;
         Py_XDECREF(idx);
-        return rc;
+        if (rc == 0 && alias_fns == NULL && (alias_fns = PyList_New(0)) == NULL)
+            return -1;
+        return rc < 0 ? rc : PyList_Append(alias_fns, fn);
     }
     PyErr_Format(PyExc_KeyError, "torchc: no op named %s", name);
     return -1;
+}
+
+/* fn was made an op's callable by dh_alias_op (not torch's own) */
+int dh_alias_of(PyObject *fn) {
+    if (alias_fns == NULL)
+        return 0;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(alias_fns); i++)
+        if (PyList_GET_ITEM(alias_fns, i) == fn)
+            return 1;
+    return 0;
 }
 
 int sym_method_op(PyObject *name) {
@@ -809,6 +823,30 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
             rc = sym_obj_deepcopy(t, fn, args, nargs, kwnames, out); /* obj_new.c */
         return rc != 1 ? rc : sym_inline(t, fn->obj, fn->src, NULL, args, nargs, kwnames, out);
     }
+    if (fn->kind == V_FUNC && fn->obj != NULL && fn->op >= -1) {
+        /* complex operands or results: one ATen extern (ops_complex.c); a torch builtin
+         * without a lowering is planned to see whether its result is complex */
+        int kind = fn->op >= 0 ? 1 : sym_complex_fn(fn->obj), probe = 0;
+        for (int i = 0; kind == 2 && fn->op == -1 && i < nargs && !probe; i++)
+            probe = args[i].kind == V_TENSOR;
+        PyObject *callee = fn->obj, *own = NULL;
+        if (fn->op >= 0 && dh_alias_of(fn->obj)) { /* torchc's own eager fast path (dh_alias_op):
+                                                     * the torch function of that op plans it */
+            PyObject *mod = PyImport_ImportModule(OPS[fn->op].where & W_TORCH ? "torch"
+                                                  : OPS[fn->op].where & W_LINALG ? "torch.linalg"
+                                                                                 : "torch.nn.functional");
+            own = mod ? PyObject_GetAttrString(mod, OPS[fn->op].name) : NULL;
+            Py_XDECREF(mod);
+            if (own == NULL && tc_clear_expected(PyExc_Exception) < 0)
+                return -1;
+            if (own != NULL)
+                callee = own;
+        }
+        int rc = kind ? sym_complex_call(t, callee, args, nargs, kwnames, probe, out) : 1;
+        Py_XDECREF(own);
+        if (rc != 1)
+            return rc;
+    }
     if (fn->kind == V_FUNC && fn->op >= 0)
         return call_op(t, fn->op, args, npos, kwnames, kwv, out);
     if (fn->kind == V_FUNC && fn->obj && sym_is_record_type(fn->obj))
@@ -1009,6 +1047,11 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
         return sym_inline(t, fn->obj, fn->src, &fn->items[0], args, nargs, kwnames, out);
     if (fn->kind == V_METHOD) {
         var *self = &fn->items[0];
+        if (self->kind == V_TENSOR && PyUnicode_Check(fn->obj)) { /* complex: ops_complex.c */
+            int rc = sym_complex_method(t, self, fn->obj, args, nargs, kwnames, out);
+            if (rc != 1)
+                return rc;
+        }
         if (self->kind == V_TENSOR) {
             int opi = sym_method_op(fn->obj);
             PyObject *base = NULL;
@@ -1077,6 +1120,11 @@ int sym_tensor_attr(trace *t, const var *x_in, PyObject *name, var *out) {
     ic_meta m_copy = *sym_metap(t, x->val);
     const ic_meta *m = &m_copy; /* a copy: the graph reallocates */
     const char *n = name ? PyUnicode_AsUTF8(name) : "shape";
+    if (ic_dtype_is_complex(m->dtype)) { /* x.real, x.mH & co (ops_complex.c) */
+        int rc = sym_complex_attr(t, x, n, out);
+        if (rc != 1)
+            return rc;
+    }
     if (!strcmp(n, "shape") && m->dyn) {
         /* a tuple of (symbolic) ints */
         var *items = sym_alloc(t, m->ndim);

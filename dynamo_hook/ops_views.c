@@ -172,7 +172,8 @@ static int eager_strides(trace *t, ic_val v, int64_t *st, int depth) {
     if (m.dyn || depth > 64 || sym_layout_open(t, v))
         return 0;
     PyObject *desc = v < t->capvals ? t->view_desc[v] : NULL;
-    if (desc == NULL) /* the graph knows eager's strides (inductor_c/graph/strides.c) */
+    if (desc == NULL || ic_value_op(t->g, v) == IC_OP_EXTERN) /* the graph knows eager's strides
+        (inductor_c/graph/strides.c; an extern standing for a view: ops_complex.c, planned) */
         return ic_value_strides(t->g, v, st);
     ic_val base = (ic_val)PyLong_AsLong(PyTuple_GET_ITEM(desc, 0));
     const char *name = PyUnicode_AsUTF8(PyTuple_GET_ITEM(desc, 1));

@@ -341,6 +341,8 @@ int sym_tensor_setitem(trace *t, const var *x_in, const var *k, const var *v) {
         return sym_check_graph(t);
     var vv = *v;
     sym_resolve(t, &vv);
+    if (ic_dtype_is_complex(m->dtype) || sym_complex_involved(t, &vv))
+        return sym_fail(t, "item assignment into a complex tensor or of a complex value left to eager");
     if (vv.kind == V_TENSOR && vv.oid > 0 && vv.oid != xv.oid && sym_alias_same(t, vv.oid, xv.oid) &&
         view_overlap(t, &xv, m, k, vv.val))
         return sym_fail(t, "item assignment of a view partly overlapping the target (eager decides)");

@@ -214,6 +214,8 @@ typedef struct trace {
                                        * draws after it are dropped at a break (it reruns) */
     int leaf_oid[8];                  /* tensors made leaves that require grad in the trace */
     int nleaf;                        /* (x.requires_grad = True: train_step.c) */
+    var *cxv;                         /* ops_complex.c: copies standing for eager's views into */
+    int ncxv, capcxv;                 /* complex tensors with no replayable descriptor (.val) */
     int ngleaf_oid[8];                /* tensors made to require grad with grad mode off: */
     int nngleaf;                      /* only their flag changes (train_step.c) */
 } trace;
@@ -505,6 +507,7 @@ ic_val sym_box_store(trace *t, ic_val base, PyObject *key, ic_val val); /* setit
 int sym_alias_update(trace *t, int oid, ic_val newval);                   /* alias_fn.c */
 int sym_alias_rebind(trace *t, const var *self, const var *view);         /* alias_fn.c */
 int sym_eager_strides(trace *t, ic_val v, int64_t *st);                  /* ops_views.c */
+int sym_complex_view_copy(trace *t, const var *v); /* ops_complex.c: a copy for a view, no descriptor */
 /* ops_custom.c: o is an OpOverloadPacket/OpOverload/CustomOpDef; a call of one (a CUSTOM extern) */
 int sym_is_custom_op(PyObject *o);
 int sym_custom_op_call(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out);

@@ -229,6 +229,10 @@ static int fill_out(trace *t, outbuf *ob, int at, var *v, ic_val *outvals, int *
                 }
             return sym_fill_out(t, ob, child, &bv, outvals, nout);
         }
+        if (sym_complex_view_copy(t, v) && sym_alias_live(t, v->oid))
+            /* eager's view into a complex tensor still in use, ours a copy (ops_complex.c) */
+            return sym_fail(t, "a view into a complex tensor (or of one) that shares data with a tensor still in "
+                               "use, at a graph break or returned: left to eager");
         for (int i = 0; i < *nout; i++)
             if (outvals[i] == v->val) {
                 o->kind = DH_O_GRAPH;

@@ -58,7 +58,9 @@ static int nograd_flag(trace *t, const var *a, const ic_meta *m, int want) {
                            "a view of it (left to eager)");
     if (!want)
         return 0;
-    if (!(m->dtype >= IC_F16 && m->dtype <= IC_F64)) /* complex is not captured */
+    if (ic_dtype_is_complex(m->dtype)) /* complex gradients are not captured */
+        return sym_fail(t, "Tensor.requires_grad = True on a complex tensor (its gradients are left to eager)");
+    if (!(m->dtype >= IC_F16 && m->dtype <= IC_F64))
         return sym_fail(t, "Tensor.requires_grad = True on a non-floating tensor (eager raises)");
     if (a->oid <= 0 || a->oid > t->nobj)
         return sym_fail(t, "Tensor.requires_grad set on an untracked tensor");
@@ -116,7 +118,9 @@ static int set_requires_grad(trace *t, const var *a_in, int want, int method) {
         return sym_fail(t, "Tensor.requires_grad set on a non-leaf tensor (eager raises)");
     if (want == rg)
         return 0;
-    if (want && !(m->dtype >= IC_F16 && m->dtype <= IC_F64)) /* complex is not captured */
+    if (want && ic_dtype_is_complex(m->dtype)) /* complex gradients are not captured */
+        return sym_fail(t, "Tensor.requires_grad = True on a complex tensor (its gradients are left to eager)");
+    if (want && !(m->dtype >= IC_F16 && m->dtype <= IC_F64))
         return sym_fail(t, "Tensor.requires_grad = True on a non-floating tensor (eager raises)");
     if (want && t->nleaf == (int)(sizeof t->leaf_oid / sizeof t->leaf_oid[0]))
         return sym_fail(t, "too many tensors made to require grad in one graph");

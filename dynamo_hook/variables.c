@@ -555,6 +555,8 @@ int sym_mutate(trace *t, const var *target, ic_val newval) {
     ic_val old = t->obj_val[target->oid];
     ic_meta mo_copy = *ic_value_meta(t->g, old), mn_copy = *ic_value_meta(t->g, newval);
     const ic_meta *mo = &mo_copy, *mn = &mn_copy;
+    if (ic_dtype_is_complex(mo->dtype) || ic_dtype_is_complex(mn->dtype)) /* ops_complex.c */
+        return sym_fail(t, "in-place update of a complex tensor, or with a complex value, left to eager");
     if (mo->ndim != mn->ndim)
         return sym_fail(t, "in-place result shape differs (eager will raise)");
     for (int d = 0; d < mo->ndim; d++)
@@ -630,7 +632,7 @@ int sym_check_graph(trace *t) {
 
 static int is_simple_const(PyObject *o) {
     if (o == Py_None || PyBool_Check(o) || PyLong_CheckExact(o) || PyFloat_CheckExact(o) ||
-        PyUnicode_CheckExact(o) || o == Py_Ellipsis || PyRange_Check(o))
+        PyComplex_CheckExact(o) || PyUnicode_CheckExact(o) || o == Py_Ellipsis || PyRange_Check(o))
         return 1;
     if (sym_is_enum_member(o)) /* a singleton of its class: guarded by type and == (obj_func.c) */
         return 1;
@@ -803,7 +805,7 @@ int sym_train_req(trace *t, unsigned char *req) {
     for (int i = 0; i < t->nguards; i++) {
         const dh_guard *g = &t->guards[i];
         if (g->kind == DH_G_TENSOR && g->input_index >= 0 && g->input_index < t->ninputs &&
-            g->meta.requires_grad && g->meta.dtype >= IC_F16 && g->meta.dtype <= IC_F64 && !req[g->input_index]) {
+            g->meta.requires_grad && g->meta.dtype >= IC_F16 && !req[g->input_index]) {
             req[g->input_index] = 1;
             n++;
         }
@@ -1389,7 +1391,7 @@ int sym_predicate(PyObject *o) {
 int sym_variables_init(void) {
     static const char *names[IC_DTYPE_COUNT] = {"bool", "uint8", "int8", "int16", "int32",
                                                 "int64", "float16", "bfloat16", "float32",
-                                                "float64"};
+                                                "float64", "complex64", "complex128"};
     torch_module = PyImport_ImportModule("torch");
     if (torch_module == NULL)
         return -1;

@@ -585,6 +585,15 @@ static ic_compiled *compile_graph(const ic_graph *g, const ic_options *opt, ic_e
         snprintf(err->msg, sizeof err->msg, "%s", g->msg);
         return NULL;
     }
+    for (int i = 0; i < g->n; i++) { /* complex only in inputs and CUSTOM externs (graph.c complex_ok) */
+        const ic_node *n = &g->nodes[i];
+        if (ic_dtype_is_complex(n->meta.dtype) && n->op != IC_OP_INPUT &&
+            !(n->op == IC_OP_EXTERN && n->ext_kind == IC_EXT_CUSTOM)) {
+            err->code = IC_EUNSUPPORTED;
+            snprintf(err->msg, sizeof err->msg, "complex value in a %s node", ic_op_name(n->op));
+            return NULL;
+        }
+    }
     ic_options o = {.opt_level = 3};
     if (opt) o = *opt;
     if (!atomic_load(&ext_handler) && graph_has_extern(g)) {

@@ -53,8 +53,12 @@ typedef enum ic_dtype {
     IC_BF16,
     IC_F32,
     IC_F64,
+    IC_C64,   /* complex64 / complex128: only graph inputs, CUSTOM externs (ATen calls) and */
+    IC_C128,  /* their outputs hold them; no kernel ever reads or writes one (ic_complex_check) */
     IC_DTYPE_COUNT
 } ic_dtype;
+
+static inline int ic_dtype_is_complex(ic_dtype t) { return t == IC_C64 || t == IC_C128; }
 
 typedef int32_t ic_val; /* value handle inside one graph */
 

@@ -144,8 +144,8 @@ def _complex_hint(fn, c0, X):
     dts = sorted({str(t.dtype) for t in seen if isinstance(t, torch.Tensor) and t.is_complex()})
     if not dts:
         return ""
-    return (f": {', '.join(dts)} tensors among its carries, inputs or closure (torchc graphs have "
-            "no complex dtype; the body runs eagerly, one step at a time)")
+    return (f": {', '.join(dts)} tensors among its carries, inputs or closure (complex ops are ATen "
+            "externs in a graph, their gradients left to eager; the body runs eagerly, one step at a time)")
 
 
 class _Fallback(Exception):

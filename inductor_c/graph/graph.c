@@ -27,9 +27,9 @@ IC_API const char *ic_op_name(ic_op op) {
 }
 ic_kind ic_op_kind(ic_op op) { return optab[op].kind; }
 
-static const char *dtnames[IC_DTYPE_COUNT] = {"bool", "u8",  "i8",   "i16", "i32",
-                                              "i64",  "f16", "bf16", "f32", "f64"};
-static const size_t dtsizes[IC_DTYPE_COUNT] = {1, 1, 1, 2, 4, 8, 2, 2, 4, 8};
+static const char *dtnames[IC_DTYPE_COUNT] = {"bool", "u8",  "i8",   "i16", "i32", "i64",
+                                              "f16",  "bf16", "f32", "f64", "c64", "c128"};
+static const size_t dtsizes[IC_DTYPE_COUNT] = {1, 1, 1, 2, 4, 8, 2, 2, 4, 8, 8, 16};
 
 IC_API const char *ic_dtype_name(ic_dtype t) {
     return (unsigned)t < IC_DTYPE_COUNT ? dtnames[t] : "?";
@@ -135,7 +135,23 @@ static bool finish_dyn(ic_graph *g, ic_meta *m) {
     return true;
 }
 
+/* Complex values (IC_C64/IC_C128) live only in graph inputs and in CUSTOM externs (ATen
+ * calls made by torchc/_complex_ops.py) and their results: no other node may produce or
+ * read one, so no loop, kernel or other extern ever sees a complex element (neither
+ * backend generates complex arithmetic). A builder that would make such a node fails with
+ * IC_EUNSUPPORTED (the capture falls back with this reason). */
+static bool complex_ok(ic_graph *g, const ic_node *n) {
+    if (n->op == IC_OP_INPUT || (n->op == IC_OP_EXTERN && n->ext_kind == IC_EXT_CUSTOM)) return true;
+    bool cx = ic_dtype_is_complex(n->meta.dtype);
+    for (int i = 0; i < IC_NIN && !cx; i++)
+        cx = n->in[i] >= 0 && n->in[i] < g->n && ic_dtype_is_complex(g->nodes[n->in[i]].meta.dtype);
+    if (cx) fail(g, IC_EUNSUPPORTED, "complex value in a %s node (complex tensors are only ATen extern operands)",
+                 ic_op_name(n->op));
+    return !cx;
+}
+
 static ic_val append(ic_graph *g, const ic_node *n) {
+    if (!complex_ok(g, n)) return IC_NONE;
     if (!grow((void **)&g->nodes, &g->cap, g->n + 1, sizeof(ic_node)))
         return fail(g, IC_ENOMEM, "out of memory");
     g->nodes[g->n] = *n;
@@ -1117,8 +1133,8 @@ static ic_val ext_custom(ic_graph *g, int nin, const ic_val *in, int nparams, co
     if (p[2] < 0 || p[2] >= IC_DTYPE_COUNT) return fail(g, IC_EINVALID, "custom: bad dtype");
     if (nd < 0 || nd > IC_MAX_DIMS || (nparams != 4 + nd && nparams != 4 + 2 * nd))
         return fail(g, IC_EINVALID, "custom: bad rank or param count");
-    if (p[1] < 0 || p[1] > nin || (p[1] > 0) != (nparams == 4 + 2 * nd))
-        return fail(g, IC_EINVALID, "custom: bad written operand");
+    if (p[1] < 0 || p[1] > nin || (p[1] > 0 && nparams != 4 + 2 * nd) || (p[1] == 0 && nparams != 4 + nd))
+        return fail(g, IC_EINVALID, "custom: bad written operand"); /* (a 0-d output: both counts are 4) */
     ic_node n = {.op = IC_OP_EXTERN, .in = IC_IN_NONE, .ext_kind = IC_EXT_CUSTOM, .nparams = nparams,
                  .num = 1, .num2 = 1};
     for (int i = 0; i < nparams; i++) n.params[i] = p[i];

@@ -52,7 +52,8 @@ void compute_need(const ic_graph *g, const unsigned char *req, unsigned char *ne
     for (ic_val v = 0; v < upto; v++) {
         const ic_node *n = &g->nodes[v];
         need[v] = 0;
-        if (!ic_is_float(n->meta.dtype)) continue;
+        if (!ic_is_float(n->meta.dtype) && !ic_dtype_is_complex(n->meta.dtype)) continue; /* complex: its
+            gradient is not captured (the capture refuses it), but it is one (ops_complex.c) */
         if (n->op == IC_OP_INPUT) {
             need[v] = (req[n->index] & IC_AG_REQ) != 0;
             continue;

@@ -1989,6 +1989,42 @@ static void test_text(void) {
     ic_graph_free(g);
 }
 
+/* complex values (ops_complex.c): only graph inputs and CUSTOM externs hold them; any other
+ * node that would read or make one fails in the builder, and the compile refuses such a
+ * graph, so no kernel ever sees a complex element */
+static void test_complex_only_in_externs(void) {
+    cur_test = "complex";
+    CHECK(ic_dtype_size(IC_C64) == 8 && ic_dtype_size(IC_C128) == 16 && strcmp(ic_dtype_name(IC_C64), "c64") == 0,
+          "complex dtype helpers");
+    ic_meta cm = {.dtype = IC_C64, .ndim = 2, .sizes = {3, 4}, .strides = {4, 1}};
+    ic_meta rm = {.dtype = IC_F32, .ndim = 2, .sizes = {3, 4}, .strides = {4, 1}};
+    /* a CUSTOM extern reads a complex input and makes a real output: fine */
+    ic_graph *g = ic_graph_new();
+    ic_val x = ic_input(g, &cm);
+    int64_t p[6] = {123, 0, IC_F32, 2, 3, 4};
+    ic_val r = ic_extern(g, IC_EXT_CUSTOM, 1, &x, 6, p, 1, 1);
+    ic_val y = ic_unary(g, IC_OP_TANH, r); /* the real neighbour: an ordinary node */
+    CHECK(r >= 0 && y >= 0 && ic_graph_error(g) == NULL, "custom extern of a complex input: %s",
+          ic_graph_error(g) ? ic_graph_error(g) : "");
+    ic_graph_free(g);
+    /* an op of the graph applied to a complex value, or making one: refused */
+    for (int k = 0; k < 4; k++) {
+        g = ic_graph_new();
+        x = ic_input(g, &cm);
+        ic_val f = ic_input(g, &rm), v = IC_NONE;
+        int64_t q[6] = {123, 0, IC_C64, 2, 3, 4};
+        switch (k) {
+        case 0: v = ic_unary(g, IC_OP_NEG, x); break;
+        case 1: v = ic_binary(g, IC_OP_ADD, f, x); break;
+        case 2: v = ic_cast(g, f, IC_C64); break;
+        case 3: v = ic_unary(g, IC_OP_EXP, ic_extern(g, IC_EXT_CUSTOM, 1, &f, 6, q, 1, 1)); break;
+        }
+        CHECK(v < 0 && ic_graph_errcode(g) == IC_EUNSUPPORTED && strstr(ic_graph_error(g), "complex"),
+              "case %d: %s", k, ic_graph_error(g) ? ic_graph_error(g) : "accepted");
+        ic_graph_free(g);
+    }
+}
+
 /* ---- benchmarks: test_inductor --bench [rows cols] ---------------------------------------- */
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -2301,6 +2337,7 @@ int main(int argc, char **argv) {
     clock_gettime(CLOCK_MONOTONIC, &t0);
     int fuzz = argc > 1 ? atoi(argv[1]) : 150;
     test_text();
+    test_complex_only_in_externs();
     test_promotion();
     test_errors();
     test_unary();
