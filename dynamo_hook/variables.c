@@ -7,6 +7,8 @@
  */
 #include "sym.h"
 
+int sym_is_np_ufunc(PyObject *o); /* ops_models.c */
+
 #include <stdarg.h>
 #include <string.h>
 
@@ -1167,7 +1169,7 @@ static int wrap_uncached(trace *t, PyObject *o, int src, var *out) {
             out->obj = sym_keep(t, Py_NewRef(o));
             return out->obj ? 0 : -1;
         }
-        if (op >= 0 || PyCFunction_Check(o) || PyType_Check(o)) {
+        if (op >= 0 || PyCFunction_Check(o) || PyType_Check(o) || sym_is_np_ufunc(o)) {
             if (sym_guard_id(t, src, o) < 0)
                 return -1;
             out->kind = V_FUNC;

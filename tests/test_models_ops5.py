@@ -1,0 +1,339 @@
+"""Torch ops that broke graphs of real models, now captured (torchc/_polyfill_ops.py: written
+over the graph's ops; dynamo_hook/ops_models.c: torch.result_type, get_default_dtype, numpy
+ufuncs of Python numbers, torch.return_types results): torch.diag / diag_embed / diagflat,
+F.cosine_similarity, torch.take, atleast_1d/2d/3d, searchsorted, median / nanmedian of all
+elements, cdist (p 1 and 2, both of ATen's p=2 algorithms), tensordot, kron, logspace.
+Each compiled whole (1 graph, 0 breaks from torchc.explain: a silent fallback fails,
+tests/conftest.py) and compared with eager: dtype, shape, strides, values, and the gradients
+of the differentiable ones (a backward graph compiled too)."""
+import math
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+import torchc
+
+
+def _same(g, w, exact=True, tol=None):
+    if isinstance(w, (tuple, list)):
+        assert type(g) is type(w) and len(g) == len(w), (type(g), type(w))
+        for a, b in zip(g, w):
+            _same(a, b, exact, tol)
+        return
+    if not isinstance(w, torch.Tensor):
+        assert g == w and type(g) is type(w)
+        return
+    assert (g.dtype, g.shape, g.requires_grad) == (w.dtype, w.shape, w.requires_grad), \
+        (g.dtype, w.dtype, g.shape, w.shape, g.requires_grad, w.requires_grad)
+    if g.numel() > 1:
+        assert g.stride() == w.stride(), (g.stride(), w.stride())
+    if exact:
+        torch.testing.assert_close(g, w, rtol=0, atol=0, equal_nan=True)
+    else:
+        torch.testing.assert_close(g, w, equal_nan=True, **(tol or dict(rtol=1e-5, atol=1e-5)))
+
+
+def _whole(fn, *args, exact=True, tol=None):
+    """fn compiled whole (1 graph, 0 breaks) gives eager's result"""
+    want = fn(*args)
+    torchc.reset()
+    ex = torchc.explain(fn)(*args)
+    assert (ex.graph_count, ex.graph_break_count) == (1, 0), ex.break_reasons
+    _same(ex.result, want, exact, tol)
+    got = torchc.compile(fn)(*args)
+    _same(got, want, exact, tol)
+    return ex
+
+
+def _grads(fn, *args, tol=None):
+    """outputs and the gradients of every floating input: compiled (one forward and one
+    backward graph) vs eager"""
+    tol = tol or dict(rtol=1e-4, atol=1e-5)
+    ae = [a.detach().clone().requires_grad_(a.is_floating_point()) for a in args]
+    ac = [a.detach().clone().requires_grad_(a.is_floating_point()) for a in args]
+    oe = fn(*ae)
+    torchc.reset()
+    ex = torchc.explain(fn)(*ac)
+    oc = ex.result
+    assert (ex.graph_count, ex.graph_break_count) == (1, 0), ex.break_reasons
+    assert ex.backward_graph_count == 1, str(ex)
+    oe = [oe] if isinstance(oe, torch.Tensor) else list(oe)
+    oc = [oc] if isinstance(oc, torch.Tensor) else list(oc)
+    gen = torch.Generator().manual_seed(1)
+    gouts = [torch.randn(o.shape, generator=gen, dtype=o.dtype) for o in oe]
+    for c, e in zip(oc, oe):
+        _same(c.detach(), e.detach(), exact=False, tol=tol)
+    we = [a for a in ae if a.requires_grad]
+    wc = [a for a in ac if a.requires_grad]
+    ge = torch.autograd.grad(oe, we, gouts, allow_unused=True)
+    gc = torch.autograd.grad(oc, wc, gouts, allow_unused=True)
+    for c, e in zip(gc, ge):
+        assert (c is None) == (e is None)
+        if e is not None:
+            torch.testing.assert_close(c, e, equal_nan=True, **tol)
+
+
+def R(*s, dtype=torch.float32, seed=0):
+    g = torch.Generator().manual_seed(seed + sum(s) * 7)
+    return torch.randn(s, generator=g).to(dtype)
+
+
+# ---- diag / diag_embed / diagflat ------------------------------------------------------------
+
+@pytest.mark.parametrize("n", [0, 1, 5])
+@pytest.mark.parametrize("k", [-2, 0, 3])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.bool])
+def test_diag_of_a_vector(n, k, dtype):
+    v = (R(n) > 0) if dtype == torch.bool else R(n).mul(10).to(dtype)
+    _whole(lambda v: torch.diag(v, k), v)
+    _whole(lambda v: v.diag(k) + 0, v) if dtype != torch.bool else None
+
+
+@pytest.mark.parametrize("k", [-1, 0, 2, 7])
+def test_diag_of_a_matrix_noncontiguous(k):
+    m = R(6, 4).t()  # (4, 6), non-contiguous
+    _whole(lambda m: torch.diag(m, k), m)
+    _whole(lambda m: torch.diag(m.exp(), diagonal=k) * 2, m)
+
+
+@pytest.mark.parametrize("args", [(0, -2, -1), (1, -2, -1), (-2, -2, -1), (1, 0, 2), (2, 2, 0), (-1, -1, 1)])
+def test_diag_embed(args):
+    x = R(2, 3)
+    _whole(lambda x: torch.diag_embed(x, *args), x)
+    _whole(lambda x: x.diag_embed(*args), x.t())  # non-contiguous input
+
+
+@pytest.mark.parametrize("shape", [(), (3,), (2, 3)])
+@pytest.mark.parametrize("k", [0, -1, 2])
+def test_diagflat(shape, k):
+    _whole(lambda x: torch.diagflat(x, k), R(*shape))
+
+
+def test_diag_grads():
+    _grads(lambda v, m: (torch.diag(v, 1), torch.diag(m, -1), torch.diag_embed(m, 1, 0, 2), torch.diagflat(m)),
+           R(4), R(3, 5))
+
+
+# ---- F.cosine_similarity -------------------------------------------------------------------
+
+COS = [  # (shape1, shape2, dim)
+    ((4, 5), (4, 5), 1), ((4, 5), (4, 5), -1), ((4, 5), (4, 5), 0), ((3, 1, 5), (1, 4, 5), -1),
+    ((2, 7), (7,), -1), ((1, 1), (1, 1), 1), ((3, 0), (3, 0), 1),
+]
+
+
+@pytest.mark.parametrize("s1,s2,dim", COS)
+def test_cosine_similarity(s1, s2, dim):
+    _whole(lambda a, b: F.cosine_similarity(a, b, dim=dim), R(*s1), R(*s2, seed=1), exact=False)
+
+
+@pytest.mark.parametrize("dt1,dt2", [(torch.float64, torch.float64), (torch.float16, torch.float16),
+                                     (torch.int64, torch.float32), (torch.float16, torch.float32)])
+def test_cosine_similarity_dtypes(dt1, dt2):
+    a = R(3, 9).mul(4).to(dt1)
+    b = R(3, 9, seed=2).to(dt2)
+    _whole(lambda a, b: F.cosine_similarity(a, b, -1), a, b, exact=False, tol=dict(rtol=2e-3, atol=2e-3))
+
+
+def test_cosine_similarity_zero_vectors_and_eps():
+    a = R(4, 6)
+    a[1] = 0
+    b = R(4, 6, seed=3)
+    b[2] = 1e-12
+    _whole(lambda a, b: F.cosine_similarity(a, b, dim=1, eps=1e-6), a, b, exact=False)
+    _whole(lambda a, b: torch.cosine_similarity(a, b, 1), a.t().contiguous().t(), b, exact=False)
+
+
+def test_cosine_similarity_grads():
+    a = R(3, 1, 6)
+    b = R(1, 4, 6, seed=4)
+    _grads(lambda a, b: F.cosine_similarity(a, b, dim=-1), a, b)
+    b2 = b.clone()
+    b2[0, 1] = 0  # a zero vector: the clamp passes the norm's gradient, as eager
+    _grads(lambda a, b: F.cosine_similarity(a, b, dim=-1, eps=1e-3), a, b2, tol=dict(rtol=1e-3, atol=1e-4))
+
+
+# ---- result_type, get_default_dtype, numpy ufuncs of numbers --------------------------------
+
+@pytest.mark.parametrize("other", [2, 2.5, True, "t_f64_0d", "t_i32", "t_f16"])
+def test_result_type(other):
+    x = torch.arange(6, dtype=torch.int32).reshape(2, 3)
+    o = {"t_f64_0d": torch.tensor(1.5, dtype=torch.float64), "t_i32": torch.ones(3, dtype=torch.int32),
+         "t_f16": torch.ones(3, dtype=torch.float16)}.get(other, other)
+
+    def f(x, o):
+        return x.to(torch.result_type(x, o)) + 1, torch.result_type(o, x) == torch.float32
+
+    _whole(f, x, o)
+
+
+def test_get_default_dtype():
+    _whole(lambda x: x.to(torch.get_default_dtype()) * 2, torch.arange(4))
+
+
+def test_numpy_ufunc_of_numbers():
+    x = R(2, 8)
+    _whole(lambda x: x * np.sqrt(x.shape[-1]) + np.log(10000.0) / np.exp(2), x)
+    _whole(lambda x: x / np.sqrt(64) - np.floor(2.5), x)
+
+
+@pytest.mark.allow_fallback
+def test_numpy_ufunc_of_a_tensor_left_to_eager():
+    x = R(3).abs()
+    ex = torchc.explain(lambda x: np.sqrt(x.numpy()) + 1)(x)
+    assert ex.graph_break_count >= 1
+    torch.testing.assert_close(torch.as_tensor(ex.result), torch.as_tensor(np.sqrt(x.numpy()) + 1))
+
+
+# ---- take, atleast_nd -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("idx", [[0, 3, 7], [[1, -1], [-12, 5]], 4, []])
+def test_take(idx):
+    x = R(3, 4)
+    i = torch.tensor(idx, dtype=torch.int64)
+    _whole(lambda x, i: torch.take(x, i), x, i)
+    _whole(lambda x, i: x.take(i) * 2, x.t(), i)  # non-contiguous input: its logical order
+
+
+def test_take_grads():
+    _grads(lambda x: torch.take(x, torch.tensor([[0, 5], [5, 11]])), R(3, 4))
+
+
+@pytest.mark.parametrize("shape", [(), (3,), (2, 3), (2, 3, 4), (1, 2, 3, 4)])
+def test_atleast(shape):
+    x = R(*shape)
+    _whole(lambda x: (torch.atleast_1d(x), torch.atleast_2d(x), torch.atleast_3d(x)), x)
+    _whole(lambda x: torch.atleast_3d((x, x + 1)), x)
+    _whole(lambda x: torch.atleast_2d(x, x.amax()), x)
+
+
+def test_atleast_returns_the_same_tensor_when_no_dims_are_added():
+    x = R(2, 3, 4)
+    _whole(lambda x: torch.atleast_3d(x) is x and torch.atleast_2d(x) is x, x)
+
+
+# ---- searchsorted -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("kw", [{}, {"right": True}, {"side": "right"}, {"side": "left"}, {"out_int32": True}])
+def test_searchsorted_1d(kw):
+    s = torch.tensor([-1.0, 0.0, 0.0, 0.5, 2.0])
+    x = torch.tensor([[-2.0, 0.0, 0.25], [2.0, 3.0, float("nan")]])
+    _whole(lambda s, x: torch.searchsorted(s, x, **kw), s, x)
+    _whole(lambda s: torch.searchsorted(s, 0.0, **kw), s)
+    _whole(lambda s: torch.searchsorted(s, 2, **kw), s)
+
+
+def test_searchsorted_batched_and_mixed_dtypes():
+    s = torch.sort(R(2, 3, 6), -1).values
+    x = R(2, 3, 4, seed=5)
+    _whole(lambda s, x: torch.searchsorted(s, x), s, x)
+    _whole(lambda s, x: torch.searchsorted(s, x, right=True), s, x)
+    si = torch.tensor([1, 3, 5, 7])
+    _whole(lambda s, x: torch.searchsorted(s, x), si, torch.tensor([0.5, 3.0, 9.0]))
+    _whole(lambda s, x: torch.searchsorted(s, x), si.double(), torch.tensor([0, 3, 9]))
+
+
+# ---- median / nanmedian of all elements --------------------------------------------------------
+
+@pytest.mark.parametrize("shape", [(1,), (5,), (4,), (3, 4), (2, 3, 5)])
+def test_median(shape):
+    x = R(*shape)
+    _whole(lambda x: (torch.median(x), x.median() + 1, torch.nanmedian(x)), x)
+    _whole(lambda x: x.median(), x.transpose(0, -1))
+    _whole(lambda x: torch.median(x), (x * 10).to(torch.int64))
+
+
+def test_median_nan():
+    x = torch.tensor([[1.0, float("nan"), 0.0, 3.0], [2.0, -1.0, float("nan"), 5.0]])
+    _whole(lambda x: (torch.median(x), torch.nanmedian(x), torch.nanmedian(x[:, :1])), x)
+    allnan = torch.full((3,), float("nan"))
+    _whole(lambda x: (torch.median(x), torch.nanmedian(x)), allnan)
+
+
+def test_median_grads_spread_over_ties():
+    x = torch.tensor([3.0, 1.0, 2.0, 2.0, 5.0, 2.0, 0.0])
+    _grads(lambda x: torch.median(x) * 3, x)
+    _grads(lambda x: torch.nanmedian(x) * 3, torch.tensor([float("nan"), 1.0, 2.0, 2.0]))
+
+
+# ---- cdist --------------------------------------------------------------------------------------
+
+CDIST = [  # (x1, x2, p, compute_mode)
+    ((5, 3), (4, 3), 2.0, None), ((30, 4), (6, 4), 2.0, None),  # direct / matrix products (> 25 rows)
+    ((2, 5, 3), (1, 4, 3), 2.0, "use_mm_for_euclid_dist"), ((3, 1, 5, 7), (2, 6, 7), 2.0, None),
+    ((5, 3), (30, 3), 2.0, "donot_use_mm_for_euclid_dist"), ((5, 3), (4, 3), 1.0, None),
+    ((2, 1, 3), (4, 3), 1, None),
+]
+
+
+@pytest.mark.parametrize("s1,s2,p,mode", CDIST)
+def test_cdist(s1, s2, p, mode):
+    kw = {} if mode is None else {"compute_mode": mode}
+    _whole(lambda a, b: torch.cdist(a, b, p=p, **kw), R(*s1), R(*s2, seed=6), exact=False)
+
+
+def test_cdist_grads_with_zero_distances():
+    x = R(5, 4)
+    y = torch.cat([x[:3], R(2, 4, seed=7)])  # three pairs at distance 0: a zero gradient, as eager
+    _grads(lambda x, y: torch.cdist(x, y), x, y, tol=dict(rtol=1e-3, atol=1e-4))
+    _grads(lambda x, y: torch.cdist(x, y, p=1), x, y)
+
+
+def test_cdist_grads_matrix_product_form():
+    _grads(lambda x, y: torch.cdist(x, y), R(30, 4), R(6, 4, seed=7), tol=dict(rtol=1e-3, atol=1e-4))
+    _grads(lambda x, y: torch.cdist(x, y, compute_mode="use_mm_for_euclid_dist"), R(2, 5, 3), R(2, 4, 3),
+           tol=dict(rtol=1e-3, atol=1e-4))
+
+
+# ---- tensordot, kron -------------------------------------------------------------------------
+
+TDOT = [  # (a, b, dims)
+    ((3, 4, 5), (4, 5, 6), 2), ((3, 4, 5), (5, 4, 2), ([1, 2], [1, 0])), ((3, 4), (4, 3), ([0], [1])),
+    ((2, 1, 5), (3, 5), ([1, 2], [0, 1])), ((3, 4), (5,), 0), ((2, 3), (2, 3), ([-1, -2], [-1, -2])),
+]
+
+
+@pytest.mark.parametrize("sa,sb,dims", TDOT)
+def test_tensordot(sa, sb, dims):
+    _whole(lambda a, b: torch.tensordot(a, b, dims), R(*sa), R(*sb, seed=8), exact=False)
+
+
+def test_tensordot_noncontiguous_and_grads():
+    a = R(5, 4, 3).permute(2, 1, 0)
+    b = R(4, 5, 2, seed=9)
+    _whole(lambda a, b: torch.tensordot(a, b, ([1, 2], [0, 1])), a, b, exact=False)
+    _grads(lambda a, b: torch.tensordot(a, b, dims=([1, 2], [0, 1])), a.contiguous(), b)
+
+
+KRON = [((2, 3), (4, 5)), ((3,), (2, 2)), ((2, 1, 3), (2, 2)), ((), (3,)), ((0, 2), (3, 1))]
+
+
+@pytest.mark.parametrize("sa,sb", KRON)
+def test_kron(sa, sb):
+    _whole(lambda a, b: torch.kron(a, b), R(*sa), R(*sb, seed=10))
+    _whole(lambda a, b: a.kron(b), (R(*sa) * 5).to(torch.int32), (R(*sb) * 5).to(torch.int64))
+
+
+def test_kron_grads():
+    _grads(lambda a, b: torch.kron(a, b), R(2, 3), R(3, 2, seed=11))
+
+
+@pytest.mark.allow_fallback
+def test_kron_of_a_non_viewable_tensor_raises_as_eager():
+    a, b = R(2, 3), R(3, 2).t()
+    with pytest.raises(RuntimeError, match="view size"):
+        torch.kron(a, b)
+    with pytest.raises(RuntimeError, match="view size"):
+        torchc.compile(lambda a, b: torch.kron(a, b) + 1)(a, b)
+
+
+# ---- logspace ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("args", [(0, 1, 5), (-3, 2, 7), (0.5, 3, 33), (1, 1, 1), (0, 2, 0)])
+@pytest.mark.parametrize("base", [10.0, 2, math.e])
+@pytest.mark.parametrize("dtype", [None, torch.float64])
+def test_logspace(args, base, dtype):
+    x = R(args[2])
+    _whole(lambda x: x + torch.logspace(*args, base=base, dtype=dtype), x)
