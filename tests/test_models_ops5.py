@@ -337,3 +337,23 @@ def test_kron_of_a_non_viewable_tensor_raises_as_eager():
 def test_logspace(args, base, dtype):
     x = R(args[2])
     _whole(lambda x: x + torch.logspace(*args, base=base, dtype=dtype), x)
+
+
+# ---- Tensor.unfold with more than 64 taps (one index_select of the window positions) ----------
+
+UNFOLD = [  # (shape, dim, size, step)
+    ((2, 300), -1, 80, 10), ((2, 300), 1, 65, 65), ((3, 130, 2), 1, 100, 3), ((200,), 0, 200, 1),
+    ((2, 1, 150), 2, 70, 200),
+]
+
+
+@pytest.mark.parametrize("shape,dim,size,step", UNFOLD)
+def test_unfold_many_taps(shape, dim, size, step):
+    x = R(*shape)
+    _whole(lambda x: x.unfold(dim, size, step) * 2, x)
+    _whole(lambda x: (x * 2).unfold(dim, size, step), x)  # the view itself: eager's strides
+    _whole(lambda x: x.unfold(dim, size, step).sum(-1), x.transpose(0, -1).contiguous().transpose(0, -1), exact=False)
+
+
+def test_unfold_many_taps_grads():
+    _grads(lambda x: x.unfold(-1, 90, 7).pow(2).sum(-1), R(2, 3, 200))
