@@ -132,3 +132,169 @@ int sym_return_types_call(trace *t, PyObject *f, const var *args, int nargs, PyO
     out->obj = f;
     return 0;
 }
+
+/* torch.div(a, b[, rounding_mode]) & co of two Python numbers (constants): eager makes both
+ * 0-d tensors and returns one (longformer: torch.div(seq_len, 2 * w, rounding_mode="trunc")
+ * as a view's size): computed now by torch itself, the graph holds the 0-d constant (its
+ * value usable as an int, sym_get_int). 1: not two constant numbers. */
+int sym_numbers_op(trace *t, const opdef *d, var **p, int nkw, const char *const *kwn, var *out) {
+    for (int i = 0; i < 2; i++)
+        if (p[i] == NULL || p[i]->kind != V_CONST ||
+            !(PyBool_Check(p[i]->obj) || PyLong_CheckExact(p[i]->obj) || PyFloat_CheckExact(p[i]->obj)))
+            return 1;
+    PyObject *torch = PyImport_ImportModule("torch"), *fn = NULL, *args = NULL, *kw = NULL, *r = NULL;
+    int rc = -1;
+    if (torch == NULL)
+        return -1;
+    fn = PyObject_GetAttrString(torch, d->name);
+    args = PyTuple_Pack(2, p[0]->obj, p[1]->obj);
+    kw = PyDict_New();
+    if (fn == NULL || args == NULL || kw == NULL)
+        goto done;
+    for (int i = 0; i < nkw; i++) {
+        const var *v = p[2 + i];
+        if (v == NULL || sym_is_none(v))
+            continue;
+        if (v->kind != V_CONST) {
+            rc = sym_fail(t, "%s of two numbers with a non-constant %s", d->name, kwn[i]);
+            goto done;
+        }
+        if (PyDict_SetItemString(kw, kwn[i], v->obj) < 0)
+            goto done;
+    }
+    r = PyObject_Call(fn, args, kw);
+    if (r == NULL) {
+        (void)tc_clear_expected(PyExc_Exception);
+        rc = sym_fail(t, "%s of two numbers raised (eager will raise)", d->name);
+        goto done;
+    }
+    PyObject *dto = PyObject_GetAttrString(r, "dtype"), *item = PyObject_CallMethod(r, "item", NULL);
+    int dt = dto ? sym_dtype_from_object(dto) : -1;
+    Py_XDECREF(dto);
+    if (item == NULL || dt < 0 || PyComplex_Check(item)) {
+        Py_XDECREF(item);
+        (void)tc_clear_expected(PyExc_Exception);
+        rc = sym_fail(t, "%s of two numbers: an unsupported result", d->name);
+        goto done;
+    }
+    double x = PyFloat_AsDouble(item);
+    int exact = PyFloat_Check(item) || (PyLong_Check(item) && (double)PyLong_AsLongLong(item) == x &&
+                                        fabs(x) < 9007199254740992.0);
+    ic_dtype k = PyBool_Check(item) ? IC_BOOL : PyFloat_Check(item) ? IC_F64 : IC_I64;
+    Py_DECREF(item);
+    if (PyErr_Occurred() || !exact) {
+        (void)tc_clear_expected(PyExc_Exception);
+        rc = sym_fail(t, "%s of two numbers: a result a double does not hold", d->name);
+        goto done;
+    }
+    rc = sym_tensor_out(t, ic_cast(G, ic_scalar(G, x, k), (ic_dtype)dt), out);
+done:
+    Py_XDECREF(r);
+    Py_XDECREF(kw);
+    Py_XDECREF(args);
+    Py_XDECREF(fn);
+    Py_DECREF(torch);
+    return rc;
+}
+
+/* A 0-d integer tensor whose value the graph knows (a constant built from numbers:
+ * torch.div of two numbers, torch.tensor(3)), where an int is wanted (a view's size: eager
+ * calls its __index__). 1 with *out set; 0: not such a tensor. */
+int sym_const_int_tensor(trace *t, const var *v, long long *out) {
+    if (v == NULL || v->kind != V_TENSOR)
+        return 0;
+    const ic_meta *m = sym_metap(t, v->val);
+    double lo, hi;
+    if (m->ndim != 0 || m->dyn || (m->dtype != IC_I64 && m->dtype != IC_I32) ||
+        !ic_value_int_range(G, v->val, &lo, &hi) || lo != hi)
+        return 0;
+    *out = (long long)lo;
+    return 1;
+}
+
+/* x.as_strided(size, stride, storage_offset=None) / torch.as_strided: the elements at
+ * storage_offset + sum(i_k * stride_k) of x's storage, when that storage is known: x is a
+ * tensor computed in the graph (no input's storage: its offset and extent are the caller's),
+ * or a view of one by reshape/permute/expand/unfold (storage offset 0), and that tensor is
+ * contiguous in eager (its storage is its elements in order). One index_select of the
+ * positions; a view of x with the given strides, as eager's. Positions past the storage
+ * (eager raises) and negative strides are left to eager. */
+int sym_h_as_strided(trace *t, const opdef *d, var **p, var *out) {
+    if (sym_need_tensor(t, d, p[0]) < 0)
+        return -1;
+    long long sz[IC_MAX_DIMS], st[IC_MAX_DIMS], off = 0;
+    int n, ns;
+    if (sym_get_ints(t, p[1], sz, IC_MAX_DIMS, &n, "size") < 0 ||
+        sym_get_ints(t, p[2], st, IC_MAX_DIMS, &ns, "stride") < 0)
+        return -1;
+    if (n != ns)
+        return sym_fail(t, "as_strided: size and stride of different lengths (eager will raise)");
+    if (p[3] && !sym_is_none(p[3]) && sym_get_int(t, p[3], &off, "storage_offset") < 0)
+        return -1;
+    ic_val x = p[0]->val, v = x;
+    if (sym_metap(t, x)->dyn)
+        return sym_fail(t, "as_strided of a tensor of symbolic shape");
+    for (int depth = 0;; depth++) {
+        PyObject *desc = v < t->capvals ? t->view_desc[v] : NULL;
+        if (desc == NULL)
+            break;
+        if (depth == 256)
+            return sym_fail(t, "as_strided: a chain of views too long");
+        const char *name = PyUnicode_AsUTF8(PyTuple_GET_ITEM(desc, 1));
+        if (name == NULL)
+            return -1;
+        if (strcmp(name, "reshape") && strcmp(name, "permute") && strcmp(name, "expand") && strcmp(name, "unfold"))
+            return sym_fail(t, "as_strided of a view at a storage offset (%s) left to eager", name);
+        v = (ic_val)PyLong_AsLong(PyTuple_GET_ITEM(desc, 0));
+    }
+    if (ic_value_op(G, v) == IC_OP_INPUT || sym_is_view_of_input(t, v))
+        return sym_fail(t, "as_strided of an input's storage left to eager");
+    ic_meta rm = *sym_metap(t, v);
+    int64_t rs[IC_MAX_DIMS], numel = 1;
+    if (rm.dyn || !sym_eager_strides(t, v, rs))
+        return sym_fail(t, "as_strided: the storage's layout is not known");
+    for (int i = rm.ndim - 1; i >= 0; i--) {
+        if (rm.sizes[i] != 1 && rs[i] != numel)
+            return sym_fail(t, "as_strided of a storage that is not contiguous left to eager");
+        numel *= rm.sizes[i];
+    }
+    int64_t last = off, count = 1, s64[IC_MAX_DIMS];
+    for (int i = 0; i < n; i++) {
+        if (sz[i] < 0 || st[i] < 0)
+            return sym_fail(t, "as_strided: negative sizes or strides (eager will raise)");
+        count *= sz[i];
+        last += (sz[i] - 1) * st[i];
+        s64[i] = sz[i];
+    }
+    if (off < 0 || (count > 0 && last >= numel))
+        return sym_fail(t, "as_strided: positions past the storage (eager will raise)");
+    ic_val r;
+    ic_val flat = ic_reshape(G, v, 1, &numel);
+    if (count == 0) {
+        r = ic_reshape(G, ic_slice(G, flat, 0, 0, 0, 1), n, s64);
+    } else {
+        ic_val idx = ic_scalar(G, (double)off, IC_I64);
+        for (int i = 0; i < n; i++) {
+            int64_t one[IC_MAX_DIMS];
+            for (int k = 0; k < n; k++)
+                one[k] = k == i ? sz[i] : 1;
+            ic_val a = ic_reshape(G, ic_arange(G, sz[i], 0, (double)st[i], IC_I64), n, one);
+            idx = ic_binary(G, IC_OP_ADD, idx, a);
+        }
+        idx = ic_reshape(G, ic_expand(G, idx, n, s64), 1, &count);
+        r = ic_reshape(G, ic_index_select(G, flat, 0, idx), n, s64);
+    }
+    if (r < 0)
+        return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "as_strided failed");
+    PyObject *szt = PyTuple_New(n), *stt = PyTuple_New(n);
+    for (int i = 0; szt && stt && i < n; i++) {
+        PyTuple_SET_ITEM(szt, i, PyLong_FromLongLong(sz[i]));
+        PyTuple_SET_ITEM(stt, i, PyLong_FromLongLong(st[i]));
+    }
+    if (szt == NULL || stt == NULL) {
+        Py_XDECREF(szt);
+        Py_XDECREF(stt);
+        return -1;
+    }
+    return sym_view_out_desc(t, p[0], r, out, "as_strided", Py_BuildValue("(NNL)", szt, stt, off));
+}

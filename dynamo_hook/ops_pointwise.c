@@ -84,8 +84,10 @@ int sym_h_binary(trace *t, const opdef *d, var **p, var *out) {
     ic_val a, b;
     if (sym_as_tensor(t, p[0], &a) < 0 || sym_as_tensor(t, p[1], &b) < 0)
         return -1;
-    if (p[0]->kind != V_TENSOR && p[1]->kind != V_TENSOR)
-        return sym_fail(t, "%s of two numbers", d->name);
+    if (p[0]->kind != V_TENSOR && p[1]->kind != V_TENSOR) {
+        int rc = sym_numbers_op(t, d, p, 0, NULL, out); /* ops_models.c: torch.mul(2, 3) */
+        return rc != 1 ? rc : sym_fail(t, "%s of two numbers", d->name);
+    }
     var bv = *p[1];
     sym_resolve(t, &bv);
     if (sym_int_div_check(t, (ic_op)d->op, a, b, &bv) < 0)
@@ -142,6 +144,12 @@ int sym_h_add_sub(trace *t, const opdef *d, var **p, var *out) {
  * rounded to the half type, but in float32 (unrounded) when b is a scalar (a number or a 0-d
  * tensor: ATen's CPU-scalar kernel) */
 int sym_h_div(trace *t, const opdef *d, var **p, var *out) {
+    if (p[0] && p[1] && p[0]->kind != V_TENSOR && p[1]->kind != V_TENSOR) {
+        static const char *const kwn[1] = {"rounding_mode"}; /* ops_models.c: torch.div(7, 2) */
+        int rc = sym_numbers_op(t, d, p, 1, kwn, out);
+        if (rc != 1)
+            return rc;
+    }
     if (sym_is_none(p[2]))
         return sym_h_binary(t, d, p, out);
     if (p[2]->kind != V_CONST || !PyUnicode_Check(p[2]->obj))

@@ -288,6 +288,7 @@ static const opdef OPS[] = {
     {"_grouped_mm", W_TORCH, "input,mat2,offs,bias,out_dtype", sym_h_grouped_mm, 0},
     /* ops_models.c */
     {"result_type", W_TORCH, "tensor,other", sym_h_result_type, 0},
+    {"as_strided", W_TORCH | W_METHOD, "input,size,stride,storage_offset", sym_h_as_strided, 0},
     {"interpolate", W_F, "input,size,scale_factor,mode,align_corners,recompute_scale_factor,antialias", sym_h_interpolate, 0},
 };
 #undef UN

@@ -201,6 +201,14 @@ static int eager_strides(trace *t, ic_val v, int64_t *st, int depth) {
             st[i] = bs[PyLong_AsLong(PyTuple_GET_ITEM(perm, i))];
         return !PyErr_Occurred() || ((void)tc_clear_expected(PyExc_OverflowError, PyExc_TypeError), 0);
     }
+    if (!strcmp(name, "as_strided")) { /* ops_models.c: the strides given */
+        PyObject *sts = PyTuple_GET_ITEM(args, 1);
+        if (!PyTuple_Check(sts) || PyTuple_GET_SIZE(sts) != m.ndim)
+            return 0;
+        for (int i = 0; i < m.ndim; i++)
+            st[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(sts, i));
+        return !PyErr_Occurred() || ((void)tc_clear_expected(PyExc_OverflowError), 0);
+    }
     if (!strcmp(name, "expand")) {
         int lead = m.ndim - bm.ndim;
         for (int i = 0; i < m.ndim; i++)

@@ -357,3 +357,75 @@ def test_unfold_many_taps(shape, dim, size, step):
 
 def test_unfold_many_taps_grads():
     _grads(lambda x: x.unfold(-1, 90, 7).pow(2).sum(-1), R(2, 3, 200))
+
+
+# ---- torch ops of two numbers (a 0-d constant, usable as an int), as_strided ------------------
+
+@pytest.mark.parametrize("op", ["trunc", "floor", "true", "mul", "sub"])
+@pytest.mark.parametrize("ab", [(7, 2), (-7, 2), (7.5, 2), (True, 3)])
+def test_torch_op_of_two_numbers(op, ab):
+    a, b = ab
+    fn = {"trunc": lambda: torch.div(a, b, rounding_mode="trunc"), "floor": lambda: torch.div(a, b, rounding_mode="floor"),
+          "true": lambda: torch.div(a, b), "mul": lambda: torch.mul(a, b), "sub": lambda: torch.sub(a, b)}[op]
+    if op == "sub" and isinstance(a, bool):
+        return
+    _whole(lambda x: (fn(), x + fn()), R(3))
+
+
+def test_constant_0d_int_tensor_as_a_size():
+    x = R(2, 12, 5)
+
+    def f(x):  # longformer's chunking: a size from torch.div of two sizes
+        return x.view(x.size(0), torch.div(x.size(1), 4, rounding_mode="trunc"), 4, x.size(2)) * 2
+
+    _whole(f, x)
+    _whole(lambda x: x.reshape(torch.tensor(3), -1) + 1, x)
+
+
+def _chunk(h, w):  # transformers' Longformer _chunk (overlapping chunks by as_strided)
+    h = h.view(h.size(0), torch.div(h.size(1), (w * 2), rounding_mode="trunc"), w * 2, h.size(2))
+    size = list(h.size())
+    size[1] = size[1] * 2 - 1
+    stride = list(h.stride())
+    stride[1] = stride[1] // 2
+    return h.as_strided(size=size, stride=stride)
+
+
+def test_as_strided_overlapping_chunks():
+    q = R(2, 16, 3, 4)
+
+    def f(q):
+        q = q.transpose(1, 2).reshape(6, 16, 4)  # a copy: a fresh contiguous storage
+        c = _chunk(q, 2)
+        return torch.einsum("bcxd,bcyd->bcxy", c, c), c.sum(-1)
+
+    _whole(f, q, exact=False)
+    _whole(lambda q: _chunk(q.reshape(6, 16, 4) * 2, 4), q)  # the overlapping view returned: eager's strides
+
+
+@pytest.mark.parametrize("args", [((3, 3), (1, 2)), ((2, 2), (3, 1), 4), ((4,), (0,), 2), ((0, 3), (1, 1)),
+                                  ((2, 3, 2), (6, 1, 3), 1)])
+def test_as_strided(args):
+    _whole(lambda x: torch.as_strided(x * 1.5, *args) + 1, R(3, 5))
+    _whole(lambda x: (x + 1).t().as_strided(*args), R(5, 3))  # a permuted view of a computed tensor
+
+
+def test_as_strided_grads():
+    _grads(lambda x: (x * 2).as_strided((3, 4), (2, 1)).sin(), R(4, 4))
+
+
+@pytest.mark.allow_fallback
+def test_as_strided_of_an_input_or_a_sliced_view_is_left_to_eager():
+    x = R(4, 5)
+    for fn, why in ((lambda x: x.as_strided((2, 2), (1, 1)) + 1, "an input's storage"),
+                    (lambda x: (x * 2)[1:].as_strided((2, 2), (1, 1)) + 1, "storage offset"),
+                    (lambda x: (x * 2).as_strided((5, 5), (5, 1)) + 1, "past the storage")):
+        want = fn(x) if why != "past the storage" else None
+        torchc.reset()
+        if want is None:
+            with pytest.raises(RuntimeError):
+                torchc.compile(fn)(x)
+            continue
+        ex = torchc.explain(fn)(x)
+        assert ex.graph_break_count >= 1 and any(why in str(r) for r in ex.break_reasons), ex.break_reasons
+        _same(ex.result, want)
