@@ -429,3 +429,20 @@ def test_as_strided_of_an_input_or_a_sliced_view_is_left_to_eager():
         ex = torchc.explain(fn)(x)
         assert ex.graph_break_count >= 1 and any(why in str(r) for r in ex.break_reasons), ex.break_reasons
         _same(ex.result, want)
+
+
+@pytest.mark.allow_fallback
+def test_cdist_and_cosine_similarity_under_autocast_are_left_to_eager():
+    # autocast runs both wholly in float32 (CUDA's list): a decomposition would autocast its
+    # matmul; left to eager with a reason, eager's values and dtypes
+    a, b = R(4, 8), R(4, 8, seed=12)
+
+    def f(a, b):
+        return F.cosine_similarity(a, b, -1), torch.cdist(a, b)
+
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        want = f(a, b)
+        torchc.reset()
+        ex = torchc.explain(f)(a, b)
+    assert ex.graph_break_count == 2, ex.break_reasons
+    _same(ex.result, want)

@@ -89,7 +89,8 @@ def diagflat(input, offset=0):
 
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     if not isinstance(x1, _Tensor) or not isinstance(x2, _Tensor) or not isinstance(dim, int) or \
-            not isinstance(eps, (int, float)) or x1.is_complex() or x2.is_complex():
+            not isinstance(eps, (int, float)) or x1.is_complex() or x2.is_complex() or \
+            torch.is_autocast_enabled(x1.device.type):  # autocast's float32 op: eager's own casts
         return _cosine_similarity(x1, x2, dim, eps)
     ct = torch.result_type(x1, x2)
     if not ct.is_floating_point:
@@ -244,8 +245,8 @@ def cdist(x1, x2, p=2.0, compute_mode=None):
     ok = isinstance(x1, _Tensor) and isinstance(x2, _Tensor) and isinstance(p, (int, float)) and \
         (p == 2 or p == 1) and compute_mode in (None, 0, 1, 2) and x1.dim() >= 2 and x2.dim() >= 2 and \
         x1.is_floating_point() and x1.dtype == x2.dtype and x1.shape[-1] == x2.shape[-1] and \
-        x1.numel() > 0 and x2.numel() > 0
-    if not ok:
+        x1.numel() > 0 and x2.numel() > 0 and not torch.is_autocast_enabled(x1.device.type)
+    if not ok:  # (under autocast eager runs all of cdist in float32: left to it)
         return _cdist(x1, x2, p, compute_mode)
     r1 = x1.shape[-2]
     r2 = x2.shape[-2]
