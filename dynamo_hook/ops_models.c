@@ -298,3 +298,28 @@ int sym_h_as_strided(trace *t, const opdef *d, var **p, var *out) {
     }
     return sym_view_out_desc(t, p[0], r, out, "as_strided", Py_BuildValue("(NNL)", szt, stt, off));
 }
+
+/* torch.grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners) (what
+ * F.grid_sample calls after checking its arguments): ATen's kernel as an extern node
+ * (IC_EXT_GRID_SAMPLE). Inference only: with a value that requires grad it is left to eager
+ * (no backward rule), as under autocast (CUDA's float32 list). */
+int sym_h_grid_sampler(trace *t, const opdef *d, var **p, var *out) {
+    long long mode, pad;
+    int ac;
+    if (sym_need_tensor(t, d, p[0]) < 0 || sym_need_tensor(t, d, p[1]) < 0 ||
+        sym_get_int(t, p[2], &mode, "interpolation_mode") < 0 || sym_get_int(t, p[3], &pad, "padding_mode") < 0 ||
+        sym_get_bool(t, p[4], 0, &ac, "align_corners") < 0)
+        return -1;
+    if (p[4] == NULL || sym_is_none(p[4]))
+        return sym_fail(t, "grid_sampler: align_corners is required (eager will raise)");
+    if (sym_value_requires_grad(t, p[0]->val) || sym_value_requires_grad(t, p[1]->val))
+        return sym_fail(t, "grid_sampler of a tensor that requires grad left to eager (no backward rule)");
+    if (dh_tl_autocast && dh_autocast_op_affected("grid_sampler"))
+        return sym_fail(t, "grid_sampler under autocast left to eager");
+    ic_val in[2] = {p[0]->val, p[1]->val};
+    int64_t prm[3] = {mode, pad, ac};
+    ic_val r = ic_extern(G, IC_EXT_GRID_SAMPLE, 2, in, 3, prm, 1, 1);
+    if (r < 0)
+        return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "grid_sampler failed");
+    return sym_tensor_out(t, r, out);
+}

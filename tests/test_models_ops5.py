@@ -446,3 +446,34 @@ def test_cdist_and_cosine_similarity_under_autocast_are_left_to_eager():
         ex = torchc.explain(f)(a, b)
     assert ex.graph_break_count == 2, ex.break_reasons
     _same(ex.result, want)
+
+
+# ---- F.grid_sample: ATen's grid_sampler as an extern (inference) -------------------------------
+
+@pytest.mark.parametrize("mode", ["bilinear", "nearest", "bicubic"])
+@pytest.mark.parametrize("padding", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("align", [False, True])
+def test_grid_sample_2d(mode, padding, align):
+    x = R(2, 3, 5, 7)
+    grid = R(2, 4, 6, 2, seed=13).mul(0.8)  # some points outside [-1, 1]
+    _whole(lambda x, g: F.grid_sample(x * 2, g, mode=mode, padding_mode=padding, align_corners=align) + 1, x, grid)
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "nearest"])
+def test_grid_sample_3d_noncontiguous_and_half(mode):
+    x = R(1, 2, 3, 4, 5)
+    grid = R(1, 2, 3, 4, 3, seed=14)
+    _whole(lambda x, g: F.grid_sample(x, g, mode=mode, align_corners=False), x, grid)
+    x2 = R(2, 5, 6, 3).permute(0, 3, 1, 2)  # channels-last
+    g2 = R(2, 3, 4, 2, seed=15).transpose(1, 2)
+    _whole(lambda x, g: F.grid_sample(x, g, align_corners=True).relu(), x2, g2)
+    _whole(lambda x, g: F.grid_sample(x, g, align_corners=False), x2.double(), g2.double())
+
+
+@pytest.mark.allow_fallback
+def test_grid_sample_with_grad_is_left_to_eager():
+    x = R(1, 2, 4, 4).requires_grad_()
+    g = R(1, 3, 3, 2, seed=16)
+    ex = torchc.explain(lambda x, g: F.grid_sample(x, g, align_corners=False).sum())(x, g)
+    assert any("requires grad" in str(r) for r in ex.break_reasons), ex.break_reasons
+    torch.testing.assert_close(ex.result, F.grid_sample(x, g, align_corners=False).sum())
