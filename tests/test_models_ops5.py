@@ -477,3 +477,27 @@ def test_grid_sample_with_grad_is_left_to_eager():
     ex = torchc.explain(lambda x, g: F.grid_sample(x, g, align_corners=False).sum())(x, g)
     assert any("requires grad" in str(r) for r in ex.break_reasons), ex.break_reasons
     torch.testing.assert_close(ex.result, F.grid_sample(x, g, align_corners=False).sum())
+
+
+# ---- linspace of 0-d tensors (eager takes their item(): no gradient) ---------------------------
+
+@pytest.mark.parametrize("se", [(0.1, 2.7), (-3, 4), (2.5, -1.0)])
+@pytest.mark.parametrize("steps", [0, 1, 2, 7, 100])
+@pytest.mark.parametrize("dtype", [None, torch.float64])
+@pytest.mark.parametrize("which", ["both", "start", "end"])
+def test_linspace_of_0d_tensors(se, steps, dtype, which):
+    s = torch.tensor(se[0], dtype=torch.float64 if isinstance(se[0], float) else torch.int64)
+    e = torch.tensor(se[1], dtype=torch.float32 if isinstance(se[1], float) else torch.int64)
+
+    def f(s, e):
+        a = s if which != "end" else se[0]
+        b = e if which != "start" else se[1]
+        return torch.linspace(a, b, steps, dtype=dtype) * 1
+
+    _whole(f, s, e, exact=False, tol=dict(rtol=2e-7, atol=1e-7))
+
+
+def test_linspace_of_0d_tensors_passes_no_gradient():
+    s = torch.tensor(0.5, requires_grad=True)
+    e = torch.tensor(3.0, requires_grad=True)
+    _whole(lambda s, e: torch.linspace(s * 2, e, 5) + 1, s, e, exact=False, tol=dict(rtol=2e-7, atol=1e-7))
