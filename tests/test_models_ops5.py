@@ -501,3 +501,13 @@ def test_linspace_of_0d_tensors_passes_no_gradient():
     s = torch.tensor(0.5, requires_grad=True)
     e = torch.tensor(3.0, requires_grad=True)
     _whole(lambda s, e: torch.linspace(s * 2, e, 5) + 1, s, e, exact=False, tol=dict(rtol=2e-7, atol=1e-7))
+
+
+@pytest.mark.allow_fallback
+@pytest.mark.parametrize("idx", [[100], [-13]])
+def test_take_out_of_range_raises_as_eager(idx):
+    x, i = R(3, 4), torch.tensor(idx)
+    with pytest.raises(IndexError):
+        torch.take(x, i)
+    with pytest.raises(IndexError):
+        torchc.compile(lambda x, i: torch.take(x, i) * 2)(x, i)
