@@ -511,3 +511,73 @@ def test_take_out_of_range_raises_as_eager(idx):
         torch.take(x, i)
     with pytest.raises(IndexError):
         torchc.compile(lambda x, i: torch.take(x, i) * 2)(x, i)
+
+
+# ---- trace, dot, inner, pairwise_distance, dist, frac, heaviside, rot90, aminmax,
+# fill_diagonal_, tril/triu_indices -----------------------------------------------------------
+
+@pytest.mark.parametrize("shape", [(4, 4), (3, 5), (1, 1), (0, 3)])
+def test_trace(shape):
+    _whole(lambda x: torch.trace(x), R(*shape), exact=False)
+    _whole(lambda x: x.trace(), (R(*shape) * 9).to(torch.int32))
+
+
+def test_dot_inner():
+    a, b = R(7), R(7, seed=17)
+    _whole(lambda a, b: (torch.dot(a, b), a.dot(b), torch.inner(a, b)), a, b, exact=False)
+    _whole(lambda a, b: torch.inner(a, b), R(2, 3, 4), R(5, 4, seed=18), exact=False)
+    _whole(lambda a, b: torch.inner(a, b), R(2, 3), torch.tensor(1.5))
+    _grads(lambda a, b: (torch.dot(a, b), torch.inner(a.view(1, 7), b)), a, b)
+
+
+@pytest.mark.parametrize("shapes", [((4, 6), (4, 6)), ((3, 1, 5), (2, 5)), ((5,), (5,))])
+@pytest.mark.parametrize("p", [2.0, 1, 3.0])
+def test_pairwise_distance_and_dist(shapes, p):
+    a, b = R(*shapes[0]), R(*shapes[1], seed=19)
+    _whole(lambda a, b: (F.pairwise_distance(a, b, p=p), F.pairwise_distance(a, b, p, 1e-3, True)), a, b,
+           exact=False)
+    _whole(lambda a, b: torch.dist(a, b, p), a, b, exact=False)
+    _grads(lambda a, b: F.pairwise_distance(a, b, p=p), a, b)
+
+
+def test_frac_heaviside():
+    x = torch.tensor([-2.5, -0.0, 0.0, 0.3, 7.0, float("nan"), float("inf")])
+    v = torch.tensor([0.5, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
+    _whole(lambda x, v: (torch.frac(x), x.frac(), torch.heaviside(x, v), x.heaviside(torch.tensor(9.0))), x, v)
+    xi = torch.tensor([-3, 0, 2])
+    _whole(lambda x: torch.heaviside(x, torch.tensor([7])), xi)
+    _grads(lambda x: torch.frac(x * 3), R(6))
+
+
+@pytest.mark.parametrize("k", [-1, 0, 1, 2, 3, 5])
+@pytest.mark.parametrize("dims", [(0, 1), (1, 0), (-1, 0), (1, 2)])
+def test_rot90(k, dims):
+    x = R(2, 3, 4)
+    _whole(lambda x: torch.rot90(x, k, dims), x)
+    _whole(lambda x: x.rot90(k, dims) * 2, x.transpose(0, 2))
+
+
+def test_aminmax():
+    x = R(3, 5)
+    x[1, 2] = float("nan")
+    _whole(lambda x: torch.aminmax(x), x)
+    _whole(lambda x: tuple(torch.aminmax(x, dim=1)), R(3, 5))
+    _whole(lambda x: x.aminmax(dim=0, keepdim=True).max * 2, R(3, 5))
+
+
+@pytest.mark.parametrize("shape", [(4, 4), (3, 5), (7, 3), (5, 4)])
+@pytest.mark.parametrize("wrap", [False, True])
+def test_fill_diagonal_(shape, wrap):
+    def f(x):
+        y = x * 2
+        y.fill_diagonal_(-1.5, wrap=wrap)
+        return y
+
+    _whole(f, R(*shape))
+    _grads(lambda x: (x * 2).fill_diagonal_(0.0, wrap) * 3, R(*shape))
+
+
+@pytest.mark.parametrize("args", [(4, 4), (3, 5, 1), (5, 3, -1), (4, 6, -2), (0, 3), (3, 3, 9)])
+def test_tril_triu_indices(args):
+    _whole(lambda x: (torch.tril_indices(*args), torch.triu_indices(*args), x + 1), R(2))
+    _whole(lambda x: x[tuple(torch.triu_indices(4, 4, 1))], R(4, 4))

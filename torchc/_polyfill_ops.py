@@ -383,6 +383,151 @@ def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None,
     return torch.pow(float(base), lin).to(dt)
 
 
+# ---- small ops: trace, dot, inner, pairwise_distance, dist, frac, heaviside, rot90, aminmax,
+# fill_diagonal_, tril_indices / triu_indices (each as ATen writes it) ----------------------------
+
+_trace = _VF.trace
+_dot = _VF.dot
+_inner = _VF.inner
+_pairwise_distance = _VF.pairwise_distance
+_dist = _VF.dist
+_frac = _VF.frac
+_heaviside = _VF.heaviside
+_rot90 = _VF.rot90
+_aminmax = _VF.aminmax
+_fill_diagonal_ = _T.fill_diagonal_
+_tril_indices = _VF.tril_indices
+_triu_indices = _VF.triu_indices
+
+
+def trace(input):
+    if not isinstance(input, _Tensor) or input.dim() != 2 or input.dtype == torch.bool:
+        return _trace(input)
+    return torch.diagonal(input).sum()
+
+
+def dot(input, tensor, *, out=None):  # matmul of two vectors is ATen's dot
+    if out is not None or not isinstance(input, _Tensor) or not isinstance(tensor, _Tensor) or \
+            input.dim() != 1 or tensor.dim() != 1 or input.dtype != tensor.dtype or \
+            input.shape[0] != tensor.shape[0] or not input.is_floating_point():
+        return _dot(input, tensor) if out is None else _dot(input, tensor, out=out)
+    return torch.matmul(input, tensor)
+
+
+def inner(input, other, *, out=None):
+    if out is not None or not isinstance(input, _Tensor) or not isinstance(other, _Tensor):
+        return _inner(input, other) if out is None else _inner(input, other, out=out)
+    if input.dim() == 0 or other.dim() == 0:
+        return input * other
+    if input.shape[-1] != other.shape[-1]:
+        return _inner(input, other)  # eager raises
+    return torch.tensordot(input, other, ([-1], [-1]))
+
+
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    if not isinstance(x1, _Tensor) or not isinstance(x2, _Tensor) or not isinstance(p, (int, float)) or \
+            not isinstance(eps, (int, float)) or not isinstance(keepdim, bool) or \
+            max(x1.dim(), x2.dim()) == 0:
+        return _pairwise_distance(x1, x2, p, eps, keepdim)
+    return torch.norm(x1 - x2 + eps, p, max(x1.dim(), x2.dim()) - 1, keepdim)
+
+
+def dist(input, other, p=2):
+    if not isinstance(input, _Tensor) or not isinstance(other, _Tensor) or not isinstance(p, (int, float)) or \
+            torch.is_autocast_enabled(input.device.type):  # autocast's float32 op
+        return _dist(input, other, p)
+    return torch.norm(input - other, p)
+
+
+def frac(input, *, out=None):
+    if out is not None or not isinstance(input, _Tensor) or not input.is_floating_point():
+        return _frac(input) if out is None else _frac(input, out=out)
+    return input - torch.trunc(input)
+
+
+def heaviside(input, values, *, out=None):
+    if out is not None or not isinstance(input, _Tensor) or not isinstance(values, _Tensor) or \
+            input.dtype != values.dtype or input.dtype == torch.bool or input.is_complex():
+        return _heaviside(input, values) if out is None else _heaviside(input, values, out=out)
+    return torch.where(input == 0, values, (input > 0).to(input.dtype))
+
+
+def rot90(input, k=1, dims=(0, 1)):
+    ok = isinstance(input, _Tensor) and isinstance(k, int) and isinstance(dims, (list, tuple)) and \
+        len(dims) == 2 and input.dim() >= 2
+    if ok:
+        n = input.dim()
+        d0 = dims[0]
+        d1 = dims[1]
+        ok = isinstance(d0, int) and isinstance(d1, int) and -n <= d0 < n and -n <= d1 < n and d0 % n != d1 % n
+    if not ok:
+        return _rot90(input, k, dims)
+    k = k % 4
+    if k == 1:
+        return input.flip([d1]).transpose(d0, d1)
+    if k == 2:
+        return input.flip([d0, d1])
+    if k == 3:
+        return input.flip([d0]).transpose(d0, d1)
+    return input.clone(memory_format=torch.contiguous_format)
+
+
+def aminmax(input, *, dim=None, keepdim=False, out=None):
+    if out is not None or not isinstance(input, _Tensor) or (dim is None and keepdim) or \
+            input.numel() == 0 or input.dtype == torch.bool or input.is_complex():
+        return _aminmax(input, dim=dim, keepdim=keepdim) if out is None else \
+            _aminmax(input, dim=dim, keepdim=keepdim, out=out)
+    if dim is None:
+        return torch.return_types.aminmax((torch.amin(input), torch.amax(input)))
+    return torch.return_types.aminmax((torch.amin(input, dim, keepdim), torch.amax(input, dim, keepdim)))
+
+
+def fill_diagonal_(self, fill_value, wrap=False):
+    """2-d: the elements (i, i), or with wrap on a matrix taller than wide + 1 every (cols + 1)-th
+    element in order (ATen's), set in place"""
+    if not isinstance(self, _Tensor) or self.dim() != 2 or not isinstance(fill_value, (int, float)) or \
+            not isinstance(wrap, bool):
+        return _fill_diagonal_(self, fill_value, wrap)
+    n = self.shape[0]
+    m = self.shape[1]
+    i = torch.arange(n, device=self.device).unsqueeze(1)
+    j = torch.arange(m, device=self.device).unsqueeze(0)
+    if wrap and n > m + 1:
+        mask = (i * m + j) % (m + 1) == 0
+    else:
+        mask = i == j
+    return self.masked_fill_(mask, fill_value)
+
+
+def _tri_indices(row, col, offset, lower, dtype, orig, device):
+    ok = isinstance(row, int) and isinstance(col, int) and isinstance(offset, int) and row >= 0 and col >= 0 and \
+        row * col <= 4096 and dtype in (torch.int64, torch.int32)
+    if not ok:
+        return orig(row, col, offset, dtype=dtype, device=device)
+    rs = []
+    cs = []
+    for r in range(row):
+        for c in range(col):
+            if (c - r <= offset) if lower else (c - r >= offset):
+                rs.append(r)
+                cs.append(c)
+    if len(rs) == 0:
+        return torch.zeros((2, 0), dtype=dtype, device=device)
+    return torch.tensor([rs, cs], dtype=dtype, device=device)
+
+
+def tril_indices(row, col, offset=0, *, dtype=torch.int64, device=None, layout=None, pin_memory=False):
+    if layout is not None or pin_memory:
+        return _tril_indices(row, col, offset, dtype=dtype, device=device, layout=layout, pin_memory=pin_memory)
+    return _tri_indices(row, col, offset, True, dtype, _tril_indices, device)
+
+
+def triu_indices(row, col, offset=0, *, dtype=torch.int64, device=None, layout=None, pin_memory=False):
+    if layout is not None or pin_memory:
+        return _triu_indices(row, col, offset, dtype=dtype, device=device, layout=layout, pin_memory=pin_memory)
+    return _tri_indices(row, col, offset, False, dtype, _triu_indices, device)
+
+
 def register(polyfills):
     """adds these to POLYFILLS: the torch.X function and the Tensor.X method where there is one"""
     pairs = (
@@ -391,11 +536,17 @@ def register(polyfills):
         ("atleast_1d", atleast_1d), ("atleast_2d", atleast_2d), ("atleast_3d", atleast_3d),
         ("searchsorted", searchsorted), ("median", median), ("nanmedian", nanmedian),
         ("cdist", cdist), ("tensordot", tensordot), ("kron", kron), ("logspace", logspace),
+        ("trace", trace), ("dot", dot), ("inner", inner), ("pairwise_distance", pairwise_distance),
+        ("dist", dist), ("frac", frac), ("heaviside", heaviside), ("rot90", rot90), ("aminmax", aminmax),
+        ("fill_diagonal_", fill_diagonal_), ("tril_indices", tril_indices), ("triu_indices", triu_indices),
     )
     for name, fn in pairs:
-        polyfills[getattr(_VF, name)] = fn
+        f = getattr(_VF, name, None)
+        if f is not None:
+            polyfills[f] = fn
         m = getattr(_T, name, None)
         if m is not None and name not in ("searchsorted", "cdist", "tensordot", "logspace",
                                           "cosine_similarity", "atleast_1d", "atleast_2d",
-                                          "atleast_3d"):
+                                          "atleast_3d", "pairwise_distance", "tril_indices",
+                                          "triu_indices"):
             polyfills[m] = fn
