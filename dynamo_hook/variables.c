@@ -636,6 +636,8 @@ static int is_simple_const(PyObject *o) {
         return 1;
     if (sym_is_enum_member(o)) /* a singleton of its class: guarded by type and == (obj_func.c) */
         return 1;
+    if (PyFloat_Check(o) && !strcmp(Py_TYPE(o)->tp_name, "numpy.float64"))
+        return 1; /* np.log(...) of numbers (a Python float to torch), crossing a break: by type and == */
     if (sym_dtype_from_object(o) >= 0 || (torch_device_type && Py_TYPE(o) == (PyTypeObject *)torch_device_type))
         return 1; /* torch.dtype (a singleton), torch.device (== and hash by value): dict keys */
     if (PySlice_Check(o)) { /* a slice of ints/None (a closure's or an attribute's): == is its fields' */

@@ -581,3 +581,12 @@ def test_fill_diagonal_(shape, wrap):
 def test_tril_triu_indices(args):
     _whole(lambda x: (torch.tril_indices(*args), torch.triu_indices(*args), x + 1), R(2))
     _whole(lambda x: x[tuple(torch.triu_indices(4, 4, 1))], R(4, 4))
+
+
+def test_numpy_float64_passed_in_or_across_a_break():
+    c = np.log(np.exp(1 - 1e-3) - 1)  # np.float64: a Python float to torch
+    x = R(3)
+    _whole(lambda x, c: x * c + 1, x, c)
+    f = torchc.compile(lambda x, c: x * c + 1)
+    _same(f(x, np.float64(2.5)), x * np.float64(2.5) + 1)  # another value: guarded, recompiled
+    _same(f(x, c), x * c + 1)
