@@ -750,6 +750,9 @@ void run_extern(const ic_extern_call *c) {
         copy_in(out, r);
         break;
     }
+    /* ---- models helper (F.grid_sample) ---- */
+    case IC_EXT_GRID_SAMPLE: copy_in(out, at::grid_sampler(in[0], in[1], p[0], p[1], p[2] != 0)); break;
+    /* ---- end models helper ---- */
     case IC_EXT_MATRIX_EXP: /* linear algebra: csrc/matrix_exp.cpp */
     case IC_EXT_MATRIX_EXP_VJP:
     case IC_EXT_SOLVE: tc_linalg_extern(c->kind, in, c->nin, p, c->nparams, out); break;

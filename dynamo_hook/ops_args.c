@@ -66,6 +66,8 @@ int sym_get_int(trace *t, const var *v, long long *out, const char *what) {
         *out = PyLong_AsLongLong(v->obj);
         return 0;
     }
+    if (sym_const_int_tensor(t, v, out)) /* ops_models.c: a 0-d constant, its __index__ */
+        return 0;
     return sym_fail(t, "%s must be a constant int", what);
 }
 

@@ -38,8 +38,11 @@ static int torch_function_query(trace *t, PyObject *f, int which, const var *arg
     if (tup == NULL)
         return -1;
     for (int i = 0; i < n; i++) {
+        /* a plain list or tuple (torch.atleast_2d((a, b)): *tensors holds one tuple) has no
+         * __torch_function__ of its own, the check looks no deeper: an empty tuple stands in */
         PyObject *o = items[i].kind == V_TENSOR ? sym_refs.tf_probe
-                      : items[i].kind == V_CONST || items[i].kind == V_OBJ ? items[i].obj : NULL;
+                      : items[i].kind == V_CONST || items[i].kind == V_OBJ ? items[i].obj
+                      : items[i].kind == V_SEQ && items[i].obj == NULL ? sym_keep(t, PyTuple_New(0)) : NULL;
         if (o == NULL) {
             Py_DECREF(tup);
             return sym_fail(t, "has_torch_function of an unsupported value");
@@ -61,6 +64,9 @@ static int class_tuple(const var *v) {
 int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out) {
     PyObject *f = fn->obj;
     const char *name = PyCFunction_Check(f) ? ((PyCFunctionObject *)f)->m_ml->ml_name : NULL;
+    int urc = sym_np_ufunc_call(t, f, args, nargs, kwnames, out); /* ops_models.c: np.sqrt(d) */
+    if (urc != 1)
+        return urc;
     for (int i = 0; i < 2; i++)
         if (f == sym_refs.usage_log[i] && f != NULL) /* logging only */
             return sym_const(t, Py_NewRef(Py_None), out);

@@ -143,6 +143,14 @@ ic_val sym_floor_divide(trace *t, ic_val a, ic_val b);
 int sym_h_as_tensor(trace *t, const opdef *d, var **p, var *out);
 int sym_h_scalar_tensor(trace *t, const opdef *d, var **p, var *out);
 int sym_h_linalg_norm(trace *t, const opdef *d, var **p, var *out);
+/* ops_models.c */
+int sym_h_result_type(trace *t, const opdef *d, var **p, var *out);
+int sym_h_as_strided(trace *t, const opdef *d, var **p, var *out);
+int sym_h_grid_sampler(trace *t, const opdef *d, var **p, var *out);
+int sym_numbers_op(trace *t, const opdef *d, var **p, int nkw, const char *const *kwn, var *out);
+int sym_const_int_tensor(trace *t, const var *v, long long *out);
+int sym_np_ufunc_call(trace *t, PyObject *f, const var *args, int nargs, PyObject *kwnames, var *out);
+int sym_return_types_call(trace *t, PyObject *f, const var *args, int nargs, PyObject *kwnames, var *out);
 int sym_h_bucketize(trace *t, const opdef *d, var **p, var *out);
 int sym_h_act(trace *t, const opdef *d, var **p, var *out);
 int sym_h_glu(trace *t, const opdef *d, var **p, var *out);

@@ -84,8 +84,10 @@ int sym_h_binary(trace *t, const opdef *d, var **p, var *out) {
     ic_val a, b;
     if (sym_as_tensor(t, p[0], &a) < 0 || sym_as_tensor(t, p[1], &b) < 0)
         return -1;
-    if (p[0]->kind != V_TENSOR && p[1]->kind != V_TENSOR)
-        return sym_fail(t, "%s of two numbers", d->name);
+    if (p[0]->kind != V_TENSOR && p[1]->kind != V_TENSOR) {
+        int rc = sym_numbers_op(t, d, p, 0, NULL, out); /* ops_models.c: torch.mul(2, 3) */
+        return rc != 1 ? rc : sym_fail(t, "%s of two numbers", d->name);
+    }
     var bv = *p[1];
     sym_resolve(t, &bv);
     if (sym_int_div_check(t, (ic_op)d->op, a, b, &bv) < 0)
@@ -142,6 +144,12 @@ int sym_h_add_sub(trace *t, const opdef *d, var **p, var *out) {
  * rounded to the half type, but in float32 (unrounded) when b is a scalar (a number or a 0-d
  * tensor: ATen's CPU-scalar kernel) */
 int sym_h_div(trace *t, const opdef *d, var **p, var *out) {
+    if (p[0] && p[1] && p[0]->kind != V_TENSOR && p[1]->kind != V_TENSOR) {
+        static const char *const kwn[1] = {"rounding_mode"}; /* ops_models.c: torch.div(7, 2) */
+        int rc = sym_numbers_op(t, d, p, 1, kwn, out);
+        if (rc != 1)
+            return rc;
+    }
     if (sym_is_none(p[2]))
         return sym_h_binary(t, d, p, out);
     if (p[2]->kind != V_CONST || !PyUnicode_Check(p[2]->obj))
@@ -536,17 +544,28 @@ int sym_h_arange(trace *t, const opdef *d, var **p, var *out) {
  * kernel, start + step * i for the first half and end - step * (steps - 1 - i) for the rest
  * (step in the output dtype where that is float); eager's vectorized CPU loop fuses the
  * multiply-add, so float32 values may differ from it by 1 ulp (0.1..0.7 in 1000 steps: 124
- * of 1000 values, 6e-8) */
+ * of 1000 values, 6e-8). A 0-d tensor start or end (eager takes its item(): no gradient)
+ * enters as its value cast to the output dtype, the step computed from them in it. */
 int sym_h_linspace(trace *t, const opdef *d, var **p, var *out) {
-    for (int i = 0; i < 2; i++)
+    int tens = 0;
+    for (int i = 0; i < 2; i++) {
+        if (p[i] != NULL && p[i]->kind == V_TENSOR) {
+            const ic_meta *tm = sym_metap(t, p[i]->val);
+            if (tm->ndim != 0)
+                return sym_fail(t, "linspace only supports 0-dimensional start and end tensors (eager will raise)");
+            tens = 1;
+            continue;
+        }
         if (p[i] == NULL || !sym_is_number(p[i]) || PyComplex_Check(p[i]->obj))
-            return sym_fail(t, "linspace: start and end must be real numbers (tensors left to eager)");
+            return sym_fail(t, "linspace: start and end must be real numbers or 0-d tensors");
+    }
     if (p[2] == NULL || p[2]->kind != V_CONST || !PyLong_Check(p[2]->obj) || PyBool_Check(p[2]->obj))
         return sym_fail(t, "linspace: steps must be a constant int");
     long long steps = PyLong_AsLongLong(p[2]->obj);
     if (steps < 0 || steps > (1LL << 40))
         return sym_fail(t, "linspace: steps out of range (eager will raise)");
-    double start = PyFloat_AsDouble(p[0]->obj), end = PyFloat_AsDouble(p[1]->obj);
+    double start = p[0]->kind == V_TENSOR ? 0 : PyFloat_AsDouble(p[0]->obj);
+    double end = p[1]->kind == V_TENSOR ? 0 : PyFloat_AsDouble(p[1]->obj);
     if (PyErr_Occurred())
         return -1;
     int dt = -1;
@@ -565,6 +584,26 @@ int sym_h_linspace(trace *t, const opdef *d, var **p, var *out) {
             return sym_fail(t, "linspace: unsupported device argument");
         if (same_device(t, dty, dix, "linspace") < 0)
             return -1;
+    }
+    if (tens) { /* 0-d tensors: their values (detached) in the output dtype */
+        ic_val se[2];
+        for (int i = 0; i < 2; i++) {
+            double v = i ? end : start;
+            se[i] = p[i]->kind == V_TENSOR ? ic_cast(G, ic_detach(G, p[i]->val), (ic_dtype)dt)
+                                          : ic_cast(G, ic_scalar(G, dt == IC_F32 ? (double)(float)v : v, IC_F64), (ic_dtype)dt);
+        }
+        if (steps <= 1) {
+            int64_t one = 1;
+            ic_val r = ic_reshape(G, se[0], 1, &one);
+            return sym_tensor_out(t, steps == 1 ? r : ic_slice(G, r, 0, 0, 0, 1), out);
+        }
+        ic_val stp = ic_binary(G, IC_OP_DIV, ic_binary(G, IC_OP_SUB, se[1], se[0]), ic_scalar(G, (double)(steps - 1), IC_F64));
+        ic_val ix = ic_arange(G, steps, 0.0, 1.0, (ic_dtype)dt);
+        ic_val lo = ic_binary(G, IC_OP_ADD, se[0], ic_binary(G, IC_OP_MUL, stp, ix));
+        ic_val bk = ic_binary(G, IC_OP_SUB, ic_scalar(G, (double)(steps - 1), IC_F64), ix);
+        ic_val hi = ic_binary(G, IC_OP_SUB, se[1], ic_binary(G, IC_OP_MUL, stp, bk));
+        ic_val fh = ic_binary(G, IC_OP_LT, ix, ic_scalar(G, (double)(steps / 2), IC_F64));
+        return sym_tensor_out(t, ic_where(G, fh, lo, hi), out);
     }
     if (steps <= 1)
         return sym_tensor_out(t, ic_arange(G, steps, start, 1.0, (ic_dtype)dt), out);

@@ -288,6 +288,10 @@ static const opdef OPS[] = {
     {"count_nonzero", W_TORCH | W_METHOD, "input,dim", sym_h_count_nonzero, 0},
     {"grouped_mm", W_F, "mat_a,mat_b|offs,bias,out_dtype", sym_h_grouped_mm, 0},
     {"_grouped_mm", W_TORCH, "input,mat2,offs,bias,out_dtype", sym_h_grouped_mm, 0},
+    /* ops_models.c */
+    {"result_type", W_TORCH, "tensor,other", sym_h_result_type, 0},
+    {"as_strided", W_TORCH | W_METHOD, "input,size,stride,storage_offset", sym_h_as_strided, 0},
+    {"grid_sampler", W_TORCH, "input,grid,interpolation_mode,padding_mode,align_corners", sym_h_grid_sampler, 0},
     {"interpolate", W_F, "input,size,scale_factor,mode,align_corners,recompute_scale_factor,antialias", sym_h_interpolate, 0},
 };
 #undef UN
@@ -865,6 +869,11 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
         return sym_obj_build_class(t, args, nargs, kwnames, out);
     if (fn->kind == V_FUNC && fn->obj && sym_obj_plain_class(fn->obj)) /* obj_new.c */
         return sym_obj_new(t, fn->obj, args, nargs, kwnames, out);
+    if (fn->kind == V_FUNC) { /* ops_models.c: torch.return_types.X((v, i)) in a polyfill */
+        int rc = sym_return_types_call(t, fn->obj, args, nargs, kwnames, out);
+        if (rc != 1)
+            return rc;
+    }
     if (fn->kind == V_FUNC) { /* obj_data.c: collections, iter/next, sorted */
         int rc = sym_data_call(t, fn, args, nargs, kwnames, out);
         if (rc != 1)
@@ -1096,6 +1105,15 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
                         sym_resolve(t, out);
                         return 0;
                     }
+                }
+                /* a method with a polyfill of its own (torchc/_polyfills.py: Tensor.diag & co) */
+                PyObject *descr = sym_refs.tensor_type ? PyObject_GetAttr(sym_refs.tensor_type, fn->obj) : NULL;
+                if (descr == NULL) {
+                    (void)tc_clear_expected(PyExc_AttributeError);
+                } else {
+                    int rc = sym_keep(t, descr) ? sym_obj_polyfill_func(t, descr, self, args, nargs, kwnames, out) : -1;
+                    if (rc != 1)
+                        return rc;
                 }
                 return sym_fail(t, "Tensor.%U() not supported", fn->obj);
             }

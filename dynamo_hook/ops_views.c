@@ -203,6 +203,14 @@ static int eager_strides(trace *t, ic_val v, int64_t *st, int depth) {
             st[i] = bs[PyLong_AsLong(PyTuple_GET_ITEM(perm, i))];
         return !PyErr_Occurred() || ((void)tc_clear_expected(PyExc_OverflowError, PyExc_TypeError), 0);
     }
+    if (!strcmp(name, "as_strided")) { /* ops_models.c: the strides given */
+        PyObject *sts = PyTuple_GET_ITEM(args, 1);
+        if (!PyTuple_Check(sts) || PyTuple_GET_SIZE(sts) != m.ndim)
+            return 0;
+        for (int i = 0; i < m.ndim; i++)
+            st[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(sts, i));
+        return !PyErr_Occurred() || ((void)tc_clear_expected(PyExc_OverflowError), 0);
+    }
     if (!strcmp(name, "expand")) {
         int lead = m.ndim - bm.ndim;
         for (int i = 0; i < m.ndim; i++)
@@ -1127,7 +1135,9 @@ int sym_h_diagonal(trace *t, const opdef *d, var **p, var *out) {
 /* Tensor.unfold(dimension, size, step): windows of `size` along `dimension`, `step` apart, as a
  * new last dim (eager: a strided view, overlapping where step < size). The value: one strided
  * slice per window position, stacked along the new dim; described as the view for replay on
- * a returned input and for eager's strides (eager_strides). Static shapes, at most 64 taps. */
+ * a returned input and for eager's strides (eager_strides). Static shapes. More than 64 taps:
+ * one index_select of the window positions (j * step + k for window j, tap k) along the dim,
+ * its (windows, taps) pair unflattened there and the taps moved last. */
 int sym_h_tensor_unfold(trace *t, const opdef *d, var **p, var *out) {
     long long dim, size, step;
     int dd;
@@ -1142,9 +1152,32 @@ int sym_h_tensor_unfold(trace *t, const opdef *d, var **p, var *out) {
     int64_t n = m.sizes[dd];
     if (size < 1 || step < 1 || size > n)
         return sym_fail(t, "Tensor.unfold: size in [1, the dim's size] and step >= 1 (else eager raises or is empty)");
-    if (size > 64)
-        return sym_fail(t, "Tensor.unfold: more than 64 taps left to eager");
     int64_t nout = (n - size) / step + 1, sz[IC_MAX_DIMS];
+    if (size > 64) {
+        int64_t a[2] = {nout, 1}, b[2] = {1, size}, flat = nout * size, usz[IC_MAX_DIMS];
+        ic_val w = ic_reshape(G, ic_arange(G, nout, 0, (double)step, IC_I64), 2, a);
+        ic_val k = ic_reshape(G, ic_arange(G, size, 0, 1, IC_I64), 2, b);
+        ic_val idx = w < 0 || k < 0 ? -1 : ic_reshape(G, ic_binary(G, IC_OP_ADD, w, k), 1, &flat);
+        ic_val v = idx < 0 ? -1 : ic_index_select(G, p[0]->val, dd, idx);
+        int perm[IC_MAX_DIMS], nd = 0;
+        for (int i = 0; i < m.ndim; i++) {
+            if (i == dd) {
+                usz[nd++] = nout;
+                usz[nd++] = size;
+            } else {
+                usz[nd++] = m.sizes[i];
+            }
+        }
+        v = v < 0 ? v : ic_reshape(G, v, nd, usz);
+        for (int i = 0, j = 0; i < nd; i++)
+            if (i != dd + 1)
+                perm[j++] = i;
+        perm[nd - 1] = dd + 1;
+        v = v < 0 ? v : ic_permute(G, v, perm);
+        if (v < 0)
+            return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "Tensor.unfold failed");
+        return sym_view_out_desc(t, p[0], v, out, "unfold", Py_BuildValue("(iLL)", dd, size, step));
+    }
     for (int i = 0; i < m.ndim; i++)
         sz[i] = i == dd ? nout : m.sizes[i];
     sz[m.ndim] = 1;

@@ -7,6 +7,8 @@
  */
 #include "sym.h"
 
+int sym_is_np_ufunc(PyObject *o); /* ops_models.c */
+
 #include <stdarg.h>
 #include <string.h>
 
@@ -636,6 +638,8 @@ static int is_simple_const(PyObject *o) {
         return 1;
     if (sym_is_enum_member(o)) /* a singleton of its class: guarded by type and == (obj_func.c) */
         return 1;
+    if (PyFloat_Check(o) && !strcmp(Py_TYPE(o)->tp_name, "numpy.float64"))
+        return 1; /* np.log(...) of numbers (a Python float to torch), crossing a break: by type and == */
     if (sym_dtype_from_object(o) >= 0 || (torch_device_type && Py_TYPE(o) == (PyTypeObject *)torch_device_type))
         return 1; /* torch.dtype (a singleton), torch.device (== and hash by value): dict keys */
     if (PySlice_Check(o)) { /* a slice of ints/None (a closure's or an attribute's): == is its fields' */
@@ -1169,7 +1173,7 @@ static int wrap_uncached(trace *t, PyObject *o, int src, var *out) {
             out->obj = sym_keep(t, Py_NewRef(o));
             return out->obj ? 0 : -1;
         }
-        if (op >= 0 || PyCFunction_Check(o) || PyType_Check(o)) {
+        if (op >= 0 || PyCFunction_Check(o) || PyType_Check(o) || sym_is_np_ufunc(o)) {
             if (sym_guard_id(t, src, o) < 0)
                 return -1;
             out->kind = V_FUNC;

@@ -231,7 +231,12 @@ ic_val ic_arange(ic_graph *g, int64_t n, double start, double step, ic_dtype dty
                              may have side effects); 0..4 operands; params: key (the call's \
                              record), written operand + 1 (0: none), dtype, ndim, sizes[ndim] \
                              [, strides[ndim]: eager's of the written operand]; output \
-                             contiguous (several outputs of one dtype: 1-D, flat) */
+                             contiguous (several outputs of one dtype: 1-D, flat) */      \
+    X(GRID_SAMPLE, "grid_sample") /* (x[N,C,H,W], grid[N,Ho,Wo,2]) or the 5-d form -> \
+                             [N,C,Ho,Wo] (contiguous): ATen's grid_sampler (F.grid_sample); \
+                             params: interpolation (0 bilinear, 1 nearest, 2 bicubic), \
+                             padding (0 zeros, 1 border, 2 reflection), align_corners; \
+                             inference only (no backward rule) */
 
 typedef enum ic_extern_kind {
 #define IC_X_EXT(name, text) IC_EXT_##name,

@@ -393,7 +393,7 @@ def _cases():
     add("ema", ema_update, lambda: ([_r(3, 4), _r(5, seed=1)], [_r(3, 4, seed=2), _r(5, seed=3)]))
     add("clip_norm", grad_clip_norm, lambda: ([_r(3, 4), _r(5, seed=1)],))
     add("mixup", one_hot_mixup, lambda: (_r(4, 3), torch.tensor([0, 4, 2, 2]), 0.3, torch.tensor([2, 0, 3, 1])))
-    add("knn", pairwise_dist_knn, lambda: (_r(6, 3),), marks=[pytest.mark.allow_fallback])  # cdist not captured
+    add("knn", pairwise_dist_knn, lambda: (_r(6, 3),))
     add("posenc", positional_sincos, lambda: (_r(2, 5, 6),))
     add("patchify", patchify, lambda: (_r(2, 3, 4, 6, grad=True),), True)
     add("sliding_windows", sliding_windows, lambda: (_r(2, 11, grad=True),), True)

@@ -582,3 +582,9 @@ POLYFILLS[_dataclasses.astuple] = dataclasses_astuple
 # ---- calls of objects, by type -----------------------------------------------------------
 
 CALLS = {}  # type -> function(obj, *args, **kwargs); functools.partial is obj_func.c's own
+
+
+# ---- torch ops written over the graph's ops (torchc/_polyfill_ops.py) ---------------------
+from torchc import _polyfill_ops  # noqa: E402
+
+_polyfill_ops.register(POLYFILLS)

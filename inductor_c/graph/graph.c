@@ -1090,6 +1090,33 @@ static ic_val ext_grouped_mm(ic_graph *g, int nin, const ic_val *in, int nparams
     return append(g, &n);
 }
 
+/* grid_sample (x[N,C,*in], grid[N,*out,nd]) -> [N,C,*out], nd = 2 or 3 (3: 5-d, no bicubic):
+ * the checks of ATen's grid_sampler (same floating dtype, batch sizes, the grid's last dim) */
+static ic_val ext_grid_sample(ic_graph *g, int nin, const ic_val *in, int nparams, const int64_t *p) {
+    if (nin != 2 || nparams != 3) return fail(g, IC_EINVALID, "grid_sample: wrong operand/param count");
+    const ic_meta *x = &g->nodes[in[0]].meta, *gr = &g->nodes[in[1]].meta;
+    if (x->dtype != gr->dtype) return fail(g, IC_EINVALID, "grid_sampler(): expected input and grid to have the same dtype");
+    if (!ic_is_float(x->dtype)) return fail(g, IC_EUNSUPPORTED, "grid_sample of a non-floating input");
+    if ((x->ndim != 4 && x->ndim != 5) || gr->ndim != x->ndim || gr->sizes[x->ndim - 1] != x->ndim - 2)
+        return fail(g, IC_EINVALID, "grid_sampler(): expected 4-D or 5-D input and grid of the same rank");
+    if (x->sizes[0] != gr->sizes[0]) return fail(g, IC_EINVALID, "grid_sampler(): expected grid and input to have same batch size");
+    if (p[0] < 0 || p[0] > 2 || p[1] < 0 || p[1] > 2 || (p[2] != 0 && p[2] != 1) || (x->ndim == 5 && p[0] == 2))
+        return fail(g, IC_EINVALID, "grid_sampler(): bad interpolation or padding mode");
+    for (int i = 2; i < x->ndim; i++)
+        if (x->sizes[i] == 0) return fail(g, IC_EINVALID, "grid_sampler(): expected input to have non-empty spatial dimensions");
+    ic_node n = {.op = IC_OP_EXTERN, .in = IC_IN_NONE, .ext_kind = IC_EXT_GRID_SAMPLE, .nparams = 3, .num = 1, .num2 = 1};
+    n.in[0] = in[0];
+    n.in[1] = in[1];
+    for (int i = 0; i < 3; i++) n.params[i] = p[i];
+    n.meta.dtype = x->dtype;
+    n.meta.ndim = x->ndim;
+    n.meta.sizes[0] = x->sizes[0];
+    n.meta.sizes[1] = x->sizes[1];
+    for (int i = 2; i < x->ndim; i++) n.meta.sizes[i] = gr->sizes[i - 1];
+    ic_contiguous_strides(&n.meta);
+    return append(g, &n);
+}
+
 /* random (ATen's generator): the output's dtype and sizes are params (see IC_EXT_RANDOM);
  * operands only for the probabilities of bernoulli_(tensor) and multinomial */
 static ic_val ext_random(ic_graph *g, int nin, const ic_val *in, int nparams, const int64_t *p, double beta,
@@ -1190,6 +1217,8 @@ IC_API ic_val ic_extern(ic_graph *g, ic_extern_kind kind, int nin, const ic_val 
     }
     const char *nm = extnames[kind];
     if (kind == IC_EXT_GROUPED_MM) return dyn ? fail(g, IC_EUNSUPPORTED, "%s on symbolic sizes", nm) : ext_grouped_mm(g, nin, in, nparams);
+    if (kind == IC_EXT_GRID_SAMPLE)
+        return dyn ? fail(g, IC_EUNSUPPORTED, "%s on symbolic sizes", nm) : ext_grid_sample(g, nin, in, nparams, params);
     if (kind >= IC_EXT_CONV_BWD) /* training: graph/vjp_extern.c */
         return dyn ? fail(g, IC_EUNSUPPORTED, "%s on symbolic sizes", nm) : ic_train_extern(g, kind, nin, in, nparams, params, beta);
     if (kind >= IC_EXT_MATRIX_EXP) { /* linear algebra: shapes in graph/linalg.c */

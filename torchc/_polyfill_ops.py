@@ -1,0 +1,552 @@
+"""Torch ops that real models call and torchc's graphs had no op for, written as Python over
+ops the graph has (registered in torchc/_polyfills.py's POLYFILLS: the frame hook inlines
+them where the traced code calls the original, torch.X or Tensor.X). Each one follows ATen's
+own implementation step by step (the same operations in the same order, so values round as
+eager's do) and its result's dtype, shape and strides are eager's; gradients come from the
+operations used, arranged to be eager's where ATen's formula differs (noted per op).
+
+What a polyfill does not cover it hands to the original (an `out=`, an unusual argument, a
+shape eager rejects): that call is traced as written, which breaks the graph there with the
+usual reason, and eager runs it (and raises where eager raises).
+
+Not here: ops whose result depends on ATen's internal order beyond values, e.g. the index
+kthvalue / median(dim) return among equal values (their quickselect's, not a sort's).
+"""
+import torch
+
+_VF = torch._C._VariableFunctions
+_T = torch.Tensor
+_Tensor = torch.Tensor
+
+_diag = _VF.diag
+_diag_embed = _VF.diag_embed
+_diagflat = _VF.diagflat
+_cosine_similarity = _VF.cosine_similarity
+_take = _VF.take
+_atleast = (None, _VF.atleast_1d, _VF.atleast_2d, _VF.atleast_3d)
+_searchsorted = _VF.searchsorted
+_median = _VF.median
+_nanmedian = _VF.nanmedian
+_cdist = _VF.cdist
+_tensordot = _VF.tensordot
+_kron = _VF.kron
+_logspace = _VF.logspace
+
+
+# ---- diagonals ------------------------------------------------------------------------------
+
+def _embed(v, k):
+    """(..., n) -> (..., m, m), m = n + |k|: v on diagonal k of the last two dims, zeros
+    elsewhere (a fresh contiguous tensor, as ATen's zeros + diagonal().copy_())"""
+    n = v.shape[-1]
+    a = k if k >= 0 else -k
+    m = n + a
+    vp = v
+    if a > 0:
+        vp = torch.cat([v, v.new_zeros(v.shape[:-1] + (a,))], -1)
+    i = torch.arange(m, device=v.device)
+    mask = (i.unsqueeze(0) - i.unsqueeze(1)) == k  # [r, c]: c - r == k
+    src = vp.unsqueeze(-1) if k >= 0 else vp.unsqueeze(-2)  # v[r] (k >= 0) or v[c]
+    return torch.where(mask, src, v.new_zeros(())).contiguous()
+
+
+def diag(input, diagonal=0, *, out=None):
+    if out is not None or not isinstance(input, _Tensor) or not isinstance(diagonal, int) or \
+            input.dim() not in (1, 2):
+        return _diag(input, diagonal) if out is None else _diag(input, diagonal, out=out)
+    if input.dim() == 1:
+        return _embed(input, diagonal)
+    return torch.diagonal(input, diagonal).clone(memory_format=torch.contiguous_format)
+
+
+def diag_embed(input, offset=0, dim1=-2, dim2=-1):
+    if not isinstance(input, _Tensor) or not isinstance(offset, int) or not isinstance(dim1, int) or \
+            not isinstance(dim2, int):
+        return _diag_embed(input, offset, dim1, dim2)
+    nd = input.dim() + 1
+    if input.dim() == 0 or not (-nd <= dim1 < nd and -nd <= dim2 < nd):
+        return _diag_embed(input, offset, dim1, dim2)
+    d1 = dim1 % nd
+    d2 = dim2 % nd
+    if d1 == d2:
+        return _diag_embed(input, offset, dim1, dim2)  # eager raises
+    r = _embed(input, offset)
+    if d1 == nd - 2 and d2 == nd - 1:
+        return r
+    return torch.movedim(r, (nd - 2, nd - 1), (d1, d2)).contiguous()
+
+
+def diagflat(input, offset=0):
+    if not isinstance(input, _Tensor) or not isinstance(offset, int):
+        return _diagflat(input, offset)
+    return _embed(input.reshape(-1), offset)
+
+
+# ---- F.cosine_similarity ---------------------------------------------------------------------
+# ATen (Distance.cpp): integer operands cast to the common dtype, both expanded, each divided
+# by its norm over dim (clamped to eps in place under no_grad: the gradient is the norm's,
+# unclamped), the products summed over dim.
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    if not isinstance(x1, _Tensor) or not isinstance(x2, _Tensor) or not isinstance(dim, int) or \
+            not isinstance(eps, (int, float)) or x1.is_complex() or x2.is_complex() or \
+            torch.is_autocast_enabled(x1.device.type):  # autocast's float32 op: eager's own casts
+        return _cosine_similarity(x1, x2, dim, eps)
+    ct = torch.result_type(x1, x2)
+    if not ct.is_floating_point:
+        return _cosine_similarity(x1, x2, dim, eps)  # eager raises
+    if not x1.is_floating_point():
+        x1 = x1.to(ct)
+    if not x2.is_floating_point():
+        x2 = x2.to(ct)
+    x1, x2 = torch.broadcast_tensors(x1, x2)
+    n1 = torch.linalg.vector_norm(x1, 2, dim, True)
+    n2 = torch.linalg.vector_norm(x2, 2, dim, True)
+    if n1.requires_grad:
+        d1 = n1.detach()
+        n1 = (n1 - d1) + d1.clamp_min(eps)  # the clamped value, the norm's gradient
+    else:
+        n1 = n1.clamp_min(eps)
+    if n2.requires_grad:
+        d2 = n2.detach()
+        n2 = (n2 - d2) + d2.clamp_min(eps)
+    else:
+        n2 = n2.clamp_min(eps)
+    return ((x1 / n1) * (x2 / n2)).sum(dim)
+
+
+# ---- take, atleast_nd ------------------------------------------------------------------------
+
+def take(input, index, *, out=None):
+    if out is not None or not isinstance(input, _Tensor) or not isinstance(index, _Tensor) or \
+            index.dtype != torch.int64:
+        return _take(input, index) if out is None else _take(input, index, out=out)
+    return input.reshape(-1)[index.reshape(-1)].reshape(index.shape)
+
+
+def _at_least(x, n):
+    d = x.dim()
+    if d >= n:
+        return x
+    if d == 0:
+        return x.reshape((1,) * n)
+    if n == 2 or d == 2:  # (k,) -> (1, k); (a, b) -> (a, b, 1)
+        return x.unsqueeze(0) if n == 2 else x.unsqueeze(-1)
+    return x.unsqueeze(0).unsqueeze(-1)  # (k,) -> (1, k, 1)
+
+
+def _atleast_all(tensors, n, orig):
+    if isinstance(tensors, _Tensor):
+        return _at_least(tensors, n)
+    if not isinstance(tensors, (list, tuple)):
+        return orig(tensors)
+    r = []
+    for x in tensors:
+        if not isinstance(x, _Tensor):
+            return orig(tensors)
+        r.append(_at_least(x, n))
+    return tuple(r)
+
+
+def atleast_1d(tensors):
+    return _atleast_all(tensors, 1, _atleast[1])
+
+
+def atleast_2d(tensors):
+    return _atleast_all(tensors, 2, _atleast[2])
+
+
+def atleast_3d(tensors):
+    return _atleast_all(tensors, 3, _atleast[3])
+
+
+# ---- searchsorted -----------------------------------------------------------------------------
+# The count of boundaries b with !(b >= x) (right: !(b > x)) along the last dim: eager's binary
+# search on a sorted sequence (NaN past the end); a 1-d sequence is bucketize's.
+
+def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None, sorter=None, out=None):
+    s = sorted_sequence
+    ok = out is None and sorter is None and isinstance(s, _Tensor) and s.dim() >= 1 and \
+        isinstance(out_int32, bool) and isinstance(right, bool) and side in (None, "left", "right") and \
+        not (side == "left" and right) and s.dtype != torch.bool and s.shape[-1] <= 1024
+    if ok and isinstance(input, _Tensor):
+        ok = input.dtype != torch.bool and (s.dim() == 1 or (input.dim() == s.dim() and input.shape[:-1] == s.shape[:-1]))
+    elif ok:
+        ok = isinstance(input, (int, float)) and not isinstance(input, bool) and s.dim() == 1
+    if not ok:
+        return _searchsorted(s, input, out_int32=out_int32, right=right, side=side, sorter=sorter, out=out)
+    if side == "right":
+        right = True
+    x = input
+    if not isinstance(x, _Tensor):  # a number: compared in the sequence's dtype, as eager's wrapped scalar
+        x = torch.tensor(x, dtype=torch.float64 if isinstance(x, float) else torch.int64, device=s.device)
+    if s.dim() == 1:
+        return torch.bucketize(x, s, out_int32=out_int32, right=right)
+    b = s.unsqueeze(-2)
+    c = (b > x.unsqueeze(-1)) if right else (b >= x.unsqueeze(-1))
+    r = (~c).sum(-1)
+    return r.to(torch.int32) if out_int32 else r
+
+
+# ---- median / nanmedian of all elements --------------------------------------------------------
+# The lower median of the sorted values (NaN sorts last: median is NaN if any is, nanmedian
+# counts the others). The gradient is spread evenly over the elements equal to the result
+# (ATen's evenly_distribute_backward), not sent to the one a sort picked.
+
+def _spread(input, r):
+    if not input.requires_grad:
+        return r
+    f = input.reshape(-1)
+    mask = (f == r) | (torch.isnan(f) & torch.isnan(r))
+    w = mask / mask.sum()
+    return r.detach() + (torch.where(mask, f - f.detach(), 0.0) * w).sum()
+
+
+def median(input, dim=None, keepdim=False, *, out=None):
+    if dim is not None or out is not None or not isinstance(input, _Tensor) or input.numel() == 0 or \
+            input.is_complex() or input.dtype == torch.bool:
+        if dim is None and out is None:
+            return _median(input)
+        return _median(input, dim, keepdim) if out is None else _median(input, dim, keepdim, out=out)
+    f = input.reshape(-1)
+    s = torch.sort(f).values
+    r = s[(f.numel() - 1) // 2]
+    if input.is_floating_point():
+        r = torch.where(torch.isnan(s[-1]), s[-1], r)
+    return _spread(input, r)
+
+
+def nanmedian(input, dim=None, keepdim=False, *, out=None):
+    if dim is not None or out is not None or not isinstance(input, _Tensor) or input.numel() == 0 or \
+            input.is_complex() or input.dtype == torch.bool:
+        if dim is None and out is None:
+            return _nanmedian(input)
+        return _nanmedian(input, dim, keepdim) if out is None else _nanmedian(input, dim, keepdim, out=out)
+    if not input.is_floating_point():
+        return median(input)
+    f = input.reshape(-1)
+    s = torch.sort(f).values
+    k = ((~torch.isnan(f)).sum() - 1).div(2, rounding_mode="floor").clamp_min(0)
+    return _spread(input, s.gather(0, k.reshape(1)).reshape(()))
+
+
+# ---- cdist ------------------------------------------------------------------------------------
+# ATen (Distance.cpp): p = 2 by matrix products when asked (compute_mode 1) or when either
+# operand has more than 25 rows (mode None/0): [-2 x1, |x1|^2, 1] @ [x2, 1, |x2|^2]^T clamped
+# at 0, square-rooted; otherwise each distance from the differences (p = 1: their absolute
+# sum). Batch dims broadcast. A zero distance has a zero gradient (ATen's backward).
+
+def _sqrt0(s):
+    z = s <= 0
+    return torch.where(z, 0.0, torch.where(z, 1.0, s).sqrt())
+
+
+def cdist(x1, x2, p=2.0, compute_mode=None):
+    ok = isinstance(x1, _Tensor) and isinstance(x2, _Tensor) and isinstance(p, (int, float)) and \
+        (p == 2 or p == 1) and compute_mode in (None, 0, 1, 2) and x1.dim() >= 2 and x2.dim() >= 2 and \
+        x1.is_floating_point() and x1.dtype == x2.dtype and x1.shape[-1] == x2.shape[-1] and \
+        x1.numel() > 0 and x2.numel() > 0 and not torch.is_autocast_enabled(x1.device.type)
+    if not ok:  # (under autocast eager runs all of cdist in float32: left to it)
+        return _cdist(x1, x2, p, compute_mode)
+    r1 = x1.shape[-2]
+    r2 = x2.shape[-2]
+    c = x1.shape[-1]
+    s1 = x1.shape[:-2]
+    s2 = x2.shape[:-2]
+    n = max(len(s1), len(s2))
+    bl = []
+    nb = 1
+    for i in range(n):
+        u = s1[i - n + len(s1)] if i - n + len(s1) >= 0 else 1
+        v = s2[i - n + len(s2)] if i - n + len(s2) >= 0 else 1
+        if u != v and u != 1 and v != 1:
+            return _cdist(x1, x2, p, compute_mode)  # eager raises
+        bl.append(v if u == 1 else u)
+        nb = nb * bl[i]
+    batch = tuple(bl)
+    a = x1.expand(batch + (r1, c)).reshape(nb, r1, c)
+    b = x2.expand(batch + (r2, c)).reshape(nb, r2, c)
+    mode = 0 if compute_mode is None else compute_mode
+    if p == 2 and (mode == 1 or (mode == 0 and (r1 > 25 or r2 > 25))):
+        an = a.pow(2).sum(-1, True)
+        bn = b.pow(2).sum(-1, True)
+        a_ = torch.cat([a.mul(-2), an, torch.ones_like(an)], -1)
+        b_ = torch.cat([b, torch.ones_like(bn), bn], -1)
+        d = _sqrt0(a_.matmul(b_.mT))
+    else:
+        diff = a.unsqueeze(-2) - b.unsqueeze(-3)
+        if p == 1:
+            d = diff.abs().sum(-1)
+        else:
+            d = _sqrt0(diff.pow(2).sum(-1))
+    return d.reshape(batch + (r1, r2))
+
+
+# ---- tensordot, kron --------------------------------------------------------------------------
+
+def tensordot(a, b, dims_a, dims_b, out=None):
+    ok = out is None and isinstance(a, _Tensor) and isinstance(b, _Tensor) and a.dtype == b.dtype and \
+        len(dims_a) == len(dims_b)
+    na = a.dim() if ok else 0
+    nb = b.dim() if ok else 0
+    da = []
+    db = []
+    for i in range(len(dims_a) if ok else 0):
+        x = dims_a[i]
+        y = dims_b[i]
+        if not (isinstance(x, int) and isinstance(y, int) and -na <= x < max(na, 1) and -nb <= y < max(nb, 1)):
+            ok = False
+            break
+        da.append(x % na if na else 0)
+        db.append(y % nb if nb else 0)
+    for i in range(len(da) if ok else 0):
+        for j in range(i):
+            if da[i] == da[j] or db[i] == db[j]:
+                ok = False  # eager raises
+    if ok and (na == 0 or nb == 0):
+        ok = False
+    if not ok:
+        return _tensordot(a, b, dims_a, dims_b) if out is None else _tensordot(a, b, dims_a, dims_b, out=out)
+    t1 = a
+    t2 = b
+    csize = 1
+    for i in range(len(da)):
+        s1 = a.shape[da[i]]
+        s2 = b.shape[db[i]]
+        if s2 == 1:  # broadcast: summed right away
+            t1 = t1.sum(da[i], True, dtype=t1.dtype)
+        elif s1 == 1:
+            t2 = t2.sum(db[i], True, dtype=t2.dtype)
+        elif s1 != s2:
+            return _tensordot(a, b, dims_a, dims_b)  # eager raises
+        else:
+            csize = csize * s1
+    p1 = []
+    p2 = []
+    rs = []
+    size1 = 1
+    size2 = 1
+    for i in range(na):
+        if i not in da:
+            p1.append(i)
+            size1 = size1 * t1.shape[i]
+            rs.append(t1.shape[i])
+    p1 = p1 + da
+    p2 = p2 + db
+    for i in range(nb):
+        if i not in db:
+            p2.append(i)
+            size2 = size2 * t2.shape[i]
+            rs.append(t2.shape[i])
+    t1 = t1.permute(p1).reshape(size1, csize)
+    t2 = t2.permute(p2).reshape(csize, size2)
+    return torch.mm(t1, t2).reshape(rs)
+
+
+def kron(input, other, *, out=None):
+    if out is not None or not isinstance(input, _Tensor) or not isinstance(other, _Tensor):
+        return _kron(input, other) if out is None else _kron(input, other, out=out)
+    nd = max(input.dim(), other.dim())
+    pa = nd - input.dim()
+    pb = nd - other.dim()
+    ra = []
+    rb = []
+    rr = []
+    for i in range(nd):
+        sa = input.shape[i - pa] if i >= pa else 1
+        sb = other.shape[i - pb] if i >= pb else 1
+        ra.append(sa)
+        ra.append(1)
+        rb.append(1)
+        rb.append(sb)
+        rr.append(sa * sb)
+    # views, as ATen's _unsafe_view: the product's layout follows its operands', and eager
+    # raises where it can't be viewed as the result
+    return (input.view(ra) * other.view(rb)).view(rr)
+
+
+# ---- logspace ----------------------------------------------------------------------------------
+# A floating result: base ** (eager's linspace positions in float64), rounded once (ATen's
+# kernel computes the exponent and the power in double for these dtypes).
+
+def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None, device=None,
+             pin_memory=False, requires_grad=False):
+    dt = torch.get_default_dtype() if dtype is None else dtype
+    num = (int, float)
+    if out is not None or requires_grad or layout is not None or pin_memory or \
+            not isinstance(start, num) or not isinstance(end, num) or not isinstance(base, num) or \
+            isinstance(start, bool) or isinstance(end, bool) or not isinstance(steps, int) or steps < 0 or \
+            dt not in (torch.float32, torch.float64):
+        return _logspace(start, end, steps, base, out=out, dtype=dtype, layout=layout, device=device,
+                         pin_memory=pin_memory, requires_grad=requires_grad)
+    lin = torch.linspace(start, end, steps, dtype=torch.float64, device=device)
+    return torch.pow(float(base), lin).to(dt)
+
+
+# ---- small ops: trace, dot, inner, pairwise_distance, dist, frac, heaviside, rot90, aminmax,
+# fill_diagonal_, tril_indices / triu_indices (each as ATen writes it) ----------------------------
+
+_trace = _VF.trace
+_dot = _VF.dot
+_inner = _VF.inner
+_pairwise_distance = _VF.pairwise_distance
+_dist = _VF.dist
+_frac = _VF.frac
+_heaviside = _VF.heaviside
+_rot90 = _VF.rot90
+_aminmax = _VF.aminmax
+_fill_diagonal_ = _T.fill_diagonal_
+_tril_indices = _VF.tril_indices
+_triu_indices = _VF.triu_indices
+
+
+def trace(input):
+    if not isinstance(input, _Tensor) or input.dim() != 2 or input.dtype == torch.bool:
+        return _trace(input)
+    return torch.diagonal(input).sum()
+
+
+def dot(input, tensor, *, out=None):  # matmul of two vectors is ATen's dot
+    if out is not None or not isinstance(input, _Tensor) or not isinstance(tensor, _Tensor) or \
+            input.dim() != 1 or tensor.dim() != 1 or input.dtype != tensor.dtype or \
+            input.shape[0] != tensor.shape[0] or not input.is_floating_point():
+        return _dot(input, tensor) if out is None else _dot(input, tensor, out=out)
+    return torch.matmul(input, tensor)
+
+
+def inner(input, other, *, out=None):
+    if out is not None or not isinstance(input, _Tensor) or not isinstance(other, _Tensor):
+        return _inner(input, other) if out is None else _inner(input, other, out=out)
+    if input.dim() == 0 or other.dim() == 0:
+        return input * other
+    if input.shape[-1] != other.shape[-1]:
+        return _inner(input, other)  # eager raises
+    return torch.tensordot(input, other, ([-1], [-1]))
+
+
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    if not isinstance(x1, _Tensor) or not isinstance(x2, _Tensor) or not isinstance(p, (int, float)) or \
+            not isinstance(eps, (int, float)) or not isinstance(keepdim, bool) or \
+            max(x1.dim(), x2.dim()) == 0:
+        return _pairwise_distance(x1, x2, p, eps, keepdim)
+    return torch.norm(x1 - x2 + eps, p, max(x1.dim(), x2.dim()) - 1, keepdim)
+
+
+def dist(input, other, p=2):
+    if not isinstance(input, _Tensor) or not isinstance(other, _Tensor) or not isinstance(p, (int, float)) or \
+            torch.is_autocast_enabled(input.device.type):  # autocast's float32 op
+        return _dist(input, other, p)
+    return torch.norm(input - other, p)
+
+
+def frac(input, *, out=None):
+    if out is not None or not isinstance(input, _Tensor) or not input.is_floating_point():
+        return _frac(input) if out is None else _frac(input, out=out)
+    return input - torch.trunc(input)
+
+
+def heaviside(input, values, *, out=None):
+    if out is not None or not isinstance(input, _Tensor) or not isinstance(values, _Tensor) or \
+            input.dtype != values.dtype or input.dtype == torch.bool or input.is_complex():
+        return _heaviside(input, values) if out is None else _heaviside(input, values, out=out)
+    return torch.where(input == 0, values, (input > 0).to(input.dtype))
+
+
+def rot90(input, k=1, dims=(0, 1)):
+    ok = isinstance(input, _Tensor) and isinstance(k, int) and isinstance(dims, (list, tuple)) and \
+        len(dims) == 2 and input.dim() >= 2
+    if ok:
+        n = input.dim()
+        d0 = dims[0]
+        d1 = dims[1]
+        ok = isinstance(d0, int) and isinstance(d1, int) and -n <= d0 < n and -n <= d1 < n and d0 % n != d1 % n
+    if not ok:
+        return _rot90(input, k, dims)
+    k = k % 4
+    if k == 1:
+        return input.flip([d1]).transpose(d0, d1)
+    if k == 2:
+        return input.flip([d0, d1])
+    if k == 3:
+        return input.flip([d0]).transpose(d0, d1)
+    return input.clone(memory_format=torch.contiguous_format)
+
+
+def aminmax(input, *, dim=None, keepdim=False, out=None):
+    if out is not None or not isinstance(input, _Tensor) or (dim is None and keepdim) or \
+            input.numel() == 0 or input.dtype == torch.bool or input.is_complex():
+        return _aminmax(input, dim=dim, keepdim=keepdim) if out is None else \
+            _aminmax(input, dim=dim, keepdim=keepdim, out=out)
+    if dim is None:
+        return torch.return_types.aminmax((torch.amin(input), torch.amax(input)))
+    return torch.return_types.aminmax((torch.amin(input, dim, keepdim), torch.amax(input, dim, keepdim)))
+
+
+def fill_diagonal_(self, fill_value, wrap=False):
+    """2-d: the elements (i, i), or with wrap on a matrix taller than wide + 1 every (cols + 1)-th
+    element in order (ATen's), set in place"""
+    if not isinstance(self, _Tensor) or self.dim() != 2 or not isinstance(fill_value, (int, float)) or \
+            not isinstance(wrap, bool):
+        return _fill_diagonal_(self, fill_value, wrap)
+    n = self.shape[0]
+    m = self.shape[1]
+    i = torch.arange(n, device=self.device).unsqueeze(1)
+    j = torch.arange(m, device=self.device).unsqueeze(0)
+    if wrap and n > m + 1:
+        mask = (i * m + j) % (m + 1) == 0
+    else:
+        mask = i == j
+    return self.masked_fill_(mask, fill_value)
+
+
+def _tri_indices(row, col, offset, lower, dtype, orig, device):
+    ok = isinstance(row, int) and isinstance(col, int) and isinstance(offset, int) and row >= 0 and col >= 0 and \
+        row * col <= 4096 and dtype in (torch.int64, torch.int32)
+    if not ok:
+        return orig(row, col, offset, dtype=dtype, device=device)
+    rs = []
+    cs = []
+    for r in range(row):
+        for c in range(col):
+            if (c - r <= offset) if lower else (c - r >= offset):
+                rs.append(r)
+                cs.append(c)
+    if len(rs) == 0:
+        return torch.zeros((2, 0), dtype=dtype, device=device)
+    return torch.tensor([rs, cs], dtype=dtype, device=device)
+
+
+def tril_indices(row, col, offset=0, *, dtype=torch.int64, device=None, layout=None, pin_memory=False):
+    if layout is not None or pin_memory:
+        return _tril_indices(row, col, offset, dtype=dtype, device=device, layout=layout, pin_memory=pin_memory)
+    return _tri_indices(row, col, offset, True, dtype, _tril_indices, device)
+
+
+def triu_indices(row, col, offset=0, *, dtype=torch.int64, device=None, layout=None, pin_memory=False):
+    if layout is not None or pin_memory:
+        return _triu_indices(row, col, offset, dtype=dtype, device=device, layout=layout, pin_memory=pin_memory)
+    return _tri_indices(row, col, offset, False, dtype, _triu_indices, device)
+
+
+def register(polyfills):
+    """adds these to POLYFILLS: the torch.X function and the Tensor.X method where there is one"""
+    pairs = (
+        ("diag", diag), ("diag_embed", diag_embed), ("diagflat", diagflat),
+        ("cosine_similarity", cosine_similarity), ("take", take),
+        ("atleast_1d", atleast_1d), ("atleast_2d", atleast_2d), ("atleast_3d", atleast_3d),
+        ("searchsorted", searchsorted), ("median", median), ("nanmedian", nanmedian),
+        ("cdist", cdist), ("tensordot", tensordot), ("kron", kron), ("logspace", logspace),
+        ("trace", trace), ("dot", dot), ("inner", inner), ("pairwise_distance", pairwise_distance),
+        ("dist", dist), ("frac", frac), ("heaviside", heaviside), ("rot90", rot90), ("aminmax", aminmax),
+        ("fill_diagonal_", fill_diagonal_), ("tril_indices", tril_indices), ("triu_indices", triu_indices),
+    )
+    for name, fn in pairs:
+        f = getattr(_VF, name, None)
+        if f is not None:
+            polyfills[f] = fn
+        m = getattr(_T, name, None)
+        if m is not None and name not in ("searchsorted", "cdist", "tensordot", "logspace",
+                                          "cosine_similarity", "atleast_1d", "atleast_2d",
+                                          "atleast_3d", "pairwise_distance", "tril_indices",
+                                          "triu_indices"):
+            polyfills[m] = fn
