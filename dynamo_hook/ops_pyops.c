@@ -7,6 +7,13 @@ int sym_binary(trace *t, int nb, const var *a_in, const var *b_in, var *out) {
     var av = *a_in, bv = *b_in, *a = &av, *b = &bv;
     sym_resolve(t, a);
     sym_resolve(t, b);
+    if (t->vm_depth > 0) { /* inside a torch.vmap'd function: operands lined up (sym_vmap.c) */
+        var *ab[2] = {a, b};
+        if (sym_vmap_align(t, ab, 2) < 0)
+            return -1;
+        av = *ab[0];
+        bv = *ab[1];
+    }
     int inplace = nb >= 13;
     int base = inplace ? nb - 13 : nb;
     if (dh_tl_autocast && (base == 4 || base == 8) && (a->kind != V_CONST || b->kind != V_CONST)) {
@@ -229,6 +236,13 @@ int sym_compare(trace *t, int cmp, const var *a_in, const var *b_in, var *out) {
     var av = *a_in, bv = *b_in, *a = &av, *b = &bv;
     sym_resolve(t, a);
     sym_resolve(t, b);
+    if (t->vm_depth > 0) { /* inside a torch.vmap'd function: operands lined up (sym_vmap.c) */
+        var *ab[2] = {a, b};
+        if (sym_vmap_align(t, ab, 2) < 0)
+            return -1;
+        av = *ab[0];
+        bv = *ab[1];
+    }
     if ((a->kind == V_SEQ || b->kind == V_SEQ) && (a->kind == V_SEQ || a->kind == V_CONST) &&
         (b->kind == V_SEQ || b->kind == V_CONST)) {
         /* list(x.size()) == [b, t, h]: sequences of constants compare as Python does */

@@ -497,6 +497,14 @@ static int bind(trace *t, const opdef *d, var *args, int nargs, PyObject *kwname
     return 0;
 }
 
+/* handlers whose graph values are pointwise in their tensor operands, or that read only their
+ * dtype and device: held to sym_vmap.c's rules on what they build, not refused outright */
+static int vmap_pointwise(const opdef *d) {
+    return d->fn == sym_h_binary || d->fn == sym_h_add_sub || d->fn == sym_h_div || d->fn == sym_h_unary ||
+           d->fn == sym_h_where || d->fn == sym_h_clamp || d->fn == sym_h_square || d->fn == sym_h_gelu ||
+           d->fn == sym_h_cast || d->fn == sym_h_to || d->fn == sym_h_type_as || d->fn == sym_h_new_factory;
+}
+
 static int call_op(trace *t, int opi, var *args, int nargs, PyObject *kwnames, var *kwv, var *out) {
     const opdef *d = &OPS[opi];
     var *slots[MAXP];
@@ -507,6 +515,13 @@ static int call_op(trace *t, int opi, var *args, int nargs, PyObject *kwnames, v
         return sym_fail(t, "autocast is enabled and %s casts under it (not captured)", d->name);
     if (bind(t, d, args, nargs, kwnames, kwv, slots, &packed) < 0)
         return -1;
+    if (t->vm_depth > 0 && !vmap_pointwise(d)) { /* inside a torch.vmap'd function (sym_vmap.c) */
+        for (int i = 0; i < MAXP; i++)
+            if (slots[i] != NULL && sym_vmap_gate(t, d->name, slots[i], 1) < 0)
+                return -1;
+    } else if (t->vm_depth > 0 && sym_vmap_align(t, slots, MAXP) < 0) {
+        return -1;
+    }
     for (int i = 0; policy == 1 && i < MAXP; i++)
         if (slots[i] != NULL && slots[i] != &packed && dh_autocast_arg(t, slots[i], cast_to, &slots[i]) < 0)
             return -1;
@@ -611,6 +626,13 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
     var fnv = *fn_in, *fn = &fnv;
     for (int i = 0; i < nargs; i++)
         sym_resolve(t, &args[i]);
+    if (fn->kind == V_FUNC && fn->op == SYM_VMAP)
+        return sym_vmap_call(t, fn, args, nargs, kwnames, out);
+    if (fn->kind == V_FUNC && fn->op == SYM_USER_FUNCTION) {
+        int rc = sym_vmap_make(t, fn, args, nargs, kwnames, out); /* torch.vmap(f, ...) (sym_vmap.c) */
+        if (rc != 1)
+            return rc;
+    }
     /* torch.compiler.is_compiling() & co answer True inside the capture (variables.c's
      * predicates), as under torch.compile */
     if (fn->kind == V_METHOD && fn->items) {
@@ -1069,6 +1091,8 @@ int sym_tensor_attr(trace *t, const var *x_in, PyObject *name, var *out) {
     ic_meta m_copy = *sym_metap(t, x->val);
     const ic_meta *m = &m_copy; /* a copy: the graph reallocates */
     const char *n = name ? PyUnicode_AsUTF8(name) : "shape";
+    if (t->vm_depth > 0 && (!strcmp(n, "shape") || !strcmp(n, "ndim")) && sym_vmap_gate(t, n, x, 1) < 0)
+        return -1; /* the per-sample shape of a mapped value (sym_vmap.c) */
     if (!strcmp(n, "shape") && m->dyn) {
         /* a tuple of (symbolic) ints */
         var *items = sym_alloc(t, m->ndim);

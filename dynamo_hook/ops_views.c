@@ -1290,6 +1290,11 @@ int sym_index_parts(trace *t, const var *k, const var **parts, var *tmp) {
 int sym_tensor_index(trace *t, const var *x_in, const var *k, var *out) {
     var xv = *x_in, *x = &xv;
     sym_resolve(t, x);
+    if (t->vm_depth > 0) { /* inside a torch.vmap'd function (sym_vmap.c) */
+        int rc = sym_vmap_index(t, x, k, out);
+        if (rc != 1)
+            return rc;
+    }
     const var *parts[SYM_INDEX_PARTS];
     var tmp[SYM_INDEX_PARTS];
     int np = sym_index_parts(t, k, parts, tmp);
