@@ -55,8 +55,13 @@ static int torch_function_query(trace *t, PyObject *f, int which, const var *arg
 int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out) {
     PyObject *f = fn->obj;
     const char *name = PyCFunction_Check(f) ? ((PyCFunctionObject *)f)->m_ml->ml_name : NULL;
-    if (t->vm_depth > 0 && !(name && (!strcmp(name, "abs") || !strcmp(name, "isinstance") || !strcmp(name, "getattr") ||
-                                      !strcmp(name, "hasattr") || !strcmp(name, "callable"))) &&
+    {
+        int rc = sym_tfm_builtin(t, f, args, nargs, kwnames, out); /* mode stack (sym_tfm.c) */
+        if (rc != 1)
+            return rc;
+    }
+    if (t->vm_depth > 0 && f != (PyObject *)&PyType_Type && !(name && (!strcmp(name, "abs") || !strcmp(name, "isinstance") || !strcmp(name, "getattr") ||
+                                      !strcmp(name, "hasattr") || !strcmp(name, "callable") || !strcmp(name, "id"))) &&
         sym_vmap_gate(t, name ? name : "a builtin call", args, nargs) < 0)
         return -1; /* len(), int(), max() of a mapped value (sym_vmap.c) */
     for (int i = 0; i < 2; i++)

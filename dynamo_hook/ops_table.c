@@ -628,6 +628,13 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
         sym_resolve(t, &args[i]);
     if (fn->kind == V_FUNC && fn->op == SYM_VMAP)
         return sym_vmap_call(t, fn, args, nargs, kwnames, out);
+    if (fn->kind == V_CONST && fn->obj != NULL) {
+        /* Tensor.add / Tensor.__getitem__ / Tensor.shape.__get__ called as functions (a
+         * TorchFunctionMode's func: sym_tfm.c) */
+        int rc = sym_tfm_tensor_callable(t, fn, args, nargs, kwnames, out);
+        if (rc != 1)
+            return rc;
+    }
     if (fn->kind == V_FUNC && fn->op == SYM_USER_FUNCTION) {
         int rc = sym_vmap_make(t, fn, args, nargs, kwnames, out); /* torch.vmap(f, ...) (sym_vmap.c) */
         if (rc != 1)
@@ -823,6 +830,9 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
             rc = sym_obj_deepcopy(t, fn, args, nargs, kwnames, out); /* obj_new.c */
         return rc != 1 ? rc : sym_inline(t, fn->obj, fn->src, NULL, args, nargs, kwnames, out);
     }
+    if (fn->kind == V_FUNC && fn->op >= 0 && t->tfm_active > 0) /* through the TorchFunctionMode (sym_tfm.c) */
+        return fn->obj ? sym_tfm_dispatch(t, fn->obj, NULL, args, npos, kwnames, out)
+                       : sym_fail(t, "a torch call inside a TorchFunctionMode block without its function");
     if (fn->kind == V_FUNC && fn->op >= 0)
         return call_op(t, fn->op, args, npos, kwnames, kwv, out);
     if (fn->kind == V_FUNC && fn->obj && sym_is_record_type(fn->obj))
@@ -1023,6 +1033,16 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
         return sym_inline(t, fn->obj, fn->src, &fn->items[0], args, nargs, kwnames, out);
     if (fn->kind == V_METHOD) {
         var *self = &fn->items[0];
+        if (self->kind == V_TENSOR && t->tfm_active > 0) { /* through the TorchFunctionMode (sym_tfm.c) */
+            PyObject *d = sym_tfm_method(fn->obj);
+            var *all = sym_alloc(t, nargs + 1);
+            if (d == NULL || all == NULL)
+                return all == NULL ? -1 : sym_fail(t, "Tensor.%U inside a TorchFunctionMode block not supported", fn->obj);
+            all[0] = *self;
+            for (int i = 0; i < nargs; i++)
+                all[i + 1] = args[i];
+            return sym_tfm_dispatch(t, d, NULL, all, npos + 1, kwnames, out);
+        }
         if (self->kind == V_TENSOR) {
             int opi = sym_method_op(fn->obj);
             PyObject *base = NULL;
@@ -1087,6 +1107,11 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
 int sym_tensor_attr(trace *t, const var *x_in, PyObject *name, var *out) {
     var xr = *x_in; /* the object's current value (x.unsqueeze_(0) changed its shape) */
     sym_resolve(t, &xr);
+    if (t->tfm_active > 0) { /* a property read goes through the TorchFunctionMode (sym_tfm.c) */
+        PyObject *g = sym_tfm_property(name);
+        if (g != NULL)
+            return sym_keep(t, g) == NULL ? -1 : sym_tfm_dispatch(t, g, sym_tfm_tensor_types(), &xr, 1, NULL, out);
+    }
     const var *x = &xr;
     ic_meta m_copy = *sym_metap(t, x->val);
     const ic_meta *m = &m_copy; /* a copy: the graph reallocates */

@@ -192,6 +192,11 @@ typedef struct trace {
     signed char *vb;                  /* batch axes of each graph value (vb_done of them known) */
     int vb_done, vb_cap;
     int vm_in_index;                  /* sym_vmap_index is indexing (its own call) */
+    struct var tfm[8];                /* sym_tfm.c: TorchFunctionModes entered in the trace */
+    int ntfm;
+    int tfm_active;                   /* modes that torch calls dispatch through now (ntfm, or
+                                       * fewer inside a mode's __torch_function__) */
+    int tfm_n;                        /* graph values when the last dispatch returned */
     char reason[300];
     char where[2048];                 /* file:line of the first failure, innermost first (sym_where) */
     int failed;
@@ -422,6 +427,19 @@ PyObject *sym_vmap_keys(void); /* the keywords a SYM_VMAP's items are torch.vmap
 int sym_vmap_batched(trace *t, const var *v);   /* 1: a mapped tensor, 0: not, -1: failed */
 int sym_vmap_gate(trace *t, const char *what, const var *args, int n);
 int sym_vmap_align(trace *t, var **ops, int n); /* pointwise operands lined up (in place) */
+/* sym_tfm.c: TorchFunctionMode subclasses entered in the trace */
+int sym_tfm_builtin(trace *t, PyObject *f, var *args, int nargs, PyObject *kwnames, var *out); /* 1: not its */
+int sym_tfm_dispatch(trace *t, PyObject *func, PyObject *types, const var *args, int npos, PyObject *kwnames,
+                     var *out);
+int sym_tfm_operator(trace *t, const char *opname, int reflected, const var *args, int n, var *out);
+int sym_tfm_tensor_callable(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out);
+PyObject *sym_tfm_property(PyObject *name);  /* new reference or NULL */
+PyObject *sym_tfm_method(PyObject *name);    /* borrowed or NULL */
+int sym_tfm_sync(trace *t);
+PyObject *sym_tfm_tensor_types(void);        /* (torch.Tensor,), borrowed */                  /* fails on values made around the mode */
+void sym_tfm_made_here(trace *t);            /* the values made since are the tracer's own */
+const char *sym_tfm_binop_name(int nb, char *buf, size_t n); /* operator module's name */
+const char *sym_tfm_cmp_name(int cmp);
 int sym_vmap_index(trace *t, const var *x, const var *k, var *out); /* 1: not a mapped index */
 
 /* objects.c: lists made in the trace, mutated with identity (sym_rebind) */

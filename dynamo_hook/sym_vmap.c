@@ -447,7 +447,8 @@ int sym_vmap_call(trace *t, const var *fn, var *args, int nargs, PyObject *kwnam
         return sym_fail(t, "vmap: in_dims %R does not match %d positional arguments (eager raises)", in_dims, npos);
     if (t->vm_depth >= 32)
         return sym_fail(t, "vmap: nested more than 32 deep");
-    if (vb_sync(t, 1) < 0)
+    if (vb_sync(t, 1) < 0 || sym_tfm_sync(t) < 0) /* (a TorchFunctionMode: its entry and exit nodes
+                                                   * are the tracer's own, as functorch's are) */
         return -1;
     int L = t->vm_depth + 1;
     int64_t S = -1;
@@ -470,8 +471,9 @@ int sym_vmap_call(trace *t, const var *fn, var *args, int nargs, PyObject *kwnam
         sym_fail(t, "vmap over a dim of size 0 left to eager");
         goto error;
     }
+    sym_tfm_made_here(t);
     var r;
-    if (sym_call(t, &fn->items[0], in, nargs, kwnames, &r) < 0 || vb_sync(t, 1) < 0)
+    if (sym_call(t, &fn->items[0], in, nargs, kwnames, &r) < 0 || vb_sync(t, 1) < 0 || sym_tfm_sync(t) < 0)
         goto error;
     if (PyTuple_Check(out_dims) && !(r.kind == V_SEQ && r.n == PyTuple_GET_SIZE(out_dims))) {
         sym_fail(t, "vmap: out_dims %R does not match the results (eager raises)", out_dims);
@@ -479,6 +481,7 @@ int sym_vmap_call(trace *t, const var *fn, var *args, int nargs, PyObject *kwnam
     }
     if (leave(t, &r, L, S, out) < 0)
         goto error;
+    sym_tfm_made_here(t);
     t->vm_depth = L - 1;
     return 0;
 error:

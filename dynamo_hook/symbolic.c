@@ -205,6 +205,8 @@ int sym_record_break_state(trace *t, sframe *f) {
             else if (second == NULL || !strcmp(second, "WITH_EXCEPT_START"))
                 why = "inside a with block";
         }
+        if (t->ntfm > 0) /* the rest would run without the mode (sym_tfm.c) */
+            why = "a TorchFunctionMode is entered";
         for (int i = 0; i < f->sp && why == NULL; i++)
             if (f->stack[i].kind == V_CONST && f->stack[i].obj && PyExceptionInstance_Check(f->stack[i].obj))
                 why = "an exception being handled";

@@ -219,3 +219,102 @@ def test_data_dependent_branch_breaks():
             torchc.compile(f)(torch.randn(4, 3))
         return
     _breaks(f, torch.randn(4, 3), reason="vmap")
+
+
+# ---- TorchFunctionMode subclasses entered inside captured code (dynamo_hook/sym_tfm.c) ------
+
+from torch.overrides import TorchFunctionMode  # noqa: E402
+
+
+class AddToSub(TorchFunctionMode):
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if func is torch.add:
+            func = torch.sub
+        return func(*args, **(kwargs or {}))
+
+
+class SwapMulAdd(TorchFunctionMode):
+    """compares func with what eager passes for operators, methods and properties"""
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if func is torch.Tensor.mul:
+            return torch.Tensor.add(*args)
+        if func is torch.Tensor.gt:  # 1 < x arrives as x.gt(1)
+            return torch.Tensor.le(*args)
+        if func is torch.Tensor.neg:
+            return args[0] * 3  # inside the handler: no mode, a real mul
+        if kwargs is not None:
+            return func(*args, **kwargs)
+        return func(*args)
+
+
+def test_mode_rewrites_a_torch_function():
+    def f(x, y):
+        z = x * 2
+        with AddToSub():
+            w = torch.add(z, y)
+        return w + 1
+    _whole(f, torch.randn(5), torch.randn(5))
+
+
+@pytest.mark.parametrize("n", [1, 4, 7])
+def test_mode_dispatches_operators_methods_properties(n):
+    def f(x, y):
+        with SwapMulAdd():
+            a = x * y + 2 * x          # Tensor.mul both ways
+            b = torch.where(1 < x, a, -y)  # Tensor.gt (reflected lt), Tensor.neg
+            c = b.to(torch.float64).abs() * x.shape[0] - x[0]
+        return c
+    _whole(f, torch.randn(n), torch.randn(n))
+
+
+class IntIndexToTensor(TorchFunctionMode):
+    """transformers' TransformGetItemToIndex, written without pytree and mod_index"""
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if func is torch.Tensor.__getitem__:
+            x, idx = args
+            idx = idx if isinstance(idx, tuple) else (idx,)
+            idx = tuple(torch.tensor(i, dtype=torch.int64) if isinstance(i, int) else i for i in idx)
+            return x[idx]
+        return func(*args, **(kwargs or {}))
+
+
+@pytest.mark.parametrize("B,Q", [(1, 1), (2, 5), (3, 4)])
+def test_mode_around_nested_vmap_of_mask_functions(B, Q):
+    def f(x, pm):
+        mf = and_masks(causal, padding(pm))
+        with IntIndexToTensor():
+            m = expand4(mf)(torch.arange(B), torch.arange(1), torch.arange(Q), torch.arange(Q))
+        return torch.where(m, x, -1.0)
+    g = torch.Generator().manual_seed(Q)
+    _whole(f, torch.randn(B, 1, Q, Q, generator=g), torch.rand(B, Q, generator=g) > 0.4)
+
+
+def _len_under_mode(x):
+    with SwapMulAdd():
+        return x * len(x)
+
+
+@pytest.mark.allow_fallback
+def test_mode_bypassed_by_a_builtin_breaks():
+    def f(x):
+        y = x + 1
+        return _len_under_mode(y) - 1
+    _breaks(f, torch.randn(3), reason="inside a TorchFunctionMode block")
+
+
+class Unsupported(TorchFunctionMode):
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        return func(*args, **(kwargs or {})).nonzero().float().sum() + 0 * args[0]
+
+
+def _under_unsupported(x):
+    with Unsupported():
+        return x * 2
+
+
+@pytest.mark.allow_fallback
+def test_mode_whose_handler_breaks_runs_eagerly():
+    def f(x):
+        y = x + 1
+        return _under_unsupported(y) - 1
+    _breaks(f, torch.randn(3), reason="nonzero")
