@@ -318,3 +318,30 @@ def test_mode_whose_handler_breaks_runs_eagerly():
         y = x + 1
         return _under_unsupported(y) - 1
     _breaks(f, torch.randn(3), reason="nonzero")
+
+
+# ---- torch.utils._pytree.tree_leaves over plain containers (torchc/_polyfills.py) ----------
+
+import torch.utils._pytree as pytree  # noqa: E402
+
+
+def test_tree_leaves_of_plain_containers():
+    def f(x, y):
+        leaves = pytree.tree_leaves(((x, [y, None]), {"b": x * 2, "a": 3}))
+        assert len(leaves) == len(pytree.tree_leaves((1, [2, None]))) + 2  # None: eager's answer
+        return leaves[0] + leaves[1] * leaves[-1] + leaves[-2]
+    _whole(f, torch.randn(4), torch.randn(4))
+
+
+Pair = __import__("collections").namedtuple("Pair", "a b")
+
+
+@pytest.mark.allow_fallback
+def test_tree_leaves_of_a_registered_node_is_left_to_pytree():
+    def f(x):
+        y = x + 1
+        return pytree.tree_leaves(Pair(y, 2))[0] * 2
+    want = f(torch.randn(3))
+    ex = _ex(f, torch.ones(3))
+    torch.testing.assert_close(ex.result, f(torch.ones(3)))
+    assert ex.graph_count >= 1 and want.shape == (3,)
