@@ -197,6 +197,7 @@ typedef struct trace {
     int tfm_active;                   /* modes that torch calls dispatch through now (ntfm, or
                                        * fewer inside a mode's __torch_function__) */
     int tfm_n;                        /* graph values when the last dispatch returned */
+    int tfm_top;                      /* ntfm when the top frame's instruction began */
     char reason[300];
     char where[2048];                 /* file:line of the first failure, innermost first (sym_where) */
     int failed;
