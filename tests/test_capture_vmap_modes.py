@@ -345,3 +345,25 @@ def test_tree_leaves_of_a_registered_node_is_left_to_pytree():
     ex = _ex(f, torch.ones(3))
     torch.testing.assert_close(ex.result, f(torch.ones(3)))
     assert ex.graph_count >= 1 and want.shape == (3,)
+
+
+# ---- a tiny transformers model that broke on both (benchmarks/sweep_tiny.py's build) --------
+
+def test_tiny_transformers_model_with_vmapped_masks_under_a_mode_is_whole():
+    """unlimited_ocr builds its attention masks with sdpa_mask(use_vmap=True): four nested
+    torch.vmap calls inside `with TransformGetItemToIndex():` (21 graphs, 9 breaks before)"""
+    pytest.importorskip("transformers")
+    import json
+    import os
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    code = ("import sys; sys.path.insert(0, %r); import sweep_tiny; sweep_tiny.worker(['unlimited_ocr'], 300)"
+            % os.path.join(root, "benchmarks"))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=900,
+                       env=dict(os.environ, PYTHONPATH=root))
+    rows = [json.loads(ln[7:]) for ln in r.stdout.splitlines() if ln.startswith("RESULT ")]
+    assert rows, r.stderr[-3000:]
+    row = rows[0]
+    assert row["status"] == "whole", (row["status"], row.get("why") or row.get("error"), row.get("reasons", [])[:6])
+    assert (row["graphs"], row["breaks"]) == (1, 0) and row["ops"] > 50, row
