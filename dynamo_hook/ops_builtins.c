@@ -64,6 +64,15 @@ static int class_tuple(const var *v) {
 int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out) {
     PyObject *f = fn->obj;
     const char *name = PyCFunction_Check(f) ? ((PyCFunctionObject *)f)->m_ml->ml_name : NULL;
+    {
+        int rc = sym_tfm_builtin(t, f, args, nargs, kwnames, out); /* mode stack (sym_tfm.c) */
+        if (rc != 1)
+            return rc;
+    }
+    if (t->vm_depth > 0 && f != (PyObject *)&PyType_Type && !(name && (!strcmp(name, "abs") || !strcmp(name, "isinstance") || !strcmp(name, "getattr") ||
+                                      !strcmp(name, "hasattr") || !strcmp(name, "callable") || !strcmp(name, "id"))) &&
+        sym_vmap_gate(t, name ? name : "a builtin call", args, nargs) < 0)
+        return -1; /* len(), int(), max() of a mapped value (sym_vmap.c) */
     int urc = sym_np_ufunc_call(t, f, args, nargs, kwnames, out); /* ops_models.c: np.sqrt(d) */
     if (urc != 1)
         return urc;

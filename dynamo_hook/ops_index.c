@@ -444,6 +444,19 @@ int sym_index_parts(trace *t, const var *k, const var **parts, var *tmp) {
 int sym_tensor_index(trace *t, const var *x_in, const var *k, var *out) {
     var xv = *x_in, *x = &xv;
     sym_resolve(t, x);
+    if (t->tfm_active > 0) { /* through the TorchFunctionMode (sym_tfm.c) */
+        static PyObject *s_gi;
+        if (s_gi == NULL && (s_gi = PyUnicode_InternFromString("__getitem__")) == NULL)
+            return -1;
+        PyObject *d = sym_tfm_method(s_gi);
+        var two[2] = {*x, *k};
+        return d ? sym_tfm_dispatch(t, d, NULL, two, 2, NULL, out) : sym_fail(t, "Tensor.__getitem__ not found");
+    }
+    if (t->vm_depth > 0) { /* inside a torch.vmap'd function (sym_vmap.c) */
+        int rc = sym_vmap_index(t, x, k, out);
+        if (rc != 1)
+            return rc;
+    }
     int crc = sym_complex_index(t, x, k, out); /* a complex tensor or index: ops_complex.c */
     if (crc != 1)
         return crc;

@@ -7,6 +7,21 @@ int sym_binary(trace *t, int nb, const var *a_in, const var *b_in, var *out) {
     var av = *a_in, bv = *b_in, *a = &av, *b = &bv;
     sym_resolve(t, a);
     sym_resolve(t, b);
+    if (t->tfm_active > 0 && (a->kind == V_TENSOR || b->kind == V_TENSOR)) { /* sym_tfm.c */
+        char nm[24];
+        int refl = a->kind != V_TENSOR;
+        if (sym_tfm_binop_name(nb, nm, sizeof nm) == NULL)
+            return sym_fail(t, "operator %d on a tensor inside a TorchFunctionMode block", nb);
+        var two[2] = {refl ? *b : *a, refl ? *a : *b};
+        return sym_tfm_operator(t, nm, refl, two, 2, out);
+    }
+    if (t->vm_depth > 0) { /* inside a torch.vmap'd function: operands lined up (sym_vmap.c) */
+        var *ab[2] = {a, b};
+        if (sym_vmap_align(t, ab, 2) < 0)
+            return -1;
+        av = *ab[0];
+        bv = *ab[1];
+    }
     int inplace = nb >= 13;
     int base = inplace ? nb - 13 : nb;
     if (dh_tl_autocast && (base == 4 || base == 8) && (a->kind != V_CONST || b->kind != V_CONST)) {
@@ -199,6 +214,8 @@ int sym_neg(trace *t, const var *a_in, var *out) {
                    : 0;
     if (a->kind != V_TENSOR)
         return sym_fail(t, "negation of an unsupported value");
+    if (t->tfm_active > 0) /* through the TorchFunctionMode (sym_tfm.c) */
+        return sym_tfm_operator(t, "neg", 0, a, 1, out);
     int rc = sym_complex_operator(t, -1, a, NULL, out);
     if (rc != 1)
         return rc;
@@ -237,6 +254,18 @@ int sym_compare(trace *t, int cmp, const var *a_in, const var *b_in, var *out) {
     var av = *a_in, bv = *b_in, *a = &av, *b = &bv;
     sym_resolve(t, a);
     sym_resolve(t, b);
+    if (t->tfm_active > 0 && (a->kind == V_TENSOR || b->kind == V_TENSOR) && cmp >= 0 && cmp <= 5) { /* sym_tfm.c */
+        int refl = a->kind != V_TENSOR;
+        var two[2] = {refl ? *b : *a, refl ? *a : *b};
+        return sym_tfm_operator(t, sym_tfm_cmp_name(cmp), refl, two, 2, out);
+    }
+    if (t->vm_depth > 0) { /* inside a torch.vmap'd function: operands lined up (sym_vmap.c) */
+        var *ab[2] = {a, b};
+        if (sym_vmap_align(t, ab, 2) < 0)
+            return -1;
+        av = *ab[0];
+        bv = *ab[1];
+    }
     if (a->kind == V_TENSOR || b->kind == V_TENSOR) { /* complex operands (ops_complex.c) */
         int rc = sym_complex_operator(t, cmp, a, b, out);
         if (rc != 1)

@@ -523,6 +523,14 @@ static int bind(trace *t, const opdef *d, var *args, int nargs, PyObject *kwname
     return 0;
 }
 
+/* handlers whose graph values are pointwise in their tensor operands, or that read only their
+ * dtype and device: held to sym_vmap.c's rules on what they build, not refused outright */
+static int vmap_pointwise(const opdef *d) {
+    return d->fn == sym_h_binary || d->fn == sym_h_add_sub || d->fn == sym_h_div || d->fn == sym_h_unary ||
+           d->fn == sym_h_where || d->fn == sym_h_clamp || d->fn == sym_h_square || d->fn == sym_h_gelu ||
+           d->fn == sym_h_cast || d->fn == sym_h_to || d->fn == sym_h_type_as || d->fn == sym_h_new_factory;
+}
+
 static int call_op(trace *t, int opi, var *args, int nargs, PyObject *kwnames, var *kwv, var *out) {
     const opdef *d = &OPS[opi];
     var *slots[MAXP];
@@ -533,6 +541,13 @@ static int call_op(trace *t, int opi, var *args, int nargs, PyObject *kwnames, v
         return sym_fail(t, "autocast is enabled and %s casts under it (not captured)", d->name);
     if (bind(t, d, args, nargs, kwnames, kwv, slots, &packed) < 0)
         return -1;
+    if (t->vm_depth > 0 && !vmap_pointwise(d)) { /* inside a torch.vmap'd function (sym_vmap.c) */
+        for (int i = 0; i < MAXP; i++)
+            if (slots[i] != NULL && sym_vmap_gate(t, d->name, slots[i], 1) < 0)
+                return -1;
+    } else if (t->vm_depth > 0 && sym_vmap_align(t, slots, MAXP) < 0) {
+        return -1;
+    }
     for (int i = 0; policy == 1 && i < MAXP; i++)
         if (slots[i] != NULL && slots[i] != &packed && dh_autocast_arg(t, slots[i], cast_to, &slots[i]) < 0)
             return -1;
@@ -637,6 +652,20 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
     var fnv = *fn_in, *fn = &fnv;
     for (int i = 0; i < nargs; i++)
         sym_resolve(t, &args[i]);
+    if (fn->kind == V_FUNC && fn->op == SYM_VMAP)
+        return sym_vmap_call(t, fn, args, nargs, kwnames, out);
+    if (fn->kind == V_CONST && fn->obj != NULL) {
+        /* Tensor.add / Tensor.__getitem__ / Tensor.shape.__get__ called as functions (a
+         * TorchFunctionMode's func: sym_tfm.c) */
+        int rc = sym_tfm_tensor_callable(t, fn, args, nargs, kwnames, out);
+        if (rc != 1)
+            return rc;
+    }
+    if (fn->kind == V_FUNC && fn->op == SYM_USER_FUNCTION) {
+        int rc = sym_vmap_make(t, fn, args, nargs, kwnames, out); /* torch.vmap(f, ...) (sym_vmap.c) */
+        if (rc != 1)
+            return rc;
+    }
     /* torch.compiler.is_compiling() & co answer True inside the capture (variables.c's
      * predicates), as under torch.compile */
     if (fn->kind == V_METHOD && fn->items) {
@@ -827,6 +856,9 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
             rc = sym_obj_deepcopy(t, fn, args, nargs, kwnames, out); /* obj_new.c */
         return rc != 1 ? rc : sym_inline(t, fn->obj, fn->src, NULL, args, nargs, kwnames, out);
     }
+    if (fn->kind == V_FUNC && fn->op >= 0 && t->tfm_active > 0) /* through the TorchFunctionMode (sym_tfm.c) */
+        return fn->obj ? sym_tfm_dispatch(t, fn->obj, NULL, args, npos, kwnames, out)
+                       : sym_fail(t, "a torch call inside a TorchFunctionMode block without its function");
     if (fn->kind == V_FUNC && fn->obj != NULL && fn->op >= -1) {
         /* complex operands or results: one ATen extern (ops_complex.c); a torch builtin
          * without a lowering is planned to see whether its result is complex */
@@ -1056,6 +1088,16 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
         return sym_inline(t, fn->obj, fn->src, &fn->items[0], args, nargs, kwnames, out);
     if (fn->kind == V_METHOD) {
         var *self = &fn->items[0];
+        if (self->kind == V_TENSOR && t->tfm_active > 0) { /* through the TorchFunctionMode (sym_tfm.c) */
+            PyObject *d = sym_tfm_method(fn->obj);
+            var *all = sym_alloc(t, nargs + 1);
+            if (d == NULL || all == NULL)
+                return all == NULL ? -1 : sym_fail(t, "Tensor.%U inside a TorchFunctionMode block not supported", fn->obj);
+            all[0] = *self;
+            for (int i = 0; i < nargs; i++)
+                all[i + 1] = args[i];
+            return sym_tfm_dispatch(t, d, NULL, all, npos + 1, kwnames, out);
+        }
         if (self->kind == V_TENSOR && PyUnicode_Check(fn->obj)) { /* complex: ops_complex.c */
             int rc = sym_complex_method(t, self, fn->obj, args, nargs, kwnames, out);
             if (rc != 1)
@@ -1134,10 +1176,17 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
 int sym_tensor_attr(trace *t, const var *x_in, PyObject *name, var *out) {
     var xr = *x_in; /* the object's current value (x.unsqueeze_(0) changed its shape) */
     sym_resolve(t, &xr);
+    if (t->tfm_active > 0) { /* a property read goes through the TorchFunctionMode (sym_tfm.c) */
+        PyObject *g = sym_tfm_property(name);
+        if (g != NULL)
+            return sym_keep(t, g) == NULL ? -1 : sym_tfm_dispatch(t, g, sym_tfm_tensor_types(), &xr, 1, NULL, out);
+    }
     const var *x = &xr;
     ic_meta m_copy = *sym_metap(t, x->val);
     const ic_meta *m = &m_copy; /* a copy: the graph reallocates */
     const char *n = name ? PyUnicode_AsUTF8(name) : "shape";
+    if (t->vm_depth > 0 && (!strcmp(n, "shape") || !strcmp(n, "ndim")) && sym_vmap_gate(t, n, x, 1) < 0)
+        return -1; /* the per-sample shape of a mapped value (sym_vmap.c) */
     if (ic_dtype_is_complex(m->dtype)) { /* x.real, x.mH & co (ops_complex.c) */
         int rc = sym_complex_attr(t, x, n, out);
         if (rc != 1)

@@ -101,6 +101,9 @@ typedef struct sym_break {
 #define SYM_LAZY_ITER (-7)     /* V_ITER.op of an iterator passed in, read lazily (obj_iter.c) */
 #define SYM_PARTIAL (-6)       /* V_FUNC.op of functools.partial(...) made in the trace (obj_func.c) */
 #define SYM_CUSTOM_OP (-9)     /* V_FUNC.op of a custom op (torch.ops.ns.op, torch.library): ops_custom.c */
+#define SYM_VMAP (-10)          /* V_FUNC.op of torch.vmap(f, in_dims, out_dims) made in the trace:
+                                * items[0] f, items[1] in_dims, items[2] out_dims, items[3]
+                                * randomness (sym_vmap.c; rebuilt at a break: sym_output.c) */
 #define SYM_OWN_ITER (-8)      /* V_ITER.op of an iterator the frame holds (iter(), next()): its
                                 * items array names it, copies rebound as it advances (obj_data.c) */
 #define SYM_DICT_VIEW 3        /* V_DICT.op: obj.__dict__, read-only; globals: the object, pos: its
@@ -203,6 +206,16 @@ typedef struct trace {
     int ngens, capgens;
     const char *no_new_inputs;        /* set: reading a tensor not seen yet fails with this
                                        * reason (autograd_fn.c, tracing a backward) */
+    int vm_depth;                     /* sym_vmap.c: vmap levels being traced */
+    signed char *vb;                  /* batch axes of each graph value (vb_done of them known) */
+    int vb_done, vb_cap;
+    int vm_in_index;                  /* sym_vmap_index is indexing (its own call) */
+    struct var tfm[8];                /* sym_tfm.c: TorchFunctionModes entered in the trace */
+    int ntfm;
+    int tfm_active;                   /* modes that torch calls dispatch through now (ntfm, or
+                                       * fewer inside a mode's __torch_function__) */
+    int tfm_n;                        /* graph values when the last dispatch returned */
+    int tfm_top;                      /* ntfm when the top frame's instruction began */
     char reason[300];
     char where[2048];                 /* file:line of the first failure, innermost first (sym_where) */
     int failed;
@@ -427,6 +440,29 @@ int sym_lazy_iter_next(trace *t, var *it, var *out);
 int sym_lazy_iter_drain(trace *t, var *it, var **items, int *n); /* an enum.Enum member (a constant) */
 int sym_obj_polyfill_attr(trace *t, PyObject *cls, PyObject *name, var *out);
 int sym_partial_call(trace *t, const var *p, var *args, int nargs, PyObject *kwnames, var *out);
+/* sym_vmap.c: torch.vmap(f, ...) (1: fn is not torch.vmap), a call of its result, and the
+ * checks the rest of the trace makes on values inside a mapped function */
+int sym_vmap_make(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out);
+int sym_vmap_call(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out);
+PyObject *sym_vmap_fn(void);   /* torch.vmap (borrowed) */
+PyObject *sym_vmap_keys(void); /* the keywords a SYM_VMAP's items are torch.vmap's (borrowed) */
+int sym_vmap_batched(trace *t, const var *v);   /* 1: a mapped tensor, 0: not, -1: failed */
+int sym_vmap_gate(trace *t, const char *what, const var *args, int n);
+int sym_vmap_align(trace *t, var **ops, int n); /* pointwise operands lined up (in place) */
+/* sym_tfm.c: TorchFunctionMode subclasses entered in the trace */
+int sym_tfm_builtin(trace *t, PyObject *f, var *args, int nargs, PyObject *kwnames, var *out); /* 1: not its */
+int sym_tfm_dispatch(trace *t, PyObject *func, PyObject *types, const var *args, int npos, PyObject *kwnames,
+                     var *out);
+int sym_tfm_operator(trace *t, const char *opname, int reflected, const var *args, int n, var *out);
+int sym_tfm_tensor_callable(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out);
+PyObject *sym_tfm_property(PyObject *name);  /* new reference or NULL */
+PyObject *sym_tfm_method(PyObject *name);    /* borrowed or NULL */
+int sym_tfm_sync(trace *t);
+PyObject *sym_tfm_tensor_types(void);        /* (torch.Tensor,), borrowed */                  /* fails on values made around the mode */
+void sym_tfm_made_here(trace *t);            /* the values made since are the tracer's own */
+const char *sym_tfm_binop_name(int nb, char *buf, size_t n); /* operator module's name */
+const char *sym_tfm_cmp_name(int cmp);
+int sym_vmap_index(trace *t, const var *x, const var *k, var *out); /* 1: not a mapped index */
 
 /* objects.c: lists made in the trace, mutated with identity (sym_rebind) */
 int sym_list_method(trace *t, const var *l, const char *mn, var *args, int nargs, var *out);

@@ -638,6 +638,18 @@ int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
         if (!strcmp(n, "__code__") && o->obj && o->op == SYM_USER_FUNCTION && o->src >= 0 &&
             PyFunction_Check(o->obj)) /* the function is identity-guarded: its code, as it is now */
             return sym_const(t, Py_NewRef(PyFunction_GET_CODE(o->obj)), out);
+        if (o->obj && PyType_Check(o->obj) && sym_tfm_method(name) != NULL &&
+            _PyType_Lookup((PyTypeObject *)o->obj, name) == sym_tfm_method(name) &&
+            PyType_IsSubtype((PyTypeObject *)o->obj, Py_TYPE(sym_tfm_method(name)) == &PyGetSetDescr_Type
+                                                              ? PyDescr_TYPE(sym_tfm_method(name))
+                                                              : (PyTypeObject *)o->obj)) {
+            /* torch.Tensor.add, torch.Tensor.__getitem__, torch.Tensor.shape: torch's own
+             * descriptors, as the functions a TorchFunctionMode compares func with (sym_tfm.c) */
+            PyObject *d = sym_tfm_method(name);
+            if (Py_TYPE(d) == &PyMethodDescr_Type || Py_TYPE(d) == &PyWrapperDescr_Type ||
+                Py_TYPE(d) == &PyGetSetDescr_Type)
+                return sym_const(t, Py_NewRef(d), out);
+        }
         return sym_fail(t, "attribute %U of a function", name);
     }
     case V_METHOD: {

@@ -128,6 +128,9 @@ static int fill_out(trace *t, outbuf *ob, int at, var *v, ic_val *outvals, int *
     dh_outspec *o = &ob->o[at];
     switch (v->kind) {
     case V_TENSOR: {
+        int mapped = sym_vmap_batched(t, v); /* sym_vmap.c: a value of a mapped function */
+        if (mapped != 0)
+            return mapped < 0 ? -1 : sym_fail(t, "vmap: a value of the mapped function leaves the trace");
         if (ic_value_is_grad_leaf(t->g, v->val)) /* train_step.c set_requires_grad */
             return sym_fail(t, "a tensor made to require grad in the trace leaves the graph (its .grad would "
                                "not be eager's)");
@@ -257,6 +260,15 @@ static int fill_out(trace *t, outbuf *ob, int at, var *v, ic_val *outvals, int *
             return made_function(t, ob, at, v, outvals, nout);
         if (v->kind == V_FUNC && v->op == SYM_PARTIAL)
             return sym_fail(t, "a functools.partial made in the trace is live across a graph break");
+        if (v->kind == V_FUNC && v->op == SYM_VMAP) { /* torch.vmap(**its arguments), rebuilt */
+            var kw = *v;
+            kw.kind = V_DICT;
+            kw.op = 0;
+            kw.obj = sym_vmap_keys();
+            if (kw.obj == NULL || sym_vmap_fn() == NULL)
+                return PyErr_Occurred() ? -1 : sym_fail(t, "torch.vmap not found");
+            return out_wrapped(t, ob, at, DH_O_KWCALL, sym_vmap_fn(), &kw, outvals, nout);
+        }
         if (v->kind != V_CONST && v->src >= 0) {
             /* re-read from the frame each call: no strong reference in the cache entry */
             o->kind = DH_O_SOURCE;
@@ -909,7 +921,7 @@ int sym_is_extern_break(const sym_break *b) {
     }
     if (b->fn->kind == V_METHOD && PyUnicode_Check(b->fn->obj))
         n = PyUnicode_AsUTF8(b->fn->obj);
-    else if (b->fn->kind == V_FUNC && PyCFunction_Check(b->fn->obj))
+    else if (b->fn->kind == V_FUNC && b->fn->obj != NULL && PyCFunction_Check(b->fn->obj))
         n = ((PyCFunctionObject *)b->fn->obj)->m_ml->ml_name;
     if (n == NULL) {
         (void)tc_clear_expected(PyExc_UnicodeError);
@@ -1055,6 +1067,7 @@ void sym_trace_free(trace *t, outbuf *ob) {
     free(t->view_of_input);
     free(t->view_desc);
     free(t->chk);
+    free(t->vb);
     sym_fx_free(t);
     if (ob) {
         for (int i = 0; i < ob->n; i++)

@@ -176,6 +176,9 @@ int sym_record_break_state(trace *t, sframe *f) {
         return -1;
     }
     (void)ic_graph_drop_draws(t->g, t->top_n0);
+    /* the instruction reruns eagerly, modes its abandoned calls entered included */
+    t->ntfm = t->tfm_active = t->tfm_top;
+    t->tfm_n = ic_graph_num_values(t->g);
     {
         /* the instruction run at the break may raise: inside a try block its handler runs, in
          * a resume that rebuilds the stack to the handler's depth and raises there (resume.c
@@ -205,6 +208,8 @@ int sym_record_break_state(trace *t, sframe *f) {
             else if (second == NULL || !strcmp(second, "WITH_EXCEPT_START"))
                 why = "inside a with block";
         }
+        if (t->tfm_top > 0 && why == NULL) /* the rest would run without the mode (sym_tfm.c) */
+            why = "a TorchFunctionMode is entered";
         for (int i = 0; i < f->sp && why == NULL; i++)
             if (f->stack[i].kind == V_CONST && f->stack[i].obj && PyExceptionInstance_Check(f->stack[i].obj))
                 why = "an exception being handled";
@@ -474,8 +479,10 @@ static int run_body(trace *t, sframe *f, var *result) {
                             dh_limit.max_trace_steps);
         f->pc = pc;
         t->inst_n0 = ic_graph_num_values(t->g); /* train_inplace.c */
-        if (f->top)
+        if (f->top) {
             t->top_n0 = t->inst_n0;
+            t->tfm_top = t->ntfm; /* modes entered before this instruction (sym_tfm.c) */
+        }
         int opcode = code[2 * pc];
         in.pc = pc;
         in.opcode = opcode;

@@ -552,6 +552,8 @@ int sym_mutate(trace *t, const var *target, ic_val newval) {
         return sym_fail(t, "in-place update of a non-tensor");
     if (t->in_gen) /* a generator runs to completion: eager may stop it before this */
         return sym_fail(t, "in-place update inside a generator");
+    if (t->vm_depth > 0)
+        return sym_fail(t, "vmap: in-place update inside the mapped function not captured");
     if (newval < 0)
         return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "in-place update failed");
     ic_val old = t->obj_val[target->oid];

@@ -309,6 +309,8 @@ void ic_set_extern_handler(ic_extern_handler h);
  * contiguous strides in meta; inputs keep theirs. */
 const ic_meta *ic_value_meta(const ic_graph *g, ic_val v);
 ic_op ic_value_op(const ic_graph *g, ic_val v);
+/* the operands of v's node, in order, into out (room for IC_EXT_MAXIN); their count */
+int ic_value_operands(const ic_graph *g, ic_val v, ic_val *out);
 int ic_graph_num_inputs(const ic_graph *g);
 int ic_graph_num_outputs(const ic_graph *g);
 int ic_graph_num_ops(const ic_graph *g);

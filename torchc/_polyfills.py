@@ -588,3 +588,47 @@ CALLS = {}  # type -> function(obj, *args, **kwargs); functools.partial is obj_f
 from torchc import _polyfill_ops  # noqa: E402
 
 _polyfill_ops.register(POLYFILLS)
+
+# ---- torch.utils._pytree.tree_leaves over plain containers -------------------------------
+# The original consults pytree's registry (a dict keyed by types, which the tracer does not
+# model); over tuples, lists, dicts (values in insertion order), None and tensor/number leaves
+# its answer is fixed. Anything
+# else (a registered node type, an unknown leaf, is_leaf) goes to the original, traced as
+# written (which breaks there).
+import torch.utils._pytree as _pytree  # noqa: E402
+
+_PLAIN_LEAVES = (int, float, bool, str, complex, torch.dtype, torch.device)
+_NONE_IS_LEAF = _pytree.tree_leaves(None) == [None]  # a leaf in torch 2.13, a node in some others
+
+
+def _plain_leaves(x, out):
+    tp = type(x)
+    if tp is tuple or tp is list:
+        for item in x:
+            if not _plain_leaves(item, out):
+                return False
+        return True
+    if tp is dict:
+        for item in x.values():
+            if not _plain_leaves(item, out):
+                return False
+        return True
+    if x is None:
+        if _NONE_IS_LEAF:
+            out.append(x)
+        return True
+    if isinstance(x, torch.Tensor) or tp in _PLAIN_LEAVES:
+        out.append(x)
+        return True
+    return False
+
+
+def _tree_leaves(tree, is_leaf=None):
+    if is_leaf is None:
+        out = []
+        if _plain_leaves(tree, out):
+            return out
+    return _pytree.tree_leaves(tree, is_leaf=is_leaf)
+
+
+POLYFILLS[_pytree.tree_leaves] = _tree_leaves

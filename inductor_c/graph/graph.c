@@ -1411,6 +1411,12 @@ IC_API ic_op ic_value_op(const ic_graph *g, ic_val v) {
     if (v < 0 || v >= g->n) return IC_OP_COUNT;
     return g->nodes[v].op;
 }
+IC_API int ic_value_operands(const ic_graph *g, ic_val v, ic_val *out) {
+    if (v < 0 || v >= g->n) return 0;
+    int k = 0;
+    for (; k < IC_NIN && g->nodes[v].in[k] >= 0; k++) out[k] = g->nodes[v].in[k];
+    return k;
+}
 static int int_range(const ic_graph *g, ic_val v, double *lo, double *hi, int depth) {
     if (v < 0 || v >= g->n || depth > 16) return 0;
     const ic_node *n = &g->nodes[v];
