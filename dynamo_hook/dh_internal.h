@@ -121,6 +121,8 @@ typedef struct dh_guard {
     tc_meta meta;     /* TENSOR */
     int dyn;          /* TENSOR: some dims are symbolic (contiguity is checked instead of strides) */
     signed char sym[TC_MAX_DIMS]; /* TENSOR, dyn: symbol of each dim (its value is bound), -1 static */
+    int lazy;         /* CONST of a dict value not read (yet; nonzero: the instruction that wrapped
+                       * it, symbolic.c): dropped from the entry (variables.c) */
 } dh_guard;
 
 /* ---- output spec: how the frame's return value is rebuilt -------------------------- */

@@ -139,6 +139,10 @@ typedef struct trace {
     int nsrc, capsrc;
     dh_guard *guards;
     int nguards, capguards;
+    int nlazy;        /* guards with lazy set: a dict's values the trace has not read (variables.c) */
+    int nlazymade;    /* lazy guards made so far */
+    int inst_serial;  /* instructions dispatched (symbolic.c run_body), and the one whose handler */
+    int cur_inst;     /* runs now (a lazy guard names the instruction that made it) */
     int *input_src;
     int *input_oid;   /* the tensor object of each graph input (in-place updates) */
     int ninputs, capinputs;
@@ -303,6 +307,14 @@ var *sym_alloc(trace *t, int n);              /* zeroed vars living as long as t
 int sym_method(trace *t, const var *self, PyObject *obj, int src, var *out); /* a V_METHOD */
 int sym_source(trace *t, dh_srckind kind, int base, Py_ssize_t index, PyObject *name);
 int sym_guard_const(trace *t, int src, PyObject *value);
+/* Lazy guards of a dict's constant values (variables.c): a value's equality guard counts only
+ * once the trace reads it. sym_lazy_use: v and everything it holds are read (all lazy guards
+ * when it holds what can't be walked); sym_lazy_use_all: every lazy guard counts;
+ * sym_lazy_drop: the ones never read leave the guard list (the entry's guards). */
+void sym_lazy_use(trace *t, const var *v);
+void sym_lazy_use_all(trace *t);
+void sym_lazy_use_made_by(trace *t, int inst); /* those the instruction inst wrapped */
+void sym_lazy_drop(trace *t);
 /* a new zeroed guard (input_index -1) at the end of t->guards, the array grown as needed;
  * NULL: no memory (exception set) */
 dh_guard *sym_new_guard(trace *t, dh_guardkind kind, int src);

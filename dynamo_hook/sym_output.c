@@ -1024,6 +1024,7 @@ dh_entry *sym_finish_entry(trace *t, outbuf *ob, ic_compiled *compiled) {
     e->fallback = t->failed;
     e->reason = t->failed ? strdup(t->reason) : NULL;
     e->where = t->failed && t->where[0] ? strdup(t->where) : NULL;
+    sym_lazy_drop(t); /* the dict values never read: not guarded (variables.c) */
     e->nsources = t->nsrc;
     e->sources = t->src;
     t->src = NULL;

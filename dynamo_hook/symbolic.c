@@ -345,15 +345,50 @@ void sym_where(trace *t) {
     }
 }
 
-static int run_body(trace *t, sframe *f, var *result);
+static int run_body(trace *t, sframe *f, var *result, var **snap);
+
+/* Lazy dict-value guards (variables.c): an instruction that only moves values (loads,
+ * stores to the frame's locals, a container's item or an object's attribute pushed, an
+ * iteration) reads none; any other reads what it consumes (the stack slots it popped or
+ * changed, and everything they hold) and the dicts its handler wrapped. A break or a failure
+ * reads everything. */
+static int lazy_move(const sframe *f, int op) {
+    switch (op) {
+    case OP_NOP: case OP_RESUME: case OP_CACHE: case OP_PRECALL: case OP_MAKE_CELL:
+    case OP_EXTENDED_ARG: case OP_PUSH_NULL: case OP_POP_TOP: case OP_COPY: case OP_SWAP:
+    case OP_LOAD_CONST: case OP_LOAD_FAST: case OP_LOAD_FAST_CHECK: case OP_LOAD_DEREF:
+    case OP_LOAD_CLOSURE: case OP_LOAD_FAST_AND_CLEAR: case OP_STORE_FAST: case OP_LOAD_GLOBAL:
+    case OP_KW_NAMES: case OP_JUMP_FORWARD: case OP_JUMP_BACKWARD:
+    case OP_JUMP_BACKWARD_NO_INTERRUPT: case OP_END_FOR:
+        return 1;
+    case OP_LOAD_ATTR: case OP_LOAD_METHOD:
+        return f->sp >= 1 && PEEK(1).kind == V_OBJ;
+    case OP_GET_ITER:
+        return f->sp >= 1 && (PEEK(1).kind == V_SEQ || PEEK(1).kind == V_DICT);
+    case OP_FOR_ITER:
+        return f->sp >= 1 && PEEK(1).kind == V_ITER;
+    case OP_UNPACK_SEQUENCE:
+        return f->sp >= 1 && PEEK(1).kind == V_SEQ;
+    case OP_BINARY_SUBSCR: /* d[k], l[i]: the item pushed; the key itself is read */
+        return f->sp >= 2 && PEEK(1).kind == V_CONST && (PEEK(2).kind == V_DICT || PEEK(2).kind == V_SEQ);
+    default:
+        return 0;
+    }
+}
 
 /* interprets f with f registered as live (aliasing checks scan its stack and locals) */
 int sym_run_frame(trace *t, sframe *f, var *result) {
     if (t->nframes >= (int)(sizeof t->frames / sizeof t->frames[0]))
         return sym_fail(t, "inlining too deep");
     t->frames[t->nframes++] = f;
-    int rc = run_body(t, f, result);
+    var *snap = NULL;
+    int inst = t->cur_inst; /* the caller's instruction, whose handler goes on after */
+    int rc = run_body(t, f, result, &snap);
+    t->cur_inst = inst;
+    free(snap);
     t->nframes--;
+    if (rc != 0 && rc != SYM_YIELD) /* a break (its state rebuilt from anything) or a failure */
+        sym_lazy_use_all(t);
     return rc;
 }
 
@@ -458,7 +493,7 @@ static const sym_handler handlers[OP_COUNT_] = {
     [OP_JUMP_IF_TRUE_OR_POP] = sym_op_jump_if_false_or_pop,
 };
 
-static int run_body(trace *t, sframe *f, var *result) {
+static int run_body(trace *t, sframe *f, var *result, var **snap) {
     PyObject *bytes = PyCode_GetCode(f->code);
     if (bytes == NULL)
         return -1;
@@ -493,7 +528,29 @@ static int run_body(trace *t, sframe *f, var *result) {
         sym_handler h = handlers[in.op];
         if (h == NULL)
             return sym_fail(t, "unsupported bytecode %s", opnames[opcode] ? opnames[opcode] : "?");
+        int snapn = -1, move = lazy_move(f, in.op), made = t->nlazymade;
+        t->cur_inst = ++t->inst_serial;
+        if (t->nlazy > 0) {
+            if (!move) {
+                if (*snap == NULL && (*snap = malloc(STACK_MAX * sizeof **snap)) == NULL) {
+                    PyErr_NoMemory();
+                    return -1;
+                }
+                memcpy(*snap, f->stack, (size_t)f->sp * sizeof **snap);
+                snapn = f->sp;
+            } else if (in.op == OP_BINARY_SUBSCR) {
+                sym_lazy_use(t, &PEEK(1));
+            }
+        }
         int rc = h(t, f, &in);
+        if (!move && t->nlazymade != made && t->nlazy > 0) /* a dict its handler wrapped, read in passing */
+            sym_lazy_use_made_by(t, t->cur_inst);
+        if (snapn >= 0 && t->nlazy > 0)
+            for (int i = 0; i < snapn; i++)
+                if (i >= f->sp || memcmp(&(*snap)[i], &f->stack[i], sizeof **snap) != 0)
+                    sym_lazy_use(t, &(*snap)[i]);
+        if (rc != SYM_NEXT && rc != 0 && rc != SYM_YIELD)
+            sym_lazy_use_all(t);
         if (rc == -1 && t->pending_exc != NULL) { /* an except clause of f catches it (sym_exc.c) */
             int u = sym_exc_unwind(t, f, code, ninstr, pc, &in.next);
             if (u < 0)

@@ -4,6 +4,8 @@
  * Contract: every Python value the trace specializes on is reached through a source and
  * gets a guard: tensors → TENSOR_MATCH (and become graph inputs), numbers/strings/tuples →
  * CONSTANT_MATCH, modules and callables → ID_MATCH, nn.Module → ID_MATCH + training.
+ * A plain dict's constant values: CONSTANT_MATCH once the trace reads them (lazy guards,
+ * sym_lazy_use), the key set always (length and DICT_KEY).
  */
 #include "sym.h"
 
@@ -399,7 +401,87 @@ int sym_default_dtype(trace *t) {
     return d;
 }
 
+/* t->srcdone[src] == 2: the source's value has a lazy guard (a cheap test per value read) */
+static void lazy_count(trace *t, dh_guard *g) {
+    g->lazy = 0;
+    t->nlazy--;
+    if (g->src >= 0 && g->src < t->capsrc && t->srcdone[g->src] == 2)
+        t->srcdone[g->src] = 1;
+}
+
+static void lazy_use_src(trace *t, int src) {
+    if (src < 0 || src >= t->capsrc || t->srcdone[src] != 2)
+        return;
+    for (int i = 0; i < t->nguards && t->nlazy > 0; i++)
+        if (t->guards[i].lazy && t->guards[i].src == src)
+            lazy_count(t, &t->guards[i]);
+    t->srcdone[src] = 1;
+}
+
+void sym_lazy_use_made_by(trace *t, int inst) {
+    for (int i = 0; i < t->nguards && t->nlazy > 0; i++)
+        if (t->guards[i].lazy == inst)
+            lazy_count(t, &t->guards[i]);
+}
+
+void sym_lazy_use_all(trace *t) {
+    for (int i = 0; i < t->nguards && t->nlazy > 0; i++)
+        if (t->guards[i].lazy)
+            lazy_count(t, &t->guards[i]);
+    t->nlazy = 0;
+}
+
+/* budget: vars visited (a list holding itself, shared items): past it, all count */
+static void lazy_use(trace *t, const var *v, int depth, int *budget) {
+    if (t->nlazy == 0)
+        return;
+    if (--*budget < 0 || depth > 8) {
+        sym_lazy_use_all(t);
+        return;
+    }
+    if (v->src >= 0)
+        lazy_use_src(t, v->src);
+    if (v->items == NULL)
+        return;
+    int n;
+    if (v->kind == V_SEQ || v->kind == V_DICT || (v->kind == V_ITER && v->op != SYM_OWN_ITER && v->op != SYM_LAZY_ITER))
+        n = v->n;
+    else if (v->kind == V_METHOD || v->kind == V_SUPER)
+        n = 1;
+    else { /* items of another meaning (records, closures, own iterators): all count */
+        sym_lazy_use_all(t);
+        return;
+    }
+    for (int i = 0; i < n && t->nlazy > 0; i++)
+        lazy_use(t, &v->items[i], depth + 1, budget);
+}
+
+void sym_lazy_use(trace *t, const var *v) {
+    int budget = 4096;
+    if (t->nlazy > 0)
+        lazy_use(t, v, 0, &budget);
+}
+
+void sym_lazy_drop(trace *t) {
+    /* what the entry writes back (attributes, containers rebuilt from their items, globals) */
+    for (int i = 0; i < t->nattrw && t->nlazy > 0; i++)
+        if (t->attrw[i].val != NULL)
+            sym_lazy_use(t, t->attrw[i].val);
+    int k = 0;
+    for (int i = 0; i < t->nguards; i++) {
+        if (t->guards[i].lazy) {
+            dh_guard_clear(&t->guards[i]);
+            continue;
+        }
+        t->guards[k++] = t->guards[i];
+    }
+    t->nguards = k;
+    t->nlazy = 0;
+}
+
 int sym_guard_const(trace *t, int src, PyObject *value) {
+    if (src >= 0 && t->nlazy > 0)
+        lazy_use_src(t, src); /* asked for: it counts */
     if (src < 0 || has_guard(t, DH_G_CONST, src))
         return 0;
     dh_guard *g = new_guard(t, DH_G_CONST, src);
@@ -1004,6 +1086,8 @@ static int wrap_uncached(trace *t, PyObject *o, int src, var *out);
 int sym_wrap(trace *t, PyObject *o, int src, var *out) {
     if (src >= 0 && src < t->capsrc && t->srcdone[src]) {
         *out = t->srcvar[src]; /* one source, one tracked value */
+        if (t->nlazy > 0) /* read again by its source: a lazy dict value counts */
+            lazy_use_src(t, src);
         return 0;
     }
     if (src >= 0 && src < t->capsrc && (PyList_CheckExact(o) || PyDict_CheckExact(o))) {
@@ -1203,7 +1287,7 @@ static int wrap_uncached(trace *t, PyObject *o, int src, var *out) {
     }
     int ddict = sym_data_is_defaultdict(o);
     if ((PyDict_CheckExact(o) || ddict) && PyDict_GET_SIZE(o) <= 64 && src >= 0) {
-        /* a dict: type and length guarded, every item wrapped (keys must be strings); a
+        /* a dict: type and length guarded, every item wrapped (constant values guarded lazily); a
          * defaultdict (GradScaler's per-optimizer states): its default_factory identity-guarded,
          * called by the trace for a missing key (sym_containers.c) */
         Py_ssize_t n = PyDict_GET_SIZE(o), pos = 0;
@@ -1252,8 +1336,29 @@ static int wrap_uncached(trace *t, PyObject *o, int src, var *out) {
                 return sym_fail(t, "dict with keys that are not simple constants");
             PyTuple_SET_ITEM(keys, i, Py_NewRef(k));
             int s = sym_source(t, DH_S_ITEM, src, -1, k);
-            if (s < 0 || sym_wrap(t, v, s, &vals[i++]) < 0)
+            if (s < 0)
                 return -1;
+            /* a constant value of a plain dict: its equality guard is lazy, counted once the
+             * trace reads the value (sym_lazy_use: symbolic.c, on each instruction that
+             * consumes it, or anything holding it); the key's presence is guarded now (the
+             * item's source no longer says it). A learning rate in an optimizer's param
+             * group, which only the step reads, then changes without a recompile. */
+            int ng = t->nguards;
+            int lazy = PyDict_CheckExact(o) && is_simple_const(k) && is_simple_const(v) &&
+                       !(s < t->capsrc && t->srcdone[s]);
+            if (sym_wrap(t, v, s, &vals[i++]) < 0)
+                return -1;
+            if (lazy && t->nguards == ng + 1 && t->guards[ng].kind == DH_G_CONST && t->guards[ng].src == s) {
+                t->guards[ng].lazy = t->cur_inst ? t->cur_inst : -1;
+                t->nlazy++;
+                t->nlazymade++;
+                t->srcdone[s] = 2;
+                int has = sym_guard_key(t, src, o, k);
+                if (has < 0)
+                    return -1;
+                if (has != 1)
+                    return sym_fail(t, "dict key lookup failed");
+            }
         }
         out->kind = V_DICT;
         out->obj = keys;

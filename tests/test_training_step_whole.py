@@ -166,10 +166,6 @@ def test_lr_scheduler_never_recompiles_the_optimizer_step(opt_name):
     _run("mlp", opt_name, sched=True)  # and it matches eager over 30 steps
 
 
-@pytest.mark.xfail(strict=True, reason="known: the frame after opt.step() (opt.zero_grad(), the return) reads "
-                   "param_groups through Optimizer.zero_grad's polyfill, and a dict is wrapped with every item "
-                   "guarded (dynamo_hook/variables.c): CONSTANT_MATCH param_groups[0]['lr'] fails at each change "
-                   "and that frame recompiles (the recompile limit, 8 by default, then sends it to eager)")
 @pytest.mark.parametrize("opt_name", ["sgd_momentum", "adamw"])
 def test_lr_scheduler_does_not_recompile_any_frame(opt_name):
     _, compiles = _run("mlp", opt_name, sched=True)
