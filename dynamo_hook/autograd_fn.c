@@ -183,6 +183,16 @@ static int function_apply(PyObject *apply) {
     return apply == base_apply && sym_obj_plain_class(ctx_cls) ? 0 : 1;
 }
 
+/* 1: fn is torch.autograd.Function.apply's function (a subclass's apply that overrides it, a
+ * Python classmethod calling super().apply, is inlined instead: sym_attr.c); 0: not; -1: an
+ * exception */
+int dh_autograd_is_base_apply(PyObject *fn) {
+    int r = init_once();
+    if (r != 0)
+        return r < 0 ? -1 : 0;
+    return fn == base_apply;
+}
+
 /* Function.apply(*args) with grad mode off records nothing: it is forward(ctx, *args) (or
  * forward(*args) when the class defines setup_context, which then only fills ctx), ctx a
  * fresh torch.autograd.function.FunctionCtx (inlined like any plain object). 1: not this

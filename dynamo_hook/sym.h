@@ -419,6 +419,10 @@ int sym_dict_view_read_key(trace *t, const var *d, PyObject *key); /* d[key] / d
 int sym_dict_view_keys(trace *t, const var *d);                  /* keys only (in, iteration) */
 int sym_dict_view_write(trace *t, const var *d);
 int sym_is_lru_wrapper(PyObject *fn); /* ops_table.c: a functools.lru_cache wrapper */
+/* sym_attr.c: super(cls, self)'s second argument is an instance or subclass of cls */
+int sym_super_self(const var *self, PyObject *cls);
+/* autograd_fn.c: fn is Function.apply's own function (1), not (0), an exception (-1) */
+int dh_autograd_is_base_apply(PyObject *fn);
 /* autograd_fn.c: Function.apply under grad mode, forward and backward captured (1: not one) */
 int dh_autograd_function(trace *t, PyObject *cls, PyObject *apply, var *args, int nargs, PyObject *kwnames,
                          var *out);

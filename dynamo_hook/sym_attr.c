@@ -31,7 +31,20 @@ static int type_attr(trace *t, PyObject *cls, PyObject *name, var *out) {
         if (a == NULL || !PyFunction_Check(a))
             return 1;
     }
-    if (!strcmp(n, "apply") && tc_is_autograd_function(cls)) /* a break at its call (sym_call) */
+    /* Fn.apply: captured or a break at its call (sym_call); a Python classmethod overriding
+     * Function.apply (calling super().apply) is inlined as any classmethod below */
+    int base = !strcmp(n, "apply") && tc_is_autograd_function(cls);
+    if (base) {
+        PyObject *ov = _PyType_Lookup((PyTypeObject *)cls, name);
+        PyObject *ovf = ov != NULL && Py_IS_TYPE(ov, &PyClassMethod_Type) ? PyObject_GetAttrString(ov, "__func__") : NULL;
+        if (ovf == NULL && tc_clear_expected(PyExc_AttributeError) < 0)
+            return -1;
+        base = ovf != NULL && PyFunction_Check(ovf) ? dh_autograd_is_base_apply(ovf) : 1;
+        Py_XDECREF(ovf);
+        if (base < 0)
+            return -1;
+    }
+    if (base)
         return sym_const(t, PyObject_GetAttr(cls, name), out) < 0 ? ((void)tc_clear_expected(PyExc_Exception), sym_fail(t, "Function.apply")) : 0;
     PyObject *a = _PyType_Lookup((PyTypeObject *)cls, name);
     if (a == NULL)
@@ -537,27 +550,50 @@ int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
         return sym_fail(t, "attribute %U of %s constant not supported", name, Py_TYPE(o->obj)->tp_name);
     }
     case V_SUPER: {
-        /* super().name: look past the class in self's MRO; methods are inlined */
+        /* super().name: look past the class in the MRO of self's class (of self, where self is
+         * a class: a classmethod's cls); methods are inlined, bound as eager binds them */
         int drc = sym_dsub_super_attr(t, o->obj, &o->items[0], name, out); /* obj_dict.c */
         if (drc != 1)
             return drc;
-        if (PyType_Check(o->obj) && o->items[0].obj != NULL) {
-            /* the class after o->obj in self's MRO defining name: object's own slot
-             * (super().__init__() / __setattr__ / __delattr__ of a plain class: obj_attrs.c) */
-            PyObject *mro = Py_TYPE(o->items[0].obj)->tp_mro;
+        PyObject *so = o->items[0].obj;
+        int on_class = so != NULL && PyType_Check(so) && PyType_Check(o->obj) &&
+                       PyType_IsSubtype((PyTypeObject *)so, (PyTypeObject *)o->obj);
+        PyObject *found = NULL;
+        if (PyType_Check(o->obj) && so != NULL) {
+            /* the class after o->obj in the MRO defining name */
+            PyObject *mro = on_class ? ((PyTypeObject *)so)->tp_mro : Py_TYPE(so)->tp_mro;
             Py_ssize_t i = 0, nm = mro ? PyTuple_GET_SIZE(mro) : 0;
             while (i < nm && PyTuple_GET_ITEM(mro, i) != o->obj)
                 i++;
-            PyObject *found = NULL;
             for (i++; i < nm && found == NULL; i++)
                 found = PyDict_GetItemWithError(dh_type_dict((PyTypeObject *)PyTuple_GET_ITEM(mro, i)), name);
             if (found == NULL && PyErr_Occurred())
                 return -1;
-            if (found != NULL && sym_obj_slot_attr(t, found, &o->items[0], out) == 0)
+            /* object's own slot (super().__init__() / __setattr__ / __delattr__ of a plain
+             * class: obj_attrs.c) */
+            if (!on_class && found != NULL && sym_obj_slot_attr(t, found, &o->items[0], out) == 0)
                 return 0;
+            if (!on_class && found != NULL && Py_TYPE(found) == &PyProperty_Type) {
+                /* super().prop: the base's getter inlined on self (not run at trace time) */
+                PyObject *fget = PyObject_GetAttrString(found, "fget");
+                if (fget == NULL)
+                    (void)tc_clear_expected(PyExc_AttributeError);
+                if (fget == NULL || !PyFunction_Check(fget)) {
+                    Py_XDECREF(fget);
+                    return sym_fail(t, "super().%U: a property without a Python getter", name);
+                }
+                PyObject *fn = sym_keep(t, fget);
+                int s = fn ? sym_source(t, DH_S_CONST, -1, 0, fn) : -1;
+                return s < 0 ? -1 : sym_inline(t, fn, s, &o->items[0], NULL, 0, NULL, out);
+            }
+            if (found != NULL && Py_TYPE(found)->tp_descr_get != NULL && !PyFunction_Check(found) &&
+                !Py_IS_TYPE(found, &PyClassMethod_Type) && !Py_IS_TYPE(found, &PyStaticMethod_Type) &&
+                !PyObject_TypeCheck(found, &PyMethodDescr_Type) && !PyObject_TypeCheck(found, &PyClassMethodDescr_Type) &&
+                !PyObject_TypeCheck(found, &PyWrapperDescr_Type))
+                /* a descriptor whose __get__ would run now, at trace time */
+                return sym_fail(t, "super().%U: descriptor %s not supported", name, Py_TYPE(found)->tp_name);
         }
-        PyObject *sup = PyObject_CallFunctionObjArgs((PyObject *)&PySuper_Type, o->obj,
-                                                     o->items[0].obj, NULL);
+        PyObject *sup = PyObject_CallFunctionObjArgs((PyObject *)&PySuper_Type, o->obj, so, NULL);
         if (sup == NULL) {
             (void)tc_clear_expected(PyExc_Exception);
             return sym_fail(t, "super() failed");
@@ -568,8 +604,8 @@ int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
             (void)tc_clear_expected(PyExc_Exception);
             return sym_fail(t, "super().%U not found", name);
         }
-        if (PyCFunction_Check(a) && PyCFunction_GET_SELF(a) == o->items[0].obj &&
-            o->items[0].kind == V_OBJ && o->items[0].src >= 0 && PyDict_Check(o->items[0].obj)) {
+        if (PyCFunction_Check(a) && PyCFunction_GET_SELF(a) == so &&
+            o->items[0].kind == V_OBJ && o->items[0].src >= 0 && PyDict_Check(so)) {
             /* dict.get / __getitem__ / __contains__ of a dict subclass (a registry) */
             PyObject *d = _PyType_Lookup(&PyDict_Type, name);
             const char *n = PyUnicode_AsUTF8(name);
@@ -581,7 +617,33 @@ int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
                 return sym_fail(t, "super().%U is not a Python method", name);
             return sym_method(t, &o->items[0], name, -1, out);
         }
+        if (on_class && PyMethod_Check(a) && PyMethod_GET_SELF(a) == so && tc_is_autograd_function(so)) {
+            /* super().apply in a Function's classmethod apply: Function.apply bound to cls,
+             * captured or a break at its call (sym_call), as Fn.apply */
+            int base = dh_autograd_is_base_apply(PyMethod_GET_FUNCTION(a));
+            if (base < 0) {
+                Py_DECREF(a);
+                return -1;
+            }
+            if (base)
+                return sym_const(t, a, out);
+        }
         if (PyMethod_Check(a) && PyFunction_Check(PyMethod_GET_FUNCTION(a))) {
+            PyObject *bself = PyMethod_GET_SELF(a);
+            var selfv;
+            if (bself == so) {
+                selfv = o->items[0]; /* a method on self, a classmethod on cls */
+            } else if (!on_class && bself == (PyObject *)Py_TYPE(so)) {
+                /* a classmethod through super() in an instance method: bound to self's class */
+                if ((o->items[0].src >= 0 && sym_guard_type(t, o->items[0].src, so) < 0) ||
+                    sym_wrap(t, bself, -1, &selfv) < 0) {
+                    Py_DECREF(a);
+                    return -1;
+                }
+            } else {
+                Py_DECREF(a);
+                return sym_fail(t, "super().%U bound to another object", name);
+            }
             PyObject *fn = sym_keep(t, Py_NewRef(PyMethod_GET_FUNCTION(a)));
             Py_DECREF(a);
             /* the function as it is now (a source: its globals, in another module, are
@@ -589,7 +651,19 @@ int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
             int s = fn ? sym_source(t, DH_S_CONST, -1, 0, fn) : -1;
             if (fn == NULL || s < 0)
                 return -1;
-            return sym_method(t, &o->items[0], fn, s, out);
+            return sym_method(t, &selfv, fn, s, out);
+        }
+        if (PyFunction_Check(a)) {
+            /* a staticmethod (or, on a class, a plain function): unbound */
+            PyObject *fn = sym_keep(t, a);
+            int s = fn ? sym_source(t, DH_S_CONST, -1, 0, fn) : -1;
+            if (s < 0)
+                return -1;
+            *out = sym_var(V_FUNC);
+            out->src = s;
+            out->op = SYM_USER_FUNCTION;
+            out->obj = fn;
+            return 0;
         }
         Py_DECREF(a);
         return sym_fail(t, "super().%U is not a Python method", name);
@@ -931,6 +1005,21 @@ int sym_op_import_from(trace *t, sframe *f, sym_ins *in) {
     return SYM_NEXT;
 }
 
+/* super(cls, self)'s second argument as eager takes it: an instance of cls (a tracked
+ * object), or a subclass of cls (a classmethod's cls); 0: neither (a fallback) */
+int sym_super_self(const var *self, PyObject *cls) {
+    int r = 0;
+    if (self->obj == NULL || !PyType_Check(cls))
+        return 0;
+    if (self->kind == V_OBJ && !PyType_Check(self->obj))
+        r = PyObject_IsInstance(self->obj, cls);
+    else if ((self->kind == V_OBJ || self->kind == V_CONST || self->kind == V_FUNC) && PyType_Check(self->obj))
+        r = PyType_IsSubtype((PyTypeObject *)self->obj, (PyTypeObject *)cls);
+    if (r < 0)
+        (void)tc_clear_expected(PyExc_Exception);
+    return r == 1;
+}
+
 /* LOAD_SUPER_ATTR */
 /* 3.12: [super, class, self] -> attribute of super(class, self) */
 int sym_op_load_super_attr(trace *t, sframe *f, sym_ins *in) {
@@ -938,7 +1027,7 @@ int sym_op_load_super_attr(trace *t, sframe *f, sym_ins *in) {
     NEED(3);
     var self0 = POP(), cls = POP();
     (void)POP();
-    if (self0.kind != V_OBJ || cls.obj == NULL || !PyType_Check(cls.obj))
+    if (cls.obj == NULL || !PyType_Check(cls.obj) || !sym_super_self(&self0, cls.obj))
         return sym_fail(t, "super() outside a module method");
     var *sv = sym_alloc(t, 1);
     if (sv == NULL)

@@ -380,9 +380,8 @@ int sym_op_call(trace *t, sframe *f, sym_ins *in) {
     }
     var fn = *fnv;
     if (fn.kind == V_FUNC && fn.obj == (PyObject *)&PySuper_Type && nargs == 2 && !f->kwnames &&
-        argv[0].obj != NULL && PyType_Check(argv[0].obj) && argv[1].kind == V_OBJ &&
-        PyObject_IsInstance(argv[1].obj, argv[0].obj) == 1) {
-        /* super(C, self): as the zero-argument form, with the class given */
+        argv[0].obj != NULL && PyType_Check(argv[0].obj) && sym_super_self(&argv[1], argv[0].obj)) {
+        /* super(C, self) / super(C, cls): as the zero-argument form, with the class given */
         var *sv = sym_alloc(t, 1);
         if (sv == NULL)
             return -1;
@@ -413,7 +412,7 @@ int sym_op_call(trace *t, sframe *f, sym_ins *in) {
         (void)tc_clear_expected(PyExc_AttributeError);
         var self0;
         if (cls == NULL || !PyType_Check(cls) || f->code->co_argcount < 1 ||
-            sym_load_local(t, f, 0, &self0) < 0 || self0.kind != V_OBJ)
+            sym_load_local(t, f, 0, &self0) < 0 || !sym_super_self(&self0, cls))
             return sym_fail(t, "zero-argument super() outside a module method");
         f->sp -= in->oparg + 2;
         var *sv = sym_alloc(t, 1);
