@@ -169,3 +169,28 @@ def test_cummax_grads():
     x = R(3, 6).mul(2).round()  # ties: the gradient goes to the index eager returns
     _grads(lambda x: torch.cummax(x, 1).values * 2, x)
     _grads(lambda x: torch.cummin(x, 0)[0], x)
+
+
+# ---- logcumsumexp ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("shape,dim", [((), 0), ((1,), 0), ((7,), 0), ((3, 5), 1), ((3, 5), 0), ((2, 9, 3), 1),
+                                       ((0, 4), 1), ((2, 33), -1)])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_logcumsumexp(shape, dim, dtype):
+    x = R(*shape, dtype=dtype).mul(20)
+    _whole(lambda x: torch.logcumsumexp(x, dim), x, exact=False)
+    _whole(lambda x: x.logcumsumexp(dim), x, exact=False)
+    if len(shape) == 2:
+        _whole(lambda x: torch.logcumsumexp(x, dim), x.t().contiguous().t(), exact=False)
+
+
+def test_logcumsumexp_wide_range_and_infinities():
+    inf = float("inf")
+    x = torch.tensor([-1000., 0., 1000., -inf, -inf, 3., inf, 2., float("nan"), 1.])
+    _whole(lambda x: torch.logcumsumexp(x, 0), x, exact=False)
+    _whole(lambda x: torch.logcumsumexp(x, 0), torch.tensor([-inf, -inf, 1.]), exact=False)
+
+
+def test_logcumsumexp_grads():
+    _grads(lambda x: torch.logcumsumexp(x, 1), R(3, 6).mul(3))
+    _grads(lambda x: torch.logcumsumexp(x, 0), torch.tensor([1., 1., 1., 2.]))

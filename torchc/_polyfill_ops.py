@@ -816,6 +816,41 @@ def cummin(input, dim, *, out=None):
     return _cum_extreme(input, dim, False, _cummin, "cummin")
 
 
+_logcumsumexp = _VF.logcumsumexp
+
+
+def _log_add_exp(x, y):
+    """ATen's _log_add_exp_helper: max + log1p(exp(min - max)); NaN in y wins; both the same
+    infinity: x"""
+    ny = torch.isnan(y)
+    big = torch.where(ny | (y > x), y, x)
+    small = torch.where(ny | (y > x), x, y)
+    same_inf = (small == big) & ~torch.isfinite(small)
+    r = big + torch.log1p(torch.exp(torch.where(same_inf, torch.zeros_like(small), small - big)))
+    return torch.where(same_inf, x, r)
+
+
+def logcumsumexp(input, dim, *, out=None):
+    """a scan in log2(n) steps with ATen's log-add-exp step (eager's is sequential: the values
+    agree to rounding, not bit for bit)"""
+    if out is not None or not isinstance(input, _Tensor) or not isinstance(dim, int) or \
+            input.dtype not in (torch.float32, torch.float64):
+        return _logcumsumexp(input, dim) if out is None else _logcumsumexp(input, dim, out=out)
+    n = max(input.dim(), 1)
+    if not -n <= dim < n:
+        return _logcumsumexp(input, dim)
+    if input.dim() == 0:
+        return input.clone()
+    dim = dim % n
+    L = input.shape[dim]
+    v = input.contiguous()
+    k = 1
+    while k < L:
+        v = torch.cat([v.narrow(dim, 0, k), _log_add_exp(v.narrow(dim, k, L - k), v.narrow(dim, 0, L - k))], dim)
+        k *= 2
+    return v.contiguous()
+
+
 def register(polyfills):
     """adds these to POLYFILLS: the torch.X function and the Tensor.X method where there is one"""
     pairs = (
@@ -829,6 +864,7 @@ def register(polyfills):
         ("fill_diagonal_", fill_diagonal_), ("tril_indices", tril_indices), ("triu_indices", triu_indices),
         ("cross", cross), ("vander", vander),
         ("diagonal_scatter", diagonal_scatter), ("cummax", cummax), ("cummin", cummin),
+        ("logcumsumexp", logcumsumexp),
     )
     for name, fn in pairs:
         f = getattr(_VF, name, None)
