@@ -194,3 +194,28 @@ def test_logcumsumexp_wide_range_and_infinities():
 def test_logcumsumexp_grads():
     _grads(lambda x: torch.logcumsumexp(x, 1), R(3, 6).mul(3))
     _grads(lambda x: torch.logcumsumexp(x, 0), torch.tensor([1., 1., 1., 2.]))
+
+
+# ---- left to eager ---------------------------------------------------------------------------
+
+@pytest.mark.allow_fallback
+def test_bincount_left_to_eager_with_a_reason():
+    # the output's length is max(input) + 1 (or minlength): data-dependent, not known when traced
+    x = torch.tensor([0, 3, 3, 1])
+    f = lambda x: torch.bincount(x * 1, minlength=2) + 1
+    torchc.reset()
+    ex = torchc.explain(f)(x)
+    assert ex.graph_break_count >= 1 and any("bincount" in r for r in ex.break_reasons), ex.break_reasons
+    torch.testing.assert_close(torchc.compile(f)(x), f(x), rtol=0, atol=0)
+
+
+@pytest.mark.allow_fallback
+def test_diagonal_scatter_of_a_noncontiguous_input_left_to_eager():
+    # eager's clone keeps the input's strides: left to eager, which gives them
+    x = R(4, 3).t()
+    f = lambda x, s: torch.diagonal_scatter(x, s) * 1
+    want = f(x, R(3))
+    torchc.reset()
+    got = torchc.compile(f)(x, R(3))
+    assert got.stride() == want.stride()
+    torch.testing.assert_close(got, want, rtol=0, atol=0)
