@@ -1415,10 +1415,10 @@ def break_unknown_builtin(x):
     return y * 2, k
 
 
-@case(2, 1, lambda: (R(4),), reason="logcumsumexp")
+@case(2, 1, lambda: (R(4),), reason="nanquantile")
 def break_unsupported_tensor_method(x):
     y = x * 2
-    z = y.logcumsumexp(0)
+    z = y.nanquantile(0.5, 0, keepdim=True)
     return z + y
 
 
@@ -1533,7 +1533,7 @@ def break_disabled_function(x):
 
 
 def _disabled(x):
-    return x.logcumsumexp(0)
+    return x.nanquantile(0.5, 0, keepdim=True)
 
 
 import torchc as _torchc  # noqa: E402
@@ -2098,26 +2098,26 @@ def config_driven_function(x, n_layers, use_norm):
 # S. graph breaks in awkward places
 # ======================================================================================
 
-@case(2, 1, lambda: (R(5),), reason="logcumsumexp")
+@case(2, 1, lambda: (R(5),), reason="nanquantile")
 def break_mid_expression(x):
-    y = x + torch.logcumsumexp(x, 0) * 2 - x.relu()
+    y = x + torch.nanquantile(x, 0.5, 0, keepdim=True) * 2 - x.relu()
     return y
 
 
-@case(2, 1, lambda: (R(5),), reason="logcumsumexp")
+@case(2, 1, lambda: (R(5),), reason="nanquantile")
 def break_in_method_chain(x):
-    return x.relu().logcumsumexp(0).exp() * 2
+    return x.relu().nanquantile(0.5, 0, keepdim=True).exp() * 2
 
 
-@case(2, 1, lambda: (R(5),), reason="logcumsumexp")
+@case(2, 1, lambda: (R(5),), reason="nanquantile")
 def break_call_with_keywords(x):
-    y = torch.logcumsumexp(x * 2, dim=0)
+    y = torch.nanquantile(x * 2, 0.5, dim=0, keepdim=True)
     return y + 1
 
 
-@case(2, 1, lambda: (R(5), True), reason="logcumsumexp")
+@case(2, 1, lambda: (R(5), True), reason="nanquantile")
 def break_in_conditional_expression(x, flag):
-    y = x.logcumsumexp(0) if flag else x
+    y = x.nanquantile(0.5, 0, keepdim=True) if flag else x
     return y * 3
 
 
@@ -2135,10 +2135,10 @@ def break_data_dependent_and(x, flag):
     return x - 1
 
 
-@case(1, 1, lambda: (R(5),), raises=IndexError, reason="logcumsumexp")
+@case(1, 1, lambda: (R(5),), raises=IndexError, reason="nanquantile")
 def break_call_raises_after_inplace(x):
     x.add_(1)
-    y = x.logcumsumexp(5)
+    y = x.nanquantile(0.5, 5)
     return y
 
 
@@ -2159,16 +2159,16 @@ def break_inside_for_range(x):
     return x
 
 
-@case(2, 1, lambda: (R(5),), reason="logcumsumexp")
+@case(2, 1, lambda: (R(5),), reason="nanquantile")
 def break_result_in_nested_return(x):
     y = x * 2
-    return (y, (x.logcumsumexp(0), [y + 1]))
+    return (y, (x.nanquantile(0.5, 0, keepdim=True), [y + 1]))
 
 
-@case(3, 2, lambda: (R(6),), reason="logcumsumexp")
+@case(3, 2, lambda: (R(6),), reason="nanquantile")
 def three_breaks_different_stack_depths(x):
-    a = x.logcumsumexp(0)
-    b = (a + 1) * x.logcumsumexp(0)
+    a = x.nanquantile(0.5, 0, keepdim=True)
+    b = (a + 1) * x.nanquantile(0.5, 0, keepdim=True)
     c = (a, (b, x.flip(0)))
     return c
 
@@ -2490,7 +2490,7 @@ class AttributeWritesAcrossBreak(nn.Module):
         return y + self.calls
 
 
-@module_case(1, 1, lambda: (R(2, 3),), raises=IndexError, reason="logcumsumexp",
+@module_case(1, 1, lambda: (R(2, 3),), raises=IndexError, reason="nanquantile",
               leak=ATTR_WRITE_BREAK_LEAK)
 class AttributeWriteThenRaise(nn.Module):
     def __init__(self):
@@ -2499,7 +2499,7 @@ class AttributeWriteThenRaise(nn.Module):
 
     def forward(self, x):
         self.calls += 1
-        return x.logcumsumexp(5)
+        return x.nanquantile(0.5, 5)
 
 
 @module_case(1, 0, lambda: (R(2, 3),), calls=3)

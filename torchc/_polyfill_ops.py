@@ -528,6 +528,329 @@ def triu_indices(row, col, offset=0, *, dtype=torch.int64, device=None, layout=N
     return _tri_indices(row, col, offset, False, dtype, _triu_indices, device)
 
 
+# ---- block_diag, cartesian_prod, cross, vander, diagonal_scatter, multi_dot, cummax/cummin ------
+
+_block_diag = _VF.block_diag
+_cartesian_prod = _VF.cartesian_prod
+_cross = _VF.cross
+_linalg_cross = torch._C._linalg.linalg_cross
+_linalg_vander = torch._C._linalg.linalg_vander
+_diagonal_scatter = _VF.diagonal_scatter
+_multi_dot = torch._C._linalg.linalg_multi_dot
+_cummax = _VF.cummax
+_cummin = _VF.cummin
+
+
+def block_diag(*tensors):
+    """ATen: 0-d -> (1, 1), 1-d -> (1, n); the blocks on the diagonal of a fresh zero matrix of
+    the promoted dtype"""
+    if len(tensors) == 0 or not all(isinstance(t, _Tensor) and t.dim() <= 2 for t in tensors) or \
+            len(set(t.device for t in tensors)) != 1:
+        return _block_diag(tensors)
+    bs = [t.reshape(1, 1) if t.dim() == 0 else (t.unsqueeze(0) if t.dim() == 1 else t) for t in tensors]
+    dt = bs[0].dtype
+    for b in bs[1:]:  # all 2-d: result_type is promote_types
+        dt = torch.result_type(b.new_empty((1,), dtype=dt), b)
+    cols = sum(b.shape[1] for b in bs)
+    rows = []
+    left = 0
+    for b in bs:
+        r = b.shape[0]
+        c = b.shape[1]
+        parts = []
+        if left > 0:
+            parts.append(b.new_zeros((r, left), dtype=dt))
+        parts.append(b.to(dt))
+        if cols - left - c > 0:
+            parts.append(b.new_zeros((r, cols - left - c), dtype=dt))
+        rows.append(parts[0] if len(parts) == 1 else torch.cat(parts, 1))
+        left += c
+    return torch.cat(rows, 0).contiguous()
+
+
+def _block_diag_seq(tensors):
+    return block_diag(*tensors) if isinstance(tensors, (list, tuple)) else _block_diag(tensors)
+
+
+def cartesian_prod(*tensors):
+    """ATen: one tensor is returned as is; else meshgrid (ij) of the 1-d tensors (one dtype),
+    each flattened, stacked on dim 1"""
+    if len(tensors) == 0 or not all(isinstance(t, _Tensor) and t.dim() == 1 for t in tensors) or \
+            len(set(t.dtype for t in tensors)) != 1 or len(set(t.device for t in tensors)) != 1:
+        return _cartesian_prod(tensors)
+    if len(tensors) == 1:
+        return tensors[0]
+    full = tuple(t.shape[0] for t in tensors)
+    n = len(tensors)
+    cols = []
+    for i, t in enumerate(tensors):
+        shape = [1] * n
+        shape[i] = full[i]
+        cols.append(t.reshape(shape).expand(full).reshape(-1))
+    return torch.stack(cols, 1)
+
+
+def _cartesian_prod_seq(tensors):
+    return cartesian_prod(*tensors) if isinstance(tensors, (list, tuple)) else _cartesian_prod(tensors)
+
+
+def _cross3(a, b, dim):
+    """ATen's cross kernel: r0 = a1 b2 - a2 b1, r1 = a2 b0 - a0 b2, r2 = a0 b1 - a1 b0, a fresh
+    contiguous tensor of the broadcast shape"""
+    a, b = torch.broadcast_tensors(a, b)
+    a0 = a.narrow(dim, 0, 1)
+    a1 = a.narrow(dim, 1, 1)
+    a2 = a.narrow(dim, 2, 1)
+    b0 = b.narrow(dim, 0, 1)
+    b1 = b.narrow(dim, 1, 1)
+    b2 = b.narrow(dim, 2, 1)
+    return torch.cat([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], dim).contiguous()
+
+
+def _cross_ok(a, b, dim):
+    if not isinstance(a, _Tensor) or not isinstance(b, _Tensor) or not isinstance(dim, int) or \
+            a.dtype != b.dtype or a.dim() != b.dim() or a.dim() == 0 or a.dtype == torch.bool or \
+            a.device != b.device:
+        return False
+    n = a.dim()
+    if not -n <= dim < n:
+        return False
+    for i in range(n):  # the shapes broadcast (same number of dims)
+        if a.shape[i] != b.shape[i] and a.shape[i] != 1 and b.shape[i] != 1:
+            return False
+    return a.shape[dim] == 3 and b.shape[dim] == 3
+
+
+def linalg_cross(input, other, *, dim=-1, out=None):
+    if out is not None or not _cross_ok(input, other, dim):
+        return _linalg_cross(input, other, dim=dim) if out is None else \
+            _linalg_cross(input, other, dim=dim, out=out)
+    return _cross3(input, other, dim % input.dim())
+
+
+def cross(input, other, dim=None, *, out=None):
+    # dim=None: eager's deprecated search for a dim of size 3 (with its warning): left to eager
+    if out is not None or dim is None or not _cross_ok(input, other, dim):
+        return _cross(input, other, dim) if out is None else _cross(input, other, dim, out=out)
+    return _cross3(input, other, dim % input.dim())
+
+
+def _vander(x, n):
+    """ATen (linalg_vander): integers and bool as int64; ones, then the cumulative product of x
+    repeated n - 1 times, on a new last dim"""
+    if not x.is_floating_point() and not x.is_complex():
+        x = x.to(torch.int64)
+    ones = torch.ones(tuple(x.shape) + (1,), dtype=x.dtype, device=x.device)
+    if n == 1:
+        return ones
+    xs = x.unsqueeze(-1)
+    if not x.requires_grad:
+        return torch.cat([ones, xs.expand(tuple(x.shape) + (n - 1,)).cumprod(-1)], -1)
+    ps = [ones, xs]  # the graph has no cumprod backward: the same products, one at a time
+    for _ in range(n - 2):
+        ps.append(ps[-1] * xs)
+    return torch.cat(ps, -1)
+
+
+def linalg_vander(x, *, N=None):
+    if not isinstance(x, _Tensor) or x.dim() == 0 or not (N is None or (isinstance(N, int) and N > 1)) or \
+            (N is None and x.shape[-1] <= 1):
+        return _linalg_vander(x, N=N)
+    return _vander(x, x.shape[-1] if N is None else N)
+
+
+def vander(x, N=None, increasing=False):
+    """torch.vander: 1-d, N defaults to len(x); the powers decreasing unless increasing"""
+    if not isinstance(x, _Tensor) or x.dim() != 1 or not (N is None or (isinstance(N, int) and N > 1)) or \
+            not isinstance(increasing, bool) or (N is None and x.shape[0] <= 1) or \
+            (x.requires_grad and torch.is_grad_enabled()):  # eager's backward raises (an in-place op)
+        return _vander_orig(x, N, increasing)
+    r = _vander(x, x.shape[0] if N is None else N)
+    return r if increasing else r.flip(-1)
+
+
+_vander_orig = _VF.vander
+
+
+def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
+    """ATen: input cloned (its strides kept), src copied onto the diagonal; here a mask of the
+    diagonal's positions selects src placed there, the result laid out as the clone's"""
+    ok = isinstance(input, _Tensor) and isinstance(src, _Tensor) and isinstance(offset, int) and \
+        isinstance(dim1, int) and isinstance(dim2, int) and input.dim() >= 2 and \
+        input.dtype == src.dtype and input.device == src.device and input.is_contiguous()
+    if ok:
+        n = input.dim()
+        ok = -n <= dim1 < n and -n <= dim2 < n and dim1 % n != dim2 % n
+    if ok:
+        d1 = dim1 % n
+        d2 = dim2 % n
+        dshape = torch.diagonal(input, offset, d1, d2).shape
+        ok = tuple(src.shape) == tuple(dshape)
+    if not ok:
+        return _diagonal_scatter(input, src, offset, dim1, dim2)
+    r = input.shape[d1]
+    c = input.shape[d2]
+    i = torch.arange(r, device=input.device).unsqueeze(1)
+    j = torch.arange(c, device=input.device).unsqueeze(0)
+    mask = (j - i) == offset  # (r, c)
+    # src (..., m) -> (..., r, c) with src[..., min(i, j - offset)] at the diagonal's positions
+    m = src.shape[-1]
+    if m == 0:
+        return input.clone()
+    k = torch.clamp((i if offset >= 0 else j).expand(r, c), 0, m - 1)  # the diagonal's index there
+    s = src.index_select(-1, k.reshape(-1)).reshape(tuple(src.shape[:-1]) + (r, c))
+    s = torch.movedim(s, (n - 2, n - 1), (d1, d2))
+    mask = torch.movedim(mask.reshape((1,) * (n - 2) + (r, c)), (n - 2, n - 1), (d1, d2))
+    return torch.where(mask, s, input).contiguous()
+
+
+def _chain_order(dims):
+    """ATen's matrix_chain_order: the cheapest parenthesisation of matrices dims[i] x dims[i+1]"""
+    n = len(dims) - 1
+    cost = [[0] * n for _ in range(n)]
+    split = [[0] * n for _ in range(n)]
+    for length in range(1, n):
+        for i in range(n - length):
+            j = i + length
+            cost[i][j] = None
+            for k in range(i, j):
+                q = cost[i][k] + cost[k + 1][j] + dims[i] * dims[k + 1] * dims[j + 1]
+                if cost[i][j] is None or q < cost[i][j]:
+                    cost[i][j] = q
+                    split[i][j] = k
+    return split
+
+
+def _chain(ts, split, i, j):
+    if i == j:
+        return ts[i]
+    k = split[i][j]
+    return torch.mm(_chain(ts, split, i, k), _chain(ts, split, k + 1, j))
+
+
+def multi_dot(tensors, *, out=None):
+    ok = out is None and isinstance(tensors, (list, tuple)) and len(tensors) >= 2 and \
+        all(isinstance(t, _Tensor) for t in tensors)
+    if ok:
+        n = len(tensors)
+        ok = tensors[0].dim() in (1, 2) and tensors[-1].dim() in (1, 2) and \
+            all(t.dim() == 2 for t in tensors[1:-1]) and len(set(t.dtype for t in tensors)) == 1 and \
+            len(set(t.device for t in tensors)) == 1 and \
+            (tensors[0].is_floating_point() or tensors[0].is_complex())
+    if ok:
+        ts = list(tensors)
+        if ts[0].dim() == 1:
+            ts[0] = ts[0].unsqueeze(0)
+        if ts[-1].dim() == 1:
+            ts[-1] = ts[-1].unsqueeze(-1)
+        ok = all(ts[i].shape[1] == ts[i + 1].shape[0] for i in range(n - 1))
+    if not ok:
+        return _multi_dot(tensors) if out is None else _multi_dot(tensors, out=out)
+    if n == 2:
+        r = torch.mm(ts[0], ts[1])
+    elif n == 3:
+        a = ts[0].shape[0]
+        b = ts[1].shape[0]
+        c = ts[2].shape[0]
+        d = ts[2].shape[1]
+        if a * c * (b + d) > b * d * (a + c):
+            r = torch.mm(ts[0], torch.mm(ts[1], ts[2]))
+        else:
+            r = torch.mm(torch.mm(ts[0], ts[1]), ts[2])
+    else:
+        dims = [t.shape[0] for t in ts] + [ts[-1].shape[1]]
+        r = _chain(ts, _chain_order(dims), 0, n - 1)
+    if tensors[0].dim() == 1 and tensors[-1].dim() == 1:
+        return r.reshape(())
+    if tensors[0].dim() == 1:
+        return r.squeeze(0)
+    if tensors[-1].dim() == 1:
+        return r.squeeze(-1)
+    return r
+
+
+def _cum_extreme(x, dim, is_max, orig, name):
+    """ATen's scan: index i replaces the running one where x[i] is NaN, or the running value is
+    not NaN and x[i] >= it (<= for the minimum): ties and NaNs take the last occurrence. Here a
+    scan in log2(n) steps over (value, index) pairs with that (associative) choice; the values
+    are x gathered at the indices (so the gradient is eager's, scattered to them)"""
+    if not isinstance(x, _Tensor) or not isinstance(dim, int) or x.dtype == torch.bool or x.is_complex():
+        return orig(x, dim)
+    n = max(x.dim(), 1)
+    if not -n <= dim < n:
+        return orig(x, dim)
+    if x.dim() == 0:
+        return getattr(torch.return_types, name)((x.clone(), torch.zeros((), dtype=torch.int64, device=x.device)))
+    dim = dim % n
+    L = x.shape[dim]
+    shape = [1] * n
+    shape[dim] = L
+    idx = torch.arange(L, device=x.device).reshape(shape).expand(x.shape).contiguous()
+    v = x.detach().contiguous()
+    fl = x.is_floating_point()
+    k = 1
+    while k < L:
+        pv = v.narrow(dim, 0, L - k)
+        pi = idx.narrow(dim, 0, L - k)
+        cv = v.narrow(dim, k, L - k)
+        ci = idx.narrow(dim, k, L - k)
+        take = (cv >= pv) if is_max else (cv <= pv)
+        if fl:
+            take = torch.isnan(cv) | (take & ~torch.isnan(pv))
+        v = torch.cat([v.narrow(dim, 0, k), torch.where(take, cv, pv)], dim)
+        idx = torch.cat([idx.narrow(dim, 0, k), torch.where(take, ci, pi)], dim)
+        k *= 2
+    idx = idx.contiguous()
+    return getattr(torch.return_types, name)((torch.gather(x, dim, idx), idx))
+
+
+def cummax(input, dim, *, out=None):
+    if out is not None:
+        return _cummax(input, dim, out=out)
+    return _cum_extreme(input, dim, True, _cummax, "cummax")
+
+
+def cummin(input, dim, *, out=None):
+    if out is not None:
+        return _cummin(input, dim, out=out)
+    return _cum_extreme(input, dim, False, _cummin, "cummin")
+
+
+_logcumsumexp = _VF.logcumsumexp
+
+
+def _log_add_exp(x, y):
+    """ATen's _log_add_exp_helper: max + log1p(exp(min - max)); NaN in y wins; both the same
+    infinity: x"""
+    ny = torch.isnan(y)
+    big = torch.where(ny | (y > x), y, x)
+    small = torch.where(ny | (y > x), x, y)
+    same_inf = (small == big) & ~torch.isfinite(small)
+    r = big + torch.log1p(torch.exp(torch.where(same_inf, torch.zeros_like(small), small - big)))
+    return torch.where(same_inf, x, r)
+
+
+def logcumsumexp(input, dim, *, out=None):
+    """a scan in log2(n) steps with ATen's log-add-exp step (eager's is sequential: the values
+    agree to rounding, not bit for bit)"""
+    if out is not None or not isinstance(input, _Tensor) or not isinstance(dim, int) or \
+            input.dtype not in (torch.float32, torch.float64):
+        return _logcumsumexp(input, dim) if out is None else _logcumsumexp(input, dim, out=out)
+    n = max(input.dim(), 1)
+    if not -n <= dim < n:
+        return _logcumsumexp(input, dim)
+    if input.dim() == 0:
+        return input.clone()
+    dim = dim % n
+    L = input.shape[dim]
+    v = input.contiguous()
+    k = 1
+    while k < L:
+        v = torch.cat([v.narrow(dim, 0, k), _log_add_exp(v.narrow(dim, k, L - k), v.narrow(dim, 0, L - k))], dim)
+        k *= 2
+    return v.contiguous()
+
+
 def register(polyfills):
     """adds these to POLYFILLS: the torch.X function and the Tensor.X method where there is one"""
     pairs = (
@@ -539,6 +862,9 @@ def register(polyfills):
         ("trace", trace), ("dot", dot), ("inner", inner), ("pairwise_distance", pairwise_distance),
         ("dist", dist), ("frac", frac), ("heaviside", heaviside), ("rot90", rot90), ("aminmax", aminmax),
         ("fill_diagonal_", fill_diagonal_), ("tril_indices", tril_indices), ("triu_indices", triu_indices),
+        ("cross", cross), ("vander", vander),
+        ("diagonal_scatter", diagonal_scatter), ("cummax", cummax), ("cummin", cummin),
+        ("logcumsumexp", logcumsumexp),
     )
     for name, fn in pairs:
         f = getattr(_VF, name, None)
@@ -548,5 +874,12 @@ def register(polyfills):
         if m is not None and name not in ("searchsorted", "cdist", "tensordot", "logspace",
                                           "cosine_similarity", "atleast_1d", "atleast_2d",
                                           "atleast_3d", "pairwise_distance", "tril_indices",
-                                          "triu_indices"):
+                                          "triu_indices", "block_diag", "cartesian_prod", "vander"):
             polyfills[m] = fn
+    polyfills[torch.functional.block_diag] = block_diag  # Python wrappers over _VF.X(tensors)
+    polyfills[_block_diag] = _block_diag_seq
+    polyfills[torch.functional.cartesian_prod] = cartesian_prod
+    polyfills[_cartesian_prod] = _cartesian_prod_seq
+    polyfills[_linalg_cross] = linalg_cross
+    polyfills[_linalg_vander] = linalg_vander
+    polyfills[_multi_dot] = multi_dot
