@@ -45,6 +45,10 @@ typedef struct tc_train {
     int device_type, device_index;
     ic_meta *in_meta; /* the backward graph's inputs */
     PyObject *came[2]; /* bool scalars False, True on the device (IC_AG_GRAD_CAME inputs) */
+    PyObject *detach;  /* the forward's stop-gradient values (ic_graph_grad_plain); NULL: the
+                        * forward is not replayed for a double backward */
+    PyObject *replay;  /* [forward graph text, None, detach] once attached (torchc/_autograd.py
+                        * puts its eager form second on the first double backward) */
 } tc_train;
 
 static const char *CAPSULE = "torchc.train";
@@ -201,6 +205,8 @@ static void train_free(tc_train *tr) {
     free(tr->in_meta);
     Py_XDECREF(tr->came[0]);
     Py_XDECREF(tr->came[1]);
+    Py_XDECREF(tr->replay);
+    Py_XDECREF(tr->detach);
     free(tr);
 }
 
@@ -279,6 +285,8 @@ static PyObject *run_backward(PyObject *cap, PyObject *args) {
         return NULL;
     if (create_graph)
         tr->eager = 1;
+    if (saved == Py_None) /* a double backward replayed eagerly (torchc/_autograd.py): the mark only */
+        Py_RETURN_NONE;
     saved = PySequence_Fast(saved, "saved tensors");
     if (saved == NULL)
         return NULL;
@@ -396,9 +404,11 @@ done:
 
 static PyMethodDef runner_def = {"torchc_backward", run_backward, METH_VARARGS, "runs a compiled backward graph"};
 
-PyObject *tc_train_new(ic_autograd *ag, const ic_options *opt, int nfwd_in, int device_type, int device_index) {
+PyObject *tc_train_new(ic_autograd *ag, const ic_options *opt, int nfwd_in, int device_type, int device_index,
+                       PyObject *detach) {
     tc_train *tr = calloc(1, sizeof *tr);
     if (tr == NULL) {
+        Py_XDECREF(detach);
         ic_autograd_clear(ag);
         return PyErr_NoMemory();
     }
@@ -408,6 +418,7 @@ PyObject *tc_train_new(ic_autograd *ag, const ic_options *opt, int nfwd_in, int 
     tr->nfwd_in = nfwd_in;
     tr->device_type = device_type;
     tr->device_index = device_index;
+    tr->detach = detach;
     if (tr->ag.bwd) {
         int n = ic_graph_num_inputs(tr->ag.bwd);
         tr->in_meta = calloc((size_t)n + 1, sizeof *tr->in_meta);
@@ -429,7 +440,8 @@ PyObject *tc_train_new(ic_autograd *ag, const ic_options *opt, int nfwd_in, int 
 }
 
 /* the bound runner, made per attach (cheap) so that the capsule is never in a cycle */
-int tc_train_attach(PyObject *train, PyObject **outs, int nout, PyObject *const *inputs) {
+int tc_train_attach(PyObject *train, PyObject **outs, int nout, PyObject *const *inputs, const char *fwd_text,
+                    const unsigned char *mutated, const int *input_src) {
     static PyObject *attach_fn;
     tc_train *tr = PyCapsule_GetPointer(train, CAPSULE);
     if (tr == NULL)
@@ -452,7 +464,7 @@ int tc_train_attach(PyObject *train, PyObject **outs, int nout, PyObject *const 
         nchk += ag->check_in[i] != 0;
     for (int j = 0; ag->check_out && j < nuser; j++)
         nchk += ag->check_out[j] != 0;
-    PyObject *runner = NULL, *saved = NULL, *uo = NULL, *diff = NULL, *args = NULL, *r = NULL;
+    PyObject *runner = NULL, *saved = NULL, *uo = NULL, *diff = NULL, *args = NULL, *r = NULL, *rep = NULL;
     int rc = -1;
     if (nuser > nout) {
         PyErr_SetString(PyExc_RuntimeError, "torchc: training entry output count");
@@ -462,9 +474,27 @@ int tc_train_attach(PyObject *train, PyObject **outs, int nout, PyObject *const 
     saved = PyTuple_New(nsaved + nchk);
     uo = PyTuple_New(nuser);
     diff = PyTuple_New(nuser);
-    args = PyTuple_New(4 + ag->nbwd_out);
+    args = PyTuple_New(5 + ag->nbwd_out);
     if (!runner || !saved || !uo || !diff || !args)
         goto done;
+    /* double backward's eager replay (torchc/_autograd.py): the forward's text and inputs,
+     * references only; an input the frame updated in place (its value at the forward is
+     * gone) is None */
+    if (tr->detach != NULL && fwd_text != NULL) {
+        if (tr->replay == NULL && (tr->replay = Py_BuildValue("[sOO]", fwd_text, Py_None, tr->detach)) == NULL)
+            goto done;
+        PyObject *ins = PyTuple_New(tr->nfwd_in);
+        if (ins == NULL)
+            goto done;
+        for (int i = 0; i < tr->nfwd_in; i++)
+            PyTuple_SET_ITEM(ins, i, Py_NewRef(mutated && mutated[input_src[i]] ? Py_None : inputs[i]));
+        rep = PyTuple_Pack(2, tr->replay, ins);
+        Py_DECREF(ins);
+        if (rep == NULL)
+            goto done;
+    } else {
+        rep = Py_NewRef(Py_None);
+    }
     for (int k = 0, s = 0; k < ag->nbwd_in; k++) {
         int i = ag->bwd_in_index[k];
         PyObject *o;
@@ -488,9 +518,10 @@ int tc_train_attach(PyObject *train, PyObject **outs, int nout, PyObject *const 
     PyTuple_SET_ITEM(args, 1, saved);
     PyTuple_SET_ITEM(args, 2, uo);
     PyTuple_SET_ITEM(args, 3, diff);
-    runner = saved = uo = diff = NULL;
+    PyTuple_SET_ITEM(args, 4, rep);
+    runner = saved = uo = diff = rep = NULL;
     for (int k = 0; k < ag->nbwd_out; k++)
-        PyTuple_SET_ITEM(args, 4 + k, Py_NewRef(inputs[ag->bwd_out_input[k]]));
+        PyTuple_SET_ITEM(args, 5 + k, Py_NewRef(inputs[ag->bwd_out_input[k]]));
     r = PyObject_Call(attach_fn, args, NULL);
     if (r == NULL)
         goto done;
@@ -508,6 +539,7 @@ done:
     Py_XDECREF(uo);
     Py_XDECREF(diff);
     Py_XDECREF(args);
+    Py_XDECREF(rep);
     Py_XDECREF(r);
     return rc;
 }

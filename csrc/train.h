@@ -15,11 +15,17 @@
 
 /* Takes ownership of ag's arrays and backward graph (ag is cleared); the graph is compiled
  * with opt on the first backward call. New reference, or NULL with a Python exception. */
-PyObject *tc_train_new(ic_autograd *ag, const ic_options *opt, int nfwd_in, int device_type, int device_index);
+/* detach: the forward graph's stop-gradient values (ic_graph_grad_plain) for double backward's
+ * eager replay of it, a tuple of ints (stolen), NULL: no replay */
+PyObject *tc_train_new(ic_autograd *ag, const ic_options *opt, int nfwd_in, int device_type, int device_index,
+                       PyObject *detach);
 /* outs[0 .. nout): the forward's outputs (new references; outs[j] for program outputs j are
  * replaced by the node's outputs); inputs[i]: forward input i (borrowed). 0, or -1 with a
- * Python exception. */
-int tc_train_attach(PyObject *train, PyObject **outs, int nout, PyObject *const *inputs);
+ * Python exception. fwd_text: the forward graph's text (NULL: no eager replay for double
+ * backward); mutated[input_src[i]]: forward input i was updated in place by the frame (NULL:
+ * none). */
+int tc_train_attach(PyObject *train, PyObject **outs, int nout, PyObject *const *inputs, const char *fwd_text,
+                    const unsigned char *mutated, const int *input_src);
 /* for explain(): backward graph text (malloc'd), saved bytes, number of backward ops,
  * whether the backward is compiled yet (it is compiled on the first backward call) */
 char *tc_train_describe(PyObject *train, long long *saved_bytes, int *bwd_ops, int *nsaved, int *compiled);

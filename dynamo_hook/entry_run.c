@@ -397,14 +397,30 @@ PyObject *dh_entry_run(const dh_entry *e, PyObject *const *values, void *const *
             PyErr_NoMemory();
             goto done;
         }
+        /* the sources the frame updated in place (their forward values are gone) */
+        unsigned char small_mut[64] = {0}, *mut = small_mut;
+        if (e->nsources > 64 && (mut = calloc((size_t)e->nsources, 1)) == NULL) {
+            if (fin != small_in)
+                free(fin);
+            PyErr_NoMemory();
+            goto done;
+        }
+        for (int k = 0; k < e->nmut; k++)
+            if (e->mut_src[k] >= 0 && e->mut_src[k] < e->nsources)
+                mut[e->mut_src[k]] = 1;
+        for (int j = 0; e->out_into_src != NULL && j < nout; j++)
+            if (e->out_into_src[j] >= 0 && e->out_into_src[j] < e->nsources)
+                mut[e->out_into_src[j]] = 1;
         for (int i = 0; i < e->ninputs; i++)
             fin[i] = values[e->input_src[i]];
         int busy = dh_tl_busy;
         dh_tl_busy = 1; /* the autograd.Function's Python runs as it is, not captured */
-        int arc = tc_train_attach(e->train, outs, nout, fin);
+        int arc = tc_train_attach(e->train, outs, nout, fin, e->graph_text, mut, e->input_src);
         dh_tl_busy = busy;
         if (fin != small_in)
             free(fin);
+        if (mut != small_mut)
+            free(mut);
         if (arc < 0)
             goto done;
     }

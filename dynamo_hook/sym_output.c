@@ -1010,8 +1010,22 @@ int sym_train_build(trace *t, const mutlist *muts, const ic_options *opt, PyObje
     }
 
     /* the backward graph is compiled on the first backward call (csrc/train.c) */
+    /* double backward's eager replay of this graph: the stop-gradient values it detaches */
+    ic_val *nograd = NULL;
+    int nng = ic_graph_grad_plain(t->g, ag.nuser_out, &nograd);
+    PyObject *detach = nng >= 0 ? PyTuple_New(nng) : NULL;
+    for (int k = 0; detach != NULL && k < nng; k++) {
+        PyObject *id = PyLong_FromLong(nograd[k]);
+        if (id == NULL)
+            Py_CLEAR(detach);
+        else
+            PyTuple_SET_ITEM(detach, k, id);
+    }
+    free(nograd);
+    if (nng >= 0 && detach == NULL) /* (out of memory): no replay, the clear error stays */
+        PyErr_Clear();
     *train = tc_train_new(&ag, opt, t->ninputs, t->device_type < 0 ? TC_DEV_CPU : t->device_type,
-                          t->device_index > 0 ? t->device_index : 0);
+                          t->device_index > 0 ? t->device_index : 0, detach);
     return *train ? 0 : -1;
 }
 

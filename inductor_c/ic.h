@@ -385,6 +385,9 @@ void ic_custom_abort(ic_graph *g, int base, int ninputs);
 /* 1 if v depends on a graph input i with req[i] != 0 through float values and nodes that
  * pass gradients (torch's requires_grad of the value under grad mode), else 0. */
 int ic_value_requires_grad(const ic_graph *g, ic_val v, const unsigned char *req);
+/* -1 if g's outputs [0, nout) read a leaf made in g or g has a custom autograd.Function, else
+ * the number of stop-gradient nodes they read, listed in *nograd (malloc'd) (graph/requires_grad.c) */
+int ic_graph_grad_plain(const ic_graph *g, int nout, ic_val **nograd);
 ic_val ic_graph_output_value(const ic_graph *g, int j); /* value of output j, IC_NONE if none */
 /* 1 if v is an op built with grad mode on in g (outside every ic_set_grad_enabled(g, 0) region
  * closed so far), 0 for inputs, scalars and ops built with it off */

@@ -7,11 +7,19 @@ back with a grad_fn whose backward runs the compiled backward graph. Everything 
 (`loss.backward()`, `torch.autograd.grad`, `retain_graph`, accumulation into `.grad`, hooks)
 is torch's autograd engine, as in eager.
 
-Double backward (`create_graph=True`) is not compiled: the backward graph's gradients are
-returned, but through a node that raises a clear error if they are differentiated again
-(never a silently missing second-order term), and the train object is marked so that the
-frame that made this graph runs eagerly from its next call, with the reason in
-torchc.explain().
+Double backward (`create_graph=True`) is not compiled. Where the forward graph's gradients
+are torch's rules over its ops (no custom autograd.Function or leaf made in it: its no_grad
+regions and detaches are detached in the replay; inductor_c ic_graph_grad_plain), it has an
+eager form (torchc/_fx_export.py) and no random op, the node keeps references to the
+forward's inputs (None for what the frame updated in place) with their versions at the
+forward, and a backward with create_graph=True replays the forward's ops eagerly with
+autograd and returns torch.autograd.grad of that with create_graph=True: eager's
+differentiable gradients, first call included. A plain backward drops those references.
+Otherwise (or an input the outputs read updated in place since the forward) the compiled
+backward's gradients are returned through a node that raises a clear error if they are
+differentiated again (never a silently missing second-order term). Either way the train
+object is marked so that the frame that made this graph runs eagerly from its next call,
+with the reason in torchc.explain().
 """
 import torch
 
@@ -22,9 +30,39 @@ DOUBLE_BACKWARD = (
 )
 
 
+_RANDOM = ("dropout", "rand", "bernoulli", "normal", "multinomial", "poisson")
+
+
+def _replay_fn(holder, device, diff):
+    """holder: [forward graph text, eager form or None, stop-gradient value ids], the train
+    object's (csrc/train.c). The eager form (built once): the forward as a GraphModule computing
+    the program's differentiable outputs only (diff: per program output; the others are the
+    frame's in-place updates), with its stop-gradient values detached, and the inputs they
+    read; False where there is none."""
+    if holder[1] is None:
+        fn = False
+        text = holder[0]
+        if not any(w in text for w in _RANDOM):  # a replay would draw other numbers
+            from . import _fx_export
+            try:
+                gm, _ = _fx_export.export(text, device, frozenset(holder[2]))
+                if gm.torchc_input_specs is None:  # symbolic sizes: not replayed
+                    g = gm.graph
+                    out = next(n for n in g.nodes if n.op == "output")
+                    out.args = (tuple(o for o, d in zip(out.args[0], diff) if d),)
+                    g.eliminate_dead_code()
+                    gm.recompile()
+                    need = {int(n.target[3:]) for n in g.nodes if n.op == "placeholder" and n.users}
+                    fn = (gm, need)
+            except Exception:  # noqa: BLE001 - no eager form: the clear error stays
+                fn = False
+        holder[1] = fn
+    return holder[1]
+
+
 class CompiledNode(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, runner, saved, outs, diff, *inputs):
+    def forward(ctx, runner, saved, outs, diff, replay, *inputs):
         ctx.runner = runner
         # the gradients of outputs the loss does not use come as None (the runner reads them
         # as zeros): an input reached only through such outputs gets None, as in eager
@@ -33,11 +71,25 @@ class CompiledNode(torch.autograd.Function):
         nondiff = [o for o, d in zip(outs, diff) if not d]
         if nondiff:
             ctx.mark_non_differentiable(*nondiff)
+        ctx.replay = None
+        if replay is not None:  # with the inputs' versions, checked before a replay
+            versions = [t._version if isinstance(t, torch.Tensor) else None for t in replay[1]]
+            ctx.replay = (replay[0], replay[1], versions, diff, inputs)
         return tuple(outs)
 
     @staticmethod
     def backward(ctx, *grads):
         create_graph = torch.is_grad_enabled()
+        if not create_graph:
+            # a plain backward drops the replay's references (the forward's inputs stay alive
+            # no longer than eager keeps them); a double backward after backward(retain_graph=
+            # True) then gets the clear error below
+            ctx.replay = None
+        elif ctx.replay is not None:
+            res = _replayed(ctx, grads)
+            if res is not None:
+                ctx.runner(None, None, True)  # the frame runs eagerly from its next call
+                return (None, None, None, None, None) + res
         with torch.no_grad():
             res = tuple(ctx.runner(ctx.saved_tensors, grads, create_graph))
         defined = [i for i, r in enumerate(res) if r is not None]
@@ -50,8 +102,38 @@ class CompiledNode(torch.autograd.Function):
             for i, w in zip(defined, wrapped):
                 res[i] = w
             res = tuple(res)
-        return (None, None, None, None) + tuple(res)
+        return (None, None, None, None, None) + tuple(res)
 
 
-def attach(runner, saved, outs, diff, *inputs):
-    return CompiledNode.apply(runner, saved, outs, diff, *inputs)
+def _replayed(ctx, grads):
+    """the gradients of ctx's inputs by an eager replay of the forward with autograd,
+    differentiable (create_graph); None where the forward cannot be replayed"""
+    holder, fin, versions, diff, inputs = ctx.replay
+    dev = next((t.device for t in fin if isinstance(t, torch.Tensor)), torch.device("cpu"))
+    fn = _replay_fn(holder, dev, diff)
+    if fn is False:
+        return None
+    fn, need = fn
+    if any(fin[i] is None for i in need):
+        return None  # an input the frame updated in place feeds an output
+    for i in need:
+        if isinstance(fin[i], torch.Tensor) and fin[i]._version != versions[i]:
+            return None  # updated in place since the forward: its value then is gone
+    args = [t if i in need else None for i, t in enumerate(fin)]
+    with torch.enable_grad(), torch.autocast(dev.type, enabled=False):  # the IR's casts only
+        outs = fn(*args)
+    pairs = [(o, g_) for o, g_ in zip(outs, [g_ for g_, d in zip(grads, diff) if d]) if g_ is not None]
+    want = [i for i in range(len(inputs)) if ctx.needs_input_grad[5 + i]]
+    res = [None] * len(inputs)
+    pairs = [(o, g_) for o, g_ in pairs if o.requires_grad]
+    if not pairs or not want:
+        return tuple(res)
+    got = torch.autograd.grad([o for o, _ in pairs], [inputs[i] for i in want],
+                              [g_ for _, g_ in pairs], create_graph=True, allow_unused=True)
+    for i, r in zip(want, got):
+        res[i] = r
+    return tuple(res)
+
+
+def attach(runner, saved, outs, diff, replay, *inputs):
+    return CompiledNode.apply(runner, saved, outs, diff, replay, *inputs)

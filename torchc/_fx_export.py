@@ -220,9 +220,10 @@ class _Builder:
         return a
 
 
-def export(text, device="cpu"):
+def export(text, device="cpu", detach=()):
     """The graph text of one captured graph -> (GraphModule, number of inputs). Raises
-    Unsupported for what has no FX form here."""
+    Unsupported for what has no FX form here. detach: ids of values whose result is detached
+    (the graph's stop-gradient marks, for an eager replay with autograd: torchc/_autograd.py)."""
     nodes, outputs = parse(text)
     b = _Builder(torch.device(device))
     g = b.g
@@ -254,6 +255,8 @@ def export(text, device="cpu"):
             continue
         n = _emit(b, op, ins, attrs, words, dt, sizes, syms)
         b.env[vid] = _fix(b, n, op, dt, sizes)
+        if vid in detach and isinstance(b.env[vid], torch.fx.Node):
+            b.env[vid] = b.call("detach", (b.env[vid],), method=True)
     outs = []
     for o in outputs:
         x = b.env[o]

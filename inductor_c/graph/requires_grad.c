@@ -226,3 +226,42 @@ IC_API int ic_value_requires_grad(const ic_graph *g, ic_val v, const unsigned ch
     free(need);
     return r;
 }
+
+/* Whether the gradients of g's outputs [0, nout) are torch's rules over its ops, given the
+ * stop-gradient marks among the nodes they read: -1 if not (a leaf made in the graph, a custom
+ * autograd.Function in g), else the number of those marked nodes, listed in *nograd (malloc'd,
+ * the caller frees; NULL if none). An eager run of g's ops with autograd that detaches those
+ * values (torchc/_autograd.py, double backward) differentiates as the captured program did. */
+IC_API int ic_graph_grad_plain(const ic_graph *g, int nout, ic_val **nograd) {
+    *nograd = NULL;
+    if (g == NULL || g->ncustom > 0 || g->nograd_depth > 0 || nout > g->noutputs) return -1;
+    unsigned char *read = calloc((size_t)g->n + 1, 1);
+    ic_val *ids = malloc(((size_t)g->n + 1) * sizeof *ids);
+    if (read == NULL || ids == NULL) {
+        free(read);
+        free(ids);
+        return -1;
+    }
+    for (int j = 0; j < nout; j++)
+        if (g->outputs[j] >= 0 && g->outputs[j] < g->n) read[g->outputs[j]] = 1;
+    int n = 0;
+    for (int v = g->n - 1; v >= 0 && n >= 0; v--) {
+        if (!read[v]) continue;
+        if (g->nodes[v].leaf) {
+            n = -1;
+            break;
+        }
+        if (g->nodes[v].nograd) {
+            ids[n++] = v;
+            continue; /* what it reads passes no gradient through it */
+        }
+        for (int k = 0; k < IC_NIN; k++)
+            if (g->nodes[v].in[k] >= 0 && g->nodes[v].in[k] < v) read[g->nodes[v].in[k]] = 1;
+    }
+    free(read);
+    if (n > 0)
+        *nograd = ids;
+    else
+        free(ids);
+    return n;
+}
