@@ -192,7 +192,8 @@ int sym_guard_attr_absent(trace *t, const var *o, PyObject *name) {
             Py_XDECREF(r);
             return tc_clear_expected(PyExc_Exception) < 0 ? -1 : 0;
         }
-        PyErr_Clear();
+        if (tc_clear_expected(PyExc_AttributeError) < 0)
+            return -1;
         dh_guard *g = sym_new_guard(t, DH_G_HASATTR, o->src);
         if (g == NULL)
             return -1;

@@ -1022,8 +1022,10 @@ int sym_train_build(trace *t, const mutlist *muts, const ic_options *opt, PyObje
             PyTuple_SET_ITEM(detach, k, id);
     }
     free(nograd);
-    if (nng >= 0 && detach == NULL) /* (out of memory): no replay, the clear error stays */
-        PyErr_Clear();
+    if (nng >= 0 && detach == NULL) { /* out of memory: raised, as eager's would be */
+        ic_autograd_clear(&ag);
+        return -1;
+    }
     *train = tc_train_new(&ag, opt, t->ninputs, t->device_type < 0 ? TC_DEV_CPU : t->device_type,
                           t->device_index > 0 ? t->device_index : 0, detach);
     return *train ? 0 : -1;
