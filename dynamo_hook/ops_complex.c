@@ -237,23 +237,13 @@ int sym_complex_call(trace *t, PyObject *fn, var *args, int nargs, PyObject *kwn
     PyObject *pa = PyTuple_New(npos), *kw = PyDict_New(), *res = NULL;
     if (o.metas == NULL || pa == NULL || kw == NULL)
         goto done;
-    for (int i = 0; i < nargs; i++) {
-        if (!force && !plannable(t, &args[i], 0)) { /* the ordinary path decides */
+    for (int i = 0; i < nargs && !force; i++)
+        if (!plannable(t, &args[i], 0)) { /* the ordinary path decides */
             rc = 1;
             goto done;
         }
-        PyObject *x = sym_custom_arg(t, &args[i], &o);
-        if (x == NULL)
-            goto done;
-        if (i < npos) {
-            PyTuple_SET_ITEM(pa, i, x);
-        } else {
-            int e = PyDict_SetItem(kw, PyTuple_GET_ITEM(kwnames, i - npos), x);
-            Py_DECREF(x);
-            if (e < 0)
-                goto done;
-        }
-    }
+    if (sym_custom_pack(t, args, nargs, kwnames, &o, pa, kw) < 0)
+        goto done;
     char dev[32]; /* the graph's device: device arguments naming it are planned on meta */
     if (t->device_type == TC_DEV_CUDA)
         snprintf(dev, sizeof dev, "cuda:%d", t->device_index > 0 ? t->device_index : 0);

@@ -255,6 +255,26 @@ int sym_custom_build(trace *t, const opnds *o, long long key, int w, PyObject *o
     return 0;
 }
 
+/* the call's arguments (sym_custom_arg each: tensors as metas, in o) into pa (the
+ * positional ones, a tuple of their number) and kw (the keywords); -1 with an exception */
+int sym_custom_pack(trace *t, const var *args, int nargs, PyObject *kwnames, opnds *o, PyObject *pa, PyObject *kw) {
+    int npos = nargs - (kwnames ? (int)PyTuple_GET_SIZE(kwnames) : 0);
+    for (int i = 0; i < nargs; i++) {
+        PyObject *x = sym_custom_arg(t, &args[i], o);
+        if (x == NULL)
+            return -1;
+        if (i < npos) {
+            PyTuple_SET_ITEM(pa, i, x);
+        } else {
+            int e = PyDict_SetItem(kw, PyTuple_GET_ITEM(kwnames, i - npos), x);
+            Py_DECREF(x);
+            if (e < 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
 int sym_custom_op_call(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out) {
     if (load_helper(t) < 0)
         return -1;
@@ -265,19 +285,8 @@ int sym_custom_op_call(trace *t, const var *fn, var *args, int nargs, PyObject *
     PyObject *pa = PyTuple_New(npos), *kw = PyDict_New(), *res = NULL;
     if (o.metas == NULL || pa == NULL || kw == NULL)
         goto done;
-    for (int i = 0; i < nargs; i++) {
-        PyObject *x = sym_custom_arg(t, &args[i], &o);
-        if (x == NULL)
-            goto done;
-        if (i < npos) {
-            PyTuple_SET_ITEM(pa, i, x);
-        } else {
-            int e = PyDict_SetItem(kw, PyTuple_GET_ITEM(kwnames, i - npos), x);
-            Py_DECREF(x);
-            if (e < 0)
-                goto done;
-        }
-    }
+    if (sym_custom_pack(t, args, nargs, kwnames, &o, pa, kw) < 0)
+        goto done;
     for (int i = 0; i < o.n; i++)
         if (sym_value_requires_grad(t, o.v[i]->val)) {
             rc = sym_fail(t, "custom op %R on tensors that require grad: its autograd formula is not captured yet",

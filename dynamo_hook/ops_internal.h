@@ -51,6 +51,8 @@ typedef struct sym_opnds {
     PyObject *metas;            /* list of (dtype, sizes, strides) */
 } sym_opnds;
 PyObject *sym_custom_arg(trace *t, const var *a, sym_opnds *o);
+int sym_custom_pack(trace *t, const var *args, int nargs, PyObject *kwnames, sym_opnds *o, PyObject *pa,
+                    PyObject *kw);
 int sym_custom_build(trace *t, const sym_opnds *o, long long key, int w, PyObject *outs, int islist, var *out);
 /* ops_complex.c: a call that reads or makes a complex value, as one ATen extern (1: not
  * such a call, nothing done). fn: the callable, or a str: "attr:<name>" of args[0]; probe:

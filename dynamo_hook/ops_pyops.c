@@ -15,13 +15,8 @@ int sym_binary(trace *t, int nb, const var *a_in, const var *b_in, var *out) {
         var two[2] = {refl ? *b : *a, refl ? *a : *b};
         return sym_tfm_operator(t, nm, refl, two, 2, out);
     }
-    if (t->vm_depth > 0) { /* inside a torch.vmap'd function: operands lined up (sym_vmap.c) */
-        var *ab[2] = {a, b};
-        if (sym_vmap_align(t, ab, 2) < 0)
-            return -1;
-        av = *ab[0];
-        bv = *ab[1];
-    }
+    if (t->vm_depth > 0 && sym_vmap_align2(t, a, b) < 0) /* inside a torch.vmap'd function (sym_vmap.c) */
+        return -1;
     int inplace = nb >= 13;
     int base = inplace ? nb - 13 : nb;
     if (dh_tl_autocast && (base == 4 || base == 8) && (a->kind != V_CONST || b->kind != V_CONST)) {
@@ -259,13 +254,8 @@ int sym_compare(trace *t, int cmp, const var *a_in, const var *b_in, var *out) {
         var two[2] = {refl ? *b : *a, refl ? *a : *b};
         return sym_tfm_operator(t, sym_tfm_cmp_name(cmp), refl, two, 2, out);
     }
-    if (t->vm_depth > 0) { /* inside a torch.vmap'd function: operands lined up (sym_vmap.c) */
-        var *ab[2] = {a, b};
-        if (sym_vmap_align(t, ab, 2) < 0)
-            return -1;
-        av = *ab[0];
-        bv = *ab[1];
-    }
+    if (t->vm_depth > 0 && sym_vmap_align2(t, a, b) < 0) /* inside a torch.vmap'd function (sym_vmap.c) */
+        return -1;
     if (a->kind == V_TENSOR || b->kind == V_TENSOR) { /* complex operands (ops_complex.c) */
         int rc = sym_complex_operator(t, cmp, a, b, out);
         if (rc != 1)

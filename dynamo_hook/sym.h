@@ -465,6 +465,7 @@ PyObject *sym_vmap_keys(void); /* the keywords a SYM_VMAP's items are torch.vmap
 int sym_vmap_batched(trace *t, const var *v);   /* 1: a mapped tensor, 0: not, -1: failed */
 int sym_vmap_gate(trace *t, const char *what, const var *args, int n);
 int sym_vmap_align(trace *t, var **ops, int n); /* pointwise operands lined up (in place) */
+int sym_vmap_align2(trace *t, var *a, var *b); /* the same for a binary operator's two */
 /* sym_tfm.c: TorchFunctionMode subclasses entered in the trace */
 int sym_tfm_builtin(trace *t, PyObject *f, var *args, int nargs, PyObject *kwnames, var *out); /* 1: not its */
 int sym_tfm_dispatch(trace *t, PyObject *func, PyObject *types, const var *args, int npos, PyObject *kwnames,

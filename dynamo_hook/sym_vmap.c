@@ -220,6 +220,16 @@ int sym_vmap_align(trace *t, var **ops, int n) {
     return 0;
 }
 
+/* a binary operator's two operands lined up (sym_vmap_align), written back in place */
+int sym_vmap_align2(trace *t, var *a, var *b) {
+    var *ab[2] = {a, b};
+    if (sym_vmap_align(t, ab, 2) < 0)
+        return -1;
+    *a = *ab[0];
+    *b = *ab[1];
+    return 0;
+}
+
 /* ---- torch.vmap(f, in_dims, out_dims) ----------------------------------------------------- */
 
 /* a constant (int, None, nested tuples/lists of them) as a new Python object; NULL (no
