@@ -353,6 +353,9 @@ def test_tiny_transformers_model_with_vmapped_masks_under_a_mode_is_whole():
     """unlimited_ocr builds its attention masks with sdpa_mask(use_vmap=True): four nested
     torch.vmap calls inside `with TransformGetItemToIndex():` (21 graphs, 9 breaks before)"""
     pytest.importorskip("transformers")
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+    if "unlimited_ocr" not in CONFIG_MAPPING_NAMES:  # older transformers (the GPU machine's 5.17)
+        pytest.skip("this transformers has no unlimited_ocr architecture")
     import json
     import os
     import subprocess
