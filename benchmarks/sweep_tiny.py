@@ -17,6 +17,7 @@ Models run in worker processes (a crash or a hang costs one model, not the run);
 keeps process-wide state, so a worker is restarted every --chunk models. Not part of make test.
 """
 import argparse
+import concurrent.futures
 import collections
 import inspect
 import json
@@ -25,6 +26,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import traceback
 
@@ -333,6 +335,7 @@ def main(argv=None):
     ap.add_argument("--timeout", type=int, default=90, help="seconds per model")
     ap.add_argument("--chunk", type=int, default=25, help="models per worker process")
     ap.add_argument("--skip-done", action="store_true")
+    ap.add_argument("--jobs", type=int, default=1, help="worker processes at once (each one thread)")
     ap.add_argument("--torchc-path", default=ROOT,
                     help="directory holding the torchc package to test (a copy keeps a long run "
                          "apart from rebuilds of this tree)")
@@ -370,8 +373,11 @@ def main(argv=None):
         write_md(out, base + ".md", meta)
 
     env = dict(os.environ, PYTHONPATH=a.torchc_path + os.pathsep + ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    while todo:
-        chunk = todo[:a.chunk]
+    if a.jobs > 1:  # tiny models: one thread each, so that jobs don't oversubscribe the cores
+        env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    lock = threading.Lock()
+
+    def run_chunk(chunk):
         p = subprocess.Popen([sys.executable, "-P", os.path.abspath(__file__), "--worker", ",".join(chunk),
                               "--timeout", str(a.timeout)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                              text=True, env=env)
@@ -381,18 +387,26 @@ def main(argv=None):
                 cur = ln.split()[1]
             elif ln.startswith("RESULT "):
                 r = json.loads(ln[7:])
-                rows[r["model"]] = r
                 cur = None
                 g = f"{r.get('graphs', '-')}/{r.get('breaks', '-')}"
-                print(f"{r['model']:32s} {r['status']:14s} {g:>7s} {r.get('seconds', 0):6.1f}  "
-                      f"{(r.get('why') or r.get('error') or '; '.join(sorted(set(map(reason_key, r.get('reasons', [])))))[:100])}",
-                      flush=True)
-                save()
+                with lock:
+                    rows[r["model"]] = r
+                    print(f"{r['model']:32s} {r['status']:14s} {g:>7s} {r.get('seconds', 0):6.1f}  "
+                          f"{(r.get('why') or r.get('error') or '; '.join(sorted(set(map(reason_key, r.get('reasons', [])))))[:100])}",
+                          flush=True)
+                    save()
         rc = p.wait()
         if cur is not None:
-            rows[cur] = {"model": cur, "status": "crashed", "error": f"worker died (rc {rc})"}
-            print(f"{cur:32s} crashed (rc {rc})", flush=True)
-            save()
+            with lock:
+                rows[cur] = {"model": cur, "status": "crashed", "error": f"worker died (rc {rc})"}
+                print(f"{cur:32s} crashed (rc {rc})", flush=True)
+                save()
+
+    while todo:
+        # a worker that died leaves the rest of its chunk to the next round
+        chunks = [todo[i:i + a.chunk] for i in range(0, len(todo), a.chunk)]
+        with concurrent.futures.ThreadPoolExecutor(max(1, a.jobs)) as ex:
+            list(ex.map(run_chunk, chunks))
         todo = [n for n in todo if n not in rows]
     save()
     st = collections.Counter(r["status"] for r in rows.values())

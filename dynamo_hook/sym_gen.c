@@ -143,43 +143,71 @@ int sym_gen_live(trace *t, int (*live)(trace *, const var *, int, int, int), int
     return 0;
 }
 
-/* the opcode of CALL_INTRINSIC_1 (3.12), -1 where there is none */
-static int intrinsic_opcode(void) {
-    static int op = -2;
-    if (op == -2) {
-        PyObject *dis = PyImport_ImportModule("dis");
-        PyObject *map = dis ? PyObject_GetAttrString(dis, "opmap") : NULL;
-        PyObject *v = map ? PyDict_GetItemString(map, "CALL_INTRINSIC_1") : NULL;
-        op = v ? (int)PyLong_AsLong(v) : -1;
-        Py_XDECREF(map);
-        Py_XDECREF(dis);
-        (void)tc_clear_expected(PyExc_Exception);
-    }
+/* the opcode named `name` in this interpreter's dis.opmap, -1 where there is none */
+static int opmap_lookup(const char *name) {
+    PyObject *dis = PyImport_ImportModule("dis");
+    PyObject *map = dis ? PyObject_GetAttrString(dis, "opmap") : NULL;
+    PyObject *v = map ? PyDict_GetItemString(map, name) : NULL;
+    int op = v ? (int)PyLong_AsLong(v) : -1;
+    Py_XDECREF(map);
+    Py_XDECREF(dis);
+    (void)tc_clear_expected(PyExc_Exception);
     return op;
 }
 
-/* 1 when a started generator is suspended inside a try/with block: eager closes it when it is
- * collected, running that block's cleanup, which the trace does not model. The handler 3.12
- * wraps every generator body in (CALL_INTRINSIC_1 INTRINSIC_STOPITERATION_ERROR) only
- * re-raises: not a cleanup. */
+/* CALL_INTRINSIC_1 and CLEANUP_THROW (both 3.12; -1 on 3.11) */
+static int intrinsic_opcode(void) {
+    static int op = -2;
+    if (op == -2)
+        op = opmap_lookup("CALL_INTRINSIC_1");
+    return op;
+}
+
+static int cleanup_throw_opcode(void) {
+    static int op = -2;
+    if (op == -2)
+        op = opmap_lookup("CLEANUP_THROW");
+    return op;
+}
+
+/* Whether generator g is suspended inside a try/with of its own code (1), or only inside what
+ * the compiler adds to every generator (0): 3.12's whole-body handler that turns StopIteration
+ * into RuntimeError (CALL_INTRINSIC_1 INTRINSIC_STOPITERATION_ERROR), and the CLEANUP_THROW
+ * handler around the yield of every `yield from` (a throw() into the delegating generator);
+ * the handler that covers CLEANUP_THROW itself is what a throw would reach next. */
+static int gen_in_user_handler(sym_gen *g) {
+    PyObject *bytes = PyCode_GetCode(g->f->code);
+    if (bytes == NULL)
+        return -1;
+    const unsigned char *code = (const unsigned char *)PyBytes_AS_STRING(bytes);
+    Py_ssize_t n = PyBytes_GET_SIZE(bytes);
+    int pc = g->f->pc, r = 0;
+    for (int hops = 0; hops < 64; hops++) {
+        int depth, lasti;
+        int h = sym_exc_handler(g->f->code, pc, &depth, &lasti);
+        if (h < 0 || 2 * h + 1 >= n)
+            break;
+        if (code[2 * h] == intrinsic_opcode() && code[2 * h + 1] == 3) /* INTRINSIC_STOPITERATION_ERROR */
+            break;
+        if (cleanup_throw_opcode() >= 0 && code[2 * h] == cleanup_throw_opcode() && h != pc) {
+            pc = h;
+            continue;
+        }
+        r = 1;
+        break;
+    }
+    Py_DECREF(bytes);
+    return r;
+}
+
 int sym_gen_unclosed(trace *t) {
     for (int i = 0; i < t->ngens; i++) {
         sym_gen *g = ((sym_gen **)t->gens)[i];
-        int depth, lasti;
         if (g->state != GEN_SUSPENDED)
             continue;
-        int h = sym_exc_handler(g->f->code, g->f->pc, &depth, &lasti);
-        if (h < 0)
-            continue;
-        PyObject *bytes = PyCode_GetCode(g->f->code);
-        if (bytes == NULL)
-            return -1;
-        const unsigned char *code = (const unsigned char *)PyBytes_AS_STRING(bytes);
-        int wrapper = 2 * h + 1 < PyBytes_GET_SIZE(bytes) && code[2 * h] == intrinsic_opcode() &&
-                      code[2 * h + 1] == 3; /* INTRINSIC_STOPITERATION_ERROR */
-        Py_DECREF(bytes);
-        if (!wrapper)
-            return 1;
+        int r = gen_in_user_handler(g);
+        if (r != 0)
+            return r;
     }
     return 0;
 }

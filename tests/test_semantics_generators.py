@@ -283,3 +283,46 @@ def test_autocast_region_held_by_suspended_generator():
 def _amp_gen():
     with torch.autocast("cpu", dtype=torch.bfloat16):
         yield
+
+
+def _deleg_tree(m):
+    for c in m.children():
+        yield from _deleg_tree(c)
+    yield from m.parameters(recurse=False)
+
+
+def test_yield_from_left_suspended_is_whole():
+    """`next(p.dtype for p in model.parameters())` (transformers' ModuleUtilsMixin.dtype)
+    leaves nn.Module's generators suspended inside `yield from`: on 3.12 that yield is covered
+    by a CLEANUP_THROW handler the compiler adds, not by a try/with of the code, so there is
+    nothing for close() to clean up and the trace stays whole (it broke on 3.12 only)."""
+    m = torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.Sequential(torch.nn.Linear(3, 3)))
+
+    def f(x):
+        dt = next(p.dtype for p in m.parameters() if p.is_floating_point())
+        first = next(_deleg_tree(m[1]))
+        return (x.to(dt) @ first).relu()
+
+    _whole(f, torch.randn(2, 3))
+
+
+def _deleg_in_try(x, log):
+    try:
+        yield from gen(x, 3)
+    finally:
+        log.append("closed")
+
+
+@pytest.mark.no_compile  # the suspended try/finally around `yield from`: eager
+def test_yield_from_inside_try_left_suspended_runs_eagerly():
+    def f(x, log):
+        return next(_deleg_in_try(x, log)) + 1
+
+    log_e, log_c = [], []
+    want = f(torch.ones(2), log_e)
+    torchc.reset()
+    torch.testing.assert_close(torchc.compile(f)(torch.ones(2), log_c), want)
+    assert log_c == log_e == ["closed"]
+    torchc.reset()
+    ex = torchc.explain(f)(torch.ones(2), [])
+    assert ex.graph_count == 0 and any("left suspended" in r for r in ex.break_reasons), ex.break_reasons
