@@ -260,6 +260,30 @@ done:
 
 static PyObject *str_forward, *str_hooks[4];
 
+/* torch.jit.script keeps the Python function it compiled as `_torchdynamo_inline` on the
+ * ScriptFunction (what torch.compile traces in its place): the call inlines that function,
+ * read through a guarded attribute source. 1 where the object has none (a ScriptFunction
+ * loaded from a file, any other callable). */
+static int inline_script_source(trace *t, const var *obj, var *args, int nargs, PyObject *kwnames,
+                                var *out) {
+    static PyObject *name;
+    if (obj->src < 0)
+        return 1;
+    if (name == NULL && (name = PyUnicode_InternFromString("_torchdynamo_inline")) == NULL)
+        return -1;
+    PyObject *fn = PyObject_GetAttr(obj->obj, name);
+    if (fn == NULL)
+        return tc_clear_expected(PyExc_AttributeError) < 0 ? -1 : 1;
+    if (!PyFunction_Check(fn)) {
+        Py_DECREF(fn);
+        return 1;
+    }
+    int s = sym_source(t, DH_S_ATTR, obj->src, 2, name); /* a full getattr in the guard */
+    int rc = s < 0 ? -1 : sym_inline(t, fn, s, NULL, args, nargs, kwnames, out);
+    Py_DECREF(fn);
+    return rc;
+}
+
 int sym_inline_module(trace *t, const var *mod, var *args, int nargs, PyObject *kwnames,
                       var *out) {
     if (str_forward == NULL) {
@@ -277,6 +301,9 @@ int sym_inline_module(trace *t, const var *mod, var *args, int nargs, PyObject *
         PyObject *fn = call ? _PyType_Lookup(Py_TYPE(mod->obj), call) : NULL;
         if (fn == NULL || !PyFunction_Check(fn)) {
             Py_XDECREF(call);
+            int sr = inline_script_source(t, mod, args, nargs, kwnames, out);
+            if (sr != 1)
+                return sr;
             if (PyMethod_Check(mod->obj) && mod->src >= 0) /* a bound method held as a value (sym_exc.c) */
                 return sym_call_bound_method(t, mod, args, nargs, kwnames, out);
             int rc = sym_obj_call_polyfill(t, mod, args, nargs, kwnames, out); /* obj_func.c */
