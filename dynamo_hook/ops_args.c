@@ -83,6 +83,22 @@ int sym_get_bool(trace *t, const var *v, int dflt, int *out, const char *what) {
     return sym_fail(t, "%s must be a constant bool", what);
 }
 
+/* a constant str argument (None: dflt) as UTF-8, borrowed from the trace's constant; one
+ * that is not a str, or does not encode (a lone surrogate), fails the trace with a reason
+ * (eager raises its own error on the re-run) */
+int sym_get_str(trace *t, const var *v, const char *dflt, const char **out, const char *what) {
+    if (sym_is_none(v) && dflt != NULL) {
+        *out = dflt;
+        return 0;
+    }
+    if (v == NULL || v->kind != V_CONST || !PyUnicode_Check(v->obj))
+        return sym_fail(t, "%s must be a constant string", what);
+    *out = PyUnicode_AsUTF8(v->obj);
+    if (*out == NULL)
+        return tc_clear_expected(PyExc_UnicodeError) < 0 ? -1 : sym_fail(t, "%s is not a valid string", what);
+    return 0;
+}
+
 /* Meta of a value, never NULL (a zero meta for a failed builder: the graph's error is
  * reported where the value is used). */
 const ic_meta *sym_metap(trace *t, ic_val v) {
