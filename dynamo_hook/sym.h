@@ -306,6 +306,7 @@ PyObject *sym_keep(trace *t, PyObject *o);    /* steals o into t->keep; borrowed
 var *sym_alloc(trace *t, int n);              /* zeroed vars living as long as the trace */
 int sym_method(trace *t, const var *self, PyObject *obj, int src, var *out); /* a V_METHOD */
 int sym_source(trace *t, dh_srckind kind, int base, Py_ssize_t index, PyObject *name);
+int sym_guard_key_order(trace *t, int src, PyObject *keys); /* variables.c */
 int sym_guard_const(trace *t, int src, PyObject *value);
 /* Lazy guards of a dict's constant values (variables.c): a value's equality guard counts only
  * once the trace reads it. sym_lazy_use: v and everything it holds are read (all lazy guards

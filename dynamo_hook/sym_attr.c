@@ -378,7 +378,7 @@ int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
                 return -1;
             }
             int i = 0;
-            while (PyDict_Next(mods, &pos, &k, &v)) {
+            while (i < n && PyDict_Next(mods, &pos, &k, &v)) {
                 PyTuple_SET_ITEM(keys, i, Py_NewRef(k));
                 int s = sym_source(t, DH_S_ATTR, o->src, 0, k);
                 if (s < 0 || sym_wrap(t, v, s, &vals[i++]) < 0) {
@@ -387,6 +387,10 @@ int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
                 }
             }
             Py_DECREF(mods);
+            if (i != n)
+                return sym_fail(t, "_modules changed size while traced");
+            if (sym_guard_key_order(t, ms, keys) < 0)
+                return -1;
             *out = sym_var(V_DICT);
             out->obj = keys;
             out->items = vals;
