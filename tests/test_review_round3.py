@@ -104,6 +104,62 @@ def test_module_children_order_is_guarded():
         torch.testing.assert_close(f(x), m(x))
 
 
+# ---- hasattr / getattr-with-default on a tensor ----------------------------------------------
+
+def test_hasattr_tensor_instance_attribute_gained():
+    def fn(x):
+        if hasattr(x, "scale_hint"):
+            return x * 3
+        return x + 1
+
+    f = torchc.compile(fn)
+    x = torch.randn(4)
+    torch.testing.assert_close(f(x), fn(x))
+    y = torch.randn(4)
+    y.scale_hint = 2.0
+    torch.testing.assert_close(f(y), fn(y))
+    torch.testing.assert_close(f(x), fn(x))
+
+
+def test_hasattr_tensor_instance_attribute_first():
+    def fn(x):
+        if hasattr(x, "scale_hint"):
+            return x * 3
+        return x + 1
+
+    f = torchc.compile(fn)
+    y = torch.randn(4)
+    y.scale_hint = 2.0
+    torch.testing.assert_close(f(y), fn(y))
+    x = torch.randn(4)
+    torch.testing.assert_close(f(x), fn(x))
+
+
+@pytest.mark.allow_fallback
+def test_getattr_default_tensor_instance_attribute():
+    def fn(x):
+        return x * getattr(x, "scale_hint", 1.0)
+
+    f = torchc.compile(fn)
+    x = torch.randn(4)
+    torch.testing.assert_close(f(x), fn(x))
+    y = torch.randn(4)
+    y.scale_hint = 2.0
+    torch.testing.assert_close(f(y), fn(y))
+
+
+def test_hasattr_tensor_type_property():
+    # a property of the class the trace does not model: eager says True
+    def fn(x):
+        if hasattr(x, "is_leaf"):
+            return x * 3
+        return x + 1
+
+    f = torchc.compile(fn)
+    x = torch.randn(4)
+    torch.testing.assert_close(f(x), fn(x))
+
+
 # ---- string arguments that are not UTF-8 encodable (NULL from PyUnicode_AsUTF8) ------------
 
 _BAD = "\ud800"  # a lone surrogate: PyUnicode_AsUTF8 fails
