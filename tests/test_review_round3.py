@@ -218,3 +218,30 @@ def test_loss_reduction_not_utf8():
         return F.mse_loss(x, y, reduction=_BAD) + 1
 
     _same_exception(torchc.compile(fn), fn, torch.randn(4), torch.randn(4))
+
+
+# ---- torch.vmap arguments ----------------------------------------------------------------
+
+@pytest.mark.allow_fallback
+def test_vmap_in_dims_huge_int():
+    def fn(x):
+        return torch.vmap(lambda r: r * 2, in_dims=2**70)(x)
+
+    _same_exception(torchc.compile(fn), fn, torch.randn(3, 4))
+
+
+@pytest.mark.allow_fallback
+def test_vmap_in_dims_sentinel_value():
+    # -1000000 was the trace's own marker for in_dim None
+    def fn(x, y):
+        return torch.vmap(lambda r, q: r * q, in_dims=(0, -1000000))(x, y)
+
+    _same_exception(torchc.compile(fn), fn, torch.randn(3, 4), torch.randn(4))
+
+
+@pytest.mark.allow_fallback
+def test_vmap_out_dims_huge_int():
+    def fn(x):
+        return torch.vmap(lambda r: r * 2, out_dims=2**70)(x)
+
+    _same_exception(torchc.compile(fn), fn, torch.randn(3, 4))
