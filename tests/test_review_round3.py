@@ -245,3 +245,23 @@ def test_vmap_out_dims_huge_int():
         return torch.vmap(lambda r: r * 2, out_dims=2**70)(x)
 
     _same_exception(torchc.compile(fn), fn, torch.randn(3, 4))
+
+
+# ---- int arguments out of range ----------------------------------------------------------
+
+_HUGE = 2**70
+
+
+@pytest.mark.allow_fallback
+@pytest.mark.parametrize("op", ["roll", "narrow", "sum", "pad", "unsqueeze"])
+def test_int_argument_out_of_range(op):
+    # PyLong_AsLongLong's -1 was taken as the value: a result where eager raises
+    fns = {
+        "roll": lambda x: torch.roll(x, _HUGE, 0) + 1,
+        "narrow": lambda x: x.narrow(0, _HUGE, 1) + 1,
+        "sum": lambda x: x.sum(_HUGE) + 1,
+        "pad": lambda x: F.pad(x, (_HUGE, 0)) + 1,
+        "unsqueeze": lambda x: x.unsqueeze(_HUGE) + 1,
+    }
+    fn = fns[op]
+    _same_exception(torchc.compile(fn), fn, torch.randn(3, 4))
