@@ -379,34 +379,22 @@ int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kw
             sym_fx_rollback(t, &mark);
         sym_fx_drop(&mark);
         if (rc < 0 && !PyErr_Occurred() && (!strcmp(name, "hasattr") || nargs == 3) &&
-            args[0].kind == V_OBJ) {
-            /* "absent" only while it stays so (guarded); else the failure stands */
+            (args[0].kind == V_OBJ || args[0].kind == V_TENSOR)) {
+            /* "absent" only while it stays so (guarded); else the failure stands. A tensor:
+             * its class and instance attributes decide (present: guarded too) */
             char why[sizeof t->reason];
             snprintf(why, sizeof why, "%s", t->reason);
             t->failed = 0;
             t->reason[0] = 0;
             t->pending_exc = NULL;
-            int ab = sym_guard_attr_absent(t, &args[0], args[1].obj);
-            if (ab < 0)
-                return -1;
-            if (ab == 0)
-                return sym_fail(t, "%s(o, %R): %s", name, args[1].obj, why);
-        }
-        if (rc < 0 && !PyErr_Occurred() && (!strcmp(name, "hasattr") || nargs == 3) &&
-            args[0].kind == V_TENSOR) {
-            /* a tensor: its class and instance attributes decide, guarded (sym_attr.c) */
-            char why[sizeof t->reason];
-            snprintf(why, sizeof why, "%s", t->reason);
-            t->failed = 0;
-            t->reason[0] = 0;
-            t->pending_exc = NULL;
-            int ab = sym_guard_tensor_attr(t, &args[0], args[1].obj);
+            int ab = args[0].kind == V_OBJ ? sym_guard_attr_absent(t, &args[0], args[1].obj)
+                                           : sym_guard_tensor_attr(t, &args[0], args[1].obj);
             if (ab < 0)
                 return -1;
             if (ab == 2 && !strcmp(name, "hasattr"))
                 return sym_const(t, Py_NewRef(Py_True), out);
             if (ab != 1)
-                return sym_fail(t, "%s(tensor, %R): %s", name, args[1].obj, why);
+                return sym_fail(t, "%s(o, %R): %s", name, args[1].obj, why);
         }
         if (!strcmp(name, "hasattr")) {
             if (rc < 0 && PyErr_Occurred())
