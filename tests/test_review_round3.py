@@ -14,13 +14,15 @@ def _compiles():
 
 # ---- dict key order (a trace iterating a dict is built for one order) ---------------------
 
-def test_dict_key_order_tensor_values():
-    def fn(x, d):
-        out = x
-        for k, v in d.items():
-            out = out * 2 + v
-        return out
+def _fold_items(x, d):
+    out = x
+    for k, v in d.items():
+        out = out * 2 + v
+    return out
 
+
+def test_dict_key_order_tensor_values():
+    fn = _fold_items
     f = torchc.compile(fn)
     x = torch.ones(3)
     a, b = torch.full((3,), 1.0), torch.full((3,), 5.0)
@@ -68,12 +70,7 @@ def test_dict_key_order_unread_dict_no_extra_recompile():
 def test_ordered_dict_move_to_end_is_guarded():
     import collections
 
-    def fn(x, d):
-        out = x
-        for k, v in d.items():
-            out = out * 2 + v
-        return out
-
+    fn = _fold_items
     f = torchc.compile(fn)
     x = torch.ones(3)
     d = collections.OrderedDict(a=torch.full((3,), 1.0), b=torch.full((3,), 5.0))
