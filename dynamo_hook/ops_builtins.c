@@ -362,13 +362,21 @@ int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kw
         args[1].kind == V_CONST && PyUnicode_Check(args[1].obj) && !kwnames) {
         /* a lookup that fails is the answer here: what it logged is undone and its reason
          * dropped (a later failure must report its own) */
-        if (!strcmp(name, "hasattr") && args[0].kind == V_CONST && PyType_Check(args[0].obj) &&
+        if (!strcmp(name, "hasattr") && (args[0].kind == V_CONST || args[0].kind == V_FUNC) &&
+            args[0].obj != NULL && PyType_Check(args[0].obj) &&
             Py_TYPE(args[0].obj) == &PyType_Type) {
             /* hasattr(cls, name) of a plain class: its MRO or type's (a name the trace does
              * not read, e.g. __dataclass_fields__, must not answer False) */
             PyObject *a = _PyType_Lookup((PyTypeObject *)args[0].obj, args[1].obj);
             if (a == NULL)
                 a = _PyType_Lookup(&PyType_Type, args[1].obj);
+            if (args[0].src >= 0) { /* a class is mutable: the answer holds while it stays */
+                dh_guard *g = sym_new_guard(t, DH_G_HASATTR, args[0].src);
+                if (g == NULL)
+                    return -1;
+                g->obj = Py_NewRef(args[1].obj);
+                g->value = a != NULL;
+            }
             return sym_const(t, PyBool_FromLong(a != NULL), out);
         }
         sym_fx_mark mark = {0};

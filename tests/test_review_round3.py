@@ -250,3 +250,30 @@ def test_int_argument_out_of_range(op):
     }
     fn = fns[op]
     _same_exception(torchc.compile(fn), fn, torch.randn(3, 4))
+
+
+# ---- hasattr of a class --------------------------------------------------------------------
+
+class _Flagged:
+    pass
+
+
+def _class_flag(x):
+    if hasattr(_Flagged, "flag"):
+        return x * 3
+    return x + 1
+
+
+def test_hasattr_class_attribute_added_and_removed():
+    # the answer was read from the class's MRO at trace time and not guarded
+    f = torchc.compile(_class_flag)
+    x = torch.ones(2)
+    try:
+        torch.testing.assert_close(f(x), _class_flag(x))
+        _Flagged.flag = True
+        torch.testing.assert_close(f(x), _class_flag(x))
+        del _Flagged.flag
+        torch.testing.assert_close(f(x), _class_flag(x))
+    finally:
+        if hasattr(_Flagged, "flag"):
+            del _Flagged.flag
