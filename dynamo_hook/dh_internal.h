@@ -107,8 +107,10 @@ typedef enum dh_guardkind {
                         * arguments are distinct objects and no mutated input overlaps another */
     DH_G_AUTOCAST,     /* tc_autocast_state() == value (CPU and CUDA enabled + dtype) */
     DH_G_ITERLEN,      /* items left in an iterator: == value (value >= 0), >= -value (< 0) */
-    DH_G_HASATTR       /* hasattr(values[src], obj) == value, by the real getattr (an object
+    DH_G_HASATTR,      /* hasattr(values[src], obj) == value, by the real getattr (an object
                         * whose own __getattribute__/__getattr__ decides) */
+    DH_G_KEY_ORDER     /* the keys of the dict values[src], in iteration order, are obj (a
+                        * tuple): each the same object or equal and of the same type */
 } dh_guardkind;
 
 typedef struct dh_guard {

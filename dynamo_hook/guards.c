@@ -540,6 +540,49 @@ static PyObject *full_getattr_memo(const dh_source *s, PyObject *const *values, 
     return dh_source_resolve((dh_source *)s, values, localsplus, globals, builtins, func);
 }
 
+/* DH_G_KEY_ORDER: dict d's keys, in order, are those of the tuple want (identical, or equal
+ * and of the same type: 1 == 1.0 == True). The keys the trace accepts (variables.c: simple
+ * constants, objects compared by identity) compare without running Python code. */
+static int key_is(PyObject *k, PyObject *w) {
+    if (k == w)
+        return 1;
+    int eq = Py_TYPE(k) == Py_TYPE(w) ? PyObject_RichCompareBool(k, w, Py_EQ) : 0;
+    if (eq < 0)
+        (void)tc_clear_expected(PyExc_Exception);
+    return eq == 1;
+}
+
+static int dict_keys_are(PyObject *d, PyObject *want) {
+    Py_ssize_t n = PyTuple_GET_SIZE(want), pos = 0, i = 0;
+    if (!PyDict_Check(d) || PyDict_GET_SIZE(d) != n)
+        return 0;
+    PyObject *k, *v;
+    if (PyDict_CheckExact(d)) {
+        while (i < n && PyDict_Next(d, &pos, &k, &v))
+            if (!key_is(k, PyTuple_GET_ITEM(want, i++)))
+                return 0;
+        return i == n;
+    }
+    /* a subclass whose own order may differ from its storage's (OrderedDict.move_to_end) */
+    PyObject *it = PyObject_GetIter(d);
+    if (it == NULL) {
+        (void)tc_clear_expected(PyExc_Exception);
+        return 0;
+    }
+    int ok = 1;
+    while (ok && (k = PyIter_Next(it)) != NULL) {
+        ok = i < n && key_is(k, PyTuple_GET_ITEM(want, i));
+        i++;
+        Py_DECREF(k);
+    }
+    Py_DECREF(it);
+    if (PyErr_Occurred()) {
+        (void)tc_clear_expected(PyExc_Exception);
+        return 0;
+    }
+    return ok && i == n;
+}
+
 static int guards_check_sym(const dh_entry *e, PyObject *const *localsplus, PyObject *globals,
                         PyObject *builtins, PyObject *func, PyObject **values, void **data_ptrs,
                         int64_t *symvals) {
@@ -652,6 +695,10 @@ static int guards_check_sym(const dh_entry *e, PyObject *const *localsplus, PyOb
             }
             break;
         }
+        case DH_G_KEY_ORDER:
+            if (v == NULL || !dict_keys_are(v, g->obj))
+                return 0;
+            break;
         case DH_G_HASATTR: {
             PyObject *r = v != NULL ? PyObject_GetAttr(v, g->obj) : NULL;
             Py_XDECREF(r);
@@ -816,6 +863,9 @@ PyObject *dh_guards_describe(const dh_entry *e) {
             break;
         case DH_G_HASATTR:
             item = PyUnicode_FromFormat("HASATTR hasattr(%U, %R) == %d", src, g->obj, g->value);
+            break;
+        case DH_G_KEY_ORDER:
+            item = PyUnicode_FromFormat("DICT_KEYS_ORDER tuple(%U) == %R", src, g->obj);
             break;
         }
         Py_CLEAR(src);

@@ -96,7 +96,7 @@ static var *contents(trace *t, const var *o) {
         sym_fail(t, "a %s of %zd items", Py_TYPE(o->obj)->tp_name, n);
         return NULL;
     }
-    if (sym_guard_len(t, o->src, (int)n) < 0)
+    if (sym_guard_len(t, o->src, (int)n) < 0 || sym_guard_key_order(t, o->src, kt) < 0)
         return NULL;
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *k = PyTuple_GET_ITEM(kt, i);

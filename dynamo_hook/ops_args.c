@@ -61,11 +61,19 @@ int sym_inplace_overlap_check(trace *t, const var *self, const var *args, int n)
     return 0;
 }
 
+/* a Python int as a long long: one out of range fails the trace (PyLong_AsLongLong's -1 would
+ * be taken as a value, its OverflowError left pending) */
+static int ll_of(trace *t, PyObject *o, long long *out, const char *what) {
+    int ovf = 0;
+    *out = PyLong_AsLongLongAndOverflow(o, &ovf);
+    if (*out == -1 && PyErr_Occurred())
+        return -1;
+    return ovf ? sym_fail(t, "%s: an int out of range (eager decides)", what) : 0;
+}
+
 int sym_get_int(trace *t, const var *v, long long *out, const char *what) {
-    if (v && v->kind == V_CONST && (PyLong_CheckExact(v->obj) || PyBool_Check(v->obj))) {
-        *out = PyLong_AsLongLong(v->obj);
-        return 0;
-    }
+    if (v && v->kind == V_CONST && (PyLong_CheckExact(v->obj) || PyBool_Check(v->obj)))
+        return ll_of(t, v->obj, out, what);
     if (sym_const_int_tensor(t, v, out)) /* ops_models.c: a 0-d constant, its __index__ */
         return 0;
     return sym_fail(t, "%s must be a constant int", what);
@@ -81,6 +89,22 @@ int sym_get_bool(trace *t, const var *v, int dflt, int *out, const char *what) {
         return 0;
     }
     return sym_fail(t, "%s must be a constant bool", what);
+}
+
+/* a constant str argument (None: dflt) as UTF-8, borrowed from the trace's constant; one
+ * that is not a str, or does not encode (a lone surrogate), fails the trace with a reason
+ * (eager raises its own error on the re-run) */
+int sym_get_str(trace *t, const var *v, const char *dflt, const char **out, const char *what) {
+    if (sym_is_none(v) && dflt != NULL) {
+        *out = dflt;
+        return 0;
+    }
+    if (v == NULL || v->kind != V_CONST || !PyUnicode_Check(v->obj))
+        return sym_fail(t, "%s must be a constant string", what);
+    *out = PyUnicode_AsUTF8(v->obj);
+    if (*out == NULL)
+        return tc_clear_expected(PyExc_UnicodeError) < 0 ? -1 : sym_fail(t, "%s is not a valid string", what);
+    return 0;
 }
 
 /* Meta of a value, never NULL (a zero meta for a failed builder: the graph's error is
@@ -104,10 +128,8 @@ int sym_norm_dim(trace *t, long long d, int ndim, int *out) {
 /* int, tuple/list of ints, torch.Size or a SEQ of consts → list of ints */
 int sym_get_ints(trace *t, const var *v, long long *out, int max, int *n, const char *what) {
     *n = 0;
-    if (v->kind == V_CONST && (PyLong_CheckExact(v->obj) || PyBool_Check(v->obj))) {
-        out[(*n)++] = PyLong_AsLongLong(v->obj);
-        return 0;
-    }
+    if (v->kind == V_CONST && (PyLong_CheckExact(v->obj) || PyBool_Check(v->obj)))
+        return ll_of(t, v->obj, &out[(*n)++], what);
     if (v->kind == V_CONST && PyTuple_Check(v->obj)) {
         Py_ssize_t k = PyTuple_GET_SIZE(v->obj);
         if (k > max)
@@ -116,7 +138,8 @@ int sym_get_ints(trace *t, const var *v, long long *out, int max, int *n, const 
             PyObject *it = PyTuple_GET_ITEM(v->obj, i);
             if (!PyLong_Check(it))
                 return sym_fail(t, "%s must hold ints", what);
-            out[(*n)++] = PyLong_AsLongLong(it);
+            if (ll_of(t, it, &out[(*n)++], what) < 0)
+                return -1;
         }
         return 0;
     }
@@ -128,7 +151,8 @@ int sym_get_ints(trace *t, const var *v, long long *out, int max, int *n, const 
             PyObject *it = PyList_GET_ITEM(v->obj, i);
             if (!PyLong_Check(it))
                 return sym_fail(t, "%s must hold ints", what);
-            out[(*n)++] = PyLong_AsLongLong(it);
+            if (ll_of(t, it, &out[(*n)++], what) < 0)
+                return -1;
         }
         return 0;
     }

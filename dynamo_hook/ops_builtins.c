@@ -362,13 +362,21 @@ int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kw
         args[1].kind == V_CONST && PyUnicode_Check(args[1].obj) && !kwnames) {
         /* a lookup that fails is the answer here: what it logged is undone and its reason
          * dropped (a later failure must report its own) */
-        if (!strcmp(name, "hasattr") && args[0].kind == V_CONST && PyType_Check(args[0].obj) &&
+        if (!strcmp(name, "hasattr") && (args[0].kind == V_CONST || args[0].kind == V_FUNC) &&
+            args[0].obj != NULL && PyType_Check(args[0].obj) &&
             Py_TYPE(args[0].obj) == &PyType_Type) {
             /* hasattr(cls, name) of a plain class: its MRO or type's (a name the trace does
              * not read, e.g. __dataclass_fields__, must not answer False) */
             PyObject *a = _PyType_Lookup((PyTypeObject *)args[0].obj, args[1].obj);
             if (a == NULL)
                 a = _PyType_Lookup(&PyType_Type, args[1].obj);
+            if (args[0].src >= 0) { /* a class is mutable: the answer holds while it stays */
+                dh_guard *g = sym_new_guard(t, DH_G_HASATTR, args[0].src);
+                if (g == NULL)
+                    return -1;
+                g->obj = Py_NewRef(args[1].obj);
+                g->value = a != NULL;
+            }
             return sym_const(t, PyBool_FromLong(a != NULL), out);
         }
         sym_fx_mark mark = {0};
@@ -379,17 +387,21 @@ int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kw
             sym_fx_rollback(t, &mark);
         sym_fx_drop(&mark);
         if (rc < 0 && !PyErr_Occurred() && (!strcmp(name, "hasattr") || nargs == 3) &&
-            args[0].kind == V_OBJ) {
-            /* "absent" only while it stays so (guarded); else the failure stands */
+            (args[0].kind == V_OBJ || args[0].kind == V_TENSOR)) {
+            /* "absent" only while it stays so (guarded); else the failure stands. A tensor:
+             * its class and instance attributes decide (present: guarded too) */
             char why[sizeof t->reason];
             snprintf(why, sizeof why, "%s", t->reason);
             t->failed = 0;
             t->reason[0] = 0;
             t->pending_exc = NULL;
-            int ab = sym_guard_attr_absent(t, &args[0], args[1].obj);
+            int ab = args[0].kind == V_OBJ ? sym_guard_attr_absent(t, &args[0], args[1].obj)
+                                           : sym_guard_tensor_attr(t, &args[0], args[1].obj);
             if (ab < 0)
                 return -1;
-            if (ab == 0)
+            if (ab == 2 && !strcmp(name, "hasattr"))
+                return sym_const(t, Py_NewRef(Py_True), out);
+            if (ab != 1)
                 return sym_fail(t, "%s(o, %R): %s", name, args[1].obj, why);
         }
         if (!strcmp(name, "hasattr")) {

@@ -200,11 +200,13 @@ int sym_h_conv(trace *t, const opdef *d, var **p, var *out) {
         return -1;
     prm[1 + 3 * nd] = groups;
     if (p[4] != NULL && p[4]->kind == V_CONST && PyUnicode_Check(p[4]->obj)) {
-        const char *mode = PyUnicode_AsUTF8(p[4]->obj);
+        const char *mode;
+        if (sym_get_str(t, p[4], NULL, &mode, "conv: padding") < 0)
+            return -1;
         const ic_meta *w = sym_metap(t, p[1]->val);
-        int same = mode && strcmp(mode, "same") == 0;
-        if (!mode || (!same && strcmp(mode, "valid") != 0))
-            return sym_fail(t, "conv: padding '%s' (eager will raise)", mode ? mode : "?");
+        int same = strcmp(mode, "same") == 0;
+        if (!same && strcmp(mode, "valid") != 0)
+            return sym_fail(t, "conv: padding '%s' (eager will raise)", mode);
         for (int i = 0; i < nd; i++) {
             int64_t total = w->ndim == nd + 2 ? prm[1 + 2 * nd + i] * (w->sizes[2 + i] - 1) : 0;
             if (same && prm[1 + i] != 1)
@@ -782,9 +784,11 @@ static int ein_pair(trace *t, ein_op *a, ein_op *b, uint64_t keep, const int64_t
 int sym_h_einsum(trace *t, const opdef *d, var **p, var *out) {
     if (p[0]->kind != V_CONST || !PyUnicode_Check(p[0]->obj))
         return sym_fail(t, "einsum: sublist form not supported");
-    const char *eq = PyUnicode_AsUTF8(p[0]->obj);
+    const char *eq;
+    if (sym_get_str(t, p[0], NULL, &eq, "einsum: equation") < 0)
+        return -1;
     const var *seq = p[1];
-    if (eq == NULL || seq == NULL || seq->kind != V_SEQ)
+    if (seq == NULL || seq->kind != V_SEQ)
         return sym_fail(t, "einsum: bad arguments");
     if (seq->n == 1) {
         var it = seq->items[0];

@@ -84,6 +84,7 @@ int sym_sub_bool_check(trace *t, const var *a, const var *b);
 int sym_inplace_overlap_check(trace *t, const var *self, const var *args, int n);
 int sym_get_int(trace *t, const var *v, long long *out, const char *what);
 int sym_get_bool(trace *t, const var *v, int dflt, int *out, const char *what);
+int sym_get_str(trace *t, const var *v, const char *dflt, const char **out, const char *what);
 const ic_meta *sym_metap(trace *t, ic_val v);
 int sym_ndim_of(trace *t, ic_val v);
 int sym_norm_dim(trace *t, long long d, int ndim, int *out);

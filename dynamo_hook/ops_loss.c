@@ -39,13 +39,9 @@ static int get_reduction(trace *t, const opdef *d, var *size_average, var *reduc
     *red = RED_MEAN;
     if (sym_is_none(reduction))
         return 0;
-    if (reduction->kind != V_CONST || !PyUnicode_Check(reduction->obj))
-        return sym_fail(t, "%s: reduction must be a constant string", d->name);
-    const char *s = PyUnicode_AsUTF8(reduction->obj);
-    if (s == NULL) {
-        (void)tc_clear_expected(PyExc_Exception);
-        return sym_fail(t, "%s: bad reduction", d->name);
-    }
+    const char *s;
+    if (sym_get_str(t, reduction, NULL, &s, "reduction") < 0)
+        return -1;
     if (!strcmp(s, "none"))
         *red = RED_NONE;
     else if (!strcmp(s, "mean"))

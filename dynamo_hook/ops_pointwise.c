@@ -218,9 +218,9 @@ int sym_h_gelu(trace *t, const opdef *d, var **p, var *out) {
         return sym_fail(t, "gelu of a non-tensor");
     ic_op op = IC_OP_GELU;
     if (!sym_is_none(p[1])) {
-        if (p[1]->kind != V_CONST || !PyUnicode_Check(p[1]->obj))
-            return sym_fail(t, "gelu approximate must be a string");
-        const char *s = PyUnicode_AsUTF8(p[1]->obj);
+        const char *s;
+        if (sym_get_str(t, p[1], NULL, &s, "gelu approximate") < 0)
+            return -1;
         if (strcmp(s, "tanh") == 0)
             op = IC_OP_GELU_TANH;
         else if (strcmp(s, "none") != 0)

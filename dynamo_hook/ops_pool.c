@@ -156,12 +156,9 @@ int sym_h_pad(trace *t, const opdef *d, var **p, var *out) {
     if (sym_need_tensor(t, d, p[0]) < 0 || sym_get_ints(t, p[1], pads, 2 * IC_MAX_DIMS, &np, "pad") < 0 ||
         sym_opt_num(t, p[3], 0.0, &value, "value") < 0)
         return -1;
-    const char *mode = "constant";
-    if (!sym_is_none(p[2])) {
-        if (p[2]->kind != V_CONST || !PyUnicode_Check(p[2]->obj))
-            return sym_fail(t, "pad: mode must be a string");
-        mode = PyUnicode_AsUTF8(p[2]->obj);
-    }
+    const char *mode;
+    if (sym_get_str(t, p[2], "constant", &mode, "pad: mode") < 0)
+        return -1;
     ic_meta m = *sym_metap(t, p[0]->val);
     if (np % 2 || np / 2 > m.ndim)
         return sym_fail(t, "pad: bad pad length (eager will raise)");
@@ -252,12 +249,9 @@ int sym_h_interpolate(trace *t, const opdef *d, var **p, var *out) {
     int nd = m.ndim - 2, align = 0, recompute = 0, anti = 0;
     if (nd < 1 || nd > 3)
         return sym_fail(t, "interpolate: expected a 3-5d input (eager will raise)");
-    const char *mode = "nearest";
-    if (!sym_is_none(p[3])) {
-        if (p[3]->kind != V_CONST || !PyUnicode_Check(p[3]->obj))
-            return sym_fail(t, "interpolate: mode must be a string");
-        mode = PyUnicode_AsUTF8(p[3]->obj);
-    }
+    const char *mode;
+    if (sym_get_str(t, p[3], "nearest", &mode, "interpolate: mode") < 0)
+        return -1;
     int md = !strcmp(mode, "nearest") ? 0 : !strcmp(mode, "nearest-exact") ? 1
              : (!strcmp(mode, "linear") && nd == 1) || (!strcmp(mode, "bilinear") && nd == 2) ? 2
              : !strcmp(mode, "bicubic") && nd == 2 ? 3 : -1;

@@ -306,6 +306,7 @@ PyObject *sym_keep(trace *t, PyObject *o);    /* steals o into t->keep; borrowed
 var *sym_alloc(trace *t, int n);              /* zeroed vars living as long as the trace */
 int sym_method(trace *t, const var *self, PyObject *obj, int src, var *out); /* a V_METHOD */
 int sym_source(trace *t, dh_srckind kind, int base, Py_ssize_t index, PyObject *name);
+int sym_guard_key_order(trace *t, int src, PyObject *keys); /* variables.c */
 int sym_guard_const(trace *t, int src, PyObject *value);
 /* Lazy guards of a dict's constant values (variables.c): a value's equality guard counts only
  * once the trace reads it. sym_lazy_use: v and everything it holds are read (all lazy guards
@@ -528,6 +529,8 @@ int sym_load_attr(trace *t, const var *o, PyObject *name, var *out); /* sym_attr
 /* sym_attr.c: hasattr/getattr-with-default answered "absent" for o.name: the absence guarded
  * (1), or not established (0: the caller keeps its failure), -1 error */
 int sym_guard_attr_absent(trace *t, const var *o, PyObject *name);
+/* sym_attr.c: the same for a tensor (1 absent, 2 present, both guarded; 0 not established) */
+int sym_guard_tensor_attr(trace *t, const var *x, PyObject *name);
 /* obj_attrs.c: attribute writes and deletions of objects with a source (STORE_ATTR,
  * DELETE_ATTR, setattr(), delattr()): a class's Python __setattr__/__delattr__ inlined, else
  * logged in t->attrw (a deletion: a value sym_attr_is_deleted names) and replayed after the

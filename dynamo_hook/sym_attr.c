@@ -218,6 +218,39 @@ int sym_guard_attr_absent(trace *t, const var *o, PyObject *name) {
     return 1;
 }
 
+/* hasattr(x, name) / getattr(x, name, default) of a tensor whose lookup by the trace failed:
+ * the answer from the real tensor, guarded. A name on its class (a property the trace does
+ * not model, one that raises: __cuda_array_interface__ of a CPU tensor) is not established
+ * (0); else an instance attribute decides: 1 absent, 2 present, each guarded on the input's
+ * instance __dict__ (its class is fixed by TENSOR_MATCH); a tensor made in the graph has
+ * none (the trace assigns only grad and requires_grad, which are on the class). -1: error. */
+int sym_guard_tensor_attr(trace *t, const var *x_in, PyObject *name) {
+    static PyObject *tensor_type;
+    var x = *x_in;
+    sym_resolve(t, &x);
+    if (x.kind != V_TENSOR || !PyUnicode_Check(name))
+        return 0;
+    PyObject *obj = NULL;
+    int src = x.src;
+    if (src >= 0 && src < t->capsrc && t->srcdone[src] && t->srcvar[src].oid == x.oid)
+        obj = t->srcobj[src];
+    if (obj == NULL && tensor_type == NULL) {
+        PyObject *torch = PyImport_ImportModule("torch");
+        tensor_type = torch ? PyObject_GetAttrString(torch, "Tensor") : NULL; /* kept */
+        Py_XDECREF(torch);
+        if (tensor_type == NULL)
+            return tc_clear_expected(PyExc_Exception) < 0 ? -1 : 0;
+    }
+    PyTypeObject *tp = obj != NULL ? Py_TYPE(obj) : (PyTypeObject *)tensor_type;
+    if (tp->tp_getattro != PyObject_GenericGetAttr || _PyType_Lookup(tp, name) != NULL)
+        return 0;
+    if (obj == NULL)
+        return 1;
+    PyObject **dp = _PyObject_GetDictPtr(obj);
+    int has = sym_guard_key(t, src, dp != NULL ? *dp : NULL, name);
+    return has < 0 ? -1 : has ? 2 : 1;
+}
+
 /* o.name found on o's class as a method or other non-data attribute: that answer holds while
  * no instance attribute of the name shadows it (set on the instance after the trace, as a
  * monkeypatched method or a flag overriding a class default is): guarded */
@@ -378,7 +411,7 @@ int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
                 return -1;
             }
             int i = 0;
-            while (PyDict_Next(mods, &pos, &k, &v)) {
+            while (i < n && PyDict_Next(mods, &pos, &k, &v)) {
                 PyTuple_SET_ITEM(keys, i, Py_NewRef(k));
                 int s = sym_source(t, DH_S_ATTR, o->src, 0, k);
                 if (s < 0 || sym_wrap(t, v, s, &vals[i++]) < 0) {
@@ -387,6 +420,10 @@ int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
                 }
             }
             Py_DECREF(mods);
+            if (i != n)
+                return sym_fail(t, "_modules changed size while traced");
+            if (sym_guard_key_order(t, ms, keys) < 0)
+                return -1;
             *out = sym_var(V_DICT);
             out->obj = keys;
             out->items = vals;

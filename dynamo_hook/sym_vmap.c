@@ -372,7 +372,10 @@ static int enter(trace *t, const var *x_in, long long d, int L, int64_t *S, var 
  * with one entry per argument, nested like the argument) */
 static int enter_tree(trace *t, const var *x, PyObject *spec, int L, int64_t *S, var *out, int depth) {
     if (spec == Py_None || PyLong_Check(spec)) {
-        long long d = spec == Py_None ? NO_DIM : PyLong_AsLongLong(spec);
+        int ovf = 0;
+        long long d = spec == Py_None ? NO_DIM : PyLong_AsLongLongAndOverflow(spec, &ovf);
+        if (spec != Py_None && (ovf || d > IC_MAX_DIMS || d < -IC_MAX_DIMS)) /* (NO_DIM itself too) */
+            return sym_fail(t, "vmap: in_dim %R out of range (eager raises)", spec);
         var xv = *x;
         sym_resolve(t, &xv);
         if (xv.kind == V_SEQ && xv.obj == NULL && d != NO_DIM) { /* an int for every leaf */
@@ -443,13 +446,19 @@ static int leave(trace *t, const var *r_in, int L, int64_t S, var *out) {
     return sym_tensor_out(t, v, out);
 }
 
+/* o is an int equal to 0 (a huge int is not, and raises nothing) */
+static int int_is_zero(PyObject *o) {
+    int ovf = 0;
+    return PyLong_Check(o) && PyLong_AsLongAndOverflow(o, &ovf) == 0 && !ovf;
+}
+
 int sym_vmap_call(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out) {
     PyObject *in_dims = fn->items[1].obj, *out_dims = fn->items[2].obj;
     int nkw = kwnames ? (int)PyTuple_GET_SIZE(kwnames) : 0, npos = nargs - nkw;
-    if (!(out_dims == Py_None || PyLong_Check(out_dims)) || out_dims == Py_None || PyLong_AsLong(out_dims) != 0) {
+    if (!int_is_zero(out_dims)) {
         int zeros = PyTuple_Check(out_dims);
         for (Py_ssize_t i = 0; zeros && i < PyTuple_GET_SIZE(out_dims); i++)
-            zeros = PyLong_Check(PyTuple_GET_ITEM(out_dims, i)) && PyLong_AsLong(PyTuple_GET_ITEM(out_dims, i)) == 0;
+            zeros = int_is_zero(PyTuple_GET_ITEM(out_dims, i));
         if (!zeros)
             return sym_fail(t, "vmap: out_dims %R not captured (only 0)", out_dims);
     }

@@ -479,6 +479,21 @@ void sym_lazy_drop(trace *t) {
     t->nlazy = 0;
 }
 
+/* the keys of the dict (subclass) at src in the order the trace saw (a tuple): an iteration
+ * traced for one order gives another answer for the same keys in another order */
+int sym_guard_key_order(trace *t, int src, PyObject *keys) {
+    if (src < 0 || PyTuple_GET_SIZE(keys) < 2)
+        return 0;
+    for (int i = 0; i < t->nguards; i++)
+        if (t->guards[i].kind == DH_G_KEY_ORDER && t->guards[i].src == src)
+            return 0;
+    dh_guard *g = new_guard(t, DH_G_KEY_ORDER, src);
+    if (g == NULL)
+        return -1;
+    g->obj = Py_NewRef(keys);
+    return 0;
+}
+
 int sym_guard_const(trace *t, int src, PyObject *value) {
     if (src >= 0 && t->nlazy > 0)
         lazy_use_src(t, src); /* asked for: it counts */
@@ -1334,6 +1349,8 @@ static int wrap_uncached(trace *t, PyObject *o, int src, var *out) {
                         Py_TYPE(k)->tp_richcompare == PyBaseObject_Type.tp_richcompare;
             if ((!is_simple_const(k) && !ident) || PyFloat_CheckExact(k))
                 return sym_fail(t, "dict with keys that are not simple constants");
+            if (i >= n) /* changed size while its items were wrapped */
+                return sym_fail(t, "dict changed size while traced");
             PyTuple_SET_ITEM(keys, i, Py_NewRef(k));
             int s = sym_source(t, DH_S_ITEM, src, -1, k);
             if (s < 0)
@@ -1360,6 +1377,10 @@ static int wrap_uncached(trace *t, PyObject *o, int src, var *out) {
                     return sym_fail(t, "dict key lookup failed");
             }
         }
+        if (i != n)
+            return sym_fail(t, "dict changed size while traced");
+        if (sym_guard_key_order(t, src, keys) < 0)
+            return -1;
         out->kind = V_DICT;
         out->obj = keys;
         out->items = vals;

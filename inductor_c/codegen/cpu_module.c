@@ -38,10 +38,12 @@ typedef struct cg_res {
     LLVMBuilderRef ab;
     char *cpu, *feat, *triple;
     LLVMTargetMachineRef tm; /* the host pool's, held by this compilation (part 0 runs with it) */
+    LLVMMemoryBufferRef mb;  /* gen_deduped's bitcode while it allocates (ic_alloc may longjmp) */
 } cg_res;
 
 static void cg_res_free(cg_res *r) {
     if (r->ab) LLVMDisposeBuilder(r->ab);
+    if (r->mb) LLVMDisposeMemoryBuffer(r->mb);
     for (int i = 0; i < r->nparts; i++) ic_part_free(&r->parts[i]);
     if (r->tm) ic_host_tm_release(r->tm);
     if (r->cpu) LLVMDisposeMessage(r->cpu);
@@ -188,7 +190,8 @@ static void gen_deduped(ic_ctx *c, cg *g, kdedupe *D, LLVMModuleRef pmod, ic_ker
     g->mod = tmp;
     cpu_gen_kernel(g, k, name, cpu, feat, phase, CPU_GEN_BODY, NULL);
     g->mod = pmod;
-    LLVMMemoryBufferRef mb = LLVMWriteBitcodeToMemoryBuffer(tmp);
+    cg_res *R = c->cg_res; /* owns the buffer until it is disposed here (an OOM longjmps) */
+    LLVMMemoryBufferRef mb = R->mb = LLVMWriteBitcodeToMemoryBuffer(tmp);
     int tinsts = count_insts(tmp);
     LLVMDisposeModule(tmp);
     size_t n = mb ? LLVMGetBufferSize(mb) : 0;
@@ -200,6 +203,7 @@ static void gen_deduped(ic_ctx *c, cg *g, kdedupe *D, LLVMModuleRef pmod, ic_ker
         kseen *e = &D->e[slot];
         if (e->h == h && e->n == n && !memcmp(e->bc, bc, n)) {
             LLVMDisposeMemoryBuffer(mb);
+            R->mb = NULL;
             if (!e->shared) { /* a function of its own from now on */
                 unsigned kai = LLVMGetEnumAttributeKindForName("alwaysinline", 12);
                 unsigned kni = LLVMGetEnumAttributeKindForName("noinline", 8);
@@ -219,6 +223,7 @@ static void gen_deduped(ic_ctx *c, cg *g, kdedupe *D, LLVMModuleRef pmod, ic_ker
     e->bc = ic_alloc(c, n + 1);
     if (n) memcpy(e->bc, bc, n);
     if (mb) LLVMDisposeMemoryBuffer(mb);
+    R->mb = NULL;
     D->n++;
     e->body = cpu_gen_kernel(g, k, name, cpu, feat, phase, CPU_GEN_FULL, NULL);
 }

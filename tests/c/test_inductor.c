@@ -23,6 +23,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <time.h>
+#include <malloc.h>
 
 #include "ic.h"
 #include "harness.h"
@@ -1911,6 +1912,51 @@ static void test_alloc_failures(void) {
     unsetenv("TORCHC_CACHE");
 }
 
+/* a compile failed at the n-th arena allocation (0, 1, 2, ... until one succeeds) for every n:
+ * the failures made 4 times over must not grow the heap. An LLVM object held across an arena
+ * allocation (which longjmps on failure) leaks there unless the cleanup owns it (the
+ * bitcode buffer of cpu_module.c's kernel dedupe: one kernel body per failing compile). */
+static size_t heap_used(void) {
+    struct mallinfo2 mi = mallinfo2();
+    return mi.uordblks + mi.hblkhd;
+}
+
+static int alloc_fail_sweep(void) {
+    int nomem = 0;
+    for (long n = 0; n < 20000; n++) {
+        T *t = t_new();
+        int64_t s[2] = {5, 33};
+        R x = t_input(t, IC_F32, 2, s, L_CONTIG);
+        t_output(t, t_un(t, IC_OP_TANH, x));
+        t_output(t, t_un(t, IC_OP_EXP, x));
+        ic_err err;
+        ic_test_fail_alloc_after(n);
+        ic_compiled *c = ic_compile(t->g, NULL, &err);
+        ic_test_fail_alloc_after(-1);
+        t_free(t);
+        if (c) {
+            ic_compiled_free(c);
+            break;
+        }
+        nomem++;
+    }
+    return nomem;
+}
+
+static void test_alloc_failures_no_leak(void) {
+    cur_test = "alloc_failures_no_leak";
+    setenv("TORCHC_CACHE", "0", 1);
+    int n0 = alloc_fail_sweep(); /* warm: LLVM's and the pools' first-use state */
+    (void)alloc_fail_sweep();
+    size_t h0 = heap_used();
+    for (int r = 0; r < 4; r++)
+        (void)alloc_fail_sweep();
+    size_t h1 = heap_used();
+    CHECK(n0 > 40, "only %d failing compiles", n0);
+    CHECK(h1 <= h0 + 2048, "the heap grew by %zd bytes over 4 sweeps of %d failed compiles", (ssize_t)(h1 - h0), n0);
+    unsetenv("TORCHC_CACHE");
+}
+
 static ic_graph *cache_graph(int64_t stride0, double k) {
     ic_graph *g = ic_graph_new();
     ic_meta m = {.dtype = IC_F32, .ndim = 2, .sizes = {8, 9}, .strides = {stride0, 1}};
@@ -2354,6 +2400,7 @@ int main(int argc, char **argv) {
     test_deep_graphs();
     test_blocking();
     test_alloc_failures();
+    test_alloc_failures_no_leak();
     test_threads_concurrent();
     test_cache();
     test_vec_outer();
