@@ -133,6 +133,7 @@ int sym_h_where(trace *t, const opdef *d, var **p, var *out);
 int sym_h_clamp(trace *t, const opdef *d, var **p, var *out);
 int sym_h_cast(trace *t, const opdef *d, var **p, var *out);
 int sym_h_to(trace *t, const opdef *d, var **p, var *out);
+int sym_h_cpu(trace *t, const opdef *d, var **p, var *out);
 int sym_h_dropout(trace *t, const opdef *d, var **p, var *out);
 int sym_h_fill(trace *t, const opdef *d, var **p, var *out);
 int sym_h_requires_grad_(trace *t, const opdef *d, var **p, var *out); /* train_step.c */

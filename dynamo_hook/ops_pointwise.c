@@ -419,6 +419,18 @@ int sym_h_to(trace *t, const opdef *d, var **p, var *out) {
     return sym_tensor_out(t, x, out);
 }
 
+/* x.cpu(): on a CPU graph the tensor itself (eager returns self, no copy); from a CUDA graph
+ * a device transfer, left to eager. memory_format only applies to a copy: none here. */
+int sym_h_cpu(trace *t, const opdef *d, var **p, var *out) {
+    if (p[0]->kind != V_TENSOR)
+        return sym_fail(t, "cpu() of a non-tensor");
+    if (!sym_is_none(p[1]))
+        return sym_fail(t, "cpu(memory_format=...) not supported");
+    if (same_device(t, TC_DEV_CPU, -1, "cpu()") < 0)
+        return -1;
+    return sym_same_tensor(t, p, out);
+}
+
 /* dropout(input, p, training, inplace): identity unless training */
 int sym_h_dropout(trace *t, const opdef *d, var **p, var *out) {
     int training = 1, inplace = 0;

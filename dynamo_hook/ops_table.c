@@ -183,6 +183,7 @@ static const opdef OPS[] = {
     {"byte", W_METHOD, "input", sym_h_cast, IC_U8},
     {"type", W_METHOD, "input,dtype,non_blocking", sym_h_type, 0},
     {"to", W_METHOD, "input,a,b|dtype,non_blocking,copy,device,memory_format", sym_h_to, 0},
+    {"cpu", W_METHOD, "input|memory_format", sym_h_cpu, 0},
     {"reshape", W_TORCH | W_METHOD, "input,*shape", sym_h_reshape, 0},
     {"view", W_METHOD, "input,*shape", sym_h_reshape, 0},
     {"reshape_as", W_METHOD, "input,other", sym_h_reshape_as, 0},
