@@ -39,7 +39,8 @@ _UNARY = {
     "cos": torch.cos, "logical_not": torch.logical_not, "floor": torch.floor, "ceil": torch.ceil,
     "round": torch.round, "trunc": torch.trunc, "sign": torch.sign, "erf": torch.erf,
     "log1p": torch.log1p, "expm1": torch.expm1, "log2": torch.log2, "exp2": torch.exp2,
-    "tan": torch.tan, "atan": torch.atan, "isnan": torch.isnan, "isinf": torch.isinf,
+    "tan": torch.tan, "atan": torch.atan, "asin": torch.asin, "acos": torch.acos,
+    "asinh": torch.asinh, "acosh": torch.acosh, "atanh": torch.atanh, "isnan": torch.isnan, "isinf": torch.isinf,
     "isfinite": torch.isfinite, "bitwise_not": torch.bitwise_not,
 }
 # binary ops whose Python operator takes a number on either side with torch's wrapped-number

@@ -58,6 +58,11 @@
     X(EXP2, vjp_unary)                                                      \
     X(TAN, vjp_unary)                                                       \
     X(ATAN, vjp_unary)                                                      \
+    X(ASIN, vjp_unary)                                                      \
+    X(ACOS, vjp_unary)                                                      \
+    X(ASINH, vjp_unary)                                                     \
+    X(ACOSH, vjp_unary)                                                     \
+    X(ATANH, vjp_unary)                                                     \
     X(FLOOR, vjp_zero)                                                      \
     X(CEIL, vjp_zero)                                                       \
     X(ROUND, vjp_zero)                                                      \
