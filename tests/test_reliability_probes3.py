@@ -1,0 +1,68 @@
+"""Regressions found by probing unseen user-style programs (round 3; the harness is
+tools/probe2.py --dir probes3 with its scenarios in tools/probes3/). Each test is the minimal
+program that gave a different answer, dtype or exception under torchc.compile than in eager,
+and fails on the build before its fix."""
+import pytest
+import torch
+
+import torchc
+
+
+def _graphs(fn, *args):
+    torchc.reset()
+    ex = torchc.explain(fn)(*args)
+    assert ex.graph_count >= 1 and ex.op_count > 0, ex.break_reasons
+    return ex
+
+
+# ---- detach() in training shares the data ---------------------------------------------------
+# In a training graph y.detach() is a value of its own (a stop-gradient); eager's shares y's
+# data. An in-place update through the detached tensor (z.add_(1), a graph break) left y
+# unchanged: y and z were two graph outputs with two buffers.
+
+def _detach_then_update(x):
+    y = x * 3
+    z = y.detach()
+    z.add_(1)
+    return y, z
+
+
+def _update_then_detach_seen(x):
+    y = x * 3
+    z = y.detach()
+    y.add_(1)
+    return y, z
+
+
+def _detached_update_only(x):
+    y = x * 3
+    y.detach().add_(1)
+    return y
+
+
+@pytest.mark.parametrize("fn", [_detach_then_update, _update_then_detach_seen, _detached_update_only])
+def test_update_through_a_detached_alias_reaches_the_base(fn):
+    x = torch.ones(2, requires_grad=True)
+    want = fn(x)
+    xc = torch.ones(2, requires_grad=True)
+    got = torchc.compile(fn)(xc)
+    _graphs(fn, torch.ones(2, requires_grad=True))
+    for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+        torch.testing.assert_close(g, w)
+        assert g.requires_grad == w.requires_grad
+    (got[0] if isinstance(got, tuple) else got).sum().backward()
+    (want[0] if isinstance(want, tuple) else want).sum().backward()
+    torch.testing.assert_close(xc.grad, x.grad)
+
+
+def test_returned_detach_shares_the_data_of_its_base():
+    def f(x):
+        y = x.exp()
+        return y, y.detach()
+    x = torch.ones(2, requires_grad=True)
+    y, d = torchc.compile(f)(x)
+    _graphs(f, x)
+    assert not d.requires_grad and y.requires_grad
+    assert d.data_ptr() == y.data_ptr()
+    d.add_(1)
+    torch.testing.assert_close(y.detach(), torch.full((2,), 1 + torch.e))
