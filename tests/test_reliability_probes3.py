@@ -66,3 +66,65 @@ def test_returned_detach_shares_the_data_of_its_base():
     assert d.data_ptr() == y.data_ptr()
     d.add_(1)
     torch.testing.assert_close(y.detach(), torch.full((2,), 1 + torch.e))
+
+
+# ---- a TorchFunctionMode entered around the call ----------------------------------------------
+# A mode on the real stack when the compiled function is called (entered by the caller, or
+# torch.device(...) used as a context) was not seen: the cached graph ran without it (the mode's
+# rewrite lost, factories on the CPU instead of the context's device). Such a call runs eagerly
+# (with its reason in explain), and the next call without the mode compiles as before.
+
+from torch.overrides import TorchFunctionMode  # noqa: E402
+
+
+class _AddIsMul(TorchFunctionMode):
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if func in (torch.add, torch.Tensor.add, torch.Tensor.__add__):
+            return torch.mul(*args)
+        return func(*args, **(kwargs or {}))
+
+
+def _add_twice(x):
+    return x + x * 2
+
+
+@pytest.mark.allow_fallback
+def test_mode_entered_around_the_call_is_honoured():
+    g = torchc.compile(_add_twice)
+    x = torch.full((2,), 3.0)
+    torchc.reset()
+    with _AddIsMul():
+        want = _add_twice(x)
+        got = g(x)
+    torch.testing.assert_close(got, want)       # 18: the mode's rewrite
+    torch.testing.assert_close(g(x), _add_twice(x))   # 9 without it
+    assert torchc._C.stats()["compiles"] >= 1
+    ex = torchc.explain(_add_twice)(x)
+    assert ex.graph_count == 1
+    torchc.reset()
+    with _AddIsMul():
+        ex = torchc.explain(_add_twice)(x)
+    assert any("TorchFunctionMode" in str(r) for r in ex.break_reasons), ex.break_reasons
+
+
+@pytest.mark.allow_fallback
+def test_compiled_first_then_called_under_a_mode():
+    g = torchc.compile(_add_twice)
+    x = torch.full((2,), 3.0)
+    torchc.reset()
+    torch.testing.assert_close(g(x), torch.full((2,), 9.0))
+    assert torchc._C.stats()["compiles"] == 1
+    with _AddIsMul():
+        torch.testing.assert_close(g(x), torch.full((2,), 18.0))
+
+
+@pytest.mark.allow_fallback
+def test_device_context_reaches_factories():
+    def f(n):
+        return torch.ones(n) * 2
+    g = torchc.compile(f)
+    torchc.reset()
+    assert g(3).device.type == "cpu"
+    with torch.device("meta"):
+        assert f(3).device.type == "meta"
+        assert g(3).device.type == "meta"
