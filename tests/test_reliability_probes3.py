@@ -128,3 +128,66 @@ def test_device_context_reaches_factories():
     with torch.device("meta"):
         assert f(3).device.type == "meta"
         assert g(3).device.type == "meta"
+
+
+# ---- class attributes read through the class ------------------------------------------------
+# cls.name of a plain constant (int, float, bool, str, None) on a class reached as a classmethod's
+# cls, a class passed in, type(self) or self.__class__ was taken as it was at trace time, with no
+# guard: K.factor = 5 after the first call left the compiled code multiplying by 3.
+
+class _K:
+    factor = 3
+
+    @classmethod
+    def scaled(cls, x):
+        return x * cls.factor
+
+
+class _KSub(_K):
+    pass
+
+
+class _Inst:
+    factor = 3
+
+    def scaled(self, x):
+        return x * type(self).factor + self.__class__.factor
+
+
+def _by_class(cls, x):
+    return x * cls.factor
+
+
+@pytest.mark.parametrize("how", ["classmethod", "class_argument", "subclass_inherits", "type_of_self"])
+def test_class_attribute_rebound_after_a_call_is_seen(how):
+    cls = {"classmethod": _K, "class_argument": _K, "subclass_inherits": _KSub, "type_of_self": _Inst}[how]
+    old = cls.factor if how != "subclass_inherits" else _K.factor
+    try:
+        if how == "classmethod":
+            fn, args = torchc.compile(_K.scaled), ()
+        elif how == "type_of_self":
+            inst = _Inst()
+            fn, args = torchc.compile(inst.scaled), ()
+        else:
+            fn, args = torchc.compile(_by_class), (cls,)
+        torchc.reset()
+        x = torch.ones(2)
+        first = fn(*args, x)
+        assert torchc._C.stats()["compiles"] >= 1
+        if how == "subclass_inherits":
+            _K.factor = 5      # the inherited value changes
+        else:
+            cls.factor = 5
+        want = {"classmethod": 5, "class_argument": 5, "subclass_inherits": 5, "type_of_self": 10}[how]
+        torch.testing.assert_close(first, x * (6 if how == "type_of_self" else 3))
+        torch.testing.assert_close(fn(*args, x), x * want)
+    finally:
+        (_K if how == "subclass_inherits" else cls).factor = old
+
+
+def test_class_attribute_unchanged_is_one_compile():
+    fn = torchc.compile(_by_class)
+    torchc.reset()
+    for _ in range(3):
+        fn(_K, torch.ones(2))
+    assert torchc._C.stats()["compiles"] == 1
