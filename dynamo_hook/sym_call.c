@@ -721,17 +721,20 @@ int sym_op_before_with(trace *t, sframe *f, sym_ins *in) {
                         a.kind == V_OBJ ? Py_TYPE(a.obj)->tp_name : "a tracked value");
     /* inference_mode(False) turns grad mode on (like enable_grad): not captured */
     PyObject *mode = PyObject_GetAttrString(a.obj, "mode");
-    int on = mode != NULL && PyObject_Not(mode) == 1;
+    int on = mode != NULL && PyObject_Not(mode) == 1, inference = mode != NULL && !on;
     Py_XDECREF(mode);
     (void)tc_clear_expected(PyExc_Exception);
     if (on)
         return sym_fail(t, "inference_mode(False) turns grad mode on: not captured");
     if (t->nograd++ == 0) /* grad off inside */
         ic_set_grad_enabled(t->g, 0); /* training: no gradient through the block */
+    if (inference && t->infer_depth++ == 0) /* its values: inference tensors (sym_output.c) */
+        t->infer_from = ic_graph_num_values(t->g);
     memset(&b, 0, sizeof b);
     b.kind = V_FUNC;
     b.op = SYM_CTX_EXIT;
     b.src = -1;
+    b.val = inference; /* the exit leaves an inference_mode() block */
     b.obj = a.obj;
     PUSH(b);
     if (sym_const(t, Py_NewRef(Py_None), &c) < 0)

@@ -144,6 +144,9 @@ static int fill_out(trace *t, outbuf *ob, int at, var *v, ic_val *outvals, int *
             o->index = v->src;
             return 0;
         }
+        if (sym_made_in_inference(t, v->val))
+            return sym_fail(t, "a tensor made under torch.inference_mode() leaves the graph (eager's is an "
+                               "inference tensor): left to eager");
         if (ic_value_op(t->g, v->val) == IC_OP_INPUT) {
             if (v->src < 0) {
                 /* an input reached through a no-op (detach/contiguous): find its source */

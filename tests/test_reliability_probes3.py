@@ -191,3 +191,49 @@ def test_class_attribute_unchanged_is_one_compile():
     for _ in range(3):
         fn(_K, torch.ones(2))
     assert torchc._C.stats()["compiles"] == 1
+
+
+# ---- tensors made under inference_mode() inside the function -----------------------------------
+# A with torch.inference_mode(): block was traced as no_grad: the tensors it made and returned
+# were normal tensors (eager's are inference tensors: is_inference() True, an in-place update
+# outside the mode raises). A tensor made in such a block that leaves the graph now leaves the
+# frame to eager (with its reason); a copy made after the block (clone) still compiles.
+
+def _made_inside(x):
+    with torch.inference_mode():
+        y = x * 2
+    return y
+
+
+def _view_of_made_inside(x):
+    with torch.inference_mode():
+        y = x * 2
+    return y[0]
+
+
+@pytest.mark.no_compile   # the frame is left to eager whole
+@pytest.mark.parametrize("fn", [_made_inside, _view_of_made_inside])
+def test_tensor_made_under_inference_mode_is_an_inference_tensor(fn):
+    x = torch.ones(2, 2)
+    want = fn(x)
+    got = torchc.compile(fn)(x)
+    torch.testing.assert_close(got, want)
+    assert got.is_inference() and want.is_inference()
+    with pytest.raises(RuntimeError):
+        got.add_(1)
+    torchc.reset()
+    ex = torchc.explain(fn)(x)
+    assert any("inference_mode" in str(r) for r in ex.break_reasons), ex.break_reasons
+
+
+def test_clone_after_an_inference_mode_block_still_compiles():
+    def f(x):
+        with torch.inference_mode():
+            y = x.amax(-1, keepdim=True)
+        return x - y.clone()
+    x = torch.randn(3, 4)
+    got = torchc.compile(f)(x)
+    torch.testing.assert_close(got, f(x))
+    assert not got.is_inference()
+    ex = _graphs(f, x)
+    assert ex.graph_break_count == 0, ex.break_reasons
