@@ -15,11 +15,12 @@ int sym_inline(trace *t, PyObject *func, int fn_src, const var *self, var *args,
     if (fn_src >= 0) {
         /* the function object is identity-guarded; its code and defaults can still be
          * reassigned: guard them too (getattr re-run by the guard) */
-        static PyObject *s_code, *s_defaults;
+        static PyObject *s_code, *s_defaults, *s_kwdefaults;
         if (s_code == NULL) {
             s_code = PyUnicode_InternFromString("__code__");
             s_defaults = PyUnicode_InternFromString("__defaults__");
-            if (s_code == NULL || s_defaults == NULL)
+            s_kwdefaults = PyUnicode_InternFromString("__kwdefaults__");
+            if (s_code == NULL || s_defaults == NULL || s_kwdefaults == NULL)
                 return -1;
         }
         int sc = sym_source(t, DH_S_ATTR, fn_src, 2, s_code);
@@ -29,6 +30,13 @@ int sym_inline(trace *t, PyObject *func, int fn_src, const var *self, var *args,
         PyObject *defs = PyFunction_GET_DEFAULTS(func);
         if (sym_guard_id(t, sd, defs ? defs : Py_None) < 0)
             return -1;
+        /* keyword-only defaults (f.__kwdefaults__ = {...} after a call was not seen) */
+        PyObject *kwdefs = PyFunction_GET_KW_DEFAULTS(func);
+        if (kwdefs != NULL) {
+            int sk = sym_source(t, DH_S_ATTR, fn_src, 2, s_kwdefaults);
+            if (sk < 0 || sym_guard_id(t, sk, kwdefs) < 0)
+                return -1;
+        }
     }
     int prc = sym_obj_polyfill_func(t, func, self, args, nargs, kwnames, out); /* obj_func.c */
     if (prc != 1)

@@ -237,3 +237,27 @@ def test_clone_after_an_inference_mode_block_still_compiles():
     assert not got.is_inference()
     ex = _graphs(f, x)
     assert ex.graph_break_count == 0, ex.break_reasons
+
+
+# ---- keyword-only defaults -------------------------------------------------------------------
+# An inlined function's __kwdefaults__ were read without a guard: helper.__kwdefaults__ = {...}
+# after a call left the compiled code with the old default.
+
+def _kw_helper(x, *, s=2.0):
+    return x * s
+
+
+def _calls_kw_helper(x):
+    return _kw_helper(x) + 1
+
+
+def test_kwdefaults_reassigned_after_a_call_is_seen():
+    g = torchc.compile(_calls_kw_helper)
+    x = torch.ones(2)
+    try:
+        torch.testing.assert_close(g(x), x * 3)
+        _kw_helper.__kwdefaults__ = {"s": 4.0}
+        torch.testing.assert_close(g(x), x * 5)
+    finally:
+        _kw_helper.__kwdefaults__ = {"s": 2.0}
+    _graphs(_calls_kw_helper, x)
