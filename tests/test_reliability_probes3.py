@@ -239,6 +239,46 @@ def test_clone_after_an_inference_mode_block_still_compiles():
     assert ex.graph_break_count == 0, ex.break_reasons
 
 
+# ---- hasattr / getattr(default) of super() ------------------------------------------------------
+# hasattr(super(), "K") answered False (getattr(super(), "K", None): None) where the base class
+# defines K: the trace could not read a class constant through a super() value and took the
+# failed read for an absent attribute. Now the failure stands (the code runs eagerly there).
+
+class _Base(torch.nn.Module):
+    K = 2
+
+
+class _UsesSuper(_Base):
+    def forward(self, x):
+        y = (x.sin() * 3).cos()
+        return y, hasattr(super(), "K"), hasattr(super(), "absent_name")
+
+
+@pytest.mark.no_compile   # a super() value live at the break: the frame runs eagerly whole
+def test_hasattr_of_super_finds_base_class_constants():
+    m = _UsesSuper()
+    x = torch.ones(2)
+    want = m(x)
+    got = torchc.compile(m)(x)
+    assert got[1:] == want[1:] == (True, False)
+    torch.testing.assert_close(got[0], want[0])
+
+
+def _hasattr_tensor(x):
+    y = x * 2
+    return y + 1, hasattr(y, "is_leaf"), hasattr(x, "is_leaf"), hasattr(y, "no_such_attribute")
+
+
+@pytest.mark.allow_fallback
+def test_hasattr_of_a_tensor_attribute_the_trace_cannot_read():
+    x = torch.ones(2)
+    want = _hasattr_tensor(x)
+    got = torchc.compile(_hasattr_tensor)(x)
+    assert got[1:] == want[1:] == (True, True, False)
+    torch.testing.assert_close(got[0], want[0])
+    _graphs(_hasattr_tensor, x)
+
+
 # ---- keyword-only defaults -------------------------------------------------------------------
 # An inlined function's __kwdefaults__ were read without a guard: helper.__kwdefaults__ = {...}
 # after a call left the compiled code with the old default.
