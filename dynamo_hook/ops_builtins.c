@@ -440,22 +440,32 @@ int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kw
         if (rc < 0 && !PyErr_Occurred() && (!strcmp(name, "hasattr") || nargs == 3))
             sym_fx_rollback(t, &mark);
         sym_fx_drop(&mark);
+        /* an input tensor object: its instance attributes (x.scale = 3 after a call) are
+         * guarded absent as an object's */
+        var asobj = args[0];
+        int tensor_in = args[0].kind == V_TENSOR && args[0].src >= 0 && args[0].src < t->capsrc &&
+                        t->srcdone[args[0].src] && t->srcobj[args[0].src] != NULL &&
+                        t->srcvar[args[0].src].kind == V_TENSOR && t->srcvar[args[0].src].oid == args[0].oid;
+        if (tensor_in) {
+            asobj.kind = V_OBJ;
+            asobj.obj = t->srcobj[args[0].src];
+        }
         if (rc < 0 && !PyErr_Occurred() && (!strcmp(name, "hasattr") || nargs == 3) &&
-            args[0].kind == V_OBJ) {
+            (args[0].kind == V_OBJ || tensor_in)) {
             /* "absent" only while it stays so (guarded); else the failure stands */
             char why[sizeof t->reason];
             snprintf(why, sizeof why, "%s", t->reason);
             t->failed = 0;
             t->reason[0] = 0;
             t->pending_exc = NULL;
-            int ab = sym_guard_attr_absent(t, &args[0], args[1].obj);
+            int ab = sym_guard_attr_absent(t, &asobj, args[1].obj);
             if (ab < 0)
                 return -1;
             if (ab == 0)
                 return sym_fail(t, "%s(o, %R): %s", name, args[1].obj, why);
         }
         if (rc < 0 && !PyErr_Occurred() && (!strcmp(name, "hasattr") || nargs == 3) &&
-            args[0].kind != V_OBJ && really_has(t, &args[0], args[1].obj)) {
+            args[0].kind != V_OBJ && !tensor_in && really_has(t, &args[0], args[1].obj)) {
             /* the object has the name, the trace only failed to read it (a class constant
              * through super(), Tensor.is_leaf): not an absent attribute (was: False) */
             char why[sizeof t->reason];

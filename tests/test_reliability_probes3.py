@@ -279,6 +279,27 @@ def test_hasattr_of_a_tensor_attribute_the_trace_cannot_read():
     _graphs(_hasattr_tensor, x)
 
 
+def _scaled_by_attr(x):
+    return x * getattr(x, "scale", 1.0), hasattr(x, "scale")
+
+
+def test_attribute_set_on_an_input_tensor_after_a_call_is_seen():
+    # getattr(x, name, default) of an input tensor without the attribute: the absence was not
+    # guarded, so x.scale = 3.0 before the next call was not seen
+    g = torchc.compile(_scaled_by_attr)
+    x = torch.ones(2)
+    torchc.reset()
+    for _ in range(2):
+        assert g(torch.ones(2))[1] is False
+    assert torchc._C.stats()["compiles"] == 1
+    x.scale = 3.0
+    got = g(x)
+    assert got[1] is True
+    torch.testing.assert_close(got[0], torch.full((2,), 3.0))
+    del x.scale
+    torch.testing.assert_close(g(x)[0], torch.ones(2))
+
+
 # ---- keyword-only defaults -------------------------------------------------------------------
 # An inlined function's __kwdefaults__ were read without a guard: helper.__kwdefaults__ = {...}
 # after a call left the compiled code with the old default.
