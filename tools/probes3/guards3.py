@@ -275,3 +275,32 @@ def type_of_input_object_attr(C, R):
     R(g(B(), torch.ones(2)))
     A.w = 7.0
     R(g(A(), torch.ones(2)))
+
+
+@scenario
+def tensor_instance_attribute_set_later(C, R):
+    def f(x):
+        return x * getattr(x, "scale", 1.0), hasattr(x, "scale")
+    g = C(f)
+    x = torch.ones(2)
+    R(g(x))
+    x.scale = 3.0
+    R(g(x))
+    del x.scale
+    R(g(x))
+
+
+@scenario
+def hasattr_over_value_kinds(C, R):
+    class P:
+        CONST = 3
+
+        @property
+        def good(self):
+            return 1
+
+    def f(x, d, p):
+        y = x * 2
+        return (y + 1, hasattr(x, "is_leaf"), hasattr(y, "is_leaf"), hasattr(y, "zzz"), hasattr(d, "keys"),
+                hasattr(p, "good"), hasattr(P, "CONST"), hasattr(x.shape, "numel"), hasattr(x.dtype, "itemsize"))
+    R(C(f)(torch.ones(2), {"a": 1}, P()))
