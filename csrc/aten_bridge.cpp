@@ -19,6 +19,7 @@
 #include <ATen/ATen.h>
 #include <ATen/Context.h>
 #include <ATen/Parallel.h>
+#include <ATen/PythonTorchFunctionTLS.h>
 #include <ATen/autocast_mode.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
 #include <ATen/native/ConvUtils.h>
@@ -886,6 +887,14 @@ int tc_transform_active(void) {
     static const c10::DispatchKeySet modes({c10::DispatchKey::FuncTorchDynamicLayerFrontMode,
                                             c10::DispatchKey::Functionalize, c10::DispatchKey::Python});
     return inc.has_any(modes) ? 1 : 0;
+}
+
+/* A TorchFunctionMode on the thread's stack (entered around the call, torch.device(...) as a
+ * context or torch.set_default_device): eager routes every torch call of the frame through
+ * it; compiled kernels would not (a mode's rewrite lost, factories on the wrong device).
+ * Modes entered inside a traced frame live on the trace's own stack (sym_tfm.c), not here. */
+int tc_torch_function_mode_active(void) {
+    return at::impl::PythonTorchFunctionTLS::stack_len() > 0 && !at::impl::torch_function_all_disabled() ? 1 : 0;
 }
 
 /* torch.func wrappers (BatchedTensor, GradTrackingTensor, FunctionalTensorWrapper) pass

@@ -813,6 +813,8 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
     if (fn->kind == V_FUNC && fn->op == SYM_CTX_EXIT) { /* __exit__(None, None, None) */
         if (--t->nograd == 0)
             ic_set_grad_enabled(t->g, 1); /* training: values of the block pass no gradient */
+        if (fn->val == 1 && t->infer_depth > 0 && --t->infer_depth == 0)
+            sym_mark_inference(t, t->infer_from);
         return sym_const(t, Py_NewRef(Py_None), out);
     }
     if ((fn->kind == V_FUNC || fn->kind == V_CONST) && fn->obj != NULL && sym_is_grad_ctx_type(fn->obj)) {
