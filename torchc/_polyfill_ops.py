@@ -10,7 +10,9 @@ shape eager rejects): that call is traced as written, which breaks the graph the
 usual reason, and eager runs it (and raises where eager raises).
 
 Not here: ops whose result depends on ATen's internal order beyond values, e.g. the index
-kthvalue / median(dim) return among equal values (their quickselect's, not a sort's).
+kthvalue / median(dim) return among equal values (their quickselect's, not a sort's): those
+are graph externs running ATen's own selection (dynamo_hook/ops_reduce.c sym_h_select); the
+median/nanmedian polyfills hand them the dim= calls.
 """
 import torch
 
@@ -228,6 +230,72 @@ def nanmedian(input, dim=None, keepdim=False, *, out=None):
     s = torch.sort(f).values
     k = ((~torch.isnan(f)).sum() - 1).div(2, rounding_mode="floor").clamp_min(0)
     return _spread(input, s.gather(0, k.reshape(1)).reshape(()))
+
+
+# ---- quantile / nanquantile -------------------------------------------------------------------
+# ATen's quantile_compute (Sorting.cpp) step by step, for a Python float q: the sorted values
+# (NaN last), ranks q * (n - 1) in the input's dtype (nanquantile: q * (non-NaN count - 1),
+# at least 0; quantile: the last index where a NaN is, so the result is NaN), rounded per the
+# interpolation, the values gathered below (and above, then lerp'd). A tensor q (its range is
+# checked on values), a 0-d input with a dim and anything unusual go to the original.
+
+_quantile = _VF.quantile
+_nanquantile = _VF.nanquantile
+_QMODES = ("linear", "lower", "higher", "midpoint", "nearest")
+
+
+def _quantile_plain(input, q, dim, keepdim, interpolation, out):
+    return out is None and isinstance(input, _Tensor) and type(q) in (float, int) and 0 <= q <= 1 and \
+        input.dtype in (torch.float32, torch.float64) and input.numel() > 0 and \
+        isinstance(keepdim, bool) and interpolation in _QMODES and \
+        (dim is None or (type(dim) is int and input.dim() > 0 and -input.dim() <= dim < input.dim()))
+
+
+def _quantile_compute(input, q, dim, keepdim, interpolation, ignore_nan):
+    if dim is None:
+        s = torch.sort(input.reshape(-1)).values
+        rest = (1,) * input.dim() if keepdim else ()
+    else:
+        dim = dim % input.dim()
+        s = torch.sort(input, dim).values.movedim(dim, -1)
+        rest = tuple(1 if i == dim else n for i, n in enumerate(input.shape) if keepdim or i != dim)
+    n = s.shape[-1]
+    s = s.reshape(rest + (n,))
+    qt = torch.full((), q, dtype=input.dtype, device=input.device)
+    nan = torch.isnan(s)
+    if ignore_nan:
+        ranks = qt * ((~nan).sum(-1, keepdim=True) - 1)
+        ranks = ranks.masked_fill(ranks < 0, 0)
+    else:
+        ranks = torch.where(nan.any(-1, keepdim=True), float(n - 1), qt * (n - 1))
+    if interpolation == "lower":
+        ranks = ranks.floor()
+    elif interpolation == "higher":
+        ranks = ranks.ceil()
+    elif interpolation == "nearest":
+        ranks = ranks.round()
+    below = ranks.long()
+    r = s.gather(-1, below)
+    if interpolation in ("linear", "midpoint"):
+        w = torch.full_like(ranks, 0.5) if interpolation == "midpoint" else ranks - below
+        r = torch.lerp(r, s.gather(-1, ranks.ceil().long()), w)
+    return r.squeeze(-1)
+
+
+def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):
+    if not _quantile_plain(input, q, dim, keepdim, interpolation, out):
+        if out is None:
+            return _quantile(input, q, dim, keepdim, interpolation=interpolation)
+        return _quantile(input, q, dim, keepdim, interpolation=interpolation, out=out)
+    return _quantile_compute(input, q, dim, keepdim, interpolation, False)
+
+
+def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):
+    if not _quantile_plain(input, q, dim, keepdim, interpolation, out):
+        if out is None:
+            return _nanquantile(input, q, dim, keepdim, interpolation=interpolation)
+        return _nanquantile(input, q, dim, keepdim, interpolation=interpolation, out=out)
+    return _quantile_compute(input, q, dim, keepdim, interpolation, True)
 
 
 # ---- cdist ------------------------------------------------------------------------------------
@@ -858,6 +926,7 @@ def register(polyfills):
         ("cosine_similarity", cosine_similarity), ("take", take),
         ("atleast_1d", atleast_1d), ("atleast_2d", atleast_2d), ("atleast_3d", atleast_3d),
         ("searchsorted", searchsorted), ("median", median), ("nanmedian", nanmedian),
+        ("quantile", quantile), ("nanquantile", nanquantile),
         ("cdist", cdist), ("tensordot", tensordot), ("kron", kron), ("logspace", logspace),
         ("trace", trace), ("dot", dot), ("inner", inner), ("pairwise_distance", pairwise_distance),
         ("dist", dist), ("frac", frac), ("heaviside", heaviside), ("rot90", rot90), ("aminmax", aminmax),
