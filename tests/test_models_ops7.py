@@ -238,3 +238,33 @@ def test_aten_index_inside_vmap_mask_function():
 
     pad = torch.tensor([[True, True, True, True, False], [True, True, False, False, False]])
     _whole(fn, pad)
+
+
+@pytest.mark.no_compile
+def test_masked_read_breaks_with_its_reason():
+    # (the frame runs eagerly: the break falls inside the `+=` statement)
+    def f(x, m, v):
+        y = x * 2
+        y[m] += v  # reads y[m]: as many rows as the mask has True values
+        return y
+    _breaks(f, R(3, 4), torch.tensor([True, False, True]), R(4), reason="shape depends on the mask's values")
+
+
+# ---- lerp (quantile's interpolation) ------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_lerp_half_is_eagers(dtype):
+    # ATen: in float32, |w| < 0.5 ? a + w (b - a) : b - (b - a)(1 - w), rounded once to dtype
+    a, b = R(257, dtype=dtype, seed=1), R(257, dtype=dtype, seed=2)
+    w = (torch.rand(257, generator=torch.Generator().manual_seed(3)) * 1.6 - 0.3).to(dtype)
+    _whole(lambda a, b, w: torch.lerp(a, b, w), a, b, w)
+    for s in (0.25, 0.75, -1.0):
+        _whole(lambda a, b: torch.lerp(a, b, s), a, b)
+
+
+def test_lerp_float32_near_eager_and_exact_ends():
+    a, b = R(5, 7, seed=1), R(7, seed=2)  # broadcast
+    w = torch.rand(5, 7, generator=torch.Generator().manual_seed(3)) * 1.6 - 0.3
+    _whole(lambda a, b, w: torch.lerp(a, b, w), a, b, w, exact=False, tol=dict(rtol=2e-7, atol=2e-7))
+    # w = 0 gives a, w = 1 gives b exactly (the branch eager takes for each)
+    _whole(lambda a, b: (torch.lerp(a, b, 0.0), torch.lerp(a, b, 1.0), a.t().lerp(b[:5], 1.0)), a, b)
