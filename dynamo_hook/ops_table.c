@@ -1169,7 +1169,9 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
             }
             if (OPS[opi].where & W_PF) { /* the polyfill first; its own calls come back here */
                 PyObject *descr = sym_refs.tensor_type ? PyObject_GetAttr(sym_refs.tensor_type, fn->obj) : NULL;
-                int rc = descr && sym_keep(t, descr) ? sym_obj_polyfill_func(t, descr, self, args, nargs, kwnames, out) : -1;
+                if (descr == NULL && tc_clear_expected(PyExc_AttributeError) < 0)
+                    return -1;
+                int rc = descr == NULL ? 1 : sym_keep(t, descr) ? sym_obj_polyfill_func(t, descr, self, args, nargs, kwnames, out) : -1;
                 if (rc != 1)
                     return rc;
             }

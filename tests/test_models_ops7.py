@@ -268,3 +268,33 @@ def test_lerp_float32_near_eager_and_exact_ends():
     _whole(lambda a, b, w: torch.lerp(a, b, w), a, b, w, exact=False, tol=dict(rtol=2e-7, atol=2e-7))
     # w = 0 gives a, w = 1 gives b exactly (the branch eager takes for each)
     _whole(lambda a, b: (torch.lerp(a, b, 0.0), torch.lerp(a, b, 1.0), a.t().lerp(b[:5], 1.0)), a, b)
+
+
+# ---- associative_scan (generic mode: mamba's selective scan under compile) ----------------------
+
+from torch._higher_order_ops.associative_scan import associative_scan as _assoc  # noqa: E402
+
+
+def _ssm(l, r):
+    return l[0] * r[0], r[0] * l[1] + r[1]
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 7, 16])
+@pytest.mark.parametrize("reverse", [False, True])
+def test_associative_scan_generic(n, reverse):
+    a = torch.rand(2, 3, n, 4, generator=torch.Generator().manual_seed(n))
+    b = R(2, 3, n, 4)
+    _whole(lambda a, b: _assoc(_ssm, (a, b), dim=2, reverse=reverse, combine_mode="generic"), a, b)
+    _whole(lambda b: _assoc(lambda x, y: x + y, b.transpose(0, 2), dim=0, reverse=reverse,
+                            combine_mode="generic") * 1, b)
+    _whole(lambda b: _assoc(lambda l, r: [torch.maximum(l[0], r[0])], [b], dim=-2, combine_mode="generic")[0] * 1, b)
+
+
+@pytest.mark.allow_fallback
+def test_associative_scan_pointwise_mode_on_cpu_raises_as_eager():
+    b = R(5, 3)
+    with pytest.raises(ValueError):
+        _assoc(lambda x, y: x + y, b, dim=0)
+    torchc.reset()
+    with pytest.raises(ValueError):
+        torchc.compile(lambda b: _assoc(lambda x, y: x + y, b * 2, dim=0))(b)
