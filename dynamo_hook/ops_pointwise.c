@@ -1068,6 +1068,10 @@ int sym_h_masked_fill(trace *t, const opdef *d, var **p, var *out) {
         return -1;
     ic_meta m_copy = *sym_metap(t, p[0]->val);
     const ic_meta *m = &m_copy; /* a copy: the graph reallocates */
+    if (p[2]->kind == V_TENSOR && sym_metap(t, v)->ndim > 0)
+        return sym_fail(t, "%s: a value tensor of 1 or more dims (eager will raise: only 0-d)", d->name);
+    if (sym_metap(t, p[1]->val)->dtype != IC_BOOL)
+        return sym_fail(t, "%s: a mask of a dtype other than bool (eager will raise)", d->name);
     if (sym_check_scalar_fits(t, p[2], m->dtype, d->name) < 0 || sym_check_tensor_value_fits(t, p[2], m->dtype, d->name) < 0)
         return -1;
     ic_val r = ic_where(G, p[1]->val, ic_cast(G, v, m->dtype), p[0]->val);

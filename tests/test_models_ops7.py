@@ -298,3 +298,23 @@ def test_associative_scan_pointwise_mode_on_cpu_raises_as_eager():
     torchc.reset()
     with pytest.raises(ValueError):
         torchc.compile(lambda b: _assoc(lambda x, y: x + y, b * 2, dim=0))(b)
+
+
+@pytest.mark.allow_fallback
+@pytest.mark.parametrize("case", ["value_1d", "value_4", "byte_mask"])
+def test_masked_fill_raises_as_eager(case):
+    # eager: masked_fill only takes a 0-d value tensor and a bool mask
+    def f(x, m, v):
+        y = x * 2
+        y.masked_fill_(m, v)
+        return y
+    x = R(3, 4)
+    m = R(4, seed=1) > 0
+    v = {"value_1d": R(1), "value_4": R(4), "byte_mask": R()}[case]
+    if case == "byte_mask":
+        m = m.to(torch.uint8)
+    with pytest.raises(RuntimeError):
+        f(x, m, v)
+    torchc.reset()
+    with pytest.raises(RuntimeError):
+        torchc.compile(f)(x, m, v)
