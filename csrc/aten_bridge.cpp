@@ -711,8 +711,12 @@ void run_extern(const ic_extern_call *c) {
         if (!r.is_same(out)) copy_in(out, r);
         break;
     }
-    case IC_EXT_ARGSORT: /* topk (5 params): ATen's own selection, so ties pick eager's indices */
+    case IC_EXT_ARGSORT: /* topk (5 params), kthvalue/median/nanmedian (4): ATen's own selection, so
+                          * ties pick eager's indices */
         if (c->nparams == 5) copy_in(out, std::get<1>(at::topk(in[0], p[3], p[0], p[1] != 0, p[4] != 0)));
+        else if (c->nparams == 4 && p[1] == 0) copy_in(out, std::get<1>(at::kthvalue(in[0], p[2], p[0], p[3] != 0)));
+        else if (c->nparams == 4 && p[1] == 1) copy_in(out, std::get<1>(at::median(in[0], p[0], p[3] != 0)));
+        else if (c->nparams == 4) copy_in(out, std::get<1>(at::nanmedian(in[0], p[0], p[3] != 0)));
         else copy_in(out, std::get<1>(at::sort(in[0], std::optional<bool>(p[2] != 0), p[0], p[1] != 0)));
         break;
     case IC_EXT_GROUPED_MM: { /* MoE experts: ATen's grouped GEMM; its kernels want each matrix's

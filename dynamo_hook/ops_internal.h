@@ -10,7 +10,9 @@
 #include <math.h>
 #include <string.h>
 
-enum { W_TORCH = 1, W_F = 2, W_METHOD = 4, W_ALL = 7, W_LINALG = 8 /* torch.linalg.* */ };
+enum { W_TORCH = 1, W_F = 2, W_METHOD = 4, W_ALL = 7, W_LINALG = 8 /* torch.linalg.* */,
+       W_PF = 16 /* a polyfill (torchc/_polyfills.py) takes the call first; its own calls of the
+                    op reach the handler */ };
 #define MAXP 24
 
 typedef struct opdef opdef;
@@ -120,6 +122,7 @@ int sym_h_normal(trace *t, const opdef *d, var **p, var *out);
 int sym_h_random_(trace *t, const opdef *d, var **p, var *out);
 int sym_opt_num(trace *t, var *v, double dflt, double *out, const char *what);
 int sym_need_tensor(trace *t, const opdef *d, var *v);
+int sym_h_select(trace *t, const opdef *d, var **p, var *out);
 /* handlers */
 int sym_h_binary(trace *t, const opdef *d, var **p, var *out);
 int sym_h_outer(trace *t, const opdef *d, var **p, var *out);

@@ -247,6 +247,9 @@ static const opdef OPS[] = {
     {"argsort", W_TORCH | W_METHOD, "input,dim,descending|!stable", sym_h_argsort, 0},
     {"msort", W_TORCH | W_METHOD, "input", sym_h_argsort, 1},
     {"sort", W_TORCH | W_METHOD, "input,dim,descending|!stable", sym_h_sort, 0},
+    {"kthvalue", W_TORCH | W_METHOD, "input,k,dim,keepdim", sym_h_select, 0},
+    {"median", W_TORCH | W_METHOD | W_PF, "input,dim,keepdim", sym_h_select, 1}, /* of all: the polyfill */
+    {"nanmedian", W_TORCH | W_METHOD | W_PF, "input,dim,keepdim", sym_h_select, 2},
     {"topk", W_TORCH | W_METHOD, "input,k,dim,largest,sorted", sym_h_sort, 1},
     {"max_pool1d", W_TORCH | W_F, "input,kernel_size,stride,padding,dilation,ceil_mode,return_indices", sym_h_max_pool, 1},
     {"max_pool2d", W_TORCH | W_F, "input,kernel_size,stride,padding,dilation,ceil_mode,return_indices", sym_h_max_pool, 2},
@@ -892,6 +895,11 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
         if (rc != 1)
             return rc;
     }
+    if (fn->kind == V_FUNC && fn->op >= 0 && (OPS[fn->op].where & W_PF)) {
+        int rc = sym_obj_polyfill(t, fn, args, nargs, kwnames, out); /* its own calls come back here */
+        if (rc != 1)
+            return rc;
+    }
     if (fn->kind == V_FUNC && fn->op >= 0)
         return call_op(t, fn->op, args, npos, kwnames, kwv, out);
     if (fn->kind == V_FUNC && fn->obj && sym_is_record_type(fn->obj))
@@ -1167,6 +1175,14 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
                         return rc;
                 }
                 return sym_fail(t, "Tensor.%U() not supported", fn->obj);
+            }
+            if (OPS[opi].where & W_PF) { /* the polyfill first; its own calls come back here */
+                PyObject *descr = sym_refs.tensor_type ? PyObject_GetAttr(sym_refs.tensor_type, fn->obj) : NULL;
+                if (descr == NULL && tc_clear_expected(PyExc_AttributeError) < 0)
+                    return -1;
+                int rc = descr == NULL ? 1 : sym_keep(t, descr) ? sym_obj_polyfill_func(t, descr, self, args, nargs, kwnames, out) : -1;
+                if (rc != 1)
+                    return rc;
             }
             return call_method_op(t, opi, self, args, npos, kwnames, kwv, out);
         }

@@ -201,7 +201,10 @@ ic_val ic_arange(ic_graph *g, int64_t n, double start, double step, ic_dtype dty
     X(CUMSUM, "cumsum")   /* (x), params: dim, dtype (-1: torch's default, ints -> i64) */ \
     X(CUMPROD, "cumprod") /* like cumsum */                                                \
     X(ARGSORT, "argsort") /* (x), params: dim, descending, stable [, k, sorted: topk's      \
-                             indices, eager's own tie order] -> i64 */                    \
+                             indices, eager's own tie order] -> i64; or (4 params) dim,    \
+                             which (0 kthvalue, 1 median, 2 nanmedian), k (kthvalue's,    \
+                             1-based), keepdim: ATen's own selection's indices (its tie   \
+                             order, NaN as eager places it) */                            \
     /* linear algebra (graph/linalg.c; static shapes, float32/64): */                     \
     X(MATRIX_EXP, "matrix_exp") /* (a[..., n, n]) -> exp(a) (norm-chosen Taylor degree) */ \
     X(MATRIX_EXP_VJP, "matrix_exp_vjp") /* (a, g) -> gradient of <g, exp(a)> */          \
