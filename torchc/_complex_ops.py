@@ -213,7 +213,62 @@ def _register(call, fname, args, kwargs, r, ts, desc_of):
     if old is not None and old[0] != text:
         return f"complex op {fname}: call key collision (left to eager)"
     _co._registry[key] = (text, _Call(call, fname), tuple(args), dict(kwargs), outs, -1)
+    for i, t in enumerate(ts):  # each operand's gradient (graph/vjp_extern.c vjp_custom)
+        if t.is_floating_point() or t.is_complex():
+            vk = vjp_key(key, i)
+            _co._registry[vk] = (f"d/d{i} {text}", _Call(_Vjp(call, tuple(args), dict(kwargs), i, len(ts)),
+                                                            f"d/d{i} {fname}"),
+                                 tuple(Slot(j) for j in range(len(ts) + 1)), {}, None, -1)
     return key, fname, outs, view, desc
+
+
+_M64 = (1 << 64) - 1
+
+
+def _signed(u):
+    u &= _M64
+    return u - (1 << 64) if u >> 63 else u
+
+
+def vjp_key(key, i):
+    """the extern key of operand i's gradient of the call `key` (inductor_c/ic.h
+    ic_custom_vjp_key: the same arithmetic)"""
+    return _signed(((key & _M64) ^ 0x5BD1E9955BD1E995) + (i + 1) * 0x9E3779B97F4A7C15)
+
+
+CADD_KEY = 0x4341444447524144  # inductor_c/ic.h IC_CUSTOM_CADD_KEY: two complex gradients summed
+
+
+class _Vjp:
+    """operand i's gradient of call(*args, **kwargs): called with the call's n operands and the
+    output's gradient; ATen's derivative (torch.autograd.grad of the call on operand i), so
+    the convention is eager's (conjugate Wirtinger). A dtype view between complex and real
+    (x.view(float32), the lowering of view_as_real / view_as_complex) is not differentiable
+    in ATen: its gradient is the gradient viewed back, as view_as_real's and view_as_complex's
+    backward are."""
+
+    __slots__ = ("call", "args", "kwargs", "i", "n")
+
+    def __init__(self, call, args, kwargs, i, n):
+        self.call, self.args, self.kwargs, self.i, self.n = call, args, kwargs, i, n
+
+    def __call__(self, *ins):
+        ts, gy = list(ins[:self.n]), ins[self.n]
+        x0 = ts[self.i]
+        x = x0.detach().requires_grad_(True)
+        ts[self.i] = x
+        with torch.enable_grad():
+            y = self.call(*_fill(self.args, ts), **{k: _fill(v, ts) for k, v in self.kwargs.items()})
+            if y.requires_grad:
+                (gx,) = torch.autograd.grad(y, x, gy, allow_unused=True)
+                return torch.zeros_like(x0) if gx is None else gx
+        if y.dtype != x0.dtype and y.is_complex() != x0.is_complex() and y.untyped_storage()._cdata == x.untyped_storage()._cdata:
+            return gy.contiguous().view(x0.dtype).view(x0.shape)
+        return torch.zeros_like(x0)
+
+
+_co._registry[CADD_KEY] = ("complex gradient sum", _Call(operator.add, "complex gradient sum"),
+                           (Slot(0), Slot(1)), {}, None, -1)
 
 
 # attributes that are views, as the method call that makes the same view (replayed on the
