@@ -201,3 +201,31 @@ def test_unitary_rnn_training_compiles_forward_and_backward():
     with torch.no_grad():
         B = torch.linalg.matrix_exp(m.A - m.A.mH)
         assert (B.mH @ B - torch.eye(8)).abs().max() < 1e-5
+
+
+@pytest.mark.parametrize("shape", [(0, 3), (1, 1), (5, 3)])
+def test_complex_backward_edge_shapes_and_non_contiguous_inputs(shape):
+    """Empty, 1x1 and odd shapes, inputs that are non-contiguous views (a transposed and a
+    strided view of leaves): compiled forward and backward, eager's values and gradients."""
+    base_a = _c((shape[1], 2 * shape[0]), 1, torch.complex64)
+    base_b = _c((shape[0], shape[1]), 2, torch.complex64)
+
+    def f(a, b):
+        return (a * b.conj() + a.mT.sum() * 0).abs().sum() + (a.mT @ b.conj()).real.sum()
+
+    def args():
+        la, lb = base_a.clone().requires_grad_(), base_b.clone().requires_grad_()
+        return (la, lb), (la.mT[::2], lb)  # a: a strided, transposed view [shape0, shape1] of a leaf
+
+    (la, lb), xs = args()
+    assert not xs[0].is_contiguous() or min(shape) <= 1
+    _whole_with_backward(f, *xs)
+    torchc.reset()
+    got = torchc.compile(f)(*xs)
+    gg = torch.autograd.grad(got, (la, lb))
+    (wa, wb), ws = args()
+    want = f(*ws)
+    gw = torch.autograd.grad(want, (wa, wb))
+    assert_same(got.detach(), want.detach(), rtol=1e-5, atol=1e-5)
+    for a, b in zip(gg, gw):
+        assert_same(a, b, rtol=1e-5, atol=1e-5)

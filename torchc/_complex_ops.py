@@ -254,6 +254,9 @@ class _Vjp:
 
     def __call__(self, *ins):
         ts, gy = list(ins[:self.n]), ins[self.n]
+        g = _direct(self, ts, gy)
+        if g is not None:
+            return g
         x0 = ts[self.i]
         x = x0.detach().requires_grad_(True)
         ts[self.i] = x
@@ -265,6 +268,70 @@ class _Vjp:
         if y.dtype != x0.dtype and y.is_complex() != x0.is_complex() and y.untyped_storage()._cdata == x.untyped_storage()._cdata:
             return gy.contiguous().view(x0.dtype).view(x0.shape)
         return torch.zeros_like(x0)
+
+
+# the derivatives of the commonest complex calls written out, as ATen's formulas (the
+# gradient is the conjugate Wirtinger one: d/dx of x * y is gy * conj(y)), so that the call is
+# not run again for its autograd graph
+_MUL = (operator.mul, torch.mul, torch.Tensor.mul)
+_ADD = (operator.add, torch.add, torch.Tensor.add)
+_SUB = (operator.sub, torch.sub, torch.Tensor.sub)
+_DIV = (operator.truediv, torch.div, torch.true_divide, torch.Tensor.div)
+_MATMUL = (operator.matmul, torch.matmul, torch.Tensor.matmul)
+_ABS = (abs, torch.abs, torch.Tensor.abs)
+_CONJ = (torch.conj, torch.Tensor.conj, torch.conj_physical, torch.Tensor.conj_physical)
+_MATRIX_EXP = (torch.linalg.matrix_exp, torch.matrix_exp, torch.Tensor.matrix_exp)
+
+
+def _is(fn, group):
+    return any(fn is f for f in group)
+
+
+def _to_input(g, x):
+    """g as x's gradient: the real part for a real x, summed over broadcast dims, x's dtype"""
+    if g.is_complex() and not x.is_complex():
+        g = g.real
+    if g.shape != x.shape:
+        g = g.sum_to_size(x.shape)
+    return g.to(x.dtype)
+
+
+def _cj(v):
+    return v.conj() if isinstance(v, torch.Tensor) else (v.conjugate() if isinstance(v, complex) else v)
+
+
+def _direct(vjp, ts, gy):
+    """operand i's gradient by an ATen formula, or None (the generic rule)"""
+    fn, args, i = vjp.call, vjp.args, vjp.i
+    if vjp.kwargs:
+        return None
+    slots = [k for k, a in enumerate(args) if isinstance(a, Slot) and a.i == i]
+    if len(slots) != 1 or any(isinstance(a, (list, tuple)) for a in args):
+        return None  # an operand used twice, or nested: the generic rule sums every use
+    k = slots[0]
+    a = _fill(args, ts)
+    x = a[k]
+    if len(a) == 2:
+        o = a[1 - k]
+        if _is(fn, _MUL):
+            return _to_input(gy * _cj(o), x)
+        if _is(fn, _ADD):
+            return _to_input(gy, x)
+        if _is(fn, _SUB):
+            return _to_input(gy if k == 0 else -gy, x)
+        if _is(fn, _DIV):
+            return _to_input(gy / _cj(a[1]) if k == 0 else -gy * _cj(a[0] / a[1] / a[1]), x)
+        if _is(fn, _MATMUL) and all(isinstance(t, torch.Tensor) and t.dim() >= 2 for t in a):
+            return _to_input(gy @ a[1].mH if k == 0 else a[0].mH @ gy, x)
+    elif len(a) == 1 and x.is_complex():
+        if _is(fn, _ABS):
+            return _to_input(gy * x.sgn(), x)
+        if _is(fn, _CONJ):
+            return _to_input(gy.conj(), x)
+        if _is(fn, _MATRIX_EXP) and x.dim() >= 2:
+            from torchc import _C
+            return _to_input(_C.matrix_exp_vjp(x.contiguous(), gy.contiguous()), x)
+    return None
 
 
 _co._registry[CADD_KEY] = ("complex gradient sum", _Call(operator.add, "complex gradient sum"),
