@@ -229,3 +229,21 @@ def test_complex_backward_edge_shapes_and_non_contiguous_inputs(shape):
     assert_same(got.detach(), want.detach(), rtol=1e-5, atol=1e-5)
     for a, b in zip(gg, gw):
         assert_same(a, b, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.allow_fallback  # after a double backward the frame runs eagerly (by design, issue 22)
+def test_complex_double_backward_replays_eagerly_with_eagers_values():
+    """create_graph=True through a compiled complex graph: the forward is replayed eagerly
+    with autograd (torchc/_fx_export.py exports the complex externs as their ATen calls), so
+    the second-order gradient is eager's (it was torch's 'not used in the graph' error)."""
+    a0, b0 = _c((3, 3), 4, torch.complex128), _c((3, 3), 5, torch.complex128)
+    f = lambda a, b: (torch.exp(a) @ b).abs().pow(2).sum()  # noqa: E731
+
+    def second(fn):
+        a, b = a0.clone().requires_grad_(), b0.clone().requires_grad_()
+        (ga,) = torch.autograd.grad(fn(a, b), a, create_graph=True)
+        return torch.autograd.grad(ga.abs().sum(), b)[0]
+
+    _whole_with_backward(f, a0.clone().requires_grad_(), b0.clone().requires_grad_())
+    torchc.reset()
+    assert_same(second(torchc.compile(f)), second(f), rtol=1e-12, atol=1e-12)
