@@ -59,6 +59,13 @@ typedef enum ic_dtype {
 } ic_dtype;
 
 static inline int ic_dtype_is_complex(ic_dtype t) { return t == IC_C64 || t == IC_C128; }
+/* the CUSTOM extern keys of complex gradients (graph/vjp_extern.c vjp_custom, graph/autograd.c
+ * ag_acc), registered by torchc/_complex_ops.py under the same arithmetic: operand k's gradient
+ * of the complex call `key`, and the sum of two complex gradients */
+static inline int64_t ic_custom_vjp_key(int64_t key, int k) {
+    return (int64_t)(((uint64_t)key ^ 0x5BD1E9955BD1E995ull) + (uint64_t)(k + 1) * 0x9E3779B97F4A7C15ull);
+}
+#define IC_CUSTOM_CADD_KEY 0x4341444447524144ll /* complex gradient sum */
 
 typedef int32_t ic_val; /* value handle inside one graph */
 

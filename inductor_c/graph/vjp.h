@@ -97,7 +97,8 @@
     X(SCATTER, vjp_scatter)                                                 \
     X(CUMSUM, vjp_cumsum)                                                   \
     X(MATRIX_EXP, vjp_matrix_exp)                                           \
-    X(SOLVE, vjp_solve)
+    X(SOLVE, vjp_solve)                                                     \
+    X(CUSTOM, vjp_custom)
 
 /* graph/partition.c: given want[v] (the backward rules read forward value v), save[v] = 1
  * for forward values the backward reads from memory, 0 for values it recomputes (every
