@@ -1,0 +1,210 @@
+"""Capture gaps found by the tiny-transformers sweep, round 3 (issue 21).
+
+1. A function made in the compiled frame over one of the frame's free variables (the frame is
+   itself a closure) and live across a graph break (passed to a call that breaks, kept in a
+   local) used to send the whole frame to eager ("a nested function over a free variable of
+   the frame is live across a graph break"): the rebuilt function got a fresh cell, not the
+   one eager's shares with the frame. Now its closure holds the frame's real cell (a DH_S_CELL
+   source, sym_cells.c), the same one the resume function's closure holds, so the frame
+   breaks and resumes.
+
+Every test pins graph and break counts and compares with eager; conftest fails a test whose
+frame falls back to eager whole.
+"""
+import pytest
+import torch
+
+import torchc
+
+seen = []
+
+
+@torch.compiler.disable
+def lib_apply(fn, x):
+    """a library call that breaks the graph and calls what it is given"""
+    seen.append(fn)
+    return fn(x) + 1
+
+
+def _explain(fn, *args):
+    torchc.reset()
+    return torchc.explain(fn)(*args)
+
+
+def _graphs_with_ops(ex):
+    return sum(1 for g in ex.graphs if str(g).count("=") > 1)
+
+
+# ---- 1. closures over a free variable of the compiled frame across a break ----------------
+
+def make_scaled(scale, bias):
+    def f(x):
+        y = x * 2
+        def inner(t):
+            return t * scale + bias + y
+        z = lib_apply(inner, y)       # passed to a call that breaks
+        return z.sin() + inner(z)     # and called inside the graph after it
+    return f
+
+
+def make_kept(w):
+    def f(x):
+        def g(t):
+            return t + w
+        a = g(x)                      # called in the graph before the break
+        b = lib_apply(torch.cos, a)   # break while g is live in a local
+        return g(b).cos() * 3
+    return f
+
+
+@pytest.mark.parametrize("shape", [(4,), (1,), (3, 5), (0,)])
+def test_free_var_closure_passed_to_breaking_call(shape):
+    x = torch.randn(shape)
+    f = make_scaled(3.0, torch.randn(shape))
+    want = f(x)
+    ex = _explain(f, x)
+    assert ex.graph_break_count == 1, ex.break_reasons
+    assert not any("free variable" in str(r) for r in ex.break_reasons), ex.break_reasons
+    assert ex.graph_count >= 2 and _graphs_with_ops(ex) >= 2
+    torch.testing.assert_close(ex.result, want)
+    cf = torchc.compile(f)
+    for _ in range(2):
+        torch.testing.assert_close(cf(x), want)
+
+
+def test_free_var_closure_shares_the_frames_cell():
+    """the function the library receives holds the compiled function's own cells, as eager's:
+    a second closure instance of the same code (same guards) gets its own cells, not the
+    first one's"""
+    x = torch.randn(6)
+    b1, b2 = torch.randn(6), torch.randn(6)
+    f1, f2 = make_scaled(2.0, b1), make_scaled(2.0, b2)
+    c1, c2 = torchc.compile(f1), torchc.compile(f2)
+    for f, c in ((f1, c1), (f2, c2)):
+        seen.clear()
+        torch.testing.assert_close(c(x), f(x))
+        inner = seen[0]
+        free = dict(zip(f.__code__.co_freevars, f.__closure__))
+        own = dict(zip(inner.__code__.co_freevars, inner.__closure__))
+        assert own["scale"] is free["scale"] and own["bias"] is free["bias"]
+    assert torchc._C.stats()["fallbacks"] == 0
+
+
+def test_free_var_closure_kept_in_local_across_break():
+    x = torch.randn(5, 3)
+    f = make_kept(torch.randn(3))
+    want = f(x)
+    ex = _explain(f, x)
+    assert (ex.graph_count, ex.graph_break_count) == (2, 1), ex.break_reasons
+    assert _graphs_with_ops(ex) == 2
+    torch.testing.assert_close(ex.result, want)
+    cf = torchc.compile(f)
+    torch.testing.assert_close(cf(x), want)
+    torch.testing.assert_close(cf(x.t().contiguous().t()), f(x.t().contiguous().t()))
+
+
+def make_counter():
+    count = [0]
+    step = 1
+    def f(x):
+        def tick(t):
+            nonlocal step          # writes the frame's free variable once it runs eagerly
+            step = step + 1
+            count[0] += step
+            return t * step
+        y = lib_apply(tick, x * 2)
+        return y - 1
+    return f, lambda: (count[0], f.__closure__)
+
+
+def test_free_var_closure_that_writes_the_cell():
+    """a nonlocal write by the function after it left the trace lands in the frame's real
+    cell (eager's): the next call sees it"""
+    x = torch.randn(4)
+    fe, st_e = make_counter()
+    want = [fe(x), fe(x), fe(x)]
+    fc, st_c = make_counter()
+    cf = torchc.compile(fc)
+    got = [cf(x), cf(x), cf(x)]
+    for a, b in zip(got, want):
+        torch.testing.assert_close(a, b)
+    assert st_c()[0] == st_e()[0]
+    fc2, _ = make_counter()
+    ex = _explain(fc2, x)
+    assert ex.graph_break_count == 1 and _graphs_with_ops(ex) >= 2, ex.break_reasons
+
+
+# ---- 3. ContextVar.get() of a value other than a plain constant ----------------------------
+# A ContextVar set by the caller (outside the compiled function) to a collector dict or an
+# object: get() in the trace reads it through a source (the variable's get() when the guards
+# run), so the value is an input like any other: guarded, read, and written back.
+
+import contextvars  # noqa: E402
+
+_collect = contextvars.ContextVar("collect")
+_scale = contextvars.ContextVar("scale", default=None)
+
+
+class Holder:
+    def __init__(self, w):
+        self.w = w
+
+
+def uses_collector(x):
+    box = _collect.get()
+    y = x * box["k"]
+    box["seen"].append(y.shape[0])   # a mutation the caller sees
+    return y + 1
+
+
+def uses_object(x):
+    h = _scale.get()
+    if h is None:
+        return x
+    return x * h.w
+
+
+def test_contextvar_get_collector_dict():
+    x = torch.randn(5)
+    want_box = {"k": 3.0, "seen": []}
+    tok = _collect.set(want_box)
+    try:
+        want = uses_collector(x)
+    finally:
+        _collect.reset(tok)
+    box = {"k": 3.0, "seen": []}
+    tok = _collect.set(box)
+    try:
+        ex = _explain(uses_collector, x)
+        assert (ex.graph_count, ex.graph_break_count) == (1, 0), ex.break_reasons
+        torch.testing.assert_close(ex.result, want)
+        assert box["seen"] == [5]
+        cf = torchc.compile(uses_collector)
+        torch.testing.assert_close(cf(x), want)
+        assert box["seen"] == [5, 5]
+        box["k"] = 4.0  # a new value in the variable's dict: guarded, recompiled or re-read
+        torch.testing.assert_close(cf(x), x * 4.0 + 1)
+    finally:
+        _collect.reset(tok)
+    box2 = {"k": 2.0, "seen": []}
+    tok = _collect.set(box2)  # another object in the variable
+    try:
+        torch.testing.assert_close(cf(x), x * 2.0 + 1)
+        assert box2["seen"] == [5]
+    finally:
+        _collect.reset(tok)
+
+
+def test_contextvar_get_object():
+    x = torch.randn(3, 2)
+    cf = torchc.compile(uses_object)
+    torch.testing.assert_close(cf(x), x)  # unset: the default None
+    tok = _scale.set(Holder(torch.tensor(2.5)))
+    try:
+        ex = _explain(uses_object, x)
+        assert (ex.graph_count, ex.graph_break_count) == (1, 0), ex.break_reasons
+        torch.testing.assert_close(ex.result, x * 2.5)
+        torch.testing.assert_close(cf(x), x * 2.5)
+    finally:
+        _scale.reset(tok)
+    torch.testing.assert_close(cf(x), x)
