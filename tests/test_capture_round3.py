@@ -208,3 +208,97 @@ def test_contextvar_get_object():
     finally:
         _scale.reset(tok)
     torch.testing.assert_close(cf(x), x)
+
+
+# ---- 1b. the same through an inlined closure, and a closure returned -----------------------
+
+def _factory(a):
+    def helper(x):                    # a real closure the trace inlines
+        def g(t):
+            return t * a
+        return lib_apply(g, x)        # g, over helper's free variable, escapes to a break
+    return helper
+
+
+_helper = _factory(torch.randn(4))
+
+
+def calls_inlined_closure(x):
+    return _helper(x.cos()).sin()
+
+
+def test_inlined_closure_over_its_free_var_passed_to_breaking_call():
+    x = torch.randn(4)
+    want = calls_inlined_closure(x)
+    seen.clear()
+    ex = _explain(calls_inlined_closure, x)
+    assert ex.graph_break_count >= 1 and _graphs_with_ops(ex) >= 2, ex.break_reasons
+    torch.testing.assert_close(ex.result, want)
+    g = seen[-1]
+    assert g.__closure__[0] is _helper.__closure__[0]
+
+
+def test_returned_closure_shares_the_frames_cell():
+    def make(w):
+        def f(x):
+            def g(t):
+                return t + w
+            return g(x) * 2, g
+        return f
+    f = make(3.0)
+    x = torch.randn(3)
+    ex = _explain(f, x)
+    assert (ex.graph_count, ex.graph_break_count) == (1, 0), ex.break_reasons
+    y, g = ex.result
+    torch.testing.assert_close(y, (x + 3.0) * 2)
+    assert g.__closure__[0] is f.__closure__[0]
+
+
+# ---- 2. torch.utils._pytree.tree_map over plain containers ---------------------------------
+# pytree's registry (a dict keyed by types) is not modelled: tree_map over tuples, lists and
+# dicts of tensors/numbers/None is a polyfill the trace inlines (torchc/_polyfills.py); other
+# trees (named tuples, registered nodes, is_leaf) still go to the original.
+
+import torch.utils._pytree as pytree  # noqa: E402
+
+
+def maps_tree(x, y):
+    out = pytree.tree_map(lambda t: t if t is None else t * 2, {"a": x, "b": (y, [y, None]), "c": 3})
+    return out["a"] + out["b"][1][0] * out["c"], out
+
+
+def maps_two_trees(x, y):
+    return pytree.tree_map(lambda a, b: a - b, [x, (y, x)], [y, (x, y)])
+
+
+def maps_prefix(x, y):
+    # the second tree has a subtree where the first has a leaf: passed whole
+    return pytree.tree_map(lambda a, b: a * b[0] + b[1], (x, y), ((y, 1.0), (x, 2.0)))
+
+
+@pytest.mark.parametrize("fn", [maps_tree, maps_two_trees, maps_prefix])
+@pytest.mark.parametrize("shape", [(3,), (2, 0), (1, 4)])
+def test_tree_map_plain_containers(fn, shape):
+    x, y = torch.randn(shape), torch.randn(shape)
+    want = fn(x, y)
+    ex = _explain(fn, x, y)
+    assert (ex.graph_count, ex.graph_break_count) == (1, 0), ex.break_reasons
+    torch.testing.assert_close(ex.result, want)
+    assert type(ex.result) is type(want)
+    torch.testing.assert_close(torchc.compile(fn)(x, y), want)
+
+
+def test_tree_map_calls_in_order():
+    order = []
+
+    def fn(x):
+        def f(t):
+            order.append(t.shape[0])
+            return t + 1
+        return pytree.tree_map(f, {"z": x[:1], "a": [x[:2], x[:3]]})
+    x = torch.randn(4)
+    want = fn(x)
+    eager_order, order[:] = list(order), []
+    got = torchc.compile(fn)(x)
+    torch.testing.assert_close(got, want)
+    assert list(got) == ["z", "a"] and order == eager_order == [1, 2, 3]
