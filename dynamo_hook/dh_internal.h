@@ -65,7 +65,11 @@ typedef enum dh_srckind {
     DH_S_CONST,  /* name: an object held by the entry (a function found on a class), itself */
     DH_S_NEW,    /* name = (class, kwnames, argument sources): a new object, constructed when
                   * the guards resolve it (a construction hoisted out of the frame) */
-    DH_S_NEXT    /* the index-th item still to come of iterator sources[base] (obj_iter.c) */
+    DH_S_NEXT,   /* the index-th item still to come of iterator sources[base] (obj_iter.c) */
+    DH_S_CELL,   /* the cell object itself of closure index (base as DH_S_CLOSURE): a function
+                  * made in the trace over a free variable shares it (sym_cells.c) */
+    DH_S_CTXGET  /* sources[base].get(): the value of a ContextVar in the caller's context
+                  * (one not set in the trace), read like any other input (variables.c) */
 } dh_srckind;
 
 /* ATTR of an nn.Module-like object (index 0): where the last resolution found the name, with

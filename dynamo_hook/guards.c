@@ -291,7 +291,21 @@ PyObject *dh_source_resolve(dh_source *s, PyObject *const *values,
         dh_scratch_keep(r); /* alive until the call's output is built */
         return r;
     }
-    case DH_S_CLOSURE: {
+    case DH_S_CTXGET: {
+        PyObject *cv = values[s->base], *v = NULL;
+        if (cv == NULL || !PyContextVar_CheckExact(cv))
+            return NULL;
+        if (PyContextVar_Get(cv, NULL, &v) < 0) {
+            (void)tc_clear_expected(PyExc_Exception);
+            return NULL;
+        }
+        if (v == NULL) /* unset, no default: the guards fail (eager's get raises LookupError) */
+            return NULL;
+        dh_scratch_keep(v); /* alive until the call's output is built */
+        return v;
+    }
+    case DH_S_CLOSURE:
+    case DH_S_CELL: {
         if (s->base >= 0)
             func = values[s->base];
         if (func == NULL || !PyFunction_Check(func))
@@ -300,7 +314,9 @@ PyObject *dh_source_resolve(dh_source *s, PyObject *const *values,
         if (cl == NULL || s->index >= PyTuple_GET_SIZE(cl))
             return NULL;
         PyObject *cell = PyTuple_GET_ITEM(cl, s->index);
-        return PyCell_Check(cell) ? PyCell_GET(cell) : NULL;
+        if (!PyCell_Check(cell))
+            return NULL;
+        return s->kind == DH_S_CELL ? cell : PyCell_GET(cell);
     }
     }
     return NULL;
@@ -744,16 +760,22 @@ static PyObject *source_str(const dh_entry *e, int i) {
         return PyUnicode_FromFormat("L[%zd]", s->index);
     case DH_S_GLOBAL:
     case DH_S_CLOSURE:
+    case DH_S_CELL:
         if (s->base >= 0) {
             base = source_str(e, s->base);
             r = base == NULL ? NULL
                 : s->kind == DH_S_GLOBAL ? PyUnicode_FromFormat("%U.__globals__[%R]", base, s->name)
+                : s->kind == DH_S_CELL   ? PyUnicode_FromFormat("%U.__closure__[%zd] (the cell)", base, s->index)
                                          : PyUnicode_FromFormat("%U.__closure__[%zd]", base, s->index);
             break;
         }
         if (s->kind == DH_S_GLOBAL)
             return PyUnicode_FromFormat("G[%R]", s->name);
-        return PyUnicode_FromFormat("closure[%zd]", s->index);
+        return PyUnicode_FromFormat(s->kind == DH_S_CELL ? "closure cell[%zd]" : "closure[%zd]", s->index);
+    case DH_S_CTXGET:
+        base = source_str(e, s->base);
+        r = base == NULL ? NULL : PyUnicode_FromFormat("%U.get()", base);
+        break;
     case DH_S_CONST:
         return PyUnicode_FromFormat("const(%R)", s->name);
     case DH_S_NEW:

@@ -960,7 +960,7 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
         PyUnicode_Check(fn->obj) && PyContextVar_CheckExact(fn->items[0].obj)) {
         if (nkw)
             return sym_fail(t, "ContextVar method with keyword arguments");
-        return sym_ctxvar_call(t, fn->items[0].obj, PyUnicode_AsUTF8(fn->obj), args, npos, out);
+        return sym_ctxvar_call(t, fn->items[0].obj, fn->items[0].src, PyUnicode_AsUTF8(fn->obj), args, npos, out);
     }
     if (fn->kind == V_METHOD && fn->items && fn->items[0].kind == V_OBJ && fn->obj &&
         PyUnicode_Check(fn->obj) && PyDict_Check(fn->items[0].obj) && fn->items[0].src >= 0) {

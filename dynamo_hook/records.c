@@ -370,17 +370,68 @@ static int own_to_tuple(trace *t, const var *r) {
     return sym_fail(t, "to_tuple() of %s (its own) not supported", ((PyTypeObject *)cls)->tp_name);
 }
 
+static PyObject *adds_item; /* class -> bool: setattr of a None field adds the item */
+
+/* Does r.f = v of a field f that is None add the dict item too (transformers' __setattr__ of
+ * some versions tests the fields, of others the dict's keys)? Asked of the class once, as
+ * eager would answer it: an instance built with a first field, one None field set. -1 error,
+ * with the reason set (the probe raised). */
+static int setattr_adds_item(trace *t, PyObject *cls, PyObject *name) {
+    if (adds_item == NULL && (adds_item = PyDict_New()) == NULL)
+        return -1;
+    PyObject *known = PyDict_GetItemWithError(adds_item, cls);
+    if (known != NULL)
+        return known == Py_True;
+    if (PyErr_Occurred())
+        return -1;
+    PyObject *torch = PyImport_ImportModule("torch"), *zeros = NULL, *inst = NULL, *keys = NULL;
+    int r = -1;
+    zeros = torch ? PyObject_CallMethod(torch, "zeros", "i", 1) : NULL;
+    inst = zeros ? PyObject_CallOneArg(cls, zeros) : NULL;
+    if (inst != NULL && PyObject_SetAttr(inst, name, zeros) == 0 &&
+        (keys = PyObject_CallMethod(inst, "keys", NULL)) != NULL) {
+        r = PySequence_Contains(keys, name);
+        if (r >= 0 && PyDict_SetItem(adds_item, cls, r ? Py_True : Py_False) < 0)
+            r = -1;
+    }
+    Py_XDECREF(torch);
+    Py_XDECREF(zeros);
+    Py_XDECREF(inst);
+    Py_XDECREF(keys);
+    if (r < 0) {
+        if (tc_clear_expected(PyExc_Exception) < 0)
+            return -1;
+        r = sym_fail(t, "setting a None field of a %s record: its behaviour could not be asked",
+                     ((PyTypeObject *)cls)->tp_name);
+    }
+    return r;
+}
+
 /* r.name = v (ModelOutput.__setattr__): a field holding a value takes a new non-None one
  * (attribute and item alike, as in eager); the record is one object in the trace, so every
- * reference sees the write. Writes that make attribute and item differ (to None, or to a
- * field that is None: eager sets only the attribute) fail the trace. */
+ * reference sees the write. A field that is None: where the class's __setattr__ adds the item
+ * (setattr_adds_item: transformers versions whose __setattr__ tests the fields), the item
+ * joins the dict at its end as r[name] = v would (sym_record_setitem's rule); else (only the
+ * attribute would change, attribute and item would differ) the trace fails, as does a write
+ * of None (eager keeps the old item, the attribute None). */
 int sym_record_setattr(trace *t, const var *r, PyObject *name, const var *v) {
     int i = field_index(r, name);
     if (i < 0)
         return sym_fail(t, "setting attribute %U of a %s record not supported", name,
                         ((PyTypeObject *)sym_record_class(r))->tp_name);
-    if (is_none_var(&r->items[i]) || is_none_var(v) || v->kind == V_UNSET || v->kind == V_NULL)
-        return sym_fail(t, "setting field %U of a record to/from None not supported", name);
+    if (is_none_var(v) || v->kind == V_UNSET || v->kind == V_NULL)
+        return sym_fail(t, "setting field %U of a record to None not supported", name);
+    if (is_none_var(&r->items[i])) {
+        int add = setattr_adds_item(t, sym_record_class(r), name);
+        if (add < 0)
+            return -1;
+        if (!add)
+            return sym_fail(t, "setting field %U of a record from None (an attribute only) not supported", name);
+        var key;
+        if (sym_const(t, Py_NewRef(name), &key) < 0)
+            return -1;
+        return sym_record_setitem(t, r, &key, v);
+    }
     sym_fx_set(t, &r->items[i], v); /* journalled: undone if the call becomes a break */
     return 0;
 }

@@ -126,6 +126,9 @@ void sym_fx_free(trace *t) {
     free(t->ctxv);
     t->ctxv = NULL;
     t->nctxv = t->capctxv = 0;
+    free(t->realcells);
+    t->realcells = NULL;
+    t->nrealcells = t->caprealcells = 0;
     free(t->tobj_src);
     free(t->tobj);
     t->tobj_src = NULL;

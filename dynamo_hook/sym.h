@@ -185,6 +185,11 @@ typedef struct trace {
      * values set, not applied; the trace fails where one is still set at its end */
     struct sym_ctxv *ctxv;            /* grown by the set (malloc'd, freed by sym_fx_free) */
     int nctxv, capctxv;
+    /* sym_cells.c: closure items of made functions that are a real function's cell (a free
+     * variable of the traced function, or of an inlined one reached through a source): the
+     * cell object itself where the function leaves the trace (malloc'd, sym_fx_free) */
+    struct sym_realcell { var *items; int k; int src; } *realcells;
+    int nrealcells, caprealcells;
     PyObject *pending_exc;            /* a state predicate raised this (kept): the next
                                        * handler of the frames being traced catches it */
     int nidx;                         /* index inputs to bounds-check before each run */
@@ -503,7 +508,7 @@ int sym_set_method(trace *t, const var *s, const char *mn, var *args, int nargs,
 void sym_rebind(trace *t, const var *old_items, const var *nv);
 
 /* ContextVar.get/set/reset on a tracked context variable (variables.c) */
-int sym_ctxvar_call(trace *t, PyObject *cv, const char *mn, var *args, int nargs, var *out);
+int sym_ctxvar_call(trace *t, PyObject *cv, int cvsrc, const char *mn, var *args, int nargs, var *out);
 int sym_ctxvar_pending(trace *t, const var *v); /* 1: a set not reset yet, or v is a token */
 
 /* ops_table.c */

@@ -36,6 +36,32 @@ static void add(sframe *f, var *items, int k, PyObject *name) {
     f->ncellrefs++;
 }
 
+/* Closure item k of a made function is the real cell at source src (a DH_S_CELL): eager's
+ * function shares that cell with the function whose free variable it is, and so does the
+ * one built where it leaves the trace (sym_output.c made_function). Full or out of memory:
+ * not registered, the item gets a fresh cell as before (the break checks then apply). */
+static void real_add(trace *t, var *items, int k, int src) {
+    if (t->nrealcells == t->caprealcells) {
+        int cap = t->caprealcells ? 2 * t->caprealcells : 8;
+        struct sym_realcell *n = realloc(t->realcells, (size_t)cap * sizeof *n);
+        if (n == NULL)
+            return;
+        t->realcells = n;
+        t->caprealcells = cap;
+    }
+    t->realcells[t->nrealcells].items = items;
+    t->realcells[t->nrealcells].k = k;
+    t->realcells[t->nrealcells].src = src;
+    t->nrealcells++;
+}
+
+int sym_cells_real(trace *t, const var *items, int k) {
+    for (int i = 0; i < t->nrealcells; i++)
+        if (t->realcells[i].items == items && t->realcells[i].k == k)
+            return t->realcells[i].src;
+    return -1;
+}
+
 int sym_cells_made(trace *t, sframe *f, PyCodeObject *code, var *items, int n) {
     /* the code's free variables: the last co_nfreevars of its localsplus names */
     PyObject *cn = code->co_localsplusnames;
@@ -60,8 +86,22 @@ int sym_cells_made(trace *t, sframe *f, PyCodeObject *code, var *items, int n) {
         }
         /* f's own free variable passed on: the frames owning it (they registered f's
          * closure under this name) own the new closure's item too */
-        if (f->closure == NULL)
-            continue; /* a real function's cell: owned outside the trace */
+        if (f->closure == NULL) {
+            /* a real function's cell, owned outside the trace: the new closure holds that
+             * very cell (the traced function's, or an inlined one's reached by a source) */
+            if (f->top || f->func_src >= 0) {
+                int s = sym_source(t, DH_S_CELL, f->top ? -1 : f->func_src, j - first_free, NULL);
+                if (s < 0)
+                    return -1;
+                real_add(t, items, k, s);
+            }
+            continue;
+        }
+        {
+            int s = sym_cells_real(t, f->closure, j - first_free);
+            if (s >= 0)
+                real_add(t, items, k, s);
+        }
         for (int d = 0; d < t->nframes; d++) {
             sframe *o = t->frames[d];
             if (o == f)

@@ -202,6 +202,7 @@ int sym_exc_unwind(trace *t, sframe *f, const unsigned char *code, int ninstr, i
 int sym_cells_made(trace *t, sframe *f, PyCodeObject *code, var *items, int n);
 int sym_cells_store(trace *t, sframe *f, int i, const var *v);
 int sym_cells_store_free(trace *t, sframe *f, int k, const var *v); /* nonlocal: free var k */
+int sym_cells_real(trace *t, const var *items, int k); /* the DH_S_CELL source of closure item k, or -1 */
 int sym_run_frame(trace *t, sframe *f, var *result);
 
 /* sym_containers.c */

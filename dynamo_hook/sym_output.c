@@ -443,7 +443,15 @@ static int made_function(trace *t, outbuf *ob, int at, const var *fn, ic_val *ou
         return sym_fail(t, "a nested function of unknown code leaves the trace");
     PyCodeObject *co = (PyCodeObject *)fn->obj;
     if (fn->n > 0) {
-        PyObject *names = PyCode_GetFreevars(co);
+        /* a real cell (sym_cells.c) is the one eager's function writes: only the others */
+        PyObject *all = PyCode_GetFreevars(co), *names = all ? PyList_New(0) : NULL;
+        for (Py_ssize_t k = 0; names != NULL && k < PyTuple_GET_SIZE(all); k++)
+            if ((k >= fn->n || sym_cells_real(t, fn->items, (int)k) < 0) &&
+                PyList_Append(names, PyTuple_GET_ITEM(all, k)) < 0)
+                Py_CLEAR(names);
+        Py_XDECREF(all);
+        if (names != NULL)
+            Py_SETREF(names, PyList_AsTuple(names));
         int w = names ? code_writes_free(co, names, 0) : -1;
         Py_XDECREF(names);
         if (w < 0)
@@ -453,13 +461,21 @@ static int made_function(trace *t, outbuf *ob, int at, const var *fn, ic_val *ou
                                "(nonlocal) leaves the trace");
     }
     int ann = fn->oid & 1;
+    /* closure items that are a real function's cell (sym_cells.c): that cell object itself */
+    PyObject *cells = PyTuple_New(fn->n);
+    if (cells == NULL)
+        return -1;
+    for (int k = 0; k < fn->n; k++)
+        PyTuple_SET_ITEM(cells, k, Py_NewRef(sym_cells_real(t, fn->items, k) >= 0 ? Py_True : Py_False));
     PyObject *api = PyImport_ImportModule("torchc._api");
     PyObject *mk = api ? PyObject_GetAttrString(api, "_made_function") : NULL;
     Py_XDECREF(api);
     PyObject *globals = fn->globals ? fn->globals : t->globals;
-    PyObject *wrap = mk ? PyObject_CallFunction(mk, "OOiiii", fn->obj, globals, fn->n, fn->pos, fn->is_list, ann)
+    PyObject *wrap = mk ? PyObject_CallFunction(mk, "OOiiiiO", fn->obj, globals, fn->n, fn->pos, fn->is_list, ann,
+                                                cells)
                         : NULL;
     Py_XDECREF(mk);
+    Py_DECREF(cells);
     if (wrap == NULL)
         return -1;
     int child = sym_out_reserve(t, ob, 1);
@@ -470,10 +486,24 @@ static int made_function(trace *t, outbuf *ob, int at, const var *fn, ic_val *ou
     ob->o[at].kind = DH_O_WRAP;
     ob->o[at].index = child;
     ob->o[at].obj = wrap;
-    var vals = sym_var(V_SEQ); /* (closure values..., defaults..., [kwdefaults], [annotations]) */
-    vals.n = fn->n + fn->pos + fn->is_list + ann;
-    vals.items = fn->items;
-    return sym_fill_out(t, ob, child, &vals, outvals, nout);
+    /* (closure values..., defaults..., [kwdefaults], [annotations]) */
+    int n = fn->n + fn->pos + fn->is_list + ann;
+    int first = sym_out_reserve(t, ob, n);
+    if (first < 0)
+        return -1;
+    ob->o[child].kind = DH_O_TUPLE;
+    ob->o[child].index = first;
+    ob->o[child].count = n;
+    for (int i = 0; i < n; i++) {
+        int s = i < fn->n ? sym_cells_real(t, fn->items, i) : -1;
+        if (s >= 0) {
+            ob->o[first + i].kind = DH_O_SOURCE;
+            ob->o[first + i].index = s;
+        } else if (sym_fill_out(t, ob, first + i, &fn->items[i], outvals, nout) < 0) {
+            return -1;
+        }
+    }
+    return 0;
 }
 
 /* Does the rest of code co, from code unit pc on, maybe assign local slot `slot` (a cell
@@ -560,6 +590,8 @@ int sym_made_fns_resumable(trace *t, sframe *f, const var *v, int n, int depth) 
             int first_free = f->code->co_nlocalsplus - f->code->co_nfreevars;
             PyObject *fnames = f->code->co_localsplusnames;
             for (int k = 0; k < x->n && k < nfv; k++) {
+                if (sym_cells_real(t, x->items, k) >= 0)
+                    continue; /* the real cell itself: shared with the resume frame's closure */
                 PyObject *name = PyTuple_GET_ITEM(co->co_localsplusnames, base + k);
                 for (int j = 0; j < f->code->co_nlocalsplus; j++) {
                     int eq = PyUnicode_Compare(PyTuple_GET_ITEM(fnames, j), name);

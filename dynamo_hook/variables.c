@@ -237,7 +237,9 @@ int sym_guard_key(trace *t, int src, PyObject *dict, PyObject *key) {
     return has;
 }
 
-int sym_ctxvar_call(trace *t, PyObject *cv, const char *mn, var *args, int nargs, var *out) {
+static int is_simple_const(PyObject *o);
+
+int sym_ctxvar_call(trace *t, PyObject *cv, int cvsrc, const char *mn, var *args, int nargs, var *out) {
     int i = 0;
     while (i < t->nctxv && t->ctxv[i].cv != cv)
         i++;
@@ -296,6 +298,22 @@ int sym_ctxvar_call(trace *t, PyObject *cv, const char *mn, var *args, int nargs
     if (!strcmp(mn, "get") && nargs == 0 && i < t->nctxv && t->ctxv[i].depth > 0) {
         *out = t->ctxv[i].vals[t->ctxv[i].depth - 1];
         return 0;
+    }
+    if (!strcmp(mn, "get") && nargs == 0 && cvsrc >= 0) {
+        /* not set in the trace, a value other than a plain constant (a collector dict, an
+         * object): read through a source (cv.get() when the guards run), as an input is */
+        PyObject *v = NULL;
+        if (PyContextVar_Get(cv, NULL, &v) < 0)
+            return -1;
+        if (v == NULL)
+            return sym_fail(t, "ContextVar.get() of an unset variable (eager raises LookupError)");
+        if (!is_simple_const(v)) {
+            int s = sym_source(t, DH_S_CTXGET, cvsrc, 0, NULL);
+            int rc = s < 0 ? -1 : sym_wrap(t, v, s, out);
+            Py_DECREF(v);
+            return rc;
+        }
+        Py_DECREF(v);
     }
     if (!strcmp(mn, "get") && nargs <= 1 && (nargs == 0 || args[0].kind == V_CONST)) {
         /* not set in the trace: the caller's value, asked now and guarded equal (a plain

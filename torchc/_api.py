@@ -314,16 +314,18 @@ def reset():
     _autotune.reset()
 
 
-def _made_function(code, globals, nclosure, ndefs=-1, kwdefaults=False, annotations=False):
+def _made_function(code, globals, nclosure, ndefs=-1, kwdefaults=False, annotations=False, real=()):
     """A function made in a traced frame, built for real where it leaves the trace, as
     CPython's MAKE_FUNCTION builds it (dynamo_hook/sym_output.c made_function,
     made_comprehension): called with (closure values..., defaults..., [keyword-only defaults
     dict], [annotations tuple (name, value, ...)]); ndefs -1: every value after the closure
-    is a default."""
+    is a default. real[k] true: closure value k is a cell object already (a free variable of
+    the traced function: eager's nested function shares that cell)."""
     import types
 
     def make(values):
-        cells = tuple(types.CellType(v) for v in values[:nclosure])
+        cells = tuple(v if k < len(real) and real[k] else types.CellType(v)
+                      for k, v in enumerate(values[:nclosure]))
         end = len(values) if ndefs < 0 else nclosure + ndefs
         f = types.FunctionType(code, globals, code.co_name, tuple(values[nclosure:end]) or None, cells or None)
         f.__qualname__ = code.co_qualname

@@ -632,3 +632,64 @@ def _tree_leaves(tree, is_leaf=None):
 
 
 POLYFILLS[_pytree.tree_leaves] = _tree_leaves
+
+
+# ---- torch.utils._pytree.tree_map over plain containers ----------------------------------
+# Over tuples, lists and dicts (nested, with tensor/number/None leaves) the original's answer
+# is fixed by the containers themselves: the function mapped over the leaves, the containers
+# rebuilt (dicts in insertion order), the other trees read up to the first one's structure
+# (a leaf of the first takes the others' subtree there whole). The structure is checked
+# before any call (the mapped function runs once per leaf, in the original's order); anything
+# else (a registered node type, a named tuple, is_leaf, mismatched structures that the
+# original rejects) goes to the original, traced as written.
+
+def _plain_node(x):
+    tp = type(x)
+    return tp is tuple or tp is list or tp is dict
+
+
+def _plain_match(x, rests):
+    tp = type(x)
+    if tp is tuple or tp is list:
+        for r in rests:
+            if type(r) is not tp or len(r) != len(x):
+                return False
+        for i in range(len(x)):
+            if not _plain_match(x[i], [r[i] for r in rests]):
+                return False
+        return True
+    if tp is dict:
+        for r in rests:
+            if type(r) is not dict or len(r) != len(x):
+                return False
+            for k in x:
+                if k not in r:
+                    return False
+        for k in x:
+            if not _plain_match(x[k], [r[k] for r in rests]):
+                return False
+        return True
+    if x is None:
+        return _NONE_IS_LEAF or all(r is None for r in rests)
+    return isinstance(x, torch.Tensor) or tp in _PLAIN_LEAVES
+
+
+def _plain_map(func, x, rests):
+    tp = type(x)
+    if tp is tuple or tp is list:
+        out = [_plain_map(func, x[i], [r[i] for r in rests]) for i in range(len(x))]
+        return tuple(out) if tp is tuple else out
+    if tp is dict:
+        return {k: _plain_map(func, x[k], [r[k] for r in rests]) for k in x}
+    if x is None and not _NONE_IS_LEAF:
+        return None
+    return func(x, *rests)
+
+
+def _tree_map(func, tree, *rests, is_leaf=None):
+    if is_leaf is None and _plain_match(tree, list(rests)):
+        return _plain_map(func, tree, list(rests))
+    return _pytree.tree_map(func, tree, *rests, is_leaf=is_leaf)
+
+
+POLYFILLS[_pytree.tree_map] = _tree_map
