@@ -982,6 +982,26 @@ def logcumsumexp(input, dim, *, out=None):
     return v.contiguous()
 
 
+# ---- prelu --------------------------------------------------------------------------------
+_prelu = _VF.prelu
+
+
+def prelu(input, weight):
+    """ATen's _prelu_kernel: x > 0 ? x : w * x, the weight broadcast over dim 1 (one value:
+    over everything). Gradients through where/mul are eager's (grad, w * grad; x * grad summed)."""
+    if not isinstance(input, _Tensor) or not isinstance(weight, _Tensor) or \
+            input.dtype != weight.dtype or not input.dtype.is_floating_point or weight.dim() > 1:
+        return _prelu(input, weight)
+    n = weight.numel()
+    if n == 1:
+        w = weight.reshape(())
+    elif input.dim() >= 2 and input.shape[1] == n:
+        w = weight.reshape((n,) + (1,) * (input.dim() - 2))
+    else:
+        return _prelu(input, weight)  # eager raises
+    return torch.where(input > 0, input, w * input)
+
+
 def register(polyfills):
     """adds these to POLYFILLS: the torch.X function and the Tensor.X method where there is one"""
     pairs = (
@@ -997,6 +1017,7 @@ def register(polyfills):
         ("cross", cross), ("vander", vander),
         ("diagonal_scatter", diagonal_scatter), ("cummax", cummax), ("cummin", cummin),
         ("logcumsumexp", logcumsumexp),
+        ("prelu", prelu),
     )
     for name, fn in pairs:
         f = getattr(_VF, name, None)
