@@ -11,6 +11,8 @@ TORCHC_DEBUG=time; reported per model, medians over the repeats, in ms:
   first     the first step (forward capture + compile + run, backward compile + run, SGD), wall
             and (cpu) the process's CPU time, all threads: steadier on a shared machine
   second    the second step (a recompile or guard failure shows here)
+  steady    the median of --steps more steps (run time of the compiled code, compile excluded), wall
+            and (cpu) process CPU time (with --threads 1, the steadier one on a shared machine)
   eager     an eager step (the same model, after the compiled ones)
   capture   forward frame capture + compile minus the forward compile: tracing, graph building,
             the backward derivation and partition (graph/autograd.c)
@@ -206,8 +208,27 @@ class ResNet50(nn.Module):
         return self.fc(torch.flatten(F.adaptive_avg_pool2d(self.features(x), 1), 1))
 
 
+class Transformer(nn.Module):  # 12 pre-norm encoder layers (256 wide, 4 heads, MLP 1024), mean-pooled
+    def __init__(self, layers=12, d=256, vocab=1000, classes=100):
+        super().__init__()
+        self.emb = nn.Embedding(vocab, d)
+        self.enc = nn.ModuleList([nn.TransformerEncoderLayer(d, 4, 4 * d, dropout=0.1, batch_first=True,
+                                                             norm_first=True) for _ in range(layers)])
+        self.norm, self.fc = nn.LayerNorm(d), nn.Linear(d, classes)
+
+    @staticmethod
+    def inputs(batch, size):  # tokens: batch x size (64: sequence 64)
+        return torch.randint(0, 1000, (batch, size))
+
+    def forward(self, t):
+        x = self.emb(t)
+        for layer in self.enc:
+            x = layer(x)
+        return self.fc(self.norm(x).mean(1))
+
+
 MODELS = {"densenet121": DenseNet, "mobilenet_v3": MobileNetV3, "efficientnet_b0": EfficientNetB0,
-          "regnet_y": RegNetY, "resnet50": ResNet50}
+          "regnet_y": RegNetY, "resnet50": ResNet50, "transformer": Transformer}
 '''
 
 CHILD = r'''
@@ -218,8 +239,10 @@ ns = {}
 exec(sys.argv[1], ns)
 name, batch, size, amp = sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[6] == "1"
 torch.manual_seed(0)
-model = ns["MODELS"][name]().train()
-x, y = torch.randn(batch, 3, size, size), torch.randint(0, 100, (batch,))
+cls = ns["MODELS"][name]
+model = cls().train()
+x = cls.inputs(batch, size) if hasattr(cls, "inputs") else torch.randn(batch, 3, size, size)
+y = torch.randint(0, 100, (batch,))
 
 
 def make_step(fn, opt):
@@ -244,6 +267,13 @@ for _ in range(2):
     t.append(time.perf_counter() - t0)
     tc.append(time.process_time() - c0)
 sys.stderr.write("STEP\n")
+ts, tsc = [], []
+for _ in range(int(sys.argv[7])):
+    t0, c0 = time.perf_counter(), time.process_time()
+    step()
+    ts.append(time.perf_counter() - t0)
+    tsc.append(time.process_time() - c0)
+ts, tsc = (sorted(ts)[len(ts) // 2], sorted(tsc)[len(tsc) // 2]) if ts else (float("nan"), float("nan"))
 ex = torchc.explain(cm)(x)
 estep = make_step(model, torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9))
 estep()
@@ -253,7 +283,7 @@ for _ in range(3):
     estep()
     te.append(time.perf_counter() - t0)
 print(f"RESULT {t[0] * 1e3:.1f} {t[1] * 1e3:.1f} {sorted(te)[1] * 1e3:.1f} {ex.graph_count} {ex.op_count}"
-      f" {getattr(ex, 'backward_graph_count', -1)} {tc[0] * 1e3:.1f}", flush=True)
+      f" {getattr(ex, 'backward_graph_count', -1)} {tc[0] * 1e3:.1f} {ts * 1e3:.2f} {tsc * 1e3:.2f}", flush=True)
 '''
 
 STAGES = ["init", "graph", "lower", "sched", "final", "irgen", "opt", "emit", "jit"]
@@ -269,11 +299,11 @@ def run_one(name, args, root):
         for k in ("TORCHC_CACHE", "TORCHC_DISK_CACHE"):
             env.pop(k, None)
         p = subprocess.run([sys.executable, "-c", CHILD, MODELS, name, str(args.batch), str(args.size), root,
-                            "1" if args.amp else "0"], env=env, capture_output=True, text=True)
+                            "1" if args.amp else "0", str(args.steps)], env=env, capture_output=True, text=True)
     if p.returncode != 0:
         raise SystemExit(f"{name}: failed\n{p.stderr[-3000:]}")
     res = [ln for ln in p.stdout.splitlines() if ln.startswith("RESULT")][-1].split()[1:]
-    r = {"first_cpu": float(res[6]), "first": float(res[0]), "second": float(res[1]), "eager": float(res[2]), "graphs": int(res[3]),
+    r = {"first_cpu": float(res[6]), "first": float(res[0]), "second": float(res[1]), "steady": float(res[7]), "steady_cpu": float(res[8]), "eager": float(res[2]), "graphs": int(res[3]),
          "ops": int(res[4])}
     # step 1's lines: the forward's compile comes before its frame line, the backward's after
     step1 = p.stderr.split("STEP\n")[1]
@@ -314,6 +344,7 @@ def main():
     ap.add_argument("--size", type=int, default=64)
     ap.add_argument("--amp", action="store_true", help="CPU bf16 autocast around the forward and loss")
     ap.add_argument("--roots", default=ROOT, help="comma-separated torchc trees, run interleaved (A/B in one run)")
+    ap.add_argument("--steps", type=int, default=10, help="steps after the first two: their median is 'steady'")
     ap.add_argument("--threads", type=int, default=1, help="torch threads of the eager ops (TORCHC_NUM_THREADS too)")
     args = ap.parse_args()
     print(f"first training step, CPU, batch {args.batch}, {args.size}x{args.size}, amp={args.amp}, "
@@ -331,7 +362,7 @@ def main():
 def report(name, rs):
     r0 = rs[0]
     print(f"{name}: first {med(rs, lambda r: r['first']):.0f} (cpu {med(rs, lambda r: r['first_cpu']):.0f})  "
-          f"second {med(rs, lambda r: r['second']):.1f}  eager {med(rs, lambda r: r['eager']):.1f}  "
+          f"second {med(rs, lambda r: r['second']):.1f}  steady {med(rs, lambda r: r['steady']):.2f} (cpu {med(rs, lambda r: r['steady_cpu']):.2f})  eager {med(rs, lambda r: r['eager']):.1f}  "
           f"capture {med(rs, lambda r: r['capture']):.0f}  "
           f"graphs {r0['graphs']} ops {r0['ops']} step-2 frame compiles {r0['recompiles']}")
     for part in ("fwd", "bwd"):

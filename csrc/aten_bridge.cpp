@@ -1049,6 +1049,22 @@ int tc_bump_version(PyObject *t, int n) {
     }
 }
 
+int tc_tensor_version(PyObject *t, int64_t *v) {
+    try {
+        *v = THPVariable_Unpack(t)._version();
+        return 0;
+    } catch (const c10::Error &e) {
+        PyErr_Format(PyExc_RuntimeError, "%s", e.what_without_backtrace());
+        return -1;
+    } catch (const std::exception &e) {
+        PyErr_Format(PyExc_RuntimeError, "%s", e.what());
+        return -1;
+    } catch (...) {
+        PyErr_SetString(PyExc_RuntimeError, "torchc: version read failed: unknown C++ exception");
+        return -1;
+    }
+}
+
 int tc_default_dtype(void) {
     try {
         return dtype_to_ic(c10::typeMetaToScalarType(c10::get_default_dtype()));

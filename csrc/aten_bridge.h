@@ -69,6 +69,9 @@ int tc_copy_(PyObject *dst, PyObject *src);
 /* n version-counter bumps of tensor t (what n in-place ops on it do in eager); 0, or -1 with
  * a Python exception (an inference tensor outside inference mode: eager's error) */
 int tc_bump_version(PyObject *t, int n);
+/* tensor t's version counter (t._version) into *v; 0, or -1 with a Python exception (an
+ * inference tensor: eager's error) */
+int tc_tensor_version(PyObject *t, int64_t *v);
 /* torch.get_num_threads() */
 int tc_num_threads(void);
 /* Device scratch memory from PyTorch's allocator (caching allocator on CUDA): returns the

@@ -478,18 +478,34 @@ int tc_train_attach(PyObject *train, PyObject **outs, int nout, PyObject *const 
     if (!runner || !saved || !uo || !diff || !args)
         goto done;
     /* double backward's eager replay (torchc/_autograd.py): the forward's text and inputs,
-     * references only; an input the frame updated in place (its value at the forward is
-     * gone) is None */
+     * references only, and each tensor input's version now (a replay checks that none was
+     * updated in place since; None for the others); an input the frame updated in place (its
+     * value at the forward is gone) is None */
     if (tr->detach != NULL && fwd_text != NULL) {
         if (tr->replay == NULL && (tr->replay = Py_BuildValue("[sOO]", fwd_text, Py_None, tr->detach)) == NULL)
             goto done;
-        PyObject *ins = PyTuple_New(tr->nfwd_in);
-        if (ins == NULL)
+        PyObject *ins = PyTuple_New(tr->nfwd_in), *vers = PyTuple_New(tr->nfwd_in);
+        if (ins == NULL || vers == NULL) {
+            Py_XDECREF(ins);
+            Py_XDECREF(vers);
             goto done;
-        for (int i = 0; i < tr->nfwd_in; i++)
-            PyTuple_SET_ITEM(ins, i, Py_NewRef(mutated && mutated[input_src[i]] ? Py_None : inputs[i]));
-        rep = PyTuple_Pack(2, tr->replay, ins);
+        }
+        for (int i = 0; i < tr->nfwd_in; i++) {
+            PyObject *in = mutated && mutated[input_src[i]] ? Py_None : inputs[i];
+            PyTuple_SET_ITEM(ins, i, Py_NewRef(in));
+            int64_t v;
+            PyObject *vo = !tc_is_tensor(in) ? Py_NewRef(Py_None)
+                           : tc_tensor_version(in, &v) == 0 ? PyLong_FromLongLong((long long)v) : NULL;
+            if (vo == NULL) {
+                Py_DECREF(ins);
+                Py_DECREF(vers);
+                goto done;
+            }
+            PyTuple_SET_ITEM(vers, i, vo);
+        }
+        rep = PyTuple_Pack(3, tr->replay, ins, vers);
         Py_DECREF(ins);
+        Py_DECREF(vers);
         if (rep == NULL)
             goto done;
     } else {

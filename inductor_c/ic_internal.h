@@ -536,7 +536,7 @@ void ic_test_fail_alloc_after(long n);   /* sched/describe.c */
  * looks it up in the code caches and loads it. names[i] is the entry point of fns slot
  * slot[i] (fns[2k]: kernel k; fns[2k+1]: its combine kernel when split), of kernel kern[i];
  * named after c->key when keyed. */
-#define IC_CG_PARTS 4 /* object files (LLVM modules) of one CPU compilation at most */
+#define IC_CG_PARTS 8 /* object files (LLVM modules) of one CPU compilation at most: 4 of cold kernels, 4 of hot ones */
 typedef struct ic_cpu_syms {
     const char **names;
     int *slot, *kern;

@@ -72,9 +72,8 @@ class CompiledNode(torch.autograd.Function):
         if nondiff:
             ctx.mark_non_differentiable(*nondiff)
         ctx.replay = None
-        if replay is not None:  # with the inputs' versions, checked before a replay
-            versions = [t._version if isinstance(t, torch.Tensor) else None for t in replay[1]]
-            ctx.replay = (replay[0], replay[1], versions, diff, inputs)
+        if replay is not None:  # with the inputs' versions (read by csrc/train.c), checked before a replay
+            ctx.replay = (replay[0], replay[1], replay[2], diff, inputs)
         return tuple(outs)
 
     @staticmethod

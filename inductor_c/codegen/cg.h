@@ -110,6 +110,14 @@ typedef struct ic_part {
     double t_opt, t_emit, cpu; /* ms; cpu: thread time when run on a thread of ic_parts_run */
     char err[300];            /* "" or why the part failed */
 } ic_part;
+/* Loop strength reduction: LLVM's code generator runs it on every loop of every module, and
+ * on the CPU kernels of a big graph it was ~20% of code generation (DenseNet's backward: 0.38
+ * of 2.0 s in llc) while only long loops gain from it (a 4096x1024 layernorm runs ~15% slower
+ * without it; rows of up to 1M elements and DenseNet's training step, batch 2, no change).
+ * So the code generator's own LSR is off (LLVM's -disable-lsr, set once for the process by
+ * ic_part_init) and a pipeline that wants it names it last (IC_LSR_PASSES: the same passes
+ * the code generator ran first): NVPTX always, CPU modules of hot kernels (cpu_module.c). */
+#define IC_LSR_PASSES "function(loop(canon-freeze,loop-reduce))"
 int ic_part_init(ic_part *P, LLVMTargetMachineRef tm, const char *name); /* ctx, module for tm, builder; -1: P->err */
 void ic_part_free(ic_part *P);
 void ic_part_run(ic_part *P);

@@ -34,6 +34,7 @@ static atomic_int module_counter;
 typedef struct cg_res {
     ic_part parts[IC_CG_PARTS];
     int ninsts[IC_CG_PARTS]; /* a part's instructions before optimization */
+    bool hot[IC_CG_PARTS];   /* a part with a hot kernel: LSR (IC_LSR_MIN_WORK) */
     int nparts;
     LLVMBuilderRef ab;
     char *cpu, *feat, *triple;
@@ -60,22 +61,33 @@ static void cg_res_free(cg_res *r) {
  * (hoists the per-row invariants), GVN (loads forwarded across noalias buffers). On big
  * kernels it runs as fast as O3 (the CPU suite's 4096x1024 kernels within 2%, 1 thread) at a
  * fifth of the optimization time (O3 was dominated by instcombine and loop passes over code
- * they could not improve; its time grows faster than the IR). The text returned (both
- * pipelines and the threshold) is part of the code key. */
+ * they could not improve; its time grows faster than the IR).
+ * Loop strength reduction (cg.h IC_LSR_PASSES) ends the pipeline of a module with a hot
+ * kernel only: one that touches IC_LSR_MIN_WORK elements or more a call. Kernels below run as
+ * fast without it (1 thread: rows of 16..1024 x 1024 within 2%, DenseNet's and a transformer's
+ * training steps at batch 2 unchanged), and their code is generated ~23% faster; a 4096x1024
+ * layernorm runs ~15% slower without it. Hot kernels go to parts of their own (assign_parts).
+ * The text returned (the pipelines and the thresholds) is part of the code key. */
 #define IC_O3_MAX_INSTS 1500 /* instructions of a module before optimization */
+#define IC_LSR_MIN_WORK (1 << 19) /* elements touched by a call of a hot kernel (ic_kernel.work) */
 #define LEAN_PIPELINE                                                                           \
     "always-inline,function(sroa,early-cse,instcombine,simplifycfg,loop-mssa(licm),gvn,instcombine," \
     "simplifycfg)"
+#define O1_PIPELINE "always-inline,function(sroa,early-cse,instcombine,simplifycfg)"
 
 const char *ic_cpu_pipeline(int opt_level) {
-    if (opt_level <= 1) return "always-inline,function(sroa,early-cse,instcombine,simplifycfg)";
-    return "default<O3> below 1500 instructions, else " LEAN_PIPELINE;
+    if (opt_level <= 1) return O1_PIPELINE "; then " IC_LSR_PASSES " with a kernel of 524288 elements";
+    return "default<O3> below 1500 instructions, else " LEAN_PIPELINE "; then " IC_LSR_PASSES
+           " with a kernel of 524288 elements";
 }
 
-static const char *module_pipeline(int opt_level, int ninsts) {
-    if (opt_level <= 1) return ic_cpu_pipeline(opt_level);
-    return ninsts <= IC_O3_MAX_INSTS ? "default<O3>" : LEAN_PIPELINE;
+static const char *module_pipeline(int opt_level, int ninsts, bool hot) {
+    if (opt_level <= 1) return hot ? O1_PIPELINE "," IC_LSR_PASSES : O1_PIPELINE;
+    if (ninsts <= IC_O3_MAX_INSTS) return hot ? "default<O3>," IC_LSR_PASSES : "default<O3>";
+    return hot ? LEAN_PIPELINE "," IC_LSR_PASSES : LEAN_PIPELINE;
 }
+
+static bool hot_kernel(const ic_kernel *k) { return k->work >= IC_LSR_MIN_WORK; }
 
 static int count_insts(LLVMModuleRef m) {
     int n = 0;
@@ -108,20 +120,35 @@ static int by_items(const void *a, const void *b, void *arg) { /* biggest first,
 
 /* Greedy balance of kernels over parts by item count (a proxy of their IR size); kernels of
  * the same shape hint go to one part (where an identical body is shared: dedupe) and count
- * once. */
-static int assign_parts(ic_ctx *c, int *part_of, bool dedupe) {
-    int items = 0, nk = 0;
+ * once. Hot and cold kernels (hot_kernel) go to parts of their own when the graph is split:
+ * the cold ones over the parts the CPUs allow, as before, the hot ones over parts beyond
+ * those, as many as their share of the items would take (at least one); hot[p] says which. */
+static int assign_parts(ic_ctx *c, int *part_of, bool dedupe, bool *hot) {
+    int items = 0, nk = 0, hitems = 0, nhk = 0;
     for (int i = 0; i < c->nkernels; i++) {
         part_of[i] = -1;
         if (c->kernels[i].is_ext) continue;
         items += c->kernels[i].nitems + 1;
         nk++;
+        if (hot_kernel(&c->kernels[i])) hitems += c->kernels[i].nitems + 1, nhk++;
     }
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    int np = ncpu < 2 ? 1 : ncpu > IC_CG_PARTS ? IC_CG_PARTS : (int)ncpu;
+    int np = ncpu < 2 ? 1 : ncpu > IC_CG_PARTS / 2 ? IC_CG_PARTS / 2 : (int)ncpu;
     if (np > nk) np = nk;
     if (items < IC_CG_PAR_MIN_ITEMS || (c->debug & IC_DEBUG_LLVM)) np = 1;
     if (np < 1) np = 1;
+    /* cold parts [0, nc), hot parts [nc, np); one part of both when not split */
+    int nc = np, nh = 0;
+    if (np > 1 && nhk == nk) {
+        nc = 0, nh = np;
+    } else if (np > 1 && nhk) { /* a kernel or more in each part */
+        nc = np < nk - nhk ? np : nk - nhk;
+        nh = (int)(((long long)np * hitems + items - 1) / items);
+        nh = nh < 1 ? 1 : nh > np ? np : nh;
+        nh = nh > nhk ? nhk : nh;
+    }
+    np = nc + nh;
+    for (int p = 0; p < np; p++) hot[p] = p >= nc || (np == 1 && nhk > 0);
     /* part 0 runs on the calling thread after it has built the IR of every part: give it
      * a head start of ~1/24 of the work so the parts finish together */
     int load[IC_CG_PARTS] = {np > 1 ? items / 24 : 0};
@@ -137,9 +164,12 @@ static int assign_parts(ic_ctx *c, int *part_of, bool dedupe) {
     int *hp = hk ? ic_alloc(c, (size_t)cap * sizeof(int)) : NULL;
     for (int i = 0; i < n; i++) {
         const ic_kernel *k = &c->kernels[order[i]];
-        int best = 0, slot = -1;
+        /* the parts of the kernel's class: [lo, hi) */
+        int lo = np > 1 && hot_kernel(k) ? nc : 0, hi = np > 1 && !hot_kernel(k) ? nc : np;
+        int best = lo, slot = -1;
         if (hk) {
-            uint64_t h = shape_hint(k);
+            uint64_t h = shape_hint(k) ^ (hot_kernel(k) ? 0x9e3779b97f4a7c15ull : 0); /* in its class's parts */
+            h = h ? h : 1;
             for (slot = (int)(h & (uint64_t)(cap - 1)); hk[slot] && hk[slot] != h; slot = (slot + 1) & (cap - 1)) {}
             if (hk[slot]) {
                 part_of[order[i]] = hp[slot];
@@ -148,7 +178,7 @@ static int assign_parts(ic_ctx *c, int *part_of, bool dedupe) {
             }
             hk[slot] = h;
         }
-        for (int p = 1; p < np; p++)
+        for (int p = lo + 1; p < hi; p++)
             if (load[p] < load[best]) best = p;
         part_of[order[i]] = best;
         if (slot >= 0) hp[slot] = best;
@@ -272,7 +302,7 @@ int ic_codegen_cpu(ic_ctx *c, const ic_cpu_syms *S, const void **objs, size_t *s
     R->feat = LLVMGetTargetMachineFeatureString(R->tm);
     int *part_of = ic_alloc(c, (size_t)(c->nkernels + 1) * sizeof(int));
     bool dedupe = !(c->debug & IC_DEBUG_LLVM);
-    R->nparts = assign_parts(c, part_of, dedupe);
+    R->nparts = assign_parts(c, part_of, dedupe, R->hot);
     int dcap = 16;
     while (dcap < 2 * nnames + 2) dcap *= 2;
     int maxitems = 1;
@@ -322,7 +352,7 @@ int ic_codegen_cpu(ic_ctx *c, const ic_cpu_syms *S, const void **objs, size_t *s
         }
         R->ninsts[p] = count_insts(g->mod);
         /* the pipeline is chosen by the size the module would have without dedupe */
-        P->passes = module_pipeline(c->opt_level, R->ninsts[p] + D.vinsts);
+        P->passes = module_pipeline(c->opt_level, R->ninsts[p] + D.vinsts, R->hot[p]);
         LLVMDisposeBuilder(R->ab);
         R->ab = NULL;
     }

@@ -148,7 +148,7 @@ static int part_init(gpart *q, int tsm, unsigned debug, char *msg, size_t n) {
     }
     q->P.tm = tm;
     q->P.own_tm = true;
-    q->P.passes = "default<O3>";
+    q->P.passes = "default<O3>," IC_LSR_PASSES; /* LSR: as the code generator ran it before (cg.h) */
     q->P.asm_out = true;
     q->P.what = "GPU";
     q->P.print_after = "nvptx, after O3";

@@ -5,7 +5,8 @@
  *
  * Per target: which kernel goes to which part (cpu_module.c balances kernels by item count
  * before generating; gpu_nvptx.c sends each variant to the part with the least bitcode so
- * far), the pass pipeline text (ic_cpu_pipeline; "default<O3>" for NVPTX) and what is
+ * far), the pass pipeline text (ic_cpu_pipeline; "default<O3>" and LSR for NVPTX: LLVM's
+ * code generator runs without its own LSR, see cg.h IC_LSR_PASSES) and what is
  * emitted (object files for the ORC JIT, PTX assembly for the driver). Nothing here looks
  * up caches or loads code (backends.c, runtime/): runtime/jit.c makes its JIT's
  * TargetMachine through ic_host_tm_new, codegen calls nothing in runtime/.
@@ -21,6 +22,7 @@
 
 #include <llvm-c/Analysis.h>
 #include <llvm-c/Core.h>
+#include <llvm-c/Support.h>
 #include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
 #include <llvm-c/Transforms/PassBuilder.h>
@@ -29,7 +31,7 @@
 #include "cg.h"
 
 /* ---- host TargetMachines ------------------------------------------------------------------ */
-#define TM_POOL 4
+#define TM_POOL 8
 
 static pthread_once_t host_once = PTHREAD_ONCE_INIT;
 static bool host_ok;          /* set once by host_init: readable without a lock */
@@ -128,7 +130,19 @@ void ic_host_tm_release(void *tm) {
 }
 
 /* ---- parts -------------------------------------------------------------------------------- */
+/* LLVM's code generator without its loop strength reduction (cg.h IC_LSR_PASSES): a process
+ * setting of LLVM's, made once before the first module is built (pthread_once orders it before
+ * every code generation, on any thread). Errors are not printed (LLVM's C API parses into
+ * nulls()); an LLVM without the option keeps its LSR, which only costs time. */
+static pthread_once_t llvm_opts_once = PTHREAD_ONCE_INIT;
+
+static void llvm_opts_init(void) {
+    const char *argv[] = {"torchc", "-disable-lsr"};
+    LLVMParseCommandLineOptions(2, argv, NULL);
+}
+
 int ic_part_init(ic_part *P, LLVMTargetMachineRef tm, const char *name) {
+    pthread_once(&llvm_opts_once, llvm_opts_init);
     P->ctx = LLVMContextCreate();
     P->mod = LLVMModuleCreateWithNameInContext(name, P->ctx);
     P->b = LLVMCreateBuilderInContext(P->ctx);
