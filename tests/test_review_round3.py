@@ -277,3 +277,57 @@ def test_hasattr_class_attribute_added_and_removed():
     finally:
         if hasattr(_Flagged, "flag"):
             del _Flagged.flag
+
+
+# ---- more int arguments out of range (round 2: the remaining PyLong_As* reads) -------------
+
+def _rep_len(s, k):
+    return len(s * k)
+
+
+def _rep_len_left(s, k):
+    return len(k * s)
+
+
+_SCALAR_OOR = {
+    # a Python int where torch takes a Scalar/int64: eager raises converting it; the trace read
+    # PyLong_AsLongLong's -1 (a pending error: an internal fault) or wrapped it to a double
+    "split": lambda x: [t + 1 for t in x.split(_HUGE)],
+    "chunk": lambda x: [t + 1 for t in x.chunk(_HUGE)],
+    "linspace": lambda x: torch.linspace(0, 1, _HUGE) + x.sum(),
+    "list_repeat": lambda x: _rep_len([x], _HUGE) + x,
+    "tuple_repeat_left": lambda x: _rep_len_left((x,), _HUGE) + x,
+    "std_correction": lambda x: x.std(0, correction=_HUGE) + 1,
+    "norm_p": lambda x: x.norm(p=_HUGE) + 1,
+    "elu_alpha": lambda x: F.elu(x, alpha=_HUGE) + 1,
+    "softplus_beta": lambda x: F.softplus(x, beta=_HUGE) + 1,
+    "hardtanh": lambda x: F.hardtanh(x, -_HUGE, _HUGE) + 1,
+    "leaky_relu": lambda x: F.leaky_relu(x, _HUGE) + 1,
+    "addcmul_value": lambda x: torch.addcmul(x, x, x, value=_HUGE) + 1,
+    "addmm_beta": lambda x: torch.addmm(x, x, torch.ones(4, 4), beta=_HUGE) + 1,
+    "histc_max": lambda x: torch.histc(x, 10, min=0, max=_HUGE) + 1,
+    "layer_norm_eps": lambda x: F.layer_norm(x, (4,), eps=10**400) + 1,
+    "rot90": lambda x: x.rot90(_HUGE) + 1,
+    "tril_indices": lambda x: x + torch.tril_indices(3, 3, _HUGE).sum(),
+    "embedding_padding_idx": lambda x: F.embedding(torch.tensor([0]), x, padding_idx=_HUGE) + 1,
+    "embedding_padding_idx_small": lambda x: F.embedding(torch.tensor([0]), x, padding_idx=3) + 1,
+}
+
+
+@pytest.mark.allow_fallback
+@pytest.mark.parametrize("op", sorted(_SCALAR_OOR))
+def test_int_argument_out_of_range_more(op):
+    fn = _SCALAR_OOR[op]
+    _same_exception(torchc.compile(fn), fn, torch.randn(3, 4))
+
+
+def test_in_range_arguments_still_compile():
+    # the checks above leave ordinary values traced
+    def fn(x):
+        a, b = x.split(2)
+        return (F.elu(a, alpha=2) + F.embedding(torch.tensor([0, 2]), x, padding_idx=-1).sum() +
+                x.std(0, correction=0).sum() + b.sum() + len([1] * 3) + x.rot90(5).sum())
+
+    x = torch.randn(3, 4)
+    torch.testing.assert_close(torchc.compile(fn)(x), fn(x))
+
