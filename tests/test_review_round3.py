@@ -331,3 +331,30 @@ def test_in_range_arguments_still_compile():
     x = torch.randn(3, 4)
     torch.testing.assert_close(torchc.compile(fn)(x), fn(x))
 
+
+# ---- hasattr of a class reached without a source (type(x)) --------------------------------
+
+class _TypeFlagged:
+    pass
+
+
+def _type_flag(x, o):
+    if hasattr(type(o), "flag"):
+        return x * 3
+    return x + 1
+
+
+def test_hasattr_of_type_of_object_added_and_removed():
+    # type(o) is a constant with no source: its hasattr answer was taken unguarded
+    f = torchc.compile(_type_flag)
+    x, o = torch.ones(2), _TypeFlagged()
+    try:
+        torch.testing.assert_close(f(x, o), _type_flag(x, o))
+        _TypeFlagged.flag = True
+        torch.testing.assert_close(f(x, o), _type_flag(x, o))
+        del _TypeFlagged.flag
+        torch.testing.assert_close(f(x, o), _type_flag(x, o))
+    finally:
+        if hasattr(_TypeFlagged, "flag"):
+            del _TypeFlagged.flag
+
