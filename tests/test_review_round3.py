@@ -358,3 +358,21 @@ def test_hasattr_of_type_of_object_added_and_removed():
         if hasattr(_TypeFlagged, "flag"):
             del _TypeFlagged.flag
 
+
+# ---- a tensor's instance attribute shadowing a method ------------------------------------
+
+@pytest.mark.allow_fallback
+@pytest.mark.parametrize("how", ["getattr", "attribute"])
+def test_tensor_instance_attribute_shadows_method(how):
+    def fn(x):
+        s = getattr(x, "sum") if how == "getattr" else x.sum
+        return x + s()
+
+    f = torchc.compile(fn)
+    x = torch.ones(3)
+    torch.testing.assert_close(f(x), fn(x))  # no instance attribute: the method
+    y = torch.ones(3)
+    y.sum = lambda: 100.0  # eager: the instance attribute
+    torch.testing.assert_close(f(y), fn(y))
+    x.sum = lambda: 7.0
+    torch.testing.assert_close(f(x), fn(x))
