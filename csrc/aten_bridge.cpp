@@ -19,6 +19,7 @@
 #include <ATen/ATen.h>
 #include <ATen/Context.h>
 #include <ATen/Parallel.h>
+#include <ATen/PythonTorchFunctionTLS.h>
 #include <ATen/autocast_mode.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
 #include <ATen/native/ConvUtils.h>
@@ -710,8 +711,12 @@ void run_extern(const ic_extern_call *c) {
         if (!r.is_same(out)) copy_in(out, r);
         break;
     }
-    case IC_EXT_ARGSORT: /* topk (5 params): ATen's own selection, so ties pick eager's indices */
+    case IC_EXT_ARGSORT: /* topk (5 params), kthvalue/median/nanmedian (4): ATen's own selection, so
+                          * ties pick eager's indices */
         if (c->nparams == 5) copy_in(out, std::get<1>(at::topk(in[0], p[3], p[0], p[1] != 0, p[4] != 0)));
+        else if (c->nparams == 4 && p[1] == 0) copy_in(out, std::get<1>(at::kthvalue(in[0], p[2], p[0], p[3] != 0)));
+        else if (c->nparams == 4 && p[1] == 1) copy_in(out, std::get<1>(at::median(in[0], p[0], p[3] != 0)));
+        else if (c->nparams == 4) copy_in(out, std::get<1>(at::nanmedian(in[0], p[0], p[3] != 0)));
         else copy_in(out, std::get<1>(at::sort(in[0], std::optional<bool>(p[2] != 0), p[0], p[1] != 0)));
         break;
     case IC_EXT_GROUPED_MM: { /* MoE experts: ATen's grouped GEMM; its kernels want each matrix's
@@ -886,6 +891,14 @@ int tc_transform_active(void) {
     static const c10::DispatchKeySet modes({c10::DispatchKey::FuncTorchDynamicLayerFrontMode,
                                             c10::DispatchKey::Functionalize, c10::DispatchKey::Python});
     return inc.has_any(modes) ? 1 : 0;
+}
+
+/* A TorchFunctionMode on the thread's stack (entered around the call, torch.device(...) as a
+ * context or torch.set_default_device): eager routes every torch call of the frame through
+ * it; compiled kernels would not (a mode's rewrite lost, factories on the wrong device).
+ * Modes entered inside a traced frame live on the trace's own stack (sym_tfm.c), not here. */
+int tc_torch_function_mode_active(void) {
+    return at::impl::PythonTorchFunctionTLS::stack_len() > 0 && !at::impl::torch_function_all_disabled() ? 1 : 0;
 }
 
 /* torch.func wrappers (BatchedTensor, GradTrackingTensor, FunctionalTensorWrapper) pass

@@ -52,6 +52,8 @@ PyObject *tc_empty_strided(int ndim, const int64_t *sizes, const int64_t *stride
                            int device_type, int device_index);
 /* 1 while a torch.func transform (vmap, grad, jvp, functionalize) is active on this thread. */
 int tc_transform_active(void);
+/* 1 while a TorchFunctionMode is on this thread's (real) mode stack. */
+int tc_torch_function_mode_active(void);
 /* Data pointer of a tensor created by tc_empty_strided (or any tensor); NULL for a tensor
  * without storage (never throws). */
 void *tc_data_ptr(PyObject *o);

@@ -4,7 +4,8 @@
  *
  * Requires: every live alias of the updated object reaches its root object's current
  *   value through a chain of recorded view descriptors (view_desc: reshape, permute,
- *   select, narrow, __getitem__ with basic indexing; a detach shares the value itself).
+ *   select, narrow, __getitem__ with basic indexing; a detach shares the value itself,
+ *   or in training is a "detach" step: replayed, never inverted).
  * Keeps:    eager's values: an update of a view is written back into the root (the
  *   inverse of each view step: a box store, an inverse permute, a reshape back), then
  *   every live alias is re-derived from the root's new value by replaying its view
@@ -177,6 +178,8 @@ static ic_val apply_step(trace *t, ic_val b, PyObject *desc) {
                     s[n++] = m.sizes[i];
             v = sym_reshape(t, v, n, s);
         }
+    } else if (!strcmp(name, "detach")) { /* training: the same data, no gradient */
+        v = ic_detach(t->g, b);
     } else {
         return sym_fail(t, NOT_SUPPORTED); /* expand: eager refuses most in-place updates */
     }

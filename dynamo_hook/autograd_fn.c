@@ -350,8 +350,10 @@ int dh_autograd_function(trace *t, PyObject *cls, PyObject *apply, var *args, in
         ntens += outs[k].kind == V_TENSOR;
     if (ntens == 0)
         return sym_fail(t, "torch.autograd.Function %s: forward returned no tensor: not captured", cname);
-    if (nreq == 0) { /* nothing to differentiate: the outputs as the forward made them */
+    if (nreq == 0) { /* nothing to differentiate: the outputs as the forward made them; ctx
+                      * (what setup_context saved on it) is dropped as eager drops it */
         *out = res;
+        sym_ctx_forget_writes(t, &ctx, &res, natt0, nundo0);
         return 0;
     }
     var *saved = ctx_attr(t, &ctx, s_to_save), *nondiff = ctx_attr(t, &ctx, s_nondiff);

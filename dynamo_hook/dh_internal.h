@@ -57,7 +57,9 @@ void dh_rec_same_level(PyThreadState *ts, int d); /* +1 / -1 around a call that 
 typedef enum dh_srckind {
     DH_S_LOCAL,  /* frame localsplus[index] */
     DH_S_GLOBAL, /* f_globals[name], else f_builtins[name] */
-    DH_S_ATTR,   /* getattr(sources[base], name), nn.Module-aware, never runs Python */
+    DH_S_ATTR,   /* getattr(sources[base], name), nn.Module-aware, never runs Python (index 1:
+                  * the attribute of its class, 2: a full getattr, 3: sources[base] is a class:
+                  * its attribute through the MRO) */
     DH_S_ITEM,   /* sources[base][index] for a tuple/list */
     DH_S_CLOSURE,/* function closure cell index (3.11/3.12 free vars) */
     DH_S_CONST,  /* name: an object held by the entry (a function found on a class), itself */

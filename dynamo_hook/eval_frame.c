@@ -679,6 +679,8 @@ static PyObject *dh_eval_frame(PyThreadState *ts, _PyInterpreterFrame *f, int th
     }
     if (tc_transform_active())
         return fallback(ts, f, "a torch.func transform (vmap, grad, jvp, functionalize) is active: eager");
+    if (tc_torch_function_mode_active())
+        return fallback(ts, f, "a TorchFunctionMode (or torch.device context) is active around the call: eager");
     /* the slots of guard values and data pointers: off the C stack (frame_slots.c), which a
      * compiled recursion nests twice a level */
     dh_slots_mark smark;

@@ -212,6 +212,8 @@ PyObject *dh_source_resolve(dh_source *s, PyObject *const *values,
             return NULL;
         if (s->index == 1) /* the class attribute (a method's function), borrowed */
             return _PyType_Lookup(Py_TYPE(base), s->name);
+        if (s->index == 3) /* base is a class: its attribute through the MRO, borrowed */
+            return PyType_Check(base) ? _PyType_Lookup((PyTypeObject *)base, s->name) : NULL;
         if (s->index == 2) {
             /* full getattr of an object with a custom __getattribute__/__getattr__: the
              * result is kept alive by the entry's scratch list for this check */

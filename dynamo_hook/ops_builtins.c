@@ -4,6 +4,68 @@
 #include "ops_internal.h"
 #include "sym_sem.h"
 
+/* 1 when the classes after super()'s class in the MRO of its object's class (of the object
+ * itself, when that is a class) define name, or type does for a class; 0 otherwise */
+static int super_has(const var *sup, PyObject *name) {
+    PyObject *so = sup->items ? sup->items[0].obj : NULL;
+    if (so == NULL || sup->obj == NULL || !PyType_Check(sup->obj))
+        return 0;
+    int on_class = PyType_Check(so) && PyType_IsSubtype((PyTypeObject *)so, (PyTypeObject *)sup->obj);
+    PyObject *mro = on_class ? ((PyTypeObject *)so)->tp_mro : Py_TYPE(so)->tp_mro;
+    Py_ssize_t i = 0, nm = mro ? PyTuple_GET_SIZE(mro) : 0;
+    while (i < nm && PyTuple_GET_ITEM(mro, i) != sup->obj)
+        i++;
+    for (i++; i < nm; i++) {
+        PyObject *d = dh_type_dict((PyTypeObject *)PyTuple_GET_ITEM(mro, i));
+        if (d != NULL && PyDict_Check(d) && PyDict_GetItemWithError(d, name) != NULL)
+            return 1;
+        if (PyErr_Occurred())
+            (void)tc_clear_expected(PyExc_Exception);
+    }
+    return on_class && _PyType_Lookup(&PyType_Type, name) != NULL;
+}
+
+/* 1 when o (a value whose attribute read failed in the trace) has name all the same, found
+ * without running code: in its class (through the MRO), or its instance dict; a graph tensor
+ * by torch.Tensor's. 0: not found (or not known: a plain object's absence is guarded by the
+ * caller). A failed read is an absent attribute only when this says 0. */
+static int really_has(trace *t, const var *o, PyObject *name) {
+    static PyObject *tensor_cls;
+    if (o->kind == V_SUPER)
+        return super_has(o, name);
+    PyObject *obj = o->obj;
+    if (o->kind == V_TENSOR) {
+        obj = o->src >= 0 && o->src < t->capsrc && t->srcdone[o->src] ? t->srcobj[o->src] : NULL;
+        if (obj == NULL) {
+            if (tensor_cls == NULL) {
+                PyObject *torch = PyImport_ImportModule("torch");
+                tensor_cls = torch ? PyObject_GetAttrString(torch, "Tensor") : NULL; /* kept */
+                Py_XDECREF(torch);
+                if (tensor_cls == NULL || !PyType_Check(tensor_cls)) {
+                    Py_CLEAR(tensor_cls);
+                    (void)tc_clear_expected(PyExc_Exception);
+                    return 0;
+                }
+            }
+            return _PyType_Lookup((PyTypeObject *)tensor_cls, name) != NULL;
+        }
+    }
+    if (obj == NULL || o->kind == V_OBJ)
+        return 0;
+    if (PyType_Check(obj) && _PyType_Lookup((PyTypeObject *)obj, name) != NULL)
+        return 1;
+    if (_PyType_Lookup(Py_TYPE(obj), name) != NULL)
+        return 1;
+    PyObject **dp = PyType_Check(obj) ? NULL : _PyObject_GetDictPtr(obj);
+    if (dp != NULL && *dp != NULL && PyDict_Check(*dp)) {
+        int in = PyDict_Contains(*dp, name);
+        if (in < 0)
+            (void)tc_clear_expected(PyExc_Exception);
+        return in == 1;
+    }
+    return 0;
+}
+
 /* the result r of has_torch_function (a new reference, NULL: it raised): False, or the reason
  * why the call is not traced */
 static int tf_result(trace *t, PyObject *r, var *out) {
@@ -406,6 +468,14 @@ int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kw
                 return sym_const(t, Py_NewRef(Py_True), out);
             if (ab != 1)
                 return sym_fail(t, "%s(o, %R): %s", name, args[1].obj, why);
+        }
+        if (rc < 0 && !PyErr_Occurred() && (!strcmp(name, "hasattr") || nargs == 3) &&
+            args[0].kind != V_OBJ && args[0].kind != V_TENSOR && really_has(t, &args[0], args[1].obj)) {
+            /* the object has the name, the trace only failed to read it (a class constant
+             * through super(), Tensor.is_leaf): not an absent attribute (was: False) */
+            char why[sizeof t->reason];
+            snprintf(why, sizeof why, "%s", t->reason);
+            return sym_fail(t, "%s(o, %R): %s", name, args[1].obj, why);
         }
         if (!strcmp(name, "hasattr")) {
             if (rc < 0 && PyErr_Occurred())

@@ -14,9 +14,10 @@
  * torch.polar, torch.view_as_complex, ...) is planned too: it is captured when its meta
  * result is complex.
  *
- * Gradients: a complex extern on a value that requires grad is left to eager with the
- * reason (the ATen call's autograd formula is not captured); in-place updates of complex
- * tensors, or of the copies that stand for eager's views into them, are left to eager.
+ * Gradients: a complex extern on a value that requires grad is differentiated by the graph's
+ * autograd (inductor_c/graph/vjp_extern.c vjp_custom: one gradient extern per operand, ATen's
+ * derivative of the call); in-place updates of complex tensors, or of the copies that stand
+ * for eager's views into them, are left to eager.
  */
 #include "ops_internal.h"
 
@@ -274,11 +275,6 @@ int sym_complex_call(trace *t, PyObject *fn, var *args, int nargs, PyObject *kwn
         rc = sym_fail(t, "complex op %R under autocast not captured", fn);
         goto done;
     }
-    for (int i = 0; i < o.n; i++)
-        if (sym_value_requires_grad(t, o.v[i]->val)) {
-            rc = sym_fail(t, "complex op %R on a tensor that requires grad: its gradient is left to eager", fn);
-            goto done;
-        }
     if (!multi) {
         rc = build_one(t, &o, res, out);
         goto done;

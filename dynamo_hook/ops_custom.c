@@ -275,7 +275,66 @@ int sym_custom_pack(trace *t, const var *args, int nargs, PyObject *kwnames, opn
     return 0;
 }
 
+/* fn is aten::index (torch.ops.aten.index or its .Tensor overload) */
+static int is_aten_index(PyObject *fn) {
+    static PyObject *ops[2]; /* kept for the process */
+    if (ops[0] == NULL) {
+        PyObject *torch = PyImport_ImportModule("torch");
+        PyObject *o = torch ? PyObject_GetAttrString(torch, "ops") : NULL;
+        PyObject *a = o ? PyObject_GetAttrString(o, "aten") : NULL;
+        ops[0] = a ? PyObject_GetAttrString(a, "index") : NULL;
+        ops[1] = ops[0] ? PyObject_GetAttrString(ops[0], "Tensor") : NULL;
+        Py_XDECREF(torch);
+        Py_XDECREF(o);
+        Py_XDECREF(a);
+        if (ops[1] == NULL) {
+            (void)tc_clear_expected(PyExc_Exception);
+            Py_CLEAR(ops[0]);
+            return 0;
+        }
+    }
+    return fn == ops[0] || fn == ops[1];
+}
+
+/* aten::index(x, indices) with a list of tensors and Nones is x[indices] (a None: the dim
+ * taken whole), eager's advanced indexing (same kernel, same result strides) - but for one
+ * 0-d index of a tensor of 2 or more dims, which Python indexing treats as an int (other
+ * strides): left to the extern. Captured as indexing (the index checks, vmap's batching rule
+ * of an index, gradients); 1: not this form. */
+static int aten_index_call(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out) {
+    if (kwnames != NULL || nargs != 2 || !is_aten_index(fn->obj))
+        return 1;
+    var x = args[0], l = args[1];
+    sym_resolve(t, &x);
+    sym_resolve(t, &l);
+    if (x.kind != V_TENSOR || l.kind != V_SEQ || l.obj != NULL || l.n < 1)
+        return 1;
+    var *items = sym_alloc(t, l.n);
+    if (items == NULL)
+        return -1;
+    for (int i = 0; i < l.n; i++) {
+        var it = l.items[i];
+        sym_resolve(t, &it);
+        if (sym_is_none(&it)) {
+            if (sym_const(t, PySlice_New(NULL, NULL, NULL), &it) < 0)
+                return -1;
+        } else if (it.kind != V_TENSOR) {
+            return 1;
+        } else if (l.n == 1 && sym_metap(t, it.val)->ndim == 0 && sym_metap(t, x.val)->ndim >= 2) {
+            return 1;
+        }
+        items[i] = it;
+    }
+    var key = sym_var(V_SEQ);
+    key.n = l.n;
+    key.items = items;
+    return sym_tensor_index(t, &x, &key, out);
+}
+
 int sym_custom_op_call(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out) {
+    int irc = aten_index_call(t, fn, args, nargs, kwnames, out);
+    if (irc != 1)
+        return irc;
     if (load_helper(t) < 0)
         return -1;
     if (dh_tl_autocast)

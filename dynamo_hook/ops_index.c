@@ -294,6 +294,14 @@ static int adv_index_strides(trace *t, int nd, const int64_t *vsz, const int64_t
  * and gathered with the linear index sum(i_k * stride_k). torch's placement rule: B
  * replaces the indexed dims when they are adjacent, else it comes first. Each index must
  * be in [0, size) (inputs are checked before each run: negative indices run eagerly). */
+/* the reason for a tensor index that is not an int32/int64 tensor */
+static int non_int_index(trace *t, ic_dtype dt) {
+    if (dt == IC_BOOL || dt == IC_U8)
+        return sym_fail(t, "reading x[mask] with a boolean mask: its shape depends on the mask's values "
+                           "(data-dependent; a store x[mask] = v is captured)");
+    return sym_fail(t, "tensor index other than a long, int, byte or bool tensor (eager will raise)");
+}
+
 static int multi_index(trace *t, const var *x, const var **parts, int np, int consuming, var *out) {
     ic_meta m0 = *sym_metap(t, x->val);
     if (m0.dyn)
@@ -339,7 +347,7 @@ static int multi_index(trace *t, const var *x, const var **parts, int np, int co
     for (int k = 0; k < nidx; k++) {
         ic_meta im = *sym_metap(t, idx[k].val);
         if (im.dtype != IC_I64 && im.dtype != IC_I32)
-            return sym_fail(t, "tensor index other than an integer tensor not supported yet");
+            return non_int_index(t, im.dtype);
         if (im.dyn)
             return sym_fail(t, "tensor index with symbolic sizes not supported yet");
         if (im.ndim > bn) {
@@ -576,7 +584,7 @@ int sym_tensor_index(trace *t, const var *x_in, const var *k, var *out) {
             ic_meta im_copy = *sym_metap(t, pv.val);
     const ic_meta *im = &im_copy; /* a copy: the graph reallocates */
             if (im->dtype != IC_I64 && im->dtype != IC_I32)
-                return sym_fail(t, "tensor index other than an integer tensor not supported yet");
+                return non_int_index(t, im->dtype);
             if (im->ndim != 1 && (im->dyn || m->ndim - 1 + im->ndim > IC_MAX_DIMS))
                 return sym_fail(t, "%d-d tensor index with symbolic sizes or too many dims not supported yet", im->ndim);
             double ilo, ihi; /* negative entries of a known index (x[:, [-1]]) wrap as eager's:

@@ -10,7 +10,9 @@
 #include <math.h>
 #include <string.h>
 
-enum { W_TORCH = 1, W_F = 2, W_METHOD = 4, W_ALL = 7, W_LINALG = 8 /* torch.linalg.* */ };
+enum { W_TORCH = 1, W_F = 2, W_METHOD = 4, W_ALL = 7, W_LINALG = 8 /* torch.linalg.* */,
+       W_PF = 16 /* a polyfill (torchc/_polyfills.py) takes the call first; its own calls of the
+                    op reach the handler */ };
 #define MAXP 24
 
 typedef struct opdef opdef;
@@ -123,6 +125,7 @@ int sym_opt_num(trace *t, var *v, double dflt, double *out, const char *what);
  * (eager raises converting it) */
 int sym_opt_scalar(trace *t, var *v, double dflt, double *out, const char *what);
 int sym_need_tensor(trace *t, const opdef *d, var *v);
+int sym_h_select(trace *t, const opdef *d, var **p, var *out);
 /* handlers */
 int sym_h_binary(trace *t, const opdef *d, var **p, var *out);
 int sym_h_outer(trace *t, const opdef *d, var **p, var *out);
@@ -136,6 +139,7 @@ int sym_h_where(trace *t, const opdef *d, var **p, var *out);
 int sym_h_clamp(trace *t, const opdef *d, var **p, var *out);
 int sym_h_cast(trace *t, const opdef *d, var **p, var *out);
 int sym_h_to(trace *t, const opdef *d, var **p, var *out);
+int sym_h_cpu(trace *t, const opdef *d, var **p, var *out);
 int sym_h_dropout(trace *t, const opdef *d, var **p, var *out);
 int sym_h_fill(trace *t, const opdef *d, var **p, var *out);
 int sym_h_requires_grad_(trace *t, const opdef *d, var **p, var *out); /* train_step.c */

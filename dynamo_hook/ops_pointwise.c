@@ -419,6 +419,18 @@ int sym_h_to(trace *t, const opdef *d, var **p, var *out) {
     return sym_tensor_out(t, x, out);
 }
 
+/* x.cpu(): on a CPU graph the tensor itself (eager returns self, no copy); from a CUDA graph
+ * a device transfer, left to eager. memory_format only applies to a copy: none here. */
+int sym_h_cpu(trace *t, const opdef *d, var **p, var *out) {
+    if (p[0]->kind != V_TENSOR)
+        return sym_fail(t, "cpu() of a non-tensor");
+    if (!sym_is_none(p[1]))
+        return sym_fail(t, "cpu(memory_format=...) not supported");
+    if (same_device(t, TC_DEV_CPU, -1, "cpu()") < 0)
+        return -1;
+    return sym_same_tensor(t, p, out);
+}
+
 /* dropout(input, p, training, inplace): identity unless training */
 int sym_h_dropout(trace *t, const opdef *d, var **p, var *out) {
     int training = 1, inplace = 0;
@@ -1084,6 +1096,10 @@ int sym_h_masked_fill(trace *t, const opdef *d, var **p, var *out) {
         return -1;
     ic_meta m_copy = *sym_metap(t, p[0]->val);
     const ic_meta *m = &m_copy; /* a copy: the graph reallocates */
+    if (p[2]->kind == V_TENSOR && sym_metap(t, v)->ndim > 0)
+        return sym_fail(t, "%s: a value tensor of 1 or more dims (eager will raise: only 0-d)", d->name);
+    if (sym_metap(t, p[1]->val)->dtype != IC_BOOL)
+        return sym_fail(t, "%s: a mask of a dtype other than bool (eager will raise)", d->name);
     if (sym_check_scalar_fits(t, p[2], m->dtype, d->name) < 0 || sym_check_tensor_value_fits(t, p[2], m->dtype, d->name) < 0)
         return -1;
     ic_val r = ic_where(G, p[1]->val, ic_cast(G, v, m->dtype), p[0]->val);
@@ -1107,8 +1123,30 @@ int sym_h_addc(trace *t, const opdef *d, var **p, var *out) {
         return sym_fail(t, "%s of bool tensors left to eager (its kernel has no bool version)", d->name);
     if (d->op == 1 && (sym_metap(t, b)->dtype < IC_F16 && sym_metap(t, c)->dtype < IC_F16))
         return sym_fail(t, "addcdiv of integer tensors (eager will raise)");
-    if (d->op == 2) /* lerp: a + w * (b - a) */
-        return sym_tensor_out(t, ic_binary(G, IC_OP_ADD, a, ic_binary(G, IC_OP_MUL, c, ic_binary(G, IC_OP_SUB, b, a))), out);
+    if (d->op == 2) { /* lerp as ATen's: |w| < 0.5 ? a + w * (b - a) : b + (w - 1) * (b - a) (its
+                       * kernels fuse each multiply-add: they may round once where this rounds twice) */
+        int branch = -1; /* a number weight: 1 small, 0 not */
+        if (p[2]->kind == V_CONST && sym_is_number(p[2])) {
+            double w = PyFloat_AsDouble(p[2]->obj);
+            if (w == -1.0 && PyErr_Occurred() && tc_clear_expected(PyExc_Exception) < 0)
+                return -1;
+            branch = w > -0.5 && w < 0.5;
+        }
+        int half = da == IC_F16 || da == IC_BF16; /* ATen computes in float32, rounds once */
+        if (half) {
+            a = ic_cast(G, a, IC_F32);
+            b = ic_cast(G, b, IC_F32);
+            c = p[2]->kind == V_TENSOR ? ic_cast(G, c, IC_F32) : c;
+        }
+        ic_val diff = ic_binary(G, IC_OP_SUB, b, a), lo = IC_NONE, hi = IC_NONE;
+        if (branch != 0)
+            lo = ic_binary(G, IC_OP_ADD, a, ic_binary(G, IC_OP_MUL, c, diff));
+        if (branch != 1)
+            hi = ic_binary(G, IC_OP_ADD, b, ic_binary(G, IC_OP_MUL, ic_binary(G, IC_OP_SUB, c, sym_num(t, 1.0)), diff));
+        ic_val r = branch >= 0 ? (branch ? lo : hi)
+                               : ic_where(G, ic_binary(G, IC_OP_LT, ic_unary(G, IC_OP_ABS, c), sym_num(t, 0.5)), lo, hi);
+        return sym_tensor_out(t, half ? ic_cast(G, r, da) : r, out);
+    }
     double val = 1.0;
     if (sym_opt_scalar(t, p[3], 1.0, &val, "value") < 0)
         return -1;

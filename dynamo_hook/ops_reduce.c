@@ -708,3 +708,48 @@ int sym_h_sort(trace *t, const opdef *d, var **p, var *out) {
     ic_value_set_format(G, vals, p[0]->val, fmt);
     return sym_return_pair(t, d->op == 0 ? "sort" : "topk", vals, idx, out);
 }
+
+/* kthvalue(input, k, dim=-1, keepdim=False) (op 0), median / nanmedian(input, dim, keepdim)
+ * (op 1, 2; of all elements: the polyfill's, torchc/_polyfill_ops.py) -> (values, indices).
+ * The index is ATen's own selection's (an ARGSORT extern running eager's kernel: its tie
+ * order among equal values, NaN where eager places it, on every device); the value is the
+ * input gathered there, so its gradient reaches that element as eager's does. */
+int sym_h_select(trace *t, const opdef *d, var **p, var *out) {
+    static const char *const names[3] = {"kthvalue", "median", "nanmedian"};
+    if (sym_need_tensor(t, d, p[0]) < 0)
+        return -1;
+    const var *pd = d->op == 0 ? p[2] : p[1], *pk = d->op == 0 ? p[3] : p[2];
+    long long k = 0, dd = -1;
+    int dim, keep = 0;
+    if (d->op == 0 && sym_get_int(t, p[1], &k, "k") < 0)
+        return -1;
+    if (d->op != 0 && sym_is_none(pd))
+        return sym_fail(t, "%s of all elements of this tensor left to eager", d->name);
+    if ((!sym_is_none(pd) && sym_get_int(t, pd, &dd, "dim") < 0) || sym_get_bool(t, pk, 0, &keep, "keepdim") < 0)
+        return -1;
+    ic_meta m = *sym_metap(t, p[0]->val);
+    if (sym_norm_dim(t, dd, m.ndim, &dim) < 0)
+        return -1;
+    if (m.dtype == IC_BOOL || ic_dtype_is_complex(m.dtype))
+        return sym_fail(t, "%s of a bool or complex tensor (eager will raise)", d->name);
+    int64_t len = m.ndim ? m.sizes[dim] : 1;
+    if (d->op == 0 && (k < 1 || k > len))
+        return sym_fail(t, "kthvalue: k out of range (eager will raise)");
+    if (len == 0)
+        return sym_fail(t, "%s over an empty dim (eager will raise)", d->name);
+    int64_t prm[4] = {dim, d->op, d->op == 0 ? k : 0, 1};
+    ic_val idx = ic_extern(G, IC_EXT_ARGSORT, 1, &p[0]->val, 4, prm, 1, 1);
+    ic_val v[2] = {p[0]->val, idx};
+    ic_val vals = idx < 0 ? IC_NONE : ic_extern(G, IC_EXT_GATHER, 2, v, 1, prm, 1, 1);
+    if (vals >= 0 && !keep && m.ndim > 0) { /* eager's results are contiguous either way */
+        int64_t sz[IC_MAX_DIMS];
+        for (int i = 0, j = 0; i < m.ndim; i++)
+            if (i != dim)
+                sz[j++] = m.sizes[i];
+        idx = sym_reshape(t, idx, m.ndim - 1, sz);
+        vals = sym_reshape(t, vals, m.ndim - 1, sz);
+    }
+    if (vals < 0 || idx < 0)
+        return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "%s failed", d->name);
+    return sym_return_pair(t, names[d->op], vals, idx, out);
+}

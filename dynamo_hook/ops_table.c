@@ -86,6 +86,12 @@ static const opdef OPS[] = {
     UN("log1p", W_TORCH | W_METHOD, LOG1P), UN("expm1", W_TORCH | W_METHOD, EXPM1),
     UN("log2", W_TORCH | W_METHOD, LOG2), UN("exp2", W_TORCH | W_METHOD, EXP2),
     UN("tan", W_TORCH | W_METHOD, TAN), UN("atan", W_TORCH | W_METHOD, ATAN),
+    UN("arctan", W_TORCH | W_METHOD, ATAN),
+    UN("asin", W_TORCH | W_METHOD, ASIN), UN("arcsin", W_TORCH | W_METHOD, ASIN),
+    UN("acos", W_TORCH | W_METHOD, ACOS), UN("arccos", W_TORCH | W_METHOD, ACOS),
+    UN("asinh", W_TORCH | W_METHOD, ASINH), UN("arcsinh", W_TORCH | W_METHOD, ASINH),
+    UN("acosh", W_TORCH | W_METHOD, ACOSH), UN("arccosh", W_TORCH | W_METHOD, ACOSH),
+    UN("atanh", W_TORCH | W_METHOD, ATANH), UN("arctanh", W_TORCH | W_METHOD, ATANH),
     UN("isnan", W_TORCH | W_METHOD, ISNAN), UN("isinf", W_TORCH | W_METHOD, ISINF),
     UN("isfinite", W_TORCH | W_METHOD, ISFINITE), UN("bitwise_not", W_TORCH | W_METHOD, BITWISE_NOT),
     BIN("fmod", FMOD), BIN("remainder", REMAINDER), BIN("floor_divide", FLOOR_DIVIDE),
@@ -183,6 +189,7 @@ static const opdef OPS[] = {
     {"byte", W_METHOD, "input", sym_h_cast, IC_U8},
     {"type", W_METHOD, "input,dtype,non_blocking", sym_h_type, 0},
     {"to", W_METHOD, "input,a,b|dtype,non_blocking,copy,device,memory_format", sym_h_to, 0},
+    {"cpu", W_METHOD, "input|memory_format", sym_h_cpu, 0},
     {"reshape", W_TORCH | W_METHOD, "input,*shape", sym_h_reshape, 0},
     {"view", W_METHOD, "input,*shape", sym_h_reshape, 0},
     {"reshape_as", W_METHOD, "input,other", sym_h_reshape_as, 0},
@@ -240,6 +247,9 @@ static const opdef OPS[] = {
     {"argsort", W_TORCH | W_METHOD, "input,dim,descending|!stable", sym_h_argsort, 0},
     {"msort", W_TORCH | W_METHOD, "input", sym_h_argsort, 1},
     {"sort", W_TORCH | W_METHOD, "input,dim,descending|!stable", sym_h_sort, 0},
+    {"kthvalue", W_TORCH | W_METHOD, "input,k,dim,keepdim", sym_h_select, 0},
+    {"median", W_TORCH | W_METHOD | W_PF, "input,dim,keepdim", sym_h_select, 1}, /* of all: the polyfill */
+    {"nanmedian", W_TORCH | W_METHOD | W_PF, "input,dim,keepdim", sym_h_select, 2},
     {"topk", W_TORCH | W_METHOD, "input,k,dim,largest,sorted", sym_h_sort, 1},
     {"max_pool1d", W_TORCH | W_F, "input,kernel_size,stride,padding,dilation,ceil_mode,return_indices", sym_h_max_pool, 1},
     {"max_pool2d", W_TORCH | W_F, "input,kernel_size,stride,padding,dilation,ceil_mode,return_indices", sym_h_max_pool, 2},
@@ -806,6 +816,8 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
     if (fn->kind == V_FUNC && fn->op == SYM_CTX_EXIT) { /* __exit__(None, None, None) */
         if (--t->nograd == 0)
             ic_set_grad_enabled(t->g, 1); /* training: values of the block pass no gradient */
+        if (fn->val == 1 && t->infer_depth > 0 && --t->infer_depth == 0)
+            sym_mark_inference(t, t->infer_from);
         return sym_const(t, Py_NewRef(Py_None), out);
     }
     if ((fn->kind == V_FUNC || fn->kind == V_CONST) && fn->obj != NULL && sym_is_grad_ctx_type(fn->obj)) {
@@ -880,6 +892,11 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
         }
         int rc = kind ? sym_complex_call(t, callee, args, nargs, kwnames, probe, out) : 1;
         Py_XDECREF(own);
+        if (rc != 1)
+            return rc;
+    }
+    if (fn->kind == V_FUNC && fn->op >= 0 && (OPS[fn->op].where & W_PF)) {
+        int rc = sym_obj_polyfill(t, fn, args, nargs, kwnames, out); /* its own calls come back here */
         if (rc != 1)
             return rc;
     }
@@ -1158,6 +1175,14 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
                         return rc;
                 }
                 return sym_fail(t, "Tensor.%U() not supported", fn->obj);
+            }
+            if (OPS[opi].where & W_PF) { /* the polyfill first; its own calls come back here */
+                PyObject *descr = sym_refs.tensor_type ? PyObject_GetAttr(sym_refs.tensor_type, fn->obj) : NULL;
+                if (descr == NULL && tc_clear_expected(PyExc_AttributeError) < 0)
+                    return -1;
+                int rc = descr == NULL ? 1 : sym_keep(t, descr) ? sym_obj_polyfill_func(t, descr, self, args, nargs, kwnames, out) : -1;
+                if (rc != 1)
+                    return rc;
             }
             return call_method_op(t, opi, self, args, npos, kwnames, kwv, out);
         }

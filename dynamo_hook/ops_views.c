@@ -184,7 +184,7 @@ static int eager_strides(trace *t, ic_val v, int64_t *st, int depth) {
         return 0;
     }
     ic_meta bm = *ic_value_meta(t->g, base);
-    if (!strcmp(name, "narrow")) {
+    if (!strcmp(name, "narrow") || !strcmp(name, "detach")) {
         memcpy(st, bs, sizeof(int64_t) * (size_t)bm.ndim);
         return 1;
     }
@@ -557,9 +557,18 @@ int sym_h_identity(trace *t, const opdef *d, var **p, var *out) {
     }
     *out = *p[0];
     if (d->op == 0 && sym_value_requires_grad(t, out->val)) { /* training: a stop-gradient */
-        out->val = ic_detach(t->g, out->val);
+        ic_val in_val = out->val;
+        out->val = ic_detach(t->g, in_val);
         if (out->val < 0)
             return sym_check_graph(t);
+        /* a value of its own, but eager's detach shares the data: recorded as a view step,
+         * so an output (or a value live at a break) is built as base.detach() of the real
+         * base, and an update through either alias reaches the other (alias_fn.c) */
+        PyObject *desc = Py_BuildValue("(is())", in_val, "detach");
+        if (desc == NULL || sym_keep(t, desc) == NULL)
+            return -1;
+        sym_set_view_desc(t, out->val, desc);
+        sym_mark_view(t, out->val, in_val);
     }
     if (d->op == 0 && out->oid > 0) {
         /* detach(): a new tensor object sharing the data: both become aliased, so an

@@ -2,7 +2,8 @@
  *
  * Requires: x a V_TENSOR with an object id; k basic indexing (ints, slices with a positive
  *   step, None, Ellipsis, tuples of them) or one boolean mask over x's leading dims with a
- *   number (or one-element tensor) value.
+ *   number, a one-element tensor, or a tensor broadcast over the selected elements (one value
+ *   per selected element, a data-dependent count, is refused).
  * Keeps:    eager semantics: v is cast to x's dtype and broadcast to x[k]'s shape; the new
  *   value of x is recorded with sym_mutate (inputs are copied back after the graph).
  *   One 1-D integer tensor index over dim 0 (index_put) is a scatter extern.
@@ -188,7 +189,8 @@ static int value_of(trace *t, const var *v, int dtype, ic_val *out) {
     return sym_fail(t, "item assignment of an unsupported value");
 }
 
-/* x[mask] = number: where(mask, v, x), mask covering x's leading dims */
+/* x[mask] = v: where(mask, v, x), mask covering x's leading dims, v a number, a one-element
+ * tensor or a tensor the same at every selected position */
 static int mask_store(trace *t, const var *x, ic_val xv, const ic_meta *m, const var *k, const var *v) {
     var kv = *k;
     sym_resolve(t, &kv);
@@ -211,11 +213,31 @@ static int mask_store(trace *t, const var *x, ic_val xv, const ic_meta *m, const
     int64_t numel = 1;
     for (int d = 0; d < vm->ndim; d++)
         numel *= vm->sizes[d];
-    if (numel != 1)
-        return sym_fail(t, "masked assignment of a tensor (data-dependent count) not supported yet");
-    if (sym_check_tensor_value_fits(t, v, m->dtype, "item assignment") < 0) /* eager: masked_fill_ */
-        return -1;
-    val = sym_reshape(t, ic_cast(t->g, val, m->dtype), 0, NULL);
+    if (numel == 1) { /* eager: masked_fill_ with the one value (any dtype that fits) */
+        if (sym_check_tensor_value_fits(t, v, m->dtype, "item assignment") < 0)
+            return -1;
+        val = sym_reshape(t, ic_cast(t->g, val, m->dtype), 0, NULL);
+    } else {
+        /* eager: index_put_ of v broadcast to x[mask]'s shape [count, *rest], rest = x's dims
+         * past the mask's, leading size-1 dims of v dropped first. A v no longer than rest is
+         * the same at every selected position: where(mask, v broadcast to x, x). A v with a
+         * dim of its own for the count has one value per selected element (masked_scatter):
+         * where each goes depends on the mask's values. */
+        if (vm->dtype != m->dtype)
+            return sym_fail(t, "masked assignment of a tensor of another dtype (eager will raise: index_put_ "
+                               "requires the source and destination dtypes match)");
+        int lead = 0;
+        while (lead < vm->ndim && vm->sizes[lead] == 1)
+            lead++;
+        if (vm->ndim - lead > m->ndim - km->ndim)
+            return sym_fail(t, "masked assignment of a tensor with a value per selected element (its count is "
+                               "data-dependent) not supported");
+        val = sym_reshape(t, val, vm->ndim - lead, vm->sizes + lead);
+        val = val < 0 ? IC_NONE : ic_expand(t->g, val, m->ndim, m->sizes);
+        if (val < 0)
+            return sym_check_graph(t) < 0 ? -1
+                                          : sym_fail(t, "masked assignment: shape mismatch (eager will raise)");
+    }
     int64_t ksz[IC_MAX_DIMS];
     for (int d = 0; d < m->ndim; d++)
         ksz[d] = d < km->ndim ? m->sizes[d] : 1;

@@ -168,6 +168,8 @@ typedef struct trace {
     int depth;                        /* inlining depth */
     int in_gen;                       /* generator frames being run (side effects refused) */
     int nograd;                       /* no_grad()/inference_mode() blocks entered, not left */
+    int infer_depth;                  /* inference_mode() blocks entered, not left */
+    ic_val infer_from;                /* graph values when the outermost one was entered */
     PyObject *cur_globals;            /* globals of the frame being interpreted */
     int device_type, device_index;    /* of the tensor inputs (-1: none yet) */
     sym_break brk;                    /* set when the top frame stops at a graph break */
@@ -336,6 +338,9 @@ int sym_alias_same(trace *t, int a, int b); /* same storage root */
  * one's data (a view: eager's flag is its base's; left to eager); 0: neither */
 int sym_nograd_leaf(trace *t, int oid);
 int sym_is_view_of_input(trace *t, ic_val v);
+/* inference_mode() blocks (sym_call.c): values made in one are eager's inference tensors */
+void sym_mark_inference(trace *t, ic_val from);
+int sym_made_in_inference(trace *t, ic_val v);
 void sym_mark_layout_open(trace *t, ic_val v);
 int sym_layout_open(trace *t, ic_val v);
 void sym_set_view_desc(trace *t, ic_val v, PyObject *desc);

@@ -12,8 +12,10 @@ static int fn_const_attr(const char *n) {
 
 /* cls.name for a class reached as a guarded global or as type(guarded object): a function
  * on the class (taken as it is now: reassigning a method after compiling is not seen), an
- * enum member, a plain constant, or the class's name. 0 done, -1 failed, 1 not handled. */
-static int type_attr(trace *t, PyObject *cls, PyObject *name, var *out) {
+ * enum member, a plain constant (guarded: the class's attribute looked up through its MRO, on
+ * the class's source src or, without one, the class held by the entry), or the class's name.
+ * 0 done, -1 failed, 1 not handled. */
+static int type_attr(trace *t, PyObject *cls, int src, PyObject *name, var *out) {
     const char *n = PyUnicode_AsUTF8(name);
     if (n == NULL) {
         (void)tc_clear_expected(PyExc_UnicodeError);
@@ -68,7 +70,7 @@ static int type_attr(trace *t, PyObject *cls, PyObject *name, var *out) {
             return -1;
         if (cm) {
             var self;
-            if (sym_wrap(t, cls, -1, &self) < 0)
+            if (sym_wrap(t, cls, src, &self) < 0)
                 return -1;
             return sym_method(t, &self, kept, s, out);
         }
@@ -89,9 +91,15 @@ static int type_attr(trace *t, PyObject *cls, PyObject *name, var *out) {
         out->obj = sym_keep(t, Py_NewRef(a));
         return out->obj ? 0 : -1;
     }
-    if (a == Py_None || PyBool_Check(a) || PyLong_CheckExact(a) || PyFloat_CheckExact(a) ||
-        PyUnicode_CheckExact(a) || PyObject_TypeCheck(a, (PyTypeObject *)cls) /* an enum member */)
+    if (PyObject_TypeCheck(a, (PyTypeObject *)cls)) /* an enum member */
         return sym_const(t, Py_NewRef(a), out);
+    if (a == Py_None || PyBool_Check(a) || PyLong_CheckExact(a) || PyFloat_CheckExact(a) ||
+        PyUnicode_CheckExact(a)) {
+        /* K.factor = 5 after a call: the next call sees it (was: the value at trace time) */
+        int cs = src >= 0 ? src : sym_source(t, DH_S_CONST, -1, 0, cls);
+        int s = cs < 0 ? -1 : sym_source(t, DH_S_ATTR, cs, 3, name);
+        return s < 0 ? -1 : sym_wrap(t, a, s, out);
+    }
     return 1;
 }
 
@@ -591,7 +599,7 @@ int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
             (!strcmp(n, "is_floating_point") || !strcmp(n, "itemsize") || !strcmp(n, "is_complex")))
             return sym_const(t, PyObject_GetAttr(o->obj, name), out);
         if (PyType_Check(o->obj)) {
-            int rc = type_attr(t, o->obj, name, out);
+            int rc = type_attr(t, o->obj, o->src, name, out);
             if (rc <= 0)
                 return rc;
         }
@@ -748,7 +756,7 @@ int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
             int prc = sym_obj_polyfill_attr(t, o->obj, name, out); /* itertools.chain.from_iterable */
             if (prc <= 0)
                 return prc;
-            int rc = type_attr(t, o->obj, name, out);
+            int rc = type_attr(t, o->obj, o->src, name, out);
             if (rc <= 0)
                 return rc;
         }

@@ -15,11 +15,12 @@ int sym_inline(trace *t, PyObject *func, int fn_src, const var *self, var *args,
     if (fn_src >= 0) {
         /* the function object is identity-guarded; its code and defaults can still be
          * reassigned: guard them too (getattr re-run by the guard) */
-        static PyObject *s_code, *s_defaults;
+        static PyObject *s_code, *s_defaults, *s_kwdefaults;
         if (s_code == NULL) {
             s_code = PyUnicode_InternFromString("__code__");
             s_defaults = PyUnicode_InternFromString("__defaults__");
-            if (s_code == NULL || s_defaults == NULL)
+            s_kwdefaults = PyUnicode_InternFromString("__kwdefaults__");
+            if (s_code == NULL || s_defaults == NULL || s_kwdefaults == NULL)
                 return -1;
         }
         int sc = sym_source(t, DH_S_ATTR, fn_src, 2, s_code);
@@ -29,6 +30,13 @@ int sym_inline(trace *t, PyObject *func, int fn_src, const var *self, var *args,
         PyObject *defs = PyFunction_GET_DEFAULTS(func);
         if (sym_guard_id(t, sd, defs ? defs : Py_None) < 0)
             return -1;
+        /* keyword-only defaults (f.__kwdefaults__ = {...} after a call was not seen) */
+        PyObject *kwdefs = PyFunction_GET_KW_DEFAULTS(func);
+        if (kwdefs != NULL) {
+            int sk = sym_source(t, DH_S_ATTR, fn_src, 2, s_kwdefaults);
+            if (sk < 0 || sym_guard_id(t, sk, kwdefs) < 0)
+                return -1;
+        }
     }
     int prc = sym_obj_polyfill_func(t, func, self, args, nargs, kwnames, out); /* obj_func.c */
     if (prc != 1)
@@ -748,17 +756,20 @@ int sym_op_before_with(trace *t, sframe *f, sym_ins *in) {
                         a.kind == V_OBJ ? Py_TYPE(a.obj)->tp_name : "a tracked value");
     /* inference_mode(False) turns grad mode on (like enable_grad): not captured */
     PyObject *mode = PyObject_GetAttrString(a.obj, "mode");
-    int on = mode != NULL && PyObject_Not(mode) == 1;
+    int on = mode != NULL && PyObject_Not(mode) == 1, inference = mode != NULL && !on;
     Py_XDECREF(mode);
     (void)tc_clear_expected(PyExc_Exception);
     if (on)
         return sym_fail(t, "inference_mode(False) turns grad mode on: not captured");
     if (t->nograd++ == 0) /* grad off inside */
         ic_set_grad_enabled(t->g, 0); /* training: no gradient through the block */
+    if (inference && t->infer_depth++ == 0) /* its values: inference tensors (sym_output.c) */
+        t->infer_from = ic_graph_num_values(t->g);
     memset(&b, 0, sizeof b);
     b.kind = V_FUNC;
     b.op = SYM_CTX_EXIT;
     b.src = -1;
+    b.val = inference; /* the exit leaves an inference_mode() block */
     b.obj = a.obj;
     PUSH(b);
     if (sym_const(t, Py_NewRef(Py_None), &c) < 0)

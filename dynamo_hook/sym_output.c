@@ -144,6 +144,9 @@ static int fill_out(trace *t, outbuf *ob, int at, var *v, ic_val *outvals, int *
             o->index = v->src;
             return 0;
         }
+        if (sym_made_in_inference(t, v->val))
+            return sym_fail(t, "a tensor made under torch.inference_mode() leaves the graph (eager's is an "
+                               "inference tensor): left to eager");
         if (ic_value_op(t->g, v->val) == IC_OP_INPUT) {
             if (v->src < 0) {
                 /* an input reached through a no-op (detach/contiguous): find its source */
@@ -180,7 +183,8 @@ static int fill_out(trace *t, outbuf *ob, int at, var *v, ic_val *outvals, int *
             PyObject *desc = v->val < t->capvals ? t->view_desc[v->val] : NULL;
             if (desc == NULL)
                 return sym_fail(t, "returning a view of an input (untracked view)");
-            if (t->nsym > 0) /* the view's arguments are hint sizes */
+            if (t->nsym > 0 && PyTuple_GET_SIZE(PyTuple_GET_ITEM(desc, 2)) > 0)
+                /* the view's arguments are hint sizes (a detach has none) */
                 return sym_fail(t, "a view returned with dynamic shapes (specializing)");
             ic_val base = (ic_val)PyLong_AsLong(PyTuple_GET_ITEM(desc, 0));
             if (v->oid > 0) /* this object's view built already (w = x.t(); w.t_() at a break:

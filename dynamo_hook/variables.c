@@ -705,6 +705,32 @@ void sym_set_view_desc(trace *t, ic_val v, PyObject *desc) {
     t->view_desc[v] = desc;
 }
 
+/* Bit 4 of view_of_input: v was made inside an inference_mode() block (eager's tensor is an
+ * inference tensor: is_inference(), in-place updates outside the mode raise). Marked when the
+ * outermost block is left; values of a block still open count too. */
+void sym_mark_inference(trace *t, ic_val from) {
+    int n = ic_graph_num_values(t->g);
+    if (n > 0 && ensure_vals(t, n - 1) == 0)
+        for (ic_val v = from; v < n; v++)
+            t->view_of_input[v] |= 4;
+}
+
+/* v, or the base of the view chain it is (a view of an inference tensor is one), made in an
+ * inference_mode() block */
+int sym_made_in_inference(trace *t, ic_val v) {
+    for (int depth = 0; v >= 0 && depth < 64; depth++) {
+        if (ic_value_op(t->g, v) == IC_OP_INPUT)
+            return 0;
+        if ((t->infer_depth > 0 && v >= t->infer_from) || (v < t->capvals && (t->view_of_input[v] & 4)))
+            return 1;
+        PyObject *d = v < t->capvals ? t->view_desc[v] : NULL;
+        if (d == NULL)
+            return 0;
+        v = (ic_val)PyLong_AsLong(PyTuple_GET_ITEM(d, 0));
+    }
+    return 0;
+}
+
 int sym_is_view_of_input(trace *t, ic_val v) {
     return v >= 0 && v < t->capvals && (t->view_of_input[v] & 1);
 }

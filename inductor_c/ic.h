@@ -59,6 +59,13 @@ typedef enum ic_dtype {
 } ic_dtype;
 
 static inline int ic_dtype_is_complex(ic_dtype t) { return t == IC_C64 || t == IC_C128; }
+/* the CUSTOM extern keys of complex gradients (graph/vjp_extern.c vjp_custom, graph/autograd.c
+ * ag_acc), registered by torchc/_complex_ops.py under the same arithmetic: operand k's gradient
+ * of the complex call `key`, and the sum of two complex gradients */
+static inline int64_t ic_custom_vjp_key(int64_t key, int k) {
+    return (int64_t)(((uint64_t)key ^ 0x5BD1E9955BD1E995ull) + (uint64_t)(k + 1) * 0x9E3779B97F4A7C15ull);
+}
+#define IC_CUSTOM_CADD_KEY 0x4341444447524144ll /* complex gradient sum */
 
 typedef int32_t ic_val; /* value handle inside one graph */
 
@@ -201,7 +208,10 @@ ic_val ic_arange(ic_graph *g, int64_t n, double start, double step, ic_dtype dty
     X(CUMSUM, "cumsum")   /* (x), params: dim, dtype (-1: torch's default, ints -> i64) */ \
     X(CUMPROD, "cumprod") /* like cumsum */                                                \
     X(ARGSORT, "argsort") /* (x), params: dim, descending, stable [, k, sorted: topk's      \
-                             indices, eager's own tie order] -> i64 */                    \
+                             indices, eager's own tie order] -> i64; or (4 params) dim,    \
+                             which (0 kthvalue, 1 median, 2 nanmedian), k (kthvalue's,    \
+                             1-based), keepdim: ATen's own selection's indices (its tie   \
+                             order, NaN as eager places it) */                            \
     /* linear algebra (graph/linalg.c; static shapes, float32/64): */                     \
     X(MATRIX_EXP, "matrix_exp") /* (a[..., n, n]) -> exp(a) (norm-chosen Taylor degree) */ \
     X(MATRIX_EXP_VJP, "matrix_exp_vjp") /* (a, g) -> gradient of <g, exp(a)> */          \

@@ -119,7 +119,13 @@
     X(INDEX_SELECT, "index_select", 2, IC_K_OTHER, IC_F_GATHER) /* (a, 1-D int index), attrs dim */ \
     X(ARANGE, "arange", 0, IC_K_OTHER, IC_F_LEAF)      /* start + i*step */                    \
     /* extern (library) call: attrs ext_kind, params, num (beta), num2 (alpha); ic_extern */   \
-    X(EXTERN, "extern", -1, IC_K_OTHER, IC_F_EXT)     /* 1..3 tensor operands */
+    X(EXTERN, "extern", -1, IC_K_OTHER, IC_F_EXT)     /* 1..3 tensor operands */          \
+    /* unary, appended: inverse trigonometric and hyperbolic (NaN outside the domain) */        \
+    X(ASIN, "asin", 1, IC_K_UNARY, IC_F_PW|IC_F_FLOAT)                                         \
+    X(ACOS, "acos", 1, IC_K_UNARY, IC_F_PW|IC_F_FLOAT)                                         \
+    X(ASINH, "asinh", 1, IC_K_UNARY, IC_F_PW|IC_F_FLOAT)                                       \
+    X(ACOSH, "acosh", 1, IC_K_UNARY, IC_F_PW|IC_F_FLOAT)                                       \
+    X(ATANH, "atanh", 1, IC_K_UNARY, IC_F_PW|IC_F_FLOAT)
 
 typedef enum ic_kind { IC_K_UNARY, IC_K_BINARY, IC_K_TERNARY, IC_K_REDUCE, IC_K_OTHER } ic_kind;
 
@@ -148,9 +154,9 @@ typedef enum ic_op {
 /* Adding an op: append it (earlier ops keep their numbers), give it its row's flags, then update this count and every switch
  * over ops that must know it (the shared op layer codegen/ops.c, graph/vjp.h, graph.c). */
 #ifdef __cplusplus
-static_assert(IC_OP_COUNT == 74, "an op was added or removed: see above");
+static_assert(IC_OP_COUNT == 79, "an op was added or removed: see above");
 #else
-_Static_assert(IC_OP_COUNT == 74, "an op was added or removed: see above");
+_Static_assert(IC_OP_COUNT == 79, "an op was added or removed: see above");
 #endif
 
 static inline unsigned ic_op_flags(ic_op op) {

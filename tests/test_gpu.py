@@ -406,7 +406,8 @@ def test_unary(name):
 
 UNARY2 = {"floor": (-6, 6), "ceil": (-6, 6), "round": (-6, 6), "trunc": (-6, 6), "sign": (-6, 6),
           "erf": (-4, 4), "log1p": (-0.9, 6), "expm1": (-6, 6), "log2": (0.01, 100), "exp2": (-20, 20),
-          "tan": (-1.2, 1.2), "atan": (-20, 20), "isnan": (-6, 6), "isinf": (-6, 6), "isfinite": (-6, 6)}
+          "tan": (-1.2, 1.2), "atan": (-20, 20), "asin": (-1.2, 1.2), "acos": (-1.2, 1.2), "asinh": (-30, 30),
+          "acosh": (0.8, 30), "atanh": (-1.1, 1.1), "isnan": (-6, 6), "isinf": (-6, 6), "isfinite": (-6, 6)}
 
 
 @pytest.mark.parametrize("name", sorted(UNARY2))

@@ -10,9 +10,10 @@ A scenario is a function  scen(C, R)  written as a PyTorch user would write a pr
 Printed output (stdout) is recorded too. Each scenario runs twice with the same seed, eager
 then compiled, and the two records must be equal (floats within tolerance, ints/bools exact).
 
-    python tools/probe2.py [module_with_scenarios ...] [-k substring] [-v]
+    python tools/probe2.py [module_with_scenarios ...] [-k substring] [-v] [--dir probes3]
 
-Scenario modules live in tools/probes2/*.py and register with @scenario.
+Scenario modules live in tools/probes2/*.py (round 2) and tools/probes3/*.py (round 3, --dir
+probes3) and register with @scenario.
 """
 import contextlib
 import copy
@@ -56,7 +57,10 @@ class _T:
         self.stride = t.stride() if t.layout == torch.strided else None
         self.requires_grad = t.requires_grad
         self.device = t.device
-        self.val = t.detach().clone() if t.layout == torch.strided else t.detach().to_dense().clone()
+        self.cls = type(t).__name__
+        with torch._C.DisableTorchFunctionSubclass():   # subclasses recorded as plain tensors
+            self.val = (t.detach().clone() if t.layout == torch.strided else t.detach().to_dense().clone())
+        self.val = self.val.as_subclass(torch.Tensor)
         g = t.grad if (t.is_leaf and t.requires_grad) else None
         self.grad = None if g is None else _T(g)
 
@@ -119,7 +123,7 @@ def _diff(a, b, cfg, path="$"):
     if isinstance(a, _T) or isinstance(b, _T):
         if not (isinstance(a, _T) and isinstance(b, _T)):
             return f"{path}: {a!r} vs {b!r}"
-        for k in ("dtype", "shape", "requires_grad", "device"):
+        for k in ("dtype", "shape", "requires_grad", "device", "cls"):
             if getattr(a, k) != getattr(b, k):
                 return f"{path}: {k} {getattr(a, k)} vs {getattr(b, k)}"
         if cfg["strides"] and a.stride != b.stride and a.val.numel() > 1:
@@ -222,14 +226,15 @@ def main(argv):
     ap.add_argument("mods", nargs="*")
     ap.add_argument("-k", default=None)
     ap.add_argument("-v", action="store_true")
+    ap.add_argument("--dir", default="probes2", help="the folder of scenario modules under tools/")
     args = ap.parse_args(argv)
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path.insert(0, here)
     sys.path.insert(1, os.path.dirname(here))
-    mods = args.mods or sorted(f[:-3] for f in os.listdir(os.path.join(here, "probes2"))
+    mods = args.mods or sorted(f[:-3] for f in os.listdir(os.path.join(here, args.dir))
                                if f.endswith(".py") and not f.startswith("_"))
     for m in mods:
-        importlib.import_module("probes2." + m.replace(".py", "").split("/")[-1])
+        importlib.import_module(args.dir + "." + m.replace(".py", "").split("/")[-1])
     import probe2  # the scenario modules register there (this file runs as __main__)
     nfail = 0
     for s in probe2.SCENARIOS:

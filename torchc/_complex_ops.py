@@ -213,7 +213,129 @@ def _register(call, fname, args, kwargs, r, ts, desc_of):
     if old is not None and old[0] != text:
         return f"complex op {fname}: call key collision (left to eager)"
     _co._registry[key] = (text, _Call(call, fname), tuple(args), dict(kwargs), outs, -1)
+    for i, t in enumerate(ts):  # each operand's gradient (graph/vjp_extern.c vjp_custom)
+        if t.is_floating_point() or t.is_complex():
+            vk = vjp_key(key, i)
+            _co._registry[vk] = (f"d/d{i} {text}", _Call(_Vjp(call, tuple(args), dict(kwargs), i, len(ts)),
+                                                            f"d/d{i} {fname}"),
+                                 tuple(Slot(j) for j in range(len(ts) + 1)), {}, None, -1)
     return key, fname, outs, view, desc
+
+
+_M64 = (1 << 64) - 1
+
+
+def _signed(u):
+    u &= _M64
+    return u - (1 << 64) if u >> 63 else u
+
+
+def vjp_key(key, i):
+    """the extern key of operand i's gradient of the call `key` (inductor_c/ic.h
+    ic_custom_vjp_key: the same arithmetic)"""
+    return _signed(((key & _M64) ^ 0x5BD1E9955BD1E995) + (i + 1) * 0x9E3779B97F4A7C15)
+
+
+CADD_KEY = 0x4341444447524144  # inductor_c/ic.h IC_CUSTOM_CADD_KEY: two complex gradients summed
+
+
+class _Vjp:
+    """operand i's gradient of call(*args, **kwargs): called with the call's n operands and the
+    output's gradient; ATen's derivative (torch.autograd.grad of the call on operand i), so
+    the convention is eager's (conjugate Wirtinger). A dtype view between complex and real
+    (x.view(float32), the lowering of view_as_real / view_as_complex) is not differentiable
+    in ATen: its gradient is the gradient viewed back, as view_as_real's and view_as_complex's
+    backward are."""
+
+    __slots__ = ("call", "args", "kwargs", "i", "n")
+
+    def __init__(self, call, args, kwargs, i, n):
+        self.call, self.args, self.kwargs, self.i, self.n = call, args, kwargs, i, n
+
+    def __call__(self, *ins):
+        ts, gy = list(ins[:self.n]), ins[self.n]
+        g = _direct(self, ts, gy)
+        if g is not None:
+            return g
+        x0 = ts[self.i]
+        x = x0.detach().requires_grad_(True)
+        ts[self.i] = x
+        with torch.enable_grad():
+            y = self.call(*_fill(self.args, ts), **{k: _fill(v, ts) for k, v in self.kwargs.items()})
+            if y.requires_grad:
+                (gx,) = torch.autograd.grad(y, x, gy, allow_unused=True)
+                return torch.zeros_like(x0) if gx is None else gx
+        if y.dtype != x0.dtype and y.is_complex() != x0.is_complex() and y.untyped_storage()._cdata == x.untyped_storage()._cdata:
+            return gy.contiguous().view(x0.dtype).view(x0.shape)
+        return torch.zeros_like(x0)
+
+
+# the derivatives of the commonest complex calls written out, as ATen's formulas (the
+# gradient is the conjugate Wirtinger one: d/dx of x * y is gy * conj(y)), so that the call is
+# not run again for its autograd graph
+_MUL = (operator.mul, torch.mul, torch.Tensor.mul)
+_ADD = (operator.add, torch.add, torch.Tensor.add)
+_SUB = (operator.sub, torch.sub, torch.Tensor.sub)
+_DIV = (operator.truediv, torch.div, torch.true_divide, torch.Tensor.div)
+_MATMUL = (operator.matmul, torch.matmul, torch.Tensor.matmul)
+_ABS = (abs, torch.abs, torch.Tensor.abs)
+_CONJ = (torch.conj, torch.Tensor.conj, torch.conj_physical, torch.Tensor.conj_physical)
+_MATRIX_EXP = (torch.linalg.matrix_exp, torch.matrix_exp, torch.Tensor.matrix_exp)
+
+
+def _is(fn, group):
+    return any(fn is f for f in group)
+
+
+def _to_input(g, x):
+    """g as x's gradient: the real part for a real x, summed over broadcast dims, x's dtype"""
+    if g.is_complex() and not x.is_complex():
+        g = g.real
+    if g.shape != x.shape:
+        g = g.sum_to_size(x.shape)
+    return g.to(x.dtype)
+
+
+def _cj(v):
+    return v.conj() if isinstance(v, torch.Tensor) else (v.conjugate() if isinstance(v, complex) else v)
+
+
+def _direct(vjp, ts, gy):
+    """operand i's gradient by an ATen formula, or None (the generic rule)"""
+    fn, args, i = vjp.call, vjp.args, vjp.i
+    if vjp.kwargs:
+        return None
+    slots = [k for k, a in enumerate(args) if isinstance(a, Slot) and a.i == i]
+    if len(slots) != 1 or any(isinstance(a, (list, tuple)) for a in args):
+        return None  # an operand used twice, or nested: the generic rule sums every use
+    k = slots[0]
+    a = _fill(args, ts)
+    x = a[k]
+    if len(a) == 2:
+        o = a[1 - k]
+        if _is(fn, _MUL):
+            return _to_input(gy * _cj(o), x)
+        if _is(fn, _ADD):
+            return _to_input(gy, x)
+        if _is(fn, _SUB):
+            return _to_input(gy if k == 0 else -gy, x)
+        if _is(fn, _DIV):
+            return _to_input(gy / _cj(a[1]) if k == 0 else -gy * _cj(a[0] / a[1] / a[1]), x)
+        if _is(fn, _MATMUL) and all(isinstance(t, torch.Tensor) and t.dim() >= 2 for t in a):
+            return _to_input(gy @ a[1].mH if k == 0 else a[0].mH @ gy, x)
+    elif len(a) == 1 and x.is_complex():
+        if _is(fn, _ABS):
+            return _to_input(gy * x.sgn(), x)
+        if _is(fn, _CONJ):
+            return _to_input(gy.conj(), x)
+        if _is(fn, _MATRIX_EXP) and x.dim() >= 2:
+            from torchc import _C
+            return _to_input(_C.matrix_exp_vjp(x.contiguous(), gy.contiguous()), x)
+    return None
+
+
+_co._registry[CADD_KEY] = ("complex gradient sum", _Call(operator.add, "complex gradient sum"),
+                           (Slot(0), Slot(1)), {}, None, -1)
 
 
 # attributes that are views, as the method call that makes the same view (replayed on the

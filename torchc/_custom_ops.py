@@ -160,6 +160,12 @@ def run(key, ins, out, strides):
     if mutated >= 0:
         out.copy_(ins[mutated])
         return
+    if outs is None:  # a gradient extern (torchc/_complex_ops.py): the output buffer's meta
+        if not isinstance(r, torch.Tensor) or r.dtype != out.dtype or r.shape != out.shape:
+            raise RuntimeError(f"{ov.name()} returned {getattr(r, 'dtype', type(r))} "
+                               f"{tuple(getattr(r, 'shape', ()))}, the graph expects {out.dtype} {tuple(out.shape)}")
+        out.copy_(r)
+        return
     rs = [r] if isinstance(r, torch.Tensor) else list(r)
     if len(rs) != len(outs):
         raise RuntimeError(f"custom op {ov.name()} returned {len(rs)} tensors, its fake impl {len(outs)}")

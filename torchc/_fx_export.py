@@ -29,7 +29,7 @@ class Unsupported(Exception):
 
 _DTYPES = {"bool": torch.bool, "u8": torch.uint8, "i8": torch.int8, "i16": torch.int16,
            "i32": torch.int32, "i64": torch.int64, "f16": torch.float16, "bf16": torch.bfloat16,
-           "f32": torch.float32, "f64": torch.float64}
+           "f32": torch.float32, "f64": torch.float64, "c64": torch.complex64, "c128": torch.complex128}
 
 # IR op -> torch callable taking the operands positionally (tensors or Python numbers)
 _UNARY = {
@@ -39,7 +39,8 @@ _UNARY = {
     "cos": torch.cos, "logical_not": torch.logical_not, "floor": torch.floor, "ceil": torch.ceil,
     "round": torch.round, "trunc": torch.trunc, "sign": torch.sign, "erf": torch.erf,
     "log1p": torch.log1p, "expm1": torch.expm1, "log2": torch.log2, "exp2": torch.exp2,
-    "tan": torch.tan, "atan": torch.atan, "isnan": torch.isnan, "isinf": torch.isinf,
+    "tan": torch.tan, "atan": torch.atan, "asin": torch.asin, "acos": torch.acos,
+    "asinh": torch.asinh, "acosh": torch.acosh, "atanh": torch.atanh, "isnan": torch.isnan, "isinf": torch.isinf,
     "isfinite": torch.isfinite, "bitwise_not": torch.bitwise_not,
 }
 # binary ops whose Python operator takes a number on either side with torch's wrapped-number
@@ -422,7 +423,26 @@ def _extern(b, ins, attrs, words, dt):
         return b.call(torch.linalg.solve, tuple(t), {"left": bool(p[0]) if p else True})
     if kind == "dropout_mask":
         return b.call(_dropout_mask, (t[0], beta))
+    if kind == "custom" and len(p) >= 4 and p[1] == 0:
+        from ._custom_ops import _registry
+        ent = _registry.get(p[0])
+        if ent is not None and ent[4] is not None and len(ent[4]) == 1:
+            return b.call(_CustomCall(p[0]), tuple(t))
     raise Unsupported(f"extern {kind}")
+
+
+class _CustomCall:
+    """a CUSTOM extern's call (a complex ATen call, torchc/_complex_ops.py, or a custom op) as
+    eager runs it: with autograd, so an eager replay of the graph is differentiable"""
+
+    def __init__(self, key):
+        self.key = key
+        self.__name__ = f"custom_{key & 0xFFFFFFFF:08x}"
+
+    def __call__(self, *ins):
+        from ._custom_ops import _fill, _registry
+        _, ov, args, kwargs, _, _ = _registry[self.key]
+        return ov(*_fill(args, ins), **{k: _fill(v, ins) for k, v in kwargs.items()})
 
 
 def _scales(beta, alpha):

@@ -10,8 +10,12 @@ shape eager rejects): that call is traced as written, which breaks the graph the
 usual reason, and eager runs it (and raises where eager raises).
 
 Not here: ops whose result depends on ATen's internal order beyond values, e.g. the index
-kthvalue / median(dim) return among equal values (their quickselect's, not a sort's).
+kthvalue / median(dim) return among equal values (their quickselect's, not a sort's): those
+are graph externs running ATen's own selection (dynamo_hook/ops_reduce.c sym_h_select); the
+median/nanmedian polyfills hand them the dim= calls.
 """
+import importlib
+
 import torch
 
 _VF = torch._C._VariableFunctions
@@ -228,6 +232,133 @@ def nanmedian(input, dim=None, keepdim=False, *, out=None):
     s = torch.sort(f).values
     k = ((~torch.isnan(f)).sum() - 1).div(2, rounding_mode="floor").clamp_min(0)
     return _spread(input, s.gather(0, k.reshape(1)).reshape(()))
+
+
+# ---- quantile / nanquantile -------------------------------------------------------------------
+# ATen's quantile_compute (Sorting.cpp) step by step, for a Python float q: the sorted values
+# (NaN last), ranks q * (n - 1) in the input's dtype (nanquantile: q * (non-NaN count - 1),
+# at least 0; quantile: the last index where a NaN is, so the result is NaN), rounded per the
+# interpolation, the values gathered below (and above, then lerp'd). A tensor q (its range is
+# checked on values), a 0-d input with a dim and anything unusual go to the original.
+
+_quantile = _VF.quantile
+_nanquantile = _VF.nanquantile
+_QMODES = ("linear", "lower", "higher", "midpoint", "nearest")
+
+
+def _quantile_plain(input, q, dim, keepdim, interpolation, out):
+    return out is None and isinstance(input, _Tensor) and type(q) in (float, int) and 0 <= q <= 1 and \
+        input.dtype in (torch.float32, torch.float64) and input.numel() > 0 and \
+        isinstance(keepdim, bool) and interpolation in _QMODES and \
+        (dim is None or (type(dim) is int and input.dim() > 0 and -input.dim() <= dim < input.dim()))
+
+
+def _quantile_compute(input, q, dim, keepdim, interpolation, ignore_nan):
+    if dim is None:
+        s = torch.sort(input.reshape(-1)).values
+        rest = (1,) * input.dim() if keepdim else ()
+    else:
+        dim = dim % input.dim()
+        s = torch.sort(input, dim).values.movedim(dim, -1)
+        rest = tuple(1 if i == dim else n for i, n in enumerate(input.shape) if keepdim or i != dim)
+    n = s.shape[-1]
+    s = s.reshape(rest + (n,))
+    qt = torch.full((), q, dtype=input.dtype, device=input.device)
+    nan = torch.isnan(s)
+    if ignore_nan:
+        ranks = qt * ((~nan).sum(-1, keepdim=True) - 1)
+        ranks = ranks.masked_fill(ranks < 0, 0)
+    else:
+        ranks = torch.where(nan.any(-1, keepdim=True), float(n - 1), qt * (n - 1))
+    if interpolation == "lower":
+        ranks = ranks.floor()
+    elif interpolation == "higher":
+        ranks = ranks.ceil()
+    elif interpolation == "nearest":
+        ranks = ranks.round()
+    below = ranks.long()
+    r = s.gather(-1, below)
+    if interpolation in ("linear", "midpoint"):
+        w = torch.full_like(ranks, 0.5) if interpolation == "midpoint" else ranks - below
+        r = torch.lerp(r, s.gather(-1, ranks.ceil().long()), w)
+    return r.squeeze(-1)
+
+
+def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):
+    if not _quantile_plain(input, q, dim, keepdim, interpolation, out):
+        if out is None:
+            return _quantile(input, q, dim, keepdim, interpolation=interpolation)
+        return _quantile(input, q, dim, keepdim, interpolation=interpolation, out=out)
+    return _quantile_compute(input, q, dim, keepdim, interpolation, False)
+
+
+def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):
+    if not _quantile_plain(input, q, dim, keepdim, interpolation, out):
+        if out is None:
+            return _nanquantile(input, q, dim, keepdim, interpolation=interpolation)
+        return _nanquantile(input, q, dim, keepdim, interpolation=interpolation, out=out)
+    return _quantile_compute(input, q, dim, keepdim, interpolation, True)
+
+
+# ---- associative_scan (torch._higher_order_ops, combine_mode="generic") -------------------------
+# torch's generic_associative_scan step by step over xs moved to dim 0 (flipped for reverse): the
+# recursive odd/even pairing, combine_fn applied through torch.vmap as eager applies it (so the
+# same operations combine the same elements, in the same order). xs a tensor or a flat tuple/list
+# of tensors; the "pointwise" mode (a compiled CUDA kernel) and other pytrees go to the original.
+
+_associative_scan = importlib.import_module("torch._higher_order_ops.associative_scan").associative_scan
+
+
+def _interleave0(a, b):
+    """a[0], b[0], a[1], b[1], ... along dim 0 (a one longer than b, or as long)"""
+    short = a.shape[0] == b.shape[0] + 1
+    if short:
+        b = torch.cat([b, torch.zeros_like(a[:1])])
+    r = torch.stack([a, b], dim=1).flatten(0, 1)
+    return r[:a.shape[0] + b.shape[0] - 1] if short else r
+
+
+def _assoc_scan0(op, elems):
+    n = elems[0].shape[0]
+    if n < 2:
+        return elems
+    odd = _assoc_scan0(op, op(*[e[0:-1:2] for e in elems], *[e[1::2] for e in elems]))
+    if n == 2:  # eager maps combine_fn over 0 elements; their empty results give way to e[0:1]
+        even = [e[2:] for e in elems]
+    elif n % 2 == 0:
+        even = op(*[e[0:-1] for e in odd], *[e[2::2] for e in elems])
+    else:
+        even = op(*odd, *[e[2::2] for e in elems])
+    even = [torch.cat([e[0:1], r], dim=0) if r.numel() > 0 and e.shape[0] > 0 else r if r.numel() > 0 else e[0:1]
+            for e, r in zip(elems, even)]
+    return [_interleave0(e, o) for e, o in zip(even, odd)]
+
+
+def associative_scan(combine_fn, xs, dim, reverse=False, combine_mode="pointwise"):
+    one = isinstance(xs, _Tensor)
+    leaves = [xs] if one else list(xs) if type(xs) in (tuple, list) else []
+    nd = leaves[0].ndim if leaves and isinstance(leaves[0], _Tensor) else 0
+    if combine_mode != "generic" or not leaves or not callable(combine_fn) or type(dim) is not int or \
+            type(reverse) is not bool or not all(isinstance(x, _Tensor) and x.ndim == nd for x in leaves) or \
+            not -nd <= dim < nd or any(x.shape[dim] == 0 or x.is_sparse for x in leaves):
+        return _associative_scan(combine_fn, xs, dim, reverse, combine_mode)
+    dim = dim % nd
+    leaves = [torch.movedim(x, dim, 0) for x in leaves]
+    if reverse:
+        leaves = [torch.flip(x, [0]) for x in leaves]
+    mapped = torch.vmap(combine_fn, in_dims=0, out_dims=0)
+    k = len(leaves)
+
+    def op(*args):
+        lhs, rhs = (args[0], args[k]) if one else (type(xs)(args[:k]), type(xs)(args[k:]))
+        r = mapped(lhs, rhs)
+        return [r] if isinstance(r, _Tensor) else list(r)
+
+    out = _assoc_scan0(op, leaves)
+    if reverse:
+        out = [o.flip([0]) for o in out]
+    out = [torch.movedim(o, 0, dim) for o in out]
+    return out[0] if one else type(xs)(out)
 
 
 # ---- cdist ------------------------------------------------------------------------------------
@@ -859,6 +990,7 @@ def register(polyfills):
         ("cosine_similarity", cosine_similarity), ("take", take),
         ("atleast_1d", atleast_1d), ("atleast_2d", atleast_2d), ("atleast_3d", atleast_3d),
         ("searchsorted", searchsorted), ("median", median), ("nanmedian", nanmedian),
+        ("quantile", quantile), ("nanquantile", nanquantile),
         ("cdist", cdist), ("tensordot", tensordot), ("kron", kron), ("logspace", logspace),
         ("trace", trace), ("dot", dot), ("inner", inner), ("pairwise_distance", pairwise_distance),
         ("dist", dist), ("frac", frac), ("heaviside", heaviside), ("rot90", rot90), ("aminmax", aminmax),
@@ -878,6 +1010,7 @@ def register(polyfills):
                                           "triu_indices", "block_diag", "cartesian_prod", "vander"):
             polyfills[m] = fn
     polyfills[torch.functional.block_diag] = block_diag  # Python wrappers over _VF.X(tensors)
+    polyfills[_associative_scan] = associative_scan
     polyfills[_block_diag] = _block_diag_seq
     polyfills[torch.functional.cartesian_prod] = cartesian_prod
     polyfills[_cartesian_prod] = _cartesian_prod_seq

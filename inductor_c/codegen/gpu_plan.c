@@ -41,6 +41,7 @@ static void scan_x(scan *S, ic_xid x) {
         switch (e->op) {
         case IC_OP_EXP: case IC_OP_LOG: case IC_OP_TANH: case IC_OP_SIGMOID: case IC_OP_SILU: case IC_OP_GELU:
         case IC_OP_GELU_TANH: case IC_OP_ERF: case IC_OP_SIN: case IC_OP_COS: case IC_OP_TAN: case IC_OP_ATAN:
+        case IC_OP_ASIN: case IC_OP_ACOS: case IC_OP_ASINH: case IC_OP_ACOSH: case IC_OP_ATANH:
         case IC_OP_EXP2: case IC_OP_LOG2: case IC_OP_LOG1P: case IC_OP_EXPM1: S->ntrans++; break;
         default: break;
         }

@@ -277,6 +277,42 @@ static LLVMValueRef math1(cg *g, ic_op op, ic_dtype t, LLVMValueRef a) {
         if (own) return LLVMBuildFDiv(B, vm_sincos(g, a, false), vm_sincos(g, a, true), "");
         return cg_libm1(g, f32 ? "tanf" : "tan", a);
     case IC_OP_ATAN: return own ? vm_atan(g, a) : cg_libm1(g, f32 ? "atanf" : "atan", a);
+    case IC_OP_ASIN: case IC_OP_ACOS: {
+        if (!own) return cg_libm1(g, op == IC_OP_ASIN ? (f32 ? "asinf" : "asin") : (f32 ? "acosf" : "acos"), a);
+        /* c = sqrt((1 - x)(1 + x)) (no cancellation near |x| = 1; NaN for |x| > 1):
+         * asin = atan2(x, c), acos = atan2(c, x) */
+        LLVMValueRef one = fconst(g, a, 1.0);
+        LLVMValueRef c = cg_intrin1(g, "llvm.sqrt", LLVMBuildFMul(B, LLVMBuildFSub(B, one, a, ""), LLVMBuildFAdd(B, one, a, ""), ""));
+        return op == IC_OP_ASIN ? vm_atan2(g, a, c) : vm_atan2(g, c, a);
+    }
+    case IC_OP_ASINH: {
+        if (!own) return cg_libm1(g, f32 ? "asinhf" : "asinh", a);
+        /* sign(x) log1p(s + s^2 / (1 + sqrt(1 + s^2))), s = |x|; log(s) + ln 2 past 2^28 */
+        LLVMValueRef one = fconst(g, a, 1.0), s = cg_intrin1(g, "llvm.fabs", a);
+        LLVMValueRef s2 = LLVMBuildFMul(B, s, s, "");
+        LLVMValueRef q = LLVMBuildFDiv(B, s2, LLVMBuildFAdd(B, one, cg_intrin1(g, "llvm.sqrt", LLVMBuildFAdd(B, one, s2, "")), ""), "");
+        LLVMValueRef r = math1(g, IC_OP_LOG1P, t, LLVMBuildFAdd(B, s, q, ""));
+        LLVMValueRef big = LLVMBuildFCmp(B, LLVMRealOGT, s, fconst(g, a, 268435456.0), "");
+        r = LLVMBuildSelect(B, big, LLVMBuildFAdd(B, vm_log(g, s), fconst(g, a, M_LN2), ""), r, "");
+        LLVMValueRef args[2] = {r, a};
+        LLVMTypeRef ty = LLVMTypeOf(a);
+        return cg_intrin(g, "llvm.copysign", &ty, 1, args, 2); /* NaN stays NaN */
+    }
+    case IC_OP_ACOSH: {
+        if (!own) return cg_libm1(g, f32 ? "acoshf" : "acosh", a);
+        /* log1p(d + sqrt(d (x + 1))), d = x - 1 (NaN below 1); log(x) + ln 2 past 2^28 */
+        LLVMValueRef one = fconst(g, a, 1.0), d = LLVMBuildFSub(B, a, one, "");
+        LLVMValueRef r = math1(g, IC_OP_LOG1P, t,
+                               LLVMBuildFAdd(B, d, cg_intrin1(g, "llvm.sqrt", LLVMBuildFMul(B, d, LLVMBuildFAdd(B, a, one, ""), "")), ""));
+        LLVMValueRef big = LLVMBuildFCmp(B, LLVMRealOGT, a, fconst(g, a, 268435456.0), "");
+        return LLVMBuildSelect(B, big, LLVMBuildFAdd(B, vm_log(g, a), fconst(g, a, M_LN2), ""), r, "");
+    }
+    case IC_OP_ATANH: {
+        if (!own) return cg_libm1(g, f32 ? "atanhf" : "atanh", a);
+        /* 0.5 log1p(2x / (1 - x)): +-inf at +-1, NaN past */
+        LLVMValueRef q = LLVMBuildFDiv(B, LLVMBuildFMul(B, fconst(g, a, 2.0), a, ""), LLVMBuildFSub(B, fconst(g, a, 1.0), a, ""), "");
+        return LLVMBuildFMul(B, fconst(g, a, 0.5), math1(g, IC_OP_LOG1P, t, q), "");
+    }
     case IC_OP_ERF: {
         if (!f32) return cg_libm1(g, "erf", a);
         if (!g->target.ex2) return vm_erf(g, a);

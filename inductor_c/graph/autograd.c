@@ -328,8 +328,18 @@ void ag_acc(ag *a, ic_val v, ic_val c) {
     } else {
         /* as eager's sum of the gradients that came: a part is added only where one of the
          * outputs it reads got a gradient, if the other part may come without it */
-        ic_val old = a->grad[v], s = bin(a, IC_OP_ADD, old, c);
+        ic_val old = a->grad[v], s;
         bool mask_c = beyond(a, d, a->cur), mask_old = beyond(a, a->cur, d);
+        if (ic_dtype_is_complex(vm->dtype)) { /* an ATen add (no kernel reads complex) */
+            if (mask_c || mask_old) return ag_fail(a, "backward: a complex gradient summed only where an output's gradient came");
+            int64_t p[4 + IC_MAX_DIMS] = {IC_CUSTOM_CADD_KEY, 0, vm->dtype, vm->ndim};
+            for (int i = 0; i < vm->ndim; i++) p[4 + i] = vm->sizes[i];
+            ic_val in[2] = {old, c};
+            a->grad[v] = ic_extern(a->b, IC_EXT_CUSTOM, 2, in, 4 + vm->ndim, p, 1.0, 1.0);
+            for (size_t w = 0; w < a->nw; w++) d[w] |= a->cur[w];
+            return;
+        }
+        s = bin(a, IC_OP_ADD, old, c);
         if (mask_c && mask_old) s = ic_where(a->b, came(a, a->cur), ic_where(a->b, came(a, d), s, c), old);
         else if (mask_c) s = ic_where(a->b, came(a, a->cur), s, old);
         else if (mask_old) s = ic_where(a->b, came(a, d), s, c);

@@ -1024,7 +1024,7 @@ static ic_val ext_index_scan(ic_graph *g, ic_extern_kind kind, int nin, const ic
     int want_p = kind == IC_EXT_GATHER || kind == IC_EXT_SCATTER || kind == IC_EXT_SCATTER_ADD ? 1
                  : kind == IC_EXT_ARGSORT                                                   ? 3
                                                                                             : 2;
-    if (kind == IC_EXT_ARGSORT && nparams == 5) want_p = 5; /* topk: + k, sorted */
+    if (kind == IC_EXT_ARGSORT && (nparams == 5 || nparams == 4)) want_p = nparams; /* topk; kthvalue/median */
     if (kind == IC_EXT_SCATTER && nparams == 3) { /* scatter_reduce: + reduction (sum, prod, mean, amax, amin), include_self */
         if (params[1] < 0 || params[1] > 4 || (params[2] != 0 && params[2] != 1))
             return fail(g, IC_EINVALID, "scatter_reduce: bad reduction");
@@ -1063,6 +1063,18 @@ static ic_val ext_index_scan(ic_graph *g, ic_extern_kind kind, int nin, const ic
             if (!x->ndim || params[3] < 0 || params[3] > x->sizes[dim])
                 return fail(g, IC_EINVALID, "%s: selected index k out of range", nm);
             n.meta.sizes[dim] = params[3];
+        } else if (nparams == 4) { /* kthvalue / median / nanmedian: one index along dim */
+            int64_t len = x->ndim ? x->sizes[dim] : 1;
+            if (params[1] < 0 || params[1] > 2 || (params[3] != 0 && params[3] != 1))
+                return fail(g, IC_EINVALID, "%s: bad selection", nm);
+            if (len == 0 || (params[1] == 0 && (params[2] < 1 || params[2] > len)))
+                return fail(g, IC_EINVALID, "%s: selected number k out of range", nm);
+            if (x->ndim && params[3]) {
+                n.meta.sizes[dim] = 1;
+            } else if (x->ndim) {
+                for (int d = dim; d + 1 < x->ndim; d++) n.meta.sizes[d] = x->sizes[d + 1];
+                n.meta.ndim = x->ndim - 1;
+            }
         }
     }
     ic_contiguous_strides(&n.meta);
@@ -1480,8 +1492,8 @@ static int int_range(const ic_graph *g, ic_val v, double *lo, double *hi, int de
         }
         return fabs(*lo) < 2147483647.0 && fabs(*hi) < 2147483647.0;
     }
-    case IC_OP_EXTERN: /* sort indices: a permutation of the positions along the sorted dim */
-        if (n->ext_kind != IC_EXT_ARGSORT || n->nparams != 3 || n->in[0] < 0) return 0;
+    case IC_OP_EXTERN: /* sort (selection) indices: positions along the sorted dim */
+        if (n->ext_kind != IC_EXT_ARGSORT || (n->nparams != 3 && n->nparams != 4) || n->in[0] < 0) return 0;
         {
             const ic_meta *x = &g->nodes[n->in[0]].meta;
             int64_t len = x->ndim ? x->sizes[n->params[0]] : 1;

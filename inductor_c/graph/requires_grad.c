@@ -99,6 +99,7 @@ static bool op_saves_input(ic_op op) {
     case IC_OP_SIN: case IC_OP_COS: case IC_OP_TAN: case IC_OP_LOG: case IC_OP_LOG1P:
     case IC_OP_LOG2: case IC_OP_ATAN: case IC_OP_ERF: case IC_OP_GELU: case IC_OP_GELU_TANH:
     case IC_OP_SILU: case IC_OP_ABS: case IC_OP_MAXIMUM: case IC_OP_MINIMUM:
+    case IC_OP_ASIN: case IC_OP_ACOS: case IC_OP_ASINH: case IC_OP_ACOSH: case IC_OP_ATANH:
         return true;
     default:
         return false;

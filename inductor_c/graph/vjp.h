@@ -58,6 +58,11 @@
     X(EXP2, vjp_unary)                                                      \
     X(TAN, vjp_unary)                                                       \
     X(ATAN, vjp_unary)                                                      \
+    X(ASIN, vjp_unary)                                                      \
+    X(ACOS, vjp_unary)                                                      \
+    X(ASINH, vjp_unary)                                                     \
+    X(ACOSH, vjp_unary)                                                     \
+    X(ATANH, vjp_unary)                                                     \
     X(FLOOR, vjp_zero)                                                      \
     X(CEIL, vjp_zero)                                                       \
     X(ROUND, vjp_zero)                                                      \
@@ -92,7 +97,8 @@
     X(SCATTER, vjp_scatter)                                                 \
     X(CUMSUM, vjp_cumsum)                                                   \
     X(MATRIX_EXP, vjp_matrix_exp)                                           \
-    X(SOLVE, vjp_solve)
+    X(SOLVE, vjp_solve)                                                     \
+    X(CUSTOM, vjp_custom)
 
 /* graph/partition.c: given want[v] (the backward rules read forward value v), save[v] = 1
  * for forward values the backward reads from memory, 0 for values it recomputes (every

@@ -282,6 +282,36 @@ RULE(vjp_cumsum) {
     ic_val tot = ic_reduce(a->b, IC_OP_SUM, g, 1u << n->params[0], 1, -1);
     ag_acc(a, n->in[0], bin(a, IC_OP_ADD, bin(a, IC_OP_SUB, tot, cs), g));
 }
+/* a complex ATen call (dynamo_hook/ops_complex.c, torchc/_complex_ops.py): each operand's
+ * gradient is one more CUSTOM extern, keyed by ic_custom_vjp_key(key, k), that runs ATen's own
+ * derivative of the call (its operands and the output's gradient in, the operand's gradient
+ * out: torch's conjugate Wirtinger convention by construction). A custom op with only real
+ * values (torch.library ops), or one that writes an operand, has no rule. */
+RULE(vjp_custom) {
+    NODE;
+    int nin = 0;
+    while (nin < IC_NIN && n->in[nin] >= 0) nin++;
+    bool cx = ic_dtype_is_complex(n->meta.dtype);
+    for (int k = 0; k < nin; k++) cx |= ic_dtype_is_complex(FN(a, n->in[k])->meta.dtype);
+    if (!cx) return ag_fail(a, "no backward rule for custom op (its autograd formula is not captured)");
+    if (n->nparams < 4 || n->params[1] != 0) return ag_fail(a, "no backward rule for a complex op that writes an operand");
+    if (nin + 1 > IC_NIN) return ag_fail(a, "no backward rule for a complex op of %d operands", nin);
+    ic_val in[IC_NIN];
+    for (int k = 0; k < nin; k++) in[k] = X(k);
+    in[nin] = g;
+    for (int k = 0; k < nin; k++) {
+        if (!NEED(k)) continue;
+        const ic_meta *m = &FN(a, n->in[k])->meta;
+        int64_t p[IC_EXT_MAXP];
+        if (4 + m->ndim > IC_EXT_MAXP) return ag_fail(a, "no backward rule for a complex op on a %d-d operand", m->ndim);
+        p[0] = ic_custom_vjp_key(n->params[0], k);
+        p[1] = 0;
+        p[2] = m->dtype;
+        p[3] = m->ndim;
+        for (int i = 0; i < m->ndim; i++) p[4 + i] = m->sizes[i];
+        ag_acc(a, n->in[k], ext(a, IC_EXT_CUSTOM, nin + 1, in, 4 + m->ndim, p));
+    }
+}
 /* linear algebra (graph/linalg.c): exp's VJP is its own extern, L(Aᴴ, g) (csrc/matrix_exp.cpp);
  * X = A⁻¹B: gB = A⁻ᵀ g (a solve with the transposed view of A), gA = -gB Xᵀ */
 RULE(vjp_matrix_exp) {

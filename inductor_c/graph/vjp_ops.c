@@ -143,6 +143,16 @@ RULE(vjp_unary) {
     case IC_OP_EXP2: r = mul(a, g, mul(a, OUT, num(a, M_LN2))); break;
     case IC_OP_TAN: r = mul(a, g, bin(a, IC_OP_ADD, num(a, 1.0), mul(a, OUT, OUT))); break;
     case IC_OP_ATAN: r = bin(a, IC_OP_DIV, g, bin(a, IC_OP_ADD, mul(a, X(0), X(0)), num(a, 1.0))); break;
+    /* derivatives.yaml's forms: asin grad * (1 - x^2)^-1/2, acos its negation, asinh
+     * grad * (x^2 + 1)^-1/2, acosh grad * (x^2 - 1)^-1/2, atanh grad / (1 - x^2) */
+    case IC_OP_ASIN: case IC_OP_ACOS: {
+        ic_val rs = un(a, IC_OP_RSQRT, bin(a, IC_OP_SUB, num(a, 1.0), mul(a, X(0), X(0))));
+        r = mul(a, g, n->op == IC_OP_ASIN ? rs : un(a, IC_OP_NEG, rs));
+        break;
+    }
+    case IC_OP_ASINH: r = mul(a, g, un(a, IC_OP_RSQRT, bin(a, IC_OP_ADD, mul(a, X(0), X(0)), num(a, 1.0)))); break;
+    case IC_OP_ACOSH: r = mul(a, g, un(a, IC_OP_RSQRT, bin(a, IC_OP_SUB, mul(a, X(0), X(0)), num(a, 1.0)))); break;
+    case IC_OP_ATANH: r = bin(a, IC_OP_DIV, g, bin(a, IC_OP_SUB, num(a, 1.0), mul(a, X(0), X(0)))); break;
     default: return ag_fail(a, "no backward rule for %s", ic_op_name(n->op));
     }
     ag_acc(a, n->in[0], r);

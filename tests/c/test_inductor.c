@@ -327,6 +327,11 @@ static double un_ref(ic_op op, double x, ic_dtype t) {
     case IC_OP_EXP2: return exp2(x);
     case IC_OP_TAN: return tan(x);
     case IC_OP_ATAN: return atan(x);
+    case IC_OP_ASIN: return asin(x);
+    case IC_OP_ACOS: return acos(x);
+    case IC_OP_ASINH: return asinh(x);
+    case IC_OP_ACOSH: return acosh(x);
+    case IC_OP_ATANH: return atanh(x);
     case IC_OP_ISNAN: return isnan(x);
     case IC_OP_ISINF: return isinf(x) != 0;
     case IC_OP_ISFINITE: return isfinite(x) != 0;
@@ -1459,13 +1464,17 @@ static void test_more_ops(void) {
     cur_test = "more_ops";
     static const ic_op un[] = {IC_OP_FLOOR, IC_OP_CEIL, IC_OP_ROUND, IC_OP_TRUNC, IC_OP_SIGN, IC_OP_ERF,
                                IC_OP_LOG1P, IC_OP_EXPM1, IC_OP_LOG2, IC_OP_EXP2, IC_OP_TAN, IC_OP_ATAN,
-                               IC_OP_ISNAN, IC_OP_ISINF, IC_OP_ISFINITE};
+                               IC_OP_ISNAN, IC_OP_ISINF, IC_OP_ISFINITE, IC_OP_ASIN, IC_OP_ACOS,
+                               IC_OP_ASINH, IC_OP_ACOSH, IC_OP_ATANH};
     for (int rep = 0; rep < 2; rep++)
         for (size_t k = 0; k < sizeof un / sizeof un[0]; k++) {
             T *t = t_new();
             ic_op op = un[k];
             t->lo = op == IC_OP_LOG1P ? -0.9 : -4;
             t->hi = 4;
+            if (op == IC_OP_ASIN || op == IC_OP_ACOS || op == IC_OP_ATANH) t->lo = -1.2, t->hi = 1.2; /* NaN past +-1 */
+            if (op == IC_OP_ACOSH) t->lo = 0.8, t->hi = 30;
+            if (op == IC_OP_ASINH) t->lo = -30, t->hi = 30;
             if (op == IC_OP_ROUND) t->quantize = true; /* exact .5 ties */
             int64_t s[8];
             int nd = rshape(s, 3);

@@ -233,7 +233,8 @@ static void build_corpus(void) {
     }
     static const ic_op un2[] = {IC_OP_FLOOR, IC_OP_CEIL, IC_OP_ROUND, IC_OP_TRUNC, IC_OP_SIGN, IC_OP_ERF,
                                 IC_OP_LOG1P, IC_OP_EXPM1, IC_OP_LOG2, IC_OP_EXP2, IC_OP_TAN, IC_OP_ATAN,
-                                IC_OP_ISNAN, IC_OP_ISINF, IC_OP_ISFINITE};
+                                IC_OP_ISNAN, IC_OP_ISINF, IC_OP_ISFINITE, IC_OP_ASIN, IC_OP_ACOS,
+                                IC_OP_ASINH, IC_OP_ACOSH, IC_OP_ATANH};
     for (size_t i = 0; i < sizeof un2 / sizeof un2[0]; i++) {
         char nm[64];
         snprintf(nm, sizeof nm, "unary_%s", ic_op_name(un2[i]));

@@ -40,8 +40,9 @@ def matrix_exp(A):
     torchc._C.matrix_exp, which torchc traces as torch.linalg.matrix_exp (one graph op running
     the same code); other dtypes and layouts go to torch.linalg.matrix_exp. Inside a function
     torchc compiles, a real A is torch.linalg.matrix_exp, the graph op whose compiled backward
-    runs the same rule (the autograd Function would break the graph there)."""
-    if torch.compiler.is_compiling() and not A.dtype.is_complex:
+    runs the same rule (the autograd Function would break the graph there); a complex A is
+    the complex extern, whose compiled backward is ATen's (graph/vjp_extern.c vjp_custom)."""
+    if torch.compiler.is_compiling():
         return torch.linalg.matrix_exp(A)
     if torch.is_grad_enabled() and A.requires_grad:
         return _MatrixExp.apply(A)
