@@ -376,3 +376,27 @@ def test_tensor_instance_attribute_shadows_method(how):
     torch.testing.assert_close(f(y), fn(y))
     x.sum = lambda: 7.0
     torch.testing.assert_close(f(x), fn(x))
+
+
+# ---- torch.jit.script inlining: only a ScriptFunction's _torchdynamo_inline -------------------
+
+import functools  # noqa: E402
+
+
+class _NotScript(functools.partial):
+    # a callable of a C type with an attribute of that name: calling it is not calling the
+    # attribute
+    _torchdynamo_inline = staticmethod(lambda x: x * 100)
+
+
+_not_script = _NotScript(torch.add, 5)
+
+
+def _call_not_script(x):
+    return _not_script(x) + 1
+
+
+@pytest.mark.allow_fallback
+def test_torchdynamo_inline_of_a_non_script_callable():
+    x = torch.ones(3)
+    torch.testing.assert_close(torchc.compile(_call_not_script)(x), _call_not_script(x))
