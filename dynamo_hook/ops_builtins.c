@@ -477,6 +477,19 @@ int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kw
             snprintf(why, sizeof why, "%s", t->reason);
             return sym_fail(t, "%s(o, %R): %s", name, args[1].obj, why);
         }
+        if (rc < 0 && !PyErr_Occurred() && (!strcmp(name, "hasattr") || nargs == 3) &&
+            (args[0].kind == V_CONST || (args[0].kind == V_FUNC && args[0].op != SYM_MADE_FUNCTION)) &&
+            args[0].obj != NULL && (PyType_Check(args[0].obj) || _PyObject_GetDictPtr(args[0].obj) != NULL)) {
+            /* absent now from an object whose attributes can be set later (a function's
+             * __dict__, a class): guarded (HASATTR == 0) on its source, or on itself where it
+             * has none. Was unguarded: fn.flag = True between calls kept the stale branch */
+            int s = args[0].src >= 0 ? args[0].src : sym_source(t, DH_S_CONST, -1, 0, args[0].obj);
+            dh_guard *g = s < 0 ? NULL : sym_new_guard(t, DH_G_HASATTR, s);
+            if (g == NULL)
+                return -1;
+            g->obj = Py_NewRef(args[1].obj);
+            g->value = 0;
+        }
         if (!strcmp(name, "hasattr")) {
             if (rc < 0 && PyErr_Occurred())
                 return -1;

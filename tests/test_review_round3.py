@@ -400,3 +400,33 @@ def _call_not_script(x):
 def test_torchdynamo_inline_of_a_non_script_callable():
     x = torch.ones(3)
     torch.testing.assert_close(torchc.compile(_call_not_script)(x), _call_not_script(x))
+
+
+# ---- hasattr / getattr-with-default of a function: the absence is guarded ----------------
+
+def _helper_fn(x):
+    return x
+
+
+def _fn_flag(x):
+    if hasattr(_helper_fn, "flag"):
+        return x * 3
+    return x + getattr(_helper_fn, "scale", 1.0)
+
+
+def test_hasattr_of_function_attribute_added_and_removed():
+    # a failed read of a function's attribute was taken as absent with no guard
+    f = torchc.compile(_fn_flag)
+    x = torch.ones(2)
+    try:
+        torch.testing.assert_close(f(x), _fn_flag(x))
+        _helper_fn.scale = 5.0
+        torch.testing.assert_close(f(x), _fn_flag(x))
+        _helper_fn.flag = True
+        torch.testing.assert_close(f(x), _fn_flag(x))
+        del _helper_fn.flag, _helper_fn.scale
+        torch.testing.assert_close(f(x), _fn_flag(x))
+    finally:
+        for n in ("flag", "scale"):
+            if hasattr(_helper_fn, n):
+                delattr(_helper_fn, n)
