@@ -432,13 +432,16 @@ int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kw
             PyObject *a = _PyType_Lookup((PyTypeObject *)args[0].obj, args[1].obj);
             if (a == NULL)
                 a = _PyType_Lookup(&PyType_Type, args[1].obj);
-            if (args[0].src >= 0) { /* a class is mutable: the answer holds while it stays */
-                dh_guard *g = sym_new_guard(t, DH_G_HASATTR, args[0].src);
-                if (g == NULL)
-                    return -1;
-                g->obj = Py_NewRef(args[1].obj);
-                g->value = a != NULL;
-            }
+            /* a class is mutable: the answer holds while it stays (guarded). One reached with no
+             * source (type(x), a class the trace made a constant) is guarded as itself */
+            int cs = args[0].src >= 0 ? args[0].src : sym_source(t, DH_S_CONST, -1, 0, args[0].obj);
+            if (cs < 0)
+                return -1;
+            dh_guard *g = sym_new_guard(t, DH_G_HASATTR, cs);
+            if (g == NULL)
+                return -1;
+            g->obj = Py_NewRef(args[1].obj);
+            g->value = a != NULL;
             return sym_const(t, PyBool_FromLong(a != NULL), out);
         }
         sym_fx_mark mark = {0};
@@ -473,6 +476,19 @@ int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kw
             char why[sizeof t->reason];
             snprintf(why, sizeof why, "%s", t->reason);
             return sym_fail(t, "%s(o, %R): %s", name, args[1].obj, why);
+        }
+        if (rc < 0 && !PyErr_Occurred() && (!strcmp(name, "hasattr") || nargs == 3) &&
+            (args[0].kind == V_CONST || (args[0].kind == V_FUNC && args[0].op != SYM_MADE_FUNCTION)) &&
+            args[0].obj != NULL && (PyType_Check(args[0].obj) || _PyObject_GetDictPtr(args[0].obj) != NULL)) {
+            /* absent now from an object whose attributes can be set later (a function's
+             * __dict__, a class): guarded (HASATTR == 0) on its source, or on itself where it
+             * has none. Was unguarded: fn.flag = True between calls kept the stale branch */
+            int s = args[0].src >= 0 ? args[0].src : sym_source(t, DH_S_CONST, -1, 0, args[0].obj);
+            dh_guard *g = s < 0 ? NULL : sym_new_guard(t, DH_G_HASATTR, s);
+            if (g == NULL)
+                return -1;
+            g->obj = Py_NewRef(args[1].obj);
+            g->value = 0;
         }
         if (!strcmp(name, "hasattr")) {
             if (rc < 0 && PyErr_Occurred())

@@ -162,10 +162,13 @@ static int method_call(trace *t, const var *x, const char *name, var *args, int 
 
 static int int_tuple_arg(trace *t, const int64_t *v, int n, int extra, var *out) {
     PyObject *tup = PyTuple_New(n + (extra > 0));
-    for (int i = 0; tup && i < n; i++)
-        PyTuple_SET_ITEM(tup, i, PyLong_FromLongLong(v[i]));
-    if (tup && extra > 0)
-        PyTuple_SET_ITEM(tup, n, PyLong_FromLong(extra));
+    for (int i = 0; tup && i < n + (extra > 0); i++) {
+        PyObject *k = i < n ? PyLong_FromLongLong(v[i]) : PyLong_FromLong(extra);
+        if (k == NULL) /* no memory: the error stands */
+            Py_CLEAR(tup);
+        else
+            PyTuple_SET_ITEM(tup, i, k);
+    }
     return tup ? sym_const(t, tup, out) : -1;
 }
 

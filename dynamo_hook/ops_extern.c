@@ -31,7 +31,7 @@ int sym_h_matmul(trace *t, const opdef *d, var **p, var *out) {
 int sym_h_addmm(trace *t, const opdef *d, var **p, var *out) {
     double beta, alpha;
     if (sym_need_tensor(t, d, p[0]) < 0 || sym_need_tensor(t, d, p[1]) < 0 || sym_need_tensor(t, d, p[2]) < 0 ||
-        sym_opt_num(t, p[3], 1.0, &beta, "beta") < 0 || sym_opt_num(t, p[4], 1.0, &alpha, "alpha") < 0)
+        sym_opt_scalar(t, p[3], 1.0, &beta, "beta") < 0 || sym_opt_scalar(t, p[4], 1.0, &alpha, "alpha") < 0)
         return -1;
     ic_val v[3] = {p[0]->val, p[1]->val, p[2]->val};
     return sym_tensor_out(t, ic_extern(t->g, (ic_extern_kind)d->op, 3, v, 0, NULL, beta, alpha), out);

@@ -32,11 +32,16 @@ int sym_h_index_select(trace *t, const opdef *d, var **p, var *out) {
         if (chk == 1)
             flat = sym_trap_negatives(t, flat, wm->ndim ? wm->sizes[0] : 0);
         ic_val rows = ic_index_select(t->g, p[1]->val, 0, flat);
-        if (!sym_is_none(p[2]) && sym_value_requires_grad(t, p[1]->val)) {
-            /* training: rows of padding_idx get no gradient (eager's embedding_backward) */
-            long long pad;
+        long long pad = 0;
+        if (!sym_is_none(p[2])) { /* F.embedding asserts -rows <= padding_idx < rows */
             if (sym_get_int(t, p[2], &pad, "padding_idx") < 0)
                 return -1;
+            int64_t nrows = wm->ndim ? wm->sizes[0] : 0;
+            if ((pad > 0 && pad >= nrows) || (pad < 0 && pad < -nrows))
+                return sym_fail(t, "embedding: padding_idx out of range (eager will raise)");
+        }
+        if (!sym_is_none(p[2]) && sym_value_requires_grad(t, p[1]->val)) {
+            /* training: rows of padding_idx get no gradient (eager's embedding_backward) */
             if (pad < 0)
                 pad += wm->sizes[0];
             int64_t L1[2] = {n, 1};
@@ -618,7 +623,10 @@ int sym_tensor_index(trace *t, const var *x_in, const var *k, var *out) {
         }
         int64_t size = m->sizes[d];
         if (PyLong_Check(p->obj)) {
-            long long i0 = PyLong_AsLongLong(p->obj);
+            int ovf = 0;
+            long long i0 = PyLong_AsLongLongAndOverflow(p->obj, &ovf);
+            if (ovf)
+                return sym_fail(t, "index out of range (eager will raise)");
             if (i0 < 0)
                 i0 += size;
             if (i0 < 0 || i0 >= size)

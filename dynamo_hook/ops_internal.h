@@ -121,6 +121,9 @@ int sym_h_multinomial(trace *t, const opdef *d, var **p, var *out);
 int sym_h_normal(trace *t, const opdef *d, var **p, var *out);
 int sym_h_random_(trace *t, const opdef *d, var **p, var *out);
 int sym_opt_num(trace *t, var *v, double dflt, double *out, const char *what);
+/* sym_opt_num for an argument torch takes as a Scalar: an int outside int64 fails the trace
+ * (eager raises converting it) */
+int sym_opt_scalar(trace *t, var *v, double dflt, double *out, const char *what);
 int sym_need_tensor(trace *t, const opdef *d, var *v);
 int sym_h_select(trace *t, const opdef *d, var **p, var *out);
 /* handlers */

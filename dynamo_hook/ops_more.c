@@ -313,7 +313,7 @@ int sym_h_histc(trace *t, const opdef *d, var **p, var *out) {
     double lo = 0, hi = 0;
     if (!sym_is_none(p[1]) && sym_get_int(t, p[1], &bins, "bins") < 0)
         return -1;
-    if (sym_opt_num(t, p[2], 0, &lo, "min") < 0 || sym_opt_num(t, p[3], 0, &hi, "max") < 0)
+    if (sym_opt_scalar(t, p[2], 0, &lo, "min") < 0 || sym_opt_scalar(t, p[3], 0, &hi, "max") < 0)
         return -1;
     if (p[4] != NULL && !sym_is_none(p[4]))
         return sym_fail(t, "histc with out= left to eager");

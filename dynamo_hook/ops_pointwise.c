@@ -573,7 +573,9 @@ int sym_h_linspace(trace *t, const opdef *d, var **p, var *out) {
     }
     if (p[2] == NULL || p[2]->kind != V_CONST || !PyLong_Check(p[2]->obj) || PyBool_Check(p[2]->obj))
         return sym_fail(t, "linspace: steps must be a constant int");
-    long long steps = PyLong_AsLongLong(p[2]->obj);
+    long long steps;
+    if (sym_get_int(t, p[2], &steps, "linspace: steps") < 0)
+        return -1;
     if (steps < 0 || steps > (1LL << 40))
         return sym_fail(t, "linspace: steps out of range (eager will raise)");
     double start = p[0]->kind == V_TENSOR ? 0 : PyFloat_AsDouble(p[0]->obj);
@@ -955,7 +957,21 @@ int sym_opt_num(trace *t, var *v, double dflt, double *out, const char *what) {
     if (!sym_is_number(v))
         return sym_fail(t, "%s must be a number", what);
     *out = PyFloat_AsDouble(v->obj);
+    if (*out == -1.0 && PyErr_Occurred()) { /* an int too large for a double */
+        (void)tc_clear_expected(PyExc_OverflowError);
+        return sym_fail(t, "%s: a number out of range (eager will raise)", what);
+    }
     return 0;
+}
+
+int sym_opt_scalar(trace *t, var *v, double dflt, double *out, const char *what) {
+    if (!sym_is_none(v) && v->kind == V_CONST && PyLong_Check(v->obj)) {
+        int ovf = 0;
+        (void)PyLong_AsLongLongAndOverflow(v->obj, &ovf);
+        if (ovf)
+            return sym_fail(t, "%s: an int out of range (eager will raise)", what);
+    }
+    return sym_opt_num(t, v, dflt, out, what);
 }
 
 int sym_need_tensor(trace *t, const opdef *d, var *v) {
@@ -979,7 +995,7 @@ int sym_h_act(trace *t, const opdef *d, var **p, var *out) {
         x = ic_cast(G, x, IC_F32);
     switch (d->op) {
     case 0: /* softplus(input, beta=1, threshold=20) */
-        if (sym_opt_num(t, p[1], 1.0, &a, "beta") < 0 || sym_opt_num(t, p[2], 20.0, &b, "threshold") < 0)
+        if (sym_opt_scalar(t, p[1], 1.0, &a, "beta") < 0 || sym_opt_scalar(t, p[2], 20.0, &b, "threshold") < 0)
             return -1;
         {
             ic_val xb = ic_binary(G, IC_OP_MUL, x, sym_num(t, a));
@@ -988,13 +1004,13 @@ int sym_h_act(trace *t, const opdef *d, var **p, var *out) {
         }
         break;
     case 1: /* elu(input, alpha=1, inplace) */
-        if (sym_opt_num(t, p[1], 1.0, &a, "alpha") < 0 || sym_get_bool(t, p[2], 0, &inplace, "inplace") < 0)
+        if (sym_opt_scalar(t, p[1], 1.0, &a, "alpha") < 0 || sym_get_bool(t, p[2], 0, &inplace, "inplace") < 0)
             return -1;
         r = ic_where(G, ic_binary(G, IC_OP_GT, x, sym_num(t, 0)), x,
                      ic_binary(G, IC_OP_MUL, ic_unary(G, IC_OP_EXPM1, x), sym_num(t, a)));
         break;
     case 2: /* leaky_relu(input, negative_slope=0.01, inplace) */
-        if (sym_opt_num(t, p[1], 0.01, &a, "negative_slope") < 0 || sym_get_bool(t, p[2], 0, &inplace, "inplace") < 0)
+        if (sym_opt_scalar(t, p[1], 0.01, &a, "negative_slope") < 0 || sym_get_bool(t, p[2], 0, &inplace, "inplace") < 0)
             return -1;
         r = ic_where(G, ic_binary(G, IC_OP_GT, x, sym_num(t, 0)), x, ic_binary(G, IC_OP_MUL, x, sym_num(t, a)));
         break;
@@ -1023,7 +1039,7 @@ int sym_h_act(trace *t, const opdef *d, var **p, var *out) {
         r = ic_binary(G, IC_OP_MINIMUM, ic_binary(G, IC_OP_MAXIMUM, x, sym_num(t, 0)), sym_num(t, 6));
         break;
     case 6: /* hardtanh(input, min_val=-1, max_val=1, inplace) */
-        if (sym_opt_num(t, p[1], -1.0, &a, "min_val") < 0 || sym_opt_num(t, p[2], 1.0, &b, "max_val") < 0 ||
+        if (sym_opt_scalar(t, p[1], -1.0, &a, "min_val") < 0 || sym_opt_scalar(t, p[2], 1.0, &b, "max_val") < 0 ||
             sym_get_bool(t, p[3], 0, &inplace, "inplace") < 0)
             return -1;
         r = ic_binary(G, IC_OP_MINIMUM, ic_binary(G, IC_OP_MAXIMUM, x, sym_num(t, a)), sym_num(t, b));
@@ -1132,7 +1148,7 @@ int sym_h_addc(trace *t, const opdef *d, var **p, var *out) {
         return sym_tensor_out(t, half ? ic_cast(G, r, da) : r, out);
     }
     double val = 1.0;
-    if (sym_opt_num(t, p[3], 1.0, &val, "value") < 0)
+    if (sym_opt_scalar(t, p[3], 1.0, &val, "value") < 0)
         return -1;
     ic_val bc = ic_binary(G, d->op ? IC_OP_DIV : IC_OP_MUL, b, c);
     if (val != 1.0)

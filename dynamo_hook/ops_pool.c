@@ -123,7 +123,10 @@ int sym_h_adaptive_pool(trace *t, const opdef *d, var **p, var *out) {
     if (p[1]->kind == V_CONST && PyTuple_Check(p[1]->obj) && PyTuple_GET_SIZE(p[1]->obj) == nd) {
         for (int i = 0; i < nd; i++) {
             PyObject *it = PyTuple_GET_ITEM(p[1]->obj, i);
-            os[i] = it == Py_None ? m.sizes[m.ndim - nd + i] : PyLong_Check(it) ? PyLong_AsLongLong(it) : -1;
+            int ovf = 0;
+            os[i] = it == Py_None ? m.sizes[m.ndim - nd + i] : PyLong_Check(it) ? PyLong_AsLongLongAndOverflow(it, &ovf) : -1;
+            if (ovf)
+                return sym_fail(t, "adaptive pool: output_size out of range (eager will raise)");
         }
     } else if (sym_conv_ints(t, p[1], 1, nd, os, "output_size") < 0) {
         return -1;

@@ -115,7 +115,10 @@ int sym_binary(trace *t, int nb, const var *a_in, const var *b_in, var *out) {
                       (b->kind == V_SEQ && a->kind == V_CONST && PyLong_CheckExact(a->obj)))) {
         /* [x] * n: a new sequence, the items repeated */
         const var *sq = a->kind == V_SEQ ? a : b;
-        long k = PyLong_AsLong((a->kind == V_SEQ ? b : a)->obj);
+        int ovf = 0;
+        long k = PyLong_AsLongAndOverflow((a->kind == V_SEQ ? b : a)->obj, &ovf);
+        if (ovf) /* eager: OverflowError, cannot fit 'int' into an index-sized integer */
+            return sym_fail(t, "sequence repetition by an int out of range (eager will raise)");
         if (k < 0)
             k = 0;
         if (k > 4096 || (long)sq->n * k > 65536)

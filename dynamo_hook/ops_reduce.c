@@ -179,11 +179,8 @@ int sym_h_layer_norm(trace *t, const opdef *d, var **p, var *out) {
     int rms = d->op == 1;
     var *eps_v = rms ? p[3] : p[4];
     double eps = rms ? (acc == IC_F32 ? 1.1920928955078125e-07 : 2.220446049250313e-16) : 1e-5;
-    if (!sym_is_none(eps_v)) {
-        if (!sym_is_number(eps_v))
-            return sym_fail(t, "eps must be a number");
-        eps = PyFloat_AsDouble(eps_v->obj);
-    }
+    if (sym_opt_num(t, eps_v, eps, &eps, "eps") < 0)
+        return -1;
     ic_val x = io == acc ? p[0]->val : ic_cast(t->g, p[0]->val, acc), y;
     ic_val e = ic_scalar(t->g, eps, IC_F64);
     if (rms) {
@@ -269,7 +266,7 @@ int sym_h_var(trace *t, const opdef *d, var **p, var *out) {
             return -1;
         corr = ub ? 1.0 : 0.0;
     }
-    if (!sym_is_none(p[4]) && sym_opt_num(t, p[4], 1.0, &corr, "correction") < 0)
+    if (!sym_is_none(p[4]) && sym_opt_scalar(t, p[4], 1.0, &corr, "correction") < 0)
         return -1;
     int64_t n = 1;
     for (int i = 0; i < nd; i++)
@@ -362,7 +359,7 @@ int sym_h_norm(trace *t, const opdef *d, var **p, var *out) {
         if (p[1]->kind == V_CONST && PyUnicode_Check(p[1]->obj)) {
             if (d->op == 1 || PyUnicode_CompareWithASCIIString(p[1]->obj, "fro"))
                 return sym_fail(t, "norm p=%R not supported", p[1]->obj);
-        } else if (sym_opt_num(t, p[1], 2.0, &ord, "p") < 0) {
+        } else if (sym_opt_scalar(t, p[1], 2.0, &ord, "p") < 0) {
             return -1;
         }
     }

@@ -834,7 +834,10 @@ int sym_h_split(trace *t, const opdef *d, var **p, var *out) {
     if (p[1] == NULL)
         return sym_fail(t, "%s needs sizes", d->name);
     if (p[1]->kind == V_CONST && PyLong_Check(p[1]->obj)) {
-        long long k = PyLong_AsLongLong(p[1]->obj);
+        int ovf = 0;
+        long long k = PyLong_AsLongLongAndOverflow(p[1]->obj, &ovf);
+        if (ovf)
+            return sym_fail(t, "%s with a size out of range (eager will raise)", d->name);
         if (k <= 0)
             return sym_fail(t, "%s with a non-positive size (eager will raise)", d->name);
         long long each = d->op == 1 ? (L + k - 1) / k : k; /* chunk: ceil(L / chunks) */

@@ -271,6 +271,30 @@ static int guard_unshadowed(trace *t, const var *o, PyObject *name) {
     return sym_guard_key(t, o->src, *dp, name) < 0 ? -1 : 0;
 }
 
+/* x.name of an input tensor where name is no data descriptor of its class (a method such as
+ * sum, a class attribute, or nothing): an instance attribute of the name is eager's answer
+ * (x.sum = ..., a method monkeypatched on the tensor). Absent: guarded, the trace's reading
+ * holds; present: the trace fails with its reason. A tensor made in the graph has none. */
+static int tensor_unshadowed(trace *t, const var *x_in, PyObject *name) {
+    var x = *x_in;
+    sym_resolve(t, &x);
+    int src = x.src;
+    if (x.kind != V_TENSOR || src < 0 || src >= t->capsrc || !t->srcdone[src] || t->srcvar[src].oid != x.oid ||
+        !PyUnicode_Check(name))
+        return 0;
+    PyObject *obj = t->srcobj[src];
+    if (obj == NULL || Py_TYPE(obj)->tp_getattro != PyObject_GenericGetAttr)
+        return 0;
+    PyObject *ca = _PyType_Lookup(Py_TYPE(obj), name);
+    if (ca != NULL && Py_TYPE(ca)->tp_descr_set != NULL)
+        return 0; /* a data descriptor (shape, grad, a property) wins over the instance dict */
+    PyObject **dp = _PyObject_GetDictPtr(obj);
+    int has = sym_guard_key(t, src, dp != NULL ? *dp : NULL, name);
+    if (has < 0)
+        return -1;
+    return has ? sym_fail(t, "Tensor attribute %U: an instance attribute of the tensor shadows its class's", name) : 0;
+}
+
 int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
     if (o->kind == V_SEQ || o->kind == V_DICT || o->kind == V_CONST || o->kind == V_OBJ) { /* obj_data.c */
         int rc = sym_data_attr(t, o, name, out);
@@ -299,6 +323,8 @@ int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
     }
     switch (o->kind) {
     case V_TENSOR:
+        if (tensor_unshadowed(t, o, name) < 0)
+            return -1;
         return sym_tensor_attr(t, o, name, out);
     case V_OBJ: {
         if (o->obj == sym_os_environ()) {

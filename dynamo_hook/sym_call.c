@@ -271,14 +271,25 @@ static PyObject *str_forward, *str_hooks[4];
 /* torch.jit.script keeps the Python function it compiled as `_torchdynamo_inline` on the
  * ScriptFunction (what torch.compile traces in its place): the call inlines that function,
  * read through a guarded attribute source. 1 where the object has none (a ScriptFunction
- * loaded from a file, any other callable). */
+ * loaded from a file) or is no ScriptFunction: any other callable's attribute of that name
+ * (a user's, one a __getattr__ delegates) says nothing of what calling it does, and reading
+ * it would run that __getattr__ at trace time. */
 static int inline_script_source(trace *t, const var *obj, var *args, int nargs, PyObject *kwnames,
                                 var *out) {
-    static PyObject *name;
+    static PyObject *name, *script_fn_type;
     if (obj->src < 0)
         return 1;
     if (name == NULL && (name = PyUnicode_InternFromString("_torchdynamo_inline")) == NULL)
         return -1;
+    if (script_fn_type == NULL) { /* kept */
+        PyObject *c = PyImport_ImportModule("torch._C");
+        script_fn_type = c ? PyObject_GetAttrString(c, "ScriptFunction") : NULL;
+        Py_XDECREF(c);
+        if (script_fn_type == NULL)
+            return tc_clear_expected(PyExc_Exception) < 0 ? -1 : 1;
+    }
+    if (!PyType_Check(script_fn_type) || !PyObject_TypeCheck(obj->obj, (PyTypeObject *)script_fn_type))
+        return 1;
     PyObject *fn = PyObject_GetAttr(obj->obj, name);
     if (fn == NULL)
         return tc_clear_expected(PyExc_AttributeError) < 0 ? -1 : 1;

@@ -277,3 +277,156 @@ def test_hasattr_class_attribute_added_and_removed():
     finally:
         if hasattr(_Flagged, "flag"):
             del _Flagged.flag
+
+
+# ---- more int arguments out of range (round 2: the remaining PyLong_As* reads) -------------
+
+def _rep_len(s, k):
+    return len(s * k)
+
+
+def _rep_len_left(s, k):
+    return len(k * s)
+
+
+_SCALAR_OOR = {
+    # a Python int where torch takes a Scalar/int64: eager raises converting it; the trace read
+    # PyLong_AsLongLong's -1 (a pending error: an internal fault) or wrapped it to a double
+    "split": lambda x: [t + 1 for t in x.split(_HUGE)],
+    "chunk": lambda x: [t + 1 for t in x.chunk(_HUGE)],
+    "linspace": lambda x: torch.linspace(0, 1, _HUGE) + x.sum(),
+    "list_repeat": lambda x: _rep_len([x], _HUGE) + x,
+    "tuple_repeat_left": lambda x: _rep_len_left((x,), _HUGE) + x,
+    "std_correction": lambda x: x.std(0, correction=_HUGE) + 1,
+    "norm_p": lambda x: x.norm(p=_HUGE) + 1,
+    "elu_alpha": lambda x: F.elu(x, alpha=_HUGE) + 1,
+    "softplus_beta": lambda x: F.softplus(x, beta=_HUGE) + 1,
+    "hardtanh": lambda x: F.hardtanh(x, -_HUGE, _HUGE) + 1,
+    "leaky_relu": lambda x: F.leaky_relu(x, _HUGE) + 1,
+    "addcmul_value": lambda x: torch.addcmul(x, x, x, value=_HUGE) + 1,
+    "addmm_beta": lambda x: torch.addmm(x, x, torch.ones(4, 4), beta=_HUGE) + 1,
+    "histc_max": lambda x: torch.histc(x, 10, min=0, max=_HUGE) + 1,
+    "layer_norm_eps": lambda x: F.layer_norm(x, (4,), eps=10**400) + 1,
+    "rot90": lambda x: x.rot90(_HUGE) + 1,
+    "tril_indices": lambda x: x + torch.tril_indices(3, 3, _HUGE).sum(),
+    "embedding_padding_idx": lambda x: F.embedding(torch.tensor([0]), x, padding_idx=_HUGE) + 1,
+    "embedding_padding_idx_small": lambda x: F.embedding(torch.tensor([0]), x, padding_idx=3) + 1,
+}
+
+
+@pytest.mark.allow_fallback
+@pytest.mark.parametrize("op", sorted(_SCALAR_OOR))
+def test_int_argument_out_of_range_more(op):
+    fn = _SCALAR_OOR[op]
+    _same_exception(torchc.compile(fn), fn, torch.randn(3, 4))
+
+
+def test_in_range_arguments_still_compile():
+    # the checks above leave ordinary values traced
+    def fn(x):
+        a, b = x.split(2)
+        return (F.elu(a, alpha=2) + F.embedding(torch.tensor([0, 2]), x, padding_idx=-1).sum() +
+                x.std(0, correction=0).sum() + b.sum() + len([1] * 3) + x.rot90(5).sum())
+
+    x = torch.randn(3, 4)
+    torch.testing.assert_close(torchc.compile(fn)(x), fn(x))
+
+
+# ---- hasattr of a class reached without a source (type(x)) --------------------------------
+
+class _TypeFlagged:
+    pass
+
+
+def _type_flag(x, o):
+    if hasattr(type(o), "flag"):
+        return x * 3
+    return x + 1
+
+
+def test_hasattr_of_type_of_object_added_and_removed():
+    # type(o) is a constant with no source: its hasattr answer was taken unguarded
+    f = torchc.compile(_type_flag)
+    x, o = torch.ones(2), _TypeFlagged()
+    try:
+        torch.testing.assert_close(f(x, o), _type_flag(x, o))
+        _TypeFlagged.flag = True
+        torch.testing.assert_close(f(x, o), _type_flag(x, o))
+        del _TypeFlagged.flag
+        torch.testing.assert_close(f(x, o), _type_flag(x, o))
+    finally:
+        if hasattr(_TypeFlagged, "flag"):
+            del _TypeFlagged.flag
+
+
+# ---- a tensor's instance attribute shadowing a method ------------------------------------
+
+@pytest.mark.allow_fallback
+@pytest.mark.parametrize("how", ["getattr", "attribute"])
+def test_tensor_instance_attribute_shadows_method(how):
+    def fn(x):
+        s = getattr(x, "sum") if how == "getattr" else x.sum
+        return x + s()
+
+    f = torchc.compile(fn)
+    x = torch.ones(3)
+    torch.testing.assert_close(f(x), fn(x))  # no instance attribute: the method
+    y = torch.ones(3)
+    y.sum = lambda: 100.0  # eager: the instance attribute
+    torch.testing.assert_close(f(y), fn(y))
+    x.sum = lambda: 7.0
+    torch.testing.assert_close(f(x), fn(x))
+
+
+# ---- torch.jit.script inlining: only a ScriptFunction's _torchdynamo_inline -------------------
+
+import functools  # noqa: E402
+
+
+class _NotScript(functools.partial):
+    # a callable of a C type with an attribute of that name: calling it is not calling the
+    # attribute
+    _torchdynamo_inline = staticmethod(lambda x: x * 100)
+
+
+_not_script = _NotScript(torch.add, 5)
+
+
+def _call_not_script(x):
+    return _not_script(x) + 1
+
+
+@pytest.mark.allow_fallback
+def test_torchdynamo_inline_of_a_non_script_callable():
+    x = torch.ones(3)
+    torch.testing.assert_close(torchc.compile(_call_not_script)(x), _call_not_script(x))
+
+
+# ---- hasattr / getattr-with-default of a function: the absence is guarded ----------------
+
+def _helper_fn(x):
+    return x
+
+
+def _fn_flag(x):
+    if hasattr(_helper_fn, "flag"):
+        return x * 3
+    return x + getattr(_helper_fn, "scale", 1.0)
+
+
+def test_hasattr_of_function_attribute_added_and_removed():
+    # a failed read of a function's attribute was taken as absent with no guard
+    f = torchc.compile(_fn_flag)
+    x = torch.ones(2)
+    try:
+        torch.testing.assert_close(f(x), _fn_flag(x))
+        _helper_fn.scale = 5.0
+        torch.testing.assert_close(f(x), _fn_flag(x))
+        _helper_fn.flag = True
+        torch.testing.assert_close(f(x), _fn_flag(x))
+        del _helper_fn.flag, _helper_fn.scale
+        torch.testing.assert_close(f(x), _fn_flag(x))
+    finally:
+        for n in ("flag", "scale"):
+            if hasattr(_helper_fn, n):
+                delattr(_helper_fn, n)

@@ -525,6 +525,7 @@ _dist = _VF.dist
 _frac = _VF.frac
 _heaviside = _VF.heaviside
 _rot90 = _VF.rot90
+_I64 = 1 << 63  # an int argument outside int64: eager's own op raises converting it
 _aminmax = _VF.aminmax
 _fill_diagonal_ = _T.fill_diagonal_
 _tril_indices = _VF.tril_indices
@@ -584,8 +585,8 @@ def heaviside(input, values, *, out=None):
 
 
 def rot90(input, k=1, dims=(0, 1)):
-    ok = isinstance(input, _Tensor) and isinstance(k, int) and isinstance(dims, (list, tuple)) and \
-        len(dims) == 2 and input.dim() >= 2
+    ok = isinstance(input, _Tensor) and isinstance(k, int) and -_I64 <= k < _I64 and \
+        isinstance(dims, (list, tuple)) and len(dims) == 2 and input.dim() >= 2
     if ok:
         n = input.dim()
         d0 = dims[0]
@@ -632,7 +633,7 @@ def fill_diagonal_(self, fill_value, wrap=False):
 
 def _tri_indices(row, col, offset, lower, dtype, orig, device):
     ok = isinstance(row, int) and isinstance(col, int) and isinstance(offset, int) and row >= 0 and col >= 0 and \
-        row * col <= 4096 and dtype in (torch.int64, torch.int32)
+        -_I64 <= offset < _I64 and row * col <= 4096 and dtype in (torch.int64, torch.int32)
     if not ok:
         return orig(row, col, offset, dtype=dtype, device=device)
     rs = []
