@@ -181,14 +181,18 @@ static int gen_in_user_handler(sym_gen *g) {
         return -1;
     const unsigned char *code = (const unsigned char *)PyBytes_AS_STRING(bytes);
     Py_ssize_t n = PyBytes_GET_SIZE(bytes);
-    int pc = g->f->pc, r = 0;
+    int pc = g->f->pc, r = 1; /* past 64 handlers: in one, the safe answer */
     for (int hops = 0; hops < 64; hops++) {
         int depth, lasti;
         int h = sym_exc_handler(g->f->code, pc, &depth, &lasti);
-        if (h < 0 || 2 * h + 1 >= n)
+        if (h < 0 || 2 * h + 1 >= n) {
+            r = 0;
             break;
-        if (code[2 * h] == intrinsic_opcode() && code[2 * h + 1] == 3) /* INTRINSIC_STOPITERATION_ERROR */
+        }
+        if (code[2 * h] == intrinsic_opcode() && code[2 * h + 1] == 3) { /* INTRINSIC_STOPITERATION_ERROR */
+            r = 0;
             break;
+        }
         if (cleanup_throw_opcode() >= 0 && code[2 * h] == cleanup_throw_opcode() && h != pc) {
             pc = h;
             continue;
