@@ -309,9 +309,14 @@ static LLVMValueRef math1(cg *g, ic_op op, ic_dtype t, LLVMValueRef a) {
     }
     case IC_OP_ATANH: {
         if (!own) return cg_libm1(g, f32 ? "atanhf" : "atanh", a);
-        /* 0.5 log1p(2x / (1 - x)): +-inf at +-1, NaN past */
-        LLVMValueRef q = LLVMBuildFDiv(B, LLVMBuildFMul(B, fconst(g, a, 2.0), a, ""), LLVMBuildFSub(B, fconst(g, a, 1.0), a, ""), "");
-        return LLVMBuildFMul(B, fconst(g, a, 0.5), math1(g, IC_OP_LOG1P, t, q), "");
+        /* sign(x) 0.5 log1p(2s / (1 - s)), s = |x|: +-inf at +-1, NaN past. On |x| (1 - s
+         * exact for s >= 0.5, q >= 0): for x near -1, 1 + 2x/(1-x) would cancel to a few bits */
+        LLVMValueRef s = cg_intrin1(g, "llvm.fabs", a);
+        LLVMValueRef q = LLVMBuildFDiv(B, LLVMBuildFMul(B, fconst(g, a, 2.0), s, ""), LLVMBuildFSub(B, fconst(g, a, 1.0), s, ""), "");
+        LLVMValueRef r = LLVMBuildFMul(B, fconst(g, a, 0.5), math1(g, IC_OP_LOG1P, t, q), "");
+        LLVMValueRef args[2] = {r, a};
+        LLVMTypeRef ty = LLVMTypeOf(a);
+        return cg_intrin(g, "llvm.copysign", &ty, 1, args, 2); /* NaN stays NaN */
     }
     case IC_OP_ERF: {
         if (!f32) return cg_libm1(g, "erf", a);
