@@ -871,6 +871,20 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
     if (fn->kind == V_FUNC && fn->op >= 0 && t->tfm_active > 0) /* through the TorchFunctionMode (sym_tfm.c) */
         return fn->obj ? sym_tfm_dispatch(t, fn->obj, NULL, args, npos, kwnames, out)
                        : sym_fail(t, "a torch call inside a TorchFunctionMode block without its function");
+    if (t->devctx != NULL) { /* a factory under torch.device(d) around the call (sym_tfm.c) */
+        PyObject *own = NULL; /* torchc's own fast path of an op: the torch function it stands for */
+        if (fn->kind == V_FUNC && fn->op >= 0 && (OPS[fn->op].where & W_TORCH) && fn->obj && dh_alias_of(fn->obj)) {
+            PyObject *torch = PyImport_ImportModule("torch");
+            own = torch ? PyObject_GetAttrString(torch, OPS[fn->op].name) : NULL;
+            Py_XDECREF(torch);
+            if (own == NULL && tc_clear_expected(PyExc_Exception) < 0)
+                return -1;
+        }
+        int rc = sym_tfm_device_ctx(t, fn, own, args, nargs, kwnames, out);
+        Py_XDECREF(own);
+        if (rc != 1)
+            return rc;
+    }
     if (fn->kind == V_FUNC && fn->obj != NULL && fn->op >= -1) {
         /* complex operands or results: one ATen extern (ops_complex.c); a torch builtin
          * without a lowering is planned to see whether its result is complex */
