@@ -862,6 +862,11 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
         /* torch._dynamo.graph_break(): a break here, as under torch.compile (in eager it
          * does nothing, which the call run at the break does too) */
         return sym_fail(t, "torch._dynamo.graph_break() called");
+    if (fn->kind == V_FUNC && fn->op == SYM_USER_FUNCTION && nargs == 0 && t->ntfm == 0) {
+        int rc = sym_tfm_default_device(t, fn->obj, out); /* sym_tfm.c: torch.get_default_device() */
+        if (rc != 1)
+            return rc;
+    }
     if (fn->kind == V_FUNC && fn->op == SYM_USER_FUNCTION) {
         int rc = sym_obj_polyfill(t, fn, args, nargs, kwnames, out); /* functools.wraps & co */
         if (rc == 1)

@@ -488,6 +488,7 @@ int sym_tfm_tensor_callable(trace *t, const var *fn, var *args, int nargs, PyObj
 PyObject *sym_tfm_property(PyObject *name);  /* new reference or NULL */
 PyObject *sym_tfm_method(PyObject *name);    /* borrowed or NULL */
 int sym_tfm_sync(trace *t);
+int sym_tfm_default_device(trace *t, PyObject *f, var *out); /* 1: f is not it */
 int sym_tfm_device_ctx(trace *t, const var *fn, PyObject *own, var *args, int nargs, PyObject *kwnames, var *out); /* 1: not its */
 PyObject *sym_tfm_tensor_types(void);        /* (torch.Tensor,), borrowed */                  /* fails on values made around the mode */
 void sym_tfm_made_here(trace *t);            /* the values made since are the tracer's own */

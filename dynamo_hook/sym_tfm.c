@@ -385,3 +385,27 @@ int sym_tfm_device_ctx(trace *t, const var *fn, PyObject *own, var *args, int na
         return -1;
     return sym_call(t, fn, a2, di == nargs ? nargs + 1 : nargs, kw2 ? kw2 : kwnames, out);
 }
+
+/* torch.get_default_device() with no mode of the trace pushed: what it answers now (it reads
+ * the real mode stack, which every entry guards, DH_G_TFM_STACK), a constant. 1 when f is
+ * not it. */
+int sym_tfm_default_device(trace *t, PyObject *f, var *out) {
+    static PyObject *gdd; /* kept */
+    if (gdd == NULL) {
+        PyObject *torch = PyImport_ImportModule("torch");
+        gdd = torch ? PyObject_GetAttrString(torch, "get_default_device") : NULL;
+        Py_XDECREF(torch);
+        if (gdd == NULL) {
+            (void)tc_clear_expected(PyExc_Exception);
+            return 1;
+        }
+    }
+    if (f != gdd)
+        return 1;
+    PyObject *d = PyObject_CallNoArgs(gdd);
+    if (d == NULL) {
+        (void)tc_clear_expected(PyExc_Exception);
+        return sym_fail(t, "torch.get_default_device() raised (eager raises)");
+    }
+    return sym_const(t, d, out);
+}

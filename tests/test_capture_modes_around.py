@@ -99,3 +99,24 @@ def test_explicit_device_is_kept_under_the_context():
         assert ex.graph_count == 1, ex.break_reasons
         got = torchc.compile(f)(x)
     torch.testing.assert_close(got, want)
+
+
+def _reads_default_device(x):
+    d = torch.get_default_device()
+    return x + torch.arange(x.shape[0]), d
+
+
+@pytest.mark.allow_fallback
+def test_get_default_device_is_a_guarded_constant():
+    # it reads the real mode stack (guarded by every entry): one graph, no break
+    x = torch.randn(3)
+    torchc.reset()
+    with torch.device("cpu"):
+        want = _reads_default_device(x)
+        ex = torchc.explain(_reads_default_device)(x)
+        assert ex.graph_count == 1 and not ex.break_reasons, ex.break_reasons
+        got = torchc.compile(_reads_default_device)(x)
+    torch.testing.assert_close(got[0], want[0])
+    assert got[1] == want[1]
+    got = torchc.compile(_reads_default_device)(x)
+    assert got[1] == torch.get_default_device()
