@@ -112,6 +112,7 @@ typedef enum dh_guardkind {
     DH_G_DISTINCT,     /* obj = (argument sources, mutated sources, input sources): the
                         * arguments are distinct objects and no mutated input overlaps another */
     DH_G_AUTOCAST,     /* tc_autocast_state() == value (CPU and CUDA enabled + dtype) */
+    DH_G_TFM_STACK,    /* dh_tfm_state() == value: the TorchFunctionMode stack around the call */
     DH_G_ITERLEN,      /* items left in an iterator: == value (value >= 0), >= -value (< 0) */
     DH_G_HASATTR,      /* hasattr(values[src], obj) == value, by the real getattr (an object
                         * whose own __getattribute__/__getattr__ decides) */
@@ -366,8 +367,13 @@ int dh_symbolic_init(void);
 
 /* guards.c: the global state every specialization is guarded on (grad mode, default dtype,
  * autocast), as guard kinds and values; n entries written, at most DH_NSTATE. */
-#define DH_NSTATE 3
+#define DH_NSTATE 4
 int dh_global_state(dh_guardkind *kinds, int *values);
+/* The thread's TorchFunctionMode stack as a guard value: 0 empty (or torch function
+ * disabled); a lone torch.utils._device.DeviceContext (set_default_device, `with
+ * torch.device(d)`): 1 cpu, 4 + i cuda:i ("cuda": the current device); -1 anything else (the call
+ * runs eagerly: meta too, where a factory would break the graph and the rest run eagerly). dev (may be NULL): that mode's torch.device, a new reference. */
+int dh_tfm_state(PyObject **dev);
 /* The autocast state the running trace was started under (0: off). */
 extern _Thread_local int dh_tl_autocast;
 /* 1 when the torch op `name` casts its inputs or outputs under autocast (an op of eager's

@@ -679,8 +679,9 @@ static PyObject *dh_eval_frame(PyThreadState *ts, _PyInterpreterFrame *f, int th
     }
     if (tc_transform_active())
         return fallback(ts, f, "a torch.func transform (vmap, grad, jvp, functionalize) is active: eager");
-    if (tc_torch_function_mode_active())
-        return fallback(ts, f, "a TorchFunctionMode (or torch.device context) is active around the call: eager");
+    if (dh_tfm_state(NULL) < 0) /* a lone DeviceContext is traced (sym_tfm_device_ctx) and guarded */
+        return fallback(ts, f, "a TorchFunctionMode (other than a torch.device context on cpu or cuda) "
+                               "is active around the call: eager");
     /* the slots of guard values and data pointers: off the C stack (frame_slots.c), which a
      * compiled recursion nests twice a level */
     dh_slots_mark smark;

@@ -666,6 +666,10 @@ static int guards_check_sym(const dh_entry *e, PyObject *const *localsplus, PyOb
             if (tc_autocast_state() != g->value)
                 return 0;
             break;
+        case DH_G_TFM_STACK:
+            if (dh_tfm_state(NULL) != g->value)
+                return 0;
+            break;
         case DH_G_ITERLEN: {
             Py_ssize_t left = v ? dh_iter_left(v) : -1;
             if (left < 0)
@@ -860,6 +864,9 @@ PyObject *dh_guards_describe(const dh_entry *e) {
         case DH_G_DEFAULT_DTYPE:
             item = PyUnicode_FromFormat("GLOBAL_STATE default_dtype=%s", ic_dtype_name((ic_dtype)g->value));
             break;
+        case DH_G_TFM_STACK:
+            item = PyUnicode_FromFormat("GLOBAL_STATE torch_function_mode_stack=%d", g->value);
+            break;
         case DH_G_ITERLEN:
             item = PyUnicode_FromFormat("ITER_LEFT %U %s %d", src, g->value >= 0 ? "==" : ">=",
                                         g->value >= 0 ? g->value : -g->value);
@@ -985,7 +992,62 @@ int dh_global_state(dh_guardkind *kinds, int *values) {
     values[1] = tc_default_dtype();
     kinds[2] = DH_G_AUTOCAST;
     values[2] = tc_autocast_state();
+    kinds[3] = DH_G_TFM_STACK;
+    values[3] = dh_tfm_state(NULL);
     return DH_NSTATE;
+}
+
+int dh_tfm_state(PyObject **dev) {
+    static PyObject *len_fn, *at_fn, *devctx;
+    if (dev)
+        *dev = NULL;
+    if (!tc_torch_function_mode_active())
+        return 0;
+    if (devctx == NULL) { /* kept for the process */
+        PyObject *c = PyImport_ImportModule("torch._C"), *m = PyImport_ImportModule("torch.utils._device");
+        len_fn = c ? PyObject_GetAttrString(c, "_len_torch_function_stack") : NULL;
+        at_fn = c ? PyObject_GetAttrString(c, "_get_function_stack_at") : NULL;
+        devctx = m && len_fn && at_fn ? PyObject_GetAttrString(m, "DeviceContext") : NULL;
+        Py_XDECREF(c);
+        Py_XDECREF(m);
+        if (devctx == NULL) {
+            (void)tc_clear_expected(PyExc_Exception);
+            return -1;
+        }
+    }
+    PyObject *n = PyObject_CallNoArgs(len_fn);
+    long len = n ? PyLong_AsLong(n) : -1;
+    Py_XDECREF(n);
+    PyObject *mode = len == 1 ? PyObject_CallFunction(at_fn, "i", 0) : NULL;
+    /* exactly the class: a subclass may define its own __torch_function__ */
+    PyObject *d = mode && Py_TYPE(mode) == (PyTypeObject *)devctx ? PyObject_GetAttrString(mode, "device") : NULL;
+    Py_XDECREF(mode);
+    PyObject *ty = d ? PyObject_GetAttrString(d, "type") : NULL, *ix = d ? PyObject_GetAttrString(d, "index") : NULL;
+    const char *tys = ty && PyUnicode_Check(ty) ? PyUnicode_AsUTF8(ty) : NULL;
+    if (tys && !strcmp(tys, "cuda") && ix == Py_None) {
+        /* "cuda": eager's factories use the current device; the trace and the guard take it */
+        PyObject *cuda = PyImport_ImportModule("torch._C"); /* a builtin: no frame through the hook */
+        PyObject *cur = cuda ? PyObject_CallMethod(cuda, "_cuda_getDevice", NULL) : NULL;
+        PyObject *td = cur ? PyObject_GetAttrString(d, "__class__") : NULL;
+        PyObject *nd = td ? PyObject_CallFunction(td, "sO", "cuda", cur) : NULL;
+        Py_XDECREF(cuda);
+        Py_XDECREF(td);
+        Py_XSETREF(d, nd);
+        Py_XSETREF(ix, cur);
+    }
+    long i = ix && PyLong_Check(ix) ? PyLong_AsLong(ix) : -1;
+    int code = tys == NULL || d == NULL ? -1
+               : !strcmp(tys, "cpu") ? 1
+               : !strcmp(tys, "cuda") ? (i >= 0 && i < 1024 ? 4 + (int)i : -1)
+                                      : -1;
+    Py_XDECREF(ty);
+    Py_XDECREF(ix);
+    (void)tc_clear_expected(PyExc_Exception);
+    if (code > 0 && dev)
+        *dev = d;
+    else
+        Py_XDECREF(d);
+    return code;
 }
 
 /* Ops whose dtypes autocast changes (torch's autocast_mode.cpp lists for CPU and CUDA, by the

@@ -862,6 +862,11 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
         /* torch._dynamo.graph_break(): a break here, as under torch.compile (in eager it
          * does nothing, which the call run at the break does too) */
         return sym_fail(t, "torch._dynamo.graph_break() called");
+    if (fn->kind == V_FUNC && fn->op == SYM_USER_FUNCTION && nargs == 0 && t->ntfm == 0) {
+        int rc = sym_tfm_default_device(t, fn->obj, out); /* sym_tfm.c: torch.get_default_device() */
+        if (rc != 1)
+            return rc;
+    }
     if (fn->kind == V_FUNC && fn->op == SYM_USER_FUNCTION) {
         int rc = sym_obj_polyfill(t, fn, args, nargs, kwnames, out); /* functools.wraps & co */
         if (rc == 1)
@@ -871,6 +876,20 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
     if (fn->kind == V_FUNC && fn->op >= 0 && t->tfm_active > 0) /* through the TorchFunctionMode (sym_tfm.c) */
         return fn->obj ? sym_tfm_dispatch(t, fn->obj, NULL, args, npos, kwnames, out)
                        : sym_fail(t, "a torch call inside a TorchFunctionMode block without its function");
+    if (t->devctx != NULL) { /* a factory under torch.device(d) around the call (sym_tfm.c) */
+        PyObject *own = NULL; /* torchc's own fast path of an op: the torch function it stands for */
+        if (fn->kind == V_FUNC && fn->op >= 0 && (OPS[fn->op].where & W_TORCH) && fn->obj && dh_alias_of(fn->obj)) {
+            PyObject *torch = PyImport_ImportModule("torch");
+            own = torch ? PyObject_GetAttrString(torch, OPS[fn->op].name) : NULL;
+            Py_XDECREF(torch);
+            if (own == NULL && tc_clear_expected(PyExc_Exception) < 0)
+                return -1;
+        }
+        int rc = sym_tfm_device_ctx(t, fn, own, args, nargs, kwnames, out);
+        Py_XDECREF(own);
+        if (rc != 1)
+            return rc;
+    }
     if (fn->kind == V_FUNC && fn->obj != NULL && fn->op >= -1) {
         /* complex operands or results: one ATen extern (ops_complex.c); a torch builtin
          * without a lowering is planned to see whether its result is complex */

@@ -301,6 +301,16 @@ int sym_record_attr(trace *t, const var *r, PyObject *name, var *out) {
         PyUnicode_CompareWithASCIIString(name, "values") == 0 || PyUnicode_CompareWithASCIIString(name, "items") == 0) {
         return sym_method(t, r, name, -1, out); /* called: sym_record_method / sym_record_view_dict */
     }
+    if (descr != NULL && PyFunction_Check(descr)) { /* a method of its class: inlined when called */
+        int s = sym_source(t, DH_S_CONST, -1, 0, descr);
+        return s < 0 ? -1 : sym_method(t, r, descr, s, out);
+    }
+    if (descr != NULL && Py_TYPE(descr)->tp_descr_get == NULL) {
+        /* a plain class attribute (__dataclass_fields__ & co): read from the class, a source */
+        int cs = sym_source(t, DH_S_CONST, -1, 0, cls);
+        int as = cs < 0 ? -1 : sym_source(t, DH_S_ATTR, cs, 0, name);
+        return as < 0 ? -1 : sym_wrap(t, descr, as, out);
+    }
     if (descr != NULL && !t->failed) {
         /* it exists (a method): hasattr/getattr-with-default must not take this failure
          * for absence; a Python error makes the whole capture fail instead */

@@ -227,6 +227,8 @@ typedef struct trace {
                                        * fewer inside a mode's __torch_function__) */
     int tfm_n;                        /* graph values when the last dispatch returned */
     int tfm_top;                      /* ntfm when the top frame's instruction began */
+    PyObject *devctx;                 /* the torch.device of a DeviceContext around the call
+                                       * (dh_tfm_state; in keep), or NULL */
     char reason[300];
     char where[2048];                 /* file:line of the first failure, innermost first (sym_where) */
     int failed;
@@ -486,6 +488,8 @@ int sym_tfm_tensor_callable(trace *t, const var *fn, var *args, int nargs, PyObj
 PyObject *sym_tfm_property(PyObject *name);  /* new reference or NULL */
 PyObject *sym_tfm_method(PyObject *name);    /* borrowed or NULL */
 int sym_tfm_sync(trace *t);
+int sym_tfm_default_device(trace *t, PyObject *f, var *out); /* 1: f is not it */
+int sym_tfm_device_ctx(trace *t, const var *fn, PyObject *own, var *args, int nargs, PyObject *kwnames, var *out); /* 1: not its */
 PyObject *sym_tfm_tensor_types(void);        /* (torch.Tensor,), borrowed */                  /* fails on values made around the mode */
 void sym_tfm_made_here(trace *t);            /* the values made since are the tracer's own */
 const char *sym_tfm_binop_name(int nb, char *buf, size_t n); /* operator module's name */

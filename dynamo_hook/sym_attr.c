@@ -624,6 +624,24 @@ int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
     case V_SUPER: {
         /* super().name: look past the class in the MRO of self's class (of self, where self is
          * a class: a classmethod's cls); methods are inlined, bound as eager binds them */
+        if (o->items[0].kind == V_REC) { /* records.c: dict's own methods on its non-None fields */
+            PyObject *mro = ((PyTypeObject *)sym_record_class(&o->items[0]))->tp_mro, *found = NULL;
+            Py_ssize_t i = 0, nm = mro ? PyTuple_GET_SIZE(mro) : 0;
+            while (i < nm && PyTuple_GET_ITEM(mro, i) != o->obj)
+                i++;
+            for (i++; i < nm && found == NULL; i++)
+                found = PyDict_GetItemWithError(dh_type_dict((PyTypeObject *)PyTuple_GET_ITEM(mro, i)), name);
+            if (found == NULL && PyErr_Occurred())
+                return -1;
+            const char *n = PyUnicode_AsUTF8(name);
+            var *d = sym_alloc(t, 1);
+            if (found == NULL || found != _PyType_Lookup(&PyDict_Type, name) || n == NULL ||
+                (strcmp(n, "__contains__") && strcmp(n, "get")))
+                return sym_fail(t, "super().%U of a %s", name, ((PyTypeObject *)sym_record_class(&o->items[0]))->tp_name);
+            if (d == NULL || sym_record_as_dict(t, &o->items[0], d) < 0)
+                return -1;
+            return sym_method(t, d, name, -1, out);
+        }
         int drc = sym_dsub_super_attr(t, o->obj, &o->items[0], name, out); /* obj_dict.c */
         if (drc != 1)
             return drc;
@@ -1083,7 +1101,9 @@ int sym_super_self(const var *self, PyObject *cls) {
     int r = 0;
     if (self->obj == NULL || !PyType_Check(cls))
         return 0;
-    if (self->kind == V_OBJ && !PyType_Check(self->obj))
+    if (self->kind == V_REC) /* a ModelOutput made in the trace (records.c) */
+        r = PyType_IsSubtype((PyTypeObject *)sym_record_class(self), (PyTypeObject *)cls);
+    else if (self->kind == V_OBJ && !PyType_Check(self->obj))
         r = PyObject_IsInstance(self->obj, cls);
     else if ((self->kind == V_OBJ || self->kind == V_CONST || self->kind == V_FUNC) && PyType_Check(self->obj))
         r = PyType_IsSubtype((PyTypeObject *)self->obj, (PyTypeObject *)cls);

@@ -724,6 +724,34 @@ int sym_op_contains_op(trace *t, sframe *f, sym_ins *in) {
     NEED(2);
     b = POP();
     a = POP();
+    if (a.kind == V_CONST && b.kind == V_REC) {
+        /* "loss" in model_output: its class's __contains__ inlined (ModelOutput's renames a
+         * key, then super().__contains__: dict's on its non-None fields, sym_attr.c) */
+        PyObject *cn = PyUnicode_InternFromString("__contains__");
+        PyObject *cls = sym_record_class(&b), *fn = cn ? _PyType_Lookup((PyTypeObject *)cls, cn) : NULL;
+        int dicts = cn && fn == _PyType_Lookup(&PyDict_Type, cn);
+        Py_XDECREF(cn);
+        var r;
+        if (dicts) {
+            if (sym_record_as_dict(t, &b, &b) < 0)
+                return -1;
+        } else {
+            int fs = fn && PyFunction_Check(fn) ? sym_source(t, DH_S_CONST, -1, 0, fn) : -2;
+            if (fs == -2)
+                return sym_fail(t, "'in' on a %s", ((PyTypeObject *)cls)->tp_name);
+            if (fs < 0 || sym_inline(t, fn, fs, &b, &a, 1, NULL, &r) < 0)
+                return -1;
+            int truth = r.kind == V_CONST ? PyObject_IsTrue(r.obj) : -1;
+            if (truth < 0) {
+                (void)tc_clear_expected(PyExc_Exception);
+                return sym_fail(t, "'in' on a %s: not a constant answer", ((PyTypeObject *)cls)->tp_name);
+            }
+            if (sym_const(t, PyBool_FromLong(truth ^ in->oparg), &c) < 0)
+                return -1;
+            PUSH(c);
+            return SYM_NEXT;
+        }
+    }
     if (a.kind == V_CONST && b.kind == V_DICT) {
         int at = dict_find(t, &b, a.obj);
         if (at == -2)

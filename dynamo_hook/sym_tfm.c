@@ -324,3 +324,88 @@ int sym_tfm_tensor_callable(trace *t, const var *fn, var *args, int nargs, PyObj
     m.obj = name;
     return sym_call(t, &m, args + 1, nargs - 1, kwnames, out);
 }
+
+/* torch.utils._device.DeviceContext around the compiled call (set_default_device, `with
+ * torch.device(d)`; eval_frame.c guards the entry on it, dh_tfm_state): a factory of torch's
+ * list (_device_constructors) called without device= or with device=None gets the context's
+ * device, as its __torch_function__ does. Reached where the call runs (no mode of the trace
+ * in front of it). own: the torch function that torchc's own fast path of an op stands for
+ * (dh_alias_op), or NULL. 1 when fn is not such a call. */
+int sym_tfm_device_ctx(trace *t, const var *fn, PyObject *own, var *args, int nargs, PyObject *kwnames, var *out) {
+    static PyObject *ctors; /* kept */
+    if (t->devctx == NULL || t->tfm_active > 0 || fn->kind != V_FUNC || fn->obj == NULL)
+        return 1;
+    if (ctors == NULL) {
+        PyObject *m = PyImport_ImportModule("torch.utils._device");
+        ctors = m ? PyObject_CallMethod(m, "_device_constructors", NULL) : NULL;
+        Py_XDECREF(m);
+        if (ctors == NULL || !PyAnySet_Check(ctors)) {
+            Py_CLEAR(ctors);
+            (void)tc_clear_expected(PyExc_Exception);
+            return sym_fail(t, "torch.utils._device._device_constructors() unavailable (a torch.device context)");
+        }
+    }
+    int in = PySet_Contains(ctors, own ? own : fn->obj);
+    if (in < 0)
+        (void)tc_clear_expected(PyExc_Exception); /* unhashable: not a factory */
+    if (in <= 0)
+        return 1;
+    int nkw = kwnames ? (int)PyTuple_GET_SIZE(kwnames) : 0, di = -1;
+    for (int k = 0; k < nkw; k++)
+        if (PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, k), "device") == 0)
+            di = nargs - nkw + k;
+    if (di >= 0) {
+        var v = args[di];
+        sym_resolve(t, &v);
+        if (!sym_is_none(&v))
+            return 1; /* its own device */
+    }
+    var *a2 = sym_alloc(t, nargs + 1);
+    if (a2 == NULL)
+        return -1;
+    memcpy(a2, args, sizeof(var) * (size_t)nargs);
+    PyObject *kw2 = NULL;
+    if (di < 0) { /* kwnames + ("device",) */
+        kw2 = PyTuple_New(nkw + 1);
+        if (kw2 == NULL)
+            return -1;
+        for (int k = 0; k < nkw; k++)
+            PyTuple_SET_ITEM(kw2, k, Py_NewRef(PyTuple_GET_ITEM(kwnames, k)));
+        PyObject *name = PyUnicode_FromString("device");
+        if (name == NULL) {
+            Py_DECREF(kw2);
+            return -1;
+        }
+        PyTuple_SET_ITEM(kw2, nkw, name);
+        if (sym_keep(t, kw2) == NULL)
+            return -1;
+        di = nargs;
+    }
+    if (sym_const(t, Py_NewRef(t->devctx), &a2[di]) < 0)
+        return -1;
+    return sym_call(t, fn, a2, di == nargs ? nargs + 1 : nargs, kw2 ? kw2 : kwnames, out);
+}
+
+/* torch.get_default_device() with no mode of the trace pushed: what it answers now (it reads
+ * the real mode stack, which every entry guards, DH_G_TFM_STACK), a constant. 1 when f is
+ * not it. */
+int sym_tfm_default_device(trace *t, PyObject *f, var *out) {
+    static PyObject *gdd; /* kept */
+    if (gdd == NULL) {
+        PyObject *torch = PyImport_ImportModule("torch");
+        gdd = torch ? PyObject_GetAttrString(torch, "get_default_device") : NULL;
+        Py_XDECREF(torch);
+        if (gdd == NULL) {
+            (void)tc_clear_expected(PyExc_Exception);
+            return 1;
+        }
+    }
+    if (f != gdd)
+        return 1;
+    PyObject *d = PyObject_CallNoArgs(gdd);
+    if (d == NULL) {
+        (void)tc_clear_expected(PyExc_Exception);
+        return sym_fail(t, "torch.get_default_device() raised (eager raises)");
+    }
+    return sym_const(t, d, out);
+}

@@ -668,7 +668,10 @@ static dh_entry *trace_once(PyCodeObject *code, PyObject *const *localsplus, PyO
                 goto error;
             g->value = vals[k];
         }
-        dh_tl_autocast = vals[DH_NSTATE - 1];
+        dh_tl_autocast = vals[2];
+        PyObject *dev = NULL;
+        if (dh_tfm_state(&dev) > 0 && (t->devctx = sym_keep(t, dev)) == NULL)
+            goto error;
     }
     f->code = code;
     f->top = 1;
