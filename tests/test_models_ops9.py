@@ -72,3 +72,27 @@ def test_all_any_over_empty_dims_match_eager(shape, dim, meth):
     assert torch.equal(got, want)
     got, want = _whole(lambda a: getattr((a * 2).to(torch.uint8), meth)(), x)
     assert torch.equal(got, want)
+
+
+def test_int_of_constant_int_tensor_and_arange_of_it():
+    # a 0-d int tensor built from numbers/shapes: int() and arange bounds take its value
+    def f(x):
+        n = torch.as_tensor(x.shape[1])
+        k = torch.tensor(x.shape[0] + 1)
+        idx = torch.arange(start=0, end=n) * int(k)
+        return x * idx + torch.arange(torch.tensor(1), n, 2).sum()
+
+    for shape in [(2, 5), (3, 1), (1, 4)]:
+        x = torch.randn(shape)
+        got, want = _whole(f, x)
+        assert torch.equal(got, want)
+
+
+@pytest.mark.allow_fallback  # a tensor's data as an int: left to eager, the reason says so
+def test_int_and_arange_of_data_dependent_tensor_say_data_dependent():
+    x = torch.tensor([3, 1, 2])
+    for fn in (lambda a: torch.arange(a.max()) * 2, lambda a: a * int(a.max() + 0)):
+        torchc.reset()
+        ex = torchc.explain(fn)(x)
+        assert torch.equal(ex.result, fn(x))
+        assert any("data-dependent" in r for r in ex.break_reasons), ex.break_reasons
