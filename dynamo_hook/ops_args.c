@@ -76,6 +76,8 @@ int sym_get_int(trace *t, const var *v, long long *out, const char *what) {
         return ll_of(t, v->obj, out, what);
     if (sym_const_int_tensor(t, v, out)) /* ops_models.c: a 0-d constant, its __index__ */
         return 0;
+    if (v && v->kind == V_TENSOR) /* a tensor's value: known only when the graph runs */
+        return sym_fail(t, "%s from a tensor's value (data-dependent; must be a constant int)", what);
     return sym_fail(t, "%s must be a constant int", what);
 }
 

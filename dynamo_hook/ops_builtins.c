@@ -770,6 +770,16 @@ int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kw
             return sym_fail(t, "abs of a bool tensor (eager will raise)");
         return sym_tensor_out(t, ic_unary(t->g, IC_OP_ABS, args[0].val), out);
     }
+    if (f == (PyObject *)&PyLong_Type && nargs == 1 && !kwnames && args[0].kind == V_TENSOR) {
+        /* int(t): t.__int__(), a number known only for a 0-d int tensor the graph knows (a
+         * constant built from numbers or shapes); any other is its data */
+        long long k;
+        if (sym_const_int_tensor(t, &args[0], &k)) {
+            PyObject *r = PyLong_FromLongLong(k);
+            return r ? sym_const(t, r, out) : -1;
+        }
+        return sym_fail(t, "int() of a tensor's value (data-dependent)");
+    }
     if (PyType_Check(f))
         return sym_fail(t, "call of type %s not supported", ((PyTypeObject *)f)->tp_name);
     return sym_fail(t, "call to %s not supported", name ? name : Py_TYPE(f)->tp_name);

@@ -182,6 +182,7 @@ int sym_h_arg(trace *t, const opdef *d, var **p, var *out);
 int sym_h_var(trace *t, const opdef *d, var **p, var *out);
 int sym_h_logsumexp(trace *t, const opdef *d, var **p, var *out);
 int sym_h_anyall(trace *t, const opdef *d, var **p, var *out);
+int sym_h_is_all_true(trace *t, const opdef *d, var **p, var *out);
 int sym_h_norm(trace *t, const opdef *d, var **p, var *out);
 int sym_h_weight_norm(trace *t, const opdef *d, var **p, var *out);
 int sym_h_batch_norm(trace *t, const opdef *d, var **p, var *out);

@@ -508,20 +508,28 @@ int sym_h_arange(trace *t, const opdef *d, var **p, var *out) {
     double start = 0, end, step = 1;
     int anyfloat = 0;
     var *vals[3] = {a, b, c};
+    double num[3] = {0, 0, 1};
     for (int i = 0; i < 3; i++)
         if (vals[i] && !sym_is_none(vals[i])) {
+            long long k;
+            if (sym_const_int_tensor(t, vals[i], &k)) { /* a 0-d int tensor the graph knows: eager takes its item() */
+                num[i] = (double)k;
+                continue;
+            }
             if (!sym_is_number(vals[i]))
-                return sym_fail(t, "arange bounds must be numbers");
+                return sym_fail(t, vals[i]->kind == V_TENSOR ? "arange bound from a tensor's value (data-dependent)"
+                                                             : "arange bounds must be numbers");
             if (PyFloat_Check(vals[i]->obj))
                 anyfloat = 1;
+            num[i] = PyFloat_AsDouble(vals[i]->obj);
         }
     if (sym_is_none(b)) {
-        end = PyFloat_AsDouble(a->obj);
+        end = num[0];
     } else {
-        start = PyFloat_AsDouble(a->obj);
-        end = PyFloat_AsDouble(b->obj);
+        start = num[0];
+        end = num[1];
         if (!sym_is_none(c))
-            step = PyFloat_AsDouble(c->obj);
+            step = num[2];
     }
     if (step == 0)
         return sym_fail(t, "arange step 0 (eager will raise)");

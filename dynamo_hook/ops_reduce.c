@@ -346,8 +346,23 @@ int sym_h_anyall(trace *t, const opdef *d, var **p, var *out) {
     ic_dtype rt = sym_metap(t, x)->dtype == IC_U8 ? IC_U8 : IC_BOOL;
     if (ndims == 0) /* eager: any/all over dim=() reduce nothing (sum & co. reduce all dims) */
         return sym_tensor_out(t, ic_cast(G, ic_cast(G, nz, IC_BOOL), rt), out);
-    ic_val r = ic_reduce(G, d->op ? IC_OP_AMIN : IC_OP_AMAX, nz, mask, keep, -1);
+    /* a count, not amin/amax: those refuse a reduced dim of size 0, where all is true and
+     * any false; all: no zero element, any: some non-zero element */
+    ic_val hit = ic_cast(G, ic_binary(G, d->op ? IC_OP_EQ : IC_OP_NE, x, sym_inum(t, 0)), IC_I64);
+    ic_val r = ic_reduce(G, IC_OP_SUM, hit, mask, keep, -1);
+    r = ic_binary(G, d->op ? IC_OP_EQ : IC_OP_NE, r, sym_inum(t, 0));
     return sym_tensor_out(t, ic_cast(G, ic_cast(G, r, IC_BOOL), rt), out);
+}
+
+/* Tensor._is_all_true() / _is_any_true(): all/any of a whole bool tensor (torch._check_tensor_all
+ * calls it); eager asserts the dtype is bool, so anything else is left to eager */
+int sym_h_is_all_true(trace *t, const opdef *d, var **p, var *out) {
+    if (sym_need_tensor(t, d, p[0]) < 0)
+        return -1;
+    if (sym_metap(t, p[0]->val)->dtype != IC_BOOL)
+        return sym_fail(t, "Tensor.%s of a non-bool tensor left to eager", d->name);
+    var *q[3] = {p[0], NULL, NULL};
+    return sym_h_anyall(t, d, q, out);
 }
 
 /* norm(input, p=2, dim=None, keepdim=False) / linalg.vector_norm(x, ord=2, dim, keepdim) */

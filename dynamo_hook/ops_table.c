@@ -150,6 +150,8 @@ static const opdef OPS[] = {
     {"logsumexp", W_TORCH | W_METHOD, "input,dim,keepdim", sym_h_logsumexp, 0},
     {"any", W_TORCH | W_METHOD, "input,dim,keepdim", sym_h_anyall, 0},
     {"all", W_TORCH | W_METHOD, "input,dim,keepdim", sym_h_anyall, 1},
+    {"_is_any_true", W_METHOD, "input", sym_h_is_all_true, 0},
+    {"_is_all_true", W_METHOD, "input", sym_h_is_all_true, 1},
     {"norm", W_TORCH | W_METHOD, "input,p,dim,keepdim", sym_h_norm, 0},
     {"vector_norm", W_LINALG, "x,ord,dim,keepdim|dtype,out", sym_h_norm, 1},
     {"norm", W_LINALG, "A,ord,dim,keepdim|dtype,out", sym_h_linalg_norm, 0},
