@@ -1031,21 +1031,29 @@ int tc_copy_(PyObject *dst, PyObject *src) {
     }
 }
 
+/* The C++ exception being handled as a Python RuntimeError (c10's message without its
+ * backtrace); -1. Called from a catch (...) block only. */
+static int py_error_from_cxx(const char *what_failed) {
+    try {
+        throw;
+    } catch (const c10::Error &e) {
+        PyErr_Format(PyExc_RuntimeError, "%s", e.what_without_backtrace());
+    } catch (const std::exception &e) {
+        PyErr_Format(PyExc_RuntimeError, "%s", e.what());
+    } catch (...) {
+        PyErr_Format(PyExc_RuntimeError, "torchc: %s failed: unknown C++ exception", what_failed);
+    }
+    return -1;
+}
+
 int tc_bump_version(PyObject *t, int n) {
     try {
         const at::Tensor &d = THPVariable_Unpack(t);
         for (int i = 0; i < n; i++)
             torch::autograd::impl::bump_version(d);
         return 0;
-    } catch (const c10::Error &e) {
-        PyErr_Format(PyExc_RuntimeError, "%s", e.what_without_backtrace());
-        return -1;
-    } catch (const std::exception &e) {
-        PyErr_Format(PyExc_RuntimeError, "%s", e.what());
-        return -1;
     } catch (...) {
-        PyErr_SetString(PyExc_RuntimeError, "torchc: version bump failed: unknown C++ exception");
-        return -1;
+        return py_error_from_cxx("version bump");
     }
 }
 
@@ -1053,15 +1061,8 @@ int tc_tensor_version(PyObject *t, int64_t *v) {
     try {
         *v = THPVariable_Unpack(t)._version();
         return 0;
-    } catch (const c10::Error &e) {
-        PyErr_Format(PyExc_RuntimeError, "%s", e.what_without_backtrace());
-        return -1;
-    } catch (const std::exception &e) {
-        PyErr_Format(PyExc_RuntimeError, "%s", e.what());
-        return -1;
     } catch (...) {
-        PyErr_SetString(PyExc_RuntimeError, "torchc: version read failed: unknown C++ exception");
-        return -1;
+        return py_error_from_cxx("version read");
     }
 }
 
