@@ -998,7 +998,7 @@ int dh_global_state(dh_guardkind *kinds, int *values) {
 }
 
 int dh_tfm_state(PyObject **dev) {
-    static PyObject *len_fn, *at_fn, *devctx;
+    static PyObject *len_fn, *at_fn, *devctx, *cur_dev_fn;
     if (dev)
         *dev = NULL;
     if (!tc_torch_function_mode_active())
@@ -1007,6 +1007,10 @@ int dh_tfm_state(PyObject **dev) {
         PyObject *c = PyImport_ImportModule("torch._C"), *m = PyImport_ImportModule("torch.utils._device");
         len_fn = c ? PyObject_GetAttrString(c, "_len_torch_function_stack") : NULL;
         at_fn = c ? PyObject_GetAttrString(c, "_get_function_stack_at") : NULL;
+        /* builtins of torch._C: no Python frame runs inside the hook */
+        cur_dev_fn = c ? PyObject_GetAttrString(c, "_cuda_getDevice") : NULL; /* NULL without CUDA */
+        if (cur_dev_fn == NULL)
+            (void)tc_clear_expected(PyExc_AttributeError);
         devctx = m && len_fn && at_fn ? PyObject_GetAttrString(m, "DeviceContext") : NULL;
         Py_XDECREF(c);
         Py_XDECREF(m);
@@ -1026,11 +1030,9 @@ int dh_tfm_state(PyObject **dev) {
     const char *tys = ty && PyUnicode_Check(ty) ? PyUnicode_AsUTF8(ty) : NULL;
     if (tys && !strcmp(tys, "cuda") && ix == Py_None) {
         /* "cuda": eager's factories use the current device; the trace and the guard take it */
-        PyObject *cuda = PyImport_ImportModule("torch._C"); /* a builtin: no frame through the hook */
-        PyObject *cur = cuda ? PyObject_CallMethod(cuda, "_cuda_getDevice", NULL) : NULL;
+        PyObject *cur = cur_dev_fn ? PyObject_CallNoArgs(cur_dev_fn) : NULL;
         PyObject *td = cur ? PyObject_GetAttrString(d, "__class__") : NULL;
         PyObject *nd = td ? PyObject_CallFunction(td, "sO", "cuda", cur) : NULL;
-        Py_XDECREF(cuda);
         Py_XDECREF(td);
         Py_XSETREF(d, nd);
         Py_XSETREF(ix, cur);
