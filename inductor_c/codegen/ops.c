@@ -300,12 +300,15 @@ static LLVMValueRef math1(cg *g, ic_op op, ic_dtype t, LLVMValueRef a) {
     }
     case IC_OP_ACOSH: {
         if (!own) return cg_libm1(g, f32 ? "acoshf" : "acosh", a);
-        /* log1p(d + sqrt(d (x + 1))), d = x - 1 (NaN below 1); log(x) + ln 2 past 2^28 */
+        /* log1p(d + sqrt(d (x + 1))), d = x - 1; log(x) + ln 2 past 2^28 */
         LLVMValueRef one = fconst(g, a, 1.0), d = LLVMBuildFSub(B, a, one, "");
         LLVMValueRef r = math1(g, IC_OP_LOG1P, t,
                                LLVMBuildFAdd(B, d, cg_intrin1(g, "llvm.sqrt", LLVMBuildFMul(B, d, LLVMBuildFAdd(B, a, one, ""), "")), ""));
         LLVMValueRef big = LLVMBuildFCmp(B, LLVMRealOGT, a, fconst(g, a, 268435456.0), "");
-        return LLVMBuildSelect(B, big, LLVMBuildFAdd(B, vm_log(g, a), fconst(g, a, M_LN2), ""), r, "");
+        r = LLVMBuildSelect(B, big, LLVMBuildFAdd(B, vm_log(g, a), fconst(g, a, M_LN2), ""), r, "");
+        /* NaN below 1: for x < -2^64, d (x + 1) overflows to +inf and d + inf = +inf */
+        LLVMValueRef below = LLVMBuildFCmp(B, LLVMRealOLT, a, one, "");
+        return LLVMBuildSelect(B, below, fconst(g, a, __builtin_nan("")), r, "");
     }
     case IC_OP_ATANH: {
         if (!own) return cg_libm1(g, f32 ? "atanhf" : "atanh", a);
