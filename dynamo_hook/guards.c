@@ -1106,34 +1106,40 @@ int dh_autocast_op_affected(const char *name) {
 }
 
 /* torch.compiler.is_compiling and the older names of it: True inside captured code, as
- * under torch.compile (eager calls them and gets False) */
-static PyObject *is_compiling_fns[8];
-static int n_is_compiling = -1;
+ * under torch.compile (eager calls them and gets False). Looked up only in modules already
+ * imported (importing torch._dynamo here cost 2.7 s at the first traced call); a module
+ * imported later is looked up again at the next query (code can only hold its function
+ * once the module is imported) */
+static const char *const is_compiling_where[][2] = {
+    {"torch.compiler", "is_compiling"}, {"torch.compiler", "is_dynamo_compiling"},
+    {"torch._dynamo", "is_compiling"}, {"torch._dynamo.external_utils", "is_compiling"},
+    {"torch._utils", "is_compiling"}, {"torch._dynamo.utils", "is_compiling"}};
+enum { N_IS_COMPILING = sizeof is_compiling_where / sizeof is_compiling_where[0] };
+static PyObject *is_compiling_fns[N_IS_COMPILING]; /* kept for the process once found */
+static int n_is_compiling_missing = -1;
 
 int dh_is_compiling_fn(PyObject *f) {
     if (f == NULL)
         return 0;
-    if (n_is_compiling < 0) {
-        static const char *const where[][2] = {
-            {"torch.compiler", "is_compiling"}, {"torch.compiler", "is_dynamo_compiling"},
-            {"torch._dynamo", "is_compiling"}, {"torch._dynamo.external_utils", "is_compiling"},
-            {"torch._utils", "is_compiling"}, {"torch._dynamo.utils", "is_compiling"}};
-        n_is_compiling = 0;
+    if (n_is_compiling_missing != 0) {
         PyObject *et, *ev, *etb;
         PyErr_Fetch(&et, &ev, &etb);
-        for (size_t i = 0; i < sizeof where / sizeof where[0]; i++) {
-            PyObject *m = PyImport_ImportModule(where[i][0]);
-            PyObject *fn = m ? PyObject_GetAttrString(m, where[i][1]) : NULL;
+        n_is_compiling_missing = 0;
+        for (int i = 0; i < N_IS_COMPILING; i++) {
+            if (is_compiling_fns[i] != NULL)
+                continue;
+            PyObject *name = PyUnicode_FromString(is_compiling_where[i][0]);
+            PyObject *m = name ? PyImport_GetModule(name) : NULL;
+            Py_XDECREF(name);
+            is_compiling_fns[i] = m ? PyObject_GetAttrString(m, is_compiling_where[i][1]) : NULL;
             Py_XDECREF(m);
-            if (fn != NULL && n_is_compiling < 8)
-                is_compiling_fns[n_is_compiling++] = fn; /* kept for the process */
-            else
-                Py_XDECREF(fn);
-            (void)tc_clear_expected(PyExc_ImportError, PyExc_AttributeError);
+            if (is_compiling_fns[i] == NULL)
+                n_is_compiling_missing++;
+            (void)tc_clear_expected(PyExc_Exception);
         }
         PyErr_Restore(et, ev, etb);
     }
-    for (int i = 0; i < n_is_compiling; i++)
+    for (int i = 0; i < N_IS_COMPILING; i++)
         if (is_compiling_fns[i] == f)
             return 1;
     return 0;

@@ -113,6 +113,80 @@ int sym_np_ufunc_call(trace *t, PyObject *f, const var *args, int nargs, PyObjec
     return sym_const(t, r, out);
 }
 
+/* Device and build queries whose answer cannot change while the process runs
+ * (torch.cuda.is_available(), torch.cuda.get_device_capability(dev), ...): called now with
+ * constant arguments, the answer a constant, as Dynamo folds them. Tracing into them would
+ * reach torch._C builtins (_cuda_isInBadFork) and break the graph. Not these: anything
+ * that reads state user code can change (current_device, is_initialized, memory). 1: not
+ * one of them. */
+int sym_process_const_call(trace *t, PyObject *f, const var *args, int nargs, PyObject *kwnames, var *out) {
+    static const char *const where[][2] = {
+        {"torch.cuda", "is_available"}, {"torch.cuda", "device_count"},
+        {"torch.cuda", "get_device_capability"}, {"torch.cuda", "get_device_name"},
+        {"torch.cuda", "is_bf16_supported"}, {"torch.cuda", "get_arch_list"},
+        {"torch.backends.cudnn", "is_available"}, {"torch.backends.mps", "is_available"},
+        {"torch.backends.mps", "is_built"}, {"torch.mps", "is_available"},
+        {"torch.xpu", "is_available"}, {"torch.xpu", "device_count"},
+        {"torch.distributed", "is_available"}, {"torch.accelerator", "is_available"},
+        {"torch.accelerator", "device_count"}};
+    enum { N = sizeof where / sizeof where[0] };
+    static PyObject *fns[N];
+    static int inited;
+    if (f == NULL || !PyFunction_Check(f))
+        return 1;
+    if (!inited) {
+        inited = 1;
+        PyObject *et, *ev, *etb;
+        PyErr_Fetch(&et, &ev, &etb);
+        for (int i = 0; i < N; i++) {
+            /* only modules torch has imported: importing one here would run its code */
+            PyObject *name = PyUnicode_FromString(where[i][0]);
+            PyObject *m = name ? PyImport_GetModule(name) : NULL;
+            Py_XDECREF(name);
+            fns[i] = m ? PyObject_GetAttrString(m, where[i][1]) : NULL; /* kept for the process */
+            Py_XDECREF(m);
+            (void)tc_clear_expected(PyExc_Exception);
+        }
+        PyErr_Restore(et, ev, etb);
+    }
+    int k = 0;
+    while (k < N && fns[k] != f)
+        k++;
+    if (k == N)
+        return 1;
+    int nkw = kwnames ? (int)PyTuple_GET_SIZE(kwnames) : 0;
+    PyObject *tup = PyTuple_New(nargs - nkw), *kw = nkw ? PyDict_New() : NULL;
+    if (tup == NULL || (nkw && kw == NULL)) {
+        Py_XDECREF(tup);
+        Py_XDECREF(kw);
+        return -1;
+    }
+    for (int i = 0; i < nargs; i++) {
+        PyObject *o = args[i].kind == V_CONST ? args[i].obj : NULL;
+        if (o == NULL) {
+            Py_DECREF(tup);
+            Py_XDECREF(kw);
+            return 1; /* a value not known now: traced as any function */
+        }
+        if (i < nargs - nkw)
+            PyTuple_SET_ITEM(tup, i, Py_NewRef(o));
+        else if (PyDict_SetItem(kw, PyTuple_GET_ITEM(kwnames, i - (nargs - nkw)), o) < 0) {
+            Py_DECREF(tup);
+            Py_DECREF(kw);
+            return -1;
+        }
+    }
+    PyObject *r = PyObject_Call(f, tup, kw);
+    Py_DECREF(tup);
+    Py_XDECREF(kw);
+    if (r == NULL) {
+        if (tc_clear_expected(PyExc_Exception) < 0)
+            return -1;
+        return sym_fail(t, "%s.%s() raised (eager will raise)", where[k][0], where[k][1]);
+    }
+    return sym_const(t, r, out);
+}
+
 /* torch.return_types.X((values, indices)) (a polyfill's named result): a sequence of the
  * type, as ops give (ops_reduce.c sym_return_pair). 1: not that call. */
 int sym_return_types_call(trace *t, PyObject *f, const var *args, int nargs, PyObject *kwnames, var *out) {

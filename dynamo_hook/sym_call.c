@@ -38,6 +38,11 @@ int sym_inline(trace *t, PyObject *func, int fn_src, const var *self, var *args,
                 return -1;
         }
     }
+    if (self == NULL) {
+        int crc = sym_process_const_call(t, func, args, nargs, kwnames, out); /* ops_models.c */
+        if (crc != 1)
+            return crc;
+    }
     int prc = sym_obj_polyfill_func(t, func, self, args, nargs, kwnames, out); /* obj_func.c */
     if (prc != 1)
         return prc;
