@@ -74,6 +74,7 @@ typedef struct dh_limits {
     int inline_depth; /* nested Python calls inlined (default 48, at most DH_INLINE_DEPTH_MAX) */
     int max_outputs;  /* graph outputs and in-place updated inputs (default 1 << 16) */
     long max_trace_steps; /* instructions one trace interprets (default 200000) */
+    int max_dict_items;   /* items of a dict the trace models (default 1024) */
 } dh_limits;
 #define DH_INLINE_DEPTH_MAX 128
 extern dh_limits dh_limit;

@@ -982,7 +982,7 @@ int dh_module_sharing_check(dh_cache *c, PyObject *const *localsplus, int nlocal
     return 0;
 }
 
-dh_limits dh_limit = {.max_sources = 1 << 20, .inline_depth = 48, .max_outputs = 1 << 16,
+dh_limits dh_limit = {.max_sources = 1 << 20, .inline_depth = 48, .max_outputs = 1 << 16, .max_dict_items = 1024,
                       .max_trace_steps = 200000};
 
 int dh_global_state(dh_guardkind *kinds, int *values) {

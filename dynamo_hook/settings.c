@@ -7,4 +7,5 @@ void dh_settings_read(void) {
     dh_limit.inline_depth = (int)ic_config_int(IC_CFG_inline_depth);
     dh_limit.max_outputs = (int)ic_config_int(IC_CFG_max_outputs);
     dh_limit.max_trace_steps = (long)ic_config_int(IC_CFG_max_trace_steps);
+    dh_limit.max_dict_items = (int)ic_config_int(IC_CFG_max_dict_items);
 }

@@ -1345,7 +1345,10 @@ static int wrap_uncached(trace *t, PyObject *o, int src, var *out) {
         }
     }
     int ddict = sym_data_is_defaultdict(o);
-    if ((PyDict_CheckExact(o) || ddict) && PyDict_GET_SIZE(o) <= 64 && src >= 0) {
+    if ((PyDict_CheckExact(o) || ddict) && src >= 0 && PyDict_GET_SIZE(o) > dh_limit.max_dict_items)
+        return sym_fail(t, "a dict of %zd items, more than torchc.config.max_dict_items (%d)", PyDict_GET_SIZE(o),
+                        dh_limit.max_dict_items);
+    if ((PyDict_CheckExact(o) || ddict) && src >= 0) {
         /* a dict: type and length guarded, every item wrapped (constant values guarded lazily); a
          * defaultdict (GradScaler's per-optimizer states): its default_factory identity-guarded,
          * called by the trace for a missing key (sym_containers.c) */

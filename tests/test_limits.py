@@ -102,3 +102,42 @@ def test_inline_depth_is_a_config_value(restore_config):
         torchc.config.inline_depth = 10**6
     with pytest.raises(ValueError):
         torchc.config.max_sources = 0
+
+
+REGISTRY = {f"key{i}": {"scale": float(i)} for i in range(300)}
+
+
+def test_large_registry_dict_read_one_graph():
+    # a module-level registry past the old 64-item cap (transformers' output-recorder
+    # registry grows with every model class used in the process)
+    def f(x, name):
+        entry = REGISTRY.get(name) or {}
+        return x * entry.get("scale", 1.0) + ("key7" in REGISTRY)
+
+    x = torch.randn(4, 3)
+    with torch.no_grad():
+        ex = torchc.explain(f)(x, "key123")
+    assert ex.graph_count == 1 and ex.graph_break_count == 0, ex.break_reasons
+    torch.testing.assert_close(ex.result, f(x, "key123"))
+    REGISTRY["late"] = {"scale": -2.0}  # the registry grows: still eager's answer
+    try:
+        torch.testing.assert_close(torchc.compile(f)(x, "late"), f(x, "late"))
+    finally:
+        del REGISTRY["late"]
+
+
+@pytest.mark.allow_fallback
+@pytest.mark.no_compile
+def test_dict_past_max_dict_items_breaks_with_the_reason():
+    old = torchc.config.max_dict_items
+    torchc.config.max_dict_items = 100
+    try:
+        def f(x):
+            return x * REGISTRY["key5"]["scale"]
+
+        x = torch.randn(3)
+        ex = torchc.explain(f)(x)
+        torch.testing.assert_close(ex.result, f(x))
+        assert any("max_dict_items" in r for r in ex.break_reasons), ex.break_reasons
+    finally:
+        torchc.config.max_dict_items = old
