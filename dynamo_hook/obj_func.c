@@ -22,7 +22,7 @@
 
 #include <string.h>
 
-static PyObject *polyfills, *calls, *partial_type;
+static PyObject *polyfills, *calls, *partial_type, *recompute_fn;
 static int inited;
 
 static int init_once(void) {
@@ -32,15 +32,17 @@ static int init_once(void) {
     PyObject *m = PyImport_ImportModule("torchc._polyfills");
     polyfills = m ? PyObject_GetAttrString(m, "POLYFILLS") : NULL; /* kept for the process */
     calls = m ? PyObject_GetAttrString(m, "CALLS") : NULL;
+    recompute_fn = m ? PyObject_GetAttrString(m, "recompute_region") : NULL;
     PyObject *ft = PyImport_ImportModule("functools");
     partial_type = ft ? PyObject_GetAttrString(ft, "partial") : NULL;
     Py_XDECREF(m);
     Py_XDECREF(ft);
-    if (polyfills == NULL || calls == NULL || partial_type == NULL ||
+    if (polyfills == NULL || calls == NULL || partial_type == NULL || recompute_fn == NULL ||
         !PyDict_Check(polyfills) || !PyDict_Check(calls)) {
         (void)tc_clear_expected(PyExc_Exception); /* no polyfills: those calls fail the trace as before */
         Py_CLEAR(polyfills);
         Py_CLEAR(calls);
+        Py_CLEAR(recompute_fn);
         return -1;
     }
     return 0;
@@ -173,6 +175,10 @@ int sym_obj_polyfill(trace *t, const var *fn, var *args, int nargs, PyObject *kw
     /* a source of its own: the polyfill's globals are read through it (DH_S_GLOBAL) */
     int s = sym_source(t, DH_S_CONST, -1, 0, pf);
     return s < 0 ? -1 : sym_inline(t, pf, s, NULL, args, nargs, kwnames, out);
+}
+
+int sym_obj_is_recompute_region(PyObject *func) {
+    return init_once() == 0 && func == recompute_fn;
 }
 
 /* a Python function listed in POLYFILLS (torch.optim.Optimizer.zero_grad, whose
