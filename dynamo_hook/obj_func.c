@@ -151,11 +151,19 @@ static int signature_of_method(trace *t, PyObject *signature, const var *a, var 
     return sym_const(t, sig, out);
 }
 
-/* the polyfill pf is being interpreted (a frame of the trace runs its code) */
+/* the polyfill pf is being interpreted (a frame of the trace runs its code), and not only
+ * outside a checkpoint region (user code inside recompute_region, called by the checkpoint
+ * polyfill, may call checkpoint again: nested regions) */
 static int in_polyfill(trace *t, PyObject *pf) {
-    for (int i = 0; i < t->nframes; i++)
-        if (t->frames[i] != NULL && (PyObject *)t->frames[i]->code == PyFunction_GET_CODE(pf))
+    for (int i = t->nframes - 1; i >= 0; i--) {
+        if (t->frames[i] == NULL)
+            continue;
+        PyObject *code = (PyObject *)t->frames[i]->code;
+        if (code == PyFunction_GET_CODE(pf))
             return 1;
+        if (recompute_fn != NULL && code == PyFunction_GET_CODE(recompute_fn))
+            return 0;
+    }
     return 0;
 }
 

@@ -357,3 +357,54 @@ def test_module_subclass_call_override_is_traced():
         gc = torch.autograd.grad(lc.sum(), [xc, m.lin.weight])
         for c, e in zip(gc, ge):
             assert_same(c, e, **TOL)
+
+
+def test_nested_checkpoints_with_dropout_and_dict_outputs():
+    # checkpoint inside a checkpointed function (one region), dropout in the inner one, a dict
+    # and tuple output; the same generator state before eager's and the compiled call
+    lin, lin2 = nn.Linear(6, 6), nn.Linear(6, 6)
+
+    def inner(x):
+        return checkpoint(lin2, F.dropout(x, 0.2), use_reentrant=False).tanh()
+
+    def outer(x):
+        h = checkpoint(inner, lin(x), use_reentrant=False) * 2
+        return {"h": h, "s": (h.cos(), h.mean())}
+
+    def f(x):
+        d = outer(x)
+        return d["h"].sum() + d["s"][0].sum() * d["s"][1]
+
+    params = list(lin.parameters()) + list(lin2.parameters())
+    cf = torchc.compile(f)
+    for step, shape in enumerate([(3, 6), (1, 6), (5, 6)]):
+        x = torch.randn(*shape)
+        xe, xc = x.clone().requires_grad_(), x.clone().requires_grad_()
+        torch.manual_seed(10 + step)
+        le = f(xe)
+        ge = torch.autograd.grad(le, [xe] + params)
+        torch.manual_seed(10 + step)
+        lc = cf(xc)
+        gc = torch.autograd.grad(lc, [xc] + params)
+        assert_same(lc.detach(), le.detach(), **TOL)
+        for c, e in zip(gc, ge):
+            assert_same(c, e, **TOL)
+    torchc.reset()
+    torch.manual_seed(0)
+    ex = torchc.explain(f)(torch.randn(3, 6))
+    assert ex.graph_count == 1 and ex.graph_break_count == 0, ex.break_reasons
+
+
+def test_checkpoint_under_no_grad_is_the_function():
+    lin = nn.Linear(4, 4)
+
+    def f(x):
+        # (use_reentrant=True with no input that requires grad is left to eager, which warns)
+        return checkpoint(lin, x, use_reentrant=False).relu() + checkpoint(lin, x * 2, use_reentrant=False)
+
+    x = torch.randn(3, 4)
+    with torch.no_grad():
+        torchc.reset()
+        ex = torchc.explain(f)(x)
+        assert ex.graph_count == 1 and ex.graph_break_count == 0, ex.break_reasons
+        assert_same(torchc.compile(f)(x), f(x))
