@@ -22,7 +22,7 @@
 
 #include <string.h>
 
-static PyObject *polyfills, *calls, *partial_type;
+static PyObject *polyfills, *calls, *partial_type, *recompute_fn;
 static int inited;
 
 static int init_once(void) {
@@ -32,15 +32,17 @@ static int init_once(void) {
     PyObject *m = PyImport_ImportModule("torchc._polyfills");
     polyfills = m ? PyObject_GetAttrString(m, "POLYFILLS") : NULL; /* kept for the process */
     calls = m ? PyObject_GetAttrString(m, "CALLS") : NULL;
+    recompute_fn = m ? PyObject_GetAttrString(m, "recompute_region") : NULL;
     PyObject *ft = PyImport_ImportModule("functools");
     partial_type = ft ? PyObject_GetAttrString(ft, "partial") : NULL;
     Py_XDECREF(m);
     Py_XDECREF(ft);
-    if (polyfills == NULL || calls == NULL || partial_type == NULL ||
+    if (polyfills == NULL || calls == NULL || partial_type == NULL || recompute_fn == NULL ||
         !PyDict_Check(polyfills) || !PyDict_Check(calls)) {
         (void)tc_clear_expected(PyExc_Exception); /* no polyfills: those calls fail the trace as before */
         Py_CLEAR(polyfills);
         Py_CLEAR(calls);
+        Py_CLEAR(recompute_fn);
         return -1;
     }
     return 0;
@@ -149,11 +151,19 @@ static int signature_of_method(trace *t, PyObject *signature, const var *a, var 
     return sym_const(t, sig, out);
 }
 
-/* the polyfill pf is being interpreted (a frame of the trace runs its code) */
+/* the polyfill pf is being interpreted (a frame of the trace runs its code), and not only
+ * outside a checkpoint region (user code inside recompute_region, called by the checkpoint
+ * polyfill, may call checkpoint again: nested regions) */
 static int in_polyfill(trace *t, PyObject *pf) {
-    for (int i = 0; i < t->nframes; i++)
-        if (t->frames[i] != NULL && (PyObject *)t->frames[i]->code == PyFunction_GET_CODE(pf))
+    for (int i = t->nframes - 1; i >= 0; i--) {
+        if (t->frames[i] == NULL)
+            continue;
+        PyObject *code = (PyObject *)t->frames[i]->code;
+        if (code == PyFunction_GET_CODE(pf))
             return 1;
+        if (recompute_fn != NULL && code == PyFunction_GET_CODE(recompute_fn))
+            return 0;
+    }
     return 0;
 }
 
@@ -173,6 +183,10 @@ int sym_obj_polyfill(trace *t, const var *fn, var *args, int nargs, PyObject *kw
     /* a source of its own: the polyfill's globals are read through it (DH_S_GLOBAL) */
     int s = sym_source(t, DH_S_CONST, -1, 0, pf);
     return s < 0 ? -1 : sym_inline(t, pf, s, NULL, args, nargs, kwnames, out);
+}
+
+int sym_obj_is_recompute_region(PyObject *func) {
+    return init_once() == 0 && func == recompute_fn;
 }
 
 /* a Python function listed in POLYFILLS (torch.optim.Optimizer.zero_grad, whose

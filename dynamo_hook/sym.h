@@ -458,6 +458,8 @@ int sym_obj_enter(trace *t, const var *o, var *exit, var *entered);
 int sym_obj_polyfill(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out);
 /* ops_models.c: torch.cuda.is_available() & co, called now (1: not one of them) */
 int sym_process_const_call(trace *t, PyObject *f, const var *args, int nargs, PyObject *kwnames, var *out);
+/* func is torchc/_polyfills.py recompute_region (a checkpoint region: sym_call.c) */
+int sym_obj_is_recompute_region(PyObject *func);
 int sym_obj_polyfill_func(trace *t, PyObject *func, const var *self, var *args, int nargs,
                           PyObject *kwnames, var *out);
 int sym_obj_call_polyfill(trace *t, const var *o, var *args, int nargs, PyObject *kwnames, var *out);

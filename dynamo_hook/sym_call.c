@@ -9,6 +9,47 @@
 static int inline_code(trace *t, PyCodeObject *code, PyObject *globals, PyObject *func,
                        int fn_src, var *closure, int nclosure, const var *made, const var *self,
                        var *args, int nargs, PyObject *kwnames, var *out);
+static int recompute_region(trace *t, PyObject *func, int fn_src, const var *self, var *args, int nargs,
+                            PyObject *kwnames, var *out);
+
+/* torchc/_polyfills.py recompute_region(function, args, kwargs), called by the polyfill of
+ * torch.utils.checkpoint.checkpoint: inlined with the graph's checkpoint mark around it
+ * (ic_set_recompute: the backward recomputes what it computes). A region that updates a
+ * tensor that existed before it in place, or writes an attribute (BatchNorm's running
+ * statistics), fails the trace: eager's recompute in the backward repeats the update, which
+ * the graph would not; the call then runs eagerly. */
+static int recompute_region(trace *t, PyObject *func, int fn_src, const var *self, var *args, int nargs,
+                            PyObject *kwnames, var *out) {
+    int nobj = t->nobj, nattrw = t->nattrw, ncap = t->capnmut;
+    int *before = malloc(sizeof(int) * (size_t)(2 * ncap + 1));
+    if (before == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    if (ncap > 0)
+        memcpy(before, t->obj_nmut, sizeof(int) * (size_t)(2 * ncap));
+    ic_set_recompute(t->g, 1);
+    int rc = inline_code(t, (PyCodeObject *)PyFunction_GET_CODE(func), PyFunction_GET_GLOBALS(func), func,
+                         fn_src, NULL, 0, NULL, self, args, nargs, kwnames, out);
+    ic_set_recompute(t->g, 0);
+    if (rc == 0) {
+        /* in-place ops on a tensor the region did not make: one seen before it, or a graph
+         * input first read inside it (a module's buffer) */
+        int changed = t->nattrw != nattrw;
+        for (int o = 1; o <= t->nobj && o < t->capnmut && !changed; o++) {
+            if (t->obj_nmut[2 * o] == (o < ncap ? before[2 * o] : 0))
+                continue;
+            changed = o <= nobj;
+            for (int k = 0; k < t->ninputs && !changed; k++)
+                changed = t->input_oid[k] == o;
+        }
+        if (changed)
+            rc = sym_fail(t, "a torch.utils.checkpoint function that updates a tensor or an attribute "
+                          "in place (eager repeats the update when it recomputes in the backward)");
+    }
+    free(before);
+    return rc;
+}
 
 int sym_inline(trace *t, PyObject *func, int fn_src, const var *self, var *args, int nargs,
                PyObject *kwnames, var *out) {
@@ -46,6 +87,8 @@ int sym_inline(trace *t, PyObject *func, int fn_src, const var *self, var *args,
     int prc = sym_obj_polyfill_func(t, func, self, args, nargs, kwnames, out); /* obj_func.c */
     if (prc != 1)
         return prc;
+    if (sym_obj_is_recompute_region(func))
+        return recompute_region(t, func, fn_src, self, args, nargs, kwnames, out);
     return inline_code(t, (PyCodeObject *)PyFunction_GET_CODE(func), PyFunction_GET_GLOBALS(func),
                        func, fn_src, NULL, 0, NULL, self, args, nargs, kwnames, out);
 }
@@ -372,6 +415,28 @@ int sym_inline_module(trace *t, const var *mod, var *args, int nargs, PyObject *
     }
     if (fwd_hooks)
         return sym_fail(t, "module %s has hooks", Py_TYPE(mod->obj)->tp_name);
+    /* a subclass's own __call__ (transformers' GradientCheckpointingLayer runs its forward
+     * through torch.utils.checkpoint there): inlined as eager calls it, not skipped for the
+     * forward (the type is guarded: its __call__ too) */
+    if (mod->src >= 0) {
+        static PyObject *module_call, *s_call;
+        if (module_call == NULL) {
+            s_call = PyUnicode_InternFromString("__call__");
+            PyObject *nn = s_call ? PyImport_ImportModule("torch.nn") : NULL;
+            PyObject *mt = nn ? PyObject_GetAttrString(nn, "Module") : NULL;
+            module_call = mt && PyType_Check(mt) ? _PyType_Lookup((PyTypeObject *)mt, s_call) : NULL;
+            Py_XINCREF(module_call); /* kept for the process */
+            Py_XDECREF(mt);
+            Py_XDECREF(nn);
+            if (module_call == NULL)
+                return -1;
+        }
+        PyObject *fn = _PyType_Lookup(Py_TYPE(mod->obj), s_call);
+        if (fn != NULL && fn != module_call && PyFunction_Check(fn)) {
+            int s = sym_source(t, DH_S_ATTR, mod->src, 1, s_call);
+            return s < 0 ? -1 : sym_inline(t, fn, s, mod, args, nargs, kwnames, out);
+        }
+    }
     PyObject *fwd = _PyType_Lookup(Py_TYPE(mod->obj), str_forward);
     if (fwd == NULL || !PyFunction_Check(fwd))
         return sym_fail(t, "module %s has no Python forward", Py_TYPE(mod->obj)->tp_name);

@@ -363,6 +363,13 @@ char *ic_graph_to_string(const ic_graph *g);
  * gradient to their operands. They change nothing in the forward graph's code. */
 void ic_set_grad_enabled(ic_graph *g, int on);
 ic_val ic_detach(ic_graph *g, ic_val v);
+/* Activation checkpointing (torch.utils.checkpoint, dynamo_hook/sym_call.c): the ops built
+ * between ic_set_recompute(g, 1) and the matching ic_set_recompute(g, 0) (nested) are
+ * recomputed by the backward from what the region reads rather than saved by the forward:
+ * pointwise ops, views, reductions, and matmul/conv/attention externs; random draws are
+ * saved (drawn once, as eager's recompute replays the same generator state). They change
+ * nothing in the forward graph's code. */
+void ic_set_recompute(ic_graph *g, int on);
 /* A leaf that requires grad made inside the graph (`x.requires_grad = True` on a floating
  * value that did not require grad: eager's x becomes a leaf): an identity cast that passes no
  * gradient to its operand and requires grad itself, so what is built from it does. Its own

@@ -59,6 +59,10 @@ typedef struct ic_node {
     unsigned char leaf;   /* training: a leaf that requires grad (ic_grad_leaf; nograd too) */
     unsigned char dropped; /* RANDOM/DROPOUT_MASK: made by a traced call the caller abandoned
                             * (ic_graph_drop_draws): not run unless read */
+    unsigned short recompute; /* training: made inside activation-checkpoint region number
+                               * `recompute` (ic_set_recompute; 0: none): the backward
+                               * recomputes it rather than reading it saved, where it can
+                               * (graph/partition.c) */
     int64_t est[IC_MAX_DIMS]; /* the strides eager gives this value (graph/strides.c) */
 } ic_node;
 
@@ -74,6 +78,8 @@ struct ic_graph {
     char msg[256];
     int64_t sym_hint[IC_MAX_SYMS]; /* hint value of each size symbol, 0: not used yet */
     int nograd_depth, nograd_from; /* training: ic_set_grad_enabled nesting, first node */
+    int recompute_depth, recompute_from; /* training: ic_set_recompute nesting, first node, */
+    int nregions;                        /* regions closed (their numbers: 1 + count % 65535) */
     struct ic_custom *custom;      /* training: torch.autograd.Function backward templates */
     int ncustom;                   /* (graph/custom_fn.c ic_custom_capture; freed with g) */
     int dflt;                      /* torch's default dtype + 1 (0: f32): wrapped floats,

@@ -693,3 +693,54 @@ def _tree_map(func, tree, *rests, is_leaf=None):
 
 
 POLYFILLS[_pytree.tree_map] = _tree_map
+
+
+# ---- torch.utils.checkpoint.checkpoint -----------------------------------------------------
+# Behind torch._disable_dynamo (a break), though what it computes is the function's own
+# result: the function is traced inline, inside recompute_region, whose values the backward
+# recomputes rather than reads saved (dynamo_hook/sym_call.c marks them, graph/partition.c
+# cuts at what the region reads), as eager's checkpoint saves only its inputs. Random draws
+# in the region are drawn once and saved: the same values eager's recompute draws again from
+# the generator state it restored (preserve_rng_state). Gradients are eager's. Left to the
+# original (a break; eager runs it): use_reentrant unset (eager warns), a context_fn, debug,
+# preserve_rng_state=False (eager's recompute draws new numbers), and in the reentrant form
+# keyword arguments (eager raises), tensors inside containers or no tensor argument that
+# requires grad (eager's gradients then do not reach what the function reads). A region that
+# updates a tensor in place or writes an attribute fails the trace (sym_call.c).
+
+import torch.utils.checkpoint as _ckpt_mod
+
+_checkpoint = _ckpt_mod.checkpoint
+_CKPT_OPTIONS = ("use_reentrant", "context_fn", "determinism_check", "debug", "early_stop", "preserve_rng_state")
+
+
+def recompute_region(function, args, kwargs):
+    return function(*args, **kwargs)
+
+
+def checkpoint(function, *args, **kwargs):
+    use_reentrant = kwargs.get("use_reentrant", None)
+    context_fn = kwargs.get("context_fn", _ckpt_mod.noop_context_fn)
+    if (use_reentrant is None or context_fn is not _ckpt_mod.noop_context_fn or kwargs.get("debug", False) is not False
+            or kwargs.get("preserve_rng_state", True) is not True):
+        return _checkpoint(function, *args, **kwargs)
+    rest = {}
+    for k in kwargs:
+        if k not in _CKPT_OPTIONS:
+            rest[k] = kwargs[k]
+    if use_reentrant:
+        if rest:
+            return _checkpoint(function, *args, **kwargs)
+        any_grad = False
+        for a in args:
+            if isinstance(a, torch.Tensor):
+                if a.requires_grad:
+                    any_grad = True
+            elif not (a is None or isinstance(a, (bool, int, float, str))):
+                return _checkpoint(function, *args, **kwargs)
+        if not any_grad:
+            return _checkpoint(function, *args, **kwargs)
+    return recompute_region(function, args, rest)
+
+
+POLYFILLS[_checkpoint] = checkpoint

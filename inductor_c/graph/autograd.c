@@ -77,9 +77,21 @@ static ic_val rebuild(ag *a, ic_val v) {
     case IC_K_UNARY: return un(a, n.op, x);
     case IC_K_BINARY: return bin(a, n.op, x, y);
     default:
-        ag_fail(a, "backward: cannot recompute %s", ic_op_name(n.op));
-        return IC_NONE;
+        break;
     }
+    if (n.recompute && ic_part_rebuildable(&n)) {
+        /* a reduction or extern of a checkpoint region: the same node over the backward's
+         * operands (their values are the forward's; its own strides are contiguous) */
+        ic_node c = n;
+        for (int k = 0; k < IC_NIN && n.in[k] >= 0; k++)
+            if ((c.in[k] = ag_fwd(a, n.in[k])) < 0) return IC_NONE;
+        c.nograd = c.leaf = c.dropped = c.recompute = 0;
+        ic_val r = ic_graph_append_node(a->b, &c);
+        if (r < 0) ag_fail(a, "backward: %s", ic_graph_error(a->b));
+        return r;
+    }
+    ag_fail(a, "backward: cannot recompute %s", ic_op_name(n.op));
+    return IC_NONE;
 }
 
 /* forward output index holding v (a program output, or a new saved output) */

@@ -115,6 +115,7 @@ IC_API void ic_custom_abort(ic_graph *g, int base, int ninputs) {
     g->n = base;
     g->ninputs = ninputs;
     if (g->nograd_depth > 0 && g->nograd_from > base) g->nograd_from = base;
+    if (g->recompute_depth > 0 && g->recompute_from > base) g->recompute_from = base;
 }
 
 /* the record whose lowest output is v, or NULL */

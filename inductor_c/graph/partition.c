@@ -19,6 +19,19 @@
  *  - a cheap value whose recomputation would read more than RECOMPUTE_MAX_LEAVES
  *    distinct banned values (a residual stream h = x + a1 + m1 + a2 + ... would otherwise
  *    be rebuilt from every layer's outputs in every layer's backward: quadratic traffic).
+ * Values made inside an activation-checkpoint region (node->recompute: ic_set_recompute)
+ * are recomputed where they can be: reductions and the matmul, conv and attention externs
+ * become rebuildable too, the leaves limit does not apply, and saving one costs as much as
+ * the cut can avoid (the program's outputs still cost 0), so the cut lies at what the
+ * region reads, as eager's checkpoint saves only its inputs. A region's value read outside
+ * it (by an op of no region or of another one: consecutive checkpointed blocks) is banned
+ * instead: the forward computes it, and it is saved where the backward reads it, as eager
+ * keeps it (the next region's input, the operand of an op outside); recomputing it would
+ * recompute every earlier region in each region's backward (torch.compile's partitioner
+ * makes such values must-save too, cleanup_recompute_tags). Random draws in a region stay
+ * banned: the mask is saved, the same values eager's recompute draws again from the
+ * generator state it restored. (torch.compile's partitioner recomputes such values too:
+ * its checkpoint tags, honoured by its min cut.)
  * Every wanted value feeds the sink. A minimum cut separates the two at the least number of
  * saved bytes: its edges v_in -> v_out are the saved values; everything between the cut and
  * the wanted values is recomputed. The program's own outputs cost 0 (they are returned
@@ -37,9 +50,54 @@
 
 #define RECOMPUTE_MAX_LEAVES 4
 #define INF (INT64_MAX / 4)
+#define RECOMPUTE_COST (INF / 4096) /* saving a value of a checkpoint region: finite, above any tensor */
 
 /* ---- rebuildable ops (must match autograd.c rebuild) --------------------------------------- */
-static bool rebuildable(const ic_node *n) {
+static bool rebuildable_plain(const ic_node *n);
+
+/* the externs a checkpoint region recomputes: deterministic, no side effects */
+static bool recompute_extern(int kind) {
+    switch (kind) {
+    case IC_EXT_MM:
+    case IC_EXT_BMM:
+    case IC_EXT_MATMUL:
+    case IC_EXT_ADDMM:
+    case IC_EXT_LINEAR:
+    case IC_EXT_BADDBMM:
+    case IC_EXT_CONV:
+    case IC_EXT_SDPA:
+        return true;
+    default:
+        return false;
+    }
+}
+
+bool ic_part_rebuildable(const ic_node *n) {
+    if (rebuildable_plain(n)) return true;
+    if (!n->recompute) return false;
+    if (ic_op_kind(n->op) == IC_K_REDUCE) return true;
+    return n->op == IC_OP_EXTERN && recompute_extern(n->ext_kind);
+}
+
+/* n as the plan sees it, by mk (region_marks): banned where read outside its region */
+static bool rebuildable_mk(const ic_node *n, unsigned char mk) {
+    if (mk == 2) return false;
+    if (rebuildable_plain(n)) return true;
+    return mk == 1 && ic_part_rebuildable(n);
+}
+
+/* mk[v]: 1, v was made in a checkpoint region and only that region's values read it; 2, v
+ * was made in one and is read outside it (banned); 0, neither */
+static void region_marks(const ic_graph *f, unsigned char *mk) {
+    for (ic_val v = 0; v < f->n; v++) mk[v] = f->nodes[v].recompute != 0;
+    for (ic_val u = 0; u < f->n; u++)
+        for (int k = 0; k < IC_NIN && f->nodes[u].in[k] >= 0; k++) {
+            ic_val x = f->nodes[u].in[k];
+            if (mk[x] && f->nodes[x].recompute != f->nodes[u].recompute) mk[x] = 2;
+        }
+}
+
+static bool rebuildable_plain(const ic_node *n) {
     switch (n->op) {
     case IC_OP_WHERE:
     case IC_OP_CAST:
@@ -71,14 +129,14 @@ static void leaf_add(leafset *s, ic_val x) {
 }
 
 /* ban[v]: v must be computed by the forward (the cut lies at v or after it) */
-static int plan_bans(const ic_graph *f, unsigned char *ban) {
+static int plan_bans(const ic_graph *f, const unsigned char *mk, unsigned char *ban) {
     leafset *ls = calloc((size_t)f->n + 1, sizeof *ls);
     if (ls == NULL) return -1;
     for (ic_val v = 0; v < f->n; v++) {
         const ic_node *n = &f->nodes[v];
         ban[v] = 0;
         if (n->op == IC_OP_SCALAR || n->op == IC_OP_ARANGE) continue;
-        if (n->op == IC_OP_INPUT || !rebuildable(n)) {
+        if (n->op == IC_OP_INPUT || !rebuildable_mk(n, mk[v])) {
             ban[v] = 1;
             leaf_add(&ls[v], v);
             continue;
@@ -94,7 +152,7 @@ static int plan_bans(const ic_graph *f, unsigned char *ban) {
                         continue;
                     leaf_add(&ls[v], x);
                 }
-        if (ls[v].n > RECOMPUTE_MAX_LEAVES) {
+        if (ls[v].n > RECOMPUTE_MAX_LEAVES && mk[v] != 1) {
             ban[v] = 1;
             ls[v].n = 0;
             leaf_add(&ls[v], v);
@@ -192,17 +250,18 @@ static int64_t maxflow(net *g, int s, int t, int *stack) {
 }
 
 /* ---- the plan ----------------------------------------------------------------------------- */
-static int64_t bytes_of(const ic_graph *f, ic_val v, const unsigned char *req) {
+static int64_t bytes_of(const ic_graph *f, ic_val v, const unsigned char *req, const unsigned char *mk) {
     const ic_meta *m = &f->nodes[v].meta;
     for (int j = 0; j < f->noutputs; j++)
         if (f->outputs[j] == v) return 0; /* returned anyway */
     if (f->nodes[v].op == IC_OP_INPUT && !(req[f->nodes[v].index] & IC_AG_OVERWRITTEN)) return 0;
+    if (mk[v] == 1 && rebuildable_mk(&f->nodes[v], 1)) return RECOMPUTE_COST;
     return ic_numel(m) * (int64_t)ic_dtype_size(m->dtype) + 1; /* +1: fewer tensors on ties */
 }
 
 int ic_part_plan(const ic_graph *f, const unsigned char *want, const unsigned char *req, unsigned char *save) {
     int n = f->n, rc = -1;
-    unsigned char *ban = calloc((size_t)n + 1, 1);
+    unsigned char *ban = calloc((size_t)n + 1, 1), *mk = calloc((size_t)n + 1, 1);
     net g = {.nv = 2 * n + 2};
     int *stack = NULL;
     int S = 2 * n, T = 2 * n + 1;
@@ -211,16 +270,18 @@ int ic_part_plan(const ic_graph *f, const unsigned char *want, const unsigned ch
     g.cur = malloc(sizeof(int) * (size_t)g.nv);
     g.queue = malloc(sizeof(int) * (size_t)g.nv);
     stack = malloc(sizeof(int) * (size_t)(g.nv + 1));
-    if (!ban || !g.head || !g.level || !g.cur || !g.queue || !stack || plan_bans(f, ban) < 0) goto done;
+    if (!ban || !mk || !g.head || !g.level || !g.cur || !g.queue || !stack) goto done;
+    region_marks(f, mk);
+    if (plan_bans(f, mk, ban) < 0) goto done;
     for (int i = 0; i < g.nv; i++) g.head[i] = -1;
     for (ic_val v = 0; v < n; v++) {
         const ic_node *nd = &f->nodes[v];
         save[v] = 0;
         if (nd->op == IC_OP_SCALAR) continue; /* rebuilt by ag_fwd itself */
-        if (add_edge(&g, 2 * v, 2 * v + 1, bytes_of(f, v, req)) < 0) goto done;
+        if (add_edge(&g, 2 * v, 2 * v + 1, bytes_of(f, v, req, mk)) < 0) goto done;
         if (ban[v] && add_edge(&g, S, 2 * v, INF) < 0) goto done;
         if (want[v] && add_edge(&g, 2 * v + 1, T, INF) < 0) goto done;
-        if (nd->op == IC_OP_INPUT || !rebuildable(nd)) continue; /* its operands stay in the forward */
+        if (nd->op == IC_OP_INPUT || !rebuildable_mk(nd, mk[v])) continue; /* its operands stay in the forward */
         for (int k = 0; k < IC_NIN; k++)
             if (nd->in[k] >= 0 && f->nodes[nd->in[k]].op != IC_OP_SCALAR &&
                 add_edge(&g, 2 * nd->in[k] + 1, 2 * v, INF) < 0)
@@ -234,6 +295,7 @@ int ic_part_plan(const ic_graph *f, const unsigned char *want, const unsigned ch
     rc = 0;
 done:
     free(ban);
+    free(mk);
     free(g.head);
     free(g.level);
     free(g.cur);

@@ -20,6 +20,19 @@ IC_API void ic_set_grad_enabled(ic_graph *g, int on) {
         for (int v = g->nograd_from; v < g->n; v++) g->nodes[v].nograd = 1;
 }
 
+IC_API void ic_set_recompute(ic_graph *g, int on) {
+    if (on) {
+        if (g->recompute_depth++ == 0) g->recompute_from = g->n;
+        return;
+    }
+    if (g->recompute_depth <= 0) return;
+    if (--g->recompute_depth == 0) {
+        unsigned short id = (unsigned short)(1 + g->nregions++ % 65535);
+        for (int v = g->recompute_from; v < g->n; v++)
+            if (g->nodes[v].op != IC_OP_INPUT && g->nodes[v].op != IC_OP_SCALAR) g->nodes[v].recompute = id;
+    }
+}
+
 IC_API ic_val ic_detach(ic_graph *g, ic_val v) {
     if (g->err) return IC_NONE;
     const ic_meta *m = ic_value_meta(g, v);

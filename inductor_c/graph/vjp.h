@@ -107,5 +107,9 @@
  * 0, or -1 out of memory */
 int ic_part_plan(const ic_graph *f, const unsigned char *want, const unsigned char *req, unsigned char *save)
     __attribute__((visibility("hidden")));
+/* graph/partition.c: the backward can rebuild n's value from its operands (autograd.c rebuild):
+ * pointwise ops, views, cat, index_select, aranges; inside a checkpoint region (n->recompute)
+ * also reductions and the matmul, conv and attention externs */
+bool ic_part_rebuildable(const ic_node *n) __attribute__((visibility("hidden")));
 
 #endif
