@@ -10,10 +10,18 @@ static int fn_const_attr(const char *n) {
     return !strcmp(n, "__name__") || !strcmp(n, "__qualname__") || !strcmp(n, "__module__");
 }
 
+/* The source of cls.name looked up through cls's MRO (on the class's source src or, without
+ * one, the class held by the entry), its identity guarded: K.f = g (a monkeypatched method,
+ * staticmethod or classmethod) after a call is seen by the next. -1 failed. */
+static int class_attr_guarded(trace *t, PyObject *cls, int src, PyObject *name, PyObject *a) {
+    int cs = src >= 0 ? src : sym_source(t, DH_S_CONST, -1, 0, cls);
+    int s = cs < 0 ? -1 : sym_source(t, DH_S_ATTR, cs, 3, name);
+    return s < 0 || sym_guard_id(t, s, a) < 0 ? -1 : s;
+}
+
 /* cls.name for a class reached as a guarded global or as type(guarded object): a function
- * on the class (taken as it is now: reassigning a method after compiling is not seen), an
- * enum member, a plain constant (guarded: the class's attribute looked up through its MRO, on
- * the class's source src or, without one, the class held by the entry), or the class's name.
+ * on the class (its identity guarded, class_attr_guarded), an enum member, a plain constant
+ * (guarded: the class's attribute looked up through its MRO), or the class's name.
  * 0 done, -1 failed, 1 not handled. */
 static int type_attr(trace *t, PyObject *cls, int src, PyObject *name, var *out) {
     const char *n = PyUnicode_AsUTF8(name);
@@ -65,6 +73,8 @@ static int type_attr(trace *t, PyObject *cls, int src, PyObject *name, var *out)
             return -1;
         if (!ok)
             return 1;
+        if (class_attr_guarded(t, cls, src, name, a) < 0) /* the descriptor; its __func__ is fixed */
+            return -1;
         int s = sym_source(t, DH_S_CONST, -1, 0, kept);
         if (s < 0)
             return -1;
@@ -81,6 +91,8 @@ static int type_attr(trace *t, PyObject *cls, int src, PyObject *name, var *out)
         return 0;
     }
     if (PyFunction_Check(a)) {
+        if (class_attr_guarded(t, cls, src, name, a) < 0)
+            return -1;
         int s = sym_source(t, DH_S_CONST, -1, 0, a); /* its globals/closure are read through it */
         if (s < 0)
             return -1;

@@ -77,3 +77,52 @@ def test_record_setattr_probe_of_first_field_fields_setattr():
     got = torchc.compile(f2)(x)
     assert got[0] == want[0]
     torch.testing.assert_close(got[1:], want[1:])
+
+
+# ---- sym_attr.c type_attr: functions read from a class -----------------------------------
+# K.f, K.static, K.classm (a class reached as a global or as type(obj)) were taken as they were
+# when traced, unguarded: K.f = g after a call (a monkeypatched method, mock.patch.object) kept
+# the old function. Now the class's attribute is identity-guarded.
+
+class _Holder:
+    def helper(self, x):
+        return x * 2
+
+    @staticmethod
+    def st(x):
+        return x * 2
+
+    @classmethod
+    def cm(cls, x):
+        return x * 2
+
+
+def _patch_and_compare(fn, attr, new, *args):
+    f = torchc.compile(fn)
+    old = _Holder.__dict__[attr]
+    try:
+        torch.testing.assert_close(f(*args), fn(*args))
+        setattr(_Holder, attr, new)
+        want = fn(*args)
+        torch.testing.assert_close(f(*args), want)
+    finally:
+        setattr(_Holder, attr, old)
+    torch.testing.assert_close(f(*args), fn(*args))
+
+
+def test_class_function_reassigned():
+    _patch_and_compare(lambda x: _Holder.helper(None, x) + 1, "helper", lambda self, x: x * 5,
+                       torch.ones(3))
+
+
+def test_class_staticmethod_reassigned():
+    _patch_and_compare(lambda x: _Holder.st(x) + 1, "st", staticmethod(lambda x: x * 5), torch.ones(3))
+
+
+def test_class_classmethod_reassigned():
+    _patch_and_compare(lambda x: _Holder.cm(x) + 1, "cm", classmethod(lambda c, x: x * 5), torch.ones(3))
+
+
+def test_type_of_object_function_reassigned():
+    _patch_and_compare(lambda x, o: type(o).helper(o, x) + 1, "helper", lambda self, x: x * 7,
+                       torch.ones(3), _Holder())
