@@ -126,3 +126,57 @@ def test_class_classmethod_reassigned():
 def test_type_of_object_function_reassigned():
     _patch_and_compare(lambda x, o: type(o).helper(o, x) + 1, "helper", lambda self, x: x * 7,
                        torch.ones(3), _Holder())
+
+
+# ---- sym_attr.c super().name: the classes the lookup went through ------------------------
+# super().g found on a base class was taken unguarded: Base.g = h after a call kept the old g.
+
+def test_super_method_reassigned_on_base():
+    class Base:
+        def g(self, x):
+            return x * 2
+
+    class Mid(Base):
+        pass
+
+    class Sub(Mid):
+        def g(self, x):
+            return super().g(x) + 1
+
+    o = Sub()
+    fn = lambda x: o.g(x)  # noqa: E731
+    f = torchc.compile(fn)
+    x = torch.ones(3)
+    torch.testing.assert_close(f(x), fn(x))
+    Base.g = lambda self, x: x * 5  # the method super() finds
+    torch.testing.assert_close(f(x), fn(x))
+    Mid.g = lambda self, x: x * 7  # a class of the path gains the name
+    torch.testing.assert_close(f(x), fn(x))
+
+
+# ---- sym_call.c sym_inline_module: forward set on the instance ---------------------------
+# module(x) inlined the class's forward: m.forward = f (eager's _call_impl calls self.forward)
+# was not seen, before or after the first call.
+
+class _Twice(torch.nn.Module):
+    def forward(self, x):
+        return x * 2
+
+
+def test_module_forward_set_on_instance_after_call():
+    m = _Twice()
+    fn = lambda x: m(x) + 1  # noqa: E731
+    f = torchc.compile(fn)
+    x = torch.ones(3)
+    torch.testing.assert_close(f(x), fn(x))
+    m.forward = lambda x: x * 7
+    torch.testing.assert_close(f(x), fn(x))
+
+
+@pytest.mark.allow_fallback  # the instance's forward (a lambda here) may be left to eager
+def test_module_forward_set_on_instance_before_call():
+    m = _Twice()
+    m.forward = lambda x: x * 7
+    fn = lambda x: m(x).sin() + 1  # noqa: E731
+    x = torch.ones(3)
+    torch.testing.assert_close(torchc.compile(fn)(x), fn(x))
