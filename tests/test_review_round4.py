@@ -180,3 +180,41 @@ def test_module_forward_set_on_instance_before_call():
     fn = lambda x: m(x).sin() + 1  # noqa: E731
     x = torch.ones(3)
     torch.testing.assert_close(torchc.compile(fn)(x), fn(x))
+
+
+# ---- variables.c sym_mutate: an inference tensor updated outside inference_mode ----------
+# A tensor made in an inference_mode() block is an inference tensor in eager: an in-place
+# update of it (or of a view of it) after the block raises. The capture computed a value.
+
+def _made_in_inference(x):
+    with torch.inference_mode():
+        y = x * 2
+    return y
+
+
+@pytest.mark.allow_fallback  # the update is left to eager, which raises
+def test_inplace_update_of_inference_tensor_outside_the_block_raises():
+    def ok(x):
+        with torch.inference_mode():
+            y = x * 2
+            y.add_(1)  # inside the block: allowed
+        return x * 3 + 1
+
+    x = torch.ones(3)
+    torch.testing.assert_close(torchc.compile(ok)(x), ok(x))
+
+    def upd(x):
+        y = _made_in_inference(x)
+        y.add_(1)
+        return y
+
+    def upd_view(x):
+        y = _made_in_inference(x)
+        y[0:2].mul_(3)
+        return x + 1
+
+    for fn in (upd, upd_view):
+        with pytest.raises(RuntimeError, match="[Ii]nference"):
+            fn(x)
+        with pytest.raises(RuntimeError, match="[Ii]nference"):
+            torchc.compile(fn)(x)
