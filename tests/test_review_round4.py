@@ -218,3 +218,79 @@ def test_inplace_update_of_inference_tensor_outside_the_block_raises():
             fn(x)
         with pytest.raises(RuntimeError, match="[Ii]nference"):
             torchc.compile(fn)(x)
+
+
+# ---- guards.c dh_tfm_state: the DeviceContext state read from the mode stack in C --------
+# (the state is remembered per torch.device object: a context on another device, or the
+# mode's device replaced, must still give that device's answer)
+
+@pytest.mark.allow_fallback  # under torch.device("meta") the call runs eagerly
+def test_device_context_state_switches():
+    from torch.overrides import _get_current_function_mode_stack
+
+    def fn(x):
+        return x + torch.ones(3), torch.zeros(2).device
+
+    f = torchc.compile(fn)
+    x = torch.ones(3)
+
+    def same():
+        got, want = f(x), fn(x)
+        torch.testing.assert_close(got[0], want[0])
+        assert got[1] == want[1]
+
+    same()
+    with torch.device("cpu"):
+        same()
+        mode = _get_current_function_mode_stack()[0]
+        old = mode.device
+        try:
+            mode.device = torch.device("meta")  # the same mode, another device
+            assert fn(torch.ones(1))[1].type == "meta"
+            assert f(torch.ones(1))[1].type == "meta"
+        finally:
+            mode.device = old
+        same()
+    with torch.device("meta"):
+        assert f(torch.ones(1))[1].type == "meta"
+    same()
+
+
+# ---- eval_frame.c: an error left set by the TorchFunctionMode read ------------------------
+# dh_tfm_state clears only the exceptions expected there; a MemoryError stays set, and the
+# entry check took its -1 for "a mode torchc does not trace" and ran the frame eagerly with
+# the error pending: the frame raised an unrelated TypeError ("unsupported operand type(s)
+# for *: 'Tensor' and 'int'"). Now the error is raised. (A fresh process: the mode-stack
+# builtins are looked up once, at the first call under a mode.)
+
+_TFM_MEMORY_ERROR = r'''
+import sys, types, torch, torch.utils._device, torchc
+def f(x):
+    return x * 2 + 1
+cf = torchc.compile(f)
+x = torch.ones(3)
+assert torch.equal(cf(x), f(x))
+class Evil(types.ModuleType):
+    def __getattr__(self, name):
+        raise MemoryError("simulated")
+real = sys.modules["torch.utils._device"]
+with torch.device("cpu"):
+    sys.modules["torch.utils._device"] = Evil("torch.utils._device")
+    try:
+        cf(x)
+        print("returned")
+    except BaseException as e:
+        print("raised", type(e).__name__)
+    finally:
+        sys.modules["torch.utils._device"] = real
+    assert torch.equal(cf(x), f(x))
+print("ok")
+'''
+
+
+def test_tfm_state_memory_error_propagates():
+    import subprocess
+    import sys
+    r = subprocess.run([sys.executable, "-c", _TFM_MEMORY_ERROR], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "raised MemoryError" in r.stdout, r.stdout + r.stderr[-2000:]
