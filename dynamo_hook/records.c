@@ -308,7 +308,7 @@ int sym_record_attr(trace *t, const var *r, PyObject *name, var *out) {
     if (descr != NULL && Py_TYPE(descr)->tp_descr_get == NULL) {
         /* a plain class attribute (__dataclass_fields__ & co): read from the class, a source */
         int cs = sym_source(t, DH_S_CONST, -1, 0, cls);
-        int as = cs < 0 ? -1 : sym_source(t, DH_S_ATTR, cs, 0, name);
+        int as = cs < 0 ? -1 : sym_source(t, DH_S_ATTR, cs, 3, name); /* through its MRO */
         return as < 0 ? -1 : sym_wrap(t, descr, as, out);
     }
     if (descr != NULL && !t->failed) {

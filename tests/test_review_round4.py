@@ -294,3 +294,29 @@ def test_tfm_state_memory_error_propagates():
     r = subprocess.run([sys.executable, "-c", _TFM_MEMORY_ERROR], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     assert "raised MemoryError" in r.stdout, r.stdout + r.stderr[-2000:]
+
+
+# ---- records.c sym_record_attr: a plain class attribute inherited by the record's class ---
+# (o.__dataclass_fields__ of a ModelOutput subclass declared with `pass`): its source read the
+# class's own __dict__, where an inherited attribute is not, so the guards rejected their own
+# frame (an internal fault) and every call ran eagerly. Now read through the class's MRO.
+
+def test_record_inherited_class_attribute():
+    @dataclass
+    class Out(ModelOutput):
+        a: Optional[torch.Tensor] = None
+        b: Optional[torch.Tensor] = None
+
+    class Sub(Out):
+        pass
+
+    def fn(x):
+        o = Sub(a=x)
+        return o.a * len(o.__dataclass_fields__)
+
+    f = torchc.compile(fn)
+    x = torch.ones(2)
+    before = torchc._C.stats()["compiles"]
+    for _ in range(3):
+        torch.testing.assert_close(f(x), fn(x))
+    assert torchc._C.stats()["compiles"] - before == 1
