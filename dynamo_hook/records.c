@@ -286,6 +286,14 @@ int sym_record_attr(trace *t, const var *r, PyObject *name, var *out) {
     }
     PyObject *cls = sym_record_class(r);
     PyObject *descr = _PyType_Lookup((PyTypeObject *)cls, name);
+    if (descr != NULL && (Py_TYPE(descr) == &PyProperty_Type || PyFunction_Check(descr))) {
+        /* a method or property of the class, taken as it is now: its identity guarded (the
+         * class's attribute through its MRO), so Out.total = f after a call is seen */
+        int cs = sym_source(t, DH_S_CONST, -1, 0, cls);
+        int as = cs < 0 ? -1 : sym_source(t, DH_S_ATTR, cs, 3, name);
+        if (as < 0 || sym_guard_id(t, as, descr) < 0)
+            return -1;
+    }
     if (descr != NULL && Py_TYPE(descr) == &PyProperty_Type) {
         PyObject *fget = PyObject_GetAttrString(descr, "fget");
         (void)tc_clear_expected(PyExc_AttributeError);

@@ -320,3 +320,32 @@ def test_record_inherited_class_attribute():
     for _ in range(3):
         torch.testing.assert_close(f(x), fn(x))
     assert torchc._C.stats()["compiles"] - before == 1
+
+
+# ---- records.c sym_record_attr: a method or property of the record's class ----------------
+# was inlined as it was when traced, unguarded: Out.total = f after a call kept the old one.
+
+def test_record_method_reassigned():
+    @dataclass
+    class Out(ModelOutput):
+        a: Optional[torch.Tensor] = None
+        b: Optional[torch.Tensor] = None
+
+        def total(self):
+            return self.a + 1
+
+        @property
+        def twice(self):
+            return self.a * 2
+
+    def fn(x):
+        o = Out(a=x)
+        return o.total() + o.twice
+
+    f = torchc.compile(fn)
+    x = torch.ones(2)
+    torch.testing.assert_close(f(x), fn(x))
+    Out.total = lambda self: self.a * 10
+    torch.testing.assert_close(f(x), fn(x))
+    Out.twice = property(lambda self: self.a * 3)
+    torch.testing.assert_close(f(x), fn(x))
