@@ -27,6 +27,7 @@
 #include <c10/core/GradMode.h>
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/python_variable.h>
+#include <torch/csrc/PyInterpreter.h>
 #include <torch/version.h>
 
 namespace {
@@ -899,6 +900,21 @@ int tc_transform_active(void) {
  * Modes entered inside a traced frame live on the trace's own stack (sym_tfm.c), not here. */
 int tc_torch_function_mode_active(void) {
     return at::impl::PythonTorchFunctionTLS::stack_len() > 0 && !at::impl::torch_function_all_disabled() ? 1 : 0;
+}
+
+PyObject *tc_torch_function_mode_single(int *n) {
+    *n = 0;
+    if (!tc_torch_function_mode_active())
+        return NULL;
+    try {
+        *n = (int)std::min<int64_t>(at::impl::PythonTorchFunctionTLS::stack_len(), 1 << 20);
+        if (*n != 1)
+            return NULL;
+        const std::shared_ptr<c10::SafePyObject> &m = at::impl::PythonTorchFunctionTLS::get_stack_at(0);
+        return m ? m->ptr(getPyInterpreter()) : NULL;
+    } catch (...) {
+        return NULL; /* the caller treats it as a mode it does not know: eager */
+    }
 }
 
 /* torch.func wrappers (BatchedTensor, GradTrackingTensor, FunctionalTensorWrapper) pass

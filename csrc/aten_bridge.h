@@ -54,6 +54,10 @@ PyObject *tc_empty_strided(int ndim, const int64_t *sizes, const int64_t *stride
 int tc_transform_active(void);
 /* 1 while a TorchFunctionMode is on this thread's (real) mode stack. */
 int tc_torch_function_mode_active(void);
+/* The only TorchFunctionMode on that stack (borrowed; the stack holds it), read without
+ * running Python; NULL with *n its length (0: none or torch function disabled, > 1: several;
+ * 1: it could not be read). */
+PyObject *tc_torch_function_mode_single(int *n);
 /* Data pointer of a tensor created by tc_empty_strided (or any tensor); NULL for a tensor
  * without storage (never throws). */
 void *tc_data_ptr(PyObject *o);

@@ -679,7 +679,10 @@ static PyObject *dh_eval_frame(PyThreadState *ts, _PyInterpreterFrame *f, int th
     }
     if (tc_transform_active())
         return fallback(ts, f, "a torch.func transform (vmap, grad, jvp, functionalize) is active: eager");
-    if (dh_tfm_state(NULL) < 0) /* a lone DeviceContext is traced (sym_tfm_device_ctx) and guarded */
+    int tfm = dh_tfm_state(NULL); /* a lone DeviceContext is traced (sym_tfm_device_ctx) and guarded */
+    if (tfm < 0 && PyErr_Occurred()) /* MemoryError & co. left set by the read: raised, as in eager */
+        return FINISH(ts, f, NULL);
+    if (tfm < 0)
         return fallback(ts, f, "a TorchFunctionMode (other than a torch.device context on cpu or cuda) "
                                "is active around the call: eager");
     /* the slots of guard values and data pointers: off the C stack (frame_slots.c), which a

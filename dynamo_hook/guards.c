@@ -997,39 +997,18 @@ int dh_global_state(dh_guardkind *kinds, int *values) {
     return DH_NSTATE;
 }
 
-int dh_tfm_state(PyObject **dev) {
-    static PyObject *len_fn, *at_fn, *devctx, *cur_dev_fn;
-    if (dev)
-        *dev = NULL;
-    if (!tc_torch_function_mode_active())
-        return 0;
-    if (devctx == NULL) { /* kept for the process */
-        PyObject *c = PyImport_ImportModule("torch._C"), *m = PyImport_ImportModule("torch.utils._device");
-        len_fn = c ? PyObject_GetAttrString(c, "_len_torch_function_stack") : NULL;
-        at_fn = c ? PyObject_GetAttrString(c, "_get_function_stack_at") : NULL;
-        /* builtins of torch._C: no Python frame runs inside the hook */
-        cur_dev_fn = c ? PyObject_GetAttrString(c, "_cuda_getDevice") : NULL; /* NULL without CUDA */
-        if (cur_dev_fn == NULL)
-            (void)tc_clear_expected(PyExc_AttributeError);
-        devctx = m && len_fn && at_fn ? PyObject_GetAttrString(m, "DeviceContext") : NULL;
-        Py_XDECREF(c);
-        Py_XDECREF(m);
-        if (devctx == NULL) {
-            (void)tc_clear_expected(PyExc_Exception);
-            return -1;
-        }
-    }
-    PyObject *n = PyObject_CallNoArgs(len_fn);
-    long len = n ? PyLong_AsLong(n) : -1;
-    Py_XDECREF(n);
-    PyObject *mode = len == 1 ? PyObject_CallFunction(at_fn, "i", 0) : NULL;
-    /* exactly the class: a subclass may define its own __torch_function__ */
-    PyObject *d = mode && Py_TYPE(mode) == (PyTypeObject *)devctx ? PyObject_GetAttrString(mode, "device") : NULL;
-    Py_XDECREF(mode);
-    PyObject *ty = d ? PyObject_GetAttrString(d, "type") : NULL, *ix = d ? PyObject_GetAttrString(d, "index") : NULL;
+/* DeviceContext's device d -> the state code (1 cpu, 4 + i cuda:i, -1 another), *out the
+ * device the trace takes (a new reference; "cuda": cuda:<current device>); *fixed: the code
+ * depends on d alone (not on the current CUDA device) */
+static int device_code(PyObject *d, PyObject *cur_dev_fn, PyObject **out, int *fixed) {
+    *out = NULL;
+    *fixed = 1;
+    PyObject *ty = PyObject_GetAttrString(d, "type"), *ix = PyObject_GetAttrString(d, "index");
     const char *tys = ty && PyUnicode_Check(ty) ? PyUnicode_AsUTF8(ty) : NULL;
+    Py_INCREF(d);
     if (tys && !strcmp(tys, "cuda") && ix == Py_None) {
         /* "cuda": eager's factories use the current device; the trace and the guard take it */
+        *fixed = 0;
         PyObject *cur = cur_dev_fn ? PyObject_CallNoArgs(cur_dev_fn) : NULL;
         PyObject *td = cur ? PyObject_GetAttrString(d, "__class__") : NULL;
         PyObject *nd = td ? PyObject_CallFunction(td, "sO", "cuda", cur) : NULL;
@@ -1044,11 +1023,70 @@ int dh_tfm_state(PyObject **dev) {
                                       : -1;
     Py_XDECREF(ty);
     Py_XDECREF(ix);
-    (void)tc_clear_expected(PyExc_Exception);
-    if (code > 0 && dev)
-        *dev = d;
+    if (code > 0)
+        *out = d;
     else
         Py_XDECREF(d);
+    return code;
+}
+
+int dh_tfm_state(PyObject **dev) {
+    static PyObject *devctx, *cur_dev_fn, *s_device;
+    /* the last device read and its code (torch.device objects are immutable; the memo holds a
+     * reference, so the identity cannot be reused by another object) */
+    static PyObject *memo_dev;
+    static int memo_code;
+    if (dev)
+        *dev = NULL;
+    int n;
+    PyObject *mode = tc_torch_function_mode_single(&n); /* borrowed */
+    if (n == 0)
+        return 0;
+    if (mode == NULL)
+        return -1;
+    if (devctx == NULL) { /* kept for the process */
+        PyObject *c = PyImport_ImportModule("torch._C"), *m = PyImport_ImportModule("torch.utils._device");
+        /* a builtin of torch._C: no Python frame runs inside the hook */
+        cur_dev_fn = c ? PyObject_GetAttrString(c, "_cuda_getDevice") : NULL; /* NULL without CUDA */
+        if (cur_dev_fn == NULL)
+            (void)tc_clear_expected(PyExc_AttributeError);
+        s_device = PyUnicode_InternFromString("device");
+        devctx = m && s_device ? PyObject_GetAttrString(m, "DeviceContext") : NULL;
+        Py_XDECREF(c);
+        Py_XDECREF(m);
+        if (devctx == NULL) {
+            (void)tc_clear_expected(PyExc_Exception);
+            return -1;
+        }
+    }
+    /* exactly the class: a subclass may define its own __torch_function__ */
+    if (Py_TYPE(mode) != (PyTypeObject *)devctx)
+        return -1;
+    /* its device: an instance attribute (DeviceContext.__init__), read without running code */
+    PyObject **dp = _PyObject_GetDictPtr(mode);
+    PyObject *d = dp && *dp && PyDict_CheckExact(*dp) ? PyDict_GetItemWithError(*dp, s_device) : NULL;
+    if (d != NULL && d == memo_dev && memo_code != 0) {
+        if (memo_code > 0 && dev)
+            *dev = Py_NewRef(d);
+        return memo_code;
+    }
+    int in_dict = d != NULL;
+    if (d != NULL)
+        Py_INCREF(d);
+    else if (!PyErr_Occurred())
+        d = PyObject_GetAttr(mode, s_device); /* not in its dict: a getattr */
+    PyObject *out = NULL;
+    int fixed = 0, code = d ? device_code(d, cur_dev_fn, &out, &fixed) : -1;
+    if (fixed && in_dict) { /* only a device found in the dict is remembered */
+        Py_XSETREF(memo_dev, Py_NewRef(d));
+        memo_code = code;
+    }
+    Py_XDECREF(d);
+    (void)tc_clear_expected(PyExc_Exception);
+    if (code > 0 && dev)
+        *dev = out;
+    else
+        Py_XDECREF(out);
     return code;
 }
 

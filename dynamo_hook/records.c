@@ -286,6 +286,14 @@ int sym_record_attr(trace *t, const var *r, PyObject *name, var *out) {
     }
     PyObject *cls = sym_record_class(r);
     PyObject *descr = _PyType_Lookup((PyTypeObject *)cls, name);
+    if (descr != NULL && (Py_TYPE(descr) == &PyProperty_Type || PyFunction_Check(descr))) {
+        /* a method or property of the class, taken as it is now: its identity guarded (the
+         * class's attribute through its MRO), so Out.total = f after a call is seen */
+        int cs = sym_source(t, DH_S_CONST, -1, 0, cls);
+        int as = cs < 0 ? -1 : sym_source(t, DH_S_ATTR, cs, 3, name);
+        if (as < 0 || sym_guard_id(t, as, descr) < 0)
+            return -1;
+    }
     if (descr != NULL && Py_TYPE(descr) == &PyProperty_Type) {
         PyObject *fget = PyObject_GetAttrString(descr, "fget");
         (void)tc_clear_expected(PyExc_AttributeError);
@@ -308,7 +316,7 @@ int sym_record_attr(trace *t, const var *r, PyObject *name, var *out) {
     if (descr != NULL && Py_TYPE(descr)->tp_descr_get == NULL) {
         /* a plain class attribute (__dataclass_fields__ & co): read from the class, a source */
         int cs = sym_source(t, DH_S_CONST, -1, 0, cls);
-        int as = cs < 0 ? -1 : sym_source(t, DH_S_ATTR, cs, 0, name);
+        int as = cs < 0 ? -1 : sym_source(t, DH_S_ATTR, cs, 3, name); /* through its MRO */
         return as < 0 ? -1 : sym_wrap(t, descr, as, out);
     }
     if (descr != NULL && !t->failed) {
@@ -384,9 +392,11 @@ static PyObject *adds_item; /* class -> bool: setattr of a None field adds the i
 
 /* Does r.f = v of a field f that is None add the dict item too (transformers' __setattr__ of
  * some versions tests the fields, of others the dict's keys)? Asked of the class once, as
- * eager would answer it: an instance built with a first field, one None field set. -1 error,
- * with the reason set (the probe raised). */
-static int setattr_adds_item(trace *t, PyObject *cls, PyObject *name) {
+ * eager would answer it: an instance built with one field other than f set (f stays None:
+ * built with the first field, the probe of f = the first field would find it an item already
+ * and answer "adds" for every field of the class), then f set. names: the class's fields.
+ * -1 error, with the reason set (the probe raised). */
+static int setattr_adds_item(trace *t, PyObject *cls, PyObject *names, PyObject *name) {
     if (adds_item == NULL && (adds_item = PyDict_New()) == NULL)
         return -1;
     PyObject *known = PyDict_GetItemWithError(adds_item, cls);
@@ -394,10 +404,20 @@ static int setattr_adds_item(trace *t, PyObject *cls, PyObject *name) {
         return known == Py_True;
     if (PyErr_Occurred())
         return -1;
-    PyObject *torch = PyImport_ImportModule("torch"), *zeros = NULL, *inst = NULL, *keys = NULL;
+    PyObject *other = NULL; /* the first field other than name (none: an instance of no field set) */
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(names) && other == NULL; k++) {
+        int eq = PyUnicode_Compare(PyTuple_GET_ITEM(names, k), name);
+        if (eq == -1 && PyErr_Occurred())
+            return -1;
+        if (eq != 0)
+            other = PyTuple_GET_ITEM(names, k);
+    }
+    PyObject *torch = PyImport_ImportModule("torch"), *zeros = NULL, *inst = NULL, *keys = NULL, *kw = NULL;
+    PyObject *noargs = PyTuple_New(0);
     int r = -1;
     zeros = torch ? PyObject_CallMethod(torch, "zeros", "i", 1) : NULL;
-    inst = zeros ? PyObject_CallOneArg(cls, zeros) : NULL;
+    kw = zeros && other ? Py_BuildValue("{OO}", other, zeros) : NULL;
+    inst = zeros && noargs && (kw || !other) ? PyObject_Call(cls, noargs, kw) : NULL;
     if (inst != NULL && PyObject_SetAttr(inst, name, zeros) == 0 &&
         (keys = PyObject_CallMethod(inst, "keys", NULL)) != NULL) {
         r = PySequence_Contains(keys, name);
@@ -408,6 +428,8 @@ static int setattr_adds_item(trace *t, PyObject *cls, PyObject *name) {
     Py_XDECREF(zeros);
     Py_XDECREF(inst);
     Py_XDECREF(keys);
+    Py_XDECREF(kw);
+    Py_XDECREF(noargs);
     if (r < 0) {
         if (tc_clear_expected(PyExc_Exception) < 0)
             return -1;
@@ -432,7 +454,7 @@ int sym_record_setattr(trace *t, const var *r, PyObject *name, const var *v) {
     if (is_none_var(v) || v->kind == V_UNSET || v->kind == V_NULL)
         return sym_fail(t, "setting field %U of a record to None not supported", name);
     if (is_none_var(&r->items[i])) {
-        int add = setattr_adds_item(t, sym_record_class(r), name);
+        int add = setattr_adds_item(t, sym_record_class(r), PyTuple_GET_ITEM(r->obj, 1), name);
         if (add < 0)
             return -1;
         if (!add)

@@ -10,10 +10,49 @@ static int fn_const_attr(const char *n) {
     return !strcmp(n, "__name__") || !strcmp(n, "__qualname__") || !strcmp(n, "__module__");
 }
 
+/* The source of cls.name looked up through cls's MRO (on the class's source src or, without
+ * one, the class held by the entry), its identity guarded: K.f = g (a monkeypatched method,
+ * staticmethod or classmethod) after a call is seen by the next. -1 failed. */
+static int class_attr_guarded(trace *t, PyObject *cls, int src, PyObject *name, PyObject *a) {
+    int cs = src >= 0 ? src : sym_source(t, DH_S_CONST, -1, 0, cls);
+    int s = cs < 0 ? -1 : sym_source(t, DH_S_ATTR, cs, 3, name);
+    return s < 0 || sym_guard_id(t, s, a) < 0 ? -1 : s;
+}
+
+/* super().name found in the class at mro[end - 1], past mro[first..end - 2] which lack it:
+ * each of those classes' lookup of name (through its own MRO) guarded as it is now, its
+ * identity, or its absence (hasattr == 0), so a class of the path that gains the name or the
+ * one defining it being reassigned fails the guards. -1 failed. */
+static int guard_super_lookup(trace *t, PyObject *mro, Py_ssize_t first, Py_ssize_t end, PyObject *name) {
+    for (Py_ssize_t k = first; k < end; k++) {
+        PyObject *cls = PyTuple_GET_ITEM(mro, k);
+        if (cls == (PyObject *)&PyBaseObject_Type)
+            continue; /* object's own attributes cannot be set */
+        int cs = sym_source(t, DH_S_CONST, -1, 0, cls);
+        if (cs < 0)
+            return -1;
+        PyObject *a = _PyType_Lookup((PyTypeObject *)cls, name);
+        if (a != NULL) {
+            if (class_attr_guarded(t, cls, cs, name, a) < 0)
+                return -1;
+            continue;
+        }
+        dh_guard *g = sym_new_guard(t, DH_G_HASATTR, cs);
+        if (g == NULL)
+            return -1;
+        g->obj = Py_NewRef(name);
+        PyObject *r = PyObject_GetAttr(cls, name); /* a metaclass's attribute */
+        if (r == NULL && tc_clear_expected(PyExc_AttributeError) < 0)
+            return -1;
+        g->value = r != NULL;
+        Py_XDECREF(r);
+    }
+    return 0;
+}
+
 /* cls.name for a class reached as a guarded global or as type(guarded object): a function
- * on the class (taken as it is now: reassigning a method after compiling is not seen), an
- * enum member, a plain constant (guarded: the class's attribute looked up through its MRO, on
- * the class's source src or, without one, the class held by the entry), or the class's name.
+ * on the class (its identity guarded, class_attr_guarded), an enum member, a plain constant
+ * (guarded: the class's attribute looked up through its MRO), or the class's name.
  * 0 done, -1 failed, 1 not handled. */
 static int type_attr(trace *t, PyObject *cls, int src, PyObject *name, var *out) {
     const char *n = PyUnicode_AsUTF8(name);
@@ -65,6 +104,8 @@ static int type_attr(trace *t, PyObject *cls, int src, PyObject *name, var *out)
             return -1;
         if (!ok)
             return 1;
+        if (class_attr_guarded(t, cls, src, name, a) < 0) /* the descriptor; its __func__ is fixed */
+            return -1;
         int s = sym_source(t, DH_S_CONST, -1, 0, kept);
         if (s < 0)
             return -1;
@@ -81,6 +122,8 @@ static int type_attr(trace *t, PyObject *cls, int src, PyObject *name, var *out)
         return 0;
     }
     if (PyFunction_Check(a)) {
+        if (class_attr_guarded(t, cls, src, name, a) < 0)
+            return -1;
         int s = sym_source(t, DH_S_CONST, -1, 0, a); /* its globals/closure are read through it */
         if (s < 0)
             return -1;
@@ -655,9 +698,14 @@ int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
             Py_ssize_t i = 0, nm = mro ? PyTuple_GET_SIZE(mro) : 0;
             while (i < nm && PyTuple_GET_ITEM(mro, i) != o->obj)
                 i++;
+            Py_ssize_t first = i + 1;
             for (i++; i < nm && found == NULL; i++)
                 found = PyDict_GetItemWithError(dh_type_dict((PyTypeObject *)PyTuple_GET_ITEM(mro, i)), name);
             if (found == NULL && PyErr_Occurred())
+                return -1;
+            /* what the lookup went through holds while the classes stay (B.g = h after a call:
+             * the next one's super().g is h) */
+            if (found != NULL && guard_super_lookup(t, mro, first, i, name) < 0)
                 return -1;
             /* object's own slot (super().__init__() / __setattr__ / __delattr__ of a plain
              * class: obj_attrs.c) */

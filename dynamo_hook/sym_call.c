@@ -440,6 +440,12 @@ int sym_inline_module(trace *t, const var *mod, var *args, int nargs, PyObject *
     PyObject *fwd = _PyType_Lookup(Py_TYPE(mod->obj), str_forward);
     if (fwd == NULL || !PyFunction_Check(fwd))
         return sym_fail(t, "module %s has no Python forward", Py_TYPE(mod->obj)->tp_name);
+    /* eager's _call_impl calls self.forward: an instance attribute (m.forward = f, set before
+     * or after a call) wins over the class's; its absence guarded */
+    PyObject **dp = mod->src >= 0 ? _PyObject_GetDictPtr(mod->obj) : NULL;
+    int shadow = dp != NULL ? sym_guard_key(t, mod->src, *dp, str_forward) : 0;
+    if (shadow != 0)
+        return shadow < 0 ? -1 : sym_fail(t, "module %s: forward set on the instance", Py_TYPE(mod->obj)->tp_name);
     int s = sym_source(t, DH_S_ATTR, mod->src, 1, str_forward);
     if (s < 0)
         return -1;

@@ -671,6 +671,9 @@ int sym_mutate(trace *t, const var *target, ic_val newval) {
         return sym_fail(t, "vmap: in-place update inside the mapped function not captured");
     if (newval < 0)
         return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "in-place update failed");
+    if (t->infer_depth == 0 && sym_made_in_inference(t, t->obj_val[target->oid]))
+        /* y made in an inference_mode() block (or a view of it), updated after the block */
+        return sym_fail(t, "in-place update of an inference tensor outside inference_mode (eager will raise)");
     ic_val old = t->obj_val[target->oid];
     ic_meta mo_copy = *ic_value_meta(t->g, old), mn_copy = *ic_value_meta(t->g, newval);
     const ic_meta *mo = &mo_copy, *mn = &mn_copy;
