@@ -138,8 +138,10 @@ def float_into_int(x, m):
     return y
 
 
-@pytest.mark.allow_fallback
+@pytest.mark.no_compile
 def test_int_plus_float_raises_like_eager():
+    # the in-place op fails in the trace; no break inside the statement (the stack holds the
+    # full-size copy there): the frame runs eagerly and raises as eager does
     x = torch.arange(4)
     m = x > 1
     with pytest.raises(RuntimeError) as e_ref:
