@@ -374,6 +374,7 @@ int dh_global_state(dh_guardkind *kinds, int *values);
  * torch.device(d)`): 1 cpu, 4 + i cuda:i ("cuda": the current device); -1 anything else (the call
  * runs eagerly: meta too, where a factory would break the graph and the rest run eagerly). dev (may be NULL): that mode's torch.device, a new reference. */
 int dh_tfm_state(PyObject **dev);
+void dh_tfm_reason(char *buf, size_t n); /* the fallback reason naming the active modes */
 /* The autocast state the running trace was started under (0: off). */
 extern _Thread_local int dh_tl_autocast;
 /* 1 when the torch op `name` casts its inputs or outputs under autocast (an op of eager's

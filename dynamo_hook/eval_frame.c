@@ -682,9 +682,12 @@ static PyObject *dh_eval_frame(PyThreadState *ts, _PyInterpreterFrame *f, int th
     int tfm = dh_tfm_state(NULL); /* a lone DeviceContext is traced (sym_tfm_device_ctx) and guarded */
     if (tfm < 0 && PyErr_Occurred()) /* MemoryError & co. left set by the read: raised, as in eager */
         return FINISH(ts, f, NULL);
-    if (tfm < 0)
-        return fallback(ts, f, "a TorchFunctionMode (other than a torch.device context on cpu or cuda) "
-                               "is active around the call: eager");
+    if (tfm < 0) {
+        char why[400] = "a TorchFunctionMode is active around the call: eager";
+        if (tl_explain != NULL || (dh_log_hook != NULL && tl_fresh)) /* recorded: the modes named */
+            dh_tfm_reason(why, sizeof why);
+        return fallback(ts, f, why);
+    }
     /* the slots of guard values and data pointers: off the C stack (frame_slots.c), which a
      * compiled recursion nests twice a level */
     dh_slots_mark smark;

@@ -1090,6 +1090,34 @@ int dh_tfm_state(PyObject **dev) {
     return code;
 }
 
+/* the reason a frame runs eagerly under a TorchFunctionMode stack dh_tfm_state refuses: the
+ * modes named, innermost last ("MyMode", "LoggingMode, DeviceContext(meta)") */
+void dh_tfm_reason(char *buf, size_t n) {
+    char names[160] = "";
+    size_t at = 0;
+    PyObject *c = PyImport_ImportModule("torch._C");
+    PyObject *len_fn = c ? PyObject_GetAttrString(c, "_len_torch_function_stack") : NULL;
+    PyObject *at_fn = c ? PyObject_GetAttrString(c, "_get_function_stack_at") : NULL;
+    PyObject *ln = len_fn ? PyObject_CallNoArgs(len_fn) : NULL;
+    long len = ln ? PyLong_AsLong(ln) : -1;
+    for (long i = 0; at_fn != NULL && i < len && at + 40 < sizeof names; i++) {
+        PyObject *mode = PyObject_CallFunction(at_fn, "l", i);
+        if (mode == NULL)
+            break;
+        at += (size_t)snprintf(names + at, sizeof names - at, "%s%.60s", i ? ", " : "", Py_TYPE(mode)->tp_name);
+        Py_DECREF(mode);
+    }
+    Py_XDECREF(ln);
+    Py_XDECREF(len_fn);
+    Py_XDECREF(at_fn);
+    Py_XDECREF(c);
+    (void)tc_clear_expected(PyExc_Exception);
+    snprintf(buf, n,
+             "a TorchFunctionMode is active around the call (%s): eager (only a lone torch.device context on "
+             "cpu or cuda is captured around a call; modes entered inside the compiled function are traced)",
+             at ? names : "?");
+}
+
 /* Ops whose dtypes autocast changes (torch's autocast_mode.cpp lists for CPU and CUDA, by the
  * names of the Python callables that reach them): lower precision (matmul family, conv,
  * attention), fp32 (losses, norms, transcendental ops on CUDA, softmax family, reductions

@@ -164,6 +164,14 @@ int sym_obj_setattr(trace *t, const var *o, PyObject *name, const var *v) {
     return f ? inline_slot(t, f, o, name, v) : plain_set(t, o, name, v);
 }
 
+int sym_obj_plain_setattr(trace *t, const var *o, PyObject *name, const var *v) {
+    if (init_once() < 0 || writable(t, o, name, "assignment") < 0)
+        return -1;
+    if (sym_is_nn_module(o->obj))
+        return sym_fail(t, "object.__setattr__ on an nn.Module");
+    return plain_set(t, o, name, v);
+}
+
 int sym_obj_delattr(trace *t, const var *o, PyObject *name) {
     if (init_once() < 0 || writable(t, o, name, "deletion") < 0)
         return -1;

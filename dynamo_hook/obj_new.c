@@ -132,10 +132,12 @@ int sym_obj_attr_special(trace *t, const var *o, PyObject *name) {
  * forward. Its memo dict (keyed by id()) and reconstruction are not traced: the call is
  * hoisted to the guards like an allocation (a DH_S_NEW source calling copy.deepcopy on the
  * source of obj: a fresh copy each call, made before the graph runs), and the trace reads
- * the copy through guarded sources. Hoisting is exact only if nothing the copy reads was
- * changed earlier in the trace: an object in the graph that the trace wrote (t->attrw) fails
- * the trace. Tensors, modules and objects with their own copy protocol are left to the
- * inlined copy.deepcopy (1). */
+ * the copy through guarded sources. The copy is made from the state before the call, so the
+ * writes the trace logged (t->attrw) to objects the copy reads before the copy are made on
+ * the copy too (writes_in: atomic constant values, on objects reached from obj through
+ * attributes; a config changed, then copied); any other such write fails the trace.
+ * Tensors, modules and objects with their own copy protocol are left to the inlined
+ * copy.deepcopy (1). */
 static PyObject *deepcopy_fn; /* copy.deepcopy, kept for the process */
 
 static int copy_hook(PyTypeObject *tp) {
@@ -207,24 +209,185 @@ static int plain_graph(PyObject *o, PyObject *seen, int *budget, const char **wh
     return plain_graph(*dp, seen, budget, why);
 }
 
-/* seen (ids of the objects a copy reads) holds an object the trace wrote: the copy hoisted
- * before the graph would not see that write */
-static int written_in(trace *t, PyObject *seen) {
-    for (int i = 0; i < t->nattrw; i++) {
-        PyObject *id = t->attrw[i].obj ? PyLong_FromVoidPtr(t->attrw[i].obj) : NULL;
-        int in = id ? PySet_Contains(seen, id) : 0;
-        Py_XDECREF(id);
-        if (in != 0)
-            return 1; /* in < 0: MemoryError, left set */
+/* An atomic constant value a write stored (None, bool, int, float, complex, str, bytes, or a
+ * tuple of them, held as a constant or built in the trace): deepcopy returns it as it is, so
+ * the copy holds it too. New reference, or NULL (no exception) when not such a value. */
+static PyObject *atomic_value(trace *t, const var *v_in, int depth) {
+    var v = *v_in;
+    sym_resolve(t, &v);
+    if (depth > 8)
+        return NULL;
+    if (v.kind == V_CONST && !v.is_list && v.obj != NULL) {
+        PyObject *o = v.obj;
+        if (o == Py_None || PyBool_Check(o) || PyLong_CheckExact(o) || PyFloat_CheckExact(o) ||
+            PyComplex_CheckExact(o) || PyUnicode_CheckExact(o) || PyBytes_CheckExact(o))
+            return Py_NewRef(o);
+        if (PyTuple_CheckExact(o)) {
+            for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(o); i++) {
+                var it = sym_var(V_CONST);
+                it.obj = PyTuple_GET_ITEM(o, i);
+                PyObject *r = atomic_value(t, &it, depth + 1);
+                if (r == NULL)
+                    return NULL;
+                Py_DECREF(r);
+            }
+            return Py_NewRef(o);
+        }
+        return NULL;
     }
-    return 0;
+    if (v.kind == V_SEQ && !v.is_list && v.op == 0 && (v.items != NULL || v.n == 0)) {
+        PyObject *tup = PyTuple_New(v.n);
+        for (int i = 0; tup != NULL && i < v.n; i++) {
+            PyObject *r = atomic_value(t, &v.items[i], depth + 1);
+            if (r == NULL)
+                Py_CLEAR(tup);
+            else
+                PyTuple_SET_ITEM(tup, i, r);
+        }
+        (void)tc_clear_expected(PyExc_MemoryError); /* a failed tuple: not such a value */
+        return tup;
+    }
+    return NULL;
+}
+
+/* paths: id(obj) -> tuple of the attribute names that lead from the root to obj through the
+ * instance dicts of plain objects (breadth first: the shortest path); 0 done, -1 error */
+static int attr_paths(PyObject *root, PyObject *paths) {
+    PyObject *queue = PyList_New(0), *empty = PyTuple_New(0), *id = PyLong_FromVoidPtr(root);
+    int rc = -1;
+    if (queue == NULL || empty == NULL || id == NULL || PyDict_SetItem(paths, id, empty) < 0 ||
+        PyList_Append(queue, root) < 0)
+        goto done;
+    for (Py_ssize_t qi = 0; qi < PyList_GET_SIZE(queue) && qi < 4096; qi++) {
+        PyObject *o = PyList_GET_ITEM(queue, qi), *root_items = o;
+        PyObject **dp = qi == 0 && PyDict_CheckExact(o) ? &root_items /* a dict copied: its items */
+                        : PyType_Check(o)               ? NULL
+                                                        : _PyObject_GetDictPtr(o);
+        if (dp == NULL || *dp == NULL || !PyDict_CheckExact(*dp))
+            continue;
+        Py_XDECREF(id);
+        id = PyLong_FromVoidPtr(o);
+        PyObject *base = id ? PyDict_GetItemWithError(paths, id) : NULL; /* borrowed */
+        if (base == NULL)
+            goto done;
+        Py_ssize_t pos = 0;
+        PyObject *k, *v;
+        while (PyDict_Next(*dp, &pos, &k, &v)) {
+            PyTypeObject *vt = Py_TYPE(v);
+            if (!PyUnicode_CheckExact(k) || !(vt->tp_flags & Py_TPFLAGS_HEAPTYPE) || vt->tp_dictoffset == 0 ||
+                PyType_Check(v) || PyFunction_Check(v))
+                continue;
+            PyObject *vid = PyLong_FromVoidPtr(v);
+            int had = vid ? PyDict_Contains(paths, vid) : -1;
+            PyObject *one = had == 0 ? PyTuple_Pack(1, k) : NULL;
+            PyObject *path = one ? PySequence_Concat(base, one) : NULL;
+            int bad = had < 0 || (had == 0 && (path == NULL || PyDict_SetItem(paths, vid, path) < 0 ||
+                                               PyList_Append(queue, v) < 0));
+            Py_XDECREF(vid);
+            Py_XDECREF(one);
+            Py_XDECREF(path);
+            if (bad)
+                goto done;
+        }
+    }
+    rc = 0;
+done:
+    Py_XDECREF(queue);
+    Py_XDECREF(empty);
+    Py_XDECREF(id);
+    return rc;
+}
+
+/* The writes the trace logged (t->attrw, in program order) on objects that a copy of root
+ * reads (seen: their ids), as a tuple of (path, name, deleted, value): path the attribute
+ * names leading from root to the object written (root_dict: root is an instance dict, the
+ * copy a dict; a write to its owner, `owner`, sets its item). Eager's deepcopy at this point
+ * copies the objects as written, so the copy hoisted to the guards (made from the state
+ * before the call) gets the same writes. Returns a new tuple (empty: nothing written), or
+ * NULL: with an exception on error, else with *why set (a write that cannot be replayed on
+ * the copy: a non-atomic value, a container's contents, an object reached other than
+ * through attributes). */
+static PyObject *writes_in(trace *t, PyObject *root, PyObject *owner, PyObject *seen, const char **why) {
+    PyObject *out = PyList_New(0), *paths = NULL, *r = NULL;
+    if (out == NULL)
+        return NULL;
+    for (int i = 0; i < t->nattrw; i++) {
+        sym_attrw *w = &t->attrw[i];
+        if (w->obj == NULL)
+            continue;
+        PyObject *id = PyLong_FromVoidPtr(w->obj);
+        int in = id ? PySet_Contains(seen, id) : -1;
+        if (in == 0 && owner != NULL && w->obj == owner)
+            in = 2;
+        if (in <= 0) {
+            Py_XDECREF(id);
+            if (in < 0)
+                goto done;
+            continue;
+        }
+        if (w->name == NULL || !PyUnicode_CheckExact(w->name) || w->val == NULL) {
+            Py_XDECREF(id);
+            *why = "a container the copy reads was changed by the trace";
+            goto done;
+        }
+        if (paths == NULL && ((paths = PyDict_New()) == NULL || attr_paths(owner ? owner : root, paths) < 0)) {
+            Py_DECREF(id);
+            goto done;
+        }
+        PyObject *path = PyDict_GetItemWithError(paths, id); /* borrowed */
+        Py_DECREF(id);
+        if (path == NULL) {
+            if (!PyErr_Occurred())
+                *why = "an object the copy reads, changed by the trace, is not reached through attributes";
+            goto done;
+        }
+        if (owner != NULL && PyTuple_GET_SIZE(path) == 0 && w->obj != owner) {
+            *why = "a write to the instance dict's owner only";
+            goto done;
+        }
+        int del = sym_attr_is_deleted(w->val);
+        PyObject *val = del ? Py_NewRef(Py_None) : atomic_value(t, w->val, 0);
+        if (val == NULL) {
+            if (!PyErr_Occurred())
+                *why = "an attribute the trace set on an object the copy reads holds a value other than a constant";
+            goto done;
+        }
+        PyObject *item = Py_BuildValue("(OOOO)", path, w->name, del ? Py_True : Py_False, val);
+        Py_DECREF(val);
+        if (item == NULL || PyList_Append(out, item) < 0) {
+            Py_XDECREF(item);
+            goto done;
+        }
+        Py_DECREF(item);
+    }
+    r = PyList_AsTuple(out);
+done:
+    Py_DECREF(out);
+    Py_XDECREF(paths);
+    return r;
 }
 
 /* deepcopy(spec's source) made by the guards: a DH_S_NEW source read by the trace (a copy
- * made now stands for it) */
-static int hoisted_copy(trace *t, PyObject *orig, int src, var *out) {
-    PyObject *spec = Py_BuildValue("(O()(i))", deepcopy_fn, src);
-    PyObject *copy = spec ? PyObject_CallOneArg(deepcopy_fn, orig) : NULL; /* what the trace reads */
+ * made now stands for it); with writes (writes_in, not empty), the trace's own writes to
+ * the copied objects replayed on the copy (torchc/_api.py _deepcopy_written) */
+static int hoisted_copy(trace *t, PyObject *orig, int src, PyObject *writes, int root_dict, var *out) {
+    PyObject *fn = NULL;
+    if (writes != NULL && PyTuple_GET_SIZE(writes) > 0) {
+        PyObject *api = PyImport_ImportModule("torchc._api");
+        PyObject *mk = api ? PyObject_GetAttrString(api, "_deepcopy_written") : NULL;
+        Py_XDECREF(api);
+        fn = mk ? PyObject_CallFunction(mk, "Oi", writes, root_dict) : NULL;
+        Py_XDECREF(mk);
+        if (fn == NULL || sym_keep(t, Py_NewRef(fn)) == NULL) {
+            Py_XDECREF(fn);
+            return -1;
+        }
+    } else {
+        fn = Py_NewRef(deepcopy_fn);
+    }
+    PyObject *spec = Py_BuildValue("(O()(i))", fn, src);
+    PyObject *copy = spec ? PyObject_CallOneArg(fn, orig) : NULL; /* what the trace reads */
+    Py_DECREF(fn);
     int rc = -1;
     if (copy == NULL) {
         if (spec != NULL) {
@@ -239,6 +402,18 @@ static int hoisted_copy(trace *t, PyObject *orig, int src, var *out) {
     Py_DECREF(spec);
     Py_DECREF(copy);
     return rc;
+}
+
+/* the writes of the trace a copy must carry (writes_in), or the trace failed: NULL with
+ * *failed set to sym_fail's result (or -1 on error) */
+static PyObject *copy_writes(trace *t, PyObject *root, PyObject *owner, PyObject *seen, int *failed) {
+    const char *why = NULL;
+    PyObject *w = writes_in(t, root, owner, seen, &why);
+    if (w == NULL)
+        *failed = PyErr_Occurred() ? -1
+                                   : sym_fail(t, "copy.deepcopy of an object the trace changed before the copy (%s)",
+                                              why ? why : "?");
+    return w;
 }
 
 /* deepcopy(obj.__dict__) (a config's to_dict): the object's real dict, when the trace has
@@ -257,18 +432,21 @@ static int deepcopy_dict_view(trace *t, const var *x, var *out) {
     int plain = oid != NULL && PySet_Add(seen, oid) == 0 && plain_graph(*dp, seen, &budget, &why);
     Py_XDECREF(oid);
     (void)tc_clear_expected(PyExc_Exception);
-    int wrote = plain && written_in(t, seen);
-    Py_DECREF(seen);
-    if (!plain)
+    if (!plain) {
+        Py_DECREF(seen);
         return 1;
-    if (wrote)
-        return sym_fail(t, "copy.deepcopy of an object the trace changed before the copy");
+    }
+    int failed = 0;
+    PyObject *writes = copy_writes(t, *dp, obj, seen, &failed);
+    Py_DECREF(seen);
+    if (writes == NULL)
+        return failed;
     PyObject *name = PyUnicode_InternFromString("__dict__");
     int ds = name ? sym_source(t, DH_S_ATTR, (int)x->pos - 1, 2, name) : -1;
     Py_XDECREF(name);
-    if (ds < 0)
-        return -1;
-    return hoisted_copy(t, *dp, ds, out);
+    int rc = ds < 0 ? -1 : hoisted_copy(t, *dp, ds, writes, 1, out);
+    Py_DECREF(writes);
+    return rc;
 }
 
 int sym_obj_deepcopy(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out) {
@@ -297,13 +475,18 @@ int sym_obj_deepcopy(trace *t, const var *fn, var *args, int nargs, PyObject *kw
         int budget = 4096;
         const char *why = NULL;
         int plain = plain_graph(t->srcobj[x->src], seen, &budget, &why);
-        int wrote = plain && written_in(t, seen);
-        Py_DECREF(seen);
-        if (!plain)
+        if (!plain) {
+            Py_DECREF(seen);
             return 1;
-        if (wrote)
-            return sym_fail(t, "copy.deepcopy of an object the trace changed before the copy");
-        return hoisted_copy(t, t->srcobj[x->src], x->src, out);
+        }
+        int failed = 0;
+        PyObject *writes = copy_writes(t, t->srcobj[x->src], NULL, seen, &failed);
+        Py_DECREF(seen);
+        if (writes == NULL)
+            return failed;
+        int rc = hoisted_copy(t, t->srcobj[x->src], x->src, writes, 1, out);
+        Py_DECREF(writes);
+        return rc;
     }
     if (x->kind != V_OBJ || x->src < 0 || x->obj == NULL || PyModule_Check(x->obj) || PyType_Check(x->obj))
         return 1;
@@ -317,11 +500,103 @@ int sym_obj_deepcopy(trace *t, const var *fn, var *args, int nargs, PyObject *kw
         Py_DECREF(seen);
         return 1; /* copied as written (inlined) */
     }
-    int wrote = written_in(t, seen);
+    int failed = 0;
+    PyObject *writes = copy_writes(t, x->obj, NULL, seen, &failed);
     Py_DECREF(seen);
-    if (wrote)
-        return sym_fail(t, "copy.deepcopy of an object the trace changed before the copy");
-    return hoisted_copy(t, x->obj, x->src, out);
+    if (writes == NULL)
+        return failed;
+    int rc = hoisted_copy(t, x->obj, x->src, writes, 0, out);
+    Py_DECREF(writes);
+    return rc;
+}
+
+/* ---- copy.copy(x) of a plain object ----------------------------------------------------
+ * copy.copy(obj) of an instance of a Python class that leaves copying to object (no
+ * __copy__/__reduce_ex__/__reduce__/__getstate__/__setstate__ of its own, no __slots__, the
+ * default __new__, not an nn.Module): eager makes cls.__new__(cls) and updates its __dict__
+ * with obj's, sharing every value. Here: a fresh object made by the guards (a DH_S_NEW
+ * source, as obj_new.c's allocations) whose attributes are the trace's view of obj's
+ * __dict__ at the call (obj_dictview.c: the real dict merged with the writes logged so far),
+ * each written with object.__setattr__ (logged, replayed after the graph), in the dict's
+ * order. 1: not this case (the call is inlined as written). */
+static PyObject *copy_fn; /* copy.copy, kept for the process */
+
+static int no_slots(PyTypeObject *tp) {
+    PyObject *mro = tp->tp_mro;
+    for (Py_ssize_t i = 0; mro != NULL && i < PyTuple_GET_SIZE(mro); i++) {
+        PyTypeObject *b = (PyTypeObject *)PyTuple_GET_ITEM(mro, i);
+        if (b != &PyBaseObject_Type && b->tp_dict != NULL && PyDict_GetItemString(b->tp_dict, "__slots__") != NULL)
+            return 0;
+    }
+    return 1;
+}
+
+int sym_obj_copy(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out) {
+    if (copy_fn == NULL) {
+        PyObject *m = PyImport_ImportModule("copy");
+        copy_fn = m ? PyObject_GetAttrString(m, "copy") : NULL;
+        Py_XDECREF(m);
+        if (copy_fn == NULL) {
+            (void)tc_clear_expected(PyExc_ImportError, PyExc_AttributeError);
+            return PyErr_Occurred() ? -1 : 1;
+        }
+    }
+    if (fn->obj != copy_fn || nargs != 1 || (kwnames && PyTuple_GET_SIZE(kwnames) > 0) || init_once() < 0)
+        return PyErr_Occurred() ? -1 : 1;
+    const var *x = &args[0];
+    if (x->kind != V_OBJ || x->src < 0 || x->obj == NULL || PyModule_Check(x->obj) || PyType_Check(x->obj))
+        return 1;
+    PyTypeObject *tp = Py_TYPE(x->obj);
+    if (!(tp->tp_flags & Py_TPFLAGS_HEAPTYPE) || tp->tp_dictoffset == 0 || sym_is_nn_module(x->obj) ||
+        tp->tp_new != PyBaseObject_Type.tp_new || Py_TYPE((PyObject *)tp) != &PyType_Type || !no_slots(tp))
+        return 1;
+    int hook = copy_hook(tp);
+    if (hook && PyErr_Occurred())
+        return -1;
+    if (hook)
+        return 1;
+    PyObject *dname = PyUnicode_InternFromString("__dict__");
+    if (dname == NULL)
+        return -1;
+    var view;
+    int rc = sym_obj_dict_view(t, x, dname, &view);
+    Py_DECREF(dname);
+    if (rc != 0)
+        return rc < 0 ? -1 : sym_fail(t, "copy.copy: the object's __dict__ not readable");
+    int cs = sym_source(t, DH_S_CONST, -1, 0, (PyObject *)tp);
+    if (cs < 0)
+        return -1;
+    PyObject *spec = Py_BuildValue("(O()(i))", obj_new, cs);
+    PyObject *stand_in = spec ? PyObject_CallOneArg(obj_new, (PyObject *)tp) : NULL;
+    rc = -1;
+    if (stand_in == NULL) {
+        if (spec != NULL) {
+            (void)tc_clear_expected(PyExc_Exception);
+            rc = sym_fail(t, "%s.__new__ raised (eager will raise)", tp->tp_name);
+        }
+        goto done;
+    }
+    int s = sym_source(t, DH_S_NEW, -1, t->nsrc, spec);
+    var copy;
+    if (s < 0 || sym_wrap(t, stand_in, s, &copy) < 0)
+        goto done;
+    if (copy.kind != V_OBJ) {
+        rc = sym_fail(t, "copy.copy: the copy is not an object");
+        goto done;
+    }
+    PyObject *keys = view.obj; /* kept by the trace */
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(keys); i++) {
+        var v;
+        if (sym_load_attr(t, x, PyTuple_GET_ITEM(keys, i), &v) < 0 ||
+            sym_obj_plain_setattr(t, &copy, PyTuple_GET_ITEM(keys, i), &v) < 0)
+            goto done;
+    }
+    *out = copy;
+    rc = 0;
+done:
+    Py_XDECREF(spec);
+    Py_XDECREF(stand_in);
+    return rc;
 }
 
 /* ---- class statements inside the traced frame (LOAD_BUILD_CLASS) ------------------------

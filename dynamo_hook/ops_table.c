@@ -873,6 +873,8 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
         int rc = sym_obj_polyfill(t, fn, args, nargs, kwnames, out); /* functools.wraps & co */
         if (rc == 1)
             rc = sym_obj_deepcopy(t, fn, args, nargs, kwnames, out); /* obj_new.c */
+        if (rc == 1)
+            rc = sym_obj_copy(t, fn, args, nargs, kwnames, out); /* obj_new.c */
         return rc != 1 ? rc : sym_inline(t, fn->obj, fn->src, NULL, args, nargs, kwnames, out);
     }
     if (fn->kind == V_FUNC && fn->op >= 0 && t->tfm_active > 0) /* through the TorchFunctionMode (sym_tfm.c) */

@@ -249,6 +249,30 @@ static int mask_store(trace *t, const var *x, ic_val xv, const ic_meta *m, const
     return sym_mutate(t, x, r);
 }
 
+int sym_tensor_setitem_masked_full(trace *t, const var *x_in, const var *k, const var *full) {
+    var xv = *x_in, kv = *k, fv = *full;
+    sym_resolve(t, &xv);
+    sym_resolve(t, &kv);
+    sym_resolve(t, &fv);
+    if (xv.kind != V_TENSOR || xv.oid <= 0 || kv.kind != V_TENSOR || fv.kind != V_TENSOR)
+        return sym_fail(t, "x[mask] op= v: not tensors");
+    ic_meta m_copy, km_copy, fm_copy;
+    const ic_meta *m = meta(t, xv.val, &m_copy), *km = meta(t, kv.val, &km_copy), *fm = meta(t, fv.val, &fm_copy);
+    if (m == NULL || km == NULL || fm == NULL)
+        return sym_check_graph(t);
+    if (fm->ndim != m->ndim || memcmp(fm->sizes, m->sizes, sizeof(int64_t) * (size_t)m->ndim) != 0 ||
+        fm->dtype != m->dtype || km->ndim > m->ndim)
+        return sym_fail(t, "x[mask] op= v: the operand does not broadcast over the selection");
+    int64_t ksz[IC_MAX_DIMS];
+    for (int d = 0; d < m->ndim; d++)
+        ksz[d] = d < km->ndim ? m->sizes[d] : 1;
+    ic_val mask = ic_expand(t->g, sym_reshape(t, kv.val, m->ndim, ksz), m->ndim, m->sizes);
+    ic_val r = mask < 0 ? IC_NONE : ic_where(t->g, mask, fv.val, xv.val);
+    if (r < 0)
+        return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "masked assignment failed");
+    return sym_mutate(t, &xv, r);
+}
+
 /* x[idx] = v, idx a 1-D integer tensor over dim 0 (index_put): a scatter of v broadcast
  * to [len(idx), *x.shape[1:]] along dim 0; indices are bounds-checked before each run
  * (negative or out of range: eager runs) */

@@ -242,6 +242,9 @@ typedef struct trace {
     int nleaf;                        /* (x.requires_grad = True: train_step.c) */
     var *cxv;                         /* ops_complex.c: copies standing for eager's views into */
     int ncxv, capcxv;                 /* complex tensors with no replayable descriptor (.val) */
+    int maug_pc;                      /* x[mask] op= v (sym_containers.c masked_aug): the */
+    int maug_oid;                     /* STORE_SUBSCR that stores the full-size copy maug_oid */
+    const void *maug_frame;           /* of frame maug_frame back as where(mask, copy, x) */
     int ngleaf_oid[8];                /* tensors made to require grad with grad mode off: */
     int nngleaf;                      /* only their flag changes (train_step.c) */
 } trace;
@@ -419,6 +422,7 @@ int sym_obj_plain_class(PyObject *cls);
 int sym_obj_new(trace *t, PyObject *cls, var *args, int nargs, PyObject *kwnames, var *out);
 /* copy.deepcopy(obj) of a plain object graph, hoisted to the guards (1: not such a call) */
 int sym_obj_deepcopy(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out);
+int sym_obj_copy(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out);
 /* a class statement in the frame: builtins.__build_class__ called with a simple body */
 int sym_is_build_class(PyObject *o);
 int sym_obj_build_class(trace *t, var *args, int nargs, PyObject *kwnames, var *out);
@@ -555,6 +559,8 @@ int sym_guard_tensor_attr(trace *t, const var *x, PyObject *name);
  * graph; object.__setattr__/__delattr__/__init__ called through the class or super() */
 int sym_obj_setattr(trace *t, const var *o, PyObject *name, const var *v); /* 0, -1 failed */
 int sym_obj_delattr(trace *t, const var *o, PyObject *name);
+/* object.__setattr__(o, name, v) (the class's own __setattr__ not run): logged */
+int sym_obj_plain_setattr(trace *t, const var *o, PyObject *name, const var *v);
 int sym_attr_is_deleted(const var *v);
 /* found (a class attribute looked up for self, or NULL: through the class) one of object's
  * __setattr__/__delattr__/__init__/__getattribute__: *out callable (1: not one of them) */
@@ -577,6 +583,8 @@ int sym_tensor_index(trace *t, const var *x, const var *k, var *out); /* ops_ind
 int sym_return_pair(trace *t, const char *name, ic_val values, ic_val indices, var *out);
 /* setitem.c: x[k] = v as a functional update of x's object (fails: break at the store) */
 int sym_tensor_setitem(trace *t, const var *x, const var *k, const var *v);
+/* x[mask] = full, full a tensor of x's shape (x[mask] op= v, sym_containers.c): where(mask, full, x) */
+int sym_tensor_setitem_masked_full(trace *t, const var *x, const var *k, const var *full);
 ic_val sym_box_store(trace *t, ic_val base, PyObject *key, ic_val val); /* setitem.c */
 int sym_alias_update(trace *t, int oid, ic_val newval);                   /* alias_fn.c */
 int sym_alias_rebind(trace *t, const var *self, const var *view);         /* alias_fn.c */

@@ -2,6 +2,7 @@
  * the handlers of the opcodes that build, unpack, index and update them. */
 #include "sym_interp.h"
 #include "sym_sem.h"
+#include "ops_internal.h"
 
 #include <string.h>
 static int dict_update(trace *t, const var *d, PyObject *k, const var *val);
@@ -1258,6 +1259,13 @@ int sym_op_store_subscr(trace *t, sframe *f, sym_ins *in) {
     }
     a = POP(); /* container */
     b = POP(); /* value */
+    if (t->maug_pc == in->pc && t->maug_frame == (const void *)f && in->op == OP_STORE_SUBSCR) {
+        int oid = t->maug_oid;
+        t->maug_pc = -1;
+        t->maug_frame = NULL;
+        if (a.kind == V_TENSOR && b.kind == V_TENSOR && b.oid == oid)
+            return sym_tensor_setitem_masked_full(t, &a, &k, &b) < 0 ? -1 : SYM_NEXT;
+    }
     if (a.kind == V_TENSOR && sym_tensor_setitem(t, &a, &k, &b) == 0)
         return SYM_NEXT;
     if (a.kind == V_SEQ && a.is_list && a.obj == NULL && k.kind == V_CONST) {
@@ -1298,12 +1306,112 @@ int sym_op_store_subscr(trace *t, sframe *f, sym_ins *in) {
     return -1;
 }
 
+/* the instruction after the one at pc (its inline caches skipped), or -1 */
+static int after(const unsigned char *bc, int n, int pc) {
+    for (pc++; pc < n; pc++) {
+        const char *on = sym_opname(bc[2 * pc]);
+        if (on == NULL || strcmp(on, "CACHE") != 0)
+            return pc;
+    }
+    return -1;
+}
+
+static int op_is(const unsigned char *bc, int pc, const char *name) {
+    const char *on = pc >= 0 ? sym_opname(bc[2 * pc]) : NULL;
+    return on != NULL && strcmp(on, name) == 0;
+}
+
+/* x[mask] op= v, an augmented assignment to a boolean-masked selection, compiled by CPython
+ * as COPY 2, COPY 2, BINARY_SUBSCR, <v: one LOAD_CONST/LOAD_FAST>, BINARY_OP (in place),
+ * SWAP 3, SWAP 2, STORE_SUBSCR: eager reads the selection (a copy whose size depends on the
+ * mask's values), applies op in place on it and stores it back. Here the read gives a copy
+ * of the whole of x instead; the in-place op runs on that copy (eager's casting rules), and
+ * the STORE_SUBSCR of the pattern stores it back as where(mask, copy, x) (t->maug_pc,
+ * setitem.c). Exact when v is the same at every selected position: a number, or a tensor
+ * whose dims past its leading size-1 ones are no more than x's dims past the mask's (each
+ * selected element then meets the same part of v, full-size or selected); an elementwise
+ * op (not @). 1: not this case (x[mask] read as before). */
+static int masked_aug(trace *t, sframe *f, sym_ins *in, const var *x_in, const var *k_in, var *out) {
+    if (x_in->kind != V_TENSOR || k_in->kind != V_TENSOR || f->sp < 2 || x_in->oid <= 0)
+        return 1;
+    var x = *x_in, k = *k_in;
+    sym_resolve(t, &x);
+    sym_resolve(t, &k);
+    const ic_meta *mp = ic_value_meta(t->g, x.val), *kp = ic_value_meta(t->g, k.val);
+    if (mp == NULL || kp == NULL || kp->dtype != IC_BOOL || mp->dyn || kp->dyn || kp->ndim > mp->ndim ||
+        kp->ndim == 0)
+        return 1;
+    ic_meta m = *mp, km = *kp;
+    for (int d = 0; d < km.ndim; d++)
+        if (km.sizes[d] != m.sizes[d])
+            return 1; /* eager raises: the read says so */
+    /* the copies COPY 2, COPY 2 made are still below */
+    if (memcmp(&f->stack[f->sp - 1], k_in, sizeof(var)) != 0 || memcmp(&f->stack[f->sp - 2], x_in, sizeof(var)) != 0)
+        return 1;
+    PyObject *bytes = PyCode_GetCode(f->code);
+    if (bytes == NULL)
+        return -1;
+    const unsigned char *bc = (const unsigned char *)PyBytes_AS_STRING(bytes);
+    int n = (int)(PyBytes_GET_SIZE(bytes) / 2);
+    int ld = after(bc, n, in->pc), bo = after(bc, n, ld), s3 = after(bc, n, bo), s2 = after(bc, n, s3),
+        st = after(bc, n, s2);
+    int ok = st >= 0 && op_is(bc, bo, "BINARY_OP") && bc[2 * bo + 1] >= 13 && bc[2 * bo + 1] != 16 &&
+             op_is(bc, s3, "SWAP") && bc[2 * s3 + 1] == 3 && op_is(bc, s2, "SWAP") && bc[2 * s2 + 1] == 2 &&
+             op_is(bc, st, "STORE_SUBSCR");
+    const var *v = NULL;
+    var cv;
+    int slot = -1;
+    if (ok && op_is(bc, ld, "LOAD_CONST")) {
+        cv = sym_var(V_CONST);
+        cv.obj = PyTuple_GET_ITEM(in->consts, bc[2 * ld + 1]);
+        v = &cv;
+    } else if (ok && (op_is(bc, ld, "LOAD_FAST") || op_is(bc, ld, "LOAD_FAST_CHECK"))) {
+        slot = bc[2 * ld + 1];
+    }
+    Py_DECREF(bytes);
+    if (slot >= 0 && slot < f->nlocals - f->code->co_nfreevars) {
+        /* what the LOAD_FAST will push (an argument not read yet is wrapped now, as it would be) */
+        if (sym_load_local(t, f, slot, &cv) < 0)
+            return -1;
+        v = &cv;
+    }
+    if (v == NULL)
+        return 1;
+    if (v->kind == V_TENSOR) {
+        var vv = *v;
+        sym_resolve(t, &vv);
+        const ic_meta *vm = ic_value_meta(t->g, vv.val);
+        if (vm == NULL)
+            return 1;
+        int lead = 0;
+        while (lead < vm->ndim && vm->sizes[lead] == 1)
+            lead++;
+        if (vm->ndim - lead > m.ndim - km.ndim)
+            return 1; /* a value per selected element: data-dependent */
+    } else if (!sym_is_number(v)) {
+        return 1;
+    }
+    if (sym_tensor_out(t, ic_cast(t->g, x.val, m.dtype), out) < 0)
+        return -1;
+    t->maug_pc = st;
+    t->maug_oid = out->oid;
+    t->maug_frame = f;
+    return 0;
+}
+
 /* BINARY_SUBSCR */
 int sym_op_binary_subscr(trace *t, sframe *f, sym_ins *in) {
     var a, b, c;
     NEED(2);
     b = POP();
     a = POP();
+    int mrc = masked_aug(t, f, in, &a, &b, &c);
+    if (mrc <= 0) {
+        if (mrc < 0)
+            return -1;
+        PUSH(c);
+        return SYM_NEXT;
+    }
     if (subscr(t, &a, &b, &c) < 0)
         return -1;
     PUSH(c);

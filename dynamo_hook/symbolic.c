@@ -164,6 +164,8 @@ int sym_can_break(trace *t) {
  * (ic_graph_drop_draws): a call traced in part draws again when it runs, and eager's stream
  * would otherwise advance twice. */
 int sym_record_break_state(trace *t, sframe *f) {
+    if (t->maug_frame == (const void *)f) /* sym_containers.c masked_aug: the stack holds a full-size copy */
+        return sym_fail(t, "a graph break inside x[mask] op= v (not resumable there)");
     if (sym_ctxvar_pending(t, NULL))
         return sym_fail(t, "a context variable set in the trace is live across a graph break");
     if (dh_code_reads_own_frame(t->code)) { /* (cache.c) the rest would run in another frame */
@@ -692,6 +694,21 @@ static dh_entry *trace_once(PyCodeObject *code, PyObject *const *localsplus, PyO
             rr = sym_fail(t, "a context variable set in the trace is not reset at its end");
         if (rr >= 0 && sym_gen_unclosed(t))
             rr = sym_fail(t, "a generator left suspended inside try/with (eager's close() runs its cleanup)");
+        if (rr < 0 && t->failed && t->asked_compiling && !PyErr_Occurred()) {
+            /* "... (eager will raise)" after the trace answered is_compiling() True: eager,
+             * answering False, may take another path and not raise (a value left None for the
+             * graph to build): say so (the frame runs eagerly either way, as under Dynamo) */
+            char *at = strstr(t->reason, " (eager will raise)");
+            if (at != NULL && strstr(t->reason, "is_compiling") == NULL) {
+                char head[sizeof t->reason], where[sizeof t->where];
+                snprintf(head, sizeof head, "%.*s", (int)(at - t->reason), t->reason);
+                snprintf(where, sizeof where, "%s", t->where);
+                t->failed = 0;
+                sym_fail(t, "%.200s, after the trace answered torch.compiler.is_compiling() True (False in eager, "
+                            "which may not raise here): the frame runs eagerly", head);
+                snprintf(t->where, sizeof t->where, "%s", where); /* the raise's location */
+            }
+        }
         if (rr == 0 && t->asked_compiling && ic_graph_num_ops(t->g) == 0 && !dh_tl_entry_frame)
             /* the frame was entered from eager code (a caller that is traced inlines it): with
              * no graph op to compile, the trace's only effect would be handing that code

@@ -339,6 +339,39 @@ def _made_function(code, globals, nclosure, ndefs=-1, kwdefaults=False, annotati
     return make
 
 
+def _deepcopy_written(writes, root_dict):
+    """copy.deepcopy of an object graph that the traced code changed before copying it,
+    hoisted to the guards (dynamo_hook/obj_new.c hoisted_copy): the graph as it was before the
+    call is copied, then the trace's writes are made on the copy. writes: (path, name,
+    deleted, value) in program order; path the attribute names from the copied object to the
+    object written (root_dict: the copied object is a dict, path[0] one of its keys, and an
+    empty path sets its item); value an atomic constant, which deepcopy returns as it is."""
+    import copy
+
+    def make(orig):
+        targets = []
+        for path, _name, _deleted, _value in writes:
+            o = orig
+            for i, p in enumerate(path):
+                o = o[p] if root_dict and i == 0 else object.__getattribute__(o, "__dict__")[p]
+            targets.append(o)
+        memo = {}
+        c = copy.deepcopy(orig, memo)
+        for (path, name, deleted, value), o in zip(writes, targets):
+            t = c if o is orig else memo[id(o)]
+            if root_dict and not path:
+                if deleted:
+                    del t[name]
+                else:
+                    t[name] = value
+            elif deleted:
+                object.__delattr__(t, name)
+            else:
+                object.__setattr__(t, name, value)
+        return c
+    return make
+
+
 def _enclosing_duplicates(records):
     """ids of the break/fallback records that an enclosing frame made for a break a deeper
     frame of the same call recorded again later: same reason, and the later record's
