@@ -220,11 +220,47 @@ static int written_in(trace *t, PyObject *seen) {
     return 0;
 }
 
+/* copy_then_write(obj, names, values): deepcopy(obj), then the attribute writes names[i] =
+ * values[i] replayed on the copy as they are after a graph (dh_replay_attr): the copy of an
+ * object the trace changed, made by the guards from the unchanged object */
+static PyObject *copy_then_write(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 3 || !PyTuple_Check(args[1]) || !PyTuple_Check(args[2]) ||
+        PyTuple_GET_SIZE(args[1]) != PyTuple_GET_SIZE(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "copy_then_write(obj, names, values)");
+        return NULL;
+    }
+    PyObject *copy = PyObject_CallOneArg(deepcopy_fn, args[0]);
+    for (Py_ssize_t i = 0; copy != NULL && i < PyTuple_GET_SIZE(args[1]); i++)
+        if (dh_replay_attr(copy, PyTuple_GET_ITEM(args[1], i), PyTuple_GET_ITEM(args[2], i)) < 0)
+            Py_CLEAR(copy);
+    return copy;
+}
+
+static PyMethodDef copy_then_write_def = {"copy_then_write", (PyCFunction)(void (*)(void))copy_then_write,
+                                          METH_FASTCALL, NULL};
+static PyObject *copy_then_write_fn; /* kept for the process */
+
 /* deepcopy(spec's source) made by the guards: a DH_S_NEW source read by the trace (a copy
- * made now stands for it) */
-static int hoisted_copy(trace *t, PyObject *orig, int src, var *out) {
-    PyObject *spec = Py_BuildValue("(O()(i))", deepcopy_fn, src);
-    PyObject *copy = spec ? PyObject_CallOneArg(deepcopy_fn, orig) : NULL; /* what the trace reads */
+ * made now stands for it); with writes (a tuple of names and one of constant values), the
+ * copy takes them after it is made (copy_then_write) */
+static int hoisted_copy_with(trace *t, PyObject *orig, int src, PyObject *names, PyObject *vals, var *out) {
+    PyObject *spec = NULL, *copy = NULL;
+    if (names == NULL) {
+        spec = Py_BuildValue("(O()(i))", deepcopy_fn, src);
+        copy = spec ? PyObject_CallOneArg(deepcopy_fn, orig) : NULL; /* what the trace reads */
+    } else {
+        if (copy_then_write_fn == NULL &&
+            (copy_then_write_fn = PyCFunction_New(&copy_then_write_def, NULL)) == NULL)
+            return -1;
+        int ns = sym_source(t, DH_S_CONST, -1, 0, names);
+        int vs = ns < 0 ? -1 : sym_source(t, DH_S_CONST, -1, 0, vals);
+        if (vs < 0)
+            return -1;
+        spec = Py_BuildValue("(O()(iii))", copy_then_write_fn, src, ns, vs);
+        PyObject *a[3] = {orig, names, vals};
+        copy = spec ? copy_then_write(NULL, a, 3) : NULL;
+    }
     int rc = -1;
     if (copy == NULL) {
         if (spec != NULL) {
@@ -239,6 +275,51 @@ static int hoisted_copy(trace *t, PyObject *orig, int src, var *out) {
     Py_DECREF(spec);
     Py_DECREF(copy);
     return rc;
+}
+
+static int hoisted_copy(trace *t, PyObject *orig, int src, var *out) {
+    return hoisted_copy_with(t, orig, src, NULL, NULL, out);
+}
+
+/* The trace wrote to the graph deepcopy(obj) reads: the copy can still be made by the guards
+ * when every write is to obj itself (not to an object inside it), of a str name, with an
+ * immutable constant (or a deletion): the writes, in the order they are replayed after the
+ * graph, are made on the copy (copy_then_write). 1 and *names/*vals (new references) set,
+ * 0 not so, -1 error. */
+static int writes_to_replay(trace *t, PyObject *obj, PyObject *seen, PyObject **names, PyObject **vals) {
+    *names = PyList_New(0);
+    *vals = PyList_New(0);
+    if (*names == NULL || *vals == NULL)
+        goto fail;
+    for (int i = 0; i < t->nattrw; i++) {
+        sym_attrw *w = &t->attrw[i];
+        PyObject *id = w->obj ? PyLong_FromVoidPtr(w->obj) : NULL;
+        int in = id ? PySet_Contains(seen, id) : -1;
+        Py_XDECREF(id);
+        if (in < 0)
+            goto fail;
+        if (!in)
+            continue;
+        const var *v = w->val;
+        PyObject *c = v && v->kind == V_CONST ? v->obj : NULL;
+        int immutable = c != NULL && (c == Py_None || PyBool_Check(c) || PyLong_CheckExact(c) ||
+                                      PyFloat_CheckExact(c) || PyUnicode_CheckExact(c) || sym_attr_is_deleted(v));
+        if (w->obj != obj || !PyUnicode_Check(w->name) || !immutable) {
+            Py_CLEAR(*names);
+            Py_CLEAR(*vals);
+            return 0;
+        }
+        if (PyList_Append(*names, w->name) < 0 || PyList_Append(*vals, c) < 0)
+            goto fail;
+    }
+    Py_SETREF(*names, PyList_AsTuple(*names));
+    Py_SETREF(*vals, PyList_AsTuple(*vals));
+    if (*names != NULL && *vals != NULL)
+        return 1;
+fail:
+    Py_CLEAR(*names);
+    Py_CLEAR(*vals);
+    return -1;
 }
 
 /* deepcopy(obj.__dict__) (a config's to_dict): the object's real dict, when the trace has
@@ -317,11 +398,21 @@ int sym_obj_deepcopy(trace *t, const var *fn, var *args, int nargs, PyObject *kw
         Py_DECREF(seen);
         return 1; /* copied as written (inlined) */
     }
-    int wrote = written_in(t, seen);
+    if (!written_in(t, seen)) {
+        Py_DECREF(seen);
+        return hoisted_copy(t, x->obj, x->src, out);
+    }
+    PyObject *names, *vals;
+    int replay = writes_to_replay(t, x->obj, seen, &names, &vals);
     Py_DECREF(seen);
-    if (wrote)
-        return sym_fail(t, "copy.deepcopy of an object the trace changed before the copy");
-    return hoisted_copy(t, x->obj, x->src, out);
+    if (replay <= 0)
+        return replay < 0 ? -1
+                          : sym_fail(t, "copy.deepcopy of an object the trace changed before the copy "
+                                        "(inside it, or with a value not an immutable constant)");
+    int rc = hoisted_copy_with(t, x->obj, x->src, names, vals, out);
+    Py_DECREF(names);
+    Py_DECREF(vals);
+    return rc;
 }
 
 /* ---- class statements inside the traced frame (LOAD_BUILD_CLASS) ------------------------
