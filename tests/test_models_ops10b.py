@@ -134,3 +134,36 @@ def test_setattr_of_none_fields_out_of_order():
     want = f_setattr_later_field(x)
     got = _whole(f_setattr_later_field, x)
     _same(got, want)
+
+
+def f_live_across_break(x):
+    out = _Out(last=x)
+    out["attn"] = (x + 1,)
+    out["pooled"] = x * 2
+    n = x.sum().item()  # a graph break with the record live
+    out["last"] = out.last + n
+    return out, out.to_tuple()[1]
+
+
+def _helper_sets(out, x):
+    out["attn"] = (x + 1,)
+    n = x.sum().item()  # a break inside the inlined call: its writes are undone, rerun
+    out["pooled"] = x * n
+    return out
+
+
+def f_break_inside_call(x):
+    out = _Out(last=x)
+    out = _helper_sets(out, x)
+    return out, out[1], out[2][0]
+
+
+@pytest.mark.parametrize("fn", [f_live_across_break, f_break_inside_call], ids=lambda f: f.__name__)
+def test_out_of_order_record_across_a_graph_break(fn):
+    x = torch.randn(3, 4)
+    want = fn(x)
+    torchc.reset()
+    ex = torchc.explain(fn)(x)
+    assert ex.graph_count >= 2 and ex.graph_break_count >= 1 and ex.op_count > 0, ex.break_reasons
+    assert list(want[0].keys()) == ["last", "attn", "pooled"]
+    _same(ex.result, want)
