@@ -123,6 +123,33 @@ static int class_tuple(const var *v) {
 }
 
 /* Generic callables: builtins and math on constants, isinstance, len. */
+/* torch.IntTensor([...]) & co (the legacy CPU tensor types: torch.tensortype instances,
+ * not CUDA, not sparse) called with one list or tuple of numbers: torch.tensor(data,
+ * dtype=the type's dtype) on the CPU, as eager makes it (a float truncates as the cast does).
+ * A number or sizes (an uninitialized tensor), a tensor or keywords: 1 (not handled). */
+static int legacy_tensor_type(trace *t, PyObject *f, var *args, int nargs, PyObject *kwnames, var *out) {
+    if (nargs != 1 || (kwnames && PyTuple_GET_SIZE(kwnames) > 0) ||
+        !(args[0].kind == V_SEQ || (args[0].kind == V_CONST && (PyList_Check(args[0].obj) ||
+                                                               PyTuple_Check(args[0].obj)))))
+        return 1;
+    PyObject *dtype = PyObject_GetAttrString(f, "dtype");
+    PyObject *cuda = dtype ? PyObject_GetAttrString(f, "is_cuda") : NULL;
+    PyObject *sparse = cuda ? PyObject_GetAttrString(f, "is_sparse") : NULL;
+    int ok = sparse != NULL && cuda == Py_False && sparse == Py_False && sym_dtype_from_object(dtype) >= 0;
+    Py_XDECREF(cuda);
+    Py_XDECREF(sparse);
+    if (!ok) {
+        Py_XDECREF(dtype);
+        return tc_clear_expected(PyExc_AttributeError) < 0 ? -1 : 1;
+    }
+    var dv;
+    if (sym_const(t, dtype, &dv) < 0)
+        return -1;
+    static const opdef legacy_def = {"legacy tensor type", W_TORCH, "data|dtype", sym_h_tensor, 0};
+    var *p[MAXP] = {&args[0], &dv};
+    return sym_h_tensor(t, &legacy_def, p, out);
+}
+
 int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out) {
     PyObject *f = fn->obj;
     const char *name = PyCFunction_Check(f) ? ((PyCFunctionObject *)f)->m_ml->ml_name : NULL;
@@ -779,6 +806,11 @@ int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kw
             return r ? sym_const(t, r, out) : -1;
         }
         return sym_fail(t, "int() of a tensor's value (data-dependent)");
+    }
+    if (PyType_Check(f) && !strcmp(Py_TYPE(f)->tp_name, "torch.tensortype")) {
+        int rc = legacy_tensor_type(t, f, args, nargs, kwnames, out);
+        if (rc != 1)
+            return rc;
     }
     if (PyType_Check(f))
         return sym_fail(t, "call of type %s not supported", ((PyTypeObject *)f)->tp_name);

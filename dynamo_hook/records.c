@@ -8,8 +8,13 @@
  *           where the class is called with the same field values (DH_O_KWCALL); in between
  *           the trace reads fields, items (d["k"], d[0], to_tuple()), len and truth as
  *           __post_init__ leaves them: the non-None fields, in field order.
- * Breaks:   identity: the record is one object per output place (like dicts); writes to
- *           it (setattr, d[k] = v) are not supported (the trace fails, eager runs).
+ *           A field that was None and is then set (r[k] = v, or r.k = v where the class's
+ *           __setattr__ adds the item) joins the dict at its end, as in eager: items[n] (one
+ *           var past the fields) holds the names of those fields in the order they joined, a
+ *           constant tuple (journalled like the fields); the output is then the class called
+ *           with the other fields and those items set after it (record_rebuild).
+ * Breaks:   identity: the record is one object per output place (like dicts); writes of
+ *           None or of names that are not fields fail the trace (eager runs).
  */
 #include "sym.h"
 
@@ -99,6 +104,8 @@ int sym_is_record_type(PyObject *cls) {
 
 static int is_none_var(const var *v) { return v->kind == V_CONST && v->obj == Py_None; }
 
+#define REC_MAX_FIELDS 64
+
 /* cls(*args, **kw) as a record. 0, or -1 failed. */
 int sym_make_record(trace *t, PyObject *cls, var *args, int npos, PyObject *kwnames, var *out) {
     PyObject *fields = PyObject_CallOneArg(dc_fields_fn, cls), *names = NULL;
@@ -109,12 +116,12 @@ int sym_make_record(trace *t, PyObject *cls, var *args, int npos, PyObject *kwna
     }
     Py_ssize_t n = PyTuple_GET_SIZE(fields);
     int nkw = kwnames ? (int)PyTuple_GET_SIZE(kwnames) : 0, rc = -1, has_cache = 0, first_required = 0;
-    var *vals = sym_alloc(t, (int)n);
+    var *vals = sym_alloc(t, (int)n + 1); /* vals[n]: the fields that joined later (joined()) */
     unsigned char *set = calloc((size_t)n + 1, 1);
     names = PyTuple_New(n);
     if (vals == NULL || set == NULL || names == NULL)
         goto done;
-    if (n == 0 || n > 64 || npos > n) {
+    if (n == 0 || n > REC_MAX_FIELDS || npos > n) {
         rc = sym_fail(t, "%s: unsupported fields/arguments", ((PyTypeObject *)cls)->tp_name);
         goto done;
     }
@@ -189,7 +196,7 @@ int sym_make_record(trace *t, PyObject *cls, var *args, int npos, PyObject *kwna
             goto done;
         }
     PyObject *spec = sym_keep(t, Py_BuildValue("(OO)", cls, names));
-    if (spec == NULL)
+    if (spec == NULL || sym_const(t, PyTuple_New(0), &vals[n]) < 0)
         goto done;
     memset(out, 0, sizeof *out);
     out->kind = V_REC;
@@ -207,19 +214,94 @@ done:
 
 PyObject *sym_record_class(const var *r) { return PyTuple_GET_ITEM(r->obj, 0); }
 
+/* the names of the fields that were None and were set after the record was made, in the
+ * order they joined the dict (borrowed: a constant tuple) */
+static PyObject *joined(const var *r) { return r->items[r->n].obj; }
+
+/* field i joined later */
+static int has_joined(const var *r, int i) {
+    PyObject *j = joined(r), *name = PyTuple_GET_ITEM(PyTuple_GET_ITEM(r->obj, 1), i);
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(j); k++)
+        if (PyTuple_GET_ITEM(j, k) == name)
+            return 1;
+    return 0;
+}
+
+/* the dict's order of the fields: order[0..*n) (room for REC_MAX_FIELDS) the indexes of the
+ * non-None fields, those set at construction in field order, then those that joined later
+ * in the order they joined. 1 when that is not field order. */
+static int item_order(const var *r, int *order, int *n) {
+    int k = 0, moved = 0;
+    for (int i = 0; i < r->n; i++)
+        if (!is_none_var(&r->items[i]) && !has_joined(r, i))
+            order[k++] = i;
+    PyObject *j = joined(r), *names = PyTuple_GET_ITEM(r->obj, 1);
+    for (Py_ssize_t q = 0; q < PyTuple_GET_SIZE(j); q++)
+        for (int i = 0; i < r->n; i++)
+            if (PyTuple_GET_ITEM(names, i) == PyTuple_GET_ITEM(j, q)) {
+                moved |= k > 0 && order[k - 1] > i;
+                order[k++] = i;
+            }
+    *n = k;
+    return moved;
+}
+
+/* record_rebuild(**fields), bound to (cls, joined): cls(**fields but the joined ones), then
+ * r[name] = fields[name] for each joined name in order (the class's __setitem__, as eager
+ * set them): the record as the trace left it, its dict in eager's order */
+static PyObject *record_rebuild(PyObject *self, PyObject *args, PyObject *kw) {
+    PyObject *cls = PyTuple_GET_ITEM(self, 0), *j = PyTuple_GET_ITEM(self, 1);
+    if (PyTuple_GET_SIZE(args) != 0 || kw == NULL) {
+        PyErr_SetString(PyExc_TypeError, "record_rebuild(**fields)");
+        return NULL;
+    }
+    PyObject *first = PyDict_Copy(kw), *r = NULL;
+    for (Py_ssize_t k = 0; first != NULL && k < PyTuple_GET_SIZE(j); k++)
+        if (PyDict_DelItem(first, PyTuple_GET_ITEM(j, k)) < 0)
+            Py_CLEAR(first);
+    PyObject *empty = first ? PyTuple_New(0) : NULL;
+    r = empty ? PyObject_Call(cls, empty, first) : NULL;
+    Py_XDECREF(empty);
+    Py_XDECREF(first);
+    for (Py_ssize_t k = 0; r != NULL && k < PyTuple_GET_SIZE(j); k++) {
+        PyObject *v = PyDict_GetItemWithError(kw, PyTuple_GET_ITEM(j, k));
+        if (v == NULL || PyObject_SetItem(r, PyTuple_GET_ITEM(j, k), v) < 0) {
+            if (v == NULL && !PyErr_Occurred())
+                PyErr_SetObject(PyExc_KeyError, PyTuple_GET_ITEM(j, k));
+            Py_CLEAR(r);
+        }
+    }
+    return r;
+}
+
+static PyMethodDef record_rebuild_def = {"record_rebuild", (PyCFunction)(void (*)(void))record_rebuild,
+                                         METH_VARARGS | METH_KEYWORDS, NULL};
+
+/* what the output calls with the fields as keywords: the class, or (fields joined out of
+ * field order) record_rebuild bound to the class and the joined names. New reference. */
+PyObject *sym_record_maker(const var *r) {
+    int order[REC_MAX_FIELDS], n;
+    if (!item_order(r, order, &n))
+        return Py_NewRef(sym_record_class(r));
+    PyObject *self = Py_BuildValue("(OO)", sym_record_class(r), joined(r));
+    PyObject *fn = self ? PyCFunction_New(&record_rebuild_def, self) : NULL;
+    Py_XDECREF(self);
+    return fn;
+}
+
 static int own_to_tuple(trace *t, const var *r);
 
-/* the record's items as __post_init__ left them: the non-None fields, in order */
+/* the record's items as its dict holds them: the non-None fields, in field order as
+ * __post_init__ left them, then those set later in the order they joined (item_order) */
 int sym_record_items(trace *t, const var *r, var **items, int *n) {
     var *it = sym_alloc(t, r->n);
+    int order[REC_MAX_FIELDS];
     if (it == NULL)
         return -1;
-    int k = 0;
-    for (int i = 0; i < r->n; i++)
-        if (!is_none_var(&r->items[i]))
-            it[k++] = r->items[i];
+    (void)item_order(r, order, n);
+    for (int k = 0; k < *n; k++)
+        it[k] = r->items[order[k]];
     *items = it;
-    *n = k;
     return 0;
 }
 
@@ -240,15 +322,15 @@ int sym_record_as_dict(trace *t, const var *r, var *out) {
             return sym_fail(t, "%s read as a mapping: its own %s", ((PyTypeObject *)cls)->tp_name, kept[j]);
     }
     var *items;
-    int n;
+    int n, order[REC_MAX_FIELDS];
     if (sym_record_items(t, r, &items, &n) < 0)
         return -1;
+    (void)item_order(r, order, &n);
     PyObject *names = PyTuple_GET_ITEM(r->obj, 1), *keys = PyTuple_New(n);
     if (keys == NULL)
         return -1;
-    for (int i = 0, k = 0; i < r->n; i++)
-        if (!is_none_var(&r->items[i]))
-            PyTuple_SET_ITEM(keys, k++, Py_NewRef(PyTuple_GET_ITEM(names, i)));
+    for (int k = 0; k < n; k++)
+        PyTuple_SET_ITEM(keys, k, Py_NewRef(PyTuple_GET_ITEM(names, order[k])));
     *out = sym_var(V_DICT);
     out->n = n;
     out->items = items;
@@ -469,8 +551,8 @@ int sym_record_setattr(trace *t, const var *r, PyObject *name, const var *v) {
 }
 
 /* r[k] = v (ModelOutput.__setitem__: the dict item and the attribute): a str key naming a
- * field, a non-None value. A field that was None joins the items at the end of the dict, so
- * only a field after every non-None one keeps the items in field order; other writes fail. */
+ * field, a non-None value. A field that was None joins the items at the end of the dict:
+ * its name is added to joined(r) (journalled), which orders the items and the output. */
 int sym_record_setitem(trace *t, const var *r, const var *k, const var *v) {
     if (k->kind != V_CONST || !PyUnicode_Check(k->obj))
         return sym_fail(t, "record item assignment with a non-str key not supported");
@@ -479,10 +561,20 @@ int sym_record_setitem(trace *t, const var *r, const var *k, const var *v) {
         return sym_fail(t, "record item assignment to %R (not a field) not supported", k->obj);
     if (is_none_var(v) || v->kind == V_UNSET || v->kind == V_NULL)
         return sym_fail(t, "record item assignment of None not supported");
-    if (is_none_var(&r->items[i]))
-        for (int j = i + 1; j < r->n; j++)
-            if (!is_none_var(&r->items[j]))
-                return sym_fail(t, "record item assignment that reorders its items not supported");
+    if (is_none_var(&r->items[i])) {
+        PyObject *j = joined(r), *name = PyTuple_GET_ITEM(PyTuple_GET_ITEM(r->obj, 1), i);
+        Py_ssize_t nj = PyTuple_GET_SIZE(j);
+        PyObject *j2 = PyTuple_New(nj + 1);
+        if (j2 == NULL)
+            return -1;
+        for (Py_ssize_t q = 0; q < nj; q++)
+            PyTuple_SET_ITEM(j2, q, Py_NewRef(PyTuple_GET_ITEM(j, q)));
+        PyTuple_SET_ITEM(j2, nj, Py_NewRef(name));
+        var jv;
+        if (sym_const(t, j2, &jv) < 0)
+            return -1;
+        sym_fx_set(t, &r->items[r->n], &jv); /* journalled with the field */
+    }
     sym_fx_set(t, &r->items[i], v); /* journalled: undone if the call becomes a break */
     return 0;
 }

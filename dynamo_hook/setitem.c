@@ -176,6 +176,14 @@ static ic_val place(trace *t, ic_val base, ic_val val, const box *b, int d, cons
 }
 
 static int value_of(trace *t, const var *v, int dtype, ic_val *out) {
+    var plain;
+    if (v->kind == V_CONST && PyFloat_Check(v->obj) && !PyFloat_CheckExact(v->obj)) {
+        /* a float subclass (numpy.float64, a constant folded from numpy calls): eager stores
+         * its float value, as of a float */
+        if (sym_const(t, PyFloat_FromDouble(PyFloat_AS_DOUBLE(v->obj)), &plain) < 0)
+            return -1;
+        v = &plain;
+    }
     if (sym_check_scalar_fits(t, v, dtype, "item assignment") < 0) /* eager: checked_convert */
         return -1;
     if (v->kind == V_TENSOR) {

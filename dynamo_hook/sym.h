@@ -407,6 +407,7 @@ ic_val sym_reshape(trace *t, ic_val v, int n, const int64_t *sizes);
 int sym_is_record_type(PyObject *cls);
 int sym_make_record(trace *t, PyObject *cls, var *args, int npos, PyObject *kwnames, var *out);
 PyObject *sym_record_class(const var *r); /* borrowed */
+PyObject *sym_record_maker(const var *r); /* what the output calls with the fields (new ref) */
 int sym_record_items(trace *t, const var *r, var **items, int *n);
 int sym_record_as_dict(trace *t, const var *r, var *out); /* **r, dict(r) */
 int sym_record_view_dict(trace *t, const var *r, const char *mn, var *out); /* r.keys()/values()/items() */

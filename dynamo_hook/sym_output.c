@@ -360,11 +360,17 @@ static int fill_out(trace *t, outbuf *ob, int at, var *v, ic_val *outvals, int *
                 return -1;
         return 0;
     }
-    case V_REC: { /* class(**fields), built after the graph runs */
+    case V_REC: { /* class(**fields), built after the graph runs (records.c: fields set
+                   * after it joined its dict out of field order are set on it after) */
         var kw = *v;
         kw.kind = V_DICT;
         kw.obj = PyTuple_GET_ITEM(v->obj, 1);
-        return out_wrapped(t, ob, at, DH_O_KWCALL, sym_record_class(v), &kw, outvals, nout);
+        PyObject *maker = sym_record_maker(v);
+        if (maker == NULL)
+            return -1;
+        int rc = out_wrapped(t, ob, at, DH_O_KWCALL, maker, &kw, outvals, nout);
+        Py_DECREF(maker);
+        return rc;
     }
     case V_SEQ: {
         if (v->obj != NULL && PyType_Check(v->obj)) { /* a named tuple: type(tuple); a deque */
