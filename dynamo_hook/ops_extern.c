@@ -527,12 +527,50 @@ int sym_h_sdpa(trace *t, const opdef *d, var **p, var *out) {
                 return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "graph builder failed");
         }
     }
-    const ic_meta *q = sym_metap(t, p[0]->val);
+    ic_val qv = p[0]->val;
+    {
+        /* batch dims that broadcast (a multi-query key/value [B, 1, S, E] against query heads
+         * [B, H, L, E]): each operand expanded to the common batch dims, as eager's matmuls
+         * broadcast them */
+        ic_meta m3[3] = {*sym_metap(t, qv), *sym_metap(t, kv[0]), *sym_metap(t, kv[1])};
+        int nd = m3[0].ndim, same = 1;
+        for (int j = 0; j < 3 && same; j++)
+            same = m3[j].ndim == nd;
+        for (int i = 0; same && i < nd - 2; i++)
+            same = m3[1].sizes[i] == m3[0].sizes[i] && m3[2].sizes[i] == m3[0].sizes[i];
+        if (!same && m3[1].ndim == nd && m3[2].ndim == nd && nd >= 3) {
+            if (m3[0].dyn || m3[1].dyn || m3[2].dyn)
+                return sym_fail(t, "scaled_dot_product_attention: broadcast batch dims on symbolic sizes");
+            int64_t b[IC_MAX_DIMS];
+            for (int i = 0; i < nd - 2; i++) {
+                b[i] = 1;
+                for (int j = 0; j < 3; j++) {
+                    int64_t s = m3[j].sizes[i];
+                    if (s != 1 && b[i] != 1 && s != b[i])
+                        return sym_fail(t, "scaled_dot_product_attention: batch dims do not broadcast (eager will raise)");
+                    if (s != 1)
+                        b[i] = s;
+                }
+            }
+            ic_val *ops[3] = {&qv, &kv[0], &kv[1]};
+            for (int j = 0; j < 3; j++) {
+                int64_t sz[IC_MAX_DIMS];
+                int differs = 0;
+                for (int i = 0; i < nd; i++) {
+                    sz[i] = i < nd - 2 ? b[i] : m3[j].sizes[i];
+                    differs |= sz[i] != m3[j].sizes[i];
+                }
+                if (differs && (*ops[j] = ic_expand(G, *ops[j], nd, sz)) < 0)
+                    return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "graph builder failed");
+            }
+        }
+    }
+    const ic_meta *q = sym_metap(t, qv);
     if (q->ndim < 1 || (q->dyn && !sym_dim_static(q->dims[q->ndim - 1])))
         return sym_fail(t, "scaled_dot_product_attention: query without a static head dim");
     if (sym_opt_num(t, p[6], 1.0 / sqrt((double)q->sizes[q->ndim - 1]), &scale, "scale") < 0)
         return -1;
-    ic_val v[4] = {p[0]->val, kv[0], kv[1], -1};
+    ic_val v[4] = {qv, kv[0], kv[1], -1};
     int n = 3;
     if (!sym_is_none(p[3])) {
         if (sym_need_tensor(t, d, p[3]) < 0)
