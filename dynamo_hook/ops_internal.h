@@ -147,6 +147,7 @@ int sym_h_arange(trace *t, const opdef *d, var **p, var *out);
 int sym_h_eye(trace *t, const opdef *d, var **p, var *out);
 int sym_h_factory(trace *t, const opdef *d, var **p, var *out);
 int sym_h_new_factory(trace *t, const opdef *d, var **p, var *out);
+int sym_h_new_tensor(trace *t, const opdef *d, var **p, var *out);
 int sym_h_tensor(trace *t, const opdef *d, var **p, var *out);
 int sym_dtype_arg(PyObject *o);
 ic_val sym_floor_divide(trace *t, ic_val a, ic_val b);

@@ -746,6 +746,38 @@ int sym_h_factory(trace *t, const opdef *d, var **p, var *out) {
     return sym_tensor_out(t, v, out);
 }
 
+/* x.new_tensor(data, dtype=None, device=None): torch.tensor(data) with x's dtype and device
+ * unless given (data: numbers or nested lists of them, as torch.tensor takes here) */
+int sym_h_new_tensor(trace *t, const opdef *d, var **p, var *out) {
+    if (p[0]->kind != V_TENSOR)
+        return sym_fail(t, "Tensor.%s of a non-tensor", d->name);
+    if (p[1] == NULL || p[1]->kind == V_TENSOR)
+        return sym_fail(t, "Tensor.new_tensor of a tensor left to eager (it warns)");
+    for (int i = 4; i < MAXP; i++)
+        if (p[i] && !sym_is_none(p[i]) && !(p[i]->kind == V_CONST && p[i]->obj == Py_False))
+            return sym_fail(t, "new_tensor: requires_grad/layout/pin_memory arguments not supported yet");
+    var dtv = sym_var(V_CONST), dev = sym_var(V_CONST);
+    if (p[2] == NULL || sym_is_none(p[2]))
+        dtv.obj = sym_dtype_object(sym_metap(t, p[0]->val)->dtype); /* borrowed, kept by torch */
+    else
+        dtv = *p[2];
+    if (p[3] == NULL || sym_is_none(p[3])) {
+        dev.obj = sym_keep(t, sym_graph_device(t)); /* x is in the graph: its device */
+        if (dev.obj == NULL)
+            return -1;
+    } else {
+        dev = *p[3];
+    }
+    if (dtv.obj == NULL && dtv.kind == V_CONST)
+        return sym_fail(t, "new_tensor: an unknown dtype");
+    static const opdef tensor_def = {"tensor", W_TORCH, "data|dtype,device", sym_h_tensor, 0};
+    var *q[MAXP] = {0};
+    q[0] = p[1];
+    q[1] = &dtv;
+    q[2] = &dev;
+    return sym_h_tensor(t, &tensor_def, q, out);
+}
+
 /* x.new_zeros/new_ones/new_empty(*size) and x.new_full(size, fill): x's dtype and device
  * unless given (new_empty: zeros, a valid value for memory eager leaves uninitialised) */
 int sym_h_new_factory(trace *t, const opdef *d, var **p, var *out) {

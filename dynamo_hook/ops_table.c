@@ -129,6 +129,7 @@ static const opdef OPS[] = {
     {"new_zeros", W_METHOD, "input,*size|dtype,device,requires_grad,layout,pin_memory", sym_h_new_factory, 0},
     {"new_ones", W_METHOD, "input,*size|dtype,device,requires_grad,layout,pin_memory", sym_h_new_factory, 1},
     {"new_full", W_METHOD, "input,size,fill_value|dtype,device,requires_grad,layout,pin_memory", sym_h_new_factory, 2},
+    {"new_tensor", W_METHOD, "input,data|dtype,device,requires_grad,layout,pin_memory", sym_h_new_tensor, 0},
     {"new_empty", W_METHOD, "input,*size|dtype,device,requires_grad,layout,pin_memory", sym_h_new_factory, 3},
     /* empty/empty_like: uninitialized in eager, zeros here (any value is eager's) */
     {"empty", W_TORCH, "*size|dtype,device,layout,requires_grad,pin_memory,memory_format,out", sym_h_factory, 0},
