@@ -1,0 +1,97 @@
+"""Regressions found by probing unseen user-style programs (round 4; the harness is
+tools/probe2.py --dir probes4 with its scenarios in tools/probes4/). Each test is the minimal
+program that gave a different answer, dtype or exception under torchc.compile than in eager,
+and fails on the build before its fix."""
+import pytest
+import torch
+
+import torchc
+
+
+def _same(got, want):
+    assert type(got) is type(want)
+    if isinstance(want, torch.Tensor):
+        assert got.dtype == want.dtype and got.shape == want.shape, (got, want)
+        torch.testing.assert_close(got, want, equal_nan=True)
+    elif isinstance(want, (tuple, list)):
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            _same(g, w)
+    else:
+        assert got == want
+
+
+def _raises_same(fn, args, compiled):
+    try:
+        fn(*args)
+    except Exception as e:   # noqa: BLE001 - the type is what is compared
+        want = type(e)
+    else:
+        raise AssertionError("eager did not raise")
+    with pytest.raises(want):
+        compiled(*args)
+
+
+# ---- x[idx] = v with an integer tensor index and v a tensor of another dtype ---------------
+# Eager's index_put_ refuses a source tensor of another dtype (a Python number is cast); the
+# capture cast v to x's dtype and scattered it, returning where eager raises.
+
+def _store_at_index(x, i, v):
+    y = x * 2
+    y[i] = v
+    return y + 1
+
+
+@pytest.mark.allow_fallback
+@pytest.mark.parametrize("xdt,vdt", [(torch.float32, torch.float64), (torch.int32, torch.float32),
+                                     (torch.float16, torch.float32)])
+@pytest.mark.parametrize("vshape", [(), (1,), (4,)])
+def test_index_store_of_another_dtype_raises_as_eager(xdt, vdt, vshape):
+    g = torchc.compile(_store_at_index)
+    i = torch.tensor([0, 2])
+    x = torch.arange(12).reshape(3, 4).to(xdt)
+    _same(g(x, i, torch.full(vshape, 5, dtype=xdt)), _store_at_index(x, i, torch.full(vshape, 5, dtype=xdt)))
+    assert torchc._C.stats()["compiles"] >= 1
+    _raises_same(_store_at_index, (x, i, torch.full(vshape, 5, dtype=vdt)), g)
+    _same(g(x, i, 7), _store_at_index(x, i, 7))          # a number is cast, as in eager
+    _same(g(x, torch.tensor([True, False, True]), torch.tensor(7, dtype=vdt)),
+          _store_at_index(x, torch.tensor([True, False, True]), torch.tensor(7, dtype=vdt)))  # a mask: masked_fill
+
+
+# ---- in-place update of an input whose elements overlap without a zero stride ---------------
+# x = base.as_strided((3, 2), (1, 1)): x[0, 1] and x[1, 0] are one element. Eager's add_
+# writes it twice (2.0); the graph computed x + 1 and copied it back (1.0). Only a zero stride
+# (an expand) was taken as elements sharing memory.
+
+def _bump(x):
+    x.add_(1)
+    return x * 1
+
+
+@pytest.mark.allow_fallback
+@pytest.mark.parametrize("size,stride", [((3, 2), (1, 1)), ((2, 3), (2, 1)), ((4,), (0,)), ((2, 2, 2), (2, 1, 1))])
+def test_inplace_on_an_input_with_overlapping_elements(size, stride):
+    g = torchc.compile(_bump)
+    torchc.reset()
+    _same(g(torch.zeros(3, 2)), _bump(torch.zeros(3, 2)))
+    assert torchc._C.stats()["compiles"] == 1
+    be, bc = torch.zeros(12), torch.zeros(12)
+    xe, xc = be.as_strided(size, stride), bc.as_strided(size, stride)
+    try:
+        want = _bump(xe)
+    except RuntimeError:
+        with pytest.raises(RuntimeError):
+            g(xc)
+        return
+    _same(g(xc), want)
+    _same(bc, be)
+
+
+@pytest.mark.parametrize("size,stride", [((3, 2), (1, 3)), ((2, 3), (1, 2)), ((2, 2), (-0 + 5, 2))])
+def test_inplace_on_an_input_with_distinct_elements_still_compiles(size, stride):
+    g = torchc.compile(_bump)
+    torchc.reset()
+    be, bc = torch.zeros(12), torch.zeros(12)
+    _same(g(bc.as_strided(size, stride)), _bump(be.as_strided(size, stride)))
+    _same(bc, be)
+    assert torchc._C.stats()["compiles"] == 1 and torchc._C.stats()["fallbacks"] == 0
