@@ -499,9 +499,11 @@ void sym_lazy_drop(trace *t) {
 }
 
 /* the keys of the dict (subclass) at src in the order the trace saw (a tuple): an iteration
- * traced for one order gives another answer for the same keys in another order */
+ * traced for one order gives another answer for the same keys in another order, and for a
+ * key of another type equal to the one seen (1.0 or True for 1: DICT_KEY passes) */
 int sym_guard_key_order(trace *t, int src, PyObject *keys) {
-    if (src < 0 || PyTuple_GET_SIZE(keys) < 2)
+    Py_ssize_t n = PyTuple_GET_SIZE(keys);
+    if (src < 0 || n == 0 || (n == 1 && PyUnicode_CheckExact(PyTuple_GET_ITEM(keys, 0))))
         return 0;
     for (int i = 0; i < t->nguards; i++)
         if (t->guards[i].kind == DH_G_KEY_ORDER && t->guards[i].src == src)

@@ -95,3 +95,33 @@ def test_inplace_on_an_input_with_distinct_elements_still_compiles(size, stride)
     _same(g(bc.as_strided(size, stride)), _bump(be.as_strided(size, stride)))
     _same(bc, be)
     assert torchc._C.stats()["compiles"] == 1 and torchc._C.stats()["fallbacks"] == 0
+
+
+# ---- constants equal across types: 1 == 1.0 == True ----------------------------------------
+# A set, frozenset or list constant was guarded by ==, so {1.0, 2} passed the guard made for
+# {1, 2} and the compiled code returned the first call's elements ([1, 2] where eager
+# [1.0, 2]); a one-key dict's key was guarded by `in` only ({1.0: x} passed for {1: x}).
+
+def _sorted_set(x, s):
+    return x * len(s), sorted(s, key=repr)
+
+
+def _dict_items(x, d):
+    return x + len(d), list(d.items())
+
+
+@pytest.mark.allow_fallback   # a dict with a float or bool key is left to eager
+@pytest.mark.parametrize("fn,values", [
+    (_sorted_set, [{1, 2}, {1.0, 2}, {1, 2.0}, {True, 2}, frozenset({(1, 2)}), frozenset({(1.0, 2)}),
+                   frozenset({"a", "b"}), frozenset({"b", "a"})]),
+    (_dict_items, [{1: 2}, {1.0: 2}, {True: 2}, {1: 2.0}, {1: 2, 3: 4}, {1: 2, 3.0: 4}, {"a": 1}]),
+])
+def test_constants_equal_across_types_are_told_apart(fn, values):
+    g = torchc.compile(fn)
+    torchc.reset()
+    x = torch.ones(2)
+    for v in values:
+        got, want = g(x, v), fn(x, v)
+        _same(got[0], want[0])
+        assert got[1] == want[1] and [repr(a) for a in got[1]] == [repr(a) for a in want[1]], (v, got[1], want[1])
+    assert torchc._C.stats()["compiles"] >= 1
