@@ -56,8 +56,28 @@ int sym_h_max_min(trace *t, const opdef *d, var **p, var *out) {
     if (sym_metap(t, p[0]->val)->sizes[dim] == 0)
         return sym_fail(t, "%s(dim) over an empty dim (eager will raise)", d->name);
     int mx = d->op == IC_OP_MAXIMUM;
-    ic_val v = ic_reduce(t->g, mx ? IC_OP_AMAX : IC_OP_AMIN, p[0]->val, 1u << dim, keep, -1);
-    ic_val i = ic_reduce(t->g, mx ? IC_OP_ARGMAX : IC_OP_ARGMIN, p[0]->val, 1u << dim, keep, -1);
+    ic_val v, i;
+    if (sym_value_requires_grad(t, p[0]->val)) {
+        /* eager's gradient goes to the one element the index names (amax's is shared among
+         * ties): the values are the input gathered at the indices */
+        ic_meta m = *sym_metap(t, p[0]->val);
+        int64_t prm[1] = {dim};
+        ic_val ik = ic_reduce(t->g, mx ? IC_OP_ARGMAX : IC_OP_ARGMIN, p[0]->val, 1u << dim, 1, -1);
+        ic_val in[2] = {p[0]->val, ik};
+        v = ik < 0 ? IC_NONE : ic_extern(G, IC_EXT_GATHER, 2, in, 1, prm, 1, 1);
+        i = ik;
+        if (!keep && v >= 0) {
+            int64_t sz[IC_MAX_DIMS];
+            for (int a = 0, b = 0; a < m.ndim; a++)
+                if (a != dim)
+                    sz[b++] = m.sizes[a];
+            v = sym_reshape(t, v, m.ndim - 1, sz);
+            i = sym_reshape(t, ik, m.ndim - 1, sz);
+        }
+    } else {
+        v = ic_reduce(t->g, mx ? IC_OP_AMAX : IC_OP_AMIN, p[0]->val, 1u << dim, keep, -1);
+        i = ic_reduce(t->g, mx ? IC_OP_ARGMAX : IC_OP_ARGMIN, p[0]->val, 1u << dim, keep, -1);
+    }
     if (v < 0 || i < 0)
         return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "%s(dim) failed", d->name);
     return sym_return_pair(t, mx ? "max" : "min", v, i, out);

@@ -125,3 +125,80 @@ def test_constants_equal_across_types_are_told_apart(fn, values):
         _same(got[0], want[0])
         assert got[1] == want[1] and [repr(a) for a in got[1]] == [repr(a) for a in want[1]], (v, got[1], want[1])
     assert torchc._C.stats()["compiles"] >= 1
+
+
+# ---- gradients at the kinks of clamp-like ops, of max(dim) ties, of atan2 at the origin ----
+# clamp/clip/clamp_min/clamp_max, hardtanh/relu6, hardsigmoid and hardswish were lowered to
+# maximum/minimum, whose backward splits the gradient where x equals a bound (0.5 where eager
+# gives 1 for clamp, 0 for hardtanh) and passes it through NaN; max(x, dim).values was amax,
+# whose backward shares the gradient among ties (eager gives it all to the returned index);
+# atan2's gradient at (0, 0) was NaN (eager: 0); elu/selu's was NaN at a NaN input (eager: 1).
+
+_K = [-4.0, -3.0, -1.0, 0.0, 1.0, 3.0, 4.0, 6.0, 7.0, float("nan")]
+
+_KINKS = {
+    "clamp": lambda x: x.clamp(-1, 3),
+    "clamp_min": lambda x: x.clamp(min=0),
+    "clamp_max": lambda x: torch.clamp_max(x, 3),
+    "clip": lambda x: torch.clip(x, 0, 1),
+    "hardtanh": lambda x: torch.nn.functional.hardtanh(x),
+    "hardtanh_3": lambda x: torch.nn.functional.hardtanh(x, -3.0, 3.0),
+    "relu6": lambda x: torch.nn.functional.relu6(x),
+    "relu6_module": torch.nn.ReLU6(),
+    "hardsigmoid": lambda x: torch.nn.functional.hardsigmoid(x),
+    "hardswish": lambda x: torch.nn.functional.hardswish(x),
+    "elu": lambda x: torch.nn.functional.elu(x),
+    "selu": lambda x: torch.nn.functional.selu(x),
+    "clamp_half": lambda x: x.half().clamp(-1, 3).float() * 2,
+    "max_dim": lambda x: x.reshape(5, 2).max(1).values * torch.arange(1.0, 6.0),
+    "min_dim_keep": lambda x: x.reshape(2, 5).min(0, keepdim=True)[0] * 3,
+}
+
+
+@pytest.mark.parametrize("name", sorted(_KINKS))
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_gradient_at_kinks_matches_eager(name, dtype):
+    fn = _KINKS[name]
+    x = torch.tensor(_K, dtype=dtype)
+    if name.startswith("max_dim") or name.startswith("min_dim"):
+        x = torch.tensor([1.0, 3.0, 3.0, 3.0, 2.0, 2.0, -1.0, 5.0, 0.0, 0.0], dtype=dtype)
+    a, b = x.clone().requires_grad_(True), x.clone().requires_grad_(True)
+    ya = fn(a)
+    ya.sum().backward()
+    torchc.reset()
+    yb = torchc.compile(fn)(b)
+    yb.sum().backward()
+    assert torchc._C.stats()["compiles"] >= 1
+    torch.testing.assert_close(yb, ya, equal_nan=True)
+    torch.testing.assert_close(b.grad, a.grad, equal_nan=True, rtol=3e-6, atol=1e-7)
+
+
+def test_clamp_with_tensor_bounds_gradients():
+    def fn(x, lo, hi):
+        return torch.clamp(x, lo, hi) * torch.arange(1.0, 11.0)
+    x = torch.tensor(_K)
+    lo = torch.tensor([-1.0, -3.0, 0.0, 0.0, 2.0, 3.0, 5.0, 6.0, 8.0, 0.0])
+    hi = torch.tensor([0.0, -3.0, 1.0, 0.0, 1.0, 3.0, 5.0, 7.0, 6.0, 1.0])
+    ea = [v.clone().requires_grad_(True) for v in (x, lo, hi)]
+    ca = [v.clone().requires_grad_(True) for v in (x, lo, hi)]
+    fn(*ea).sum().backward()
+    torchc.reset()
+    torchc.compile(fn)(*ca).sum().backward()
+    assert torchc._C.stats()["compiles"] >= 1
+    for e, c in zip(ea, ca):
+        torch.testing.assert_close(c.grad, e.grad)
+
+
+def test_atan2_gradient_at_the_origin():
+    def fn(y, x):
+        return torch.atan2(y, x) * 2
+    ys = torch.tensor([0.0, 1e-30, -0.0, 1.0, 0.0])
+    xs = torch.tensor([0.0, 1e-30, 0.0, 0.0, 2.0])
+    ea = [v.clone().requires_grad_(True) for v in (ys, xs)]
+    ca = [v.clone().requires_grad_(True) for v in (ys, xs)]
+    fn(*ea).sum().backward()
+    torchc.reset()
+    torchc.compile(fn)(*ca).sum().backward()
+    assert torchc._C.stats()["compiles"] >= 1
+    for e, c in zip(ea, ca):
+        torch.testing.assert_close(c.grad, e.grad, equal_nan=True)

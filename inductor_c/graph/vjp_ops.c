@@ -71,7 +71,9 @@ RULE(vjp_fmod) {
 }
 RULE(vjp_atan2) {
     NODE;
-    ic_val r = un(a, IC_OP_RECIPROCAL, bin(a, IC_OP_ADD, mul(a, X(0), X(0)), mul(a, X(1), X(1))));
+    /* eager's atan2_backward: no gradient where self^2 + other^2 is 0 (at the origin) */
+    ic_val den = bin(a, IC_OP_ADD, mul(a, X(0), X(0)), mul(a, X(1), X(1)));
+    ic_val r = ic_where(a->b, bin(a, IC_OP_EQ, den, num(a, 0.0)), num(a, 0.0), un(a, IC_OP_RECIPROCAL, den));
     ACC(0, mul(a, mul(a, g, X(1)), r));
     ACC(1, mul(a, mul(a, g, un(a, IC_OP_NEG, X(0))), r));
 }
