@@ -181,6 +181,15 @@ int sym_h_div(trace *t, const opdef *d, var **p, var *out) {
     } else if ((rt == IC_F16 || rt == IC_BF16) && !half_tensor_divisor(t, a, b, rt)) {
         ic_val q = ic_binary(t->g, IC_OP_DIV, ic_cast(t->g, a, IC_F32), ic_cast(t->g, b, IC_F32));
         r = ic_cast(t->g, ic_unary(t->g, IC_OP_TRUNC, q), rt);
+    } else if (sym_value_requires_grad(t, a) || sym_value_requires_grad(t, b)) {
+        /* eager's gradient of a rounded division is zeros; trunc's (0) times the division's
+         * (1 / b, -a / b^2) is NaN where b is 0 or a is infinite. The quotient of the
+         * detached operands, and each operand joined by a where whose condition always
+         * holds (not isnan(q) or isnan(q)): a zero gradient */
+        ic_val q = ic_unary(t->g, IC_OP_TRUNC, ic_binary(t->g, IC_OP_DIV, ic_detach(t->g, a), ic_detach(t->g, b)));
+        ic_val nan = ic_unary(t->g, IC_OP_ISNAN, q);
+        ic_val all = ic_binary(t->g, IC_OP_LOGICAL_OR, ic_unary(t->g, IC_OP_LOGICAL_NOT, nan), nan);
+        r = ic_where(t->g, all, ic_where(t->g, all, q, ic_cast(t->g, a, rt)), ic_cast(t->g, b, rt));
     } else {
         r = ic_unary(t->g, IC_OP_TRUNC, ic_binary(t->g, IC_OP_DIV, a, b));
     }
@@ -1057,9 +1066,11 @@ int sym_h_act(trace *t, const opdef *d, var **p, var *out) {
         if (sym_opt_scalar(t, p[1], 1.0, &a, "beta") < 0 || sym_opt_scalar(t, p[2], 20.0, &b, "threshold") < 0)
             return -1;
         {
-            ic_val xb = ic_binary(G, IC_OP_MUL, x, sym_num(t, a));
-            r = ic_where(G, ic_binary(G, IC_OP_GT, xb, sym_num(t, b)), x,
-                         ic_binary(G, IC_OP_DIV, ic_unary(G, IC_OP_LOG1P, ic_unary(G, IC_OP_EXP, xb)), sym_num(t, a)));
+            /* under grad the log1p(exp) branch reads 0 where x is taken: its derivative
+             * (NaN at x = inf) is not multiplied in (eager's gradient there is 1) */
+            ic_val xb = ic_binary(G, IC_OP_MUL, x, sym_num(t, a)), big = ic_binary(G, IC_OP_GT, xb, sym_num(t, b));
+            ic_val xs = grad ? ic_where(G, big, sym_num(t, 0), xb) : xb;
+            r = ic_where(G, big, x, ic_binary(G, IC_OP_DIV, ic_unary(G, IC_OP_LOG1P, ic_unary(G, IC_OP_EXP, xs)), sym_num(t, a)));
         }
         break;
     case 1: /* elu(input, alpha=1, inplace) */
@@ -1143,9 +1154,9 @@ int sym_h_act(trace *t, const opdef *d, var **p, var *out) {
         break;
     case 8: /* logsigmoid(input) = -softplus(-x) */
         {
-            ic_val nx = ic_unary(G, IC_OP_NEG, x);
-            r = ic_unary(G, IC_OP_NEG, ic_where(G, ic_binary(G, IC_OP_GT, nx, sym_num(t, 20)), nx,
-                                                ic_unary(G, IC_OP_LOG1P, ic_unary(G, IC_OP_EXP, nx))));
+            ic_val nx = ic_unary(G, IC_OP_NEG, x), big = ic_binary(G, IC_OP_GT, nx, sym_num(t, 20));
+            ic_val xs = grad ? ic_where(G, big, sym_num(t, 0), nx) : nx; /* (as softplus's) */
+            r = ic_unary(G, IC_OP_NEG, ic_where(G, big, nx, ic_unary(G, IC_OP_LOG1P, ic_unary(G, IC_OP_EXP, xs))));
             if (r >= 0) /* eager's log_sigmoid_forward: a contiguous output whatever the input's layout */
                 ic_value_set_format(G, r, r, IC_MF_CONTIGUOUS);
         }

@@ -420,8 +420,15 @@ int sym_h_norm(trace *t, const opdef *d, var **p, var *out) {
         r = ic_reduce(G, IC_OP_SUM, a, mask, keep, -1);
     else if (isinf(ord))
         r = ic_reduce(G, ord > 0 ? IC_OP_AMAX : IC_OP_AMIN, a, mask, keep, -1);
-    else if (ord == 0.0)
+    else if (ord == 0.0) {
         r = ic_reduce(G, IC_OP_SUM, ic_cast(G, ic_binary(G, IC_OP_NE, x, sym_num(t, 0)), ic_value_meta(G, x)->dtype), mask, keep, -1);
+        if (r >= 0 && sym_value_requires_grad(t, x)) { /* eager's result requires grad, with a zero gradient: x
+                                                         * joined by a where whose condition always holds */
+            ic_val nan = ic_unary(G, IC_OP_ISNAN, r);
+            ic_val all = ic_binary(G, IC_OP_LOGICAL_OR, ic_unary(G, IC_OP_LOGICAL_NOT, nan), nan);
+            r = ic_where(G, all, r, ic_reduce(G, IC_OP_SUM, x, mask, keep, -1));
+        }
+    }
     else if (ord > 0)
         r = root_grad_masked(t, ic_reduce(G, IC_OP_SUM, ic_binary(G, IC_OP_POW, a, sym_num(t, ord)), mask, keep, -1), 1.0 / ord);
     else

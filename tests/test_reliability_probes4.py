@@ -202,3 +202,63 @@ def test_atan2_gradient_at_the_origin():
     assert torchc._C.stats()["compiles"] >= 1
     for e, c in zip(ea, ca):
         torch.testing.assert_close(c.grad, e.grad, equal_nan=True)
+
+
+# ---- gradients through where-branches at infinities, rounded division, norm of order 0 -----
+# softplus/logsigmoid at +-inf and smooth_l1/huber at an infinite difference took the
+# gradient of the branch not taken times 0 (inf * 0 = NaN; eager 1 / sign(d)); a trunc
+# division's gradient (eager: zeros) was 0 * (1 / b) = NaN at b = 0; remainder's gradient for
+# the divisor at an infinite dividend was -inf (eager: -floor_divide = NaN); vector_norm of
+# order 0 did not require grad, so backward raised where eager runs.
+
+_INF = float("inf")
+_NAN = float("nan")
+_A = [0.0, 0.0, 1.0, -1.0, 2.0, _INF, -_INF, _INF, _NAN, 0.0, 3.0, -0.0]
+_B = [0.0, 1.0, 0.0, 0.0, 2.0, _INF, _INF, 1.0, 1.0, -2.0, -3.0, 5.0]
+
+_EDGE2 = {
+    "softplus": lambda a, b: torch.nn.functional.softplus(a) + b,
+    "logsigmoid": lambda a, b: torch.nn.functional.logsigmoid(a) * 2 + b,
+    "smooth_l1": lambda a, b: torch.nn.functional.smooth_l1_loss(a, b, reduction="none"),
+    "huber": lambda a, b: torch.nn.functional.huber_loss(a, b, reduction="none", delta=2.0),
+    "remainder": lambda a, b: torch.remainder(a, b),
+    "trunc_div": lambda a, b: torch.div(a, b, rounding_mode="trunc") * 3,
+}
+
+
+@pytest.mark.parametrize("name", sorted(_EDGE2))
+def test_gradients_at_infinities_match_eager(name):
+    fn = _EDGE2[name]
+    ea = [torch.tensor(v, dtype=torch.float64, requires_grad=True) for v in (_A, _B)]
+    ca = [torch.tensor(v, dtype=torch.float64, requires_grad=True) for v in (_A, _B)]
+    w = torch.linspace(0.5, 1.5, len(_A), dtype=torch.float64)
+    ye = fn(*ea)
+    (ye * w).sum().backward()
+    torchc.reset()
+    yc = torchc.compile(fn)(*ca)
+    (yc * w).sum().backward()
+    assert torchc._C.stats()["compiles"] >= 1
+    torch.testing.assert_close(yc, ye, equal_nan=True)
+    for e, c in zip(ea, ca):
+        torch.testing.assert_close(c.grad, e.grad, equal_nan=True)
+
+
+def test_norm_of_order_zero_can_be_backpropagated():
+    def fn(x):
+        return x.norm(p=0, dim=1) + x.sum(1)
+    x = torch.tensor([[1.0, 0.0, 3.0], [0.0, 0.0, 2.0]])
+    xe, xc = x.clone().requires_grad_(True), x.clone().requires_grad_(True)
+    ye = fn(xe)
+    ye.sum().backward()
+    torchc.reset()
+    yc = torchc.compile(fn)(xc)
+    yc.sum().backward()
+    assert torchc._C.stats()["compiles"] >= 1
+    assert yc.requires_grad
+    torch.testing.assert_close(yc, ye)
+    torch.testing.assert_close(xc.grad, xe.grad)
+    # alone: eager's result requires grad (its gradient is None); backward must not raise
+    xc2 = x.clone().requires_grad_(True)
+    out = torchc.compile(lambda v: v.norm(p=0))(xc2)
+    assert out.requires_grad == x.clone().requires_grad_(True).norm(p=0).requires_grad
+    out.backward()

@@ -64,8 +64,10 @@ RULE(vjp_fmod) {
     NODE;
     ACC(0, g);
     if (NEED(1)) {
-        ic_val q = bin(a, IC_OP_DIV, X(0), X(1));
-        q = un(a, n->op == IC_OP_FMOD ? IC_OP_TRUNC : IC_OP_FLOOR, q);
+        /* eager: -grad * self.div(other, rounding_mode=trunc|floor); floor is floor_divide's
+         * own rounding (NaN for an infinite self), not floor(self / other) */
+        ic_val q = n->op == IC_OP_FMOD ? un(a, IC_OP_TRUNC, bin(a, IC_OP_DIV, X(0), X(1)))
+                                       : bin(a, IC_OP_FLOOR_DIVIDE, X(0), X(1));
         ag_acc(a, n->in[1], mul(a, un(a, IC_OP_NEG, g), q));
     }
 }

@@ -2,7 +2,7 @@
 times; Python's allocated blocks (sys.getallocatedblocks) and gc-tracked objects after the
 warm-up runs must not grow per run more under torchc than eagerly.
 
-    python tools/probes4/leakcheck.py [--dir probes4] [module ...] [-k substring] [-n 4]
+    python tools/probes4/_leakcheck.py [--dir probes4] [module ...] [-k substring] [-n 4]
 """
 import argparse
 import contextlib
@@ -59,7 +59,7 @@ def main(argv):
     args = ap.parse_args(argv)
     folder = os.path.join(os.path.dirname(HERE), args.dir)
     mods = args.mods or sorted(f[:-3] for f in os.listdir(folder)
-                               if f.endswith(".py") and not f.startswith("_") and f != "leakcheck.py")
+                               if f.endswith(".py") and not f.startswith("_") )
     for m in mods:
         importlib.import_module(args.dir + "." + m)
     bad = 0
