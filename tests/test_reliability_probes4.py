@@ -262,3 +262,37 @@ def test_norm_of_order_zero_can_be_backpropagated():
     out = torchc.compile(lambda v: v.norm(p=0))(xc2)
     assert out.requires_grad == x.clone().requires_grad_(True).norm(p=0).requires_grad
     out.backward()
+
+
+# ---- max pooling's gradient among ties ---------------------------------------------------
+# max_pool1d/2d and adaptive max pools folded windows with maximum, whose rule shares the
+# gradient among equal elements; eager gives it to the first maximum of each window (the last
+# NaN). ReLU before a max pool makes ties (zeros) common.
+
+_POOLS = {
+    "mp1d": lambda x: torch.nn.functional.max_pool1d(x.flatten(1)[None], 2, 1),
+    "mp2d": lambda x: torch.nn.functional.max_pool2d(x[None], 2, 1),
+    "mp2d_pad": lambda x: torch.nn.functional.max_pool2d(x[None], 3, 2, padding=1),
+    "mp2d_dil_ceil": lambda x: torch.nn.functional.max_pool2d(x[None], 2, 2, dilation=1, ceil_mode=True),
+    "mp2d_relu": lambda x: torch.nn.functional.max_pool2d(torch.relu(x - 1)[None], 2, 1),
+    "adaptive": lambda x: torch.nn.functional.adaptive_max_pool2d(x[None], (2, 2)),
+    "module": lambda x: torch.nn.MaxPool2d(2)(x[None]),
+    "global": lambda x: torch.nn.functional.adaptive_max_pool2d(x[None], 1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_POOLS))
+def test_max_pool_gradient_goes_to_the_first_maximum(name):
+    fn = _POOLS[name]
+    x = torch.tensor([[[1.0, 1.0, 2.0, 2.0], [1.0, 0.0, 2.0, 0.0], [3.0, 3.0, 0.0, 0.0], [3.0, 3.0, 0.0, _NAN]],
+                      [[0.0, 0.0, 0.0, 0.0], [5.0, 1.0, 5.0, 1.0], [2.0, 2.0, 2.0, 2.0], [0.0, 7.0, 7.0, 0.0]]])
+    xe, xc = x.clone().requires_grad_(True), x.clone().requires_grad_(True)
+    ye = fn(xe)
+    w = torch.linspace(0.5, 1.5, ye.numel()).reshape(ye.shape)
+    (ye * w).sum().backward()
+    torchc.reset()
+    yc = torchc.compile(fn)(xc)
+    (yc * w).sum().backward()
+    assert torchc._C.stats()["compiles"] >= 1
+    torch.testing.assert_close(yc, ye, equal_nan=True)
+    torch.testing.assert_close(xc.grad, xe.grad, equal_nan=True)
