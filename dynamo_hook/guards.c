@@ -322,6 +322,50 @@ PyObject *dh_source_resolve(dh_source *s, PyObject *const *values,
     return NULL;
 }
 
+static int const_equal(PyObject *a, PyObject *b);
+
+/* elements whose equality implies the same type (no int == float == bool across types) */
+static int set_elem_plain(PyObject *o) {
+    return PyUnicode_CheckExact(o) || PyBytes_CheckExact(o) || o == Py_None;
+}
+
+/* two sets (one exact type) of elements equal one to one, each pair of the same type */
+static int set_equal(PyObject *a, PyObject *b) {
+    if (PySet_GET_SIZE(a) != PySet_GET_SIZE(b))
+        return 0;
+    PyObject *ta = PySequence_Tuple(a), *tb = ta == NULL ? NULL : PySequence_Tuple(b);
+    int r = 0;
+    if (tb == NULL) {
+        (void)tc_clear_expected(PyExc_Exception);
+        goto done;
+    }
+    Py_ssize_t n = PyTuple_GET_SIZE(ta), i, j;
+    int plain = 1;
+    for (i = 0; i < n && plain; i++)
+        plain = set_elem_plain(PyTuple_GET_ITEM(ta, i)) && set_elem_plain(PyTuple_GET_ITEM(tb, i));
+    if (plain) {
+        r = PyObject_RichCompareBool(a, b, Py_EQ);
+        if (r < 0) {
+            (void)tc_clear_expected(PyExc_Exception);
+            r = 0;
+        }
+        goto done;
+    }
+    /* every element of a has one of b const_equal to it (the sizes are equal and a set's
+     * elements are distinct, so the pairing is one to one) */
+    for (i = 0; i < n; i++) {
+        for (j = 0; j < n && !const_equal(PyTuple_GET_ITEM(ta, i), PyTuple_GET_ITEM(tb, j)); j++)
+            ;
+        if (j == n)
+            goto done;
+    }
+    r = 1;
+done:
+    Py_XDECREF(ta);
+    Py_XDECREF(tb);
+    return r;
+}
+
 static int const_equal(PyObject *a, PyObject *b) {
     if (a == b)
         return 1;
@@ -330,14 +374,26 @@ static int const_equal(PyObject *a, PyObject *b) {
     if (PyFloat_CheckExact(a)) /* NaN-safe and exact: compare bits */
         return memcmp(&((PyFloatObject *)a)->ob_fval, &((PyFloatObject *)b)->ob_fval,
                       sizeof(double)) == 0;
-    if (PyTuple_CheckExact(a)) {
-        if (PyTuple_GET_SIZE(a) != PyTuple_GET_SIZE(b))
+    if (PyTuple_Check(a) || PyList_CheckExact(a)) { /* a namedtuple too: Point(1, 2) == Point(1.0, 2) */
+        if (PySequence_Fast_GET_SIZE(a) != PySequence_Fast_GET_SIZE(b))
             return 0;
-        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(a); i++)
-            if (!const_equal(PyTuple_GET_ITEM(a, i), PyTuple_GET_ITEM(b, i)))
+        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(a); i++)
+            if (!const_equal(PySequence_Fast_GET_ITEM(a, i), PySequence_Fast_GET_ITEM(b, i)))
                 return 0;
         return 1;
     }
+    if (PyDict_CheckExact(a)) { /* keys and values in order: {1: x} == {1.0: x} in Python */
+        if (PyDict_GET_SIZE(a) != PyDict_GET_SIZE(b))
+            return 0;
+        Py_ssize_t i = 0, j = 0;
+        PyObject *ka, *va, *kb, *vb;
+        while (PyDict_Next(a, &i, &ka, &va) && PyDict_Next(b, &j, &kb, &vb))
+            if (!const_equal(ka, kb) || !const_equal(va, vb))
+                return 0;
+        return 1;
+    }
+    if (PyAnySet_CheckExact(a)) /* {1, 2} == {1.0, 2} in Python: elements paired by type too */
+        return set_equal(a, b);
     int r = PyObject_RichCompareBool(a, b, Py_EQ);
     if (r < 0) {
         (void)tc_clear_expected(PyExc_Exception);

@@ -345,15 +345,18 @@ int sym_h_pointwise_loss(trace *t, const opdef *d, var **p, var *out) {
         ic_val a = ic_unary(G, IC_OP_ABS, df);
         if (op == 1 || (op == 2 && beta == 0.0)) {
             l = a;
-        } else if (op == 2) {
-            ic_val q = ic_binary(G, IC_OP_DIV, ic_binary(G, IC_OP_MUL, ic_binary(G, IC_OP_MUL, df, df), sym_num(t, 0.5)),
-                                 sym_num(t, beta));
-            l = ic_where(G, ic_binary(G, IC_OP_LT, a, sym_num(t, beta)), q,
-                         ic_binary(G, IC_OP_SUB, a, sym_num(t, 0.5 * beta)));
         } else {
-            ic_val q = ic_binary(G, IC_OP_MUL, ic_binary(G, IC_OP_MUL, df, df), sym_num(t, 0.5));
-            l = ic_where(G, ic_binary(G, IC_OP_LT, a, sym_num(t, beta)), q,
-                         ic_binary(G, IC_OP_MUL, sym_num(t, beta), ic_binary(G, IC_OP_SUB, a, sym_num(t, 0.5 * beta))));
+            /* under grad the quadratic branch reads 0 where the linear one is taken: its
+             * derivative (infinite at an infinite difference) is not multiplied in (eager's
+             * gradient there is sign(d); at a NaN difference NaN, kept) */
+            ic_val in = ic_binary(G, IC_OP_LT, a, sym_num(t, beta));
+            ic_val dq = !sym_value_requires_grad(t, df) ? df
+                        : ic_where(G, ic_binary(G, IC_OP_LOGICAL_OR, in, ic_unary(G, IC_OP_ISNAN, df)), df, sym_num(t, 0));
+            ic_val q = ic_binary(G, IC_OP_MUL, ic_binary(G, IC_OP_MUL, dq, dq), sym_num(t, 0.5));
+            if (op == 2)
+                l = ic_where(G, in, ic_binary(G, IC_OP_DIV, q, sym_num(t, beta)), ic_binary(G, IC_OP_SUB, a, sym_num(t, 0.5 * beta)));
+            else
+                l = ic_where(G, in, q, ic_binary(G, IC_OP_MUL, sym_num(t, beta), ic_binary(G, IC_OP_SUB, a, sym_num(t, 0.5 * beta))));
         }
     }
     if (red != RED_NONE)

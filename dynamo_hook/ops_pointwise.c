@@ -181,6 +181,15 @@ int sym_h_div(trace *t, const opdef *d, var **p, var *out) {
     } else if ((rt == IC_F16 || rt == IC_BF16) && !half_tensor_divisor(t, a, b, rt)) {
         ic_val q = ic_binary(t->g, IC_OP_DIV, ic_cast(t->g, a, IC_F32), ic_cast(t->g, b, IC_F32));
         r = ic_cast(t->g, ic_unary(t->g, IC_OP_TRUNC, q), rt);
+    } else if (sym_value_requires_grad(t, a) || sym_value_requires_grad(t, b)) {
+        /* eager's gradient of a rounded division is zeros; trunc's (0) times the division's
+         * (1 / b, -a / b^2) is NaN where b is 0 or a is infinite. The quotient of the
+         * detached operands, and each operand joined by a where whose condition always
+         * holds (not isnan(q) or isnan(q)): a zero gradient */
+        ic_val q = ic_unary(t->g, IC_OP_TRUNC, ic_binary(t->g, IC_OP_DIV, ic_detach(t->g, a), ic_detach(t->g, b)));
+        ic_val nan = ic_unary(t->g, IC_OP_ISNAN, q);
+        ic_val all = ic_binary(t->g, IC_OP_LOGICAL_OR, ic_unary(t->g, IC_OP_LOGICAL_NOT, nan), nan);
+        r = ic_where(t->g, all, ic_where(t->g, all, q, ic_cast(t->g, a, rt)), ic_cast(t->g, b, rt));
     } else {
         r = ic_unary(t->g, IC_OP_TRUNC, ic_binary(t->g, IC_OP_DIV, a, b));
     }
@@ -252,8 +261,36 @@ int sym_h_where(trace *t, const opdef *d, var **p, var *out) {
     return sym_tensor_out(t, r, out);
 }
 
+/* Gradients at the bounds of clamp-like ops, as eager's backward formulas give them: a
+ * composition of maximum/minimum splits the gradient where x equals a bound (maximum's
+ * rule) and passes it through NaN. Under grad: where(pass, x, v(detach(x))), v the value
+ * and pass where eager's gradient reaches x; the value is v everywhere (x == v where pass
+ * holds). clamp: lo <= x <= hi (a NaN x gets none); hardtanh / relu6 (open): not (x <= lo or
+ * x >= hi) (a NaN x gets it). Bounds that are tensors keep their own gradient through v. */
+static ic_val bounded_grad(trace *t, ic_val x, ic_val v_of_detached, ic_val lo, ic_val hi, int open) {
+    ic_val pass = IC_NONE;
+    if (open) {
+        ic_val out = IC_NONE;
+        if (lo != IC_NONE)
+            out = ic_binary(G, IC_OP_LE, x, lo);
+        if (hi != IC_NONE) {
+            ic_val o2 = ic_binary(G, IC_OP_GE, x, hi);
+            out = out == IC_NONE ? o2 : ic_binary(G, IC_OP_LOGICAL_OR, out, o2);
+        }
+        pass = ic_unary(G, IC_OP_LOGICAL_NOT, out);
+    } else {
+        if (lo != IC_NONE)
+            pass = ic_binary(G, IC_OP_GE, x, lo);
+        if (hi != IC_NONE) {
+            ic_val p2 = ic_binary(G, IC_OP_LE, x, hi);
+            pass = pass == IC_NONE ? p2 : ic_binary(G, IC_OP_LOGICAL_AND, pass, p2);
+        }
+    }
+    return ic_where(G, pass, x, v_of_detached);
+}
+
 int sym_h_clamp(trace *t, const opdef *d, var **p, var *out) {
-    ic_val x = p[0]->val, lo, hi;
+    ic_val x = p[0]->val, lo = IC_NONE, hi = IC_NONE;
     if (p[0]->kind != V_TENSOR)
         return sym_fail(t, "clamp of a non-tensor");
     var *mn = p[1], *mx = p[2];
@@ -278,6 +315,28 @@ int sym_h_clamp(trace *t, const opdef *d, var **p, var *out) {
     int rdt = x >= 0 ? (int)sym_metap(t, x)->dtype : -1; /* the bounds convert to it */
     if (sym_check_scalar_fits(t, mn, rdt, d->name) < 0 || sym_check_scalar_fits(t, mx, rdt, d->name) < 0)
         return -1;
+    if (x >= 0 && rdt >= IC_F16 && !ic_dtype_is_complex((ic_dtype)rdt) &&
+        (sym_value_requires_grad(t, p[0]->val) || (lo != IC_NONE && sym_value_requires_grad(t, lo)) ||
+         (hi != IC_NONE && sym_value_requires_grad(t, hi)))) {
+        ic_val v = ic_detach(G, p[0]->val);
+        if (lo != IC_NONE)
+            v = ic_binary(G, IC_OP_MAXIMUM, v, lo);
+        if (hi != IC_NONE)
+            v = ic_binary(G, IC_OP_MINIMUM, v, hi);
+        x = bounded_grad(t, p[0]->val, v, lo, hi, 0);
+        if ((lo != IC_NONE && sym_value_requires_grad(t, lo)) || (hi != IC_NONE && sym_value_requires_grad(t, hi))) {
+            /* bounds' gradients (clamp_backward_min_max): none at a NaN x (maximum's rule
+             * gives one), none below lo when lo == hi (the ties of minimum share one) */
+            ic_val dead = ic_unary(G, IC_OP_ISNAN, p[0]->val);
+            if (lo != IC_NONE && hi != IC_NONE)
+                dead = ic_binary(G, IC_OP_LOGICAL_OR, dead,
+                                 ic_binary(G, IC_OP_LOGICAL_AND, ic_binary(G, IC_OP_LT, p[0]->val, lo),
+                                           ic_binary(G, IC_OP_EQ, lo, hi)));
+            x = ic_where(G, dead, ic_detach(G, v), x);
+        }
+        if (x < 0)
+            return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "%s failed", d->name);
+    }
     if (sym_tensor_out(t, x, out) < 0)
         return -1;
     int scalars = 1; /* clamp(Tensor, Scalar?, Scalar?): one operand in ATen */
@@ -1031,6 +1090,7 @@ int sym_h_act(trace *t, const opdef *d, var **p, var *out) {
      * rounding); softsign is composite in eager too (rounded after each op) */
     ic_dtype xdt = sym_metap(t, x)->dtype;
     int half = (xdt == IC_F16 || xdt == IC_BF16) && d->op != 10;
+    int grad = sym_value_requires_grad(t, x); /* (the gradient at kinks: bounded_grad) */
     if (half)
         x = ic_cast(G, x, IC_F32);
     switch (d->op) {
@@ -1038,16 +1098,23 @@ int sym_h_act(trace *t, const opdef *d, var **p, var *out) {
         if (sym_opt_scalar(t, p[1], 1.0, &a, "beta") < 0 || sym_opt_scalar(t, p[2], 20.0, &b, "threshold") < 0)
             return -1;
         {
-            ic_val xb = ic_binary(G, IC_OP_MUL, x, sym_num(t, a));
-            r = ic_where(G, ic_binary(G, IC_OP_GT, xb, sym_num(t, b)), x,
-                         ic_binary(G, IC_OP_DIV, ic_unary(G, IC_OP_LOG1P, ic_unary(G, IC_OP_EXP, xb)), sym_num(t, a)));
+            /* under grad the log1p(exp) branch reads 0 where x is taken: its derivative
+             * (NaN at x = inf) is not multiplied in (eager's gradient there is 1) */
+            ic_val xb = ic_binary(G, IC_OP_MUL, x, sym_num(t, a)), big = ic_binary(G, IC_OP_GT, xb, sym_num(t, b));
+            ic_val xs = grad ? ic_where(G, big, sym_num(t, 0), xb) : xb;
+            r = ic_where(G, big, x, ic_binary(G, IC_OP_DIV, ic_unary(G, IC_OP_LOG1P, ic_unary(G, IC_OP_EXP, xs)), sym_num(t, a)));
         }
         break;
     case 1: /* elu(input, alpha=1, inplace) */
         if (sym_opt_scalar(t, p[1], 1.0, &a, "alpha") < 0 || sym_get_bool(t, p[2], 0, &inplace, "inplace") < 0)
             return -1;
-        r = ic_where(G, ic_binary(G, IC_OP_GT, x, sym_num(t, 0)), x,
-                     ic_binary(G, IC_OP_MUL, ic_unary(G, IC_OP_EXPM1, x), sym_num(t, a)));
+        /* (x <= 0: eager's backward takes a NaN x as positive, gradient 1; under grad the
+         * negative branch reads 0 there, so its derivative (NaN at NaN) is not multiplied in) */
+        {
+            ic_val neg = ic_binary(G, IC_OP_LE, x, sym_num(t, 0));
+            ic_val xn = grad ? ic_where(G, neg, x, sym_num(t, 0)) : x;
+            r = ic_where(G, neg, ic_binary(G, IC_OP_MUL, ic_unary(G, IC_OP_EXPM1, xn), sym_num(t, a)), x);
+        }
         break;
     case 2: /* leaky_relu(input, negative_slope=0.01, inplace) */
         if (sym_opt_scalar(t, p[1], 0.01, &a, "negative_slope") < 0 || sym_get_bool(t, p[2], 0, &inplace, "inplace") < 0)
@@ -1057,32 +1124,56 @@ int sym_h_act(trace *t, const opdef *d, var **p, var *out) {
     case 3: /* hardswish(input, inplace) = x * relu6(x + 3) / 6 */
         if (sym_get_bool(t, p[1], 0, &inplace, "inplace") < 0)
             return -1;
-        r = ic_binary(G, IC_OP_DIV,
-                      ic_binary(G, IC_OP_MUL, x,
-                                ic_binary(G, IC_OP_MINIMUM,
-                                          ic_binary(G, IC_OP_MAXIMUM, ic_binary(G, IC_OP_ADD, x, sym_num(t, 3)), sym_num(t, 0)),
-                                          sym_num(t, 6))),
-                      sym_num(t, 6));
+        {
+            /* under grad the clamped factor c is where(-3 < x < 3, x + 3, x <= -3 ? 0 : 6): the
+             * same values (6 at a NaN x, whose product stays NaN), and eager's gradient (0 up
+             * to -3, x / 3 + 1/2 inside, 1 from 3 on and at NaN) where the composition splits
+             * it at the kinks */
+            ic_val c;
+            if (grad)
+                c = ic_where(G, ic_binary(G, IC_OP_LOGICAL_AND, ic_binary(G, IC_OP_GT, x, sym_num(t, -3)),
+                                          ic_binary(G, IC_OP_LT, x, sym_num(t, 3))),
+                             ic_binary(G, IC_OP_ADD, x, sym_num(t, 3)),
+                             ic_where(G, ic_binary(G, IC_OP_LE, x, sym_num(t, -3)), sym_num(t, 0), sym_num(t, 6)));
+            else
+                c = ic_binary(G, IC_OP_MINIMUM,
+                              ic_binary(G, IC_OP_MAXIMUM, ic_binary(G, IC_OP_ADD, x, sym_num(t, 3)), sym_num(t, 0)),
+                              sym_num(t, 6));
+            r = ic_binary(G, IC_OP_DIV, ic_binary(G, IC_OP_MUL, x, c), sym_num(t, 6));
+        }
         break;
     case 4: /* hardsigmoid(input, inplace) = relu6(x + 3) / 6 */
         if (sym_get_bool(t, p[1], 0, &inplace, "inplace") < 0)
             return -1;
-        r = ic_binary(G, IC_OP_DIV,
-                      ic_binary(G, IC_OP_MINIMUM,
-                                ic_binary(G, IC_OP_MAXIMUM, ic_binary(G, IC_OP_ADD, x, sym_num(t, 3)), sym_num(t, 0)),
-                                sym_num(t, 6)),
-                      sym_num(t, 6));
+        {
+            /* under grad: where(-3 < x < 3, (x + 3) / 6, v(detach(x))): eager's gradient is
+             * 1/6 inside, 0 at and past the kinks and at NaN */
+            ic_val xc = grad ? ic_detach(G, x) : x;
+            r = ic_binary(G, IC_OP_DIV,
+                          ic_binary(G, IC_OP_MINIMUM,
+                                    ic_binary(G, IC_OP_MAXIMUM, ic_binary(G, IC_OP_ADD, xc, sym_num(t, 3)), sym_num(t, 0)),
+                                    sym_num(t, 6)),
+                          sym_num(t, 6));
+            if (grad)
+                r = ic_where(G, ic_binary(G, IC_OP_LOGICAL_AND, ic_binary(G, IC_OP_GT, x, sym_num(t, -3)),
+                                          ic_binary(G, IC_OP_LT, x, sym_num(t, 3))),
+                             ic_binary(G, IC_OP_DIV, ic_binary(G, IC_OP_ADD, x, sym_num(t, 3)), sym_num(t, 6)), r);
+        }
         break;
     case 5: /* relu6(input, inplace) */
         if (sym_get_bool(t, p[1], 0, &inplace, "inplace") < 0)
             return -1;
-        r = ic_binary(G, IC_OP_MINIMUM, ic_binary(G, IC_OP_MAXIMUM, x, sym_num(t, 0)), sym_num(t, 6));
+        r = ic_binary(G, IC_OP_MINIMUM, ic_binary(G, IC_OP_MAXIMUM, grad ? ic_detach(G, x) : x, sym_num(t, 0)), sym_num(t, 6));
+        if (grad) /* eager's relu6 is hardtanh(x, 0, 6): its gradient */
+            r = bounded_grad(t, x, r, sym_num(t, 0), sym_num(t, 6), 1);
         break;
     case 6: /* hardtanh(input, min_val=-1, max_val=1, inplace) */
         if (sym_opt_scalar(t, p[1], -1.0, &a, "min_val") < 0 || sym_opt_scalar(t, p[2], 1.0, &b, "max_val") < 0 ||
             sym_get_bool(t, p[3], 0, &inplace, "inplace") < 0)
             return -1;
-        r = ic_binary(G, IC_OP_MINIMUM, ic_binary(G, IC_OP_MAXIMUM, x, sym_num(t, a)), sym_num(t, b));
+        r = ic_binary(G, IC_OP_MINIMUM, ic_binary(G, IC_OP_MAXIMUM, grad ? ic_detach(G, x) : x, sym_num(t, a)), sym_num(t, b));
+        if (grad) /* eager's hardtanh_backward: 0 where x <= min_val or x >= max_val */
+            r = bounded_grad(t, x, r, sym_num(t, a), sym_num(t, b), 1);
         break;
     case 7: /* mish(input, inplace) = x * tanh(softplus(x)) */
         if (sym_get_bool(t, p[1], 0, &inplace, "inplace") < 0)
@@ -1095,9 +1186,9 @@ int sym_h_act(trace *t, const opdef *d, var **p, var *out) {
         break;
     case 8: /* logsigmoid(input) = -softplus(-x) */
         {
-            ic_val nx = ic_unary(G, IC_OP_NEG, x);
-            r = ic_unary(G, IC_OP_NEG, ic_where(G, ic_binary(G, IC_OP_GT, nx, sym_num(t, 20)), nx,
-                                                ic_unary(G, IC_OP_LOG1P, ic_unary(G, IC_OP_EXP, nx))));
+            ic_val nx = ic_unary(G, IC_OP_NEG, x), big = ic_binary(G, IC_OP_GT, nx, sym_num(t, 20));
+            ic_val xs = grad ? ic_where(G, big, sym_num(t, 0), nx) : nx; /* (as softplus's) */
+            r = ic_unary(G, IC_OP_NEG, ic_where(G, big, nx, ic_unary(G, IC_OP_LOG1P, ic_unary(G, IC_OP_EXP, xs))));
             if (r >= 0) /* eager's log_sigmoid_forward: a contiguous output whatever the input's layout */
                 ic_value_set_format(G, r, r, IC_MF_CONTIGUOUS);
         }
@@ -1105,10 +1196,13 @@ int sym_h_act(trace *t, const opdef *d, var **p, var *out) {
     case 9: /* selu */
         if (sym_get_bool(t, p[1], 0, &inplace, "inplace") < 0)
             return -1;
-        r = ic_binary(G, IC_OP_MUL,
-                      ic_where(G, ic_binary(G, IC_OP_GT, x, sym_num(t, 0)), x,
-                               ic_binary(G, IC_OP_MUL, ic_unary(G, IC_OP_EXPM1, x), sym_num(t, 1.6732632423543772848170429916717))),
-                      sym_num(t, 1.0507009873554804934193349852946));
+        {
+            ic_val neg = ic_binary(G, IC_OP_LE, x, sym_num(t, 0));
+            ic_val xn = grad ? ic_where(G, neg, x, sym_num(t, 0)) : x; /* (as elu's) */
+            r = ic_binary(G, IC_OP_MUL,
+                          ic_where(G, neg, ic_binary(G, IC_OP_MUL, ic_unary(G, IC_OP_EXPM1, xn), sym_num(t, 1.6732632423543772848170429916717)), x),
+                          sym_num(t, 1.0507009873554804934193349852946));
+        }
         break;
     case 10: /* softsign */
         r = ic_binary(G, IC_OP_DIV, x, ic_binary(G, IC_OP_ADD, ic_unary(G, IC_OP_ABS, x), sym_num(t, 1)));

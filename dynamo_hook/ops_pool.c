@@ -68,7 +68,9 @@ int sym_h_max_pool(trace *t, const opdef *d, var **p, var *out) {
     if (ri)
         return sym_fail(t, "max pool with return_indices left to eager");
     ic_val r;
-    if (pool_nd(t, p[0]->val, nd, k, s2, pad, dl, ceil, IC_OP_MAXIMUM, &r, o) < 0)
+    /* under grad: eager's gradient goes to each window's first maximum (ic_pool_window) */
+    ic_op op = sym_value_requires_grad(t, p[0]->val) ? IC_OP_WHERE : IC_OP_MAXIMUM;
+    if (pool_nd(t, p[0]->val, nd, k, s2, pad, dl, ceil, op, &r, o) < 0)
         return -1;
     return sym_tensor_out(t, r, out);
 }
@@ -138,7 +140,8 @@ int sym_h_adaptive_pool(trace *t, const opdef *d, var **p, var *out) {
         k[i] = L / os[i];
     }
     ic_val r;
-    if (pool_nd(t, p[0]->val, nd, k, k, pad, dl, 0, mx ? IC_OP_MAXIMUM : IC_OP_ADD, &r, o) < 0)
+    ic_op op = !mx ? IC_OP_ADD : sym_value_requires_grad(t, p[0]->val) ? IC_OP_WHERE : IC_OP_MAXIMUM;
+    if (pool_nd(t, p[0]->val, nd, k, k, pad, dl, 0, op, &r, o) < 0)
         return -1;
     if (!mx) {
         if (!isflt(m.dtype))

@@ -56,8 +56,28 @@ int sym_h_max_min(trace *t, const opdef *d, var **p, var *out) {
     if (sym_metap(t, p[0]->val)->sizes[dim] == 0)
         return sym_fail(t, "%s(dim) over an empty dim (eager will raise)", d->name);
     int mx = d->op == IC_OP_MAXIMUM;
-    ic_val v = ic_reduce(t->g, mx ? IC_OP_AMAX : IC_OP_AMIN, p[0]->val, 1u << dim, keep, -1);
-    ic_val i = ic_reduce(t->g, mx ? IC_OP_ARGMAX : IC_OP_ARGMIN, p[0]->val, 1u << dim, keep, -1);
+    ic_val v, i;
+    if (sym_value_requires_grad(t, p[0]->val)) {
+        /* eager's gradient goes to the one element the index names (amax's is shared among
+         * ties): the values are the input gathered at the indices */
+        ic_meta m = *sym_metap(t, p[0]->val);
+        int64_t prm[1] = {dim};
+        ic_val ik = ic_reduce(t->g, mx ? IC_OP_ARGMAX : IC_OP_ARGMIN, p[0]->val, 1u << dim, 1, -1);
+        ic_val in[2] = {p[0]->val, ik};
+        v = ik < 0 ? IC_NONE : ic_extern(G, IC_EXT_GATHER, 2, in, 1, prm, 1, 1);
+        i = ik;
+        if (!keep && v >= 0) {
+            int64_t sz[IC_MAX_DIMS];
+            for (int a = 0, b = 0; a < m.ndim; a++)
+                if (a != dim)
+                    sz[b++] = m.sizes[a];
+            v = sym_reshape(t, v, m.ndim - 1, sz);
+            i = sym_reshape(t, ik, m.ndim - 1, sz);
+        }
+    } else {
+        v = ic_reduce(t->g, mx ? IC_OP_AMAX : IC_OP_AMIN, p[0]->val, 1u << dim, keep, -1);
+        i = ic_reduce(t->g, mx ? IC_OP_ARGMAX : IC_OP_ARGMIN, p[0]->val, 1u << dim, keep, -1);
+    }
     if (v < 0 || i < 0)
         return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "%s(dim) failed", d->name);
     return sym_return_pair(t, mx ? "max" : "min", v, i, out);
@@ -400,8 +420,15 @@ int sym_h_norm(trace *t, const opdef *d, var **p, var *out) {
         r = ic_reduce(G, IC_OP_SUM, a, mask, keep, -1);
     else if (isinf(ord))
         r = ic_reduce(G, ord > 0 ? IC_OP_AMAX : IC_OP_AMIN, a, mask, keep, -1);
-    else if (ord == 0.0)
+    else if (ord == 0.0) {
         r = ic_reduce(G, IC_OP_SUM, ic_cast(G, ic_binary(G, IC_OP_NE, x, sym_num(t, 0)), ic_value_meta(G, x)->dtype), mask, keep, -1);
+        if (r >= 0 && sym_value_requires_grad(t, x)) { /* eager's result requires grad, with a zero gradient: x
+                                                         * joined by a where whose condition always holds */
+            ic_val nan = ic_unary(G, IC_OP_ISNAN, r);
+            ic_val all = ic_binary(G, IC_OP_LOGICAL_OR, ic_unary(G, IC_OP_LOGICAL_NOT, nan), nan);
+            r = ic_where(G, all, r, ic_reduce(G, IC_OP_SUM, x, mask, keep, -1));
+        }
+    }
     else if (ord > 0)
         r = root_grad_masked(t, ic_reduce(G, IC_OP_SUM, ic_binary(G, IC_OP_POW, a, sym_num(t, ord)), mask, keep, -1), 1.0 / ord);
     else

@@ -302,6 +302,15 @@ static int index_store(trace *t, const var *x, const ic_meta *m, const var *kv, 
     ic_val val;
     if (value_of(t, v, m->dtype, &val) < 0)
         return -1;
+    if (v->kind == V_TENSOR) { /* eager: index_put_ casts a number, never a tensor */
+        ic_meta vm_copy;
+        const ic_meta *vm = meta(t, val, &vm_copy);
+        if (vm == NULL)
+            return sym_check_graph(t);
+        if (vm->dtype != m->dtype)
+            return sym_fail(t, "item assignment of a tensor of another dtype at a tensor index (eager will raise: "
+                               "index_put_ requires the source and destination dtypes match)");
+    }
     val = ic_expand(t->g, ic_cast(t->g, val, m->dtype), m->ndim, S);
     ic_val idx = ic_cast(t->g, kv->val, IC_I64);
     idx = ic_expand(t->g, sym_reshape(t, idx, m->ndim, ones), m->ndim, S);

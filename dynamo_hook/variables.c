@@ -12,6 +12,7 @@
 int sym_is_np_ufunc(PyObject *o); /* ops_models.c */
 
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 
 static PyObject *dtype_objs[IC_DTYPE_COUNT];
@@ -498,9 +499,11 @@ void sym_lazy_drop(trace *t) {
 }
 
 /* the keys of the dict (subclass) at src in the order the trace saw (a tuple): an iteration
- * traced for one order gives another answer for the same keys in another order */
+ * traced for one order gives another answer for the same keys in another order, and for a
+ * key of another type equal to the one seen (1.0 or True for 1: DICT_KEY passes) */
 int sym_guard_key_order(trace *t, int src, PyObject *keys) {
-    if (src < 0 || PyTuple_GET_SIZE(keys) < 2)
+    Py_ssize_t n = PyTuple_GET_SIZE(keys);
+    if (src < 0 || n == 0 || (n == 1 && PyUnicode_CheckExact(PyTuple_GET_ITEM(keys, 0))))
         return 0;
     for (int i = 0; i < t->nguards; i++)
         if (t->guards[i].kind == DH_G_KEY_ORDER && t->guards[i].src == src)
@@ -662,6 +665,30 @@ int sym_alias_same(trace *t, int a, int b) {
     return a > 0 && b > 0 && a <= t->nobj && b <= t->nobj && root_of(t, a) == root_of(t, b);
 }
 
+/* 1 unless the layout (sizes, strides) gives every element an address of its own: the
+ * dims of size > 1 taken by increasing |stride| each step past the span of the ones before
+ * (a sufficient test: a layout it refuses may still be free of overlap) */
+static int strides_may_overlap(int ndim, const int64_t *sizes, const int64_t *strides) {
+    int order[IC_MAX_DIMS], n = 0;
+    for (int d = 0; d < ndim; d++)
+        if (sizes[d] > 1)
+            order[n++] = d;
+    for (int i = 1; i < n; i++) /* insertion sort by |stride| */
+        for (int j = i; j > 0 && llabs(strides[order[j]]) < llabs(strides[order[j - 1]]); j--) {
+            int tmp = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = tmp;
+        }
+    int64_t span = 1; /* elements' addresses so far lie in [0, span) */
+    for (int i = 0; i < n; i++) {
+        int64_t st = llabs(strides[order[i]]);
+        if (st < span)
+            return 1;
+        span = st * (sizes[order[i]] - 1) + span;
+    }
+    return 0;
+}
+
 int sym_mutate(trace *t, const var *target, ic_val newval) {
     if (target->kind != V_TENSOR || target->oid <= 0)
         return sym_fail(t, "in-place update of a non-tensor");
@@ -684,15 +711,15 @@ int sym_mutate(trace *t, const var *target, ic_val newval) {
     for (int d = 0; d < mo->ndim; d++)
         if (mo->sizes[d] != mn->sizes[d])
             return sym_fail(t, "in-place result shape differs (eager will raise)");
-    int64_t ost[IC_MAX_DIMS]; /* elements sharing memory (an expand): eager raises at most
-                               * updates (fill_/zero_ pass); the graph's copy-back would raise */
+    int64_t ost[IC_MAX_DIMS]; /* elements sharing memory (an expand, an overlapping as_strided):
+                               * eager raises at most updates of an expand (fill_/zero_ pass)
+                               * and applies others element by element in its own order; the
+                               * graph's copy-back would raise or keep one write per address */
     int64_t onum = 1; /* (no elements: none share memory) */
     for (int d = 0; d < mo->ndim; d++)
         onum *= mo->sizes[d];
-    if (!mo->dyn && onum > 0 && ic_value_strides(t->g, old, ost))
-        for (int d = 0; d < mo->ndim; d++)
-            if (ost[d] == 0 && mo->sizes[d] > 1)
-                return sym_fail(t, "in-place update of a tensor whose elements share memory left to eager");
+    if (!mo->dyn && onum > 0 && ic_value_strides(t->g, old, ost) && strides_may_overlap(mo->ndim, mo->sizes, ost))
+        return sym_fail(t, "in-place update of a tensor whose elements share memory left to eager");
     int ofloat = mo->dtype >= IC_F16, nfloat = mn->dtype >= IC_F16;
     if ((nfloat && !ofloat) || (mn->dtype != IC_BOOL && mo->dtype == IC_BOOL))
         return sym_fail(t, "in-place result dtype can't be cast to the tensor's (eager will raise)");

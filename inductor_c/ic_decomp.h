@@ -19,7 +19,8 @@
 ic_val ic_pad_const(ic_graph *g, ic_val x, int dim, int64_t lo, int64_t hi, double fill);
 
 /* Window reduction over the last nd dims of x (nd + 1 or nd + 2 dims), op IC_OP_MAXIMUM
- * (padding -inf, float only) or IC_OP_ADD (padding 0), kernel k, stride s, padding pad,
+ * (padding -inf, float only), IC_OP_WHERE (the same max, its gradient to each window's
+ * first maximum as eager's) or IC_OP_ADD (padding 0), kernel k, stride s, padding pad,
  * dilation dl, ceil mode as torch: strided slices combined pointwise (one fused kernel), or
  * one reduction over a [.., O0, k0, O1, k1] view for big non-overlapping windows. osz gets
  * the output sizes. Returns 0 (*res set), 1 refused (why, graph untouched) or -1 (a builder

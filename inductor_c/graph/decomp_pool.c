@@ -53,6 +53,12 @@ ic_val ic_pad_const(ic_graph *g, ic_val x, int dim, int64_t lo, int64_t hi, doub
 int ic_pool_window(ic_graph *g, ic_val x, int nd, const int64_t *k, const int64_t *s, const int64_t *pad,
                    const int64_t *dl, int ceil, ic_op op, ic_val *res, int64_t *osz, char *why, size_t nwhy) {
     ic_meta m = *meta(g, x);
+    /* op IC_OP_WHERE: a max pool whose gradient goes, as eager's, to the first maximum of each
+     * window in scan order (the last NaN): a fold of where(v > acc or isnan(v), v, acc), the
+     * same values as maximum's (whose rule shares the gradient among ties) */
+    int firstmax = op == IC_OP_WHERE;
+    if (firstmax)
+        op = IC_OP_MAXIMUM;
     if (m.ndim < nd + 1 || m.ndim > nd + 2) {
         snprintf(why, nwhy, "pool: expected a %dd or %dd input (eager will raise)", nd + 1, nd + 2);
         return 1;
@@ -87,7 +93,7 @@ int ic_pool_window(ic_graph *g, ic_val x, int nd, const int64_t *k, const int64_
         nk *= k[i];
     /* big non-overlapping windows (adaptive pools to 1x1, global pools): one reduction over
      * the window dims of a [.., O0, k0, O1, k1] view instead of k0*k1 slices */
-    int tiled = nk > 8;
+    int tiled = nk > 8 && !firstmax;
     for (int i = 0; i < nd; i++)
         tiled &= s[i] == k[i] && pad[i] == 0 && dl[i] == 1;
     if (tiled && m.ndim + nd > IC_MAX_DIMS) {
@@ -133,7 +139,10 @@ int ic_pool_window(ic_graph *g, ic_val x, int nd, const int64_t *k, const int64_
             r /= (int)k[i];
             v = ic_slice(g, v, dim, j * dl[i], j * dl[i] + (osz[i] - 1) * s[i] + 1, s[i]);
         }
-        acc = acc < 0 ? v : ic_binary(g, op, acc, v);
+        if (acc >= 0 && firstmax)
+            acc = ic_where(g, ic_binary(g, IC_OP_LOGICAL_OR, ic_binary(g, IC_OP_GT, v, acc), ic_unary(g, IC_OP_ISNAN, v)), v, acc);
+        else
+            acc = acc < 0 ? v : ic_binary(g, op, acc, v);
     }
     if (nk == 1)
         acc = ic_cast(g, acc, m.dtype);

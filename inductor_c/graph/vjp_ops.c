@@ -64,14 +64,18 @@ RULE(vjp_fmod) {
     NODE;
     ACC(0, g);
     if (NEED(1)) {
-        ic_val q = bin(a, IC_OP_DIV, X(0), X(1));
-        q = un(a, n->op == IC_OP_FMOD ? IC_OP_TRUNC : IC_OP_FLOOR, q);
+        /* eager: -grad * self.div(other, rounding_mode=trunc|floor); floor is floor_divide's
+         * own rounding (NaN for an infinite self), not floor(self / other) */
+        ic_val q = n->op == IC_OP_FMOD ? un(a, IC_OP_TRUNC, bin(a, IC_OP_DIV, X(0), X(1)))
+                                       : bin(a, IC_OP_FLOOR_DIVIDE, X(0), X(1));
         ag_acc(a, n->in[1], mul(a, un(a, IC_OP_NEG, g), q));
     }
 }
 RULE(vjp_atan2) {
     NODE;
-    ic_val r = un(a, IC_OP_RECIPROCAL, bin(a, IC_OP_ADD, mul(a, X(0), X(0)), mul(a, X(1), X(1))));
+    /* eager's atan2_backward: no gradient where self^2 + other^2 is 0 (at the origin) */
+    ic_val den = bin(a, IC_OP_ADD, mul(a, X(0), X(0)), mul(a, X(1), X(1)));
+    ic_val r = ic_where(a->b, bin(a, IC_OP_EQ, den, num(a, 0.0)), num(a, 0.0), un(a, IC_OP_RECIPROCAL, den));
     ACC(0, mul(a, mul(a, g, X(1)), r));
     ACC(1, mul(a, mul(a, g, un(a, IC_OP_NEG, X(0))), r));
 }
