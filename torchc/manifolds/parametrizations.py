@@ -20,7 +20,7 @@ import torch
 from torch import nn
 from torch.nn.utils import parametrize
 
-from .functional import cayley, matrix_exp, project, skew
+from .functional import cayley, matrix_exp, orthonormalize, project, single_precision, skew
 
 TRIVS = {"expm": matrix_exp, "cayley": cayley}
 
@@ -66,7 +66,15 @@ class Stiefel(nn.Module):
 
     def _close(self, Q):
         Q = Q[..., : self.k] if self.k < self.n else Q
+        if self.refine:
+            Q = orthonormalize(Q)
         return Q.transpose(-2, -1) if self.transposed else Q
+
+    @property
+    def refine(self):
+        """In single precision the map's result gets one Newton-Schulz step (orthonormalize):
+        exp of a skew A in float32 is orthogonal only to ~1e-5 once A's 1-norm passes ~10."""
+        return single_precision(self.base.dtype)
 
     def forward(self, X):
         Q = self.base @ self.triv(self._skew(X))
@@ -95,6 +103,8 @@ class Stiefel(nn.Module):
         """base <- base @ triv(skew(X)) (re-projected onto the group if asked); the caller
         zeroes X (update_base(module) below does both)."""
         B = self.base @ self.triv(self._skew(X))
+        if self.refine:  # every move: float32 products drift ~1e-7 a move, systematically
+            B = orthonormalize(B)
         if reproject:
             B = project(B)
         self.base.copy_(B)
