@@ -208,3 +208,17 @@ def test_exprnn_compile_is_the_same_at_every_length(L):
     loss.backward()
     assert torchc._scan.last_fallback is None, torchc._scan.last_fallback
     assert torchc._C._scan_stats()[1] - runs == (L - 1) + L
+
+
+@pytest.mark.needs_no_compiler
+def test_a_users_own_map_is_not_refined():
+    from torchc.manifolds import parametrizations as P
+
+    def my_map(A):  # not orthogonal on purpose: the user's map decides
+        return torch.eye(A.shape[-1], dtype=A.dtype) + A
+
+    m = P.SO(5, triv=my_map) if hasattr(P, "SO") else None
+    if m is None:
+        pytest.skip("no SO parametrization")
+    X = torch.randn(5, 5) * 0.1
+    torch.testing.assert_close(m(X), m.base @ my_map(m._skew(X)))

@@ -49,6 +49,7 @@ class Stiefel(nn.Module):
         self.n, self.k = max(size[-2:]), min(size[-2:])
         self.lower = lower
         self.triv = _triv(triv)
+        self.builtin_triv = isinstance(triv, str)
         self.triv_name = triv if isinstance(triv, str) else getattr(triv, "__name__", "callable")
         dtype = dtype or (torch.complex64 if self.complex else torch.get_default_dtype())
         if self.complex != dtype.is_complex:
@@ -72,9 +73,10 @@ class Stiefel(nn.Module):
 
     @property
     def refine(self):
-        """In single precision the map's result gets one Newton-Schulz step (orthonormalize):
-        exp of a skew A in float32 is orthogonal only to ~1e-5 once A's 1-norm passes ~10."""
-        return single_precision(self.base.dtype)
+        """In single precision the built-in maps' results get one Newton-Schulz step
+        (orthonormalize): exp of a skew A in float32 is orthogonal only to ~1e-5 once A's
+        1-norm passes ~10. A user's own map (a callable) is left as it gives its result."""
+        return single_precision(self.base.dtype) and self.builtin_triv
 
     def forward(self, X):
         Q = self.base @ self.triv(self._skew(X))
