@@ -42,7 +42,8 @@ def test_query_with_device_argument():
             return x.sin()
         return x.cos()
 
-    x = torch.randn(4, 3)
+    # on a CUDA machine x must be a CUDA tensor: get_device_capability(cpu) raises in eager
+    x = torch.randn(4, 3, device="cuda" if torch.cuda.is_available() else "cpu")
     torch.testing.assert_close(one_graph(f, x), f(x))
 
 
