@@ -280,8 +280,14 @@ class Prog:
             e = f"{a}.sum({ds + ', ' if ds else ''}dtype=torch.{r.choice(['float64', 'int64', 'float32', 'int32'])})"
         elif red in ("max", "min", "median") and d is not None and not isinstance(d, tuple):
             e = f"torch.{red}({a}, {d}{kd})"
-            if r.random() < 0.5:
-                e += r.choice([".values", ".indices", "[0]", "[1]"])
+            # median's indices among tied values are the implementation's choice (torch's docs:
+            # not necessarily the first occurrence; eager's own answer changes with the memory
+            # layout, e.g. on an expanded input): only its values are compared. The same random
+            # draws as before, so the pinned seeds keep their programs otherwise.
+            pick = r.choice([".values", ".indices", "[0]", "[1]"]) if r.random() < 0.5 else ""
+            if red == "median":
+                pick = {".indices": ".values", "[1]": "[0]", "": ".values"}.get(pick, pick)
+            e += pick
         elif red in ("max", "min", "median"):
             e = f"{a}.{red}()"
         elif red == "aminmax":
