@@ -401,6 +401,8 @@ extern _Thread_local int dh_tl_modtype;
 
 /* guards.c: f is torch.compiler.is_compiling or one of its aliases (True in captured code) */
 int dh_is_compiling_fn(PyObject *f);
+/* guards.c: mod.name of a module already imported (new reference), or NULL */
+PyObject *dh_loaded_attr(const char *mod, const char *name);
 
 /* entry execution (entry_run.c) */
 extern _Thread_local int dh_tl_rerun_eager; /* dh_entry_run: run the frame eagerly instead */

@@ -1227,11 +1227,24 @@ int dh_autocast_op_affected(const char *name) {
            (name[0] == '_' && name[1] == '_' && autocast_listed(name + 2));
 }
 
+/* mod.name where mod is a module already imported (nothing is imported here: its code would
+ * run inside the hook, and code can only hold the object once its module is loaded). New
+ * reference, or NULL: not loaded / no such name (cleared), or a MemoryError & co left set. */
+PyObject *dh_loaded_attr(const char *mod, const char *name) {
+    PyObject *s = PyUnicode_FromString(mod);
+    PyObject *m = s ? PyImport_GetModule(s) : NULL;
+    Py_XDECREF(s);
+    PyObject *r = m ? PyObject_GetAttrString(m, name) : NULL;
+    Py_XDECREF(m);
+    if (r == NULL)
+        (void)tc_clear_expected(PyExc_AttributeError);
+    return r;
+}
+
 /* torch.compiler.is_compiling and the older names of it: True inside captured code, as
  * under torch.compile (eager calls them and gets False). Looked up only in modules already
- * imported (importing torch._dynamo here cost 2.7 s at the first traced call); a module
- * imported later is looked up again at the next query (code can only hold its function
- * once the module is imported) */
+ * imported (importing torch._dynamo here cost 2.7 s at the first traced call); while some
+ * are missing, looked up again whenever sys.modules has grown */
 static const char *const is_compiling_where[][2] = {
     {"torch.compiler", "is_compiling"}, {"torch.compiler", "is_dynamo_compiling"},
     {"torch._dynamo", "is_compiling"}, {"torch._dynamo.external_utils", "is_compiling"},
@@ -1239,22 +1252,20 @@ static const char *const is_compiling_where[][2] = {
 enum { N_IS_COMPILING = sizeof is_compiling_where / sizeof is_compiling_where[0] };
 static PyObject *is_compiling_fns[N_IS_COMPILING]; /* kept for the process once found */
 static int n_is_compiling_missing = -1;
+static Py_ssize_t is_compiling_nmods = -1; /* len(sys.modules) at the last lookup */
 
 int dh_is_compiling_fn(PyObject *f) {
     if (f == NULL)
         return 0;
-    if (n_is_compiling_missing != 0) {
+    PyObject *mods = n_is_compiling_missing != 0 ? PyImport_GetModuleDict() : NULL;
+    if (mods != NULL && PyDict_GET_SIZE(mods) != is_compiling_nmods) {
+        is_compiling_nmods = PyDict_GET_SIZE(mods);
         PyObject *et, *ev, *etb;
         PyErr_Fetch(&et, &ev, &etb);
         n_is_compiling_missing = 0;
         for (int i = 0; i < N_IS_COMPILING; i++) {
-            if (is_compiling_fns[i] != NULL)
-                continue;
-            PyObject *name = PyUnicode_FromString(is_compiling_where[i][0]);
-            PyObject *m = name ? PyImport_GetModule(name) : NULL;
-            Py_XDECREF(name);
-            is_compiling_fns[i] = m ? PyObject_GetAttrString(m, is_compiling_where[i][1]) : NULL;
-            Py_XDECREF(m);
+            if (is_compiling_fns[i] == NULL)
+                is_compiling_fns[i] = dh_loaded_attr(is_compiling_where[i][0], is_compiling_where[i][1]);
             if (is_compiling_fns[i] == NULL)
                 n_is_compiling_missing++;
             (void)tc_clear_expected(PyExc_Exception);

@@ -451,12 +451,7 @@ static int deepcopy_dict_view(trace *t, const var *x, var *out) {
 
 int sym_obj_deepcopy(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out) {
     if (deepcopy_fn == NULL) {
-        PyObject *name = PyUnicode_FromString("copy");
-        PyObject *m = name ? PyImport_GetModule(name) : NULL;
-        Py_XDECREF(name);
-        deepcopy_fn = m ? PyObject_GetAttrString(m, "deepcopy") : NULL;
-        Py_XDECREF(m);
-        (void)tc_clear_expected(PyExc_AttributeError);
+        deepcopy_fn = dh_loaded_attr("copy", "deepcopy");
         if (deepcopy_fn == NULL)
             return 1;
     }

@@ -30,16 +30,9 @@ static void find_types(void) {
     for (int i = 0; i < 3; i++) {
         if (op_types[i] != NULL)
             continue;
-        PyObject *name = PyUnicode_FromString(mods[i]);
-        PyObject *m = name ? PyImport_GetModule(name) : NULL;
-        Py_XDECREF(name);
-        if (m != NULL) {
-            op_types[i] = PyObject_GetAttrString(m, names[i]);
-            Py_DECREF(m);
-            if (op_types[i] != NULL && !PyType_Check(op_types[i]))
-                Py_CLEAR(op_types[i]);
-        }
-        (void)tc_clear_expected(PyExc_AttributeError); /* not loaded (yet): no such object exists */
+        op_types[i] = dh_loaded_attr(mods[i], names[i]); /* not loaded (yet): no such object exists */
+        if (op_types[i] != NULL && !PyType_Check(op_types[i]))
+            Py_CLEAR(op_types[i]);
     }
 }
 

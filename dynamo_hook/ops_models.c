@@ -139,12 +139,7 @@ int sym_process_const_call(trace *t, PyObject *f, const var *args, int nargs, Py
         PyObject *et, *ev, *etb;
         PyErr_Fetch(&et, &ev, &etb);
         for (int i = 0; i < N; i++) {
-            /* only modules torch has imported: importing one here would run its code */
-            PyObject *name = PyUnicode_FromString(where[i][0]);
-            PyObject *m = name ? PyImport_GetModule(name) : NULL;
-            Py_XDECREF(name);
-            fns[i] = m ? PyObject_GetAttrString(m, where[i][1]) : NULL; /* kept for the process */
-            Py_XDECREF(m);
+            fns[i] = dh_loaded_attr(where[i][0], where[i][1]); /* kept for the process */
             (void)tc_clear_expected(PyExc_Exception);
         }
         PyErr_Restore(et, ev, etb);
