@@ -541,11 +541,6 @@ int sym_h_sdpa(trace *t, const opdef *d, var **p, var *out) {
         if (!same && m3[1].ndim == nd && m3[2].ndim == nd && nd >= 3) {
             if (m3[0].dyn || m3[1].dyn || m3[2].dyn)
                 return sym_fail(t, "scaled_dot_product_attention: broadcast batch dims on symbolic sizes");
-            /* the CUDA externs (flash, cuDNN, efficient) have not been run on stride-0 batch
-             * dims: left to eager there until a GPU run checks them */
-            if (t->device_type == TC_DEV_CUDA)
-                return sym_fail(t, "scaled_dot_product_attention: batch dims of query, key, value differ "
-                                   "(broadcast) on CUDA: left to eager");
             int64_t b[IC_MAX_DIMS];
             for (int i = 0; i < nd - 2; i++) {
                 b[i] = 1;

@@ -1047,6 +1047,58 @@ static int module_source(trace *t, PyObject *mods, PyObject *name, PyObject *m) 
     return s1;
 }
 
+/* A module not loaded yet (or a `from m import sub` whose submodule is not): imported now,
+ * at capture, as Dynamo does, by the frame's __import__ with eager's arguments (the frames
+ * it runs are not traced: the hook is busy). Eager runs this import at this point of the
+ * frame; the compiled frame finds the module loaded (its sys.modules entry guarded). 0: done,
+ * 1: the import raised (the trace failed with its reason: the frame runs eagerly, where it
+ * raises again), -1: an error that must propagate (not an Exception). */
+static int import_at_capture(trace *t, sframe *f, PyObject *name, const var *fromlist, long level) {
+    PyObject *fl = fromlist->kind == V_CONST ? fromlist->obj : NULL;
+    if (fl == NULL || !(fl == Py_None || PyTuple_Check(fl)))
+        return sym_fail(t, "import of a module not loaded yet (a computed fromlist)"), 1;
+    PyObject *b = f->globals ? PyDict_GetItemString(f->globals, "__builtins__") : NULL; /* the frame's builtins */
+    if (b != NULL && PyModule_Check(b))
+        b = PyModule_GetDict(b);
+    PyObject *imp = PyDict_GetItemString(b != NULL && PyDict_Check(b) ? b : PyEval_GetBuiltins(), "__import__");
+    if (imp == NULL)
+        return sym_fail(t, "import of a module not loaded yet (no __import__)"), 1;
+    PyObject *lv = PyLong_FromLong(level);
+    PyObject *r = lv ? PyObject_CallFunctionObjArgs(imp, name, f->globals ? f->globals : Py_None, Py_None, fl, lv, NULL)
+                     : NULL;
+    Py_XDECREF(lv);
+    if (r != NULL) {
+        Py_DECREF(r);
+        return 0;
+    }
+    if (!PyErr_ExceptionMatches(PyExc_Exception))
+        return -1;
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    sym_fail(t, "import of a module not loaded yet raised %s at capture (eager raises it there too)",
+             et ? ((PyTypeObject *)et)->tp_name : "an exception");
+    Py_XDECREF(et);
+    Py_XDECREF(ev);
+    Py_XDECREF(tb);
+    return 1;
+}
+
+/* a name of `from m import a, b` that m does not have yet (a submodule not imported) */
+static int fromlist_missing(const var *fromlist, PyObject *m) {
+    PyObject *fl = fromlist->kind == V_CONST ? fromlist->obj : NULL;
+    if (fl == NULL || !PyTuple_Check(fl) || !PyModule_Check(m))
+        return 0;
+    PyObject *d = PyModule_GetDict(m);
+    for (Py_ssize_t i = 0; d && i < PyTuple_GET_SIZE(fl); i++) {
+        PyObject *nm = PyTuple_GET_ITEM(fl, i);
+        if (PyUnicode_Check(nm) && PyUnicode_CompareWithASCIIString(nm, "*") && PyDict_GetItemWithError(d, nm) == NULL) {
+            PyErr_Clear(); /* a lookup of a str key in a module dict: nothing else can be raised */
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* IMPORT_NAME */
 int sym_op_import_name(trace *t, sframe *f, sym_ins *in) {
     var a;
@@ -1066,6 +1118,14 @@ int sym_op_import_name(trace *t, sframe *f, sym_ins *in) {
         if (abs == NULL)
             return -1; /* t failed, or no memory */
         PyObject *m = PyDict_GetItemWithError(mods, abs);
+        if ((m == NULL && !PyErr_Occurred()) || (m != NULL && fromlist_missing(&fromlist, m))) {
+            int r = import_at_capture(t, f, name, &fromlist, level);
+            if (r != 0) {
+                Py_DECREF(abs);
+                return -1; /* failed (the reason set) or an error */
+            }
+            m = PyDict_GetItemWithError(mods, abs);
+        }
         int s1 = m ? module_source(t, mods, abs, m) : -1;
         Py_DECREF(abs);
         if (m == NULL) {
@@ -1084,6 +1144,11 @@ int sym_op_import_name(trace *t, sframe *f, sym_ins *in) {
         return SYM_NEXT;
     }
     PyObject *m = PyDict_GetItemWithError(mods, name);
+    if ((m == NULL && !PyErr_Occurred()) || (m != NULL && fromlist_missing(&fromlist, m))) {
+        if (import_at_capture(t, f, name, &fromlist, level) != 0)
+            return -1; /* failed (the reason set) or an error */
+        m = PyDict_GetItemWithError(mods, name);
+    }
     if (m == NULL) {
         (void)tc_clear_expected(PyExc_Exception);
         return sym_fail(t, "import of a module not loaded yet");

@@ -20,7 +20,7 @@ tf = pytest.importorskip("transformers")
 def pkg(tmp_path_factory):
     root = tmp_path_factory.mktemp("imports")
     files = {
-        "tcimp_pkg/__init__.py": "",
+        "tcimp_pkg/__init__.py": "LOG = []\n",
         "tcimp_pkg/helpers.py": "def double(x):\n    return x * 2\n",
         "tcimp_pkg/sub/__init__.py": "",
         "tcimp_pkg/sub/sibling.py": "def triple(x):\n    return x * 3\n",
@@ -43,8 +43,27 @@ def pkg(tmp_path_factory):
                 y = x + 1
                 from .late import late_fn
                 return late_fn(y)
+
+            def submodule_not_loaded(x):
+                from . import late2
+                return late2.COUNT * x + late2.fn(x)
+
+            def absolute_not_loaded(x):
+                import tcimp_pkg.late3
+                return tcimp_pkg.late3.fn(x)
+
+            def import_fails(x):
+                try:
+                    import tcimp_no_such_module_xyz  # noqa: F401
+                    return x + 1
+                except ImportError:
+                    return x - 1
             """),
         "tcimp_pkg/sub/late.py": "def late_fn(x):\n    return x.cos()\n",
+        # module bodies with a side effect: run once, where eager runs them
+        "tcimp_pkg/sub/late2.py": "import tcimp_pkg\ntcimp_pkg.LOG.append('late2')\nCOUNT = 3\n"
+                                  "def fn(x):\n    return x.sin()\n",
+        "tcimp_pkg/late3.py": "import tcimp_pkg\ntcimp_pkg.LOG.append('late3')\ndef fn(x):\n    return x.exp() - 1\n",
         # a top-level module named like the package's own: a relative import must not find it
         "helpers.py": "def double(x):\n    return x * 100\n",
     }
@@ -88,16 +107,51 @@ def test_relative_import_is_not_a_top_level_module(pkg):
     _run(pkg.rel_function, X)  # x * 2 + 1, not the decoy's x * 100
 
 
-@pytest.mark.allow_fallback
-def test_import_of_a_module_not_loaded_breaks_cleanly(pkg):
+def _graphs_of(ex, where):
+    """graphs compiled for code in `where`: the import machinery may run Python finders of the
+    environment (a virtualenv's, setuptools' _distutils_hack) that torchc sees as frames too"""
+    return sum(n for k, n in ex.compiles_per_code.items() if where in k)
+
+
+def test_import_of_a_module_not_loaded_is_done_at_capture(pkg):
+    # as Dynamo does: the import runs at capture (where eager runs it), then the module is a
+    # loaded one: one graph with late_fn inlined (it was a whole-frame fallback: x + 1 eager)
     assert "tcimp_pkg.sub.late" not in sys.modules
     f = pkg.not_loaded
     torchc.reset()
     ex = torchc.explain(f)(X)
-    # x + 1, the break at the import (the module body, run eagerly by the import, is a frame of
-    # its own: it may add a reason), then late_fn(y) compiled in the resumed frame
-    assert ex.graph_count == 2 and any("not loaded yet" in r for r in ex.break_reasons), ex.break_reasons
+    assert "tcimp_pkg.sub.late" in sys.modules
+    assert ex.graph_break_count == 0 and _graphs_of(ex, "tcimp_pkg") == 1, (ex.break_reasons, ex.compiles_per_code)
+    assert ex.op_count == 2
+    torch.testing.assert_close(ex.result, f(X))
     torch.testing.assert_close(torchc.compile(f)(X), f(X))
+
+
+@pytest.mark.parametrize("name,mod,log,ops", [("submodule_not_loaded", "tcimp_pkg.sub.late2", "late2", 3),
+                                              ("absolute_not_loaded", "tcimp_pkg.late3", "late3", 2)])
+def test_module_body_runs_once_as_eager(pkg, name, mod, log, ops):
+    import tcimp_pkg
+    assert mod not in sys.modules
+    torchc.reset()
+    f = getattr(pkg, name)
+    cf = torchc.compile(f)
+    out = [cf(X) for _ in range(3)]
+    assert tcimp_pkg.LOG.count(log) == 1  # eager: the body runs at the first import only
+    for o in out:
+        torch.testing.assert_close(o, f(X))
+    ex = torchc.explain(f)(X)  # loaded now: no finder runs
+    assert (ex.graph_count, ex.graph_break_count, ex.op_count) == (1, 0, ops), ex.break_reasons
+
+
+@pytest.mark.allow_fallback
+def test_import_that_raises_runs_as_eager(pkg):
+    f = pkg.import_fails
+    torchc.reset()
+    ex = torchc.explain(f)(X)
+    torch.testing.assert_close(ex.result, X - 1)
+    assert any("raised ModuleNotFoundError" in r for r in ex.break_reasons), ex.break_reasons
+    assert "tcimp_no_such_module_xyz" not in sys.modules
+    torch.testing.assert_close(torchc.compile(f)(X), X - 1)
 
 
 @dataclasses.dataclass
