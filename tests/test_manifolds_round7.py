@@ -9,6 +9,8 @@ any value:
     fused into the step's kernels, and no extern result is copied;
   - the recurrent kernel's gradient is one GEMM after the loop, not one per step.
 """
+import re
+
 import pytest
 import torch
 from torch import nn
@@ -107,3 +109,33 @@ def test_exprnn_training_step_structure(T, dtype):
     finally:
         mp.undo()
         par[0].forward = real_forward
+
+
+KERNEL = re.compile(r"^kernel k\d+: outer \[(\d+)\] inner \[(\d+)\] iters (\d+) vec_outer$")
+
+
+@pytest.mark.parametrize("rows,cols,chunks", [(128, 170, 1), (64, 600, 3), (8192, 170, 6)])
+def test_column_sums_of_a_one_thread_kernel_take_few_chunks(monkeypatch, capfd, rows, cols, chunks):
+    """The step's backward sums [N, n] over the batch with lanes along the columns (vec_outer).
+    A kernel below the work at which the runtime uses threads (IC_PAR_MIN_WORK, 2^20) takes
+    the columns in as few chunks of up to 16 vectors as cover them, so each row of a stack in
+    memory is read whole (170 columns: 1 chunk of 11 vectors, not 6 of 2; 600: 3 of 16); a
+    larger one keeps >= 4 chunks for the threads ([8192, 170]: 6). Values as eager's."""
+    monkeypatch.setenv("TORCHC_DEBUG", "loops")
+    monkeypatch.setenv("TORCHC_CACHE", "0")
+    torch.manual_seed(3)
+    dh, h, x = torch.randn(rows, cols), torch.randn(rows, cols), torch.randn(rows, 1)
+
+    def bwd(dh, h, x):  # modReLU's backward from its output, as in the step
+        s = torch.sign(h)
+        g = dh * s
+        return g.sum(0), g * s, (g * s * x).sum(0)
+    torchc.reset()
+    capfd.readouterr()
+    got = torchc.compile(bwd)(dh, h, x)
+    err = capfd.readouterr().err.splitlines()
+    ks = [m.groups() for ln in err if (m := KERNEL.match(ln))]
+    assert ks, "no vec_outer kernel in the listing:\n" + "\n".join(err[-40:])
+    assert all(int(o) == cols and int(i) == rows and int(it) == chunks for o, i, it in ks), ks
+    for a, b in zip(got, bwd(dh, h, x)):
+        assert rel(a, b) < 1e-5
