@@ -853,7 +853,6 @@ IC_API int64_t ic_compiled_workspace_bytes(const ic_compiled *c) {
 }
 
 /* ---- running ---------------------------------------------------------------------------- */
-#define PAR_MIN_WORK (1 << 20) /* below this, waking a sleeping worker costs more than it saves */
 
 /* An extern operand/result meta at the symbol values: symbolic metas (always contiguous:
  * dynamic inputs, intermediates, outputs) get their sizes evaluated and contiguous
@@ -947,7 +946,7 @@ static int run_dyn(const ic_compiled *c, void *const *inputs, void *const *outpu
         }
         int64_t iters = ic_dim_eval(K->diters, sv), work = ic_dim_eval(K->dwork, sv);
         if (iters <= 0) continue;
-        if (nt > 1 && iters > 1 && (work < 0 || work >= PAR_MIN_WORK))
+        if (nt > 1 && iters > 1 && (work < 0 || work >= IC_PAR_MIN_WORK))
             ic_parallel_for(K->fn, bufs, iters, nt);
         else
             K->fn(bufs, 0, iters);
@@ -1033,7 +1032,7 @@ IC_API int ic_run(const ic_compiled *c, void *const *inputs, void *const *output
             continue;
         }
         if (K->iters <= 0) continue;
-        if (nt > 1 && K->iters > 1 && K->work >= PAR_MIN_WORK)
+        if (nt > 1 && K->iters > 1 && K->work >= IC_PAR_MIN_WORK)
             ic_parallel_for(K->fn, bufs, K->iters, nt);
         else
             K->fn(bufs, 0, K->iters);

@@ -34,6 +34,10 @@
  * walk over in[] stops at the first -1). Build in[] with these, never with a brace list
  * shorter than IC_NIN (its tail would be 0, a node). */
 #define IC_NIN IC_EXT_MAXIN
+/* A CPU kernel of less work (k->work: elements times passes) runs on the calling thread
+ * alone (compile.c): waking a sleeping worker costs more than it saves. The scheduler
+ * (sched/finalize.c) lays such a kernel out for one thread. */
+#define IC_PAR_MIN_WORK (1 << 20)
 #define IC_IN_NONE {-1, -1, -1, -1, -1, -1, -1, -1}
 #define IC_IN1(a) {(a), -1, -1, -1, -1, -1, -1, -1}
 #define IC_IN2(a, b) {(a), (b), -1, -1, -1, -1, -1, -1}
