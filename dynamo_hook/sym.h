@@ -93,6 +93,9 @@ typedef struct sym_break {
     int exc_target;     /* the instruction inside a try block: its handler (-1: none), the */
     int exc_depth;      /* handler's stack depth and lasti flag (resume.c dh_make_exc_resume) */
     int exc_lasti;
+    PyObject *with;     /* the with blocks around the instruction: a tuple of (stack position of
+                         * the exit, class, args) that enter an equal context (kept by the
+                         * trace), or NULL (symbolic.c with_recipes) */
 } sym_break;
 #define SYM_USER_FUNCTION (-2) /* V_FUNC.op of a Python function: inlined when called */
 #define SYM_MADE_FUNCTION (-3) /* V_FUNC.op of a MAKE_FUNCTION result: obj = code, items = closure */
@@ -536,7 +539,9 @@ int sym_inline(trace *t, PyObject *func, int fn_src, const var *self, var *args,
 PyObject *dh_make_exc_resume(PyCodeObject *code, PyObject *globals, int handler, int depth, int lasti,
                              int nlocals, const unsigned char *unbound, const unsigned char *stack_null);
 PyObject *dh_make_resume(PyCodeObject *code, PyObject *globals, int target_pc, int nlocals,
-                         const unsigned char *unbound, int nstack, const unsigned char *stack_null);
+                         const unsigned char *unbound, int nstack, const unsigned char *stack_null,
+                         PyObject *with); /* stack_null 3: a with block's exit, entered again from with */
+int sym_is_with_exit(const struct var *v); /* symbolic.c: an exit of a no_grad/inference_mode/autocast block */
 int sym_inline_made(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out);
 /* obj_boundmethod.c: m a bound method (with a source) called: __func__ inlined on __self__ */
 int sym_call_bound_method(trace *t, const var *m, var *args, int nargs, PyObject *kwnames, var *out);

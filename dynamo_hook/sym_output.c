@@ -717,6 +717,13 @@ int sym_fill_break(trace *t, outbuf *ob, ic_val *outvals, int *nout, dh_entry_br
     for (int i = 0; i < b->nstack; i++) {
         var it = b->stack[i];
         stack_null[i] = it.kind == V_NULL ? 1 : it.kind == V_ITER ? 2 : 0;
+        if (b->with != NULL && sym_is_with_exit(&it)) {
+            /* a with block's exit: the resume enters the block again (resume.c) */
+            stack_null[i] = 3;
+            ob->o[k].kind = DH_O_CONST;
+            ob->o[k++].obj = Py_NewRef(Py_None);
+            continue;
+        }
         if (it.kind == V_ITER && it.is_list) {
             sym_fail(t, "a graph break inside a loop over a list the caller sees (it may change)");
             goto done;
@@ -750,19 +757,19 @@ int sym_fill_break(trace *t, outbuf *ob, ic_val *outvals, int *nout, dh_entry_br
     if (b->kind == DH_BRK_CALL || b->kind == DH_BRK_BINOP) {
         stack_null[b->nstack] = 0; /* the call's result */
         eb->resume[0] = dh_make_resume(t->code, t->globals, b->pc_next, b->nlocals, unbound,
-                                       b->nstack + 1, stack_null);
+                                       b->nstack + 1, stack_null, b->with);
         if (eb->resume[0] == NULL)
             goto done;
     } else if (b->kind == DH_BRK_STORE || b->kind == DH_BRK_SETATTR) {
         eb->resume[0] = dh_make_resume(t->code, t->globals, b->pc_next, b->nlocals, unbound,
-                                       b->nstack, stack_null);
+                                       b->nstack, stack_null, b->with);
         if (eb->resume[0] == NULL)
             goto done;
     } else {
         eb->resume[0] = dh_make_resume(t->code, t->globals, b->pc_next, b->nlocals, unbound,
-                                       b->nstack, stack_null);
+                                       b->nstack, stack_null, b->with);
         eb->resume[1] = eb->resume[0] ? dh_make_resume(t->code, t->globals, b->pc_taken,
-                                                       b->nlocals, unbound, b->nstack, stack_null)
+                                                       b->nlocals, unbound, b->nstack, stack_null, b->with)
                                       : NULL;
         if (eb->resume[1] == NULL)
             goto done;
