@@ -249,14 +249,16 @@ static PyObject *make_resume(PyCodeObject *code, PyObject *globals, int target_p
         goto done;
     if (emit(&w, op_resume, 0) < 0)
         goto done;
+    /* unbound[i]: 1 unbound at the break, 2 a cell variable passed as the cell itself (one a
+     * function made before the break shares: sym_output.c shared_cell) */
     for (int i = 0; i < nlocals; i++)
-        if (unbound[i] && emit(&w, op_delete_fast, i) < 0)
+        if (unbound[i] == 1 && emit(&w, op_delete_fast, i) < 0)
             goto done;
-    /* cell variables come in as plain values (the trace held them so; no closure over them
-     * outlives the break, sym_output.c): a fresh cell each, as the skipped MAKE_CELLs made */
+    /* the other cell variables come in as plain values (the trace held them so): a fresh
+     * cell each, as the skipped MAKE_CELLs made */
     const unsigned char *kinds = (const unsigned char *)PyBytes_AS_STRING(code->co_localspluskinds);
     for (int i = 0; i < nlocals && i < code->co_nlocalsplus; i++)
-        if ((kinds[i] & CO_FAST_CELL) && emit(&w, op_make_cell, i) < 0)
+        if ((kinds[i] & CO_FAST_CELL) && unbound[i] != 2 && emit(&w, op_make_cell, i) < 0)
             goto done;
     /* stack_null[k]: 0 a value, 1 NULL, 2 an iterator passed as the tuple of what is left,
      * 3 the exit of a with block: the block is entered again, cls(*args) from `with`, its
@@ -490,6 +492,18 @@ PyObject *dh_make_exc_resume(PyCodeObject *code, PyObject *globals, int handler,
     return fn;
 }
 
+int dh_resume_cell_passed(PyCodeObject *code, int i) {
+    if (resume_info == NULL)
+        return 0;
+    PyObject *info = PyDict_GetItemWithError(resume_info, (PyObject *)code);
+    if (info == NULL) {
+        (void)tc_clear_expected(PyExc_Exception);
+        return 0;
+    }
+    PyObject *ub = PyTuple_GET_ITEM(info, 2);
+    return i >= 0 && i < PyBytes_GET_SIZE(ub) && PyBytes_AS_STRING(ub)[i] == 2;
+}
+
 int dh_resume_base_nlocals(PyCodeObject *code, int nlocals) {
     if (resume_info == NULL)
         return nlocals;
@@ -564,7 +578,7 @@ static __attribute__((noinline)) PyObject *make_break_code(PyObject *rcode, Py_s
     if (emit(&w, op_resume, 0) < 0)
         goto done;
     for (int i = 0; i < nlocals; i++)
-        if (unbound[i] && emit(&w, op_delete_fast, i) < 0)
+        if (unbound[i] == 1 && emit(&w, op_delete_fast, i) < 0)
             goto done;
     if (emit(&w, op_push_null, 0) < 0)
         goto done;

@@ -80,6 +80,17 @@ int sym_load_local(trace *t, sframe *f, int i, var *out) {
         if (o == NULL)
             return sym_fail(t, "local read before assignment");
         int s = sym_source(t, DH_S_LOCAL, -1, i, NULL);
+        if (s >= 0 && PyCell_Check(o) && dh_resume_cell_passed(t->code, i)) {
+            /* a resume frame's cell shared with a function made before the break
+             * (sym_output.c shared_cell): its value, read through it */
+            static PyObject *contents;
+            if (contents == NULL && (contents = PyUnicode_InternFromString("cell_contents")) == NULL)
+                return -1;
+            o = PyCell_GET(o);
+            if (o == NULL)
+                return sym_fail(t, "free variable referenced before assignment (eager will raise)");
+            s = sym_source(t, DH_S_ATTR, s, 2, contents);
+        }
         if (s < 0 || sym_wrap(t, o, s, l) < 0)
             return -1;
     } else if (l->kind == V_UNSET || l->kind == V_NULL) {
@@ -764,6 +775,7 @@ static dh_entry *trace_once(PyCodeObject *code, PyObject *const *localsplus, PyO
     }
     f->code = code;
     f->top = 1;
+    t->top_frame = f;
     f->globals = globals;
     f->func = func;
     f->func_src = -1;

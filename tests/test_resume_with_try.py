@@ -315,3 +315,75 @@ def test_user_context_manager_break_still_runs_as_eager():
     _same(ex.result, want)
     assert log == ["in", "out"]
     assert "its __enter__ would run again" in " ".join(map(str, ex.break_reasons))
+
+
+# ---- a closure over a cell assigned after the break ---------------------------------------
+# The function made before the break and the resume frame share one real cell (sym_output.c
+# shared_cell): writes after the break are replayed on it, and the function reads the
+# frame's value in the trace.
+
+def cell_after(x):
+    k = 3
+    g = lambda t: t * k  # noqa: E731
+    y = opaque(x.sin())
+    k = 5  # g sees 5, as in eager
+    return g(y) + k
+
+
+def cell_twice(x):
+    k = 2
+    g = lambda t: t * k  # noqa: E731
+    y = opaque(x.cos())
+    a = g(y)
+    k = k + 1
+    return a, g(y), g  # g leaves the frame: its cell holds 3 afterwards
+
+
+def cell_in_loop(x, n):
+    acc = 0
+
+    def add(t):
+        return t + acc
+    outs = []
+    for i in range(n):
+        y = opaque(x * i)
+        acc = i * 10
+        outs.append(add(y))
+    return outs
+
+
+def cell_nested(x):
+    scale = 1.0
+
+    def outer(t):
+        def inner(u):
+            return u * scale
+        return inner(t) + scale
+    y = opaque(x + 1)
+    scale = 4.0
+    return outer(y)
+
+
+def test_closure_over_a_cell_assigned_after_the_break():
+    _check(cell_after, (torch.randn(4),), graphs=2, breaks=1)
+
+
+def test_closure_over_a_cell_assigned_after_the_break_leaves_the_frame():
+    x = torch.randn(3)
+    want = cell_twice(x)
+    torchc.reset()
+    ex = torchc.explain(cell_twice)(x)
+    assert (ex.graph_count, ex.graph_break_count) == (2, 1), ex.break_reasons
+    cf = torchc.compile(cell_twice)
+    for got in (ex.result, cf(x), cf(x)):
+        _same(got[:2], want[:2])
+        assert got[2].__closure__[0].cell_contents == want[2].__closure__[0].cell_contents == 3
+        _same(got[2](torch.ones(2)), want[2](torch.ones(2)))
+
+
+def test_closure_over_a_cell_assigned_in_a_loop_with_a_break():
+    _check(cell_in_loop, (torch.randn(3), 3), graphs=4, breaks=3)
+
+
+def test_nested_closures_over_a_cell_assigned_after_the_break():
+    _check(cell_nested, (torch.randn(5),), graphs=2, breaks=1)
