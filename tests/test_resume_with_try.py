@@ -387,3 +387,33 @@ def test_closure_over_a_cell_assigned_in_a_loop_with_a_break():
 
 def test_nested_closures_over_a_cell_assigned_after_the_break():
     _check(cell_nested, (torch.randn(5),), graphs=2, breaks=1)
+
+
+# ---- a break at a subscript the graph can't hold --------------------------------------------
+# x[mask] (a data-dependent shape) runs eagerly between two graphs as operator.getitem
+# (sym_containers.c), as a call would; was: the frame ran eagerly.
+
+def mask_read(x, m):
+    y = x.sin() * 2
+    z = y[m]
+    return z.cos() + 1, y.sum()
+
+
+def mask_read_in_block(h, m):
+    with torch.no_grad():
+        sel = h[m] * 2
+        h = h.masked_fill(m.unsqueeze(-1), 0.0)
+        h = h + sel.sum()
+    return h * 3, torch.is_grad_enabled()
+
+
+@pytest.mark.parametrize("pattern", ["some", "none", "all"])
+def test_boolean_mask_read_breaks_and_resumes(pattern):
+    x = torch.randn(7)
+    m = {"some": x > 0, "none": torch.zeros(7, dtype=torch.bool), "all": torch.ones(7, dtype=torch.bool)}[pattern]
+    _check(mask_read, (x, m), graphs=2, breaks=1)
+
+
+def test_boolean_mask_read_inside_no_grad():
+    h = torch.randn(4, 3, requires_grad=True)
+    _check(mask_read_in_block, (h, torch.tensor([True, False, True, True])), graphs=2, breaks=1)
