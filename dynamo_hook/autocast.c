@@ -292,6 +292,7 @@ int dh_autocast_enter(trace *t, const var *ctx, var *exit_fn, var *as_val) {
     *exit_fn = sym_var(V_FUNC);
     exit_fn->op = SYM_AUTOCAST_EXIT;
     exit_fn->n = prev;
+    exit_fn->obj = ctx->obj; /* kept by the trace: a break inside the block re-enters it */
     *as_val = *ctx;
     rc = 0;
 done:
@@ -299,6 +300,24 @@ done:
     Py_XDECREF(dt);
     Py_XDECREF(en);
     return rc;
+}
+
+/* A break inside a region (symbolic.c sym_with_recipes): the class and constant arguments
+ * that make an equal region again, torch.amp.autocast(device, dtype, enabled, cache_enabled)
+ * (a subclass's __enter__ is one of torch's: the same state). New reference, NULL on error. */
+PyObject *dh_autocast_recipe(PyObject *ctx) {
+    if (ac_init() < 0 || ac_base == Py_None)
+        return NULL;
+    PyObject *dev = PyObject_GetAttrString(ctx, "device");
+    PyObject *dt = dev ? PyObject_GetAttrString(ctx, "fast_dtype") : NULL;
+    PyObject *en = dt ? PyObject_GetAttrString(ctx, "_enabled") : NULL;
+    PyObject *ce = en ? PyObject_GetAttrString(ctx, "_cache_enabled") : NULL;
+    PyObject *r = ce ? Py_BuildValue("(O(OOOO))", ac_base, dev, dt, en, ce) : NULL;
+    Py_XDECREF(dev);
+    Py_XDECREF(dt);
+    Py_XDECREF(en);
+    Py_XDECREF(ce);
+    return r;
 }
 
 /* __exit__(None, None, None) of a region: the state before it */

@@ -49,6 +49,7 @@ void dh_entry_free(dh_entry *e) {
     free(e->brk_reason);
     free(e->where);
     Py_XDECREF(e->brk_kwnames);
+    Py_XDECREF(e->brk_with);
     Py_XDECREF(e->resume[0]);
     Py_XDECREF(e->resume[1]);
     Py_XDECREF(e->exc_resume);

@@ -225,6 +225,8 @@ typedef struct dh_entry {
     PyObject *exc_resume;   /* the instruction raised inside a try block: its handler runs
                              * (resume.c dh_make_exc_resume), the stack's first brk_exc_depth */
     int brk_exc_depth;
+    PyObject *brk_with;     /* the with blocks around the instruction, entered around it
+                             * (entry_run.c): ((stack position, class, args), ...) or NULL */
     char *brk_reason;
     char *where;            /* user file:line of the failure or break, innermost first (malloc'd) */
     PyObject *train;        /* training: the autograd node's state (csrc/train.h), or NULL */

@@ -194,6 +194,51 @@ static PyObject *call_resume(PyObject *rf, PyObject *const *argv, size_t n) {
     return res;
 }
 
+/* The with blocks around the break's instruction (e->brk_with): a fresh context each, made
+ * and entered outermost first, as eager's frame has them entered while the instruction
+ * runs; exits[k] its bound __exit__ (new references). -1: an error (those entered are left
+ * again). */
+static int with_enter(PyObject *with, PyObject **exits) {
+    Py_ssize_t n = PyTuple_GET_SIZE(with), k = 0;
+    for (; k < n; k++) {
+        PyObject *rec = PyTuple_GET_ITEM(with, k);
+        PyObject *ctx = PyObject_CallObject(PyTuple_GET_ITEM(rec, 1), PyTuple_GET_ITEM(rec, 2));
+        PyObject *ex = ctx ? PyObject_GetAttrString(ctx, "__exit__") : NULL;
+        PyObject *r = ex ? PyObject_CallMethod(ctx, "__enter__", NULL) : NULL;
+        Py_XDECREF(ctx);
+        if (r == NULL) {
+            Py_XDECREF(ex);
+            break;
+        }
+        Py_DECREF(r);
+        exits[k] = ex;
+    }
+    if (k == n)
+        return 0;
+    while (k-- > 0) {
+        PyObject *r = PyObject_CallFunctionObjArgs(exits[k], Py_None, Py_None, Py_None, NULL);
+        Py_XDECREF(r);
+        Py_CLEAR(exits[k]);
+    }
+    return -1;
+}
+
+/* leaves them again, innermost first: __exit__(None, None, None) after the instruction ran
+ * (the resume enters equal ones), keeping an error already set */
+static int with_exit(PyObject *with, PyObject **exits) {
+    int rc = 0;
+    for (Py_ssize_t k = PyTuple_GET_SIZE(with); k-- > 0;) {
+        if (exits[k] == NULL)
+            continue;
+        PyObject *r = PyObject_CallFunctionObjArgs(exits[k], Py_None, Py_None, Py_None, NULL);
+        if (r == NULL)
+            rc = -1;
+        Py_XDECREF(r);
+        Py_CLEAR(exits[k]);
+    }
+    return rc;
+}
+
 static PyObject *run_break(const dh_entry *e, PyObject *state, PyObject *func) {
     PyObject **items = &PyTuple_GET_ITEM(state, 0);
     int nargs = e->brk_nargs, nstack = e->brk_nstack, nlocals = e->brk_nlocals;
@@ -201,10 +246,18 @@ static PyObject *run_break(const dh_entry *e, PyObject *state, PyObject *func) {
     PyObject *small[32], **argv = small, *res = NULL, *fn;
     int ran_resume = 0; /* what the resume raises went through the frame's own handlers */
     int n = nlocals + nstack + 1;
+    PyObject *exits[16] = {0}; /* the with blocks' real exits while the instruction runs */
+    int exc_ran = 0;           /* the handlers saw the instruction's exception */
+    PyObject *with = e->brk_with && PyTuple_GET_SIZE(e->brk_with) <= 16 ? e->brk_with : NULL;
     if (n > 32) {
         argv = malloc((size_t)n * sizeof *argv);
         if (argv == NULL)
             return PyErr_NoMemory();
+    }
+    if (with != NULL && with_enter(with, exits) < 0) {
+        if (argv != small)
+            free(argv);
+        return NULL;
     }
     for (int i = 0; i < nlocals; i++)
         argv[i] = locals[i];
@@ -218,6 +271,10 @@ static PyObject *run_break(const dh_entry *e, PyObject *state, PyObject *func) {
                           : binop(e->brk_binop, items[0], items[1]);
         if (r == NULL)
             goto done;
+        if (with != NULL && with_exit(with, exits) < 0) {
+            Py_DECREF(r);
+            goto done;
+        }
         argv[nlocals + nstack] = r;
         fn = resume_fn(e->resume[0], func);
         ran_resume = 1;
@@ -238,6 +295,8 @@ static PyObject *run_break(const dh_entry *e, PyObject *state, PyObject *func) {
                 goto done;
             jump = truth == e->brk_jump_when;
         }
+        if (with != NULL && with_exit(with, exits) < 0)
+            goto done;
         fn = resume_fn(e->resume[jump], func);
         ran_resume = 1;
         res = call_resume(fn, argv, (size_t)(n - 1));
@@ -258,13 +317,44 @@ done:
             int d = e->brk_exc_depth;
             for (int i = 0; i < d; i++)
                 argv[nlocals + i] = stack[i];
+            /* the with blocks' exits: the real contexts, still entered (their handlers'
+             * WITH_EXCEPT_START leaves them with the exception, as eager's) */
+            for (Py_ssize_t k = 0; with != NULL && k < PyTuple_GET_SIZE(with); k++) {
+                int at = (int)PyLong_AsLong(PyTuple_GET_ITEM(PyTuple_GET_ITEM(with, k), 0));
+                if (at >= 0 && at < d && exits[k] != NULL)
+                    argv[nlocals + at] = exits[k];
+            }
             argv[nlocals + d] = ev;
             fn = resume_fn(e->exc_resume, func);
+            exc_ran = 1;
             res = call_resume(fn, argv, (size_t)(nlocals + d + 1));
             Py_XDECREF(fn);
             Py_DECREF(ev);
         }
     }
+    if (with != NULL && !ran_resume && !exc_ran) {
+        /* an exception the handlers did not see: the contexts still entered are left as
+         * their blocks would leave them */
+        if (res == NULL && PyErr_Occurred()) {
+            PyObject *et, *ev, *tb;
+            PyErr_Fetch(&et, &ev, &tb);
+            PyErr_NormalizeException(&et, &ev, &tb);
+            for (Py_ssize_t k = PyTuple_GET_SIZE(with); k-- > 0;) {
+                if (exits[k] == NULL)
+                    continue;
+                PyObject *r = PyObject_CallFunctionObjArgs(exits[k], et ? et : Py_None, ev ? ev : Py_None,
+                                                           tb ? tb : Py_None, NULL);
+                if (r == NULL) {
+                    Py_XDECREF(et), Py_XDECREF(ev), Py_XDECREF(tb);
+                    PyErr_Fetch(&et, &ev, &tb);
+                }
+                Py_XDECREF(r);
+            }
+            PyErr_Restore(et, ev, tb);
+        }
+    }
+    for (Py_ssize_t k = 0; with != NULL && k < PyTuple_GET_SIZE(with); k++)
+        Py_CLEAR(exits[k]);
     if (argv != small)
         free(argv);
     return res;

@@ -29,7 +29,8 @@
 #include <string.h>
 
 static int op_resume = -1, op_delete_fast, op_load_fast, op_push_null, op_jump_forward,
-           op_extended_arg, op_get_iter, op_copy_free_vars, op_make_cell, op_raise_varargs;
+           op_extended_arg, op_get_iter, op_copy_free_vars, op_make_cell, op_raise_varargs,
+           op_load_const, op_before_with, op_pop_top;
 static unsigned char deref_op[256]; /* opcodes whose oparg indexes localsplus cells/frees */
 static PyObject *resume_cache; /* (code, pc, nstack, mask bytes) -> function */
 static PyObject *resume_info;  /* resume code -> (original code, target pc, unbound mask bytes,
@@ -61,6 +62,9 @@ static int init_ops(void) {
     op_copy_free_vars = opnum(opmap, "COPY_FREE_VARS");
     op_make_cell = opnum(opmap, "MAKE_CELL");
     op_raise_varargs = opnum(opmap, "RAISE_VARARGS");
+    op_load_const = opnum(opmap, "LOAD_CONST");
+    op_before_with = opnum(opmap, "BEFORE_WITH");
+    op_pop_top = opnum(opmap, "POP_TOP");
     op_precall = opnum(opmap, "PRECALL"); /* 3.11 only */
     op_call = opnum(opmap, "CALL");
     op_kw_names = opnum(opmap, "KW_NAMES");
@@ -197,10 +201,10 @@ bad:
  * item is the exception. */
 static PyObject *make_resume(PyCodeObject *code, PyObject *globals, int target_pc, int nlocals,
                              const unsigned char *unbound, int nstack, const unsigned char *stack_null,
-                             int exc_target, int exc_depth, int exc_lasti) {
+                             int exc_target, int exc_depth, int exc_lasti, PyObject *with) {
     PyObject *key = NULL, *fn = NULL, *bytes = NULL, *newcode = NULL, *varnames = NULL;
     PyObject *kw = NULL, *args = NULL, *replace = NULL, *lt = NULL, *name = NULL;
-    PyObject *orig = NULL, *exctab = NULL;
+    PyObject *orig = NULL, *exctab = NULL, *consts = NULL;
     buf w = {0};
     if (init_ops() < 0)
         return NULL;
@@ -222,9 +226,9 @@ static PyObject *make_resume(PyCodeObject *code, PyObject *globals, int target_p
         }
     }
     /* cache by (code, pc, layout) so every trace of the same break shares one resume code */
-    key = Py_BuildValue("(Oiy#y#iii)", (PyObject *)code, target_pc, (const char *)unbound,
+    key = Py_BuildValue("(Oiy#y#iiiO)", (PyObject *)code, target_pc, (const char *)unbound,
                         (Py_ssize_t)nlocals, (const char *)stack_null, (Py_ssize_t)nstack,
-                        exc_target, exc_depth, exc_lasti);
+                        exc_target, exc_depth, exc_lasti, with ? with : Py_None);
     if (key == NULL)
         goto done;
     fn = PyDict_GetItemWithError(resume_cache, key);
@@ -245,17 +249,58 @@ static PyObject *make_resume(PyCodeObject *code, PyObject *globals, int target_p
         goto done;
     if (emit(&w, op_resume, 0) < 0)
         goto done;
+    /* unbound[i]: 1 unbound at the break, 2 a cell variable passed as the cell itself (one a
+     * function made before the break shares: sym_output.c shared_cell) */
     for (int i = 0; i < nlocals; i++)
-        if (unbound[i] && emit(&w, op_delete_fast, i) < 0)
+        if (unbound[i] == 1 && emit(&w, op_delete_fast, i) < 0)
             goto done;
-    /* cell variables come in as plain values (the trace held them so; no closure over them
-     * outlives the break, sym_output.c): a fresh cell each, as the skipped MAKE_CELLs made */
+    /* the other cell variables come in as plain values (the trace held them so): a fresh
+     * cell each, as the skipped MAKE_CELLs made */
     const unsigned char *kinds = (const unsigned char *)PyBytes_AS_STRING(code->co_localspluskinds);
     for (int i = 0; i < nlocals && i < code->co_nlocalsplus; i++)
-        if ((kinds[i] & CO_FAST_CELL) && emit(&w, op_make_cell, i) < 0)
+        if ((kinds[i] & CO_FAST_CELL) && unbound[i] != 2 && emit(&w, op_make_cell, i) < 0)
             goto done;
-    /* stack_null[k]: 0 a value, 1 NULL, 2 an iterator passed as the tuple of what is left */
+    /* stack_null[k]: 0 a value, 1 NULL, 2 an iterator passed as the tuple of what is left,
+     * 3 the exit of a with block: the block is entered again, cls(*args) from `with`, its
+     * classes and arguments appended to the constants (BEFORE_WITH leaves the exit) */
+    consts = PySequence_List(code->co_consts);
+    if (consts == NULL)
+        goto done;
     for (int k = 0; k < nstack; k++) {
+        if (stack_null[k] == 3) {
+            PyObject *rec = NULL;
+            for (Py_ssize_t j = 0; with && j < PyTuple_GET_SIZE(with); j++)
+                if (PyLong_AsLong(PyTuple_GET_ITEM(PyTuple_GET_ITEM(with, j), 0)) == k)
+                    rec = PyTuple_GET_ITEM(with, j);
+            if (rec == NULL) {
+                PyErr_SetString(PyExc_SystemError, "resume: a with block without its context");
+                goto done;
+            }
+            PyObject *cargs = PyTuple_GET_ITEM(rec, 2);
+            int na = (int)PyTuple_GET_SIZE(cargs);
+            if (emit(&w, op_push_null, 0) < 0)
+                goto done;
+            for (int j = -1; j < na; j++) {
+                if (PyList_Append(consts, j < 0 ? PyTuple_GET_ITEM(rec, 1) : PyTuple_GET_ITEM(cargs, j)) < 0 ||
+                    emit(&w, op_load_const, (int)PyList_GET_SIZE(consts) - 1) < 0)
+                    goto done;
+            }
+            if (op_precall >= 0) {
+                if (emit(&w, op_precall, na) < 0)
+                    goto done;
+                for (int c = 0; c < ncache_precall; c++)
+                    if (emit(&w, 0, 0) < 0)
+                        goto done;
+            }
+            if (emit(&w, op_call, na) < 0)
+                goto done;
+            for (int c = 0; c < ncache_call; c++)
+                if (emit(&w, 0, 0) < 0)
+                    goto done;
+            if (emit(&w, op_before_with, 0) < 0 || emit(&w, op_pop_top, 0) < 0)
+                goto done;
+            continue;
+        }
         if ((stack_null[k] == 1 ? emit(&w, op_push_null, 0) : emit(&w, op_load_fast, nlocals + k)) < 0)
             goto done;
         if (stack_null[k] == 2 && emit(&w, op_get_iter, 0) < 0)
@@ -358,12 +403,17 @@ static PyObject *make_resume(PyCodeObject *code, PyObject *globals, int target_p
     if (name == NULL)
         goto done;
     int flags = code->co_flags & ~(CO_VARARGS | CO_VARKEYWORDS);
-    kw = Py_BuildValue("{s:O,s:i,s:i,s:i,s:i,s:O,s:i,s:i,s:O,s:O,s:O,s:O}", "co_code", bytes,
+    PyObject *ctup = PyList_AsTuple(consts);
+    if (ctup == NULL)
+        goto done;
+    Py_SETREF(consts, ctup);
+    kw = Py_BuildValue("{s:O,s:i,s:i,s:i,s:i,s:O,s:i,s:i,s:O,s:O,s:O,s:O,s:O}", "co_code", bytes,
                        "co_argcount", nlocals + nstack, "co_posonlyargcount", 0,
                        "co_kwonlyargcount", 0, "co_nlocals", nlocals + nstack, "co_varnames",
                        varnames, "co_flags", flags, "co_stacksize",
-                       code->co_stacksize + nstack + 2, "co_linetable", lt, "co_name",
-                       code->co_name, "co_qualname", name, "co_exceptiontable", exctab);
+                       code->co_stacksize + nstack + 8, "co_linetable", lt, "co_name",
+                       code->co_name, "co_qualname", name, "co_exceptiontable", exctab,
+                       "co_consts", consts);
     if (kw == NULL)
         goto done;
     replace = PyObject_GetAttrString((PyObject *)code, "replace");
@@ -399,12 +449,14 @@ done:
     Py_XDECREF(lt);
     Py_XDECREF(name);
     Py_XDECREF(exctab);
+    Py_XDECREF(consts);
     return fn;
 }
 
 PyObject *dh_make_resume(PyCodeObject *code, PyObject *globals, int target_pc, int nlocals,
-                         const unsigned char *unbound, int nstack, const unsigned char *stack_null) {
-    return make_resume(code, globals, target_pc, nlocals, unbound, nstack, stack_null, -1, 0, 0);
+                         const unsigned char *unbound, int nstack, const unsigned char *stack_null,
+                         PyObject *with) {
+    return make_resume(code, globals, target_pc, nlocals, unbound, nstack, stack_null, -1, 0, 0, with);
 }
 
 /* The break's instruction raised inside a try block: a function taking the locals, the first
@@ -420,8 +472,11 @@ PyObject *dh_make_exc_resume(PyCodeObject *code, PyObject *globals, int handler,
         return NULL;
     }
     memcpy(sn, stack_null, (size_t)depth);
+    for (int k = 0; k < depth; k++)
+        if (sn[k] == 3)
+            sn[k] = 0; /* a with block's exit: the real one, entered around the instruction */
     sn[depth] = 0; /* the exception */
-    PyObject *fn = make_resume(code, globals, 0, nlocals, unbound, depth + 1, sn, handler, depth, lasti);
+    PyObject *fn = make_resume(code, globals, 0, nlocals, unbound, depth + 1, sn, handler, depth, lasti, NULL);
     if (fn == NULL)
         return NULL;
     dh_cache *c = dh_cache_of((PyCodeObject *)PyFunction_GET_CODE(fn));
@@ -435,6 +490,18 @@ PyObject *dh_make_exc_resume(PyCodeObject *code, PyObject *globals, int handler,
         c->skip_reason = strdup("the rest of a frame after an exception at a graph break");
     }
     return fn;
+}
+
+int dh_resume_cell_passed(PyCodeObject *code, int i) {
+    if (resume_info == NULL)
+        return 0;
+    PyObject *info = PyDict_GetItemWithError(resume_info, (PyObject *)code);
+    if (info == NULL) {
+        (void)tc_clear_expected(PyExc_Exception);
+        return 0;
+    }
+    PyObject *ub = PyTuple_GET_ITEM(info, 2);
+    return i >= 0 && i < PyBytes_GET_SIZE(ub) && PyBytes_AS_STRING(ub)[i] == 2;
 }
 
 int dh_resume_base_nlocals(PyCodeObject *code, int nlocals) {
@@ -511,7 +578,7 @@ static __attribute__((noinline)) PyObject *make_break_code(PyObject *rcode, Py_s
     if (emit(&w, op_resume, 0) < 0)
         goto done;
     for (int i = 0; i < nlocals; i++)
-        if (unbound[i] && emit(&w, op_delete_fast, i) < 0)
+        if (unbound[i] == 1 && emit(&w, op_delete_fast, i) < 0)
             goto done;
     if (emit(&w, op_push_null, 0) < 0)
         goto done;

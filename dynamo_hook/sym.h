@@ -93,6 +93,13 @@ typedef struct sym_break {
     int exc_target;     /* the instruction inside a try block: its handler (-1: none), the */
     int exc_depth;      /* handler's stack depth and lasti flag (resume.c dh_make_exc_resume) */
     int exc_lasti;
+    int nshare;         /* cells of the frame that a function made before the break closes
+                         * over and the frame may assign after it: one real cell each, shared
+                         * by the function and the resume frame (sym_output.c shared_cell) */
+    struct { struct var *items; int k, slot; } share[8];
+    PyObject *with;     /* the with blocks around the instruction: a tuple of (stack position of
+                         * the exit, class, args) that enter an equal context (kept by the
+                         * trace), or NULL (symbolic.c with_recipes) */
 } sym_break;
 #define SYM_USER_FUNCTION (-2) /* V_FUNC.op of a Python function: inlined when called */
 #define SYM_MADE_FUNCTION (-3) /* V_FUNC.op of a MAKE_FUNCTION result: obj = code, items = closure */
@@ -161,6 +168,7 @@ typedef struct trace {
     int upd_nograd_from;          /* graph values when an input that requires grad was first
                                    * updated under no_grad, + 1 (0: none) */
     struct sframe *frames[SYM_INLINE_DEPTH + 2]; /* frames being interpreted (live vars) */
+    struct sframe *top_frame;         /* the frame hooked (sym_flow.c: its shared cells) */
     int nframes;
     var *srcvar;                      /* the tracked value of each source (capsrc of each) */
     PyObject **srcobj;                /* tensor sources: the object seen (borrowed) */
@@ -536,7 +544,11 @@ int sym_inline(trace *t, PyObject *func, int fn_src, const var *self, var *args,
 PyObject *dh_make_exc_resume(PyCodeObject *code, PyObject *globals, int handler, int depth, int lasti,
                              int nlocals, const unsigned char *unbound, const unsigned char *stack_null);
 PyObject *dh_make_resume(PyCodeObject *code, PyObject *globals, int target_pc, int nlocals,
-                         const unsigned char *unbound, int nstack, const unsigned char *stack_null);
+                         const unsigned char *unbound, int nstack, const unsigned char *stack_null,
+                         PyObject *with); /* stack_null 3: a with block's exit, entered again from with */
+int dh_resume_cell_passed(PyCodeObject *code, int i); /* resume.c: slot i of a resume code holds
+                                                       * a cell shared with a function (unbound 2) */
+int sym_is_with_exit(const struct var *v); /* symbolic.c: an exit of a no_grad/inference_mode/autocast block */
 int sym_inline_made(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out);
 /* obj_boundmethod.c: m a bound method (with a source) called: __func__ inlined on __self__ */
 int sym_call_bound_method(trace *t, const var *m, var *args, int nargs, PyObject *kwnames, var *out);

@@ -1400,6 +1400,19 @@ static int masked_aug(trace *t, sframe *f, sym_ins *in, const var *x_in, const v
 }
 
 /* BINARY_SUBSCR */
+/* the index is, or holds, a bool/uint8 tensor (x[mask], x[:, mask]) */
+static int mask_index(trace *t, const var *b) {
+    if (b->kind == V_TENSOR) {
+        ic_dtype d = ic_value_meta(t->g, b->val)->dtype;
+        return d == IC_BOOL || d == IC_U8;
+    }
+    if (b->kind == V_SEQ && !b->is_list)
+        for (int i = 0; i < b->n; i++)
+            if (b->items[i].kind == V_TENSOR && mask_index(t, &b->items[i]))
+                return 1;
+    return 0;
+}
+
 int sym_op_binary_subscr(trace *t, sframe *f, sym_ins *in) {
     var a, b, c;
     NEED(2);
@@ -1412,8 +1425,53 @@ int sym_op_binary_subscr(trace *t, sframe *f, sym_ins *in) {
         PUSH(c);
         return SYM_NEXT;
     }
-    if (subscr(t, &a, &b, &c) < 0)
+    /* x[mask] (a boolean mask among the indices: a data-dependent shape the graph can't
+     * hold): the top frame breaks there, operator.getitem(x, index) runs eagerly between two
+     * graphs as a call would, and the frame resumes after it (was: the frame ran eagerly).
+     * Other subscripts that fail (a 0-d tensor index: a view at a data-dependent position)
+     * still run the frame eagerly: a break at each would cost more than it compiles */
+    sym_fx_mark mark = {0};
+    int can = f->top && sym_can_break(t) && a.kind == V_TENSOR && mask_index(t, &b);
+    if (can && sym_fx_save(t, &mark) < 0)
         return -1;
+    int mark_saved = can;
+    if (subscr(t, &a, &b, &c) < 0) {
+        static PyObject *getitem;
+        if (can && t->failed && strstr(t->reason, "(eager will raise)") != NULL)
+            can = 0; /* eager raises there too: the frame runs eagerly, no graph before it */
+        if (can && t->failed && !PyErr_Occurred() && t->pending_exc == NULL && getitem == NULL) {
+            PyObject *op = PyImport_ImportModule("operator");
+            getitem = op ? PyObject_GetAttrString(op, "getitem") : NULL; /* kept */
+            Py_XDECREF(op);
+            if (getitem == NULL) {
+                sym_fx_drop(&mark);
+                return -1;
+            }
+        }
+        if (can && t->failed && !PyErr_Occurred() && t->pending_exc == NULL) {
+            sym_fx_rollback(t, &mark);
+            var *ops = sym_alloc(t, 3);
+            if (ops == NULL)
+                return -1;
+            ops[0] = sym_var(V_FUNC);
+            ops[0].op = -1;
+            ops[0].obj = getitem;
+            ops[1] = a;
+            ops[2] = b;
+            t->brk.kind = DH_BRK_CALL;
+            t->brk.pc_next = in->next;
+            t->brk.fn = &ops[0];
+            t->brk.args = &ops[1];
+            t->brk.nargs = 2;
+            t->brk.kwnames = NULL;
+            return sym_record_break_state(t, f);
+        }
+        if (mark_saved)
+            sym_fx_drop(&mark);
+        return -1;
+    }
+    if (mark_saved)
+        sym_fx_drop(&mark);
     PUSH(c);
     return SYM_NEXT;
 }

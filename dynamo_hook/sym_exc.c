@@ -46,9 +46,14 @@ int sym_refuse_raise_break(trace *t) {
     char why[sizeof t->reason], where[sizeof t->where];
     snprintf(why, sizeof why, "%s", t->reason);
     snprintf(where, sizeof where, "%s", t->where);
+    /* the raise's own "(eager will raise)" is not known: eager answers False and may not */
+    static const char will[] = " (eager will raise)";
+    char *at = strstr(why, will);
+    if (at != NULL)
+        memmove(at, at + sizeof will - 1, strlen(at + sizeof will - 1) + 1);
     t->failed = 0;
-    int rc = sym_fail(t, "%.200s, after the trace answered torch.compiler.is_compiling() True (False in eager): "
-                         "the frame runs eagerly", why);
+    int rc = sym_fail(t, "%.200s, after the trace answered torch.compiler.is_compiling() True (False in eager, "
+                         "which may not raise here): the frame runs eagerly", why);
     snprintf(t->where, sizeof t->where, "%s", where); /* the raise's location, innermost first */
     return rc;
 }

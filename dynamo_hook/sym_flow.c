@@ -34,6 +34,18 @@ int sym_op_copy_free_vars(trace *t, sframe *f, sym_ins *in) {
         if (cl == NULL || i >= PyTuple_GET_SIZE(cl))
             return sym_fail(t, "missing closure");
         PyObject *cell = PyTuple_GET_ITEM(cl, i);
+        sframe *top = t->top_frame;
+        int shared = -1; /* the top frame's cell shared with this function (sym_op_store_fast) */
+        for (int j = 0; top != NULL && top != f && j < top->nlocals && shared < 0; j++)
+            if (t->localsplus[j] == cell && dh_resume_cell_passed(t->code, j))
+                shared = j;
+        if (shared >= 0) {
+            var v;
+            if (sym_load_local(t, top, shared, &v) < 0)
+                return -1; /* its value now, written in the trace or read through the cell */
+            f->locals[first + i] = v;
+            continue;
+        }
         PyObject *o = PyCell_GET(cell);
         if (o == NULL) {
             f->locals[first + i].kind = V_NULL; /* empty cell: unbound */
@@ -203,6 +215,10 @@ int sym_op_load_fast(trace *t, sframe *f, sym_ins *in) {
         /* a cell not assigned yet (a nested function that calls itself by name): the closure
          * holds it unset; the STORE_DEREF that binds it reaches the closure (sym_cells.c) */
         a = sym_var(V_UNSET);
+    else if (in->op == OP_LOAD_CLOSURE && f->top && dh_resume_cell_passed(t->code, in->oparg))
+        /* a new closure over a cell shared with a function made before a break: its cell
+         * would be a copy */
+        return sym_fail(t, "a nested function over a variable shared with a function made before a graph break");
     else if (sym_load_local(t, f, in->oparg, &a) < 0)
         return -1;
     if (a.kind == V_NULL || (a.kind == V_UNSET && in->op != OP_LOAD_CLOSURE))
@@ -244,6 +260,36 @@ int sym_op_store_fast(trace *t, sframe *f, sym_ins *in) {
     }
     if (in->oparg >= f->nlocals)
         return sym_fail(t, "bad local");
+    if (in->op == OP_STORE_DEREF && f->top && dh_resume_cell_passed(t->code, in->oparg) &&
+        t->localsplus[in->oparg] != NULL && PyCell_Check(t->localsplus[in->oparg])) {
+        /* a resume frame's cell shared with a function made before the break: the write is
+         * replayed on the cell after the graph (cell.cell_contents = value, entry_run.c), and
+         * the functions sharing it read the frame's value in the trace (COPY_FREE_VARS) */
+        static PyObject *contents;
+        if (contents == NULL && (contents = PyUnicode_InternFromString("cell_contents")) == NULL)
+            return -1;
+        PyObject *cell = t->localsplus[in->oparg];
+        int w = -1;
+        for (int i = 0; i < t->nattrw && w < 0; i++)
+            if (t->attrw[i].obj == cell && t->attrw[i].name == contents)
+                w = i;
+        if (w < 0) {
+            int s = sym_source(t, DH_S_LOCAL, -1, in->oparg, NULL);
+            if (s < 0 || sym_attrw_new(t) == NULL)
+                return -1;
+            w = t->nattrw - 1;
+            t->attrw[w].src = s;
+            t->attrw[w].obj = cell;
+            t->attrw[w].name = contents;
+        }
+        var *val = sym_alloc(t, 1);
+        if (val == NULL)
+            return -1;
+        *val = POP();
+        t->attrw[w].val = val;
+        f->locals[in->oparg] = *val;
+        return SYM_NEXT;
+    }
     /* the closures made over the cell see the new value (sym_cells.c) */
     if (in->op == OP_STORE_DEREF && sym_cells_store(t, f, in->oparg, &PEEK(1)) < 0)
         return -1;

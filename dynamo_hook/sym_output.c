@@ -436,6 +436,51 @@ static int code_writes_free(PyCodeObject *co, PyObject *names, int depth) {
     return hit;
 }
 
+/* The frame's cell variable `slot` at the break, shared by the functions made before it and
+ * the resume frame (sym_made_fns_resumable): one real cell, types.CellType(value), built where
+ * it is first reached; the resume's prologue takes it as it is (resume.c, unbound 2). */
+static int shared_cell(trace *t, outbuf *ob, int at, int slot, ic_val *outvals, int *nout) {
+    const void *key = &t->brk.locals[slot];
+    for (int i = 0; i < ob->nalias; i++)
+        if (ob->alias[i].key == key && ob->alias[i].group == 5) {
+            ob->o[at].kind = DH_O_SAME;
+            ob->o[at].index = ob->alias[i].node;
+            return 0;
+        }
+    if (ob->nalias == ob->calias) {
+        int cap = ob->calias ? 2 * ob->calias : 8;
+        out_alias *na = realloc(ob->alias, (size_t)cap * sizeof *na);
+        if (na == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        ob->alias = na;
+        ob->calias = cap;
+    }
+    int k = ob->nalias++;
+    ob->alias[k].key = key;
+    ob->alias[k].group = 5;
+    ob->alias[k].node = at;
+    ob->alias[k].done = 0;
+    int child = sym_out_reserve(t, ob, 1);
+    if (child < 0)
+        return -1;
+    ob->o[at].kind = DH_O_WRAP;
+    ob->o[at].index = child;
+    ob->o[at].obj = Py_NewRef((PyObject *)&PyCell_Type);
+    int rc = sym_fill_out(t, ob, child, &t->brk.locals[slot], outvals, nout);
+    ob->alias[k].done = 1;
+    return rc;
+}
+
+/* closure item k of a made function over a shared cell of the breaking frame: its slot, or -1 */
+static int shared_slot(trace *t, const var *items, int k) {
+    for (int i = 0; i < t->brk.nshare; i++)
+        if (t->brk.share[i].items == items && t->brk.share[i].k == k)
+            return t->brk.share[i].slot;
+    return -1;
+}
+
 /* A function made by MAKE_FUNCTION in the trace, leaving it (the frame's result, or live
  * in the state a graph break hands on): built for real as CPython's MAKE_FUNCTION would,
  * types.FunctionType(code, globals, name, defaults, closure) with its keyword-only defaults
@@ -452,7 +497,7 @@ static int made_function(trace *t, outbuf *ob, int at, const var *fn, ic_val *ou
         /* a real cell (sym_cells.c) is the one eager's function writes: only the others */
         PyObject *all = PyCode_GetFreevars(co), *names = all ? PyList_New(0) : NULL;
         for (Py_ssize_t k = 0; names != NULL && k < PyTuple_GET_SIZE(all); k++)
-            if ((k >= fn->n || sym_cells_real(t, fn->items, (int)k) < 0) &&
+            if ((k >= fn->n || (sym_cells_real(t, fn->items, (int)k) < 0 && shared_slot(t, fn->items, (int)k) < 0)) &&
                 PyList_Append(names, PyTuple_GET_ITEM(all, k)) < 0)
                 Py_CLEAR(names);
         Py_XDECREF(all);
@@ -472,7 +517,9 @@ static int made_function(trace *t, outbuf *ob, int at, const var *fn, ic_val *ou
     if (cells == NULL)
         return -1;
     for (int k = 0; k < fn->n; k++)
-        PyTuple_SET_ITEM(cells, k, Py_NewRef(sym_cells_real(t, fn->items, k) >= 0 ? Py_True : Py_False));
+        PyTuple_SET_ITEM(cells, k, Py_NewRef(sym_cells_real(t, fn->items, k) >= 0 || shared_slot(t, fn->items, k) >= 0
+                                                 ? Py_True
+                                                 : Py_False));
     PyObject *api = PyImport_ImportModule("torchc._api");
     PyObject *mk = api ? PyObject_GetAttrString(api, "_made_function") : NULL;
     Py_XDECREF(api);
@@ -502,9 +549,13 @@ static int made_function(trace *t, outbuf *ob, int at, const var *fn, ic_val *ou
     ob->o[child].count = n;
     for (int i = 0; i < n; i++) {
         int s = i < fn->n ? sym_cells_real(t, fn->items, i) : -1;
+        int sh = i < fn->n && s < 0 ? shared_slot(t, fn->items, i) : -1;
         if (s >= 0) {
             ob->o[first + i].kind = DH_O_SOURCE;
             ob->o[first + i].index = s;
+        } else if (sh >= 0) {
+            if (shared_cell(t, ob, first + i, sh, outvals, nout) < 0)
+                return -1;
         } else if (sym_fill_out(t, ob, first + i, &fn->items[i], outvals, nout) < 0) {
             return -1;
         }
@@ -611,18 +662,32 @@ int sym_made_fns_resumable(trace *t, sframe *f, const var *v, int n, int depth) 
                     int c = cell_may_change_after(f->code, j, f->pc);
                     if (c < 0)
                         return -1;
-                    if (c) {
-                        sym_fail(t, "a nested function over a variable the frame may assign after the "
-                                    "break is live across it");
-                        return 0;
-                    }
-                    c = made_code_writes(f->code, name);
-                    if (c < 0)
+                    int c2 = c ? 0 : made_code_writes(f->code, name);
+                    if (c2 < 0)
                         return -1;
-                    if (c) {
-                        sym_fail(t, "a nested function over a variable that another function of the frame "
-                                    "assigns (nonlocal) is live across a graph break");
-                        return 0;
+                    if (c || c2) {
+                        /* the frame (or a function it makes later) may assign it after the
+                         * break: the function and the resume frame share one real cell
+                         * (shared_cell), when the trace kept the function's copy of the
+                         * value in step with the frame's (sym_cells.c registers it) */
+                        int kept = !f->cellrefs_full && !f->gen;
+                        int reg = 0;
+                        for (int r = 0; kept && r < f->ncellrefs && !reg; r++)
+                            reg = f->cellrefs[r].items == x->items && f->cellrefs[r].k == k;
+                        if (!reg || t->brk.nshare >= (int)(sizeof t->brk.share / sizeof t->brk.share[0]) ||
+                            !f->top) {
+                            sym_fail(t, c ? "a nested function over a variable the frame may assign after the "
+                                            "break is live across it"
+                                          : "a nested function over a variable that another function of the frame "
+                                            "assigns (nonlocal) is live across a graph break");
+                            return 0;
+                        }
+                        if (shared_slot(t, x->items, k) < 0) {
+                            t->brk.share[t->brk.nshare].items = x->items;
+                            t->brk.share[t->brk.nshare].k = k;
+                            t->brk.share[t->brk.nshare].slot = j;
+                            t->brk.nshare++;
+                        }
                     }
                 }
             }
@@ -717,6 +782,13 @@ int sym_fill_break(trace *t, outbuf *ob, ic_val *outvals, int *nout, dh_entry_br
     for (int i = 0; i < b->nstack; i++) {
         var it = b->stack[i];
         stack_null[i] = it.kind == V_NULL ? 1 : it.kind == V_ITER ? 2 : 0;
+        if (b->with != NULL && sym_is_with_exit(&it)) {
+            /* a with block's exit: the resume enters the block again (resume.c) */
+            stack_null[i] = 3;
+            ob->o[k].kind = DH_O_CONST;
+            ob->o[k++].obj = Py_NewRef(Py_None);
+            continue;
+        }
         if (it.kind == V_ITER && it.is_list) {
             sym_fail(t, "a graph break inside a loop over a list the caller sees (it may change)");
             goto done;
@@ -729,6 +801,26 @@ int sym_fill_break(trace *t, outbuf *ob, ic_val *outvals, int *nout, dh_entry_br
     }
     for (int i = 0; i < b->nlocals; i++) {
         var *l = &b->locals[i];
+        int shared = 0;
+        for (int k2 = 0; k2 < b->nshare && !shared; k2++)
+            shared = b->share[k2].slot == i;
+        if (shared && l->kind != V_UNSET && l->kind != V_NULL) {
+            unbound[i] = 2; /* the cell itself, shared with the functions made before */
+            if (shared_cell(t, ob, k++, i, outvals, nout) < 0)
+                goto done;
+            continue;
+        }
+        if (dh_resume_cell_passed(t->code, i) && t->localsplus[i] != NULL && PyCell_Check(t->localsplus[i])) {
+            /* a resume frame's shared cell (read through it, never written in this trace:
+             * a write breaks, symbolic.c): passed on as the cell itself */
+            int s = sym_source(t, DH_S_LOCAL, -1, i, NULL);
+            if (s < 0)
+                goto done;
+            unbound[i] = 2;
+            ob->o[k].kind = DH_O_SOURCE;
+            ob->o[k++].index = s;
+            continue;
+        }
         if (l->kind == V_UNSET && t->localsplus[i] != NULL) {
             /* never read by the trace: pass the frame's value through */
             int s = sym_source(t, DH_S_LOCAL, -1, i, NULL);
@@ -750,19 +842,19 @@ int sym_fill_break(trace *t, outbuf *ob, ic_val *outvals, int *nout, dh_entry_br
     if (b->kind == DH_BRK_CALL || b->kind == DH_BRK_BINOP) {
         stack_null[b->nstack] = 0; /* the call's result */
         eb->resume[0] = dh_make_resume(t->code, t->globals, b->pc_next, b->nlocals, unbound,
-                                       b->nstack + 1, stack_null);
+                                       b->nstack + 1, stack_null, b->with);
         if (eb->resume[0] == NULL)
             goto done;
     } else if (b->kind == DH_BRK_STORE || b->kind == DH_BRK_SETATTR) {
         eb->resume[0] = dh_make_resume(t->code, t->globals, b->pc_next, b->nlocals, unbound,
-                                       b->nstack, stack_null);
+                                       b->nstack, stack_null, b->with);
         if (eb->resume[0] == NULL)
             goto done;
     } else {
         eb->resume[0] = dh_make_resume(t->code, t->globals, b->pc_next, b->nlocals, unbound,
-                                       b->nstack, stack_null);
+                                       b->nstack, stack_null, b->with);
         eb->resume[1] = eb->resume[0] ? dh_make_resume(t->code, t->globals, b->pc_taken,
-                                                       b->nlocals, unbound, b->nstack, stack_null)
+                                                       b->nlocals, unbound, b->nstack, stack_null, b->with)
                                       : NULL;
         if (eb->resume[1] == NULL)
             goto done;

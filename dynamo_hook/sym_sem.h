@@ -13,6 +13,7 @@ int dh_autocast_new(trace *t, PyObject *cls, const var *args, int nargs, PyObjec
                     var *out);
 int dh_autocast_enter(trace *t, const var *ctx, var *exit_fn, var *as_val); /* 1: not autocast */
 int dh_autocast_exit(trace *t, const var *exit_fn, var *out);
+PyObject *dh_autocast_recipe(PyObject *ctx); /* (cls, args) that enter an equal region */
 int dh_autocast_query(trace *t, PyObject *fn, const var *args, int nargs, PyObject *kwnames,
                       var *out); /* 1: not an autocast query */
 

@@ -80,6 +80,17 @@ int sym_load_local(trace *t, sframe *f, int i, var *out) {
         if (o == NULL)
             return sym_fail(t, "local read before assignment");
         int s = sym_source(t, DH_S_LOCAL, -1, i, NULL);
+        if (s >= 0 && PyCell_Check(o) && dh_resume_cell_passed(t->code, i)) {
+            /* a resume frame's cell shared with a function made before the break
+             * (sym_output.c shared_cell): its value, read through it */
+            static PyObject *contents;
+            if (contents == NULL && (contents = PyUnicode_InternFromString("cell_contents")) == NULL)
+                return -1;
+            o = PyCell_GET(o);
+            if (o == NULL)
+                return sym_fail(t, "free variable referenced before assignment (eager will raise)");
+            s = sym_source(t, DH_S_ATTR, s, 2, contents);
+        }
         if (s < 0 || sym_wrap(t, o, s, l) < 0)
             return -1;
     } else if (l->kind == V_UNSET || l->kind == V_NULL) {
@@ -158,6 +169,80 @@ int sym_can_break(trace *t) {
     return !t->cfg->fullgraph;
 }
 
+/* the exit a with block on torch's state contexts left on the stack (sym_call.c BEFORE_WITH) */
+int sym_is_with_exit(const var *v) {
+    return v->kind == V_FUNC && (v->op == SYM_CTX_EXIT || v->op == SYM_AUTOCAST_EXIT) && v->obj != NULL;
+}
+
+/* an exit of a with block on another context manager: a @contextmanager's, or a Python
+ * __exit__ bound to its object (obj_proto.c sym_obj_enter) */
+static int other_with_exit(const var *v) {
+    if (v->kind == V_FUNC && v->op == SYM_GENCM_EXIT)
+        return 1;
+    if (v->kind == V_METHOD && v->obj != NULL && PyFunction_Check(v->obj)) {
+        PyObject *nm = ((PyFunctionObject *)v->obj)->func_name;
+        return nm != NULL && PyUnicode_Check(nm) && PyUnicode_CompareWithASCIIString(nm, "__exit__") == 0;
+    }
+    return 0;
+}
+
+/* The with blocks the break is inside: for each exit on the stack (outermost first) the
+ * class and constant arguments of an equal context, (position, class, args), in
+ * t->brk.with; the resume's prologue enters one there (resume.c) and run_break one around
+ * the instruction (entry_run.c). no_grad() / inference_mode(mode) by their class,
+ * autocast by torch.amp.autocast(device, dtype, enabled, cache_enabled): they hold no
+ * state but the thread's, which entering again sets as the first entry did. *why set for a
+ * block on another context manager. -1: an error. */
+static int with_recipes(trace *t, sframe *f, const char **why) {
+    int n = 0;
+    for (int i = 0; i < f->sp; i++) {
+        if (other_with_exit(&f->stack[i])) {
+            *why = "inside a with block on a context manager other than no_grad, inference_mode or "
+                   "autocast: its __enter__ would run again";
+            return 0;
+        }
+        n += sym_is_with_exit(&f->stack[i]);
+    }
+    if (n == 0)
+        return 0;
+    if (n > 16) { /* entry_run.c run_break's room */
+        *why = "inside more than 16 with blocks";
+        return 0;
+    }
+    PyObject *tup = PyTuple_New(n);
+    if (tup == NULL)
+        return -1;
+    for (int i = 0, k = 0; i < f->sp; i++) {
+        const var *v = &f->stack[i];
+        if (!sym_is_with_exit(v))
+            continue;
+        PyObject *r = NULL;
+        if (v->op == SYM_AUTOCAST_EXIT) {
+            PyObject *ca = dh_autocast_recipe(v->obj);
+            r = ca ? Py_BuildValue("(iOO)", i, PyTuple_GET_ITEM(ca, 0), PyTuple_GET_ITEM(ca, 1)) : NULL;
+            Py_XDECREF(ca);
+        } else {
+            /* no_grad(), inference_mode(mode) */
+            PyObject *mode = PyObject_GetAttrString(v->obj, "mode");
+            if (mode == NULL)
+                (void)tc_clear_expected(PyExc_AttributeError);
+            r = mode ? Py_BuildValue("(iO(O))", i, (PyObject *)Py_TYPE(v->obj), mode)
+                     : Py_BuildValue("(iO())", i, (PyObject *)Py_TYPE(v->obj));
+            Py_XDECREF(mode);
+        }
+        if (r == NULL) {
+            Py_DECREF(tup);
+            if (tc_clear_expected(PyExc_Exception) < 0)
+                return -1;
+            *why = "inside a with block whose context could not be made again";
+            return 0;
+        }
+        PyTuple_SET_ITEM(tup, k++, r);
+    }
+    t->brk.with = sym_keep(t, tup);
+    return t->brk.with ? 0 : -1;
+}
+
 /* The trace stops here: keep the reason, clear the failure, snapshot stack and locals.
  * Returns 1 (a break), which run() passes up. The instruction runs eagerly after the graph,
  * so the random draws (and custom ops) the trace made inside it leave the graph
@@ -184,9 +269,12 @@ int sym_record_break_state(trace *t, sframe *f) {
     {
         /* the instruction run at the break may raise: inside a try block its handler runs, in
          * a resume that rebuilds the stack to the handler's depth and raises there (resume.c
-         * dh_make_exc_resume). Not inside a with block (the trace held its context's state,
-         * the real one is not entered), an except clause or a finally's cleanup (the thread's
-         * handled exception is not rebuilt): the frame runs as it is */
+         * dh_make_exc_resume). Inside with blocks on torch's state contexts (no_grad,
+         * inference_mode, autocast) the real contexts are entered around the instruction and
+         * entered again by the resume's prologue (with_recipes). Not in an except clause or a
+         * finally's cleanup (the thread's handled exception is not rebuilt), nor in a with
+         * block on another context manager (its __enter__ would run twice): the frame runs as
+         * it is */
         int hd, hl, h = sym_exc_handler(f->code, f->pc, &hd, &hl);
         const char *why = NULL;
         if (h >= 0) {
@@ -207,8 +295,18 @@ int sym_record_break_state(trace *t, sframe *f) {
                 why = "the handler's stack is deeper";
             else if (first == NULL || strcmp(first, "PUSH_EXC_INFO"))
                 why = "inside an except clause";
-            else if (second == NULL || !strcmp(second, "WITH_EXCEPT_START"))
+            else if (second == NULL)
                 why = "inside a with block";
+            else if (!strcmp(second, "WITH_EXCEPT_START") &&
+                     (hd < 1 || !sym_is_with_exit(&f->stack[hd - 1])))
+                why = "inside a with block on a context manager other than no_grad, inference_mode or "
+                      "autocast: its __enter__ would run again";
+        }
+        t->brk.with = NULL;
+        if (why == NULL && h >= 0) {
+            int wr = with_recipes(t, f, &why);
+            if (wr < 0)
+                return -1;
         }
         if (t->tfm_top > 0 && why == NULL) /* the rest would run without the mode (sym_tfm.c) */
             why = "a TorchFunctionMode is entered";
@@ -677,6 +775,7 @@ static dh_entry *trace_once(PyCodeObject *code, PyObject *const *localsplus, PyO
     }
     f->code = code;
     f->top = 1;
+    t->top_frame = f;
     f->globals = globals;
     f->func = func;
     f->func_src = -1;
@@ -917,6 +1016,7 @@ static dh_entry *trace_once(PyCodeObject *code, PyObject *const *localsplus, PyO
         e->resume[1] = brk.resume[1];
         e->exc_resume = brk.exc_resume;
         e->brk_exc_depth = t->brk.exc_depth;
+        e->brk_with = Py_XNewRef(t->brk.with);
         brk.resume[0] = brk.resume[1] = brk.exc_resume = NULL;
         e->brk_reason = strdup(t->reason);
         if (e->where == NULL && t->where[0])

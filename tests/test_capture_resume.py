@@ -1,8 +1,9 @@
 """Graph breaks in frames with an exception table (try/except, with) or cell variables
 (issue 21): the resume function moves the exception table with the shifted body and gives
 each cell variable a fresh cell (resume.c), so such a frame compiles the graph before the
-break and resumes after it instead of running eagerly whole. A break whose own instruction
-lies inside a try/with block stays refused (its handler could not run) and says so.
+break and resumes after it instead of running eagerly whole. A break inside a with block on
+a user's context manager or inside an except clause stays refused and says so (breaks inside
+try blocks and torch's state contexts: test_resume_with_try.py).
 Counts are pinned both ways: a silent eager fallback fails."""
 import sys
 
@@ -170,17 +171,29 @@ def test_data_dependent_branch_inside_try_whose_bool_raises():
 
 @pytest.mark.allow_fallback
 @pytest.mark.no_compile
-def test_break_inside_a_with_block_is_refused_with_a_reason():
+def test_break_inside_a_user_context_manager_is_refused_with_a_reason():
+    # a with block on torch's state contexts resumes (test_resume_with_try.py); one on a
+    # user's context manager does not: entering it again would run its __enter__ twice
+    import contextlib
+    log = []
+
+    @contextlib.contextmanager
+    def tag():
+        log.append("enter")
+        yield
+        log.append("exit")
+
     def f(x):
         y = x.sin()
-        with torch.no_grad():
-            y = opaque(y)  # the trace held no_grad; the real state is not entered
+        with tag():
+            y = opaque(y)
         return y.cos()
     want = f(torch.ones(3))
+    log.clear()
     ex = _ex(f, torch.ones(3))
-    assert len(calls) == 1
+    assert len(calls) == 1 and log == ["enter", "exit"]
     assert ex.graph_count == 0 and ex.graph_break_count == 1
-    assert "inside a with block" in " ".join(map(str, ex.break_reasons))
+    assert "inside a with block on a context manager other than" in " ".join(map(str, ex.break_reasons))
     torch.testing.assert_close(ex.result, want)
 
 
