@@ -17,7 +17,8 @@ static int recompute_region(trace *t, PyObject *func, int fn_src, const var *sel
  * (ic_set_recompute: the backward recomputes what it computes). A region that updates a
  * tensor that existed before it in place, or writes an attribute (BatchNorm's running
  * statistics), fails the trace: eager's recompute in the backward repeats the update, which
- * the graph would not; the call then runs eagerly. */
+ * the graph would not; the call then runs eagerly. An attribute the region sets and sets back
+ * to the constant it had (attr_restored) does not count. */
 /* the Python object a traced value stands for, where it is one the trace can hand to a call
  * made now (new reference): a constant, a function or object (identity-guarded where it was
  * read through a source; not one made by the trace), a list/tuple of such, a functools.partial
@@ -186,6 +187,49 @@ done:
     return rc;
 }
 
+static int same_const(PyObject *a, PyObject *b) {
+    if (a == b)
+        return 1;
+    if (a == NULL || b == NULL || Py_TYPE(a) != Py_TYPE(b) ||
+        !(PyLong_CheckExact(a) || PyFloat_CheckExact(a) || PyUnicode_CheckExact(a)))
+        return 0;
+    int r = PyObject_RichCompareBool(a, b, Py_EQ);
+    if (r < 0)
+        PyErr_Clear();
+    return r == 1;
+}
+
+/* attribute write i of a checkpoint region whose writes start at `from`: 1 when it is not the
+ * last write of its attribute in the region, or the last one gives the attribute back the
+ * constant it had before the region (a set and a reset: a context-variable-like flag a library
+ * sets around a call), which eager's recompute repeats without a lasting change */
+static int attr_restored(trace *t, int from, int i) {
+    const sym_attrw *w = &t->attrw[i];
+    if (w->obj == NULL || w->name == NULL || !PyUnicode_Check(w->name))
+        return 0;
+    for (int j = i + 1; j < t->nattrw; j++)
+        if (t->attrw[j].obj == w->obj && t->attrw[j].name != NULL && PyUnicode_Check(t->attrw[j].name) &&
+            PyUnicode_Compare(t->attrw[j].name, w->name) == 0)
+            return 1; /* a later write decides */
+    if (w->val == NULL || w->val->kind != V_CONST)
+        return 0;
+    for (int j = from - 1; j >= 0; j--)
+        if (t->attrw[j].obj == w->obj && t->attrw[j].name != NULL && PyUnicode_Check(t->attrw[j].name) &&
+            PyUnicode_Compare(t->attrw[j].name, w->name) == 0)
+            return t->attrw[j].val != NULL && t->attrw[j].val->kind == V_CONST &&
+                   same_const(t->attrw[j].val->obj, w->val->obj);
+    /* not written before the region in the trace: the object's own value (writes are replayed
+     * after the graph) */
+    PyObject *before = PyObject_GenericGetAttr(w->obj, w->name);
+    if (before == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    int r = same_const(before, w->val->obj);
+    Py_DECREF(before);
+    return r;
+}
+
 static int recompute_region(trace *t, PyObject *func, int fn_src, const var *self, var *args, int nargs,
                             PyObject *kwnames, var *out) {
     int nobj = t->nobj, nattrw = t->nattrw, ncap = t->capnmut, from = ic_graph_num_values(t->g);
@@ -203,7 +247,9 @@ static int recompute_region(trace *t, PyObject *func, int fn_src, const var *sel
     if (rc == 0) {
         /* in-place ops on a tensor the region did not make: one seen before it, or a graph
          * input first read inside it (a module's buffer) */
-        int changed = t->nattrw != nattrw;
+        int changed = 0;
+        for (int i = nattrw; i < t->nattrw && !changed; i++)
+            changed = !attr_restored(t, nattrw, i);
         for (int o = 1; o <= t->nobj && o < t->capnmut && !changed; o++) {
             if (t->obj_nmut[2 * o] == (o < ncap ? before[2 * o] : 0))
                 continue;
