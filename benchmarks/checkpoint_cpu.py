@@ -1,6 +1,8 @@
 """Activation checkpointing on the CPU (issue 22): a stack of pre-norm transformer blocks, each
 run through torch.utils.checkpoint (use_reentrant=False), trained with SGD: eager vs torchc,
-with and without checkpointing, in one process. Reports torchc's saved bytes (explain) and
+with and without checkpointing and with selective checkpointing (--sac: context_fn =
+partial(create_selective_checkpoint_contexts, [mm, addmm, CPU flash attention]): the matmuls and
+attention saved, norms and pointwise ops recomputed), in one process. Reports torchc's saved bytes (explain) and
 the median step time (forward, backward, optimizer step) over --steps steps after --warmup.
 
     python benchmarks/checkpoint_cpu.py [--blocks 4] [--dim 256] [--seq 64] [--batch 4] [--steps 20]
@@ -17,7 +19,9 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from torch.utils.checkpoint import checkpoint
+import functools
+
+from torch.utils.checkpoint import checkpoint, create_selective_checkpoint_contexts
 
 import torchc
 
@@ -47,8 +51,16 @@ class Net(nn.Module):
 
     def forward(self, x):
         for b in self.blocks:
-            x = checkpoint(b, x, use_reentrant=False) if self.ckpt else b(x)
+            if self.ckpt == "sac":
+                x = checkpoint(b, x, use_reentrant=False, context_fn=SAC)
+            else:
+                x = checkpoint(b, x, use_reentrant=False) if self.ckpt else b(x)
         return x
+
+
+aten = torch.ops.aten
+SAC = functools.partial(create_selective_checkpoint_contexts, [
+    aten.mm.default, aten.addmm.default, aten._scaled_dot_product_flash_attention_for_cpu.default])
 
 
 def main():
@@ -64,7 +76,7 @@ def main():
     x = torch.randn(a.batch, a.seq, a.dim)
     y = torch.randn(a.batch, a.seq, a.dim)
     runs = {}
-    for ckpt in (False, True):
+    for ckpt in (False, True, "sac"):
         torch.manual_seed(0)
         m = Net(a.blocks, a.dim, ckpt)
         torchc.reset()

@@ -227,7 +227,19 @@ class Transformer(nn.Module):  # 12 pre-norm encoder layers (256 wide, 4 heads, 
         return self.fc(self.norm(x).mean(1))
 
 
-MODELS = {"densenet121": DenseNet, "mobilenet_v3": MobileNetV3, "efficientnet_b0": EfficientNetB0,
+class MLP(nn.Module):  # 4 hidden layers of 1024 (Linear, LayerNorm, GELU), on flattened 3x64x64 images
+    def __init__(self, d=1024, layers=4, classes=100, size=64):
+        super().__init__()
+        dims = [3 * size * size] + [d] * layers
+        self.body = nn.Sequential(*[nn.Sequential(nn.Linear(a, b), nn.LayerNorm(b), nn.GELU())
+                                    for a, b in zip(dims, dims[1:])])
+        self.fc = nn.Linear(d, classes)
+
+    def forward(self, x):
+        return self.fc(self.body(torch.flatten(x, 1)))
+
+
+MODELS = {"densenet121": DenseNet, "mlp": MLP, "mobilenet_v3": MobileNetV3, "efficientnet_b0": EfficientNetB0,
           "regnet_y": RegNetY, "resnet50": ResNet50, "transformer": Transformer}
 '''
 

@@ -255,6 +255,9 @@ typedef struct dh_cache {
                                    * fullgraph=True call raises instead of running eagerly */
     int max_sources;              /* most sources of any entry (guard buffers size) */
     int disabled;                 /* torchc.disable: never captured, never inlined */
+    int import_system;            /* code of the import system (importlib's frozen bootstrap):
+                                   * what an import runs (module bodies, the functions they call)
+                                   * runs unhooked, as torch.compiler.disable's callees */
     int modtype;                  /* nn.Modules type-guarded (instances share entries): set when
                                    * another instance of the class pinned by an entry came */
     char *skip_reason;

@@ -645,8 +645,8 @@ static PyObject *dh_eval_frame(PyThreadState *ts, _PyInterpreterFrame *f, int th
             return FINISH(ts, f, NULL);
         return eval_default(ts, f, throwflag);
     }
-    if (c->skip && c->disabled == 2) {
-        /* torch.compiler.disable's wrapper: the function and all it calls run unhooked */
+    if (c->skip && (c->disabled == 2 || c->import_system)) {
+        /* torch.compiler.disable's wrapper, the import system: the function and all it calls run unhooked */
         int busy = dh_tl_busy;
         dh_tl_busy = 1;
         PyObject *r = eval_default(ts, f, throwflag);

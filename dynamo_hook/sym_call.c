@@ -12,15 +12,227 @@ static int inline_code(trace *t, PyCodeObject *code, PyObject *globals, PyObject
 static int recompute_region(trace *t, PyObject *func, int fn_src, const var *self, var *args, int nargs,
                             PyObject *kwnames, var *out);
 
-/* torchc/_polyfills.py recompute_region(function, args, kwargs), called by the polyfill of
+/* torchc/_polyfills.py recompute_region(function, args, kwargs[, context_fn]), called by the polyfill of
  * torch.utils.checkpoint.checkpoint: inlined with the graph's checkpoint mark around it
  * (ic_set_recompute: the backward recomputes what it computes). A region that updates a
  * tensor that existed before it in place, or writes an attribute (BatchNorm's running
  * statistics), fails the trace: eager's recompute in the backward repeats the update, which
- * the graph would not; the call then runs eagerly. */
+ * the graph would not; the call then runs eagerly. An attribute the region sets and sets back
+ * to the constant it had (attr_restored) does not count. */
+/* the Python object a traced value stands for, where it is one the trace can hand to a call
+ * made now (new reference): a constant, a function or object (identity-guarded where it was
+ * read through a source; not one made by the trace), a list/tuple of such, a functools.partial
+ * of such made in the trace.
+ * NULL without an error set: not such a value; NULL with an error: failed. */
+static PyObject *real_object(trace *t, const var *v, int depth) {
+    if (depth > 8)
+        return NULL;
+    switch (v->kind) {
+    case V_CONST:
+        return Py_XNewRef(v->obj);
+    case V_OBJ:
+    case V_FUNC:
+        if (v->kind == V_FUNC && v->op == SYM_PARTIAL) {
+            PyObject *f = real_object(t, &v->items[0], depth + 1);
+            PyObject *kwn = v->items[v->n].obj;
+            int nkw = v->pos, npos = v->n - 1 - nkw;
+            PyObject *pos = f ? PyTuple_New(1 + npos) : NULL, *kw = pos ? PyDict_New() : NULL, *r = NULL;
+            if (kw == NULL) {
+                Py_XDECREF(f);
+                Py_XDECREF(pos);
+                return NULL;
+            }
+            PyTuple_SET_ITEM(pos, 0, f);
+            int ok = 1;
+            for (int i = 0; i < npos && ok; i++) {
+                PyObject *o = real_object(t, &v->items[1 + i], depth + 1);
+                if (o == NULL)
+                    ok = 0;
+                else
+                    PyTuple_SET_ITEM(pos, 1 + i, o);
+            }
+            for (int i = 0; i < nkw && ok; i++) {
+                PyObject *o = real_object(t, &v->items[1 + npos + i], depth + 1);
+                ok = o != NULL && PyDict_SetItem(kw, PyTuple_GET_ITEM(kwn, i), o) == 0;
+                Py_XDECREF(o);
+            }
+            if (ok) {
+                PyObject *ft = PyImport_ImportModule("functools");
+                PyObject *pt = ft ? PyObject_GetAttrString(ft, "partial") : NULL;
+                r = pt ? PyObject_Call(pt, pos, kw) : NULL;
+                Py_XDECREF(pt);
+                Py_XDECREF(ft);
+            }
+            Py_DECREF(pos);
+            Py_DECREF(kw);
+            return r;
+        }
+        /* not a function made in the trace (MAKE_FUNCTION: its globals set) */
+        if (v->obj == NULL || (v->kind == V_FUNC && v->globals != NULL) ||
+            (v->src >= 0 && sym_guard_id(t, v->src, v->obj) < 0))
+            return NULL;
+        return Py_NewRef(v->obj);
+    case V_SEQ: {
+        if (v->obj != NULL)
+            return NULL;
+        PyObject *l = PyList_New(v->n);
+        for (int i = 0; l != NULL && i < v->n; i++) {
+            PyObject *o = real_object(t, &v->items[i], depth + 1);
+            if (o == NULL)
+                Py_CLEAR(l);
+            else
+                PyList_SET_ITEM(l, i, o);
+        }
+        if (l != NULL && !v->is_list)
+            Py_SETREF(l, PyList_AsTuple(l));
+        return l;
+    }
+    default:
+        return NULL;
+    }
+}
+
+/* Selective activation checkpointing: checkpoint(..., context_fn=cf) where cf() gives
+ * create_selective_checkpoint_contexts's contexts. torchc/_polyfills.py _sac_policy calls cf
+ * and its policy once per matmul/conv/attention extern the region made [from, end), in
+ * order, with the ATen op eager dispatches for it; the ones the policy saves are marked
+ * (ic_set_checkpoint_policy) and the partitioner saves them. What else the region made is
+ * recomputed (the policy is not asked about pointwise ops and reductions). 0, or -1 (the
+ * trace fails with the reason: the call runs eagerly). */
+static int checkpoint_policy(trace *t, const var *cfv, int from) {
+    static PyObject *policy_fn;
+    if (policy_fn == NULL) {
+        PyObject *m = PyImport_ImportModule("torchc._polyfills");
+        policy_fn = m ? PyObject_GetAttrString(m, "_sac_policy") : NULL; /* kept for the process */
+        Py_XDECREF(m);
+        if (policy_fn == NULL)
+            return -1;
+    }
+    PyObject *cf = real_object(t, cfv, 0);
+    if (cf == NULL) {
+        if (PyErr_Occurred())
+            return -1;
+        return sym_fail(t, "torch.utils.checkpoint with a context_fn made in the compiled function (not a "
+                           "partial of known values)");
+    }
+    int end = ic_graph_num_values(t->g), rc = -1;
+    PyObject *items = PyList_New(0), *vals = NULL, *res = NULL;
+    if (items == NULL)
+        goto done;
+    for (int v = from; v < end; v++) {
+        int k = ic_value_extern_kind(t->g, v);
+        if (k != IC_EXT_MM && k != IC_EXT_BMM && k != IC_EXT_MATMUL && k != IC_EXT_ADDMM && k != IC_EXT_LINEAR &&
+            k != IC_EXT_BADDBMM && k != IC_EXT_CONV && k != IC_EXT_SDPA)
+            continue;
+        ic_val in[IC_EXT_MAXIN];
+        int nin = ic_value_operands(t->g, v, in);
+        PyObject *metas = PyList_New(0);
+        if (metas == NULL)
+            goto done;
+        for (int i = 0; i <= nin; i++) {
+            const ic_meta *m = ic_value_meta(t->g, i < nin ? in[i] : v);
+            PyObject *sz = PyTuple_New(m->ndim), *st = PyTuple_New(m->ndim);
+            for (int d = 0; sz && st && d < m->ndim; d++) {
+                PyTuple_SET_ITEM(sz, d, PyLong_FromLongLong(m->sizes[d]));
+                PyTuple_SET_ITEM(st, d, PyLong_FromLongLong(m->strides[d]));
+            }
+            PyObject *e = sz && st ? Py_BuildValue("(OOO)", sz, st, sym_dtype_object(m->dtype)) : NULL;
+            Py_XDECREF(sz);
+            Py_XDECREF(st);
+            if (e == NULL || PyList_Append(metas, e) < 0) {
+                Py_XDECREF(e);
+                Py_DECREF(metas);
+                goto done;
+            }
+            Py_DECREF(e);
+        }
+        PyObject *it = Py_BuildValue("(siN)", ic_extern_name((ic_extern_kind)k), t->device_type == TC_DEV_CUDA, metas);
+        if (it == NULL || PyList_Append(items, it) < 0) {
+            Py_XDECREF(it);
+            goto done;
+        }
+        Py_DECREF(it);
+        PyObject *iv = PyLong_FromLong(v);
+        if (iv == NULL)
+            goto done;
+        if (vals == NULL && (vals = PyList_New(0)) == NULL) {
+            Py_DECREF(iv);
+            goto done;
+        }
+        int ar = PyList_Append(vals, iv);
+        Py_DECREF(iv);
+        if (ar < 0)
+            goto done;
+    }
+    res = PyObject_CallFunctionObjArgs(policy_fn, cf, items, NULL);
+    if (res == NULL)
+        goto done;
+    if (PyUnicode_Check(res)) {
+        rc = sym_fail(t, "%s", PyUnicode_AsUTF8(res));
+        goto done;
+    }
+    if (!PyList_Check(res) || PyList_GET_SIZE(res) != PyList_GET_SIZE(items)) {
+        rc = sym_fail(t, "torch.utils.checkpoint's selective policy: no answer");
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(res); i++)
+        ic_set_checkpoint_policy(t->g, (ic_val)PyLong_AsLong(PyList_GET_ITEM(vals, i)),
+                                 PyObject_IsTrue(PyList_GET_ITEM(res, i)) == 1);
+    rc = 0;
+done:
+    Py_DECREF(cf);
+    Py_XDECREF(items);
+    Py_XDECREF(vals);
+    Py_XDECREF(res);
+    return rc;
+}
+
+static int same_const(PyObject *a, PyObject *b) {
+    if (a == b)
+        return 1;
+    if (a == NULL || b == NULL || Py_TYPE(a) != Py_TYPE(b) ||
+        !(PyLong_CheckExact(a) || PyFloat_CheckExact(a) || PyUnicode_CheckExact(a)))
+        return 0;
+    int r = PyObject_RichCompareBool(a, b, Py_EQ);
+    if (r < 0)
+        PyErr_Clear();
+    return r == 1;
+}
+
+/* attribute write i of a checkpoint region whose writes start at `from`: 1 when it is not the
+ * last write of its attribute in the region, or the last one gives the attribute back the
+ * constant it had before the region (a set and a reset: a context-variable-like flag a library
+ * sets around a call), which eager's recompute repeats without a lasting change */
+static int attr_restored(trace *t, int from, int i) {
+    const sym_attrw *w = &t->attrw[i];
+    if (w->obj == NULL || w->name == NULL || !PyUnicode_Check(w->name))
+        return 0;
+    for (int j = i + 1; j < t->nattrw; j++)
+        if (t->attrw[j].obj == w->obj && t->attrw[j].name != NULL && PyUnicode_Check(t->attrw[j].name) &&
+            PyUnicode_Compare(t->attrw[j].name, w->name) == 0)
+            return 1; /* a later write decides */
+    if (w->val == NULL || w->val->kind != V_CONST)
+        return 0;
+    for (int j = from - 1; j >= 0; j--)
+        if (t->attrw[j].obj == w->obj && t->attrw[j].name != NULL && PyUnicode_Check(t->attrw[j].name) &&
+            PyUnicode_Compare(t->attrw[j].name, w->name) == 0)
+            return t->attrw[j].val != NULL && t->attrw[j].val->kind == V_CONST &&
+                   same_const(t->attrw[j].val->obj, w->val->obj);
+    /* not written before the region in the trace: the object's own value (writes are replayed
+     * after the graph) */
+    PyObject *before = PyObject_GenericGetAttr(w->obj, w->name);
+    if (before == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    int r = same_const(before, w->val->obj);
+    Py_DECREF(before);
+    return r;
+}
+
 static int recompute_region(trace *t, PyObject *func, int fn_src, const var *self, var *args, int nargs,
                             PyObject *kwnames, var *out) {
-    int nobj = t->nobj, nattrw = t->nattrw, ncap = t->capnmut;
+    int nobj = t->nobj, nattrw = t->nattrw, ncap = t->capnmut, from = ic_graph_num_values(t->g);
     int *before = malloc(sizeof(int) * (size_t)(2 * ncap + 1));
     if (before == NULL) {
         PyErr_NoMemory();
@@ -35,7 +247,9 @@ static int recompute_region(trace *t, PyObject *func, int fn_src, const var *sel
     if (rc == 0) {
         /* in-place ops on a tensor the region did not make: one seen before it, or a graph
          * input first read inside it (a module's buffer) */
-        int changed = t->nattrw != nattrw;
+        int changed = 0;
+        for (int i = nattrw; i < t->nattrw && !changed; i++)
+            changed = !attr_restored(t, nattrw, i);
         for (int o = 1; o <= t->nobj && o < t->capnmut && !changed; o++) {
             if (t->obj_nmut[2 * o] == (o < ncap ? before[2 * o] : 0))
                 continue;
@@ -47,6 +261,10 @@ static int recompute_region(trace *t, PyObject *func, int fn_src, const var *sel
             rc = sym_fail(t, "a torch.utils.checkpoint function that updates a tensor or an attribute "
                           "in place (eager repeats the update when it recomputes in the backward)");
     }
+    /* recompute_region(function, args, kwargs, context_fn): a selective checkpoint's */
+    if (rc == 0 && nargs - (kwnames ? (int)PyTuple_GET_SIZE(kwnames) : 0) >= 4 &&
+        !(args[3].kind == V_CONST && args[3].obj == Py_None))
+        rc = checkpoint_policy(t, &args[3], from);
     free(before);
     return rc;
 }

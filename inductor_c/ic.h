@@ -370,6 +370,15 @@ ic_val ic_detach(ic_graph *g, ic_val v);
  * saved (drawn once, as eager's recompute replays the same generator state). They change
  * nothing in the forward graph's code. */
 void ic_set_recompute(ic_graph *g, int on);
+/* Selective checkpointing (torch.utils.checkpoint's context_fn with
+ * create_selective_checkpoint_contexts): the policy for value v of a region, 1: saved (the
+ * forward computes it and the backward reads it, or what the backward needs of it, from
+ * memory: MUST_SAVE / PREFER_SAVE), 0: recomputed (the region's default). The first call for
+ * a value decides (an inner region's policy before an outer one's). ic_value_checkpoint_policy:
+ * -1 none set, else 0/1. ic_value_extern_kind: v's ic_extern_kind, or -1 (not an extern). */
+void ic_set_checkpoint_policy(ic_graph *g, ic_val v, int save);
+int ic_value_checkpoint_policy(const ic_graph *g, ic_val v);
+int ic_value_extern_kind(const ic_graph *g, ic_val v);
 /* A leaf that requires grad made inside the graph (`x.requires_grad = True` on a floating
  * value that did not require grad: eager's x becomes a leaf): an identity cast that passes no
  * gradient to its operand and requires grad itself, so what is built from it does. Its own

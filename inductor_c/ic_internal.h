@@ -67,6 +67,8 @@ typedef struct ic_node {
                                * `recompute` (ic_set_recompute; 0: none): the backward
                                * recomputes it rather than reading it saved, where it can
                                * (graph/partition.c) */
+    unsigned char sac;    /* training: a checkpoint region's policy for it (ic_set_checkpoint_policy):
+                           * 0 none, 1 saved (computed by the forward), 2 recomputed */
     int64_t est[IC_MAX_DIMS]; /* the strides eager gives this value (graph/strides.c) */
 } ic_node;
 

@@ -701,8 +701,9 @@ POLYFILLS[_pytree.tree_map] = _tree_map
 # recomputes rather than reads saved (dynamo_hook/sym_call.c marks them, graph/partition.c
 # cuts at what the region reads), as eager's checkpoint saves only its inputs. Random draws
 # in the region are drawn once and saved: the same values eager's recompute draws again from
-# the generator state it restored (preserve_rng_state). Gradients are eager's. Left to the
-# original (a break; eager runs it): use_reentrant unset (eager warns), a context_fn, debug,
+# the generator state it restored (preserve_rng_state). Gradients are eager's. A context_fn
+# (selective checkpointing) is honoured for the region's matmul/conv/attention (_sac_policy).
+# Left to the original (a break; eager runs it): use_reentrant unset (eager warns), debug,
 # preserve_rng_state=False (eager's recompute draws new numbers), and in the reentrant form
 # keyword arguments (eager raises), tensors inside containers or no tensor argument that
 # requires grad (eager's gradients then do not reach what the function reads). A region that
@@ -714,15 +715,14 @@ _checkpoint = _ckpt_mod.checkpoint
 _CKPT_OPTIONS = ("use_reentrant", "context_fn", "determinism_check", "debug", "early_stop", "preserve_rng_state")
 
 
-def recompute_region(function, args, kwargs):
+def recompute_region(function, args, kwargs, context_fn=None):
     return function(*args, **kwargs)
 
 
 def checkpoint(function, *args, **kwargs):
     use_reentrant = kwargs.get("use_reentrant", None)
-    context_fn = kwargs.get("context_fn", _ckpt_mod.noop_context_fn)
-    if (use_reentrant is None or context_fn is not _ckpt_mod.noop_context_fn or kwargs.get("debug", False) is not False
-            or kwargs.get("preserve_rng_state", True) is not True):
+    if (use_reentrant is None or kwargs.get("debug", False) is not False
+            or kwargs.get("preserve_rng_state", True) is not True or (use_reentrant and "context_fn" in kwargs)):
         return _checkpoint(function, *args, **kwargs)
     rest = {}
     for k in kwargs:
@@ -740,7 +740,98 @@ def checkpoint(function, *args, **kwargs):
                 return _checkpoint(function, *args, **kwargs)
         if not any_grad:
             return _checkpoint(function, *args, **kwargs)
+    if "context_fn" in kwargs:
+        return recompute_region(function, args, rest, kwargs["context_fn"])
     return recompute_region(function, args, rest)
+
+
+# Selective checkpointing (context_fn=partial(create_selective_checkpoint_contexts, policy)):
+# called for real while the region is traced (dynamo_hook/sym_call.c checkpoint_policy), as
+# torch.compile calls the policy while it traces. items: one (extern kind, on CUDA, metas) per
+# matmul / conv / attention extern of the region in forward order, metas the operands' and
+# then the result's (sizes, strides, dtype). The policy is asked about the ATen op eager
+# dispatches for each (meta tensors of the operands' shapes as its arguments); a value it
+# saves (MUST_SAVE / PREFER_SAVE, or True) is saved by the forward, the rest is recomputed.
+# Pointwise ops and reductions are not asked about: they are recomputed (what a list of ops
+# gives them unless it names them). Returns a list of bools, or a str: why the call runs
+# eagerly instead.
+def _sac_ops(kind, cuda, metas):
+    aten = torch.ops.aten
+    ins = metas[:-1]
+    if kind in ("mm", "bmm", "addmm", "baddbmm"):
+        return [getattr(aten, kind).default]
+    if kind == "conv":
+        return [aten.convolution.default]
+    if kind == "matmul":
+        da, db = len(ins[0][0]), len(ins[1][0])
+        if da == 1 and db == 1:
+            return [aten.dot.default]
+        if db == 1:
+            return [aten.mv.default]
+        return [aten.mm.default] if db == 2 else [aten.bmm.default]
+    if kind == "linear":
+        x = ins[0]
+        if len(x[0]) == 1:
+            return [aten.mv.default] if len(ins) < 3 else [aten.addmv.default]
+        if len(ins) >= 3 and (len(x[0]) == 2 or (len(x[0]) == 3 and _contiguous(x))):
+            return [aten.addmm.default]
+        return [aten.mm.default]
+    if kind == "sdpa":
+        if not cuda:
+            return [aten._scaled_dot_product_flash_attention_for_cpu.default]
+        return [getattr(aten, n).default for n in ("_scaled_dot_product_flash_attention",
+                                                    "_scaled_dot_product_efficient_attention",
+                                                    "_scaled_dot_product_cudnn_attention") if hasattr(aten, n)]
+    return []
+
+
+def _contiguous(m):
+    sizes, strides, _ = m
+    expect = 1
+    for n, s in reversed(list(zip(sizes, strides))):
+        if n != 1 and s != expect:
+            return False
+        expect *= n
+    return True
+
+
+def _sac_policy(context_fn, items):
+    import contextlib
+    if context_fn is _ckpt_mod.noop_context_fn:
+        return [False] * len(items)
+    try:
+        ctxs = context_fn()
+    except Exception as e:  # eager raises it again
+        return f"torch.utils.checkpoint's context_fn raised {type(e).__name__}"
+    if not (isinstance(ctxs, tuple) and len(ctxs) == 2):
+        return "torch.utils.checkpoint's context_fn did not return two contexts"
+    fwd, rec = ctxs
+    if isinstance(fwd, contextlib.nullcontext) and isinstance(rec, contextlib.nullcontext):
+        return [False] * len(items)  # a plain checkpoint
+    if type(fwd) is not _ckpt_mod._CachingTorchDispatchMode:
+        return ("a torch.utils.checkpoint context_fn whose contexts are not create_selective_checkpoint_contexts's "
+                f"({type(fwd).__name__})")
+    policy = fwd.policy_fn
+    P = _ckpt_mod.CheckpointPolicy
+    out = []
+    try:
+        for kind, cuda, metas in items:
+            args = [torch.empty_strided(sz, st, dtype=dt, device="meta") for sz, st, dt in metas]
+            res = args.pop()
+            try:
+                ctx = _ckpt_mod.SelectiveCheckpointContext(is_recompute=False, op_output=res)
+            except TypeError:  # an older torch's: no op_output
+                ctx = _ckpt_mod.SelectiveCheckpointContext(is_recompute=False)
+            save = False
+            for op in _sac_ops(kind, cuda, metas):
+                p = policy(ctx, op, *args)
+                if isinstance(p, bool):
+                    p = P.MUST_SAVE if p else P.PREFER_RECOMPUTE
+                save = save or p in (P.MUST_SAVE, P.PREFER_SAVE)
+            out.append(save)
+    except Exception as e:
+        return f"torch.utils.checkpoint's selective policy raised {type(e).__name__} on meta tensors"
+    return out
 
 
 POLYFILLS[_checkpoint] = checkpoint

@@ -85,7 +85,7 @@ static ic_val rebuild(ag *a, ic_val v) {
         ic_node c = n;
         for (int k = 0; k < IC_NIN && n.in[k] >= 0; k++)
             if ((c.in[k] = ag_fwd(a, n.in[k])) < 0) return IC_NONE;
-        c.nograd = c.leaf = c.dropped = c.recompute = 0;
+        c.nograd = c.leaf = c.dropped = c.recompute = c.sac = 0;
         ic_val r = ic_graph_append_node(a->b, &c);
         if (r < 0) ag_fail(a, "backward: %s", ic_graph_error(a->b));
         return r;

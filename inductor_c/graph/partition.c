@@ -31,7 +31,10 @@
  * makes such values must-save too, cleanup_recompute_tags). Random draws in a region stay
  * banned: the mask is saved, the same values eager's recompute draws again from the
  * generator state it restored. (torch.compile's partitioner recomputes such values too:
- * its checkpoint tags, honoured by its min cut.)
+ * its checkpoint tags, honoured by its min cut.) A value a selective-checkpoint policy saves
+ * (node->sac 1: ic_set_checkpoint_policy) is banned as well: the forward computes it, the
+ * backward reads it (or what it needs of it) saved, and the region's values after it are
+ * recomputed from it, as eager's SAC caches the op's output for its recompute.
  * Every wanted value feeds the sink. A minimum cut separates the two at the least number of
  * saved bytes: its edges v_in -> v_out are the saved values; everything between the cut and
  * the wanted values is recomputed. The program's own outputs cost 0 (they are returned
@@ -87,9 +90,9 @@ static bool rebuildable_mk(const ic_node *n, unsigned char mk) {
 }
 
 /* mk[v]: 1, v was made in a checkpoint region and only that region's values read it; 2, v
- * was made in one and is read outside it (banned); 0, neither */
+ * was made in one and is read outside it, or its region's policy saves it (banned); 0, neither */
 static void region_marks(const ic_graph *f, unsigned char *mk) {
-    for (ic_val v = 0; v < f->n; v++) mk[v] = f->nodes[v].recompute != 0;
+    for (ic_val v = 0; v < f->n; v++) mk[v] = f->nodes[v].recompute != 0 ? (f->nodes[v].sac == 1 ? 2 : 1) : 0;
     for (ic_val u = 0; u < f->n; u++)
         for (int k = 0; k < IC_NIN && f->nodes[u].in[k] >= 0; k++) {
             ic_val x = f->nodes[u].in[k];

@@ -33,6 +33,21 @@ IC_API void ic_set_recompute(ic_graph *g, int on) {
     }
 }
 
+IC_API void ic_set_checkpoint_policy(ic_graph *g, ic_val v, int save) {
+    if (v < 0 || v >= g->n || g->nodes[v].sac) return;
+    g->nodes[v].sac = save ? 1 : 2;
+}
+
+IC_API int ic_value_checkpoint_policy(const ic_graph *g, ic_val v) {
+    if (v < 0 || v >= g->n || !g->nodes[v].sac) return -1;
+    return g->nodes[v].sac == 1;
+}
+
+IC_API int ic_value_extern_kind(const ic_graph *g, ic_val v) {
+    if (v < 0 || v >= g->n || g->nodes[v].op != IC_OP_EXTERN) return -1;
+    return g->nodes[v].ext_kind;
+}
+
 IC_API ic_val ic_detach(ic_graph *g, ic_val v) {
     if (g->err) return IC_NONE;
     const ic_meta *m = ic_value_meta(g, v);
