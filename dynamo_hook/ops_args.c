@@ -211,12 +211,10 @@ int sym_dims_mask(trace *t, const var *dim, int ndim, uint32_t *mask) {
     if (sym_get_ints(t, dim, ds, IC_MAX_DIMS, &n, "dim") < 0)
         return -1;
     for (int i = 0; i < n; i++) {
-        int d;
+        int d = 0;
         if (sym_norm_dim(t, ds[i], ndim, &d) < 0)
             return -1;
-        if (ndim == 0)
-            continue;
-        if (*mask & (1u << d))
+        if (*mask & (1u << d)) /* a 0-d input's dims 0 and -1 are one dim: (0, -1) repeats it */
             return sym_fail(t, "dim %d repeated", d);
         *mask |= 1u << d;
     }

@@ -1,0 +1,104 @@
+"""Regressions found by probing unseen user-style programs (round 5; the harness is
+tools/probe2.py --dir probes5 with its scenarios in tools/probes5/). Each test is the minimal
+program that gave a different answer, dtype or exception under torchc.compile than in eager,
+and fails on the build before its fix."""
+import pytest
+import torch
+
+import torchc
+
+
+def _same(got, want):
+    assert type(got) is type(want)
+    if isinstance(want, torch.Tensor):
+        assert got.dtype == want.dtype and got.shape == want.shape, (got, want)
+        assert torch.equal(got.nan_to_num(1234.5), want.nan_to_num(1234.5)), (got, want)
+    elif isinstance(want, (tuple, list)):
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            _same(g, w)
+    else:
+        assert got == want
+
+
+def _raises_same(fn, args, compiled):
+    try:
+        fn(*args)
+    except Exception as e:   # noqa: BLE001 - the type is what is compared
+        want = type(e)
+    else:
+        raise AssertionError("eager did not raise")
+    with pytest.raises(want):
+        compiled(*args)
+
+
+# ---- isinstance(x, nn.Parameter) of an input ---------------------------------------------
+# The capture answered isinstance(tensor, C) with issubclass(torch.Tensor, C): False for an
+# nn.Parameter (or a user subclass) passed in, True in eager.
+
+class _MyTensor(torch.Tensor):
+    pass
+
+
+def _kind(x):
+    return x * 2, isinstance(x, torch.nn.Parameter), isinstance(x, _MyTensor), isinstance(x * 1, torch.nn.Parameter)
+
+
+@pytest.mark.allow_fallback   # a subclass with the default __torch_function__ runs eagerly
+@pytest.mark.parametrize("make", [lambda: torch.nn.Parameter(torch.ones(2)),
+                                  lambda: torch.nn.Parameter(torch.ones(2), requires_grad=False),
+                                  lambda: torch.ones(2).as_subclass(_MyTensor)])
+def test_isinstance_of_a_parameter_or_subclass_input(make):
+    torchc.reset()
+    g = torchc.compile(_kind)
+    plain = lambda: torch.ones(2)   # noqa: E731
+    for mk in (plain, make, plain, make):   # a cache entry of one kind is not reused for the other
+        x = mk()
+        want, got = _kind(x), g(x)
+        assert got[1:] == want[1:]
+        assert torch.equal(got[0], want[0])
+    assert torchc._C.stats()["compiles"] >= 1
+
+
+# ---- a repeated dim of a 0-d tensor's reduction -------------------------------------------
+# x.sum(dim=(0, -1)) of a 0-d x: eager raises "dim 0 appears multiple times"; the capture
+# skipped the repeat check for 0-d inputs and returned x.
+
+@pytest.mark.allow_fallback
+@pytest.mark.parametrize("f", [lambda x: x.sum(dim=(-1, -1)) * 2, lambda x: x.amax((0, 0)) * 2,
+                               lambda x: x.std((0, -1)) * 2, lambda x: x.logsumexp((0, 0)) * 2,
+                               lambda x: torch.linalg.vector_norm(x, dim=(0, 0)) * 2])
+def test_repeated_dim_of_a_0d_reduction_raises(f):
+    g = torchc.compile(f)
+    x = torch.ones(2, 2)
+    ok = lambda x: x.sum((0, 1)) * 2   # noqa: E731 - a graph that compiles
+    _same(torchc.compile(ok)(x), ok(x))
+    assert torchc._C.stats()["compiles"] >= 1
+    _raises_same(f, (torch.tensor(3.0),), g)
+
+
+# ---- float16/bfloat16 with a Python number (or 0-d tensor, or integer tensor) -------------
+# Eager rounds the number to the half type before add/sub/compare/remainder/pow/... (its
+# TensorIterator casts it to the common dtype), but not the factor/divisor of mul/div (ATen's
+# CPU kernels read the scalar's original value); number / x is x.reciprocal() * number. The
+# compiled kernels used the unrounded number: x_f16 == 0.1 was False where eager says True,
+# x_f16 % 0.1 differed in most elements, x_f16 ** 5000.3 gave nan for eager's 0.
+
+_HALF_OPS = [lambda x, s: x + s, lambda x, s: s - x, lambda x, s: x == s, lambda x, s: x < s,
+             lambda x, s: x % s, lambda x, s: x ** s, lambda x, s: s ** x, lambda x, s: s / x,
+             lambda x, s: x * s, lambda x, s: s * x, lambda x, s: x / s, lambda x, s: x // s,
+             lambda x, s: torch.fmod(x, s), lambda x, s: x + torch.tensor(s), lambda x, s: x * torch.tensor(s),
+             lambda x, s: torch.atan2(x, torch.tensor(s)), lambda x, s: x + torch.tensor([2049, 3]).repeat(64)[:x.numel()]]
+
+
+@pytest.mark.parametrize("dt", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("i", range(len(_HALF_OPS)))
+def test_half_tensor_with_a_python_number(dt, i):
+    f = _HALF_OPS[i]
+    torch.manual_seed(0)
+    x = (torch.rand(128) * 4 - 1).to(dt)
+    x[0], x[1] = torch.tensor(0.1).to(dt), torch.tensor(1 / 3).to(dt)
+    g = torchc.compile(f)
+    for s in (0.1, 1 / 3, 0.7, 1e-3, 5000.3):
+        _same(g(x, s), f(x, s))
+    assert torchc._C.stats()["compiles"] >= 1
