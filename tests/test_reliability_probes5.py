@@ -102,3 +102,41 @@ def test_half_tensor_with_a_python_number(dt, i):
     for s in (0.1, 1 / 3, 0.7, 1e-3, 5000.3):
         _same(g(x, s), f(x, s))
     assert torchc._C.stats()["compiles"] >= 1
+
+
+# ---- in-place update through a view of an input whose elements overlap --------------------
+# hostile fuzz seed 12964298 program 217: v2 = x.unfold(-1, 2, 1) reaches the graph after a
+# break as an input whose elements share memory (v2[0, 1] is v2[1, 0]); v2[..., -1].neg_()
+# was written back as the whole v2, and v2[1, 0] (old value) overwrote the negated v2[0, 1].
+
+def _brk():
+    torch._dynamo.graph_break()
+
+
+def _neg_through_unfold(x0):
+    v2 = x0.unfold(-1, 2, 1)
+    _brk()
+    w5 = v2[..., -1]
+    w5.add_(10)
+    _brk()
+    return w5.amin(0), x0 * 1, v2 * 1
+
+
+def _add_through_view(x, y):
+    x[:, 1].add_(y)
+    return x * 1
+
+
+@pytest.mark.allow_fallback
+def test_update_through_a_view_of_an_overlapping_input():
+    g = torchc.compile(_neg_through_unfold)
+    x = torch.tensor([0., -2., -1., 4.])
+    _same(g(x.clone()), _neg_through_unfold(x.clone()))
+    assert torchc._C.stats()["compiles"] >= 1
+    h = torchc.compile(_add_through_view)
+    for size, stride in (((3, 2), (1, 1)), ((2, 3), (2, 1)), ((3, 2), (2, 1))):   # the last one: no overlap
+        be, bc = torch.arange(12.), torch.arange(12.)
+        got = h(bc.as_strided(size, stride), torch.tensor(100.))
+        want = _add_through_view(be.as_strided(size, stride), torch.tensor(100.))
+        _same(got, want)
+        _same(bc, be)
