@@ -140,3 +140,37 @@ def test_update_through_a_view_of_an_overlapping_input():
         want = _add_through_view(be.as_strided(size, stride), torch.tensor(100.))
         _same(got, want)
         _same(bc, be)
+
+
+# ---- the first double backward through a compiled graph hooked torch's imports ------------
+# torch.autograd.grad(..., create_graph=True) of a compiled graph replays its forward eagerly;
+# the replay's first export imports torch._dynamo & co, and the frame hook compiled the
+# dataclass __init__s and generated code of those imports: ~1700 compiles over ~600000
+# frames (and recompile-limit warnings) for one call. In a fresh interpreter (the imports
+# happen once per process).
+
+_DOUBLE_BACKWARD = r"""
+import sys, warnings
+import torch, torchc
+def f(x):
+    y = (x ** 3).sum()
+    (g,) = torch.autograd.grad(y, x, create_graph=True)
+    return g
+x = torch.tensor([1., 2.], requires_grad=True)
+with warnings.catch_warnings(record=True) as w:
+    warnings.simplefilter("always")
+    r = torchc.compile(f)(x)
+r.sum().backward()
+st = torchc._C.stats()
+print((r.tolist(), x.grad.tolist(), st["compiles"], st["frames"], sum("recompile limit" in str(i.message) for i in w)))
+"""
+
+
+def test_double_backward_replay_hooks_nothing():
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-c", _DOUBLE_BACKWARD], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    r, grad, compiles, frames, limit_warnings = eval(out.stdout.strip().splitlines()[-1])
+    assert r == [3.0, 12.0] and grad == [6.0, 12.0]
+    assert 1 <= compiles <= 10 and frames < 1000 and limit_warnings == 0, (compiles, frames, limit_warnings)
