@@ -174,3 +174,20 @@ def test_double_backward_replay_hooks_nothing():
     r, grad, compiles, frames, limit_warnings = eval(out.stdout.strip().splitlines()[-1])
     assert r == [3.0, 12.0] and grad == [6.0, 12.0]
     assert 1 <= compiles <= 10 and frames < 1000 and limit_warnings == 0, (compiles, frames, limit_warnings)
+
+
+# ---- any/all over dim=() of a non-contiguous tensor ---------------------------------------
+# hostile fuzz seed 13070898 programs 44 and 3733: x.any(dim=()) reduces nothing, into a new
+# contiguous tensor in eager; the compiled result kept x's layout (strides (1, 4) for eager's
+# (3, 1) of a transposed (4, 3) input).
+
+@pytest.mark.parametrize("f", [lambda x: x.any(dim=()), lambda x: x.all(dim=[]), lambda x: torch.any(x.to(torch.uint8), ())])
+@pytest.mark.parametrize("make", [lambda: torch.arange(12.).reshape(3, 4).t(),
+                                  lambda: torch.arange(24.).reshape(2, 3, 4).permute(2, 0, 1),
+                                  lambda: torch.ones(2, 3, 4, 5).to(memory_format=torch.channels_last)])
+def test_any_all_over_no_dims_is_contiguous(f, make):
+    x = make()
+    got, want = torchc.compile(f)(x), f(x)
+    _same(got, want)
+    assert got.stride() == want.stride()
+    assert torchc._C.stats()["compiles"] >= 1
