@@ -5,6 +5,23 @@
 
 /* ---- helpers -------------------------------------------------------------------- */
 
+/* A Python int the graph's constants (doubles) hold exactly: |x| <= 2**53, or a power-of-two
+ * multiple beyond (2**62). Others (x == 2**62 + 1 of an int64 tensor) are left to eager. */
+int sym_int_const_exact(trace *t, PyObject *o) {
+    if (!PyLong_Check(o) || PyBool_Check(o))
+        return 0;
+    int ovf = 0;
+    long long ll = PyLong_AsLongLongAndOverflow(o, &ovf);
+    if (ovf || (ll == -1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        return 0; /* beyond int64: the callers' own checks */
+    }
+    double d = (double)ll;
+    if (d >= 9223372036854775808.0 || (long long)d != ll)
+        return sym_fail(t, "an integer constant beyond 2**53 the graph can't hold exactly, left to eager");
+    return 0;
+}
+
 int sym_as_tensor(trace *t, const var *v, ic_val *out) {
     if (v->kind == V_TENSOR) {
         *out = v->val;
@@ -18,6 +35,8 @@ int sym_as_tensor(trace *t, const var *v, ic_val *out) {
             (void)tc_clear_expected(PyExc_OverflowError);
             return sym_fail(t, "integer constant out of range");
         }
+        if (sym_int_const_exact(t, v->obj) < 0)
+            return -1;
         *out = ic_scalar(t->g, x, kind);
         return *out < 0 ? sym_check_graph(t) : 0;
     }

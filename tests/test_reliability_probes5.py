@@ -191,3 +191,58 @@ def test_any_all_over_no_dims_is_contiguous(f, make):
     _same(got, want)
     assert got.stride() == want.stride()
     assert torchc._C.stats()["compiles"] >= 1
+
+
+# ---- add/sub with an alpha out of the result dtype's range --------------------------------
+# eager converts alpha to the result dtype with c10's overflow check ("value cannot be
+# converted to type int8_t without overflow"); the graph multiplied by it and returned.
+
+def _add_alpha(x, a):
+    return x.add(x, alpha=a) * 1
+
+
+def _sub_alpha(x, a):
+    return torch.sub(x, 2, alpha=a) * 1
+
+
+@pytest.mark.allow_fallback
+@pytest.mark.parametrize("f", [_add_alpha, _sub_alpha])
+@pytest.mark.parametrize("dt,a", [(torch.int8, 300), (torch.int8, -129), (torch.uint8, 256), (torch.int16, 40000),
+                                  (torch.int32, 2 ** 31), (torch.float16, 1e6), (torch.float16, 65505.0),
+                                  (torch.float16, 70000), (torch.bfloat16, 1e39), (torch.float32, 1e39)])
+def test_alpha_out_of_range_raises(f, dt, a):
+    g = torchc.compile(f)
+    x = torch.ones(2, dtype=dt)
+    _same(g(x, 1), f(x, 1))
+    assert torchc._C.stats()["compiles"] >= 1
+    try:
+        want = f(x, a)
+    except RuntimeError:
+        with pytest.raises(RuntimeError):
+            g(x, a)
+    else:   # sub negates alpha first: -2**31 fits int32
+        _same(g(x, a), want)
+
+
+# ---- an int64 constant beyond 2**53 -------------------------------------------------------
+# the graph's constants are doubles: x == 2**62 + 1 compared with 2**62 (False where eager
+# says True), x * (2**53 + 1) multiplied by 2**53. Such a constant is now left to eager.
+
+_BIG = 2 ** 62 + 1
+_BIG_OPS = [lambda x: x + _BIG, lambda x: x * (2 ** 53 + 1), lambda x: x == _BIG, lambda x: torch.full_like(x, _BIG),
+            lambda x: x.add(x, alpha=_BIG), lambda x: torch.where(x > 5, x, _BIG), lambda x: x.clamp(max=_BIG),
+            lambda x: x.masked_fill(x > 5, _BIG), lambda x: x.new_full((3,), _BIG),
+            lambda x: torch.scalar_tensor(_BIG, dtype=torch.int64) + x, lambda x: x - (2 ** 63 - 1)]
+
+
+@pytest.mark.allow_fallback
+@pytest.mark.parametrize("i", range(len(_BIG_OPS)))
+def test_int64_constant_beyond_2_53(i):
+    f = _BIG_OPS[i]
+    g = torchc.compile(f)
+    _same(g(torch.tensor([1, 2, 3])), f(torch.tensor([1, 2, 3])))   # compiles (a small one)
+    x = torch.tensor([1, _BIG, -7, 2 ** 53 + 1])
+    _same(g(x), f(x))
+    h = torchc.compile(lambda x: x + 2 ** 62)   # exact as a double: compiled
+    _same(h(x), x + 2 ** 62)
+    assert torchc._C.stats()["compiles"] >= 1
