@@ -260,9 +260,17 @@ int sym_alias_update(trace *t, int oid, ic_val newval) {
         const ic_meta *rm = ic_value_meta(t->g, old_root);
         if (rm == NULL || !ic_value_strides(t->g, old_root, st))
             return sym_fail(t, NOT_SUPPORTED);
-        for (int d = 0; d < rm->ndim; d++)
+        int64_t rnum = 1;
+        for (int d = 0; d < rm->ndim; d++) {
+            rnum *= rm->sizes[d];
             if (st[d] == 0 && rm->sizes[d] > 1)
                 return sym_fail(t, "in-place update of an input whose elements share memory (eager raises)");
+        }
+        /* other overlapping elements (an unfold, an as_strided passed in, as at a graph
+         * break): the whole input is copied back after the graph, and an element the view
+         * updated is written again from another position with its old value */
+        if (!rm->dyn && rnum > 0 && sym_strides_may_overlap(rm->ndim, rm->sizes, st))
+            return sym_fail(t, "in-place update through a view of an input whose elements share memory left to eager");
     }
     if (oid != root) { /* write the view's new value back through its chain */
         int n = chain_of(t, t->obj_val[oid], old_root, steps);

@@ -5,6 +5,23 @@
 
 /* ---- helpers -------------------------------------------------------------------- */
 
+/* A Python int the graph's constants (doubles) hold exactly: |x| <= 2**53, or a power-of-two
+ * multiple beyond (2**62). Others (x == 2**62 + 1 of an int64 tensor) are left to eager. */
+int sym_int_const_exact(trace *t, PyObject *o) {
+    if (!PyLong_Check(o) || PyBool_Check(o))
+        return 0;
+    int ovf = 0;
+    long long ll = PyLong_AsLongLongAndOverflow(o, &ovf);
+    if (ovf || (ll == -1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        return 0; /* beyond int64: the callers' own checks */
+    }
+    double d = (double)ll;
+    if (d >= 9223372036854775808.0 || (long long)d != ll)
+        return sym_fail(t, "an integer constant beyond 2**53 the graph can't hold exactly, left to eager");
+    return 0;
+}
+
 int sym_as_tensor(trace *t, const var *v, ic_val *out) {
     if (v->kind == V_TENSOR) {
         *out = v->val;
@@ -18,6 +35,8 @@ int sym_as_tensor(trace *t, const var *v, ic_val *out) {
             (void)tc_clear_expected(PyExc_OverflowError);
             return sym_fail(t, "integer constant out of range");
         }
+        if (sym_int_const_exact(t, v->obj) < 0)
+            return -1;
         *out = ic_scalar(t->g, x, kind);
         return *out < 0 ? sym_check_graph(t) : 0;
     }
@@ -211,12 +230,10 @@ int sym_dims_mask(trace *t, const var *dim, int ndim, uint32_t *mask) {
     if (sym_get_ints(t, dim, ds, IC_MAX_DIMS, &n, "dim") < 0)
         return -1;
     for (int i = 0; i < n; i++) {
-        int d;
+        int d = 0;
         if (sym_norm_dim(t, ds[i], ndim, &d) < 0)
             return -1;
-        if (ndim == 0)
-            continue;
-        if (*mask & (1u << d))
+        if (*mask & (1u << d)) /* a 0-d input's dims 0 and -1 are one dim: (0, -1) repeats it */
             return sym_fail(t, "dim %d repeated", d);
         *mask |= 1u << d;
     }

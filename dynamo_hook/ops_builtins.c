@@ -406,15 +406,18 @@ int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kw
     }
     if (name && strcmp(name, "isinstance") == 0 && nargs == 2 && args[1].kind == V_CONST) {
         if (args[0].kind == V_TENSOR) {
-            PyObject *torch = PyImport_ImportModule("torch");
-            if (torch == NULL)
-                return -1;
-            PyObject *tt = PyObject_GetAttrString(torch, "Tensor");
-            Py_DECREF(torch);
-            if (tt == NULL)
-                return -1;
-            int r = PyObject_IsSubclass(tt, args[1].obj);
-            Py_DECREF(tt);
+            /* an input: by the object itself, its type guarded (an nn.Parameter, a subclass:
+             * isinstance(p, nn.Parameter) is True where issubclass(Tensor, Parameter) is not);
+             * anything else (a graph value): a torch.Tensor */
+            int s = args[0].src, r;
+            if (s >= 0 && s < t->capsrc && t->srcobj[s] != NULL && t->srcdone[s] &&
+                t->srcvar[s].oid == args[0].oid) {
+                if (sym_guard_type(t, s, t->srcobj[s]) < 0)
+                    return -1;
+                r = PyObject_IsInstance(t->srcobj[s], args[1].obj);
+            } else {
+                r = PyObject_IsSubclass(sym_refs.tensor_type, args[1].obj);
+            }
             if (r < 0) {
                 (void)tc_clear_expected(PyExc_Exception);
                 return sym_fail(t, "isinstance with an unsupported class argument");

@@ -72,6 +72,7 @@ int sym_complex_fn(PyObject *fn); /* 2: a torch builtin, 1: builtins abs/pow, 0:
 int dh_alias_of(PyObject *fn); /* ops_table.c: fn made an op's callable by dh_alias_op */
 
 /* ops_args.c */
+int sym_int_const_exact(trace *t, PyObject *o); /* ops_args.c: -1 (a graph break) for an int doubles can't hold */
 int sym_as_tensor(trace *t, const var *v, ic_val *out);
 /* the parts of an index key (ops_index.c): at most SYM_INDEX_PARTS */
 #define SYM_INDEX_PARTS (IC_MAX_DIMS + 4)

@@ -4,6 +4,8 @@
  */
 #include "ops_internal.h"
 
+#include <limits.h>
+
 /* ---- handlers ------------------------------------------------------------------- */
 
 /* Integer %, // and fmod raise on a zero divisor in eager: a constant 0 is refused, a
@@ -103,6 +105,45 @@ int sym_h_binary(trace *t, const opdef *d, var **p, var *out) {
     return 0;
 }
 
+/* eager converts alpha to the result dtype with c10's overflow check (sub negates it first):
+ * a signed integer out of range, an unsigned one beyond +-its max (a negative wraps), a finite
+ * float beyond the float type's max (inf and nan pass) raise "value cannot be converted" */
+static int alpha_overflows(ic_dtype rt, PyObject *alpha, int negate) {
+    static const double fmax[] = {[IC_F16] = 65504.0, [IC_BF16] = 3.3895313892515355e38,
+                                  [IC_F32] = 3.4028234663852886e38};
+    if (PyBool_Check(alpha) || rt == IC_BOOL || rt == IC_F64)
+        return 0;
+    if (PyLong_Check(alpha) && rt < IC_F16) {
+        int ovf = 0;
+        long long a = PyLong_AsLongLongAndOverflow(alpha, &ovf);
+        if (ovf || (a == -1 && PyErr_Occurred())) {
+            PyErr_Clear();
+            return 1;
+        }
+        if (negate) {
+            if (a == LLONG_MIN)
+                return rt != IC_I64 ? 1 : 0;
+            a = -a;
+        }
+        int bits = rt == IC_I8 || rt == IC_U8 ? 8 : rt == IC_I16 ? 16 : rt == IC_I32 ? 32 : 64;
+        if (rt == IC_U8) /* c10 lets a negative wrap down to -255 */
+            return a > 255 || a < -255;
+        if (bits == 64)
+            return 0;
+        long long hi = (1LL << (bits - 1)) - 1;
+        return a > hi || a < -hi - 1;
+    }
+    if ((rt == IC_F16 || rt == IC_BF16 || rt == IC_F32) && (PyLong_Check(alpha) || PyFloat_Check(alpha))) {
+        double a = PyFloat_AsDouble(alpha); /* an int: its double (OverflowError beyond) */
+        if (a == -1.0 && PyErr_Occurred()) {
+            PyErr_Clear();
+            return 1;
+        }
+        return isfinite(a) && fabs(a) > fmax[rt];
+    }
+    return 0;
+}
+
 int sym_h_add_sub(trace *t, const opdef *d, var **p, var *out) {
     ic_val a, b;
     if (d->op == IC_OP_SUB && sym_sub_bool_check(t, p[0], p[1]) < 0)
@@ -119,6 +160,8 @@ int sym_h_add_sub(trace *t, const opdef *d, var **p, var *out) {
         ic_dtype rt = sym_metap(t, r0)->dtype;
         if (rt < IC_F16 && p[2]->kind == V_CONST && PyFloat_Check(p[2]->obj))
             return sym_fail(t, "%s: a float alpha with integral tensors (eager will raise)", d->name);
+        if (p[2]->kind == V_CONST && alpha_overflows(rt, p[2]->obj, d->op == IC_OP_SUB))
+            return sym_fail(t, "%s: alpha out of the range of the result dtype (eager will raise)", d->name);
         if (rt == IC_BOOL) { /* alpha cast to bool */
             if (p[2]->kind != V_CONST)
                 return sym_fail(t, "%s of bool tensors with a symbolic alpha", d->name);
@@ -752,6 +795,8 @@ int sym_h_factory(trace *t, const opdef *d, var **p, var *out) {
             return sym_fail(t, "%s: fill value must be a number", d->name);
         fill = PyFloat_AsDouble(fv->obj);
         fill_kind = PyBool_Check(fv->obj) ? IC_BOOL : PyFloat_Check(fv->obj) ? IC_F64 : IC_I64;
+        if (sym_int_const_exact(t, fv->obj) < 0)
+            return -1;
     }
     var *dtv = p[kind == 2 ? 2 : 1];
     if (dtv && sym_get_dtype(t, dtv, &dt) < 0)
@@ -853,6 +898,8 @@ int sym_h_new_factory(trace *t, const opdef *d, var **p, var *out) {
             return sym_fail(t, "%s: fill value must be a number", d->name);
         fill = PyFloat_AsDouble(p[2]->obj);
         fill_kind = PyBool_Check(p[2]->obj) ? IC_BOOL : PyFloat_Check(p[2]->obj) ? IC_F64 : IC_I64;
+        if (sym_int_const_exact(t, p[2]->obj) < 0)
+            return -1;
     }
     int k = kind == 2 ? 3 : 2; /* dtype, device, then requires_grad/layout/pin_memory */
     if (p[k] && sym_get_dtype(t, p[k], &dt) < 0)
@@ -1043,7 +1090,7 @@ int sym_h_scalar_tensor(trace *t, const opdef *d, var **p, var *out) {
     double v = PyFloat_AsDouble(x);
     if (v == -1.0 && PyErr_Occurred())
         return tc_clear_expected(PyExc_Exception) < 0 ? -1 : sym_fail(t, "scalar_tensor: not a real number");
-    if (sym_check_scalar_fits(t, p[0], dt, d->name) < 0)
+    if (sym_check_scalar_fits(t, p[0], dt, d->name) < 0 || sym_int_const_exact(t, x) < 0)
         return -1;
     return sym_tensor_out(t, ic_cast(t->g, ic_scalar(t->g, v, k), (ic_dtype)dt), out);
 }

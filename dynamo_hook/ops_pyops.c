@@ -196,6 +196,14 @@ int sym_binary(trace *t, int nb, const var *a_in, const var *b_in, var *out) {
         return -1;
     if (sym_int_div_check(t, op, x, y, b) < 0)
         return -1;
+    if (a->kind != V_TENSOR && b->kind == V_TENSOR && (op == IC_OP_MUL || op == IC_OP_DIV)) {
+        /* number * x is x.__rmul__(number): mul(x, number), the number the second operand
+         * (for half types that decides its rounding: lower.c); number / x is
+         * x.__rtruediv__(number): x.reciprocal() * number, rounded twice as in eager */
+        ic_val r = op == IC_OP_MUL ? ic_binary(t->g, IC_OP_MUL, y, x)
+                                   : ic_binary(t->g, IC_OP_MUL, ic_unary(t->g, IC_OP_RECIPROCAL, y), x);
+        return sym_tensor_out(t, r, out);
+    }
     if (sym_tensor_out(t, op == IC_OP_FLOOR_DIVIDE ? sym_floor_divide(t, x, y) : ic_binary(t->g, op, x, y), out) < 0)
         return -1;
     if (op == IC_OP_POW) /* x ** 2: pow(Tensor, Scalar); 2 ** x: pow(Scalar, Tensor) */

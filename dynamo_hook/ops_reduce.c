@@ -364,8 +364,11 @@ int sym_h_anyall(trace *t, const opdef *d, var **p, var *out) {
         return -1;
     /* eager: any/all of a uint8 tensor are uint8 (0/1), of anything else bool */
     ic_dtype rt = sym_metap(t, x)->dtype == IC_U8 ? IC_U8 : IC_BOOL;
-    if (ndims == 0) /* eager: any/all over dim=() reduce nothing (sum & co. reduce all dims) */
-        return sym_tensor_out(t, ic_cast(G, ic_cast(G, nz, IC_BOOL), rt), out);
+    if (ndims == 0) { /* eager: any/all over dim=() reduce nothing (sum & co. reduce all dims),
+                       * into a new contiguous tensor as any reduction's result */
+        ic_val r = ic_cast(G, ic_cast(G, nz, IC_BOOL), rt);
+        return r < 0 ? (sym_check_graph(t) < 0 ? -1 : sym_fail(t, "%s failed", d->name)) : dh_layout_copy(t, r, IC_MF_CONTIGUOUS, out);
+    }
     /* a count, not amin/amax: those refuse a reduced dim of size 0, where all is true and
      * any false; all: no zero element, any: some non-zero element */
     ic_val hit = ic_cast(G, ic_binary(G, d->op ? IC_OP_EQ : IC_OP_NE, x, sym_inum(t, 0)), IC_I64);

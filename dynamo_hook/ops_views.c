@@ -217,6 +217,17 @@ static int eager_strides(trace *t, ic_val v, int64_t *st, int depth) {
             st[i] = i < lead ? 0 : (bm.sizes[i - lead] == 1 && m.sizes[i] != 1) ? 0 : bs[i - lead];
         return 1;
     }
+    if (!strcmp(name, "diagonal")) { /* (offset, dim1, dim2): the other dims' strides in order,
+                                     * then dim1's + dim2's (the offset moves the start only) */
+        int d1 = (int)PyLong_AsLong(PyTuple_GET_ITEM(args, 1)), d2 = (int)PyLong_AsLong(PyTuple_GET_ITEM(args, 2)), k = 0;
+        if (PyErr_Occurred() || d1 < 0 || d2 < 0 || d1 >= bm.ndim || d2 >= bm.ndim || m.ndim != bm.ndim - 1)
+            return (void)tc_clear_expected(PyExc_OverflowError, PyExc_TypeError), 0;
+        for (int i = 0; i < bm.ndim; i++)
+            if (i != d1 && i != d2)
+                st[k++] = bs[i];
+        st[k] = bs[d1] + bs[d2];
+        return 1;
+    }
     if (!strcmp(name, "unfold")) { /* the dim's stride times step; the window's: the dim's */
         int dim = (int)PyLong_AsLong(PyTuple_GET_ITEM(args, 0));
         long long step = PyLong_AsLongLong(PyTuple_GET_ITEM(args, 2));

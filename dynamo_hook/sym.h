@@ -351,6 +351,7 @@ void sym_mark_view(trace *t, ic_val out, ic_val in);
 void sym_alias_objects(trace *t, int out_oid, int in_oid);
 /* 1 when a live variable (any frame, input, attribute write) other than oid shares its storage */
 int sym_alias_live(trace *t, int oid);
+int sym_strides_may_overlap(int ndim, const int64_t *sizes, const int64_t *strides); /* 1: elements may share an address */
 int sym_alias_same(trace *t, int a, int b); /* same storage root */
 /* 2: oid is a tensor made to require grad under no_grad (train_step.c); 1: it shares that
  * one's data (a view: eager's flag is its base's; left to eager); 0: neither */

@@ -668,7 +668,7 @@ int sym_alias_same(trace *t, int a, int b) {
 /* 1 unless the layout (sizes, strides) gives every element an address of its own: the
  * dims of size > 1 taken by increasing |stride| each step past the span of the ones before
  * (a sufficient test: a layout it refuses may still be free of overlap) */
-static int strides_may_overlap(int ndim, const int64_t *sizes, const int64_t *strides) {
+int sym_strides_may_overlap(int ndim, const int64_t *sizes, const int64_t *strides) {
     int order[IC_MAX_DIMS], n = 0;
     for (int d = 0; d < ndim; d++)
         if (sizes[d] > 1)
@@ -718,7 +718,7 @@ int sym_mutate(trace *t, const var *target, ic_val newval) {
     int64_t onum = 1; /* (no elements: none share memory) */
     for (int d = 0; d < mo->ndim; d++)
         onum *= mo->sizes[d];
-    if (!mo->dyn && onum > 0 && ic_value_strides(t->g, old, ost) && strides_may_overlap(mo->ndim, mo->sizes, ost))
+    if (!mo->dyn && onum > 0 && ic_value_strides(t->g, old, ost) && sym_strides_may_overlap(mo->ndim, mo->sizes, ost))
         return sym_fail(t, "in-place update of a tensor whose elements share memory left to eager");
     int ofloat = mo->dtype >= IC_F16, nfloat = mn->dtype >= IC_F16;
     if ((nfloat && !ofloat) || (mn->dtype != IC_BOOL && mo->dtype == IC_BOOL))

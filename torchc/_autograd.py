@@ -136,3 +136,13 @@ def _replayed(ctx, grads):
 
 def attach(runner, saved, outs, diff, replay, *inputs):
     return CompiledNode.apply(runner, saved, outs, diff, replay, *inputs)
+
+
+# The replay runs eagerly, as torch's own code: nothing it calls is hooked. Its first call
+# exports the graph through FX and meta tensors, which imports torch._dynamo and its
+# libraries; hooked, the dataclass __init__s and generated code of those imports ("<string>"
+# files, not skipped by directory) made ~1700 compiles over ~600000 frames (6-12 s) in the
+# first double backward.
+from . import _C  # noqa: E402
+
+_C.skip_code_tree(_replayed.__code__)

@@ -32,9 +32,29 @@ ic_xid x_intern(ic_ctx *c, const ic_x *x) {
     return id;
 }
 
+/* f (a float) rounded to float16 / bfloat16 precision, to nearest even; NaN and inf kept */
+static double round_half_type(float f, ic_dtype t) {
+    if (f != f || isinf(f) || f == 0) return f;
+    if (t == IC_BF16) {
+        uint32_t u;
+        memcpy(&u, &f, 4);
+        u = (u + 0x7FFF + ((u >> 16) & 1)) & 0xFFFF0000u;
+        memcpy(&f, &u, 4);
+        return f;
+    }
+    double a = fabs((double)f);
+    if (a >= 65520.0) return f < 0 ? -INFINITY : INFINITY;
+    int e;
+    (void)frexp(a, &e); /* a = m * 2^e, m in [0.5, 1): a's unit in the last place is 2^(e-11) */
+    double q = ldexp(1.0, (e - 11 < -24 ? -24 : e - 11));
+    double r = nearbyint(a / q) * q;
+    return f < 0 ? -r : r;
+}
+
 ic_xid x_const(ic_ctx *c, double v, ic_dtype t) {
     if (t == IC_BOOL) v = v != 0;
     else if (t == IC_F32) v = (float)v;
+    else if (t == IC_F16 || t == IC_BF16) v = round_half_type((float)v, t); /* through float, as c10 converts */
     else if (!ic_is_float(t)) v = trunc(v);
     ic_x x = {.kind = X_CONST, .dtype = t, .a = -1, .b = -1, .c = -1, .buf = -1, .ix = -1, .cval = v};
     return x_intern(c, &x);

@@ -35,6 +35,24 @@ static ic_xid op_in(ic_ctx *c, ic_op op, ic_dtype t, ic_dtype ct, ic_xid a, ic_x
     return x_cast(c, r, t);
 }
 
+/* An operand of another dtype than a half-type compute dtype ct (a Python number, a 0-d
+ * tensor, an integer tensor) is rounded to ct first: eager's TensorIterator casts it to the
+ * common dtype (a double through float, as c10::Half/BFloat16 convert), so x_f16 + 0.1 adds
+ * f16(0.1) and x_f16 == 0.1 compares with it. Except the divisor or factor of mul/div/
+ * floor_divide when it is one element: ATen's CPU kernels read that scalar's original value
+ * in float32 (original_scalar_value<opmath_t>). */
+static ic_xid half_operand(ic_ctx *c, ic_op op, int i, ic_val u, ic_dtype ct, ic_xid x) {
+    const ic_meta *m = &c->g->nodes[u].meta;
+    if (!is_half(ct) || m->dtype == ct) return x;
+    if (i == 1 && (op == IC_OP_MUL || op == IC_OP_DIV || op == IC_OP_FLOOR_DIVIDE)) {
+        int64_t ne = 1;
+        for (int d = 0; d < m->ndim; d++) ne *= m->sizes[d];
+        if (ne == 1) return x;
+    }
+    if (m->dtype != IC_F32) x = x_cast(c, x, IC_F32);
+    return x_cast(c, x, ct);
+}
+
 static ic_xid lower_pointwise(ic_ctx *c, ic_val v, const ic_node *n, const int32_t *var) {
     int nd = n->meta.ndim;
     ic_dtype t = n->meta.dtype;
@@ -52,6 +70,8 @@ static ic_xid lower_pointwise(ic_ctx *c, ic_val v, const ic_node *n, const int32
         ic_dtype ct = t;
         if (n->op >= IC_OP_EQ && n->op <= IC_OP_GE) ct = ic_result_type(c->g, n->in, 2);
         if (n->op == IC_OP_LOGICAL_AND || n->op == IC_OP_LOGICAL_OR || n->op == IC_OP_LOGICAL_XOR) ct = IC_BOOL;
+        a = half_operand(c, n->op, 0, n->in[0], ct, a);
+        b = half_operand(c, n->op, 1, n->in[1], ct, b);
         return op_in(c, n->op, t, ct, a, b);
     }
     if (n->op == IC_OP_WHERE) {
