@@ -128,6 +128,40 @@ def test_arange_bound_from_a_constant_tensor(device):
     same(ex.result, f(x))
 
 
+def stride_pool_pos(pos_id, block_index, truncate_seq=True):
+    cls_pos = pos_id.new_tensor([-(2**block_index) + 1])
+    pooled_pos_id = pos_id[1:-1] if truncate_seq else pos_id[1:]
+    return torch.cat([cls_pos, pooled_pos_id[::2]], 0)
+
+
+def relative_pos(pos, stride, pooled_pos=None, shift=1):
+    if pooled_pos is None:
+        pooled_pos = pos
+    ref_point = pooled_pos[0] - pos[0]
+    num_remove = shift * len(pooled_pos)
+    max_dist = ref_point + num_remove * stride
+    min_dist = pooled_pos[0] - pos[-1]
+    return torch.arange(max_dist, min_dist - 1, -stride, dtype=torch.long, device=pos.device)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_funnel_relative_positions_from_an_arange(device):
+    """funnel (transformers 5.17): arange bounds are 0-d tensors indexed out of an arange of
+    the sequence length and its pooled positions: all constants, one graph."""
+    emb = torch.nn.Embedding(64, 4).to(device)
+
+    def f(x):
+        pos = torch.arange(0, x.size(1), dtype=torch.long, device=x.device)
+        pooled = stride_pool_pos(pos, 1)
+        r = relative_pos(pos, 2, pooled)
+        return x.sum(1, keepdim=True) + emb(r + 20).sum(0)
+
+    x = torch.randn(2, 12, 4, device=device)
+    with torch.no_grad():
+        ex = one_graph(f, x)
+        same(ex.result, f(x), exact=False)
+
+
 @pytest.mark.parametrize("device", DEVICES)
 def test_constant_returned_is_a_fresh_tensor(device):
     """A folded constant returned: eager's values, dtype and device, a new tensor each call."""
