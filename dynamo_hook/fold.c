@@ -11,14 +11,17 @@
  * The result enters the graph as
  *  - a 0-d tensor: a graph scalar of its value (device-neutral: eager lets a CPU 0-d tensor be
  *    the scalar operand of a CUDA elementwise op; any other CUDA op with it is refused);
- *  - a larger tensor: a stand-in of its shape, dtype and strides that no graph op may read.
- *    Ops that fold read the constant instead. An op that does not fold gets it as a copy of a
- *    graph input holding the constant (a DH_S_CONST source; sym_fold_materialize) — on another
- *    device than the graph's (the CPU arange of a CUDA graph) that is eager's device error, so
- *    the trace stops there. A view of constants on the graph's device is built by its handler
- *    on them so made (eager's aliasing). Returned, a constant no view shares is a clone of it
- *    each call (eager's device and values); a stand-in still read by the graph when the trace
- *    ends fails it (sym_fold_finish): never computed from the stand-in's zeros.
+ *  - a larger tensor on the graph's device: the value its handler builds, as without folding
+ *    (every path of the trace can read it), the constant noted beside it;
+ *  - a larger tensor on another device than the graph's (the CPU arange of a CUDA graph): a
+ *    stand-in of its shape, dtype and strides that no graph op may read. Ops that fold read
+ *    the constant instead; any other use is eager's device error, so the trace stops there
+ *    (sym_fold_check), and a stand-in still read by the graph when the trace ends fails it
+ *    (sym_fold_finish): never computed from the stand-in's zeros;
+ *  - a larger tensor on the graph's device made from such stand-ins (.to(device)): a copy of
+ *    a graph input holding the constant (a DH_S_CONST source; sym_fold_materialize), eager's
+ *    values bit for bit. A view of such constants is built by its handler on them (eager's
+ *    aliasing). Returned, a constant no view shares is a clone of it each call.
  * The nodes folds leave dead (the scalars of intermediate constants, stand-ins) are not in the
  * op count (sym_fold_dead_ops): the compiler drops them.
  *
@@ -211,6 +214,9 @@ static PyObject *real_of(trace *t, const var *v, int depth, int *ntens) {
         return v->obj && plain_const(v->obj, 0) ? Py_NewRef(v->obj) : NULL;
     if (v->kind == V_TENSOR) {
         PyObject *o = sym_hconst(t, v);
+        if (o != NULL && (t->nleaf > 0 || t->nngleaf > 0) &&
+            (sym_nograd_leaf(t, v->oid) || sym_value_requires_grad(t, v->val) || ic_value_is_grad_leaf(G, v->val)))
+            return NULL; /* made to require grad in the trace (x.requires_grad_()): autograd's */
         if (o != NULL)
             (*ntens)++;
         return Py_XNewRef(o);
@@ -300,6 +306,69 @@ int sym_fold_dead_ops(trace *t) {
     return n;
 }
 
+/* bytes of the tensor o (its elements) */
+static double tensor_bytes(PyObject *o) {
+    tc_meta m;
+    tc_tensor_meta(o, &m);
+    double n = 1;
+    for (int i = 0; i < m.ndim; i++)
+        n *= (double)m.sizes[i];
+    return n * 8; /* at most 8 bytes an element */
+}
+
+/* the product of the ints in o (nested tuples/lists), zeros left out: a bound on how many
+ * times larger than its operands a call's result may be (torch.zeros(n, m), x.repeat(k)) */
+static double int_product(PyObject *o, int depth) {
+    if (PyLong_Check(o) && !PyBool_Check(o)) {
+        double v = fabs(PyLong_AsDouble(o));
+        if (v == -1.0 && PyErr_Occurred()) {
+            PyErr_Clear();
+            return 1e300;
+        }
+        return v >= 1 ? v : 1;
+    }
+    double p = 1;
+    if ((PyTuple_Check(o) || PyList_CheckExact(o)) && depth < 4)
+        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(o); i++)
+            p *= int_product(PySequence_Fast_GET_ITEM(o, i), depth + 1);
+    return p;
+}
+
+/* before running a call: its result may be larger than torchc.config.fold_max_bytes (its
+ * tensor operands' bytes times the ints it is given): not computed (memory stays bounded) */
+static int too_big(PyObject *args, PyObject *kw, PyObject *const *ops, int nops) {
+    double base = 8, lim = (double)ic_config_int(IC_CFG_fold_max_bytes);
+    for (int i = 0; i < nops; i++) {
+        double b = tensor_bytes(ops[i]);
+        base = b > base ? b : base;
+    }
+    double p = int_product(args, 0);
+    if (kw != NULL) {
+        PyObject *k, *v;
+        Py_ssize_t pos = 0;
+        while (PyDict_Next(kw, &pos, &k, &v))
+            p *= int_product(v, 1);
+    }
+    return base * p > 2 * lim; /* (8 bytes an element: slack for the smaller ones) */
+}
+
+/* a broadcast of a and b (numbers or tensors) over fold_max_bytes */
+static int broadcast_too_big(PyObject *a, PyObject *b) {
+    tc_meta ma, mb;
+    int ta = tc_is_tensor(a), tb = tc_is_tensor(b);
+    if (ta)
+        tc_tensor_meta(a, &ma);
+    if (tb)
+        tc_tensor_meta(b, &mb);
+    int na = ta ? ma.ndim : 0, nb = tb ? mb.ndim : 0, n = na > nb ? na : nb;
+    double numel = 1;
+    for (int i = 0; i < n; i++) {
+        int64_t x = i < na ? ma.sizes[na - 1 - i] : 1, y = i < nb ? mb.sizes[nb - 1 - i] : 1;
+        numel *= (double)(x > y ? x : y);
+    }
+    return numel * 8 > 2 * (double)ic_config_int(IC_CFG_fold_max_bytes);
+}
+
 void sym_fold_clear(sym_fold *f) {
     Py_CLEAR(f->res);
 }
@@ -384,6 +453,15 @@ static int fold_result(trace *t, sym_fold *f, PyObject *const *ops, int nops, co
             return -1;
         if (hc_set(t, out->val, r, 0) < 0)
             return -1;
+    } else if (!off_device(t, r) && !standin_op) {
+        return 2; /* on the graph's device: built by the handler as before, the constant beside */
+    } else if (!off_device(t, r)) { /* made from constants on another device (.to(device)) */
+        ic_val z = ic_cast(G, ic_scalar(G, 0.0, IC_I64), (ic_dtype)m.dtype); /* replaced at once */
+        if (sym_tensor_out(t, z, out) < 0 || hc_set(t, out->val, r, HC_STANDIN) < 0 ||
+            note_chain(t, first, out->val) < 0 || sym_fold_materialize(t, out) < 0)
+            return -1;
+        Py_CLEAR(f->res);
+        return 0;
     } else { /* a stand-in of its shape and strides (no graph op may read it: sym_fold_check) */
         int64_t sz[IC_MAX_DIMS];
         for (int i = 0; i < m.ndim; i++)
@@ -480,7 +558,7 @@ int sym_fold_call(trace *t, PyObject *callable, const char *name, const var *sel
         collect_tensors(sreal, ops, &nops, 16);
     if (ntens == 0 && (self != NULL || !factory_name(name) || t->devctx != NULL))
         goto done;
-    if (nops >= 16)
+    if (nops >= 16 || too_big(pos, kw, ops, nops))
         goto done;
     if (sym_default_dtype(t) < 0) { /* a factory's dtype: the default one, guarded */
         rc = -1;
@@ -538,6 +616,11 @@ int sym_fold_binary(trace *t, int nb, const var *a, const var *b, sym_fold *f, v
     PyObject *x = real_of(t, a, 0, &ntens), *y = x ? real_of(t, b, 0, &ntens) : NULL;
     if (x == NULL || y == NULL) {
         Py_XDECREF(x);
+        return 1;
+    }
+    if (broadcast_too_big(x, y)) {
+        Py_DECREF(x);
+        Py_DECREF(y);
         return 1;
     }
     PyObject *r = NULL;
@@ -622,6 +705,17 @@ int sym_fold_index(trace *t, const var *x, const var *k, sym_fold *f, var *out) 
     PyObject *xr = real_of(t, x, 0, &ntens), *kr = xr ? real_of(t, k, 0, &ntens) : NULL;
     if (xr == NULL || kr == NULL) {
         Py_XDECREF(xr);
+        return 1;
+    }
+    PyObject *kops[8];
+    int nk = 0;
+    collect_tensors(kr, kops, &nk, 8);
+    double est = tensor_bytes(xr);
+    for (int i = 0; i < nk; i++)
+        est *= tensor_bytes(kops[i]) / 8;
+    if (est > 2 * (double)ic_config_int(IC_CFG_fold_max_bytes)) {
+        Py_DECREF(xr);
+        Py_DECREF(kr);
         return 1;
     }
     int busy = dh_tl_busy;

@@ -89,9 +89,9 @@ def relative_position_bucket(relative_position, num_buckets=32, max_distance=128
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("seq", [1, 7, 40])
 def test_relative_position_buckets_folded(device, seq):
-    """mpnet: buckets from torch.arange(n) on the CPU, moved to the input's device: one graph
-    input holding eager's buckets; the log/where/min chain is not in the graph, nor a bounds
-    check of the embedding's index (its values are known)."""
+    """mpnet: buckets from torch.arange(n) on the CPU, moved to the input's device: on a GPU one
+    graph input holding eager's buckets (the log/where/min chain is not in the graph, nor a
+    bounds check of the embedding's index: its values are known); eager's values."""
     emb = torch.nn.Embedding(32, 4).to(device)
 
     def f(x):
@@ -111,9 +111,11 @@ def test_relative_position_buckets_folded(device, seq):
         ex = one_graph(f, x)
         same(ex.result, f(x))
         rp = relative_position_bucket(torch.arange(seq)[None, :] - torch.arange(seq)[:, None]).to(device)
-        # the same graph as with the buckets passed in, and one copy of the constant (the
-        # graph's value of it is its own tensor, never the constant the entry holds)
-        assert ex.op_count == one_graph(g, x, rp).op_count + 1
+        if device == "cuda":
+            # CPU buckets moved to the GPU: the same graph as with the buckets passed in, and
+            # one copy of the constant (the graph's value is its own tensor, never the constant
+            # the entry holds); on the CPU the graph builds them as without folding
+            assert ex.op_count == one_graph(g, x, rp).op_count + 1
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -200,6 +202,21 @@ def test_random_is_never_folded():
     c = fc(x)
     torch.manual_seed(1)
     torch.testing.assert_close(c, f(x))
+
+
+def test_constant_made_to_require_grad_is_not_folded():
+    """w = torch.ones(3).requires_grad_(): what is computed from it carries autograd's graph."""
+    def f(x):
+        w = torch.ones(3)
+        w.requires_grad_()
+        y = (w * 2).sum()
+        return x + y, y.requires_grad
+
+    x = torch.randn(3, requires_grad=True)
+    got, greq = torchc.compile(f)(x)
+    want, wreq = f(x)
+    assert greq and wreq and got.requires_grad and want.requires_grad
+    torch.testing.assert_close(got.detach(), want.detach())
 
 
 def test_inputs_are_never_folded():
@@ -312,7 +329,7 @@ def test_cpu_scalar_with_cuda_matmul_operand():
     def f(x):
         s = torch.tensor(x.size(-1)).float().rsqrt()
         m = torch.tensor(2.0) > torch.tensor(1.0)
-        return torch.where(m, x * s, x) + s
+        return torch.where(x > 0, x * s, x * m) + s
 
     x = torch.randn(4, 8, device="cuda", dtype=torch.bfloat16)
     ex = one_graph(f, x)
