@@ -171,7 +171,7 @@ int sym_fold_check(trace *t, var *args, int n, int pointwise) {
 static int random_name(const char *s) {
     static const char *const pat[] = {"rand", "normal", "bernoulli", "multinomial", "poisson", "dropout",
                                       "uniform", "exponential", "geometric", "cauchy", "random", "empty",
-                                      "seed", "alpha_dropout", NULL};
+                                      "seed", "rrelu", "gumbel", "fractional", "scaled_dot_product", NULL};
     for (int i = 0; pat[i]; i++)
         if (strstr(s, pat[i]) != NULL)
             return 1;
@@ -507,7 +507,8 @@ int sym_fold_attach(trace *t, sym_fold *f, const var *out) {
 
 /* what stops any fold in this state of the trace */
 static int fold_off(trace *t) {
-    return dh_tl_autocast || t->tfm_active > 0 || t->vm_depth > 0 || t->in_gen;
+    /* (autocast: the trace's regions, and the caller's own state torch computes under now) */
+    return dh_tl_autocast || tc_autocast_state() || t->tfm_active > 0 || t->vm_depth > 0 || t->in_gen;
 }
 
 int sym_fold_call(trace *t, PyObject *callable, const char *name, const var *self, const var *args, int nargs,
@@ -523,7 +524,7 @@ int sym_fold_call(trace *t, PyObject *callable, const char *name, const var *sel
     for (Py_ssize_t k = 0; k < nkw; k++) {
         const char *kn = PyUnicode_AsUTF8(PyTuple_GET_ITEM(kwnames, k));
         if (kn == NULL || !strcmp(kn, "out") || !strcmp(kn, "generator") || !strcmp(kn, "requires_grad") ||
-            !strcmp(kn, "pin_memory"))
+            !strcmp(kn, "pin_memory") || !strcmp(kn, "dropout_p"))
             return kn == NULL ? -1 : 1;
     }
     int ntens = 0;

@@ -334,3 +334,27 @@ def test_cpu_scalar_with_cuda_matmul_operand():
     x = torch.randn(4, 8, device="cuda", dtype=torch.bfloat16)
     ex = one_graph(f, x)
     same(ex.result, f(x), exact=False)
+
+
+def test_constants_under_autocast_follow_autocast():
+    """A matmul of constants inside an autocast region, or with the caller's autocast on:
+    eager's autocast dtype (not folded as if autocast were off)."""
+    def f(x):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            w = torch.ones(4, 4) @ torch.full((4, 4), 0.5)
+        return x + w, w.dtype
+
+    def g(x):
+        w = torch.ones(4, 4) @ torch.full((4, 4), 0.5)
+        return x @ w
+
+    x = torch.randn(4, 4)
+    got, gdt = torchc.compile(f)(x)
+    want, wdt = f(x)
+    assert gdt == wdt == torch.bfloat16
+    same(got, want)
+    gc = torchc.compile(g)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        got = gc(x)
+        want = g(x)
+    same(got, want, exact=False)
