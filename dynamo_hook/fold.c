@@ -207,6 +207,12 @@ static int plain_const(PyObject *o, int depth) {
     return 0;
 }
 
+/* v was made to require grad in the trace (or computed from such a tensor) */
+static int made_to_require_grad(trace *t, const var *v) {
+    return (t->nleaf > 0 || t->nngleaf > 0) &&
+           (sym_nograd_leaf(t, v->oid) || sym_value_requires_grad(t, v->val) || ic_value_is_grad_leaf(G, v->val));
+}
+
 /* the real object v stands for: a new reference; NULL (no error) when v is not foldable.
  * *ntens counts the host-constant tensors met. */
 static PyObject *real_of(trace *t, const var *v, int depth, int *ntens) {
@@ -214,8 +220,7 @@ static PyObject *real_of(trace *t, const var *v, int depth, int *ntens) {
         return v->obj && plain_const(v->obj, 0) ? Py_NewRef(v->obj) : NULL;
     if (v->kind == V_TENSOR) {
         PyObject *o = sym_hconst(t, v);
-        if (o != NULL && (t->nleaf > 0 || t->nngleaf > 0) &&
-            (sym_nograd_leaf(t, v->oid) || sym_value_requires_grad(t, v->val) || ic_value_is_grad_leaf(G, v->val)))
+        if (o != NULL && made_to_require_grad(t, v))
             return NULL; /* made to require grad in the trace (x.requires_grad_()): autograd's */
         if (o != NULL)
             (*ntens)++;
@@ -812,7 +817,7 @@ int sym_fold_in_range(trace *t, const var *index, int64_t bound) {
 int sym_fold_output(trace *t, var *v, PyObject **cst) {
     sym_resolve(t, v);
     PyObject *r = sym_hconst(t, v);
-    if (r == NULL)
+    if (r == NULL || made_to_require_grad(t, v))
         return 0;
     int alias = v->oid > 0 && v->oid <= t->nobj && t->obj_aliased[v->oid];
     PyObject *c = alias ? NULL : PyObject_CallMethod(r, "is_contiguous", NULL);
