@@ -837,6 +837,8 @@ static PyObject *source_str(const dh_entry *e, int i) {
         r = base == NULL ? NULL : PyUnicode_FromFormat("%U.get()", base);
         break;
     case DH_S_CONST:
+        if (tc_is_tensor(s->name)) /* a tensor built from constants (fold.c): not its repr (Python) */
+            return PyUnicode_FromString("const(a tensor built from constants)");
         return PyUnicode_FromFormat("const(%R)", s->name);
     case DH_S_NEW:
         return PyUnicode_FromFormat("new %R(sources %R)", PyTuple_GET_ITEM(s->name, 0),

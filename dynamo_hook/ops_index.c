@@ -454,7 +454,7 @@ int sym_index_parts(trace *t, const var *k, const var **parts, var *tmp) {
     return np;
 }
 
-int sym_tensor_index(trace *t, const var *x_in, const var *k, var *out) {
+static int tensor_index_impl(trace *t, const var *x_in, const var *k, var *out) {
     var xv = *x_in, *x = &xv;
     sym_resolve(t, x);
     if (t->tfm_active > 0) { /* through the TorchFunctionMode (sym_tfm.c) */
@@ -712,6 +712,8 @@ int sym_check_index(trace *t, const var *index, int64_t bound, int gather) {
     }
     if (op == IC_OP_ARGMAX || op == IC_OP_ARGMIN)
         return 0;
+    if (sym_fold_in_range(t, index, bound)) /* a constant (fold.c): its values known now */
+        return 0;
     double lo, hi; /* position ids: arange(n) + past length, unsqueezed */
     if (ic_value_int_range(t->g, iv, &lo, &hi)) {
         if (bound <= 0 || lo < 0 || hi >= (double)bound)
@@ -816,4 +818,24 @@ int sym_h_scatter_reduce(trace *t, const opdef *d, var **p, var *out) {
     int64_t prm[3] = {dim, mode > 4 ? mode - 2 : mode, self};
     ic_val v[3] = {p[0]->val, p[2]->val, p[3]->val};
     return sym_tensor_out(t, ic_extern(G, IC_EXT_SCATTER, 3, v, 3, prm, 1, 1), out);
+}
+
+/* x[k] of a tensor built from constants only, with a constant key: computed now (fold.c) */
+int sym_tensor_index(trace *t, const var *x_in, const var *k_in, var *out) {
+    var xv = *x_in, kv = *k_in;
+    sym_resolve(t, &xv);
+    sym_resolve(t, &kv);
+    sym_fold f;
+    f.res = NULL;
+    int rc = sym_fold_index(t, &xv, &kv, &f, out);
+    if (rc != 1 && rc != 2)
+        return rc;
+    var two[2] = {xv, kv};
+    if (rc == 1 && sym_fold_check(t, two, 2, 0) < 0)
+        return -1;
+    int rh = tensor_index_impl(t, x_in, k_in, out);
+    if (rc == 2 && rh == 0 && sym_fold_attach(t, &f, out) < 0)
+        return -1;
+    sym_fold_clear(&f);
+    return rh;
 }

@@ -3,7 +3,7 @@
 #include "ops_internal.h"
 
 /* BINARY_OP on tensors or numbers. nb_op is the oparg of BINARY_OP (NB_*). */
-int sym_binary(trace *t, int nb, const var *a_in, const var *b_in, var *out) {
+static int binary_impl(trace *t, int nb, const var *a_in, const var *b_in, var *out) {
     var av = *a_in, bv = *b_in, *a = &av, *b = &bv;
     sym_resolve(t, a);
     sym_resolve(t, b);
@@ -211,7 +211,7 @@ int sym_binary(trace *t, int nb, const var *a_in, const var *b_in, var *out) {
     return 0;
 }
 
-int sym_neg(trace *t, const var *a_in, var *out) {
+static int neg_impl(trace *t, const var *a_in, var *out) {
     var av = *a_in, *a = &av;
     sym_resolve(t, a);
     if (a->kind == V_CONST)
@@ -256,7 +256,7 @@ static PyObject *const_seq(trace *t, const var *v_in, int depth) {
     return r;
 }
 
-int sym_compare(trace *t, int cmp, const var *a_in, const var *b_in, var *out) {
+static int compare_impl(trace *t, int cmp, const var *a_in, const var *b_in, var *out) {
     var av = *a_in, bv = *b_in, *a = &av, *b = &bv;
     sym_resolve(t, a);
     sym_resolve(t, b);
@@ -315,3 +315,38 @@ int sym_compare(trace *t, int cmp, const var *a_in, const var *b_in, var *out) {
         return -1;
     return sym_tensor_out(t, ic_binary(t->g, ops[cmp], x, y), out);
 }
+
+/* Python operators on tensors built from constants only: computed now (fold.c); operands of
+ * ops that do not fold held to eager's device rules */
+static int fold_op(trace *t, int code, const var *a_in, const var *b_in, var *out) {
+    var av = *a_in, bv = b_in ? *b_in : sym_var(V_CONST);
+    if (b_in == NULL)
+        bv.obj = Py_None;
+    sym_resolve(t, &av);
+    if (b_in)
+        sym_resolve(t, &bv);
+    if (av.kind != V_TENSOR && bv.kind != V_TENSOR)
+        return code == -1 ? neg_impl(t, a_in, out) : code >= 100 ? compare_impl(t, code - 100, a_in, b_in, out)
+                                                                : binary_impl(t, code, a_in, b_in, out);
+    sym_fold f;
+    f.res = NULL;
+    int rc = sym_fold_binary(t, code == -1 ? 200 : code, &av, &bv, &f, out);
+    if (rc != 1 && rc != 2)
+        return rc;
+    int base = code >= 13 && code < 100 ? code - 13 : code;
+    var two[2] = {av, bv};
+    if (rc == 1 && sym_fold_check(t, two, b_in ? 2 : 1, base != 4) < 0)
+        return -1;
+    int rh = code == -1 ? neg_impl(t, a_in, out) : code >= 100 ? compare_impl(t, code - 100, a_in, b_in, out)
+                                                               : binary_impl(t, code, a_in, b_in, out);
+    if (rc == 2 && rh == 0 && sym_fold_attach(t, &f, out) < 0)
+        return -1;
+    sym_fold_clear(&f);
+    return rh;
+}
+
+int sym_binary(trace *t, int nb, const var *a, const var *b, var *out) { return fold_op(t, nb, a, b, out); }
+int sym_compare(trace *t, int cmp, const var *a, const var *b, var *out) {
+    return cmp >= Py_LT && cmp <= Py_GE ? fold_op(t, 100 + cmp, a, b, out) : compare_impl(t, cmp, a, b, out);
+}
+int sym_neg(trace *t, const var *a, var *out) { return fold_op(t, -1, a, NULL, out); }

@@ -564,6 +564,9 @@ static int call_op(trace *t, int opi, var *args, int nargs, PyObject *kwnames, v
     for (int i = 0; policy == 1 && i < MAXP; i++)
         if (slots[i] != NULL && slots[i] != &packed && dh_autocast_arg(t, slots[i], cast_to, &slots[i]) < 0)
             return -1;
+    for (int i = 0; i < MAXP; i++) /* constants on another device: eager's rules (fold.c) */
+        if (slots[i] != NULL && sym_fold_check(t, slots[i], 1, vmap_pointwise(d)) < 0)
+            return -1;
     return d->fn(t, d, slots, out);
 }
 
@@ -924,8 +927,19 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
         if (rc != 1)
             return rc;
     }
-    if (fn->kind == V_FUNC && fn->op >= 0)
-        return call_op(t, fn->op, args, npos, kwnames, kwv, out);
+    if (fn->kind == V_FUNC && fn->op >= 0) {
+        sym_fold f; /* built from constants only: computed now (fold.c) */
+        int rc = fn->obj && !dh_alias_of(fn->obj)
+                     ? sym_fold_call(t, fn->obj, OPS[fn->op].name, NULL, args, nargs, kwnames, &f, out)
+                     : 1;
+        if (rc != 1 && rc != 2)
+            return rc;
+        int rh = call_op(t, fn->op, args, npos, kwnames, kwv, out);
+        if (rc == 2 && rh == 0 && sym_fold_attach(t, &f, out) < 0)
+            return -1;
+        sym_fold_clear(&f);
+        return rh;
+    }
     if (fn->kind == V_FUNC && fn->obj && sym_is_record_type(fn->obj))
         return sym_make_record(t, fn->obj, args, npos, kwnames, out);
     if (fn->kind == V_FUNC && fn->obj && PyType_Check(fn->obj) && sym_is_nn_module_type(fn->obj)) {
@@ -1208,7 +1222,15 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
                 if (rc != 1)
                     return rc;
             }
-            return call_method_op(t, opi, self, args, npos, kwnames, kwv, out);
+            sym_fold f; /* built from constants only: computed now (fold.c) */
+            int rc = sym_fold_call(t, fn->obj, PyUnicode_AsUTF8(fn->obj), self, args, nargs, kwnames, &f, out);
+            if (rc != 1 && rc != 2)
+                return rc;
+            int rh = call_method_op(t, opi, self, args, npos, kwnames, kwv, out);
+            if (rc == 2 && rh == 0 && sym_fold_attach(t, &f, out) < 0)
+                return -1;
+            sym_fold_clear(&f);
+            return rh;
         }
         return sym_fail(t, "method %U of a non-tensor not supported", fn->obj);
     }
@@ -1225,6 +1247,11 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
 int sym_tensor_attr(trace *t, const var *x_in, PyObject *name, var *out) {
     var xr = *x_in; /* the object's current value (x.unsqueeze_(0) changed its shape) */
     sym_resolve(t, &xr);
+    if (name != NULL && PyUnicode_Check(name) && sym_hconst(t, &xr) != NULL) {
+        int rc = sym_fold_attr(t, &xr, name, out); /* a constant tensor's attribute (fold.c) */
+        if (rc != 1)
+            return rc;
+    }
     if (t->tfm_active > 0) { /* a property read goes through the TorchFunctionMode (sym_tfm.c) */
         PyObject *g = sym_tfm_property(name);
         if (g != NULL)

@@ -396,6 +396,13 @@ static int view_overlap(trace *t, const var *x, const ic_meta *m, const var *k, 
 int sym_tensor_setitem(trace *t, const var *x_in, const var *k, const var *v) {
     var xv = *x_in;
     sym_resolve(t, &xv);
+    {   /* constants built in the trace (fold.c): the graph's own values from here */
+        var kv = *k, vv = *v;
+        sym_resolve(t, &kv);
+        sym_resolve(t, &vv);
+        if (sym_fold_materialize(t, &xv) < 0 || sym_fold_check(t, &kv, 1, 0) < 0 || sym_fold_check(t, &vv, 1, 1) < 0)
+            return -1;
+    }
     if (xv.kind != V_TENSOR || xv.oid <= 0)
         return sym_fail(t, "item assignment to an untracked tensor");
     ic_meta m_copy;

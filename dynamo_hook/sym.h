@@ -255,7 +255,46 @@ typedef struct trace {
     const void *maug_frame;           /* of frame maug_frame back as where(mask, copy, x) */
     int ngleaf_oid[8];                /* tensors made to require grad with grad mode off: */
     int nngleaf;                      /* only their flag changes (train_step.c) */
+    PyObject **hc;                    /* fold.c: the host constant of each graph value (kept), */
+    unsigned char *hcflag;            /* or NULL; flags (a stand-in no graph op may read) */
+    int caphc;
+    int *fchain;                      /* fold.c: (first, last) graph values each fold made */
+    int nfchain, capfchain;
 } trace;
+
+/* fold.c: tensors built from constants only, computed by torch at capture time. The folds
+ * return 1 (not folded: the caller goes on as before), 0 (*out set), 2 (run the handler, then
+ * sym_fold_attach notes the constant beside its value), -1 (failed). */
+typedef struct sym_fold {
+    PyObject *res; /* the constant, between a fold's 2 and sym_fold_attach */
+    ic_val first;  /* the graph's size before the handler's nodes (and the constants it reads) */
+} sym_fold;
+PyObject *sym_hconst(trace *t, const var *v); /* borrowed, or NULL */
+int sym_fold_call(trace *t, PyObject *callable, const char *name, const var *self, const var *args, int nargs,
+                  PyObject *kwnames, sym_fold *f, var *out);
+/* nb: BINARY_OP's, 100 + Py_LT..Py_GE a comparison, 200 -a, 201 ~a (b: a None constant) */
+int sym_fold_binary(trace *t, int nb, const var *a, const var *b, sym_fold *f, var *out);
+int sym_fold_index(trace *t, const var *x, const var *k, sym_fold *f, var *out);
+int sym_fold_attach(trace *t, sym_fold *f, const var *out);
+void sym_fold_clear(sym_fold *f);
+/* operands of an op that does not fold: stand-ins materialized (those on another device than
+ * the graph's fail: eager's device error), a CPU 0-d constant of a CUDA graph only as the
+ * scalar operand of an elementwise op (pointwise) as eager allows; 0, -1 failed */
+int sym_fold_check(trace *t, var *args, int n, int pointwise);
+/* a stand-in read by the graph: a copy of a graph input holding its constant; 0, -1 failed */
+int sym_fold_materialize(trace *t, var *v);
+/* x.name of a constant tensor (x.T, x.device, ...) read from the constant (1: not folded) */
+int sym_fold_attr(trace *t, const var *x, PyObject *name, var *out);
+int sym_fold_finish(trace *t);  /* the end of the trace: no stand-in read, no such constant returned */
+/* 1: another object sharing oid's storage holds a constant (its update is left to eager) */
+int sym_fold_shared(trace *t, int oid);
+/* 1: the index is a constant whose values all lie in [0, bound) (no check needed) */
+int sym_fold_in_range(trace *t, const var *index, int64_t bound);
+/* v a graph output: 1 with *cst (borrowed) where the output is a clone of that constant each
+ * call (no view of it lives on, contiguous), else 0 (v materialized: a graph value); -1 */
+int sym_fold_output(trace *t, var *v, PyObject **cst);
+int sym_fold_dead_ops(trace *t); /* nodes folds made that nothing reads (not in the op count) */
+void sym_fold_free(trace *t);
 
 /* sideeffects.c: what a call may change in the trace state, saved before the top frame
  * calls something and restored when the call becomes a graph break (the call then runs

@@ -418,6 +418,17 @@ int sym_op_unary_invert(trace *t, sframe *f, sym_ins *in) {
             return sym_fail(t, "~ of a constant raised");
         }
     } else if (a.kind == V_TENSOR) {
+        sym_fold fo; /* ~ of a tensor built from constants: computed now (fold.c) */
+        var none = sym_var(V_CONST);
+        none.obj = Py_None;
+        int rc = sym_fold_binary(t, 201, &a, &none, &fo, &b);
+        sym_fold_clear(&fo);
+        if (rc == 0) {
+            PUSH(b);
+            return SYM_NEXT;
+        }
+        if (rc < 0 || sym_fold_check(t, &a, 1, 1) < 0)
+            return -1;
         ic_op iop = ic_value_meta(t->g, a.val)->dtype == IC_BOOL ? IC_OP_LOGICAL_NOT : IC_OP_BITWISE_NOT;
         ic_val r = ic_unary(t->g, iop, a.val);
         if (r < 0)

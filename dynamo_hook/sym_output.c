@@ -68,6 +68,23 @@ static int alias_group(const var *v) {
 int sym_fill_out(trace *t, outbuf *ob, int at, const var *v_in, ic_val *outvals, int *nout) {
     var rv = *v_in, *v = &rv;
     sym_resolve(t, v);
+    if (v->kind == V_TENSOR) { /* a tensor built from constants returned (fold.c) */
+        PyObject *cst = NULL;
+        int rc = sym_fold_output(t, v, &cst);
+        if (rc < 0)
+            return -1;
+        if (rc == 1) { /* a clone of the constant each call: eager's values, device and strides */
+            int child = out_child(t, ob, at, DH_O_CALLM);
+            if (child < 0)
+                return -1;
+            ob->o[at].obj = Py_BuildValue("(s())", "clone");
+            if (ob->o[at].obj == NULL)
+                return -1;
+            ob->o[child].kind = DH_O_CONST;
+            ob->o[child].obj = Py_NewRef(cst);
+            return 0;
+        }
+    }
     if ((v->kind == V_DICT || v->kind == V_SEQ) && v->src >= 0 && v->src < t->capsrc &&
         t->srcdone[v->src] && t->srcvar[v->src].kind == v->kind &&
         t->srcvar[v->src].items == v->items && t->srcvar[v->src].n == v->n) {
@@ -1193,7 +1210,7 @@ dh_entry *sym_finish_entry(trace *t, outbuf *ob, ic_compiled *compiled) {
         ob->n = 0;
         e->compiled = compiled;
         e->graph_text = ic_graph_to_string(t->g);
-        e->op_count = ic_graph_num_ops(t->g);
+        e->op_count = ic_graph_num_ops(t->g) - sym_fold_dead_ops(t); /* (fold.c: dead, dropped) */
     }
     return e;
 }
@@ -1217,6 +1234,7 @@ void sym_trace_free(trace *t, outbuf *ob) {
     free(t->symv);
     free(t->view_of_input);
     free(t->view_desc);
+    sym_fold_free(t);
     free(t->chk);
     free(t->vb);
     sym_fx_free(t);

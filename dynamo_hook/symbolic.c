@@ -121,6 +121,23 @@ int sym_truthy(trace *t, const var *v, int *out) {
         *out = v->n != 0;
         return 0;
     }
+    if (v->kind == V_TENSOR) { /* a tensor built from constants (fold.c): its truth, now */
+        var rv = *v;
+        sym_resolve(t, &rv);
+        PyObject *o = sym_hconst(t, &rv);
+        if (o != NULL) {
+            int busy = dh_tl_busy;
+            dh_tl_busy = 1;
+            int r = PyObject_IsTrue(o);
+            dh_tl_busy = busy;
+            if (r >= 0) {
+                *out = r;
+                return 0;
+            }
+            if (tc_clear_expected(PyExc_Exception) < 0)
+                return -1; /* not a single value: eager raises; the rules below decide */
+        }
+    }
     if (v->kind == V_REC) { /* an OrderedDict: non-empty when a field is not None */
         var *items;
         int n;
@@ -874,6 +891,8 @@ static dh_entry *trace_once(PyCodeObject *code, PyObject *const *localsplus, PyO
                     goto error;
                 }
             }
+            if (!t->failed && !PyErr_Occurred())
+                sym_fold_finish(t); /* fold.c: constants on another device never computed with */
             chk_base = nout; /* index checks: extra outputs after the others */
             if (!t->failed && !PyErr_Occurred() && t->nchk > 0) { /* (a graph of no other
                  * output too: a dead indexing still raises in eager) */

@@ -698,6 +698,9 @@ int sym_mutate(trace *t, const var *target, ic_val newval) {
         return sym_fail(t, "vmap: in-place update inside the mapped function not captured");
     if (newval < 0)
         return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "in-place update failed");
+    if (t->obj_aliased[target->oid] && sym_fold_shared(t, target->oid)) /* fold.c */
+        return sym_fail(t, "in-place update of a tensor sharing storage with a tensor built from constants "
+                           "(left to eager)");
     if (t->infer_depth == 0 && sym_made_in_inference(t, t->obj_val[target->oid]))
         /* y made in an inference_mode() block (or a view of it), updated after the block */
         return sym_fail(t, "in-place update of an inference tensor outside inference_mode (eager will raise)");

@@ -65,6 +65,7 @@ extern "C" {
     X(max_outputs, INT, "65536", 0, "1..67108864", "graph outputs and in-place updated inputs of one graph")           \
     X(max_dict_items, INT, "1024", 0, "1..1048576", "items of a dict a trace models, each one guarded (a larger dict read in a trace: a break, with this reason)") \
     X(max_trace_steps, INT, "200000", 0, "1..1073741824", "bytecode instructions one trace interprets, inlined calls and unrolled loops included (more: the trace fails, with this reason)") \
+    X(fold_max_bytes, INT, "65536", 0, "0..67108864", "largest tensor built from constants only (no input, parameter or random draw) computed by torch at capture time and kept as a constant (0: none)") \
     X(recompile_limit, INT, "0", 0, "0..1048576", "graphs per code object before it runs eagerly (0: torch._dynamo.config.recompile_limit, 8 without it)") \
     X(num_threads, INT, "0", 0, "0..256", "CPU kernel threads (0: torch.get_num_threads() at each compiled call)")    \
     X(automatic_dynamic_shapes, INT, "-1", 0, "-1..1", "a dim that changes becomes dynamic (-1: torch._dynamo.config.automatic_dynamic_shapes)") \
