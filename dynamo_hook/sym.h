@@ -137,6 +137,8 @@ typedef struct trace {
     ic_graph *g;
     dh_source *src;
     int nsrc, capsrc;
+    int *srcidx;      /* sym_source's hash index: source + 1 per slot, 0 empty (variables.c) */
+    int capsrcidx;    /* slots, a power of two, at most half full */
     dh_guard *guards;
     int nguards, capguards;
     int nlazy;        /* guards with lazy set: a dict's values the trace has not read (variables.c) */
@@ -328,6 +330,7 @@ void sym_lazy_use(trace *t, const var *v);
 void sym_lazy_use_all(trace *t);
 void sym_lazy_use_made_by(trace *t, int inst); /* those the instruction inst wrapped */
 void sym_lazy_drop(trace *t);
+void sym_mark_unread(trace *t, dh_entry *e); /* after the entry is complete */
 /* a new zeroed guard (input_index -1) at the end of t->guards, the array grown as needed;
  * NULL: no memory (exception set) */
 dh_guard *sym_new_guard(trace *t, dh_guardkind kind, int src);
