@@ -423,6 +423,7 @@ int sym_record_setitem(trace *t, const var *r, const var *k, const var *v); /* r
 /* obj_new.c: cls(*args) of a plain Python class: allocated by the guards (DH_S_NEW), its
  * __init__ inlined, its attribute writes replayed after the graph */
 int sym_obj_plain_class(PyObject *cls);
+int sym_slots_class(PyTypeObject *tp); /* obj_new.c: object + __slots__, no __dict__ */
 int sym_obj_new(trace *t, PyObject *cls, var *args, int nargs, PyObject *kwnames, var *out);
 /* copy.deepcopy(obj) of a plain object graph, hoisted to the guards (1: not such a call) */
 int sym_obj_deepcopy(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out);
@@ -607,6 +608,7 @@ int sym_check_index(trace *t, const var *index, int64_t bound, int gather);
 /* obj_data.c: collections.OrderedDict/defaultdict/deque, iter/next, sorted/list.sort(key=),
  * dataclass Fields, torch.return_types passed in. The hooks return 1 where not theirs. */
 int sym_data_call(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out);
+int sym_ntuple_class(PyObject *cls); /* obj_data.c: a named tuple's class */
 int sym_data_method(trace *t, const var *fn, var *args, int npos, PyObject *kwnames, var *out);
 int sym_data_attr(trace *t, const var *o, PyObject *name, var *out);
 int sym_data_wrap(trace *t, PyObject *o, int src, var *out);

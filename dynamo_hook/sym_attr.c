@@ -532,6 +532,21 @@ int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
                     return -1;
                 return sym_method(t, o, descr, s, out);
             }
+            if (Py_IS_TYPE(descr, &PyMemberDescr_Type) && o->src >= 0 &&
+                Py_TYPE(o->obj)->tp_getattro == PyObject_GenericGetAttr) {
+                /* a __slots__ member (not written in the trace: t->attrw above): its value,
+                 * read by object's getattr (the member descriptor, C) at guard time */
+                PyObject *a = PyObject_GenericGetAttr(o->obj, name);
+                if (a == NULL) {
+                    if (tc_clear_expected(PyExc_AttributeError) < 0)
+                        return -1;
+                    return sym_fail(t, "slot %U of %s not set", name, Py_TYPE(o->obj)->tp_name);
+                }
+                if (sym_keep(t, a) == NULL)
+                    return -1;
+                int s = sym_source(t, DH_S_ATTR, o->src, 2, name);
+                return s < 0 ? -1 : sym_wrap(t, a, s, out);
+            }
             if (Py_TYPE(descr)->tp_descr_set != NULL)
                 return sym_fail(t, "property/descriptor %U on %s not supported", name,
                                 Py_TYPE(o->obj)->tp_name);

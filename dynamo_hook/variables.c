@@ -1641,7 +1641,8 @@ static int wrap_uncached(trace *t, PyObject *o, int src, var *out) {
         out->obj = sym_keep(t, Py_NewRef(o));
         return out->obj ? 0 : -1;
     }
-    if (src >= 0 && !PyType_Check(o) && (Py_TYPE(o)->tp_dictoffset != 0 || PyCallable_Check(o))) {
+    if (src >= 0 && !PyType_Check(o) &&
+        (Py_TYPE(o)->tp_dictoffset != 0 || PyCallable_Check(o) || sym_slots_class(Py_TYPE(o)))) {
         /* any other object: attributes are read through guarded sources. Instances of
          * Python classes are type-guarded (objects made afresh each call, a cache or a
          * config, must not recompile every call; 'is' between two of them guards their

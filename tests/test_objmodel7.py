@@ -10,6 +10,8 @@ between calls (value replaced, key added, removed, reordered) gives eager's answ
 Each test is differential against eager and asserts one graph (and the compile count where a
 mutation must or must not recompile)."""
 import collections
+import dataclasses
+import typing
 
 import pytest
 import torch
@@ -185,3 +187,148 @@ def test_dict_written_in_the_frame_replayed():
     assert d == de and list(d) == list(de)
     torch.testing.assert_close(f(x, d), fn(x, de))  # "added" present now: another entry
     assert d == de and list(d) == list(de)
+
+
+# ---- named tuples ------------------------------------------------------------------------
+
+Pt = collections.namedtuple("Pt", "a b")
+
+
+class NT(typing.NamedTuple):
+    a: torch.Tensor
+    fn: object
+    k: int = 2
+
+    def scaled(self):
+        return self.a * self.k
+
+    @property
+    def neg(self):
+        return -self.a
+
+    @classmethod
+    def of(cls, a):
+        return cls(a, torch.cos, 3)
+
+
+def test_namedtuple_passed_in_fields_methods_property():
+    def fn(x, q):
+        return q.fn(q.a) + x * q.k + q.scaled() + q.neg + q[0] + len(q)
+
+    x = torch.randn(4)
+    q = NT(torch.randn(4), torch.sin)
+    _one_graph(fn, x, q)
+    f = torchc.compile(fn)
+    _same(f, fn, x, q)
+    _same(f, fn, x, NT(torch.randn(4), torch.sin, 5))  # another k: CONSTANT_MATCH
+    _same(f, fn, x, NT(torch.randn(4), torch.tanh))  # another function: ID_MATCH
+
+
+def test_namedtuple_made_in_the_frame_and_returned():
+    def fn(x):
+        p = Pt(x, 2)
+        q = Pt(b=x.sum(), a=x + 1)
+        r = NT.of(x)
+        a, b = p
+        return p, q, r.scaled(), a * b, isinstance(p, tuple), isinstance(p, Pt), type(q) is Pt
+
+    x = torch.randn(3)
+    _one_graph(fn, x)
+    got, want = torchc.compile(fn)(x), fn(x)
+    assert type(got[0]) is Pt and type(got[1]) is Pt and got[0]._fields == ("a", "b")
+    torch.testing.assert_close(got, want)
+
+
+def test_namedtuple_global_registry_of_functions():
+    Rule = collections.namedtuple("Rule", "fn scale")
+    rules = {f"r{i}": Rule(torch.sin if i % 2 else torch.cos, float(i)) for i in range(100)}
+
+    def fn(x, rules):
+        r = rules["r3"]
+        return r.fn(x) * r.scale
+
+    x = torch.randn(3)
+    _one_graph(fn, x, rules)  # (values that are containers are still guarded item by item)
+    f = torchc.compile(fn)
+    _same(f, fn, x, rules)
+    rules["r3"] = Rule(torch.exp, 0.5)
+    _same(f, fn, x, rules)
+
+
+# ---- frozen dataclasses with __slots__ ---------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Frozen:
+    w: torch.Tensor
+    k: int
+
+
+@dataclasses.dataclass(init=False, frozen=True, slots=True)
+class Spec:
+    kind: object
+    children: list
+    n: int = dataclasses.field(init=False)
+
+    def __init__(self, kind, children):
+        object.__setattr__(self, "kind", kind)
+        object.__setattr__(self, "children", children)
+        self.__post_init__()
+
+    def __post_init__(self):
+        n = 1
+        for c in self.children:
+            n += c.n
+        object.__setattr__(self, "n", n)
+
+
+def test_frozen_slots_dataclass_made_read_and_returned():
+    def fn(x):
+        a = Frozen(x, 3)
+        s = Spec(list, [Spec(None, []), Spec(dict, [Spec(None, [])])])
+        return a.w * a.k + s.n, s, a
+
+    x = torch.randn(3)
+    _one_graph(fn, x)
+    got, want = torchc.compile(fn)(x), fn(x)
+    torch.testing.assert_close(got[0], want[0])
+    assert got[1] == want[1] and got[1].n == 4 and type(got[1]) is Spec
+    assert type(got[2]) is Frozen and got[2].k == 3
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        got[2].k = 4
+
+
+def test_frozen_slots_dataclass_passed_in_and_written_raises_as_eager():
+    def fn(x, a):
+        return a.w * a.k
+
+    def bad(x, a):
+        a.k = 5
+        return x
+
+    x = torch.randn(3)
+    a = Frozen(torch.randn(3), 2)
+    _one_graph(fn, x, a)
+    f = torchc.compile(fn)
+    _same(f, fn, x, a)
+    _same(f, fn, x, Frozen(torch.randn(3), 7))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        torchc.compile(bad)(x, a)
+
+
+# ---- torch.utils._pytree -----------------------------------------------------------------
+
+
+def test_pytree_flatten_unflatten_whole():
+    from torch.utils import _pytree as pytree
+
+    def fn(x):
+        tree = {"a": x, "b": [x * 2, (x + 1, x)], "c": None}
+        leaves, spec = pytree.tree_flatten(tree)
+        out = pytree.tree_unflatten([l * 3 if l is not None else None for l in leaves], spec)
+        return out, spec.num_leaves, pytree.tree_leaves([x, {"k": x}])
+
+    x = torch.randn(3)
+    _one_graph(fn, x)
+    got, want = torchc.compile(fn)(x), fn(x)
+    torch.testing.assert_close(got, want)
