@@ -392,6 +392,109 @@ static int do_sorted(trace *t, var *args, int npos, PyObject *kwnames, var *out)
     return 0;
 }
 
+/* min/max(iterable or *args, key=f[, default=d]): sorted's stable order (max: reversed, equal
+ * keys in their order), its first item, which is eager's first minimal / maximal one */
+static int do_minmax(trace *t, int ismax, var *args, int npos, PyObject *kwnames, var *out) {
+    int nkw = kwnames ? (int)PyTuple_GET_SIZE(kwnames) : 0;
+    var *key = NULL, *dflt = NULL;
+    for (int i = 0; i < nkw; i++) {
+        PyObject *kn = PyTuple_GET_ITEM(kwnames, i);
+        if (PyUnicode_CompareWithASCIIString(kn, "key") == 0)
+            key = &args[npos + i];
+        else if (PyUnicode_CompareWithASCIIString(kn, "default") == 0)
+            dflt = &args[npos + i];
+        else
+            return 1;
+    }
+    if (key == NULL || npos < 1 || (dflt != NULL && npos > 1))
+        return 1;
+    var *items = args;
+    int n = npos;
+    if (npos == 1 && sym_iter_items(t, &args[0], &items, &n) < 0)
+        return -1;
+    if (n == 0) {
+        if (dflt == NULL)
+            return sym_raise(t, PyExc_ValueError, NULL, "%s() of an empty sequence (eager will raise)", ismax ? "max" : "min");
+        *out = *dflt;
+        return 0;
+    }
+    static PyObject *kn2;
+    if (kn2 == NULL && (kn2 = Py_BuildValue("(ss)", "key", "reverse")) == NULL) /* kept */
+        return -1;
+    var kw[2];
+    kw[0] = *key;
+    if (sym_const(t, PyBool_FromLong(ismax), &kw[1]) < 0)
+        return -1;
+    var *m;
+    if (sort_items(t, items, n, kw, kn2, &m) < 0)
+        return -1;
+    *out = m[0];
+    return 0;
+}
+
+/* map(fn, *iterables) / filter(fn or None, iterable): fn called on the items now, in eager's
+ * order, with side effects refused there as in a generator (t->in_gen: a consumer stopping
+ * early or interleaving effects of its own would see them in another order); an iterator
+ * over the results (filter: the items whose answer is a constant true) */
+static int do_map_filter(trace *t, int isfilter, var *args, int npos, PyObject *kwnames, var *out) {
+    if (kwnames != NULL || npos < 2 || (isfilter && npos != 2))
+        return 1;
+    int nit = npos - 1, n = -1;
+    var **its = malloc(sizeof(var *) * (size_t)nit);
+    if (its == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (int k = 0; k < nit; k++) {
+        int nk;
+        if (sym_iter_items(t, &args[1 + k], &its[k], &nk) < 0) {
+            free(its);
+            return -1;
+        }
+        n = n < 0 || nk < n ? nk : n;
+    }
+    var *res = sym_alloc(t, n > 0 ? n : 1), *cargs = sym_alloc(t, nit);
+    if (res == NULL || cargs == NULL) {
+        free(its);
+        return -1;
+    }
+    int none = isfilter && args[0].kind == V_CONST && args[0].obj == Py_None, m = 0, rc = 0;
+    t->in_gen++;
+    t->in_map++;
+    for (int i = 0; i < n && rc == 0; i++) {
+        for (int k = 0; k < nit; k++)
+            cargs[k] = its[k][i];
+        var r;
+        if (none)
+            r = cargs[0];
+        else if (sym_call(t, &args[0], cargs, nit, NULL, &r) < 0 || t->failed) {
+            rc = -1;
+            break;
+        }
+        if (!isfilter) {
+            res[m++] = r;
+            continue;
+        }
+        int truth = r.kind == V_CONST ? PyObject_IsTrue(r.obj) : -2;
+        if (truth == -1)
+            (void)tc_clear_expected(PyExc_Exception);
+        if (truth < 0)
+            rc = sym_fail(t, "filter() with an answer the trace can't decide");
+        else if (truth)
+            res[m++] = cargs[0];
+    }
+    t->in_gen--;
+    t->in_map--;
+    free(its);
+    if (rc < 0)
+        return -1;
+    *out = sym_var(V_ITER);
+    out->op = SYM_OWN_ITER;
+    out->items = res;
+    out->n = m;
+    return 0;
+}
+
 /* ---- calls ----------------------------------------------------------------------------- */
 
 /* a named tuple's class: a Python subclass of tuple adding no instance state (no __dict__,
@@ -434,17 +537,20 @@ static int ntuple_make(trace *t, const var *fn, var *args, int nargs, PyObject *
 
 /* tuple.__new__(cls, seq) of a named tuple class: the items of seq, as cls */
 static int ntuple_new(trace *t, var *args, int nargs, var *out) {
-    if (nargs != 2 || args[1].kind != V_SEQ)
-        return sym_fail(t, "tuple.__new__(%s, <not a sequence the trace holds>)",
-                        ((PyTypeObject *)args[0].obj)->tp_name);
-    var *items = sym_alloc(t, args[1].n > 0 ? args[1].n : 1);
+    if (nargs != 2)
+        return sym_fail(t, "tuple.__new__(%s) with %d arguments", ((PyTypeObject *)args[0].obj)->tp_name, nargs);
+    var *from;
+    int n;
+    if (sym_iter_items(t, &args[1], &from, &n) < 0) /* a sequence, an iterator (map: _replace) */
+        return -1;
+    var *items = sym_alloc(t, n > 0 ? n : 1);
     if (items == NULL)
         return -1;
-    for (int i = 0; i < args[1].n; i++)
-        items[i] = args[1].items[i];
+    for (int i = 0; i < n; i++)
+        items[i] = from[i];
     *out = sym_var(V_SEQ);
     out->obj = args[0].obj;
-    out->n = args[1].n;
+    out->n = n;
     out->items = items;
     return 0;
 }
@@ -459,6 +565,11 @@ int sym_data_call(trace *t, const var *fn, var *args, int nargs, PyObject *kwnam
         return ntuple_new(t, args, nargs, out);
     if (sym_ntuple_class(f))
         return ntuple_make(t, fn, args, nargs, kwnames, out);
+    if (f == (PyObject *)&PyMap_Type || f == (PyObject *)&PyFilter_Type) {
+        int rc = do_map_filter(t, f == (PyObject *)&PyFilter_Type, args, npos, kwnames, out);
+        if (rc != 1)
+            return rc;
+    }
     if (f == od_type)
         return make_mapping(t, SYM_DICT_ORDERED, args, npos, kwnames, out);
     if (f == dd_type)
@@ -526,6 +637,8 @@ int sym_data_call(trace *t, const var *fn, var *args, int nargs, PyObject *kwnam
         return next_item(t, args, npos, out);
     if (!strcmp(name, "sorted"))
         return do_sorted(t, args, npos, kwnames, out);
+    if ((!strcmp(name, "min") || !strcmp(name, "max")) && kwnames != NULL)
+        return do_minmax(t, name[1] == 'a', args, npos, kwnames, out);
     return 1;
 }
 
@@ -934,7 +1047,7 @@ int sym_data_attr(trace *t, const var *o, PyObject *name, var *out) {
         out->obj = o->globals;
         return 0;
     }
-    if (o->kind == V_CONST && o->obj != NULL && PyType_Check(o->obj) &&
+    if ((o->kind == V_CONST || o->kind == V_FUNC) && o->obj != NULL && PyType_Check(o->obj) &&
         PyUnicode_CompareWithASCIIString(name, "__dataclass_fields__") == 0) {
         /* a dataclass's fields (type(obj).__dataclass_fields__: dataclasses.replace/fields) */
         PyObject *fs = _PyType_Lookup((PyTypeObject *)o->obj, name);

@@ -169,6 +169,8 @@ typedef struct trace {
     unsigned char *srcdone;
     int depth;                        /* inlining depth */
     int in_gen;                       /* generator frames being run (side effects refused) */
+    int in_map;                       /* map()/filter() calls run ahead of their consumer (obj_data.c):
+                                       * dict and set updates refused too (sym_containers.c) */
     int nograd;                       /* no_grad()/inference_mode() blocks entered, not left */
     int infer_depth;                  /* inference_mode() blocks entered, not left */
     ic_val infer_from;                /* graph values when the outermost one was entered */

@@ -69,7 +69,8 @@ static int type_attr(trace *t, PyObject *cls, int src, PyObject *name, var *out)
         PyObject *a = _PyType_Lookup((PyTypeObject *)cls, name);
         if (a != NULL && sym_obj_slot_attr(t, a, NULL, out) == 0)
             return 0;
-        if (a == NULL || !PyFunction_Check(a))
+        if (a == NULL || !(PyFunction_Check(a) || Py_IS_TYPE(a, &PyClassMethod_Type) ||
+                           Py_IS_TYPE(a, &PyStaticMethod_Type))) /* a named tuple's _make */
             return 1;
     }
     /* Fn.apply: captured or a break at its call (sym_call); a Python classmethod overriding
@@ -339,7 +340,9 @@ static int tensor_unshadowed(trace *t, const var *x_in, PyObject *name) {
 }
 
 int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
-    if (o->kind == V_SEQ || o->kind == V_DICT || o->kind == V_CONST || o->kind == V_OBJ) { /* obj_data.c */
+    if (o->kind == V_SEQ || o->kind == V_DICT || o->kind == V_CONST || o->kind == V_OBJ ||
+        (o->kind == V_FUNC && o->obj != NULL && PyType_Check(o->obj) &&
+         PyUnicode_CompareWithASCIIString(name, "__dataclass_fields__") == 0)) { /* obj_data.c */
         int rc = sym_data_attr(t, o, name, out);
         if (rc != 1)
             return rc;

@@ -11,6 +11,7 @@ Each test is differential against eager and asserts one graph (and the compile c
 mutation must or must not recompile)."""
 import collections
 import dataclasses
+import operator
 import typing
 
 import pytest
@@ -332,3 +333,47 @@ def test_pytree_flatten_unflatten_whole():
     _one_graph(fn, x)
     got, want = torchc.compile(fn)(x), fn(x)
     torch.testing.assert_close(got, want)
+
+
+# ---- builtins and library functions -----------------------------------------------------
+
+
+@dataclasses.dataclass
+class Cfg:
+    a: torch.Tensor
+    b: int = 2
+
+
+PROGRAMS = {
+    "min_max_key": lambda x: min([(3, x), (1, x * 2), (1, x * 5)], key=lambda p: p[0])[1]
+    + max([(2, x), (7, x * 3), (7, x * 4)], key=lambda p: p[0])[1] + max({"a": 1, "bb": 2}, key=len).__len__()
+    + min([], key=abs, default=1.5),
+    "min_max_args_key": lambda x: min(x * 2, x * 3, key=lambda t: 0) + max(3, -5, key=abs) * x,
+    "map_filter": lambda x: sum(map(lambda t: t * 2, filter(lambda t: t is not None, [x, None, x])))
+    + sum(map(operator.mul, [x, x], [2, 3, 4])) + len(list(filter(None, [0, 1, 2, "", "a"]))),
+    "const_builtins": lambda x: x * (pow(2, 3) + ord("a") + len(chr(98)) + (hash("a") == hash("a")) + len(hex(255))),
+    "dc_fields_class": lambda x: x * len(dataclasses.fields(Cfg)) + dataclasses.replace(Cfg(x), b=5).b,
+    "nt_replace_make": lambda x: Pt._make([x, 2]).b * x + Pt(x, 1)._asdict()["a"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_builtins_and_library_programs(name):
+    fn = PROGRAMS[name]
+    x = torch.randn(3)
+    _one_graph(fn, x)
+    _same(torchc.compile(fn), fn, x)
+
+
+@pytest.mark.allow_fallback
+def test_map_with_a_dict_update_is_left_to_eager():
+    def fn(x):
+        d = {"a": 1, "b": 2}
+        m = map(d.pop, ["a"])  # eager pops when the map is consumed, after len(d) below
+        n = len(d)
+        return x * n + sum(m)
+
+    x = torch.randn(3)
+    ex = torchc.explain(fn)(x)
+    assert any("inside map() or filter()" in r for r in ex.break_reasons), ex.break_reasons
+    _same(torchc.compile(fn), fn, x)
