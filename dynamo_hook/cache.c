@@ -33,6 +33,7 @@ void dh_entry_free(dh_entry *e) {
     free(e->sources);
     free(e->guards);
     free(e->input_src);
+    free(e->live);
     for (int i = 0; i < e->nattrw; i++)
         Py_XDECREF(e->attrw_name[i]);
     free(e->attrw_src);

@@ -130,8 +130,10 @@ typedef struct dh_guard {
     tc_meta meta;     /* TENSOR */
     int dyn;          /* TENSOR: some dims are symbolic (contiguity is checked instead of strides) */
     signed char sym[TC_MAX_DIMS]; /* TENSOR, dyn: symbol of each dim (its value is bound), -1 static */
-    int lazy;         /* CONST of a dict value not read (yet; nonzero: the instruction that wrapped
-                       * it, symbolic.c): dropped from the entry (variables.c) */
+    int lazy;         /* CONST or ID of a dict value not read (yet; nonzero: the instruction that
+                       * wrapped it, symbolic.c): dropped from the entry (variables.c) */
+    uint64_t tag;     /* KEY_ORDER of an exact dict: its version tag when the check last passed
+                       * (0: none), a pass while unchanged (guards.c) */
 } dh_guard;
 
 /* ---- output spec: how the frame's return value is rebuilt -------------------------- */
@@ -185,6 +187,11 @@ typedef struct dh_entry {
     char *reason;           /* why fallback (malloc'd) */
     int nsources;
     dh_source *sources;
+    int nlive;              /* live != NULL: only these sources (ascending) are resolved by the
+                             * guards; the others (dict items the trace never used, whose lazy
+                             * guards were dropped) are read by nothing (variables.c
+                             * sym_mark_unread) and their values[] slots are left unset */
+    int *live;
     int nguards;
     dh_guard *guards;
     int ninputs;            /* graph inputs, each a source index */

@@ -667,7 +667,9 @@ static int guards_check_sym(const dh_entry *e, PyObject *const *localsplus, PyOb
         memset(fmemo, 0, sizeof fmemo);
         fmemo_gen = 1;
     }
-    for (int i = 0; i < e->nsources; i++) {
+    int nres = e->live ? e->nlive : e->nsources;
+    for (int j = 0; j < nres; j++) {
+        int i = e->live ? e->live[j] : j;
         const dh_source *s = &e->sources[i];
         values[i] = s->kind == DH_S_ATTR && s->index == 2
                         ? full_getattr_memo(s, values, localsplus, globals, builtins, func, &nfull)
@@ -774,8 +776,15 @@ static int guards_check_sym(const dh_entry *e, PyObject *const *localsplus, PyOb
             break;
         }
         case DH_G_KEY_ORDER:
+            /* an exact dict unchanged since the last pass (its version tag: a fresh one on every
+             * insertion, deletion or value replaced) has the same keys: no walk over them. Not
+             * for subclasses (OrderedDict.move_to_end reorders without a change of the tag) */
+            if (v != NULL && PyDict_CheckExact(v) && g->tag != 0 && dict_tag(v) == g->tag)
+                break;
             if (v == NULL || !dict_keys_are(v, g->obj))
                 return 0;
+            if (PyDict_CheckExact(v))
+                ((dh_guard *)g)->tag = dict_tag(v);
             break;
         case DH_G_HASATTR: {
             PyObject *r = v != NULL ? PyObject_GetAttr(v, g->obj) : NULL;
@@ -1040,7 +1049,7 @@ int dh_module_sharing_check(dh_cache *c, PyObject *const *localsplus, int nlocal
     return 0;
 }
 
-dh_limits dh_limit = {.max_sources = 1 << 20, .inline_depth = 48, .max_outputs = 1 << 16, .max_dict_items = 1024,
+dh_limits dh_limit = {.max_sources = 1 << 20, .inline_depth = 48, .max_outputs = 1 << 16, .max_dict_items = 8192,
                       .max_trace_steps = 200000};
 
 int dh_global_state(dh_guardkind *kinds, int *values) {

@@ -107,7 +107,9 @@ static int log_write(trace *t, const var *o, PyObject *name, const var *v) {
 /* object.__setattr__(o, name, v) */
 static int plain_set(trace *t, const var *o, PyObject *name, const var *v) {
     PyObject *descr = _PyType_Lookup(Py_TYPE(o->obj), name);
-    if (descr != NULL && Py_TYPE(descr)->tp_descr_set != NULL)
+    if (descr != NULL && Py_TYPE(descr)->tp_descr_set != NULL && !Py_IS_TYPE(descr, &PyMemberDescr_Type))
+        /* a __slots__ member is stored by object's setattr as a dict entry is (the replay:
+         * PyObject_GenericSetAttr / SetAttr, which take the member descriptor) */
         return sym_fail(t, "assignment to a property %U", name);
     if (v->kind == V_FUNC && v->op == SYM_MADE_FUNCTION)
         return sym_fail(t, "storing a nested function on an object");

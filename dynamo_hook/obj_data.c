@@ -19,6 +19,12 @@
  *     every copy, so the local and the loop see one iterator.
  *   Field: a V_CONST (identity-guarded where read from a class's __dataclass_fields__);
  *     its attributes are constants (a class's fields do not change once it is made).
+ *   named tuples (a Python subclass of tuple with no __dict__: collections.namedtuple,
+ *     typing.NamedTuple, pytree's NodeDef): a V_SEQ tuple whose obj is the class, as
+ *     torch.return_types results. Fields read by the class's _tuplegetter index; methods,
+ *     properties and classmethods of the class inlined on it; cls(...) inlines the class's
+ *     Python __new__, whose tuple.__new__(cls, items) makes the V_SEQ; built at the output
+ *     as tuple.__new__(cls, items) (no Python runs).
  *
  * Requires: hooks in ops_table.c (sym_data_call, sym_data_method), sym_attr.c
  *           (sym_data_attr), variables.c (sym_data_wrap), sym_output.c (sym_data_out_type).
@@ -33,7 +39,7 @@
 #include <string.h>
 #include <structmember.h>
 
-static PyObject *od_type, *dd_type, *dq_type, *field_type, *partial_fn, *dc_sentinel[2];
+static PyObject *od_type, *dd_type, *dq_type, *field_type, *partial_fn, *dc_sentinel[2], *tuple_new;
 static int inited;
 
 static int init_once(void) {
@@ -54,6 +60,7 @@ static int init_once(void) {
         if (!dc_sentinel[0] || !dc_sentinel[1])
             (void)tc_clear_expected(PyExc_AttributeError);
         partial_fn = PyObject_GetAttrString(ft, "partial");
+        tuple_new = PyObject_GetAttrString((PyObject *)&PyTuple_Type, "__new__");
     }
     Py_XDECREF(col);
     Py_XDECREF(dc);
@@ -385,13 +392,184 @@ static int do_sorted(trace *t, var *args, int npos, PyObject *kwnames, var *out)
     return 0;
 }
 
+/* min/max(iterable or *args, key=f[, default=d]): sorted's stable order (max: reversed, equal
+ * keys in their order), its first item, which is eager's first minimal / maximal one */
+static int do_minmax(trace *t, int ismax, var *args, int npos, PyObject *kwnames, var *out) {
+    int nkw = kwnames ? (int)PyTuple_GET_SIZE(kwnames) : 0;
+    var *key = NULL, *dflt = NULL;
+    for (int i = 0; i < nkw; i++) {
+        PyObject *kn = PyTuple_GET_ITEM(kwnames, i);
+        if (PyUnicode_CompareWithASCIIString(kn, "key") == 0)
+            key = &args[npos + i];
+        else if (PyUnicode_CompareWithASCIIString(kn, "default") == 0)
+            dflt = &args[npos + i];
+        else
+            return 1;
+    }
+    if (key == NULL || npos < 1 || (dflt != NULL && npos > 1))
+        return 1;
+    var *items = args;
+    int n = npos;
+    if (npos == 1 && sym_iter_items(t, &args[0], &items, &n) < 0)
+        return -1;
+    if (n == 0) {
+        if (dflt == NULL)
+            return sym_raise(t, PyExc_ValueError, NULL, "%s() of an empty sequence (eager will raise)", ismax ? "max" : "min");
+        *out = *dflt;
+        return 0;
+    }
+    static PyObject *kn2;
+    if (kn2 == NULL && (kn2 = Py_BuildValue("(ss)", "key", "reverse")) == NULL) /* kept */
+        return -1;
+    var kw[2];
+    kw[0] = *key;
+    if (sym_const(t, PyBool_FromLong(ismax), &kw[1]) < 0)
+        return -1;
+    var *m;
+    if (sort_items(t, items, n, kw, kn2, &m) < 0)
+        return -1;
+    *out = m[0];
+    return 0;
+}
+
+/* map(fn, *iterables) / filter(fn or None, iterable): fn called on the items now, in eager's
+ * order, with side effects refused there as in a generator (t->in_gen: a consumer stopping
+ * early or interleaving effects of its own would see them in another order); an iterator
+ * over the results (filter: the items whose answer is a constant true) */
+static int do_map_filter(trace *t, int isfilter, var *args, int npos, PyObject *kwnames, var *out) {
+    if (kwnames != NULL || npos < 2 || (isfilter && npos != 2))
+        return 1;
+    int nit = npos - 1, n = -1;
+    var **its = malloc(sizeof(var *) * (size_t)nit);
+    if (its == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (int k = 0; k < nit; k++) {
+        int nk;
+        if (sym_iter_items(t, &args[1 + k], &its[k], &nk) < 0) {
+            free(its);
+            return -1;
+        }
+        n = n < 0 || nk < n ? nk : n;
+    }
+    var *res = sym_alloc(t, n > 0 ? n : 1), *cargs = sym_alloc(t, nit);
+    if (res == NULL || cargs == NULL) {
+        free(its);
+        return -1;
+    }
+    int none = isfilter && args[0].kind == V_CONST && args[0].obj == Py_None, m = 0, rc = 0;
+    t->in_gen++;
+    t->in_map++;
+    for (int i = 0; i < n && rc == 0; i++) {
+        for (int k = 0; k < nit; k++)
+            cargs[k] = its[k][i];
+        var r;
+        if (none)
+            r = cargs[0];
+        else if (sym_call(t, &args[0], cargs, nit, NULL, &r) < 0 || t->failed) {
+            rc = -1;
+            break;
+        }
+        if (!isfilter) {
+            res[m++] = r;
+            continue;
+        }
+        int truth = r.kind == V_CONST ? PyObject_IsTrue(r.obj) : -2;
+        if (truth == -1)
+            (void)tc_clear_expected(PyExc_Exception);
+        if (truth < 0)
+            rc = sym_fail(t, "filter() with an answer the trace can't decide");
+        else if (truth)
+            res[m++] = cargs[0];
+    }
+    t->in_gen--;
+    t->in_map--;
+    free(its);
+    if (rc < 0)
+        return -1;
+    *out = sym_var(V_ITER);
+    out->op = SYM_OWN_ITER;
+    out->items = res;
+    out->n = m;
+    return 0;
+}
+
 /* ---- calls ----------------------------------------------------------------------------- */
+
+/* a named tuple's class: a Python subclass of tuple adding no instance state (no __dict__,
+ * no slots: its layout is tuple's), object's getattr */
+int sym_ntuple_class(PyObject *cls) {
+    if (cls == NULL || !PyType_Check(cls))
+        return 0;
+    PyTypeObject *tp = (PyTypeObject *)cls, *b = tp;
+    if (!(tp->tp_flags & Py_TPFLAGS_HEAPTYPE) || tp->tp_dictoffset != 0 ||
+        tp->tp_basicsize != PyTuple_Type.tp_basicsize || tp->tp_getattro != PyObject_GenericGetAttr ||
+        Py_TYPE(cls)->tp_call != PyType_Type.tp_call)
+        return 0;
+    while (b != NULL && (b->tp_flags & Py_TPFLAGS_HEAPTYPE))
+        b = b->tp_base;
+    return b == &PyTuple_Type;
+}
+
+/* cls(*args) of a named tuple class: its Python __new__ inlined (tuple's __init__) */
+static int ntuple_make(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out) {
+    static PyObject *s_new, *s_init;
+    if (s_new == NULL && ((s_new = PyUnicode_InternFromString("__new__")) == NULL ||
+                          (s_init = PyUnicode_InternFromString("__init__")) == NULL))
+        return -1;
+    PyTypeObject *tp = (PyTypeObject *)fn->obj;
+    if (_PyType_Lookup(tp, s_init) != _PyType_Lookup(&PyTuple_Type, s_init))
+        return sym_fail(t, "a tuple subclass with its own __init__ (%s)", tp->tp_name);
+    PyObject *nw = _PyType_Lookup(tp, s_new);
+    PyObject *f = nw != NULL && Py_IS_TYPE(nw, &PyStaticMethod_Type) ? PyObject_GetAttrString(nw, "__func__") : NULL;
+    if (f == NULL)
+        (void)tc_clear_expected(PyExc_Exception);
+    if (f == NULL || !PyFunction_Check(f)) {
+        Py_XDECREF(f);
+        return sym_fail(t, "%s() without a Python __new__", tp->tp_name);
+    }
+    if (sym_keep(t, f) == NULL)
+        return -1;
+    int s = sym_source(t, DH_S_CONST, -1, 0, f);
+    return s < 0 ? -1 : sym_inline(t, f, s, fn, args, nargs, kwnames, out);
+}
+
+/* tuple.__new__(cls, seq) of a named tuple class: the items of seq, as cls */
+static int ntuple_new(trace *t, var *args, int nargs, var *out) {
+    if (nargs != 2)
+        return sym_fail(t, "tuple.__new__(%s) with %d arguments", ((PyTypeObject *)args[0].obj)->tp_name, nargs);
+    var *from;
+    int n;
+    if (sym_iter_items(t, &args[1], &from, &n) < 0) /* a sequence, an iterator (map: _replace) */
+        return -1;
+    var *items = sym_alloc(t, n > 0 ? n : 1);
+    if (items == NULL)
+        return -1;
+    for (int i = 0; i < n; i++)
+        items[i] = from[i];
+    *out = sym_var(V_SEQ);
+    out->obj = args[0].obj;
+    out->n = n;
+    out->items = items;
+    return 0;
+}
 
 int sym_data_call(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out) {
     if (fn->kind != V_FUNC || fn->obj == NULL || fn->op == SYM_MADE_FUNCTION || init_once() < 0)
         return 1;
     PyObject *f = fn->obj;
     int nkw = kwnames ? (int)PyTuple_GET_SIZE(kwnames) : 0, npos = nargs - nkw;
+    if (f == tuple_new && tuple_new != NULL && nargs >= 1 && !nkw &&
+        (args[0].kind == V_FUNC || args[0].kind == V_CONST) && sym_ntuple_class(args[0].obj))
+        return ntuple_new(t, args, nargs, out);
+    if (sym_ntuple_class(f))
+        return ntuple_make(t, fn, args, nargs, kwnames, out);
+    if (f == (PyObject *)&PyMap_Type || f == (PyObject *)&PyFilter_Type) {
+        int rc = do_map_filter(t, f == (PyObject *)&PyFilter_Type, args, npos, kwnames, out);
+        if (rc != 1)
+            return rc;
+    }
     if (f == od_type)
         return make_mapping(t, SYM_DICT_ORDERED, args, npos, kwnames, out);
     if (f == dd_type)
@@ -459,6 +637,8 @@ int sym_data_call(trace *t, const var *fn, var *args, int nargs, PyObject *kwnam
         return next_item(t, args, npos, out);
     if (!strcmp(name, "sorted"))
         return do_sorted(t, args, npos, kwnames, out);
+    if ((!strcmp(name, "min") || !strcmp(name, "max")) && kwnames != NULL)
+        return do_minmax(t, name[1] == 'a', args, npos, kwnames, out);
     return 1;
 }
 
@@ -758,6 +938,72 @@ static int return_types_class(PyTypeObject *tp) {
     return !strncmp(tp->tp_name, "torch.return_types.", 19) && !(tp->tp_flags & Py_TPFLAGS_HEAPTYPE);
 }
 
+/* p.name of a named tuple: a field (the class's _tuplegetter: its index), or what the class
+ * holds (its identity guarded through the MRO, as K.f of any class): a method bound to p, a
+ * property's getter inlined on p, a classmethod bound to the class, a constant (_fields) */
+static int ntuple_attr(trace *t, const var *o, PyObject *name, var *out) {
+    PyTypeObject *tp = (PyTypeObject *)o->obj;
+    PyObject *d = _PyType_Lookup(tp, name);
+    if (d == NULL)
+        return sym_fail(t, "%s has no attribute %U", tp->tp_name, name);
+    const char *dn = Py_TYPE(d)->tp_name; /* _collections._tuplegetter (3.11), collections. (3.12) */
+    size_t dl = strlen(dn);
+    if (dl >= 13 && !strcmp(dn + dl - 13, "._tuplegetter")) {
+        PyObject *r = PyObject_CallMethod(d, "__reduce__", NULL); /* (type, (index, doc)) */
+        long at = -1;
+        if (r != NULL && PyTuple_Check(r) && PyTuple_GET_SIZE(r) == 2 && PyTuple_Check(PyTuple_GET_ITEM(r, 1)) &&
+            PyTuple_GET_SIZE(PyTuple_GET_ITEM(r, 1)) >= 1)
+            at = PyLong_AsLong(PyTuple_GET_ITEM(PyTuple_GET_ITEM(r, 1), 0));
+        Py_XDECREF(r);
+        if (at == -1)
+            (void)tc_clear_expected(PyExc_Exception);
+        if (at < 0 || at >= o->n)
+            return sym_fail(t, "field %U of %s", name, tp->tp_name);
+        *out = o->items[at];
+        return 0;
+    }
+    int cs = sym_source(t, DH_S_CONST, -1, 0, o->obj);
+    int s = cs < 0 ? -1 : sym_source(t, DH_S_ATTR, cs, 3, name);
+    if (s < 0 || sym_guard_id(t, s, d) < 0)
+        return -1;
+    if (PyFunction_Check(d))
+        return sym_method(t, o, sym_keep(t, Py_NewRef(d)), s, out);
+    if (Py_IS_TYPE(d, &PyProperty_Type) || Py_IS_TYPE(d, &PyClassMethod_Type) || Py_IS_TYPE(d, &PyStaticMethod_Type)) {
+        PyObject *f = PyObject_GetAttrString(d, Py_IS_TYPE(d, &PyProperty_Type) ? "fget" : "__func__");
+        if (f == NULL)
+            (void)tc_clear_expected(PyExc_Exception);
+        if (f == NULL || !PyFunction_Check(f)) {
+            Py_XDECREF(f);
+            return sym_fail(t, "%s.%U without a Python function", tp->tp_name, name);
+        }
+        if (sym_keep(t, f) == NULL)
+            return -1;
+        int fs = sym_source(t, DH_S_CONST, -1, 0, f);
+        if (fs < 0)
+            return -1;
+        if (Py_IS_TYPE(d, &PyProperty_Type))
+            return sym_inline(t, f, fs, o, NULL, 0, NULL, out);
+        if (Py_IS_TYPE(d, &PyStaticMethod_Type)) {
+            *out = sym_var(V_FUNC);
+            out->src = fs;
+            out->op = SYM_USER_FUNCTION;
+            out->obj = f;
+            return 0;
+        }
+        var cls = sym_var(V_FUNC);
+        cls.op = -1;
+        cls.obj = o->obj;
+        return sym_method(t, &cls, f, fs, out);
+    }
+    var v;
+    if (sym_wrap(t, d, s, &v) < 0)
+        return -1;
+    if (v.kind != V_CONST)
+        return sym_fail(t, "attribute %U of %s: a class attribute of type %s", name, tp->tp_name, Py_TYPE(d)->tp_name);
+    *out = v;
+    return 0;
+}
+
 int sym_data_attr(trace *t, const var *o, PyObject *name, var *out) {
     const char *n = PyUnicode_AsUTF8(name);
     if (n == NULL)
@@ -777,6 +1023,8 @@ int sym_data_attr(trace *t, const var *o, PyObject *name, var *out) {
             }
         return 1;
     }
+    if (o->kind == V_SEQ && !o->is_list && sym_ntuple_class(o->obj))
+        return ntuple_attr(t, o, name, out);
     if (sym_data_is_deque(o)) {
         static const char *const names[] = {"append", "appendleft", "pop", "popleft", "extend", "extendleft",
                                             "clear", "copy", "count", "index", "remove", "reverse",
@@ -799,7 +1047,7 @@ int sym_data_attr(trace *t, const var *o, PyObject *name, var *out) {
         out->obj = o->globals;
         return 0;
     }
-    if (o->kind == V_CONST && o->obj != NULL && PyType_Check(o->obj) &&
+    if ((o->kind == V_CONST || o->kind == V_FUNC) && o->obj != NULL && PyType_Check(o->obj) &&
         PyUnicode_CompareWithASCIIString(name, "__dataclass_fields__") == 0) {
         /* a dataclass's fields (type(obj).__dataclass_fields__: dataclasses.replace/fields) */
         PyObject *fs = _PyType_Lookup((PyTypeObject *)o->obj, name);
@@ -840,11 +1088,12 @@ int sym_data_wrap(trace *t, PyObject *o, int src, var *out) {
         out->obj = sym_keep(t, Py_NewRef(o));
         return out->obj ? 0 : -1;
     }
-    if (src >= 0 && PyTuple_Check(o) && !PyTuple_CheckExact(o) && return_types_class(Py_TYPE(o))) {
+    int nt = PyTuple_Check(o) && !PyTuple_CheckExact(o) && sym_ntuple_class((PyObject *)Py_TYPE(o));
+    if (src >= 0 && PyTuple_Check(o) && !PyTuple_CheckExact(o) && (nt || return_types_class(Py_TYPE(o)))) {
         /* torch.return_types.* (an op's named result, made by eager before a resume
-         * function): its items, the type and length guarded */
+         * function), a named tuple: its items, the type and length guarded */
         Py_ssize_t n = PyTuple_GET_SIZE(o);
-        if (n > 8)
+        if (n > (nt ? dh_limit.max_dict_items : 8))
             return 1;
         if (sym_guard_type(t, src, o) < 0 || sym_guard_len(t, src, (int)n) < 0)
             return -1;
@@ -869,7 +1118,11 @@ int sym_data_wrap(trace *t, PyObject *o, int src, var *out) {
 /* the callable that makes v (a V_SEQ whose obj is collections.deque) from a list: deque, or
  * partial(deque, maxlen=n) for a bounded one (kept) */
 PyObject *sym_data_seq_type(trace *t, const var *v) {
-    if (init_once() < 0 || v->pos <= 0)
+    if (init_once() < 0)
+        return NULL;
+    if (sym_ntuple_class(v->obj)) /* tuple.__new__(cls, items), as the class's _make */
+        return sym_keep(t, PyObject_CallFunctionObjArgs(partial_fn, tuple_new, v->obj, NULL));
+    if (v->pos <= 0)
         return v->obj;
     PyObject *a = PyTuple_Pack(1, dq_type), *kw = Py_BuildValue("{s:i}", "maxlen", v->pos - 1), *r = NULL;
     if (a && kw)

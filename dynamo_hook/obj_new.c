@@ -59,6 +59,19 @@ static int plain_setattr(PyTypeObject *tp) {
     return 1;
 }
 
+/* a Python class whose instances are object's layout plus __slots__ members (no __dict__: a
+ * frozen dataclass with slots=True, pytree's TreeSpec): its attributes are member
+ * descriptors, read and written through object's generic getattr/setattr (C, no Python) */
+int sym_slots_class(PyTypeObject *tp) {
+    if (!(tp->tp_flags & Py_TPFLAGS_HEAPTYPE) || tp->tp_dictoffset != 0 ||
+        tp->tp_getattro != PyObject_GenericGetAttr)
+        return 0;
+    PyTypeObject *b = tp;
+    while (b != NULL && (b->tp_flags & Py_TPFLAGS_HEAPTYPE))
+        b = b->tp_base;
+    return b == &PyBaseObject_Type;
+}
+
 int sym_obj_plain_class(PyObject *cls) {
     if (!PyType_Check(cls) || init_once() < 0)
         return 0;
@@ -66,7 +79,7 @@ int sym_obj_plain_class(PyObject *cls) {
     if (!(tp->tp_flags & Py_TPFLAGS_HEAPTYPE) || (tp->tp_flags & Py_TPFLAGS_IS_ABSTRACT) ||
         Py_TYPE(cls)->tp_call != PyType_Type.tp_call || tp->tp_new != PyBaseObject_Type.tp_new ||
         !plain_setattr(tp) || tp->tp_finalize != NULL || tp->tp_del != NULL ||
-        tp->tp_dictoffset == 0 || sym_is_nn_module_type(cls))
+        (tp->tp_dictoffset == 0 && !sym_slots_class(tp)) || sym_is_nn_module_type(cls))
         return 0;
     PyObject *init = _PyType_Lookup(tp, s_init);
     return init != NULL && (init == obj_init || PyFunction_Check(init));

@@ -725,6 +725,9 @@ int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kw
                          !strcmp(name, "round") || !strcmp(name, "len") ||
                          !strcmp(name, "isinstance") || !strcmp(name, "divmod") ||
                          !strcmp(name, "sum") || !strcmp(name, "all") || !strcmp(name, "any"))) ||
+               (name && modname && !strcmp(modname, "builtins") &&
+                (!strcmp(name, "pow") || !strcmp(name, "ord") || !strcmp(name, "chr") || !strcmp(name, "hash") ||
+                 !strcmp(name, "bin") || !strcmp(name, "hex") || !strcmp(name, "oct"))) ||
                f == (PyObject *)&PyLong_Type || f == (PyObject *)&PyFloat_Type || f == (PyObject *)&PyComplex_Type ||
                f == (PyObject *)&PyBool_Type || f == (PyObject *)&PyTuple_Type ||
                f == (PyObject *)&PyRange_Type || f == (PyObject *)&PySlice_Type;

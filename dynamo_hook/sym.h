@@ -144,6 +144,8 @@ typedef struct trace {
     ic_graph *g;
     dh_source *src;
     int nsrc, capsrc;
+    int *srcidx;      /* sym_source's hash index: source + 1 per slot, 0 empty (variables.c) */
+    int capsrcidx;    /* slots, a power of two, at most half full */
     dh_guard *guards;
     int nguards, capguards;
     int nlazy;        /* guards with lazy set: a dict's values the trace has not read (variables.c) */
@@ -175,6 +177,8 @@ typedef struct trace {
     unsigned char *srcdone;
     int depth;                        /* inlining depth */
     int in_gen;                       /* generator frames being run (side effects refused) */
+    int in_map;                       /* map()/filter() calls run ahead of their consumer (obj_data.c):
+                                       * dict and set updates refused too (sym_containers.c) */
     int nograd;                       /* no_grad()/inference_mode() blocks entered, not left */
     int infer_depth;                  /* inference_mode() blocks entered, not left */
     ic_val infer_from;                /* graph values when the outermost one was entered */
@@ -375,6 +379,7 @@ void sym_lazy_use(trace *t, const var *v);
 void sym_lazy_use_all(trace *t);
 void sym_lazy_use_made_by(trace *t, int inst); /* those the instruction inst wrapped */
 void sym_lazy_drop(trace *t);
+void sym_mark_unread(trace *t, dh_entry *e); /* after the entry is complete */
 /* a new zeroed guard (input_index -1) at the end of t->guards, the array grown as needed;
  * NULL: no memory (exception set) */
 dh_guard *sym_new_guard(trace *t, dh_guardkind kind, int src);
@@ -468,6 +473,7 @@ int sym_record_setitem(trace *t, const var *r, const var *k, const var *v); /* r
 /* obj_new.c: cls(*args) of a plain Python class: allocated by the guards (DH_S_NEW), its
  * __init__ inlined, its attribute writes replayed after the graph */
 int sym_obj_plain_class(PyObject *cls);
+int sym_slots_class(PyTypeObject *tp); /* obj_new.c: object + __slots__, no __dict__ */
 int sym_obj_new(trace *t, PyObject *cls, var *args, int nargs, PyObject *kwnames, var *out);
 /* copy.deepcopy(obj) of a plain object graph, hoisted to the guards (1: not such a call) */
 int sym_obj_deepcopy(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out);
@@ -656,6 +662,7 @@ int sym_check_index(trace *t, const var *index, int64_t bound, int gather);
 /* obj_data.c: collections.OrderedDict/defaultdict/deque, iter/next, sorted/list.sort(key=),
  * dataclass Fields, torch.return_types passed in. The hooks return 1 where not theirs. */
 int sym_data_call(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out);
+int sym_ntuple_class(PyObject *cls); /* obj_data.c: a named tuple's class */
 int sym_data_method(trace *t, const var *fn, var *args, int npos, PyObject *kwnames, var *out);
 int sym_data_attr(trace *t, const var *o, PyObject *name, var *out);
 int sym_data_wrap(trace *t, PyObject *o, int src, var *out);

@@ -69,7 +69,8 @@ static int type_attr(trace *t, PyObject *cls, int src, PyObject *name, var *out)
         PyObject *a = _PyType_Lookup((PyTypeObject *)cls, name);
         if (a != NULL && sym_obj_slot_attr(t, a, NULL, out) == 0)
             return 0;
-        if (a == NULL || !PyFunction_Check(a))
+        if (a == NULL || !(PyFunction_Check(a) || Py_IS_TYPE(a, &PyClassMethod_Type) ||
+                           Py_IS_TYPE(a, &PyStaticMethod_Type))) /* a named tuple's _make */
             return 1;
     }
     /* Fn.apply: captured or a break at its call (sym_call); a Python classmethod overriding
@@ -339,7 +340,9 @@ static int tensor_unshadowed(trace *t, const var *x_in, PyObject *name) {
 }
 
 int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
-    if (o->kind == V_SEQ || o->kind == V_DICT || o->kind == V_CONST || o->kind == V_OBJ) { /* obj_data.c */
+    if (o->kind == V_SEQ || o->kind == V_DICT || o->kind == V_CONST || o->kind == V_OBJ ||
+        (o->kind == V_FUNC && o->obj != NULL && PyType_Check(o->obj) &&
+         PyUnicode_CompareWithASCIIString(name, "__dataclass_fields__") == 0)) { /* obj_data.c */
         int rc = sym_data_attr(t, o, name, out);
         if (rc != 1)
             return rc;
@@ -531,6 +534,21 @@ int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
                 if (s < 0 || sym_guard_id(t, s, descr) < 0 || guard_unshadowed(t, o, name) < 0)
                     return -1;
                 return sym_method(t, o, descr, s, out);
+            }
+            if (Py_IS_TYPE(descr, &PyMemberDescr_Type) && o->src >= 0 &&
+                Py_TYPE(o->obj)->tp_getattro == PyObject_GenericGetAttr) {
+                /* a __slots__ member (not written in the trace: t->attrw above): its value,
+                 * read by object's getattr (the member descriptor, C) at guard time */
+                PyObject *a = PyObject_GenericGetAttr(o->obj, name);
+                if (a == NULL) {
+                    if (tc_clear_expected(PyExc_AttributeError) < 0)
+                        return -1;
+                    return sym_fail(t, "slot %U of %s not set", name, Py_TYPE(o->obj)->tp_name);
+                }
+                if (sym_keep(t, a) == NULL)
+                    return -1;
+                int s = sym_source(t, DH_S_ATTR, o->src, 2, name);
+                return s < 0 ? -1 : sym_wrap(t, a, s, out);
             }
             if (Py_TYPE(descr)->tp_descr_set != NULL)
                 return sym_fail(t, "property/descriptor %U on %s not supported", name,

@@ -5,6 +5,13 @@
 #include "ops_internal.h"
 
 #include <string.h>
+
+/* a dict or set updated while map() or filter() runs its function ahead of its consumer
+ * (t->in_map): the update would come before what eager does in between (a generator's
+ * own memo set, named_modules', stays allowed) */
+static int gen_effect(trace *t, const char *what) {
+    return t->in_map ? sym_fail(t, "%s update inside map() or filter()", what) : 0;
+}
 static int dict_update(trace *t, const var *d, PyObject *k, const var *val);
 
 /* d[k] of a defaultdict without k: default_factory() stored at k and returned */
@@ -587,7 +594,7 @@ int sym_dict_or(trace *t, const var *d, const var *other, int inplace, var *out)
         out->items = vals;
         return dict_merge(t, out, other);
     }
-    if (d->src >= 0 && !own_kwargs(t, d) && sym_fx_container_write(t, d) < 0)
+    if (gen_effect(t, "dict") < 0 || (d->src >= 0 && !own_kwargs(t, d) && sym_fx_container_write(t, d) < 0))
         return -1;
     var m = *d;
     if (dict_merge(t, &m, other) < 0)
@@ -602,7 +609,7 @@ int sym_dict_or(trace *t, const var *d, const var *other, int inplace, var *out)
 static int dict_update(trace *t, const var *d, PyObject *k, const var *val) {
     if (d->kind != V_DICT || d->items == NULL)
         return sym_fail(t, "update of an unsupported dict");
-    if (sym_dict_view_write(t, d) < 0)
+    if (gen_effect(t, "dict") < 0 || sym_dict_view_write(t, d) < 0)
         return -1;
     if (d->src >= 0 && !own_kwargs(t, d) && sym_fx_container_write(t, d) < 0)
         return -1;
@@ -681,7 +688,7 @@ int sym_dict_method(trace *t, const var *d, const char *mn, var *args, int nargs
         return 0;
     }
     if (!strcmp(mn, "update") && nargs == 1) {
-        if (d->src >= 0 && !own_kwargs(t, d) && sym_fx_container_write(t, d) < 0)
+        if (gen_effect(t, "dict") < 0 || (d->src >= 0 && !own_kwargs(t, d) && sym_fx_container_write(t, d) < 0))
             return -1;
         var m = *d;
         if (dict_merge(t, &m, &args[0]) < 0)
@@ -1509,6 +1516,10 @@ int sym_set_is_mutable(const var *s) {
 
 /* added: what s's new value adds to it (update: its items), for eager's order (obj_setorder.c) */
 static int set_rebind_added(trace *t, const var *s, PyObject *ns, var *out, const var *added, int update) {
+    if (gen_effect(t, "set") < 0) {
+        Py_DECREF(ns);
+        return -1;
+    }
     PyObject *fs = PyFrozenSet_New(ns);
     Py_DECREF(ns);
     if (fs == NULL || sym_keep(t, fs) == NULL)

@@ -1219,6 +1219,7 @@ void sym_trace_free(trace *t, outbuf *ob) {
     for (int i = 0; i < t->nsrc; i++)
         Py_XDECREF(t->src[i].name);
     free(t->src);
+    free(t->srcidx);
     free(t->srcvar);
     free(t->srcobj);
     free(t->srcdone);

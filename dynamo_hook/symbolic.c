@@ -469,7 +469,39 @@ static int run_body(trace *t, sframe *f, var *result, var **snap);
  * iteration) reads none; any other reads what it consumes (the stack slots it popped or
  * changed, and everything they hold) and the dicts its handler wrapped. A break or a failure
  * reads everything. */
-static int lazy_move(const sframe *f, int op) {
+/* d.get, d.__contains__: what the dict's keys answer, and the item looked up pushed as the
+ * dict's own item var (counted when it is used) */
+static int dict_key_method(PyObject *name) {
+    return name != NULL && PyUnicode_Check(name) &&
+           (!PyUnicode_CompareWithASCIIString(name, "get") ||
+            !PyUnicode_CompareWithASCIIString(name, "__contains__"));
+}
+
+/* the stack depth of a dict operand of which the instruction reads no value (k in d,
+ * len(d), d.get(k[, default]), d.__contains__(k): its lazy items are not counted by it), or 0 */
+static int lazy_keys_only(const sframe *f, const sym_ins *in) {
+    if (in->op == OP_CONTAINS_OP)
+        return f->sp >= 2 && PEEK(1).kind == V_DICT ? 1 : 0;
+    if (in->op != OP_CALL || f->kwnames != NULL)
+        return 0;
+    int n = in->oparg;
+    if (f->sp < n + 2 || PEEK(n + 2).kind != V_NULL)
+        return 0;
+    const var *c = &PEEK(n + 1);
+    if (c->kind == V_METHOD && c->items != NULL && c->items[0].kind == V_DICT && n >= 1 && n <= 2 &&
+        dict_key_method(c->obj))
+        return n + 1;
+    if (c->kind == V_FUNC && n == 1 && PEEK(1).kind == V_DICT && c->obj != NULL && PyCFunction_Check(c->obj) &&
+        PyCFunction_GET_SELF(c->obj) != NULL && PyModule_Check(PyCFunction_GET_SELF(c->obj)) &&
+        !strcmp(((PyCFunctionObject *)c->obj)->m_ml->ml_name, "len") &&
+        !strcmp(PyModule_GetName(PyCFunction_GET_SELF(c->obj)) ? PyModule_GetName(PyCFunction_GET_SELF(c->obj)) : "", "builtins"))
+        return 1;
+    (void)tc_clear_expected(PyExc_Exception);
+    return 0;
+}
+
+static int lazy_move(const sframe *f, const sym_ins *in) {
+    int op = in->op;
     switch (op) {
     case OP_NOP: case OP_RESUME: case OP_CACHE: case OP_PRECALL: case OP_MAKE_CELL:
     case OP_EXTENDED_ARG: case OP_PUSH_NULL: case OP_POP_TOP: case OP_COPY: case OP_SWAP:
@@ -479,6 +511,9 @@ static int lazy_move(const sframe *f, int op) {
     case OP_JUMP_BACKWARD_NO_INTERRUPT: case OP_END_FOR:
         return 1;
     case OP_LOAD_ATTR: case OP_LOAD_METHOD:
+        if (f->sp >= 1 && PEEK(1).kind == V_DICT) /* d.get: the dict moves into the method */
+            return (op == OP_LOAD_METHOD || (DH_PY312 && (in->oparg & 1))) &&
+                   dict_key_method(PyTuple_GET_ITEM(in->names, DH_PY312 && op == OP_LOAD_ATTR ? in->oparg >> 1 : in->oparg));
         return f->sp >= 1 && PEEK(1).kind == V_OBJ;
     case OP_GET_ITER:
         return f->sp >= 1 && (PEEK(1).kind == V_SEQ || PEEK(1).kind == V_DICT);
@@ -645,7 +680,7 @@ static int run_body(trace *t, sframe *f, var *result, var **snap) {
         sym_handler h = handlers[in.op];
         if (h == NULL)
             return sym_fail(t, "unsupported bytecode %s", opnames[opcode] ? opnames[opcode] : "?");
-        int snapn = -1, move = lazy_move(f, in.op), made = t->nlazymade;
+        int snapn = -1, move = lazy_move(f, &in), made = t->nlazymade, keyonly = -1;
         t->cur_inst = ++t->inst_serial;
         if (t->nlazy > 0) {
             if (!move) {
@@ -655,6 +690,8 @@ static int run_body(trace *t, sframe *f, var *result, var **snap) {
                 }
                 memcpy(*snap, f->stack, (size_t)f->sp * sizeof **snap);
                 snapn = f->sp;
+                int k = lazy_keys_only(f, &in);
+                keyonly = k > 0 ? f->sp - k : -1;
             } else if (in.op == OP_BINARY_SUBSCR) {
                 sym_lazy_use(t, &PEEK(1));
             }
@@ -664,7 +701,7 @@ static int run_body(trace *t, sframe *f, var *result, var **snap) {
             sym_lazy_use_made_by(t, t->cur_inst);
         if (snapn >= 0 && t->nlazy > 0)
             for (int i = 0; i < snapn; i++)
-                if (i >= f->sp || memcmp(&(*snap)[i], &f->stack[i], sizeof **snap) != 0)
+                if (i != keyonly && (i >= f->sp || memcmp(&(*snap)[i], &f->stack[i], sizeof **snap) != 0))
                     sym_lazy_use(t, &(*snap)[i]);
         if (rc != SYM_NEXT && rc != 0 && rc != SYM_YIELD)
             sym_lazy_use_all(t);
@@ -1041,6 +1078,8 @@ static dh_entry *trace_once(PyCodeObject *code, PyObject *const *localsplus, PyO
         if (e->where == NULL && t->where[0])
             e->where = strdup(t->where);
     }
+    if (e != NULL)
+        sym_mark_unread(t, e); /* dict items never read: not looked up by the guards */
 error:
     Py_XDECREF(train);
     Py_XDECREF(backend_fn);

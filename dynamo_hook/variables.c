@@ -104,12 +104,64 @@ static int same_name(PyObject *a, PyObject *b) {
     return eq == 1;
 }
 
+/* sym_source's index: a hash of (kind, base, index, name) consistent with same_name (a
+ * CONST's object by identity), so finding an existing source stays O(1) where a dict of 10^4
+ * items makes 10^4 item sources (a scan of all of them per source was quadratic). An
+ * unhashable name hashes to 0: still found, by comparison. */
+static uint64_t src_hash(dh_srckind kind, int base, Py_ssize_t index, PyObject *name) {
+    Py_hash_t nh = 0;
+    if (name != NULL && kind == DH_S_CONST) {
+        nh = (Py_hash_t)((uintptr_t)name >> 4);
+    } else if (name != NULL) {
+        nh = PyObject_Hash(name);
+        if (nh == -1) {
+            (void)tc_clear_expected(PyExc_Exception);
+            nh = 0;
+        }
+    }
+    uint64_t h = (uint64_t)kind * 0x9E3779B97F4A7C15ull ^ (uint64_t)(uint32_t)base * 0xC2B2AE3D27D4EB4Full;
+    h ^= (uint64_t)index * 0x165667B19E3779F9ull ^ (uint64_t)nh;
+    return h ^ (h >> 29);
+}
+
+static int srcidx_put(trace *t, int i) {
+    if (2 * (t->nsrc + 1) > t->capsrcidx) { /* grown (rehashed) at half full */
+        int cap = t->capsrcidx ? 2 * t->capsrcidx : 64;
+        while (2 * (t->nsrc + 1) > cap)
+            cap *= 2;
+        int *n = calloc((size_t)cap, sizeof *n);
+        if (n == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        free(t->srcidx);
+        t->srcidx = n;
+        t->capsrcidx = cap;
+        for (int k = 0; k < t->nsrc; k++)
+            if (k != i && t->src[k].kind != DH_S_NEW && srcidx_put(t, k) < 0)
+                return -1;
+    }
+    const dh_source *s = &t->src[i];
+    uint64_t h = src_hash(s->kind, s->base, s->index, s->name);
+    for (uint64_t p = h;; p++)
+        if (t->srcidx[p & (uint64_t)(t->capsrcidx - 1)] == 0) {
+            t->srcidx[p & (uint64_t)(t->capsrcidx - 1)] = i + 1;
+            return 0;
+        }
+}
+
 int sym_source(trace *t, dh_srckind kind, int base, Py_ssize_t index, PyObject *name) {
-    for (int i = 0; i < t->nsrc && kind != DH_S_NEW; i++) {
-        dh_source *s = &t->src[i];
-        if (s->kind == kind && s->base == base && s->index == index &&
-            (s->name == name || (kind != DH_S_CONST && same_name(s->name, name))))
-            return i;
+    if (kind != DH_S_NEW && t->capsrcidx > 0) {
+        uint64_t h = src_hash(kind, base, index, name);
+        for (uint64_t p = h;; p++) {
+            int e = t->srcidx[p & (uint64_t)(t->capsrcidx - 1)];
+            if (e == 0)
+                break;
+            dh_source *s = &t->src[e - 1];
+            if (s->kind == kind && s->base == base && s->index == index &&
+                (s->name == name || (kind != DH_S_CONST && same_name(s->name, name))))
+                return e - 1;
+        }
     }
     if (t->nsrc == t->capsrc) {
         int cap = t->capsrc ? 2 * t->capsrc : 16;
@@ -148,7 +200,10 @@ int sym_source(trace *t, dh_srckind kind, int base, Py_ssize_t index, PyObject *
     s->name = Py_XNewRef(name);
     memset(&s->ac, 0, sizeof s->ac);
     s->ac.where = -1;
-    return t->nsrc++;
+    int i = t->nsrc++;
+    if (kind != DH_S_NEW && srcidx_put(t, i) < 0)
+        return -1;
+    return i;
 }
 
 static dh_guard *new_guard(trace *t, dh_guardkind kind, int src) {
@@ -481,21 +536,124 @@ void sym_lazy_use(trace *t, const var *v) {
         lazy_use(t, v, 0, &budget);
 }
 
+/* pin[src] = 3: the dict at src has its keys pinned in order (DH_G_KEY_ORDER) and is of a C
+ * type whose iteration, len and `in` are its storage's (dict, OrderedDict, defaultdict): a
+ * DICT_KEY or LENGTH_CHECK guard of it says nothing more. NULL when out of memory (none). */
+static unsigned char *keys_pinned(const trace *t) {
+    unsigned char *pin = calloc((size_t)t->nsrc + 1, 1);
+    for (int i = 0; pin != NULL && i < t->nguards; i++) {
+        const dh_guard *g = &t->guards[i];
+        if (g->src < 0 || g->src >= t->nsrc || g->lazy)
+            continue;
+        if (g->kind == DH_G_KEY_ORDER)
+            pin[g->src] |= 1;
+        else if (g->kind == DH_G_TYPE && PyType_IsSubtype((PyTypeObject *)g->obj, &PyDict_Type) &&
+                 !(((PyTypeObject *)g->obj)->tp_flags & Py_TPFLAGS_HEAPTYPE))
+            pin[g->src] |= 2;
+    }
+    return pin;
+}
+
 void sym_lazy_drop(trace *t) {
     /* what the entry writes back (attributes, containers rebuilt from their items, globals) */
     for (int i = 0; i < t->nattrw && t->nlazy > 0; i++)
         if (t->attrw[i].val != NULL)
             sym_lazy_use(t, t->attrw[i].val);
     int k = 0;
+    unsigned char *pin = keys_pinned(t);
     for (int i = 0; i < t->nguards; i++) {
-        if (t->guards[i].lazy) {
-            dh_guard_clear(&t->guards[i]);
+        dh_guard *g = &t->guards[i];
+        if (g->lazy) {
+            if (g->src >= 0 && g->src < t->capsrc)
+                t->srcdone[g->src] = 3; /* a candidate for sym_mark_unread */
+            dh_guard_clear(g);
+            continue;
+        }
+        if ((g->kind == DH_G_KEY || g->kind == DH_G_LEN) && pin != NULL && g->src >= 0 &&
+            g->src < t->nsrc && pin[g->src] == 3) {
+            dh_guard_clear(g);
             continue;
         }
         t->guards[k++] = t->guards[i];
     }
+    free(pin);
     t->nguards = k;
     t->nlazy = 0;
+}
+
+/* the sources whose lazy guard sym_lazy_drop dropped (srcdone 3) that nothing of the entry
+ * reads (no guard, no other source built on them, no input, output, update or write-back)
+ * are left out of e->live, so the guards skip their lookup (a registry of 1000 classes read
+ * for one costs one lookup, not 1000) */
+static void ref(unsigned char *cand, int n, Py_ssize_t s) {
+    if (s >= 0 && s < n)
+        cand[s] = 0;
+}
+
+static void ref_tuple(unsigned char *cand, int n, PyObject *o, int depth) {
+    if (PyLong_CheckExact(o)) {
+        ref(cand, n, PyLong_AsSsize_t(o));
+        (void)tc_clear_expected(PyExc_OverflowError);
+    } else if (PyTuple_Check(o) && depth < 4) {
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(o); i++)
+            ref_tuple(cand, n, PyTuple_GET_ITEM(o, i), depth + 1);
+    }
+}
+
+void sym_mark_unread(trace *t, dh_entry *e) {
+    int n = e->nsources, any = 0;
+    if (n > t->capsrc)
+        return;
+    for (int i = 0; i < n && !any; i++)
+        any = t->srcdone[i] == 3;
+    if (!any)
+        return;
+    unsigned char *cand = malloc((size_t)n);
+    if (cand == NULL)
+        return; /* only an optimization: every source stays resolved */
+    for (int i = 0; i < n; i++)
+        cand[i] = t->srcdone[i] == 3;
+    for (int i = 0; i < n; i++) {
+        const dh_source *s = &e->sources[i];
+        ref(cand, n, s->base); /* whatever its kind: a base of 0 by default keeps source 0 */
+        if (s->kind == DH_S_NEW && s->name != NULL)
+            ref_tuple(cand, n, s->name, 0);
+    }
+    for (int i = 0; i < e->nguards; i++) {
+        const dh_guard *g = &e->guards[i];
+        ref(cand, n, g->src);
+        if (g->kind == DH_G_ALIAS)
+            ref(cand, n, g->value);
+        if ((g->kind == DH_G_SAMEOBJ || g->kind == DH_G_DISTINCT) && g->obj != NULL)
+            ref_tuple(cand, n, g->obj, 0);
+    }
+    for (int i = 0; i < e->ninputs; i++)
+        ref(cand, n, e->input_src[i]);
+    for (int i = 0; i < e->nouts; i++)
+        if (e->outs[i].kind == DH_O_SOURCE)
+            ref(cand, n, e->outs[i].index);
+    for (int i = 0; i < e->nmut; i++) {
+        ref(cand, n, e->mut_src[i]);
+        if (e->mut_from[i] < 0)
+            ref(cand, n, -1 - e->mut_from[i]);
+    }
+    int nout = e->compiled ? ic_compiled_num_outputs(e->compiled) : 0;
+    if (e->out_into_src != NULL)
+        for (int i = 0; i < nout; i++)
+            ref(cand, n, e->out_into_src[i]);
+    for (int i = 0; i < e->nidx && i < 16; i++)
+        ref(cand, n, e->idx_src[i]);
+    for (int i = 0; i < e->nattrw; i++)
+        ref(cand, n, e->attrw_src[i]);
+    int nlive = 0;
+    for (int i = 0; i < n; i++)
+        nlive += !cand[i];
+    if (nlive < n && (e->live = malloc(sizeof(int) * (size_t)(nlive + 1))) != NULL) {
+        for (int i = 0; i < n; i++)
+            if (!cand[i])
+                e->live[e->nlive++] = i;
+    }
+    free(cand);
 }
 
 /* the keys of the dict (subclass) at src in the order the trace saw (a tuple): an iteration
@@ -538,6 +696,8 @@ int sym_guard_type(trace *t, int src, PyObject *obj) {
 }
 
 int sym_guard_id(trace *t, int src, PyObject *obj) {
+    if (src >= 0 && t->nlazy > 0)
+        lazy_use_src(t, src); /* asked for: it counts */
     if (src < 0 || has_guard(t, DH_G_ID, src))
         return 0;
     if (t->src[src].kind == DH_S_NEW) /* obj_new.c: a fresh object each call never matches */
@@ -1437,20 +1597,24 @@ static int wrap_uncached(trace *t, PyObject *o, int src, var *out) {
                 return -1;
             /* a constant value of a plain dict: its equality guard is lazy, counted once the
              * trace reads the value (sym_lazy_use: symbolic.c, on each instruction that
-             * consumes it, or anything holding it); the key's presence is guarded now (the
-             * item's source no longer says it). A learning rate in an optimizer's param
-             * group, which only the step reads, then changes without a recompile. */
-            int ng = t->nguards;
-            int lazy = PyDict_CheckExact(o) && is_simple_const(k) && is_simple_const(v) &&
-                       !(s < t->capsrc && t->srcdone[s]);
+             * consumes it, or anything holding it); the key's presence is guarded by the
+             * dict's DICT_KEYS_ORDER (the item's source no longer says it). A learning rate
+             * in an optimizer's param group, which only the step reads, then changes without
+             * a recompile. So is a value guarded by identity alone (a class, a function: a
+             * registry of 1000 read for one costs O(1) guards, sym_mark_unread). */
+            int ng = t->nguards, ns = t->nsrc;
+            int lazy = PyDict_CheckExact(o) && !(s < t->capsrc && t->srcdone[s]);
             if (sym_wrap(t, v, s, &vals[i++]) < 0)
                 return -1;
-            if (lazy && t->nguards == ng + 1 && t->guards[ng].kind == DH_G_CONST && t->guards[ng].src == s) {
+            dh_guardkind gk = t->nguards == ng + 1 ? t->guards[ng].kind : DH_G_TENSOR;
+            if (lazy && t->nsrc == ns && gk != DH_G_TENSOR && t->guards[ng].src == s &&
+                ((gk == DH_G_CONST && is_simple_const(k) && is_simple_const(v)) || gk == DH_G_ID)) {
                 t->guards[ng].lazy = t->cur_inst ? t->cur_inst : -1;
                 t->nlazy++;
                 t->nlazymade++;
                 t->srcdone[s] = 2;
-                int has = sym_guard_key(t, src, o, k);
+                /* the key's presence: DICT_KEYS_ORDER's below, but for one str key */
+                int has = n == 1 && PyUnicode_CheckExact(k) ? sym_guard_key(t, src, o, k) : 1;
                 if (has < 0)
                     return -1;
                 if (has != 1)
@@ -1480,7 +1644,8 @@ static int wrap_uncached(trace *t, PyObject *o, int src, var *out) {
         out->obj = sym_keep(t, Py_NewRef(o));
         return out->obj ? 0 : -1;
     }
-    if (src >= 0 && !PyType_Check(o) && (Py_TYPE(o)->tp_dictoffset != 0 || PyCallable_Check(o))) {
+    if (src >= 0 && !PyType_Check(o) &&
+        (Py_TYPE(o)->tp_dictoffset != 0 || PyCallable_Check(o) || sym_slots_class(Py_TYPE(o)))) {
         /* any other object: attributes are read through guarded sources. Instances of
          * Python classes are type-guarded (objects made afresh each call, a cache or a
          * config, must not recompile every call; 'is' between two of them guards their
