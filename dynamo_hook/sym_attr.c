@@ -1126,6 +1126,10 @@ int sym_op_import_name(trace *t, sframe *f, sym_ins *in) {
             }
             m = PyDict_GetItemWithError(mods, abs);
         }
+        if (m == Py_None) { /* sys.modules[name] = None: eager's import raises ImportError */
+            Py_DECREF(abs);
+            return sym_fail(t, "import of a module blocked by a None in sys.modules");
+        }
         int s1 = m ? module_source(t, mods, abs, m) : -1;
         Py_DECREF(abs);
         if (m == NULL) {
@@ -1149,6 +1153,8 @@ int sym_op_import_name(trace *t, sframe *f, sym_ins *in) {
             return -1; /* failed (the reason set) or an error */
         m = PyDict_GetItemWithError(mods, name);
     }
+    if (m == Py_None) /* sys.modules[name] = None: eager's import raises ImportError */
+        return sym_fail(t, "import of a module blocked by a None in sys.modules");
     if (m == NULL) {
         (void)tc_clear_expected(PyExc_Exception);
         return sym_fail(t, "import of a module not loaded yet");
@@ -1165,7 +1171,7 @@ int sym_op_import_name(trace *t, sframe *f, sym_ins *in) {
         top = first ? PyDict_GetItemWithError(mods, first) : NULL;
         tsrc = top ? module_source(t, mods, first, top) : -1;
         Py_XDECREF(first);
-        if (top == NULL) {
+        if (top == NULL || top == Py_None) {
             (void)tc_clear_expected(PyExc_Exception);
             return sym_fail(t, "import of a module not loaded yet");
         }

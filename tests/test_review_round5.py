@@ -83,3 +83,33 @@ X = torch.randn(3, 4)
 @pytest.mark.parametrize("name", ["alias_chain", "alias_two", "alias_inlined"])
 def test_import_as_of_a_dotted_name(pkg, name):
     _run(getattr(pkg, name), X)
+
+
+# sys.modules[name] = None blocks an import (eager raises ImportError: the idiom that hides an
+# optional dependency); torchc took the None for a loaded module and ran the import's branch
+@pytest.mark.allow_fallback
+@pytest.mark.parametrize("blocked", ["rv5_blocked", "rv5pkg.blocked"])
+def test_import_blocked_by_none_in_sys_modules(pkg, blocked):
+    src = textwrap.dedent(f"""
+        def f(x):
+            y = x * 2
+            try:
+                import {blocked}
+                return y + 1
+            except ImportError:
+                return y - 1
+        """)
+    ns = {}
+    exec(compile(src, "<rv5>", "exec"), ns)
+    sys.modules[blocked] = None
+    try:
+        ex = _run(ns["f"], X, graphs=0, breaks=1)
+    finally:
+        del sys.modules[blocked]
+    assert "blocked by a None in sys.modules" in str(ex.break_reasons[0])
+    # once the module is there, the import compiles (the entry was guarded)
+    sys.modules[blocked] = sys.modules["rv5pkg.sub"]
+    try:
+        _run(ns["f"], X)
+    finally:
+        del sys.modules[blocked]
