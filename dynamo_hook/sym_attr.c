@@ -1144,6 +1144,10 @@ int sym_op_import_name(trace *t, sframe *f, sym_ins *in) {
             }
             m = PyDict_GetItemWithError(mods, abs);
         }
+        if (m == Py_None) { /* sys.modules[name] = None: eager's import raises ImportError */
+            Py_DECREF(abs);
+            return sym_fail(t, "import of a module blocked by a None in sys.modules");
+        }
         int s1 = m ? module_source(t, mods, abs, m) : -1;
         Py_DECREF(abs);
         if (m == NULL) {
@@ -1167,20 +1171,25 @@ int sym_op_import_name(trace *t, sframe *f, sym_ins *in) {
             return -1; /* failed (the reason set) or an error */
         m = PyDict_GetItemWithError(mods, name);
     }
+    if (m == Py_None) /* sys.modules[name] = None: eager's import raises ImportError */
+        return sym_fail(t, "import of a module blocked by a None in sys.modules");
     if (m == NULL) {
         (void)tc_clear_expected(PyExc_Exception);
         return sym_fail(t, "import of a module not loaded yet");
     }
-    /* "import a.b" binds a; "from a.b import c" reads from a.b (IMPORT_FROM) */
+    /* as eager's __import__: "import a.b" (no fromlist) pushes a, whose IMPORT_FROMs of
+     * "import a.b.c as d" read b from a, then c from a.b; "from a.b import c" pushes a.b */
     PyObject *top = m;
     int tsrc = -1;
     Py_ssize_t dot = PyUnicode_FindChar(name, '.', 0, PyUnicode_GET_LENGTH(name), 1);
+    if (fromlist.kind == V_CONST && PyTuple_Check(fromlist.obj) && PyTuple_GET_SIZE(fromlist.obj) > 0)
+        dot = -1; /* a fromlist: the module itself */
     if (dot > 0) {
         PyObject *first = PyUnicode_Substring(name, 0, dot);
         top = first ? PyDict_GetItemWithError(mods, first) : NULL;
         tsrc = top ? module_source(t, mods, first, top) : -1;
         Py_XDECREF(first);
-        if (top == NULL) {
+        if (top == NULL || top == Py_None) {
             (void)tc_clear_expected(PyExc_Exception);
             return sym_fail(t, "import of a module not loaded yet");
         }
@@ -1194,20 +1203,9 @@ int sym_op_import_name(trace *t, sframe *f, sym_ins *in) {
     a.obj = sym_keep(t, Py_NewRef(top));
     a.items = NULL;
     a.n = 0;
-    /* remember the full module for IMPORT_FROM */
     a.pos = 0;
     if (a.obj == NULL)
         return -1;
-    if (dot > 0) {
-        var *full = sym_alloc(t, 1);
-        if (full == NULL)
-            return -1;
-        *full = sym_var(V_OBJ);
-        if ((full->src = module_source(t, mods, name, m)) < 0)
-            return -1;
-        full->obj = sym_keep(t, Py_NewRef(m));
-        a.items = full;
-    }
     PUSH(a);
     return SYM_NEXT;
 }
@@ -1217,7 +1215,7 @@ int sym_op_import_from(trace *t, sframe *f, sym_ins *in) {
     var b;
     NEED(1);
     var *mod = &PEEK(1);
-    var base = mod->items ? mod->items[0] : *mod;
+    var base = *mod;
     if (base.kind != V_OBJ || !PyModule_Check(base.obj))
         return sym_fail(t, "IMPORT_FROM of a non-module");
     if (sym_load_attr(t, &base, PyTuple_GET_ITEM(in->names, in->oparg), &b) < 0)
