@@ -307,9 +307,30 @@ int sym_record_break_state(trace *t, sframe *f) {
                 if (nm && strcmp(nm, "NOP") && strcmp(nm, "CACHE") && strcmp(nm, "EXTENDED_ARG"))
                     second = nm;
             }
+            /* 3.12 inlines comprehensions (PEP 709): their body's handler puts the saved
+             * iteration variables back and reraises (SWAP, POP_TOP, STORE_FAST..., RERAISE),
+             * with no handled-exception state: resumable as a try block's */
+            int comp_cleanup = 0;
+            if (DH_PY312 && first != NULL && !strcmp(first, "SWAP")) {
+                comp_cleanup = 1;
+                for (int k = h; k < n; k++) {
+                    const char *nm = sym_opname(code[2 * k]);
+                    if (nm && !strcmp(nm, "RERAISE"))
+                        break;
+                    if (nm == NULL || (strcmp(nm, "SWAP") && strcmp(nm, "POP_TOP") && strcmp(nm, "STORE_FAST") &&
+                                       strcmp(nm, "NOP") && strcmp(nm, "CACHE") && strcmp(nm, "EXTENDED_ARG"))) {
+                        comp_cleanup = 0;
+                        break;
+                    }
+                    if (k == n - 1)
+                        comp_cleanup = 0;
+                }
+            }
             Py_DECREF(bytes); /* the names are static strings */
             if (hd > f->sp)
                 why = "the handler's stack is deeper";
+            else if (comp_cleanup)
+                ;
             else if (first == NULL || strcmp(first, "PUSH_EXC_INFO"))
                 why = "inside an except clause";
             else if (second == NULL)
