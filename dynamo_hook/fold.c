@@ -193,7 +193,7 @@ static int plain_const(PyObject *o, int depth) {
         PySlice_Check(o) || o == Py_Ellipsis || sym_dtype_from_object(o) >= 0 || dh_is_memory_format(o))
         return 1;
     if (PyErr_Occurred())
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_Exception);
     const char *tn = Py_TYPE(o)->tp_name;
     if (!strcmp(tn, "torch.device"))
         return 1;
@@ -240,7 +240,7 @@ static PyObject *real_of(trace *t, const var *v, int depth, int *ntens) {
                 PyTuple_SET_ITEM(s, i, x);
         }
         if (s == NULL)
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_Exception);
         return s;
     }
     return NULL;
@@ -266,7 +266,7 @@ static int shares_storage(PyObject *r, PyObject *const *ops, int nops) {
     }
     Py_XDECREF(rp);
     Py_XDECREF(rs);
-    PyErr_Clear();
+    (void)tc_clear_expected(PyExc_Exception);
     return share;
 }
 
@@ -327,7 +327,7 @@ static double int_product(PyObject *o, int depth) {
     if (PyLong_Check(o) && !PyBool_Check(o)) {
         double v = fabs(PyLong_AsDouble(o));
         if (v == -1.0 && PyErr_Occurred()) {
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_Exception);
             return 1e300;
         }
         return v >= 1 ? v : 1;
@@ -400,7 +400,7 @@ static int fold_result(trace *t, sym_fold *f, PyObject *const *ops, int nops, co
     long esz = nb ? PyLong_AsLong(nb) : -1;
     Py_XDECREF(nb);
     if (esz <= 0) {
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_Exception);
         return 1;
     }
     if (numel * esz > ic_config_int(IC_CFG_fold_max_bytes))
@@ -434,7 +434,7 @@ static int fold_result(trace *t, sym_fold *f, PyObject *const *ops, int nops, co
         PyObject *item = PyObject_CallMethod(r, "item", NULL);
         if (item == NULL || PyComplex_Check(item)) {
             Py_XDECREF(item);
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_Exception);
             return 1;
         }
         ic_dtype k = PyBool_Check(item) ? IC_BOOL : PyFloat_Check(item) ? IC_F64 : IC_I64;
@@ -444,14 +444,14 @@ static int fold_result(trace *t, sym_fold *f, PyObject *const *ops, int nops, co
             long long ll = PyLong_AsLongLongAndOverflow(item, &ovf);
             if (ovf || ll > (1LL << 53) || ll < -(1LL << 53)) {
                 Py_DECREF(item);
-                PyErr_Clear();
+                (void)tc_clear_expected(PyExc_Exception);
                 return 1;
             }
             x = (double)ll;
         }
         Py_DECREF(item);
         if (PyErr_Occurred()) {
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_Exception);
             return 1;
         }
         if (sym_tensor_out(t, ic_cast(G, ic_scalar(G, x, k), (ic_dtype)m.dtype), out) < 0)
@@ -572,7 +572,7 @@ int sym_fold_call(trace *t, PyObject *callable, const char *name, const var *sel
     }
     PyObject *fn = sreal ? PyObject_GetAttr(sreal, callable) : Py_NewRef(callable);
     if (fn == NULL) {
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_Exception);
         goto done;
     }
     int busy = dh_tl_busy;
@@ -678,7 +678,7 @@ int sym_fold_binary(trace *t, int nb, const var *a, const var *b, sym_fold *f, v
                 ok = !(nfloat && !ofloat) && !(mr.dtype != IC_BOOL && mx.dtype == IC_BOOL);
                 PyObject *c = ok ? PyObject_CallMethod(r, "to", "O", sym_dtype_object((ic_dtype)mx.dtype)) : NULL;
                 ok = c != NULL;
-                PyErr_Clear();
+                (void)tc_clear_expected(PyExc_Exception);
                 Py_SETREF(f->res, c);
             }
             rc = ok ? fold_result(t, f, ops, nops, opv, 2, out) : 1;
@@ -810,7 +810,7 @@ int sym_fold_in_range(trace *t, const var *index, int64_t bound) {
     }
     dh_tl_busy = busy;
     Py_XDECREF(n);
-    PyErr_Clear();
+    (void)tc_clear_expected(PyExc_Exception);
     return in;
 }
 
@@ -823,7 +823,7 @@ int sym_fold_output(trace *t, var *v, PyObject **cst) {
     PyObject *c = alias ? NULL : PyObject_CallMethod(r, "is_contiguous", NULL);
     int dense = c == Py_True;
     Py_XDECREF(c);
-    PyErr_Clear();
+    (void)tc_clear_expected(PyExc_Exception);
     if (dense) { /* no view of it lives on: a copy of the constant is eager's tensor */
         *cst = r;
         return 1;

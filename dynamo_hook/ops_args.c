@@ -13,7 +13,7 @@ int sym_int_const_exact(trace *t, PyObject *o) {
     int ovf = 0;
     long long ll = PyLong_AsLongLongAndOverflow(o, &ovf);
     if (ovf || (ll == -1 && PyErr_Occurred())) {
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_Exception);
         return 0; /* beyond int64: the callers' own checks */
     }
     double d = (double)ll;

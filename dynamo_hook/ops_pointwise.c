@@ -117,7 +117,7 @@ static int alpha_overflows(ic_dtype rt, PyObject *alpha, int negate) {
         int ovf = 0;
         long long a = PyLong_AsLongLongAndOverflow(alpha, &ovf);
         if (ovf || (a == -1 && PyErr_Occurred())) {
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_Exception);
             return 1;
         }
         if (negate) {
@@ -136,7 +136,7 @@ static int alpha_overflows(ic_dtype rt, PyObject *alpha, int negate) {
     if ((rt == IC_F16 || rt == IC_BF16 || rt == IC_F32) && (PyLong_Check(alpha) || PyFloat_Check(alpha))) {
         double a = PyFloat_AsDouble(alpha); /* an int: its double (OverflowError beyond) */
         if (a == -1.0 && PyErr_Occurred()) {
-            PyErr_Clear();
+            (void)tc_clear_expected(PyExc_Exception);
             return 1;
         }
         return isfinite(a) && fabs(a) > fmax[rt];

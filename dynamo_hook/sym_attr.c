@@ -1101,7 +1101,8 @@ static int import_at_capture(trace *t, sframe *f, PyObject *name, const var *fro
     return 1;
 }
 
-/* a name of `from m import a, b` that m does not have yet (a submodule not imported) */
+/* a name of `from m import a, b` that m does not have yet (a submodule not imported):
+ * 1; 0: none; -1: an error (a lookup raised) */
 static int fromlist_missing(const var *fromlist, PyObject *m) {
     PyObject *fl = fromlist->kind == V_CONST ? fromlist->obj : NULL;
     if (fl == NULL || !PyTuple_Check(fl) || !PyModule_Check(m))
@@ -1109,10 +1110,8 @@ static int fromlist_missing(const var *fromlist, PyObject *m) {
     PyObject *d = PyModule_GetDict(m);
     for (Py_ssize_t i = 0; d && i < PyTuple_GET_SIZE(fl); i++) {
         PyObject *nm = PyTuple_GET_ITEM(fl, i);
-        if (PyUnicode_Check(nm) && PyUnicode_CompareWithASCIIString(nm, "*") && PyDict_GetItemWithError(d, nm) == NULL) {
-            PyErr_Clear(); /* a lookup of a str key in a module dict: nothing else can be raised */
-            return 1;
-        }
+        if (PyUnicode_Check(nm) && PyUnicode_CompareWithASCIIString(nm, "*") && PyDict_GetItemWithError(d, nm) == NULL)
+            return PyErr_Occurred() ? -1 : 1;
     }
     return 0;
 }
@@ -1136,7 +1135,12 @@ int sym_op_import_name(trace *t, sframe *f, sym_ins *in) {
         if (abs == NULL)
             return -1; /* t failed, or no memory */
         PyObject *m = PyDict_GetItemWithError(mods, abs);
-        if ((m == NULL && !PyErr_Occurred()) || (m != NULL && fromlist_missing(&fromlist, m))) {
+        int miss = m != NULL ? fromlist_missing(&fromlist, m) : 0;
+        if (miss < 0) {
+            Py_DECREF(abs);
+            return -1;
+        }
+        if ((m == NULL && !PyErr_Occurred()) || miss) {
             int r = import_at_capture(t, f, name, &fromlist, level);
             if (r != 0) {
                 Py_DECREF(abs);
@@ -1166,7 +1170,10 @@ int sym_op_import_name(trace *t, sframe *f, sym_ins *in) {
         return SYM_NEXT;
     }
     PyObject *m = PyDict_GetItemWithError(mods, name);
-    if ((m == NULL && !PyErr_Occurred()) || (m != NULL && fromlist_missing(&fromlist, m))) {
+    int miss = m != NULL ? fromlist_missing(&fromlist, m) : 0;
+    if (miss < 0)
+        return -1;
+    if ((m == NULL && !PyErr_Occurred()) || miss) {
         if (import_at_capture(t, f, name, &fromlist, level) != 0)
             return -1; /* failed (the reason set) or an error */
         m = PyDict_GetItemWithError(mods, name);

@@ -195,7 +195,7 @@ static int same_const(PyObject *a, PyObject *b) {
         return 0;
     int r = PyObject_RichCompareBool(a, b, Py_EQ);
     if (r < 0)
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_Exception);
     return r == 1;
 }
 
@@ -222,7 +222,7 @@ static int attr_restored(trace *t, int from, int i) {
      * after the graph) */
     PyObject *before = PyObject_GenericGetAttr(w->obj, w->name);
     if (before == NULL) {
-        PyErr_Clear();
+        (void)tc_clear_expected(PyExc_Exception);
         return 0;
     }
     int r = same_const(before, w->val->obj);

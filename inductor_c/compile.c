@@ -614,6 +614,7 @@ static ic_compiled *compile_graph(const ic_graph *g, const ic_options *opt, ic_e
     }
     c->err = err;
     c->backend = ic_backend_for(o.device);
+    c->device = o.device;
     ic_config_read(&c->cfg);
     c->debug = o.debug | ic_debug_flags();
     /* a zero-initialized ic_options means the default O3 */

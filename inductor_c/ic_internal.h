@@ -417,6 +417,8 @@ struct ic_ctx {
     int autotune;               /* ic_options.autotune */
     double t_stage[IC_T_COUNT]; /* ms per stage (TORCHC_DEBUG=time) */
     bool keyed;                 /* code cached by key (in process and on disk) */
+    int device;                 /* ic_device of the compilation (eager's semantics differ:
+                                   loops/lower.c half_operand) */
     int ptx_sm;                 /* > 0: IC_CUDA code for this sm as PTX only, nothing loaded
                                    (ic_graph_to_ptx; no GPU needed) */
     int64_t *row_scratch;       /* per buffer: GPU row scratch at workspace + this, else -1

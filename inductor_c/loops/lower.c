@@ -44,7 +44,15 @@ static ic_xid op_in(ic_ctx *c, ic_op op, ic_dtype t, ic_dtype ct, ic_xid a, ic_x
 static ic_xid half_operand(ic_ctx *c, ic_op op, int i, ic_val u, ic_dtype ct, ic_xid x) {
     const ic_meta *m = &c->g->nodes[u].meta;
     if (!is_half(ct) || m->dtype == ct) return x;
-    if (i == 1 && (op == IC_OP_MUL || op == IC_OP_DIV || op == IC_OP_FLOOR_DIVIDE)) {
+    if (c->device == IC_CUDA) {
+        /* CUDA (measured on an H100, torch 2.11): a CPU scalar (a Python number) of add/sub/
+         * mul/div/floor_divide is read unrounded by the opmath kernels (x_f16 + 0.1 adds
+         * float(0.1)); a 0-d CUDA tensor is cast to the common dtype like any operand */
+        bool scalar = c->g->nodes[u].op == IC_OP_SCALAR;
+        if (scalar && (op == IC_OP_ADD || op == IC_OP_SUB || op == IC_OP_MUL || op == IC_OP_DIV ||
+                       op == IC_OP_FLOOR_DIVIDE))
+            return x;
+    } else if (i == 1 && (op == IC_OP_MUL || op == IC_OP_DIV || op == IC_OP_FLOOR_DIVIDE)) {
         int64_t ne = 1;
         for (int d = 0; d < m->ndim; d++) ne *= m->sizes[d];
         if (ne == 1) return x;
