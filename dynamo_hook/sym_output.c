@@ -49,6 +49,27 @@ static int out_wrapped(trace *t, outbuf *ob, int at, dh_outkind kind, PyObject *
     return fill_out(t, ob, child, inner, outvals, nout); /* this object's own node */
 }
 
+/* a new entry of ob's alias table (key, group) for node `at`, not done yet: its index, or -1
+ * (no memory) */
+static int alias_add(outbuf *ob, const void *key, int group, int at) {
+    if (ob->nalias == ob->calias) {
+        int cap = ob->calias ? 2 * ob->calias : 8;
+        out_alias *na = realloc(ob->alias, (size_t)cap * sizeof *na);
+        if (na == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        ob->alias = na;
+        ob->calias = cap;
+    }
+    int k = ob->nalias++;
+    ob->alias[k].key = key;
+    ob->alias[k].group = group;
+    ob->alias[k].node = at;
+    ob->alias[k].done = 0;
+    return k;
+}
+
 /* which objects have an identity here: 1 dicts and records, 2 lists, 3 sets made in the
  * trace, 4 functions made in the trace; 0 values (tuples, tensors: their own rules) */
 static int alias_group(const var *v) {
@@ -109,21 +130,9 @@ int sym_fill_out(trace *t, outbuf *ob, int at, const var *v_in, ic_val *outvals,
             ob->o[at].index = ob->alias[i].node;
             return 0;
         }
-    if (ob->nalias == ob->calias) {
-        int cap = ob->calias ? 2 * ob->calias : 8;
-        out_alias *na = realloc(ob->alias, (size_t)cap * sizeof *na);
-        if (na == NULL) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        ob->alias = na;
-        ob->calias = cap;
-    }
-    int k = ob->nalias++;
-    ob->alias[k].key = v->items;
-    ob->alias[k].group = g;
-    ob->alias[k].node = at;
-    ob->alias[k].done = 0;
+    int k = alias_add(ob, v->items, g, at);
+    if (k < 0)
+        return -1;
     int rc = fill_out(t, ob, at, v, outvals, nout);
     ob->alias[k].done = 1;
     return rc;
@@ -464,21 +473,9 @@ static int shared_cell(trace *t, outbuf *ob, int at, int slot, ic_val *outvals, 
             ob->o[at].index = ob->alias[i].node;
             return 0;
         }
-    if (ob->nalias == ob->calias) {
-        int cap = ob->calias ? 2 * ob->calias : 8;
-        out_alias *na = realloc(ob->alias, (size_t)cap * sizeof *na);
-        if (na == NULL) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        ob->alias = na;
-        ob->calias = cap;
-    }
-    int k = ob->nalias++;
-    ob->alias[k].key = key;
-    ob->alias[k].group = 5;
-    ob->alias[k].node = at;
-    ob->alias[k].done = 0;
+    int k = alias_add(ob, key, 5, at);
+    if (k < 0)
+        return -1;
     int child = sym_out_reserve(t, ob, 1);
     if (child < 0)
         return -1;
