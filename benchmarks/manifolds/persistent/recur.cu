@@ -1,0 +1,209 @@
+// recur.cu — prototype of the persistent recurrence kernels (issue 23 item 4, GPU side).
+//
+// What it measures: whether one kernel launch per sequence, with the recurrent matrix loaded
+// once into shared memory and the hidden state kept on chip, beats the per-step launches
+// torchc's CUDA scan runs today (a Python loop over the compiled body: one GEMM extern and
+// one fused pointwise kernel per step, forward and backward). The epilogue here is modReLU
+// written by hand; the codegen version takes it from the scan body's pointwise kernel (see
+// README.md, "Persistent recurrence kernel: design").
+//
+// Forward, one CTA per slice of R batch rows (no grid-wide synchronisation: rows are
+// independent through the whole recurrence, only W is shared, read-only):
+//   smem: W [n][np] (once, when it fits: n*np*4 + 2*R*np*4 <= the opt-in limit), hs[2][R][np]
+//   for t in 0..T-1:                         (one __syncthreads per step: hs double-buffered)
+//     thread i (column i < n): z[r] = U[t][r][i] + sum_j hs[cur][r][j] * W[j][i]
+//                              h = sign(z) * max(|z| + b[i], 0)
+//                              H[t][r][i] = h;  hs[nxt][r][i] = h
+//   W[j][i] for a fixed j is contiguous over the threads of a warp: conflict-free in shared
+//   memory and coalesced from global; hs[.][r][j] is a broadcast (4 j at a time, float4).
+//   n too large for shared memory (n = 512: 1 MiB): W is read from global memory (L2
+//   resident, __ldg), each value reused for the R rows of the CTA.
+//
+// Backward through time (the step's gradient from its output h, as _ModReLUFn's backward):
+//   g = dH[t] + dprev;  s = sign(H[t]);  db_i += g s;  dz = g s s;  dZ[t] = dz
+//   dprev[r][j] = sum_i dz[r][i] W[j][i]   (z = h W, so dh = dz Wᵀ): the same kernel shape
+//   with W transposed on its way into shared memory (WT[i][j] contiguous over threads j).
+//   After t = 0: dh0 = dprev. W's and the input projection's gradients are one GEMM each
+//   over the stacked dZ afterwards (recur.py), db one atomicAdd per thread and CTA.
+//
+// Build (benchmarks/manifolds/persistent/build.sh): nvcc -ptx -arch=compute_90, the PTX
+// version lowered to 7.8 (the drivers torchc's own NVPTX output targets), ptxas -arch=sm_90.
+
+#define MAXR 8
+
+__device__ __forceinline__ void load_w(float *ws, const float *__restrict__ M, int n, int np) {
+    // ws[j][i] = M[j][i], rows padded to np (the padding is never read)
+    for (int e = threadIdx.x; e < n * n; e += blockDim.x) {
+        int j = e / n, i = e - j * n;
+        ws[j * np + i] = M[e];
+    }
+}
+
+// acc[r] = sum_j vs[r][j] * M[j][i] for the thread's column i; M from shared memory (row
+// stride np) or from global memory (row stride n, through the read-only cache)
+template <int R>
+__device__ __forceinline__ void matvec(float acc[R], const float *vs, int np, int n, const float *M,
+                                       int mstride, int i, bool global_m) {
+    float a0[R], a1[R];
+#pragma unroll
+    for (int r = 0; r < R; r++)
+        a0[r] = a1[r] = 0.f;
+    int j = 0;
+    for (; j + 4 <= n; j += 4) {
+        float m0, m1, m2, m3;
+        if (global_m) {
+            m0 = __ldg(M + (j + 0) * mstride + i);
+            m1 = __ldg(M + (j + 1) * mstride + i);
+            m2 = __ldg(M + (j + 2) * mstride + i);
+            m3 = __ldg(M + (j + 3) * mstride + i);
+        } else {
+            m0 = M[(j + 0) * mstride + i];
+            m1 = M[(j + 1) * mstride + i];
+            m2 = M[(j + 2) * mstride + i];
+            m3 = M[(j + 3) * mstride + i];
+        }
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            float4 v = *reinterpret_cast<const float4 *>(vs + r * np + j);
+            a0[r] = fmaf(v.x, m0, a0[r]);
+            a1[r] = fmaf(v.y, m1, a1[r]);
+            a0[r] = fmaf(v.z, m2, a0[r]);
+            a1[r] = fmaf(v.w, m3, a1[r]);
+        }
+    }
+    for (; j < n; j++) {
+        float m = global_m ? __ldg(M + j * mstride + i) : M[j * mstride + i];
+#pragma unroll
+        for (int r = 0; r < R; r++)
+            a0[r] = fmaf(vs[r * np + j], m, a0[r]);
+    }
+#pragma unroll
+    for (int r = 0; r < R; r++)
+        acc[r] = a0[r] + a1[r];
+}
+
+__device__ __forceinline__ float signf_(float z) { return z > 0.f ? 1.f : (z < 0.f ? -1.f : z * 0.f); }
+
+// U, H: [T][N][n]; h0: [N][n]; b: [n]. Threads >= n only take part in the barriers.
+template <int R, bool SMEM_W>
+__device__ void fwd_body(const float *__restrict__ W, const float *__restrict__ U, const float *__restrict__ b,
+                         const float *__restrict__ h0, float *__restrict__ H, int T, int N, int n) {
+    extern __shared__ float4 smem4[];
+    float *smem = reinterpret_cast<float *>(smem4);
+    const int np = (n + 3) & ~3;
+    float *hs = smem;                      // [2][R][np]
+    float *ws = smem + 2 * R * np;         // [n][np] when SMEM_W
+    const int row0 = blockIdx.x * R, i = threadIdx.x;
+    const bool col = i < n;
+    for (int e = threadIdx.x; e < 2 * R * np; e += blockDim.x)
+        hs[e] = 0.f;
+    __syncthreads();
+    if (col)
+        for (int r = 0; r < R; r++)
+            hs[r * np + i] = row0 + r < N ? h0[(size_t)(row0 + r) * n + i] : 0.f;
+    if (SMEM_W)
+        load_w(ws, W, n, np);
+    const float bi = col ? b[i] : 0.f;
+    __syncthreads();
+    int cur = 0;
+    for (int t = 0; t < T; t++) {
+        float acc[R];
+        if (col)
+            matvec<R>(acc, hs + cur * R * np, np, n, SMEM_W ? ws : W, SMEM_W ? np : n, i, !SMEM_W);
+        float *nx = hs + (cur ^ 1) * R * np;
+        if (col) {
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                int row = row0 + r;
+                if (row < N) {
+                    size_t o = ((size_t)t * N + row) * n + i;
+                    float z = U[o] + acc[r];
+                    float h = signf_(z) * fmaxf(fabsf(z) + bi, 0.f);
+                    H[o] = h;
+                    nx[r * np + i] = h;
+                }
+            }
+        }
+        cur ^= 1;
+        __syncthreads();
+    }
+}
+
+// WT = Wᵀ contiguous [n][n] (the caller's one transpose per sequence): dprev[r][j] =
+// sum_i dz[r][i] W[j][i] = sum_i dz[r][i] WT[i][j], the forward's matvec with WT for W.
+// dH: [T][N][n] or null (no gradient reaches the stacked outputs); dhT: [N][n] or null
+// (the final carry's gradient); outputs dZ [T][N][n], dh0 [N][n], db [n] (added to).
+template <int R, bool SMEM_W>
+__device__ void bwd_body(const float *__restrict__ WT, const float *__restrict__ H, const float *__restrict__ dH,
+                         const float *__restrict__ dhT, float *__restrict__ dZ, float *__restrict__ dh0,
+                         float *__restrict__ db, int T, int N, int n) {
+    extern __shared__ float4 smem4[];
+    float *smem = reinterpret_cast<float *>(smem4);
+    const int np = (n + 3) & ~3;
+    float *zs = smem;                      // [2][R][np]
+    float *ws = smem + 2 * R * np;         // WT [n][np] when SMEM_W
+    const int row0 = blockIdx.x * R, j = threadIdx.x;  // this thread's column
+    const bool col = j < n;
+    for (int e = threadIdx.x; e < 2 * R * np; e += blockDim.x)
+        zs[e] = 0.f;
+    if (SMEM_W)
+        load_w(ws, WT, n, np);
+    float dprev[R], dbacc = 0.f;
+#pragma unroll
+    for (int r = 0; r < R; r++)
+        dprev[r] = (col && dhT && row0 + r < N) ? dhT[(size_t)(row0 + r) * n + j] : 0.f;
+    __syncthreads();
+    int cur = 0;
+    for (int t = T - 1; t >= 0; t--) {
+        float *zc = zs + cur * R * np;
+        if (col) {
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                int row = row0 + r;
+                if (row < N) {
+                    size_t o = ((size_t)t * N + row) * n + j;
+                    float g = dH ? dH[o] + dprev[r] : dprev[r];
+                    float s = signf_(H[o]);
+                    float gs = g * s;
+                    dbacc += gs;
+                    float dz = gs * s;
+                    dZ[o] = dz;
+                    zc[r * np + j] = dz;
+                }
+            }
+        }
+        __syncthreads();
+        if (col)
+            matvec<R>(dprev, zc, np, n, SMEM_W ? ws : WT, SMEM_W ? np : n, j, !SMEM_W);
+        cur ^= 1;
+    }
+    if (col) {
+#pragma unroll
+        for (int r = 0; r < R; r++)
+            if (row0 + r < N)
+                dh0[(size_t)(row0 + r) * n + j] = dprev[r];
+        atomicAdd(db + j, dbacc);
+    }
+}
+
+#define FWD(R, S, NAME, LB)                                                                              \
+    extern "C" __global__ void __launch_bounds__(LB) NAME(const float *W, const float *U, const float *b, \
+                                                            const float *h0, float *H, int T, int N, int n) { \
+        fwd_body<R, S>(W, U, b, h0, H, T, N, n);                                                     \
+    }
+#define BWD(R, S, NAME, LB)                                                                              \
+    extern "C" __global__ void __launch_bounds__(LB) NAME(const float *WT, const float *H, const float *dH, \
+                                                            const float *dhT, float *dZ, float *dh0, float *db, \
+                                                            int T, int N, int n) {                   \
+        bwd_body<R, S>(WT, H, dH, dhT, dZ, dh0, db, T, N, n);                                         \
+    }
+FWD(1, true, recur_fwd_r1_s, 1024)
+FWD(2, true, recur_fwd_r2_s, 1024)
+FWD(4, true, recur_fwd_r4_s, 512)
+FWD(8, false, recur_fwd_r8_g, 512)
+FWD(1, false, recur_fwd_r1_g, 1024)
+BWD(1, true, recur_bwd_r1_s, 1024)
+BWD(2, true, recur_bwd_r2_s, 1024)
+BWD(4, true, recur_bwd_r4_s, 512)
+BWD(8, false, recur_bwd_r8_g, 512)
+BWD(1, false, recur_bwd_r1_g, 1024)
