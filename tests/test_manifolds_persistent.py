@@ -4,8 +4,8 @@ recur.ptx, loaded through the CUDA driver by recur.py).
 Without a GPU: the committed PTX assembles for sm_90 with ptxas (no spills, every kernel
 present) and is the PTX the committed source gives (where nvcc is installed). With CUDA:
 forward values and all four gradients against eager torch's cell loop, at edge shapes
-(one row, one column, odd sizes, rows past one CTA's R, T = 1, the shared-memory and the
-L2 paths of W)."""
+(one row, one column, odd sizes, rows past one CTA's R, T = 1; W in one CTA's shared memory,
+split over a cluster's, and read from L2)."""
 import os
 import re
 import shutil
@@ -21,7 +21,7 @@ import recur  # noqa: E402
 
 pytestmark = pytest.mark.needs_no_compiler  # the prototype is not torchc's compiled code
 
-KERNELS = [f"recur_{d}_r{r}_{s}" for d in ("fwd", "bwd") for r, s in ((1, "s"), (2, "s"), (4, "s"), (8, "g"), (1, "g"))]
+KERNELS = [f"recur_{d}_r{r}_{s}" for d in ("fwd", "bwd") for r, s in ((1, "s"), (2, "s"), (4, "s"), (8, "g"), (1, "g"), (8, "c"))]
 PTXAS = os.environ.get("PTXAS", "/usr/local/cuda/bin/ptxas")
 NVCC = os.environ.get("NVCC", "/usr/local/cuda/bin/nvcc")
 
@@ -63,11 +63,15 @@ def test_committed_ptx_is_the_sources(tmp_path):
 
 
 def test_plan_fits_the_limits():
-    for N, n in [(1, 1), (3, 33), (128, 170), (300, 170), (128, 236), (128, 512), (5, 1024)]:
-        R, shared, threads, smem = recur.plan(N, n)
-        assert threads >= n and threads % 32 == 0 and threads <= (1024 if R <= 2 else 512)
-        assert smem <= 227 * 1024
-        assert shared == (n <= 236)
+    for N, n in [(1, 1), (3, 33), (128, 170), (300, 170), (128, 240), (128, 241), (9, 512), (128, 512),
+                 (4, 600), (4, 601), (5, 1024)]:
+        kind, R, ctas, threads, smem = recur.plan(N, n)
+        assert smem <= 227 * 1024 and threads % 32 == 0 and threads <= (1024 if R <= 2 else 512)
+        assert kind == ("s" if n <= 240 else "c" if n <= 600 else "g"), (N, n, kind)
+        if kind == "c":  # 8 CTAs of a cluster per 8 rows, one thread per column and part
+            assert ctas == (N + 7) // 8 * 8 and threads >= 4 * ((n + 7) // 8)
+        else:
+            assert threads >= n and ctas == (N + R - 1) // R
     with pytest.raises(ValueError):
         recur.plan(4, 1025)
 
@@ -82,7 +86,8 @@ def _orth(n, g):
 
 @cuda
 @pytest.mark.parametrize("T,N,n", [(1, 1, 1), (2, 3, 33), (37, 5, 170), (9, 130, 7), (50, 133, 64),
-                                   (20, 300, 170), (12, 9, 512), (5, 2, 1024), (784, 128, 170)])
+                                   (20, 300, 170), (12, 9, 512), (3, 17, 300), (6, 4, 700),
+                                   (5, 2, 1024), (784, 128, 170), (784, 128, 512)])
 def test_cuda_forward_and_gradients_match_eager(T, N, n):
     g = torch.Generator().manual_seed(T * 1000 + N * 10 + n)
     W = _orth(n, g).cuda()

@@ -16,6 +16,9 @@ from the same initial weights, interleaved in one run (medians):
   torchc_model torchc.compile of the whole loss (Model + cross entropy): B's parametrization
                (matrix_exp as a graph op) and the head + loss compiled, a graph break at the
                recurrence, which runs as in `torchc` (opt-in: --variants ...,torchc_model)
+  persistent   CUDA only: the prototype of the persistent recurrence kernels
+               (persistent/recur.py: one launch forward, one backward, B once, the input
+               projection one GEMM for all steps; opt-in: --variants ...,persistent)
   gemms        not a training step: only the GEMMs every variant's step must run (the
                forward's L [N, n] x [n, n], the backward's L dz B, and B's gradient as one
                [n, L N] x [L N, n]), into preallocated results, as ATen calls; the floor of
@@ -65,6 +68,19 @@ def loop_forward(model, x, step):
     return model.out(h)
 
 
+def persistent_forward(model, x):
+    """The same model with the recurrence as persistent/recur.py's kernels (CUDA float32)."""
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "persistent"))
+    import recur
+    c = model.rnn.cell
+    B = c.recurrent_kernel.weight
+    U = c.input_kernel(x)  # [T, N, n]: every step's input projection, one GEMM
+    h0 = x.new_zeros(x.size(1), model.rnn.hidden_size)
+    H = recur.recurrence(B.t(), U, c.nonlinearity.b, h0)
+    return model.out(H[-1])
+
+
 def make(kind, hidden, state, device="cpu"):
     torch.manual_seed(0)
     if kind == "gemms":
@@ -89,6 +105,8 @@ def make(kind, hidden, state, device="cpu"):
     opt = torch.optim.RMSprop(m.parameters(), lr=1e-4)
     if kind == "eager":
         fwd = lambda x: loop_forward(m, x, cell_step)  # noqa: E731
+    elif kind == "persistent":
+        fwd = lambda x: persistent_forward(m, x)  # noqa: E731
     elif kind == "tc_cell":
         cs = torch.compile(cell_step)
         fwd = lambda x: loop_forward(m, x, cs)  # noqa: E731

@@ -16,8 +16,10 @@
 //                              H[t][r][i] = h;  hs[nxt][r][i] = h
 //   W[j][i] for a fixed j is contiguous over the threads of a warp: conflict-free in shared
 //   memory and coalesced from global; hs[.][r][j] is a broadcast (4 j at a time, float4).
-//   n too large for shared memory (n = 512: 1 MiB): W is read from global memory (L2
-//   resident, __ldg), each value reused for the R rows of the CTA.
+//   n too large for one CTA's shared memory (n > 240; n = 512: 1 MiB): a cluster of 8 CTAs
+//   holds W, 1/8 of its columns each, and exchanges the state through distributed shared
+//   memory (below, n <= 600); larger still, W is read from L2 (__ldg), each value reused
+//   for the R rows of the CTA.
 //
 // Backward through time (the step's gradient from its output h, as _ModReLUFn's backward):
 //   g = dH[t] + dprev;  s = sign(H[t]);  db_i += g s;  dz = g s s;  dZ[t] = dz
@@ -186,6 +188,204 @@ __device__ void bwd_body(const float *__restrict__ WT, const float *__restrict__
     }
 }
 
+// ---- W too large for one SM (n = 512: 1 MiB): a cluster of CS CTAs shares it ---------------
+// The cluster runs R batch rows; CTA c of the cluster keeps the columns [c CW, (c+1) CW) of the
+// matrix in its shared memory (n x CW floats: 128 KiB at n = 512, CS = 8) and a full copy of
+// the R rows' vector (h forward, dz backward), double-buffered. A step: every thread (column
+// ci, part k of the j range) sums R partial dot products; the KS parts meet in shared memory;
+// the thread owning (r, ci) pairs finishes them, runs the epilogue, and stores the new values
+// into every CTA's vector buffer through distributed shared memory; one cluster barrier
+// (barrier.cluster arrive.release / wait.acquire) per step orders those stores before the
+// next step's reads. No grid-wide synchronisation: clusters are independent.
+#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
+
+#define CS 8
+#define KS 4
+
+struct cl_geom {
+    int n, np, CW, CWp, JP, c, ci, cir, k, col, row0;  // cir: ci clamped into the CTA's columns
+};
+
+__device__ __forceinline__ cl_geom cl_geometry(int n, int R, unsigned rank) {
+    cl_geom g;
+    g.n = n;
+    g.np = (n + 3) & ~3;
+    g.CW = (n + CS - 1) / CS;
+    g.CWp = (g.CW + 31) & ~31;
+    g.JP = (((n + KS - 1) / KS) + 3) & ~3;
+    g.c = (int)rank;
+    g.ci = threadIdx.x % g.CWp;
+    g.k = threadIdx.x / g.CWp;
+    g.cir = min(g.ci, g.CW - 1);
+    g.col = g.c * g.CW + g.ci;
+    g.row0 = (blockIdx.x / CS) * R;
+    return g;
+}
+
+// red[k][r][ci] = sum over the thread's j part of vs[r][j] * Ms[j][ci]  (Ms: n x CW; threads
+// ci >= CW read column CW - 1 and their sums are never used)
+template <int R>
+__device__ __forceinline__ void cl_partial(const cl_geom &g, const float *vs, const float *Ms, float *red) {
+    float a0[R], a1[R];
+#pragma unroll
+    for (int r = 0; r < R; r++)
+        a0[r] = a1[r] = 0.f;
+    const int j0 = g.k * g.JP, j1 = min(g.n, j0 + g.JP);
+    int j = j0;
+    for (; j + 4 <= j1; j += 4) {
+        float m0 = Ms[(j + 0) * g.CW + g.cir], m1 = Ms[(j + 1) * g.CW + g.cir];
+        float m2 = Ms[(j + 2) * g.CW + g.cir], m3 = Ms[(j + 3) * g.CW + g.cir];
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            float4 v = *reinterpret_cast<const float4 *>(vs + r * g.np + j);
+            a0[r] = fmaf(v.x, m0, a0[r]);
+            a1[r] = fmaf(v.y, m1, a1[r]);
+            a0[r] = fmaf(v.z, m2, a0[r]);
+            a1[r] = fmaf(v.w, m3, a1[r]);
+        }
+    }
+    for (; j < j1; j++) {
+        float m = Ms[j * g.CW + g.cir];
+#pragma unroll
+        for (int r = 0; r < R; r++)
+            a0[r] = fmaf(vs[r * g.np + j], m, a0[r]);
+    }
+#pragma unroll
+    for (int r = 0; r < R; r++)
+        red[(g.k * R + r) * g.CWp + g.ci] = a0[r] + a1[r];
+}
+
+// the (r, ci) pairs of this thread: r = k + KS q, q < R / KS (R a multiple of KS)
+template <int R>
+__device__ __forceinline__ float cl_sum(const cl_geom &g, const float *red, int r) {
+    float s = 0.f;
+#pragma unroll
+    for (int p = 0; p < KS; p++)
+        s += red[(p * R + r) * g.CWp + g.ci];
+    return s;
+}
+
+template <int R>
+__device__ __forceinline__ void cl_load(const cl_geom &g, float *Ms, const float *__restrict__ M) {
+    // Ms[j][ci] = M[j][c CW + ci] for the CTA's columns (0 past n)
+    for (int e = threadIdx.x; e < g.n * g.CW; e += blockDim.x) {
+        int j = e / g.CW, ci = e - j * g.CW, col = g.c * g.CW + ci;
+        Ms[e] = col < g.n ? M[(size_t)j * g.n + col] : 0.f;
+    }
+}
+
+template <int R>
+__device__ __forceinline__ void cl_bcast(cg::cluster_group &cl, float *buf, int off, float v) {
+#pragma unroll
+    for (int q = 0; q < CS; q++)
+        cl.map_shared_rank(buf, q)[off] = v;
+}
+
+template <int R>
+__device__ void fwd_cluster(const float *__restrict__ W, const float *__restrict__ U, const float *__restrict__ b,
+                            const float *__restrict__ h0, float *__restrict__ H, int T, int N, int n) {
+    extern __shared__ float4 smem4[];
+    float *smem = reinterpret_cast<float *>(smem4);
+    cg::cluster_group cl = cg::this_cluster();
+    const cl_geom g = cl_geometry(n, R, cl.block_rank());
+    float *hs = smem;                          // [2][R][np]
+    float *red = hs + 2 * R * g.np;            // [KS][R][CWp]
+    float *Ms = red + KS * R * g.CWp;          // [n][CW]
+    for (int e = threadIdx.x; e < 2 * R * g.np; e += blockDim.x) {
+        int r = (e / g.np) % R, j = e % g.np;
+        hs[e] = (e < R * g.np && j < n && g.row0 + r < N) ? h0[(size_t)(g.row0 + r) * n + j] : 0.f;
+    }
+    cl_load<R>(g, Ms, W);
+    const bool own = g.ci < g.CW && g.col < n;
+    const float bi = own ? b[g.col] : 0.f;
+    cl.sync();  // every CTA of the cluster runs before any stores into its shared memory
+    int cur = 0;
+    for (int t = 0; t < T; t++) {
+        cl_partial<R>(g, hs + cur * R * g.np, Ms, red);
+        __syncthreads();
+        float *nx = hs + (cur ^ 1) * R * g.np;
+#pragma unroll
+        for (int q = 0; q < R / KS; q++) {
+            int r = g.k + KS * q, row = g.row0 + r;
+            if (own) {
+                float z = cl_sum<R>(g, red, r);
+                float h = 0.f;
+                if (row < N) {
+                    size_t o = ((size_t)t * N + row) * n + g.col;
+                    z += U[o];
+                    h = signf_(z) * fmaxf(fabsf(z) + bi, 0.f);
+                    H[o] = h;
+                }
+                cl_bcast<R>(cl, nx, r * g.np + g.col, h);
+            }
+        }
+        cur ^= 1;
+        cl.sync();
+    }
+}
+
+template <int R>
+__device__ void bwd_cluster(const float *__restrict__ WT, const float *__restrict__ H, const float *__restrict__ dH,
+                            const float *__restrict__ dhT, float *__restrict__ dZ, float *__restrict__ dh0,
+                            float *__restrict__ db, int T, int N, int n) {
+    extern __shared__ float4 smem4[];
+    float *smem = reinterpret_cast<float *>(smem4);
+    cg::cluster_group cl = cg::this_cluster();
+    const cl_geom g = cl_geometry(n, R, cl.block_rank());
+    float *zs = smem;                          // [2][R][np]
+    float *red = zs + 2 * R * g.np;            // [KS][R][CWp]
+    float *Ms = red + KS * R * g.CWp;          // WT[:, own columns]: [n][CW]
+    for (int e = threadIdx.x; e < 2 * R * g.np; e += blockDim.x)
+        zs[e] = 0.f;
+    cl_load<R>(g, Ms, WT);
+    const bool own = g.ci < g.CW && g.col < n;
+    float dprev[R / KS], dbacc = 0.f;
+#pragma unroll
+    for (int q = 0; q < R / KS; q++) {
+        int row = g.row0 + g.k + KS * q;
+        dprev[q] = (own && dhT && row < N) ? dhT[(size_t)row * n + g.col] : 0.f;
+    }
+    cl.sync();
+    int cur = 0;
+    for (int t = T - 1; t >= 0; t--) {
+        float *zc = zs + cur * R * g.np;
+#pragma unroll
+        for (int q = 0; q < R / KS; q++) {
+            int r = g.k + KS * q, row = g.row0 + r;
+            if (own) {
+                float dz = 0.f;
+                if (row < N) {
+                    size_t o = ((size_t)t * N + row) * n + g.col;
+                    float gg = dH ? dH[o] + dprev[q] : dprev[q];
+                    float s = signf_(H[o]);
+                    float gs = gg * s;
+                    dbacc += gs;
+                    dz = gs * s;
+                    dZ[o] = dz;
+                }
+                cl_bcast<R>(cl, zc, r * g.np + g.col, dz);
+            }
+        }
+        cl.sync();
+        cl_partial<R>(g, zc, Ms, red);
+        __syncthreads();
+#pragma unroll
+        for (int q = 0; q < R / KS; q++)
+            dprev[q] = own ? cl_sum<R>(g, red, g.k + KS * q) : 0.f;
+        cur ^= 1;
+    }
+#pragma unroll
+    for (int q = 0; q < R / KS; q++) {
+        int row = g.row0 + g.k + KS * q;
+        if (own && row < N)
+            dh0[(size_t)row * n + g.col] = dprev[q];
+    }
+    if (own)
+        atomicAdd(db + g.col, dbacc);
+    cl.sync();  // no CTA leaves while another may still read its shared memory
+}
+
 #define FWD(R, S, NAME, LB)                                                                              \
     extern "C" __global__ void __launch_bounds__(LB) NAME(const float *W, const float *U, const float *b, \
                                                             const float *h0, float *H, int T, int N, int n) { \
@@ -207,3 +407,17 @@ BWD(2, true, recur_bwd_r2_s, 1024)
 BWD(4, true, recur_bwd_r4_s, 512)
 BWD(8, false, recur_bwd_r8_g, 512)
 BWD(1, false, recur_bwd_r1_g, 1024)
+
+#define FWDC(R, NAME)                                                                                \
+    extern "C" __global__ void __cluster_dims__(CS, 1, 1) __launch_bounds__(512)                    \
+        NAME(const float *W, const float *U, const float *b, const float *h0, float *H, int T, int N, int n) { \
+        fwd_cluster<R>(W, U, b, h0, H, T, N, n);                                                     \
+    }
+#define BWDC(R, NAME)                                                                                \
+    extern "C" __global__ void __cluster_dims__(CS, 1, 1) __launch_bounds__(512)                    \
+        NAME(const float *WT, const float *H, const float *dH, const float *dhT, float *dZ, float *dh0, \
+             float *db, int T, int N, int n) {                                                       \
+        bwd_cluster<R>(WT, H, dH, dhT, dZ, dh0, db, T, N, n);                                        \
+    }
+FWDC(8, recur_fwd_r8_c)
+BWDC(8, recur_bwd_r8_c)

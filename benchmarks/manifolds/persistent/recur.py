@@ -19,6 +19,7 @@ import torch
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _SMEM_OPTIN = 227 * 1024  # sm_90's opt-in dynamic shared memory per block
+_CS, _KS = 8, 4  # recur.cu: CTAs per cluster, parts of the j range per column
 _cu = None
 _mod = None
 _funcs = {}
@@ -62,12 +63,13 @@ def _func(name, smem):
 
 
 def plan(N, n):
-    """(R rows per CTA, W in shared memory?, threads per CTA, dynamic shared bytes).
+    """(kernel suffix, R rows per CTA or cluster, CTAs, threads per CTA, dynamic shared bytes).
 
-    One CTA per R batch rows, one thread per hidden column. W in shared memory where it fits
-    (n <= 236 in float32): R = 1 while the rows are no more than the SMs (every SM runs one
-    row's recurrence), else 2 or 4. Else W is read from L2 with R = 8 rows sharing each
-    value (n = 512: 1 MiB per step per CTA; the cluster design in README.md is the fix)."""
+    One thread per hidden column. W in one CTA's shared memory where it fits (n <= 240 in
+    float32): one CTA per R batch rows, R = 1 while the rows are no more than the SMs (every
+    SM runs one row's recurrence), else 2 or 4 ("s"). Else a cluster of 8 CTAs per 8 rows,
+    each CTA holding 1/8 of W's columns ("c"; n <= 600). Else W from L2, 8 rows sharing each
+    value ("g")."""
     if n > 1024:
         raise ValueError(f"hidden size {n} > 1024: not in this prototype")
     np_ = (n + 3) & ~3
@@ -75,9 +77,14 @@ def plan(N, n):
     R = 1 if N <= 132 else (2 if N <= 264 or threads > 512 else 4)
     smem = (n * np_ + 2 * R * np_) * 4
     if smem <= _SMEM_OPTIN:
-        return R, True, threads, smem
+        return "s", R, (N + R - 1) // R, threads, smem
+    cw = (n + _CS - 1) // _CS
+    cwp = (cw + 31) // 32 * 32
+    smem = (2 * 8 * np_ + _KS * 8 * cwp + n * cw) * 4
+    if smem <= _SMEM_OPTIN and _KS * cwp <= 512:
+        return "c", 8, (N + 7) // 8 * _CS, _KS * cwp, smem
     R = 8 if threads <= 512 else 1
-    return R, False, threads, 2 * R * np_ * 4
+    return "g", R, (N + R - 1) // R, threads, 2 * R * np_ * 4
 
 
 def _launch(name, grid, threads, smem, args):
@@ -98,24 +105,22 @@ def _launch(name, grid, threads, smem, args):
 
 def forward_kernel(W, U, b, h0):
     T, N, n = U.shape
-    R, shared, threads, smem = plan(N, n)
+    kind, R, ctas, threads, smem = plan(N, n)
     H = torch.empty_like(U)
     if T:
-        name = f"recur_fwd_r{R}_{'s' if shared else 'g'}"
-        _launch(name, (N + R - 1) // R, threads, smem, (W, U, b, h0, H, T, N, n))
+        _launch(f"recur_fwd_r{R}_{kind}", ctas, threads, smem, (W, U, b, h0, H, T, N, n))
     return H
 
 
 def backward_kernel(W, H, dH, dhT):
     T, N, n = H.shape
-    R, shared, threads, smem = plan(N, n)
+    kind, R, ctas, threads, smem = plan(N, n)
     WT = W.t().contiguous()
     dZ = torch.empty_like(H)
     dh0 = torch.empty(N, n, device=H.device, dtype=H.dtype)
     db = torch.zeros(n, device=H.device, dtype=H.dtype)
     if T:
-        name = f"recur_bwd_r{R}_{'s' if shared else 'g'}"
-        _launch(name, (N + R - 1) // R, threads, smem, (WT, H, dH, dhT, dZ, dh0, db, T, N, n))
+        _launch(f"recur_bwd_r{R}_{kind}", ctas, threads, smem, (WT, H, dH, dhT, dZ, dh0, db, T, N, n))
     elif dhT is not None:
         dh0.copy_(dhT)
     else:
