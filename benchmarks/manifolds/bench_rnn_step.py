@@ -134,6 +134,11 @@ def main():
     ap.add_argument("--hidden", type=int, default=170)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--flush-denormal", action="store_true",
+                    help="torch.set_flush_denormal(True) for every variant: at hidden 512 the "
+                    "gradients through 784 steps reach float32's denormal range in some steps "
+                    "(steps 2-3 from the benchmark's seed), and every variant's GEMMs slow down "
+                    "there (torchc's step 1.17 -> 2.39 s CPU)")
     ap.add_argument("--variants", default="eager,tc_cell,torchc")
     ap.add_argument("--compile-only", action="store_true", help="torchc's compile time at this L")
     ap.add_argument("--compile-variant", default="torchc", choices=["torchc", "torchc_model"],
@@ -147,6 +152,8 @@ def main():
                     "reps_done in the output)")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
+    if a.flush_denormal and not torch.set_flush_denormal(True):
+        raise SystemExit("--flush-denormal: not supported on this CPU")
     torch.manual_seed(0)
     state = Model(a.hidden).state_dict()
     state_gemms = {"_L": a.L, "_N": a.batch}
@@ -193,6 +200,7 @@ def main():
     med = {k: statistics.median(v) for k, v in times.items()}
     med_cpu = {k: statistics.median(v) for k, v in cpu.items()}
     res = {"L": a.L, "batch": a.batch, "hidden": a.hidden, "threads": a.threads, "reps": a.reps, "reps_done": reps_done,
+           "flush_denormal": a.flush_denormal,
            "median_s": med, "median_cpu_s": med_cpu, "first_call_s": first, "times_s": times, "first_loss": losses,
            "device": a.device, "load_avg": os.getloadavg(), "torch": torch.__version__,
            "scan_fallback": torchc._scan.last_fallback}
