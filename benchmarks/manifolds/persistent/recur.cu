@@ -109,7 +109,10 @@ __device__ void fwd_body(const float *__restrict__ W, const float *__restrict__ 
     __syncthreads();
     int cur = 0;
     for (int t = 0; t < T; t++) {
-        float acc[R];
+        float acc[R], u[R];
+#pragma unroll
+        for (int r = 0; r < R; r++)  // issued before the matvec: its latency hides behind it
+            u[r] = (col && row0 + r < N) ? U[((size_t)t * N + row0 + r) * n + i] : 0.f;
         if (col)
             matvec<R>(acc, hs + cur * R * np, np, n, SMEM_W ? ws : W, SMEM_W ? np : n, i, !SMEM_W);
         float *nx = hs + (cur ^ 1) * R * np;
@@ -119,7 +122,7 @@ __device__ void fwd_body(const float *__restrict__ W, const float *__restrict__ 
                 int row = row0 + r;
                 if (row < N) {
                     size_t o = ((size_t)t * N + row) * n + i;
-                    float z = U[o] + acc[r];
+                    float z = u[r] + acc[r];
                     float h = signf_(z) * fmaxf(fabsf(z) + bi, 0.f);
                     H[o] = h;
                     nx[r * np + i] = h;
@@ -128,6 +131,20 @@ __device__ void fwd_body(const float *__restrict__ W, const float *__restrict__ 
         }
         cur ^= 1;
         __syncthreads();
+    }
+}
+
+// H[t] and dH[t] (0 without dH) of R rows at column j: the backward's per-step global loads,
+// issued a step ahead (before the previous step's matvec) to hide their latency
+template <int RR>
+__device__ __forceinline__ void bwd_fetch(float *hv, float *dv, const float *__restrict__ H, const float *__restrict__ dH,
+                                          int t, int row0, int N, int n, int j, bool col) {
+#pragma unroll
+    for (int r = 0; r < RR; r++) {
+        bool ok = col && t >= 0 && row0 + r < N;
+        size_t o = ((size_t)(ok ? t : 0) * N + row0 + r) * n + j;
+        hv[r] = ok ? H[o] : 0.f;
+        dv[r] = ok && dH ? dH[o] : 0.f;
     }
 }
 
@@ -150,10 +167,11 @@ __device__ void bwd_body(const float *__restrict__ WT, const float *__restrict__
         zs[e] = 0.f;
     if (SMEM_W)
         load_w(ws, WT, n, np);
-    float dprev[R], dbacc = 0.f;
+    float dprev[R], dbacc = 0.f, hv[R], dv[R];
 #pragma unroll
     for (int r = 0; r < R; r++)
         dprev[r] = (col && dhT && row0 + r < N) ? dhT[(size_t)(row0 + r) * n + j] : 0.f;
+    bwd_fetch<R>(hv, dv, H, dH, T - 1, row0, N, n, j, col);
     __syncthreads();
     int cur = 0;
     for (int t = T - 1; t >= 0; t--) {
@@ -164,8 +182,8 @@ __device__ void bwd_body(const float *__restrict__ WT, const float *__restrict__
                 int row = row0 + r;
                 if (row < N) {
                     size_t o = ((size_t)t * N + row) * n + j;
-                    float g = dH ? dH[o] + dprev[r] : dprev[r];
-                    float s = signf_(H[o]);
+                    float g = dv[r] + dprev[r];
+                    float s = signf_(hv[r]);
                     float gs = g * s;
                     dbacc += gs;
                     float dz = gs * s;
@@ -175,6 +193,7 @@ __device__ void bwd_body(const float *__restrict__ WT, const float *__restrict__
             }
         }
         __syncthreads();
+        bwd_fetch<R>(hv, dv, H, dH, t - 1, row0, N, n, j, col);  // the next step's, before the matvec
         if (col)
             matvec<R>(dprev, zc, np, n, SMEM_W ? ws : WT, SMEM_W ? np : n, j, !SMEM_W);
         cur ^= 1;
@@ -302,6 +321,12 @@ __device__ void fwd_cluster(const float *__restrict__ W, const float *__restrict
     cl.sync();  // every CTA of the cluster runs before any stores into its shared memory
     int cur = 0;
     for (int t = 0; t < T; t++) {
+        float u[R / KS];
+#pragma unroll
+        for (int q = 0; q < R / KS; q++) {  // before the partial sums: latency hidden
+            int row = g.row0 + g.k + KS * q;
+            u[q] = (own && row < N) ? U[((size_t)t * N + row) * n + g.col] : 0.f;
+        }
         cl_partial<R>(g, hs + cur * R * g.np, Ms, red);
         __syncthreads();
         float *nx = hs + (cur ^ 1) * R * g.np;
@@ -313,7 +338,7 @@ __device__ void fwd_cluster(const float *__restrict__ W, const float *__restrict
                 float h = 0.f;
                 if (row < N) {
                     size_t o = ((size_t)t * N + row) * n + g.col;
-                    z += U[o];
+                    z += u[q];
                     h = signf_(z) * fmaxf(fabsf(z) + bi, 0.f);
                     H[o] = h;
                 }
@@ -322,6 +347,19 @@ __device__ void fwd_cluster(const float *__restrict__ W, const float *__restrict
         }
         cur ^= 1;
         cl.sync();
+    }
+}
+
+template <int R>
+__device__ __forceinline__ void cl_fetch(const cl_geom &g, float *hv, float *dv, const float *__restrict__ H,
+                                         const float *__restrict__ dH, int t, int N, bool own) {
+#pragma unroll
+    for (int q = 0; q < R / KS; q++) {
+        int row = g.row0 + g.k + KS * q;
+        bool ok = own && t >= 0 && row < N;
+        size_t o = ((size_t)(ok ? t : 0) * N + (ok ? row : 0)) * g.n + (ok ? g.col : 0);
+        hv[q] = ok ? H[o] : 0.f;
+        dv[q] = ok && dH ? dH[o] : 0.f;
     }
 }
 
@@ -340,12 +378,13 @@ __device__ void bwd_cluster(const float *__restrict__ WT, const float *__restric
         zs[e] = 0.f;
     cl_load<R>(g, Ms, WT);
     const bool own = g.ci < g.CW && g.col < n;
-    float dprev[R / KS], dbacc = 0.f;
+    float dprev[R / KS], dbacc = 0.f, hv[R / KS], dv[R / KS];
 #pragma unroll
     for (int q = 0; q < R / KS; q++) {
         int row = g.row0 + g.k + KS * q;
         dprev[q] = (own && dhT && row < N) ? dhT[(size_t)row * n + g.col] : 0.f;
     }
+    cl_fetch<R>(g, hv, dv, H, dH, T - 1, N, own);
     cl.sync();
     int cur = 0;
     for (int t = T - 1; t >= 0; t--) {
@@ -357,8 +396,8 @@ __device__ void bwd_cluster(const float *__restrict__ WT, const float *__restric
                 float dz = 0.f;
                 if (row < N) {
                     size_t o = ((size_t)t * N + row) * n + g.col;
-                    float gg = dH ? dH[o] + dprev[q] : dprev[q];
-                    float s = signf_(H[o]);
+                    float gg = dv[q] + dprev[q];
+                    float s = signf_(hv[q]);
                     float gs = gg * s;
                     dbacc += gs;
                     dz = gs * s;
@@ -368,6 +407,7 @@ __device__ void bwd_cluster(const float *__restrict__ WT, const float *__restric
             }
         }
         cl.sync();
+        cl_fetch<R>(g, hv, dv, H, dH, t - 1, N, own);  // the next step's, before the partial sums
         cl_partial<R>(g, zc, Ms, red);
         __syncthreads();
 #pragma unroll
@@ -387,12 +427,12 @@ __device__ void bwd_cluster(const float *__restrict__ WT, const float *__restric
 }
 
 #define FWD(R, S, NAME, LB)                                                                              \
-    extern "C" __global__ void __launch_bounds__(LB) NAME(const float *W, const float *U, const float *b, \
+    extern "C" __global__ void __launch_bounds__(LB, 1) NAME(const float *W, const float *U, const float *b, \
                                                             const float *h0, float *H, int T, int N, int n) { \
         fwd_body<R, S>(W, U, b, h0, H, T, N, n);                                                     \
     }
 #define BWD(R, S, NAME, LB)                                                                              \
-    extern "C" __global__ void __launch_bounds__(LB) NAME(const float *WT, const float *H, const float *dH, \
+    extern "C" __global__ void __launch_bounds__(LB, 1) NAME(const float *WT, const float *H, const float *dH, \
                                                             const float *dhT, float *dZ, float *dh0, float *db, \
                                                             int T, int N, int n) {                   \
         bwd_body<R, S>(WT, H, dH, dhT, dZ, dh0, db, T, N, n);                                         \
