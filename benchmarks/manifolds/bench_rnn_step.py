@@ -16,6 +16,9 @@ from the same initial weights, interleaved in one run (medians):
   torchc_model torchc.compile of the whole loss (Model + cross entropy): B's parametrization
                (matrix_exp as a graph op) and the head + loss compiled, a graph break at the
                recurrence, which runs as in `torchc` (opt-in: --variants ...,torchc_model)
+  persistent   CUDA only: the prototype of the persistent recurrence kernels
+               (persistent/recur.py: one launch forward, one backward, B once, the input
+               projection one GEMM for all steps; opt-in: --variants ...,persistent)
   gemms        not a training step: only the GEMMs every variant's step must run (the
                forward's L [N, n] x [n, n], the backward's L dz B, and B's gradient as one
                [n, L N] x [L N, n]), into preallocated results, as ATen calls; the floor of
@@ -65,6 +68,19 @@ def loop_forward(model, x, step):
     return model.out(h)
 
 
+def persistent_forward(model, x):
+    """The same model with the recurrence as persistent/recur.py's kernels (CUDA float32)."""
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "persistent"))
+    import recur
+    c = model.rnn.cell
+    B = c.recurrent_kernel.weight
+    U = c.input_kernel(x)  # [T, N, n]: every step's input projection, one GEMM
+    h0 = x.new_zeros(x.size(1), model.rnn.hidden_size)
+    H = recur.recurrence(B.t(), U, c.nonlinearity.b, h0)
+    return model.out(H[-1])
+
+
 def make(kind, hidden, state, device="cpu"):
     torch.manual_seed(0)
     if kind == "gemms":
@@ -89,6 +105,8 @@ def make(kind, hidden, state, device="cpu"):
     opt = torch.optim.RMSprop(m.parameters(), lr=1e-4)
     if kind == "eager":
         fwd = lambda x: loop_forward(m, x, cell_step)  # noqa: E731
+    elif kind == "persistent":
+        fwd = lambda x: persistent_forward(m, x)  # noqa: E731
     elif kind == "tc_cell":
         cs = torch.compile(cell_step)
         fwd = lambda x: loop_forward(m, x, cs)  # noqa: E731
@@ -116,6 +134,11 @@ def main():
     ap.add_argument("--hidden", type=int, default=170)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--flush-denormal", action="store_true",
+                    help="torch.set_flush_denormal(True) for every variant: at hidden 512 the "
+                    "gradients through 784 steps reach float32's denormal range in some steps "
+                    "(steps 2-3 from the benchmark's seed), and every variant's GEMMs slow down "
+                    "there (torchc's step 1.17 -> 2.39 s CPU)")
     ap.add_argument("--variants", default="eager,tc_cell,torchc")
     ap.add_argument("--compile-only", action="store_true", help="torchc's compile time at this L")
     ap.add_argument("--compile-variant", default="torchc", choices=["torchc", "torchc_model"],
@@ -129,6 +152,8 @@ def main():
                     "reps_done in the output)")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
+    if a.flush_denormal and not torch.set_flush_denormal(True):
+        raise SystemExit("--flush-denormal: not supported on this CPU")
     torch.manual_seed(0)
     state = Model(a.hidden).state_dict()
     state_gemms = {"_L": a.L, "_N": a.batch}
@@ -175,6 +200,7 @@ def main():
     med = {k: statistics.median(v) for k, v in times.items()}
     med_cpu = {k: statistics.median(v) for k, v in cpu.items()}
     res = {"L": a.L, "batch": a.batch, "hidden": a.hidden, "threads": a.threads, "reps": a.reps, "reps_done": reps_done,
+           "flush_denormal": a.flush_denormal,
            "median_s": med, "median_cpu_s": med_cpu, "first_call_s": first, "times_s": times, "first_loss": losses,
            "device": a.device, "load_avg": os.getloadavg(), "torch": torch.__version__,
            "scan_fallback": torchc._scan.last_fallback}
