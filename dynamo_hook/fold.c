@@ -227,6 +227,23 @@ static int is_standin(trace *t, const var *v) {
     return v->kind == V_TENSOR && v->val >= 0 && v->val < t->caphc && t->hc[v->val] && (t->hcflag[v->val] & HC_STANDIN);
 }
 
+/* v is a stand-in, as is every tensor sharing its storage: an in-place update of it runs on
+ * the constants themselves (eager's update, its views seeing it); none is read by the graph
+ * yet (a graph value is a copy made before the update) */
+static int standin_family(trace *t, const var *v) {
+    if (!is_standin(t, v) || v->oid <= 0 || v->oid > t->nobj || t->obj_val[v->oid] != v->val)
+        return 0;
+    for (int o = 1; o <= t->nobj; o++) {
+        if (o == v->oid || !t->obj_aliased[v->oid] || !sym_alias_same(t, o, v->oid))
+            continue;
+        var w = sym_var(V_TENSOR);
+        w.val = t->obj_val[o];
+        if (w.val >= 0 && !is_standin(t, &w))
+            return 0;
+    }
+    return 1;
+}
+
 /* a CPU 0-d tensor of a CUDA graph (a constant: a graph scalar): a scalar operand of
  * TensorIterator ops only */
 static int offdev_scalar(trace *t, const var *v) {
@@ -252,18 +269,17 @@ int sym_fold_materialize(trace *t, var *v) {
     peek_device(t);
     if (t->device_type < 0 && sym_same_device(t, m.device_type, m.device_index, "a tensor built from constants") < 0)
         return -1;
-    PyObject *held = r;
-    int off = off_device(t, r);
-    if (off) { /* its values on the graph's device (the same dtype and strides) */
-        PyObject *dev = sym_graph_device(t);
-        int busy = dh_tl_busy;
-        dh_tl_busy = 1;
-        held = dev ? PyObject_CallMethod(r, "to", "O", dev) : NULL;
-        dh_tl_busy = busy;
-        Py_XDECREF(dev);
-        if (held == NULL || sym_keep(t, held) == NULL)
-            return -1;
-    }
+    /* its values now (a copy: the stand-in's constant may be updated in place after this,
+     * fold_inplace_op), held on the graph's device (the same dtype and strides) */
+    PyObject *dev = sym_graph_device(t);
+    int busy = dh_tl_busy;
+    dh_tl_busy = 1;
+    PyObject *snap = dev ? sym_keep(t, PyObject_CallMethod(r, "clone", NULL)) : NULL;
+    PyObject *held = snap ? sym_keep(t, PyObject_CallMethod(snap, "to", "O", dev)) : NULL;
+    dh_tl_busy = busy;
+    Py_XDECREF(dev);
+    if (held == NULL)
+        return -1;
     int s = sym_source(t, DH_S_CONST, -1, 0, held);
     var w;
     if (s < 0 || sym_wrap(t, held, s, &w) < 0)
@@ -274,7 +290,7 @@ int sym_fold_materialize(trace *t, var *v) {
     if (c < 0)
         return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "graph builder failed");
     ic_value_set_strides(G, c, m.strides);
-    if (hc_set(t, c, r, 0) < 0 || note_chain(t, w.val, c) < 0 ||
+    if (hc_set(t, c, snap, 0) < 0 || note_chain(t, w.val, c) < 0 ||
         sym_home_set(t, c, sym_home_of(m.device_type, m.device_index)) < 0)
         return -1;
     if (v->oid > 0 && v->oid <= t->nobj && t->obj_val[v->oid] == v->val)
@@ -709,8 +725,11 @@ int sym_fold_call(trace *t, PyObject *callable, const char *name, const var *sel
     if (fold_off(t) || callable == NULL || name == NULL || random_name(name))
         return 1;
     size_t L = strlen(name);
-    if (L > 1 && name[L - 1] == '_' && name[L - 2] != '_') /* in place */
-        return 1;
+    int inplace = L > 1 && name[L - 1] == '_' && name[L - 2] != '_';
+    if (inplace && (self == NULL || !standin_family(t, self) || !strncmp(name, "requires_grad", 13) ||
+                    !strncmp(name, "retain_grad", 11) || !strncmp(name, "resize", 6) || !strcmp(name, "set_") ||
+                    !strncmp(name, "share_memory", 12) || !strcmp(name, "record_stream")))
+        return 1; /* in place: only on constants no graph value holds (their own update) */
     Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
     int npos = nargs - (int)nkw;
     for (Py_ssize_t k = 0; k < nkw; k++) {
@@ -772,6 +791,14 @@ int sym_fold_call(trace *t, PyObject *callable, const char *name, const var *sel
             rc = -1;
         goto done;
     }
+    if (inplace) { /* eager's update of the constant itself: x.add_(1) returns x */
+        rc = f->res == sreal ? 0 : -1;
+        if (rc == 0)
+            *out = *self;
+        else
+            sym_fail(t, "an in-place method of a constant returned another object");
+        goto done;
+    }
     {
         var opv[17];
         int nv = 0;
@@ -793,11 +820,76 @@ done:
     return rc;
 }
 
+/* x op= y on a stand-in whose storage only stand-ins share: the operator on the constant
+ * itself (its views see the update, as eager's do); 1 where torch refuses (the handler decides) */
+static int fold_inplace_op(trace *t, int nb, const var *a, const var *b, var *out) {
+    int ntens = 0;
+    PyObject *x = real_of(t, a, 0, &ntens), *y = x ? real_of(t, b, 0, &ntens) : NULL;
+    if (x == NULL || y == NULL) {
+        Py_XDECREF(x);
+        return 1;
+    }
+    PyObject *r = NULL;
+    int busy = dh_tl_busy;
+    dh_tl_busy = 1;
+    switch (nb) {
+    case 0: r = PyNumber_InPlaceAdd(x, y); break;
+    case 1: r = PyNumber_InPlaceAnd(x, y); break;
+    case 2: r = PyNumber_InPlaceFloorDivide(x, y); break;
+    case 3: r = PyNumber_InPlaceLshift(x, y); break;
+    case 5: r = PyNumber_InPlaceMultiply(x, y); break;
+    case 6: r = PyNumber_InPlaceRemainder(x, y); break;
+    case 7: r = PyNumber_InPlaceOr(x, y); break;
+    case 8: r = PyNumber_InPlacePower(x, y, Py_None); break;
+    case 9: r = PyNumber_InPlaceRshift(x, y); break;
+    case 10: r = PyNumber_InPlaceSubtract(x, y); break;
+    case 11: r = PyNumber_InPlaceTrueDivide(x, y); break;
+    case 12: r = PyNumber_InPlaceXor(x, y); break;
+    default: break; /* (@=: not in place to torch) */
+    }
+    dh_tl_busy = busy;
+    int rc = 1;
+    if (r == NULL)
+        rc = tc_clear_expected(PyExc_Exception) < 0 ? -1 : 1;
+    else if (r != x)
+        rc = sym_fail(t, "an in-place operator on a constant tensor returned another object");
+    else
+        rc = 0;
+    if (rc == 0)
+        *out = *a;
+    Py_XDECREF(r);
+    Py_DECREF(x);
+    Py_DECREF(y);
+    return rc;
+}
+
+int sym_fold_setitem(trace *t, const var *x, const var *k, const var *v) {
+    if (fold_off(t) || !standin_family(t, x))
+        return 1;
+    int ntens = 0;
+    PyObject *xr = real_of(t, x, 0, &ntens), *kr = xr ? real_of(t, k, 0, &ntens) : NULL,
+             *vr = kr ? real_of(t, v, 0, &ntens) : NULL;
+    int rc = 1;
+    if (vr != NULL) {
+        int busy = dh_tl_busy;
+        dh_tl_busy = 1;
+        int e = PyObject_SetItem(xr, kr, vr);
+        dh_tl_busy = busy;
+        rc = e == 0 ? 0 : tc_clear_expected(PyExc_Exception) < 0 ? -1 : 1;
+    }
+    Py_XDECREF(xr);
+    Py_XDECREF(kr);
+    Py_XDECREF(vr);
+    return rc;
+}
+
 int sym_fold_binary(trace *t, int nb, const var *a, const var *b, sym_fold *f, var *out) {
     f->res = NULL;
     if (fold_off(t) || (a->kind != V_TENSOR && b->kind != V_TENSOR))
         return 1;
     int inplace = 0;
+    if (nb >= 13 && nb < 100 && a->kind == V_TENSOR && standin_family(t, a)) /* on the constants themselves */
+        return fold_inplace_op(t, nb - 13, a, b, out);
     if (nb >= 13 && nb < 100) { /* x op= y: on a number, x op y; on a constant tensor no view
                                  * shares, its object rebound to the result (eager's update) */
         if (a->kind == V_TENSOR && (sym_hconst(t, a) == NULL || a->oid <= 0 || a->oid > t->nobj ||

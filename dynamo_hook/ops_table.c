@@ -1198,6 +1198,14 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
                 Py_ssize_t L = PyUnicode_GET_LENGTH(fn->obj);
                 if (L > 1 && PyUnicode_READ_CHAR(fn->obj, L - 1) == '_' &&
                     PyUnicode_READ_CHAR(fn->obj, L - 2) != '_') {
+                    if (sym_hconst(t, self) != NULL) { /* an update of constants themselves (fold.c) */
+                        sym_fold f;
+                        int rc = sym_fold_call(t, fn->obj, PyUnicode_AsUTF8(fn->obj), self, args, nargs, kwnames, &f, out);
+                        sym_fold_clear(&f);
+                        t->fold_ran = 0;
+                        if (rc != 1 && rc != 2)
+                            return rc;
+                    }
                     base = PyUnicode_Substring(fn->obj, 0, L - 1);
                     if (base == NULL)
                         return -1;

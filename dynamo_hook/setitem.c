@@ -400,6 +400,9 @@ int sym_tensor_setitem(trace *t, const var *x_in, const var *k, const var *v) {
         var kv = *k, vv = *v;
         sym_resolve(t, &kv);
         sym_resolve(t, &vv);
+        int rc = sym_fold_setitem(t, &xv, &kv, &vv); /* on the constants themselves */
+        if (rc != 1)
+            return rc;
         if (sym_fold_materialize(t, &xv) < 0)
             return -1;
         /* devices (fold.c): CPU index tensors index a CUDA tensor; a CPU 0-d value is a scalar */

@@ -285,6 +285,7 @@ int sym_fold_call(trace *t, PyObject *callable, const char *name, const var *sel
 /* nb: BINARY_OP's, 100 + Py_LT..Py_GE a comparison, 200 -a, 201 ~a (b: a None constant) */
 int sym_fold_binary(trace *t, int nb, const var *a, const var *b, sym_fold *f, var *out);
 int sym_fold_index(trace *t, const var *x, const var *k, sym_fold *f, var *out);
+int sym_fold_setitem(trace *t, const var *x, const var *k, const var *v); /* x[k] = v on constants */
 int sym_fold_attach(trace *t, sym_fold *f, const var *out);
 void sym_fold_clear(sym_fold *f);
 /* operands of an op that does not fold: stand-ins materialized (those on another device than
