@@ -10,25 +10,38 @@
  *
  * The result enters the graph as
  *  - a 0-d tensor: a graph scalar of its value (device-neutral: eager lets a CPU 0-d tensor be
- *    the scalar operand of a CUDA elementwise op; any other CUDA op with it is refused);
+ *    the scalar operand of a CUDA elementwise op; any other CUDA op with it is refused unless
+ *    torch just ran that op on it, fold_ran);
  *  - a larger tensor on the graph's device: the value its handler builds, as without folding
  *    (every path of the trace can read it), the constant noted beside it;
- *  - a larger tensor on another device than the graph's (the CPU arange of a CUDA graph): a
- *    stand-in of its shape, dtype and strides that no graph op may read. Ops that fold read
- *    the constant instead; any other use is eager's device error, so the trace stops there
- *    (sym_fold_check), and a stand-in still read by the graph when the trace ends fails it
- *    (sym_fold_finish): never computed from the stand-in's zeros;
- *  - a larger tensor on the graph's device made from such stand-ins (.to(device)): a copy of
- *    a graph input holding the constant (a DH_S_CONST source; sym_fold_materialize), eager's
- *    values bit for bit. A view of such constants is built by its handler on them (eager's
+ *  - a larger tensor on another device than the graph's (the CPU arange of a CUDA graph), or
+ *    made before the graph's device is known (a constant decides none; the frame's tensor
+ *    arguments do, peek_device): a stand-in of its shape, dtype and strides that no graph op
+ *    reads. Ops that fold read the constant instead, updates of it (x op= y, x[k] = v,
+ *    x.add_()) run on the constant itself while no graph value holds it (its views see them);
+ *    an op the graph builds from it makes it a graph value first (sym_fold_materialize, from
+ *    sym_fold_check): a copy of a graph input holding the constant (a DH_S_CONST source, on the
+ *    graph's device, eager's values bit for bit), tagged with eager's device;
+ *  - a larger tensor on the graph's device made from such stand-ins (.to(device)): that graph
+ *    input at once. A view of such constants is built by its handler on them (eager's
  *    aliasing). Returned, a constant no view shares is a clone of it each call.
+ *
+ * Devices (sym_home): each graph value has eager's device, tagged (constants, factories made
+ * on the CPU of a CUDA graph: torch.zeros(n) with no device, over fold_max_bytes; .to(device))
+ * or derived from its operands (one with dims on the graph's device decides). A CPU value of a
+ * CUDA graph is computed on the GPU (its ops are the CPU's to eager: integer index arithmetic,
+ * exact either way); the ops reading it follow eager's rules (check_devices): a CPU index of a
+ * CUDA tensor, a CPU 0-d scalar of an elementwise op, .to(device) a copy onto the graph's
+ * device, .device/.is_cuda/get_device() the CPU's; a CPU tensor with dims in an op with CUDA
+ * tensors is eager's device error (the trace stops there, eager raises). Returned, it is moved
+ * to the CPU (sym_output.c), one object however often returned, its views replayed on it.
  * The nodes folds leave dead (the scalars of intermediate constants, stand-ins) are not in the
  * op count (sym_fold_dead_ops): the compiler drops them.
  *
  * Folded: torch functions and Tensor methods of the op table (ops_table.c sym_call), Python
  * operators (ops_pyops.c: x op= y too, on a constant no view shares: its object rebound; ~x),
  * subscripts (ops_index.c), x.T/x.mT/x.data, truth values (symbolic.c); not: random ops (by
- * torch's names), in-place methods, out=/generator=/requires_grad= calls, anything under autocast, a
+ * torch's names), in-place methods (but of stand-ins, above), out=/generator=/requires_grad= calls, anything under autocast, a
  * TorchFunctionMode, vmap or a torch.device context, results over torchc.config.fold_max_bytes
  * (those are built in the graph as before), results that are not one plain tensor or number. */
 #include "ops_internal.h"
@@ -325,7 +338,8 @@ static int gather(trace *t, var *v, devmix *m, int depth) {
 }
 
 /* mode: 0 any op, 1 elementwise (TensorIterator: CPU 0-d tensors are scalars to it), 2 an
- * index (vs[0] indexed by the rest: eager moves CPU index tensors to its device) */
+ * index (vs[0] indexed by the rest: eager moves CPU index tensors to its device), 3 a move to
+ * another tensor's device (x.to(y), x.type_as(y): the handler's, sym_h_to) */
 static int check_devices(trace *t, var *const *vs, int n, int mode) {
     devmix all = {0, 0, 0}, x = {0, 0, 0};
     for (int i = 0; i < n; i++)
@@ -333,7 +347,7 @@ static int check_devices(trace *t, var *const *vs, int n, int mode) {
             return -1;
     int ran = t->fold_ran; /* torch ran the op on these tensors: eager accepted their devices */
     t->fold_ran = 0;
-    if (ran)
+    if (ran || mode == 3)
         return 0;
     if (mode == 2) {
         if ((x.off_nd || x.off_0d) && all.graph)
@@ -1110,10 +1124,6 @@ int sym_fold_output(trace *t, var *v, PyObject **cst) {
 }
 
 int sym_fold_finish(trace *t) {
-    for (int j = 0; j < ic_graph_num_outputs(G); j++)
-        if (sym_home_off(t, ic_graph_output_value(G, j)))
-            return sym_fail(t, "a tensor on another device than the graph's is an output (eager returns it on "
-                               "its own device; not captured yet)");
     for (ic_val v = 0; v < t->caphc; v++) {
         if (t->hc[v] == NULL)
             continue;

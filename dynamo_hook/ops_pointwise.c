@@ -1392,6 +1392,16 @@ int sym_h_outer(trace *t, const opdef *d, var **p, var *out) {
 int sym_h_type_as(trace *t, const opdef *d, var **p, var *out) {
     if (sym_need_tensor(t, d, p[0]) < 0 || sym_need_tensor(t, d, p[1]) < 0)
         return -1;
+    /* x.type_as(y) is x.type(y.type()): y's device too (fold.c sym_home: a CPU tensor of a CUDA graph) */
+    int xoff = sym_home_off(t, p[0]->val), yoff = sym_home_off(t, p[1]->val);
+    if (yoff && (!xoff || sym_home(t, p[0]->val) != sym_home(t, p[1]->val)))
+        return sym_fail(t, "type_as of a tensor on another device than the graph's not supported yet");
+    if (xoff && !yoff) {
+        ic_val c = ic_cast(G, p[0]->val, ic_value_meta(G, p[1]->val)->dtype); /* a copy on y's device */
+        if (c < 0 || sym_home_set(t, c, sym_home_of(t->device_type, t->device_index)) < 0)
+            return c < 0 ? sym_check_graph(t) : -1;
+        return sym_tensor_out(t, c, out);
+    }
     if (ic_value_meta(G, p[0]->val)->dtype == ic_value_meta(G, p[1]->val)->dtype)
         return sym_same_tensor(t, p, out);
     return sym_tensor_out(t, ic_cast(G, p[0]->val, ic_value_meta(G, p[1]->val)->dtype), out);

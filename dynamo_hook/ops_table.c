@@ -587,7 +587,8 @@ static int call_op(trace *t, int opi, var *args, int nargs, PyObject *kwnames, v
         if (slots[i] != NULL && slots[i] != &packed && dh_autocast_arg(t, slots[i], cast_to, &slots[i]) < 0)
             return -1;
     /* constants and tensors on another device: eager's rules (fold.c) */
-    if (sym_fold_check_slots(t, slots, MAXP, vmap_pointwise(d)) < 0)
+    int moves = d->fn == sym_h_to || d->fn == sym_h_type_as; /* to another device: the handler's */
+    if (sym_fold_check_slots(t, slots, MAXP, moves ? 3 : vmap_pointwise(d)) < 0)
         return -1;
     int fac_ok = t->fac_ok, fac_home = t->fac_home;
     ic_val n0 = ic_graph_num_values(t->g);

@@ -266,6 +266,26 @@ static int fill_out(trace *t, outbuf *ob, int at, var *v, ic_val *outvals, int *
             /* eager's view into a complex tensor still in use, ours a copy (ops_complex.c) */
             return sym_fail(t, "a view into a complex tensor (or of one) that shares data with a tensor still in "
                                "use, at a graph break or returned: left to eager");
+        if (sym_home_off(t, v->val)) { /* a CPU tensor of a CUDA graph (fold.c sym_home): the graph's
+                                         * value moved to eager's device, one object however often reached */
+            for (int i = 0; i < ob->n; i++)
+                if (i != at && ob->o[i].kind == DH_O_CALLM && ob->o[i].count == -1 - v->val) {
+                    o->kind = DH_O_SAME;
+                    o->index = i;
+                    return 0;
+                }
+            int child = out_child(t, ob, at, DH_O_CALLM);
+            if (child < 0)
+                return -1;
+            o = &ob->o[at];
+            o->count = -1 - v->val;
+            PyObject *dev = sym_home_device(sym_home(t, v->val));
+            o->obj = dev ? Py_BuildValue("(s(N))", "to", dev) : NULL;
+            if (o->obj == NULL)
+                return -1;
+            o = &ob->o[child];
+            at = child;
+        }
         for (int i = 0; i < *nout; i++)
             if (outvals[i] == v->val) {
                 o->kind = DH_O_GRAPH;

@@ -157,18 +157,21 @@ def test_large_cpu_tensor_with_cuda_tensor_raises_as_eager():
     assert type(got.value) is type(want.value)
 
 
-@needs_cuda
-@pytest.mark.allow_fallback
-def test_cpu_tensor_returned_from_a_cuda_graph():
-    """A CPU tensor computed in the graph and returned: eager's CPU tensor (the frame runs
-    eagerly where the graph would return it on the GPU)."""
+@pytest.mark.parametrize("device", DEVICES)
+def test_cpu_tensor_returned_from_a_cuda_graph(device):
+    """A CPU tensor computed in the graph (over fold_max_bytes) and returned, twice and with a
+    view of it: eager's CPU tensors, one object, the view sharing its storage."""
     def f(x):
         a = torch.arange(20000).view(-1, 4) * 2
-        return x + 1, a
+        return x + 1, a, a[:2], a
 
-    x = torch.randn(3, device="cuda")
-    got = torchc.compile(f)(x)
-    same(got, f(x))
+    x = torch.randn(3, device=device)
+    ex = one_graph(f, x)
+    same(ex.result, f(x))
+    _, a, b, a2 = ex.result
+    assert a is a2
+    a[0, 0] = -5
+    assert b[0, 0].item() == -5
 
 
 @needs_cuda
