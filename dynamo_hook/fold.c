@@ -1124,23 +1124,11 @@ int sym_fold_output(trace *t, var *v, PyObject **cst) {
 }
 
 int sym_fold_finish(trace *t) {
-    for (ic_val v = 0; v < t->caphc; v++) {
-        if (t->hc[v] == NULL)
-            continue;
-        int standin = t->hcflag[v] & HC_STANDIN;
-        if (!standin && !off_device(t, t->hc[v]))
-            continue;
-        if (standin && ic_value_num_uses(G, v) > 0)
-            return sym_fail(t, off_device(t, t->hc[v])
-                                   ? "a tensor built from constants on another device than the graph's is read by "
-                                     "the graph (eager decides: a device mismatch)"
-                                   : "a tensor built from constants is read by a graph op that does not take its "
-                                     "value (not captured)");
-        for (int j = 0; j < ic_graph_num_outputs(G); j++)
-            if (ic_graph_output_value(G, j) == v)
-                return sym_fail(t, "a tensor built from constants on another device than the graph's is an output "
-                                   "(eager returns it on its own device)");
-    }
+    /* (a value on another device than the graph's returned: moved there, sym_output.c) */
+    for (ic_val v = 0; v < t->caphc; v++)
+        if (t->hc[v] != NULL && (t->hcflag[v] & HC_STANDIN) && ic_value_num_uses(G, v) > 0)
+            return sym_fail(t, "a tensor built from constants is read by a graph op that does not take its "
+                               "value (not captured)");
     return 0;
 }
 

@@ -306,7 +306,7 @@ PyObject *sym_home_device(int h);           /* a torch.device of h (new referenc
 int sym_fold_materialize(trace *t, var *v);
 /* x.name of a constant tensor (x.T, x.device, ...) read from the constant (1: not folded) */
 int sym_fold_attr(trace *t, const var *x, PyObject *name, var *out);
-int sym_fold_finish(trace *t);  /* the end of the trace: no stand-in read, no such constant returned */
+int sym_fold_finish(trace *t);  /* the end of the trace: no stand-in read by the graph */
 /* 1: another object sharing oid's storage holds a constant (its update is left to eager) */
 int sym_fold_shared(trace *t, int oid);
 /* 1: the index is a constant whose values all lie in [0, bound) (no check needed) */
