@@ -903,7 +903,8 @@ int sym_h_new_tensor(trace *t, const opdef *d, var **p, var *out) {
     else
         dtv = *p[2];
     if (p[3] == NULL || sym_is_none(p[3])) {
-        dev.obj = sym_keep(t, sym_graph_device(t)); /* x is in the graph: its device */
+        int xh = sym_home_off(t, p[0]->val) ? sym_home(t, p[0]->val) : 0; /* x's device (fold.c sym_home) */
+        dev.obj = sym_keep(t, xh ? sym_home_device(xh) : sym_graph_device(t));
         if (dev.obj == NULL)
             return -1;
     } else {
