@@ -106,7 +106,7 @@ def test_factory_on_a_cpu_tensors_device(device):
         c = torch.arange(6)
         z = torch.ones(6, device=c.device, dtype=torch.long) + c
         w = torch.zeros_like(torch.arange(9000)).float() + 1
-        return x + z.to(x), x.sum() + w.to(x.device).sum(), z.device, w.device
+        return x + z.to(x), x + w.to(x.device).sum(), z.device, w.device
 
     x = torch.randn(6, device=device)
     ex = one_graph(f, x)
@@ -118,7 +118,7 @@ def test_cpu_zero_dim_reduction_scales_a_graph_tensor(device):
     """A 0-d CPU tensor computed in the graph (the mean of a large CPU arange) is a scalar of
     an elementwise CUDA op, as in eager."""
     def f(x):
-        m = torch.arange(20000).float().mean()
+        m = (torch.arange(20000) % 7).float().mean()  # (partial sums exact in any order)
         return x * m, torch.where(x > 0, x, m)
 
     x = torch.randn(7, device=device)
