@@ -13,6 +13,7 @@ import pytest
 import torch
 
 import torchc
+from test_training_autograd_fn import _captured
 
 LIB = "torchc_tst_ag"
 CALLS = {"gmm": 0, "gmm_bwd": 0}
@@ -99,14 +100,6 @@ def plain(x: torch.Tensor) -> torch.Tensor:
 @plain.register_fake
 def _(x):
     return torch.empty_like(x)
-
-
-def _captured(fn, *args):
-    torchc.reset()
-    ex = torchc.explain(fn)(*args)
-    assert (ex.graph_count, ex.graph_break_count) == (1, 0), ex.break_reasons
-    assert ex.backward_graph_count == 1, str(ex)
-    return ex
 
 
 def _matches_eager(fn, args, wrt):

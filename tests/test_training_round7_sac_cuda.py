@@ -13,11 +13,11 @@ import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from torch.utils.checkpoint import CheckpointPolicy, checkpoint, create_selective_checkpoint_contexts
+from torch.utils.checkpoint import checkpoint, create_selective_checkpoint_contexts
 
 import torchc
 from conftest import assert_same
-from test_training_round7_sac import SAVE_MM, SAVE_NOTHING, Net
+from test_training_round7_sac import SAVE_MM, SAVE_NOTHING, Net, every_other_mm
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 
@@ -92,15 +92,7 @@ def test_cuda_policy_saving_nothing_is_plain_checkpointing(mode):
 @pytest.mark.parametrize("mode", MODES)
 def test_cuda_callable_policy_in_order_and_training_matches(mode):
     seen = []
-
-    def policy(ctx, op, *args, **kwargs):
-        seen.append(op)
-        if op == aten.mm.default or op == aten.addmm.default:
-            n = sum(1 for o in seen if o in (aten.mm.default, aten.addmm.default))
-            return CheckpointPolicy.MUST_SAVE if n % 2 == 1 else CheckpointPolicy.MUST_RECOMPUTE
-        return CheckpointPolicy.PREFER_RECOMPUTE
-
-    cf = functools.partial(create_selective_checkpoint_contexts, policy)
+    cf = functools.partial(create_selective_checkpoint_contexts, every_other_mm(seen))
     torch.manual_seed(0)
     me, mc = Net(cf).to(DEV), Net(cf).to(DEV)
     mc.load_state_dict(me.state_dict())
