@@ -22,9 +22,12 @@ def stats():
 
 
 @pytest.fixture(autouse=True)
-def tiers():
+def tiers(tmp_path):
     torchc._C.tier_wait()
     torchc.config.cpu_tiers = 1
+    # a disk cache of the test's own: optimized code an earlier test put there is loaded at
+    # once (not tiered)
+    torchc.config.cache_dir = str(tmp_path)
     yield
     torchc._C.tier_wait()
 
@@ -112,6 +115,7 @@ def test_dynamic_shapes_graph_tiered():
 def test_graph_freed_before_its_tier_up():
     # the compiled graph goes away while its optimized code may still be in the making:
     # nothing is swapped into freed memory, nothing fails
+    torchc.config.disk_cache = False  # each compile tiered, whenever the previous tier-up ends
     s0 = stats()
     for _ in range(3):
         f = fresh_fn()
