@@ -5,10 +5,19 @@ import time
 import torch
 
 
+def tier_wait():
+    """Tiered CPU code (torchc.config.cpu_tiers): wait for the optimized code of the graphs compiled
+    so far, so that what is timed is the code a long run runs (a no-op without torchc or tiers)."""
+    import sys
+    tc = sys.modules.get("torchc")
+    getattr(getattr(tc, "_C", None), "tier_wait", lambda: None)()
+
+
 def bench(fn, *args, warmup=3, reps=20, min_time=0.2):
     """Median seconds per call of fn(*args) (after warmup)."""
     for _ in range(warmup):
         fn(*args)
+    tier_wait()
     times = []
     t_end = time.perf_counter() + min_time
     while len(times) < reps or time.perf_counter() < t_end:

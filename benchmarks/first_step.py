@@ -4,12 +4,19 @@ timm are not needed), train mode, torchc.compile(model), forward + loss.backward
 
     python benchmarks/first_step.py [--only densenet121,mobilenet_v3] [--repeat 3] [--amp]
                                     [--batch 2] [--size 64] [--roots /tmp/base,.]
+                                    [--env 'TORCHC_CPU_TIERS=0,']
 
 Each run is a fresh process with an empty on-disk cache (TORCHC_CACHE_DIR a new temp dir) and
 TORCHC_DEBUG=time; reported per model, medians over the repeats, in ms:
 
   first     the first step (forward capture + compile + run, backward compile + run, SGD), wall
-            and (cpu) the process's CPU time, all threads: steadier on a shared machine
+            and (cpu) the process's CPU time, all threads: steadier on a shared machine (the
+            background compiles of tiered code during the step count in it)
+  early     (--early-steps) steps right after the second one, before the tier-up wait: the
+            median CPU time of the calling thread (the kernels' with --threads 1; the background
+            compile runs on another thread): tiered graphs run mostly tier-0 code there
+  tier-up wait  then, the wait until the background compiles of tiered code (config cpu_tiers)
+            are done; the steady steps run the optimized code (also shown as thread cpu)
   second    the second step (a recompile or guard failure shows here)
   steady    the median of --steps more steps (run time of the compiled code, compile excluded), wall
             and (cpu) process CPU time (with --threads 1, the steadier one on a shared machine)
@@ -279,13 +286,27 @@ for _ in range(2):
     t.append(time.perf_counter() - t0)
     tc.append(time.process_time() - c0)
 sys.stderr.write("STEP\n")
-ts, tsc = [], []
+# steps before the tier-up is done (tiered code: mostly tier 0), the calling thread's CPU time
+# (the kernels run on it with --threads 1; the background compile runs on another thread)
+t0s = []
+for _ in range(int(sys.argv[8])):
+    h0 = time.thread_time()
+    step()
+    t0s.append(time.thread_time() - h0)
+t0s = sorted(t0s)[len(t0s) // 2] if t0s else float("nan")
+# tiered code (config cpu_tiers): the optimized code swapped in before the steady steps
+t0 = time.perf_counter()
+getattr(torchc._C, "tier_wait", lambda: None)()
+tw = time.perf_counter() - t0
+ts, tsc, tst = [], [], []
 for _ in range(int(sys.argv[7])):
-    t0, c0 = time.perf_counter(), time.process_time()
+    t0, c0, h0 = time.perf_counter(), time.process_time(), time.thread_time()
     step()
     ts.append(time.perf_counter() - t0)
     tsc.append(time.process_time() - c0)
-ts, tsc = (sorted(ts)[len(ts) // 2], sorted(tsc)[len(tsc) // 2]) if ts else (float("nan"), float("nan"))
+    tst.append(time.thread_time() - h0)
+ts, tsc, tst = ((sorted(ts)[len(ts) // 2], sorted(tsc)[len(tsc) // 2], sorted(tst)[len(tst) // 2]) if ts
+                else (float("nan"),) * 3)
 ex = torchc.explain(cm)(x)
 estep = make_step(model, torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9))
 estep()
@@ -295,7 +316,8 @@ for _ in range(3):
     estep()
     te.append(time.perf_counter() - t0)
 print(f"RESULT {t[0] * 1e3:.1f} {t[1] * 1e3:.1f} {sorted(te)[1] * 1e3:.1f} {ex.graph_count} {ex.op_count}"
-      f" {getattr(ex, 'backward_graph_count', -1)} {tc[0] * 1e3:.1f} {ts * 1e3:.2f} {tsc * 1e3:.2f}", flush=True)
+      f" {getattr(ex, 'backward_graph_count', -1)} {tc[0] * 1e3:.1f} {ts * 1e3:.2f} {tsc * 1e3:.2f}"
+      f" 0 {tw * 1e3:.1f} {t0s * 1e3:.2f} {tst * 1e3:.2f}", flush=True)
 '''
 
 STAGES = ["init", "graph", "lower", "sched", "final", "irgen", "opt", "emit", "jit"]
@@ -304,19 +326,23 @@ COMPILE = re.compile(r"torchc time: compile ([\d.]+) ms \(cpu ([\d.]+) \+ ([\d.]
 FRAME = re.compile(r"torchc time: frame (\S+): capture \+ compile ([\d.]+) ms")
 
 
-def run_one(name, args, root):
+def run_one(name, args, root, var=""):
     with tempfile.TemporaryDirectory() as cache:
         env = dict(os.environ, TORCHC_CACHE_DIR=cache, TORCHC_DEBUG="time", OMP_NUM_THREADS=str(args.threads),
                    TORCHC_NUM_THREADS=str(args.threads))
         for k in ("TORCHC_CACHE", "TORCHC_DISK_CACHE"):
             env.pop(k, None)
+        for kv in var.split():
+            env[kv.split("=", 1)[0]] = kv.split("=", 1)[1]
         p = subprocess.run([sys.executable, "-c", CHILD, MODELS, name, str(args.batch), str(args.size), root,
-                            "1" if args.amp else "0", str(args.steps)], env=env, capture_output=True, text=True)
+                            "1" if args.amp else "0", str(args.steps), str(args.early_steps)], env=env,
+                           capture_output=True, text=True)
     if p.returncode != 0:
         raise SystemExit(f"{name}: failed\n{p.stderr[-3000:]}")
     res = [ln for ln in p.stdout.splitlines() if ln.startswith("RESULT")][-1].split()[1:]
     r = {"first_cpu": float(res[6]), "first": float(res[0]), "second": float(res[1]), "steady": float(res[7]), "steady_cpu": float(res[8]), "eager": float(res[2]), "graphs": int(res[3]),
-         "ops": int(res[4])}
+         "ops": int(res[4]), "tier_wait": float(res[10]), "early_thread": float(res[11]),
+         "steady_thread": float(res[12])}
     # step 1's lines: the forward's compile comes before its frame line, the backward's after
     step1 = p.stderr.split("STEP\n")[1]
     fwd = bwd = None
@@ -356,24 +382,31 @@ def main():
     ap.add_argument("--size", type=int, default=64)
     ap.add_argument("--amp", action="store_true", help="CPU bf16 autocast around the forward and loss")
     ap.add_argument("--roots", default=ROOT, help="comma-separated torchc trees, run interleaved (A/B in one run)")
+    ap.add_argument("--env", default="", help="comma-separated variants, each space-separated NAME=value settings "
+                    "(e.g. 'TORCHC_CPU_TIERS=0,'): run interleaved with each root")
     ap.add_argument("--steps", type=int, default=10, help="steps after the first two: their median is 'steady'")
+    ap.add_argument("--early-steps", type=int, default=0, help="steps right after the first two, before the "
+                    "tier-up wait (tiered code: mostly tier 0); their calling-thread CPU median is 'early'")
     ap.add_argument("--threads", type=int, default=1, help="torch threads of the eager ops (TORCHC_NUM_THREADS too)")
     args = ap.parse_args()
     print(f"first training step, CPU, batch {args.batch}, {args.size}x{args.size}, amp={args.amp}, "
           f"median of {args.repeat} fresh processes (ms)")
-    roots = args.roots.split(",")
+    roots = [(root, var) for root in args.roots.split(",") for var in args.env.split(",")]
     for name in args.only.split(","):
-        runs = {root: [] for root in roots}
+        runs = {rv: [] for rv in roots}
         for _ in range(args.repeat):
-            for root in roots:
-                runs[root].append(run_one(name, args, root))
-        for root in roots:
-            report(name + (f" [{root}]" if len(roots) > 1 else ""), runs[root])
+            for rv in roots:
+                runs[rv].append(run_one(name, args, *rv))
+        for rv in roots:
+            tag = " ".join(x for x in (rv[0] if len(args.roots.split(",")) > 1 else "", rv[1]) if x)
+            report(name + (f" [{tag}]" if tag else ""), runs[rv])
 
 
 def report(name, rs):
     r0 = rs[0]
     print(f"{name}: first {med(rs, lambda r: r['first']):.0f} (cpu {med(rs, lambda r: r['first_cpu']):.0f})  "
+          f"tier-up wait {med(rs, lambda r: r['tier_wait']):.0f}  early (thread cpu) {med(rs, lambda r: r['early_thread']):.2f}  "
+          f"steady (thread cpu) {med(rs, lambda r: r['steady_thread']):.2f}  "
           f"second {med(rs, lambda r: r['second']):.1f}  steady {med(rs, lambda r: r['steady']):.2f} (cpu {med(rs, lambda r: r['steady_cpu']):.2f})  eager {med(rs, lambda r: r['eager']):.1f}  "
           f"capture {med(rs, lambda r: r['capture']):.0f}  "
           f"graphs {r0['graphs']} ops {r0['ops']} step-2 frame compiles {r0['recompiles']}")

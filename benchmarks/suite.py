@@ -36,6 +36,9 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import torchc  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import tier_wait  # noqa: E402
+
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 
 
@@ -450,6 +453,7 @@ def interleaved(fns, inputs, device, reps, warmup=2):
     for _ in range(warmup):
         for f in fns.values():
             f(**inputs)
+    tier_wait()
     times = {k: [] for k in fns}
     for _ in range(reps):
         for k, f in fns.items():

@@ -39,7 +39,7 @@ import torch.nn.functional as F
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import torchc  # noqa: E402
-from common import first_tensor  # noqa: E402
+from common import first_tensor, tier_wait  # noqa: E402
 
 
 def no_randomness(m):
@@ -133,6 +133,7 @@ def sync(dev):
 def timed_steps(step, dev, reps, warmup):
     for _ in range(warmup):
         step()
+    tier_wait()
     sync(dev)
     if dev == "cuda":
         torch.cuda.reset_peak_memory_stats()

@@ -176,13 +176,21 @@ static PyObject *m_last_internal_fault(PyObject *m, PyObject *unused) {
 static PyObject *m_cache_stats(PyObject *m, PyObject *unused) {
     ic_cache_stats s;
     ic_get_cache_stats(&s);
-    return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K}", "mem_hits", (unsigned long long)s.mem_hits,
+    return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K}", "mem_hits", (unsigned long long)s.mem_hits,
                          "code_shared", (unsigned long long)s.code_shared, "disk_loaded",
                          (unsigned long long)s.disk_loaded, "disk_hits", (unsigned long long)s.disk_hits,
                          "disk_misses", (unsigned long long)s.disk_misses, "disk_writes",
                          (unsigned long long)s.disk_writes, "disk_rejected", (unsigned long long)s.disk_rejected,
                          "disk_errors", (unsigned long long)s.disk_errors, "disk_evicted",
-                         (unsigned long long)s.disk_evicted);
+                         (unsigned long long)s.disk_evicted, "tier0", (unsigned long long)s.tier0, "tier1",
+                         (unsigned long long)s.tier1, "tier_failed", (unsigned long long)s.tier_failed);
+}
+
+static PyObject *m_tier_wait(PyObject *m, PyObject *unused) {
+    Py_BEGIN_ALLOW_THREADS
+    ic_tier_wait();
+    Py_END_ALLOW_THREADS
+    Py_RETURN_NONE;
 }
 
 /* An int setting in [lo, hi]: ValueError (never OverflowError from C) outside it. */
@@ -291,6 +299,8 @@ static PyObject *m_set_cudagraph_capture(PyObject *m, PyObject *arg) {
 }
 
 static PyMethodDef methods[] = {
+    {"tier_wait", m_tier_wait, METH_NOARGS,
+     "Block until the optimized code of the tiered CPU graphs compiled so far is swapped in."},
     {"cache_stats", m_cache_stats, METH_NOARGS,
      "Compile cache counters: in-memory hits, shared code, disk cache hits/misses/writes/rejects."},
     {"probe", (PyCFunction)(void (*)(void))m_probe, METH_FASTCALL,

@@ -7,7 +7,8 @@
  * graph runs. A tensor the schema marks written (Tensor(a!)) is rebound to the extern's
  * output, so the update is eager's. Not captured, with a reason: no fake impl, outputs that
  * alias inputs, non-tensor results, symbolic sizes, more than four tensor operands, tensors
- * that require grad (the op's autograd formula is not captured), autocast. */
+ * that require grad whose op has no formula of torch.library.register_autograd (with one, the
+ * call is traced as an autograd.Function of it: autograd_call), autocast. */
 #include "ops_internal.h"
 
 #define NOPND IC_EXT_MAXIN /* tensor operands of an extern node (ic.h) */
@@ -324,6 +325,35 @@ static int aten_index_call(trace *t, const var *fn, var *args, int nargs, PyObje
     return sym_tensor_index(t, &x, &key, out);
 }
 
+/* A call on tensors that require grad: traced as a call of torchc._custom_ops.autograd_call's
+ * function (an autograd.Function of the op's registered formula: the op captured in its
+ * forward, the registered backward traced into the backward graph), else left to eager. */
+static int autograd_call(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out) {
+    static PyObject *helper;
+    if (helper == NULL) {
+        PyObject *m = PyImport_ImportModule("torchc._custom_ops");
+        helper = m ? PyObject_GetAttrString(m, "autograd_call") : NULL;
+        Py_XDECREF(m);
+        if (helper == NULL)
+            return tc_clear_expected(PyExc_ImportError, PyExc_AttributeError) < 0
+                       ? -1
+                       : sym_fail(t, "custom ops: torchc._custom_ops.autograd_call not importable");
+    }
+    PyObject *call = PyObject_CallFunction(helper, "OiO", fn->obj, nargs, kwnames ? kwnames : Py_None);
+    if (call == NULL)
+        return tc_clear_expected(PyExc_Exception) < 0 ? -1 : sym_fail(t, "custom op %R: autograd_call raised", fn->obj);
+    if (call == Py_None) {
+        Py_DECREF(call);
+        return sym_fail(t, "custom op %R on tensors that require grad: no autograd formula of torch.library's "
+                           "register_autograd to capture (or keyword-only / default arguments)", fn->obj);
+    }
+    /* kept alive by the helper's table (one function per op) */
+    int s = sym_source(t, DH_S_CONST, -1, 0, call);
+    int rc = s < 0 ? -1 : sym_inline(t, call, s, NULL, args, nargs, kwnames, out);
+    Py_DECREF(call);
+    return rc;
+}
+
 int sym_custom_op_call(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out) {
     int irc = aten_index_call(t, fn, args, nargs, kwnames, out);
     if (irc != 1)
@@ -341,8 +371,7 @@ int sym_custom_op_call(trace *t, const var *fn, var *args, int nargs, PyObject *
         goto done;
     for (int i = 0; i < o.n; i++)
         if (sym_value_requires_grad(t, o.v[i]->val)) {
-            rc = sym_fail(t, "custom op %R on tensors that require grad: its autograd formula is not captured yet",
-                          fn->obj);
+            rc = autograd_call(t, fn, args, nargs, kwnames, out);
             goto done;
         }
     res = PyObject_CallFunctionObjArgs(plan_fn, fn->obj, pa, kw, o.metas, NULL);

@@ -34,7 +34,7 @@ void ic_cpu_code_stats(unsigned long long *shared, unsigned long long *disk_load
 /* A cached code blob: "ICOB", count, sizes, then the object files back to back. */
 #define OB_MAGIC 0x424f4349u
 
-static void *pack_objects(const void *const *objs, const size_t *sizes, int nobj, size_t *n) {
+void *ic_cpu_pack_objects(const void *const *objs, const size_t *sizes, int nobj, size_t *n) {
     size_t total = 8 + 8 * (size_t)nobj;
     for (int i = 0; i < nobj; i++) total += sizes[i];
     unsigned char *b = malloc(total), *p = b;
@@ -118,15 +118,41 @@ static void cpu_codegen(ic_ctx *c, ic_compiled *out, ic_kernel_fn *fns, int devi
     }
     const void *objs[IC_CG_PARTS];
     size_t sizes[IC_CG_PARTS];
-    int nobj = ic_codegen_cpu(c, &S, objs, sizes); /* code only (stages irgen, opt, emit) */
+    /* tier-0 names (used when ic_codegen_cpu tiers the graph): made first, as the bitcode it
+     * may return is freed only by ic_tier_new or ic_cpu_tier0_free */
+    static _Atomic unsigned tier_counter;
+    ic_cpu_tier0 *T = ic_alloc(c, sizeof *T);
+    snprintf(T->suffix, sizeof T->suffix, "_t%u", atomic_fetch_add(&tier_counter, 1));
+    const char **n0 = ic_alloc(c, (size_t)(S.n + 1) * sizeof(char *));
+    for (int i = 0; i < S.n; i++) {
+        size_t len = strlen(S.names[i]) + sizeof T->suffix;
+        char *nm = ic_alloc(c, len);
+        snprintf(nm, len, "%s%s", S.names[i], T->suffix);
+        n0[i] = nm;
+    }
+    int nobj = ic_codegen_cpu(c, &S, objs, sizes, T); /* code only (stages irgen, opt, emit) */
     t0 = ic_now_ms();
+    if (T->nparts) { /* tier 0: unshared, not cached; tier.c makes, loads and caches the full code */
+        out->tier = ic_tier_new(c, &S, T); /* takes T's bitcode */
+        if (!out->tier) {
+            ic_cpu_tier0_free(T);
+            ic_fail(c, IC_ENOMEM, "out of memory");
+        }
+        void *h = ic_jit_add_object(objs, sizes, nobj, NULL, n0, S.n, addrs, msg, sizeof msg);
+        if (!h) ic_fail(c, IC_EINTERNAL, "JIT: %s", msg);
+        out->jit_rt = h;
+        set_fns(c, fns, &S, addrs);
+        c->t_stage[IC_T_JIT] += ic_now_ms() - t0;
+        ic_codegen_cleanup(c);
+        return;
+    }
     void *h = ic_jit_add_object(objs, sizes, nobj, c->keyed ? &c->key : NULL, S.names, S.n, addrs, msg, sizeof msg);
     if (!h) ic_fail(c, IC_EINTERNAL, "JIT: %s", msg);
     out->jit_rt = h;
     set_fns(c, fns, &S, addrs);
     if (c->keyed && ic_diskcache_enabled()) {
         size_t n;
-        void *blob = pack_objects(objs, sizes, nobj, &n);
+        void *blob = ic_cpu_pack_objects(objs, sizes, nobj, &n);
         if (blob) ic_diskcache_put("cpu", c->key, blob, n);
         free(blob);
     }
@@ -135,8 +161,10 @@ static void cpu_codegen(ic_ctx *c, ic_compiled *out, ic_kernel_fn *fns, int devi
 }
 
 static void cpu_release(ic_compiled *o) {
+    ic_tier_detach(o); /* first: a tier-up swaps nothing in from here */
     if (o->jit_rt) ic_jit_remove(o->jit_rt);
-    o->jit_rt = NULL;
+    if (o->jit_rt0) ic_jit_remove(o->jit_rt0);
+    o->jit_rt = o->jit_rt0 = NULL;
 }
 
 const ic_backend ic_backend_cpu = {"cpu", false, false, false, cpu_codegen, cpu_release, ic_codegen_cleanup, NULL};

@@ -288,6 +288,9 @@ int ic_run_extern(const ic_compiled *c, const ic_rext *x, void *const *in, void 
     return -1;
 }
 
+/* a kernel's entry point now (tier.c swaps in the full code of a tiered graph) */
+static ic_kernel_fn kernel_fn(const ic_rkernel *K) { return __atomic_load_n(&K->fn, __ATOMIC_ACQUIRE); }
+
 static void compiled_free_parts(ic_compiled *o) {
     if (!o) return;
     if (o->backend) o->backend->release(o); /* code, modules, library plans */
@@ -493,10 +496,12 @@ static ic_compiled *pipeline(ic_ctx *c, const ic_graph *g, const ic_options *o) 
             x->out_meta = c->bufs[x->out_buf].meta;
             out->kernels[r].iters = 1;
             out->kernels[r].diters = ic_dim_k(1);
+            out->kernels[r].slot = -1;
             out->kernels[r++].ext = out->nexts;
             continue;
         }
         out->kernels[r].fn = fns[2 * k];
+        out->kernels[r].slot = 2 * k;
         out->kernels[r].iters = K->split ? K->ntiles : K->iters;
         out->kernels[r].work = K->work;
         if (!ic_sym_decode(c, out->kernels[r].iters, &out->kernels[r].diters) ||
@@ -505,12 +510,14 @@ static ic_compiled *pipeline(ic_ctx *c, const ic_graph *g, const ic_options *o) 
         r++;
         if (K->split) {
             out->kernels[r].fn = fns[2 * k + 1];
+            out->kernels[r].slot = 2 * k + 1;
             out->kernels[r].iters = 1;
             out->kernels[r].diters = ic_dim_k(1);
             out->kernels[r++].work = 0;
         }
     }
     c->out = NULL;
+    if (out->tier) ic_tier_start(out); /* complete: its full code may be swapped in from now */
     return out;
 }
 
@@ -793,6 +800,11 @@ IC_API void ic_get_cache_stats(ic_cache_stats *s) {
     s->disk_rejected = d.rejected;
     s->disk_errors = d.errors;
     s->disk_evicted = d.evicted;
+    unsigned long long t0, t1, tf;
+    ic_tier_stats(&t0, &t1, &tf); /* tier.c */
+    s->tier0 = t0;
+    s->tier1 = t1;
+    s->tier_failed = tf;
 }
 
 IC_API void ic_compiled_free(ic_compiled *c) { release(c); }
@@ -948,9 +960,9 @@ static int run_dyn(const ic_compiled *c, void *const *inputs, void *const *outpu
         int64_t iters = ic_dim_eval(K->diters, sv), work = ic_dim_eval(K->dwork, sv);
         if (iters <= 0) continue;
         if (nt > 1 && iters > 1 && (work < 0 || work >= IC_PAR_MIN_WORK))
-            ic_parallel_for(K->fn, bufs, iters, nt);
+            ic_parallel_for(kernel_fn(K), bufs, iters, nt);
         else
-            K->fn(bufs, 0, iters);
+            kernel_fn(K)(bufs, 0, iters);
     }
     if (ws) {
         void *expect = NULL;
@@ -1034,9 +1046,9 @@ IC_API int ic_run(const ic_compiled *c, void *const *inputs, void *const *output
         }
         if (K->iters <= 0) continue;
         if (nt > 1 && K->iters > 1 && K->work >= IC_PAR_MIN_WORK)
-            ic_parallel_for(K->fn, bufs, K->iters, nt);
+            ic_parallel_for(kernel_fn(K), bufs, K->iters, nt);
         else
-            K->fn(bufs, 0, K->iters);
+            kernel_fn(K)(bufs, 0, K->iters);
     }
     if (ws) {
         void *expect = NULL;

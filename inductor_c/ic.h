@@ -545,8 +545,14 @@ typedef struct ic_cache_stats {
     uint64_t code_shared;   /* compiles that reused code loaded in this process */
     uint64_t disk_loaded;   /* compiles that loaded their code from the disk cache */
     uint64_t disk_hits, disk_misses, disk_writes, disk_rejected, disk_errors, disk_evicted;
+    uint64_t tier0;         /* CPU graphs compiled quickly first (config cpu_tiers) */
+    uint64_t tier1;         /* ... whose optimized code was swapped in since */
+    uint64_t tier_failed;   /* ... whose optimized compile failed (they keep tier 0) */
 } ic_cache_stats;
 void ic_get_cache_stats(ic_cache_stats *s);
+/* Blocks until the background compiles of tiered CPU graphs queued so far are done (their
+ * optimized code swapped in): benchmarks call it before they time steady runs. */
+void ic_tier_wait(void);
 
 /* ---- runtime ------------------------------------------------------------------------ */
 void ic_set_num_threads(int n); /* worker count of the CPU pool (>= 1) */

@@ -317,7 +317,8 @@ typedef struct ic_buffer {
 typedef void (*ic_kernel_fn)(void *const *bufs, int64_t start, int64_t end);
 
 typedef struct ic_rkernel {
-    ic_kernel_fn fn;
+    ic_kernel_fn fn;     /* read with __atomic_load_n: a tier-up (tier.c) swaps it while it runs */
+    int slot;            /* the fns slot of fn (ic_cpu_syms), -1 for an extern call */
     int64_t iters;
     int64_t work;
     int ext;             /* > 0: not a kernel, the extern call exts[ext - 1] */
@@ -349,6 +350,8 @@ struct ic_compiled {
     ic_rkernel *kernels;
     char *describe;
     void *jit_rt;        /* jit.c handle of the loaded code (shared by key) */
+    void *jit_rt0;       /* tiered: the tier-0 code, once jit_rt holds the full code */
+    struct ic_tier *tier; /* tiered: the background job (tier.c), until it is done */
     _Atomic int refs;    /* owners: the caller of ic_compile, and the compile cache */
     void *_Atomic ws_cache; /* a workspace kept between runs (first touch is costly) */
     void *gpu;           /* IC_CUDA: ic_gpu (codegen/gpu.h), owned; NULL on the CPU */
@@ -558,9 +561,32 @@ typedef struct ic_cpu_syms {
     char prefix[48];
 } ic_cpu_syms;
 void ic_cpu_symbols(ic_ctx *c, ic_cpu_syms *S);
+/* Tiered code: a graph of cfg.cpu_tiers LLVM instructions or more (before optimization) is
+ * first compiled quickly (tier 0: no loop passes, no code generator optimization) and run while
+ * its full compile (tier 1, the same code an untiered compile makes) runs on a background
+ * thread (tier.c), which swaps it in. tier0 code defines each symbol of ic_cpu_symbols with
+ * its suffix appended (unique in the process: the same graph may be loaded twice at tier 0);
+ * it is never shared by key nor cached on disk. */
+typedef struct ic_cpu_tier0 {
+    int nparts;                        /* 0: not tiered */
+    char suffix[24];                   /* "_t<n>": set by the caller */
+    void *bc[IC_CG_PARTS];             /* per object file: its LLVM IR as generated (malloc) */
+    size_t bcn[IC_CG_PARTS];
+    const char *passes[IC_CG_PARTS];   /* and the pipeline of its full compile (static text) */
+} ic_cpu_tier0;
+void ic_cpu_tier0_free(ic_cpu_tier0 *t);
 /* the object files defining S's symbols (returns how many, <= IC_CG_PARTS), owned by
- * c->cg_res until ic_codegen_cleanup */
-int ic_codegen_cpu(ic_ctx *c, const ic_cpu_syms *S, const void **objs, size_t *sizes);
+ * c->cg_res until ic_codegen_cleanup; tier (may be NULL: never tiered) filled when tiered */
+int ic_codegen_cpu(ic_ctx *c, const ic_cpu_syms *S, const void **objs, size_t *sizes, ic_cpu_tier0 *tier);
+/* tier 1 of one object file: its bitcode optimized and emitted (any thread); *obj malloc'd */
+int ic_cpu_recompile(const void *bc, size_t n, const char *passes, void **obj, size_t *objn, char *msg, size_t msgn);
+/* tier.c: the background compiles of tiered graphs */
+typedef struct ic_tier ic_tier;
+ic_tier *ic_tier_new(const ic_ctx *c, const ic_cpu_syms *S, ic_cpu_tier0 *t); /* takes t's bitcode; NULL: OOM */
+void ic_tier_start(ic_compiled *out);  /* out->tier queued for its full compile (out complete) */
+void ic_tier_detach(ic_compiled *out); /* out is being freed: its tier job swaps nothing in */
+void ic_tier_stats(unsigned long long *tier0, unsigned long long *tier1, unsigned long long *failed);
+void *ic_cpu_pack_objects(const void *const *objs, const size_t *sizes, int nobj, size_t *n); /* backends.c: a disk-cache blob (malloc) */
 void ic_codegen_cleanup(ic_ctx *c);
 const char *ic_cpu_pipeline(int opt_level); /* LLVM pass pipeline text (part of the code key) */
 /* runtime/jit.c */
@@ -574,6 +600,7 @@ void *ic_jit_find(ic_dkey key, const char *const *names, int n, void **addrs); /
 void ic_jit_remove(void *handle);
 /* codegen/part.c: the host target (runtime/jit.c makes its JIT's TargetMachine with it) */
 void *ic_host_tm_new(char *msg, size_t msgn); /* a new LLVMTargetMachineRef, the caller's */
+void *ic_host_tm_fast(char *msg, size_t msgn); /* the same without optimization (tier 0), the caller's */
 const char *ic_host_id(void); /* triple|cpu|features */
 /* compile.c: runs extern call x (in: input addresses) through the registered handler */
 int ic_run_extern(const ic_compiled *c, const ic_rext *x, void *const *in, void *out, void *stream,

@@ -111,19 +111,22 @@ def test_policy_saving_nothing_is_plain_checkpointing():
     _grads_match(net, torchc.compile(net), (x,), net.parameters())
 
 
-def test_callable_policy_sees_eagers_ops_in_order_and_training_matches():
-    # a stateful policy (torchtitan's 'every other mm' style): called once per op, in order;
-    # 30 SGD steps, losses and parameters as eager's
-    seen = []
-
+def every_other_mm(seen):
+    """a stateful policy (torchtitan's 'every other mm' style) recording the ops it is asked about"""
     def policy(ctx, op, *args, **kwargs):
         seen.append(op)
         if op == aten.mm.default or op == aten.addmm.default:
             n = sum(1 for o in seen if o in (aten.mm.default, aten.addmm.default))
             return CheckpointPolicy.MUST_SAVE if n % 2 == 1 else CheckpointPolicy.MUST_RECOMPUTE
         return CheckpointPolicy.PREFER_RECOMPUTE
+    return policy
 
-    cf = functools.partial(create_selective_checkpoint_contexts, policy)
+
+def test_callable_policy_sees_eagers_ops_in_order_and_training_matches():
+    # a stateful policy (torchtitan's 'every other mm' style): called once per op, in order;
+    # 30 SGD steps, losses and parameters as eager's
+    seen = []
+    cf = functools.partial(create_selective_checkpoint_contexts, every_other_mm(seen))
     torch.manual_seed(0)
     me, mc = Net(cf), Net(cf)
     mc.load_state_dict(me.state_dict())

@@ -123,6 +123,8 @@ GROUPS = {
                "hf_funnel", "hf_gemma3", "hf_levit", "hf_mobilenet_v2", "hf_mobilevit"],
     "more_b": ["hf_modernbert", "hf_mt5", "hf_plbart", "hf_poolformer", "hf_prophetnet", "hf_pvt_v2", "hf_regnet",
                "hf_roformer", "hf_speech2text", "hf_squeezebert", "hf_swin", "hf_xglm"],
+    # the experts' transformers::grouped_mm_fallback: a custom op with register_autograd
+    "moe": ["hf_mixtral", "hf_qwen2_moe", "hf_olmoe"],
 }
 # whole in inference, not in training, with the cause (benchmarks/train_capture.py): control
 # flow on random draws that only training has (torch.compile breaks there too):

@@ -180,3 +180,66 @@ def run(key, ins, out, strides):
             n = x.numel()
             out[off:off + n].view(sz).copy_(x)
             off += n
+
+
+# Custom ops with a registered autograd formula (torch.library.custom_op + register_autograd)
+# called on tensors that require grad: the call is traced as a call of the function returned
+# here, an autograd.Function of the op's own formula (what torch's autograd kernel for the op
+# runs, torch/_library/autograd.py): forward = the op (captured as the CUSTOM extern: inside an
+# autograd.Function's forward grad mode is off) + setup_context, backward = the registered
+# backward (traced into the backward graph by dynamo_hook/autograd_fn.c). None (the call is
+# left to eager, with the reason) for ops without a formula, ops of torch.library.define +
+# register_autograd (their formula is held by the kernel only), keyword-only arguments, and
+# calls that leave arguments to their defaults (eager's setup_context is given them filled in).
+_autograd_calls = {}
+
+
+def autograd_call(op, nargs, kwnames=None):
+    from torch._library.custom_ops import CustomOpDef, _maybe_get_opdef
+
+    try:
+        if isinstance(op, CustomOpDef):
+            opdef, ov = op, op._opoverload
+        elif isinstance(op, torch._ops.OpOverload):
+            opdef, ov = _maybe_get_opdef(op), op
+        elif isinstance(op, torch._ops.OpOverloadPacket) and len(op.overloads()) == 1:
+            ov = getattr(op, op.overloads()[0])
+            opdef = _maybe_get_opdef(ov)
+        else:
+            return None
+    except Exception:  # noqa: BLE001 - not a custom op of torch.library.custom_op
+        return None
+    if opdef is None or getattr(opdef, "_backward_fn", None) is None:
+        return None
+    formal = ov._schema.arguments
+    names = tuple(f.name for f in formal)
+    kw = tuple(kwnames or ())
+    npos = nargs - len(kw)
+    if nargs != len(formal) or any(f.kwarg_only for f in formal) or set(kw) != set(names[npos:]):
+        return None
+    key = (id(op), npos, kw)
+    hit = _autograd_calls.get(key)
+    if hit is not None and hit[0] is op:
+        return hit[1]
+    backward_fn, setup = opdef._backward_fn, opdef._setup_context_fn
+
+    class CustomOpAutograd(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, *args):
+            out = op(*args)
+            if setup is not None:
+                setup(ctx=ctx, inputs=args, output=out)
+            return out
+
+        @staticmethod
+        def backward(ctx, *grads):
+            r = backward_fn(ctx, *grads)
+            return r if isinstance(r, tuple) else (r,)
+
+    rest = names[npos:]  # given by keyword: put back in the schema's order
+
+    def call(*args, **kwargs):
+        return CustomOpAutograd.apply(*args, *[kwargs[n] for n in rest])
+
+    _autograd_calls[key] = (op, call)
+    return call

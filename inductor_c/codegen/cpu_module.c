@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <llvm-c/BitReader.h>
 #include <llvm-c/BitWriter.h>
 #include <llvm-c/Core.h>
 #include <llvm-c/TargetMachine.h>
@@ -40,12 +41,14 @@ typedef struct cg_res {
     char *cpu, *feat, *triple;
     LLVMTargetMachineRef tm; /* the host pool's, held by this compilation (part 0 runs with it) */
     LLVMMemoryBufferRef mb;  /* gen_deduped's bitcode while it allocates (ic_alloc may longjmp) */
+    ic_cpu_tier0 *tier;      /* a tiered compile: its bitcode (freed here on an error) */
 } cg_res;
 
 static void cg_res_free(cg_res *r) {
     if (r->ab) LLVMDisposeBuilder(r->ab);
     if (r->mb) LLVMDisposeMemoryBuffer(r->mb);
     for (int i = 0; i < r->nparts; i++) ic_part_free(&r->parts[i]);
+    if (r->tier) ic_cpu_tier0_free(r->tier);
     if (r->tm) ic_host_tm_release(r->tm);
     if (r->cpu) LLVMDisposeMessage(r->cpu);
     if (r->feat) LLVMDisposeMessage(r->feat);
@@ -74,6 +77,9 @@ static void cg_res_free(cg_res *r) {
     "always-inline,function(sroa,early-cse,instcombine,simplifycfg,loop-mssa(licm),gvn,instcombine," \
     "simplifycfg)"
 #define O1_PIPELINE "always-inline,function(sroa,early-cse,instcombine,simplifycfg)"
+/* tier 0 (ic_codegen_cpu's tier argument): the IR cleaned as little as the fast instruction
+ * selector needs to make tolerable code (allocas to SSA, the body inlined), no loop passes */
+#define TIER0_PIPELINE O1_PIPELINE
 
 const char *ic_cpu_pipeline(int opt_level) {
     if (opt_level <= 1) return O1_PIPELINE "; then " IC_LSR_PASSES " with a kernel of 524288 elements";
@@ -286,7 +292,46 @@ void ic_cpu_symbols(ic_ctx *c, ic_cpu_syms *S) {
 
 /* codegen errors longjmp through the driver: LLVM objects are released by
  * ic_codegen_cleanup before the arena goes. */
-int ic_codegen_cpu(ic_ctx *c, const ic_cpu_syms *S, const void **objs, size_t *sizes) {
+void ic_cpu_tier0_free(ic_cpu_tier0 *t) {
+    for (int p = 0; p < t->nparts; p++) free(t->bc[p]);
+    memset(t, 0, sizeof *t);
+}
+
+/* Tier 0 of part P: its IR as generated kept as bitcode (t, part p: what the full compile of
+ * the background starts from), then its entry points renamed (t->suffix: the full code
+ * is loaded later under the kernels' own names) and P set to the quick pipeline and a
+ * TargetMachine without optimization (fast instruction selection, fast register allocation);
+ * a part of a hot kernel is compiled fully at once (its loops pay for it on every call), only
+ * under the renamed entry points. */
+static void tier0_part(ic_ctx *c, ic_part *P, int p, bool hot, const ic_cpu_syms *S, ic_cpu_tier0 *t) {
+    char msg[256];
+    LLVMMemoryBufferRef mb = LLVMWriteBitcodeToMemoryBuffer(P->mod);
+    if (!mb) ic_fail(c, IC_ENOMEM, "LLVM: no bitcode");
+    size_t n = LLVMGetBufferSize(mb);
+    t->bc[p] = malloc(n ? n : 1);
+    if (!t->bc[p]) {
+        LLVMDisposeMemoryBuffer(mb);
+        ic_fail(c, IC_ENOMEM, "out of memory");
+    }
+    memcpy(t->bc[p], LLVMGetBufferStart(mb), n);
+    t->bcn[p] = n;
+    t->passes[p] = P->passes;
+    LLVMDisposeMemoryBuffer(mb);
+    for (int i = 0; i < S->n; i++) {
+        LLVMValueRef f = LLVMGetNamedFunction(P->mod, S->names[i]);
+        if (!f || LLVMIsDeclaration(f)) continue;
+        char nm[160];
+        snprintf(nm, sizeof nm, "%s%s", S->names[i], t->suffix);
+        LLVMSetValueName2(f, nm, strlen(nm));
+    }
+    if (hot) return;
+    P->passes = TIER0_PIPELINE;
+    P->tm = ic_host_tm_fast(msg, sizeof msg);
+    if (!P->tm) ic_fail(c, IC_EINTERNAL, "LLVM: %s", msg);
+    P->own_tm = true;
+}
+
+int ic_codegen_cpu(ic_ctx *c, const ic_cpu_syms *S, const void **objs, size_t *sizes, ic_cpu_tier0 *tier) {
     char msg[256];
     double t0 = ic_now_ms(), t1;
     const char *prefix = S->prefix;
@@ -305,7 +350,7 @@ int ic_codegen_cpu(ic_ctx *c, const ic_cpu_syms *S, const void **objs, size_t *s
     R->nparts = assign_parts(c, part_of, dedupe, R->hot);
     int dcap = 16;
     while (dcap < 2 * nnames + 2) dcap *= 2;
-    int maxitems = 1;
+    int maxitems = 1, vinsts = 0;
     for (int i = 0; i < c->nkernels; i++)
         if (c->kernels[i].nitems > maxitems) maxitems = c->kernels[i].nitems;
     for (int p = 0; p < R->nparts; p++) {
@@ -351,10 +396,20 @@ int ic_codegen_cpu(ic_ctx *c, const ic_cpu_syms *S, const void **objs, size_t *s
             else cpu_gen_kernel(g, k, names[i], R->cpu, R->feat, phase, CPU_GEN_FULL, NULL);
         }
         R->ninsts[p] = count_insts(g->mod);
+        vinsts += D.vinsts;
         /* the pipeline is chosen by the size the module would have without dedupe */
         P->passes = module_pipeline(c->opt_level, R->ninsts[p] + D.vinsts, R->hot[p]);
         LLVMDisposeBuilder(R->ab);
         R->ab = NULL;
+    }
+    /* tiers: a graph whose code takes long to make runs first on code made quickly */
+    long long tmin = c->cfg.cpu_tiers;
+    int total = vinsts;
+    for (int p = 0; p < R->nparts; p++) total += R->ninsts[p];
+    if (tier && tmin > 0 && total >= tmin && c->opt_level >= 2 && !(c->debug & IC_DEBUG_LLVM)) {
+        R->tier = tier;
+        for (int p = 0; p < R->nparts; p++) tier->nparts = p + 1, tier0_part(c, &R->parts[p], p, R->hot[p], S, tier);
+        R->tier = NULL; /* the caller's from here (no ic_fail below frees it) */
     }
     t1 = ic_now_ms();
     c->t_stage[IC_T_IRGEN] += t1 - t0;
@@ -387,6 +442,38 @@ int ic_codegen_cpu(ic_ctx *c, const ic_cpu_syms *S, const void **objs, size_t *s
         sizes[p] = LLVMGetBufferSize(R->parts[p].out);
     }
     return R->nparts;
+}
+
+/* The background's full compile of a tier-0 part: its saved bitcode optimized by its own
+ * pipeline and emitted by one of the host pool's TargetMachines (any thread, no arena). */
+int ic_cpu_recompile(const void *bc, size_t n, const char *passes, void **obj, size_t *objn, char *msg, size_t msgn) {
+    ic_part P = {.what = "CPU", .passes = passes};
+    int rc = -1;
+    *obj = NULL;
+    P.ctx = LLVMContextCreate();
+    LLVMMemoryBufferRef mb = LLVMCreateMemoryBufferWithMemoryRange(bc, n, "torchc_tier", 0);
+    if (!P.ctx || !mb || LLVMParseBitcodeInContext2(P.ctx, mb, &P.mod)) {
+        snprintf(msg, msgn, "LLVM: the saved bitcode does not parse");
+        P.mod = NULL;
+        goto done;
+    }
+    ic_part_run(&P);
+    if (P.err[0] || !P.out) {
+        snprintf(msg, msgn, "%s", P.err[0] ? P.err : "LLVM: no object");
+        goto done;
+    }
+    *objn = LLVMGetBufferSize(P.out);
+    *obj = malloc(*objn ? *objn : 1);
+    if (!*obj) {
+        snprintf(msg, msgn, "out of memory");
+        goto done;
+    }
+    memcpy(*obj, LLVMGetBufferStart(P.out), *objn);
+    rc = 0;
+done:
+    if (mb) LLVMDisposeMemoryBuffer(mb);
+    ic_part_free(&P);
+    return rc;
 }
 
 void ic_codegen_cleanup(ic_ctx *c) {

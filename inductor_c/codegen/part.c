@@ -44,7 +44,7 @@ static LLVMTargetMachineRef tms[TM_POOL];
 static bool tm_busy[TM_POOL];
 static int ntms; /* under tm_mu */
 
-static LLVMTargetMachineRef host_tm(char *msg, size_t n) {
+static LLVMTargetMachineRef host_tm_level(char *msg, size_t n, LLVMCodeGenOptLevel level) {
     char *triple = LLVMGetDefaultTargetTriple();
     LLVMTargetRef t;
     char *e = NULL;
@@ -55,7 +55,7 @@ static LLVMTargetMachineRef host_tm(char *msg, size_t n) {
         return NULL;
     }
     char *cpu = LLVMGetHostCPUName(), *feat = LLVMGetHostCPUFeatures();
-    LLVMTargetMachineRef tm = LLVMCreateTargetMachine(t, triple, cpu, feat, LLVMCodeGenLevelAggressive,
+    LLVMTargetMachineRef tm = LLVMCreateTargetMachine(t, triple, cpu, feat, level,
                                                       LLVMRelocDefault, LLVMCodeModelJITDefault);
     if (!host_id[0]) snprintf(host_id, sizeof host_id, "%s|%s|%s", triple, cpu, feat);
     LLVMDisposeMessage(cpu);
@@ -64,6 +64,8 @@ static LLVMTargetMachineRef host_tm(char *msg, size_t n) {
     if (!tm) snprintf(msg, n, "cannot create a TargetMachine for the host");
     return tm;
 }
+
+static LLVMTargetMachineRef host_tm(char *msg, size_t n) { return host_tm_level(msg, n, LLVMCodeGenLevelAggressive); }
 
 static void host_init(void) {
     if (LLVMInitializeNativeTarget() || LLVMInitializeNativeAsmPrinter()) {
@@ -84,6 +86,10 @@ static bool host_ready(char *msg, size_t n) {
 }
 
 void *ic_host_tm_new(char *msg, size_t n) { return host_ready(msg, n) ? host_tm(msg, n) : NULL; }
+
+void *ic_host_tm_fast(char *msg, size_t n) {
+    return host_ready(msg, n) ? host_tm_level(msg, n, LLVMCodeGenLevelNone) : NULL;
+}
 
 const char *ic_host_id(void) {
     char msg[256];
