@@ -43,6 +43,34 @@ def test_gather_scatter(dtype):
     one_graph(f, x, idx, src)
 
 
+def test_int32_and_empty_indices_like_eager():
+    # ATen takes int32 indices (a router's top-k ids cast to int32; glm5_next_text's decode step),
+    # and an index with no elements of any dtype; torchc stopped the graph at both
+    x = torch.randn(4, 6)
+    idx = torch.randint(0, 4, (3, 6)).to(torch.int32)
+    src = torch.randn(3, 6)
+
+    def f(x, idx, src):
+        return (x.gather(0, idx) * 2, x.scatter(0, idx, src), x.scatter(1, idx % 6, 7.0),
+                x.scatter_add(0, idx, src), torch.scatter_add(x, 1, idx[:, :2] % 6, src[:, :2]),
+                x.scatter_reduce(0, idx, src, "amax"))
+
+    one_graph(f, x, idx, src)
+    for i in (torch.zeros(0, 6), torch.zeros(0, 6, dtype=torch.int16)):
+        one_graph(lambda x, i, s: (x.gather(0, i) + 1, x.scatter_add(0, i, s) * 2), x, i, torch.randn(0, 6))
+
+
+def test_int16_index_raises_like_eager():
+    def f(x, i):
+        return x.gather(0, i)
+
+    args = (torch.randn(3), torch.tensor([1], dtype=torch.int16))
+    with pytest.raises(RuntimeError):
+        f(*args)
+    with pytest.raises(RuntimeError):
+        torchc.compile(f)(*args)
+
+
 def test_gather_edges():
     def f(x, i):
         return x.gather(-1, i) + 1
