@@ -71,6 +71,41 @@ def test_int16_index_raises_like_eager():
         torchc.compile(f)(*args)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64])
+def test_masked_scatter(dtype):
+    # the merge of a multimodal model: image features written over the image tokens' embeddings
+    # (its shape is static whatever the mask holds); torchc stopped the graph at the call
+    def merge(ids, emb, feats):
+        m = (ids == 7).unsqueeze(-1).expand_as(emb)
+        return emb.masked_scatter(m, feats) * 2
+
+    ids = torch.tensor([[1, 7, 7, 2, 7], [7, 3, 3, 3, 7]])
+    one_graph(merge, ids, (torch.randn(2, 5, 4) * 4).to(dtype), (torch.randn(5, 4) * 4).to(dtype))
+    one_graph(merge, ids, (torch.randn(2, 5, 4) * 4).to(dtype), (torch.randn(3, 9) * 4).to(dtype))  # spare
+    one_graph(merge, torch.zeros(2, 5, dtype=torch.long), torch.randn(2, 5, 4).to(dtype), torch.randn(1).to(dtype))
+
+    def f(x, m, s):
+        return torch.masked_scatter(x, m, s) + 1
+
+    x = (torch.randn(4, 3) * 4).to(dtype)
+    one_graph(f, x.t(), torch.rand(3, 4) > 0.5, (torch.randn(2, 6) * 4).to(dtype))  # non-contiguous
+    one_graph(f, x[0], torch.tensor([[True], [False], [True]]), (torch.randn(9) * 4).to(dtype))  # broadcast
+    one_graph(f, x[:1, :1], torch.ones(1, 1, dtype=torch.bool), (torch.randn(1) * 4).to(dtype))
+
+
+def test_masked_scatter_short_source_raises_like_eager():
+    def f(x, m, s):
+        return x.masked_scatter(m, s) * 2
+
+    args = (torch.randn(2, 3), torch.ones(2, 3, dtype=torch.bool), torch.randn(5))
+    with pytest.raises(RuntimeError):
+        f(*args)
+    with pytest.raises(RuntimeError):
+        torchc.compile(f)(*args)
+    ok = (torch.randn(2, 3), torch.tensor([[True, False, True], [False, False, True]]), torch.randn(3))
+    assert_same(torchc.compile(f)(*ok), f(*ok))
+
+
 def test_gather_edges():
     def f(x, i):
         return x.gather(-1, i) + 1
