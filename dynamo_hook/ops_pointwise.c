@@ -1295,7 +1295,8 @@ int sym_h_masked_fill(trace *t, const opdef *d, var **p, var *out) {
  * holds: position k = cumsum(mask) - 1, read from the flattened source through the checked
  * gather (sym_check_index): more true elements than source has is eager's error (a check
  * after the kernels on the CPU, the gather's trap on CUDA); a false element reads a valid
- * position and keeps input's value. */
+ * position and keeps input's value. An empty source: input, where the mask must be all false
+ * (checked after the kernels; left to eager on CUDA). */
 int sym_h_masked_scatter(trace *t, const opdef *d, var **p, var *out) {
     if (sym_need_tensor(t, d, p[0]) < 0 || sym_need_tensor(t, d, p[1]) < 0 || sym_need_tensor(t, d, p[2]) < 0)
         return -1;
@@ -1318,11 +1319,19 @@ int sym_h_masked_scatter(trace *t, const opdef *d, var **p, var *out) {
     }
     for (int i = 0; i < s.ndim; i++)
         ns *= s.sizes[i];
-    if (n == 0 || ns == 0)
-        return sym_fail(t, "%s with an empty input or source left to eager", d->name);
+    if (ns == 0 && n > 0 && t->device_type == TC_DEV_CUDA)
+        return sym_fail(t, "%s with an empty source left to eager on CUDA", d->name);
     int64_t one[1] = {n}, sone[1] = {ns};
     ic_val xf = sym_reshape(t, ic_expand(G, p[0]->val, nd, sz), 1, one);
     ic_val mf = sym_reshape(t, ic_expand(G, p[1]->val, nd, sz), 1, one);
+    if (n == 0 || ns == 0) { /* nothing to read: input as it is, and a true element is eager's error */
+        if (n > 0 && sym_add_check(t, ic_reduce(G, IC_OP_SUM, ic_cast(G, mf, IC_I64), 0, 0, -1), d->name) < 0)
+            return -1;
+        ic_val r = sym_reshape(t, ic_where(G, mf, xf, xf), nd, sz);
+        if (r >= 0)
+            ic_value_set_format(G, r, r, IC_MF_CONTIGUOUS);
+        return sym_tensor_out(t, r, out);
+    }
     int64_t prm[2] = {0, IC_I64};
     ic_val c = ic_extern(G, IC_EXT_CUMSUM, 1, &mf, 2, prm, 1, 1);
     var k = *p[2];

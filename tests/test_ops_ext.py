@@ -104,6 +104,12 @@ def test_masked_scatter_short_source_raises_like_eager():
         torchc.compile(f)(*args)
     ok = (torch.randn(2, 3), torch.tensor([[True, False, True], [False, False, True]]), torch.randn(3))
     assert_same(torchc.compile(f)(*ok), f(*ok))
+    # an empty source (x[mask] of an all-false mask): input as it is, or eager's error
+    empty = (torch.randn(2, 3), torch.zeros(2, 3, dtype=torch.bool), torch.randn(0, 3))
+    one_graph(f, *empty)
+    with pytest.raises(RuntimeError):
+        torchc.compile(f)(torch.randn(2, 3), torch.eye(2, 3, dtype=torch.bool), torch.randn(0, 3))
+    one_graph(f, torch.randn(0, 3), torch.ones(1, 3, dtype=torch.bool), torch.randn(4))  # empty input
 
 
 def test_gather_edges():
