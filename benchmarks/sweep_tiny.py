@@ -144,6 +144,7 @@ def _img(cfg):
 
 
 PADDED = False  # --padded: an attention_mask with padding wherever the forward takes one
+DECODE = False  # --decode: compile one generation step with the prefill's Cache, not the prefill
 
 
 def make_inputs(model, cfg, extra=False):
@@ -206,6 +207,40 @@ def tensors_of(out):
     return []
 
 
+def cache_tensors(kw):
+    """the tensors a Cache object passed as past_key_values holds after the call (its update)"""
+    import torch
+    out = []
+    for layer in getattr(kw.get("cache", kw.get("past_key_values")), "layers", None) or []:
+        out += [v for _, v in sorted(vars(layer).items()) if isinstance(v, torch.Tensor)]
+    return out
+
+
+def decode_step(model, inputs):
+    """--decode: one generation step after a prefill of `inputs` (input_ids, attention_mask
+    and the rest): a function giving its keyword arguments afresh (one new token a row, the
+    mask one longer, a copy of the prefill's Cache as cache= / past_key_values=), or None and
+    why not"""
+    import copy
+    import torch
+    params = inspect.signature(model.forward).parameters
+    key = "cache" if "cache" in params else "past_key_values"  # (its name before transformers 5.2x)
+    if "input_ids" not in inputs or key not in params or "decoder_input_ids" in inputs:
+        return None, "no decode step (needs input_ids and a cache argument, no decoder_input_ids)"
+    with torch.no_grad():
+        out = model(**inputs, use_cache=True)
+    cache = getattr(out, key, None)
+    if cache is None or not hasattr(cache, "layers"):
+        return None, f"no decode step ({key}: {type(cache).__name__})"
+    ids = inputs["input_ids"]
+    nxt = torch.randint(3, max(4, int(ids.max()) + 1), (ids.shape[0], 1), generator=torch.Generator().manual_seed(1))
+    step = {"input_ids": nxt, "use_cache": True}
+    if "attention_mask" in inputs:
+        m = inputs["attention_mask"]
+        step["attention_mask"] = torch.cat([m, torch.ones_like(m[:, :1])], 1)
+    return (lambda: dict(step, **{key: copy.deepcopy(cache)})), None
+
+
 def same(ref, res, tol=1e-4):
     import torch
     if len(ref) != len(res):
@@ -255,15 +290,27 @@ def run_one(model_type, timeout):
             return row
         ref = None
         err = None
+        mk = None
+
+        def run(f, result=lambda out: out):
+            kw = mk()
+            out = f(**kw)
+            return out, tensors_of(result(out)) + cache_tensors(kw)
         for extra in (False, True):
             inputs, why = make_inputs(model, cfg, extra)
             if inputs is None:
                 err = why
                 continue
             try:
+                mk = lambda: inputs  # noqa: E731
+                if DECODE:
+                    mk, why = decode_step(model, inputs)
+                    if mk is None:
+                        row.update(status="no_decode", error=why)
+                        return row
                 with torch.no_grad():
-                    ref = [t.detach().clone() for t in tensors_of(model(**inputs))]
-                    ref2 = [t.detach().clone() for t in tensors_of(model(**inputs))]
+                    ref = [t.detach().clone() for t in run(model)[1]]
+                    ref2 = [t.detach().clone() for t in run(model)[1]]
                 break
             except Timeout:
                 raise
@@ -277,14 +324,14 @@ def run_one(model_type, timeout):
         torchc.reset()
         try:
             with torch.no_grad():
-                ex = torchc.explain(model)(**inputs)
+                ex, res = run(torchc.explain(model), lambda ex: ex.result)
         except Timeout:
             raise
         except Exception as e:
             row.update(status="torchc_raised", error=f"{type(e).__name__}: {str(e)[:300]}",
                        trace=traceback.format_exc(limit=-3)[-1200:])
             return row
-        ok, why = same(ref, tensors_of(ex.result))
+        ok, why = same(ref, res)
         if not ok and not row["eager_deterministic"]:
             ok, why = True, None  # eager disagrees with itself: not held against torchc
         row.update(graphs=ex.graph_count, breaks=ex.graph_break_count, ops=ex.op_count,
@@ -343,7 +390,8 @@ def write_md(rows, path, meta):
     with open(path, "w") as f:
         f.write(f"# Tiny transformers sweep ({meta['when']}, transformers {meta['transformers']}, "
                 f"torch {meta['torch']}, commit {meta['commit']}"
-                f"{', padded attention_mask' if meta.get('padded') else ''})\n\n")
+                f"{', padded attention_mask' if meta.get('padded') else ''}"
+                f"{', one decode step with a Cache' if meta.get('decode') else ''})\n\n")
         f.write(f"{len(rows)} model types; ran under torchc: {len(ran)}; "
                 + ", ".join(f"{k} {v}" for k, v in sorted(st.items())) + "\n\n")
         f.write(f"**Whole (1 graph, 0 breaks, matches eager): {st['whole']} of {len(ran)}**\n\n")
@@ -375,16 +423,20 @@ def main(argv=None):
     ap.add_argument("--padded", action="store_true",
                     help="pass an attention_mask with left padding in its second row wherever the "
                          "forward takes one (the inputs a tokenizer gives a batch of unequal texts)")
+    ap.add_argument("--decode", action="store_true",
+                    help="compile one generation step (a new token a row, the prefill's Cache as "
+                         "past_key_values) instead of the prefill; the Cache's tensors after the "
+                         "step are compared too; models without a Cache: no_decode")
     ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
-    global PADDED
-    PADDED = a.padded
+    global PADDED, DECODE
+    PADDED, DECODE = a.padded, a.decode
     if a.worker is not None:
         worker(a.worker.split(","), a.timeout)
         return 0
     import torch
     import transformers
-    names = model_types()
+    names = everything = model_types()
     if a.models:
         pats = a.models.split(",")
         names = [n for n in names if any(p == n or (p.endswith("*") and n.startswith(p[:-1])) or p in n for p in pats)]
@@ -400,11 +452,12 @@ def main(argv=None):
                             text=True).stdout.strip()
     meta = {"when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "torch": torch.__version__,
             "transformers": transformers.__version__, "commit": commit, "batch": B, "seq": SEQ,
-            "padded": a.padded}
+            "padded": a.padded, "decode": a.decode}
     todo = [n for n in names if n not in rows]
 
     def save():
-        out = [rows[n] for n in names if n in rows]
+        # with --skip-done the file keeps the rows of earlier runs outside this run's models
+        out = [rows[n] for n in (everything if a.skip_done else names) if n in rows]
         st = collections.Counter(r["status"] for r in out)
         with open(base + ".json.tmp", "w") as f:
             json.dump({"meta": meta, "summary": dict(st), "rows": out}, f, indent=1)
@@ -418,7 +471,8 @@ def main(argv=None):
 
     def run_chunk(chunk):
         p = subprocess.Popen([sys.executable, "-P", os.path.abspath(__file__), "--worker", ",".join(chunk),
-                              "--timeout", str(a.timeout)] + (["--padded"] if a.padded else []), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                              "--timeout", str(a.timeout)] + (["--padded"] if a.padded else []) +
+                             (["--decode"] if a.decode else []), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                              text=True, env=env)
         cur = None
         for ln in p.stdout:
