@@ -278,3 +278,21 @@ def test_supported_op_count():
     names |= set(re.findall(r'(?:UN|BIN)\("(\w+)"', table))
     names |= set(re.findall(r'\{"(\w+)",', table))
     assert len(names) >= 120, (len(names), sorted(names))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_masked_scatter_and_int32_index_cuda(dtype):
+    # the CUDA path reads the source through the gather's bounds trap (no check after the
+    # kernels); a short source would trap like eager's device assert: not run here
+    def merge(ids, emb, feats):
+        m = (ids == 7).unsqueeze(-1).expand_as(emb)
+        return emb.masked_scatter(m, feats) * 2, emb.gather(1, (ids % 5).to(torch.int32).unsqueeze(-1).expand_as(emb))
+
+    ids = torch.tensor([[1, 7, 7, 2, 7], [7, 3, 3, 3, 7]], device="cuda")
+    emb = torch.randn(2, 5, 4, device="cuda").to(dtype)
+    one_graph(merge, ids, emb, torch.randn(5, 4, device="cuda").to(dtype))
+    one_graph(merge, ids, emb, torch.randn(7, 4, device="cuda").to(dtype))
+    none = torch.zeros(2, 5, dtype=torch.long, device="cuda")  # an empty source: left to eager on CUDA
+    want = merge(none, emb, torch.randn(0, 4, device="cuda").to(dtype))
+    assert_same(torchc.compile(merge)(none, emb, torch.randn(0, 4, device="cuda").to(dtype)), want)
