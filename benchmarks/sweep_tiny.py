@@ -51,6 +51,11 @@ SHRINK = {
     "num_conv_pos_embeddings": 16, "num_conv_pos_embedding_groups": 4, "max_source_positions": 64,
     "max_target_positions": 64, "num_mel_bins": 16, "state_size": 8, "time_step_rank": 8,
     "expand": 2, "n_positions": 512, "num_channels_": None,
+    "emb_dim": 64, "entity_vocab_size": 512, "out_hidden_size": 64, "d_latents": 64,
+    "unit_embed_dim": 64, "decoder_hidden_size": 64, "vq_num_embeds": 512, "codebook_size": 512,
+    "projection_size": 64, "rotary_dim": 8, "qk_rope_head_dim": 16, "qk_nope_head_dim": 16,
+    "v_head_dim": 16, "qk_head_dim": 32, "kv_lora_rank": 32, "q_lora_rank": 32,
+    "attn_layer_period": 2, "attn_layer_offset": 1, "expert_layer_period": 2, "expert_layer_offset": 1,
 }
 # lists of per-stage values: shrunk element-wise
 LIST_SHRINK = {"depths": 1, "hidden_sizes": 32, "num_heads": 2, "embed_dims": 32, "dims": 32,
@@ -62,6 +67,7 @@ def shrink(cfg, depth=0):
     """shrink a config in place by attribute names (sub-configs too)"""
     from transformers import PretrainedConfig
     d = cfg.to_dict() if depth == 0 else None
+    orig = dict(vars(cfg))
     for k in list(vars(cfg)):
         v = getattr(cfg, k)
         if isinstance(v, PretrainedConfig) and depth < 3:
@@ -69,11 +75,29 @@ def shrink(cfg, depth=0):
             continue
         if isinstance(v, bool):
             continue
+        if k in ("num_key_value_heads", "num_kv_heads") and isinstance(v, int) and v == orig.get(
+                "num_attention_heads" if k == "num_key_value_heads" else "num_heads"):
+            continue  # as many key/value heads as query heads: set below to the shrunk head count
         if isinstance(v, int) and k in SHRINK and SHRINK[k] is not None and v > SHRINK[k]:
             setattr(cfg, k, SHRINK[k])
         elif isinstance(v, (list, tuple)) and k in LIST_SHRINK and v and all(
                 isinstance(x, int) and not isinstance(x, bool) for x in v):
             setattr(cfg, k, type(v)(min(x, LIST_SHRINK[k]) for x in v))
+    for kv, q in (("num_key_value_heads", "num_attention_heads"), ("num_kv_heads", "num_heads")):
+        if isinstance(vars(cfg).get(kv), int) and isinstance(vars(cfg).get(q), int) and \
+                vars(cfg)[kv] > vars(cfg)[q]:
+            setattr(cfg, kv, vars(cfg)[q])
+    # per-layer types (hybrid attention / linear attention / mamba): keep the shortest prefix
+    # that has every type, so that two layers don't drop the only attention layer
+    lt = getattr(cfg, "layer_types", None)
+    n = getattr(cfg, "num_hidden_layers", None)
+    if isinstance(lt, (list, tuple)) and lt and isinstance(n, int) and all(isinstance(x, str) for x in lt):
+        kinds = set(lt)
+        k = next(i + 1 for i in range(len(lt)) if set(lt[:i + 1]) == kinds)
+        if k <= 8 and len(lt) > n:
+            n = max(n, k)
+            cfg.num_hidden_layers = n
+            cfg.layer_types = type(lt)(lt[:n])
     # token ids must lie in the vocabulary
     V = getattr(cfg, "vocab_size", None)
     if isinstance(V, int):
@@ -119,9 +143,14 @@ def _img(cfg):
     return ch, size
 
 
+PADDED = False  # --padded: an attention_mask with padding wherever the forward takes one
+DECODE = False  # --decode: compile one generation step with the prefill's Cache, not the prefill
+
+
 def make_inputs(model, cfg, extra=False):
     """inputs by the forward's parameter names: the main input, required ones, and with extra
-    every known input it takes (multimodal models need several)"""
+    every known input it takes (multimodal models need several); with PADDED also an
+    attention_mask whose second row is left-padded (what a tokenizer gives a batch)"""
     import torch
     sig = inspect.signature(model.forward)
     params = sig.parameters
@@ -132,6 +161,8 @@ def make_inputs(model, cfg, extra=False):
         want += [n for n in ("input_ids", "pixel_values", "decoder_input_ids") if n in params]
     if getattr(cfg, "is_encoder_decoder", False) and "decoder_input_ids" in params:
         want.append("decoder_input_ids")
+    if PADDED and "attention_mask" in params and "input_ids" in want:
+        want.append("attention_mask")
     text = getattr(cfg, "text_config", None) or cfg
     V = getattr(text, "vocab_size", None) or getattr(cfg, "vocab_size", None) or 100
     g = torch.Generator().manual_seed(0)
@@ -154,6 +185,8 @@ def make_inputs(model, cfg, extra=False):
                 else torch.randn(B, T, mel, generator=g)
         elif n in ("attention_mask", "decoder_attention_mask"):
             out[n] = torch.ones(B, SEQ, dtype=torch.long)
+            if PADDED and n == "attention_mask":
+                out[n][1, :5] = 0
         elif n == "token_type_ids":
             out[n] = torch.zeros(B, SEQ, dtype=torch.long)
         else:
@@ -172,6 +205,40 @@ def tensors_of(out):
     if isinstance(out, (tuple, list)):
         return [t for o in out for t in tensors_of(o)]
     return []
+
+
+def cache_tensors(kw):
+    """the tensors a Cache object passed as past_key_values holds after the call (its update)"""
+    import torch
+    out = []
+    for layer in getattr(kw.get("cache", kw.get("past_key_values")), "layers", None) or []:
+        out += [v for _, v in sorted(vars(layer).items()) if isinstance(v, torch.Tensor)]
+    return out
+
+
+def decode_step(model, inputs):
+    """--decode: one generation step after a prefill of `inputs` (input_ids, attention_mask
+    and the rest): a function giving its keyword arguments afresh (one new token a row, the
+    mask one longer, a copy of the prefill's Cache as cache= / past_key_values=), or None and
+    why not"""
+    import copy
+    import torch
+    params = inspect.signature(model.forward).parameters
+    key = "cache" if "cache" in params else "past_key_values"  # (its name before transformers 5.2x)
+    if "input_ids" not in inputs or key not in params or "decoder_input_ids" in inputs:
+        return None, "no decode step (needs input_ids and a cache argument, no decoder_input_ids)"
+    with torch.no_grad():
+        out = model(**inputs, use_cache=True)
+    cache = getattr(out, key, None)
+    if cache is None or not hasattr(cache, "layers"):
+        return None, f"no decode step ({key}: {type(cache).__name__})"
+    ids = inputs["input_ids"]
+    nxt = torch.randint(3, max(4, int(ids.max()) + 1), (ids.shape[0], 1), generator=torch.Generator().manual_seed(1))
+    step = {"input_ids": nxt, "use_cache": True}
+    if "attention_mask" in inputs:
+        m = inputs["attention_mask"]
+        step["attention_mask"] = torch.cat([m, torch.ones_like(m[:, :1])], 1)
+    return (lambda: dict(step, **{key: copy.deepcopy(cache)})), None
 
 
 def same(ref, res, tol=1e-4):
@@ -223,15 +290,27 @@ def run_one(model_type, timeout):
             return row
         ref = None
         err = None
+        mk = None
+
+        def run(f, result=lambda out: out):
+            kw = mk()
+            out = f(**kw)
+            return out, tensors_of(result(out)) + cache_tensors(kw)
         for extra in (False, True):
             inputs, why = make_inputs(model, cfg, extra)
             if inputs is None:
                 err = why
                 continue
             try:
+                mk = lambda: inputs  # noqa: E731
+                if DECODE:
+                    mk, why = decode_step(model, inputs)
+                    if mk is None:
+                        row.update(status="no_decode", error=why)
+                        return row
                 with torch.no_grad():
-                    ref = [t.detach().clone() for t in tensors_of(model(**inputs))]
-                    ref2 = [t.detach().clone() for t in tensors_of(model(**inputs))]
+                    ref = [t.detach().clone() for t in run(model)[1]]
+                    ref2 = [t.detach().clone() for t in run(model)[1]]
                 break
             except Timeout:
                 raise
@@ -245,14 +324,14 @@ def run_one(model_type, timeout):
         torchc.reset()
         try:
             with torch.no_grad():
-                ex = torchc.explain(model)(**inputs)
+                ex, res = run(torchc.explain(model), lambda ex: ex.result)
         except Timeout:
             raise
         except Exception as e:
             row.update(status="torchc_raised", error=f"{type(e).__name__}: {str(e)[:300]}",
                        trace=traceback.format_exc(limit=-3)[-1200:])
             return row
-        ok, why = same(ref, tensors_of(ex.result))
+        ok, why = same(ref, res)
         if not ok and not row["eager_deterministic"]:
             ok, why = True, None  # eager disagrees with itself: not held against torchc
         row.update(graphs=ex.graph_count, breaks=ex.graph_break_count, ops=ex.op_count,
@@ -310,7 +389,9 @@ def write_md(rows, path, meta):
             reasons[reason_key(x)] += 1
     with open(path, "w") as f:
         f.write(f"# Tiny transformers sweep ({meta['when']}, transformers {meta['transformers']}, "
-                f"torch {meta['torch']}, commit {meta['commit']})\n\n")
+                f"torch {meta['torch']}, commit {meta['commit']}"
+                f"{', padded attention_mask' if meta.get('padded') else ''}"
+                f"{', one decode step with a Cache' if meta.get('decode') else ''})\n\n")
         f.write(f"{len(rows)} model types; ran under torchc: {len(ran)}; "
                 + ", ".join(f"{k} {v}" for k, v in sorted(st.items())) + "\n\n")
         f.write(f"**Whole (1 graph, 0 breaks, matches eager): {st['whole']} of {len(ran)}**\n\n")
@@ -339,14 +420,23 @@ def main(argv=None):
     ap.add_argument("--torchc-path", default=ROOT,
                     help="directory holding the torchc package to test (a copy keeps a long run "
                          "apart from rebuilds of this tree)")
+    ap.add_argument("--padded", action="store_true",
+                    help="pass an attention_mask with left padding in its second row wherever the "
+                         "forward takes one (the inputs a tokenizer gives a batch of unequal texts)")
+    ap.add_argument("--decode", action="store_true",
+                    help="compile one generation step (a new token a row, the prefill's Cache as "
+                         "past_key_values) instead of the prefill; the Cache's tensors after the "
+                         "step are compared too; models without a Cache: no_decode")
     ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
+    global PADDED, DECODE
+    PADDED, DECODE = a.padded, a.decode
     if a.worker is not None:
         worker(a.worker.split(","), a.timeout)
         return 0
     import torch
     import transformers
-    names = model_types()
+    names = everything = model_types()
     if a.models:
         pats = a.models.split(",")
         names = [n for n in names if any(p == n or (p.endswith("*") and n.startswith(p[:-1])) or p in n for p in pats)]
@@ -361,11 +451,13 @@ def main(argv=None):
     commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True).stdout.strip()
     meta = {"when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "torch": torch.__version__,
-            "transformers": transformers.__version__, "commit": commit, "batch": B, "seq": SEQ}
+            "transformers": transformers.__version__, "commit": commit, "batch": B, "seq": SEQ,
+            "padded": a.padded, "decode": a.decode}
     todo = [n for n in names if n not in rows]
 
     def save():
-        out = [rows[n] for n in names if n in rows]
+        # with --skip-done the file keeps the rows of earlier runs outside this run's models
+        out = [rows[n] for n in (everything if a.skip_done else names) if n in rows]
         st = collections.Counter(r["status"] for r in out)
         with open(base + ".json.tmp", "w") as f:
             json.dump({"meta": meta, "summary": dict(st), "rows": out}, f, indent=1)
@@ -379,7 +471,8 @@ def main(argv=None):
 
     def run_chunk(chunk):
         p = subprocess.Popen([sys.executable, "-P", os.path.abspath(__file__), "--worker", ",".join(chunk),
-                              "--timeout", str(a.timeout)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                              "--timeout", str(a.timeout)] + (["--padded"] if a.padded else []) +
+                             (["--decode"] if a.decode else []), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                              text=True, env=env)
         cur = None
         for ln in p.stdout:

@@ -168,6 +168,7 @@ int sym_h_act(trace *t, const opdef *d, var **p, var *out);
 int sym_h_glu(trace *t, const opdef *d, var **p, var *out);
 int sym_h_type(trace *t, const opdef *d, var **p, var *out);
 int sym_h_masked_fill(trace *t, const opdef *d, var **p, var *out);
+int sym_h_masked_scatter(trace *t, const opdef *d, var **p, var *out);
 int sym_h_addc(trace *t, const opdef *d, var **p, var *out);
 int sym_h_type_as(trace *t, const opdef *d, var **p, var *out);
 int sym_h_clone(trace *t, const opdef *d, var **p, var *out);

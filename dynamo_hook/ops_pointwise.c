@@ -1328,6 +1328,64 @@ int sym_h_masked_fill(trace *t, const opdef *d, var **p, var *out) {
     return sym_tensor_out(t, r, out);
 }
 
+/* masked_scatter(input, mask, source): input and mask broadcast together; the k-th true
+ * element (row-major) takes source's k-th element. Its shape is static whatever the mask
+ * holds: position k = cumsum(mask) - 1, read from the flattened source through the checked
+ * gather (sym_check_index): more true elements than source has is eager's error (a check
+ * after the kernels on the CPU, the gather's trap on CUDA); a false element reads a valid
+ * position and keeps input's value. An empty source: input, where the mask must be all false
+ * (checked after the kernels; left to eager on CUDA). */
+int sym_h_masked_scatter(trace *t, const opdef *d, var **p, var *out) {
+    if (sym_need_tensor(t, d, p[0]) < 0 || sym_need_tensor(t, d, p[1]) < 0 || sym_need_tensor(t, d, p[2]) < 0)
+        return -1;
+    ic_meta x = *sym_metap(t, p[0]->val), m = *sym_metap(t, p[1]->val), s = *sym_metap(t, p[2]->val);
+    if (m.dtype != IC_BOOL)
+        return sym_fail(t, "%s: a mask of a dtype other than bool (eager will raise)", d->name);
+    if (s.dtype != x.dtype)
+        return sym_fail(t, "%s: source and input dtypes differ (eager will raise)", d->name);
+    if (x.dyn || m.dyn || s.dyn)
+        return sym_fail(t, "%s with symbolic sizes not supported yet", d->name);
+    int nd = x.ndim > m.ndim ? x.ndim : m.ndim;
+    int64_t sz[IC_MAX_DIMS], n = 1, ns = 1;
+    for (int i = 0; i < nd; i++) {
+        int64_t a = i - (nd - x.ndim) >= 0 ? x.sizes[i - (nd - x.ndim)] : 1;
+        int64_t b = i - (nd - m.ndim) >= 0 ? m.sizes[i - (nd - m.ndim)] : 1;
+        if (a != b && a != 1 && b != 1)
+            return sym_fail(t, "%s: input and mask do not broadcast (eager will raise)", d->name);
+        sz[i] = a == 1 ? b : a;
+        n *= sz[i];
+    }
+    for (int i = 0; i < s.ndim; i++)
+        ns *= s.sizes[i];
+    if (ns == 0 && n > 0 && t->device_type == TC_DEV_CUDA)
+        return sym_fail(t, "%s with an empty source left to eager on CUDA", d->name);
+    int64_t one[1] = {n}, sone[1] = {ns};
+    ic_val xf = sym_reshape(t, ic_expand(G, p[0]->val, nd, sz), 1, one);
+    ic_val mf = sym_reshape(t, ic_expand(G, p[1]->val, nd, sz), 1, one);
+    if (n == 0 || ns == 0) { /* nothing to read: input as it is, and a true element is eager's error */
+        if (n > 0 && sym_add_check(t, ic_reduce(G, IC_OP_SUM, ic_cast(G, mf, IC_I64), 0, 0, -1), d->name) < 0)
+            return -1;
+        ic_val r = sym_reshape(t, ic_where(G, mf, xf, xf), nd, sz);
+        if (r >= 0)
+            ic_value_set_format(G, r, r, IC_MF_CONTIGUOUS);
+        return sym_tensor_out(t, r, out);
+    }
+    int64_t prm[2] = {0, IC_I64};
+    ic_val c = ic_extern(G, IC_EXT_CUMSUM, 1, &mf, 2, prm, 1, 1);
+    var k = *p[2];
+    k.val = ic_binary(G, IC_OP_MAXIMUM, ic_binary(G, IC_OP_SUB, c, sym_inum(t, 1)), sym_inum(t, 0));
+    if (k.val < 0)
+        return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "%s failed", d->name);
+    int chk = sym_check_index(t, &k, ns, 1);
+    if (chk < 0)
+        return -1;
+    ic_val g = ic_index_select(G, sym_reshape(t, p[2]->val, 1, sone), 0, k.val);
+    ic_val r = sym_reshape(t, ic_where(G, mf, g, xf), nd, sz);
+    if (r >= 0)
+        ic_value_set_format(G, r, r, IC_MF_CONTIGUOUS);
+    return sym_tensor_out(t, r, out);
+}
+
 /* addcmul/addcdiv(input, t1, t2, *, value=1); lerp(input, end, weight) */
 int sym_h_addc(trace *t, const opdef *d, var **p, var *out) {
     ic_val a, b, c;

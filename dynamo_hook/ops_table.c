@@ -161,6 +161,7 @@ static const opdef OPS[] = {
     {"meshgrid", W_TORCH, "*tensors|indexing", sym_h_meshgrid, 0},
     {"einsum", W_TORCH, "equation,*operands", sym_h_einsum, 0},
     {"masked_fill", W_TORCH | W_METHOD, "input,mask,value", sym_h_masked_fill, 0},
+    {"masked_scatter", W_TORCH | W_METHOD, "input,mask,source", sym_h_masked_scatter, 0},
     {"addcmul", W_TORCH | W_METHOD, "input,tensor1,tensor2|value", sym_h_addc, 0},
     {"addcdiv", W_TORCH | W_METHOD, "input,tensor1,tensor2|value", sym_h_addc, 1},
     {"lerp", W_TORCH | W_METHOD, "input,end,weight", sym_h_addc, 2},

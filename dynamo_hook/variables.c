@@ -1380,6 +1380,33 @@ static int torch_class(PyTypeObject *tp) {
     return !strncmp(s, "torch.", 6) || !strcmp(s, "torch") || !strncmp(s, "torchc", 6);
 }
 
+/* x.name: a tensor's bound builtin method held as a value (a stack value at a graph break in
+ * x.name(<a call that breaks>), a local): the method of its __self__, traced as x.name is.
+ * Guarded by type, __name__ and __self__ (wrapped with its source), not by identity: the
+ * bound method is a new object each call, so an identity guard recompiled every call. */
+static int wrap_tensor_method(trace *t, PyObject *o, int src, var *out) {
+    PyObject *name = PyObject_GetAttrString(o, "__name__");
+    if (name == NULL || !PyUnicode_Check(name)) {
+        Py_XDECREF(name);
+        return name == NULL ? -1 : sym_fail(t, "a tensor's method without a name");
+    }
+    PyUnicode_InternInPlace(&name);
+    PyObject *nn = PyUnicode_InternFromString("__name__"), *ns = nn ? PyUnicode_InternFromString("__self__") : NULL;
+    int rc = -1;
+    var sv;
+    if (ns != NULL && sym_keep(t, Py_NewRef(name)) != NULL) {
+        int s_name = sym_source(t, DH_S_ATTR, src, 2, nn);
+        int s_self = s_name < 0 ? -1 : sym_source(t, DH_S_ATTR, src, 2, ns);
+        if (s_self >= 0 && sym_guard_type(t, src, o) >= 0 && sym_guard_const(t, s_name, name) >= 0 &&
+            sym_wrap(t, PyCFunction_GET_SELF(o), s_self, &sv) >= 0)
+            rc = sv.kind == V_TENSOR ? sym_method(t, &sv, name, -1, out) : sym_fail(t, "a tensor's method");
+    }
+    Py_XDECREF(nn);
+    Py_XDECREF(ns);
+    Py_DECREF(name);
+    return rc;
+}
+
 static int wrap_uncached(trace *t, PyObject *o, int src, var *out) {
     memset(out, 0, sizeof *out);
     out->src = src;
@@ -1495,6 +1522,8 @@ static int wrap_uncached(trace *t, PyObject *o, int src, var *out) {
         out->obj = sym_keep(t, Py_NewRef(o));
         return out->obj ? 0 : -1;
     }
+    if (PyCFunction_Check(o) && src >= 0 && PyCFunction_GET_SELF(o) != NULL && tc_is_tensor(PyCFunction_GET_SELF(o)))
+        return wrap_tensor_method(t, o, src, out);
     if (PyCallable_Check(o) && sym_is_custom_op(o)) { /* ops_custom.c */
         if (sym_guard_id(t, src, o) < 0)
             return -1;

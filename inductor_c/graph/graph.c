@@ -1037,7 +1037,10 @@ static ic_val ext_index_scan(ic_graph *g, ic_extern_kind kind, int nin, const ic
     n.meta = *x;
     if (kind == IC_EXT_GATHER || kind == IC_EXT_SCATTER || kind == IC_EXT_SCATTER_ADD) {
         const ic_meta *ix = &g->nodes[in[1]].meta;
-        if (ix->dtype != IC_I64) return fail(g, IC_EINVALID, "%s(): Expected dtype int64 for index", nm);
+        int64_t ixn = 1; /* ATen takes int32 or int64 indices, and any dtype when there are none */
+        for (int d = 0; d < ix->ndim; d++) ixn *= ix->sizes[d];
+        if (ixn && ix->dtype != IC_I64 && ix->dtype != IC_I32)
+            return fail(g, IC_EINVALID, "%s(): Expected dtype int32/int64 for index", nm);
         if ((ix->ndim ? ix->ndim : 1) != nd)
             return fail(g, IC_EINVALID, "Index tensor must have the same number of dimensions as input tensor");
         for (int d = 0; d < ix->ndim && x->ndim; d++)
