@@ -699,27 +699,26 @@ int sym_h_cat(trace *t, const opdef *d, var **p, var *out) {
         dd = d->op == 2 && sym_ndim_of(t, v[0]) > 1 ? 1 : 0;
     }
     if (d->op != 1) {
-        /* ATen's legacy rule: 1-d empty tensors are skipped (a cache grown from
-         * torch.tensor([]) by cat); they must not change the result dtype */
+        /* ATen's legacy rule: 1-d empty tensors are skipped for the shapes (a cache grown
+         * from torch.tensor([]) by cat) but still take part in the result dtype (eager:
+         * cat of a float32 [0] and bfloat16 tensors is float32) */
         int m = 0, nonempty = 0;
+        ic_dtype rt = sym_metap(t, v[0])->dtype;
         for (int i = 0; i < n; i++) {
             const ic_meta *mi = sym_metap(t, v[i]);
             nonempty += !(mi->ndim == 1 && mi->sizes[0] == 0);
+            rt = ic_promote(rt, mi->dtype);
         }
         for (int i = 0; i < n && nonempty > 0 && nonempty < n; i++) {
             const ic_meta *mi = sym_metap(t, v[i]);
-            if (mi->ndim == 1 && mi->sizes[0] == 0) {
-                int same = 0;
-                for (int j = 0; j < n; j++)
-                    same |= j != i && sym_metap(t, v[j])->dtype == mi->dtype;
-                if (!same)
-                    return sym_fail(t, "cat: an empty 1-d tensor of another dtype");
-                continue;
-            }
-            v[m++] = v[i];
+            if (!(mi->ndim == 1 && mi->sizes[0] == 0))
+                v[m++] = v[i];
         }
-        if (nonempty > 0 && nonempty < n)
+        if (nonempty > 0 && nonempty < n) {
             n = m;
+            if (sym_metap(t, v[0])->dtype != rt && (v[0] = ic_cast(t->g, v[0], rt)) < 0)
+                return sym_check_graph(t);
+        }
     }
     if (d->op == 0)
         for (int i = 0; i < n; i++)

@@ -176,6 +176,7 @@ int ic_output_into(ic_graph *g, int j, int i);
  * arange: 1-D [n], value start + i*step in dtype (n computed by the caller). */
 ic_val ic_slice(ic_graph *g, ic_val a, int dim, int64_t start, int64_t end, int64_t step);
 ic_val ic_cat(ic_graph *g, ic_val a, ic_val b, int dim);
+ic_dtype ic_promote(ic_dtype a, ic_dtype b); /* torch.promote_types of two dtypes */
 ic_val ic_index_select(ic_graph *g, ic_val a, int dim, ic_val index);
 ic_val ic_arange(ic_graph *g, int64_t n, double start, double step, ic_dtype dtype);
 

@@ -166,7 +166,10 @@ def test_cuda_conv_saved_by_policy_noncontiguous_input(mode):
     ex, ex_plain = _explain(f, mode, x), _explain(f_plain, mode, x)
     esize = 4 if mode == "f32" else 2
     assert ex.saved_bytes >= ex_plain.saved_bytes + 2 * 8 * 6 * 5 * esize, (ex.saved_bytes, ex_plain.saved_bytes)
-    _grads_match(f, torchc.compile(f), mode, (x,), conv.parameters())
+    # bf16: the weight gradient sums 60 bf16 products that cancel (H200: one of 216 values
+    # 0.038 off at magnitude 0.2, cuDNN's algorithm for the transposed input differs)
+    tol = None if mode == "f32" else dict(rtol=5e-2, atol=8e-2)
+    _grads_match(f, torchc.compile(f), mode, (x,), conv.parameters(), tol)
 
 
 def test_cuda_transformers_gradient_checkpointing_one_graph():
