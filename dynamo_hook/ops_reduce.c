@@ -635,15 +635,31 @@ int sym_h_batch_norm(trace *t, const opdef *d, var **p, var *out) {
         mean = ic_reshape(G, p[1]->val, m->ndim, bshape);
         varv = ic_reshape(G, p[2]->val, m->ndim, bshape);
     }
-    ic_val y = ic_binary(G, IC_OP_MUL, ic_binary(G, IC_OP_SUB, x, mean),
-                         ic_unary(G, IC_OP_RSQRT, ic_binary(G, IC_OP_ADD, varv, sym_num(t, eps))));
+    ic_val rstd = ic_unary(G, IC_OP_RSQRT, ic_binary(G, IC_OP_ADD, varv, sym_num(t, eps)));
+    if (training && in_dt != ic_value_meta(G, x)->dtype) {
+        /* a 16-bit input whose parameters and statistics (those given) are of its dtype: eager
+         * keeps the batch mean and 1/std in that dtype (save_mean/save_invstd) and normalizes
+         * with the rounded values */
+        int mixed = 0;
+        for (int i = 1; i <= 4; i++)
+            mixed |= !sym_is_none(p[i]) && ic_value_meta(G, p[i]->val)->dtype != in_dt;
+        if (!mixed) {
+            mean = ic_cast(G, ic_cast(G, mean, in_dt), IC_F32);
+            rstd = ic_cast(G, ic_cast(G, rstd, in_dt), IC_F32);
+        }
+    }
+    ic_val y = ic_binary(G, IC_OP_MUL, ic_binary(G, IC_OP_SUB, x, mean), rstd);
     if (!sym_is_none(p[3]))
         y = ic_binary(G, IC_OP_MUL, y, ic_reshape(G, p[3]->val, m->ndim, bshape));
     if (!sym_is_none(p[4]))
         y = ic_binary(G, IC_OP_ADD, y, ic_reshape(G, p[4]->val, m->ndim, bshape));
     if (y >= 0 && ic_value_meta(G, y)->dtype != in_dt)
         y = ic_cast(G, y, in_dt);
-    return sym_tensor_out(t, y, out);
+    if (sym_tensor_out(t, y, out) < 0)
+        return -1;
+    /* eager's kernel writes the result in the input's suggested memory format */
+    ic_value_set_format(G, out->val, p[0]->val, ic_value_suggest_format(G, p[0]->val));
+    return 0;
 }
 
 /* group_norm(input, num_groups, weight, bias, eps) */
@@ -661,7 +677,10 @@ int sym_h_group_norm(trace *t, const opdef *d, var **p, var *out) {
     int64_t N = m->sizes[0], C = m->sizes[1], rest = 1;
     for (int i = 2; i < m->ndim; i++)
         rest *= m->sizes[i];
-    ic_val x3 = ic_reshape(G, p[0]->val, 3, (int64_t[]){N, g, (C / g) * rest});
+    /* eager computes a 16-bit input in f32 and rounds once (as batch_norm above) */
+    const ic_dtype in_dt = m->dtype;
+    ic_val x = in_dt == IC_F16 || in_dt == IC_BF16 ? ic_cast(G, p[0]->val, IC_F32) : p[0]->val;
+    ic_val x3 = ic_reshape(G, x, 3, (int64_t[]){N, g, (C / g) * rest});
     ic_val xc, var;
     norm_stats(t, x3, 1u << 2, &xc, &var);
     ic_val y = ic_binary(G, IC_OP_MUL, xc, ic_unary(G, IC_OP_RSQRT, ic_binary(G, IC_OP_ADD, var, sym_num(t, eps))));
@@ -679,7 +698,13 @@ int sym_h_group_norm(trace *t, const opdef *d, var **p, var *out) {
             return sym_fail(t, "group_norm bias must be a tensor");
         y = ic_binary(G, IC_OP_ADD, y, ic_reshape(G, p[3]->val, m->ndim, bshape));
     }
-    return sym_tensor_out(t, y, out);
+    if (y >= 0 && ic_value_meta(G, y)->dtype != in_dt)
+        y = ic_cast(G, y, in_dt);
+    if (sym_tensor_out(t, y, out) < 0)
+        return -1;
+    /* eager's kernel writes the result in the input's suggested memory format */
+    ic_value_set_format(G, out->val, p[0]->val, ic_value_suggest_format(G, p[0]->val));
+    return 0;
 }
 
 /* cumsum/cumprod(input, dim, dtype) */

@@ -856,8 +856,11 @@ int sym_h_split(trace *t, const opdef *d, var **p, var *out) {
             each = 1;
         for (long long at = 0; at < L && ns < 64; at += each)
             sizes[ns++] = at + each <= L ? each : L - at;
-        if (L == 0)
-            sizes[ns++] = 0;
+        if (L == 0 && d->op == 1 && k > 64)
+            return sym_fail(t, "chunk of an empty dim into more than 64 chunks left to eager");
+        if (L == 0) /* eager: chunk gives `chunks` empty tensors, split one */
+            for (long long i = 0; i < (d->op == 1 ? k : 1); i++)
+                sizes[ns++] = 0;
     } else {
         int n;
         if (d->op == 1 || sym_get_ints(t, p[1], sizes, 64, &n, "split sizes") < 0)

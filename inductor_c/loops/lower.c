@@ -210,6 +210,11 @@ void ic_lower(ic_ctx *c) {
             ic_xid x = g->nodes[a].op == IC_OP_SCALAR
                            ? c->ln[a].body
                            : x_load(c, a, ixv_make(c, am->ndim, T), am->dtype);
+            /* sum(dtype=torch.float16) of an integer tensor: eager casts each element to the
+             * result dtype, then accumulates (in f32 for the half types); mean(dtype=) sums the
+             * input cast to f32 for a half result (ATen's mean_out on the CPU) */
+            if (!ic_is_arg(n->op) && n->op != IC_OP_MEAN && n->meta.dtype != am->dtype)
+                x = x_cast(c, x, n->meta.dtype);
             L->body = x_cast(c, x, L->acc);
             if (ic_is_arg(n->op)) {
                 /* row-major index over the reduced dims */

@@ -1,0 +1,220 @@
+"""Regressions found by probing (round 6): op sweeps over dtypes (bool, every int and float
+type, complex), special values (NaN, +-inf, -0.0, integer extremes) and layouts (channels-last,
+transposed, permuted, sliced, expanded, 0-stride, size-1, empty), eager against torchc.compile.
+Each test is the minimal program that gave a different answer, dtype, stride or exception
+under torchc than in eager, and fails on the build before its fix."""
+import pytest
+import torch
+import torch.nn.functional as F
+
+import torchc
+
+
+def _same(got, want, strides=True, exact=True):
+    assert type(got) is type(want) or (isinstance(got, tuple) and isinstance(want, tuple))
+    if isinstance(want, torch.Tensor):
+        assert got.dtype == want.dtype and got.shape == want.shape, (got, want)
+        if strides and want.numel() > 1:
+            ks = [s for s, n in zip(want.stride(), want.shape) if n != 1]
+            gs = [s for s, n in zip(got.stride(), got.shape) if n != 1]
+            assert gs == ks, (got.stride(), want.stride())
+        if exact or not want.is_floating_point():
+            assert torch.equal(got.nan_to_num(1234.5), want.nan_to_num(1234.5)), (got, want)
+        else:
+            assert torch.allclose(got, want, rtol=1e-5, atol=1e-5, equal_nan=True), (got, want)
+    elif isinstance(want, (tuple, list)):
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            _same(g, w, strides, exact)
+    else:
+        assert got == want
+
+
+def _compiled():
+    return torchc._C.stats()["compiles"] >= 1
+
+
+def _raises_same(fn, args, compiled):
+    try:
+        fn(*args)
+    except Exception as e:   # noqa: BLE001 - the type is what is compared
+        want = type(e)
+    else:
+        raise AssertionError("eager did not raise")
+    with pytest.raises(want):
+        compiled(*args)
+
+
+def _layouts(shape):
+    base = torch.arange(float(torch.Size(shape).numel())).reshape(shape).sin() * 4
+    out = {"contig": base, "T": base.transpose(1, -1), "perm": base.permute(0, 2, 3, 1).contiguous().permute(0, 3, 1, 2)
+           if len(shape) == 4 else base.transpose(0, 1)}
+    if len(shape) == 4:
+        out["cl"] = base.contiguous(memory_format=torch.channels_last)
+        out["perm2"] = base.permute(3, 0, 2, 1)
+    return out
+
+
+# ---- chunk of an empty dim ----------------------------------------------------------------
+# x.chunk(3, dim) of a size-0 dim: eager returns 3 empty tensors, the capture returned one.
+
+@pytest.mark.parametrize("n", [1, 3, 5])
+def test_chunk_of_an_empty_dim_gives_chunks_tensors(n):
+    f = lambda x: [t * 2 for t in x.chunk(n, 1)] + [t + 1 for t in x.split(2, 1)]   # noqa: E731
+    g = torchc.compile(f)
+    x = torch.ones(4, 0, 3)
+    _same(g(x), f(x))
+    assert _compiled()
+
+
+# ---- non-constant F.pad of a rank eager refuses -------------------------------------------
+# F.pad(x4d, (1, 1), mode="replicate"): eager raises NotImplementedError (2 pads need a 2-d or
+# 3-d input); the capture padded the last dim.
+
+@pytest.mark.allow_fallback
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
+@pytest.mark.parametrize("nd,np_", [(4, 2), (5, 4), (2, 4), (3, 6), (5, 2)])
+def test_non_constant_pad_rank_eager_refuses_raises(mode, nd, np_):
+    f = lambda x: F.pad(x * 2, (1,) * np_, mode=mode)   # noqa: E731
+    g = torchc.compile(f)
+    ok = torch.ones(*([3] * (np_ // 2 + 1)))
+    _same(g(ok), f(ok))
+    assert _compiled()
+    _raises_same(f, (torch.ones(*([3] * nd)),), g)
+
+
+# ---- pooling / upsampling of an empty non-batch dim ---------------------------------------
+# max_pool2d / avg_pool2d / adaptive pools / interpolate of a [4, 0, 5, 3] input: eager raises
+# ("Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size", "Non-empty 4D data
+# tensor expected"); the capture returned an empty result.
+
+@pytest.mark.allow_fallback
+@pytest.mark.parametrize("op", [lambda x: F.max_pool2d(x, 2), lambda x: F.avg_pool2d(x, 2),
+                                lambda x: F.adaptive_avg_pool2d(x, 1), lambda x: F.adaptive_max_pool2d(x, 1),
+                                lambda x: F.interpolate(x, scale_factor=2), lambda x: F.max_pool1d(x.flatten(2), 2),
+                                lambda x: F.interpolate(x, scale_factor=2, mode="bilinear")])
+@pytest.mark.parametrize("shape", [(4, 0, 4, 4), (0, 2, 4, 4), (2, 2, 0, 4)])
+def test_pool_of_an_empty_non_batch_dim_raises(op, shape):
+    f = lambda x: op(x * 2)   # noqa: E731
+    g = torchc.compile(f)
+    ok = torch.ones(2, 3, 4, 4)
+    _same(g(ok), f(ok))
+    assert _compiled()
+    x = torch.ones(shape)
+    try:
+        want = f(x)
+    except RuntimeError:
+        _raises_same(f, (x,), g)
+    else:   # an empty batch: eager runs
+        _same(g(x), want)
+
+
+# ---- output strides of pooling, upsampling and normalization ------------------------------
+# eager's pooling, upsampling, batch_norm and group_norm kernels allocate the result in the
+# input's suggested memory format (contiguous unless channels-last); the capture's pointwise
+# decompositions kept a transposed input's strides (so .view() of the result raised where
+# eager ran) and made a channels-last input's result contiguous.
+
+_NORMS = {
+    "max_pool2d": lambda x: F.max_pool2d(x, 2),
+    "avg_pool2d": lambda x: F.avg_pool2d(x, 2),
+    "adaptive_avg_pool2d": lambda x: F.adaptive_avg_pool2d(x, (2, 1)),
+    "adaptive_max_pool2d": lambda x: F.adaptive_max_pool2d(x, 1),
+    "interp_nearest": lambda x: F.interpolate(x, scale_factor=2),
+    "interp_bilinear": lambda x: F.interpolate(x, size=(5, 7), mode="bilinear"),
+    "batch_norm": lambda x: F.batch_norm(x, None, None, training=True),
+    "batch_norm_eval": lambda x: F.batch_norm(x, torch.zeros(x.shape[1]), torch.ones(x.shape[1])),
+    "group_norm": lambda x: F.group_norm(x, 2),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_NORMS))
+@pytest.mark.parametrize("layout", ["contig", "T", "perm", "cl", "perm2"])
+def test_pool_and_norm_output_strides_follow_eager(name, layout):
+    op = _NORMS[name]
+    x = _layouts((4, 6, 4, 6))[layout]
+    torchc.reset()
+    g = torchc.compile(op)
+    want, got = op(x), g(x)
+    _same(got, want, exact=False)
+    assert _compiled()
+
+
+@pytest.mark.parametrize("op", [lambda x: F.max_pool1d(x, 2), lambda x: F.avg_pool1d(x, 2),
+                                lambda x: F.adaptive_avg_pool1d(x, 2), lambda x: F.batch_norm(x, None, None, training=True),
+                                lambda x: F.interpolate(x, scale_factor=2)])
+@pytest.mark.parametrize("layout", ["contig", "T"])
+def test_pool1d_output_strides_follow_eager(op, layout):
+    base = torch.arange(120.0).reshape(4, 5, 6).cos()
+    x = base if layout == "contig" else base.transpose(1, 2).contiguous().transpose(1, 2)
+    torchc.reset()
+    g = torchc.compile(op)
+    want, got = op(x), g(x)
+    _same(got, want, exact=False)
+    assert _compiled()
+
+
+def test_max_pool2d_result_of_a_transposed_input_can_be_viewed():
+    f = lambda x: F.max_pool2d(x.transpose(2, 3), 2)   # noqa: E731
+    g = torchc.compile(f)
+    x = torch.randn(2, 3, 8, 6)
+    want, got = f(x), g(x)
+    assert torch.equal(got.view(-1), want.view(-1))   # eager's result is contiguous
+    assert _compiled()
+
+
+# ---- group_norm of a 16-bit input ---------------------------------------------------------
+# eager computes group_norm of a bf16/f16 input in f32 and rounds once; the capture rounded
+# after every op (results off by up to 6 bf16 ulps).
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("affine", [False, True])
+def test_group_norm_half_computes_in_f32(dtype, affine):
+    torch.manual_seed(0)
+    x = (torch.randn(4, 6, 5, 3) * 4).round().to(dtype)
+    w = torch.randn(6).to(dtype) if affine else None
+    b = torch.randn(6).to(dtype) if affine else None
+    f = lambda x, w, b: F.group_norm(x, 2, w, b)   # noqa: E731
+    g = torchc.compile(f)
+    want, got = f(x, w, b), g(x, w, b)
+    assert got.dtype == want.dtype
+    ref = f(x.float(), None if w is None else w.float(), None if b is None else b.float()).to(dtype)
+    # eager rounds once from f32: equal to the f32 result rounded, up to one ulp
+    assert torch.allclose(got.float(), ref.float(), rtol=8e-3, atol=1e-2)
+    assert torch.allclose(got.float(), want.float(), rtol=8e-3, atol=1e-2)
+    assert _compiled()
+
+
+# ---- batch_norm training of a 16-bit input and parameters ---------------------------------
+# eager keeps the batch mean and 1/std in the input's dtype when the parameters are of it
+# (save_mean / save_invstd) and normalizes with those rounded values; the capture used f32.
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_batch_norm_training_half_rounds_statistics(dtype):
+    torch.manual_seed(0)
+    m = torch.nn.BatchNorm2d(6).to(dtype)
+    g = torchc.compile(lambda m, x: m(x))
+    x = (torch.randn(1, 6, 1, 3) * 4).round().to(dtype)
+    m2 = torch.nn.BatchNorm2d(6).to(dtype)
+    want, got = m2(x), g(m, x)
+    _same(got, want)
+    _same(m.running_mean, m2.running_mean)
+    assert _compiled()
+
+
+# ---- sum(dtype=) casts the elements first -------------------------------------------------
+# x.sum(dtype=torch.float16) of an int16/int32/int64 tensor: eager casts each element to f16
+# (32767 -> 32768, int32 max -> inf) and then sums; the capture summed the exact integers.
+
+@pytest.mark.parametrize("src", [torch.int16, torch.int32, torch.int64, torch.float32])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.int8])
+def test_sum_with_dtype_casts_each_element_first(src, dtype):
+    vals = [0, 1, -1, 2, -3, 7, -7, 5, 100, -100]
+    big = {torch.int16: [32767, -32768], torch.int32: [2**31 - 1, -2**31], torch.int64: [2**31 - 1, -2**31],
+           torch.float32: [32767.0, 301.0]}[src]
+    x = torch.tensor(vals + big, dtype=src)
+    f = lambda x: (x.sum(dtype=dtype), x.reshape(3, 4).sum(1, dtype=dtype), x.prod(dtype=dtype),   # noqa: E731
+                   x[:10].float().mean(dtype=torch.float16), (x[:10] * 1000).float().mean(dtype=torch.float16))
+    g = torchc.compile(f)
+    _same(g(x), f(x))
+    assert _compiled()
