@@ -467,8 +467,7 @@ int sym_h_linalg_norm(trace *t, const opdef *d, var **p, var *out) {
 }
 
 /* bucketize(input, boundaries, *, out_int32=False, right=False) of a 1-d boundaries tensor:
- * the number of boundaries b with !(b >= x) (right: !(b > x)), eager's binary search on
- * sorted boundaries (NaN inputs land past the last); int64 (int32 with out_int32) */
+ * eager's binary search (NaN inputs land past the last); int64 (int32 with out_int32) */
 int sym_h_bucketize(trace *t, const opdef *d, var **p, var *out) {
     if (sym_need_tensor(t, d, p[0]) < 0)
         return -1;
@@ -488,14 +487,25 @@ int sym_h_bucketize(trace *t, const opdef *d, var **p, var *out) {
         return sym_fail(t, "bucketize: more than 1024 boundaries left to eager");
     if (xm.dtype == IC_BOOL || bm.dtype == IC_BOOL)
         return sym_fail(t, "bucketize of bool tensors (eager will raise)");
-    int64_t sz[IC_MAX_DIMS];
+    /* eager's binary search step by step: lo moves past mid while !(b[mid] >= x), else hi
+     * comes down to mid; a count of such b (the same for sorted boundaries without NaN)
+     * differs from it when NaN boundaries sort last or the boundaries are not sorted */
+    int64_t nb = bm.sizes[0], ne = 1;
     for (int i = 0; i < xm.ndim; i++)
-        sz[i] = xm.sizes[i];
-    sz[xm.ndim] = 1;
-    ic_val x = ic_reshape(G, p[0]->val, xm.ndim + 1, sz);
-    ic_val c = ic_binary(G, right ? IC_OP_GT : IC_OP_GE, p[1]->val, x); /* b >= x, broadcast */
-    ic_val n = ic_cast(G, ic_unary(G, IC_OP_LOGICAL_NOT, c), IC_I64);
-    ic_val r = ic_reduce(G, IC_OP_SUM, n, 1u << xm.ndim, 0, -1);
+        ne *= xm.sizes[i];
+    ic_val x = ic_reshape(G, p[0]->val, 1, &ne);
+    ic_val lo = ic_binary(G, IC_OP_MUL, ic_cast(G, x, IC_I64), sym_inum(t, 0));
+    ic_val hi = ic_binary(G, IC_OP_ADD, lo, sym_inum(t, nb));
+    for (int64_t span = nb; span > 0; span >>= 1) {
+        ic_val on = ic_binary(G, IC_OP_LT, lo, hi);
+        ic_val mid = ic_binary(G, IC_OP_ADD, lo, ic_binary(G, IC_OP_FLOOR_DIVIDE, ic_binary(G, IC_OP_SUB, hi, lo),
+                                                              sym_inum(t, 2)));
+        ic_val b = ic_index_select(G, p[1]->val, 0, ic_binary(G, IC_OP_MINIMUM, mid, sym_inum(t, nb - 1)));
+        ic_val past = ic_unary(G, IC_OP_LOGICAL_NOT, ic_binary(G, right ? IC_OP_GT : IC_OP_GE, b, x));
+        lo = ic_where(G, ic_binary(G, IC_OP_LOGICAL_AND, on, past), ic_binary(G, IC_OP_ADD, mid, sym_inum(t, 1)), lo);
+        hi = ic_where(G, ic_binary(G, IC_OP_LOGICAL_AND, on, ic_unary(G, IC_OP_LOGICAL_NOT, past)), mid, hi);
+    }
+    ic_val r = ic_reshape(G, lo, xm.ndim, xm.sizes);
     return sym_tensor_out(t, i32 ? ic_cast(G, r, IC_I32) : r, out);
 }
 

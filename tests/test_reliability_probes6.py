@@ -218,3 +218,50 @@ def test_sum_with_dtype_casts_each_element_first(src, dtype):
     g = torchc.compile(f)
     _same(g(x), f(x))
     assert _compiled()
+
+
+# ---- bucketize / searchsorted with NaN or unsorted boundaries -----------------------------
+# eager runs a binary search; the capture counted the boundaries b with !(b >= x), the same
+# only for sorted boundaries without NaN: searchsorted([-1, -0., 0, 2, nan], 0.) is 1 in eager
+# (the count: 2), of 2. is 5 (the count: 4).
+
+_BOUNDS = [[-1.0, -0.0, 0.0, 2.0, float("nan")], [3.0, 1.0, 2.0, 0.0, 5.0], [float("nan")] * 3,
+           [0.0, 1.0, 1.0, 1.0, 2.0, 3.0, 5.0, 8.0, 13.0], [1.0], []]
+_XS = [0.0, -0.0, float("nan"), 2.0, 5.0, -5.0, 1.0, 16.0, 1.5, 3.0, float("inf"), -float("inf")]
+
+
+@pytest.mark.parametrize("bounds", range(len(_BOUNDS)))
+@pytest.mark.parametrize("right", [False, True])
+def test_bucketize_is_eagers_binary_search(bounds, right):
+    s = torch.tensor(_BOUNDS[bounds])
+    x = torch.tensor(_XS).reshape(3, 4)
+    f = lambda x, s: (torch.bucketize(x, s, right=right), torch.bucketize(x.long(), s, right=right, out_int32=True),   # noqa: E731
+                      torch.searchsorted(s, x.flatten(), right=right))
+    g = torchc.compile(f)
+    _same(g(x, s), f(x, s))
+    assert _compiled()
+
+
+@pytest.mark.parametrize("right", [False, True])
+def test_searchsorted_rows_is_eagers_binary_search(right):
+    s = torch.tensor([[-1.0, -0.0, 0.0, 2.0, float("nan")], [3.0, 1.0, 2.0, 0.0, 5.0], [0.0, 1.0, 2.0, 3.0, 4.0]])
+    x = torch.tensor(_XS).reshape(3, 4)
+    f = lambda s, x: torch.searchsorted(s, x, right=right)   # noqa: E731
+    g = torchc.compile(f)
+    _same(g(s, x), f(s, x))
+    assert _compiled()
+
+
+# ---- f16 ** +-0.5 on the CPU --------------------------------------------------------------
+# eager's f16 pow calls std::pow: (-inf) ** 0.5 = inf, (-0.) ** 0.5 = +0, (-inf) ** -0.5 = 0,
+# (-0.) ** -0.5 = inf; codegen's sqrt/rsqrt gave nan, -0, nan, -inf (right for f32/bf16,
+# whose eager kernels take sqrt/rsqrt).
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
+def test_half_pow_half_exponent_special_values(dtype):
+    x = torch.tensor([-float("inf"), float("inf"), -0.0, 0.0, 4.0, -1.0, float("nan"), 2.0], dtype=dtype)
+    sign = lambda r: r.signbit() & ~r.isnan()   # noqa: E731 - a NaN's sign bit is noise
+    f = lambda x: (x ** 0.5, torch.pow(x, -0.5), sign(x.pow(0.5)), sign(x ** -0.5), x ** 1.5)   # noqa: E731
+    g = torchc.compile(f)
+    _same(g(x), f(x))
+    assert _compiled()

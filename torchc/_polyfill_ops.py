@@ -165,8 +165,8 @@ def atleast_3d(tensors):
 
 
 # ---- searchsorted -----------------------------------------------------------------------------
-# The count of boundaries b with !(b >= x) (right: !(b > x)) along the last dim: eager's binary
-# search on a sorted sequence (NaN past the end); a 1-d sequence is bucketize's.
+# Eager's binary search along the last dim: lo moves past mid while !(b[mid] >= x) (right:
+# !(b[mid] > x)), else hi comes down to mid; a 1-d sequence is bucketize's.
 
 def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None, sorter=None, out=None):
     s = sorted_sequence
@@ -186,10 +186,19 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
         x = torch.tensor(x, dtype=torch.float64 if isinstance(x, float) else torch.int64, device=s.device)
     if s.dim() == 1:
         return torch.bucketize(x, s, out_int32=out_int32, right=right)
-    b = s.unsqueeze(-2)
-    c = (b > x.unsqueeze(-1)) if right else (b >= x.unsqueeze(-1))
-    r = (~c).sum(-1)
-    return r.to(torch.int32) if out_int32 else r
+    n = s.shape[-1]
+    lo = torch.zeros(x.shape, dtype=torch.int64, device=x.device)
+    hi = lo + n
+    span = n
+    while span > 0:   # eager's binary search, step by step (a count differs with NaN or unsorted rows)
+        on = lo < hi
+        mid = lo + (hi - lo) // 2
+        b = torch.gather(s, -1, mid.clamp(max=n - 1))
+        past = ~(b > x) if right else ~(b >= x)
+        lo = torch.where(on & past, mid + 1, lo)
+        hi = torch.where(on & ~past, mid, hi)
+        span >>= 1
+    return lo.to(torch.int32) if out_int32 else lo
 
 
 # ---- median / nanmedian of all elements --------------------------------------------------------

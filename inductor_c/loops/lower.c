@@ -61,6 +61,23 @@ static ic_xid half_operand(ic_ctx *c, ic_op op, int i, ic_val u, ic_dtype ct, ic
     return x_cast(c, x, ct);
 }
 
+/* f16 ** e on the CPU: eager's kernels call std::pow for f16 (no sqrt/rsqrt shortcut as
+ * for the other float types), and codegen turns a constant e = +-0.5 into sqrt/rsqrt: the
+ * special values where they differ are put back: pow(-inf, 0.5) = inf, pow(-0, 0.5) = +0,
+ * pow(-inf, -0.5) = +0, pow(-0, -0.5) = inf */
+static ic_xid pow_f16(ic_ctx *c, ic_xid a, ic_xid b) {
+    ic_xid af = x_cast(c, a, IC_F32), r = x_op(c, IC_OP_POW, IC_F32, af, x_cast(c, b, IC_F32), -1);
+    const ic_x *e = &c->xs[b];
+    if (e->kind == X_CONST && (e->cval == 0.5 || e->cval == -0.5)) {
+        bool neg = e->cval < 0;
+        ic_xid minf = x_op(c, IC_OP_EQ, IC_BOOL, af, x_const(c, -__builtin_inf(), IC_F32), -1);
+        ic_xid zero = x_op(c, IC_OP_EQ, IC_BOOL, af, x_const(c, 0.0, IC_F32), -1);
+        r = x_op(c, IC_OP_WHERE, IC_F32, zero, x_const(c, neg ? __builtin_inf() : 0.0, IC_F32), r);
+        r = x_op(c, IC_OP_WHERE, IC_F32, minf, x_const(c, neg ? 0.0 : __builtin_inf(), IC_F32), r);
+    }
+    return x_cast(c, r, IC_F16);
+}
+
 static ic_xid lower_pointwise(ic_ctx *c, ic_val v, const ic_node *n, const int32_t *var) {
     int nd = n->meta.ndim;
     ic_dtype t = n->meta.dtype;
@@ -80,6 +97,7 @@ static ic_xid lower_pointwise(ic_ctx *c, ic_val v, const ic_node *n, const int32
         if (n->op == IC_OP_LOGICAL_AND || n->op == IC_OP_LOGICAL_OR || n->op == IC_OP_LOGICAL_XOR) ct = IC_BOOL;
         a = half_operand(c, n->op, 0, n->in[0], ct, a);
         b = half_operand(c, n->op, 1, n->in[1], ct, b);
+        if (n->op == IC_OP_POW && t == IC_F16 && c->device != IC_CUDA) return pow_f16(c, a, b);
         return op_in(c, n->op, t, ct, a, b);
     }
     if (n->op == IC_OP_WHERE) {
