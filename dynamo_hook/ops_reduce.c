@@ -775,6 +775,8 @@ int sym_h_sort(trace *t, const opdef *d, var **p, var *out) {
         return -1;
     if (d->op == 1 && (k < 0 || k > sym_metap(t, p[0]->val)->sizes[dim]))
         return sym_fail(t, "topk: k out of range (eager will raise)");
+    if (d->op == 1 && t->device_type == TC_DEV_CPU && sym_metap(t, p[0]->val)->dtype == IC_BOOL)
+        return sym_fail(t, "topk of a bool tensor on the CPU (eager raises, empty ones too)");
     int64_t prm[5] = {dim, desc, stable, k, srt};
     ic_val idx = ic_extern(G, IC_EXT_ARGSORT, 1, &p[0]->val, d->op == 1 ? 5 : 3, prm, 1, 1);
     ic_val v[2] = {p[0]->val, idx};

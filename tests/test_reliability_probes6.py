@@ -265,3 +265,49 @@ def test_half_pow_half_exponent_special_values(dtype):
     g = torchc.compile(f)
     _same(g(x), f(x))
     assert _compiled()
+
+
+# ---- addcmul / addcdiv ---------------------------------------------------------------------
+# (1) integer tensors with value=2: eager converts the value to their type (2.5 -> 2) and keeps
+# the integer dtype; the capture multiplied by a float scalar (an f32 result). (2) bf16/f16:
+# eager computes self + value * t1 * t2 in f32 and rounds once; the capture rounded the product
+# first (2 ulps off). (3) eager's order: (value * t1) * t2, not value * (t1 * t2).
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.int8, torch.uint8, torch.float32,
+                                   torch.bfloat16, torch.float16, torch.float64])
+@pytest.mark.parametrize("value", [1, 2, -3, 2.5, 0.5, True])
+def test_addcmul_addcdiv_follow_eagers_kernel(dtype, value):
+    fl = dtype.is_floating_point
+    a = torch.arange(-10, 14).reshape(4, 6).to(dtype) * (0.7 if fl else 1)
+    b = torch.linspace(-3, 3, 6).to(dtype) if fl else torch.arange(6).to(dtype)
+    c = (torch.arange(4).reshape(4, 1) + 1).to(dtype) * (1.3 if fl else 1)
+    f = lambda a, b, c: (torch.addcmul(a, b, c, value=value), a.addcmul(b, c),   # noqa: E731
+                         torch.addcdiv(a, b, c, value=value) if fl else a * 1)
+    g = torchc.compile(f)
+    # f32/f64: eager's vector kernel may contract into a fused multiply-add (an ulp)
+    _same(g(a, b, c), f(a, b, c), exact=dtype not in (torch.float32, torch.float64))
+    assert _compiled()
+
+
+@pytest.mark.allow_fallback
+def test_addcmul_float_value_out_of_an_int_range_raises():
+    f = lambda a: torch.addcmul(a * 1, a, a, value=-2.5)   # noqa: E731
+    g = torchc.compile(f)
+    _same(g(torch.arange(4)), f(torch.arange(4)))
+    assert _compiled()
+    _raises_same(f, (torch.arange(4, dtype=torch.uint8),), g)
+
+
+# ---- topk of a bool tensor on the CPU -------------------------------------------------------
+# eager raises "topk does not support bool dtypes on CPU" (an empty one too); the capture
+# returned an empty result for an empty input.
+
+@pytest.mark.allow_fallback
+@pytest.mark.parametrize("shape", [(3, 0, 2), (3, 4)])
+def test_topk_of_bool_raises_as_eager(shape):
+    f = lambda x: (x * 2).topk(1, -1)   # noqa: E731 - int * 2: a graph that compiles
+    g = torchc.compile(f)
+    _same(g(torch.ones(3, 4)), f(torch.ones(3, 4)))
+    assert _compiled()
+    h = lambda x: (x > 0).topk(1, 0)   # noqa: E731
+    _raises_same(h, (torch.ones(shape),), torchc.compile(h))
