@@ -854,7 +854,9 @@ int sym_h_split(trace *t, const opdef *d, var **p, var *out) {
         long long each = d->op == 1 ? (L + k - 1) / k : k; /* chunk: ceil(L / chunks) */
         if (each <= 0)
             each = 1;
-        for (long long at = 0; at < L && ns < 64; at += each)
+        if ((L + each - 1) / each > 64)
+            return sym_fail(t, "%s into more than 64 pieces left to eager", d->name);
+        for (long long at = 0; at < L; at += each)
             sizes[ns++] = at + each <= L ? each : L - at;
         if (L == 0 && d->op == 1 && k > 64)
             return sym_fail(t, "chunk of an empty dim into more than 64 chunks left to eager");
