@@ -250,7 +250,15 @@ int sym_h_pad(trace *t, const opdef *d, var **p, var *out) {
     }
     if (x == p[0]->val)
         x = ic_cast(G, x, m.dtype);
-    return sym_tensor_out(t, x, out);
+    int shrink = 1; /* constant mode, no pad positive: eager clones the narrowed input */
+    for (int i = 0; i < np; i++)
+        shrink &= md == 0 && pads[i] <= 0;
+    if (shrink)
+        return dh_layout_copy(t, x, IC_MF_PRESERVE, out);
+    if (md == 3) /* circular: eager's cat of narrows, contiguous */
+        return ic_value_is_contiguous(G, x, IC_MF_CONTIGUOUS) ? sym_tensor_out(t, x, out)
+                                                               : dh_layout_copy(t, x, IC_MF_CONTIGUOUS, out);
+    return pool_out(t, p[0]->val, x, 0, out); /* constant / reflect / replicate: as a pool's */
 }
 
 /* bicubic along dim (ATen's upsample_bicubic2d): src the unclamped source coordinate of each

@@ -326,3 +326,27 @@ def test_split_into_many_pieces_is_complete(f):
         x = torch.randn(n, 3)
         _same(g(x), f(x))
     assert _compiled()
+
+
+# ---- roll and F.pad result layouts -----------------------------------------------------------
+# eager: roll and constant/reflect/replicate pads allocate in the input's suggested memory format
+# (a channels-last input gives a channels-last result; the capture's was contiguous); a constant
+# pad with no positive pad clones the narrowed input (its layout kept: a transposed input's
+# result is transposed, the capture's was contiguous); circular pads are contiguous.
+
+_PADROLL = {"roll1": lambda x: x.roll(1, 1), "roll_flat": lambda x: x.roll(3), "roll2": lambda x: x.roll((1, 2), (-2, -1)),
+            "pad": lambda x: F.pad(x, (1, 2)), "pad6": lambda x: F.pad(x, (1, 2, 0, 1, 1, 1)),
+            "reflect": lambda x: F.pad(x, (1, 1, 1, 1), mode="reflect"), "replicate": lambda x: F.pad(x, (1, 1, 1, 1), mode="replicate"),
+            "circular": lambda x: F.pad(x, (1, 1, 1, 1), mode="circular"), "negative": lambda x: F.pad(x, (-1, 0)),
+            "zero": lambda x: F.pad(x, (0, 0)), "mixed": lambda x: F.pad(x, (-1, 1))}
+
+
+@pytest.mark.parametrize("name", sorted(_PADROLL))
+@pytest.mark.parametrize("layout", ["contig", "T", "perm", "cl", "perm2"])
+def test_roll_and_pad_layouts_follow_eager(name, layout):
+    op = _PADROLL[name]
+    x = _layouts((2, 6, 5, 4))[layout]
+    torchc.reset()
+    g = torchc.compile(op)
+    _same(g(x), op(x))
+    assert _compiled()
