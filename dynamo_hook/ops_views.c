@@ -670,7 +670,17 @@ ic_val sym_unsqueeze_val(trace *t, ic_val x, int dim) {
         if (i < m->ndim)
             sz[n++] = m->sizes[i];
     }
-    return sym_reshape(t, x, n, sz);
+    ic_val r = sym_reshape(t, x, n, sz);
+    /* ATen's unsqueeze strides (the new dim's: size * stride of the dim after it, 1 last),
+     * where the reshape's view rule gives another stride to the size-1 dim: stack's cat
+     * decides its layout from them (stack(..., -1) of channels-last tensors is contiguous) */
+    int64_t xs[IC_MAX_DIMS], st[IC_MAX_DIMS];
+    if (r >= 0 && !m->dyn && n <= IC_MAX_DIMS && ic_value_strides(G, x, xs)) {
+        for (int i = 0, j = 0; i < n; i++)
+            st[i] = i == dim ? (dim < m->ndim ? m->sizes[dim] * xs[dim] : 1) : xs[j++];
+        ic_value_set_strides(G, r, st);
+    }
+    return r;
 }
 
 /* cat(tensors, dim) / stack(tensors, dim) */

@@ -350,3 +350,21 @@ def test_roll_and_pad_layouts_follow_eager(name, layout):
     g = torchc.compile(op)
     _same(g(x), op(x))
     assert _compiled()
+
+
+# ---- stack of channels-last tensors ----------------------------------------------------------
+# stack(..., dim=-1) of channels-last tensors: eager's result is contiguous; the capture's
+# unsqueeze (a reshape) gave the new size-1 dim the view rule's stride, its cat then saw a
+# channels-last-3d layout and returned a non-contiguous result (a later .view() raised).
+# (dims 0 and 1 of a channels-last input: eager keeps a permuted layout, the capture's is
+# contiguous: not matched.)
+
+@pytest.mark.parametrize("dim", [2, 3, 4, -1])
+@pytest.mark.parametrize("layout", ["contig", "T", "cl", "perm2"])
+def test_stack_layouts_follow_eager(dim, layout):
+    x = _layouts((4, 6, 5, 3))[layout]
+    f = lambda a: torch.stack([a, a * 2], dim)   # noqa: E731
+    torchc.reset()
+    g = torchc.compile(f)
+    _same(g(x), f(x))
+    assert _compiled()
