@@ -61,21 +61,26 @@ static ic_xid half_operand(ic_ctx *c, ic_op op, int i, ic_val u, ic_dtype ct, ic
     return x_cast(c, x, ct);
 }
 
-/* f16 ** e on the CPU: eager's kernels call std::pow for f16 (no sqrt/rsqrt shortcut as
- * for the other float types), and codegen turns a constant e = +-0.5 into sqrt/rsqrt: the
- * special values where they differ are put back: pow(-inf, 0.5) = inf, pow(-0, 0.5) = +0,
- * pow(-inf, -0.5) = +0, pow(-0, -0.5) = inf */
-static ic_xid pow_f16(ic_ctx *c, ic_xid a, ic_xid b) {
-    ic_xid af = x_cast(c, a, IC_F32), r = x_op(c, IC_OP_POW, IC_F32, af, x_cast(c, b, IC_F32), -1);
-    const ic_x *e = &c->xs[b];
-    if (e->kind == X_CONST && (e->cval == 0.5 || e->cval == -0.5)) {
-        bool neg = e->cval < 0;
-        ic_xid minf = x_op(c, IC_OP_EQ, IC_BOOL, af, x_const(c, -__builtin_inf(), IC_F32), -1);
-        ic_xid zero = x_op(c, IC_OP_EQ, IC_BOOL, af, x_const(c, 0.0, IC_F32), -1);
-        r = x_op(c, IC_OP_WHERE, IC_F32, zero, x_const(c, neg ? __builtin_inf() : 0.0, IC_F32), r);
-        r = x_op(c, IC_OP_WHERE, IC_F32, minf, x_const(c, neg ? 0.0 : __builtin_inf(), IC_F32), r);
+/* x ** e where eager's CPU kernel calls std::pow: every f16 pow, and any float pow whose
+ * exponent is a tensor (a constant 0-d one too, torch.tensor(0.5)); a Python-number exponent
+ * of the other float types takes ATen's sqrt/rsqrt shortcut for +-0.5, as codegen does for a
+ * constant e. Where they differ the special values are put back: pow(-inf, 0.5) = inf,
+ * pow(-0, 0.5) = +0, pow(-inf, -0.5) = +0, pow(-0, -0.5) = inf */
+static ic_xid pow_std(ic_ctx *c, ic_dtype t, ic_val ev, ic_xid a, ic_xid b) {
+    ic_dtype ct = compute_type(t);
+    ic_xid af = x_cast(c, a, ct), r = x_op(c, IC_OP_POW, ct, af, x_cast(c, b, ct), -1);
+    while (c->g->nodes[ev].op == IC_OP_CAST || c->g->nodes[ev].op == IC_OP_EXPAND ||
+           c->g->nodes[ev].op == IC_OP_RESHAPE) /* a constant exponent: a number, cast, expanded */
+        ev = c->g->nodes[ev].in[0];
+    double e = c->g->nodes[ev].op == IC_OP_SCALAR ? c->g->nodes[ev].num : 0;
+    if (e == 0.5 || e == -0.5) {
+        bool neg = e < 0;
+        ic_xid minf = x_op(c, IC_OP_EQ, IC_BOOL, af, x_const(c, -__builtin_inf(), ct), -1);
+        ic_xid zero = x_op(c, IC_OP_EQ, IC_BOOL, af, x_const(c, 0.0, ct), -1);
+        r = x_op(c, IC_OP_WHERE, ct, zero, x_const(c, neg ? __builtin_inf() : 0.0, ct), r);
+        r = x_op(c, IC_OP_WHERE, ct, minf, x_const(c, neg ? 0.0 : __builtin_inf(), ct), r);
     }
-    return x_cast(c, r, IC_F16);
+    return x_cast(c, r, t);
 }
 
 static ic_xid lower_pointwise(ic_ctx *c, ic_val v, const ic_node *n, const int32_t *var) {
@@ -97,7 +102,9 @@ static ic_xid lower_pointwise(ic_ctx *c, ic_val v, const ic_node *n, const int32
         if (n->op == IC_OP_LOGICAL_AND || n->op == IC_OP_LOGICAL_OR || n->op == IC_OP_LOGICAL_XOR) ct = IC_BOOL;
         a = half_operand(c, n->op, 0, n->in[0], ct, a);
         b = half_operand(c, n->op, 1, n->in[1], ct, b);
-        if (n->op == IC_OP_POW && t == IC_F16 && c->device != IC_CUDA) return pow_f16(c, a, b);
+        if (n->op == IC_OP_POW && ic_is_float(t) && c->device != IC_CUDA &&
+            (t == IC_F16 || c->g->nodes[n->in[1]].op != IC_OP_SCALAR))
+            return pow_std(c, t, n->in[1], a, b);
         return op_in(c, n->op, t, ct, a, b);
     }
     if (n->op == IC_OP_WHERE) {
