@@ -8,6 +8,7 @@ import torch
 import torch.nn.functional as F
 
 import torchc
+from test_reliability_probes5 import _raises_same
 
 
 def _same(got, want, strides=True, exact=True):
@@ -34,17 +35,6 @@ def _compiled():
     return torchc._C.stats()["compiles"] >= 1
 
 
-def _raises_same(fn, args, compiled):
-    try:
-        fn(*args)
-    except Exception as e:   # noqa: BLE001 - the type is what is compared
-        want = type(e)
-    else:
-        raise AssertionError("eager did not raise")
-    with pytest.raises(want):
-        compiled(*args)
-
-
 def _layouts(shape):
     base = torch.arange(float(torch.Size(shape).numel())).reshape(shape).sin() * 4
     out = {"contig": base, "T": base.transpose(1, -1), "perm": base.permute(0, 2, 3, 1).contiguous().permute(0, 3, 1, 2)
@@ -53,6 +43,14 @@ def _layouts(shape):
         out["cl"] = base.contiguous(memory_format=torch.channels_last)
         out["perm2"] = base.permute(3, 0, 2, 1)
     return out
+
+
+def _check_layout(op, x, exact=True):
+    """op compiled (fresh) against eager on x: values, dtype, shape and strides"""
+    torchc.reset()
+    g = torchc.compile(op)
+    _same(g(x), op(x), exact=exact)
+    assert _compiled()
 
 
 # ---- chunk of an empty dim ----------------------------------------------------------------
@@ -131,13 +129,7 @@ _NORMS = {
 @pytest.mark.parametrize("name", sorted(_NORMS))
 @pytest.mark.parametrize("layout", ["contig", "T", "perm", "cl", "perm2"])
 def test_pool_and_norm_output_strides_follow_eager(name, layout):
-    op = _NORMS[name]
-    x = _layouts((4, 6, 4, 6))[layout]
-    torchc.reset()
-    g = torchc.compile(op)
-    want, got = op(x), g(x)
-    _same(got, want, exact=False)
-    assert _compiled()
+    _check_layout(_NORMS[name], _layouts((4, 6, 4, 6))[layout], exact=False)
 
 
 @pytest.mark.parametrize("op", [lambda x: F.max_pool1d(x, 2), lambda x: F.avg_pool1d(x, 2),
@@ -147,11 +139,7 @@ def test_pool_and_norm_output_strides_follow_eager(name, layout):
 def test_pool1d_output_strides_follow_eager(op, layout):
     base = torch.arange(120.0).reshape(4, 5, 6).cos()
     x = base if layout == "contig" else base.transpose(1, 2).contiguous().transpose(1, 2)
-    torchc.reset()
-    g = torchc.compile(op)
-    want, got = op(x), g(x)
-    _same(got, want, exact=False)
-    assert _compiled()
+    _check_layout(op, x, exact=False)
 
 
 def test_max_pool2d_result_of_a_transposed_input_can_be_viewed():
@@ -344,12 +332,7 @@ _PADROLL = {"roll1": lambda x: x.roll(1, 1), "roll_flat": lambda x: x.roll(3), "
 @pytest.mark.parametrize("name", sorted(_PADROLL))
 @pytest.mark.parametrize("layout", ["contig", "T", "perm", "cl", "perm2"])
 def test_roll_and_pad_layouts_follow_eager(name, layout):
-    op = _PADROLL[name]
-    x = _layouts((2, 6, 5, 4))[layout]
-    torchc.reset()
-    g = torchc.compile(op)
-    _same(g(x), op(x))
-    assert _compiled()
+    _check_layout(_PADROLL[name], _layouts((2, 6, 5, 4))[layout])
 
 
 # ---- stack of channels-last tensors ----------------------------------------------------------
@@ -362,12 +345,7 @@ def test_roll_and_pad_layouts_follow_eager(name, layout):
 @pytest.mark.parametrize("dim", [2, 3, 4, -1])
 @pytest.mark.parametrize("layout", ["contig", "T", "cl", "perm2"])
 def test_stack_layouts_follow_eager(dim, layout):
-    x = _layouts((4, 6, 5, 3))[layout]
-    f = lambda a: torch.stack([a, a * 2], dim)   # noqa: E731
-    torchc.reset()
-    g = torchc.compile(f)
-    _same(g(x), f(x))
-    assert _compiled()
+    _check_layout(lambda a: torch.stack([a, a * 2], dim), _layouts((4, 6, 5, 3))[layout])
 
 
 # ---- x ** (a constant tensor) --------------------------------------------------------------
