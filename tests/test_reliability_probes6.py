@@ -363,3 +363,18 @@ def test_pow_of_a_constant_tensor_exponent_is_std_pow(dtype, e):
     g = torchc.compile(f)
     _same(g(x), f(x), exact=dtype != torch.float64)   # f64: codegen's pow may be an ulp off
     assert _compiled()
+
+
+# ---- cdist of 16-bit tensors on the CPU -----------------------------------------------------
+# eager raises NotImplementedError ('"cdist" not implemented for BFloat16'); the polyfill
+# computed it.
+
+@pytest.mark.allow_fallback
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_cdist_of_half_on_the_cpu_raises(dtype):
+    f = lambda a, b: torch.cdist(a * 2, b)   # noqa: E731
+    g = torchc.compile(f)
+    a, b = torch.randn(4, 5), torch.randn(3, 5)
+    _same(g(a, b), f(a, b), exact=False)
+    assert _compiled()
+    _raises_same(f, (a.to(dtype), b.to(dtype)), g)

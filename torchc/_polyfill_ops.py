@@ -385,8 +385,11 @@ def cdist(x1, x2, p=2.0, compute_mode=None):
     ok = isinstance(x1, _Tensor) and isinstance(x2, _Tensor) and isinstance(p, (int, float)) and \
         (p == 2 or p == 1) and compute_mode in (None, 0, 1, 2) and x1.dim() >= 2 and x2.dim() >= 2 and \
         x1.is_floating_point() and x1.dtype == x2.dtype and x1.shape[-1] == x2.shape[-1] and \
-        x1.numel() > 0 and x2.numel() > 0 and not torch.is_autocast_enabled(x1.device.type)
-    if not ok:  # (under autocast eager runs all of cdist in float32: left to it)
+        x1.numel() > 0 and x2.numel() > 0 and not torch.is_autocast_enabled(x1.device.type) and \
+        (x1.dtype in (torch.float32, torch.float64) or x1.device.type != "cpu")
+    # (under autocast eager runs all of cdist in float32: left to it; eager's CPU kernel has no
+    # 16-bit version: it raises)
+    if not ok:
         return _cdist(x1, x2, p, compute_mode)
     r1 = x1.shape[-2]
     r2 = x2.shape[-2]
