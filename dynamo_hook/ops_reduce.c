@@ -657,10 +657,10 @@ int sym_h_batch_norm(trace *t, const opdef *d, var **p, var *out) {
         varv = ic_reshape(G, p[2]->val, m->ndim, bshape);
     }
     ic_val rstd = ic_unary(G, IC_OP_RSQRT, ic_binary(G, IC_OP_ADD, varv, sym_num(t, eps)));
-    if (training && in_dt != ic_value_meta(G, x)->dtype) {
-        /* a 16-bit input whose parameters and statistics (those given) are of its dtype: eager
-         * keeps the batch mean and 1/std in that dtype (save_mean/save_invstd) and normalizes
-         * with the rounded values */
+    if (training && in_dt != ic_value_meta(G, x)->dtype && t->device_type == TC_DEV_CPU) {
+        /* a 16-bit input whose parameters and statistics (those given) are of its dtype: eager's
+         * CPU kernel keeps the batch mean and 1/std in that dtype (save_mean/save_invstd) and
+         * normalizes with the rounded values (CUDA's keep them in f32) */
         int mixed = 0;
         for (int i = 1; i <= 4; i++)
             mixed |= !sym_is_none(p[i]) && ic_value_meta(G, p[i]->val)->dtype != in_dt;
