@@ -1427,10 +1427,27 @@ int sym_h_addc(trace *t, const opdef *d, var **p, var *out) {
     double val = 1.0;
     if (sym_opt_scalar(t, p[3], 1.0, &val, "value") < 0)
         return -1;
-    ic_val bc = ic_binary(G, d->op ? IC_OP_DIV : IC_OP_MUL, b, c);
-    if (val != 1.0)
-        bc = ic_binary(G, IC_OP_MUL, bc, sym_num(t, val));
-    return sym_tensor_out(t, ic_binary(G, IC_OP_ADD, a, bc), out);
+    /* ATen's kernels: self + value * t1 * t2 (/ t2), in that order; f16/bf16 operands in
+     * float32, rounded once */
+    int half = (da == IC_F16 || da == IC_BF16) && db == da && sym_metap(t, c)->dtype == da;
+    if (half) {
+        a = ic_cast(G, a, IC_F32);
+        b = ic_cast(G, b, IC_F32);
+        c = ic_cast(G, c, IC_F32);
+    }
+    /* integer operands: the value converted to their type (2.5 -> 2), no float promotion */
+    int ints = da < IC_F16 && db < IC_F16 && sym_metap(t, c)->dtype < IC_F16;
+    if (ints && p[3] && p[3]->kind == V_CONST && PyFloat_Check(p[3]->obj)) {
+        /* eager converts a float value with a range check: -2.5 for uint8 raises */
+        int bits = (int)ic_dtype_size(da) * 8;
+        double lo = da == IC_BOOL || da == IC_U8 ? 0 : -ldexp(1, bits - 1);
+        double hi = da == IC_BOOL ? 1 : da == IC_U8 ? 255 : ldexp(1, bits - 1) - 1;
+        if (db != da || sym_metap(t, c)->dtype != da || !(val >= lo && val <= hi))
+            return sym_fail(t, "%s: a float value for integer tensors out of their range or of mixed types left to eager", d->name);
+    }
+    ic_val vb = val == 1.0 ? b : ic_binary(G, IC_OP_MUL, ints ? sym_inum(t, (long long)val) : sym_num(t, val), b);
+    ic_val r = ic_binary(G, IC_OP_ADD, a, ic_binary(G, d->op ? IC_OP_DIV : IC_OP_MUL, vb, c));
+    return sym_tensor_out(t, half ? ic_cast(G, r, da) : r, out);
 }
 
 /* outer(input, vec2) / ger: input[:, None] * vec2[None, :] of two 1-d tensors (the product's

@@ -56,6 +56,43 @@ static int pool_ints(trace *t, var *v, int64_t dflt_from_k, const int64_t *k, in
     return sym_conv_ints(t, v, dflt, nd, out, what);
 }
 
+/* eager's pooling and upsampling kernels refuse an empty non-batch dim (an empty batch
+ * passes): "Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size" */
+static int nonempty(trace *t, const ic_meta *m, int nd, const char *what) {
+    for (int i = m->ndim == nd + 2 ? 1 : 0; i < m->ndim; i++)
+        if (m->sizes[i] == 0)
+            return sym_fail(t, "%s of a tensor with an empty non-batch dim (eager raises)", what);
+    return 0;
+}
+
+/* The layout of a pooled or upsampled r of input x: eager's kernels allocate the result in
+ * x.suggest_memory_format() for a 4-d/5-d x (channels-last or contiguous), contiguous for
+ * fewer dims; via2d: a 1-d pool that eager runs as the 2-d pool of x.unsqueeze(-2), whose
+ * channels-last result squeezed has strides (C*L, 1, C) */
+static int pool_out(trace *t, ic_val x, ic_val r, int via2d, var *out) {
+    if (r < 0)
+        return sym_tensor_out(t, r, out);
+    ic_meta m = *sym_metap(t, x), rm = *sym_metap(t, r);
+    if (m.dyn || rm.dyn)
+        return sym_tensor_out(t, r, out);
+    int fmt = m.ndim == 4 || m.ndim == 5 ? ic_value_suggest_format(G, x) : IC_MF_CONTIGUOUS;
+    if (via2d && m.ndim == 3 && rm.ndim == 3) {
+        ic_val x4 = ic_reshape(G, x, 4, (int64_t[]){m.sizes[0], m.sizes[1], 1, m.sizes[2]});
+        if (x4 >= 0 && ic_value_suggest_format(G, x4) == IC_MF_CHANNELS_LAST) {
+            int64_t want[3] = {rm.sizes[1] * rm.sizes[2], 1, rm.sizes[1]}, has[3];
+            if (ic_value_strides(G, r, has) && !memcmp(has, want, sizeof has))
+                return sym_tensor_out(t, r, out);
+            ic_val c = ic_cast(G, r, rm.dtype);
+            if (c >= 0)
+                ic_value_set_strides(G, c, want);
+            return sym_tensor_out(t, c, out);
+        }
+    }
+    if (ic_value_is_contiguous(G, r, fmt))
+        return sym_tensor_out(t, r, out);
+    return dh_layout_copy(t, r, fmt, out);
+}
+
 /* max_pool1d/2d(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices) */
 int sym_h_max_pool(trace *t, const opdef *d, var **p, var *out) {
     int nd = d->op, ceil = 0, ri = 0;
@@ -67,12 +104,16 @@ int sym_h_max_pool(trace *t, const opdef *d, var **p, var *out) {
         return -1;
     if (ri)
         return sym_fail(t, "max pool with return_indices left to eager");
+    if (nonempty(t, sym_metap(t, p[0]->val), nd, d->name) < 0)
+        return -1;
     ic_val r;
     /* under grad: eager's gradient goes to each window's first maximum (ic_pool_window) */
-    ic_op op = sym_value_requires_grad(t, p[0]->val) ? IC_OP_WHERE : IC_OP_MAXIMUM;
+    int grad = sym_value_requires_grad(t, p[0]->val);
+    ic_op op = grad ? IC_OP_WHERE : IC_OP_MAXIMUM;
     if (pool_nd(t, p[0]->val, nd, k, s2, pad, dl, ceil, op, &r, o) < 0)
         return -1;
-    return sym_tensor_out(t, r, out);
+    /* max_pool1d: ATen's own CPU kernel without grad, else max_pool2d of the unsqueezed input */
+    return pool_out(t, p[0]->val, r, nd == 1 && (grad || t->device_type != TC_DEV_CPU), out);
 }
 
 /* avg_pool1d/2d(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override) */
@@ -88,6 +129,8 @@ int sym_h_avg_pool(trace *t, const opdef *d, var **p, var *out) {
     ic_meta m = *sym_metap(t, p[0]->val);
     if (!isflt(m.dtype))
         return sym_fail(t, "avg pool of an integer tensor left to eager");
+    if (nonempty(t, &m, nd, d->name) < 0)
+        return -1;
     ic_val sum;
     if (pool_nd(t, p[0]->val, nd, k, s2, pad, dl, ceil, IC_OP_ADD, &sum, o) < 0)
         return -1;
@@ -105,7 +148,7 @@ int sym_h_avg_pool(trace *t, const opdef *d, var **p, var *out) {
         div = ic_cast(G, div, m.dtype == IC_F64 ? IC_F64 : IC_F32);
     }
     ic_val r = ic_binary(G, IC_OP_DIV, ic_cast(G, sum, m.dtype == IC_F64 ? IC_F64 : IC_F32), div);
-    return sym_tensor_out(t, ic_cast(G, r, m.dtype), out);
+    return pool_out(t, p[0]->val, ic_cast(G, r, m.dtype), 1, out);
 }
 
 /* adaptive_avg_pool1d/2d / adaptive_max_pool1d/2d(input, output_size[, return_indices]):
@@ -119,6 +162,8 @@ int sym_h_adaptive_pool(trace *t, const opdef *d, var **p, var *out) {
     ic_meta m = *sym_metap(t, p[0]->val);
     if (m.ndim < nd + 1 || m.ndim > nd + 2)
         return sym_fail(t, "adaptive pool: bad input dims (eager will raise)");
+    if (nonempty(t, &m, nd, d->name) < 0)
+        return -1;
     int64_t os[2], k[2], pad[2] = {0, 0}, dl[2] = {1, 1}, o[2];
     if (p[1] == NULL)
         return sym_fail(t, "adaptive pool: output_size missing");
@@ -150,7 +195,7 @@ int sym_h_adaptive_pool(trace *t, const opdef *d, var **p, var *out) {
         r = ic_cast(G, ic_binary(G, IC_OP_DIV, ic_cast(G, r, ct), fconst(t, (double)(k[0] * (nd == 2 ? k[1] : 1)), ct)),
                     m.dtype);
     }
-    return sym_tensor_out(t, r, out);
+    return pool_out(t, p[0]->val, r, 1, out); /* the 1-d ones: the 2-d pools of x.unsqueeze(-2) */
 }
 
 /* F.pad(input, pad, mode='constant', value=None): constant as concatenations, reflect /
@@ -172,8 +217,9 @@ int sym_h_pad(trace *t, const opdef *d, var **p, var *out) {
              : !strcmp(mode, "circular") ? 3 : -1;
     if (md < 0)
         return sym_fail(t, "pad: mode '%s' left to eager", mode);
-    if (md && (np / 2 > m.ndim - 1 || np / 2 > 3))
-        return sym_fail(t, "pad: non-constant modes pad at most the last 3 non-batch dims (eager decides)");
+    /* eager's non-constant modes: 1-3 padded dims of an input with one or two dims more */
+    if (md && (np == 0 || np / 2 > 3 || (m.ndim != np / 2 + 1 && m.ndim != np / 2 + 2)))
+        return sym_fail(t, "pad: %d pads of a %d-d input in mode '%s' (eager raises)", np, m.ndim, mode);
     if (md == 0 && !isflt(m.dtype) && value != floor(value))
         return sym_fail(t, "pad: a fractional value on an integer tensor left to eager");
     ic_val x = p[0]->val;
@@ -204,7 +250,15 @@ int sym_h_pad(trace *t, const opdef *d, var **p, var *out) {
     }
     if (x == p[0]->val)
         x = ic_cast(G, x, m.dtype);
-    return sym_tensor_out(t, x, out);
+    int shrink = 1; /* constant mode, no pad positive: eager clones the narrowed input */
+    for (int i = 0; i < np; i++)
+        shrink &= md == 0 && pads[i] <= 0;
+    if (shrink)
+        return dh_layout_copy(t, x, IC_MF_PRESERVE, out);
+    if (md == 3) /* circular: eager's cat of narrows, contiguous */
+        return ic_value_is_contiguous(G, x, IC_MF_CONTIGUOUS) ? sym_tensor_out(t, x, out)
+                                                               : dh_layout_copy(t, x, IC_MF_CONTIGUOUS, out);
+    return pool_out(t, p[0]->val, x, 0, out); /* constant / reflect / replicate: as a pool's */
 }
 
 /* bicubic along dim (ATen's upsample_bicubic2d): src the unclamped source coordinate of each
@@ -304,10 +358,12 @@ int sym_h_interpolate(trace *t, const opdef *d, var **p, var *out) {
         if (O[i] < 1 || m.sizes[2 + i] < 1)
             return sym_fail(t, "interpolate: empty sizes left to eager");
     }
+    if (m.sizes[1] == 0)
+        return sym_fail(t, "interpolate: no channels (eager raises)");
     if (md < 2) {
         for (int i = 0; i < nd; i++)
             x = ic_index_select(G, x, 2 + i, ic_interp_nearest_index(G, m.sizes[2 + i], O[i], sf[i], md == 1));
-        return sym_tensor_out(t, x, out);
+        return pool_out(t, p[0]->val, x, 0, out);
     }
     /* linear along the last dim first, then the one before (ATen's order of operations) */
     ic_dtype ct = m.dtype == IC_F64 ? IC_F64 : IC_F32;
@@ -348,7 +404,7 @@ int sym_h_interpolate(trace *t, const opdef *d, var **p, var *out) {
         ic_val a = ic_cast(G, ic_index_select(G, x, dim, i0), ct), b = ic_cast(G, ic_index_select(G, x, dim, i1), ct);
         x = ic_cast(G, ic_binary(G, IC_OP_ADD, ic_binary(G, IC_OP_MUL, l0, a), ic_binary(G, IC_OP_MUL, l1, b)), m.dtype);
     }
-    return sym_tensor_out(t, x, out);
+    return pool_out(t, p[0]->val, x, 0, out);
 }
 
 /* F.unfold(input, kernel_size, dilation=1, padding=0, stride=1) (im2col) of a 3-d/4-d input:

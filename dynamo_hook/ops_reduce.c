@@ -467,8 +467,7 @@ int sym_h_linalg_norm(trace *t, const opdef *d, var **p, var *out) {
 }
 
 /* bucketize(input, boundaries, *, out_int32=False, right=False) of a 1-d boundaries tensor:
- * the number of boundaries b with !(b >= x) (right: !(b > x)), eager's binary search on
- * sorted boundaries (NaN inputs land past the last); int64 (int32 with out_int32) */
+ * eager's binary search (NaN inputs land past the last); int64 (int32 with out_int32) */
 int sym_h_bucketize(trace *t, const opdef *d, var **p, var *out) {
     if (sym_need_tensor(t, d, p[0]) < 0)
         return -1;
@@ -488,14 +487,25 @@ int sym_h_bucketize(trace *t, const opdef *d, var **p, var *out) {
         return sym_fail(t, "bucketize: more than 1024 boundaries left to eager");
     if (xm.dtype == IC_BOOL || bm.dtype == IC_BOOL)
         return sym_fail(t, "bucketize of bool tensors (eager will raise)");
-    int64_t sz[IC_MAX_DIMS];
+    /* eager's binary search step by step: lo moves past mid while !(b[mid] >= x), else hi
+     * comes down to mid; a count of such b (the same for sorted boundaries without NaN)
+     * differs from it when NaN boundaries sort last or the boundaries are not sorted */
+    int64_t nb = bm.sizes[0], ne = 1;
     for (int i = 0; i < xm.ndim; i++)
-        sz[i] = xm.sizes[i];
-    sz[xm.ndim] = 1;
-    ic_val x = ic_reshape(G, p[0]->val, xm.ndim + 1, sz);
-    ic_val c = ic_binary(G, right ? IC_OP_GT : IC_OP_GE, p[1]->val, x); /* b >= x, broadcast */
-    ic_val n = ic_cast(G, ic_unary(G, IC_OP_LOGICAL_NOT, c), IC_I64);
-    ic_val r = ic_reduce(G, IC_OP_SUM, n, 1u << xm.ndim, 0, -1);
+        ne *= xm.sizes[i];
+    ic_val x = ic_reshape(G, p[0]->val, 1, &ne);
+    ic_val lo = ic_binary(G, IC_OP_MUL, ic_cast(G, x, IC_I64), sym_inum(t, 0));
+    ic_val hi = ic_binary(G, IC_OP_ADD, lo, sym_inum(t, nb));
+    for (int64_t span = nb; span > 0; span >>= 1) {
+        ic_val on = ic_binary(G, IC_OP_LT, lo, hi);
+        ic_val mid = ic_binary(G, IC_OP_ADD, lo, ic_binary(G, IC_OP_FLOOR_DIVIDE, ic_binary(G, IC_OP_SUB, hi, lo),
+                                                              sym_inum(t, 2)));
+        ic_val b = ic_index_select(G, p[1]->val, 0, ic_binary(G, IC_OP_MINIMUM, mid, sym_inum(t, nb - 1)));
+        ic_val past = ic_unary(G, IC_OP_LOGICAL_NOT, ic_binary(G, right ? IC_OP_GT : IC_OP_GE, b, x));
+        lo = ic_where(G, ic_binary(G, IC_OP_LOGICAL_AND, on, past), ic_binary(G, IC_OP_ADD, mid, sym_inum(t, 1)), lo);
+        hi = ic_where(G, ic_binary(G, IC_OP_LOGICAL_AND, on, ic_unary(G, IC_OP_LOGICAL_NOT, past)), mid, hi);
+    }
+    ic_val r = ic_reshape(G, lo, xm.ndim, xm.sizes);
     return sym_tensor_out(t, i32 ? ic_cast(G, r, IC_I32) : r, out);
 }
 
@@ -579,6 +589,17 @@ static void bn_stats(trace *t, ic_val x, uint32_t mask, const ic_meta *m, ic_val
 }
 
 /* batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps) */
+/* batch/group norm's result y (computed in f32 for a 16-bit input x) in x's dtype, laid out
+ * as eager's kernels write it: in x's suggested memory format */
+static int norm_out(trace *t, ic_val x, ic_val y, ic_dtype in_dt, var *out) {
+    if (y >= 0 && ic_value_meta(G, y)->dtype != in_dt)
+        y = ic_cast(G, y, in_dt);
+    if (sym_tensor_out(t, y, out) < 0)
+        return -1;
+    ic_value_set_format(G, out->val, x, ic_value_suggest_format(G, x));
+    return 0;
+}
+
 int sym_h_batch_norm(trace *t, const opdef *d, var **p, var *out) {
     if (sym_need_tensor(t, d, p[0]) < 0)
         return -1;
@@ -635,15 +656,25 @@ int sym_h_batch_norm(trace *t, const opdef *d, var **p, var *out) {
         mean = ic_reshape(G, p[1]->val, m->ndim, bshape);
         varv = ic_reshape(G, p[2]->val, m->ndim, bshape);
     }
-    ic_val y = ic_binary(G, IC_OP_MUL, ic_binary(G, IC_OP_SUB, x, mean),
-                         ic_unary(G, IC_OP_RSQRT, ic_binary(G, IC_OP_ADD, varv, sym_num(t, eps))));
+    ic_val rstd = ic_unary(G, IC_OP_RSQRT, ic_binary(G, IC_OP_ADD, varv, sym_num(t, eps)));
+    if (training && in_dt != ic_value_meta(G, x)->dtype && t->device_type == TC_DEV_CPU) {
+        /* a 16-bit input whose parameters and statistics (those given) are of its dtype: eager's
+         * CPU kernel keeps the batch mean and 1/std in that dtype (save_mean/save_invstd) and
+         * normalizes with the rounded values (CUDA's keep them in f32) */
+        int mixed = 0;
+        for (int i = 1; i <= 4; i++)
+            mixed |= !sym_is_none(p[i]) && ic_value_meta(G, p[i]->val)->dtype != in_dt;
+        if (!mixed) {
+            mean = ic_cast(G, ic_cast(G, mean, in_dt), IC_F32);
+            rstd = ic_cast(G, ic_cast(G, rstd, in_dt), IC_F32);
+        }
+    }
+    ic_val y = ic_binary(G, IC_OP_MUL, ic_binary(G, IC_OP_SUB, x, mean), rstd);
     if (!sym_is_none(p[3]))
         y = ic_binary(G, IC_OP_MUL, y, ic_reshape(G, p[3]->val, m->ndim, bshape));
     if (!sym_is_none(p[4]))
         y = ic_binary(G, IC_OP_ADD, y, ic_reshape(G, p[4]->val, m->ndim, bshape));
-    if (y >= 0 && ic_value_meta(G, y)->dtype != in_dt)
-        y = ic_cast(G, y, in_dt);
-    return sym_tensor_out(t, y, out);
+    return norm_out(t, p[0]->val, y, in_dt, out);
 }
 
 /* group_norm(input, num_groups, weight, bias, eps) */
@@ -661,7 +692,10 @@ int sym_h_group_norm(trace *t, const opdef *d, var **p, var *out) {
     int64_t N = m->sizes[0], C = m->sizes[1], rest = 1;
     for (int i = 2; i < m->ndim; i++)
         rest *= m->sizes[i];
-    ic_val x3 = ic_reshape(G, p[0]->val, 3, (int64_t[]){N, g, (C / g) * rest});
+    /* eager computes a 16-bit input in f32 and rounds once (as batch_norm above) */
+    const ic_dtype in_dt = m->dtype;
+    ic_val x = in_dt == IC_F16 || in_dt == IC_BF16 ? ic_cast(G, p[0]->val, IC_F32) : p[0]->val;
+    ic_val x3 = ic_reshape(G, x, 3, (int64_t[]){N, g, (C / g) * rest});
     ic_val xc, var;
     norm_stats(t, x3, 1u << 2, &xc, &var);
     ic_val y = ic_binary(G, IC_OP_MUL, xc, ic_unary(G, IC_OP_RSQRT, ic_binary(G, IC_OP_ADD, var, sym_num(t, eps))));
@@ -679,7 +713,7 @@ int sym_h_group_norm(trace *t, const opdef *d, var **p, var *out) {
             return sym_fail(t, "group_norm bias must be a tensor");
         y = ic_binary(G, IC_OP_ADD, y, ic_reshape(G, p[3]->val, m->ndim, bshape));
     }
-    return sym_tensor_out(t, y, out);
+    return norm_out(t, p[0]->val, y, in_dt, out);
 }
 
 /* cumsum/cumprod(input, dim, dtype) */
@@ -740,6 +774,8 @@ int sym_h_sort(trace *t, const opdef *d, var **p, var *out) {
         return -1;
     if (d->op == 1 && (k < 0 || k > sym_metap(t, p[0]->val)->sizes[dim]))
         return sym_fail(t, "topk: k out of range (eager will raise)");
+    if (d->op == 1 && t->device_type == TC_DEV_CPU && sym_metap(t, p[0]->val)->dtype == IC_BOOL)
+        return sym_fail(t, "topk of a bool tensor on the CPU (eager raises, empty ones too)");
     int64_t prm[5] = {dim, desc, stable, k, srt};
     ic_val idx = ic_extern(G, IC_EXT_ARGSORT, 1, &p[0]->val, d->op == 1 ? 5 : 3, prm, 1, 1);
     ic_val v[2] = {p[0]->val, idx};

@@ -670,7 +670,17 @@ ic_val sym_unsqueeze_val(trace *t, ic_val x, int dim) {
         if (i < m->ndim)
             sz[n++] = m->sizes[i];
     }
-    return sym_reshape(t, x, n, sz);
+    ic_val r = sym_reshape(t, x, n, sz);
+    /* ATen's unsqueeze strides (the new dim's: size * stride of the dim after it, 1 last),
+     * where the reshape's view rule gives another stride to the size-1 dim: stack's cat
+     * decides its layout from them (stack(..., -1) of channels-last tensors is contiguous) */
+    int64_t xs[IC_MAX_DIMS], st[IC_MAX_DIMS];
+    if (r >= 0 && !m->dyn && n <= IC_MAX_DIMS && ic_value_strides(G, x, xs)) {
+        for (int i = 0, j = 0; i < n; i++)
+            st[i] = i == dim ? (dim < m->ndim ? m->sizes[dim] * xs[dim] : 1) : xs[j++];
+        ic_value_set_strides(G, r, st);
+    }
+    return r;
 }
 
 /* cat(tensors, dim) / stack(tensors, dim) */
@@ -853,10 +863,15 @@ int sym_h_split(trace *t, const opdef *d, var **p, var *out) {
         long long each = d->op == 1 ? (L + k - 1) / k : k; /* chunk: ceil(L / chunks) */
         if (each <= 0)
             each = 1;
-        for (long long at = 0; at < L && ns < 64; at += each)
+        if ((L + each - 1) / each > 64)
+            return sym_fail(t, "%s into more than 64 pieces left to eager", d->name);
+        for (long long at = 0; at < L; at += each)
             sizes[ns++] = at + each <= L ? each : L - at;
-        if (L == 0)
-            sizes[ns++] = 0;
+        if (L == 0 && d->op == 1 && k > 64)
+            return sym_fail(t, "chunk of an empty dim into more than 64 chunks left to eager");
+        if (L == 0) /* eager: chunk gives `chunks` empty tensors, split one */
+            for (long long i = 0; i < (d->op == 1 ? k : 1); i++)
+                sizes[ns++] = 0;
     } else {
         int n;
         if (d->op == 1 || sym_get_ints(t, p[1], sizes, 64, &n, "split sizes") < 0)
@@ -948,8 +963,9 @@ int sym_h_flip(trace *t, const opdef *d, var **p, var *out) {
         v = ic_cast(G, v, m->dtype);
     if (sym_tensor_out(t, v, out) < 0)
         return -1;
-    /* eager: flip keeps the input's layout (empty_like), roll's result is contiguous */
-    ic_value_set_format(G, out->val, p[0]->val, d->op == 0 ? IC_MF_PRESERVE : IC_MF_CONTIGUOUS);
+    /* eager: flip keeps the input's layout (empty_like), roll's result takes the input's
+     * suggested memory format (contiguous unless channels-last) */
+    ic_value_set_format(G, out->val, p[0]->val, d->op == 0 ? IC_MF_PRESERVE : ic_value_suggest_format(G, p[0]->val));
     return 0;
 }
 

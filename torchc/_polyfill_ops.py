@@ -165,8 +165,8 @@ def atleast_3d(tensors):
 
 
 # ---- searchsorted -----------------------------------------------------------------------------
-# The count of boundaries b with !(b >= x) (right: !(b > x)) along the last dim: eager's binary
-# search on a sorted sequence (NaN past the end); a 1-d sequence is bucketize's.
+# Eager's binary search along the last dim: lo moves past mid while !(b[mid] >= x) (right:
+# !(b[mid] > x)), else hi comes down to mid; a 1-d sequence is bucketize's.
 
 def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None, sorter=None, out=None):
     s = sorted_sequence
@@ -186,10 +186,19 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
         x = torch.tensor(x, dtype=torch.float64 if isinstance(x, float) else torch.int64, device=s.device)
     if s.dim() == 1:
         return torch.bucketize(x, s, out_int32=out_int32, right=right)
-    b = s.unsqueeze(-2)
-    c = (b > x.unsqueeze(-1)) if right else (b >= x.unsqueeze(-1))
-    r = (~c).sum(-1)
-    return r.to(torch.int32) if out_int32 else r
+    n = s.shape[-1]
+    lo = torch.zeros(x.shape, dtype=torch.int64, device=x.device)
+    hi = lo + n
+    span = n
+    while span > 0:   # eager's binary search, step by step (a count differs with NaN or unsorted rows)
+        on = lo < hi
+        mid = lo + (hi - lo) // 2
+        b = torch.gather(s, -1, mid.clamp(max=n - 1))
+        past = ~(b > x) if right else ~(b >= x)
+        lo = torch.where(on & past, mid + 1, lo)
+        hi = torch.where(on & ~past, mid, hi)
+        span >>= 1
+    return lo.to(torch.int32) if out_int32 else lo
 
 
 # ---- median / nanmedian of all elements --------------------------------------------------------
@@ -376,8 +385,11 @@ def cdist(x1, x2, p=2.0, compute_mode=None):
     ok = isinstance(x1, _Tensor) and isinstance(x2, _Tensor) and isinstance(p, (int, float)) and \
         (p == 2 or p == 1) and compute_mode in (None, 0, 1, 2) and x1.dim() >= 2 and x2.dim() >= 2 and \
         x1.is_floating_point() and x1.dtype == x2.dtype and x1.shape[-1] == x2.shape[-1] and \
-        x1.numel() > 0 and x2.numel() > 0 and not torch.is_autocast_enabled(x1.device.type)
-    if not ok:  # (under autocast eager runs all of cdist in float32: left to it)
+        x1.numel() > 0 and x2.numel() > 0 and not torch.is_autocast_enabled(x1.device.type) and \
+        (x1.dtype in (torch.float32, torch.float64) or x1.device.type != "cpu")
+    # (under autocast eager runs all of cdist in float32: left to it; eager's CPU kernel has no
+    # 16-bit version: it raises)
+    if not ok:
         return _cdist(x1, x2, p, compute_mode)
     r1 = x1.shape[-2]
     r2 = x2.shape[-2]

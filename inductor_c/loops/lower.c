@@ -61,6 +61,28 @@ static ic_xid half_operand(ic_ctx *c, ic_op op, int i, ic_val u, ic_dtype ct, ic
     return x_cast(c, x, ct);
 }
 
+/* x ** e where eager's CPU kernel calls std::pow: every f16 pow, and any float pow whose
+ * exponent is a tensor (a constant 0-d one too, torch.tensor(0.5)); a Python-number exponent
+ * of the other float types takes ATen's sqrt/rsqrt shortcut for +-0.5, as codegen does for a
+ * constant e. Where they differ the special values are put back: pow(-inf, 0.5) = inf,
+ * pow(-0, 0.5) = +0, pow(-inf, -0.5) = +0, pow(-0, -0.5) = inf */
+static ic_xid pow_std(ic_ctx *c, ic_dtype t, ic_val ev, ic_xid a, ic_xid b) {
+    ic_dtype ct = compute_type(t);
+    ic_xid af = x_cast(c, a, ct), r = x_op(c, IC_OP_POW, ct, af, x_cast(c, b, ct), -1);
+    while (c->g->nodes[ev].op == IC_OP_CAST || c->g->nodes[ev].op == IC_OP_EXPAND ||
+           c->g->nodes[ev].op == IC_OP_RESHAPE) /* a constant exponent: a number, cast, expanded */
+        ev = c->g->nodes[ev].in[0];
+    double e = c->g->nodes[ev].op == IC_OP_SCALAR ? c->g->nodes[ev].num : 0;
+    if (e == 0.5 || e == -0.5) {
+        bool neg = e < 0;
+        ic_xid minf = x_op(c, IC_OP_EQ, IC_BOOL, af, x_const(c, -__builtin_inf(), ct), -1);
+        ic_xid zero = x_op(c, IC_OP_EQ, IC_BOOL, af, x_const(c, 0.0, ct), -1);
+        r = x_op(c, IC_OP_WHERE, ct, zero, x_const(c, neg ? __builtin_inf() : 0.0, ct), r);
+        r = x_op(c, IC_OP_WHERE, ct, minf, x_const(c, neg ? 0.0 : __builtin_inf(), ct), r);
+    }
+    return x_cast(c, r, t);
+}
+
 static ic_xid lower_pointwise(ic_ctx *c, ic_val v, const ic_node *n, const int32_t *var) {
     int nd = n->meta.ndim;
     ic_dtype t = n->meta.dtype;
@@ -80,6 +102,9 @@ static ic_xid lower_pointwise(ic_ctx *c, ic_val v, const ic_node *n, const int32
         if (n->op == IC_OP_LOGICAL_AND || n->op == IC_OP_LOGICAL_OR || n->op == IC_OP_LOGICAL_XOR) ct = IC_BOOL;
         a = half_operand(c, n->op, 0, n->in[0], ct, a);
         b = half_operand(c, n->op, 1, n->in[1], ct, b);
+        if (n->op == IC_OP_POW && ic_is_float(t) && c->device != IC_CUDA &&
+            (t == IC_F16 || c->g->nodes[n->in[1]].op != IC_OP_SCALAR))
+            return pow_std(c, t, n->in[1], a, b);
         return op_in(c, n->op, t, ct, a, b);
     }
     if (n->op == IC_OP_WHERE) {
@@ -210,6 +235,11 @@ void ic_lower(ic_ctx *c) {
             ic_xid x = g->nodes[a].op == IC_OP_SCALAR
                            ? c->ln[a].body
                            : x_load(c, a, ixv_make(c, am->ndim, T), am->dtype);
+            /* sum(dtype=torch.float16) of an integer tensor: eager casts each element to the
+             * result dtype, then accumulates (in f32 for the half types); mean(dtype=) sums the
+             * input cast to f32 for a half result (ATen's mean_out on the CPU) */
+            if (!ic_is_arg(n->op) && n->op != IC_OP_MEAN && n->meta.dtype != am->dtype)
+                x = x_cast(c, x, n->meta.dtype);
             L->body = x_cast(c, x, L->acc);
             if (ic_is_arg(n->op)) {
                 /* row-major index over the reduced dims */
