@@ -77,7 +77,9 @@ static inline int sym_const_index(PyObject *k, int n, long *at) {
  * to hand to the resume function. */
 typedef struct sym_break {
     int kind;           /* DH_BRK_NONE / CALL / JUMP / BINOP / STORE (fn[args[0]] = args[1]) /
-                         * SETATTR (fn.<kwnames> = args[0], on a tensor) */
+                         * SETATTR (fn.<kwnames> = args[0], on a tensor) / WITH (BEFORE_WITH
+                         * on fn: its exit and __enter__'s result pushed) / CALL_WITH (a CALL
+                         * and the BEFORE_WITH after it on its result) */
     int binop;          /* BINOP: the BINARY_OP oparg */
     int pc_next;        /* resume here after the CALL, or when the jump is not taken */
     int pc_taken;       /* JUMP: resume here when taken */
@@ -185,6 +187,16 @@ typedef struct trace {
     PyObject *cur_globals;            /* globals of the frame being interpreted */
     int device_type, device_index;    /* of the tensor inputs (-1: none yet) */
     sym_break brk;                    /* set when the top frame stops at a graph break */
+    /* with blocks of the top frame on Python context managers (a class's __enter__/__exit__,
+     * a @contextmanager generator), traced symbolically: where each was entered (stack slot
+     * of its exit, BEFORE_WITH pc). A break inside one retraces the frame breaking at the
+     * outermost one's BEFORE_WITH instead (symbolic.c trace_once): its __enter__ runs eagerly
+     * and the resume holds the real __exit__ (its handler calls it as eager's would) */
+    struct { int slot, pc; } withpc[16];
+    int nwithpc;
+    int with_brk_pc;                  /* break at the top frame's BEFORE_WITH here (-1: none) */
+    int with_retry_pc;                /* the BEFORE_WITH to retrace breaking at (-1: none) */
+    char with_why[200];               /* the break inside the block that asked for it */
     struct sym_attrw *attrw;          /* attribute writes, replayed after the graph (grown
                                        * by sym_attrw_new, freed by sym_fx_free) */
     int nattrw, capattrw;
