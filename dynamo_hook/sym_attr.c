@@ -54,6 +54,19 @@ static int guard_super_lookup(trace *t, PyObject *mro, Py_ssize_t first, Py_ssiz
  * on the class (its identity guarded, class_attr_guarded), an enum member, a plain constant
  * (guarded: the class's attribute looked up through its MRO), or the class's name.
  * 0 done, -1 failed, 1 not handled. */
+/* a tuple of None, bools, ints, floats, strings (and such tuples): immutable all through */
+static int const_tuple(PyObject *a, int depth) {
+    if (!PyTuple_CheckExact(a) || depth > 4)
+        return 0;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(a); i++) {
+        PyObject *x = PyTuple_GET_ITEM(a, i);
+        if (!(x == Py_None || PyBool_Check(x) || PyLong_CheckExact(x) || PyFloat_CheckExact(x) ||
+              PyUnicode_CheckExact(x) || const_tuple(x, depth + 1)))
+            return 0;
+    }
+    return 1;
+}
+
 static int type_attr(trace *t, PyObject *cls, int src, PyObject *name, var *out) {
     const char *n = PyUnicode_AsUTF8(name);
     if (n == NULL) {
@@ -70,7 +83,7 @@ static int type_attr(trace *t, PyObject *cls, int src, PyObject *name, var *out)
         if (a != NULL && sym_obj_slot_attr(t, a, NULL, out) == 0)
             return 0;
         if (a == NULL || !(PyFunction_Check(a) || Py_IS_TYPE(a, &PyClassMethod_Type) ||
-                           Py_IS_TYPE(a, &PyStaticMethod_Type))) /* a named tuple's _make */
+                           Py_IS_TYPE(a, &PyStaticMethod_Type) || const_tuple(a, 0))) /* a named tuple's _make */
             return 1;
     }
     /* Fn.apply: captured or a break at its call (sym_call); a Python classmethod overriding
@@ -137,6 +150,12 @@ static int type_attr(trace *t, PyObject *cls, int src, PyObject *name, var *out)
     }
     if (PyObject_TypeCheck(a, (PyTypeObject *)cls)) /* an enum member */
         return sym_const(t, Py_NewRef(a), out);
+    if (PyTuple_CheckExact(a) && const_tuple(a, 0)) {
+        /* a named tuple's _fields, a class's table of names: the tuple itself guarded */
+        if (class_attr_guarded(t, cls, src, name, a) < 0)
+            return -1;
+        return sym_const(t, Py_NewRef(a), out);
+    }
     if (a == Py_None || PyBool_Check(a) || PyLong_CheckExact(a) || PyFloat_CheckExact(a) ||
         PyUnicode_CheckExact(a)) {
         /* K.factor = 5 after a call: the next call sees it (was: the value at trace time) */

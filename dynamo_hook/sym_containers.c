@@ -58,6 +58,55 @@ var *sym_slice_items(trace *t, PyObject *slice, const var *items, int n, int *m)
 
 /* type(c).__getitem__(c, k) inlined when it is a Python function and c has a source;
  * 1: it is not (nothing done) */
+/* a typing construct (typing's special forms, aliases and TypeVars, types.GenericAlias) or a
+ * class with __class_getitem__ (list, dict, a Generic subclass, collections.abc.Callable):
+ * subscripting it only builds an alias */
+static int typing_subscriptable(const var *c) {
+    PyObject *o = c->obj;
+    if (c->kind == V_FUNC && (c->op == SYM_MADE_FUNCTION || c->op == SYM_PARTIAL))
+        return 0; /* obj is not the value itself */
+    if (PyType_Check(o)) {
+        static PyObject *s_cgi;
+        if (s_cgi == NULL && (s_cgi = PyUnicode_InternFromString("__class_getitem__")) == NULL)
+            return 0; /* MemoryError, left set */
+        return _PyType_Lookup((PyTypeObject *)o, s_cgi) != NULL;
+    }
+    PyObject *mod = PyObject_GetAttrString((PyObject *)Py_TYPE(o), "__module__");
+    int yes = mod != NULL && PyUnicode_Check(mod) &&
+              (PyUnicode_CompareWithASCIIString(mod, "typing") == 0 ||
+               PyUnicode_CompareWithASCIIString(mod, "typing_extensions") == 0 ||
+               (PyUnicode_CompareWithASCIIString(mod, "types") == 0 && !PyModule_Check(o) && !PyFunction_Check(o)));
+    Py_XDECREF(mod);
+    (void)tc_clear_expected(PyExc_AttributeError);
+    return yes;
+}
+
+/* a typing subscript's key as the Python value (a constant, a class, a tuple/list of them),
+ * new reference; NULL (no exception) where a part is a traced value */
+static PyObject *typing_arg(trace *t, const var *v, int depth) {
+    if ((v->kind == V_CONST || (v->kind == V_FUNC && v->op == -1)) && v->obj != NULL)
+        return Py_NewRef(v->obj);
+    if (v->kind == V_FUNC && v->obj != NULL && PyType_Check(v->obj))
+        return Py_NewRef(v->obj);
+    if (v->kind == V_OBJ && v->obj != NULL && !PyType_Check(v->obj) && typing_subscriptable(v))
+        return Py_NewRef(v->obj); /* a TypeVar, a ParamSpec */
+    if (v->kind != V_SEQ || v->obj != NULL || depth > 8)
+        return NULL;
+    PyObject *r = v->is_list ? PyList_New(v->n) : PyTuple_New(v->n);
+    for (int i = 0; r != NULL && i < v->n; i++) {
+        PyObject *it = typing_arg(t, &v->items[i], depth + 1);
+        if (it == NULL) {
+            Py_CLEAR(r);
+            break;
+        }
+        if (v->is_list)
+            PyList_SET_ITEM(r, i, it);
+        else
+            PyTuple_SET_ITEM(r, i, it);
+    }
+    return r;
+}
+
 static int inline_py_getitem(trace *t, const var *c, const var *k, var *out) {
     PyObject *gn = PyUnicode_InternFromString("__getitem__");
     if (gn == NULL)
@@ -84,7 +133,9 @@ static int subscr(trace *t, const var *c, const var *k, var *out) {
         }
         return sym_const(t, r, out);
     }
-    if (c->kind == V_DICT && k->kind == V_CONST) {
+    if (c->kind == V_DICT && (k->kind == V_CONST || (k->kind == V_FUNC && k->obj != NULL &&
+                                                      (k->op == -1 || k->op == SYM_USER_FUNCTION)))) {
+        /* (a function or class held as a callable is a key as itself: type(x), namedtuple) */
         if (sym_dict_view_read_key(t, c, k->obj) < 0)
             return -1;
         for (int i = 0; i < c->n; i++) {
@@ -197,6 +248,24 @@ static int subscr(trace *t, const var *c, const var *k, var *out) {
             return sym_fail(t, "generic alias raised");
         }
         return sym_const(t, r, out);
+    }
+    if ((c->kind == V_FUNC || c->kind == V_CONST) && c->obj != NULL && typing_subscriptable(c)) {
+        /* Callable[[T], Any], Optional[int], dict[str, Tensor], a Generic class's C[T]: an
+         * annotation evaluated when a nested function is made; typing's subscripts build
+         * (cached) alias objects and change nothing: a constant made now */
+        PyObject *key = typing_arg(t, k, 0);
+        if (key != NULL) {
+            PyObject *r = PyObject_GetItem(c->obj, key);
+            Py_DECREF(key);
+            if (r == NULL) {
+                if (tc_clear_expected(PyExc_Exception) < 0)
+                    return -1;
+                return sym_fail(t, "a typing subscript raised (eager will raise)");
+            }
+            return sym_const(t, r, out);
+        }
+        if (PyErr_Occurred())
+            return -1;
     }
     if (c->kind == V_CONST && c->obj == Py_None) { /* None[...]: eager raises */
         PyObject *msg = PyUnicode_FromString("'NoneType' object is not subscriptable");
@@ -760,7 +829,9 @@ int sym_op_contains_op(trace *t, sframe *f, sym_ins *in) {
             return SYM_NEXT;
         }
     }
-    if (a.kind == V_CONST && b.kind == V_DICT) {
+    /* a function or class (held as a callable: namedtuple, type(x)) as a key: hashed as itself */
+    int keylike = a.kind == V_CONST || (a.kind == V_FUNC && a.obj != NULL && (a.op == -1 || a.op == SYM_USER_FUNCTION));
+    if (keylike && b.kind == V_DICT) {
         int at = dict_find(t, &b, a.obj);
         if (at == -2)
             return -1;
@@ -842,7 +913,7 @@ int sym_op_contains_op(trace *t, sframe *f, sym_ins *in) {
         PUSH(c);
         return SYM_NEXT;
     }
-    if (a.kind != V_CONST || b.kind != V_CONST)
+    if (!keylike || b.kind != V_CONST)
         return sym_fail(t, "'in' on non-constant values");
     int r = PySequence_Contains(b.obj, a.obj);
     if (r < 0) {
