@@ -85,6 +85,23 @@ static int int_result(trace *t, const var *r, const char *what, long *n) {
     return 0;
 }
 
+/* A class whose metaclass defines the dunder in Python (EnumType's __iter__, __len__,
+ * __getitem__, __contains__; a registry's metaclass): inlined with the class as self, as
+ * eager calls type(cls).name(cls, ...). The class is reached through a guarded source (or
+ * is a constant); the metaclass's function found now is fixed by the class's identity. 1:
+ * not one. */
+int sym_class_dunder(trace *t, const var *cls, const char *name, var *args, int nargs, var *out) {
+    if ((cls->kind != V_FUNC && cls->kind != V_CONST && cls->kind != V_OBJ) || cls->obj == NULL ||
+        !PyType_Check(cls->obj) || Py_TYPE(cls->obj) == &PyType_Type ||
+        !(Py_TYPE(cls->obj)->tp_flags & Py_TPFLAGS_HEAPTYPE) ||
+        (cls->kind == V_FUNC && (cls->op == SYM_MADE_FUNCTION || cls->op == SYM_PARTIAL)))
+        return 1;
+    PyObject *f = py_dunder(cls, name);
+    if (f == NULL)
+        return PyErr_Occurred() ? -1 : 1;
+    return call_fn(t, f, cls, args, nargs, out);
+}
+
 int sym_obj_len(trace *t, const var *o, var *out) {
     var r;
     Py_ssize_t k;
@@ -94,6 +111,8 @@ int sym_obj_len(trace *t, const var *o, var *out) {
             return drc < 0 ? -1 : sym_const(t, PyLong_FromSsize_t(k), out);
     }
     int rc = sym_obj_dunder(t, o, "__len__", NULL, 0, &r);
+    if (rc == 1)
+        rc = sym_class_dunder(t, o, "__len__", NULL, 0, &r); /* len(EnumClass) */
     if (rc != 0)
         return rc;
     long n;
@@ -143,8 +162,11 @@ int sym_obj_truth(trace *t, const var *o, int *truth) {
 }
 
 int sym_obj_iter(trace *t, const var *o, var **items, int *n) {
-    if (!user_obj(o))
-        return 1;
+    if (!user_obj(o)) {
+        var it; /* iteration over a class whose metaclass has a Python __iter__ (an Enum) */
+        int rc = sym_class_dunder(t, o, "__iter__", NULL, 0, &it);
+        return rc != 0 ? rc : sym_iter_items(t, &it, items, n);
+    }
     init_once();
     PyObject *f = py_dunder(o, "__iter__");
     if (f == NULL && PyDict_Check(o->obj)) { /* obj_dict.c: a dict subclass's keys */

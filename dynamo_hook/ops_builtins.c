@@ -253,6 +253,11 @@ int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kw
                 return -1;
             return sym_const(t, PyLong_FromLong(n), out);
         }
+        if ((args[0].kind == V_FUNC || args[0].kind == V_CONST) && args[0].obj != NULL && PyType_Check(args[0].obj)) {
+            int rc = sym_obj_len(t, &args[0], out); /* len(EnumClass): a metaclass's __len__ */
+            if (rc <= 0)
+                return rc;
+        }
         if (args[0].kind == V_OBJ && !PyModule_Check(args[0].obj)) {
             /* nn.Sequential / nn.ModuleList keeping their own __len__: their submodule count.
              * Any other object (ParameterList, ParameterDict, ModuleDict, a module with its

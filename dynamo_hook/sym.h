@@ -519,6 +519,8 @@ int sym_is_nn_module_type(PyObject *cls); /* variables.c: cls subclasses nn.Modu
 /* obj_proto.c: Python dunders of user objects inlined; 1: the class has none (not handled) */
 int sym_obj_dunder(trace *t, const var *o, const char *name, var *args, int nargs, var *out);
 int sym_obj_len(trace *t, const var *o, var *out);
+/* type(cls).name(cls, *args) where cls is a class whose metaclass defines name in Python (1: not one) */
+int sym_class_dunder(trace *t, const var *cls, const char *name, var *args, int nargs, var *out);
 int sym_obj_truth(trace *t, const var *o, int *truth);
 int sym_obj_iter(trace *t, const var *o, var **items, int *n);
 /* with o: o.__enter__() inlined into *entered, *exit the bound __exit__ (called by the

@@ -83,7 +83,8 @@ static int type_attr(trace *t, PyObject *cls, int src, PyObject *name, var *out)
         if (a != NULL && sym_obj_slot_attr(t, a, NULL, out) == 0)
             return 0;
         if (a == NULL || !(PyFunction_Check(a) || Py_IS_TYPE(a, &PyClassMethod_Type) ||
-                           Py_IS_TYPE(a, &PyStaticMethod_Type) || const_tuple(a, 0))) /* a named tuple's _make */
+                           Py_IS_TYPE(a, &PyStaticMethod_Type) || const_tuple(a, 0) || PyList_CheckExact(a) ||
+                           PyDict_CheckExact(a))) /* a named tuple's _make */
             return 1;
     }
     /* Fn.apply: captured or a break at its call (sym_call); a Python classmethod overriding
@@ -150,6 +151,14 @@ static int type_attr(trace *t, PyObject *cls, int src, PyObject *name, var *out)
     }
     if (PyObject_TypeCheck(a, (PyTypeObject *)cls)) /* an enum member */
         return sym_const(t, Py_NewRef(a), out);
+    if (PyList_CheckExact(a) || PyDict_CheckExact(a)) {
+        /* a class-level registry (Cls.registry[name] = fn), a table of names: the container
+         * reached through the class (its MRO), read and updated as a global one is (its
+         * keys and items guarded as read; updates replayed on it after the graph) */
+        int cs = src >= 0 ? src : sym_source(t, DH_S_CONST, -1, 0, cls);
+        int s = cs < 0 ? -1 : sym_source(t, DH_S_ATTR, cs, 3, name);
+        return s < 0 ? -1 : sym_wrap(t, a, s, out);
+    }
     if (PyTuple_CheckExact(a) && const_tuple(a, 0)) {
         /* a named tuple's _fields, a class's table of names: the tuple itself guarded */
         if (class_attr_guarded(t, cls, src, name, a) < 0)

@@ -267,6 +267,12 @@ static int subscr(trace *t, const var *c, const var *k, var *out) {
         if (PyErr_Occurred())
             return -1;
     }
+    {
+        var kk = *k; /* EnumClass["NAME"]: the metaclass's __getitem__ (obj_proto.c) */
+        int crc = sym_class_dunder(t, c, "__getitem__", &kk, 1, out);
+        if (crc <= 0)
+            return crc;
+    }
     if (c->kind == V_CONST && c->obj == Py_None) { /* None[...]: eager raises */
         PyObject *msg = PyUnicode_FromString("'NoneType' object is not subscriptable");
         if (msg == NULL || sym_keep(t, msg) == NULL)
@@ -395,6 +401,9 @@ int sym_iter_items(trace *t, const var *v, var **items, int *n) {
     }
     if (v->kind == V_TENSOR) /* its rows (sym_iter_tensor.c) */
         return sym_tensor_iter_items(t, v, items, n);
+    int crc = sym_obj_iter(t, v, items, n); /* a class with a metaclass __iter__ (obj_proto.c) */
+    if (crc <= 0)
+        return crc;
     return sym_fail(t, "iteration over an unsupported value");
 }
 
@@ -912,6 +921,24 @@ int sym_op_contains_op(trace *t, sframe *f, sym_ins *in) {
             return -1;
         PUSH(c);
         return SYM_NEXT;
+    }
+    {
+        var r; /* member in EnumClass: the metaclass's __contains__ (obj_proto.c) */
+        int crc = sym_class_dunder(t, &b, "__contains__", &a, 1, &r);
+        if (crc < 0)
+            return -1;
+        if (crc == 0) {
+            int truth = r.kind == V_CONST ? PyObject_IsTrue(r.obj) : -1;
+            if (truth < 0) {
+                if (tc_clear_expected(PyExc_Exception) < 0)
+                    return -1;
+                return sym_fail(t, "'in' on a class: not a constant answer");
+            }
+            if (sym_const(t, PyBool_FromLong(truth ^ in->oparg), &c) < 0)
+                return -1;
+            PUSH(c);
+            return SYM_NEXT;
+        }
     }
     if (!keylike || b.kind != V_CONST)
         return sym_fail(t, "'in' on non-constant values");
