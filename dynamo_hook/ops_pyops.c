@@ -143,6 +143,11 @@ static int binary_impl(trace *t, int nb, const var *a_in, const var *b_in, var *
         if (rc != 1)
             return rc;
     }
+    if (a->kind == V_OBJ || b->kind == V_OBJ) { /* a Python class's __add__ & co (obj_proto.c) */
+        int rc = sym_obj_binary(t, nb, a, b, out);
+        if (rc != 1)
+            return rc;
+    }
     if (a->kind != V_TENSOR && b->kind != V_TENSOR)
         return sym_fail(t, "binary op on unsupported values");
     if (base == 10 && sym_sub_bool_check(t, a, b) < 0)
@@ -309,6 +314,11 @@ static int compare_impl(trace *t, int cmp, const var *a_in, const var *b_in, var
     if (cmp < 0 || cmp > 5)
         return sym_fail(t, "bad comparison");
     ic_val x, y;
+    if (a->kind == V_OBJ || b->kind == V_OBJ) { /* a Python class's __eq__ & co (obj_proto.c) */
+        int rc = sym_obj_compare(t, cmp, a, b, out);
+        if (rc != 1)
+            return rc;
+    }
     if (a->kind != V_TENSOR && b->kind != V_TENSOR)
         return sym_fail(t, "comparison of unsupported values (kinds %d and %d)", a->kind, b->kind);
     if (sym_as_tensor(t, a, &x) < 0 || sym_as_tensor(t, b, &y) < 0)

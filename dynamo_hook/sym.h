@@ -521,6 +521,11 @@ int sym_obj_dunder(trace *t, const var *o, const char *name, var *args, int narg
 int sym_obj_len(trace *t, const var *o, var *out);
 /* type(cls).name(cls, *args) where cls is a class whose metaclass defines name in Python (1: not one) */
 int sym_class_dunder(trace *t, const var *cls, const char *name, var *args, int nargs, var *out);
+/* obj_proto.c: a op b (BINARY_OP's nb) / a cmp b where a or b is an instance of a Python class:
+ * its dunders inlined in the interpreter's order (reflected, subclass first, NotImplemented);
+ * 1: neither operand is one */
+int sym_obj_binary(trace *t, int nb, const var *a, const var *b, var *out);
+int sym_obj_compare(trace *t, int cmp, const var *a, const var *b, var *out);
 int sym_obj_truth(trace *t, const var *o, int *truth);
 int sym_obj_iter(trace *t, const var *o, var **items, int *n);
 /* with o: o.__enter__() inlined into *entered, *exit the bound __exit__ (called by the
