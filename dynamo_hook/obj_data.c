@@ -381,6 +381,30 @@ static int do_sorted(trace *t, var *args, int npos, PyObject *kwnames, var *out)
         return sym_fail(t, "sorted() takes one positional argument (eager will raise)");
     var *items, *m;
     int n;
+    if (args[0].kind == V_CONST && PyAnySet_Check(args[0].obj) && kwnames == NULL) {
+        /* sorted(a set of constants): the set's order does not matter, eager's result is
+         * the sorted list of its items (made now) */
+        PyObject *l = PySequence_List(args[0].obj);
+        if (l == NULL || PyList_Sort(l) < 0) {
+            Py_XDECREF(l);
+            if (tc_clear_expected(PyExc_Exception) < 0)
+                return -1;
+            return sym_fail(t, "sorted() of a set raised (eager will raise)");
+        }
+        n = (int)PyList_GET_SIZE(l);
+        m = sym_alloc(t, n > 0 ? n : 1);
+        for (int i = 0; m != NULL && i < n; i++)
+            if (sym_const(t, Py_NewRef(PyList_GET_ITEM(l, i)), &m[i]) < 0)
+                m = NULL;
+        Py_DECREF(l);
+        if (m == NULL)
+            return -1;
+        *out = sym_var(V_SEQ);
+        out->is_list = 1;
+        out->n = n;
+        out->items = m;
+        return 0;
+    }
     if (sym_iter_items(t, &args[0], &items, &n) < 0)
         return -1;
     if (sort_items(t, items, n, args + 1, kwnames, &m) < 0)
@@ -1133,6 +1157,12 @@ PyObject *sym_data_seq_type(trace *t, const var *v) {
 }
 
 /* the callable that makes a dict of v's kind from a plain dict (borrowed or kept), or NULL */
+PyObject *sym_data_dict_type(const var *v) {
+    if (init_once() < 0)
+        return (PyObject *)&PyDict_Type; /* (the types are missing: no such dict was made) */
+    return v->op == SYM_DICT_ORDERED ? od_type : v->op == SYM_DICT_DEFAULT ? dd_type : (PyObject *)&PyDict_Type;
+}
+
 PyObject *sym_data_out_type(trace *t, const var *v) {
     if (init_once() < 0)
         return NULL;

@@ -318,8 +318,8 @@ int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kw
         PyObject *tp = NULL;
         if (args[0].kind == V_OBJ || args[0].kind == V_CONST || args[0].kind == V_FUNC)
             tp = (PyObject *)Py_TYPE(args[0].obj);
-        else if (args[0].kind == V_DICT)
-            tp = (PyObject *)&PyDict_Type;
+        else if (args[0].kind == V_DICT) /* an OrderedDict / defaultdict made in the trace: its own */
+            tp = sym_data_dict_type(&args[0]);
         else if (args[0].kind == V_REC)
             tp = sym_record_class(&args[0]);
         else if (args[0].kind == V_SEQ && args[0].obj != NULL && PyType_Check(args[0].obj))
@@ -416,7 +416,7 @@ int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kw
             }
             return sym_const(t, PyBool_FromLong(r), out);
         } else if (args[0].kind == V_DICT)
-            probe = PyDict_New();
+            probe = PyObject_CallNoArgs(sym_data_dict_type(&args[0])); /* an empty one of its type */
         else if (args[0].kind == V_ITER) {
             /* an iterator (map(), zip(), iter(x)): not a list, a tuple, ...; an Iterator.
              * Against a concrete iterator class (map, zip) the trace can't answer */

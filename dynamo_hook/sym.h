@@ -688,6 +688,7 @@ int sym_data_wrap(trace *t, PyObject *o, int src, var *out);
 PyObject *sym_data_seq_type(trace *t, const var *v); /* deque / partial(deque, maxlen=n) */
 PyObject *sym_data_out_type(trace *t, const var *v); /* OrderedDict / partial(defaultdict, f) */
 int sym_data_is_deque(const var *v);
+PyObject *sym_data_dict_type(const var *v); /* obj_data.c: dict, OrderedDict or defaultdict (borrowed) */
 int sym_data_is_defaultdict(PyObject *o);
 int sym_iter_own(trace *t, var *it);                 /* it named by a fresh array, copies rebound */
 void sym_iter_advanced(trace *t, const var *it);     /* FOR_ITER moved an owned iterator */

@@ -175,6 +175,24 @@ static int subscr(trace *t, const var *c, const var *k, var *out) {
         *out = c->items[i];
         return 0;
     }
+    if ((c->kind == V_FUNC || c->kind == V_CONST || c->kind == V_OBJ) && c->obj != NULL && typing_subscriptable(c)) {
+        /* Callable[[T], Any], Optional[int], dict[str, Tensor], a Generic class's C[T]: an
+         * annotation evaluated when a nested function is made; typing's subscripts build
+         * (cached) alias objects and change nothing: a constant made now */
+        PyObject *key = typing_arg(t, k, 0);
+        if (key != NULL) {
+            PyObject *r = PyObject_GetItem(c->obj, key);
+            Py_DECREF(key);
+            if (r == NULL) {
+                if (tc_clear_expected(PyExc_Exception) < 0)
+                    return -1;
+                return sym_fail(t, "a typing subscript raised (eager will raise)");
+            }
+            return sym_const(t, r, out);
+        }
+        if (PyErr_Occurred())
+            return -1;
+    }
     if (c->kind == V_OBJ && !PyModule_Check(c->obj) && !sym_is_nn_module(c->obj) && c->src >= 0) {
         /* a user container: type(c).__getitem__(c, k) inlined */
         int rc = inline_py_getitem(t, c, k, out);
@@ -248,24 +266,6 @@ static int subscr(trace *t, const var *c, const var *k, var *out) {
             return sym_fail(t, "generic alias raised");
         }
         return sym_const(t, r, out);
-    }
-    if ((c->kind == V_FUNC || c->kind == V_CONST) && c->obj != NULL && typing_subscriptable(c)) {
-        /* Callable[[T], Any], Optional[int], dict[str, Tensor], a Generic class's C[T]: an
-         * annotation evaluated when a nested function is made; typing's subscripts build
-         * (cached) alias objects and change nothing: a constant made now */
-        PyObject *key = typing_arg(t, k, 0);
-        if (key != NULL) {
-            PyObject *r = PyObject_GetItem(c->obj, key);
-            Py_DECREF(key);
-            if (r == NULL) {
-                if (tc_clear_expected(PyExc_Exception) < 0)
-                    return -1;
-                return sym_fail(t, "a typing subscript raised (eager will raise)");
-            }
-            return sym_const(t, r, out);
-        }
-        if (PyErr_Occurred())
-            return -1;
     }
     {
         var kk = *k; /* EnumClass["NAME"]: the metaclass's __getitem__ (obj_proto.c) */
