@@ -120,6 +120,8 @@ typedef struct sym_break {
 #define SYM_DICT_ORDERED 1     /* V_DICT.op: a collections.OrderedDict (obj_data.c) */
 #define SYM_DICT_DEFAULT 2     /* V_DICT.op: a defaultdict; globals: its default_factory (kept),
                                 * pos: the factory's V_FUNC.op */
+#define SYM_DICT_COUNTER 4     /* V_DICT.op: a collections.Counter made in the trace (obj_data.c):
+                                * a missing key reads 0; its methods and operators modelled */
 #define SYM_INLINE_DEPTH DH_INLINE_DEPTH_MAX /* frames[] size; the limit is dh_limit.inline_depth */
 
 /* a ContextVar set in the trace: the values set, not reset yet (depth of them) */
@@ -688,7 +690,9 @@ int sym_data_wrap(trace *t, PyObject *o, int src, var *out);
 PyObject *sym_data_seq_type(trace *t, const var *v); /* deque / partial(deque, maxlen=n) */
 PyObject *sym_data_out_type(trace *t, const var *v); /* OrderedDict / partial(defaultdict, f) */
 int sym_data_is_deque(const var *v);
-PyObject *sym_data_dict_type(const var *v); /* obj_data.c: dict, OrderedDict or defaultdict (borrowed) */
+PyObject *sym_data_dict_type(const var *v); /* obj_data.c: dict, OrderedDict, defaultdict, Counter (borrowed) */
+/* obj_data.c: a Counter's operators (BINARY_OP nb, or 100 + a comparison); 1: neither is one */
+int sym_counter_binary(trace *t, int nb, const var *a, const var *b, var *out);
 int sym_data_is_defaultdict(PyObject *o);
 int sym_iter_own(trace *t, var *it);                 /* it named by a fresh array, copies rebound */
 void sym_iter_advanced(trace *t, const var *it);     /* FOR_ITER moved an owned iterator */

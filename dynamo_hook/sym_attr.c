@@ -856,7 +856,9 @@ int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
         const char *n = PyUnicode_AsUTF8(name);
         if (strcmp(n, "items") && strcmp(n, "keys") && strcmp(n, "values") && strcmp(n, "get") &&
             strcmp(n, "pop") && strcmp(n, "setdefault") && strcmp(n, "copy") && strcmp(n, "update") &&
-            strcmp(n, "__contains__"))
+            strcmp(n, "__contains__") &&
+            !(o->op == SYM_DICT_COUNTER && (!strcmp(n, "most_common") || !strcmp(n, "elements") ||
+                                            !strcmp(n, "total") || !strcmp(n, "subtract")))) /* obj_data.c */
             return sym_fail(t, "dict.%U not supported", name);
         return sym_method(t, o, name, -1, out);
     }

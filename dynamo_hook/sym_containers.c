@@ -151,6 +151,8 @@ static int subscr(trace *t, const var *c, const var *k, var *out) {
         }
         if (c->op == SYM_DICT_DEFAULT && c->globals != NULL && c->globals != Py_None)
             return default_missing(t, c, k, out); /* defaultdict: d[k] = factory() */
+        if (c->op == SYM_DICT_COUNTER) /* Counter.__missing__: 0, nothing stored */
+            return sym_const(t, PyLong_FromLong(0), out);
         return sym_raise(t, PyExc_KeyError, k->obj, "KeyError %R (eager will raise)", k->obj);
     }
     if (c->kind == V_SEQ && c->obj == NULL && k->kind == V_CONST && PySlice_Check(k->obj)) {

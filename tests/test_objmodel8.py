@@ -599,3 +599,47 @@ def test_callable_object_state_is_eager_s():
     torchc.reset()
     ex = torchc.explain(prog_callable_object)(X, _Acc())
     assert ex.graph_count == 1 and ex.graph_break_count == 0, ex.break_reasons
+
+
+# ---- collections.Counter made in the trace (obj_data.c: a V_DICT, op SYM_DICT_COUNTER) ----------
+
+Counter = collections.Counter
+
+
+def counter_construct(x):
+    a = Counter(["a", "b", "a"])
+    b = Counter("hello world")
+    c = Counter({"p": 2, "q": 1}, r=3)
+    return x * a["a"] + a["zz"] + b["l"], a, b, c, isinstance(a, Counter), type(b).__name__
+
+
+def counter_update_subtract(x):
+    c = Counter()
+    for k in ["a", "b", "a", "c"]:
+        c[k] += 1
+    c.update(["b", "b"])
+    c.update({"a": 3})
+    c.subtract(["a"])
+    c.subtract(c=5)
+    return x * c["b"] + c["a"], c, c.total(), sorted(c.elements())
+
+
+def counter_most_common(x, words):
+    c = Counter(words)
+    top = c.most_common(1)[0]
+    return x * top[1], top[0], c.most_common(), c.most_common(2)
+
+
+def counter_arithmetic(x):
+    a = Counter(a=3, b=1, c=0)
+    b = Counter(a=1, b=2, d=-1)
+    return x + len(a + b), a + b, a - b, a | b, a & b, a == Counter(a=3, b=1), a != b, dict(a)
+
+
+@pytest.mark.parametrize("fn", [counter_construct, counter_update_subtract, counter_arithmetic])
+def test_counter(fn):
+    _whole(fn, X)
+
+
+def test_counter_most_common():
+    _whole(counter_most_common, X, ["a", "b", "a", "c", "b", "a"])
