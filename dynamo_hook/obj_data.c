@@ -802,24 +802,9 @@ static int dict_commit(trace *t, const var *d, var *nd, var *out) {
 /* ---- collections.Counter made in the trace: a V_DICT (op SYM_DICT_COUNTER) of constant
  * keys and int counts; what its Python methods do, on the dict ----------------------------- */
 
-/* index of constant key k in d, -1 absent, -2 failed */
-static int ct_find(trace *t, const var *d, PyObject *k) {
-    for (int i = 0; i < d->n; i++) {
-        int eq = PyObject_RichCompareBool(PyTuple_GET_ITEM(d->obj, i), k, Py_EQ);
-        if (eq < 0) {
-            (void)tc_clear_expected(PyExc_Exception);
-            sym_fail(t, "Counter key comparison raised");
-            return -2;
-        }
-        if (eq)
-            return i;
-    }
-    return -1;
-}
-
 /* d[k] as Counter reads it (0 when missing); a new reference, NULL failed */
 static PyObject *ct_get(trace *t, const var *d, PyObject *k) {
-    int at = ct_find(t, d, k);
+    int at = sym_dict_find(t, d, k);
     if (at == -2)
         return NULL;
     if (at < 0)
@@ -924,7 +909,7 @@ static int ct_binop(trace *t, int base, const var *a, const var *b, var *out) {
         const var *x = pass ? b : a, *y = pass ? a : b;
         for (int i = 0; i < x->n; i++) {
             PyObject *k = PyTuple_GET_ITEM(x->obj, i);
-            int in_a = pass ? ct_find(t, a, k) : 0;
+            int in_a = pass ? sym_dict_find(t, a, k) : 0;
             if (in_a == -2)
                 return -1;
             if (pass && (in_a >= 0 || base == 1))

@@ -709,6 +709,7 @@ int dh_replay_call(PyObject *obj, PyObject *m, PyObject *args); /* after the gra
 /* sym_containers.c: *d with d[k] = val (val NULL: deleted), not rebound; merge src into *dst */
 int sym_dict_set(trace *t, var *d, PyObject *k, const var *val);
 int sym_dict_merge(trace *t, var *dst, const var *src);
+int sym_dict_find(trace *t, const var *d, PyObject *k); /* index of constant key k, -1 absent, -2 failed */
 int sym_dict_or(trace *t, const var *d, const var *other, int inplace, var *out); /* d | o, d |= o */
 int sym_iter_copies(trace *t, const var *items);      /* V_ITERs over items in the live frames */
 

@@ -522,6 +522,8 @@ static int dict_find(trace *t, const var *d, PyObject *k) {
     return -1;
 }
 
+int sym_dict_find(trace *t, const var *d, PyObject *k) { return dict_find(t, d, k); }
+
 /* Vars are values: every copy of a dict (locals, stack, closures, containers of any live
  * frame) shares its items array, which names the dict. An update builds the new keys and
  * items, then rebinds every copy. */
@@ -806,6 +808,21 @@ int sym_dict_method(trace *t, const var *d, const char *mn, var *args, int nargs
     return sym_fail(t, "dict.%s not supported", mn);
 }
 
+/* a __contains__ inlined answered r: its truth (not, for `not in`) pushed */
+static int push_contains(trace *t, sframe *f, const var *r, int invert, const char *what) {
+    var c;
+    int truth = r->kind == V_CONST ? PyObject_IsTrue(r->obj) : -1;
+    if (truth < 0) {
+        if (tc_clear_expected(PyExc_Exception) < 0)
+            return -1;
+        return sym_fail(t, "'in' on a %s: not a constant answer", what);
+    }
+    if (sym_const(t, PyBool_FromLong(truth ^ invert), &c) < 0)
+        return -1;
+    PUSH(c);
+    return SYM_NEXT;
+}
+
 /* CONTAINS_OP */
 int sym_op_contains_op(trace *t, sframe *f, sym_ins *in) {
     var a, b, c;
@@ -897,15 +914,7 @@ int sym_op_contains_op(trace *t, sframe *f, sym_ins *in) {
         Py_DECREF(cn);
         if (fs < 0 || sym_inline(t, fn, fs, &b, &a, 1, NULL, &r) < 0)
             return -1;
-        int truth = r.kind == V_CONST ? PyObject_IsTrue(r.obj) : -1;
-        if (truth < 0) {
-            (void)tc_clear_expected(PyExc_Exception);
-            return sym_fail(t, "'in' on a %s: not a constant answer", Py_TYPE(b.obj)->tp_name);
-        }
-        if (sym_const(t, PyBool_FromLong(truth ^ in->oparg), &c) < 0)
-            return -1;
-        PUSH(c);
-        return SYM_NEXT;
+        return push_contains(t, f, &r, in->oparg, Py_TYPE(b.obj)->tp_name);
     }
     PyObject *am = b.kind == V_CONST && PyAnySet_Check(b.obj) ? sym_set_member(t, &a) : NULL;
     if (am == NULL && t->failed)
@@ -927,20 +936,8 @@ int sym_op_contains_op(trace *t, sframe *f, sym_ins *in) {
     {
         var r; /* member in EnumClass: the metaclass's __contains__ (obj_proto.c) */
         int crc = sym_class_dunder(t, &b, "__contains__", &a, 1, &r);
-        if (crc < 0)
-            return -1;
-        if (crc == 0) {
-            int truth = r.kind == V_CONST ? PyObject_IsTrue(r.obj) : -1;
-            if (truth < 0) {
-                if (tc_clear_expected(PyExc_Exception) < 0)
-                    return -1;
-                return sym_fail(t, "'in' on a class: not a constant answer");
-            }
-            if (sym_const(t, PyBool_FromLong(truth ^ in->oparg), &c) < 0)
-                return -1;
-            PUSH(c);
-            return SYM_NEXT;
-        }
+        if (crc != 1)
+            return crc < 0 ? -1 : push_contains(t, f, &r, in->oparg, "a class");
     }
     if (!keylike || b.kind != V_CONST)
         return sym_fail(t, "'in' on non-constant values");

@@ -99,25 +99,14 @@ int sym_op_match_keys(trace *t, sframe *f, sym_ins *in) {
         return sym_fail(t, "match: mapping pattern keys that are not constants");
     if (d->kind != V_DICT)
         return sym_fail(t, "match: a mapping pattern on a mapping the trace does not hold as a dict");
-    if (sym_dict_view_keys(t, d) < 0)
-        return -1;
     Py_ssize_t nk = PyTuple_GET_SIZE(keys->obj);
     var *vals = sym_alloc(t, nk > 0 ? (int)nk : 1);
     if (vals == NULL)
         return -1;
     for (Py_ssize_t j = 0; j < nk; j++) {
-        PyObject *k = PyTuple_GET_ITEM(keys->obj, j);
-        int at = -1;
-        for (int i = 0; i < d->n && at < 0; i++) {
-            int eq = PyObject_RichCompareBool(PyTuple_GET_ITEM(d->obj, i), k, Py_EQ);
-            if (eq < 0) {
-                if (tc_clear_expected(PyExc_Exception) < 0)
-                    return -1;
-                return sym_fail(t, "match: a key comparison raised (eager will raise)");
-            }
-            if (eq)
-                at = i;
-        }
+        int at = sym_dict_find(t, d, PyTuple_GET_ITEM(keys->obj, j));
+        if (at == -2)
+            return -1;
         if (at < 0) { /* no match */
             if (sym_const(t, Py_NewRef(Py_None), &c) < 0)
                 return -1;

@@ -843,19 +843,25 @@ static dh_entry *trace_once(PyCodeObject *code, PyObject *const *localsplus, PyO
                             const uint32_t *dynmask, int dyn, const char *expect, char **sig,
                             int *reject) {
     char why[200] = "";
-    int with_pc = -1;
-    for (int tries = 0;; tries++) {
-        int retry = -1;
+    int with_pc = -1, tried[4], ntried = 0;
+    for (;;) {
+        int retry = -1, again;
         char next_why[200] = "";
         dh_entry *e = trace_at(code, localsplus, globals, builtins, func, cfg, dynmask, dyn, expect, sig,
                                reject, with_pc, why, &retry, next_why);
-        if (retry < 0 || e != NULL || PyErr_Occurred() || (reject && *reject) || tries >= 4)
+        again = retry >= 0 && (e == NULL || e->fallback) && !PyErr_Occurred() && !(reject && *reject) &&
+                ntried < 4;
+        for (int k = 0; again && k < ntried; k++)
+            again = tried[k] != retry; /* each place once: no cycle */
+        if (!again)
             return e;
+        if (e != NULL)
+            dh_entry_free(e); /* this trace's fallback: the next one replaces it */
         if (sig != NULL) {
             free(*sig);
             *sig = NULL;
         }
-        with_pc = retry;
+        with_pc = tried[ntried++] = retry;
         snprintf(why, sizeof why, "%s", next_why);
     }
 }
@@ -935,9 +941,8 @@ static dh_entry *trace_at(PyCodeObject *code, PyObject *const *localsplus, PyObj
         int rr = sym_run_frame(t, f, &result);
         chk_base = -1;
         if (rr < 0 && t->failed && t->with_retry_pc >= 0 && !PyErr_Occurred()) {
-            *retry = t->with_retry_pc; /* trace_once traces again, breaking there */
-            snprintf(retry_why, 200, "%s", t->with_why);
-            goto error;
+            *retry = t->with_retry_pc; /* trace_once may trace again, breaking there (this */
+            snprintf(retry_why, 200, "%s", t->with_why); /* trace's fallback entry, if not) */
         }
         if (rr == 0 && sym_ctxvar_pending(t, NULL))
             rr = sym_fail(t, "a context variable set in the trace is not reset at its end");
