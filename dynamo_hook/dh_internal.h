@@ -155,7 +155,8 @@ typedef enum dh_outkind {
                  * several places (a local and the stack at a break) is one object, as eager */
 } dh_outkind;
 
-enum { DH_BRK_NONE = 0, DH_BRK_CALL = 1, DH_BRK_JUMP = 2, DH_BRK_BINOP = 3, DH_BRK_STORE = 4, DH_BRK_SETATTR = 5 };
+enum { DH_BRK_NONE = 0, DH_BRK_CALL = 1, DH_BRK_JUMP = 2, DH_BRK_BINOP = 3, DH_BRK_STORE = 4, DH_BRK_SETATTR = 5,
+       DH_BRK_WITH = 6, DH_BRK_CALL_WITH = 7 };
 
 typedef struct dh_outspec {
     dh_outkind kind;

@@ -239,13 +239,54 @@ static int with_exit(PyObject *with, PyObject **exits) {
     return rc;
 }
 
+/* type(o).name bound to o, as the interpreter looks a special method up; NULL with no
+ * exception when the type has none */
+static PyObject *lookup_special(PyObject *o, const char *name) {
+    PyObject *nm = PyUnicode_InternFromString(name);
+    PyObject *d = nm ? _PyType_Lookup(Py_TYPE(o), nm) : NULL;
+    Py_XDECREF(nm);
+    if (d == NULL)
+        return NULL;
+    descrgetfunc get = Py_TYPE(d)->tp_descr_get;
+    return get != NULL ? get(d, o, (PyObject *)Py_TYPE(o)) : Py_NewRef(d);
+}
+
+/* BEFORE_WITH on ctx, as the interpreter runs it: *exit the bound __exit__ (new reference),
+ * returns __enter__()'s result; NULL: raised (*exit left NULL) */
+static PyObject *before_with(PyObject *ctx, PyObject **exit) {
+    PyObject *en = lookup_special(ctx, "__enter__");
+    if (en == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_TypeError, "'%.200s' object does not support the context manager protocol",
+                         Py_TYPE(ctx)->tp_name);
+        return NULL;
+    }
+    PyObject *ex = lookup_special(ctx, "__exit__");
+    if (ex == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_TypeError,
+                         "'%.200s' object does not support the context manager protocol (missed __exit__ method)",
+                         Py_TYPE(ctx)->tp_name);
+        Py_DECREF(en);
+        return NULL;
+    }
+    PyObject *r = PyObject_CallNoArgs(en);
+    Py_DECREF(en);
+    if (r == NULL) {
+        Py_DECREF(ex);
+        return NULL;
+    }
+    *exit = ex;
+    return r;
+}
+
 static PyObject *run_break(const dh_entry *e, PyObject *state, PyObject *func) {
     PyObject **items = &PyTuple_GET_ITEM(state, 0);
     int nargs = e->brk_nargs, nstack = e->brk_nstack, nlocals = e->brk_nlocals;
     PyObject *const *stack = items + 1 + nargs, *const *locals = stack + nstack;
     PyObject *small[32], **argv = small, *res = NULL, *fn;
     int ran_resume = 0; /* what the resume raises went through the frame's own handlers */
-    int n = nlocals + nstack + 1;
+    int n = nlocals + nstack + 1 + (e->brk == DH_BRK_WITH || e->brk == DH_BRK_CALL_WITH); /* + pushed */
     PyObject *exits[16] = {0}; /* the with blocks' real exits while the instruction runs */
     int exc_ran = 0;           /* the handlers saw the instruction's exception */
     PyObject *with = e->brk_with && PyTuple_GET_SIZE(e->brk_with) <= 16 ? e->brk_with : NULL;
@@ -263,23 +304,40 @@ static PyObject *run_break(const dh_entry *e, PyObject *state, PyObject *func) {
         argv[i] = locals[i];
     for (int i = 0; i < nstack; i++)
         argv[nlocals + i] = stack[i];
-    if (e->brk == DH_BRK_CALL || e->brk == DH_BRK_BINOP) { /* the result pushed for the resume */
-        PyObject *r = e->brk == DH_BRK_CALL
+    if (e->brk == DH_BRK_CALL || e->brk == DH_BRK_BINOP || e->brk == DH_BRK_WITH || e->brk == DH_BRK_CALL_WITH) {
+        /* the result pushed for the resume; a with statement's BEFORE_WITH pushes the exit
+         * and __enter__'s result (on the call's result: CALL_WITH) */
+        PyObject *r = e->brk == DH_BRK_CALL || e->brk == DH_BRK_CALL_WITH
                           /* the call runs in a frame like the original one (resume.c) */
                           ? dh_break_call(e->resume[0], locals, nlocals, items[0], items + 1, nargs,
                                           e->brk_kwnames)
-                          : binop(e->brk_binop, items[0], items[1]);
+                      : e->brk == DH_BRK_WITH ? Py_NewRef(items[0])
+                                              : binop(e->brk_binop, items[0], items[1]);
+        PyObject *ex = NULL;
+        if (r != NULL && (e->brk == DH_BRK_WITH || e->brk == DH_BRK_CALL_WITH)) {
+            PyObject *cm = r;
+            r = before_with(cm, &ex);
+            Py_DECREF(cm);
+        }
         if (r == NULL)
             goto done;
         if (with != NULL && with_exit(with, exits) < 0) {
+            if (ex != NULL) { /* the block never starts: its exit runs as it would have */
+                PyObject *x = PyObject_CallFunctionObjArgs(ex, Py_None, Py_None, Py_None, NULL);
+                Py_XDECREF(x);
+                Py_DECREF(ex);
+            }
             Py_DECREF(r);
             goto done;
         }
-        argv[nlocals + nstack] = r;
+        if (ex != NULL)
+            argv[nlocals + nstack] = ex;
+        argv[n - 1] = r;
         fn = resume_fn(e->resume[0], func);
         ran_resume = 1;
         res = call_resume(fn, argv, (size_t)n);
         Py_XDECREF(fn);
+        Py_XDECREF(ex);
         Py_DECREF(r);
     } else { /* a store, or a jump on a value's truth: nothing pushed */
         int jump = 0;

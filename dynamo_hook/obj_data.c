@@ -39,7 +39,7 @@
 #include <string.h>
 #include <structmember.h>
 
-static PyObject *od_type, *dd_type, *dq_type, *field_type, *partial_fn, *dc_sentinel[2], *tuple_new;
+static PyObject *od_type, *dd_type, *dq_type, *ct_type, *field_type, *partial_fn, *dc_sentinel[2], *tuple_new;
 static int inited;
 
 static int init_once(void) {
@@ -53,6 +53,7 @@ static int init_once(void) {
         od_type = PyObject_GetAttrString(col, "OrderedDict");
         dd_type = PyObject_GetAttrString(col, "defaultdict");
         dq_type = PyObject_GetAttrString(col, "deque");
+        ct_type = PyObject_GetAttrString(col, "Counter");
         field_type = PyObject_GetAttrString(dc, "Field");
         /* the markers a dataclass's generated __init__ compares with `is` (its defaults) */
         dc_sentinel[0] = PyObject_GetAttrString(dc, "_HAS_DEFAULT_FACTORY");
@@ -65,7 +66,7 @@ static int init_once(void) {
     Py_XDECREF(col);
     Py_XDECREF(dc);
     Py_XDECREF(ft);
-    if (!od_type || !dd_type || !dq_type || !field_type || !partial_fn) {
+    if (!od_type || !dd_type || !dq_type || !ct_type || !field_type || !partial_fn) {
         Py_CLEAR(od_type);
         (void)tc_clear_expected(PyExc_ImportError, PyExc_AttributeError);
         return -1;
@@ -381,6 +382,30 @@ static int do_sorted(trace *t, var *args, int npos, PyObject *kwnames, var *out)
         return sym_fail(t, "sorted() takes one positional argument (eager will raise)");
     var *items, *m;
     int n;
+    if (args[0].kind == V_CONST && PyAnySet_Check(args[0].obj) && kwnames == NULL) {
+        /* sorted(a set of constants): the set's order does not matter, eager's result is
+         * the sorted list of its items (made now) */
+        PyObject *l = PySequence_List(args[0].obj);
+        if (l == NULL || PyList_Sort(l) < 0) {
+            Py_XDECREF(l);
+            if (tc_clear_expected(PyExc_Exception) < 0)
+                return -1;
+            return sym_fail(t, "sorted() of a set raised (eager will raise)");
+        }
+        n = (int)PyList_GET_SIZE(l);
+        m = sym_alloc(t, n > 0 ? n : 1);
+        for (int i = 0; m != NULL && i < n; i++)
+            if (sym_const(t, Py_NewRef(PyList_GET_ITEM(l, i)), &m[i]) < 0)
+                m = NULL;
+        Py_DECREF(l);
+        if (m == NULL)
+            return -1;
+        *out = sym_var(V_SEQ);
+        out->is_list = 1;
+        out->n = n;
+        out->items = m;
+        return 0;
+    }
     if (sym_iter_items(t, &args[0], &items, &n) < 0)
         return -1;
     if (sort_items(t, items, n, args + 1, kwnames, &m) < 0)
@@ -555,6 +580,8 @@ static int ntuple_new(trace *t, var *args, int nargs, var *out) {
     return 0;
 }
 
+static int ct_new(trace *t, var *args, int npos, PyObject *kwnames, var *out);
+
 int sym_data_call(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out) {
     if (fn->kind != V_FUNC || fn->obj == NULL || fn->op == SYM_MADE_FUNCTION || init_once() < 0)
         return 1;
@@ -572,6 +599,8 @@ int sym_data_call(trace *t, const var *fn, var *args, int nargs, PyObject *kwnam
     }
     if (f == od_type)
         return make_mapping(t, SYM_DICT_ORDERED, args, npos, kwnames, out);
+    if (f == ct_type)
+        return ct_new(t, args, npos, kwnames, out);
     if (f == dd_type)
         return make_mapping(t, SYM_DICT_DEFAULT, args, npos, kwnames, out);
     if (f == (PyObject *)&PyDict_Type && npos <= 1 &&
@@ -769,10 +798,315 @@ static int dict_commit(trace *t, const var *d, var *nd, var *out) {
     return out ? none_out(t, out) : 0;
 }
 
+
+/* ---- collections.Counter made in the trace: a V_DICT (op SYM_DICT_COUNTER) of constant
+ * keys and int counts; what its Python methods do, on the dict ----------------------------- */
+
+/* d[k] as Counter reads it (0 when missing); a new reference, NULL failed */
+static PyObject *ct_get(trace *t, const var *d, PyObject *k) {
+    int at = sym_dict_find(t, d, k);
+    if (at == -2)
+        return NULL;
+    if (at < 0)
+        return PyLong_FromLong(0);
+    const var *v = &d->items[at];
+    if (v->kind != V_CONST || !(PyLong_Check(v->obj) || PyFloat_Check(v->obj))) {
+        sym_fail(t, "a Counter count that is not a constant number");
+        return NULL;
+    }
+    return Py_NewRef(v->obj);
+}
+
+/* d[k] = get(k) + sign * by (by NULL: 1) */
+static int ct_add(trace *t, var *d, PyObject *k, PyObject *by, int sign) {
+    PyObject *cur = ct_get(t, d, k), *one = by ? Py_NewRef(by) : PyLong_FromLong(1);
+    PyObject *r = cur && one ? (sign > 0 ? PyNumber_Add(cur, one) : PyNumber_Subtract(cur, one)) : NULL;
+    Py_XDECREF(cur);
+    Py_XDECREF(one);
+    if (r == NULL) {
+        if (tc_clear_expected(PyExc_Exception) < 0)
+            return -1;
+        return sym_fail(t, "Counter arithmetic raised (eager will raise)");
+    }
+    var v;
+    if (sym_const(t, r, &v) < 0)
+        return -1;
+    return sym_dict_set(t, d, k, &v);
+}
+
+/* update (sign 1) / subtract (-1) from a mapping, an iterable of keys, or keywords */
+static int ct_update(trace *t, var *d, const var *src, var *kwv, PyObject *kwnames, int sign) {
+    if (src != NULL && (src->kind == V_DICT || (src->kind == V_CONST && PyDict_Check(src->obj)))) {
+        var m = *src;
+        if (m.kind == V_CONST && sym_dict_from_const(t, m.obj, &m) < 0)
+            return -1;
+        if (sign > 0 && d->n == 0) { /* Counter.update of an empty one: dict's own copy */
+            if (sym_dict_merge(t, d, &m) < 0)
+                return -1;
+            m.n = 0;
+        }
+        for (int i = 0; i < m.n; i++) {
+            const var *c = &m.items[i];
+            if (c->kind != V_CONST)
+                return sym_fail(t, "a Counter updated with a count that is not a constant");
+            if (ct_add(t, d, PyTuple_GET_ITEM(m.obj, i), c->obj, sign) < 0)
+                return -1;
+        }
+    } else if (src != NULL) {
+        var *items;
+        int n;
+        if (sym_iter_items(t, src, &items, &n) < 0)
+            return -1;
+        for (int i = 0; i < n; i++) {
+            if (items[i].kind != V_CONST)
+                return sym_fail(t, "a Counter of values that are not constants");
+            if (ct_add(t, d, items[i].obj, NULL, sign) < 0)
+                return -1;
+        }
+    }
+    for (int i = 0; kwnames != NULL && i < (int)PyTuple_GET_SIZE(kwnames); i++) {
+        if (kwv[i].kind != V_CONST)
+            return sym_fail(t, "a Counter keyword count that is not a constant");
+        if (ct_add(t, d, PyTuple_GET_ITEM(kwnames, i), kwv[i].obj, sign) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Counter(iterable or mapping, **kwds) */
+static int ct_new(trace *t, var *args, int npos, PyObject *kwnames, var *out) {
+    if (npos > 1)
+        return sym_fail(t, "Counter() takes at most one positional argument (eager will raise)");
+    if (empty_dict(t, SYM_DICT_COUNTER, out) < 0)
+        return -1;
+    return ct_update(t, out, npos ? &args[0] : NULL, args + npos, kwnames, 1);
+}
+
+/* v > 0 for a constant count: 1/0, -1 failed */
+static int ct_positive(trace *t, PyObject *v) {
+    PyObject *z = PyLong_FromLong(0);
+    int r = z ? PyObject_RichCompareBool(v, z, Py_GT) : -1;
+    Py_XDECREF(z);
+    if (r < 0 && tc_clear_expected(PyExc_Exception) == 0)
+        sym_fail(t, "Counter count comparison raised");
+    return r;
+}
+
+/* result[k] = v where keep */
+static int ct_put(trace *t, var *r, PyObject *k, PyObject *v) {
+    var c;
+    if (sym_const(t, Py_NewRef(v), &c) < 0)
+        return -1;
+    return sym_dict_set(t, r, k, &c);
+}
+
+/* a + b, a - b, a | b, a & b as Counter's methods compute them (positive counts kept, self's
+ * order then the other's new keys) */
+static int ct_binop(trace *t, int base, const var *a, const var *b, var *out) {
+    if (empty_dict(t, SYM_DICT_COUNTER, out) < 0)
+        return -1;
+    for (int pass = 0; pass < 2; pass++) {
+        const var *x = pass ? b : a, *y = pass ? a : b;
+        for (int i = 0; i < x->n; i++) {
+            PyObject *k = PyTuple_GET_ITEM(x->obj, i);
+            int in_a = pass ? sym_dict_find(t, a, k) : 0;
+            if (in_a == -2)
+                return -1;
+            if (pass && (in_a >= 0 || base == 1))
+                continue; /* b's keys not in a: +, -, | only */
+            PyObject *cx = ct_get(t, x, k), *cy = pass ? NULL : ct_get(t, y, k), *nv = NULL;
+            if (cx == NULL || (!pass && cy == NULL)) {
+                Py_XDECREF(cx);
+                return -1;
+            }
+            if (pass) /* a key of b only: + and | keep its count, - its negation */
+                nv = base == 10 ? PyNumber_Negative(cx) : Py_NewRef(cx);
+            else if (base == 0)
+                nv = PyNumber_Add(cx, cy);
+            else if (base == 10)
+                nv = PyNumber_Subtract(cx, cy);
+            else {
+                int lt = PyObject_RichCompareBool(cx, cy, Py_LT);
+                nv = lt < 0 ? NULL : Py_NewRef(base == 7 ? (lt ? cy : cx) : (lt ? cx : cy));
+            }
+            Py_DECREF(cx);
+            Py_XDECREF(cy);
+            if (nv == NULL) {
+                if (tc_clear_expected(PyExc_Exception) < 0)
+                    return -1;
+                return sym_fail(t, "Counter arithmetic raised (eager will raise)");
+            }
+            int pos = ct_positive(t, nv);
+            int rc = pos < 0 ? -1 : pos ? ct_put(t, out, k, nv) : 0;
+            Py_DECREF(nv);
+            if (rc < 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
+int sym_counter_binary(trace *t, int nb, const var *a, const var *b, var *out) {
+    int ca = a->kind == V_DICT && a->op == SYM_DICT_COUNTER, cb = b->kind == V_DICT && b->op == SYM_DICT_COUNTER;
+    if (!ca && !cb)
+        return 1;
+    if (nb == 100 + Py_EQ || nb == 100 + Py_NE) {
+        int eq = ca && cb;
+        for (int pass = 0; eq && pass < 2; pass++) {
+            const var *x = pass ? b : a;
+            for (int i = 0; eq && i < x->n; i++) {
+                PyObject *k = PyTuple_GET_ITEM(x->obj, i), *p = ct_get(t, a, k), *q = p ? ct_get(t, b, k) : NULL;
+                int r = q ? PyObject_RichCompareBool(p, q, Py_EQ) : -1;
+                Py_XDECREF(p);
+                Py_XDECREF(q);
+                if (r < 0)
+                    return tc_clear_expected(PyExc_Exception) < 0 ? -1 : sym_fail(t, "Counter == failed");
+                eq = r;
+            }
+        }
+        if (!(ca && cb))
+            return sym_fail(t, "Counter compared with another kind of value");
+        return sym_const(t, PyBool_FromLong(nb == 100 + Py_EQ ? eq : !eq), out);
+    }
+    if (!(ca && cb) || nb >= 13 || !(nb == 0 || nb == 10 || nb == 7 || nb == 1))
+        return sym_fail(t, "this Counter operator not supported");
+    return ct_binop(t, nb, a, b, out);
+}
+
+/* c.most_common(n) / c.elements() / c.total() / c.update() / c.subtract(); 1: another method */
+static int ct_method(trace *t, var *d, const char *mn, var *args, int npos, PyObject *kwnames, var *out) {
+    int nkw = kwnames ? (int)PyTuple_GET_SIZE(kwnames) : 0;
+    if (!strcmp(mn, "update") || !strcmp(mn, "subtract")) {
+        if (npos > 1)
+            return sym_fail(t, "Counter.%s takes at most one positional argument", mn);
+        if (d->src >= 0)
+            return sym_fail(t, "Counter.%s of a Counter the caller sees", mn);
+        var cur = *d;
+        var *m = sym_alloc(t, d->n > 0 ? d->n : 1); /* a new array names the dict after */
+        if (m == NULL)
+            return -1;
+        if (d->n > 0)
+            memcpy(m, d->items, (size_t)d->n * sizeof *m);
+        cur.items = m;
+        if (ct_update(t, &cur, npos ? &args[0] : NULL, args + npos, kwnames, mn[0] == 'u' ? 1 : -1) < 0)
+            return -1;
+        return dict_commit(t, d, &cur, out);
+    }
+    if (nkw)
+        return 1;
+    if (!strcmp(mn, "most_common") && npos <= 1) {
+        long n = d->n;
+        if (npos == 1 && !(args[0].kind == V_CONST && args[0].obj == Py_None)) {
+            if (args[0].kind != V_CONST || !PyLong_Check(args[0].obj))
+                return sym_fail(t, "Counter.most_common of a count that is not a constant int");
+            n = PyLong_AsLong(args[0].obj);
+            if (n < 0)
+                n = 0;
+            if (n > d->n)
+                n = d->n;
+        }
+        int *ord = malloc(sizeof(int) * (size_t)(d->n > 0 ? d->n : 1));
+        if (ord == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        for (int i = 0; i < d->n; i++) { /* stable: sorted(items, key=count, reverse=True) */
+            PyObject *ci = ct_get(t, d, PyTuple_GET_ITEM(d->obj, i));
+            int j = i;
+            while (ci != NULL && j > 0) {
+                PyObject *cj = ct_get(t, d, PyTuple_GET_ITEM(d->obj, ord[j - 1]));
+                int gt = cj ? PyObject_RichCompareBool(ci, cj, Py_GT) : -1;
+                Py_XDECREF(cj);
+                if (gt < 0) {
+                    Py_CLEAR(ci);
+                    break;
+                }
+                if (!gt)
+                    break;
+                ord[j] = ord[j - 1];
+                j--;
+            }
+            if (ci == NULL) {
+                free(ord);
+                return tc_clear_expected(PyExc_Exception) < 0 ? -1 : sym_fail(t, "Counter.most_common failed");
+            }
+            Py_DECREF(ci);
+            ord[j] = i;
+        }
+        var *items = sym_alloc(t, n > 0 ? (int)n : 1);
+        for (long i = 0; items != NULL && i < n; i++) {
+            var *pair = sym_alloc(t, 2);
+            if (pair == NULL || sym_const(t, Py_NewRef(PyTuple_GET_ITEM(d->obj, ord[i])), &pair[0]) < 0) {
+                items = NULL;
+                break;
+            }
+            pair[1] = d->items[ord[i]];
+            items[i] = sym_var(V_SEQ);
+            items[i].n = 2;
+            items[i].items = pair;
+        }
+        free(ord);
+        if (items == NULL)
+            return -1;
+        *out = sym_var(V_SEQ);
+        out->is_list = 1;
+        out->n = (int)n;
+        out->items = items;
+        return 0;
+    }
+    if (!strcmp(mn, "total") && npos == 0) {
+        PyObject *sum = PyLong_FromLong(0);
+        for (int i = 0; sum != NULL && i < d->n; i++) {
+            PyObject *c = ct_get(t, d, PyTuple_GET_ITEM(d->obj, i));
+            PyObject *ns = c ? PyNumber_Add(sum, c) : NULL;
+            Py_XDECREF(c);
+            Py_SETREF(sum, ns);
+        }
+        if (sum == NULL)
+            return PyErr_Occurred() && tc_clear_expected(PyExc_Exception) < 0 ? -1 : sym_fail(t, "Counter.total failed");
+        return sym_const(t, sum, out);
+    }
+    if (!strcmp(mn, "elements") && npos == 0) { /* each key count times, in order (positive counts) */
+        int k = 0, cap = 0;
+        for (int i = 0; i < d->n; i++) {
+            const var *c = &d->items[i];
+            if (c->kind != V_CONST || !PyLong_Check(c->obj))
+                return sym_fail(t, "Counter.elements of a count that is not a constant int");
+            long v = PyLong_AsLong(c->obj);
+            if (v > 4096 || cap > 65536)
+                return sym_fail(t, "Counter.elements too long to unroll");
+            cap += v > 0 ? (int)v : 0;
+        }
+        var *m = sym_alloc(t, cap > 0 ? cap : 1);
+        if (m == NULL)
+            return -1;
+        for (int i = 0; i < d->n; i++)
+            for (long v = PyLong_AsLong(d->items[i].obj); v > 0; v--)
+                if (sym_const(t, Py_NewRef(PyTuple_GET_ITEM(d->obj, i)), &m[k++]) < 0)
+                    return -1;
+        *out = sym_var(V_ITER);
+        out->op = SYM_OWN_ITER;
+        out->items = m;
+        out->n = k;
+        return 0;
+    }
+    if (!strcmp(mn, "copy") && npos == 0) { /* Counter.copy: a Counter */
+        if (empty_dict(t, SYM_DICT_COUNTER, out) < 0)
+            return -1;
+        return sym_dict_merge(t, out, d);
+    }
+    return 1;
+}
+
 static int dict_method(trace *t, var *d, const char *mn, var *args, int npos, PyObject *kwnames, var *out) {
     int nkw = kwnames ? (int)PyTuple_GET_SIZE(kwnames) : 0;
     if (d->items == NULL)
         return 1;
+    if (d->op == SYM_DICT_COUNTER) {
+        int rc = ct_method(t, d, mn, args, npos, kwnames, out);
+        if (rc != 1)
+            return rc;
+    }
     if (d->op == SYM_DICT_VIEW) { /* obj.__dict__ (obj_dictview.c): reads only */
         static const char *const reads[] = {"get", "keys", "values", "items", "__getitem__", "__contains__",
                                             "copy", "__len__", "__iter__", NULL};
@@ -1133,11 +1467,20 @@ PyObject *sym_data_seq_type(trace *t, const var *v) {
 }
 
 /* the callable that makes a dict of v's kind from a plain dict (borrowed or kept), or NULL */
+PyObject *sym_data_dict_type(const var *v) {
+    if (init_once() < 0)
+        return (PyObject *)&PyDict_Type; /* (the types are missing: no such dict was made) */
+    return v->op == SYM_DICT_ORDERED ? od_type : v->op == SYM_DICT_DEFAULT ? dd_type
+         : v->op == SYM_DICT_COUNTER ? ct_type : (PyObject *)&PyDict_Type;
+}
+
 PyObject *sym_data_out_type(trace *t, const var *v) {
     if (init_once() < 0)
         return NULL;
     if (v->kind == V_DICT && v->op == SYM_DICT_ORDERED)
         return od_type;
+    if (v->kind == V_DICT && v->op == SYM_DICT_COUNTER) /* Counter(d): dict.update's copy */
+        return ct_type;
     if (v->kind == V_DICT && v->op == SYM_DICT_DEFAULT && v->globals && PyCapsule_CheckExact(v->globals)) {
         sym_fail(t, "a defaultdict whose default_factory is a function made in the trace leaves it");
         return NULL;

@@ -462,6 +462,67 @@ static int deepcopy_dict_view(trace *t, const var *x, var *out) {
     return rc;
 }
 
+/* what one deepcopy() of a traced value copied already (its memo): a tensor by object id,
+ * a list or dict by its items array (objects.c: their identity); the copy of each */
+typedef struct dc_memo {
+    const void *key[64];
+    var val[64];
+    int n;
+} dc_memo;
+
+/* copy.deepcopy(v) of a value made in the trace (dataclasses.asdict's leaves): constants and
+ * functions are themselves (deepcopy returns atomic and immutable values), a tensor a copy
+ * keeping its strides (Tensor.__deepcopy__ of one that needs no grad), lists / tuples /
+ * dicts / named tuples / deques rebuilt from copies of their items, a part reached twice
+ * copied once (the memo). Anything else fails. */
+static int deep_copy(trace *t, const var *v, dc_memo *m, int depth, var *out) {
+    if (depth > 32)
+        return sym_fail(t, "copy.deepcopy: nesting too deep");
+    if (v->kind == V_CONST) {
+        PyObject *o = v->obj;
+        if (PyList_Check(o) || PyDict_Check(o) || PyAnySet_Check(o) || PyByteArray_Check(o) || sym_set_is_mutable(v))
+            return sym_fail(t, "copy.deepcopy of a mutable constant");
+        *out = *v;
+        return 0;
+    }
+    if (v->kind == V_FUNC && v->op != SYM_PARTIAL) { /* functions, classes: themselves */
+        *out = *v;
+        return 0;
+    }
+    const void *key = v->kind == V_TENSOR ? (v->oid > 0 ? (const void *)(intptr_t)v->oid : NULL) : (const void *)v->items;
+    for (int i = 0; key != NULL && i < m->n; i++)
+        if (m->key[i] == key) {
+            *out = m->val[i];
+            return 0;
+        }
+    if (v->kind == V_TENSOR) {
+        if (sym_value_requires_grad(t, v->val))
+            return sym_fail(t, "copy.deepcopy of a tensor that requires grad");
+        if (dh_layout_copy(t, v->val, IC_MF_PRESERVE, out) < 0)
+            return -1;
+    } else if ((v->kind == V_SEQ && (v->obj == NULL || sym_data_is_deque(v) || sym_ntuple_class(v->obj))) ||
+               (v->kind == V_DICT && (v->op == 0 || v->op == SYM_DICT_ORDERED || v->op == SYM_DICT_DEFAULT))) {
+        if (v->kind == V_DICT && v->op == SYM_DICT_DEFAULT && v->pos == SYM_MADE_FUNCTION)
+            return sym_fail(t, "copy.deepcopy of a defaultdict whose factory is made in the trace");
+        var *items = sym_alloc(t, v->n > 0 ? v->n : 1);
+        if (items == NULL)
+            return -1;
+        for (int i = 0; i < v->n; i++)
+            if (deep_copy(t, &v->items[i], m, depth + 1, &items[i]) < 0)
+                return -1;
+        *out = *v;
+        out->src = -1;
+        out->items = items;
+    } else {
+        return sym_fail(t, "copy.deepcopy of this value not supported");
+    }
+    if (key != NULL && m->n < 64) {
+        m->key[m->n] = key;
+        m->val[m->n++] = *out;
+    }
+    return 0;
+}
+
 int sym_obj_deepcopy(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out) {
     if (deepcopy_fn == NULL) {
         deepcopy_fn = dh_loaded_attr("copy", "deepcopy");
@@ -494,6 +555,17 @@ int sym_obj_deepcopy(trace *t, const var *fn, var *args, int nargs, PyObject *kw
             return failed;
         int rc = hoisted_copy(t, t->srcobj[x->src], x->src, writes, 1, out);
         Py_DECREF(writes);
+        return rc;
+    }
+    if (x->kind == V_TENSOR || x->kind == V_CONST || (x->kind == V_SEQ && x->src < 0) ||
+        (x->kind == V_DICT && x->src < 0)) {
+        dc_memo *m = calloc(1, sizeof *m);
+        if (m == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        int rc = deep_copy(t, x, m, 0, out);
+        free(m);
         return rc;
     }
     if (x->kind != V_OBJ || x->src < 0 || x->obj == NULL || PyModule_Check(x->obj) || PyType_Check(x->obj))

@@ -85,6 +85,23 @@ static int int_result(trace *t, const var *r, const char *what, long *n) {
     return 0;
 }
 
+/* A class whose metaclass defines the dunder in Python (EnumType's __iter__, __len__,
+ * __getitem__, __contains__; a registry's metaclass): inlined with the class as self, as
+ * eager calls type(cls).name(cls, ...). The class is reached through a guarded source (or
+ * is a constant); the metaclass's function found now is fixed by the class's identity. 1:
+ * not one. */
+int sym_class_dunder(trace *t, const var *cls, const char *name, var *args, int nargs, var *out) {
+    if ((cls->kind != V_FUNC && cls->kind != V_CONST && cls->kind != V_OBJ) || cls->obj == NULL ||
+        !PyType_Check(cls->obj) || Py_TYPE(cls->obj) == &PyType_Type ||
+        !(Py_TYPE(cls->obj)->tp_flags & Py_TPFLAGS_HEAPTYPE) ||
+        (cls->kind == V_FUNC && (cls->op == SYM_MADE_FUNCTION || cls->op == SYM_PARTIAL)))
+        return 1;
+    PyObject *f = py_dunder(cls, name);
+    if (f == NULL)
+        return PyErr_Occurred() ? -1 : 1;
+    return call_fn(t, f, cls, args, nargs, out);
+}
+
 int sym_obj_len(trace *t, const var *o, var *out) {
     var r;
     Py_ssize_t k;
@@ -94,6 +111,8 @@ int sym_obj_len(trace *t, const var *o, var *out) {
             return drc < 0 ? -1 : sym_const(t, PyLong_FromSsize_t(k), out);
     }
     int rc = sym_obj_dunder(t, o, "__len__", NULL, 0, &r);
+    if (rc == 1)
+        rc = sym_class_dunder(t, o, "__len__", NULL, 0, &r); /* len(EnumClass) */
     if (rc != 0)
         return rc;
     long n;
@@ -143,8 +162,11 @@ int sym_obj_truth(trace *t, const var *o, int *truth) {
 }
 
 int sym_obj_iter(trace *t, const var *o, var **items, int *n) {
-    if (!user_obj(o))
-        return 1;
+    if (!user_obj(o)) {
+        var it; /* iteration over a class whose metaclass has a Python __iter__ (an Enum) */
+        int rc = sym_class_dunder(t, o, "__iter__", NULL, 0, &it);
+        return rc != 0 ? rc : sym_iter_items(t, &it, items, n);
+    }
     init_once();
     PyObject *f = py_dunder(o, "__iter__");
     if (f == NULL && PyDict_Check(o->obj)) { /* obj_dict.c: a dict subclass's keys */
@@ -210,4 +232,141 @@ int sym_obj_enter(trace *t, const var *o, var *exit, var *entered) {
     exit->items = self;
     exit->n = 1;
     return call_fn(t, en, o, NULL, 0, entered);
+}
+
+/* ---- operators: a op b with an instance of a Python class on either side ---------------- */
+
+/* the class's own Python function for name (1), object's default slot or none (0), a C
+ * method of another base (-1: the trace can't run it) */
+static int op_kind(const var *o, const char *name, PyObject **fn) {
+    *fn = NULL;
+    if (!user_obj(o))
+        return o->kind == V_CONST || o->kind == V_TENSOR || o->kind == V_SEQ || o->kind == V_DICT ? 0 : -1;
+    PyObject *n = PyUnicode_InternFromString(name);
+    PyObject *f = n ? _PyType_Lookup(Py_TYPE(o->obj), n) : NULL;
+    PyObject *dflt = n ? _PyType_Lookup(&PyBaseObject_Type, n) : NULL;
+    Py_XDECREF(n);
+    if (f == NULL || f == dflt)
+        return 0;
+    if (PyFunction_Check(f)) {
+        *fn = f;
+        return 1;
+    }
+    return -1;
+}
+
+static int not_implemented(const var *r) { return r->kind == V_CONST && r->obj == Py_NotImplemented; }
+
+/* a.<name>(b) and b.<rname>(a), as the interpreter tries them (a subclass's reflected
+ * method first when it overrides it); *done 0 when both said NotImplemented. 1: neither
+ * operand is an instance of a Python class with such a method; -1 failed */
+static int try_pair(trace *t, const var *a, const var *b, const char *name, const char *rname, var *out, int *done) {
+    PyObject *fa, *fb;
+    int ka = op_kind(a, name, &fa), kb = op_kind(b, rname, &fb);
+    *done = 0;
+    if (fa == NULL && fb == NULL)
+        return ka < 0 || kb < 0 || (!user_obj(a) && !user_obj(b)) ? 1 : 0;
+    if (ka < 0 || kb < 0)
+        return sym_fail(t, "operator %s between a Python object and a value with a C method", name);
+    int same_type = user_obj(a) && user_obj(b) && Py_TYPE(a->obj) == Py_TYPE(b->obj);
+    int b_first = fb != NULL && !same_type && user_obj(b) &&
+                  (!user_obj(a) || PyType_IsSubtype(Py_TYPE(b->obj), Py_TYPE(a->obj))) && fb != fa && user_obj(a);
+    var arg;
+    if (b_first) {
+        arg = *a;
+        if (call_fn(t, fb, b, &arg, 1, out) < 0)
+            return -1;
+        if (!not_implemented(out)) {
+            *done = 1;
+            return 0;
+        }
+        fb = NULL;
+    }
+    if (fa != NULL) {
+        arg = *b;
+        if (call_fn(t, fa, a, &arg, 1, out) < 0)
+            return -1;
+        if (!not_implemented(out)) {
+            *done = 1;
+            return 0;
+        }
+    }
+    if (fb != NULL && !same_type) {
+        arg = *a;
+        if (call_fn(t, fb, b, &arg, 1, out) < 0)
+            return -1;
+        if (!not_implemented(out)) {
+            *done = 1;
+            return 0;
+        }
+    }
+    return 0;
+}
+
+static const char *const binop_names[13][2] = {
+    {"__add__", "__radd__"}, {"__and__", "__rand__"}, {"__floordiv__", "__rfloordiv__"},
+    {"__lshift__", "__rlshift__"}, {"__matmul__", "__rmatmul__"}, {"__mul__", "__rmul__"},
+    {"__mod__", "__rmod__"}, {"__or__", "__ror__"}, {"__pow__", "__rpow__"},
+    {"__rshift__", "__rrshift__"}, {"__sub__", "__rsub__"}, {"__truediv__", "__rtruediv__"},
+    {"__xor__", "__rxor__"}};
+static const char *const ibinop_names[13] = {
+    "__iadd__", "__iand__", "__ifloordiv__", "__ilshift__", "__imatmul__", "__imul__", "__imod__",
+    "__ior__", "__ipow__", "__irshift__", "__isub__", "__itruediv__", "__ixor__"};
+
+int sym_obj_binary(trace *t, int nb, const var *a, const var *b, var *out) {
+    if (nb < 0 || nb >= 26 || (!user_obj(a) && !user_obj(b)))
+        return 1;
+    int base = nb >= 13 ? nb - 13 : nb, done;
+    if (nb >= 13 && user_obj(a)) { /* a op= b: a.__iop__(b) first */
+        PyObject *fi;
+        int ki = op_kind(a, ibinop_names[base], &fi);
+        if (ki < 0)
+            return sym_fail(t, "operator %s of a Python object with a C method", ibinop_names[base]);
+        if (fi != NULL) {
+            var arg = *b;
+            if (call_fn(t, fi, a, &arg, 1, out) < 0)
+                return -1;
+            if (!not_implemented(out))
+                return 0;
+        }
+    }
+    int rc = try_pair(t, a, b, binop_names[base][0], binop_names[base][1], out, &done);
+    if (rc != 0)
+        return rc;
+    return done ? 0 : sym_fail(t, "unsupported operand types for %s (eager will raise TypeError)", binop_names[base][0]);
+}
+
+int sym_obj_compare(trace *t, int cmp, const var *a, const var *b, var *out) {
+    static const char *const names[6] = {"__lt__", "__le__", "__eq__", "__ne__", "__gt__", "__ge__"};
+    static const int refl[6] = {4, 5, 2, 3, 0, 1};
+    if (cmp < 0 || cmp > 5 || (!user_obj(a) && !user_obj(b)))
+        return 1;
+    int done;
+    int rc = try_pair(t, a, b, names[cmp], names[refl[cmp]], out, &done);
+    if (rc < 0 || (rc == 0 && done))
+        return rc;
+    if (cmp == Py_NE) { /* object's __ne__: the inverse of __eq__, where that answers */
+        var r;
+        rc = try_pair(t, a, b, "__eq__", "__eq__", &r, &done);
+        if (rc < 0)
+            return -1;
+        if (rc == 0 && done) {
+            int truth = r.kind == V_CONST ? PyObject_IsTrue(r.obj) : -1;
+            if (truth < 0) {
+                if (tc_clear_expected(PyExc_Exception) < 0)
+                    return -1;
+                return sym_fail(t, "!= of a Python object whose __eq__ gave no constant");
+            }
+            return sym_const(t, PyBool_FromLong(!truth), out);
+        }
+    }
+    if (rc == 1)
+        return 1;
+    if (cmp == Py_EQ || cmp == Py_NE) { /* neither answers: identity */
+        int same = user_obj(a) && user_obj(b) && a->obj == b->obj && a->src == b->src;
+        if (user_obj(a) && user_obj(b) && a->obj == b->obj && a->src != b->src)
+            return sym_fail(t, "== of one object reached through two sources");
+        return sym_const(t, PyBool_FromLong(cmp == Py_EQ ? same : !same), out);
+    }
+    return sym_fail(t, "'%s' not supported between these objects (eager will raise TypeError)", names[cmp]);
 }

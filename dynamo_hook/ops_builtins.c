@@ -122,6 +122,33 @@ static int class_tuple(const var *v) {
     return v->kind == V_SEQ && !v->is_list && v->obj == NULL;
 }
 
+/* cls (a class or a tuple of them) names a concrete iterator class (map, zip, a generator's):
+ * 1; only abstract ones (collections.abc.Iterator) or non-iterators: 0; -1 an error */
+static int concrete_iterator_class(PyObject *cls) {
+    static PyObject *abc_iter;
+    if (abc_iter == NULL) {
+        PyObject *abc = PyImport_ImportModule("collections.abc");
+        abc_iter = abc ? PyObject_GetAttrString(abc, "Iterator") : NULL; /* kept */
+        Py_XDECREF(abc);
+        if (abc_iter == NULL)
+            return -1;
+    }
+    if (PyTuple_Check(cls)) {
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(cls); i++) {
+            int r = concrete_iterator_class(PyTuple_GET_ITEM(cls, i));
+            if (r != 0)
+                return r;
+        }
+        return 0;
+    }
+    if (!PyType_Check(cls))
+        return 1; /* eager raises: not answered here */
+    int r = PyObject_IsSubclass(cls, abc_iter);
+    if (r <= 0)
+        return r < 0 ? (tc_clear_expected(PyExc_Exception) < 0 ? -1 : 1) : 0;
+    return !(((PyTypeObject *)cls)->tp_flags & Py_TPFLAGS_IS_ABSTRACT);
+}
+
 /* Generic callables: builtins and math on constants, isinstance, len. */
 /* torch.IntTensor([...]) & co (the legacy CPU tensor types: torch.tensortype instances,
  * not CUDA, not sparse) called with one list or tuple of numbers: torch.tensor(data,
@@ -226,6 +253,11 @@ int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kw
                 return -1;
             return sym_const(t, PyLong_FromLong(n), out);
         }
+        if ((args[0].kind == V_FUNC || args[0].kind == V_CONST) && args[0].obj != NULL && PyType_Check(args[0].obj)) {
+            int rc = sym_obj_len(t, &args[0], out); /* len(EnumClass): a metaclass's __len__ */
+            if (rc <= 0)
+                return rc;
+        }
         if (args[0].kind == V_OBJ && !PyModule_Check(args[0].obj)) {
             /* nn.Sequential / nn.ModuleList keeping their own __len__: their submodule count.
              * Any other object (ParameterList, ParameterDict, ModuleDict, a module with its
@@ -286,8 +318,8 @@ int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kw
         PyObject *tp = NULL;
         if (args[0].kind == V_OBJ || args[0].kind == V_CONST || args[0].kind == V_FUNC)
             tp = (PyObject *)Py_TYPE(args[0].obj);
-        else if (args[0].kind == V_DICT)
-            tp = (PyObject *)&PyDict_Type;
+        else if (args[0].kind == V_DICT) /* an OrderedDict / defaultdict made in the trace: its own */
+            tp = sym_data_dict_type(&args[0]);
         else if (args[0].kind == V_REC)
             tp = sym_record_class(&args[0]);
         else if (args[0].kind == V_SEQ && args[0].obj != NULL && PyType_Check(args[0].obj))
@@ -384,7 +416,19 @@ int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kw
             }
             return sym_const(t, PyBool_FromLong(r), out);
         } else if (args[0].kind == V_DICT)
-            probe = PyDict_New();
+            probe = PyObject_CallNoArgs(sym_data_dict_type(&args[0])); /* an empty one of its type */
+        else if (args[0].kind == V_ITER) {
+            /* an iterator (map(), zip(), iter(x)): not a list, a tuple, ...; an Iterator.
+             * Against a concrete iterator class (map, zip) the trace can't answer */
+            int conc = concrete_iterator_class(args[1].obj);
+            if (conc != 0)
+                return conc < 0 ? -1 : sym_fail(t, "isinstance of an iterator against an iterator class");
+            PyObject *empty = PyTuple_New(0);
+            probe = empty ? PyObject_GetIter(empty) : NULL; /* a tuple_iterator */
+            Py_XDECREF(empty);
+            if (probe == NULL)
+                return -1;
+        }
         else if (args[0].kind == V_SEQ && args[0].obj != NULL && PyType_Check(args[0].obj)) {
             int r = PyObject_IsSubclass(args[0].obj, args[1].obj);
             if (r < 0) {

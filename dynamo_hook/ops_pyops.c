@@ -136,10 +136,20 @@ static int binary_impl(trace *t, int nb, const var *a_in, const var *b_in, var *
         out->items = m;
         return 0;
     }
+    if (a->kind == V_DICT || b->kind == V_DICT) { /* Counter + Counter & co (obj_data.c) */
+        int rc = sym_counter_binary(t, nb, a, b, out);
+        if (rc != 1)
+            return rc;
+    }
     if (base == 7 && a->kind == V_DICT) /* d | other, d |= other (sym_containers.c) */
         return sym_dict_or(t, a, b, inplace, out);
     if (a->kind == V_TENSOR || b->kind == V_TENSOR) { /* complex operands (ops_complex.c) */
         int rc = sym_complex_binary(t, base, inplace, a, b, out);
+        if (rc != 1)
+            return rc;
+    }
+    if (a->kind == V_OBJ || b->kind == V_OBJ) { /* a Python class's __add__ & co (obj_proto.c) */
+        int rc = sym_obj_binary(t, nb, a, b, out);
         if (rc != 1)
             return rc;
     }
@@ -309,6 +319,16 @@ static int compare_impl(trace *t, int cmp, const var *a_in, const var *b_in, var
     if (cmp < 0 || cmp > 5)
         return sym_fail(t, "bad comparison");
     ic_val x, y;
+    if (a->kind == V_DICT || b->kind == V_DICT) { /* Counter == Counter (obj_data.c) */
+        int rc = sym_counter_binary(t, 100 + cmp, a, b, out);
+        if (rc != 1)
+            return rc;
+    }
+    if (a->kind == V_OBJ || b->kind == V_OBJ) { /* a Python class's __eq__ & co (obj_proto.c) */
+        int rc = sym_obj_compare(t, cmp, a, b, out);
+        if (rc != 1)
+            return rc;
+    }
     if (a->kind != V_TENSOR && b->kind != V_TENSOR)
         return sym_fail(t, "comparison of unsupported values (kinds %d and %d)", a->kind, b->kind);
     if (sym_as_tensor(t, a, &x) < 0 || sym_as_tensor(t, b, &y) < 0)

@@ -77,7 +77,9 @@ static inline int sym_const_index(PyObject *k, int n, long *at) {
  * to hand to the resume function. */
 typedef struct sym_break {
     int kind;           /* DH_BRK_NONE / CALL / JUMP / BINOP / STORE (fn[args[0]] = args[1]) /
-                         * SETATTR (fn.<kwnames> = args[0], on a tensor) */
+                         * SETATTR (fn.<kwnames> = args[0], on a tensor) / WITH (BEFORE_WITH
+                         * on fn: its exit and __enter__'s result pushed) / CALL_WITH (a CALL
+                         * and the BEFORE_WITH after it on its result) */
     int binop;          /* BINOP: the BINARY_OP oparg */
     int pc_next;        /* resume here after the CALL, or when the jump is not taken */
     int pc_taken;       /* JUMP: resume here when taken */
@@ -118,6 +120,8 @@ typedef struct sym_break {
 #define SYM_DICT_ORDERED 1     /* V_DICT.op: a collections.OrderedDict (obj_data.c) */
 #define SYM_DICT_DEFAULT 2     /* V_DICT.op: a defaultdict; globals: its default_factory (kept),
                                 * pos: the factory's V_FUNC.op */
+#define SYM_DICT_COUNTER 4     /* V_DICT.op: a collections.Counter made in the trace (obj_data.c):
+                                * a missing key reads 0; its methods and operators modelled */
 #define SYM_INLINE_DEPTH DH_INLINE_DEPTH_MAX /* frames[] size; the limit is dh_limit.inline_depth */
 
 /* a ContextVar set in the trace: the values set, not reset yet (depth of them) */
@@ -185,6 +189,16 @@ typedef struct trace {
     PyObject *cur_globals;            /* globals of the frame being interpreted */
     int device_type, device_index;    /* of the tensor inputs (-1: none yet) */
     sym_break brk;                    /* set when the top frame stops at a graph break */
+    /* with blocks of the top frame on Python context managers (a class's __enter__/__exit__,
+     * a @contextmanager generator), traced symbolically: where each was entered (stack slot
+     * of its exit, BEFORE_WITH pc). A break inside one retraces the frame breaking at the
+     * outermost one's BEFORE_WITH instead (symbolic.c trace_once): its __enter__ runs eagerly
+     * and the resume holds the real __exit__ (its handler calls it as eager's would) */
+    struct { int slot, pc; } withpc[16];
+    int nwithpc;
+    int with_brk_pc;                  /* break at the top frame's BEFORE_WITH here (-1: none) */
+    int with_retry_pc;                /* the BEFORE_WITH to retrace breaking at (-1: none) */
+    char with_why[200];               /* the break inside the block that asked for it */
     struct sym_attrw *attrw;          /* attribute writes, replayed after the graph (grown
                                        * by sym_attrw_new, freed by sym_fx_free) */
     int nattrw, capattrw;
@@ -507,6 +521,13 @@ int sym_is_nn_module_type(PyObject *cls); /* variables.c: cls subclasses nn.Modu
 /* obj_proto.c: Python dunders of user objects inlined; 1: the class has none (not handled) */
 int sym_obj_dunder(trace *t, const var *o, const char *name, var *args, int nargs, var *out);
 int sym_obj_len(trace *t, const var *o, var *out);
+/* type(cls).name(cls, *args) where cls is a class whose metaclass defines name in Python (1: not one) */
+int sym_class_dunder(trace *t, const var *cls, const char *name, var *args, int nargs, var *out);
+/* obj_proto.c: a op b (BINARY_OP's nb) / a cmp b where a or b is an instance of a Python class:
+ * its dunders inlined in the interpreter's order (reflected, subclass first, NotImplemented);
+ * 1: neither operand is one */
+int sym_obj_binary(trace *t, int nb, const var *a, const var *b, var *out);
+int sym_obj_compare(trace *t, int cmp, const var *a, const var *b, var *out);
 int sym_obj_truth(trace *t, const var *o, int *truth);
 int sym_obj_iter(trace *t, const var *o, var **items, int *n);
 /* with o: o.__enter__() inlined into *entered, *exit the bound __exit__ (called by the
@@ -669,6 +690,9 @@ int sym_data_wrap(trace *t, PyObject *o, int src, var *out);
 PyObject *sym_data_seq_type(trace *t, const var *v); /* deque / partial(deque, maxlen=n) */
 PyObject *sym_data_out_type(trace *t, const var *v); /* OrderedDict / partial(defaultdict, f) */
 int sym_data_is_deque(const var *v);
+PyObject *sym_data_dict_type(const var *v); /* obj_data.c: dict, OrderedDict, defaultdict, Counter (borrowed) */
+/* obj_data.c: a Counter's operators (BINARY_OP nb, or 100 + a comparison); 1: neither is one */
+int sym_counter_binary(trace *t, int nb, const var *a, const var *b, var *out);
 int sym_data_is_defaultdict(PyObject *o);
 int sym_iter_own(trace *t, var *it);                 /* it named by a fresh array, copies rebound */
 void sym_iter_advanced(trace *t, const var *it);     /* FOR_ITER moved an owned iterator */
@@ -685,6 +709,7 @@ int dh_replay_call(PyObject *obj, PyObject *m, PyObject *args); /* after the gra
 /* sym_containers.c: *d with d[k] = val (val NULL: deleted), not rebound; merge src into *dst */
 int sym_dict_set(trace *t, var *d, PyObject *k, const var *val);
 int sym_dict_merge(trace *t, var *dst, const var *src);
+int sym_dict_find(trace *t, const var *d, PyObject *k); /* index of constant key k, -1 absent, -2 failed */
 int sym_dict_or(trace *t, const var *d, const var *other, int inplace, var *out); /* d | o, d |= o */
 int sym_iter_copies(trace *t, const var *items);      /* V_ITERs over items in the live frames */
 

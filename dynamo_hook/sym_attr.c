@@ -54,6 +54,19 @@ static int guard_super_lookup(trace *t, PyObject *mro, Py_ssize_t first, Py_ssiz
  * on the class (its identity guarded, class_attr_guarded), an enum member, a plain constant
  * (guarded: the class's attribute looked up through its MRO), or the class's name.
  * 0 done, -1 failed, 1 not handled. */
+/* a tuple of None, bools, ints, floats, strings (and such tuples): immutable all through */
+static int const_tuple(PyObject *a, int depth) {
+    if (!PyTuple_CheckExact(a) || depth > 4)
+        return 0;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(a); i++) {
+        PyObject *x = PyTuple_GET_ITEM(a, i);
+        if (!(x == Py_None || PyBool_Check(x) || PyLong_CheckExact(x) || PyFloat_CheckExact(x) ||
+              PyUnicode_CheckExact(x) || const_tuple(x, depth + 1)))
+            return 0;
+    }
+    return 1;
+}
+
 static int type_attr(trace *t, PyObject *cls, int src, PyObject *name, var *out) {
     const char *n = PyUnicode_AsUTF8(name);
     if (n == NULL) {
@@ -70,7 +83,8 @@ static int type_attr(trace *t, PyObject *cls, int src, PyObject *name, var *out)
         if (a != NULL && sym_obj_slot_attr(t, a, NULL, out) == 0)
             return 0;
         if (a == NULL || !(PyFunction_Check(a) || Py_IS_TYPE(a, &PyClassMethod_Type) ||
-                           Py_IS_TYPE(a, &PyStaticMethod_Type))) /* a named tuple's _make */
+                           Py_IS_TYPE(a, &PyStaticMethod_Type) || const_tuple(a, 0) || PyList_CheckExact(a) ||
+                           PyDict_CheckExact(a))) /* a named tuple's _make */
             return 1;
     }
     /* Fn.apply: captured or a break at its call (sym_call); a Python classmethod overriding
@@ -137,6 +151,20 @@ static int type_attr(trace *t, PyObject *cls, int src, PyObject *name, var *out)
     }
     if (PyObject_TypeCheck(a, (PyTypeObject *)cls)) /* an enum member */
         return sym_const(t, Py_NewRef(a), out);
+    if (PyList_CheckExact(a) || PyDict_CheckExact(a)) {
+        /* a class-level registry (Cls.registry[name] = fn), a table of names: the container
+         * reached through the class (its MRO), read and updated as a global one is (its
+         * keys and items guarded as read; updates replayed on it after the graph) */
+        int cs = src >= 0 ? src : sym_source(t, DH_S_CONST, -1, 0, cls);
+        int s = cs < 0 ? -1 : sym_source(t, DH_S_ATTR, cs, 3, name);
+        return s < 0 ? -1 : sym_wrap(t, a, s, out);
+    }
+    if (PyTuple_CheckExact(a) && const_tuple(a, 0)) {
+        /* a named tuple's _fields, a class's table of names: the tuple itself guarded */
+        if (class_attr_guarded(t, cls, src, name, a) < 0)
+            return -1;
+        return sym_const(t, Py_NewRef(a), out);
+    }
     if (a == Py_None || PyBool_Check(a) || PyLong_CheckExact(a) || PyFloat_CheckExact(a) ||
         PyUnicode_CheckExact(a)) {
         /* K.factor = 5 after a call: the next call sees it (was: the value at trace time) */
@@ -828,7 +856,9 @@ int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
         const char *n = PyUnicode_AsUTF8(name);
         if (strcmp(n, "items") && strcmp(n, "keys") && strcmp(n, "values") && strcmp(n, "get") &&
             strcmp(n, "pop") && strcmp(n, "setdefault") && strcmp(n, "copy") && strcmp(n, "update") &&
-            strcmp(n, "__contains__"))
+            strcmp(n, "__contains__") &&
+            !(o->op == SYM_DICT_COUNTER && (!strcmp(n, "most_common") || !strcmp(n, "elements") ||
+                                            !strcmp(n, "total") || !strcmp(n, "subtract")))) /* obj_data.c */
             return sym_fail(t, "dict.%U not supported", name);
         return sym_method(t, o, name, -1, out);
     }

@@ -702,6 +702,20 @@ static int break_at_call(trace *t, sframe *f, const sym_ins *in, const var *fn, 
     return sym_record_break_state(t, f);
 }
 
+/* the instruction after in is a BEFORE_WITH (which has no inline caches) */
+static int next_is_before_with(sframe *f, const sym_ins *in) {
+    PyObject *bytes = PyCode_GetCode(f->code);
+    if (bytes == NULL) {
+        (void)tc_clear_expected(PyExc_Exception); /* (a fatal one stays: the trace reports it) */
+        return 0;
+    }
+    const char *nm = 2 * (Py_ssize_t)in->next < PyBytes_GET_SIZE(bytes)
+                         ? sym_opname(((const unsigned char *)PyBytes_AS_STRING(bytes))[2 * in->next])
+                         : NULL;
+    Py_DECREF(bytes);
+    return nm != NULL && strcmp(nm, "BEFORE_WITH") == 0;
+}
+
 int sym_op_call(trace *t, sframe *f, sym_ins *in) {
     var a, c;
     NEED(in->oparg + 2);
@@ -772,6 +786,18 @@ int sym_op_call(trace *t, sframe *f, sym_ins *in) {
     PyObject *kw = f->kwnames;
     f->kwnames = NULL;
     f->sp -= in->oparg + 2;
+    if (f->top && in->pc == t->with_brk_pc && sym_can_break(t)) {
+        /* it made a context manager whose block holds a graph break (break_at_with): the
+         * call runs eagerly, the resume enters its real object */
+        sym_fail(t, "a context manager made here holds a graph break in its block (%s): made and entered "
+                    "eagerly, its block resumes", t->with_why);
+        int rc = break_at_call(t, f, in, &fn, copy, nargs, kw);
+        if (rc == 1 && next_is_before_with(f, in)) { /* `with cm(...):` the BEFORE_WITH too */
+            t->brk.kind = DH_BRK_CALL_WITH;
+            t->brk.pc_next = in->next + 1;
+        }
+        return rc;
+    }
     if (fn.kind == V_FUNC && fn.op == SYM_GENCM_EXIT) { /* a contextmanager's exit (sym_gen.c) */
         if (sym_gen_cm_exit(t, &fn, &a) < 0)
             return -1;
@@ -1028,6 +1054,47 @@ int sym_op_load_build_class(trace *t, sframe *f, sym_ins *in) {
     return SYM_NEXT;
 }
 
+/* the top frame entered a Python context manager's block at pc, its exit at stack slot
+ * `slot` (symbolic.c user_with_pc); the newest entry of a slot wins */
+static void note_user_with(trace *t, int slot, int pc) {
+    int k = 0;
+    while (k < t->nwithpc && t->withpc[k].slot != slot)
+        k++;
+    if (k == (int)(sizeof t->withpc / sizeof t->withpc[0]))
+        return; /* full: a break inside this block does not resume */
+    t->withpc[k].slot = slot;
+    t->withpc[k].pc = pc;
+    if (k == t->nwithpc)
+        t->nwithpc++;
+}
+
+/* the top frame breaks at this BEFORE_WITH (t->reason set): it runs eagerly after the graph
+ * and the block resumes with the real exit and __enter__'s result (DH_BRK_WITH). A context
+ * manager made by a generator in the trace can't be handed over: the frame is traced again,
+ * breaking at the call that made it (trace_once), whose real object the resume enters */
+static int break_at_with(trace *t, sframe *f, const sym_ins *in, const var *cm, int forced) {
+    if (cm->kind == V_GEN) {
+        int mk = sym_gen_made_at(t, cm);
+        if (mk >= 0 && mk != t->with_brk_pc) {
+            t->with_retry_pc = mk;
+            if (!forced) /* (forced: with_why names the break inside the block already) */
+                snprintf(t->with_why, sizeof t->with_why, "%.199s", t->reason);
+        }
+        return -1;
+    }
+    var *ctx = sym_alloc(t, 1);
+    if (ctx == NULL)
+        return -1;
+    *ctx = *cm;
+    t->brk.kind = DH_BRK_WITH;
+    t->brk.pc_next = in->next;
+    t->brk.fn = ctx;
+    t->brk.args = NULL;
+    t->brk.nargs = 0;
+    t->brk.kwnames = NULL;
+    return sym_record_break_state(t, f);
+}
+
 /* BEFORE_WITH */
 int sym_op_before_with(trace *t, sframe *f, sym_ins *in) {
     var a, b, c;
@@ -1035,26 +1102,49 @@ int sym_op_before_with(trace *t, sframe *f, sym_ins *in) {
      * graph is the same; grad mode at entry is guarded, outputs never need grad */
     NEED(1);
     a = POP();
+    if (f->top && in->pc == t->with_brk_pc && sym_can_break(t)) {
+        /* a graph break inside this block, in an earlier trace (symbolic.c trace_once):
+         * the with statement runs eagerly, the block resumes holding the real exit */
+        sym_fail(t, "with-statement on %s around a graph break (%s): entered eagerly, its block resumes",
+                 a.kind == V_OBJ || a.kind == V_CONST ? Py_TYPE(a.obj)->tp_name : "a context manager",
+                 t->with_why);
+        return break_at_with(t, f, in, &a, 1);
+    }
+    /* the top frame may break here when __enter__ can't be traced: what its trace logged
+     * is undone and the with statement runs eagerly */
+    sym_fx_mark mark = {0};
+    int can = f->top && sym_can_break(t);
+    if (can && sym_fx_save(t, &mark) < 0)
+        return -1;
+    t->pending_exc = NULL; /* only what __enter__ raises */
+    int user = 1; /* a Python context manager: where the top frame entered it (t->withpc) */
     int ac = sym_gen_cm_enter(t, &a, &b, &c); /* @contextlib.contextmanager (sym_gen.c) */
-    if (ac == 1)
+    if (ac == 1) {
+        user = 0;
         ac = dh_autocast_enter(t, &a, &b, &c); /* torch.autocast regions (autocast.c) */
+    }
+    if (ac == 1 && a.kind == V_OBJ && !sym_is_grad_ctx(a.obj)) {
+        /* a context manager whose __enter__/__exit__ are Python (obj_proto.c) */
+        ac = sym_obj_enter(t, &a, &b, &c);
+        user = 1;
+    }
+    if (ac < 0 && can && t->failed && !PyErr_Occurred()) {
+        if (t->pending_exc != NULL && t->asked_compiling) {
+            sym_fx_drop(&mark);
+            return sym_refuse_raise_break(t);
+        }
+        sym_fx_rollback(t, &mark);
+        return break_at_with(t, f, in, &a, 0);
+    }
+    sym_fx_drop(&mark);
     if (ac < 0)
         return -1;
     if (ac == 0) {
+        if (user && f->top)
+            note_user_with(t, f->sp, in->pc);
         PUSH(b);
         PUSH(c);
         return SYM_NEXT;
-    }
-    if (a.kind == V_OBJ && !sym_is_grad_ctx(a.obj)) {
-        /* a context manager whose __enter__/__exit__ are Python (obj_proto.c) */
-        int rc = sym_obj_enter(t, &a, &b, &c);
-        if (rc < 0)
-            return -1;
-        if (rc == 0) {
-            PUSH(b);
-            PUSH(c);
-            return SYM_NEXT;
-        }
     }
     if (a.kind != V_OBJ || !sym_is_grad_ctx(a.obj))
         return sym_fail(t, "with-statement on %s not supported yet",

@@ -58,6 +58,55 @@ var *sym_slice_items(trace *t, PyObject *slice, const var *items, int n, int *m)
 
 /* type(c).__getitem__(c, k) inlined when it is a Python function and c has a source;
  * 1: it is not (nothing done) */
+/* a typing construct (typing's special forms, aliases and TypeVars, types.GenericAlias) or a
+ * class with __class_getitem__ (list, dict, a Generic subclass, collections.abc.Callable):
+ * subscripting it only builds an alias */
+static int typing_subscriptable(const var *c) {
+    PyObject *o = c->obj;
+    if (c->kind == V_FUNC && (c->op == SYM_MADE_FUNCTION || c->op == SYM_PARTIAL))
+        return 0; /* obj is not the value itself */
+    if (PyType_Check(o)) {
+        static PyObject *s_cgi;
+        if (s_cgi == NULL && (s_cgi = PyUnicode_InternFromString("__class_getitem__")) == NULL)
+            return 0; /* MemoryError, left set */
+        return _PyType_Lookup((PyTypeObject *)o, s_cgi) != NULL;
+    }
+    PyObject *mod = PyObject_GetAttrString((PyObject *)Py_TYPE(o), "__module__");
+    int yes = mod != NULL && PyUnicode_Check(mod) &&
+              (PyUnicode_CompareWithASCIIString(mod, "typing") == 0 ||
+               PyUnicode_CompareWithASCIIString(mod, "typing_extensions") == 0 ||
+               (PyUnicode_CompareWithASCIIString(mod, "types") == 0 && !PyModule_Check(o) && !PyFunction_Check(o)));
+    Py_XDECREF(mod);
+    (void)tc_clear_expected(PyExc_AttributeError);
+    return yes;
+}
+
+/* a typing subscript's key as the Python value (a constant, a class, a tuple/list of them),
+ * new reference; NULL (no exception) where a part is a traced value */
+static PyObject *typing_arg(trace *t, const var *v, int depth) {
+    if ((v->kind == V_CONST || (v->kind == V_FUNC && v->op == -1)) && v->obj != NULL)
+        return Py_NewRef(v->obj);
+    if (v->kind == V_FUNC && v->obj != NULL && PyType_Check(v->obj))
+        return Py_NewRef(v->obj);
+    if (v->kind == V_OBJ && v->obj != NULL && !PyType_Check(v->obj) && typing_subscriptable(v))
+        return Py_NewRef(v->obj); /* a TypeVar, a ParamSpec */
+    if (v->kind != V_SEQ || v->obj != NULL || depth > 8)
+        return NULL;
+    PyObject *r = v->is_list ? PyList_New(v->n) : PyTuple_New(v->n);
+    for (int i = 0; r != NULL && i < v->n; i++) {
+        PyObject *it = typing_arg(t, &v->items[i], depth + 1);
+        if (it == NULL) {
+            Py_CLEAR(r);
+            break;
+        }
+        if (v->is_list)
+            PyList_SET_ITEM(r, i, it);
+        else
+            PyTuple_SET_ITEM(r, i, it);
+    }
+    return r;
+}
+
 static int inline_py_getitem(trace *t, const var *c, const var *k, var *out) {
     PyObject *gn = PyUnicode_InternFromString("__getitem__");
     if (gn == NULL)
@@ -84,7 +133,9 @@ static int subscr(trace *t, const var *c, const var *k, var *out) {
         }
         return sym_const(t, r, out);
     }
-    if (c->kind == V_DICT && k->kind == V_CONST) {
+    if (c->kind == V_DICT && (k->kind == V_CONST || (k->kind == V_FUNC && k->obj != NULL &&
+                                                      (k->op == -1 || k->op == SYM_USER_FUNCTION)))) {
+        /* (a function or class held as a callable is a key as itself: type(x), namedtuple) */
         if (sym_dict_view_read_key(t, c, k->obj) < 0)
             return -1;
         for (int i = 0; i < c->n; i++) {
@@ -100,6 +151,8 @@ static int subscr(trace *t, const var *c, const var *k, var *out) {
         }
         if (c->op == SYM_DICT_DEFAULT && c->globals != NULL && c->globals != Py_None)
             return default_missing(t, c, k, out); /* defaultdict: d[k] = factory() */
+        if (c->op == SYM_DICT_COUNTER) /* Counter.__missing__: 0, nothing stored */
+            return sym_const(t, PyLong_FromLong(0), out);
         return sym_raise(t, PyExc_KeyError, k->obj, "KeyError %R (eager will raise)", k->obj);
     }
     if (c->kind == V_SEQ && c->obj == NULL && k->kind == V_CONST && PySlice_Check(k->obj)) {
@@ -123,6 +176,24 @@ static int subscr(trace *t, const var *c, const var *k, var *out) {
             return sym_raise(t, PyExc_IndexError, NULL, "%s index out of range", c->is_list ? "list" : "tuple");
         *out = c->items[i];
         return 0;
+    }
+    if ((c->kind == V_FUNC || c->kind == V_CONST || c->kind == V_OBJ) && c->obj != NULL && typing_subscriptable(c)) {
+        /* Callable[[T], Any], Optional[int], dict[str, Tensor], a Generic class's C[T]: an
+         * annotation evaluated when a nested function is made; typing's subscripts build
+         * (cached) alias objects and change nothing: a constant made now */
+        PyObject *key = typing_arg(t, k, 0);
+        if (key != NULL) {
+            PyObject *r = PyObject_GetItem(c->obj, key);
+            Py_DECREF(key);
+            if (r == NULL) {
+                if (tc_clear_expected(PyExc_Exception) < 0)
+                    return -1;
+                return sym_fail(t, "a typing subscript raised (eager will raise)");
+            }
+            return sym_const(t, r, out);
+        }
+        if (PyErr_Occurred())
+            return -1;
     }
     if (c->kind == V_OBJ && !PyModule_Check(c->obj) && !sym_is_nn_module(c->obj) && c->src >= 0) {
         /* a user container: type(c).__getitem__(c, k) inlined */
@@ -197,6 +268,12 @@ static int subscr(trace *t, const var *c, const var *k, var *out) {
             return sym_fail(t, "generic alias raised");
         }
         return sym_const(t, r, out);
+    }
+    {
+        var kk = *k; /* EnumClass["NAME"]: the metaclass's __getitem__ (obj_proto.c) */
+        int crc = sym_class_dunder(t, c, "__getitem__", &kk, 1, out);
+        if (crc <= 0)
+            return crc;
     }
     if (c->kind == V_CONST && c->obj == Py_None) { /* None[...]: eager raises */
         PyObject *msg = PyUnicode_FromString("'NoneType' object is not subscriptable");
@@ -326,6 +403,9 @@ int sym_iter_items(trace *t, const var *v, var **items, int *n) {
     }
     if (v->kind == V_TENSOR) /* its rows (sym_iter_tensor.c) */
         return sym_tensor_iter_items(t, v, items, n);
+    int crc = sym_obj_iter(t, v, items, n); /* a class with a metaclass __iter__ (obj_proto.c) */
+    if (crc <= 0)
+        return crc;
     return sym_fail(t, "iteration over an unsupported value");
 }
 
@@ -441,6 +521,8 @@ static int dict_find(trace *t, const var *d, PyObject *k) {
     }
     return -1;
 }
+
+int sym_dict_find(trace *t, const var *d, PyObject *k) { return dict_find(t, d, k); }
 
 /* Vars are values: every copy of a dict (locals, stack, closures, containers of any live
  * frame) shares its items array, which names the dict. An update builds the new keys and
@@ -726,6 +808,21 @@ int sym_dict_method(trace *t, const var *d, const char *mn, var *args, int nargs
     return sym_fail(t, "dict.%s not supported", mn);
 }
 
+/* a __contains__ inlined answered r: its truth (not, for `not in`) pushed */
+static int push_contains(trace *t, sframe *f, const var *r, int invert, const char *what) {
+    var c;
+    int truth = r->kind == V_CONST ? PyObject_IsTrue(r->obj) : -1;
+    if (truth < 0) {
+        if (tc_clear_expected(PyExc_Exception) < 0)
+            return -1;
+        return sym_fail(t, "'in' on a %s: not a constant answer", what);
+    }
+    if (sym_const(t, PyBool_FromLong(truth ^ invert), &c) < 0)
+        return -1;
+    PUSH(c);
+    return SYM_NEXT;
+}
+
 /* CONTAINS_OP */
 int sym_op_contains_op(trace *t, sframe *f, sym_ins *in) {
     var a, b, c;
@@ -760,7 +857,9 @@ int sym_op_contains_op(trace *t, sframe *f, sym_ins *in) {
             return SYM_NEXT;
         }
     }
-    if (a.kind == V_CONST && b.kind == V_DICT) {
+    /* a function or class (held as a callable: namedtuple, type(x)) as a key: hashed as itself */
+    int keylike = a.kind == V_CONST || (a.kind == V_FUNC && a.obj != NULL && (a.op == -1 || a.op == SYM_USER_FUNCTION));
+    if (keylike && b.kind == V_DICT) {
         int at = dict_find(t, &b, a.obj);
         if (at == -2)
             return -1;
@@ -815,15 +914,7 @@ int sym_op_contains_op(trace *t, sframe *f, sym_ins *in) {
         Py_DECREF(cn);
         if (fs < 0 || sym_inline(t, fn, fs, &b, &a, 1, NULL, &r) < 0)
             return -1;
-        int truth = r.kind == V_CONST ? PyObject_IsTrue(r.obj) : -1;
-        if (truth < 0) {
-            (void)tc_clear_expected(PyExc_Exception);
-            return sym_fail(t, "'in' on a %s: not a constant answer", Py_TYPE(b.obj)->tp_name);
-        }
-        if (sym_const(t, PyBool_FromLong(truth ^ in->oparg), &c) < 0)
-            return -1;
-        PUSH(c);
-        return SYM_NEXT;
+        return push_contains(t, f, &r, in->oparg, Py_TYPE(b.obj)->tp_name);
     }
     PyObject *am = b.kind == V_CONST && PyAnySet_Check(b.obj) ? sym_set_member(t, &a) : NULL;
     if (am == NULL && t->failed)
@@ -842,7 +933,13 @@ int sym_op_contains_op(trace *t, sframe *f, sym_ins *in) {
         PUSH(c);
         return SYM_NEXT;
     }
-    if (a.kind != V_CONST || b.kind != V_CONST)
+    {
+        var r; /* member in EnumClass: the metaclass's __contains__ (obj_proto.c) */
+        int crc = sym_class_dunder(t, &b, "__contains__", &a, 1, &r);
+        if (crc != 1)
+            return crc < 0 ? -1 : push_contains(t, f, &r, in->oparg, "a class");
+    }
+    if (!keylike || b.kind != V_CONST)
         return sym_fail(t, "'in' on non-constant values");
     int r = PySequence_Contains(b.obj, a.obj);
     if (r < 0) {

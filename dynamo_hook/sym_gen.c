@@ -25,6 +25,7 @@ enum { GEN_NEW, GEN_SUSPENDED, GEN_RUNNING, GEN_DONE };
 typedef struct sym_gen {
     sframe *f;   /* the generator's frame (a sym_alloc'd block: freed with the trace) */
     int state;   /* GEN_* */
+    int mk_pc;   /* the top frame's instruction that made it (break_at_with), -1: unknown */
 } sym_gen;
 
 /* trace-lifetime zeroed memory of `size` bytes (whole vars of a sym_alloc chunk) */
@@ -59,11 +60,17 @@ int sym_gen_new(trace *t, sframe *f, int cm, var *out) {
         return -1;
     g->f = f;
     g->state = GEN_NEW;
+    g->mk_pc = t->top_frame != NULL ? t->top_frame->pc : -1;
     ((sym_gen **)t->gens)[t->ngens] = g;
     *out = sym_var(V_GEN);
     out->val = t->ngens++;
     out->op = cm;
     return 0;
+}
+
+int sym_gen_made_at(trace *t, const var *v) {
+    sym_gen *g = gen_of(t, v);
+    return g != NULL ? g->mk_pc : -1;
 }
 
 /* One step: 1 yielded (*out the value), 0 returned (*out the return value), -1 failed. */

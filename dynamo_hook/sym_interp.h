@@ -29,7 +29,8 @@
     X(STORE_ATTR) X(BUILD_SLICE) X(LIST_APPEND) X(MAP_ADD) X(UNPACK_EX) X(MAKE_FUNCTION) X(BINARY_SLICE) X(UNARY_INVERT) X(LOAD_SUPER_ATTR) X(IMPORT_NAME) X(IMPORT_FROM) X(BUILD_SET) X(BEFORE_WITH) \
     X(STORE_SUBSCR) X(STORE_SLICE) X(RETURN_GENERATOR) X(YIELD_VALUE)                     \
     X(PUSH_EXC_INFO) X(CHECK_EXC_MATCH) X(POP_EXCEPT) X(RERAISE) X(CALL_INTRINSIC_1)     \
-    X(DELETE_SUBSCR) X(DELETE_ATTR) X(SET_ADD) X(SET_UPDATE) X(LOAD_BUILD_CLASS)
+    X(DELETE_SUBSCR) X(DELETE_ATTR) X(SET_ADD) X(SET_UPDATE) X(LOAD_BUILD_CLASS)                \
+    X(MATCH_SEQUENCE) X(MATCH_MAPPING) X(MATCH_KEYS) X(MATCH_CLASS) X(GET_LEN)
 
 enum {
     OP_UNKNOWN = 0,
@@ -172,6 +173,12 @@ int sym_op_build_set(trace *t, sframe *f, sym_ins *in);
 int sym_op_set_add(trace *t, sframe *f, sym_ins *in);
 int sym_op_binary_slice(trace *t, sframe *f, sym_ins *in);
 int sym_op_delete_subscr(trace *t, sframe *f, sym_ins *in);
+/* sym_match.c: match statements */
+int sym_op_match_sequence(trace *t, sframe *f, sym_ins *in);
+int sym_op_match_mapping(trace *t, sframe *f, sym_ins *in);
+int sym_op_match_keys(trace *t, sframe *f, sym_ins *in);
+int sym_op_match_class(trace *t, sframe *f, sym_ins *in);
+int sym_op_get_len(trace *t, sframe *f, sym_ins *in);
 int sym_op_store_subscr(trace *t, sframe *f, sym_ins *in);
 int sym_op_binary_subscr(trace *t, sframe *f, sym_ins *in);
 int sym_op_unpack_sequence(trace *t, sframe *f, sym_ins *in);

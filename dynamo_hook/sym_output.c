@@ -787,7 +787,7 @@ int sym_fill_break(trace *t, outbuf *ob, ic_val *outvals, int *nout, dh_entry_br
     for (int i = 0; i < b->nargs; i++)
         if (sym_fill_out(t, ob, k++, &b->args[i], outvals, nout) < 0)
             return -1;
-    unsigned char stack_null[STACK_MAX + 1], *unbound = calloc((size_t)b->nlocals + 1, 1);
+    unsigned char stack_null[STACK_MAX + 2], *unbound = calloc((size_t)b->nlocals + 1, 1);
     if (unbound == NULL) {
         PyErr_NoMemory();
         return -1;
@@ -857,6 +857,12 @@ int sym_fill_break(trace *t, outbuf *ob, ic_val *outvals, int *nout, dh_entry_br
         stack_null[b->nstack] = 0; /* the call's result */
         eb->resume[0] = dh_make_resume(t->code, t->globals, b->pc_next, b->nlocals, unbound,
                                        b->nstack + 1, stack_null, b->with);
+        if (eb->resume[0] == NULL)
+            goto done;
+    } else if (b->kind == DH_BRK_WITH || b->kind == DH_BRK_CALL_WITH) {
+        stack_null[b->nstack] = stack_null[b->nstack + 1] = 0; /* the exit, __enter__'s result */
+        eb->resume[0] = dh_make_resume(t->code, t->globals, b->pc_next, b->nlocals, unbound,
+                                       b->nstack + 2, stack_null, b->with);
         if (eb->resume[0] == NULL)
             goto done;
     } else if (b->kind == DH_BRK_STORE || b->kind == DH_BRK_SETATTR) {

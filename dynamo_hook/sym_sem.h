@@ -23,6 +23,7 @@ int dh_autocast_query(trace *t, PyObject *fn, const var *args, int nargs, PyObje
 struct sframe;
 struct sframe *sym_gen_frame_new(trace *t);          /* zeroed, trace lifetime */
 int sym_gen_new(trace *t, struct sframe *f, int cm, var *out);
+int sym_gen_made_at(trace *t, const var *v); /* the top frame's pc that made generator v, or -1 */
 int sym_gen_step(trace *t, const var *gv, var *out); /* 1 yielded, 0 returned, -1 failed */
 int sym_gen_drain(trace *t, const var *gv, var **items, int *n);
 int sym_gen_live(trace *t, int (*live)(trace *, const var *, int, int, int), int oid);

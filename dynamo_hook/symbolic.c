@@ -203,6 +203,24 @@ static int other_with_exit(const var *v) {
     return 0;
 }
 
+/* the exit of a Python context manager's block that the frame received (a resume after a
+ * break at its BEFORE_WITH: DH_BRK_WITH): the real bound __exit__, passed on as it is */
+static int passed_exit(const var *v) { return v->kind == V_OBJ && v->obj != NULL && v->src >= 0; }
+
+/* the BEFORE_WITH of the outermost block on a Python context manager the trace entered
+ * symbolically around the break (trace.withpc), or -1 */
+static int user_with_pc(const trace *t, const sframe *f) {
+    for (int i = 0; i < f->sp; i++) {
+        if (!other_with_exit(&f->stack[i]))
+            continue;
+        for (int k = t->nwithpc; k-- > 0;)
+            if (t->withpc[k].slot == i)
+                return t->withpc[k].pc;
+        return -1;
+    }
+    return -1;
+}
+
 /* The with blocks the break is inside: for each exit on the stack (outermost first) the
  * class and constant arguments of an equal context, (position, class, args), in
  * t->brk.with; the resume's prologue enters one there (resume.c) and run_break one around
@@ -294,6 +312,7 @@ int sym_record_break_state(trace *t, sframe *f) {
          * it is */
         int hd, hl, h = sym_exc_handler(f->code, f->pc, &hd, &hl);
         const char *why = NULL;
+        int user_cm = 0; /* why: a block on a Python context manager entered in the trace */
         if (h >= 0) {
             PyObject *bytes = PyCode_GetCode(f->code); /* deoptimized */
             if (bytes == NULL)
@@ -336,15 +355,26 @@ int sym_record_break_state(trace *t, sframe *f) {
             else if (second == NULL)
                 why = "inside a with block";
             else if (!strcmp(second, "WITH_EXCEPT_START") &&
-                     (hd < 1 || !sym_is_with_exit(&f->stack[hd - 1])))
+                     (hd < 1 || (!sym_is_with_exit(&f->stack[hd - 1]) && !passed_exit(&f->stack[hd - 1])))) {
                 why = "inside a with block on a context manager other than no_grad, inference_mode or "
                       "autocast: its __enter__ would run again";
+                user_cm = 1;
+            }
         }
         t->brk.with = NULL;
         if (why == NULL && h >= 0) {
             int wr = with_recipes(t, f, &why);
             if (wr < 0)
                 return -1;
+            user_cm = why != NULL;
+        }
+        if (user_cm && t->brk.kind != DH_BRK_WITH) {
+            /* the frame is traced again, breaking at the outermost such block's BEFORE_WITH */
+            int wpc = user_with_pc(t, f);
+            if (wpc >= 0 && wpc != t->with_brk_pc) {
+                t->with_retry_pc = wpc;
+                snprintf(t->with_why, sizeof t->with_why, "%.199s", t->reason);
+            }
         }
         if (t->tfm_top > 0 && why == NULL) /* the rest would run without the mode (sym_tfm.c) */
             why = "a TorchFunctionMode is entered";
@@ -627,6 +657,11 @@ static const sym_handler handlers[OP_COUNT_] = {
     [OP_LIST_TO_TUPLE] = sym_op_list_to_tuple,
     [OP_CALL_INTRINSIC_1] = sym_op_call_intrinsic_1,
     [OP_BEFORE_WITH] = sym_op_before_with,
+    [OP_MATCH_SEQUENCE] = sym_op_match_sequence,
+    [OP_MATCH_MAPPING] = sym_op_match_mapping,
+    [OP_MATCH_KEYS] = sym_op_match_keys,
+    [OP_MATCH_CLASS] = sym_op_match_class,
+    [OP_GET_LEN] = sym_op_get_len,
     [OP_IMPORT_NAME] = sym_op_import_name,
     [OP_IMPORT_FROM] = sym_op_import_from,
     [OP_BUILD_SET] = sym_op_build_set,
@@ -793,10 +828,48 @@ dh_entry *dh_trace_frame(PyCodeObject *code, PyObject *const *localsplus, PyObje
     return trace_once(code, localsplus, globals, builtins, func, cfg, NULL, 0, NULL, NULL, NULL);
 }
 
+static dh_entry *trace_at(PyCodeObject *code, PyObject *const *localsplus, PyObject *globals,
+                          PyObject *builtins, PyObject *func, const dh_config *cfg,
+                          const uint32_t *dynmask, int dyn, const char *expect, char **sig,
+                          int *reject, int with_pc, const char *with_why, int *retry, char *retry_why);
+
+/* A break inside a with block on a Python context manager the trace entered (its __enter__
+ * traced, its exit symbolic) can't resume there: the frame is traced again, breaking at that
+ * block's BEFORE_WITH (DH_BRK_WITH): __enter__ runs eagerly and the resume holds the real
+ * exit, so the body resumes and __exit__ runs once, from the resume's own bytecode, with
+ * eager's arguments. Nested blocks: once per level, outermost first. */
 static dh_entry *trace_once(PyCodeObject *code, PyObject *const *localsplus, PyObject *globals,
                             PyObject *builtins, PyObject *func, const dh_config *cfg,
                             const uint32_t *dynmask, int dyn, const char *expect, char **sig,
                             int *reject) {
+    char why[200] = "";
+    int with_pc = -1, tried[4], ntried = 0;
+    for (;;) {
+        int retry = -1, again;
+        char next_why[200] = "";
+        dh_entry *e = trace_at(code, localsplus, globals, builtins, func, cfg, dynmask, dyn, expect, sig,
+                               reject, with_pc, why, &retry, next_why);
+        again = retry >= 0 && (e == NULL || e->fallback) && !PyErr_Occurred() && !(reject && *reject) &&
+                ntried < 4;
+        for (int k = 0; again && k < ntried; k++)
+            again = tried[k] != retry; /* each place once: no cycle */
+        if (!again)
+            return e;
+        if (e != NULL)
+            dh_entry_free(e); /* this trace's fallback: the next one replaces it */
+        if (sig != NULL) {
+            free(*sig);
+            *sig = NULL;
+        }
+        with_pc = tried[ntried++] = retry;
+        snprintf(why, sizeof why, "%s", next_why);
+    }
+}
+
+static dh_entry *trace_at(PyCodeObject *code, PyObject *const *localsplus, PyObject *globals,
+                          PyObject *builtins, PyObject *func, const dh_config *cfg,
+                          const uint32_t *dynmask, int dyn, const char *expect, char **sig,
+                          int *reject, int with_pc, const char *with_why, int *retry, char *retry_why) {
     trace *t = calloc(1, sizeof *t);
     sframe *f = calloc(1, sizeof *f);
     outbuf ob = {0};
@@ -828,6 +901,9 @@ static dh_entry *trace_once(PyCodeObject *code, PyObject *const *localsplus, PyO
     t->cur_globals = globals;
     t->dynmask = dynmask;
     t->dyn_fake = dyn == 1;
+    t->with_brk_pc = with_pc;
+    t->with_retry_pc = -1;
+    snprintf(t->with_why, sizeof t->with_why, "%s", with_why);
     if (t->keep == NULL || t->g == NULL) {
         if (t->g == NULL)
             PyErr_NoMemory();
@@ -864,6 +940,10 @@ static dh_entry *trace_once(PyCodeObject *code, PyObject *const *localsplus, PyO
         memset(&result, 0, sizeof result);
         int rr = sym_run_frame(t, f, &result);
         chk_base = -1;
+        if (rr < 0 && t->failed && t->with_retry_pc >= 0 && !PyErr_Occurred()) {
+            *retry = t->with_retry_pc; /* trace_once may trace again, breaking there (this */
+            snprintf(retry_why, 200, "%s", t->with_why); /* trace's fallback entry, if not) */
+        }
         if (rr == 0 && sym_ctxvar_pending(t, NULL))
             rr = sym_fail(t, "a context variable set in the trace is not reset at its end");
         if (rr >= 0 && sym_gen_unclosed(t))

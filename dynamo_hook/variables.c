@@ -1333,6 +1333,20 @@ int sym_dim_of(trace *t, const var *v, ic_dim *d) {
     return 0;
 }
 
+/* an object of the typing module (a special form, an alias, a TypeVar) */
+static int typing_object(PyObject *o) {
+    if (PyType_Check(o) || PyModule_Check(o))
+        return 0;
+    PyObject *mod = PyObject_GetAttrString((PyObject *)Py_TYPE(o), "__module__");
+    int yes = mod != NULL && PyUnicode_Check(mod) &&
+              (PyUnicode_CompareWithASCIIString(mod, "typing") == 0 ||
+               PyUnicode_CompareWithASCIIString(mod, "typing_extensions") == 0);
+    Py_XDECREF(mod);
+    if (mod == NULL)
+        (void)tc_clear_expected(PyExc_AttributeError);
+    return yes;
+}
+
 static int wrap_uncached(trace *t, PyObject *o, int src, var *out);
 
 int sym_wrap(trace *t, PyObject *o, int src, var *out) {
@@ -1697,6 +1711,15 @@ static int wrap_uncached(trace *t, PyObject *o, int src, var *out) {
         /* int | None, list[int] (a dataclass field's type): immutable, identity-guarded (==
          * ignores the order of a union's __args__, which get_args returns) */
         if (sym_guard_id(t, src, o) < 0)
+            return -1;
+        out->kind = V_CONST;
+        out->obj = sym_keep(t, Py_NewRef(o));
+        return out->obj ? 0 : -1;
+    }
+    if (typing_object(o)) {
+        /* typing.Callable, typing.Optional, Callable[[T], Any], a TypeVar: annotations,
+         * immutable: itself, identity-guarded where read from a source */
+        if (src >= 0 && sym_guard_id(t, src, o) < 0)
             return -1;
         out->kind = V_CONST;
         out->obj = sym_keep(t, Py_NewRef(o));

@@ -2742,7 +2742,8 @@ def with_no_grad_block(x):
     return y + 1, y.requires_grad
 
 
-@case(1, 2, lambda: (R(3),), reason="enable_grad")  # breaks before the with; the resume runs it eagerly
+@case(4, 3, lambda: (R(3),), reason="enable_grad")  # made eagerly; its BEFORE_WITH (a Python __enter__ the
+# trace can't run) is a break too, the block resumes captured (x * 2), its __exit__ call a third break
 def with_enable_grad_block(x):
     with torch.enable_grad():
         y = x * 2
