@@ -373,33 +373,6 @@ def _deepcopy_written(writes, root_dict):
     return make
 
 
-def _enclosing_duplicates(records):
-    """ids of the break/fallback records that an enclosing frame made for a break a deeper
-    frame of the same call recorded again later: same reason, and the later record's
-    `where` (innermost first, "file:line in fn; ...") is a proper prefix of this one's."""
-    def reason(r):
-        if r["event"] == "fallback":
-            return r.get("reason")
-        if r["event"] in ("compiled", "hit") and not r.get("fallback"):
-            return r.get("break_reason")
-        return None
-
-    rows = [(r, reason(r), r.get("where") or "") for r in records]
-    dup, used = set(), set()
-    for i, (r, why, where) in enumerate(rows):
-        if not why or "; " not in where:
-            continue  # not a break inside a called function
-        for j in range(i + 1, len(rows)):
-            s, swhy, swhere = rows[j]
-            if j in used or swhy != why or not swhere:
-                continue
-            if where.startswith(swhere + "; ") or (len(swhere) >= 400 and where.startswith(swhere) and swhere != where):
-                dup.add(id(r))
-                used.add(j)
-                break
-    return dup
-
-
 _VAL = re.compile(r"%\d+")
 # a reason that names a limit: the recompile limit, a trace limit of torchc.config
 _LIMIT = re.compile(r"recompile limit \(|torchc\.config\.(max_\w+|inline_depth)")
