@@ -450,7 +450,9 @@ class ExplainOutput:
                 split = False
         if chain:
             chains.setdefault(tuple(p["entry"] for p in chain), chain)
-        chains = [c for c in chains.values() if any(map(_has_ops, c))]
+        every = list(chains.values())
+        chains = [c for c in every if any(map(_has_ops, c))]
+        graphs = {id(c) for c in chains}
         compiled = [p for c in chains for p in c]  # the distinct pieces of the graphs
         self.graph_count = len(chains)
         self.graphs = [r["graph"] for r in compiled if _has_ops(r)]
@@ -463,12 +465,16 @@ class ExplainOutput:
         self.graph_break_count = max(self.graph_count - 1, 0) + len(fallbacks)
         # "fn (file:line of the unsupported code): reason" (resume functions named after
         # the function they continue; the line is the def line when torchc has no better
-        # one): as Dynamo's, one per graph that a break ended, and one per frame run eagerly
+        # one): as Dynamo's, one per graph that a break ended, and one per frame run eagerly.
+        # Unlike Dynamo's, a break that ended a piece with no op is listed too (torch.relu_(x)
+        # left to eager as the first instruction: nothing else says why), unless it was inside
+        # a callee, which then ran as its own frame and says it there.
         from ._logging import user_loc, user_name, where_of
         self.break_reasons = [f"{user_name(r['name'])} ({where_of(r)}): {r['reason']}"
                               for r in fallbacks]
         self.break_reasons += [f"{user_name(c[-1]['name'])} ({where_of(c[-1])}): graph break: "
-                               f"{c[-1]['break_reason']}" for c in chains if c[-1].get("break_reason")]
+                               f"{c[-1]['break_reason']}" for c in every if c[-1].get("break_reason") and
+                               (id(c) in graphs or "; " not in (c[-1].get("where") or ""))]
         self.eager_frames = [f"{user_name(r['name'])} ({user_loc(r)}): {r['reason']}" for r in fallbacks]
         # what Dynamo's counts leave out: every piece that ran (cache hits, pieces without
         # tensor ops included), the runs answered by an entry compiled before, the empty pieces
