@@ -373,6 +373,33 @@ def _deepcopy_written(writes, root_dict):
     return make
 
 
+def _enclosing_duplicates(records):
+    """ids of the break/fallback records that an enclosing frame made for a break a deeper
+    frame of the same call recorded again later: same reason, and the later record's
+    `where` (innermost first, "file:line in fn; ...") is a proper prefix of this one's."""
+    def reason(r):
+        if r["event"] == "fallback":
+            return r.get("reason")
+        if r["event"] in ("compiled", "hit") and not r.get("fallback"):
+            return r.get("break_reason")
+        return None
+
+    rows = [(r, reason(r), r.get("where") or "") for r in records]
+    dup, used = set(), set()
+    for i, (r, why, where) in enumerate(rows):
+        if not why or "; " not in where:
+            continue  # not a break inside a called function
+        for j in range(i + 1, len(rows)):
+            s, swhy, swhere = rows[j]
+            if j in used or swhy != why or not swhere:
+                continue
+            if where.startswith(swhere + "; ") or (len(swhere) >= 400 and where.startswith(swhere) and swhere != where):
+                dup.add(id(r))
+                used.add(j)
+                break
+    return dup
+
+
 _VAL = re.compile(r"%\d+")
 # a reason that names a limit: the recompile limit, a trace limit of torchc.config
 _LIMIT = re.compile(r"recompile limit \(|torchc\.config\.(max_\w+|inline_depth)")
@@ -467,14 +494,15 @@ class ExplainOutput:
         # the function they continue; the line is the def line when torchc has no better
         # one): as Dynamo's, one per graph that a break ended, and one per frame run eagerly.
         # Unlike Dynamo's, a break that ended a piece with no op is listed too (torch.relu_(x)
-        # left to eager as the first instruction: nothing else says why), unless it was inside
-        # a callee, which then ran as its own frame and says it there.
+        # left to eager as the first instruction: nothing else says why), unless a callee it
+        # was inside ran as its own frame later in the call and recorded it there.
         from ._logging import user_loc, user_name, where_of
+        inner = _enclosing_duplicates(records)
         self.break_reasons = [f"{user_name(r['name'])} ({where_of(r)}): {r['reason']}"
                               for r in fallbacks]
         self.break_reasons += [f"{user_name(c[-1]['name'])} ({where_of(c[-1])}): graph break: "
                                f"{c[-1]['break_reason']}" for c in every if c[-1].get("break_reason") and
-                               (id(c) in graphs or "; " not in (c[-1].get("where") or ""))]
+                               (id(c) in graphs or id(c[-1]) not in inner)]
         self.eager_frames = [f"{user_name(r['name'])} ({user_loc(r)}): {r['reason']}" for r in fallbacks]
         # what Dynamo's counts leave out: every piece that ran (cache hits, pieces without
         # tensor ops included), the runs answered by an entry compiled before, the empty pieces
