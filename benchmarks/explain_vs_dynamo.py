@@ -12,7 +12,6 @@ import torch
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 import sweep_dynamo  # noqa: E402
-import sweep_tiny  # noqa: E402
 
 
 def old_counts(records):
@@ -37,21 +36,7 @@ def old_counts(records):
 
 def one(name):
     import torchc
-    from transformers import AutoModel
-    cfg = sweep_tiny.tiny_config(name)
-    torch.manual_seed(0)
-    model = AutoModel.from_config(cfg).eval()
-    inputs = None
-    for extra in (False, True):
-        inputs, _ = sweep_tiny.make_inputs(model, cfg, extra)
-        if inputs is None:
-            continue
-        try:
-            with torch.no_grad():
-                model(**inputs)
-            break
-        except Exception:
-            inputs = None
+    model, inputs = sweep_dynamo.model_and_inputs(name)
     if inputs is None:
         return {"model": name, "error": "no inputs"}
     torchc.reset()

@@ -14,24 +14,14 @@ import warnings
 import torch
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-import sweep_tiny  # noqa: E402
+import sweep_dynamo  # noqa: E402
 
 
 def one(name):
     import torchc
-    from transformers import AutoModel
-    cfg = sweep_tiny.tiny_config(name)
-    torch.manual_seed(0)
-    model = AutoModel.from_config(cfg).eval()
-    for extra in (False, True):
-        inputs, _ = sweep_tiny.make_inputs(model, cfg, extra)
-        if inputs is not None:
-            try:
-                with torch.no_grad():
-                    model(**inputs)
-                break
-            except Exception:
-                inputs = None
+    model, inputs = sweep_dynamo.model_and_inputs(name)
+    if inputs is None:
+        return {"model": name, "error": "no inputs"}
     torchc.reset()
     with torch.no_grad():
         ex = torchc.explain(model)(**inputs)
