@@ -369,7 +369,7 @@ def test_torch_op_of_two_numbers(op, ab):
     fn = {"trunc": lambda: torch.div(a, b, rounding_mode="trunc"), "floor": lambda: torch.div(a, b, rounding_mode="floor"),
           "true": lambda: torch.div(a, b), "mul": lambda: torch.mul(a, b), "sub": lambda: torch.sub(a, b)}[op]
     if op == "sub" and isinstance(a, bool):
-        return
+        pytest.skip("torch.sub of a bool raises in eager")  # (a return passed without the compiler)
     _whole(lambda x: (fn(), x + fn()), R(3))
 
 
