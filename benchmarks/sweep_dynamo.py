@@ -14,12 +14,13 @@ sys.path.insert(0, __file__.rsplit("/", 1)[0])
 import sweep_tiny  # noqa: E402
 
 
-def one(name):
+def model_and_inputs(name):
+    """sweep_tiny's tiny config of model_type name, eval, and inputs eager runs under
+    no_grad (None when none does)."""
     from transformers import AutoModel
     cfg = sweep_tiny.tiny_config(name)
     torch.manual_seed(0)
     model = AutoModel.from_config(cfg).eval()
-    inputs = None
     for extra in (False, True):
         inputs, _ = sweep_tiny.make_inputs(model, cfg, extra)
         if inputs is None:
@@ -27,9 +28,14 @@ def one(name):
         try:
             with torch.no_grad():
                 model(**inputs)
-            break
+            return model, inputs
         except Exception:
-            inputs = None
+            pass
+    return model, None
+
+
+def one(name):
+    model, inputs = model_and_inputs(name)
     if inputs is None:
         return {"model": name, "error": "no inputs"}
     torch._dynamo.reset()

@@ -163,6 +163,9 @@ void dh_explain_record(PyCodeObject *code, const dh_entry *e, const char *event)
     SET("recompile_reason", tl_recompile ? PyUnicode_FromString(tl_recompile) : Py_NewRef(Py_None));
     if (e != NULL) {
         SET("fallback", PyBool_FromLong(e->fallback));
+        /* the cache entry, so explain counts a graph run twice in one call once (as Dynamo,
+         * which compiles it once); a fallback() record's entry is a temporary */
+        SET("entry", strcmp(event, "fallback") != 0 ? PyLong_FromVoidPtr((void *)e) : Py_NewRef(Py_None));
         SET("reason", e->reason ? PyUnicode_FromString(e->reason) : Py_NewRef(Py_None));
         SET("graph", e->graph_text ? PyUnicode_FromString(e->graph_text) : Py_NewRef(Py_None));
         SET("op_count", PyLong_FromLong(e->op_count));

@@ -52,6 +52,7 @@ int sym_fx_save(trace *t, sym_fx_mark *m) {
     m->nctxv = t->nctxv;
     m->nograd = t->nograd;
     m->nngleaf = t->nngleaf;
+    m->nchk = t->nchk;
     if (t->nattrw > 0) {
         m->attrw = malloc(sizeof t->attrw[0] * (size_t)t->nattrw);
         if (m->attrw == NULL)
@@ -112,6 +113,9 @@ void sym_fx_rollback(trace *t, sym_fx_mark *m) {
         memcpy(t->ctxv, m->ctxv, sizeof t->ctxv[0] * (size_t)m->nctxv);
     t->nograd = m->nograd;
     t->nngleaf = m->nngleaf;
+    /* its index checks: the call runs eagerly, which checks its indices itself; kept, they
+     * were graph outputs that kept the call's traced ops alive in the graph before it */
+    t->nchk = m->nchk;
     /* (the abandoned call's random draws are dropped by the break: sym_record_break_state) */
     sym_fx_drop(m);
 }

@@ -327,6 +327,7 @@ typedef struct sym_fx_mark {
     void *ctxv;         /* copy of t->ctxv (malloc'd) */
     int nograd;
     int nngleaf;        /* flags set under no_grad (train_step.c: only appended) */
+    int nchk;           /* index checks (scalar_fits.c): the abandoned call's are dropped */
     int valid;
 } sym_fx_mark;
 int sym_fx_save(trace *t, sym_fx_mark *m);    /* 0, or -1 (no memory: exception set) */

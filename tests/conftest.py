@@ -179,3 +179,13 @@ def assert_same(got, want, rtol=None, atol=None):
 
 def explain_of(fn, *args):
     return torchc.explain(fn)(*args)
+
+
+def captured_whole(ex):
+    """torchc.explain's ex says the call was captured whole: one graph and no break, as
+    Dynamo counts them, nothing run eagerly; or, for a call with no tensor op at all (an
+    identity: x.to(its own dtype), atleast_1d of a 1-d tensor, a loop over nothing), no graph
+    and no break with its pieces captured (Dynamo compiles no graph there either). A frame
+    left to eager has no captured piece and is listed in eager_frames: never whole."""
+    return (ex.graph_break_count == 0 and not ex.eager_frames and
+            (ex.graph_count == 1 or (ex.graph_count == 0 and ex.pieces_run >= 1 and not ex.break_reasons)))

@@ -62,13 +62,13 @@ def through_star_args(x):
 
 
 def test_break_through_a_wrapper_resumes():
-    # one break, inside plain_branchy: every enclosing frame records it at its call; explain
-    # counts it once (it was 3 through the wrapper, 2 through *args)
+    # one break, inside plain_branchy: every enclosing frame ends its piece at its call (with
+    # no op: no graph, its reason not repeated); as Dynamo counts, 4 graphs, 3 breaks
     x = torch.randn(4, 3)
-    ex = _check(through_wrapper, (x,), graphs=6, breaks=1)
+    ex = _check(through_wrapper, (x,), graphs=4, breaks=3)
     assert any("data-dependent" in str(r) for r in ex.break_reasons)
-    _check(through_wrapper, (-x.abs() - 1,), graphs=6, breaks=1)
-    _check(through_star_args, (x,), graphs=4, breaks=1)
+    _check(through_wrapper, (-x.abs() - 1,), graphs=4, breaks=3)
+    _check(through_star_args, (x,), graphs=4, breaks=3)
 
 
 class Block(torch.nn.Module):
@@ -119,7 +119,7 @@ def test_layer_drop_in_an_inlined_loop():
     # Model.forward breaks at the wrapper's call, the wrapper at forward's, forward at each
     # of its 3 data-dependent branches (none of them falls back to eager); the first
     # branch's break, recorded by the two enclosing frames too, counts once
-    assert ex.graph_break_count == 3 and ex.graph_count >= 5, ex.break_reasons
+    assert ex.graph_break_count == ex.graph_count - 1 and ex.graph_count >= 4, ex.break_reasons
     assert all("graph break" in str(r) for r in ex.break_reasons), ex.break_reasons
     cm = torchc.compile(m)
     for s in range(6):
@@ -157,7 +157,7 @@ def caller_of_a_drawing_callee(x):
 
 def test_abandoned_call_leaves_no_draw():
     """the callee's draw, traced before its break, is made once (by the eager call)"""
-    _check(caller_of_a_drawing_callee, (torch.ones(3),), graphs=4, breaks=1)  # the callee's one break
+    _check(caller_of_a_drawing_callee, (torch.ones(3),), graphs=4, breaks=3)  # the callee's one break
 
 
 def dropout_then_branches(x):
@@ -172,7 +172,7 @@ def caller_of_a_dropout_callee(x):
 
 
 def test_abandoned_call_leaves_no_dropout_mask():
-    _check(caller_of_a_dropout_callee, (torch.randn(8, 8),), graphs=4, breaks=1)
+    _check(caller_of_a_dropout_callee, (torch.randn(8, 8),), graphs=4, breaks=3)
 
 
 def tiny_opt(layerdrop):

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 import torchc
+from conftest import captured_whole
 
 
 def _ex(fn, *args, **kw):
@@ -17,7 +18,10 @@ def _ex(fn, *args, **kw):
 def _check(fn, args, graphs=1, breaks=0):
     want = fn(*[a.clone() if isinstance(a, torch.Tensor) else a for a in args])
     ex = _ex(fn, *[a.clone() if isinstance(a, torch.Tensor) else a for a in args])
-    assert (ex.graph_count, ex.graph_break_count) == (graphs, breaks), ex.break_reasons
+    if (graphs, breaks) == (1, 0):
+        assert captured_whole(ex), ex
+    else:
+        assert (ex.graph_count, ex.graph_break_count) == (graphs, breaks), ex.break_reasons
     torch.testing.assert_close(ex.result, want)
     cf = torchc.compile(fn)
     for _ in range(2):  # the cached entry
@@ -209,7 +213,7 @@ def f_break_in_loop(x):
 
 def test_break_inside_loop_resumes():
     torch.manual_seed(0)
-    ex = _check(f_break_in_loop, (torch.randn(3, 4),), graphs=4, breaks=3)
+    ex = _check(f_break_in_loop, (torch.randn(3, 4),), graphs=3, breaks=2)
     assert all("disable" in str(r) for r in ex.break_reasons)
 
 

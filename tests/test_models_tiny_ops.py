@@ -503,7 +503,7 @@ def test_histc_over_the_data_range_runs_eagerly():
     x = torch.randn(50)
     torchc.reset()
     ex = torchc.explain(lambda x: torch.histc(x, bins=5) + 1)(x)
-    assert ex.graph_break_count >= 1 and "data's range" in " ".join(ex.break_reasons)
+    assert "data's range" in " ".join(ex.break_reasons), ex
     torch.testing.assert_close(ex.result, torch.histc(x, bins=5) + 1)
 
 

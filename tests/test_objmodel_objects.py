@@ -499,7 +499,7 @@ def test_list_mutation_then_break_state():
     acc = []
     torchc.reset()
     ex = torchc.explain(f)(x, acc)
-    assert ex.graph_count >= 2 and ex.graph_break_count == 1, ex
+    assert ex.graph_count == 1 and ex.break_reasons, ex  # (the piece before the break has no op)
     assert seen == [1] and len(acc) == 2
     assert_same(acc[1], x * 2)
 

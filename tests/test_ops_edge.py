@@ -15,7 +15,7 @@ import pytest
 import torch
 
 import torchc
-from conftest import assert_same
+from conftest import assert_same, captured_whole
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
@@ -41,7 +41,7 @@ def compiled(f, *args):
         return f(*a)
 
     ex = torchc.explain(fn)(*args)
-    assert ex.graph_count == 1 and ex.graph_break_count == 0, str(ex)
+    assert captured_whole(ex), str(ex)
     return ex.result
 
 

@@ -241,7 +241,7 @@ def test_module_with_parameters_made_in_forward_not_captured():
 
     x = torch.randn(3, 4)
     ex = torchc.explain(f)(x)
-    assert ex.graph_break_count >= 1, ex
+    assert ex.break_reasons, ex
     assert torchc.compile(f)(x).shape == (3, 2)
 
 

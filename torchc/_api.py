@@ -1,5 +1,6 @@
 """The thin Python API over torchc._C: compile(), explain(), reset(), disable(), config."""
 import functools
+import re
 import types
 
 import torch
@@ -399,6 +400,50 @@ def _enclosing_duplicates(records):
     return dup
 
 
+_VAL = re.compile(r"%\d+")
+# a reason that names a limit: the recompile limit, a trace limit of torchc.config
+_LIMIT = re.compile(r"recompile limit \(|torchc\.config\.(max_\w+|inline_depth)")
+
+
+def _live_ops(text):
+    """Ops of a graph's text that its outputs read (inputs and scalars not counted)."""
+    deps, kinds, live = {}, {}, []
+    for ln in text.splitlines():
+        if ln.startswith("%") and " = " in ln:
+            name, rhs = ln.split(" = ", 1)
+            kinds[name] = rhs.split(" ", 1)[0]
+            deps[name] = _VAL.findall(rhs)
+        elif ln.startswith("output ") and " = " in ln:
+            live += _VAL.findall(ln.split(" = ", 1)[1])
+    seen = set()
+    while live:
+        v = live.pop()
+        if v not in seen:
+            seen.add(v)
+            live += deps.get(v, ())
+    return sum(kinds.get(v) not in (None, "input", "scalar") for v in seen)
+
+
+def _piece_ops(rec):
+    """The tensor ops a captured piece counts for, as Dynamo's graphs count calls. A piece
+    that broke inside a function it inlined keeps the ops it traced in that callee, dead:
+    the callee then runs as its own frame with them; those are not the piece's. Otherwise
+    its ops, and one where it traced a call whose result needs no kernel (torch.ones(3)
+    folded into a constant, a view replayed on an input): Dynamo has a graph there too."""
+    text = rec.get("graph") or ""
+    if rec.get("break_reason") and "; " in (rec.get("where") or ""):
+        return _live_ops(text)
+    if rec["op_count"]:
+        return rec["op_count"]
+    return int(any(" = input " not in ln for ln in text.splitlines() if ln.startswith("%")))
+
+
+def _has_ops(rec):
+    """Whether a captured piece is a graph as Dynamo counts them: tensor ops, or an extern
+    kernel it split at (an ATen matmul/conv between two pieces of one graph)."""
+    return bool(rec.get("extern_call") or _piece_ops(rec))
+
+
 class ExplainOutput:
     """What torchc.explain(fn)(*args) returns."""
 
@@ -412,26 +457,61 @@ class ExplainOutput:
         # mode="reduce-overhead": what the CUDA graph layer did on this call
         # ({"event": warmup|captured|replayed|fallback, "reason": str or None})
         self.cudagraphs = list(cudagraphs)
-        compiled = [r for r in records if r["event"] in ("compiled", "hit") and not r.get("fallback")]
-        fallbacks = [r for r in records if r["event"] == "fallback"]
-        self.graphs = [r["graph"] for r in compiled]
-        self.graph_count = len(compiled)
-        breaks = [r for r in compiled if r.get("break_reason")]
-        # a break inside an inlined function is recorded by every enclosing frame (each ends
-        # its graph at the call, the callee then runs as its own frame and breaks there): one
-        # break, counted and listed once, at the innermost frame that recorded it
-        inner = _enclosing_duplicates(records)
-        fallbacks = [r for r in fallbacks if id(r) not in inner]
-        breaks = [r for r in breaks if id(r) not in inner]
-        self.graph_break_count = len(fallbacks) + len(breaks)
+        # Counted as torch._dynamo.explain counts (torch/_dynamo/eval_frame.py explain): a graph
+        # is one that compiled or ran during this call, counted once however often it ran (a
+        # cache hit is Dynamo's compile-once), and only with tensor ops in it (a frame or
+        # resume piece with none gives Dynamo no graph). Pieces split at an extern kernel (an
+        # ATen matmul/conv between them, not a break) are one graph. Dynamo's break count is
+        # graph_count - 1; torchc adds the frames that ran eagerly, whose ops are in no graph,
+        # so one graph and no break still means the call was captured whole.
+        pieces = [r for r in records if r["event"] in ("compiled", "hit") and not r.get("fallback")]
+        chains, chain, split = {}, [], False
+        for r in records:
+            if r["event"] in ("compiled", "hit") and not r.get("fallback"):
+                if chain and not split:
+                    chains.setdefault(tuple(p["entry"] for p in chain), chain)
+                    chain = []
+                chain.append(r)
+                split = bool(r.get("extern_call"))
+            else:
+                split = False
+        if chain:
+            chains.setdefault(tuple(p["entry"] for p in chain), chain)
+        every = list(chains.values())
+        chains = [c for c in every if any(map(_has_ops, c))]
+        graphs = {id(c) for c in chains}
+        compiled = [p for c in chains for p in c]  # the distinct pieces of the graphs
+        self.graph_count = len(chains)
+        self.graphs = [r["graph"] for r in compiled if _has_ops(r)]
+        # frames run eagerly (a failed capture, the recompile limit): once per function and reason
+        seen, fallbacks = set(), []
+        for r in records:
+            if r["event"] == "fallback" and (r["code"], r.get("reason")) not in seen:
+                seen.add((r["code"], r.get("reason")))
+                fallbacks.append(r)
+        self.graph_break_count = max(self.graph_count - 1, 0) + len(fallbacks)
         # "fn (file:line of the unsupported code): reason" (resume functions named after
-        # the function they continue; the line is the def line when torchc has no better one)
+        # the function they continue; the line is the def line when torchc has no better
+        # one): as Dynamo's, one per graph that a break ended, and one per frame run eagerly.
+        # Unlike Dynamo's, a break that ended a piece with no op is listed too (torch.relu_(x)
+        # left to eager as the first instruction: nothing else says why), unless a callee it
+        # was inside ran as its own frame later in the call and recorded it there.
         from ._logging import user_loc, user_name, where_of
+        inner = _enclosing_duplicates(records)
         self.break_reasons = [f"{user_name(r['name'])} ({where_of(r)}): {r['reason']}"
                               for r in fallbacks]
-        self.break_reasons += [f"{user_name(r['name'])} ({where_of(r)}): graph break: "
-                               f"{r['break_reason']}" for r in breaks]
-        self.op_count = sum(r["op_count"] for r in compiled)
+        self.break_reasons += [f"{user_name(c[-1]['name'])} ({where_of(c[-1])}): graph break: "
+                               f"{c[-1]['break_reason']}" for c in every if c[-1].get("break_reason") and
+                               (id(c) in graphs or id(c[-1]) not in inner)]
+        self.eager_frames = [f"{user_name(r['name'])} ({user_loc(r)}): {r['reason']}" for r in fallbacks]
+        # what Dynamo's counts leave out: every piece that ran (cache hits, pieces without
+        # tensor ops included), the runs answered by an entry compiled before, the empty pieces
+        self.pieces_run = len(pieces)
+        self.cache_hits = sum(r["event"] == "hit" for r in records)
+        self.empty_pieces = len({r["entry"] for r in pieces if not _has_ops(r)})
+        # the limits this call reached (the recompile limit, torchc.config's trace limits)
+        self.limits_hit = sorted({r for r in self.break_reasons if _LIMIT.search(r)})
+        self.op_count = sum(_piece_ops(r) for r in compiled)
         # matmul/conv: extern (ATen) nodes inside graphs, and splits (ATen kernels between
         # graphs, e.g. where an operand requires grad) — neither is a graph break
         # "%5 = extern %0 %1 conv params=[..] beta=..": the name follows the operands
@@ -440,7 +520,9 @@ class ExplainOutput:
                              for ln in (r.get("graph") or "").splitlines() if " = extern " in ln]
         self.extern_calls += [r["extern_call"] for r in compiled if r.get("extern_call")]
         from ._logging import _local_names  # L[i] -> the local's name
-        self.guards = [_local_names(g, r.get("code")) for r in compiled for g in r["guards"]]
+        # the guards of every distinct piece, those without tensor ops too (they guard the call)
+        distinct = list({r["entry"]: r for r in pieces}.values())
+        self.guards = [_local_names(g, r.get("code")) for r in distinct for g in r["guards"]]
         self.kernels = [r["kernels"] for r in compiled if r.get("kernels")]
         self.compile_ms = sum(r.get("compile_ms", 0.0) for r in records if r["event"] != "hit")
         # compile-time breakdown, seconds summed over this call's captures: capture,
@@ -518,6 +600,12 @@ class ExplainOutput:
             from ._logging import STAGES
             lines.append(f"Compile Time: {self.compile_ms / 1e3:.4f} s (" + ", ".join(
                 f"{label} {self.compile_times[k]:.4f} s" for k, label in STAGES if self.compile_times[k]) + ")")
+        if self.cache_hits or self.empty_pieces:
+            lines.append(f"Pieces Run: {self.pieces_run} ({self.cache_hits} cache hits, "
+                         f"{self.empty_pieces} without tensor ops; not graphs)")
+        if self.limits_hit:
+            lines.append("Limits Hit:")
+            lines += [f"  {r}" for r in self.limits_hit]
         if self.compiles_per_code:
             lines.append("Compiles per code object:")
             lines += [f"  {n}: {k}" for k, n in sorted(self.compiles_per_code.items(), key=lambda kv: -kv[1])]
