@@ -143,7 +143,7 @@ typedef enum dh_outkind {
     DH_O_CONST, /* a Python constant */
     DH_O_TUPLE, /* children follow */
     DH_O_LIST,
-    DH_O_ITER,  /* iter(child tuple) */
+    DH_O_ITER,  /* iter(child tuple); count > 0: iter(child list) set to that index */
     DH_O_ATTR,  /* getattr(child, obj) */
     DH_O_BOUND, /* method obj bound to child */
     DH_O_DICT,  /* dict(zip(obj keys, children)) */

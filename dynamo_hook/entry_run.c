@@ -53,6 +53,12 @@ static PyObject *build_node(const dh_entry *e, int node, PyObject *const *outs, 
                       : o->kind == DH_O_ATTR ? PyObject_GetAttr(child, o->obj)
                                              : PyMethod_New(o->obj, child);
         Py_DECREF(child);
+        if (r != NULL && o->kind == DH_O_ITER && o->count > 0) { /* a list's iterator at its index */
+            PyObject *st = PyObject_CallMethod(r, "__setstate__", "n", (Py_ssize_t)o->count);
+            if (st == NULL)
+                Py_CLEAR(r);
+            Py_XDECREF(st);
+        }
         return r;
     }
     case DH_O_WRAP: {

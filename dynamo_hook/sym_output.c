@@ -769,6 +769,20 @@ static int made_comprehension(trace *t, outbuf *ob, int at, const var *fn, ic_va
     return sym_fill_out(t, ob, child, &vals, outvals, nout);
 }
 
+/* the source of the exact list a plain loop iterator (GET_ITER) walks, unchanged by the
+ * trace (a write rebinds the source's items, sideeffects.c), or -1 */
+static int list_source_of(trace *t, const var *it) {
+    if (it->op != 0)
+        return -1; /* an owned iterator (iter()) holds a copy of what is left */
+    for (int s = 0; s < t->nsrc && s < t->capsrc; s++) {
+        const var *x = &t->srcvar[s];
+        if (t->srcdone[s] && x->kind == V_SEQ && x->is_list && x->items == it->items && x->n == it->n &&
+            t->srcobj[s] != NULL && PyList_CheckExact(t->srcobj[s]) && PyList_GET_SIZE(t->srcobj[s]) == it->n)
+            return s;
+    }
+    return -1;
+}
+
 /* Outspec of the break state: (fn/cond, args..., stack..., locals...) and resume code. */
 int sym_fill_break(trace *t, outbuf *ob, ic_val *outvals, int *nout, dh_entry_brk *eb) {
     sym_break *b = &t->brk;
@@ -804,8 +818,19 @@ int sym_fill_break(trace *t, outbuf *ob, ic_val *outvals, int *nout, dh_entry_br
             continue;
         }
         if (it.kind == V_ITER && it.is_list) {
-            sym_fail(t, "a graph break inside a loop over a list the caller sees (it may change)");
-            goto done;
+            /* eager's iterator reads the live list: the resume takes a real iterator over it
+             * at the same index, so a call that grows or shrinks the list is seen as eager sees it */
+            int s = list_source_of(t, &it), child = s < 0 ? -1 : sym_out_reserve(t, ob, 1);
+            if (s < 0 && !PyErr_Occurred())
+                sym_fail(t, "a graph break inside a loop over a list the caller sees (it may change)");
+            if (child < 0)
+                goto done;
+            ob->o[k].kind = DH_O_ITER;
+            ob->o[k].index = child;
+            ob->o[k++].count = it.pos;
+            ob->o[child].kind = DH_O_SOURCE;
+            ob->o[child].index = s;
+            continue;
         }
         /* an iterator: the resume function takes an iterator over the items still to
          * come (DH_O_ITER), read lazily there (obj_iter.c): one entry serves every

@@ -341,10 +341,6 @@ def test_zip_over_a_str_constant():
 # ---- a break inside a comprehension: the comprehension function is built for the break call
 
 @pytest.mark.allow_fallback  # the comprehension frame itself resumes around its breaks
-@pytest.mark.xfail(sys.version_info >= (3, 12), strict=True,
-                   reason="3.12 inlines the comprehension into f: a break in its loop over the caller's "
-                          "list `ts` runs f eagerly (sym_output.c: a list the caller sees may change); "
-                          "over a tuple or range it resumes (test_comprehension_breaks)")
 def test_break_inside_a_comprehension_keeps_the_caller_compiled():
     def f(x, ts, scale):
         y = x.cos() * 2

@@ -323,3 +323,96 @@ def test_loop_with_try_and_break():
             out = opaque(out * s)
         return out
     _check(f, (torch.randn(4), {1: 2.0}), graphs=3, breaks=2)
+
+
+# ---- breaks in a loop over a list the caller sees ------------------------------------------
+# The resume takes a real iterator over the caller's list at the loop's index (sym_output.c),
+# so an eager call that grows or shrinks the list is seen by the rest of the loop as in eager.
+
+@torch.compiler.disable
+def grow(lst, t):
+    """never traced: appends to the caller's list while it is being looped over"""
+    calls.append(1)
+    if len(lst) < 5:
+        lst.append(t * 2)
+    return t
+
+
+@torch.compiler.disable
+def shrink(lst, t):
+    calls.append(1)
+    if len(lst) > 2:
+        lst.pop()
+    return t
+
+
+def loop_list_break(x, ts):
+    acc = x.cos()
+    for t in ts:
+        acc = acc + opaque(t * 2)
+    return acc
+
+
+def loop_list_grows(x, ts):
+    acc = x.cos()
+    for t in ts:
+        acc = acc * 0.5 + grow(ts, t + 1)
+    return acc, len(ts)
+
+
+def loop_list_shrinks(x, ts):
+    acc = x.cos()
+    for t in ts:
+        acc = acc * 0.5 + shrink(ts, t - 1)
+    return acc, len(ts)
+
+
+def comprehension_over_list(x, ts):
+    y = x.sin()
+    out = [opaque(t * 3) for t in ts]
+    return y + sum(out)
+
+
+@pytest.mark.parametrize("n", [0, 1, 3])
+@pytest.mark.parametrize("fn", [loop_list_break, loop_list_grows, loop_list_shrinks, comprehension_over_list])
+def test_break_in_a_loop_over_the_callers_list(fn, n):
+    def args():
+        torch.manual_seed(n)
+        return torch.randn(4), [torch.randn(4) for _ in range(n)]
+    x, ts = args()
+    calls.clear()
+    want = fn(x, ts)
+    n_calls, want_ts = len(calls), list(ts)
+    x, ts = args()
+    ex = _ex(fn, x, ts)
+    torch.testing.assert_close(ex.result, want)
+    assert len(calls) == n_calls and len(ts) == len(want_ts)  # the list as eager left it
+    for a, b in zip(ts, want_ts):
+        torch.testing.assert_close(a, b)
+    assert not any("list the caller sees" in r for r in ex.break_reasons), ex.break_reasons
+    assert not any(r["event"] == "fallback" for r in ex.records), ex.break_reasons
+    assert ex.graph_count >= 1 + (n > 0) and ex.graph_break_count == n_calls, ex.break_reasons
+    cf = torchc.compile(fn)
+    for _ in range(2):  # the cached entries and resume functions
+        x, ts = args()
+        torch.testing.assert_close(cf(x, ts), want)
+        assert len(ts) == len(want_ts)
+
+
+@pytest.mark.no_compile  # refused: f runs eagerly, with the reason
+@pytest.mark.allow_fallback
+def test_break_in_a_loop_over_a_list_the_trace_wrote_is_refused():
+    """a list the trace appended to before its loop breaks: the loop's items are the
+    trace's copy, not the caller's list: eager runs the frame and says why"""
+    def f(x, ts):
+        ts.append(x)
+        acc = x
+        for t in ts:
+            acc = acc + opaque(t)
+        return acc
+    ts = [torch.ones(4)]
+    want = f(torch.ones(4), [torch.ones(4)])
+    ex = _ex(f, torch.ones(4), ts)
+    torch.testing.assert_close(ex.result, want)
+    assert len(ts) == 2
+    assert any("list the caller sees" in r for r in ex.break_reasons), ex.break_reasons

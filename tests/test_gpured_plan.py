@@ -127,9 +127,7 @@ def test_many_columns_or_short_extent_stay_unsplit(monkeypatch, capfd, tmp_path)
 def _graph_to_ptx(text):
     """a printed graph (TORCHC_DEBUG=graph) through ic_graph_parse and ic_graph_to_ptx (sm_90)"""
     import ctypes
-    import glob
-    import os
-    lib = ctypes.CDLL(glob.glob(os.path.join(os.path.dirname(torchc.__file__), "_C*.so"))[0])
+    lib = ctypes.CDLL(torchc._C.__file__)  # this interpreter's (a 3.11 and a 3.12 one may sit side by side)
 
     class Err(ctypes.Structure):
         _fields_ = [("code", ctypes.c_int), ("msg", ctypes.c_char * 256), ("t", ctypes.c_double * 4),
