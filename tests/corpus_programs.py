@@ -2541,7 +2541,7 @@ class ClassAttributes(_ClassAttr):
     pass
 
 
-@case(5, 4, lambda: (torch.zeros(2), [torch.ones(2), torch.ones(2)]), reason="call to print")  # the resume iterates the live list: the appends seen as eager
+@case(4, 3, lambda: (torch.zeros(2), [torch.ones(2), torch.ones(2)]), reason="call to print")  # the resume iterates the live list: the appends seen as eager
 def loop_over_list_mutated_after_break(x, lst):
     for t in lst:
         print("b")

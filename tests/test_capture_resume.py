@@ -191,7 +191,9 @@ def test_break_inside_a_user_context_manager_resumes():
     log.clear()
     ex = _ex(f, torch.ones(3))
     assert len(calls) == 1 and log == ["enter", "exit"]
-    assert ex.op_count == 2 and ex.graph_break_count >= 2, ex.break_reasons
+    # (Dynamo's counting: 2 graphs, 1 break; the breaks at the with-block's edges listed)
+    assert ex.op_count == 2 and ex.graph_count == 2 and ex.graph_break_count == 1, ex.break_reasons
+    assert len(ex.break_reasons) >= 2, ex.break_reasons
     assert "not resumable" not in " ".join(map(str, ex.break_reasons))
     torch.testing.assert_close(ex.result, want)
 
@@ -391,7 +393,9 @@ def test_break_in_a_loop_over_the_callers_list(fn, n):
         torch.testing.assert_close(a, b)
     assert not any("list the caller sees" in r for r in ex.break_reasons), ex.break_reasons
     assert not any(r["event"] == "fallback" for r in ex.records), ex.break_reasons
-    assert ex.graph_count >= 1 + (n > 0) and ex.graph_break_count == n_calls, ex.break_reasons
+    # Dynamo's counting: each resume entry once however many iterations ran it
+    assert ex.graph_count >= 1 + (n > 0) and ex.graph_break_count == ex.graph_count - 1, ex.break_reasons
+    assert not ex.eager_frames and ex.pieces_run >= 1 + n_calls, (ex.pieces_run, n_calls)
     cf = torchc.compile(fn)
     for _ in range(2):  # the cached entries and resume functions
         x, ts = args()

@@ -27,7 +27,7 @@ def on_views(h, m):
     return h.t().contiguous().view(-1).add(h[m].sum()), h.new_zeros(3).add(h[m].sum())
 
 
-@pytest.mark.parametrize("fn,graphs", [(inplace, 2), (chained, 3), (on_views, 3)])
+@pytest.mark.parametrize("fn,graphs", [(inplace, 1), (chained, 2), (on_views, 3)])  # Dynamo's counting: pieces with no op are no graph
 def test_method_held_across_a_break(fn, graphs):
     torchc.reset()
     cf = torchc.compile(fn)

@@ -93,6 +93,7 @@ def _check(fn, make_args, breaks, ops):
         return None
     reasons = " ".join(map(str, ex.break_reasons))
     assert "not resumable" not in reasons, ex.break_reasons
+    # breaks as Dynamo counts them (graphs - 1: a resume entry run again is one graph)
     assert (ex.graph_break_count, ex.op_count) == (breaks, ops), ex.break_reasons
     return ex
 
@@ -153,10 +154,10 @@ def cls_and_no_grad(x):
 
 @pytest.mark.parametrize("fn,breaks,ops", [
     (cls_plain, 2, 4),
-    (cls_return_inside, 2, 2),
-    (cls_nested, 3, 5),
-    (cls_in_loop, 6, 3),
-    (cls_and_no_grad, 4, 3),
+    (cls_return_inside, 1, 2),
+    (cls_nested, 2, 5),
+    (cls_in_loop, 2, 3),
+    (cls_and_no_grad, 2, 3),
 ])
 def test_class_manager_resumes(fn, breaks, ops):
     _check(fn, _x, breaks, ops)
@@ -170,7 +171,7 @@ def cls_passed_in(x, cm):
 
 
 def test_manager_passed_in_enters_once_per_call():
-    _check(cls_passed_in, lambda: (torch.ones(3), CM("p")), 2, 2)
+    _check(cls_passed_in, lambda: (torch.ones(3), CM("p")), 1, 2)
     cm = CM("q")
     cf = torchc.compile(cls_passed_in)
     for k in range(1, 4):  # one __enter__ a call; its state read after it
@@ -240,8 +241,8 @@ def test_exception_propagates_through_exit(fn):
 
 @pytest.mark.allow_fallback
 @pytest.mark.parametrize("fn,breaks,ops", [
-    (raise_after_suppressed, 5, 1),
-    (break_call_raises_suppressed, 4, 1),
+    (raise_after_suppressed, 2, 1),
+    (break_call_raises_suppressed, 1, 1),
 ])
 def test_exception_suppressed_by_exit(fn, breaks, ops):
     _check(fn, _x, breaks, ops)
@@ -297,17 +298,17 @@ def test_generator_manager_resumes():
 
 
 def test_generator_manager_with_two_managers():
-    _check(gen_and_class, _x, 4, 3)
+    _check(gen_and_class, _x, 2, 3)
 
 
 def test_generator_manager_passed_in():
     # its __enter__ (next() of a real generator) can't be traced: the with statement is the break
-    _check(gen_passed_in, lambda: (torch.ones(3), gcm("p")), 3, 2)
+    _check(gen_passed_in, lambda: (torch.ones(3), gcm("p")), 1, 2)
 
 
 @pytest.mark.allow_fallback
 def test_generator_manager_catches_the_break_calls_exception():
-    _check(gen_catches, _x, 2, 1)
+    _check(gen_catches, _x, 0, 1)
 
 
 @pytest.mark.allow_fallback
