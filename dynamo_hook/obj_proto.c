@@ -313,7 +313,7 @@ static const char *const ibinop_names[13] = {
     "__iadd__", "__iand__", "__ifloordiv__", "__ilshift__", "__imatmul__", "__imul__", "__imod__",
     "__ior__", "__ipow__", "__irshift__", "__isub__", "__itruediv__", "__ixor__"};
 
-int sym_obj_binary(trace *t, int nb, const var *a, const var *b, var *out) {
+static int obj_binary(trace *t, int nb, const var *a, const var *b, var *out) {
     if (nb < 0 || nb >= 26 || (!user_obj(a) && !user_obj(b)))
         return 1;
     int base = nb >= 13 ? nb - 13 : nb, done;
@@ -336,7 +336,7 @@ int sym_obj_binary(trace *t, int nb, const var *a, const var *b, var *out) {
     return done ? 0 : sym_fail(t, "unsupported operand types for %s (eager will raise TypeError)", binop_names[base][0]);
 }
 
-int sym_obj_compare(trace *t, int cmp, const var *a, const var *b, var *out) {
+static int obj_compare(trace *t, int cmp, const var *a, const var *b, var *out) {
     static const char *const names[6] = {"__lt__", "__le__", "__eq__", "__ne__", "__gt__", "__ge__"};
     static const int refl[6] = {4, 5, 2, 3, 0, 1};
     if (cmp < 0 || cmp > 5 || (!user_obj(a) && !user_obj(b)))
@@ -369,4 +369,33 @@ int sym_obj_compare(trace *t, int cmp, const var *a, const var *b, var *out) {
         return sym_const(t, PyBool_FromLong(cmp == Py_EQ ? same : !same), out);
     }
     return sym_fail(t, "'%s' not supported between these objects (eager will raise TypeError)", names[cmp]);
+}
+
+/* An inlined operator method that fails (a break inside it: the op then runs eagerly at the
+ * BINARY_OP / COMPARE_OP, or its enclosing call is abandoned) leaves nothing of its trace:
+ * what it logged (in-place updates, attribute writes) is undone, else eager's run of the
+ * method would do it a second time */
+static int with_rollback(trace *t, int rc_of_call, sym_fx_mark *mark) {
+    if (rc_of_call < 0 && t->failed && !PyErr_Occurred())
+        sym_fx_rollback(t, mark);
+    sym_fx_drop(mark);
+    return rc_of_call;
+}
+
+int sym_obj_binary(trace *t, int nb, const var *a, const var *b, var *out) {
+    if (nb < 0 || nb >= 26 || (!user_obj(a) && !user_obj(b)))
+        return 1;
+    sym_fx_mark mark = {0};
+    if (sym_fx_save(t, &mark) < 0)
+        return -1;
+    return with_rollback(t, obj_binary(t, nb, a, b, out), &mark);
+}
+
+int sym_obj_compare(trace *t, int cmp, const var *a, const var *b, var *out) {
+    if (cmp < 0 || cmp > 5 || (!user_obj(a) && !user_obj(b)))
+        return 1;
+    sym_fx_mark mark = {0};
+    if (sym_fx_save(t, &mark) < 0)
+        return -1;
+    return with_rollback(t, obj_compare(t, cmp, a, b, out), &mark);
 }
