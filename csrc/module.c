@@ -186,6 +186,13 @@ static PyObject *m_cache_stats(PyObject *m, PyObject *unused) {
                          (unsigned long long)s.tier1, "tier_failed", (unsigned long long)s.tier_failed);
 }
 
+static PyObject *m_tier_shutdown(PyObject *m, PyObject *unused) {
+    Py_BEGIN_ALLOW_THREADS
+    ic_tier_shutdown();
+    Py_END_ALLOW_THREADS
+    Py_RETURN_NONE;
+}
+
 static PyObject *m_tier_wait(PyObject *m, PyObject *unused) {
     Py_BEGIN_ALLOW_THREADS
     ic_tier_wait();
@@ -299,6 +306,7 @@ static PyObject *m_set_cudagraph_capture(PyObject *m, PyObject *arg) {
 }
 
 static PyMethodDef methods[] = {
+    {"tier_shutdown", m_tier_shutdown, METH_NOARGS, "stop the tier-1 recompile thread (process exit)"},
     {"tier_wait", m_tier_wait, METH_NOARGS,
      "Block until the optimized code of the tiered CPU graphs compiled so far is swapped in."},
     {"cache_stats", m_cache_stats, METH_NOARGS,

@@ -554,6 +554,7 @@ void ic_get_cache_stats(ic_cache_stats *s);
 /* Blocks until the background compiles of tiered CPU graphs queued so far are done (their
  * optimized code swapped in): benchmarks call it before they time steady runs. */
 void ic_tier_wait(void);
+void ic_tier_shutdown(void); /* stop the tier thread for good (process exit) */
 
 /* ---- runtime ------------------------------------------------------------------------ */
 void ic_set_num_threads(int n); /* worker count of the CPU pool (>= 1) */

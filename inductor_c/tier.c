@@ -188,14 +188,21 @@ static void *worker(void *arg) {
     return NULL;
 }
 
+/* stop the thread between two object files and join it; idempotent. Also called by
+ * torchc's Python atexit hook (ic_tier_shutdown): Python's finalization frees graphs and
+ * modules before C's atexit handlers run, and a full run once died with SIGSEGV at exit
+ * (test_reliability::test_many_buffers, a 700-op graph still being recompiled) */
 static void at_exit(void) {
     pthread_mutex_lock(&q_mu);
     bool join = q_started;
     q_stop = true;
+    q_started = false;
     pthread_cond_broadcast(&q_cv);
     pthread_mutex_unlock(&q_mu);
     if (join) pthread_join(q_thread, NULL);
 }
+
+IC_API void ic_tier_shutdown(void) { at_exit(); }
 
 static void fork_prepare(void) { pthread_mutex_lock(&q_mu); }
 static void fork_parent(void) { pthread_mutex_unlock(&q_mu); }

@@ -27,6 +27,8 @@ def _check_torch():
 _check_torch()
 
 from . import _C
+import atexit as _atexit
+_atexit.register(_C.tier_shutdown)  # before Python's finalization frees graphs (inductor_c/tier.c)
 from . import _autograd  # noqa: F401  (training: imported before any hooked call)
 from ._api import (CompileArgumentError, ExplainOutput, OptimizedModule, allow_in_graph, compile,
                    config, disable, explain, reset)
