@@ -47,6 +47,20 @@ _FWD_INPUT, _FWD_OUTPUT, _GRAD_OUT, _GRAD_CAME = 0, 1, 2, 3
 _ADD_DT = {torch.float32: 0, torch.float64: 1}
 log = logging.getLogger("torchc.scan")
 last_fallback = None   # the reason the last scan ran a Python loop (None: it ran in C)
+# which lowering the last scan got and why: "C loop", "persistent kernel: ..." (CUDA, see
+# torchc/_scan_gpu.py) or "Python loop: <reason>"; also appended to _lowerings while
+# torchc.explain runs (ExplainOutput.scan_lowerings)
+last_lowering = None
+_lowerings = threading.local()
+_CUDA_WHY = "the C loop runs CPU graphs only"
+
+
+def _note(what):
+    global last_lowering
+    last_lowering = what
+    lst = getattr(_lowerings, "lst", None)
+    if lst is not None:
+        lst.append(what)
 _bodies = weakref.WeakKeyDictionary()
 
 
@@ -340,18 +354,42 @@ def _scan_flat(fn, spec_init, spec_xs, c0, X):
         plan = _Plan(fn, body, spec_init, spec_xs, c0, X)
     except _Fallback as e:
         last_fallback = str(e)
+        _note(f"Python loop: {e}")
         log.info("torchc.scan runs a Python loop over the compiled body: %s", e)
         # the probe ran step 0 (and its side effects: an in-place update of an input or a
         # buffer, Python state after a graph break): the loop goes on from step 1 with its
         # result, never running step 0 twice
         return _python_loop(body, spec_init, spec_xs, c0, X, _step0_of_probe(e.probe, c0, X))
     last_fallback = None
+    if plan.persist is not None:
+        _note(plan.persist.describe())
+        outs = plan.run_persistent()
+        carry = pytree.tree_unflatten([outs[0]], spec_init)
+        return carry, pytree.tree_unflatten(list(outs[1:]), plan.spec_y)
+    _note("C loop: the body's compiled graph run per step in C")
     args, plan.args = plan.args, None
     outs = _ScanFn.apply(plan, *args) if plan.train else plan.forward()
     del args
     nc = len(c0)
     carry = pytree.tree_unflatten(list(outs[:nc]), spec_init)
     return carry, pytree.tree_unflatten(list(outs[nc:]), plan.spec_y)
+
+
+def persistent_plan(combine_fn, init, xs, sm=90, nsm=132):
+    """The persistent kernel (torchc/_scan_gpu.py Kernel: .ir, .describe(), launch shape) that
+    a CUDA scan of combine_fn over (init, xs) would run, made from the body's graph on any
+    device (the body runs once, as the probe), for sm_XY with nsm SMs; raises
+    _scan_gpu.NotPersistent with the reason when the body does not qualify. dim 0, forward."""
+    from . import _scan_gpu
+    c0, spec_init = pytree.tree_flatten(init)
+    X, spec_xs = pytree.tree_flatten(xs)
+    try:
+        plan = _Plan(combine_fn, _compiled(combine_fn), spec_init, spec_xs, c0, X, plan_only=(sm, nsm))
+    except _Fallback as e:
+        raise _scan_gpu.NotPersistent(str(e).replace(f"{_CUDA_WHY}, and no persistent kernel: ", "")) from None
+    if plan.persist is None:
+        raise _scan_gpu.NotPersistent("the body runs as a C loop")
+    return plan.persist
 
 
 def _row(t):
@@ -361,8 +399,9 @@ def _row(t):
 class _Plan:
     """One scan call: the probe's record and the buffers and per-step addresses of its loops."""
 
-    def __init__(self, fn, body, spec_init, spec_xs, c0, X):
+    def __init__(self, fn, body, spec_init, spec_xs, c0, X, plan_only=None):
         self._probe = None
+        self.plan_only = plan_only  # (sm, nsm): persistent_plan's, no CUDA needed
         try:
             self._setup(fn, body, spec_init, spec_xs, c0, X)
         except _Fallback as e:
@@ -402,7 +441,7 @@ class _Plan:
         code = _code(fn)
         if code is None or getattr(func, "__code__", None) is not code:
             raise _Fallback("the compiled frame is not combine_fn's own (it was not captured)")
-        if info["why_not"]:
+        if info["why_not"] and info["why_not"] != _CUDA_WHY:
             raise _Fallback(info["why_not"])
         ncarry, y = _split(res)
         cl, cspec = pytree.tree_flatten(ncarry)
@@ -437,9 +476,12 @@ class _Plan:
                 k = ("k", len(consts))
                 consts.append(o)
             kind.append(k)
-        for o in list(outs) + list(ins):
-            if isinstance(o, torch.Tensor) and o.device.type != "cpu":
-                raise _Fallback("the C loop runs CPU graphs only")
+        self.persist = None
+        if self.plan_only or info["why_not"] == _CUDA_WHY or any(isinstance(o, torch.Tensor) and o.device.type != "cpu"
+                                                for o in list(outs) + list(ins)):
+            _C._scan_release(rec)
+            self._persistent(info, kind, cout, yout, c0, X, consts, grad)
+            return
         for o in outs:
             if not isinstance(o, torch.Tensor) or not o.is_contiguous():
                 raise _Fallback("a graph output is not a contiguous tensor")
@@ -475,6 +517,51 @@ class _Plan:
         self.x_dtype = [x.dtype for x in X]
         self.k_dtype = [q.dtype for q in consts]
         self.out_meta = [(tuple(o.shape), o.dtype) for o in outs]
+
+    def _persistent(self, info, kind, cout, yout, c0, X, consts, grad):
+        """CUDA: the body as one persistent kernel (torchc/_scan_gpu.py), else a Python loop
+        with both reasons."""
+        from . import _scan_gpu
+        why = None
+        train = grad and (any(c.requires_grad for c in c0) or any(x.requires_grad for x in X) or
+                          any(k.requires_grad for k in consts))
+        dev = c0[0].device if c0 else None
+        if dev is None or dev.type != "cuda" and not self.plan_only:
+            why = "not a CUDA scan"
+        elif train:
+            why = "a gradient is needed (the persistent kernel runs the forward only)"
+        elif len(c0) != 1 or c0[0].dim() != 2 or c0[0].dtype != torch.float32:
+            why = "the carry is not one float32 [N, n] tensor"
+        elif any(x.device != dev for x in X) or any(k.device != dev for k in consts):
+            why = "an x input on another device"
+        elif info["nsyms"]:
+            why = "a dynamic-shape body"
+        if why is None:
+            try:
+                if self.plan_only:
+                    sm, nsm = self.plan_only
+                else:
+                    props = torch.cuda.get_device_properties(dev)
+                    sm, nsm = props.major * 10 + props.minor, props.multi_processor_count
+                xs0 = [x.stride(0) for x in X]
+                self.persist = _scan_gpu.plan(info["graph"], kind, tuple(c0[0].shape), cout[0], yout, xs0,
+                                              nsm=nsm, sm=sm)
+            except _scan_gpu.NotPersistent as e:
+                why = str(e)
+        if why is not None:
+            raise _Fallback(f"{_CUDA_WHY}, and no persistent kernel: {why}")
+        self.kind, self.T = kind, X[0].shape[0]
+        self.persist_args = [None] * len(kind)
+        for j, (k, i) in enumerate(kind):
+            self.persist_args[j] = None if k == "c" else X[i] if k == "x" else consts[i]
+        self.c0, self.train = c0, False
+
+    def run_persistent(self):
+        from . import _scan_gpu
+        k = self.persist
+        hT, ys = _scan_gpu.run(k, self.c0[0], self.persist_args, self.T)
+        self.persist_args = self.c0 = None
+        return (hT,) + tuple(ys)
 
     # ---- forward --------------------------------------------------------------------------
     def forward(self):

@@ -1,0 +1,229 @@
+"""torchc.scan on CUDA as one persistent kernel (torchc/_scan_gpu.py).
+
+CPU tests: which bodies qualify (the reason when not), and the generated kernel's PTX (LLVM IR
+from the body's graph -> torchc's NVPTX pipeline -> ptxas for sm_90 when a CUDA toolkit is
+installed). CUDA tests (skipped without a GPU): differential against eager's loop, odd hidden
+sizes, batch 1, modReLU / tanh / relu bodies, and the lowering explain() reports.
+"""
+import os
+import shutil
+import subprocess
+
+import pytest
+import torch
+
+import torchc
+from torchc import _scan, _scan_gpu, _C
+
+CUDA = torch.cuda.is_available()
+PTXAS = shutil.which("ptxas") or ("/usr/local/cuda/bin/ptxas" if os.path.exists("/usr/local/cuda/bin/ptxas") else None)
+
+
+def modrelu_body(Wt, Win_t, b):
+    def step(h, xs):
+        x, e = xs
+        z = torch.mm(h, Wt) + torch.mm(x, Win_t) + e
+        h = torch.sign(z) * torch.relu(z.abs() + b)
+        return h, h
+    return step
+
+
+def tanh_body(W):
+    def step(h, x):
+        h = torch.tanh(h @ W.t() + x)
+        return h, h
+    return step
+
+
+def linear_relu_body(lin):
+    def step(h, x):
+        h2 = torch.relu(lin(h) + x * 0.5)
+        return h2, h2 * 2.0
+    return step
+
+
+def eager_scan(fn, init, xs):
+    h, ys = init, []
+    T = (xs[0] if isinstance(xs, (tuple, list)) else xs).shape[0]
+    for t in range(T):
+        h, y = fn(h, tuple(x[t] for x in xs) if isinstance(xs, (tuple, list)) else xs[t])
+        ys.append(y)
+    return h, torch.stack(ys)
+
+
+def modrelu_case(N, n, T=6, dev="cpu", inp=1):
+    g = torch.Generator().manual_seed(n * 31 + N)
+    W = (torch.randn(n, n, generator=g) / n ** 0.5).to(dev)
+    Win = torch.randn(n, inp, generator=g).to(dev)
+    # b <= 0: modReLU is continuous (with b > 0 it jumps by 2b at z = 0, where float32 rounding
+    # of z's sign may differ from eager's: not a defect of either)
+    b = (-torch.rand(n, generator=g) * 0.01).to(dev)
+    x = torch.randn(T, N, inp, generator=g).to(dev)
+    e = torch.zeros(N, n, device=dev).expand(T, N, n)
+    h0 = torch.zeros(N, n, device=dev)
+    return modrelu_body(W.t(), Win.t(), b), h0, (x, e)
+
+
+def tanh_case(N, n, T=6, dev="cpu"):
+    g = torch.Generator().manual_seed(n * 7 + N)
+    W = (torch.randn(n, n, generator=g) / n ** 0.5).to(dev)
+    x = torch.randn(T, N, n, generator=g).to(dev)
+    h0 = torch.randn(N, n, generator=g).to(dev)
+    return tanh_body(W), h0, x
+
+
+def ptx_ok(kernel):
+    ptx = _C._ir_to_ptx(kernel.ir, 90)
+    assert ".entry torchc_scan_persist" in ptx and "bar.sync" in ptx
+    if PTXAS:
+        import tempfile
+        with tempfile.TemporaryDirectory() as d:
+            p = os.path.join(d, "k.ptx")
+            with open(p, "w") as f:
+                f.write(ptx)
+            env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}  # (ASan runs)
+            r = subprocess.run([PTXAS, "-arch=sm_90", p, "-o", os.path.join(d, "k.cubin")],
+                               capture_output=True, text=True, env=env)
+            assert r.returncode == 0, r.stderr
+    return ptx
+
+
+# ---- selection and PTX (CPU) ---------------------------------------------------------------
+@pytest.mark.parametrize("N,n,inp", [(1, 7, 1), (5, 33, 3), (3, 170, 1), (2, 241, 20), (4, 512, 1)])
+def test_modrelu_body_qualifies_and_its_ptx_assembles(N, n, inp):
+    fn, h0, xs = modrelu_case(N, n, inp=inp)
+    with torch.no_grad():
+        k = _scan.persistent_plan(fn, h0, xs)
+    assert k.A.rec_mm is not None
+    # x W_inᵀ: K = 1 is captured as a broadcast multiply; K > 1 a product per element
+    assert len(k.A.x_mms) == (inp > 1)
+    assert k.threads == max(32, (n + 31) // 32 * 32) and k.ctas == N  # N <= the SMs: one row a CTA
+    assert k.w_smem == (n <= 236), k.describe()
+    ptx_ok(k)
+
+
+def test_tanh_and_linear_bodies_qualify():
+    fn, h0, x = tanh_case(3, 19)
+    with torch.no_grad():
+        k = _scan.persistent_plan(fn, h0, x)
+    assert "tanh" not in k.ir and "ex2.approx" in k.ir  # tanh from the body, written out
+    ptx_ok(k)
+    lin = torch.nn.Linear(10, 10)
+    with torch.no_grad():
+        k2 = _scan.persistent_plan(linear_relu_body(lin), torch.zeros(200, 10), torch.randn(4, 200, 10), nsm=132)
+    assert k2.R == 2 and k2.ctas == 100  # more rows than SMs: two a CTA
+    ptx_ok(k2)
+
+
+def test_bodies_that_do_not_qualify_say_why():
+    W = torch.randn(8, 8)
+
+    def reduce_body(h, x):
+        h = torch.tanh(h @ W + x - h.sum(1, keepdim=True))
+        return h, h
+
+    def act_then_mm(h, x):
+        h = torch.tanh(h) @ W + x
+        return h, h
+
+    def two_carries(c, x):
+        h, s = c
+        h = torch.tanh(h @ W + x)
+        return (h, s + 1), h
+
+    def no_matvec(h, x):
+        h = torch.tanh(h + x)
+        return h, h
+    x = torch.randn(3, 2, 8)
+    cases = [(reduce_body, torch.zeros(2, 8), x, "sum"), (act_then_mm, torch.zeros(2, 8), x, "left operand"),
+             (two_carries, (torch.zeros(2, 8), torch.zeros(2, 8)), x, "one float32"),
+             (no_matvec, torch.zeros(2, 8), x, "recurrent"),
+             (tanh_body(W.double()), torch.zeros(2, 8, dtype=torch.float64), x.double(), "float32")]
+    for fn, init, xs, want in cases:
+        with torch.no_grad(), pytest.raises(_scan_gpu.NotPersistent, match=want):
+            _scan.persistent_plan(fn, init, xs)
+    big = torch.randn(1100, 1100)
+    with torch.no_grad(), pytest.raises(_scan_gpu.NotPersistent, match="1024"):
+        _scan.persistent_plan(tanh_body(big), torch.zeros(1, 1100), torch.randn(2, 1, 1100))
+    Wg = torch.randn(8, 8, requires_grad=True)  # training: forward only
+    with pytest.raises(_scan_gpu.NotPersistent, match="gradient"):
+        _scan.persistent_plan(tanh_body(Wg), torch.zeros(2, 8), x)
+
+
+# ---- CUDA ----------------------------------------------------------------------------------
+cuda = pytest.mark.skipif(not CUDA, reason="needs CUDA")
+
+
+@cuda
+@pytest.mark.parametrize("N,n,inp", [(1, 1, 1), (1, 170, 1), (3, 33, 3), (128, 170, 1), (5, 241, 20), (2, 512, 1),
+                                     (7, 600, 2), (130, 97, 1), (300, 64, 1)])
+def test_cuda_modrelu_matches_eager(N, n, inp):
+    fn, h0, xs = modrelu_case(N, n, T=50, dev="cuda", inp=inp)
+    with torch.no_grad():
+        c, ys = torchc.scan(fn, h0, xs)
+        assert _scan.last_lowering.startswith("persistent kernel"), _scan.last_lowering
+        ce, yse = eager_scan(fn, h0, xs)
+    assert ys.shape == yse.shape and c.shape == ce.shape and ys.dtype == yse.dtype
+    torch.testing.assert_close(ys, yse, atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(c, ce, atol=1e-4, rtol=1e-4)
+
+
+@cuda
+@pytest.mark.parametrize("N,n", [(1, 5), (4, 170), (64, 511), (9, 1024)])
+def test_cuda_tanh_matches_eager(N, n):
+    fn, h0, x = tanh_case(N, n, T=40, dev="cuda")
+    with torch.no_grad():
+        c, ys = torchc.scan(fn, h0, x)
+        assert _scan.last_lowering.startswith("persistent kernel"), _scan.last_lowering
+        ce, yse = eager_scan(fn, h0, x)
+    torch.testing.assert_close(ys, yse, atol=2e-5 * n ** 0.5, rtol=1e-4)
+    torch.testing.assert_close(c, ce, atol=2e-5 * n ** 0.5, rtol=1e-4)
+
+
+@cuda
+def test_cuda_linear_relu_two_results_and_explain():
+    lin = torch.nn.Linear(37, 37).cuda()
+    fn = linear_relu_body(lin)
+    h0, x = torch.randn(200, 37, device="cuda"), torch.randn(30, 200, 37, device="cuda")
+
+    def run(h0, x):
+        return torchc.scan(fn, h0, x)
+    with torch.no_grad():
+        e = torchc.explain(torchc.disable(run))(h0, x)
+        c, ys = e.result
+        ce, yse = eager_scan(fn, h0, x)
+    assert any(s.startswith("persistent kernel") for s in e.scan_lowerings), e.scan_lowerings
+    torch.testing.assert_close(ys, yse, atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(c, ce, atol=1e-4, rtol=1e-4)
+
+
+@cuda
+def test_cuda_training_keeps_the_python_loop_with_reason():
+    fn, h0, x = tanh_case(2, 16, T=5, dev="cuda")
+    W = torch.randn(16, 16, device="cuda", requires_grad=True)
+    c, ys = torchc.scan(tanh_body(W), h0, x)
+    assert _scan.last_lowering.startswith("Python loop") and "gradient" in _scan.last_lowering
+    ys.sum().backward()
+    assert W.grad is not None
+
+
+@cuda
+def test_cuda_exprnn_forward_is_one_persistent_kernel():
+    from torchc.manifolds import ExpRNN
+    torch.manual_seed(0)
+    m = ExpRNN(1, 170).cuda()
+    with torch.no_grad():
+        m.cell.nonlinearity.b.copy_(-m.cell.nonlinearity.b.abs())  # continuous modReLU (see modrelu_case)
+    x = torch.randn(100, 4, 1, device="cuda")
+    with torch.no_grad():
+        H, h = m(x)
+        assert _scan.last_lowering.startswith("persistent kernel"), _scan.last_lowering
+        c = m.cell
+        B, Win, b = c.recurrent_kernel.weight, c.input_kernel.weight, c.nonlinearity.b
+        he, He = torch.zeros(4, 170, device="cuda"), []
+        for t in range(100):
+            z = he @ B.t() + x[t] @ Win.t()
+            he = torch.sign(z) * torch.relu(z.abs() + b)
+            He.append(he)
+    torch.testing.assert_close(H, torch.stack(He), atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(h, he, atol=1e-4, rtol=1e-4)
