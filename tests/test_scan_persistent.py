@@ -150,6 +150,17 @@ def test_bodies_that_do_not_qualify_say_why():
         _scan.persistent_plan(tanh_body(Wg), torch.zeros(2, 8), x)
 
 
+def test_explain_names_the_scan_lowering_on_the_cpu():
+    fn, h0, x = tanh_case(2, 8)
+
+    def run(h0, x):
+        return torchc.scan(fn, h0, x)
+    with torch.no_grad():
+        e = torchc.explain(run)(h0, x)
+    assert e.scan_lowerings and e.scan_lowerings[-1].startswith("C loop"), e.scan_lowerings
+    torch.testing.assert_close(e.result[1], eager_scan(fn, h0, x)[1])
+
+
 # ---- CUDA ----------------------------------------------------------------------------------
 cuda = pytest.mark.skipif(not CUDA, reason="needs CUDA")
 
@@ -189,7 +200,7 @@ def test_cuda_linear_relu_two_results_and_explain():
     def run(h0, x):
         return torchc.scan(fn, h0, x)
     with torch.no_grad():
-        e = torchc.explain(torchc.disable(run))(h0, x)
+        e = torchc.explain(run)(h0, x)
         c, ys = e.result
         ce, yse = eager_scan(fn, h0, x)
     assert any(s.startswith("persistent kernel") for s in e.scan_lowerings), e.scan_lowerings

@@ -16,7 +16,8 @@ The kernel is LLVM IR written here from the graph (the pointwise tail is the bod
 so any such f works) and compiled by torchc's NVPTX back end (_C._ir_to_ptx: O3 + NVPTX, the
 code generator's pipeline); it is loaded through the CUDA driver and launched once per scan on
 torch's current stream:
-  one CTA per R batch rows (R = 1 while N <= the SMs, else 2 or 4), one thread per column i;
+  one CTA per R batch rows (W in shared memory: R = 1 while N <= the SMs, else 2 or 4; W from
+  L2: R = 4, 2 at 1024 threads), one thread per column i;
   W (the recurrent product's right operand, any strides) in shared memory, as ws[j][i], when
   n * n floats and the state fit the opt-in limit (n <= ~236), else read from global memory
   (L2); the state h in shared memory, double-buffered (one barrier a step);
@@ -550,6 +551,12 @@ class Kernel:
         w_bytes = n * self.np * 4
         limit = _SMEM_BY_SM.get(sm, 99 * 1024 if sm < 90 else SMEM_OPTIN)
         self.w_smem = w_bytes + hs_bytes <= limit
+        if not self.w_smem:
+            # W from L2: a CTA's step streams all of W whatever its rows, so each value serves
+            # up to 4 rows (2 at 1024 threads: registers) and fewer SMs are busy for it
+            self.R = min(N, 4 if self.threads <= 512 else 2)
+            self.ctas = (N + self.R - 1) // self.R
+            hs_bytes = 2 * self.R * self.np * 4
         self.smem = hs_bytes + (w_bytes if self.w_smem else 0)
         self.cout, self.yout = cout, yout
         self.ninputs = len(A.kinds)
@@ -632,31 +639,48 @@ class Kernel:
         ir.raw(f"  %t = phi i64 [0, %wend_h], [%tn, %stepend]")
         cur = ir.op("and i64 %t, 1")
         nxt = ir.op("xor i64 " + cur + ", 1")
-        # matvec: acc[r] = sum_j hs[cur][r][j] * W[j][col]
-        ir.raw("  br label %mv")
-        ir.label("mv")
-        ir.raw("  %j = phi i64 [0, %step], [%jn, %mv]")
-        accs = []
-        for r in range(R):
-            ir.raw(f"  %acc{r} = phi float [{_f(0.0)}, %step], [%acc{r}n, %mv]")
-        if self.w_smem:
-            o = ir.op(f"add i64 " + ir.op(f"mul i64 %j, {np_}") + f", {col}")
-            wp = ir.op(f"getelementptr float, ptr addrspace(3) @smem, i64 {o}")
-            w = ir.op(f"load float, ptr addrspace(3) {wp}, align 4")
-        else:
-            o = ir.op(f"mul i64 %j, {W.strides[0]}")
+        # matvec: acc[r] = sum_j hs[cur][r][j] * W[j][col]: j by 4 (hs[cur][r][j .. j+3] one
+        # 16-byte shared load, a broadcast; two accumulators), then the n % 4 last j
+        def w_at(j):
+            if self.w_smem:
+                o = ir.op(f"add i64 " + ir.op(f"mul i64 {j}, {np_}") + f", {col}")
+                wp = ir.op(f"getelementptr float, ptr addrspace(3) @smem, i64 {o}")
+                return ir.op(f"load float, ptr addrspace(3) {wp}, align 4")
+            o = ir.op(f"mul i64 {j}, {W.strides[0]}")
             o = ir.op(f"add i64 {o}, " + ir.op(f"mul i64 {col}, {W.strides[1]}"))
             o = ir.op(f"add i64 {o}, {W.off}")
             wp = ir.op(f"getelementptr float, ptr addrspace(1) {ptrs[W.inp]}, i64 {o}")
-            w = ir.op(f"load float, ptr addrspace(1) {wp}, align 4")
-        for r in range(R):
-            hp = hs_ptr(cur, r, "%j")
-            h = ir.op(f"load float, ptr addrspace(3) {hp}, align 4")
-            ir.raw(f"  %acc{r}n = call float @llvm.fma.f32(float {h}, float {w}, float %acc{r})")
-            accs.append(f"%acc{r}n")
-        ir.raw("  %jn = add i64 %j, 1")
-        c = ir.op(f"icmp eq i64 %jn, {n}")
-        ir.raw(f"  br i1 {c}, label %pw, label %mv")
+            return ir.op(f"load float, ptr addrspace(1) {wp}, align 4")
+        n4 = n // 4 * 4
+        accs = [_f(0.0)] * R
+        if n4:
+            ir.raw("  br label %mv")
+            ir.label("mv")
+            ir.raw("  %j = phi i64 [0, %step], [%jn, %mv]")
+            for r in range(R):
+                for q in (0, 1):
+                    ir.raw(f"  %a{q}_{r} = phi float [{_f(0.0)}, %step], [%a{q}_{r}n, %mv]")
+            ws = [w_at(ir.op(f"add i64 %j, {q}")) for q in range(4)]
+            for r in range(R):
+                hp = hs_ptr(cur, r, "%j")
+                hv = ir.op(f"load <4 x float>, ptr addrspace(3) {hp}, align 16")
+                a = [f"%a0_{r}", f"%a1_{r}"]
+                for q in range(4):
+                    hq = ir.op(f"extractelement <4 x float> {hv}, i32 {q}")
+                    dst = f"%a{q % 2}_{r}n" if q >= 2 else ir.tmp()
+                    ir.raw(f"  {dst} = call float @llvm.fma.f32(float {hq}, float {ws[q]}, float {a[q % 2]})")
+                    a[q % 2] = dst
+            ir.raw("  %jn = add i64 %j, 4")
+            c = ir.op(f"icmp eq i64 %jn, {n4}")
+            ir.raw(f"  br i1 {c}, label %mvt, label %mv")
+            ir.label("mvt")
+            accs = [ir.op(f"fadd float %a0_{r}n, %a1_{r}n") for r in range(R)]
+        for j in range(n4, n):
+            w = w_at(str(j))
+            for r in range(R):
+                h = ir.op(f"load float, ptr addrspace(3) {hs_ptr(cur, r, j)}, align 4")
+                accs[r] = ir.op(f"call float @llvm.fma.f32(float {h}, float {w}, float {accs[r]})")
+        ir.raw("  br label %pw")
         ir.label("pw")
         for r in range(R):
             em = _Emit(A, ir, ptrs, xs0, t, rows[r], col, r, accs[r],
@@ -699,7 +723,8 @@ class Kernel:
         # the block that enters the step loop: after the W load (or the entry)
         body = body.replace("%wend_h", "%wend" if self.w_smem else "%entry")
         head = ("@smem = external addrspace(3) global [0 x float], align 16\n" + _DECLS +
-                "\n!nvvm.annotations = !{!0}\n!0 = !{ptr @torchc_scan_persist, !\"kernel\", i32 1}\n")
+                "\n!nvvm.annotations = !{!0, !1}\n!0 = !{ptr @torchc_scan_persist, !\"kernel\", i32 1}\n"
+                f"!1 = !{{ptr @torchc_scan_persist, !\"maxntidx\", i32 {self.threads}}}\n")
         return head + body + "\n"
 
 
@@ -751,6 +776,13 @@ def _function(kernel, device):
         return f
     if _cu is None:
         _cu = ctypes.CDLL("libcuda.so.1")
+    ctx = ctypes.c_void_p()
+    _check(_cu.cuCtxGetCurrent(ctypes.byref(ctx)), "cuCtxGetCurrent")
+    if not ctx.value:  # torch's primary context of the device, made current on this thread
+        d = ctypes.c_int()
+        _check(_cu.cuDeviceGet(ctypes.byref(d), device.index), "cuDeviceGet")
+        _check(_cu.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), d), "cuDevicePrimaryCtxRetain")
+        _check(_cu.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
     major, minor = torch.cuda.get_device_capability(device)
     ptx = ptx_of(kernel, major * 10 + minor).encode() + b"\0"
     mod, fn = ctypes.c_void_p(), ctypes.c_void_p()
