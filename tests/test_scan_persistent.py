@@ -97,8 +97,10 @@ def test_modrelu_body_qualifies_and_its_ptx_assembles(N, n, inp):
     assert k.A.rec_mm is not None
     # x W_inᵀ: K = 1 is captured as a broadcast multiply; K > 1 a product per element
     assert len(k.A.x_mms) == (inp > 1)
-    assert k.threads == max(32, (n + 31) // 32 * 32) and k.ctas == N  # N <= the SMs: one row a CTA
+    assert k.threads == max(32, (n + 31) // 32 * 32)
     assert k.w_smem == (n <= 236), k.describe()
+    # W in shared memory and N <= the SMs: one row a CTA; W from L2: up to 4 rows a CTA
+    assert (k.R, k.ctas) == ((1, N) if k.w_smem else (min(N, 4), (N + 3) // 4)), k.describe()
     ptx_ok(k)
 
 
