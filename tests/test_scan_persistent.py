@@ -139,11 +139,14 @@ def test_bodies_that_do_not_qualify_say_why():
     x = torch.randn(3, 2, 8)
     cases = [(reduce_body, torch.zeros(2, 8), x, "sum"), (act_then_mm, torch.zeros(2, 8), x, "left operand"),
              (two_carries, (torch.zeros(2, 8), torch.zeros(2, 8)), x, "one float32"),
-             (no_matvec, torch.zeros(2, 8), x, "recurrent"),
              (tanh_body(W.double()), torch.zeros(2, 8, dtype=torch.float64), x.double(), "float32")]
     for fn, init, xs, want in cases:
         with torch.no_grad(), pytest.raises(_scan_gpu.NotPersistent, match=want):
             _scan.persistent_plan(fn, init, xs)
+    with torch.no_grad():  # a pointwise recurrence qualifies too (no product to run)
+        k = _scan.persistent_plan(no_matvec, torch.zeros(2, 8), x)
+    assert not k.has_mv and "pointwise recurrence" in k.describe()
+    ptx_ok(k)
     big = torch.randn(1100, 1100)
     with torch.no_grad(), pytest.raises(_scan_gpu.NotPersistent, match="1024"):
         _scan.persistent_plan(tanh_body(big), torch.zeros(1, 1100), torch.randn(2, 1, 1100))
@@ -240,3 +243,146 @@ def test_cuda_exprnn_forward_is_one_persistent_kernel():
             He.append(he)
     torch.testing.assert_close(H, torch.stack(He), atol=1e-4, rtol=1e-4)
     torch.testing.assert_close(h, he, atol=1e-4, rtol=1e-4)
+
+
+# ---- the generated kernel run on the CPU (no GPU here) --------------------------------------
+# The kernel's IR, with the NVPTX parts swapped for host ones (thread and CTA ids per pthread,
+# the CTA barrier a pthread barrier, ex2/lg2 from libm, shared memory one array: CTAs run one
+# after another), compiled by llc and run by `threads` pthreads per CTA: the generated code's
+# values against eager's on the CPU, the same IR that goes to PTX.
+LLC = shutil.which("llc-16") or ("/usr/lib/llvm-16/bin/llc" if os.path.exists("/usr/lib/llvm-16/bin/llc") else None)
+GCC = shutil.which("gcc")
+
+_HARNESS = r"""
+#include <pthread.h>
+#include <math.h>
+__attribute__((aligned(16))) float smem[1 << 16];
+static __thread int tid_, cta_;
+static pthread_barrier_t bar;
+int emu_tid(void) { return tid_; }
+int emu_cta(void) { return cta_; }
+void emu_barrier(void) { pthread_barrier_wait(&bar); }
+float emu_ex2(float x) { return exp2f(x); }
+float emu_lg2(float x) { return log2f(x); }
+void torchc_scan_persist(%(decl)s);
+static void **A;
+static int TT, CTA;
+static void *run(void *p) {
+    tid_ = (int)(long)p;
+    cta_ = CTA;
+    torchc_scan_persist(%(call)s);
+    return 0;
+}
+int emu(void **args, int T, int ctas, int threads) {
+    pthread_t th[1024];
+    A = args;
+    TT = T;
+    for (CTA = 0; CTA < ctas; CTA++) {
+        pthread_barrier_init(&bar, 0, threads);
+        for (long i = 0; i < threads; i++)
+            if (pthread_create(&th[i], 0, run, (void *)i)) return -1;
+        for (int i = 0; i < threads; i++) pthread_join(th[i], 0);
+        pthread_barrier_destroy(&bar);
+    }
+    return 0;
+}
+"""
+
+
+def emulate(kernel, c0, inputs, T):
+    import ctypes
+    import re
+    import tempfile
+    ir = kernel.ir.replace("ptr addrspace(1)", "ptr").replace("ptr addrspace(3)", "ptr")
+    ir = ir.replace("@smem = external addrspace(3) global", "@smem = external global")
+    ir = ir.replace("@llvm.nvvm.read.ptx.sreg.tid.x", "@emu_tid").replace("@llvm.nvvm.read.ptx.sreg.ctaid.x", "@emu_cta")
+    ir = ir.replace("@llvm.nvvm.barrier0", "@emu_barrier").replace("@llvm.nvvm.ex2.approx.f", "@emu_ex2")
+    ir = ir.replace("@llvm.nvvm.lg2.approx.f", "@emu_lg2")
+    ir = "\n".join(ln for ln in ir.splitlines() if not ln.startswith("!"))
+    ir = re.sub(r"declare void @emu_barrier\(\)", "declare void @emu_barrier()", ir)
+    nptr = ir[ir.index("define void @torchc_scan_persist("):].split(")")[0].count("ptr")
+    decl = ", ".join(["void *"] * nptr + ["int"])
+    call = ", ".join([f"A[{i}]" for i in range(nptr)] + ["TT"])
+    env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+    with tempfile.TemporaryDirectory() as d:
+        open(os.path.join(d, "k.ll"), "w").write(ir)
+        open(os.path.join(d, "h.c"), "w").write(_HARNESS % {"decl": decl, "call": call})
+        subprocess.run([LLC, "-O1", "-filetype=obj", "-relocation-model=pic", "k.ll", "-o", "k.o"], cwd=d,
+                       check=True, env=env, capture_output=True)
+        subprocess.run([GCC, "-O1", "-shared", "-fPIC", "h.c", "k.o", "-o", "k.so", "-lpthread", "-lm"], cwd=d,
+                       check=True, env=env, capture_output=True)
+        lib = ctypes.CDLL(os.path.join(d, "k.so"))
+    N, n = kernel.A.N, kernel.A.n
+    outs = sorted(set(kernel.yout))
+    ys = [torch.full((T, N, n), float("nan")) for _ in outs]
+    hT = torch.full((N, n), float("nan"))
+    h0 = c0.contiguous()
+    keep = [h0] + [x for x in inputs if x is not None] + ys + [hT]
+    ptrs = [h0.data_ptr()] + [x.data_ptr() if x is not None else 0 for x in inputs] + \
+        [y.data_ptr() for y in ys] + [hT.data_ptr()]
+    args = (ctypes.c_void_p * len(ptrs))(*ptrs)
+    assert lib.emu(args, T, kernel.ctas, kernel.threads) == 0
+    del keep
+    return hT, [ys[outs.index(j)] for j in kernel.yout]
+
+
+def _emulated_scan(fn, init, xs, **kw):
+    """(carry, ys) of the generated kernel run on the CPU, and the kernel"""
+    from torch.utils import _pytree as pytree
+    with torch.no_grad():
+        k = _scan.persistent_plan(fn, init, xs, **kw)
+        # the graph inputs in the kernel's order, as _Plan binds them (a probe run records them)
+        c0, spec_init = pytree.tree_flatten(init)
+        X, spec_xs = pytree.tree_flatten(xs)
+        body = _scan._compiled(fn)
+        res, rec = _C._scan_probe(body, (init, pytree.tree_unflatten([x[0] for x in X], spec_xs)))
+        ins = _C._scan_info(rec)["inputs"]
+        args = []
+        for o in ins:
+            i = next((i for i, x in enumerate(X) if x[0].data_ptr() == o.data_ptr() and o.shape == x[0].shape
+                      and o.stride() == x[0].stride()), None)
+            args.append(None if any(o is c or (o.data_ptr() == c.data_ptr() and o.shape == c.shape) for c in c0)
+                        else X[i] if i is not None else o)
+        hT, ys = emulate(k, c0[0], args, X[0].shape[0])
+    return hT, ys, k
+
+
+needs_llc = pytest.mark.skipif(not (LLC and GCC), reason="needs llc (LLVM 16) and gcc")
+
+
+@needs_llc
+@pytest.mark.parametrize("N,n,inp,sm,nsm", [(1, 1, 1, 90, 132), (3, 7, 2, 90, 132), (5, 33, 20, 90, 2),
+                                            (2, 19, 1, 86, 132), (6, 160, 1, 86, 132)])
+def test_generated_modrelu_kernel_run_on_the_cpu_matches_eager(N, n, inp, sm, nsm):
+    """nsm = 2: more rows than SMs (4 a CTA, a partial last CTA); sm 86 (99 KB of shared
+    memory) at n = 160: W read from global memory"""
+    fn, h0, xs = modrelu_case(N, n, T=9, inp=inp)
+    h0 = torch.randn(N, n)
+    hT, ys, k = _emulated_scan(fn, h0, xs, sm=sm, nsm=nsm)
+    if n == 160:
+        assert not k.w_smem
+    if nsm == 2:
+        assert k.R == 4 and k.ctas == 2
+    with torch.no_grad():
+        ce, yse = eager_scan(fn, h0, xs)
+    torch.testing.assert_close(ys[0], yse, atol=2e-5, rtol=2e-5)
+    torch.testing.assert_close(hT, ce, atol=2e-5, rtol=2e-5)
+
+
+@needs_llc
+def test_generated_tanh_and_linear_kernels_run_on_the_cpu_match_eager():
+    fn, h0, x = tanh_case(3, 21, T=7)
+    hT, ys, k = _emulated_scan(fn, h0, x)
+    with torch.no_grad():
+        ce, yse = eager_scan(fn, h0, x)
+    torch.testing.assert_close(ys[0], yse, atol=2e-6, rtol=2e-5)
+    torch.testing.assert_close(hT, ce, atol=2e-6, rtol=2e-5)
+    lin = torch.nn.Linear(10, 10)
+    fn = linear_relu_body(lin)
+    h0, x = torch.randn(7, 10), torch.randn(5, 7, 10)
+    hT, ys, k = _emulated_scan(fn, h0, x, nsm=4)  # 2 rows a CTA
+    assert k.R == 2
+    with torch.no_grad():
+        ce, yse = eager_scan(fn, h0, x)
+    torch.testing.assert_close(ys[0], yse, atol=2e-6, rtol=2e-5)
+    torch.testing.assert_close(hT, ce, atol=2e-6, rtol=2e-5)

@@ -270,8 +270,6 @@ class Analysis:
             v = self.val[nd.id]
             if not (v == "pw" or isinstance(v, tuple)) or nd.sizes != [self.N, self.n] or nd.dtype != "f32":
                 raise NotPersistent(f"graph output {o} is not a computed float32 [N, n] value")
-        if self.rec_mm is None:
-            raise NotPersistent("no product of the carry with a constant matrix (not a recurrent matvec)")
 
 
 # ---- LLVM IR -----------------------------------------------------------------------------------
@@ -550,8 +548,9 @@ class Kernel:
         hs_bytes = 2 * self.R * self.np * 4
         w_bytes = n * self.np * 4
         limit = _SMEM_BY_SM.get(sm, 99 * 1024 if sm < 90 else SMEM_OPTIN)
-        self.w_smem = w_bytes + hs_bytes <= limit
-        if not self.w_smem:
+        self.has_mv = A.rec_mm is not None  # else a pointwise recurrence (e.g. n = 1: h * w)
+        self.w_smem = self.has_mv and w_bytes + hs_bytes <= limit
+        if self.has_mv and not self.w_smem:
             # W from L2: a CTA's step streams all of W whatever its rows, so each value serves
             # up to 4 rows (2 at 1024 threads: registers) and fewer SMs are busy for it
             self.R = min(N, 4 if self.threads <= 512 else 2)
@@ -564,9 +563,11 @@ class Kernel:
         self.key = hashlib.sha256(self.ir.encode()).hexdigest()
 
     def describe(self):
-        where = "shared memory" if self.w_smem else "global memory (L2; n*n floats exceed the shared memory)"
+        where = ("W in shared memory" if self.w_smem else
+                 "W in global memory (L2; n*n floats exceed the shared memory)" if self.has_mv else
+                 "no matrix product of the carry (a pointwise recurrence)")
         return (f"persistent kernel: one launch for all steps, {self.ctas} CTAs x {self.threads} threads, "
-                f"{self.R} batch row(s) a CTA, W in {where}, {self.smem} B shared")
+                f"{self.R} batch row(s) a CTA, {where}, {self.smem} B shared")
 
     def _build(self, xs0):
         A = self.A
@@ -599,8 +600,7 @@ class Kernel:
             o = ir.op(f"add i64 {o}, {hs_base + r * np_}")
             o = ir.op(f"add i64 {o}, {c}")
             return ir.op(f"getelementptr float, ptr addrspace(3) @smem, i64 {o}")
-        rec = A.rec_mm
-        W = rec["b"]
+        W = A.rec_mm["b"] if self.has_mv else None
         if self.w_smem:  # ws[j][i] = W[j, i] (any strides), loaded once
             ir.raw("  br label %wl")
             ir.label("wl")
@@ -651,7 +651,8 @@ class Kernel:
             o = ir.op(f"add i64 {o}, {W.off}")
             wp = ir.op(f"getelementptr float, ptr addrspace(1) {ptrs[W.inp]}, i64 {o}")
             return ir.op(f"load float, ptr addrspace(1) {wp}, align 4")
-        n4 = n // 4 * 4
+        n_mv = n if self.has_mv else 0
+        n4 = n_mv // 4 * 4
         accs = [_f(0.0)] * R
         if n4:
             ir.raw("  br label %mv")
@@ -675,7 +676,7 @@ class Kernel:
             ir.raw(f"  br i1 {c}, label %mvt, label %mv")
             ir.label("mvt")
             accs = [ir.op(f"fadd float %a0_{r}n, %a1_{r}n") for r in range(R)]
-        for j in range(n4, n):
+        for j in range(n4, n_mv):
             w = w_at(str(j))
             for r in range(R):
                 h = ir.op(f"load float, ptr addrspace(3) {hs_ptr(cur, r, j)}, align 4")
