@@ -532,6 +532,8 @@ class _Plan:
             why = "a gradient is needed (the persistent kernel runs the forward only)"
         elif len(c0) != 1 or c0[0].dim() != 2 or c0[0].dtype != torch.float32:
             why = "the carry is not one float32 [N, n] tensor"
+        elif c0[0].numel() == 0:
+            why = "an empty carry"
         elif any(x.device != dev for x in X) or any(k.device != dev for k in consts):
             why = "an x input on another device"
         elif info["nsyms"]:

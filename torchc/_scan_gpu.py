@@ -566,7 +566,9 @@ class Kernel:
         where = ("W in shared memory" if self.w_smem else
                  "W in global memory (L2; n*n floats exceed the shared memory)" if self.has_mv else
                  "no matrix product of the carry (a pointwise recurrence)")
-        return (f"persistent kernel: one launch for all steps, {self.ctas} CTAs x {self.threads} threads, "
+        why = ("the CUDA body is a product of the carry with a constant plus pointwise ops" if self.has_mv else
+               "the CUDA body is pointwise in the carry")
+        return (f"persistent kernel ({why}): one launch for all steps, {self.ctas} CTAs x {self.threads} threads, "
                 f"{self.R} batch row(s) a CTA, {where}, {self.smem} B shared")
 
     def _build(self, xs0):

@@ -9,6 +9,7 @@ runs, CUDA-synchronized wall time. The step is torchc.manifolds' expRNN step
 """
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -88,6 +89,14 @@ def main():
             tn, yn = timed(new, a.reps)
             row["lowering"] = _scan.last_lowering
             to, yo = timed(old, max(1, a.reps // 2))
+            try:  # the hand-written prototype (recur.cu), for comparison
+                sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+                import recur
+                Bt_c = Bt.contiguous()
+                tp, yp = timed(lambda: recur.forward_kernel(Bt_c, (x @ W_in.t()).contiguous(), b, h0), a.reps)
+                row.update(prototype_s=tp, prototype_max_abs_diff_vs_eager=float((yp - ye).abs().max()))
+            except Exception as ex:  # noqa: BLE001
+                row["prototype_error"] = repr(ex)
             row.update(eager_s=te, persistent_s=tn, old_scan_s=to,
                        speedup_vs_eager=te / tn, speedup_vs_old=to / tn,
                        max_abs_diff_vs_eager=float((yn - ye).abs().max()),
