@@ -21,8 +21,11 @@ How it runs (no Python and no capture per step; compile time does not depend on 
   Buffers: a carry that is also a result shares one [T+1] buffer with it; stacked buffers come
   from a pool and are reused by later calls once nothing holds them (see _empty); the ones the
   backward reads are saved through save_for_backward, so the engine frees them after it.
+On CUDA, a body that is a product of the carry with a constant plus pointwise ops runs as
+one persistent kernel (forward only: torchc/_scan_gpu.py); `last_lowering` (and
+torchc.explain(...).scan_lowerings) names the lowering a scan got and why.
 Where the body cannot run as such a loop (a graph break, mutation of inputs, a result that
-is not a graph output, CUDA, dtypes other than float32/float64 for the summed gradients, no
+is not a graph output, CUDA in training or a body the persistent kernel does not take, dtypes other than float32/float64 for the summed gradients, no
 compiled graph at all), the scan runs a Python loop over the compiled body (still compiled
 once) and says why in `torchc._scan.last_fallback` and the `torchc.scan` logger. That loop
 goes on from the probe's step 0 (its result attached to the caller's carries and x slices
@@ -550,6 +553,12 @@ class _Plan:
                                               nsm=nsm, sm=sm)
             except _scan_gpu.NotPersistent as e:
                 why = str(e)
+        if why is None and not self.plan_only:
+            try:  # PTX, module and function now: a failure here still has the probe's step 0
+                _scan_gpu.load(self.persist, dev)
+            except Exception as e:  # noqa: BLE001 (LLVM, the driver: reported, eager's results)
+                why = f"the generated kernel did not load: {e}"
+                self.persist = None
         if why is not None:
             raise _Fallback(f"{_CUDA_WHY}, and no persistent kernel: {why}")
         self.kind, self.T = kind, X[0].shape[0]

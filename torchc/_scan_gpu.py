@@ -770,6 +770,11 @@ def _check(rc, what):
                            f"({name.value.decode() if name.value else '?'})")
 
 
+def load(kernel, device):
+    """The kernel's PTX made, its module loaded on device (raises on failure)."""
+    _function(kernel, device)
+
+
 def _function(kernel, device):
     global _cu
     key = (kernel.key, device.index)
