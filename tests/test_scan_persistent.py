@@ -312,38 +312,20 @@ def emulate(kernel, c0, inputs, T):
         subprocess.run([GCC, "-O1", "-shared", "-fPIC", "h.c", "k.o", "-o", "k.so", "-lpthread", "-lm"], cwd=d,
                        check=True, env=env, capture_output=True)
         lib = ctypes.CDLL(os.path.join(d, "k.so"))
-    N, n = kernel.A.N, kernel.A.n
-    outs = sorted(set(kernel.yout))
-    ys = [torch.full((T, N, n), float("nan")) for _ in outs]
-    hT = torch.full((N, n), float("nan"))
-    h0 = c0.contiguous()
-    keep = [h0] + [x for x in inputs if x is not None] + ys + [hT]
-    ptrs = [h0.data_ptr()] + [x.data_ptr() if x is not None else 0 for x in inputs] + \
-        [y.data_ptr() for y in ys] + [hT.data_ptr()]
+    h0, ys, hT, ptrs = _scan_gpu.buffers(kernel, c0, inputs, T)  # run()'s own arguments
+    for y in ys + [hT]:
+        y.fill_(float("nan"))
     args = (ctypes.c_void_p * len(ptrs))(*ptrs)
     assert lib.emu(args, T, kernel.ctas, kernel.threads) == 0
-    del keep
-    return hT, [ys[outs.index(j)] for j in kernel.yout]
+    return _scan_gpu.results(kernel, ys, hT)
 
 
 def _emulated_scan(fn, init, xs, **kw):
     """(carry, ys) of the generated kernel run on the CPU, and the kernel"""
-    from torch.utils import _pytree as pytree
     with torch.no_grad():
-        k = _scan.persistent_plan(fn, init, xs, **kw)
-        # the graph inputs in the kernel's order, as _Plan binds them (a probe run records them)
-        c0, spec_init = pytree.tree_flatten(init)
-        X, spec_xs = pytree.tree_flatten(xs)
-        body = _scan._compiled(fn)
-        res, rec = _C._scan_probe(body, (init, pytree.tree_unflatten([x[0] for x in X], spec_xs)))
-        ins = _C._scan_info(rec)["inputs"]
-        args = []
-        for o in ins:
-            i = next((i for i, x in enumerate(X) if x[0].data_ptr() == o.data_ptr() and o.shape == x[0].shape
-                      and o.stride() == x[0].stride()), None)
-            args.append(None if any(o is c or (o.data_ptr() == c.data_ptr() and o.shape == c.shape) for c in c0)
-                        else X[i] if i is not None else o)
-        hT, ys = emulate(k, c0[0], args, X[0].shape[0])
+        k, args = _scan.persistent_plan(fn, init, xs, with_args=True, **kw)
+        T = (xs[0] if isinstance(xs, (tuple, list)) else xs).shape[0]
+        hT, ys = emulate(k, init, args, T)
     return hT, ys, k
 
 

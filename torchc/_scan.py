@@ -378,11 +378,12 @@ def _scan_flat(fn, spec_init, spec_xs, c0, X):
     return carry, pytree.tree_unflatten(list(outs[nc:]), plan.spec_y)
 
 
-def persistent_plan(combine_fn, init, xs, sm=90, nsm=132):
+def persistent_plan(combine_fn, init, xs, sm=90, nsm=132, with_args=False):
     """The persistent kernel (torchc/_scan_gpu.py Kernel: .ir, .describe(), launch shape) that
     a CUDA scan of combine_fn over (init, xs) would run, made from the body's graph on any
     device (the body runs once, as the probe), for sm_XY with nsm SMs; raises
-    _scan_gpu.NotPersistent with the reason when the body does not qualify. dim 0, forward."""
+    _scan_gpu.NotPersistent with the reason when the body does not qualify. dim 0, forward.
+    with_args: (kernel, the tensors bound to its graph inputs as a CUDA call binds them)."""
     from . import _scan_gpu
     c0, spec_init = pytree.tree_flatten(init)
     X, spec_xs = pytree.tree_flatten(xs)
@@ -392,7 +393,7 @@ def persistent_plan(combine_fn, init, xs, sm=90, nsm=132):
         raise _scan_gpu.NotPersistent(str(e).replace(f"{_CUDA_WHY}, and no persistent kernel: ", "")) from None
     if plan.persist is None:
         raise _scan_gpu.NotPersistent("the body runs as a C loop")
-    return plan.persist
+    return (plan.persist, plan.persist_args) if with_args else plan.persist
 
 
 def _row(t):

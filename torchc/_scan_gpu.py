@@ -803,23 +803,33 @@ def _function(kernel, device):
     return fn
 
 
+def buffers(kernel, c0, inputs, T):
+    """(h0, ys stacks in kernel parameter order, hT, kernel pointer arguments but T) of a call"""
+    N, n = kernel.A.N, kernel.A.n
+    h0 = c0.contiguous()
+    ys = [torch.empty((T, N, n), dtype=torch.float32, device=c0.device) for _ in sorted(set(kernel.yout))]
+    hT = torch.empty((N, n), dtype=torch.float32, device=c0.device)
+    ptrs = [h0.data_ptr()] + [x.data_ptr() if x is not None else 0 for x in inputs]
+    ptrs += [y.data_ptr() for y in ys] + [hT.data_ptr()]
+    return h0, ys, hT, ptrs
+
+
+def results(kernel, ys, hT):
+    """(final carry, the results' stacks in the body's order)"""
+    outs = sorted(set(kernel.yout))
+    return hT, [ys[outs.index(j)] for j in kernel.yout]
+
+
 def run(kernel, c0, inputs, T):
     """(final carry, [ys stacks]) of the scan: inputs per graph input (the carry's is ignored),
     x inputs as the stacked [T, ...] tensors."""
     dev = c0.device
     with torch.cuda.device(dev):
         fn = _function(kernel, dev)
-        N, n = kernel.A.N, kernel.A.n
-        outs = sorted(set(kernel.yout))
-        h0 = c0.contiguous()
-        ys = [torch.empty((T, N, n), dtype=torch.float32, device=dev) for _ in outs]
-        hT = torch.empty((N, n), dtype=torch.float32, device=dev)
-        vals = [ctypes.c_void_p(h0.data_ptr())]
-        for i, x in enumerate(inputs):
-            vals.append(ctypes.c_void_p(x.data_ptr() if x is not None else 0))
-        vals += [ctypes.c_void_p(y.data_ptr()) for y in ys] + [ctypes.c_void_p(hT.data_ptr()), ctypes.c_int(T)]
+        h0, ys, hT, ptrs = buffers(kernel, c0, inputs, T)
+        vals = [ctypes.c_void_p(p) for p in ptrs] + [ctypes.c_int(T)]
         params = (ctypes.c_void_p * len(vals))(*[ctypes.cast(ctypes.pointer(v), ctypes.c_void_p) for v in vals])
         stream = ctypes.c_void_p(torch.cuda.current_stream(dev).cuda_stream)
         _check(_cu.cuLaunchKernel(fn, kernel.ctas, 1, 1, kernel.threads, 1, 1, kernel.smem, stream,
                                   params, None), "cuLaunchKernel")
-    return hT, [ys[outs.index(j)] for j in kernel.yout]
+    return results(kernel, ys, hT)
