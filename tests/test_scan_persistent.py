@@ -225,17 +225,19 @@ def test_cuda_training_keeps_the_python_loop_with_reason():
 
 @cuda
 def test_cuda_exprnn_forward_is_one_persistent_kernel():
+    """torchc.manifolds' expRNN recurrence (its scan body as the module runs it; B from the
+    CPU parametrization)"""
     from torchc.manifolds import ExpRNN
+    from torchc.manifolds.rnn import _recurrence
     torch.manual_seed(0)
-    m = ExpRNN(1, 170).cuda()
+    m = ExpRNN(1, 170)
     with torch.no_grad():
-        m.cell.nonlinearity.b.copy_(-m.cell.nonlinearity.b.abs())  # continuous modReLU (see modrelu_case)
-    x = torch.randn(100, 4, 1, device="cuda")
-    with torch.no_grad():
-        H, h = m(x)
-        assert _scan.last_lowering.startswith("persistent kernel"), _scan.last_lowering
         c = m.cell
-        B, Win, b = c.recurrent_kernel.weight, c.input_kernel.weight, c.nonlinearity.b
+        B = c.recurrent_kernel.weight.detach().cuda()
+        Win, b = c.input_kernel.weight.detach().cuda(), (-c.nonlinearity.b.detach().abs()).cuda()  # (b <= 0: see modrelu_case)
+        x = torch.randn(100, 4, 1, device="cuda")
+        H, h = _recurrence(x, Win, B.t(), b, torch.zeros(4, 170, device="cuda"))
+        assert _scan.last_lowering.startswith("persistent kernel"), _scan.last_lowering
         he, He = torch.zeros(4, 170, device="cuda"), []
         for t in range(100):
             z = he @ B.t() + x[t] @ Win.t()

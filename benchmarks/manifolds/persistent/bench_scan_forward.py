@@ -56,11 +56,12 @@ def main():
     res = []
     for n in [int(s) for s in a.hidden.split(",")]:
         torch.manual_seed(0)
-        m = ExpRNN(1, n).cuda()
+        m = ExpRNN(1, n)  # weights made on the CPU (B = base exp(A)), then moved
         x = torch.randn(a.L, a.N, 1, device="cuda")
         with torch.no_grad():
             c = m.cell
-            B, W_in, b = c.recurrent_kernel.weight, c.input_kernel.weight, c.nonlinearity.b
+            B, W_in, b = (t.detach().cuda() for t in (c.recurrent_kernel.weight, c.input_kernel.weight,
+                                                      c.nonlinearity.b))
             Bt = B.t()
             e = torch.zeros(a.N, n, device="cuda").expand(a.L, a.N, n)
             h0 = torch.zeros(a.N, n, device="cuda")
