@@ -370,3 +370,23 @@ def test_generated_tanh_and_linear_kernels_run_on_the_cpu_match_eager():
         ce, yse = eager_scan(fn, h0, x)
     torch.testing.assert_close(ys[0], yse, atol=2e-6, rtol=2e-5)
     torch.testing.assert_close(hT, ce, atol=2e-6, rtol=2e-5)
+
+
+@needs_llc
+def test_generated_transcendentals_run_on_the_cpu_match_eager():
+    """exp (range reduction, powers of two, overflow / underflow), sigmoid, tanh (both
+    branches), expm1, log1p, where, maximum over a wide range of inputs"""
+    W = torch.randn(6, 6) * 0.1
+
+    def step(h, x):
+        z = h @ W + x
+        a = torch.sigmoid(z) + torch.tanh(z) * 0.5 + torch.exp(-z.abs()) - torch.expm1(z * 1e-3)
+        a = a + torch.where(z > 0, torch.log1p(z.abs()), torch.maximum(z, -torch.ones(())) * 0.25)
+        return a * 0.1, torch.exp(x)
+    x = torch.cat([torch.linspace(-120, 90, 4 * 6).reshape(1, 4, 6), torch.randn(3, 4, 6) * 0.3])
+    h0 = torch.randn(4, 6)
+    hT, ys, k = _emulated_scan(step, h0, x)
+    with torch.no_grad():
+        ce, yse = eager_scan(step, h0, x)
+    torch.testing.assert_close(ys[0], yse, atol=0, rtol=2e-6)  # exp(x) alone: inf, 0, denormals
+    torch.testing.assert_close(hT, ce, atol=1e-6, rtol=1e-5)

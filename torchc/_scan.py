@@ -554,6 +554,8 @@ class _Plan:
                                               nsm=nsm, sm=sm)
             except _scan_gpu.NotPersistent as e:
                 why = str(e)
+            except Exception as e:  # noqa: BLE001 (a generator defect: eager's results, the reason)
+                why = f"the kernel generator failed: {type(e).__name__}: {e}"
         if why is None and not self.plan_only:
             try:  # PTX, module and function now: a failure here still has the probe's step 0
                 _scan_gpu.load(self.persist, dev)

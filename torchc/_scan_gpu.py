@@ -314,6 +314,7 @@ declare float @llvm.nvvm.ex2.approx.f(float)
 declare float @llvm.nvvm.lg2.approx.f(float)
 declare float @llvm.minnum.f32(float, float)
 declare float @llvm.maxnum.f32(float, float)
+declare float @llvm.roundeven.f32(float)
 """
 
 
@@ -419,9 +420,26 @@ class _Emit:
         return f"{s}n"
 
     def exp(self, x):
+        """exp(x) = 2^k ex2(r log2 e), k = round(x log2 e), r = x - k ln 2 (two-part ln 2): the
+        approximate ex2 only on |r log2 e| <= 0.5 (a few ulp in all); 2^k as two exact powers
+        (k clamped to +-150: overflow to inf, underflow through the denormals to 0); NaN kept"""
         ir = self.ir
         y = ir.op(f"fmul float {x}, {_f(1.4426950408889634)}")
-        return ir.op(f"call float @llvm.nvvm.ex2.approx.f(float {y})")
+        kf = ir.op(f"call float @llvm.roundeven.f32(float {y})")
+        kf = ir.op(f"call float @llvm.maxnum.f32(float {kf}, float {_f(-150.0)})")
+        kf = ir.op(f"call float @llvm.minnum.f32(float {kf}, float {_f(150.0)})")
+        nk = ir.op(f"fneg float {kf}")
+        r = ir.op(f"call float @llvm.fma.f32(float {nk}, float {_f(0.693145751953125)}, float {x})")
+        r = ir.op(f"call float @llvm.fma.f32(float {nk}, float {_f(1.4286068203094173e-06)}, float {r})")
+        p = ir.op(f"call float @llvm.nvvm.ex2.approx.f(float " + ir.op(f"fmul float {r}, {_f(1.4426950408889634)}") + ")")
+        k = ir.op(f"fptosi float {kf} to i32")
+        k1 = ir.op(f"ashr i32 {k}, 1")
+        k2 = ir.op(f"sub i32 {k}, {k1}")
+        s1 = ir.op("bitcast i32 " + ir.op("shl i32 " + ir.op(f"add i32 {k1}, 127") + ", 23") + " to float")
+        s2 = ir.op("bitcast i32 " + ir.op("shl i32 " + ir.op(f"add i32 {k2}, 127") + ", 23") + " to float")
+        e = ir.op(f"fmul float " + ir.op(f"fmul float {p}, {s1}") + f", {s2}")
+        u = ir.op(f"fcmp uno float {x}, {x}")
+        return ir.op(f"select i1 {u}, float {x}, float {e}")
 
     def pointwise(self, nd, a, dts):
         ir, op = self.ir, nd.op
@@ -429,7 +447,7 @@ class _Emit:
         if op == "cast":
             if dts[0] == "bool":
                 return ir.op(f"uitofp i1 {a[0]} to float")
-            if dts[0] == "f32":
+            if dts[0] == "f32" or self.A.val[nd.args[0]] == "scalar":  # (scalars: float constants)
                 return a[0]
             raise NotPersistent(f"a cast from {dts[0]}")
         for i, d in enumerate(dts[:len(a)]):  # weak scalars / bools used as floats
