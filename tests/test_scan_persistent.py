@@ -336,7 +336,7 @@ needs_llc = pytest.mark.skipif(not (LLC and GCC), reason="needs llc (LLVM 16) an
 
 @needs_llc
 @pytest.mark.parametrize("N,n,inp,sm,nsm", [(1, 1, 1, 90, 132), (3, 7, 2, 90, 132), (5, 33, 20, 90, 2),
-                                            (2, 19, 1, 86, 132), (6, 160, 1, 86, 132)])
+                                            (6, 160, 1, 86, 132)])
 def test_generated_modrelu_kernel_run_on_the_cpu_matches_eager(N, n, inp, sm, nsm):
     """nsm = 2: more rows than SMs (4 a CTA, a partial last CTA); sm 86 (99 KB of shared
     memory) at n = 160: W read from global memory"""
