@@ -196,6 +196,23 @@ def test_cuda_tanh_matches_eager(N, n):
 
 
 @cuda
+def test_cuda_dim1_and_reverse_match_eager():
+    fn, h0, x = tanh_case(3, 45, T=12, dev="cuda")
+    xt = x.movedim(0, 1).contiguous()  # [N, T, n], scanned along dim 1
+    with torch.no_grad():
+        c, ys = torchc.scan(fn, h0, xt, dim=1)
+        assert _scan.last_lowering.startswith("persistent kernel"), _scan.last_lowering
+        ce, yse = eager_scan(fn, h0, x)
+        torch.testing.assert_close(ys, yse.movedim(0, 1), atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(c, ce, atol=1e-5, rtol=1e-5)
+        c, ys = torchc.scan(fn, h0, x, reverse=True)
+        assert _scan.last_lowering.startswith("persistent kernel"), _scan.last_lowering
+        ce, yse = eager_scan(fn, h0, x.flip(0))
+        torch.testing.assert_close(ys, yse.flip(0), atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(c, ce, atol=1e-5, rtol=1e-5)
+
+
+@cuda
 def test_cuda_linear_relu_two_results_and_explain():
     lin = torch.nn.Linear(37, 37).cuda()
     fn = linear_relu_body(lin)
@@ -360,6 +377,11 @@ def test_generated_tanh_and_linear_kernels_run_on_the_cpu_match_eager():
         ce, yse = eager_scan(fn, h0, x)
     torch.testing.assert_close(ys[0], yse, atol=2e-6, rtol=2e-5)
     torch.testing.assert_close(hT, ce, atol=2e-6, rtol=2e-5)
+    xt = torch.randn(3, 7, 21).movedim(1, 0)  # a strided x (a scan along dim 1)
+    hT, ys, k = _emulated_scan(fn, h0, xt)
+    with torch.no_grad():
+        ce, yse = eager_scan(fn, h0, xt)
+    torch.testing.assert_close(ys[0], yse, atol=2e-6, rtol=2e-5)
     lin = torch.nn.Linear(10, 10)
     fn = linear_relu_body(lin)
     h0, x = torch.randn(7, 10), torch.randn(5, 7, 10)
