@@ -25,9 +25,9 @@ On CUDA, a body that is a product of the carry with a constant plus pointwise op
 one persistent kernel (forward only: torchc/_scan_gpu.py); `last_lowering` (and
 torchc.explain(...).scan_lowerings) names the lowering a scan got and why.
 Where the body cannot run as such a loop (a graph break, mutation of inputs, a result that
-is not a graph output, CUDA in training or a body the persistent kernel does not take, dtypes other than float32/float64 for the summed gradients, no
-compiled graph at all), the scan runs a Python loop over the compiled body (still compiled
-once) and says why in `torchc._scan.last_fallback` and the `torchc.scan` logger. That loop
+is not a graph output, CUDA in training or a body the persistent kernel does not take,
+dtypes other than float32/float64 for the summed gradients, no compiled graph at all), the
+scan runs a Python loop over the compiled body (still compiled once) and says why in `torchc._scan.last_fallback` and the `torchc.scan` logger. That loop
 goes on from the probe's step 0 (its result attached to the caller's carries and x slices
 for the gradient, _Reattach), so step 0's side effects — an in-place update of a buffer, a
 carry or x slice, Python state written after a graph break — happen once, as in eager.
@@ -481,8 +481,8 @@ class _Plan:
                 consts.append(o)
             kind.append(k)
         self.persist = None
-        if self.plan_only or info["why_not"] == _CUDA_WHY or any(isinstance(o, torch.Tensor) and o.device.type != "cpu"
-                                                for o in list(outs) + list(ins)):
+        off_cpu = any(isinstance(o, torch.Tensor) and o.device.type != "cpu" for o in list(outs) + list(ins))
+        if self.plan_only or info["why_not"] == _CUDA_WHY or off_cpu:
             _C._scan_release(rec)
             self._persistent(info, kind, cout, yout, c0, X, consts, grad)
             return
@@ -539,7 +539,7 @@ class _Plan:
         elif c0[0].numel() == 0:
             why = "an empty carry"
         elif any(x.device != dev for x in X) or any(k.device != dev for k in consts):
-            why = "an x input on another device"
+            why = "an input on another device"
         elif info["nsyms"]:
             why = "a dynamic-shape body"
         if why is None:
