@@ -27,9 +27,10 @@ torchc.explain(...).scan_lowerings) names the lowering a scan got and why.
 Where the body cannot run as such a loop (a graph break, mutation of inputs, a result that
 is not a graph output, CUDA in training or a body the persistent kernel does not take,
 dtypes other than float32/float64 for the summed gradients, no compiled graph at all), the
-scan runs a Python loop over the compiled body (still compiled once) and says why in `torchc._scan.last_fallback` and the `torchc.scan` logger. That loop
-goes on from the probe's step 0 (its result attached to the caller's carries and x slices
-for the gradient, _Reattach), so step 0's side effects — an in-place update of a buffer, a
+scan runs a Python loop over the compiled body (still compiled once) and says why in
+`torchc._scan.last_fallback` and the `torchc.scan` logger. That loop goes on from the probe's
+step 0 (its result attached to the caller's carries and x slices for the gradient,
+_Reattach), so step 0's side effects — an in-place update of a buffer, a
 carry or x slice, Python state written after a graph break — happen once, as in eager.
 """
 import functools
