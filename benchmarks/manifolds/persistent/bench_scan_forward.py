@@ -1,7 +1,7 @@
 """expRNN forward (no gradient) on CUDA: torchc.scan's persistent kernel against eager's loop
 and the old lowering (a Python loop over the compiled body, what torchc.scan ran on CUDA before).
 
-    python benchmarks/manifolds/persistent/bench_scan_forward.py --L 784 --N 128 --hidden 170,512
+    PYTHONPATH=. python benchmarks/manifolds/persistent/bench_scan_forward.py --L 784 --N 128 --hidden 170,512
 
 Each variant: the same weights and input; the output checked against eager's; medians of --reps
 runs, CUDA-synchronized wall time. The step is torchc.manifolds' expRNN step
@@ -33,14 +33,19 @@ def step_of(Bt, W_in, b):
     return step
 
 
+def _sync():
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+
+
 def timed(f, reps):
     f()
-    torch.cuda.synchronize()
+    _sync()
     ts = []
     for _ in range(reps):
         t0 = time.perf_counter()
         out = f()
-        torch.cuda.synchronize()
+        _sync()
         ts.append(time.perf_counter() - t0)
     return statistics.median(ts), out
 
@@ -52,19 +57,20 @@ def main():
     ap.add_argument("--hidden", default="170,512")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--out", default=None)
+    ap.add_argument("--device", default="cuda", help="cuda (cpu: a smoke test of this script; torchc.scan's C loop)")
     a = ap.parse_args()
     res = []
     for n in [int(s) for s in a.hidden.split(",")]:
         torch.manual_seed(0)
         m = ExpRNN(1, n)  # weights made on the CPU (B = base exp(A)), then moved
-        x = torch.randn(a.L, a.N, 1, device="cuda")
+        x = torch.randn(a.L, a.N, 1, device=a.device)
         with torch.no_grad():
             c = m.cell
-            B, W_in, b = (t.detach().cuda() for t in (c.recurrent_kernel.weight, c.input_kernel.weight,
+            B, W_in, b = (t.detach().to(a.device) for t in (c.recurrent_kernel.weight, c.input_kernel.weight,
                                                       c.nonlinearity.b))
             Bt = B.t()
-            e = torch.zeros(a.N, n, device="cuda").expand(a.L, a.N, n)
-            h0 = torch.zeros(a.N, n, device="cuda")
+            e = torch.zeros(a.N, n, device=a.device).expand(a.L, a.N, n)
+            h0 = torch.zeros(a.N, n, device=a.device)
             step = step_of(Bt, W_in, b)
 
             def eager():
@@ -85,7 +91,7 @@ def main():
                 _, sx = pytree.tree_flatten((x, e))
                 return _scan._python_loop(body, si, sx, [h0], [x, e])[1]
 
-            row = {"hidden": n, "L": a.L, "N": a.N, "device": torch.cuda.get_device_name()}
+            row = {"hidden": n, "L": a.L, "N": a.N, "device": torch.cuda.get_device_name() if a.device == "cuda" else "cpu"}
             te, ye = timed(eager, a.reps)
             tn, yn = timed(new, a.reps)
             row["lowering"] = _scan.last_lowering
