@@ -109,6 +109,9 @@ def test_tanh_and_linear_bodies_qualify():
     k = _scan.persistent_plan(fn, h0, x)  # grad enabled, nothing needs one: forward
     assert "tanh" not in k.ir and "ex2.approx" in k.ir  # tanh from the body, written out
     ptx_ok(k)
+    for N in (5, 8):  # the same body at other batch sizes: specialized again, not dynamic
+        k = _scan.persistent_plan(fn, torch.randn(N, 19), torch.randn(6, N, 19))
+        assert (k.A.N, k.A.n) == (N, 19)
     lin = torch.nn.Linear(10, 10)
     with torch.no_grad():
         k2 = _scan.persistent_plan(linear_relu_body(lin), torch.zeros(200, 10), torch.randn(4, 200, 10), nsm=132)
@@ -193,6 +196,20 @@ def test_cuda_tanh_matches_eager(N, n):
         ce, yse = eager_scan(fn, h0, x)
     torch.testing.assert_close(ys, yse, atol=2e-5 * n ** 0.5, rtol=1e-4)
     torch.testing.assert_close(c, ce, atol=2e-5 * n ** 0.5, rtol=1e-4)
+
+
+@cuda
+def test_cuda_body_at_several_batch_sizes_keeps_its_kernel():
+    """the same body at other sizes (automatic dynamic shapes would make its graph symbolic):
+    a CUDA forward scan compiles its body specialized, and each size gets a kernel"""
+    fn, _, _ = tanh_case(4, 24, dev="cuda")
+    for N in (4, 9, 1):
+        h0, x = torch.randn(N, 24, device="cuda"), torch.randn(7, N, 24, device="cuda")
+        with torch.no_grad():
+            c, ys = torchc.scan(fn, h0, x)
+            assert _scan.last_lowering.startswith("persistent kernel"), (N, _scan.last_lowering)
+            ce, yse = eager_scan(fn, h0, x)
+        torch.testing.assert_close(ys, yse, atol=1e-5, rtol=1e-5)
 
 
 @cuda

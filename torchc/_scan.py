@@ -66,6 +66,7 @@ def _note(what):
     if lst is not None:
         lst.append(what)
 _bodies = weakref.WeakKeyDictionary()
+_bodies_static = weakref.WeakKeyDictionary()
 
 
 
@@ -262,16 +263,20 @@ def _step0_of_probe(probe, c0, X):
     return _split(pytree.tree_unflatten(flat, spec))
 
 
-def _compiled(fn):
+def _compiled(fn, static=False):
+    """torchc's compiled body of fn: automatic dynamic shapes, or with static (a CUDA scan
+    that needs no gradient: its persistent kernel is made for the call's shapes) always
+    specialized, so a body called again at other sizes still gets a kernel"""
+    cache = _bodies_static if static else _bodies
     try:
-        cf = _bodies.get(fn)
+        cf = cache.get(fn)
     except TypeError:
         cf = None
     if cf is None:
         from ._api import _dynamic_flag
-        cf = _C.CompiledFunction(fn, False, _dynamic_flag(None), 0)
+        cf = _C.CompiledFunction(fn, False, 0 if static else _dynamic_flag(None), 0)
         try:
-            _bodies[fn] = cf
+            cache[fn] = cf
         except TypeError:
             pass
     return cf
@@ -353,7 +358,9 @@ def _split(res):
 
 def _scan_flat(fn, spec_init, spec_xs, c0, X):
     global last_fallback
-    body = _compiled(fn)
+    forward_cuda = bool(c0) and c0[0].is_cuda and not (torch.is_grad_enabled() and any(
+        t.requires_grad for t in list(c0) + list(X)))
+    body = _compiled(fn, static=forward_cuda)
     try:
         plan = _Plan(fn, body, spec_init, spec_xs, c0, X)
     except _Fallback as e:
@@ -389,7 +396,8 @@ def persistent_plan(combine_fn, init, xs, sm=90, nsm=132, with_args=False):
     c0, spec_init = pytree.tree_flatten(init)
     X, spec_xs = pytree.tree_flatten(xs)
     try:
-        plan = _Plan(combine_fn, _compiled(combine_fn), spec_init, spec_xs, c0, X, plan_only=(sm, nsm))
+        plan = _Plan(combine_fn, _compiled(combine_fn, static=True), spec_init, spec_xs, c0, X,
+                     plan_only=(sm, nsm))
     except _Fallback as e:
         raise _scan_gpu.NotPersistent(str(e).replace(f"{_CUDA_WHY}, and no persistent kernel: ", "")) from None
     if plan.persist is None:
