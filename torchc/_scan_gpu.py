@@ -790,7 +790,8 @@ def _check(rc, what):
 
 def load(kernel, device):
     """The kernel's PTX made, its module loaded on device (raises on failure)."""
-    _function(kernel, device)
+    with torch.cuda.device(device):
+        _function(kernel, device)
 
 
 def _function(kernel, device):
