@@ -8,8 +8,9 @@ torchc._scan.last_lowering and torchc.explain(...).scan_lowerings):
   - every node is pointwise (float32, from _UNARY/_BINARY/where/scalars), a view of a graph
     input (permute, expand, reshape of a dense view, slice), or a matrix product (mm, addmm,
     linear, 2-D matmul) whose right operand is a view of a loop constant [K, n] and whose left
-    operand is the carry (at most one such product: the recurrent one) or a view of an x slice
-    or a constant (computed per element by a loop over K: input projections, e.g. K = 1);
+    operand is the carry (at most one such product: the recurrent one; none is a pointwise
+    recurrence, e.g. n = 1 where the product was captured as a multiply) or a view of an x
+    slice or a constant (computed per element by a loop over K: input projections);
   - the carry is read only as itself ([N, n], or broadcast from it), and every result is
     [N, n] float32.
 The kernel is LLVM IR written here from the graph (the pointwise tail is the body's own ops,
@@ -23,6 +24,10 @@ torch's current stream:
   (L2); the state h in shared memory, double-buffered (one barrier a step);
   for t in 0 .. T-1: acc[r] = sum_j hs[t % 2][r][j] * W[j][i]; the body's pointwise ops give
   the next carry and the results at (r, i); the results go to their [T, N, n] stacks.
+The body is compiled specialized to the call's shapes (torchc/_scan.py _compiled(static=True));
+kernels are kept per IR text (PTX) and device (the loaded module), for the process.
+Transcendentals: exp by range reduction around ex2.approx (a few ulp), tanh / sigmoid / silu /
+expm1 from it, log via lg2.approx; tests/test_scan_persistent.py runs this IR on the CPU too.
 """
 import ctypes
 import hashlib
