@@ -402,8 +402,8 @@ int sym_h_index_fill(trace *t, const opdef *d, var **p, var *out) {
         sz[i] = i == dim ? m.sizes[dim] : 1;
     mask = sym_reshape(t, mask, m.ndim, sz);
     ic_val r = ic_where(G, mask, ic_cast(G, v, m.dtype), p[0]->val);
-    if (r >= 0)
-        ic_value_set_format(G, r, r, IC_MF_CONTIGUOUS);
+    if (r >= 0) /* eager fills a clone (memory_format=preserve): a transposed input's result too */
+        ic_value_set_format(G, r, p[0]->val, IC_MF_PRESERVE);
     return sym_tensor_out(t, r, out);
 }
 

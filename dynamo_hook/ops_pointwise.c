@@ -356,6 +356,22 @@ int sym_h_clamp(trace *t, const opdef *d, var **p, var *out) {
         x = ic_binary(t->g, IC_OP_MINIMUM, x, hi);
     }
     int rdt = x >= 0 ? (int)sym_metap(t, x)->dtype : -1; /* the bounds convert to it */
+    if (rdt == IC_BOOL) { /* ATen's clamp kernels have no bool version: a bool result with a
+                           * number bound or with both bounds raises; one tensor bound runs as
+                           * maximum/minimum */
+        int nb = 0, tens = 1;
+        for (int i = 0; i < 2; i++) {
+            var *v = i ? mx : mn, bd;
+            if (sym_is_none(v))
+                continue;
+            bd = *v;
+            sym_resolve(t, &bd);
+            nb++;
+            tens &= bd.kind == V_TENSOR;
+        }
+        if (nb == 2 || !tens)
+            return sym_fail(t, "%s of a bool result left to eager (its kernel has no bool version: raises)", d->name);
+    }
     if (sym_check_scalar_fits(t, mn, rdt, d->name) < 0 || sym_check_scalar_fits(t, mx, rdt, d->name) < 0)
         return -1;
     if (x >= 0 && rdt >= IC_F16 && !ic_dtype_is_complex((ic_dtype)rdt) &&

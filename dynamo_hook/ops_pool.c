@@ -220,6 +220,8 @@ int sym_h_pad(trace *t, const opdef *d, var **p, var *out) {
     /* eager's non-constant modes: 1-3 padded dims of an input with one or two dims more */
     if (md && (np == 0 || np / 2 > 3 || (m.ndim != np / 2 + 1 && m.ndim != np / 2 + 2)))
         return sym_fail(t, "pad: %d pads of a %d-d input in mode '%s' (eager raises)", np, m.ndim, mode);
+    if ((md == 1 || md == 2) && m.dtype == IC_BOOL)
+        return sym_fail(t, "pad: %s of a bool tensor (eager's kernel has none: raises)", mode);
     if (md == 0 && !isflt(m.dtype) && value != floor(value))
         return sym_fail(t, "pad: a fractional value on an integer tensor left to eager");
     ic_val x = p[0]->val;
@@ -248,6 +250,8 @@ int sym_h_pad(trace *t, const opdef *d, var **p, var *out) {
         }
         x = ic_index_select(G, x, dim, idx);
     }
+    if (x < 0) /* a graph builder refused (a dynamic size) */
+        return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "pad: graph builder failed");
     if (x == p[0]->val)
         x = ic_cast(G, x, m.dtype);
     int shrink = 1; /* constant mode, no pad positive: eager clones the narrowed input */
@@ -402,7 +406,10 @@ int sym_h_interpolate(trace *t, const opdef *d, var **p, var *out) {
             l1 = ic_reshape(G, l1, 2, sh);
         }
         ic_val a = ic_cast(G, ic_index_select(G, x, dim, i0), ct), b = ic_cast(G, ic_index_select(G, x, dim, i1), ct);
-        x = ic_cast(G, ic_binary(G, IC_OP_ADD, ic_binary(G, IC_OP_MUL, l0, a), ic_binary(G, IC_OP_MUL, l1, b)), m.dtype);
+        /* 16-bit inputs: both dims blended in ct, rounded once (ATen's bilinear kernel) */
+        x = ic_binary(G, IC_OP_ADD, ic_binary(G, IC_OP_MUL, l0, a), ic_binary(G, IC_OP_MUL, l1, b));
+        if (i == 0)
+            x = ic_cast(G, x, m.dtype);
     }
     return pool_out(t, p[0]->val, x, 0, out);
 }
