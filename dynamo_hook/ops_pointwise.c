@@ -1038,6 +1038,12 @@ int sym_h_tensor(trace *t, const opdef *d, var **p, var *out) {
         else if ((dt = sym_default_dtype(t)) < 0)
             return -1;
     }
+    /* into an integer dtype eager converts each number with c10's overflow check (NaN, inf,
+     * 300 for uint8, 1e20 for int32 raise); float dtypes take every number (1e6 -> f16 inf) */
+    if (dt != IC_BOOL && dt < IC_F16)
+        for (int i = 0; i < n; i++)
+            if (sym_scalar_overflows(items[i], dt))
+                return sym_fail(t, "tensor: value cannot be converted to the dtype without overflow (eager raises)");
     int64_t sz1 = 1;
     if (n == 0) /* shape [0], [2, 0], ... */
         return sym_tensor_out(t, ic_expand(t->g, ic_cast(t->g, ic_scalar(t->g, 0.0, IC_I64), (ic_dtype)dt), nd, shp), out);

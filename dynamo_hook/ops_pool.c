@@ -131,8 +131,10 @@ int sym_h_avg_pool(trace *t, const opdef *d, var **p, var *out) {
         return sym_fail(t, "avg pool of an integer tensor left to eager");
     if (nonempty(t, &m, nd, d->name) < 0)
         return -1;
-    ic_val sum;
-    if (pool_nd(t, p[0]->val, nd, k, s2, pad, dl, ceil, IC_OP_ADD, &sum, o) < 0)
+    ic_val sum, xin = p[0]->val;
+    if (m.dtype == IC_F16 || m.dtype == IC_BF16) /* ATen sums a 16-bit window in float32 */
+        xin = ic_cast(G, xin, IC_F32);
+    if (pool_nd(t, xin, nd, k, s2, pad, dl, ceil, IC_OP_ADD, &sum, o) < 0)
         return -1;
     ic_val div;
     if (dov) {
