@@ -1384,8 +1384,8 @@ int sym_h_addc(trace *t, const opdef *d, var **p, var *out) {
         return sym_fail(t, "%s of bool tensors left to eager (its kernel has no bool version)", d->name);
     if (d->op == 1 && (sym_metap(t, b)->dtype < IC_F16 && sym_metap(t, c)->dtype < IC_F16))
         return sym_fail(t, "addcdiv of integer tensors (eager will raise)");
-    if (d->op == 2) { /* lerp as ATen's: |w| < 0.5 ? a + w * (b - a) : b + (w - 1) * (b - a) (its
-                       * kernels fuse each multiply-add: they may round once where this rounds twice) */
+    if (d->op == 2) { /* lerp as ATen's: |w| < 0.5 ? a + w * (b - a) : b + (w - 1) * (b - a), each
+                       * multiply-add fused as its kernels do (float64 has no wider type: rounded twice) */
         int branch = -1; /* a number weight: 1 small, 0 not */
         if (p[2]->kind == V_CONST && sym_is_number(p[2])) {
             double w = PyFloat_AsDouble(p[2]->obj);
@@ -1400,10 +1400,25 @@ int sym_h_addc(trace *t, const opdef *d, var **p, var *out) {
             c = p[2]->kind == V_TENSOR ? ic_cast(G, c, IC_F32) : c;
         }
         ic_val diff = ic_binary(G, IC_OP_SUB, b, a), lo = IC_NONE, hi = IC_NONE;
-        if (branch != 0)
-            lo = ic_binary(G, IC_OP_ADD, a, ic_binary(G, IC_OP_MUL, c, diff));
-        if (branch != 1)
-            hi = ic_binary(G, IC_OP_ADD, b, ic_binary(G, IC_OP_MUL, ic_binary(G, IC_OP_SUB, c, sym_num(t, 1.0)), diff));
+        if (da != IC_F64) {
+            /* ATen's kernels fuse each multiply-add (fmadd in the vector loop, contracted in
+             * the scalar one): float32's fma(w, diff, a) is the float64 w * diff + a (an
+             * exact product) rounded to float32; the weight and w - 1 are float32 values */
+            ic_val w32 = ic_cast(G, c, IC_F32), d64 = ic_cast(G, diff, IC_F64);
+            if (branch != 0)
+                lo = ic_cast(G, ic_binary(G, IC_OP_ADD, ic_cast(G, a, IC_F64), ic_binary(G, IC_OP_MUL, ic_cast(G, w32, IC_F64), d64)),
+                             IC_F32);
+            if (branch != 1)
+                hi = ic_cast(G, ic_binary(G, IC_OP_ADD, ic_cast(G, b, IC_F64),
+                                          ic_binary(G, IC_OP_MUL, ic_cast(G, ic_binary(G, IC_OP_SUB, w32, sym_num(t, 1.0)), IC_F64), d64)),
+                             IC_F32);
+        } else { /* w - 1 in float64: a number weight minus 1 was two scalars' op, in float32 */
+            ic_val w64 = ic_cast(G, c, IC_F64);
+            if (branch != 0)
+                lo = ic_binary(G, IC_OP_ADD, a, ic_binary(G, IC_OP_MUL, w64, diff));
+            if (branch != 1)
+                hi = ic_binary(G, IC_OP_ADD, b, ic_binary(G, IC_OP_MUL, ic_binary(G, IC_OP_SUB, w64, sym_num(t, 1.0)), diff));
+        }
         ic_val r = branch >= 0 ? (branch ? lo : hi)
                                : ic_where(G, ic_binary(G, IC_OP_LT, ic_unary(G, IC_OP_ABS, c), sym_num(t, 0.5)), lo, hi);
         return sym_tensor_out(t, half ? ic_cast(G, r, da) : r, out);

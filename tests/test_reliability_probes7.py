@@ -158,3 +158,30 @@ def test_tensor_of_numbers_eager_converts(f):
     x = torch.arange(2)
     _same(torchc.compile(f)(x), f(x))
     assert _compiled()
+
+
+# ---- lerp's fused multiply-add --------------------------------------------------------------
+# ATen's lerp kernels compute fma(w, end - self, self) (and fma(w - 1, diff, end)): float32
+# results one rounding apart were an ulp off; a float64 lerp with a number weight >= 0.5 took
+# w - 1 in float32 (5e-6 off at 100).
+
+@pytest.mark.parametrize("dt", [torch.float32, torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("w", [0.3, 0.7, -2.5, "t"])
+def test_lerp_fuses_its_multiply_add(dt, w):
+    torchc.reset()
+    g = torch.Generator().manual_seed(0)
+    a = (torch.randn(100, generator=g) * 100).to(dt)
+    b = (torch.randn(100, generator=g) * 100).to(dt)
+    wt = (torch.rand(100, generator=g) * 3 - 1).to(dt) if w == "t" else w
+    f = lambda a, b: torch.lerp(a, b, wt)   # noqa: E731
+    _same(torchc.compile(f)(a, b), f(a, b))
+    assert _compiled()
+
+
+def test_lerp_float64_weight_above_half():
+    torchc.reset()
+    a = torch.linspace(-100, 100, 50, dtype=torch.float64)
+    f = lambda a: torch.lerp(a, a.flip(0) * 1.5, 0.7)   # noqa: E731
+    got, want = torchc.compile(f)(a), f(a)
+    assert got.dtype == want.dtype and torch.allclose(got, want, rtol=1e-14, atol=1e-12)
+    assert _compiled()
