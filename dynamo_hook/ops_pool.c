@@ -269,10 +269,10 @@ int sym_h_pad(trace *t, const opdef *d, var **p, var *out) {
 
 /* bicubic along dim (ATen's upsample_bicubic2d): src the unclamped source coordinate of each
  * of the O outputs; i = min(floor(src), L - 1), t = clamp(src - i, 0, 1); taps i-1..i+2
- * clamped into [0, L - 1], weighted by the cubic convolution (A = -0.75) of t, summed in tap
- * order in ct; col: the weights broadcast over the dim after dim */
+ * clamped into [0, L - 1], weighted by the cubic convolution (A = -0.75) of t (rounded to wdt),
+ * summed in tap order in ct, the sum cast to dt; col: the weights broadcast over the dim after dim */
 static ic_val bicubic_dim(trace *t, ic_val x, int dim, int64_t L, int64_t O, int col, ic_val src, ic_dtype ct,
-                          ic_dtype dt) {
+                          ic_dtype dt, ic_dtype wdt) {
     const double A = -0.75;
     ic_val fl = ic_unary(G, IC_OP_FLOOR, src);
     ic_val i0 = ic_binary(G, IC_OP_MINIMUM, ic_cast(G, fl, IC_I64), sym_inum(t, L - 1));
@@ -289,6 +289,9 @@ static ic_val bicubic_dim(trace *t, ic_val x, int dim, int64_t L, int64_t O, int
                    CC2(ic_binary(G, IC_OP_ADD, x2, fconst(t, 1.0, ct)))};
 #undef CC1
 #undef CC2
+    if (wdt != ct) /* 16-bit inputs: ATen's weights are of the input's dtype (the sums float32) */
+        for (int j = 0; j < 4; j++)
+            w[j] = ic_cast(G, ic_cast(G, w[j], wdt), ct);
     ic_val acc = -1;
     for (int j = 0; j < 4; j++) {
         ic_val ij = ic_binary(G, IC_OP_MINIMUM, ic_binary(G, IC_OP_MAXIMUM, ic_binary(G, IC_OP_ADD, i0, sym_inum(t, j - 1)),
@@ -395,7 +398,7 @@ int sym_h_interpolate(trace *t, const opdef *d, var **p, var *out) {
                 src = ic_binary(G, IC_OP_MAXIMUM, src, fconst(t, 0.0, ct));
         }
         if (md == 3) {
-            x = bicubic_dim(t, x, dim, L, O[i], i < nd - 1, src, ct, m.dtype);
+            x = bicubic_dim(t, x, dim, L, O[i], i < nd - 1, src, ct, i == 0 ? m.dtype : ct, m.dtype); /* one rounding */
             continue;
         }
         ic_val i0 = ic_cast(G, src, IC_I64);

@@ -185,3 +185,20 @@ def test_lerp_float64_weight_above_half():
     got, want = torchc.compile(f)(a), f(a)
     assert got.dtype == want.dtype and torch.allclose(got, want, rtol=1e-14, atol=1e-12)
     assert _compiled()
+
+
+# ---- bicubic interpolate of f16/bf16 ---------------------------------------------------------
+# ATen's bicubic weights are of the input's 16-bit dtype, the separable sums float32, rounded
+# once; the capture computed float32 weights and rounded between the two dims (1 ulp off at
+# 40 of 84 elements).
+
+@pytest.mark.parametrize("dt", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("ac", [False, True])
+@pytest.mark.parametrize("layout", ["contig", "slice", "T"])
+def test_half_bicubic_weights_in_the_input_dtype(dt, ac, layout):
+    torchc.reset()
+    x = {"contig": _img((1, 2, 4, 5), dt), "slice": _img((2, 3, 6, 7), dt)[..., 1:],
+         "T": _img((1, 2, 5, 4), dt).transpose(2, 3)}[layout]
+    f = lambda x: F.interpolate(x, size=(6, 7), mode="bicubic", align_corners=ac)   # noqa: E731
+    _same(torchc.compile(f)(x), f(x))
+    assert _compiled()

@@ -66,6 +66,7 @@ for dt in (torch.bfloat16, torch.float16):
     check(f"cosine_similarity {dt}", lambda x: F.cosine_similarity(x, x.flip(0)), x, ulp=True)
     xi = img((1, 2, 5, 6), dt)[..., 1:]
     check(f"bilinear {dt}", lambda x: F.interpolate(x, size=(8, 9), mode="bilinear"), xi, ulp=True)
+    check(f"bicubic {dt}", lambda x: F.interpolate(x, size=(8, 9), mode="bicubic"), xi, ulp=True)
     check(f"avg_pool2d ceil {dt}", lambda x: F.avg_pool2d(x, 2, ceil_mode=True), xi, ulp=True)
 a = torch.tensor([100.0, -100.0, 127.0, -128.0] * 5, device=dev)
 b = torch.tensor([100.0, 100.0, 1.0, -1.0] * 5, device=dev)
