@@ -186,9 +186,11 @@ int sym_h_adaptive_pool(trace *t, const opdef *d, var **p, var *out) {
             return sym_fail(t, "adaptive pool: output size not dividing the input left to eager");
         k[i] = L / os[i];
     }
-    ic_val r;
+    ic_val r, xin = p[0]->val;
     ic_op op = !mx ? IC_OP_ADD : sym_value_requires_grad(t, p[0]->val) ? IC_OP_WHERE : IC_OP_MAXIMUM;
-    if (pool_nd(t, p[0]->val, nd, k, k, pad, dl, 0, op, &r, o) < 0)
+    if (!mx && (m.dtype == IC_F16 || m.dtype == IC_BF16)) /* ATen sums a 16-bit window in float32 */
+        xin = ic_cast(G, xin, IC_F32);
+    if (pool_nd(t, xin, nd, k, k, pad, dl, 0, op, &r, o) < 0)
         return -1;
     if (!mx) {
         if (!isflt(m.dtype))
@@ -404,7 +406,11 @@ int sym_h_interpolate(trace *t, const opdef *d, var **p, var *out) {
         ic_val i0 = ic_cast(G, src, IC_I64);
         ic_val i1 = ic_binary(G, IC_OP_ADD, i0, ic_cast(G, ic_binary(G, IC_OP_LT, i0, sym_inum(t, L - 1)), IC_I64));
         ic_val l1 = ic_binary(G, IC_OP_SUB, src, ic_cast(G, i0, ct));
+        if (nd == 1 && ct != m.dtype) /* 16-bit linear1d: ATen's lambdas are of the input dtype */
+            l1 = ic_cast(G, ic_cast(G, l1, m.dtype), ct);
         ic_val l0 = ic_binary(G, IC_OP_SUB, fconst(t, 1.0, ct), l1);
+        if (nd == 1 && ct != m.dtype)
+            l0 = ic_cast(G, ic_cast(G, l0, m.dtype), ct);
         if (i < nd - 1) { /* weights broadcast over the dims after dim */
             int64_t sh[2] = {O[i], 1};
             l0 = ic_reshape(G, l0, 2, sh);

@@ -202,3 +202,20 @@ def test_half_bicubic_weights_in_the_input_dtype(dt, ac, layout):
     f = lambda x: F.interpolate(x, size=(6, 7), mode="bicubic", align_corners=ac)   # noqa: E731
     _same(torchc.compile(f)(x), f(x))
     assert _compiled()
+
+
+# ---- linear (1-d) interpolate and adaptive_avg_pool of f16/bf16 ------------------------------
+# upsample_linear1d's lambdas are of the input's 16-bit dtype (l1 = src - i0 rounded, l0 =
+# 1 - l1 rounded), the blend in float32; adaptive_avg_pool2d sums its window in float32. The
+# capture blended with float32 lambdas (10 of 66 elements an ulp off) and summed in bf16.
+
+@pytest.mark.parametrize("dt", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("f", [lambda x: F.interpolate(x, size=11, mode="linear"),
+                               lambda x: F.interpolate(x, size=11, mode="linear", align_corners=True),
+                               lambda x: F.interpolate(x, scale_factor=1.7, mode="linear"),
+                               lambda x: F.adaptive_avg_pool1d(x, 6), lambda x: F.adaptive_avg_pool2d(x.unflatten(-1, (4, 6)), (2, 3))])
+def test_half_linear1d_and_adaptive_avg(dt, f):
+    torchc.reset()
+    for x in (_img((2, 3, 24), dt), _img((2, 3, 25), dt)[..., 1:]):
+        _same(torchc.compile(f)(x), f(x))
+    assert _compiled()

@@ -67,6 +67,8 @@ for dt in (torch.bfloat16, torch.float16):
     xi = img((1, 2, 5, 6), dt)[..., 1:]
     check(f"bilinear {dt}", lambda x: F.interpolate(x, size=(8, 9), mode="bilinear"), xi, ulp=True)
     check(f"bicubic {dt}", lambda x: F.interpolate(x, size=(8, 9), mode="bicubic"), xi, ulp=True)
+    check(f"linear1d {dt}", lambda x: F.interpolate(x.flatten(2), size=11, mode="linear"), xi, ulp=True)
+    check(f"adaptive_avg {dt}", lambda x: F.adaptive_avg_pool2d(x, (5, 1)), xi, ulp=True)
     check(f"avg_pool2d ceil {dt}", lambda x: F.avg_pool2d(x, 2, ceil_mode=True), xi, ulp=True)
 a = torch.tensor([100.0, -100.0, 127.0, -128.0] * 5, device=dev)
 b = torch.tensor([100.0, 100.0, 1.0, -1.0] * 5, device=dev)
