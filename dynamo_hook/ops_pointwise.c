@@ -1394,6 +1394,7 @@ int sym_h_addc(trace *t, const opdef *d, var **p, var *out) {
             branch = w > -0.5 && w < 0.5;
         }
         int half = da == IC_F16 || da == IC_BF16; /* ATen computes in float32, rounds once */
+        ic_val a0 = a, b0 = b, c0 = c; /* the operands, for the result's layout */
         if (half) {
             a = ic_cast(G, a, IC_F32);
             b = ic_cast(G, b, IC_F32);
@@ -1421,7 +1422,21 @@ int sym_h_addc(trace *t, const opdef *d, var **p, var *out) {
         }
         ic_val r = branch >= 0 ? (branch ? lo : hi)
                                : ic_where(G, ic_binary(G, IC_OP_LT, ic_unary(G, IC_OP_ABS, c), sym_num(t, 0.5)), lo, hi);
-        return sym_tensor_out(t, half ? ic_cast(G, r, da) : r, out);
+        if (da != IC_F64 && r >= 0) { /* the layout of a + w * diff (eager's TensorIterator order:
+                                       * self, end, weight); the float64 casts lost an expanded
+                                       * self's place in it (an unused node: dropped) */
+            ic_val ref = ic_binary(G, IC_OP_ADD, a0, ic_binary(G, IC_OP_MUL, c0, ic_binary(G, IC_OP_SUB, b0, a0)));
+            int64_t so[IC_MAX_DIMS];
+            if (ref >= 0 && ic_value_strides(G, ref, so))
+                ic_value_set_strides(G, r, so);
+        }
+        ic_val res = half ? ic_cast(G, r, da) : r;
+        if (half && res >= 0) {
+            int64_t so[IC_MAX_DIMS];
+            if (ic_value_strides(G, r, so))
+                ic_value_set_strides(G, res, so);
+        }
+        return sym_tensor_out(t, res, out);
     }
     double val = 1.0;
     if (sym_opt_scalar(t, p[3], 1.0, &val, "value") < 0)

@@ -219,3 +219,17 @@ def test_half_linear1d_and_adaptive_avg(dt, f):
     for x in (_img((2, 3, 24), dt), _img((2, 3, 25), dt)[..., 1:]):
         _same(torchc.compile(f)(x), f(x))
     assert _compiled()
+
+
+@pytest.mark.parametrize("dt", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("pair", ["expand_T", "T_contig", "contig_T", "cl"])
+def test_lerp_layout_follows_eager(dt, pair):
+    torchc.reset()
+    t = _img((4, 6), dt)
+    a, b = {"expand_T": (t[:, :1].expand(4, 6), t.T.contiguous().T), "T_contig": (t.T.contiguous().T, t),
+            "contig_T": (t, t.T.contiguous().T),
+            "cl": (_img((2, 3, 4, 5), dt).contiguous(memory_format=torch.channels_last), _img((2, 3, 4, 5), dt))}[pair]
+    for w in (0.3, 0.8):
+        f = lambda a, b: torch.lerp(a, b, w)   # noqa: E731
+        _same(torchc.compile(f)(a, b), f(a, b))
+    assert _compiled()
