@@ -400,16 +400,19 @@ int sym_h_interpolate(trace *t, const opdef *d, var **p, var *out) {
                 src = ic_binary(G, IC_OP_MAXIMUM, src, fconst(t, 0.0, ct));
         }
         if (md == 3) {
-            x = bicubic_dim(t, x, dim, L, O[i], i < nd - 1, src, ct, i == 0 ? m.dtype : ct, m.dtype); /* one rounding */
+            x = bicubic_dim(t, x, dim, L, O[i], i < nd - 1, src, ct, i == 0 ? m.dtype : ct, /* one rounding */
+                            t->device_type == TC_DEV_CPU ? m.dtype : ct); /* CUDA's weights: accscalar_t */
             continue;
         }
         ic_val i0 = ic_cast(G, src, IC_I64);
         ic_val i1 = ic_binary(G, IC_OP_ADD, i0, ic_cast(G, ic_binary(G, IC_OP_LT, i0, sym_inum(t, L - 1)), IC_I64));
         ic_val l1 = ic_binary(G, IC_OP_SUB, src, ic_cast(G, i0, ct));
-        if (nd == 1 && ct != m.dtype) /* 16-bit linear1d: ATen's lambdas are of the input dtype */
+        /* 16-bit linear1d: the CPU kernel's lambdas are of the input dtype (CUDA's accscalar_t) */
+        int round_l = nd == 1 && ct != m.dtype && t->device_type == TC_DEV_CPU;
+        if (round_l)
             l1 = ic_cast(G, ic_cast(G, l1, m.dtype), ct);
         ic_val l0 = ic_binary(G, IC_OP_SUB, fconst(t, 1.0, ct), l1);
-        if (nd == 1 && ct != m.dtype)
+        if (round_l)
             l0 = ic_cast(G, ic_cast(G, l0, m.dtype), ct);
         if (i < nd - 1) { /* weights broadcast over the dims after dim */
             int64_t sh[2] = {O[i], 1};
