@@ -66,6 +66,8 @@ int dh_memory_format(trace *t, const var *v, int *fmt) {
 }
 
 int dh_layout_copy(trace *t, ic_val x, int fmt, var *out) {
+    if (x < 0)
+        return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "graph builder failed");
     ic_val v = ic_cast(t->g, x, ic_value_meta(t->g, x)->dtype);
     if (v < 0)
         return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "graph builder failed");

@@ -431,9 +431,63 @@ static int multi_index(trace *t, const var *x, const var **parts, int np, int co
 
 /* The parts of an index key k (x[k], x[k] = v): a constant tuple's items (as constants in tmp),
  * a symbolic tuple's items, or k itself. Returns their count, or -1 (too many indices). */
+/* eager's treatSequenceAsTuple (NumPy's legacy rule): a list key of fewer than 32 items with
+ * a tensor, a sequence, a slice, None or Ellipsis among them indexes as the tuple of its items
+ * (x[[[0, 2], [1, 1]]] is x[[0, 2], [1, 1]]); 1 yes, 0 no, -1 can't tell */
+static int list_key_is_tuple(trace *t, const var *k) {
+    if (k->kind == V_CONST && PyList_CheckExact(k->obj)) {
+        Py_ssize_t n = PyList_GET_SIZE(k->obj);
+        if (n >= 32)
+            return 0;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *o = PyList_GET_ITEM(k->obj, i);
+            if (o == Py_None || o == Py_Ellipsis || PySlice_Check(o) || PySequence_Check(o))
+                return 1;
+        }
+        return 0;
+    }
+    if (!(k->kind == V_SEQ && k->is_list))
+        return 0;
+    if (k->n >= 32)
+        return 0;
+    for (int i = 0; i < k->n; i++) {
+        var it = k->items[i];
+        sym_resolve(t, &it);
+        if (it.kind == V_TENSOR || it.kind == V_SEQ)
+            return 1;
+        if (it.kind == V_CONST) {
+            PyObject *o = it.obj;
+            if (o == Py_None || o == Py_Ellipsis || PySlice_Check(o) || PySequence_Check(o))
+                return 1;
+            continue;
+        }
+        if (it.kind != V_SYM)
+            return -1;
+    }
+    return 0;
+}
+
 int sym_index_parts(trace *t, const var *k, const var **parts, var *tmp) {
     int np = 0;
-    if (k->kind == V_CONST && PyTuple_CheckExact(k->obj)) {
+    int lt = list_key_is_tuple(t, k);
+    if (lt < 0)
+        return sym_fail(t, "an index list with items of unknown kinds left to eager");
+    if (lt && k->kind == V_CONST) {
+        if (PyList_GET_SIZE(k->obj) > SYM_INDEX_PARTS)
+            return sym_fail(t, "too many indices");
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(k->obj); i++) {
+            memset(&tmp[np], 0, sizeof tmp[np]);
+            tmp[np].kind = V_CONST;
+            tmp[np].obj = PyList_GET_ITEM(k->obj, i);
+            parts[np] = &tmp[np];
+            np++;
+        }
+    } else if (lt) {
+        if (k->n > SYM_INDEX_PARTS)
+            return sym_fail(t, "too many indices");
+        for (int i = 0; i < k->n; i++)
+            parts[np++] = &k->items[i];
+    } else if (k->kind == V_CONST && PyTuple_CheckExact(k->obj)) {
         if (PyTuple_GET_SIZE(k->obj) > SYM_INDEX_PARTS)
             return sym_fail(t, "too many indices");
         for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(k->obj); i++) {

@@ -295,8 +295,10 @@ int sym_h_one_hot(trace *t, const opdef *d, var **p, var *out) {
         return sym_fail(t, "one_hot with symbolic shapes left to eager");
     if (sym_check_index(t, p[0], c, 0) < 0)
         return -1;
-    ic_val r = ic_binary(G, IC_OP_EQ, with_last_one(t, p[0]->val), ic_arange(G, c, 0, 1, IC_I64));
-    return sym_tensor_out(t, ic_cast(G, r, IC_I64), out);
+    ic_val r = ic_cast(G, ic_binary(G, IC_OP_EQ, with_last_one(t, p[0]->val), ic_arange(G, c, 0, 1, IC_I64)), IC_I64);
+    if (r >= 0) /* eager scatters into new zeros: contiguous whatever the input's layout */
+        ic_value_set_format(G, r, r, IC_MF_CONTIGUOUS);
+    return sym_tensor_out(t, r, out);
 }
 
 /* histc(input, bins=100, min=0, max=0) with min < max: eager's linear bins (ATen's
@@ -402,8 +404,8 @@ int sym_h_index_fill(trace *t, const opdef *d, var **p, var *out) {
         sz[i] = i == dim ? m.sizes[dim] : 1;
     mask = sym_reshape(t, mask, m.ndim, sz);
     ic_val r = ic_where(G, mask, ic_cast(G, v, m.dtype), p[0]->val);
-    if (r >= 0)
-        ic_value_set_format(G, r, r, IC_MF_CONTIGUOUS);
+    if (r >= 0) /* eager fills a clone (memory_format=preserve): a transposed input's result too */
+        ic_value_set_format(G, r, p[0]->val, IC_MF_PRESERVE);
     return sym_tensor_out(t, r, out);
 }
 

@@ -356,6 +356,22 @@ int sym_h_clamp(trace *t, const opdef *d, var **p, var *out) {
         x = ic_binary(t->g, IC_OP_MINIMUM, x, hi);
     }
     int rdt = x >= 0 ? (int)sym_metap(t, x)->dtype : -1; /* the bounds convert to it */
+    if (rdt == IC_BOOL) { /* ATen's clamp kernels have no bool version: a bool result with a
+                           * number bound or with both bounds raises; one tensor bound runs as
+                           * maximum/minimum */
+        int nb = 0, tens = 1;
+        for (int i = 0; i < 2; i++) {
+            var *v = i ? mx : mn, bd;
+            if (sym_is_none(v))
+                continue;
+            bd = *v;
+            sym_resolve(t, &bd);
+            nb++;
+            tens &= bd.kind == V_TENSOR;
+        }
+        if (nb == 2 || !tens)
+            return sym_fail(t, "%s of a bool result left to eager (its kernel has no bool version: raises)", d->name);
+    }
     if (sym_check_scalar_fits(t, mn, rdt, d->name) < 0 || sym_check_scalar_fits(t, mx, rdt, d->name) < 0)
         return -1;
     if (x >= 0 && rdt >= IC_F16 && !ic_dtype_is_complex((ic_dtype)rdt) &&
@@ -1022,6 +1038,12 @@ int sym_h_tensor(trace *t, const opdef *d, var **p, var *out) {
         else if ((dt = sym_default_dtype(t)) < 0)
             return -1;
     }
+    /* into an integer dtype eager converts each number with c10's overflow check (NaN, inf,
+     * 300 for uint8, 1e20 for int32 raise); float dtypes take every number (1e6 -> f16 inf) */
+    if (dt != IC_BOOL && dt < IC_F16)
+        for (int i = 0; i < n; i++)
+            if (sym_scalar_overflows(items[i], dt))
+                return sym_fail(t, "tensor: value cannot be converted to the dtype without overflow (eager raises)");
     int64_t sz1 = 1;
     if (n == 0) /* shape [0], [2, 0], ... */
         return sym_tensor_out(t, ic_expand(t->g, ic_cast(t->g, ic_scalar(t->g, 0.0, IC_I64), (ic_dtype)dt), nd, shp), out);
@@ -1362,8 +1384,8 @@ int sym_h_addc(trace *t, const opdef *d, var **p, var *out) {
         return sym_fail(t, "%s of bool tensors left to eager (its kernel has no bool version)", d->name);
     if (d->op == 1 && (sym_metap(t, b)->dtype < IC_F16 && sym_metap(t, c)->dtype < IC_F16))
         return sym_fail(t, "addcdiv of integer tensors (eager will raise)");
-    if (d->op == 2) { /* lerp as ATen's: |w| < 0.5 ? a + w * (b - a) : b + (w - 1) * (b - a) (its
-                       * kernels fuse each multiply-add: they may round once where this rounds twice) */
+    if (d->op == 2) { /* lerp as ATen's: |w| < 0.5 ? a + w * (b - a) : b + (w - 1) * (b - a), each
+                       * multiply-add fused as its kernels do (float64 has no wider type: rounded twice) */
         int branch = -1; /* a number weight: 1 small, 0 not */
         if (p[2]->kind == V_CONST && sym_is_number(p[2])) {
             double w = PyFloat_AsDouble(p[2]->obj);
@@ -1372,19 +1394,49 @@ int sym_h_addc(trace *t, const opdef *d, var **p, var *out) {
             branch = w > -0.5 && w < 0.5;
         }
         int half = da == IC_F16 || da == IC_BF16; /* ATen computes in float32, rounds once */
+        ic_val a0 = a, b0 = b, c0 = c; /* the operands, for the result's layout */
         if (half) {
             a = ic_cast(G, a, IC_F32);
             b = ic_cast(G, b, IC_F32);
             c = p[2]->kind == V_TENSOR ? ic_cast(G, c, IC_F32) : c;
         }
         ic_val diff = ic_binary(G, IC_OP_SUB, b, a), lo = IC_NONE, hi = IC_NONE;
-        if (branch != 0)
-            lo = ic_binary(G, IC_OP_ADD, a, ic_binary(G, IC_OP_MUL, c, diff));
-        if (branch != 1)
-            hi = ic_binary(G, IC_OP_ADD, b, ic_binary(G, IC_OP_MUL, ic_binary(G, IC_OP_SUB, c, sym_num(t, 1.0)), diff));
+        if (da != IC_F64) {
+            /* ATen's kernels fuse each multiply-add (fmadd in the vector loop, contracted in
+             * the scalar one): float32's fma(w, diff, a) is the float64 w * diff + a (an
+             * exact product) rounded to float32; the weight and w - 1 are float32 values */
+            ic_val w32 = ic_cast(G, c, IC_F32), d64 = ic_cast(G, diff, IC_F64);
+            if (branch != 0)
+                lo = ic_cast(G, ic_binary(G, IC_OP_ADD, ic_cast(G, a, IC_F64), ic_binary(G, IC_OP_MUL, ic_cast(G, w32, IC_F64), d64)),
+                             IC_F32);
+            if (branch != 1)
+                hi = ic_cast(G, ic_binary(G, IC_OP_ADD, ic_cast(G, b, IC_F64),
+                                          ic_binary(G, IC_OP_MUL, ic_cast(G, ic_binary(G, IC_OP_SUB, w32, sym_num(t, 1.0)), IC_F64), d64)),
+                             IC_F32);
+        } else { /* w - 1 in float64: a number weight minus 1 was two scalars' op, in float32 */
+            ic_val w64 = ic_cast(G, c, IC_F64);
+            if (branch != 0)
+                lo = ic_binary(G, IC_OP_ADD, a, ic_binary(G, IC_OP_MUL, w64, diff));
+            if (branch != 1)
+                hi = ic_binary(G, IC_OP_ADD, b, ic_binary(G, IC_OP_MUL, ic_binary(G, IC_OP_SUB, w64, sym_num(t, 1.0)), diff));
+        }
         ic_val r = branch >= 0 ? (branch ? lo : hi)
                                : ic_where(G, ic_binary(G, IC_OP_LT, ic_unary(G, IC_OP_ABS, c), sym_num(t, 0.5)), lo, hi);
-        return sym_tensor_out(t, half ? ic_cast(G, r, da) : r, out);
+        if (da != IC_F64 && r >= 0) { /* the layout of a + w * diff (eager's TensorIterator order:
+                                       * self, end, weight); the float64 casts lost an expanded
+                                       * self's place in it (an unused node: dropped) */
+            ic_val ref = ic_binary(G, IC_OP_ADD, a0, ic_binary(G, IC_OP_MUL, c0, ic_binary(G, IC_OP_SUB, b0, a0)));
+            int64_t so[IC_MAX_DIMS];
+            if (ref >= 0 && ic_value_strides(G, ref, so))
+                ic_value_set_strides(G, r, so);
+        }
+        ic_val res = half ? ic_cast(G, r, da) : r;
+        if (half && res >= 0) {
+            int64_t so[IC_MAX_DIMS];
+            if (ic_value_strides(G, r, so))
+                ic_value_set_strides(G, res, so);
+        }
+        return sym_tensor_out(t, res, out);
     }
     double val = 1.0;
     if (sym_opt_scalar(t, p[3], 1.0, &val, "value") < 0)

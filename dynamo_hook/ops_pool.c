@@ -131,8 +131,10 @@ int sym_h_avg_pool(trace *t, const opdef *d, var **p, var *out) {
         return sym_fail(t, "avg pool of an integer tensor left to eager");
     if (nonempty(t, &m, nd, d->name) < 0)
         return -1;
-    ic_val sum;
-    if (pool_nd(t, p[0]->val, nd, k, s2, pad, dl, ceil, IC_OP_ADD, &sum, o) < 0)
+    ic_val sum, xin = p[0]->val;
+    if (m.dtype == IC_F16 || m.dtype == IC_BF16) /* ATen sums a 16-bit window in float32 */
+        xin = ic_cast(G, xin, IC_F32);
+    if (pool_nd(t, xin, nd, k, s2, pad, dl, ceil, IC_OP_ADD, &sum, o) < 0)
         return -1;
     ic_val div;
     if (dov) {
@@ -184,9 +186,11 @@ int sym_h_adaptive_pool(trace *t, const opdef *d, var **p, var *out) {
             return sym_fail(t, "adaptive pool: output size not dividing the input left to eager");
         k[i] = L / os[i];
     }
-    ic_val r;
+    ic_val r, xin = p[0]->val;
     ic_op op = !mx ? IC_OP_ADD : sym_value_requires_grad(t, p[0]->val) ? IC_OP_WHERE : IC_OP_MAXIMUM;
-    if (pool_nd(t, p[0]->val, nd, k, k, pad, dl, 0, op, &r, o) < 0)
+    if (!mx && (m.dtype == IC_F16 || m.dtype == IC_BF16)) /* ATen sums a 16-bit window in float32 */
+        xin = ic_cast(G, xin, IC_F32);
+    if (pool_nd(t, xin, nd, k, k, pad, dl, 0, op, &r, o) < 0)
         return -1;
     if (!mx) {
         if (!isflt(m.dtype))
@@ -220,6 +224,8 @@ int sym_h_pad(trace *t, const opdef *d, var **p, var *out) {
     /* eager's non-constant modes: 1-3 padded dims of an input with one or two dims more */
     if (md && (np == 0 || np / 2 > 3 || (m.ndim != np / 2 + 1 && m.ndim != np / 2 + 2)))
         return sym_fail(t, "pad: %d pads of a %d-d input in mode '%s' (eager raises)", np, m.ndim, mode);
+    if ((md == 1 || md == 2) && m.dtype == IC_BOOL)
+        return sym_fail(t, "pad: %s of a bool tensor (eager's kernel has none: raises)", mode);
     if (md == 0 && !isflt(m.dtype) && value != floor(value))
         return sym_fail(t, "pad: a fractional value on an integer tensor left to eager");
     ic_val x = p[0]->val;
@@ -248,6 +254,8 @@ int sym_h_pad(trace *t, const opdef *d, var **p, var *out) {
         }
         x = ic_index_select(G, x, dim, idx);
     }
+    if (x < 0) /* a graph builder refused (a dynamic size) */
+        return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "pad: graph builder failed");
     if (x == p[0]->val)
         x = ic_cast(G, x, m.dtype);
     int shrink = 1; /* constant mode, no pad positive: eager clones the narrowed input */
@@ -263,10 +271,10 @@ int sym_h_pad(trace *t, const opdef *d, var **p, var *out) {
 
 /* bicubic along dim (ATen's upsample_bicubic2d): src the unclamped source coordinate of each
  * of the O outputs; i = min(floor(src), L - 1), t = clamp(src - i, 0, 1); taps i-1..i+2
- * clamped into [0, L - 1], weighted by the cubic convolution (A = -0.75) of t, summed in tap
- * order in ct; col: the weights broadcast over the dim after dim */
+ * clamped into [0, L - 1], weighted by the cubic convolution (A = -0.75) of t (rounded to wdt),
+ * summed in tap order in ct, the sum cast to dt; col: the weights broadcast over the dim after dim */
 static ic_val bicubic_dim(trace *t, ic_val x, int dim, int64_t L, int64_t O, int col, ic_val src, ic_dtype ct,
-                          ic_dtype dt) {
+                          ic_dtype dt, ic_dtype wdt) {
     const double A = -0.75;
     ic_val fl = ic_unary(G, IC_OP_FLOOR, src);
     ic_val i0 = ic_binary(G, IC_OP_MINIMUM, ic_cast(G, fl, IC_I64), sym_inum(t, L - 1));
@@ -283,6 +291,9 @@ static ic_val bicubic_dim(trace *t, ic_val x, int dim, int64_t L, int64_t O, int
                    CC2(ic_binary(G, IC_OP_ADD, x2, fconst(t, 1.0, ct)))};
 #undef CC1
 #undef CC2
+    if (wdt != ct) /* 16-bit inputs: ATen's weights are of the input's dtype (the sums float32) */
+        for (int j = 0; j < 4; j++)
+            w[j] = ic_cast(G, ic_cast(G, w[j], wdt), ct);
     ic_val acc = -1;
     for (int j = 0; j < 4; j++) {
         ic_val ij = ic_binary(G, IC_OP_MINIMUM, ic_binary(G, IC_OP_MAXIMUM, ic_binary(G, IC_OP_ADD, i0, sym_inum(t, j - 1)),
@@ -389,20 +400,30 @@ int sym_h_interpolate(trace *t, const opdef *d, var **p, var *out) {
                 src = ic_binary(G, IC_OP_MAXIMUM, src, fconst(t, 0.0, ct));
         }
         if (md == 3) {
-            x = bicubic_dim(t, x, dim, L, O[i], i < nd - 1, src, ct, m.dtype);
+            x = bicubic_dim(t, x, dim, L, O[i], i < nd - 1, src, ct, i == 0 ? m.dtype : ct, /* one rounding */
+                            t->device_type == TC_DEV_CPU ? m.dtype : ct); /* CUDA's weights: accscalar_t */
             continue;
         }
         ic_val i0 = ic_cast(G, src, IC_I64);
         ic_val i1 = ic_binary(G, IC_OP_ADD, i0, ic_cast(G, ic_binary(G, IC_OP_LT, i0, sym_inum(t, L - 1)), IC_I64));
         ic_val l1 = ic_binary(G, IC_OP_SUB, src, ic_cast(G, i0, ct));
+        /* 16-bit linear1d: the CPU kernel's lambdas are of the input dtype (CUDA's accscalar_t) */
+        int round_l = nd == 1 && ct != m.dtype && t->device_type == TC_DEV_CPU;
+        if (round_l)
+            l1 = ic_cast(G, ic_cast(G, l1, m.dtype), ct);
         ic_val l0 = ic_binary(G, IC_OP_SUB, fconst(t, 1.0, ct), l1);
+        if (round_l)
+            l0 = ic_cast(G, ic_cast(G, l0, m.dtype), ct);
         if (i < nd - 1) { /* weights broadcast over the dims after dim */
             int64_t sh[2] = {O[i], 1};
             l0 = ic_reshape(G, l0, 2, sh);
             l1 = ic_reshape(G, l1, 2, sh);
         }
         ic_val a = ic_cast(G, ic_index_select(G, x, dim, i0), ct), b = ic_cast(G, ic_index_select(G, x, dim, i1), ct);
-        x = ic_cast(G, ic_binary(G, IC_OP_ADD, ic_binary(G, IC_OP_MUL, l0, a), ic_binary(G, IC_OP_MUL, l1, b)), m.dtype);
+        /* 16-bit inputs: both dims blended in ct, rounded once (ATen's bilinear kernel) */
+        x = ic_binary(G, IC_OP_ADD, ic_binary(G, IC_OP_MUL, l0, a), ic_binary(G, IC_OP_MUL, l1, b));
+        if (i == 0)
+            x = ic_cast(G, x, m.dtype);
     }
     return pool_out(t, p[0]->val, x, 0, out);
 }

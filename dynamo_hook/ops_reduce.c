@@ -224,8 +224,9 @@ int sym_h_layer_norm(trace *t, const opdef *d, var **p, var *out) {
     }
     if (sym_tensor_out(t, io == acc ? y : ic_cast(t->g, y, io), out) < 0)
         return -1;
-    if (d->op == 0) /* layer_norm's kernel writes a contiguous result (rms_norm is pointwise) */
-        ic_value_set_format(t->g, out->val, out->val, IC_MF_CONTIGUOUS);
+    /* layer_norm's and rms_norm's kernels (rms_norm's fused one since torch 2.8) write a
+     * contiguous result, whatever the input's layout */
+    ic_value_set_format(t->g, out->val, out->val, IC_MF_CONTIGUOUS);
     return 0;
 }
 
@@ -416,6 +417,12 @@ int sym_h_norm(trace *t, const opdef *d, var **p, var *out) {
             if ((mask == 0 || (mask >> i & 1)) && xm.sizes[i] == 0) /* mask 0: every dim */
                 return sym_fail(t, "vector_norm of order %g over an empty dim (eager raises)", ord);
     }
+    /* 16-bit inputs: ATen's norm kernels accumulate |x|^p in float32 and round the norm once
+     * (the squares rounded to bf16 first made it an ulp or more off, p = 0.5 by thousands) */
+    ic_dtype io = ic_value_meta(G, x)->dtype;
+    int half = io == IC_F16 || io == IC_BF16;
+    if (half)
+        x = ic_cast(G, x, IC_F32);
     ic_val a = ic_unary(G, IC_OP_ABS, x), r;
     if (ord == 2.0)
         r = root_grad_masked(t, ic_reduce(G, IC_OP_SUM, ic_binary(G, IC_OP_MUL, x, x), mask, keep, -1), 0.5);
@@ -437,6 +444,8 @@ int sym_h_norm(trace *t, const opdef *d, var **p, var *out) {
     else
         r = ic_binary(G, IC_OP_POW, ic_reduce(G, IC_OP_SUM, ic_binary(G, IC_OP_POW, a, sym_num(t, ord)), mask, keep, -1),
                       sym_num(t, 1.0 / ord));
+    if (half && r >= 0)
+        r = ic_cast(G, r, io);
     return sym_tensor_out(t, r, out);
 }
 
