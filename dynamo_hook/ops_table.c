@@ -737,7 +737,8 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
         ((wself != NULL && (PyUnicode_CheckExact(wself) || PyTuple_CheckExact(wself) || PyFrozenSet_CheckExact(wself))) ||
          (PyCFunction_Check(fn->obj) && PyCFunction_GET_SELF(fn->obj) != NULL &&
           (PyUnicode_CheckExact(PyCFunction_GET_SELF(fn->obj)) || PyTuple_CheckExact(PyCFunction_GET_SELF(fn->obj)) ||
-           PyAnySet_CheckExact(PyCFunction_GET_SELF(fn->obj)))))) {
+           PyAnySet_CheckExact(PyCFunction_GET_SELF(fn->obj)) ||
+           !strcmp(Py_TYPE(PyCFunction_GET_SELF(fn->obj))->tp_name, "torch.Size"))))) {
         /* "abc".startswith(...), (1, 2).index(...): pure on constants */
         PyObject *tup = PyTuple_New(npos), *kw = NULL;
         if (tup == NULL)
