@@ -1,0 +1,244 @@
+"""Object model, round 9 (issue 21 items 1-3): shared module entries and library-style code.
+
+Shared module entries: a method of an nn.Module that runs as a frame of its own below the
+compiled call's first frame (its caller broke at the call; a resume function) type-guards its
+modules from its first trace (eval_frame.c), so the second of N identical blocks reuses the
+first one's entry; the pinned module is found where the entry read it (self, args[0] of a
+*args wrapper such as transformers' deprecate_kwarg, a loop's iterator: guards.c
+dh_module_sharing_check).
+Object model: a Python metaclass's property read on a class (EnumType.__members__) inlined
+with the class as self; types.MappingProxyType(d) as a live read-only view of d; a class's
+_private constants; torch.Size's numel/count/index; Counter's in-place ops and operators.
+"""
+import collections
+import enum
+import functools
+import io
+import types
+
+import pytest
+import torch
+import torch.nn as nn
+
+import torchc
+from conftest import captured_whole
+
+
+def _same(a, b):
+    if isinstance(a, torch.Tensor):
+        assert isinstance(b, torch.Tensor) and a.shape == b.shape and a.dtype == b.dtype
+        torch.testing.assert_close(a, b)
+    elif isinstance(a, (list, tuple)):
+        assert type(a) is type(b) and len(a) == len(b), (a, b)
+        for x, y in zip(a, b):
+            _same(x, y)
+    else:
+        assert type(a) is type(b) and a == b, (a, b)
+
+
+def _whole(fn, *args):
+    """one graph, no break, eager's value on the first and a cached call"""
+    want = fn(*args)
+    torchc.reset()
+    ex = torchc.explain(fn)(*args)
+    assert captured_whole(ex), ex.break_reasons
+    _same(ex.result, want) if hasattr(ex, "result") else None
+    cf = torchc.compile(fn)
+    _same(cf(*args), want)
+    _same(cf(*args), want)
+    return ex
+
+
+X = torch.randn(4, 6, generator=torch.Generator().manual_seed(9))
+
+# ---- shared module entries -------------------------------------------------------------------
+
+_SINK = io.StringIO()
+
+
+def _deprecate(func):
+    """a decorator in the style of transformers' deprecate_kwarg: self is args[0]"""
+    @functools.wraps(func)
+    def wrapped(*args, **kwargs):
+        name = f"{args[0].__class__.__name__}.{func.__name__}"
+        kwargs.pop("old_mask", None)
+        return func(*args, **kwargs) if name else None
+    return wrapped
+
+
+class _Block(nn.Module):
+    def __init__(self, scale=0.5):
+        super().__init__()
+        self.lin = nn.Linear(8, 8)
+        self.ln = nn.LayerNorm(8)
+        self.scale = scale
+
+    @_deprecate
+    def forward(self, x, mask=None):
+        h = self.lin(self.ln(x)).relu()
+        print("x", file=_SINK)  # a graph break: each block's forward runs as its own frame
+        return x + h * self.scale
+
+
+class _Stack(nn.Module):
+    def __init__(self, n, scales=None):
+        super().__init__()
+        self.blocks = nn.ModuleList(_Block(scales[i] if scales else 0.5) for i in range(n))
+
+    def forward(self, x):
+        for b in self.blocks:
+            x = b(x, mask=None, old_mask=None)
+        return x
+
+
+def _per_code(ex, fn):
+    code = fn.__code__
+    return sum(n for k, n in ex.compiles_per_code.items() if f"{code.co_filename}:{code.co_firstlineno})" in k)
+
+
+@pytest.mark.parametrize("n", [2, 6])
+def test_identical_blocks_compile_once_per_code(n):
+    """the second block reuses the first one's entries: the block's forward and its resume
+    compile once each, the *args wrapper (and its resume) once each, whatever N"""
+    torch.manual_seed(0)
+    m = _Stack(n)
+    x = torch.randn(2, 8)
+    with torch.no_grad():
+        ex = torchc.explain(m)(x)
+        torch.testing.assert_close(ex.result, m(x))
+        ex2 = torchc.explain(m)(x)
+    fwd = _per_code(ex, _Block.forward.__wrapped__)
+    wrap = _per_code(ex, _Block.forward)
+    assert 1 <= fwd <= 2 and 1 <= wrap <= 2, ex.compiles_per_code
+    assert max(ex.compiles_per_code.values()) <= 3, ex.compiles_per_code  # the stack's loop: + its last turn
+    assert sum(ex2.compiles_per_code.values()) == 0 and ex2.cache_hits == ex2.pieces_run
+
+
+def test_shared_entry_reads_each_instance():
+    """an entry shared from the first block reads each block's own parameters and attributes"""
+    torch.manual_seed(0)
+    m = _Stack(4, scales=[0.5, 0.5, 2.0, 0.5])
+    with torch.no_grad():
+        for i, b in enumerate(m.blocks):
+            b.lin.weight.mul_(1 + i / 10)
+        x = torch.randn(3, 8)
+        cm = torchc.compile(m)
+        torch.testing.assert_close(cm(x), m(x))
+        m.blocks[1].scale = 3.0
+        m.blocks[3].ln.weight.fill_(2.0)
+        torch.testing.assert_close(cm(x), m(x))
+
+
+# ---- enum --------------------------------------------------------------------------------------
+
+class Color(enum.Enum):
+    RED = 1
+    GREEN = 2
+    BLUE = 3
+
+
+class Act(str, enum.Enum):
+    RELU = "relu"
+    TANH = "tanh"
+
+
+def test_enum_members_items():
+    def f(x):
+        s = x
+        for name, mem in Color.__members__.items():
+            s = s + mem.value * len(name)
+        return s
+    _whole(f, X)
+
+
+def test_enum_members_len_contains_values():
+    def f(x):
+        names = [m.name for m in Color.__members__.values()]
+        k = len(Color.__members__) + ("GREEN" in Color.__members__) + names.index("BLUE")
+        return x * k + Color.__members__["RED"].value
+    _whole(f, X)
+
+
+def test_str_enum_members_pick_a_function():
+    def f(x):
+        acts = {a.value: a for a in Act}
+        out = x
+        for name in Act.__members__:
+            out = out + len(name)
+        return getattr(torch, acts["tanh"].value)(out)
+    _whole(f, X)
+
+
+class _Meta(type):
+    @property
+    def width(cls):
+        return cls._w * 2
+
+
+class _K(metaclass=_Meta):
+    _w = 3
+
+
+def test_metaclass_property_and_private_class_constant():
+    def f(x):
+        return x * _K.width
+    _whole(f, X)
+    cf = torchc.compile(f)
+    try:
+        _K._w = 5  # the constant is guarded: the next call sees it
+        _same(cf(X), f(X))
+    finally:
+        _K._w = 3
+
+
+# ---- types.MappingProxyType --------------------------------------------------------------------
+
+def test_mappingproxy_is_live_and_read_only():
+    def f(x):
+        d = {"a": 1}
+        m = types.MappingProxyType(d)
+        d["b"] = 2  # the view sees it
+        c = m.copy()
+        c["z"] = 3  # a dict, not the view
+        return (x * len(m) + m["b"] + m.get("q", 4) + sum(m.values()) + len(c) +
+                isinstance(m, dict) * 10 + (type(m) is types.MappingProxyType) * 100)
+    _whole(f, X)
+
+
+@pytest.mark.allow_fallback
+def test_mappingproxy_write_raises_as_eager():
+    def f(x):
+        y = x * 2
+        print("y", file=_SINK)  # a graph for y; the rest runs in the resume function
+        m = types.MappingProxyType({"a": 1})
+        try:
+            m["a"] = 3
+        except TypeError:
+            return y - 1
+        return y
+    _same(torchc.compile(f)(X), f(X))
+
+
+# ---- collections.Counter, torch.Size -----------------------------------------------------------
+
+def test_counter_inplace_and_operators():
+    def f(x):
+        c = collections.Counter()
+        for d in x.shape + (4, 4):
+            c[d] += 1
+        c.update([6, 7])
+        c.update({7: 2})
+        (top, k), = c.most_common(1)
+        a, b = collections.Counter(a=3, b=1), collections.Counter(a=1, b=2)
+        s, d, u, i = a + b, a - b, a | b, a & b
+        return x * top + k + c[7] + c[99] + s["a"] + d["a"] + u["b"] + i["b"] + len(d) + c.total()
+    _whole(f, X)
+
+
+def test_torch_size_methods():
+    def f(x):
+        s = x.shape
+        new = s[:-1] + (s[-1] // 2, 2)
+        assert isinstance(new, torch.Size)
+        return x.reshape(new).sum(-1) * s.numel() + s.count(6) + s.index(6)
+    _whole(f, X)
