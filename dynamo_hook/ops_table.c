@@ -738,7 +738,9 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
          (PyCFunction_Check(fn->obj) && PyCFunction_GET_SELF(fn->obj) != NULL &&
           (PyUnicode_CheckExact(PyCFunction_GET_SELF(fn->obj)) || PyTuple_CheckExact(PyCFunction_GET_SELF(fn->obj)) ||
            PyAnySet_CheckExact(PyCFunction_GET_SELF(fn->obj)) ||
-           !strcmp(Py_TYPE(PyCFunction_GET_SELF(fn->obj))->tp_name, "torch.Size"))))) {
+           !strcmp(Py_TYPE(PyCFunction_GET_SELF(fn->obj))->tp_name, "torch.Size") ||
+           !strcmp(Py_TYPE(PyCFunction_GET_SELF(fn->obj))->tp_name, "re.Match") ||
+           !strcmp(Py_TYPE(PyCFunction_GET_SELF(fn->obj))->tp_name, "re.Pattern"))))) {
         /* "abc".startswith(...), (1, 2).index(...): pure on constants */
         PyObject *tup = PyTuple_New(npos), *kw = NULL;
         if (tup == NULL)

@@ -688,8 +688,10 @@ int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
             return sym_const(t, m, out);
         }
         if ((PyUnicode_CheckExact(o->obj) || PyTuple_CheckExact(o->obj) || PyAnySet_CheckExact(o->obj) ||
-             !strcmp(Py_TYPE(o->obj)->tp_name, "torch.Size")) &&
-            n[0] != '_') { /* torch.Size: an immutable tuple (numel, count, index) */
+             !strcmp(Py_TYPE(o->obj)->tp_name, "torch.Size") || !strcmp(Py_TYPE(o->obj)->tp_name, "re.Match") ||
+             !strcmp(Py_TYPE(o->obj)->tp_name, "re.Pattern")) &&
+            n[0] != '_') { /* torch.Size: an immutable tuple (numel, count, index); a regex
+                            * and its match: group/span/match/sub/... are pure */
             /* methods of immutable builtins are pure: called on constants */
             return sym_const(t, PyObject_GetAttr(o->obj, name), out) < 0
                        ? ((void)tc_clear_expected(PyExc_Exception), sym_fail(t, "attribute %U of a constant", name)) : 0;

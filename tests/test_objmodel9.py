@@ -14,6 +14,7 @@ import collections
 import enum
 import functools
 import io
+import re
 import types
 
 import pytest
@@ -241,4 +242,29 @@ def test_torch_size_methods():
         new = s[:-1] + (s[-1] // 2, 2)
         assert isinstance(new, torch.Size)
         return x.reshape(new).sum(-1) * s.numel() + s.count(6) + s.index(6)
+    _whole(f, X)
+
+
+# ---- str.format_map, re ------------------------------------------------------------------------
+
+_LAYER = re.compile(r"(\w+)\.(\d+)")
+
+
+def test_format_map_of_a_dict_of_constants():
+    def f(x):
+        key = "{prefix}.{idx}.{name}".format_map({"prefix": "blocks", "idx": 3, "name": "attn"})
+        return x * len(key)
+    _whole(f, X)
+
+
+def test_regex_on_constant_strings():
+    """re's functions on constants are folded (a module-level compiled pattern too); its
+    Match objects' methods are pure"""
+    def f(x):
+        m = re.match(r"layer_(\d+)", "layer_12")
+        s = re.sub(r"\.(\d+)\.", r"[\1].", "model.layers.3.attn")
+        g = _LAYER.search("blocks.7.mlp")
+        a, b = g.groups()
+        return (x * int(m.group(1)) + len(s) + len(re.findall(r"\d", "a1b22")) + int(b) + len(a) +
+                g.span()[1] + len(_LAYER.sub("X", "a.1 b.2")) + (re.fullmatch("z", "a") is None))
     _whole(f, X)
