@@ -13,6 +13,7 @@ _private constants; torch.Size's numel/count/index; Counter's in-place ops and o
 import collections
 import enum
 import functools
+import itertools
 import io
 import re
 import types
@@ -268,3 +269,18 @@ def test_regex_on_constant_strings():
         return (x * int(m.group(1)) + len(s) + len(re.findall(r"\d", "a1b22")) + int(b) + len(a) +
                 g.span()[1] + len(_LAYER.sub("X", "a.1 b.2")) + (re.fullmatch("z", "a") is None))
     _whole(f, X)
+
+
+def test_itertools_count_permutations_and_friends():
+    def f(x):
+        c = itertools.count(5, 2)
+        a, b = next(c), next(c)
+        p = list(itertools.permutations([1, 2, 3], 2))
+        q = list(itertools.combinations_with_replacement("abc", 2))
+        r = list(itertools.filterfalse(lambda v: v % 2, range(6)))
+        return x * (a + b) + len(p) + p[3][0] * 10 + len(q) + len(r) + sum(r)
+    _whole(f, X)
+    from torchc import _polyfills  # the stand-ins yield what itertools yields, in its order
+    assert list(_polyfills.permutations("abcd", 3)) == list(itertools.permutations("abcd", 3))
+    assert list(_polyfills.combinations_with_replacement(range(3), 3)) == list(
+        itertools.combinations_with_replacement(range(3), 3))
