@@ -68,8 +68,10 @@ typedef enum dh_srckind {
     DH_S_NEXT,   /* the index-th item still to come of iterator sources[base] (obj_iter.c) */
     DH_S_CELL,   /* the cell object itself of closure index (base as DH_S_CLOSURE): a function
                   * made in the trace over a free variable shares it (sym_cells.c) */
-    DH_S_CTXGET  /* sources[base].get(): the value of a ContextVar in the caller's context
+    DH_S_CTXGET, /* sources[base].get(): the value of a ContextVar in the caller's context
                   * (one not set in the trace), read like any other input (variables.c) */
+    DH_S_DEREF   /* sources[base](): the referent of a weakref.ref (None once it died):
+                  * nn.RNNBase's _flat_weight_refs (sym_call.c) */
 } dh_srckind;
 
 /* ATTR of an nn.Module-like object (index 0): where the last resolution found the name, with

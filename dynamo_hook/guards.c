@@ -291,6 +291,18 @@ PyObject *dh_source_resolve(dh_source *s, PyObject *const *values,
         dh_scratch_keep(r); /* alive until the call's output is built */
         return r;
     }
+    case DH_S_DEREF: {
+        PyObject *ref = values[s->base];
+        if (ref == NULL || !PyWeakref_CheckRefExact(ref))
+            return NULL;
+        PyObject *v = PyWeakref_GetObject(ref); /* borrowed; None once dead */
+        if (v == NULL) {
+            (void)tc_clear_expected(PyExc_Exception);
+            return NULL;
+        }
+        dh_scratch_keep(Py_NewRef(v)); /* alive until the call's output is built */
+        return v;
+    }
     case DH_S_CTXGET: {
         PyObject *cv = values[s->base], *v = NULL;
         if (cv == NULL || !PyContextVar_CheckExact(cv))
@@ -844,6 +856,10 @@ static PyObject *source_str(const dh_entry *e, int i) {
     case DH_S_CTXGET:
         base = source_str(e, s->base);
         r = base == NULL ? NULL : PyUnicode_FromFormat("%U.get()", base);
+        break;
+    case DH_S_DEREF:
+        base = source_str(e, s->base);
+        r = base == NULL ? NULL : PyUnicode_FromFormat("%U()", base);
         break;
     case DH_S_CONST:
         if (tc_is_tensor(s->name)) /* a tensor built from constants (fold.c): not its repr (Python) */

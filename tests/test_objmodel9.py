@@ -17,6 +17,7 @@ import itertools
 import io
 import re
 import types
+import weakref
 
 import pytest
 import torch
@@ -302,3 +303,29 @@ def test_itertools_count_permutations_and_friends():
     assert list(_polyfills.permutations("abcd", 3)) == list(itertools.permutations("abcd", 3))
     assert list(_polyfills.combinations_with_replacement(range(3), 3)) == list(
         itertools.combinations_with_replacement(range(3), 3))
+
+
+# ---- weakref.ref() of a value read from the frame ----------------------------------------------
+
+class _Refs(nn.Module):
+    """nn.RNNBase's idiom: weak references to its weights, compared with them each call"""
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(6))
+        self.refs = [weakref.ref(self.w), None]
+
+    def forward(self, x):
+        changed = any(r is not None and r() is not self.w for r in self.refs)
+        return x * self.w + (100.0 if changed else 0.0)
+
+
+def test_weakref_call_reads_the_referent():
+    m = _Refs()
+    with torch.no_grad():
+        _whole(m, X)
+        cm = torchc.compile(m)
+        keep = m.w
+        m.w = nn.Parameter(torch.ones(6))  # the ref now names the old weight: eager's branch flips
+        _same(cm(X), m(X))
+        del keep  # the ref dies: r() is None, which is not self.w
+        _same(cm(X), m(X))
