@@ -68,8 +68,10 @@ typedef enum dh_srckind {
     DH_S_NEXT,   /* the index-th item still to come of iterator sources[base] (obj_iter.c) */
     DH_S_CELL,   /* the cell object itself of closure index (base as DH_S_CLOSURE): a function
                   * made in the trace over a free variable shares it (sym_cells.c) */
-    DH_S_CTXGET  /* sources[base].get(): the value of a ContextVar in the caller's context
+    DH_S_CTXGET, /* sources[base].get(): the value of a ContextVar in the caller's context
                   * (one not set in the trace), read like any other input (variables.c) */
+    DH_S_DEREF   /* sources[base](): the referent of a weakref.ref (None once it died):
+                  * nn.RNNBase's _flat_weight_refs (sym_call.c) */
 } dh_srckind;
 
 /* ATTR of an nn.Module-like object (index 0): where the last resolution found the name, with
@@ -266,8 +268,9 @@ typedef struct dh_cache {
     int import_system;            /* code of the import system (importlib's frozen bootstrap):
                                    * what an import runs (module bodies, the functions they call)
                                    * runs unhooked, as torch.compiler.disable's callees */
-    int modtype;                  /* nn.Modules type-guarded (instances share entries): set when
-                                   * another instance of the class pinned by an entry came */
+    int modtype;                  /* nn.Modules type-guarded (instances share entries): set at the
+                                   * first trace of a frame below the compiled call's first one,
+                                   * or when another instance of a class an entry pinned came */
     char *skip_reason;
     uint32_t dynmask[DH_DYN_LOCALS]; /* automatic dynamic shapes: per local, dims seen changing */
 } dh_cache;
@@ -403,11 +406,14 @@ int dh_resume_base_nlocals(PyCodeObject *code, int nlocals);
 PyObject *dh_break_call(PyObject *resume_proto, PyObject *const *locals, int nlocals, PyObject *fn,
                         PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
 
-/* guards.c: shared module entries. A frame of a method of one nn.Module instance is traced
- * with its modules identity-guarded; when another instance of the same class comes (N blocks of
- * one kind run as frames of their own), the code's later traces type-guard modules instead
- * (their attributes, parameters and buffers are guarded sources and graph inputs), so every
- * instance shares one entry. Sets c->modtype; 1 when newly set. */
+/* guards.c: shared module entries. The compiled call's first frame is traced with its modules
+ * identity-guarded; when another instance of the same class comes where an entry pinned one
+ * (self, args[0] of a *args wrapper, a loop iterator's next block), the code's later traces
+ * type-guard modules instead (their attributes, parameters and buffers are guarded sources
+ * and graph inputs), so every instance shares one entry. A frame below the first one (a
+ * callee its caller broke at, a resume function) type-guards from its first trace
+ * (eval_frame.c), so the second of N blocks reuses the first one's entry. Sets c->modtype;
+ * 1 when newly set. */
 int dh_module_sharing_check(dh_cache *c, PyObject *const *localsplus, int nlocals);
 /* the trace running now type-guards nn.Modules (c->modtype of its code) */
 extern _Thread_local int dh_tl_modtype;

@@ -878,6 +878,13 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
         uint32_t marked[DH_DYN_LOCALS];
         if (dh_marks_apply(dynmask, (PyObject *const *)f->localsplus, (int)code->co_nlocalsplus, marked))
             dynmask = marked; /* torch._dynamo.mark_dynamic / mark_static on the arguments */
+        /* a frame the compiled call reaches below its first one (a callee run as a frame of
+         * its own after its caller broke, a resume function) is typically one of N blocks of
+         * one class: its modules are type-guarded from its first trace, so the second block
+         * reuses the first one's entry; the call's first frame pins its modules until a second
+         * instance comes (dh_module_sharing_check) */
+        if (c->entries == NULL && !dh_tl_entry_frame)
+            c->modtype = 1;
         dh_module_sharing_check(c, (PyObject *const *)f->localsplus, (int)code->co_nlocalsplus);
         dh_tl_modtype = c->modtype; /* modules type-guarded: instances share the entry */
         /* the cyclic GC off while capturing: the trace allocates many short-lived objects

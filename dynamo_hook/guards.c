@@ -291,6 +291,18 @@ PyObject *dh_source_resolve(dh_source *s, PyObject *const *values,
         dh_scratch_keep(r); /* alive until the call's output is built */
         return r;
     }
+    case DH_S_DEREF: {
+        PyObject *ref = values[s->base];
+        if (ref == NULL || !PyWeakref_CheckRefExact(ref))
+            return NULL;
+        PyObject *v = PyWeakref_GetObject(ref); /* borrowed; None once dead */
+        if (v == NULL) {
+            (void)tc_clear_expected(PyExc_Exception);
+            return NULL;
+        }
+        dh_scratch_keep(Py_NewRef(v)); /* alive until the call's output is built */
+        return v;
+    }
     case DH_S_CTXGET: {
         PyObject *cv = values[s->base], *v = NULL;
         if (cv == NULL || !PyContextVar_CheckExact(cv))
@@ -845,6 +857,10 @@ static PyObject *source_str(const dh_entry *e, int i) {
         base = source_str(e, s->base);
         r = base == NULL ? NULL : PyUnicode_FromFormat("%U.get()", base);
         break;
+    case DH_S_DEREF:
+        base = source_str(e, s->base);
+        r = base == NULL ? NULL : PyUnicode_FromFormat("%U()", base);
+        break;
     case DH_S_CONST:
         if (tc_is_tensor(s->name)) /* a tensor built from constants (fold.c): not its repr (Python) */
             return PyUnicode_FromString("const(a tensor built from constants)");
@@ -999,49 +1015,57 @@ static int is_nn_module(PyObject *o) {
     return PyObject_TypeCheck(o, (PyTypeObject *)nn_module_cls);
 }
 
-/* a module taken from an iterator argument (a resume function's loop iterator, obj_iter.c)
- * was identity-guarded; now another instance of its class comes at that place */
-static int iter_item_changed(const dh_entry *e, const dh_source *s, PyObject *was,
-                             PyObject *const *localsplus, int nlocals) {
-    if (s->kind != DH_S_NEXT || s->base < 0 || s->base >= e->nsources)
-        return 0;
-    const dh_source *b = &e->sources[s->base];
-    if (b->kind != DH_S_LOCAL || b->index >= nlocals || localsplus[b->index] == NULL)
-        return 0;
-    PyObject *cur = dh_iter_peek(localsplus[b->index], s->index);
-    int r = cur != NULL && cur != was && was != Py_None && is_nn_module(cur) &&
-            Py_TYPE(cur) == Py_TYPE(was);
-    Py_XDECREF(cur);
-    return r;
+/* The object a guard's source names in the frame about to run, read without running Python:
+ * a local, an item of a tuple/list/dict (the *args / **kwargs of a wrapper), an item still to
+ * come of an iterator (a resume function's loop iterator, obj_iter.c), an instance attribute
+ * of a module (module_getattr_cached's rule). NULL (no error set) where it can't be read so.
+ * New reference. */
+static PyObject *peek_source(const dh_entry *e, int src, PyObject *const *localsplus, int nlocals,
+                             int depth) {
+    if (src < 0 || src >= e->nsources || depth > 8)
+        return NULL;
+    const dh_source *s = &e->sources[src];
+    if (s->kind == DH_S_LOCAL)
+        return s->index < nlocals ? Py_XNewRef(localsplus[s->index]) : NULL;
+    if (s->kind != DH_S_ITEM && s->kind != DH_S_NEXT && !(s->kind == DH_S_ATTR && s->index == 0))
+        return NULL;
+    PyObject *base = peek_source(e, s->base, localsplus, nlocals, depth + 1), *v = NULL;
+    if (base == NULL)
+        return NULL;
+    if (s->kind == DH_S_NEXT) {
+        v = dh_iter_peek(base, s->index);
+    } else if (s->kind == DH_S_ATTR) {
+        v = is_nn_module(base) ? dh_module_getattr(base, s->name) : NULL;
+    } else if (s->name != NULL) {
+        v = PyDict_CheckExact(base) && PyUnicode_CheckExact(s->name) ? Py_XNewRef(PyDict_GetItemWithError(base, s->name)) : NULL;
+    } else if (PyTuple_CheckExact(base) && s->index < PyTuple_GET_SIZE(base)) {
+        v = Py_NewRef(PyTuple_GET_ITEM(base, s->index));
+    } else if (PyList_CheckExact(base) && s->index < PyList_GET_SIZE(base)) {
+        v = Py_NewRef(PyList_GET_ITEM(base, s->index));
+    }
+    Py_DECREF(base);
+    if (v == NULL && PyErr_Occurred())
+        (void)tc_clear_expected(PyExc_Exception);
+    return v;
 }
 
 int dh_module_sharing_check(dh_cache *c, PyObject *const *localsplus, int nlocals) {
     if (c->modtype || c->entries == NULL || nlocals < 1)
         return 0;
+    /* an entry pinned a module by identity (self, args[0] of a wrapper, the next block of a
+     * loop's iterator) where another instance of the same class comes now */
     for (const dh_entry *e = c->entries; e != NULL; e = e->next)
         for (int i = 0; i < e->nguards; i++) {
             const dh_guard *g = &e->guards[i];
             if (g->kind != DH_G_ID || g->src < 0 || g->src >= e->nsources)
                 continue;
             PyObject *was = g->weak ? PyWeakref_GetObject(g->obj) : g->obj;
-            if (iter_item_changed(e, &e->sources[g->src], was, localsplus, nlocals)) {
-                c->modtype = 1; /* the loop's next block: share from now on */
-                return 1;
-            }
-        }
-    if (localsplus[0] == NULL || !is_nn_module(localsplus[0]))
-        return 0;
-    PyObject *self = localsplus[0];
-    for (const dh_entry *e = c->entries; e != NULL; e = e->next)
-        for (int i = 0; i < e->nguards; i++) {
-            const dh_guard *g = &e->guards[i];
-            if (g->kind != DH_G_ID || g->src < 0 || g->src >= e->nsources)
+            if (was == NULL || was == Py_None || !is_nn_module(was))
                 continue;
-            const dh_source *s = &e->sources[g->src];
-            if (s->kind != DH_S_LOCAL || s->index != 0)
-                continue;
-            PyObject *was = g->weak ? PyWeakref_GetObject(g->obj) : g->obj;
-            if (was != self && was != Py_None && Py_TYPE(was) == Py_TYPE(self)) {
+            PyObject *cur = peek_source(e, g->src, localsplus, nlocals, 0);
+            int other = cur != NULL && cur != was && Py_TYPE(cur) == Py_TYPE(was);
+            Py_XDECREF(cur);
+            if (other) {
                 c->modtype = 1; /* a second instance of the class: share from now on */
                 return 1;
             }

@@ -1107,7 +1107,7 @@ static int dict_method(trace *t, var *d, const char *mn, var *args, int npos, Py
         if (rc != 1)
             return rc;
     }
-    if (d->op == SYM_DICT_VIEW) { /* obj.__dict__ (obj_dictview.c): reads only */
+    if (d->op == SYM_DICT_VIEW || d->op == SYM_DICT_PROXY) { /* obj.__dict__ (obj_dictview.c), a mappingproxy: reads only */
         static const char *const reads[] = {"get", "keys", "values", "items", "__getitem__", "__contains__",
                                             "copy", "__len__", "__iter__", NULL};
         int ok = 0;
@@ -1471,7 +1471,8 @@ PyObject *sym_data_dict_type(const var *v) {
     if (init_once() < 0)
         return (PyObject *)&PyDict_Type; /* (the types are missing: no such dict was made) */
     return v->op == SYM_DICT_ORDERED ? od_type : v->op == SYM_DICT_DEFAULT ? dd_type
-         : v->op == SYM_DICT_COUNTER ? ct_type : (PyObject *)&PyDict_Type;
+         : v->op == SYM_DICT_COUNTER ? ct_type : v->op == SYM_DICT_PROXY ? (PyObject *)&PyDictProxy_Type
+         : (PyObject *)&PyDict_Type;
 }
 
 PyObject *sym_data_out_type(trace *t, const var *v) {

@@ -230,5 +230,7 @@ static int fresh(trace *t, const var *d) {
 int sym_dict_view_write(trace *t, const var *d) {
     if (d->kind == V_DICT && d->op == SYM_DICT_VIEW)
         return sym_fail(t, "write through an object's __dict__ not supported");
+    if (d->kind == V_DICT && d->op == SYM_DICT_PROXY)
+        return sym_fail(t, "write through a mappingproxy (eager raises TypeError)");
     return 0;
 }

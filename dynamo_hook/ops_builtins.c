@@ -219,6 +219,14 @@ int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kw
     for (int i = 0; i < 3; i++)
         if (f == sym_refs.tf_query[i] && f != NULL && sym_refs.tf_probe != NULL && !kwnames)
             return torch_function_query(t, f, i, args, nargs, out);
+    if (f == (PyObject *)&PyDictProxy_Type && nargs == 1 && !kwnames && args[0].kind == V_DICT &&
+        args[0].op == 0 && args[0].items != NULL) {
+        /* types.MappingProxyType(d): a read-only live view of d (SYM_DICT_PROXY) */
+        *out = args[0];
+        out->src = -1;
+        out->op = SYM_DICT_PROXY;
+        return 0;
+    }
     if (f == (PyObject *)&PyDict_Type && (!kwnames || PyTuple_GET_SIZE(kwnames) == 0)) {
         /* dict() / dict(d): a new dict */
         if (nargs == 1 && args[0].kind == V_DICT)
@@ -415,6 +423,10 @@ int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kw
                 return sym_fail(t, "isinstance raised");
             }
             return sym_const(t, PyBool_FromLong(r), out);
+        } else if (args[0].kind == V_DICT && args[0].op == SYM_DICT_PROXY) {
+            PyObject *empty = PyDict_New(); /* an empty mappingproxy */
+            probe = empty ? PyDictProxy_New(empty) : NULL;
+            Py_XDECREF(empty);
         } else if (args[0].kind == V_DICT)
             probe = PyObject_CallNoArgs(sym_data_dict_type(&args[0])); /* an empty one of its type */
         else if (args[0].kind == V_ITER) {

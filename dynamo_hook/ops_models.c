@@ -128,7 +128,10 @@ int sym_process_const_call(trace *t, PyObject *f, const var *args, int nargs, Py
         {"torch.backends.mps", "is_built"}, {"torch.mps", "is_available"},
         {"torch.xpu", "is_available"}, {"torch.xpu", "device_count"},
         {"torch.distributed", "is_available"}, {"torch.accelerator", "is_available"},
-        {"torch.accelerator", "device_count"}};
+        {"torch.accelerator", "device_count"},
+        /* pure functions of their arguments: the pattern cache is the only state they touch */
+        {"re", "match"}, {"re", "search"}, {"re", "fullmatch"}, {"re", "sub"}, {"re", "subn"},
+        {"re", "split"}, {"re", "findall"}, {"re", "compile"}, {"re", "escape"}};
     enum { N = sizeof where / sizeof where[0] };
     static PyObject *fns[N];
     static int inited;

@@ -737,7 +737,10 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
         ((wself != NULL && (PyUnicode_CheckExact(wself) || PyTuple_CheckExact(wself) || PyFrozenSet_CheckExact(wself))) ||
          (PyCFunction_Check(fn->obj) && PyCFunction_GET_SELF(fn->obj) != NULL &&
           (PyUnicode_CheckExact(PyCFunction_GET_SELF(fn->obj)) || PyTuple_CheckExact(PyCFunction_GET_SELF(fn->obj)) ||
-           PyAnySet_CheckExact(PyCFunction_GET_SELF(fn->obj)))))) {
+           PyAnySet_CheckExact(PyCFunction_GET_SELF(fn->obj)) ||
+           !strcmp(Py_TYPE(PyCFunction_GET_SELF(fn->obj))->tp_name, "torch.Size") ||
+           !strcmp(Py_TYPE(PyCFunction_GET_SELF(fn->obj))->tp_name, "re.Match") ||
+           !strcmp(Py_TYPE(PyCFunction_GET_SELF(fn->obj))->tp_name, "re.Pattern"))))) {
         /* "abc".startswith(...), (1, 2).index(...): pure on constants */
         PyObject *tup = PyTuple_New(npos), *kw = NULL;
         if (tup == NULL)
@@ -762,6 +765,23 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
                     continue;
                 }
                 if (PyErr_Occurred()) { /* no memory */
+                    Py_DECREF(tup);
+                    return -1;
+                }
+            }
+            if (args[i].kind == V_DICT && args[i].op == 0 && i < npos && args[i].obj != NULL &&
+                PyTuple_Check(args[i].obj) && PyTuple_GET_SIZE(args[i].obj) == args[i].n) {
+                /* "{a}".format_map({...}) of constants: a dict of them */
+                PyObject *dd = PyDict_New();
+                for (int k = 0; dd && k < args[i].n; k++)
+                    if (args[i].items[k].kind != V_CONST ||
+                        PyDict_SetItem(dd, PyTuple_GET_ITEM(args[i].obj, k), args[i].items[k].obj) < 0)
+                        Py_CLEAR(dd);
+                if (dd != NULL) {
+                    PyTuple_SET_ITEM(tup, i, dd);
+                    continue;
+                }
+                if (PyErr_Occurred() && tc_clear_expected(PyExc_Exception) < 0) { /* no memory */
                     Py_DECREF(tup);
                     return -1;
                 }

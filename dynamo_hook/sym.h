@@ -122,6 +122,9 @@ typedef struct sym_break {
                                 * pos: the factory's V_FUNC.op */
 #define SYM_DICT_COUNTER 4     /* V_DICT.op: a collections.Counter made in the trace (obj_data.c):
                                 * a missing key reads 0; its methods and operators modelled */
+#define SYM_DICT_PROXY 5       /* V_DICT.op: types.MappingProxyType(d) of a plain dict: shares d's
+                                * items (rebound with d, so it stays live); reads only, a write
+                                * or leaving the trace fails it (eager raises / a mappingproxy) */
 #define SYM_INLINE_DEPTH DH_INLINE_DEPTH_MAX /* frames[] size; the limit is dh_limit.inline_depth */
 
 /* a ContextVar set in the trace: the values set, not reset yet (depth of them) */

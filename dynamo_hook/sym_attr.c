@@ -76,6 +76,27 @@ static int type_attr(trace *t, PyObject *cls, int src, PyObject *name, var *out)
     if (!strcmp(n, "__name__") || !strcmp(n, "__qualname__") || !strcmp(n, "__module__"))
         return sym_const(t, PyObject_GetAttr(cls, name), out) < 0
                    ? ((void)tc_clear_expected(PyExc_Exception), sym_fail(t, "attribute %U of a class", name)) : 0;
+    PyTypeObject *meta = Py_TYPE(cls);
+    PyObject *md = meta != &PyType_Type && (meta->tp_flags & Py_TPFLAGS_HEAPTYPE) ? _PyType_Lookup(meta, name) : NULL;
+    if (md != NULL && Py_IS_TYPE(md, &PyProperty_Type)) {
+        /* a property of a Python metaclass (EnumType.__members__): a data descriptor, found
+         * before the class's own attributes, its getter inlined with the class as self, as
+         * eager calls type(cls).name.fget(cls) */
+        PyObject *fget = PyObject_GetAttrString(md, "fget");
+        if (fget == NULL)
+            return tc_clear_expected(PyExc_Exception) < 0 ? -1 : 1;
+        PyObject *kept = sym_keep(t, fget);
+        if (kept == NULL)
+            return -1;
+        if (!PyFunction_Check(kept))
+            return 1;
+        var self;
+        int s;
+        if (class_attr_guarded(t, (PyObject *)meta, -1, name, md) < 0 || sym_wrap(t, cls, src, &self) < 0 ||
+            (s = sym_source(t, DH_S_CONST, -1, 0, kept)) < 0)
+            return -1;
+        return sym_inline(t, kept, s, &self, NULL, 0, NULL, out);
+    }
     if (n[0] == '_') {
         /* Base.__init__ / Cls._helper: a Python function on the class, called with an explicit
          * self; object's own __init__/__setattr__/__delattr__ (obj_attrs.c) */
@@ -84,7 +105,9 @@ static int type_attr(trace *t, PyObject *cls, int src, PyObject *name, var *out)
             return 0;
         if (a == NULL || !(PyFunction_Check(a) || Py_IS_TYPE(a, &PyClassMethod_Type) ||
                            Py_IS_TYPE(a, &PyStaticMethod_Type) || const_tuple(a, 0) || PyList_CheckExact(a) ||
-                           PyDict_CheckExact(a))) /* a named tuple's _make */
+                           PyDict_CheckExact(a) || /* a named tuple's _make */
+                           (n[1] != '_' && (a == Py_None || PyBool_Check(a) || PyLong_CheckExact(a) ||
+                                            PyFloat_CheckExact(a) || PyUnicode_CheckExact(a))))) /* cls._eps */
             return 1;
     }
     /* Fn.apply: captured or a break at its call (sym_call); a Python classmethod overriding
@@ -664,8 +687,11 @@ int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
             }
             return sym_const(t, m, out);
         }
-        if ((PyUnicode_CheckExact(o->obj) || PyTuple_CheckExact(o->obj) || PyAnySet_CheckExact(o->obj)) &&
-            n[0] != '_') {
+        if ((PyUnicode_CheckExact(o->obj) || PyTuple_CheckExact(o->obj) || PyAnySet_CheckExact(o->obj) ||
+             !strcmp(Py_TYPE(o->obj)->tp_name, "torch.Size") || !strcmp(Py_TYPE(o->obj)->tp_name, "re.Match") ||
+             !strcmp(Py_TYPE(o->obj)->tp_name, "re.Pattern")) &&
+            n[0] != '_') { /* torch.Size: an immutable tuple (numel, count, index); a regex
+                            * and its match: group/span/match/sub/... are pure */
             /* methods of immutable builtins are pure: called on constants */
             return sym_const(t, PyObject_GetAttr(o->obj, name), out) < 0
                        ? ((void)tc_clear_expected(PyExc_Exception), sym_fail(t, "attribute %U of a constant", name)) : 0;

@@ -591,6 +591,17 @@ int sym_inline_module(trace *t, const var *mod, var *args, int nargs, PyObject *
                 return sr;
             if (PyMethod_Check(mod->obj) && mod->src >= 0) /* a bound method held as a value (sym_exc.c) */
                 return sym_call_bound_method(t, mod, args, nargs, kwnames, out);
+            if (PyWeakref_CheckRefExact(mod->obj) && mod->src >= 0 && nargs == 0) {
+                /* ref() of a weakref read from the frame: its referent, through a source */
+                PyObject *v = PyWeakref_GetObject(mod->obj);
+                int s = v == NULL ? -1 : sym_source(t, DH_S_DEREF, mod->src, 0, NULL);
+                if (s < 0)
+                    return -1;
+                Py_INCREF(v);
+                int rc = sym_wrap(t, v, s, out);
+                Py_DECREF(v);
+                return rc;
+            }
             int rc = sym_obj_call_polyfill(t, mod, args, nargs, kwnames, out); /* obj_func.c */
             if (rc != 1)
                 return rc;

@@ -545,6 +545,8 @@ static void dict_rebind(trace *t, var *v, int n, const var *items, const var *nd
         if (same_object(x, items, nd)) {
             var y = *nd;
             y.src = x->src;
+            if (x->kind == V_DICT && x->op == SYM_DICT_PROXY)
+                y.op = SYM_DICT_PROXY; /* a mappingproxy of the dict: still one, live */
             sym_fx_set(t, x, &y); /* journalled: undone if the call becomes a break */
             continue;
         }
@@ -747,7 +749,7 @@ int sym_dict_set(trace *t, var *dv, PyObject *k, const var *val) {
 /* d.get(k, default) / d.pop(k[, default]) / d.setdefault(k, default) / d.copy() /
  * d.update(other) / d.__contains__(k) on a dict of constant keys; 0, or -1 failed */
 int sym_dict_method(trace *t, const var *d, const char *mn, var *args, int nargs, var *out) {
-    if (d->kind == V_DICT && d->op == SYM_DICT_VIEW) { /* obj.__dict__ (obj_dictview.c) */
+    if (d->kind == V_DICT && (d->op == SYM_DICT_VIEW || d->op == SYM_DICT_PROXY)) { /* obj.__dict__ (obj_dictview.c), a mappingproxy */
         int rd = !strcmp(mn, "copy") || !strcmp(mn, "get") || !strcmp(mn, "__contains__") ||
                  !strcmp(mn, "keys") || !strcmp(mn, "values") || !strcmp(mn, "items") || !strcmp(mn, "__getitem__");
         if (!rd)
@@ -764,8 +766,9 @@ int sym_dict_method(trace *t, const var *d, const char *mn, var *args, int nargs
             return -1;
         memcpy(vals, d->items, (size_t)d->n * sizeof(var));
         make_dict(t, d->obj, vals, d->n, out);
-        out->op = d->op == SYM_DICT_VIEW ? 0 : d->op; /* od.copy() is an OrderedDict (obj_data.c) */
-        out->globals = d->op == SYM_DICT_VIEW ? NULL : d->globals;
+        int plain = d->op == SYM_DICT_VIEW || d->op == SYM_DICT_PROXY; /* a mappingproxy's copy: a dict */
+        out->op = plain ? 0 : d->op; /* od.copy() is an OrderedDict (obj_data.c) */
+        out->globals = plain ? NULL : d->globals;
         out->pos = d->pos;
         return 0;
     }

@@ -1496,6 +1496,13 @@ static int wrap_uncached(trace *t, PyObject *o, int src, var *out) {
         out->obj = sym_keep(t, Py_NewRef(o));
         return out->obj ? 0 : -1;
     }
+    if (!strcmp(Py_TYPE(o)->tp_name, "re.Pattern")) { /* a compiled regex (immutable): a constant */
+        if (sym_guard_id(t, src, o) < 0)
+            return -1;
+        out->kind = V_CONST;
+        out->obj = sym_keep(t, Py_NewRef(o));
+        return out->obj ? 0 : -1;
+    }
     if (PyModule_Check(o)) {
         if (sym_guard_id(t, src, o) < 0)
             return -1;

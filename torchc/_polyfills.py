@@ -109,6 +109,48 @@ def repeat(obj, times=_MISSING):
         yield obj
 
 
+def count(start=0, step=1):
+    n = start
+    while True:
+        yield n
+        n += step
+
+
+def cycle(iterable):
+    saved = []
+    for x in iterable:
+        yield x
+        saved.append(x)
+    while saved:
+        for x in saved:
+            yield x
+
+
+def permutations(iterable, r=None):
+    pool = tuple(iterable)
+    n = len(pool)
+    r = n if r is None else r
+    if r > n:
+        return
+    for idx in product(range(n), repeat=r):
+        if len(set(idx)) == r:
+            yield tuple(pool[i] for i in idx)
+
+
+def combinations_with_replacement(iterable, r):
+    pool = tuple(iterable)
+    n = len(pool)
+    for idx in product(range(n), repeat=r):
+        if sorted(idx) == list(idx):
+            yield tuple(pool[i] for i in idx)
+
+
+def filterfalse(predicate, iterable):
+    for x in iterable:
+        if not (bool(x) if predicate is None else predicate(x)):
+            yield x
+
+
 def starmap(function, iterable):
     for args in iterable:
         yield function(*args)
@@ -264,6 +306,11 @@ POLYFILLS = {
     itertools.takewhile: takewhile,
     itertools.dropwhile: dropwhile,
     itertools.combinations: combinations,
+    itertools.count: count,
+    itertools.cycle: cycle,
+    itertools.permutations: permutations,
+    itertools.combinations_with_replacement: combinations_with_replacement,
+    itertools.filterfalse: filterfalse,
     functools.reduce: reduce,
     functools.wraps: wraps,
     operator.itemgetter: itemgetter,
