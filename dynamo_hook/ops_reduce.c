@@ -590,13 +590,16 @@ static void bn_stats(trace *t, ic_val x, uint32_t mask, const ic_meta *m, ic_val
 
 /* batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps) */
 /* batch/group norm's result y (computed in f32 for a 16-bit input x) in x's dtype, laid out
- * as eager's kernels write it: in x's suggested memory format */
-static int norm_out(trace *t, ic_val x, ic_val y, ic_dtype in_dt, var *out) {
+ * as eager's kernels write it: on the CPU in x's suggested memory format; on CUDA batch_norm in
+ * training keeps x's layout (empty_like) and group_norm writes a contiguous result (its kernel
+ * reads x.contiguous()), as torch 2.11 on an H100 does (tools/reliab_probes6_cuda.py) */
+static int norm_out(trace *t, ic_val x, ic_val y, ic_dtype in_dt, int cuda_fmt, var *out) {
     if (y >= 0 && ic_value_meta(G, y)->dtype != in_dt)
         y = ic_cast(G, y, in_dt);
     if (sym_tensor_out(t, y, out) < 0)
         return -1;
-    ic_value_set_format(G, out->val, x, ic_value_suggest_format(G, x));
+    int fmt = t->device_type == TC_DEV_CUDA && cuda_fmt >= 0 ? cuda_fmt : ic_value_suggest_format(G, x);
+    ic_value_set_format(G, out->val, x, fmt);
     return 0;
 }
 
@@ -674,7 +677,7 @@ int sym_h_batch_norm(trace *t, const opdef *d, var **p, var *out) {
         y = ic_binary(G, IC_OP_MUL, y, ic_reshape(G, p[3]->val, m->ndim, bshape));
     if (!sym_is_none(p[4]))
         y = ic_binary(G, IC_OP_ADD, y, ic_reshape(G, p[4]->val, m->ndim, bshape));
-    return norm_out(t, p[0]->val, y, in_dt, out);
+    return norm_out(t, p[0]->val, y, in_dt, training ? IC_MF_PRESERVE : -1, out);
 }
 
 /* group_norm(input, num_groups, weight, bias, eps) */
@@ -713,7 +716,7 @@ int sym_h_group_norm(trace *t, const opdef *d, var **p, var *out) {
             return sym_fail(t, "group_norm bias must be a tensor");
         y = ic_binary(G, IC_OP_ADD, y, ic_reshape(G, p[3]->val, m->ndim, bshape));
     }
-    return norm_out(t, p[0]->val, y, in_dt, out);
+    return norm_out(t, p[0]->val, y, in_dt, IC_MF_CONTIGUOUS, out);
 }
 
 /* cumsum/cumprod(input, dim, dtype) */

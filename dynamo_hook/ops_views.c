@@ -964,8 +964,11 @@ int sym_h_flip(trace *t, const opdef *d, var **p, var *out) {
     if (sym_tensor_out(t, v, out) < 0)
         return -1;
     /* eager: flip keeps the input's layout (empty_like), roll's result takes the input's
-     * suggested memory format (contiguous unless channels-last) */
-    ic_value_set_format(G, out->val, p[0]->val, d->op == 0 ? IC_MF_PRESERVE : ic_value_suggest_format(G, p[0]->val));
+     * suggested memory format on the CPU (contiguous unless channels-last), contiguous on CUDA */
+    ic_value_set_format(G, out->val, p[0]->val,
+                        d->op == 0                       ? IC_MF_PRESERVE
+                        : t->device_type == TC_DEV_CUDA ? IC_MF_CONTIGUOUS
+                                                         : ic_value_suggest_format(G, p[0]->val));
     return 0;
 }
 

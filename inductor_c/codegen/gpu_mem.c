@@ -155,9 +155,34 @@ static void trap_if(gg *g, LLVMValueRef v) {
     LLVMBuildCall2(B, ft, asm_, &a, 1, "");
 }
 
+/* 1: expression x reads data (a load, a row's reduction), 0: only positions and constants.
+ * (*budget bounds the walk over the DAG: past it, data is assumed) */
+static int reads_data(const ic_x *xs, ic_xid x, int *budget) {
+    if (x < 0)
+        return 0;
+    if (--*budget < 0)
+        return 1;
+    const ic_x *e = &xs[x];
+    switch (e->kind) {
+    case X_CONST:
+    case X_IXVAL:
+        return 0;
+    case X_OP:
+        return reads_data(xs, e->a, budget) || reads_data(xs, e->b, budget) || reads_data(xs, e->c, budget);
+    case X_CAST:
+        return reads_data(xs, e->a, budget);
+    default:
+        return 1;
+    }
+}
+
 /* index_select: ix + index * stride, a negative index wrapped once (index + size), one still
  * out of [0, size) trapping (the host does not check CUDA indices: no sync per call); the
- * offset is clamped into the buffer all the same */
+ * offset is clamped into the buffer all the same. Only an index read from data traps: one
+ * computed from positions and constants (a decomposition's: bilinear interpolation's source
+ * rows) is in range wherever its value is used, but a lane a fused where masks off computes it
+ * too (cat(interpolate(t), u): u's rows make row 27 of a 27-row t), and there it is only
+ * clamped (eager never computes it; trapping there failed beit's first kernel) */
 static LLVMValueRef gather_off(gg *g, const ic_x *e, int lane) {
     LLVMValueRef iv = gg_val(g, e->a, lane);
     ic_dtype it = g->c->xs[e->a].dtype;
@@ -165,7 +190,9 @@ static LLVMValueRef gather_off(gg *g, const ic_x *e, int lane) {
     LLVMValueRef z = kix(g, 0), m = kix(g, e->aux > 0 ? e->aux - 1 : 0);
     if (!is_unsigned(it)) iv = sel(g, LLVMBuildICmp(B, LLVMIntSLT, iv, z, ""), LLVMBuildAdd(B, iv, kix(g, e->aux), ""), iv);
     /* iv > size - 1 traps (a size-0 dim: every index; m is clamped for the offset) */
-    trap_if(g, LLVMBuildOr(B, LLVMBuildICmp(B, LLVMIntSLT, iv, z, ""), LLVMBuildICmp(B, LLVMIntSGT, iv, kix(g, e->aux - 1), ""), ""));
+    int budget = 256;
+    if (reads_data(g->c->xs, e->a, &budget))
+        trap_if(g, LLVMBuildOr(B, LLVMBuildICmp(B, LLVMIntSLT, iv, z, ""), LLVMBuildICmp(B, LLVMIntSGT, iv, kix(g, e->aux - 1), ""), ""));
     iv = sel(g, LLVMBuildICmp(B, LLVMIntSLT, iv, z, ""), z, iv);
     iv = sel(g, LLVMBuildICmp(B, LLVMIntSGT, iv, m, ""), m, iv);
     LLVMValueRef off = LLVMBuildAdd(B, gg_gix(g, e->ix, lane), LLVMBuildMul(B, iv, kix(g, (int64_t)e->cval), ""), "");
