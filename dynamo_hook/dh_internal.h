@@ -163,7 +163,7 @@ enum { DH_BRK_NONE = 0, DH_BRK_CALL = 1, DH_BRK_JUMP = 2, DH_BRK_BINOP = 3, DH_B
 typedef struct dh_outspec {
     dh_outkind kind;
     int index;      /* GRAPH: output index; SOURCE: source index; TUPLE/LIST: first child */
-    int count;      /* TUPLE/LIST: number of children; CALLM: the trace's object id (or 0) */
+    int count;      /* TUPLE/LIST: number of children; CALLM: the trace's object id (or 0; -1 - v: graph value v moved to eager's device, fold.c) */
     PyObject *obj;  /* CONST (strong) */
 } dh_outspec;
 

@@ -10,25 +10,38 @@
  *
  * The result enters the graph as
  *  - a 0-d tensor: a graph scalar of its value (device-neutral: eager lets a CPU 0-d tensor be
- *    the scalar operand of a CUDA elementwise op; any other CUDA op with it is refused);
+ *    the scalar operand of a CUDA elementwise op; any other CUDA op with it is refused unless
+ *    torch just ran that op on it, fold_ran);
  *  - a larger tensor on the graph's device: the value its handler builds, as without folding
  *    (every path of the trace can read it), the constant noted beside it;
- *  - a larger tensor on another device than the graph's (the CPU arange of a CUDA graph): a
- *    stand-in of its shape, dtype and strides that no graph op may read. Ops that fold read
- *    the constant instead; any other use is eager's device error, so the trace stops there
- *    (sym_fold_check), and a stand-in still read by the graph when the trace ends fails it
- *    (sym_fold_finish): never computed from the stand-in's zeros;
- *  - a larger tensor on the graph's device made from such stand-ins (.to(device)): a copy of
- *    a graph input holding the constant (a DH_S_CONST source; sym_fold_materialize), eager's
- *    values bit for bit. A view of such constants is built by its handler on them (eager's
+ *  - a larger tensor on another device than the graph's (the CPU arange of a CUDA graph), or
+ *    made before the graph's device is known (a constant decides none; the frame's tensor
+ *    arguments do, peek_device): a stand-in of its shape, dtype and strides that no graph op
+ *    reads. Ops that fold read the constant instead, updates of it (x op= y, x[k] = v,
+ *    x.add_()) run on the constant itself while no graph value holds it (its views see them);
+ *    an op the graph builds from it makes it a graph value first (sym_fold_materialize, from
+ *    sym_fold_check): a copy of a graph input holding the constant (a DH_S_CONST source, on the
+ *    graph's device, eager's values bit for bit), tagged with eager's device;
+ *  - a larger tensor on the graph's device made from such stand-ins (.to(device)): that graph
+ *    input at once. A view of such constants is built by its handler on them (eager's
  *    aliasing). Returned, a constant no view shares is a clone of it each call.
+ *
+ * Devices (sym_home): each graph value has eager's device, tagged (constants, factories made
+ * on the CPU of a CUDA graph: torch.zeros(n) with no device, over fold_max_bytes; .to(device))
+ * or derived from its operands (one with dims on the graph's device decides). A CPU value of a
+ * CUDA graph is computed on the GPU (its ops are the CPU's to eager: integer index arithmetic,
+ * exact either way); the ops reading it follow eager's rules (check_devices): a CPU index of a
+ * CUDA tensor, a CPU 0-d scalar of an elementwise op, .to(device) a copy onto the graph's
+ * device, .device/.is_cuda/get_device() the CPU's; a CPU tensor with dims in an op with CUDA
+ * tensors is eager's device error (the trace stops there, eager raises). Returned, it is moved
+ * to the CPU (sym_output.c), one object however often returned, its views replayed on it.
  * The nodes folds leave dead (the scalars of intermediate constants, stand-ins) are not in the
  * op count (sym_fold_dead_ops): the compiler drops them.
  *
  * Folded: torch functions and Tensor methods of the op table (ops_table.c sym_call), Python
  * operators (ops_pyops.c: x op= y too, on a constant no view shares: its object rebound; ~x),
  * subscripts (ops_index.c), x.T/x.mT/x.data, truth values (symbolic.c); not: random ops (by
- * torch's names), in-place methods, out=/generator=/requires_grad= calls, anything under autocast, a
+ * torch's names), in-place methods (but of stand-ins, above), out=/generator=/requires_grad= calls, anything under autocast, a
  * TorchFunctionMode, vmap or a torch.device context, results over torchc.config.fold_max_bytes
  * (those are built in the graph as before), results that are not one plain tensor or number. */
 #include "ops_internal.h"
@@ -93,55 +106,205 @@ static int hc_set(trace *t, ic_val v, PyObject *o, int flag) {
     return 0;
 }
 
-/* the tensor o on another device than the graph's (one not decided yet: the CPU is its) */
+/* the tensor o on another device than the graph's (none while the graph's is not decided) */
 static int off_device(trace *t, PyObject *o) {
+    if (t->device_type < 0)
+        return 0;
     tc_meta m;
     tc_tensor_meta(o, &m);
-    int gt = t->device_type < 0 ? TC_DEV_CPU : t->device_type;
-    return m.device_type != gt || (gt == TC_DEV_CUDA && m.device_index != (t->device_index > 0 ? t->device_index : 0));
+    return sym_home_of(m.device_type, m.device_index) != sym_home_of(t->device_type, t->device_index);
+}
+
+/* before the trace reads a tensor, the graph's device is that of the frame's tensor arguments
+ * when they agree (the first one read would decide it so): a constant built before then is on
+ * the graph's device or not. With no such argument, a constant decides none (a stand-in). */
+static void peek_device(trace *t) {
+    if (t->device_type >= 0 || t->code == NULL || t->localsplus == NULL)
+        return;
+    int n = t->code->co_argcount + t->code->co_kwonlyargcount, type = -1, index = 0;
+    for (int i = 0; i < n; i++) {
+        PyObject *o = t->localsplus[i];
+        if (o == NULL || !tc_is_tensor(o))
+            continue;
+        tc_meta m;
+        tc_tensor_meta(o, &m);
+        if ((m.device_type != TC_DEV_CPU && m.device_type != TC_DEV_CUDA) ||
+            (type >= 0 && sym_home_of(m.device_type, m.device_index) != sym_home_of(type, index)))
+            return;
+        type = m.device_type;
+        index = m.device_index;
+    }
+    if (type < 0 || (type == TC_DEV_CUDA && !ic_cuda_available()))
+        return;
+    if (sym_same_device(t, type, index, "the frame's tensors") < 0) /* (undecided: it decides) */
+        (void)tc_clear_expected(PyExc_Exception);
+}
+
+/* the tensor o on the graph's device (decided) */
+static int placed(trace *t, PyObject *o) {
+    return t->device_type >= 0 && !off_device(t, o);
+}
+
+int sym_home_of(int device_type, int device_index) {
+    if (device_type != TC_DEV_CUDA)
+        return HOME_CPU;
+    int i = device_index > 0 ? device_index : 0;
+    return HOME_CUDA0 + (i < 100 ? i : 100);
+}
+
+static int graph_home(trace *t) {
+    return t->device_type < 0 ? 0 : sym_home_of(t->device_type, t->device_index);
+}
+
+PyObject *sym_home_device(int h) {
+    PyObject *torch = PyImport_ImportModule("torch");
+    PyObject *dev = NULL;
+    if (torch != NULL)
+        dev = h >= HOME_CUDA0 ? PyObject_CallMethod(torch, "device", "si", "cuda", h - HOME_CUDA0)
+                              : PyObject_CallMethod(torch, "device", "s", "cpu");
+    Py_XDECREF(torch);
+    return dev;
+}
+
+enum { HOME_TAGGED = 0x80 };
+
+static int ensure_home(trace *t, ic_val v) {
+    if (v < t->caphome)
+        return 0;
+    int cap = t->caphome ? t->caphome : 256;
+    while (cap <= v)
+        cap *= 2;
+    unsigned char *n = realloc(t->home, (size_t)cap);
+    if (n == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    memset(n + t->caphome, 0, (size_t)(cap - t->caphome));
+    t->home = n;
+    t->caphome = cap;
+    return 0;
+}
+
+/* v's device from its operands: a graph input is on the graph's device, a number on none; an
+ * op's result where its tensor operands are (one with dims on the graph's device decides; a
+ * 0-d operand only where no operand with dims has a device: eager's CPU scalars) */
+static int derive_home(trace *t, ic_val v) {
+    ic_op op = ic_value_op(G, v);
+    if (op == IC_OP_INPUT)
+        return graph_home(t) ? graph_home(t) : HOME_NEUTRAL;
+    if (op == IC_OP_SCALAR)
+        return HOME_NEUTRAL;
+    ic_val in[IC_EXT_MAXIN];
+    int k = ic_value_operands(G, v, in), gh = graph_home(t), nd_h = 0, zd_h = 0;
+    for (int i = 0; i < k; i++) {
+        if (in[i] < 0 || in[i] >= v)
+            continue;
+        int h = t->home[in[i]] & ~HOME_TAGGED;
+        if (h <= HOME_NEUTRAL)
+            continue;
+        int *slot = ic_value_meta(G, in[i])->ndim > 0 ? &nd_h : &zd_h;
+        if (*slot == 0 || h == gh)
+            *slot = h;
+    }
+    return nd_h ? nd_h : zd_h ? zd_h : HOME_NEUTRAL;
+}
+
+int sym_home(trace *t, ic_val v) {
+    if (v < 0 || v >= ic_graph_num_values(G) || ensure_home(t, v) < 0) {
+        (void)tc_clear_expected(PyExc_MemoryError);
+        return HOME_NEUTRAL;
+    }
+    for (ic_val w = t->nhome; w <= v; w++)
+        if (!(t->home[w] & HOME_TAGGED))
+            t->home[w] = (unsigned char)derive_home(t, w);
+    if (t->nhome <= v)
+        t->nhome = v + 1;
+    return t->home[v] & ~HOME_TAGGED;
+}
+
+int sym_home_set(trace *t, ic_val v, int h) {
+    if (v < 0 || ensure_home(t, v) < 0)
+        return -1;
+    t->home[v] = (unsigned char)(h ? (h | HOME_TAGGED) : 0);
+    if (!h && t->nhome > v) /* derived again */
+        t->home[v] = (unsigned char)derive_home(t, v);
+    return 0;
+}
+
+int sym_home_off(trace *t, ic_val v) {
+    int gh = graph_home(t), h = gh ? sym_home(t, v) : 0;
+    return gh && h > HOME_NEUTRAL && h != gh;
 }
 
 static int is_standin(trace *t, const var *v) {
     return v->kind == V_TENSOR && v->val >= 0 && v->val < t->caphc && t->hc[v->val] && (t->hcflag[v->val] & HC_STANDIN);
 }
 
-/* a CPU 0-d constant of a CUDA graph: a scalar operand of TensorIterator ops only */
-static int offdev_scalar(trace *t, const var *v) {
-    PyObject *o = sym_hconst(t, v);
-    if (o == NULL || !off_device(t, o))
+/* v is a stand-in, as is every tensor sharing its storage: an in-place update of it runs on
+ * the constants themselves (eager's update, its views seeing it); none is read by the graph
+ * yet (a graph value is a copy made before the update) */
+static int standin_family(trace *t, const var *v) {
+    if (!is_standin(t, v) || v->oid <= 0 || v->oid > t->nobj || t->obj_val[v->oid] != v->val)
         return 0;
-    tc_meta m;
-    tc_tensor_meta(o, &m);
-    return m.ndim == 0;
+    for (int o = 1; o <= t->nobj; o++) {
+        if (o == v->oid || !t->obj_aliased[v->oid] || !sym_alias_same(t, o, v->oid))
+            continue;
+        var w = sym_var(V_TENSOR);
+        w.val = t->obj_val[o];
+        if (w.val >= 0 && !is_standin(t, &w))
+            return 0;
+    }
+    return 1;
 }
 
-/* the stand-in v (on the graph's device) as a copy of a graph input holding its constant, with
- * eager's strides (the graph's value is a new tensor each call, as eager's is: outputs, views
- * and in-place updates never reach the constant itself); every copy of v resolves to it from
- * now on (its object's value) */
+/* a CPU 0-d tensor of a CUDA graph (a constant: a graph scalar): a scalar operand of
+ * TensorIterator ops only */
+static int offdev_scalar(trace *t, const var *v) {
+    if (v->kind != V_TENSOR || v->val < 0 || sym_metap(t, v->val)->ndim != 0)
+        return 0;
+    PyObject *o = sym_hconst(t, v);
+    return o != NULL ? off_device(t, o) : sym_home_off(t, v->val);
+}
+
+/* the stand-in v as a copy of a graph input holding its constant, with eager's strides (the
+ * graph's value is a new tensor each call, as eager's is: outputs, views and in-place updates
+ * never reach the constant itself); every copy of v resolves to it from now on (its object's
+ * value). A constant on another device than the graph's (the CPU arange of a CUDA graph) is
+ * held on the graph's device, its value tagged with eager's device (sym_home): the ops that
+ * read it follow eager's device rules (sym_fold_check) */
 int sym_fold_materialize(trace *t, var *v) {
     sym_resolve(t, v);
     if (!is_standin(t, v))
         return 0;
     PyObject *r = t->hc[v->val];
-    if (off_device(t, r))
-        return sym_fail(t, "a tensor built from constants on another device than the graph's, used with "
-                           "the graph's tensors (eager decides: a device mismatch)");
-    if (t->device_type < 0 && sym_same_device(t, TC_DEV_CPU, 0, "a tensor built from constants") < 0)
+    tc_meta m;
+    tc_tensor_meta(r, &m);
+    peek_device(t);
+    if (t->device_type < 0 && sym_same_device(t, m.device_type, m.device_index, "a tensor built from constants") < 0)
         return -1;
-    int s = sym_source(t, DH_S_CONST, -1, 0, r);
+    /* its values now (a copy: the stand-in's constant may be updated in place after this,
+     * fold_inplace_op), held on the graph's device (the same dtype and strides) */
+    PyObject *dev = sym_graph_device(t);
+    int busy = dh_tl_busy;
+    dh_tl_busy = 1;
+    PyObject *snap = dev ? sym_keep(t, PyObject_CallMethod(r, "clone", NULL)) : NULL;
+    PyObject *held = snap ? sym_keep(t, PyObject_CallMethod(snap, "to", "O", dev)) : NULL;
+    dh_tl_busy = busy;
+    Py_XDECREF(dev);
+    if (held == NULL)
+        return -1;
+    int s = sym_source(t, DH_S_CONST, -1, 0, held);
     var w;
-    if (s < 0 || sym_wrap(t, r, s, &w) < 0)
+    if (s < 0 || sym_wrap(t, held, s, &w) < 0)
         return -1;
     if (w.kind != V_TENSOR)
         return sym_fail(t, "a folded constant did not become a graph input");
-    tc_meta m;
-    tc_tensor_meta(r, &m);
     ic_val c = ic_cast(G, w.val, (ic_dtype)m.dtype);
     if (c < 0)
         return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "graph builder failed");
     ic_value_set_strides(G, c, m.strides);
-    if (hc_set(t, c, r, 0) < 0 || note_chain(t, w.val, c) < 0)
+    if (hc_set(t, c, snap, 0) < 0 || note_chain(t, w.val, c) < 0 ||
+        sym_home_set(t, c, sym_home_of(m.device_type, m.device_index)) < 0)
         return -1;
     if (v->oid > 0 && v->oid <= t->nobj && t->obj_val[v->oid] == v->val)
         t->obj_val[v->oid] = c;
@@ -149,22 +312,70 @@ int sym_fold_materialize(trace *t, var *v) {
     return 0;
 }
 
-int sym_fold_check(trace *t, var *args, int n, int pointwise) {
-    for (int i = 0; i < n; i++) {
-        var *v = &args[i];
-        if (v->kind == V_SEQ && v->items) {
-            for (int k = 0; k < v->n; k++)
-                if (sym_fold_check(t, &v->items[k], 1, 0) < 0)
-                    return -1;
-            continue;
-        }
-        if (sym_fold_materialize(t, v) < 0)
-            return -1;
-        if (!pointwise && offdev_scalar(t, v))
-            return sym_fail(t, "a 0-d tensor built from constants on another device than the graph's, as an "
-                               "operand of an op that is not elementwise (eager decides)");
+/* the devices of the tensors an op reads */
+typedef struct {
+    int graph, off_nd, off_0d; /* on the graph's device; elsewhere, with dims or 0-d */
+} devmix;
+
+static int gather(trace *t, var *v, devmix *m, int depth) {
+    if (v->kind == V_SEQ && v->items) {
+        for (int k = 0; k < v->n && depth < 4; k++)
+            if (gather(t, &v->items[k], m, depth + 1) < 0)
+                return -1;
+        return 0;
     }
+    if (sym_fold_materialize(t, v) < 0)
+        return -1;
+    if (v->kind != V_TENSOR || v->val < 0)
+        return 0;
+    if (offdev_scalar(t, v))
+        m->off_0d++;
+    else if (sym_home_off(t, v->val))
+        m->off_nd++;
+    else if (sym_home(t, v->val) > HOME_NEUTRAL)
+        m->graph++;
     return 0;
+}
+
+/* mode: 0 any op, 1 elementwise (TensorIterator: CPU 0-d tensors are scalars to it), 2 an
+ * index (vs[0] indexed by the rest: eager moves CPU index tensors to its device), 3 a move to
+ * another tensor's device (x.to(y), x.type_as(y): the handler's, sym_h_to) */
+static int check_devices(trace *t, var *const *vs, int n, int mode) {
+    devmix all = {0, 0, 0}, x = {0, 0, 0};
+    for (int i = 0; i < n; i++)
+        if (vs[i] != NULL && gather(t, vs[i], i == 0 && mode == 2 ? &x : &all, 0) < 0)
+            return -1;
+    int ran = t->fold_ran; /* torch ran the op on these tensors: eager accepted their devices */
+    t->fold_ran = 0;
+    if (ran || mode == 3)
+        return 0;
+    if (mode == 2) {
+        if ((x.off_nd || x.off_0d) && all.graph)
+            return sym_fail(t, "a tensor on another device than the graph's indexed by the graph's tensors "
+                               "(eager decides: a device mismatch)");
+        return 0;
+    }
+    all.graph += x.graph;
+    if (all.off_nd && all.graph)
+        return sym_fail(t, "a tensor built from constants on another device than the graph's, used with "
+                           "the graph's tensors (eager decides: a device mismatch)");
+    if (all.off_0d && mode != 1 && (all.graph || !all.off_nd)) /* (with a CPU tensor of dims: the CPU's op) */
+        return sym_fail(t, "a 0-d tensor built from constants on another device than the graph's, as an "
+                           "operand of an op that is not elementwise (eager decides)");
+    return 0;
+}
+
+int sym_fold_check(trace *t, var *args, int n, int pointwise) {
+    var *vs[8];
+    if (n > 8)
+        return sym_fail(t, "too many operands to check");
+    for (int i = 0; i < n; i++)
+        vs[i] = &args[i];
+    return check_devices(t, vs, n, pointwise);
+}
+
+int sym_fold_check_slots(trace *t, var **slots, int n, int pointwise) {
+    return check_devices(t, slots, n, pointwise);
 }
 
 /* torch's random and uninitialised factories and methods, by torch's own names */
@@ -405,6 +616,7 @@ static int fold_result(trace *t, sym_fold *f, PyObject *const *ops, int nops, co
     }
     if (numel * esz > ic_config_int(IC_CFG_fold_max_bytes))
         return 1;
+    peek_device(t);
     int standin_op = 0;
     for (int i = 0; i < nopvars; i++)
         standin_op |= is_standin(t, &opvars[i]);
@@ -417,7 +629,7 @@ static int fold_result(trace *t, sym_fold *f, PyObject *const *ops, int nops, co
     if (sym_keep(t, Py_NewRef(r)) == NULL)
         return -1;
     f->first = ic_graph_num_values(G);
-    if (view && standin_op && !off_device(t, r)) {
+    if (view && standin_op && placed(t, r)) {
         /* a view of constants on the graph's device: they become graph values, the handler
          * builds the view of them (eager's aliasing: updates and outputs see it) */
         for (int i = 0; i < nopvars; i++) {
@@ -458,16 +670,18 @@ static int fold_result(trace *t, sym_fold *f, PyObject *const *ops, int nops, co
             return -1;
         if (hc_set(t, out->val, r, 0) < 0)
             return -1;
-    } else if (!off_device(t, r) && !standin_op) {
+    } else if (placed(t, r) && !standin_op) {
         return 2; /* on the graph's device: built by the handler as before, the constant beside */
-    } else if (!off_device(t, r)) { /* made from constants on another device (.to(device)) */
+    } else if (placed(t, r)) { /* made from constants on another device (.to(device)) */
         ic_val z = ic_cast(G, ic_scalar(G, 0.0, IC_I64), (ic_dtype)m.dtype); /* replaced at once */
         if (sym_tensor_out(t, z, out) < 0 || hc_set(t, out->val, r, HC_STANDIN) < 0 ||
             note_chain(t, first, out->val) < 0 || sym_fold_materialize(t, out) < 0)
             return -1;
         Py_CLEAR(f->res);
         return 0;
-    } else { /* a stand-in of its shape and strides (no graph op may read it: sym_fold_check) */
+    } else { /* on another device than the graph's, or the graph's not decided yet (a constant
+              * decides none): a stand-in of its shape and strides, no graph op reads it
+              * (sym_fold_check makes it a graph value first) */
         int64_t sz[IC_MAX_DIMS];
         for (int i = 0; i < m.ndim; i++)
             sz[i] = m.sizes[i];
@@ -504,6 +718,8 @@ int sym_fold_attach(trace *t, sym_fold *f, const var *out) {
     for (int i = 0; same && i < m.ndim; i++)
         same = gm->sizes[i] == m.sizes[i];
     int rc = same ? hc_set(t, out->val, r, 0) : 0; /* r is kept (fold_result) */
+    if (rc == 0 && out->val >= f->first) /* a new value: on eager's device */
+        rc = sym_home_set(t, out->val, sym_home_of(m.device_type, m.device_index));
     if (rc == 0 && f->first <= out->val)
         rc = note_chain(t, f->first, out->val);
     Py_DECREF(r);
@@ -519,11 +735,15 @@ static int fold_off(trace *t) {
 int sym_fold_call(trace *t, PyObject *callable, const char *name, const var *self, const var *args, int nargs,
                   PyObject *kwnames, sym_fold *f, var *out) {
     f->res = NULL;
+    t->fold_ran = 0;
     if (fold_off(t) || callable == NULL || name == NULL || random_name(name))
         return 1;
     size_t L = strlen(name);
-    if (L > 1 && name[L - 1] == '_' && name[L - 2] != '_') /* in place */
-        return 1;
+    int inplace = L > 1 && name[L - 1] == '_' && name[L - 2] != '_';
+    if (inplace && (self == NULL || !standin_family(t, self) || !strncmp(name, "requires_grad", 13) ||
+                    !strncmp(name, "retain_grad", 11) || !strncmp(name, "resize", 6) || !strcmp(name, "set_") ||
+                    !strncmp(name, "share_memory", 12) || !strcmp(name, "record_stream")))
+        return 1; /* in place: only on constants no graph value holds (their own update) */
     Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
     int npos = nargs - (int)nkw;
     for (Py_ssize_t k = 0; k < nkw; k++) {
@@ -585,6 +805,14 @@ int sym_fold_call(trace *t, PyObject *callable, const char *name, const var *sel
             rc = -1;
         goto done;
     }
+    if (inplace) { /* eager's update of the constant itself: x.add_(1) returns x */
+        rc = f->res == sreal ? 0 : -1;
+        if (rc == 0)
+            *out = *self;
+        else
+            sym_fail(t, "an in-place method of a constant returned another object");
+        goto done;
+    }
     {
         var opv[17];
         int nv = 0;
@@ -597,6 +825,7 @@ int sym_fold_call(trace *t, PyObject *callable, const char *name, const var *sel
     if (rc == 1)
         Py_CLEAR(f->res);
 done:
+    t->fold_ran = rc == 2; /* call_op builds it next: torch accepted its operands' devices */
     Py_XDECREF(pos);
     Py_XDECREF(kw);
     Py_XDECREF(sreal);
@@ -605,11 +834,76 @@ done:
     return rc;
 }
 
+/* x op= y on a stand-in whose storage only stand-ins share: the operator on the constant
+ * itself (its views see the update, as eager's do); 1 where torch refuses (the handler decides) */
+static int fold_inplace_op(trace *t, int nb, const var *a, const var *b, var *out) {
+    int ntens = 0;
+    PyObject *x = real_of(t, a, 0, &ntens), *y = x ? real_of(t, b, 0, &ntens) : NULL;
+    if (x == NULL || y == NULL) {
+        Py_XDECREF(x);
+        return 1;
+    }
+    PyObject *r = NULL;
+    int busy = dh_tl_busy;
+    dh_tl_busy = 1;
+    switch (nb) {
+    case 0: r = PyNumber_InPlaceAdd(x, y); break;
+    case 1: r = PyNumber_InPlaceAnd(x, y); break;
+    case 2: r = PyNumber_InPlaceFloorDivide(x, y); break;
+    case 3: r = PyNumber_InPlaceLshift(x, y); break;
+    case 5: r = PyNumber_InPlaceMultiply(x, y); break;
+    case 6: r = PyNumber_InPlaceRemainder(x, y); break;
+    case 7: r = PyNumber_InPlaceOr(x, y); break;
+    case 8: r = PyNumber_InPlacePower(x, y, Py_None); break;
+    case 9: r = PyNumber_InPlaceRshift(x, y); break;
+    case 10: r = PyNumber_InPlaceSubtract(x, y); break;
+    case 11: r = PyNumber_InPlaceTrueDivide(x, y); break;
+    case 12: r = PyNumber_InPlaceXor(x, y); break;
+    default: break; /* (@=: not in place to torch) */
+    }
+    dh_tl_busy = busy;
+    int rc = 1;
+    if (r == NULL)
+        rc = tc_clear_expected(PyExc_Exception) < 0 ? -1 : 1;
+    else if (r != x)
+        rc = sym_fail(t, "an in-place operator on a constant tensor returned another object");
+    else
+        rc = 0;
+    if (rc == 0)
+        *out = *a;
+    Py_XDECREF(r);
+    Py_DECREF(x);
+    Py_DECREF(y);
+    return rc;
+}
+
+int sym_fold_setitem(trace *t, const var *x, const var *k, const var *v) {
+    if (fold_off(t) || !standin_family(t, x))
+        return 1;
+    int ntens = 0;
+    PyObject *xr = real_of(t, x, 0, &ntens), *kr = xr ? real_of(t, k, 0, &ntens) : NULL,
+             *vr = kr ? real_of(t, v, 0, &ntens) : NULL;
+    int rc = 1;
+    if (vr != NULL) {
+        int busy = dh_tl_busy;
+        dh_tl_busy = 1;
+        int e = PyObject_SetItem(xr, kr, vr);
+        dh_tl_busy = busy;
+        rc = e == 0 ? 0 : tc_clear_expected(PyExc_Exception) < 0 ? -1 : 1;
+    }
+    Py_XDECREF(xr);
+    Py_XDECREF(kr);
+    Py_XDECREF(vr);
+    return rc;
+}
+
 int sym_fold_binary(trace *t, int nb, const var *a, const var *b, sym_fold *f, var *out) {
     f->res = NULL;
     if (fold_off(t) || (a->kind != V_TENSOR && b->kind != V_TENSOR))
         return 1;
     int inplace = 0;
+    if (nb >= 13 && nb < 100 && a->kind == V_TENSOR && standin_family(t, a)) /* on the constants themselves */
+        return fold_inplace_op(t, nb - 13, a, b, out);
     if (nb >= 13 && nb < 100) { /* x op= y: on a number, x op y; on a constant tensor no view
                                  * shares, its object rebound to the result (eager's update) */
         if (a->kind == V_TENSOR && (sym_hconst(t, a) == NULL || a->oid <= 0 || a->oid > t->nobj ||
@@ -755,8 +1049,6 @@ int sym_fold_attr(trace *t, const var *x, PyObject *name, var *out) {
     if (o == NULL || fold_off(t))
         return 1;
     if (!strcmp(n, "device") || !strcmp(n, "is_cuda") || !strcmp(n, "is_cpu")) { /* its own device */
-        if (!off_device(t, o))
-            return 1;
         PyObject *r = PyObject_GetAttr(o, name);
         return r == NULL ? -1 : sym_const(t, r, out);
     }
@@ -832,27 +1124,18 @@ int sym_fold_output(trace *t, var *v, PyObject **cst) {
 }
 
 int sym_fold_finish(trace *t) {
-    for (ic_val v = 0; v < t->caphc; v++) {
-        if (t->hc[v] == NULL)
-            continue;
-        int standin = t->hcflag[v] & HC_STANDIN;
-        if (!standin && !off_device(t, t->hc[v]))
-            continue;
-        if (standin && ic_value_num_uses(G, v) > 0)
-            return sym_fail(t, off_device(t, t->hc[v])
-                                   ? "a tensor built from constants on another device than the graph's is read by "
-                                     "the graph (eager decides: a device mismatch)"
-                                   : "a tensor built from constants is read by a graph op that does not take its "
-                                     "value (not captured)");
-        for (int j = 0; j < ic_graph_num_outputs(G); j++)
-            if (ic_graph_output_value(G, j) == v)
-                return sym_fail(t, "a tensor built from constants on another device than the graph's is an output "
-                                   "(eager returns it on its own device)");
-    }
+    /* (a value on another device than the graph's returned: moved there, sym_output.c) */
+    for (ic_val v = 0; v < t->caphc; v++)
+        if (t->hc[v] != NULL && (t->hcflag[v] & HC_STANDIN) && ic_value_num_uses(G, v) > 0)
+            return sym_fail(t, "a tensor built from constants is read by a graph op that does not take its "
+                               "value (not captured)");
     return 0;
 }
 
 void sym_fold_free(trace *t) {
+    free(t->home);
+    t->home = NULL;
+    t->caphome = t->nhome = 0;
     free(t->hc);
     free(t->hcflag);
     free(t->fchain);

@@ -539,9 +539,21 @@ static int tensor_index_impl(trace *t, const var *x_in, const var *k, var *out) 
         const var *q = parts[i];
         if (!((q->kind == V_SEQ && q->is_list) || (q->kind == V_CONST && PyList_Check(q->obj))))
             continue;
-        static const opdef tensor_def = {"tensor", W_TORCH, "data", sym_h_tensor, 0};
-        var *tp[MAXP] = {(var *)q};
-        if (sym_h_tensor(t, &tensor_def, tp, &lt[i]) < 0)
+        /* on the indexed tensor's device (eager moves a CPU index there): the graph's, or the
+         * CPU of a CUDA graph's tensor that lives there (fold.c sym_home) */
+        static const opdef tensor_def = {"tensor", W_TORCH, "data|dtype,device", sym_h_tensor, 0};
+        int xh = x->kind == V_TENSOR && x->val >= 0 && sym_home_off(t, x->val) ? sym_home(t, x->val) : 0;
+        var dev = sym_var(V_CONST);
+        dev.obj = sym_keep(t, xh ? sym_home_device(xh) : sym_graph_device(t));
+        if (dev.obj == NULL)
+            return -1;
+        var *tp[MAXP] = {(var *)q, NULL, &dev};
+        int fac_ok = t->fac_ok, fac_home = t->fac_home;
+        t->fac_ok = 0; /* (no factory of a call_op's own) */
+        int rt = sym_h_tensor(t, &tensor_def, tp, &lt[i]);
+        t->fac_ok = fac_ok;
+        t->fac_home = fac_home;
+        if (rt < 0 || (xh && sym_home_set(t, lt[i].val, xh) < 0))
             return -1;
         ic_dtype ld = sym_metap(t, lt[i].val)->dtype;
         if (ld != IC_I64 && ld != IC_BOOL) /* [] is a float tensor here */
@@ -885,7 +897,7 @@ int sym_tensor_index(trace *t, const var *x_in, const var *k_in, var *out) {
     if (rc != 1 && rc != 2)
         return rc;
     var two[2] = {xv, kv};
-    if (rc == 1 && sym_fold_check(t, two, 2, 0) < 0)
+    if (rc == 1 && sym_fold_check(t, two, 2, 2) < 0) /* (an index: eager moves CPU indices) */
         return -1;
     int rh = tensor_index_impl(t, x_in, k_in, out);
     if (rc == 2 && rh == 0 && sym_fold_attach(t, &f, out) < 0)

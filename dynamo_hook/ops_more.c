@@ -45,7 +45,7 @@ int sym_h_query(trace *t, const opdef *d, var **p, var *out) {
         return sym_const(t, PyLong_FromLong(bytes[m.dtype]), out);
     }
     case 5: /* CPU tensors: -1 */
-        return sym_const(t, PyLong_FromLong(t->device_type == TC_DEV_CUDA ? t->device_index : -1), out);
+        return sym_const(t, PyLong_FromLong(t->device_type == TC_DEV_CUDA && !sym_home_off(t, p[0]->val) ? t->device_index : -1), out);
     case 6: {
         if (sym_need_tensor(t, d, p[1]) < 0)
             return -1;

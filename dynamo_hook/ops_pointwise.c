@@ -468,6 +468,22 @@ static int same_device(trace *t, int type, int index, const char *what) {
     return 0;
 }
 
+/* a factory's device (a tensor made from numbers): in a CUDA graph one made on the CPU (torch.zeros(n)
+ * with no device) is a value of the graph tagged with eager's device, the CPU (fold.c sym_home: the
+ * ops reading it follow eager's device rules); called by call_op (t->fac_ok): the value it makes
+ * is tagged there */
+static int factory_device(trace *t, int type, int index, const char *what) {
+    if (t->fac_ok && t->device_type == TC_DEV_CUDA && type == TC_DEV_CPU) {
+        t->fac_home = HOME_CPU;
+        return 0;
+    }
+    if (same_device(t, type, index, what) < 0)
+        return -1;
+    if (t->fac_ok)
+        t->fac_home = sym_home_of(t->device_type, t->device_index);
+    return 0;
+}
+
 int sym_device_arg(const var *v, int *type, int *index) { return device_arg(v, type, index); }
 int sym_same_device(trace *t, int type, int index, const char *what) { return same_device(t, type, index, what); }
 
@@ -500,21 +516,32 @@ int sym_h_to(trace *t, const opdef *d, var **p, var *out) {
         if (!device_arg(p[1], &dty, &dix) || p[2]->kind != V_CONST || sym_dtype_arg(p[2]->obj) < 0)
             return sym_fail(t, "to(): a second positional argument other than a dtype after a device (eager decides)");
     }
+    /* x on another device than the graph's (a CPU tensor of a CUDA graph, fold.c sym_home) */
+    int xhome = sym_home_off(t, x) ? sym_home(t, x) : 0, moved = 0;
     for (int i = 1; i <= 2 || i == 6; i = i == 2 ? 6 : i + 1) {
         if (sym_is_none(p[i]))
             continue;
         int dt = p[i]->kind == V_CONST || p[i]->kind == V_FUNC ? sym_dtype_arg(p[i]->obj) : -1;
-        if (i == 1 && p[i]->kind == V_TENSOR) /* x.to(other): other's dtype (its device is the graph's) */
+        if (i == 1 && p[i]->kind == V_TENSOR) { /* x.to(other): other's dtype and device */
             dt = sym_metap(t, p[i]->val)->dtype;
+            int oh = sym_home_off(t, p[i]->val) ? sym_home(t, p[i]->val) : 0;
+            if (oh != xhome && oh)
+                return sym_fail(t, "to(other) of a tensor on another device than the graph's not supported yet");
+            moved |= xhome && !oh;
+        }
         if (dt >= 0) {
             x = ic_cast(t->g, x, (ic_dtype)dt);
             continue;
         }
         int dtype_, dindex;
         if (device_arg(p[i], &dtype_, &dindex)) {
-            /* to the graph's own device: no copy (eager returns self); elsewhere: a break */
+            /* to the graph's own device: no copy (eager returns self); elsewhere: a break. x on
+             * another device: to its own, itself; to the graph's, a copy there */
+            if (xhome && sym_home_of(dtype_, dindex < 0 && dtype_ == TC_DEV_CUDA ? t->device_index : dindex) == xhome)
+                continue;
             if (same_device(t, dtype_, dindex, "to(device)") < 0)
                 return -1;
+            moved |= xhome != 0;
             continue;
         }
         return sym_fail(t, "unsupported to() argument");
@@ -524,6 +551,15 @@ int sym_h_to(trace *t, const opdef *d, var **p, var *out) {
         if (sym_get_dtype(t, p[3], &dt) < 0)
             return -1;
         x = ic_cast(t->g, x, (ic_dtype)dt);
+    }
+    if (moved) { /* a new tensor on the graph's device, eager's strides kept */
+        if (x == p[0]->val)
+            x = ic_cast(t->g, x, ic_value_meta(t->g, x)->dtype);
+        if (x < 0 || sym_home_set(t, x, sym_home_of(t->device_type, t->device_index)) < 0)
+            return x < 0 ? sym_check_graph(t) : -1;
+        if (fmt != IC_MF_PRESERVE && ic_value_set_format(t->g, x, p[0]->val, fmt) < 0)
+            return sym_fail(t, "to(memory_format=...): the format does not fit the rank (eager raises)");
+        return sym_tensor_out(t, x, out);
     }
     if (copy && x == p[0]->val) { /* copy=True: a new tensor even without a conversion */
         x = ic_cast(t->g, x, ic_value_meta(t->g, x)->dtype);
@@ -544,7 +580,8 @@ int sym_h_cpu(trace *t, const opdef *d, var **p, var *out) {
         return sym_fail(t, "cpu() of a non-tensor");
     if (!sym_is_none(p[1]))
         return sym_fail(t, "cpu(memory_format=...) not supported");
-    if (same_device(t, TC_DEV_CPU, -1, "cpu()") < 0)
+    if (!(sym_home_off(t, p[0]->val) && sym_home(t, p[0]->val) == HOME_CPU) && /* (a CPU tensor of a CUDA graph) */
+        same_device(t, TC_DEV_CPU, -1, "cpu()") < 0)
         return -1;
     return sym_same_tensor(t, p, out);
 }
@@ -672,7 +709,7 @@ int sym_h_arange(trace *t, const opdef *d, var **p, var *out) {
         int dty = TC_DEV_CPU, dix = 0;
         if (!sym_is_none(p[4]) && !device_arg(p[4], &dty, &dix))
             return sym_fail(t, "arange: unsupported device argument");
-        if (same_device(t, dty, dix, "arange") < 0)
+        if (factory_device(t, dty, dix, "arange") < 0)
             return -1;
     }
     return sym_tensor_out(t, ic_arange(t->g, n, start, step, (ic_dtype)dt), out);
@@ -722,7 +759,7 @@ int sym_h_linspace(trace *t, const opdef *d, var **p, var *out) {
         int dty = TC_DEV_CPU, dix = 0;
         if (p[4] && !sym_is_none(p[4]) && !device_arg(p[4], &dty, &dix))
             return sym_fail(t, "linspace: unsupported device argument");
-        if (same_device(t, dty, dix, "linspace") < 0)
+        if (factory_device(t, dty, dix, "linspace") < 0)
             return -1;
     }
     if (tens) { /* 0-d tensors: their values (detached) in the output dtype */
@@ -790,7 +827,7 @@ int sym_h_eye(trace *t, const opdef *d, var **p, var *out) {
     for (int i = 4; i < 8; i++)
         if (!sym_is_none(p[i]) && !(p[i]->kind == V_CONST && p[i]->obj == Py_False))
             return sym_fail(t, "eye: layout/requires_grad/pin_memory/out arguments not supported yet");
-    if (same_device(t, dty, dix, "eye") < 0)
+    if (factory_device(t, dty, dix, "eye") < 0)
         return -1;
     int64_t rs[2] = {nm[0], 1}, cs[2] = {1, nm[1]};
     ic_val r = ic_reshape(t->g, ic_arange(t->g, nm[0], 0, 1, IC_I64), 2, rs);
@@ -827,7 +864,7 @@ int sym_h_factory(trace *t, const opdef *d, var **p, var *out) {
         if (p[i] && !sym_is_none(p[i]) && !(p[i]->kind == V_CONST && PyBool_Check(p[i]->obj) && p[i]->obj == Py_False) &&
             !(like && i == dev_i + 3))
             return sym_fail(t, "%s: layout/requires_grad arguments not supported yet", d->name);
-    if (dty >= 0 && same_device(t, dty, dix, d->name) < 0)
+    if (dty >= 0 && factory_device(t, dty, dix, d->name) < 0)
         return -1;
     if (like) {
         if (p[0]->kind != V_TENSOR)
@@ -854,7 +891,7 @@ int sym_h_factory(trace *t, const opdef *d, var **p, var *out) {
             else if ((dt = sym_default_dtype(t)) < 0)
                 return -1;
         }
-        if (dty < 0 && same_device(t, TC_DEV_CPU, 0, d->name) < 0) /* no device: the CPU */
+        if (dty < 0 && factory_device(t, TC_DEV_CPU, 0, d->name) < 0) /* no device: the CPU */
             return -1;
     }
     if (kind == 2 && sym_check_scalar_fits(t, fv, dt, d->name) < 0)
@@ -882,7 +919,8 @@ int sym_h_new_tensor(trace *t, const opdef *d, var **p, var *out) {
     else
         dtv = *p[2];
     if (p[3] == NULL || sym_is_none(p[3])) {
-        dev.obj = sym_keep(t, sym_graph_device(t)); /* x is in the graph: its device */
+        int xh = sym_home_off(t, p[0]->val) ? sym_home(t, p[0]->val) : 0; /* x's device (fold.c sym_home) */
+        dev.obj = sym_keep(t, xh ? sym_home_device(xh) : sym_graph_device(t));
         if (dev.obj == NULL)
             return -1;
     } else {
@@ -926,7 +964,7 @@ int sym_h_new_factory(trace *t, const opdef *d, var **p, var *out) {
         int dty = -1, dix = -1;
         if (!device_arg(p[k + 1], &dty, &dix))
             return sym_fail(t, "%s: unsupported device argument", d->name);
-        if (same_device(t, dty, dix, d->name) < 0)
+        if (factory_device(t, dty, dix, d->name) < 0)
             return -1;
     }
     for (int i = k + 2; i < MAXP; i++)
@@ -1028,7 +1066,7 @@ int sym_h_tensor(trace *t, const opdef *d, var **p, var *out) {
     for (int i = 3; i < MAXP; i++)
         if (p[i] && !sym_is_none(p[i]) && !(p[i]->kind == V_CONST && p[i]->obj == Py_False))
             return sym_fail(t, "tensor: requires_grad/pin_memory arguments not supported yet");
-    if (same_device(t, dty >= 0 ? dty : TC_DEV_CPU, dty >= 0 ? dix : 0, d->name) < 0)
+    if (factory_device(t, dty >= 0 ? dty : TC_DEV_CPU, dty >= 0 ? dix : 0, d->name) < 0)
         return -1;
     if (dt < 0) {
         if (n > 0 && allbool)
@@ -1103,7 +1141,7 @@ int sym_h_scalar_tensor(trace *t, const opdef *d, var **p, var *out) {
             return sym_fail(t, "scalar_tensor: layout/requires_grad/pin_memory arguments not supported yet");
     if (p[2] && !sym_is_none(p[2]))
         return sym_fail(t, "scalar_tensor: layout argument not supported yet");
-    if (same_device(t, dty >= 0 ? dty : TC_DEV_CPU, dty >= 0 ? dix : 0, d->name) < 0)
+    if (factory_device(t, dty >= 0 ? dty : TC_DEV_CPU, dty >= 0 ? dix : 0, d->name) < 0)
         return -1;
     if (dt < 0 && (dt = sym_default_dtype(t)) < 0)
         return -1;
@@ -1482,6 +1520,16 @@ int sym_h_outer(trace *t, const opdef *d, var **p, var *out) {
 int sym_h_type_as(trace *t, const opdef *d, var **p, var *out) {
     if (sym_need_tensor(t, d, p[0]) < 0 || sym_need_tensor(t, d, p[1]) < 0)
         return -1;
+    /* x.type_as(y) is x.type(y.type()): y's device too (fold.c sym_home: a CPU tensor of a CUDA graph) */
+    int xoff = sym_home_off(t, p[0]->val), yoff = sym_home_off(t, p[1]->val);
+    if (yoff && (!xoff || sym_home(t, p[0]->val) != sym_home(t, p[1]->val)))
+        return sym_fail(t, "type_as of a tensor on another device than the graph's not supported yet");
+    if (xoff && !yoff) {
+        ic_val c = ic_cast(G, p[0]->val, ic_value_meta(G, p[1]->val)->dtype); /* a copy on y's device */
+        if (c < 0 || sym_home_set(t, c, sym_home_of(t->device_type, t->device_index)) < 0)
+            return c < 0 ? sym_check_graph(t) : -1;
+        return sym_tensor_out(t, c, out);
+    }
     if (ic_value_meta(G, p[0]->val)->dtype == ic_value_meta(G, p[1]->val)->dtype)
         return sym_same_tensor(t, p, out);
     return sym_tensor_out(t, ic_cast(G, p[0]->val, ic_value_meta(G, p[1]->val)->dtype), out);

@@ -545,6 +545,28 @@ static int vmap_pointwise(const opdef *d) {
            d->fn == sym_h_cast || d->fn == sym_h_to || d->fn == sym_h_type_as || d->fn == sym_h_new_factory;
 }
 
+/* the device of a new value v of an op: the one its factory was made on (h), or, for a value
+ * its tensor operands do not give a device (x.new_zeros(n), torch.zeros_like(x): made from
+ * numbers in the graph), theirs when they all live on one other device than the graph's */
+static int new_value_home(trace *t, var **slots, int h, ic_val v) {
+    if (h)
+        return sym_home_set(t, v, h);
+    if (sym_home(t, v) != HOME_NEUTRAL)
+        return 0;
+    int off = 0;
+    for (int i = 0; i < MAXP; i++) {
+        if (slots[i] == NULL || slots[i]->kind != V_TENSOR || slots[i]->val < 0)
+            continue;
+        int hi = sym_home(t, slots[i]->val);
+        if (hi <= HOME_NEUTRAL)
+            continue;
+        if (!sym_home_off(t, slots[i]->val) || (off && off != hi))
+            return 0;
+        off = hi;
+    }
+    return off ? sym_home_set(t, v, off) : 0;
+}
+
 static int call_op(trace *t, int opi, var *args, int nargs, PyObject *kwnames, var *kwv, var *out) {
     const opdef *d = &OPS[opi];
     var *slots[MAXP];
@@ -565,10 +587,21 @@ static int call_op(trace *t, int opi, var *args, int nargs, PyObject *kwnames, v
     for (int i = 0; policy == 1 && i < MAXP; i++)
         if (slots[i] != NULL && slots[i] != &packed && dh_autocast_arg(t, slots[i], cast_to, &slots[i]) < 0)
             return -1;
-    for (int i = 0; i < MAXP; i++) /* constants on another device: eager's rules (fold.c) */
-        if (slots[i] != NULL && sym_fold_check(t, slots[i], 1, vmap_pointwise(d)) < 0)
-            return -1;
-    return d->fn(t, d, slots, out);
+    /* constants and tensors on another device: eager's rules (fold.c) */
+    int moves = d->fn == sym_h_to || d->fn == sym_h_type_as; /* to another device: the handler's */
+    if (sym_fold_check_slots(t, slots, MAXP, moves ? 3 : vmap_pointwise(d)) < 0)
+        return -1;
+    int fac_ok = t->fac_ok, fac_home = t->fac_home;
+    ic_val n0 = ic_graph_num_values(t->g);
+    t->fac_ok = 1; /* a factory of the CPU in a CUDA graph: its value tagged (sym_factory_device) */
+    t->fac_home = 0;
+    int rc = d->fn(t, d, slots, out);
+    int h = t->fac_home;
+    t->fac_ok = fac_ok;
+    t->fac_home = fac_home;
+    if (rc == 0 && out->kind == V_TENSOR && out->val >= n0)
+        rc = new_value_home(t, slots, h, out->val);
+    return rc;
 }
 
 /* x.name(args...) where name is the op opi: the op called with x as its first argument */
@@ -1187,6 +1220,14 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
                 Py_ssize_t L = PyUnicode_GET_LENGTH(fn->obj);
                 if (L > 1 && PyUnicode_READ_CHAR(fn->obj, L - 1) == '_' &&
                     PyUnicode_READ_CHAR(fn->obj, L - 2) != '_') {
+                    if (sym_hconst(t, self) != NULL) { /* an update of constants themselves (fold.c) */
+                        sym_fold f;
+                        int rc = sym_fold_call(t, fn->obj, PyUnicode_AsUTF8(fn->obj), self, args, nargs, kwnames, &f, out);
+                        sym_fold_clear(&f);
+                        t->fold_ran = 0;
+                        if (rc != 1 && rc != 2)
+                            return rc;
+                    }
                     base = PyUnicode_Substring(fn->obj, 0, L - 1);
                     if (base == NULL)
                         return -1;
@@ -1318,10 +1359,11 @@ int sym_tensor_attr(trace *t, const var *x_in, PyObject *name, var *out) {
         return sym_const(t, PyLong_FromLong(m->ndim), out);
     if (!strcmp(n, "dtype"))
         return sym_const(t, Py_NewRef(sym_dtype_object(m->dtype)), out);
+    int off = x->kind == V_TENSOR && x->val >= 0 && sym_home_off(t, x->val); /* a CPU tensor of a CUDA graph */
     if (!strcmp(n, "is_cuda"))
-        return sym_const(t, PyBool_FromLong(t->device_type == TC_DEV_CUDA), out);
+        return sym_const(t, PyBool_FromLong(!off && t->device_type == TC_DEV_CUDA), out);
     if (!strcmp(n, "is_cpu"))
-        return sym_const(t, PyBool_FromLong(t->device_type != TC_DEV_CUDA), out);
+        return sym_const(t, PyBool_FromLong(off || t->device_type != TC_DEV_CUDA), out);
     if (!strcmp(n, "is_nested") || !strcmp(n, "is_sparse") || !strcmp(n, "is_quantized") ||
         !strcmp(n, "is_meta") || !strcmp(n, "is_mkldnn")) /* such tensors are not captured */
         return sym_const(t, Py_NewRef(Py_False), out);
@@ -1349,8 +1391,8 @@ int sym_tensor_attr(trace *t, const var *x_in, PyObject *name, var *out) {
     }
     if (!strcmp(n, "grad")) /* a parameter's gradient: a source of its own (train_step.c) */
         return sym_tensor_grad(t, x_in, name, out);
-    if (!strcmp(n, "device")) /* every tensor of the graph is on its device */
-        return sym_const(t, sym_graph_device(t), out);
+    if (!strcmp(n, "device")) /* the graph's device, or the one eager's tensor lives on (fold.c sym_home) */
+        return sym_const(t, off ? sym_home_device(sym_home(t, x->val)) : sym_graph_device(t), out);
     if (!strcmp(n, "T") || !strcmp(n, "mT")) {
         int nd = m->ndim, perm[IC_MAX_DIMS];
         for (int i = 0; i < nd; i++)

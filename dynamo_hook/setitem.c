@@ -400,7 +400,14 @@ int sym_tensor_setitem(trace *t, const var *x_in, const var *k, const var *v) {
         var kv = *k, vv = *v;
         sym_resolve(t, &kv);
         sym_resolve(t, &vv);
-        if (sym_fold_materialize(t, &xv) < 0 || sym_fold_check(t, &kv, 1, 0) < 0 || sym_fold_check(t, &vv, 1, 1) < 0)
+        int rc = sym_fold_setitem(t, &xv, &kv, &vv); /* on the constants themselves */
+        if (rc != 1)
+            return rc;
+        if (sym_fold_materialize(t, &xv) < 0)
+            return -1;
+        /* devices (fold.c): CPU index tensors index a CUDA tensor; a CPU 0-d value is a scalar */
+        var xk[2] = {xv, kv}, xw[2] = {xv, vv};
+        if (sym_fold_check(t, xk, 2, 2) < 0 || sym_fold_check(t, xw, 2, 1) < 0)
             return -1;
     }
     if (xv.kind != V_TENSOR || xv.oid <= 0)

@@ -281,6 +281,12 @@ typedef struct trace {
     int caphc;
     int *fchain;                      /* fold.c: (first, last) graph values each fold made */
     int nfchain, capfchain;
+    unsigned char *home;              /* fold.c: the device eager's tensor of each graph value is
+                                       * on (HOME_*: tagged, or derived from its operands) */
+    int caphome, nhome;               /* (derived up to nhome) */
+    int fac_ok;                       /* call_op: a factory may be made on the CPU of a CUDA graph */
+    int fac_home;                     /* the device it was made on (HOME_*), 0: the graph's */
+    int fold_ran;                     /* the fold ran the op call_op builds: eager accepted its devices */
 } trace;
 
 /* fold.c: tensors built from constants only, computed by torch at capture time. The folds
@@ -296,17 +302,28 @@ int sym_fold_call(trace *t, PyObject *callable, const char *name, const var *sel
 /* nb: BINARY_OP's, 100 + Py_LT..Py_GE a comparison, 200 -a, 201 ~a (b: a None constant) */
 int sym_fold_binary(trace *t, int nb, const var *a, const var *b, sym_fold *f, var *out);
 int sym_fold_index(trace *t, const var *x, const var *k, sym_fold *f, var *out);
+int sym_fold_setitem(trace *t, const var *x, const var *k, const var *v); /* x[k] = v on constants */
 int sym_fold_attach(trace *t, sym_fold *f, const var *out);
 void sym_fold_clear(sym_fold *f);
 /* operands of an op that does not fold: stand-ins materialized (those on another device than
  * the graph's fail: eager's device error), a CPU 0-d constant of a CUDA graph only as the
  * scalar operand of an elementwise op (pointwise) as eager allows; 0, -1 failed */
 int sym_fold_check(trace *t, var *args, int n, int pointwise);
+/* the same over call_op's slots (NULL ones skipped): constants read by the graph become graph
+ * values, and the devices of the tensors an op reads follow eager's rules (pointwise: a CPU 0-d
+ * tensor may be an operand of a CUDA op; index: CPU index tensors index a CUDA tensor) */
+int sym_fold_check_slots(trace *t, var **slots, int n, int pointwise);
+enum { HOME_NEUTRAL = 1, HOME_CPU = 2, HOME_CUDA0 = 3 }; /* HOME_CUDA0 + i: cuda:i */
+int sym_home(trace *t, ic_val v);           /* where eager's tensor of v lives (HOME_*) */
+int sym_home_set(trace *t, ic_val v, int h); /* v's device tagged (0: derived) */
+int sym_home_of(int device_type, int device_index);
+int sym_home_off(trace *t, ic_val v);       /* v lives on another device than the graph's */
+PyObject *sym_home_device(int h);           /* a torch.device of h (new reference) */
 /* a stand-in read by the graph: a copy of a graph input holding its constant; 0, -1 failed */
 int sym_fold_materialize(trace *t, var *v);
 /* x.name of a constant tensor (x.T, x.device, ...) read from the constant (1: not folded) */
 int sym_fold_attr(trace *t, const var *x, PyObject *name, var *out);
-int sym_fold_finish(trace *t);  /* the end of the trace: no stand-in read, no such constant returned */
+int sym_fold_finish(trace *t);  /* the end of the trace: no stand-in read by the graph */
 /* 1: another object sharing oid's storage holds a constant (its update is left to eager) */
 int sym_fold_shared(trace *t, int oid);
 /* 1: the index is a constant whose values all lie in [0, bound) (no check needed) */

@@ -39,6 +39,21 @@ static int out_child(trace *t, outbuf *ob, int at, dh_outkind kind) {
 
 static int fill_out(trace *t, outbuf *ob, int at, var *v, ic_val *outvals, int *nout);
 
+/* at: a method call on its child (key: the CALLM's count) made once: a later node with the
+ * same key is the same object (DH_O_SAME, 0 returned); else the child's index (-1: no memory) */
+static int callm_once(trace *t, outbuf *ob, int at, int key) {
+    for (int i = 0; i < ob->n; i++)
+        if (i != at && ob->o[i].kind == DH_O_CALLM && ob->o[i].count == key) {
+            ob->o[at].kind = DH_O_SAME;
+            ob->o[at].index = i;
+            return 0;
+        }
+    int child = out_child(t, ob, at, DH_O_CALLM);
+    if (child >= 0)
+        ob->o[at].count = key;
+    return child;
+}
+
 /* at: kind(obj, ...) with its one child filled from inner (obj: borrowed, a reference kept) */
 static int out_wrapped(trace *t, outbuf *ob, int at, dh_outkind kind, PyObject *obj, var *inner,
                        ic_val *outvals, int *nout) {
@@ -213,17 +228,11 @@ static int fill_out(trace *t, outbuf *ob, int at, var *v, ic_val *outvals, int *
                 /* the view's arguments are hint sizes (a detach has none) */
                 return sym_fail(t, "a view returned with dynamic shapes (specializing)");
             ic_val base = (ic_val)PyLong_AsLong(PyTuple_GET_ITEM(desc, 0));
-            if (v->oid > 0) /* this object's view built already (w = x.t(); w.t_() at a break:
-                             * the local and the method's self): the same object again */
-                for (int i = 0; i < ob->n; i++)
-                    if (i != at && ob->o[i].kind == DH_O_CALLM && ob->o[i].count == v->oid) {
-                        o->kind = DH_O_SAME;
-                        o->index = i;
-                        return 0;
-                    }
-            int child = out_child(t, ob, at, DH_O_CALLM);
-            if (child < 0)
-                return -1;
+            /* this object's view built already (w = x.t(); w.t_() at a break: the local and
+             * the method's self): the same object again */
+            int child = v->oid > 0 ? callm_once(t, ob, at, v->oid) : out_child(t, ob, at, DH_O_CALLM);
+            if (child <= 0)
+                return child;
             o = &ob->o[at];
             o->count = v->oid > 0 ? v->oid : 0;
             o->obj = PyTuple_GetSlice(desc, 1, 3);
@@ -266,6 +275,19 @@ static int fill_out(trace *t, outbuf *ob, int at, var *v, ic_val *outvals, int *
             /* eager's view into a complex tensor still in use, ours a copy (ops_complex.c) */
             return sym_fail(t, "a view into a complex tensor (or of one) that shares data with a tensor still in "
                                "use, at a graph break or returned: left to eager");
+        if (sym_home_off(t, v->val)) { /* a CPU tensor of a CUDA graph (fold.c sym_home): the graph's
+                                         * value moved to eager's device, one object however often reached */
+            int child = callm_once(t, ob, at, -1 - v->val);
+            if (child <= 0)
+                return child;
+            o = &ob->o[at];
+            PyObject *dev = sym_home_device(sym_home(t, v->val));
+            o->obj = dev ? Py_BuildValue("(s(N))", "to", dev) : NULL;
+            if (o->obj == NULL)
+                return -1;
+            o = &ob->o[child];
+            at = child;
+        }
         for (int i = 0; i < *nout; i++)
             if (outvals[i] == v->val) {
                 o->kind = DH_O_GRAPH;
