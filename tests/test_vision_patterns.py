@@ -1,0 +1,60 @@
+"""Patterns of real vision model code (found by tools/sweep_vision.py on timm and torchvision
+models) reproduced in plain torch: each is captured whole and matches eager."""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import torchc
+from conftest import captured_whole
+
+
+def check_whole(fn, *args, atol=1e-5, rtol=1e-5):
+    torchc.reset()
+    with torch.no_grad():
+        want = fn(*args)
+        ex = torchc.explain(fn)(*args)
+        assert captured_whole(ex), str(ex)
+        torch.testing.assert_close(ex.result, want, atol=atol, rtol=rtol)
+        again = torchc.explain(fn)(*args).result  # the cached code
+        torch.testing.assert_close(again, want, atol=atol, rtol=rtol)
+    return ex
+
+
+# ---- a module whose forward is set on the instance (timm's fasternet Partial_conv3:
+# self.forward = self.forward_slicing in __init__) ------------------------------------------
+
+class _PartialConv(nn.Module):
+    def __init__(self, slicing):
+        super().__init__()
+        self.conv = nn.Conv2d(2, 2, 3, padding=1, bias=False)
+        self.forward = self.forward_slicing if slicing else self.forward_split_cat
+
+    def forward_slicing(self, x):
+        x = x.clone()
+        x[:, :2] = self.conv(x[:, :2])
+        return x
+
+    def forward_split_cat(self, x):
+        a, b = torch.split(x, [2, x.shape[1] - 2], dim=1)
+        return torch.cat((self.conv(a), b), 1)
+
+
+def test_forward_bound_method_set_on_instance():
+    torch.manual_seed(0)
+    net = nn.Sequential(_PartialConv(True), nn.ReLU(), _PartialConv(False)).eval()
+    x = torch.randn(2, 5, 6, 6)
+    check_whole(net, x)
+
+
+def test_forward_function_set_on_instance_and_changed():
+    m = nn.Linear(3, 3)
+    m.forward = lambda x: x * 3
+    fn = lambda x: m(x) + 1  # noqa: E731
+    x = torch.randn(2, 3)
+    check_whole(fn, x)
+    f = torchc.compile(fn)
+    torch.testing.assert_close(f(x), fn(x))
+    m.forward = lambda x: x * 5  # a new value: the identity guard fails, recompiled
+    torch.testing.assert_close(f(x), fn(x))
+    del m.forward  # the class's forward again
+    torch.testing.assert_close(f(x), fn(x))
