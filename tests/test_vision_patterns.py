@@ -58,3 +58,48 @@ def test_forward_function_set_on_instance_and_changed():
     torch.testing.assert_close(f(x), fn(x))
     del m.forward  # the class's forward again
     torch.testing.assert_close(f(x), fn(x))
+
+
+# ---- sum(list of lists, []) building a shape from x.shape (timm's hiera unroll/reroll) ------
+
+def test_sum_of_lists_with_list_start():
+    def unroll(x, strides=(2, 2)):
+        B, H, W, C = x.shape
+        cur = [H // strides[0], W // strides[1]]
+        new_shape = [B] + sum([[i, s] for i, s in zip(cur, strides)], []) + [C]
+        x = x.view(new_shape)
+        L = len(new_shape)
+        perm = [0] + sum([list(p) for p in zip(range(1, L - 1, 2), range(2, L - 1, 2))], []) + [L - 1]
+        return x.permute(perm).reshape(B, -1, C) * 2
+
+    check_whole(unroll, torch.randn(2, 4, 6, 3))
+
+
+def test_sum_start_tensor_and_sizes():
+    def f(x, y):
+        n = sum([x.shape[0], x.shape[1]], 1)  # ints: a constant
+        return sum([x, y, x], y) + n
+
+    check_whole(f, torch.randn(3, 4), torch.randn(3, 4))
+
+
+# ---- many index buffers: one relative-position index a block (timm's gcvit, maxvit, swin) ---
+
+class _RelPosAttn(nn.Module):
+    def __init__(self, win, heads):
+        super().__init__()
+        self.table = nn.Parameter(torch.randn((2 * win - 1) ** 2, heads))
+        c = torch.stack(torch.meshgrid(torch.arange(win), torch.arange(win), indexing="ij")).flatten(1)
+        rel = (c[:, :, None] - c[:, None, :]).permute(1, 2, 0) + (win - 1)
+        self.register_buffer("index", rel[..., 0] * (2 * win - 1) + rel[..., 1], persistent=False)
+        self.heads = heads
+
+    def forward(self, x):  # x: (B, heads, N, N) attention logits
+        bias = self.table[self.index.view(-1)].view(self.index.shape[0], self.index.shape[1], -1)
+        return (x + bias.permute(2, 0, 1).unsqueeze(0)).softmax(-1)
+
+
+def test_many_relative_position_index_buffers():
+    torch.manual_seed(0)
+    net = nn.Sequential(*[_RelPosAttn(2, 2) for _ in range(20)]).eval()
+    check_whole(net, torch.randn(1, 2, 4, 4))
