@@ -151,6 +151,41 @@ int sym_h_avg_pool(trace *t, const opdef *d, var **p, var *out) {
     return pool_out(t, p[0]->val, ic_cast(G, r, m.dtype), 1, out);
 }
 
+/* An adaptive pool whose output sizes don't all divide the input (7x7 of 9x9, or of 2x2):
+ * ATen's windows [floor(o*L/os), ceil((o+1)*L/os)) of each pooled dim, overlapping or
+ * repeated. The rectangle's mean is the mean over one dim of the means over the other (its
+ * max likewise): one dim at a time, a slice reduced per output position, concatenated. */
+static int adaptive_windows(trace *t, ic_val x, const ic_meta *m, int nd, const int64_t *os, int mx, var *out) {
+    long long most = ic_config_int(IC_CFG_adaptive_windows);
+    if (mx && sym_value_requires_grad(t, x))
+        return sym_fail(t, "adaptive max pool with uneven windows under grad left to eager");
+    if (!mx && !isflt(m->dtype))
+        return sym_fail(t, "adaptive avg pool of an integer tensor left to eager");
+    ic_dtype ct = m->dtype == IC_F64 ? IC_F64 : IC_F32;
+    ic_val r = mx ? x : ic_cast(G, x, ct);
+    for (int i = 0; i < nd; i++) {
+        int dim = m->ndim - nd + i;
+        int64_t L = m->sizes[dim];
+        if (L == os[i])
+            continue;
+        if (os[i] > most)
+            return sym_fail(t, "adaptive pool: %lld uneven windows in a dim (torchc.config.adaptive_windows: %lld)",
+                            (long long)os[i], most);
+        ic_val acc = -1;
+        for (int64_t o = 0; o < os[i]; o++) {
+            int64_t a = o * L / os[i], b = ((o + 1) * L + os[i] - 1) / os[i];
+            ic_val w = ic_reduce(G, mx ? IC_OP_AMAX : IC_OP_SUM, ic_slice(G, r, dim, a, b, 1), 1u << dim, 1, -1);
+            if (!mx)
+                w = ic_binary(G, IC_OP_DIV, w, fconst(t, (double)(b - a), ct));
+            acc = acc < 0 ? w : ic_cat(G, acc, w, dim);
+            if (acc < 0)
+                return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "adaptive pool: window build failed");
+        }
+        r = acc;
+    }
+    return pool_out(t, x, ic_cast(G, r, m->dtype), 1, out);
+}
+
 /* adaptive_avg_pool1d/2d / adaptive_max_pool1d/2d(input, output_size[, return_indices]):
  * output sizes that divide the input (1 included) are plain pools; op: nd, +2 for max */
 int sym_h_adaptive_pool(trace *t, const opdef *d, var **p, var *out) {
@@ -178,12 +213,16 @@ int sym_h_adaptive_pool(trace *t, const opdef *d, var **p, var *out) {
     } else if (sym_conv_ints(t, p[1], 1, nd, os, "output_size") < 0) {
         return -1;
     }
+    int divides = 1;
     for (int i = 0; i < nd; i++) {
         int64_t L = m.sizes[m.ndim - nd + i];
-        if (os[i] < 1 || L < 1 || L % os[i])
-            return sym_fail(t, "adaptive pool: output size not dividing the input left to eager");
+        if (os[i] < 1 || L < 1)
+            return sym_fail(t, "adaptive pool: empty output or input (eager decides)");
+        divides &= L % os[i] == 0;
         k[i] = L / os[i];
     }
+    if (!divides)
+        return adaptive_windows(t, p[0]->val, &m, nd, os, mx, out);
     ic_val r;
     ic_op op = !mx ? IC_OP_ADD : sym_value_requires_grad(t, p[0]->val) ? IC_OP_WHERE : IC_OP_MAXIMUM;
     if (pool_nd(t, p[0]->val, nd, k, k, pad, dl, 0, op, &r, o) < 0)

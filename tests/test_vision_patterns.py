@@ -103,3 +103,19 @@ def test_many_relative_position_index_buffers():
     torch.manual_seed(0)
     net = nn.Sequential(*[_RelPosAttn(2, 2) for _ in range(20)]).eval()
     check_whole(net, torch.randn(1, 2, 4, 4))
+
+
+# ---- adaptive pools whose output size doesn't divide the input (timm's csatv2; torchvision's
+# vgg / alexnet AdaptiveAvgPool2d((7, 7)) of a small feature map) ------------------------------
+
+def test_adaptive_pools_uneven_windows():
+    torch.manual_seed(0)
+    x = torch.randn(2, 3, 9, 5)
+
+    def f(x):
+        return (F.adaptive_avg_pool2d(x, (7, 3)).sum(1), F.adaptive_max_pool2d(x, 4),
+                F.adaptive_avg_pool2d(x[:, :, :2, :2], 7), F.adaptive_avg_pool1d(x[:, 0], 3),
+                F.adaptive_max_pool1d(x[:, 1], 3), F.adaptive_avg_pool2d(x, (None, 2)))
+    check_whole(f, x)
+    check_whole(f, x.to(memory_format=torch.channels_last))
+    check_whole(lambda x: F.adaptive_avg_pool2d(x, (3, 3)), x.double())
