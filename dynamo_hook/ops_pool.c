@@ -474,11 +474,26 @@ int sym_h_unfold(trace *t, const opdef *d, var **p, var *out) {
         if (m.sizes[2 + i] + 2 * pad[i] < eff || o[i] < 1)
             return sym_fail(t, "unfold: output size too small (eager will raise)");
     }
-    if (k[0] * k[1] > 64)
-        return sym_fail(t, "unfold: more than 64 kernel taps left to eager");
     ic_val xp = x;
     for (int i = 0; i < 2; i++)
         xp = ic_pad_const(G, xp, 2 + i, pad[i], pad[i], 0.0);
+    if (s2[0] == k[0] && s2[1] == k[1] && dl[0] == 1 && dl[1] == 1) {
+        /* patches that tile the input (stride == kernel): a permutation of its elements,
+         * [N, C, o0, k0, o1, k1] -> [N, C, k0, k1, o0, o1], any kernel size */
+        xp = ic_slice(G, ic_slice(G, xp, 2, 0, o[0] * k[0], 1), 3, 0, o[1] * k[1], 1);
+        xp = sym_reshape(t, xp, 6, (int64_t[]){m.sizes[0], m.sizes[1], o[0], k[0], o[1], k[1]});
+        ic_val r = xp < 0 ? xp : ic_permute(G, xp, (int[]){0, 1, 3, 5, 2, 4});
+        if (r < 0 || sym_check_graph(t) < 0)
+            return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "unfold: build failed");
+        ic_val c = ic_cast(G, r, m.dtype); /* materialized contiguous, then a view */
+        if (c < 0 || ic_value_set_format(G, c, r, IC_MF_CONTIGUOUS) < 0)
+            return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "unfold: build failed");
+        int64_t fin[3] = {m.sizes[0], m.sizes[1] * k[0] * k[1], o[0] * o[1]};
+        r = sym_reshape(t, c, batched ? 3 : 2, batched ? fin : fin + 1);
+        return r < 0 ? (sym_check_graph(t) < 0 ? -1 : sym_fail(t, "unfold: build failed")) : sym_tensor_out(t, r, out);
+    }
+    if (k[0] * k[1] > 64)
+        return sym_fail(t, "unfold: more than 64 kernel taps left to eager");
     int64_t tap[5] = {m.sizes[0], m.sizes[1], 1, o[0], o[1]};
     ic_val acc = -1;
     for (int64_t a = 0; a < k[0]; a++)

@@ -119,3 +119,17 @@ def test_adaptive_pools_uneven_windows():
     check_whole(f, x)
     check_whole(f, x.to(memory_format=torch.channels_last))
     check_whole(lambda x: F.adaptive_avg_pool2d(x, (3, 3)), x.double())
+
+
+# ---- nn.Unfold into non-overlapping patches larger than 8x8 (timm's tnt pixel embedding) ----
+
+def test_unfold_tiling_patches():
+    torch.manual_seed(0)
+    x = torch.randn(2, 3, 35, 26)
+
+    def f(x):
+        return (F.unfold(x, kernel_size=16, stride=16), F.unfold(x, (4, 12), stride=(4, 12), padding=(1, 2)),
+                F.unfold(x[0], 9, stride=9) * 2)
+    ex = check_whole(f, x)
+    for got in ex.result:
+        assert got.is_contiguous()
