@@ -35,7 +35,8 @@ import traceback
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(ROOT, "benchmarks", "results")
-sys.path.insert(0, ROOT)
+if ROOT not in sys.path:
+    sys.path.append(ROOT)  # tools.vision_shim; torchc itself comes from --torchc-path first
 B, HW = 2, 64
 MAX_PARAMS = 40e6
 
@@ -197,6 +198,7 @@ def run_one(name, timeout):
             return row
         row["params"] = sum(p.numel() for p in model.parameters())
         row["eager_deterministic"] = same(ref, ref2)[0]
+        row["torchc"] = os.path.dirname(os.path.dirname(os.path.abspath(torchc.__file__)))
         torchc.reset()
         try:
             with torch.no_grad():
