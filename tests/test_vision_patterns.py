@@ -1,11 +1,14 @@
 """Patterns of real vision model code (found by tools/sweep_vision.py on timm and torchvision
 models) reproduced in plain torch: each is captured whole and matches eager."""
+import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
 import torchc
 from conftest import captured_whole
+
+DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA"))]
 
 
 def check_whole(fn, *args, atol=1e-5, rtol=1e-5):
@@ -99,18 +102,20 @@ class _RelPosAttn(nn.Module):
         return (x + bias.permute(2, 0, 1).unsqueeze(0)).softmax(-1)
 
 
-def test_many_relative_position_index_buffers():
+@pytest.mark.parametrize("device", DEVICES)
+def test_many_relative_position_index_buffers(device):
     torch.manual_seed(0)
-    net = nn.Sequential(*[_RelPosAttn(2, 2) for _ in range(20)]).eval()
-    check_whole(net, torch.randn(1, 2, 4, 4))
+    net = nn.Sequential(*[_RelPosAttn(2, 2) for _ in range(20)]).eval().to(device)
+    check_whole(net, torch.randn(1, 2, 4, 4, device=device))
 
 
 # ---- adaptive pools whose output size doesn't divide the input (timm's csatv2; torchvision's
 # vgg / alexnet AdaptiveAvgPool2d((7, 7)) of a small feature map) ------------------------------
 
-def test_adaptive_pools_uneven_windows():
+@pytest.mark.parametrize("device", DEVICES)
+def test_adaptive_pools_uneven_windows(device):
     torch.manual_seed(0)
-    x = torch.randn(2, 3, 9, 5)
+    x = torch.randn(2, 3, 9, 5, device=device)
 
     def f(x):
         return (F.adaptive_avg_pool2d(x, (7, 3)).sum(1), F.adaptive_max_pool2d(x, 4),
@@ -123,9 +128,10 @@ def test_adaptive_pools_uneven_windows():
 
 # ---- nn.Unfold into non-overlapping patches larger than 8x8 (timm's tnt pixel embedding) ----
 
-def test_unfold_tiling_patches():
+@pytest.mark.parametrize("device", DEVICES)
+def test_unfold_tiling_patches(device):
     torch.manual_seed(0)
-    x = torch.randn(2, 3, 35, 26)
+    x = torch.randn(2, 3, 35, 26, device=device)
 
     def f(x):
         return (F.unfold(x, kernel_size=16, stride=16), F.unfold(x, (4, 12), stride=(4, 12), padding=(1, 2)),
