@@ -356,8 +356,8 @@ def main(argv=None):
     rows = {}
     if a.skip_done and os.path.exists(base + ".json"):
         rows = {r["model"]: r for r in json.load(open(base + ".json"))["rows"]}
-    commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True).stdout.strip()
+    commit = subprocess.run(["git", "-C", a.torchc_path, "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True).stdout.strip() or f"unknown (a copy in {a.torchc_path})"
     meta = {"when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "torch": torch.__version__,
             "torchvision": torchvision.__version__, "timm": timm.__version__, "commit": commit,
             "command": "python tools/sweep_vision.py " + " ".join(argv if argv is not None else sys.argv[1:])}
