@@ -722,17 +722,21 @@ int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kw
         int n;
         if (sym_iter_items(t, &args[0], &items, &n) < 0)
             return -1;
-        if (nargs == 2 && args[1].kind != V_CONST)
-            return sym_fail(t, "%s() with a non-constant start", name);
-        PyObject *tup = PyTuple_New(n), *r = NULL;
-        if (tup == NULL)
-            return -1;
-        int anyt = 0;
-        for (int i = 0; i < n; i++)
-            anyt |= items[i].kind == V_TENSOR;
-        if (anyt && !strcmp(name, "sum")) {
-            /* sum(tensors): start + x0 + x1 + ..., left to right as eager */
-            Py_DECREF(tup);
+        int anyt = 0, fold = 1, nonconst = nargs == 2 && args[1].kind != V_CONST;
+        for (int i = 0; i <= n; i++) {
+            const var *v = i < n ? &items[i] : nargs == 2 ? &args[1] : NULL;
+            if (v == NULL)
+                break;
+            anyt |= v->kind == V_TENSOR;
+            nonconst |= v->kind != V_CONST;
+            /* floats: sum() of them is not a chain of + (3.12 compensates) */
+            fold &= v->kind == V_SEQ || v->kind == V_SYM || v->kind == V_TENSOR ||
+                    (v->kind == V_CONST && !PyFloat_Check(v->obj) && !PyComplex_Check(v->obj) &&
+                     !PyUnicode_Check(v->obj) && !PyBytes_Check(v->obj) && !PyByteArray_Check(v->obj));
+        }
+        if (!strcmp(name, "sum") && (anyt || (nonconst && fold))) {
+            /* sum(tensors), sum(lists, []) of lists built in the frame, sum of symbolic
+             * sizes: start + x0 + x1 + ..., left to right as eager */
             var acc;
             if (nargs == 2)
                 acc = args[1];
@@ -747,6 +751,11 @@ int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kw
             *out = acc;
             return 0;
         }
+        if (nargs == 2 && args[1].kind != V_CONST)
+            return sym_fail(t, "%s() with a non-constant start", name);
+        PyObject *tup = PyTuple_New(n), *r = NULL;
+        if (tup == NULL)
+            return -1;
         for (int i = 0; i < n; i++) {
             if (items[i].kind != V_CONST) {
                 Py_DECREF(tup);

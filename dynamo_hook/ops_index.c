@@ -769,7 +769,7 @@ int sym_check_index(trace *t, const var *index, int64_t bound, int gather) {
                 t->idx_gather[i] &= (unsigned char)(gather != 0);
                 return 0;
             }
-        if (t->nidx >= 16)
+        if (t->nidx >= DH_MAX_IDX)
             return sym_fail(t, "too many index tensors");
         t->idx_src[t->nidx] = s;
         t->idx_gather[t->nidx] = (unsigned char)(gather != 0);

@@ -33,7 +33,7 @@ int sym_int_div_check(trace *t, ic_op op, ic_val x, ic_val y, const var *bv) {
     for (int i = 0; i < t->nidx; i++)
         if (t->idx_src[i] == s && t->idx_bound[i] == -1)
             return 0;
-    if (t->nidx >= 16)
+    if (t->nidx >= DH_MAX_IDX)
         return sym_fail(t, "too many checked inputs");
     t->idx_src[t->nidx] = s;
     t->idx_gather[t->nidx] = 0;

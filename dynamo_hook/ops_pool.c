@@ -153,6 +153,41 @@ int sym_h_avg_pool(trace *t, const opdef *d, var **p, var *out) {
     return pool_out(t, p[0]->val, ic_cast(G, r, m.dtype), 1, out);
 }
 
+/* An adaptive pool whose output sizes don't all divide the input (7x7 of 9x9, or of 2x2):
+ * ATen's windows [floor(o*L/os), ceil((o+1)*L/os)) of each pooled dim, overlapping or
+ * repeated. The rectangle's mean is the mean over one dim of the means over the other (its
+ * max likewise): one dim at a time, a slice reduced per output position, concatenated. */
+static int adaptive_windows(trace *t, ic_val x, const ic_meta *m, int nd, const int64_t *os, int mx, var *out) {
+    long long most = ic_config_int(IC_CFG_adaptive_windows);
+    if (mx && sym_value_requires_grad(t, x))
+        return sym_fail(t, "adaptive max pool with uneven windows under grad left to eager");
+    if (!mx && !isflt(m->dtype))
+        return sym_fail(t, "adaptive avg pool of an integer tensor left to eager");
+    ic_dtype ct = m->dtype == IC_F64 ? IC_F64 : IC_F32;
+    ic_val r = mx ? x : ic_cast(G, x, ct);
+    for (int i = 0; i < nd; i++) {
+        int dim = m->ndim - nd + i;
+        int64_t L = m->sizes[dim];
+        if (L == os[i])
+            continue;
+        if (os[i] > most)
+            return sym_fail(t, "adaptive pool: %lld uneven windows in a dim (torchc.config.adaptive_windows: %lld)",
+                            (long long)os[i], most);
+        ic_val acc = -1;
+        for (int64_t o = 0; o < os[i]; o++) {
+            int64_t a = o * L / os[i], b = ((o + 1) * L + os[i] - 1) / os[i];
+            ic_val w = ic_reduce(G, mx ? IC_OP_AMAX : IC_OP_SUM, ic_slice(G, r, dim, a, b, 1), 1u << dim, 1, -1);
+            if (!mx)
+                w = ic_binary(G, IC_OP_DIV, w, fconst(t, (double)(b - a), ct));
+            acc = acc < 0 ? w : ic_cat(G, acc, w, dim);
+            if (acc < 0)
+                return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "adaptive pool: window build failed");
+        }
+        r = acc;
+    }
+    return pool_out(t, x, ic_cast(G, r, m->dtype), 1, out);
+}
+
 /* adaptive_avg_pool1d/2d / adaptive_max_pool1d/2d(input, output_size[, return_indices]):
  * output sizes that divide the input (1 included) are plain pools; op: nd, +2 for max */
 int sym_h_adaptive_pool(trace *t, const opdef *d, var **p, var *out) {
@@ -180,12 +215,16 @@ int sym_h_adaptive_pool(trace *t, const opdef *d, var **p, var *out) {
     } else if (sym_conv_ints(t, p[1], 1, nd, os, "output_size") < 0) {
         return -1;
     }
+    int divides = 1;
     for (int i = 0; i < nd; i++) {
         int64_t L = m.sizes[m.ndim - nd + i];
-        if (os[i] < 1 || L < 1 || L % os[i])
-            return sym_fail(t, "adaptive pool: output size not dividing the input left to eager");
+        if (os[i] < 1 || L < 1)
+            return sym_fail(t, "adaptive pool: empty output or input (eager decides)");
+        divides &= L % os[i] == 0;
         k[i] = L / os[i];
     }
+    if (!divides)
+        return adaptive_windows(t, p[0]->val, &m, nd, os, mx, out);
     ic_val r, xin = p[0]->val;
     ic_op op = !mx ? IC_OP_ADD : sym_value_requires_grad(t, p[0]->val) ? IC_OP_WHERE : IC_OP_MAXIMUM;
     if (!mx && (m.dtype == IC_F16 || m.dtype == IC_BF16)) /* ATen sums a 16-bit window in float32 */
@@ -456,11 +495,26 @@ int sym_h_unfold(trace *t, const opdef *d, var **p, var *out) {
         if (m.sizes[2 + i] + 2 * pad[i] < eff || o[i] < 1)
             return sym_fail(t, "unfold: output size too small (eager will raise)");
     }
-    if (k[0] * k[1] > 64)
-        return sym_fail(t, "unfold: more than 64 kernel taps left to eager");
     ic_val xp = x;
     for (int i = 0; i < 2; i++)
         xp = ic_pad_const(G, xp, 2 + i, pad[i], pad[i], 0.0);
+    if (s2[0] == k[0] && s2[1] == k[1] && dl[0] == 1 && dl[1] == 1) {
+        /* patches that tile the input (stride == kernel): a permutation of its elements,
+         * [N, C, o0, k0, o1, k1] -> [N, C, k0, k1, o0, o1], any kernel size */
+        xp = ic_slice(G, ic_slice(G, xp, 2, 0, o[0] * k[0], 1), 3, 0, o[1] * k[1], 1);
+        xp = sym_reshape(t, xp, 6, (int64_t[]){m.sizes[0], m.sizes[1], o[0], k[0], o[1], k[1]});
+        ic_val r = xp < 0 ? xp : ic_permute(G, xp, (int[]){0, 1, 3, 5, 2, 4});
+        if (r < 0 || sym_check_graph(t) < 0)
+            return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "unfold: build failed");
+        ic_val c = ic_cast(G, r, m.dtype); /* materialized contiguous, then a view */
+        if (c < 0 || ic_value_set_format(G, c, r, IC_MF_CONTIGUOUS) < 0)
+            return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "unfold: build failed");
+        int64_t fin[3] = {m.sizes[0], m.sizes[1] * k[0] * k[1], o[0] * o[1]};
+        r = sym_reshape(t, c, batched ? 3 : 2, batched ? fin : fin + 1);
+        return r < 0 ? (sym_check_graph(t) < 0 ? -1 : sym_fail(t, "unfold: build failed")) : sym_tensor_out(t, r, out);
+    }
+    if (k[0] * k[1] > 64)
+        return sym_fail(t, "unfold: more than 64 kernel taps left to eager");
     int64_t tap[5] = {m.sizes[0], m.sizes[1], 1, o[0], o[1]};
     ic_val acc = -1;
     for (int64_t a = 0; a < k[0]; a++)

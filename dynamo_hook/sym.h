@@ -222,9 +222,9 @@ typedef struct trace {
     PyObject *pending_exc;            /* a state predicate raised this (kept): the next
                                        * handler of the frames being traced catches it */
     int nidx;                         /* index inputs to bounds-check before each run */
-    int idx_src[16];
-    int64_t idx_bound[16];
-    unsigned char idx_gather[16]; /* read by a gather: CUDA kernels check it (wrap, trap) */
+    int idx_src[DH_MAX_IDX];
+    int64_t idx_bound[DH_MAX_IDX];
+    unsigned char idx_gather[DH_MAX_IDX]; /* read by a gather: CUDA kernels check it (wrap, trap) */
     /* computed index tensors whose bounds the trace can't prove (CPU): a graph value counting
      * the out-of-range elements of each, an extra graph output read after the kernels (the
      * frame then runs eagerly: eager raises) */

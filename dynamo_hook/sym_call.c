@@ -569,6 +569,32 @@ static int inline_script_source(trace *t, const var *obj, var *args, int nargs, 
     return rc;
 }
 
+/* module(x) whose forward is an instance attribute (m.forward = m.other_method, or a plain
+ * function): eager's _call_impl calls it. The dict's value is identity-guarded (a bound
+ * method keeps its __func__ and __self__), its function's code and defaults by sym_inline. */
+static int inline_instance_forward(trace *t, const var *mod, PyObject *dict, var *args, int nargs,
+                                   PyObject *kwnames, var *out) {
+    static PyObject *s_func;
+    if (s_func == NULL && (s_func = PyUnicode_InternFromString("__func__")) == NULL)
+        return -1;
+    PyObject *v = PyDict_GetItemWithError(dict, str_forward); /* borrowed */
+    if (v == NULL) {
+        (void)tc_clear_expected(PyExc_Exception);
+        return sym_fail(t, "module %s: forward set on the instance", Py_TYPE(mod->obj)->tp_name);
+    }
+    int bound = PyMethod_Check(v) && PyMethod_GET_SELF(v) == mod->obj && PyFunction_Check(PyMethod_GET_FUNCTION(v));
+    if (!bound && !PyFunction_Check(v))
+        return sym_fail(t, "module %s: forward set on the instance to a %s", Py_TYPE(mod->obj)->tp_name,
+                        Py_TYPE(v)->tp_name);
+    int s = sym_source(t, DH_S_ATTR, mod->src, 0, str_forward);
+    if (s < 0 || sym_guard_id(t, s, v) < 0)
+        return -1;
+    if (!bound)
+        return sym_inline(t, v, s, NULL, args, nargs, kwnames, out);
+    int fs = sym_source(t, DH_S_ATTR, s, 2, s_func);
+    return fs < 0 ? -1 : sym_inline(t, PyMethod_GET_FUNCTION(v), fs, mod, args, nargs, kwnames, out);
+}
+
 int sym_inline_module(trace *t, const var *mod, var *args, int nargs, PyObject *kwnames,
                       var *out) {
     if (str_forward == NULL) {
@@ -673,8 +699,10 @@ int sym_inline_module(trace *t, const var *mod, var *args, int nargs, PyObject *
      * or after a call) wins over the class's; its absence guarded */
     PyObject **dp = mod->src >= 0 ? _PyObject_GetDictPtr(mod->obj) : NULL;
     int shadow = dp != NULL ? sym_guard_key(t, mod->src, *dp, str_forward) : 0;
-    if (shadow != 0)
-        return shadow < 0 ? -1 : sym_fail(t, "module %s: forward set on the instance", Py_TYPE(mod->obj)->tp_name);
+    if (shadow < 0)
+        return -1;
+    if (shadow)
+        return inline_instance_forward(t, mod, *dp, args, nargs, kwnames, out);
     int s = sym_source(t, DH_S_ATTR, mod->src, 1, str_forward);
     if (s < 0)
         return -1;

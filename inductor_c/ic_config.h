@@ -60,6 +60,7 @@ extern "C" {
     X(conv_layout, STR, "auto", 0, "auto|nhwc|nchw", "captured 2-d convs in channels-last (auto: on CUDA for 16-bit floats)") \
     X(dwconv, STR, "auto", 0, "auto|0|1", "depthwise convs captured as sums of taps fused with their neighbours (auto: on CUDA)") \
     X(dwconv_taps, INT, "25", 0, "1..65536", "the largest depthwise kernel (taps) captured as a sum")                  \
+    X(adaptive_windows, INT, "64", 0, "1..4096", "output positions a dim of an adaptive pool with uneven windows is captured with (a slice reduced each)") \
     X(max_sources, INT, "1048576", 0, "1..67108864", "guarded values one trace may read (more: the frame runs eagerly, with this reason)") \
     X(inline_depth, INT, "48", 0, "1..128", "nested Python calls a trace inlines (deeper: a graph break, with this reason)") \
     X(max_outputs, INT, "65536", 0, "1..67108864", "graph outputs and in-place updated inputs of one graph")           \
