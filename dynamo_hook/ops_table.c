@@ -1327,6 +1327,13 @@ int sym_tensor_attr(trace *t, const var *x_in, PyObject *name, var *out) {
                       : sym_const(t, Py_NewRef(Py_None), out);
         return sym_const(t, PyBool_FromLong(rg), out);
     }
+    if (!strcmp(n, "data")) {
+        /* x.data: a new tensor sharing x's data, outside autograd: as x.detach() (the same
+         * stop-gradient and aliasing; an in-place update through it is left to eager) */
+        static const opdef detach_def = {"detach", W_METHOD, "input", sym_h_identity, 0};
+        var *args[1] = {(var *)x};
+        return sym_h_identity(t, &detach_def, args, out);
+    }
     if (!strcmp(n, "grad")) /* a parameter's gradient: a source of its own (train_step.c) */
         return sym_tensor_grad(t, x_in, name, out);
     if (!strcmp(n, "device")) /* every tensor of the graph is on its device */
