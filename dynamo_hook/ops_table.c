@@ -80,6 +80,7 @@ static const opdef OPS[] = {
     {"normal_", W_METHOD, "input,mean,std|generator", sym_h_random_, IC_RND_NORMAL},
     {"random_", W_METHOD, "input,from,to|generator", sym_h_random_, IC_RND_RANDINT},
     {"bernoulli_", W_METHOD, "input,p|generator", sym_h_random_, IC_RND_BERNOULLI},
+    {"exponential_", W_METHOD, "input,lambd|generator", sym_h_random_, IC_RND_EXPONENTIAL},
     UN("floor", W_TORCH | W_METHOD, FLOOR), UN("ceil", W_TORCH | W_METHOD, CEIL),
     UN("round", W_TORCH | W_METHOD, ROUND), UN("trunc", W_TORCH | W_METHOD, TRUNC),
     UN("sign", W_TORCH | W_METHOD, SIGN), UN("erf", W_TORCH | W_METHOD, ERF),

@@ -111,3 +111,19 @@ def test_numpy_float_argument_of_random_fill():
         s = torch.empty(1, 2).uniform_(-r, r).exp()
         return (x @ w) * s.sum()
     _check(f, [w], torch.randn(3, 4), seed=3)
+
+
+# ---- Tensor.exponential_ (phimoe's sparsemixer draws Gumbel noise in training:
+# torch.empty_like(x).exponential_().log()): was "Tensor.exponential_() not supported"; one
+# RANDOM extern on the default generator, so the draws are eager's under the same seed
+
+@pytest.mark.parametrize("lambd", [None, 2.5])
+def test_exponential_fill_in_training(lambd):
+    w = torch.nn.Parameter(torch.randn(4, 4))
+
+    def f(x):
+        y = x @ w
+        e = torch.empty_like(y)
+        noise = (e.exponential_() if lambd is None else e.exponential_(lambd)).log()
+        return (y - noise).softmax(-1) * y
+    _check(f, [w], torch.randn(3, 4), seed=5)
