@@ -12,6 +12,17 @@ A model whose tiny config, build or eager run fails is recorded as such and not 
     python benchmarks/sweep_tiny.py --models bert,gpt2    # substrings of model_type
     python benchmarks/sweep_tiny.py --tag after --skip-done
     python benchmarks/sweep_tiny.py --tag after --rerun benchmarks/results/sweep_tiny_before.json:broken,wrong
+    python benchmarks/sweep_tiny.py --train --tag train_before --timeout 120   # results/sweep_tiny_train_before.*
+
+--train (issue 22): the model in train() mode with every dropout probability of its config set to
+0, the forward under torchc.explain, a scalar loss (each float output that requires grad times a
+fixed random tensor, summed: gradients that a sum's would hide, e.g. through a LayerNorm, stay
+nonzero) and loss.backward(); the loss and every parameter's .grad are compared with eager's
+(same seed) by benchmarks/suite.py's rule with the tolerance of Dynamo's training runs (1e-2:
+allclose, else the RMSE against a float64 run of the model at most twice eager's + 1e-3); a .grad
+left None by eager must stay None. Whole: one forward
+graph, no break and one backward graph. --compare JSON lists the models whole in that
+(inference) run and not whole in training.
 
 Models run in worker processes (a crash or a hang costs one model, not the run); transformers
 keeps process-wide state, so a worker is restarted every --chunk models. Not part of make test.
@@ -122,6 +133,22 @@ def tiny_config(model_type):
     return cfg
 
 
+def no_dropout(cfg, depth=0):
+    """--train: every dropout-like probability of a config (sub-configs too) set to 0, and
+    SpecAugment's mask_*_prob, so that eager and compiled runs draw no random masks (and
+    audio models' time masks fit the tiny inputs)"""
+    from transformers import PretrainedConfig
+    for k in list(vars(cfg)):
+        v = getattr(cfg, k)
+        if isinstance(v, PretrainedConfig) and depth < 3:
+            no_dropout(v, depth + 1)
+        elif isinstance(v, float) and not isinstance(v, bool) and v > 0 and (
+                "dropout" in k or "drop_path" in k or "layerdrop" in k or k.endswith("_drop")
+                or k.endswith("drop_rate") or k.endswith("drop_prob") or k == "drop"
+                or (k.startswith("mask_") and k.endswith("_prob"))):  # SpecAugment's masks
+            setattr(cfg, k, 0.0)
+
+
 def _vision(cfg):
     for sub in ("vision_config", "visual_config"):
         s = getattr(cfg, sub, None)
@@ -143,6 +170,7 @@ def _img(cfg):
     return ch, size
 
 
+TRAIN = False  # --train: forward and backward of a scalar loss in train() mode (issue 22)
 PADDED = False  # --padded: an attention_mask with padding wherever the forward takes one
 DECODE = False  # --decode: compile one generation step with the prefill's Cache, not the prefill
 
@@ -258,6 +286,143 @@ def same(ref, res, tol=1e-4):
     return True, None
 
 
+def rmse(a, b):
+    import torch
+    return torch.sqrt(torch.mean(torch.square(a.double() - b.double()))).item()
+
+
+TRAIN_TOL = 1e-2  # Dynamo's benchmarks/dynamo/huggingface.py tolerance for training (float32)
+
+
+def same_fp64(ref, res, fp64, tol=TRAIN_TOL, names=None):
+    """benchmarks/suite.py's `same` (Dynamo's rule): allclose(ref, res); else
+    RMSE(res, fp64) <= 2 * RMSE(ref, fp64) + tol / 10; None entries must be None in both"""
+    import torch
+    if len(ref) != len(res):
+        return False, f"{len(res)} tensors, eager {len(ref)}"
+    for i, (a, b) in enumerate(zip(ref, res)):
+        what = names[i] if names else f"output {i}"
+        if a is None or b is None:
+            if (a is None) != (b is None):
+                return False, f"{what}: {'None' if b is None else 'a tensor'}, eager {'None' if a is None else 'a tensor'}"
+            continue
+        if a.shape != b.shape or a.dtype != b.dtype:
+            return False, f"{what}: {tuple(b.shape)} {b.dtype}, eager {tuple(a.shape)} {a.dtype}"
+        if not a.is_floating_point():
+            if not torch.equal(a, b):
+                return False, f"{what}: integer values differ"
+            continue
+        if torch.allclose(a.float(), b.float(), atol=tol, rtol=tol, equal_nan=True):
+            continue
+        d = (a.double() - b.double()).abs().max().item() if a.numel() else 0.0
+        if fp64 is None or fp64[i] is None:
+            return False, f"{what}: max abs diff {d:.3g} (no fp64 reference)"
+        re, ee = rmse(fp64[i], b), rmse(fp64[i], a)
+        if not (re <= 2.0 * ee + tol / 10.0) or math.isnan(re):
+            return False, f"{what}: max abs diff {d:.3g}, rmse {re:.3g} vs eager's {ee:.3g} (fp64 reference)"
+    return True, None
+
+
+def train_loss(out):
+    """a scalar: each float output that requires grad times a fixed random tensor (drawn in
+    float32 from a seeded generator, whatever the dtype), summed"""
+    import torch
+    g = torch.Generator().manual_seed(0)
+    loss = None
+    for t in tensors_of(out):
+        if not (t.is_floating_point() and t.requires_grad):
+            continue
+        w = torch.randn(t.shape, generator=g).to(t.dtype)
+        term = (t * w).sum()
+        loss = term if loss is None else loss + term
+    return loss
+
+
+def train_step(f, model, kw):
+    """(f's output, loss, [p.grad for every parameter]) after loss.backward() from no .grad"""
+    import torch
+    for p in model.parameters():
+        p.grad = None
+    torch.manual_seed(1)
+    out = f(**kw)
+    loss = train_loss(out.result if hasattr(out, "graph_count") else out)
+    if loss is None:
+        return out, None, None
+    loss.backward()
+    return out, loss.detach().clone(), [None if p.grad is None else p.grad.detach().clone()
+                                        for p in model.parameters()]
+
+
+def run_train(row, model, cfg, timeout):
+    """--train: eager twice (determinism), float64 once, then torchc.explain; fills row"""
+    import copy
+    import torch
+    import torchc
+    names = [n for n, _ in model.named_parameters()]
+    ref = err = None
+    for extra in (False, True):
+        inputs, why = make_inputs(model, cfg, extra)
+        if inputs is None:
+            err = why
+            continue
+        try:
+            _, loss, grads = train_step(model, model, inputs)
+            if loss is None:
+                row.update(status="no_grad_outputs", error="no float output requires grad")
+                return row
+            ref = [loss] + grads
+            _, loss2, grads2 = train_step(model, model, inputs)
+            ref2 = [loss2] + grads2
+            break
+        except Timeout:
+            raise
+        except Exception as e:
+            err = f"{type(e).__name__}: {str(e)[:200]}"
+    if ref is None:
+        row.update(status="eager_fail", error=err)
+        return row
+    row["inputs"] = sorted(inputs)
+    tnames = ["loss"] + [f"{n}.grad" for n in names]
+    row["eager_deterministic"] = same_fp64(ref, ref2, None, tol=1e-6, names=tnames)[0]
+    fp64 = None
+    try:
+        m64 = copy.deepcopy(model).double()
+        i64 = {k: v.double() if v.is_floating_point() else v for k, v in inputs.items()}
+        _, l64, g64 = train_step(m64, m64, i64)
+        fp64 = [l64] + g64
+        del m64
+    except Timeout:
+        raise
+    except Exception as e:
+        row["fp64_error"] = f"{type(e).__name__}: {str(e)[:200]}"
+    torchc.reset()
+    try:
+        ex, loss, grads = train_step(torchc.explain(model), model, inputs)
+    except Timeout:
+        raise
+    except Exception as e:
+        row.update(status="torchc_raised", error=f"{type(e).__name__}: {str(e)[:300]}",
+                   trace=traceback.format_exc(limit=-3)[-1200:])
+        return row
+    if loss is None:
+        ok, why = False, "no float output of the compiled forward requires grad"
+    else:
+        ok, why = same_fp64(ref, [loss] + grads, fp64, names=tnames)
+    if not ok and not row["eager_deterministic"]:
+        ok, why = True, None  # eager disagrees with itself: not held against torchc
+    whole = ex.graph_count == 1 and ex.graph_break_count == 0 and ex.backward_graph_count == 1
+    row.update(graphs=ex.graph_count, breaks=ex.graph_break_count, ops=ex.op_count,
+               bwd_graphs=ex.backward_graph_count, bwd_ops=ex.backward_op_count,
+               reasons=list(ex.break_reasons)[:40],
+               status=("whole" if whole else "fallback" if ex.graph_count == 0 else "broken") if ok else "wrong")
+    if ex.graph_count >= 1 and ex.backward_graph_count < ex.graph_count and not ex.break_reasons:
+        row["reasons"].append(f"forward: {ex.graph_count - ex.backward_graph_count} of {ex.graph_count} "
+                              f"graphs without a backward graph")
+    if why:
+        row["why"] = why
+    return row
+
+
 class Timeout(Exception):
     pass
 
@@ -277,8 +442,11 @@ def run_one(model_type, timeout):
         try:
             from transformers import AutoModel
             cfg = tiny_config(model_type)
+            if TRAIN:
+                no_dropout(cfg)
             torch.manual_seed(0)
-            model = AutoModel.from_config(cfg).eval()
+            model = AutoModel.from_config(cfg)
+            model = model.train() if TRAIN else model.eval()
         except Timeout:
             raise
         except Exception as e:
@@ -288,6 +456,8 @@ def run_one(model_type, timeout):
         if row["params"] > 30e6:
             row.update(status="no_build", error=f"too large when shrunk ({row['params']} parameters)")
             return row
+        if TRAIN:
+            return run_train(row, model, cfg, timeout)
         ref = None
         err = None
         mk = None
@@ -391,16 +561,31 @@ def write_md(rows, path, meta):
         f.write(f"# Tiny transformers sweep ({meta['when']}, transformers {meta['transformers']}, "
                 f"torch {meta['torch']}, commit {meta['commit']}"
                 f"{', padded attention_mask' if meta.get('padded') else ''}"
-                f"{', one decode step with a Cache' if meta.get('decode') else ''})\n\n")
+                f"{', one decode step with a Cache' if meta.get('decode') else ''}"
+                f"{', training: train() mode, dropout 0, loss.backward(), loss and grads compared' if meta.get('train') else ''})\n\n")
         f.write(f"{len(rows)} model types; ran under torchc: {len(ran)}; "
                 + ", ".join(f"{k} {v}" for k, v in sorted(st.items())) + "\n\n")
-        f.write(f"**Whole (1 graph, 0 breaks, matches eager): {st['whole']} of {len(ran)}**\n\n")
+        if meta.get("train"):
+            f.write(f"**Whole (1 forward graph, 0 breaks, 1 backward graph, loss and grads match eager): "
+                    f"{st['whole']} of {len(ran)}**; grads wrong {st['wrong']}; raising {st['torchc_raised']}\n\n")
+        else:
+            f.write(f"**Whole (1 graph, 0 breaks, matches eager): {st['whole']} of {len(ran)}**\n\n")
+        if meta.get("compare") and os.path.exists(meta["compare"]):
+            inf = {r["model"]: r["status"] for r in json.load(open(meta["compare"]))["rows"]}
+            here = {r["model"]: r for r in rows}
+            both = [m for m, s in inf.items() if s == "whole" and m in here]
+            lost = [m for m in both if here[m]["status"] != "whole"]
+            f.write(f"Whole in inference ({os.path.basename(meta['compare'])}) and run here: {len(both)}; "
+                    f"whole in training too: {len(both) - len(lost)}; not: {len(lost)}"
+                    + (" (" + ", ".join(f"{m}: {here[m]['status']}" for m in lost) + ")" if lost else "") + "\n\n")
         f.write("## Break reasons (models affected / occurrences)\n\n")
         for k, n in per_model.most_common(40):
             f.write(f"- {n} / {reasons[k]}: {k}\n")
-        f.write("\n## Models\n\n| model | status | graphs/breaks | ops | s | reason / error |\n|---|---|---|---|---|---|\n")
+        f.write(f"\n## Models\n\n| model | status | graphs/breaks{'/bwd' if meta.get('train') else ''} | ops | s | reason / error |\n|---|---|---|---|---|---|\n")
         for r in rows:
             g = f"{r['graphs']}/{r['breaks']}" if "graphs" in r else "-"
+            if "bwd_graphs" in r:
+                g += f"/{r['bwd_graphs']}"
             why = r.get("why") or r.get("error") or "; ".join(sorted(set(reason_key(x) for x in r.get("reasons", []))))[:160]
             why = why.replace("|", "\\|").replace("\n", " ")
             f.write(f"| {r['model']} | {r['status']} | {g} | {r.get('ops', '-')} | {r.get('seconds', '-')} | {why} |\n")
@@ -427,10 +612,16 @@ def main(argv=None):
                     help="compile one generation step (a new token a row, the prefill's Cache as "
                          "past_key_values) instead of the prefill; the Cache's tensors after the "
                          "step are compared too; models without a Cache: no_decode")
+    ap.add_argument("--train", action="store_true",
+                    help="train() mode, dropout 0, forward under torchc.explain, a scalar loss and "
+                         "loss.backward(); the loss and every parameter's .grad compared with eager's; "
+                         "whole: 1 graph, 0 breaks, 1 backward graph")
+    ap.add_argument("--compare", default=None, metavar="JSON",
+                    help="an inference run's JSON: list the models whole there and not whole here")
     ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
-    global PADDED, DECODE
-    PADDED, DECODE = a.padded, a.decode
+    global PADDED, DECODE, TRAIN
+    PADDED, DECODE, TRAIN = a.padded, a.decode, a.train
     if a.worker is not None:
         worker(a.worker.split(","), a.timeout)
         return 0
@@ -452,7 +643,7 @@ def main(argv=None):
                             text=True).stdout.strip()
     meta = {"when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "torch": torch.__version__,
             "transformers": transformers.__version__, "commit": commit, "batch": B, "seq": SEQ,
-            "padded": a.padded, "decode": a.decode}
+            "padded": a.padded, "decode": a.decode, "train": a.train, "compare": a.compare}
     todo = [n for n in names if n not in rows]
 
     def save():
@@ -472,7 +663,7 @@ def main(argv=None):
     def run_chunk(chunk):
         p = subprocess.Popen([sys.executable, "-P", os.path.abspath(__file__), "--worker", ",".join(chunk),
                               "--timeout", str(a.timeout)] + (["--padded"] if a.padded else []) +
-                             (["--decode"] if a.decode else []), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                             (["--decode"] if a.decode else []) + (["--train"] if a.train else []), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                              text=True, env=env)
         cur = None
         for ln in p.stdout:
@@ -481,7 +672,7 @@ def main(argv=None):
             elif ln.startswith("RESULT "):
                 r = json.loads(ln[7:])
                 cur = None
-                g = f"{r.get('graphs', '-')}/{r.get('breaks', '-')}"
+                g = f"{r.get('graphs', '-')}/{r.get('breaks', '-')}" + (f"/{r['bwd_graphs']}" if "bwd_graphs" in r else "")
                 with lock:
                     rows[r["model"]] = r
                     print(f"{r['model']:32s} {r['status']:14s} {g:>7s} {r.get('seconds', 0):6.1f}  "

@@ -751,6 +751,7 @@ void run_extern(const ic_extern_call *c) {
         case IC_RND_BERNOULLI_T: r.bernoulli_(in[0]); break;
         case IC_RND_RANDPERM: at::randperm_out(r, p[5]); break;
         case IC_RND_MULTINOMIAL: r = at::multinomial(in[0], p[2], p[3] != 0); break;
+        case IC_RND_EXPONENTIAL: r.exponential_(c->beta); break;
         default: throw std::runtime_error("random: unknown distribution");
         }
         copy_in(out, r);

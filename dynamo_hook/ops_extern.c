@@ -74,7 +74,7 @@ int sym_h_linalg(trace *t, const opdef *d, var **p, var *out) {
 /* torch.linalg.solve_triangular(A, B, *, upper, left=True, unitriangular=False): the solve
  * extern with (left, upper, unitriangular) after its left param, run by ATen's own
  * linalg_solve_triangular (csrc/matrix_exp.cpp); only A's triangle is read, as in eager.
- * Inference only: with a value that requires grad it is left to eager. */
+ * Its backward rule: graph/vjp_extern.c (vjp_solve). */
 int sym_h_solve_triangular(trace *t, const opdef *d, var **p, var *out) {
     int upper = 0, left = 1, unit = 0;
     if (sym_need_tensor(t, d, p[0]) < 0 || sym_need_tensor(t, d, p[1]) < 0)
@@ -86,8 +86,6 @@ int sym_h_solve_triangular(trace *t, const opdef *d, var **p, var *out) {
         return -1;
     if (p[5] != NULL && !sym_is_none(p[5]))
         return sym_fail(t, "solve_triangular with out= left to eager");
-    if (sym_value_requires_grad(t, p[0]->val) || sym_value_requires_grad(t, p[1]->val))
-        return sym_fail(t, "solve_triangular of a tensor that requires grad left to eager");
     ic_val v[2] = {p[0]->val, p[1]->val};
     int64_t prm[4] = {left, upper, unit, 1};
     return sym_tensor_out(t, column_major(t, ic_extern(t->g, IC_EXT_SOLVE, 2, v, 4, prm, 1, 1)), out);

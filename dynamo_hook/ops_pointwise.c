@@ -1160,7 +1160,8 @@ int sym_opt_num(trace *t, var *v, double dflt, double *out, const char *what) {
         *out = dflt;
         return 0;
     }
-    if (!sym_is_number(v))
+    /* a float subclass too (numpy.float64: np.log(x) of a Python number), read as its value */
+    if (!sym_is_number(v) && !(v->kind == V_CONST && PyFloat_Check(v->obj)))
         return sym_fail(t, "%s must be a number", what);
     *out = PyFloat_AsDouble(v->obj);
     if (*out == -1.0 && PyErr_Occurred()) { /* an int too large for a double */
@@ -1387,7 +1388,15 @@ int sym_h_masked_scatter(trace *t, const opdef *d, var **p, var *out) {
     if (n == 0 || ns == 0) { /* nothing to read: input as it is, and a true element is eager's error */
         if (n > 0 && sym_add_check(t, ic_reduce(G, IC_OP_SUM, ic_cast(G, mf, IC_I64), 0, 0, -1), d->name) < 0)
             return -1;
-        ic_val r = sym_reshape(t, ic_where(G, mf, xf, xf), nd, sz);
+        ic_val r = ic_where(G, mf, xf, xf);
+        if (ns == 0 && sym_value_requires_grad(t, p[2]->val)) {
+            /* training: eager's autograd reaches the empty source (its .grad, and that of what
+             * it is made from, become zeros, not None): x - sum(source), the sum over no
+             * element +0.0, which leaves every x (-0.0, NaN) as it is */
+            ic_val z = ic_reduce(G, IC_OP_SUM, p[2]->val, 0, 0, (int)s.dtype);
+            r = ic_binary(G, IC_OP_SUB, r, z);
+        }
+        r = sym_reshape(t, r, nd, sz);
         if (r >= 0)
             ic_value_set_format(G, r, r, IC_MF_CONTIGUOUS);
         return sym_tensor_out(t, r, out);

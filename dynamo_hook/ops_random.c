@@ -1,6 +1,6 @@
 /* ops_random.c — random ops as graph nodes: torch.rand/randn/randint/randperm, the *_like
  * forms, bernoulli, multinomial, normal(mean, std, size) and the in-place fills uniform_,
- * normal_, random_, bernoulli_. Each is one RANDOM extern (ATen's default generator, called
+ * normal_, random_, exponential_, bernoulli_. Each is one RANDOM extern (ATen's default generator, called
  * when the graph runs), made in program order and never dead-code eliminated (only a graph
  * break drops those of the instruction it reruns eagerly), so the graph consumes the
  * random stream as eager does: under one seed the values, and torch.get_rng_state() after
@@ -369,9 +369,10 @@ int sym_h_normal(trace *t, const opdef *d, var **p, var *out) {
 }
 
 /* in place: uniform_(from=0, to=1), normal_(mean=0, std=1), random_(from, to) / random_(to),
- * bernoulli_(p=0.5) (a number or a tensor of probabilities); self's dtype, sizes and strides */
+ * exponential_(lambd=1), bernoulli_(p=0.5) (a number or a tensor of probabilities); self's dtype, sizes and strides */
 int sym_h_random_(trace *t, const opdef *d, var **p, var *out) {
-    if (sym_need_tensor(t, d, p[0]) < 0 || no_generator(t, d, p[d->op == IC_RND_BERNOULLI ? 2 : 3]) < 0)
+    if (sym_need_tensor(t, d, p[0]) < 0 ||
+        no_generator(t, d, p[d->op == IC_RND_BERNOULLI || d->op == IC_RND_EXPONENTIAL ? 2 : 3]) < 0)
         return -1;
     const ic_meta m = *sym_metap(t, p[0]->val);
     if (m.dyn)
@@ -394,6 +395,14 @@ int sym_h_random_(trace *t, const opdef *d, var **p, var *out) {
             return sym_fail(t, "uniform_: from > to (eager raises)");
         if (dist == IC_RND_NORMAL && !(b >= 0))
             return sym_fail(t, "normal_: std < 0 (eager raises)");
+        break;
+    case IC_RND_EXPONENTIAL:
+        if (m.dtype < IC_F16)
+            return sym_fail(t, "%s of an integer tensor (eager raises)", d->name);
+        if (sym_opt_num(t, p[1], 1, &a, "lambd") < 0)
+            return -1;
+        if (!(a > 0))
+            return sym_fail(t, "exponential_: lambd <= 0 (eager raises)");
         break;
     case IC_RND_RANDINT:
         if (p[1] == NULL || sym_is_none(p[1]))

@@ -80,6 +80,7 @@ static const opdef OPS[] = {
     {"normal_", W_METHOD, "input,mean,std|generator", sym_h_random_, IC_RND_NORMAL},
     {"random_", W_METHOD, "input,from,to|generator", sym_h_random_, IC_RND_RANDINT},
     {"bernoulli_", W_METHOD, "input,p|generator", sym_h_random_, IC_RND_BERNOULLI},
+    {"exponential_", W_METHOD, "input,lambd|generator", sym_h_random_, IC_RND_EXPONENTIAL},
     UN("floor", W_TORCH | W_METHOD, FLOOR), UN("ceil", W_TORCH | W_METHOD, CEIL),
     UN("round", W_TORCH | W_METHOD, ROUND), UN("trunc", W_TORCH | W_METHOD, TRUNC),
     UN("sign", W_TORCH | W_METHOD, SIGN), UN("erf", W_TORCH | W_METHOD, ERF),
@@ -1388,6 +1389,13 @@ int sym_tensor_attr(trace *t, const var *x_in, PyObject *name, var *out) {
             return rg ? sym_fail(t, "Tensor attribute 'grad_fn' of a tensor that requires grad not supported")
                       : sym_const(t, Py_NewRef(Py_None), out);
         return sym_const(t, PyBool_FromLong(rg), out);
+    }
+    if (!strcmp(n, "data")) {
+        /* x.data: a new tensor sharing x's data, outside autograd: as x.detach() (the same
+         * stop-gradient and aliasing; an in-place update through it is left to eager) */
+        static const opdef detach_def = {"detach", W_METHOD, "input", sym_h_identity, 0};
+        var *args[1] = {(var *)x};
+        return sym_h_identity(t, &detach_def, args, out);
     }
     if (!strcmp(n, "grad")) /* a parameter's gradient: a source of its own (train_step.c) */
         return sym_tensor_grad(t, x_in, name, out);

@@ -282,7 +282,7 @@ static inline void ic_sdpa_stats_layout(const ic_meta *out, int64_t *n, int64_t 
  * bernoulli_(beta), bernoulli_(operand 0: the probabilities), randperm(sizes[0]),
  * multinomial(operand 0, i0 samples, i1 replacement) */
 enum { IC_RND_UNIFORM, IC_RND_NORMAL, IC_RND_RANDINT, IC_RND_BERNOULLI, IC_RND_BERNOULLI_T, IC_RND_RANDPERM,
-       IC_RND_MULTINOMIAL, IC_RND_COUNT };
+       IC_RND_MULTINOMIAL, IC_RND_EXPONENTIAL, IC_RND_COUNT };
 
 /* nin: 1..3 operands, 4 for SDPA with a mask and SDPA_BWD, 6 or 7 for SDPA_BWD with
  * statistics, 0..IC_EXT_MAXIN for IC_EXT_CUSTOM */

@@ -1161,8 +1161,8 @@ static ic_val ext_random(ic_graph *g, int nin, const ic_val *in, int nparams, co
         n.meta.sizes[i] = p[5 + i];
     }
     if (dist == IC_RND_RANDPERM && nd != 1) return fail(g, IC_EINVALID, "random: randperm is 1-D");
-    if ((dist == IC_RND_UNIFORM || dist == IC_RND_NORMAL) && !ic_is_float(n.meta.dtype))
-        return fail(g, IC_EUNSUPPORTED, "random: uniform/normal of an integer dtype");
+    if ((dist == IC_RND_UNIFORM || dist == IC_RND_NORMAL || dist == IC_RND_EXPONENTIAL) && !ic_is_float(n.meta.dtype))
+        return fail(g, IC_EUNSUPPORTED, "random: uniform/normal/exponential of an integer dtype");
     ic_contiguous_strides(&n.meta);
     return append(g, &n);
 }

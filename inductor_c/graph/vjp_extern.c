@@ -320,9 +320,39 @@ RULE(vjp_matrix_exp) {
     ic_val in[2] = {X(0), g};
     ag_acc(a, n->in[0], ext(a, IC_EXT_MATRIX_EXP_VJP, 2, in, 0, NULL));
 }
+/* solve_triangular (params left, upper, unitriangular, 1): X = A⁻¹B (left) or B A⁻¹; gB is
+ * the solve with Aᵀ (the other triangle), gA = -gB Xᵀ (left) or -Xᵀ gB, kept on the
+ * triangle the solve reads (off its diagonal when unitriangular), as eager's */
+static void vjp_solve_triangular(ag *a, ic_val v, ic_val g) {
+    NODE;
+    int64_t left = n->params[0] != 0, upper = n->params[1] != 0, unit = n->params[2] != 0;
+    int64_t q[4] = {left, !upper, unit, 1};
+    ic_val in[2] = {transpose(a, X(0)), g};
+    ic_val gb = ext(a, IC_EXT_SOLVE, 2, in, 4, q);
+    if (NEED(0)) {
+        ic_val xt = transpose(a, OUT);
+        ic_val i2[2] = {left ? gb : xt, left ? xt : gb};
+        ic_val ga = mulk(a, ext(a, IC_EXT_MATMUL, 2, i2, 0, NULL), -1.0);
+        const ic_meta *m = BM(a, ga);
+        int64_t R = m->sizes[m->ndim - 2], C = m->sizes[m->ndim - 1];
+        ic_dtype dt = m->dtype;
+        ic_val rows = ic_reshape(a->b, ic_arange(a->b, R, 0, 1, IC_I64), 2, (int64_t[]){R, 1});
+        ic_val cols = ic_reshape(a->b, ic_arange(a->b, C, 0, 1, IC_I64), 2, (int64_t[]){1, C});
+        ic_val diff = bin(a, IC_OP_SUB, cols, rows); /* col - row */
+        ic_val keep = upper ? bin(a, IC_OP_GE, diff, ic_scalar(a->b, (double)unit, IC_I64))
+                            : bin(a, IC_OP_LE, diff, ic_scalar(a->b, -(double)unit, IC_I64));
+        ag_acc(a, n->in[0], ic_where(a->b, keep, ga, zeros(a, dt, 0, NULL)));
+    }
+    ACC(1, gb);
+}
+
 RULE(vjp_solve) {
     NODE;
-    if (n->nparams != 1 || n->params[0] != 1) return ag_fail(a, "no backward rule for solve with left=False or solve_triangular");
+    if (n->nparams == 4) {
+        vjp_solve_triangular(a, v, g);
+        return;
+    }
+    if (n->nparams != 1 || n->params[0] != 1) return ag_fail(a, "no backward rule for solve with left=False");
     ic_val in[2] = {transpose(a, X(0)), g};
     int64_t left = 1;
     ic_val gb = ext(a, IC_EXT_SOLVE, 2, in, 1, &left);
