@@ -22,15 +22,18 @@ model's first GPU step is making its kernels, on the host).
      irgen     LLVM IR built for every kernel variant, dedupe of repeats (serial)
      opt/emit  O3 and NVPTX code generation of the module parts, wall (parts run in parallel,
                one thread each; the split between the two is in proportion of their own times)
+     all       the wall time of the model's graphs, one after another (--together: all at once)
      kernels   fused kernels (extern calls included); variants: .entry functions in the PTX;
      repeats   variants that repeat an earlier one of the graph (generated once); parts: modules
 3. --ptxas: every PTX module assembled by ptxas -arch=sm_90 (validates it, as the runtime's ptxas
    or the driver's JIT would turn it into SASS): the summed CPU time ("ptxas cpu") and the
    longest module ("ptxas max": the critical path when modules assemble in parallel processes).
 
-The projection "16 cores" is passes + irgen (serial) + max(opt+emit cpu / min(16, parts), the
-longest part), + ptxas's max(cpu / 16, longest module) with --ptxas: what the H200 host's 16
-cores would take, from times measured here (the GPU machine's cores are faster than these).
+proj16, the projection to 16 cores (read it on a --threads 16 row: the parts are split as a
+16-core host splits them): per graph passes + irgen (serial, the calling thread) + the parts'
+CPU time (all threads' CPU minus the serial stages) / min(16, parts), assuming even parts; with
+--ptxas + max(ptxas cpu / 16, longest module). What the H200 host's 16 cores would take for the
+same work, from CPU times measured here (the GPU machine's cores may be faster).
 """
 import argparse
 import json
@@ -116,6 +119,16 @@ sys.path.insert(0, sys.argv[1])
 import torchc
 files = sorted(glob.glob(os.path.join(sys.argv[2], sys.argv[3] + ".*.graph")), key=lambda f: int(f.split(".")[-2]))
 out = sys.argv[4]
+if sys.argv[5] == "1":  # all graphs at once, a thread each (config backward_ahead: forward and backward)
+    import threading
+    texts = [open(f).read() for f in files]
+    t0 = time.perf_counter()
+    ts = [threading.Thread(target=torchc._C.graph_to_ptx, args=(t, 90)) for t in texts]
+    [t.start() for t in ts]
+    [t.join() for t in ts]
+    sys.stderr.write("ALL %.3f\n" % ((time.perf_counter() - t0) * 1e3))
+    sys.exit(0)
+t_all = time.perf_counter()
 for f in files:
     with open(f) as fh:
         text = fh.read()
@@ -128,6 +141,7 @@ for f in files:
     if out:
         with open(os.path.join(out, os.path.basename(f)[:-6] + ".ptx"), "w") as fh:
             fh.write(ptx)
+sys.stderr.write("ALL %.3f\n" % ((time.perf_counter() - t_all) * 1e3))
 '''
 
 TIME = re.compile(r"torchc time: compile ([\d.]+) ms \(cpu ([\d.]+) \+ ([\d.]+) other threads; (\d+) nodes, "
@@ -201,24 +215,24 @@ def assemble(ptx_dir, graphs, ptxas):
     return total, longest
 
 
-def compile_once(name, args, gdir, threads, env_extra):
+def compile_once(name, args, gdir, threads, env_extra, together=False):
     env = dict(os.environ, TORCHC_DEBUG="time", TORCHC_COMPILE_THREADS=str(threads), TORCHC_KERNELS_PER_PART="4",
                TORCHC_GPU_LAZY="probe", TORCHC_CACHE="0")
     env.update(env_extra)
-    ptx_dir = tempfile.mkdtemp(prefix="gct_") if args.ptxas else ""
+    ptx_dir = tempfile.mkdtemp(prefix="gct_") if args.ptxas and not together else ""
     try:
-        p = subprocess.run([sys.executable, "-c", COMPILE, ROOT, gdir, name, ptx_dir], env=env, capture_output=True,
-                           text=True, timeout=args.timeout)
+        p = subprocess.run([sys.executable, "-c", COMPILE, ROOT, gdir, name, ptx_dir, "1" if together else "0"],
+                           env=env, capture_output=True, text=True, timeout=args.timeout)
         if p.returncode:
             sys.exit(f"compile of {name} failed:\n{p.stderr[-3000:]}")
         r = {"graphs": 0, "kernels": 0, "variants": 0, "repeats": 0, "lazy": 0, "parts": 0, "wall": 0.0, "cpu": 0.0,
-             "passes": 0.0, "irgen": 0.0, "opt": 0.0, "emit": 0.0, "call": 0.0, "proj16": 0.0}
-        graphs, cur = [], None
+             "passes": 0.0, "irgen": 0.0, "opt": 0.0, "emit": 0.0, "all": 0.0, "proj16": 0.0}
+        graphs, cur = [], "?" if together else None
         for ln in p.stderr.splitlines():
-            if ln.startswith("GRAPH "):
+            if ln.startswith("ALL "):
+                r["all"] = float(ln[4:])
+            elif ln.startswith("GRAPH "):
                 cur = ln[6:-6]
-            elif ln.startswith("WALL "):
-                r["call"] += float(ln[5:])
             m = TIME.match(ln)
             if m and cur:
                 st = dict(zip(STAGES, map(float, m.group(10).split()[1::2])))
@@ -237,9 +251,9 @@ def compile_once(name, args, gdir, threads, env_extra):
                 r["emit"] += st["emit"]
                 # the parallel phase's CPU: total CPU minus the calling thread's serial stages
                 par = max(0.0, float(m.group(2)) + float(m.group(3)) - serial - st["irgen"])
-                r["proj16"] += serial + st["irgen"] + max(par / min(16, max(parts, 1)), par / max(parts, 1))
+                r["proj16"] += serial + st["irgen"] + par / min(16, max(parts, 1))
                 graphs.append((cur, parts))
-                cur = None
+                cur = "?" if together else None
         if ptx_dir:
             for name_, parts in graphs:
                 with open(os.path.join(ptx_dir, name_ + ".ptx")) as f:
@@ -264,6 +278,9 @@ def main():
     ap.add_argument("--seq", type=int, default=128, help="GPT sequence length")
     ap.add_argument("--graphs", default=os.path.join(tempfile.gettempdir(), "torchc_gpu_codegen_graphs"))
     ap.add_argument("--ptxas", action="store_true", help="assemble every module with ptxas (validates the PTX)")
+    ap.add_argument("--together", action="store_true",
+                    help="also compile a model's graphs all at once, a thread each (as config backward_ahead "
+                         "compiles forward and backward): column all, the wall time of all its graphs")
     ap.add_argument("--timeout", type=int, default=3600)
     ap.add_argument("--json", default="")
     args = ap.parse_args()
@@ -279,16 +296,16 @@ def main():
     cols = ["graphs", "kernels", "variants", "repeats", "parts", "wall", "cpu", "passes", "irgen", "opt", "emit"]
     if args.ptxas:
         cols += ["ptxas_cpu", "ptxas_max"]
-    cols += ["proj16"]
+    cols += ["proj16", "all"]
     print(f"{'model':14s} {'threads':>7s} {'env':20s} " + " ".join(f"{c:>9s}" for c in cols))
     for n in names:
         for th in args.threads.split(","):
-            for v in variants:
-                rs = [compile_once(n, args, args.graphs, int(th), v) for _ in range(args.repeat)]
+            for v, together in [(v, t) for v in variants for t in ([False, True] if args.together else [False])]:
+                rs = [compile_once(n, args, args.graphs, int(th), v, together) for _ in range(args.repeat)]
                 med = {k: statistics.median(r[k] for r in rs) if isinstance(rs[0][k], float) else rs[0][k]
                        for k in rs[0]}
-                vs = ";".join(f"{k}={x}" for k, x in v.items())
-                rows.append({"model": n, "threads": int(th), "env": vs, **med})
+                vs = ";".join(f"{k}={x}" for k, x in v.items()) + (" together" if together else "")
+                rows.append({"model": n, "threads": int(th), "env": vs, "together": together, **med})
                 print(f"{n:14s} {th:>7s} {vs[:20]:20s} " + " ".join(
                     f"{med.get(c, 0):9.0f}" if isinstance(med.get(c, 0), float) else f"{med.get(c, 0):9d}"
                     for c in cols), flush=True)
