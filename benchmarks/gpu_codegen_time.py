@@ -16,7 +16,9 @@ model's first GPU step is making its kernels, on the host).
    split into modules as a run splits them: kernels_per_part=4, the lazy fallbacks apart) with
    TORCHC_DEBUG=time and TORCHC_COMPILE_THREADS=threads; per model, summed over its graphs, in ms:
 
-     wall      ic_compile's wall time (what the first step waits for, before the driver)
+     wall      ic_compile's wall time; it includes the PTX of the lazy scalar fallbacks, made after
+               the parts for ptxas to check (TORCHC_GPU_LAZY=probe; up to ~half of wall, perf: a
+               run compiles them only when a launch needs one): the stage columns leave it out
      cpu       CPU time of all threads (the calling one and the parts' threads)
      passes    graph copy + lower + schedule + finalize (serial)
      irgen     LLVM IR built for every kernel variant, dedupe of repeats (serial)
