@@ -240,6 +240,35 @@ static PyObject *m_set_ptxas(PyObject *m, PyObject *arg) {
     Py_RETURN_NONE;
 }
 
+/* graph_to_ptx(text, sm=90): the PTX of a graph given as its text (ic_graph_to_string, as
+ * TORCHC_DEBUG=graph prints it) compiled for sm_XY without a GPU (ic_graph_to_ptx), the GIL
+ * released meanwhile; benchmarks/gpu_codegen_time.py times the GPU code generation with it. */
+ic_graph *ic_graph_parse(const char *text, char *msg, size_t n); /* inductor_c/graph/parse.c */
+
+static PyObject *m_graph_to_ptx(PyObject *m, PyObject *args) {
+    const char *text;
+    int sm = 90;
+    if (!PyArg_ParseTuple(args, "s|i", &text, &sm))
+        return NULL;
+    char msg[256] = "";
+    ic_err err = {0};
+    char *ptx = NULL;
+    Py_BEGIN_ALLOW_THREADS /* text: the argument's buffer, alive until we return */
+    ic_graph *g = ic_graph_parse(text, msg, sizeof msg);
+    if (g != NULL) {
+        ptx = ic_graph_to_ptx(g, sm, &err);
+        ic_graph_free(g);
+    }
+    Py_END_ALLOW_THREADS
+    if (ptx == NULL) {
+        PyErr_Format(PyExc_RuntimeError, "graph_to_ptx: %s", msg[0] ? msg : err.msg);
+        return NULL;
+    }
+    PyObject *r = PyUnicode_FromString(ptx);
+    free(ptx);
+    return r;
+}
+
 static PyObject *m_get_num_threads(PyObject *m, PyObject *unused) {
     return PyLong_FromLong(ic_get_num_threads());
 }
@@ -333,6 +362,8 @@ static PyMethodDef methods[] = {
      "torchc's CUDA graph capture runs on this thread (bool): stream-capture guards as normal."},
     {"set_num_threads", m_set_num_threads, METH_O, "Worker threads of the CPU runtime."},
     {"get_num_threads", m_get_num_threads, METH_NOARGS, "Worker threads of the CPU runtime."},
+    {"graph_to_ptx", m_graph_to_ptx, METH_VARARGS,
+     "graph_to_ptx(text, sm=90): PTX of a graph's text (TORCHC_DEBUG=graph), made without a GPU."},
     {"set_ptxas", m_set_ptxas, METH_O, "ptxas for GPU modules (str path, or None: the driver JIT)."},
     {NULL, NULL, 0, NULL},
 };

@@ -22,6 +22,7 @@
 #include "aten_bridge.h"
 #include "pyerr.h"
 #include "ic.h"
+#include "ic_config.h"
 #include "ic_device.h"
 #include "train.h"
 
@@ -101,8 +102,34 @@ static void *bjob_run(void *p) {
     return NULL;
 }
 
+/* the backward's compile started on a helper thread (tr->job), unless one is running or done;
+ * without memory or a thread nothing starts (the caller compiles on its own thread) */
+static void start_job(tc_train *tr) {
+    if (tr->job != NULL || tr->bwd != NULL || tr->ag.bwd == NULL)
+        return;
+    bjob *j = calloc(1, sizeof *j);
+    if (j == NULL)
+        return;
+    pthread_mutex_init(&j->mu, NULL);
+    pthread_cond_init(&j->cv, NULL);
+    j->g = tr->ag.bwd;
+    j->opt = tr->opt;
+    j->refs = 2;
+    dh_compile_inflight_add(1);
+    pthread_t th;
+    if (pthread_create(&th, NULL, bjob_run, j) != 0) {
+        dh_compile_inflight_add(-1);
+        j->refs = 1;
+        bjob_unref(j);
+    } else {
+        pthread_detach(th);
+        tr->job = j;
+    }
+}
+
 /* compiles the backward graph once (the GIL is released meanwhile: a second thread that
- * gets here first wins, the loser's copy is dropped) */
+ * gets here first wins, the loser's copy is dropped); with config backward_ahead the job
+ * started at capture (tc_train_new) is usually done or nearly so by now */
 static int ensure_compiled(tc_train *tr) {
     if (tr->bwd)
         return 0;
@@ -112,26 +139,8 @@ static int ensure_compiled(tc_train *tr) {
     }
     ic_err err = {0};
     ic_compiled *c = NULL;
-    if (tr->job == NULL && dh_is_main_thread()) {
-        bjob *j = calloc(1, sizeof *j);
-        if (j != NULL) {
-            pthread_mutex_init(&j->mu, NULL);
-            pthread_cond_init(&j->cv, NULL);
-            j->g = tr->ag.bwd;
-            j->opt = tr->opt;
-            j->refs = 2;
-            dh_compile_inflight_add(1);
-            pthread_t th;
-            if (pthread_create(&th, NULL, bjob_run, j) != 0) {
-                dh_compile_inflight_add(-1);
-                j->refs = 1;
-                bjob_unref(j);
-            } else {
-                pthread_detach(th);
-                tr->job = j;
-            }
-        }
-    }
+    if (tr->job == NULL && dh_is_main_thread())
+        start_job(tr);
     if (tr->job != NULL) {
         bjob *j = tr->job;
         j->refs++; /* this waiter's */
@@ -430,6 +439,11 @@ PyObject *tc_train_new(ic_autograd *ag, const ic_options *opt, int nfwd_in, int 
             tr->in_meta[i] = *ic_value_meta(tr->ag.bwd, ic_graph_input(tr->ag.bwd, i));
         tr->bwd_text = ic_graph_to_string(tr->ag.bwd);
         tr->bwd_ops = ic_graph_num_ops(tr->ag.bwd);
+        /* config backward_ahead: the backward compiles beside the forward's compile (the
+         * caller's next step) instead of after the forward has run; nothing reads or frees
+         * tr->ag.bwd but the job until it is taken (ensure_compiled) or orphaned (train_free) */
+        if (ic_config_int(IC_CFG_backward_ahead))
+            start_job(tr);
     }
     PyObject *cap = PyCapsule_New(tr, CAPSULE, capsule_destroy);
     if (cap == NULL) {

@@ -141,6 +141,40 @@ def test_reset_race_threads(tmp_path):
         run_child(RACE.replace("SECONDS", "3"), tmp_path)
 
 
+def test_reset_while_backward_compiles_ahead(tmp_path):
+    # config backward_ahead: a training graph's backward compiles on a helper thread from its
+    # capture on; the graph dropped (reset, outputs freed) before any backward leaves the job
+    # to finish and free itself; threads that train at once each wait for their own
+    run_child("""
+        import threading
+        torchc.config.backward_ahead = True
+        torch.manual_seed(0)
+        m = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.LayerNorm(32), torch.nn.GELU(),
+                                torch.nn.Linear(32, 8))
+        x = torch.randn(4, 16)
+        for i in range(3):
+            out = torchc.compile(m)(x + i)   # a new capture each time: a backward job each time
+            torchc.reset()
+            del out
+        bad = []
+        def step():
+            cm = torchc.compile(m)
+            for _ in range(2):
+                loss = cm(x).square().mean()
+                g = torch.autograd.grad(loss, list(m.parameters()))
+                want = torch.autograd.grad(m(x).square().mean(), list(m.parameters()))
+                if not all(torch.allclose(a, b, rtol=1e-4, atol=1e-6) for a, b in zip(g, want)):
+                    bad.append(1)
+        ts = [threading.Thread(target=step) for _ in range(2)]
+        [t.start() for t in ts]
+        [t.join() for t in ts]
+        step()
+        assert not bad
+        assert torchc.explain(m)(x).backward_graph_count == 1
+        print("OK")
+    """, tmp_path)
+
+
 # ---- recursion ---------------------------------------------------------------------------------
 
 @pytest.mark.skipif(any(k in os.environ.get("LD_PRELOAD", "") for k in ("tsan", "asan")),

@@ -488,7 +488,7 @@ void gg_codegen(ic_ctx *c, int tsm, int nsm, gres *R) {
         if (!gpu->lazy_bc) ic_fail(c, IC_ENOMEM, "out of memory");
         c->cg_lazy += R->lz.nk;
     }
-    double tg = ic_now_ms(); /* TORCHC_DEBUG=time stages: irgen, opt (O3 + PTX, parallel), jit (driver) */
+    double tg = ic_now_ms(); /* TORCHC_DEBUG=time stages: irgen, then opt (O3) and emit (PTX) of the parts in parallel, jit (driver) */
     c->t_stage[IC_T_IRGEN] += tg - tg0;
     int nw = 0; /* parts with kernels (an empty module is still emitted when there are none) */
     for (int i = 0; i < np; i++)
@@ -496,8 +496,14 @@ void gg_codegen(ic_ctx *c, int tsm, int nsm, gres *R) {
     ic_part *run[GPU_MAXPARTS];
     for (int i = 0; i < nw; i++) run[i] = &R->p[i].P;
     ic_parts_run(run, nw); /* verify, O3, PTX: parts 1.. on their own threads */
-    for (int i = 0; i < nw; i++)
+    double topt = 0, temit = 0;
+    for (int i = 0; i < nw; i++) {
         if (R->p[i].P.err[0]) ic_fail(c, IC_EINTERNAL, "%s", R->p[i].P.err);
+        topt += R->p[i].P.t_opt;
+        temit += R->p[i].P.t_emit;
+        c->cpu_other += R->p[i].P.cpu; /* part 0 ran on this thread (cpu 0) */
+    }
+    c->cg_parts = nw;
     size_t total = 1;
     for (int i = 0; i < nw; i++) total += LLVMGetBufferSize(R->p[i].P.out) + sizeof IC_PTX_SEP;
     gpu->ptx = malloc(total);
@@ -513,7 +519,12 @@ void gg_codegen(ic_ctx *c, int tsm, int nsm, gres *R) {
         at += n;
     }
     gpu->ptx[at] = 0;
-    if (ptx_only && gpu->lazy_bc) { /* TORCHC_GPU_LAZY=probe: the lazy module's PTX as the last module */
+    { /* the parallel phase's wall time, split in proportion of the parts' own times */
+        double w = ic_now_ms() - tg;
+        c->t_stage[IC_T_OPT] += w * topt / (topt + temit + 1e-9);
+        c->t_stage[IC_T_EMIT] += w * temit / (topt + temit + 1e-9);
+    }
+    if (ptx_only && gpu->lazy_bc) { /* not timed: a run compiles these on first need only */ /* TORCHC_GPU_LAZY=probe: the lazy module's PTX as the last module */
         char *lp = ic_gpu_lazy_ptx(gpu->lazy_bc, gpu->lazy_n, tsm, msg, sizeof msg);
         if (!lp) ic_fail(c, IC_EINTERNAL, "%s", msg);
         size_t ln = strlen(lp);
@@ -527,9 +538,7 @@ void gg_codegen(ic_ctx *c, int tsm, int nsm, gres *R) {
         gpu->ptx = all;
         free(lp);
     }
-    c->t_stage[IC_T_OPT] += ic_now_ms() - tg;
     if (c->debug & IC_DEBUG_PTX) fprintf(stderr, "=== torchc ptx ===\n%s\n", gpu->ptx);
-    c->t_stage[IC_T_EMIT] += ic_now_ms() - tg;
 }
 
 void ic_codegen_gpu(ic_ctx *c, int tsm, int nsm, ic_gpu *gpu) {
