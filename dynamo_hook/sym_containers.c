@@ -1242,9 +1242,16 @@ int sym_op_list_to_tuple(trace *t, sframe *f, sym_ins *in) {
 }
 
 /* CALL_INTRINSIC_1 */
-/* 3.12: LIST_TO_TUPLE became intrinsic 6 ((*a, b), f(*a, b)) */
+/* 3.12: LIST_TO_TUPLE became intrinsic 6 ((*a, b), f(*a, b)), UNARY_POSITIVE intrinsic 5 (+x) */
 int sym_op_call_intrinsic_1(trace *t, sframe *f, sym_ins *in) {
     NEED(1);
+    if (in->oparg == 5) { /* INTRINSIC_UNARY_POSITIVE (3.11: UNARY_POSITIVE) */
+        var a = POP(), b;
+        if (sym_unary_positive(t, &a, &b) < 0)
+            return -1;
+        PUSH(b);
+        return SYM_NEXT;
+    }
     if (in->oparg != 6)
         return sym_fail(t, "CALL_INTRINSIC_1 %d not supported", in->oparg);
     if (PEEK(1).kind != V_SEQ || !PEEK(1).is_list)

@@ -392,6 +392,32 @@ int sym_op_unary_negative(trace *t, sframe *f, sym_ins *in) {
     return SYM_NEXT;
 }
 
+/* UNARY_POSITIVE (3.11; 3.12: CALL_INTRINSIC_1 INTRINSIC_UNARY_POSITIVE) */
+/* +x: a tensor's __pos__ returns the tensor itself (bool tensors raise) */
+int sym_unary_positive(trace *t, var *a, var *out) {
+    sym_resolve(t, a);
+    if (a->kind == V_CONST && (PyLong_Check(a->obj) || PyFloat_Check(a->obj) || PyComplex_Check(a->obj))) {
+        if (sym_const(t, PyNumber_Positive(a->obj), out) < 0)
+            return -1;
+        return 0;
+    }
+    if (a->kind == V_TENSOR && t->tfm_active <= 0 && ic_value_meta(t->g, a->val)->dtype != IC_BOOL) {
+        *out = *a;
+        return 0;
+    }
+    return sym_fail(t, "+ of an unsupported value");
+}
+
+int sym_op_unary_positive(trace *t, sframe *f, sym_ins *in) {
+    var a, b;
+    NEED(1);
+    a = POP();
+    if (sym_unary_positive(t, &a, &b) < 0)
+        return -1;
+    PUSH(b);
+    return SYM_NEXT;
+}
+
 /* UNARY_NOT */
 int sym_op_unary_not(trace *t, sframe *f, sym_ins *in) {
     var a, b;

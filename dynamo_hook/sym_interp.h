@@ -14,7 +14,7 @@
     X(NOP) X(RESUME) X(CACHE) X(PRECALL) X(PUSH_NULL) X(POP_TOP) X(COPY) X(SWAP)          \
     X(LOAD_CONST) X(RETURN_CONST) X(LOAD_FAST) X(LOAD_FAST_CHECK) X(LOAD_FAST_AND_CLEAR)  \
     X(STORE_FAST) X(DELETE_FAST) X(LOAD_GLOBAL) X(STORE_GLOBAL) X(LOAD_ATTR) X(LOAD_METHOD) X(KW_NAMES)   \
-    X(CALL) X(BINARY_OP) X(COMPARE_OP) X(IS_OP) X(CONTAINS_OP) X(UNARY_NEGATIVE)          \
+    X(CALL) X(BINARY_OP) X(COMPARE_OP) X(IS_OP) X(CONTAINS_OP) X(UNARY_NEGATIVE) X(UNARY_POSITIVE)\
     X(UNARY_NOT) X(BUILD_TUPLE) X(BUILD_LIST) X(LIST_EXTEND) X(LIST_TO_TUPLE)             \
     X(BINARY_SUBSCR) X(UNPACK_SEQUENCE) X(RETURN_VALUE) X(POP_JUMP_IF_FALSE)              \
     X(POP_JUMP_IF_TRUE) X(POP_JUMP_IF_NONE) X(POP_JUMP_IF_NOT_NONE)                       \
@@ -127,6 +127,8 @@ int sym_op_binary_op(trace *t, sframe *f, sym_ins *in);
 int sym_op_compare_op(trace *t, sframe *f, sym_ins *in);
 int sym_op_is_op(trace *t, sframe *f, sym_ins *in);
 int sym_op_unary_negative(trace *t, sframe *f, sym_ins *in);
+int sym_op_unary_positive(trace *t, sframe *f, sym_ins *in);
+int sym_unary_positive(trace *t, var *a, var *out);
 int sym_op_unary_not(trace *t, sframe *f, sym_ins *in);
 int sym_op_unary_invert(trace *t, sframe *f, sym_ins *in);
 int sym_op_get_iter(trace *t, sframe *f, sym_ins *in);

@@ -636,6 +636,7 @@ static const sym_handler handlers[OP_COUNT_] = {
     [OP_IS_OP] = sym_op_is_op,
     [OP_CONTAINS_OP] = sym_op_contains_op,
     [OP_UNARY_NEGATIVE] = sym_op_unary_negative,
+    [OP_UNARY_POSITIVE] = sym_op_unary_positive,
     [OP_UNARY_NOT] = sym_op_unary_not,
     [OP_BUILD_TUPLE] = sym_op_build_tuple,
     [OP_BUILD_LIST] = sym_op_build_tuple,

@@ -5,6 +5,7 @@ heap types (itertools). Each test is differential against eager and
 asserts graph/break counts, so a silent fallback (or a crash) fails it on either version."""
 import itertools
 
+import pytest
 import torch
 
 import torchc
@@ -67,3 +68,33 @@ def test_itertools_classmethod():
         return sum(itertools.chain.from_iterable([[x, x * 2], [x * 3]]))
 
     explain_whole(f, lambda: (X,))
+
+
+def test_unary_plus():
+    # +x: 3.11 UNARY_POSITIVE, 3.12 CALL_INTRINSIC_1 INTRINSIC_UNARY_POSITIVE (both fell back:
+    # 'CALL_INTRINSIC_1 5 not supported'); a tensor's __pos__ returns the tensor itself
+    def f(x):
+        y = +x
+        return y is x, (+y) * 2 + (+3) + (+2.5) - (+True)
+
+    explain_whole(f, lambda: (X,))
+    ex = explain_whole(lambda x: +x.int() + 1, lambda: (X,))
+    assert ex.result.dtype == torch.int32
+
+
+@pytest.mark.allow_fallback  # eager raises: the frame runs eagerly
+@pytest.mark.no_compile
+def test_unary_plus_of_a_bool_tensor_raises_as_eager():
+    def f(x):
+        return +(x > 0)
+
+    try:
+        f(X)
+        raise AssertionError("eager accepted +bool")
+    except RuntimeError as e:
+        want = str(e)
+    try:
+        torchc.compile(f)(X)
+        raise AssertionError("compiled accepted +bool")
+    except RuntimeError as e:
+        assert str(e) == want
