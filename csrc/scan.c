@@ -23,7 +23,6 @@
 #include "aten_bridge.h"
 #include "scan.h"
 #include "train.h"
-#include "ic_device.h"
 
 _Thread_local tc_scan_probe *tc_scan_tl_probe;
 
@@ -39,7 +38,6 @@ struct tc_scan_probe {
     int nsyms;
     int64_t sym[IC_MAX_SYMS];
     char *why_not;
-    char *graph;           /* the body's graph text (ic_graph_to_string), or NULL */
     unsigned long long steps; /* graph runs by _scan_loop (for tests/explain) */
 };
 
@@ -58,7 +56,6 @@ static void rec_free(tc_scan_probe *p) {
     Py_XDECREF(p->func);
     Py_XDECREF(p->train);
     free(p->why_not);
-    free(p->graph);
     if (p->entry && p->unpin)
         p->unpin(p->entry);
     free(p);
@@ -68,8 +65,7 @@ static void capsule_destroy(PyObject *cap) { rec_free(PyCapsule_GetPointer(cap, 
 
 int tc_scan_probe_record(PyObject *func, void *entry, void (*unpin)(void *), const ic_compiled *c,
                          int ninputs, PyObject *const *inputs, int nout, PyObject *const *outs,
-                         PyObject *train, int nsyms, const int64_t *symvals, const char *why_not,
-                         const char *graph_text) {
+                         PyObject *train, int nsyms, const int64_t *symvals, const char *why_not) {
     tc_scan_probe *p = tc_scan_tl_probe;
     tc_scan_tl_probe = NULL; /* the body's frame only: resumes and nested calls are not recorded */
     if (p == NULL || p->filled) {
@@ -98,8 +94,7 @@ int tc_scan_probe_record(PyObject *func, void *entry, void (*unpin)(void *), con
         p->ins[i] = Py_NewRef(inputs[i]);
     for (int i = 0; i < nout; i++)
         p->outs[i] = Py_XNewRef(outs[i]);
-    if ((why_not && (p->why_not = strdup(why_not)) == NULL) ||
-        (graph_text && (p->graph = strdup(graph_text)) == NULL)) {
+    if (why_not && (p->why_not = strdup(why_not)) == NULL) {
         PyErr_NoMemory();
         return -1;
     }
@@ -166,7 +161,7 @@ static PyObject *objs_tuple(PyObject *const *a, int n) {
     return t;
 }
 
-/* _scan_info(record) -> dict: func, inputs, outs, why_not, nsyms, graph (text), steps, and with a backward:
+/* _scan_info(record) -> dict: func, inputs, outs, why_not, steps, and with a backward:
  * nuser, out_diff, bwd_in ((kind, index), ...), bwd_out (input index, ...), bwd_out_meta */
 static PyObject *scan_info(PyObject *self, PyObject *cap) {
     (void)self;
@@ -181,7 +176,6 @@ static PyObject *scan_info(PyObject *self, PyObject *cap) {
         set_new(d, "outs", objs_tuple(p->outs, p->nout)) < 0 ||
         set_new(d, "why_not", p->why_not ? PyUnicode_FromString(p->why_not) : Py_NewRef(Py_None)) < 0 ||
         set_new(d, "nsyms", PyLong_FromLong(p->nsyms)) < 0 ||
-        set_new(d, "graph", p->graph ? PyUnicode_FromString(p->graph) : Py_NewRef(Py_None)) < 0 ||
         set_new(d, "steps", PyLong_FromUnsignedLongLong(p->steps)) < 0)
         goto error;
     if (p->train) {
@@ -438,30 +432,7 @@ static PyObject *scan_stats(PyObject *self, PyObject *unused) {
     return Py_BuildValue("(KK)", total_loops, total_steps);
 }
 
-/* _ir_to_ptx(ir_text, sm) -> str: an LLVM IR module for nvptx64 as PTX (O3 + NVPTX, as the
- * code generator's own modules; torchc/_scan_gpu.py's persistent recurrence kernels) */
-static PyObject *ir_to_ptx(PyObject *self, PyObject *args) {
-    (void)self;
-    const char *ir;
-    int sm;
-    if (!PyArg_ParseTuple(args, "si", &ir, &sm))
-        return NULL;
-    char msg[512] = "";
-    char *ptx;
-    Py_BEGIN_ALLOW_THREADS
-    ptx = ic_gpu_ir_ptx(ir, sm, msg, sizeof msg);
-    Py_END_ALLOW_THREADS
-    if (ptx == NULL) {
-        PyErr_Format(PyExc_RuntimeError, "torchc: LLVM IR to PTX: %s", msg);
-        return NULL;
-    }
-    PyObject *r = PyUnicode_FromString(ptx);
-    free(ptx);
-    return r;
-}
-
 static PyMethodDef methods[] = {
-    {"_ir_to_ptx", ir_to_ptx, METH_VARARGS, "LLVM IR text (nvptx64) -> PTX for sm_XY"},
     {"_scan_probe", scan_probe, METH_VARARGS, "torchc.scan: runs the compiled body once, recording its entry"},
     {"_scan_info", scan_info, METH_O, "torchc.scan: what the probe recorded"},
     {"_scan_loop", scan_loop, METH_VARARGS, "torchc.scan: runs the body's forward or backward graph over steps"},

@@ -37,8 +37,7 @@ extern _Thread_local tc_scan_probe *tc_scan_tl_probe;
  * Clears tc_scan_tl_probe. 0, or -1 with an exception (the caller unpins). */
 int tc_scan_probe_record(PyObject *func, void *entry, void (*unpin)(void *), const ic_compiled *c,
                          int ninputs, PyObject *const *inputs, int nout, PyObject *const *outs,
-                         PyObject *train, int nsyms, const int64_t *symvals, const char *why_not,
-                         const char *graph_text);
+                         PyObject *train, int nsyms, const int64_t *symvals, const char *why_not);
 
 /* Adds _scan_probe, _scan_info and _scan_loop to module. 0, or -1 with an exception. */
 int tc_scan_init(PyObject *module);

@@ -72,10 +72,6 @@ long ic_cudnn_calls(void);
 /* PTX text of a CUDA-compiled graph (malloc'd, caller frees), or NULL. */
 char *ic_compiled_ptx(const ic_compiled *c);
 
-/* PTX of a module given as LLVM IR text (nvptx64; target and data layout are set here), O3 +
- * NVPTX for sm_XY as XY, malloc'd; NULL with msg on failure (codegen/gpu_nvptx.c). */
-char *ic_gpu_ir_ptx(const char *ir, int sm, char *msg, size_t msgn);
-
 /* PTX for a graph without any GPU (make ptx-check): target sm_XY as XY (e.g. 90). */
 char *ic_graph_to_ptx(const ic_graph *g, int sm, ic_err *err);
 /* torchc.config.ptx_probe (developers' PTX checks): when set, g (a graph compiled for the CPU,

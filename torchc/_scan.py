@@ -21,16 +21,12 @@ How it runs (no Python and no capture per step; compile time does not depend on 
   Buffers: a carry that is also a result shares one [T+1] buffer with it; stacked buffers come
   from a pool and are reused by later calls once nothing holds them (see _empty); the ones the
   backward reads are saved through save_for_backward, so the engine frees them after it.
-On CUDA, a body that is a product of the carry with a constant plus pointwise ops runs as
-one persistent kernel (forward only: torchc/_scan_gpu.py); `last_lowering` (and
-torchc.explain(...).scan_lowerings) names the lowering a scan got and why.
 Where the body cannot run as such a loop (a graph break, mutation of inputs, a result that
-is not a graph output, CUDA in training or a body the persistent kernel does not take,
-dtypes other than float32/float64 for the summed gradients, no compiled graph at all), the
-scan runs a Python loop over the compiled body (still compiled once) and says why in
-`torchc._scan.last_fallback` and the `torchc.scan` logger. That loop goes on from the probe's
-step 0 (its result attached to the caller's carries and x slices for the gradient,
-_Reattach), so step 0's side effects — an in-place update of a buffer, a
+is not a graph output, CUDA, dtypes other than float32/float64 for the summed gradients, no
+compiled graph at all), the scan runs a Python loop over the compiled body (still compiled
+once) and says why in `torchc._scan.last_fallback` and the `torchc.scan` logger. That loop
+goes on from the probe's step 0 (its result attached to the caller's carries and x slices
+for the gradient, _Reattach), so step 0's side effects — an in-place update of a buffer, a
 carry or x slice, Python state written after a graph break — happen once, as in eager.
 """
 import functools
@@ -51,22 +47,7 @@ _FWD_INPUT, _FWD_OUTPUT, _GRAD_OUT, _GRAD_CAME = 0, 1, 2, 3
 _ADD_DT = {torch.float32: 0, torch.float64: 1}
 log = logging.getLogger("torchc.scan")
 last_fallback = None   # the reason the last scan ran a Python loop (None: it ran in C)
-# which lowering the last scan got and why: "C loop", "persistent kernel: ..." (CUDA, see
-# torchc/_scan_gpu.py) or "Python loop: <reason>"; also appended to _lowerings while
-# torchc.explain runs (ExplainOutput.scan_lowerings)
-last_lowering = None
-_lowerings = threading.local()
-_CUDA_WHY = "the C loop runs CPU graphs only"
-
-
-def _note(what):
-    global last_lowering
-    last_lowering = what
-    lst = getattr(_lowerings, "lst", None)
-    if lst is not None:
-        lst.append(what)
 _bodies = weakref.WeakKeyDictionary()
-_bodies_static = weakref.WeakKeyDictionary()
 
 
 
@@ -263,20 +244,16 @@ def _step0_of_probe(probe, c0, X):
     return _split(pytree.tree_unflatten(flat, spec))
 
 
-def _compiled(fn, static=False):
-    """torchc's compiled body of fn: automatic dynamic shapes, or with static (a CUDA scan
-    that needs no gradient: its persistent kernel is made for the call's shapes) always
-    specialized, so a body called again at other sizes still gets a kernel"""
-    cache = _bodies_static if static else _bodies
+def _compiled(fn):
     try:
-        cf = cache.get(fn)
+        cf = _bodies.get(fn)
     except TypeError:
         cf = None
     if cf is None:
         from ._api import _dynamic_flag
-        cf = _C.CompiledFunction(fn, False, 0 if static else _dynamic_flag(None), 0)
+        cf = _C.CompiledFunction(fn, False, _dynamic_flag(None), 0)
         try:
-            cache[fn] = cf
+            _bodies[fn] = cf
         except TypeError:
             pass
     return cf
@@ -358,51 +335,23 @@ def _split(res):
 
 def _scan_flat(fn, spec_init, spec_xs, c0, X):
     global last_fallback
-    forward_cuda = bool(c0) and c0[0].is_cuda and not (torch.is_grad_enabled() and any(
-        t.requires_grad for t in list(c0) + list(X)))
-    body = _compiled(fn, static=forward_cuda)
+    body = _compiled(fn)
     try:
         plan = _Plan(fn, body, spec_init, spec_xs, c0, X)
     except _Fallback as e:
         last_fallback = str(e)
-        _note(f"Python loop: {e}")
         log.info("torchc.scan runs a Python loop over the compiled body: %s", e)
         # the probe ran step 0 (and its side effects: an in-place update of an input or a
         # buffer, Python state after a graph break): the loop goes on from step 1 with its
         # result, never running step 0 twice
         return _python_loop(body, spec_init, spec_xs, c0, X, _step0_of_probe(e.probe, c0, X))
     last_fallback = None
-    if plan.persist is not None:
-        _note(plan.persist.describe())
-        outs = plan.run_persistent()
-        carry = pytree.tree_unflatten([outs[0]], spec_init)
-        return carry, pytree.tree_unflatten(list(outs[1:]), plan.spec_y)
-    _note("C loop: the body's compiled graph run per step in C")
     args, plan.args = plan.args, None
     outs = _ScanFn.apply(plan, *args) if plan.train else plan.forward()
     del args
     nc = len(c0)
     carry = pytree.tree_unflatten(list(outs[:nc]), spec_init)
     return carry, pytree.tree_unflatten(list(outs[nc:]), plan.spec_y)
-
-
-def persistent_plan(combine_fn, init, xs, sm=90, nsm=132, with_args=False):
-    """The persistent kernel (torchc/_scan_gpu.py Kernel: .ir, .describe(), launch shape) that
-    a CUDA scan of combine_fn over (init, xs) would run, made from the body's graph on any
-    device (the body runs once, as the probe), for sm_XY with nsm SMs; raises
-    _scan_gpu.NotPersistent with the reason when the body does not qualify. dim 0, forward.
-    with_args: (kernel, the tensors bound to its graph inputs as a CUDA call binds them)."""
-    from . import _scan_gpu
-    c0, spec_init = pytree.tree_flatten(init)
-    X, spec_xs = pytree.tree_flatten(xs)
-    try:
-        plan = _Plan(combine_fn, _compiled(combine_fn, static=True), spec_init, spec_xs, c0, X,
-                     plan_only=(sm, nsm))
-    except _Fallback as e:
-        raise _scan_gpu.NotPersistent(str(e).replace(f"{_CUDA_WHY}, and no persistent kernel: ", "")) from None
-    if plan.persist is None:
-        raise _scan_gpu.NotPersistent("the body runs as a C loop")
-    return (plan.persist, plan.persist_args) if with_args else plan.persist
 
 
 def _row(t):
@@ -412,9 +361,8 @@ def _row(t):
 class _Plan:
     """One scan call: the probe's record and the buffers and per-step addresses of its loops."""
 
-    def __init__(self, fn, body, spec_init, spec_xs, c0, X, plan_only=None):
+    def __init__(self, fn, body, spec_init, spec_xs, c0, X):
         self._probe = None
-        self.plan_only = plan_only  # (sm, nsm): persistent_plan's, no CUDA needed
         try:
             self._setup(fn, body, spec_init, spec_xs, c0, X)
         except _Fallback as e:
@@ -454,7 +402,7 @@ class _Plan:
         code = _code(fn)
         if code is None or getattr(func, "__code__", None) is not code:
             raise _Fallback("the compiled frame is not combine_fn's own (it was not captured)")
-        if info["why_not"] and info["why_not"] != _CUDA_WHY:
+        if info["why_not"]:
             raise _Fallback(info["why_not"])
         ncarry, y = _split(res)
         cl, cspec = pytree.tree_flatten(ncarry)
@@ -489,12 +437,9 @@ class _Plan:
                 k = ("k", len(consts))
                 consts.append(o)
             kind.append(k)
-        self.persist = None
-        off_cpu = any(isinstance(o, torch.Tensor) and o.device.type != "cpu" for o in list(outs) + list(ins))
-        if self.plan_only or info["why_not"] == _CUDA_WHY or off_cpu:
-            _C._scan_release(rec)
-            self._persistent(info, kind, cout, yout, c0, X, consts, grad)
-            return
+        for o in list(outs) + list(ins):
+            if isinstance(o, torch.Tensor) and o.device.type != "cpu":
+                raise _Fallback("the C loop runs CPU graphs only")
         for o in outs:
             if not isinstance(o, torch.Tensor) or not o.is_contiguous():
                 raise _Fallback("a graph output is not a contiguous tensor")
@@ -530,61 +475,6 @@ class _Plan:
         self.x_dtype = [x.dtype for x in X]
         self.k_dtype = [q.dtype for q in consts]
         self.out_meta = [(tuple(o.shape), o.dtype) for o in outs]
-
-    def _persistent(self, info, kind, cout, yout, c0, X, consts, grad):
-        """CUDA: the body as one persistent kernel (torchc/_scan_gpu.py), else a Python loop
-        with both reasons."""
-        from . import _scan_gpu
-        why = None
-        train = grad and (any(c.requires_grad for c in c0) or any(x.requires_grad for x in X) or
-                          any(k.requires_grad for k in consts))
-        dev = c0[0].device if c0 else None
-        if dev is None or dev.type != "cuda" and not self.plan_only:
-            why = "not a CUDA scan"
-        elif train:
-            why = "a gradient is needed (the persistent kernel runs the forward only)"
-        elif len(c0) != 1 or c0[0].dim() != 2 or c0[0].dtype != torch.float32:
-            why = "the carry is not one float32 [N, n] tensor"
-        elif c0[0].numel() == 0:
-            why = "an empty carry"
-        elif any(x.device != dev for x in X) or any(k.device != dev for k in consts):
-            why = "an input on another device"
-        elif info["nsyms"]:
-            why = "a dynamic-shape body"
-        if why is None:
-            try:
-                if self.plan_only:
-                    sm, nsm = self.plan_only
-                else:
-                    props = torch.cuda.get_device_properties(dev)
-                    sm, nsm = props.major * 10 + props.minor, props.multi_processor_count
-                xs0 = [x.stride(0) for x in X]
-                self.persist = _scan_gpu.plan(info["graph"], kind, tuple(c0[0].shape), cout[0], yout, xs0,
-                                              nsm=nsm, sm=sm)
-            except _scan_gpu.NotPersistent as e:
-                why = str(e)
-            except Exception as e:  # noqa: BLE001 (a generator defect: eager's results, the reason)
-                why = f"the kernel generator failed: {type(e).__name__}: {e}"
-        if why is None and not self.plan_only:
-            try:  # PTX, module and function now: a failure here still has the probe's step 0
-                _scan_gpu.load(self.persist, dev)
-            except Exception as e:  # noqa: BLE001 (LLVM, the driver: reported, eager's results)
-                why = f"the generated kernel did not load: {e}"
-                self.persist = None
-        if why is not None:
-            raise _Fallback(f"{_CUDA_WHY}, and no persistent kernel: {why}")
-        self.kind, self.T = kind, X[0].shape[0]
-        self.persist_args = [None] * len(kind)
-        for j, (k, i) in enumerate(kind):
-            self.persist_args[j] = None if k == "c" else X[i] if k == "x" else consts[i]
-        self.c0, self.train = c0, False
-
-    def run_persistent(self):
-        from . import _scan_gpu
-        k = self.persist
-        hT, ys = _scan_gpu.run(k, self.c0[0], self.persist_args, self.T)
-        self.persist_args = self.c0 = None
-        return (hT,) + tuple(ys)
 
     # ---- forward --------------------------------------------------------------------------
     def forward(self):

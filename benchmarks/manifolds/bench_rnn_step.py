@@ -203,7 +203,7 @@ def main():
            "flush_denormal": a.flush_denormal,
            "median_s": med, "median_cpu_s": med_cpu, "first_call_s": first, "times_s": times, "first_loss": losses,
            "device": a.device, "load_avg": os.getloadavg(), "torch": torch.__version__,
-           "scan_fallback": torchc._scan.last_fallback, "scan_lowering": torchc._scan.last_lowering}
+           "scan_fallback": torchc._scan.last_fallback}
     if a.compile_only:
         k = a.compile_variant
         res["compile_s_est"] = first[k] - med[k]

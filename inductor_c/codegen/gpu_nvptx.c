@@ -50,7 +50,6 @@
  * default<O3> with the NVPTX TargetMachine, PTX (sm_XY, +ptx78) to memory.
  */
 #include "gpu_internal.h"
-#include <llvm-c/IRReader.h>
 
 /* ---- driver ----------------------------------------------------------------------------------- */
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
@@ -554,47 +553,6 @@ void ic_codegen_gpu(ic_ctx *c, int tsm, int nsm, ic_gpu *gpu) {
     gg_codegen(c, tsm, nsm, &R);
     gres_free(&R);
     memcpy(c->jb, saved, sizeof(jmp_buf));
-}
-
-/* PTX of a module given as LLVM IR text (torchc/_scan_gpu.py's persistent recurrence kernels):
- * parsed into the NVPTX part's context, target and data layout set, O3 + NVPTX as any part. */
-char *ic_gpu_ir_ptx(const char *ir, int sm, char *msg, size_t msgn) {
-    pthread_once(&init_once, init_nvptx);
-    gpart q = {0};
-    char *ptx = NULL;
-    if (part_init(&q, sm, 0, msg, msgn)) goto out;
-    LLVMMemoryBufferRef mb = LLVMCreateMemoryBufferWithMemoryRangeCopy(ir, strlen(ir), "torchc_ir");
-    LLVMModuleRef m = NULL;
-    char *perr = NULL;
-    if (!mb) {
-        snprintf(msg, msgn, "out of memory");
-        goto out;
-    }
-    if (LLVMParseIRInContext(q.P.ctx, mb, &m, &perr)) { /* (takes the buffer) */
-        snprintf(msg, msgn, "LLVM: the IR does not parse: %s", perr ? perr : "?");
-        LLVMDisposeMessage(perr);
-        goto out;
-    }
-    LLVMSetTarget(m, LLVMGetTarget(q.P.mod));
-    LLVMSetDataLayout(m, LLVMGetDataLayoutStr(q.P.mod));
-    LLVMDisposeModule(q.P.mod);
-    q.P.mod = m;
-    ic_part_run(&q.P);
-    if (q.P.err[0]) {
-        snprintf(msg, msgn, "%s", q.P.err);
-        goto out;
-    }
-    size_t len = LLVMGetBufferSize(q.P.out);
-    ptx = malloc(len + 1);
-    if (!ptx) {
-        snprintf(msg, msgn, "out of memory");
-        goto out;
-    }
-    memcpy(ptx, LLVMGetBufferStart(q.P.out), len);
-    ptx[len] = 0;
-out:
-    gpart_free(&q);
-    return ptx;
 }
 
 char *ic_gpu_lazy_ptx(const void *bc, size_t n, int sm, char *msg, size_t msgn) {
