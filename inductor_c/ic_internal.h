@@ -600,7 +600,7 @@ void *ic_jit_find(ic_dkey key, const char *const *names, int n, void **addrs); /
 void ic_jit_remove(void *handle);
 /* codegen/part.c: the host target (runtime/jit.c makes its JIT's TargetMachine with it) */
 void *ic_host_tm_new(char *msg, size_t msgn); /* a new LLVMTargetMachineRef, the caller's */
-void *ic_host_tm_fast(char *msg, size_t msgn); /* the same without optimization (tier 0), the caller's */
+void *ic_host_tm_fast(char *msg, size_t msgn, bool big_blocks); /* the same without optimization (tier 0), the caller's */
 const char *ic_host_id(void); /* triple|cpu|features */
 /* compile.c: runs extern call x (in: input addresses) through the registered handler */
 int ic_run_extern(const ic_compiled *c, const ic_rext *x, void *const *in, void *out, void *stream,

@@ -80,6 +80,7 @@ static void cg_res_free(cg_res *r) {
 /* tier 0 (ic_codegen_cpu's tier argument): the IR cleaned as little as the fast instruction
  * selector needs to make tolerable code (allocas to SSA, the body inlined), no loop passes */
 #define TIER0_PIPELINE O1_PIPELINE
+#define TIER0_MAX_BLOCK 2000 /* instructions in one basic block past which tier 0 emits at O1 */
 
 const char *ic_cpu_pipeline(int opt_level) {
     if (opt_level <= 1) return O1_PIPELINE "; then " IC_LSR_PASSES " with a kernel of 524288 elements";
@@ -94,6 +95,18 @@ static const char *module_pipeline(int opt_level, int ninsts, bool hot) {
 }
 
 static bool hot_kernel(const ic_kernel *k) { return k->work >= IC_LSR_MIN_WORK; }
+
+/* the longest basic block of a module, in instructions */
+static int max_block_insts(LLVMModuleRef m) {
+    int best = 0;
+    for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f))
+        for (LLVMBasicBlockRef b = LLVMGetFirstBasicBlock(f); b; b = LLVMGetNextBasicBlock(b)) {
+            int n = 0;
+            for (LLVMValueRef i = LLVMGetFirstInstruction(b); i; i = LLVMGetNextInstruction(i)) n++;
+            if (n > best) best = n;
+        }
+    return best;
+}
 
 static int count_insts(LLVMModuleRef m) {
     int n = 0;
@@ -326,7 +339,8 @@ static void tier0_part(ic_ctx *c, ic_part *P, int p, bool hot, const ic_cpu_syms
     }
     if (hot) return;
     P->passes = TIER0_PIPELINE;
-    P->tm = ic_host_tm_fast(msg, sizeof msg);
+    /* a block this long makes unoptimized code generation slower than O1's (part.c) */
+    P->tm = ic_host_tm_fast(msg, sizeof msg, max_block_insts(P->mod) > TIER0_MAX_BLOCK);
     if (!P->tm) ic_fail(c, IC_EINTERNAL, "LLVM: %s", msg);
     P->own_tm = true;
 }
