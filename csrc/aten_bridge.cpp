@@ -759,6 +759,17 @@ void run_extern(const ic_extern_call *c) {
     }
     /* ---- models helper (F.grid_sample) ---- */
     case IC_EXT_GRID_SAMPLE: copy_in(out, at::grid_sampler(in[0], in[1], p[0], p[1], p[2] != 0)); break;
+    case IC_EXT_GRID_SAMPLE_BWD: { /* training: grid_sample's params, then which gradient */
+        const int64_t which = p[3];
+        const std::array<bool, 2> mask = {which != 1, which != 0};
+        auto r = in[1].dim() == 4 ? at::grid_sampler_2d_backward(in[0], in[1], in[2], p[0], p[1], p[2] != 0, mask)
+                                  : at::grid_sampler_3d_backward(in[0], in[1], in[2], p[0], p[1], p[2] != 0, mask);
+        at::Tensor dx = which == 2 ? out.narrow(0, 0, in[1].numel()).view(in[1].sizes()) : out;
+        at::Tensor dgrid = which == 2 ? out.narrow(0, in[1].numel(), in[2].numel()).view(in[2].sizes()) : out;
+        if (which != 1) copy_in(dx, std::get<0>(r));
+        if (which != 0) copy_in(dgrid, std::get<1>(r));
+        break;
+    }
     /* ---- end models helper ---- */
     case IC_EXT_MATRIX_EXP: /* linear algebra: csrc/matrix_exp.cpp */
     case IC_EXT_MATRIX_EXP_VJP:

@@ -159,6 +159,7 @@ int sym_h_linalg_norm(trace *t, const opdef *d, var **p, var *out);
 int sym_h_result_type(trace *t, const opdef *d, var **p, var *out);
 int sym_h_as_strided(trace *t, const opdef *d, var **p, var *out);
 int sym_h_grid_sampler(trace *t, const opdef *d, var **p, var *out);
+int sym_h_affine_grid_generator(trace *t, const opdef *d, var **p, var *out);
 int sym_numbers_op(trace *t, const opdef *d, var **p, int nkw, const char *const *kwn, var *out);
 int sym_const_int_tensor(trace *t, const var *v, long long *out);
 int sym_np_ufunc_call(trace *t, PyObject *f, const var *args, int nargs, PyObject *kwnames, var *out);

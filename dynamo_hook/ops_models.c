@@ -371,10 +371,70 @@ int sym_h_as_strided(trace *t, const opdef *d, var **p, var *out) {
     return sym_view_out_desc(t, p[0], r, out, "as_strided", Py_BuildValue("(NNL)", szt, stt, off));
 }
 
+/* ATen's linspace_from_neg_one (AffineGridGenerator.cpp): linspace(-1, 1, n) in dt, times
+ * (n - 1) / n without align_corners; a 0 for one step */
+static ic_val lin_neg_one(trace *t, int64_t n, ic_dtype dt, int ac) {
+    if (n <= 1) return ic_cast(G, ic_scalar(G, 0.0, IC_F64), dt);
+    double step = dt == IC_F32 ? (double)(2.0f / (float)(n - 1)) : 2.0 / (double)(n - 1);
+    ic_val idx = ic_arange(G, n, 0.0, 1.0, dt);
+    ic_val lo = ic_binary(G, IC_OP_ADD, ic_scalar(G, -1.0, IC_F64), ic_binary(G, IC_OP_MUL, ic_scalar(G, step, IC_F64), idx));
+    ic_val back = ic_binary(G, IC_OP_SUB, ic_scalar(G, (double)(n - 1), IC_F64), idx);
+    ic_val hi = ic_binary(G, IC_OP_SUB, ic_scalar(G, 1.0, IC_F64), ic_binary(G, IC_OP_MUL, ic_scalar(G, step, IC_F64), back));
+    ic_val r = ic_where(G, ic_binary(G, IC_OP_LT, idx, ic_scalar(G, (double)(n / 2), IC_F64)), lo, hi);
+    if (!ac) r = ic_binary(G, IC_OP_DIV, ic_binary(G, IC_OP_MUL, r, ic_scalar(G, (double)(n - 1), IC_I64)), ic_scalar(G, (double)n, IC_I64));
+    return r;
+}
+
+/* torch.affine_grid_generator(theta, size, align_corners) (what F.affine_grid calls after its
+ * checks), as ATen computes it: a base grid [N, (D,) H, W, k+1] of the normalized coordinates
+ * (x, y (, z), 1), batched-matmul'd with theta transposed -> [N, (D,) H, W, k]; its gradient
+ * (theta's) is bmm's */
+int sym_h_affine_grid_generator(trace *t, const opdef *d, var **p, var *out) {
+    long long sz[5];
+    int n = 0, ac;
+    if (sym_need_tensor(t, d, p[0]) < 0 || sym_get_ints(t, p[1], sz, 5, &n, "size") < 0 ||
+        sym_get_bool(t, p[2], 0, &ac, "align_corners") < 0)
+        return -1;
+    const ic_meta m = *sym_metap(t, p[0]->val);
+    int k = n - 2; /* spatial dims: 2 or 3 */
+    if ((n != 4 && n != 5) || m.ndim != 3 || m.dyn || m.sizes[0] != sz[0] || m.sizes[1] != k || m.sizes[2] != k + 1 ||
+        (m.dtype != IC_F32 && m.dtype != IC_F64))
+        return sym_fail(t, "affine_grid_generator: theta of another shape or dtype left to eager");
+    for (int i = 0; i < n; i++)
+        if (sz[i] <= 0) return sym_fail(t, "affine_grid_generator: empty size left to eager");
+    ic_dtype dt = (ic_dtype)m.dtype;
+    int64_t sp[3], bs[5]; /* the spatial sizes (D,) H, W; the base grid's shape */
+    int64_t cells = 1;
+    for (int i = 0; i < k; i++) sp[i] = sz[2 + i], cells *= sp[i];
+    for (int i = 0; i < k; i++) bs[i] = sp[i];
+    bs[k] = 1;
+    ic_val parts = IC_NONE;
+    for (int c = 0; c <= k; c++) { /* channel c: x (W, the last spatial dim), y (H), z (D), ones */
+        int ax = k - 1 - c; /* the spatial dim this channel runs along (none for the ones) */
+        int64_t shp[4];
+        for (int i = 0; i < k; i++) shp[i] = i == ax ? sp[ax] : 1;
+        shp[k] = 1;
+        ic_val v = c == k ? ic_cast(G, ic_scalar(G, 1.0, IC_F64), dt) : lin_neg_one(t, sp[ax], dt, ac);
+        v = ic_expand(G, ic_reshape(G, v, k + 1, shp), k + 1, bs);
+        parts = c == 0 ? v : ic_cat(G, parts, v, k);
+    }
+    int64_t b3[3] = {1, cells, k + 1}, e3[3] = {sz[0], cells, k + 1};
+    ic_val base = ic_expand(G, ic_reshape(G, parts, 3, b3), 3, e3);
+    ic_val ab[2] = {base, ic_permute(G, p[0]->val, (int[]){0, 2, 1})};
+    ic_val r = ic_extern(G, IC_EXT_BMM, 2, ab, 0, NULL, 1, 1);
+    int64_t os[5] = {sz[0]};
+    for (int i = 0; i < k; i++) os[1 + i] = sp[i];
+    os[k + 1] = k;
+    r = r < 0 ? r : ic_reshape(G, r, k + 2, os);
+    if (r < 0)
+        return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "affine_grid_generator failed");
+    return sym_tensor_out(t, r, out);
+}
+
 /* torch.grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners) (what
  * F.grid_sample calls after checking its arguments): ATen's kernel as an extern node
- * (IC_EXT_GRID_SAMPLE). Inference only: with a value that requires grad it is left to eager
- * (no backward rule), as under autocast (CUDA's float32 list). */
+ * (IC_EXT_GRID_SAMPLE; its gradients by ATen's backward kernel, graph/vjp_extern.c). Under
+ * autocast it is left to eager (CUDA's float32 list). */
 int sym_h_grid_sampler(trace *t, const opdef *d, var **p, var *out) {
     long long mode, pad;
     int ac;
@@ -384,8 +444,6 @@ int sym_h_grid_sampler(trace *t, const opdef *d, var **p, var *out) {
         return -1;
     if (p[4] == NULL || sym_is_none(p[4]))
         return sym_fail(t, "grid_sampler: align_corners is required (eager will raise)");
-    if (sym_value_requires_grad(t, p[0]->val) || sym_value_requires_grad(t, p[1]->val))
-        return sym_fail(t, "grid_sampler of a tensor that requires grad left to eager (no backward rule)");
     if (dh_tl_autocast && dh_autocast_op_affected("grid_sampler"))
         return sym_fail(t, "grid_sampler under autocast left to eager");
     ic_val in[2] = {p[0]->val, p[1]->val};

@@ -307,6 +307,7 @@ static const opdef OPS[] = {
     {"result_type", W_TORCH, "tensor,other", sym_h_result_type, 0},
     {"as_strided", W_TORCH | W_METHOD, "input,size,stride,storage_offset", sym_h_as_strided, 0},
     {"grid_sampler", W_TORCH, "input,grid,interpolation_mode,padding_mode,align_corners", sym_h_grid_sampler, 0},
+    {"affine_grid_generator", W_TORCH, "theta,size,align_corners", sym_h_affine_grid_generator, 0},
     {"interpolate", W_F, "input,size,scale_factor,mode,align_corners,recompute_scale_factor,antialias", sym_h_interpolate, 0},
 };
 #undef UN

@@ -246,8 +246,11 @@ ic_val ic_arange(ic_graph *g, int64_t n, double start, double step, ic_dtype dty
     X(GRID_SAMPLE, "grid_sample") /* (x[N,C,H,W], grid[N,Ho,Wo,2]) or the 5-d form -> \
                              [N,C,Ho,Wo] (contiguous): ATen's grid_sampler (F.grid_sample); \
                              params: interpolation (0 bilinear, 1 nearest, 2 bicubic), \
-                             padding (0 zeros, 1 border, 2 reflection), align_corners; \
-                             inference only (no backward rule) */
+                             padding (0 zeros, 1 border, 2 reflection), align_corners */ \
+    X(GRID_SAMPLE_BWD, "grid_sample_bwd") /* training: (grad_out, x, grid), params: grid_sample's \
+                             then `which`: the gradient of x (0, x's shape), of grid (1, grid's \
+                             shape) or both (2: 1-D [numel x + numel grid], dx then dgrid flat); \
+                             ATen's grid_sampler_{2,3}d_backward */
 
 typedef enum ic_extern_kind {
 #define IC_X_EXT(name, text) IC_EXT_##name,

@@ -98,6 +98,7 @@
     X(CUMSUM, vjp_cumsum)                                                   \
     X(MATRIX_EXP, vjp_matrix_exp)                                           \
     X(SOLVE, vjp_solve)                                                     \
+    X(GRID_SAMPLE, vjp_grid_sample)                                         \
     X(CUSTOM, vjp_custom)
 
 /* graph/partition.c: given want[v] (the backward rules read forward value v), save[v] = 1

@@ -129,6 +129,31 @@ RULE(vjp_conv) {
     }
 }
 
+/* grid_sample (x, grid; params: interpolation, padding, align_corners): ATen's backward kernel
+ * as one extern call giving x's and grid's gradients (one flat buffer sliced apart, as conv's) */
+RULE(vjp_grid_sample) {
+    NODE;
+    int64_t p[4] = {n->params[0], n->params[1], n->params[2], 2};
+    ic_val in[3] = {g, X(0), X(1)};
+    if (NEED(0) && NEED(1)) {
+        ic_val flat = ext(a, IC_EXT_GRID_SAMPLE_BWD, 3, in, 4, p);
+        int64_t off = 0;
+        for (int i = 0; i < 2 && flat >= 0; i++) {
+            const ic_meta *m = &FN(a, n->in[i])->meta;
+            int64_t k = ic_numel(m);
+            ag_acc(a, n->in[i], ic_reshape(a->b, ic_slice(a->b, flat, 0, off, off + k, 1), m->ndim, m->sizes));
+            off += k;
+        }
+        if (flat < 0) ag_acc(a, n->in[0], flat); /* reports the failure */
+        return;
+    }
+    for (int which = 0; which < 2; which++)
+        if (NEED(which)) {
+            p[3] = which;
+            ag_acc(a, n->in[which], ext(a, IC_EXT_GRID_SAMPLE_BWD, 3, in, 4, p));
+        }
+}
+
 /* shape inference of the backward externs (ic_extern dispatches here) */
 ic_val ic_train_extern(ic_graph *g, ic_extern_kind kind, int nin, const ic_val *in, int nparams,
                        const int64_t *params, double beta) {
@@ -148,6 +173,16 @@ ic_val ic_train_extern(ic_graph *g, ic_extern_kind kind, int nin, const ic_val *
         if (nin != 3 || nd < 1 || nd > 3 || (nparams != 3 + 3 * nd && nparams != 4 + 3 * nd) || which < 0 || which > 2)
             return gfail(g, "conv_bwd: bad operands or params");
         if (which == 2) { /* both: 1-D [numel x + numel w], dx then dw */
+            n.meta.dtype = gm->dtype;
+            n.meta.ndim = 1;
+            n.meta.sizes[0] = ic_numel(ic_value_meta(g, in[1])) + ic_numel(ic_value_meta(g, in[2]));
+        } else {
+            n.meta = *ic_value_meta(g, in[1 + (int)which]);
+        }
+    } else if (kind == IC_EXT_GRID_SAMPLE_BWD) {
+        int64_t which = nparams == 4 ? params[3] : -1;
+        if (nin != 3 || which < 0 || which > 2) return gfail(g, "grid_sample_bwd: bad operands or params");
+        if (which == 2) { /* both: 1-D [numel x + numel grid], dx then dgrid */
             n.meta.dtype = gm->dtype;
             n.meta.ndim = 1;
             n.meta.sizes[0] = ic_numel(ic_value_meta(g, in[1])) + ic_numel(ic_value_meta(g, in[2]));
