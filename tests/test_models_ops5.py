@@ -471,12 +471,12 @@ def test_grid_sample_3d_noncontiguous_and_half(mode):
     _whole(lambda x, g: F.grid_sample(x, g, align_corners=False), x2.double(), g2.double())
 
 
-@pytest.mark.allow_fallback
-def test_grid_sample_with_grad_is_left_to_eager():
+def test_grid_sample_with_grad_is_compiled():
+    # its backward is ATen's (tests/test_grid_sample_grad.py has the gradients)
     x = R(1, 2, 4, 4).requires_grad_()
     g = R(1, 3, 3, 2, seed=16)
     ex = torchc.explain(lambda x, g: F.grid_sample(x, g, align_corners=False).sum())(x, g)
-    assert any("requires grad" in str(r) for r in ex.break_reasons), ex.break_reasons
+    assert ex.graph_count == 1 and not ex.break_reasons and ex.backward_graph_count == 1, str(ex)
     torch.testing.assert_close(ex.result, F.grid_sample(x, g, align_corners=False).sum())
 
 
