@@ -860,9 +860,12 @@ int sym_h_factory(trace *t, const opdef *d, var **p, var *out) {
     int fmt = IC_MF_PRESERVE; /* *_like(memory_format=) */
     if (like && dh_memory_format(t, p[dev_i + 3], &fmt) < 0)
         return -1;
+    /* requires_grad=True: a leaf made in the graph, as x.requires_grad_() makes one */
+    var *rgv = p[dev_i + 2];
+    int rg = rgv && rgv->kind == V_CONST && rgv->obj == Py_True;
     for (int i = dev_i + 1; i < MAXP; i++)
         if (p[i] && !sym_is_none(p[i]) && !(p[i]->kind == V_CONST && PyBool_Check(p[i]->obj) && p[i]->obj == Py_False) &&
-            !(like && i == dev_i + 3))
+            !(like && i == dev_i + 3) && !(rg && i == dev_i + 2))
             return sym_fail(t, "%s: layout/requires_grad arguments not supported yet", d->name);
     if (dty >= 0 && factory_device(t, dty, dix, d->name) < 0)
         return -1;
@@ -900,7 +903,12 @@ int sym_h_factory(trace *t, const opdef *d, var **p, var *out) {
     v = ic_expand(t->g, v, n, sz);
     if (like && v >= 0 && ic_value_set_format(t->g, v, p[0]->val, fmt) < 0) /* empty_like's */
         return sym_fail(t, "%s: memory_format does not fit the rank (eager raises)", d->name);
-    return sym_tensor_out(t, v, out);
+    if (sym_tensor_out(t, v, out) < 0)
+        return -1;
+    if (!rg)
+        return 0;
+    var *q[MAXP] = {out, rgv};
+    return sym_h_requires_grad_(t, d, q, out);
 }
 
 /* x.new_tensor(data, dtype=None, device=None): torch.tensor(data) with x's dtype and device

@@ -1369,15 +1369,21 @@ int sym_tensor_attr(trace *t, const var *x_in, PyObject *name, var *out) {
     if (!strcmp(n, "is_nested") || !strcmp(n, "is_sparse") || !strcmp(n, "is_quantized") ||
         !strcmp(n, "is_meta") || !strcmp(n, "is_mkldnn")) /* such tensors are not captured */
         return sym_const(t, Py_NewRef(Py_False), out);
-    if (!strcmp(n, "requires_grad") || !strcmp(n, "grad_fn")) {
+    if (!strcmp(n, "requires_grad") || !strcmp(n, "grad_fn") || !strcmp(n, "is_leaf")) {
         /* inputs: what their guard pinned; values computed in the graph never require grad
          * (inputs that require grad with grad mode on are not captured) */
-        int rg = 0;
+        int rg = 0, input = 0;
         if (x->src >= 0)
             for (int i = 0; i < t->nguards; i++)
                 if (t->guards[i].kind == DH_G_TENSOR && t->guards[i].src == x->src &&
                     t->srcdone[x->src] && t->srcvar[x->src].oid == x->oid)
-                    rg = t->guards[i].meta.requires_grad;
+                    rg = t->guards[i].meta.requires_grad, input = 1;
+        if (n[0] == 'i') { /* is_leaf: no grad, or made to require grad in the graph */
+            if (input && rg) /* its guard does not pin whether it is a leaf */
+                return sym_fail(t, "Tensor.is_leaf of an input that requires grad left to eager");
+            int leaf = input || x->val < 0 || ic_value_is_grad_leaf(t->g, x->val) || !sym_value_requires_grad(t, x->val);
+            return sym_const(t, PyBool_FromLong(leaf), out);
+        }
         if (!rg) /* training: a computed value requires grad as eager's would */
             rg = sym_value_requires_grad(t, x->val);
         int ng = rg ? 0 : sym_nograd_leaf(t, x->oid); /* made to require grad under no_grad */
