@@ -142,7 +142,7 @@ def main():
             total += 1
             todo = todo[ndone + 1:]
             k += 1
-        print(f"{c}: done", flush=True)
+        print(f"{c}: done; so far {len(aborts)} aborted, {len(wrong)} wrong, {len(llc_bad)} llc failures", flush=True)
     print(f"{total} cases; aborted: {len(aborts)}; wrong: {len(wrong)}; not whole: {len(notwhole)}"
           + (f"; llc failures ({','.join(cpus)}): {len(llc_bad)}" if cpus else ""))
     for x in aborts:

@@ -193,11 +193,13 @@ static void print_module(LLVMModuleRef m, const char *header) {
  * (torch.where(i64 < i64, i32, i32).long(); the cat of two int32 slices cast to int64): a DAG
  * combine folds the extension into the loads (a select of two extending loads) and keeps the
  * condition that was already narrowed to the select's width, a 128-bit mask for a 256-bit
- * blend. A freeze between the select and the extension hides the select from that fold (a
- * freeze is a no-op on a value that is not poison, and a kernel's never are) and costs no
- * instruction. It is put in after the pass pipeline, for every vector select an extension reads:
- * instcombine makes this pattern from select(m, ext a, ext b) itself, and would take a freeze
- * out of the way of a fold of its own if it were put in before. */
+ * blend (a COPY from a 128-bit to a 256-bit register class; AVX-512 targets select with mask
+ * registers and are not affected). A freeze between the select and the extension hides the
+ * select from that fold: a freeze changes no value but poison, and costs at most the
+ * extending load the fold would have made. It is put in after the pass pipeline, for every
+ * vector select that an extension reads: instcombine makes the pattern itself from
+ * select(m, ext a, ext b) (torch.where(m, a.long(), b.long())), where before the passes there is
+ * no extension of a select to freeze. */
 static bool is_x86(const char *triple) {
     return !strncmp(triple, "x86_64", 6) || (triple[0] == 'i' && !strncmp(triple + 2, "86", 2));
 }
