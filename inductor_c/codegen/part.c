@@ -184,6 +184,42 @@ static void print_module(LLVMModuleRef m, const char *header) {
     LLVMDisposeMessage(s);
 }
 
+/* LLVM 16's X86 code generator aborts the process ("LLVM ERROR: Cannot emit physreg copy
+ * instruction") on an integer extension of a vector select of two loads whose condition is
+ * wider than the selected values without AVX-512, e.g. for AVX2 (znver3, haswell):
+ *     %m = icmp slt <16 x i64> %i, %j
+ *     %r = select <16 x i1> %m, <16 x i32> (load), <16 x i32> (load)
+ *     %e = sext <16 x i32> %r to <16 x i64>
+ * (torch.where(i64 < i64, i32, i32).long(); the cat of two int32 slices cast to int64): a DAG
+ * combine folds the extension into the loads (a select of two extending loads) and keeps the
+ * condition that was already narrowed to the select's width, a 128-bit mask for a 256-bit
+ * blend (a COPY from a 128-bit to a 256-bit register class; AVX-512 targets select with mask
+ * registers and are not affected). A freeze between the select and the extension hides the
+ * select from that fold: a freeze changes no value but poison, and costs at most the
+ * extending load the fold would have made. It is put in after the pass pipeline, for every
+ * vector select that an extension reads: instcombine makes the pattern itself from
+ * select(m, ext a, ext b) (torch.where(m, a.long(), b.long())), where before the passes there is
+ * no extension of a select to freeze. */
+static bool is_x86(const char *triple) {
+    return !strncmp(triple, "x86_64", 6) || (triple[0] == 'i' && !strncmp(triple + 2, "86", 2));
+}
+
+static void freeze_extended_selects(LLVMModuleRef m) {
+    LLVMBuilderRef b = NULL;
+    for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f))
+        for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(f); bb; bb = LLVMGetNextBasicBlock(bb))
+            for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i; i = LLVMGetNextInstruction(i)) {
+                LLVMOpcode op = LLVMGetInstructionOpcode(i);
+                if (op != LLVMSExt && op != LLVMZExt) continue;
+                LLVMValueRef s = LLVMGetOperand(i, 0);
+                if (!LLVMIsASelectInst(s) || LLVMGetTypeKind(LLVMTypeOf(s)) != LLVMVectorTypeKind) continue;
+                if (!b) b = LLVMCreateBuilderInContext(LLVMGetModuleContext(m));
+                LLVMPositionBuilderBefore(b, i);
+                LLVMSetOperand(i, 0, LLVMBuildFreeze(b, s, ""));
+            }
+    if (b) LLVMDisposeBuilder(b);
+}
+
 /* verify, optimize (P->passes), emit with tm: P->out, or P->err */
 static void part_run(ic_part *P, LLVMTargetMachineRef tm) {
     char *verr = NULL;
@@ -204,6 +240,7 @@ static void part_run(ic_part *P, LLVMTargetMachineRef tm) {
         LLVMDisposeErrorMessage(m);
         return;
     }
+    if (is_x86(LLVMGetTarget(P->mod))) freeze_extended_selects(P->mod);
     double t1 = ic_now_ms();
     P->t_opt = t1 - t0;
     if ((P->debug & IC_DEBUG_LLVM) && P->print_after) print_module(P->mod, P->print_after);
