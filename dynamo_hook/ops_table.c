@@ -230,10 +230,10 @@ static const opdef OPS[] = {
     {"conv_transpose1d", W_TORCH | W_F, "input,weight,bias,stride,padding,output_padding,groups,dilation", sym_h_conv_transpose, 1},
     {"conv_transpose2d", W_TORCH | W_F, "input,weight,bias,stride,padding,output_padding,groups,dilation", sym_h_conv_transpose, 2},
     {"conv_transpose3d", W_TORCH | W_F, "input,weight,bias,stride,padding,output_padding,groups,dilation", sym_h_conv_transpose, 3},
-    {"_native_multi_head_attention", W_TORCH,
+    {"_native_multi_head_attention", W_TORCH | W_PF, /* masks, need_weights: the polyfill */
      "query,key,value,embed_dim,num_head,qkv_weight,qkv_bias,proj_weight,proj_bias,mask,need_weights,average_attn_weights,mask_type",
      sym_h_native_mha, 0},
-    {"_transformer_encoder_layer_fwd", W_TORCH,
+    {"_transformer_encoder_layer_fwd", W_TORCH | W_PF,
      "src,embed_dim,num_heads,qkv_weight,qkv_bias,proj_weight,proj_bias,use_gelu,norm_first,eps,norm_weight_1,"
      "norm_bias_1,norm_weight_2,norm_bias_2,ffn_weight_1,ffn_bias_1,ffn_weight_2,ffn_bias_2,mask,mask_type",
      sym_h_encoder_layer, 0},
