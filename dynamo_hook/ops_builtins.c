@@ -648,8 +648,8 @@ int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kw
                     continue;
                 }
                 var *it;
-                int k;
-                if (sym_iter_items(t, &args[i], &it, &k) < 0)
+                int k, so = sym_set_iter_items(t, &args[i], &it, &k); /* a set: eager's order */
+                if (so < 0 || (so > 0 && sym_iter_items(t, &args[i], &it, &k) < 0))
                     return -1;
                 memset(&a[na], 0, sizeof a[na]);
                 a[na].kind = V_SEQ;

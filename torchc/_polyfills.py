@@ -543,6 +543,8 @@ def _rnn_full(step, lstm, input, hx, params, has_biases, num_layers, dropout, tr
             not isinstance(w, torch.Tensor) or w.dtype != dt or w.device != input.device for w in ts) or \
             any(h.dim() != 3 for h in hs):
         left_to_eager("recurrent layer with operands that are not 3-D tensors of one floating dtype and device left to eager")
+    if torch.is_autocast_enabled(input.device.type):
+        left_to_eager("recurrent layer under autocast left to eager (eager casts the whole layer's operands)")
     dirs = 2 if bidirectional else 1
     x = input.transpose(0, 1) if batch_first else input
     T = x.shape[0]
