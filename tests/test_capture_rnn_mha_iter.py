@@ -247,3 +247,33 @@ def test_rnn_and_mha_fast_path_cuda():
         f = lambda q: mha(q, q, q, key_padding_mask=kpm)  # noqa: E731
         _whole(f, x)
         assert_same(torchc.compile(f)(x), f(x), rtol=1e-4, atol=1e-4)
+
+
+# ---- .item() / .tolist() ints feeding control flow and shapes after the break -------------------
+
+@pytest.mark.allow_fallback
+def test_item_ints_after_a_break_never_wrong_and_bounded():
+    """the int crosses the break as a guarded constant: a new value is a new entry, never a stale
+    one; past the recompile limit the code runs eagerly, with no further compile per value"""
+    torchc.config.recompile_limit = 3
+
+    def f(x):
+        n = int((x > 0).sum().item())
+        y = x * 2 if n > 5 else x * 3
+        return y[:n] + n
+
+    def g(x, w):
+        sizes = (x > 0).long().sum(0).tolist()
+        return torch.cat([p * (i + 1) for i, p in enumerate(w.split(sizes, 0))], 0)
+
+    cf, cg = torchc.compile(f), torchc.compile(g)
+    compiles = None
+    for seed in range(10):
+        torch.manual_seed(seed)
+        x, x2 = torch.randn(12), torch.randn(3, 3)
+        w = torch.randn(int((x2 > 0).sum()), 2)
+        assert_same(cf(x), f(x))
+        assert_same(cg(x2, w), g(x2, w))
+        if seed == 6:
+            compiles = torchc._C.stats()["compiles"]
+    assert torchc._C.stats()["compiles"] == compiles
