@@ -23,6 +23,7 @@
 #include <string.h>
 
 static PyObject *polyfills, *calls, *partial_type, *recompute_fn;
+static PyObject *compiling_query; /* _polyfills.COMPILING_QUERY_TO_EAGER: code -> reason (NULL: none) */
 static PyObject *left_fn, *unroll_fn; /* _polyfills.left_to_eager, rnn_unroll_steps (NULL: none) */
 static int inited;
 
@@ -36,6 +37,9 @@ static int init_once(void) {
     recompute_fn = m ? PyObject_GetAttrString(m, "recompute_region") : NULL;
     left_fn = m ? PyObject_GetAttrString(m, "left_to_eager") : NULL;
     unroll_fn = m ? PyObject_GetAttrString(m, "rnn_unroll_steps") : NULL;
+    compiling_query = m ? PyObject_GetAttrString(m, "COMPILING_QUERY_TO_EAGER") : NULL;
+    if (compiling_query != NULL && !PyDict_Check(compiling_query))
+        Py_CLEAR(compiling_query);
     if (left_fn == NULL || unroll_fn == NULL) {
         Py_CLEAR(left_fn);
         Py_CLEAR(unroll_fn);
@@ -54,6 +58,18 @@ static int init_once(void) {
         return -1;
     }
     return 0;
+}
+
+/* torch.compiler.is_compiling() asked by the frame being interpreted: 0, or the trace stops
+ * (-1 from sym_fail) where that frame's code is listed in COMPILING_QUERY_TO_EAGER (code that
+ * would choose another computation than eager's on the answer) */
+int sym_obj_compiling_query(trace *t) {
+    if (init_once() < 0 || compiling_query == NULL || t->nframes <= 0 || t->frames[t->nframes - 1] == NULL)
+        return 0;
+    PyObject *why = PyDict_GetItemWithError(compiling_query, (PyObject *)t->frames[t->nframes - 1]->code);
+    if (why == NULL)
+        return PyErr_Occurred() ? -1 : 0;
+    return sym_fail(t, "%S", why);
 }
 
 /* the polyfill of callable c (borrowed), or NULL */

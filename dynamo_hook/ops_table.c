@@ -866,8 +866,11 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
         return sym_custom_op_call(t, fn, args, nargs, kwnames, out);
     if (fn->kind == V_FUNC && fn->op == SYM_PREDICATE) {
         int a = sym_predicate(fn->obj);
-        if (dh_is_compiling_fn(fn->obj))
+        if (dh_is_compiling_fn(fn->obj)) {
             t->asked_compiling = 1;
+            if (sym_obj_compiling_query(t) < 0)
+                return -1;
+        }
         if (a == 2 && (nargs || kwnames))
             return sym_fail(t, "%S with arguments", fn->obj);
         if (a == 2 && (a = sym_state_predicate(t, fn->obj)) < 0)

@@ -565,6 +565,7 @@ int sym_obj_inline_named(trace *t, const char *name, var *args, int nargs, var *
 int sym_process_const_call(trace *t, PyObject *f, const var *args, int nargs, PyObject *kwnames, var *out);
 /* func is torchc/_polyfills.py recompute_region (a checkpoint region: sym_call.c) */
 int sym_obj_is_recompute_region(PyObject *func);
+int sym_obj_compiling_query(trace *t); /* obj_func.c: is_compiling() asked where eager computes otherwise: -1 */
 int sym_obj_polyfill_func(trace *t, PyObject *func, const var *self, var *args, int nargs,
                           PyObject *kwnames, var *out);
 int sym_obj_call_polyfill(trace *t, const var *o, var *args, int nargs, PyObject *kwnames, var *out);

@@ -277,3 +277,25 @@ def test_item_ints_after_a_break_never_wrong_and_bounded():
         if seed == 6:
             compiles = torchc._C.stats()["compiles"]
     assert torchc._C.stats()["compiles"] == compiles
+
+
+@pytest.mark.allow_fallback
+def test_transformer_encoder_stack_key_padding_mask_values_are_eagers():
+    # eager's nested-tensor path (eval, key padding mask, no autograd) zeroes the padded rows;
+    # torch skips it while compiling: torchc leaves that frame to eager (COMPILING_QUERY_TO_EAGER)
+    torch.manual_seed(0)
+    enc = torch.nn.TransformerEncoder(torch.nn.TransformerEncoderLayer(8, 2, 16, batch_first=True), 2).eval()
+    x = torch.randn(2, 5, 8)
+    pad = torch.tensor([[False] * 5, [False, False, False, True, True]])
+    with torch.no_grad():
+        torchc.reset()
+        r = enc(x, src_key_padding_mask=pad)
+        c = torchc.compile(enc)(x, src_key_padding_mask=pad)
+        torch.testing.assert_close(c, r)
+        ex = torchc.explain(enc)(x, src_key_padding_mask=pad)
+        assert any("nested-tensor path" in str(b) for b in ex.break_reasons), ex.break_reasons
+        # without a mask the stack is captured whole
+        torchc.reset()
+        ex = torchc.explain(enc)(x)
+        assert ex.graph_count == 1 and ex.graph_break_count == 0, ex.break_reasons
+        torch.testing.assert_close(ex.result, enc(x))

@@ -697,6 +697,18 @@ def transformer_encoder_layer_fwd(src, embed_dim, num_heads, qkv_weight, qkv_bia
     return x
 
 
+# code whose torch.compiler.is_compiling() chooses another computation than eager's: where it
+# is asked there, the trace stops (the frame, or the call into it, runs in eager) with the reason
+COMPILING_QUERY_TO_EAGER = {
+    # in eval with a key padding mask and no autograd, eager runs the layers on a nested tensor
+    # made from the mask and pads the result with zeros; torch skips that path while compiling
+    # (the layers' math path leaves other values in the padded rows)
+    torch.nn.TransformerEncoder.forward.__code__:
+        "nn.TransformerEncoder with a key padding mask: eager's nested-tensor path zeroes the padded "
+        "rows (torch skips it while compiling)",
+}
+
+
 POLYFILLS[_native_mha] = native_multi_head_attention
 POLYFILLS[_encoder_layer_fwd] = transformer_encoder_layer_fwd
 
