@@ -43,6 +43,9 @@ void dh_entry_free(dh_entry *e) {
     free(e->mut_bumps);
     free(e->out_into_src);
     free(e->chk_out);
+    free(e->idx_src);
+    free(e->idx_bound);
+    free(e->idx_gather);
     free(e->mut_from);
     free(e->outs);
     free(e->reason);

@@ -75,6 +75,8 @@ typedef struct dh_limits {
     int max_outputs;  /* graph outputs and in-place updated inputs (default 1 << 16) */
     long max_trace_steps; /* instructions one trace interprets (default 200000) */
     int max_dict_items;   /* items of a dict the trace models (default 1024) */
+    int max_index_inputs; /* index/divisor inputs bounds-checked before a run (default 4096) */
+    int rnn_unroll_steps; /* cell steps of one recurrent layer call unrolled (default 1024) */
 } dh_limits;
 #define DH_INLINE_DEPTH_MAX 128
 extern dh_limits dh_limit;

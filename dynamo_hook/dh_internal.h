@@ -55,7 +55,6 @@ void dh_rec_same_level(PyThreadState *ts, int d); /* +1 / -1 around a call that 
 
 /* index inputs (module buffers of relative positions, one an attention block) bounds-checked
  * before each run of an entry, at most */
-#define DH_MAX_IDX 64
 
 /* ---- sources ---------------------------------------------------------------------- */
 typedef enum dh_srckind {
@@ -211,9 +210,9 @@ typedef struct dh_entry {
     int *out_into_src;      /* per graph output: the source of the input it is stored into, or -1
                              * (NULL: none) */
     int nidx;               /* index inputs checked against bounds before each run */
-    int idx_src[DH_MAX_IDX];
-    int64_t idx_bound[DH_MAX_IDX];
-    unsigned char idx_gather[DH_MAX_IDX]; /* CUDA index tensors read only by gathers: checked on the device */
+    int *idx_src;           /* (nidx each, malloc'd: freed with the entry) */
+    int64_t *idx_bound;
+    unsigned char *idx_gather; /* CUDA index tensors read only by gathers: checked on the device */
     int nchk;               /* CPU: graph outputs (int64 scalars) counting computed indices out of */
     int *chk_out;           /* range; one nonzero after the kernels: the frame runs eagerly */
     int nattrw;             /* module attribute writes: root is (result, values...) */

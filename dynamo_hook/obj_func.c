@@ -23,6 +23,8 @@
 #include <string.h>
 
 static PyObject *polyfills, *calls, *partial_type, *recompute_fn;
+static PyObject *compiling_query; /* _polyfills.COMPILING_QUERY_TO_EAGER: code -> reason (NULL: none) */
+static PyObject *left_fn, *unroll_fn; /* _polyfills.left_to_eager, rnn_unroll_steps (NULL: none) */
 static int inited;
 
 static int init_once(void) {
@@ -33,6 +35,16 @@ static int init_once(void) {
     polyfills = m ? PyObject_GetAttrString(m, "POLYFILLS") : NULL; /* kept for the process */
     calls = m ? PyObject_GetAttrString(m, "CALLS") : NULL;
     recompute_fn = m ? PyObject_GetAttrString(m, "recompute_region") : NULL;
+    left_fn = m ? PyObject_GetAttrString(m, "left_to_eager") : NULL;
+    unroll_fn = m ? PyObject_GetAttrString(m, "rnn_unroll_steps") : NULL;
+    compiling_query = m ? PyObject_GetAttrString(m, "COMPILING_QUERY_TO_EAGER") : NULL;
+    if (compiling_query != NULL && !PyDict_Check(compiling_query))
+        Py_CLEAR(compiling_query);
+    if (left_fn == NULL || unroll_fn == NULL) {
+        Py_CLEAR(left_fn);
+        Py_CLEAR(unroll_fn);
+        (void)tc_clear_expected(PyExc_AttributeError);
+    }
     PyObject *ft = PyImport_ImportModule("functools");
     partial_type = ft ? PyObject_GetAttrString(ft, "partial") : NULL;
     Py_XDECREF(m);
@@ -46,6 +58,18 @@ static int init_once(void) {
         return -1;
     }
     return 0;
+}
+
+/* torch.compiler.is_compiling() asked by the frame being interpreted: 0, or the trace stops
+ * (-1 from sym_fail) where that frame's code is listed in COMPILING_QUERY_TO_EAGER (code that
+ * would choose another computation than eager's on the answer) */
+int sym_obj_compiling_query(trace *t) {
+    if (init_once() < 0 || compiling_query == NULL || t->nframes <= 0 || t->frames[t->nframes - 1] == NULL)
+        return 0;
+    PyObject *why = PyDict_GetItemWithError(compiling_query, (PyObject *)t->frames[t->nframes - 1]->code);
+    if (why == NULL)
+        return PyErr_Occurred() ? -1 : 0;
+    return sym_fail(t, "%S", why);
 }
 
 /* the polyfill of callable c (borrowed), or NULL */
@@ -170,6 +194,14 @@ static int in_polyfill(trace *t, PyObject *pf) {
 int sym_obj_polyfill(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out) {
     if (fn->kind != V_FUNC || fn->obj == NULL || init_once() < 0)
         return 1;
+    /* a polyfill's questions to the tracer: left_to_eager(reason) stops the trace (a break
+     * at the polyfilled call, which eager runs); rnn_unroll_steps() is the setting's value */
+    if (left_fn != NULL && fn->obj == left_fn)
+        return nargs == 1 && kwnames == NULL && args[0].kind == V_CONST && PyUnicode_Check(args[0].obj)
+                   ? sym_fail(t, "%U", args[0].obj)
+                   : sym_fail(t, "a polyfill left the call to eager");
+    if (unroll_fn != NULL && fn->obj == unroll_fn && nargs == 0)
+        return sym_const(t, PyLong_FromLong(dh_limit.rnn_unroll_steps), out);
     if (nargs == 1 && kwnames == NULL && sym_is_inspect_signature(fn->obj)) {
         int rc = signature_of_method(t, fn->obj, &args[0], out);
         if (rc != 1)
@@ -183,6 +215,24 @@ int sym_obj_polyfill(trace *t, const var *fn, var *args, int nargs, PyObject *kw
     /* a source of its own: the polyfill's globals are read through it (DH_S_GLOBAL) */
     int s = sym_source(t, DH_S_CONST, -1, 0, pf);
     return s < 0 ? -1 : sym_inline(t, pf, s, NULL, args, nargs, kwnames, out);
+}
+
+int sym_obj_inline_named(trace *t, const char *name, var *args, int nargs, var *out) {
+    if (init_once() < 0)
+        return sym_fail(t, "torchc._polyfills not importable");
+    PyObject *m = PyImport_ImportModule("torchc._polyfills");
+    PyObject *pf = m ? PyObject_GetAttrString(m, name) : NULL;
+    Py_XDECREF(m);
+    if (pf == NULL || !PyFunction_Check(pf)) {
+        Py_XDECREF(pf);
+        (void)tc_clear_expected(PyExc_Exception);
+        return sym_fail(t, "torchc._polyfills.%s missing", name);
+    }
+    PyObject *kept = sym_keep(t, pf); /* alive with the trace */
+    if (kept == NULL)
+        return -1;
+    int s = sym_source(t, DH_S_CONST, -1, 0, kept);
+    return s < 0 ? -1 : sym_inline(t, kept, s, NULL, args, nargs, NULL, out);
 }
 
 int sym_obj_is_recompute_region(PyObject *func) {

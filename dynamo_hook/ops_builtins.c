@@ -632,7 +632,36 @@ int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kw
         !kwnames && nargs >= 1) {
         /* enumerate / zip / reversed / list over tracked sequences: unrolled */
         var *its[8];
-        int lens[8], n = 1 << 30;
+        int lens[8], n = 1 << 30, ngen = 0;
+        for (int i = 0; i < nargs && nargs <= 8; i++)
+            ngen += args[i].kind == V_GEN;
+        if (ngen > 0 && !zip_strict && (f == (PyObject *)&PyEnum_Type || f == (PyObject *)&PyZip_Type)) {
+            /* over a generator (itertools.count/cycle/repeat, a genexpr): a generator of the
+             * tuples (_polyfills.enumerate_lazy / zip_lazy) that steps it as eager's does,
+             * one item a round in argument order, so an infinite one is fine; the other
+             * arguments are taken as tuples of their items */
+            var a[9];
+            int na = 0;
+            for (int i = 0; i < nargs; i++) {
+                if (args[i].kind == V_GEN) {
+                    a[na++] = args[i];
+                    continue;
+                }
+                var *it;
+                int k, so = sym_set_iter_items(t, &args[i], &it, &k); /* a set: eager's order */
+                if (so < 0 || (so > 0 && sym_iter_items(t, &args[i], &it, &k) < 0))
+                    return -1;
+                memset(&a[na], 0, sizeof a[na]);
+                a[na].kind = V_SEQ;
+                a[na].src = -1;
+                a[na].n = k;
+                a[na++].items = it;
+            }
+            if (f == (PyObject *)&PyEnum_Type &&
+                sym_const(t, PyLong_FromLongLong(enum_start), &a[na++]) < 0)
+                return -1;
+            return sym_obj_inline_named(t, f == (PyObject *)&PyEnum_Type ? "enumerate_lazy" : "zip_lazy", a, na, out);
+        }
         if (nargs > 8 || (f != (PyObject *)&PyZip_Type && nargs != 1))
             return sym_fail(t, "unsupported iteration helper call");
         if (f == (PyObject *)&PyReversed_Type && (args[0].kind == V_ITER || args[0].kind == V_GEN))

@@ -70,8 +70,9 @@ int sym_complex_involved(trace *t, const var *v_in) {
     }
 }
 
-/* 1: sym_custom_arg takes v (a constant, a tensor of static sizes, a sequence of them) */
-static int plannable(trace *t, const var *v, int depth) {
+/* 1: sym_custom_arg takes v (a constant, a tensor of static sizes, a sequence of them);
+ * *ntens counts its tensors (an extern takes IC_EXT_MAXIN at most) */
+static int plannable(trace *t, const var *v, int depth, int *ntens) {
     switch (v->kind) {
     case V_CONST:
         return 1;
@@ -79,11 +80,11 @@ static int plannable(trace *t, const var *v, int depth) {
         var r = *v;
         sym_resolve(t, &r);
         const ic_meta *m = r.val >= 0 ? ic_value_meta(G, r.val) : NULL;
-        return m != NULL && !m->dyn;
+        return m != NULL && !m->dyn && ++*ntens <= IC_EXT_MAXIN;
     }
     case V_SEQ:
         for (int i = 0; i < v->n; i++)
-            if (depth > 4 || !plannable(t, &v->items[i], depth + 1))
+            if (depth > 4 || !plannable(t, &v->items[i], depth + 1, ntens))
                 return 0;
         return 1;
     default:
@@ -241,8 +242,10 @@ int sym_complex_call(trace *t, PyObject *fn, var *args, int nargs, PyObject *kwn
     PyObject *pa = PyTuple_New(npos), *kw = PyDict_New(), *res = NULL;
     if (o.metas == NULL || pa == NULL || kw == NULL)
         goto done;
+    int ntens = 0; /* a probe of more tensors than an extern takes: the ordinary path (a
+                    * polyfill: torch._VF.gru of a 2-layer GRU's weights) */
     for (int i = 0; i < nargs && !force; i++)
-        if (!plannable(t, &args[i], 0)) { /* the ordinary path decides */
+        if (!plannable(t, &args[i], 0, &ntens)) { /* the ordinary path decides */
             rc = 1;
             goto done;
         }

@@ -749,6 +749,37 @@ static int tensor_index_impl(trace *t, const var *x_in, const var *k, var *out) 
     return sym_view_out_desc(t, x, v, out, "__getitem__", Py_BuildValue("(N)", nkey));
 }
 
+int sym_idx_add(trace *t, int src, int64_t bound, int gather) {
+    for (int i = 0; i < t->nidx; i++)
+        if (t->idx_src[i] == src && t->idx_bound[i] == bound) {
+            t->idx_gather[i] &= (unsigned char)(gather != 0);
+            return 0;
+        }
+    if (t->nidx >= dh_limit.max_index_inputs)
+        return sym_fail(t, "more than %d index or divisor input tensors to check before each run "
+                           "(torchc.config.max_index_inputs)", dh_limit.max_index_inputs);
+    if (t->nidx == t->capidx) {
+        int cap = t->capidx ? 2 * t->capidx : 16;
+        int *s = realloc(t->idx_src, sizeof(int) * (size_t)cap);
+        if (s != NULL)
+            t->idx_src = s;
+        int64_t *b = s ? realloc(t->idx_bound, sizeof(int64_t) * (size_t)cap) : NULL;
+        if (b != NULL)
+            t->idx_bound = b;
+        unsigned char *g = b ? realloc(t->idx_gather, (size_t)cap) : NULL;
+        if (g == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        t->idx_gather = g;
+        t->capidx = cap;
+    }
+    t->idx_src[t->nidx] = src;
+    t->idx_gather[t->nidx] = (unsigned char)(gather != 0);
+    t->idx_bound[t->nidx++] = bound;
+    return 0;
+}
+
 int sym_check_index(trace *t, const var *index, int64_t bound, int gather) {
     ic_val iv = index->val, root = ic_value_view_root(t->g, iv);
     ic_op op = ic_value_op(t->g, iv);
@@ -764,17 +795,7 @@ int sym_check_index(trace *t, const var *index, int64_t bound, int gather) {
                     k++;
             s = t->input_src[k];
         }
-        for (int i = 0; i < t->nidx; i++)
-            if (t->idx_src[i] == s && t->idx_bound[i] == bound) {
-                t->idx_gather[i] &= (unsigned char)(gather != 0);
-                return 0;
-            }
-        if (t->nidx >= DH_MAX_IDX)
-            return sym_fail(t, "too many index tensors");
-        t->idx_src[t->nidx] = s;
-        t->idx_gather[t->nidx] = (unsigned char)(gather != 0);
-        t->idx_bound[t->nidx++] = bound;
-        return 0;
+        return sym_idx_add(t, s, bound, gather != 0);
     }
     if (op == IC_OP_ARGMAX || op == IC_OP_ARGMIN)
         return 0;

@@ -30,15 +30,7 @@ int sym_int_div_check(trace *t, ic_op op, ic_val x, ic_val y, const var *bv) {
         if (ic_value_op(t->g, v) == IC_OP_INPUT)
             k++;
     int s = t->input_src[k];
-    for (int i = 0; i < t->nidx; i++)
-        if (t->idx_src[i] == s && t->idx_bound[i] == -1)
-            return 0;
-    if (t->nidx >= DH_MAX_IDX)
-        return sym_fail(t, "too many checked inputs");
-    t->idx_src[t->nidx] = s;
-    t->idx_gather[t->nidx] = 0;
-    t->idx_bound[t->nidx++] = -1; /* -1: no zero element */
-    return 0;
+    return sym_idx_add(t, s, -1, 0); /* -1: no zero element */
 }
 
 /* floor_divide of float16/bfloat16 tensors by a tensor that is not 0-d, as ATen's kernel

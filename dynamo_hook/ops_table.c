@@ -230,10 +230,10 @@ static const opdef OPS[] = {
     {"conv_transpose1d", W_TORCH | W_F, "input,weight,bias,stride,padding,output_padding,groups,dilation", sym_h_conv_transpose, 1},
     {"conv_transpose2d", W_TORCH | W_F, "input,weight,bias,stride,padding,output_padding,groups,dilation", sym_h_conv_transpose, 2},
     {"conv_transpose3d", W_TORCH | W_F, "input,weight,bias,stride,padding,output_padding,groups,dilation", sym_h_conv_transpose, 3},
-    {"_native_multi_head_attention", W_TORCH,
+    {"_native_multi_head_attention", W_TORCH | W_PF, /* masks, need_weights: the polyfill */
      "query,key,value,embed_dim,num_head,qkv_weight,qkv_bias,proj_weight,proj_bias,mask,need_weights,average_attn_weights,mask_type",
      sym_h_native_mha, 0},
-    {"_transformer_encoder_layer_fwd", W_TORCH,
+    {"_transformer_encoder_layer_fwd", W_TORCH | W_PF,
      "src,embed_dim,num_heads,qkv_weight,qkv_bias,proj_weight,proj_bias,use_gelu,norm_first,eps,norm_weight_1,"
      "norm_bias_1,norm_weight_2,norm_bias_2,ffn_weight_1,ffn_bias_1,ffn_weight_2,ffn_bias_2,mask,mask_type",
      sym_h_encoder_layer, 0},
@@ -867,8 +867,11 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
         return sym_custom_op_call(t, fn, args, nargs, kwnames, out);
     if (fn->kind == V_FUNC && fn->op == SYM_PREDICATE) {
         int a = sym_predicate(fn->obj);
-        if (dh_is_compiling_fn(fn->obj))
+        if (dh_is_compiling_fn(fn->obj)) {
             t->asked_compiling = 1;
+            if (sym_obj_compiling_query(t) < 0)
+                return -1;
+        }
         if (a == 2 && (nargs || kwnames))
             return sym_fail(t, "%S with arguments", fn->obj);
         if (a == 2 && (a = sym_state_predicate(t, fn->obj)) < 0)

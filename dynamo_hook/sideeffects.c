@@ -121,6 +121,13 @@ void sym_fx_rollback(trace *t, sym_fx_mark *m) {
 }
 
 void sym_fx_free(trace *t) {
+    free(t->idx_src);
+    free(t->idx_bound);
+    free(t->idx_gather);
+    t->idx_src = NULL;
+    t->idx_bound = NULL;
+    t->idx_gather = NULL;
+    t->nidx = t->capidx = 0;
     free(t->undo);
     t->undo = NULL;
     t->nundo = t->capundo = 0;

@@ -221,10 +221,12 @@ typedef struct trace {
     int nrealcells, caprealcells;
     PyObject *pending_exc;            /* a state predicate raised this (kept): the next
                                        * handler of the frames being traced catches it */
-    int nidx;                         /* index inputs to bounds-check before each run */
-    int idx_src[DH_MAX_IDX];
-    int64_t idx_bound[DH_MAX_IDX];
-    unsigned char idx_gather[DH_MAX_IDX]; /* read by a gather: CUDA kernels check it (wrap, trap) */
+    int nidx, capidx;                 /* index inputs to bounds-check before each run (grown by
+                                       * sym_idx_add up to config max_index_inputs; malloc'd,
+                                       * freed by sym_fx_free) */
+    int *idx_src;
+    int64_t *idx_bound;
+    unsigned char *idx_gather;        /* read by a gather: CUDA kernels check it (wrap, trap) */
     /* computed index tensors whose bounds the trace can't prove (CPU): a graph value counting
      * the out-of-range elements of each, an extra graph output read after the kernels (the
      * frame then runs eagerly: eager raises) */
@@ -557,10 +559,13 @@ int sym_obj_enter(trace *t, const var *o, var *exit, var *entered);
 /* obj_func.c: C library callables traced through torchc/_polyfills.py, functools.partial;
  * 1: not a polyfilled callable (the caller's own rules apply) */
 int sym_obj_polyfill(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out);
+/* the function torchc._polyfills.<name> inlined on args (positional): 0, or -1 (failed) */
+int sym_obj_inline_named(trace *t, const char *name, var *args, int nargs, var *out);
 /* ops_models.c: torch.cuda.is_available() & co, called now (1: not one of them) */
 int sym_process_const_call(trace *t, PyObject *f, const var *args, int nargs, PyObject *kwnames, var *out);
 /* func is torchc/_polyfills.py recompute_region (a checkpoint region: sym_call.c) */
 int sym_obj_is_recompute_region(PyObject *func);
+int sym_obj_compiling_query(trace *t); /* obj_func.c: is_compiling() asked where eager computes otherwise: -1 */
 int sym_obj_polyfill_func(trace *t, PyObject *func, const var *self, var *args, int nargs,
                           PyObject *kwnames, var *out);
 int sym_obj_call_polyfill(trace *t, const var *o, var *args, int nargs, PyObject *kwnames, var *out);
@@ -700,6 +705,10 @@ int sym_known_index(trace *t, const var *v, PyObject **out); /* ops_more.c: 1: a
 /* ops_index.c: index_select with a checked index: graph inputs are bounds-checked at run time (eager
  * runs when out of range), argmax/argmin/arange results are in range by construction. */
 int sym_check_index(trace *t, const var *index, int64_t bound, int gather);
+/* the input at source src is checked before each run (bound >= 0: every element in
+ * [-bound, bound); -1: no zero element, an integer divisor); at most config max_index_inputs
+ * a trace (more: the trace fails, naming it); 0, or -1 (out of memory) */
+int sym_idx_add(trace *t, int src, int64_t bound, int gather);
 
 /* obj_data.c: collections.OrderedDict/defaultdict/deque, iter/next, sorted/list.sort(key=),
  * dataclass Fields, torch.return_types passed in. The hooks return 1 where not theirs. */

@@ -1122,10 +1122,19 @@ static dh_entry *trace_at(PyCodeObject *code, PyObject *const *localsplus, PyObj
         e->nchk = t->nchk;
     }
     if (e != NULL && !e->fallback && t->nidx > 0) {
+        e->idx_src = malloc(sizeof(int) * (size_t)t->nidx);
+        e->idx_bound = malloc(sizeof(int64_t) * (size_t)t->nidx);
+        e->idx_gather = malloc((size_t)t->nidx);
+        if (e->idx_src == NULL || e->idx_bound == NULL || e->idx_gather == NULL) {
+            dh_entry_free(e);
+            e = NULL;
+            PyErr_NoMemory();
+            goto error;
+        }
         e->nidx = t->nidx;
-        memcpy(e->idx_src, t->idx_src, sizeof t->idx_src);
-        memcpy(e->idx_bound, t->idx_bound, sizeof t->idx_bound);
-        memcpy(e->idx_gather, t->idx_gather, sizeof t->idx_gather);
+        memcpy(e->idx_src, t->idx_src, sizeof(int) * (size_t)t->nidx);
+        memcpy(e->idx_bound, t->idx_bound, sizeof(int64_t) * (size_t)t->nidx);
+        memcpy(e->idx_gather, t->idx_gather, (size_t)t->nidx);
     }
     if (e != NULL && !e->fallback && t->nattrw > 0) {
         e->attrw_src = malloc(sizeof(int) * (size_t)t->nattrw);

@@ -641,7 +641,7 @@ void sym_mark_unread(trace *t, dh_entry *e) {
     if (e->out_into_src != NULL)
         for (int i = 0; i < nout; i++)
             ref(cand, n, e->out_into_src[i]);
-    for (int i = 0; i < e->nidx && i < 16; i++)
+    for (int i = 0; i < e->nidx; i++)
         ref(cand, n, e->idx_src[i]);
     for (int i = 0; i < e->nattrw; i++)
         ref(cand, n, e->attrw_src[i]);

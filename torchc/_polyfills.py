@@ -76,12 +76,47 @@ def islice(iterable, *args):
         step = 1
     nxt = start
     i = 0
+    if stop is not None and stop <= 0:
+        return
+    # as CPython's islice: never takes an item past `stop` from the iterable (it may be
+    # shared, or infinite)
     for x in iterable:
-        if stop is not None and i >= stop:
-            return
         if i == nxt:
             yield x
             nxt = nxt + step
+        i = i + 1
+        if stop is not None and i >= stop:
+            return
+
+
+def enumerate_lazy(iterable, start):
+    """enumerate(gen, start) where gen is a generator the tracer holds: stepped lazily
+    (dynamo_hook/ops_builtins.c; an infinite one is fine)"""
+    n = start
+    for x in iterable:
+        yield (n, x)
+        n = n + 1
+
+
+def zip_lazy(*iterables):
+    """zip(...) with a generator among its arguments (the others given as tuples of their
+    items): a round takes one item of each in argument order and ends the zip at the first
+    that has none, as eager's zip, so a generator before the shortest one is stepped once
+    more and one after it is not"""
+    i = 0
+    while True:
+        row = ()
+        for it in iterables:
+            if isinstance(it, tuple):
+                if i >= len(it):
+                    return
+                row = row + (it[i],)
+            else:
+                x = next(it, _MISSING)
+                if x is _MISSING:
+                    return
+                row = row + (x,)
+        yield row
         i = i + 1
 
 
@@ -384,6 +419,7 @@ POLYFILLS[operator.imul] = _imul
 # eager checks are left to eager: anything but 2-D operands raises here, which fails the
 # trace (the frame runs eagerly and raises eager's error).
 
+import math  # noqa: E402
 import torch  # noqa: E402
 import torch.nn.functional as _F  # noqa: E402
 
@@ -422,9 +458,265 @@ def rnn_relu_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
     return (_F.linear(hx, w_hh, b_hh) + _F.linear(input, w_ih, b_ih)).relu()
 
 
+# ---- whole recurrent layers (torch._VF.gru / lstm / rnn_tanh / rnn_relu: nn.GRU, nn.LSTM, nn.RNN)
+# ATen's CPU implementation (RNN.cpp _rnn_impl_with_concat, apply_layer_stack, FullLayer,
+# ReversedFullLayer, FullBidirectionalLayer) unrolled over the time steps: per layer and
+# direction the input projection of all steps at once (at::linear of the whole sequence, then
+# unbind), per step the hidden projection and the gates as in the cells above, the step
+# outputs stacked (a reversed direction runs from the last step and its outputs are put back
+# in order), both directions concatenated on the last dim, dropout between layers in training
+# (at::dropout(x, p, true)). batch_first transposes the input and the output (a view, as
+# ATen's transpose_). Gradients are those of the operations used (the backward of eager's
+# cuDNN/oneDNN kernels computes the same ones up to rounding).
+# Left to eager with a reason (left_to_eager: a graph break at the call, eager runs it): a
+# packed sequence (batch_sizes: per-step batch sizes that are data), operands that are not
+# 3-D/2-D tensors of one floating dtype, no time steps (eager raises), and more unrolled cell
+# steps (time steps x layers x directions) than config rnn_unroll_steps.
+
+_VF_C = torch._C._VariableFunctions
+
+
+def left_to_eager(reason):
+    """a polyfill's marker: the tracer stops here with `reason` (a graph break where the
+    polyfilled call was made; eager runs that call). Never runs (polyfills run traced only)."""
+    raise RuntimeError("torchc: " + reason)
+
+
+def rnn_unroll_steps():
+    """torchc.config.rnn_unroll_steps (the tracer answers it as a constant)"""
+    from torchc import config
+    return config.rnn_unroll_steps
+
+
+def _lstm_step(xw, hid, p):
+    hx, cx = hid
+    i, f, g, o = (_F.linear(hx, p[1], p[3]) + xw).chunk(4, 1)
+    cy = f.sigmoid() * cx + i.sigmoid() * g.tanh()
+    hy = o.sigmoid() * cy.tanh()
+    if p[4] is not None:
+        hy = torch.matmul(hy, p[4].t())
+    return hy, cy
+
+
+def _gru_step(xw, hx, p):
+    ir, ii, inn = xw.chunk(3, 1)
+    hr, hi, hn = _F.linear(hx, p[1], p[3]).chunk(3, 1)
+    reset = (hr + ir).sigmoid()
+    inp = (hi + ii).sigmoid()
+    new = (inn + hn * reset).tanh()
+    return (hx - new) * inp + new
+
+
+def _tanh_step(xw, hx, p):
+    return (_F.linear(hx, p[1], p[3]) + xw).tanh()
+
+
+def _relu_step(xw, hx, p):
+    return (_F.linear(hx, p[1], p[3]) + xw).relu()
+
+
+def _rnn_layer(x, hid, p, step, lstm, reverse):
+    """one direction of one layer over x [T, B, I]: (outputs [T, B, H], final hidden)"""
+    xs = _F.linear(x, p[0], p[2]).unbind(0)
+    n = len(xs)
+    outs = []
+    for k in range(n):
+        hid = step(xs[n - 1 - k] if reverse else xs[k], hid, p)
+        outs.append(hid[0] if lstm else hid)
+    if reverse:
+        outs.reverse()
+    return torch.stack(outs, 0), hid
+
+
+def _rnn_full(step, lstm, input, hx, params, has_biases, num_layers, dropout, train, bidirectional,
+              batch_first, orig):
+    """ATen's _rnn_impl_with_concat; orig: the original, for what is left to eager"""
+    if not isinstance(input, torch.Tensor):  # (data, batch_sizes, hx, params, ...): a packed sequence
+        return orig(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first)
+    if isinstance(hx, torch.Tensor) and not lstm and hx.dim() == 1 and hx.dtype == torch.int64 or \
+            lstm and isinstance(hx, torch.Tensor):
+        left_to_eager("recurrent layer over a packed sequence (its per-step batch sizes are data) left to eager")
+    hs = tuple(hx) if lstm else (hx,)
+    ts = (input,) + hs + tuple(params)
+    dt = input.dtype
+    if input.dim() != 3 or not dt.is_floating_point or any(
+            not isinstance(w, torch.Tensor) or w.dtype != dt or w.device != input.device for w in ts) or \
+            any(h.dim() != 3 for h in hs):
+        left_to_eager("recurrent layer with operands that are not 3-D tensors of one floating dtype and device left to eager")
+    if torch.is_autocast_enabled(input.device.type):
+        left_to_eager("recurrent layer under autocast left to eager (eager casts the whole layer's operands)")
+    dirs = 2 if bidirectional else 1
+    x = input.transpose(0, 1) if batch_first else input
+    T = x.shape[0]
+    if T == 0:
+        left_to_eager("recurrent layer over a sequence of no steps left to eager (eager raises)")
+    limit = rnn_unroll_steps()
+    if T * num_layers * dirs > limit:
+        left_to_eager("recurrent layer of %d cell steps (time steps x layers x directions), more than "
+                      "torchc.config.rnn_unroll_steps (%d), left to eager" % (T * num_layers * dirs, limit))
+    proj = lstm and hs[0].shape[2] != hs[1].shape[2]
+    size = 2 + (2 if has_biases else 0) + (1 if proj else 0)
+    if len(params) != size * num_layers * dirs or hs[0].shape[0] != num_layers * dirs:
+        left_to_eager("recurrent layer with unexpected parameters left to eager")
+    groups = []
+    for k in range(num_layers * dirs):
+        g = params[k * size:(k + 1) * size]
+        b_ih = g[2] if has_biases else None
+        b_hh = g[3] if has_biases else None
+        w_hr = g[size - 1] if proj else None
+        groups.append((g[0], g[1], b_ih, b_hh, w_hr))
+    if lstm:
+        hids = list(zip(hs[0].unbind(0), hs[1].unbind(0)))
+    else:
+        hids = list(hs[0].unbind(0))
+    finals = []
+    for layer in range(num_layers):
+        k = layer * dirs
+        out, h = _rnn_layer(x, hids[k], groups[k], step, lstm, False)
+        finals.append(h)
+        if bidirectional:
+            rout, rh = _rnn_layer(x, hids[k + 1], groups[k + 1], step, lstm, True)
+            finals.append(rh)
+            out = torch.cat([out, rout], out.dim() - 1)
+        x = out
+        if dropout != 0 and train and layer < num_layers - 1:
+            x = torch.dropout(x, dropout, True)
+    if batch_first:
+        x = x.transpose(0, 1)
+    if lstm:
+        return x, torch.stack([h[0] for h in finals], 0), torch.stack([h[1] for h in finals], 0)
+    return x, torch.stack(finals, 0)
+
+
+def _rnn_polyfill(step, lstm, orig):
+    def layer(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
+        return _rnn_full(step, lstm, input, hx, params, has_biases, num_layers, dropout, train, bidirectional,
+                         batch_first, orig)
+    return layer
+
+
+gru = _rnn_polyfill(_gru_step, False, _VF_C.gru)
+lstm = _rnn_polyfill(_lstm_step, True, _VF_C.lstm)
+rnn_tanh = _rnn_polyfill(_tanh_step, False, _VF_C.rnn_tanh)
+rnn_relu = _rnn_polyfill(_relu_step, False, _VF_C.rnn_relu)
+
+
+# ---- nn.MultiheadAttention / nn.TransformerEncoderLayer inference fast paths ---------------
+# torch._native_multi_head_attention and torch._transformer_encoder_layer_fwd (eval, no grad,
+# batch_first self-attention) without a mask and without weights are graph ops of their own
+# (dynamo_hook/ops_extern.c: scaled_dot_product_attention inside). With a mask or with
+# need_weights=True ATen runs its math path (transformers/attention.cpp
+# native_multi_head_attention_cpu), written out here in its order: the input projection
+# without bias, bias added and q scaled by 1/sqrt(head dim) (_transform_bias_rescale_qkv),
+# q @ k^T, a masked softmax (a float mask is made boolean, nonzero masked: mask_type 1 a
+# [B, L] key padding mask, 0 an [L, L] one, 2 one of the scores' shape), @ v, heads merged,
+# the output projection; weights averaged over heads (sum / heads) or per head. A row with
+# every key masked is NaN, as eager's. Anything else is handed to the original.
+
+_native_mha = torch._native_multi_head_attention
+_encoder_layer_fwd = torch._transformer_encoder_layer_fwd
+
+
+def _mha_mask(mask, mask_type, B, H, L):
+    """the boolean mask broadcast to the scores [B, H, L, L], or None (left to the original)"""
+    if mask.dtype != torch.bool:
+        mask = mask.to(torch.bool)
+    if mask.dim() == 2 and mask_type == 1 and tuple(mask.shape) == (B, L):
+        return mask.view(B, 1, 1, L)
+    if mask.dim() == 2 and mask_type == 0 and tuple(mask.shape) == (L, L):
+        return mask.view(1, 1, L, L)
+    if mask.dim() == 4 and (mask_type == 2 or mask_type is None) and tuple(mask.shape) == (B, H, L, L):
+        return mask
+    return None
+
+
+def native_multi_head_attention(query, key, value, embed_dim, num_head, qkv_weight, qkv_bias, proj_weight,
+                                proj_bias, mask=None, need_weights=True, average_attn_weights=True,
+                                mask_type=None):
+    args = (query, key, value, embed_dim, num_head, qkv_weight, qkv_bias, proj_weight, proj_bias, mask,
+            need_weights, average_attn_weights, mask_type)
+    if mask is None and not need_weights:
+        return _native_mha(*args)  # a graph op of its own
+    if not (isinstance(query, torch.Tensor) and query is key and key is value and query.dim() == 3 and
+            query.shape[2] == embed_dim and num_head > 0 and embed_dim % num_head == 0 and
+            query.numel() > 0 and (mask is None or isinstance(mask, torch.Tensor))):
+        return _native_mha(*args)
+    B, L = query.shape[0], query.shape[1]
+    H = num_head
+    dh = embed_dim // H
+    m = None
+    if mask is not None:
+        m = _mha_mask(mask, mask_type, B, H, L)
+        if m is None:
+            return _native_mha(*args)
+    qkv = torch.matmul(query, qkv_weight.t())
+    q, k, v = (qkv + qkv_bias).chunk(3, -1)
+    q = q * (1.0 / math.sqrt(dh))
+    q = q.view(B, L, H, dh).transpose(1, 2)
+    k = k.view(B, L, H, dh).transpose(1, 2)
+    v = v.view(B, L, H, dh).transpose(1, 2)
+    s = torch.matmul(q, k.transpose(-1, -2))
+    if m is not None:
+        s = s.masked_fill(m, float("-inf"))
+    s = s.softmax(-1)
+    ctx = torch.matmul(s, v).transpose(1, 2).reshape(B, L, embed_dim)
+    out = _F.linear(ctx, proj_weight, proj_bias)
+    if not need_weights:
+        return out, None
+    if average_attn_weights:
+        return out, s.sum(1) / H
+    return out, s
+
+
+def transformer_encoder_layer_fwd(src, embed_dim, num_heads, qkv_weight, qkv_bias, proj_weight, proj_bias,
+                                  use_gelu, norm_first, eps, norm_weight_1, norm_bias_1, norm_weight_2,
+                                  norm_bias_2, ffn_weight_1, ffn_bias_1, ffn_weight_2, ffn_bias_2, mask=None,
+                                  mask_type=None):
+    """ATen's transformer_encoder_layer_forward with a mask (without one: a graph op)"""
+    args = (src, embed_dim, num_heads, qkv_weight, qkv_bias, proj_weight, proj_bias, use_gelu, norm_first,
+            eps, norm_weight_1, norm_bias_1, norm_weight_2, norm_bias_2, ffn_weight_1, ffn_bias_1,
+            ffn_weight_2, ffn_bias_2, mask, mask_type)
+    if mask is None or not isinstance(src, torch.Tensor) or src.dim() != 3 or src.numel() == 0:
+        return _encoder_layer_fwd(*args)
+    x = src
+    if norm_first:
+        x = _F.layer_norm(x, (embed_dim,), norm_weight_1, norm_bias_1, eps)
+    x = _native_mha(x, x, x, embed_dim, num_heads, qkv_weight, qkv_bias, proj_weight, proj_bias, mask, False,
+                    True, mask_type)[0]
+    x = x + src
+    if not norm_first:
+        x = _F.layer_norm(x, (embed_dim,), norm_weight_1, norm_bias_1, eps)
+    res = x
+    if norm_first:
+        x = _F.layer_norm(x, (embed_dim,), norm_weight_2, norm_bias_2, eps)
+    x = _F.linear(x, ffn_weight_1, ffn_bias_1)
+    x = _F.gelu(x) if use_gelu else _F.relu(x)
+    x = _F.linear(x, ffn_weight_2, ffn_bias_2) + res
+    if not norm_first:
+        x = _F.layer_norm(x, (embed_dim,), norm_weight_2, norm_bias_2, eps)
+    return x
+
+
+# code whose torch.compiler.is_compiling() chooses another computation than eager's: where it
+# is asked there, the trace stops (the frame, or the call into it, runs in eager) with the reason
+COMPILING_QUERY_TO_EAGER = {
+    # in eval with a key padding mask and no autograd, eager runs the layers on a nested tensor
+    # made from the mask and pads the result with zeros; torch skips that path while compiling
+    # (the layers' math path leaves other values in the padded rows)
+    torch.nn.TransformerEncoder.forward.__code__:
+        "nn.TransformerEncoder with a key padding mask: eager's nested-tensor path zeroes the padded "
+        "rows (torch skips it while compiling)",
+}
+
+
+POLYFILLS[_native_mha] = native_multi_head_attention
+POLYFILLS[_encoder_layer_fwd] = transformer_encoder_layer_fwd
+
+
 def _register_cells():
     for name, fn in (("gru_cell", gru_cell), ("lstm_cell", lstm_cell), ("rnn_tanh_cell", rnn_tanh_cell),
-                     ("rnn_relu_cell", rnn_relu_cell)):
+                     ("rnn_relu_cell", rnn_relu_cell), ("gru", gru), ("lstm", lstm), ("rnn_tanh", rnn_tanh),
+                     ("rnn_relu", rnn_relu)):
         POLYFILLS[getattr(torch._C._VariableFunctions, name)] = fn
 
 
