@@ -106,7 +106,7 @@ def einsum_spellings(C, R):
     each(C, R, fns, xs, star=True)
 
 
-@scenario(exact=True)
+@scenario(rtol=1e-6, atol=1e-6)   # logcumsumexp: one ulp (rounding order); the indices stay exact
 def scans_and_ties(C, R):
     fns = [lambda x: x.cumsum(-1), lambda x: x.cumsum(0, dtype=torch.float64), lambda x: x.cumprod(1), lambda x: x.cummax(-1),
            lambda x: x.cummin(0), lambda x: x.logcumsumexp(1), lambda x: x.sort(stable=True), lambda x: x.sort(0, descending=True, stable=True),
