@@ -194,6 +194,17 @@ static int eager_strides(trace *t, ic_val v, int64_t *st, int depth) {
         for (size_t i = 0; i < sizeof plain / sizeof plain[0]; i++)
             if (!strcmp(name, plain[i]) && desc_strides(t, v, &m, base, name, args, bs, st))
                 return 1;
+        if (!strcmp(name, "view") && PyTuple_GET_SIZE(args) == 1 && sym_dtype_from_object(PyTuple_GET_ITEM(args, 0)) >= 0) {
+            /* x.view(dtype): ATen's strides, the non-last ones scaled by the element sizes' ratio */
+            const ic_meta *bm = ic_value_meta(t->g, base);
+            size_t bsz = ic_dtype_size(bm->dtype), vsz = ic_dtype_size(m.dtype);
+            if (bm->ndim == m.ndim && m.ndim > 0 && bsz && vsz && (bsz % vsz == 0 || vsz % bsz == 0)) {
+                for (int i = 0; i < m.ndim - 1; i++)
+                    st[i] = bsz >= vsz ? bs[i] * (int64_t)(bsz / vsz) : bs[i] / (int64_t)(vsz / bsz);
+                st[m.ndim - 1] = bsz == vsz ? bs[m.ndim - 1] : 1;
+                return 1;
+            }
+        }
         PyObject *na = ext_norm_args(ic_value_meta(t->g, base)->ndim, name, args);
         int r = na != NULL && desc_strides(t, v, &m, base, name, na, bs, st);
         Py_XDECREF(na);

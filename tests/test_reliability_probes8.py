@@ -83,3 +83,13 @@ def test_complex_view_strides_are_eager(f):
 def test_complex_view_of_strided_view_raises(f):
     torchc.reset()
     _raises_same(f, (torch.arange(12.0).reshape(3, 4).to(torch.complex64),), torchc.compile(f))
+
+
+@pytest.mark.allow_fallback
+@pytest.mark.parametrize("f", [lambda x: x[:, ::2].real.stride(), lambda x: x[..., 1:].imag.stride(),
+                               lambda x: torch.view_as_real(x[:, ::2]).stride(), lambda x: x[:, ::2].view(torch.float32).stride(),
+                               lambda x: x[:, ::2].view(torch.complex128).stride()])
+def test_complex_real_views_of_strided_views(f):
+    torchc.reset()
+    x = torch.arange(24.0).reshape(2, 3, 4).to(torch.complex64)
+    assert torchc.compile(f)(x) == f(x)
