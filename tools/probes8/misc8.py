@@ -96,3 +96,15 @@ def func_transforms_around_compiled(C, R):
     h = C(lambda t: torch.func.grad(lambda u: (u ** 3).sum())(t))
     R.call(h, x)
     R.call(C(lambda t: torch.autograd.functional.jacobian(lambda u: u.exp() * 2, t)), x)
+
+
+@scenario(exact=True)
+def complex_view_strides(C, R):
+    fns = [lambda x: x.real.stride(), lambda x: x[:, ::2].real.stride(), lambda x: x[..., 1:].imag.stride(), lambda x: x.mT.stride(),
+           lambda x: x.transpose(0, 2)[::2].stride(), lambda x: x.unflatten(-1, (2, 2)).stride(), lambda x: x[:, 1:, ::3].stride(),
+           lambda x: x.movedim(0, -1)[1].stride(), lambda x: x[1, :, 2].stride(), lambda x: x.narrow(-1, 1, 2).narrow(0, 1, 1).stride(),
+           lambda x: x.split(1, 0)[1][0, ::2].stride(), lambda x: torch.view_as_real(x[:, ::2]).stride(), lambda x: x.conj().stride(),
+           lambda x: x.expand(3, 2, 3, 4)[:, 1].stride(), lambda x: x[:, ::2].reshape(2, -1).stride(), lambda x: x[:, ::2].view(torch.float32).stride(),
+           lambda x: x[::2].view(-1), lambda x: x.diagonal(0, 1, 2).stride(), lambda x: x.select(-1, 2).is_contiguous(),
+           lambda x: x.unfold(-1, 2, 2).stride(), lambda x: x[:, ::2].view(torch.float32).view(-1)]
+    each(C, R, fns, [torch.arange(24.0).reshape(2, 3, 4).to(torch.complex64), torch.arange(24.0).reshape(4, 3, 2).to(torch.complex128).transpose(0, 2)])
