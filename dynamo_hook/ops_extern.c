@@ -720,97 +720,91 @@ static int ein_label(char c) {
     return -1;
 }
 
-/* x summed over the dims whose labels are not in keep (a label mask) */
-static void ein_sum_out(trace *t, ein_op *x, uint64_t keep) {
-    uint32_t mask = 0;
-    int m = 0;
-    for (int i = 0; i < x->n; i++) {
-        if (keep >> x->lab[i] & 1)
-            x->lab[m++] = x->lab[i];
-        else
-            mask |= 1u << i;
-    }
-    if (mask) {
-        x->v = ic_reduce(G, IC_OP_SUM, x->v, mask, 0, -1);
-        x->n = m;
-    }
+/* The contraction follows ATen's einsum step by step, so that the result has eager's strides
+ * as well as its values: every operand is viewed (size-1 dims added, permuted) in one order
+ * of all labels (the output's, then '...' when the output lacks it, then the summed labels),
+ * pairs contract left to right, the result in front. */
+static ic_val ein_sum_keep(trace *t, ic_val v, int dim) {
+    return ic_reduce(G, IC_OP_SUM, v, 1u << dim, 1, -1);
 }
 
-/* x permuted to the labels in `order` (each of x's labels once), then reshaped to the
- * products of the groups of sizes ng[0..k) */
-static ic_val ein_arrange(trace *t, const ein_op *x, const int *order, const int64_t *size, const int *ng, int k) {
-    int perm[IC_MAX_DIMS], ident = 1;
-    for (int i = 0; i < x->n; i++)
-        for (int j = 0; j < x->n; j++)
-            if (x->lab[j] == order[i]) {
-                perm[i] = j;
-                ident &= i == j;
-            }
-    ic_val v = ident ? x->v : ic_permute(G, x->v, perm);
-    int64_t sz[3];
-    for (int g = 0, at = 0; g < k; g++) {
-        sz[g] = 1;
-        for (int i = 0; i < ng[g]; i++)
-            sz[g] *= size[order[at++]];
+/* ATen's sumproduct_pair(a, b, sum_dims, keepdim=true) of two operands of n dims each:
+ * a broadcast multiply when nothing is summed, else permutes, one bmm, a view and the
+ * inverse permute */
+static ic_val ein_pair(trace *t, ic_val a, ic_val b, int n, const int *sumd, int ns) {
+    if (ns == 0)
+        return ic_binary(G, IC_OP_MUL, a, b);
+    int is_sum[IC_MAX_DIMS] = {0};
+    for (int i = 0; i < ns; i++)
+        is_sum[sumd[i]] = 1;
+    int lro[IC_MAX_DIMS], lo[IC_MAX_DIMS], ro[IC_MAX_DIMS], nlro = 0, nlo = 0, nro = 0;
+    int64_t lro_size = 1, lo_size = 1, ro_size = 1, sum_size = 1;
+    for (int i = 0; i < n; i++) {
+        if (a < 0 || b < 0)
+            return IC_NONE;
+        int64_t za = sym_metap(t, a)->sizes[i], zb = sym_metap(t, b)->sizes[i];
+        int sl = za != 1, sr = zb != 1;
+        if (is_sum[i]) {
+            if (sl && sr)
+                sum_size *= za;
+            else if (sl)
+                a = ein_sum_keep(t, a, i);
+            else if (sr)
+                b = ein_sum_keep(t, b, i);
+        } else if (sl && sr) {
+            lro[nlro++] = i;
+            lro_size *= za;
+        } else if (sl) {
+            lo[nlo++] = i;
+            lo_size *= za;
+        } else {
+            ro[nro++] = i;
+            ro_size *= zb;
+        }
     }
-    return ic_reshape(G, v, k, sz);
-}
-
-/* a and b contracted into the labels of keep (a mask) still needed: batch labels (in both,
- * kept), a's and b's own kept labels, summed labels (in both, not kept) */
-static int ein_pair(trace *t, ein_op *a, ein_op *b, uint64_t keep, const int64_t *size, ein_op *r) {
-    uint64_t la = 0, lb = 0;
-    for (int i = 0; i < a->n; i++)
-        la |= 1ull << a->lab[i];
-    for (int i = 0; i < b->n; i++)
-        lb |= 1ull << b->lab[i];
-    ein_sum_out(t, a, keep | lb); /* labels of one operand only, not needed later: summed first */
-    ein_sum_out(t, b, keep | la);
-    int bat[IC_MAX_DIMS], lef[IC_MAX_DIMS], rig[IC_MAX_DIMS], con[IC_MAX_DIMS];
-    int nb = 0, nl = 0, nr = 0, nc = 0;
-    for (int i = 0; i < a->n; i++) {
-        int l = a->lab[i], inb = (lb >> l & 1) != 0, kept = (keep >> l & 1) != 0;
-        if (inb && kept)
-            bat[nb++] = l;
-        else if (inb)
-            con[nc++] = l;
-        else
-            lef[nl++] = l;
+    if (a < 0 || b < 0)
+        return IC_NONE;
+    if (nlo && nro && ro[nro - 1] < lo[0]) { /* as ATen (swap_lo_ro): the bmm then writes the output's order */
+        ic_val tv = a;
+        a = b;
+        b = tv;
+        int tl[IC_MAX_DIMS], tn = nlo;
+        memcpy(tl, lo, sizeof lo);
+        memcpy(lo, ro, sizeof ro);
+        memcpy(ro, tl, sizeof tl);
+        nlo = nro;
+        nro = tn;
+        int64_t ts = lo_size;
+        lo_size = ro_size;
+        ro_size = ts;
     }
-    for (int i = 0; i < b->n; i++)
-        if (!(la >> b->lab[i] & 1))
-            rig[nr++] = b->lab[i];
-    if (nb + nl + nr > IC_MAX_DIMS)
-        return sym_fail(t, "einsum: too many dims");
-    int oa[IC_MAX_DIMS], ob[IC_MAX_DIMS], k = 0;
-    for (int i = 0; i < nb; i++)
-        oa[k++] = bat[i];
-    for (int i = 0; i < nl; i++)
-        oa[k++] = lef[i];
-    for (int i = 0; i < nc; i++)
-        oa[k++] = con[i];
+    int lperm[IC_MAX_DIMS], rperm[IC_MAX_DIMS], operm[IC_MAX_DIMS], k = 0;
+    int64_t osz[IC_MAX_DIMS];
+    const ic_meta *ma = sym_metap(t, a), *mb = sym_metap(t, b);
+#define EIN_PUT(list, cnt, sizes_of)                                                                                   \
+    for (int i = 0; i < (cnt); i++, k++) {                                                                             \
+        lperm[k] = (list)[i];                                                                                          \
+        operm[(list)[i]] = k;                                                                                          \
+        osz[k] = sizes_of;                                                                                             \
+    }
+    EIN_PUT(lro, nlro, ma->sizes[lro[i]])
+    EIN_PUT(lo, nlo, ma->sizes[lo[i]])
+    EIN_PUT(sumd, ns, 1)
+    EIN_PUT(ro, nro, mb->sizes[ro[i]])
+#undef EIN_PUT
     k = 0;
-    for (int i = 0; i < nb; i++)
-        ob[k++] = bat[i];
-    for (int i = 0; i < nc; i++)
-        ob[k++] = con[i];
-    for (int i = 0; i < nr; i++)
-        ob[k++] = rig[i];
-    int ga[3] = {nb, nl, nc}, gb[3] = {nb, nc, nr};
-    ic_val ab[2] = {ein_arrange(t, a, oa, size, ga, 3), ein_arrange(t, b, ob, size, gb, 3)};
+    for (int i = 0; i < nlro; i++)
+        rperm[k++] = lro[i];
+    for (int i = 0; i < ns; i++)
+        rperm[k++] = sumd[i];
+    for (int i = 0; i < nro; i++)
+        rperm[k++] = ro[i];
+    for (int i = 0; i < nlo; i++)
+        rperm[k++] = lo[i];
+    int64_t la[3] = {lro_size, lo_size, sum_size}, lb[3] = {lro_size, sum_size, ro_size};
+    ic_val ab[2] = {ic_reshape(G, ic_permute(G, a, lperm), 3, la), ic_reshape(G, ic_permute(G, b, rperm), 3, lb)};
     ic_val p = ic_extern(G, IC_EXT_BMM, 2, ab, 0, NULL, 1, 1);
-    int64_t sz[IC_MAX_DIMS];
-    r->n = 0;
-    for (int i = 0; i < nb; i++)
-        r->lab[r->n++] = bat[i];
-    for (int i = 0; i < nl; i++)
-        r->lab[r->n++] = lef[i];
-    for (int i = 0; i < nr; i++)
-        r->lab[r->n++] = rig[i];
-    for (int i = 0; i < r->n; i++)
-        sz[i] = size[r->lab[i]];
-    r->v = ic_reshape(G, p, r->n, sz);
-    return sym_check_graph(t);
+    return ic_permute(G, ic_reshape(G, p, n, osz), operm);
 }
 
 /* einsum(equation, *operands) (or one list of operands): letters and '...', implicit or
@@ -954,42 +948,100 @@ int sym_h_einsum(trace *t, const opdef *d, var **p, var *out) {
                 omask |= 1ull << l;
             }
     }
-    /* size-1 dims broadcast to their label's size */
     for (int i = 0; i < nops; i++) {
-        const ic_meta m = *sym_metap(t, ops[i].v);
-        int64_t want[IC_MAX_DIMS];
-        int bc = 0;
-        for (int j = 0; j < m.ndim; j++) {
-            want[j] = size[ops[i].lab[j]];
-            bc |= want[j] != m.sizes[j];
-        }
-        if (bc)
-            ops[i].v = ic_expand(G, ops[i].v, m.ndim, want);
-        for (int j = 0; j < m.ndim; j++)
-            if (want[j] == 0)
+        const ic_meta *m = sym_metap(t, ops[i].v);
+        for (int j = 0; j < m->ndim; j++)
+            if (size[ops[i].lab[j]] == 0)
                 return sym_fail(t, "einsum of an empty operand left to eager");
     }
-    ein_op cur = ops[0];
-    for (int i = 1; i < nops; i++) {
-        uint64_t keep = omask;
-        for (int j = i + 1; j < nops; j++)
-            for (int k = 0; k < ops[j].n; k++)
-                keep |= 1ull << ops[j].lab[k];
-        ein_op r;
-        if (ein_pair(t, &cur, &ops[i], keep, size, &r) < 0)
-            return -1;
-        cur = r;
-    }
-    ein_sum_out(t, &cur, omask);
-    int perm[IC_MAX_DIMS], ident = 1;
+    /* the order of all labels: the output's, '...' when the output lacks it, the summed ones */
+    int pidx[EIN_LABELS], np = 0;
+    for (int l = 0; l < EIN_LABELS; l++)
+        pidx[l] = -1;
     for (int i = 0; i < no; i++)
-        for (int j = 0; j < cur.n; j++)
-            if (cur.lab[j] == olab[i]) {
-                perm[i] = j;
-                ident &= i == j;
+        pidx[olab[i]] = np++;
+    const int nout = np;
+    for (int e = 0; e < nell; e++)
+        if (pidx[52 + e] < 0)
+            pidx[52 + e] = np++;
+    for (int l = 0; l < 52; l++)
+        if (count[l] > 0 && pidx[l] < 0)
+            pidx[l] = np++;
+    if (np > IC_MAX_DIMS)
+        return sym_fail(t, "einsum: too many dims");
+    /* each operand viewed in that order: size-1 dims appended for its missing labels, then
+     * permuted; dcount: how many operands have a dim of size != 1 there */
+    int dcount[IC_MAX_DIMS] = {0};
+    ic_val v[8];
+    for (int i = 0; i < nops; i++) {
+        const ic_meta m = *sym_metap(t, ops[i].v);
+        int perm[IC_MAX_DIMS], d = m.ndim;
+        int64_t sz[IC_MAX_DIMS];
+        for (int k = 0; k < np; k++)
+            perm[k] = -1;
+        for (int j = 0; j < m.ndim; j++) {
+            perm[pidx[ops[i].lab[j]]] = j;
+            sz[j] = m.sizes[j];
+            dcount[pidx[ops[i].lab[j]]] += m.sizes[j] != 1;
+        }
+        for (int k = 0; k < np; k++)
+            if (perm[k] < 0) {
+                sz[d] = 1;
+                perm[k] = d++;
             }
-    ic_val r = cur.v;
-    if (!ident)
-        r = ic_permute(G, r, perm);
-    return sym_tensor_out(t, r, out);
+        ic_val x = ops[i].v;
+        if (d != m.ndim)
+            x = ic_reshape(G, x, d, sz);
+        int ident = 1;
+        for (int k = 0; k < np; k++)
+            ident &= perm[k] == k;
+        v[i] = ident ? x : ic_permute(G, x, perm);
+    }
+    if (sym_check_graph(t) < 0)
+        return -1;
+    ic_val cur = v[0];
+    for (int i = 1; i < nops; i++) {
+        ic_val a = cur, b = v[i];
+        int sumd[IC_MAX_DIMS], ns = 0;
+        uint32_t amask = 0, bmask = 0;
+        for (int d = nout; d < np; d++) {
+            int za = sym_metap(t, a)->sizes[d] != 1, zb = sym_metap(t, b)->sizes[d] != 1;
+            if (za && zb) {
+                if (--dcount[d] == 1) {
+                    sumd[ns++] = d;
+                    dcount[d] = 0;
+                }
+            } else if (dcount[d] == 1) {
+                if (za)
+                    amask |= 1u << d;
+                else if (zb)
+                    bmask |= 1u << d;
+                if (za || zb)
+                    dcount[d] = 0;
+            }
+        }
+        if (amask)
+            a = ic_reduce(G, IC_OP_SUM, a, amask, 1, -1);
+        if (bmask)
+            b = ic_reduce(G, IC_OP_SUM, b, bmask, 1, -1);
+        if (sym_check_graph(t) < 0)
+            return -1;
+        cur = ein_pair(t, a, b, np, sumd, ns);
+        if (sym_check_graph(t) < 0)
+            return -1;
+    }
+    if (np > nout) {
+        uint32_t mask = 0;
+        for (int d = nout; d < np; d++)
+            mask |= 1u << d;
+        if (nops > 1) {
+            int64_t sz[IC_MAX_DIMS];
+            for (int d = 0; d < nout; d++)
+                sz[d] = sym_metap(t, cur)->sizes[d];
+            cur = ic_reshape(G, cur, nout, sz);
+        } else {
+            cur = ic_reduce(G, IC_OP_SUM, cur, mask, 0, -1);
+        }
+    }
+    return sym_tensor_out(t, cur, out);
 }

@@ -533,7 +533,7 @@ done:
  *   BCE:          d input  = (x - t) / max((1 - x)·x, 1e-12) · w · g
  *                 d target = -logit(x) · w · g
  * (g expanded for sum, divided by numel for mean); weight and pos_weight get none (eager:
- * not differentiable). Eager checks BCE's input is in [0, 1] (RuntimeError): the graph
+ * not differentiable). Eager checks BCE's input and target are in [0, 1] (RuntimeError): the graph
  * counts the elements outside as an index check does (CPU; the frame then reruns eagerly);
  * on CUDA (a device-side assert in eager) the call is left to eager. */
 
@@ -565,7 +565,7 @@ static ic_val log_sigmoid(trace *t, ic_val x) {
 
 static ic_val mul_opt(trace *t, ic_val a, ic_val w) { return w >= 0 ? ic_binary(G, IC_OP_MUL, a, w) : a; }
 
-/* BCE's input range check: the count of elements outside [0, 1] (NaN included), a graph
+/* BCE's input (and target) range check: the count of elements outside [0, 1] (NaN included), a graph
  * output read after the kernels (CPU) */
 static int bce_range_check(trace *t, const opdef *d, ic_val x) {
     if (t->device_type == TC_DEV_CUDA)
@@ -597,7 +597,7 @@ int sym_h_bce(trace *t, const opdef *d, var **p, var *out) {
         numel *= xm.sizes[i];
     if (red == RED_MEAN && numel == 0)
         return sym_fail(t, "%s: mean of an empty input (nan) left to eager", d->name);
-    if (!logits && bce_range_check(t, d, x) < 0)
+    if (!logits && (bce_range_check(t, d, x) < 0 || bce_range_check(t, d, tg) < 0))
         return -1;
     int train = sym_value_requires_grad(t, x) || sym_value_requires_grad(t, tg);
     int need_t = train && sym_value_requires_grad(t, tg);

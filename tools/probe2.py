@@ -145,7 +145,10 @@ def _diff(a, b, cfg, path="$"):
                 if bad.any():
                     i = bad.nonzero()[0].tolist()
                     return f"{path}: values differ at {i}: {x[tuple(i)].item()} vs {y[tuple(i)].item()} (max abs diff {(xd - yd)[fin].abs().max().item() if fin.any() else 'nan'})"
-            elif not torch.equal(x.nan_to_num(1234.5), y.nan_to_num(1234.5)):
+            elif x.is_complex() and not torch.equal(torch.view_as_real(x.cdouble()).nan_to_num(1234.5),
+                                                    torch.view_as_real(y.cdouble()).nan_to_num(1234.5)):
+                return f"{path}: values differ (exact)"
+            elif not x.is_complex() and not torch.equal(x.nan_to_num(1234.5), y.nan_to_num(1234.5)):
                 return f"{path}: values differ (exact)"
         elif not torch.equal(x, y):
             return f"{path}: values differ: {x.flatten()[:8].tolist()} vs {y.flatten()[:8].tolist()}"

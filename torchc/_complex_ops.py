@@ -173,7 +173,7 @@ def plan(fn, args, kwargs, metas, force, dev="cpu"):
             return f"complex op {fname} with {len(r)} outputs (left to eager)"
         subs = []
         for k, x in enumerate(r):
-            sub = _register(_Item(call, k), f"{fname}[{k}]", args, kwargs, x, ts, None)
+            sub = _register(_Item(call, k), f"{fname}[{k}]", args, kwargs, x, ts, lambda x=x: _part_desc(ts[0], x))
             if isinstance(sub, str):
                 return sub
             subs.append(sub)
@@ -195,6 +195,27 @@ class _Item:
 
     def __call__(self, *a, **kw):
         return self.call(*a, **kw)[self.k]
+
+
+def _part_desc(base, x):
+    """x, one output of split / chunk / unbind & co (meta), as base.narrow(dim, start, length)
+    or base.select(dim, index) when one of them makes exactly x's view, else None"""
+    def same(v):
+        return v.shape == x.shape and v.stride() == x.stride() and v.storage_offset() == x.storage_offset()
+    for d in range(base.dim()):
+        st = base.stride(d)
+        off = x.storage_offset() - base.storage_offset()
+        if st <= 0 or off % st:
+            continue
+        i = off // st
+        try:
+            if x.dim() == base.dim() and 0 <= i <= base.shape[d] and same(base.narrow(d, i, x.shape[d])):
+                return ("narrow", (d, i, x.shape[d]))
+            if x.dim() == base.dim() - 1 and 0 <= i < base.shape[d] and same(base.select(d, i)):
+                return ("select", (d, i))
+        except (RuntimeError, IndexError):
+            continue
+    return None
 
 
 def _register(call, fname, args, kwargs, r, ts, desc_of):
