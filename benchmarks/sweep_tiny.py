@@ -22,7 +22,9 @@ nonzero) and loss.backward(); the loss and every parameter's .grad are compared 
 allclose, else the RMSE against a float64 run of the model at most twice eager's + 1e-3); a .grad
 left None by eager must stay None; a run failing that rule is held to the spread of eager's error
 over three runs with ulp-perturbed parameters and inputs (eager_noise: non-smooth models move far
-more than their rounding; row noise_rule). Whole: one forward
+more than their rounding; row noise_rule); one failing that too is run under torchc in float64
+against eager's float64 run (f64_check): equal there, its status is fp32_noise (rounding, not a
+formula; not whole). Whole: one forward
 graph, no break and one backward graph. --compare JSON lists the models whole in that
 (inference) run and not whole in training.
 
@@ -405,6 +407,29 @@ def within_noise(ref, res, fp64, noise, tol=TRAIN_TOL, names=None):
     return True, None
 
 
+def f64_check(m64, i64, fp64, names=None):
+    """a --train row wrong in float32: torchc on the float64 copy of the model against eager's
+    float64 run. A formula error (a wrong rule, a lost op) shows at float64 as at float32;
+    rounding does not: (True, None) when every tensor is within 1e-7 of its own largest value
+    + 1e-9 of the largest of all (gradients that are zero in exact arithmetic, e.g. a key
+    bias under softmax, are float64 noise), else (False, the first that is not)"""
+    import torchc
+    torchc.reset()
+    _, l, g = train_step(torchc.compile(m64), m64, i64)
+    res = [l] + g
+    scale = max((t.abs().max().item() for t in fp64 if t is not None and t.numel()), default=0.0)
+    for i, (a, b) in enumerate(zip(fp64, res)):
+        what = names[i] if names else f"output {i}"
+        if (a is None) != (b is None):
+            return False, f"{what}: None in one float64 run only"
+        if a is None or not a.numel():
+            continue
+        d = (a - b).abs().max().item()
+        if not d <= 1e-7 * a.abs().max().item() + 1e-9 * scale:
+            return False, f"{what}: float64 max abs diff {d:.3g}"
+    return True, None
+
+
 def torch_allclose(a, b, tol):
     import torch
     return torch.allclose(a.float(), b.float(), atol=tol, rtol=tol, equal_nan=True)
@@ -463,13 +488,12 @@ def run_train(row, model, cfg, timeout):
     row["inputs"] = sorted(inputs)
     tnames = ["loss"] + [f"{n}.grad" for n in names]
     row["eager_deterministic"] = same_fp64(ref, ref2, None, tol=1e-6, names=tnames)[0]
-    fp64 = None
+    fp64 = m64 = None
     try:
         m64 = copy.deepcopy(model).double()
         i64 = {k: v.double() if v.is_floating_point() else v for k, v in inputs.items()}
         _, l64, g64 = train_step(m64, m64, i64)
         fp64 = [l64] + g64
-        del m64
     except Timeout:
         raise
     except Exception as e:
@@ -508,6 +532,17 @@ def run_train(row, model, cfg, timeout):
             why = dwhy
         elif dwhy:
             row["dynamo"] = dwhy
+    if not ok and not differs and fp64 is not None and loss is not None:
+        try:
+            f64ok, f64why = f64_check(m64, i64, fp64, names=tnames)
+        except Timeout:
+            raise
+        except Exception as e:
+            f64ok, f64why = False, f"float64 run: {type(e).__name__}: {str(e)[:120]}"
+        if f64ok:
+            differs, why = "fp32_noise", f"float64 compiled run matches eager's; float32: {why}"
+        else:
+            row["f64"] = f64why
     whole = ex.graph_count == 1 and ex.graph_break_count == 0 and ex.backward_graph_count == 1
     row.update(graphs=ex.graph_count, breaks=ex.graph_break_count, ops=ex.op_count,
                bwd_graphs=ex.backward_graph_count, bwd_ops=ex.backward_op_count,
@@ -656,7 +691,8 @@ def reason_key(r):
 
 def write_md(rows, path, meta):
     st = collections.Counter(r["status"] for r in rows)
-    ran = [r for r in rows if r["status"] in ("whole", "broken", "fallback", "wrong", "compile_differs", "torchc_raised")]
+    ran = [r for r in rows if r["status"] in ("whole", "broken", "fallback", "wrong", "compile_differs", "fp32_noise",
+                                              "torchc_raised")]
     reasons = collections.Counter()
     per_model = collections.Counter()
     for r in rows:
@@ -676,7 +712,8 @@ def write_md(rows, path, meta):
         if meta.get("train"):
             f.write(f"**Whole (1 forward graph, 0 breaks, 1 backward graph, loss and grads match eager): "
                     f"{st['whole']} of {len(ran)}**; grads wrong {st['wrong']}; as Dynamo's (compile_differs) "
-                    f"{st['compile_differs']}; raising {st['torchc_raised']}\n\n")
+                    f"{st['compile_differs']}; fp32 noise (float64 compiled run matches) {st['fp32_noise']}; "
+                    f"raising {st['torchc_raised']}\n\n")
         else:
             f.write(f"**Whole (1 graph, 0 breaks, matches eager): {st['whole']} of {len(ran)}**\n\n")
         if meta.get("compare") and os.path.exists(meta["compare"]):
