@@ -446,6 +446,8 @@ def dynamo_check(f_dyn, ref, res, cmp):
     try:
         torch._dynamo.reset()
         dyn = f_dyn()
+    except Timeout:
+        raise
     except Exception as e:
         return None, f"dynamo: {type(e).__name__}: {str(e)[:120]}"
     finally:
