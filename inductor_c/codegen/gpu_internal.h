@@ -299,6 +299,20 @@ typedef struct gseen { /* a generated kernel: its module's canonical bitcode, it
     bool lazy;   /* a lazy fallback's: only other lazy fallbacks may share it */
 } gseen;
 
+/* A variant's structural key (gpu_key.c) and where its code is: a later variant with the same
+ * key is launched with that function (gpu_nvptx.c gg_codegen), its IR never built. */
+typedef struct gkseen {
+    uint64_t h;
+    uint8_t *key;
+    size_t n;
+    char name[48];
+    bool lazy;       /* the code is a lazy fallback's (as gseen.lazy) */
+    int nalign;      /* the base alignments the code assumes: parameter position, bytes */
+    int *apos, *abytes;
+    int seen;        /* TORCHC_DEBUG=dedupe: the gseen entry of its bitcode, -1 none */
+} gkseen;
+typedef struct gkeyer gkeyer;
+
 struct gres { /* LLVM objects released on every path */
     gpart p[GPU_MAXPARTS];
     int np;
@@ -308,6 +322,12 @@ struct gres { /* LLVM objects released on every path */
     gseen *seen; /* kernels generated so far (dedupe), nseen of cap */
     int nseen, capseen;
     LLVMModuleRef tmp; /* the variant being generated (gg_kbegin/gg_kend), in one part's context */
+    int last_seen;     /* the seen entry of the last gg_kend's bitcode (-1: none) */
+    gkeyer *keyer;     /* structural keys (gpu_key.c): NULL when dedupe is off */
+    gkseen *ks;        /* the keys met so far, nks of capks */
+    int nks, capks;
+    bool check;        /* TORCHC_DEBUG=dedupe: every variant built, key repeats checked */
+    int nchecked, nbconly; /* check: key repeats whose code was compared; bitcode-only repeats */
 };
 
 /* gpu_ops.c */
@@ -350,7 +370,17 @@ bool gg_fits_i32(ic_ctx *c, ic_kernel *k, const plan *P);
 int gg_param_order(ic_ctx *c, const ic_kernel *k, bool stores_only, const int *used, const int *first, int n0, int *ub);
 void gg_add_annotation(gg *g, LLVMValueRef fn, const char *key, int v);
 LLVMValueRef gg_kernel_fn(gg *g, const char *name, int np, int nu, const int *ub, const int *used);
-void gg_gen_variant(gg *g, ic_kernel *k, const plan *P, ic_gvariant *out, const char *name);
+int gg_variant_params(ic_ctx *c, const ic_kernel *k, int **used, int **ub);
+void gg_gen_variant(gg *g, ic_kernel *k, const plan *P, ic_gvariant *out, const char *name, const int *used,
+                    const int *ub, int nu);
+
+/* gpu_key.c */
+gkeyer *gg_keyer_new(void);
+void gg_keyer_free(gkeyer *K);
+/* the key of variant P of k (parameters ub[0..nu) of use used[]) with index type i32 or i64: K's
+ * bytes (valid until the next call), *len; NULL when the key cannot describe it */
+const uint8_t *gg_variant_key(gkeyer *K, gg *g, const ic_kernel *k, const plan *P, bool i32, const int *used,
+                              const int *ub, int nu, size_t *len);
 
 /* gpu_gemm_emit.c */
 int gg_gemm_kernel(gg *g, int ki, ic_gkernel *K, int tsm, int nsm, int mid, gres *R, int *nnew, ic_gpu *gpu, int *choice_kj);

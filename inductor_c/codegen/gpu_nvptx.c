@@ -73,6 +73,9 @@ static void gres_free(gres *R) {
     gpart_free(&R->lz);
     for (int i = 0; i < R->nseen; i++) free(R->seen[i].text);
     free(R->seen);
+    for (int i = 0; i < R->nks; i++) free(R->ks[i].key), free(R->ks[i].apos), free(R->ks[i].abytes);
+    free(R->ks);
+    gg_keyer_free(R->keyer);
     memset(R, 0, sizeof *R);
 }
 
@@ -214,6 +217,7 @@ void gg_kbegin(gg *g, gres *R, gpart *q) {
  * compiled now never takes a lazy one's code; gv->lazy says where its code is). */
 int gg_kend(gg *g, gres *R, gpart *q, ic_gvariant *gv, bool lazy) {
     gv->lazy = lazy;
+    R->last_seen = -1;
     if (!R->tmp) { /* no dedupe: generated straight into q's module, counted as one unit */
         q->nk++;
         q->work++;
@@ -240,6 +244,7 @@ int gg_kend(gg *g, gres *R, gpart *q, ic_gvariant *gv, bool lazy) {
             snprintf(gv->name, sizeof gv->name, "%s", R->seen[i].name);
             gv->lazy = R->seen[i].lazy;
             g->c->cg_dups++;
+            R->last_seen = i;
             return 1;
         }
     if (hv && R->nseen == R->capseen) {
@@ -254,6 +259,7 @@ int gg_kend(gg *g, gres *R, gpart *q, ic_gvariant *gv, bool lazy) {
         e->n = n;
         e->lazy = lazy;
         snprintf(e->name, sizeof e->name, "%s", gv->name);
+        R->last_seen = R->nseen - 1;
     } else {
         free(bc);
     }
@@ -263,6 +269,91 @@ int gg_kend(gg *g, gres *R, gpart *q, ic_gvariant *gv, bool lazy) {
     if (LLVMLinkModules2(q->P.mod, m)) /* consumes m */
         ic_fail(g->c, IC_EINTERNAL, "LLVM: linking kernel %s into its part failed", gv->name);
     return 0;
+}
+
+/* ---- repeats found by their structural key (gpu_key.c) -------------------------------------- */
+/* the first key entry equal to key (h, n) whose code variant `lazy` may use, or -1 */
+static int key_find(const gres *R, uint64_t h, const uint8_t *key, size_t n, bool lazy) {
+    for (int i = 0; i < R->nks; i++) {
+        const gkseen *e = &R->ks[i];
+        if (e->h == h && e->n == n && (lazy || !e->lazy) && !memcmp(e->key, key, n)) return i;
+    }
+    return -1;
+}
+
+/* Remembers key (h, n) for the variant gv just built (or found repeated by its bitcode): its
+ * function's name, where its code is, and the base alignments its code assumes, by parameter
+ * position. Out of memory: not remembered (a later repeat is built). */
+static void key_add(gres *R, uint64_t h, const uint8_t *key, size_t n, const ic_gvariant *gv) {
+    if (R->nks == R->capks) {
+        int cap = R->capks ? 2 * R->capks : 64;
+        gkseen *ns = realloc(R->ks, (size_t)cap * sizeof *ns);
+        if (!ns) return;
+        R->ks = ns, R->capks = cap;
+    }
+    gkseen e = {.h = h, .n = n, .lazy = gv->lazy, .nalign = gv->nalign, .seen = R->last_seen};
+    e.key = malloc(n ? n : 1);
+    e.apos = malloc(((size_t)gv->nalign + 1) * sizeof(int));
+    e.abytes = malloc(((size_t)gv->nalign + 1) * sizeof(int));
+    if (!e.key || !e.apos || !e.abytes) {
+        free(e.key), free(e.apos), free(e.abytes);
+        return;
+    }
+    memcpy(e.key, key, n);
+    snprintf(e.name, sizeof e.name, "%s", gv->name);
+    for (int j = 0; j < gv->nalign; j++) {
+        int p = 0;
+        while (p < gv->nparams && gv->params[p] != gv->align_buf[j]) p++;
+        e.apos[j] = p; /* an aligned buffer is a parameter (gg_gen_variant) */
+        e.abytes[j] = gv->align_bytes[j];
+    }
+    R->ks[R->nks++] = e;
+}
+
+/* The launch plan of a variant of plan P, parameters ub[0..nu), whose code is entry e's function. */
+static void key_reuse(ic_ctx *c, const gkseen *e, const plan *P, const int *ub, int nu, ic_gvariant *out) {
+    snprintf(out->name, sizeof out->name, "%s", e->name);
+    out->lazy = e->lazy;
+    out->grid = P->grid;
+    out->block = (unsigned)P->Bk;
+    out->part_off = -1;
+    out->ctr = 0;
+    out->cl = 1;
+    out->dsmem = P->dsmem;
+    out->vec = P->V;
+    out->nparams = nu;
+    out->nalign = 0;
+    out->params = malloc((size_t)(nu + 1) * sizeof(int));
+    out->align_buf = malloc((size_t)(e->nalign + 1) * sizeof(int));
+    out->align_bytes = malloc((size_t)(e->nalign + 1) * sizeof(int));
+    if (!out->params || !out->align_buf || !out->align_bytes) ic_fail(c, IC_ENOMEM, "out of memory");
+    memcpy(out->params, ub, (size_t)nu * sizeof(int));
+    for (int j = 0; j < e->nalign; j++) {
+        out->align_buf[j] = ub[e->apos[j]];
+        out->align_bytes[j] = e->abytes[j];
+    }
+    out->nalign = e->nalign;
+}
+
+/* TORCHC_DEBUG=dedupe: variant gv was built although entry e has its key; its code (canonical
+ * bitcode) and launch plan must be e's. A difference is an internal error: the key misses
+ * something the generator reads. */
+static void key_check(ic_ctx *c, gres *R, const gkseen *e, const plan *P, const int *ub, int nu,
+                      const ic_gvariant *gv) {
+    const gseen *a = e->seen >= 0 ? &R->seen[e->seen] : NULL, *b = R->last_seen >= 0 ? &R->seen[R->last_seen] : NULL;
+    if (!a || !b) ic_fail(c, IC_EINTERNAL, "GPU dedupe check: %s: no bitcode to compare", gv->name);
+    if (a->n != b->n || memcmp(a->text, b->text, a->n))
+        ic_fail(c, IC_EINTERNAL, "GPU dedupe check: %s has the key of %s but other code", gv->name, e->name);
+    ic_gvariant r = {0};
+    key_reuse(c, e, P, ub, nu, &r);
+    bool same = r.grid == gv->grid && r.block == gv->block && r.dsmem == gv->dsmem && r.vec == gv->vec &&
+                r.nparams == gv->nparams && r.nalign == gv->nalign &&
+                !memcmp(r.params, gv->params, (size_t)nu * sizeof(int)) &&
+                !memcmp(r.align_buf, gv->align_buf, (size_t)r.nalign * sizeof(int)) &&
+                !memcmp(r.align_bytes, gv->align_bytes, (size_t)r.nalign * sizeof(int));
+    free(r.params), free(r.align_buf), free(r.align_bytes);
+    if (!same) ic_fail(c, IC_EINTERNAL, "GPU dedupe check: %s has the key of %s but another launch plan", gv->name, e->name);
+    R->nchecked++;
 }
 
 int ic_gpu_target_sm(int sm) { return sm > 90 ? 90 : sm < 52 ? 52 : sm; }
@@ -297,6 +388,12 @@ void gg_codegen(ic_ctx *c, int tsm, int nsm, gres *R) {
         if (part_init(&R->p[i], tsm, c->debug, msg, sizeof msg)) ic_fail(c, IC_EINTERNAL, "%s", msg);
     }
     R->lz_on = dedupe_on(c) && lazy_on(&c->cfg, ptx_only);
+    R->last_seen = -1;
+    if (dedupe_on(c) && !getenv("TMP_GPU_KEY_OFF")) { /* TEMPORARY: the baseline measurement */
+        R->keyer = gg_keyer_new();
+        if (!R->keyer) ic_fail(c, IC_ENOMEM, "out of memory");
+        R->check = (c->debug & IC_DEBUG_DEDUPE) != 0;
+    }
 
     gg G = {.c = c, .gen = 1, .sm = tsm};
     gg *g = &G;
@@ -362,6 +459,8 @@ void gg_codegen(ic_ctx *c, int tsm, int nsm, gres *R) {
             vv = k->ivar[k->ninner - 1];
             vsize = k->isize[k->ninner - 1];
         }
+        int *used, *ub;
+        int nu = gg_variant_params(c, k, &used, &ub); /* the same for all its variants */
         int V = gg_choose_vec(c, k, vv, vsize, k->has_red);
         int nvar = V > 1 ? 2 : 1;
         plan *TP = ic_alloc(c, sizeof *TP), *TP2 = ic_alloc(c, sizeof *TP2);
@@ -429,8 +528,9 @@ void gg_codegen(ic_ctx *c, int tsm, int nsm, gres *R) {
             ic_gkernel *K = &gpu->k[gpu->nkernels++];
             K->split_final = passes[q] < 0 && cpos[q] == 0;
             for (int v = 0; v < nvar; v++) {
-                plan P;
-                if (tile) P = tile2 && v == 0 ? *TP2 : *TP;
+                plan P; /* copied whole: its padding is part of the key (gpu_key.c) */
+                memset(&P, 0, sizeof P);
+                if (tile) memcpy(&P, tile2 && v == 0 ? TP2 : TP, sizeof P);
                 else gg_plan_kernel(c, k, &P, v == 0 ? V : 1, nsm, S, passes[q], slot,
                                  on_kind && passes[q] == k->items[on_a].pos);
                 if (S > 1) {
@@ -444,7 +544,8 @@ void gg_codegen(ic_ctx *c, int tsm, int nsm, gres *R) {
                 P.on_shift = on_shift;
                 if (P.grid == 0) continue;
                 if ((int64_t)P.grid > 0x7FFFFFFF) ic_fail(c, IC_EUNSUPPORTED, "GPU grid too large");
-                g->ity = gg_fits_i32(c, k, &P) ? g->cg.i32 : g->cg.i64;
+                bool i32 = gg_fits_i32(c, k, &P);
+                g->ity = i32 ? g->cg.i32 : g->cg.i64;
                 char name[48];
                 if (S > 1)
                     snprintf(name, sizeof name, "tc%d_k%d%s%d%s", mid % 1000000, ki,
@@ -455,10 +556,33 @@ void gg_codegen(ic_ctx *c, int tsm, int nsm, gres *R) {
                 ic_gvariant *gv = &K->v[K->nvar++];
                 /* the scalar fallback of a vector variant that only assumes aligned bases */
                 bool lazy = v == 1 && K->nvar == 2 && K->v[0].nalign > 0 && R->lz_on;
-                gpart *q = lazy ? gg_lazy_part(g, R) : gg_next_part(g, R);
-                gg_kbegin(g, R, q);
-                gg_gen_variant(g, k, &P, gv, name);
-                gg_kend(g, R, q, gv, lazy);
+                /* a repeat of an earlier variant's key: that function, launched with its own
+                 * buffers; else built (and, with dedupe, compared by its bitcode) */
+                size_t kn = 0;
+                const uint8_t *key = R->keyer ? gg_variant_key(R->keyer, g, k, &P, i32, used, ub, nu, &kn) : NULL;
+                uint64_t kh = key ? ic_hash64(key, kn) : 0;
+                int hit = key ? key_find(R, kh, key, kn, lazy) : -1;
+                if (hit >= 0 && !R->check) {
+                    key_reuse(c, &R->ks[hit], &P, ub, nu, gv);
+                    c->cg_dups++;
+                } else {
+                    gpart *q = lazy ? gg_lazy_part(g, R) : gg_next_part(g, R);
+                    gg_kbegin(g, R, q);
+                    gg_gen_variant(g, k, &P, gv, name, used, ub, nu);
+                    int rep = gg_kend(g, R, q, gv, lazy);
+                    if (hit >= 0) key_check(c, R, &R->ks[hit], &P, ub, nu, gv);
+                    else if (key) key_add(R, kh, key, kn, gv);
+                    R->nbconly += hit < 0 && rep;
+                    if (getenv("TMP_KEYDBG") && hit < 0 && rep && key) { /* TEMPORARY */
+                        for (int i = 0; i < R->nks; i++) if (R->ks[i].seen == R->last_seen) {
+                            size_t o = 0, m = kn < R->ks[i].n ? kn : R->ks[i].n;
+                            while (o < m && key[o] == R->ks[i].key[o]) o++;
+                            fprintf(stderr, "KEYDBG %s vs %s: len %zu %zu first diff at byte %zu (word %zu): %lld vs %lld\n", name, R->ks[i].name, kn, R->ks[i].n, o, o / 8,
+                                    o / 8 * 8 + 8 <= kn ? *(long long *)(key + o / 8 * 8) : -1LL, o / 8 * 8 + 8 <= R->ks[i].n ? *(long long *)(R->ks[i].key + o / 8 * 8) : -1LL);
+                            break;
+                        }
+                    }
+                }
                 gv->part_off = part_off;
                 if (c->debug & IC_DEBUG_LOOPS) /* the launch plan (describe's form, the kernel: a repeat's
                                                  * name is the first's), also PTX-only */
@@ -487,6 +611,9 @@ void gg_codegen(ic_ctx *c, int tsm, int nsm, gres *R) {
         if (!gpu->lazy_bc) ic_fail(c, IC_ENOMEM, "out of memory");
         c->cg_lazy += R->lz.nk;
     }
+    if (R->check) /* TORCHC_DEBUG=dedupe: what the keys found, and what only the bitcode did */
+        fprintf(stderr, "torchc gpu dedupe check: %d key repeats built and equal, %d repeats found by bitcode only, %d keys\n",
+                R->nchecked, R->nbconly, R->nks);
     double tg = ic_now_ms(); /* TORCHC_DEBUG=time stages: irgen, then opt (O3) and emit (PTX) of the parts in parallel, jit (driver) */
     c->t_stage[IC_T_IRGEN] += tg - tg0;
     int nw = 0; /* parts with kernels (an empty module is still emitted when there are none) */
