@@ -4,7 +4,7 @@ model's first GPU step is making its kernels, on the host).
 
     python benchmarks/gpu_codegen_time.py [--only gpt,resnet50,densenet121,mobilenet_v3]
         [--threads 1,16] [--repeat 1] [--ptxas] [--batch 4] [--size 64] [--seq 128]
-        [--graphs DIR] [--env 'TORCHC_X=1,']  [--json OUT]
+        [--graphs DIR] [--env 'TORCHC_X=1,']  [--json OUT] [--check]
 
 1. capture (a fresh process a model, cached in --graphs DIR): the model in train mode, one step
    (forward, cross entropy, backward) under torch.autocast("cpu", bfloat16), compiled by torchc on
@@ -21,7 +21,10 @@ model's first GPU step is making its kernels, on the host).
                run compiles them only when a launch needs one): the stage columns leave it out
      cpu       CPU time of all threads (the calling one and the parts' threads)
      passes    graph copy + lower + schedule + finalize (serial)
-     irgen     LLVM IR built for every kernel variant, dedupe of repeats (serial)
+     irgen     LLVM IR built for every kernel variant, dedupe of repeats (serial); irgen_cpu: its
+               CPU time (the calling thread's: the wall time on a loaded machine is several times it)
+     built     kernel variants whose IR was built (GEMM templates aside; the rest are repeats found
+               by their structural key, gpu_key.c, before any IR)
      opt/emit  O3 and NVPTX code generation of the module parts, wall (parts run in parallel,
                one thread each; the split between the two is in proportion of their own times)
      all       the wall time of the model's graphs, one after another (--together: all at once)
@@ -166,6 +169,7 @@ for f in files:
 
 TIME = re.compile(r"torchc time: compile ([\d.]+) ms \(cpu ([\d.]+) \+ ([\d.]+) other threads; (\d+) nodes, "
                   r"(\d+) kernels, (\d+) repeats, (\d+) lazy, (\d+) parts, (\d+) insts\):(.*)")
+IRGEN = re.compile(r"torchc gpu irgen: cpu ([\d.]+) ms, (\d+) variants built")
 SEP = "\n// ---- torchc: next PTX module ----\n"
 STAGES = ["init", "graph", "lower", "sched", "final", "irgen", "opt", "emit", "jit"]
 
@@ -246,7 +250,11 @@ def compile_once(name, args, gdir, threads, env_extra, together=False):
         if p.returncode:
             sys.exit(f"compile of {name} failed:\n{p.stderr[-3000:]}")
         r = {"graphs": 0, "kernels": 0, "variants": 0, "repeats": 0, "lazy": 0, "parts": 0, "wall": 0.0, "cpu": 0.0,
-             "passes": 0.0, "irgen": 0.0, "opt": 0.0, "emit": 0.0, "all": 0.0, "proj16": 0.0}
+             "passes": 0.0, "irgen": 0.0, "opt": 0.0, "emit": 0.0, "all": 0.0, "proj16": 0.0, "built": 0,
+             "irgen_cpu": 0.0}
+        for m in IRGEN.finditer(p.stderr):
+            r["irgen_cpu"] += float(m.group(1))
+            r["built"] += int(m.group(2))
         graphs, cur = [], "?" if together else None
         for ln in p.stderr.splitlines():
             if ln.startswith("ALL "):
@@ -337,7 +345,8 @@ def main():
             sys.exit(f"dedupe check: PTX differs for {bad}")
     variants = [dict(kv.split("=", 1) for kv in v.split(";") if kv) for v in args.env.split(",")]
     rows = []
-    cols = ["graphs", "kernels", "variants", "repeats", "parts", "wall", "cpu", "passes", "irgen", "opt", "emit"]
+    cols = ["graphs", "kernels", "variants", "built", "repeats", "parts", "wall", "cpu", "passes", "irgen",
+            "irgen_cpu", "opt", "emit"]
     if args.ptxas:
         cols += ["ptxas_cpu", "ptxas_max"]
     cols += ["proj16", "all"]

@@ -288,7 +288,7 @@ typedef struct gpart gpart;
 struct gpart {
     ic_part P;       /* context, module, builder, its own NVPTX TargetMachine; P.out: the PTX */
     int nk;          /* kernel variants generated into it */
-    size_t work;     /* their bitcode bytes: the part's share of O3 + PTX + ptxas */
+    size_t work;     /* their LLVM instructions: the part's share of O3 + PTX + ptxas */
 };
 
 typedef struct gseen { /* a generated kernel: its module's canonical bitcode, its name */
@@ -323,11 +323,15 @@ struct gres { /* LLVM objects released on every path */
     int nseen, capseen;
     LLVMModuleRef tmp; /* the variant being generated (gg_kbegin/gg_kend), in one part's context */
     int last_seen;     /* the seen entry of the last gg_kend's bitcode (-1: none) */
+    bool by_bc;        /* gg_kbegin: the next variant's repeats are found by its bitcode (a
+                          variant without a key, a GEMM's, TORCHC_DEBUG=dedupe) */
+    LLVMValueRef last_fn; /* gg_kbegin: the part module's last function before the variant */
     gkeyer *keyer;     /* structural keys (gpu_key.c): NULL when dedupe is off */
     gkseen *ks;        /* the keys met so far, nks of capks */
     int nks, capks;
     bool check;        /* TORCHC_DEBUG=dedupe: every variant built, key repeats checked */
     int nchecked, nbconly; /* check: key repeats whose code was compared; bitcode-only repeats */
+    int nbuilt, nkeyrep;   /* kernel variants built (GEMMs aside), repeats found by their key */
 };
 
 /* gpu_ops.c */

@@ -100,8 +100,8 @@ void gg_bind_part(gg *g, gpart *q) {
     g->ity = g->cg.i32;
 }
 
-/* The part the next kernel variant goes to: the one with the least work so far (bitcode
- * bytes), bound. Variants, not kernels, are spread: a GEMM's two variants were 43% of BERT's
+/* The part the next kernel variant goes to: the one with the least work so far (LLVM
+ * instructions of its variants as built), bound. Variants, not kernels, are spread: a GEMM's two variants were 43% of BERT's
  * code in one part, the critical path of the parallel O3 + ptxas. */
 gpart *gg_next_part(gg *g, gres *R) {
     gpart *q = &R->p[0];
@@ -175,13 +175,20 @@ static bool lazy_on(const ic_config *cf, bool ptx_only) {
 }
 
 /* Repeated layers give the same kernel again and again (BERT: 12 copies of most of its
- * kernels): each variant is generated into a module of its own; when that module's bitcode,
- * with the kernel's name as "K" (its shared-memory globals carry the name as a prefix), equals
- * an earlier variant's, it is dropped and the launch uses the earlier function (with its own
- * buffers, grid and block); otherwise it is linked into the part's module. The module holds
- * the function, its globals and nvvm.annotations (block size), so equal bitcode is equal
- * code (bitcode, not text: printing IR cost ~2 ms a kernel). TORCHC_GPU_DEDUPE=0 (or a PTX/LLVM debug dump) turns
- * it off: variants are generated into the part's module directly. */
+ * kernels; a GPT-2 training step: 1143 of 1217 launches). Two ways to find a repeat:
+ *  - by its structural key (gpu_key.c), before its IR is built: a variant whose key equals an
+ *    earlier one's launches that function with its own buffers, grid and block (key_reuse);
+ *    a variant with a new key is built straight into its part's module.
+ *  - by its bitcode, after: a variant without a key (one the key cannot describe, a GEMM
+ *    template's) is generated into a module of its own; when that module's bitcode, with the
+ *    kernel's name as "K" (its shared-memory globals carry the name as a prefix), equals an
+ *    earlier variant's, it is dropped and the launch uses the earlier function; otherwise it
+ *    is linked into the part's module. The module holds the function, its globals and
+ *    nvvm.annotations (block size), so equal bitcode is equal code.
+ * TORCHC_DEBUG=dedupe builds every variant the second way and checks each key repeat against
+ * it (key_check: same bitcode, same launch plan), else the compile fails.
+ * TORCHC_GPU_DEDUPE=0 (or a PTX/LLVM debug dump) turns both off: variants are generated into
+ * the part's module directly. */
 static int dedupe_on(const ic_ctx *c) { return c->cfg.gpu_dedupe && !(c->debug & (IC_DEBUG_PTX | IC_DEBUG_LLVM)); }
 
 /* Renames the definitions of module m named `from`... (the kernel and its globals, which
@@ -203,9 +210,20 @@ static int rename_prefixed(LLVMModuleRef m, const char *from, const char *to) {
     return n;
 }
 
-/* Before a variant: its own module in part q's context (the generator's module until gg_kend). */
+/* instructions of the functions defined in m (from `from` on: the ones added since) */
+static size_t count_insts(LLVMModuleRef m, LLVMValueRef from) {
+    size_t n = 0;
+    for (LLVMValueRef f = from ? from : LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f))
+        for (LLVMBasicBlockRef b = LLVMGetFirstBasicBlock(f); b; b = LLVMGetNextBasicBlock(b))
+            for (LLVMValueRef i = LLVMGetFirstInstruction(b); i; i = LLVMGetNextInstruction(i)) n++;
+    return n;
+}
+
+/* Before a variant: its own module in part q's context (the generator's module until gg_kend)
+ * when its repeats are found by its bitcode (R->by_bc); else it is built into q's module. */
 void gg_kbegin(gg *g, gres *R, gpart *q) {
-    if (!dedupe_on(g->c)) return;
+    R->last_fn = LLVMGetLastFunction(q->P.mod);
+    if (!dedupe_on(g->c) || !R->by_bc) return;
     R->tmp = LLVMModuleCreateWithNameInContext("torchc_kernel", q->P.ctx);
     LLVMSetTarget(R->tmp, LLVMGetTarget(q->P.mod));
     LLVMSetDataLayout(R->tmp, LLVMGetDataLayoutStr(q->P.mod));
@@ -218,9 +236,11 @@ void gg_kbegin(gg *g, gres *R, gpart *q) {
 int gg_kend(gg *g, gres *R, gpart *q, ic_gvariant *gv, bool lazy) {
     gv->lazy = lazy;
     R->last_seen = -1;
-    if (!R->tmp) { /* no dedupe: generated straight into q's module, counted as one unit */
+    if (!R->tmp) { /* generated straight into q's module: its functions since gg_kbegin */
         q->nk++;
-        q->work++;
+        q->work += 1 + count_insts(q->P.mod, R->last_fn ? LLVMGetNextFunction(R->last_fn) : NULL);
+        g->fn = g->cg.fn = NULL;
+        g->smem = NULL;
         return 0;
     }
     LLVMModuleRef m = R->tmp;
@@ -265,7 +285,7 @@ int gg_kend(gg *g, gres *R, gpart *q, ic_gvariant *gv, bool lazy) {
     }
     R->tmp = NULL;
     q->nk++;
-    q->work += n ? n : 1;
+    q->work += 1 + count_insts(m, NULL);
     if (LLVMLinkModules2(q->P.mod, m)) /* consumes m */
         ic_fail(g->c, IC_EINTERNAL, "LLVM: linking kernel %s into its part failed", gv->name);
     return 0;
@@ -356,12 +376,19 @@ static void key_check(ic_ctx *c, gres *R, const gkseen *e, const plan *P, const 
     R->nchecked++;
 }
 
+static double thread_cpu_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
 int ic_gpu_target_sm(int sm) { return sm > 90 ? 90 : sm < 52 ? 52 : sm; }
 
 int ic_gpu_pdl(const ic_config *cf, int sm) { return pdl_on(cf, sm); }
 
 void gg_codegen(ic_ctx *c, int tsm, int nsm, gres *R) {
     const double tg0 = ic_now_ms();
+    const double tc0 = thread_cpu_ms();
     bool ptx_only = c->ptx_sm > 0; /* ic_graph_to_ptx */
     char msg[512];
     c->gpu_stage_ok = tsm >= 80; /* up to 72 + 8 KB of shared memory a block, two blocks an SM */
@@ -389,6 +416,7 @@ void gg_codegen(ic_ctx *c, int tsm, int nsm, gres *R) {
     }
     R->lz_on = dedupe_on(c) && lazy_on(&c->cfg, ptx_only);
     R->last_seen = -1;
+    R->by_bc = true;
     if (dedupe_on(c) && !getenv("TMP_GPU_KEY_OFF")) { /* TEMPORARY: the baseline measurement */
         R->keyer = gg_keyer_new();
         if (!R->keyer) ic_fail(c, IC_ENOMEM, "out of memory");
@@ -565,23 +593,18 @@ void gg_codegen(ic_ctx *c, int tsm, int nsm, gres *R) {
                 if (hit >= 0 && !R->check) {
                     key_reuse(c, &R->ks[hit], &P, ub, nu, gv);
                     c->cg_dups++;
+                    R->nkeyrep++;
                 } else {
+                    R->nbuilt++;
                     gpart *q = lazy ? gg_lazy_part(g, R) : gg_next_part(g, R);
+                    R->by_bc = !key || R->check; /* a new key: new code, no bitcode to compare */
                     gg_kbegin(g, R, q);
                     gg_gen_variant(g, k, &P, gv, name, used, ub, nu);
                     int rep = gg_kend(g, R, q, gv, lazy);
+                    R->by_bc = true;
                     if (hit >= 0) key_check(c, R, &R->ks[hit], &P, ub, nu, gv);
                     else if (key) key_add(R, kh, key, kn, gv);
                     R->nbconly += hit < 0 && rep;
-                    if (getenv("TMP_KEYDBG") && hit < 0 && rep && key) { /* TEMPORARY */
-                        for (int i = 0; i < R->nks; i++) if (R->ks[i].seen == R->last_seen) {
-                            size_t o = 0, m = kn < R->ks[i].n ? kn : R->ks[i].n;
-                            while (o < m && key[o] == R->ks[i].key[o]) o++;
-                            fprintf(stderr, "KEYDBG %s vs %s: len %zu %zu first diff at byte %zu (word %zu): %lld vs %lld\n", name, R->ks[i].name, kn, R->ks[i].n, o, o / 8,
-                                    o / 8 * 8 + 8 <= kn ? *(long long *)(key + o / 8 * 8) : -1LL, o / 8 * 8 + 8 <= R->ks[i].n ? *(long long *)(R->ks[i].key + o / 8 * 8) : -1LL);
-                            break;
-                        }
-                    }
                 }
                 gv->part_off = part_off;
                 if (c->debug & IC_DEBUG_LOOPS) /* the launch plan (describe's form, the kernel: a repeat's
@@ -614,6 +637,9 @@ void gg_codegen(ic_ctx *c, int tsm, int nsm, gres *R) {
     if (R->check) /* TORCHC_DEBUG=dedupe: what the keys found, and what only the bitcode did */
         fprintf(stderr, "torchc gpu dedupe check: %d key repeats built and equal, %d repeats found by bitcode only, %d keys\n",
                 R->nchecked, R->nbconly, R->nks);
+    if (c->debug & IC_DEBUG_TIME) /* the IR build's own CPU time (its wall time is the irgen stage) */
+        fprintf(stderr, "torchc gpu irgen: cpu %.2f ms, %d variants built, %d repeats by key, %d by bitcode\n",
+                thread_cpu_ms() - tc0, R->nbuilt, R->nkeyrep, c->cg_dups - R->nkeyrep);
     double tg = ic_now_ms(); /* TORCHC_DEBUG=time stages: irgen, then opt (O3) and emit (PTX) of the parts in parallel, jit (driver) */
     c->t_stage[IC_T_IRGEN] += tg - tg0;
     int nw = 0; /* parts with kernels (an empty module is still emitted when there are none) */
