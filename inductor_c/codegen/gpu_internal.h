@@ -310,8 +310,18 @@ typedef struct gkseen {
     int nalign;      /* the base alignments the code assumes: parameter position, bytes */
     int *apos, *abytes;
     int seen;        /* TORCHC_DEBUG=dedupe: the gseen entry of its bitcode, -1 none */
+    unsigned grid, block, dsmem; /* its launch (equal keys: equal plans) */
+    int vec;
 } gkseen;
+/* a variant's key, looked up (gg_key_find) before it is built (then gg_key_built) */
+typedef struct gkq {
+    const uint8_t *key; /* NULL: none (built, repeats found by bitcode) */
+    size_t n;
+    uint64_t h;
+    int hit;            /* the entry of an earlier variant with this key, -1 none */
+} gkq;
 typedef struct gkeyer gkeyer;
+struct ic_gemm; /* gpu_gemm.h */
 
 struct gres { /* LLVM objects released on every path */
     gpart p[GPU_MAXPARTS];
@@ -385,6 +395,10 @@ void gg_keyer_free(gkeyer *K);
  * bytes (valid until the next call), *len; NULL when the key cannot describe it */
 const uint8_t *gg_variant_key(gkeyer *K, gg *g, const ic_kernel *k, const plan *P, bool i32, const int *used,
                               const int *ub, int nu, size_t *len);
+/* the key of a GEMM template variant (gpu_gemm_emit.c gemm_variant): G, fast or not, the
+ * consumer fused into its epilogue (NULL none), store_out, index type, parameters */
+const uint8_t *gg_gemm_key(gkeyer *K, gg *g, const struct ic_gemm *G, bool fast, const ic_kernel *cons,
+                           bool store_out, bool i32, const int *used, const int *ub, int nu, size_t *len);
 
 /* gpu_gemm_emit.c */
 int gg_gemm_kernel(gg *g, int ki, ic_gkernel *K, int tsm, int nsm, int mid, gres *R, int *nnew, ic_gpu *gpu, int *choice_kj);
@@ -394,6 +408,12 @@ void gg_bind_part(gg *g, gpart *q);
 gpart *gg_next_part(gg *g, gres *R);
 bool gg_lazy_enabled(const gres *R);
 gpart *gg_lazy_part(gg *g, gres *R);
+/* 1: q's key (q->key NULL: none) repeats an earlier variant's: gv launches that function with
+ * parameters ub[0..nu) (filled); 0: build gv (gg_kbegin, ..., gg_kend), then gg_key_built with
+ * gg_kend's answer */
+int gg_key_find(gg *g, gres *R, gkq *q, bool lazy, const int *ub, int nu, ic_gvariant *gv);
+void gg_key_built(gg *g, gres *R, const gkq *q, int rep, const int *ub, int nu, const ic_gvariant *gv);
+gkeyer *gg_keyer(gres *R); /* NULL: no keys (dedupe off) */
 void gg_kbegin(gg *g, gres *R, gpart *q);
 int gg_kend(gg *g, gres *R, gpart *q, ic_gvariant *gv, bool lazy);
 void gg_codegen(ic_ctx *c, int tsm, int nsm, gres *R);

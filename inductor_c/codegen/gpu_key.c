@@ -31,6 +31,7 @@
  * benchmarks/gpu_codegen_time.py --check). A node kind the key does not know makes no key
  * (the variant is built). */
 #include "gpu_internal.h"
+#include "gpu_gemm.h"
 
 /* canonical numbers of graph-wide ids, valid for the stamp of the current variant */
 typedef struct cmap {
@@ -202,9 +203,8 @@ void gg_keyer_free(gkeyer *K) {
     free(K);
 }
 
-const uint8_t *gg_variant_key(gkeyer *K, gg *g, const ic_kernel *k, const plan *P, bool i32, const int *used,
-                              const int *ub, int nu, size_t *len) {
-    ic_ctx *c = g->c;
+/* a new key: every id unnumbered */
+static void key_begin(gkeyer *K) {
     K->n = 0;
     K->bad = K->oom = false;
     if (++K->stamp == 0) { /* wrapped: forget every stamp */
@@ -213,9 +213,18 @@ const uint8_t *gg_variant_key(gkeyer *K, gg *g, const ic_kernel *k, const plan *
         K->stamp = 1;
     }
     K->x.next = K->sum.next = K->atom.next = K->var.next = K->buf.next = 0;
-    const uint8_t *need = P->v2 && c->lowp_need ? c->lowp_need[k - c->kernels] : NULL;
-    /* the kernel: its loops (vars first, in loop order, so that they number alike); not its
-     * frame or the CPU's tiling, which the GPU generator does not read */
+}
+
+static const uint8_t *key_end(gkeyer *K, ic_ctx *c, size_t *len) {
+    if (K->oom) ic_fail(c, IC_ENOMEM, "out of memory");
+    if (K->bad) return NULL;
+    *len = K->n;
+    return K->p;
+}
+
+/* kernel k: its loops (vars first, in loop order, so that they number alike; not its frame or
+ * the CPU's tiling, which the GPU generator does not read) and items with their DAG */
+static void key_kernel(gkeyer *K, ic_ctx *c, const ic_kernel *k, const uint8_t *need) {
     put64(K, k->nouter);
     for (int d = 0; d < k->nouter; d++) key_var(K, c, k->ovar[d]), put64(K, k->osize[d]);
     put64(K, k->ninner);
@@ -234,10 +243,22 @@ const uint8_t *gg_variant_key(gkeyer *K, gg *g, const ic_kernel *k, const plan *
             key_buf(K, c, it->buf);
         }
     }
-    /* the parameters, in order, with their use; the row scratch ones in buffer order */
+}
+
+/* the parameters, in order, with their use */
+static void key_params(gkeyer *K, ic_ctx *c, const int *used, const int *ub, int nu) {
     put64(K, nu);
     for (int i = 0; i < nu; i++) key_buf(K, c, ub[i]), put64(K, used[ub[i]]);
-    for (int b = 0; b < c->nbufs; b++)
+}
+
+const uint8_t *gg_variant_key(gkeyer *K, gg *g, const ic_kernel *k, const plan *P, bool i32, const int *used,
+                              const int *ub, int nu, size_t *len) {
+    ic_ctx *c = g->c;
+    key_begin(K);
+    put64(K, P_POINTWISE + P_ROWS + P_TILE + 1); /* not a GEMM's */
+    key_kernel(K, c, k, P->v2 && c->lowp_need ? c->lowp_need[k - c->kernels] : NULL);
+    key_params(K, c, used, ub, nu);
+    for (int b = 0; b < c->nbufs; b++) /* the row scratch ones in buffer order (rebase_scratch) */
         if (used[b] && c->bufs[b].kind == 3) key_buf(K, c, b);
     /* the plan, its graph-wide ids renumbered (its padding is zero: gg_codegen) */
     plan Q;
@@ -255,8 +276,26 @@ const uint8_t *gg_variant_key(gkeyer *K, gg *g, const ic_kernel *k, const plan *
     put64(K, P->slot != NULL);
     for (int j = 0; P->slot && j < k->nitems; j++) put64(K, P->slot[j]);
     put64(K, i32);
-    if (K->oom) ic_fail(c, IC_ENOMEM, "out of memory");
-    if (K->bad) return NULL;
-    *len = K->n;
-    return K->p;
+    return key_end(K, c, len);
+}
+
+const uint8_t *gg_gemm_key(gkeyer *K, gg *g, const ic_gemm *G, bool fast, const ic_kernel *cons, bool store_out,
+                           bool i32, const int *used, const int *ub, int nu, size_t *len) {
+    ic_ctx *c = g->c;
+    key_begin(K);
+    put64(K, P_POINTWISE + P_ROWS + P_TILE + 2); /* a GEMM's */
+    int64_t f[] = {G->dt, G->batch, G->M, G->N, G->K, G->sa[0], G->sa[1], G->sa[2], G->sb[0], G->sb[1], G->sb[2],
+                   G->sc[0], G->sc[1], G->sc[2], G->fast_ok, G->b_nk, G->bias_buf >= 0, fast, store_out, i32,
+                   cons != NULL};
+    put(K, f, sizeof f);
+    put(K, &G->alpha, sizeof G->alpha);
+    put(K, &G->beta, sizeof G->beta);
+    put(K, &G->cfg, sizeof G->cfg); /* ints only: no padding */
+    key_buf(K, c, G->a_buf);
+    key_buf(K, c, G->b_buf);
+    if (G->bias_buf >= 0) key_buf(K, c, G->bias_buf);
+    key_buf(K, c, G->out_buf);
+    if (cons) key_kernel(K, c, cons, NULL); /* the epilogue: first-generation code (gemm_variant) */
+    key_params(K, c, used, ub, nu);
+    return key_end(K, c, len);
 }

@@ -311,7 +311,8 @@ static void key_add(gres *R, uint64_t h, const uint8_t *key, size_t n, const ic_
         if (!ns) return;
         R->ks = ns, R->capks = cap;
     }
-    gkseen e = {.h = h, .n = n, .lazy = gv->lazy, .nalign = gv->nalign, .seen = R->last_seen};
+    gkseen e = {.h = h, .n = n, .lazy = gv->lazy, .nalign = gv->nalign, .seen = R->last_seen, .grid = gv->grid,
+                .block = gv->block, .dsmem = gv->dsmem, .vec = gv->vec};
     e.key = malloc(n ? n : 1);
     e.apos = malloc(((size_t)gv->nalign + 1) * sizeof(int));
     e.abytes = malloc(((size_t)gv->nalign + 1) * sizeof(int));
@@ -324,23 +325,27 @@ static void key_add(gres *R, uint64_t h, const uint8_t *key, size_t n, const ic_
     for (int j = 0; j < gv->nalign; j++) {
         int p = 0;
         while (p < gv->nparams && gv->params[p] != gv->align_buf[j]) p++;
-        e.apos[j] = p; /* an aligned buffer is a parameter (gg_gen_variant) */
+        if (p == gv->nparams) { /* an aligned buffer is a parameter (gg_gen_variant): never here */
+            free(e.key), free(e.apos), free(e.abytes);
+            return;
+        }
+        e.apos[j] = p;
         e.abytes[j] = gv->align_bytes[j];
     }
     R->ks[R->nks++] = e;
 }
 
-/* The launch plan of a variant of plan P, parameters ub[0..nu), whose code is entry e's function. */
-static void key_reuse(ic_ctx *c, const gkseen *e, const plan *P, const int *ub, int nu, ic_gvariant *out) {
+/* The launch plan of a variant with parameters ub[0..nu) whose code is entry e's function. */
+static void key_reuse(ic_ctx *c, const gkseen *e, const int *ub, int nu, ic_gvariant *out) {
     snprintf(out->name, sizeof out->name, "%s", e->name);
     out->lazy = e->lazy;
-    out->grid = P->grid;
-    out->block = (unsigned)P->Bk;
+    out->grid = e->grid;
+    out->block = e->block;
     out->part_off = -1;
     out->ctr = 0;
     out->cl = 1;
-    out->dsmem = P->dsmem;
-    out->vec = P->V;
+    out->dsmem = e->dsmem;
+    out->vec = e->vec;
     out->nparams = nu;
     out->nalign = 0;
     out->params = malloc((size_t)(nu + 1) * sizeof(int));
@@ -358,22 +363,41 @@ static void key_reuse(ic_ctx *c, const gkseen *e, const plan *P, const int *ub, 
 /* TORCHC_DEBUG=dedupe: variant gv was built although entry e has its key; its code (canonical
  * bitcode) and launch plan must be e's. A difference is an internal error: the key misses
  * something the generator reads. */
-static void key_check(ic_ctx *c, gres *R, const gkseen *e, const plan *P, const int *ub, int nu,
-                      const ic_gvariant *gv) {
+static void key_check(ic_ctx *c, gres *R, const gkseen *e, const int *ub, int nu, const ic_gvariant *gv) {
     const gseen *a = e->seen >= 0 ? &R->seen[e->seen] : NULL, *b = R->last_seen >= 0 ? &R->seen[R->last_seen] : NULL;
     if (!a || !b) ic_fail(c, IC_EINTERNAL, "GPU dedupe check: %s: no bitcode to compare", gv->name);
     if (a->n != b->n || memcmp(a->text, b->text, a->n))
         ic_fail(c, IC_EINTERNAL, "GPU dedupe check: %s has the key of %s but other code", gv->name, e->name);
-    ic_gvariant r = {0};
-    key_reuse(c, e, P, ub, nu, &r);
-    bool same = r.grid == gv->grid && r.block == gv->block && r.dsmem == gv->dsmem && r.vec == gv->vec &&
-                r.nparams == gv->nparams && r.nalign == gv->nalign &&
-                !memcmp(r.params, gv->params, (size_t)nu * sizeof(int)) &&
-                !memcmp(r.align_buf, gv->align_buf, (size_t)r.nalign * sizeof(int)) &&
-                !memcmp(r.align_bytes, gv->align_bytes, (size_t)r.nalign * sizeof(int));
-    free(r.params), free(r.align_buf), free(r.align_bytes);
+    /* what key_reuse would have made */
+    bool same = e->grid == gv->grid && e->block == gv->block && e->dsmem == gv->dsmem && e->vec == gv->vec &&
+                nu == gv->nparams && !memcmp(ub, gv->params, (size_t)nu * sizeof(int)) && e->nalign == gv->nalign;
+    for (int j = 0; same && j < e->nalign; j++)
+        same = gv->align_buf[j] == ub[e->apos[j]] && gv->align_bytes[j] == e->abytes[j];
     if (!same) ic_fail(c, IC_EINTERNAL, "GPU dedupe check: %s has the key of %s but another launch plan", gv->name, e->name);
     R->nchecked++;
+}
+
+gkeyer *gg_keyer(gres *R) { return R->keyer; }
+
+int gg_key_find(gg *g, gres *R, gkq *q, bool lazy, const int *ub, int nu, ic_gvariant *gv) {
+    q->h = q->key ? ic_hash64(q->key, q->n) : 0;
+    q->hit = q->key ? key_find(R, q->h, q->key, q->n, lazy) : -1;
+    if (q->hit >= 0 && !R->check) {
+        key_reuse(g->c, &R->ks[q->hit], ub, nu, gv);
+        g->c->cg_dups++;
+        R->nkeyrep++;
+        return 1;
+    }
+    R->nbuilt++;
+    R->by_bc = !q->key || R->check; /* a new key: new code, no bitcode to compare */
+    return 0;
+}
+
+void gg_key_built(gg *g, gres *R, const gkq *q, int rep, const int *ub, int nu, const ic_gvariant *gv) {
+    R->by_bc = true;
+    if (q->hit >= 0) key_check(g->c, R, &R->ks[q->hit], ub, nu, gv);
+    else if (q->key) key_add(R, q->h, q->key, q->n, gv);
+    R->nbconly += q->hit < 0 && rep;
 }
 
 static double thread_cpu_ms(void) {
@@ -586,25 +610,13 @@ void gg_codegen(ic_ctx *c, int tsm, int nsm, gres *R) {
                 bool lazy = v == 1 && K->nvar == 2 && K->v[0].nalign > 0 && R->lz_on;
                 /* a repeat of an earlier variant's key: that function, launched with its own
                  * buffers; else built (and, with dedupe, compared by its bitcode) */
-                size_t kn = 0;
-                const uint8_t *key = R->keyer ? gg_variant_key(R->keyer, g, k, &P, i32, used, ub, nu, &kn) : NULL;
-                uint64_t kh = key ? ic_hash64(key, kn) : 0;
-                int hit = key ? key_find(R, kh, key, kn, lazy) : -1;
-                if (hit >= 0 && !R->check) {
-                    key_reuse(c, &R->ks[hit], &P, ub, nu, gv);
-                    c->cg_dups++;
-                    R->nkeyrep++;
-                } else {
-                    R->nbuilt++;
+                gkq kq = {0};
+                if (R->keyer) kq.key = gg_variant_key(R->keyer, g, k, &P, i32, used, ub, nu, &kq.n);
+                if (!gg_key_find(g, R, &kq, lazy, ub, nu, gv)) {
                     gpart *q = lazy ? gg_lazy_part(g, R) : gg_next_part(g, R);
-                    R->by_bc = !key || R->check; /* a new key: new code, no bitcode to compare */
                     gg_kbegin(g, R, q);
                     gg_gen_variant(g, k, &P, gv, name, used, ub, nu);
-                    int rep = gg_kend(g, R, q, gv, lazy);
-                    R->by_bc = true;
-                    if (hit >= 0) key_check(c, R, &R->ks[hit], &P, ub, nu, gv);
-                    else if (key) key_add(R, kh, key, kn, gv);
-                    R->nbconly += hit < 0 && rep;
+                    gg_key_built(g, R, &kq, gg_kend(g, R, q, gv, lazy), ub, nu, gv);
                 }
                 gv->part_off = part_off;
                 if (c->debug & IC_DEBUG_LOOPS) /* the launch plan (describe's form, the kernel: a repeat's
