@@ -22,6 +22,9 @@
  *   the variant  its parameters in order (and read/write use), the plan with its vars and
  *                nodes renumbered, the partial slots, the index type (i32/i64), and the row
  *                scratch buffers in buffer order (gpu_rows.c rebase_scratch walks them so)
+ *   a GEMM       (gg_gemm_key, the template's variants) its shape, strides, dtype, alpha/beta,
+ *                tile config, operand buffers, cp.async or not, whether the product is stored,
+ *                and the consumer kernel fused into its epilogue (as a kernel above)
  * Settings, the target and anything else the whole graph shares are equal for all variants
  * of one compilation (the key is only compared within one).
  *

@@ -441,7 +441,7 @@ void gg_codegen(ic_ctx *c, int tsm, int nsm, gres *R) {
     R->lz_on = dedupe_on(c) && lazy_on(&c->cfg, ptx_only);
     R->last_seen = -1;
     R->by_bc = true;
-    if (dedupe_on(c) && !getenv("TMP_GPU_KEY_OFF")) { /* TEMPORARY: the baseline measurement */
+    if (dedupe_on(c)) {
         R->keyer = gg_keyer_new();
         if (!R->keyer) ic_fail(c, IC_ENOMEM, "out of memory");
         R->check = (c->debug & IC_DEBUG_DEDUPE) != 0;
