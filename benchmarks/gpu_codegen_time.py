@@ -4,7 +4,7 @@ model's first GPU step is making its kernels, on the host).
 
     python benchmarks/gpu_codegen_time.py [--only gpt,resnet50,densenet121,mobilenet_v3]
         [--threads 1,16] [--repeat 1] [--ptxas] [--batch 4] [--size 64] [--seq 128]
-        [--graphs DIR] [--env 'TORCHC_X=1,']  [--json OUT]
+        [--graphs DIR] [--env 'TORCHC_X=1,']  [--json OUT] [--check]
 
 1. capture (a fresh process a model, cached in --graphs DIR): the model in train mode, one step
    (forward, cross entropy, backward) under torch.autocast("cpu", bfloat16), compiled by torchc on
@@ -21,7 +21,10 @@ model's first GPU step is making its kernels, on the host).
                run compiles them only when a launch needs one): the stage columns leave it out
      cpu       CPU time of all threads (the calling one and the parts' threads)
      passes    graph copy + lower + schedule + finalize (serial)
-     irgen     LLVM IR built for every kernel variant, dedupe of repeats (serial)
+     irgen     LLVM IR built for every kernel variant, dedupe of repeats (serial); irgen_cpu: its
+               CPU time (the calling thread's: the wall time on a loaded machine is several times it)
+     built     kernel variants whose IR was built (GEMM templates aside; the rest are repeats found
+               by their structural key, gpu_key.c, before any IR)
      opt/emit  O3 and NVPTX code generation of the module parts, wall (parts run in parallel,
                one thread each; the split between the two is in proportion of their own times)
      all       the wall time of the model's graphs, one after another (--together: all at once)
@@ -146,8 +149,27 @@ for f in files:
 sys.stderr.write("ALL %.3f\n" % ((time.perf_counter() - t_all) * 1e3))
 '''
 
+CHECK = r'''
+import glob, os, re, sys
+sys.path.insert(0, sys.argv[1])
+import torchc
+files = sorted(glob.glob(os.path.join(sys.argv[2], sys.argv[3] + ".*.graph")), key=lambda f: int(f.split(".")[-2]))
+norm = lambda p: re.sub(r"\btc\d+_", "tcN_", p)
+for f in files:
+    text = open(f).read()
+    torchc.config.debug = ""
+    a = torchc._C.graph_to_ptx(text, 90)
+    torchc.config.debug = "dedupe"
+    sys.stderr.write("GRAPH " + os.path.basename(f) + "\n")
+    sys.stderr.flush()
+    b = torchc._C.graph_to_ptx(text, 90)
+    sys.stderr.write("SAME %d %d %d\n" % (norm(a) == norm(b), len(a), len(b)))
+    sys.stderr.flush()
+'''
+
 TIME = re.compile(r"torchc time: compile ([\d.]+) ms \(cpu ([\d.]+) \+ ([\d.]+) other threads; (\d+) nodes, "
                   r"(\d+) kernels, (\d+) repeats, (\d+) lazy, (\d+) parts, (\d+) insts\):(.*)")
+IRGEN = re.compile(r"torchc gpu irgen: cpu ([\d.]+) ms, (\d+) variants built")
 SEP = "\n// ---- torchc: next PTX module ----\n"
 STAGES = ["init", "graph", "lower", "sched", "final", "irgen", "opt", "emit", "jit"]
 
@@ -228,7 +250,11 @@ def compile_once(name, args, gdir, threads, env_extra, together=False):
         if p.returncode:
             sys.exit(f"compile of {name} failed:\n{p.stderr[-3000:]}")
         r = {"graphs": 0, "kernels": 0, "variants": 0, "repeats": 0, "lazy": 0, "parts": 0, "wall": 0.0, "cpu": 0.0,
-             "passes": 0.0, "irgen": 0.0, "opt": 0.0, "emit": 0.0, "all": 0.0, "proj16": 0.0}
+             "passes": 0.0, "irgen": 0.0, "opt": 0.0, "emit": 0.0, "all": 0.0, "proj16": 0.0, "built": 0,
+             "irgen_cpu": 0.0}
+        for m in IRGEN.finditer(p.stderr):
+            r["irgen_cpu"] += float(m.group(1))
+            r["built"] += int(m.group(2))
         graphs, cur = [], "?" if together else None
         for ln in p.stderr.splitlines():
             if ln.startswith("ALL "):
@@ -269,6 +295,25 @@ def compile_once(name, args, gdir, threads, env_extra, together=False):
             shutil.rmtree(ptx_dir, ignore_errors=True)
 
 
+def check(name, args, gdir, threads):
+    """TORCHC_DEBUG=dedupe on every graph of name (each variant built anyway; a key repeat whose code
+    differs from the first's fails the compile), and its PTX against the default compile's"""
+    env = dict(os.environ, TORCHC_COMPILE_THREADS=str(threads), TORCHC_KERNELS_PER_PART="4", TORCHC_CACHE="0")
+    p = subprocess.run([sys.executable, "-c", CHECK, ROOT, gdir, name], env=env, capture_output=True, text=True,
+                       timeout=args.timeout)
+    if p.returncode:
+        sys.exit(f"dedupe check of {name} failed:\n{p.stderr[-3000:]}")
+    chk = [tuple(map(int, m)) for m in re.findall(r"dedupe check: (\d+) key repeats built and equal, (\d+) repeats "
+                                                   r"found by bitcode only, (\d+) keys", p.stderr)]
+    same = [ln.split()[1] == "1" for ln in p.stderr.splitlines() if ln.startswith("SAME ")]
+    print(f"# {name}: dedupe check over {len(same)} graphs: {sum(c[0] for c in chk)} key repeats built and "
+          f"equal to the first's code, {sum(c[1] for c in chk)} repeats found by bitcode only, "
+          f"PTX equal to the checked build's (names normalized) in {sum(same)} of {len(same)} graphs", flush=True)
+    # a repeat only the bitcode finds is built once more by the default compile: an extra function,
+    # so the PTX differs there; equal code under equal keys is what must hold (else the compile fails)
+    return len(same) > 0 and (all(same) or sum(c[1] for c in chk) > 0)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", default="gpt,resnet50,densenet121,mobilenet_v3")
@@ -283,6 +328,9 @@ def main():
     ap.add_argument("--together", action="store_true",
                     help="also compile a model's graphs all at once, a thread each (as config backward_ahead "
                          "compiles forward and backward): column all, the wall time of all its graphs")
+    ap.add_argument("--check", action="store_true",
+                    help="first, per model: TORCHC_DEBUG=dedupe (every kernel variant built, structural-key repeats "
+                         "checked against it) and the PTX compared with the default compile's")
     ap.add_argument("--timeout", type=int, default=3600)
     ap.add_argument("--json", default="")
     args = ap.parse_args()
@@ -293,9 +341,14 @@ def main():
     names = args.only.split(",")
     for n in names:
         capture(n, args, args.graphs)
+    if args.check:
+        bad = [n for n in names if not check(n, args, args.graphs, int(args.threads.split(",")[-1]))]
+        if bad:
+            sys.exit(f"dedupe check: PTX differs for {bad}")
     variants = [dict(kv.split("=", 1) for kv in v.split(";") if kv) for v in args.env.split(",")]
     rows = []
-    cols = ["graphs", "kernels", "variants", "repeats", "parts", "wall", "cpu", "passes", "irgen", "opt", "emit"]
+    cols = ["graphs", "kernels", "variants", "built", "repeats", "parts", "wall", "cpu", "passes", "irgen",
+            "irgen_cpu", "opt", "emit"]
     if args.ptxas:
         cols += ["ptxas_cpu", "ptxas_max"]
     cols += ["proj16", "all"]

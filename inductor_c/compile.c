@@ -59,6 +59,7 @@ IC_API unsigned ic_debug_flags(void) {
         else if (n == 4 && !strncmp(s, "llvm", 4)) f |= IC_DEBUG_LLVM;
         else if (n == 3 && !strncmp(s, "ptx", 3)) f |= IC_DEBUG_PTX;
         else if (n == 4 && !strncmp(s, "time", 4)) f |= IC_DEBUG_TIME;
+        else if (n == 6 && !strncmp(s, "dedupe", 6)) f |= IC_DEBUG_DEDUPE;
         else if (n == 3 && !strncmp(s, "all", 3)) f |= ~0u;
         s = *e ? e + 1 : e;
     }

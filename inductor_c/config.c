@@ -112,15 +112,15 @@ static int parse(int r, const char *text, long long *iv, char sv[IC_CFG_STR_MAX]
  * and cache_max_mb's number (those readers ignore what they do not know). */
 static int check_meaning(int r, const char *text, char *err, size_t n) {
     if (r == IC_CFG_debug) {
-        static const char *known[] = {"graph", "loops", "llvm", "ptx", "time", "all"};
+        static const char *known[] = {"graph", "loops", "llvm", "ptx", "time", "dedupe", "all"};
         for (const char *s = text; *s;) {
             const char *e = strchr(s, ',');
             size_t l = e ? (size_t)(e - s) : strlen(s);
             bool ok = l == 0;
-            for (int i = 0; i < 6 && !ok; i++)
+            for (int i = 0; i < 7 && !ok; i++)
                 ok = strlen(known[i]) == l && !strncmp(known[i], s, l);
             if (!ok) {
-                if (err) snprintf(err, n, "torchc.config.debug is a comma list of graph, loops, llvm, ptx, time, all; got '%.*s'",
+                if (err) snprintf(err, n, "torchc.config.debug is a comma list of graph, loops, llvm, ptx, time, dedupe, all; got '%.*s'",
                                   (int)(l > 40 ? 40 : l), s);
                 return -1;
             }

@@ -478,7 +478,8 @@ typedef struct ic_options {
 } ic_options;
 
 /* IC_DEBUG_TIME: per-stage compile times on stderr (does not bypass the caches) */
-enum { IC_DEBUG_GRAPH = 1, IC_DEBUG_LOOPS = 2, IC_DEBUG_LLVM = 4, IC_DEBUG_PTX = 8, IC_DEBUG_TIME = 16 };
+enum { IC_DEBUG_GRAPH = 1, IC_DEBUG_LOOPS = 2, IC_DEBUG_LLVM = 4, IC_DEBUG_PTX = 8, IC_DEBUG_TIME = 16,
+       IC_DEBUG_DEDUPE = 32 /* GPU: every kernel variant built, key repeats checked against it (gpu_key.c) */ };
 
 typedef struct ic_compiled ic_compiled;
 

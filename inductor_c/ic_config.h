@@ -35,7 +35,7 @@ extern "C" {
 #endif
 
 #define IC_CONFIG_TABLE(X)                                                                                            \
-    X(debug, STR, "", 0, "", "dumps on stderr: a comma list of graph, loops, llvm, ptx, time, all (any but time bypasses the caches)") \
+    X(debug, STR, "", 0, "", "dumps on stderr: a comma list of graph, loops, llvm, ptx, time, dedupe (GPU: kernel repeats checked against their built code), all (any but time bypasses the caches)") \
     X(cache, BOOL, "1", 0, "", "the in-memory compile cache (0: every graph compiled again)")                        \
     X(cse, BOOL, "0", 1, "", "common subexpressions merged before lowering (opt-in: not yet measured on the GPU models)") \
     X(stencil, BOOL, "1", 1, "", "padded values read by 4 or more windows stored once; GPU stencil kernels take fewer lanes") \

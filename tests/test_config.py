@@ -218,7 +218,7 @@ def test_following_torch():
     ("TORCHC_NUM_THREADS", "100000", "0..256"),
     ("TORCHC_INLINE_DEPTH", "abc", "1..128"),
     ("TORCHC_GEMM", "fast", "auto|extern|template"),
-    ("TORCHC_DEBUG", "1", "graph, loops, llvm, ptx, time, all"),
+    ("TORCHC_DEBUG", "1", "graph, loops, llvm, ptx, time, dedupe, all"),
     ("TORCHC_CACHE_MAX_MB", "lots", "positive number"),
     ("TORCHC_CACHE_MAX_MB", "-5", "positive number"),
 ])

@@ -64,12 +64,9 @@ static bool gemm_auto(const ic_gemm *G, bool fused) {
     return G->fast_ok && G->batch * G->M * G->N * G->K <= GEMM_AUTO_MAX_MACS;
 }
 
-static void gemm_variant(gg *g, const ic_gemm *G, const ic_gemm_map *M, bool fast, gemm_epi_ctx *E, bool store_out,
-                         ic_gvariant *out, const char *name) {
-    ic_ctx *c = g->c;
-    ic_kernel *cons = E ? E->k : NULL;
-    g->v2 = 0; /* the epilogue's expressions as in the first generation */
-    g->need = NULL;
+/* The buffers of the GEMM and its consumer (*used) and the kernel's parameters (*ub, in
+ * order: A, B, bias, out, then the consumer's as it meets them); their count. */
+static int gemm_params(ic_ctx *c, const ic_gemm *G, const ic_kernel *cons, bool store_out, int **usedp, int **ubp) {
     int *used = ic_alloc(c, (size_t)c->nbufs * sizeof(int) + 1);
     uint8_t *seen = ic_alloc(c, (size_t)c->nxs + 1);
     for (int j = 0; cons && j < cons->nitems; j++) {
@@ -83,7 +80,25 @@ static void gemm_variant(gg *g, const ic_gemm *G, const ic_gemm_map *M, bool fas
     if (G->bias_buf >= 0) used[G->bias_buf] |= 1;
     int *ub = ic_alloc(c, (size_t)c->nbufs * sizeof(int) + 1);
     const int first[4] = {G->a_buf, G->b_buf, G->bias_buf, G->out_buf};
-    int nu = gg_param_order(c, cons, true, used, first, 4, ub);
+    *usedp = used;
+    *ubp = ub;
+    return gg_param_order(c, cons, true, used, first, 4, ub);
+}
+
+/* i32 index math for the GEMM variant of parameters ub[0..nu) */
+static bool gemm_i32(ic_ctx *c, const ic_gemm *G, const int *ub, int nu) {
+    const int64_t lim = ((int64_t)1 << 31) - ((int64_t)1 << 25);
+    bool i32 = G->batch * G->M * G->N < lim;
+    for (int i = 0; i < nu && i32; i++) i32 = c->bufs[ub[i]].span < lim;
+    return i32;
+}
+
+static void gemm_variant(gg *g, const ic_gemm *G, const ic_gemm_map *M, bool fast, gemm_epi_ctx *E, bool store_out,
+                         ic_gvariant *out, const char *name, const int *used, const int *ub, int nu) {
+    ic_ctx *c = g->c;
+    ic_kernel *cons = E ? E->k : NULL;
+    g->v2 = 0; /* the epilogue's expressions as in the first generation */
+    g->need = NULL;
     LLVMValueRef fn = gg_kernel_fn(g, name, nu, nu, ub, used);
     gg_add_annotation(g, fn, "kernel", 1);
     gg_add_annotation(g, fn, "maxntidx", M->nthreads);
@@ -102,10 +117,7 @@ static void gemm_variant(gg *g, const ic_gemm *G, const ic_gemm_map *M, bool fas
     g->tile_on = false;
     g->epi_buf = G->out_buf;
     g->epi_val = NULL;
-    const int64_t lim = ((int64_t)1 << 31) - ((int64_t)1 << 25);
-    bool i32 = G->batch * G->M * G->N < lim;
-    for (int i = 0; i < nu && i32; i++) i32 = c->bufs[ub[i]].span < lim;
-    g->ity = i32 ? g->cg.i32 : g->cg.i64;
+    g->ity = gemm_i32(c, G, ub, nu) ? g->cg.i32 : g->cg.i64;
     LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(g->cg.ctx, fn, "entry");
     LLVMBasicBlockRef start = LLVMAppendBasicBlockInContext(g->cg.ctx, fn, "start");
     LLVMPositionBuilderAtEnd(B, start);
@@ -208,15 +220,24 @@ int gg_gemm_kernel(gg *g, int ki, ic_gkernel *K, int tsm, int nsm, int mid, gres
         K->role = IC_ROLE_TEMPLATE;
     }
     K->ext = 0;
+    int *used, *ub;
+    int nu = gemm_params(c, &G, cons, store_out, &used, &ub);
+    bool i32 = gemm_i32(c, &G, ub, nu);
     for (int v = G.fast_ok ? 0 : 1; v < 2; v++) {
         char name[48];
         snprintf(name, sizeof name, "tc%d_k%dg%s", mid % 1000000, ki, v == 0 ? "v" : "");
         ic_gvariant *gv = &K->v[K->nvar++];
         bool lazy = v == 1 && G.fast_ok && gg_lazy_enabled(R); /* the fallback of the aligned fast variant */
+        /* repeated layers' GEMMs: found by their key (gpu_key.c) as other kernels are */
+        gkq kq = {0};
+        if (gg_keyer(R)) kq.key = gg_gemm_key(gg_keyer(R), g, &G, v == 0, cons, store_out, i32, used, ub, nu, &kq.n);
+        if (gg_key_find(g, R, &kq, lazy, ub, nu, gv)) continue;
         gpart *q = lazy ? gg_lazy_part(g, R) : gg_next_part(g, R);
         gg_kbegin(g, R, q);
-        gemm_variant(g, &G, M, v == 0, cons ? E : NULL, store_out, gv, name);
-        *nnew += !gg_kend(g, R, q, gv, lazy);
+        gemm_variant(g, &G, M, v == 0, cons ? E : NULL, store_out, gv, name, used, ub, nu);
+        int rep = gg_kend(g, R, q, gv, lazy);
+        gg_key_built(g, R, &kq, rep, ub, nu, gv);
+        *nnew += !rep;
     }
     if (choice && cons) *choice_kj = kj; /* generated as usual, the extern path's consumer */
     return cons && !choice ? kj : -1;

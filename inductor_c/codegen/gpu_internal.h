@@ -288,7 +288,7 @@ typedef struct gpart gpart;
 struct gpart {
     ic_part P;       /* context, module, builder, its own NVPTX TargetMachine; P.out: the PTX */
     int nk;          /* kernel variants generated into it */
-    size_t work;     /* their bitcode bytes: the part's share of O3 + PTX + ptxas */
+    size_t work;     /* their LLVM instructions: the part's share of O3 + PTX + ptxas */
 };
 
 typedef struct gseen { /* a generated kernel: its module's canonical bitcode, its name */
@@ -299,6 +299,30 @@ typedef struct gseen { /* a generated kernel: its module's canonical bitcode, it
     bool lazy;   /* a lazy fallback's: only other lazy fallbacks may share it */
 } gseen;
 
+/* A variant's structural key (gpu_key.c) and where its code is: a later variant with the same
+ * key is launched with that function (gpu_nvptx.c gg_codegen), its IR never built. */
+typedef struct gkseen {
+    uint64_t h;
+    uint8_t *key;
+    size_t n;
+    char name[48];
+    bool lazy;       /* the code is a lazy fallback's (as gseen.lazy) */
+    int nalign;      /* the base alignments the code assumes: parameter position, bytes */
+    int *apos, *abytes;
+    int seen;        /* TORCHC_DEBUG=dedupe: the gseen entry of its bitcode, -1 none */
+    unsigned grid, block, dsmem; /* its launch (equal keys: equal plans) */
+    int vec;
+} gkseen;
+/* a variant's key, looked up (gg_key_find) before it is built (then gg_key_built) */
+typedef struct gkq {
+    const uint8_t *key; /* NULL: none (built, repeats found by bitcode) */
+    size_t n;
+    uint64_t h;
+    int hit;            /* the entry of an earlier variant with this key, -1 none */
+} gkq;
+typedef struct gkeyer gkeyer;
+struct ic_gemm; /* gpu_gemm.h */
+
 struct gres { /* LLVM objects released on every path */
     gpart p[GPU_MAXPARTS];
     int np;
@@ -308,6 +332,16 @@ struct gres { /* LLVM objects released on every path */
     gseen *seen; /* kernels generated so far (dedupe), nseen of cap */
     int nseen, capseen;
     LLVMModuleRef tmp; /* the variant being generated (gg_kbegin/gg_kend), in one part's context */
+    int last_seen;     /* the seen entry of the last gg_kend's bitcode (-1: none) */
+    bool by_bc;        /* gg_kbegin: the next variant's repeats are found by its bitcode (a
+                          variant without a key, a GEMM's, TORCHC_DEBUG=dedupe) */
+    LLVMValueRef last_fn; /* gg_kbegin: the part module's last function before the variant */
+    gkeyer *keyer;     /* structural keys (gpu_key.c): NULL when dedupe is off */
+    gkseen *ks;        /* the keys met so far, nks of capks */
+    int nks, capks;
+    bool check;        /* TORCHC_DEBUG=dedupe: every variant built, key repeats checked */
+    int nchecked, nbconly; /* check: key repeats whose code was compared; bitcode-only repeats */
+    int nbuilt, nkeyrep;   /* kernel variants built (GEMMs aside), repeats found by their key */
 };
 
 /* gpu_ops.c */
@@ -350,7 +384,21 @@ bool gg_fits_i32(ic_ctx *c, ic_kernel *k, const plan *P);
 int gg_param_order(ic_ctx *c, const ic_kernel *k, bool stores_only, const int *used, const int *first, int n0, int *ub);
 void gg_add_annotation(gg *g, LLVMValueRef fn, const char *key, int v);
 LLVMValueRef gg_kernel_fn(gg *g, const char *name, int np, int nu, const int *ub, const int *used);
-void gg_gen_variant(gg *g, ic_kernel *k, const plan *P, ic_gvariant *out, const char *name);
+int gg_variant_params(ic_ctx *c, const ic_kernel *k, int **used, int **ub);
+void gg_gen_variant(gg *g, ic_kernel *k, const plan *P, ic_gvariant *out, const char *name, const int *used,
+                    const int *ub, int nu);
+
+/* gpu_key.c */
+gkeyer *gg_keyer_new(void);
+void gg_keyer_free(gkeyer *K);
+/* the key of variant P of k (parameters ub[0..nu) of use used[]) with index type i32 or i64: K's
+ * bytes (valid until the next call), *len; NULL when the key cannot describe it */
+const uint8_t *gg_variant_key(gkeyer *K, gg *g, const ic_kernel *k, const plan *P, bool i32, const int *used,
+                              const int *ub, int nu, size_t *len);
+/* the key of a GEMM template variant (gpu_gemm_emit.c gemm_variant): G, fast or not, the
+ * consumer fused into its epilogue (NULL none), store_out, index type, parameters */
+const uint8_t *gg_gemm_key(gkeyer *K, gg *g, const struct ic_gemm *G, bool fast, const ic_kernel *cons,
+                           bool store_out, bool i32, const int *used, const int *ub, int nu, size_t *len);
 
 /* gpu_gemm_emit.c */
 int gg_gemm_kernel(gg *g, int ki, ic_gkernel *K, int tsm, int nsm, int mid, gres *R, int *nnew, ic_gpu *gpu, int *choice_kj);
@@ -360,6 +408,12 @@ void gg_bind_part(gg *g, gpart *q);
 gpart *gg_next_part(gg *g, gres *R);
 bool gg_lazy_enabled(const gres *R);
 gpart *gg_lazy_part(gg *g, gres *R);
+/* 1: q's key (q->key NULL: none) repeats an earlier variant's: gv launches that function with
+ * parameters ub[0..nu) (filled); 0: build gv (gg_kbegin, ..., gg_kend), then gg_key_built with
+ * gg_kend's answer */
+int gg_key_find(gg *g, gres *R, gkq *q, bool lazy, const int *ub, int nu, ic_gvariant *gv);
+void gg_key_built(gg *g, gres *R, const gkq *q, int rep, const int *ub, int nu, const ic_gvariant *gv);
+gkeyer *gg_keyer(gres *R); /* NULL: no keys (dedupe off) */
 void gg_kbegin(gg *g, gres *R, gpart *q);
 int gg_kend(gg *g, gres *R, gpart *q, ic_gvariant *gv, bool lazy);
 void gg_codegen(ic_ctx *c, int tsm, int nsm, gres *R);

@@ -73,6 +73,9 @@ static void gres_free(gres *R) {
     gpart_free(&R->lz);
     for (int i = 0; i < R->nseen; i++) free(R->seen[i].text);
     free(R->seen);
+    for (int i = 0; i < R->nks; i++) free(R->ks[i].key), free(R->ks[i].apos), free(R->ks[i].abytes);
+    free(R->ks);
+    gg_keyer_free(R->keyer);
     memset(R, 0, sizeof *R);
 }
 
@@ -97,8 +100,8 @@ void gg_bind_part(gg *g, gpart *q) {
     g->ity = g->cg.i32;
 }
 
-/* The part the next kernel variant goes to: the one with the least work so far (bitcode
- * bytes), bound. Variants, not kernels, are spread: a GEMM's two variants were 43% of BERT's
+/* The part the next kernel variant goes to: the one with the least work so far (LLVM
+ * instructions of its variants as built), bound. Variants, not kernels, are spread: a GEMM's two variants were 43% of BERT's
  * code in one part, the critical path of the parallel O3 + ptxas. */
 gpart *gg_next_part(gg *g, gres *R) {
     gpart *q = &R->p[0];
@@ -172,13 +175,20 @@ static bool lazy_on(const ic_config *cf, bool ptx_only) {
 }
 
 /* Repeated layers give the same kernel again and again (BERT: 12 copies of most of its
- * kernels): each variant is generated into a module of its own; when that module's bitcode,
- * with the kernel's name as "K" (its shared-memory globals carry the name as a prefix), equals
- * an earlier variant's, it is dropped and the launch uses the earlier function (with its own
- * buffers, grid and block); otherwise it is linked into the part's module. The module holds
- * the function, its globals and nvvm.annotations (block size), so equal bitcode is equal
- * code (bitcode, not text: printing IR cost ~2 ms a kernel). TORCHC_GPU_DEDUPE=0 (or a PTX/LLVM debug dump) turns
- * it off: variants are generated into the part's module directly. */
+ * kernels; a GPT-2 training step: 1143 of 1217 launches). Two ways to find a repeat:
+ *  - by its structural key (gpu_key.c), before its IR is built: a variant whose key equals an
+ *    earlier one's launches that function with its own buffers, grid and block (key_reuse);
+ *    a variant with a new key is built straight into its part's module.
+ *  - by its bitcode, after: a variant without a key (one the key cannot describe, a GEMM
+ *    template's) is generated into a module of its own; when that module's bitcode, with the
+ *    kernel's name as "K" (its shared-memory globals carry the name as a prefix), equals an
+ *    earlier variant's, it is dropped and the launch uses the earlier function; otherwise it
+ *    is linked into the part's module. The module holds the function, its globals and
+ *    nvvm.annotations (block size), so equal bitcode is equal code.
+ * TORCHC_DEBUG=dedupe builds every variant the second way and checks each key repeat against
+ * it (key_check: same bitcode, same launch plan), else the compile fails.
+ * TORCHC_GPU_DEDUPE=0 (or a PTX/LLVM debug dump) turns both off: variants are generated into
+ * the part's module directly. */
 static int dedupe_on(const ic_ctx *c) { return c->cfg.gpu_dedupe && !(c->debug & (IC_DEBUG_PTX | IC_DEBUG_LLVM)); }
 
 /* Renames the definitions of module m named `from`... (the kernel and its globals, which
@@ -200,9 +210,20 @@ static int rename_prefixed(LLVMModuleRef m, const char *from, const char *to) {
     return n;
 }
 
-/* Before a variant: its own module in part q's context (the generator's module until gg_kend). */
+/* instructions of the functions defined in m (from `from` on: the ones added since) */
+static size_t count_insts(LLVMModuleRef m, LLVMValueRef from) {
+    size_t n = 0;
+    for (LLVMValueRef f = from ? from : LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f))
+        for (LLVMBasicBlockRef b = LLVMGetFirstBasicBlock(f); b; b = LLVMGetNextBasicBlock(b))
+            for (LLVMValueRef i = LLVMGetFirstInstruction(b); i; i = LLVMGetNextInstruction(i)) n++;
+    return n;
+}
+
+/* Before a variant: its own module in part q's context (the generator's module until gg_kend)
+ * when its repeats are found by its bitcode (R->by_bc); else it is built into q's module. */
 void gg_kbegin(gg *g, gres *R, gpart *q) {
-    if (!dedupe_on(g->c)) return;
+    R->last_fn = LLVMGetLastFunction(q->P.mod);
+    if (!dedupe_on(g->c) || !R->by_bc) return;
     R->tmp = LLVMModuleCreateWithNameInContext("torchc_kernel", q->P.ctx);
     LLVMSetTarget(R->tmp, LLVMGetTarget(q->P.mod));
     LLVMSetDataLayout(R->tmp, LLVMGetDataLayoutStr(q->P.mod));
@@ -214,9 +235,12 @@ void gg_kbegin(gg *g, gres *R, gpart *q) {
  * compiled now never takes a lazy one's code; gv->lazy says where its code is). */
 int gg_kend(gg *g, gres *R, gpart *q, ic_gvariant *gv, bool lazy) {
     gv->lazy = lazy;
-    if (!R->tmp) { /* no dedupe: generated straight into q's module, counted as one unit */
+    R->last_seen = -1;
+    if (!R->tmp) { /* generated straight into q's module: its functions since gg_kbegin */
         q->nk++;
-        q->work++;
+        q->work += 1 + count_insts(q->P.mod, R->last_fn ? LLVMGetNextFunction(R->last_fn) : NULL);
+        g->fn = g->cg.fn = NULL;
+        g->smem = NULL;
         return 0;
     }
     LLVMModuleRef m = R->tmp;
@@ -240,6 +264,7 @@ int gg_kend(gg *g, gres *R, gpart *q, ic_gvariant *gv, bool lazy) {
             snprintf(gv->name, sizeof gv->name, "%s", R->seen[i].name);
             gv->lazy = R->seen[i].lazy;
             g->c->cg_dups++;
+            R->last_seen = i;
             return 1;
         }
     if (hv && R->nseen == R->capseen) {
@@ -254,15 +279,131 @@ int gg_kend(gg *g, gres *R, gpart *q, ic_gvariant *gv, bool lazy) {
         e->n = n;
         e->lazy = lazy;
         snprintf(e->name, sizeof e->name, "%s", gv->name);
+        R->last_seen = R->nseen - 1;
     } else {
         free(bc);
     }
     R->tmp = NULL;
     q->nk++;
-    q->work += n ? n : 1;
+    q->work += 1 + count_insts(m, NULL);
     if (LLVMLinkModules2(q->P.mod, m)) /* consumes m */
         ic_fail(g->c, IC_EINTERNAL, "LLVM: linking kernel %s into its part failed", gv->name);
     return 0;
+}
+
+/* ---- repeats found by their structural key (gpu_key.c) -------------------------------------- */
+/* the first key entry equal to key (h, n) whose code variant `lazy` may use, or -1 */
+static int key_find(const gres *R, uint64_t h, const uint8_t *key, size_t n, bool lazy) {
+    for (int i = 0; i < R->nks; i++) {
+        const gkseen *e = &R->ks[i];
+        if (e->h == h && e->n == n && (lazy || !e->lazy) && !memcmp(e->key, key, n)) return i;
+    }
+    return -1;
+}
+
+/* Remembers key (h, n) for the variant gv just built (or found repeated by its bitcode): its
+ * function's name, where its code is, and the base alignments its code assumes, by parameter
+ * position. Out of memory: not remembered (a later repeat is built). */
+static void key_add(gres *R, uint64_t h, const uint8_t *key, size_t n, const ic_gvariant *gv) {
+    if (R->nks == R->capks) {
+        int cap = R->capks ? 2 * R->capks : 64;
+        gkseen *ns = realloc(R->ks, (size_t)cap * sizeof *ns);
+        if (!ns) return;
+        R->ks = ns, R->capks = cap;
+    }
+    gkseen e = {.h = h, .n = n, .lazy = gv->lazy, .nalign = gv->nalign, .seen = R->last_seen, .grid = gv->grid,
+                .block = gv->block, .dsmem = gv->dsmem, .vec = gv->vec};
+    e.key = malloc(n ? n : 1);
+    e.apos = malloc(((size_t)gv->nalign + 1) * sizeof(int));
+    e.abytes = malloc(((size_t)gv->nalign + 1) * sizeof(int));
+    if (!e.key || !e.apos || !e.abytes) {
+        free(e.key), free(e.apos), free(e.abytes);
+        return;
+    }
+    memcpy(e.key, key, n);
+    snprintf(e.name, sizeof e.name, "%s", gv->name);
+    for (int j = 0; j < gv->nalign; j++) {
+        int p = 0;
+        while (p < gv->nparams && gv->params[p] != gv->align_buf[j]) p++;
+        if (p == gv->nparams) { /* an aligned buffer is a parameter (gg_gen_variant): never here */
+            free(e.key), free(e.apos), free(e.abytes);
+            return;
+        }
+        e.apos[j] = p;
+        e.abytes[j] = gv->align_bytes[j];
+    }
+    R->ks[R->nks++] = e;
+}
+
+/* The launch plan of a variant with parameters ub[0..nu) whose code is entry e's function. */
+static void key_reuse(ic_ctx *c, const gkseen *e, const int *ub, int nu, ic_gvariant *out) {
+    snprintf(out->name, sizeof out->name, "%s", e->name);
+    out->lazy = e->lazy;
+    out->grid = e->grid;
+    out->block = e->block;
+    out->part_off = -1;
+    out->ctr = 0;
+    out->cl = 1;
+    out->dsmem = e->dsmem;
+    out->vec = e->vec;
+    out->nparams = nu;
+    out->nalign = 0;
+    out->params = malloc((size_t)(nu + 1) * sizeof(int));
+    out->align_buf = malloc((size_t)(e->nalign + 1) * sizeof(int));
+    out->align_bytes = malloc((size_t)(e->nalign + 1) * sizeof(int));
+    if (!out->params || !out->align_buf || !out->align_bytes) ic_fail(c, IC_ENOMEM, "out of memory");
+    memcpy(out->params, ub, (size_t)nu * sizeof(int));
+    for (int j = 0; j < e->nalign; j++) {
+        out->align_buf[j] = ub[e->apos[j]];
+        out->align_bytes[j] = e->abytes[j];
+    }
+    out->nalign = e->nalign;
+}
+
+/* TORCHC_DEBUG=dedupe: variant gv was built although entry e has its key; its code (canonical
+ * bitcode) and launch plan must be e's. A difference is an internal error: the key misses
+ * something the generator reads. */
+static void key_check(ic_ctx *c, gres *R, const gkseen *e, const int *ub, int nu, const ic_gvariant *gv) {
+    const gseen *a = e->seen >= 0 ? &R->seen[e->seen] : NULL, *b = R->last_seen >= 0 ? &R->seen[R->last_seen] : NULL;
+    if (!a || !b) ic_fail(c, IC_EINTERNAL, "GPU dedupe check: %s: no bitcode to compare", gv->name);
+    if (a->n != b->n || memcmp(a->text, b->text, a->n))
+        ic_fail(c, IC_EINTERNAL, "GPU dedupe check: %s has the key of %s but other code", gv->name, e->name);
+    /* what key_reuse would have made */
+    bool same = e->grid == gv->grid && e->block == gv->block && e->dsmem == gv->dsmem && e->vec == gv->vec &&
+                nu == gv->nparams && !memcmp(ub, gv->params, (size_t)nu * sizeof(int)) && e->nalign == gv->nalign;
+    for (int j = 0; same && j < e->nalign; j++)
+        same = gv->align_buf[j] == ub[e->apos[j]] && gv->align_bytes[j] == e->abytes[j];
+    if (!same) ic_fail(c, IC_EINTERNAL, "GPU dedupe check: %s has the key of %s but another launch plan", gv->name, e->name);
+    R->nchecked++;
+}
+
+gkeyer *gg_keyer(gres *R) { return R->keyer; }
+
+int gg_key_find(gg *g, gres *R, gkq *q, bool lazy, const int *ub, int nu, ic_gvariant *gv) {
+    q->h = q->key ? ic_hash64(q->key, q->n) : 0;
+    q->hit = q->key ? key_find(R, q->h, q->key, q->n, lazy) : -1;
+    if (q->hit >= 0 && !R->check) {
+        key_reuse(g->c, &R->ks[q->hit], ub, nu, gv);
+        g->c->cg_dups++;
+        R->nkeyrep++;
+        return 1;
+    }
+    R->nbuilt++;
+    R->by_bc = !q->key || R->check; /* a new key: new code, no bitcode to compare */
+    return 0;
+}
+
+void gg_key_built(gg *g, gres *R, const gkq *q, int rep, const int *ub, int nu, const ic_gvariant *gv) {
+    R->by_bc = true;
+    if (q->hit >= 0) key_check(g->c, R, &R->ks[q->hit], ub, nu, gv);
+    else if (q->key) key_add(R, q->h, q->key, q->n, gv);
+    R->nbconly += q->hit < 0 && rep;
+}
+
+static double thread_cpu_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
 }
 
 int ic_gpu_target_sm(int sm) { return sm > 90 ? 90 : sm < 52 ? 52 : sm; }
@@ -271,6 +412,7 @@ int ic_gpu_pdl(const ic_config *cf, int sm) { return pdl_on(cf, sm); }
 
 void gg_codegen(ic_ctx *c, int tsm, int nsm, gres *R) {
     const double tg0 = ic_now_ms();
+    const double tc0 = thread_cpu_ms();
     bool ptx_only = c->ptx_sm > 0; /* ic_graph_to_ptx */
     char msg[512];
     c->gpu_stage_ok = tsm >= 80; /* up to 72 + 8 KB of shared memory a block, two blocks an SM */
@@ -297,6 +439,13 @@ void gg_codegen(ic_ctx *c, int tsm, int nsm, gres *R) {
         if (part_init(&R->p[i], tsm, c->debug, msg, sizeof msg)) ic_fail(c, IC_EINTERNAL, "%s", msg);
     }
     R->lz_on = dedupe_on(c) && lazy_on(&c->cfg, ptx_only);
+    R->last_seen = -1;
+    R->by_bc = true;
+    if (dedupe_on(c)) {
+        R->keyer = gg_keyer_new();
+        if (!R->keyer) ic_fail(c, IC_ENOMEM, "out of memory");
+        R->check = (c->debug & IC_DEBUG_DEDUPE) != 0;
+    }
 
     gg G = {.c = c, .gen = 1, .sm = tsm};
     gg *g = &G;
@@ -362,6 +511,8 @@ void gg_codegen(ic_ctx *c, int tsm, int nsm, gres *R) {
             vv = k->ivar[k->ninner - 1];
             vsize = k->isize[k->ninner - 1];
         }
+        int *used, *ub;
+        int nu = gg_variant_params(c, k, &used, &ub); /* the same for all its variants */
         int V = gg_choose_vec(c, k, vv, vsize, k->has_red);
         int nvar = V > 1 ? 2 : 1;
         plan *TP = ic_alloc(c, sizeof *TP), *TP2 = ic_alloc(c, sizeof *TP2);
@@ -429,8 +580,9 @@ void gg_codegen(ic_ctx *c, int tsm, int nsm, gres *R) {
             ic_gkernel *K = &gpu->k[gpu->nkernels++];
             K->split_final = passes[q] < 0 && cpos[q] == 0;
             for (int v = 0; v < nvar; v++) {
-                plan P;
-                if (tile) P = tile2 && v == 0 ? *TP2 : *TP;
+                plan P; /* copied whole: its padding is part of the key (gpu_key.c) */
+                memset(&P, 0, sizeof P);
+                if (tile) memcpy(&P, tile2 && v == 0 ? TP2 : TP, sizeof P);
                 else gg_plan_kernel(c, k, &P, v == 0 ? V : 1, nsm, S, passes[q], slot,
                                  on_kind && passes[q] == k->items[on_a].pos);
                 if (S > 1) {
@@ -444,7 +596,8 @@ void gg_codegen(ic_ctx *c, int tsm, int nsm, gres *R) {
                 P.on_shift = on_shift;
                 if (P.grid == 0) continue;
                 if ((int64_t)P.grid > 0x7FFFFFFF) ic_fail(c, IC_EUNSUPPORTED, "GPU grid too large");
-                g->ity = gg_fits_i32(c, k, &P) ? g->cg.i32 : g->cg.i64;
+                bool i32 = gg_fits_i32(c, k, &P);
+                g->ity = i32 ? g->cg.i32 : g->cg.i64;
                 char name[48];
                 if (S > 1)
                     snprintf(name, sizeof name, "tc%d_k%d%s%d%s", mid % 1000000, ki,
@@ -455,10 +608,16 @@ void gg_codegen(ic_ctx *c, int tsm, int nsm, gres *R) {
                 ic_gvariant *gv = &K->v[K->nvar++];
                 /* the scalar fallback of a vector variant that only assumes aligned bases */
                 bool lazy = v == 1 && K->nvar == 2 && K->v[0].nalign > 0 && R->lz_on;
-                gpart *q = lazy ? gg_lazy_part(g, R) : gg_next_part(g, R);
-                gg_kbegin(g, R, q);
-                gg_gen_variant(g, k, &P, gv, name);
-                gg_kend(g, R, q, gv, lazy);
+                /* a repeat of an earlier variant's key: that function, launched with its own
+                 * buffers; else built (and, with dedupe, compared by its bitcode) */
+                gkq kq = {0};
+                if (R->keyer) kq.key = gg_variant_key(R->keyer, g, k, &P, i32, used, ub, nu, &kq.n);
+                if (!gg_key_find(g, R, &kq, lazy, ub, nu, gv)) {
+                    gpart *q = lazy ? gg_lazy_part(g, R) : gg_next_part(g, R);
+                    gg_kbegin(g, R, q);
+                    gg_gen_variant(g, k, &P, gv, name, used, ub, nu);
+                    gg_key_built(g, R, &kq, gg_kend(g, R, q, gv, lazy), ub, nu, gv);
+                }
                 gv->part_off = part_off;
                 if (c->debug & IC_DEBUG_LOOPS) /* the launch plan (describe's form, the kernel: a repeat's
                                                  * name is the first's), also PTX-only */
@@ -487,6 +646,12 @@ void gg_codegen(ic_ctx *c, int tsm, int nsm, gres *R) {
         if (!gpu->lazy_bc) ic_fail(c, IC_ENOMEM, "out of memory");
         c->cg_lazy += R->lz.nk;
     }
+    if (R->check) /* TORCHC_DEBUG=dedupe: what the keys found, and what only the bitcode did */
+        fprintf(stderr, "torchc gpu dedupe check: %d key repeats built and equal, %d repeats found by bitcode only, %d keys\n",
+                R->nchecked, R->nbconly, R->nks);
+    if (c->debug & IC_DEBUG_TIME) /* the IR build's own CPU time (its wall time is the irgen stage) */
+        fprintf(stderr, "torchc gpu irgen: cpu %.2f ms, %d variants built, %d repeats by key, %d by bitcode\n",
+                thread_cpu_ms() - tc0, R->nbuilt, R->nkeyrep, c->cg_dups - R->nkeyrep);
     double tg = ic_now_ms(); /* TORCHC_DEBUG=time stages: irgen, then opt (O3) and emit (PTX) of the parts in parallel, jit (driver) */
     c->t_stage[IC_T_IRGEN] += tg - tg0;
     int nw = 0; /* parts with kernels (an empty module is still emitted when there are none) */

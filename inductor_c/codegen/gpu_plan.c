@@ -592,16 +592,23 @@ LLVMValueRef gg_kernel_fn(gg *g, const char *name, int np, int nu, const int *ub
     return fn;
 }
 
-void gg_gen_variant(gg *g, ic_kernel *k, const plan *P, ic_gvariant *out, const char *name) {
-    ic_ctx *c = g->c;
-    int *used = ic_alloc(c, (size_t)c->nbufs * sizeof(int) + 1);
+/* The buffers of kernel k (*used: per buffer, 1 read, 2 written) and its parameters in order
+ * (*ub), the same for all its variants; their count. */
+int gg_variant_params(ic_ctx *c, const ic_kernel *k, int **used, int **ub) {
+    int *u = ic_alloc(c, (size_t)c->nbufs * sizeof(int) + 1);
     uint8_t *seen = ic_alloc(c, (size_t)c->nxs + 1);
     for (int j = 0; j < k->nitems; j++) {
-        x_mark_bufs(c, k->items[j].expr, used, seen);
-        if (k->items[j].store) used[k->items[j].buf] |= 2;
+        x_mark_bufs(c, k->items[j].expr, u, seen);
+        if (k->items[j].store) u[k->items[j].buf] |= 2;
     }
-    int *ub = ic_alloc(c, (size_t)c->nbufs * sizeof(int) + 1);
-    int nu = gg_param_order(c, k, false, used, NULL, 0, ub);
+    *ub = ic_alloc(c, (size_t)c->nbufs * sizeof(int) + 1);
+    *used = u;
+    return gg_param_order(c, k, false, u, NULL, 0, *ub);
+}
+
+void gg_gen_variant(gg *g, ic_kernel *k, const plan *P, ic_gvariant *out, const char *name, const int *used,
+                    const int *ub, int nu) {
+    ic_ctx *c = g->c;
     LLVMValueRef fn = gg_kernel_fn(g, name, nu + (P->S > 1) /* split rows: the partials last */, nu, ub, used);
     g->part = P->S > 1 ? LLVMGetParam(fn, (unsigned)nu) : NULL;
     unsigned kna = LLVMGetEnumAttributeKindForName("noalias", 7);
