@@ -52,3 +52,8 @@ def test_is_leaf_of_an_input_that_requires_grad_is_eagers():
     torch.testing.assert_close(c[1], r[1])
     r, c = f(w), torchc.compile(f)(w)
     assert r[0] == c[0] is True
+    # an input that does not require grad is a leaf: captured
+    x = torch.randn(3)
+    torchc.reset()
+    ex = torchc.explain(f)(x)
+    assert captured_whole(ex) and ex.result[0] is True, str(ex)
