@@ -89,6 +89,30 @@ RULE(vjp_linear) {
     }
     if (n->in[2] >= 0) ACC(2, g);
 }
+/* the gradients of operands 0 and 1 of n by one backward extern (kind; operands in, params
+ * p[0..np) then `which` in p[np]): both from one call (which = 2: one flat buffer, sliced
+ * apart here), or the one needed (which = 0 or 1) */
+static void grads_of_two(ag *a, const ic_node *n, ic_extern_kind kind, ic_val *in, int64_t *p, int np) {
+    if (NEED(0) && NEED(1)) {
+        p[np] = 2;
+        ic_val flat = ext(a, kind, 3, in, np + 1, p);
+        int64_t off = 0;
+        for (int i = 0; i < 2 && flat >= 0; i++) {
+            const ic_meta *m = &FN(a, n->in[i])->meta;
+            int64_t k = ic_numel(m);
+            ag_acc(a, n->in[i], ic_reshape(a->b, ic_slice(a->b, flat, 0, off, off + k, 1), m->ndim, m->sizes));
+            off += k;
+        }
+        if (flat < 0) ag_acc(a, n->in[0], flat); /* reports the failure */
+        return;
+    }
+    for (int which = 0; which < 2; which++)
+        if (NEED(which)) {
+            p[np] = which;
+            ag_acc(a, n->in[which], ext(a, kind, 3, in, np + 1, p));
+        }
+}
+
 /* conv (params: nd, stride[nd], padding[nd], dilation[nd], groups [, channels-last]):
  * ATen's convolution_backward as one extern call: the input's and the weight's gradients
  * (which = 2: both, one flat buffer sliced apart here; was two calls, each running the
@@ -102,24 +126,7 @@ RULE(vjp_conv) {
     if (n->nparams + 1 > IC_EXT_MAXP) return ag_fail(a, "conv backward: too many params");
     memcpy(p, n->params, sizeof(int64_t) * (size_t)n->nparams);
     ic_val in[3] = {g, X(0), X(1)};
-    if (NEED(0) && NEED(1)) {
-        p[n->nparams] = 2;
-        ic_val flat = ext(a, IC_EXT_CONV_BWD, 3, in, n->nparams + 1, p);
-        int64_t off = 0;
-        for (int i = 0; i < 2 && flat >= 0; i++) {
-            const ic_meta *m = &FN(a, n->in[i])->meta;
-            int64_t k = ic_numel(m);
-            ag_acc(a, n->in[i], ic_reshape(a->b, ic_slice(a->b, flat, 0, off, off + k, 1), m->ndim, m->sizes));
-            off += k;
-        }
-        if (flat < 0) ag_acc(a, n->in[0], flat); /* reports the failure */
-    } else {
-        for (int which = 0; which < 2; which++)
-            if (NEED(which)) {
-                p[n->nparams] = which;
-                ag_acc(a, n->in[which], ext(a, IC_EXT_CONV_BWD, 3, in, n->nparams + 1, p));
-            }
-    }
+    grads_of_two(a, n, IC_EXT_CONV_BWD, in, p, n->nparams);
     if (n->in[2] >= 0 && NEED(2)) {
         int ch = cl ? n->meta.ndim - 1 : 1;
         uint32_t mask = 0;
@@ -135,23 +142,7 @@ RULE(vjp_grid_sample) {
     NODE;
     int64_t p[4] = {n->params[0], n->params[1], n->params[2], 2};
     ic_val in[3] = {g, X(0), X(1)};
-    if (NEED(0) && NEED(1)) {
-        ic_val flat = ext(a, IC_EXT_GRID_SAMPLE_BWD, 3, in, 4, p);
-        int64_t off = 0;
-        for (int i = 0; i < 2 && flat >= 0; i++) {
-            const ic_meta *m = &FN(a, n->in[i])->meta;
-            int64_t k = ic_numel(m);
-            ag_acc(a, n->in[i], ic_reshape(a->b, ic_slice(a->b, flat, 0, off, off + k, 1), m->ndim, m->sizes));
-            off += k;
-        }
-        if (flat < 0) ag_acc(a, n->in[0], flat); /* reports the failure */
-        return;
-    }
-    for (int which = 0; which < 2; which++)
-        if (NEED(which)) {
-            p[3] = which;
-            ag_acc(a, n->in[which], ext(a, IC_EXT_GRID_SAMPLE_BWD, 3, in, 4, p));
-        }
+    grads_of_two(a, n, IC_EXT_GRID_SAMPLE_BWD, in, p, 3);
 }
 
 /* shape inference of the backward externs (ic_extern dispatches here) */

@@ -3,7 +3,7 @@ python scalars of every kind mixed in, on contiguous / transposed / flipped / ex
 import torch
 
 from probe2 import scenario
-from probes8._util import each
+from probes7._util import each
 
 
 def _edge(dt=torch.float32):
