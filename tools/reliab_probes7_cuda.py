@@ -39,7 +39,7 @@ def check(name, f, *args, ulp=False):
         if ok:
             if ulp and w.is_floating_point():
                 u = w.float().abs() * (2.0 ** (-7 if w.dtype == torch.bfloat16 else -10 if w.dtype == torch.float16 else -23))
-                ok = bool(((w.float() - g.float()).abs() <= u + 1e-6).all())
+                ok = bool(((w.float() - g.float()).abs() <= u + 1e-6).logical_or(w.float() == g.float()).all())  # equal infs
             else:
                 ok = torch.equal(w.nan_to_num(1234.5), g.nan_to_num(1234.5))
         if not ok:
@@ -58,7 +58,7 @@ def img(shape, dt=torch.float32):
 xt = img((5, 4)).T
 for name, f in {"rms_norm": lambda x: F.rms_norm(x, (5,)), "one_hot": lambda x: F.one_hot(x.abs().long() % 3, 3),
                 "index_fill": lambda x: x.index_fill(1, torch.tensor([1, 1], device=dev), -3)}.items():
-    check(f"{name} T", f, xt)
+    check(f"{name} T", f, xt, ulp=True)  # the layout is what is checked; CUDA's fused rms_norm rounds differently
 for dt in (torch.bfloat16, torch.float16):
     x = (torch.arange(600.0, device=dev).reshape(3, 200).mul(0.37).sin() * 3).to(dt)
     for p in (2, 0.5, 3):
