@@ -76,7 +76,7 @@ extern "C" {
     X(cache_dir, STR, "", 0, "", "the on-disk cache's folder (\"\": $XDG_CACHE_HOME/torchc, else ~/.cache/torchc)")   \
     X(cache_max_mb, STR, "", 0, "", "the on-disk cache's cap in MiB, a positive number (\"\" or not one: 1024; 2^44 or inf: no cap)") \
     X(ptxas, STR, "", 0, "", "the ptxas that turns PTX into cubins for the disk cache (\"\": CUDA's, found at runtime; 0: none)") \
-    X(backward_ahead, BOOL, "0", 0, "", "(off until measured on a GPU) a training graph's backward compiles on a helper thread from its capture on, beside the forward's compile (0: when the first backward needs it)") \
+    X(backward_ahead, BOOL, "1", 0, "", "a training graph's backward compiles on a helper thread from its capture on, beside the forward's compile (0: when the first backward needs it)") \
     X(cpu_tiers, INT, "4000", 0, "0..1073741824", "CPU graphs of this many LLVM instructions or more run first on quickly made code while their optimized code is made on a background thread and swapped in (0: never)") \
     X(spin, INT, "2000", 0, "0..1073741824", "pause instructions an idle CPU worker spins before it sleeps (read at its first use)") \
     X(host_stats, BOOL, "0", 0, "", "time the host-side steps of compiled calls (frame hook, launches) for torchc.stats()") \

@@ -48,6 +48,7 @@ def main():
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--size", type=int, default=64)
     ap.add_argument("--device", default="cuda")
+    ap.add_argument("--precisions", default="fp32,amp")
     args = ap.parse_args()
     global DEV
     DEV = args.device
@@ -70,11 +71,12 @@ def main():
              else torch.randn(args.batch, 3, args.size, args.size)).to(DEV)
         ref_m = copy.deepcopy(base).double()
         ref = grads(ref_m, x.double() if x.is_floating_point() else x, False)
-        for amp in (False, True):
+        names = [n for n, _ in base.named_parameters()]
+        for amp in [p == "amp" for p in args.precisions.split(",")]:
             e = grads(copy.deepcopy(base), x, amp)
             torchc.reset()
             c = grads(torchc.compile(copy.deepcopy(base)), x, amp)
-            worst, we, wc, wi = 0.0, [], [], -1
+            worst, we, wc, wi, ratios = 0.0, [], [], -1, []
             for i, (r, a, b) in enumerate(zip(ref, e, c)):
                 if r is None:
                     continue
@@ -82,12 +84,15 @@ def main():
                 we.append(ea)
                 wc.append(eb)
                 ratio = eb / (ea + 1e-6)
+                ratios.append((ratio, names[i], ea, eb))
                 if ratio > worst:
                     worst, wi = ratio, i
             ok = worst <= 3.0
             print(f"{name:12s} {'amp ' if amp else 'fp32'} eager rel err median {sorted(we)[len(we)//2]:.2e} "
                   f"max {max(we):.2e} | torchc median {sorted(wc)[len(wc)//2]:.2e} max {max(wc):.2e} | "
                   f"worst ratio {worst:.2f} (param {wi}) {'OK' if ok else 'SUSPECT'}", flush=True)
+            for r, n, ea, eb in sorted(ratios, reverse=True)[:3 if not ok else 0]:
+                print(f"    {n}: eager {ea:.2e} torchc {eb:.2e} ratio {r:.1f}")
 
 
 if __name__ == "__main__":
