@@ -34,6 +34,8 @@ def _probe(monkeypatch, tmp_path):
     monkeypatch.setenv("TORCHC_PTX_PROBE", str(tmp_path))
     monkeypatch.setenv("TORCHC_DEBUG", "loops")
     monkeypatch.setenv("TORCHC_CACHE", "0")
+    # the listings in order, the backward's last: its compile not run beside the forward's
+    monkeypatch.setenv("TORCHC_BACKWARD_AHEAD", "0")
     torchc.reset()
 
 
