@@ -171,3 +171,34 @@ def test_leaf_that_requires_grad_raises_eagers_error():
         torch.testing.assert_close(c, r)
     ex = torchc.explain(f)(torch.randn(3, requires_grad=True) * 1, y)
     assert captured_whole(ex) and ex.backward_graph_count == 1, str(ex)
+
+
+class _XSoftmax(torch.autograd.Function):
+    # sew-d's/DeBERTa's masked softmax: masked_fill_ of its own result, and a backward that
+    # calls torch._softmax_backward_data
+    @staticmethod
+    def forward(ctx, x, mask, dim):
+        ctx.dim = dim
+        rmask = ~mask.to(torch.bool)
+        out = torch.softmax(x.masked_fill(rmask, torch.finfo(x.dtype).min), dim)
+        out.masked_fill_(rmask, 0)
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        out, = ctx.saved_tensors
+        return torch._softmax_backward_data(g, out, ctx.dim, out.dtype), None, None
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 6), (1, 1, 1)])
+def test_custom_function_backward_with_softmax_backward_data(shape):
+    def f(x, w, mask):
+        return _XSoftmax.apply(x * w, mask, -1) * 3, torch._softmax_backward_data(x, w.expand_as(x), 1, x.dtype)
+
+    def make():
+        x = torch.randn(shape, requires_grad=True)
+        w = torch.randn(shape[-1], requires_grad=True)
+        return [x, w], [x, w, (torch.randn(shape) > 0).int()]
+
+    _check(f, make, [])
