@@ -24,9 +24,9 @@ def _run(fn, make, mutated):
     out = fn(*args)
     outs = out if isinstance(out, tuple) else (out,)
     g = torch.Generator().manual_seed(1)
-    loss = sum((o * torch.rand(o.shape, generator=g)).sum() for o in outs)
+    loss = sum((o * torch.rand(o.shape, generator=g).to(o.device)).sum() for o in outs)
     for t in [args[i] for i in mutated] + after:  # (after: what the caller reads after the call)
-        loss = loss + (t * torch.rand(t.shape, generator=g)).sum()
+        loss = loss + (t * torch.rand(t.shape, generator=g).to(t.device)).sum()
     flags = [(a.requires_grad, a.is_leaf, a.grad_fn is None) for a in args]
     grads = torch.autograd.grad(loss, leaves, allow_unused=True)
     return ([o.detach() for o in outs], [args[i].detach().clone() for i in mutated],
@@ -66,6 +66,23 @@ def test_setitem_masked_fill_iadd_of_a_non_leaf(shape):
         y = torch.randn(shape, requires_grad=True)
         return [a, y], [a * 1.5, y]
     _check(_setitem_fill_add, make, [0])
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_setitem_masked_fill_iadd_of_a_non_leaf_cuda():
+    def make():
+        a = torch.randn(4, 3, device="cuda", requires_grad=True)
+        y = torch.randn(4, 3, device="cuda", requires_grad=True)
+        return [a, y], [a * 1.5, y]
+
+    def f(x, y):
+        x[:, 0] = y.sum(-1)
+        x.masked_fill_(x > 0.5, 0.0)
+        x += y
+        return (x * 2).sum(0)
+
+    _check(f, make, [0])
+    _check(lambda x, y: _setitem_fill_add(x.t(), y.t()), make, [0])  # through views
 
 
 def test_update_of_a_view_passed_in_non_contiguous():
