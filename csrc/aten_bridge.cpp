@@ -26,6 +26,8 @@
 #include <c10/core/DefaultDtype.h>
 #include <c10/core/GradMode.h>
 #include <torch/csrc/autograd/autograd.h>
+#include <torch/csrc/autograd/VariableTypeUtils.h>
+#include <ATen/core/LegacyTypeDispatch.h>
 #include <torch/csrc/autograd/python_variable.h>
 #include <torch/csrc/PyInterpreter.h>
 #include <torch/version.h>
@@ -1056,6 +1058,35 @@ int tc_copy_(PyObject *dst, PyObject *src) {
     } catch (...) {
         PyErr_SetString(PyExc_RuntimeError, "torchc: in-place copy-back failed: unknown C++ exception");
         return -1;
+    }
+}
+
+int tc_copy_quiet(PyObject *dst, PyObject *src) {
+    try {
+        at::Tensor d = THPVariable_Unpack(dst);
+        c10::AutoGradMode no_grad(false);
+        at::AutoDispatchBelowADInplaceOrView below; /* (no version bump) */
+        d.copy_(THPVariable_Unpack(src));
+        return 0;
+    } catch (const c10::Error &e) {
+        PyErr_Format(PyExc_RuntimeError, "%s", e.what_without_backtrace());
+        return -1;
+    } catch (const std::exception &e) {
+        PyErr_Format(PyExc_RuntimeError, "torchc: in-place copy-back failed: %s", e.what());
+        return -1;
+    } catch (...) {
+        PyErr_SetString(PyExc_RuntimeError, "torchc: in-place copy-back failed: unknown C++ exception");
+        return -1;
+    }
+}
+
+int tc_inplace_refused(PyObject *t, int requires_grad) {
+    try {
+        const at::Tensor &d = THPVariable_Unpack(t);
+        return torch::autograd::can_mutate_inplace(d, requires_grad != 0) !=
+               torch::autograd::can_mutate_inplace_result::success;
+    } catch (...) {
+        return 1; /* (eager decides) */
     }
 }
 

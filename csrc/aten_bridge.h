@@ -70,6 +70,15 @@ int tc_index_in_range(PyObject *idx, int64_t bound);
 int tc_default_dtype(void);
 /* dst.copy_(src) without autograd; 0, or -1 with a Python exception. */
 int tc_copy_(PyObject *dst, PyObject *src);
+/* dst.copy_(src) without autograd and without bumping dst's version: a training graph's
+ * in-place update, whose autograd node then marks dst dirty, which bumps it
+ * (dynamo_hook/train_inplace_store.c). 0, or -1 with a Python exception. */
+int tc_copy_quiet(PyObject *dst, PyObject *src);
+/* 1 if eager's in-place op on tensor t under the current grad mode raises (a leaf that
+ * requires grad, a view of one, a view whose base's history can't be rewritten: autograd's
+ * check_inplace), where requires_grad tells whether the op records a gradient (t or another
+ * operand requires grad); 0 if it runs. Never raises. */
+int tc_inplace_refused(PyObject *t, int requires_grad);
 /* n version-counter bumps of tensor t (what n in-place ops on it do in eager); 0, or -1 with
  * a Python exception (an inference tensor outside inference mode: eager's error) */
 int tc_bump_version(PyObject *t, int n);

@@ -455,7 +455,7 @@ PyObject *tc_train_new(ic_autograd *ag, const ic_options *opt, int nfwd_in, int 
 
 /* the bound runner, made per attach (cheap) so that the capsule is never in a cycle */
 int tc_train_attach(PyObject *train, PyObject **outs, int nout, PyObject *const *inputs, const char *fwd_text,
-                    const unsigned char *mutated, const int *input_src) {
+                    const unsigned char *mutated, const int *input_src, PyObject *const *dirty) {
     static PyObject *attach_fn;
     tc_train *tr = PyCapsule_GetPointer(train, CAPSULE);
     if (tr == NULL)
@@ -468,7 +468,7 @@ int tc_train_attach(PyObject *train, PyObject **outs, int nout, PyObject *const 
         if (attach_fn == NULL)
             return -1;
     }
-    int nuser = ag->nuser_out, nsaved = 0, nchk = 0;
+    int nuser = ag->nuser_out, nsaved = 0, nchk = 0, ndirty = 0;
     for (int k = 0; k < ag->nbwd_in; k++)
         nsaved += ag->bwd_in_kind[k] != IC_AG_GRAD_OUT && ag->bwd_in_kind[k] != IC_AG_GRAD_CAME;
     /* what eager's autograd keeps of the inputs and outputs, saved after the backward's
@@ -479,17 +479,21 @@ int tc_train_attach(PyObject *train, PyObject **outs, int nout, PyObject *const 
     for (int j = 0; ag->check_out && j < nuser; j++)
         nchk += ag->check_out[j] != 0;
     PyObject *runner = NULL, *saved = NULL, *uo = NULL, *diff = NULL, *args = NULL, *r = NULL, *rep = NULL;
+    PyObject *dt = NULL;
     int rc = -1;
     if (nuser > nout) {
         PyErr_SetString(PyExc_RuntimeError, "torchc: training entry output count");
         return -1;
     }
+    for (int j = 0; dirty != NULL && j < nuser; j++)
+        ndirty += dirty[j] != NULL;
     runner = PyCFunction_New(&runner_def, train);
     saved = PyTuple_New(nsaved + nchk);
     uo = PyTuple_New(nuser);
     diff = PyTuple_New(nuser);
-    args = PyTuple_New(5 + ag->nbwd_out);
-    if (!runner || !saved || !uo || !diff || !args)
+    dt = PyTuple_New(ndirty);
+    args = PyTuple_New(6 + ag->nbwd_out);
+    if (!runner || !saved || !uo || !diff || !dt || !args)
         goto done;
     /* double backward's eager replay (torchc/_autograd.py): the forward's text and inputs,
      * references only, and each tensor input's version now (a replay checks that none was
@@ -544,14 +548,32 @@ int tc_train_attach(PyObject *train, PyObject **outs, int nout, PyObject *const 
         PyTuple_SET_ITEM(uo, j, Py_NewRef(outs[j]));
         PyTuple_SET_ITEM(diff, j, PyBool_FromLong(ag->out_diff[j]));
     }
+    /* the frame's in-place updates: (j, tensor, keep, zeros) (torchc/_autograd.py Write):
+     * keep: eager keeps the updated tensor for the backward; zeros: the backward graph gives
+     * its old value no gradient through output j */
+    for (int j = 0, d = 0; dirty != NULL && j < nuser; j++) {
+        if (dirty[j] == NULL)
+            continue;
+        int zeros = 1;
+        for (int k = 0; k < ag->nbwd_out && zeros; k++)
+            if (inputs[ag->bwd_out_input[k]] == dirty[j] &&
+                (ag->out_dep == NULL || ag->out_dep[(size_t)k * nuser + j]))
+                zeros = 0;
+        PyObject *w = Py_BuildValue("(iONN)", j, dirty[j], PyBool_FromLong(ag->check_out && ag->check_out[j]),
+                                    PyBool_FromLong(zeros));
+        if (w == NULL)
+            goto done;
+        PyTuple_SET_ITEM(dt, d++, w);
+    }
     PyTuple_SET_ITEM(args, 0, runner);
     PyTuple_SET_ITEM(args, 1, saved);
     PyTuple_SET_ITEM(args, 2, uo);
     PyTuple_SET_ITEM(args, 3, diff);
     PyTuple_SET_ITEM(args, 4, rep);
-    runner = saved = uo = diff = rep = NULL;
+    PyTuple_SET_ITEM(args, 5, dt);
+    runner = saved = uo = diff = rep = dt = NULL;
     for (int k = 0; k < ag->nbwd_out; k++)
-        PyTuple_SET_ITEM(args, 5 + k, Py_NewRef(inputs[ag->bwd_out_input[k]]));
+        PyTuple_SET_ITEM(args, 6 + k, Py_NewRef(inputs[ag->bwd_out_input[k]]));
     r = PyObject_Call(attach_fn, args, NULL);
     if (r == NULL)
         goto done;
@@ -570,6 +592,7 @@ done:
     Py_XDECREF(diff);
     Py_XDECREF(args);
     Py_XDECREF(rep);
+    Py_XDECREF(dt);
     Py_XDECREF(r);
     return rc;
 }

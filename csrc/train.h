@@ -23,9 +23,12 @@ PyObject *tc_train_new(ic_autograd *ag, const ic_options *opt, int nfwd_in, int 
  * replaced by the node's outputs); inputs[i]: forward input i (borrowed). 0, or -1 with a
  * Python exception. fwd_text: the forward graph's text (NULL: no eager replay for double
  * backward); mutated[input_src[i]]: forward input i was updated in place by the frame (NULL:
- * none). */
+ * none). dirty[j] (NULL, or NULL entries: none; borrowed): the tensor that program output j's
+ * value was copied into (an in-place update of the frame's): it comes back in output j's
+ * place, marked dirty, its history the update's (torchc/_autograd.py Write;
+ * dynamo_hook/train_inplace_store.c) */
 int tc_train_attach(PyObject *train, PyObject **outs, int nout, PyObject *const *inputs, const char *fwd_text,
-                    const unsigned char *mutated, const int *input_src);
+                    const unsigned char *mutated, const int *input_src, PyObject *const *dirty);
 /* for explain(): backward graph text (malloc'd), saved bytes, number of backward ops,
  * whether the backward is compiled yet (it is compiled on the first backward call) */
 char *tc_train_describe(PyObject *train, long long *saved_bytes, int *bwd_ops, int *nsaved, int *compiled);

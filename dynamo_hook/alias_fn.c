@@ -251,8 +251,8 @@ int sym_alias_update(trace *t, int oid, ic_val newval) {
     ic_val old_root = t->obj_val[root];
     PyObject *steps[ALIAS_MAX_CHAIN];
     ic_val nroot = newval;
-    if (ic_value_op(t->g, old_root) == IC_OP_INPUT && sym_value_requires_grad(t, old_root))
-        return sym_fail(t, "in-place update through a view of a leaf that requires grad (eager raises)");
+    /* (an input that requires grad: a leaf makes eager raise, checked before each run;
+     * train_inplace_store.c dh_inplace_allowed) */
     if (ic_value_op(t->g, old_root) == IC_OP_INPUT) {
         /* an input whose elements share memory (an expand): eager raises at the update;
          * here the copy-back would raise after the graph ran */

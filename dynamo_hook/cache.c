@@ -41,6 +41,7 @@ void dh_entry_free(dh_entry *e) {
     free(e->mut_src);
     free(e->mut_inplace);
     free(e->mut_bumps);
+    free(e->mut_mode);
     free(e->out_into_src);
     free(e->chk_out);
     free(e->idx_src);

@@ -207,6 +207,7 @@ typedef struct dh_entry {
     int *mut_from;          /* graph output index >= 0, or -1 - source index */
     unsigned char *mut_inplace; /* train_inplace_store.c: per update, 1: the kernels store it */
     int *mut_bumps;         /* per update: eager's in-place ops on the tensor (version bumps) */
+    unsigned char *mut_mode; /* per update: DH_MUT_* (NULL: all plain) */
     int *out_into_src;      /* per graph output: the source of the input it is stored into, or -1
                              * (NULL: none) */
     int nidx;               /* index inputs checked against bounds before each run */
@@ -252,6 +253,16 @@ typedef struct dh_entry {
     double ctimes[DH_CT_COUNT]; /* compile-time breakdown of the capture that made it (ms) */
     int cache_hits;         /* its graphs answered by the in-memory compile cache */
 } dh_entry;
+/* How an in-place update of an input reaches autograd (train_inplace_store.c):
+ *   PLAIN  copied back without autograd (no training, or made under no_grad, or nothing in it
+ *          requires grad);
+ *   NODE   a training graph's: the new value (an output of its own) is copied back before the
+ *          autograd node is attached, which marks the tensor dirty (its history becomes the
+ *          node's, gradients reach the old value through the backward graph). */
+enum { DH_MUT_PLAIN = 0, DH_MUT_NODE = 1 };
+/* train_inplace_store.c: 1 if eager's in-place updates of e's inputs may run now (autograd's
+ * leaf and view checks pass); 0: the frame runs eagerly (and raises eager's error) */
+int dh_inplace_allowed(const dh_entry *e, PyObject *const *values);
 /* train_inplace_store.c: after the kernels, update i of e is finished: the tensor's version
  * bumped as eager's in-place ops would (stored by the kernels), or the value copied back. 0, or
  * -1 with an exception */

@@ -567,10 +567,25 @@ PyObject *dh_entry_run(const dh_entry *e, PyObject *const *values, void *const *
                 mut[e->out_into_src[j]] = 1;
         for (int i = 0; i < e->ninputs; i++)
             fin[i] = values[e->input_src[i]];
+        /* the tensors updated in place that the node marks dirty, at their outputs' places */
+        PyObject *small_dirty[16] = {NULL}, **dirty = NULL;
+        int ndirty = 0, arc = -1;
+        for (int k = 0; e->mut_mode != NULL && k < e->nmut; k++)
+            ndirty += e->mut_mode[k] == DH_MUT_NODE;
+        if (ndirty > 0 && (dirty = nout <= 16 ? small_dirty : calloc((size_t)nout, sizeof *dirty)) == NULL) {
+            PyErr_NoMemory();
+            goto attach_done;
+        }
+        for (int k = 0; ndirty > 0 && k < e->nmut; k++)
+            if (e->mut_mode[k] == DH_MUT_NODE && e->mut_from[k] >= 0 && e->mut_from[k] < nout)
+                dirty[e->mut_from[k]] = values[e->mut_src[k]];
         int busy = dh_tl_busy;
         dh_tl_busy = 1; /* the autograd.Function's Python runs as it is, not captured */
-        int arc = tc_train_attach(e->train, outs, nout, fin, e->graph_text, mut, e->input_src);
+        arc = tc_train_attach(e->train, outs, nout, fin, e->graph_text, mut, e->input_src, dirty);
         dh_tl_busy = busy;
+    attach_done:
+        if (dirty != NULL && dirty != small_dirty)
+            free(dirty);
         if (fin != small_in)
             free(fin);
         if (mut != small_mut)

@@ -1027,6 +1027,12 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
             return eval_default(ts, f, throwflag);
         }
     }
+    if (e->mut_mode != NULL && !dh_inplace_allowed(e, values)) {
+        /* eager's in-place op would raise (a leaf that requires grad...): let it */
+        dh_entry_unpin(e);
+        dh_scratch_clear();
+        return eval_default(ts, f, throwflag);
+    }
     stats.hits++;
     e->hits++;
     if (host_stats > 0) {

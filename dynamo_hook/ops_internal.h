@@ -181,6 +181,7 @@ int sym_h_nan_to_num(trace *t, const opdef *d, var **p, var *out);
 int sym_h_reduce(trace *t, const opdef *d, var **p, var *out);
 int sym_h_max_min(trace *t, const opdef *d, var **p, var *out);
 int sym_h_softmax(trace *t, const opdef *d, var **p, var *out);
+int sym_h_softmax_backward_data(trace *t, const opdef *d, var **p, var *out);
 int sym_h_layer_norm(trace *t, const opdef *d, var **p, var *out);
 int sym_h_arg(trace *t, const opdef *d, var **p, var *out);
 int sym_h_var(trace *t, const opdef *d, var **p, var *out);

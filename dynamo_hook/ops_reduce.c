@@ -145,6 +145,37 @@ int sym_h_softmax(trace *t, const opdef *d, var **p, var *out) {
     return 0;
 }
 
+/* torch._softmax_backward_data(grad_output, output, dim, input_dtype): softmax's gradient from
+ * its output y, y * (g - sum(g * y, dim)), in input_dtype (a custom autograd.Function's backward
+ * calls it; ATen's kernel computes a half input's in f32 and rounds once) */
+int sym_h_softmax_backward_data(trace *t, const opdef *d, var **p, var *out) {
+    if (p[0]->kind != V_TENSOR || p[1]->kind != V_TENSOR || p[2] == NULL || p[3] == NULL)
+        return sym_fail(t, "%s: bad arguments", d->name);
+    long long dd;
+    int dim, dt;
+    ic_val g = p[0]->val, y = p[1]->val;
+    const ic_meta *mg = ic_value_meta(t->g, g), *my = ic_value_meta(t->g, y);
+    if (sym_get_int(t, p[2], &dd, "dim") < 0 || sym_norm_dim(t, dd, sym_ndim_of(t, y), &dim) < 0 ||
+        sym_get_dtype(t, p[3], &dt) < 0)
+        return -1;
+    if (mg->ndim != my->ndim || mg->dtype != my->dtype || mg->dtype < IC_F16 || mg->dyn || my->dyn)
+        return sym_fail(t, "%s: grad_output and output of other shapes or dtypes, or symbolic (left to eager)",
+                        d->name);
+    for (int i = 0; i < mg->ndim; i++)
+        if (mg->sizes[i] != my->sizes[i])
+            return sym_fail(t, "%s: grad_output and output of other shapes (eager raises)", d->name);
+    ic_dtype io = mg->dtype;
+    if (io == IC_F16 || io == IC_BF16) {
+        g = ic_cast(t->g, g, IC_F32);
+        y = ic_cast(t->g, y, IC_F32);
+    }
+    uint32_t mask = sym_ndim_of(t, y) ? 1u << dim : 0;
+    ic_val s = ic_reduce(t->g, IC_OP_SUM, ic_binary(t->g, IC_OP_MUL, g, y), mask, 1, -1);
+    ic_val r = ic_binary(t->g, IC_OP_MUL, y, ic_binary(t->g, IC_OP_SUB, g, s));
+    r = ic_cast(t->g, r, (ic_dtype)dt);
+    return sym_tensor_out(t, r, out);
+}
+
 /* The statistics of x's rows over the dims of mask for layer_norm/group_norm: x - mean (*xc)
  * and the biased variance (*var), computed on the rows shifted by their first element x0
  * (detached; both are shift-invariant): xs = x - x0, m = mean(xs), var = mean((xs - m)^2),

@@ -62,6 +62,7 @@ static const opdef OPS[] = {
     {"softmax", W_F, "input,dim,_stacklevel,dtype", sym_h_softmax, 0},
     {"log_softmax", W_TORCH | W_METHOD, "input,dim,dtype", sym_h_softmax, 1},
     {"log_softmax", W_F, "input,dim,_stacklevel,dtype", sym_h_softmax, 1},
+    {"_softmax_backward_data", W_TORCH, "grad_output,output,dim,input_dtype", sym_h_softmax_backward_data, 0},
     {"layer_norm", W_TORCH | W_F, "input,normalized_shape,weight,bias,eps", sym_h_layer_norm, 0},
     {"rms_norm", W_TORCH | W_F, "input,normalized_shape,weight,eps", sym_h_layer_norm, 1},
     {"dropout", W_TORCH | W_F, "input,p,training,inplace", sym_h_dropout, 0},

@@ -447,8 +447,10 @@ int sym_tensor_setitem(trace *t, const var *x_in, const var *k, const var *v) {
         boxsz[d] = box_len(&b, d);
         numel *= boxsz[d];
     }
-    if (numel == 0)
-        return 0; /* nothing selected: x is unchanged (the broadcast was checked) */
+    if (numel == 0) /* nothing selected: x is unchanged (the broadcast was checked), but eager's
+                     * copy_ into the empty view still counts as an in-place op (a version bump,
+                     * autograd's leaf check): an update with a copy of its value */
+        return sym_mutate(t, &xv, ic_cast(t->g, xv.val, m->dtype));
     val = sym_reshape(t, val, m->ndim, boxsz);
     ic_val r = val < 0 ? IC_NONE : place(t, xv.val, val, &b, 0, m->sizes);
     if (r < 0)

@@ -239,6 +239,7 @@ typedef struct outbuf {
 typedef struct mutlist {
     int n, cap; /* cap: dh_limit.max_outputs at most */
     int *src, *from;
+    unsigned char *mode; /* per update: DH_MUT_* (train_inplace_store.c; NULL: all plain) */
 } mutlist;
 
 /* sym_output.c */
@@ -252,7 +253,7 @@ void sym_add_distinct_guard(trace *t, const mutlist *m);
 void sym_add_sameobj_guard(trace *t);
 int sym_is_extern_break(const sym_break *b);
 int sym_trace_trains(trace *t);
-int sym_train_build(trace *t, const mutlist *muts, const ic_options *opt, PyObject **train);
+int sym_train_build(trace *t, mutlist *muts, const outbuf *ob, const ic_options *opt, PyObject **train);
 dh_entry *sym_finish_entry(trace *t, outbuf *ob, ic_compiled *compiled);
 void sym_trace_free(trace *t, outbuf *ob);
 char *sym_dyn_signature(trace *t);
@@ -261,5 +262,8 @@ char *sym_dyn_signature(trace *t);
  * (stored in place or copied back, eager's version bumps). 0, or -1 (MemoryError). */
 void sym_inplace_request(trace *t, const mutlist *m, const outbuf *ob);
 int sym_inplace_setup(trace *t, dh_entry *e, const mutlist *m);
+/* training (sym_train_build): m->mode of each update, the new value of one that autograd
+ * records given an output of its own; req: sym_train_req's. 0, or -1 (failed, or MemoryError) */
+int sym_inplace_train_modes(trace *t, mutlist *m, const outbuf *ob, const unsigned char *req);
 
 #endif

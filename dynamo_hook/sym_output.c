@@ -1153,7 +1153,7 @@ int sym_trace_trains(trace *t) {
 }
 
 /* 0: not training, or *train set; -1: the trace failed (reason) or an exception */
-int sym_train_build(trace *t, const mutlist *muts, const ic_options *opt, PyObject **train) {
+int sym_train_build(trace *t, mutlist *muts, const outbuf *ob, const ic_options *opt, PyObject **train) {
     unsigned char *req = calloc((size_t)t->ninputs + 1, 1);
     if (req == NULL) {
         PyErr_NoMemory();
@@ -1170,21 +1170,13 @@ int sym_train_build(trace *t, const mutlist *muts, const ic_options *opt, PyObje
         return sym_fail(t, "training: a tensor that requires grad is updated under no_grad, then used with "
                            "grad mode on (eager decides)");
     }
-    for (int i = 0; i < muts->n; i++)
-        for (int k = 0; k < t->nguards; k++)
-            if (t->guards[k].kind == DH_G_TENSOR && t->guards[k].src == muts->src[i] &&
-                t->guards[k].meta.requires_grad && sym_inplace_under_grad(t, muts->src[i])) {
-                /* (under no_grad, a parameter's update as torch.optim's: eager's) */
-                free(req);
-                return sym_fail(t, "training: an input that requires grad is updated in place (eager decides)");
-            }
-    /* a tensor updated in place with a value that carries a gradient: eager records the
-     * update in autograd (the tensor then requires grad); the copy-back does not */
-    for (int i = 0; i < muts->n; i++)
-        if (muts->from[i] >= 0 && ic_value_requires_grad(t->g, ic_graph_output_value(t->g, muts->from[i]), req)) {
-            free(req);
-            return sym_fail(t, "training: a tensor is updated in place with a value that requires grad (eager decides)");
-        }
+    /* in-place updates made with grad mode on that autograd must record (an input that
+     * requires grad, or a value that does): functionalized, their new values are outputs
+     * of the autograd node, which takes over the tensors' history (train_inplace_store.c) */
+    if (sym_inplace_train_modes(t, muts, ob, req) < 0) {
+        free(req);
+        return -1;
+    }
     /* inputs updated in place: overwritten after the forward, so never read by the backward */
     for (int i = 0; i < muts->n; i++)
         for (int k = 0; k < t->ninputs; k++)
@@ -1197,9 +1189,10 @@ int sym_train_build(trace *t, const mutlist *muts, const ic_options *opt, PyObje
         free(req);
         return sym_fail(t, "training: %s", err.msg);
     }
-    /* an input updated in place, whose new value eager keeps: its version is checked too */
+    /* an input updated in place, whose new value eager keeps: its version is checked too
+     * (one the autograd node's Write takes over: checked there, torchc/_autograd.py) */
     for (int i = 0; ag.check_in && i < muts->n; i++)
-        if (muts->from[i] >= 0 &&
+        if (muts->from[i] >= 0 && !(muts->mode && muts->mode[i] == DH_MUT_NODE) &&
             ic_value_saved_for_backward(t->g, ic_graph_output_value(t->g, muts->from[i]), req, 1, -1))
             for (int k = 0; k < t->ninputs; k++)
                 if (t->input_src[k] == muts->src[i])
@@ -1207,6 +1200,10 @@ int sym_train_build(trace *t, const mutlist *muts, const ic_options *opt, PyObje
     free(req);
     if (ag.bwd == NULL) {
         ic_autograd_clear(&ag);
+        for (int i = 0; muts->mode && i < muts->n; i++)
+            if (muts->mode[i] == DH_MUT_NODE)
+                return sym_fail(t, "training: an input that requires grad is updated in place and no output "
+                                   "carries a gradient (eager decides)");
         return 0;
     }
 

@@ -1063,7 +1063,7 @@ static dh_entry *trace_at(PyCodeObject *code, PyObject *const *localsplus, PyObj
                     if (backend_fn == NULL && PyErr_Occurred())
                         goto error;
                 }
-                if (backend_fn == NULL && sym_train_build(t, &muts, &opt, &train) < 0 && PyErr_Occurred())
+                if (backend_fn == NULL && sym_train_build(t, &muts, &ob, &opt, &train) < 0 && PyErr_Occurred())
                     goto error;
                 if (!t->failed && backend_fn == NULL) {
                     if (train == NULL)
@@ -1202,6 +1202,7 @@ error:
     free(outvals);
     free(muts.src);
     free(muts.from);
+    free(muts.mode);
     free(f);
     sym_trace_free(t, &ob);
     return e;

@@ -20,8 +20,20 @@
  * many times as eager's in-place ops on it (counted while tracing, per storage root: a view's
  * update bumps its base's shared counter); one copied back gets the rest after copy_'s own.
  * Under no_grad (torch.optim's step, a hand-written p -= lr * p.grad) a leaf that requires grad
- * is updated like this as eager updates it; one updated with grad on is left to eager
- * (sym_train_build asks sym_inplace_under_grad).
+ * is updated like this as eager updates it.
+ *
+ * With grad mode on, an update that autograd records (of an input that requires grad, or with
+ * a value that does: x[i] = h, x.masked_fill_(m, 0), x += y on an activation passed in) is
+ * functionalized: the forward graph computes the new value as an output of its own, the
+ * backward graph differentiates through it to the old value, and after the kernels the value
+ * is copied into the tensor without a version bump; the autograd node (csrc/train.c) then
+ * marks the tensor dirty, which bumps its version once and makes the node its grad_fn (a view
+ * passed in: its base's history is rewritten, as eager's CopySlices). The tensor's version
+ * ends as many bumps ahead as eager's in-place ops made; what eager keeps of the new value
+ * for the backward is the tensor itself, so a later update of it makes the backward raise,
+ * as in eager. Eager's check_inplace runs before the kernels (dh_inplace_allowed): a leaf
+ * that requires grad, a view of one, or a view whose history can't be rewritten runs the
+ * frame eagerly, which raises eager's error at its place in the frame.
  */
 #include "dh_internal.h"
 #include "sym.h"
@@ -118,6 +130,53 @@ void sym_inplace_request(trace *t, const mutlist *m, const outbuf *ob) {
     }
 }
 
+int sym_inplace_train_modes(trace *t, mutlist *m, const outbuf *ob, const unsigned char *req) {
+    if (m->n == 0)
+        return 0;
+    m->mode = calloc((size_t)m->n, 1);
+    if (m->mode == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (int i = 0; i < m->n; i++) {
+        int k = input_of(t->input_src, t->ninputs, m->src[i]), j = m->from[i];
+        if (k < 0 || !sym_inplace_under_grad(t, m->src[i]))
+            continue; /* made under no_grad only: eager's autograd records nothing */
+        int dreq = (req[k] & IC_AG_REQ) != 0;
+        ic_val v;
+        if (j < 0) { /* another input's old value */
+            int kb = input_of(t->input_src, t->ninputs, -1 - j);
+            if (kb < 0)
+                continue;
+            v = ic_graph_input(t->g, kb);
+        } else {
+            v = ic_graph_output_value(t->g, j);
+        }
+        if (!dreq && !ic_value_requires_grad(t->g, v, req))
+            continue;
+        if (j < 0 || !feeds_only(m, ob, i, j)) { /* an output of its own: the node returns the
+                                                  * tensor in its place */
+            if (ic_graph_num_outputs(t->g) >= dh_limit.max_outputs)
+                return sym_fail(t, "more than %d outputs (torchc.config.max_outputs)", dh_limit.max_outputs);
+            int j2 = ic_output(t->g, v);
+            if (j2 < 0) {
+                sym_check_graph(t);
+                return -1;
+            }
+            m->from[i] = j2;
+        }
+        m->mode[i] = DH_MUT_NODE;
+    }
+    return 0;
+}
+
+int dh_inplace_allowed(const dh_entry *e, PyObject *const *values) {
+    for (int i = 0; e->mut_mode != NULL && i < e->nmut; i++)
+        if (e->mut_mode[i] != DH_MUT_PLAIN && tc_inplace_refused(values[e->mut_src[i]], 1))
+            return 0;
+    return 1;
+}
+
 int sym_inplace_setup(trace *t, dh_entry *e, const mutlist *m) {
     int nout = e->compiled ? ic_compiled_num_outputs(e->compiled) : 0;
     e->mut_bumps = malloc(sizeof(int) * (size_t)m->n);
@@ -125,6 +184,14 @@ int sym_inplace_setup(trace *t, dh_entry *e, const mutlist *m) {
     if (e->mut_bumps == NULL || e->mut_inplace == NULL) {
         PyErr_NoMemory();
         return -1;
+    }
+    if (m->mode != NULL) {
+        e->mut_mode = malloc((size_t)m->n);
+        if (e->mut_mode == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        memcpy(e->mut_mode, m->mode, (size_t)m->n);
     }
     for (int i = 0; i < m->n; i++) {
         int k = input_of(e->input_src, e->ninputs, m->src[i]);
@@ -151,9 +218,11 @@ int sym_inplace_setup(trace *t, dh_entry *e, const mutlist *m) {
 
 int dh_inplace_finish(const dh_entry *e, int i, PyObject *dst, PyObject *src) {
     int bumps = e->mut_bumps ? e->mut_bumps[i] : 1;
+    int mode = e->mut_mode != NULL ? e->mut_mode[i] : DH_MUT_PLAIN;
     if (e->mut_inplace != NULL && e->mut_inplace[i])
         return tc_bump_version(dst, bumps);
-    if (tc_copy_(dst, src) < 0)
+    if ((mode == DH_MUT_NODE ? tc_copy_quiet(dst, src) : tc_copy_(dst, src)) < 0)
         return -1;
+    /* (NODE: the node's mark_dirty bumps once; the copy did not) */
     return bumps > 1 ? tc_bump_version(dst, bumps - 1) : 0;
 }

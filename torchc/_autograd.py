@@ -21,6 +21,8 @@ differentiated again (never a silently missing second-order term). Either way th
 object is marked so that the frame that made this graph runs eagerly from its next call,
 with the reason in torchc.explain().
 """
+import weakref
+
 import torch
 
 DOUBLE_BACKWARD = (
@@ -60,10 +62,48 @@ def _replay_fn(holder, device, diff):
     return holder[1]
 
 
+class Write(torch.autograd.Function):
+    """An in-place update of a tensor the frame received (dynamo_hook/train_inplace_store.c):
+    its new value, computed by the compiled forward, is already copied in (without a version
+    bump); marked dirty here (one bump), the tensor's history becomes this node's, whose
+    gradient goes to the value (through the compiled backward to the tensor's old value, as
+    eager's in-place op's). A view's base gets its history rewritten as eager's CopySlices
+    (which wants the updated tensor as the first input). zeros: the old value gets zeros
+    (eager's in-place op passes zeros where it overwrote; the compiled backward gives it none)."""
+
+    @staticmethod
+    def forward(ctx, dst, value, zeros):
+        ctx.mark_dirty(dst)
+        ctx.zeros = (dst.shape, dst.dtype, dst.device) if zeros else None
+        return dst
+
+    @staticmethod
+    def backward(ctx, g):
+        z = ctx.zeros
+        old = torch.zeros(z[0], dtype=z[1], device=z[2]) if z is not None and ctx.needs_input_grad[0] else None
+        return old, g, None
+
+
+def _check_kept(kept):
+    """eager's check of what its autograd keeps, for the tensors the frame updated in place
+    whose new values the backward reads (it reads its own copy): one updated since raises"""
+    for ref, want in kept:
+        t = ref()
+        if t is not None and t._version != want:
+            fn = type(t.grad_fn).__name__ if t.grad_fn is not None else "Write"
+            raise RuntimeError(
+                "one of the variables needed for gradient computation has been modified by an inplace "
+                f"operation: [{t.type()} [{', '.join(str(n) for n in t.shape)}]], which is output 0 of {fn}, "
+                f"is at version {t._version}; expected version {want} instead.")
+
+
 class CompiledNode(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, runner, saved, outs, diff, replay, *inputs):
+    def forward(ctx, runner, saved, outs, diff, replay, writes, *inputs):
         ctx.runner = runner
+        # the tensors the frame updated whose new values eager keeps, at their versions after
+        # their Write (weak: the tensor's history leads here)
+        ctx.kept = [(weakref.ref(d), d._version + 1) for _, d, keep, _ in writes if keep]
         # the gradients of outputs the loss does not use come as None (the runner reads them
         # as zeros): an input reached only through such outputs gets None, as in eager
         ctx.set_materialize_grads(False)
@@ -79,6 +119,8 @@ class CompiledNode(torch.autograd.Function):
     @staticmethod
     def backward(ctx, *grads):
         create_graph = torch.is_grad_enabled()
+        if ctx.kept:
+            _check_kept(ctx.kept)
         if not create_graph:
             # a plain backward drops the replay's references (the forward's inputs stay alive
             # no longer than eager keeps them); a double backward after backward(retain_graph=
@@ -88,7 +130,7 @@ class CompiledNode(torch.autograd.Function):
             res = _replayed(ctx, grads)
             if res is not None:
                 ctx.runner(None, None, True)  # the frame runs eagerly from its next call
-                return (None, None, None, None, None) + res
+                return (None,) * 6 + res
         with torch.no_grad():
             res = tuple(ctx.runner(ctx.saved_tensors, grads, create_graph))
         defined = [i for i, r in enumerate(res) if r is not None]
@@ -101,7 +143,7 @@ class CompiledNode(torch.autograd.Function):
             for i, w in zip(defined, wrapped):
                 res[i] = w
             res = tuple(res)
-        return (None, None, None, None, None) + tuple(res)
+        return (None,) * 6 + tuple(res)
 
 
 def _replayed(ctx, grads):
@@ -122,7 +164,7 @@ def _replayed(ctx, grads):
     with torch.enable_grad(), torch.autocast(dev.type, enabled=False):  # the IR's casts only
         outs = fn(*args)
     pairs = [(o, g_) for o, g_ in zip(outs, [g_ for g_, d in zip(grads, diff) if d]) if g_ is not None]
-    want = [i for i in range(len(inputs)) if ctx.needs_input_grad[5 + i]]
+    want = [i for i in range(len(inputs)) if ctx.needs_input_grad[6 + i]]
     res = [None] * len(inputs)
     pairs = [(o, g_) for o, g_ in pairs if o.requires_grad]
     if not pairs or not want:
@@ -134,8 +176,16 @@ def _replayed(ctx, grads):
     return tuple(res)
 
 
-def attach(runner, saved, outs, diff, replay, *inputs):
-    return CompiledNode.apply(runner, saved, outs, diff, replay, *inputs)
+def attach(runner, saved, outs, diff, replay, writes, *inputs):
+    """writes: (j, tensor, keep, zeros) per in-place update of a tensor the frame received,
+    whose new value is program output j (see Write)"""
+    res = CompiledNode.apply(runner, saved, outs, diff, replay, writes, *inputs)
+    if writes:
+        res = list(res)
+        for j, dst, _, zeros in writes:
+            res[j] = Write.apply(dst, res[j], zeros)
+        res = tuple(res)
+    return res
 
 
 # The replay runs eagerly, as torch's own code: nothing it calls is hooked. Its first call
