@@ -79,10 +79,12 @@ class Persistent:
 
     def __init__(self, cap):
         self.cap = cap
-        self.__dict__.update(_C._scan_persist_info(cap))
+        info = _C._scan_persist_info(cap)
+        self._describe = info.pop("describe")
+        self.__dict__.update(info)
 
     def describe(self):
-        return self.__dict__["describe"]
+        return self._describe
 
     @property
     def ir(self):
