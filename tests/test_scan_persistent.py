@@ -435,3 +435,23 @@ def test_generated_transcendentals_run_on_the_cpu_match_eager():
         ce, yse = eager_scan(step, h0, x)
     torch.testing.assert_close(ys[0], yse, atol=0, rtol=2e-6)  # exp(x) alone: inf, 0, denormals
     torch.testing.assert_close(hT, ce, atol=1e-6, rtol=1e-5)
+
+
+def test_call_buffers_are_checked_against_the_kernel():
+    """_C._scan_persist_bind / _run check every tensor against what the kernel addresses (its
+    graph's input sizes and strides, the x stacks' step and length, h0's shape): a mismatch
+    raises instead of reading out of bounds"""
+    fn, h0, x = tanh_case(3, 8, T=5)
+    with torch.no_grad():
+        k, args = _scan.persistent_plan(fn, h0, x, with_args=True)
+    ptrs, hT, ys = _C._scan_persist_bind(k.cap, h0, list(args), 5)
+    assert len(ptrs) == 2 + k.ninputs + k.nres and hT.shape == (3, 8) and ys[0].shape == (5, 3, 8)
+    xi = next(i for i, a in enumerate(args) if a is not None and a.dim() == 3)
+    bad = [(h0.t().contiguous().t(), args, 5), (h0, args, 6), (torch.zeros(3, 9), args, 5)]
+    for wrong in (x[:, :, :4], x.double(), x.transpose(1, 2).contiguous().transpose(1, 2)):
+        bad.append((h0, [wrong if i == xi else a for i, a in enumerate(args)], 5))
+    for hh, aa, T in bad:
+        with pytest.raises(ValueError, match="persistent kernel"):
+            _C._scan_persist_bind(k.cap, hh, list(aa), T)
+    with pytest.raises(ValueError, match="not a CUDA tensor"):
+        _C._scan_persist_run(k.cap, h0, list(args), 5)
