@@ -310,6 +310,7 @@ def reset():
     """Forget every compiled graph (like torch._dynamo.reset(); torch.compiler.reset() calls
     this too once torchc is imported)."""
     _C.reset()
+    _C._scan_persist_clear()  # torchc.scan's kept persistent CUDA kernels (inductor_c/codegen/gpu_scan.c)
     _cudagraphs.reset_all()
     from . import _autotune
     _autotune.reset()

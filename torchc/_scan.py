@@ -525,7 +525,7 @@ class _Plan:
                 raise _Fallback(f"{_CUDA_WHY}, and no persistent kernel: {why}")
             self.persist = Persistent(k)
             self.persist_args = [None if k_ == "c" else X[i] if k_ == "x" else consts[i] for k_, i in kind]
-            self.T, self.spec_y = T, self.spec_y
+            self.T = T
             return
         for o in outs:
             if not isinstance(o, torch.Tensor) or not o.is_contiguous():
