@@ -445,7 +445,7 @@ static void kcap_destroy(PyObject *cap) { ic_scan_kernel_unref(PyCapsule_GetPoin
 static ic_scan_kernel *kernel_of(PyObject *cap) { return PyCapsule_GetPointer(cap, KCAPSULE); }
 
 /* the reason a forward scan of these tensors gets no persistent kernel (before its graph is
- * looked at), or NULL; *dev: the carry's device (type, index) */
+ * looked at), or NULL; *cm: the carry's meta */
 static const char *tensor_why(PyObject *c0, PyObject *X, PyObject *consts, int plan_only, tc_meta *cm) {
     if (PyList_GET_SIZE(c0) != 1 || !tc_is_tensor(PyList_GET_ITEM(c0, 0)))
         return "the carry is not one float32 [N, n] tensor";
@@ -584,20 +584,16 @@ static PyObject *scan_persist_ir(PyObject *self, PyObject *kc) {
     return k ? PyUnicode_FromString(ic_scan_kernel_ir(k)) : NULL;
 }
 
-/* _scan_persist_ptx(kernel, sm) -> the PTX for sm_XY */
-static PyObject *scan_persist_ptx(PyObject *self, PyObject *args) {
+/* _scan_persist_ptx(kernel) -> its PTX (for the sm it was planned for) */
+static PyObject *scan_persist_ptx(PyObject *self, PyObject *kc) {
     (void)self;
-    PyObject *kc;
-    int sm;
-    if (!PyArg_ParseTuple(args, "Oi", &kc, &sm))
-        return NULL;
     ic_scan_kernel *k = kernel_of(kc);
     if (k == NULL)
         return NULL;
     char msg[300] = "";
     char *ptx;
     Py_BEGIN_ALLOW_THREADS
-    ptx = ic_scan_kernel_ptx(k, sm, msg, sizeof msg);
+    ptx = ic_scan_kernel_ptx(k, msg, sizeof msg);
     Py_END_ALLOW_THREADS
     if (ptx == NULL) {
         PyErr_Format(PyExc_RuntimeError, "torchc.scan persistent kernel: %s", msg);
@@ -779,7 +775,7 @@ static PyMethodDef methods[] = {
     {"_scan_persist", scan_persist, METH_VARARGS, "torchc.scan: the persistent CUDA kernel of a forward scan, or why not"},
     {"_scan_persist_info", scan_persist_info, METH_O, "torchc.scan: a persistent kernel's launch shape"},
     {"_scan_persist_ir", scan_persist_ir, METH_O, "torchc.scan: a persistent kernel's LLVM IR"},
-    {"_scan_persist_ptx", scan_persist_ptx, METH_VARARGS, "torchc.scan: a persistent kernel's PTX for sm_XY"},
+    {"_scan_persist_ptx", scan_persist_ptx, METH_O, "torchc.scan: a persistent kernel's PTX"},
     {"_scan_persist_bind", scan_persist_bind, METH_VARARGS, "torchc.scan: a persistent kernel's call buffers, no launch"},
     {"_scan_persist_run", scan_persist_run, METH_VARARGS, "torchc.scan: runs a persistent kernel"},
     {"_scan_persist_clear", scan_persist_clear, METH_NOARGS, "torchc.scan: drops the kept persistent kernels"},

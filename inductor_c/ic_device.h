@@ -109,8 +109,8 @@ int ic_scan_kernel_nresults(const ic_scan_kernel *k, const int **slot);
 int ic_scan_kernel_ninputs(const ic_scan_kernel *k);
 /* graph input i: its role, its meta in the graph, and for an x its stack's stride0; 0 or -1 */
 int ic_scan_kernel_input(const ic_scan_kernel *k, int i, char *role, const ic_meta **m, int64_t *x_stride0);
-/* the PTX for sm_XY (compiled once), malloc'd; NULL with msg */
-char *ic_scan_kernel_ptx(ic_scan_kernel *k, int sm, char *msg, size_t n);
+/* its PTX, for the target it was made for (compiled once), malloc'd; NULL with msg */
+char *ic_scan_kernel_ptx(ic_scan_kernel *k, char *msg, size_t n);
 /* its module loaded on device (once); 0, or -1 with msg */
 int ic_scan_kernel_load(ic_scan_kernel *k, int device, char *msg, size_t n);
 /* the device's sm (major*10+minor) and SMs, the driver up; 0, or -1 with msg (runtime/cuda.c) */

@@ -90,8 +90,9 @@ class Persistent:
     def ir(self):
         return _C._scan_persist_ir(self.cap)
 
-    def ptx(self, sm=90):
-        return _C._scan_persist_ptx(self.cap, sm)
+    def ptx(self):
+        """its PTX, for the sm persistent_plan (or the device) gave"""
+        return _C._scan_persist_ptx(self.cap)
 
 
 

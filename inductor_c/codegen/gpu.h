@@ -130,8 +130,9 @@ typedef struct ic_gpu {
     char lazy_err[200];
 } ic_gpu;
 
-/* The PTX of lazy fallbacks' bitcode for sm (gpu_nvptx.c: O3 + NVPTX, as any part), malloc'd;
- * NULL with msg on failure. Thread-safe (its own LLVM context). */
+/* The PTX of a module's bitcode for sm (gpu_nvptx.c: O3 + NVPTX, as any part): the lazy
+ * fallbacks, gpu_scan.c's persistent scan kernels; malloc'd, NULL with msg on failure.
+ * Thread-safe (its own LLVM context). */
 char *ic_gpu_lazy_ptx(const void *bc, size_t n, int sm, char *msg, size_t msgn);
 
 /* ---- thread mappings from linear layouts (codegen/gpu_layout.c) ------------------------- */

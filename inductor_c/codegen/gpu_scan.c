@@ -324,6 +324,7 @@ struct ic_scan_kernel {
     int nx;
     int *yslot;               /* per result: its stack (results' distinct outputs, in order) */
     int ny;
+    int sm;                   /* the target it was made for (sm_XY as XY) */
     pthread_mutex_t mu;       /* the PTX and the loaded modules */
     char *ptx;
     char ptx_err[300];
@@ -821,6 +822,7 @@ static ic_scan_kernel *scan_plan(const ic_scan_spec *sp, char *why, size_t nwhy)
     pthread_mutex_init(&K->mu, NULL);
     K->refs = 1;
     launch_shape(A, sp->sm, sp->nsm, &K->s);
+    K->sm = ic_gpu_target_sm(sp->sm);
     K->ninputs = sp->ninputs;
     K->nx = sp->nx;
     K->ny = sp->ny;
@@ -995,32 +997,32 @@ int ic_scan_kernel_input(const ic_scan_kernel *K, int i, char *role, const ic_me
     return 0;
 }
 
-static const char *ptx_locked(ic_scan_kernel *K, int sm, char *msg, size_t n) {
+static const char *ptx_locked(ic_scan_kernel *K, char *msg, size_t n) {
     if (!K->ptx && !K->ptx_err[0]) {
-        K->ptx = ic_gpu_lazy_ptx(K->bc, K->nbc, ic_gpu_target_sm(sm), K->ptx_err, sizeof K->ptx_err);
+        K->ptx = ic_gpu_lazy_ptx(K->bc, K->nbc, K->sm, K->ptx_err, sizeof K->ptx_err);
         if (!K->ptx && !K->ptx_err[0]) snprintf(K->ptx_err, sizeof K->ptx_err, "no PTX");
     }
     if (!K->ptx) snprintf(msg, n, "%s", K->ptx_err);
     return K->ptx;
 }
 
-char *ic_scan_kernel_ptx(ic_scan_kernel *K, int sm, char *msg, size_t n) {
+char *ic_scan_kernel_ptx(ic_scan_kernel *K, char *msg, size_t n) {
     pthread_mutex_lock(&K->mu);
-    const char *p = ptx_locked(K, sm, msg, n);
+    const char *p = ptx_locked(K, msg, n);
     char *r = p ? strdup(p) : NULL;
     pthread_mutex_unlock(&K->mu);
     if (p && !r) snprintf(msg, n, "out of memory");
     return r;
 }
 
-static sdev *dev_of(ic_scan_kernel *K, int device, int sm, char *msg, size_t n) {
+static sdev *dev_of(ic_scan_kernel *K, int device, char *msg, size_t n) {
     for (int i = 0; i < K->ndev; i++)
         if (K->dev[i].device == device) return &K->dev[i];
     if (K->ndev == SCAN_DEVS) {
         snprintf(msg, n, "loaded on too many devices");
         return NULL;
     }
-    const char *ptx = ptx_locked(K, sm, msg, n);
+    const char *ptx = ptx_locked(K, msg, n);
     if (!ptx) return NULL;
     sdev d = {.device = device};
     if (ic_cuda_fn_load(device, ptx, SCAN_KNAME, (unsigned)K->s.smem, &d.ctx, &d.mod, &d.fn, msg, n)) return NULL;
@@ -1029,19 +1031,15 @@ static sdev *dev_of(ic_scan_kernel *K, int device, int sm, char *msg, size_t n) 
 }
 
 int ic_scan_kernel_load(ic_scan_kernel *K, int device, char *msg, size_t n) {
-    int sm = 0, nsm = 0;
-    if (ic_cuda_device_info(device, &sm, &nsm, msg, n)) return -1;
     pthread_mutex_lock(&K->mu);
-    sdev *d = dev_of(K, device, sm, msg, n);
+    sdev *d = dev_of(K, device, msg, n);
     pthread_mutex_unlock(&K->mu);
     return d ? 0 : -1;
 }
 
 int ic_scan_kernel_launch(ic_scan_kernel *K, int device, void *stream, void *const *ptrs, int T, char *msg, size_t n) {
-    int sm = 0, nsm = 0;
-    if (ic_cuda_device_info(device, &sm, &nsm, msg, n)) return -1;
     pthread_mutex_lock(&K->mu);
-    sdev *d = dev_of(K, device, sm, msg, n);
+    sdev *d = dev_of(K, device, msg, n);
     sdev dv = d ? *d : (sdev){0};
     pthread_mutex_unlock(&K->mu);
     if (!d) return -1;

@@ -67,7 +67,7 @@ int main(void) {
         CHECK(s->threads == 32 && s->R == 1 && s->ctas == 2 && s->has_mv && s->w_smem && s->nres == 1,
               "shape %d %d %d %d %d", s->threads, s->R, s->ctas, s->has_mv, s->w_smem);
         CHECK(strstr(ic_scan_kernel_ir(k), "define void @torchc_scan_persist") != NULL, "IR");
-        char *ptx = ic_scan_kernel_ptx(k, 90, msg, sizeof msg);
+        char *ptx = ic_scan_kernel_ptx(k, msg, sizeof msg);
         CHECK(ptx && strstr(ptx, ".entry torchc_scan_persist") && strstr(ptx, "bar.sync"), "PTX: %s", ptx ? "" : msg);
         free(ptx);
         ic_scan_kernel *k2 = get(TANH, 3, "ckx", ridx, 1, xs0, 2, 8, 90, why);
