@@ -97,11 +97,15 @@ static sview view_of(sa *A, const ic_node *nd, const sview *src) {
     const ic_meta *m = &nd->meta;
     switch (nd->op) {
     case IC_OP_PERMUTE:
-        for (int d = 0; d < m->ndim; d++) v.sz[d] = src->sz[nd->perm[d]], v.st[d] = src->st[nd->perm[d]];
+        if (m->ndim != src->nd) FAIL(A, "a permute of another rank");
+        for (int d = 0; d < m->ndim; d++) {
+            if (nd->perm[d] < 0 || nd->perm[d] >= src->nd) FAIL(A, "a bad permutation");
+            v.sz[d] = src->sz[nd->perm[d]], v.st[d] = src->st[nd->perm[d]];
+        }
         return v;
     case IC_OP_EXPAND: {
         int k = m->ndim - src->nd;
-        if (k < 0) FAIL(A, "an expand to fewer dims");
+        if (k < 0 || m->ndim > IC_MAX_DIMS) FAIL(A, "an expand to fewer dims");
         v.nd = m->ndim;
         for (int d = 0; d < m->ndim; d++) {
             v.sz[d] = m->sizes[d];
