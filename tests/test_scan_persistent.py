@@ -455,3 +455,24 @@ def test_call_buffers_are_checked_against_the_kernel():
             _C._scan_persist_bind(k.cap, hh, list(aa), T)
     with pytest.raises(ValueError, match="not a CUDA tensor"):
         _C._scan_persist_run(k.cap, h0, list(args), 5)
+
+
+@needs_llc
+def test_generated_bool_input_pow_and_linear_bias_run_on_the_cpu_match_eager():
+    """a bool loop constant read per element (where), pow by a scalar, a linear's weight and
+    bias, a 0-dim constant, a cast of a comparison: the kernel's IR on the CPU against eager"""
+    lin = torch.nn.Linear(6, 6)
+    mask = torch.tensor([True, False, True, True, False, False])
+    s = torch.tensor(0.75)
+
+    def step(h, x):
+        z = lin(h) + x
+        a = torch.where(mask, torch.tanh(z), z.abs() ** 1.5 * s) + (z > 0.1).float() * 0.25
+        return a * 0.5, z ** 2
+    h0, x = torch.randn(5, 6), torch.randn(4, 5, 6)
+    hT, ys, k = _emulated_scan(step, h0, x, nsm=2)
+    assert k.has_mv and k.R == 4 and k.ctas == 2
+    with torch.no_grad():
+        ce, yse = eager_scan(step, h0, x)
+    torch.testing.assert_close(ys[0], yse, atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(hT, ce, atol=1e-6, rtol=1e-5)
