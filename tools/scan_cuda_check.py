@@ -27,8 +27,13 @@ import torchc
 from torchc import _scan
 
 
+# recurrent matrices of gain 0.9 (contractive): over 784 steps eager's and the kernel's rounding
+# (cuBLAS against sequential fmas) stay far below the 1e-3 check, so a defect stands out
+GAIN = 0.9
+
+
 def modrelu_step(n, dev, g):
-    W = (torch.randn(n, n, generator=g) / n ** 0.5).to(dev)
+    W = (torch.randn(n, n, generator=g) * (GAIN / n ** 0.5)).to(dev)
     Win = torch.randn(n, 1, generator=g).to(dev)
     b = (-torch.rand(n, generator=g) * 0.01).to(dev)  # b <= 0: continuous (see tests/test_scan_persistent.py)
     Wt, Wint = W.t(), Win.t()
@@ -41,7 +46,7 @@ def modrelu_step(n, dev, g):
 
 
 def tanh_step(n, dev, g):
-    W = (torch.randn(n, n, generator=g) / n ** 0.5).to(dev)
+    W = (torch.randn(n, n, generator=g) * (GAIN / n ** 0.5)).to(dev)
     bias = (torch.randn(n, generator=g) * 0.1).to(dev)
 
     def step(h, x):
