@@ -95,11 +95,12 @@ test-c: deps $(C_TESTS)
 # of the extension (in build-asan/, the normal in-place build is left alone).
 ASAN_ENV = ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 test-asan: deps
-	$(MAKE) CBIN=build-asan/c EXTRA_CFLAGS='$(ASAN)' $(patsubst %,build-asan/c/%,test_layouts test_inductor test_dyn test_decomp)
+	$(MAKE) CBIN=build-asan/c EXTRA_CFLAGS='$(ASAN)' $(patsubst %,build-asan/c/%,test_layouts test_inductor test_dyn test_decomp test_scan_kernel)
 	$(ASAN_ENV) build-asan/c/test_layouts
 	$(ASAN_ENV) build-asan/c/test_inductor
 	$(ASAN_ENV) build-asan/c/test_dyn
 	$(ASAN_ENV) build-asan/c/test_decomp
+	$(ASAN_ENV) build-asan/c/test_scan_kernel
 	TORCHC_ASAN=1 $(PYTHON) setup.py -q build --build-base build-asan/py --build-lib build-asan/lib
 	cd build-asan && $(ASAN_ENV) \
 	  LD_PRELOAD="$$($(CC) -print-file-name=libasan.so) $$($(CC) -print-file-name=libubsan.so)" \

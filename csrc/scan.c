@@ -23,6 +23,7 @@
 #include "aten_bridge.h"
 #include "scan.h"
 #include "train.h"
+#include "ic_device.h"
 
 _Thread_local tc_scan_probe *tc_scan_tl_probe;
 
@@ -38,6 +39,7 @@ struct tc_scan_probe {
     int nsyms;
     int64_t sym[IC_MAX_SYMS];
     char *why_not;
+    char *graph;           /* the body's graph text (ic_graph_to_string), or NULL */
     unsigned long long steps; /* graph runs by _scan_loop (for tests/explain) */
 };
 
@@ -56,6 +58,7 @@ static void rec_free(tc_scan_probe *p) {
     Py_XDECREF(p->func);
     Py_XDECREF(p->train);
     free(p->why_not);
+    free(p->graph);
     if (p->entry && p->unpin)
         p->unpin(p->entry);
     free(p);
@@ -65,7 +68,8 @@ static void capsule_destroy(PyObject *cap) { rec_free(PyCapsule_GetPointer(cap, 
 
 int tc_scan_probe_record(PyObject *func, void *entry, void (*unpin)(void *), const ic_compiled *c,
                          int ninputs, PyObject *const *inputs, int nout, PyObject *const *outs,
-                         PyObject *train, int nsyms, const int64_t *symvals, const char *why_not) {
+                         PyObject *train, int nsyms, const int64_t *symvals, const char *why_not,
+                         const char *graph_text) {
     tc_scan_probe *p = tc_scan_tl_probe;
     tc_scan_tl_probe = NULL; /* the body's frame only: resumes and nested calls are not recorded */
     if (p == NULL || p->filled) {
@@ -94,7 +98,8 @@ int tc_scan_probe_record(PyObject *func, void *entry, void (*unpin)(void *), con
         p->ins[i] = Py_NewRef(inputs[i]);
     for (int i = 0; i < nout; i++)
         p->outs[i] = Py_XNewRef(outs[i]);
-    if (why_not && (p->why_not = strdup(why_not)) == NULL) {
+    if ((why_not && (p->why_not = strdup(why_not)) == NULL) ||
+        (graph_text && (p->graph = strdup(graph_text)) == NULL)) {
         PyErr_NoMemory();
         return -1;
     }
@@ -432,12 +437,348 @@ static PyObject *scan_stats(PyObject *self, PyObject *unused) {
     return Py_BuildValue("(KK)", total_loops, total_steps);
 }
 
+/* ---- the persistent CUDA kernel of a forward scan (inductor_c/codegen/gpu_scan.c) -------------- */
+static const char *KCAPSULE = "torchc.scan_kernel";
+
+static void kcap_destroy(PyObject *cap) { ic_scan_kernel_unref(PyCapsule_GetPointer(cap, KCAPSULE)); }
+
+static ic_scan_kernel *kernel_of(PyObject *cap) { return PyCapsule_GetPointer(cap, KCAPSULE); }
+
+/* the reason a forward scan of these tensors gets no persistent kernel (before its graph is
+ * looked at), or NULL; *cm: the carry's meta */
+static const char *tensor_why(PyObject *c0, PyObject *X, PyObject *consts, int plan_only, tc_meta *cm) {
+    if (PyList_GET_SIZE(c0) != 1 || !tc_is_tensor(PyList_GET_ITEM(c0, 0)))
+        return "the carry is not one float32 [N, n] tensor";
+    tc_tensor_meta(PyList_GET_ITEM(c0, 0), cm);
+    if (cm->flags || cm->dtype != IC_F32 || cm->ndim != 2)
+        return "the carry is not one float32 [N, n] tensor";
+    if (cm->sizes[0] == 0 || cm->sizes[1] == 0)
+        return "an empty carry";
+    if (!plan_only && cm->device_type != TC_DEV_CUDA)
+        return "not a CUDA scan";
+    int grad = tc_grad_enabled() && cm->requires_grad;
+    PyObject *lists[2] = {X, consts};
+    for (int l = 0; l < 2; l++)
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(lists[l]); i++) {
+            PyObject *t = PyList_GET_ITEM(lists[l], i);
+            tc_meta m;
+            if (!tc_is_tensor(t))
+                return "an input is not a tensor";
+            tc_tensor_meta(t, &m);
+            if (m.flags)
+                return "an input tensor torchc cannot describe";
+            grad |= tc_grad_enabled() && m.requires_grad;
+            if (m.device_type != cm->device_type || m.device_index != cm->device_index)
+                return "an input on another device";
+        }
+    if (grad)
+        return "a gradient is needed (the persistent kernel runs the forward only)";
+    return NULL;
+}
+
+/* _scan_persist(rec, c0, X, consts, kinds, cout, yout, target) -> (kernel, None) or (None, why):
+ * the persistent kernel of a forward scan whose probe is rec, with carries c0, x stacks X
+ * ([T, ...]), loop constants consts, graph-input kinds [("c"|"x"|"k", index)], the graph
+ * outputs of the next carry (cout) and of the results (yout). target (sm, nsm): plan for that
+ * GPU (no device needed, nothing loaded); None: for the carry's CUDA device, loaded on it. */
+static PyObject *scan_persist(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *cap, *c0, *X, *consts, *kinds, *yout, *target;
+    int cout;
+    if (!PyArg_ParseTuple(args, "OO!O!O!O!iO!O", &cap, &PyList_Type, &c0, &PyList_Type, &X, &PyList_Type, &consts,
+                          &PyList_Type, &kinds, &cout, &PyList_Type, &yout, &target))
+        return NULL;
+    tc_scan_probe *p = PyCapsule_GetPointer(cap, CAPSULE);
+    if (p == NULL)
+        return NULL;
+    int sm = 0, nsm = 0, plan_only = target != Py_None;
+    if (plan_only && !PyArg_ParseTuple(target, "ii", &sm, &nsm))
+        return NULL;
+    char why[300] = "";
+    tc_meta cm;
+    const char *tw = tensor_why(c0, X, consts, plan_only, &cm);
+    if (tw == NULL && p->nsyms)
+        tw = "a dynamic-shape body";
+    if (tw == NULL && p->graph == NULL)
+        tw = "the body has no graph text";
+    if (tw)
+        return Py_BuildValue("(Os)", Py_None, tw);
+    if (!plan_only && ic_cuda_device_info(cm.device_index, &sm, &nsm, why, sizeof why))
+        return Py_BuildValue("(Os)", Py_None, why);
+    Py_ssize_t nin = PyList_GET_SIZE(kinds), nx = PyList_GET_SIZE(X), ny = PyList_GET_SIZE(yout);
+    char *role = calloc((size_t)nin + 1, 1);
+    int *ridx = calloc((size_t)nin + 1, sizeof *ridx), *yo = calloc((size_t)ny + 1, sizeof *yo);
+    int64_t *xs0 = calloc((size_t)nx + 1, sizeof *xs0);
+    PyObject *res = NULL;
+    if (!role || !ridx || !yo || !xs0) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < nin; i++) {
+        const char *k;
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(kinds, i), "si", &k, &ridx[i]))
+            goto done;
+        role[i] = k[0];
+    }
+    for (Py_ssize_t i = 0; i < ny; i++) {
+        yo[i] = (int)PyLong_AsLong(PyList_GET_ITEM(yout, i));
+        if (yo[i] == -1 && PyErr_Occurred())
+            goto done;
+    }
+    for (Py_ssize_t i = 0; i < nx; i++) {
+        tc_meta m;
+        tc_tensor_meta(PyList_GET_ITEM(X, i), &m);
+        xs0[i] = m.ndim ? m.strides[0] : 0;
+    }
+    ic_scan_spec sp = {.graph = p->graph, .ninputs = (int)nin, .role = role, .role_index = ridx, .nx = (int)nx,
+                       .x_stride0 = xs0, .N = cm.sizes[0], .n = cm.sizes[1], .cout = cout, .ny = (int)ny,
+                       .yout = yo, .sm = sm, .nsm = nsm};
+    ic_scan_kernel *k;
+    int loaded = 0;
+    Py_BEGIN_ALLOW_THREADS
+    k = ic_scan_kernel_get(&sp, why, sizeof why);
+    if (k && !plan_only) {
+        char msg[256] = "";
+        loaded = ic_scan_kernel_load(k, cm.device_index, msg, sizeof msg) == 0;
+        if (!loaded) {
+            snprintf(why, sizeof why, "the generated kernel did not load: %s", msg);
+            ic_scan_kernel_unref(k);
+            k = NULL;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    if (k == NULL) {
+        res = Py_BuildValue("(Os)", Py_None, why);
+        goto done;
+    }
+    PyObject *kc = PyCapsule_New(k, KCAPSULE, kcap_destroy);
+    if (kc == NULL) {
+        ic_scan_kernel_unref(k);
+        goto done;
+    }
+    res = Py_BuildValue("(NO)", kc, Py_None);
+done:
+    free(role);
+    free(ridx);
+    free(yo);
+    free(xs0);
+    return res;
+}
+
+/* _scan_persist_info(kernel) -> dict of its launch shape and describe */
+static PyObject *scan_persist_info(PyObject *self, PyObject *kc) {
+    (void)self;
+    ic_scan_kernel *k = kernel_of(kc);
+    if (k == NULL)
+        return NULL;
+    const ic_scan_shape *s = ic_scan_kernel_shape(k);
+    return Py_BuildValue("{sLsLsisisisisisNsNsisisssi}", "N", (long long)s->N, "n", (long long)s->n, "threads",
+                         s->threads, "R", s->R, "ctas", s->ctas, "np", s->np, "smem", s->smem, "has_mv",
+                         PyBool_FromLong(s->has_mv), "w_smem", PyBool_FromLong(s->w_smem), "nxmm", s->nxmm, "nres",
+                         s->nres, "describe", ic_scan_kernel_describe(k), "ninputs", ic_scan_kernel_ninputs(k));
+}
+
+static PyObject *scan_persist_ir(PyObject *self, PyObject *kc) {
+    (void)self;
+    ic_scan_kernel *k = kernel_of(kc);
+    return k ? PyUnicode_FromString(ic_scan_kernel_ir(k)) : NULL;
+}
+
+/* _scan_persist_ptx(kernel) -> its PTX (for the sm it was planned for) */
+static PyObject *scan_persist_ptx(PyObject *self, PyObject *kc) {
+    (void)self;
+    ic_scan_kernel *k = kernel_of(kc);
+    if (k == NULL)
+        return NULL;
+    char msg[300] = "";
+    char *ptx;
+    Py_BEGIN_ALLOW_THREADS
+    ptx = ic_scan_kernel_ptx(k, msg, sizeof msg);
+    Py_END_ALLOW_THREADS
+    if (ptx == NULL) {
+        PyErr_Format(PyExc_RuntimeError, "torchc.scan persistent kernel: %s", msg);
+        return NULL;
+    }
+    PyObject *r = PyUnicode_FromString(ptx);
+    free(ptx);
+    return r;
+}
+
+static int bad(const char *what, int i) {
+    PyErr_Format(PyExc_ValueError, "torchc.scan persistent kernel: %s (graph input %d)", what, i);
+    return -1;
+}
+
+/* the kernel's pointer parameters for a call (ptrs: 2 + ninputs + nres), its result tensors
+ * made (*hT, stacks) on h0's device, every tensor checked against what the kernel addresses */
+static int bind(ic_scan_kernel *k, PyObject *h0, PyObject *args, long long T, void **ptrs, PyObject **hT,
+                PyObject *stacks) {
+    const ic_scan_shape *s = ic_scan_kernel_shape(k);
+    int nin = ic_scan_kernel_ninputs(k);
+    tc_meta hm;
+    if (!tc_is_tensor(h0))
+        return bad("h0 is not a tensor", -1);
+    tc_tensor_meta(h0, &hm);
+    if (hm.flags || hm.dtype != IC_F32 || hm.ndim != 2 || hm.sizes[0] != s->N || hm.sizes[1] != s->n ||
+        (s->N > 1 && hm.strides[0] != s->n) || (s->n > 1 && hm.strides[1] != 1))
+        return bad("h0 is not a contiguous float32 [N, n] tensor", -1);
+    if (T < 1 || T > 0x7FFFFFFF)
+        return bad("the number of steps is out of range", -1);
+    if (PyList_GET_SIZE(args) != nin)
+        return bad("the inputs are not one per graph input", -1);
+    ptrs[0] = hm.data;
+    for (int i = 0; i < nin; i++) {
+        char role;
+        const ic_meta *m;
+        int64_t xs0;
+        ic_scan_kernel_input(k, i, &role, &m, &xs0);
+        PyObject *t = PyList_GET_ITEM(args, i);
+        ptrs[1 + i] = NULL;
+        if (role == 'c')
+            continue;
+        tc_meta tm;
+        if (!tc_is_tensor(t))
+            return bad("an input is not a tensor", i);
+        tc_tensor_meta(t, &tm);
+        int x = role == 'x';
+        if (tm.flags || tm.device_type != hm.device_type || tm.device_index != hm.device_index)
+            return bad("an input on another device", i);
+        if (tm.dtype != (int)m->dtype || tm.ndim != m->ndim + x || (x && (tm.sizes[0] < T || tm.strides[0] != xs0)))
+            return bad("an input of another dtype, rank or step", i);
+        for (int d = 0; d < m->ndim; d++)
+            if (tm.sizes[d + x] != m->sizes[d] || (m->sizes[d] != 1 && tm.strides[d + x] != m->strides[d]))
+                return bad("an input of other sizes or strides than the kernel's", i);
+        ptrs[1 + i] = tm.data;
+    }
+    int64_t ysz[3] = {T, s->N, s->n}, yst[3] = {s->N * s->n, s->n, 1};
+    for (int m = 0; m < s->nres; m++) {
+        PyObject *y = tc_empty_strided(3, ysz, yst, IC_F32, hm.device_type, hm.device_index);
+        if (y == NULL)
+            return -1;
+        ptrs[1 + nin + m] = tc_data_ptr(y);
+        int r = PyList_Append(stacks, y);
+        Py_DECREF(y);
+        if (r < 0)
+            return -1;
+    }
+    *hT = tc_empty_strided(2, ysz + 1, yst + 1, IC_F32, hm.device_type, hm.device_index);
+    if (*hT == NULL)
+        return -1;
+    ptrs[1 + nin + s->nres] = tc_data_ptr(*hT);
+    return 0;
+}
+
+/* (hT, ys in the results' order) of stacks */
+static PyObject *results(ic_scan_kernel *k, PyObject *hT, PyObject *stacks) {
+    const int *slot;
+    int ny = ic_scan_kernel_nresults(k, &slot);
+    PyObject *ys = PyTuple_New(ny);
+    if (ys == NULL)
+        return NULL;
+    for (int i = 0; i < ny; i++)
+        PyTuple_SET_ITEM(ys, i, Py_NewRef(PyList_GET_ITEM(stacks, slot[i])));
+    return Py_BuildValue("(ON)", hT, ys);
+}
+
+/* _scan_persist_bind(kernel, h0, args, T) -> (pointer parameters, hT, ys): a call's buffers
+ * without a launch (tests run the kernel's IR on the CPU with them) */
+static PyObject *scan_persist_bind(PyObject *self, PyObject *a) {
+    (void)self;
+    PyObject *kc, *h0, *args, *hT = NULL, *stacks = NULL, *res = NULL, *ptrl = NULL, *r = NULL;
+    long long T;
+    if (!PyArg_ParseTuple(a, "OOO!L", &kc, &h0, &PyList_Type, &args, &T))
+        return NULL;
+    ic_scan_kernel *k = kernel_of(kc);
+    if (k == NULL)
+        return NULL;
+    int np = 2 + ic_scan_kernel_ninputs(k) + ic_scan_kernel_shape(k)->nres;
+    void **ptrs = calloc((size_t)np, sizeof *ptrs);
+    if (ptrs == NULL)
+        return PyErr_NoMemory();
+    if ((stacks = PyList_New(0)) == NULL || bind(k, h0, args, T, ptrs, &hT, stacks) < 0 ||
+        (ptrl = PyList_New(np)) == NULL)
+        goto done;
+    for (int i = 0; i < np; i++) {
+        PyObject *v = PyLong_FromVoidPtr(ptrs[i]);
+        if (v == NULL)
+            goto done;
+        PyList_SET_ITEM(ptrl, i, v);
+    }
+    if ((r = results(k, hT, stacks)) == NULL)
+        goto done;
+    res = Py_BuildValue("(NOO)", Py_NewRef(ptrl), PyTuple_GET_ITEM(r, 0), PyTuple_GET_ITEM(r, 1));
+done:
+    free(ptrs);
+    Py_XDECREF(hT);
+    Py_XDECREF(stacks);
+    Py_XDECREF(ptrl);
+    Py_XDECREF(r);
+    return res;
+}
+
+/* _scan_persist_run(kernel, h0, args, T) -> (hT, ys): one launch on torch's current stream of
+ * h0's device; args per graph input (the carry's ignored; x: its [T, ...] stack) */
+static PyObject *scan_persist_run(PyObject *self, PyObject *a) {
+    (void)self;
+    PyObject *kc, *h0, *args, *hT = NULL, *stacks = NULL, *res = NULL;
+    long long T;
+    if (!PyArg_ParseTuple(a, "OOO!L", &kc, &h0, &PyList_Type, &args, &T))
+        return NULL;
+    ic_scan_kernel *k = kernel_of(kc);
+    if (k == NULL)
+        return NULL;
+    int np = 2 + ic_scan_kernel_ninputs(k) + ic_scan_kernel_shape(k)->nres;
+    void **ptrs = calloc((size_t)np, sizeof *ptrs);
+    if (ptrs == NULL)
+        return PyErr_NoMemory();
+    void *stream = NULL;
+    tc_meta hm;
+    if ((stacks = PyList_New(0)) == NULL || bind(k, h0, args, T, ptrs, &hT, stacks) < 0)
+        goto done;
+    tc_tensor_meta(h0, &hm);
+    if (hm.device_type != TC_DEV_CUDA) {
+        PyErr_SetString(PyExc_ValueError, "torchc.scan persistent kernel: the carry is not a CUDA tensor");
+        goto done;
+    }
+    if (tc_cuda_current_stream(hm.device_index, &stream) < 0)
+        goto done;
+    char msg[300] = "";
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = ic_scan_kernel_launch(k, hm.device_index, stream, ptrs, (int)T, msg, sizeof msg);
+    Py_END_ALLOW_THREADS
+    if (rc) {
+        PyErr_Format(PyExc_RuntimeError, "torchc.scan persistent kernel: %s", msg);
+        goto done;
+    }
+    res = results(k, hT, stacks);
+done:
+    free(ptrs);
+    Py_XDECREF(hT);
+    Py_XDECREF(stacks);
+    return res;
+}
+
+static PyObject *scan_persist_clear(PyObject *self, PyObject *unused) {
+    (void)self;
+    (void)unused;
+    ic_scan_cache_clear();
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"_scan_probe", scan_probe, METH_VARARGS, "torchc.scan: runs the compiled body once, recording its entry"},
     {"_scan_info", scan_info, METH_O, "torchc.scan: what the probe recorded"},
     {"_scan_loop", scan_loop, METH_VARARGS, "torchc.scan: runs the body's forward or backward graph over steps"},
     {"_scan_release", scan_release, METH_O, "torchc.scan: drops the record's probe tensors"},
     {"_scan_stats", scan_stats, METH_NOARGS, "torchc.scan: (loops, graph runs) so far"},
+    {"_scan_persist", scan_persist, METH_VARARGS, "torchc.scan: the persistent CUDA kernel of a forward scan, or why not"},
+    {"_scan_persist_info", scan_persist_info, METH_O, "torchc.scan: a persistent kernel's launch shape"},
+    {"_scan_persist_ir", scan_persist_ir, METH_O, "torchc.scan: a persistent kernel's LLVM IR"},
+    {"_scan_persist_ptx", scan_persist_ptx, METH_O, "torchc.scan: a persistent kernel's PTX"},
+    {"_scan_persist_bind", scan_persist_bind, METH_VARARGS, "torchc.scan: a persistent kernel's call buffers, no launch"},
+    {"_scan_persist_run", scan_persist_run, METH_VARARGS, "torchc.scan: runs a persistent kernel"},
+    {"_scan_persist_clear", scan_persist_clear, METH_NOARGS, "torchc.scan: drops the kept persistent kernels"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -72,6 +72,55 @@ long ic_cudnn_calls(void);
 /* PTX text of a CUDA-compiled graph (malloc'd, caller frees), or NULL. */
 char *ic_compiled_ptx(const ic_compiled *c);
 
+/* ---- torchc.scan's forward as one persistent kernel (codegen/gpu_scan.c) ----------------
+ * A scan body h' = f(h @ W + g(x_t, constants)) (its graph text from the probe's entry) as one
+ * kernel that runs every step: which bodies qualify is in gpu_scan.c's header comment. */
+typedef struct ic_scan_spec {
+    const char *graph;        /* the body's graph (ic_graph_to_string) */
+    int ninputs;              /* graph inputs; per input: */
+    const char *role;         /*   'c' the carry, 'x' an x slice, 'k' a loop constant */
+    const int *role_index;    /*   'x': which x (x_stride0's index); else unused */
+    int nx;
+    const int64_t *x_stride0; /* per x: elements between the steps of its [T, ...] stack */
+    int64_t N, n;             /* the carry [N, n] */
+    int cout;                 /* the graph output that is the next carry */
+    int ny;
+    const int *yout;          /* the graph outputs that are the results, in order */
+    int sm, nsm;              /* target sm_XY as XY, and the device's SMs */
+} ic_scan_spec;
+typedef struct ic_scan_shape {
+    int64_t N, n;
+    int threads, R, ctas, np;  /* one thread a column, R batch rows a CTA, np: n rounded to 4 */
+    int smem;                  /* dynamic shared memory bytes */
+    int has_mv, w_smem;        /* a product of the carry; its W in shared memory */
+    int nxmm;                  /* input projections (products of x slices or constants) */
+    int nres;                  /* the results' stacks (distinct graph outputs) */
+} ic_scan_shape;
+typedef struct ic_scan_kernel ic_scan_kernel;
+/* The kernel of spec (a new reference; kept by key for later calls), or NULL with why. */
+ic_scan_kernel *ic_scan_kernel_get(const ic_scan_spec *spec, char *why, size_t nwhy);
+void ic_scan_kernel_unref(ic_scan_kernel *k);
+void ic_scan_cache_clear(void);
+const ic_scan_shape *ic_scan_kernel_shape(const ic_scan_kernel *k);
+const char *ic_scan_kernel_describe(const ic_scan_kernel *k);
+const char *ic_scan_kernel_ir(const ic_scan_kernel *k); /* LLVM IR text (nvptx64), before O3 */
+/* the results (count; *slot: per result, its stack among the nres) */
+int ic_scan_kernel_nresults(const ic_scan_kernel *k, const int **slot);
+int ic_scan_kernel_ninputs(const ic_scan_kernel *k);
+/* graph input i: its role, its meta in the graph, and for an x its stack's stride0; 0 or -1 */
+int ic_scan_kernel_input(const ic_scan_kernel *k, int i, char *role, const ic_meta **m, int64_t *x_stride0);
+/* its PTX, for the target it was made for (compiled once), malloc'd; NULL with msg */
+char *ic_scan_kernel_ptx(ic_scan_kernel *k, char *msg, size_t n);
+/* its module loaded on device (once); 0, or -1 with msg */
+int ic_scan_kernel_load(ic_scan_kernel *k, int device, char *msg, size_t n);
+/* the device's sm (major*10+minor) and SMs, the driver up; 0, or -1 with msg (runtime/cuda.c) */
+int ic_cuda_device_info(int device, int *sm, int *nsm, char *msg, size_t n);
+/* one launch on stream for T steps: ptrs are the kernel's pointer parameters, in order: h0
+ * [N, n], every graph input (the carry's unused; x: its [T, ...] stack), the nres stacks
+ * [T, N, n], the final carry [N, n] (all float32 but inputs, contiguous but inputs, which
+ * the caller checked against ic_scan_kernel_input). 0, or -1 with msg. */
+int ic_scan_kernel_launch(ic_scan_kernel *k, int device, void *stream, void *const *ptrs, int T, char *msg, size_t n);
+
 /* PTX for a graph without any GPU (make ptx-check): target sm_XY as XY (e.g. 90). */
 char *ic_graph_to_ptx(const ic_graph *g, int sm, ic_err *err);
 /* torchc.config.ptx_probe (developers' PTX checks): when set, g (a graph compiled for the CPU,

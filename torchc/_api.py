@@ -310,6 +310,7 @@ def reset():
     """Forget every compiled graph (like torch._dynamo.reset(); torch.compiler.reset() calls
     this too once torchc is imported)."""
     _C.reset()
+    _C._scan_persist_clear()  # torchc.scan's kept persistent CUDA kernels (inductor_c/codegen/gpu_scan.c)
     _cudagraphs.reset_all()
     from . import _autotune
     _autotune.reset()
@@ -450,6 +451,7 @@ class ExplainOutput:
     def __init__(self, records, result, cudagraphs=(), internal_faults=0, last_internal_fault=None):
         self.records = records
         self.result = result
+        self.scan_lowerings = []  # set by explain's run: torchc.scan's lowering per call
         # compiler bugs during this call (IC_EINTERNAL: the frame ran eagerly); the suite
         # fails a test that has any unless it is marked allow_internal_fault (tests/conftest.py)
         self.internal_faults = internal_faults
@@ -643,15 +645,22 @@ def explain(fn, **compile_kwargs):
         cg = call if isinstance(call, _cudagraphs.CUDAGraphed) else None
         n0 = cg.nevents if cg else 0
         f0 = _C.stats().get("internal_faults", 0)
+        from . import _scan
         _C.explain_start()
+        _scan._lowerings.lst = scans = []
         try:
             result = call(*args, **kwargs)
         finally:
             records = _C.explain_stop()
+            _scan._lowerings.lst = None
         faults = _C.stats().get("internal_faults", 0) - f0
         events = cg.events[len(cg.events) - min(cg.nevents - n0, len(cg.events)):] if cg else ()
         if cg and not events:
             events = [{"event": "replayed", "reason": None}]
-        return ExplainOutput(records, result, events, faults, _C.last_internal_fault() if faults else None)
+        out = ExplainOutput(records, result, events, faults, _C.last_internal_fault() if faults else None)
+        # torchc.scan calls during this call: the lowering each got and why ("C loop: ...",
+        # "persistent kernel: ..." on CUDA, "Python loop: <reason>")
+        out.scan_lowerings = scans
+        return out
 
     return run

@@ -21,10 +21,14 @@ How it runs (no Python and no capture per step; compile time does not depend on 
   Buffers: a carry that is also a result shares one [T+1] buffer with it; stacked buffers come
   from a pool and are reused by later calls once nothing holds them (see _empty); the ones the
   backward reads are saved through save_for_backward, so the engine frees them after it.
+On CUDA, a forward scan (no gradient needed) whose body is a product of the carry with a
+constant plus pointwise ops runs as one persistent kernel generated in C from the body's
+graph (inductor_c/codegen/gpu_scan.c); `last_lowering` (and torchc.explain(...).scan_lowerings)
+names the lowering a scan got and why.
 Where the body cannot run as such a loop (a graph break, mutation of inputs, a result that
-is not a graph output, CUDA, dtypes other than float32/float64 for the summed gradients, no
-compiled graph at all), the scan runs a Python loop over the compiled body (still compiled
-once) and says why in `torchc._scan.last_fallback` and the `torchc.scan` logger. That loop
+is not a graph output, CUDA in training or a body the persistent kernel does not take, dtypes
+other than float32/float64 for the summed gradients, no compiled graph at all), the scan
+runs a Python loop over the compiled body (still compiled once) and says why in `torchc._scan.last_fallback` and the `torchc.scan` logger. That loop
 goes on from the probe's step 0 (its result attached to the caller's carries and x slices
 for the gradient, _Reattach), so step 0's side effects — an in-place update of a buffer, a
 carry or x slice, Python state written after a graph break — happen once, as in eager.
@@ -47,7 +51,48 @@ _FWD_INPUT, _FWD_OUTPUT, _GRAD_OUT, _GRAD_CAME = 0, 1, 2, 3
 _ADD_DT = {torch.float32: 0, torch.float64: 1}
 log = logging.getLogger("torchc.scan")
 last_fallback = None   # the reason the last scan ran a Python loop (None: it ran in C)
+# which lowering the last scan got and why: "C loop: ...", "persistent kernel: ..." (CUDA,
+# inductor_c/codegen/gpu_scan.c) or "Python loop: <reason>"; also appended to _lowerings.lst
+# while torchc.explain runs (ExplainOutput.scan_lowerings)
+last_lowering = None
+_lowerings = threading.local()
+_CUDA_WHY = "the C loop runs CPU graphs only"
 _bodies = weakref.WeakKeyDictionary()
+_bodies_static = weakref.WeakKeyDictionary()
+
+
+def _note(what):
+    global last_lowering
+    last_lowering = what
+    lst = getattr(_lowerings, "lst", None)
+    if lst is not None:
+        lst.append(what)
+
+
+class NotPersistent(Exception):
+    """persistent_plan: the body gets no persistent kernel (the reason)."""
+
+
+class Persistent:
+    """A persistent scan kernel (the C object) and its launch shape: N, n, threads, R, ctas,
+    np, smem, has_mv, w_smem, nxmm (input projections), nres (result stacks)."""
+
+    def __init__(self, cap):
+        self.cap = cap
+        info = _C._scan_persist_info(cap)
+        self._describe = info.pop("describe")
+        self.__dict__.update(info)
+
+    def describe(self):
+        return self._describe
+
+    @property
+    def ir(self):
+        return _C._scan_persist_ir(self.cap)
+
+    def ptx(self):
+        """its PTX, for the sm persistent_plan (or the device) gave"""
+        return _C._scan_persist_ptx(self.cap)
 
 
 
@@ -244,16 +289,20 @@ def _step0_of_probe(probe, c0, X):
     return _split(pytree.tree_unflatten(flat, spec))
 
 
-def _compiled(fn):
+def _compiled(fn, static=False):
+    """torchc's compiled body of fn: automatic dynamic shapes, or with static (a CUDA scan
+    that needs no gradient: its persistent kernel is made for the call's shapes) always
+    specialized, so a body called again at other sizes still gets a kernel"""
+    cache = _bodies_static if static else _bodies
     try:
-        cf = _bodies.get(fn)
+        cf = cache.get(fn)
     except TypeError:
         cf = None
     if cf is None:
         from ._api import _dynamic_flag
-        cf = _C.CompiledFunction(fn, False, _dynamic_flag(None), 0)
+        cf = _C.CompiledFunction(fn, False, 0 if static else _dynamic_flag(None), 0)
         try:
-            _bodies[fn] = cf
+            cache[fn] = cf
         except TypeError:
             pass
     return cf
@@ -335,23 +384,50 @@ def _split(res):
 
 def _scan_flat(fn, spec_init, spec_xs, c0, X):
     global last_fallback
-    body = _compiled(fn)
+    forward_cuda = bool(c0) and c0[0].is_cuda and not (torch.is_grad_enabled() and any(
+        t.requires_grad for t in list(c0) + list(X)))
+    body = _compiled(fn, static=forward_cuda)
     try:
         plan = _Plan(fn, body, spec_init, spec_xs, c0, X)
     except _Fallback as e:
         last_fallback = str(e)
+        _note(f"Python loop: {e}")
         log.info("torchc.scan runs a Python loop over the compiled body: %s", e)
         # the probe ran step 0 (and its side effects: an in-place update of an input or a
         # buffer, Python state after a graph break): the loop goes on from step 1 with its
         # result, never running step 0 twice
         return _python_loop(body, spec_init, spec_xs, c0, X, _step0_of_probe(e.probe, c0, X))
     last_fallback = None
+    if plan.persist is not None:
+        _note(plan.persist.describe())
+        hT, ys = _C._scan_persist_run(plan.persist.cap, c0[0].contiguous(), plan.persist_args, plan.T)
+        plan.persist_args = None
+        return pytree.tree_unflatten([hT], spec_init), pytree.tree_unflatten(list(ys), plan.spec_y)
+    _note("C loop: the body's compiled graph run per step in C")
     args, plan.args = plan.args, None
     outs = _ScanFn.apply(plan, *args) if plan.train else plan.forward()
     del args
     nc = len(c0)
     carry = pytree.tree_unflatten(list(outs[:nc]), spec_init)
     return carry, pytree.tree_unflatten(list(outs[nc:]), plan.spec_y)
+
+
+def persistent_plan(combine_fn, init, xs, sm=90, nsm=132, with_args=False):
+    """The persistent kernel (a Persistent) that a CUDA scan of combine_fn over (init, xs)
+    would run, made from the body's graph on any device (the body runs once, as the probe),
+    for sm_XY with nsm SMs; raises NotPersistent with the reason when the body does not
+    qualify. dim 0, forward. with_args: (kernel, the tensors bound to its graph inputs as a
+    CUDA call binds them)."""
+    c0, spec_init = pytree.tree_flatten(init)
+    X, spec_xs = pytree.tree_flatten(xs)
+    try:
+        plan = _Plan(combine_fn, _compiled(combine_fn, static=True), spec_init, spec_xs, c0, X,
+                     plan_only=(sm, nsm))
+    except _Fallback as e:
+        raise NotPersistent(str(e).replace(f"{_CUDA_WHY}, and no persistent kernel: ", "")) from None
+    if plan.persist is None:
+        raise NotPersistent("the body runs as a C loop")
+    return (plan.persist, plan.persist_args) if with_args else plan.persist
 
 
 def _row(t):
@@ -361,8 +437,10 @@ def _row(t):
 class _Plan:
     """One scan call: the probe's record and the buffers and per-step addresses of its loops."""
 
-    def __init__(self, fn, body, spec_init, spec_xs, c0, X):
+    def __init__(self, fn, body, spec_init, spec_xs, c0, X, plan_only=None):
         self._probe = None
+        self.persist = None
+        self.plan_only = plan_only  # (sm, nsm): persistent_plan's, no CUDA needed
         try:
             self._setup(fn, body, spec_init, spec_xs, c0, X)
         except _Fallback as e:
@@ -402,7 +480,7 @@ class _Plan:
         code = _code(fn)
         if code is None or getattr(func, "__code__", None) is not code:
             raise _Fallback("the compiled frame is not combine_fn's own (it was not captured)")
-        if info["why_not"]:
+        if info["why_not"] and info["why_not"] != _CUDA_WHY:
             raise _Fallback(info["why_not"])
         ncarry, y = _split(res)
         cl, cspec = pytree.tree_flatten(ncarry)
@@ -437,9 +515,19 @@ class _Plan:
                 k = ("k", len(consts))
                 consts.append(o)
             kind.append(k)
-        for o in list(outs) + list(ins):
-            if isinstance(o, torch.Tensor) and o.device.type != "cpu":
-                raise _Fallback("the C loop runs CPU graphs only")
+        off_cpu = any(isinstance(o, torch.Tensor) and o.device.type != "cpu" for o in list(outs) + list(ins))
+        if self.plan_only or info["why_not"] == _CUDA_WHY or off_cpu:
+            # CUDA: the body as one persistent kernel (C: selection, code, launch), else a
+            # Python loop with both reasons
+            k, why = _C._scan_persist(rec, list(c0), list(X), consts, kind, cout[0] if len(cout) == 1 else -1,
+                                      yout, self.plan_only)
+            _C._scan_release(rec)
+            if k is None:
+                raise _Fallback(f"{_CUDA_WHY}, and no persistent kernel: {why}")
+            self.persist = Persistent(k)
+            self.persist_args = [None if k_ == "c" else X[i] if k_ == "x" else consts[i] for k_, i in kind]
+            self.T = T
+            return
         for o in outs:
             if not isinstance(o, torch.Tensor) or not o.is_contiguous():
                 raise _Fallback("a graph output is not a contiguous tensor")

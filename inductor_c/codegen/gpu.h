@@ -130,8 +130,9 @@ typedef struct ic_gpu {
     char lazy_err[200];
 } ic_gpu;
 
-/* The PTX of lazy fallbacks' bitcode for sm (gpu_nvptx.c: O3 + NVPTX, as any part), malloc'd;
- * NULL with msg on failure. Thread-safe (its own LLVM context). */
+/* The PTX of a module's bitcode for sm (gpu_nvptx.c: O3 + NVPTX, as any part): the lazy
+ * fallbacks, gpu_scan.c's persistent scan kernels; malloc'd, NULL with msg on failure.
+ * Thread-safe (its own LLVM context). */
 char *ic_gpu_lazy_ptx(const void *bc, size_t n, int sm, char *msg, size_t msgn);
 
 /* ---- thread mappings from linear layouts (codegen/gpu_layout.c) ------------------------- */
@@ -180,6 +181,15 @@ int ic_cuda_device_info(int device, int *sm, int *nsm, char *msg, size_t n);
 /* loads G->ptx in the current (else primary) context of `device`, resolves the kernels;
  * modules with a cubin for the device in G->cubin load from it; keeps the new SASS there */
 int ic_cuda_load(ic_gpu *G, int device, char *msg, size_t n);
+/* A module of one kernel (codegen/gpu_scan.c) from ptx, in the current context of device if
+ * it is the device's, else its primary context: the context, module and function `name`,
+ * allowed dsmem bytes of dynamic shared memory. 0, or -1 with msg. */
+int ic_cuda_fn_load(int device, const char *ptx, const char *name, unsigned dsmem, ic_CUcontext *ctx,
+                    ic_CUmodule *mod, ic_CUfunction *fn, char *msg, size_t n);
+/* one launch of fn (loaded in ctx) on stream, the caller's context kept; 0, or -1 with msg */
+int ic_cuda_fn_launch(ic_CUcontext ctx, ic_CUfunction fn, unsigned grid, unsigned block, unsigned dsmem,
+                      void *stream, void **args, char *msg, size_t n);
+void ic_cuda_fn_unload(ic_CUcontext ctx, ic_CUmodule mod);
 /* the driver's version (cuDriverGetVersion), 0 without a driver */
 int ic_cuda_driver_version(void);
 /* 1 when the driver has cuLaunchKernelEx (clusters, programmatic dependent launch) */

@@ -405,6 +405,10 @@ int gg_gemm_kernel(gg *g, int ki, ic_gkernel *K, int tsm, int nsm, int mid, gres
 
 /* gpu_nvptx.c */
 void gg_bind_part(gg *g, gpart *q);
+/* a part of its own for sm (gpu_scan.c's kernels): 0, or -1 with msg; disposed (also a failed
+ * or zeroed one) by gg_part_dispose */
+int gg_part_new(gpart *q, int sm, char *msg, size_t n);
+void gg_part_dispose(gpart *q);
 gpart *gg_next_part(gg *g, gres *R);
 bool gg_lazy_enabled(const gres *R);
 gpart *gg_lazy_part(gg *g, gres *R);

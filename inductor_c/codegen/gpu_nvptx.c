@@ -159,6 +159,13 @@ static int part_init(gpart *q, int tsm, unsigned debug, char *msg, size_t n) {
     return 0;
 }
 
+int gg_part_new(gpart *q, int sm, char *msg, size_t n) {
+    pthread_once(&init_once, init_nvptx);
+    return part_init(q, sm, 0, msg, n);
+}
+
+void gg_part_dispose(gpart *q) { gpart_free(q); }
+
 static int compile_threads(const ic_config *cf) {
     long n = cf->compile_threads > 0 ? (long)cf->compile_threads : sysconf(_SC_NPROCESSORS_ONLN);
     return n < 1 ? 1 : n > GPU_MAXPARTS ? GPU_MAXPARTS : (int)n;
@@ -728,7 +735,7 @@ char *ic_gpu_lazy_ptx(const void *bc, size_t n, int sm, char *msg, size_t msgn) 
     LLVMMemoryBufferRef mb = LLVMCreateMemoryBufferWithMemoryRangeCopy(bc, n, "torchc_gpu_lazy");
     LLVMModuleRef m = NULL;
     if (!mb || LLVMParseBitcodeInContext2(q.P.ctx, mb, &m)) {
-        snprintf(msg, msgn, "LLVM: the lazy fallbacks' bitcode does not parse");
+        snprintf(msg, msgn, "LLVM: the bitcode does not parse");
         if (mb) LLVMDisposeMemoryBuffer(mb);
         goto out;
     }

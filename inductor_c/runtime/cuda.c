@@ -1105,3 +1105,56 @@ done:
     }
     return rc;
 }
+
+/* ---- modules of one kernel (codegen/gpu_scan.c's persistent scan kernels) ------------------ */
+int ic_cuda_fn_load(int device, const char *ptx, const char *name, unsigned dsmem, ic_CUcontext *ctx,
+                    ic_CUmodule *mod, ic_CUfunction *fn, char *msg, size_t n) {
+    if (!ic_cuda_available()) {
+        snprintf(msg, n, "%s", D.reason);
+        return -1;
+    }
+    ic_CUcontext cur = NULL;
+    D.CtxGetCurrent(&cur);
+    if (device_ctx(device, ctx, msg, n)) return -1;
+    load_job j;
+    memset(&j, 0, sizeof j);
+    R_ r = load_image(&j, ptx);
+    *mod = NULL;
+    if (r) {
+        snprintf(msg, n, "loading the PTX: %s%s%.200s", errstr(r), j.log[0] ? ": " : "", j.log);
+    } else {
+        *mod = j.mod;
+        r = D.ModuleGetFunction(fn, j.mod, name);
+        if (r) snprintf(msg, n, "no function %s: %s", name, errstr(r));
+    }
+    if (!r && dsmem > 48 * 1024) {
+        r = D.FuncSetAttribute ? D.FuncSetAttribute(*fn, IC_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)dsmem) : 1;
+        if (r) snprintf(msg, n, "%u bytes of shared memory: %s", dsmem, D.FuncSetAttribute ? errstr(r) : "no cuFuncSetAttribute");
+    }
+    if (r && *mod) {
+        D.ModuleUnload(*mod);
+        *mod = NULL;
+    }
+    if (cur != *ctx) D.CtxSetCurrent(cur);
+    return r ? -1 : 0;
+}
+
+int ic_cuda_fn_launch(ic_CUcontext ctx, ic_CUfunction fn, unsigned grid, unsigned block, unsigned dsmem,
+                      void *stream, void **args, char *msg, size_t n) {
+    ic_CUcontext cur = NULL;
+    D.CtxGetCurrent(&cur);
+    if (cur != ctx) D.CtxSetCurrent(ctx);
+    R_ r = D.LaunchKernel(fn, grid, 1, 1, block, 1, 1, dsmem, (ic_CUstream)stream, args, NULL);
+    if (cur != ctx) D.CtxSetCurrent(cur);
+    if (r) snprintf(msg, n, "launch: %s", errstr(r));
+    return r ? -1 : 0;
+}
+
+void ic_cuda_fn_unload(ic_CUcontext ctx, ic_CUmodule mod) {
+    if (!mod || !D.ok) return;
+    ic_CUcontext cur = NULL;
+    D.CtxGetCurrent(&cur);
+    if (cur != ctx) D.CtxSetCurrent(ctx);
+    D.ModuleUnload(mod); /* errors (context gone at exit) are ignored */
+    if (cur != ctx) D.CtxSetCurrent(cur);
+}
