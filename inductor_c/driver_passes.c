@@ -26,15 +26,17 @@
  * where each kernel variant of the second generation computed it; same result). */
 static bool half_type(ic_dtype t) { return t == IC_F16 || t == IC_BF16; }
 
-static void lowp_reach(ic_ctx *c, ic_xid x, uint8_t *in) {
-    if (x < 0 || in[x]) return;
-    in[x] = 1;
+/* the expressions under x, marked in c->xmark's walk, appended to in[0..*n) in the order met */
+static void lowp_reach(ic_ctx *c, ic_xid x, ic_xid **in, int *n, int *cap) {
+    if (x < 0 || !ic_marks_add(&c->xmark, x)) return;
+    *in = ic_grow(c, *in, cap, *n + 1, sizeof **in);
+    (*in)[(*n)++] = x;
     const ic_x *e = &c->xs[x];
     if (e->kind == X_ROWVAL || e->kind == X_CONST || e->kind == X_IXVAL) return;
-    lowp_reach(c, e->a, in);
+    lowp_reach(c, e->a, in, n, cap);
     if (e->kind == X_OP) {
-        lowp_reach(c, e->b, in);
-        lowp_reach(c, e->c, in);
+        lowp_reach(c, e->b, in, n, cap);
+        lowp_reach(c, e->c, in, n, cap);
     }
 }
 
@@ -44,18 +46,23 @@ static bool lowp_mark(uint8_t *need, ic_xid x) {
     return true;
 }
 
-/* need[] of kernel k, NULL when it has no f32 exp or division (all needed) */
-static uint8_t *lowp_need(ic_ctx *c, const ic_kernel *k) {
-    uint8_t *in = ic_alloc(c, (size_t)c->nxs + 1), *need = ic_alloc(c, (size_t)c->nxs + 1);
+/* The values of kernel k needed to f32 accuracy, -1 ended; NULL when it has no f32 exp or
+ * division (all needed). The fixpoint runs over the kernel's own expressions (*in, scratch),
+ * its need[] in c->lowp_map, zero again on return: a kernel costs its own size, not the graph's. */
+static ic_xid *lowp_need(ic_ctx *c, const ic_kernel *k, ic_xid **in, int *cap) {
+    uint8_t *need = c->lowp_map;
     uint8_t *rowneed = ic_alloc(c, (size_t)k->nitems + 1);
+    int n = 0;
     bool any = false;
+    ic_marks_begin(c, &c->xmark, c->nxs);
     for (int j = 0; j < k->nitems; j++) {
-        lowp_reach(c, k->items[j].expr, in);
-        lowp_reach(c, k->items[j].expr2, in);
+        lowp_reach(c, k->items[j].expr, in, &n, cap);
+        lowp_reach(c, k->items[j].expr2, in, &n, cap);
     }
-    for (ic_xid x = 0; x < c->nxs; x++) {
-        const ic_x *e = &c->xs[x];
-        if (in[x] && e->kind == X_OP && e->dtype == IC_F32 && (e->op == IC_OP_EXP || e->op == IC_OP_DIV)) any = true;
+    const ic_xid *xs = *in;
+    for (int i = 0; i < n; i++) {
+        const ic_x *e = &c->xs[xs[i]];
+        if (e->kind == X_OP && e->dtype == IC_F32 && (e->op == IC_OP_EXP || e->op == IC_OP_DIV)) any = true;
     }
     if (!any) return NULL;
     for (bool changed = true; changed;) {
@@ -71,8 +78,8 @@ static uint8_t *lowp_need(ic_ctx *c, const ic_kernel *k) {
             bool sum_exp = it->red_op == IC_OP_SUM && e->kind == X_OP && e->op == IC_OP_EXP && e->dtype == IC_F32;
             if (!sum_exp || rowneed[j] || (it->store && !half_type(it->dtype))) changed |= lowp_mark(need, it->expr);
         }
-        for (ic_xid x = 0; x < c->nxs; x++) {
-            if (!in[x]) continue;
+        for (int i = 0; i < n; i++) { /* operands are met after their users: one round mostly */
+            ic_xid x = xs[i];
             const ic_x *e = &c->xs[x];
             switch (e->kind) {
             case X_ROWVAL:
@@ -93,14 +100,36 @@ static uint8_t *lowp_need(ic_ctx *c, const ic_kernel *k) {
             }
         }
     }
-    return need;
+    int m = 0; /* every mark is one of the kernel's expressions (the walk's operands) */
+    for (int i = 0; i < n; i++) m += need[xs[i]];
+    ic_xid *out = ic_alloc(c, ((size_t)m + 1) * sizeof *out);
+    m = 0;
+    for (int i = 0; i < n; i++)
+        if (need[xs[i]]) out[m++] = xs[i], need[xs[i]] = 0;
+    out[m] = -1;
+    return out;
 }
 
 void ic_lowp_analysis(ic_ctx *c) {
-    c->lowp_need = ic_alloc(c, ((size_t)c->nkernels + 1) * sizeof(uint8_t *));
+    c->lowp_need = ic_alloc(c, ((size_t)c->nkernels + 1) * sizeof(ic_xid *));
+    c->lowp_ki = -1;
     if (c->cfg.gpu_lowp == 0) return; /* every value at f32 accuracy */
+    c->lowp_map = ic_alloc(c, (size_t)c->nxs + 1);
+    ic_xid *in = NULL;
+    int cap = 0;
     for (int ki = 0; ki < c->nkernels; ki++)
-        if (!c->kernels[ki].is_ext) c->lowp_need[ki] = lowp_need(c, &c->kernels[ki]);
+        if (!c->kernels[ki].is_ext) c->lowp_need[ki] = lowp_need(c, &c->kernels[ki], &in, &cap);
+}
+
+const uint8_t *ic_lowp_map(ic_ctx *c, int ki) {
+    if (!c->lowp_need || !c->lowp_need[ki]) return NULL;
+    if (c->lowp_ki != ki) { /* the previous kernel's marks off, ki's on */
+        if (c->lowp_ki >= 0)
+            for (const ic_xid *x = c->lowp_need[c->lowp_ki]; *x >= 0; x++) c->lowp_map[*x] = 0;
+        for (const ic_xid *x = c->lowp_need[ki]; *x >= 0; x++) c->lowp_map[*x] = 1;
+        c->lowp_ki = ki;
+    }
+    return c->lowp_map;
 }
 
 /* ---- GEMM epilogue fusion ------------------------------------------------------------------ *
@@ -114,24 +143,23 @@ void ic_lowp_analysis(ic_ctx *c) {
  * buffer). Whether the template runs at all (the target, config gemm, the GEMM choice) is
  * codegen's (codegen/gpu_gemm_emit.c gg_gemm_kernel), which skips a fused consumer.
  * Requires: planned buffers. Changes: c->gemm_epi only (moved here from codegen, same result). */
-static void xs_walk(ic_ctx *c, ic_xid x, uint8_t *seen, ic_xid *out, int *n, int cap, int buf) {
-    if (x < 0 || seen[x]) return;
-    seen[x] = 1;
+static void xs_walk(ic_ctx *c, ic_xid x, ic_xid *out, int *n, int cap, int buf) {
+    if (x < 0 || !ic_marks_add(&c->xmark, x)) return;
     const ic_x *e = &c->xs[x];
     if (e->kind == X_LOADF && e->buf == buf) {
         if (*n < cap) out[*n] = x;
         (*n)++;
     }
     if (e->kind == X_ROWVAL) return;
-    xs_walk(c, e->a, seen, out, n, cap, buf);
-    xs_walk(c, e->b, seen, out, n, cap, buf);
-    xs_walk(c, e->c, seen, out, n, cap, buf);
+    xs_walk(c, e->a, out, n, cap, buf);
+    xs_walk(c, e->b, out, n, cap, buf);
+    xs_walk(c, e->c, out, n, cap, buf);
 }
 
 /* does a kernel other than `skip`, or an extern call, read buffer b? */
 static bool buf_read_elsewhere(ic_ctx *c, int b, int skip) {
     int *used = ic_alloc(c, (size_t)c->nbufs * sizeof(int) + 1);
-    uint8_t *seen = ic_alloc(c, (size_t)c->nxs + 1);
+    ic_marks_begin(c, &c->xmark, c->nxs);
     for (int ki = 0; ki < c->nkernels; ki++) {
         const ic_kernel *k = &c->kernels[ki];
         if (ki == skip) continue;
@@ -142,8 +170,8 @@ static bool buf_read_elsewhere(ic_ctx *c, int b, int skip) {
             continue;
         }
         for (int j = 0; j < k->nitems; j++) {
-            x_mark_bufs(c, k->items[j].expr, used, seen);
-            if (k->items[j].expr2 >= 0) x_mark_bufs(c, k->items[j].expr2, used, seen);
+            x_mark_bufs(c, k->items[j].expr, used);
+            if (k->items[j].expr2 >= 0) x_mark_bufs(c, k->items[j].expr2, used);
         }
     }
     return used[b] != 0;
@@ -172,13 +200,13 @@ static int gemm_consumer(ic_ctx *c, int ki, const ic_gemm *G, bool *store_out) {
     int nv = ic_kernel_loop_vars(k, vars, sizes);
     for (int i = 0; i < nv; i++) total *= sizes[i];
     if (total != G->batch * G->M * G->N) return -1;
-    uint8_t *seen = ic_alloc(c, (size_t)c->nxs + 1);
+    ic_marks_begin(c, &c->xmark, c->nxs);
     ic_xid loads[64];
     int nl = 0;
     for (int j = 0; j < k->nitems; j++) {
         const ic_item *it = &k->items[j];
         if (!it->store) continue;
-        xs_walk(c, it->expr, seen, loads, &nl, 64, G->out_buf);
+        xs_walk(c, it->expr, loads, &nl, 64, G->out_buf);
         for (int x = 0; x < 5; x++) {
             int o = x == 0 ? G->a_buf : x == 1 ? G->b_buf : x == 2 ? G->bias_buf : x == 3 ? G->out_buf : -1;
             if (bufs_overlap(c, it->buf, o)) return -1;

@@ -184,6 +184,11 @@ double ic_now_ms(void); /* monotonic clock */
 
 typedef struct ic_chunk ic_chunk;
 typedef struct ic_ctx ic_ctx;
+typedef struct ic_marks { /* ic_marks_begin */
+    uint32_t *st;         /* per id: the generation of the walk that marked it */
+    uint32_t gen;
+    int cap;
+} ic_marks;
 
 typedef int32_t ic_ix;  /* index expression */
 typedef int32_t ic_ixv; /* tuple of index expressions */
@@ -427,8 +432,11 @@ struct ic_ctx {
     int64_t *row_scratch;       /* per buffer: GPU row scratch at workspace + this, else -1
                                    (compile.c plan_row_scratch; NULL on the CPU) */
     bool gpu_stage_ok;          /* GPU target: rows may be staged in shared memory (sm >= 80) */
-    uint8_t **lowp_need;        /* per kernel: values needed to f32 accuracy (driver_passes.c
+    ic_xid **lowp_need;         /* per kernel: values needed to f32 accuracy, -1 ended (driver_passes.c
                                    ic_lowp_analysis; NULL: all of them, or not a lowp backend) */
+    uint8_t *lowp_map;          /*   one kernel's as a map over expressions (ic_lowp_map) */
+    int lowp_ki;                /*   the kernel in lowp_map (-1: none) */
+    ic_marks xmark;             /* visited expressions of one walk (ic_marks_begin) */
     struct ic_gemm_epi_plan *gemm_epi; /* per kernel: its GEMM epilogue (driver_passes.c
                                    ic_gemm_epilogues; NULL: not a gemm_epilogue backend) */
     int cg_parts;               /* modules compiled in parallel */
@@ -468,6 +476,19 @@ bool ic_sym_decode(const ic_ctx *c, int64_t v, ic_dim *out);
 
 /* arena / errors (compile.c) */
 void *ic_alloc(ic_ctx *c, size_t n);                 /* zeroed; longjmps on OOM */
+
+/* Marks of one walk over ids 0..n-1 (expressions: c->xmark), cleared in
+ * O(1) by a generation stamp per id: ic_marks_begin starts a walk, ic_marks_add(m, i) marks i
+ * and is true the first time. A per-kernel array of c->nxs bytes, zeroed, made every kernel of
+ * a graph cost the whole graph (densenet121's backward: 903 kernels x 91k expressions). One
+ * walk at a time per set: a walker calls nothing that begins a walk of the same set. */
+void ic_marks_begin(ic_ctx *c, ic_marks *m, int n);
+static inline bool ic_marks_add(ic_marks *m, int i) {
+    if (m->st[i] == m->gen) return false;
+    m->st[i] = m->gen;
+    return true;
+}
+static inline bool ic_marks_has(const ic_marks *m, int i) { return m->st[i] == m->gen; }
 void *ic_grow(ic_ctx *c, void *p, int *cap, int need, size_t elem); /* arena realloc */
 _Noreturn void ic_fail(ic_ctx *c, ic_errcode code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -506,8 +527,12 @@ ic_xid x_gatherf(ic_ctx *c, int buf, ic_ix off, ic_xid index, int64_t stride, in
 ic_xid x_intern(ic_ctx *c, const ic_x *x);
 void x_print(ic_ctx *c, ic_str *s, ic_xid root);
 /* used[b] |= 1 for every buffer the kernel expression x loads (X_LOADF), not looking through
- * row values; seen[] (one byte an expression) marks the expressions already visited */
-void x_mark_bufs(ic_ctx *c, ic_xid x, int *used, uint8_t *seen);
+ * row values; the expressions already visited are c->xmark's (a walk the caller began) */
+void x_mark_bufs(ic_ctx *c, ic_xid x, int *used);
+/* kernel ki's values needed to f32 accuracy (driver_passes.c ic_lowp_analysis) as a map over
+ * expression ids (1: needed; 0: not, or not one of ki's), valid until a call for another
+ * kernel; NULL: all are needed */
+const uint8_t *ic_lowp_map(ic_ctx *c, int ki);
 
 /* passes */
 void ic_lower(ic_ctx *c);               /* loops/lower.c */

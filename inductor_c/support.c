@@ -32,6 +32,20 @@ void *ic_alloc(ic_ctx *c, size_t n) {
     return k->data;
 }
 
+void ic_marks_begin(ic_ctx *c, ic_marks *m, int n) {
+    if (m->cap < n + 1) { /* ids added since: a larger set (the arena keeps the old one) */
+        int cap = m->cap ? m->cap : 64;
+        while (cap < n + 1) cap *= 2;
+        m->st = ic_alloc(c, (size_t)cap * sizeof *m->st);
+        m->cap = cap;
+        m->gen = 0;
+    }
+    if (++m->gen == 0) { /* wrapped: every stamp forgotten */
+        memset(m->st, 0, (size_t)m->cap * sizeof *m->st);
+        m->gen = 1;
+    }
+}
+
 /* Arena realloc: the old block stays in the arena until the compilation ends. Growth is
  * geometric, so the waste is bounded by the final size. */
 void *ic_grow(ic_ctx *c, void *p, int *cap, int need, size_t elem) {

@@ -148,3 +148,24 @@ def test_key_dedupe_matches_bitcode_and_no_dedupe(monkeypatch, capfd, tmp_path, 
                 r = subprocess.run([ptxas, "-arch=sm_90", str(f), "-o", os.devnull], capture_output=True, text=True)
                 assert r.returncode == 0, r.stderr[-2000:]
     assert checked >= 10, checked
+
+
+def test_key_ignores_span_of_safe_loads(monkeypatch, capfd, cfg_reset):
+    """Two kernels that differ only in the span of the buffer they load (a slice of an 8 x 8
+    input, then a 4 x 8 matmul product, read at the same offsets, none leaving either buffer)
+    share a key: the span is in the code only where a load is clamped to it (gpu_key.c
+    load_bound). Before, the key held every buffer's span and the second kernel was built again,
+    found only by its bitcode (resnet50's backward: 17 such, densenet121's: 4)."""
+    def fn(a, b):
+        h = (a[:4] * 2 + 1).exp()
+        return ((h @ b) * 2 + 1).exp()
+
+    texts = _graph_texts(monkeypatch, capfd, fn, torch.randn(8, 8), torch.randn(8, 8))
+    assert len(texts) == 1
+    capfd.readouterr()
+    torchc.config.debug = "dedupe"
+    torchc._C.graph_to_ptx(texts[0], 90)
+    err = capfd.readouterr().err
+    m = re.search(r"dedupe check: (\d+) key repeats built and equal, (\d+) repeats found by bitcode only", err)
+    assert m, err[-2000:]
+    assert (int(m.group(1)), int(m.group(2))) == (2, 0), m.group(0)  # scalar and vector variants

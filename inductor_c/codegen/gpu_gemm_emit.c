@@ -68,10 +68,10 @@ static bool gemm_auto(const ic_gemm *G, bool fused) {
  * order: A, B, bias, out, then the consumer's as it meets them); their count. */
 static int gemm_params(ic_ctx *c, const ic_gemm *G, const ic_kernel *cons, bool store_out, int **usedp, int **ubp) {
     int *used = ic_alloc(c, (size_t)c->nbufs * sizeof(int) + 1);
-    uint8_t *seen = ic_alloc(c, (size_t)c->nxs + 1);
+    ic_marks_begin(c, &c->xmark, c->nxs);
     for (int j = 0; cons && j < cons->nitems; j++) {
         if (!cons->items[j].store) continue;
-        x_mark_bufs(c, cons->items[j].expr, used, seen);
+        x_mark_bufs(c, cons->items[j].expr, used);
         used[cons->items[j].buf] |= 2;
     }
     used[G->out_buf] = store_out ? 2 : 0;

@@ -176,7 +176,9 @@ typedef struct gg {
     ic_xid rcp32_x;        /* V2: 1 / gg_val(rcp32_x) (IEEE) of generation rcp32_gen is rcp32_v */
     uint32_t rcp32_gen;
     LLVMValueRef rcp32_v;
-    uint8_t *need;         /* [x]: value needed to f32 accuracy (c->lowp_need: the driver's analysis); NULL: all are */
+    const uint8_t *need;   /* [x]: value needed to f32 accuracy (ic_lowp_map: the driver's analysis); NULL: all are */
+    int64_t max_span;      /* the largest span of a buffer of the graph (gg_buffer_bounds) */
+    int64_t max_row_bytes; /*   and of a row scratch buffer's row copy, in bytes */
     int epi_buf;           /* GEMM epilogue (gpu_gemm.c): loads of this buffer read epi_val */
     LLVMValueRef epi_val;  /*   (the accumulator value, register form) while it is non-NULL */
 } gg;
@@ -380,7 +382,8 @@ int gg_split_rows_per_block(const ic_kernel *k);
 int gg_online_pair(ic_ctx *c, const ic_kernel *k, int *ja, int *jb, ic_xid *shift);
 bool gg_choose_tile(ic_ctx *c, ic_kernel *k, plan *P);
 bool gg_choose_tile2(ic_ctx *c, ic_kernel *k, const plan *T, plan *P);
-bool gg_fits_i32(ic_ctx *c, ic_kernel *k, const plan *P);
+bool gg_fits_i32(gg *g, ic_kernel *k, const plan *P);
+void gg_buffer_bounds(gg *g);
 int gg_param_order(ic_ctx *c, const ic_kernel *k, bool stores_only, const int *used, const int *first, int n0, int *ub);
 void gg_add_annotation(gg *g, LLVMValueRef fn, const char *key, int v);
 LLVMValueRef gg_kernel_fn(gg *g, const char *name, int np, int nu, const int *ub, const int *used);

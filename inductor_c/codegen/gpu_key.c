@@ -18,7 +18,10 @@
  *                aux, the bits of cval, and whether the low-precision analysis needs it in f32
  *   a sum        offset and terms (coefficient, atom); an atom: a var (its size and whether it
  *                is symbolic) or modidx(sub-sum, div, mod)
- *   a buffer     dtype, row scratch or not, span (bounds clamps)
+ *   a buffer     dtype, row scratch or not (a row scratch one: its span, the stride of its rows)
+ *   a load       its buffer, index sum, and the span where the code reads it: when an offset may
+ *                leave the buffer (clamped to it) or a gather's; else only that none does (so
+ *                the same layer's loads of workspace slots of other spans share a key)
  *   the variant  its parameters in order (and read/write use), the plan with its vars and
  *                nodes renumbered, the partial slots, the index type (i32/i64), and the row
  *                scratch buffers in buffer order (gpu_rows.c rebase_scratch walks them so)
@@ -143,8 +146,19 @@ static void key_buf(gkeyer *K, ic_ctx *c, int b) {
         const ic_buffer *Bf = &c->bufs[b];
         put64(K, Bf->dtype);
         put64(K, Bf->kind == 3); /* row scratch; the generator tells no other kinds apart */
-        put64(K, Bf->span);
+        if (Bf->kind == 3) put64(K, Bf->span); /* its rows' stride (gpu_rows.c rebase_scratch) */
     }
+}
+
+/* What a load reads of its buffer's span (gpu_mem.c): none when its offsets stay inside it
+ * (-1: no clamp, the span is not in the code), else the span, the clamp's bound (a gather's
+ * offsets are always clamped). Not the span itself: equal loads of buffers whose spans differ
+ * (the same layer's activations in workspace slots of other sizes) are the same code. */
+static int64_t load_bound(ic_ctx *c, const ic_x *e) {
+    int64_t lo, hi, span = c->bufs[e->buf].span;
+    if (e->a >= 0) return span;
+    ix_range(c, e->ix, &lo, &hi);
+    return lo >= 0 && hi < span ? -1 : span;
 }
 
 static void key_x(gkeyer *K, ic_ctx *c, const uint8_t *need, ic_xid x) {
@@ -166,6 +180,7 @@ static void key_x(gkeyer *K, ic_ctx *c, const uint8_t *need, ic_xid x) {
     case X_LOADF: { /* a >= 0: a gather (aux: the size clamped to, cval: the index's stride) */
         key_buf(K, c, e->buf);
         key_sum(K, c, e->ix);
+        put64(K, load_bound(c, e));
         put64(K, e->aux);
         uint64_t bits;
         memcpy(&bits, &e->cval, sizeof bits);
@@ -259,7 +274,7 @@ const uint8_t *gg_variant_key(gkeyer *K, gg *g, const ic_kernel *k, const plan *
     ic_ctx *c = g->c;
     key_begin(K);
     put64(K, P_POINTWISE + P_ROWS + P_TILE + 1); /* not a GEMM's */
-    key_kernel(K, c, k, P->v2 && c->lowp_need ? c->lowp_need[k - c->kernels] : NULL);
+    key_kernel(K, c, k, P->v2 ? ic_lowp_map(c, (int)(k - c->kernels)) : NULL);
     key_params(K, c, used, ub, nu);
     for (int b = 0; b < c->nbufs; b++) /* the row scratch ones in buffer order (rebase_scratch) */
         if (used[b] && c->bufs[b].kind == 3) key_buf(K, c, b);

@@ -482,6 +482,7 @@ void gg_codegen(ic_ctx *c, int tsm, int nsm, gres *R) {
     for (int i = 0; i < c->nkernels; i++)
         if (c->kernels[i].nitems > maxitems) maxitems = c->kernels[i].nitems;
     g->rowval = ic_alloc(c, ((size_t)maxitems + 1) * sizeof(LLVMValueRef));
+    gg_buffer_bounds(g);
 
     ic_gpu *gpu = R->gpu; /* the driver's: freed by it on a failure */
     gpu->sm = tsm;
@@ -603,7 +604,7 @@ void gg_codegen(ic_ctx *c, int tsm, int nsm, gres *R) {
                 P.on_shift = on_shift;
                 if (P.grid == 0) continue;
                 if ((int64_t)P.grid > 0x7FFFFFFF) ic_fail(c, IC_EUNSUPPORTED, "GPU grid too large");
-                bool i32 = gg_fits_i32(c, k, &P);
+                bool i32 = gg_fits_i32(g, k, &P);
                 g->ity = i32 ? g->cg.i32 : g->cg.i64;
                 char name[48];
                 if (S > 1)

@@ -17,7 +17,6 @@ typedef struct scan {
     int min_esz;     /* smallest element of an access contiguous along vv */
     int nscalar;     /* loads that differ per lane but are not contiguous (one per lane) */
     int ntrans;      /* transcendental ops (exp, erf, tanh, ...): tens of instructions each */
-    uint8_t *seen;
 } scan;
 
 static void scan_ix(scan *S, ic_ix a, ic_dtype t) {
@@ -28,8 +27,7 @@ static void scan_ix(scan *S, ic_ix a, ic_dtype t) {
 }
 
 static void scan_x(scan *S, ic_xid x) {
-    if (S->seen[x]) return;
-    S->seen[x] = 1;
+    if (!ic_marks_add(&S->c->xmark, x)) return;
     const ic_x *e = &S->c->xs[x];
     if (e->kind == X_LOADF && e->a < 0) scan_ix(S, e->ix, e->dtype);
     if (e->kind == X_LOADF && S->vv >= 0) {
@@ -63,7 +61,8 @@ static bool vec8_on(const ic_config *cf) { return cf->gpu_vec8 != 0; }
  * vectorized var's size stays a multiple. */
 int gg_choose_vec(ic_ctx *c, ic_kernel *k, int32_t vv, int64_t vsize, bool rows) {
     if (vv < 0) return 1;
-    scan S = {.c = c, .vv = vv, .min_esz = 99, .seen = ic_alloc(c, (size_t)c->nxs + 1)};
+    scan S = {.c = c, .vv = vv, .min_esz = 99};
+    ic_marks_begin(c, &c->xmark, c->nxs);
     for (int j = 0; j < k->nitems; j++) {
         const ic_item *it = &k->items[j];
         if (rows && !it->inner) continue;
@@ -102,9 +101,8 @@ static int stage_mode(const ic_config *cf) {
 
 /* every load under x: gathers (computed indices) make it -2, a second row-varying load or one
  * not contiguous along vv -1; else *the is the row-varying load (or stays -1) */
-static void stage_walk(ic_ctx *c, ic_xid x, uint8_t *seen, int32_t vv, ic_xid *the, bool *uses) {
-    if (x < 0 || seen[x] || *the < -1) return;
-    seen[x] = 1;
+static void stage_walk(ic_ctx *c, ic_xid x, int32_t vv, ic_xid *the, bool *uses) {
+    if (x < 0 || *the < -1 || !ic_marks_add(&c->xmark, x)) return;
     const ic_x *e = &c->xs[x];
     if (e->kind == X_ROWVAL) return;
     if (e->kind == X_LOADF) {
@@ -116,23 +114,22 @@ static void stage_walk(ic_ctx *c, ic_xid x, uint8_t *seen, int32_t vv, ic_xid *t
         }
         return;
     }
-    stage_walk(c, e->a, seen, vv, the, uses);
-    stage_walk(c, e->b, seen, vv, the, uses);
-    stage_walk(c, e->c, seen, vv, the, uses);
+    stage_walk(c, e->a, vv, the, uses);
+    stage_walk(c, e->b, vv, the, uses);
+    stage_walk(c, e->c, vv, the, uses);
 }
 
 static bool stage_rows_ok(ic_ctx *c, const ic_kernel *k, int32_t vv) {
     if (vv < 0) return false;
     ic_xid the = -1;
     unsigned posmask = 0;
-    uint8_t *seen = ic_alloc(c, (size_t)c->nxs + 1);
     for (int j = 0; j < k->nitems; j++) {
         const ic_item *it = &k->items[j];
         if (!it->inner) continue;
         bool uses = false;
-        memset(seen, 0, (size_t)c->nxs + 1);
-        stage_walk(c, it->expr, seen, vv, &the, &uses);
-        if (it->expr2 >= 0) stage_walk(c, it->expr2, seen, vv, &the, &uses);
+        ic_marks_begin(c, &c->xmark, c->nxs);
+        stage_walk(c, it->expr, vv, &the, &uses);
+        if (it->expr2 >= 0) stage_walk(c, it->expr2, vv, &the, &uses);
         if (the < -1) return false;
         if (uses) posmask |= 1u << (it->pos & 31);
     }
@@ -275,21 +272,20 @@ void gg_plan_kernel(ic_ctx *c, ic_kernel *k, plan *P, int V, int nsm, int S, int
  * is stored by the final launch). */
 
 /* does an item of pass > p load buffer b? */
-static bool loads_buf(ic_ctx *c, ic_xid x, int b, uint8_t *seen) {
-    if (x < 0 || seen[x]) return false;
-    seen[x] = 1;
+static bool loads_buf(ic_ctx *c, ic_xid x, int b) {
+    if (x < 0 || !ic_marks_add(&c->xmark, x)) return false;
     const ic_x *e = &c->xs[x];
     if (e->kind == X_LOADF && e->buf == b) return true;
     if (e->kind == X_ROWVAL) return false;
-    return loads_buf(c, e->a, b, seen) || loads_buf(c, e->b, b, seen) || loads_buf(c, e->c, b, seen);
+    return loads_buf(c, e->a, b) || loads_buf(c, e->b, b) || loads_buf(c, e->c, b);
 }
 
 static bool read_later(ic_ctx *c, const ic_kernel *k, const ic_item *st) {
-    uint8_t *seen = ic_alloc(c, (size_t)c->nxs + 1);
+    ic_marks_begin(c, &c->xmark, c->nxs);
     for (int j = 0; j < k->nitems; j++) {
         const ic_item *it = &k->items[j];
         if (it->pos <= st->pos) continue;
-        if (loads_buf(c, it->expr, st->buf, seen) || loads_buf(c, it->expr2, st->buf, seen)) return true;
+        if (loads_buf(c, it->expr, st->buf) || loads_buf(c, it->expr2, st->buf)) return true;
     }
     return false;
 }
@@ -392,15 +388,14 @@ int gg_online_pair(ic_ctx *c, const ic_kernel *k, int *ja, int *jb, ic_xid *shif
     return ON_NONE;
 }
 
-static void collect_loads(ic_ctx *c, ic_xid x, uint8_t *seen, ic_xid *out, int *n, int cap) {
-    if (x < 0 || seen[x]) return;
-    seen[x] = 1;
+static void collect_loads(ic_ctx *c, ic_xid x, ic_xid *out, int *n, int cap) {
+    if (x < 0 || !ic_marks_add(&c->xmark, x)) return;
     const ic_x *e = &c->xs[x];
     if (e->kind == X_LOADF && e->a < 0 && *n < cap) out[(*n)++] = x;
     if (e->kind == X_ROWVAL) return;
-    collect_loads(c, e->a, seen, out, n, cap);
-    collect_loads(c, e->b, seen, out, n, cap);
-    collect_loads(c, e->c, seen, out, n, cap);
+    collect_loads(c, e->a, out, n, cap);
+    collect_loads(c, e->b, out, n, cap);
+    collect_loads(c, e->c, out, n, cap);
 }
 
 /* A pointwise kernel stored contiguously along its last var vv that loads an input with a
@@ -417,14 +412,14 @@ bool gg_choose_tile(ic_ctx *c, ic_kernel *k, plan *P) {
     int64_t sv = sizes[nv - 1];
     if (sv < 32) return false;
     bool na;
-    uint8_t *seen = ic_alloc(c, (size_t)c->nxs + 1);
+    ic_marks_begin(c, &c->xmark, c->nxs);
     ic_xid loads[64];
     int nl = 0;
     for (int j = 0; j < k->nitems; j++) {
         const ic_item *it = &k->items[j];
         if (!it->store) continue;
         if (ix_coeff(c, it->out_ix, vv, &na) != 1 || na) return false;
-        collect_loads(c, it->expr, seen, loads, &nl, 64);
+        collect_loads(c, it->expr, loads, &nl, 64);
     }
     if (nl >= 64) return false;
     memset(P, 0, sizeof *P);
@@ -518,30 +513,37 @@ bool gg_choose_tile2(ic_ctx *c, ic_kernel *k, const plan *T, plan *P) {
 }
 
 /* i32 index math when every offset and counter stays far below 2^31 */
-bool gg_fits_i32(ic_ctx *c, ic_kernel *k, const plan *P) {
+bool gg_fits_i32(gg *g, ic_kernel *k, const plan *P) {
     const int64_t lim = ((int64_t)1 << 31) - ((int64_t)1 << 25);
     int64_t total = P->mode != P_ROWS ? P->G * P->V : P->rows * ((P->C + 8) * P->T + 1) * P->V;
     if (total >= lim || P->rows + P->R >= lim) return false;
     int64_t rows = 1;
     for (int i = 0; i < k->nouter; i++) rows *= k->osize[i];
+    if (g->max_span >= lim) return false;
+    return rows <= 0 || g->max_row_bytes < (lim + rows - 1) / rows; /* every row copy's offsets */
+}
+
+/* gg_fits_i32's bounds over all buffers of the graph, once (not per variant) */
+void gg_buffer_bounds(gg *g) {
+    ic_ctx *c = g->c;
+    g->max_span = g->max_row_bytes = 0;
     for (int b = 0; b < c->nbufs; b++) {
-        if (c->bufs[b].span >= lim) return false;
-        if (c->bufs[b].kind == 3 && rows * c->bufs[b].span * (int64_t)ic_dtype_size(c->bufs[b].dtype) >= lim)
-            return false;
+        const ic_buffer *Bf = &c->bufs[b];
+        if (Bf->span > g->max_span) g->max_span = Bf->span;
+        int64_t rb = Bf->span * (int64_t)ic_dtype_size(Bf->dtype);
+        if (Bf->kind == 3 && rb > g->max_row_bytes) g->max_row_bytes = rb;
     }
-    return true;
 }
 
 /* ---- one kernel variant ----------------------------------------------------------------------- */
-static void order_loads(ic_ctx *c, ic_xid x, uint8_t *seen, const int *used, bool *placed, int *ub, int *nu) {
-    if (seen[x]) return;
-    seen[x] = 1;
+static void order_loads(ic_ctx *c, ic_xid x, const int *used, bool *placed, int *ub, int *nu) {
+    if (!ic_marks_add(&c->xmark, x)) return;
     const ic_x *e = &c->xs[x];
     if (e->kind == X_LOADF && used[e->buf] && !placed[e->buf]) placed[e->buf] = true, ub[(*nu)++] = e->buf;
     if (e->kind == X_ROWVAL) return;
-    if (e->a >= 0) order_loads(c, e->a, seen, used, placed, ub, nu);
-    if (e->b >= 0) order_loads(c, e->b, seen, used, placed, ub, nu);
-    if (e->c >= 0) order_loads(c, e->c, seen, used, placed, ub, nu);
+    if (e->a >= 0) order_loads(c, e->a, used, placed, ub, nu);
+    if (e->b >= 0) order_loads(c, e->b, used, placed, ub, nu);
+    if (e->c >= 0) order_loads(c, e->c, used, placed, ub, nu);
 }
 
 /* The kernel parameters: the buffers marked in `used`, in the order the code first meets
@@ -551,14 +553,14 @@ static void order_loads(ic_ctx *c, ic_xid x, uint8_t *seen, const int *used, boo
 int gg_param_order(ic_ctx *c, const ic_kernel *k, bool stores_only, const int *used, const int *first, int n0,
                        int *ub) {
     bool *placed = ic_alloc(c, (size_t)c->nbufs + 1);
-    uint8_t *seen = ic_alloc(c, (size_t)c->nxs + 1);
+    ic_marks_begin(c, &c->xmark, c->nxs);
     int nu = 0;
     for (int i = 0; i < n0; i++)
         if (first[i] >= 0 && used[first[i]] && !placed[first[i]]) placed[first[i]] = true, ub[nu++] = first[i];
     for (int j = 0; k && j < k->nitems; j++) {
         const ic_item *it = &k->items[j];
         if (stores_only && !it->store) continue;
-        order_loads(c, it->expr, seen, used, placed, ub, &nu);
+        order_loads(c, it->expr, used, placed, ub, &nu);
         if (it->store && used[it->buf] && !placed[it->buf]) placed[it->buf] = true, ub[nu++] = it->buf;
     }
     for (int b = 0; b < c->nbufs; b++)
@@ -596,9 +598,9 @@ LLVMValueRef gg_kernel_fn(gg *g, const char *name, int np, int nu, const int *ub
  * (*ub), the same for all its variants; their count. */
 int gg_variant_params(ic_ctx *c, const ic_kernel *k, int **used, int **ub) {
     int *u = ic_alloc(c, (size_t)c->nbufs * sizeof(int) + 1);
-    uint8_t *seen = ic_alloc(c, (size_t)c->nxs + 1);
+    ic_marks_begin(c, &c->xmark, c->nxs);
     for (int j = 0; j < k->nitems; j++) {
-        x_mark_bufs(c, k->items[j].expr, u, seen);
+        x_mark_bufs(c, k->items[j].expr, u);
         if (k->items[j].store) u[k->items[j].buf] |= 2;
     }
     *ub = ic_alloc(c, (size_t)c->nbufs * sizeof(int) + 1);
@@ -636,7 +638,7 @@ void gg_gen_variant(gg *g, ic_kernel *k, const plan *P, ic_gvariant *out, const 
     g->P = P;
     g->v2 = P->v2;
     /* the driver's low-precision analysis (driver_passes.c), for the second generation */
-    g->need = g->v2 && c->lowp_need ? c->lowp_need[k - c->kernels] : NULL;
+    g->need = g->v2 ? ic_lowp_map(c, (int)(k - c->kernels)) : NULL;
     g->smem = NULL;
     g->vgen++; /* invalidates the persistent loads of the previous variant */
     if (P->mode == P_ROWS && P->logT + (P->jlow ? 0 : P->logR) > 5) {

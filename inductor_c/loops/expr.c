@@ -169,19 +169,18 @@ void x_print(ic_ctx *c, ic_str *s, ic_xid root) {
     pr(c, s, root, seen);
 }
 
-void x_mark_bufs(ic_ctx *c, ic_xid x, int *used, uint8_t *seen) {
-    if (seen[x])
+void x_mark_bufs(ic_ctx *c, ic_xid x, int *used) {
+    if (!ic_marks_add(&c->xmark, x))
         return;
-    seen[x] = 1;
     const ic_x *e = &c->xs[x];
     if (e->kind == X_LOADF)
         used[e->buf] |= 1;
     if (e->kind == X_ROWVAL)
         return;
     if (e->a >= 0)
-        x_mark_bufs(c, e->a, used, seen);
+        x_mark_bufs(c, e->a, used);
     if (e->b >= 0)
-        x_mark_bufs(c, e->b, used, seen);
+        x_mark_bufs(c, e->b, used);
     if (e->c >= 0)
-        x_mark_bufs(c, e->c, used, seen);
+        x_mark_bufs(c, e->c, used);
 }
