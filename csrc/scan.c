@@ -23,6 +23,7 @@
 #include "aten_bridge.h"
 #include "scan.h"
 #include "train.h"
+#include "ic_config.h"
 #include "ic_device.h"
 
 _Thread_local tc_scan_probe *tc_scan_tl_probe;
@@ -501,6 +502,8 @@ static PyObject *scan_persist(PyObject *self, PyObject *args) {
         tw = "a dynamic-shape body";
     if (tw == NULL && p->graph == NULL)
         tw = "the body has no graph text";
+    if (tw == NULL && !plan_only && !ic_config_int(IC_CFG_scan_persistent))
+        tw = "config scan_persistent is off (the kernel has not yet run on a GPU)";
     if (tw)
         return Py_BuildValue("(Os)", Py_None, tw);
     if (!plan_only && ic_cuda_device_info(cm.device_index, &sm, &nsm, why, sizeof why))

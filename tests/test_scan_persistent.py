@@ -173,6 +173,13 @@ def test_explain_names_the_scan_lowering_on_the_cpu():
 cuda = pytest.mark.skipif(not CUDA, reason="needs CUDA")
 
 
+@pytest.fixture(autouse=True)
+def _persistent_on(monkeypatch):
+    """config scan_persistent is off by default until the C kernel has run on a GPU; these
+    tests are that run"""
+    monkeypatch.setenv("TORCHC_SCAN_PERSISTENT", "1")
+
+
 @cuda
 @pytest.mark.parametrize("N,n,inp", [(1, 1, 1), (1, 170, 1), (3, 33, 3), (128, 170, 1), (5, 241, 20), (2, 512, 1),
                                      (7, 600, 2), (130, 97, 1), (300, 64, 1)])

@@ -20,6 +20,7 @@ import statistics
 import sys
 import time
 
+os.environ.setdefault("TORCHC_SCAN_PERSISTENT", "1")  # off by default until this script has passed on a GPU
 import torch
 from torch.utils import _pytree as pytree
 
