@@ -101,6 +101,34 @@ def test_update_of_a_view_passed_in_non_contiguous():
     _check(f, make, [0])
 
 
+@pytest.mark.parametrize("calls", [1, 2])
+def test_update_of_a_slice_of_a_larger_base(calls):
+    # x is one row of a non-leaf base: the base's gradient outside the row must still reach the
+    # base's old history (CopySlices sends it there only with the old row's gradient defined);
+    # torchc.scan's fallback loop runs such a body once per row
+    w = torch.randn(3, 3)
+
+    def make():
+        a = torch.randn(4, 2, 3, requires_grad=True)
+        base = a * 1.5
+        return [a], [base[0], torch.zeros(2, 3)], base
+
+    def f(x, h):
+        x.mul_(2)
+        return torch.tanh(h @ w + x)
+
+    _check(f, make, [0])
+    a = torch.randn(4, 2, 3, requires_grad=True)
+    for fn in (f, torchc.compile(f)):
+        base, h = a * 1.5, torch.zeros(2, 3)
+        for t in range(calls):
+            h = fn(base[t], h)
+        g = torch.autograd.grad(h.sum() + (base * torch.arange(24.0).view(4, 2, 3)).sum(), a)[0]
+        if fn is f:
+            want = g
+    torch.testing.assert_close(g, want)
+
+
 def test_buffer_given_a_value_that_requires_grad():
     # a tensor that does not require grad (made before a graph break, say) updated with one
     # that does: it requires grad afterwards and the gradient reaches the value

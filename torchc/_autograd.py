@@ -74,7 +74,10 @@ class Write(torch.autograd.Function):
     @staticmethod
     def forward(ctx, dst, value, zeros):
         ctx.mark_dirty(dst)
-        ctx.zeros = (dst.shape, dst.dtype, dst.device) if zeros else None
+        # a view: autograd puts this node inside CopySlices, which sends the base's gradient
+        # outside the view to the base's old history only with the old value's gradient defined
+        # (None there dropped it all): zeros, as the value's path carries the view's own part
+        ctx.zeros = (dst.shape, dst.dtype, dst.device) if zeros or dst._is_view() else None
         return dst
 
     @staticmethod
