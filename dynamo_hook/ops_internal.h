@@ -287,6 +287,7 @@ int sym_h_index_fill(trace *t, const opdef *d, var **p, var *out);
 int sym_h_index_add(trace *t, const opdef *d, var **p, var *out);
 int sym_h_count_nonzero(trace *t, const opdef *d, var **p, var *out);
 int sym_h_grouped_mm(trace *t, const opdef *d, var **p, var *out);
+int sym_h_channel_shuffle(trace *t, const opdef *d, var **p, var *out);
 
 /* ops_builtins.c */
 int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out);

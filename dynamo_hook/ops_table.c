@@ -309,6 +309,8 @@ static const opdef OPS[] = {
     {"count_nonzero", W_TORCH | W_METHOD, "input,dim", sym_h_count_nonzero, 0},
     {"grouped_mm", W_F, "mat_a,mat_b|offs,bias,out_dtype", sym_h_grouped_mm, 0},
     {"_grouped_mm", W_TORCH, "input,mat2,offs,bias,out_dtype", sym_h_grouped_mm, 0},
+    {"channel_shuffle", W_TORCH | W_F, "input,groups", sym_h_channel_shuffle, 0},
+    {"native_channel_shuffle", W_TORCH, "input,groups", sym_h_channel_shuffle, 0},
     /* ops_models.c */
     {"result_type", W_TORCH, "tensor,other", sym_h_result_type, 0},
     {"as_strided", W_TORCH | W_METHOD, "input,size,stride,storage_offset", sym_h_as_strided, 0},

@@ -142,3 +142,40 @@ def test_act_eager_errors(call):
         call(x)
     with pytest.raises(type(want.value)):
         torchc.compile(call)(x * 1)
+
+
+# ---- channel_shuffle / nn.ChannelShuffle -------------------------------------------------
+
+@pytest.mark.parametrize("shape,g", [((2, 6, 3, 4), 2), ((2, 6, 3, 4), 3), ((1, 4, 3, 2, 2), 4), ((0, 6, 3), 2),
+                                     ((2, 6, 0), 3), ((3, 5, 1), 1), ((1, 1, 1), 1)])
+@pytest.mark.parametrize("layout", ["contiguous", "channels_last", "strided"])
+def test_channel_shuffle(shape, g, layout):
+    x = torch.randn(shape)
+    if layout == "channels_last":
+        if x.dim() != 4:
+            return
+        x = x.contiguous(memory_format=torch.channels_last)
+    elif layout == "strided":
+        x = _noncontig(*shape)
+    got = _whole(lambda x: F.channel_shuffle(x, g), x)
+    assert got.stride() == F.channel_shuffle(x, g).stride()
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.bool, torch.float16])
+def test_channel_shuffle_module_dtypes(dtype):
+    _whole(torch.nn.ChannelShuffle(2), (torch.randn(2, 4, 3) * 3).to(dtype))
+
+
+def test_channel_shuffle_grads_f64():
+    _grads(lambda x: F.channel_shuffle(x * 2, 3), torch.randn(2, 6, 5, dtype=torch.float64).transpose(0, 2).transpose(0, 2))
+    _grads(lambda x: F.channel_shuffle(x, 2).sin(), _noncontig(2, 4, 3, dtype=torch.float64))
+
+
+@pytest.mark.allow_fallback
+@pytest.mark.parametrize("shape,g", [((2, 6, 3), 4), ((2, 6, 3), 0), ((2, 6), 2)])
+def test_channel_shuffle_eager_errors(shape, g):
+    x = torch.randn(shape)
+    with pytest.raises(RuntimeError):
+        F.channel_shuffle(x, g)
+    with pytest.raises(RuntimeError):
+        torchc.compile(lambda x: F.channel_shuffle(x * 1, g))(x)
