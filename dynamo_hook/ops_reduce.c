@@ -689,6 +689,100 @@ int sym_h_batch_norm(trace *t, const opdef *d, var **p, var *out) {
     return norm_out(t, p[0]->val, y, in_dt, training ? IC_MF_PRESERVE : -1, out);
 }
 
+/* instance_norm(input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps,
+ * cudnn_enabled) (F.instance_norm, nn.InstanceNorm1d/2d/3d): eager's batch_norm of the input
+ * viewed as [1, N*C, *]: statistics per (sample, channel) over the spatial dims; the running
+ * statistics (per channel) move by momentum toward the batch's mean of the per-sample mean and
+ * unbiased variance; without use_input_stats the running statistics normalize. A contiguous
+ * result (eager normalizes input.contiguous()). */
+int sym_h_instance_norm(trace *t, const opdef *d, var **p, var *out) {
+    if (sym_need_tensor(t, d, p[0]) < 0)
+        return -1;
+    ic_meta m_copy = *sym_metap(t, p[0]->val);
+    const ic_meta *m = &m_copy; /* a copy: the graph reallocates */
+    if (m->ndim < 2 || m->dtype < IC_F16 || m->dtype > IC_F64 || m->dyn)
+        return sym_fail(t, "instance_norm: input must be float with >= 2 dims and static sizes");
+    int use = 1;
+    double momentum = 0.1, eps = 1e-5;
+    if (sym_get_bool(t, p[5], 1, &use, "use_input_stats") < 0 || sym_opt_num(t, p[6], 0.1, &momentum, "momentum") < 0 ||
+        sym_opt_num(t, p[7], 1e-5, &eps, "eps") < 0)
+        return -1;
+    for (int i = 1; i <= 4; i++)
+        if (!sym_is_none(p[i]) && p[i]->kind != V_TENSOR)
+            return sym_fail(t, "instance_norm: statistics and affine parameters must be tensors");
+    int has_run = !sym_is_none(p[3]) && !sym_is_none(p[4]);
+    if (!use && !has_run)
+        return sym_fail(t, "instance_norm without input statistics nor running statistics (eager raises)");
+    if (sym_is_none(p[3]) != sym_is_none(p[4]))
+        return sym_fail(t, "instance_norm with one running statistic of two left to eager");
+    int64_t C = m->sizes[1], n = 1, bshape[IC_MAX_DIMS];
+    uint32_t mask = 0;
+    for (int i = 0; i < m->ndim; i++) {
+        bshape[i] = i == 1 ? C : 1;
+        if (i >= 2) {
+            mask |= 1u << i;
+            n *= m->sizes[i];
+        }
+    }
+    for (int i = 1; i <= 4; i++) { /* eager's batch_norm checks each against N*C repeated */
+        if (sym_is_none(p[i]))
+            continue;
+        const ic_meta *pm = sym_metap(t, p[i]->val);
+        if (pm->ndim != 1 || pm->sizes[0] != C)
+            return sym_fail(t, "instance_norm: a parameter or statistic not of the channels' size (eager raises)");
+    }
+    if (use && n == 1)
+        return sym_fail(t, "instance_norm: one value per channel with input statistics (eager raises)");
+    if (m->sizes[0] * C == 0 && (!sym_is_none(p[1]) || !sym_is_none(p[2]) || has_run))
+        return sym_fail(t, "instance_norm of an empty batch with parameters or statistics left to eager (it may raise)");
+    const ic_dtype in_dt = m->dtype;
+    ic_val x = p[0]->val, mean, varv;
+    if (in_dt == IC_F16 || in_dt == IC_BF16)
+        x = ic_cast(G, x, IC_F32);
+    if (use) {
+        ic_val var_run;
+        bn_stats(t, x, mask, m, &mean, &varv, &var_run);
+        if (has_run) { /* updated without autograd, the batch's mean of the per-sample stats */
+            int sg = sym_value_requires_grad(t, mean);
+            ic_val mu = ic_reshape(G, ic_reduce(G, IC_OP_MEAN, sg ? ic_detach(G, mean) : mean, 1u, 0, -1), 1, &C);
+            ic_val vu = ic_binary(G, IC_OP_MUL, sg ? ic_detach(G, var_run) : var_run, sym_num(t, (double)n / (double)(n - 1)));
+            vu = ic_reshape(G, ic_reduce(G, IC_OP_MEAN, vu, 1u, 0, -1), 1, &C);
+            ic_val rm = ic_binary(G, IC_OP_ADD, ic_binary(G, IC_OP_MUL, p[3]->val, sym_num(t, 1 - momentum)),
+                                  ic_binary(G, IC_OP_MUL, mu, sym_num(t, momentum)));
+            ic_val rv = ic_binary(G, IC_OP_ADD, ic_binary(G, IC_OP_MUL, p[4]->val, sym_num(t, 1 - momentum)),
+                                  ic_binary(G, IC_OP_MUL, vu, sym_num(t, momentum)));
+            if (sym_mutate(t, p[3], rm) < 0 || sym_mutate(t, p[4], rv) < 0)
+                return -1;
+        }
+    } else {
+        mean = ic_reshape(G, p[3]->val, m->ndim, bshape);
+        varv = ic_reshape(G, p[4]->val, m->ndim, bshape);
+    }
+    ic_val rstd = ic_unary(G, IC_OP_RSQRT, ic_binary(G, IC_OP_ADD, varv, sym_num(t, eps)));
+    if (use && in_dt != ic_value_meta(G, x)->dtype && t->device_type == TC_DEV_CPU) {
+        /* as batch_norm's (above): eager's CPU kernel rounds the batch mean and 1/std to a
+         * 16-bit input's dtype when the parameters and statistics given are of that dtype */
+        int mixed = 0;
+        for (int i = 1; i <= 4; i++)
+            mixed |= !sym_is_none(p[i]) && ic_value_meta(G, p[i]->val)->dtype != in_dt;
+        if (!mixed) {
+            mean = ic_cast(G, ic_cast(G, mean, in_dt), IC_F32);
+            rstd = ic_cast(G, ic_cast(G, rstd, in_dt), IC_F32);
+        }
+    }
+    ic_val y = ic_binary(G, IC_OP_MUL, ic_binary(G, IC_OP_SUB, x, mean), rstd);
+    if (!sym_is_none(p[1]))
+        y = ic_binary(G, IC_OP_MUL, y, ic_reshape(G, p[1]->val, m->ndim, bshape));
+    if (!sym_is_none(p[2]))
+        y = ic_binary(G, IC_OP_ADD, y, ic_reshape(G, p[2]->val, m->ndim, bshape));
+    if (y >= 0 && ic_value_meta(G, y)->dtype != in_dt)
+        y = ic_cast(G, y, in_dt);
+    if (sym_tensor_out(t, y, out) < 0)
+        return -1;
+    ic_value_set_format(G, out->val, p[0]->val, IC_MF_CONTIGUOUS);
+    return 0;
+}
+
 /* group_norm(input, num_groups, weight, bias, eps) */
 int sym_h_group_norm(trace *t, const opdef *d, var **p, var *out) {
     if (sym_need_tensor(t, d, p[0]) < 0)

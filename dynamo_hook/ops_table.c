@@ -181,6 +181,8 @@ static const opdef OPS[] = {
     {"roll", W_TORCH | W_METHOD, "input,shifts,dims", sym_h_flip, 1},
     {"batch_norm", W_F, "input,running_mean,running_var,weight,bias,training,momentum,eps", sym_h_batch_norm, 0},
     {"group_norm", W_TORCH | W_F, "input,num_groups,weight,bias,eps", sym_h_group_norm, 0},
+    {"instance_norm", W_TORCH, "input,weight,bias,running_mean,running_var,use_input_stats,momentum,eps,cudnn_enabled",
+     sym_h_instance_norm, 0},
     {"type_as", W_METHOD, "input,other", sym_h_type_as, 0},
     {"clone", W_TORCH | W_METHOD, "input|memory_format", sym_h_clone, 0},
     {"nan_to_num", W_TORCH | W_METHOD, "input,nan,posinf,neginf", sym_h_nan_to_num, 0},

@@ -179,3 +179,105 @@ def test_channel_shuffle_eager_errors(shape, g):
         F.channel_shuffle(x, g)
     with pytest.raises(RuntimeError):
         torchc.compile(lambda x: F.channel_shuffle(x * 1, g))(x)
+
+
+# ---- instance_norm / nn.InstanceNorm1d/2d/3d ----------------------------------------------
+
+@pytest.mark.parametrize("shape", [(2, 3, 5), (1, 4, 3, 3), (3, 2, 2, 3, 2), (0, 3, 4), (2, 3, 0)])
+@pytest.mark.parametrize("affine", [False, True])
+def test_instance_norm_functional(shape, affine):
+    C = shape[1]
+    if affine and shape[0] == 0:
+        return  # eager raises IndexError (weight.repeat(0)): left to eager
+    w, b = (torch.randn(C), torch.randn(C)) if affine else (None, None)
+    _whole(lambda x: F.instance_norm(x, weight=w, bias=b, eps=1e-3), torch.randn(shape) * 3 + 1)
+
+
+def test_instance_norm_noncontiguous_and_channels_last():
+    x = torch.randn(2, 3, 4, 5)
+    got = _whole(lambda x: F.instance_norm(x), x.contiguous(memory_format=torch.channels_last))
+    assert got.is_contiguous()
+    _whole(lambda x: F.instance_norm(x), _noncontig(2, 3, 4, 5))
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float64])
+def test_instance_norm_dtypes(dtype):
+    x = torch.randn(2, 3, 6).to(dtype)
+    tol = dict(rtol=1e-2, atol=1e-2) if dtype in (torch.float16, torch.bfloat16) else {}
+    _whole(lambda x: F.instance_norm(x), x, **tol)
+    w = torch.randn(3, dtype=dtype)
+    _whole(lambda x: F.instance_norm(x, weight=w, bias=w), x, **tol)
+
+
+@pytest.mark.parametrize("cls,shape", [(torch.nn.InstanceNorm1d, (2, 3, 5)), (torch.nn.InstanceNorm1d, (3, 5)),
+                                       (torch.nn.InstanceNorm2d, (2, 3, 4, 3)), (torch.nn.InstanceNorm2d, (3, 4, 3)),
+                                       (torch.nn.InstanceNorm3d, (1, 3, 2, 3, 2))])
+@pytest.mark.parametrize("affine,track,training", [(False, False, True), (True, False, False), (True, True, True),
+                                                    (False, True, False)])
+def test_instance_norm_modules(cls, shape, affine, track, training):
+    torch.manual_seed(0)
+    m1 = cls(3, affine=affine, track_running_stats=track, momentum=0.3)
+    if affine:
+        with torch.no_grad():
+            m1.weight.uniform_(0.5, 1.5)
+            m1.bias.uniform_(-1, 1)
+    if track:
+        m1.running_mean.uniform_(-1, 1)
+        m1.running_var.uniform_(0.5, 2)
+    m2 = type(m1)(3, affine=affine, track_running_stats=track, momentum=0.3)
+    m2.load_state_dict(m1.state_dict())
+    m1.train(training)
+    m2.train(training)
+    x = torch.randn(shape) * 2 + 0.5
+    with torch.no_grad():
+        torchc.reset()
+        ex = torchc.explain(m2)(x)
+        assert captured_whole(ex), ex.break_reasons
+        m2.load_state_dict(m1.state_dict())
+        want = m1(x)
+        got = torchc.compile(m2)(x)
+    assert_same(got, want)
+    for k, v in m1.state_dict().items():
+        assert_same(m2.state_dict()[k], v)
+
+
+@pytest.mark.parametrize("affine", [False, True])
+def test_instance_norm_grads_f64(affine):
+    x = torch.randn(2, 3, 5, dtype=torch.float64).transpose(1, 2).contiguous().transpose(1, 2)
+    w, b = torch.rand(3, dtype=torch.float64) + 0.5, torch.randn(3, dtype=torch.float64)
+    rm, rv = torch.zeros(3, dtype=torch.float64), torch.ones(3, dtype=torch.float64)
+    if affine:
+        _grads(lambda x, w, b, rm, rv: F.instance_norm(x, rm, rv, w, b, use_input_stats=True), x, w, b, rm, rv,
+               wrt=(0, 1, 2))
+    else:
+        _grads(lambda x: F.instance_norm(x) * x, x)
+    # eval with running statistics
+    _grads(lambda x, w, b, rm, rv: F.instance_norm(x, rm, rv, w, b, use_input_stats=False), x, w, b, rm, rv,
+           wrt=(0, 1, 2))
+
+
+def test_instance_norm_training_module_grads_f64():
+    torch.manual_seed(0)
+    m = torch.nn.InstanceNorm2d(3, affine=True).double()
+    x = torch.randn(2, 3, 3, 4, dtype=torch.float64, requires_grad=True)
+    want = m(x)
+    want.square().sum().backward()
+    gw, gx = m.weight.grad.clone(), x.grad.clone()
+    m.zero_grad()
+    x.grad = None
+    torchc.reset()
+    got = torchc.compile(m)(x)
+    got.square().sum().backward()
+    assert_same(got.detach(), want.detach(), 1e-7, 1e-7)
+    assert_same(m.weight.grad, gw, 1e-7, 1e-7)
+    assert_same(x.grad, gx, 1e-7, 1e-7)
+
+
+@pytest.mark.allow_fallback
+def test_instance_norm_eager_errors():
+    for call in (lambda x: F.instance_norm(x[..., :1]), lambda x: F.instance_norm(x, use_input_stats=False)):
+        x = torch.randn(2, 3, 4)
+        with pytest.raises((ValueError, RuntimeError)) as e:
+            call(x)
+        with pytest.raises(type(e.value)):
+            torchc.compile(call)(x)
