@@ -115,6 +115,8 @@ static const opdef OPS[] = {
     {"chunk", W_TORCH | W_METHOD, "input,chunks,dim", sym_h_split, 1},
     {"index_select", W_TORCH | W_METHOD, "input,dim,index", sym_h_index_select, 0},
     {"embedding", W_F, "input,weight,padding_idx,max_norm,norm_type,scale_grad_by_freq,sparse", sym_h_index_select, 1},
+    {"embedding_bag", W_F, "input,weight,offsets,max_norm,norm_type,scale_grad_by_freq,mode,sparse,per_sample_weights,"
+     "include_last_offset,padding_idx", sym_h_embedding_bag, 0},
     {"arange", W_TORCH, "start,end,step|dtype,device,layout,out,requires_grad,pin_memory", sym_h_arange, 0},
     {"linspace", W_TORCH, "start,end,steps|dtype,device,layout,out,requires_grad,pin_memory", sym_h_linspace, 0},
     {"eye", W_TORCH, "n,m|dtype,device,layout,requires_grad,pin_memory,out", sym_h_eye, 0},

@@ -281,3 +281,82 @@ def test_instance_norm_eager_errors():
             call(x)
         with pytest.raises(type(e.value)):
             torchc.compile(call)(x)
+
+
+# ---- embedding_bag / nn.EmbeddingBag ------------------------------------------------------
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+@pytest.mark.parametrize("case", ["2d", "2d_pad", "2d_psw", "2d_empty_batch", "1d", "1d_last", "1d_pad", "1d_psw",
+                                  "1d_empty_input", "1d_int32"])
+def test_embedding_bag(mode, case):
+    w = torch.randn(10, 3)
+    kw = {}
+    if case.startswith("2d"):
+        idx = torch.randint(0, 10, (4, 3) if case != "2d_empty_batch" else (0, 3))
+        args = (idx, w)
+    else:
+        idx = torch.tensor([1, 2, 4, 5, 4, 3, 2, 9, 4]) if case != "1d_empty_input" else torch.zeros(0, dtype=torch.long)
+        offs = torch.tensor([0, 2, 2, 6]) if case != "1d_empty_input" else torch.tensor([0, 0])
+        if case == "1d_last":
+            offs = torch.tensor([0, 2, 2, 6, 8])
+            kw["include_last_offset"] = True
+        if case == "1d_int32":
+            idx, offs = idx.int(), offs.int()
+        args = (idx, w, offs)
+    if case.endswith("pad"):
+        kw["padding_idx"] = 4
+        if case == "2d_pad":
+            args[0][1] = 4  # a bag of padding only
+    if case.endswith("psw"):
+        if mode != "sum":
+            return
+        kw["per_sample_weights"] = torch.randn(args[0].shape)
+    _whole(lambda *a: F.embedding_bag(*a, mode=mode, **kw), *args)
+
+
+def test_embedding_bag_module_and_noncontiguous_weight():
+    m = torch.nn.EmbeddingBag(7, 5, mode="sum")
+    _whole(m, torch.randint(0, 7, (3, 4)))
+    _whole(m, torch.tensor([1, 6, 0, 3]), torch.tensor([0, 1, 3]))
+    w = torch.randn(5, 14)[:, ::2].t()  # (7, 5), strided
+    _whole(lambda i, w: F.embedding_bag(i, w, mode="max"), torch.randint(0, 7, (3, 2)), w)
+    _whole(lambda i, w: F.embedding_bag(i, w.double(), mode="mean"), torch.randint(0, 7, (1, 1)), w)
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+def test_embedding_bag_grads_f64(mode):
+    w = torch.randn(8, 3, dtype=torch.float64)
+    idx = torch.tensor([[1, 2, 1], [7, 0, 3]])
+    _grads(lambda i, w: F.embedding_bag(i, w, mode=mode, padding_idx=3), idx, w, wrt=(1,))
+    if mode == "sum":
+        psw = torch.randn(2, 3, dtype=torch.float64)
+        _grads(lambda i, w, s: F.embedding_bag(i, w, mode="sum", per_sample_weights=s), idx, w, psw, wrt=(1, 2))
+    if mode != "max":
+        _grads(lambda i, w, o: F.embedding_bag(i, w, o, mode=mode), idx.flatten(), w, torch.tensor([0, 1, 1, 4]),
+               wrt=(1,))
+
+
+@pytest.mark.allow_fallback
+@pytest.mark.parametrize("offs", [[1, 4], [0, 5, 3], [0, 9]])
+def test_embedding_bag_bad_offsets_raise(offs):
+    w, idx = torch.randn(10, 3), torch.tensor([1, 2, 4, 5, 4, 3, 2, 9])
+    f = lambda i, w, o: F.embedding_bag(i, w, o)
+    with pytest.raises(RuntimeError):
+        f(idx, w, torch.tensor(offs))
+    cf = torchc.compile(f)
+    cf(idx, w, torch.tensor([0, 3]))  # compiled; then the bad offsets rerun eagerly and raise
+    with pytest.raises(RuntimeError):
+        cf(idx, w, torch.tensor(offs))
+
+
+@pytest.mark.allow_fallback
+def test_embedding_bag_bad_index_raises():
+    w = torch.randn(10, 3)
+    f = lambda i, w: F.embedding_bag(i * 1, w)
+    cf = torchc.compile(f)
+    cf(torch.tensor([[1, 2]]), w)
+    for bad in ([[1, 10]], [[1, -1]]):
+        with pytest.raises(RuntimeError):
+            f(torch.tensor(bad), w)
+        with pytest.raises(RuntimeError):
+            cf(torch.tensor(bad), w)
