@@ -192,6 +192,8 @@ int sym_h_weight_norm(trace *t, const opdef *d, var **p, var *out);
 int sym_h_batch_norm(trace *t, const opdef *d, var **p, var *out);
 int sym_h_group_norm(trace *t, const opdef *d, var **p, var *out);
 int sym_h_instance_norm(trace *t, const opdef *d, var **p, var *out);
+int sym_h_nanmean(trace *t, const opdef *d, var **p, var *out);
+int sym_h_take_along_dim(trace *t, const opdef *d, var **p, var *out);
 int sym_h_cumsum(trace *t, const opdef *d, var **p, var *out);
 int sym_h_argsort(trace *t, const opdef *d, var **p, var *out);
 int sym_h_sort(trace *t, const opdef *d, var **p, var *out);

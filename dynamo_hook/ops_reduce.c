@@ -940,3 +940,89 @@ int sym_h_select(trace *t, const opdef *d, var **p, var *out) {
         return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "%s failed", d->name);
     return sym_return_pair(t, names[d->op], vals, idx, out);
 }
+
+/* nanmean(input, dim=None, keepdim=False, *, dtype=None): eager's nansum(dim, keepdim, dtype)
+ * divided by the count of non-NaN elements (NaN where there are none) */
+int sym_h_nanmean(trace *t, const opdef *d, var **p, var *out) {
+    if (sym_need_tensor(t, d, p[0]) < 0)
+        return -1;
+    ic_dtype xdt = sym_metap(t, p[0]->val)->dtype;
+    if (xdt < IC_F16 || xdt > IC_F64)
+        return sym_fail(t, "nanmean of a non-float tensor (eager raises)");
+    int nd = sym_ndim_of(t, p[0]->val), keep = 0, dt = -1;
+    uint32_t mask;
+    if (sym_dims_mask(t, p[1], nd, &mask) < 0 || sym_get_bool(t, p[2], 0, &keep, "keepdim") < 0 ||
+        (p[3] && sym_get_dtype(t, p[3], &dt) < 0))
+        return -1;
+    if (dt >= 0 && (dt < IC_F16 || dt > IC_F64))
+        return sym_fail(t, "nanmean with a non-float dtype left to eager");
+    ic_val x = p[0]->val, nan = ic_unary(G, IC_OP_ISNAN, x);
+    ic_val s = ic_reduce(G, IC_OP_SUM, ic_where(G, nan, sym_num(t, 0), x), mask, keep, dt);
+    ic_val n = ic_reduce(G, IC_OP_SUM, ic_unary(G, IC_OP_LOGICAL_NOT, nan), mask, keep, -1);
+    return sym_tensor_out(t, ic_binary(G, IC_OP_DIV, s, n), out);
+}
+
+/* take_along_dim(input, indices, dim=None): gather along dim of input and indices broadcast
+ * to each other on every other dim (of both flattened without dim); indices outside [0, size)
+ * rerun the frame eagerly (CPU) or trap (CUDA) */
+int sym_h_take_along_dim(trace *t, const opdef *d, var **p, var *out) {
+    if (sym_need_tensor(t, d, p[0]) < 0 || sym_need_tensor(t, d, p[1]) < 0)
+        return -1;
+    ic_meta xm = *sym_metap(t, p[0]->val), im = *sym_metap(t, p[1]->val);
+    if (im.dtype != IC_I64)
+        return sym_fail(t, "take_along_dim: indices not int64 (eager raises)");
+    if (xm.dyn || im.dyn)
+        return sym_fail(t, "take_along_dim with symbolic shapes left to eager");
+    ic_val x = p[0]->val, ix = p[1]->val;
+    int dim = 0;
+    if (sym_is_none(p[2])) {
+        int64_t nx = 1, ni = 1;
+        for (int i = 0; i < xm.ndim; i++)
+            nx *= xm.sizes[i];
+        for (int i = 0; i < im.ndim; i++)
+            ni *= im.sizes[i];
+        /* eager: input.view(-1) and indices.view(-1), which raise where no such view exists */
+        int64_t st[IC_MAX_DIMS], nst[1];
+        for (int k = 0; k < 2; k++) {
+            const ic_meta *mk = k ? &im : &xm;
+            if (!sym_eager_strides(t, k ? ix : x, st))
+                return sym_fail(t, "take_along_dim: strides of the operands unknown");
+            if (!sym_view_strides(mk->ndim, mk->sizes, st, 1, k ? &ni : &nx, nst))
+                return sym_fail(t, "take_along_dim without dim of a tensor that can't be viewed as 1-D (eager raises)");
+        }
+        x = sym_reshape(t, x, 1, &nx);
+        ix = sym_reshape(t, ix, 1, &ni);
+        xm.ndim = im.ndim = 1;
+        xm.sizes[0] = nx;
+        im.sizes[0] = ni;
+    } else {
+        long long dd;
+        if (sym_get_int(t, p[2], &dd, "dim") < 0 || sym_norm_dim(t, dd, xm.ndim, &dim) < 0)
+            return -1;
+        if (xm.ndim != im.ndim)
+            return sym_fail(t, "take_along_dim: input and indices of different ranks (eager raises)");
+        int64_t sx[IC_MAX_DIMS], si[IC_MAX_DIMS];
+        for (int i = 0; i < xm.ndim; i++) {
+            int64_t a = xm.sizes[i], b = im.sizes[i];
+            if (i != dim && a != b && a != 1 && b != 1)
+                return sym_fail(t, "take_along_dim: shapes do not broadcast (eager raises)");
+            int64_t bc = a == 1 ? b : a;
+            sx[i] = i == dim ? a : bc;
+            si[i] = i == dim ? b : bc;
+        }
+        x = ic_expand(G, x, xm.ndim, sx);
+        ix = ic_expand(G, ix, im.ndim, si);
+        memcpy(xm.sizes, sx, sizeof sx[0] * (size_t)xm.ndim);
+    }
+    int64_t bound = xm.ndim ? xm.sizes[dim] : 1;
+    var iv = *p[1];
+    iv.val = ix;
+    int chk = sym_check_index(t, &iv, bound, 1);
+    if (chk < 0)
+        return -1;
+    if (chk == 0 && t->device_type != TC_DEV_CUDA) /* checked after the run: read in range meanwhile */
+        ix = ic_binary(G, IC_OP_MINIMUM, ic_binary(G, IC_OP_MAXIMUM, ix, sym_inum(t, 0)), sym_inum(t, bound > 0 ? bound - 1 : 0));
+    int64_t prm[1] = {dim};
+    ic_val v[2] = {x, ix};
+    return sym_tensor_out(t, ic_extern(G, IC_EXT_GATHER, 2, v, 1, prm, 1, 1), out);
+}

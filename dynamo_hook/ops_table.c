@@ -54,6 +54,7 @@ static const opdef OPS[] = {
     {"clamp_min", W_TORCH | W_METHOD, "input,min", sym_h_clamp, 2},
     {"sum", W_TORCH | W_METHOD, "input,dim,keepdim|dtype", sym_h_reduce, IC_OP_SUM},
     {"mean", W_TORCH | W_METHOD, "input,dim,keepdim|dtype", sym_h_reduce, IC_OP_MEAN},
+    {"nanmean", W_TORCH | W_METHOD, "input,dim,keepdim|dtype", sym_h_nanmean, 0},
     {"amax", W_TORCH | W_METHOD, "input,dim,keepdim", sym_h_reduce, IC_OP_AMAX},
     {"amin", W_TORCH | W_METHOD, "input,dim,keepdim", sym_h_reduce, IC_OP_AMIN},
     {"max", W_TORCH | W_METHOD, "input,dim,keepdim", sym_h_max_min, IC_OP_MAXIMUM}, /* dim: or other */
@@ -254,6 +255,7 @@ static const opdef OPS[] = {
     {"solve", W_LINALG, "A,B|left", sym_h_linalg, IC_EXT_SOLVE},
     {"solve_triangular", W_LINALG, "A,B|upper,left,unitriangular,out", sym_h_solve_triangular, 0},
     {"gather", W_TORCH | W_METHOD, "input,dim,index|sparse_grad", sym_h_gather, IC_EXT_GATHER},
+    {"take_along_dim", W_TORCH | W_METHOD, "input,indices,dim", sym_h_take_along_dim, 0},
     {"scatter", W_TORCH | W_METHOD, "input,dim,index,src|reduce,value", sym_h_gather, IC_EXT_SCATTER},
     {"scatter_add", W_TORCH | W_METHOD, "input,dim,index,src", sym_h_gather, IC_EXT_SCATTER_ADD},
     {"scatter_reduce", W_TORCH | W_METHOD, "input,dim,index,src,reduce|include_self", sym_h_scatter_reduce, 0},

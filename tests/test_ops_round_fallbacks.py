@@ -360,3 +360,92 @@ def test_embedding_bag_bad_index_raises():
             f(torch.tensor(bad), w)
         with pytest.raises(RuntimeError):
             cf(torch.tensor(bad), w)
+
+
+# ---- take_along_dim ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("xs,is_,dim", [((3, 4), (3, 2), 1), ((3, 4), (5, 1), 0), ((3, 1, 5), (1, 4, 2), 2),
+                                        ((3, 4), (3, 0), 1), ((0, 4), (0, 2), 1), ((5,), (7,), 0), ((3, 4), (6,), None),
+                                        ((2, 3, 4), (2, 3, 4), -1)])
+def test_take_along_dim(xs, is_, dim):
+    x = torch.randn(xs)
+    bound = x.numel() if dim is None else xs[dim]
+    idx = torch.randint(0, max(bound, 1), is_)
+    f = (lambda x, i: torch.take_along_dim(x, i, dim)) if dim is not None else (lambda x, i: torch.take_along_dim(x, i))
+    _whole(f, x, idx)
+    if x.numel():
+        xt = x.transpose(0, -1).contiguous().transpose(0, -1)  # strided unless 1-D
+        if dim is None and not xt.is_contiguous():
+            xt = x[:, ::1]
+        _whole(lambda x, i: x.take_along_dim(i, dim=dim) * 2, xt, idx)
+
+
+def test_take_along_dim_argsort_and_grads_f64():
+    x = torch.randn(4, 5, dtype=torch.float64)
+    _whole(lambda x: torch.take_along_dim(x, x.argsort(1), 1), x)
+    _grads(lambda x, i: torch.take_along_dim(x, i, 1), x[:, ::2], torch.tensor([[0, 0], [2, 1], [1, 1], [0, 2]]))
+    _grads(lambda x, i: torch.take_along_dim(x.sin(), i), x, torch.tensor([3, 3, 19]))
+
+
+@pytest.mark.allow_fallback
+def test_take_along_dim_out_of_range_runs_eagerly():
+    x = torch.randn(3, 4)
+    f = lambda x, i: torch.take_along_dim(x, i + 0, 1)
+    cf = torchc.compile(f)
+    assert_same(cf(x, torch.tensor([[1], [2], [3]])), f(x, torch.tensor([[1], [2], [3]])))
+    bad = torch.tensor([[1], [2], [4]])
+    try:
+        want = f(x, bad)
+    except Exception as e:
+        with pytest.raises(type(e)):
+            cf(x, bad)
+    else:
+        assert_same(cf(x, bad), want)
+
+
+# ---- nanmean -----------------------------------------------------------------------------
+
+def _with_nans(shape, dtype=torch.float32):
+    x = torch.randn(shape).to(dtype)
+    return x.masked_fill(torch.rand(shape) < 0.3, float("nan"))
+
+
+@pytest.mark.parametrize("shape", SHAPES + [(4, 3, 2)])
+@pytest.mark.parametrize("args", [(), (0,), (-1, True), ((0, -1),)])
+def test_nanmean(shape, args):
+    if args and len(shape) < 2 and args[0] == (0, -1):
+        return
+    _whole(lambda x: torch.nanmean(x, *args), _with_nans(shape))
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float64])
+def test_nanmean_dtypes(dtype):
+    x = _with_nans((5, 6), dtype)
+    x[1] = float("nan")  # a row of NaN only: NaN
+    tol = dict(rtol=1e-2, atol=1e-2) if dtype in (torch.float16, torch.bfloat16) else {}
+    _whole(lambda x: x.nanmean(1), x, **tol)
+    _whole(lambda x: torch.nanmean(x, 0, dtype=torch.float64), x)
+    _whole(lambda x: x.nanmean(), x.t(), **tol)
+
+
+def test_nanmean_grads_f64():
+    _grads(lambda x: torch.nanmean(x, 1), _with_nans((4, 5), torch.float64).t())
+
+
+@pytest.mark.allow_fallback
+def test_nanmean_int_raises():
+    x = torch.tensor([1, 2])
+    with pytest.raises(RuntimeError):
+        torch.nanmean(x)
+    with pytest.raises(RuntimeError):
+        torchc.compile(lambda x: torch.nanmean(x * 1))(x)
+
+
+@pytest.mark.allow_fallback
+def test_take_along_dim_no_dim_of_strided_raises():
+    x = torch.randn(4, 3).t()
+    f = lambda x, i: torch.take_along_dim(x, i)
+    with pytest.raises(RuntimeError):
+        f(x, torch.tensor([1]))
+    with pytest.raises(RuntimeError):
+        torchc.compile(f)(x, torch.tensor([1]))
