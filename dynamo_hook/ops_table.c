@@ -99,6 +99,7 @@ static const opdef OPS[] = {
     BIN("fmod", FMOD), BIN("remainder", REMAINDER), BIN("floor_divide", FLOOR_DIVIDE),
     BIN("bitwise_and", BITWISE_AND), BIN("bitwise_or", BITWISE_OR), BIN("bitwise_xor", BITWISE_XOR),
     BIN("logical_xor", LOGICAL_XOR), BIN("atan2", ATAN2), BIN("arctan2", ATAN2),
+    BIN("bitwise_left_shift", LSHIFT), BIN("bitwise_right_shift", RSHIFT),
     {"prod", W_TORCH | W_METHOD, "input,dim,keepdim|dtype", sym_h_reduce, IC_OP_PROD},
     {"argmax", W_TORCH | W_METHOD, "input,dim,keepdim", sym_h_arg, IC_OP_ARGMAX},
     {"argmin", W_TORCH | W_METHOD, "input,dim,keepdim", sym_h_arg, IC_OP_ARGMIN},

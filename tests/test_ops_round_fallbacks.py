@@ -449,3 +449,60 @@ def test_take_along_dim_no_dim_of_strided_raises():
         f(x, torch.tensor([1]))
     with pytest.raises(RuntimeError):
         torchc.compile(f)(x, torch.tensor([1]))
+
+
+# ---- shifts: >> / << / torch.bitwise_left_shift / bitwise_right_shift ---------------------
+
+INTS = [torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8]
+
+
+def _shift_operands(dtype, n=12):
+    a = torch.tensor([-100, -1, 0, 1, 100, 7, -128, 127, 3, 5, -7, 64][:n]).to(dtype)
+    bits = torch.iinfo(dtype).bits
+    b = torch.tensor([0, 1, 3, bits - 1, bits, bits + 5, -1, -2, 2, 7, 1, 4][:n]).to(dtype)
+    return a, b
+
+
+@pytest.mark.parametrize("dtype", INTS)
+def test_shift_tensor_tensor(dtype):
+    a, b = _shift_operands(dtype)
+    _whole(lambda a, b: (a << b, a >> b), a, b)
+    _whole(lambda a, b: (torch.bitwise_left_shift(a, b), a.bitwise_right_shift(b)), a, b)
+
+
+@pytest.mark.parametrize("dtype", INTS)
+@pytest.mark.parametrize("k", [0, 1, 3, 7, 8, 31, 63, 64, -1])
+def test_shift_by_int(dtype, k):
+    a, _ = _shift_operands(dtype)
+    _whole(lambda a: (a >> k, a << k), a)
+
+
+def test_shift_promotion_broadcast_and_edges():
+    a = torch.randint(-1000, 1000, (3, 1, 4), dtype=torch.int32)
+    b = torch.randint(0, 12, (5, 1), dtype=torch.int64)
+    _whole(lambda a, b: (a << b, b >> a.abs() % 70), a, b)  # int32 op int64 -> int64
+    _whole(lambda a: (5 >> a.abs(), 3 << (a.abs() % 9)), a)  # int op tensor
+    _whole(lambda a: (a >> 1, a << 2), torch.zeros(0, 3, dtype=torch.int64))
+    _whole(lambda a: a[:, ::2] >> 3, torch.randint(-99, 99, (4, 6)))  # non-contiguous
+    _whole(lambda a: torch.tensor(1) << a, torch.randint(0, 5, (7,)))
+    _whole(lambda a: a.bool() << 1, torch.randint(0, 2, (7,)))  # bool tensor, int: int64
+
+
+def test_shift_inplace():
+    def f(a, b):
+        c = a * 1
+        c <<= 2
+        c >>= b
+        c.bitwise_left_shift_(1)
+        return c
+    _whole(f, torch.randint(-50, 50, (6,)), torch.randint(0, 4, (6,)))
+
+
+@pytest.mark.allow_fallback
+@pytest.mark.parametrize("call", [lambda a: a.float() << 1, lambda a: a >> 1.5, lambda a: a.bool() >> a.bool()])
+def test_shift_eager_errors(call):
+    a = torch.tensor([1, 2])
+    with pytest.raises((RuntimeError, NotImplementedError, TypeError)) as e:
+        call(a)
+    with pytest.raises(type(e.value)):
+        torchc.compile(lambda a: call(a + 0))(a)
