@@ -1094,3 +1094,186 @@ int sym_h_embedding_bag(trace *t, const opdef *d, var **p, var *out) {
     (void)one;
     return sym_tensor_out(t, r, out);
 }
+
+/* idx (an integer tensor value) checked in [-bound, bound) after the run (CPU: the frame reruns
+ * eagerly, which raises eager's IndexError), then wrapped and clamped into [0, bound) as i64 */
+static ic_val wrapped_index(trace *t, ic_val idx, int64_t bound, const char *what) {
+    ic_val i = ic_cast(G, idx, IC_I64);
+    ic_val bad = ic_binary(G, IC_OP_LOGICAL_OR, ic_binary(G, IC_OP_LT, i, sym_inum(t, -bound)),
+                           ic_binary(G, IC_OP_GE, i, sym_inum(t, bound)));
+    if (sym_add_check(t, ic_reduce(G, IC_OP_SUM, ic_cast(G, bad, IC_I64), 0, 0, -1), what) < 0)
+        return IC_NONE;
+    i = ic_where(G, ic_binary(G, IC_OP_LT, i, sym_inum(t, 0)), ic_binary(G, IC_OP_ADD, i, sym_inum(t, bound)), i);
+    return ic_binary(G, IC_OP_MINIMUM, ic_binary(G, IC_OP_MAXIMUM, i, sym_inum(t, 0)), sym_inum(t, bound > 0 ? bound - 1 : 0));
+}
+
+/* x (sizes xs, nd dims) with the rows [n, *xs[k:]] of vals written (acc: added) at the flat
+ * positions lin ([n] i64 in [0, prod xs[:k])) of x's first k dims: one scatter / scatter_add
+ * along dim 0 of x viewed as [P, *rest]; the result in x's layout (eager clones with
+ * preserve_format) */
+static ic_val put_rows(trace *t, ic_val x, int nd, const int64_t *xs, int k, ic_val lin, int64_t n, ic_val vals, int acc) {
+    int64_t vs[IC_MAX_DIMS], ps[IC_MAX_DIMS], ones[IC_MAX_DIMS];
+    int rn = nd - k + 1;
+    int64_t P = 1;
+    for (int i = 0; i < k; i++)
+        P *= xs[i];
+    ps[0] = P;
+    vs[0] = n;
+    ones[0] = n;
+    for (int i = k; i < nd; i++) {
+        ps[i - k + 1] = vs[i - k + 1] = xs[i];
+        ones[i - k + 1] = 1;
+    }
+    ic_val xf = sym_reshape(t, x, rn, ps);
+    ic_val ix = ic_expand(G, sym_reshape(t, lin, rn, ones), rn, vs);
+    ic_val in[3] = {xf, ix, sym_reshape(t, vals, rn, vs)};
+    int64_t prm[1] = {0};
+    ic_val r = ic_extern(G, acc ? IC_EXT_SCATTER_ADD : IC_EXT_SCATTER, 3, in, 1, prm, 1, 1);
+    r = sym_reshape(t, r, nd, xs);
+    if (r >= 0)
+        r = ic_cast(G, r, ic_value_meta(G, r)->dtype); /* a value of its own, laid out below */
+    if (r >= 0)
+        ic_value_set_format(G, r, x, IC_MF_PRESERVE);
+    return r;
+}
+
+/* index_put(input, indices, values, accumulate=False) / Tensor.index_put(_): integer index
+ * tensors (no None, no masks) over the leading dims, broadcast together; negative indices
+ * wrap, others out of range rerun the frame eagerly (CPU), which raises */
+int sym_h_index_put(trace *t, const opdef *d, var **p, var *out) {
+    int acc = 0;
+    if (sym_need_tensor(t, d, p[0]) < 0 || sym_get_bool(t, p[3], 0, &acc, "accumulate") < 0)
+        return -1;
+    if (p[2] == NULL || p[2]->kind != V_TENSOR)
+        return sym_fail(t, "%s: values must be a tensor (eager raises)", d->name);
+    if (p[1] == NULL || p[1]->kind != V_SEQ || p[1]->n < 1)
+        return sym_fail(t, "%s: indices must be a non-empty tuple or list of tensors", d->name);
+    if (t->device_type == TC_DEV_CUDA)
+        return sym_fail(t, "%s on CUDA left to eager (it checks the indices)", d->name);
+    ic_meta xm = *sym_metap(t, p[0]->val), vm = *sym_metap(t, p[2]->val);
+    const int k = p[1]->n;
+    if (xm.dyn || vm.dyn)
+        return sym_fail(t, "%s with symbolic shapes left to eager", d->name);
+    if (k > xm.ndim)
+        return sym_fail(t, "%s: too many indices (eager raises)", d->name);
+    if (vm.dtype != xm.dtype)
+        return sym_fail(t, "%s: values of another dtype (eager raises)", d->name);
+    ic_val ix[IC_MAX_DIMS];
+    int64_t isz[IC_MAX_DIMS];
+    int ind = 0;
+    for (int j = 0; j < k; j++) {
+        var iv = p[1]->items[j];
+        sym_resolve(t, &iv);
+        if (iv.kind != V_TENSOR)
+            return sym_fail(t, "%s: an index that is not a tensor (None: eager raises) left to eager", d->name);
+        ix[j] = iv.val;
+        ic_meta im = *sym_metap(t, iv.val);
+        if (im.dtype != IC_I64 && im.dtype != IC_I32)
+            return sym_fail(t, "%s: bool, byte or non-integer indices left to eager", d->name);
+        if (im.dyn)
+            return sym_fail(t, "%s with symbolic shapes left to eager", d->name);
+        /* the broadcast shape of the indices */
+        int nn = im.ndim > ind ? im.ndim : ind;
+        int64_t ns[IC_MAX_DIMS];
+        for (int q = 0; q < nn; q++) {
+            int64_t a = q - (nn - ind) >= 0 ? isz[q - (nn - ind)] : 1, b = q - (nn - im.ndim) >= 0 ? im.sizes[q - (nn - im.ndim)] : 1;
+            if (a != b && a != 1 && b != 1)
+                return sym_fail(t, "%s: indices do not broadcast (eager raises)", d->name);
+            ns[q] = a == 1 ? b : a;
+        }
+        memcpy(isz, ns, sizeof ns[0] * (size_t)nn);
+        ind = nn;
+    }
+    int64_t n = 1;
+    for (int q = 0; q < ind; q++)
+        n *= isz[q];
+    if (ind + xm.ndim - k > IC_MAX_DIMS)
+        return sym_fail(t, "%s: too many dims", d->name);
+    /* the flat position over the first k dims (row-major) */
+    ic_val lin = IC_NONE;
+    for (int j = 0; j < k; j++) {
+        ic_val w = wrapped_index(t, ic_expand(G, ix[j], ind, isz), xm.sizes[j], "index_put index");
+        if (w < 0)
+            return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "%s failed", d->name);
+        lin = lin < 0 ? w : ic_binary(G, IC_OP_ADD, ic_binary(G, IC_OP_MUL, lin, sym_inum(t, xm.sizes[j])), w);
+    }
+    lin = sym_reshape(t, lin, 1, &n);
+    /* values broadcast to [*indices' shape, *x.shape[k:]] */
+    int64_t vs[IC_MAX_DIMS];
+    int vn = 0;
+    for (int q = 0; q < ind; q++)
+        vs[vn++] = isz[q];
+    for (int i = k; i < xm.ndim; i++)
+        vs[vn++] = xm.sizes[i];
+    ic_val vals = ic_expand(G, p[2]->val, vn, vs);
+    if (vals < 0)
+        return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "%s: values do not broadcast (eager raises)", d->name);
+    ic_val r = put_rows(t, p[0]->val, xm.ndim, xm.sizes, k, lin, n, vals, acc);
+    if (r < 0)
+        return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "%s failed", d->name);
+    if (d->op == 1) { /* index_put_ */
+        if (sym_mutate(t, p[0], r) < 0)
+            return -1;
+        *out = *p[0];
+        sym_resolve(t, out);
+        return 0;
+    }
+    return sym_tensor_out(t, r, out);
+}
+
+/* put(input, index, source, accumulate=False) / Tensor.put(_): source's elements written at
+ * (added to) the flat positions index of input (row-major, negative ones wrapping) */
+int sym_h_put(trace *t, const opdef *d, var **p, var *out) {
+    int acc = 0;
+    if (sym_need_tensor(t, d, p[0]) < 0 || sym_need_tensor(t, d, p[1]) < 0 || sym_need_tensor(t, d, p[2]) < 0 ||
+        sym_get_bool(t, p[3], 0, &acc, "accumulate") < 0)
+        return -1;
+    if (t->device_type == TC_DEV_CUDA)
+        return sym_fail(t, "%s on CUDA left to eager (it checks the indices)", d->name);
+    ic_meta xm = *sym_metap(t, p[0]->val), im = *sym_metap(t, p[1]->val), sm = *sym_metap(t, p[2]->val);
+    if (xm.dyn || im.dyn || sm.dyn)
+        return sym_fail(t, "%s with symbolic shapes left to eager", d->name);
+    if (im.dtype != IC_I64)
+        return sym_fail(t, "%s: index not int64 (eager raises)", d->name);
+    if (sm.dtype != xm.dtype)
+        return sym_fail(t, "%s: source of another dtype (eager raises)", d->name);
+    int64_t xn = 1, in = 1, sn = 1;
+    for (int i = 0; i < xm.ndim; i++)
+        xn *= xm.sizes[i];
+    for (int i = 0; i < im.ndim; i++)
+        in *= im.sizes[i];
+    for (int i = 0; i < sm.ndim; i++)
+        sn *= sm.sizes[i];
+    if (in != sn)
+        return sym_fail(t, "%s: source and index of different sizes (eager raises)", d->name);
+    if (in == 0) { /* nothing written: x itself (put_) or a copy */
+        if (d->op == 1) {
+            *out = *p[0];
+            sym_resolve(t, out);
+            return 0;
+        }
+        return dh_layout_copy(t, p[0]->val, IC_MF_PRESERVE, out);
+    }
+    ic_val lin = wrapped_index(t, sym_reshape(t, p[1]->val, 1, &in), xn, "put index");
+    if (lin < 0)
+        return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "%s failed", d->name);
+    int64_t one = xn;
+    ic_val xf = sym_reshape(t, p[0]->val, 1, &one);
+    ic_val r = put_rows(t, xf, 1, &one, 1, lin, in, sym_reshape(t, p[2]->val, 1, &in), acc);
+    r = r < 0 ? r : sym_reshape(t, r, xm.ndim, xm.sizes);
+    if (r >= 0) {
+        r = ic_cast(G, r, xm.dtype);
+        if (r >= 0)
+            ic_value_set_format(G, r, p[0]->val, IC_MF_PRESERVE);
+    }
+    if (r < 0)
+        return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "%s failed", d->name);
+    if (d->op == 1) {
+        if (sym_mutate(t, p[0], r) < 0)
+            return -1;
+        *out = *p[0];
+        sym_resolve(t, out);
+        return 0;
+    }
+    return sym_tensor_out(t, r, out);
+}

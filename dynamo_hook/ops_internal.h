@@ -239,6 +239,8 @@ int sym_h_index_select(trace *t, const opdef *d, var **p, var *out);
 int sym_h_gather(trace *t, const opdef *d, var **p, var *out);
 int sym_h_scatter_reduce(trace *t, const opdef *d, var **p, var *out);
 int sym_h_embedding_bag(trace *t, const opdef *d, var **p, var *out);
+int sym_h_index_put(trace *t, const opdef *d, var **p, var *out);
+int sym_h_put(trace *t, const opdef *d, var **p, var *out);
 
 /* ops_extern.c */
 int sym_conv_ints(trace *t, var *v, long long dflt, int nd, int64_t *out, const char *what);

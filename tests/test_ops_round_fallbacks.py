@@ -506,3 +506,120 @@ def test_shift_eager_errors(call):
         call(a)
     with pytest.raises(type(e.value)):
         torchc.compile(lambda a: call(a + 0))(a)
+
+
+# ---- index_put(_) / put(_) ------------------------------------------------------------------
+
+@pytest.mark.parametrize("acc", [False, True])
+@pytest.mark.parametrize("case", ["one", "two", "broadcast", "negative", "scalar_value", "dups", "empty_index",
+                                  "int32", "noncontig", "all_dims"])
+def test_index_put(acc, case):
+    x = torch.randn(5, 4, 3)
+    i0 = torch.tensor([0, 2, 4])
+    idx, v = (i0,), torch.randn(3, 4, 3)
+    if case == "two":
+        idx, v = (i0, torch.tensor([1, 3, 0])), torch.randn(3, 3)
+    elif case == "broadcast":
+        idx, v = (torch.tensor([[0], [4]]), torch.tensor([1, 2, 3])), torch.randn(3)
+    elif case == "negative":
+        idx, v = (torch.tensor([-1, -5, 2]),), torch.randn(4, 1)
+    elif case == "scalar_value":
+        v = torch.tensor(2.5)
+    elif case == "dups":
+        idx = (torch.tensor([1, 1, 3, 1]),)
+        v = torch.randn(4, 4, 3) if acc else torch.full((4, 4, 3), 7.0)  # duplicates write one value
+    elif case == "empty_index":
+        idx, v = (torch.zeros(0, dtype=torch.long),), torch.randn(0, 4, 3)
+    elif case == "int32":
+        idx = (i0.int(),)
+    elif case == "noncontig":
+        x = x.transpose(0, 1).contiguous().transpose(0, 1)
+        idx, v = (i0, torch.tensor([1, 3, 0])), torch.randn(3)[:, None].expand(3, 3)
+    elif case == "all_dims":
+        idx, v = (i0, torch.tensor([1, 3, 0]), torch.tensor([2, 0, 1])), torch.randn(3)
+    got = _whole(lambda x, v: torch.index_put(x, idx, v, accumulate=acc), x, v)
+    assert got.stride() == torch.index_put(x, idx, v, accumulate=acc).stride()
+    _whole(lambda x, v: x.index_put(idx, v, acc), x, v)
+
+    def inplace(x, v):
+        y = x * 1
+        r = y.index_put_(idx, v, accumulate=acc)
+        return y, r is y
+
+    _whole(inplace, x, v)
+
+
+def test_index_put_inplace_on_input_and_dtypes():
+    def f(x, i, v):
+        x.index_put_((i,), v, accumulate=True)
+        return x.sum()
+
+    x = torch.zeros(6, dtype=torch.int64)
+    i, v = torch.tensor([1, 1, 5]), torch.tensor([3, 4, 5])
+    x1, x2 = x.clone(), x.clone()
+    torchc.reset()
+    ex = torchc.explain(f)(x.clone(), i, v)
+    assert captured_whole(ex), ex.break_reasons
+    assert_same(torchc.compile(f)(x1, i, v), f(x2, i, v))
+    assert_same(x1, x2)
+    _whole(lambda x, i: x.index_put((i,), torch.tensor(True)), torch.zeros(4, dtype=torch.bool), torch.tensor([2]))
+
+
+def test_index_put_grads_f64():
+    x, v = torch.randn(5, 3, dtype=torch.float64), torch.randn(3, 3, dtype=torch.float64)
+    i = torch.tensor([0, 3, 0])
+    _grads(lambda x, v: torch.index_put(x, (i,), v, accumulate=True), x, v, wrt=(0, 1))
+    _grads(lambda x, v: torch.index_put(x.sin(), (torch.tensor([4, 1]), torch.tensor([2, 0])), v[0, :2]) * 2, x, v,
+           wrt=(0, 1))
+
+
+@pytest.mark.allow_fallback
+def test_index_put_out_of_range_raises():
+    x, v = torch.zeros(3, 4), torch.tensor(1.0)
+    f = lambda x, i, v: torch.index_put(x * 1, (i,), v)
+    cf = torchc.compile(f)
+    assert_same(cf(x, torch.tensor([2, -3]), v), f(x, torch.tensor([2, -3]), v))
+    for bad in ([3], [-4]):
+        with pytest.raises(IndexError):
+            f(x, torch.tensor(bad), v)
+        with pytest.raises(IndexError):
+            cf(x, torch.tensor(bad), v)
+
+
+@pytest.mark.parametrize("acc", [False, True])
+@pytest.mark.parametrize("xs,ish", [((3, 4), (5,)), ((3, 4), (2, 2)), ((7,), (0,)), ((2, 0, 3), (0,)), ((1,), (3,))])
+def test_put(acc, xs, ish):
+    x = torch.randn(xs)
+    n = x.numel()
+    idx = torch.randint(-n, n, ish) if n else torch.zeros(ish, dtype=torch.long)
+    src = torch.randn(ish)
+    _whole(lambda x, i, s: x.put(i, s, accumulate=acc), x, idx, src)
+    _whole(lambda x, i, s: torch.put(x, i, s, acc), x, idx, src)
+
+    def inplace(x, i, s):
+        y = x * 1
+        y.put_(i, s, accumulate=acc)
+        return y
+
+    _whole(inplace, x, idx, src)
+    if x.dim() == 2:
+        _whole(inplace, x.t(), idx, src)  # flat positions of the transposed view (row-major)
+
+
+def test_put_grads_f64():
+    x, s = torch.randn(3, 4, dtype=torch.float64), torch.randn(2, 2, dtype=torch.float64)
+    _grads(lambda x, s: x.put(torch.tensor([[0, -1], [5, 0]]), s, accumulate=True), x, s, wrt=(0, 1))
+    _grads(lambda x, s: x.t().put(torch.tensor([[1, 2], [5, 7]]), s), x, s, wrt=(0, 1))
+
+
+@pytest.mark.allow_fallback
+def test_put_errors():
+    x = torch.zeros(3, 4)
+    f = lambda x, i, s: (x * 1).put_(i, s)
+    cf = torchc.compile(f)
+    assert_same(cf(x, torch.tensor([11]), torch.tensor([1.0])), f(x, torch.tensor([11]), torch.tensor([1.0])))
+    for i, s in (([12], [1.0]), ([-13], [1.0]), ([1, 2], [1.0])):
+        with pytest.raises(IndexError):
+            f(x, torch.tensor(i), torch.tensor(s))
+        with pytest.raises(IndexError):
+            cf(x, torch.tensor(i), torch.tensor(s))
