@@ -83,7 +83,7 @@ def _special(dtype):
 
 
 @pytest.mark.parametrize("name", sorted(ACTS))
-@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("shape", [(0,), (1,), (3, 5)])
 def test_act_values(name, shape):
     _whole(ACTS[name], torch.randn(shape))
 
@@ -110,7 +110,7 @@ def test_act_inplace():
     _whole(f, torch.randn(3, 4))
 
 
-@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8])
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int8, torch.uint8])
 @pytest.mark.parametrize("th,val", [(1, 20), (0.5, 2.5), (-0.5, 2), (-1.7, -2.9), (-1, 2), (2, -1)])
 def test_threshold_ints(dtype, th, val):
     if dtype == torch.uint8 and (th, val) in ((-0.5, 2), (-1.7, -2.9)):
@@ -209,8 +209,7 @@ def test_instance_norm_dtypes(dtype):
     _whole(lambda x: F.instance_norm(x, weight=w, bias=w), x, **tol)
 
 
-@pytest.mark.parametrize("cls,shape", [(torch.nn.InstanceNorm1d, (2, 3, 5)), (torch.nn.InstanceNorm1d, (3, 5)),
-                                       (torch.nn.InstanceNorm2d, (2, 3, 4, 3)), (torch.nn.InstanceNorm2d, (3, 4, 3)),
+@pytest.mark.parametrize("cls,shape", [(torch.nn.InstanceNorm1d, (2, 3, 5)), (torch.nn.InstanceNorm2d, (3, 4, 3)),
                                        (torch.nn.InstanceNorm3d, (1, 3, 2, 3, 2))])
 @pytest.mark.parametrize("affine,track,training", [(False, False, True), (True, False, False), (True, True, True),
                                                     (False, True, False)])
@@ -410,7 +409,7 @@ def _with_nans(shape, dtype=torch.float32):
     return x.masked_fill(torch.rand(shape) < 0.3, float("nan"))
 
 
-@pytest.mark.parametrize("shape", SHAPES + [(4, 3, 2)])
+@pytest.mark.parametrize("shape", [(0,), (7,), (3, 5), (4, 3, 2)])
 @pytest.mark.parametrize("args", [(), (0,), (-1, True), ((0, -1),)])
 def test_nanmean(shape, args):
     if args and len(shape) < 2 and args[0] == (0, -1):
@@ -470,8 +469,8 @@ def test_shift_tensor_tensor(dtype):
     _whole(lambda a, b: (torch.bitwise_left_shift(a, b), a.bitwise_right_shift(b)), a, b)
 
 
-@pytest.mark.parametrize("dtype", INTS)
-@pytest.mark.parametrize("k", [0, 1, 3, 7, 8, 31, 63, 64, -1])
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.int8, torch.uint8])
+@pytest.mark.parametrize("k", [0, 3, 8, 63, 64, -1])
 def test_shift_by_int(dtype, k):
     a, _ = _shift_operands(dtype)
     _whole(lambda a: (a >> k, a << k), a)
