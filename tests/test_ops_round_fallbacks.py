@@ -622,3 +622,25 @@ def test_put_errors():
             f(x, torch.tensor(i), torch.tensor(s))
         with pytest.raises(IndexError):
             cf(x, torch.tensor(i), torch.tensor(s))
+
+
+# ---- CUDA (skipped without a GPU): the same ops on the device ------------------------------
+
+CUDA_CASES = {
+    "acts": (lambda x: F.hardshrink(x) + F.softshrink(x) + F.celu(x, 0.5) + F.threshold(x, 0.1, 2.0), lambda d: (torch.randn(33, 7, device=d),)),
+    "acts_half": (lambda x: (F.softshrink(x), F.celu(x), F.threshold(x, 0.1, 2.0)), lambda d: (torch.randn(9, 5, device=d).half(),)),
+    "channel_shuffle": (lambda x: F.channel_shuffle(x, 3), lambda d: (torch.randn(2, 6, 5, 4, device=d),)),
+    "instance_norm": (lambda x, w: F.instance_norm(x, weight=w, bias=w), lambda d: (torch.randn(2, 3, 17, device=d), torch.randn(3, device=d))),
+    "embedding_bag_2d": (lambda i, w: F.embedding_bag(i, w, mode="max", padding_idx=1), lambda d: (torch.randint(0, 9, (4, 3), device=d), torch.randn(9, 5, device=d))),
+    "take_along_dim": (lambda x, i: torch.take_along_dim(x, i, 1), lambda d: (torch.randn(4, 6, device=d), torch.randint(0, 6, (4, 3), device=d))),
+    "nanmean": (lambda x: torch.nanmean(x.masked_fill(x > 1, float("nan")), 1), lambda d: (torch.randn(5, 7, device=d),)),
+    "shifts": (lambda a, b: (a << b, a >> b, a.to(torch.uint8) >> 3, a.to(torch.int8) << 9), lambda d: _shift_operands(torch.int32)),
+}
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("name", sorted(CUDA_CASES))
+def test_cuda(name):
+    fn, mk = CUDA_CASES[name]
+    args = [a.cuda() for a in mk("cuda")]
+    _whole(fn, *args, **(dict(rtol=1e-2, atol=1e-2) if name == "acts_half" else {}))
