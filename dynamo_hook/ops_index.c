@@ -926,3 +926,354 @@ int sym_tensor_index(trace *t, const var *x_in, const var *k_in, var *out) {
     sym_fold_clear(&f);
     return rh;
 }
+
+/* zeros of dtype dt in sizes (a broadcast scalar) */
+static ic_val zeros_of(trace *t, ic_dtype dt, int n, const int64_t *sz) {
+    return ic_expand(G, ic_cast(G, sym_num(t, 0), dt), n, sz);
+}
+
+/* F.embedding_bag(input, weight, offsets, max_norm, norm_type, scale_grad_by_freq, mode, sparse,
+ * per_sample_weights, include_last_offset, padding_idx) / nn.EmbeddingBag: the rows of weight
+ * gathered (index_select) and reduced per bag. A 2-D input (fixed-size bags): one reduction over
+ * its columns. A 1-D input with offsets (CPU): each index's bag from a cumulative count of the
+ * bag starts, sums as a scatter_add into the bags, max as scatter_reduce(amax) (no gradient);
+ * eager's checks of the offsets (offsets[0] == 0, non-decreasing, offsets[-1] <= len) and of
+ * the indices run on the values. padding_idx entries count in no bag (a dummy bag past the
+ * last); empty bags are 0 in every mode, as eager's. */
+int sym_h_embedding_bag(trace *t, const opdef *d, var **p, var *out) {
+    if (sym_need_tensor(t, d, p[0]) < 0 || sym_need_tensor(t, d, p[1]) < 0)
+        return -1;
+    ic_meta im = *sym_metap(t, p[0]->val), wm = *sym_metap(t, p[1]->val);
+    const char *mode = "mean";
+    int sgf = 0, sparse = 0, last = 0;
+    if (sym_get_str(t, p[6], "mean", &mode, "mode") < 0 || sym_get_bool(t, p[5], 0, &sgf, "scale_grad_by_freq") < 0 ||
+        sym_get_bool(t, p[7], 0, &sparse, "sparse") < 0 || sym_get_bool(t, p[9], 0, &last, "include_last_offset") < 0)
+        return -1;
+    int md = !strcmp(mode, "sum") ? 0 : !strcmp(mode, "mean") ? 1 : !strcmp(mode, "max") ? 2 : -1;
+    if (md < 0)
+        return sym_fail(t, "embedding_bag: mode has to be one of sum, mean or max (eager raises)");
+    if (im.dyn || wm.dyn)
+        return sym_fail(t, "embedding_bag with symbolic shapes left to eager");
+    if (im.dtype != IC_I64 && im.dtype != IC_I32)
+        return sym_fail(t, "embedding_bag: indices not int32/int64 left to eager (eager raises or swaps the arguments)");
+    if (wm.ndim != 2)
+        return sym_fail(t, "embedding_bag: weight has to be 2-D (eager raises)");
+    if (wm.dtype != IC_F32 && wm.dtype != IC_F64)
+        return sym_fail(t, "embedding_bag of 16-bit or non-float weights left to eager");
+    if (!sym_is_none(p[3]))
+        return sym_fail(t, "embedding_bag with max_norm (renormalizes weight in place) left to eager");
+    if (md == 2 && (sgf || sparse))
+        return sym_fail(t, "embedding_bag: max mode with scale_grad_by_freq or sparse (eager raises)");
+    var *psw = sym_is_none(p[8]) ? NULL : p[8];
+    if (psw != NULL) {
+        if (psw->kind != V_TENSOR)
+            return sym_fail(t, "embedding_bag: per_sample_weights must be a tensor");
+        if (md != 0)
+            return sym_fail(t, "embedding_bag: per_sample_weights only with mode='sum' (eager raises)");
+        ic_meta pm = *sym_metap(t, psw->val);
+        int same = pm.ndim == im.ndim && pm.dtype == wm.dtype;
+        for (int i = 0; same && i < im.ndim; i++)
+            same = pm.sizes[i] == im.sizes[i];
+        if (!same)
+            return sym_fail(t, "embedding_bag: per_sample_weights of another shape or dtype (eager raises)");
+    }
+    int grad = sym_value_requires_grad(t, p[1]->val) || (psw && sym_value_requires_grad(t, psw->val));
+    if (grad && (sgf || sparse))
+        return sym_fail(t, "embedding_bag's gradient with scale_grad_by_freq or sparse left to eager");
+    const int64_t R = wm.sizes[0], D = wm.sizes[1];
+    long long pad = -1;
+    if (!sym_is_none(p[10])) { /* F.embedding_bag asserts -rows <= padding_idx < rows */
+        if (sym_get_int(t, p[10], &pad, "padding_idx") < 0)
+            return -1;
+        if ((pad > 0 && pad >= R) || (pad < 0 && pad < -R))
+            return sym_fail(t, "embedding_bag: padding_idx out of range (eager raises)");
+        if (pad < 0)
+            pad += R;
+    }
+    const ic_dtype wdt = wm.dtype;
+    int64_t n = 1;
+    for (int i = 0; i < im.ndim; i++)
+        n *= im.sizes[i];
+    ic_val flat = sym_reshape(t, p[0]->val, 1, &n);
+    if (im.ndim == 2) {
+        if (!sym_is_none(p[2]))
+            return sym_fail(t, "embedding_bag: offsets with a 2-D input (eager raises)");
+        const int64_t B = im.sizes[0], L = im.sizes[1];
+        if (L == 0)
+            return sym_fail(t, "embedding_bag of a 2-D input without columns (eager raises)");
+        int chk = sym_check_index(t, p[0], R, 1);
+        if (chk < 0)
+            return -1;
+        ic_val ix = chk == 1 ? sym_trap_negatives(t, flat, R) : flat;
+        int64_t s3[3] = {B, L, D}, s31[3] = {B, L, 1};
+        ic_val rows = sym_reshape(t, ic_index_select(G, p[1]->val, 0, ix), 3, s3);
+        if (psw != NULL)
+            rows = ic_binary(G, IC_OP_MUL, rows, sym_reshape(t, psw->val, 3, s31));
+        ic_val keep = pad >= 0 ? sym_reshape(t, ic_binary(G, IC_OP_NE, flat, sym_inum(t, pad)), 3, s31) : IC_NONE;
+        ic_val cnt = keep >= 0 ? ic_reduce(G, IC_OP_SUM, ic_cast(G, keep, wdt), 2u, 0, -1) : IC_NONE;
+        ic_val r;
+        if (md == 2) {
+            r = ic_reduce(G, IC_OP_AMAX, keep >= 0 ? ic_where(G, keep, rows, sym_num(t, -INFINITY)) : rows, 2u, 0, -1);
+            if (keep >= 0)
+                r = ic_where(G, ic_binary(G, IC_OP_GT, cnt, sym_num(t, 0)), r, sym_num(t, 0));
+        } else {
+            r = ic_reduce(G, IC_OP_SUM, keep >= 0 ? ic_where(G, keep, rows, sym_num(t, 0)) : rows, 2u, 0, -1);
+            if (md == 1)
+                r = ic_binary(G, IC_OP_DIV, r, keep >= 0 ? ic_binary(G, IC_OP_MAXIMUM, cnt, sym_num(t, 1)) : sym_num(t, (double)L));
+        }
+        return sym_tensor_out(t, r, out);
+    }
+    if (im.ndim != 1)
+        return sym_fail(t, "embedding_bag: input has to be 1-D or 2-D (eager raises)");
+    if (p[2] == NULL || p[2]->kind != V_TENSOR)
+        return sym_fail(t, "embedding_bag: a 1-D input needs 1-D offsets (eager raises)");
+    ic_meta om = *sym_metap(t, p[2]->val);
+    if (om.ndim != 1 || om.dyn || (om.dtype != IC_I64 && om.dtype != IC_I32))
+        return sym_fail(t, "embedding_bag: offsets must be a 1-D integer tensor (eager raises)");
+    if (t->device_type == TC_DEV_CUDA)
+        return sym_fail(t, "embedding_bag with offsets on CUDA left to eager (it checks the offsets)");
+    const int64_t No = om.sizes[0], B = last ? No - 1 : No;
+    if (No == 0 || B < 0)
+        return sym_fail(t, "embedding_bag without offsets left to eager");
+    if (md == 2 && grad)
+        return sym_fail(t, "embedding_bag: max mode with offsets under autograd left to eager");
+    if (md == 1 && last && pad >= 0)
+        return sym_fail(t, "embedding_bag: mean with include_last_offset and padding_idx left to eager");
+    ic_val offs = ic_cast(G, p[2]->val, IC_I64);
+    /* eager's checks: offsets[0] == 0, non-decreasing, offsets[-1] <= len(input) */
+    ic_val bad = ic_cast(G, ic_binary(G, IC_OP_NE, ic_slice(G, offs, 0, 0, 1, 1), sym_inum(t, 0)), IC_I64);
+    bad = ic_binary(G, IC_OP_ADD, bad, ic_cast(G, ic_binary(G, IC_OP_GT, ic_slice(G, offs, 0, No - 1, No, 1), sym_inum(t, n)), IC_I64));
+    if (No > 1)
+        bad = ic_binary(G, IC_OP_ADD, bad, ic_cast(G, ic_binary(G, IC_OP_LT, ic_slice(G, offs, 0, 1, No, 1),
+                                                                   ic_slice(G, offs, 0, 0, No - 1, 1)), IC_I64));
+    if (sym_add_check(t, ic_reduce(G, IC_OP_SUM, bad, 0, 0, -1), "embedding_bag offsets") < 0)
+        return -1;
+    if (sym_check_index(t, p[0], R, 0) < 0)
+        return -1;
+    /* bag of each index: the starts at or before it, less one (offsets[0] == 0); entries past
+     * offsets[B] (include_last_offset) and padding entries go to the dummy bag B */
+    int64_t n1 = n + 1, one = 1;
+    ic_val ones = ic_expand(G, sym_inum(t, 1), 1, &No);
+    ic_val sc[3] = {zeros_of(t, IC_I64, 1, &n1), ic_binary(G, IC_OP_MINIMUM, offs, sym_inum(t, n)), ones};
+    int64_t prm[3] = {0, -1, 0};
+    ic_val marks = ic_extern(G, IC_EXT_SCATTER_ADD, 3, sc, 1, prm, 1, 1);
+    ic_val bag = ic_binary(G, IC_OP_SUB, ic_slice(G, ic_extern(G, IC_EXT_CUMSUM, 1, &marks, 2, prm, 1, 1), 0, 0, n, 1),
+                           sym_inum(t, 1));
+    /* (eager's CPU max counts the entries past offsets[-1] in the last bag, its sum does not) */
+    bag = ic_binary(G, IC_OP_MINIMUM, ic_binary(G, IC_OP_MAXIMUM, bag, sym_inum(t, 0)),
+                    sym_inum(t, md == 2 && last && B > 0 ? B - 1 : B));
+    if (pad >= 0)
+        bag = ic_where(G, ic_binary(G, IC_OP_EQ, flat, sym_inum(t, pad)), sym_inum(t, B), bag);
+    int64_t nb = B + 1, sbd[2] = {nb, D}, snd[2] = {n, D}, sn1[2] = {n, 1};
+    ic_val rows = ic_index_select(G, p[1]->val, 0, ic_binary(G, IC_OP_MINIMUM, ic_binary(G, IC_OP_MAXIMUM, flat, sym_inum(t, 0)),
+                                                              sym_inum(t, R > 0 ? R - 1 : 0)));
+    if (psw != NULL)
+        rows = ic_binary(G, IC_OP_MUL, rows, sym_reshape(t, psw->val, 2, sn1));
+    ic_val bidx = ic_expand(G, sym_reshape(t, bag, 2, sn1), 2, snd);
+    ic_val in[3] = {zeros_of(t, wdt, 2, sbd), bidx, rows}, r;
+    if (md == 2) {
+        int64_t pr[3] = {0, 3 /* amax */, 0 /* include_self: empty bags keep 0 */};
+        r = ic_extern(G, IC_EXT_SCATTER, 3, in, 3, pr, 1, 1);
+    } else {
+        r = ic_extern(G, IC_EXT_SCATTER_ADD, 3, in, 1, prm, 1, 1);
+    }
+    r = ic_slice(G, r, 0, 0, B, 1);
+    if (md == 1) {
+        ic_val cin[3] = {zeros_of(t, wdt, 1, &nb), bag, ic_expand(G, ic_cast(G, sym_num(t, 1), wdt), 1, &n)};
+        ic_val cnt = ic_slice(G, ic_extern(G, IC_EXT_SCATTER_ADD, 3, cin, 1, prm, 1, 1), 0, 0, B, 1);
+        if (last && B > 0) {
+            /* eager's CPU kernel counts the entries past offsets[-1] in the last bag's size
+             * (its sum leaves them out) */
+            ic_val trail = ic_binary(G, IC_OP_SUB, sym_inum(t, n), ic_slice(G, offs, 0, No - 1, No, 1));
+            ic_val at = ic_binary(G, IC_OP_EQ, ic_arange(G, B, 0, 1, IC_I64), sym_inum(t, B - 1));
+            cnt = ic_binary(G, IC_OP_ADD, cnt, ic_where(G, at, ic_cast(G, trail, wdt), sym_num(t, 0)));
+        }
+        int64_t sb1[2] = {B, 1};
+        r = ic_binary(G, IC_OP_DIV, r, sym_reshape(t, ic_binary(G, IC_OP_MAXIMUM, cnt, sym_num(t, 1)), 2, sb1));
+    }
+    (void)one;
+    return sym_tensor_out(t, r, out);
+}
+
+/* idx (an integer tensor value) checked in [-bound, bound) after the run (CPU: the frame reruns
+ * eagerly, which raises eager's IndexError), then wrapped and clamped into [0, bound) as i64 */
+static ic_val wrapped_index(trace *t, ic_val idx, int64_t bound, const char *what) {
+    ic_val i = ic_cast(G, idx, IC_I64);
+    ic_val bad = ic_binary(G, IC_OP_LOGICAL_OR, ic_binary(G, IC_OP_LT, i, sym_inum(t, -bound)),
+                           ic_binary(G, IC_OP_GE, i, sym_inum(t, bound)));
+    if (sym_add_check(t, ic_reduce(G, IC_OP_SUM, ic_cast(G, bad, IC_I64), 0, 0, -1), what) < 0)
+        return IC_NONE;
+    i = ic_where(G, ic_binary(G, IC_OP_LT, i, sym_inum(t, 0)), ic_binary(G, IC_OP_ADD, i, sym_inum(t, bound)), i);
+    return ic_binary(G, IC_OP_MINIMUM, ic_binary(G, IC_OP_MAXIMUM, i, sym_inum(t, 0)), sym_inum(t, bound > 0 ? bound - 1 : 0));
+}
+
+/* x (sizes xs, nd dims) with the rows [n, *xs[k:]] of vals written (acc: added) at the flat
+ * positions lin ([n] i64 in [0, prod xs[:k])) of x's first k dims: one scatter / scatter_add
+ * along dim 0 of x viewed as [P, *rest]; the result in x's layout (eager clones with
+ * preserve_format) */
+static ic_val put_rows(trace *t, ic_val x, int nd, const int64_t *xs, int k, ic_val lin, int64_t n, ic_val vals, int acc) {
+    int64_t vs[IC_MAX_DIMS], ps[IC_MAX_DIMS], ones[IC_MAX_DIMS];
+    int rn = nd - k + 1;
+    int64_t P = 1;
+    for (int i = 0; i < k; i++)
+        P *= xs[i];
+    ps[0] = P;
+    vs[0] = n;
+    ones[0] = n;
+    for (int i = k; i < nd; i++) {
+        ps[i - k + 1] = vs[i - k + 1] = xs[i];
+        ones[i - k + 1] = 1;
+    }
+    ic_val xf = sym_reshape(t, x, rn, ps);
+    ic_val ix = ic_expand(G, sym_reshape(t, lin, rn, ones), rn, vs);
+    ic_val in[3] = {xf, ix, sym_reshape(t, vals, rn, vs)};
+    int64_t prm[1] = {0};
+    ic_val r = ic_extern(G, acc ? IC_EXT_SCATTER_ADD : IC_EXT_SCATTER, 3, in, 1, prm, 1, 1);
+    r = sym_reshape(t, r, nd, xs);
+    if (r >= 0)
+        r = ic_cast(G, r, ic_value_meta(G, r)->dtype); /* a value of its own, laid out below */
+    if (r >= 0)
+        ic_value_set_format(G, r, x, IC_MF_PRESERVE);
+    return r;
+}
+
+/* index_put(input, indices, values, accumulate=False) / Tensor.index_put(_): integer index
+ * tensors (no None, no masks) over the leading dims, broadcast together; negative indices
+ * wrap, others out of range rerun the frame eagerly (CPU), which raises */
+int sym_h_index_put(trace *t, const opdef *d, var **p, var *out) {
+    int acc = 0;
+    if (sym_need_tensor(t, d, p[0]) < 0 || sym_get_bool(t, p[3], 0, &acc, "accumulate") < 0)
+        return -1;
+    if (p[2] == NULL || p[2]->kind != V_TENSOR)
+        return sym_fail(t, "%s: values must be a tensor (eager raises)", d->name);
+    if (p[1] == NULL || p[1]->kind != V_SEQ || p[1]->n < 1)
+        return sym_fail(t, "%s: indices must be a non-empty tuple or list of tensors", d->name);
+    if (t->device_type == TC_DEV_CUDA)
+        return sym_fail(t, "%s on CUDA left to eager (it checks the indices)", d->name);
+    ic_meta xm = *sym_metap(t, p[0]->val), vm = *sym_metap(t, p[2]->val);
+    const int k = p[1]->n;
+    if (xm.dyn || vm.dyn)
+        return sym_fail(t, "%s with symbolic shapes left to eager", d->name);
+    if (k > xm.ndim)
+        return sym_fail(t, "%s: too many indices (eager raises)", d->name);
+    if (vm.dtype != xm.dtype)
+        return sym_fail(t, "%s: values of another dtype (eager raises)", d->name);
+    ic_val ix[IC_MAX_DIMS];
+    int64_t isz[IC_MAX_DIMS];
+    int ind = 0;
+    for (int j = 0; j < k; j++) {
+        var iv = p[1]->items[j];
+        sym_resolve(t, &iv);
+        if (iv.kind != V_TENSOR)
+            return sym_fail(t, "%s: an index that is not a tensor (None: eager raises) left to eager", d->name);
+        ix[j] = iv.val;
+        ic_meta im = *sym_metap(t, iv.val);
+        if (im.dtype != IC_I64 && im.dtype != IC_I32)
+            return sym_fail(t, "%s: bool, byte or non-integer indices left to eager", d->name);
+        if (im.dyn)
+            return sym_fail(t, "%s with symbolic shapes left to eager", d->name);
+        /* the broadcast shape of the indices */
+        int nn = im.ndim > ind ? im.ndim : ind;
+        int64_t ns[IC_MAX_DIMS];
+        for (int q = 0; q < nn; q++) {
+            int64_t a = q - (nn - ind) >= 0 ? isz[q - (nn - ind)] : 1, b = q - (nn - im.ndim) >= 0 ? im.sizes[q - (nn - im.ndim)] : 1;
+            if (a != b && a != 1 && b != 1)
+                return sym_fail(t, "%s: indices do not broadcast (eager raises)", d->name);
+            ns[q] = a == 1 ? b : a;
+        }
+        memcpy(isz, ns, sizeof ns[0] * (size_t)nn);
+        ind = nn;
+    }
+    int64_t n = 1;
+    for (int q = 0; q < ind; q++)
+        n *= isz[q];
+    if (ind + xm.ndim - k > IC_MAX_DIMS)
+        return sym_fail(t, "%s: too many dims", d->name);
+    /* the flat position over the first k dims (row-major) */
+    ic_val lin = IC_NONE;
+    for (int j = 0; j < k; j++) {
+        ic_val w = wrapped_index(t, ic_expand(G, ix[j], ind, isz), xm.sizes[j], "index_put index");
+        if (w < 0)
+            return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "%s failed", d->name);
+        lin = lin < 0 ? w : ic_binary(G, IC_OP_ADD, ic_binary(G, IC_OP_MUL, lin, sym_inum(t, xm.sizes[j])), w);
+    }
+    lin = sym_reshape(t, lin, 1, &n);
+    /* values broadcast to [*indices' shape, *x.shape[k:]] */
+    int64_t vs[IC_MAX_DIMS];
+    int vn = 0;
+    for (int q = 0; q < ind; q++)
+        vs[vn++] = isz[q];
+    for (int i = k; i < xm.ndim; i++)
+        vs[vn++] = xm.sizes[i];
+    ic_val vals = ic_expand(G, p[2]->val, vn, vs);
+    if (vals < 0)
+        return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "%s: values do not broadcast (eager raises)", d->name);
+    ic_val r = put_rows(t, p[0]->val, xm.ndim, xm.sizes, k, lin, n, vals, acc);
+    if (r < 0)
+        return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "%s failed", d->name);
+    if (d->op == 1) { /* index_put_ */
+        if (sym_mutate(t, p[0], r) < 0)
+            return -1;
+        *out = *p[0];
+        sym_resolve(t, out);
+        return 0;
+    }
+    return sym_tensor_out(t, r, out);
+}
+
+/* put(input, index, source, accumulate=False) / Tensor.put(_): source's elements written at
+ * (added to) the flat positions index of input (row-major, negative ones wrapping) */
+int sym_h_put(trace *t, const opdef *d, var **p, var *out) {
+    int acc = 0;
+    if (sym_need_tensor(t, d, p[0]) < 0 || sym_need_tensor(t, d, p[1]) < 0 || sym_need_tensor(t, d, p[2]) < 0 ||
+        sym_get_bool(t, p[3], 0, &acc, "accumulate") < 0)
+        return -1;
+    if (t->device_type == TC_DEV_CUDA)
+        return sym_fail(t, "%s on CUDA left to eager (it checks the indices)", d->name);
+    ic_meta xm = *sym_metap(t, p[0]->val), im = *sym_metap(t, p[1]->val), sm = *sym_metap(t, p[2]->val);
+    if (xm.dyn || im.dyn || sm.dyn)
+        return sym_fail(t, "%s with symbolic shapes left to eager", d->name);
+    if (im.dtype != IC_I64)
+        return sym_fail(t, "%s: index not int64 (eager raises)", d->name);
+    if (sm.dtype != xm.dtype)
+        return sym_fail(t, "%s: source of another dtype (eager raises)", d->name);
+    int64_t xn = 1, in = 1, sn = 1;
+    for (int i = 0; i < xm.ndim; i++)
+        xn *= xm.sizes[i];
+    for (int i = 0; i < im.ndim; i++)
+        in *= im.sizes[i];
+    for (int i = 0; i < sm.ndim; i++)
+        sn *= sm.sizes[i];
+    if (in != sn)
+        return sym_fail(t, "%s: source and index of different sizes (eager raises)", d->name);
+    if (in == 0) { /* nothing written: x itself (put_) or a copy */
+        if (d->op == 1) {
+            *out = *p[0];
+            sym_resolve(t, out);
+            return 0;
+        }
+        return dh_layout_copy(t, p[0]->val, IC_MF_PRESERVE, out);
+    }
+    ic_val lin = wrapped_index(t, sym_reshape(t, p[1]->val, 1, &in), xn, "put index");
+    if (lin < 0)
+        return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "%s failed", d->name);
+    int64_t one = xn;
+    ic_val xf = sym_reshape(t, p[0]->val, 1, &one);
+    ic_val r = put_rows(t, xf, 1, &one, 1, lin, in, sym_reshape(t, p[2]->val, 1, &in), acc);
+    r = r < 0 ? r : sym_reshape(t, r, xm.ndim, xm.sizes);
+    if (r >= 0) {
+        r = ic_cast(G, r, xm.dtype);
+        if (r >= 0)
+            ic_value_set_format(G, r, p[0]->val, IC_MF_PRESERVE);
+    }
+    if (r < 0)
+        return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "%s failed", d->name);
+    if (d->op == 1) {
+        if (sym_mutate(t, p[0], r) < 0)
+            return -1;
+        *out = *p[0];
+        sym_resolve(t, out);
+        return 0;
+    }
+    return sym_tensor_out(t, r, out);
+}

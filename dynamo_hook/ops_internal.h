@@ -192,6 +192,9 @@ int sym_h_norm(trace *t, const opdef *d, var **p, var *out);
 int sym_h_weight_norm(trace *t, const opdef *d, var **p, var *out);
 int sym_h_batch_norm(trace *t, const opdef *d, var **p, var *out);
 int sym_h_group_norm(trace *t, const opdef *d, var **p, var *out);
+int sym_h_instance_norm(trace *t, const opdef *d, var **p, var *out);
+int sym_h_nanmean(trace *t, const opdef *d, var **p, var *out);
+int sym_h_take_along_dim(trace *t, const opdef *d, var **p, var *out);
 int sym_h_cumsum(trace *t, const opdef *d, var **p, var *out);
 int sym_h_argsort(trace *t, const opdef *d, var **p, var *out);
 int sym_h_sort(trace *t, const opdef *d, var **p, var *out);
@@ -236,6 +239,9 @@ int sym_h_repeat_interleave(trace *t, const opdef *d, var **p, var *out);
 int sym_h_index_select(trace *t, const opdef *d, var **p, var *out);
 int sym_h_gather(trace *t, const opdef *d, var **p, var *out);
 int sym_h_scatter_reduce(trace *t, const opdef *d, var **p, var *out);
+int sym_h_embedding_bag(trace *t, const opdef *d, var **p, var *out);
+int sym_h_index_put(trace *t, const opdef *d, var **p, var *out);
+int sym_h_put(trace *t, const opdef *d, var **p, var *out);
 
 /* ops_extern.c */
 int sym_conv_ints(trace *t, var *v, long long dflt, int nd, int64_t *out, const char *what);
@@ -288,6 +294,7 @@ int sym_h_index_fill(trace *t, const opdef *d, var **p, var *out);
 int sym_h_index_add(trace *t, const opdef *d, var **p, var *out);
 int sym_h_count_nonzero(trace *t, const opdef *d, var **p, var *out);
 int sym_h_grouped_mm(trace *t, const opdef *d, var **p, var *out);
+int sym_h_channel_shuffle(trace *t, const opdef *d, var **p, var *out);
 
 /* ops_builtins.c */
 int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out);

@@ -492,3 +492,45 @@ int sym_h_grouped_mm(trace *t, const opdef *d, var **p, var *out) {
         return sym_check_graph(t);
     return sym_tensor_out(t, r, out);
 }
+
+/* channel_shuffle(input, groups) / nn.ChannelShuffle: [N, C, *] viewed as [N, g, C/g, *], the
+ * two group dims swapped, back to [N, C, *]; a new tensor in the input's suggested memory
+ * format, as eager's */
+int sym_h_channel_shuffle(trace *t, const opdef *d, var **p, var *out) {
+    long long g;
+    if (sym_need_tensor(t, d, p[0]) < 0 || sym_get_int(t, p[1], &g, "groups") < 0)
+        return -1;
+    ic_meta m = *sym_metap(t, p[0]->val);
+    if (m.dyn)
+        return sym_fail(t, "channel_shuffle with symbolic shapes left to eager");
+    if (m.ndim < 3)
+        return sym_fail(t, "channel_shuffle of < 3 dims (eager raises)");
+    if (g <= 0 || m.sizes[1] % g)
+        return sym_fail(t, "channel_shuffle: groups not positive or not dividing the channels (eager raises)");
+    if (m.ndim + 1 > IC_MAX_DIMS)
+        return sym_fail(t, "channel_shuffle: too many dims");
+    int64_t numel = 1;
+    for (int i = 0; i < m.ndim; i++)
+        numel *= m.sizes[i];
+    if (numel == 0) /* eager: an alias of the empty input (its strides) */
+        return view_out(t, p[0], ic_reshape(G, p[0]->val, m.ndim, m.sizes), out);
+    int64_t sz[IC_MAX_DIMS];
+    int perm[IC_MAX_DIMS], n = m.ndim + 1;
+    sz[0] = m.sizes[0];
+    sz[1] = g;
+    sz[2] = m.sizes[1] / g;
+    for (int i = 2; i < m.ndim; i++)
+        sz[i + 1] = m.sizes[i];
+    for (int i = 0; i < n; i++)
+        perm[i] = i == 1 ? 2 : i == 2 ? 1 : i;
+    ic_val v = sym_reshape(t, p[0]->val, n, sz);
+    v = v < 0 ? v : ic_permute(G, v, perm);
+    v = v < 0 ? v : sym_reshape(t, v, m.ndim, m.sizes);
+    if (v < 0)
+        return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "channel_shuffle failed");
+    /* a value of its own (not a view of x, which a reshape of a contiguous x would be) */
+    v = ic_cast(G, v, m.dtype);
+    if (v < 0 || ic_value_set_format(G, v, p[0]->val, ic_value_suggest_format(G, p[0]->val)) < 0)
+        return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "channel_shuffle failed");
+    return sym_tensor_out(t, v, out);
+}

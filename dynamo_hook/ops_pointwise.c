@@ -1197,7 +1197,13 @@ int sym_h_act(trace *t, const opdef *d, var **p, var *out) {
     /* eager computes these in float for half inputs and rounds once: so do we (no per-op
      * rounding); softsign is composite in eager too (rounded after each op) */
     ic_dtype xdt = sym_metap(t, x)->dtype;
-    int half = (xdt == IC_F16 || xdt == IC_BF16) && d->op != 10;
+    if (d->op >= 11 && d->op <= 14 && (xdt < IC_F16 || xdt > IC_F64))
+        return sym_fail(t, "%s of a non-float tensor (eager raises NotImplementedError)", d->name);
+    if (d->op >= 15 && xdt == IC_BOOL)
+        return sym_fail(t, "threshold of a bool tensor (eager raises NotImplementedError)");
+    /* hardshrink compares in x's dtype (eager converts lambd to it); threshold keeps x's
+     * dtype for its result and compares in float (or x's integer dtype): below */
+    int half = (xdt == IC_F16 || xdt == IC_BF16) && d->op != 10 && d->op != 11 && d->op < 15;
     int grad = sym_value_requires_grad(t, x); /* (the gradient at kinks: bounded_grad) */
     if (half)
         x = ic_cast(G, x, IC_F32);
@@ -1314,6 +1320,80 @@ int sym_h_act(trace *t, const opdef *d, var **p, var *out) {
         break;
     case 10: /* softsign */
         r = ic_binary(G, IC_OP_DIV, x, ic_binary(G, IC_OP_ADD, ic_unary(G, IC_OP_ABS, x), sym_num(t, 1)));
+        break;
+    case 11: /* hardshrink(input, lambd=0.5): x, or 0 where -lambd <= x <= lambd (lambd in x's
+              * dtype; a NaN x stays NaN and passes its gradient, as eager's backward) */
+        if (sym_opt_scalar(t, p[1], 0.5, &a, "lambd") < 0)
+            return -1;
+        r = ic_where(G, ic_binary(G, IC_OP_LOGICAL_AND, ic_binary(G, IC_OP_GE, x, sym_num(t, -a)),
+                                  ic_binary(G, IC_OP_LE, x, sym_num(t, a))),
+                     sym_num(t, 0), x);
+        break;
+    case 12: /* softshrink(input, lambd=0.5): x - lambd past lambd, x + lambd below -lambd, else
+              * x * 0 (a NaN stays NaN; -0 for a small negative x) */
+        if (sym_opt_scalar(t, p[1], 0.5, &a, "lambd") < 0)
+            return -1;
+        {
+            static const double mx[] = {[IC_F16] = 65504.0, [IC_BF16] = 3.3895313892515355e38,
+                                        [IC_F32] = 3.4028234663852886e38, [IC_F64] = 1.7976931348623157e308};
+            if (!(a >= 0 && a <= mx[xdt]))
+                return sym_fail(t, "softshrink: lambda out of range for the input's dtype (eager raises)");
+            /* under grad the middle branch passes a NaN x's gradient (eager's backward: the
+             * gradient where x is not within [-lambd, lambd]) and none elsewhere */
+            ic_val mid = ic_binary(G, IC_OP_MUL, grad ? ic_detach(G, x) : x, sym_num(t, 0));
+            if (grad)
+                mid = ic_where(G, ic_unary(G, IC_OP_ISNAN, x), x, mid);
+            r = ic_where(G, ic_binary(G, IC_OP_GT, x, sym_num(t, a)), ic_binary(G, IC_OP_SUB, x, sym_num(t, a)),
+                         ic_where(G, ic_binary(G, IC_OP_LT, x, sym_num(t, -a)),
+                                  ic_binary(G, IC_OP_ADD, x, sym_num(t, a)), mid));
+        }
+        break;
+    case 13: /* celu(input, alpha=1, inplace) = elu(x, alpha, scale 1, input scale 1/alpha) */
+    case 14: /* celu_(input, alpha=1) */
+        if (sym_opt_scalar(t, p[1], 1.0, &a, "alpha") < 0 || (d->op == 13 && sym_get_bool(t, p[2], 0, &inplace, "inplace") < 0))
+            return -1;
+        if (a == 0)
+            return sym_fail(t, "celu: alpha 0 (eager raises ZeroDivisionError)");
+        inplace |= d->op == 14;
+        {
+            ic_val neg = ic_binary(G, IC_OP_LE, x, sym_num(t, 0));
+            ic_val xn = grad ? ic_where(G, neg, x, sym_num(t, 0)) : x; /* (as elu's) */
+            r = ic_where(G, neg, ic_binary(G, IC_OP_MUL, ic_unary(G, IC_OP_EXPM1, ic_binary(G, IC_OP_MUL, xn, sym_num(t, 1.0 / a))),
+                                           sym_num(t, a)), x);
+        }
+        break;
+    case 15: /* threshold(input, threshold, value, inplace): value where x <= threshold */
+    case 16: /* threshold_(input, threshold, value) */
+        if (p[1] == NULL || p[2] == NULL)
+            return sym_fail(t, "threshold: missing threshold or value (eager raises TypeError)");
+        if (sym_opt_scalar(t, p[1], 0, &a, "threshold") < 0 || sym_opt_scalar(t, p[2], 0, &b, "value") < 0 ||
+            (d->op == 15 && sym_get_bool(t, p[3], 0, &inplace, "inplace") < 0))
+            return -1;
+        inplace |= d->op == 16;
+        {
+            /* eager: value converted to x's dtype (checked); the comparison in float for
+             * floating x (16-bit ones widened), in x's integer dtype for integers (the
+             * threshold converted to it: truncated, checked, wrapped into unsigned) */
+            int isint = xdt < IC_F16 || xdt > IC_F64;
+            if (sym_check_scalar_fits(t, p[2], xdt, "threshold value") < 0 ||
+                (isint && sym_check_scalar_fits(t, p[1], xdt, "threshold") < 0))
+                return -1;
+            if (isint && (fabs(a) > 9007199254740992.0 || fabs(b) > 9007199254740992.0))
+                return sym_fail(t, "threshold: an integer threshold or value beyond 2^53 left to eager");
+            ic_val cmp;
+            if (isint) {
+                double ta = trunc(a), tb = trunc(b);
+                if (xdt == IC_U8) { /* two's complement wrap of a negative number */
+                    ta = ta < 0 ? ta + 256 : ta;
+                    tb = tb < 0 ? tb + 256 : tb;
+                }
+                cmp = ic_binary(G, IC_OP_LE, x, ic_scalar(G, ta, IC_I64));
+                b = tb;
+            } else {
+                cmp = ic_binary(G, IC_OP_LE, xdt == IC_F16 || xdt == IC_BF16 ? ic_cast(G, x, IC_F32) : x, sym_num(t, a));
+            }
+            r = ic_cast(G, ic_where(G, cmp, ic_scalar(G, b, isint ? IC_I64 : IC_F64), x), xdt);
+        }
         break;
     default:
         return sym_fail(t, "internal: activation");

@@ -190,6 +190,8 @@ static int binary_impl(trace *t, int nb, const var *a_in, const var *b_in, var *
     case 2: op = IC_OP_FLOOR_DIVIDE; break;
     case 6: op = IC_OP_REMAINDER; break;
     case 12: op = IC_OP_BITWISE_XOR; break;
+    case 3: op = IC_OP_LSHIFT; break;
+    case 9: op = IC_OP_RSHIFT; break;
     case 4: {
         /* a @ b: an extern (ATen) node inside the graph */
         if (a->kind != V_TENSOR || b->kind != V_TENSOR)

@@ -720,6 +720,100 @@ int sym_h_batch_norm(trace *t, const opdef *d, var **p, var *out) {
     return norm_out(t, p[0]->val, y, in_dt, training ? IC_MF_PRESERVE : -1, out);
 }
 
+/* instance_norm(input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps,
+ * cudnn_enabled) (F.instance_norm, nn.InstanceNorm1d/2d/3d): eager's batch_norm of the input
+ * viewed as [1, N*C, *]: statistics per (sample, channel) over the spatial dims; the running
+ * statistics (per channel) move by momentum toward the batch's mean of the per-sample mean and
+ * unbiased variance; without use_input_stats the running statistics normalize. A contiguous
+ * result (eager normalizes input.contiguous()). */
+int sym_h_instance_norm(trace *t, const opdef *d, var **p, var *out) {
+    if (sym_need_tensor(t, d, p[0]) < 0)
+        return -1;
+    ic_meta m_copy = *sym_metap(t, p[0]->val);
+    const ic_meta *m = &m_copy; /* a copy: the graph reallocates */
+    if (m->ndim < 2 || m->dtype < IC_F16 || m->dtype > IC_F64 || m->dyn)
+        return sym_fail(t, "instance_norm: input must be float with >= 2 dims and static sizes");
+    int use = 1;
+    double momentum = 0.1, eps = 1e-5;
+    if (sym_get_bool(t, p[5], 1, &use, "use_input_stats") < 0 || sym_opt_num(t, p[6], 0.1, &momentum, "momentum") < 0 ||
+        sym_opt_num(t, p[7], 1e-5, &eps, "eps") < 0)
+        return -1;
+    for (int i = 1; i <= 4; i++)
+        if (!sym_is_none(p[i]) && p[i]->kind != V_TENSOR)
+            return sym_fail(t, "instance_norm: statistics and affine parameters must be tensors");
+    int has_run = !sym_is_none(p[3]) && !sym_is_none(p[4]);
+    if (!use && !has_run)
+        return sym_fail(t, "instance_norm without input statistics nor running statistics (eager raises)");
+    if (sym_is_none(p[3]) != sym_is_none(p[4]))
+        return sym_fail(t, "instance_norm with one running statistic of two left to eager");
+    int64_t C = m->sizes[1], n = 1, bshape[IC_MAX_DIMS];
+    uint32_t mask = 0;
+    for (int i = 0; i < m->ndim; i++) {
+        bshape[i] = i == 1 ? C : 1;
+        if (i >= 2) {
+            mask |= 1u << i;
+            n *= m->sizes[i];
+        }
+    }
+    for (int i = 1; i <= 4; i++) { /* eager's batch_norm checks each against N*C repeated */
+        if (sym_is_none(p[i]))
+            continue;
+        const ic_meta *pm = sym_metap(t, p[i]->val);
+        if (pm->ndim != 1 || pm->sizes[0] != C)
+            return sym_fail(t, "instance_norm: a parameter or statistic not of the channels' size (eager raises)");
+    }
+    if (use && n == 1)
+        return sym_fail(t, "instance_norm: one value per channel with input statistics (eager raises)");
+    if (m->sizes[0] * C == 0 && (!sym_is_none(p[1]) || !sym_is_none(p[2]) || has_run))
+        return sym_fail(t, "instance_norm of an empty batch with parameters or statistics left to eager (it may raise)");
+    const ic_dtype in_dt = m->dtype;
+    ic_val x = p[0]->val, mean, varv;
+    if (in_dt == IC_F16 || in_dt == IC_BF16)
+        x = ic_cast(G, x, IC_F32);
+    if (use) {
+        ic_val var_run;
+        bn_stats(t, x, mask, m, &mean, &varv, &var_run);
+        if (has_run) { /* updated without autograd, the batch's mean of the per-sample stats */
+            int sg = sym_value_requires_grad(t, mean);
+            ic_val mu = ic_reshape(G, ic_reduce(G, IC_OP_MEAN, sg ? ic_detach(G, mean) : mean, 1u, 0, -1), 1, &C);
+            ic_val vu = ic_binary(G, IC_OP_MUL, sg ? ic_detach(G, var_run) : var_run, sym_num(t, (double)n / (double)(n - 1)));
+            vu = ic_reshape(G, ic_reduce(G, IC_OP_MEAN, vu, 1u, 0, -1), 1, &C);
+            ic_val rm = ic_binary(G, IC_OP_ADD, ic_binary(G, IC_OP_MUL, p[3]->val, sym_num(t, 1 - momentum)),
+                                  ic_binary(G, IC_OP_MUL, mu, sym_num(t, momentum)));
+            ic_val rv = ic_binary(G, IC_OP_ADD, ic_binary(G, IC_OP_MUL, p[4]->val, sym_num(t, 1 - momentum)),
+                                  ic_binary(G, IC_OP_MUL, vu, sym_num(t, momentum)));
+            if (sym_mutate(t, p[3], rm) < 0 || sym_mutate(t, p[4], rv) < 0)
+                return -1;
+        }
+    } else {
+        mean = ic_reshape(G, p[3]->val, m->ndim, bshape);
+        varv = ic_reshape(G, p[4]->val, m->ndim, bshape);
+    }
+    ic_val rstd = ic_unary(G, IC_OP_RSQRT, ic_binary(G, IC_OP_ADD, varv, sym_num(t, eps)));
+    if (use && in_dt != ic_value_meta(G, x)->dtype && t->device_type == TC_DEV_CPU) {
+        /* as batch_norm's (above): eager's CPU kernel rounds the batch mean and 1/std to a
+         * 16-bit input's dtype when the parameters and statistics given are of that dtype */
+        int mixed = 0;
+        for (int i = 1; i <= 4; i++)
+            mixed |= !sym_is_none(p[i]) && ic_value_meta(G, p[i]->val)->dtype != in_dt;
+        if (!mixed) {
+            mean = ic_cast(G, ic_cast(G, mean, in_dt), IC_F32);
+            rstd = ic_cast(G, ic_cast(G, rstd, in_dt), IC_F32);
+        }
+    }
+    ic_val y = ic_binary(G, IC_OP_MUL, ic_binary(G, IC_OP_SUB, x, mean), rstd);
+    if (!sym_is_none(p[1]))
+        y = ic_binary(G, IC_OP_MUL, y, ic_reshape(G, p[1]->val, m->ndim, bshape));
+    if (!sym_is_none(p[2]))
+        y = ic_binary(G, IC_OP_ADD, y, ic_reshape(G, p[2]->val, m->ndim, bshape));
+    if (y >= 0 && ic_value_meta(G, y)->dtype != in_dt)
+        y = ic_cast(G, y, in_dt);
+    if (sym_tensor_out(t, y, out) < 0)
+        return -1;
+    ic_value_set_format(G, out->val, p[0]->val, IC_MF_CONTIGUOUS);
+    return 0;
+}
+
 /* group_norm(input, num_groups, weight, bias, eps) */
 int sym_h_group_norm(trace *t, const opdef *d, var **p, var *out) {
     if (sym_need_tensor(t, d, p[0]) < 0)
@@ -876,4 +970,90 @@ int sym_h_select(trace *t, const opdef *d, var **p, var *out) {
     if (vals < 0 || idx < 0)
         return sym_check_graph(t) < 0 ? -1 : sym_fail(t, "%s failed", d->name);
     return sym_return_pair(t, names[d->op], vals, idx, out);
+}
+
+/* nanmean(input, dim=None, keepdim=False, *, dtype=None): eager's nansum(dim, keepdim, dtype)
+ * divided by the count of non-NaN elements (NaN where there are none) */
+int sym_h_nanmean(trace *t, const opdef *d, var **p, var *out) {
+    if (sym_need_tensor(t, d, p[0]) < 0)
+        return -1;
+    ic_dtype xdt = sym_metap(t, p[0]->val)->dtype;
+    if (xdt < IC_F16 || xdt > IC_F64)
+        return sym_fail(t, "nanmean of a non-float tensor (eager raises)");
+    int nd = sym_ndim_of(t, p[0]->val), keep = 0, dt = -1;
+    uint32_t mask;
+    if (sym_dims_mask(t, p[1], nd, &mask) < 0 || sym_get_bool(t, p[2], 0, &keep, "keepdim") < 0 ||
+        (p[3] && sym_get_dtype(t, p[3], &dt) < 0))
+        return -1;
+    if (dt >= 0 && (dt < IC_F16 || dt > IC_F64))
+        return sym_fail(t, "nanmean with a non-float dtype left to eager");
+    ic_val x = p[0]->val, nan = ic_unary(G, IC_OP_ISNAN, x);
+    ic_val s = ic_reduce(G, IC_OP_SUM, ic_where(G, nan, sym_num(t, 0), x), mask, keep, dt);
+    ic_val n = ic_reduce(G, IC_OP_SUM, ic_unary(G, IC_OP_LOGICAL_NOT, nan), mask, keep, -1);
+    return sym_tensor_out(t, ic_binary(G, IC_OP_DIV, s, n), out);
+}
+
+/* take_along_dim(input, indices, dim=None): gather along dim of input and indices broadcast
+ * to each other on every other dim (of both flattened without dim); indices outside [0, size)
+ * rerun the frame eagerly (CPU) or trap (CUDA) */
+int sym_h_take_along_dim(trace *t, const opdef *d, var **p, var *out) {
+    if (sym_need_tensor(t, d, p[0]) < 0 || sym_need_tensor(t, d, p[1]) < 0)
+        return -1;
+    ic_meta xm = *sym_metap(t, p[0]->val), im = *sym_metap(t, p[1]->val);
+    if (im.dtype != IC_I64)
+        return sym_fail(t, "take_along_dim: indices not int64 (eager raises)");
+    if (xm.dyn || im.dyn)
+        return sym_fail(t, "take_along_dim with symbolic shapes left to eager");
+    ic_val x = p[0]->val, ix = p[1]->val;
+    int dim = 0;
+    if (sym_is_none(p[2])) {
+        int64_t nx = 1, ni = 1;
+        for (int i = 0; i < xm.ndim; i++)
+            nx *= xm.sizes[i];
+        for (int i = 0; i < im.ndim; i++)
+            ni *= im.sizes[i];
+        /* eager: input.view(-1) and indices.view(-1), which raise where no such view exists */
+        int64_t st[IC_MAX_DIMS], nst[1];
+        for (int k = 0; k < 2; k++) {
+            const ic_meta *mk = k ? &im : &xm;
+            if (!sym_eager_strides(t, k ? ix : x, st))
+                return sym_fail(t, "take_along_dim: strides of the operands unknown");
+            if (!sym_view_strides(mk->ndim, mk->sizes, st, 1, k ? &ni : &nx, nst))
+                return sym_fail(t, "take_along_dim without dim of a tensor that can't be viewed as 1-D (eager raises)");
+        }
+        x = sym_reshape(t, x, 1, &nx);
+        ix = sym_reshape(t, ix, 1, &ni);
+        xm.ndim = im.ndim = 1;
+        xm.sizes[0] = nx;
+        im.sizes[0] = ni;
+    } else {
+        long long dd;
+        if (sym_get_int(t, p[2], &dd, "dim") < 0 || sym_norm_dim(t, dd, xm.ndim, &dim) < 0)
+            return -1;
+        if (xm.ndim != im.ndim)
+            return sym_fail(t, "take_along_dim: input and indices of different ranks (eager raises)");
+        int64_t sx[IC_MAX_DIMS], si[IC_MAX_DIMS];
+        for (int i = 0; i < xm.ndim; i++) {
+            int64_t a = xm.sizes[i], b = im.sizes[i];
+            if (i != dim && a != b && a != 1 && b != 1)
+                return sym_fail(t, "take_along_dim: shapes do not broadcast (eager raises)");
+            int64_t bc = a == 1 ? b : a;
+            sx[i] = i == dim ? a : bc;
+            si[i] = i == dim ? b : bc;
+        }
+        x = ic_expand(G, x, xm.ndim, sx);
+        ix = ic_expand(G, ix, im.ndim, si);
+        memcpy(xm.sizes, sx, sizeof sx[0] * (size_t)xm.ndim);
+    }
+    int64_t bound = xm.ndim ? xm.sizes[dim] : 1;
+    var iv = *p[1];
+    iv.val = ix;
+    int chk = sym_check_index(t, &iv, bound, 1);
+    if (chk < 0)
+        return -1;
+    if (chk == 0 && t->device_type != TC_DEV_CUDA) /* checked after the run: read in range meanwhile */
+        ix = ic_binary(G, IC_OP_MINIMUM, ic_binary(G, IC_OP_MAXIMUM, ix, sym_inum(t, 0)), sym_inum(t, bound > 0 ? bound - 1 : 0));
+    int64_t prm[1] = {dim};
+    ic_val v[2] = {x, ix};
+    return sym_tensor_out(t, ic_extern(G, IC_EXT_GATHER, 2, v, 1, prm, 1, 1), out);
 }

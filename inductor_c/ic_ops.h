@@ -125,7 +125,11 @@
     X(ACOS, "acos", 1, IC_K_UNARY, IC_F_PW|IC_F_FLOAT)                                         \
     X(ASINH, "asinh", 1, IC_K_UNARY, IC_F_PW|IC_F_FLOAT)                                       \
     X(ACOSH, "acosh", 1, IC_K_UNARY, IC_F_PW|IC_F_FLOAT)                                       \
-    X(ATANH, "atanh", 1, IC_K_UNARY, IC_F_PW|IC_F_FLOAT)
+    X(ATANH, "atanh", 1, IC_K_UNARY, IC_F_PW|IC_F_FLOAT)                                       \
+    /* binary, appended: shifts of integers (the common integer dtype; a shift by a negative   \
+     * amount or by the width or more gives 0, or the sign for a signed right shift) */          \
+    X(LSHIFT, "bitwise_left_shift", 2, IC_K_BINARY, IC_F_PW|IC_F_INT|IC_F_BITS)                \
+    X(RSHIFT, "bitwise_right_shift", 2, IC_K_BINARY, IC_F_PW|IC_F_INT|IC_F_BITS) /* arithmetic when signed */
 
 typedef enum ic_kind { IC_K_UNARY, IC_K_BINARY, IC_K_TERNARY, IC_K_REDUCE, IC_K_OTHER } ic_kind;
 
@@ -154,9 +158,9 @@ typedef enum ic_op {
 /* Adding an op: append it (earlier ops keep their numbers), give it its row's flags, then update this count and every switch
  * over ops that must know it (the shared op layer codegen/ops.c, graph/vjp.h, graph.c). */
 #ifdef __cplusplus
-static_assert(IC_OP_COUNT == 79, "an op was added or removed: see above");
+static_assert(IC_OP_COUNT == 81, "an op was added or removed: see above");
 #else
-_Static_assert(IC_OP_COUNT == 79, "an op was added or removed: see above");
+_Static_assert(IC_OP_COUNT == 81, "an op was added or removed: see above");
 #endif
 
 static inline unsigned ic_op_flags(ic_op op) {

@@ -478,6 +478,20 @@ static LLVMValueRef pow_(cg *g, LLVMValueRef a, LLVMValueRef b, ic_xid bx, ic_dt
     return cg_intrin(g, "llvm.pow", &ty, 1, args, 2);
 }
 
+/* a << b, a >> b in integer dtype ct as ATen's: an amount < 0 or >= the width (unsigned
+ * compare) shifts everything out: 0, or the sign for a signed right shift */
+static LLVMValueRef shift_(cg *g, ic_op op, ic_dtype ct, LLVMValueRef a, LLVMValueRef b) {
+    LLVMTypeRef ty = LLVMTypeOf(a);
+    long long bits = (long long)ic_dtype_size(ct) * 8;
+    LLVMValueRef z = LLVMConstNull(ty);
+    LLVMValueRef big = LLVMBuildICmp(B, LLVMIntUGE, b, cg_consti(g, ty, bits), "");
+    if (op == IC_OP_LSHIFT)
+        return LLVMBuildSelect(B, big, z, LLVMBuildShl(B, a, LLVMBuildSelect(B, big, z, b, ""), ""), "");
+    if (ic_is_unsigned(ct))
+        return LLVMBuildSelect(B, big, z, LLVMBuildLShr(B, a, LLVMBuildSelect(B, big, z, b, ""), ""), "");
+    return LLVMBuildAShr(B, a, LLVMBuildSelect(B, big, cg_consti(g, ty, bits - 1), b, ""), "");
+}
+
 /* ct: the operands' (common) dtype; bx: b's expression (pow's constant exponents) */
 LLVMValueRef ol_binary(cg *g, ic_op op, ic_dtype ct, LLVMValueRef a, LLVMValueRef b, ic_xid bx) {
     bool f = ic_is_float(ct), u = ic_is_unsigned(ct);
@@ -518,6 +532,9 @@ LLVMValueRef ol_binary(cg *g, ic_op op, ic_dtype ct, LLVMValueRef a, LLVMValueRe
         return cg_libm2(g, ct == IC_F32 ? "atan2f" : "atan2", a, b);
     case IC_OP_FMOD: case IC_OP_REMAINDER: case IC_OP_FLOOR_DIVIDE:
         return f ? fdivmod(g, op, a, b) : idivmod(g, op, ct, a, b);
+    case IC_OP_LSHIFT: case IC_OP_RSHIFT:
+        if (!f && ct != IC_BOOL) return shift_(g, op, ct, a, b);
+        break;
     default: break;
     }
     ic_fail(g->c, IC_EUNSUPPORTED, "codegen: binary %s on %s", ic_op_name(op), ic_dtype_name(ct));

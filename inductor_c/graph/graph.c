@@ -434,6 +434,8 @@ IC_API ic_val ic_binary(ic_graph *g, ic_op op, ic_val a, ic_val b) {
     if (fl & IC_F_BOOL) {
         t = IC_BOOL;
     } else if (fl & IC_F_BITS) {
+        if ((op == IC_OP_LSHIFT || op == IC_OP_RSHIFT) && t == IC_BOOL)
+            return fail(g, IC_EINVALID, "\"%s_cpu\" not implemented for 'Bool'", op == IC_OP_LSHIFT ? "lshift" : "rshift");
         if (ic_is_float(t))
             return fail(g, IC_EINVALID, "\"%s_cpu\" not implemented for '%s'", ic_op_name(op), ic_dtype_name(t));
     } else if (op == IC_OP_FMOD || op == IC_OP_REMAINDER || op == IC_OP_FLOOR_DIVIDE) {

@@ -254,6 +254,13 @@ static void build_corpus(void) {
     ic_output(g, Bn(g, IC_OP_FLOOR_DIVIDE, x, y));
     ic_output(g, Bn(g, IC_OP_REMAINDER, x, y));
     ic_output(g, Bn(g, IC_OP_FMOD, x, y));
+    ic_output(g, Bn(g, IC_OP_LSHIFT, x, y));
+    ic_output(g, Bn(g, IC_OP_RSHIFT, x, y));
+    g = G("u8_shifts"); /* narrow unsigned: logical right shift, amounts past the width */
+    x = IN(g, IC_U8, 200);
+    y = IN(g, IC_U8, 200);
+    ic_output(g, Bn(g, IC_OP_LSHIFT, x, y));
+    ic_output(g, Bn(g, IC_OP_RSHIFT, x, ic_scalar(g, 3, IC_I64)));
     static const ic_op bi2[] = {IC_OP_FMOD, IC_OP_REMAINDER, IC_OP_FLOOR_DIVIDE, IC_OP_ATAN2, IC_OP_LOGICAL_XOR};
     for (size_t i = 0; i < sizeof bi2 / sizeof bi2[0]; i++) {
         char nm[64];
