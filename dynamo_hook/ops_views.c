@@ -37,7 +37,6 @@ PyObject *sym_perm_tuple(const int *perm, int n) {
 static int eager_strides(trace *t, ic_val v, int64_t *st, int depth);
 static int desc_strides(trace *t, ic_val v, const ic_meta *mp, ic_val base, const char *name, PyObject *args,
                         const int64_t *bs, int64_t *st);
-static PyObject *ext_norm_args(int nd, const char *name, PyObject *args);
 
 /* A view of in: name(*args) replayed on the real tensor when a view of an input is
  * returned (so the caller gets a real view, as from eager). args: new reference. */
@@ -189,39 +188,6 @@ static int eager_strides(trace *t, ic_val v, int64_t *st, int depth) {
         return 0;
     }
     return desc_strides(t, v, &m, base, name, args, bs, st);
-}
-
-/* the user's arguments of select(dim, index), diagonal(offset=0, dim1=0, dim2=1) and
- * unfold(dim, size, step) (a planned extern's description) as the views above record them:
- * ints, dims made non-negative; NULL (maybe an exception) for anything else */
-static PyObject *ext_norm_args(int nd, const char *name, PyObject *args) {
-    long long a[3] = {0, 0, 1};
-    int n = (int)PyTuple_GET_SIZE(args), want, dims[3] = {0};
-    if (!strcmp(name, "select"))
-        want = 2, dims[0] = 1;
-    else if (!strcmp(name, "diagonal"))
-        want = 3, dims[1] = dims[2] = 1;
-    else if (!strcmp(name, "unfold"))
-        want = 3, dims[0] = 1;
-    else
-        return NULL;
-    if (n > want || (want != 3 && n != want) || (!strcmp(name, "unfold") && n != 3))
-        return NULL;
-    for (int i = 0; i < n; i++) {
-        PyObject *x = PyTuple_GET_ITEM(args, i);
-        if (!PyLong_Check(x) || PyBool_Check(x))
-            return NULL;
-        a[i] = PyLong_AsLongLong(x);
-        if (a[i] == -1 && PyErr_Occurred())
-            return NULL;
-    }
-    for (int i = 0; i < want; i++)
-        if (dims[i]) {
-            if (a[i] < -nd || a[i] >= nd)
-                return NULL;
-            a[i] = a[i] < 0 ? a[i] + nd : a[i];
-        }
-    return want == 2 ? Py_BuildValue("(LL)", a[0], a[1]) : Py_BuildValue("(LLL)", a[0], a[1], a[2]);
 }
 
 /* eager's strides of v = base.name(*args) from base's (bs); 0: a view this does not model */

@@ -138,3 +138,64 @@ def test_view_as_complex_of_a_last_dim_not_unit_stride_raises():
     f = lambda r: torch.view_as_complex(r) * 2   # noqa: E731
     torchc.reset()
     _raises_same(f, (torch.arange(12.0).reshape(2, 6).t(),), torchc.compile(f))
+
+
+# ---- activations of integer and bool tensors ---------------------------------------------------
+# F.elu / selu / leaky_relu / softplus / hardswish / hardsigmoid / mish / logsigmoid / silu / gelu
+# have ATen kernels for floating types only (NotImplementedError "elu_cpu" not implemented for
+# 'Int'); the capture promoted the integer input to float and returned a value. F.hardtanh /
+# relu6 of an integer tensor clamp in its own dtype with the limits truncated to int64 (eager:
+# int32 in, int32 out); the capture promoted to float32 and took 2.5 as 2.5. Bool inputs,
+# unsigned ones with negative limits and min_val > max_val (F.hardtanh's ValueError, for every
+# dtype) raise in eager.
+
+_FLOAT_ONLY = [lambda x: torch.nn.functional.elu(x), lambda x: torch.nn.functional.selu(x), lambda x: torch.selu(x),
+               lambda x: torch.nn.functional.leaky_relu(x, 2), lambda x: torch.nn.functional.softplus(x),
+               lambda x: torch.nn.functional.hardswish(x), lambda x: torch.nn.functional.hardsigmoid(x),
+               lambda x: torch.nn.functional.mish(x), lambda x: torch.nn.functional.logsigmoid(x),
+               lambda x: torch.nn.functional.silu(x), lambda x: torch.nn.functional.gelu(x),
+               lambda x: torch.nn.functional.gelu(x, approximate="tanh"), lambda x: torch.nn.functional.elu(x, inplace=True)]
+
+
+@pytest.mark.allow_fallback
+@pytest.mark.parametrize("f", _FLOAT_ONLY)
+def test_float_only_activations_of_int_raise_as_eager(f):
+    v = torch.tensor([-3, -1, 0, 2, 7])
+    torchc.reset()
+    g = torchc.compile(f)
+    _same(g(v.float()), f(v.float()), exact=False)
+    for x in (v.int(), v > 0, v.to(torch.uint8)):
+        _raises_same(f, (x.clone(),), g)
+
+
+_HT = [lambda x: torch.nn.functional.hardtanh(x, -1.5, 2.5), lambda x: torch.nn.functional.hardtanh(x),
+       lambda x: torch.nn.functional.relu6(x), lambda x: torch.nn.ReLU6()(x), lambda x: torch.nn.Hardtanh(-2, 2)(x),
+       lambda x: torch.nn.functional.hardtanh(x, min_val=0.7, max_val=5.9), lambda x: torch.nn.functional.relu6(x * 3, inplace=True)]
+
+
+@pytest.mark.parametrize("f", _HT)
+@pytest.mark.parametrize("dt", [torch.int32, torch.int8, torch.int64, torch.uint8, torch.float16])
+def test_hardtanh_of_int_keeps_its_dtype(f, dt):
+    x = torch.tensor([-3, -1, 0, 1, 2, 7, 100, -100]).to(dt)
+    try:
+        want = f(x.clone())
+    except RuntimeError:
+        return _raises_same(f, (x.clone(),), torchc.compile(f))   # uint8 with negative limits
+    torchc.reset()
+    _same(torchc.compile(f)(x.clone()), want)
+    _whole(f, x.clone())
+
+
+@pytest.mark.allow_fallback
+@pytest.mark.parametrize("f", [lambda x: torch.nn.functional.hardtanh(x, 2.0, -2.0), lambda x: torch.nn.functional.relu6(x),
+                               lambda x: torch.nn.functional.hardtanh(x, -1000, 1000), lambda x: torch.nn.functional.hardtanh(x, -1.0, 0.5)])
+@pytest.mark.parametrize("x", [torch.tensor([-3.0, 1.0]), torch.tensor([True, False]), torch.tensor([3, 1], dtype=torch.int8),
+                               torch.tensor([3, 1], dtype=torch.uint8)])
+def test_hardtanh_raises_as_eager(f, x):
+    try:
+        want = f(x)
+    except (RuntimeError, ValueError):
+        torchc.reset()
+        return _raises_same(f, (x,), torchc.compile(f))
+    torchc.reset()
+    _same(torchc.compile(f)(x), want)
