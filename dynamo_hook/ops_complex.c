@@ -161,6 +161,33 @@ static int method_call(trace *t, const var *x, const char *name, var *args, int 
     return sym_call(t, &m, args, nargs, NULL, out);
 }
 
+/* 1: eager's value of v carries the conjugate bit (x.conj() of a complex x, lazily: a view
+ * whose reads conjugate), through the view ops taken of it since; a resolve_conj() (a new
+ * tensor in eager) or a value no view made clears it. The graph's buffers hold the
+ * conjugated values (a planned call's result is copied out resolved); the bit decides only
+ * what eager refuses or answers about it (view(dtype), view_as_real, is_conj) */
+static int conj_view(trace *t, const var *x_in) {
+    var x = *x_in;
+    sym_resolve(t, &x);
+    int conj = 0;
+    for (ic_val v = x.kind == V_TENSOR ? x.val : -1, depth = 0; v >= 0 && v < t->capvals && depth < 64; depth++) {
+        PyObject *d = t->view_desc[v];
+        const ic_meta *m = ic_value_meta(G, v);
+        if (d == NULL || m == NULL || !ic_dtype_is_complex(m->dtype))
+            break;
+        const char *name = PyUnicode_AsUTF8(PyTuple_GET_ITEM(d, 1));
+        if (name == NULL) {
+            (void)tc_clear_expected(PyExc_UnicodeError);
+            break;
+        }
+        if (!strcmp(name, "resolve_conj") || !strcmp(name, "conj_physical"))
+            break;
+        conj ^= !strcmp(name, "conj");
+        v = (ic_val)PyLong_AsLong(PyTuple_GET_ITEM(d, 0));
+    }
+    return conj;
+}
+
 static int int_tuple_arg(trace *t, const int64_t *v, int n, int extra, var *out) {
     PyObject *tup = PyTuple_New(n + (extra > 0));
     for (int i = 0; tup && i < n + (extra > 0); i++) {
@@ -182,6 +209,8 @@ static int int_tuple_arg(trace *t, const int64_t *v, int n, int extra, var *out)
 static int view_as_real_rw(trace *t, const var *x_in, var *out) {
     var x = *x_in;
     sym_resolve(t, &x);
+    if (conj_view(t, &x))
+        return sym_fail(t, "view_as_real of an unresolved conjugated tensor (eager raises)");
     const ic_meta m = *sym_metap(t, x.val);
     int64_t st[IC_MAX_DIMS], want[IC_MAX_DIMS + 1], fst[IC_MAX_DIMS], fsz[IC_MAX_DIMS], got[IC_MAX_DIMS + 1];
     if (m.dyn || m.ndim >= IC_MAX_DIMS || !sym_eager_strides(t, x.val, st))
@@ -267,6 +296,8 @@ int sym_complex_call(trace *t, PyObject *fn, var *args, int nargs, PyObject *kwn
             rc = view_as_complex_rw(t, &args[0], out);
         else if (is_torch_attr(fn, "real") || is_torch_attr(fn, "imag")) /* torch.real(x): x.real */
             rc = sym_complex_attr(t, &args[0], ((PyCFunctionObject *)fn)->m_ml->ml_name, out);
+        else if (is_torch_attr(fn, "is_conj") && sym_complex_involved(t, &args[0]))
+            rc = sym_const(t, PyBool_FromLong(conj_view(t, &args[0])), out);
         if (rc != 1)
             return rc;
     }
@@ -408,7 +439,8 @@ int sym_complex_attr(trace *t, const var *x, const char *name, var *out) {
     if (k == 6 || !sym_complex_involved(t, x))
         return 1;
     var a = *x;
-    if (k < 2) { /* x.real, x.imag: view_as_real(x)[..., 0 or 1], eager's strides (2 apart) */
+    if (k < 2 && !conj_view(t, &a)) { /* x.real, x.imag: view_as_real(x)[..., 0 or 1], eager's strides (2
+                                        * apart); of a conjugated view: the planned attribute */
         var r, key;
         int rc = view_as_real_rw(t, &a, &r);
         if (rc == 0 && sym_const(t, Py_BuildValue("(Oi)", Py_Ellipsis, k), &key) < 0)
@@ -434,6 +466,11 @@ int sym_complex_method(trace *t, const var *self, PyObject *name, const var *arg
         cx = sym_complex_involved(t, &args[i]);
     if (!cx)
         return 1;
+    if (PyUnicode_CompareWithASCIIString(name, "is_conj") == 0 && nargs == 0 && kwnames == NULL)
+        return sym_const(t, PyBool_FromLong(conj_view(t, self)), out);
+    if (PyUnicode_CompareWithASCIIString(name, "view") == 0 && nargs == 1 && args[0].kind == V_CONST &&
+        sym_dtype_from_object(args[0].obj) >= 0 && conj_view(t, self))
+        return sym_fail(t, "view(dtype) of a conjugate view (eager raises)");
     if (sym_refs.tensor_type == NULL)
         return sym_fail(t, "complex ops: torch.Tensor unknown");
     PyObject *f = PyObject_GetAttr(sym_refs.tensor_type, name);

@@ -199,3 +199,36 @@ def test_hardtanh_raises_as_eager(f, x):
         return _raises_same(f, (x,), torchc.compile(f))
     torchc.reset()
     _same(torchc.compile(f)(x), want)
+
+
+# ---- the conjugate bit -----------------------------------------------------------------------
+# x.conj() is a lazy view in eager (is_conj() True, kept through views); .real / .imag of it
+# work, view(dtype) and view_as_real of it raise. The capture answered is_conj() False, and
+# wrote x.conj().imag as x.conj().view(float)[..., 1], which raised where eager ran (the view
+# replayed on the real x at the output).
+
+@pytest.mark.parametrize("f", [lambda x: x.conj().real * 1, lambda x: x.conj().imag * 1, lambda x: x.conj().real - x.conj().imag.t().t(),
+                               lambda x: x.conj().is_conj(), lambda x: x.conj().contiguous().is_conj(),
+                               lambda x: x.t().conj().t().is_conj(), lambda x: torch.is_conj(x.conj().conj()),
+                               lambda x: x.conj().resolve_conj().is_conj(), lambda x: torch.view_as_real(x.conj().resolve_conj()) * 1])
+def test_conj_view_semantics_as_eager(f):
+    x = (torch.arange(12.0).reshape(3, 4) + 1j * torch.arange(12.0).reshape(3, 4).cos()).to(torch.complex64)
+    want = f(x)
+    torchc.reset()
+    got = torchc.compile(f)(x)
+    if isinstance(want, bool):
+        assert got == want
+    else:
+        _same(got, want)
+    _whole(f, x)
+
+
+@pytest.mark.allow_fallback
+@pytest.mark.parametrize("f", [lambda x: torch.view_as_real(x.conj()) * 1, lambda x: x.conj().view(torch.float32) * 1,
+                               lambda x: x.t().conj().imag.view(torch.int32)])
+def test_conj_view_refusals_raise_as_eager(f):
+    x = (torch.arange(12.0).reshape(3, 4) + 1j).to(torch.complex64)
+    torchc.reset()
+    g = torchc.compile(f)
+    _raises_same(f, (x,), g)
+    torchc.compile(lambda x: x.conj().real * 2)(x)   # (a compiled call: conftest wants one graph)
