@@ -631,6 +631,8 @@ int sym_h_fill(trace *t, const opdef *d, var **p, var *out) {
         return sym_fail(t, "%s needs a value", d->name);
     else if (d->op == 2 && p[1]->kind != V_TENSOR)
         return sym_fail(t, "copy_ from a non-tensor");
+    else if (d->op == 1 && p[1]->kind == V_TENSOR && sym_metap(t, p[1]->val)->ndim > 0)
+        return sym_fail(t, "fill_ only supports 0-dimension value tensor (eager raises)");
     else if (sym_inplace_overlap_check(t, p[0], p[1], 1) < 0) /* a view of self: eager decides */
         return -1;
     else if (sym_check_scalar_fits(t, p[1], m->dtype, d->name) < 0)

@@ -1266,6 +1266,14 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
                     if (opi >= 0) {
                         if (sym_inplace_overlap_check(t, self, args, npos) < 0)
                             return -1;
+                        /* index_add_ / scatter_ / scatter_add_ / scatter_reduce_: ATen's
+                         * assert_no_overlap refuses self as the source too (elementwise ops take
+                         * it: x.add_(x)) */
+                        for (int i = 0; i < npos && (OPS[opi].fn == sym_h_index_add || OPS[opi].fn == sym_h_gather ||
+                                                     OPS[opi].fn == sym_h_scatter_reduce); i++)
+                            if (args[i].kind == V_TENSOR && args[i].oid > 0 && args[i].oid == self->oid)
+                                return sym_fail(t, "Tensor.%U() with self as its source: some elements refer to a single "
+                                                   "memory location (eager raises)", fn->obj);
                         var r;
                         if (call_method_op(t, opi, self, args, npos, kwnames, kwv, &r) < 0)
                             return -1;

@@ -232,3 +232,41 @@ def test_conj_view_refusals_raise_as_eager(f):
     g = torchc.compile(f)
     _raises_same(f, (x,), g)
     torchc.compile(lambda x: x.conj().real * 2)(x)   # (a compiled call: conftest wants one graph)
+
+
+# ---- in-place updates whose source is self; fill_ with a 1-d value ----------------------------
+# ATen's index_add_ / scatter_ / scatter_add_ refuse a source that overlaps self at all ("some
+# elements of the input tensor and the written-to tensor refer to a single memory location"),
+# self included; fill_ takes a 0-d value tensor only. The capture computed both.
+
+def _sadd(y):
+    return y.scatter_add_(0, torch.zeros(3, 4, dtype=torch.long), y)
+
+
+def _sset(y):
+    return y.scatter_(1, torch.zeros(3, 4, dtype=torch.long), y)
+
+
+def _iadd(y):
+    return y.index_add_(0, torch.tensor([2, 1, 0]), y)
+
+
+def _fill1(y):
+    return y.fill_(torch.tensor([1.5]))
+
+
+@pytest.mark.allow_fallback
+@pytest.mark.parametrize("f", [_sadd, _sset, _iadd, _fill1])
+def test_inplace_refusals_raise_as_eager(f):
+    torchc.reset()
+    x = torch.arange(12.0).reshape(3, 4)
+    _raises_same(f, (x.clone(),), torchc.compile(f))
+    g = lambda y, s: y.scatter_add_(0, torch.zeros(3, 4, dtype=torch.long), s)   # noqa: E731
+    _same(torchc.compile(g)(x.clone(), x.clone()), g(x.clone(), x.clone()))   # another source compiles
+
+
+def test_fill_with_a_0d_tensor_compiles():
+    f = lambda y: y.fill_(torch.tensor(1.5)) * 2   # noqa: E731
+    x = torch.arange(12).reshape(3, 4)
+    _same(torchc.compile(f)(x.clone()), f(x.clone()))
+    _whole(f, x.clone())

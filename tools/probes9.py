@@ -612,6 +612,31 @@ def complex_semantics(C, R):
     each(C, R, fns, xs)
 
 
+@scenario()
+def inplace_broadcast_and_misc(C, R):
+    fns = [lambda x: x.add_(torch.ones(2, 3, 4)), lambda x: x.add_(torch.ones(4)), lambda x: x.mul_(torch.ones(3, 1)),
+           lambda x: x[0].add_(x), lambda x: x.copy_(torch.ones(2, 3, 4)), lambda x: x.copy_(torch.arange(4.0)),
+           lambda x: x.copy_(torch.ones(3, 4, dtype=torch.int64) * 7), lambda x: x.copy_(torch.tensor(2.5)),
+           lambda x: x.masked_fill_(torch.tensor([True, False, True, False]), 1), lambda x: x.masked_fill_(torch.ones(2, 3, 4).bool(), 1),
+           lambda x: x.clamp_(torch.zeros(2, 3, 4)), lambda x: x.where(torch.ones(3, 4).bool(), 0), lambda x: x.lerp_(torch.ones(2, 3, 4), 0.5),
+           lambda x: x.addcmul_(torch.ones(4), torch.ones(3, 1)), lambda x: x.index_add_(0, torch.tensor([0, 5]), torch.ones(2, 4)),
+           lambda x: x.index_fill_(1, torch.tensor([-1]), 3.0), lambda x: x.index_fill_(1, torch.tensor([4]), 3.0),
+           lambda x: x.scatter_(1, torch.tensor([[0], [3], [9]]), 1.0), lambda x: x.scatter_add_(0, torch.zeros(3, 4, dtype=torch.long), x),
+           lambda x: x.unsqueeze_(0), lambda x: x.resize_(12), lambda x: x.squeeze_(), lambda x: x.t_(), lambda x: x.swapaxes_(0, 1),
+           lambda x: x.pow_(torch.tensor(2)), lambda x: x.fill_(torch.tensor([1.0])), lambda x: x.fill_(torch.tensor([1.0, 2.0])),
+           lambda x: x.zero_().sum(), lambda x: x.normal_() if False else x.uniform_(0, 0), lambda x: x.sub_(x, alpha=2),
+           lambda x: x.div_(x, rounding_mode="floor"), lambda x: x.put_(torch.tensor([0, 11]), torch.tensor([9.0, 8.0])),
+           lambda x: x.put_(torch.tensor([0, 12]), torch.tensor([9.0, 8.0])), lambda x: x.put_(torch.tensor([1, 1]), torch.tensor([9.0, 8.0]), accumulate=True)]
+    for fn in fns:
+        import torchc
+        torchc.reset()
+        g = C(fn)
+        for mk in (lambda: _f((3, 4)), lambda: _f((4, 3)).T, lambda: _f((3, 4), torch.float64)):
+            x = mk()
+            R.call(g, x)
+            R(x)
+
+
 def main(argv):
     why = "--why" in argv
     argv = [a for a in argv if a != "--why"]
