@@ -8,7 +8,17 @@ inputs, inputs that require grad under no_grad.
     python tools/probes9.py [-k name] [--why]
 
 Lists every differing record (not just the first) and, with --why, the distinct reasons of the
-compiled run's fallbacks and graph breaks."""
+compiled run's fallbacks and graph breaks.
+
+Differences left (2026-12-07, after the fixes of this round; 5 of 4972 records):
+  nan_inf_propagation  median(1) of an expanded (0-stride) input: eager's ATen kernel returns
+                       wrong values (nan / 0 for a row of 1s); torchc's are right
+  special_reduction_values  var(correction > n) of denormal-sized values: eager accumulates in
+                       float64 (inf), torchc in float32 (0 / 0 = nan)
+  ops_of_int_and_bool  torch.flip(x, 1): eager's TypeError (an int for int[] dims), torchc flips
+  complex_semantics    torch.angle of a transposed complex tensor: ATen's CPU kernel returns
+                       contiguous strides, its meta kernel (what the complex plan runs) the
+                       input's layout"""
 import os
 import sys
 import warnings
@@ -75,7 +85,7 @@ def bool_arithmetic(C, R):
     each(C, R, fns, [(a, b), (a.T, b.T), (a[:, :1], b)], star=True)
 
 
-@scenario(exact=True)
+@scenario(rtol=1e-6, atol=1e-6)   # x.sum() + x: summation order; pow in float64: an ulp
 def promotion_zero_dim_and_scalars(C, R):
     s64, sf, sh, si8, sb = torch.tensor(2.5, dtype=torch.float64), torch.tensor(3.0), torch.tensor(1.5, dtype=torch.float16), \
         torch.tensor(-3, dtype=torch.int8), torch.tensor(True)
