@@ -161,6 +161,33 @@ static int method_call(trace *t, const var *x, const char *name, var *args, int 
     return sym_call(t, &m, args, nargs, NULL, out);
 }
 
+/* 1: eager's value of v carries the conjugate bit (x.conj() of a complex x, lazily: a view
+ * whose reads conjugate), through the view ops taken of it since; a resolve_conj() (a new
+ * tensor in eager) or a value no view made clears it. The graph's buffers hold the
+ * conjugated values (a planned call's result is copied out resolved); the bit decides only
+ * what eager refuses or answers about it (view(dtype), view_as_real, is_conj) */
+static int conj_view(trace *t, const var *x_in) {
+    var x = *x_in;
+    sym_resolve(t, &x);
+    int conj = 0;
+    for (ic_val v = x.kind == V_TENSOR ? x.val : -1, depth = 0; v >= 0 && v < t->capvals && depth < 64; depth++) {
+        PyObject *d = t->view_desc[v];
+        const ic_meta *m = ic_value_meta(G, v);
+        if (d == NULL || m == NULL || !ic_dtype_is_complex(m->dtype))
+            break;
+        const char *name = PyUnicode_AsUTF8(PyTuple_GET_ITEM(d, 1));
+        if (name == NULL) {
+            (void)tc_clear_expected(PyExc_UnicodeError);
+            break;
+        }
+        if (!strcmp(name, "resolve_conj") || !strcmp(name, "conj_physical"))
+            break;
+        conj ^= !strcmp(name, "conj");
+        v = (ic_val)PyLong_AsLong(PyTuple_GET_ITEM(d, 0));
+    }
+    return conj;
+}
+
 static int int_tuple_arg(trace *t, const int64_t *v, int n, int extra, var *out) {
     PyObject *tup = PyTuple_New(n + (extra > 0));
     for (int i = 0; tup && i < n + (extra > 0); i++) {
@@ -173,43 +200,83 @@ static int int_tuple_arg(trace *t, const int64_t *v, int n, int extra, var *out)
     return tup ? sym_const(t, tup, out) : -1;
 }
 
-/* torch.view_as_real(x) as eager's view: x.view(float dtype) (an extern: a copy that is
- * rebuilt as the real view where it is observed), then a real view op [..., n, 2]; 1: not
- * expressible so (x's last stride is not 1, a 0-d x): the generic extern */
+/* torch.view_as_real(x) as eager's view (a float view of x's storage: strides 2 * x's, then
+ * 1): x.view(float dtype) (an extern: a copy that is rebuilt as the real view where it is
+ * observed) then a real view op [..., n, 2]; where that composition's strides are not
+ * eager's (x's last stride is not 1: a transposed or stepped x; size-1 dims; a 0-d x),
+ * x.unsqueeze(-1).view(float dtype), which ATen makes with exactly view_as_real's strides
+ * for any x (the unsqueezed last dim has stride 1). 1: dynamic sizes (the generic extern) */
 static int view_as_real_rw(trace *t, const var *x_in, var *out) {
     var x = *x_in;
     sym_resolve(t, &x);
+    if (conj_view(t, &x))
+        return sym_fail(t, "view_as_real of an unresolved conjugated tensor (eager raises)");
     const ic_meta m = *sym_metap(t, x.val);
-    int64_t st[IC_MAX_DIMS];
-    if (m.ndim == 0 || m.dyn || !sym_eager_strides(t, x.val, st) || (st[m.ndim - 1] != 1 && m.sizes[m.ndim - 1] > 1))
+    int64_t st[IC_MAX_DIMS], want[IC_MAX_DIMS + 1], fst[IC_MAX_DIMS], fsz[IC_MAX_DIMS], got[IC_MAX_DIMS + 1];
+    if (m.dyn || m.ndim >= IC_MAX_DIMS || !sym_eager_strides(t, x.val, st))
         return 1;
-    var dt, flat, sizes;
-    if (sym_const(t, Py_NewRef(sym_dtype_object(m.dtype == IC_C64 ? IC_F32 : IC_F64)), &dt) < 0 ||
-        method_call(t, &x, "view", &dt, 1, &flat) < 0 || int_tuple_arg(t, m.sizes, m.ndim, 2, &sizes) < 0)
+    int nd = m.ndim, direct = nd > 0 && st[nd - 1] == 1;
+    int64_t vsz[IC_MAX_DIMS + 1];
+    for (int i = 0; i < nd; i++) {
+        want[i] = 2 * st[i];
+        vsz[i] = m.sizes[i];
+        fst[i] = i < nd - 1 ? 2 * st[i] : 1; /* x.view(float): ATen's strides */
+        fsz[i] = i < nd - 1 ? m.sizes[i] : 2 * m.sizes[i];
+    }
+    want[nd] = 1;
+    vsz[nd] = 2;
+    if (direct && sym_view_strides(nd, fsz, fst, nd + 1, vsz, got))
+        for (int i = 0; i <= nd; i++)
+            direct &= got[i] == want[i];
+    else
+        direct = 0;
+    var dt, flat, arg;
+    if (sym_const(t, Py_NewRef(sym_dtype_object(m.dtype == IC_C64 ? IC_F32 : IC_F64)), &dt) < 0)
         return -1;
-    return method_call(t, &flat, "view", &sizes, 1, out);
+    if (!direct) {
+        var u;
+        if (sym_const(t, PyLong_FromLong(-1), &arg) < 0 || method_call(t, &x, "unsqueeze", &arg, 1, &u) < 0)
+            return -1;
+        return method_call(t, &u, "view", &dt, 1, out);
+    }
+    if (method_call(t, &x, "view", &dt, 1, &flat) < 0 || int_tuple_arg(t, m.sizes, m.ndim, 2, &arg) < 0)
+        return -1;
+    return method_call(t, &flat, "view", &arg, 1, out);
 }
 
-/* torch.view_as_complex(r) as eager's view: r.flatten(-2) (a real view) then .view(complex
- * dtype); 1: r is not as eager requires (it raises there) or 1-d: the generic extern */
+/* torch.view_as_complex(r) as eager's view (a complex view of r's storage: r's strides but
+ * the last, halved): r.flatten(-2) (a real view) then .view(complex dtype), where that
+ * composition's strides are eager's; else r.view(complex dtype).squeeze(-1) (externs whose
+ * planned strides are ATen's: exactly view_as_complex's for any r it accepts). 1: r is not as
+ * eager requires (it raises there): the generic extern, whose plan raises */
 static int view_as_complex_rw(trace *t, const var *r_in, var *out) {
     var r = *r_in;
     sym_resolve(t, &r);
     if (r.kind != V_TENSOR)
         return 1;
     const ic_meta m = *sym_metap(t, r.val);
-    int64_t st[IC_MAX_DIMS];
-    if (m.ndim < 2 || m.dyn || (m.dtype != IC_F32 && m.dtype != IC_F64) || m.sizes[m.ndim - 1] != 2 ||
-        !sym_eager_strides(t, r.val, st) || st[m.ndim - 1] != 1 || st[m.ndim - 2] != 2)
+    int64_t st[IC_MAX_DIMS], fsz[IC_MAX_DIMS], fst[IC_MAX_DIMS];
+    if (m.ndim < 1 || m.dyn || (m.dtype != IC_F32 && m.dtype != IC_F64) || m.sizes[m.ndim - 1] != 2 ||
+        !sym_eager_strides(t, r.val, st) || st[m.ndim - 1] != 1)
         return 1;
     for (int i = 0; i < m.ndim - 1; i++)
         if (st[i] % 2)
             return 1;
+    int n = m.ndim - 1, direct = n > 0 && st[n - 1] == 2;
+    for (int i = 0; i < n; i++)
+        fsz[i] = i < n - 1 ? m.sizes[i] : 2 * m.sizes[i];
+    if (direct && sym_view_strides(m.ndim, m.sizes, st, n, fsz, fst))
+        for (int i = 0; i < n - 1; i++) /* .view(complex): the non-last strides halved */
+            direct &= fst[i] == st[i];
+    else
+        direct = 0;
     var dim, flat, dt;
-    if (sym_const(t, PyLong_FromLong(-2), &dim) < 0 || method_call(t, &r, "flatten", &dim, 1, &flat) < 0 ||
-        sym_const(t, Py_NewRef(sym_dtype_object(m.dtype == IC_F32 ? IC_C64 : IC_C128)), &dt) < 0)
+    if (sym_const(t, Py_NewRef(sym_dtype_object(m.dtype == IC_F32 ? IC_C64 : IC_C128)), &dt) < 0 ||
+        sym_const(t, PyLong_FromLong(direct ? -2 : -1), &dim) < 0)
         return -1;
-    return method_call(t, &flat, "view", &dt, 1, out);
+    if (!direct)
+        return method_call(t, &r, "view", &dt, 1, &flat) < 0 ? -1 : method_call(t, &flat, "squeeze", &dim, 1, out);
+    return method_call(t, &r, "flatten", &dim, 1, &flat) < 0 ? -1 : method_call(t, &flat, "view", &dt, 1, out);
 }
 
 static int is_torch_attr(PyObject *fn, const char *name) {
@@ -227,6 +294,10 @@ int sym_complex_call(trace *t, PyObject *fn, var *args, int nargs, PyObject *kwn
             rc = view_as_real_rw(t, &args[0], out);
         else if (is_torch_attr(fn, "view_as_complex"))
             rc = view_as_complex_rw(t, &args[0], out);
+        else if (is_torch_attr(fn, "real") || is_torch_attr(fn, "imag")) /* torch.real(x): x.real */
+            rc = sym_complex_attr(t, &args[0], ((PyCFunctionObject *)fn)->m_ml->ml_name, out);
+        else if (is_torch_attr(fn, "is_conj") && sym_complex_involved(t, &args[0]))
+            rc = sym_const(t, PyBool_FromLong(conj_view(t, &args[0])), out);
         if (rc != 1)
             return rc;
     }
@@ -368,7 +439,8 @@ int sym_complex_attr(trace *t, const var *x, const char *name, var *out) {
     if (k == 6 || !sym_complex_involved(t, x))
         return 1;
     var a = *x;
-    if (k < 2) { /* x.real, x.imag: view_as_real(x)[..., 0 or 1], eager's strides (2 apart) */
+    if (k < 2 && !conj_view(t, &a)) { /* x.real, x.imag: view_as_real(x)[..., 0 or 1], eager's strides (2
+                                        * apart); of a conjugated view: the planned attribute */
         var r, key;
         int rc = view_as_real_rw(t, &a, &r);
         if (rc == 0 && sym_const(t, Py_BuildValue("(Oi)", Py_Ellipsis, k), &key) < 0)
@@ -394,6 +466,11 @@ int sym_complex_method(trace *t, const var *self, PyObject *name, const var *arg
         cx = sym_complex_involved(t, &args[i]);
     if (!cx)
         return 1;
+    if (PyUnicode_CompareWithASCIIString(name, "is_conj") == 0 && nargs == 0 && kwnames == NULL)
+        return sym_const(t, PyBool_FromLong(conj_view(t, self)), out);
+    if (PyUnicode_CompareWithASCIIString(name, "view") == 0 && nargs == 1 && args[0].kind == V_CONST &&
+        sym_dtype_from_object(args[0].obj) >= 0 && conj_view(t, self))
+        return sym_fail(t, "view(dtype) of a conjugate view (eager raises)");
     if (sym_refs.tensor_type == NULL)
         return sym_fail(t, "complex ops: torch.Tensor unknown");
     PyObject *f = PyObject_GetAttr(sym_refs.tensor_type, name);

@@ -12,7 +12,10 @@
 
 enum { W_TORCH = 1, W_F = 2, W_METHOD = 4, W_ALL = 7, W_LINALG = 8 /* torch.linalg.* */,
        W_PF = 16 /* a polyfill (torchc/_polyfills.py) takes the call first; its own calls of the
-                    op reach the handler */ };
+                    op reach the handler */,
+       W_FLOATK = 32 /* ATen's kernel exists for floating (and complex) inputs only: an integer or
+                        bool input raises NotImplementedError ("elu_cpu" not implemented for
+                        'Int'), left to eager before the handler promotes it (ops_table.c) */ };
 #define MAXP 24
 
 typedef struct opdef opdef;

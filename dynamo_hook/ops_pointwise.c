@@ -631,6 +631,8 @@ int sym_h_fill(trace *t, const opdef *d, var **p, var *out) {
         return sym_fail(t, "%s needs a value", d->name);
     else if (d->op == 2 && p[1]->kind != V_TENSOR)
         return sym_fail(t, "copy_ from a non-tensor");
+    else if (d->op == 1 && p[1]->kind == V_TENSOR && sym_metap(t, p[1]->val)->ndim > 0)
+        return sym_fail(t, "fill_ only supports 0-dimension value tensor (eager raises)");
     else if (sym_inplace_overlap_check(t, p[0], p[1], 1) < 0) /* a view of self: eager decides */
         return -1;
     else if (sym_check_scalar_fits(t, p[1], m->dtype, d->name) < 0)
@@ -1274,19 +1276,42 @@ int sym_h_act(trace *t, const opdef *d, var **p, var *out) {
                              ic_binary(G, IC_OP_DIV, ic_binary(G, IC_OP_ADD, x, sym_num(t, 3)), sym_num(t, 6)), r);
         }
         break;
-    case 5: /* relu6(input, inplace) */
-        if (sym_get_bool(t, p[1], 0, &inplace, "inplace") < 0)
-            return -1;
-        r = ic_binary(G, IC_OP_MINIMUM, ic_binary(G, IC_OP_MAXIMUM, grad ? ic_detach(G, x) : x, sym_num(t, 0)), sym_num(t, 6));
-        if (grad) /* eager's relu6 is hardtanh(x, 0, 6): its gradient */
-            r = bounded_grad(t, x, r, sym_num(t, 0), sym_num(t, 6), 1);
-        break;
+    case 5: /* relu6(input, inplace) = hardtanh(input, 0, 6) */
     case 6: /* hardtanh(input, min_val=-1, max_val=1, inplace) */
-        if (sym_opt_scalar(t, p[1], -1.0, &a, "min_val") < 0 || sym_opt_scalar(t, p[2], 1.0, &b, "max_val") < 0 ||
-            sym_get_bool(t, p[3], 0, &inplace, "inplace") < 0)
+        if (d->op == 5) {
+            a = 0, b = 6;
+            if (sym_get_bool(t, p[1], 0, &inplace, "inplace") < 0)
+                return -1;
+        } else if (sym_opt_scalar(t, p[1], -1.0, &a, "min_val") < 0 || sym_opt_scalar(t, p[2], 1.0, &b, "max_val") < 0 ||
+                   sym_get_bool(t, p[3], 0, &inplace, "inplace") < 0) {
             return -1;
+        } else if (a > b) {
+            return sym_fail(t, "hardtanh: min_val cannot be greater than max_val (eager raises ValueError)");
+        }
+        if (xdt == IC_BOOL)
+            return sym_fail(t, "Bool inputs not supported for hardtanh (eager raises)");
+        if (xdt != IC_F16 && xdt != IC_BF16 && xdt != IC_F32 && xdt != IC_F64) {
+            /* ATen's hardtanh of an integer tensor: the limits as int64 (truncated), clamped in
+             * the tensor's dtype (no promotion to float) */
+            if (a != a || b != b || fabs(a) >= 9.2e18 || fabs(b) >= 9.2e18)
+                return sym_fail(t, "hardtanh: a limit out of the int64 range (eager raises)");
+            a = trunc(a), b = trunc(b);
+            if (xdt == IC_U8 && (a < 0 || b < 0))
+                return sym_fail(t, "cannot do hardtanh on an unsigned type with negative limits (eager raises)");
+            PyObject *la = PyLong_FromDouble(a), *lb = la ? PyLong_FromDouble(b) : NULL;
+            int bad = la && lb && (sym_scalar_overflows(la, xdt) || sym_scalar_overflows(lb, xdt));
+            Py_XDECREF(la);
+            Py_XDECREF(lb);
+            if (la == NULL || lb == NULL)
+                return -1;
+            if (bad)
+                return sym_fail(t, "hardtanh: a limit out of the tensor's dtype's range (eager raises)");
+            r = ic_binary(G, IC_OP_MINIMUM, ic_binary(G, IC_OP_MAXIMUM, x, ic_cast(G, sym_inum(t, (long long)a), xdt)),
+                          ic_cast(G, sym_inum(t, (long long)b), xdt));
+            break;
+        }
         r = ic_binary(G, IC_OP_MINIMUM, ic_binary(G, IC_OP_MAXIMUM, grad ? ic_detach(G, x) : x, sym_num(t, a)), sym_num(t, b));
-        if (grad) /* eager's hardtanh_backward: 0 where x <= min_val or x >= max_val */
+        if (grad) /* eager's hardtanh_backward: 0 where x <= min_val or x >= max_val (relu6's too) */
             r = bounded_grad(t, x, r, sym_num(t, a), sym_num(t, b), 1);
         break;
     case 7: /* mish(input, inplace) = x * tanh(softplus(x)) */

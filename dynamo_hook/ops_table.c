@@ -42,10 +42,10 @@ static const opdef OPS[] = {
     UN("log", W_TORCH | W_METHOD, LOG), UN("sqrt", W_TORCH | W_METHOD, SQRT),
     UN("rsqrt", W_TORCH | W_METHOD, RSQRT), UN("reciprocal", W_TORCH | W_METHOD, RECIPROCAL),
     UN("sigmoid", W_ALL, SIGMOID), UN("tanh", W_ALL, TANH), UN("relu", W_ALL, RELU),
-    UN("silu", W_F, SILU), UN("sin", W_TORCH | W_METHOD, SIN), UN("cos", W_TORCH | W_METHOD, COS),
+    UN("silu", W_F | W_FLOATK, SILU), UN("sin", W_TORCH | W_METHOD, SIN), UN("cos", W_TORCH | W_METHOD, COS),
     UN("logical_not", W_TORCH | W_METHOD, LOGICAL_NOT),
     {"square", W_TORCH | W_METHOD, "input", sym_h_square, 0},
-    {"gelu", W_ALL, "input|approximate", sym_h_gelu, 0},
+    {"gelu", W_ALL | W_FLOATK, "input|approximate", sym_h_gelu, 0},
     {"where", W_TORCH, "condition,input,other", sym_h_where, 0},
     {"where", W_METHOD, "input,condition,other", sym_h_where, 1}, /* x.where(c, y): where(c, x, y) */
     {"clamp", W_TORCH | W_METHOD, "input,min,max", sym_h_clamp, 0},
@@ -141,16 +141,16 @@ static const opdef OPS[] = {
     {"empty", W_TORCH, "*size|dtype,device,layout,requires_grad,pin_memory,memory_format,out", sym_h_factory, 0},
     {"empty_like", W_TORCH, "input|dtype,device,layout,requires_grad,memory_format", sym_h_factory, 3},
     {"glu", W_F, "input,dim", sym_h_glu, 0},
-    {"softplus", W_F, "input,beta,threshold", sym_h_act, 0},
-    {"elu", W_F, "input,alpha,inplace", sym_h_act, 1},
-    {"leaky_relu", W_F, "input,negative_slope,inplace", sym_h_act, 2},
-    {"hardswish", W_F, "input,inplace", sym_h_act, 3},
-    {"hardsigmoid", W_F, "input,inplace", sym_h_act, 4},
+    {"softplus", W_F | W_FLOATK, "input,beta,threshold", sym_h_act, 0},
+    {"elu", W_F | W_FLOATK, "input,alpha,inplace", sym_h_act, 1},
+    {"leaky_relu", W_F | W_FLOATK, "input,negative_slope,inplace", sym_h_act, 2},
+    {"hardswish", W_F | W_FLOATK, "input,inplace", sym_h_act, 3},
+    {"hardsigmoid", W_F | W_FLOATK, "input,inplace", sym_h_act, 4},
     {"relu6", W_F, "input,inplace", sym_h_act, 5},
     {"hardtanh", W_F, "input,min_val,max_val,inplace", sym_h_act, 6},
-    {"mish", W_F, "input,inplace", sym_h_act, 7},
-    {"logsigmoid", W_F, "input", sym_h_act, 8},
-    {"selu", W_TORCH | W_F, "input,inplace", sym_h_act, 9},
+    {"mish", W_F | W_FLOATK, "input,inplace", sym_h_act, 7},
+    {"logsigmoid", W_F | W_FLOATK, "input", sym_h_act, 8},
+    {"selu", W_TORCH | W_F | W_FLOATK, "input,inplace", sym_h_act, 9},
     {"softsign", W_F, "input", sym_h_act, 10},
     {"hardshrink", W_TORCH | W_F | W_METHOD, "input,lambd", sym_h_act, 11},
     {"softshrink", W_F, "input,lambd", sym_h_act, 12},
@@ -613,6 +613,12 @@ static int call_op(trace *t, int opi, var *args, int nargs, PyObject *kwnames, v
     int moves = d->fn == sym_h_to || d->fn == sym_h_type_as; /* to another device: the handler's */
     if (sym_fold_check_slots(t, slots, MAXP, moves ? 3 : vmap_pointwise(d)) < 0)
         return -1;
+    if ((d->where & W_FLOATK) && slots[0] != NULL && slots[0]->kind == V_TENSOR) {
+        const ic_dtype dt = sym_metap(t, slots[0]->val)->dtype;
+        if (dt != IC_F16 && dt != IC_BF16 && dt != IC_F32 && dt != IC_F64 && !ic_dtype_is_complex(dt))
+            return sym_fail(t, "%s of a %s tensor: ATen's kernel is for floating types only (eager raises "
+                               "NotImplementedError)", d->name, ic_dtype_name(dt));
+    }
     int fac_ok = t->fac_ok, fac_home = t->fac_home;
     ic_val n0 = ic_graph_num_values(t->g);
     t->fac_ok = 1; /* a factory of the CPU in a CUDA graph: its value tagged (sym_factory_device) */
@@ -1280,6 +1286,14 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
                     if (opi >= 0) {
                         if (sym_inplace_overlap_check(t, self, args, npos) < 0)
                             return -1;
+                        /* index_add_ / scatter_ / scatter_add_ / scatter_reduce_: ATen's
+                         * assert_no_overlap refuses self as the source too (elementwise ops take
+                         * it: x.add_(x)) */
+                        for (int i = 0; i < npos && (OPS[opi].fn == sym_h_index_add || OPS[opi].fn == sym_h_gather ||
+                                                     OPS[opi].fn == sym_h_scatter_reduce); i++)
+                            if (args[i].kind == V_TENSOR && args[i].oid > 0 && args[i].oid == self->oid)
+                                return sym_fail(t, "Tensor.%U() with self as its source: some elements refer to a single "
+                                                   "memory location (eager raises)", fn->obj);
                         var r;
                         if (call_method_op(t, opi, self, args, npos, kwnames, kwv, &r) < 0)
                             return -1;

@@ -37,7 +37,6 @@ PyObject *sym_perm_tuple(const int *perm, int n) {
 static int eager_strides(trace *t, ic_val v, int64_t *st, int depth);
 static int desc_strides(trace *t, ic_val v, const ic_meta *mp, ic_val base, const char *name, PyObject *args,
                         const int64_t *bs, int64_t *st);
-static PyObject *ext_norm_args(int nd, const char *name, PyObject *args);
 
 /* A view of in: name(*args) replayed on the real tensor when a view of an input is
  * returned (so the caller gets a real view, as from eager). args: new reference. */
@@ -175,77 +174,20 @@ static int eager_strides(trace *t, ic_val v, int64_t *st, int depth) {
     if (m.dyn || depth > 64 || sym_layout_open(t, v))
         return 0;
     PyObject *desc = v < t->capvals ? t->view_desc[v] : NULL;
-    if (desc == NULL) /* the graph knows eager's strides (inductor_c/graph/strides.c) */
+    /* the graph knows eager's strides (inductor_c/graph/strides.c); an extern standing for a
+     * view (ops_complex.c: its buffer a dense copy) has the strides its planned meta call
+     * gave, from the operands' eager strides: eager's, holes and 0s included */
+    if (desc == NULL || ic_value_op(t->g, v) == IC_OP_EXTERN)
         return ic_value_strides(t->g, v, st);
-    /* an extern standing for a view (ops_complex.c): its buffer is a dense copy (planned), the
-     * view's own strides (x[::2], an expand) are eager's where the description gives them */
-    int ext = ic_value_op(t->g, v) == IC_OP_EXTERN;
     ic_val base = (ic_val)PyLong_AsLong(PyTuple_GET_ITEM(desc, 0));
     const char *name = PyUnicode_AsUTF8(PyTuple_GET_ITEM(desc, 1));
     PyObject *args = PyTuple_GET_ITEM(desc, 2);
     int64_t bs[IC_MAX_DIMS];
     if (name == NULL || !eager_strides(t, base, bs, depth + 1)) {
         (void)tc_clear_expected(PyExc_UnicodeError, PyExc_OverflowError);
-        return ext ? ic_value_strides(t->g, v, st) : 0;
-    }
-    if (ext) { /* its description holds the user's arguments (not normalized): the views whose
-                * strides do not read them */
-        static const char *const plain[] = {"__getitem__", "expand", "narrow", "detach", "reshape"};
-        for (size_t i = 0; i < sizeof plain / sizeof plain[0]; i++)
-            if (!strcmp(name, plain[i]) && desc_strides(t, v, &m, base, name, args, bs, st))
-                return 1;
-        if (!strcmp(name, "view") && PyTuple_GET_SIZE(args) == 1 && sym_dtype_from_object(PyTuple_GET_ITEM(args, 0)) >= 0) {
-            /* x.view(dtype): ATen's strides, the non-last ones scaled by the element sizes' ratio */
-            const ic_meta *bm = ic_value_meta(t->g, base);
-            size_t bsz = ic_dtype_size(bm->dtype), vsz = ic_dtype_size(m.dtype);
-            if (bm->ndim == m.ndim && m.ndim > 0 && bsz && vsz && (bsz % vsz == 0 || vsz % bsz == 0)) {
-                for (int i = 0; i < m.ndim - 1; i++)
-                    st[i] = bsz >= vsz ? bs[i] * (int64_t)(bsz / vsz) : bs[i] / (int64_t)(vsz / bsz);
-                st[m.ndim - 1] = bsz == vsz ? bs[m.ndim - 1] : 1;
-                return 1;
-            }
-        }
-        PyObject *na = ext_norm_args(ic_value_meta(t->g, base)->ndim, name, args);
-        int r = na != NULL && desc_strides(t, v, &m, base, name, na, bs, st);
-        Py_XDECREF(na);
-        if (na == NULL)
-            (void)tc_clear_expected(PyExc_OverflowError, PyExc_TypeError);
-        return r || ic_value_strides(t->g, v, st);
+        return 0;
     }
     return desc_strides(t, v, &m, base, name, args, bs, st);
-}
-
-/* the user's arguments of select(dim, index), diagonal(offset=0, dim1=0, dim2=1) and
- * unfold(dim, size, step) (a planned extern's description) as the views above record them:
- * ints, dims made non-negative; NULL (maybe an exception) for anything else */
-static PyObject *ext_norm_args(int nd, const char *name, PyObject *args) {
-    long long a[3] = {0, 0, 1};
-    int n = (int)PyTuple_GET_SIZE(args), want, dims[3] = {0};
-    if (!strcmp(name, "select"))
-        want = 2, dims[0] = 1;
-    else if (!strcmp(name, "diagonal"))
-        want = 3, dims[1] = dims[2] = 1;
-    else if (!strcmp(name, "unfold"))
-        want = 3, dims[0] = 1;
-    else
-        return NULL;
-    if (n > want || (want != 3 && n != want) || (!strcmp(name, "unfold") && n != 3))
-        return NULL;
-    for (int i = 0; i < n; i++) {
-        PyObject *x = PyTuple_GET_ITEM(args, i);
-        if (!PyLong_Check(x) || PyBool_Check(x))
-            return NULL;
-        a[i] = PyLong_AsLongLong(x);
-        if (a[i] == -1 && PyErr_Occurred())
-            return NULL;
-    }
-    for (int i = 0; i < want; i++)
-        if (dims[i]) {
-            if (a[i] < -nd || a[i] >= nd)
-                return NULL;
-            a[i] = a[i] < 0 ? a[i] + nd : a[i];
-        }
-    return want == 2 ? Py_BuildValue("(LL)", a[0], a[1]) : Py_BuildValue("(LLL)", a[0], a[1], a[2]);
 }
 
 /* eager's strides of v = base.name(*args) from base's (bs); 0: a view this does not model */

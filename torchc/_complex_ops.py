@@ -86,22 +86,12 @@ def _const_result(r):
 
 
 def _out_desc(r):
-    """(dtype, sizes, strides): eager's strides where they are a dense layout, else the
-    contiguous ones (a view into a complex buffer, x.real: a strided copy would have holes)"""
-    st = tuple(r.stride())
-    if not _dense(tuple(r.shape), st):
-        st = tuple(torch.empty(r.shape, device="meta").stride())
-    return (r.dtype, tuple(r.shape), st)
-
-
-def _dense(sizes, strides):
-    """a permutation of a contiguous layout (size-1 dims anywhere)"""
-    expect = 1
-    for sz, st in sorted((d for d in zip(sizes, strides) if d[0] != 1), key=lambda d: d[1]):
-        if st != expect:
-            return False
-        expect *= sz
-    return True
+    """(dtype, sizes, strides): eager's strides, as the meta call made them from the operands'
+    eager strides. The extern's buffer is a contiguous copy whatever they are; the graph
+    keeps them as eager's strides of the value (x.stride(), view checks, the layout of
+    pointwise results and of a returned copy: graph/strides.c), a view's too (x.t().real:
+    (2, 12) with holes, an expand's 0s)."""
+    return (r.dtype, tuple(r.shape), tuple(r.stride()))
 
 
 def _on_meta(x, dev, devkey):
