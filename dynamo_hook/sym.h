@@ -389,6 +389,9 @@ int sym_raise(trace *t, PyObject *type, PyObject *arg, const char *fmt, ...);
 /* the top frame's call raised after the trace answered is_compiling(): no break, the frame
  * runs eagerly (sym_exc.c); -1 */
 int sym_refuse_raise_break(trace *t);
+/* sym_exc.c: an exception class made from its args alone (BaseException's __new__ and __init__:
+ * ValueError, KeyError, a Python subclass defining neither): made in the trace of constants */
+int sym_exc_simple_class(PyObject *f);
 /* layout.c: eager's memory formats (the graph keeps eager's strides: inductor_c strides.c).
  * dh_memory_format: None -> IC_MF_PRESERVE, else torch.*_format / channels_last*;
  * dh_layout_copy: a copy of x in format fmt (clone, contiguous(), to(memory_format));
@@ -668,6 +671,7 @@ int sym_obj_delattr(trace *t, const var *o, PyObject *name);
 /* object.__setattr__(o, name, v) (the class's own __setattr__ not run): logged */
 int sym_obj_plain_setattr(trace *t, const var *o, PyObject *name, const var *v);
 int sym_attr_is_deleted(const var *v);
+PyObject *sym_attr_deleted_marker(void); /* borrowed (kept for the process); NULL: error set */
 /* found (a class attribute looked up for self, or NULL: through the class) one of object's
  * __setattr__/__delattr__/__init__/__getattribute__: *out callable (1: not one of them) */
 int sym_obj_slot_attr(trace *t, PyObject *found, const var *self, var *out);
