@@ -994,6 +994,8 @@ int sym_op_store_global(trace *t, sframe *f, sym_ins *in) {
     var v = POP();
     if (sym_fx_store_global(t, f->globals, f->func_src, f->top, PyTuple_GET_ITEM(in->names, in->oparg), &v) < 0)
         return -1;
+    if (v.kind == V_CONST && v.dyn) /* written back from the graph (sym_output.c) */
+        t->dyn_inst = t->cur_inst;
     return SYM_NEXT;
 }
 
@@ -1086,6 +1088,8 @@ int sym_op_store_attr(trace *t, sframe *f, sym_ins *in) {
         return -1;
     if (sym_obj_setattr(t, &a, name, &b) == 0) {
         sym_fx_drop(&mark);
+        if (b.kind == V_CONST && b.dyn) /* written back from the graph (sym_output.c) */
+            t->dyn_inst = t->cur_inst;
         return SYM_NEXT;
     }
     if (can_break && t->failed && !PyErr_Occurred() && t->pending_exc == NULL) {
