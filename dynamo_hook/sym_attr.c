@@ -391,6 +391,8 @@ static int tensor_unshadowed(trace *t, const var *x_in, PyObject *name) {
 }
 
 int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
+    if (o->kind == V_GEN && o->op == 0 && PyUnicode_CompareWithASCIIString(name, "send") == 0)
+        return sym_method(t, o, name, -1, out); /* gen.send (sym_gen.c) */
     if (o->kind == V_SEQ || o->kind == V_DICT || o->kind == V_CONST || o->kind == V_OBJ ||
         (o->kind == V_FUNC && o->obj != NULL && PyType_Check(o->obj) &&
          PyUnicode_CompareWithASCIIString(name, "__dataclass_fields__") == 0)) { /* obj_data.c */

@@ -864,6 +864,13 @@ int sym_op_call(trace *t, sframe *f, sym_ins *in) {
             return SYM_NEXT;
         }
     }
+    if (fn.kind == V_METHOD && fn.items != NULL && fn.items[0].kind == V_GEN && nargs == 1 && !kw &&
+        fn.obj != NULL && PyUnicode_Check(fn.obj) && PyUnicode_CompareWithASCIIString(fn.obj, "send") == 0) {
+        if (sym_gen_send(t, &fn.items[0], &copy[0], &a) < 0) /* gen.send(v) (sym_gen.c) */
+            return -1;
+        PUSH(a);
+        return SYM_NEXT;
+    }
     if (fn.kind == V_METHOD && fn.items != NULL) { /* a @contextlib.contextmanager method */
         int r = sym_gen_cm_method(t, &fn, copy, nargs, kw, &a);
         if (r < 0)
