@@ -520,6 +520,8 @@ static int inline_code(trace *t, PyCodeObject *code, PyObject *globals, PyObject
         dh_tl_autocast = saved_autocast;
     t->cur_globals = saved_globals;
     t->depth--;
+    if (rc >= 0) /* dynamic ints passed in: the callee's instructions counted their uses */
+        t->dyn_inst = t->cur_inst;
     if (is_gen && rc == SYM_YIELD) /* stopped at RETURN_GENERATOR: the generator */
         rc = sym_gen_new(t, f, 0, out);
     else if (is_gen && rc >= 0)

@@ -41,6 +41,26 @@ def test_module_step_counter_recompiles_once():
     assert c == 2 and fb == 0, (c, fb)  # the first value specialized, then one dynamic entry
 
 
+class HelperStepper(Stepper):
+    def scaled(self, y, s):
+        return y * s + 1
+
+    def forward(self, x):
+        self.step += 1
+        return self.scaled(self.lin(x), self.step)
+
+
+def test_step_passed_to_an_inlined_method_stays_dynamic():
+    m = HelperStepper()
+    ref = copy.deepcopy(m)
+    cm = torchc.compile(m)
+    x = torch.randn(2, 4)
+    for _ in range(5):
+        assert_same(cm(x), ref(x))
+    c, fb = counts()
+    assert c == 2 and fb == 0, (c, fb)
+
+
 COUNTER = 0
 
 
