@@ -355,7 +355,8 @@ PyObject *dh_source_str(const dh_source *sources, int i);
 /* guards.c: DH_S_INTT's value: a new 0-d int64 tensor of n, on the CPU (where < 0) or CUDA
  * device where; kept by the call's scratch list (borrowed); NULL (no error): not one */
 PyObject *dh_int_tensor(PyObject *n, Py_ssize_t where);
-/* eval_frame.c: the cache's dynints while its frame is traced (borrowed; NULL: none) */
+/* eval_frame.c: the cache's dynints while its frame is traced (borrowed; NULL: none;
+ * Py_True: compile(dynamic=True), every int argument) */
 extern _Thread_local PyObject *dh_tl_dynints;
 PyObject *dh_source_resolve(dh_source *s, PyObject *const *values,
                             PyObject *const *localsplus, PyObject *globals,

@@ -935,7 +935,8 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
          * and each gen-2 collection walks the whole torch heap (GRU training capture: 1.40 s
          * -> 1.06 s CPU; benchmarks/train.py) */
         int gc_was = PyGC_Disable();
-        dh_tl_dynints = cfg->dynamic < 0 ? c->dynints : NULL; /* automatic dynamic ints */
+        /* automatic dynamic ints; dynamic=True: every int argument from the first trace */
+        dh_tl_dynints = cfg->dynamic > 0 ? Py_True : cfg->dynamic < 0 ? c->dynints : NULL;
         e = dh_trace_frame(code, (PyObject *const *)f->localsplus, f->f_globals, f->f_builtins,
                            func, cfg, dynmask);
         dh_tl_dynints = NULL;

@@ -137,6 +137,10 @@ static PyObject *raise_new_fn; /* kept for the process */
 int sym_exc_top_raise(trace *t, sframe *f, const sym_ins *in) {
     PyObject *exc = t->pending_exc;
     int hd, hl;
+    /* (a call that raised had what its trace logged undone for the break at it, which it
+     * then could not make: eager's effects before its raise are not in the graph) */
+    if (in->op == OP_CALL || in->op == OP_CALL_FUNCTION_EX || in->op == OP_BEFORE_WITH)
+        return 0;
     if (exc == NULL || !f->top || !t->failed || PyErr_Occurred() || !sym_can_break(t) || t->asked_compiling ||
         !PyExceptionInstance_Check(exc) || !sym_exc_simple_class((PyObject *)Py_TYPE(exc)) ||
         sym_exc_handler(f->code, in->pc, &hd, &hl) >= 0)

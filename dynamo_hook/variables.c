@@ -1412,6 +1412,9 @@ static int dynint_source(trace *t, PyObject *o, int src) {
         (void)tc_clear_expected(PyExc_Exception);
         return 0;
     }
+    if (dh_tl_dynints == Py_True) /* dynamic=True: the int arguments */
+        return t->src[src].kind == DH_S_LOCAL &&
+               t->src[src].index < t->code->co_argcount + t->code->co_kwonlyargcount;
     PyObject *key = dh_source_str(t->src, src);
     if (key == NULL)
         return -1;
@@ -1465,8 +1468,22 @@ int sym_dynint_val(trace *t, const var *v, ic_val *out) {
         *out = d->val;
         return 1;
     }
-    /* a source's int: a graph input, a 0-d int64 tensor of it made on the graph's device */
+    /* a source's int: a graph input, a 0-d int64 tensor of it made on the graph's device
+     * (before any tensor was read, `self.step += 1` first: the device of the frame's first
+     * tensor argument; a graph on another device then fails as tensors on two devices do) */
     Py_ssize_t where = t->device_type == TC_DEV_CUDA ? t->device_index : -1;
+    if (t->device_type < 0) {
+        int nargs = t->code->co_argcount + t->code->co_kwonlyargcount;
+        for (int i = 0; i < nargs && i < t->code->co_nlocalsplus; i++) {
+            PyObject *a = t->localsplus[i];
+            if (a != NULL && tc_is_tensor(a)) {
+                tc_meta m;
+                tc_tensor_meta(a, &m);
+                where = m.device_type == TC_DEV_CUDA ? m.device_index : -1;
+                break;
+            }
+        }
+    }
     int s2 = sym_source(t, DH_S_INTT, d->src, where, NULL);
     if (s2 < 0)
         return -1;

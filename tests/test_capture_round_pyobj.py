@@ -99,6 +99,15 @@ def test_int_argument_dynamic_after_one_change():
     assert captured_whole(ex)
 
 
+def test_dynamic_true_int_arguments_from_the_first_call():
+    cf = torchc.compile(scale, dynamic=True)
+    x = torch.randn(5)
+    for k in (2, 3, 9):
+        assert_same(cf(x, k), scale(x, k))
+    c, fb = counts()
+    assert c == 1 and fb == 0, (c, fb)
+
+
 def test_explain_lists_one_recompile():
     ef = torchc.explain(torchc.compile(scale))
     x = torch.randn(4)
