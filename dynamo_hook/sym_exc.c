@@ -107,18 +107,20 @@ int sym_exc_simple_class(PyObject *f) {
     return tp->tp_init == base->tp_init && tp->tp_new == base->tp_new;
 }
 
-/* _raise_new(cls, args): raises cls(*args), a new exception each call (the call a raise
- * breaks at: dh_break_call runs it in a frame like the raising one, so the traceback ends at
- * the user's raise) */
+/* _raise_new(cls, args, from_none): raises cls(*args) (`from None` when from_none is true),
+ * a new exception each call (the call a raise breaks at: dh_break_call runs it in a frame
+ * like the raising one, so the traceback ends at the user's raise) */
 static PyObject *raise_new(PyObject *self, PyObject *const *a, Py_ssize_t n) {
     (void)self;
-    if (n != 2 || !PyExceptionClass_Check(a[0]) || !PyTuple_Check(a[1])) {
-        PyErr_SetString(PyExc_TypeError, "_raise_new(cls, args)");
+    if (n != 3 || !PyExceptionClass_Check(a[0]) || !PyTuple_Check(a[1])) {
+        PyErr_SetString(PyExc_TypeError, "_raise_new(cls, args, from_none)");
         return NULL;
     }
     PyObject *e = PyObject_Call(a[0], a[1], NULL);
     if (e == NULL)
         return NULL;
+    if (PyObject_IsTrue(a[2]) == 1)
+        PyException_SetCause(e, NULL); /* __cause__ None, __suppress_context__ True */
     PyErr_SetObject(a[0], e);
     Py_DECREF(e);
     return NULL;
@@ -154,7 +156,7 @@ int sym_exc_top_raise(trace *t, sframe *f, const sym_ins *in) {
         return -1;
     if (raise_new_fn == NULL && (raise_new_fn = PyCFunction_New(&raise_new_def, NULL)) == NULL)
         return -1;
-    var *call = sym_alloc(t, 3);
+    var *call = sym_alloc(t, 4);
     if (call == NULL)
         return -1;
     call[0] = sym_var(V_FUNC);
@@ -164,6 +166,8 @@ int sym_exc_top_raise(trace *t, sframe *f, const sym_ins *in) {
     call[1].obj = cls;
     call[2] = sym_var(V_CONST);
     call[2].obj = args;
+    call[3] = sym_var(V_CONST);
+    call[3].obj = ((PyBaseExceptionObject *)exc)->suppress_context ? Py_True : Py_False;
     t->pending_exc = NULL;
     snprintf(t->reason, sizeof t->reason, "%s raised (eager raises it after the graph)", ((PyTypeObject *)cls)->tp_name);
     memset(&t->brk, 0, sizeof t->brk);
@@ -171,20 +175,27 @@ int sym_exc_top_raise(trace *t, sframe *f, const sym_ins *in) {
     t->brk.pc_next = in->pc; /* (never resumed: the call raises) */
     t->brk.fn = &call[0];
     t->brk.args = &call[1];
-    t->brk.nargs = 2;
+    t->brk.nargs = 3;
     return sym_record_break_state(t, f);
 }
 
-/* RAISE_VARARGS 1: `raise E(...)` (an instance the trace made of constants, sym_exc_simple_class)
+/* RAISE_VARARGS 1 (2: `... from None`): `raise E(...)` (an instance the trace made of constants, sym_exc_simple_class)
  * or `raise E`; `assert cond, msg` raises so too. The exception is pending (sym_raise's way):
  * inside a try block of the traced frames the except clause that catches it runs in the trace
  * (run_body's sym_exc_unwind; a caller's: sym_call.c); an inlined frame's raise nothing catches
  * fails its caller's call, which the top frame runs eagerly at a break (eager raises there); the
  * top frame's own raise outside any try block breaks there (sym_exc_top_raise). */
 int sym_op_raise_varargs(trace *t, sframe *f, sym_ins *in) {
-    if (in->oparg != 1)
-        return sym_fail(t, in->oparg == 0 ? "a bare raise (re-raise) in the trace" : "raise ... from ... in the trace");
-    NEED(1);
+    if (in->oparg == 0 || in->oparg > 2)
+        return sym_fail(t, "a bare raise (re-raise) in the trace");
+    NEED(in->oparg);
+    int from_none = 0;
+    if (in->oparg == 2) { /* raise E from None (another cause: not modelled) */
+        var cause = POP();
+        if (cause.kind != V_CONST || cause.obj != Py_None)
+            return sym_fail(t, "raise ... from an exception in the trace");
+        from_none = 1;
+    }
     var v = POP();
     PyObject *o = v.kind == V_TENSOR ? NULL : v.obj, *exc;
     if (o != NULL && PyExceptionInstance_Check(o) && sym_exc_simple_class((PyObject *)Py_TYPE(o))) {
@@ -200,6 +211,8 @@ int sym_op_raise_varargs(trace *t, sframe *f, sym_ins *in) {
     }
     if (exc == NULL || sym_keep(t, exc) == NULL)
         return -1;
+    if (from_none)
+        PyException_SetCause(exc, NULL); /* __suppress_context__ True */
     int rc = sym_fail(t, "%s raised (eager raises it)", Py_TYPE(exc)->tp_name);
     t->pending_exc = exc; /* kept alive by t->keep */
     return rc;

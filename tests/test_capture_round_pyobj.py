@@ -232,6 +232,23 @@ def test_raise_caught_in_the_same_function_is_one_graph():
         assert_same(ex.result, f(x, n))
 
 
+def test_raise_from_none():
+    def f(x, d):
+        y = x * 2
+        if "k" not in d:  # (a raise inside an except clause still runs the frame eagerly)
+            raise ValueError("no k") from None
+        return y + d["k"]
+
+    x = torch.randn(3)
+    with pytest.raises(ValueError) as want:
+        f(x, {})
+    with pytest.raises(ValueError) as got:
+        torchc.compile(f)(x, {})
+    assert str(got.value) == str(want.value)
+    assert got.value.__cause__ is None and got.value.__suppress_context__
+    assert counts()[1] == 0
+
+
 def _check_positive(t):
     if t.shape[0] < 2:
         raise RuntimeError("too short")
