@@ -94,6 +94,7 @@ static void clear_entries(dh_cache *c) {
      * test's batch size captured dynamic, where a fresh process specializes) and the sharing of
      * one entry by instances of a module class */
     memset(c->dynmask, 0, sizeof c->dynmask);
+    Py_CLEAR(c->dynints);
     c->modtype = 0;
     if (c->skip_failed) { /* skipped after failed captures: a reset tries again */
         c->skip = c->skip_failed = 0;

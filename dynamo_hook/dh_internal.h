@@ -73,8 +73,11 @@ typedef enum dh_srckind {
                   * made in the trace over a free variable shares it (sym_cells.c) */
     DH_S_CTXGET, /* sources[base].get(): the value of a ContextVar in the caller's context
                   * (one not set in the trace), read like any other input (variables.c) */
-    DH_S_DEREF   /* sources[base](): the referent of a weakref.ref (None once it died):
+    DH_S_DEREF,  /* sources[base](): the referent of a weakref.ref (None once it died):
                   * nn.RNNBase's _flat_weight_refs (sym_call.c) */
+    DH_S_INTT    /* a new 0-d int64 tensor holding the int sources[base] (an int seen changing:
+                  * automatic dynamic ints, variables.c), on the CPU (index -1) or on CUDA
+                  * device index; missing where the int is not an exact int of int64 range */
 } dh_srckind;
 
 /* ATTR of an nn.Module-like object (index 0): where the last resolution found the name, with
@@ -287,6 +290,9 @@ typedef struct dh_cache {
                                    * or when another instance of a class an entry pinned came */
     char *skip_reason;
     uint32_t dynmask[DH_DYN_LOCALS]; /* automatic dynamic shapes: per local, dims seen changing */
+    PyObject *dynints;            /* automatic dynamic ints: a set of the sources (dh_source_str)
+                                   * of ints seen changing (a guard failed on a new value), read as
+                                   * graph inputs by the next traces (variables.c); NULL: none */
 } dh_cache;
 
 /* The compile options an entry is keyed by (besides its backend): fullgraph, dynamic
@@ -352,6 +358,17 @@ int dh_guards_check_sym(const dh_entry *e, PyObject *const *localsplus, PyObject
 /* Dims of local tensors that differ from the newest entry's guards (automatic dynamic):
  * ORed into c->dynmask; returns 1 when a new dim was marked. */
 int dh_mark_dynamic(dh_cache *c, PyObject *const *localsplus, int nlocals);
+/* Automatic dynamic ints: guard g of an entry of c failed on v; where g is an int's
+ * CONSTANT_MATCH and v another int, the source is added to c->dynints (1), else 0; -1 error */
+int dh_mark_dynamic_int(dh_cache *c, const dh_entry *e, const dh_guard *g, PyObject *v);
+/* the source i of sources[] as the guards print it (L['x'].step), a new str or NULL */
+PyObject *dh_source_str(const dh_source *sources, int i);
+/* guards.c: DH_S_INTT's value: a new 0-d int64 tensor of n, on the CPU (where < 0) or CUDA
+ * device where; kept by the call's scratch list (borrowed); NULL (no error): not one */
+PyObject *dh_int_tensor(PyObject *n, Py_ssize_t where);
+/* eval_frame.c: the cache's dynints while its frame is traced (borrowed; NULL: none;
+ * Py_True: compile(dynamic=True), every int argument) */
+extern _Thread_local PyObject *dh_tl_dynints;
 PyObject *dh_source_resolve(dh_source *s, PyObject *const *values,
                             PyObject *const *localsplus, PyObject *globals,
                             PyObject *builtins, PyObject *func); /* borrowed, NULL: missing */

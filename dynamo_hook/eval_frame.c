@@ -28,6 +28,7 @@ _Thread_local int dh_tl_busy;
 _Thread_local int dh_tl_entry_frame;
 _Thread_local double dh_tl_ctimes[DH_CT_COUNT];
 _Thread_local int dh_tl_cache_hits;
+_Thread_local PyObject *dh_tl_dynints;
 
 void dh_note_compile(const ic_err *err) {
     dh_tl_ctimes[DH_CT_LOOKUP] += err->t_lookup;
@@ -335,6 +336,44 @@ static char *failed_guard(const dh_entry *e, _PyInterpreterFrame *f, PyObject *f
     Py_XDECREF(all);
     (void)tc_clear_expected(PyExc_Exception);
     return out;
+}
+
+/* Automatic dynamic ints: the first guard of e (the newest entry of this call's options) that
+ * the frame fails, when it is an int's CONSTANT_MATCH and the int changed, makes that source a
+ * graph input of the next traces (guards.c dh_mark_dynamic_int), as automatic dynamic shapes
+ * mark a dim that changed. Guards are checked in order: bisect on the prefix that passes. */
+static void mark_dynamic_ints(dh_cache *c, const dh_entry *e, _PyInterpreterFrame *f, PyObject *func,
+                              PyObject **values, void **ptrs, int64_t *symvals) {
+    int any = 0;
+    for (int i = 0; i < e->nguards && !any; i++)
+        any = e->guards[i].kind == DH_G_CONST && e->guards[i].obj != NULL && PyLong_CheckExact(e->guards[i].obj);
+    if (!any || e->fallback)
+        return;
+    dh_entry tmp = *e;
+    int lo = 0, hi = e->nguards;
+    PyObject *const *lp = (PyObject *const *)f->localsplus;
+    if (dh_guards_check_sym(&tmp, lp, f->f_globals, f->f_builtins, func, values, ptrs, symvals) != 0)
+        goto done;
+    while (hi - lo > 1) {
+        int mid = (lo + hi) / 2;
+        tmp.nguards = mid;
+        int r = dh_guards_check_sym(&tmp, lp, f->f_globals, f->f_builtins, func, values, ptrs, symvals);
+        if (r < 0)
+            goto done;
+        if (r == 1)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    tmp.nguards = hi;
+    if (hi >= 1 && dh_guards_check_sym(&tmp, lp, f->f_globals, f->f_builtins, func, values, ptrs, symvals) == 0) {
+        const dh_guard *g = &e->guards[hi - 1];
+        if (g->kind == DH_G_CONST && g->src >= 0)
+            (void)dh_mark_dynamic_int(c, e, g, values[g->src]);
+    }
+done:
+    (void)tc_clear_expected(PyExc_Exception);
+    dh_scratch_clear();
 }
 
 /* compile(recompile_limit=), else torchc.config.recompile_limit (the settings table: set or
@@ -857,6 +896,11 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
             dynmask = all_dims;
         } else if (cfg->dynamic < 0) {
             dh_mark_dynamic(c, (PyObject *const *)f->localsplus, (int)code->co_nlocalsplus);
+            for (const dh_entry *s = c->entries; s != NULL && !PyErr_Occurred(); s = s->next)
+                if (s->backend == cfg->backend && s->cfg_key == key) { /* the newest one */
+                    mark_dynamic_ints(c, s, f, func, values, ptrs, symvals);
+                    break;
+                }
             for (int i = 0; i < DH_DYN_LOCALS; i++)
                 if (c->dynmask[i])
                     dynmask = c->dynmask;
@@ -891,8 +935,11 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
          * and each gen-2 collection walks the whole torch heap (GRU training capture: 1.40 s
          * -> 1.06 s CPU; benchmarks/train.py) */
         int gc_was = PyGC_Disable();
+        /* automatic dynamic ints; dynamic=True: every int argument from the first trace */
+        dh_tl_dynints = cfg->dynamic > 0 ? Py_True : cfg->dynamic < 0 ? c->dynints : NULL;
         e = dh_trace_frame(code, (PyObject *const *)f->localsplus, f->f_globals, f->f_builtins,
                            func, cfg, dynmask);
+        dh_tl_dynints = NULL;
         if (gc_was)
             PyGC_Enable();
         dh_tl_modtype = 0;

@@ -303,6 +303,10 @@ PyObject *dh_source_resolve(dh_source *s, PyObject *const *values,
         dh_scratch_keep(Py_NewRef(v)); /* alive until the call's output is built */
         return v;
     }
+    case DH_S_INTT: {
+        PyObject *n = values[s->base];
+        return n != NULL ? dh_int_tensor(n, s->index) : NULL;
+    }
     case DH_S_CTXGET: {
         PyObject *cv = values[s->base], *v = NULL;
         if (cv == NULL || !PyContextVar_CheckExact(cv))
@@ -591,6 +595,59 @@ int dh_mark_dynamic(dh_cache *c, PyObject *const *localsplus, int nlocals) {
     return marked;
 }
 
+/* A new 0-d int64 tensor of the exact int n (kept by the call's scratch list, borrowed), on
+ * the CPU (where < 0) or CUDA device `where`; NULL (no error) where n is not an exact int of
+ * int64 range or the tensor can't be made */
+PyObject *dh_int_tensor(PyObject *n, Py_ssize_t where) {
+    int ovf = 0;
+    if (!PyLong_CheckExact(n))
+        return NULL;
+    long long k = PyLong_AsLongLongAndOverflow(n, &ovf);
+    if (ovf || (k == -1 && PyErr_Occurred())) {
+        (void)tc_clear_expected(PyExc_Exception);
+        return NULL;
+    }
+    PyObject *c = tc_empty_strided(0, NULL, NULL, IC_I64, TC_DEV_CPU, 0);
+    void *p = c ? tc_data_ptr(c) : NULL;
+    if (p == NULL) {
+        Py_XDECREF(c);
+        (void)tc_clear_expected(PyExc_Exception);
+        return NULL;
+    }
+    *(int64_t *)p = (int64_t)k;
+    if (where >= 0) { /* on the graph's device: a copy (a small host-to-device transfer) */
+        PyObject *d = tc_empty_strided(0, NULL, NULL, IC_I64, TC_DEV_CUDA, (int)where);
+        if (d == NULL || tc_copy_(d, c) < 0) {
+            Py_XDECREF(d);
+            Py_DECREF(c);
+            (void)tc_clear_expected(PyExc_Exception);
+            return NULL;
+        }
+        Py_DECREF(c);
+        c = d;
+    }
+    dh_scratch_keep(c); /* alive until the call's output is built */
+    return c;
+}
+
+int dh_mark_dynamic_int(dh_cache *c, const dh_entry *e, const dh_guard *g, PyObject *v) {
+    if (g->kind != DH_G_CONST || g->src < 0 || g->src >= e->nsources || g->obj == NULL ||
+        !PyLong_CheckExact(g->obj) || v == NULL || !PyLong_CheckExact(v))
+        return 0;
+    int eq = PyObject_RichCompareBool(g->obj, v, Py_EQ);
+    if (eq != 0)
+        return eq < 0 ? -1 : 0;
+    if (c->dynints == NULL && (c->dynints = PySet_New(NULL)) == NULL)
+        return -1;
+    PyObject *key = dh_source_str(e->sources, g->src);
+    if (key == NULL)
+        return -1;
+    int had = PySet_Contains(c->dynints, key);
+    int rc = had < 0 ? -1 : had ? 0 : PySet_Add(c->dynints, key) < 0 ? -1 : 1;
+    Py_DECREF(key);
+    return rc;
+}
+
 int dh_guards_check(const dh_entry *e, PyObject *const *localsplus, PyObject *globals,
                     PyObject *builtins, PyObject *func, PyObject **values, void **data_ptrs) {
     int64_t symvals[IC_MAX_SYMS];
@@ -833,17 +890,21 @@ int dh_guards_check_sym(const dh_entry *e, PyObject *const *localsplus, PyObject
     return r >= 0 && PyErr_Occurred() ? -1 : r;
 }
 
-static PyObject *source_str(const dh_entry *e, int i) {
-    const dh_source *s = &e->sources[i];
+PyObject *dh_source_str(const dh_source *sources, int i) {
+    const dh_source *s = &sources[i];
     PyObject *base = NULL, *r = NULL;
     switch (s->kind) {
+    case DH_S_INTT:
+        base = dh_source_str(sources, s->base);
+        r = base ? PyUnicode_FromFormat("tensor(%U)", base) : NULL;
+        break;
     case DH_S_LOCAL:
         return PyUnicode_FromFormat("L[%zd]", s->index);
     case DH_S_GLOBAL:
     case DH_S_CLOSURE:
     case DH_S_CELL:
         if (s->base >= 0) {
-            base = source_str(e, s->base);
+            base = dh_source_str(sources, s->base);
             r = base == NULL ? NULL
                 : s->kind == DH_S_GLOBAL ? PyUnicode_FromFormat("%U.__globals__[%R]", base, s->name)
                 : s->kind == DH_S_CELL   ? PyUnicode_FromFormat("%U.__closure__[%zd] (the cell)", base, s->index)
@@ -854,11 +915,11 @@ static PyObject *source_str(const dh_entry *e, int i) {
             return PyUnicode_FromFormat("G[%R]", s->name);
         return PyUnicode_FromFormat(s->kind == DH_S_CELL ? "closure cell[%zd]" : "closure[%zd]", s->index);
     case DH_S_CTXGET:
-        base = source_str(e, s->base);
+        base = dh_source_str(sources, s->base);
         r = base == NULL ? NULL : PyUnicode_FromFormat("%U.get()", base);
         break;
     case DH_S_DEREF:
-        base = source_str(e, s->base);
+        base = dh_source_str(sources, s->base);
         r = base == NULL ? NULL : PyUnicode_FromFormat("%U()", base);
         break;
     case DH_S_CONST:
@@ -869,15 +930,15 @@ static PyObject *source_str(const dh_entry *e, int i) {
         return PyUnicode_FromFormat("new %R(sources %R)", PyTuple_GET_ITEM(s->name, 0),
                                     PyTuple_GET_ITEM(s->name, 2));
     case DH_S_NEXT:
-        base = source_str(e, s->base);
+        base = dh_source_str(sources, s->base);
         r = base ? PyUnicode_FromFormat("%U.next[%zd]", base, s->index) : NULL;
         break;
     case DH_S_ATTR:
-        base = source_str(e, s->base);
+        base = dh_source_str(sources, s->base);
         r = base ? PyUnicode_FromFormat("%U.%U", base, s->name) : NULL;
         break;
     case DH_S_ITEM:
-        base = source_str(e, s->base);
+        base = dh_source_str(sources, s->base);
         r = base == NULL ? NULL
             : s->name ? PyUnicode_FromFormat("%U[%R]", base, s->name)
                       : PyUnicode_FromFormat("%U[%zd]", base, s->index);
@@ -886,6 +947,8 @@ static PyObject *source_str(const dh_entry *e, int i) {
     Py_XDECREF(base);
     return r;
 }
+
+static PyObject *source_str(const dh_entry *e, int i) { return dh_source_str(e->sources, i); }
 
 PyObject *dh_guards_describe(const dh_entry *e) {
     PyObject *list = PyList_New(0), *src = NULL, *item = NULL;

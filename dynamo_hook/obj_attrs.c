@@ -51,6 +51,8 @@ static int init_once(void) {
     return deleted_marker ? 0 : -1;
 }
 
+PyObject *sym_attr_deleted_marker(void) { return init_once() < 0 ? NULL : deleted_marker; }
+
 int sym_attr_is_deleted(const var *v) {
     return v != NULL && deleted_marker != NULL && v->kind == V_CONST && v->obj == deleted_marker;
 }

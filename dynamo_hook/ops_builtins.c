@@ -907,6 +907,29 @@ int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kw
         }
         return sym_fail(t, "int() of a tensor's value (data-dependent)");
     }
+    if (sym_exc_simple_class(f)) { /* ValueError("..."): the exception, raised (sym_exc.c) */
+        PyObject *tup = PyTuple_New(kwnames ? 0 : nargs);
+        for (int i = 0; tup != NULL && i < nargs && !kwnames; i++) {
+            if (args[i].kind != V_CONST || args[i].obj == NULL) {
+                Py_DECREF(tup);
+                return sym_fail(t, "%s(...) of a value that is not a constant", ((PyTypeObject *)f)->tp_name);
+            }
+            PyTuple_SET_ITEM(tup, i, Py_NewRef(args[i].obj));
+        }
+        if (tup == NULL)
+            return -1;
+        if (kwnames) {
+            Py_DECREF(tup);
+            return sym_fail(t, "%s(...) with keyword arguments (eager will raise)", ((PyTypeObject *)f)->tp_name);
+        }
+        PyObject *r = PyObject_Call(f, tup, NULL);
+        Py_DECREF(tup);
+        if (r == NULL) {
+            (void)tc_clear_expected(PyExc_Exception);
+            return sym_fail(t, "%s(...) raised", ((PyTypeObject *)f)->tp_name);
+        }
+        return sym_const(t, r, out);
+    }
     if (PyType_Check(f) && !strcmp(Py_TYPE(f)->tp_name, "torch.tensortype")) {
         int rc = legacy_tensor_type(t, f, args, nargs, kwnames, out);
         if (rc != 1)

@@ -7,6 +7,36 @@ static int binary_impl(trace *t, int nb, const var *a_in, const var *b_in, var *
     var av = *a_in, bv = *b_in, *a = &av, *b = &bv;
     sym_resolve(t, a);
     sym_resolve(t, b);
+    if (((a->kind == V_CONST && a->dyn) || (b->kind == V_CONST && b->dyn)) && t->tfm_active == 0 &&
+        t->vm_depth == 0) {
+        /* an automatic dynamic int (variables.c): int arithmetic gives another; with a tensor
+         * its graph value (a 0-d int64: the same result dtype as a Python int's, but against
+         * a 0-d integer tensor of another dtype, which then specializes it) */
+        int base0 = nb >= 13 ? nb - 13 : nb;
+        if (a->kind == V_CONST && b->kind == V_CONST) {
+            int r = sym_dynint_binary(t, nb, a, b, out);
+            if (r != 0)
+                return r < 0 ? -1 : 0;
+        } else if ((a->kind == V_TENSOR || b->kind == V_TENSOR) &&
+                   (base0 == 0 || base0 == 5 || base0 == 10 || base0 == 11 || base0 == 2 || base0 == 6)) {
+            var *c = a->kind == V_CONST ? a : b, *tv = c == a ? b : a;
+            const ic_meta *m = c->dyn && tv->kind == V_TENSOR ? sym_metap(t, tv->val) : NULL;
+            if (m != NULL && !(m->ndim == 0 && m->dtype != IC_I64 &&
+                               (m->dtype == IC_U8 || m->dtype == IC_I8 || m->dtype == IC_I16 || m->dtype == IC_I32))) {
+                ic_val gv;
+                int r = sym_dynint_val(t, c, &gv);
+                if (r < 0)
+                    return -1;
+                if (r == 1) {
+                    *c = sym_var(V_TENSOR);
+                    c->val = gv;
+                    t->dyn_inst = t->cur_inst;
+                    if (c == a && nb >= 13) /* k += x of an int k: a new tensor (int has no __iadd__) */
+                        nb -= 13;
+                }
+            }
+        }
+    }
     if (t->tfm_active > 0 && (a->kind == V_TENSOR || b->kind == V_TENSOR)) { /* sym_tfm.c */
         char nm[24];
         int refl = a->kind != V_TENSOR;

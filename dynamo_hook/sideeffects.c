@@ -308,8 +308,11 @@ int dh_replay_container(PyObject *obj, PyObject *marker_name, PyObject *val) {
         if (PyTuple_GET_SIZE(marker_name) == 2 && PyUnicode_CompareWithASCIIString(k, "call") == 0)
             return dh_replay_call(obj, PyTuple_GET_ITEM(marker_name, 1), val); /* obj_dict.c */
     }
-    if (PyDict_Check(obj) && PyTuple_Check(marker_name) && PyTuple_GET_SIZE(marker_name) == 2)
-        return PyDict_SetItem(obj, PyTuple_GET_ITEM(marker_name, 1), val); /* a global */
+    if (PyDict_Check(obj) && PyTuple_Check(marker_name) && PyTuple_GET_SIZE(marker_name) == 2) { /* a global */
+        if (val == sym_attr_deleted_marker()) /* DELETE_GLOBAL (sym_attr.c): bound, as guarded */
+            return PyDict_DelItem(obj, PyTuple_GET_ITEM(marker_name, 1));
+        return PyDict_SetItem(obj, PyTuple_GET_ITEM(marker_name, 1), val);
+    }
     if (PyList_CheckExact(obj) && (PyList_Check(val) || PyTuple_Check(val)))
         return PyList_SetSlice(obj, 0, PY_SSIZE_T_MAX, val);
     if ((PyDict_CheckExact(obj) || sym_data_is_defaultdict(obj)) && PyDict_Check(val)) {
@@ -338,6 +341,8 @@ int sym_fx_global_read(trace *t, PyObject *globals, PyObject *name, var *out) {
     for (int i = t->nattrw - 1; i >= 0; i--)
         if (t->attrw[i].obj == globals && is_global_marker(t->attrw[i].name) &&
             PyUnicode_Compare(PyTuple_GET_ITEM(t->attrw[i].name, 1), name) == 0) {
+            if (sym_attr_is_deleted(t->attrw[i].val)) /* deleted in the trace (DELETE_GLOBAL) */
+                return sym_raise(t, PyExc_NameError, name, "global %U deleted in the trace (eager will raise)", name);
             *out = *t->attrw[i].val;
             sym_resolve(t, out);
             return 1;

@@ -42,6 +42,8 @@ typedef struct var {
     PyObject *obj;  /* CONST value, OBJ object, FUNC callable, METHOD name (str) */
     struct var *items; /* SEQ/ITER items; METHOD: items[0] is self */
     PyObject *globals; /* FUNC made by MAKE_FUNCTION: the globals of the frame that made it */
+    int dyn;        /* CONST int: 1 + its t->dynv entry (an int seen changing, or arithmetic on
+                     * one: obj is this call's value, the graph computes it), 0: a plain one */
 } var;
 
 
@@ -260,6 +262,17 @@ typedef struct trace {
     int tfm_top;                      /* ntfm when the top frame's instruction began */
     PyObject *devctx;                 /* the torch.device of a DeviceContext around the call
                                        * (dh_tfm_state; in keep), or NULL */
+    /* automatic dynamic ints (variables.c): ints read from sources seen changing are CONST vars
+     * whose equality guard is lazy (used, it specializes them), with a graph value (a 0-d int64
+     * input, or + - * // % on them) that tensor arithmetic and write-backs read instead */
+    struct sym_dynint {
+        ic_val val;                   /* graph value, -1: not made yet (a source's input) */
+        int src;                      /* the int's source (-1: computed) */
+        uint64_t deps;                /* the dynv entries of the sources it is computed from */
+    } *dynv;
+    int ndynv, capdynv;
+    int dyn_inst;                     /* the instruction whose handler read its dynamic ints as
+                                       * graph values (their guards stay lazy) */
     char reason[300];
     char where[2048];                 /* file:line of the first failure, innermost first (sym_where) */
     int failed;
@@ -389,6 +402,9 @@ int sym_raise(trace *t, PyObject *type, PyObject *arg, const char *fmt, ...);
 /* the top frame's call raised after the trace answered is_compiling(): no break, the frame
  * runs eagerly (sym_exc.c); -1 */
 int sym_refuse_raise_break(trace *t);
+/* sym_exc.c: an exception class made from its args alone (BaseException's __new__ and __init__:
+ * ValueError, KeyError, a Python subclass defining neither): made in the trace of constants */
+int sym_exc_simple_class(PyObject *f);
 /* layout.c: eager's memory formats (the graph keeps eager's strides: inductor_c strides.c).
  * dh_memory_format: None -> IC_MF_PRESERVE, else torch.*_format / channels_last*;
  * dh_layout_copy: a copy of x in format fmt (clone, contiguous(), to(memory_format));
@@ -408,6 +424,12 @@ int sym_method(trace *t, const var *self, PyObject *obj, int src, var *out); /* 
 int sym_source(trace *t, dh_srckind kind, int base, Py_ssize_t index, PyObject *name);
 int sym_guard_key_order(trace *t, int src, PyObject *keys); /* variables.c */
 int sym_guard_const(trace *t, int src, PyObject *value);
+/* automatic dynamic ints (variables.c): v's graph value (a 0-d int64; an input made at the
+ * first use) into *out: 1, 0 when v is not a dynamic int, -1 failed */
+int sym_dynint_val(trace *t, const var *v, ic_val *out);
+/* a + b, a - b, a * b, a // b, a % b (nb: BINARY_OP's base) of ints, one at least dynamic, as
+ * a dynamic int: 1 with *out, 0 not one (specialized as before), -1 failed */
+int sym_dynint_binary(trace *t, int nb, const var *a, const var *b, var *out);
 /* Lazy guards of a dict's constant values (variables.c): a value's equality guard counts only
  * once the trace reads it. sym_lazy_use: v and everything it holds are read (all lazy guards
  * when it holds what can't be walked); sym_lazy_use_all: every lazy guard counts;
@@ -668,6 +690,7 @@ int sym_obj_delattr(trace *t, const var *o, PyObject *name);
 /* object.__setattr__(o, name, v) (the class's own __setattr__ not run): logged */
 int sym_obj_plain_setattr(trace *t, const var *o, PyObject *name, const var *v);
 int sym_attr_is_deleted(const var *v);
+PyObject *sym_attr_deleted_marker(void); /* borrowed (kept for the process); NULL: error set */
 /* found (a class attribute looked up for self, or NULL: through the class) one of object's
  * __setattr__/__delattr__/__init__/__getattribute__: *out callable (1: not one of them) */
 int sym_obj_slot_attr(trace *t, PyObject *found, const var *self, var *out);

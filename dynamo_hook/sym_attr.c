@@ -391,6 +391,8 @@ static int tensor_unshadowed(trace *t, const var *x_in, PyObject *name) {
 }
 
 int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
+    if (o->kind == V_GEN && o->op == 0 && PyUnicode_CompareWithASCIIString(name, "send") == 0)
+        return sym_method(t, o, name, -1, out); /* gen.send (sym_gen.c) */
     if (o->kind == V_SEQ || o->kind == V_DICT || o->kind == V_CONST || o->kind == V_OBJ ||
         (o->kind == V_FUNC && o->obj != NULL && PyType_Check(o->obj) &&
          PyUnicode_CompareWithASCIIString(name, "__dataclass_fields__") == 0)) { /* obj_data.c */
@@ -994,7 +996,38 @@ int sym_op_store_global(trace *t, sframe *f, sym_ins *in) {
     var v = POP();
     if (sym_fx_store_global(t, f->globals, f->func_src, f->top, PyTuple_GET_ITEM(in->names, in->oparg), &v) < 0)
         return -1;
+    if (v.kind == V_CONST && v.dyn) /* written back from the graph (sym_output.c) */
+        t->dyn_inst = t->cur_inst;
     return SYM_NEXT;
+}
+
+/* DELETE_GLOBAL: `del g` after `global g`, logged as a write of the deletion marker to the
+ * globals dict (sideeffects.c), replayed after the graph in program order. Eager raises
+ * NameError where the name is unbound: the name's presence in the dict is guarded, a name
+ * already deleted in the trace fails it (eager raises). */
+int sym_op_delete_global(trace *t, sframe *f, sym_ins *in) {
+    PyObject *name = PyTuple_GET_ITEM(in->names, in->oparg);
+    if (!f->top && f->func_src < 0 && f->globals != t->globals)
+        return sym_fail(t, "global %U of a function reached without a source", name);
+    var cur;
+    int logged = t->nattrw > 0 ? sym_fx_global_read(t, f->globals, name, &cur) : 0;
+    if (logged < 0)
+        return -1;
+    if (!logged) {
+        int ds = sym_source(t, DH_S_GLOBAL, f->top ? -1 : f->func_src, 1, name);
+        if (ds < 0)
+            return -1;
+        int has = sym_guard_key(t, ds, f->globals, name);
+        if (has < 0)
+            return -1;
+        if (!has)
+            return sym_raise(t, PyExc_NameError, NULL, "del of an unbound global %U (eager will raise)", name);
+    }
+    var d = sym_var(V_CONST);
+    d.obj = sym_attr_deleted_marker();
+    if (d.obj == NULL)
+        return -1;
+    return sym_fx_store_global(t, f->globals, f->func_src, f->top, name, &d) < 0 ? -1 : SYM_NEXT;
 }
 
 /* LOAD_ATTR LOAD_METHOD */
@@ -1057,6 +1090,8 @@ int sym_op_store_attr(trace *t, sframe *f, sym_ins *in) {
         return -1;
     if (sym_obj_setattr(t, &a, name, &b) == 0) {
         sym_fx_drop(&mark);
+        if (b.kind == V_CONST && b.dyn) /* written back from the graph (sym_output.c) */
+            t->dyn_inst = t->cur_inst;
         return SYM_NEXT;
     }
     if (can_break && t->failed && !PyErr_Occurred() && t->pending_exc == NULL) {

@@ -520,6 +520,8 @@ static int inline_code(trace *t, PyCodeObject *code, PyObject *globals, PyObject
         dh_tl_autocast = saved_autocast;
     t->cur_globals = saved_globals;
     t->depth--;
+    if (rc >= 0) /* dynamic ints passed in: the callee's instructions counted their uses */
+        t->dyn_inst = t->cur_inst;
     if (is_gen && rc == SYM_YIELD) /* stopped at RETURN_GENERATOR: the generator */
         rc = sym_gen_new(t, f, 0, out);
     else if (is_gen && rc >= 0)
@@ -863,6 +865,13 @@ int sym_op_call(trace *t, sframe *f, sym_ins *in) {
             PUSH(a);
             return SYM_NEXT;
         }
+    }
+    if (fn.kind == V_METHOD && fn.items != NULL && fn.items[0].kind == V_GEN && nargs == 1 && !kw &&
+        fn.obj != NULL && PyUnicode_Check(fn.obj) && PyUnicode_CompareWithASCIIString(fn.obj, "send") == 0) {
+        if (sym_gen_send(t, &fn.items[0], &copy[0], &a) < 0) /* gen.send(v) (sym_gen.c) */
+            return -1;
+        PUSH(a);
+        return SYM_NEXT;
     }
     if (fn.kind == V_METHOD && fn.items != NULL) { /* a @contextlib.contextmanager method */
         int r = sym_gen_cm_method(t, &fn, copy, nargs, kw, &a);

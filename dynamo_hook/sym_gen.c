@@ -12,8 +12,8 @@
  * Contract: a V_GEN is never rebuilt as a Python object, so a frame that would break with
  * one live fails instead (sym_output.c refuses the kind); a generator left suspended inside
  * a try/with fails the trace at its end (eager's close() would run its cleanup when it is
- * collected: sym_gen_unclosed). send()/throw()/close() are not modelled (attribute reads of
- * a V_GEN fail).
+ * collected: sym_gen_unclosed). send(v) resumes it with v (sym_gen_send); throw()/close()
+ * are not modelled (other attribute reads of a V_GEN fail).
  */
 #include "sym_interp.h"
 #include "sym_sem.h"
@@ -73,8 +73,35 @@ int sym_gen_made_at(trace *t, const var *v) {
     return g != NULL ? g->mk_pc : -1;
 }
 
+static int gen_resume(trace *t, const var *gv, const var *sent, var *out);
+
 /* One step: 1 yielded (*out the value), 0 returned (*out the return value), -1 failed. */
-int sym_gen_step(trace *t, const var *gv, var *out) {
+int sym_gen_step(trace *t, const var *gv, var *out) { return gen_resume(t, gv, NULL, out); }
+
+/* gen.send(v): the suspended yield receives v (a just-started generator only None, as eager:
+ * TypeError otherwise); 1 yielded (*out the value); a return fails the trace (eager raises
+ * StopIteration, not made here); -1 failed */
+int sym_gen_send(trace *t, const var *gv, const var *v, var *out) {
+    sym_gen *g = gen_of(t, gv);
+    if (g == NULL || gv->op != 0)
+        return sym_fail(t, "send() of a generator context manager");
+    int none = v->kind == V_CONST && v->obj == Py_None;
+    if (g->state == GEN_NEW && !none) {
+        PyObject *msg = PyUnicode_FromString("can't send non-None value to a just-started generator");
+        int rc = msg ? sym_raise(t, PyExc_TypeError, msg, "send() of a value to a just-started generator "
+                                                          "(eager raises TypeError)") : -1;
+        Py_XDECREF(msg);
+        return rc;
+    }
+    if (g->state == GEN_DONE)
+        return sym_fail(t, "send() to an exhausted generator (eager raises StopIteration)");
+    int rc = gen_resume(t, gv, none ? NULL : v, out);
+    if (rc == 0)
+        return sym_fail(t, "send() made the generator return (eager raises StopIteration)");
+    return rc;
+}
+
+static int gen_resume(trace *t, const var *gv, const var *sent, var *out) {
     sym_gen *g = gen_of(t, gv);
     if (g == NULL)
         return sym_fail(t, "not a generator");
@@ -91,7 +118,7 @@ int sym_gen_step(trace *t, const var *gv, var *out) {
         return -1;
     if (f->sp >= STACK_MAX)
         return sym_fail(t, "symbolic stack overflow");
-    f->stack[f->sp++] = none; /* what the suspended yield (or RETURN_GENERATOR) receives */
+    f->stack[f->sp++] = sent ? *sent : none; /* what the suspended yield (or RETURN_GENERATOR) receives */
     g->state = GEN_RUNNING;
     t->depth++;
     PyObject *saved_globals = t->cur_globals;

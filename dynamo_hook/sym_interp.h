@@ -30,7 +30,8 @@
     X(STORE_SUBSCR) X(STORE_SLICE) X(RETURN_GENERATOR) X(YIELD_VALUE)                     \
     X(PUSH_EXC_INFO) X(CHECK_EXC_MATCH) X(POP_EXCEPT) X(RERAISE) X(CALL_INTRINSIC_1)     \
     X(DELETE_SUBSCR) X(DELETE_ATTR) X(SET_ADD) X(SET_UPDATE) X(LOAD_BUILD_CLASS)                \
-    X(MATCH_SEQUENCE) X(MATCH_MAPPING) X(MATCH_KEYS) X(MATCH_CLASS) X(GET_LEN)
+    X(MATCH_SEQUENCE) X(MATCH_MAPPING) X(MATCH_KEYS) X(MATCH_CLASS) X(GET_LEN)                 \
+    X(RAISE_VARARGS) X(LOAD_ASSERTION_ERROR) X(DELETE_GLOBAL)
 
 enum {
     OP_UNKNOWN = 0,
@@ -192,6 +193,9 @@ int sym_op_call_function_ex(trace *t, sframe *f, sym_ins *in);
 int sym_op_make_function(trace *t, sframe *f, sym_ins *in);
 int sym_op_before_with(trace *t, sframe *f, sym_ins *in);
 int sym_op_load_build_class(trace *t, sframe *f, sym_ins *in);
+int sym_op_raise_varargs(trace *t, sframe *f, sym_ins *in);        /* sym_exc.c */
+int sym_op_load_assertion_error(trace *t, sframe *f, sym_ins *in); /* sym_exc.c */
+int sym_op_delete_global(trace *t, sframe *f, sym_ins *in);        /* sym_attr.c */
 
 /* ---- shared by the files of the interpreter --------------------------------------- */
 
@@ -206,6 +210,8 @@ const char *sym_opname(int opcode); /* CPython's name of an opcode, NULL if none
 /* sym_exc.c: a pending exception at pc caught by f's except clause: 1 (stack unwound, *next
  * the handler), 0 none, -1 failed */
 int sym_exc_unwind(trace *t, sframe *f, const unsigned char *code, int ninstr, int pc, int *next);
+/* sym_exc.c: the top frame's pending raise at in, caught by nothing: a break (1), 0 not, -1 */
+int sym_exc_top_raise(trace *t, sframe *f, const sym_ins *in);
 /* sym_cells.c: closure items[0..n) of code made in f (registered with the frames owning
  * their cells); a write v to cell i of f, reaching the closures that captured it: 0, -1 */
 int sym_cells_made(trace *t, sframe *f, PyCodeObject *code, var *items, int n);

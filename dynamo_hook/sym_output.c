@@ -306,6 +306,20 @@ static int fill_out(trace *t, outbuf *ob, int at, var *v, ic_val *outvals, int *
     case V_CONST:
     case V_OBJ:
     case V_FUNC:
+        if (v->kind == V_CONST && v->dyn) { /* an automatic dynamic int: int(its graph value) */
+            ic_val gv;
+            int r = sym_dynint_val(t, v, &gv);
+            if (r < 0)
+                return -1;
+            if (r == 1) {
+                var tv = sym_var(V_TENSOR);
+                tv.val = gv;
+                PyObject *m = Py_BuildValue("(s())", "item");
+                if (m == NULL || sym_keep(t, m) == NULL)
+                    return -1;
+                return out_wrapped(t, ob, at, DH_O_CALLM, m, &tv, outvals, nout);
+            }
+        }
         if (v->kind == V_CONST && sym_ctxvar_pending(t, v))
             return sym_fail(t, "a ContextVar token leaves the trace");
         if (v->kind == V_FUNC && v->op == SYM_MADE_FUNCTION)
@@ -1280,6 +1294,7 @@ void sym_trace_free(trace *t, outbuf *ob) {
     free(t->obj_root);
     free(t->obj_nmut);
     free(t->symv);
+    free(t->dynv);
     free(t->view_of_input);
     free(t->view_desc);
     sym_fold_free(t);

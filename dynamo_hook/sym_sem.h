@@ -25,6 +25,7 @@ struct sframe *sym_gen_frame_new(trace *t);          /* zeroed, trace lifetime *
 int sym_gen_new(trace *t, struct sframe *f, int cm, var *out);
 int sym_gen_made_at(trace *t, const var *v); /* the top frame's pc that made generator v, or -1 */
 int sym_gen_step(trace *t, const var *gv, var *out); /* 1 yielded, 0 returned, -1 failed */
+int sym_gen_send(trace *t, const var *gv, const var *v, var *out); /* gen.send(v): 1 yielded, -1 */
 int sym_gen_drain(trace *t, const var *gv, var **items, int *n);
 int sym_gen_live(trace *t, int (*live)(trace *, const var *, int, int, int), int oid);
 int sym_gen_unclosed(trace *t);

@@ -700,6 +700,9 @@ static const sym_handler handlers[OP_COUNT_] = {
     [OP_POP_JUMP_BACKWARD_IF_NOT_NONE] = sym_op_pop_jump_if_none,
     [OP_JUMP_IF_FALSE_OR_POP] = sym_op_jump_if_false_or_pop,
     [OP_JUMP_IF_TRUE_OR_POP] = sym_op_jump_if_false_or_pop,
+    [OP_RAISE_VARARGS] = sym_op_raise_varargs,
+    [OP_LOAD_ASSERTION_ERROR] = sym_op_load_assertion_error,
+    [OP_DELETE_GLOBAL] = sym_op_delete_global,
 };
 
 static int run_body(trace *t, sframe *f, var *result, var **snap) {
@@ -768,6 +771,8 @@ static int run_body(trace *t, sframe *f, var *result, var **snap) {
                 return -1;
             if (u > 0)
                 rc = SYM_NEXT, in.ext = 0;
+            else if (f->top && (u = sym_exc_top_raise(t, f, &in)) != 0) /* graph, then raise */
+                rc = u;
         }
         if (rc != SYM_NEXT)
             return rc;

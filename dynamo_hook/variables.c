@@ -513,6 +513,17 @@ static void lazy_use(trace *t, const var *v, int depth, int *budget) {
         sym_lazy_use_all(t);
         return;
     }
+    if (v->kind == V_CONST && v->dyn > 0 && v->dyn <= t->ndynv) {
+        /* a dynamic int: read as a graph value by this instruction (kept lazy), or used as a
+         * constant: the ints it is computed from are specialized */
+        if (t->dyn_inst != 0 && t->dyn_inst == t->cur_inst)
+            return;
+        uint64_t d = t->dynv[v->dyn - 1].deps;
+        for (int k = 0; k < t->ndynv && k < 64 && t->nlazy > 0; k++)
+            if (d >> k & 1)
+                lazy_use_src(t, t->dynv[k].src);
+        return;
+    }
     if (v->src >= 0)
         lazy_use_src(t, v->src);
     if (v->items == NULL)
@@ -557,8 +568,8 @@ static unsigned char *keys_pinned(const trace *t) {
 void sym_lazy_drop(trace *t) {
     /* what the entry writes back (attributes, containers rebuilt from their items, globals) */
     for (int i = 0; i < t->nattrw && t->nlazy > 0; i++)
-        if (t->attrw[i].val != NULL)
-            sym_lazy_use(t, t->attrw[i].val);
+        if (t->attrw[i].val != NULL && !(t->attrw[i].val->kind == V_CONST && t->attrw[i].val->dyn))
+            sym_lazy_use(t, t->attrw[i].val); /* (a dynamic int is written from the graph) */
     int k = 0;
     unsigned char *pin = keys_pinned(t);
     for (int i = 0; i < t->nguards; i++) {
@@ -1352,7 +1363,7 @@ static int wrap_uncached(trace *t, PyObject *o, int src, var *out);
 int sym_wrap(trace *t, PyObject *o, int src, var *out) {
     if (src >= 0 && src < t->capsrc && t->srcdone[src]) {
         *out = t->srcvar[src]; /* one source, one tracked value */
-        if (t->nlazy > 0) /* read again by its source: a lazy dict value counts */
+        if (t->nlazy > 0 && !out->dyn) /* read again by its source: a lazy dict value counts */
             lazy_use_src(t, src);
         return 0;
     }
@@ -1377,9 +1388,192 @@ int sym_wrap(trace *t, PyObject *o, int src, var *out) {
     int rc = wrap_uncached(t, o, src, out);
     if (rc == 0 && src >= 0 && src < t->capsrc) {
         t->srcvar[src] = *out;
-        t->srcdone[src] = 1;
+        t->srcdone[src] = out->kind == V_CONST && out->dyn ? 2 : 1; /* 2: its guard is lazy */
     }
     return rc;
+}
+
+/* ---- automatic dynamic ints ------------------------------------------------------------
+ * An int read from a source whose value changed between calls (eval_frame.c marks it in the
+ * code's cache: dh_mark_dynamic_int) is wrapped as a constant with its exact type guarded and
+ * its equality guard lazy: an instruction that consumes it as a constant (a branch, a shape, a
+ * call, a return) counts the guard (run_body's lazy tracking), which specializes it as before.
+ * Tensor arithmetic (ops_pyops.c), int arithmetic on it (+ - * // %: another dynamic int) and
+ * its write-back to an attribute or a global read its graph value instead: a 0-d int64 input
+ * (a DH_S_INTT source: a new tensor of the int each call) or ops on it, turned into an int by
+ * .item() where it leaves the graph (sym_output.c). Its guard left lazy is dropped: later
+ * values reuse the entry (Dynamo's automatic dynamic for ints). */
+static int dynint_source(trace *t, PyObject *o, int src) {
+    if (dh_tl_dynints == NULL || src < 0 || !PyLong_CheckExact(o) || t->ndynv >= 64 || t->in_gen)
+        return 0;
+    int ovf = 0;
+    long long k = PyLong_AsLongLongAndOverflow(o, &ovf);
+    if (ovf || (k == -1 && PyErr_Occurred())) {
+        (void)tc_clear_expected(PyExc_Exception);
+        return 0;
+    }
+    if (dh_tl_dynints == Py_True) /* dynamic=True: the int arguments */
+        return t->src[src].kind == DH_S_LOCAL &&
+               t->src[src].index < t->code->co_argcount + t->code->co_kwonlyargcount;
+    PyObject *key = dh_source_str(t->src, src);
+    if (key == NULL)
+        return -1;
+    int in = PySet_Contains(dh_tl_dynints, key);
+    Py_DECREF(key);
+    return in;
+}
+
+static int dynint_new(trace *t, ic_val val, int src, uint64_t deps) {
+    if (t->ndynv == t->capdynv) {
+        int cap = t->capdynv ? 2 * t->capdynv : 8;
+        struct sym_dynint *n = realloc(t->dynv, (size_t)cap * sizeof *n);
+        if (n == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        t->dynv = n;
+        t->capdynv = cap;
+    }
+    int k = t->ndynv++;
+    t->dynv[k].val = val;
+    t->dynv[k].src = src;
+    t->dynv[k].deps = deps | (src >= 0 ? (uint64_t)1 << k : 0);
+    return k;
+}
+
+static int dynint_wrap(trace *t, PyObject *o, int src, var *out) {
+    if (sym_guard_type(t, src, o) < 0) /* exact int (a bool or a float is another entry) */
+        return -1;
+    dh_guard *g = new_guard(t, DH_G_CONST, src);
+    if (g == NULL)
+        return -1;
+    g->obj = Py_NewRef(o);
+    g->lazy = t->cur_inst ? t->cur_inst : -1; /* counted by a use as a constant */
+    t->nlazy++;
+    t->nlazymade++;
+    int k = dynint_new(t, -1, src, 0);
+    if (k < 0)
+        return -1;
+    out->kind = V_CONST;
+    out->obj = sym_keep(t, Py_NewRef(o));
+    out->dyn = k + 1;
+    return out->obj ? 0 : -1;
+}
+
+int sym_dynint_val(trace *t, const var *v, ic_val *out) {
+    if (v->kind != V_CONST || v->dyn <= 0 || v->dyn > t->ndynv)
+        return 0;
+    struct sym_dynint *d = &t->dynv[v->dyn - 1];
+    if (d->val >= 0) {
+        *out = d->val;
+        return 1;
+    }
+    /* a source's int: a graph input, a 0-d int64 tensor of it made on the graph's device
+     * (before any tensor was read, `self.step += 1` first: the device of the frame's first
+     * tensor argument; a graph on another device then fails as tensors on two devices do) */
+    Py_ssize_t where = t->device_type == TC_DEV_CUDA ? t->device_index : -1;
+    if (t->device_type < 0) {
+        int nargs = t->code->co_argcount + t->code->co_kwonlyargcount;
+        for (int i = 0; i < nargs && i < t->code->co_nlocalsplus; i++) {
+            PyObject *a = t->localsplus[i];
+            if (a != NULL && tc_is_tensor(a)) {
+                tc_meta m;
+                tc_tensor_meta(a, &m);
+                where = m.device_type == TC_DEV_CUDA ? m.device_index : -1;
+                break;
+            }
+        }
+    }
+    int s2 = sym_source(t, DH_S_INTT, d->src, where, NULL);
+    if (s2 < 0)
+        return -1;
+    PyObject *tn = dh_int_tensor(v->obj, where); /* borrowed (the scratch list's) */
+    if (tn == NULL || sym_keep(t, Py_NewRef(tn)) == NULL)
+        return PyErr_Occurred() ? -1 : sym_fail(t, "a dynamic int's tensor could not be made");
+    var tv;
+    if (sym_wrap(t, tn, s2, &tv) < 0)
+        return -1;
+    if (tv.kind != V_TENSOR)
+        return sym_fail(t, "a dynamic int's input");
+    d = &t->dynv[v->dyn - 1]; /* (sym_wrap may not move it, but stay safe) */
+    d->val = tv.val;
+    *out = tv.val;
+    return 1;
+}
+
+/* a constant int operand as an int64 graph scalar (exact in a double), or a dynamic int's value */
+static int dynint_operand(trace *t, const var *v, ic_val *out, uint64_t *deps) {
+    if (v->kind != V_CONST || v->obj == NULL || !PyLong_CheckExact(v->obj))
+        return 0;
+    if (v->dyn > 0) {
+        int r = sym_dynint_val(t, v, out);
+        if (r == 1)
+            *deps |= t->dynv[v->dyn - 1].deps;
+        return r;
+    }
+    int ovf = 0;
+    long long k = PyLong_AsLongLongAndOverflow(v->obj, &ovf);
+    if (ovf || (k == -1 && PyErr_Occurred()) || k > ((long long)1 << 53) || k < -((long long)1 << 53)) {
+        (void)tc_clear_expected(PyExc_Exception);
+        return 0;
+    }
+    *out = ic_scalar(t->g, (double)k, IC_I64);
+    return *out >= 0 ? 1 : sym_check_graph(t);
+}
+
+int sym_dynint_binary(trace *t, int nb, const var *a, const var *b, var *out) {
+    int base = nb >= 13 ? nb - 13 : nb;
+    ic_op op;
+    PyObject *r;
+    switch (base) {
+    case 0: op = IC_OP_ADD; r = PyNumber_Add(a->obj, b->obj); break;
+    case 5: op = IC_OP_MUL; r = PyNumber_Multiply(a->obj, b->obj); break;
+    case 10: op = IC_OP_SUB; r = PyNumber_Subtract(a->obj, b->obj); break;
+    case 2:
+    case 6: /* by a constant other than 0 (a dynamic divisor: specialized) */
+        if (b->dyn || b->obj == NULL || !PyLong_CheckExact(b->obj) || PyObject_IsTrue(b->obj) != 1)
+            return 0;
+        op = base == 2 ? IC_OP_FLOOR_DIVIDE : IC_OP_REMAINDER;
+        r = base == 2 ? PyNumber_FloorDivide(a->obj, b->obj) : PyNumber_Remainder(a->obj, b->obj);
+        break;
+    default:
+        return 0;
+    }
+    if (r == NULL) {
+        (void)tc_clear_expected(PyExc_Exception);
+        return 0;
+    }
+    int ovf = 0;
+    long long k = PyLong_Check(r) ? PyLong_AsLongLongAndOverflow(r, &ovf) : 0;
+    if (!PyLong_CheckExact(r) || ovf || t->ndynv >= 64 || t->tfm_active > 0 || t->vm_depth > 0) {
+        (void)k;
+        Py_DECREF(r);
+        (void)tc_clear_expected(PyExc_Exception);
+        return 0; /* beyond int64: a constant, as before */
+    }
+    if (sym_keep(t, r) == NULL)
+        return -1;
+    ic_val x, y;
+    uint64_t deps = 0;
+    int ra = dynint_operand(t, a, &x, &deps);
+    int rb = ra == 1 ? dynint_operand(t, b, &y, &deps) : ra;
+    if (ra < 0 || rb < 0)
+        return -1;
+    if (ra == 0 || rb == 0)
+        return 0;
+    ic_val v = ic_binary(t->g, op, x, y);
+    if (v < 0)
+        return sym_check_graph(t);
+    if (ic_value_meta(t->g, v)->dtype != IC_I64 || ic_value_meta(t->g, v)->ndim != 0)
+        return 0;
+    int kk = dynint_new(t, v, -1, deps);
+    if (kk < 0)
+        return -1;
+    *out = sym_var(V_CONST);
+    out->obj = r;
+    out->dyn = kk + 1;
+    t->dyn_inst = t->cur_inst; /* its operands read as graph values: their guards stay lazy */
+    return 1;
 }
 
 static int torch_class(PyTypeObject *tp) {
@@ -1427,6 +1621,11 @@ static int wrap_uncached(trace *t, PyObject *o, int src, var *out) {
     if (tc_is_tensor(o))
         return wrap_tensor(t, o, src, out);
     if (is_simple_const(o)) {
+        int dyn = dynint_source(t, o, src);
+        if (dyn < 0)
+            return -1;
+        if (dyn)
+            return dynint_wrap(t, o, src, out);
         if (sym_guard_const(t, src, o) < 0)
             return -1;
         out->kind = V_CONST;
