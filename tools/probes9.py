@@ -32,6 +32,7 @@ sys.path.insert(1, os.path.dirname(here))
 import probe2  # noqa: E402
 from probe2 import scenario  # noqa: E402
 from probes7._util import each  # noqa: E402
+from probes8.run8 import report  # noqa: E402
 
 warnings.filterwarnings("ignore")
 
@@ -650,39 +651,7 @@ def inplace_broadcast_and_misc(C, R):
 def main(argv):
     why = "--why" in argv
     argv = [a for a in argv if a != "--why"]
-    k = argv[argv.index("-k") + 1] if "-k" in argv else None
-    import torchc
-    tot = bad = 0
-    for s in probe2.SCENARIOS:
-        if k and k not in s.__name__:
-            continue
-        if why:
-            torchc._C.explain_start()
-        try:
-            d, info, recs = probe2.run_one(s)
-        finally:
-            reasons = torchc._C.explain_stop() if why else []
-        a, b = recs
-        n = 0
-        for i, (x, y) in enumerate(zip(a, b)):
-            tot += 1
-            dd = probe2._diff(x, y, s._probe, f"[{i}]")
-            if dd:
-                n += 1
-                print(f"  {s.__name__}{dd[:300]}")
-        if len(a) != len(b):
-            print(f"  {s.__name__}: record lengths {len(a)} vs {len(b)}")
-        bad += n
-        print(f"{'FAIL' if n else 'ok  '} {s.__name__} ({len(a)} records, {n} differ) {info.get('stats')}", flush=True)
-        if "tb" in info:
-            print(info["tb"])
-        seen = set()
-        for r in reasons:
-            why_s = r.get("reason") or r.get("break_reason")
-            if why_s and why_s not in seen:
-                seen.add(why_s)
-                print(f"    [{r.get('event')}] {str(why_s)[:200]}")
-    print(f"records {tot}, differing {bad}")
+    report(argv[argv.index("-k") + 1] if "-k" in argv else None, why)
 
 
 if __name__ == "__main__":

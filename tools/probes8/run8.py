@@ -11,11 +11,9 @@ sys.path.insert(1, os.path.dirname(here))
 import probe2  # noqa: E402
 
 
-def main(argv):
-    why = "--why" in argv
-    argv = [a for a in argv if a != "--why"]
-    mod, k = argv[0], (argv[2] if len(argv) > 2 and argv[1] == "-k" else None)
-    importlib.import_module("probes8." + mod)
+def report(k=None, why=False):
+    """runs probe2.SCENARIOS (those whose name holds k) and prints every differing record;
+    why: the compiled run's fallback / break reasons too (probes9 uses it as well)"""
     import torchc
     tot = bad = 0
     for s in probe2.SCENARIOS:
@@ -50,4 +48,13 @@ def main(argv):
     print(f"records {tot}, differing {bad}")
 
 
-main(sys.argv[1:])
+def main(argv):
+    why = "--why" in argv
+    argv = [a for a in argv if a != "--why"]
+    mod, k = argv[0], (argv[2] if len(argv) > 2 and argv[1] == "-k" else None)
+    importlib.import_module("probes8." + mod)
+    report(k, why)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
