@@ -643,6 +643,31 @@ static int norm_out(trace *t, ic_val x, ic_val y, ic_dtype in_dt, int cuda_fmt, 
     return 0;
 }
 
+/* batch_norm's and instance_norm's common tail: (x - mean) * rsqrt(var + eps), then the affine
+ * weight and bias (either None) broadcast as bshape. batch_stats: the statistics are the
+ * input's; then a 16-bit input whose parameters and statistics (p[1..4], those given) are of
+ * its dtype gets eager's CPU rounding: its kernel keeps the batch mean and 1/std in that dtype
+ * (save_mean/save_invstd) and normalizes with the rounded values (CUDA's keep them in f32). */
+static ic_val norm_apply(trace *t, ic_val x, ic_val mean, ic_val varv, double eps, int batch_stats, ic_dtype in_dt,
+                         var **p, var *weight, var *bias, int ndim, const int64_t *bshape) {
+    ic_val rstd = ic_unary(G, IC_OP_RSQRT, ic_binary(G, IC_OP_ADD, varv, sym_num(t, eps)));
+    if (batch_stats && in_dt != ic_value_meta(G, x)->dtype && t->device_type == TC_DEV_CPU) {
+        int mixed = 0;
+        for (int i = 1; i <= 4; i++)
+            mixed |= !sym_is_none(p[i]) && ic_value_meta(G, p[i]->val)->dtype != in_dt;
+        if (!mixed) {
+            mean = ic_cast(G, ic_cast(G, mean, in_dt), IC_F32);
+            rstd = ic_cast(G, ic_cast(G, rstd, in_dt), IC_F32);
+        }
+    }
+    ic_val y = ic_binary(G, IC_OP_MUL, ic_binary(G, IC_OP_SUB, x, mean), rstd);
+    if (!sym_is_none(weight))
+        y = ic_binary(G, IC_OP_MUL, y, ic_reshape(G, weight->val, ndim, bshape));
+    if (!sym_is_none(bias))
+        y = ic_binary(G, IC_OP_ADD, y, ic_reshape(G, bias->val, ndim, bshape));
+    return y;
+}
+
 int sym_h_batch_norm(trace *t, const opdef *d, var **p, var *out) {
     if (sym_need_tensor(t, d, p[0]) < 0)
         return -1;
@@ -699,24 +724,7 @@ int sym_h_batch_norm(trace *t, const opdef *d, var **p, var *out) {
         mean = ic_reshape(G, p[1]->val, m->ndim, bshape);
         varv = ic_reshape(G, p[2]->val, m->ndim, bshape);
     }
-    ic_val rstd = ic_unary(G, IC_OP_RSQRT, ic_binary(G, IC_OP_ADD, varv, sym_num(t, eps)));
-    if (training && in_dt != ic_value_meta(G, x)->dtype && t->device_type == TC_DEV_CPU) {
-        /* a 16-bit input whose parameters and statistics (those given) are of its dtype: eager's
-         * CPU kernel keeps the batch mean and 1/std in that dtype (save_mean/save_invstd) and
-         * normalizes with the rounded values (CUDA's keep them in f32) */
-        int mixed = 0;
-        for (int i = 1; i <= 4; i++)
-            mixed |= !sym_is_none(p[i]) && ic_value_meta(G, p[i]->val)->dtype != in_dt;
-        if (!mixed) {
-            mean = ic_cast(G, ic_cast(G, mean, in_dt), IC_F32);
-            rstd = ic_cast(G, ic_cast(G, rstd, in_dt), IC_F32);
-        }
-    }
-    ic_val y = ic_binary(G, IC_OP_MUL, ic_binary(G, IC_OP_SUB, x, mean), rstd);
-    if (!sym_is_none(p[3]))
-        y = ic_binary(G, IC_OP_MUL, y, ic_reshape(G, p[3]->val, m->ndim, bshape));
-    if (!sym_is_none(p[4]))
-        y = ic_binary(G, IC_OP_ADD, y, ic_reshape(G, p[4]->val, m->ndim, bshape));
+    ic_val y = norm_apply(t, x, mean, varv, eps, training, in_dt, p, p[3], p[4], m->ndim, bshape);
     return norm_out(t, p[0]->val, y, in_dt, training ? IC_MF_PRESERVE : -1, out);
 }
 
@@ -789,23 +797,7 @@ int sym_h_instance_norm(trace *t, const opdef *d, var **p, var *out) {
         mean = ic_reshape(G, p[3]->val, m->ndim, bshape);
         varv = ic_reshape(G, p[4]->val, m->ndim, bshape);
     }
-    ic_val rstd = ic_unary(G, IC_OP_RSQRT, ic_binary(G, IC_OP_ADD, varv, sym_num(t, eps)));
-    if (use && in_dt != ic_value_meta(G, x)->dtype && t->device_type == TC_DEV_CPU) {
-        /* as batch_norm's (above): eager's CPU kernel rounds the batch mean and 1/std to a
-         * 16-bit input's dtype when the parameters and statistics given are of that dtype */
-        int mixed = 0;
-        for (int i = 1; i <= 4; i++)
-            mixed |= !sym_is_none(p[i]) && ic_value_meta(G, p[i]->val)->dtype != in_dt;
-        if (!mixed) {
-            mean = ic_cast(G, ic_cast(G, mean, in_dt), IC_F32);
-            rstd = ic_cast(G, ic_cast(G, rstd, in_dt), IC_F32);
-        }
-    }
-    ic_val y = ic_binary(G, IC_OP_MUL, ic_binary(G, IC_OP_SUB, x, mean), rstd);
-    if (!sym_is_none(p[1]))
-        y = ic_binary(G, IC_OP_MUL, y, ic_reshape(G, p[1]->val, m->ndim, bshape));
-    if (!sym_is_none(p[2]))
-        y = ic_binary(G, IC_OP_ADD, y, ic_reshape(G, p[2]->val, m->ndim, bshape));
+    ic_val y = norm_apply(t, x, mean, varv, eps, use, in_dt, p, p[1], p[2], m->ndim, bshape);
     if (y >= 0 && ic_value_meta(G, y)->dtype != in_dt)
         y = ic_cast(G, y, in_dt);
     if (sym_tensor_out(t, y, out) < 0)
