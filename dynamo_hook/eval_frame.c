@@ -828,9 +828,16 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
          * (newest first, at most 4, a line each, as torch lists them), or the options
          * themselves when every entry has others (guards.c) */
         int nsame = 0;
-        for (const dh_entry *s = c->entries; s != NULL && nsame < 4 && !PyErr_Occurred(); s = s->next)
-            if (s->backend == cfg->backend && s->cfg_key == key && ++nsame)
+        for (dh_entry *s = c->entries, *next; s != NULL && nsame < 4 && !PyErr_Occurred(); s = next) {
+            if (s->backend == cfg->backend && s->cfg_key == key && ++nsame) {
+                s->pins++; /* its guards run Python: a reset on another thread frees no pinned entry */
                 why = dh_reason_join(why, failed_guard(s, f, func, values, ptrs, symvals));
+                next = s->next; /* NULL once a reset unlinked s */
+                dh_entry_unpin(s);
+            } else {
+                next = s->next;
+            }
+        }
         if (!nsame && c->entries && (dh_log_hook || tl_explain || dh_tl_stance))
             why = dh_options_mismatch(c->entries, cfg);
         if (PyErr_Occurred()) { /* MemoryError, Ctrl-C in a guard or the limit: as in eager */
@@ -896,9 +903,11 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
             dynmask = all_dims;
         } else if (cfg->dynamic < 0) {
             dh_mark_dynamic(c, (PyObject *const *)f->localsplus, (int)code->co_nlocalsplus);
-            for (const dh_entry *s = c->entries; s != NULL && !PyErr_Occurred(); s = s->next)
+            for (dh_entry *s = c->entries; s != NULL && !PyErr_Occurred(); s = s->next)
                 if (s->backend == cfg->backend && s->cfg_key == key) { /* the newest one */
+                    s->pins++; /* as above: its guards run Python */
                     mark_dynamic_ints(c, s, f, func, values, ptrs, symvals);
+                    dh_entry_unpin(s);
                     break;
                 }
             for (int i = 0; i < DH_DYN_LOCALS; i++)
@@ -936,10 +945,11 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
          * -> 1.06 s CPU; benchmarks/train.py) */
         int gc_was = PyGC_Disable();
         /* automatic dynamic ints; dynamic=True: every int argument from the first trace */
-        dh_tl_dynints = cfg->dynamic > 0 ? Py_True : cfg->dynamic < 0 ? c->dynints : NULL;
+        /* a strong reference: the trace runs Python (a getattr), and a reset there drops c's set */
+        dh_tl_dynints = Py_XNewRef(cfg->dynamic > 0 ? Py_True : cfg->dynamic < 0 ? c->dynints : NULL);
         e = dh_trace_frame(code, (PyObject *const *)f->localsplus, f->f_globals, f->f_builtins,
                            func, cfg, dynmask);
-        dh_tl_dynints = NULL;
+        Py_CLEAR(dh_tl_dynints);
         if (gc_was)
             PyGC_Enable();
         dh_tl_modtype = 0;

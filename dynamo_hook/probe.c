@@ -99,12 +99,19 @@ PyObject *dh_probe(PyObject *func, PyObject *args, PyObject *kwargs, const dh_co
     dh_tl_busy = 1; /* custom getattr re-run by guards: never captured */
     const dh_entry *hit = NULL;
     int key = cfg ? dh_cfg_key(cfg) : 0;
-    for (const dh_entry *e = c->entries; e != NULL && hit == NULL; e = e->next) {
-        if (cfg != NULL && (e->backend != cfg->backend || e->cfg_key != key))
+    unsigned long epoch = dh_reset_epoch;
+    for (dh_entry *e = c->entries, *next; e != NULL && hit == NULL; e = next) {
+        if (cfg != NULL && (e->backend != cfg->backend || e->cfg_key != key)) {
+            next = e->next;
             continue; /* captured under other options: eval_frame.c never runs it for cfg */
+        }
+        e->pins++; /* guards run Python: a reset on another thread frees no pinned entry */
         int r = dh_guards_check(e, (PyObject *const *)ls, PyFunction_GET_GLOBALS(func),
                                 ((PyFunctionObject *)func)->func_builtins, func, values, ptrs);
-        if (r < 0 && tc_clear_expected(PyExc_Exception) < 0)
+        next = e->next; /* NULL once a reset unlinked e */
+        int gone = dh_reset_epoch != epoch;
+        dh_entry_unpin(e);
+        if (gone || (r < 0 && tc_clear_expected(PyExc_Exception) < 0))
             break;
         if (r == 1)
             hit = e;
