@@ -154,3 +154,28 @@ def test_body_op_without_backward_rule_falls_back_with_reason():
     want = torch.autograd.grad(g_eager(*args), args)
     for gg, w in zip(got, want):
         assert rel(gg, w) < 5e-5
+
+
+def test_explain_hints_at_a_long_python_loop_unrolled():
+    """A Python loop over time steps is traced step by step into one graph (its compile time
+    grows with the length): explain() names the loop and points at torchc.scan; the scan of
+    the same step, and a short loop, get no hint."""
+    w = torch.rand(4) * 0.5
+
+    def loop(x):
+        h = torch.zeros(4)
+        for t in range(x.shape[0]):
+            h = h * w + x[t]
+        return h
+
+    def scanned(x):
+        return torchc.scan(lambda h, xt: (h * w + xt, h), torch.zeros(4), x)[0]
+
+    x = torch.randn(100, 4)
+    e = torchc.explain(loop)(x)
+    assert e.graph_count == 1 and e.op_count >= 200  # unrolled
+    assert len(e.hints) == 1 and "loop" in e.hints[0] and "100 iterations" in e.hints[0]
+    assert "test_scan_grad.py:" in e.hints[0] and "torchc.scan" in e.hints[0] and "Hints:" in str(e)
+    torch.testing.assert_close(e.result, scanned(x))
+    assert torchc.explain(scanned)(x).hints == []
+    assert torchc.explain(loop)(x[:10]).hints == []
