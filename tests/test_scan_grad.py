@@ -148,7 +148,8 @@ def test_body_op_without_backward_rule_falls_back_with_reason():
 
     args = make(4)
     e = torchc.explain(g)(*args)
-    assert e.scan_lowerings and e.scan_lowerings[0].startswith("Python loop: ")
+    assert e.scan_lowerings and e.scan_lowerings[0].startswith("Python loop: the body has a graph break: ")
+    assert "lgamma" in e.scan_lowerings[0], e.scan_lowerings
     assert any("lgamma" in r for r in e.break_reasons), e.break_reasons
     got = torch.autograd.grad(e.result, args)
     want = torch.autograd.grad(g_eager(*args), args)

@@ -12,7 +12,8 @@ development machine):
    Python loop over its compiled body: "Python loop: the C loop runs CPU graphs only, and no
    persistent kernel: a gradient is needed ..."), graph and backward graph counts.
 3. speed: the expRNN training step (torchc.manifolds.ExpRNN + Linear head + cross entropy,
-   forward + backward) at --L/--batch/--hidden: eager Python loop vs torchc.scan; medians
+   forward + backward) at --L/--batch/--hidden: eager Python loop vs torchc.scan (the model
+   called as is) and vs torchc.compile of the whole loss; medians
    of --reps after 2 warm-ups, torch.cuda.synchronize() around each.
 Prints one JSON object (also written to --out)."""
 import argparse
@@ -117,8 +118,15 @@ def speed(dev, L, batch, hidden, reps):
         loss.backward()
         return loss
 
+    closs = torchc.compile(lambda x, y: lossf(model(x), y))
+
+    def torchc_model_step():  # the whole loss compiled: B's matrix_exp and the head in graphs
+        loss = closs(x, y)
+        loss.backward()
+        return loss
+
     res = {}
-    for name, fn in (("eager", eager_step), ("torchc", torchc_step)):
+    for name, fn in (("eager", eager_step), ("torchc", torchc_step), ("torchc_model", torchc_model_step)):
         ts = []
         for i in range(reps + 2):
             model.zero_grad(set_to_none=True)
@@ -128,9 +136,10 @@ def speed(dev, L, batch, hidden, reps):
             torch.cuda.synchronize()
             ts.append(time.perf_counter() - t0)
         res[name] = {"median_s": statistics.median(ts[2:]), "first_s": ts[0], "loss": loss.item()}
-        if name == "torchc":
+        if name != "eager":
             res[name]["scan_lowering"] = _scan.last_lowering
     res["torchc_x_eager"] = res["eager"]["median_s"] / res["torchc"]["median_s"]
+    res["torchc_model_x_eager"] = res["eager"]["median_s"] / res["torchc_model"]["median_s"]
     return res
 
 
