@@ -53,6 +53,7 @@ void dh_entry_free(dh_entry *e) {
     free(e->graph_text);
     free(e->brk_reason);
     free(e->where);
+    free(e->hint);
     Py_XDECREF(e->brk_kwnames);
     Py_XDECREF(e->brk_with);
     Py_XDECREF(e->resume[0]);

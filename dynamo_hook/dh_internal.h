@@ -246,6 +246,7 @@ typedef struct dh_entry {
                              * (entry_run.c): ((stack position, class, args), ...) or NULL */
     char *brk_reason;
     char *where;            /* user file:line of the failure or break, innermost first (malloc'd) */
+    char *hint;             /* explain's hint (a long loop unrolled into the graph), or NULL (malloc'd) */
     PyObject *train;        /* training: the autograd node's state (csrc/train.h), or NULL */
     PyObject *backend;      /* the dh_config backend it was captured for (strong), or NULL */
     PyObject *backend_fn;   /* backend.c: runs the graph in place of compiled (strong), or NULL */

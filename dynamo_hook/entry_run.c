@@ -431,7 +431,11 @@ static void unpin_entry(void *e) { dh_entry_unpin(e); }
 
 static int scan_probe(const dh_entry *e, PyObject *const *values, PyObject *const *outs, int nout,
                       PyObject *func, const int64_t *symvals) {
-    const char *why = e->brk != DH_BRK_NONE ? "the body has a graph break"
+    char brk[400];
+    if (e->brk != DH_BRK_NONE) /* what broke it (an op without a capture or backward rule) */
+        snprintf(brk, sizeof brk, "the body has a graph break%s%s", e->brk_reason ? ": " : "",
+                 e->brk_reason ? e->brk_reason : "");
+    const char *why = e->brk != DH_BRK_NONE ? brk
                       : e->nmut      ? "the body mutates its inputs"
                       : e->nattrw    ? "the body writes module attributes"
                       : e->nidx      ? "the body's indices are checked at each call"

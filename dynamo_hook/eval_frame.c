@@ -212,6 +212,7 @@ void dh_explain_record(PyCodeObject *code, const dh_entry *e, const char *event)
         SET("kernels", kd ? PyUnicode_FromString(kd) : Py_NewRef(Py_None));
         free(kd);
         SET("where", e->where ? PyUnicode_FromString(e->where) : Py_NewRef(Py_None));
+        SET("hint", e->hint ? PyUnicode_FromString(e->hint) : Py_NewRef(Py_None));
     }
 #undef SET
     if (tl_explain != NULL && PyList_Append(tl_explain, d))

@@ -127,6 +127,12 @@ typedef struct sym_break {
 #define SYM_DICT_PROXY 5       /* V_DICT.op: types.MappingProxyType(d) of a plain dict: shares d's
                                 * items (rebound with d, so it stays live); reads only, a write
                                 * or leaving the trace fails it (eager raises / a mappingproxy) */
+/* loops told apart per trace for the unrolled-loop hint; a loop iterated this often into one
+ * graph, with tensor ops in every iteration and this many in all, gets it (explain's Hints:
+ * 70 fused adds compile quickly, a recurrence over hundreds of steps does not) */
+#define SYM_MAX_LOOPS 8
+#define SYM_LOOP_HINT_ITERS 64
+#define SYM_LOOP_HINT_OPS 256
 #define SYM_INLINE_DEPTH DH_INLINE_DEPTH_MAX /* frames[] size; the limit is dh_limit.inline_depth */
 
 /* a ContextVar set in the trace: the values set, not reset yet (depth of them) */
@@ -273,6 +279,15 @@ typedef struct trace {
     int ndynv, capdynv;
     int dyn_inst;                     /* the instruction whose handler read its dynamic ints as
                                        * graph values (their guards stay lazy) */
+    /* FOR_ITER loops the trace iterated (each iteration traced again: unrolled into the
+     * graph), by code and instruction: iterations and graph sizes at the first and the last
+     * iteration's start (sym_flow.c); sym_output.c names the longest as explain's hint */
+    struct sym_loop {
+        const void *code;             /* (compared only) */
+        int pc, iters, ops0, ops;
+        char where[200];              /* file:line in fn */
+    } loops[SYM_MAX_LOOPS];
+    int nloops;
     char reason[300];
     char where[2048];                 /* file:line of the first failure, innermost first (sym_where) */
     int failed;

@@ -505,6 +505,33 @@ int sym_op_get_iter(trace *t, sframe *f, sym_ins *in) {
     return SYM_NEXT;
 }
 
+/* one more traced iteration of the loop at f's pc (t->loops, for the unrolled-loop hint) */
+static void loop_seen(trace *t, const sframe *f, int pc) {
+    int ops = ic_graph_num_ops(t->g);
+    for (int i = 0; i < t->nloops; i++) {
+        struct sym_loop *l = &t->loops[i];
+        if (l->code == (const void *)f->code && l->pc == pc) {
+            l->iters++;
+            l->ops = ops;
+            return;
+        }
+    }
+    if (t->nloops == SYM_MAX_LOOPS)
+        return;
+    struct sym_loop *l = &t->loops[t->nloops++];
+    l->code = f->code;
+    l->pc = pc;
+    l->iters = 1;
+    l->ops0 = l->ops = ops;
+    const char *fn = PyUnicode_AsUTF8(f->code->co_filename), *name = PyUnicode_AsUTF8(f->code->co_qualname);
+    if (fn == NULL || name == NULL) {
+        (void)tc_clear_expected(PyExc_UnicodeError);
+        l->where[0] = 0;
+        return;
+    }
+    snprintf(l->where, sizeof l->where, "%s:%d in %s", fn, PyCode_Addr2Line(f->code, pc * 2), name);
+}
+
 /* FOR_ITER */
 int sym_op_for_iter(trace *t, sframe *f, sym_ins *in) {
     var a;
@@ -527,6 +554,7 @@ int sym_op_for_iter(trace *t, sframe *f, sym_ins *in) {
     if (r < 0)
         return -1;
     if (r > 0) {
+        loop_seen(t, f, in->pc);
         PUSH(a);
     } else {
         (void)POP();

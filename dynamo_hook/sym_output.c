@@ -1243,6 +1243,29 @@ int sym_train_build(trace *t, mutlist *muts, const outbuf *ob, const ic_options 
     return *train ? 0 : -1;
 }
 
+/* explain's hint for the loop that put the most ops into the graph, iterated at least
+ * SYM_LOOP_HINT_ITERS times with tensor ops in each iteration and SYM_LOOP_HINT_OPS in all
+ * (malloc'd), or NULL */
+static char *loop_hint(const trace *t) {
+    const struct sym_loop *best = NULL;
+    for (int i = 0; i < t->nloops; i++) {
+        const struct sym_loop *l = &t->loops[i];
+        if (l->iters >= SYM_LOOP_HINT_ITERS && l->ops - l->ops0 >= l->iters - 1 &&
+            l->ops - l->ops0 >= SYM_LOOP_HINT_OPS &&
+            (best == NULL || l->ops - l->ops0 > best->ops - best->ops0))
+            best = l;
+    }
+    if (best == NULL)
+        return NULL;
+    char buf[512];
+    snprintf(buf, sizeof buf,
+             "a Python loop (%s) was unrolled into the graph: %d iterations, about %d ops each; its "
+             "compile time grows with its length. torchc.scan(step, init, xs) compiles the step once "
+             "and runs it as a loop, forward and backward",
+             best->where, best->iters, (best->ops - best->ops0) / (best->iters - 1));
+    return strdup(buf);
+}
+
 dh_entry *sym_finish_entry(trace *t, outbuf *ob, ic_compiled *compiled) {
     dh_entry *e = calloc(1, sizeof *e);
     if (e == NULL) {
@@ -1272,6 +1295,7 @@ dh_entry *sym_finish_entry(trace *t, outbuf *ob, ic_compiled *compiled) {
         e->compiled = compiled;
         e->graph_text = ic_graph_to_string(t->g);
         e->op_count = ic_graph_num_ops(t->g) - sym_fold_dead_ops(t); /* (fold.c: dead, dropped) */
+        e->hint = loop_hint(t);
     }
     return e;
 }

@@ -526,6 +526,9 @@ class ExplainOutput:
         distinct = list({r["entry"]: r for r in pieces}.values())
         self.guards = [_local_names(g, r.get("code")) for r in distinct for g in r["guards"]]
         self.kernels = [r["kernels"] for r in compiled if r.get("kernels")]
+        # what might make the compile cheaper: a long Python loop unrolled into a graph
+        # (dynamo_hook/sym_output.c loop_hint), once per distinct hint
+        self.hints = list(dict.fromkeys(r["hint"] for r in compiled if r.get("hint")))
         self.compile_ms = sum(r.get("compile_ms", 0.0) for r in records if r["event"] != "hit")
         # compile-time breakdown, seconds summed over this call's captures: capture,
         # cache_lookup, graph_passes, codegen (LLVM / NVPTX), load (JIT, cached code), fx_export
@@ -611,6 +614,9 @@ class ExplainOutput:
         if self.compiles_per_code:
             lines.append("Compiles per code object:")
             lines += [f"  {n}: {k}" for k, n in sorted(self.compiles_per_code.items(), key=lambda kv: -kv[1])]
+        if self.hints:
+            lines.append("Hints:")
+            lines += [f"  {h}" for h in self.hints]
         if self.break_reasons:
             lines.append("Break Reasons:")
             lines += [f"  {i + 1}. {r}" for i, r in enumerate(self.break_reasons)]

@@ -12,6 +12,8 @@
 #include "../ic_internal.h"
 #include "vjp.h"
 
+#define AG_CAME_MEMO 4096
+
 typedef struct ag {
     ic_graph *f;           /* forward (saved values appended as outputs) */
     ic_graph *b;           /* backward */
@@ -33,6 +35,14 @@ typedef struct ag {
     uint64_t *dep;         /* forward value -> the outputs its gradient reads (n x nw) */
     uint64_t *cur;         /* the rule running: the outputs its gradient reads (nw) */
     ic_val *flag;          /* program output -> backward input "its gradient came", -1 */
+    /* came()'s ORs of flags made so far (a ring of AG_CAME_MEMO sets of nw words and their
+     * values): a set is built from the largest one made before that it contains, so the
+     * nested sets of a recurrence (h_t's outputs: y_t and h_{t+1}'s) cost one OR each, not
+     * one per output (quadratic in the steps of an unrolled loop) */
+    uint64_t *came_set;
+    ic_val *came_val;
+    int ncame;             /* sets made (the ring holds the last AG_CAME_MEMO) */
+    int capcame;           /* slots allocated (grown up to AG_CAME_MEMO) */
     bool failed;
     char msg[200];
 } ag;

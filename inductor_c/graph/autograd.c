@@ -306,17 +306,52 @@ static ic_val sum_to(ag *a, ic_val c, const ic_meta *t) {
     return c;
 }
 
-/* a bool scalar of the backward graph: one of the outputs in set d got a gradient */
+/* a bool scalar of the backward graph: one of the outputs in set d got a gradient. Built on
+ * the largest set made before that d contains (a->came_set): only the flags beyond it are
+ * ORed in. */
 static ic_val came(ag *a, const uint64_t *d) {
-    ic_val r = -1;
+    const size_t nw = a->nw;
+    int best = -1, bestpop = -1;
+    int lo = a->ncame > AG_CAME_MEMO ? a->ncame - AG_CAME_MEMO : 0;
+    for (int k = a->ncame - 1; k >= lo; k--) { /* newest first: a recurrence's last set */
+        const uint64_t *p = &a->came_set[(size_t)(k % AG_CAME_MEMO) * nw];
+        bool sub = true;
+        int pop = 0;
+        for (size_t w = 0; w < nw && sub; w++) {
+            sub = (p[w] & ~d[w]) == 0;
+            pop += __builtin_popcountll(p[w]);
+        }
+        if (!sub || pop <= bestpop) continue;
+        best = k;
+        bestpop = pop;
+        if (memcmp(p, d, sizeof *d * nw) == 0) return a->came_val[k % AG_CAME_MEMO];
+    }
+    const uint64_t *base = best >= 0 ? &a->came_set[(size_t)(best % AG_CAME_MEMO) * nw] : NULL;
+    ic_val r = best >= 0 ? a->came_val[best % AG_CAME_MEMO] : -1;
     for (int j = 0; j < a->out->nuser_out; j++) {
-        if (!((d[j / 64] >> (j % 64)) & 1)) continue;
+        if (!((d[j / 64] >> (j % 64)) & 1) || (base && ((base[j / 64] >> (j % 64)) & 1))) continue;
         if (a->flag[j] < 0) {
             ic_meta m = {.ndim = 0, .dtype = IC_BOOL};
             a->flag[j] = ic_input(a->b, &m);
             push_in(a, IC_AG_GRAD_CAME, j);
         }
         r = r < 0 ? a->flag[j] : bin(a, IC_OP_LOGICAL_OR, r, a->flag[j]);
+    }
+    int k = a->ncame % AG_CAME_MEMO;
+    if (r >= 0 && k >= a->capcame) {
+        int nc = a->capcame ? 2 * a->capcame : 16;
+        nc = nc < AG_CAME_MEMO ? nc : AG_CAME_MEMO;
+        uint64_t *ns = realloc(a->came_set, sizeof *ns * nw * (size_t)nc);
+        if (ns) a->came_set = ns;
+        ic_val *nv = realloc(a->came_val, sizeof *nv * (size_t)nc);
+        if (nv) a->came_val = nv;
+        if (!ns || !nv) return ag_fail(a, "out of memory"), -1;
+        a->capcame = nc;
+    }
+    if (r >= 0) {
+        a->ncame++;
+        memcpy(&a->came_set[(size_t)k * nw], d, sizeof *d * nw);
+        a->came_val[k] = r;
     }
     return r;
 }
@@ -476,6 +511,7 @@ static int derive(ag *a) {
     ic_graph_set_cuda(a->b, f->cuda);
     for (int v = 0; v < n; v++) a->fmap[v] = a->grad[v] = -1;
     for (int j = 0; j < o->nuser_out; j++) a->flag[j] = -1;
+    a->ncame = 0; /* (values of the graph just freed) */
     memset(a->dep, 0, sizeof *a->dep * a->nw * (size_t)n);
     int ndiff = 0;
     for (int j = 0; j < o->nuser_out && !a->failed; j++) {
@@ -612,6 +648,8 @@ done:
     free(a.dep);
     free(a.cur);
     free(a.flag);
+    free(a.came_set);
+    free(a.came_val);
     if (a.failed) {
         ic_errcode code = a.b && ic_graph_errcode(a.b) == IC_ENOMEM ? IC_ENOMEM : IC_EUNSUPPORTED;
         ic_autograd_clear(o);
