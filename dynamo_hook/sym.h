@@ -269,6 +269,8 @@ typedef struct trace {
         ic_val val;                   /* graph value, -1: not made yet (a source's input) */
         int src;                      /* the int's source (-1: computed) */
         uint64_t deps;                /* the dynv entries of the sources it is computed from */
+        PyObject *expr;               /* it as an int expression of its sources (dh_intexpr_eval;
+                                       * in keep), NULL: none (a branch on it specializes it) */
     } *dynv;
     int ndynv, capdynv;
     int dyn_inst;                     /* the instruction whose handler read its dynamic ints as
@@ -430,6 +432,14 @@ int sym_dynint_val(trace *t, const var *v, ic_val *out);
 /* a + b, a - b, a * b, a // b, a % b (nb: BINARY_OP's base) of ints, one at least dynamic, as
  * a dynamic int: 1 with *out, 0 not one (specialized as before), -1 failed */
 int sym_dynint_binary(trace *t, int nb, const var *a, const var *b, var *out);
+/* a < b (cmp: Py_LT..Py_GE) of ints or floats, one at least a dynamic int, whose outcome is
+ * guarded (DH_G_INTEXPR) instead of the dynamic ints' values: 1 with the bool in *out, 0 not
+ * handled (the ints specialize as before), -1 failed. sym_dynint_truth: the truth r of v, a
+ * dynamic int tested by a branch or `not`, guarded the same way: 1 guarded, 0 not. Only where
+ * the instruction's result is that bool (COMPARE_OP, a conditional jump, UNARY_NOT): the ints'
+ * own guards stay lazy for it. */
+int sym_dynint_compare(trace *t, int cmp, const var *a, const var *b, var *out);
+int sym_dynint_truth(trace *t, const var *v, int r);
 /* Lazy guards of a dict's constant values (variables.c): a value's equality guard counts only
  * once the trace reads it. sym_lazy_use: v and everything it holds are read (all lazy guards
  * when it holds what can't be walked); sym_lazy_use_all: every lazy guard counts;

@@ -118,6 +118,8 @@ int sym_op_return_const(trace *t, sframe *f, sym_ins *in) {
 int sym_op_return_value(trace *t, sframe *f, sym_ins *in) {
     NEED(1);
     *in->result = POP(); /* a generator's: the StopIteration value */
+    if (f->top && !f->gen) /* the frame's result: a dynamic int in it is its graph value's int */
+        t->dyn_inst = t->cur_inst;   /* (sym_output.c), not a constant */
     return 0;
 }
 
@@ -339,7 +341,9 @@ int sym_op_compare_op(trace *t, sframe *f, sym_ins *in) {
     NEED(2);
     b = POP();
     a = POP();
-    if (sym_compare(t, DH_PY312 ? in->oparg >> 4 : in->oparg, &a, &b, &c) < 0)
+    int cmp = DH_PY312 ? in->oparg >> 4 : in->oparg;
+    int dyn = sym_dynint_compare(t, cmp, &a, &b, &c); /* its outcome guarded (variables.c) */
+    if (dyn < 0 || (dyn == 0 && sym_compare(t, cmp, &a, &b, &c) < 0))
         return -1;
     PUSH(c);
     return SYM_NEXT;
@@ -424,7 +428,7 @@ int sym_op_unary_not(trace *t, sframe *f, sym_ins *in) {
     NEED(1);
     a = POP();
     int r;
-    if (sym_truthy(t, &a, &r) < 0)
+    if (sym_truthy(t, &a, &r) < 0 || sym_dynint_truth(t, &a, r) < 0)
         return -1;
     if (sym_const(t, PyBool_FromLong(!r), &b) < 0)
         return -1;
@@ -617,6 +621,8 @@ int sym_op_pop_jump_if_false(trace *t, sframe *f, sym_ins *in) {
         }
         return -1;
     }
+    if (sym_dynint_truth(t, &a, r) < 0) /* `if k:` of a dynamic int: its truth guarded */
+        return -1;
     if (r == want)
         in->next = back ? in->next - in->oparg : in->next + in->oparg;
     return SYM_NEXT;
