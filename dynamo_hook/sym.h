@@ -223,6 +223,13 @@ typedef struct trace {
     int nrealcells, caprealcells;
     PyObject *pending_exc;            /* a state predicate raised this (kept): the next
                                        * handler of the frames being traced catches it */
+    PyObject *exc_cur;                /* the exception the traced frames' except clause is
+                                       * handling (sys.exception(); kept), NULL: the caller's */
+    PyObject *exc_ctxout;             /* the exceptions raised while exc_cur was NULL: their
+                                       * __context__ is the caller's handled exception (a list
+                                       * in keep, made at the first; sym_exc.c) */
+    PyObject *exc_inexact;            /* exceptions raised with other args than eager's (its
+                                       * message not known here: list in keep; sym_exc.c) */
     int nidx, capidx;                 /* index inputs to bounds-check before each run (grown by
                                        * sym_idx_add up to config max_index_inputs; malloc'd,
                                        * freed by sym_fx_free) */
@@ -407,6 +414,15 @@ int sym_refuse_raise_break(trace *t);
 /* sym_exc.c: an exception class made from its args alone (BaseException's __new__ and __init__:
  * ValueError, KeyError, a Python subclass defining neither): made in the trace of constants */
 int sym_exc_simple_class(PyObject *f);
+/* exc, made by the trace, is raised now: its __context__ is the exception being handled, as
+ * CPython chains it (0, -1 failed) */
+int sym_exc_raised(trace *t, PyObject *exc);
+/* str(o) / repr(o) are pure functions of constants: o an exception the trace made, of a type
+ * whose __str__/__repr__ are a builtin exception's, its args plain constants */
+int sym_exc_pure_text(trace *t, PyObject *o);
+/* exc.name of an exception the trace made (args, __class__, __context__, __cause__,
+ * __suppress_context__): 0 with *out, 1 not one of them, -1 failed */
+int sym_exc_attr(trace *t, PyObject *exc, PyObject *name, var *out);
 /* layout.c: eager's memory formats (the graph keeps eager's strides: inductor_c strides.c).
  * dh_memory_format: None -> IC_MF_PRESERVE, else torch.*_format / channels_last*;
  * dh_layout_copy: a copy of x in format fmt (clone, contiguous(), to(memory_format));

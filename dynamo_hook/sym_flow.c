@@ -551,10 +551,12 @@ int sym_op_push_exc_info(trace *t, sframe *f, sym_ins *in) {
     var a, b;
     NEED(1);
     a = POP();
-    if (sym_const(t, Py_NewRef(Py_None), &b) < 0)
+    /* the exception handled before (None: the caller's), restored by POP_EXCEPT (sym_exc.c) */
+    if (sym_const(t, Py_NewRef(t->exc_cur ? t->exc_cur : Py_None), &b) < 0)
         return -1;
     PUSH(b);
     PUSH(a);
+    t->exc_cur = a.kind == V_CONST && a.obj != NULL && PyExceptionInstance_Check(a.obj) ? a.obj : NULL;
     return SYM_NEXT;
 }
 
@@ -582,13 +584,21 @@ int sym_op_check_exc_match(trace *t, sframe *f, sym_ins *in) {
 /* POP_EXCEPT */
 int sym_op_pop_except(trace *t, sframe *f, sym_ins *in) {
     NEED(1);
-    (void)POP();
+    var a = POP();
+    t->exc_cur = a.kind == V_CONST && a.obj != NULL && PyExceptionInstance_Check(a.obj) ? a.obj : NULL;
     return SYM_NEXT;
 }
 
-/* RERAISE */
+/* RERAISE: the exception on the stack, raised again as is (an except clause's cleanup, the
+ * end of a finally or of an except clause that matched nothing): the next handler out */
 int sym_op_reraise(trace *t, sframe *f, sym_ins *in) {
-    return sym_fail(t, "an exception is re-raised (eager raises it)");
+    NEED(1);
+    var a = POP();
+    if (a.kind != V_CONST || a.obj == NULL || !PyExceptionInstance_Check(a.obj))
+        return sym_fail(t, "an exception is re-raised (eager raises it)");
+    int rc = sym_fail(t, "%s raised (eager raises it)", Py_TYPE(a.obj)->tp_name);
+    t->pending_exc = a.obj; /* (kept by the trace) */
+    return rc;
 }
 
 /* JUMP_BACKWARD JUMP_BACKWARD_NO_INTERRUPT */
