@@ -862,10 +862,8 @@ int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kw
             PyTuple_SET_ITEM(tup, i, Py_NewRef(args[i].obj));
         PyObject *r = PyObject_Call(f, tup, NULL);
         Py_DECREF(tup);
-        if (r == NULL) {
-            (void)tc_clear_expected(PyExc_Exception);
-            return sym_fail(t, "constant call raised");
-        }
+        if (r == NULL) /* int("abc"): eager's ValueError, for the trace's except clauses */
+            return sym_raise_current(t, "constant call raised");
         return sym_const(t, r, out);
     }
     if (PyType_Check(f) && (!strcmp(((PyTypeObject *)f)->tp_name, "torch.finfo") ||

@@ -417,6 +417,10 @@ int sym_exc_simple_class(PyObject *f);
 /* exc, made by the trace, is raised now: its __context__ is the exception being handled, as
  * CPython chains it (0, -1 failed) */
 int sym_exc_raised(trace *t, PyObject *exc);
+/* a pure builtin call on constants raised the error set: that exception (a builtin class made
+ * from its args: eager's own message) raised in the trace for its except clauses, else a
+ * plain failure with why; -1 */
+int sym_raise_current(trace *t, const char *why);
 /* str(o) / repr(o) are pure functions of constants: o an exception the trace made, of a type
  * whose __str__/__repr__ are a builtin exception's, its args plain constants */
 int sym_exc_pure_text(trace *t, PyObject *o);

@@ -68,6 +68,30 @@ int sym_raise(trace *t, PyObject *type, PyObject *arg, const char *fmt, ...) {
     return rc;
 }
 
+int sym_raise_current(trace *t, const char *why) {
+    if (!PyErr_Occurred() || tc_pyerr_fatal(PyErr_Occurred()))
+        return PyErr_Occurred() ? -1 : sym_fail(t, "%s", why);
+    PyObject *et, *exc, *tb;
+    PyErr_Fetch(&et, &exc, &tb);
+    PyErr_NormalizeException(&et, &exc, &tb);
+    Py_XDECREF(et);
+    Py_XDECREF(tb);
+    PyErr_Clear();
+    if (exc == NULL || !PyExceptionInstance_Check(exc) || (Py_TYPE(exc)->tp_flags & Py_TPFLAGS_HEAPTYPE) ||
+        !sym_exc_simple_class((PyObject *)Py_TYPE(exc))) {
+        Py_XDECREF(exc);
+        return sym_fail(t, "%s", why);
+    }
+    PyException_SetContext(exc, NULL); /* the trace's own chaining (not the tracing thread's) */
+    PyException_SetCause(exc, NULL);
+    ((PyBaseExceptionObject *)exc)->suppress_context = 0;
+    if (sym_keep(t, exc) == NULL || sym_exc_raised(t, exc) < 0)
+        return -1;
+    int rc = sym_fail(t, "%s: %s raised (eager raises it)", why, Py_TYPE(exc)->tp_name);
+    t->pending_exc = exc;
+    return rc;
+}
+
 int sym_exc_raised(trace *t, PyObject *exc) {
     if (!PyExceptionInstance_Check(exc))
         return 0;
@@ -256,9 +280,10 @@ int sym_exc_simple_class(PyObject *f) {
 /* an exception's recipe for _raise_new: (cls, args, suppress_context, cause, context,
  * context_from_caller), cause and context recipes or None; NULL failed (error set) */
 static PyObject *exc_spec(trace *t, PyObject *e, int depth) {
-    if (e == NULL || e == Py_None || depth > 32 || !PyExceptionInstance_Check(e) ||
-        !sym_exc_simple_class((PyObject *)Py_TYPE(e)))
+    if (e == NULL || e == Py_None)
         return Py_NewRef(Py_None);
+    if (depth > 32 || !PyExceptionInstance_Check(e) || !sym_exc_simple_class((PyObject *)Py_TYPE(e)))
+        return Py_NewRef(Py_Ellipsis); /* not rebuildable from its args (exc_spec_ok) */
     PyObject *args = ((PyBaseExceptionObject *)e)->args;
     PyBaseExceptionObject *b = (PyBaseExceptionObject *)e;
     PyObject *cause = exc_spec(t, b->cause, depth + 1);
@@ -272,6 +297,14 @@ static PyObject *exc_spec(trace *t, PyObject *e, int depth) {
     Py_XDECREF(cause);
     Py_XDECREF(ctx);
     return r;
+}
+
+static int exc_spec_ok(PyObject *s, int depth) {
+    if (s == Py_None)
+        return 1;
+    if (s == Py_Ellipsis || !PyTuple_Check(s) || PyTuple_GET_SIZE(s) != 6 || depth > 32)
+        return 0;
+    return exc_spec_ok(PyTuple_GET_ITEM(s, 3), depth + 1) && exc_spec_ok(PyTuple_GET_ITEM(s, 4), depth + 1);
 }
 
 /* a new exception of recipe s (exc_spec), its context the thread's handled one h where the
@@ -360,6 +393,8 @@ int sym_exc_top_raise(trace *t, sframe *f, const sym_ins *in) {
     PyObject *cls = (PyObject *)Py_TYPE(exc), *spec = sym_keep(t, exc_spec(t, exc, 0));
     if (spec == NULL)
         return -1;
+    if (!exc_spec_ok(spec, 0)) /* its chain holds an exception made otherwise: not rebuilt */
+        return 0;
     if (raise_new_fn == NULL && (raise_new_fn = PyCFunction_New(&raise_new_def, NULL)) == NULL)
         return -1;
     var *call = sym_alloc(t, 2);

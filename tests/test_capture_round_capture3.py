@@ -178,6 +178,10 @@ def test_caught_exception_str_repr_args_context_in_one_graph():
                 raise TypeError("mid")
         except TypeError as e:
             out += [repr(e.__context__), e.__context__.args, e.__suppress_context__]
+        try:
+            int("abc")                   # a builtin's own error, eager's message
+        except ValueError as e:
+            out += [str(e), e.args]
         return y, out
 
     x = torch.randn(3)
@@ -258,3 +262,22 @@ def test_raise_inside_except_while_the_caller_handles_one():
     assert _chain(got.value) == _chain(want.value)
     assert type(got.value.__context__.__context__) is OSError
     assert counts() == (1, 0)
+
+
+@pytest.mark.allow_fallback
+def test_context_read_while_the_caller_handles_one_is_eagers():
+    def f(x):
+        try:
+            raise ValueError("v")
+        except ValueError as e:
+            return x + 1, e.__context__     # the caller's exception in eager: guarded
+
+    x = torch.randn(3)
+    cf = torchc.compile(f)
+    assert_same(cf(x), f(x))               # handles none: None, compiled
+    try:
+        raise OSError("caller's")
+    except OSError as caller:
+        got = cf(x)    # the guard fails: not a stale None (this call runs eagerly: its context
+        assert got[1] is caller and f(x)[1] is caller   # is the caller's object)
+    assert counts() == (1, 1)
