@@ -124,8 +124,10 @@ typedef enum dh_guardkind {
     DH_G_ITERLEN,      /* items left in an iterator: == value (value >= 0), >= -value (< 0) */
     DH_G_HASATTR,      /* hasattr(values[src], obj) == value, by the real getattr (an object
                         * whose own __getattribute__/__getattr__ decides) */
-    DH_G_KEY_ORDER     /* the keys of the dict values[src], in iteration order, are obj (a
+    DH_G_KEY_ORDER,    /* the keys of the dict values[src], in iteration order, are obj (a
                         * tuple): each the same object or equal and of the same type */
+    DH_G_INTEXPR       /* bool(obj) == value, obj an expression of automatic dynamic ints
+                        * (dh_intexpr_eval): a branch on one guards its outcome, not its value */
 } dh_guardkind;
 
 typedef struct dh_guard {
@@ -405,6 +407,16 @@ char *dh_guard_mismatch(const dh_guard *g, PyObject *v);
 char *dh_reason_join(char *a, char *b);
 void dh_guard_clear(dh_guard *g);
 int dh_distinct_ok(PyObject *spec, PyObject *const *values); /* DH_G_DISTINCT's test */
+/* DH_G_INTEXPR's expression, a tree of tuples: a Python int or float is a constant,
+ * (DH_IX_SRC, i) the value of source i (an int, its exact type guarded before), (op, a, b)
+ * op of two: DH_IX_ADD.. (BINARY_OP's oparg of + - * // %), DH_IX_CMP + cmp the comparison
+ * cmp (Py_LT..Py_GE). Evaluated with
+ * Python's own int arithmetic, as the frame computes it. New reference; NULL with an error
+ * set when it raises. */
+enum { DH_IX_SRC = -1, DH_IX_ADD = 0, DH_IX_FLOORDIV = 2, DH_IX_MUL = 5, DH_IX_MOD = 6, DH_IX_SUB = 10,
+       DH_IX_CMP = 100 };
+PyObject *dh_intexpr_eval(PyObject *x, PyObject *const *values, int depth);
+PyObject *dh_intexpr_str(PyObject *x, const dh_source *sources, int depth); /* for explain */
 
 /* symbolic.c: traces one frame. Returns a new entry (compiled, or fallback with a
  * reason) or NULL with a Python exception for internal errors. */

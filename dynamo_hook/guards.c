@@ -630,6 +630,75 @@ PyObject *dh_int_tensor(PyObject *n, Py_ssize_t where) {
     return c;
 }
 
+static const char *const ix_ops[] = {[DH_IX_ADD] = "+", [DH_IX_FLOORDIV] = "//", [DH_IX_MUL] = "*",
+                                     [DH_IX_MOD] = "%", [DH_IX_SUB] = "-"};
+static const char *const ix_cmps[] = {[Py_LT] = "<", [Py_LE] = "<=", [Py_EQ] = "==",
+                                      [Py_NE] = "!=", [Py_GT] = ">", [Py_GE] = ">="};
+
+static long ix_op(PyObject *x) {
+    if (!PyTuple_Check(x) || PyTuple_GET_SIZE(x) < 2 || !PyLong_CheckExact(PyTuple_GET_ITEM(x, 0)))
+        return LONG_MIN;
+    long op = PyLong_AsLong(PyTuple_GET_ITEM(x, 0));
+    if (op == DH_IX_SRC && PyTuple_GET_SIZE(x) == 2)
+        return op;
+    if (PyTuple_GET_SIZE(x) == 3 && ((op >= 0 && op < (long)(sizeof ix_ops / sizeof *ix_ops) && ix_ops[op]) ||
+                                     (op >= DH_IX_CMP + Py_LT && op <= DH_IX_CMP + Py_GE)))
+        return op;
+    return LONG_MIN;
+}
+
+PyObject *dh_intexpr_eval(PyObject *x, PyObject *const *values, int depth) {
+    if (!PyTuple_Check(x))
+        return Py_NewRef(x);
+    long op = ix_op(x);
+    if (op == LONG_MIN || depth > 64) {
+        PyErr_SetString(PyExc_ValueError, "torchc: a malformed int expression guard");
+        return NULL;
+    }
+    if (op == DH_IX_SRC) {
+        PyObject *v = values[PyLong_AsSsize_t(PyTuple_GET_ITEM(x, 1))];
+        if (v == NULL || !PyLong_CheckExact(v)) {
+            PyErr_SetString(PyExc_TypeError, "torchc: an int expression's source is not an int");
+            return NULL;
+        }
+        return Py_NewRef(v);
+    }
+    PyObject *a = dh_intexpr_eval(PyTuple_GET_ITEM(x, 1), values, depth + 1);
+    PyObject *b = a ? dh_intexpr_eval(PyTuple_GET_ITEM(x, 2), values, depth + 1) : NULL, *r = NULL;
+    if (b != NULL) {
+        switch (op) {
+        case DH_IX_ADD: r = PyNumber_Add(a, b); break;
+        case DH_IX_SUB: r = PyNumber_Subtract(a, b); break;
+        case DH_IX_MUL: r = PyNumber_Multiply(a, b); break;
+        case DH_IX_FLOORDIV: r = PyNumber_FloorDivide(a, b); break;
+        case DH_IX_MOD: r = PyNumber_Remainder(a, b); break;
+        default: r = PyObject_RichCompare(a, b, (int)(op - DH_IX_CMP)); break;
+        }
+    }
+    Py_XDECREF(a);
+    Py_XDECREF(b);
+    return r;
+}
+
+PyObject *dh_intexpr_str(PyObject *x, const dh_source *sources, int depth) {
+    if (!PyTuple_Check(x))
+        return PyObject_Repr(x);
+    long op = ix_op(x);
+    if (op == LONG_MIN || depth > 64)
+        return PyUnicode_FromString("?");
+    if (op == DH_IX_SRC)
+        return dh_source_str(sources, (int)PyLong_AsLong(PyTuple_GET_ITEM(x, 1)));
+    PyObject *a = dh_intexpr_str(PyTuple_GET_ITEM(x, 1), sources, depth + 1);
+    PyObject *b = a ? dh_intexpr_str(PyTuple_GET_ITEM(x, 2), sources, depth + 1) : NULL, *r = NULL;
+    if (b != NULL) {
+        const char *o = op >= DH_IX_CMP ? ix_cmps[op - DH_IX_CMP] : ix_ops[op];
+        r = depth ? PyUnicode_FromFormat("(%U %s %U)", a, o, b) : PyUnicode_FromFormat("%U %s %U", a, o, b);
+    }
+    Py_XDECREF(a);
+    Py_XDECREF(b);
+    return r;
+}
+
 int dh_mark_dynamic_int(dh_cache *c, const dh_entry *e, const dh_guard *g, PyObject *v) {
     if (g->kind != DH_G_CONST || g->src < 0 || g->src >= e->nsources || g->obj == NULL ||
         !PyLong_CheckExact(g->obj) || v == NULL || !PyLong_CheckExact(v))
@@ -864,6 +933,16 @@ static int guards_check_sym(const dh_entry *e, PyObject *const *localsplus, PyOb
                 return 0;
             break;
         }
+        case DH_G_INTEXPR: {
+            PyObject *r = dh_intexpr_eval(g->obj, values, 0);
+            int truth = r ? PyObject_IsTrue(r) : -1;
+            Py_XDECREF(r);
+            if (truth < 0)
+                (void)tc_clear_expected(PyExc_Exception);
+            if (truth != g->value)
+                return 0;
+            break;
+        }
         case DH_G_CALL: {
             PyObject *r = PyObject_CallNoArgs(g->obj);
             int truth = r ? PyObject_IsTrue(r) : -1;
@@ -1044,6 +1123,12 @@ PyObject *dh_guards_describe(const dh_entry *e) {
         case DH_G_KEY_ORDER:
             item = PyUnicode_FromFormat("DICT_KEYS_ORDER tuple(%U) == %R", src, g->obj);
             break;
+        case DH_G_INTEXPR: {
+            PyObject *x = dh_intexpr_str(g->obj, e->sources, 0);
+            item = x ? PyUnicode_FromFormat("INT_EXPR bool(%U) == %s", x, g->value ? "True" : "False") : NULL;
+            Py_XDECREF(x);
+            break;
+        }
         }
         Py_CLEAR(src);
         if (item == NULL || PyList_Append(list, item) < 0)

@@ -832,8 +832,12 @@ int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kw
         pure = a == Py_None || PyBool_Check(a) || PyLong_CheckExact(a) || PyFloat_CheckExact(a) ||
                PyUnicode_CheckExact(a) || !strcmp(Py_TYPE(a)->tp_name, "torch.device") ||
                !strcmp(Py_TYPE(a)->tp_name, "torch.dtype") || (PyType_Check(a) && Py_TYPE(a)->tp_repr == PyType_Type.tp_repr &&
-                                            Py_TYPE(a)->tp_str == PyType_Type.tp_str);
+                                            Py_TYPE(a)->tp_str == PyType_Type.tp_str) ||
+               sym_exc_pure_text(t, a); /* an exception the trace raised and caught (sym_exc.c) */
     }
+    if (allconst && nargs == 1 && name && modname && !strcmp(modname, "builtins") && !strcmp(name, "repr") &&
+        sym_exc_pure_text(t, args[0].obj))
+        pure = 1;
     if (allconst && name && !strcmp(name, "format") && f == PyDict_GetItemString(PyEval_GetBuiltins(), name) &&
         (nargs == 1 || (nargs == 2 && PyUnicode_CheckExact(args[1].obj)))) {
         /* format(number or str, spec): builtins' own __format__, pure */
@@ -858,10 +862,8 @@ int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kw
             PyTuple_SET_ITEM(tup, i, Py_NewRef(args[i].obj));
         PyObject *r = PyObject_Call(f, tup, NULL);
         Py_DECREF(tup);
-        if (r == NULL) {
-            (void)tc_clear_expected(PyExc_Exception);
-            return sym_fail(t, "constant call raised");
-        }
+        if (r == NULL) /* int("abc"): eager's ValueError, for the trace's except clauses */
+            return sym_raise_current(t, "constant call raised");
         return sym_const(t, r, out);
     }
     if (PyType_Check(f) && (!strcmp(((PyTypeObject *)f)->tp_name, "torch.finfo") ||

@@ -229,6 +229,13 @@ typedef struct trace {
     int nrealcells, caprealcells;
     PyObject *pending_exc;            /* a state predicate raised this (kept): the next
                                        * handler of the frames being traced catches it */
+    PyObject *exc_cur;                /* the exception the traced frames' except clause is
+                                       * handling (sys.exception(); kept), NULL: the caller's */
+    PyObject *exc_ctxout;             /* the exceptions raised while exc_cur was NULL: their
+                                       * __context__ is the caller's handled exception (a list
+                                       * in keep, made at the first; sym_exc.c) */
+    PyObject *exc_inexact;            /* exceptions raised with other args than eager's (its
+                                       * message not known here: list in keep; sym_exc.c) */
     int nidx, capidx;                 /* index inputs to bounds-check before each run (grown by
                                        * sym_idx_add up to config max_index_inputs; malloc'd,
                                        * freed by sym_fx_free) */
@@ -275,6 +282,8 @@ typedef struct trace {
         ic_val val;                   /* graph value, -1: not made yet (a source's input) */
         int src;                      /* the int's source (-1: computed) */
         uint64_t deps;                /* the dynv entries of the sources it is computed from */
+        PyObject *expr;               /* it as an int expression of its sources (dh_intexpr_eval;
+                                       * in keep), NULL: none (a branch on it specializes it) */
     } *dynv;
     int ndynv, capdynv;
     int dyn_inst;                     /* the instruction whose handler read its dynamic ints as
@@ -420,6 +429,19 @@ int sym_refuse_raise_break(trace *t);
 /* sym_exc.c: an exception class made from its args alone (BaseException's __new__ and __init__:
  * ValueError, KeyError, a Python subclass defining neither): made in the trace of constants */
 int sym_exc_simple_class(PyObject *f);
+/* exc, made by the trace, is raised now: its __context__ is the exception being handled, as
+ * CPython chains it (0, -1 failed) */
+int sym_exc_raised(trace *t, PyObject *exc);
+/* a pure builtin call on constants raised the error set: that exception (a builtin class made
+ * from its args: eager's own message) raised in the trace for its except clauses, else a
+ * plain failure with why; -1 */
+int sym_raise_current(trace *t, const char *why);
+/* str(o) / repr(o) are pure functions of constants: o an exception the trace made, of a type
+ * whose __str__/__repr__ are a builtin exception's, its args plain constants */
+int sym_exc_pure_text(trace *t, PyObject *o);
+/* exc.name of an exception the trace made (args, __class__, __context__, __cause__,
+ * __suppress_context__): 0 with *out, 1 not one of them, -1 failed */
+int sym_exc_attr(trace *t, PyObject *exc, PyObject *name, var *out);
 /* layout.c: eager's memory formats (the graph keeps eager's strides: inductor_c strides.c).
  * dh_memory_format: None -> IC_MF_PRESERVE, else torch.*_format / channels_last*;
  * dh_layout_copy: a copy of x in format fmt (clone, contiguous(), to(memory_format));
@@ -445,6 +467,14 @@ int sym_dynint_val(trace *t, const var *v, ic_val *out);
 /* a + b, a - b, a * b, a // b, a % b (nb: BINARY_OP's base) of ints, one at least dynamic, as
  * a dynamic int: 1 with *out, 0 not one (specialized as before), -1 failed */
 int sym_dynint_binary(trace *t, int nb, const var *a, const var *b, var *out);
+/* a < b (cmp: Py_LT..Py_GE) of ints or floats, one at least a dynamic int, whose outcome is
+ * guarded (DH_G_INTEXPR) instead of the dynamic ints' values: 1 with the bool in *out, 0 not
+ * handled (the ints specialize as before), -1 failed. sym_dynint_truth: the truth r of v, a
+ * dynamic int tested by a branch or `not`, guarded the same way: 1 guarded, 0 not. Only where
+ * the instruction's result is that bool (COMPARE_OP, a conditional jump, UNARY_NOT): the ints'
+ * own guards stay lazy for it. */
+int sym_dynint_compare(trace *t, int cmp, const var *a, const var *b, var *out);
+int sym_dynint_truth(trace *t, const var *v, int r);
 /* Lazy guards of a dict's constant values (variables.c): a value's equality guard counts only
  * once the trace reads it. sym_lazy_use: v and everything it holds are read (all lazy guards
  * when it holds what can't be walked); sym_lazy_use_all: every lazy guard counts;

@@ -728,8 +728,11 @@ int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
         if (!strcmp(Py_TYPE(o->obj)->tp_name, "Signature") && !strcmp(n, "parameters"))
             return sym_const(t, PyObject_GetAttr(o->obj, name), out) < 0
                        ? ((void)tc_clear_expected(PyExc_Exception), sym_fail(t, "attribute %U of a constant", name)) : 0;
-        if (PyExceptionInstance_Check(o->obj) && !strcmp(n, "args")) /* a raise the trace caught (sym_exc.c) */
-            return sym_const(t, PyObject_GetAttr(o->obj, name), out);
+        if (PyExceptionInstance_Check(o->obj)) { /* a raise the trace caught (sym_exc.c) */
+            int rc = sym_exc_attr(t, o->obj, name, out);
+            if (rc <= 0)
+                return rc;
+        }
         if (o->obj == Py_None && !PyObject_HasAttr(Py_None, name)) { /* None.shape: eager raises */
             PyObject *msg = PyUnicode_FromFormat("'NoneType' object has no attribute '%U'", name);
             if (msg == NULL || sym_keep(t, msg) == NULL)

@@ -173,7 +173,10 @@ static int subscr(trace *t, const var *c, const var *k, var *out) {
         if (in < 0)
             return -1;
         if (!in) /* eager's IndexError: an except clause of the trace catches it */
-            return sym_raise(t, PyExc_IndexError, NULL, "%s index out of range", c->is_list ? "list" : "tuple");
+        {
+            PyObject *m = sym_keep(t, PyUnicode_FromString(c->is_list ? "list index out of range" : "tuple index out of range"));
+            return m ? sym_raise(t, PyExc_IndexError, m, "%U", m) : -1;
+        }
         *out = c->items[i];
         return 0;
     }

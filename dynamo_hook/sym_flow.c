@@ -118,6 +118,8 @@ int sym_op_return_const(trace *t, sframe *f, sym_ins *in) {
 int sym_op_return_value(trace *t, sframe *f, sym_ins *in) {
     NEED(1);
     *in->result = POP(); /* a generator's: the StopIteration value */
+    if (f->top && !f->gen) /* the frame's result: a dynamic int in it is its graph value's int */
+        t->dyn_inst = t->cur_inst;   /* (sym_output.c), not a constant */
     return 0;
 }
 
@@ -339,7 +341,9 @@ int sym_op_compare_op(trace *t, sframe *f, sym_ins *in) {
     NEED(2);
     b = POP();
     a = POP();
-    if (sym_compare(t, DH_PY312 ? in->oparg >> 4 : in->oparg, &a, &b, &c) < 0)
+    int cmp = DH_PY312 ? in->oparg >> 4 : in->oparg;
+    int dyn = sym_dynint_compare(t, cmp, &a, &b, &c); /* its outcome guarded (variables.c) */
+    if (dyn < 0 || (dyn == 0 && sym_compare(t, cmp, &a, &b, &c) < 0))
         return -1;
     PUSH(c);
     return SYM_NEXT;
@@ -424,7 +428,7 @@ int sym_op_unary_not(trace *t, sframe *f, sym_ins *in) {
     NEED(1);
     a = POP();
     int r;
-    if (sym_truthy(t, &a, &r) < 0)
+    if (sym_truthy(t, &a, &r) < 0 || sym_dynint_truth(t, &a, r) < 0)
         return -1;
     if (sym_const(t, PyBool_FromLong(!r), &b) < 0)
         return -1;
@@ -575,10 +579,12 @@ int sym_op_push_exc_info(trace *t, sframe *f, sym_ins *in) {
     var a, b;
     NEED(1);
     a = POP();
-    if (sym_const(t, Py_NewRef(Py_None), &b) < 0)
+    /* the exception handled before (None: the caller's), restored by POP_EXCEPT (sym_exc.c) */
+    if (sym_const(t, Py_NewRef(t->exc_cur ? t->exc_cur : Py_None), &b) < 0)
         return -1;
     PUSH(b);
     PUSH(a);
+    t->exc_cur = a.kind == V_CONST && a.obj != NULL && PyExceptionInstance_Check(a.obj) ? a.obj : NULL;
     return SYM_NEXT;
 }
 
@@ -606,13 +612,21 @@ int sym_op_check_exc_match(trace *t, sframe *f, sym_ins *in) {
 /* POP_EXCEPT */
 int sym_op_pop_except(trace *t, sframe *f, sym_ins *in) {
     NEED(1);
-    (void)POP();
+    var a = POP();
+    t->exc_cur = a.kind == V_CONST && a.obj != NULL && PyExceptionInstance_Check(a.obj) ? a.obj : NULL;
     return SYM_NEXT;
 }
 
-/* RERAISE */
+/* RERAISE: the exception on the stack, raised again as is (an except clause's cleanup, the
+ * end of a finally or of an except clause that matched nothing): the next handler out */
 int sym_op_reraise(trace *t, sframe *f, sym_ins *in) {
-    return sym_fail(t, "an exception is re-raised (eager raises it)");
+    NEED(1);
+    var a = POP();
+    if (a.kind != V_CONST || a.obj == NULL || !PyExceptionInstance_Check(a.obj))
+        return sym_fail(t, "an exception is re-raised (eager raises it)");
+    int rc = sym_fail(t, "%s raised (eager raises it)", Py_TYPE(a.obj)->tp_name);
+    t->pending_exc = a.obj; /* (kept by the trace) */
+    return rc;
 }
 
 /* JUMP_BACKWARD JUMP_BACKWARD_NO_INTERRUPT */
@@ -645,6 +659,8 @@ int sym_op_pop_jump_if_false(trace *t, sframe *f, sym_ins *in) {
         }
         return -1;
     }
+    if (sym_dynint_truth(t, &a, r) < 0) /* `if k:` of a dynamic int: its truth guarded */
+        return -1;
     if (r == want)
         in->next = back ? in->next - in->oparg : in->next + in->oparg;
     return SYM_NEXT;

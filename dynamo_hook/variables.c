@@ -505,6 +505,8 @@ void sym_lazy_use_all(trace *t) {
     t->nlazy = 0;
 }
 
+static int intexpr_value_guard(trace *t, const struct sym_dynint *d, PyObject *value);
+
 /* budget: vars visited (a list holding itself, shared items): past it, all count */
 static void lazy_use(trace *t, const var *v, int depth, int *budget) {
     if (t->nlazy == 0)
@@ -517,6 +519,8 @@ static void lazy_use(trace *t, const var *v, int depth, int *budget) {
         /* a dynamic int: read as a graph value by this instruction (kept lazy), or used as a
          * constant: the ints it is computed from are specialized */
         if (t->dyn_inst != 0 && t->dyn_inst == t->cur_inst)
+            return;
+        if (intexpr_value_guard(t, &t->dynv[v->dyn - 1], v->obj))
             return;
         uint64_t d = t->dynv[v->dyn - 1].deps;
         for (int k = 0; k < t->ndynv && k < 64 && t->nlazy > 0; k++)
@@ -611,6 +615,18 @@ static void ref_tuple(unsigned char *cand, int n, PyObject *o, int depth) {
     }
 }
 
+static void ref_intexpr(unsigned char *cand, int n, PyObject *x, int depth) {
+    if (!PyTuple_Check(x) || PyTuple_GET_SIZE(x) < 2 || depth > 64)
+        return;
+    if (PyTuple_GET_SIZE(x) == 2) { /* (DH_IX_SRC, source) */
+        ref(cand, n, PyLong_AsSsize_t(PyTuple_GET_ITEM(x, 1)));
+        (void)tc_clear_expected(PyExc_OverflowError);
+        return;
+    }
+    for (Py_ssize_t i = 1; i < PyTuple_GET_SIZE(x); i++)
+        ref_intexpr(cand, n, PyTuple_GET_ITEM(x, i), depth + 1);
+}
+
 void sym_mark_unread(trace *t, dh_entry *e) {
     int n = e->nsources, any = 0;
     if (n > t->capsrc)
@@ -637,6 +653,8 @@ void sym_mark_unread(trace *t, dh_entry *e) {
             ref(cand, n, g->value);
         if ((g->kind == DH_G_SAMEOBJ || g->kind == DH_G_DISTINCT) && g->obj != NULL)
             ref_tuple(cand, n, g->obj, 0);
+        if (g->kind == DH_G_INTEXPR)
+            ref_intexpr(cand, n, g->obj, 0);
     }
     for (int i = 0; i < e->ninputs; i++)
         ref(cand, n, e->input_src[i]);
@@ -1423,7 +1441,7 @@ static int dynint_source(trace *t, PyObject *o, int src) {
     return in;
 }
 
-static int dynint_new(trace *t, ic_val val, int src, uint64_t deps) {
+static int dynint_new(trace *t, ic_val val, int src, uint64_t deps, PyObject *expr) {
     if (t->ndynv == t->capdynv) {
         int cap = t->capdynv ? 2 * t->capdynv : 8;
         struct sym_dynint *n = realloc(t->dynv, (size_t)cap * sizeof *n);
@@ -1438,6 +1456,7 @@ static int dynint_new(trace *t, ic_val val, int src, uint64_t deps) {
     t->dynv[k].val = val;
     t->dynv[k].src = src;
     t->dynv[k].deps = deps | (src >= 0 ? (uint64_t)1 << k : 0);
+    t->dynv[k].expr = expr;
     return k;
 }
 
@@ -1451,7 +1470,8 @@ static int dynint_wrap(trace *t, PyObject *o, int src, var *out) {
     g->lazy = t->cur_inst ? t->cur_inst : -1; /* counted by a use as a constant */
     t->nlazy++;
     t->nlazymade++;
-    int k = dynint_new(t, -1, src, 0);
+    PyObject *x = sym_keep(t, Py_BuildValue("(in)", (int)DH_IX_SRC, (Py_ssize_t)src));
+    int k = x ? dynint_new(t, -1, src, 0, x) : -1;
     if (k < 0)
         return -1;
     out->kind = V_CONST;
@@ -1566,7 +1586,11 @@ int sym_dynint_binary(trace *t, int nb, const var *a, const var *b, var *out) {
         return sym_check_graph(t);
     if (ic_value_meta(t->g, v)->dtype != IC_I64 || ic_value_meta(t->g, v)->ndim != 0)
         return 0;
-    int kk = dynint_new(t, v, -1, deps);
+    PyObject *ea = a->dyn ? t->dynv[a->dyn - 1].expr : a->obj, *eb = b->dyn ? t->dynv[b->dyn - 1].expr : b->obj;
+    PyObject *ex = ea && eb ? sym_keep(t, Py_BuildValue("(iOO)", base, ea, eb)) : NULL;
+    if (ea && eb && ex == NULL)
+        return -1;
+    int kk = dynint_new(t, v, -1, deps, ex);
     if (kk < 0)
         return -1;
     *out = sym_var(V_CONST);
@@ -1574,6 +1598,98 @@ int sym_dynint_binary(trace *t, int nb, const var *a, const var *b, var *out) {
     out->dyn = kk + 1;
     t->dyn_inst = t->cur_inst; /* its operands read as graph values: their guards stay lazy */
     return 1;
+}
+
+/* Branches on automatic dynamic ints guard their outcome (DH_G_INTEXPR), as torch.compile's
+ * symbolic guards do: `if k > 2:` gives one entry for k > 2 and one for k <= 2, not one per
+ * k. The outcome is all the trace takes from the ints there, so the guard is exact. Where an
+ * int decides more than a bool (a shape, a dim, a loop's count, range(k), a call's argument,
+ * an int returned), its use as a constant counts its equality guard (lazy_use): the graph's
+ * shapes and the indices it was traced with are fixed for the entry, so it specializes.
+ * Past INTEXPR_MAX such guards in one trace (a loop comparing a counter with k each
+ * iteration), the ints specialize instead: one equality guard rather than a guard per step. */
+#define INTEXPR_MAX 16
+
+static PyObject *ix_operand(trace *t, const var *v) {
+    if (v->kind != V_CONST || v->obj == NULL)
+        return NULL;
+    if (v->dyn > 0)
+        return v->dyn <= t->ndynv ? t->dynv[v->dyn - 1].expr : NULL;
+    return PyLong_CheckExact(v->obj) || PyFloat_CheckExact(v->obj) ? v->obj : NULL;
+}
+
+/* x guarded to have truth r: 1, 0 when not (too many: the caller specializes), -1 failed */
+static int intexpr_guard(trace *t, PyObject *x, int r) {
+    int n = 0, have = 0;
+    for (int i = 0; i < t->nguards && !have; i++) {
+        dh_guard *g = &t->guards[i];
+        if (g->kind != DH_G_INTEXPR)
+            continue;
+        n++;
+        have = g->value == r ? PyObject_RichCompareBool(g->obj, x, Py_EQ) : 0;
+        if (have < 0)
+            return -1;
+    }
+    if (!have) {
+        if (n >= INTEXPR_MAX)
+            return 0;
+        dh_guard *g = new_guard(t, DH_G_INTEXPR, -1);
+        if (g == NULL)
+            return -1;
+        g->obj = Py_NewRef(x);
+        g->value = r;
+    }
+    return 1;
+}
+
+/* a computed dynamic int (k % 2, k + 1) used as a constant: its value guarded, not the ints
+ * it is computed from (1), or 0 (they specialize) */
+static int intexpr_value_guard(trace *t, const struct sym_dynint *d, PyObject *value) {
+    if (d->src >= 0 || d->expr == NULL || !PyLong_CheckExact(value))
+        return 0;
+    PyObject *x = Py_BuildValue("(iOO)", DH_IX_CMP + Py_EQ, d->expr, value);
+    int rc = x ? intexpr_guard(t, x, 1) : -1;
+    Py_XDECREF(x);
+    if (rc < 0)
+        (void)tc_clear_expected(PyExc_Exception); /* (MemoryError stays set) */
+    return rc == 1;
+}
+
+int sym_dynint_compare(trace *t, int cmp, const var *a_in, const var *b_in, var *out) {
+    if (cmp < Py_LT || cmp > Py_GE || t->tfm_active > 0 || t->vm_depth > 0)
+        return 0;
+    var a = *a_in, b = *b_in;
+    sym_resolve(t, &a);
+    sym_resolve(t, &b);
+    if (!(a.kind == V_CONST && a.dyn > 0) && !(b.kind == V_CONST && b.dyn > 0))
+        return 0;
+    PyObject *ea = ix_operand(t, &a), *eb = ix_operand(t, &b);
+    if (ea == NULL || eb == NULL)
+        return 0;
+    int r = PyObject_RichCompareBool(a.obj, b.obj, cmp);
+    if (r < 0)
+        return tc_clear_expected(PyExc_Exception) < 0 ? -1 : 0;
+    PyObject *x = Py_BuildValue("(iOO)", DH_IX_CMP + cmp, ea, eb);
+    if (x == NULL)
+        return -1;
+    int rc = intexpr_guard(t, x, r);
+    Py_DECREF(x);
+    if (rc != 1)
+        return rc;
+    t->dyn_inst = t->cur_inst; /* the ints themselves are not read as constants here */
+    return sym_const(t, PyBool_FromLong(r), out) < 0 ? -1 : 1;
+}
+
+int sym_dynint_truth(trace *t, const var *v_in, int r) {
+    var v = *v_in;
+    sym_resolve(t, &v);
+    if (v.kind != V_CONST || v.dyn <= 0 || t->tfm_active > 0 || t->vm_depth > 0)
+        return 0;
+    PyObject *x = ix_operand(t, &v);
+    int rc = x == NULL ? 0 : intexpr_guard(t, x, r);
+    if (rc == 1)
+        t->dyn_inst = t->cur_inst; /* k itself is not read as a constant here */
+    return rc;
 }
 
 static int torch_class(PyTypeObject *tp) {

@@ -111,7 +111,7 @@ def test_no_internal_names_anywhere(logs, capsys):
 def _limited(x, n):
     y = x * 2
     print("side effect")  # a break: the resume function guards on n
-    return y + n if n > 0 else y  # n in a branch: specialized on each value (not a dynamic int)
+    return y + len(range(n))  # n as range's count: specialized on each value (not a dynamic int)
 
 
 @pytest.mark.allow_fallback

@@ -478,6 +478,40 @@ static LLVMValueRef pow_(cg *g, LLVMValueRef a, LLVMValueRef b, ic_xid bx, ic_dt
     return cg_intrin(g, "llvm.pow", &ty, 1, args, 2);
 }
 
+/* a ** b in integer dtype ct as ATen's powi: square-and-multiply over b's bits (integer
+ * multiplication wraps, so every order of the products gives eager's value); a negative b
+ * (signed types; a Python-number exponent < 0 raised before the graph) gives 1 for a == 1,
+ * +-1 for a == -1 by b's parity, and 0 otherwise. A constant b multiplies by its set bits. */
+static LLVMValueRef ipow(cg *g, ic_dtype ct, LLVMValueRef a, LLVMValueRef b, ic_xid bx) {
+    LLVMTypeRef ty = LLVMTypeOf(a);
+    LLVMValueRef z = LLVMConstNull(ty), one = cg_consti(g, ty, 1);
+    const ic_x *e = &g->c->xs[bx];
+    if (e->kind == X_CONST && e->cval >= 0 && e->cval < 0x1p53 && e->cval == (double)(long long)e->cval) {
+        unsigned long long p = (unsigned long long)e->cval;
+        LLVMValueRef r = NULL, sq = a;
+        for (; p; p >>= 1) {
+            if (p & 1) r = r ? LLVMBuildMul(B, r, sq, "") : sq;
+            if (p > 1) sq = LLVMBuildMul(B, sq, sq, "");
+        }
+        return r ? r : one;
+    }
+    bool u = ic_is_unsigned(ct);
+    int bits = (int)ic_dtype_size(ct) * 8 - (u ? 0 : 1);
+    LLVMValueRef r = one, sq = a;
+    for (int i = 0; i < bits; i++) {
+        LLVMValueRef bit = LLVMBuildAnd(B, b, cg_consti(g, ty, 1LL << i), "");
+        r = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntNE, bit, z, ""), LLVMBuildMul(B, r, sq, ""), r, "");
+        if (i + 1 < bits) sq = LLVMBuildMul(B, sq, sq, "");
+    }
+    if (u) return r;
+    LLVMValueRef m1 = cg_consti(g, ty, -1);
+    LLVMValueRef odd = LLVMBuildICmp(B, LLVMIntNE, LLVMBuildAnd(B, b, one, ""), z, "");
+    LLVMValueRef neg = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntEQ, a, one, ""), one,
+                                       LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntEQ, a, m1, ""),
+                                                       LLVMBuildSelect(B, odd, m1, one, ""), z, ""), "");
+    return LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, b, z, ""), neg, r, "");
+}
+
 /* a << b, a >> b in integer dtype ct as ATen's: an amount < 0 or >= the width (unsigned
  * compare) shifts everything out: 0, or the sign for a signed right shift */
 static LLVMValueRef shift_(cg *g, ic_op op, ic_dtype ct, LLVMValueRef a, LLVMValueRef b) {
@@ -513,6 +547,7 @@ LLVMValueRef ol_binary(cg *g, ic_op op, ic_dtype ct, LLVMValueRef a, LLVMValueRe
     case IC_OP_MINIMUM: return f ? ol_fmaxmin(g, a, b, false) : ol_imaxmin(g, a, b, false, ct);
     case IC_OP_POW:
         if (f) return pow_(g, a, b, bx, ct);
+        if (ct != IC_BOOL) return ipow(g, ct, a, b, bx);
         break;
     case IC_OP_EQ: return f ? LLVMBuildFCmp(B, LLVMRealOEQ, a, b, "") : LLVMBuildICmp(B, LLVMIntEQ, a, b, "");
     case IC_OP_NE: return f ? LLVMBuildFCmp(B, LLVMRealUNE, a, b, "") : LLVMBuildICmp(B, LLVMIntNE, a, b, "");

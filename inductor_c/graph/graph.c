@@ -446,7 +446,21 @@ IC_API ic_val ic_binary(ic_graph *g, ic_op op, ic_val a, ic_val b) {
         return fail(g, IC_EINVALID,
                     "Subtraction, the `-` operator, with two bool tensors is not supported");
     } else if (op == IC_OP_POW && !ic_is_float(t)) {
-        return fail(g, IC_EUNSUPPORTED, "integer pow is not supported");
+        /* integer pow (codegen: powi). A Python-number exponent is eager's pow(Tensor, Scalar),
+         * which refuses a negative one and converts it to the dtype with c10's overflow check;
+         * pow(Tensor, Scalar) of a bool result is eager's fill with True (exponent False) or
+         * copy (True); a bool tensor exponent (bool ** bool) eager does not implement */
+        const ic_node *e = &g->nodes[b];
+        if (t == IC_BOOL && e->op == IC_OP_SCALAR)
+            return ic_binary(g, IC_OP_LOGICAL_OR, a, ic_scalar(g, e->num == 0, IC_BOOL));
+        if (t == IC_BOOL) return fail(g, IC_EUNSUPPORTED, "pow on bool is not supported");
+        if (e->op == IC_OP_SCALAR) {
+            int bits = (int)ic_dtype_size(t) * 8 - (t == IC_U8 ? 0 : 1);
+            if (e->num < 0) return fail(g, IC_EINVALID, "Integers to negative integer powers are not allowed.");
+            if (bits < 63 && e->num > (double)((1LL << bits) - 1))
+                return fail(g, IC_EINVALID, "pow: value cannot be converted to type %s without overflow",
+                            ic_dtype_name(t));
+        }
     }
     n.meta.dtype = t;
     return append(g, &n);

@@ -1137,7 +1137,15 @@ static void test_errors(void) {
     ic_meta h = {.dtype = IC_F16, .ndim = 1, .sizes = {8}, .strides = {1}};
     x = ic_input(g, &h);
     ic_output(g, ic_binary(g, IC_OP_POW, ic_cast(g, x, IC_I32), ic_scalar(g, 2, IC_I64)));
-    CHECK(ic_graph_errcode(g) == IC_EUNSUPPORTED, "integer pow unsupported");
+    CHECK(ic_graph_errcode(g) == IC_OK, "integer pow");
+    ic_binary(g, IC_OP_POW, ic_cast(g, x, IC_I32), ic_scalar(g, -1, IC_I64));
+    CHECK(ic_graph_errcode(g) == IC_EINVALID, "integer pow: negative number exponent (eager raises)");
+    ic_graph_free(g);
+    g = ic_graph_new();
+    x = ic_input(g, &h);
+    ic_val xb = ic_cast(g, x, IC_BOOL);
+    ic_binary(g, IC_OP_POW, xb, xb);
+    CHECK(ic_graph_errcode(g) == IC_EUNSUPPORTED, "bool ** bool tensor unsupported");
     ic_graph_free(g);
 
     g = ic_graph_new();

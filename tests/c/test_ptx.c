@@ -261,6 +261,12 @@ static void build_corpus(void) {
     y = IN(g, IC_U8, 200);
     ic_output(g, Bn(g, IC_OP_LSHIFT, x, y));
     ic_output(g, Bn(g, IC_OP_RSHIFT, x, ic_scalar(g, 3, IC_I64)));
+    g = G("int_pow"); /* powi: a tensor exponent (its bits unrolled, negative ones), a number */
+    x = IN(g, IC_I64, 200);
+    y = IN(g, IC_I32, 200);
+    ic_output(g, Bn(g, IC_OP_POW, x, y));
+    ic_output(g, Bn(g, IC_OP_POW, y, ic_scalar(g, 5, IC_I64)));
+    ic_output(g, Bn(g, IC_OP_POW, ic_cast(g, y, IC_U8), ic_cast(g, x, IC_U8)));
     static const ic_op bi2[] = {IC_OP_FMOD, IC_OP_REMAINDER, IC_OP_FLOOR_DIVIDE, IC_OP_ATAN2, IC_OP_LOGICAL_XOR};
     for (size_t i = 0; i < sizeof bi2 / sizeof bi2[0]; i++) {
         char nm[64];
