@@ -827,9 +827,15 @@ int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kw
         PyObject *tup = PyTuple_New(args[0].n);
         for (int i = 0; tup != NULL && i < args[0].n; i++)
             PyTuple_SET_ITEM(tup, i, Py_NewRef(args[0].items[i].obj));
-        PyObject *r = tup ? PyObject_CallOneArg(f, tup) : NULL;
-        Py_XDECREF(tup);
-        return r ? sym_const(t, r, out) : -1;
+        if (tup == NULL)
+            return -1;
+        PyObject *r = PyObject_CallOneArg(f, tup);
+        Py_DECREF(tup);
+        if (r == NULL) {
+            (void)tc_clear_expected(PyExc_Exception);
+            return sym_fail(t, "torch.Size() raised (eager will raise)");
+        }
+        return sym_const(t, r, out);
     }
     /* pure functions of constants: math.*, abs, min, max, int, float, bool, round, torch.Size */
     int allconst = 1;

@@ -11,6 +11,7 @@ to eager's.
   torch.Size(...) calls, a property subclass (constraints.dependent_property) and a
   module-level constraint object (constraints.real) are captured.
 """
+import collections
 import sys
 
 import pytest
@@ -163,21 +164,30 @@ class _Cfg:
 CFG = _Cfg()
 
 
+class _Table(collections.OrderedDict):
+    pass
+
+
+TABLE = _Table(a=2.0)
+
+
 def test_property_subclass_and_module_instance():
     mod = sys.modules[__name__]
 
     def f(x):
-        return x * _Holder(3).twice * mod.CFG.scale + constraints.real.event_dim
+        return x * _Holder(3).twice * mod.CFG.scale * mod.TABLE["a"] + constraints.real.event_dim
     cf = torchc.compile(f)
     x = torch.randn(4)
     ex = torchc.explain(f)(x)
     assert captured_whole(ex), str(ex)
     torch.testing.assert_close(cf(x), f(x))
-    CFG.scale = 3.0  # guarded: the next call sees it
+    CFG.scale = 3.0  # guarded: the next call sees them
+    TABLE["a"] = 5.0
     try:
         torch.testing.assert_close(cf(x), f(x))
     finally:
         CFG.scale = 2.0
+        TABLE["a"] = 2.0
 
 
 def test_torch_size_calls():
