@@ -34,7 +34,7 @@ def _run(fn, leaves, args, compiled, seed):
     else:
         out = fn(*args)
     g = torch.Generator().manual_seed(7)
-    (out * torch.randn(out.shape, generator=g)).sum().backward()
+    (out * torch.randn(out.shape, generator=g).to(out.device)).sum().backward()
     return ex, out.detach(), [None if p.grad is None else p.grad.clone() for p in leaves]
 
 
@@ -113,21 +113,23 @@ def test_saved_operand_update_still_raises():
 # ---- torch.distributions in train() (gumbel_softmax) --------------------------------------
 
 def _gumbel_softmax(logits, tau=0.5, dim=-2):
-    g = torch.distributions.gumbel.Gumbel(torch.full((), 0.0, dtype=logits.dtype),
-                                          torch.full((), 1.0, dtype=logits.dtype))
+    g = torch.distributions.gumbel.Gumbel(torch.full((), 0.0, device=logits.device, dtype=logits.dtype),
+                                          torch.full((), 1.0, device=logits.device, dtype=logits.dtype))
     y = ((logits + g.sample(logits.shape)) / tau).softmax(dim)
     idx = y.max(dim, keepdim=True)[1]
     hard = torch.zeros_like(logits).scatter_(dim, idx, 1.0)
     return hard - y.detach() + y
 
 
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="needs CUDA"))])
 @pytest.mark.parametrize("validate", [True, False])
-def test_gumbel_softmax_distribution(validate):
+def test_gumbel_softmax_distribution(validate, device):
     old = torch.distributions.Distribution._validate_args
     torch.distributions.Distribution.set_default_validate_args(validate)
     try:
-        w = torch.nn.Parameter(torch.randn(5, 7))
-        x = torch.randn(3, 5, 7, requires_grad=True)
+        w = torch.nn.Parameter(torch.randn(5, 7, device=device))
+        x = torch.randn(3, 5, 7, device=device, requires_grad=True)
         _check(lambda x: _gumbel_softmax(x * w), [w, x], x, seed=3)
     finally:
         torch.distributions.Distribution.set_default_validate_args(old)
