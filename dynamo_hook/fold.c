@@ -43,7 +43,8 @@
  * subscripts (ops_index.c), x.T/x.mT/x.data, truth values (symbolic.c); not: random ops (by
  * torch's names), in-place methods (but of stand-ins, above), out=/generator=/requires_grad= calls, anything under autocast, a
  * TorchFunctionMode, vmap or a torch.device context, results over torchc.config.fold_max_bytes
- * (those are built in the graph as before), results that are not one plain tensor or number. */
+ * (those are built in the graph as before), results that are not one plain tensor or number
+ * or a tuple of plain tensors (fold_seq). */
 #include "ops_internal.h"
 
 static int ensure_hc(trace *t, ic_val v) {
@@ -589,6 +590,34 @@ void sym_fold_clear(sym_fold *f) {
     Py_CLEAR(f->res);
 }
 
+/* a tuple of tensors (torch.broadcast_tensors, split, unbind of constants), all on the
+ * graph's device and none over fold_max_bytes: built by the handler as before, each item's
+ * constant noted beside it (sym_fold_attach); 1 where not */
+static int fold_seq(trace *t, sym_fold *f, const var *opvars, int nopvars) {
+    PyObject *r = f->res;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(r);
+    if (n == 0 || n > 16)
+        return 1;
+    peek_device(t);
+    for (int i = 0; i < nopvars; i++)
+        if (is_standin(t, &opvars[i]))
+            return 1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *x = PySequence_Fast_GET_ITEM(r, i);
+        if (Py_TYPE(x) != (PyTypeObject *)sym_refs.tensor_type)
+            return 1;
+        tc_meta m;
+        tc_tensor_meta(x, &m);
+        if (m.flags || m.dtype < 0 || m.requires_grad || (m.device_type != TC_DEV_CPU && m.device_type != TC_DEV_CUDA) ||
+            !placed(t, x) || tensor_bytes(x) > ic_config_int(IC_CFG_fold_max_bytes))
+            return 1;
+    }
+    if (sym_keep(t, Py_NewRef(r)) == NULL)
+        return -1;
+    f->first = ic_graph_num_values(G);
+    return 2;
+}
+
 /* f->res into the trace (see the header) */
 static int fold_result(trace *t, sym_fold *f, PyObject *const *ops, int nops, const var *opvars, int nopvars,
                        var *out) {
@@ -598,6 +627,8 @@ static int fold_result(trace *t, sym_fold *f, PyObject *const *ops, int nops, co
         f->res = NULL;
         return sym_const(t, r, out);
     }
+    if (PyTuple_CheckExact(r))
+        return fold_seq(t, f, opvars, nopvars);
     if (!PyObject_TypeCheck(r, (PyTypeObject *)sym_refs.tensor_type) || Py_TYPE(r) != (PyTypeObject *)sym_refs.tensor_type)
         return 1;
     tc_meta m;
@@ -704,9 +735,24 @@ static int fold_result(trace *t, sym_fold *f, PyObject *const *ops, int nops, co
     return 0;
 }
 
+static int attach_one(trace *t, sym_fold *f, PyObject *r, const var *out);
+
 int sym_fold_attach(trace *t, sym_fold *f, const var *out) {
     PyObject *r = f->res;
     f->res = NULL;
+    if (r != NULL && PyTuple_CheckExact(r)) { /* fold_seq */
+        int rc = 0;
+        if (out->kind == V_SEQ && out->n == PySequence_Fast_GET_SIZE(r))
+            for (int i = 0; i < out->n && rc == 0; i++)
+                rc = attach_one(t, f, Py_NewRef(PySequence_Fast_GET_ITEM(r, i)), &out->items[i]);
+        Py_DECREF(r);
+        return rc;
+    }
+    return attach_one(t, f, r, out);
+}
+
+/* r (a reference, consumed): the constant of the handler's result out */
+static int attach_one(trace *t, sym_fold *f, PyObject *r, const var *out) {
     if (r == NULL || out->kind != V_TENSOR || out->val < 0) {
         Py_XDECREF(r);
         return 0;

@@ -237,7 +237,7 @@ static int generic_getattr(trace *t, const var *o, PyObject *name, var *out) {
         Py_XDECREF(d);
         return rc;
     }
-    if (descr != NULL && Py_TYPE(descr) == &PyProperty_Type) {
+    if (sym_is_property(descr)) {
         /* a property: its Python getter inlined */
         PyObject *fget = PyObject_GetAttrString(descr, "fget");
         if (fget == NULL)

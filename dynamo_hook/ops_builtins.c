@@ -801,7 +801,43 @@ int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kw
         }
         return sym_const(t, r, out);
     }
-    /* pure functions of constants: math.*, abs, min, max, int, float, bool, round */
+    int is_size = PyType_Check(f) && !strcmp(((PyTypeObject *)f)->tp_name, "torch.Size");
+    if (is_size && nargs == 1 && !kwnames && args[0].kind == V_SEQ) {
+        /* torch.Size(ints): a constant Size; with a symbolic int among them, the tuple of them
+         * (what x.shape of a dynamic shape is) */
+        int known = 1;
+        for (int i = 0; i < args[0].n; i++) {
+            const var *it = &args[0].items[i];
+            if (it->kind == V_SYM || (it->kind == V_CONST && it->dyn))
+                known = 0;
+            else if (it->kind != V_CONST || !PyLong_Check(it->obj))
+                return sym_fail(t, "torch.Size of a value that is not an int");
+        }
+        if (!known) {
+            var *items = sym_alloc(t, args[0].n);
+            if (items == NULL && args[0].n > 0)
+                return -1;
+            if (args[0].n > 0)
+                memcpy(items, args[0].items, (size_t)args[0].n * sizeof *items);
+            *out = sym_var(V_SEQ);
+            out->n = args[0].n;
+            out->items = items;
+            return 0;
+        }
+        PyObject *tup = PyTuple_New(args[0].n);
+        for (int i = 0; tup != NULL && i < args[0].n; i++)
+            PyTuple_SET_ITEM(tup, i, Py_NewRef(args[0].items[i].obj));
+        if (tup == NULL)
+            return -1;
+        PyObject *r = PyObject_CallOneArg(f, tup);
+        Py_DECREF(tup);
+        if (r == NULL) {
+            (void)tc_clear_expected(PyExc_Exception);
+            return sym_fail(t, "torch.Size() raised (eager will raise)");
+        }
+        return sym_const(t, r, out);
+    }
+    /* pure functions of constants: math.*, abs, min, max, int, float, bool, round, torch.Size */
     int allconst = 1;
     for (int i = 0; i < nargs; i++)
         if (args[i].kind != V_CONST)
@@ -824,7 +860,7 @@ int sym_call_builtin(trace *t, const var *fn, var *args, int nargs, PyObject *kw
                  !strcmp(name, "bin") || !strcmp(name, "hex") || !strcmp(name, "oct"))) ||
                f == (PyObject *)&PyLong_Type || f == (PyObject *)&PyFloat_Type || f == (PyObject *)&PyComplex_Type ||
                f == (PyObject *)&PyBool_Type || f == (PyObject *)&PyTuple_Type ||
-               f == (PyObject *)&PyRange_Type || f == (PyObject *)&PySlice_Type;
+               f == (PyObject *)&PyRange_Type || f == (PyObject *)&PySlice_Type || is_size;
     if (allconst && f == (PyObject *)&PyUnicode_Type && nargs == 1) {
         /* str() of a number, a string or a class (repr of the class unless its metaclass
          * has its own): str(model.__class__) keys a registry */

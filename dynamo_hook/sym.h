@@ -595,6 +595,9 @@ int sym_dict_view_read_key(trace *t, const var *d, PyObject *key); /* d[key] / d
 int sym_dict_view_keys(trace *t, const var *d);                  /* keys only (in, iteration) */
 int sym_dict_view_write(trace *t, const var *d);
 int sym_is_lru_wrapper(PyObject *fn); /* ops_table.c: a functools.lru_cache wrapper */
+/* sym_attr.c: d is a property, or of a subclass that keeps property's __get__ (torch.distributions'
+ * constraints.dependent_property): reading it runs its fget */
+int sym_is_property(PyObject *d);
 /* sym_attr.c: super(cls, self)'s second argument is an instance or subclass of cls */
 int sym_super_self(const var *self, PyObject *cls);
 /* autograd_fn.c: fn is Function.apply's own function (1), not (0), an exception (-1) */

@@ -6,6 +6,12 @@
 
 #include <string.h>
 
+int sym_is_property(PyObject *d) {
+    return d != NULL && (Py_IS_TYPE(d, &PyProperty_Type) ||
+                         (PyObject_TypeCheck(d, &PyProperty_Type) &&
+                          Py_TYPE(d)->tp_descr_get == PyProperty_Type.tp_descr_get));
+}
+
 static int fn_const_attr(const char *n) {
     return !strcmp(n, "__name__") || !strcmp(n, "__qualname__") || !strcmp(n, "__module__");
 }
@@ -449,9 +455,13 @@ int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
                 return out->obj ? 0 : -1;
             }
             /* user functions and modules reached through a module are guarded; torch's
-             * own callables are taken as constants */
+             * own callables are taken as constants; an instance of a Python class (a
+             * module-level singleton: torch.distributions.constraints.real) is an object
+             * read through its source, as one passed in */
             int s = -1;
-            if (o->src >= 0 && (PyFunction_Check(a) || PyModule_Check(a)))
+            int inst = !PyType_Check(a) && (Py_TYPE(a)->tp_flags & Py_TPFLAGS_HEAPTYPE) &&
+                       Py_TYPE(a)->tp_dictoffset != 0 && !tc_is_tensor(a) && !sym_is_nn_module(a);
+            if (o->src >= 0 && (PyFunction_Check(a) || PyModule_Check(a) || inst))
                 s = sym_source(t, DH_S_ATTR, o->src, 0, name);
             int rc = sym_wrap(t, a, s, out);
             Py_DECREF(a);
@@ -566,7 +576,7 @@ int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
         /* nn.Module: no data descriptor may shadow the instance attribute */
         PyObject *descr = _PyType_Lookup(Py_TYPE(o->obj), name);
         if (descr != NULL) {
-            if (Py_TYPE(descr) == &PyProperty_Type && o->src >= 0) {
+            if (sym_is_property(descr) && o->src >= 0) {
                 /* a property: its getter inlined (the class is guarded with the object) */
                 PyObject *fget = PyObject_GetAttrString(descr, "fget");
                 if (fget == NULL)
@@ -788,7 +798,7 @@ int sym_load_attr(trace *t, const var *o, PyObject *name, var *out) {
              * class: obj_attrs.c) */
             if (!on_class && found != NULL && sym_obj_slot_attr(t, found, &o->items[0], out) == 0)
                 return 0;
-            if (!on_class && found != NULL && Py_TYPE(found) == &PyProperty_Type) {
+            if (!on_class && found != NULL && sym_is_property(found)) {
                 /* super().prop: the base's getter inlined on self (not run at trace time) */
                 PyObject *fget = PyObject_GetAttrString(found, "fget");
                 if (fget == NULL)

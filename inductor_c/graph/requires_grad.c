@@ -166,6 +166,7 @@ static bool keeps_operand(const ic_graph *g, const unsigned char *need, ic_val u
     const ic_node *n = &g->nodes[u];
     ic_val x = n->in[k];
     if (n->op == IC_OP_INDEX_SELECT && k == 0) return false; /* only the index */
+    if (n->op == IC_OP_WHERE) return false; /* only the condition (not a float: saved_by's first rule) */
     if (n->op == IC_OP_MUL) { /* saved for the other operand's gradient */
         ic_val o = n->in[1 - k];
         return o == x || needs(g, need, o);
