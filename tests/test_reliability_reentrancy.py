@@ -197,3 +197,41 @@ def test_replayed_write_drops_the_next_target():
     assert seen == [True] * 4, seen            # each child had its v when it died, as in eager
     s.child = Child()
     assert explain_of(f, s, x).graph_count == 1
+
+
+def test_probe_finalizer_resets_after_the_hit():
+    """torchc._C.probe (reduce-overhead's guard check): the guards' full getattr answers a fresh
+    object whose __del__ resets; it dies when the probe clears its scratch list, which freed the
+    entry the probe had found before it read it (heap-use-after-free under ASan)"""
+    dels = []
+
+    class Fresh:
+        def __init__(self, v):
+            self.v = v
+
+        def __del__(self):
+            if ARM[0]:
+                ARM[0] = 0
+                dels.append(1)
+                torchc.reset()
+
+    class O:
+        def __getattribute__(self, name):
+            if name == "k":
+                return Fresh(2.0)
+            return object.__getattribute__(self, name)
+
+    def f(x, o):
+        return x * o.k.v
+
+    cf = torchc.compile(f)
+    x = torch.randn(4)
+    torch.testing.assert_close(cf(x, O()), f(x, O()))
+    for _ in range(3):
+        torch.testing.assert_close(cf(x, O()), f(x, O()))
+        o = O()
+        ARM[0] = 1
+        r = torchc._C.probe(f, (x, o), None, cf)
+        ARM[0] = 0
+        assert isinstance(r, int)              # the hit, found before the reset
+    assert len(dels) == 3
