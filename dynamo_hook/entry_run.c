@@ -477,6 +477,13 @@ PyObject *dh_entry_run(const dh_entry *e, PyObject *const *values, void *const *
         outs[i] = NULL;
     for (int i = 0; i < e->ninputs; i++)
         ptrs[i] = data_ptrs[e->input_src[i]];
+    /* Python runs before values[] is read for the last time (a backend's compiled graph, a
+     * record class built for the output): the values take references of their own (guards.c) */
+    int runs_py = e->backend_fn != NULL;
+    for (int i = 0; i < e->nouts && !runs_py; i++)
+        runs_py = e->outs[i].kind == DH_O_KWCALL;
+    if (runs_py)
+        dh_guard_values_keep(e, values);
     if (e->backend_fn != NULL && dh_backend_run(e, values, outs, nout) < 0) /* another backend */
         goto done;
     for (int i = 0; i < nout && e->backend_fn == NULL; i++) {

@@ -735,6 +735,11 @@ static int dict_keys_are(PyObject *d, PyObject *want) {
  * with the old one). Before Python runs, the slots resolved so far take references of their
  * own in the check's scratch list; the kinds already kept there, a local (the frame's) and a
  * constant (the entry's) are skipped. */
+/* the last check that passed on this thread, and how many of its resolution steps it kept:
+ * dh_guard_values_keep adds the rest only (another check in between: all of them) */
+static _Thread_local const dh_entry *kept_entry;
+static _Thread_local int kept_steps;
+
 static int source_borrows(const dh_source *s) {
     switch (s->kind) {
     case DH_S_LOCAL:
@@ -802,7 +807,10 @@ static int guard_runs_python(const dh_guard *g, PyObject *v) {
 }
 
 void dh_guard_values_keep(const dh_entry *e, PyObject *const *values) {
-    keep_resolved(e, values, 0, e->live ? e->nlive : e->nsources);
+    int nres = e->live ? e->nlive : e->nsources;
+    keep_resolved(e, values, kept_entry == e ? kept_steps : 0, nres);
+    kept_entry = e;
+    kept_steps = nres;
 }
 
 static int guards_check_sym(const dh_entry *e, PyObject *const *localsplus, PyObject *globals,
@@ -965,6 +973,8 @@ static int guards_check_sym(const dh_entry *e, PyObject *const *localsplus, PyOb
         }
         }
     }
+    kept_entry = e;
+    kept_steps = kept;
     return 1;
 }
 

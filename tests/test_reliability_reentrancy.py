@@ -235,3 +235,33 @@ def test_probe_finalizer_resets_after_the_hit():
         ARM[0] = 0
         assert isinstance(r, int)              # the hit, found before the reset
     assert len(dels) == 3
+
+
+W = torch.ones(8)
+
+
+def test_backend_rebinds_a_returned_input():
+    """a backend's compiled graph (Python) rebinds the global the frame returns as is: values[]
+    borrowed it from the globals, and the output was built from the freed tensor"""
+    def backend(gm, example_inputs):
+        def run(*a):
+            if ARM[0]:
+                ARM[0] = 0
+                globals()["W"] = torch.zeros(8)
+            return gm(*a)
+        return run
+
+    def f(x):
+        return x + W, W
+
+    cf = torchc.compile(f, backend=backend)
+    x = torch.randn(8)
+    torch.testing.assert_close(cf(x)[0], x + 1)
+    for _ in range(3):
+        globals()["W"] = torch.ones(8)
+        ARM[0] = 1
+        got = cf(x)
+        ARM[0] = 0
+        gc.collect()
+        torch.testing.assert_close(got[0], x + 1)
+        torch.testing.assert_close(got[1], torch.ones(8))   # the W the graph read, alive
