@@ -76,19 +76,23 @@ void dh_entry_unpin(dh_entry *e) {
 
 /* An entry some call is still running (another thread inside its kernels with the GIL
  * released, or the frame that called torchc.reset() at a graph break) stays alive,
- * unlinked, until that run unpins it. */
-static void clear_entries(dh_cache *c) {
+ * unlinked, until that run unpins it. The others go onto *dead, freed by the caller once no
+ * list is half-walked: freeing one runs finalizers (a backend's compiled callable, a guarded
+ * object's __del__) whose Python may reset again or compile, which walks these lists. */
+static void clear_entries(dh_cache *c, dh_entry **dead) {
     dh_entry *e = c->entries;
+    c->entries = NULL;
+    c->nentries = 0;
     while (e) {
         dh_entry *n = e->next;
         e->next = NULL;
         e->unlinked = 1;
-        if (e->pins == 0)
-            dh_entry_free(e);
+        if (e->pins == 0) {
+            e->next = *dead;
+            *dead = e;
+        }
         e = n;
     }
-    c->entries = NULL;
-    c->nentries = 0;
     c->limit_hit = 0;
     /* what the entries taught is forgotten with them, as torch._dynamo.reset() forgets its frame
      * states: the dims seen changing (automatic dynamic shapes; kept, a reset module of another
@@ -104,15 +108,25 @@ static void clear_entries(dh_cache *c) {
     }
 }
 
+static void free_dead(dh_entry *dead) {
+    while (dead) {
+        dh_entry *n = dead->next;
+        dh_entry_free(dead);
+        dead = n;
+    }
+}
+
 static void free_cache(void *p) {
     dh_cache *c = p;
     if (c == NULL)
         return;
     c->prev->next = c->next;
     c->next->prev = c->prev;
-    clear_entries(c);
+    dh_entry *dead = NULL;
+    clear_entries(c, &dead);
     free(c->skip_reason);
     free(c);
+    free_dead(dead);
 }
 
 int dh_cache_should_skip_file(PyCodeObject *code) {
@@ -232,9 +246,11 @@ void dh_resume_reset(void);
 
 void dh_cache_reset_all(void) {
     dh_reset_epoch++;
-    dh_resume_reset();
+    dh_entry *dead = NULL; /* no Python runs during the walk: the registry stays as it is */
     for (dh_cache *c = registry.next; c != &registry; c = c->next)
-        clear_entries(c);
+        clear_entries(c, &dead);
+    dh_resume_reset();
+    free_dead(dead);
 }
 
 /* Skip list: torch's and torchc's own packages and the standard library. */

@@ -354,6 +354,9 @@ int dh_skipfile_module(const char *path);
  * -1 error (exception set). */
 int dh_guards_check(const dh_entry *e, PyObject *const *localsplus, PyObject *globals,
                     PyObject *builtins, PyObject *func, PyObject **values, void **data_ptrs);
+/* The values[] of a check that passed take references of their own (the call's scratch
+ * list) before Python code runs (a log hook) while the frame still reads them. */
+void dh_guard_values_keep(const dh_entry *e, PyObject *const *values);
 /* Same, binding the symbols of dynamic dims into symvals[IC_MAX_SYMS]. */
 int dh_guards_check_sym(const dh_entry *e, PyObject *const *localsplus, PyObject *globals,
                         PyObject *builtins, PyObject *func, PyObject **values, void **data_ptrs,

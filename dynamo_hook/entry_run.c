@@ -481,6 +481,13 @@ PyObject *dh_entry_run(const dh_entry *e, PyObject *const *values, void *const *
         outs[i] = NULL;
     for (int i = 0; i < e->ninputs; i++)
         ptrs[i] = data_ptrs[e->input_src[i]];
+    /* Python runs before values[] is read for the last time (a backend's compiled graph, a
+     * record class built for the output): the values take references of their own (guards.c) */
+    int runs_py = e->backend_fn != NULL;
+    for (int i = 0; i < e->nouts && !runs_py; i++)
+        runs_py = e->outs[i].kind == DH_O_KWCALL;
+    if (runs_py)
+        dh_guard_values_keep(e, values);
     if (e->backend_fn != NULL && dh_backend_run(e, values, outs, nout) < 0) /* another backend */
         goto done;
     for (int i = 0; i < nout && e->backend_fn == NULL; i++) {
@@ -621,15 +628,24 @@ PyObject *dh_entry_run(const dh_entry *e, PyObject *const *values, void *const *
         /* replay module attribute writes, then unwrap (result, values...) */
         PyObject *root = res;
         res = NULL;
-        for (int i = 0; i < e->nattrw; i++)
+        /* the objects written, held: a write drops the old value (its finalizer runs) and may
+         * drop the object a later write goes to (c = self.child; self.child = None; c.v = y),
+         * which values[] only borrows from self's dict */
+        PyObject *tgt = PyTuple_New(e->nattrw);
+        for (int i = 0; tgt != NULL && i < e->nattrw; i++)
+            PyTuple_SET_ITEM(tgt, i, Py_NewRef(values[e->attrw_src[i]]));
+        for (int i = 0; tgt != NULL && i < e->nattrw; i++)
             if ((PyUnicode_Check(e->attrw_name[i])
-                     ? dh_replay_attr(values[e->attrw_src[i]], e->attrw_name[i],
+                     ? dh_replay_attr(PyTuple_GET_ITEM(tgt, i), e->attrw_name[i],
                                       PyTuple_GET_ITEM(root, 1 + i))
-                     : dh_replay_container(values[e->attrw_src[i]], e->attrw_name[i],
-                                           PyTuple_GET_ITEM(root, 1 + i))) < 0) {
-                Py_DECREF(root);
-                goto done;
-            }
+                     : dh_replay_container(PyTuple_GET_ITEM(tgt, i), e->attrw_name[i],
+                                           PyTuple_GET_ITEM(root, 1 + i))) < 0)
+                Py_CLEAR(tgt);
+        if (tgt == NULL) {
+            Py_DECREF(root);
+            goto done;
+        }
+        Py_DECREF(tgt);
         res = Py_NewRef(PyTuple_GET_ITEM(root, 0));
         Py_DECREF(root);
     }

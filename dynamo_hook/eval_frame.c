@@ -220,7 +220,9 @@ void dh_explain_record(PyCodeObject *code, const dh_entry *e, const char *event)
     if (hook) { /* the logging code runs eagerly: the hook passes its frames through */
         int busy = dh_tl_busy;
         dh_tl_busy = 1;
-        v = PyObject_CallOneArg(dh_log_hook, d);
+        PyObject *fn = Py_NewRef(dh_log_hook); /* the hook may unset itself (set_log_hook(None)) */
+        v = PyObject_CallOneArg(fn, d);
+        Py_DECREF(fn);
         dh_tl_busy = busy;
         if (v == NULL)
             goto error;
@@ -889,8 +891,10 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
             c->skip_reason = strdup(buf);
             dh_tl_busy = 0;
             if (PyErr_WarnFormat(PyExc_RuntimeWarning, 1, "torchc: %s; running eagerly", buf) < 0 &&
-                tc_clear_expected(PyExc_Exception) < 0)
+                tc_clear_expected(PyExc_Exception) < 0) {
+                capture_end(why);
                 return FINISH(ts, f, NULL);
+            }
             stats.limit_fallbacks++;
             PyObject *res = fallback(ts, f, c->skip_reason);
             capture_end(why);
@@ -1049,6 +1053,8 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
         }
     }
     dh_tl_busy = 0;
+    if (!e->fallback && (tl_explain != NULL || (dh_log_hook != NULL && tl_fresh)))
+        dh_guard_values_keep(e, values); /* the record runs Python (a log hook) before the run */
     dh_explain_record(code, e, event);
     capture_end(why);
     if (PyErr_Occurred()) { /* MemoryError, Ctrl-C while recording: as in eager */

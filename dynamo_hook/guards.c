@@ -229,13 +229,14 @@ PyObject *dh_source_resolve(dh_source *s, PyObject *const *values,
         if (v != NULL)
             return v; /* borrowed: owned by the object's dicts, alive during the call */
         if (PyModule_Check(base)) {
+            /* not in the module's dict: its __getattr__ (PEP 562), whose answer may be a fresh
+             * object that only this reference holds: kept alive for the call */
             v = PyObject_GetAttr(base, s->name);
             if (v == NULL)
                 (void)tc_clear_expected(PyExc_AttributeError);
+            else
+                dh_scratch_keep(v);
         }
-        /* The attribute is owned by the object's dict (or module), which the frame keeps
-         * alive during the call; hand out a borrowed reference. */
-        Py_XDECREF(v);
         return v;
     }
     case DH_S_ITEM: {
@@ -795,6 +796,92 @@ static int dict_keys_are(PyObject *d, PyObject *want) {
     return ok && i == n;
 }
 
+/* values[] borrows most of its objects from containers (a globals or instance dict, a list,
+ * a class, a cell) that Python code can change: a custom __getattribute__ a later source runs,
+ * a guard's __len__ or predicate, a finalizer. Such code may drop the object a resolved slot
+ * points to (rebind the global, replace the list item) while the guards and the kernels still
+ * read it (a use-after-free; eager had read the old object before that code ran, so it computes
+ * with the old one). Before Python runs, the slots resolved so far take references of their
+ * own in the check's scratch list; the kinds already kept there, a local (the frame's) and a
+ * constant (the entry's) are skipped. */
+/* the last check that passed on this thread, and how many of its resolution steps it kept:
+ * dh_guard_values_keep adds the rest only (another check in between: all of them) */
+static _Thread_local const dh_entry *kept_entry;
+static _Thread_local int kept_steps;
+
+static int source_borrows(const dh_source *s) {
+    switch (s->kind) {
+    case DH_S_LOCAL:
+    case DH_S_CONST:
+    case DH_S_NEW:
+    case DH_S_NEXT:
+    case DH_S_DEREF:
+    case DH_S_CTXGET:
+    case DH_S_INTT:
+        return 0;
+    case DH_S_ATTR:
+        return s->index != 2;
+    default:
+        return 1;
+    }
+}
+
+/* resolution steps [from, to) (indices into e->live, or sources) keep their values */
+static void keep_resolved(const dh_entry *e, PyObject *const *values, int from, int to) {
+    for (int j = from; j < to; j++) {
+        int i = e->live ? e->live[j] : j;
+        if (values[i] != NULL && source_borrows(&e->sources[i]))
+            dh_scratch_keep(Py_NewRef(values[i]));
+    }
+}
+
+/* resolving s runs Python code (a user getattr, a constructor, an iterator's __reduce__ or
+ * __getitem__, a module's __getattr__) */
+static int source_runs_python(const dh_source *s, PyObject *const *values) {
+    switch (s->kind) {
+    case DH_S_NEW:
+    case DH_S_NEXT:
+        return 1;
+    case DH_S_ATTR: {
+        if (s->index == 2)
+            return 1;
+        PyObject *base = values[s->base];
+        if (s->index != 0 || base == NULL || !PyModule_Check(base))
+            return 0;
+        /* a module attribute: Python only when it is not in the module's dict; the last
+         * check's answer holds while that dict is unchanged */
+        PyObject **dp = _PyObject_GetDictPtr(base);
+        return !(dp != NULL && *dp != NULL && s->ac.where == 3 && s->ac.dict == *dp && s->ac.ver[0] == dict_tag(*dp));
+    }
+    default:
+        return 0;
+    }
+}
+
+/* checking g may run Python code: a predicate, hasattr, len() or the keys of an object that is
+ * not a builtin container */
+static int guard_runs_python(const dh_guard *g, PyObject *v) {
+    switch (g->kind) {
+    case DH_G_CALLEQ:
+    case DH_G_CALL:
+    case DH_G_HASATTR:
+    case DH_G_ITERLEN:
+        return 1;
+    case DH_G_LEN:
+    case DH_G_KEY_ORDER:
+        return v != NULL && !PyList_CheckExact(v) && !PyTuple_CheckExact(v) && !PyDict_CheckExact(v);
+    default:
+        return 0;
+    }
+}
+
+void dh_guard_values_keep(const dh_entry *e, PyObject *const *values) {
+    int nres = e->live ? e->nlive : e->nsources;
+    keep_resolved(e, values, kept_entry == e ? kept_steps : 0, nres);
+    kept_entry = e;
+    kept_steps = nres;
+}
+
 static int guards_check_sym(const dh_entry *e, PyObject *const *localsplus, PyObject *globals,
                         PyObject *builtins, PyObject *func, PyObject **values, void **data_ptrs,
                         int64_t *symvals) {
@@ -806,9 +893,14 @@ static int guards_check_sym(const dh_entry *e, PyObject *const *localsplus, PyOb
         fmemo_gen = 1;
     }
     int nres = e->live ? e->nlive : e->nsources;
+    int kept = 0; /* resolution steps before this one hold references of their own */
     for (int j = 0; j < nres; j++) {
         int i = e->live ? e->live[j] : j;
         const dh_source *s = &e->sources[i];
+        if (source_runs_python(s, values)) {
+            keep_resolved(e, values, kept, j);
+            kept = j;
+        }
         values[i] = s->kind == DH_S_ATTR && s->index == 2
                         ? full_getattr_memo(s, values, localsplus, globals, builtins, func, &nfull)
                         : dh_source_resolve(&e->sources[i], values, localsplus, globals, builtins, func);
@@ -817,6 +909,10 @@ static int guards_check_sym(const dh_entry *e, PyObject *const *localsplus, PyOb
     for (int i = 0; i < e->nguards; i++) {
         const dh_guard *g = &e->guards[i];
         PyObject *v = g->src < 0 ? NULL : values[g->src];
+        if (kept < nres && guard_runs_python(g, v)) {
+            keep_resolved(e, values, kept, nres);
+            kept = nres;
+        }
         switch (g->kind) {
         case DH_G_TENSOR:
             if (v == NULL || !tensor_matches(v, g, &data_ptrs[g->src], symvals))
@@ -956,6 +1052,8 @@ static int guards_check_sym(const dh_entry *e, PyObject *const *localsplus, PyOb
         }
         }
     }
+    kept_entry = e;
+    kept_steps = kept;
     return 1;
 }
 

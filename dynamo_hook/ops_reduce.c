@@ -342,8 +342,14 @@ int sym_h_var(trace *t, const opdef *d, var **p, var *out) {
     }
     ic_val mu = ic_reduce(G, IC_OP_MEAN, x, mask, 1, -1);
     ic_val xc = ic_binary(G, IC_OP_SUB, x, mu);
-    ic_val ss = ic_reduce(G, IC_OP_SUM, ic_binary(G, IC_OP_MUL, xc, xc), mask, keep, -1);
     double denom = (double)n - corr;
+    /* correction >= n: eager's M2 / 0 is inf where the slice's values differ, NaN where they are
+     * equal (or hold a NaN or inf). The CPU kernel accumulates float's M2 in double, where the
+     * squares of tiny differences (denormals) stay positive; in float they vanish (0 / 0 = NaN):
+     * the sum of the differences' magnitudes tells the same apart instead */
+    ic_val ss = denom <= 0 && t->device_type != TC_DEV_CUDA && !sym_value_requires_grad(t, x)
+                    ? ic_reduce(G, IC_OP_SUM, ic_unary(G, IC_OP_ABS, xc), mask, keep, -1)
+                    : ic_reduce(G, IC_OP_SUM, ic_binary(G, IC_OP_MUL, xc, xc), mask, keep, -1);
     ic_val v = ic_binary(G, IC_OP_DIV, ss, sym_num(t, denom > 0 ? denom : 0.0));
     if (d->op == 1) /* std */
         v = root_grad_masked(t, v, 0.5);

@@ -589,7 +589,42 @@ static int new_value_home(trace *t, var **slots, int h, ic_val v) {
     return off ? sym_home_set(t, v, off) : 0;
 }
 
-static int call_op(trace *t, int opi, var *args, int nargs, PyObject *kwnames, var *kwv, var *out) {
+/* the position of parameter name in signature sig, or -1 */
+static int sig_index(const char *sig, const char *name) {
+    size_t n = strlen(name);
+    for (int i = 0; *sig; i++) {
+        sig += strspn(sig, "|*!");
+        size_t k = strcspn(sig, ",|");
+        if (k == n && strncmp(sig, name, n) == 0)
+            return i;
+        sig += k;
+        if (*sig == ',')
+            sig++;
+    }
+    return -1;
+}
+
+/* callee (a torch.nn.functional Python function, torch's builtin, NULL: a Tensor method) takes
+ * an inplace argument: F.relu(x, inplace=True) does, torch.relu, x.relu, F.sigmoid do not
+ * (eager's TypeError), though one table entry binds them all; another callable: assumed */
+static int takes_inplace(PyObject *callee) {
+    if (callee == NULL || PyCFunction_Check(callee) || Py_IS_TYPE(callee, &PyMethodDescr_Type))
+        return 0;
+    if (!PyFunction_Check(callee))
+        return 1;
+    PyCodeObject *co = (PyCodeObject *)PyFunction_GET_CODE(callee);
+    if (co->co_flags & CO_VARKEYWORDS)
+        return 1;
+    for (int i = 0; i < co->co_argcount + co->co_kwonlyargcount; i++)
+        if (PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(co->co_localsplusnames, i), "inplace") == 0)
+            return 1;
+    return 0;
+}
+
+/* callee: the function called (borrowed), or NULL for a Tensor method (args[0] is self; a
+ * method descriptor, Tensor.flip(x, 1), binds as one) */
+static int call_op(trace *t, int opi, var *args, int nargs, PyObject *kwnames, var *kwv, var *out,
+                   PyObject *callee) {
     const opdef *d = &OPS[opi];
     var *slots[MAXP];
     var packed;
@@ -599,6 +634,15 @@ static int call_op(trace *t, int opi, var *args, int nargs, PyObject *kwnames, v
         return sym_fail(t, "autocast is enabled and %s casts under it (not captured)", d->name);
     if (bind(t, d, args, nargs, kwnames, kwv, slots, &packed) < 0)
         return -1;
+    int ip = sig_index(d->sig, "inplace");
+    if (ip >= 0 && slots[ip] != NULL && !takes_inplace(callee))
+        return sym_fail(t, "%s() got an unexpected argument 'inplace' (eager raises TypeError)", d->name);
+    /* Tensor.flip(*dims) takes ints as positional arguments (x.flip(1)); torch.flip and a dims=
+     * keyword take an int[] only (eager's TypeError for torch.flip(x, 1)) */
+    if (d->fn == sym_h_flip && d->op == 0 && slots[1] != NULL && slots[1]->kind == V_CONST &&
+        PyLong_Check(slots[1]->obj) &&
+        !((callee == NULL || Py_IS_TYPE(callee, &PyMethodDescr_Type)) && nargs >= 2)) /* Tensor.flip(x, 1) */
+        return sym_fail(t, "flip(): argument 'dims' must be tuple of ints, not int (eager raises TypeError)");
     if (t->vm_depth > 0 && !vmap_pointwise(d)) { /* inside a torch.vmap'd function (sym_vmap.c) */
         for (int i = 0; i < MAXP; i++)
             if (slots[i] != NULL && sym_vmap_gate(t, d->name, slots[i], 1) < 0)
@@ -641,7 +685,7 @@ static int call_method_op(trace *t, int opi, const var *self, const var *args, i
     all[0] = *self;
     for (int i = 0; i < npos; i++)
         all[i + 1] = args[i];
-    return call_op(t, opi, all, npos + 1, kwnames, kwv, out);
+    return call_op(t, opi, all, npos + 1, kwnames, kwv, out, NULL);
 }
 
 /* an immutable constant: None, bool, int, float, str, a tuple of them */
@@ -1019,7 +1063,7 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
                      : 1;
         if (rc != 1 && rc != 2)
             return rc;
-        int rh = call_op(t, fn->op, args, npos, kwnames, kwv, out);
+        int rh = call_op(t, fn->op, args, npos, kwnames, kwv, out, fn->obj);
         if (rc == 2 && rh == 0 && sym_fold_attach(t, &f, out) < 0)
             return -1;
         sym_fold_clear(&f);

@@ -92,8 +92,13 @@ PyObject *dh_probe(PyObject *func, PyObject *args, PyObject *kwargs, const dh_co
     }
     if (bind(co, func, args, kwargs, ls) != 0) {
         res = PyErr_Occurred() ? NULL : Py_NewRef(Py_None); /* MemoryError stays set */
+        memset(ls, 0, ((size_t)co->co_nlocalsplus + 1) * sizeof *ls);
         goto done;
     }
+    /* held, as a frame holds its locals: the guards' Python may rebind what they came from
+     * (the function's __defaults__, the kwargs dict) */
+    for (int i = 0; i < co->co_nlocalsplus; i++)
+        Py_XINCREF(ls[i]);
     int saved = dh_tl_busy;
     Py_ssize_t sbase = dh_scratch_enter(); /* its own part of the scratch list (guards.c) */
     dh_tl_busy = 1; /* custom getattr re-run by guards: never captured */
@@ -117,9 +122,12 @@ PyObject *dh_probe(PyObject *func, PyObject *args, PyObject *kwargs, const dh_co
             hit = e;
     }
     dh_tl_busy = saved;
-    dh_scratch_leave(sbase);
+    /* before the scratch list is cleared: a finalizer run there may reset, freeing hit */
     res = PyErr_Occurred() ? NULL : hit && !hit->fallback ? PyLong_FromVoidPtr((void *)hit) : Py_NewRef(Py_None);
+    dh_scratch_leave(sbase);
 done:
+    for (int i = 0; ls != NULL && i < co->co_nlocalsplus; i++)
+        Py_XDECREF(ls[i]);
     free(ls);
     free(values);
     free(ptrs);

@@ -270,3 +270,80 @@ def test_fill_with_a_0d_tensor_compiles():
     x = torch.arange(12).reshape(3, 4)
     _same(torchc.compile(f)(x.clone()), f(x.clone()))
     _whole(f, x.clone())
+
+
+# ---- leftovers of the round (reliab3) ----------------------------------------------------------
+# torch.angle of a complex tensor: eager's kernel (a composite resizing an empty out tensor)
+# returns contiguous strides; the plan took the meta kernel's, which keeps the input's layout.
+
+@pytest.mark.parametrize("lay", ["T", "step", "Tstep", "expand"])
+def test_angle_of_complex_layouts_as_eager(lay):
+    f = lambda x: torch.angle(x) * 1, lambda x: x.angle()   # noqa: E731
+    for g in f:
+        torchc.reset()
+        x = _cx(torch.complex64, lay)
+        _same(torchc.compile(g)(x), g(x))
+        _whole(g, _cx(torch.complex64, lay))
+
+
+# torch.flip(x, 1) and a dims=1 keyword are eager's TypeError (int[] dims); only the method's
+# positional *dims takes bare ints (x.flip(1)). The capture flipped.
+
+def _flip_t(x):
+    return torch.flip(x, 1)
+
+
+def _flip_kw(x):
+    return x.flip(dims=1)
+
+
+def _flip_tkw(x):
+    return torch.flip(x, dims=0)
+
+
+@pytest.mark.allow_fallback
+@pytest.mark.parametrize("f", [_flip_t, _flip_kw, _flip_tkw])
+def test_flip_of_a_bare_int_raises_as_eager(f):
+    x = torch.arange(12.0).reshape(3, 4)
+    _raises_same(f, (x,), torchc.compile(f))
+    g = lambda y: y.flip(1) + torch.flip(y, [0])   # noqa: E731
+    _same(torchc.compile(g)(x), g(x))
+    _whole(g, x)
+
+
+# var/std with correction >= n: eager's M2 / 0, inf where the values differ. The CPU kernel
+# accumulates float's M2 in double, where squared denormal differences stay positive; the
+# capture's float squares vanished (0 / 0 = NaN).
+
+@pytest.mark.parametrize("f", [lambda x: x.var(1, correction=5), lambda x: x.std(1, correction=4),
+                               lambda x: torch.var(x, 1, correction=7, keepdim=True)])
+def test_var_correction_beyond_n_of_denormals_as_eager(f):
+    x = torch.tensor([[1e-45, -1e-45, 0.0, -0.0], [3.0, 3.0, 3.0, 3.0], [1e38, 1e38, -1e38, 0.0],
+                      [1.0, float("nan"), 0.0, 2.0], [float("inf"), 1.0, 1.0, 1.0], [1e-40, 0.0, 0.0, 0.0]])
+    torchc.reset()
+    _same(torchc.compile(f)(x), f(x))
+    _whole(f, x)
+
+
+# inplace= belongs to torch.nn.functional's Python signatures (F.relu, F.threshold, F.celu); the
+# ATen builtins (torch.relu, torch.threshold, torch.celu, torch.selu, torch.sigmoid), Tensor
+# methods and F.sigmoid / F.tanh reject it (eager's TypeError), though one table entry binds all.
+
+_NO_INPLACE = [lambda x: torch.threshold(x, 0.5, 2.0, inplace=True), lambda x: torch.threshold(x, 0.5, 2.0, True),
+               lambda x: torch.celu(x, inplace=True), lambda x: torch.selu(x, inplace=True),
+               lambda x: torch.relu(x, inplace=True), lambda x: torch.sigmoid(x, inplace=True),
+               lambda x: torch.nn.functional.sigmoid(x, inplace=True), lambda x: torch.nn.functional.tanh(x, inplace=True),
+               lambda x: x.relu(inplace=True), lambda x: x.exp(inplace=False)]
+
+
+@pytest.mark.allow_fallback
+@pytest.mark.parametrize("i", range(len(_NO_INPLACE)))
+def test_inplace_argument_only_where_eager_takes_it(i):
+    f = _NO_INPLACE[i]
+    x = torch.linspace(-2, 2, 8)
+    _raises_same(f, (x.clone(),), torchc.compile(f))
+    F = torch.nn.functional
+    g = lambda y: (F.threshold(y, 0.5, 2.0, inplace=True), F.celu(y, 2.0, inplace=True), F.relu(y, True), y * 1)   # noqa: E731
+    want, got = g(x.clone()), torchc.compile(g)(x.clone())
+    _same(got, want)
+    _whole(g, x.clone())

@@ -10,15 +10,10 @@ inputs, inputs that require grad under no_grad.
 Lists every differing record (not just the first) and, with --why, the distinct reasons of the
 compiled run's fallbacks and graph breaks.
 
-Differences left (2026-12-07, after the fixes of this round; 5 of 4972 records):
+Differences left (2026-12-07, after the fixes of this round and reliab3's: the var of
+denormals, torch.flip(x, 1)'s TypeError, torch.angle's strides, torch.* rejecting inplace=):
   nan_inf_propagation  median(1) of an expanded (0-stride) input: eager's ATen kernel returns
-                       wrong values (nan / 0 for a row of 1s); torchc's are right
-  special_reduction_values  var(correction > n) of denormal-sized values: eager accumulates in
-                       float64 (inf), torchc in float32 (0 / 0 = nan)
-  ops_of_int_and_bool  torch.flip(x, 1): eager's TypeError (an int for int[] dims), torchc flips
-  complex_semantics    torch.angle of a transposed complex tensor: ATen's CPU kernel returns
-                       contiguous strides, its meta kernel (what the complex plan runs) the
-                       input's layout"""
+                       wrong values (nan / 0 for a row of 1s); torchc's are right"""
 import os
 import sys
 import warnings

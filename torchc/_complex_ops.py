@@ -110,6 +110,11 @@ def _on_meta(x, dev, devkey):
     return x
 
 
+# ops whose eager kernel of a complex input (a composite that resizes an empty out tensor)
+# returns contiguous strides, where the meta kernel keeps the input's layout: torch.angle(x.t())
+_CONTIGUOUS_OUT = frozenset({"angle"})
+
+
 def plan(fn, args, kwargs, metas, force, dev="cpu"):
     """fn: a callable (a torch function, a Tensor method, an operator function) or
     'attr:<name>' (an attribute of the first argument). Returns
@@ -168,6 +173,8 @@ def plan(fn, args, kwargs, metas, force, dev="cpu"):
                 return sub
             subs.append(sub)
         return ("multi", subs, isinstance(r, list))
+    if isinstance(r, torch.Tensor) and short in _CONTIGUOUS_OUT and ts and ts[0].is_complex():
+        r = torch.empty(r.shape, dtype=r.dtype, device="meta")  # eager's layout, not the meta kernel's
     if not isinstance(r, torch.Tensor):
         if short in _NOT_META or not _const_result(r):
             return f"complex op {fname} returns {type(r).__name__} (left to eager)"
