@@ -1118,8 +1118,18 @@ int sym_fold_shared(trace *t, int oid) {
         if (o == oid || !sym_alias_same(t, o, oid))
             continue;
         ic_val v = t->obj_val[o];
-        if (v >= 0 && v < t->caphc && t->hc[v] != NULL)
+        if (v >= 0 && v < t->caphc && t->hc[v] != NULL && (t->hcflag[v] & HC_STANDIN))
             return 1;
+    }
+    /* every tensor of the storage is a graph value (a materialized constant, a view the
+     * handler built) with its constant noted beside: the graph's update makes the notes
+     * stale, so they are dropped and later ops read the graph values */
+    for (int o = 1; o <= t->nobj; o++) {
+        ic_val v = t->obj_val[o];
+        if ((o == oid || sym_alias_same(t, o, oid)) && v >= 0 && v < t->caphc && t->hc[v] != NULL) {
+            t->hc[v] = NULL; /* borrowed from t->keep */
+            t->hcflag[v] = 0;
+        }
     }
     return 0;
 }

@@ -363,7 +363,8 @@ int sym_fold_materialize(trace *t, var *v);
 /* x.name of a constant tensor (x.T, x.device, ...) read from the constant (1: not folded) */
 int sym_fold_attr(trace *t, const var *x, PyObject *name, var *out);
 int sym_fold_finish(trace *t);  /* the end of the trace: no stand-in read by the graph */
-/* 1: another object sharing oid's storage holds a constant (its update is left to eager) */
+/* 1: another object sharing oid's storage is a stand-in (its update is left to eager); else the
+ * constants noted beside the storage's graph values are dropped (the update makes them stale) */
 int sym_fold_shared(trace *t, int oid);
 /* 1: the index is a constant whose values all lie in [0, bound) (no check needed) */
 int sym_fold_in_range(trace *t, const var *index, int64_t bound);

@@ -361,3 +361,56 @@ def test_constants_under_autocast_follow_autocast():
         got = gc(x)
         want = g(x)
     same(got, want, exact=False)
+
+
+# An in-place update of a tensor whose storage holds constants noted beside graph values (a
+# materialized constant, a view of one): the notes are dropped, the update is a graph op, later
+# ops read the updated values (beit's relative position index once meshgrid's tuple folds).
+def _upd_item(x):
+    b = torch.arange(4) * 2
+    b[0] += 1
+    return x + b
+
+
+def _upd_view_col(x):
+    b = torch.arange(8).view(4, 2).permute(1, 0).contiguous()
+    b[:, 0] += 1
+    return x + b.sum()
+
+
+def _upd_mesh(x):
+    c = torch.stack(torch.meshgrid(torch.arange(2), torch.arange(2), indexing="ij"))
+    r = (c[:, :, None] - c[:, None, :]).contiguous()
+    r[0] += 1
+    return x + r.sum()
+
+
+def _upd_before_after(x):
+    a = torch.arange(6.).view(2, 3)
+    v = a[0]
+    w = a * 1
+    v += 10
+    u = a + 1
+    return x.sum() + a, w, u, v
+
+
+def _upd_slice_mul(x):
+    a = torch.arange(6.)
+    b = a[1:4]
+    c = b.clone()
+    b.mul_(3)
+    return x + a[:4], c, b.sum()
+
+
+@pytest.mark.parametrize("fn,shape", [(_upd_item, (4,)), (_upd_view_col, (4,)), (_upd_mesh, (4,)),
+                                      (_upd_before_after, (2, 3)), (_upd_slice_mul, (4,))])
+def test_update_of_noted_constants_is_a_graph_op(fn, shape):
+    torchc.reset()
+    x = torch.ones(shape)
+    got, want = torchc.compile(fn)(x.clone()), fn(x.clone())
+    got, want = (got if isinstance(got, tuple) else (got,)), (want if isinstance(want, tuple) else (want,))
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype and torch.equal(g, w)
+    torchc.reset()
+    ex = torchc.explain(fn)(x.clone())
+    assert ex.graph_count == 1 and ex.graph_break_count == 0, ex.break_reasons
