@@ -106,6 +106,12 @@ test-asan: deps
 	  LD_PRELOAD="$$($(CC) -print-file-name=libasan.so) $$($(CC) -print-file-name=libubsan.so)" \
 	  PYTHONPATH=$(CURDIR)/build-asan/lib:$(CURDIR)/tests $(PYTHON) -m pytest -q -x -p no:cacheprovider \
 	  --rootdir=$(CURDIR)/build-asan $(CURDIR)/tests
+	# the re-entrancy tests again with Python's allocator off (pymalloc reuses a freed object's
+	# slot, where ASan would not see the use after free)
+	cd build-asan && $(ASAN_ENV) PYTHONMALLOC=malloc \
+	  LD_PRELOAD="$$($(CC) -print-file-name=libasan.so) $$($(CC) -print-file-name=libubsan.so)" \
+	  PYTHONPATH=$(CURDIR)/build-asan/lib:$(CURDIR)/tests $(PYTHON) -m pytest -q -x -p no:cacheprovider \
+	  --rootdir=$(CURDIR)/build-asan $(CURDIR)/tests/test_reliability_reentrancy.py $(CURDIR)/tests/test_reset_in_guards.py
 
 # ThreadSanitizer: the extension built with -fsanitize=thread in build-tsan/, the thread and
 # reset() race tests run against it (libtsan preloaded into the real interpreter, not a shim).
