@@ -40,7 +40,7 @@ build/.ext-ok-$(PYTAG): $(C_SRCS) setup.py
 test: build test-c test-py
 
 test-py: build
-	$(PYTHON) -m pytest -q -x tests
+	$(PYTHON) -m pytest -q -x --durations=25 tests
 
 # Python 3.12 (the GPU machine's interpreter; CI and `make test` use the default python3): a
 # venv in build/venv312 made from PY312, `make deps` and `make build` with it (its own stamps

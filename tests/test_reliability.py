@@ -408,7 +408,10 @@ def test_interrupt_during_long_compile(tmp_path):
         f2 = make(2)
         signal.setitimer(signal.ITIMER_REAL, full * 0.3)
         try:
-            torchc.compile(f2)(x)
+            try:
+                torchc.compile(f2)(x)
+            finally:   # a compile that ends first disarms the timer: it must not fire at exit
+                signal.setitimer(signal.ITIMER_REAL, 0)
         except KeyboardInterrupt:
             pass
         print("OK")   # and exit with f2's compile abandoned: the process must exit cleanly
@@ -436,7 +439,7 @@ def test_interrupt_during_long_backward_compile(tmp_path):
     # goes on and the next backward uses it; an exit during one is clean
     out = run_child(_BIG_FN + """
     def make_t(k, n=300):
-        src = "def f(x):\\n" + "".join(f"    x = torch.tanh(x * 0.{5 + i % 4} + {k + i % 3}) * 0.5 + x * 0.5\\n"
+        src = "def f(x):\\n" + "".join(f"    x = torch.tanh(x * 0.{5 + i % 4}{k} + {k + i % 3}) * 0.5 + x * 0.5\\n"
                                         for i in range(n)) + "    return x.sum()\\n"
         g = {"torch": torch}
         exec(src, g)
@@ -475,7 +478,10 @@ def test_interrupt_during_long_backward_compile(tmp_path):
     loss = torchc.compile(f2)(x.clone().requires_grad_())
     signal.setitimer(signal.ITIMER_REAL, full * 0.3)
     try:
-        loss.backward()
+        try:
+            loss.backward()
+        finally:   # a backward that ends first disarms the timer: it must not fire at exit
+            signal.setitimer(signal.ITIMER_REAL, 0)
     except KeyboardInterrupt:
         pass
     del loss
