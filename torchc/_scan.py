@@ -546,6 +546,10 @@ class _Plan:
                                     "layout the loop keeps it in")
         if self.train and info["nsyms"]:
             raise _Fallback("a dynamic-shape body is not looped in training")
+        # loop constants whose per-step gradient is a GEMM x_tᵀ g_t of a per-step x_t: the
+        # backward variant without it (csrc/scan.c _scan_hoist); {output: (input, g_t's sizes)}
+        self.hoist = {k: (i, tuple(gsz), v) for k, i, gsz, v in
+                      (_C._scan_hoist(rec, [kd[0] != "k" for kd in kind]) if self.train else ())}
         # the record's and info's references to the probe step's tensors go now: a record
         # held by the autograd node until its graph dies kept a view of xs (and, through the
         # probe outputs' own autograd graph, more) alive, so the pool never reused xs's
@@ -712,10 +716,33 @@ class _Plan:
         acc = [None] * len(self.k_dtype)
         bout = []
         got_c = set()
+        # a hoisted constant's gradient: Σ_t x_tᵀ g_t as one GEMM after the loop, Xᵀ G over the
+        # rows x_t the backward reads in place (a stack, rows t + off) and the stacked g_t
+        xrows = {}
+        for k, (i, gsz, _) in self.hoist.items():
+            sp = bin_[i]
+            b = sp[0] if sp is not None else None
+            if (b is None or sp[3] != 0 or b.dim() != 3 or tuple(b.shape[1:2]) != gsz[:1] or
+                    b.stride(0) * b.element_size() != sp[1] or b.shape[0] < sp[2] + T):
+                xrows = None  # not rows of one stack: the plain backward
+                break
+            xrows[k] = b[sp[2]:sp[2] + T].reshape(T * gsz[0], b.shape[2])
+        hoist = self.hoist if xrows else {}
+        stk, seen = {}, set()
         for k, (i, meta) in enumerate(zip(info["bwd_out"], info["bwd_out_meta"])):
             kind, idx = self.kind[i]
             sizes = tuple(meta[0])
-            if kind == "c":
+            if k in hoist:  # (outputs of one value: one stack, the others' rows overwritten)
+                v = hoist[k][2]
+                first = next(j for j in hoist if hoist[j][2] == v and j in stk) if v in seen else None
+                if first is None:
+                    seen.add(v)
+                    g = stk[k] = _empty((T,) + hoist[k][1], self.k_dtype[idx])
+                    bout.append((g, _row(g), 0, 0))
+                else:
+                    stk[k] = stk[first]
+                    bout.append((torch.empty(hoist[k][1], dtype=self.k_dtype[idx]), 0, 0, 0))
+            elif kind == "c":
                 bout.append((gc[idx], _row(gc[idx]), 0, 2))
                 got_c.add(idx)
             elif kind == "x":  # (the compiled backward writes each step in its output's layout)
@@ -731,7 +758,10 @@ class _Plan:
         for k in range(nc):
             if k not in got_c:  # no gradient flows into this carry input: zero per step
                 ops.append((1, 2, (gc[k], _row(gc[k]), 0, 2), None, gc[k][0].numel() * gc[k].element_size(), 0))
-        _C._scan_loop(self.rec, 1, bin_, bout, ops, T - 1, -1)
+        _C._scan_loop(self.rec, 2 if hoist else 1, bin_, bout, ops, T - 1, -1)
+        for k, g in stk.items():
+            idx = self.kind[info["bwd_out"][k]][1]
+            acc[idx] = torch.mm(xrows[k].t(), g.view(-1, g.shape[-1]))
         gcarry = [gc[k][0].clone() if k in got_c else None for k in range(nc)]
         return gcarry + gx + acc
 
