@@ -433,6 +433,7 @@ typedef struct hoist_ext {
     ic_compiled *bwd;        /* NULL: nothing hoisted */
     int nh;
     int *out_k, *in_i;       /* hoisted backward output k, read from backward input i (x_t) */
+    unsigned char *tr;       /* the output is (x_tᵀ g_t)ᵀ */
     int64_t (*gsz)[2];       /* g_t's sizes */
     ic_val *gval;            /* g_t's value (outputs of one value share one stack) */
 } hoist_ext;
@@ -448,6 +449,7 @@ static void hoist_free(void *v) {
     free(h->in_i);
     free(h->gsz);
     free(h->gval);
+    free(h->tr);
     free(h);
 }
 
@@ -464,19 +466,29 @@ static int has_line(const char *text, const char *prefix) {
     return 0;
 }
 
-/* the backward output k's value is mm(permute(input i, [1, 0]), g) (or matmul, all 2-D), the input a per-step
+/* the backward output k's value is mm(permute(input i, [1, 0]), g) (or matmul, all 2-D; or
+ * that permuted [1, 0]: *transposed), the input a per-step
  * value (x_t [N, k]), g [N, n], and k is the gradient of a loop constant: i, g (else -1) */
 static int hoistable(const ic_graph *g, const char *text, const ic_autograd *ag, const unsigned char *per_step,
-                     int nfwd, int k, ic_val *gv) {
+                     int nfwd, int k, ic_val *gv, int *transposed) {
     int fi = ag->bwd_out_input[k];
     if (fi < 0 || fi >= nfwd || per_step[fi])
         return -1;
     ic_val v = ic_graph_output_value(g, k), o[IC_EXT_MAXIN], pa[IC_EXT_MAXIN];
+    char pre[96];
+    *transposed = 0;
+    if (v >= 0 && ic_value_op(g, v) == IC_OP_PERMUTE && ic_value_operands(g, v, o) == 1 &&
+        ic_value_meta(g, v)->ndim == 2) { /* W read transposed (x_t Wᵀ): (x_tᵀ g_t)ᵀ */
+        snprintf(pre, sizeof pre, "%%%d = permute %%%d perm=[1,0] ", (int)v, (int)o[0]);
+        if (!has_line(text, pre))
+            return -1;
+        v = o[0];
+        *transposed = 1;
+    }
     if (v < 0 || ic_value_op(g, v) != IC_OP_EXTERN ||
         (ic_value_extern_kind(g, v) != IC_EXT_MM && ic_value_extern_kind(g, v) != IC_EXT_MATMUL) ||
         ic_value_operands(g, v, o) != 2 || ic_value_op(g, o[0]) != IC_OP_PERMUTE || ic_value_operands(g, o[0], pa) != 1)
         return -1;
-    char pre[96];
     snprintf(pre, sizeof pre, "%%%d = permute %%%d perm=[1,0] ", (int)o[0], (int)pa[0]);
     const ic_meta *xm = ic_value_meta(g, pa[0]), *gm = ic_value_meta(g, o[1]), *om = ic_value_meta(g, v);
     if (!has_line(text, pre) || xm->ndim != 2 || gm->ndim != 2 || om->ndim != 2 || xm->sizes[0] != gm->sizes[0] ||
@@ -522,10 +534,11 @@ static hoist_ext *hoist_make(PyObject *train, const unsigned char *per_step, int
     h->out_k = calloc((size_t)n, sizeof *h->out_k);
     h->in_i = calloc((size_t)n, sizeof *h->in_i);
     h->gsz = calloc((size_t)n, sizeof *h->gsz);
+    h->tr = calloc((size_t)n, 1);
     ic_val *gvs = h->gval = calloc((size_t)n, sizeof *gvs);
     size_t tl = strlen(text), cap = tl + 64 * (size_t)n + 1, len = 0;
     char *nt = malloc(cap);
-    if (h->out_k == NULL || h->in_i == NULL || h->gsz == NULL || gvs == NULL || nt == NULL) {
+    if (h->out_k == NULL || h->in_i == NULL || h->gsz == NULL || h->tr == NULL || gvs == NULL || nt == NULL) {
         free(nt);
         ic_graph_free(g);
         hoist_free(h);
@@ -534,9 +547,10 @@ static hoist_ext *hoist_make(PyObject *train, const unsigned char *per_step, int
     }
     for (int k = 0; k < n && ic_graph_num_outputs(g) == n; k++) {
         ic_val gv;
-        int i = hoistable(g, text, ag, per_step, nfwd, k, &gv);
+        int trp, i = hoistable(g, text, ag, per_step, nfwd, k, &gv, &trp);
         if (i < 0)
             continue;
+        h->tr[h->nh] = (unsigned char)trp;
         h->out_k[h->nh] = k;
         h->in_i[h->nh] = i;
         h->gsz[h->nh][0] = ic_value_meta(g, gv)->sizes[0];
@@ -575,9 +589,10 @@ static hoist_ext *hoist_make(PyObject *train, const unsigned char *per_step, int
     return h;
 }
 
-/* _scan_hoist(rec, per_step) -> ((k, i, (N, n), v), ...): the backward outputs whose per-step
- * GEMM the variant (graph 2 of _scan_loop) leaves out, each with the backward input i holding
- * x_t, g_t's sizes and g_t's value number (equal: the same values); () if none. per_step[j]: forward input j is a carry or an x slice. */
+/* _scan_hoist(rec, per_step) -> ((k, i, (N, n), v, tr), ...): the backward outputs whose
+ * per-step GEMM the variant (graph 2 of _scan_loop) leaves out, each with the backward input i
+ * holding x_t, g_t's sizes, g_t's value number (equal: the same values) and whether the
+ * output is (x_tᵀ g_t)ᵀ; () if none. per_step[j]: forward input j is a carry or an x slice. */
 static PyObject *scan_hoist(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *cap, *lst;
@@ -617,8 +632,8 @@ static PyObject *scan_hoist(PyObject *self, PyObject *args) {
         return PyTuple_New(0);
     PyObject *r = PyTuple_New(h->nh);
     for (int j = 0; r && j < h->nh; j++) {
-        PyObject *it = Py_BuildValue("(ii(LL)i)", h->out_k[j], h->in_i[j], (long long)h->gsz[j][0],
-                                     (long long)h->gsz[j][1], (int)h->gval[j]);
+        PyObject *it = Py_BuildValue("(ii(LL)ii)", h->out_k[j], h->in_i[j], (long long)h->gsz[j][0],
+                                     (long long)h->gsz[j][1], (int)h->gval[j], (int)h->tr[j]);
         if (it == NULL) {
             Py_CLEAR(r);
             break;

@@ -17,7 +17,10 @@ How it runs (no Python and no capture per step; compile time does not depend on 
   3. backward (a torch.autograd.Function): _C._scan_loop runs the compiled backward graph
      for steps T-1 .. 0 (backpropagation through time): the carry gradient ping-pongs
      between two buffers, ys' gradients are read per step, the constants' gradients are
-     summed in place.
+     summed in place; a constant whose per-step gradient is a GEMM x_tᵀ g_t (W in h @ W,
+     x_t a carry, x slice or saved output) gets it as one GEMM Xᵀ G after the loop instead:
+     the loop runs a variant of the backward that outputs g_t, stacked (csrc/scan.c
+     _scan_hoist; `last_hoisted` counts them).
   Buffers: a carry that is also a result shares one [T+1] buffer with it; stacked buffers come
   from a pool and are reused by later calls once nothing holds them (see _empty); the ones the
   backward reads are saved through save_for_backward, so the engine frees them after it.
@@ -56,6 +59,9 @@ last_fallback = None   # the reason the last scan ran a Python loop (None: it ra
 # while torchc.explain runs (ExplainOutput.scan_lowerings)
 last_lowering = None
 _lowerings = threading.local()
+# loop constants whose gradient the last C-loop backward summed as one GEMM after the loop
+# (x_tᵀ g_t of every step as Xᵀ G: csrc/scan.c _scan_hoist), instead of a GEMM per step
+last_hoisted = 0
 _CUDA_WHY = "the C loop runs CPU graphs only"
 _bodies = weakref.WeakKeyDictionary()
 _bodies_static = weakref.WeakKeyDictionary()
@@ -548,7 +554,7 @@ class _Plan:
             raise _Fallback("a dynamic-shape body is not looped in training")
         # loop constants whose per-step gradient is a GEMM x_tᵀ g_t of a per-step x_t: the
         # backward variant without it (csrc/scan.c _scan_hoist); {output: (input, g_t's sizes)}
-        self.hoist = {k: (i, tuple(gsz), v) for k, i, gsz, v in
+        self.hoist = {k: (i, tuple(gsz), v, tr) for k, i, gsz, v, tr in
                       (_C._scan_hoist(rec, [kd[0] != "k" for kd in kind]) if self.train else ())}
         # the record's and info's references to the probe step's tensors go now: a record
         # held by the autograd node until its graph dies kept a view of xs (and, through the
@@ -719,7 +725,7 @@ class _Plan:
         # a hoisted constant's gradient: Σ_t x_tᵀ g_t as one GEMM after the loop, Xᵀ G over the
         # rows x_t the backward reads in place (a stack, rows t + off) and the stacked g_t
         xrows = {}
-        for k, (i, gsz, _) in self.hoist.items():
+        for k, (i, gsz, _, _) in self.hoist.items():
             sp = bin_[i]
             b = sp[0] if sp is not None else None
             if (b is None or sp[3] != 0 or b.dim() != 3 or tuple(b.shape[1:2]) != gsz[:1] or
@@ -761,7 +767,10 @@ class _Plan:
         _C._scan_loop(self.rec, 2 if hoist else 1, bin_, bout, ops, T - 1, -1)
         for k, g in stk.items():
             idx = self.kind[info["bwd_out"][k]][1]
-            acc[idx] = torch.mm(xrows[k].t(), g.view(-1, g.shape[-1]))
+            g = g.view(-1, g.shape[-1])
+            acc[idx] = torch.mm(g.t(), xrows[k]) if self.hoist[k][3] else torch.mm(xrows[k].t(), g)
+        global last_hoisted
+        last_hoisted = len(stk)
         gcarry = [gc[k][0].clone() if k in got_c else None for k in range(nc)]
         return gcarry + gx + acc
 
