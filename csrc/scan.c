@@ -436,6 +436,7 @@ typedef struct hoist_ext {
     unsigned char *tr;       /* the output is (x_tᵀ g_t)ᵀ */
     int64_t (*gsz)[2];       /* g_t's sizes */
     ic_val *gval;            /* g_t's value (outputs of one value share one stack) */
+    int *same;               /* a backward output not hoisted whose value is g_t, or -1 */
 } hoist_ext;
 
 static void hoist_free(void *v) {
@@ -450,6 +451,7 @@ static void hoist_free(void *v) {
     free(h->gsz);
     free(h->gval);
     free(h->tr);
+    free(h->same);
     free(h);
 }
 
@@ -535,10 +537,11 @@ static hoist_ext *hoist_make(PyObject *train, const unsigned char *per_step, int
     h->in_i = calloc((size_t)n, sizeof *h->in_i);
     h->gsz = calloc((size_t)n, sizeof *h->gsz);
     h->tr = calloc((size_t)n, 1);
+    h->same = calloc((size_t)n, sizeof *h->same);
     ic_val *gvs = h->gval = calloc((size_t)n, sizeof *gvs);
     size_t tl = strlen(text), cap = tl + 64 * (size_t)n + 1, len = 0;
     char *nt = malloc(cap);
-    if (h->out_k == NULL || h->in_i == NULL || h->gsz == NULL || h->tr == NULL || gvs == NULL || nt == NULL) {
+    if (h->out_k == NULL || h->in_i == NULL || h->gsz == NULL || h->tr == NULL || h->same == NULL || gvs == NULL || nt == NULL) {
         free(nt);
         ic_graph_free(g);
         hoist_free(h);
@@ -556,6 +559,16 @@ static hoist_ext *hoist_make(PyObject *train, const unsigned char *per_step, int
         h->gsz[h->nh][0] = ic_value_meta(g, gv)->sizes[0];
         h->gsz[h->nh][1] = ic_value_meta(g, gv)->sizes[1];
         gvs[h->nh++] = gv;
+    }
+    for (int j = 0; j < h->nh; j++) {
+        h->same[j] = -1;
+        for (int k = 0; k < n && h->same[j] < 0; k++) {
+            int hk = 0;
+            for (int m = 0; m < h->nh; m++)
+                hk |= h->out_k[m] == k;
+            if (!hk && ic_graph_output_value(g, k) == gvs[j])
+                h->same[j] = k;
+        }
     }
     ic_graph_free(g);
     if (h->nh > 0) { /* the text with those outputs replaced by g_t */
@@ -589,10 +602,11 @@ static hoist_ext *hoist_make(PyObject *train, const unsigned char *per_step, int
     return h;
 }
 
-/* _scan_hoist(rec, per_step) -> ((k, i, (N, n), v, tr), ...): the backward outputs whose
- * per-step GEMM the variant (graph 2 of _scan_loop) leaves out, each with the backward input i
- * holding x_t, g_t's sizes, g_t's value number (equal: the same values) and whether the
- * output is (x_tᵀ g_t)ᵀ; () if none. per_step[j]: forward input j is a carry or an x slice. */
+/* _scan_hoist(rec, per_step) -> ((k, i, (N, n), v, tr, same), ...): the backward outputs
+ * whose per-step GEMM the variant (graph 2 of _scan_loop) leaves out, each with the backward
+ * input i holding x_t, g_t's sizes, g_t's value number (equal: the same values), whether the
+ * output is (x_tᵀ g_t)ᵀ, and another output whose value g_t is (an x slice's gradient,
+ * stacked anyway), or -1; () if none. per_step[j]: forward input j is a carry or an x slice. */
 static PyObject *scan_hoist(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *cap, *lst;
@@ -632,8 +646,8 @@ static PyObject *scan_hoist(PyObject *self, PyObject *args) {
         return PyTuple_New(0);
     PyObject *r = PyTuple_New(h->nh);
     for (int j = 0; r && j < h->nh; j++) {
-        PyObject *it = Py_BuildValue("(ii(LL)ii)", h->out_k[j], h->in_i[j], (long long)h->gsz[j][0],
-                                     (long long)h->gsz[j][1], (int)h->gval[j], (int)h->tr[j]);
+        PyObject *it = Py_BuildValue("(ii(LL)iii)", h->out_k[j], h->in_i[j], (long long)h->gsz[j][0],
+                                     (long long)h->gsz[j][1], (int)h->gval[j], (int)h->tr[j], h->same[j]);
         if (it == NULL) {
             Py_CLEAR(r);
             break;

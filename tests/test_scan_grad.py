@@ -277,3 +277,28 @@ def test_gradients_not_of_the_hoisted_form_are_summed_per_step():
     want = torch.autograd.grad(he.sum() + torch.stack(Hs).square().sum(), [W, V])
     for a, a2, b in zip(got, again, want):
         assert rel(a, b) < 1e-12 and torch.equal(a, a2)
+
+
+def test_hoisted_gradient_read_from_the_x_gradient_stack():
+    """h' = tanh(h @ W + x_t): g_t is x_t's gradient too, so W's one GEMM reads the stack of
+    x's gradients (no second stack); both equal eager's."""
+    g = torch.Generator().manual_seed(5)
+    T, N, n = 7, 3, 4
+    W = (torch.randn(n, n, generator=g, dtype=torch.float64) * 0.4).requires_grad_()
+    x = torch.randn(T, N, n, generator=g, dtype=torch.float64).requires_grad_()
+    h0 = torch.randn(N, n, generator=g, dtype=torch.float64)
+
+    def body(h, xt):
+        h = torch.tanh(h @ W + xt)
+        return h, h
+    _scan.last_hoisted = 0
+    h, H = torchc.scan(body, h0, x)
+    got = torch.autograd.grad(h.sum() + H.cos().sum(), [W, x])
+    assert _scan.last_lowering == C_LOOP and _scan.last_hoisted == 1
+    he, Hs = h0, []
+    for t in range(T):
+        he, y = body(he, x[t])
+        Hs.append(y)
+    want = torch.autograd.grad(he.sum() + torch.stack(Hs).cos().sum(), [W, x])
+    for a, b in zip(got, want):
+        assert rel(a, b) < 1e-12

@@ -554,7 +554,7 @@ class _Plan:
             raise _Fallback("a dynamic-shape body is not looped in training")
         # loop constants whose per-step gradient is a GEMM x_tᵀ g_t of a per-step x_t: the
         # backward variant without it (csrc/scan.c _scan_hoist); {output: (input, g_t's sizes)}
-        self.hoist = {k: (i, tuple(gsz), v, tr) for k, i, gsz, v, tr in
+        self.hoist = {h[0]: (h[1], tuple(h[2])) + tuple(h[3:]) for h in
                       (_C._scan_hoist(rec, [kd[0] != "k" for kd in kind]) if self.train else ())}
         # the record's and info's references to the probe step's tensors go now: a record
         # held by the autograd node until its graph dies kept a view of xs (and, through the
@@ -720,12 +720,11 @@ class _Plan:
                     bin_.append((torch.zeros(shape, dtype=dt), 0, 0, 0))
         gx = [None] * len(self.x_dtype)
         acc = [None] * len(self.k_dtype)
-        bout = []
         got_c = set()
         # a hoisted constant's gradient: Σ_t x_tᵀ g_t as one GEMM after the loop, Xᵀ G over the
         # rows x_t the backward reads in place (a stack, rows t + off) and the stacked g_t
         xrows = {}
-        for k, (i, gsz, _, _) in self.hoist.items():
+        for k, (i, gsz, *_) in self.hoist.items():
             sp = bin_[i]
             b = sp[0] if sp is not None else None
             if (b is None or sp[3] != 0 or b.dim() != 3 or tuple(b.shape[1:2]) != gsz[:1] or
@@ -734,33 +733,41 @@ class _Plan:
                 break
             xrows[k] = b[sp[2]:sp[2] + T].reshape(T * gsz[0], b.shape[2])
         hoist = self.hoist if xrows else {}
-        stk, seen = {}, set()
+        stk = {}
+        bout = [None] * len(info["bwd_out"])
         for k, (i, meta) in enumerate(zip(info["bwd_out"], info["bwd_out_meta"])):
             kind, idx = self.kind[i]
             sizes = tuple(meta[0])
-            if k in hoist:  # (outputs of one value: one stack, the others' rows overwritten)
-                v = hoist[k][2]
-                first = next(j for j in hoist if hoist[j][2] == v and j in stk) if v in seen else None
-                if first is None:
-                    seen.add(v)
-                    g = stk[k] = _empty((T,) + hoist[k][1], self.k_dtype[idx])
-                    bout.append((g, _row(g), 0, 0))
-                else:
-                    stk[k] = stk[first]
-                    bout.append((torch.empty(hoist[k][1], dtype=self.k_dtype[idx]), 0, 0, 0))
+            if k in hoist:
+                continue
             elif kind == "c":
-                bout.append((gc[idx], _row(gc[idx]), 0, 2))
+                bout[k] = (gc[idx], _row(gc[idx]), 0, 2)
                 got_c.add(idx)
             elif kind == "x":  # (the compiled backward writes each step in its output's layout)
                 n = math.prod(sizes)
                 gx[idx] = _empty((T,) + sizes, self.x_dtype[idx], (n,) + tuple(meta[1]))
-                bout.append((gx[idx], _row(gx[idx]), 0, 0))
+                bout[k] = (gx[idx], _row(gx[idx]), 0, 0)
             else:  # summed element by element in memory: both in the output's (dense) layout
                 dt = self.k_dtype[idx]
                 acc[idx] = torch.empty_strided(sizes, tuple(meta[1]), dtype=dt).zero_()
                 tmp = torch.empty_strided(sizes, tuple(meta[1]), dtype=dt)
-                bout.append((tmp, 0, 0, 0))
+                bout[k] = (tmp, 0, 0, 0)
                 ops.append((1, 0, (acc[idx], 0, 0, 0), (tmp, 0, 0, 0), tmp.numel(), self._dt(tmp)))
+        # g_t's stack: an x slice's gradient of the same value (stacked anyway), or one stack
+        # per value; the hoisted output itself then writes a scratch row
+        byval = {}
+        for k, (i, gsz, v, _, same) in hoist.items():
+            dt = self.k_dtype[self.kind[info["bwd_out"][k]][1]]
+            if v not in byval and same >= 0 and self.kind[info["bwd_out"][same]][0] == "x":
+                b = gx[self.kind[info["bwd_out"][same]][1]]
+                if b.dtype == dt and tuple(b.shape) == (T,) + gsz and b.is_contiguous():
+                    byval[v] = b
+            if v in byval:
+                stk[k] = byval[v]
+                bout[k] = (torch.empty(gsz, dtype=dt), 0, 0, 0)
+            else:
+                g = stk[k] = byval[v] = _empty((T,) + gsz, dt)
+                bout[k] = (g, _row(g), 0, 0)
         for k in range(nc):
             if k not in got_c:  # no gradient flows into this carry input: zero per step
                 ops.append((1, 2, (gc[k], _row(gc[k]), 0, 2), None, gc[k][0].numel() * gc[k].element_size(), 0))
