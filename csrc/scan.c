@@ -41,8 +41,6 @@ struct tc_scan_probe {
     int64_t sym[IC_MAX_SYMS];
     char *why_not;
     char *graph;           /* the body's graph text (ic_graph_to_string), or NULL */
-    const ic_compiled *bwd2; /* the backward with loop constants' GEMMs hoisted (_scan_hoist),
-                              * borrowed from the train object's scan slot, or NULL */
     unsigned long long steps; /* graph runs by _scan_loop (for tests/explain) */
 };
 
@@ -317,12 +315,10 @@ static PyObject *scan_loop(PyObject *self, PyObject *args) {
         return NULL;
     const ic_compiled *c = p->fwd;
     int dyn = p->nsyms > 0;
-    if (which == 1 || which == 2) {
+    if (which == 1) {
         const ic_meta *im;
         int dev;
         const ic_autograd *ag = p->train ? tc_train_parts(p->train, &c, &im, &dev) : NULL;
-        if (which == 2)
-            c = p->bwd2;
         if (ag == NULL || c == NULL) {
             if (!PyErr_Occurred())
                 PyErr_SetString(PyExc_RuntimeError, "torchc.scan: the body has no compiled backward");
@@ -414,249 +410,6 @@ done:
     free(ptrs);
     free(mo);
     return res;
-}
-
-
-/* ---- the backward with the loop constants' GEMMs hoisted out of the loop ----------------------
- * A loop constant W read by the body as x_t W (a GEMM with a per-step left operand) has the
- * per-step gradient x_tᵀ g_t: the compiled backward runs that [k, N] x [N, n] GEMM at every
- * step and the loop sums its result into W's gradient. Summed over the steps it is one GEMM,
- * Xᵀ G over the stacked x_t (rows of a stack the loop reads anyway: a carry, an x slice or a
- * saved output) and the stacked g_t. _scan_hoist derives, once per backward graph (kept with
- * its train object), a variant whose output for such a constant is g_t itself (the GEMM
- * dropped from the step); torchc/_scan.py stacks it and runs the one GEMM after the loop. */
-ic_graph *ic_graph_parse(const char *text, char *msg, size_t n); /* inductor_c/graph/parse.c */
-
-typedef struct hoist_ext {
-    int nfwd;
-    unsigned char *per_step; /* the classification of the forward inputs it was made for */
-    ic_compiled *bwd;        /* NULL: nothing hoisted */
-    int nh;
-    int *out_k, *in_i;       /* hoisted backward output k, read from backward input i (x_t) */
-    unsigned char *tr;       /* the output is (x_tᵀ g_t)ᵀ */
-    int64_t (*gsz)[2];       /* g_t's sizes */
-    ic_val *gval;            /* g_t's value (outputs of one value share one stack) */
-    int *same;               /* a backward output not hoisted whose value is g_t, or -1 */
-} hoist_ext;
-
-static void hoist_free(void *v) {
-    hoist_ext *h = v;
-    if (h == NULL)
-        return;
-    if (h->bwd)
-        ic_compiled_free(h->bwd);
-    free(h->per_step);
-    free(h->out_k);
-    free(h->in_i);
-    free(h->gsz);
-    free(h->gval);
-    free(h->tr);
-    free(h->same);
-    free(h);
-}
-
-/* whether a line of text starts with prefix */
-static int has_line(const char *text, const char *prefix) {
-    size_t n = strlen(prefix);
-    for (const char *l = text; l && *l;) {
-        if (strncmp(l, prefix, n) == 0)
-            return 1;
-        l = strchr(l, '\n');
-        if (l)
-            l++;
-    }
-    return 0;
-}
-
-/* the backward output k's value is mm(permute(input i, [1, 0]), g) (or matmul, all 2-D; or
- * that permuted [1, 0]: *transposed), the input a per-step
- * value (x_t [N, k]), g [N, n], and k is the gradient of a loop constant: i, g (else -1) */
-static int hoistable(const ic_graph *g, const char *text, const ic_autograd *ag, const unsigned char *per_step,
-                     int nfwd, int k, ic_val *gv, int *transposed) {
-    int fi = ag->bwd_out_input[k];
-    if (fi < 0 || fi >= nfwd || per_step[fi])
-        return -1;
-    ic_val v = ic_graph_output_value(g, k), o[IC_EXT_MAXIN], pa[IC_EXT_MAXIN];
-    char pre[96];
-    *transposed = 0;
-    if (v >= 0 && ic_value_op(g, v) == IC_OP_PERMUTE && ic_value_operands(g, v, o) == 1 &&
-        ic_value_meta(g, v)->ndim == 2) { /* W read transposed (x_t Wᵀ): (x_tᵀ g_t)ᵀ */
-        snprintf(pre, sizeof pre, "%%%d = permute %%%d perm=[1,0] ", (int)v, (int)o[0]);
-        if (!has_line(text, pre))
-            return -1;
-        v = o[0];
-        *transposed = 1;
-    }
-    if (v < 0 || ic_value_op(g, v) != IC_OP_EXTERN ||
-        (ic_value_extern_kind(g, v) != IC_EXT_MM && ic_value_extern_kind(g, v) != IC_EXT_MATMUL) ||
-        ic_value_operands(g, v, o) != 2 || ic_value_op(g, o[0]) != IC_OP_PERMUTE || ic_value_operands(g, o[0], pa) != 1)
-        return -1;
-    snprintf(pre, sizeof pre, "%%%d = permute %%%d perm=[1,0] ", (int)o[0], (int)pa[0]);
-    const ic_meta *xm = ic_value_meta(g, pa[0]), *gm = ic_value_meta(g, o[1]), *om = ic_value_meta(g, v);
-    if (!has_line(text, pre) || xm->ndim != 2 || gm->ndim != 2 || om->ndim != 2 || xm->sizes[0] != gm->sizes[0] ||
-        xm->dtype != om->dtype || gm->dtype != om->dtype || ic_value_op(g, o[1]) == IC_OP_INPUT)
-        return -1;
-    for (int i = 0; i < ag->nbwd_in; i++) {
-        if (ic_graph_input(g, i) != pa[0])
-            continue;
-        int kind = ag->bwd_in_kind[i], idx = ag->bwd_in_index[i];
-        if ((kind == IC_AG_FWD_INPUT && idx >= 0 && idx < nfwd && per_step[idx]) || kind == IC_AG_FWD_OUTPUT) {
-            *gv = o[1];
-            return i;
-        }
-        return -1;
-    }
-    return -1;
-}
-
-static hoist_ext *hoist_make(PyObject *train, const unsigned char *per_step, int nfwd) {
-    const ic_options *opt;
-    const char *text;
-    const ic_compiled *bwd;
-    const ic_meta *im;
-    int dev;
-    const ic_autograd *ag = tc_train_parts(train, &bwd, &im, &dev);
-    if (ag == NULL || tc_train_scan_ext(train, hoist_free, &opt, &text) == NULL)
-        return NULL;
-    hoist_ext *h = calloc(1, sizeof *h);
-    if (h == NULL || (h->per_step = malloc((size_t)nfwd + 1)) == NULL) {
-        hoist_free(h);
-        PyErr_NoMemory();
-        return NULL;
-    }
-    h->nfwd = nfwd;
-    memcpy(h->per_step, per_step, (size_t)nfwd);
-    if (text == NULL || bwd == NULL || dev != TC_DEV_CPU || ag->nbwd_out <= 0)
-        return h;
-    char msg[256];
-    ic_graph *g = ic_graph_parse(text, msg, sizeof msg);
-    if (g == NULL)
-        return h;
-    int n = ag->nbwd_out;
-    h->out_k = calloc((size_t)n, sizeof *h->out_k);
-    h->in_i = calloc((size_t)n, sizeof *h->in_i);
-    h->gsz = calloc((size_t)n, sizeof *h->gsz);
-    h->tr = calloc((size_t)n, 1);
-    h->same = calloc((size_t)n, sizeof *h->same);
-    ic_val *gvs = h->gval = calloc((size_t)n, sizeof *gvs);
-    size_t tl = strlen(text), cap = tl + 64 * (size_t)n + 1, len = 0;
-    char *nt = malloc(cap);
-    if (h->out_k == NULL || h->in_i == NULL || h->gsz == NULL || h->tr == NULL || h->same == NULL || gvs == NULL || nt == NULL) {
-        free(nt);
-        ic_graph_free(g);
-        hoist_free(h);
-        PyErr_NoMemory();
-        return NULL;
-    }
-    for (int k = 0; k < n && ic_graph_num_outputs(g) == n; k++) {
-        ic_val gv;
-        int trp, i = hoistable(g, text, ag, per_step, nfwd, k, &gv, &trp);
-        if (i < 0)
-            continue;
-        h->tr[h->nh] = (unsigned char)trp;
-        h->out_k[h->nh] = k;
-        h->in_i[h->nh] = i;
-        h->gsz[h->nh][0] = ic_value_meta(g, gv)->sizes[0];
-        h->gsz[h->nh][1] = ic_value_meta(g, gv)->sizes[1];
-        gvs[h->nh++] = gv;
-    }
-    for (int j = 0; j < h->nh; j++) {
-        h->same[j] = -1;
-        for (int k = 0; k < n && h->same[j] < 0; k++) {
-            int hk = 0;
-            for (int m = 0; m < h->nh; m++)
-                hk |= h->out_k[m] == k;
-            if (!hk && ic_graph_output_value(g, k) == gvs[j])
-                h->same[j] = k;
-        }
-    }
-    ic_graph_free(g);
-    if (h->nh > 0) { /* the text with those outputs replaced by g_t */
-        for (const char *l = text; *l;) {
-            const char *e = strchr(l, '\n');
-            size_t ll = e ? (size_t)(e - l) + 1 : strlen(l);
-            int k = -1, m = -1;
-            if (sscanf(l, "output %d =", &k) == 1)
-                for (int j = 0; j < h->nh; j++)
-                    if (h->out_k[j] == k)
-                        m = j;
-            if (m >= 0)
-                len += (size_t)snprintf(nt + len, cap - len, "output %d = %%%d\n", k, (int)gvs[m]);
-            else {
-                memcpy(nt + len, l, ll);
-                len += ll;
-            }
-            l += ll;
-        }
-        nt[len] = 0;
-        ic_graph *g2 = ic_graph_parse(nt, msg, sizeof msg);
-        ic_err err = {0};
-        ic_options o2 = *opt;
-        h->bwd = g2 ? ic_compile(g2, &o2, &err) : NULL;
-        if (g2)
-            ic_graph_free(g2);
-        if (h->bwd == NULL || ic_compiled_num_outputs(h->bwd) != n)
-            h->nh = 0;
-    }
-    free(nt);
-    return h;
-}
-
-/* _scan_hoist(rec, per_step) -> ((k, i, (N, n), v, tr, same), ...): the backward outputs
- * whose per-step GEMM the variant (graph 2 of _scan_loop) leaves out, each with the backward
- * input i holding x_t, g_t's sizes, g_t's value number (equal: the same values), whether the
- * output is (x_tᵀ g_t)ᵀ, and another output whose value g_t is (an x slice's gradient,
- * stacked anyway), or -1; () if none. per_step[j]: forward input j is a carry or an x slice. */
-static PyObject *scan_hoist(PyObject *self, PyObject *args) {
-    (void)self;
-    PyObject *cap, *lst;
-    if (!PyArg_ParseTuple(args, "OO!", &cap, &PyList_Type, &lst))
-        return NULL;
-    tc_scan_probe *p = PyCapsule_GetPointer(cap, CAPSULE);
-    if (p == NULL)
-        return NULL;
-    p->bwd2 = NULL;
-    if (p->train == NULL || p->nsyms)
-        return PyTuple_New(0);
-    int nfwd = (int)PyList_GET_SIZE(lst);
-    unsigned char *ps = malloc((size_t)nfwd + 1);
-    if (ps == NULL)
-        return PyErr_NoMemory();
-    for (int j = 0; j < nfwd; j++)
-        ps[j] = (unsigned char)PyObject_IsTrue(PyList_GET_ITEM(lst, j));
-    const ic_options *opt;
-    const char *text;
-    void **slot = tc_train_scan_ext(p->train, hoist_free, &opt, &text);
-    if (slot == NULL) {
-        free(ps);
-        return NULL;
-    }
-    hoist_ext *h = *slot;
-    if (h == NULL) {
-        h = hoist_make(p->train, ps, nfwd);
-        if (h == NULL) {
-            free(ps);
-            return NULL;
-        }
-        *slot = h;
-    }
-    int same = h->nfwd == nfwd && memcmp(h->per_step, ps, (size_t)nfwd) == 0;
-    free(ps);
-    if (!same || h->bwd == NULL || h->nh == 0) /* (another classification: the plain backward) */
-        return PyTuple_New(0);
-    PyObject *r = PyTuple_New(h->nh);
-    for (int j = 0; r && j < h->nh; j++) {
-        PyObject *it = Py_BuildValue("(ii(LL)iii)", h->out_k[j], h->in_i[j], (long long)h->gsz[j][0],
-                                     (long long)h->gsz[j][1], (int)h->gval[j], (int)h->tr[j], h->same[j]);
-        if (it == NULL) {
-            Py_CLEAR(r);
-            break;
-        }
-        PyTuple_SET_ITEM(r, j, it);
-    }
-    if (r)
-        p->bwd2 = h->bwd;
-    return r;
 }
 
 /* _scan_release(record): drops the record's references to the probe step's tensors (the
@@ -1020,7 +773,6 @@ static PyMethodDef methods[] = {
     {"_scan_probe", scan_probe, METH_VARARGS, "torchc.scan: runs the compiled body once, recording its entry"},
     {"_scan_info", scan_info, METH_O, "torchc.scan: what the probe recorded"},
     {"_scan_loop", scan_loop, METH_VARARGS, "torchc.scan: runs the body's forward or backward graph over steps"},
-    {"_scan_hoist", scan_hoist, METH_VARARGS, "torchc.scan: the backward with loop constants' GEMMs hoisted"},
     {"_scan_release", scan_release, METH_O, "torchc.scan: drops the record's probe tensors"},
     {"_scan_stats", scan_stats, METH_NOARGS, "torchc.scan: (loops, graph runs) so far"},
     {"_scan_persist", scan_persist, METH_VARARGS, "torchc.scan: the persistent CUDA kernel of a forward scan, or why not"},

@@ -50,8 +50,6 @@ typedef struct tc_train {
                         * forward is not replayed for a double backward */
     PyObject *replay;  /* [forward graph text, None, detach] once attached (torchc/_autograd.py
                         * puts its eager form second on the first double backward) */
-    void *scan_ext;    /* torchc.scan's variant of the backward (csrc/scan.c), freed with it */
-    void (*scan_ext_free)(void *);
 } tc_train;
 
 static const char *CAPSULE = "torchc.train";
@@ -218,8 +216,6 @@ static void train_free(tc_train *tr) {
     Py_XDECREF(tr->came[1]);
     Py_XDECREF(tr->replay);
     Py_XDECREF(tr->detach);
-    if (tr->scan_ext && tr->scan_ext_free)
-        tr->scan_ext_free(tr->scan_ext);
     free(tr);
 }
 
@@ -671,14 +667,4 @@ const ic_autograd *tc_train_parts(PyObject *train, const ic_compiled **bwd, cons
     *in_meta = tr->in_meta;
     *device_type = tr->device_type;
     return &tr->ag;
-}
-
-void **tc_train_scan_ext(PyObject *train, void (*free_fn)(void *), const ic_options **opt, const char **bwd_text) {
-    tc_train *tr = PyCapsule_GetPointer(train, CAPSULE);
-    if (tr == NULL)
-        return NULL;
-    tr->scan_ext_free = free_fn;
-    *opt = &tr->opt;
-    *bwd_text = tr->bwd_text;
-    return &tr->scan_ext;
 }

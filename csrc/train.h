@@ -46,10 +46,6 @@ unsigned long long tc_train_backward_compiles(void);
  * metas, borrowed (alive with the capsule). NULL with an exception if train is not one. */
 const ic_autograd *tc_train_parts(PyObject *train, const ic_compiled **bwd, const ic_meta **in_meta,
                                   int *device_type);
-/* torchc.scan (csrc/scan.c): the train object's slot for scan's own variant of the backward
- * (freed with free_fn when the train object goes), its compile options and the backward
- * graph's text (NULL: none), borrowed. NULL with an exception if train is not one. */
-void **tc_train_scan_ext(PyObject *train, void (*free_fn)(void *), const ic_options **opt, const char **bwd_text);
 
 /* torch's current CUDA stream of a device: 0, or -1 with a Python exception */
 int tc_cuda_current_stream(int device, void **stream);

@@ -17,10 +17,7 @@ How it runs (no Python and no capture per step; compile time does not depend on 
   3. backward (a torch.autograd.Function): _C._scan_loop runs the compiled backward graph
      for steps T-1 .. 0 (backpropagation through time): the carry gradient ping-pongs
      between two buffers, ys' gradients are read per step, the constants' gradients are
-     summed in place; a constant whose per-step gradient is a GEMM x_tᵀ g_t (W in h @ W,
-     x_t a carry, x slice or saved output) gets it as one GEMM Xᵀ G after the loop instead:
-     the loop runs a variant of the backward that outputs g_t, stacked (csrc/scan.c
-     _scan_hoist; `last_hoisted` counts them).
+     summed in place.
   Buffers: a carry that is also a result shares one [T+1] buffer with it; stacked buffers come
   from a pool and are reused by later calls once nothing holds them (see _empty); the ones the
   backward reads are saved through save_for_backward, so the engine frees them after it.
@@ -59,9 +56,6 @@ last_fallback = None   # the reason the last scan ran a Python loop (None: it ra
 # while torchc.explain runs (ExplainOutput.scan_lowerings)
 last_lowering = None
 _lowerings = threading.local()
-# loop constants whose gradient the last C-loop backward summed as one GEMM after the loop
-# (x_tᵀ g_t of every step as Xᵀ G: csrc/scan.c _scan_hoist), instead of a GEMM per step
-last_hoisted = 0
 _CUDA_WHY = "the C loop runs CPU graphs only"
 _bodies = weakref.WeakKeyDictionary()
 _bodies_static = weakref.WeakKeyDictionary()
@@ -552,10 +546,6 @@ class _Plan:
                                     "layout the loop keeps it in")
         if self.train and info["nsyms"]:
             raise _Fallback("a dynamic-shape body is not looped in training")
-        # loop constants whose per-step gradient is a GEMM x_tᵀ g_t of a per-step x_t: the
-        # backward variant without it (csrc/scan.c _scan_hoist); {output: (input, g_t's sizes)}
-        self.hoist = {h[0]: (h[1], tuple(h[2])) + tuple(h[3:]) for h in
-                      (_C._scan_hoist(rec, [kd[0] != "k" for kd in kind]) if self.train else ())}
         # the record's and info's references to the probe step's tensors go now: a record
         # held by the autograd node until its graph dies kept a view of xs (and, through the
         # probe outputs' own autograd graph, more) alive, so the pool never reused xs's
@@ -720,64 +710,28 @@ class _Plan:
                     bin_.append((torch.zeros(shape, dtype=dt), 0, 0, 0))
         gx = [None] * len(self.x_dtype)
         acc = [None] * len(self.k_dtype)
+        bout = []
         got_c = set()
-        # a hoisted constant's gradient: Σ_t x_tᵀ g_t as one GEMM after the loop, Xᵀ G over the
-        # rows x_t the backward reads in place (a stack, rows t + off) and the stacked g_t
-        xrows = {}
-        for k, (i, gsz, *_) in self.hoist.items():
-            sp = bin_[i]
-            b = sp[0] if sp is not None else None
-            if (b is None or sp[3] != 0 or b.dim() != 3 or tuple(b.shape[1:2]) != gsz[:1] or
-                    b.stride(0) * b.element_size() != sp[1] or b.shape[0] < sp[2] + T):
-                xrows = None  # not rows of one stack: the plain backward
-                break
-            xrows[k] = b[sp[2]:sp[2] + T].reshape(T * gsz[0], b.shape[2])
-        hoist = self.hoist if xrows else {}
-        stk = {}
-        bout = [None] * len(info["bwd_out"])
         for k, (i, meta) in enumerate(zip(info["bwd_out"], info["bwd_out_meta"])):
             kind, idx = self.kind[i]
             sizes = tuple(meta[0])
-            if k in hoist:
-                continue
-            elif kind == "c":
-                bout[k] = (gc[idx], _row(gc[idx]), 0, 2)
+            if kind == "c":
+                bout.append((gc[idx], _row(gc[idx]), 0, 2))
                 got_c.add(idx)
             elif kind == "x":  # (the compiled backward writes each step in its output's layout)
                 n = math.prod(sizes)
                 gx[idx] = _empty((T,) + sizes, self.x_dtype[idx], (n,) + tuple(meta[1]))
-                bout[k] = (gx[idx], _row(gx[idx]), 0, 0)
+                bout.append((gx[idx], _row(gx[idx]), 0, 0))
             else:  # summed element by element in memory: both in the output's (dense) layout
                 dt = self.k_dtype[idx]
                 acc[idx] = torch.empty_strided(sizes, tuple(meta[1]), dtype=dt).zero_()
                 tmp = torch.empty_strided(sizes, tuple(meta[1]), dtype=dt)
-                bout[k] = (tmp, 0, 0, 0)
+                bout.append((tmp, 0, 0, 0))
                 ops.append((1, 0, (acc[idx], 0, 0, 0), (tmp, 0, 0, 0), tmp.numel(), self._dt(tmp)))
-        # g_t's stack: an x slice's gradient of the same value (stacked anyway), or one stack
-        # per value; the hoisted output itself then writes a scratch row
-        byval = {}
-        for k, (i, gsz, v, _, same) in hoist.items():
-            dt = self.k_dtype[self.kind[info["bwd_out"][k]][1]]
-            if v not in byval and same >= 0 and self.kind[info["bwd_out"][same]][0] == "x":
-                b = gx[self.kind[info["bwd_out"][same]][1]]
-                if b.dtype == dt and tuple(b.shape) == (T,) + gsz and b.is_contiguous():
-                    byval[v] = b
-            if v in byval:
-                stk[k] = byval[v]
-                bout[k] = (torch.empty(gsz, dtype=dt), 0, 0, 0)
-            else:
-                g = stk[k] = byval[v] = _empty((T,) + gsz, dt)
-                bout[k] = (g, _row(g), 0, 0)
         for k in range(nc):
             if k not in got_c:  # no gradient flows into this carry input: zero per step
                 ops.append((1, 2, (gc[k], _row(gc[k]), 0, 2), None, gc[k][0].numel() * gc[k].element_size(), 0))
-        _C._scan_loop(self.rec, 2 if hoist else 1, bin_, bout, ops, T - 1, -1)
-        for k, g in stk.items():
-            idx = self.kind[info["bwd_out"][k]][1]
-            g = g.view(-1, g.shape[-1])
-            acc[idx] = torch.mm(g.t(), xrows[k]) if self.hoist[k][3] else torch.mm(xrows[k].t(), g)
-        global last_hoisted
-        last_hoisted = len(stk)
+        _C._scan_loop(self.rec, 1, bin_, bout, ops, T - 1, -1)
         gcarry = [gc[k][0].clone() if k in got_c else None for k in range(nc)]
         return gcarry + gx + acc
 

@@ -14,8 +14,8 @@ from the same initial weights, interleaved in one run (medians):
   torchc       torchc.manifolds.ExpRNN: torchc.scan (the step compiled once, forward and
                backward run as C loops)
   torchc_scan  eager's cell_step (the input projection as xs) run by torchc.scan as a user
-               writes it: no hand-written gradient; B's and b's gradients are the scan's
-               loop-constant sums (B's one GEMM after the loop: csrc/scan.c _scan_hoist;
+               writes it: no hand-written gradient (B's and b's gradients are the scan's
+               per-step loop-constant sums; the forward saves z, modReLU's input, per step;
                opt-in: --variants ...,torchc_scan)
   torchc_model torchc.compile of the whole loss (Model + cross entropy): B's parametrization
                (matrix_exp as a graph op) and the head + loss compiled, a graph break at the
