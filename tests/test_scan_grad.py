@@ -211,3 +211,68 @@ def test_unrolled_loop_backward_grows_linearly_and_masks_like_eager():
         want = torch.autograd.grad(sum(want_outs[k].sum() for k in ks), (W, x), retain_graph=True)
         for a, b in zip(got, want):
             torch.testing.assert_close(a, b, equal_nan=True, rtol=2e-5, atol=2e-5)
+
+
+def _rnn_step(W, U):
+    def body(h, xt):
+        h = torch.tanh(h @ W + xt @ U.t())
+        return h, h
+    return body
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_loop_constant_gemm_gradients_match_eager(dtype):
+    """h @ W + x_t @ Uᵀ with a gradient on every result: W's and U's per-step gradients
+    h_{t-1}ᵀ g_t and (x_tᵀ g_t)ᵀ summed by the C loop equal eager's, and so do h0's and x's.
+    (Summing them as one GEMM after the loop instead, from a variant of the body's backward
+    that outputs g_t, was measured and left out: benchmarks/results/scan_grad_cpu.md.)"""
+    g = torch.Generator().manual_seed(3)
+    T, N, n, k = 9, 4, 6, 3
+    W = (torch.randn(n, n, generator=g, dtype=dtype) * 0.4).requires_grad_()
+    U = torch.randn(n, k, generator=g, dtype=dtype).requires_grad_()
+    x = torch.randn(T, N, k, generator=g, dtype=dtype).requires_grad_()
+    h0 = torch.randn(N, n, generator=g, dtype=dtype).requires_grad_()
+    gy = torch.randn(T, N, n, generator=g, dtype=dtype)
+    body = _rnn_step(W, U)
+    r0 = runs()
+    h, H = torchc.scan(body, h0, x)
+    assert _scan.last_lowering == C_LOOP
+    got = torch.autograd.grad((h.square().sum() + (H * gy).sum()), [W, U, x, h0])
+    assert runs() - r0 == 2 * T - 1
+    he, Hs = h0, []
+    for t in range(T):
+        he, y = body(he, x[t])
+        Hs.append(y)
+    want = torch.autograd.grad(he.square().sum() + (torch.stack(Hs) * gy).sum(), [W, U, x, h0])
+    tol = 1e-12 if dtype == torch.float64 else 2e-5
+    for name, a, b in zip("W U x h0".split(), got, want):
+        assert a.shape == b.shape and a.dtype == b.dtype
+        assert rel(a, b) < tol, (name, rel(a, b))
+
+
+def test_loop_constant_read_twice_or_on_the_left_and_a_second_backward():
+    """W read twice (its gradient a sum of two GEMMs) and V on the left (V x_tᵀ): gradients
+    equal to eager's; a second backward through the same graph (retain_graph) gives the same."""
+    g = torch.Generator().manual_seed(4)
+    T, N, n = 6, 3, 4
+    W = (torch.randn(n, n, generator=g, dtype=torch.float64) * 0.4).requires_grad_()
+    V = (torch.randn(n, n, generator=g, dtype=torch.float64) * 0.4).requires_grad_()
+    x = torch.randn(T, N, n, generator=g, dtype=torch.float64)
+    h0 = torch.randn(N, n, generator=g, dtype=torch.float64)
+
+    def body(h, xt):
+        h = torch.tanh(h @ W + (0.5 * h) @ W + (V @ xt.t()).t())
+        return h, h
+    h, H = torchc.scan(body, h0, x)
+    assert _scan.last_lowering == C_LOOP
+    loss = h.sum() + H.square().sum()
+    got = torch.autograd.grad(loss, [W, V], retain_graph=True)
+    again = torch.autograd.grad(loss, [W, V])
+    he, Hs = h0, []
+    for t in range(T):
+        he, y = body(he, x[t])
+        Hs.append(y)
+    want = torch.autograd.grad(he.sum() + torch.stack(Hs).square().sum(), [W, V])
+    for a, a2, b in zip(got, again, want):
+        assert rel(a, b) < 1e-12 and torch.equal(a, a2)
+

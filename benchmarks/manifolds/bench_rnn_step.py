@@ -13,6 +13,10 @@ from the same initial weights, interleaved in one run (medians):
                torch.compile of torch's scan op fails on this body (see README)
   torchc       torchc.manifolds.ExpRNN: torchc.scan (the step compiled once, forward and
                backward run as C loops)
+  torchc_scan  eager's cell_step (the input projection as xs) run by torchc.scan as a user
+               writes it: no hand-written gradient (B's and b's gradients are the scan's
+               per-step loop-constant sums; the forward saves z, modReLU's input, per step;
+               opt-in: --variants ...,torchc_scan)
   torchc_model torchc.compile of the whole loss (Model + cross entropy): B's parametrization
                (matrix_exp as a graph op) and the head + loss compiled, a graph break at the
                recurrence, which runs as in `torchc` (opt-in: --variants ...,torchc_model)
@@ -68,6 +72,20 @@ def loop_forward(model, x, step):
     return model.out(h)
 
 
+def scan_forward(model, x):
+    """eager's recurrence with torchc.scan in place of the Python loop (same step function)"""
+    c = model.rnn.cell
+    B = c.recurrent_kernel.weight
+    XP = c.input_kernel(x)
+    b = c.nonlinearity.b
+
+    def body(h, xp):
+        h = cell_step(xp, h, B, b)
+        return h, h
+    h, _ = torchc.scan(body, x.new_zeros(x.size(1), model.rnn.hidden_size), XP)
+    return model.out(h)
+
+
 def persistent_forward(model, x):
     """The same model with the recurrence as persistent/recur.py's kernels (CUDA float32)."""
     import sys
@@ -107,6 +125,8 @@ def make(kind, hidden, state, device="cpu"):
         fwd = lambda x: loop_forward(m, x, cell_step)  # noqa: E731
     elif kind == "persistent":
         fwd = lambda x: persistent_forward(m, x)  # noqa: E731
+    elif kind == "torchc_scan":
+        fwd = lambda x: scan_forward(m, x)  # noqa: E731
     elif kind == "tc_cell":
         cs = torch.compile(cell_step)
         fwd = lambda x: loop_forward(m, x, cs)  # noqa: E731
@@ -177,13 +197,14 @@ def main():
         first[k] = time.perf_counter() - t0
         first[k + "_cpu"] = time.process_time() - p0
         if k.startswith("torchc"):
-            first["torchc_compiles"] = torchc._C.stats()["compiles"] - c0
+            pre = "torchc" if k in ("torchc", "torchc_model") else k  # (keys as before for those two)
+            first[pre + "_compiles"] = torchc._C.stats()["compiles"] - c0
             # the compiler's own time for the step's forward graph (capture + graph passes +
             # LLVM + load), wall; its backward graph compiles on a helper thread meanwhile
             # (TORCHC_DEBUG=time prints both); the rest of the first step's excess over the
             # others is its fresh buffers (first touch of the [T, N, n] stacks)
-            first["torchc_fwd_compile_ms"] = sum(r.get("compile_ms", 0.0) for r in recs if r["event"] != "hit")
-            first["torchc_fwd_compile_stages_s"] = {
+            first[pre + "_fwd_compile_ms"] = sum(r.get("compile_ms", 0.0) for r in recs if r["event"] != "hit")
+            first[pre + "_fwd_compile_stages_s"] = {
                 s: sum((r.get("compile_times") or {}).get(s, 0.0) for r in recs if r["event"] == "compiled")
                 for s in sorted({s for r in recs for s in (r.get("compile_times") or {})})}
     t_start, reps_done = time.perf_counter(), 0
