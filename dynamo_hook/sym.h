@@ -288,6 +288,7 @@ typedef struct trace {
     int ndynv, capdynv;
     int dyn_inst;                     /* the instruction whose handler read its dynamic ints as
                                        * graph values (their guards stay lazy) */
+    int nrangeg;                      /* INT_EXPR guards keeping computed dynamic ints in int64 */
     int dyn_defer;                    /* an inlined frame failed: the dynamic ints' guards wait for
                                        * a break of the top frame (variables.c sym_lazy_use_break) */
     /* FOR_ITER loops the trace iterated (each iteration traced again: unrolled into the

@@ -1645,9 +1645,31 @@ int sym_dynint_binary(trace *t, int nb, const var *a, const var *b, var *out) {
     if (ic_value_meta(t->g, v)->dtype != IC_I64 || ic_value_meta(t->g, v)->ndim != 0)
         return 0;
     PyObject *ea = a->dyn ? t->dynv[a->dyn - 1].expr : a->obj, *eb = b->dyn ? t->dynv[b->dyn - 1].expr : b->obj;
-    PyObject *ex = ea && eb ? sym_keep(t, Py_BuildValue("(iOO)", base, ea, eb)) : NULL;
-    if (ea && eb && ex == NULL)
+    if (ea == NULL || eb == NULL)
+        return 0; /* (no expression to guard its range by: a constant) */
+    PyObject *ex = sym_keep(t, Py_BuildValue("(iOO)", base, ea, eb));
+    if (ex == NULL)
         return -1;
+    if (base == 0 || base == 5 || base == 10) {
+        /* the graph computes it in int64, Python exactly: guarded to fit int64 (was: k * 4
+         * of k = 2**62 wrapped to 0 where eager gives 2**64), as
+         * (ex + 2**63) // 2**64 == 0, evaluated on the call's Python ints */
+        PyObject *h = PyLong_FromString("9223372036854775808", NULL, 10);
+        PyObject *w = h ? PyLong_FromString("18446744073709551616", NULL, 10) : NULL;
+        PyObject *add = w ? Py_BuildValue("(iOO)", (int)DH_IX_ADD, ex, h) : NULL;
+        PyObject *div = add ? Py_BuildValue("(iNO)", (int)DH_IX_FLOORDIV, add, w) : NULL;
+        PyObject *x = div ? Py_BuildValue("(iNi)", (int)DH_IX_CMP + Py_EQ, div, 0) : NULL;
+        Py_XDECREF(h);
+        Py_XDECREF(w);
+        dh_guard *g = x ? new_guard(t, DH_G_INTEXPR, -1) : NULL;
+        if (g == NULL) {
+            Py_XDECREF(x);
+            return -1;
+        }
+        g->obj = x;
+        g->value = 1;
+        t->nrangeg++;
+    }
     int kk = dynint_new(t, v, -1, deps, ex);
     if (kk < 0)
         return -1;
@@ -1689,7 +1711,7 @@ static int intexpr_guard(trace *t, PyObject *x, int r) {
             return -1;
     }
     if (!have) {
-        if (n >= INTEXPR_MAX)
+        if (n - t->nrangeg >= INTEXPR_MAX) /* (the int64 range guards of sym_dynint_binary not counted) */
             return 0;
         dh_guard *g = new_guard(t, DH_G_INTEXPR, -1);
         if (g == NULL)

@@ -188,3 +188,24 @@ def test_static_compile_keeps_specializing():
         assert_same(got[0], want[0])
         same_repr(got[1], want[1])
     assert compiles() == 6, compiles()  # one entry per value, frame and resume
+
+
+def test_computed_dynamic_int_beyond_int64():
+    # the graph computes k * 4 in int64, Python exactly: a value past int64 leaves the entry
+    # (an INT_EXPR range guard), through a break and in a returned list alike
+    def f(x, k):
+        k = k * 4
+        print(end="")
+        return x + 1, k
+
+    def g(x, k):
+        k = k * 4 + 1
+        return x + 1, [k, k - 2]
+
+    for fn in (f, g):
+        torchc.reset()
+        cf = torchc.compile(fn)
+        for k in (1, 2, 3, 2 ** 62, -(2 ** 62), 2 ** 61 + 5, 7, -(2 ** 61) - 1):
+            got, want = cf(torch.ones(1), k), fn(torch.ones(1), k)
+            assert_same(got[0], want[0])
+            same_repr(got[1], want[1])
