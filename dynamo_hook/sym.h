@@ -288,6 +288,9 @@ typedef struct trace {
     int ndynv, capdynv;
     int dyn_inst;                     /* the instruction whose handler read its dynamic ints as
                                        * graph values (their guards stay lazy) */
+    int nrangeg;                      /* INT_EXPR guards keeping computed dynamic ints in int64 */
+    int dyn_defer;                    /* an inlined frame failed: the dynamic ints' guards wait for
+                                       * a break of the top frame (variables.c sym_lazy_use_break) */
     /* FOR_ITER loops the trace iterated (each iteration traced again: unrolled into the
      * graph), by code and instruction: iterations and graph sizes at the first and the last
      * iteration's start (sym_flow.c); sym_output.c names the longest as explain's hint */
@@ -482,6 +485,12 @@ int sym_dynint_truth(trace *t, const var *v, int r);
  * sym_lazy_drop: the ones never read leave the guard list (the entry's guards). */
 void sym_lazy_use(trace *t, const var *v);
 void sym_lazy_use_all(trace *t);
+/* at a graph break of the top frame (SYM_LAZY_BREAK: t->brk recorded) or a failure of an
+ * inlined frame (SYM_LAZY_FAILED_INNER): every lazy guard counts but the dynamic ints' that the
+ * break state passes on as graph values (they stay dynamic in the resume function) */
+#define SYM_LAZY_BREAK 0
+#define SYM_LAZY_FAILED_INNER 1
+void sym_lazy_use_break(trace *t, int how);
 void sym_lazy_use_made_by(trace *t, int inst); /* those the instruction inst wrapped */
 void sym_lazy_drop(trace *t);
 void sym_mark_unread(trace *t, dh_entry *e); /* after the entry is complete */

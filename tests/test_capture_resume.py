@@ -308,9 +308,11 @@ def test_data_dependent_continue_in_a_loop():
         torchc.reset()
         ex = torchc.explain(f)(x, thr)
         torch.testing.assert_close(ex.result, want)
-        # a graph per iteration's piece with ops (the last one has none where every
-        # iteration continued), each data-dependent branch listed
-        assert ex.graph_count == ex.graph_break_count + 1 >= 4 and len(ex.break_reasons) == 4, ex
+        # a graph per compiled piece with ops (the last one has none where every iteration
+        # continued), each data-dependent branch listed; i, live across the break, is an
+        # automatic dynamic int of the resume from its second value on: the fourth iteration
+        # reuses the third's entry (was: one entry per iteration)
+        assert ex.graph_count == ex.graph_break_count + 1 >= 3 and 3 <= len(ex.break_reasons) <= 4, ex
         assert all("data-dependent branch" in str(r) for r in ex.break_reasons)
 
 

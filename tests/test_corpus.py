@@ -249,7 +249,11 @@ def test_program(p, capsys):
     assert got == (p.graphs, p.breaks), \
         f"graphs/breaks {got}, expected {(p.graphs, p.breaks)}; reasons: {ex.break_reasons}"
     hits = [(e.graph_count, e.graph_break_count) for e in exs[1:]]
-    assert all(h == got for h in hits), f"counts of the later calls (cache hits): {hits} vs {got}"
+    # (a loop that breaks in each iteration: its variable is a dynamic int of the resume from
+    # its second value on, so a later call runs that one entry for several iterations: fewer
+    # distinct graphs and breaks, as many graphs per break)
+    assert all(h == got or (h[1] < got[1] and h[0] - h[1] == got[0] - got[1]) for h in hits), \
+        f"counts of the later calls (cache hits): {hits} vs {got}"
     if p.breaks == 0 and not p.reason:  # (a break at the edge of the only graph is no
         assert not ex.break_reasons           # graph break, as Dynamo counts; its reason is listed)
     if p.reason:
