@@ -650,21 +650,27 @@ int sym_h_size(trace *t, const opdef *d, var **p, var *out) {
     return sym_size_out(t, m, dim, out);
 }
 
-static int tensors_of(trace *t, const var *seq, ic_val *vals, int max, int *n) {
+/* the tensors of seq into vals (room for max; max < 0: *vals is set to a malloc'd array the
+ * caller frees, any length) */
+static int tensors_of(trace *t, const var *seq, ic_val **vals, int max, int *n) {
     var *items;
     int k;
     if (seq->kind != V_SEQ)
         return sym_fail(t, "expected a sequence of tensors");
     items = seq->items;
     k = seq->n;
-    if (k < 1 || k > max)
+    if (k < 1 || (max >= 0 && k > max))
         return sym_fail(t, "sequence of %d tensors not supported", k);
+    if (max < 0 && (*vals = malloc(sizeof **vals * (size_t)k)) == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
     for (int i = 0; i < k; i++) {
         var it = items[i];
         sym_resolve(t, &it);
         if (it.kind != V_TENSOR)
             return sym_fail(t, "expected tensors in the sequence");
-        vals[i] = it.val;
+        (*vals)[i] = it.val;
     }
     *n = k;
     return 0;
@@ -695,12 +701,9 @@ ic_val sym_unsqueeze_val(trace *t, ic_val x, int dim) {
 }
 
 /* cat(tensors, dim) / stack(tensors, dim) */
-int sym_h_cat(trace *t, const opdef *d, var **p, var *out) {
-    ic_val v[64];
-    int n;
+static int cat_of(trace *t, const opdef *d, var **p, ic_val *v, int n, var *out) {
     long long dd = 0;
-    if (tensors_of(t, p[0], v, 64, &n) < 0 ||
-        (d->op < 2 && !sym_is_none(p[1]) && sym_get_int(t, p[1], &dd, "dim") < 0))
+    if (d->op < 2 && !sym_is_none(p[1]) && sym_get_int(t, p[1], &dd, "dim") < 0)
         return -1;
     if (d->op >= 2) {
         /* hstack (op 2): atleast_1d, then cat on dim 0 for 1-d tensors, else dim 1;
@@ -752,13 +755,28 @@ int sym_h_cat(trace *t, const opdef *d, var **p, var *out) {
     if (d->op == 1)
         for (int i = 0; i < n; i++)
             v[i] = sym_unsqueeze_val(t, v[i], dim);
+    /* a balanced tree of two-operand cats: log2(n) selects per element, not n */
+    for (int k = n; k > 1; k = (k + 1) / 2) {
+        for (int i = 0; i + 1 < k; i += 2)
+            if ((v[i / 2] = ic_cat(t->g, v[i], v[i + 1], dim)) < 0)
+                return sym_check_graph(t);
+        if (k % 2)
+            v[k / 2] = v[k - 1];
+    }
     ic_val r = v[0];
-    for (int i = 1; i < n; i++)
-        r = ic_cat(t->g, r, v[i], dim);
     if (n == 1 && d->op != 1) /* cat of one tensor: a copy in its suggested memory format
                                * (eager: a transposed input gives a contiguous result) */
         return dh_layout_copy(t, r, ic_value_suggest_format(t->g, r), out);
     return sym_tensor_out(t, r, out);
+}
+
+int sym_h_cat(trace *t, const opdef *d, var **p, var *out) {
+    ic_val *v = NULL; /* malloc'd: sequences of any length (an RNN's steps stacked) */
+    int n, r = -1;
+    if (tensors_of(t, p[0], &v, -1, &n) == 0)
+        r = cat_of(t, d, p, v, n, out);
+    free(v);
+    return r;
 }
 
 /* meshgrid(*tensors, indexing=None) (or one list of tensors): 0-d/1-d inputs, each a view
@@ -772,9 +790,9 @@ int sym_h_meshgrid(trace *t, const opdef *d, var **p, var *out) {
         if (it.kind == V_SEQ)
             seq = &seq->items[0];
     }
-    ic_val v[IC_MAX_DIMS];
+    ic_val v[IC_MAX_DIMS], *pv = v;
     int n, xy = 0;
-    if (tensors_of(t, seq, v, IC_MAX_DIMS, &n) < 0)
+    if (tensors_of(t, seq, &pv, IC_MAX_DIMS, &n) < 0)
         return -1;
     if (p[1] != NULL && !sym_is_none(p[1])) {
         const char *s = p[1]->kind == V_CONST && PyUnicode_Check(p[1]->obj) ? PyUnicode_AsUTF8(p[1]->obj) : NULL;
