@@ -866,13 +866,32 @@ int sym_h_narrow(trace *t, const opdef *d, var **p, var *out) {
 }
 
 /* split(tensor, split_size_or_sections, dim) / chunk(input, chunks, dim) -> tuple of views */
+static int split_views(trace *t, var **p, int dim, const long long *sizes, int ns, var *out) {
+    var *items = sym_alloc(t, ns > 0 ? ns : 1);
+    if (items == NULL)
+        return -1;
+    long long at = 0;
+    for (int i = 0; i < ns; i++) {
+        if (sym_view_out_desc(t, p[0], ic_slice(t->g, p[0]->val, dim, at, at + sizes[i], 1), &items[i],
+                              "narrow", Py_BuildValue("(iLL)", dim, at, sizes[i])) < 0)
+            return -1;
+        at += sizes[i];
+    }
+    *out = sym_var(V_SEQ);
+    out->n = ns;
+    out->items = items;
+    return 0;
+}
+
+/* split(tensor, split_size_or_sections, dim) / chunk(input, chunks, dim) -> tuple of views
+ * (torchc.config.max_unroll of them at most) */
 int sym_h_split(trace *t, const opdef *d, var **p, var *out) {
     if (p[0]->kind != V_TENSOR)
         return sym_fail(t, "%s of a non-tensor", d->name);
     ic_meta m_copy = *sym_metap(t, p[0]->val);
     const ic_meta *m = &m_copy; /* a copy: the graph reallocates */
-    long long dd = 0, sizes[64];
-    int dim, ns = 0;
+    long long dd = 0, *sizes = NULL, npieces;
+    int dim, ns = 0, rc = -1;
     if (!sym_is_none(p[2]) && sym_get_int(t, p[2], &dd, "dim") < 0)
         return -1;
     if (sym_norm_dim(t, dd, m->ndim, &dim) < 0)
@@ -882,50 +901,53 @@ int sym_h_split(trace *t, const opdef *d, var **p, var *out) {
     int64_t L = m->sizes[dim];
     if (p[1] == NULL)
         return sym_fail(t, "%s needs sizes", d->name);
-    if (p[1]->kind == V_CONST && PyLong_Check(p[1]->obj)) {
+    int by_size = p[1]->kind == V_CONST && PyLong_Check(p[1]->obj);
+    long long k = 0, each = 0;
+    if (by_size) {
         int ovf = 0;
-        long long k = PyLong_AsLongLongAndOverflow(p[1]->obj, &ovf);
+        k = PyLong_AsLongLongAndOverflow(p[1]->obj, &ovf);
         if (ovf)
             return sym_fail(t, "%s with a size out of range (eager will raise)", d->name);
         if (k <= 0)
             return sym_fail(t, "%s with a non-positive size (eager will raise)", d->name);
-        long long each = d->op == 1 ? (L + k - 1) / k : k; /* chunk: ceil(L / chunks) */
+        each = d->op == 1 ? (L + k - 1) / k : k; /* chunk: ceil(L / chunks) */
         if (each <= 0)
             each = 1;
-        if ((L + each - 1) / each > 64)
-            return sym_fail(t, "%s into more than 64 pieces left to eager", d->name);
+        /* eager: chunk of an empty dim gives `chunks` empty tensors, split one */
+        npieces = L == 0 ? (d->op == 1 ? k : 1) : (L + each - 1) / each;
+    } else {
+        if (d->op == 1)
+            return sym_fail(t, "chunk needs an int number of chunks");
+        npieces = sym_ints_len(p[1]);
+    }
+    if (npieces > dh_limit.max_unroll)
+        return sym_fail(t, "%s into %lld pieces (more than %d: torchc.config.max_unroll)", d->name, npieces,
+                        dh_limit.max_unroll);
+    if ((sizes = malloc(sizeof *sizes * (size_t)(npieces > 0 ? npieces : 1))) == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    if (by_size) {
         for (long long at = 0; at < L; at += each)
             sizes[ns++] = at + each <= L ? each : L - at;
-        if (L == 0 && d->op == 1 && k > 64)
-            return sym_fail(t, "chunk of an empty dim into more than 64 chunks left to eager");
-        if (L == 0) /* eager: chunk gives `chunks` empty tensors, split one */
-            for (long long i = 0; i < (d->op == 1 ? k : 1); i++)
+        if (L == 0)
+            for (long long i = 0; i < npieces; i++)
                 sizes[ns++] = 0;
     } else {
-        int n;
-        if (d->op == 1 || sym_get_ints(t, p[1], sizes, 64, &n, "split sizes") < 0)
-            return -1;
-        ns = n;
+        if (sym_get_ints(t, p[1], sizes, (int)npieces, &ns, "split sizes") < 0)
+            goto done;
         long long sum = 0;
-        for (int i = 0; i < n; i++)
+        for (int i = 0; i < ns; i++)
             sum += sizes[i];
-        if (sum != L)
-            return sym_fail(t, "split sizes do not sum to the dim (eager will raise)");
+        if (sum != L) {
+            sym_fail(t, "split sizes do not sum to the dim (eager will raise)");
+            goto done;
+        }
     }
-    var *items = sym_alloc(t, ns);
-    if (items == NULL)
-        return -1;
-    long long at = 0;
-    for (int i = 0; i < ns; i++) {
-        if (sym_view_out_desc(t, p[0], ic_slice(t->g, p[0]->val, dim, at, at + sizes[i], 1), &items[i],
-                          "narrow", Py_BuildValue("(iLL)", dim, at, sizes[i])) < 0)
-            return -1;
-        at += sizes[i];
-    }
-    *out = sym_var(V_SEQ);
-    out->n = ns;
-    out->items = items;
-    return 0;
+    rc = split_views(t, p, dim, sizes, ns, out);
+done:
+    free(sizes);
+    return rc;
 }
 
 /* tril/triu(input, diagonal=0) on the last two dims */
@@ -1055,8 +1077,9 @@ int sym_h_unbind(trace *t, const opdef *d, var **p, var *out) {
         return -1;
     if (m.dyn)
         return sym_fail(t, "unbind with symbolic shapes left to eager");
-    if (m.sizes[dim] > 64)
-        return sym_fail(t, "unbind into more than 64 tensors left to eager");
+    if (m.sizes[dim] > dh_limit.max_unroll)
+        return sym_fail(t, "unbind into %lld tensors (more than %d: torchc.config.max_unroll)", (long long)m.sizes[dim],
+                        dh_limit.max_unroll);
     int n = (int)m.sizes[dim];
     var *items = sym_alloc(t, n > 0 ? n : 1);
     if (items == NULL)

@@ -112,3 +112,44 @@ def test_backward_of_cat_of_many_leaves():
 
     for a, b in zip(run(True), run(False)):
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4)
+
+
+# ---- unbind/split/chunk/tensor_split into many views: torchc.config.max_unroll ---------
+
+@pytest.mark.parametrize("how", ["unbind", "split", "split_list", "chunk", "tensor_split", "tensor_split_ix", "iter"])
+def test_views_of_many(how):
+    def fn(x):
+        if how == "unbind":
+            ps = x.unbind(1)
+        elif how == "split":
+            ps = x.split(2, 1)
+        elif how == "split_list":
+            ps = x.split([1, 2] * 100, 1)
+        elif how == "chunk":
+            ps = x.chunk(150, 1)
+        elif how == "tensor_split":
+            ps = torch.tensor_split(x, 120, 1)
+        elif how == "tensor_split_ix":
+            ps = torch.tensor_split(x, list(range(1, 300, 3)), 1)
+        else:
+            ps = list(x.t())
+        return torch.stack([p.sum(-1) * (i + 1) for i, p in enumerate(ps)], 0)
+
+    x = torch.randn(3, 300)
+    assert_same(_whole(fn, x), fn(x))
+
+
+@pytest.mark.allow_fallback
+def test_max_unroll_named_when_hit():
+    torchc.config.max_unroll = 50
+
+    def fn(x):
+        return torch.stack([p * 2 for p in x.unbind(0)])
+
+    x = torch.randn(60, 2)
+    torchc.reset()
+    ex = torchc.explain(fn)(x)
+    assert any("torchc.config.max_unroll" in r for r in ex.limits_hit), str(ex)
+    torch.testing.assert_close(ex.result, fn(x))
+    torchc.config.max_unroll = 60
+    assert_same(_whole(fn, x), fn(x))
