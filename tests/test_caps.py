@@ -153,3 +153,122 @@ def test_max_unroll_named_when_hit():
     torch.testing.assert_close(ex.result, fn(x))
     torchc.config.max_unroll = 60
     assert_same(_whole(fn, x), fn(x))
+
+
+# ---- a raise through a with block on a Python context manager ----------------------------
+
+class _CM:
+    def __init__(self, log, suppress):
+        self.log, self.suppress = log, suppress
+
+    def __enter__(self):
+        self.log.append("enter")
+        return self
+
+    def __exit__(self, et, ev, tb):
+        self.log.append((et, str(ev)))
+        return self.suppress and et is ValueError
+
+
+class _StarCM:
+    def __init__(self, log, suppress):
+        self.log, self.suppress = log, suppress
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):  # exc (the traceback with it) never read
+        self.log.append(self.suppress)
+        return 1 if self.suppress else None
+
+
+def _with_raise(x, buf, log, suppress):
+    with _CM(log, suppress):
+        x = x + 1
+        buf.add_(x)
+        if x.shape[0] == 3:
+            raise ValueError("boom")
+        x = x * 3
+    return x * 2
+
+
+@pytest.mark.parametrize("suppress", [True, False])
+def test_raise_through_with(suppress):
+    def run(compiled):
+        x, buf, log = torch.arange(3.0), torch.zeros(3), []
+        fn = torchc.compile(_with_raise) if compiled else _with_raise
+        try:
+            out = fn(x, buf, log, suppress)
+        except ValueError as e:
+            out = ("raised", str(e))
+        return out, buf, log
+
+    torchc.reset()
+    got, want = run(True), run(False)
+    assert_same(got, want)
+    if suppress:
+        torchc.reset()
+        ex = torchc.explain(_with_raise)(torch.arange(3.0), torch.zeros(3), [], True)
+        assert captured_whole(ex), str(ex)
+
+
+def test_raise_through_with_star_exit_and_except_outside():
+    def f(x, log):
+        with _StarCM(log, True):
+            y = x.sin()
+            raise KeyError("k")  # suppressed: __exit__ returns 1
+        try:
+            with torch.no_grad():
+                z = x * 2
+                with _StarCM(log, False):
+                    raise IndexError("i")  # propagates through both blocks
+        except IndexError:
+            z = z + y
+        return z, torch.is_grad_enabled()
+
+    x = torch.randn(4, requires_grad=True)
+    la, lb = [], []
+    got = _whole(f, x, la)
+    want = f(x, lb)
+    assert_same(got, want)
+    assert la == lb == [True, False]
+
+
+@pytest.mark.allow_fallback
+def test_exit_reading_the_traceback_is_left_to_eager():
+    class TbCM:
+        def __enter__(self):
+            return self
+
+        def __exit__(self, et, ev, tb):
+            return tb is not None
+
+    def f(x):
+        with TbCM():
+            x = x + 1
+            raise ValueError("v")
+        return x
+
+    torchc.reset()
+    ex = torchc.explain(f)(torch.ones(2))
+    assert_same(ex.result, f(torch.ones(2)))
+    assert any("__exit__ reads its traceback" in r for r in ex.break_reasons), ex.break_reasons
+
+
+def _helper(x, log):
+    with _CM(log, False):
+        raise ValueError("inner")
+
+
+def test_raise_through_with_in_an_inlined_call():
+    def f(x, log):
+        try:
+            _helper(x, log)
+        except ValueError as e:
+            x = x * len(str(e))
+        return x.cos()
+
+    x = torch.randn(3)
+    la, lb = [], []
+    assert_same(_whole(f, x, la), f(x, lb))
+    assert la == lb == ["enter", (ValueError, "inner")]
