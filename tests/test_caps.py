@@ -272,3 +272,37 @@ def test_raise_through_with_in_an_inlined_call():
     la, lb = [], []
     assert_same(_whole(f, x, la), f(x, lb))
     assert la == lb == ["enter", (ValueError, "inner")]
+
+
+# ---- other fixed caps: torch.tensor of a long list, **kwargs of many, deepcopy's memo -----
+
+def test_tensor_of_a_long_list():
+    def fn(x, ids):
+        return x * torch.tensor(ids) + torch.tensor([[float(i), -i / 3] for i in range(x.shape[0])]).sum(1)
+
+    x, ids = torch.randn(150), list(range(150))
+    assert_same(_whole(fn, x, ids), fn(x, ids))
+
+
+def test_many_keyword_arguments():
+    def inner(x, **kw):
+        return x + sum(kw.values()) + len(kw)
+
+    def fn(x):
+        return inner(x, **{f"k{i}": i * 0.5 for i in range(80)})
+
+    x = torch.randn(3)
+    assert_same(_whole(fn, x), fn(x))
+
+
+def test_deepcopy_memo_of_many_shared_parts():
+    import copy
+
+    def fn(x):
+        parts = [[x + i] for i in range(80)]
+        c = copy.deepcopy(parts + parts)  # each part reached twice: copied once
+        c[150][0].add_(1)  # the copy of parts[70] (past 64 memo entries): c[70] is the same list
+        return c[70][0], c[150][0] is c[70][0], c[150] is c[70], len(c)
+
+    x = torch.randn(2)
+    assert_same(_whole(fn, x), fn(x))
