@@ -331,3 +331,28 @@ def test_cuda_stack_and_cat_of_many(dtype):
     tol = 1e-4 if dtype == torch.float32 else 2e-2
     for a, b in zip(run(True), run(False)):
         torch.testing.assert_close(a, b, rtol=tol, atol=tol)
+
+
+def test_many_tensors_made_to_require_grad():
+    """more than 8 tensors made leaves in one graph (was: 'too many tensors made to require grad')"""
+    def fn(x):
+        ws = [torch.full((3,), 0.1 * i).requires_grad_() for i in range(12)]
+        with torch.no_grad():
+            vs = [torch.ones(3) * i for i in range(10)]
+        for v in vs:
+            v.requires_grad = True
+        return sum((x * w).sin().sum() for w in ws) + sum((v * x).sum() for v in vs)
+
+    def run(compiled):
+        x = torch.linspace(-1, 1, 3, requires_grad=True)
+        if compiled:
+            torchc.reset()
+            ex = torchc.explain(fn)(x)
+            assert captured_whole(ex), str(ex)
+            out = ex.result
+        else:
+            out = fn(x)
+        out.backward()
+        return out.detach(), x.grad
+
+    assert_same(run(True), run(False))
