@@ -356,3 +356,16 @@ def test_many_tensors_made_to_require_grad():
         return out.detach(), x.grad
 
     assert_same(run(True), run(False))
+
+
+@pytest.mark.allow_fallback
+def test_sequence_repetition_follows_max_unroll():
+    def fn(x):
+        return x * len([x] * 5000)  # (a list of constants repeats as a constant: no limit)
+
+    x = torch.randn(2)
+    torchc.reset()
+    ex = torchc.explain(fn)(x)
+    assert any("torchc.config.max_unroll" in r for r in ex.limits_hit), str(ex)
+    torchc.config.max_unroll = 5000
+    assert_same(_whole(fn, x), fn(x))
