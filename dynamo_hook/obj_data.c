@@ -1073,8 +1073,8 @@ static int ct_method(trace *t, var *d, const char *mn, var *args, int npos, PyOb
             if (c->kind != V_CONST || !PyLong_Check(c->obj))
                 return sym_fail(t, "Counter.elements of a count that is not a constant int");
             long v = PyLong_AsLong(c->obj);
-            if (v > 4096 || cap > 65536)
-                return sym_fail(t, "Counter.elements too long to unroll");
+            if (v > dh_limit.max_unroll || cap > 16L * dh_limit.max_unroll)
+                return sym_fail(t, "Counter.elements too long to unroll (torchc.config.max_unroll)");
             cap += v > 0 ? (int)v : 0;
         }
         var *m = sym_alloc(t, cap > 0 ? cap : 1);

@@ -465,9 +465,9 @@ static int deepcopy_dict_view(trace *t, const var *x, var *out) {
 /* what one deepcopy() of a traced value copied already (its memo): a tensor by object id,
  * a list or dict by its items array (objects.c: their identity); the copy of each */
 typedef struct dc_memo {
-    const void *key[64];
-    var val[64];
-    int n;
+    const void **key; /* malloc'd, cap of them (any number: a part reached twice is one copy) */
+    var *val;
+    int n, cap;
 } dc_memo;
 
 /* copy.deepcopy(v) of a value made in the trace (dataclasses.asdict's leaves): constants and
@@ -516,7 +516,20 @@ static int deep_copy(trace *t, const var *v, dc_memo *m, int depth, var *out) {
     } else {
         return sym_fail(t, "copy.deepcopy of this value not supported");
     }
-    if (key != NULL && m->n < 64) {
+    if (key != NULL && m->n == m->cap) {
+        int cap = m->cap ? 2 * m->cap : 16;
+        const void **k = realloc(m->key, sizeof *k * (size_t)cap);
+        if (k != NULL)
+            m->key = k;
+        var *vv = k != NULL ? realloc(m->val, sizeof *vv * (size_t)cap) : NULL;
+        if (vv == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        m->val = vv;
+        m->cap = cap;
+    }
+    if (key != NULL) {
         m->key[m->n] = key;
         m->val[m->n++] = *out;
     }
@@ -565,6 +578,8 @@ int sym_obj_deepcopy(trace *t, const var *fn, var *args, int nargs, PyObject *kw
             return -1;
         }
         int rc = deep_copy(t, x, m, 0, out);
+        free(m->key);
+        free(m->val);
         free(m);
         return rc;
     }

@@ -199,8 +199,8 @@ int sym_obj_iter(trace *t, const var *o, var **items, int *n) {
     long k;
     if (rc < 0 || int_result(t, &lv, "__len__", &k) < 0)
         return -1;
-    if (k > 4096)
-        return sym_fail(t, "Sequence too long to unroll");
+    if (k > dh_limit.max_unroll)
+        return sym_fail(t, "Sequence of %ld items too long to unroll (torchc.config.max_unroll)", k);
     var *it = sym_alloc(t, (int)k);
     if (it == NULL)
         return -1;

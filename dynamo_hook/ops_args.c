@@ -146,6 +146,15 @@ int sym_norm_dim(trace *t, long long d, int ndim, int *out) {
     return 0;
 }
 
+/* the number of values of an int list argument (a tuple, a list, a traced sequence; 1 else) */
+Py_ssize_t sym_ints_len(const var *v) {
+    if (v->kind == V_CONST && PyTuple_Check(v->obj))
+        return PyTuple_GET_SIZE(v->obj);
+    if (v->kind == V_CONST && PyList_CheckExact(v->obj))
+        return PyList_GET_SIZE(v->obj);
+    return v->kind == V_SEQ ? v->n : 1;
+}
+
 /* int, tuple/list of ints, torch.Size or a SEQ of consts → list of ints */
 int sym_get_ints(trace *t, const var *v, long long *out, int max, int *n, const char *what) {
     *n = 0;

@@ -95,6 +95,7 @@ const ic_meta *sym_metap(trace *t, ic_val v);
 int sym_ndim_of(trace *t, ic_val v);
 int sym_norm_dim(trace *t, long long d, int ndim, int *out);
 int sym_get_ints(trace *t, const var *v, long long *out, int max, int *n, const char *what);
+Py_ssize_t sym_ints_len(const var *v); /* how many values sym_get_ints would read (1: not a list) */
 int sym_get_shape_args(trace *t, const var *rest, long long *out, int *n, const char *what);
 int sym_get_sym_shape_args(trace *t, const var *rest, ic_dim *out, int *n);
 int sym_dims_mask(trace *t, const var *dim, int ndim, uint32_t *mask);

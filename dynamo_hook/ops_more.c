@@ -217,18 +217,34 @@ int sym_h_tensor_split(trace *t, const opdef *d, var **p, var *out) {
     if (m.dyn)
         return sym_fail(t, "tensor_split with symbolic shapes left to eager");
     int64_t L = m.sizes[dim];
-    long long starts[64], lens[64];
-    int n = 0;
+    long long *starts = NULL, *lens, *idx, np;
+    int n = 0, rc = -1;
     if (p[1] == NULL)
         return sym_fail(t, "tensor_split needs indices_or_sections");
-    if (p[1]->kind == V_CONST && PyLong_Check(p[1]->obj) && !PyBool_Check(p[1]->obj)) {
-        long long k;
+    int sections = p[1]->kind == V_CONST && PyLong_Check(p[1]->obj) && !PyBool_Check(p[1]->obj);
+    long long k = 0;
+    if (sections) {
         if (sym_get_int(t, p[1], &k, "sections") < 0)
             return -1;
         if (k <= 0)
             return sym_fail(t, "tensor_split: sections must be positive (eager will raise)");
-        if (k > 64)
-            return sym_fail(t, "tensor_split into more than 64 parts left to eager");
+        np = k;
+    } else {
+        if (p[1]->kind == V_TENSOR)
+            return sym_fail(t, "tensor_split with tensor indices left to eager");
+        np = sym_ints_len(p[1]) + 1;
+    }
+    if (np > dh_limit.max_unroll)
+        return sym_fail(t, "tensor_split into %lld parts (more than %d: torchc.config.max_unroll)", np,
+                        dh_limit.max_unroll);
+    /* starts, lens and the indices: np each */
+    if ((starts = malloc(sizeof *starts * 3 * (size_t)np)) == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    lens = starts + np;
+    idx = lens + np;
+    if (sections) {
         long long at = 0;
         for (int i = 0; i < k; i++) {
             long long len = L / k + (i < L % k);
@@ -237,12 +253,9 @@ int sym_h_tensor_split(trace *t, const opdef *d, var **p, var *out) {
             at += len;
         }
     } else {
-        long long idx[63];
         int ni;
-        if (p[1]->kind == V_TENSOR)
-            return sym_fail(t, "tensor_split with tensor indices left to eager");
-        if (sym_get_ints(t, p[1], idx, 63, &ni, "indices") < 0)
-            return -1;
+        if (sym_get_ints(t, p[1], idx, (int)np - 1, &ni, "indices") < 0)
+            goto done;
         long long prev = 0;
         for (int i = 0; i <= ni; i++) {
             Py_ssize_t a = (Py_ssize_t)prev, b = i < ni ? (Py_ssize_t)idx[i] : (Py_ssize_t)L;
@@ -257,15 +270,18 @@ int sym_h_tensor_split(trace *t, const opdef *d, var **p, var *out) {
     }
     var *items = sym_alloc(t, n);
     if (items == NULL)
-        return -1;
+        goto done;
     for (int i = 0; i < n; i++)
         if (sym_view_out_desc(t, p[0], ic_slice(G, p[0]->val, dim, starts[i], starts[i] + lens[i], 1), &items[i],
                               "narrow", Py_BuildValue("(iLL)", dim, starts[i], lens[i])) < 0)
-            return -1;
+            goto done;
     *out = sym_var(V_SEQ);
     out->n = n;
     out->items = items;
-    return 0;
+    rc = 0;
+done:
+    free(starts);
+    return rc;
 }
 
 /* x with a trailing dim of 1 (to compare against an arange of classes / bins) */

@@ -1006,11 +1006,12 @@ static PyObject *seq_as_list(const var *v, int depth) {
     return l;
 }
 
-/* o (nested lists/tuples of numbers) flattened row-major into items (at most 64), its shape
- * in shp[0..*nd) (fixed by the first element at each depth); 0, or -1 when ragged or deep */
-static int flat_data(PyObject *o, int depth, PyObject **items, int *n, int64_t *shp, int *nd) {
+/* o (nested lists/tuples of numbers) flattened row-major into items (room for max), its shape
+ * in shp[0..*nd) (fixed by the first element at each depth); 0, or -1 when ragged, deep or
+ * more than max */
+static int flat_data(PyObject *o, int depth, PyObject **items, int max, int *n, int64_t *shp, int *nd) {
     if (!PyList_Check(o) && !PyTuple_Check(o)) {
-        if (depth != *nd || *n >= 64)
+        if (depth != *nd || *n >= max)
             return -1;
         items[(*n)++] = o;
         return 0;
@@ -1025,16 +1026,28 @@ static int flat_data(PyObject *o, int depth, PyObject **items, int *n, int64_t *
         return -1;
     }
     for (Py_ssize_t i = 0; i < len; i++)
-        if (flat_data(PySequence_Fast_GET_ITEM(o, i), depth + 1, items, n, shp, nd) < 0)
+        if (flat_data(PySequence_Fast_GET_ITEM(o, i), depth + 1, items, max, n, shp, nd) < 0)
             return -1;
     return 0;
 }
 
-/* torch.tensor(data) of a constant number or (nested, rectangular) list of numbers, at most
- * 64 of them (empty: shape [0], as the DynamicCache layers start), dtype inferred as torch
- * does */
+static int tensor_of(trace *t, const opdef *d, var **p, PyObject **items, var *out);
+
+/* torch.tensor(data) of a constant number or (nested, rectangular) list of numbers,
+ * torchc.config.max_unroll of them at most (empty: shape [0], as the DynamicCache layers
+ * start), dtype inferred as torch does */
 int sym_h_tensor(trace *t, const opdef *d, var **p, var *out) {
-    PyObject *items[64];
+    PyObject **items = malloc(sizeof *items * (size_t)(dh_limit.max_unroll > 0 ? dh_limit.max_unroll : 1));
+    if (items == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    int rc = tensor_of(t, d, p, items, out);
+    free(items);
+    return rc;
+}
+
+static int tensor_of(trace *t, const opdef *d, var **p, PyObject **items, var *out) {
     int64_t shp[IC_MAX_DIMS];
     int n = 0, nd = 0, dt = -1, allbool = 1, anyfloat = 0, scalar = 0;
     const var *data = p[0];
@@ -1050,8 +1063,9 @@ int sym_h_tensor(trace *t, const opdef *d, var **p, var *out) {
                           : NULL;
         if (o == NULL || sym_keep(t, o) == NULL)
             return sym_fail(t, "tensor: data is not a list of numbers");
-        if (flat_data(o, 0, items, &n, shp, &nd) < 0)
-            return sym_fail(t, "tensor: data is not a rectangular list of at most 64 numbers");
+        if (flat_data(o, 0, items, dh_limit.max_unroll, &n, shp, &nd) < 0)
+            return sym_fail(t, "tensor: data is not a rectangular list of at most %d numbers "
+                               "(torchc.config.max_unroll)", dh_limit.max_unroll);
     }
     for (int i = 0; i < n; i++) {
         PyObject *x = items[i];
@@ -1087,7 +1101,11 @@ int sym_h_tensor(trace *t, const opdef *d, var **p, var *out) {
     int64_t sz1 = 1;
     if (n == 0) /* shape [0], [2, 0], ... */
         return sym_tensor_out(t, ic_expand(t->g, ic_cast(t->g, ic_scalar(t->g, 0.0, IC_I64), (ic_dtype)dt), nd, shp), out);
-    ic_val r = -1;
+    ic_val *es = malloc(sizeof *es * (size_t)n);
+    if (es == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
     for (int i = 0; i < n; i++) {
         PyObject *x = items[i];
         double v = PyFloat_AsDouble(x);
@@ -1095,15 +1113,27 @@ int sym_h_tensor(trace *t, const opdef *d, var **p, var *out) {
         if (k == IC_I64) { /* exact for big ints */
             int ovf = 0;
             long long ll = PyLong_AsLongLongAndOverflow(x, &ovf);
-            if (ovf || (ll > (1LL << 53) || ll < -(1LL << 53)))
+            if (ovf || (ll > (1LL << 53) || ll < -(1LL << 53))) {
+                free(es);
                 return sym_fail(t, "tensor: integer too large");
+            }
             v = (double)ll;
         }
-        if (scalar)
+        if (scalar) {
+            free(es);
             return sym_tensor_out(t, ic_cast(t->g, ic_scalar(t->g, v, k), (ic_dtype)dt), out);
-        ic_val e = ic_expand(t->g, ic_cast(t->g, ic_scalar(t->g, v, k), (ic_dtype)dt), 1, &sz1);
-        r = r < 0 ? e : ic_cat(t->g, r, e, 0);
+        }
+        es[i] = ic_expand(t->g, ic_cast(t->g, ic_scalar(t->g, v, k), (ic_dtype)dt), 1, &sz1);
     }
+    /* a balanced tree of cats (stored every few operands by the scheduler, sched.c catn) */
+    for (int k = n; k > 1; k = (k + 1) / 2) {
+        for (int i = 0; i + 1 < k; i += 2)
+            es[i / 2] = ic_cat(t->g, es[i], es[i + 1], 0);
+        if (k % 2)
+            es[k / 2] = es[k - 1];
+    }
+    ic_val r = es[0];
+    free(es);
     if (nd > 1 && r >= 0)
         r = sym_reshape(t, r, nd, shp);
     return sym_tensor_out(t, r, out);

@@ -151,8 +151,8 @@ static int binary_impl(trace *t, int nb, const var *a_in, const var *b_in, var *
             return sym_fail(t, "sequence repetition by an int out of range (eager will raise)");
         if (k < 0)
             k = 0;
-        if (k > 4096 || (long)sq->n * k > 65536)
-            return sym_fail(t, "sequence repetition too long");
+        if (k > dh_limit.max_unroll || (long)sq->n * k > 16L * dh_limit.max_unroll)
+            return sym_fail(t, "sequence repetition too long (torchc.config.max_unroll)");
         var *m = sym_alloc(t, (int)(sq->n * k));
         if (m == NULL)
             return -1;

@@ -650,21 +650,27 @@ int sym_h_size(trace *t, const opdef *d, var **p, var *out) {
     return sym_size_out(t, m, dim, out);
 }
 
-static int tensors_of(trace *t, const var *seq, ic_val *vals, int max, int *n) {
+/* the tensors of seq into vals (room for max; max < 0: *vals is set to a malloc'd array the
+ * caller frees, any length) */
+static int tensors_of(trace *t, const var *seq, ic_val **vals, int max, int *n) {
     var *items;
     int k;
     if (seq->kind != V_SEQ)
         return sym_fail(t, "expected a sequence of tensors");
     items = seq->items;
     k = seq->n;
-    if (k < 1 || k > max)
+    if (k < 1 || (max >= 0 && k > max))
         return sym_fail(t, "sequence of %d tensors not supported", k);
+    if (max < 0 && (*vals = malloc(sizeof **vals * (size_t)k)) == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
     for (int i = 0; i < k; i++) {
         var it = items[i];
         sym_resolve(t, &it);
         if (it.kind != V_TENSOR)
             return sym_fail(t, "expected tensors in the sequence");
-        vals[i] = it.val;
+        (*vals)[i] = it.val;
     }
     *n = k;
     return 0;
@@ -695,12 +701,9 @@ ic_val sym_unsqueeze_val(trace *t, ic_val x, int dim) {
 }
 
 /* cat(tensors, dim) / stack(tensors, dim) */
-int sym_h_cat(trace *t, const opdef *d, var **p, var *out) {
-    ic_val v[64];
-    int n;
+static int cat_of(trace *t, const opdef *d, var **p, ic_val *v, int n, var *out) {
     long long dd = 0;
-    if (tensors_of(t, p[0], v, 64, &n) < 0 ||
-        (d->op < 2 && !sym_is_none(p[1]) && sym_get_int(t, p[1], &dd, "dim") < 0))
+    if (d->op < 2 && !sym_is_none(p[1]) && sym_get_int(t, p[1], &dd, "dim") < 0)
         return -1;
     if (d->op >= 2) {
         /* hstack (op 2): atleast_1d, then cat on dim 0 for 1-d tensors, else dim 1;
@@ -752,13 +755,28 @@ int sym_h_cat(trace *t, const opdef *d, var **p, var *out) {
     if (d->op == 1)
         for (int i = 0; i < n; i++)
             v[i] = sym_unsqueeze_val(t, v[i], dim);
+    /* a balanced tree of two-operand cats: log2(n) selects per element, not n */
+    for (int k = n; k > 1; k = (k + 1) / 2) {
+        for (int i = 0; i + 1 < k; i += 2)
+            if ((v[i / 2] = ic_cat(t->g, v[i], v[i + 1], dim)) < 0)
+                return sym_check_graph(t);
+        if (k % 2)
+            v[k / 2] = v[k - 1];
+    }
     ic_val r = v[0];
-    for (int i = 1; i < n; i++)
-        r = ic_cat(t->g, r, v[i], dim);
     if (n == 1 && d->op != 1) /* cat of one tensor: a copy in its suggested memory format
                                * (eager: a transposed input gives a contiguous result) */
         return dh_layout_copy(t, r, ic_value_suggest_format(t->g, r), out);
     return sym_tensor_out(t, r, out);
+}
+
+int sym_h_cat(trace *t, const opdef *d, var **p, var *out) {
+    ic_val *v = NULL; /* malloc'd: sequences of any length (an RNN's steps stacked) */
+    int n, r = -1;
+    if (tensors_of(t, p[0], &v, -1, &n) == 0)
+        r = cat_of(t, d, p, v, n, out);
+    free(v);
+    return r;
 }
 
 /* meshgrid(*tensors, indexing=None) (or one list of tensors): 0-d/1-d inputs, each a view
@@ -772,9 +790,9 @@ int sym_h_meshgrid(trace *t, const opdef *d, var **p, var *out) {
         if (it.kind == V_SEQ)
             seq = &seq->items[0];
     }
-    ic_val v[IC_MAX_DIMS];
+    ic_val v[IC_MAX_DIMS], *pv = v;
     int n, xy = 0;
-    if (tensors_of(t, seq, v, IC_MAX_DIMS, &n) < 0)
+    if (tensors_of(t, seq, &pv, IC_MAX_DIMS, &n) < 0)
         return -1;
     if (p[1] != NULL && !sym_is_none(p[1])) {
         const char *s = p[1]->kind == V_CONST && PyUnicode_Check(p[1]->obj) ? PyUnicode_AsUTF8(p[1]->obj) : NULL;
@@ -848,13 +866,32 @@ int sym_h_narrow(trace *t, const opdef *d, var **p, var *out) {
 }
 
 /* split(tensor, split_size_or_sections, dim) / chunk(input, chunks, dim) -> tuple of views */
+static int split_views(trace *t, var **p, int dim, const long long *sizes, int ns, var *out) {
+    var *items = sym_alloc(t, ns > 0 ? ns : 1);
+    if (items == NULL)
+        return -1;
+    long long at = 0;
+    for (int i = 0; i < ns; i++) {
+        if (sym_view_out_desc(t, p[0], ic_slice(t->g, p[0]->val, dim, at, at + sizes[i], 1), &items[i],
+                              "narrow", Py_BuildValue("(iLL)", dim, at, sizes[i])) < 0)
+            return -1;
+        at += sizes[i];
+    }
+    *out = sym_var(V_SEQ);
+    out->n = ns;
+    out->items = items;
+    return 0;
+}
+
+/* split(tensor, split_size_or_sections, dim) / chunk(input, chunks, dim) -> tuple of views
+ * (torchc.config.max_unroll of them at most) */
 int sym_h_split(trace *t, const opdef *d, var **p, var *out) {
     if (p[0]->kind != V_TENSOR)
         return sym_fail(t, "%s of a non-tensor", d->name);
     ic_meta m_copy = *sym_metap(t, p[0]->val);
     const ic_meta *m = &m_copy; /* a copy: the graph reallocates */
-    long long dd = 0, sizes[64];
-    int dim, ns = 0;
+    long long dd = 0, *sizes = NULL, npieces;
+    int dim, ns = 0, rc = -1;
     if (!sym_is_none(p[2]) && sym_get_int(t, p[2], &dd, "dim") < 0)
         return -1;
     if (sym_norm_dim(t, dd, m->ndim, &dim) < 0)
@@ -864,50 +901,53 @@ int sym_h_split(trace *t, const opdef *d, var **p, var *out) {
     int64_t L = m->sizes[dim];
     if (p[1] == NULL)
         return sym_fail(t, "%s needs sizes", d->name);
-    if (p[1]->kind == V_CONST && PyLong_Check(p[1]->obj)) {
+    int by_size = p[1]->kind == V_CONST && PyLong_Check(p[1]->obj);
+    long long k = 0, each = 0;
+    if (by_size) {
         int ovf = 0;
-        long long k = PyLong_AsLongLongAndOverflow(p[1]->obj, &ovf);
+        k = PyLong_AsLongLongAndOverflow(p[1]->obj, &ovf);
         if (ovf)
             return sym_fail(t, "%s with a size out of range (eager will raise)", d->name);
         if (k <= 0)
             return sym_fail(t, "%s with a non-positive size (eager will raise)", d->name);
-        long long each = d->op == 1 ? (L + k - 1) / k : k; /* chunk: ceil(L / chunks) */
+        each = d->op == 1 ? (L + k - 1) / k : k; /* chunk: ceil(L / chunks) */
         if (each <= 0)
             each = 1;
-        if ((L + each - 1) / each > 64)
-            return sym_fail(t, "%s into more than 64 pieces left to eager", d->name);
+        /* eager: chunk of an empty dim gives `chunks` empty tensors, split one */
+        npieces = L == 0 ? (d->op == 1 ? k : 1) : (L + each - 1) / each;
+    } else {
+        if (d->op == 1)
+            return sym_fail(t, "chunk needs an int number of chunks");
+        npieces = sym_ints_len(p[1]);
+    }
+    if (npieces > dh_limit.max_unroll)
+        return sym_fail(t, "%s into %lld pieces (more than %d: torchc.config.max_unroll)", d->name, npieces,
+                        dh_limit.max_unroll);
+    if ((sizes = malloc(sizeof *sizes * (size_t)(npieces > 0 ? npieces : 1))) == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    if (by_size) {
         for (long long at = 0; at < L; at += each)
             sizes[ns++] = at + each <= L ? each : L - at;
-        if (L == 0 && d->op == 1 && k > 64)
-            return sym_fail(t, "chunk of an empty dim into more than 64 chunks left to eager");
-        if (L == 0) /* eager: chunk gives `chunks` empty tensors, split one */
-            for (long long i = 0; i < (d->op == 1 ? k : 1); i++)
+        if (L == 0)
+            for (long long i = 0; i < npieces; i++)
                 sizes[ns++] = 0;
     } else {
-        int n;
-        if (d->op == 1 || sym_get_ints(t, p[1], sizes, 64, &n, "split sizes") < 0)
-            return -1;
-        ns = n;
+        if (sym_get_ints(t, p[1], sizes, (int)npieces, &ns, "split sizes") < 0)
+            goto done;
         long long sum = 0;
-        for (int i = 0; i < n; i++)
+        for (int i = 0; i < ns; i++)
             sum += sizes[i];
-        if (sum != L)
-            return sym_fail(t, "split sizes do not sum to the dim (eager will raise)");
+        if (sum != L) {
+            sym_fail(t, "split sizes do not sum to the dim (eager will raise)");
+            goto done;
+        }
     }
-    var *items = sym_alloc(t, ns);
-    if (items == NULL)
-        return -1;
-    long long at = 0;
-    for (int i = 0; i < ns; i++) {
-        if (sym_view_out_desc(t, p[0], ic_slice(t->g, p[0]->val, dim, at, at + sizes[i], 1), &items[i],
-                          "narrow", Py_BuildValue("(iLL)", dim, at, sizes[i])) < 0)
-            return -1;
-        at += sizes[i];
-    }
-    *out = sym_var(V_SEQ);
-    out->n = ns;
-    out->items = items;
-    return 0;
+    rc = split_views(t, p, dim, sizes, ns, out);
+done:
+    free(sizes);
+    return rc;
 }
 
 /* tril/triu(input, diagonal=0) on the last two dims */
@@ -1037,8 +1077,9 @@ int sym_h_unbind(trace *t, const opdef *d, var **p, var *out) {
         return -1;
     if (m.dyn)
         return sym_fail(t, "unbind with symbolic shapes left to eager");
-    if (m.sizes[dim] > 64)
-        return sym_fail(t, "unbind into more than 64 tensors left to eager");
+    if (m.sizes[dim] > dh_limit.max_unroll)
+        return sym_fail(t, "unbind into %lld tensors (more than %d: torchc.config.max_unroll)", (long long)m.sizes[dim],
+                        dh_limit.max_unroll);
     int n = (int)m.sizes[dim];
     var *items = sym_alloc(t, n > 0 ? n : 1);
     if (items == NULL)

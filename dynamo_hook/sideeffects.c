@@ -140,6 +140,10 @@ void sym_fx_free(trace *t) {
     free(t->realcells);
     t->realcells = NULL;
     t->nrealcells = t->caprealcells = 0;
+    free(t->leaf_oid);
+    free(t->ngleaf_oid);
+    t->leaf_oid = t->ngleaf_oid = NULL;
+    t->nleaf = t->capleaf = t->nngleaf = t->capngleaf = 0;
     free(t->tobj_src);
     free(t->tobj);
     t->tobj_src = NULL;

@@ -309,14 +309,14 @@ typedef struct trace {
     int inst_n0;                      /* graph values when the current instruction began */
     int top_n0;                       /* the same for the top frame's current instruction: the
                                        * draws after it are dropped at a break (it reruns) */
-    int leaf_oid[8];                  /* tensors made leaves that require grad in the trace */
+    int *leaf_oid, capleaf;           /* tensors made leaves that require grad in the trace (malloc'd) */
     int nleaf;                        /* (x.requires_grad = True: train_step.c) */
     var *cxv;                         /* ops_complex.c: copies standing for eager's views into */
     int ncxv, capcxv;                 /* complex tensors with no replayable descriptor (.val) */
     int maug_pc;                      /* x[mask] op= v (sym_containers.c masked_aug): the */
     int maug_oid;                     /* STORE_SUBSCR that stores the full-size copy maug_oid */
     const void *maug_frame;           /* of frame maug_frame back as where(mask, copy, x) */
-    int ngleaf_oid[8];                /* tensors made to require grad with grad mode off: */
+    int *ngleaf_oid, capngleaf;       /* tensors made to require grad with grad mode off (malloc'd): */
     int nngleaf;                      /* only their flag changes (train_step.c) */
     PyObject **hc;                    /* fold.c: the host constant of each graph value (kept), */
     unsigned char *hcflag;            /* or NULL; flags (a stand-in no graph op may read) */

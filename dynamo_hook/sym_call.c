@@ -367,9 +367,10 @@ static int inline_code(trace *t, PyCodeObject *code, PyObject *globals, PyObject
                         "(SGD, Adam, AdamW), else eager", code->co_qualname);
     int nkw = kwnames ? (int)PyTuple_GET_SIZE(kwnames) : 0;
     int npos = nargs - nkw;
-    int extra_kw[64], nextra_kw = 0;
-    if (nkw > 64)
-        return sym_fail(t, "too many keyword arguments");
+    /* the keywords **kwargs takes: nkw ints in room the trace frees (vars' room, any count) */
+    int *extra_kw = NULL, nextra_kw = 0;
+    if (nkw > 0 && (extra_kw = (int *)sym_alloc(t, (int)((nkw * sizeof(int) + sizeof(var) - 1) / sizeof(var)))) == NULL)
+        return -1;
     int is_gen = (code->co_flags & CO_GENERATOR) != 0;
     sframe *f = is_gen ? sym_gen_frame_new(t) : calloc(1, sizeof *f);
     if (f == NULL) {

@@ -345,9 +345,9 @@ int sym_iter_items(trace *t, const var *v, var **items, int *n) {
         if (seq == NULL)
             return -1;
         Py_ssize_t k = PySequence_Fast_GET_SIZE(seq);
-        if (k > 4096) {
+        if (k > dh_limit.max_unroll) {
             Py_DECREF(seq);
-            return sym_fail(t, "constant sequence too long to unroll");
+            return sym_fail(t, "constant sequence of %zd items too long to unroll (torchc.config.max_unroll)", k);
         }
         var *it = sym_alloc(t, (int)k);
         if (it == NULL) {

@@ -247,8 +247,14 @@ int sym_exc_unwind(trace *t, sframe *f, const unsigned char *code, int ninstr, i
         return 0;
     const char *first = sym_opname(code[2 * h]);
     const char *second = op_after(code, ninstr, h);
-    if (first == NULL || second == NULL || !strcmp(second, "WITH_EXCEPT_START") ||
-        (strcmp(first, "PUSH_EXC_INFO") && !cleanup_handler(code, ninstr, h)))
+    if (first != NULL && second != NULL && !strcmp(second, "WITH_EXCEPT_START") &&
+        (depth < 1 || !sym_exc_exit_ok(&f->stack[depth - 1]))) {
+        snprintf(t->reason, sizeof t->reason,
+                 "%.80s raised in a with block whose __exit__ reads its traceback, is a @contextmanager's or not "
+                 "a Python function (eager calls it with the exception)", Py_TYPE(t->pending_exc)->tp_name);
+        return 0;
+    }
+    if (first == NULL || second == NULL || (strcmp(first, "PUSH_EXC_INFO") && !cleanup_handler(code, ninstr, h)))
         return 0;
     PyObject *exc = t->pending_exc;
     t->pending_exc = NULL;
@@ -266,6 +272,91 @@ int sym_exc_unwind(trace *t, sframe *f, const unsigned char *code, int ninstr, i
     PUSH(v);
     *next = h;
     return 1;
+}
+
+/* ---- a raise through a with block ---------------------------------------------------- */
+
+/* the local of a Python __exit__(self, type, value, traceback) (or __exit__(self, *exc)) that
+ * receives the traceback is never read: -1 when it may be (or the signature is another) */
+static int tb_unread(PyObject *fn) {
+    if (!PyFunction_Check(fn))
+        return -1;
+    PyCodeObject *co = (PyCodeObject *)PyFunction_GET_CODE(fn);
+    PyObject *dflt = PyFunction_GET_DEFAULTS(fn);
+    int idx, ndflt = dflt != NULL && PyTuple_Check(dflt) ? (int)PyTuple_GET_SIZE(dflt) : 0;
+    if (co->co_kwonlyargcount > 0)
+        return -1;
+    if (co->co_argcount >= 4 && co->co_argcount - ndflt <= 4)
+        idx = 3; /* self, type, value, traceback (more with defaults) */
+    else if (co->co_argcount < 4 && (co->co_flags & CO_VARARGS))
+        idx = co->co_argcount; /* *exc: a tuple holding it */
+    else
+        return -1;
+    PyObject *cells = PyCode_GetCellvars(co), *names = PyCode_GetVarnames(co), *bytes = PyCode_GetCode(co);
+    int ok = cells != NULL && names != NULL && bytes != NULL && idx < PyTuple_GET_SIZE(names);
+    if (ok && PySequence_Contains(cells, PyTuple_GET_ITEM(names, idx)) != 0)
+        ok = 0; /* a closure reads it */
+    const unsigned char *code = ok ? (const unsigned char *)PyBytes_AS_STRING(bytes) : NULL;
+    Py_ssize_t n = ok ? PyBytes_GET_SIZE(bytes) / 2 : 0;
+    int arg = 0;
+    for (Py_ssize_t pc = 0; ok && pc < n; pc++) {
+        const char *nm = sym_opname(code[2 * pc]);
+        arg = arg << 8 | code[2 * pc + 1];
+        if (nm != NULL && !strcmp(nm, "EXTENDED_ARG"))
+            continue;
+        if (nm == NULL || (!strncmp(nm, "LOAD_FAST", 9) && arg == idx) || (!strcmp(nm, "DELETE_FAST") && arg == idx) ||
+            (!strcmp(nm, "LOAD_CLOSURE") && arg == idx) || !strcmp(nm, "LOAD_FAST_LOAD_FAST"))
+            ok = 0;
+        arg = 0;
+    }
+    Py_XDECREF(cells);
+    Py_XDECREF(names);
+    Py_XDECREF(bytes);
+    if (PyErr_Occurred())
+        PyErr_Clear();
+    return ok ? 0 : -1;
+}
+
+int sym_exc_exit_ok(const var *ex) {
+    if (sym_is_with_exit(ex)) /* no_grad, inference_mode, autocast: the state restored */
+        return 1;
+    return ex->kind == V_METHOD && ex->obj != NULL && tb_unread(ex->obj) == 0;
+}
+
+/* WITH_EXCEPT_START: (exit, lasti, previous exc, exc) -> (..., exit(type, exc, traceback)).
+ * A raise in a with block's body unwinds here (sym_exc_unwind, where sym_exc_exit_ok): a
+ * Python __exit__ is inlined with the exception's type and value, as eager calls it; its
+ * traceback is passed as None, which the __exit__ never reads (tb_unread: the trace's
+ * exception has none to give). Its result decides as eager's: true suppresses the
+ * exception (the block ends, the code after it runs in the trace), false re-raises it
+ * (RERAISE: the next handler out, or the break that raises it after the graph). torch's state
+ * contexts (no_grad, inference_mode, autocast) restore their state as at a normal exit. */
+int sym_op_with_except_start(trace *t, sframe *f, sym_ins *in) {
+    (void)in;
+    NEED(4);
+    var exc = PEEK(1), ex = PEEK(4), r;
+    if (exc.kind != V_CONST || exc.obj == NULL || !PyExceptionInstance_Check(exc.obj))
+        return sym_fail(t, "a with block's __exit__ called with an unsupported exception");
+    if (!sym_exc_exit_ok(&ex))
+        return sym_fail(t, "a with block's __exit__ that reads the traceback, or is not a Python function, "
+                           "called with an exception");
+    var *args = sym_alloc(t, 3);
+    if (args == NULL)
+        return -1;
+    if (sym_is_with_exit(&ex)) {
+        for (int i = 0; i < 3; i++)
+            if (sym_const(t, Py_NewRef(Py_None), &args[i]) < 0)
+                return -1;
+    } else if (sym_const(t, Py_NewRef((PyObject *)Py_TYPE(exc.obj)), &args[0]) < 0 ||
+               sym_const(t, Py_NewRef(Py_None), &args[2]) < 0) {
+        return -1;
+    } else {
+        args[1] = exc;
+    }
+    if (sym_call(t, &ex, args, 3, NULL, &r) < 0)
+        return -1;
+    PUSH(r);
+    return SYM_NEXT;
 }
 
 /* ---- raise statements -------------------------------------------------------------- */

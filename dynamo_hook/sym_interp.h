@@ -28,7 +28,7 @@
     X(CALL_FUNCTION_EX) X(DICT_MERGE) X(DICT_UPDATE) X(FORMAT_VALUE) X(BUILD_STRING)      \
     X(STORE_ATTR) X(BUILD_SLICE) X(LIST_APPEND) X(MAP_ADD) X(UNPACK_EX) X(MAKE_FUNCTION) X(BINARY_SLICE) X(UNARY_INVERT) X(LOAD_SUPER_ATTR) X(IMPORT_NAME) X(IMPORT_FROM) X(BUILD_SET) X(BEFORE_WITH) \
     X(STORE_SUBSCR) X(STORE_SLICE) X(RETURN_GENERATOR) X(YIELD_VALUE)                     \
-    X(PUSH_EXC_INFO) X(CHECK_EXC_MATCH) X(POP_EXCEPT) X(RERAISE) X(CALL_INTRINSIC_1)     \
+    X(PUSH_EXC_INFO) X(CHECK_EXC_MATCH) X(POP_EXCEPT) X(RERAISE) X(WITH_EXCEPT_START) X(CALL_INTRINSIC_1)     \
     X(DELETE_SUBSCR) X(DELETE_ATTR) X(SET_ADD) X(SET_UPDATE) X(LOAD_BUILD_CLASS)                \
     X(MATCH_SEQUENCE) X(MATCH_MAPPING) X(MATCH_KEYS) X(MATCH_CLASS) X(GET_LEN)                 \
     X(RAISE_VARARGS) X(LOAD_ASSERTION_ERROR) X(DELETE_GLOBAL)
@@ -139,6 +139,10 @@ int sym_op_push_exc_info(trace *t, sframe *f, sym_ins *in);
 int sym_op_check_exc_match(trace *t, sframe *f, sym_ins *in);
 int sym_op_pop_except(trace *t, sframe *f, sym_ins *in);
 int sym_op_reraise(trace *t, sframe *f, sym_ins *in);
+int sym_op_with_except_start(trace *t, sframe *f, sym_ins *in);
+/* the exit of a with block (on the stack below the handler's lasti) that the trace can call with
+ * an exception: 1, else 0 (sym_exc.c) */
+int sym_exc_exit_ok(const var *exit);
 int sym_op_jump_backward(trace *t, sframe *f, sym_ins *in);
 int sym_op_pop_jump_if_false(trace *t, sframe *f, sym_ins *in);
 int sym_op_pop_jump_if_none(trace *t, sframe *f, sym_ins *in);

@@ -9,8 +9,6 @@
  * reason: the number of items would depend on the run's size. */
 #include "ops_internal.h"
 
-#define SYM_TENSOR_ITER_MAX 4096 /* rows unrolled at most (as constant sequences) */
-
 int sym_tensor_iter_items(trace *t, const var *x_in, var **items, int *n) {
     var x = *x_in;
     sym_resolve(t, &x);
@@ -24,9 +22,9 @@ int sym_tensor_iter_items(trace *t, const var *x_in, var **items, int *n) {
     if (m.dyn && !sym_dim_static(m.dims[0]))
         return sym_fail(t, "iterating over a tensor whose dim 0 is dynamic (the number of rows is not fixed)");
     int64_t rows = m.sizes[0];
-    if (rows > SYM_TENSOR_ITER_MAX)
-        return sym_fail(t, "iterating over a tensor of %lld rows (more than %d to unroll)", (long long)rows,
-                        SYM_TENSOR_ITER_MAX);
+    if (rows > dh_limit.max_unroll)
+        return sym_fail(t, "iterating over a tensor of %lld rows (more than %d to unroll: torchc.config.max_unroll)",
+                        (long long)rows, dh_limit.max_unroll);
     var *it = sym_alloc(t, rows > 0 ? (int)rows : 1);
     if (it == NULL)
         return -1;

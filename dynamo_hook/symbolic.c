@@ -688,6 +688,7 @@ static const sym_handler handlers[OP_COUNT_] = {
     [OP_CHECK_EXC_MATCH] = sym_op_check_exc_match,
     [OP_POP_EXCEPT] = sym_op_pop_except,
     [OP_RERAISE] = sym_op_reraise,
+    [OP_WITH_EXCEPT_START] = sym_op_with_except_start,
     [OP_JUMP_BACKWARD] = sym_op_jump_backward,
     [OP_JUMP_BACKWARD_NO_INTERRUPT] = sym_op_jump_backward,
     [OP_POP_JUMP_IF_FALSE] = sym_op_pop_jump_if_false,

@@ -12,6 +12,21 @@
  * (train_inplace_store.c). A .grad written earlier in the trace is read back as written.
  */
 #include "dh_internal.h"
+
+/* room for one more object id in *a (n used, *cap allocated; freed by sym_fx_free) */
+static int grow_oids(int **a, int *cap, int n) {
+    if (n < *cap)
+        return 0;
+    int c = *cap ? 2 * *cap : 8;
+    int *r = realloc(*a, sizeof *r * (size_t)c);
+    if (r == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    *a = r;
+    *cap = c;
+    return 0;
+}
 #include "sym.h"
 #include "sym_interp.h"
 #include "ops_internal.h"
@@ -66,8 +81,8 @@ static int nograd_flag(trace *t, const var *a, const ic_meta *m, int want) {
         return sym_fail(t, "Tensor.requires_grad set on an untracked tensor");
     if (t->in_gen) /* a generator runs to completion: eager may stop it before this */
         return sym_fail(t, "attribute assignment inside a generator");
-    if (t->nngleaf == (int)(sizeof t->ngleaf_oid / sizeof t->ngleaf_oid[0]))
-        return sym_fail(t, "too many tensors made to require grad in one graph");
+    if (grow_oids(&t->ngleaf_oid, &t->capngleaf, t->nngleaf) < 0)
+        return -1;
     t->ngleaf_oid[t->nngleaf++] = a->oid;
     return 0;
 }
@@ -122,8 +137,8 @@ static int set_requires_grad(trace *t, const var *a_in, int want, int method) {
         return sym_fail(t, "Tensor.requires_grad = True on a complex tensor (its gradients are left to eager)");
     if (want && !(m->dtype >= IC_F16 && m->dtype <= IC_F64))
         return sym_fail(t, "Tensor.requires_grad = True on a non-floating tensor (eager raises)");
-    if (want && t->nleaf == (int)(sizeof t->leaf_oid / sizeof t->leaf_oid[0]))
-        return sym_fail(t, "too many tensors made to require grad in one graph");
+    if (want && grow_oids(&t->leaf_oid, &t->capleaf, t->nleaf) < 0)
+        return -1;
     ic_val v = want ? ic_grad_leaf(t->g, a->val) : ic_detach(t->g, a->val);
     if (v < 0)
         return sym_check_graph(t);

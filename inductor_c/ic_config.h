@@ -68,6 +68,7 @@ extern "C" {
     X(max_index_inputs, INT, "4096", 0, "1..1048576", "index and divisor input tensors of one graph checked against their bounds before each run (more: the trace breaks, with this reason)") \
     X(scan_persistent, BOOL, "0", 0, "", "(off until run on a GPU: ported to C without one) a CUDA torchc.scan that needs no gradient, a recurrent matvec plus pointwise work, runs as one persistent kernel; 0: the loop over its compiled body") \
     X(rnn_unroll_steps, INT, "256", 0, "0..1048576", "cell steps (time steps x layers x directions) of one nn.RNN/GRU/LSTM call unrolled into the graph (more: that call runs eagerly, a break with this reason)") \
+    X(max_unroll, INT, "4096", 0, "1..1048576", "rows a loop over a tensor unrolls, views one unbind, split, chunk or tensor_split makes, numbers of a torch.tensor(list) built in the graph, items of a constant sequence iterated or of a repetition (seq * k: 16x) (more: a break, with this reason)") \
     X(max_trace_steps, INT, "200000", 0, "1..1073741824", "bytecode instructions one trace interprets, inlined calls and unrolled loops included (more: the trace fails, with this reason)") \
     X(fold_max_bytes, INT, "65536", 0, "0..67108864", "largest tensor built from constants only (no input, parameter or random draw) computed by torch at capture time and kept as a constant (0: none)") \
     X(recompile_limit, INT, "0", 0, "0..1048576", "graphs per code object before it runs eagerly (0: torch._dynamo.config.recompile_limit, 8 without it)") \

@@ -403,7 +403,7 @@ def _enclosing_duplicates(records):
 
 _VAL = re.compile(r"%\d+")
 # a reason that names a limit: the recompile limit, a trace limit of torchc.config
-_LIMIT = re.compile(r"recompile limit \(|torchc\.config\.(max_\w+|inline_depth)")
+_LIMIT = re.compile(r"recompile limit \(|torchc\.config\.(max_\w+|inline_depth|rnn_unroll_steps|adaptive_windows)")
 
 
 def _live_ops(text):

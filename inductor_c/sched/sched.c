@@ -29,6 +29,7 @@
 #include "../support.h"
 
 #define IC_MAX_INLINE 200
+#define IC_CAT_INLINE 8 /* operands of one stored cat (sched: catn) */
 
 typedef struct inl {
     ic_ctx *c;
@@ -320,6 +321,7 @@ void ic_schedule(ic_ctx *c) {
     c->item_of = ic_alloc(c, (size_t)N * sizeof(int));
     int *reads = ic_alloc(c, (size_t)N * sizeof(int));
     int *ops = ic_alloc(c, (size_t)N * sizeof(int));
+    int *catn = ic_alloc(c, (size_t)N * sizeof(int)); /* operands of an inlined tree of cats */
     for (int i = 0; i < g->noutputs; i++) c->live[g->outputs[i]] = true;
     /* draws from ATen's generator run even when nothing reads them, as in eager (the stream
      * of random numbers after the graph must be eager's); custom ops too (side effects) */
@@ -386,6 +388,14 @@ void ic_schedule(ic_ctx *c) {
          * selects, in every tap (mobilenet_v3's 5x5 depthwise kernels were 25 copies of
          * the producer's batch norm and activation) */
         if (n->op == IC_OP_CAT && c->users[v] >= 4 && ops[v] > 4 && stencil) c->realized[v] = true;
+        /* a cat of many tensors (a tree of two-operand cats: an RNN's steps stacked) selects
+         * among all its inlined operands' loads at each element: stored every IC_CAT_INLINE
+         * operands, each element loads O(IC_CAT_INLINE * log n) values, not O(n) */
+        if (n->op == IC_OP_CAT) {
+            for (int i = 0; i < 2; i++)
+                catn[v] += g->nodes[n->in[i]].op == IC_OP_CAT && !c->realized[n->in[i]] ? catn[n->in[i]] : 1;
+            if (catn[v] > IC_CAT_INLINE) c->realized[v] = true;
+        }
         /* bound the size (and recursion depth) of inlined bodies: long chains are stored
          * every IC_MAX_INLINE ops even with one user */
         if (ops[v] > IC_MAX_INLINE || reads[v] > 4 * IC_MAX_INLINE) c->realized[v] = true;
