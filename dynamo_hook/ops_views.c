@@ -773,8 +773,13 @@ static int cat_of(trace *t, const opdef *d, var **p, ic_val *v, int n, var *out)
 int sym_h_cat(trace *t, const opdef *d, var **p, var *out) {
     ic_val *v = NULL; /* malloc'd: sequences of any length (an RNN's steps stacked) */
     int n, r = -1;
-    if (tensors_of(t, p[0], &v, -1, &n) == 0)
-        r = cat_of(t, d, p, v, n, out);
+    if (tensors_of(t, p[0], &v, -1, &n) == 0) {
+        if (n > dh_limit.max_cat_inputs)
+            r = sym_fail(t, "%s of %d tensors (more than %d: torchc.config.max_cat_inputs)", d->name, n,
+                         dh_limit.max_cat_inputs);
+        else
+            r = cat_of(t, d, p, v, n, out);
+    }
     free(v);
     return r;
 }

@@ -10,5 +10,6 @@ void dh_settings_read(void) {
     dh_limit.max_dict_items = (int)ic_config_int(IC_CFG_max_dict_items);
     dh_limit.max_index_inputs = (int)ic_config_int(IC_CFG_max_index_inputs);
     dh_limit.max_unroll = (int)ic_config_int(IC_CFG_max_unroll);
+    dh_limit.max_cat_inputs = (int)ic_config_int(IC_CFG_max_cat_inputs);
     dh_limit.rnn_unroll_steps = (int)ic_config_int(IC_CFG_rnn_unroll_steps);
 }

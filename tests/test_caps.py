@@ -1,8 +1,10 @@
 """No fixed cap a real model reaches (issue 21 item 4), and capture gaps found beside them.
 
 - cat/stack (and hstack/vstack) of a sequence of any length: an RNN's steps appended in a
-  Python loop and stacked (100-800 steps) broke the graph at 64 tensors; captured whole now,
-  forward and backward, equal to eager.
+  Python loop and stacked (100-800 steps) broke the graph at a fixed 64 tensors; now the limit
+  is torchc.config.max_cat_inputs (default 64, named in explain's limits_hit: a compiled cat
+  selects among its inputs at each element, slower than eager's copy past a few dozen), and
+  raised, the cat is captured whole, forward and backward, equal to eager.
 - a raise through a with block on a Python context manager: __exit__ runs with the exception
   in the trace, and suppresses it or lets it propagate, as in eager.
 """
@@ -25,6 +27,7 @@ def _whole(fn, *args):
 @pytest.mark.parametrize("n", [1, 65, 300])
 @pytest.mark.parametrize("op,dim", [("stack", -1), ("cat", 1), ("vstack", None)])
 def test_sequence_of_many(n, op, dim):
+    torchc.config.max_cat_inputs = 1024
     xs = [torch.randn(3, 2 + i % 3 if op in ("cat", "hstack") and dim != 0 else 2) for i in range(n)]
     if op == "vstack" or (op == "cat" and dim == 0):
         xs = [torch.randn(1 + i % 2, 2) for i in range(n)]
@@ -39,6 +42,7 @@ def test_sequence_of_many(n, op, dim):
 @pytest.mark.parametrize("steps", [1, 100])
 def test_rnn_steps_stacked(steps):
     """H.append(h) in a Python loop over the time steps, then torch.stack(H) / torch.cat(H)"""
+    torchc.config.max_cat_inputs = 1024
     def rnn(x, w):
         h = x[0] * 0
         hs = []
@@ -53,6 +57,7 @@ def test_rnn_steps_stacked(steps):
 
 
 def test_mixed_dtypes_and_empties_of_many():
+    torchc.config.max_cat_inputs = 1024
     xs = [torch.randn(2, 3) if i % 7 else torch.randn(2, 3).half() for i in range(90)]
     xs[40] = torch.empty(0)  # ATen's legacy rule: skipped for the shape, kept for the dtype
 
@@ -63,6 +68,7 @@ def test_mixed_dtypes_and_empties_of_many():
 
 
 def test_backward_of_stack_of_many():
+    torchc.config.max_cat_inputs = 1024
     n = 70
     w0 = torch.randn(4, 4) * 0.4
     x0 = torch.randn(n, 2, 4)
@@ -93,6 +99,7 @@ def test_backward_of_stack_of_many():
 
 
 def test_backward_of_cat_of_many_leaves():
+    torchc.config.max_cat_inputs = 1024
     xs0 = [torch.randn(2, 1 + i % 3) for i in range(300)]
 
     def fn(xs):
@@ -137,6 +144,23 @@ def test_views_of_many(how):
 
     x = torch.randn(3, 300)
     assert_same(_whole(fn, x), fn(x))
+
+
+@pytest.mark.allow_fallback
+@pytest.mark.parametrize("op", ["stack", "cat"])
+def test_max_cat_inputs_named_when_hit(op):
+    """the default limit: 65 tensors break at the cat (as eager's values), 64 do not"""
+    f = getattr(torch, op)
+
+    def fn(x):
+        return f([p * 2 for p in x.unbind(0)], 0) + 1
+
+    x = torch.randn(65, 3)
+    torchc.reset()
+    ex = torchc.explain(fn)(x)
+    assert any("torchc.config.max_cat_inputs" in r for r in ex.limits_hit), str(ex)
+    assert_same(ex.result, fn(x))
+    assert_same(_whole(fn, x[:64]), fn(x[:64]))
 
 
 @pytest.mark.allow_fallback
@@ -311,6 +335,7 @@ def test_deepcopy_memo_of_many_shared_parts():
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_cuda_stack_and_cat_of_many(dtype):
+    torchc.config.max_cat_inputs = 1024
     xs0 = [torch.randn(4, 33, device="cuda", dtype=dtype) for _ in range(300)]
 
     def fn(xs):
