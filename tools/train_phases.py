@@ -2,7 +2,7 @@
 build, eager steps (float32, float64), torchc's compiled step (its explain() compile-time
 breakdown), the backward's share, and a second compiled step (cache hit).
 
-    python tools/train_phases.py pixtral [--skip-f64] [--skip-eager]
+    python tools/train_phases.py pixtral [--skip-f64] [--skip-eager] [--one (compiled step)]
     TRAIN_PHASES_DUMP=graphs.txt: the forward and backward graphs' text written there
 """
 import os
@@ -43,7 +43,7 @@ def main():
             print(f"eager f64 step: {time.perf_counter() - t:.2f} s", flush=True)
         except Exception as e:
             print(f"eager f64 step: {type(e).__name__}: {str(e)[:100]}", flush=True)
-    for i in range(2):
+    for i in range(1 if "--one" in sys.argv else 2):
         torchc.reset() if i == 0 else None
         for p in model.parameters():
             p.grad = None
