@@ -144,6 +144,7 @@ void ic_custom_free(ic_graph *g); /* graph/custom_fn.c: g's autograd.Function te
  * there were removed or their stop-gradient marks changed); freed */
 void ic_rg_forget(ic_graph *g, int from);
 void ic_rg_free(ic_graph *g);
+IC_API uint64_t ic_test_need_steps(void); /* values walked for requires-grad answers (tests) */
 ic_val ic_train_extern(ic_graph *g, ic_extern_kind kind, int nin, const ic_val *in, int nparams,
                        const int64_t *params, double beta);
 

@@ -85,7 +85,12 @@ bool node_nograd(const ic_graph *g, ic_val v) {
 /* need[v] for v in [from, upto), those before it computed: carries a gradient from an input
  * with req; an autograd.Function's outputs (built from its forward with grad off) where one
  * of its inputs does (its outputs come after its inputs: one pass in order) */
+static uint64_t need_steps; /* values need_range has walked (a test hook: ic_test_need_steps) */
+
+IC_API uint64_t ic_test_need_steps(void) { return __atomic_load_n(&need_steps, __ATOMIC_RELAXED); }
+
 static void need_range(const ic_graph *g, const unsigned char *req, unsigned char *need, int from, int upto) {
+    if (upto > from) __atomic_fetch_add(&need_steps, (uint64_t)(upto - from), __ATOMIC_RELAXED);
     for (ic_val v = from; v < upto; v++) {
         const ic_node *n = &g->nodes[v];
         need[v] = 0;
