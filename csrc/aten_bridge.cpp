@@ -152,8 +152,9 @@ bool sdpa_flash_ok(const at::Tensor *in, bool causal) {
  * to run while the GIL is held: "The autograd engine was called while holding the GIL", H100).
  * 4-D CUDA operands: FlashAttention's where the forward ran it (sdpa_flash_ok), else the
  * memory-efficient kernel's forward (for its logsumexp) and backward,
- * as eager's dispatcher runs for f32 (and 16-bit where it picks that kernel); anything it
- * refuses, and the CPU: the math form in f32 (f64 kept), eager's math backend:
+ * as eager's dispatcher runs for f32 (and 16-bit where it picks that kernel); 4-D CPU
+ * operands where the dispatcher picks it: the CPU flash kernel's forward and backward (masks
+ * included); anything else: the math form in f32 (f64 kept), eager's math backend:
  *   P = softmax(scale q k^T, causal: the upper triangle -inf), dv = P^T g, dP = g v^T,
  *   dS = P (dP - rowsum(dP P)), dq = scale dS k, dk = scale dS^T q. */
 static void sdpa_bwd(const at::Tensor &g, const at::Tensor &q, const at::Tensor &k, const at::Tensor &v, bool causal,
@@ -186,6 +187,30 @@ static void sdpa_bwd(const at::Tensor &g, const at::Tensor &q, const at::Tensor 
             d[2] = std::get<2>(r);
             return;
         } catch (const std::exception &) { /* a shape or dtype it refuses: the math form */
+        }
+    }
+    if (q.is_cpu() && q.dim() == 4) {
+        /* the CPU: the fused kernel where eager's dispatcher picks it (4-D operands, masks
+         * included): its forward again for the logsumexp, then its backward, as eager's
+         * autograd runs it (tiled: no [.., L, S] tensor; a bool mask as the dispatcher turns
+         * it into a float one, 0 where kept and -inf elsewhere) */
+        c10::optional<at::Tensor> m;
+        if (mask != nullptr)
+            m = mask->scalar_type() != at::kBool
+                    ? *mask
+                    : at::where(*mask, at::zeros({}, q.options()),
+                                at::full({}, -std::numeric_limits<double>::infinity(), q.options()));
+        try {
+            if (at::_fused_sdp_choice(q, k, v, m, 0.0, causal, scale, false) == 1) {
+                auto f = at::_scaled_dot_product_flash_attention_for_cpu(q, k, v, 0.0, causal, m, scale);
+                auto r = at::_scaled_dot_product_flash_attention_for_cpu_backward(g, q, k, v, std::get<0>(f),
+                                                                                  std::get<1>(f), 0.0, causal, m, scale);
+                d[0] = std::get<0>(r);
+                d[1] = std::get<1>(r);
+                d[2] = std::get<2>(r);
+                return;
+            }
+        } catch (const std::exception &) { /* refused: the math form */
         }
     }
     const at::ScalarType ct = q.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
@@ -693,7 +718,8 @@ void run_extern(const ic_extern_call *c) {
     case IC_EXT_SDPA_BWD: { /* training: see sdpa_bwd */
         at::Tensor d[3];
         if (c->nparams != 2 || !sdpa_stats_bwd(in, c->nin, p[0] != 0, c->beta, d))
-            sdpa_bwd(in[0], in[1], in[2], in[3], p[0] != 0, c->beta, d, c->nin == 7 ? &in[6] : nullptr);
+            sdpa_bwd(in[0], in[1], in[2], in[3], p[0] != 0, c->beta, d,
+                     c->nin == 7 ? &in[6] : c->nin == 5 ? &in[4] : nullptr);
         const int64_t nq = in[1].numel(), nk = in[2].numel(), nv = in[3].numel();
         copy_in(out.narrow(0, 0, nq).view(in[1].sizes()), d[0]);
         copy_in(out.narrow(0, nq, nk).view(in[2].sizes()), d[1]);

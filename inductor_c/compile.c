@@ -145,6 +145,7 @@ static void cse_graph(ic_ctx *c, ic_graph *n) {
 static ic_graph *copy_graph(ic_ctx *c, const ic_graph *g) {
     ic_graph *n = ic_alloc(c, sizeof *n);
     *n = *g;
+    n->rg = NULL; /* (the original's memo: the copy's nodes change) */
     n->nodes = ic_alloc(c, (size_t)(g->n + g->noutputs + 1) * sizeof(ic_node));
     if (g->n) memcpy(n->nodes, g->nodes, (size_t)g->n * sizeof(ic_node));
     n->cap = g->n + g->noutputs + 1;

@@ -94,6 +94,8 @@ struct ic_graph {
                                     * mixed-dtype pointwise ops differ (graph/strides.c) */
     int *into;                     /* ic_output_into requests: pairs (output, input) */
     int ninto;
+    struct ic_rgmemo *rg;          /* ic_value_requires_grad's memo (graph/requires_grad.c;
+                                    * freed with g, never shared by a copy) */
 };
 /* the dtype python floats and float ops of integers take (torch.get_default_dtype()) */
 static inline ic_dtype ic_default_float(const ic_graph *g) { return g->dflt ? (ic_dtype)(g->dflt - 1) : IC_F32; }
@@ -138,6 +140,11 @@ IC_API void ic_test_inject_fault(int n);
  * backward externs (IC_EXT_CONV_BWD and later: graph/vjp_extern.c) */
 ic_val ic_graph_append_node(ic_graph *g, const ic_node *n);
 void ic_custom_free(ic_graph *g); /* graph/custom_fn.c: g's autograd.Function templates */
+/* graph/requires_grad.c: the requires-grad memo of g dropped from value `from` on (the nodes
+ * there were removed or their stop-gradient marks changed); freed */
+void ic_rg_forget(ic_graph *g, int from);
+void ic_rg_free(ic_graph *g);
+IC_API uint64_t ic_test_need_steps(void); /* values walked for requires-grad answers (tests) */
 ic_val ic_train_extern(ic_graph *g, ic_extern_kind kind, int nin, const ic_val *in, int nparams,
                        const int64_t *params, double beta);
 

@@ -103,6 +103,7 @@ IC_API int ic_custom_capture(ic_graph *g, int base, int ninputs, int nout, const
     g->n = base;
     g->ninputs = ninputs;
     g->custom[g->ncustom++] = c;
+    ic_rg_forget(g, first < base ? first : base); /* (its outputs now require grad with its inputs) */
     return 0;
 }
 
@@ -114,6 +115,7 @@ IC_API void ic_custom_abort(ic_graph *g, int base, int ninputs) {
         if (g->nodes[v].op != IC_OP_INPUT && g->nodes[v].op != IC_OP_SCALAR) g->nops--;
     g->n = base;
     g->ninputs = ninputs;
+    ic_rg_forget(g, base);
     if (g->nograd_depth > 0 && g->nograd_from > base) g->nograd_from = base;
     if (g->recompute_depth > 0 && g->recompute_from > base) g->recompute_from = base;
 }

@@ -96,6 +96,7 @@ IC_API void ic_graph_set_default_dtype(ic_graph *g, ic_dtype d) {
 IC_API void ic_graph_free(ic_graph *g) {
     if (!g) return;
     ic_custom_free(g);
+    ic_rg_free(g);
     free(g->nodes);
     free(g->inputs);
     free(g->outputs);

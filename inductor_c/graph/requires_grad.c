@@ -16,8 +16,10 @@ IC_API void ic_set_grad_enabled(ic_graph *g, int on) {
         return;
     }
     if (g->nograd_depth <= 0) return;
-    if (--g->nograd_depth == 0)
+    if (--g->nograd_depth == 0) {
         for (int v = g->nograd_from; v < g->n; v++) g->nodes[v].nograd = 1;
+        ic_rg_forget(g, g->nograd_from); /* (the same answers: those values needed none while open) */
+    }
 }
 
 IC_API void ic_set_recompute(ic_graph *g, int on) {
@@ -56,14 +58,19 @@ IC_API ic_val ic_detach(ic_graph *g, ic_val v) {
      * (graph.c cl_rewrite), and an elementwise op on it reads the inner cast, not the permute */
     int first = g->n;
     ic_val r = ic_cast(g, v, m->dtype);
-    if (r >= 0)
+    if (r >= 0) {
         for (int u = first; u < g->n; u++) g->nodes[u].nograd = 1;
+        ic_rg_forget(g, first);
+    }
     return r;
 }
 
 IC_API ic_val ic_grad_leaf(ic_graph *g, ic_val v) {
     ic_val r = ic_detach(g, v);
-    if (r >= 0) g->nodes[r].leaf = 1;
+    if (r >= 0) {
+        g->nodes[r].leaf = 1;
+        ic_rg_forget(g, r);
+    }
     return r;
 }
 
@@ -75,9 +82,16 @@ bool node_nograd(const ic_graph *g, ic_val v) {
     return g->nodes[v].nograd || (g->nograd_depth > 0 && v >= g->nograd_from);
 }
 
-/* need[v] for every node: carries a gradient from an input with req */
-void compute_need(const ic_graph *g, const unsigned char *req, unsigned char *need, int upto) {
-    for (ic_val v = 0; v < upto; v++) {
+/* need[v] for v in [from, upto), those before it computed: carries a gradient from an input
+ * with req; an autograd.Function's outputs (built from its forward with grad off) where one
+ * of its inputs does (its outputs come after its inputs: one pass in order) */
+static uint64_t need_steps; /* values need_range has walked (a test hook: ic_test_need_steps) */
+
+IC_API uint64_t ic_test_need_steps(void) { return __atomic_load_n(&need_steps, __ATOMIC_RELAXED); }
+
+static void need_range(const ic_graph *g, const unsigned char *req, unsigned char *need, int from, int upto) {
+    if (upto > from) __atomic_fetch_add(&need_steps, (uint64_t)(upto - from), __ATOMIC_RELAXED);
+    for (ic_val v = from; v < upto; v++) {
         const ic_node *n = &g->nodes[v];
         need[v] = 0;
         if (!ic_is_float(n->meta.dtype) && !ic_dtype_is_complex(n->meta.dtype)) continue; /* complex: its
@@ -91,26 +105,82 @@ void compute_need(const ic_graph *g, const unsigned char *req, unsigned char *ne
             continue;
         }
         if (node_nograd(g, v)) continue;
-        for (int k = 0; k < IC_NIN; k++)
-            if (n->in[k] >= 0 && need[n->in[k]]) need[v] = 1;
-    }
-    /* an autograd.Function's outputs (built from its forward with grad off) require grad
-     * where one of its inputs does; what reads them after, too */
-    if (g->ncustom == 0) return;
-    for (ic_val v = 0; v < upto; v++) {
-        const ic_node *n = &g->nodes[v];
-        if (n->op == IC_OP_INPUT || !ic_is_float(n->meta.dtype) || node_nograd(g, v)) continue;
-        bool nd = need[v] != 0;
-        for (int i = 0; i < g->ncustom && !nd; i++) {
+        bool nd = false;
+        for (int k = 0; k < IC_NIN && !nd; k++)
+            if (n->in[k] >= 0 && need[n->in[k]]) nd = true;
+        for (int i = 0; i < g->ncustom && !nd && ic_is_float(n->meta.dtype); i++) {
             const ic_custom *c = &g->custom[i];
             for (int k = 0; k < c->nout && !nd; k++)
                 if (c->out[k] == v)
                     for (int j = 0; j < c->nin && !nd; j++) nd = need[c->in[j]] != 0;
         }
-        for (int k = 0; k < IC_NIN && !nd; k++)
-            if (n->in[k] >= 0 && need[n->in[k]]) nd = true;
         need[v] = nd;
     }
+}
+
+void compute_need(const ic_graph *g, const unsigned char *req, unsigned char *need, int upto) {
+    need_range(g, req, need, 0, upto);
+}
+
+/* ic_value_requires_grad's memo: need[] of the values [0, n) under req (its inputs [0, nin),
+ * their IC_AG_REQ bit) with ncustom autograd.Functions. The trace asks at almost every op
+ * (dynamo_hook sym_value_requires_grad); computed afresh each time, the whole graph so far
+ * was walked per question: quadratic in a trace's length (glm5_next_text's training capture:
+ * compute_need was the hottest function of the compiled step). Values only come after those
+ * computed; what changes a computed one (a removed node, a stop-gradient mark, a Function's
+ * outputs, an input's req) drops the memo from there (ic_rg_forget). */
+typedef struct ic_rgmemo {
+    unsigned char *need, *req;
+    int n, cap, nin, icap, ncustom;
+} ic_rgmemo;
+
+void ic_rg_forget(ic_graph *g, int from) {
+    if (g->rg && g->rg->n > from) g->rg->n = from > 0 ? from : 0;
+}
+
+void ic_rg_free(ic_graph *g) {
+    if (!g->rg) return;
+    free(g->rg->need);
+    free(g->rg->req);
+    free(g->rg);
+    g->rg = NULL;
+}
+
+static bool grow_bytes(unsigned char **p, int *cap, int need) {
+    if (need <= *cap) return true;
+    int nc = *cap ? *cap : 64;
+    while (nc < need) nc *= 2;
+    unsigned char *q = realloc(*p, (size_t)nc);
+    if (!q) return false;
+    *p = q;
+    *cap = nc;
+    return true;
+}
+
+/* need[] of g's values [0, upto) under req, from the memo (grown as needed); NULL: out of memory */
+static const unsigned char *memo_need(ic_graph *g, const unsigned char *req, int upto) {
+    ic_rgmemo *m = g->rg;
+    if (!m && !(m = g->rg = calloc(1, sizeof *m))) return NULL;
+    if (m->ncustom != g->ncustom) { /* (ic_custom_capture forgets from its outputs) */
+        m->ncustom = g->ncustom;
+        m->n = 0;
+    }
+    if (m->n > g->n) m->n = g->n;
+    for (int i = 0; i < g->ninputs && m->n > 0; i++) {
+        bool was = i < m->nin ? (m->req[i] & IC_AG_REQ) != 0 : false, now = (req[i] & IC_AG_REQ) != 0;
+        if (was != now || i >= m->nin) ic_rg_forget(g, g->inputs[i]);
+    }
+    if (!grow_bytes(&m->req, &m->icap, g->ninputs + 1) || !grow_bytes(&m->need, &m->cap, upto + 1)) {
+        ic_rg_free(g);
+        return NULL;
+    }
+    for (int i = 0; i < g->ninputs; i++) m->req[i] = req[i] & IC_AG_REQ;
+    m->nin = g->ninputs;
+    if (upto > m->n) {
+        need_range(g, req, m->need, m->n, upto);
+        m->n = upto;
+    }
+    return m->need;
 }
 
 /* ---- what eager's autograd keeps (its version is checked at backward) ------------------------
@@ -235,12 +305,8 @@ bool normed(const ic_graph *g, ic_val v, int depth) {
 IC_API int ic_value_saved_for_backward(const ic_graph *g, ic_val v, const unsigned char *req, int precise, int upto) {
     if (upto < 0 || upto > g->n) upto = g->n;
     if (v < 0 || v >= upto) return 0;
-    unsigned char *need = malloc((size_t)g->n + 1);
-    if (need == NULL) return 0;
-    compute_need(g, req, need, g->n);
-    int r = saved_by(g, need, v, precise != 0, upto);
-    free(need);
-    return r;
+    const unsigned char *need = memo_need((ic_graph *)g, req, g->n); /* (the memo only: g's nodes unchanged) */
+    return need ? saved_by(g, need, v, precise != 0, upto) : 0;
 }
 
 IC_API ic_val ic_graph_output_value(const ic_graph *g, int j) {
@@ -249,12 +315,8 @@ IC_API ic_val ic_graph_output_value(const ic_graph *g, int j) {
 
 IC_API int ic_value_requires_grad(const ic_graph *g, ic_val v, const unsigned char *req) {
     if (v < 0 || v >= g->n) return 0;
-    unsigned char *need = malloc((size_t)v + 1);
-    if (need == NULL) return 0;
-    compute_need(g, req, need, v + 1);
-    int r = need[v];
-    free(need);
-    return r;
+    const unsigned char *need = memo_need((ic_graph *)g, req, v + 1); /* (the memo only: g's nodes unchanged) */
+    return need ? need[v] : 0;
 }
 
 /* Whether the gradients of g's outputs [0, nout) are torch's rules over its ops, given the

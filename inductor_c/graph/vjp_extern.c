@@ -155,7 +155,8 @@ ic_val ic_train_extern(ic_graph *g, ic_extern_kind kind, int nin, const ic_val *
     if (nparams > 0) memcpy(n.params, params, sizeof(int64_t) * (size_t)nparams);
     const ic_meta *gm = ic_value_meta(g, in[0]);
     /* sdpa_bwd with statistics: operand 5 (the stats) is f32/f64, 6 (a mask) bool or q's dtype */
-    const int same = kind == IC_EXT_SDPA_BWD && nparams == 2 ? 5 : nin;
+    /* and without statistics, operand 4 (a mask) bool or q's dtype too */
+    const int same = kind == IC_EXT_SDPA_BWD && nparams == 2 ? 5 : kind == IC_EXT_SDPA_BWD ? 4 : nin;
     for (int i = 1; i < same; i++)
         if (ic_value_meta(g, in[i])->dtype != gm->dtype) return gfail(g, "backward extern: operands of different dtypes");
     if (kind == IC_EXT_CONV_BWD) {
@@ -181,8 +182,12 @@ ic_val ic_train_extern(ic_graph *g, ic_extern_kind kind, int nin, const ic_val *
             n.meta = *ic_value_meta(g, in[1 + (int)which]);
         }
     } else if (kind == IC_EXT_SDPA_BWD) {
-        if (!(nin == 4 && nparams == 1) && !((nin == 6 || nin == 7) && nparams == 2 && params[1] == 1))
+        if (!((nin == 4 || nin == 5) && nparams == 1) && !((nin == 6 || nin == 7) && nparams == 2 && params[1] == 1))
             return gfail(g, "sdpa_bwd: bad operands or params");
+        if (nin == 5 || nin == 7) {
+            const ic_dtype mt = ic_value_meta(g, in[nin - 1])->dtype;
+            if (mt != IC_BOOL && mt != ic_value_meta(g, in[1])->dtype) return gfail(g, "sdpa_bwd: mask of another dtype");
+        }
         if (nparams == 2) {
             int64_t nn, off, total;
             ic_sdpa_stats_layout(ic_value_meta(g, in[4]), &nn, &off, &total);
@@ -215,8 +220,12 @@ ic_val ic_train_extern(ic_graph *g, ic_extern_kind kind, int nin, const ic_val *
 }
 
 /* scaled_dot_product_attention (q, k, v [, mask]; params: is_causal; beta: the scale): one
- * extern call computes dq, dk, dv (flat, one buffer), sliced apart here; with a mask the
- * decomposition above (it also gives a float mask's gradient, which ATen's kernels do not). */
+ * extern call computes dq, dk, dv (flat, one buffer), sliced apart here, a mask that needs no
+ * gradient included (ATen's kernel eager's dispatcher picks: csrc/aten_bridge.cpp sdpa_bwd);
+ * a float mask that needs one (a learned position bias) or symbolic sizes: the decomposition
+ * below (ATen's kernels give no mask gradient). The decomposition materializes [.., L, S]
+ * several times over in the graph: pixtral's tiny config in training (4 heads, L = S = 8192)
+ * spent 43-67 s in its compiled backward where eager's fused CPU kernel takes a few seconds. */
 /* attention with a mask: the backward decomposed in the graph (the probabilities recomputed
  * from q, k and the mask, [.., L, S] materialized): dV = P^T g, dP = g V^T,
  * dS = P (dP - rowsum(dP P)), dQ = scale dS K, dK = scale dS^T Q, dMask = dS */
@@ -261,9 +270,12 @@ static void sdpa_masked_bwd(ag *a, const ic_node *n, ic_val g) {
 
 RULE(vjp_sdpa) {
     NODE;
-    if (n->in[3] >= 0) return sdpa_masked_bwd(a, n, g);
-    ic_val in[4] = {g, X(0), X(1), X(2)};
-    ic_val flat = ic_extern(a->b, IC_EXT_SDPA_BWD, 4, in, 1, n->params, n->num, 1.0);
+    const bool masked = n->in[3] >= 0;
+    bool dyn = false;
+    for (int i = 0; i < (masked ? 4 : 0); i++) dyn |= FN(a, n->in[i])->meta.dyn != 0;
+    if (masked && (NEED(3) || dyn)) return sdpa_masked_bwd(a, n, g);
+    ic_val in[5] = {g, X(0), X(1), X(2), masked ? X(3) : IC_NONE};
+    ic_val flat = ic_extern(a->b, IC_EXT_SDPA_BWD, masked ? 5 : 4, in, 1, n->params, n->num, 1.0);
     int64_t off = 0;
     for (int i = 0; i < 3; i++) {
         const ic_meta *m = &FN(a, n->in[i])->meta;
