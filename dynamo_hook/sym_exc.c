@@ -312,8 +312,8 @@ static int tb_unread(PyObject *fn) {
     Py_XDECREF(cells);
     Py_XDECREF(names);
     Py_XDECREF(bytes);
-    if (PyErr_Occurred())
-        PyErr_Clear();
+    if (tc_clear_expected(PyExc_Exception) < 0)
+        return -1; /* MemoryError and the like stay set: the trace aborts with it */
     return ok ? 0 : -1;
 }
 
