@@ -25,7 +25,7 @@ def run_child(code, tmp_path, timeout=240, env_extra=None):
     env.update(env_extra or {})
     src = "import torch, torchc\n" + textwrap.dedent(code)
     p = subprocess.run([sys.executable, "-c", src], env=env, capture_output=True, text=True, timeout=timeout)
-    assert p.returncode == 0, f"rc={p.returncode}\n{p.stdout[-2000:]}\n{p.stderr[-4000:]}"
+    assert p.returncode == 0, f"rc={p.returncode}\n{p.stdout[-2000:]}\n{p.stderr[:3000]}\n...\n{p.stderr[-2000:]}"
     assert p.stdout.strip().splitlines()[-1] == "OK", p.stdout[-2000:] + p.stderr[-2000:]
     return p.stdout
 
@@ -450,6 +450,10 @@ def test_interrupt_during_long_backward_compile(tmp_path):
         x = x.detach().clone().requires_grad_()
         fn(x).backward()
         return x.grad
+    # the backward compiles inside loss.backward(), not on the helper thread from the capture
+    # on (config backward_ahead): ahead, f0's timing and f1's remaining compile at backward()
+    # vary with the forward's time, and f1's could end before the alarm (CI, twice)
+    torchc.config.backward_ahead = False
     x = torch.randn(8)
     f0 = make_t(0)
     c0 = torchc.compile(f0)
@@ -466,11 +470,13 @@ def test_interrupt_during_long_backward_compile(tmp_path):
     signal.setitimer(signal.ITIMER_REAL, full * 0.3)
     t0 = time.time()
     try:
-        loss.backward()
-        raise AssertionError("no KeyboardInterrupt")
+        try:
+            loss.backward()
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+        raise AssertionError(f"no KeyboardInterrupt: backward took {time.time() - t0} s, full {full} s")
     except KeyboardInterrupt:
         late = time.time() - t0 - full * 0.3
-    signal.setitimer(signal.ITIMER_REAL, 0)
     print("backward compile", full, "late", late)
     assert late < max(0.25, full * 0.3), (full, late)
     xr = x.clone().requires_grad_()
