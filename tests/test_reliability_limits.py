@@ -28,9 +28,14 @@ def test_trace_tables_past_their_size(tmp_path):
         # cat / stack of 100 tensors (ops_views.c sym_h_cat: 64 operands)
         check(lambda *a: torch.cat(a) * 2, *xs)
         check(lambda *a: torch.stack(a).sum(0), *xs)
-        # torch.tensor of a 100-number list (ops_pointwise.c sym_h_tensor: 64 items)
+        # torch.tensor of a 100-number list (ops_pointwise.c sym_h_tensor: was a fixed 64 items,
+        # now torchc.config.max_unroll), and of 120 numbers past a max_unroll of 100
         f100 = eval("lambda x: x.sum() + torch.tensor(" + repr(tuple(range(100))) + ").sum()")
-        check(f100, torch.randn(3), reason="at most 64 numbers")
+        check(f100, torch.randn(3))
+        torchc.config.max_unroll = 100
+        f120 = eval("lambda x: x.sum() + torch.tensor(" + repr(tuple(range(120))) + ").sum()")
+        check(f120, torch.randn(3), reason="torchc.config.max_unroll")
+        del torchc.config.max_unroll
         # a call with 70 keyword arguments (sym_call.c: 64)
         def many_kw(x, **kw):
             return x * len(kw)
