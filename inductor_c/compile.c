@@ -30,11 +30,14 @@
  * per-compilation arena is freed on every path. TORCHC_DEBUG=graph,loops,llvm dumps
  * the stages to stderr.
  */
+#include <errno.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <llvm-c/Core.h>
 
@@ -255,8 +258,29 @@ static double thread_cpu_ms(void) {
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
+static pthread_mutex_t dump_mu = PTHREAD_MUTEX_INITIALIZER;
+
+void ic_debug_dump(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = NULL;
+    int n = vasprintf(&s, fmt, ap);
+    va_end(ap);
+    if (n < 0) return; /* out of memory: a debug dump is dropped */
+    pthread_mutex_lock(&dump_mu);
+    fflush(stderr);
+    for (ssize_t at = 0; at < n;) {
+        ssize_t w = write(STDERR_FILENO, s + at, (size_t)(n - at));
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) break;
+        at += w;
+    }
+    pthread_mutex_unlock(&dump_mu);
+    free(s);
+}
+
 static void dump(const char *stage, const char *text) {
-    fprintf(stderr, "=== torchc %s ===\n%s", stage, text ? text : "(null)\n");
+    ic_debug_dump("=== torchc %s ===\n%s", stage, text ? text : "(null)\n");
 }
 
 /* ---- extern calls: the handler registered by the embedding layer (csrc: ATen) ---------- */

@@ -188,6 +188,11 @@ typedef enum ic_stage {
     IC_T_COUNT
 } ic_stage;
 double ic_now_ms(void); /* monotonic clock */
+/* a debug dump (TORCHC_DEBUG=graph, loops, kernels, llvm, ptx) to stderr as one piece: compile
+   threads dump concurrently (a training graph's backward compiles beside its forward), and glibc
+   writes an fprintf past 8 KiB to unbuffered stderr in unlocked chunks, so two dumps interleaved
+   mid-line. Formats first, then writes under one process-wide lock. */
+void ic_debug_dump(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 typedef struct ic_chunk ic_chunk;
 typedef struct ic_ctx ic_ctx;

@@ -442,7 +442,7 @@ int ic_codegen_cpu(ic_ctx *c, const ic_cpu_syms *S, const void **objs, size_t *s
         c->cg_insts += R->ninsts[p];
         if (c->debug & IC_DEBUG_LLVM) {
             char *s = LLVMPrintModuleToString(P->mod);
-            fprintf(stderr, "=== torchc llvm (%s.%d, after %s) ===\n%s\n", prefix, p, P->passes, s);
+            ic_debug_dump("=== torchc llvm (%s.%d, after %s) ===\n%s\n", prefix, p, P->passes, s);
             LLVMDisposeMessage(s);
         }
     }

@@ -710,7 +710,7 @@ void gg_codegen(ic_ctx *c, int tsm, int nsm, gres *R) {
         gpu->ptx = all;
         free(lp);
     }
-    if (c->debug & IC_DEBUG_PTX) fprintf(stderr, "=== torchc ptx ===\n%s\n", gpu->ptx);
+    if (c->debug & IC_DEBUG_PTX) ic_debug_dump("=== torchc ptx ===\n%s\n", gpu->ptx);
 }
 
 void ic_codegen_gpu(ic_ctx *c, int tsm, int nsm, ic_gpu *gpu) {

@@ -179,8 +179,8 @@ void ic_part_free(ic_part *P) {
 
 static void print_module(LLVMModuleRef m, const char *header) {
     char *s = LLVMPrintModuleToString(m);
-    if (header) fprintf(stderr, "=== torchc llvm (%s) ===\n%s\n", header, s);
-    else fprintf(stderr, "%s\n", s);
+    if (header) ic_debug_dump("=== torchc llvm (%s) ===\n%s\n", header, s);
+    else ic_debug_dump("%s\n", s);
     LLVMDisposeMessage(s);
 }
 
