@@ -399,6 +399,7 @@ PyObject *dh_iter_peek(PyObject *it, Py_ssize_t k);
 Py_ssize_t dh_iter_left(PyObject *it); /* items left, or -1 */
 int dh_replay_advance(PyObject *it, PyObject *count);
 PyObject *dh_guards_describe(const dh_entry *e);             /* list of str */
+PyObject *dh_guard_describe(const dh_entry *e, int i);       /* guard i's str */
 /* A recompile whose cached entries were all captured under other compile options (or for
  * another backend) than cfg: "COMPILE_OPTIONS: ... compiled with ...; this call has ..."
  * (malloc'd, or NULL when out of memory; no Python error set) */

@@ -325,10 +325,10 @@ static char *failed_guard(const dh_entry *e, _PyInterpreterFrame *f, PyObject *f
         diff = dh_guard_mismatch(g, g->src >= 0 ? values[g->src] : NULL);
     }
     dh_scratch_clear();
-    PyObject *all = dh_guards_describe(e);
+    PyObject *all = hi >= 1 && hi <= e->nguards ? dh_guard_describe(e, hi - 1) : NULL; /* that one only */
     char *out = NULL;
-    if (all != NULL && hi - 1 < PyList_GET_SIZE(all)) {
-        const char *s = PyUnicode_AsUTF8(PyList_GET_ITEM(all, hi - 1));
+    if (all != NULL) {
+        const char *s = PyUnicode_AsUTF8(all);
         char *both = s && diff ? malloc(strlen(s) + strlen(diff) + 4) : NULL;
         if (both != NULL)
             sprintf(both, "%s: %s", s, diff);

@@ -1127,16 +1127,17 @@ PyObject *dh_source_str(const dh_source *sources, int i) {
 
 static PyObject *source_str(const dh_entry *e, int i) { return dh_source_str(e->sources, i); }
 
-PyObject *dh_guards_describe(const dh_entry *e) {
-    PyObject *list = PyList_New(0), *src = NULL, *item = NULL;
-    if (list == NULL)
-        return NULL;
-    for (int i = 0; i < e->nguards; i++) {
+/* guard i of e as text (new ref; NULL with an exception set): one guard only, so a recompile's
+ * reason (eval_frame.c failed_guard) costs the failing guard's text, not the whole list's
+ * (a recursion's entry holds hundreds of guards on sources nested as deep as it inlined) */
+PyObject *dh_guard_describe(const dh_entry *e, int i) {
+    PyObject *src = NULL, *item = NULL;
+    {
         const dh_guard *g = &e->guards[i];
         if (g->src >= 0) {
             src = source_str(e, g->src);
             if (src == NULL)
-                goto error;
+                return NULL;
         }
         switch (g->kind) {
         case DH_G_TENSOR: {
@@ -1228,17 +1229,20 @@ PyObject *dh_guards_describe(const dh_entry *e) {
             break;
         }
         }
-        Py_CLEAR(src);
+        Py_XDECREF(src);
+    }
+    return item;
+}
+
+PyObject *dh_guards_describe(const dh_entry *e) {
+    PyObject *list = PyList_New(0);
+    for (int i = 0; list != NULL && i < e->nguards; i++) {
+        PyObject *item = dh_guard_describe(e, i);
         if (item == NULL || PyList_Append(list, item) < 0)
-            goto error;
-        Py_CLEAR(item);
+            Py_CLEAR(list);
+        Py_XDECREF(item);
     }
     return list;
-error:
-    Py_XDECREF(src);
-    Py_XDECREF(item);
-    Py_DECREF(list);
-    return NULL;
 }
 
 /* ---- global state ------------------------------------------------------------------ */

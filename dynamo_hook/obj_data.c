@@ -270,7 +270,7 @@ static int same(trace *t, const var *a, const var *b) {
     if (a->kind == V_TENSOR && b->kind == V_TENSOR && a->oid > 0 && a->oid == b->oid)
         return 1; /* identity first, as tuple comparison does */
     if ((a->kind == V_OBJ || a->kind == V_FUNC) && a->kind == b->kind && a->obj == b->obj)
-        return 1;
+        return sym_pin_identity(t, a) < 0 || sym_pin_identity(t, b) < 0 ? -1 : 1;
     return sym_fail(t, "sort: a comparison the trace can't decide");
 }
 

@@ -239,6 +239,14 @@ int sym_obj_is_recompute_region(PyObject *func) {
     return init_once() == 0 && func == recompute_fn;
 }
 
+int sym_obj_is_special_func(PyObject *func) {
+    if (init_once() < 0) {
+        (void)tc_clear_expected(PyExc_Exception);
+        return 1; /* unknown: identity-guarded, as before */
+    }
+    return func == recompute_fn || func == left_fn || func == unroll_fn || lookup(polyfills, func) != NULL;
+}
+
 /* a Python function listed in POLYFILLS (torch.optim.Optimizer.zero_grad, whose
  * _disable_dynamo wrapper would break the graph): its polyfill inlined in its place, with
  * self. 1: not listed, or the polyfill is being interpreted already (it calls the original

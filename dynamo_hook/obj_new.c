@@ -782,7 +782,7 @@ int sym_obj_build_class(trace *t, var *args, int nargs, PyObject *kwnames, var *
             goto done;
         for (int i = 0; i < args[0].n; i++) {
             const var *v = &args[0].items[i];
-            if (!sym_is_real_object(v)) {
+            if (!sym_real_object_pinned(t, v)) {
                 rc = sym_fail(t, "class %U defined in the frame closes over a traced value", args[1].obj);
                 goto done;
             }
@@ -800,7 +800,7 @@ int sym_obj_build_class(trace *t, var *args, int nargs, PyObject *kwnames, var *
         goto done;
     PyTuple_SET_ITEM(call, 0, Py_NewRef(fn));
     for (int i = 1; i < nargs; i++) {
-        if (!sym_is_real_object(&args[i])) {
+        if (!sym_real_object_pinned(t, &args[i])) {
             rc = sym_fail(t, "class %U defined in the frame with a base that is a traced value", args[1].obj);
             goto done;
         }

@@ -14,7 +14,7 @@
 #include "sym_interp.h"
 
 PyObject *sym_set_member(trace *t, const var *v) {
-    if (sym_is_real_object(v))
+    if (sym_real_object_pinned(t, v))
         return v->obj;
     if (v->kind != V_TENSOR || v->src < 0 || v->src >= t->capsrc || !t->srcdone[v->src])
         return NULL;

@@ -53,6 +53,16 @@ int sym_fx_save(trace *t, sym_fx_mark *m) {
     m->nograd = t->nograd;
     m->nngleaf = t->nngleaf;
     m->nchk = t->nchk;
+    m->nguards = t->nguards;
+    m->nsrc = t->nsrc;
+    m->ntobj = t->ntobj;
+    if (t->nlazy > 0 && t->nguards > 0) {
+        m->lazy = malloc(sizeof(int) * (size_t)t->nguards);
+        if (m->lazy == NULL)
+            goto nomem;
+        for (int i = 0; i < t->nguards; i++)
+            m->lazy[i] = t->guards[i].lazy;
+    }
     if (t->nattrw > 0) {
         m->attrw = malloc(sizeof t->attrw[0] * (size_t)t->nattrw);
         if (m->attrw == NULL)
@@ -83,7 +93,9 @@ void sym_fx_drop(sym_fx_mark *m) {
     free(m->attrw);
     free(m->obj_val);
     free(m->ctxv);
+    free(m->lazy);
     m->attrw = m->obj_val = m->ctxv = NULL;
+    m->lazy = NULL;
     m->valid = 0;
 }
 
@@ -118,6 +130,58 @@ void sym_fx_rollback(trace *t, sym_fx_mark *m) {
     t->nchk = m->nchk;
     /* (the abandoned call's random draws are dropped by the break: sym_record_break_state) */
     sym_fx_drop(m);
+}
+
+/* A call that becomes the top frame's graph break runs eagerly: the graph keeps nothing of
+ * its abandoned trace that is live (its nodes are dead, its logged effects rolled back), so
+ * what that trace alone read need not hold for the entry to be right. Its guards on the
+ * sources it made (closure contents, attributes of what it was passed, its inlined callees'
+ * code, defaults and globals) and its branch guards on dynamic ints are dropped: a recursion
+ * that breaks where inlining stops (inline_depth) gets one entry per frame state, not one per
+ * outcome of the levels it tried to inline. Kept: guards on sources made before the call,
+ * guards of graph inputs the call read (TENSOR_MATCH: the compiled graph still takes them),
+ * global-state guards. Those sources are forgotten (srcdone), as if never read. The lazy
+ * guards of earlier values that the abandoned trace counted (a use as a constant, past the
+ * INT_EXPR cap in its branches) are lazy again: the break counts what its state reads. */
+void sym_fx_drop_guards(trace *t, const sym_fx_mark *m) {
+    if (!m->valid || m->nguards > t->nguards || m->nsrc > t->nsrc)
+        return;
+    for (int i = 0; m->lazy != NULL && i < m->nguards; i++) {
+        dh_guard *g = &t->guards[i];
+        if (m->lazy[i] == 0 || g->lazy != 0)
+            continue;
+        g->lazy = m->lazy[i];
+        t->nlazy++;
+        if (g->src >= 0 && g->src < t->capsrc && t->srcdone[g->src] == 1)
+            t->srcdone[g->src] = 2;
+    }
+    int k = m->nguards;
+    for (int i = m->nguards; i < t->nguards; i++) {
+        dh_guard *g = &t->guards[i];
+        int mine = g->src < 0 ? g->kind == DH_G_INTEXPR : g->src >= m->nsrc;
+        int pure = g->kind == DH_G_ID || g->kind == DH_G_CONST || g->kind == DH_G_TYPE ||
+                   g->kind == DH_G_LEN || g->kind == DH_G_KEY || g->kind == DH_G_HASATTR ||
+                   g->kind == DH_G_KEY_ORDER || g->kind == DH_G_ITERLEN || g->kind == DH_G_INTEXPR;
+        if (mine && pure) {
+            if (g->lazy)
+                t->nlazy--;
+            dh_guard_clear(g);
+            continue;
+        }
+        t->guards[k++] = *g;
+    }
+    t->nguards = k;
+    for (int s = m->nsrc; s < t->nsrc && s < t->capsrc; s++) {
+        int input = 0;
+        for (int i = 0; i < t->ninputs && !input; i++)
+            input = t->input_src[i] == s;
+        for (int i = 0; i < t->nguards && !input; i++) /* a guard kept on it */
+            input = t->guards[i].src == s;
+        if (!input)
+            t->srcdone[s] = 0;
+    }
+    if (t->ntobj > m->ntobj)
+        t->ntobj = m->ntobj;
 }
 
 void sym_fx_free(trace *t) {

@@ -391,11 +391,16 @@ typedef struct sym_fx_mark {
     int nograd;
     int nngleaf;        /* flags set under no_grad (train_step.c: only appended) */
     int nchk;           /* index checks (scalar_fits.c): the abandoned call's are dropped */
+    int nguards, nsrc, ntobj; /* guards, sources, type-guarded objects (sym_fx_drop_guards) */
+    int *lazy;          /* guards[i].lazy for i < nguards, where t->nlazy > 0 (malloc'd) */
     int valid;
 } sym_fx_mark;
 int sym_fx_save(trace *t, sym_fx_mark *m);    /* 0, or -1 (no memory: exception set) */
 void sym_fx_rollback(trace *t, sym_fx_mark *m); /* back to m; frees m */
 void sym_fx_drop(sym_fx_mark *m);             /* frees m */
+/* after sym_fx_rollback at a call that becomes the top frame's break: the guards only the
+ * abandoned call's trace needed are dropped (sideeffects.c) */
+void sym_fx_drop_guards(trace *t, const sym_fx_mark *m);
 /* *slot = *nv, journalled (undone by a rollback) */
 void sym_fx_set(trace *t, var *slot, const var *nv);
 void sym_fx_free(trace *t);
@@ -499,6 +504,12 @@ void sym_mark_unread(trace *t, dh_entry *e); /* after the entry is complete */
 dh_guard *sym_new_guard(trace *t, dh_guardkind kind, int src);
 int sym_default_dtype(trace *t); /* guarded; -1 on error */
 int sym_guard_id(trace *t, int src, PyObject *obj);
+/* v's identity guarded where the trace relies on it: a nested function (a closure) is
+ * guarded by type and code only (variables.c), else a no-op. 0, or -1 failed */
+int sym_pin_identity(trace *t, const var *v);
+/* sym_is_real_object(v), the object then relied on as itself: its identity pinned
+ * (sym_pin_identity); 0 where that fails (an error set) */
+int sym_real_object_pinned(trace *t, const var *v);
 int sym_guard_type(trace *t, int src, PyObject *obj); /* type(sources[src]) is type(obj) */
 /* Wraps a Python value that came from source src (or -1: a constant needing no guard). */
 int sym_wrap(trace *t, PyObject *o, int src, var *out);
@@ -645,6 +656,8 @@ int sym_obj_inline_named(trace *t, const char *name, var *args, int nargs, var *
 int sym_process_const_call(trace *t, PyObject *f, const var *args, int nargs, PyObject *kwnames, var *out);
 /* func is torchc/_polyfills.py recompute_region (a checkpoint region: sym_call.c) */
 int sym_obj_is_recompute_region(PyObject *func);
+/* func is one the trace treats by its identity (a polyfilled function, recompute_region) */
+int sym_obj_is_special_func(PyObject *func);
 int sym_obj_compiling_query(trace *t); /* obj_func.c: is_compiling() asked where eager computes otherwise: -1 */
 int sym_obj_polyfill_func(trace *t, PyObject *func, const var *self, var *args, int nargs,
                           PyObject *kwnames, var *out);

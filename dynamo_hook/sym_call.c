@@ -943,6 +943,7 @@ int sym_op_call(trace *t, sframe *f, sym_ins *in) {
         if (f->top && t->failed && !PyErr_Occurred() && sym_can_break(t) && !exc) {
             /* the call runs eagerly (and raises there, if it raised here): what its trace
              * logged is undone (its random draws: sym_record_break_state) */
+            sym_fx_drop_guards(t, &mark);
             sym_fx_rollback(t, &mark);
             return break_at_call(t, f, in, &fn, copy, nargs, kw);
         }

@@ -787,7 +787,7 @@ int sym_dict_method(trace *t, const var *d, const char *mn, var *args, int nargs
     /* a key: a constant, or an object compared by identity (a class: a registry by type) */
     if (nargs < 1 || nargs > 2 ||
         (args[0].kind != V_CONST &&
-         !(sym_is_real_object(&args[0]) && Py_TYPE(args[0].obj)->tp_hash == PyBaseObject_Type.tp_hash &&
+         !(sym_real_object_pinned(t, &args[0]) && Py_TYPE(args[0].obj)->tp_hash == PyBaseObject_Type.tp_hash &&
            Py_TYPE(args[0].obj)->tp_richcompare == PyBaseObject_Type.tp_richcompare)))
         return sym_fail(t, "dict.%s with these arguments not supported", mn);
     PyObject *k = args[0].obj;

@@ -362,7 +362,7 @@ int sym_op_is_op(trace *t, sframe *f, sym_ins *in) {
         same = a.kind == b.kind && a.obj == b.obj; /* a tracked non-const is never None */
     else if (a.kind == V_TENSOR && b.kind == V_TENSOR)
         same = (a.oid > 0 && b.oid > 0) ? a.oid == b.oid : a.val == b.val; /* object identity */
-    else if (sym_is_real_object(&a) && sym_is_real_object(&b)) {
+    else if (sym_real_object_pinned(t, &a) && sym_real_object_pinned(t, &b)) {
         same = a.obj == b.obj; /* type(x) is torch.Tensor: a constant and a class */
         /* objects of Python classes: DH_G_SAMEOBJ keeps which sources are one
          * object; others (C types) are identity-guarded already */

@@ -107,6 +107,10 @@ int sym_is_real_object(const var *v) {
                                v->op != SYM_CTX_EXIT));
 }
 
+int sym_real_object_pinned(trace *t, const var *v) {
+    return sym_is_real_object(v) && sym_pin_identity(t, v) == 0;
+}
+
 int sym_truthy(trace *t, const var *v, int *out) {
     if (v->kind == V_CONST) {
         int r = PyObject_IsTrue(v->obj);
@@ -558,6 +562,7 @@ static int lazy_move(const sframe *f, const sym_ins *in) {
     case OP_EXTENDED_ARG: case OP_PUSH_NULL: case OP_POP_TOP: case OP_COPY: case OP_SWAP:
     case OP_LOAD_CONST: case OP_LOAD_FAST: case OP_LOAD_FAST_CHECK: case OP_LOAD_DEREF:
     case OP_LOAD_CLOSURE: case OP_LOAD_FAST_AND_CLEAR: case OP_STORE_FAST: case OP_LOAD_GLOBAL:
+    case OP_COPY_FREE_VARS: /* the closure's contents into the frame's locals */
     case OP_KW_NAMES: case OP_JUMP_FORWARD: case OP_JUMP_BACKWARD:
     case OP_JUMP_BACKWARD_NO_INTERRUPT: case OP_END_FOR:
         return 1;
@@ -574,6 +579,9 @@ static int lazy_move(const sframe *f, const sym_ins *in) {
         return f->sp >= 1 && PEEK(1).kind == V_SEQ;
     case OP_BINARY_SUBSCR: /* d[k], l[i]: the item pushed; the key itself is read */
         return f->sp >= 2 && PEEK(1).kind == V_CONST && (PEEK(2).kind == V_DICT || PEEK(2).kind == V_SEQ);
+    case OP_STORE_SUBSCR: /* d[k] = v, l[i] = v: v moves in, the old item is not read; the key is */
+        return f->sp >= 3 && PEEK(1).kind == V_CONST &&
+               (PEEK(2).kind == V_DICT || (PEEK(2).kind == V_SEQ && PEEK(2).is_list && PEEK(2).obj == NULL));
     default:
         return 0;
     }
@@ -757,14 +765,17 @@ static int run_body(trace *t, sframe *f, var *result, var **snap) {
                 snapn = f->sp;
                 int k = lazy_keys_only(f, &in);
                 keyonly = k > 0 ? f->sp - k : -1;
-            } else if (in.op == OP_BINARY_SUBSCR) {
+            } else if (in.op == OP_BINARY_SUBSCR || in.op == OP_STORE_SUBSCR) {
                 sym_lazy_use(t, &PEEK(1));
             }
         }
         int rc = h(t, f, &in);
         if (!move && t->nlazymade != made && t->nlazy > 0) /* a dict its handler wrapped, read in passing */
             sym_lazy_use_made_by(t, t->cur_inst);
-        if (rc == 1 && f->top) /* a break: what the instruction popped is in its state, passed on */
+        if ((rc == 1 && f->top) || /* a break: what the instruction popped is in its state, passed on */
+            (rc == -1 && !f->top && t->failed && !PyErr_Occurred())) /* or an inlined frame's failure,
+             * which may become the top frame's break at its call: its dynamic ints wait
+             * (dyn_defer), as every frame's up to the top's do */
             t->dyn_inst = t->cur_inst; /* (dynamic ints as graph values: sym_lazy_use_break) */
         if (snapn >= 0 && t->nlazy > 0)
             for (int i = 0; i < snapn; i++)

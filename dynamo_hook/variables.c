@@ -628,10 +628,15 @@ static unsigned char *keys_pinned(const trace *t) {
 }
 
 void sym_lazy_drop(trace *t) {
-    /* what the entry writes back (attributes, containers rebuilt from their items, globals) */
+    /* what the entry writes back (attributes, containers rebuilt from their items, globals);
+     * a dynamic int, itself or an item of a list written back, is written from the graph
+     * (sym_output.c: int(its graph value)), so its own guard stays lazy */
+    int keep = t->dyn_inst;
+    t->dyn_inst = t->cur_inst = ++t->inst_serial;
     for (int i = 0; i < t->nattrw && t->nlazy > 0; i++)
-        if (t->attrw[i].val != NULL && !(t->attrw[i].val->kind == V_CONST && t->attrw[i].val->dyn))
-            sym_lazy_use(t, t->attrw[i].val); /* (a dynamic int is written from the graph) */
+        if (t->attrw[i].val != NULL)
+            sym_lazy_use(t, t->attrw[i].val);
+    t->dyn_inst = keep;
     int k = 0;
     unsigned char *pin = keys_pinned(t);
     for (int i = 0; i < t->nguards; i++) {
@@ -801,6 +806,13 @@ int sym_guard_id(trace *t, int src, PyObject *obj) {
         g->obj = Py_NewRef(obj);
     }
     return 0;
+}
+
+int sym_pin_identity(trace *t, const var *v) {
+    if (v->kind != V_FUNC || v->src < 0 || v->obj == NULL || !PyFunction_Check(v->obj) ||
+        PyFunction_GET_CLOSURE(v->obj) == NULL)
+        return 0;
+    return sym_guard_id(t, v->src, v->obj);
 }
 
 int sym_const(trace *t, PyObject *o, var *out) {
@@ -1974,8 +1986,25 @@ static int wrap_uncached(trace *t, PyObject *o, int src, var *out) {
             if (src < 0)
                 return sym_fail(t, "function %S reached without a source",
                                 ((PyFunctionObject *)o)->func_qualname);
-            if (sym_guard_id(t, src, o) < 0)
+            if (PyFunction_GET_CLOSURE(o) != NULL && t->src[src].kind != DH_S_CONST &&
+                !sym_obj_is_special_func(o)) {
+                /* a nested function (a closure): made afresh by each call of the function
+                 * that defines it, so guarded by its exact type and its code, not its
+                 * identity (Dynamo's CLOSURE_MATCH); what the trace reads of it (closure
+                 * contents, defaults, globals) is read through sources of this one, its
+                 * calls' side effects replayed through them. Where its identity matters
+                 * ('is', a set, an object the trace hands on) sym_pin_identity guards it;
+                 * which of its sources are one object is guarded (DH_G_SAMEOBJ). */
+                static PyObject *s_code;
+                if (s_code == NULL && (s_code = PyUnicode_InternFromString("__code__")) == NULL)
+                    return -1;
+                int sc = sym_source(t, DH_S_ATTR, src, 2, s_code);
+                if (sc < 0 || sym_guard_type(t, src, o) < 0 || sym_guard_id(t, sc, PyFunction_GET_CODE(o)) < 0 ||
+                    sym_tobj_add(t, src, o) < 0)
+                    return -1;
+            } else if (sym_guard_id(t, src, o) < 0) {
                 return -1;
+            }
             out->kind = V_FUNC;
             out->op = SYM_USER_FUNCTION;
             out->obj = sym_keep(t, Py_NewRef(o));
