@@ -85,6 +85,16 @@ static PyObject *m_set_log_hook(PyObject *m, PyObject *arg) {
         return NULL;
     }
     Py_XSETREF(dh_log_hook, arg == Py_None ? NULL : Py_NewRef(arg));
+    Py_CLEAR(dh_log_wants); /* another hook: every text, until told otherwise */
+    Py_RETURN_NONE;
+}
+
+static PyObject *m_set_log_wants(PyObject *m, PyObject *arg) {
+    if (arg != Py_None && !PyCallable_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "set_log_wants expects a callable or None");
+        return NULL;
+    }
+    Py_XSETREF(dh_log_wants, arg == Py_None ? NULL : Py_NewRef(arg));
     Py_RETURN_NONE;
 }
 
@@ -108,6 +118,9 @@ static PyMethodDef dropin_methods[] = {
     {"stance", m_stance, METH_NOARGS, "The stance a compiled call would take now (DH_STANCE_* code)."},
     {"set_log_hook", m_set_log_hook, METH_O,
      "Callable given the record dict of every capture (compiled, fallback), or None."},
+    {"set_log_wants", m_set_log_wants, METH_O,
+     "Callable wants(artifact) -> bool: whether the log hook reads a record's 'recompiles' "
+     "(recompile_reason) or 'guards' text; None: it reads both (set_log_hook clears it)."},
     {"set_limit_source", m_set_limit_source, METH_O,
      "torch._dynamo.config (its recompile_limit is the default, read at cache misses), or None."},
     {"follow_torch_threads", m_follow_torch_threads, METH_O,

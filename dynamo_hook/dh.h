@@ -55,6 +55,10 @@ extern int dh_default_recompile_limit;
 /* torchc/_logging.py: called with the record dict of every handled frame that is not a
  * cache hit (compiled, fallback); strong reference or NULL (csrc/dropin.c sets it). */
 extern PyObject *dh_log_hook;
+/* torchc/_logging.py: wants(artifact) -> bool, whether the hook will read the text of the
+ * artifact ("recompiles": the recompile reason, "guards": the guard list) of a record; strong
+ * or NULL (every text formatted). set_log_hook clears it. */
+extern PyObject *dh_log_wants;
 /* An object whose recompile_limit attribute is the default limit, read at cache misses
  * (torch._dynamo.config), or NULL: dh_default_recompile_limit. Strong. */
 extern PyObject *dh_limit_source;

@@ -49,7 +49,8 @@ static _Thread_local unsigned long long dh_tl_t0; /* TORCHC_HOST_STATS: the hook
 static int active_calls;
 int dh_default_recompile_limit = 8;
 PyObject *dh_limit_source; /* torch._dynamo.config until torchc.config sets the limit (strong) */
-PyObject *dh_log_hook;             /* torchc._logging: called with each non-hit record (strong) */
+PyObject *dh_log_hook;
+PyObject *dh_log_wants;             /* torchc._logging: called with each non-hit record (strong) */
 _Thread_local int dh_tl_stance;    /* DH_STANCE_*: torch.compiler.set_stance, read per call */
 static _Thread_local const char *tl_recompile; /* the guard that failed, for the next record */
 static _Thread_local int tl_fresh; /* a capture decided now (not a cached entry): logged */
@@ -141,6 +142,28 @@ static int frame_not_started(_PyInterpreterFrame *f) {
     return f->prev_instr == _PyCode_CODE(f->f_code) - 1;
 }
 
+/* whether the log hook reads the text of artifact (dh_log_wants; 1 when it can't say), so a
+ * cache miss formats no recompile reason and a capture no guard list that nobody reads */
+static int log_wants(const char *artifact) {
+    if (dh_log_hook == NULL)
+        return 0;
+    if (dh_log_wants == NULL)
+        return 1;
+    int busy = dh_tl_busy; /* the logging code runs eagerly: the hook passes its frames through */
+    dh_tl_busy = 1;
+    PyObject *fn = Py_NewRef(dh_log_wants);
+    PyObject *r = PyObject_CallFunction(fn, "s", artifact);
+    Py_DECREF(fn);
+    dh_tl_busy = busy;
+    int yes = r == NULL ? -1 : PyObject_IsTrue(r);
+    Py_XDECREF(r);
+    if (yes < 0) {
+        (void)tc_clear_expected(PyExc_Exception); /* (Ctrl-C stays set, as in eager) */
+        yes = 1;
+    }
+    return yes;
+}
+
 void dh_explain_record(PyCodeObject *code, const dh_entry *e, const char *event) {
     int hook = dh_log_hook != NULL && tl_fresh;
     if (tl_explain == NULL && !hook)
@@ -170,7 +193,7 @@ void dh_explain_record(PyCodeObject *code, const dh_entry *e, const char *event)
         SET("reason", e->reason ? PyUnicode_FromString(e->reason) : Py_NewRef(Py_None));
         SET("graph", e->graph_text ? PyUnicode_FromString(e->graph_text) : Py_NewRef(Py_None));
         SET("op_count", PyLong_FromLong(e->op_count));
-        SET("guards", dh_guards_describe(e));
+        SET("guards", tl_explain != NULL || log_wants("guards") ? dh_guards_describe(e) : Py_NewRef(Py_None));
         SET("compile_ms", PyFloat_FromDouble(e->compile_ms));
         SET("break_reason", e->brk_reason && !e->brk_extern ? PyUnicode_FromString(e->brk_reason)
                                                           : Py_NewRef(Py_None));
@@ -288,11 +311,12 @@ static char *local_names(const char *s, PyCodeObject *code) {
 }
 
 /* The first guard of e that the frame fails, described (malloc'd), or NULL. Guards are
- * checked in order, so a prefix of them passes: bisect on the prefix length. Only when a
- * recompile is logged or explained, or changes what happens (stance, the limit). */
+ * checked in order, so a prefix of them passes: bisect on the prefix length. Only when the
+ * text is read: a recompile logged or explained, or one that changes what happens (stance;
+ * force: the recompile limit's warning names it), never on a plain miss. */
 static char *failed_guard(const dh_entry *e, _PyInterpreterFrame *f, PyObject *func,
-                          PyObject **values, void **ptrs, int64_t *symvals) {
-    if (dh_log_hook == NULL && tl_explain == NULL && dh_tl_stance == DH_STANCE_DEFAULT)
+                          PyObject **values, void **ptrs, int64_t *symvals, int force) {
+    if (!force && tl_explain == NULL && dh_tl_stance == DH_STANCE_DEFAULT && !log_wants("recompiles"))
         return NULL;
     dh_entry tmp = *e;
     int lo = 0, hi = e->nguards; /* prefix lo passes, prefix hi fails */
@@ -834,7 +858,7 @@ static PyObject *eval_body(PyThreadState *ts, _PyInterpreterFrame *f, int throwf
         for (dh_entry *s = c->entries, *next; s != NULL && nsame < 4 && !PyErr_Occurred(); s = next) {
             if (s->backend == cfg->backend && s->cfg_key == key && ++nsame) {
                 s->pins++; /* its guards run Python: a reset on another thread frees no pinned entry */
-                why = dh_reason_join(why, failed_guard(s, f, func, values, ptrs, symvals));
+                why = dh_reason_join(why, failed_guard(s, f, func, values, ptrs, symvals, c->nentries >= limit));
                 next = s->next; /* NULL once a reset unlinked s */
                 dh_entry_unpin(s);
             } else {

@@ -40,6 +40,10 @@ int sym_op_copy_free_vars(trace *t, sframe *f, sym_ins *in) {
             if (t->localsplus[j] == cell && dh_resume_cell_passed(t->code, j))
                 shared = j;
         if (shared >= 0) {
+            /* read as the top frame's local: right for this function object only (another
+             * of its code need not close over the top frame's cell), so its identity counts */
+            if (!f->top && f->func_src >= 0 && fn != NULL && sym_guard_id(t, f->func_src, fn) < 0)
+                return -1;
             var v;
             if (sym_load_local(t, top, shared, &v) < 0)
                 return -1; /* its value now, written in the trace or read through the cell */

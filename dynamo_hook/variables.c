@@ -1987,14 +1987,16 @@ static int wrap_uncached(trace *t, PyObject *o, int src, var *out) {
                 return sym_fail(t, "function %S reached without a source",
                                 ((PyFunctionObject *)o)->func_qualname);
             if (PyFunction_GET_CLOSURE(o) != NULL && t->src[src].kind != DH_S_CONST &&
-                !sym_obj_is_special_func(o)) {
+                !(t->src[src].kind == DH_S_ITEM && t->src[src].name != NULL) && !sym_obj_is_special_func(o)) {
                 /* a nested function (a closure): made afresh by each call of the function
                  * that defines it, so guarded by its exact type and its code, not its
                  * identity (Dynamo's CLOSURE_MATCH); what the trace reads of it (closure
                  * contents, defaults, globals) is read through sources of this one, its
                  * calls' side effects replayed through them. Where its identity matters
                  * ('is', a set, an object the trace hands on) sym_pin_identity guards it;
-                 * which of its sources are one object is guarded (DH_G_SAMEOBJ). */
+                 * which of its sources are one object is guarded (DH_G_SAMEOBJ). A dict's
+                 * value (a registry of functions) keeps its identity guard, which stays
+                 * lazy while unread (the dict's wrap). */
                 static PyObject *s_code;
                 if (s_code == NULL && (s_code = PyUnicode_InternFromString("__code__")) == NULL)
                     return -1;

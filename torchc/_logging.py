@@ -268,3 +268,10 @@ def init():
     if spec:
         set_logs(**parse(spec))
     _C.set_log_hook(_on_record)
+    _C.set_log_wants(_wants)
+
+
+def _wants(artifact):
+    """torchc._C asks before it formats a record's recompile reason or guard list (costly on a
+    cache miss of an entry with many guards): only when that log is on."""
+    return _log[artifact].isEnabledFor(logging.INFO)
