@@ -92,3 +92,29 @@ def test_closure_updates_land_on_the_function_passed():
             assert_same(cf(s1, x, k), call(s2, x, k))
             assert acc1 == acc2 and n1 == n2, (i, k, acc1, acc2, n1, n2)
     assert compiles() <= 5, compiles()   # was 8: each new step recompiled (identity-guarded)
+
+
+class Cfg:
+    def __init__(self, mode):
+        self.mode = mode
+
+
+def helper(y, cfg):
+    if cfg.mode == 1:       # read only by the call that becomes the break
+        y = y * 3
+    print(end="")           # an inlined frame can't break: its caller breaks at its call
+    return y + cfg.mode
+
+
+def test_a_call_that_becomes_a_break_guards_nothing_of_its_own():
+    def f(x, cfg):
+        y = x + 1
+        return helper(y, cfg) * 2
+
+    cf = torchc.compile(f)
+    x = torch.arange(4.0)
+    for mode in (1, 2, 1, 3, 2):
+        assert_same(cf(x, Cfg(mode)), f(x, Cfg(mode)))
+    # f's entry holds the graph before the call and the break; helper runs as its own frame
+    names = [r["name"] for r in torchc.explain(cf)(x, Cfg(5)).records if r["event"] == "compiled"]
+    assert "f" not in names, names   # f's entry is reused whatever cfg.mode (helper read it)
