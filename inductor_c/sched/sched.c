@@ -37,8 +37,8 @@
 
 #define IC_MAX_INLINE 200
 #define IC_CAT_SELECT 8 /* at most this many operands: a cat may stay a select (real cats) */
-/* a part of a real cat starts a new kernel past this many items: LLVM's machine code for one
- * loop of n loads and stores took O(n^2) (a stack of 1000 [4, 5]: 29.6 s in emit as one kernel) */
+/* parts of one real cat in one kernel, at most: LLVM's machine code for one loop of n loads
+ * and stores took O(n^2) (a stack of 1000 [4, 5]: 29.6 s in emit as one kernel, 1.0 s as 63) */
 #define IC_CAT_PARTS 16
 
 typedef struct inl {
@@ -346,13 +346,14 @@ static int cat_leaves(ic_ctx *c, ic_val v, const bool *inner, ic_val *leaf, ic_v
 }
 
 /* Places the parts of real cat v: one item per non-empty operand, into the last kernel when
- * it fits and holds fewer than IC_CAT_PARTS items, else a new one. */
+ * it fits and holds fewer than IC_CAT_PARTS parts of v, else a new one. */
 static void place_cat(ic_ctx *c, ic_val v, const bool *inner, ic_val *leaf, ic_val *stack, uint32_t *gen) {
     const ic_graph *g = c->g;
     const ic_node *n = &g->nodes[v];
     int d = n->dim, nd = n->meta.ndim;
     int nl = cat_leaves(c, v, inner, leaf, stack);
     int64_t off = 0;
+    int lastk = -1, inlast = 0; /* parts of v in kernel lastk */
     for (int i = 0; i < nl; i++) {
         ic_val u = leaf[i];
         const ic_meta *um = &g->nodes[u].meta;
@@ -370,7 +371,7 @@ static void place_cat(ic_ctx *c, ic_val v, const bool *inner, ic_val *leaf, ic_v
         }
         P.body = c->ln[u].kind == L_CONST ? c->ln[u].body : x_load(c, u, ixv_make(c, nd, t), um->dtype);
         P.body = x_cast(c, P.body, n->meta.dtype);
-        if (c->nkernels == 0 || c->kernels[c->nkernels - 1].nitems >= IC_CAT_PARTS ||
+        if (c->nkernels == 0 || (lastk == c->nkernels - 1 && inlast >= IC_CAT_PARTS) ||
             !try_place(c, c->nkernels - 1, v, ++*gen, &P, d, off)) {
             ic_kernel *k = IC_PUSH(c, c->kernels, c->nkernels, c->kcap);
             memset(k, 0, sizeof *k);
@@ -378,6 +379,8 @@ static void place_cat(ic_ctx *c, ic_val v, const bool *inner, ic_val *leaf, ic_v
             if (!try_place(c, c->nkernels - 1, v, ++*gen, &P, d, off))
                 ic_fail(c, IC_EINTERNAL, "scheduling a part of cat %%%d into a fresh kernel failed", v);
         }
+        if (lastk != c->nkernels - 1) lastk = c->nkernels - 1, inlast = 0;
+        inlast++;
         off += len;
     }
 }
