@@ -165,3 +165,16 @@ def test_real_cat_ptx_assembles(monkeypatch, capfd, tmp_path):
                 f.write_text(m)
                 r = subprocess.run([ptxas, "-arch=sm_90", str(f), "-o", os.devnull], capture_output=True, text=True)
                 assert r.returncode == 0, r.stderr[:2000]
+
+
+def test_dynamic_shapes_many_operands():
+    """a symbolic size: the cat stays selects, stored every 8 operands"""
+    def fn(xs):
+        return torch.cat([x * 2 for x in xs], 0).sum(1) + 1
+
+    cf = torchc.compile(fn, dynamic=True)
+    for n in (5, 7):
+        xs = [torch.randn(n, 3) for _ in range(20)]
+        assert_same(cf(xs), fn(xs))
+    xs = [torch.randn(n, 3) for n in range(1, 21)]
+    assert_same(cf(xs), fn(xs))

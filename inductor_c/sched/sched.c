@@ -493,20 +493,26 @@ void ic_schedule(ic_ctx *c) {
          * the producer's batch norm and activation) */
         if (n->op == IC_OP_CAT && c->users[v] >= 4 && ops[v] > 4 && stencil) c->realized[v] = true;
         /* bound the size (and recursion depth) of inlined bodies: long chains are stored
-         * every IC_MAX_INLINE ops even with one user (an inner cat is never inlined when its
-         * root is a real cat, and with at most IC_CAT_SELECT operands it stays small) */
-        if (!inner[v] && (ops[v] > IC_MAX_INLINE || reads[v] > 4 * IC_MAX_INLINE)) c->realized[v] = true;
+         * every IC_MAX_INLINE ops even with one user (an inner cat that may be flattened is
+         * never inlined when its root is a real cat, and with at most IC_CAT_SELECT operands
+         * it stays small) */
+        const bool flat = inner[v] && cat_splittable(c, v);
+        if (!flat && (ops[v] > IC_MAX_INLINE || reads[v] > 4 * IC_MAX_INLINE)) c->realized[v] = true;
         /* a cat of many tensors (a tree of two-operand cats: an RNN's steps stacked) as
          * selects loads all its operands at each element (log n selects deep, and a vector
          * evaluates every branch): stored operand by operand instead, each element once
          * (30 ms against eager's 0.4 for a stack of 300 [16, 170]); and a cat stored anyway
-         * whose operands have one shape (its parts share one kernel) */
+         * whose operands have one shape (its parts share one kernel). Dynamic shapes: a
+         * select, stored every IC_CAT_SELECT operands (each element loads O(8 log n) values) */
         if (n->op == IC_OP_CAT) {
             for (int i = 0; i < 2; i++)
                 catn[v] += inner[n->in[i]] && !c->realized[n->in[i]] ? catn[n->in[i]] : 1;
-            if (!inner[v] && cat_splittable(c, v) &&
-                (catn[v] > IC_CAT_SELECT || (c->realized[v] && cat_leaves_same(c, v, inner, leaf, stack))))
-                c->realized[v] = c->catk[v] = true;
+            if (!inner[v] && cat_splittable(c, v)) {
+                if (catn[v] > IC_CAT_SELECT || (c->realized[v] && cat_leaves_same(c, v, inner, leaf, stack)))
+                    c->realized[v] = c->catk[v] = true;
+            } else if (!flat && catn[v] > IC_CAT_SELECT) {
+                c->realized[v] = true;
+            }
         }
         if (ops[v] > 1 << 20) ops[v] = 1 << 20;
         if (reads[v] > 1 << 20) reads[v] = 1 << 20;
