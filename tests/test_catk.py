@@ -178,3 +178,21 @@ def test_dynamic_shapes_many_operands():
         assert_same(cf(xs), fn(xs))
     xs = [torch.randn(n, 3) for n in range(1, 21)]
     assert_same(cf(xs), fn(xs))
+
+
+def test_parts_stored_by_their_producer(monkeypatch, capfd):
+    """an operand a kernel stores anyway (an mm reads it): that kernel stores its slice too"""
+    def fn(x, w):
+        h, hs = x[0], []
+        for t in range(x.shape[0]):
+            h = torch.tanh(h @ w + x[t])
+            hs.append(h)
+        return torch.cat(hs, 1)
+
+    x, w = torch.randn(10, 4, 5), torch.randn(5, 5) * 0.4
+    out, ks = _kernels(monkeypatch, capfd, fn, x, w)
+    assert_same(out, fn(x, w))
+    cat = re.findall(r"store (%\d+) -> out0", ks)[0]
+    blocks = ks.split("\nkernel ")
+    shared = [b for b in blocks if f"store {cat} -> out0" in b and re.search(r"store %\d+ -> tmp", b)]
+    assert len(shared) >= 9, ks[:3000]

@@ -345,44 +345,108 @@ static int cat_leaves(ic_ctx *c, ic_val v, const bool *inner, ic_val *leaf, ic_v
     return nl;
 }
 
-/* Places the parts of real cat v: one item per non-empty operand, into the last kernel when
- * it fits and holds fewer than IC_CAT_PARTS parts of v, else a new one. */
-static void place_cat(ic_ctx *c, ic_val v, const bool *inner, ic_val *leaf, ic_val *stack, uint32_t *gen) {
+/* The parts of the real cats, in order of their cats and offsets. A part of an operand that a
+ * kernel stores (realized, pointwise) is placed right after it, in its kernel where it fits
+ * (the producer stores its slice too, the value still in registers); the rest when the cat's
+ * turn comes, into the last kernel while it fits and holds fewer than IC_CAT_PARTS parts of
+ * the cat, else a new one. */
+typedef struct catpart {
+    ic_val v, u;   /* cat, operand */
+    int64_t off;   /* u's offset along v's dim */
+    int next;      /* next part of the same operand, -1 */
+    bool done;
+} catpart;
+
+typedef struct catparts {
+    catpart *p;
+    int n, cap;
+    int *first, *count; /* per cat: its parts */
+    int *head;          /* per operand: its first part placed with it, -1 */
+    int pk, pkn;        /* kernel pk holds pkn parts placed with their operands */
+} catparts;
+
+static void plan_parts(ic_ctx *c, catparts *C, const bool *inner, ic_val *leaf, ic_val *stack) {
     const ic_graph *g = c->g;
-    const ic_node *n = &g->nodes[v];
-    int d = n->dim, nd = n->meta.ndim;
-    int nl = cat_leaves(c, v, inner, leaf, stack);
-    int64_t off = 0;
+    int N = g->n;
+    C->first = ic_alloc(c, (size_t)N * sizeof(int));
+    C->count = ic_alloc(c, (size_t)N * sizeof(int));
+    C->head = ic_alloc(c, (size_t)N * sizeof(int));
+    C->pk = -1;
+    for (ic_val v = 0; v < N; v++) C->head[v] = -1;
+    for (ic_val v = 0; v < N; v++) {
+        if (!c->live[v] || !c->catk[v]) continue;
+        int d = g->nodes[v].dim, nl = cat_leaves(c, v, inner, leaf, stack);
+        int64_t off = 0;
+        C->first[v] = C->n;
+        for (int i = 0; i < nl; i++) {
+            ic_val u = leaf[i];
+            const ic_meta *um = &g->nodes[u].meta;
+            if (ic_numel(um) > 0) {
+                catpart *q = IC_PUSH(c, C->p, C->n, C->cap);
+                *q = (catpart){.v = v, .u = u, .off = off, .next = -1};
+                if (c->realized[u] && c->ln[u].kind == L_POINTWISE && !c->catk[u]) {
+                    q->next = C->head[u]; /* (placed in reverse order: any order is right) */
+                    C->head[u] = C->n - 1;
+                }
+            }
+            off += um->sizes[d];
+        }
+        C->count[v] = C->n - C->first[v];
+    }
+}
+
+/* the loop node of part q: its operand cast to the cat's dtype, over the operand's shape */
+static void part_ln(ic_ctx *c, const catpart *q, ic_lnode *P) {
+    const ic_node *n = &c->g->nodes[q->v];
+    const ic_meta *um = &c->g->nodes[q->u].meta;
+    int nd = n->meta.ndim;
+    *P = (ic_lnode){.kind = L_POINTWISE, .ndim = nd, .body2 = -1};
+    ic_ix t[IC_MAX_DIMS];
+    for (int e = 0; e < nd; e++) {
+        P->size[e] = um->sizes[e];
+        P->var[e] = um->sizes[e] == 1 ? -1 : ic_new_var(c, um->sizes[e]);
+        t[e] = P->var[e] < 0 ? ix_const(c, 0) : ix_var(c, P->var[e]);
+    }
+    ic_xid x = c->ln[q->u].kind == L_CONST ? c->ln[q->u].body : x_load(c, q->u, ixv_make(c, nd, t), um->dtype);
+    P->body = x_cast(c, x, n->meta.dtype);
+}
+
+/* after operand u is placed: its parts into its kernel, where they fit */
+static void place_parts_of(ic_ctx *c, catparts *C, ic_val u, uint32_t *gen) {
+    int kl = c->nkernels - 1;
+    for (int j = C->head[u]; j >= 0; j = C->p[j].next) {
+        catpart *q = &C->p[j];
+        if (C->pk == kl && C->pkn >= IC_CAT_PARTS) return;
+        ic_lnode P;
+        part_ln(c, q, &P);
+        if (!try_place(c, kl, q->v, ++*gen, &P, c->g->nodes[q->v].dim, q->off)) continue;
+        q->done = true;
+        if (C->pk != kl) C->pk = kl, C->pkn = 0;
+        C->pkn++;
+    }
+}
+
+static void place_cat(ic_ctx *c, catparts *C, ic_val v, uint32_t *gen) {
+    int d = c->g->nodes[v].dim;
     int lastk = -1, inlast = 0; /* parts of v in kernel lastk */
-    for (int i = 0; i < nl; i++) {
-        ic_val u = leaf[i];
-        const ic_meta *um = &g->nodes[u].meta;
-        ic_lnode P = {.kind = L_POINTWISE, .ndim = nd, .body2 = -1};
-        ic_ix t[IC_MAX_DIMS];
-        for (int e = 0; e < nd; e++) {
-            P.size[e] = um->sizes[e];
-            P.var[e] = um->sizes[e] == 1 ? -1 : ic_new_var(c, um->sizes[e]);
-            t[e] = P.var[e] < 0 ? ix_const(c, 0) : ix_var(c, P.var[e]);
-        }
-        int64_t len = um->sizes[d];
-        if (ic_numel(um) == 0) {
-            off += len;
-            continue;
-        }
-        P.body = c->ln[u].kind == L_CONST ? c->ln[u].body : x_load(c, u, ixv_make(c, nd, t), um->dtype);
-        P.body = x_cast(c, P.body, n->meta.dtype);
+    for (int j = C->first[v]; j < C->first[v] + C->count[v]; j++) {
+        catpart *q = &C->p[j];
+        if (q->done) continue;
+        ic_lnode P;
+        part_ln(c, q, &P);
         if (c->nkernels == 0 || (lastk == c->nkernels - 1 && inlast >= IC_CAT_PARTS) ||
-            !try_place(c, c->nkernels - 1, v, ++*gen, &P, d, off)) {
+            !try_place(c, c->nkernels - 1, v, ++*gen, &P, d, q->off)) {
             ic_kernel *k = IC_PUSH(c, c->kernels, c->nkernels, c->kcap);
             memset(k, 0, sizeof *k);
             k->id = c->nkernels - 1;
-            if (!try_place(c, c->nkernels - 1, v, ++*gen, &P, d, off))
+            if (!try_place(c, c->nkernels - 1, v, ++*gen, &P, d, q->off))
                 ic_fail(c, IC_EINTERNAL, "scheduling a part of cat %%%d into a fresh kernel failed", v);
         }
         if (lastk != c->nkernels - 1) lastk = c->nkernels - 1, inlast = 0;
         inlast++;
-        off += len;
+        q->done = true;
     }
+    /* (kernel_of[v]: the kernel of the part placed last, the latest: readers come after it) */
 }
 
 /* the operands of real cat v share one shape: its parts share one kernel */
@@ -522,13 +586,18 @@ void ic_schedule(ic_ctx *c) {
     while (c->memo_cap < 4u * (uint32_t)N + 1024) c->memo_cap <<= 1;
     c->memo = ic_alloc(c, c->memo_cap * sizeof(memo_ent));
     uint32_t gen = 0;
+    catparts C = {0};
+    plan_parts(c, &C, inner, leaf, stack);
     for (ic_val v = 0; v < N; v++) {
         if (!c->live[v] || !c->realized[v] || c->ln[v].kind == L_INPUT) continue;
         if (c->catk[v]) {
-            place_cat(c, v, inner, leaf, stack, &gen);
+            place_cat(c, &C, v, &gen);
             continue;
         }
-        if (c->nkernels > 0 && try_place(c, c->nkernels - 1, v, ++gen, &c->ln[v], -1, 0)) continue;
+        if (c->nkernels > 0 && try_place(c, c->nkernels - 1, v, ++gen, &c->ln[v], -1, 0)) {
+            place_parts_of(c, &C, v, &gen);
+            continue;
+        }
         ic_kernel *k = IC_PUSH(c, c->kernels, c->nkernels, c->kcap);
         memset(k, 0, sizeof *k);
         k->id = c->nkernels - 1;
@@ -540,5 +609,6 @@ void ic_schedule(ic_ctx *c) {
         }
         if (!try_place(c, c->nkernels - 1, v, ++gen, &c->ln[v], -1, 0))
             ic_fail(c, IC_EINTERNAL, "scheduling %%%d into a fresh kernel failed", v);
+        place_parts_of(c, &C, v, &gen);
     }
 }
