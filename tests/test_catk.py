@@ -180,14 +180,16 @@ def test_dynamic_shapes_many_operands():
     assert_same(cf(xs), fn(xs))
 
 
-def test_parts_stored_by_their_producer(monkeypatch, capfd):
-    """an operand a kernel stores anyway (an mm reads it): that kernel stores its slice too"""
+@pytest.mark.parametrize("op", ["cat", "stack"])
+def test_parts_stored_by_their_producer(monkeypatch, capfd, op):
+    """an operand a kernel stores anyway (an mm reads it): that kernel stores its slice too
+    (stack: through the operand's unsqueeze)"""
     def fn(x, w):
         h, hs = x[0], []
         for t in range(x.shape[0]):
             h = torch.tanh(h @ w + x[t])
             hs.append(h)
-        return torch.cat(hs, 1)
+        return torch.cat(hs, 1) if op == "cat" else torch.stack(hs, 1)
 
     x, w = torch.randn(10, 4, 5), torch.randn(5, 5) * 0.4
     out, ks = _kernels(monkeypatch, capfd, fn, x, w)

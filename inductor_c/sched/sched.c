@@ -203,9 +203,12 @@ static void fresh_frame(ic_ctx *c, ic_kernel *nk, const ic_lnode *L) {
 }
 
 /* Tries to add realized value v (computed by L: c->ln[v], or a part of a real cat v that is
- * stored at offset poff along dim pd, pd >= 0) to kernel kidx. Returns false (nothing
- * changed) if the iteration spaces do not match or a read would leave the row. */
-static bool try_place(ic_ctx *c, int kidx, ic_val v, uint32_t gen, const ic_lnode *L, int pd, int64_t poff) {
+ * stored at offset poff along dim pd, pd >= 0; omap: NULL, or for each of v's ond dims the
+ * dim of L it is, -1 for index 0: a part over its operand's source without size-1 dims) to
+ * kernel kidx. Returns false (nothing changed) if the iteration spaces do not match or a read
+ * would leave the row. */
+static bool try_place(ic_ctx *c, int kidx, ic_val v, uint32_t gen, const ic_lnode *L, int pd, int64_t poff,
+                      const int *omap, int ond) {
     ic_kernel *k = &c->kernels[kidx];
     const ic_node *n = &c->g->nodes[v];
     if (k->is_ext || L->kind == L_EXTERN) return false;
@@ -286,6 +289,12 @@ static bool try_place(ic_ctx *c, int kidx, ic_val v, uint32_t gen, const ic_lnod
         int dims[IC_MAX_DIMS], m = bound_dims(L, from, dims);
         for (int i = 0; i < m; i++) to[i] = T[dims[i]];
         expr = rewrite(&S, L->body, from, to, m);
+        if (omap) {
+            ic_ix U[IC_MAX_DIMS];
+            for (int e = 0; e < ond; e++) U[e] = omap[e] < 0 ? ix_const(c, 0) : T[omap[e]];
+            memcpy(T, U, sizeof U);
+            nT = ond;
+        }
         if (pd >= 0) T[pd] = ix_add(c, T[pd], ix_const(c, poff));
         out_ixv = ixv_make(c, nT, T);
     }
@@ -352,6 +361,8 @@ static int cat_leaves(ic_ctx *c, ic_val v, const bool *inner, ic_val *leaf, ic_v
  * the cat, else a new one. */
 typedef struct catpart {
     ic_val v, u;   /* cat, operand */
+    ic_val src;    /* the value u is with size-1 dims added or dropped (u itself, or a
+                      realized value under reshapes: a stack's operand unsqueezed) */
     int64_t off;   /* u's offset along v's dim */
     int next;      /* next part of the same operand, -1 */
     bool done;
@@ -364,6 +375,26 @@ typedef struct catparts {
     int *head;          /* per operand: its first part placed with it, -1 */
     int pk, pkn;        /* kernel pk holds pkn parts placed with their operands */
 } catparts;
+
+/* the sizes of a and b without their size-1 dims are equal */
+static bool same_but_ones(const ic_meta *a, const ic_meta *b) {
+    int i = 0, j = 0;
+    for (;;) {
+        while (i < a->ndim && a->sizes[i] == 1) i++;
+        while (j < b->ndim && b->sizes[j] == 1) j++;
+        if (i == a->ndim || j == b->ndim) return i == a->ndim && j == b->ndim;
+        if (a->sizes[i++] != b->sizes[j++]) return false;
+    }
+}
+
+/* u without reshapes that only add or drop size-1 dims (inlined ones) */
+static ic_val unit_source(ic_ctx *c, ic_val u) {
+    const ic_graph *g = c->g;
+    while (!c->realized[u] && g->nodes[u].op == IC_OP_RESHAPE &&
+           same_but_ones(&g->nodes[u].meta, &g->nodes[g->nodes[u].in[0]].meta))
+        u = g->nodes[u].in[0];
+    return u;
+}
 
 static void plan_parts(ic_ctx *c, catparts *C, const bool *inner, ic_val *leaf, ic_val *stack) {
     const ic_graph *g = c->g;
@@ -383,10 +414,11 @@ static void plan_parts(ic_ctx *c, catparts *C, const bool *inner, ic_val *leaf, 
             const ic_meta *um = &g->nodes[u].meta;
             if (ic_numel(um) > 0) {
                 catpart *q = IC_PUSH(c, C->p, C->n, C->cap);
-                *q = (catpart){.v = v, .u = u, .off = off, .next = -1};
-                if (c->realized[u] && c->ln[u].kind == L_POINTWISE && !c->catk[u]) {
-                    q->next = C->head[u]; /* (placed in reverse order: any order is right) */
-                    C->head[u] = C->n - 1;
+                ic_val w = unit_source(c, u);
+                *q = (catpart){.v = v, .u = u, .src = w, .off = off, .next = -1};
+                if (c->realized[w] && c->ln[w].kind == L_POINTWISE && !c->catk[w]) {
+                    q->next = C->head[w]; /* (placed in reverse order: any order is right) */
+                    C->head[w] = C->n - 1;
                 }
             }
             off += um->sizes[d];
@@ -399,7 +431,7 @@ static void plan_parts(ic_ctx *c, catparts *C, const bool *inner, ic_val *leaf, 
 static void part_ln(ic_ctx *c, const catpart *q, ic_lnode *P) {
     const ic_node *n = &c->g->nodes[q->v];
     const ic_meta *um = &c->g->nodes[q->u].meta;
-    int nd = n->meta.ndim;
+    int nd = um->ndim;
     *P = (ic_lnode){.kind = L_POINTWISE, .ndim = nd, .body2 = -1};
     ic_ix t[IC_MAX_DIMS];
     for (int e = 0; e < nd; e++) {
@@ -411,15 +443,25 @@ static void part_ln(ic_ctx *c, const catpart *q, ic_lnode *P) {
     P->body = x_cast(c, x, n->meta.dtype);
 }
 
-/* after operand u is placed: its parts into its kernel, where they fit */
-static void place_parts_of(ic_ctx *c, catparts *C, ic_val u, uint32_t *gen) {
+/* after w is placed: the parts of the operands it is the source of into its kernel, where
+ * they fit, iterating w's shape (its value forwarded) */
+static void place_parts_of(ic_ctx *c, catparts *C, ic_val w, uint32_t *gen) {
     int kl = c->nkernels - 1;
-    for (int j = C->head[u]; j >= 0; j = C->p[j].next) {
+    const ic_meta *wm = &c->g->nodes[w].meta;
+    for (int j = C->head[w]; j >= 0; j = C->p[j].next) {
         catpart *q = &C->p[j];
         if (C->pk == kl && C->pkn >= IC_CAT_PARTS) return;
+        const ic_meta *um = &c->g->nodes[q->u].meta;
+        int omap[IC_MAX_DIMS], i = 0; /* u's dims in w's: the non-1 sizes in order */
+        for (int e = 0; e < um->ndim; e++) {
+            while (i < wm->ndim && wm->sizes[i] == 1) i++;
+            omap[e] = um->sizes[e] == 1 ? -1 : i++;
+        }
         ic_lnode P;
-        part_ln(c, q, &P);
-        if (!try_place(c, kl, q->v, ++*gen, &P, c->g->nodes[q->v].dim, q->off)) continue;
+        catpart qw = *q;
+        qw.u = w;
+        part_ln(c, &qw, &P);
+        if (!try_place(c, kl, q->v, ++*gen, &P, c->g->nodes[q->v].dim, q->off, omap, um->ndim)) continue;
         q->done = true;
         if (C->pk != kl) C->pk = kl, C->pkn = 0;
         C->pkn++;
@@ -435,11 +477,11 @@ static void place_cat(ic_ctx *c, catparts *C, ic_val v, uint32_t *gen) {
         ic_lnode P;
         part_ln(c, q, &P);
         if (c->nkernels == 0 || (lastk == c->nkernels - 1 && inlast >= IC_CAT_PARTS) ||
-            !try_place(c, c->nkernels - 1, v, ++*gen, &P, d, q->off)) {
+            !try_place(c, c->nkernels - 1, v, ++*gen, &P, d, q->off, NULL, 0)) {
             ic_kernel *k = IC_PUSH(c, c->kernels, c->nkernels, c->kcap);
             memset(k, 0, sizeof *k);
             k->id = c->nkernels - 1;
-            if (!try_place(c, c->nkernels - 1, v, ++*gen, &P, d, q->off))
+            if (!try_place(c, c->nkernels - 1, v, ++*gen, &P, d, q->off, NULL, 0))
                 ic_fail(c, IC_EINTERNAL, "scheduling a part of cat %%%d into a fresh kernel failed", v);
         }
         if (lastk != c->nkernels - 1) lastk = c->nkernels - 1, inlast = 0;
@@ -594,7 +636,7 @@ void ic_schedule(ic_ctx *c) {
             place_cat(c, &C, v, &gen);
             continue;
         }
-        if (c->nkernels > 0 && try_place(c, c->nkernels - 1, v, ++gen, &c->ln[v], -1, 0)) {
+        if (c->nkernels > 0 && try_place(c, c->nkernels - 1, v, ++gen, &c->ln[v], -1, 0, NULL, 0)) {
             place_parts_of(c, &C, v, &gen);
             continue;
         }
@@ -607,7 +649,7 @@ void ic_schedule(ic_ctx *c) {
             c->kernel_of[v] = k->id;
             continue;
         }
-        if (!try_place(c, c->nkernels - 1, v, ++gen, &c->ln[v], -1, 0))
+        if (!try_place(c, c->nkernels - 1, v, ++gen, &c->ln[v], -1, 0, NULL, 0))
             ic_fail(c, IC_EINTERNAL, "scheduling %%%d into a fresh kernel failed", v);
         place_parts_of(c, &C, v, &gen);
     }
