@@ -82,7 +82,7 @@ typedef struct dh_limits {
     int max_index_inputs; /* index/divisor inputs bounds-checked before a run (default 4096) */
     int rnn_unroll_steps; /* cell steps of one recurrent layer call unrolled (default 1024) */
     int max_unroll;       /* rows of a tensor iterated, views of one unbind/split (default 4096) */
-    int max_cat_inputs;   /* tensors one cat/stack joins (default 64) */
+    int max_cat_inputs;   /* tensors one cat/stack joins (default 4096) */
 } dh_limits;
 #define DH_INLINE_DEPTH_MAX 128
 extern dh_limits dh_limit;

@@ -1325,7 +1325,7 @@ int dh_module_sharing_check(dh_cache *c, PyObject *const *localsplus, int nlocal
 
 dh_limits dh_limit = {.max_sources = 1 << 20, .inline_depth = 48, .max_outputs = 1 << 16, .max_dict_items = 8192,
                       .max_trace_steps = 200000, .max_index_inputs = 4096, .rnn_unroll_steps = 1024,
-                      .max_unroll = 4096, .max_cat_inputs = 64};
+                      .max_unroll = 4096, .max_cat_inputs = 4096};
 
 int dh_global_state(dh_guardkind *kinds, int *values) {
     kinds[0] = DH_G_GRAD_MODE;

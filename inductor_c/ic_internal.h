@@ -283,6 +283,7 @@ typedef struct ic_item {
     ic_dtype acc;      /* accumulator (argmax/argmin: of the value; the result is i64) */
     int64_t red_count;
     ic_dtype dtype;    /* stored dtype (graph dtype of v) */
+    bool part;         /* one operand of a real cat v, stored into its slice of v (sched.c) */
     int32_t *fused;    /* graph values inlined into this item (incl. v) */
     int nfused;
 } ic_item;
@@ -422,6 +423,7 @@ struct ic_ctx {
     ic_lnode *ln;       /* per graph value */
     /* sched */
     bool *realized;
+    bool *catk;         /* per value: a cat stored operand by operand (sched.c: real cats) */
     int *users;
     bool *live;
     int *kernel_of;     /* per value: kernel index or -1 */

@@ -2,9 +2,9 @@
 
 - cat/stack (and hstack/vstack) of a sequence of any length: an RNN's steps appended in a
   Python loop and stacked (100-800 steps) broke the graph at a fixed 64 tensors; now the limit
-  is torchc.config.max_cat_inputs (default 64, named in explain's limits_hit: a compiled cat
-  selects among its inputs at each element, slower than eager's copy past a few dozen), and
-  raised, the cat is captured whole, forward and backward, equal to eager.
+  is torchc.config.max_cat_inputs (default 4096, named in explain's limits_hit; a compiled cat
+  of many tensors stores each into its slice, tests/test_catk.py), and below it the cat is
+  captured whole, forward and backward, equal to eager.
 - a raise through a with block on a Python context manager: __exit__ runs with the exception
   in the trace, and suppresses it or lets it propagate, as in eager.
 """
@@ -27,7 +27,6 @@ def _whole(fn, *args):
 @pytest.mark.parametrize("n", [1, 65, 300])
 @pytest.mark.parametrize("op,dim", [("stack", -1), ("cat", 1), ("vstack", None)])
 def test_sequence_of_many(n, op, dim):
-    torchc.config.max_cat_inputs = 1024
     xs = [torch.randn(3, 2 + i % 3 if op in ("cat", "hstack") and dim != 0 else 2) for i in range(n)]
     if op == "vstack" or (op == "cat" and dim == 0):
         xs = [torch.randn(1 + i % 2, 2) for i in range(n)]
@@ -42,7 +41,6 @@ def test_sequence_of_many(n, op, dim):
 @pytest.mark.parametrize("steps", [1, 100])
 def test_rnn_steps_stacked(steps):
     """H.append(h) in a Python loop over the time steps, then torch.stack(H) / torch.cat(H)"""
-    torchc.config.max_cat_inputs = 1024
     def rnn(x, w):
         h = x[0] * 0
         hs = []
@@ -57,7 +55,6 @@ def test_rnn_steps_stacked(steps):
 
 
 def test_mixed_dtypes_and_empties_of_many():
-    torchc.config.max_cat_inputs = 1024
     xs = [torch.randn(2, 3) if i % 7 else torch.randn(2, 3).half() for i in range(90)]
     xs[40] = torch.empty(0)  # ATen's legacy rule: skipped for the shape, kept for the dtype
 
@@ -68,7 +65,6 @@ def test_mixed_dtypes_and_empties_of_many():
 
 
 def test_backward_of_stack_of_many():
-    torchc.config.max_cat_inputs = 1024
     n = 70
     w0 = torch.randn(4, 4) * 0.4
     x0 = torch.randn(n, 2, 4)
@@ -99,7 +95,6 @@ def test_backward_of_stack_of_many():
 
 
 def test_backward_of_cat_of_many_leaves():
-    torchc.config.max_cat_inputs = 1024
     xs0 = [torch.randn(2, 1 + i % 3) for i in range(300)]
 
     def fn(xs):
@@ -149,7 +144,9 @@ def test_views_of_many(how):
 @pytest.mark.allow_fallback
 @pytest.mark.parametrize("op", ["stack", "cat"])
 def test_max_cat_inputs_named_when_hit(op):
-    """the default limit: 65 tensors break at the cat (as eager's values), 64 do not"""
+    """a limit of 64: 65 tensors break at the cat (as eager's values), 64 do not"""
+    assert torchc.config.max_cat_inputs == 4096  # the default
+    torchc.config.max_cat_inputs = 64
     f = getattr(torch, op)
 
     def fn(x):
@@ -335,7 +332,6 @@ def test_deepcopy_memo_of_many_shared_parts():
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_cuda_stack_and_cat_of_many(dtype):
-    torchc.config.max_cat_inputs = 1024
     xs0 = [torch.randn(4, 33, device="cuda", dtype=dtype) for _ in range(300)]
 
     def fn(xs):

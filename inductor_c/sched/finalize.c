@@ -553,7 +553,7 @@ void ic_finalize_kernels(ic_ctx *c) {
         }
         for (int j = 0; j < k->nitems; j++) {
             ic_item *it = &k->items[j];
-            if (!needed[it->v]) continue;
+            if (!needed[it->v] && !it->part) continue;
             it->store = true;
             if (c->buf_of[it->v] < 0) {
                 ic_meta m = g->nodes[it->v].meta;

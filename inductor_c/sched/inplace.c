@@ -113,7 +113,7 @@ static bool granted(ic_ctx *c, ipscan *S, const int *last, int fallible, int j, 
     if (K->is_ext) return false;
     int a = c->item_of[v];
     const ic_item *A = &K->items[a];
-    if (A->kind != IT_STORE || A->v != v) return false;
+    if (A->kind != IT_STORE || A->v != v || A->part) return false;
     if (K->has_red && (!A->inner || A->pos % 2 != 1)) return false; /* an element of a pass */
     int64_t frame = 1;
     for (int d = 0; d < K->nf; d++) frame *= K->fsize[d];

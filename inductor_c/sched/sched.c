@@ -21,6 +21,13 @@
  *   extern   = an extern node is a kernel of its own (is_ext, no items): its operands are
  *              realized, nothing fuses into it, and the values after it start a new kernel
  *              that reads its output buffer (the epilogue of a matmul is one kernel).
+ *   real cat = a tree of two-operand cats along one dim (inner cats read only by their
+ *              parent) flattened to its operands; with more than IC_CAT_SELECT operands, or
+ *              realized anyway with operands of one shape, it is stored operand by operand
+ *              (c->catk): one IT_STORE item per operand (part), iterating the operand's
+ *              shape, its body inlined there (or a load of its buffer: a copy) and stored
+ *              at its offset along the dim, as Inductor's ConcatKernel. Readers are in
+ *              later kernels. Else it is a select tree inlined into its readers (lower.c).
  * Keeps: graph, loop nodes. Breaks: nothing (kernels are new).
  */
 #include <string.h>
@@ -29,7 +36,10 @@
 #include "../support.h"
 
 #define IC_MAX_INLINE 200
-#define IC_CAT_INLINE 8 /* operands of one stored cat (sched: catn) */
+#define IC_CAT_SELECT 8 /* at most this many operands: a cat may stay a select (real cats) */
+/* parts of one real cat in one kernel, at most: LLVM's machine code for one loop of n loads
+ * and stores took O(n^2) (a stack of 1000 [4, 5]: 29.6 s in emit as one kernel, 1.0 s as 63) */
+#define IC_CAT_PARTS 16
 
 typedef struct inl {
     ic_ctx *c;
@@ -140,6 +150,10 @@ static ic_xid inl_value(inl *S, ic_val u, ic_ixv T) {
     const ic_lnode *L = &c->ln[u];
     ic_dtype dt = c->g->nodes[u].meta.dtype;
     if (L->kind == L_CONST) return L->body;
+    if (c->catk[u] && c->kernel_of[u] == S->kidx) { /* its parts' stores: read by later kernels */
+        S->illegal = true;
+        return x_load(c, u, T, dt);
+    }
     if (c->realized[u]) {
         if (c->kernel_of[u] == S->kidx) {
             int it = c->item_of[u];
@@ -188,11 +202,14 @@ static void fresh_frame(ic_ctx *c, ic_kernel *nk, const ic_lnode *L) {
     }
 }
 
-/* Tries to add realized value v to kernel kidx. Returns false (nothing changed) if the
- * iteration spaces do not match or a read would leave the row. */
-static bool try_place(ic_ctx *c, int kidx, ic_val v, uint32_t gen) {
+/* Tries to add realized value v (computed by L: c->ln[v], or a part of a real cat v that is
+ * stored at offset poff along dim pd, pd >= 0; omap: NULL, or for each of v's ond dims the
+ * dim of L it is, -1 for index 0: a part over its operand's source without size-1 dims) to
+ * kernel kidx. Returns false (nothing changed) if the iteration spaces do not match or a read
+ * would leave the row. */
+static bool try_place(ic_ctx *c, int kidx, ic_val v, uint32_t gen, const ic_lnode *L, int pd, int64_t poff,
+                      const int *omap, int ond) {
     ic_kernel *k = &c->kernels[kidx];
-    const ic_lnode *L = &c->ln[v];
     const ic_node *n = &c->g->nodes[v];
     if (k->is_ext || L->kind == L_EXTERN) return false;
     ic_kernel nk = *k; /* tentative frame */
@@ -272,6 +289,13 @@ static bool try_place(ic_ctx *c, int kidx, ic_val v, uint32_t gen) {
         int dims[IC_MAX_DIMS], m = bound_dims(L, from, dims);
         for (int i = 0; i < m; i++) to[i] = T[dims[i]];
         expr = rewrite(&S, L->body, from, to, m);
+        if (omap) {
+            ic_ix U[IC_MAX_DIMS];
+            for (int e = 0; e < ond; e++) U[e] = omap[e] < 0 ? ix_const(c, 0) : T[omap[e]];
+            memcpy(T, U, sizeof U);
+            nT = ond;
+        }
+        if (pd >= 0) T[pd] = ix_add(c, T[pd], ix_const(c, poff));
         out_ixv = ixv_make(c, nT, T);
     }
     if (S.illegal) return false;
@@ -303,11 +327,185 @@ static bool try_place(ic_ctx *c, int kidx, ic_val v, uint32_t gen) {
     it->acc = L->acc;
     it->red_count = L->red_count;
     it->dtype = n->meta.dtype;
+    it->part = pd >= 0;
     *IC_PUSH(c, S.fused, S.nfused, S.fcap) = v;
     it->fused = S.fused;
     it->nfused = S.nfused;
     c->kernel_of[v] = kidx;
     c->item_of[v] = k->nitems - 1;
+    return true;
+}
+
+/* the operands of the tree of cats under v (inner: flattened into its parent), left to
+ * right, into leaf (room for c->g->n); how many. stack: room for c->g->n values. */
+static int cat_leaves(ic_ctx *c, ic_val v, const bool *inner, ic_val *leaf, ic_val *stack) {
+    const ic_graph *g = c->g;
+    int nl = 0, sp = 0;
+    stack[sp++] = v;
+    while (sp > 0) {
+        ic_val u = stack[--sp];
+        if (u != v && !(inner[u] && !c->realized[u])) {
+            leaf[nl++] = u;
+            continue;
+        }
+        stack[sp++] = g->nodes[u].in[1]; /* right pushed first: the left comes out first */
+        stack[sp++] = g->nodes[u].in[0];
+    }
+    return nl;
+}
+
+/* The parts of the real cats, in order of their cats and offsets. A part of an operand that a
+ * kernel stores (realized, pointwise) is placed right after it, in its kernel where it fits
+ * (the producer stores its slice too, the value still in registers); the rest when the cat's
+ * turn comes, into the last kernel while it fits and holds fewer than IC_CAT_PARTS parts of
+ * the cat, else a new one. */
+typedef struct catpart {
+    ic_val v, u;   /* cat, operand */
+    ic_val src;    /* the value u is with size-1 dims added or dropped (u itself, or a
+                      realized value under reshapes: a stack's operand unsqueezed) */
+    int64_t off;   /* u's offset along v's dim */
+    int next;      /* next part of the same operand, -1 */
+    bool done;
+} catpart;
+
+typedef struct catparts {
+    catpart *p;
+    int n, cap;
+    int *first, *count; /* per cat: its parts */
+    int *head;          /* per operand: its first part placed with it, -1 */
+    int pk, pkn;        /* kernel pk holds pkn parts placed with their operands */
+} catparts;
+
+/* the sizes of a and b without their size-1 dims are equal */
+static bool same_but_ones(const ic_meta *a, const ic_meta *b) {
+    int i = 0, j = 0;
+    for (;;) {
+        while (i < a->ndim && a->sizes[i] == 1) i++;
+        while (j < b->ndim && b->sizes[j] == 1) j++;
+        if (i == a->ndim || j == b->ndim) return i == a->ndim && j == b->ndim;
+        if (a->sizes[i++] != b->sizes[j++]) return false;
+    }
+}
+
+/* u without reshapes that only add or drop size-1 dims (inlined ones) */
+static ic_val unit_source(ic_ctx *c, ic_val u) {
+    const ic_graph *g = c->g;
+    while (!c->realized[u] && g->nodes[u].op == IC_OP_RESHAPE &&
+           same_but_ones(&g->nodes[u].meta, &g->nodes[g->nodes[u].in[0]].meta))
+        u = g->nodes[u].in[0];
+    return u;
+}
+
+static void plan_parts(ic_ctx *c, catparts *C, const bool *inner, ic_val *leaf, ic_val *stack) {
+    const ic_graph *g = c->g;
+    int N = g->n;
+    C->first = ic_alloc(c, (size_t)N * sizeof(int));
+    C->count = ic_alloc(c, (size_t)N * sizeof(int));
+    C->head = ic_alloc(c, (size_t)N * sizeof(int));
+    C->pk = -1;
+    for (ic_val v = 0; v < N; v++) C->head[v] = -1;
+    for (ic_val v = 0; v < N; v++) {
+        if (!c->live[v] || !c->catk[v]) continue;
+        int d = g->nodes[v].dim, nl = cat_leaves(c, v, inner, leaf, stack);
+        int64_t off = 0;
+        C->first[v] = C->n;
+        for (int i = 0; i < nl; i++) {
+            ic_val u = leaf[i];
+            const ic_meta *um = &g->nodes[u].meta;
+            if (ic_numel(um) > 0) {
+                catpart *q = IC_PUSH(c, C->p, C->n, C->cap);
+                ic_val w = unit_source(c, u);
+                *q = (catpart){.v = v, .u = u, .src = w, .off = off, .next = -1};
+                if (c->realized[w] && c->ln[w].kind == L_POINTWISE && !c->catk[w]) {
+                    q->next = C->head[w]; /* (placed in reverse order: any order is right) */
+                    C->head[w] = C->n - 1;
+                }
+            }
+            off += um->sizes[d];
+        }
+        C->count[v] = C->n - C->first[v];
+    }
+}
+
+/* the loop node of part q: its operand cast to the cat's dtype, over the operand's shape */
+static void part_ln(ic_ctx *c, const catpart *q, ic_lnode *P) {
+    const ic_node *n = &c->g->nodes[q->v];
+    const ic_meta *um = &c->g->nodes[q->u].meta;
+    int nd = um->ndim;
+    *P = (ic_lnode){.kind = L_POINTWISE, .ndim = nd, .body2 = -1};
+    ic_ix t[IC_MAX_DIMS];
+    for (int e = 0; e < nd; e++) {
+        P->size[e] = um->sizes[e];
+        P->var[e] = um->sizes[e] == 1 ? -1 : ic_new_var(c, um->sizes[e]);
+        t[e] = P->var[e] < 0 ? ix_const(c, 0) : ix_var(c, P->var[e]);
+    }
+    ic_xid x = c->ln[q->u].kind == L_CONST ? c->ln[q->u].body : x_load(c, q->u, ixv_make(c, nd, t), um->dtype);
+    P->body = x_cast(c, x, n->meta.dtype);
+}
+
+/* after w is placed: the parts of the operands it is the source of into its kernel, where
+ * they fit, iterating w's shape (its value forwarded) */
+static void place_parts_of(ic_ctx *c, catparts *C, ic_val w, uint32_t *gen) {
+    int kl = c->nkernels - 1;
+    const ic_meta *wm = &c->g->nodes[w].meta;
+    for (int j = C->head[w]; j >= 0; j = C->p[j].next) {
+        catpart *q = &C->p[j];
+        if (C->pk == kl && C->pkn >= IC_CAT_PARTS) return;
+        const ic_meta *um = &c->g->nodes[q->u].meta;
+        int omap[IC_MAX_DIMS], i = 0; /* u's dims in w's: the non-1 sizes in order */
+        for (int e = 0; e < um->ndim; e++) {
+            while (i < wm->ndim && wm->sizes[i] == 1) i++;
+            omap[e] = um->sizes[e] == 1 ? -1 : i++;
+        }
+        ic_lnode P;
+        catpart qw = *q;
+        qw.u = w;
+        part_ln(c, &qw, &P);
+        if (!try_place(c, kl, q->v, ++*gen, &P, c->g->nodes[q->v].dim, q->off, omap, um->ndim)) continue;
+        q->done = true;
+        if (C->pk != kl) C->pk = kl, C->pkn = 0;
+        C->pkn++;
+    }
+}
+
+static void place_cat(ic_ctx *c, catparts *C, ic_val v, uint32_t *gen) {
+    int d = c->g->nodes[v].dim;
+    int lastk = -1, inlast = 0; /* parts of v in kernel lastk */
+    for (int j = C->first[v]; j < C->first[v] + C->count[v]; j++) {
+        catpart *q = &C->p[j];
+        if (q->done) continue;
+        ic_lnode P;
+        part_ln(c, q, &P);
+        if (c->nkernels == 0 || (lastk == c->nkernels - 1 && inlast >= IC_CAT_PARTS) ||
+            !try_place(c, c->nkernels - 1, v, ++*gen, &P, d, q->off, NULL, 0)) {
+            ic_kernel *k = IC_PUSH(c, c->kernels, c->nkernels, c->kcap);
+            memset(k, 0, sizeof *k);
+            k->id = c->nkernels - 1;
+            if (!try_place(c, c->nkernels - 1, v, ++*gen, &P, d, q->off, NULL, 0))
+                ic_fail(c, IC_EINTERNAL, "scheduling a part of cat %%%d into a fresh kernel failed", v);
+        }
+        if (lastk != c->nkernels - 1) lastk = c->nkernels - 1, inlast = 0;
+        inlast++;
+        q->done = true;
+    }
+    /* (kernel_of[v]: the kernel of the part placed last, the latest: readers come after it) */
+}
+
+/* the operands of real cat v share one shape: its parts share one kernel */
+static bool cat_leaves_same(ic_ctx *c, ic_val v, const bool *inner, ic_val *leaf, ic_val *stack) {
+    int nl = cat_leaves(c, v, inner, leaf, stack);
+    const ic_meta *m0 = &c->g->nodes[leaf[0]].meta;
+    for (int i = 1; i < nl; i++)
+        if (!same_sizes(m0->sizes, c->g->nodes[leaf[i]].meta.sizes, m0->ndim)) return false;
+    return true;
+}
+
+/* a cat that may be stored operand by operand: static sizes, some element */
+static bool cat_splittable(ic_ctx *c, ic_val v) {
+    const ic_meta *m = &c->g->nodes[v].meta;
+    if (m->dyn || ic_numel(m) == 0) return false;
+    for (int d = 0; d < m->ndim; d++)
+        if (ic_tainted(c, m->sizes[d])) return false;
     return true;
 }
 
@@ -322,6 +520,9 @@ void ic_schedule(ic_ctx *c) {
     int *reads = ic_alloc(c, (size_t)N * sizeof(int));
     int *ops = ic_alloc(c, (size_t)N * sizeof(int));
     int *catn = ic_alloc(c, (size_t)N * sizeof(int)); /* operands of an inlined tree of cats */
+    bool *inner = ic_alloc(c, (size_t)N); /* a cat read only by a cat along its dim: flattened */
+    ic_val *leaf = ic_alloc(c, (size_t)N * sizeof(ic_val)), *stack = ic_alloc(c, (size_t)(N + 2) * sizeof(ic_val));
+    c->catk = ic_alloc(c, (size_t)N);
     for (int i = 0; i < g->noutputs; i++) c->live[g->outputs[i]] = true;
     /* draws from ATen's generator run even when nothing reads them, as in eager (the stream
      * of random numbers after the graph must be eager's); custom ops too (side effects) */
@@ -343,6 +544,15 @@ void ic_schedule(ic_ctx *c) {
         }
     }
     for (int i = 0; i < g->noutputs; i++) c->realized[g->outputs[i]] = true;
+    for (ic_val v = 0; v < N; v++) {
+        const ic_node *n = &g->nodes[v];
+        if (!c->live[v] || n->op != IC_OP_CAT) continue;
+        for (int i = 0; i < 2; i++) {
+            ic_val u = n->in[i];
+            if (g->nodes[u].op == IC_OP_CAT && g->nodes[u].dim == n->dim && c->users[u] == 1 && !c->realized[u])
+                inner[u] = true;
+        }
+    }
     const bool stencil = c->cfg.stencil;
     for (ic_val v = 0; v < N; v++) {
         if (!c->live[v]) continue;
@@ -388,17 +598,28 @@ void ic_schedule(ic_ctx *c) {
          * selects, in every tap (mobilenet_v3's 5x5 depthwise kernels were 25 copies of
          * the producer's batch norm and activation) */
         if (n->op == IC_OP_CAT && c->users[v] >= 4 && ops[v] > 4 && stencil) c->realized[v] = true;
-        /* a cat of many tensors (a tree of two-operand cats: an RNN's steps stacked) selects
-         * among all its inlined operands' loads at each element: stored every IC_CAT_INLINE
-         * operands, each element loads O(IC_CAT_INLINE * log n) values, not O(n) */
+        /* bound the size (and recursion depth) of inlined bodies: long chains are stored
+         * every IC_MAX_INLINE ops even with one user (an inner cat that may be flattened is
+         * never inlined when its root is a real cat, and with at most IC_CAT_SELECT operands
+         * it stays small) */
+        const bool flat = inner[v] && cat_splittable(c, v);
+        if (!flat && (ops[v] > IC_MAX_INLINE || reads[v] > 4 * IC_MAX_INLINE)) c->realized[v] = true;
+        /* a cat of many tensors (a tree of two-operand cats: an RNN's steps stacked) as
+         * selects loads all its operands at each element (log n selects deep, and a vector
+         * evaluates every branch): stored operand by operand instead, each element once
+         * (30 ms against eager's 0.4 for a stack of 300 [16, 170]); and a cat stored anyway
+         * whose operands have one shape (its parts share one kernel). Dynamic shapes: a
+         * select, stored every IC_CAT_SELECT operands (each element loads O(8 log n) values) */
         if (n->op == IC_OP_CAT) {
             for (int i = 0; i < 2; i++)
-                catn[v] += g->nodes[n->in[i]].op == IC_OP_CAT && !c->realized[n->in[i]] ? catn[n->in[i]] : 1;
-            if (catn[v] > IC_CAT_INLINE) c->realized[v] = true;
+                catn[v] += inner[n->in[i]] && !c->realized[n->in[i]] ? catn[n->in[i]] : 1;
+            if (!inner[v] && cat_splittable(c, v)) {
+                if (catn[v] > IC_CAT_SELECT || (c->realized[v] && cat_leaves_same(c, v, inner, leaf, stack)))
+                    c->realized[v] = c->catk[v] = true;
+            } else if (!flat && catn[v] > IC_CAT_SELECT) {
+                c->realized[v] = true;
+            }
         }
-        /* bound the size (and recursion depth) of inlined bodies: long chains are stored
-         * every IC_MAX_INLINE ops even with one user */
-        if (ops[v] > IC_MAX_INLINE || reads[v] > 4 * IC_MAX_INLINE) c->realized[v] = true;
         if (ops[v] > 1 << 20) ops[v] = 1 << 20;
         if (reads[v] > 1 << 20) reads[v] = 1 << 20;
     }
@@ -407,9 +628,18 @@ void ic_schedule(ic_ctx *c) {
     while (c->memo_cap < 4u * (uint32_t)N + 1024) c->memo_cap <<= 1;
     c->memo = ic_alloc(c, c->memo_cap * sizeof(memo_ent));
     uint32_t gen = 0;
+    catparts C = {0};
+    plan_parts(c, &C, inner, leaf, stack);
     for (ic_val v = 0; v < N; v++) {
         if (!c->live[v] || !c->realized[v] || c->ln[v].kind == L_INPUT) continue;
-        if (c->nkernels > 0 && try_place(c, c->nkernels - 1, v, ++gen)) continue;
+        if (c->catk[v]) {
+            place_cat(c, &C, v, &gen);
+            continue;
+        }
+        if (c->nkernels > 0 && try_place(c, c->nkernels - 1, v, ++gen, &c->ln[v], -1, 0, NULL, 0)) {
+            place_parts_of(c, &C, v, &gen);
+            continue;
+        }
         ic_kernel *k = IC_PUSH(c, c->kernels, c->nkernels, c->kcap);
         memset(k, 0, sizeof *k);
         k->id = c->nkernels - 1;
@@ -419,7 +649,8 @@ void ic_schedule(ic_ctx *c) {
             c->kernel_of[v] = k->id;
             continue;
         }
-        if (!try_place(c, c->nkernels - 1, v, ++gen))
+        if (!try_place(c, c->nkernels - 1, v, ++gen, &c->ln[v], -1, 0, NULL, 0))
             ic_fail(c, IC_EINTERNAL, "scheduling %%%d into a fresh kernel failed", v);
+        place_parts_of(c, &C, v, &gen);
     }
 }
