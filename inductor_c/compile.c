@@ -30,7 +30,6 @@
  * per-compilation arena is freed on every path. TORCHC_DEBUG=graph,loops,llvm dumps
  * the stages to stderr.
  */
-#include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -269,12 +268,7 @@ void ic_debug_dump(const char *fmt, ...) {
     if (n < 0) return; /* out of memory: a debug dump is dropped */
     pthread_mutex_lock(&dump_mu);
     fflush(stderr);
-    for (ssize_t at = 0; at < n;) {
-        ssize_t w = write(STDERR_FILENO, s + at, (size_t)(n - at));
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) break;
-        at += w;
-    }
+    (void)ic_write_all(STDERR_FILENO, s, (size_t)n);
     pthread_mutex_unlock(&dump_mu);
     free(s);
 }

@@ -193,6 +193,8 @@ double ic_now_ms(void); /* monotonic clock */
    writes an fprintf past 8 KiB to unbuffered stderr in unlocked chunks, so two dumps interleaved
    mid-line. Formats first, then writes under one process-wide lock. */
 void ic_debug_dump(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* writes all n bytes to fd (short writes and EINTR retried): 0, or -1 on an error (runtime/diskcache.c) */
+int ic_write_all(int fd, const void *buf, size_t n);
 
 typedef struct ic_chunk ic_chunk;
 typedef struct ic_ctx ic_ctx;

@@ -415,15 +415,9 @@ static char *ptxas_get(void) { /* malloc'd path or NULL */
 static int write_file(const char *path, const char *data, size_t n) {
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0) return -1;
-    size_t at = 0;
-    while (at < n) {
-        ssize_t w = write(fd, data + at, n - at);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) break;
-        at += (size_t)w;
-    }
+    int bad = ic_write_all(fd, data, n);
     close(fd);
-    return at == n ? 0 : -1;
+    return bad;
 }
 
 static char *read_file(const char *path, size_t *n) {

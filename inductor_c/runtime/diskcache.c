@@ -19,6 +19,7 @@
 
 #include "../ic_config.h"
 #include "../ic_diskcache.h"
+#include "../ic_internal.h"
 
 #define DC_MAGIC 0x43444354u /* "TCDC" little-endian */
 #define DC_VERSION 2u /* 2: the payload hash covers the key and the size */
@@ -212,7 +213,7 @@ static int read_all(int fd, void *buf, size_t n) {
     return 0;
 }
 
-static int write_all(int fd, const void *buf, size_t n) {
+int ic_write_all(int fd, const void *buf, size_t n) {
     const char *p = buf;
     while (n > 0) {
         ssize_t r = write(fd, p, n);
@@ -349,7 +350,7 @@ int ic_diskcache_put(const char *ns, ic_dkey key, const void *data, size_t n) {
     }
     uint32_t mv[2] = {DC_MAGIC, DC_VERSION};
     uint64_t hdr[4] = {key.lo, key.hi, (uint64_t)n, payload_hash(key, data, n)};
-    int bad = write_all(fd, mv, sizeof mv) || write_all(fd, hdr, sizeof hdr) || write_all(fd, data, n);
+    int bad = ic_write_all(fd, mv, sizeof mv) || ic_write_all(fd, hdr, sizeof hdr) || ic_write_all(fd, data, n);
     bad |= close(fd) != 0;
     if (bad || rename(tmp, path)) {
         unlink(tmp);
