@@ -84,9 +84,15 @@ def test_gradients_of_params_and_inputs_match_eager(T):
     want_loss = f_eager(*args)
     want = torch.autograd.grad(want_loss, args)
     assert rel(e.result.detach(), want_loss.detach()) < 1e-6
-    for name, g, w in zip("x A W b h0".split(), got, want):
+    # against a float64 reference, torchc's error must be no worse than eager's float32 error:
+    # eager's own float32 gradient of A (matrix_exp's backward) is off by up to ~3e-5 relative,
+    # so a direct torchc-vs-eager bound would measure eager's rounding, not torchc's
+    a64 = [a.detach().double().requires_grad_() for a in args]
+    ref = torch.autograd.grad(f_eager(*a64), a64)
+    for name, g, w, r in zip("x A W b h0".split(), got, want, ref):
         assert g.shape == w.shape and g.dtype == w.dtype
-        assert rel(g, w) < 5e-5, (name, rel(g, w))
+        err, eager_err = rel(g.double(), r), rel(w.double(), r)
+        assert err <= 2 * eager_err + 2e-6, (name, err, eager_err)
 
 
 def test_op_counts_do_not_grow_with_the_length():
