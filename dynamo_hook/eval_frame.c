@@ -373,7 +373,8 @@ static void mark_dynamic_ints(dh_cache *c, const dh_entry *e, _PyInterpreterFram
                               PyObject **values, void **ptrs, int64_t *symvals) {
     int any = 0;
     for (int i = 0; i < e->nguards && !any; i++)
-        any = e->guards[i].kind == DH_G_CONST && e->guards[i].obj != NULL && PyLong_CheckExact(e->guards[i].obj);
+        any = e->guards[i].kind == DH_G_CONST && e->guards[i].obj != NULL &&
+              (PyLong_CheckExact(e->guards[i].obj) || PyTuple_CheckExact(e->guards[i].obj));
     if (!any || e->fallback)
         return;
     dh_entry tmp = *e;

@@ -700,7 +700,61 @@ PyObject *dh_intexpr_str(PyObject *x, const dh_source *sources, int depth) {
     return r;
 }
 
+/* A tuple of constants guarded whole (CONSTANT_MATCH t == (1, 2)) that failed on a tuple of
+ * the same length whose items differ only where both are ints: its changed items' sources,
+ * L['t'][i], are marked (variables.c then wraps that tuple item by item, those items as dynamic
+ * ints). Returns as dh_mark_dynamic_int. */
+static int mark_dynamic_tuple_items(dh_cache *c, const dh_entry *e, const dh_guard *g, PyObject *v) {
+    Py_ssize_t n = PyTuple_GET_SIZE(g->obj);
+    if (!PyTuple_CheckExact(v) || PyTuple_GET_SIZE(v) != n)
+        return 0;
+    int marked = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *a = PyTuple_GET_ITEM(g->obj, i), *b = PyTuple_GET_ITEM(v, i);
+        if (Py_TYPE(a) != Py_TYPE(b))
+            return 0;
+        int eq = PyObject_RichCompareBool(a, b, Py_EQ);
+        if (eq < 0)
+            return -1;
+        if (eq)
+            continue;
+        if (!PyLong_CheckExact(a))
+            return 0; /* another item changed: a new entry, not a dynamic one */
+        marked = 1;
+    }
+    if (!marked)
+        return 0;
+    if (c->dynints == NULL && (c->dynints = PySet_New(NULL)) == NULL)
+        return -1;
+    PyObject *base = dh_source_str(e->sources, g->src);
+    if (base == NULL)
+        return -1;
+    int rc = 0;
+    for (Py_ssize_t i = 0; i < n && rc >= 0; i++) {
+        PyObject *a = PyTuple_GET_ITEM(g->obj, i), *b = PyTuple_GET_ITEM(v, i);
+        if (!PyLong_CheckExact(a))
+            continue;
+        int eq = PyObject_RichCompareBool(a, b, Py_EQ);
+        if (eq != 0) {
+            rc = eq < 0 ? -1 : rc;
+            continue;
+        }
+        PyObject *key = PyUnicode_FromFormat("%U[%zd]", base, i);
+        int had = key == NULL ? -1 : PySet_Contains(c->dynints, key);
+        if (had < 0 || (!had && PySet_Add(c->dynints, key) < 0))
+            rc = -1;
+        else if (!had)
+            rc = 1;
+        Py_XDECREF(key);
+    }
+    Py_DECREF(base);
+    return rc;
+}
+
 int dh_mark_dynamic_int(dh_cache *c, const dh_entry *e, const dh_guard *g, PyObject *v) {
+    if (g->kind == DH_G_CONST && g->src >= 0 && g->src < e->nsources && g->obj != NULL &&
+        PyTuple_CheckExact(g->obj) && v != NULL)
+        return mark_dynamic_tuple_items(c, e, g, v);
     if (g->kind != DH_G_CONST || g->src < 0 || g->src >= e->nsources || g->obj == NULL ||
         !PyLong_CheckExact(g->obj) || v == NULL || !PyLong_CheckExact(v))
         return 0;

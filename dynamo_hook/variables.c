@@ -1511,6 +1511,34 @@ static int dynint_source(trace *t, PyObject *o, int src) {
     return in;
 }
 
+/* a tuple of constants some of whose items are marked dynamic ints (guards.c
+ * mark_dynamic_tuple_items): wrapped item by item (wrap_uncached's sequence branch) instead of
+ * as one constant, so those items become dynamic ints. 0 on any error (then one constant). */
+static int tuple_has_dynint(trace *t, int src) {
+    if (dh_tl_dynints == NULL || dh_tl_dynints == Py_True || src < 0 || t->in_gen)
+        return 0;
+    PyObject *base = dh_source_str(t->src, src);
+    if (base == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    int found = 0;
+    Py_ssize_t pos = 0;
+    PyObject *k;
+    Py_hash_t h;
+    Py_ssize_t nb = PyUnicode_GET_LENGTH(base);
+    while (!found && _PySet_NextEntry(dh_tl_dynints, &pos, &k, &h)) {
+        if (!PyUnicode_Check(k) || PyUnicode_GET_LENGTH(k) <= nb + 2)
+            continue;
+        if (PyUnicode_Tailmatch(k, base, 0, nb, -1) != 1 || PyUnicode_READ_CHAR(k, nb) != '[')
+            continue;
+        Py_ssize_t close = PyUnicode_FindChar(k, ']', nb, PyUnicode_GET_LENGTH(k), 1);
+        found = close == PyUnicode_GET_LENGTH(k) - 1; /* base[i], not base[i].attr */
+    }
+    Py_DECREF(base);
+    return found;
+}
+
 static int dynint_new(trace *t, ic_val val, int src, uint64_t deps, PyObject *expr) {
     if (t->ndynv == t->capdynv) {
         int cap = t->capdynv ? 2 * t->capdynv : 8;
@@ -1828,7 +1856,7 @@ static int wrap_uncached(trace *t, PyObject *o, int src, var *out) {
     out->src = src;
     if (tc_is_tensor(o))
         return wrap_tensor(t, o, src, out);
-    if (is_simple_const(o)) {
+    if (is_simple_const(o) && !(PyTuple_CheckExact(o) && tuple_has_dynint(t, src))) {
         int dyn = dynint_source(t, o, src);
         if (dyn < 0)
             return -1;
