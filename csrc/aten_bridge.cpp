@@ -1173,6 +1173,7 @@ int tc_index_in_range(PyObject *idx, int64_t bound) {
 }
 
 int tc_grad_enabled(void) { return c10::GradMode::is_enabled() ? 1 : 0; }
+void tc_set_grad_enabled(int on) { c10::GradMode::set_enabled(on != 0); }
 
 /* Autocast state of the CPU and CUDA as one int (0: off on both): bit 0 CPU enabled, bits
  * 1-7 its dtype; bit 8 CUDA enabled, bits 9-15 its dtype (ic_dtype codes + 1). */

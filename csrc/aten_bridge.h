@@ -62,6 +62,7 @@ PyObject *tc_torch_function_mode_single(int *n);
  * without storage (never throws). */
 void *tc_data_ptr(PyObject *o);
 int tc_grad_enabled(void);
+void tc_set_grad_enabled(int on); /* the thread's grad mode, as torch._C._set_grad_enabled */
 /* torch autocast state of CPU and CUDA as one int (0: autocast off everywhere) */
 int tc_autocast_state(void);
 /* 1 if every element of integer tensor idx is in [0, bound), 0 if not, -1 on error. */

@@ -948,6 +948,13 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
             return -1;
         return sym_const(t, PyBool_FromLong(a == 1), out);
     }
+    if (fn->kind == V_FUNC && fn->op == SYM_CTX_EXIT && fn->val == SYM_GRADCTX_NOOP)
+        return sym_const(t, Py_NewRef(Py_None), out); /* enable_grad() where grad was on */
+    if (fn->kind == V_FUNC && fn->op == SYM_CTX_EXIT && fn->val >= SYM_GRADCTX_RESTORE) {
+        t->nograd = fn->val - SYM_GRADCTX_RESTORE; /* enable_grad() inside no_grad(): off again */
+        ic_set_grad_enabled(t->g, t->nograd == 0);
+        return sym_const(t, Py_NewRef(Py_None), out);
+    }
     if (fn->kind == V_FUNC && fn->op == SYM_CTX_EXIT) { /* __exit__(None, None, None) */
         if (--t->nograd == 0)
             ic_set_grad_enabled(t->g, 1); /* training: values of the block pass no gradient */
@@ -972,11 +979,26 @@ int sym_call(trace *t, const var *fn_in, var *args, int nargs, PyObject *kwnames
             Py_DECREF(tup);
             return sym_fail(t, "grad-mode context with keywords");
         }
+        int was_on = tc_grad_enabled();
         PyObject *ctx = PyObject_Call(fn->obj, tup, NULL);
         Py_DECREF(tup);
+        if (tc_grad_enabled() != was_on) /* set_grad_enabled(b) switched it: the trace decides at the with */
+            tc_set_grad_enabled(was_on);
         if (ctx == NULL) {
             (void)tc_clear_expected(PyExc_Exception);
             return sym_fail(t, "grad-mode context raised");
+        }
+        int on = sym_grad_ctx_turns_on(ctx);
+        if (on >= 0 && sym_is_set_grad_enabled(ctx) && on != (was_on && t->nograd == 0)) {
+            /* made, it switches grad mode (eager's __init__ does, with or without a with
+             * statement): only one that changes nothing is captured */
+            Py_DECREF(ctx);
+            return sym_fail(t, "torch.set_grad_enabled(%s) switches grad mode where it is made: not captured",
+                            on ? "True" : "False");
+        }
+        if (on < 0) {
+            Py_DECREF(ctx);
+            return -1;
         }
         /* set_grad_enabled(b) switches mode at construction: undo, the trace only needs the object */
         *out = sym_var(V_OBJ);

@@ -108,6 +108,9 @@ typedef struct sym_break {
 #define SYM_USER_FUNCTION (-2) /* V_FUNC.op of a Python function: inlined when called */
 #define SYM_MADE_FUNCTION (-3) /* V_FUNC.op of a MAKE_FUNCTION result: obj = code, items = closure */
 #define SYM_CTX_EXIT (-4)      /* V_FUNC.op of a grad-mode context's __exit__ */
+/* its .val: 0 no_grad/set_grad_enabled(False), 1 inference_mode; an enable_grad block: */
+#define SYM_GRADCTX_NOOP 2     /*   where grad mode was on: the exit changes nothing */
+#define SYM_GRADCTX_RESTORE 16 /*   inside no_grad blocks: RESTORE + their count, put back at the exit */
 #define SYM_PREDICATE (-5)     /* V_FUNC.op of torch.compiler.is_compiling & co (sym_predicate) */
 #define SYM_LAZY_ITER (-7)     /* V_ITER.op of an iterator passed in, read lazily (obj_iter.c) */
 #define SYM_PARTIAL (-6)       /* V_FUNC.op of functools.partial(...) made in the trace (obj_func.c) */
@@ -734,6 +737,9 @@ PyObject *dh_make_resume(PyCodeObject *code, PyObject *globals, int target_pc, i
                          PyObject *with); /* stack_null 3: a with block's exit, entered again from with */
 int dh_resume_cell_passed(PyCodeObject *code, int i); /* resume.c: slot i of a resume code holds
                                                        * a cell shared with a function (unbound 2) */
+int sym_grad_ctx_turns_on(PyObject *ctx); /* variables.c: 1 enable_grad()/set_grad_enabled(True), 0 other, -1 error */
+int sym_is_inference_mode(PyObject *ctx);  /* variables.c: an inference_mode object */
+int sym_is_set_grad_enabled(PyObject *ctx); /* variables.c: a set_grad_enabled object */
 int sym_is_with_exit(const struct var *v); /* symbolic.c: an exit of a no_grad/inference_mode/autocast block */
 int sym_inline_made(trace *t, const var *fn, var *args, int nargs, PyObject *kwnames, var *out);
 /* obj_boundmethod.c: m a bound method (with a source) called: __func__ inlined on __self__ */

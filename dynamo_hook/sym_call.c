@@ -1199,23 +1199,61 @@ int sym_op_before_with(trace *t, sframe *f, sym_ins *in) {
     if (a.kind != V_OBJ || !sym_is_grad_ctx(a.obj))
         return sym_fail(t, "with-statement on %s not supported yet",
                         a.kind == V_OBJ ? Py_TYPE(a.obj)->tp_name : "a tracked value");
-    /* inference_mode(False) turns grad mode on (like enable_grad): not captured */
+    memset(&b, 0, sizeof b);
+    b.kind = V_FUNC;
+    b.op = SYM_CTX_EXIT;
+    b.src = -1;
+    b.obj = a.obj;
+    int enable = sym_grad_ctx_turns_on(a.obj);
+    if (enable < 0)
+        return -1;
+    if (sym_is_set_grad_enabled(a.obj)) {
+        /* one made outside the trace (a resume's stack, an argument) that switched grad mode
+         * when made: its __exit__ switches it back to .prev, a change of the thread's state
+         * the trace's exit would not make */
+        PyObject *prev = PyObject_GetAttrString(a.obj, "prev");
+        int p = prev == NULL ? -1 : PyObject_IsTrue(prev);
+        Py_XDECREF(prev);
+        if (p < 0)
+            (void)tc_clear_expected(PyExc_Exception);
+        if (p < 0 || (p != enable && tc_grad_enabled() == enable))
+            return sym_fail(t, "with-statement on a set_grad_enabled(%s) that switched grad mode when made "
+                               "(its exit switches it back): not captured", enable ? "True" : "False");
+    }
+    if (enable == 1) {
+        /* enable_grad() / set_grad_enabled(True): where grad mode is on already, nothing
+         * changes; inside a traced no_grad() block it is on again until the exit (the block's
+         * values record gradients as eager's would); where it is off for the whole call
+         * (the caller's no_grad, guarded), not captured */
+        if (!tc_grad_enabled())
+            return sym_fail(t, "%s inside a call made with grad mode off: not captured", Py_TYPE(a.obj)->tp_name);
+        if (t->nograd == 0) {
+            b.val = SYM_GRADCTX_NOOP;
+        } else {
+            b.val = SYM_GRADCTX_RESTORE + t->nograd;
+            t->nograd = 0;
+            ic_set_grad_enabled(t->g, 1);
+        }
+        PUSH(b);
+        if (sym_const(t, Py_NewRef(Py_None), &c) < 0)
+            return -1;
+        PUSH(c);
+        return SYM_NEXT;
+    }
+    /* no_grad(), set_grad_enabled(False), inference_mode(True); inference_mode(False) turns
+     * grad mode on (like enable_grad) and is not captured */
     PyObject *mode = PyObject_GetAttrString(a.obj, "mode");
-    int on = mode != NULL && PyObject_Not(mode) == 1, inference = mode != NULL && !on;
+    int on = mode != NULL && PyObject_Not(mode) == 1;
+    int inference = mode != NULL && !on && sym_is_inference_mode(a.obj);
     Py_XDECREF(mode);
     (void)tc_clear_expected(PyExc_Exception);
-    if (on)
+    if (on && sym_is_inference_mode(a.obj))
         return sym_fail(t, "inference_mode(False) turns grad mode on: not captured");
     if (t->nograd++ == 0) /* grad off inside */
         ic_set_grad_enabled(t->g, 0); /* training: no gradient through the block */
     if (inference && t->infer_depth++ == 0) /* its values: inference tensors (sym_output.c) */
         t->infer_from = ic_graph_num_values(t->g);
-    memset(&b, 0, sizeof b);
-    b.kind = V_FUNC;
-    b.op = SYM_CTX_EXIT;
-    b.src = -1;
     b.val = inference; /* the exit leaves an inference_mode() block */
-    b.obj = a.obj;
     PUSH(b);
     if (sym_const(t, Py_NewRef(Py_None), &c) < 0)
         return -1;

@@ -2206,6 +2206,27 @@ int sym_is_grad_ctx(PyObject *o) {
     return 0;
 }
 
+int sym_is_inference_mode(PyObject *ctx) {
+    return grad_ctx_types[1] && (PyObject *)Py_TYPE(ctx) == grad_ctx_types[1];
+}
+
+int sym_is_set_grad_enabled(PyObject *ctx) {
+    return grad_ctx_types[3] && (PyObject *)Py_TYPE(ctx) == grad_ctx_types[3];
+}
+
+int sym_grad_ctx_turns_on(PyObject *ctx) {
+    if (grad_ctx_types[2] && (PyObject *)Py_TYPE(ctx) == grad_ctx_types[2])
+        return 1;
+    if (!grad_ctx_types[3] || (PyObject *)Py_TYPE(ctx) != grad_ctx_types[3])
+        return 0;
+    PyObject *mode = PyObject_GetAttrString(ctx, "mode");
+    if (mode == NULL)
+        return tc_clear_expected(PyExc_AttributeError) < 0 ? -1 : 0;
+    int on = PyObject_IsTrue(mode);
+    Py_DECREF(mode);
+    return on < 0 ? -1 : on;
+}
+
 int sym_is_grad_ctx_type(PyObject *tp) {
     for (int i = 0; i < 4; i++)
         if (grad_ctx_types[i] && tp == grad_ctx_types[i])
@@ -2290,10 +2311,10 @@ int sym_variables_init(void) {
         if (dtype_objs[i] == NULL)
             return -1;
     }
-    /* only contexts that turn gradients off: the graph never records autograd anyway
-     * (enable_grad/set_grad_enabled could turn recording on: not captured) */
-    static const char *ctx[4] = {"no_grad", "inference_mode", NULL, NULL};
-    for (int i = 0; i < 2; i++) {
+    /* torch's grad-mode contexts (sym_call.c sym_op_before_with: enable_grad and
+     * set_grad_enabled(True) where grad mode is on outside the traced code) */
+    static const char *ctx[4] = {"no_grad", "inference_mode", "enable_grad", "set_grad_enabled"};
+    for (int i = 0; i < 4; i++) {
         grad_ctx_types[i] = PyObject_GetAttrString(torch_module, ctx[i]);
         if (grad_ctx_types[i] == NULL)
             (void)tc_clear_expected(PyExc_AttributeError);

@@ -2745,9 +2745,8 @@ def with_no_grad_block(x):
     return y + 1, y.requires_grad
 
 
-@case(1, 0, lambda: (R(3),), reason="enable_grad")  # made eagerly; its BEFORE_WITH (a Python __enter__ the
-# trace can't run) is a break too, the block resumes captured (x * 2, the one graph), its __exit__
-# call a third break; pieces with no op are not graphs (Dynamo's counting), their reasons listed
+@case(1, 0, lambda: (R(3),))  # enable_grad where grad mode is on already: captured, changes nothing
+# (was: made eagerly, its __enter__ and __exit__ breaks around the block's one graph)
 def with_enable_grad_block(x):
     with torch.enable_grad():
         y = x * 2
