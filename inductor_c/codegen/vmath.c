@@ -14,6 +14,8 @@
 #include <llvm-c/Core.h>
 
 #include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "cg.h"
 
@@ -224,11 +226,49 @@ static LLVMValueRef poly(cg *g, LLVMValueRef z, const double *c, int n) {
     return p;
 }
 
-/* the libm value for the lanes of `slow`, run only when one is set */
+/* void ic.<fn>(ptr p, i64 n): p[i] = fn(p[i]) for i < n, once per module (noinline, cold): the
+ * kernels' rare huge-argument block is one call, not a libm call per lane written out */
+static LLVMValueRef trig_lib_loop(cg *g, LLVMTypeRef st, const char *fn) {
+    char name[32];
+    snprintf(name, sizeof name, "ic.%s", fn);
+    LLVMValueRef f = LLVMGetNamedFunction(g->mod, name);
+    if (f) return f;
+    LLVMTypeRef ps[2] = {g->ptr, g->i64};
+    f = LLVMAddFunction(g->mod, name, LLVMFunctionType(g->vd, ps, 2, 0));
+    LLVMSetLinkage(f, LLVMInternalLinkage);
+    static const char *const attrs[] = {"noinline", "cold", "nounwind"};
+    for (int i = 0; i < 3; i++)
+        LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
+                                LLVMCreateEnumAttribute(g->ctx, LLVMGetEnumAttributeKindForName(attrs[i], strlen(attrs[i])), 0));
+    LLVMBasicBlockRef back = LLVMGetInsertBlock(B);
+    LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(g->ctx, f, "entry");
+    LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(g->ctx, f, "body");
+    LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(g->ctx, f, "done");
+    LLVMValueRef p = LLVMGetParam(f, 0), n = LLVMGetParam(f, 1);
+    LLVMPositionBuilderAtEnd(B, entry);
+    LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntSGT, n, LLVMConstInt(g->i64, 0, 0), ""), body, done);
+    LLVMPositionBuilderAtEnd(B, body);
+    LLVMValueRef i = LLVMBuildPhi(B, g->i64, "");
+    LLVMValueRef at = LLVMBuildGEP2(B, st, p, &i, 1, "");
+    LLVMBuildStore(B, cg_libm1(g, fn, LLVMBuildLoad2(B, st, at, "")), at);
+    LLVMValueRef i1 = LLVMBuildAdd(B, i, LLVMConstInt(g->i64, 1, 0), "");
+    LLVMValueRef zero = LLVMConstInt(g->i64, 0, 0);
+    LLVMBasicBlockRef from[2] = {entry, body};
+    LLVMValueRef vals[2] = {zero, i1};
+    LLVMAddIncoming(i, vals, from, 2);
+    LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntSLT, i1, n, ""), body, done);
+    LLVMPositionBuilderAtEnd(B, done);
+    LLVMBuildRetVoid(B);
+    LLVMPositionBuilderAtEnd(B, back);
+    return f;
+}
+
+/* the libm value for the lanes of `slow`, computed only when one is set */
 static LLVMValueRef trig_slow_lanes(cg *g, LLVMValueRef x, LLVMValueRef slow, LLVMValueRef fast, const char *fn) {
-    LLVMTypeRef st = LLVMTypeOf(slow);
+    LLVMTypeRef st = LLVMTypeOf(slow), xt = LLVMTypeOf(x);
+    bool vec = LLVMGetTypeKind(xt) == LLVMVectorTypeKind;
     LLVMValueRef any = slow;
-    if (LLVMGetTypeKind(st) == LLVMVectorTypeKind) any = cg_intrin(g, "llvm.vector.reduce.or", &st, 1, &slow, 1);
+    if (vec) any = cg_intrin(g, "llvm.vector.reduce.or", &st, 1, &slow, 1);
     LLVMValueRef ex[2] = {any, LLVMConstInt(g->i1, 0, 0)};
     any = cg_intrin(g, "llvm.expect", &g->i1, 1, ex, 2);
     LLVMBasicBlockRef pre = LLVMGetInsertBlock(B);
@@ -237,7 +277,20 @@ static LLVMValueRef trig_slow_lanes(cg *g, LLVMValueRef x, LLVMValueRef slow, LL
     LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(g->ctx, f, "trig.done");
     LLVMBuildCondBr(B, any, big, done);
     LLVMPositionBuilderAtEnd(B, big);
-    LLVMValueRef lib = LLVMBuildSelect(B, slow, cg_libm1(g, fn, x), fast, "");
+    LLVMValueRef lib;
+    if (vec) {
+        LLVMTypeRef et = LLVMGetElementType(xt);
+        LLVMValueRef loop = trig_lib_loop(g, et, fn);
+        LLVMValueRef buf = LLVMBuildAlloca(g->ab, xt, "");
+        LLVMBuildStore(B, x, buf);
+        LLVMValueRef args[2] = {buf, LLVMConstInt(g->i64, LLVMGetVectorSize(xt), 0)};
+        LLVMTypeRef ps[2] = {g->ptr, g->i64};
+        LLVMBuildCall2(B, LLVMFunctionType(g->vd, ps, 2, 0), loop, args, 2, "");
+        lib = LLVMBuildLoad2(B, xt, buf, "");
+    } else {
+        lib = cg_libm1(g, fn, x);
+    }
+    lib = LLVMBuildSelect(B, slow, lib, fast, "");
     LLVMBasicBlockRef big_end = LLVMGetInsertBlock(B);
     LLVMBuildBr(B, done);
     LLVMPositionBuilderAtEnd(B, done);
@@ -306,10 +359,11 @@ LLVMValueRef vm_trig(cg *g, LLVMValueRef x0, vm_trig_fn which) {
         LLVMValueRef sign = LLVMBuildShl(B, LLVMBuildAnd(B, q, KI(2), ""), KI(62), "");
         r = LLVMBuildBitCast(B, LLVMBuildXor(B, LLVMBuildBitCast(B, r, IT, ""), sign, ""), T, "");
     }
-    if (which != VM_COS) /* sin(-0) = -0: the sums above give +0 */
-        r = sel(g, LLVMRealOEQ, x, K(0.0), x, r);
     if (f32) r = LLVMBuildFPTrunc(B, r, XT, "");
-    LLVMValueRef ax = fabs1(g, x);
+    T = XT; /* the checks below in x0's type: half the vectors for f32 */
+    if (which != VM_COS) /* sin(-0) = -0: the sums above give +0 */
+        r = sel(g, LLVMRealOEQ, x0, K(0.0), x0, r);
+    LLVMValueRef ax = fabs1(g, x0);
     LLVMValueRef slow = LLVMBuildAnd(B, LLVMBuildFCmp(B, LLVMRealOGT, ax, K(TRIG_BIG), ""),
                                      LLVMBuildFCmp(B, LLVMRealOLT, ax, K(__builtin_inf()), ""), "");
     static const char *const names[3][2] = {{"sin", "sinf"}, {"cos", "cosf"}, {"tan", "tanf"}};
