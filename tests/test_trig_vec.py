@@ -24,7 +24,7 @@ def _inputs(dt):
     big = np.logspace(4, 38.4, 2000)
     tiny = np.logspace(-44 if dt == torch.float32 else -320, -3, 600)
     special = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e30, 2.0 ** 30, 2.0 ** 30 + 2.0 ** 7, 3.4e38, 1e300])
-    xs = np.concatenate([np.linspace(-1e4, 1e4, 40001), np.linspace(-4, 4, 20001), near, nb.astype(np.float64),
+    xs = np.concatenate([np.linspace(-1e4, 1e4, 40001), np.linspace(-4, 4, 20001), np.linspace(-7e4, 7e4, 20001), near, nb.astype(np.float64),
                          big, -big, tiny, -tiny, special])
     return torch.from_numpy(xs).to(dt)
 

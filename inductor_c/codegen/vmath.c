@@ -190,23 +190,26 @@ LLVMValueRef vm_sigmoid(cg *g, LLVMValueRef x) {
 
 /* ---- sin, cos, tan (the CPU's; the GPU's are vm_sincos in vmath_own.c) -----------------
  * x = j pi/2 + r, |r| <= pi/4 (+ a rounding), j = rint(x 2/pi) read off the low bits of
- * x 2/pi + 1.5 2^52 (no float -> int conversion: AVX2 has none for f64 vectors); then
- * sin x = [s, c, -s, -c][j mod 4] with s = sin r, c = cos r (cos x: j + 1), minimax
- * polynomials of degree 13 (sin) and 14 (cos) on [-pi/4, pi/4] (fdlibm's __kernel_sin/cos).
- *   f32: computed in f64 (x exact there): r = x - j P1 - j P2 with pi/2 = P1 + P2 (+ 1.5e-33),
- *        the first fma exact (P1's last bit is 2^-52 and |r| < 2), the second rounds once;
- *        the polynomials' last terms dropped (~1e-11 relative). Exhaustively checked against
- *        libm's f64 sin/cos for |x| < 1e4 (and every 7th f32 up to 2^30): max 0.5001 ulp,
- *        so compiled f32 sin/cos are the correctly rounded values but in double-rounding cases.
- *   f64: r as a double-double rh + rl (pi/2 = P1 + P2 + P3; j P2 split exactly by an fma, the
- *        sum by TwoSum) and the polynomials take rl (sin(rh + rl) ~ sin rh + rl (1 - rh^2/2),
+ * x 2/pi + 1.5 2^52 (f32: 2^23; no float -> int conversion: AVX2 has none for f64 vectors);
+ * then sin x = [s, c, -s, -c][j mod 4] with s = sin r, c = cos r (cos x: j + 1). Both
+ * polynomials are computed and selected per lane; sin and cos of one value in one kernel
+ * share them (the same instructions: LLVM's CSE; sin(a)*cos(a) [512,300] f32 runs 1.07x
+ * sin(a)*a, sin(a)*cos(1.5a) 2x).
+ *   f32 sin/cos: in f32, sincos_f32 below (max 0.66 ulp, exhaustive |x| < 1e4 against libm's
+ *        f64 sin/cos; eager's SLEEF u10 0.60 on the same sweep).
+ *   f64 sin/cos, f32 tan: trig_f64, degree 13 / 14 minimax polynomials (fdlibm's
+ *        __kernel_sin/cos coefficients). f32 tan in f64 (x exact there): r = x - j P1 - j P2
+ *        with pi/2 = P1 + P2 (+ 1.5e-33), the first fma exact (P1's last bit is 2^-52 and
+ *        |r| < 2), tan = s / c or -c / s rounded once to f32: max 0.5000 ulp. f64: r as a
+ *        double-double rh + rl (pi/2 = P1 + P2 + P3; j P2 split exactly by an fma, the sum by
+ *        TwoSum) and the polynomials take rl (sin(rh + rl) ~ sin rh + rl (1 - rh^2/2),
  *        cos(rh + rl) ~ cos rh - rh rl) and the rounding error of rh^2; 1 - rh^2/2 by
- *        Fast2Sum. Max 0.68 ulp against long double sinl/cosl (3M points up to 1e9).
- * |x| beyond TRIG_BIG (j must fit in far fewer than 51 bits, and P3's error times j stay far
- * below the smallest |r| of such x) but finite: the lanes take libm's value, in a block run
- * only when some lane needs it. inf and NaN give NaN through the polynomials (inf - inf).
- * f32 tan = s / c (or -c / s), in f64; f64 tan stays libm's (a quotient of two 0.7-ulp values
- * would not be within 1 ulp). */
+ *        Fast2Sum. Max 0.70 ulp against long double sinl/cosl (3M points up to 1e9). f64 tan
+ *        stays libm's (a quotient of two 0.7-ulp values would not be within 1 ulp).
+ * Finite |x| beyond the reduction's range (TRIG_BIG_F32, TRIG_BIG): the lanes take libm's
+ * value, in a block run only when some lane needs it (trig_slow_lanes). inf and NaN give NaN
+ * through the polynomials (inf - inf). Compile time: (sin(a)*a).relu()+1 is 221 IR
+ * instructions instead of 70 and takes ~2x as long to compile (TORCHC_DEBUG=time). */
 #define TRIG_BIG 1073741824.0 /* 2^30 */
 
 static const double PIO2_1 = 1.5707963267948966, PIO2_2 = 6.123233995736766e-17,
@@ -301,11 +304,76 @@ static LLVMValueRef trig_slow_lanes(cg *g, LLVMValueRef x, LLVMValueRef slow, LL
     return phi;
 }
 
+/* f32 sin/cos in f32 arithmetic: pi/2 = P1 + P2 + P3 (f32 parts); t1 = x - j P1 exact (fma);
+ * r = t1 - j P2 - j P3 as a double-float rh + rl (j P2 split by an fma, TwoSum); Cephes's
+ * sinf/cosf polynomials (degree 7 and 8 on [-pi/4, pi/4]) with rl and the rounding errors of
+ * rh^2 and rh^3 carried in their small terms. Valid for |x| <= TRIG_BIG_F32 (beyond, x 2/pi's
+ * rounding puts |r| past pi/4 and the reduction's error grows: 0.9 ulp by 1e6) */
+#define TRIG_BIG_F32 65536.0
+static LLVMValueRef trig_f64(cg *g, LLVMValueRef x0, vm_trig_fn which, bool f32, bool vec, unsigned n);
+static LLVMValueRef sincos_f32(cg *g, LLVMValueRef x, vm_trig_fn which) {
+    LLVMTypeRef T = LLVMTypeOf(x);
+    bool vec = LLVMGetTypeKind(T) == LLVMVectorTypeKind;
+    LLVMTypeRef IT = vec ? LLVMVectorType(g->i32, LLVMGetVectorSize(T)) : g->i32;
+    LLVMValueRef magic = K(0x1.8p23);
+    LLVMValueRef nm = cg_fma(g, x, K(0.63661977236758134308), magic);
+    LLVMValueRef j = LLVMBuildFSub(B, nm, magic, ""), nj = LLVMBuildFNeg(B, j, "");
+    LLVMValueRef q = LLVMBuildBitCast(B, nm, IT, "");
+    if (which == VM_COS) q = LLVMBuildAdd(B, q, KI(1), "");
+    const double P1 = 1.5707963705062866, P2 = -4.371138828673793e-08, P3 = -1.7151245100058819e-15;
+    LLVMValueRef t1 = cg_fma(g, nj, K(P1), x); /* exact */
+    LLVMValueRef uh = LLVMBuildFMul(B, j, K(P2), "");
+    LLVMValueRef ul = cg_fma(g, j, K(P2), LLVMBuildFNeg(B, uh, ""));
+    LLVMValueRef s = LLVMBuildFSub(B, t1, uh, "");
+    LLVMValueRef bb = LLVMBuildFSub(B, s, t1, "");
+    LLVMValueRef e = LLVMBuildFAdd(B, LLVMBuildFSub(B, t1, LLVMBuildFSub(B, s, bb, ""), ""),
+                                   LLVMBuildFSub(B, LLVMBuildFNeg(B, uh, ""), bb, ""), "");
+    LLVMValueRef lo = cg_fma(g, nj, K(P3), LLVMBuildFSub(B, e, ul, ""));
+    LLVMValueRef rh = LLVMBuildFAdd(B, s, lo, "");
+    LLVMValueRef rl = LLVMBuildFSub(B, lo, LLVMBuildFSub(B, rh, s, ""), "");
+    LLVMValueRef z = LLVMBuildFMul(B, rh, rh, ""), v = LLVMBuildFMul(B, z, rh, "");
+    LLVMValueRef zl = cg_fma(g, rh, rh, LLVMBuildFNeg(B, z, "")), vl = cg_fma(g, z, rh, LLVMBuildFNeg(B, v, ""));
+    const double S1 = -1.6666654611e-1, S2 = 8.3321608736e-3, S3 = -1.9515295891e-4;
+    const double C1 = 4.166664568298827e-2, C2 = -1.388731625493765e-3, C3 = 2.443315711809948e-5;
+    /* sin: rh - (z (rl/2 - v (S2 + z S3)) - (rl + S1 (vl + rh zl)) - v S1) */
+    LLVMValueRef nv = LLVMBuildFNeg(B, v, "");
+    LLVMValueRef a = cg_fma(g, nv, cg_fma(g, z, K(S3), K(S2)), LLVMBuildFMul(B, rl, K(0.5), ""));
+    LLVMValueRef b = cg_fma(g, K(S1), cg_fma(g, rh, zl, vl), rl);
+    LLVMValueRef t = cg_fma(g, nv, K(S1), cg_fma(g, z, a, LLVMBuildFNeg(B, b, "")));
+    LLVMValueRef sn = LLVMBuildFSub(B, rh, t, "");
+    /* cos: w + (((1 - w) - hz) + (z^2 C(z) - (rh rl + zl/2))), w = 1 - hz */
+    LLVMValueRef hz = LLVMBuildFMul(B, z, K(0.5), "");
+    LLVMValueRef w = LLVMBuildFSub(B, K(1.0), hz, "");
+    LLVMValueRef cr = cg_fma(g, z, cg_fma(g, z, K(C3), K(C2)), K(C1));
+    LLVMValueRef tail = cg_fma(g, LLVMBuildFMul(B, z, z, ""), cr,
+                               LLVMBuildFNeg(B, cg_fma(g, rh, rl, LLVMBuildFMul(B, zl, K(0.5), "")), ""));
+    LLVMValueRef cs = LLVMBuildFAdd(B, w, LLVMBuildFAdd(B, LLVMBuildFSub(B, LLVMBuildFSub(B, K(1.0), w, ""), hz, ""), tail, ""), "");
+    LLVMValueRef odd = LLVMBuildICmp(B, LLVMIntNE, LLVMBuildAnd(B, q, KI(1), ""), KI(0), "");
+    LLVMValueRef r = LLVMBuildSelect(B, odd, cs, sn, "");
+    LLVMValueRef sign = LLVMBuildShl(B, LLVMBuildAnd(B, q, KI(2), ""), KI(30), "");
+    return LLVMBuildBitCast(B, LLVMBuildXor(B, LLVMBuildBitCast(B, r, IT, ""), sign, ""), T, "");
+}
+
 LLVMValueRef vm_trig(cg *g, LLVMValueRef x0, vm_trig_fn which) {
     LLVMTypeRef XT = LLVMTypeOf(x0);
     bool vec = LLVMGetTypeKind(XT) == LLVMVectorTypeKind;
     unsigned n = vec ? LLVMGetVectorSize(XT) : 1;
     bool f32 = (vec ? LLVMGetElementType(XT) : XT) == g->f32;
+    static const char *const names[3][2] = {{"sin", "sinf"}, {"cos", "cosf"}, {"tan", "tanf"}};
+    LLVMValueRef r = f32 && which != VM_TAN ? sincos_f32(g, x0, which) : trig_f64(g, x0, which, f32, vec, n);
+    LLVMTypeRef T = XT; /* the checks in x0's type: half the vectors for f32 */
+    if (which != VM_COS) /* sin(-0) = -0: the sums give +0 */
+        r = sel(g, LLVMRealOEQ, x0, K(0.0), x0, r);
+    LLVMValueRef ax = fabs1(g, x0);
+    double big = f32 && which != VM_TAN ? TRIG_BIG_F32 : TRIG_BIG;
+    LLVMValueRef slow = LLVMBuildAnd(B, LLVMBuildFCmp(B, LLVMRealOGT, ax, K(big), ""),
+                                     LLVMBuildFCmp(B, LLVMRealOLT, ax, K(__builtin_inf()), ""), "");
+    return trig_slow_lanes(g, x0, slow, r, names[which][f32]);
+}
+
+/* sin/cos/tan in f64 (f32 x: tan; exact in f64), the result in x0's type */
+static LLVMValueRef trig_f64(cg *g, LLVMValueRef x0, vm_trig_fn which, bool f32, bool vec, unsigned n) {
+    LLVMTypeRef XT = LLVMTypeOf(x0);
     LLVMTypeRef T = vec ? LLVMVectorType(g->f64, n) : g->f64, IT = vec ? LLVMVectorType(g->i64, n) : g->i64;
     LLVMValueRef x = f32 ? LLVMBuildFPExt(B, x0, T, "") : x0;
     LLVMValueRef magic = K(0x1.8p52);
@@ -359,13 +427,5 @@ LLVMValueRef vm_trig(cg *g, LLVMValueRef x0, vm_trig_fn which) {
         LLVMValueRef sign = LLVMBuildShl(B, LLVMBuildAnd(B, q, KI(2), ""), KI(62), "");
         r = LLVMBuildBitCast(B, LLVMBuildXor(B, LLVMBuildBitCast(B, r, IT, ""), sign, ""), T, "");
     }
-    if (f32) r = LLVMBuildFPTrunc(B, r, XT, "");
-    T = XT; /* the checks below in x0's type: half the vectors for f32 */
-    if (which != VM_COS) /* sin(-0) = -0: the sums above give +0 */
-        r = sel(g, LLVMRealOEQ, x0, K(0.0), x0, r);
-    LLVMValueRef ax = fabs1(g, x0);
-    LLVMValueRef slow = LLVMBuildAnd(B, LLVMBuildFCmp(B, LLVMRealOGT, ax, K(TRIG_BIG), ""),
-                                     LLVMBuildFCmp(B, LLVMRealOLT, ax, K(__builtin_inf()), ""), "");
-    static const char *const names[3][2] = {{"sin", "sinf"}, {"cos", "cosf"}, {"tan", "tanf"}};
-    return trig_slow_lanes(g, x0, slow, r, names[which][f32]);
+    return f32 ? LLVMBuildFPTrunc(B, r, XT, "") : r;
 }
