@@ -12,8 +12,9 @@
  *   half_f32    f16/bf16 registers are f32 values rounded after each op (GPU) or the
  *               dtypes themselves (CPU: half, bf16 as i16 bits with f32 math)
  *   math        IC_MATH_LIBM: f32 transcendentals and f64 sin/cos from vmath.c, other f64
- *               ones from LLVM intrinsics and libm calls (CPU); IC_MATH_OWN: scalar f32 polynomials (vmath.c,
- *               vmath_own.c), no f64 transcendentals (NVPTX: no libdevice is linked)
+ *               ones from LLVM intrinsics and libm calls (CPU); IC_MATH_OWN: scalar f32
+ *               polynomials (vmath.c, vmath_own.c), no f64 transcendentals (NVPTX: no
+ *               libdevice is linked)
  *   ex2         the NVPTX ex2.approx instruction: exp (and the exp inside tanh, sigmoid) is
  *               vm_exp_ex2, erf's outer exp is one ex2.approx (vm_exp_approx)
  *   nan_minmax  f32 maximum/minimum (and amax/amin combines) as llvm.maximum/minimum: one
