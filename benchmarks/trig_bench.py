@@ -4,7 +4,7 @@ Each case times eager and compiled calls interleaved (one of each per round, so 
 shared machine hits both alike) and reports the medians. Cases: sin, cos, tan and a fused
 expression (sin(a) * a).relu() + 1, float32 and float64, shapes [512, 300] and [4096].
 
-    python benchmarks/trig_bench.py [--rounds N] [--json out.json]
+    python benchmarks/trig_bench.py [--rounds N] [--dtype float32] [--json out.json]
 """
 import argparse
 import json
@@ -47,11 +47,14 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=30)
     ap.add_argument("--json")
+    ap.add_argument("--dtype", choices=["float32", "float64"], help="only this dtype")
     a = ap.parse_args()
     torch.set_num_threads(1)
     rows = []
     print(f"{'case':8} {'dtype':8} {'shape':11} {'eager ms':>9} {'torchc ms':>9} {'speedup':>8}")
     for dt in (torch.float32, torch.float64):
+        if a.dtype and str(dt) != "torch." + a.dtype:
+            continue
         for shape in SHAPES:
             x = torch.randn(shape, dtype=dt) * 10
             for name, fn in CASES.items():
