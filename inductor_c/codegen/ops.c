@@ -11,7 +11,7 @@
  *   fp2int      float -> integer casts out of range (below)
  *   half_f32    f16/bf16 registers are f32 values rounded after each op (GPU) or the
  *               dtypes themselves (CPU: half, bf16 as i16 bits with f32 math)
- *   math        IC_MATH_LIBM: f32 transcendentals and f64 sin/cos from vmath.c, other f64
+ *   math        IC_MATH_LIBM: f32 transcendentals and f64 sin/cos/tan from vmath.c, other f64
  *               ones from LLVM intrinsics and libm calls (CPU); IC_MATH_OWN: scalar f32
  *               polynomials (vmath.c, vmath_own.c), no f64 transcendentals (NVPTX: no
  *               libdevice is linked)
@@ -276,7 +276,7 @@ static LLVMValueRef math1(cg *g, ic_op op, ic_dtype t, LLVMValueRef a) {
     case IC_OP_COS: return own ? vm_sincos(g, a, true) : vm_trig(g, a, VM_COS);
     case IC_OP_TAN:
         if (own) return LLVMBuildFDiv(B, vm_sincos(g, a, false), vm_sincos(g, a, true), "");
-        return f32 ? vm_trig(g, a, VM_TAN) : cg_libm1(g, "tan", a);
+        return vm_trig(g, a, VM_TAN);
     case IC_OP_ATAN: return own ? vm_atan(g, a) : cg_libm1(g, f32 ? "atanf" : "atan", a);
     case IC_OP_ASIN: case IC_OP_ACOS: {
         if (!own) return cg_libm1(g, op == IC_OP_ASIN ? (f32 ? "asinf" : "asin") : (f32 ? "acosf" : "acos"), a);

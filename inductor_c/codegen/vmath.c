@@ -1,4 +1,4 @@
-/* vmath.c — f32 transcendentals (and f64 sin/cos) as straight-line LLVM IR, so they
+/* vmath.c — f32 transcendentals (and f64 sin/cos/tan) as straight-line LLVM IR, so they
  * vectorize with the loop body instead of calling scalar libm in the hot loop.
  *
  * Contract: inputs/outputs are float or <VF x float>; results are within ~1 ulp of the
@@ -197,7 +197,7 @@ LLVMValueRef vm_sigmoid(cg *g, LLVMValueRef x) {
  * sin(a)*a, sin(a)*cos(1.5a) 2x).
  *   f32 sin/cos: in f32, sincos_f32 below (max 0.66 ulp, exhaustive |x| < 1e4 against libm's
  *        f64 sin/cos; eager's SLEEF u10 0.60 on the same sweep).
- *   f64 sin/cos, f32 tan: trig_f64, degree 13 / 14 minimax polynomials (fdlibm's
+ *   f64 sin/cos/tan, f32 tan: trig_f64, degree 13 / 14 minimax polynomials (fdlibm's
  *        __kernel_sin/cos coefficients). f32 tan in f64 (x exact there): r = x - j P1 - j P2
  *        with pi/2 = P1 + P2 (+ 1.5e-33), the first fma exact (P1's last bit is 2^-52 and
  *        |r| < 2), tan = s / c or -c / s rounded once to f32: max 0.5000 ulp. f64: r as a
@@ -205,8 +205,9 @@ LLVMValueRef vm_sigmoid(cg *g, LLVMValueRef x) {
  *        TwoSum) and the polynomials take rl (sin(rh + rl) ~ sin rh + rl (1 - rh^2/2),
  *        cos(rh + rl) ~ cos rh - rh rl) and the rounding error of rh^2; 1 - rh^2/2 by
  *        Fast2Sum. Max 0.73 ulp against long double sinl/cosl (5M points: up to 1e9, next
- *        to k pi/2 for |k| < 1e8, denormals). f64 tan
- *        stays libm's (a quotient of two 0.7-ulp values would not be within 1 ulp).
+ *        to k pi/2 for |k| < 1e8, denormals). f64 tan: s and c as double-doubles (the
+ *        last sums' errors by Fast2Sum), their quotient corrected by one fma residual step
+ *        (a plain quotient of the two 0.7-ulp values was 2.0 ulp off).
  * Finite |x| beyond the reduction's range (TRIG_BIG_F32, TRIG_BIG): the lanes take libm's
  * value, in a block run only when some lane needs it (trig_slow_lanes). inf and NaN give NaN
  * through the polynomials (inf - inf). Compile time: (sin(a)*a).relu()+1 is 221 IR
@@ -399,7 +400,7 @@ static LLVMValueRef trig_f64(cg *g, LLVMValueRef x0, vm_trig_fn which, bool f32,
     }
     LLVMValueRef z = LLVMBuildFMul(B, rh, rh, "");
     LLVMValueRef hz = LLVMBuildFMul(B, z, K(0.5), "");
-    LLVMValueRef sn, cs;
+    LLVMValueRef sn, cs, sl = NULL, cl = NULL; /* f64: sn + sl, cs + cl (tan's quotient) */
     if (f32) {
         /* rh + rh z S(z); 1 - z/2 + z^2 C(z) */
         sn = fma3(g, LLVMBuildFMul(B, rh, z, ""), poly(g, z, SIN_C, 5), rh);
@@ -411,6 +412,7 @@ static LLVMValueRef trig_f64(cg *g, LLVMValueRef x0, vm_trig_fn which, bool f32,
         t = LLVMBuildFSub(B, LLVMBuildFMul(B, z, t, ""), rl, "");
         t = LLVMBuildFSub(B, t, LLVMBuildFMul(B, v, K(SIN_C[0]), ""), "");
         sn = LLVMBuildFSub(B, rh, t, "");
+        sl = LLVMBuildFSub(B, LLVMBuildFSub(B, rh, sn, ""), t, "");
         /* cos: w + (((1 - w) - hz) + (z^2 C(z) - (rh rl + zl/2))), w = 1 - hz, zl = rh^2 - z */
         LLVMValueRef w = LLVMBuildFSub(B, K(1.0), hz, "");
         LLVMValueRef zl = cg_fma(g, rh, rh, LLVMBuildFNeg(B, z, ""));
@@ -418,11 +420,21 @@ static LLVMValueRef trig_f64(cg *g, LLVMValueRef x0, vm_trig_fn which, bool f32,
         LLVMValueRef tail = LLVMBuildFSub(B, LLVMBuildFMul(B, LLVMBuildFMul(B, z, z, ""), poly(g, z, COS_C, 6), ""), corr, "");
         tail = LLVMBuildFAdd(B, LLVMBuildFSub(B, LLVMBuildFSub(B, K(1.0), w, ""), hz, ""), tail, "");
         cs = LLVMBuildFAdd(B, w, tail, "");
+        cl = LLVMBuildFAdd(B, LLVMBuildFSub(B, w, cs, ""), tail, "");
     }
     LLVMValueRef odd = LLVMBuildICmp(B, LLVMIntNE, LLVMBuildAnd(B, q, KI(1), ""), KI(0), "");
     LLVMValueRef r;
-    if (which == VM_TAN) {
+    if (which == VM_TAN && f32) {
         r = LLVMBuildSelect(B, odd, LLVMBuildFDiv(B, LLVMBuildFNeg(B, cs, ""), sn, ""), LLVMBuildFDiv(B, sn, cs, ""), "");
+    } else if (which == VM_TAN) {
+        /* (nh + nl) / (dh + dl): q = nh / dh, then q + (nh - q dh + (nl - q dl)) / dh */
+        LLVMValueRef nh = LLVMBuildSelect(B, odd, LLVMBuildFNeg(B, cs, ""), sn, "");
+        LLVMValueRef nl = LLVMBuildSelect(B, odd, LLVMBuildFNeg(B, cl, ""), sl, "");
+        LLVMValueRef dh = LLVMBuildSelect(B, odd, sn, cs, ""), dl = LLVMBuildSelect(B, odd, sl, cl, "");
+        LLVMValueRef tq = LLVMBuildFDiv(B, nh, dh, "");
+        LLVMValueRef e = cg_fma(g, LLVMBuildFNeg(B, tq, ""), dh, nh);
+        e = LLVMBuildFAdd(B, e, LLVMBuildFSub(B, nl, LLVMBuildFMul(B, tq, dl, ""), ""), "");
+        r = LLVMBuildFAdd(B, tq, LLVMBuildFDiv(B, e, dh, ""), "");
     } else {
         r = LLVMBuildSelect(B, odd, cs, sn, "");
         LLVMValueRef sign = LLVMBuildShl(B, LLVMBuildAnd(B, q, KI(2), ""), KI(62), "");
