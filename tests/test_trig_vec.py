@@ -87,7 +87,7 @@ def test_lowered_as_vector_code(dt, capfd):
     assert "llvm.sin" not in ir and "llvm.cos" not in ir
 
 
-SIZES = [(0,), (1,), (7,), (17,), (1003,), (5, 0, 3), (13, 19)]
+SIZES = [(0,), (7,), (17,), (1003,), (13, 19)]
 
 
 def _all(a):
