@@ -195,8 +195,8 @@ LLVMValueRef vm_sigmoid(cg *g, LLVMValueRef x) {
  * polynomials are computed and selected per lane; sin and cos of one value in one kernel
  * share them (the same instructions: LLVM's CSE; sin(a)*cos(a) [512,300] f32 runs 1.07x
  * sin(a)*a, sin(a)*cos(1.5a) 2x).
- *   f32 sin/cos: in f32, sincos_f32 below (max 0.66 ulp, exhaustive |x| < 1e4 against libm's
- *        f64 sin/cos; eager's SLEEF u10 0.60 on the same sweep).
+ *   f32 sin/cos: in f32, sincos_f32 below: max 0.667 ulp against libm's f64 sin/cos (every
+ *        f32 |x| < 1e4, every 3rd below 65536; eager's SLEEF u10: 0.60 on a [-1e4, 1e4] sweep).
  *   f64 sin/cos/tan, f32 tan: trig_f64, degree 13 / 14 minimax polynomials (fdlibm's
  *        __kernel_sin/cos coefficients). f32 tan in f64 (x exact there): r = x - j P1 - j P2
  *        with pi/2 = P1 + P2 (+ 1.5e-33), the first fma exact (P1's last bit is 2^-52 and
