@@ -135,6 +135,9 @@ LLVMValueRef vm_sigmoid(cg *g, LLVMValueRef x);
 LLVMValueRef vm_gelu(cg *g, LLVMValueRef x);
 typedef LLVMValueRef (*vm_exp_fn)(void *arg, LLVMValueRef x);
 LLVMValueRef vm_gelu_ex(cg *g, LLVMValueRef x, vm_exp_fn ex, void *arg); /* ex NULL: exp_fn or vm_exp; no inf/NaN cases */
+/* sin/cos/tan of f32 or f64 values, within 1 ulp for every input (huge ones by libm) */
+typedef enum { VM_SIN, VM_COS, VM_TAN } vm_trig_fn;
+LLVMValueRef vm_trig(cg *g, LLVMValueRef x, vm_trig_fn which);
 
 /* vmath_own.c: scalar f32 math for targets without libm (IC_MATH_OWN) */
 LLVMValueRef vm_sincos(cg *g, LLVMValueRef x, bool want_cos);

@@ -19,7 +19,7 @@
  *   partial accumulators per part and a second function (`_fin`) combines them. Float math keeps IEEE semantics (no fast-math
  *   flags exist in the LLVM 16 C API and none are needed: vectorization is explicit and
  *   reductions are reassociated by construction: 16 lanes, then a tree). f32
- *   transcendentals come from vmath.c; f64 ones from libm.
+ *   transcendentals (and f64 sin/cos/tan) come from vmath.c; other f64 ones from libm.
  *   Buffers reach the body as noalias arguments of an always-inlined function, so LLVM
  *   may hoist and reorder memory accesses across buffers.
  * Then (cpu_module.c): verifier, the pipeline of ic_cpu_pipeline (new pass manager), an object

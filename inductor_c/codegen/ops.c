@@ -11,9 +11,10 @@
  *   fp2int      float -> integer casts out of range (below)
  *   half_f32    f16/bf16 registers are f32 values rounded after each op (GPU) or the
  *               dtypes themselves (CPU: half, bf16 as i16 bits with f32 math)
- *   math        IC_MATH_LIBM: f32 transcendentals from vmath.c, f64 ones from LLVM intrinsics
- *               and libm calls (CPU); IC_MATH_OWN: scalar f32 polynomials (vmath.c,
- *               vmath_own.c), no f64 transcendentals (NVPTX: no libdevice is linked)
+ *   math        IC_MATH_LIBM: f32 transcendentals and f64 sin/cos/tan from vmath.c, other f64
+ *               ones from LLVM intrinsics and libm calls (CPU); IC_MATH_OWN: scalar f32
+ *               polynomials (vmath.c, vmath_own.c), no f64 transcendentals (NVPTX: no
+ *               libdevice is linked)
  *   ex2         the NVPTX ex2.approx instruction: exp (and the exp inside tanh, sigmoid) is
  *               vm_exp_ex2, erf's outer exp is one ex2.approx (vm_exp_approx)
  *   nan_minmax  f32 maximum/minimum (and amax/amin combines) as llvm.maximum/minimum: one
@@ -271,11 +272,11 @@ static LLVMValueRef math1(cg *g, ic_op op, ic_dtype t, LLVMValueRef a) {
         LLVMValueRef h = LLVMBuildFMul(B, fconst(g, a, 0.5), a, "");
         return LLVMBuildFMul(B, h, LLVMBuildFAdd(B, fconst(g, a, 1.0), math1(g, IC_OP_TANH, t, in), ""), "");
     }
-    case IC_OP_SIN: return own ? vm_sincos(g, a, false) : cg_intrin1(g, "llvm.sin", a);
-    case IC_OP_COS: return own ? vm_sincos(g, a, true) : cg_intrin1(g, "llvm.cos", a);
+    case IC_OP_SIN: return own ? vm_sincos(g, a, false) : vm_trig(g, a, VM_SIN);
+    case IC_OP_COS: return own ? vm_sincos(g, a, true) : vm_trig(g, a, VM_COS);
     case IC_OP_TAN:
         if (own) return LLVMBuildFDiv(B, vm_sincos(g, a, false), vm_sincos(g, a, true), "");
-        return cg_libm1(g, f32 ? "tanf" : "tan", a);
+        return vm_trig(g, a, VM_TAN);
     case IC_OP_ATAN: return own ? vm_atan(g, a) : cg_libm1(g, f32 ? "atanf" : "atan", a);
     case IC_OP_ASIN: case IC_OP_ACOS: {
         if (!own) return cg_libm1(g, op == IC_OP_ASIN ? (f32 ? "asinf" : "asin") : (f32 ? "acosf" : "acos"), a);
