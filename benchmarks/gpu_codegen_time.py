@@ -19,7 +19,8 @@ model's first GPU step is making its kernels, on the host).
      wall      ic_compile's wall time; it includes the PTX of the lazy scalar fallbacks, made after
                the parts for ptxas to check (TORCHC_GPU_LAZY=probe; up to ~half of wall, perf: a
                run compiles them only when a launch needs one): the stage columns leave it out
-     cpu       CPU time of all threads (the calling one and the parts' threads)
+     cpu       CPU time of all threads (the calling one and the parts' threads), the lazy fallbacks'
+               PTX left out (ic_ctx cpu_probe), as proj16 is
      passes    graph copy + lower + schedule + finalize (serial)
      irgen     LLVM IR built for every kernel variant, dedupe of repeats (serial); irgen_cpu: its
                CPU time (the calling thread's: the wall time on a loaded machine is several times it)

@@ -664,7 +664,7 @@ static ic_compiled *compile_graph(const ic_graph *g, const ic_options *opt, ic_e
         static const char *names[IC_T_COUNT] = {"init", "graph", "lower", "sched", "final", "irgen", "opt", "emit", "jit"};
         char line[400];
         int n = snprintf(line, sizeof line, "torchc time: compile %.2f ms (cpu %.2f + %.2f other threads; %d nodes, %d kernels, "
-                         "%d repeats, %d lazy, %d parts, %d insts):", ic_now_ms() - t0, thread_cpu_ms() - cpu0, c->cpu_other, g->n,
+                         "%d repeats, %d lazy, %d parts, %d insts):", ic_now_ms() - t0, thread_cpu_ms() - cpu0 - c->cpu_probe, c->cpu_other, g->n,
                          c->nkernels, c->cg_dups, c->cg_lazy, c->cg_parts, c->cg_insts);
         for (int i = 0; i < IC_T_COUNT && n > 0 && n < (int)sizeof line; i++)
             n += snprintf(line + n, sizeof line - (size_t)n, " %s %.2f", names[i], c->t_stage[i]);

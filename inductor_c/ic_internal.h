@@ -460,6 +460,8 @@ struct ic_ctx {
     int cg_lazy;                /* GPU fallback variants left to compile on first use */
     int cg_insts;               /* their LLVM instructions before optimization */
     double cpu_other;           /* ms of cpu on the other codegen threads */
+    double cpu_probe;           /* ms of this thread's cpu a PTX-only compile spent on the lazy fallbacks'
+                                 * PTX (TORCHC_GPU_LAZY=probe; a run compiles them on first need only) */
     ic_dkey key;                /* graph text, options, versions, host, build */
     void *memo; /* sched: inlining memo */
     void *cg_res; /* codegen: LLVM objects to release on error */

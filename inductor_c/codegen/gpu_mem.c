@@ -92,6 +92,31 @@ static bool safe_ix(gg *g, ic_ix a, int b) {
     return lo >= 0 && hi < g->c->bufs[b].span;
 }
 
+/* A vector access (vec_access) whose offsets may leave the buffer (a cat's untaken side, the
+ * shifted windows of a pooling's backward): its lane 0 sits at a multiple of V, so when the
+ * span is a multiple of V too the V lanes are inside the buffer or outside it together, and
+ * the vector's offset clamped into [0, span - V] (vec_off) reads every lane that is inside
+ * where the per-lane clamp (gg_clamp_off) reads it; lanes outside, whose values no taken side
+ * uses, read other elements of the buffer. One vector load instead of V clamped scalar ones
+ * (DenseNet's backward: the gradient of a block's concatenation summed over 32 inputs). */
+static bool vec_in_span(gg *g, ic_ix a, int b) {
+    int64_t span = g->c->bufs[b].span;
+    return safe_ix(g, a, b) || (span >= g->V && span % g->V == 0);
+}
+
+/* lane 0's offset of a vector access, clamped into [0, span - V] when it may leave the buffer */
+static LLVMValueRef vec_off(gg *g, ic_ix a, int b) {
+    LLVMValueRef off = gg_gix(g, a, 0);
+    int64_t lo, hi, span = g->c->bufs[b].span;
+    ix_range(g->c, a, &lo, &hi);
+    if (lo < 0) off = sel(g, LLVMBuildICmp(B, LLVMIntSLT, off, kix(g, 0), ""), kix(g, 0), off);
+    if (hi >= span) {
+        LLVMValueRef m = kix(g, span - g->V);
+        off = sel(g, LLVMBuildICmp(B, LLVMIntSGT, off, m, ""), m, off);
+    }
+    return off;
+}
+
 /* ---- memory ------------------------------------------------------------------------------ */
 static unsigned vec_align(gg *g, ic_dtype t) {
     unsigned bytes = (unsigned)(g->V * (int)ic_dtype_size(t));
@@ -274,14 +299,14 @@ static LLVMValueRef load_lane(gg *g, ic_xid x, int lane) {
     LLVMValueRef r;
     if (e->a >= 0) {
         r = gg_scalar_load(g, b, e->dtype, gather_off(g, e, lane));
-    } else if (vec_access(g, e->ix) && safe_ix(g, e->ix, b) && buf_vec_ok(g, b, e->dtype)) {
+    } else if (vec_access(g, e->ix) && vec_in_span(g, e->ix, b) && buf_vec_ok(g, b, e->dtype)) {
         LLVMValueRef v;
         if (pers && g->pvld[vk]) {
             v = g->pvld[vk];
         } else if (!pers && g->vld_gen[x] == g->gen) {
             v = g->vld[x];
         } else {
-            v = vec_load(g, b, e->dtype, gg_gix(g, e->ix, 0));
+            v = vec_load(g, b, e->dtype, vec_off(g, e->ix, b));
             if (pers) g->pvld[vk] = v;
             g->vld[x] = v;
             g->vld_gen[x] = g->gen;

@@ -697,7 +697,9 @@ void gg_codegen(ic_ctx *c, int tsm, int nsm, gres *R) {
         c->t_stage[IC_T_EMIT] += w * temit / (topt + temit + 1e-9);
     }
     if (ptx_only && gpu->lazy_bc) { /* not timed: a run compiles these on first need only */ /* TORCHC_GPU_LAZY=probe: the lazy module's PTX as the last module */
+        double tp = thread_cpu_ms(); /* left out of the compile's cpu too (c->cpu_probe) */
         char *lp = ic_gpu_lazy_ptx(gpu->lazy_bc, gpu->lazy_n, tsm, msg, sizeof msg);
+        c->cpu_probe += thread_cpu_ms() - tp;
         if (!lp) ic_fail(c, IC_EINTERNAL, "%s", msg);
         size_t ln = strlen(lp);
         char *all = realloc(gpu->ptx, at + sizeof IC_PTX_SEP + ln);
