@@ -23,7 +23,6 @@
 #include "aten_bridge.h"
 #include "scan.h"
 #include "train.h"
-#include "ic_config.h"
 #include "ic_device.h"
 
 _Thread_local tc_scan_probe *tc_scan_tl_probe;
@@ -447,7 +446,7 @@ static ic_scan_kernel *kernel_of(PyObject *cap) { return PyCapsule_GetPointer(ca
 
 /* the reason a forward scan of these tensors gets no persistent kernel (before its graph is
  * looked at), or NULL; *cm: the carry's meta */
-static const char *tensor_why(PyObject *c0, PyObject *X, PyObject *consts, int plan_only, tc_meta *cm) {
+static const char *tensor_why(PyObject *c0, PyObject *X, PyObject *consts, int plan_only, int train, tc_meta *cm) {
     if (PyList_GET_SIZE(c0) != 1 || !tc_is_tensor(PyList_GET_ITEM(c0, 0)))
         return "the carry is not one float32 [N, n] tensor";
     tc_tensor_meta(PyList_GET_ITEM(c0, 0), cm);
@@ -472,8 +471,9 @@ static const char *tensor_why(PyObject *c0, PyObject *X, PyObject *consts, int p
             if (m.device_type != cm->device_type || m.device_index != cm->device_index)
                 return "an input on another device";
         }
-    if (grad)
-        return "a gradient is needed (the persistent kernel runs the forward only)";
+    if (grad && !train)
+        return "a gradient is needed (the persistent kernel runs the forward only; its training form, which "
+               "stores the carries and the recurrent product per step, has no backward kernel yet)";
     return NULL;
 }
 
@@ -492,18 +492,16 @@ static PyObject *scan_persist(PyObject *self, PyObject *args) {
     tc_scan_probe *p = PyCapsule_GetPointer(cap, CAPSULE);
     if (p == NULL)
         return NULL;
-    int sm = 0, nsm = 0, plan_only = target != Py_None;
-    if (plan_only && !PyArg_ParseTuple(target, "ii", &sm, &nsm))
+    int sm = 0, nsm = 0, train = 0, plan_only = target != Py_None;
+    if (plan_only && !PyArg_ParseTuple(target, "ii|p", &sm, &nsm, &train))
         return NULL;
     char why[300] = "";
     tc_meta cm;
-    const char *tw = tensor_why(c0, X, consts, plan_only, &cm);
+    const char *tw = tensor_why(c0, X, consts, plan_only, train, &cm);
     if (tw == NULL && p->nsyms)
         tw = "a dynamic-shape body";
     if (tw == NULL && p->graph == NULL)
         tw = "the body has no graph text";
-    if (tw == NULL && !plan_only && !ic_config_int(IC_CFG_scan_persistent))
-        tw = "config scan_persistent is off (the kernel has not yet run on a GPU)";
     if (tw)
         return Py_BuildValue("(Os)", Py_None, tw);
     if (!plan_only && ic_cuda_device_info(cm.device_index, &sm, &nsm, why, sizeof why))
@@ -535,7 +533,7 @@ static PyObject *scan_persist(PyObject *self, PyObject *args) {
     }
     ic_scan_spec sp = {.graph = p->graph, .ninputs = (int)nin, .role = role, .role_index = ridx, .nx = (int)nx,
                        .x_stride0 = xs0, .N = cm.sizes[0], .n = cm.sizes[1], .cout = cout, .ny = (int)ny,
-                       .yout = yo, .sm = sm, .nsm = nsm};
+                       .yout = yo, .sm = sm, .nsm = nsm, .train = train};
     ic_scan_kernel *k;
     int loaded = 0;
     Py_BEGIN_ALLOW_THREADS
@@ -575,10 +573,10 @@ static PyObject *scan_persist_info(PyObject *self, PyObject *kc) {
     if (k == NULL)
         return NULL;
     const ic_scan_shape *s = ic_scan_kernel_shape(k);
-    return Py_BuildValue("{sLsLsisisisisisNsNsisisssi}", "N", (long long)s->N, "n", (long long)s->n, "threads",
+    return Py_BuildValue("{sLsLsisisisisisNsisisisssi}", "N", (long long)s->N, "n", (long long)s->n, "threads",
                          s->threads, "R", s->R, "ctas", s->ctas, "np", s->np, "smem", s->smem, "has_mv",
-                         PyBool_FromLong(s->has_mv), "w_smem", PyBool_FromLong(s->w_smem), "nxmm", s->nxmm, "nres",
-                         s->nres, "describe", ic_scan_kernel_describe(k), "ninputs", ic_scan_kernel_ninputs(k));
+                         PyBool_FromLong(s->has_mv), "nxmm", s->nxmm, "nres",
+                         s->nres, "nsave", s->nsave, "describe", ic_scan_kernel_describe(k), "ninputs", ic_scan_kernel_ninputs(k));
 }
 
 static PyObject *scan_persist_ir(PyObject *self, PyObject *kc) {
@@ -654,7 +652,7 @@ static int bind(ic_scan_kernel *k, PyObject *h0, PyObject *args, long long T, vo
         ptrs[1 + i] = tm.data;
     }
     int64_t ysz[3] = {T, s->N, s->n}, yst[3] = {s->N * s->n, s->n, 1};
-    for (int m = 0; m < s->nres; m++) {
+    for (int m = 0; m < s->nres + s->nsave; m++) {
         PyObject *y = tc_empty_strided(3, ysz, yst, IC_F32, hm.device_type, hm.device_index);
         if (y == NULL)
             return -1;
@@ -667,23 +665,28 @@ static int bind(ic_scan_kernel *k, PyObject *h0, PyObject *args, long long T, vo
     *hT = tc_empty_strided(2, ysz + 1, yst + 1, IC_F32, hm.device_type, hm.device_index);
     if (*hT == NULL)
         return -1;
-    ptrs[1 + nin + s->nres] = tc_data_ptr(*hT);
+    ptrs[1 + nin + s->nres + s->nsave] = tc_data_ptr(*hT);
     return 0;
 }
 
-/* (hT, ys in the results' order) of stacks */
+/* (hT, ys in the results' order, the training stacks (ic_scan_shape nsave)) of stacks */
 static PyObject *results(ic_scan_kernel *k, PyObject *hT, PyObject *stacks) {
     const int *slot;
-    int ny = ic_scan_kernel_nresults(k, &slot);
+    int ny = ic_scan_kernel_nresults(k, &slot), nres = ic_scan_kernel_shape(k)->nres;
     PyObject *ys = PyTuple_New(ny);
     if (ys == NULL)
         return NULL;
     for (int i = 0; i < ny; i++)
         PyTuple_SET_ITEM(ys, i, Py_NewRef(PyList_GET_ITEM(stacks, slot[i])));
-    return Py_BuildValue("(ON)", hT, ys);
+    PyObject *sv = PyList_GetSlice(stacks, nres, PyList_GET_SIZE(stacks));
+    if (sv == NULL) {
+        Py_DECREF(ys);
+        return NULL;
+    }
+    return Py_BuildValue("(ONN)", hT, ys, sv);
 }
 
-/* _scan_persist_bind(kernel, h0, args, T) -> (pointer parameters, hT, ys): a call's buffers
+/* _scan_persist_bind(kernel, h0, args, T) -> (pointer parameters, hT, ys, training stacks): a call's buffers
  * without a launch (tests run the kernel's IR on the CPU with them) */
 static PyObject *scan_persist_bind(PyObject *self, PyObject *a) {
     (void)self;
@@ -694,7 +697,7 @@ static PyObject *scan_persist_bind(PyObject *self, PyObject *a) {
     ic_scan_kernel *k = kernel_of(kc);
     if (k == NULL)
         return NULL;
-    int np = 2 + ic_scan_kernel_ninputs(k) + ic_scan_kernel_shape(k)->nres;
+    int np = 2 + ic_scan_kernel_ninputs(k) + ic_scan_kernel_shape(k)->nres + ic_scan_kernel_shape(k)->nsave;
     void **ptrs = calloc((size_t)np, sizeof *ptrs);
     if (ptrs == NULL)
         return PyErr_NoMemory();
@@ -709,7 +712,8 @@ static PyObject *scan_persist_bind(PyObject *self, PyObject *a) {
     }
     if ((r = results(k, hT, stacks)) == NULL)
         goto done;
-    res = Py_BuildValue("(NOO)", Py_NewRef(ptrl), PyTuple_GET_ITEM(r, 0), PyTuple_GET_ITEM(r, 1));
+    res = Py_BuildValue("(NOOO)", Py_NewRef(ptrl), PyTuple_GET_ITEM(r, 0), PyTuple_GET_ITEM(r, 1),
+                        PyTuple_GET_ITEM(r, 2));
 done:
     free(ptrs);
     Py_XDECREF(hT);
@@ -719,7 +723,7 @@ done:
     return res;
 }
 
-/* _scan_persist_run(kernel, h0, args, T) -> (hT, ys): one launch on torch's current stream of
+/* _scan_persist_run(kernel, h0, args, T) -> (hT, ys, training stacks): one launch on torch's current stream of
  * h0's device; args per graph input (the carry's ignored; x: its [T, ...] stack) */
 static PyObject *scan_persist_run(PyObject *self, PyObject *a) {
     (void)self;
@@ -730,7 +734,7 @@ static PyObject *scan_persist_run(PyObject *self, PyObject *a) {
     ic_scan_kernel *k = kernel_of(kc);
     if (k == NULL)
         return NULL;
-    int np = 2 + ic_scan_kernel_ninputs(k) + ic_scan_kernel_shape(k)->nres;
+    int np = 2 + ic_scan_kernel_ninputs(k) + ic_scan_kernel_shape(k)->nres + ic_scan_kernel_shape(k)->nsave;
     void **ptrs = calloc((size_t)np, sizeof *ptrs);
     if (ptrs == NULL)
         return PyErr_NoMemory();

@@ -87,14 +87,19 @@ typedef struct ic_scan_spec {
     int ny;
     const int *yout;          /* the graph outputs that are the results, in order */
     int sm, nsm;              /* target sm_XY as XY, and the device's SMs */
+    int train;                /* also store what a backward through time reads (ic_scan_shape nsave) */
 } ic_scan_spec;
 typedef struct ic_scan_shape {
     int64_t N, n;
     int threads, R, ctas, np;  /* one thread a column, R batch rows a CTA, np: n rounded to 4 */
     int smem;                  /* dynamic shared memory bytes */
-    int has_mv, w_smem;        /* a product of the carry; its W in shared memory */
+    int has_mv;                /* a product of the carry (its W in shared memory) */
     int nxmm;                  /* input projections (products of x slices or constants) */
     int nres;                  /* the results' stacks (distinct graph outputs) */
+    int nsave;                 /* training: stacks after the results' [T, N, n]: the carries
+                                * h_1..h_T, then (has_mv) the recurrent product h_{t-1} W per step
+                                * (before alpha and bias): with h_0, the x stacks and the loop
+                                * constants, every value of step t is recomputable from them */
 } ic_scan_shape;
 typedef struct ic_scan_kernel ic_scan_kernel;
 /* The kernel of spec (a new reference; kept by key for later calls), or NULL with why. */

@@ -22,9 +22,9 @@ How it runs (no Python and no capture per step; compile time does not depend on 
   from a pool and are reused by later calls once nothing holds them (see _empty); the ones the
   backward reads are saved through save_for_backward, so the engine frees them after it.
 On CUDA, a forward scan (no gradient needed) whose body is a product of the carry with a
-constant plus pointwise ops runs as one persistent kernel generated in C from the body's
-graph (inductor_c/codegen/gpu_scan.c); `last_lowering` (and torchc.explain(...).scan_lowerings)
-names the lowering a scan got and why.
+constant plus pointwise ops, the constant [n, n] fitting in shared memory, runs as one
+persistent kernel generated in C from the body's graph (inductor_c/codegen/gpu_scan.c);
+`last_lowering` (and torchc.explain(...).scan_lowerings) names the lowering a scan got and why.
 Where the body cannot run as such a loop (a graph break, mutation of inputs, a result that
 is not a graph output, CUDA in training or a body the persistent kernel does not take, dtypes
 other than float32/float64 for the summed gradients, no compiled graph at all), the scan
@@ -75,7 +75,8 @@ class NotPersistent(Exception):
 
 class Persistent:
     """A persistent scan kernel (the C object) and its launch shape: N, n, threads, R, ctas,
-    np, smem, has_mv, w_smem, nxmm (input projections), nres (result stacks)."""
+    np, smem, has_mv, nxmm (input projections), nres (result stacks), nsave (training
+    stacks: the carries, then the recurrent product, per step)."""
 
     def __init__(self, cap):
         self.cap = cap
@@ -400,7 +401,7 @@ def _scan_flat(fn, spec_init, spec_xs, c0, X):
     last_fallback = None
     if plan.persist is not None:
         _note(plan.persist.describe())
-        hT, ys = _C._scan_persist_run(plan.persist.cap, c0[0].contiguous(), plan.persist_args, plan.T)
+        hT, ys, _ = _C._scan_persist_run(plan.persist.cap, c0[0].contiguous(), plan.persist_args, plan.T)
         plan.persist_args = None
         return pytree.tree_unflatten([hT], spec_init), pytree.tree_unflatten(list(ys), plan.spec_y)
     _note("C loop: the body's compiled graph run per step in C")
@@ -412,17 +413,19 @@ def _scan_flat(fn, spec_init, spec_xs, c0, X):
     return carry, pytree.tree_unflatten(list(outs[nc:]), plan.spec_y)
 
 
-def persistent_plan(combine_fn, init, xs, sm=90, nsm=132, with_args=False):
+def persistent_plan(combine_fn, init, xs, sm=90, nsm=132, with_args=False, train=False):
     """The persistent kernel (a Persistent) that a CUDA scan of combine_fn over (init, xs)
     would run, made from the body's graph on any device (the body runs once, as the probe),
     for sm_XY with nsm SMs; raises NotPersistent with the reason when the body does not
     qualify. dim 0, forward. with_args: (kernel, the tensors bound to its graph inputs as a
-    CUDA call binds them)."""
+    CUDA call binds them). train: its training form (also stores the carries and the
+    recurrent product per step: Persistent.nsave stacks), which no scan runs yet: a backward
+    kernel through time is to read them."""
     c0, spec_init = pytree.tree_flatten(init)
     X, spec_xs = pytree.tree_flatten(xs)
     try:
         plan = _Plan(combine_fn, _compiled(combine_fn, static=True), spec_init, spec_xs, c0, X,
-                     plan_only=(sm, nsm))
+                     plan_only=(sm, nsm, train))
     except _Fallback as e:
         raise NotPersistent(str(e).replace(f"{_CUDA_WHY}, and no persistent kernel: ", "")) from None
     if plan.persist is None:
@@ -440,7 +443,7 @@ class _Plan:
     def __init__(self, fn, body, spec_init, spec_xs, c0, X, plan_only=None):
         self._probe = None
         self.persist = None
-        self.plan_only = plan_only  # (sm, nsm): persistent_plan's, no CUDA needed
+        self.plan_only = plan_only  # (sm, nsm, train): persistent_plan's, no CUDA needed
         try:
             self._setup(fn, body, spec_init, spec_xs, c0, X)
         except _Fallback as e:

@@ -20,15 +20,16 @@
  *     input projection, summed per element over K);
  *   - the carry is read only as itself, every value broadcasts to [N, n] (right-aligned,
  *     leading dims 1), and every used output is a computed float32 [N, n] value stored
- *     contiguously; no dynamic sizes.
+ *     contiguously; no dynamic sizes;
+ *   - W (the recurrent product's [n, n] operand) and the state fit the shared memory's opt-in
+ *     limit (sm_90: n <= ~236). A W read from global memory (L2) ran 2.5-5x slower than the
+ *     loop over the compiled body on an H100 (n = 512, L = 784): such bodies take that loop.
  *
  * Kernel (one launch for all T steps; threads = n rounded up to a warp):
- *   one CTA per R batch rows (W in shared memory: R = 1 while N <= the SMs, else 2 or 4; W
- *   from L2: R = 4, 2 at more than 512 threads), one thread per column i;
+ *   one CTA per R batch rows (R = 1 while N <= the SMs, else 2 or 4), one thread per column i;
  *   W (the recurrent product's right operand, any strides) in shared memory as ws[j][i]
- *   (rows padded to np = n rounded up to 4) when it and the state fit the opt-in limit
- *   (sm_90: n <= ~236), else read from global memory (L2); the state h in shared memory,
- *   double-buffered (one barrier a step);
+ *   (rows padded to np = n rounded up to 4); the state h in shared memory, double-buffered
+ *   (one barrier a step);
  *   for t in 0 .. T-1: acc[r] = sum_j hs[t % 2][r][j] * W[j][i] (j by 4: one 16-byte
  *   broadcast load of the state, two accumulators); the body's pointwise ops give the next
  *   carry and the results at (r, i), which go to their [T, N, n] stacks.
@@ -345,27 +346,29 @@ static int smem_limit(int sm) {
     }
 }
 
-static void launch_shape(const sa *A, int sm, int nsm, ic_scan_shape *s) {
+static void launch_shape(sa *A, int sm, int nsm, ic_scan_shape *s) {
     int64_t N = A->N, n = A->n;
     s->threads = (int)(n < 32 ? 32 : (n + 31) / 32 * 32);
-    int R = N <= nsm ? 1 : (N <= 2 * (int64_t)nsm || s->threads > 512) ? 2 : 4;
+    int R = N <= nsm ? 1 : N <= 2 * (int64_t)nsm ? 2 : 4;
     s->R = (int)(R < N ? R : N);
     s->np = (int)((n + 3) & ~(int64_t)3);
-    int64_t hs = 2 * (int64_t)s->R * s->np * 4, w = n * s->np * 4;
+    int64_t hs = 2 * (int64_t)s->R * s->np * 4;
     s->has_mv = A->rec >= 0;
-    s->w_smem = s->has_mv && w + hs <= smem_limit(sm);
-    if (s->has_mv && !s->w_smem) {
-        /* W from L2: a CTA's step streams all of W whatever its rows, so each value serves up to
-         * 4 rows (2 at more than 512 threads: registers) and fewer SMs are busy for it */
-        int r = s->threads <= 512 ? 4 : 2;
-        s->R = (int)(r < N ? r : N);
-        hs = 2 * (int64_t)s->R * s->np * 4;
-    }
+    int64_t w = s->has_mv ? n * s->np * 4 : 0;
+    if (w + hs > smem_limit(sm) && s->R > 1) /* one row a CTA leaves W the room */
+        s->R = 1, hs = 2 * (int64_t)s->np * 4;
+    /* W from global memory (L2) lost to the loop over the compiled body (n = 512 on an H100:
+     * 107-113 ms against 21-43 ms at L = 784): such a body takes that loop */
+    if (w + hs > smem_limit(sm))
+        FAIL(A, "the recurrent matrix W [%lld, %lld] and the state need %lld B of shared memory, more than "
+                "sm_%d's %d B (W read from global memory ran 2.5-5x slower than the loop over the compiled body)",
+             (long long)n, (long long)n, (long long)(w + hs), sm, smem_limit(sm));
     s->ctas = (int)((N + s->R - 1) / s->R);
-    s->smem = (int)(hs + (s->w_smem ? w : 0));
+    s->smem = (int)(hs + w);
     s->N = N;
     s->n = n;
     s->nxmm = A->nmm - (A->rec >= 0);
+    s->nsave = A->sp->train ? 1 + s->has_mv : 0;
 }
 
 /* ---- IR ----------------------------------------------------------------------------------- */
@@ -552,12 +555,9 @@ static LLVMValueRef value(sg *G, ic_val v, ic_dtype want) {
     return as(G, G->memo[v], have, want);
 }
 
-/* W[j][col]: from shared memory or from global memory (any strides) */
+/* W[j][col] from shared memory */
 static LLVMValueRef w_at(sg *G, LLVMValueRef j) {
-    if (G->s->w_smem) return ld(G, G->cg.f32, G->smem, add(G, mul(G, j, k64(G, G->s->np)), G->col), 4);
-    const sview *W = &G->A->mms[G->A->rec].b;
-    LLVMValueRef idx[2] = {j, G->col};
-    return ld(G, G->cg.f32, G->in[W->inp], view_off(G, W, idx), 4);
+    return ld(G, G->cg.f32, G->smem, add(G, mul(G, j, k64(G, G->s->np)), G->col), 4);
 }
 
 static void add_attr(sg *G, LLVMValueRef fn, unsigned idx, const char *name) {
@@ -577,9 +577,10 @@ static void build(sg *G, const ic_scan_kernel *K) {
     ic_ctx *c = A->c;
     const int64_t N = A->N, n = A->n, np = s->np;
     const int R = s->R, nin = A->sp->ninputs, nres = K->s.nres;
-    /* params: h0, every graph input (the carry's unused), the results' stacks [T, N, n], the
-     * final carry, T */
-    int npar = 1 + nin + nres + 1 + 1;
+    /* params: h0, every graph input (the carry's unused), the results' stacks [T, N, n] (then
+     * the training stacks: nsave), the final carry, T */
+    const int nstk = nres + s->nsave;
+    int npar = 1 + nin + nstk + 1 + 1;
     LLVMTypeRef *pt = ic_alloc(c, (size_t)npar * sizeof *pt);
     for (int i = 0; i < npar - 1; i++) pt[i] = G->gptr;
     pt[npar - 1] = G->cg.i32;
@@ -587,7 +588,7 @@ static void build(sg *G, const ic_scan_kernel *K) {
     G->cg.fn = G->fn;
     char nm[32];
     G->in = ic_alloc(c, ((size_t)nin + 1) * sizeof *G->in);
-    G->ys = ic_alloc(c, ((size_t)nres + 1) * sizeof *G->ys);
+    G->ys = ic_alloc(c, ((size_t)nstk + 1) * sizeof *G->ys);
     G->h0 = LLVMGetParam(G->fn, 0);
     LLVMSetValueName2(G->h0, "h0", 2);
     for (int i = 0; i < nin; i++) {
@@ -595,14 +596,15 @@ static void build(sg *G, const ic_scan_kernel *K) {
         LLVMSetValueName2(G->in[i], nm, (size_t)snprintf(nm, sizeof nm, "in%d", i));
         add_attr(G, G->fn, (unsigned)(2 + i), "noalias");
     }
-    for (int m = 0; m < nres; m++) {
+    for (int m = 0; m < nstk; m++) {
         G->ys[m] = LLVMGetParam(G->fn, (unsigned)(1 + nin + m));
-        LLVMSetValueName2(G->ys[m], nm, (size_t)snprintf(nm, sizeof nm, "y%d", m));
+        int l = m < nres ? snprintf(nm, sizeof nm, "y%d", m) : snprintf(nm, sizeof nm, "sv%d", m - nres);
+        LLVMSetValueName2(G->ys[m], nm, (size_t)l);
         add_attr(G, G->fn, (unsigned)(2 + nin + m), "noalias");
     }
-    G->hT = LLVMGetParam(G->fn, (unsigned)(1 + nin + nres));
+    G->hT = LLVMGetParam(G->fn, (unsigned)(1 + nin + nstk));
     LLVMSetValueName2(G->hT, "hT", 2);
-    add_attr(G, G->fn, (unsigned)(2 + nin + nres), "noalias");
+    add_attr(G, G->fn, (unsigned)(2 + nin + nstk), "noalias");
     G->T = LLVMGetParam(G->fn, (unsigned)(npar - 1));
     LLVMSetValueName2(G->T, "T", 1);
     G->smem = LLVMAddGlobalInAddressSpace(G->cg.mod, LLVMArrayType(G->cg.f32, 0), "smem", 3);
@@ -623,8 +625,8 @@ static void build(sg *G, const ic_scan_kernel *K) {
         G->rowok[r] = LLVMBuildAnd(B, ok, colok, "");
         G->rows[r] = LLVMBuildSelect(B, ok, rr, k64(G, N - 1), "row");
     }
-    G->hs_base = s->w_smem ? n * np : 0;
-    if (s->w_smem) { /* ws[j][i] = W[j, i], loaded once by all threads */
+    G->hs_base = s->has_mv ? n * np : 0;
+    if (s->has_mv) { /* ws[j][i] = W[j, i], loaded once by all threads */
         const sview *W = &A->mms[A->rec].b;
         LLVMBasicBlockRef pre = LLVMGetInsertBlock(B), wl = block(G, "wload"), wst = block(G, "wload.st"),
                           wend = block(G, "wload.end");
@@ -722,6 +724,9 @@ static void build(sg *G, const ic_scan_kernel *K) {
         at(G, sb);
         LLVMValueRef o = add(G, mul(G, G->t64, k64(G, N * n)), add(G, mul(G, G->rows[r], k64(G, n)), G->col));
         for (int m = 0; m < nres; m++) st(G, yv[m], G->ys[m], o);
+        if (s->nsave) /* training: the carry, and the recurrent product before alpha and bias */
+            st(G, hnext, G->ys[nres], o);
+        if (s->nsave > 1) st(G, accs[r], G->ys[nres + 1], o);
         st(G, hnext, G->smem, hs_off(G, nxt, r, G->col));
         LLVMBuildBr(B, sk);
         at(G, sk);
@@ -846,14 +851,17 @@ static ic_scan_kernel *scan_plan(const ic_scan_spec *sp, char *why, size_t nwhy)
         while (j < k && sp->yout[j] != sp->yout[k]) j++;
         K->yslot[k] = j < k ? K->yslot[j] : K->s.nres++;
     }
-    const char *where = K->s.w_smem ? "W in shared memory"
-                        : K->s.has_mv ? "W in global memory (L2; n*n floats exceed the shared memory)"
-                                      : "no matrix product of the carry (a pointwise recurrence)";
     snprintf(K->describe, sizeof K->describe,
              "persistent kernel (the CUDA body is %s): one launch for all steps, %d CTAs x %d threads, "
              "%d batch row(s) a CTA, %s, %d B shared",
              K->s.has_mv ? "a product of the carry with a constant plus pointwise ops" : "pointwise in the carry",
-             K->s.ctas, K->s.threads, K->s.R, where, K->s.smem);
+             K->s.ctas, K->s.threads, K->s.R,
+             K->s.has_mv ? "W in shared memory" : "no matrix product of the carry (a pointwise recurrence)", K->s.smem);
+    if (K->s.nsave) {
+        size_t l = strlen(K->describe);
+        snprintf(K->describe + l, sizeof K->describe - l, ", storing the carries%s per step (training)",
+                 K->s.has_mv ? " and the recurrent product" : "");
+    }
 
     if (gg_part_new(&S->q, ic_gpu_target_sm(sp->sm), msg, sizeof msg)) ic_fail(c, IC_EINTERNAL, "%s", msg);
     sg *G = &S->G;
@@ -913,7 +921,8 @@ static pthread_mutex_t cache_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static char *spec_key(const ic_scan_spec *sp) {
     ic_str s = {0};
-    ic_str_printf(&s, "%lld %lld %d %d %d %d|", (long long)sp->N, (long long)sp->n, sp->cout, sp->sm, sp->nsm, sp->ninputs);
+    ic_str_printf(&s, "%lld %lld %d %d %d %d %d|", (long long)sp->N, (long long)sp->n, sp->cout, sp->sm, sp->nsm,
+                  sp->ninputs, sp->train);
     for (int i = 0; i < sp->ninputs; i++) ic_str_printf(&s, "%c%d ", sp->role[i], sp->role_index[i]);
     for (int i = 0; i < sp->nx; i++) ic_str_printf(&s, "%lld ", (long long)sp->x_stride0[i]);
     ic_str_printf(&s, "|");
@@ -1047,7 +1056,7 @@ int ic_scan_kernel_launch(ic_scan_kernel *K, int device, void *stream, void *con
     sdev dv = d ? *d : (sdev){0};
     pthread_mutex_unlock(&K->mu);
     if (!d) return -1;
-    int np = 1 + K->ninputs + K->s.nres + 1;
+    int np = 1 + K->ninputs + K->s.nres + K->s.nsave + 1;
     void *small[32], **args = np + 1 <= 32 ? small : malloc(((size_t)np + 1) * sizeof *args);
     if (!args) {
         snprintf(msg, n, "out of memory");
