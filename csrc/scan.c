@@ -573,10 +573,13 @@ static PyObject *scan_persist_info(PyObject *self, PyObject *kc) {
     if (k == NULL)
         return NULL;
     const ic_scan_shape *s = ic_scan_kernel_shape(k);
-    return Py_BuildValue("{sLsLsisisisisisNsisisisssi}", "N", (long long)s->N, "n", (long long)s->n, "threads",
+    int nleaf;
+    const char *wdesc, *leaves = ic_scan_kernel_leaves(k, &nleaf, &wdesc);
+    return Py_BuildValue("{sLsLsisisisisisNsisisisssisisssssi}", "N", (long long)s->N, "n", (long long)s->n, "threads",
                          s->threads, "R", s->R, "ctas", s->ctas, "np", s->np, "smem", s->smem, "has_mv",
                          PyBool_FromLong(s->has_mv), "nxmm", s->nxmm, "nres",
-                         s->nres, "nsave", s->nsave, "describe", ic_scan_kernel_describe(k), "ninputs", ic_scan_kernel_ninputs(k));
+                         s->nres, "nsave", s->nsave, "describe", ic_scan_kernel_describe(k), "ninputs", ic_scan_kernel_ninputs(k),
+                         "nleaf", nleaf, "leaves", leaves, "wdesc", wdesc, "bwd_nptrs", ic_scan_kernel_bwd_nptrs(k));
 }
 
 static PyObject *scan_persist_ir(PyObject *self, PyObject *kc) {
@@ -752,7 +755,7 @@ static PyObject *scan_persist_run(PyObject *self, PyObject *a) {
     char msg[300] = "";
     int rc;
     Py_BEGIN_ALLOW_THREADS
-    rc = ic_scan_kernel_launch(k, hm.device_index, stream, ptrs, (int)T, msg, sizeof msg);
+    rc = ic_scan_kernel_launch(k, hm.device_index, stream, ptrs, (int)T, 0, msg, sizeof msg);
     Py_END_ALLOW_THREADS
     if (rc) {
         PyErr_Format(PyExc_RuntimeError, "torchc.scan persistent kernel: %s", msg);

@@ -355,6 +355,20 @@ int emu(void **args, int T, int ctas, int threads) {
 
 def emulate(kernel, c0, inputs, T):
     import ctypes
+    lib = _emu_lib(kernel, "torchc_scan_persist")
+    # the CUDA call's own buffers and pointer arguments (and its checks of the inputs)
+    ptrs, hT, ys, saved = _C._scan_persist_bind(kernel.cap, c0.contiguous(), list(inputs), T)
+    for y in list(ys) + list(saved) + [hT]:
+        y.fill_(float("nan"))
+    args = (ctypes.c_void_p * len(ptrs))(*ptrs)
+    assert lib.emu(args, T, kernel.ctas, kernel.threads) == 0
+    return (hT, list(ys), list(saved)) if saved else (hT, list(ys))
+
+
+def _emu_lib(kernel, name):
+    """the kernel's function `name` built for the host (see above), as a library whose
+    emu(args, T, ctas, threads) runs it"""
+    import ctypes
     import re
     import tempfile
     ir = kernel.ir.replace("ptr addrspace(1)", "ptr").replace("ptr addrspace(3)", "ptr")
@@ -366,27 +380,21 @@ def emulate(kernel, c0, inputs, T):
     # (the nvptx target and its metadata go: host code)
     ir = "\n".join(ln for ln in ir.splitlines() if not ln.startswith(("!", "target ")))
     ir = re.sub(r"\s*!\w+ ![0-9]+", "", ir)
-    head = ir[ir.index("define void @torchc_scan_persist("):]
+    head = ir[ir.index(f"define void @{name}("):]
     nptr = head.split(")")[0].count("ptr")
     decl = ", ".join(["void *"] * nptr + ["int"])
     call = ", ".join([f"A[{i}]" for i in range(nptr)] + ["TT"])
     env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
     with tempfile.TemporaryDirectory() as d:
         open(os.path.join(d, "k.ll"), "w").write(ir)
-        open(os.path.join(d, "h.c"), "w").write(_HARNESS % {"decl": decl, "call": call})
+        open(os.path.join(d, "h.c"), "w").write(_HARNESS.replace("torchc_scan_persist(", name + "(") %
+                                                 {"decl": decl, "call": call})
         r = subprocess.run([LLC, "-O1", "-filetype=obj", "-relocation-model=pic", "k.ll", "-o", "k.o"], cwd=d,
                            env=env, capture_output=True, text=True)
         assert r.returncode == 0, r.stderr
         subprocess.run([GCC, "-O1", "-shared", "-fPIC", "h.c", "k.o", "-o", "k.so", "-lpthread", "-lm"], cwd=d,
                        check=True, env=env, capture_output=True)
-        lib = ctypes.CDLL(os.path.join(d, "k.so"))
-    # the CUDA call's own buffers and pointer arguments (and its checks of the inputs)
-    ptrs, hT, ys, saved = _C._scan_persist_bind(kernel.cap, c0.contiguous(), list(inputs), T)
-    for y in list(ys) + list(saved) + [hT]:
-        y.fill_(float("nan"))
-    args = (ctypes.c_void_p * len(ptrs))(*ptrs)
-    assert lib.emu(args, T, kernel.ctas, kernel.threads) == 0
-    return (hT, list(ys), list(saved)) if saved else (hT, list(ys))
+        return ctypes.CDLL(os.path.join(d, "k.so"))
 
 
 def _emulated_scan(fn, init, xs, **kw):
@@ -530,3 +538,84 @@ def test_training_form_stores_the_carries_and_the_recurrent_product():
     Wg = torch.randn(9, 9, requires_grad=True)  # a gradient needed: the training form plans
     k = _scan.persistent_plan(tanh_body(Wg), torch.zeros(2, 9), torch.randn(3, 2, 9), train=True)
     assert k.nsave == 2
+
+
+def _leaves(k):
+    """the backward's leaves: ("v", view) or ("p", a view, b view), a view (inp, off, sizes, strides)"""
+    out = []
+    for ln in k.leaves.splitlines():
+        f = ln.split()
+        vs, i = [], 1
+        while i < len(f):
+            inp, off, nd = int(f[i]), int(f[i + 1]), int(f[i + 2])
+            sz = [int(v) for v in f[i + 3:i + 3 + nd]]
+            st = [int(v) for v in f[i + 3 + nd:i + 3 + 2 * nd]]
+            vs.append((inp, off, sz, st))
+            i += 3 + 2 * nd
+        out.append((f[0], *vs))
+    return out
+
+
+@needs_llc
+@pytest.mark.parametrize("N,n,inp,nsm", [(3, 7, 3, 132), (5, 12, 1, 2)])
+def test_generated_backward_run_on_the_cpu_matches_eager_gradients(N, n, inp, nsm):
+    """the training form's backward through time (torchc_scan_persist_bwd), on the CPU: from
+    the forward's stacks and the results' and final carry's gradients, dL/dh0, the recurrent
+    product's gradient (W's: H_prevᵀ DACC), the leaves' per-step adjoints (b's summed, the
+    tap e's per step) and the input projection's (U's and x's by GEMMs) against eager's
+    autograd"""
+    import ctypes
+    T = 6
+    g = torch.Generator().manual_seed(N * 7 + n)
+    Wt = (torch.randn(n, n, generator=g) / n ** 0.5).requires_grad_()
+    Ut = torch.randn(inp, n, generator=g).requires_grad_()
+    b = (-torch.rand(n, generator=g) * 0.01).requires_grad_()
+    x = torch.randn(T, N, inp, generator=g).requires_grad_()
+    e = torch.zeros(T, N, n).requires_grad_()
+    h0 = torch.randn(N, n, generator=g).requires_grad_()
+    fn = modrelu_body(Wt, Ut, b)
+    gy, gT = torch.randn(T, N, n, generator=g), torch.randn(N, n, generator=g)
+    # eager
+    ce, yse = eager_scan(fn, h0, (x, e))
+    ((yse * gy).sum() + (ce * gT).sum()).backward()
+    # the kernels
+    with torch.no_grad():
+        k, args = _scan.persistent_plan(fn, h0.detach(), (x.detach(), e.detach()), with_args=True, train=True, nsm=nsm)
+    ptx = ptx_ok(k)
+    assert ".entry torchc_scan_persist_bwd" in ptx
+    hT, ys, (HS, ACC) = emulate(k, h0.detach(), args, T)
+    torch.testing.assert_close(ys[0], yse.detach(), atol=1e-5, rtol=1e-5)
+    lib = _emu_lib(k, "torchc_scan_persist_bwd")
+    gh0 = torch.full((N, n), float("nan"))
+    DACC = torch.full((T, N, n), float("nan"))
+    lv = _leaves(k)
+    dv = [torch.full((T, N, n), float("nan")) for _ in lv]
+    ptrs = [h0.data_ptr()] + [0 if a is None else a.data_ptr() for a in args] + \
+        [HS.data_ptr(), ACC.data_ptr(), gy.data_ptr(), gT.data_ptr(), gh0.data_ptr(), DACC.data_ptr()] + \
+        [d.data_ptr() for d in dv]
+    assert len(ptrs) == k.bwd_nptrs
+    assert lib.emu((ctypes.c_void_p * len(ptrs))(*ptrs), T, k.ctas, k.threads) == 0
+    torch.testing.assert_close(gh0, h0.grad, atol=1e-5, rtol=1e-4)
+    Hp = torch.cat([h0.detach()[None], HS[:-1]])
+    winp, alpha = int(k.wdesc.split()[0]), float(k.wdesc.split()[-1])
+    assert args[winp] is Wt.detach() or args[winp].data_ptr() == Wt.data_ptr()
+    torch.testing.assert_close(alpha * Hp.reshape(-1, n).t() @ DACC.reshape(-1, n), Wt.grad, atol=1e-5, rtol=1e-4)
+    got = {}
+    for leaf, d in zip(lv, dv):
+        if leaf[0] == "v":
+            got.setdefault(("v", leaf[1][0]), []).append(d)
+        else:
+            got[("p", leaf[1][0], leaf[2][0])] = d
+    idx = {id(a): i for i, a in enumerate(args) if a is not None}
+    ib = next(i for i, a in enumerate(args) if a is not None and a.data_ptr() == b.data_ptr())
+    torch.testing.assert_close(sum(got[("v", ib)]).sum((0, 1)), b.grad, atol=1e-5, rtol=1e-4)
+    ie = next(i for i, a in enumerate(args) if a is not None and a.data_ptr() == e.data_ptr())
+    torch.testing.assert_close(sum(got[("v", ie)]), e.grad, atol=1e-5, rtol=1e-4)
+    if inp > 1:  # a projection per element: its stack is dL/d(x_t Ut)
+        (dP,) = [d for key, d in got.items() if key[0] == "p"]
+        torch.testing.assert_close(torch.einsum("tnk,tni->ki", x.detach(), dP), Ut.grad, atol=1e-5, rtol=1e-4)
+        torch.testing.assert_close(dP @ Ut.detach().t(), x.grad, atol=1e-5, rtol=1e-4)
+    else:  # K = 1: a broadcast multiply, x's and Ut's views are leaves
+        ix = next(i for i, a in enumerate(args) if a is not None and a.data_ptr() == x.data_ptr())
+        torch.testing.assert_close(sum(got[("v", ix)]).sum(2, keepdim=True), x.grad, atol=1e-5, rtol=1e-4)
+    del idx
