@@ -619,3 +619,61 @@ def test_generated_backward_run_on_the_cpu_matches_eager_gradients(N, n, inp, ns
         ix = next(i for i, a in enumerate(args) if a is not None and a.data_ptr() == x.data_ptr())
         torch.testing.assert_close(sum(got[("v", ix)]).sum(2, keepdim=True), x.grad, atol=1e-5, rtol=1e-4)
     del idx
+
+
+@needs_llc
+@pytest.mark.parametrize("body", ["modrelu3", "modrelu1", "linear"])
+def test_training_scan_gradients_through_the_emulated_kernels_match_eager(body, monkeypatch):
+    """torchc/_scan.py's _PersistFn (what a CUDA scan in training runs) with both kernels run on
+    the CPU: the gradients of h0, every loop constant (W, U, b, a Linear's weight and bias)
+    and the x stacks (a strided x, the expanded tap e) through its GEMMs and sums, against
+    eager's autograd"""
+    import ctypes
+    T, N, n = 5, 3, 9
+    g = torch.Generator().manual_seed(3)
+    h0 = torch.randn(N, n, generator=g).requires_grad_()
+    if body.startswith("modrelu"):
+        inp = int(body[-1])
+        Wt = (torch.randn(n, n, generator=g) / 3).requires_grad_()
+        Wt_used = Wt.t()  # a permuted view of a leaf
+        Ut = torch.randn(inp, n, generator=g).requires_grad_()
+        b = (-torch.rand(n, generator=g) * 0.01).requires_grad_()
+        x = torch.randn(N, T, inp, generator=g).requires_grad_()
+        e0 = torch.zeros(N, n, requires_grad=True)
+        xs = (x.transpose(0, 1), e0.expand(T, N, n))
+        fn = modrelu_body(Wt_used, Ut, b)
+        params = [h0, Wt, Ut, b, x, e0]
+    else:
+        lin = torch.nn.Linear(n, n)
+        fn = linear_relu_body(lin)
+        x = torch.randn(T, N, n, generator=g).requires_grad_()
+        xs = x
+        params = [h0, lin.weight, lin.bias, x]
+    ce, yse = eager_scan(fn, h0, xs)
+    gy, gT = torch.randn(yse.shape, generator=g), torch.randn(N, n, generator=g)
+    want = torch.autograd.grad((yse * gy).sum() + (ce * gT).sum(), params)
+    libs, bind_bwd = {}, _C._scan_persist_bwd
+
+    def run(cap, h0_, args, T_):
+        hT, ys, saved = emulate(k, h0_, args, T_)
+        return hT, tuple(ys), saved
+
+    def bwd(cap, h0_, args, HS, ACC, gys, gHT, T_, launch):
+        gh0, dacc, lv, ptrs = bind_bwd(cap, h0_, args, HS, ACC, gys, gHT, T_, False)
+        lib = libs.setdefault("b", _emu_lib(k, "torchc_scan_persist_bwd"))
+        assert lib.emu((ctypes.c_void_p * len(ptrs))(*ptrs), T_, k.ctas, k.threads) == 0
+        return gh0, dacc, lv
+    from torch.utils import _pytree as pytree
+    X, spec_xs = pytree.tree_flatten(xs)
+    plan = _scan._Plan(fn, _scan._compiled(fn, static=True), pytree.tree_flatten(h0)[1], spec_xs, [h0], X,
+                       plan_only=(90, 132, True))
+    assert plan.persist_train and plan.persist.nsave >= 1
+    k = plan.persist
+    monkeypatch.setattr(_C, "_scan_persist_run", run)
+    monkeypatch.setattr(_C, "_scan_persist_bwd", bwd)
+    hT, *ys = _scan._PersistFn.apply(plan, h0, *plan.persist_ins)
+    torch.testing.assert_close(ys[0], yse.detach(), atol=1e-5, rtol=1e-5)
+    got = torch.autograd.grad((ys[0] * gy).sum() + (hT * gT).sum(), params)
+    for p, a, b_ in zip(params, got, want):
+        assert a is not None and a.shape == p.shape
+        torch.testing.assert_close(a, b_, atol=2e-5, rtol=1e-4)
