@@ -40,6 +40,7 @@ struct tc_scan_probe {
     int64_t sym[IC_MAX_SYMS];
     char *why_not;
     char *graph;           /* the body's graph text (ic_graph_to_string), or NULL */
+    int ncustom;           /* its torch.autograd.Function calls (their own backward) */
     unsigned long long steps; /* graph runs by _scan_loop (for tests/explain) */
 };
 
@@ -69,7 +70,7 @@ static void capsule_destroy(PyObject *cap) { rec_free(PyCapsule_GetPointer(cap, 
 int tc_scan_probe_record(PyObject *func, void *entry, void (*unpin)(void *), const ic_compiled *c,
                          int ninputs, PyObject *const *inputs, int nout, PyObject *const *outs,
                          PyObject *train, int nsyms, const int64_t *symvals, const char *why_not,
-                         const char *graph_text) {
+                         const char *graph_text, int ncustom) {
     tc_scan_probe *p = tc_scan_tl_probe;
     tc_scan_tl_probe = NULL; /* the body's frame only: resumes and nested calls are not recorded */
     if (p == NULL || p->filled) {
@@ -84,6 +85,7 @@ int tc_scan_probe_record(PyObject *func, void *entry, void (*unpin)(void *), con
     p->func = Py_XNewRef(func);
     p->train = Py_XNewRef(train);
     p->nsyms = nsyms;
+    p->ncustom = ncustom;
     for (int k = 0; k < nsyms && k < IC_MAX_SYMS; k++)
         p->sym[k] = symvals[k];
     p->ins = calloc((size_t)ninputs + 1, sizeof *p->ins);
@@ -507,6 +509,9 @@ static PyObject *scan_persist(PyObject *self, PyObject *args) {
         tw = "a dynamic-shape body";
     if (tw == NULL && p->graph == NULL)
         tw = "the body has no graph text";
+    if (tw == NULL && train && p->ncustom)
+        tw = "the body calls a torch.autograd.Function (its own backward; the persistent backward "
+             "differentiates the forward's ops)";
     if (tw)
         return Py_BuildValue("(Os)", Py_None, tw);
     if (!plan_only && ic_cuda_device_info(cm.device_index, &sm, &nsm, why, sizeof why))

@@ -167,9 +167,24 @@ def test_bodies_that_do_not_qualify_say_why():
     big = torch.randn(1100, 1100)
     with torch.no_grad(), pytest.raises(_scan.NotPersistent, match="1024"):
         _scan.persistent_plan(tanh_body(big), torch.zeros(1, 1100), torch.randn(2, 1, 1100))
-    Wg = torch.randn(8, 8, requires_grad=True)  # training: forward only
+    Wg = torch.randn(8, 8, requires_grad=True)  # training: planned as the forward, the reason
     with pytest.raises(_scan.NotPersistent, match="gradient"):
         _scan.persistent_plan(tanh_body(Wg), torch.zeros(2, 8), x)
+
+    class Clip(torch.autograd.Function):  # its own backward: the kernel's derivative would differ
+        @staticmethod
+        def forward(ctx, z):
+            return z.clamp(-1, 1)
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    def custom(h, x):
+        h = Clip.apply(h @ Wg + x)
+        return h, h
+    with pytest.raises(_scan.NotPersistent, match="autograd.Function"):
+        _scan.persistent_plan(custom, torch.zeros(2, 8), x, train=True)
 
 
 def test_explain_names_the_scan_lowering_on_the_cpu():
@@ -275,13 +290,57 @@ def test_cuda_linear_relu_two_results_and_explain():
 
 
 @cuda
-def test_cuda_training_keeps_the_python_loop_with_reason():
-    fn, h0, x = tanh_case(2, 16, T=5, dev="cuda")
-    W = torch.randn(16, 16, device="cuda", requires_grad=True)
-    c, ys = torchc.scan(tanh_body(W), h0, x)
-    assert _scan.last_lowering.startswith("Python loop") and "gradient" in _scan.last_lowering
-    ys.sum().backward()
-    assert W.grad is not None
+@pytest.mark.parametrize("N,n,T", [(1, 1, 3), (2, 16, 5), (4, 33, 20), (128, 170, 50), (300, 64, 9)])
+def test_cuda_training_runs_the_persistent_kernels_with_eager_gradients(N, n, T):
+    """a CUDA scan that needs a gradient: the training form's forward and the backward kernel
+    through time (_PersistFn), the gradients of h0, W, b, the x stack and the tap e against
+    eager's; a result with no gradient (only the carry used) too"""
+    g = torch.Generator().manual_seed(n + N)
+    W = (torch.randn(n, n, generator=g) * (0.9 / n ** 0.5)).cuda().requires_grad_()
+    bias = (torch.randn(n, generator=g) * 0.1).cuda().requires_grad_()
+    x = torch.randn(T, N, n, generator=g).cuda().requires_grad_()
+    h0 = (torch.randn(N, n, generator=g) * 0.5).cuda().requires_grad_()
+
+    def step(h, x):
+        h = torch.tanh(h @ W.t() + x + bias)
+        return h, h
+    c, ys = torchc.scan(step, h0, x)
+    assert _scan.last_lowering.startswith("persistent kernel") and "training" in _scan.last_lowering, \
+        _scan.last_lowering
+    ce, yse = eager_scan(step, h0, x)
+    torch.testing.assert_close(ys, yse, atol=1e-4, rtol=1e-4)
+    gy = torch.randn(ys.shape, device="cuda")
+    params = [h0, W, bias, x]
+    got = torch.autograd.grad((ys * gy).sum() + c.sum(), params)
+    want = torch.autograd.grad((yse * gy).sum() + ce.sum(), params)
+    for a, b in zip(got, want):
+        torch.testing.assert_close(a, b, atol=1e-3 * (1 + b.abs().max().item()), rtol=1e-3)
+    c, ys = torchc.scan(step, h0, x)  # the carry alone reaches the loss: ys' gradient is None
+    got = torch.autograd.grad(c.sum(), params)
+    want = torch.autograd.grad(ce.sum(), params, retain_graph=True)
+    for a, b in zip(got, want):
+        torch.testing.assert_close(a, b, atol=1e-3 * (1 + b.abs().max().item()), rtol=1e-3)
+
+
+@cuda
+def test_cuda_training_modrelu_with_projection_and_tap_matches_eager():
+    _, _, (x, _) = modrelu_case(5, 40, T=30, dev="cuda", inp=3)
+    Wt = (torch.randn(40, 40, device="cuda") / 7).requires_grad_()
+    Ut = torch.randn(3, 40, device="cuda").requires_grad_()
+    b = (-torch.rand(40, device="cuda") * 0.01).requires_grad_()
+    fn = modrelu_body(Wt, Ut, b)
+    x = x.clone().requires_grad_()
+    e0 = torch.zeros(5, 40, device="cuda", requires_grad=True)
+    h0 = torch.randn(5, 40, device="cuda").requires_grad_()
+    xs = (x, e0.expand(30, 5, 40))
+    c, ys = torchc.scan(fn, h0, xs)
+    assert _scan.last_lowering.startswith("persistent kernel"), _scan.last_lowering
+    ce, yse = eager_scan(fn, h0, xs)
+    params = [h0, Wt, Ut, b, x, e0]
+    got = torch.autograd.grad(ys.sum() + c.sum(), params)
+    want = torch.autograd.grad(yse.sum() + ce.sum(), params)
+    for a, bb in zip(got, want):
+        torch.testing.assert_close(a, bb, atol=1e-3 * (1 + bb.abs().max().item()), rtol=1e-3)
 
 
 @cuda
@@ -306,6 +365,35 @@ def test_cuda_exprnn_forward_is_one_persistent_kernel():
             He.append(he)
     torch.testing.assert_close(H, torch.stack(He), atol=1e-4, rtol=1e-4)
     torch.testing.assert_close(h, he, atol=1e-4, rtol=1e-4)
+
+
+@cuda
+def test_cuda_exprnn_training_runs_the_persistent_kernels_with_eager_gradients():
+    """torchc.manifolds' expRNN in training on CUDA: its scan runs the persistent kernels (the
+    step's own modReLU ops on CUDA), B's gradient through the tap's dz stack; the gradients of
+    every parameter against the same model's eager loop"""
+    from torchc.manifolds import ExpRNN
+    torch.manual_seed(0)
+    m = ExpRNN(1, 64).cuda()
+    with torch.no_grad():
+        m.cell.nonlinearity.b.copy_(-m.cell.nonlinearity.b.abs())  # (b <= 0: see modrelu_case)
+    x = torch.randn(40, 3, 1, device="cuda")
+    H, h = m(x)
+    assert _scan.last_lowering.startswith("persistent kernel") and "training" in _scan.last_lowering, \
+        _scan.last_lowering
+    params = [p for p in m.parameters() if p.requires_grad]
+    got = torch.autograd.grad(H.square().sum() + h.sum(), params)
+    c = m.cell
+    B = c.recurrent_kernel.weight
+    he, He = torch.zeros(3, 64, device="cuda"), []
+    for t in range(40):
+        he = c.nonlinearity(c.input_kernel(x[t]) + he @ B.t())
+        He.append(he)
+    He = torch.stack(He)
+    torch.testing.assert_close(H, He, atol=1e-4, rtol=1e-4)
+    want = torch.autograd.grad(He.square().sum() + he.sum(), params)
+    for a, b in zip(got, want):
+        torch.testing.assert_close(a, b, atol=1e-3 * (1 + b.abs().max().item()), rtol=1e-3)
 
 
 # ---- the generated kernel run on the CPU (no GPU here) --------------------------------------
