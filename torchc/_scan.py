@@ -21,12 +21,14 @@ How it runs (no Python and no capture per step; compile time does not depend on 
   Buffers: a carry that is also a result shares one [T+1] buffer with it; stacked buffers come
   from a pool and are reused by later calls once nothing holds them (see _empty); the ones the
   backward reads are saved through save_for_backward, so the engine frees them after it.
-On CUDA, a forward scan (no gradient needed) whose body is a product of the carry with a
-constant plus pointwise ops, the constant [n, n] fitting in shared memory, runs as one
-persistent kernel generated in C from the body's graph (inductor_c/codegen/gpu_scan.c);
+On CUDA, a scan whose body is a product of the carry with a constant plus pointwise ops,
+the constant [n, n] fitting in shared memory, runs as one persistent kernel generated in C
+from the body's graph (inductor_c/codegen/gpu_scan.c); in training (_PersistFn) its forward
+also stores the carries and the recurrent product per step and a second persistent kernel
+runs the backward through time;
 `last_lowering` (and torchc.explain(...).scan_lowerings) names the lowering a scan got and why.
 Where the body cannot run as such a loop (a graph break, mutation of inputs, a result that
-is not a graph output, CUDA in training or a body the persistent kernel does not take, dtypes
+is not a graph output, a CUDA body the persistent kernels do not take, dtypes
 other than float32/float64 for the summed gradients, no compiled graph at all), the scan
 runs a Python loop over the compiled body (still compiled once) and says why in `torchc._scan.last_fallback` and the `torchc.scan` logger. That loop
 goes on from the probe's step 0 (its result attached to the caller's carries and x slices

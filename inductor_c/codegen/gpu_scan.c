@@ -34,6 +34,21 @@
  *   broadcast load of the state, two accumulators); the body's pointwise ops give the next
  *   carry and the results at (r, i), which go to their [T, N, n] stacks.
  * Threads past n or past the last row compute on clamped indices and store nothing.
+ *
+ * Training (spec->train; torchc/_scan.py _PersistFn): the forward above also stores, per step,
+ * the carry h_{t+1} and the recurrent product h_t W (before alpha and bias): with h_0, the x
+ * stacks and the loop constants, every value of step t is recomputable from them. A second
+ * kernel in the module, torchc_scan_persist_bwd, runs the backward through time in one launch:
+ *   g = dL/dh_T; for t = T-1 .. 0: the step's pointwise values recomputed at (r, i); the
+ *   adjoints from g and the results' gradients at step t back through the pointwise ops
+ *   (vjp_pw: eager's derivative formulas, graph/vjp_ops.c; an op without one: the reason);
+ *   DACC[t] = dL/d(h_t W) and the adjoints of the leaves (views of inputs read pointwise, input
+ *   projections' products) stored per step; g = (the carry's direct adjoint) + DACC[t] Wᵀ,
+ *   with Wᵀ in shared memory and DACC[t] in the state buffer (the forward's matvec, one
+ *   barrier a step); gh0 = g.
+ * W's gradient is then H_prevᵀ DACC (one GEMM), the projections' are GEMMs and the leaves' are
+ * sums over their broadcast dims (torchc/_scan.py). A body with a torch.autograd.Function (its
+ * own backward) is refused for training by the caller (csrc/scan.c).
  * Pointwise ops come from the shared op layer with the NVPTX target (the same code and values
  * as torchc's other GPU kernels: exp through ex2.approx, vm_tanh, ...).
  */

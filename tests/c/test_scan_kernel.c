@@ -96,6 +96,45 @@ int main(void) {
         CHECK(ic_scan_kernel_shape(k)->nxmm == 1, "one input projection");
         ic_scan_kernel_unref(k);
     }
+    cur_test = "training";
+    { /* the training form: the forward's saved stacks, the backward kernel and its leaves */
+        int yout[1] = {0};
+        ic_scan_spec sp = {.graph = MODRELU, .ninputs = 6, .role = "xxckkk", .role_index = ridx2, .nx = 2,
+                           .x_stride0 = xs02, .N = 2, .n = 8, .cout = 0, .ny = 1, .yout = yout, .sm = 90, .nsm = 132,
+                           .train = 1};
+        k = ic_scan_kernel_get(&sp, why, sizeof why);
+        CHECK(k != NULL, "modReLU training form: %s", why);
+        if (k) {
+            int nleaf;
+            const char *wd, *lv = ic_scan_kernel_leaves(k, &nleaf, &wd);
+            /* leaves: the tap (input 1) and b (input 5) read pointwise, then the projection */
+            CHECK(ic_scan_kernel_shape(k)->nsave == 2 && nleaf == 3 && lv[0] == 'v' && strchr(lv, 'p'),
+                  "nsave %d, leaves %d: %s", ic_scan_kernel_shape(k)->nsave, nleaf, lv);
+            CHECK(ic_scan_kernel_bwd_nptrs(k) == 1 + 6 + 2 + 1 + 3 + 3, "bwd params %d", ic_scan_kernel_bwd_nptrs(k));
+            CHECK(wd[0] == '3', "W's view: %s", wd);
+            char *ptx = ic_scan_kernel_ptx(k, msg, sizeof msg);
+            CHECK(ptx && strstr(ptx, ".entry torchc_scan_persist(") && strstr(ptx, ".entry torchc_scan_persist_bwd("),
+                  "PTX of both kernels: %s", ptx ? "" : msg);
+            free(ptx);
+            ic_scan_kernel_unref(k);
+        }
+        /* no derivative rule: the training form is refused with the reason, the forward kept */
+        static const char *ATAN = "%0 = input 0 : f32[2,8] strides=[8,1]\n"
+                                  "%1 = input 1 : f32[8,8] strides=[8,1]\n"
+                                  "%2 = extern %0 %1 mm : f32[2,8]\n"
+                                  "%3 = input 2 : f32[2,8] strides=[8,1]\n"
+                                  "%4 = add %2 %3 : f32[2,8]\n"
+                                  "%5 = atan %4 : f32[2,8]\n"
+                                  "output 0 = %5\n";
+        ic_scan_spec sa = {.graph = ATAN, .ninputs = 3, .role = "ckx", .role_index = ridx, .nx = 1, .x_stride0 = xs0,
+                           .N = 2, .n = 8, .cout = 0, .ny = 1, .yout = yout, .sm = 90, .nsm = 132, .train = 1};
+        k = ic_scan_kernel_get(&sa, why, sizeof why);
+        CHECK(k == NULL && strstr(why, "no derivative of atan"), "atan training: %s", k ? "planned" : why);
+        sa.train = 0;
+        k = ic_scan_kernel_get(&sa, why, sizeof why);
+        CHECK(k != NULL, "atan forward: %s", why);
+        ic_scan_kernel_unref(k);
+    }
     cur_test = "reasons";
     k = get(REDUCE, 2, "cx", ridx, 1, xs0, 2, 8, 90, why);
     CHECK(k == NULL && strstr(why, "sum"), "reduction: %s", k ? "planned" : why);
