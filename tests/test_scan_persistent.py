@@ -628,22 +628,6 @@ def test_training_form_stores_the_carries_and_the_recurrent_product():
     assert k.nsave == 2
 
 
-def _leaves(k):
-    """the backward's leaves: ("v", view) or ("p", a view, b view), a view (inp, off, sizes, strides)"""
-    out = []
-    for ln in k.leaves.splitlines():
-        f = ln.split()
-        vs, i = [], 1
-        while i < len(f):
-            inp, off, nd = int(f[i]), int(f[i + 1]), int(f[i + 2])
-            sz = [int(v) for v in f[i + 3:i + 3 + nd]]
-            st = [int(v) for v in f[i + 3 + nd:i + 3 + 2 * nd]]
-            vs.append((inp, off, sz, st))
-            i += 3 + 2 * nd
-        out.append((f[0], *vs))
-    return out
-
-
 @needs_llc
 @pytest.mark.parametrize("N,n,inp,nsm", [(3, 7, 3, 132), (5, 12, 1, 2)])
 def test_generated_backward_run_on_the_cpu_matches_eager_gradients(N, n, inp, nsm):
@@ -676,7 +660,7 @@ def test_generated_backward_run_on_the_cpu_matches_eager_gradients(N, n, inp, ns
     lib = _emu_lib(k, "torchc_scan_persist_bwd")
     gh0 = torch.full((N, n), float("nan"))
     DACC = torch.full((T, N, n), float("nan"))
-    lv = _leaves(k)
+    lv = _scan._leaf_list(k)
     dv = [torch.full((T, N, n), float("nan")) for _ in lv]
     ptrs = [h0.data_ptr()] + [0 if a is None else a.data_ptr() for a in args] + \
         [HS.data_ptr(), ACC.data_ptr(), gy.data_ptr(), gT.data_ptr(), gh0.data_ptr(), DACC.data_ptr()] + \
@@ -694,7 +678,6 @@ def test_generated_backward_run_on_the_cpu_matches_eager_gradients(N, n, inp, ns
             got.setdefault(("v", leaf[1][0]), []).append(d)
         else:
             got[("p", leaf[1][0], leaf[2][0])] = d
-    idx = {id(a): i for i, a in enumerate(args) if a is not None}
     ib = next(i for i, a in enumerate(args) if a is not None and a.data_ptr() == b.data_ptr())
     torch.testing.assert_close(sum(got[("v", ib)]).sum((0, 1)), b.grad, atol=1e-5, rtol=1e-4)
     ie = next(i for i, a in enumerate(args) if a is not None and a.data_ptr() == e.data_ptr())
@@ -706,7 +689,6 @@ def test_generated_backward_run_on_the_cpu_matches_eager_gradients(N, n, inp, ns
     else:  # K = 1: a broadcast multiply, x's and Ut's views are leaves
         ix = next(i for i, a in enumerate(args) if a is not None and a.data_ptr() == x.data_ptr())
         torch.testing.assert_close(sum(got[("v", ix)]).sum(2, keepdim=True), x.grad, atol=1e-5, rtol=1e-4)
-    del idx
 
 
 @needs_llc

@@ -2,7 +2,7 @@
 stores the carries and the recurrent product, and the persistent backward through time;
 torchc/_scan.py _PersistFn): gradients and time.
 
-    python tools/scan_train_cuda_check.py [--hidden 64,170,512] [--batch 1,128] [--L 784] [--reps 5]
+    PYTHONPATH=. python tools/scan_train_cuda_check.py [--hidden 64,170,512] [--batch 1,128] [--L 784] [--reps 5]
 
 For each hidden size n, batch N and body (expRNN's modReLU step: h Wᵀ + x W_inᵀ with a 1-pixel
 input, plus a zero tap e whose gradient is dz; a tanh RNN step with an n-wide input and a
