@@ -1,11 +1,13 @@
 /* test_scan_kernel.c — torchc.scan's persistent CUDA kernel (codegen/gpu_scan.c) without a GPU:
  * graph texts of scan bodies planned (launch shape, the reasons of bodies that do not qualify),
- * the kernel cache (a repeat is the same kernel, a reason is kept too), and the PTX made for
- * sm_90. Run under valgrind/ASan it covers the generator's error paths (ic_fail from inside
+ * the kernel cache (a repeat is the same kernel, a reason is kept too), the training form
+ * (its saved stacks, the backward kernel's leaves, an op without a derivative refused), and
+ * the PTX made for sm_90, assembled by ptxas where installed (PTXAS, /usr/local/cuda). Run under valgrind/ASan it covers the generator's error paths (ic_fail from inside
  * the IR build) for leaks. Exit status: number of failures. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ic.h"
 #include "ic_device.h"
@@ -57,6 +59,28 @@ static const char *REDUCE = "%0 = input 0 : f32[2,8] strides=[8,1]\n"
                             "%3 = sub %1 %2 : f32[2,8]\n"
                             "output 0 = %3\n";
 
+/* ptx assembled by ptxas for sm_90 where it is installed (PTXAS, else /usr/local/cuda) */
+static void ptxas_ok(const char *name, const char *ptx) {
+    const char *e = getenv("PTXAS"), *ptxas = NULL;
+    if (e && access(e, X_OK) == 0) ptxas = e;
+    else if (access("/usr/local/cuda/bin/ptxas", X_OK) == 0) ptxas = "/usr/local/cuda/bin/ptxas";
+    if (!ptxas || !ptx) return;
+    char file[256], cmd[700];
+    snprintf(file, sizeof file, "/tmp/torchc_scan_%d_%s.ptx", (int)getpid(), name);
+    FILE *f = fopen(file, "w");
+    if (!f) return;
+    fputs(ptx, f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "'%s' -arch=sm_90 '%s' -o /dev/null 2>&1", ptxas, file);
+    FILE *pp = popen(cmd, "r");
+    char out[4096] = "";
+    size_t got = pp ? fread(out, 1, sizeof out - 1, pp) : 0;
+    out[got] = 0;
+    int st = pp ? pclose(pp) : -1;
+    CHECK(st == 0, "%s: ptxas rejected the PTX:\n%s", name, out);
+    unlink(file);
+}
+
 static ic_scan_kernel *get(const char *graph, int nin, const char *role, const int *ridx, int nx,
                            const int64_t *xs0, int64_t N, int64_t n, int sm, char *why) {
     int yout[1] = {0};
@@ -80,6 +104,7 @@ int main(void) {
         CHECK(strstr(ic_scan_kernel_ir(k), "define void @torchc_scan_persist") != NULL, "IR");
         char *ptx = ic_scan_kernel_ptx(k, msg, sizeof msg);
         CHECK(ptx && strstr(ptx, ".entry torchc_scan_persist") && strstr(ptx, "bar.sync"), "PTX: %s", ptx ? "" : msg);
+        ptxas_ok("tanh", ptx);
         free(ptx);
         ic_scan_kernel *k2 = get(TANH, 3, "ckx", ridx, 1, xs0, 2, 8, 90, why);
         CHECK(k2 == k, "a repeat is the kept kernel");
@@ -115,6 +140,7 @@ int main(void) {
             char *ptx = ic_scan_kernel_ptx(k, msg, sizeof msg);
             CHECK(ptx && strstr(ptx, ".entry torchc_scan_persist(") && strstr(ptx, ".entry torchc_scan_persist_bwd("),
                   "PTX of both kernels: %s", ptx ? "" : msg);
+            ptxas_ok("modrelu_train", ptx);
             free(ptx);
             ic_scan_kernel_unref(k);
         }
