@@ -2,8 +2,9 @@
  * graph texts of scan bodies planned (launch shape, the reasons of bodies that do not qualify),
  * the kernel cache (a repeat is the same kernel, a reason is kept too), the training form
  * (its saved stacks, the backward kernel's leaves, an op without a derivative refused), and
- * the PTX made for sm_90, assembled by ptxas where installed (PTXAS, /usr/local/cuda). Run under valgrind/ASan it covers the generator's error paths (ic_fail from inside
- * the IR build) for leaks. Exit status: number of failures. */
+ * the PTX made for sm_90, assembled by ptxas where installed (PTXAS, /usr/local/cuda). Run
+ * under valgrind/ASan it covers the generator's error paths (ic_fail from inside the IR
+ * build) for leaks. Exit status: number of failures. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
