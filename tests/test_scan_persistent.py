@@ -657,6 +657,9 @@ def test_generated_backward_run_on_the_cpu_matches_eager_gradients(N, n, inp, ns
     assert ".entry torchc_scan_persist_bwd" in ptx
     hT, ys, (HS, ACC) = emulate(k, h0.detach(), args, T)
     torch.testing.assert_close(ys[0], yse.detach(), atol=1e-5, rtol=1e-5)
+    for wrong in [(HS[:-1], ACC, [gy], gT), (HS, ACC, [gy], gT.t()), (HS, ACC, [], gT), (HS, ACC.double(), [gy], gT)]:
+        with pytest.raises(ValueError, match="persistent kernel"):  # the backward's buffers are checked
+            _C._scan_persist_bwd(k.cap, h0.detach(), list(args), wrong[0], wrong[1], wrong[2], wrong[3], T, False)
     lib = _emu_lib(k, "torchc_scan_persist_bwd")
     gh0 = torch.full((N, n), float("nan"))
     DACC = torch.full((T, N, n), float("nan"))
