@@ -377,28 +377,47 @@ static void mark_dynamic_ints(dh_cache *c, const dh_entry *e, _PyInterpreterFram
               (PyLong_CheckExact(e->guards[i].obj) || PyTuple_CheckExact(e->guards[i].obj));
     if (!any || e->fallback)
         return;
-    dh_entry tmp = *e;
-    int lo = 0, hi = e->nguards;
-    PyObject *const *lp = (PyObject *const *)f->localsplus;
-    if (dh_guards_check_sym(&tmp, lp, f->f_globals, f->f_builtins, func, values, ptrs, symvals) != 0)
+    /* every int that changed, not only the first: the guards of each int found failing are
+     * dropped from a copy and the search runs again (ints changing together, f(x, n, m) with
+     * both new: one more compile, not one per int) */
+    dh_guard *gs = malloc(sizeof *gs * (size_t)e->nguards);
+    if (gs == NULL)
         goto done;
-    while (hi - lo > 1) {
-        int mid = (lo + hi) / 2;
-        tmp.nguards = mid;
-        int r = dh_guards_check_sym(&tmp, lp, f->f_globals, f->f_builtins, func, values, ptrs, symvals);
+    memcpy(gs, e->guards, sizeof *gs * (size_t)e->nguards);
+    dh_entry tmp = *e;
+    tmp.guards = gs;
+    PyObject *const *lp = (PyObject *const *)f->localsplus;
+    for (int round = 0, n = e->nguards; round < 16 && n > 0; round++) {
+        tmp.nguards = n;
+        if (dh_guards_check_sym(&tmp, lp, f->f_globals, f->f_builtins, func, values, ptrs, symvals) != 0)
+            break;
+        int lo = 0, hi = n, r = 0;
+        while (hi - lo > 1) {
+            int mid = (lo + hi) / 2;
+            tmp.nguards = mid;
+            r = dh_guards_check_sym(&tmp, lp, f->f_globals, f->f_builtins, func, values, ptrs, symvals);
+            if (r < 0)
+                break;
+            if (r == 1)
+                lo = mid;
+            else
+                hi = mid;
+        }
         if (r < 0)
-            goto done;
-        if (r == 1)
-            lo = mid;
-        else
-            hi = mid;
+            break;
+        tmp.nguards = hi;
+        if (hi < 1 || dh_guards_check_sym(&tmp, lp, f->f_globals, f->f_builtins, func, values, ptrs, symvals) != 0)
+            break;
+        const dh_guard *g = &gs[hi - 1];
+        if (g->kind != DH_G_CONST || g->src < 0 || g->obj == NULL ||
+            !(PyLong_CheckExact(g->obj) || PyTuple_CheckExact(g->obj)))
+            break; /* another guard failed: a new entry anyway */
+        if (dh_mark_dynamic_int(c, e, g, values[g->src]) < 0)
+            break;
+        memmove(&gs[hi - 1], &gs[hi], sizeof *gs * (size_t)(n - hi));
+        n--;
     }
-    tmp.nguards = hi;
-    if (hi >= 1 && dh_guards_check_sym(&tmp, lp, f->f_globals, f->f_builtins, func, values, ptrs, symvals) == 0) {
-        const dh_guard *g = &e->guards[hi - 1];
-        if (g->kind == DH_G_CONST && g->src >= 0)
-            (void)dh_mark_dynamic_int(c, e, g, values[g->src]);
-    }
+    free(gs);
 done:
     (void)tc_clear_expected(PyExc_Exception);
     dh_scratch_clear();

@@ -2,7 +2,8 @@
 (CONSTANT_MATCH t == (1, 2)); when a call fails that guard only because int items changed,
 those items (L['t'][i]) become dynamic ints and the tuple is wrapped item by item, as Dynamo's
 automatic dynamic does for ints anywhere in a source tree. Before, every distinct tuple value
-compiled a new entry (6 values: 6 compiles). Results are compared with eager (type and value);
+compiled a new entry (6 values: 6 compiles). Several ints (tuple items or arguments) that change
+together are all marked at the first miss. Results are compared with eager (type and value);
 uses that need the value (a branch, a shape) still specialize it."""
 import torch
 import torchc
@@ -97,3 +98,10 @@ def test_dynamic_items_are_graph_inputs():
     assert ex.graph_count == 1 and ex.graph_break_count == 0, ex
     assert "'t' == " not in str(ex), str(ex)  # no whole-tuple CONSTANT_MATCH left
     assert compiles() <= 2
+
+
+def test_several_ints_changing_together_one_more_compile():
+    x = torch.randn(4)
+    # every int that changed is marked at the first miss (was: one int per miss, 3 compiles)
+    run(lambda x, n, m, k: x * n + m - k, [(x, i, i + 1, 2 * i) for i in range(6)], 2)
+    run(lambda x, t, n: x * t[0] + t[1] * n, [(x, (i, i + 1), i + 2) for i in range(6)], 2)
