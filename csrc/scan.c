@@ -23,6 +23,7 @@
 #include "aten_bridge.h"
 #include "scan.h"
 #include "train.h"
+#include "ic_config.h"
 #include "ic_device.h"
 
 _Thread_local tc_scan_probe *tc_scan_tl_probe;
@@ -40,7 +41,6 @@ struct tc_scan_probe {
     int64_t sym[IC_MAX_SYMS];
     char *why_not;
     char *graph;           /* the body's graph text (ic_graph_to_string), or NULL */
-    int ncustom;           /* its torch.autograd.Function calls (their own backward) */
     unsigned long long steps; /* graph runs by _scan_loop (for tests/explain) */
 };
 
@@ -70,7 +70,7 @@ static void capsule_destroy(PyObject *cap) { rec_free(PyCapsule_GetPointer(cap, 
 int tc_scan_probe_record(PyObject *func, void *entry, void (*unpin)(void *), const ic_compiled *c,
                          int ninputs, PyObject *const *inputs, int nout, PyObject *const *outs,
                          PyObject *train, int nsyms, const int64_t *symvals, const char *why_not,
-                         const char *graph_text, int ncustom) {
+                         const char *graph_text) {
     tc_scan_probe *p = tc_scan_tl_probe;
     tc_scan_tl_probe = NULL; /* the body's frame only: resumes and nested calls are not recorded */
     if (p == NULL || p->filled) {
@@ -85,7 +85,6 @@ int tc_scan_probe_record(PyObject *func, void *entry, void (*unpin)(void *), con
     p->func = Py_XNewRef(func);
     p->train = Py_XNewRef(train);
     p->nsyms = nsyms;
-    p->ncustom = ncustom;
     for (int k = 0; k < nsyms && k < IC_MAX_SYMS; k++)
         p->sym[k] = symvals[k];
     p->ins = calloc((size_t)ninputs + 1, sizeof *p->ins);
@@ -448,7 +447,7 @@ static ic_scan_kernel *kernel_of(PyObject *cap) { return PyCapsule_GetPointer(ca
 
 /* the reason a forward scan of these tensors gets no persistent kernel (before its graph is
  * looked at), or NULL; *cm: the carry's meta */
-static const char *tensor_why(PyObject *c0, PyObject *X, PyObject *consts, int plan_only, int train, tc_meta *cm) {
+static const char *tensor_why(PyObject *c0, PyObject *X, PyObject *consts, int plan_only, tc_meta *cm) {
     if (PyList_GET_SIZE(c0) != 1 || !tc_is_tensor(PyList_GET_ITEM(c0, 0)))
         return "the carry is not one float32 [N, n] tensor";
     tc_tensor_meta(PyList_GET_ITEM(c0, 0), cm);
@@ -473,45 +472,38 @@ static const char *tensor_why(PyObject *c0, PyObject *X, PyObject *consts, int p
             if (m.device_type != cm->device_type || m.device_index != cm->device_index)
                 return "an input on another device";
         }
-    if (grad && !train)
-        return "a gradient is needed (the persistent kernel runs the forward only; its training form, which "
-               "stores the carries and the recurrent product per step, has no backward kernel yet)";
+    if (grad)
+        return "a gradient is needed (the persistent kernel runs the forward only)";
     return NULL;
 }
 
-/* _scan_persist(rec, c0, X, consts, kinds, cout, yout, target[, train]) -> (kernel, None) or (None, why):
+/* _scan_persist(rec, c0, X, consts, kinds, cout, yout, target) -> (kernel, None) or (None, why):
  * the persistent kernel of a forward scan whose probe is rec, with carries c0, x stacks X
  * ([T, ...]), loop constants consts, graph-input kinds [("c"|"x"|"k", index)], the graph
  * outputs of the next carry (cout) and of the results (yout). target (sm, nsm): plan for that
- * GPU (no device needed, nothing loaded); None: for the carry's CUDA device, loaded on it.
- * train (or target's third item): the training form (its forward also stores the carries and
- * the recurrent product, and a backward kernel through time). */
+ * GPU (no device needed, nothing loaded); None: for the carry's CUDA device, loaded on it. */
 static PyObject *scan_persist(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *cap, *c0, *X, *consts, *kinds, *yout, *target;
     int cout;
-    int want_train = 0;
-    if (!PyArg_ParseTuple(args, "OO!O!O!O!iO!O|p", &cap, &PyList_Type, &c0, &PyList_Type, &X, &PyList_Type, &consts,
-                          &PyList_Type, &kinds, &cout, &PyList_Type, &yout, &target, &want_train))
+    if (!PyArg_ParseTuple(args, "OO!O!O!O!iO!O", &cap, &PyList_Type, &c0, &PyList_Type, &X, &PyList_Type, &consts,
+                          &PyList_Type, &kinds, &cout, &PyList_Type, &yout, &target))
         return NULL;
     tc_scan_probe *p = PyCapsule_GetPointer(cap, CAPSULE);
     if (p == NULL)
         return NULL;
-    int sm = 0, nsm = 0, train = 0, plan_only = target != Py_None;
-    if (plan_only && !PyArg_ParseTuple(target, "ii|p", &sm, &nsm, &train))
+    int sm = 0, nsm = 0, plan_only = target != Py_None;
+    if (plan_only && !PyArg_ParseTuple(target, "ii", &sm, &nsm))
         return NULL;
-    if (!plan_only)
-        train = want_train;
     char why[300] = "";
     tc_meta cm;
-    const char *tw = tensor_why(c0, X, consts, plan_only, train, &cm);
+    const char *tw = tensor_why(c0, X, consts, plan_only, &cm);
     if (tw == NULL && p->nsyms)
         tw = "a dynamic-shape body";
     if (tw == NULL && p->graph == NULL)
         tw = "the body has no graph text";
-    if (tw == NULL && train && p->ncustom)
-        tw = "the body calls a torch.autograd.Function (its own backward; the persistent backward "
-             "differentiates the forward's ops)";
+    if (tw == NULL && !plan_only && !ic_config_int(IC_CFG_scan_persistent))
+        tw = "config scan_persistent is off (the kernel has not yet run on a GPU)";
     if (tw)
         return Py_BuildValue("(Os)", Py_None, tw);
     if (!plan_only && ic_cuda_device_info(cm.device_index, &sm, &nsm, why, sizeof why))
@@ -543,7 +535,7 @@ static PyObject *scan_persist(PyObject *self, PyObject *args) {
     }
     ic_scan_spec sp = {.graph = p->graph, .ninputs = (int)nin, .role = role, .role_index = ridx, .nx = (int)nx,
                        .x_stride0 = xs0, .N = cm.sizes[0], .n = cm.sizes[1], .cout = cout, .ny = (int)ny,
-                       .yout = yo, .sm = sm, .nsm = nsm, .train = train};
+                       .yout = yo, .sm = sm, .nsm = nsm};
     ic_scan_kernel *k;
     int loaded = 0;
     Py_BEGIN_ALLOW_THREADS
@@ -583,13 +575,10 @@ static PyObject *scan_persist_info(PyObject *self, PyObject *kc) {
     if (k == NULL)
         return NULL;
     const ic_scan_shape *s = ic_scan_kernel_shape(k);
-    int nleaf;
-    const char *wdesc, *leaves = ic_scan_kernel_leaves(k, &nleaf, &wdesc);
-    return Py_BuildValue("{sLsLsisisisisisNsisisisssisisssssi}", "N", (long long)s->N, "n", (long long)s->n, "threads",
+    return Py_BuildValue("{sLsLsisisisisisNsNsisisssi}", "N", (long long)s->N, "n", (long long)s->n, "threads",
                          s->threads, "R", s->R, "ctas", s->ctas, "np", s->np, "smem", s->smem, "has_mv",
-                         PyBool_FromLong(s->has_mv), "nxmm", s->nxmm, "nres",
-                         s->nres, "nsave", s->nsave, "describe", ic_scan_kernel_describe(k), "ninputs", ic_scan_kernel_ninputs(k),
-                         "nleaf", nleaf, "leaves", leaves, "wdesc", wdesc, "bwd_nptrs", ic_scan_kernel_bwd_nptrs(k));
+                         PyBool_FromLong(s->has_mv), "w_smem", PyBool_FromLong(s->w_smem), "nxmm", s->nxmm, "nres",
+                         s->nres, "describe", ic_scan_kernel_describe(k), "ninputs", ic_scan_kernel_ninputs(k));
 }
 
 static PyObject *scan_persist_ir(PyObject *self, PyObject *kc) {
@@ -623,38 +612,6 @@ static int bad(const char *what, int i) {
     return -1;
 }
 
-/* the graph inputs' pointers (ptrs[i]; the carry's NULL), each tensor checked against what
- * the kernel addresses */
-static int bind_inputs(ic_scan_kernel *k, const tc_meta *hm, PyObject *args, long long T, void **ptrs) {
-    int nin = ic_scan_kernel_ninputs(k);
-    if (PyList_GET_SIZE(args) != nin)
-        return bad("the inputs are not one per graph input", -1);
-    for (int i = 0; i < nin; i++) {
-        char role;
-        const ic_meta *m;
-        int64_t xs0;
-        ic_scan_kernel_input(k, i, &role, &m, &xs0);
-        PyObject *t = PyList_GET_ITEM(args, i);
-        ptrs[i] = NULL;
-        if (role == 'c')
-            continue;
-        tc_meta tm;
-        if (!tc_is_tensor(t))
-            return bad("an input is not a tensor", i);
-        tc_tensor_meta(t, &tm);
-        int x = role == 'x';
-        if (tm.flags || tm.device_type != hm->device_type || tm.device_index != hm->device_index)
-            return bad("an input on another device", i);
-        if (tm.dtype != (int)m->dtype || tm.ndim != m->ndim + x || (x && (tm.sizes[0] < T || tm.strides[0] != xs0)))
-            return bad("an input of another dtype, rank or step", i);
-        for (int d = 0; d < m->ndim; d++)
-            if (tm.sizes[d + x] != m->sizes[d] || (m->sizes[d] != 1 && tm.strides[d + x] != m->strides[d]))
-                return bad("an input of other sizes or strides than the kernel's", i);
-        ptrs[i] = tm.data;
-    }
-    return 0;
-}
-
 /* the kernel's pointer parameters for a call (ptrs: 2 + ninputs + nres), its result tensors
  * made (*hT, stacks) on h0's device, every tensor checked against what the kernel addresses */
 static int bind(ic_scan_kernel *k, PyObject *h0, PyObject *args, long long T, void **ptrs, PyObject **hT,
@@ -670,11 +627,34 @@ static int bind(ic_scan_kernel *k, PyObject *h0, PyObject *args, long long T, vo
         return bad("h0 is not a contiguous float32 [N, n] tensor", -1);
     if (T < 1 || T > 0x7FFFFFFF)
         return bad("the number of steps is out of range", -1);
+    if (PyList_GET_SIZE(args) != nin)
+        return bad("the inputs are not one per graph input", -1);
     ptrs[0] = hm.data;
-    if (bind_inputs(k, &hm, args, T, ptrs + 1) < 0)
-        return -1;
+    for (int i = 0; i < nin; i++) {
+        char role;
+        const ic_meta *m;
+        int64_t xs0;
+        ic_scan_kernel_input(k, i, &role, &m, &xs0);
+        PyObject *t = PyList_GET_ITEM(args, i);
+        ptrs[1 + i] = NULL;
+        if (role == 'c')
+            continue;
+        tc_meta tm;
+        if (!tc_is_tensor(t))
+            return bad("an input is not a tensor", i);
+        tc_tensor_meta(t, &tm);
+        int x = role == 'x';
+        if (tm.flags || tm.device_type != hm.device_type || tm.device_index != hm.device_index)
+            return bad("an input on another device", i);
+        if (tm.dtype != (int)m->dtype || tm.ndim != m->ndim + x || (x && (tm.sizes[0] < T || tm.strides[0] != xs0)))
+            return bad("an input of another dtype, rank or step", i);
+        for (int d = 0; d < m->ndim; d++)
+            if (tm.sizes[d + x] != m->sizes[d] || (m->sizes[d] != 1 && tm.strides[d + x] != m->strides[d]))
+                return bad("an input of other sizes or strides than the kernel's", i);
+        ptrs[1 + i] = tm.data;
+    }
     int64_t ysz[3] = {T, s->N, s->n}, yst[3] = {s->N * s->n, s->n, 1};
-    for (int m = 0; m < s->nres + s->nsave; m++) {
+    for (int m = 0; m < s->nres; m++) {
         PyObject *y = tc_empty_strided(3, ysz, yst, IC_F32, hm.device_type, hm.device_index);
         if (y == NULL)
             return -1;
@@ -687,28 +667,23 @@ static int bind(ic_scan_kernel *k, PyObject *h0, PyObject *args, long long T, vo
     *hT = tc_empty_strided(2, ysz + 1, yst + 1, IC_F32, hm.device_type, hm.device_index);
     if (*hT == NULL)
         return -1;
-    ptrs[1 + nin + s->nres + s->nsave] = tc_data_ptr(*hT);
+    ptrs[1 + nin + s->nres] = tc_data_ptr(*hT);
     return 0;
 }
 
-/* (hT, ys in the results' order, the training stacks (ic_scan_shape nsave)) of stacks */
+/* (hT, ys in the results' order) of stacks */
 static PyObject *results(ic_scan_kernel *k, PyObject *hT, PyObject *stacks) {
     const int *slot;
-    int ny = ic_scan_kernel_nresults(k, &slot), nres = ic_scan_kernel_shape(k)->nres;
+    int ny = ic_scan_kernel_nresults(k, &slot);
     PyObject *ys = PyTuple_New(ny);
     if (ys == NULL)
         return NULL;
     for (int i = 0; i < ny; i++)
         PyTuple_SET_ITEM(ys, i, Py_NewRef(PyList_GET_ITEM(stacks, slot[i])));
-    PyObject *sv = PyList_GetSlice(stacks, nres, PyList_GET_SIZE(stacks));
-    if (sv == NULL) {
-        Py_DECREF(ys);
-        return NULL;
-    }
-    return Py_BuildValue("(ONN)", hT, ys, sv);
+    return Py_BuildValue("(ON)", hT, ys);
 }
 
-/* _scan_persist_bind(kernel, h0, args, T) -> (pointer parameters, hT, ys, training stacks): a call's buffers
+/* _scan_persist_bind(kernel, h0, args, T) -> (pointer parameters, hT, ys): a call's buffers
  * without a launch (tests run the kernel's IR on the CPU with them) */
 static PyObject *scan_persist_bind(PyObject *self, PyObject *a) {
     (void)self;
@@ -719,7 +694,7 @@ static PyObject *scan_persist_bind(PyObject *self, PyObject *a) {
     ic_scan_kernel *k = kernel_of(kc);
     if (k == NULL)
         return NULL;
-    int np = 2 + ic_scan_kernel_ninputs(k) + ic_scan_kernel_shape(k)->nres + ic_scan_kernel_shape(k)->nsave;
+    int np = 2 + ic_scan_kernel_ninputs(k) + ic_scan_kernel_shape(k)->nres;
     void **ptrs = calloc((size_t)np, sizeof *ptrs);
     if (ptrs == NULL)
         return PyErr_NoMemory();
@@ -734,8 +709,7 @@ static PyObject *scan_persist_bind(PyObject *self, PyObject *a) {
     }
     if ((r = results(k, hT, stacks)) == NULL)
         goto done;
-    res = Py_BuildValue("(NOOO)", Py_NewRef(ptrl), PyTuple_GET_ITEM(r, 0), PyTuple_GET_ITEM(r, 1),
-                        PyTuple_GET_ITEM(r, 2));
+    res = Py_BuildValue("(NOO)", Py_NewRef(ptrl), PyTuple_GET_ITEM(r, 0), PyTuple_GET_ITEM(r, 1));
 done:
     free(ptrs);
     Py_XDECREF(hT);
@@ -745,7 +719,7 @@ done:
     return res;
 }
 
-/* _scan_persist_run(kernel, h0, args, T) -> (hT, ys, training stacks): one launch on torch's current stream of
+/* _scan_persist_run(kernel, h0, args, T) -> (hT, ys): one launch on torch's current stream of
  * h0's device; args per graph input (the carry's ignored; x: its [T, ...] stack) */
 static PyObject *scan_persist_run(PyObject *self, PyObject *a) {
     (void)self;
@@ -756,7 +730,7 @@ static PyObject *scan_persist_run(PyObject *self, PyObject *a) {
     ic_scan_kernel *k = kernel_of(kc);
     if (k == NULL)
         return NULL;
-    int np = 2 + ic_scan_kernel_ninputs(k) + ic_scan_kernel_shape(k)->nres + ic_scan_kernel_shape(k)->nsave;
+    int np = 2 + ic_scan_kernel_ninputs(k) + ic_scan_kernel_shape(k)->nres;
     void **ptrs = calloc((size_t)np, sizeof *ptrs);
     if (ptrs == NULL)
         return PyErr_NoMemory();
@@ -774,7 +748,7 @@ static PyObject *scan_persist_run(PyObject *self, PyObject *a) {
     char msg[300] = "";
     int rc;
     Py_BEGIN_ALLOW_THREADS
-    rc = ic_scan_kernel_launch(k, hm.device_index, stream, ptrs, (int)T, 0, msg, sizeof msg);
+    rc = ic_scan_kernel_launch(k, hm.device_index, stream, ptrs, (int)T, msg, sizeof msg);
     Py_END_ALLOW_THREADS
     if (rc) {
         PyErr_Format(PyExc_RuntimeError, "torchc.scan persistent kernel: %s", msg);
@@ -785,135 +759,6 @@ done:
     free(ptrs);
     Py_XDECREF(hT);
     Py_XDECREF(stacks);
-    return res;
-}
-
-/* a contiguous float32 tensor of sizes on h0's device, or -1 (ValueError naming what) */
-static int dense_f32(PyObject *t, const tc_meta *hm, int nd, const int64_t *sz, const char *what, void **p) {
-    tc_meta m;
-    if (!tc_is_tensor(t))
-        return bad(what, -1);
-    tc_tensor_meta(t, &m);
-    int64_t st = 1;
-    int ok = !m.flags && m.dtype == IC_F32 && m.ndim == nd && m.device_type == hm->device_type &&
-             m.device_index == hm->device_index;
-    for (int d = nd - 1; ok && d >= 0; d--) {
-        ok = m.sizes[d] == sz[d] && (sz[d] == 1 || m.strides[d] == st);
-        st *= sz[d];
-    }
-    if (!ok)
-        return bad(what, -1);
-    *p = m.data;
-    return 0;
-}
-
-/* _scan_persist_bwd(kernel, h0, args, HS, ACC, gys, gHT, T, launch) -> (gh0, DACC, leaves):
- * the backward through time of a kernel planned for training (ic_scan_kernel_launch bwd):
- * gys per result ([T, N, n]), gHT [N, n], all contiguous float32 on h0's device; its outputs
- * made there. launch 0: no launch, the pointer parameters returned after the three (the CPU
- * emulation of tests/test_scan_persistent.py runs them). */
-static PyObject *scan_persist_bwd(PyObject *self, PyObject *a) {
-    (void)self;
-    PyObject *kc, *h0, *args, *HS, *ACC, *gys, *gHT, *res = NULL, *gh0 = NULL, *dacc = NULL, *lv = NULL;
-    long long T;
-    int launch;
-    if (!PyArg_ParseTuple(a, "OOO!OOO!OLp", &kc, &h0, &PyList_Type, &args, &HS, &ACC, &PyList_Type, &gys, &gHT, &T,
-                          &launch))
-        return NULL;
-    ic_scan_kernel *k = kernel_of(kc);
-    if (k == NULL)
-        return NULL;
-    const ic_scan_shape *s = ic_scan_kernel_shape(k);
-    const int *slot;
-    int nin = ic_scan_kernel_ninputs(k), ny = ic_scan_kernel_nresults(k, &slot), nleaf;
-    const char *wd;
-    ic_scan_kernel_leaves(k, &nleaf, &wd);
-    if (!s->nsave) {
-        PyErr_SetString(PyExc_ValueError, "torchc.scan persistent kernel: not planned for training");
-        return NULL;
-    }
-    int np = ic_scan_kernel_bwd_nptrs(k);
-    void **ptrs = calloc((size_t)np, sizeof *ptrs);
-    if (ptrs == NULL)
-        return PyErr_NoMemory();
-    tc_meta hm;
-    int64_t sz[3] = {T, s->N, s->n}, st[3] = {s->N * s->n, s->n, 1};
-    if (T < 1 || T > 0x7FFFFFFF) {
-        bad("the number of steps is out of range", -1);
-        goto done;
-    }
-    if (!tc_is_tensor(h0)) {
-        bad("h0 is not a tensor", -1);
-        goto done;
-    }
-    tc_tensor_meta(h0, &hm);
-    int q = 0;
-    if (dense_f32(h0, &hm, 2, sz + 1, "h0 is not a contiguous float32 [N, n] tensor", &ptrs[q++]) < 0 ||
-        bind_inputs(k, &hm, args, T, ptrs + q) < 0)
-        goto done;
-    q += nin;
-    if (dense_f32(HS, &hm, 3, sz, "the carries' stack HS", &ptrs[q++]) < 0 ||
-        dense_f32(ACC, &hm, 3, sz, "the recurrent product's stack ACC", &ptrs[q++]) < 0)
-        goto done;
-    if (PyList_GET_SIZE(gys) != ny) {
-        bad("the results' gradients are not one per result", -1);
-        goto done;
-    }
-    for (int i = 0; i < ny; i++)
-        if (dense_f32(PyList_GET_ITEM(gys, i), &hm, 3, sz, "a result's gradient", &ptrs[q++]) < 0)
-            goto done;
-    if (dense_f32(gHT, &hm, 2, sz + 1, "the final carry's gradient", &ptrs[q++]) < 0)
-        goto done;
-    if ((gh0 = tc_empty_strided(2, sz + 1, st + 1, IC_F32, hm.device_type, hm.device_index)) == NULL ||
-        (dacc = tc_empty_strided(3, sz, st, IC_F32, hm.device_type, hm.device_index)) == NULL ||
-        (lv = PyList_New(nleaf)) == NULL)
-        goto done;
-    ptrs[q++] = tc_data_ptr(gh0);
-    ptrs[q++] = tc_data_ptr(dacc);
-    for (int l = 0; l < nleaf; l++) {
-        PyObject *t = tc_empty_strided(3, sz, st, IC_F32, hm.device_type, hm.device_index);
-        if (t == NULL)
-            goto done;
-        PyList_SET_ITEM(lv, l, t);
-        ptrs[q++] = tc_data_ptr(t);
-    }
-    if (!launch) {
-        PyObject *pl = PyList_New(np);
-        if (pl == NULL)
-            goto done;
-        for (int i = 0; i < np; i++) {
-            PyObject *v = PyLong_FromVoidPtr(ptrs[i]);
-            if (v == NULL) {
-                Py_DECREF(pl);
-                goto done;
-            }
-            PyList_SET_ITEM(pl, i, v);
-        }
-        res = Py_BuildValue("(OOON)", gh0, dacc, lv, pl);
-        goto done;
-    }
-    if (hm.device_type != TC_DEV_CUDA) {
-        PyErr_SetString(PyExc_ValueError, "torchc.scan persistent kernel: the carry is not a CUDA tensor");
-        goto done;
-    }
-    void *stream = NULL;
-    if (tc_cuda_current_stream(hm.device_index, &stream) < 0)
-        goto done;
-    char msg[300] = "";
-    int rc;
-    Py_BEGIN_ALLOW_THREADS
-    rc = ic_scan_kernel_launch(k, hm.device_index, stream, ptrs, (int)T, 1, msg, sizeof msg);
-    Py_END_ALLOW_THREADS
-    if (rc) {
-        PyErr_Format(PyExc_RuntimeError, "torchc.scan persistent backward kernel: %s", msg);
-        goto done;
-    }
-    res = Py_BuildValue("(OOO)", gh0, dacc, lv);
-done:
-    free(ptrs);
-    Py_XDECREF(gh0);
-    Py_XDECREF(dacc);
-    Py_XDECREF(lv);
     return res;
 }
 
@@ -936,7 +781,6 @@ static PyMethodDef methods[] = {
     {"_scan_persist_ptx", scan_persist_ptx, METH_O, "torchc.scan: a persistent kernel's PTX"},
     {"_scan_persist_bind", scan_persist_bind, METH_VARARGS, "torchc.scan: a persistent kernel's call buffers, no launch"},
     {"_scan_persist_run", scan_persist_run, METH_VARARGS, "torchc.scan: runs a persistent kernel"},
-    {"_scan_persist_bwd", scan_persist_bwd, METH_VARARGS, "torchc.scan: a persistent kernel's backward through time"},
     {"_scan_persist_clear", scan_persist_clear, METH_NOARGS, "torchc.scan: drops the kept persistent kernels"},
     {NULL, NULL, 0, NULL},
 };

@@ -34,13 +34,12 @@ extern _Thread_local tc_scan_probe *tc_scan_tl_probe;
  * entry, which is pinned until the record dies: unpin(entry) then), the graph inputs'
  * tensors and the graph outputs (after the autograd attach), train (csrc/train.h) or NULL,
  * the symbol values of a dynamic graph, why the loop cannot run it (NULL if it can) and the
- * graph's text and its count of torch.autograd.Function calls (for the persistent CUDA
- * kernel, gpu_scan.c, whose backward differentiates the forward's ops).
+ * graph's text (for the persistent CUDA kernel, gpu_scan.c).
  * Clears tc_scan_tl_probe. 0, or -1 with an exception (the caller unpins). */
 int tc_scan_probe_record(PyObject *func, void *entry, void (*unpin)(void *), const ic_compiled *c,
                          int ninputs, PyObject *const *inputs, int nout, PyObject *const *outs,
                          PyObject *train, int nsyms, const int64_t *symvals, const char *why_not,
-                         const char *graph_text, int ncustom);
+                         const char *graph_text);
 
 /* Adds _scan_probe, _scan_info and _scan_loop to module. 0, or -1 with an exception. */
 int tc_scan_init(PyObject *module);

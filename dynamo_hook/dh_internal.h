@@ -229,7 +229,6 @@ typedef struct dh_entry {
     ic_compiled *compiled;  /* NULL when the graph has no outputs */
     int nsyms;              /* dynamic shapes: symbols bound by the guards (0: static) */
     char *graph_text;       /* printable graph (malloc'd) */
-    int ncustom;            /* torch.autograd.Function calls in it (their own backward) */
     int op_count;
     int device_type;        /* TC_DEV_CPU / TC_DEV_CUDA: where the graph runs */
     int device_index;

@@ -451,7 +451,7 @@ static int scan_probe(const dh_entry *e, PyObject *const *values, PyObject *cons
         in[i] = values[e->input_src[i]];
     ((dh_entry *)e)->pins++;
     int r = tc_scan_probe_record(func, (void *)e, unpin_entry, e->compiled, e->ninputs, in, nout, outs,
-                                 e->train, e->nsyms, symvals, why, e->graph_text, e->ncustom);
+                                 e->train, e->nsyms, symvals, why, e->graph_text);
     if (in != small)
         free(in);
     return r;

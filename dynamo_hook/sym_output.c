@@ -1326,7 +1326,6 @@ dh_entry *sym_finish_entry(trace *t, outbuf *ob, ic_compiled *compiled) {
         ob->n = 0;
         e->compiled = compiled;
         e->graph_text = ic_graph_to_string(t->g);
-        e->ncustom = ic_graph_num_custom(t->g);
         e->op_count = ic_graph_num_ops(t->g) - sym_fold_dead_ops(t); /* (fold.c: dead, dropped) */
         e->hint = loop_hint(t);
     }

@@ -328,8 +328,6 @@ int ic_value_operands(const ic_graph *g, ic_val v, ic_val *out);
 int ic_graph_num_inputs(const ic_graph *g);
 int ic_graph_num_outputs(const ic_graph *g);
 int ic_graph_num_ops(const ic_graph *g);
-/* torch.autograd.Function calls captured with their own backward (ic_custom_capture) */
-int ic_graph_num_custom(const ic_graph *g);
 int ic_value_num_uses(const ic_graph *g, ic_val v); /* operands reading v (outputs not counted) */
 /* A range [lo, hi] holding every element of an integer value built from aranges and
  * numbers by add/sub, casts and views (static shapes only): 1, else 0 (unknown). */

@@ -87,19 +87,14 @@ typedef struct ic_scan_spec {
     int ny;
     const int *yout;          /* the graph outputs that are the results, in order */
     int sm, nsm;              /* target sm_XY as XY, and the device's SMs */
-    int train;                /* also store what a backward through time reads (ic_scan_shape nsave) */
 } ic_scan_spec;
 typedef struct ic_scan_shape {
     int64_t N, n;
     int threads, R, ctas, np;  /* one thread a column, R batch rows a CTA, np: n rounded to 4 */
     int smem;                  /* dynamic shared memory bytes */
-    int has_mv;                /* a product of the carry (its W in shared memory) */
+    int has_mv, w_smem;        /* a product of the carry; its W in shared memory */
     int nxmm;                  /* input projections (products of x slices or constants) */
     int nres;                  /* the results' stacks (distinct graph outputs) */
-    int nsave;                 /* training: stacks after the results' [T, N, n]: the carries
-                                * h_1..h_T, then (has_mv) the recurrent product h_{t-1} W per step
-                                * (before alpha and bias): with h_0, the x stacks and the loop
-                                * constants, every value of step t is recomputable from them */
 } ic_scan_shape;
 typedef struct ic_scan_kernel ic_scan_kernel;
 /* The kernel of spec (a new reference; kept by key for later calls), or NULL with why. */
@@ -122,21 +117,9 @@ int ic_scan_kernel_load(ic_scan_kernel *k, int device, char *msg, size_t n);
 int ic_cuda_device_info(int device, int *sm, int *nsm, char *msg, size_t n);
 /* one launch on stream for T steps: ptrs are the kernel's pointer parameters, in order: h0
  * [N, n], every graph input (the carry's unused; x: its [T, ...] stack), the nres stacks
- * [T, N, n] then the nsave training stacks, the final carry [N, n] (all float32 but inputs,
- * contiguous but inputs, which the caller checked against ic_scan_kernel_input).
- * bwd (a kernel planned for training): the backward through time, its
- * ic_scan_kernel_bwd_nptrs parameters: h0, every graph input, HS, ACC (the training
- * stacks), the gradient [T, N, n] of each result (in the results' order, not the stacks'),
- * the final carry's gradient gHT [N, n], then its outputs: gh0 [N, n], DACC [T, N, n]
- * (dL/d(h_{t-1} W)), one [T, N, n] stack per leaf (ic_scan_kernel_leaves). 0, or -1 with msg. */
-int ic_scan_kernel_launch(ic_scan_kernel *k, int device, void *stream, void *const *ptrs, int T, int bwd, char *msg,
-                          size_t n);
-int ic_scan_kernel_bwd_nptrs(const ic_scan_kernel *k);
-/* training: the values whose per-element adjoints the backward stores, one line each: "v inp
- * off nd sizes.. strides.." (a view of graph input inp read by pointwise ops) or "p" and two
- * such views (an input projection's left and right operands: its stack holds dL/d(a @ b)
- * times alpha); *wdesc: "inp off sz0 sz1 st0 st1 alpha" of the recurrent product's W */
-const char *ic_scan_kernel_leaves(const ic_scan_kernel *k, int *nleaf, const char **wdesc);
+ * [T, N, n], the final carry [N, n] (all float32 but inputs, contiguous but inputs, which
+ * the caller checked against ic_scan_kernel_input). 0, or -1 with msg. */
+int ic_scan_kernel_launch(ic_scan_kernel *k, int device, void *stream, void *const *ptrs, int T, char *msg, size_t n);
 
 /* PTX for a graph without any GPU (make ptx-check): target sm_XY as XY (e.g. 90). */
 char *ic_graph_to_ptx(const ic_graph *g, int sm, ic_err *err);

@@ -5,9 +5,7 @@
 For each hidden size n, batch N and body (expRNN's modReLU step with a 1-pixel input, and a
 tanh RNN step with an n-wide input), float32, no gradient, over L steps:
   - torchc.scan(step, h0, xs): the lowering it got (_scan.last_lowering) must be the persistent
-    kernel where W fits in shared memory (n <= 236 on an H100), and the loop over the compiled
-    body with that reason where it does not (W from global memory lost to that loop), else
-    the case FAILS (the script exits 1 at the end, naming it);
+    kernel, else the case FAILS (the script exits 1 at the end, naming it);
   - the max abs / relative error of the stacked results and the final carry against eager's
     Python loop (FAIL above 1e-3 relative to the largest value);
   - forward time (median of --reps, CUDA-synchronized) of the persistent kernel, eager's loop,
@@ -22,6 +20,7 @@ import statistics
 import sys
 import time
 
+os.environ.setdefault("TORCHC_SCAN_PERSISTENT", "1")  # off by default until this script has passed on a GPU
 import torch
 from torch.utils import _pytree as pytree
 
@@ -125,12 +124,10 @@ def main():
                     _, sx = pytree.tree_flatten(xs)
                     t_l, (cl, ysl) = timed(lambda: _scan._python_loop(body_c, si, sx, [h0], [xs]), a.reps)
                 persistent = lowering.startswith("persistent kernel")
-                expect = n <= 236  # W [n, n] and the state in 227 KB of shared memory
-                as_expected = persistent if expect else "shared memory" in lowering
                 ey, ry = err(ys, yse)
                 ec, rc = err(c, ce)
                 el, rl = err(ysl, yse)
-                ok = as_expected and ry <= 1e-3 and rc <= 1e-3 and ys.shape == yse.shape and ys.dtype == yse.dtype
+                ok = persistent and ry <= 1e-3 and rc <= 1e-3 and ys.shape == yse.shape and ys.dtype == yse.dtype
                 row = dict(case=name, persistent=persistent, lowering=lowering, max_err_ys=ey, rel_err_ys=ry,
                            max_err_carry=ec, rel_err_carry=rc, loop_rel_err=rl, ms_persistent=t_p * 1e3,
                            ms_eager=t_e * 1e3, ms_python_loop=t_l * 1e3, x_vs_eager=t_e / t_p,
@@ -139,8 +136,8 @@ def main():
                 print(f"{'ok  ' if ok else 'FAIL'} {name}: persistent={persistent} max err ys {ey:.2e} "
                       f"(rel {ry:.2e}) carry {ec:.2e} | {t_p * 1e3:.2f} ms, eager {t_e * 1e3:.2f} ms "
                       f"({t_e / t_p:.1f}x), compiled-body loop {t_l * 1e3:.2f} ms ({t_l / t_p:.1f}x)")
-                if persistent != expect:
-                    print(f"     the persistent kernel was {'NOT ' if expect else ''}used: {lowering}")
+                if not persistent:
+                    print(f"     the persistent kernel was NOT used: {lowering}")
                 else:
                     print(f"     {lowering}")
                 if not ok:

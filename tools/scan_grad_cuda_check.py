@@ -8,12 +8,9 @@ development machine):
    h' = modReLU(h Bᵀ + x_t Wᵀ), B = matrix_exp(A - Aᵀ) once per forward, under
    torchc.compile, against the same recurrence as a Python loop in eager, at T = 1, 2, 7;
    gradients of every input and parameter. Exits 1 on a mismatch.
-2. what ran: explain()'s scan_lowerings (a float32 CUDA scan that needs a gradient runs the
-   persistent kernels: "persistent kernel ... storing the carries and the recurrent product
-   per step (training)"; float64 and bodies they do not take the Python loop over the
-   compiled body with the reason), graph and backward graph counts. The per-body check of
-   every input's gradient against eager and the time against the compiled-body loop:
-   tools/scan_train_cuda_check.py.
+2. what ran: explain()'s scan_lowerings (today a CUDA scan that needs a gradient runs the
+   Python loop over its compiled body: "Python loop: the C loop runs CPU graphs only, and no
+   persistent kernel: a gradient is needed ..."), graph and backward graph counts.
 3. speed: the expRNN training step (torchc.manifolds.ExpRNN + Linear head + cross entropy,
    forward + backward) at --L/--batch/--hidden: eager Python loop vs torchc.scan (the model
    called as is) and vs torchc.compile of the whole loss; medians

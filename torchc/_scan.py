@@ -21,14 +21,12 @@ How it runs (no Python and no capture per step; compile time does not depend on 
   Buffers: a carry that is also a result shares one [T+1] buffer with it; stacked buffers come
   from a pool and are reused by later calls once nothing holds them (see _empty); the ones the
   backward reads are saved through save_for_backward, so the engine frees them after it.
-On CUDA, a scan whose body is a product of the carry with a constant plus pointwise ops,
-the constant [n, n] fitting in shared memory, runs as one persistent kernel generated in C
-from the body's graph (inductor_c/codegen/gpu_scan.c); in training (_PersistFn) its forward
-also stores the carries and the recurrent product per step and a second persistent kernel
-runs the backward through time;
-`last_lowering` (and torchc.explain(...).scan_lowerings) names the lowering a scan got and why.
+On CUDA, a forward scan (no gradient needed) whose body is a product of the carry with a
+constant plus pointwise ops runs as one persistent kernel generated in C from the body's
+graph (inductor_c/codegen/gpu_scan.c); `last_lowering` (and torchc.explain(...).scan_lowerings)
+names the lowering a scan got and why.
 Where the body cannot run as such a loop (a graph break, mutation of inputs, a result that
-is not a graph output, a CUDA body the persistent kernels do not take, dtypes
+is not a graph output, CUDA in training or a body the persistent kernel does not take, dtypes
 other than float32/float64 for the summed gradients, no compiled graph at all), the scan
 runs a Python loop over the compiled body (still compiled once) and says why in `torchc._scan.last_fallback` and the `torchc.scan` logger. That loop
 goes on from the probe's step 0 (its result attached to the caller's carries and x slices
@@ -77,8 +75,7 @@ class NotPersistent(Exception):
 
 class Persistent:
     """A persistent scan kernel (the C object) and its launch shape: N, n, threads, R, ctas,
-    np, smem, has_mv, nxmm (input projections), nres (result stacks), nsave (training
-    stacks: the carries, then the recurrent product, per step)."""
+    np, smem, has_mv, w_smem, nxmm (input projections), nres (result stacks)."""
 
     def __init__(self, cap):
         self.cap = cap
@@ -387,8 +384,9 @@ def _split(res):
 
 def _scan_flat(fn, spec_init, spec_xs, c0, X):
     global last_fallback
-    # CUDA: the persistent kernel is made for the call's shapes (forward and training)
-    body = _compiled(fn, static=bool(c0) and c0[0].is_cuda)
+    forward_cuda = bool(c0) and c0[0].is_cuda and not (torch.is_grad_enabled() and any(
+        t.requires_grad for t in list(c0) + list(X)))
+    body = _compiled(fn, static=forward_cuda)
     try:
         plan = _Plan(fn, body, spec_init, spec_xs, c0, X)
     except _Fallback as e:
@@ -402,12 +400,8 @@ def _scan_flat(fn, spec_init, spec_xs, c0, X):
     last_fallback = None
     if plan.persist is not None:
         _note(plan.persist.describe())
-        if plan.persist_train:
-            hT, *ys = _PersistFn.apply(plan, c0[0], *plan.persist_ins)
-            plan.persist_ins = None
-        else:
-            hT, ys, _ = _C._scan_persist_run(plan.persist.cap, c0[0].contiguous(), plan.persist_args, plan.T)
-            plan.persist_args = None
+        hT, ys = _C._scan_persist_run(plan.persist.cap, c0[0].contiguous(), plan.persist_args, plan.T)
+        plan.persist_args = None
         return pytree.tree_unflatten([hT], spec_init), pytree.tree_unflatten(list(ys), plan.spec_y)
     _note("C loop: the body's compiled graph run per step in C")
     args, plan.args = plan.args, None
@@ -418,19 +412,17 @@ def _scan_flat(fn, spec_init, spec_xs, c0, X):
     return carry, pytree.tree_unflatten(list(outs[nc:]), plan.spec_y)
 
 
-def persistent_plan(combine_fn, init, xs, sm=90, nsm=132, with_args=False, train=False):
+def persistent_plan(combine_fn, init, xs, sm=90, nsm=132, with_args=False):
     """The persistent kernel (a Persistent) that a CUDA scan of combine_fn over (init, xs)
     would run, made from the body's graph on any device (the body runs once, as the probe),
     for sm_XY with nsm SMs; raises NotPersistent with the reason when the body does not
     qualify. dim 0, forward. with_args: (kernel, the tensors bound to its graph inputs as a
-    CUDA call binds them). train: its training form (also stores the carries and the
-    recurrent product per step: Persistent.nsave stacks), which no scan runs yet: a backward
-    kernel through time is to read them."""
+    CUDA call binds them)."""
     c0, spec_init = pytree.tree_flatten(init)
     X, spec_xs = pytree.tree_flatten(xs)
     try:
         plan = _Plan(combine_fn, _compiled(combine_fn, static=True), spec_init, spec_xs, c0, X,
-                     plan_only=(sm, nsm, train))
+                     plan_only=(sm, nsm))
     except _Fallback as e:
         raise NotPersistent(str(e).replace(f"{_CUDA_WHY}, and no persistent kernel: ", "")) from None
     if plan.persist is None:
@@ -442,171 +434,13 @@ def _row(t):
     return t.stride(0) * t.element_size() if t.dim() else 0
 
 
-def _persist_train_why(X, consts, kind):
-    """Why a CUDA scan that needs a gradient gets no persistent kernel before its graph is looked
-    at: the backward adds each input's gradient through the views the kernel reads, in a buffer
-    of the input's own (per-step) layout, which must be dense (no overlap, no gaps)."""
-    for k_, i in kind:
-        if k_ == "c":
-            continue
-        t = X[i] if k_ == "x" else consts[i]
-        if not t.requires_grad:
-            continue
-        if not t.is_floating_point() or t.dtype != torch.float32:
-            return "an input that needs a gradient is not float32"
-        if _grad_layout(t, k_ == "x") is None:
-            return "an input that needs a gradient is neither dense nor a dense slice per step (its gradient's layout)"
-    return None
-
-
-def _grad_layout(t, x):
-    """(shape, strides) of the buffer the persistent backward adds input t's gradient in, the
-    kernel's views of t valid in it: t's own layout where dense (no gaps, no overlap); for an x
-    stack whose per-step slice is dense (an expanded or strided stack), its steps dense; or None"""
-    if _dense_perm((t.shape, t.stride())):
-        return tuple(t.shape), tuple(t.stride())
-    if x and _dense_perm((t.shape[1:], t.stride()[1:])):
-        return tuple(t.shape), (max(math.prod(t.shape[1:]), 1),) + tuple(t.stride()[1:])
-    return None
-
-
-def _view_sum(d, sz):
-    """d [T, N, n], per step the adjoints of a value that is a view of sizes sz broadcast to
-    [N, n]: summed over the broadcast dims, as [T, *sz]"""
-    nd = len(sz)
-    if nd < 2 or sz[-2] == 1:
-        d = d.sum(1, keepdim=True)
-    if nd < 1 or sz[-1] == 1:
-        d = d.sum(2, keepdim=True)
-    return d.reshape((d.shape[0],) + tuple(sz))
-
-
-class _PersistFn(torch.autograd.Function):
-    """A CUDA scan in training as two persistent kernels (gpu_scan.c): the forward stores the
-    carries and the recurrent product per step; the backward through time gives dL/dh0, the
-    recurrent product's per-step gradient DACC and the leaves' per-step adjoints, from which
-    W's gradient (H_prevᵀ DACC: one GEMM), the input projections' (GEMMs) and the pointwise
-    inputs' (sums over the broadcast dims and steps) are made here."""
-
-    @staticmethod
-    def forward(ctx, plan, h0, *ins):
-        ctx.set_materialize_grads(False)
-        h0c = h0.contiguous()
-        hT, ys, saved = _C._scan_persist_run(plan.persist.cap, h0c, _persist_args(plan, ins), plan.T)
-        ctx.plan = plan
-        ctx.save_for_backward(h0c, *saved, *ins)
-        return (hT,) + tuple(ys)
-
-    @staticmethod
-    @torch.autograd.function.once_differentiable
-    def backward(ctx, ghT, *gys):
-        plan = ctx.plan
-        P, T, kind, xn = plan.persist, plan.T, plan.persist_kind, plan.persist_nx
-        sv = ctx.saved_tensors
-        h0c, HS = sv[0], sv[1]
-        ACC = sv[2] if P.nsave > 1 else HS  # (not read without a product of the carry)
-        ins = sv[1 + P.nsave:]
-        N, n, dev = P.N, P.n, h0c.device
-        gyl = [g.contiguous() if g is not None else torch.zeros(T, N, n, device=dev) for g in gys]
-        gT = ghT.contiguous() if ghT is not None else torch.zeros(N, n, device=dev)
-        gh0, DACC, lv = _C._scan_persist_bwd(P.cap, h0c, _persist_args(plan, ins), HS, ACC, gyl, gT, T, True)
-        grads = [None] * len(ins)
-
-        def pos(gi):  # the Function input of graph input gi
-            k_, i = kind[gi]
-            return i if k_ == "x" else xn + i
-
-        def need(gi):
-            return kind[gi][0] != "c" and ctx.needs_input_grad[2 + pos(gi)]
-
-        def buf(gi):
-            """graph input gi's gradient: its (per-step) layout, an x's steps dense"""
-            p = pos(gi)
-            if grads[p] is None:
-                t = ins[p]
-                shape, st = _grad_layout(t, kind[gi][0] == "x")
-                grads[p] = torch.empty_strided(shape, st, dtype=t.dtype, device=dev).zero_()
-            return grads[p]
-
-        def add(gi, off, sz, st, val, per_step):
-            """graph input gi's gradient through its view (off, sz, st) += val ([T, *sz] for an
-            x's per-step values, else [*sz]), its expanded dims (stride 0) summed"""
-            g = buf(gi)
-            nd = len(sz)
-            ex = [k for k in range(nd) if st[k] == 0 and sz[k] > 1]
-            if ex:
-                val = val.sum([k + per_step for k in ex], keepdim=True)
-                sz = [1 if k in ex else sz[k] for k in range(nd)]
-            if kind[gi][0] == "x":
-                if not per_step:
-                    raise RuntimeError("torchc.scan: an x slice's gradient is per step")
-                g.as_strided((T,) + tuple(sz), (g.stride(0),) + tuple(st), off).add_(val)
-            else:
-                g.as_strided(tuple(sz), tuple(st), off).add_(val.sum(0) if per_step else val)
-
-        if P.has_mv:
-            w = P.wdesc.split()
-            wi, alpha = int(w[0]), float(w[6])
-            if need(wi):
-                Hp = torch.cat([h0c[None], HS[:-1]]).reshape(-1, n)
-                dW = Hp.t() @ DACC.reshape(-1, n)
-                if alpha != 1:
-                    dW.mul_(alpha)
-                add(wi, int(w[1]), [int(w[2]), int(w[3])], [int(w[4]), int(w[5])], dW, 0)
-        for leaf, d in zip(_leaf_list(P), lv):
-            if leaf[0] == "v":
-                gi, off, sz, st = leaf[1]
-                if need(gi):
-                    add(gi, off, sz, st, _view_sum(d, sz), 1)
-                continue
-            # an input projection a @ b: d = its per-step gradient (times alpha)
-            (ia, offa, sza, sta), (ib, offb, szb, stb) = leaf[1], leaf[2]
-            K = szb[0]
-            ta, tb = ins[pos(ia)], ins[pos(ib)]
-            if need(ib):
-                if kind[ia][0] == "x":
-                    A = ta.as_strided((T, sza[0], K), (ta.stride(0), sta[0], sta[1]), ta.storage_offset() + offa)
-                else:
-                    A = ta.as_strided(tuple(sza), tuple(sta), ta.storage_offset() + offa)[None]
-                add(ib, offb, szb, stb, torch.einsum("tnk,tni->ki", A.expand(T, N, K), d), 0)
-            if need(ia):
-                Bm = tb.as_strided(tuple(szb), tuple(stb), tb.storage_offset() + offb)
-                dA = d @ Bm.t()  # [T, N, K]
-                if sza[0] == 1:
-                    dA = dA.sum(1, keepdim=True)
-                add(ia, offa, sza, sta, dA, 1)
-        return (None, gh0 if ctx.needs_input_grad[1] else None) + tuple(grads)
-
-
-def _persist_args(plan, ins):
-    """the tensors bound to the kernel's graph inputs (the carry's None) from the Function's inputs"""
-    xn = plan.persist_nx
-    return [None if k_ == "c" else ins[i] if k_ == "x" else ins[xn + i] for k_, i in plan.persist_kind]
-
-
-def _leaf_list(P):
-    """the backward's leaves (gpu_scan.c ic_scan_kernel_leaves): ("v", view) or ("p", a's view,
-    b's view), a view (graph input, offset, sizes, strides)"""
-    out = []
-    for ln in P.leaves.splitlines():
-        f = ln.split()
-        vs, i = [], 1
-        while i < len(f):
-            inp, off, nd = int(f[i]), int(f[i + 1]), int(f[i + 2])
-            vs.append((inp, off, [int(v) for v in f[i + 3:i + 3 + nd]], [int(v) for v in f[i + 3 + nd:i + 3 + 2 * nd]]))
-            i += 3 + 2 * nd
-        out.append((f[0], *vs))
-    return out
-
-
 class _Plan:
     """One scan call: the probe's record and the buffers and per-step addresses of its loops."""
 
     def __init__(self, fn, body, spec_init, spec_xs, c0, X, plan_only=None):
         self._probe = None
         self.persist = None
-        self.persist_train = False
-        self.plan_only = plan_only  # (sm, nsm, train): persistent_plan's, no CUDA needed
+        self.plan_only = plan_only  # (sm, nsm): persistent_plan's, no CUDA needed
         try:
             self._setup(fn, body, spec_init, spec_xs, c0, X)
         except _Fallback as e:
@@ -685,26 +519,13 @@ class _Plan:
         if self.plan_only or info["why_not"] == _CUDA_WHY or off_cpu:
             # CUDA: the body as one persistent kernel (C: selection, code, launch), else a
             # Python loop with both reasons
-            need = grad and any(getattr(t, "requires_grad", False) for t in list(c0) + list(X) + consts)
-            # (persistent_plan(train=True): planned as a training scan would be)
-            train = need and (not self.plan_only or self.plan_only[2])
-            why = _persist_train_why(X, consts, kind) if train else None
-            k = None
-            if why is None:
-                k, why = _C._scan_persist(rec, list(c0), list(X), consts, kind, cout[0] if len(cout) == 1 else -1,
-                                          yout, self.plan_only and self.plan_only[:2] + (self.plan_only[2] or train,),
-                                          train)
+            k, why = _C._scan_persist(rec, list(c0), list(X), consts, kind, cout[0] if len(cout) == 1 else -1,
+                                      yout, self.plan_only)
             _C._scan_release(rec)
             if k is None:
                 raise _Fallback(f"{_CUDA_WHY}, and no persistent kernel: {why}")
             self.persist = Persistent(k)
             self.persist_args = [None if k_ == "c" else X[i] if k_ == "x" else consts[i] for k_, i in kind]
-            self.persist_train = train
-            if train:  # the Function's inputs (autograd routes their gradients); kinds index them
-                self.persist_ins = list(X) + consts
-                self.persist_nx = len(X)
-                self.persist_kind = kind
-                self.persist_args = None
             self.T = T
             return
         for o in outs:

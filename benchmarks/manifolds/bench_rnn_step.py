@@ -164,8 +164,8 @@ def main():
     ap.add_argument("--compile-variant", default="torchc", choices=["torchc", "torchc_model"],
                     help="with --compile-only: torchc.scan called by the eager model, or "
                     "torchc.compile of the whole loss")
-    ap.add_argument("--device", default="cpu", help="cpu or cuda (torchc.scan runs the persistent "
-                    "kernels on CUDA where the body qualifies: see scan_lowering in the output)")
+    ap.add_argument("--device", default="cpu", help="cpu or cuda (torchc.scan runs its Python "
+                    "loop over the compiled body on CUDA: see scan_fallback in the output)")
     ap.add_argument("--out")
     ap.add_argument("--max-seconds", type=float, default=170.0,
                     help="time cap for the repetitions: none starts after it (at least one; "
@@ -224,7 +224,7 @@ def main():
            "flush_denormal": a.flush_denormal,
            "median_s": med, "median_cpu_s": med_cpu, "first_call_s": first, "times_s": times, "first_loss": losses,
            "device": a.device, "load_avg": os.getloadavg(), "torch": torch.__version__,
-           "scan_fallback": torchc._scan.last_fallback, "scan_lowering": torchc._scan.last_lowering}
+           "scan_fallback": torchc._scan.last_fallback}
     if a.compile_only:
         k = a.compile_variant
         res["compile_s_est"] = first[k] - med[k]

@@ -20,35 +20,19 @@
  *     input projection, summed per element over K);
  *   - the carry is read only as itself, every value broadcasts to [N, n] (right-aligned,
  *     leading dims 1), and every used output is a computed float32 [N, n] value stored
- *     contiguously; no dynamic sizes;
- *   - W (the recurrent product's [n, n] operand) and the state fit the shared memory's opt-in
- *     limit (sm_90: n <= ~236). A W read from global memory (L2) ran 2.5-5x slower than the
- *     loop over the compiled body on an H100 (n = 512, L = 784): such bodies take that loop.
+ *     contiguously; no dynamic sizes.
  *
  * Kernel (one launch for all T steps; threads = n rounded up to a warp):
- *   one CTA per R batch rows (R = 1 while N <= the SMs, else 2 or 4), one thread per column i;
+ *   one CTA per R batch rows (W in shared memory: R = 1 while N <= the SMs, else 2 or 4; W
+ *   from L2: R = 4, 2 at more than 512 threads), one thread per column i;
  *   W (the recurrent product's right operand, any strides) in shared memory as ws[j][i]
- *   (rows padded to np = n rounded up to 4); the state h in shared memory, double-buffered
- *   (one barrier a step);
+ *   (rows padded to np = n rounded up to 4) when it and the state fit the opt-in limit
+ *   (sm_90: n <= ~236), else read from global memory (L2); the state h in shared memory,
+ *   double-buffered (one barrier a step);
  *   for t in 0 .. T-1: acc[r] = sum_j hs[t % 2][r][j] * W[j][i] (j by 4: one 16-byte
  *   broadcast load of the state, two accumulators); the body's pointwise ops give the next
  *   carry and the results at (r, i), which go to their [T, N, n] stacks.
  * Threads past n or past the last row compute on clamped indices and store nothing.
- *
- * Training (spec->train; torchc/_scan.py _PersistFn): the forward above also stores, per step,
- * the carry h_{t+1} and the recurrent product h_t W (before alpha and bias): with h_0, the x
- * stacks and the loop constants, every value of step t is recomputable from them. A second
- * kernel in the module, torchc_scan_persist_bwd, runs the backward through time in one launch:
- *   g = dL/dh_T; for t = T-1 .. 0: the step's pointwise values recomputed at (r, i); the
- *   adjoints from g and the results' gradients at step t back through the pointwise ops
- *   (vjp_pw: eager's derivative formulas, graph/vjp_ops.c; an op without one: the reason);
- *   DACC[t] = dL/d(h_t W) and the adjoints of the leaves (views of inputs read pointwise, input
- *   projections' products) stored per step; g = (the carry's direct adjoint) + DACC[t] Wᵀ,
- *   with Wᵀ in shared memory and DACC[t] in the state buffer (the forward's matvec, one
- *   barrier a step); gh0 = g.
- * W's gradient is then H_prevᵀ DACC (one GEMM), the projections' are GEMMs and the leaves' are
- * sums over their broadcast dims (torchc/_scan.py). A body with a torch.autograd.Function (its
- * own backward) is refused for training by the caller (csrc/scan.c).
  * Pointwise ops come from the shared op layer with the NVPTX target (the same code and values
  * as torchc's other GPU kernels: exp through ex2.approx, vm_tanh, ...).
  */
@@ -58,7 +42,6 @@
 
 #define SCAN_MAX_HIDDEN 1024
 #define SCAN_KNAME "torchc_scan_persist"
-#define SCAN_BNAME "torchc_scan_persist_bwd"
 #define SCAN_CACHE 64     /* kernels (and reasons) kept by key */
 #define SCAN_MAX_ROWS 4   /* R */
 #define SCAN_DEVS 16      /* devices a kernel is loaded on at once */
@@ -325,8 +308,8 @@ static void check_outputs(sa *A) {
 typedef struct sdev {
     int device;
     ic_CUcontext ctx;
-    ic_CUmodule mod, bmod;
-    ic_CUfunction fn, bfn; /* the forward; the backward (training) */
+    ic_CUmodule mod;
+    ic_CUfunction fn;
 } sdev;
 
 struct ic_scan_kernel {
@@ -346,10 +329,6 @@ struct ic_scan_kernel {
     int *yslot;               /* per result: its stack (results' distinct outputs, in order) */
     int ny;
     int sm;                   /* the target it was made for (sm_XY as XY) */
-    ic_val *leaf;             /* training: the values whose adjoints the backward stores */
-    int nleaf;
-    char wdesc[160];          /* training: "inp off sz0 sz1 st0 st1 alpha" of W's view */
-    char *leaf_desc;          /* per leaf: "v inp off nd sz.. st.." or "p a.inp a.off a.sz0 a.sz1 a.st0 a.st1 b.inp ..." lines */
     pthread_mutex_t mu;       /* the PTX and the loaded modules */
     char *ptx;
     char ptx_err[300];
@@ -366,29 +345,27 @@ static int smem_limit(int sm) {
     }
 }
 
-static void launch_shape(sa *A, int sm, int nsm, ic_scan_shape *s) {
+static void launch_shape(const sa *A, int sm, int nsm, ic_scan_shape *s) {
     int64_t N = A->N, n = A->n;
     s->threads = (int)(n < 32 ? 32 : (n + 31) / 32 * 32);
-    int R = N <= nsm ? 1 : N <= 2 * (int64_t)nsm ? 2 : 4;
+    int R = N <= nsm ? 1 : (N <= 2 * (int64_t)nsm || s->threads > 512) ? 2 : 4;
     s->R = (int)(R < N ? R : N);
     s->np = (int)((n + 3) & ~(int64_t)3);
-    int64_t hs = 2 * (int64_t)s->R * s->np * 4;
+    int64_t hs = 2 * (int64_t)s->R * s->np * 4, w = n * s->np * 4;
     s->has_mv = A->rec >= 0;
-    int64_t w = s->has_mv ? n * s->np * 4 : 0;
-    if (w + hs > smem_limit(sm) && s->R > 1) /* one row a CTA leaves W the room */
-        s->R = 1, hs = 2 * (int64_t)s->np * 4;
-    /* W from global memory (L2) lost to the loop over the compiled body (n = 512 on an H100:
-     * 107-113 ms against 21-43 ms at L = 784): such a body takes that loop */
-    if (w + hs > smem_limit(sm))
-        FAIL(A, "the recurrent matrix W [%lld, %lld] and the state need %lld B of shared memory, more than "
-                "sm_%d's %d B (W read from global memory ran 2.5-5x slower than the loop over the compiled body)",
-             (long long)n, (long long)n, (long long)(w + hs), sm, smem_limit(sm));
+    s->w_smem = s->has_mv && w + hs <= smem_limit(sm);
+    if (s->has_mv && !s->w_smem) {
+        /* W from L2: a CTA's step streams all of W whatever its rows, so each value serves up to
+         * 4 rows (2 at more than 512 threads: registers) and fewer SMs are busy for it */
+        int r = s->threads <= 512 ? 4 : 2;
+        s->R = (int)(r < N ? r : N);
+        hs = 2 * (int64_t)s->R * s->np * 4;
+    }
     s->ctas = (int)((N + s->R - 1) / s->R);
-    s->smem = (int)(hs + w);
+    s->smem = (int)(hs + (s->w_smem ? w : 0));
     s->N = N;
     s->n = n;
     s->nxmm = A->nmm - (A->rec >= 0);
-    s->nsave = A->sp->train ? 1 + s->has_mv : 0;
 }
 
 /* ---- IR ----------------------------------------------------------------------------------- */
@@ -575,9 +552,12 @@ static LLVMValueRef value(sg *G, ic_val v, ic_dtype want) {
     return as(G, G->memo[v], have, want);
 }
 
-/* W[j][col] from shared memory */
+/* W[j][col]: from shared memory or from global memory (any strides) */
 static LLVMValueRef w_at(sg *G, LLVMValueRef j) {
-    return ld(G, G->cg.f32, G->smem, add(G, mul(G, j, k64(G, G->s->np)), G->col), 4);
+    if (G->s->w_smem) return ld(G, G->cg.f32, G->smem, add(G, mul(G, j, k64(G, G->s->np)), G->col), 4);
+    const sview *W = &G->A->mms[G->A->rec].b;
+    LLVMValueRef idx[2] = {j, G->col};
+    return ld(G, G->cg.f32, G->in[W->inp], view_off(G, W, idx), 4);
 }
 
 static void add_attr(sg *G, LLVMValueRef fn, unsigned idx, const char *name) {
@@ -591,13 +571,46 @@ static void annotate(sg *G, const char *key, int v) {
     LLVMAddNamedMetadataOperand(G->cg.mod, "nvvm.annotations", LLVMMDNodeInContext(G->cg.ctx, md, 3));
 }
 
-/* the entry block: the thread's column and rows, and W (wt: its transpose, the backward's)
- * into shared memory as ws[j][i]; returns whether the thread's column is one of the n */
-static LLVMValueRef prologue(sg *G, bool wt) {
+static void build(sg *G, const ic_scan_kernel *K) {
     sa *A = G->A;
     const ic_scan_shape *s = G->s;
+    ic_ctx *c = A->c;
     const int64_t N = A->N, n = A->n, np = s->np;
-    const int R = s->R;
+    const int R = s->R, nin = A->sp->ninputs, nres = K->s.nres;
+    /* params: h0, every graph input (the carry's unused), the results' stacks [T, N, n], the
+     * final carry, T */
+    int npar = 1 + nin + nres + 1 + 1;
+    LLVMTypeRef *pt = ic_alloc(c, (size_t)npar * sizeof *pt);
+    for (int i = 0; i < npar - 1; i++) pt[i] = G->gptr;
+    pt[npar - 1] = G->cg.i32;
+    G->fn = LLVMAddFunction(G->cg.mod, SCAN_KNAME, LLVMFunctionType(G->cg.vd, pt, (unsigned)npar, 0));
+    G->cg.fn = G->fn;
+    char nm[32];
+    G->in = ic_alloc(c, ((size_t)nin + 1) * sizeof *G->in);
+    G->ys = ic_alloc(c, ((size_t)nres + 1) * sizeof *G->ys);
+    G->h0 = LLVMGetParam(G->fn, 0);
+    LLVMSetValueName2(G->h0, "h0", 2);
+    for (int i = 0; i < nin; i++) {
+        G->in[i] = LLVMGetParam(G->fn, (unsigned)(1 + i));
+        LLVMSetValueName2(G->in[i], nm, (size_t)snprintf(nm, sizeof nm, "in%d", i));
+        add_attr(G, G->fn, (unsigned)(2 + i), "noalias");
+    }
+    for (int m = 0; m < nres; m++) {
+        G->ys[m] = LLVMGetParam(G->fn, (unsigned)(1 + nin + m));
+        LLVMSetValueName2(G->ys[m], nm, (size_t)snprintf(nm, sizeof nm, "y%d", m));
+        add_attr(G, G->fn, (unsigned)(2 + nin + m), "noalias");
+    }
+    G->hT = LLVMGetParam(G->fn, (unsigned)(1 + nin + nres));
+    LLVMSetValueName2(G->hT, "hT", 2);
+    add_attr(G, G->fn, (unsigned)(2 + nin + nres), "noalias");
+    G->T = LLVMGetParam(G->fn, (unsigned)(npar - 1));
+    LLVMSetValueName2(G->T, "T", 1);
+    G->smem = LLVMAddGlobalInAddressSpace(G->cg.mod, LLVMArrayType(G->cg.f32, 0), "smem", 3);
+    LLVMSetLinkage(G->smem, LLVMExternalLinkage);
+    LLVMSetAlignment(G->smem, 16);
+    annotate(G, "kernel", 1);
+    annotate(G, "maxntidx", s->threads);
+
     at(G, block(G, "entry"));
     LLVMValueRef tid = LLVMBuildZExt(B, ssreg(G, "llvm.nvvm.read.ptx.sreg.tid.x"), G->cg.i64, "tid");
     LLVMValueRef bid = LLVMBuildZExt(B, ssreg(G, "llvm.nvvm.read.ptx.sreg.ctaid.x"), G->cg.i64, "cta");
@@ -610,8 +623,8 @@ static LLVMValueRef prologue(sg *G, bool wt) {
         G->rowok[r] = LLVMBuildAnd(B, ok, colok, "");
         G->rows[r] = LLVMBuildSelect(B, ok, rr, k64(G, N - 1), "row");
     }
-    G->hs_base = s->has_mv ? n * np : 0;
-    if (s->has_mv) { /* ws[j][i] = W[j, i] (wt: W[i, j]), loaded once by all threads */
+    G->hs_base = s->w_smem ? n * np : 0;
+    if (s->w_smem) { /* ws[j][i] = W[j, i], loaded once by all threads */
         const sview *W = &A->mms[A->rec].b;
         LLVMBasicBlockRef pre = LLVMGetInsertBlock(B), wl = block(G, "wload"), wst = block(G, "wload.st"),
                           wend = block(G, "wload.end");
@@ -621,7 +634,7 @@ static LLVMValueRef prologue(sg *G, bool wt) {
         LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntULT, e, k64(G, n * n), ""), wst, wend);
         at(G, wst);
         LLVMValueRef j = LLVMBuildUDiv(B, e, k64(G, n), ""), i = LLVMBuildURem(B, e, k64(G, n), "");
-        LLVMValueRef idx[2] = {wt ? i : j, wt ? j : i};
+        LLVMValueRef idx[2] = {j, i};
         LLVMValueRef w = ld(G, G->cg.f32, G->in[W->inp], view_off(G, W, idx), 4);
         st(G, w, G->smem, add(G, mul(G, j, k64(G, np)), i));
         LLVMValueRef en = add(G, e, k64(G, s->threads));
@@ -631,15 +644,29 @@ static LLVMValueRef prologue(sg *G, bool wt) {
         LLVMBuildBr(B, wl);
         at(G, wend);
     }
-    return colok;
-}
+    { /* the state: hs[0][r][col] = h0[row r, col] (threads past n store nothing) */
+        LLVMBasicBlockRef ini = block(G, "init"), done = block(G, "init.done");
+        LLVMBuildCondBr(B, colok, ini, done);
+        at(G, ini);
+        for (int r = 0; r < R; r++) {
+            LLVMValueRef h = ld(G, G->cg.f32, G->h0, add(G, mul(G, G->rows[r], k64(G, n)), G->col), 4);
+            st(G, h, G->smem, hs_off(G, k64(G, 0), r, G->col));
+        }
+        LLVMBuildBr(B, done);
+        at(G, done);
+    }
+    barrier(G);
+    LLVMValueRef T64 = LLVMBuildZExt(B, G->T, G->cg.i64, "T64");
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(B), step = block(G, "step"), fin = block(G, "fin");
+    LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntUGT, T64, k64(G, 0), ""), step, fin);
 
-/* accs[r] = sum_j hs[cur][r][j] ws[j][col] (0 without a product of the carry) */
-static void matvec(sg *G, LLVMValueRef *accs) {
-    const ic_scan_shape *s = G->s;
-    const int64_t n = G->A->n;
-    const int R = s->R;
+    /* ---- the step loop */
+    at(G, step);
+    G->t64 = LLVMBuildPhi(B, G->cg.i64, "t");
+    G->cur = LLVMBuildAnd(B, G->t64, k64(G, 1), "cur");
+    LLVMValueRef nxt = LLVMBuildXor(B, G->cur, k64(G, 1), "nxt");
     int64_t nmv = s->has_mv ? n : 0, n4 = nmv / 4 * 4;
+    LLVMValueRef accs[SCAN_MAX_ROWS];
     for (int r = 0; r < R; r++) accs[r] = skf(G, 0.0);
     if (n4) { /* acc[r] = sum_j hs[cur][r][j] W[j][col], j by 4, two accumulators */
         LLVMBasicBlockRef mvpre = LLVMGetInsertBlock(B), mv = block(G, "mv"), mvt = block(G, "mv.tail");
@@ -680,74 +707,6 @@ static void matvec(sg *G, LLVMValueRef *accs) {
             accs[r] = sfma(G, h, w, accs[r]);
         }
     }
-}
-
-static void build(sg *G, const ic_scan_kernel *K) {
-    sa *A = G->A;
-    const ic_scan_shape *s = G->s;
-    ic_ctx *c = A->c;
-    const int64_t N = A->N, n = A->n;
-    const int R = s->R, nin = A->sp->ninputs, nres = K->s.nres;
-    /* params: h0, every graph input (the carry's unused), the results' stacks [T, N, n] (then
-     * the training stacks: nsave), the final carry, T */
-    const int nstk = nres + s->nsave;
-    int npar = 1 + nin + nstk + 1 + 1;
-    LLVMTypeRef *pt = ic_alloc(c, (size_t)npar * sizeof *pt);
-    for (int i = 0; i < npar - 1; i++) pt[i] = G->gptr;
-    pt[npar - 1] = G->cg.i32;
-    G->fn = LLVMAddFunction(G->cg.mod, SCAN_KNAME, LLVMFunctionType(G->cg.vd, pt, (unsigned)npar, 0));
-    G->cg.fn = G->fn;
-    char nm[32];
-    G->in = ic_alloc(c, ((size_t)nin + 1) * sizeof *G->in);
-    G->ys = ic_alloc(c, ((size_t)nstk + 1) * sizeof *G->ys);
-    G->h0 = LLVMGetParam(G->fn, 0);
-    LLVMSetValueName2(G->h0, "h0", 2);
-    for (int i = 0; i < nin; i++) {
-        G->in[i] = LLVMGetParam(G->fn, (unsigned)(1 + i));
-        LLVMSetValueName2(G->in[i], nm, (size_t)snprintf(nm, sizeof nm, "in%d", i));
-        add_attr(G, G->fn, (unsigned)(2 + i), "noalias");
-    }
-    for (int m = 0; m < nstk; m++) {
-        G->ys[m] = LLVMGetParam(G->fn, (unsigned)(1 + nin + m));
-        int l = m < nres ? snprintf(nm, sizeof nm, "y%d", m) : snprintf(nm, sizeof nm, "sv%d", m - nres);
-        LLVMSetValueName2(G->ys[m], nm, (size_t)l);
-        add_attr(G, G->fn, (unsigned)(2 + nin + m), "noalias");
-    }
-    G->hT = LLVMGetParam(G->fn, (unsigned)(1 + nin + nstk));
-    LLVMSetValueName2(G->hT, "hT", 2);
-    add_attr(G, G->fn, (unsigned)(2 + nin + nstk), "noalias");
-    G->T = LLVMGetParam(G->fn, (unsigned)(npar - 1));
-    LLVMSetValueName2(G->T, "T", 1);
-    G->smem = LLVMAddGlobalInAddressSpace(G->cg.mod, LLVMArrayType(G->cg.f32, 0), "smem", 3);
-    LLVMSetLinkage(G->smem, LLVMExternalLinkage);
-    LLVMSetAlignment(G->smem, 16);
-    annotate(G, "kernel", 1);
-    annotate(G, "maxntidx", s->threads);
-
-    LLVMValueRef colok = prologue(G, false);
-    { /* the state: hs[0][r][col] = h0[row r, col] (threads past n store nothing) */
-        LLVMBasicBlockRef ini = block(G, "init"), done = block(G, "init.done");
-        LLVMBuildCondBr(B, colok, ini, done);
-        at(G, ini);
-        for (int r = 0; r < R; r++) {
-            LLVMValueRef h = ld(G, G->cg.f32, G->h0, add(G, mul(G, G->rows[r], k64(G, n)), G->col), 4);
-            st(G, h, G->smem, hs_off(G, k64(G, 0), r, G->col));
-        }
-        LLVMBuildBr(B, done);
-        at(G, done);
-    }
-    barrier(G);
-    LLVMValueRef T64 = LLVMBuildZExt(B, G->T, G->cg.i64, "T64");
-    LLVMBasicBlockRef pre = LLVMGetInsertBlock(B), step = block(G, "step"), fin = block(G, "fin");
-    LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntUGT, T64, k64(G, 0), ""), step, fin);
-
-    /* ---- the step loop */
-    at(G, step);
-    G->t64 = LLVMBuildPhi(B, G->cg.i64, "t");
-    G->cur = LLVMBuildAnd(B, G->t64, k64(G, 1), "cur");
-    LLVMValueRef nxt = LLVMBuildXor(B, G->cur, k64(G, 1), "nxt");
-    LLVMValueRef accs[SCAN_MAX_ROWS];
-    matvec(G, accs);
     /* the body's pointwise ops per row; the results and the next state stored */
     const ic_scan_spec *sp = A->sp;
     G->memo = ic_alloc(c, ((size_t)A->g->n + 1) * sizeof *G->memo);
@@ -763,9 +722,6 @@ static void build(sg *G, const ic_scan_kernel *K) {
         at(G, sb);
         LLVMValueRef o = add(G, mul(G, G->t64, k64(G, N * n)), add(G, mul(G, G->rows[r], k64(G, n)), G->col));
         for (int m = 0; m < nres; m++) st(G, yv[m], G->ys[m], o);
-        if (s->nsave) /* training: the carry, and the recurrent product before alpha and bias */
-            st(G, hnext, G->ys[nres], o);
-        if (s->nsave > 1) st(G, accs[r], G->ys[nres + 1], o);
         st(G, hnext, G->smem, hs_off(G, nxt, r, G->col));
         LLVMBuildBr(B, sk);
         at(G, sk);
@@ -791,238 +747,12 @@ static void build(sg *G, const ic_scan_kernel *K) {
     }
     LLVMBuildRetVoid(B);
 }
-
-/* ---- the backward through time (training) ------------------------------------------------ */
-static LLVMValueRef bfmul(sg *G, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildFMul(B, a, b, ""); }
-static LLVMValueRef bfcmp(sg *G, LLVMRealPredicate p, LLVMValueRef a, LLVMValueRef b) {
-    return LLVMBuildFCmp(B, p, a, b, "");
-}
-static LLVMValueRef bsel(sg *G, LLVMValueRef c, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildSelect(B, c, a, b, ""); }
-
-/* adj[v] += d, for a value that has a gradient (float32, not a scalar) */
-static void adj_add(sg *G, LLVMValueRef *adj, ic_val v, LLVMValueRef d) {
-    const sa *A = G->A;
-    if (A->kind[v] == V_SCALAR || (A->kind[v] != V_CARRY && A->g->nodes[v].meta.dtype != IC_F32)) return;
-    adj[v] = adj[v] ? LLVMBuildFAdd(B, adj[v], d, "") : d;
-}
-
-/* the adjoint of pointwise node v (adj[v] = g) to its operands, as eager's derivative formulas
- * (graph/vjp_ops.c) at one element */
-static void vjp_pw(sg *G, LLVMValueRef *adj, ic_val v) {
-    const ic_node *nd = &G->A->g->nodes[v];
-    LLVMValueRef g = adj[v], one = skf(G, 1.0), zero = skf(G, 0.0);
-    ic_val a = nd->in[0], b = nd->in[1];
-#define X0 value(G, a, IC_F32)
-#define X1 value(G, b, IC_F32)
-#define OUT value(G, v, IC_F32)
-    if (compute_dtype(G, nd) != IC_F32 && nd->op != IC_OP_CAST) return; /* bool math: no gradient */
-    switch (nd->op) {
-    case IC_OP_ADD: adj_add(G, adj, a, g), adj_add(G, adj, b, g); break;
-    case IC_OP_SUB: adj_add(G, adj, a, g), adj_add(G, adj, b, LLVMBuildFNeg(B, g, "")); break;
-    case IC_OP_MUL: adj_add(G, adj, a, bfmul(G, g, X1)), adj_add(G, adj, b, bfmul(G, g, X0)); break;
-    case IC_OP_DIV:
-        adj_add(G, adj, a, LLVMBuildFDiv(B, g, X1, ""));
-        if (G->A->kind[b] != V_SCALAR)
-            adj_add(G, adj, b, bfmul(G, LLVMBuildFNeg(B, g, ""), LLVMBuildFDiv(B, LLVMBuildFDiv(B, X0, X1, ""), X1, "")));
-        break;
-    case IC_OP_NEG: adj_add(G, adj, a, LLVMBuildFNeg(B, g, "")); break;
-    case IC_OP_ABS: adj_add(G, adj, a, bfmul(G, g, ol_unary(&G->cg, IC_OP_SIGN, IC_F32, X0))); break;
-    case IC_OP_EXP: adj_add(G, adj, a, bfmul(G, g, OUT)); break;
-    case IC_OP_LOG: adj_add(G, adj, a, LLVMBuildFDiv(B, g, X0, "")); break;
-    case IC_OP_SQRT: adj_add(G, adj, a, LLVMBuildFDiv(B, g, bfmul(G, skf(G, 2.0), OUT), "")); break;
-    case IC_OP_RSQRT: adj_add(G, adj, a, bfmul(G, bfmul(G, skf(G, -0.5), g), bfmul(G, bfmul(G, OUT, OUT), OUT))); break;
-    case IC_OP_RECIPROCAL: adj_add(G, adj, a, bfmul(G, LLVMBuildFNeg(B, g, ""), bfmul(G, OUT, OUT))); break;
-    case IC_OP_SIGMOID: adj_add(G, adj, a, bfmul(G, bfmul(G, g, LLVMBuildFSub(B, one, OUT, "")), OUT)); break;
-    case IC_OP_TANH: adj_add(G, adj, a, bfmul(G, g, LLVMBuildFSub(B, one, bfmul(G, OUT, OUT), ""))); break;
-    case IC_OP_RELU: adj_add(G, adj, a, bsel(G, bfcmp(G, LLVMRealULE, OUT, zero), zero, g)); break;
-    case IC_OP_MAXIMUM: case IC_OP_MINIMUM: {
-        bool mx = nd->op == IC_OP_MAXIMUM;
-        LLVMValueRef x0 = X0, x1 = X1;
-        LLVMValueRef t = bsel(G, bfcmp(G, LLVMRealOEQ, x0, x1), bfmul(G, g, skf(G, 0.5)), g);
-        adj_add(G, adj, a, bsel(G, bfcmp(G, mx ? LLVMRealOLT : LLVMRealOGT, x0, x1), zero, t));
-        adj_add(G, adj, b, bsel(G, bfcmp(G, mx ? LLVMRealOGT : LLVMRealOLT, x0, x1), zero, t));
-        break;
-    }
-    case IC_OP_POW: { /* a scalar exponent (classify_pw) */
-        double e = G->A->g->nodes[b].num;
-        if (e == 0.0) break;
-        ic_xid bx = x_const(G->cg.c, e - 1.0, IC_F32);
-        LLVMValueRef p = ol_binary(&G->cg, IC_OP_POW, IC_F32, X0, skf(G, e - 1.0), bx);
-        adj_add(G, adj, a, bfmul(G, g, bfmul(G, skf(G, e), p)));
-        break;
-    }
-    case IC_OP_WHERE: {
-        LLVMValueRef c = value(G, a, IC_BOOL);
-        adj_add(G, adj, b, bsel(G, c, g, zero));
-        adj_add(G, adj, nd->in[2], bsel(G, c, zero, g));
-        break;
-    }
-    case IC_OP_CAST: /* float32 to float32 passes the gradient; a bool operand has none */
-        if (G->A->g->nodes[a].meta.dtype == IC_F32 || G->A->kind[a] == V_CARRY || G->A->kind[a] == V_MM)
-            adj_add(G, adj, a, g);
-        break;
-    case IC_OP_SIGN: case IC_OP_FLOOR: case IC_OP_CEIL: case IC_OP_ROUND: case IC_OP_TRUNC: break; /* zero */
-    default: FAIL(G->A, "no derivative of %s in the persistent backward", ic_op_name(nd->op));
-    }
-#undef X0
-#undef X1
-#undef OUT
-}
-
-/* the values with a gradient per element that the backward stores per step ([T, N, n] each):
- * loop-constant or x views read by pointwise ops (their gradients: the sums over the broadcast
- * dims and steps, done afterwards), then the input projections' products (x @ U: dU and dx
- * by GEMMs afterwards); K->leaf */
-static int bwd_leaves(const sa *A, ic_val *leaf) {
-    const ic_graph *g = A->g;
-    int nl = 0;
-    bool *used = ic_alloc(A->c, ((size_t)g->n + 1) * sizeof *used);
-    memset(used, 0, (size_t)g->n * sizeof *used);
-    for (ic_val v = 0; v < g->n; v++) {
-        const ic_node *nd = &g->nodes[v];
-        if (A->kind[v] == V_PW)
-            for (int i = 0; i < IC_NIN && nd->in[i] >= 0; i++) used[nd->in[i]] = true;
-        if (A->kind[v] == V_MM && A->mms[A->mm[v]].bias != IC_NONE) used[A->mms[A->mm[v]].bias] = true;
-    }
-    for (ic_val v = 0; v < g->n; v++)
-        if (A->kind[v] == V_VIEW && used[v] && g->nodes[v].meta.dtype == IC_F32) leaf[nl++] = v;
-    for (ic_val v = 0; v < g->n; v++)
-        if (A->kind[v] == V_MM && !A->mms[A->mm[v]].rec) leaf[nl++] = v;
-    return nl;
-}
-
-/* torchc_scan_persist_bwd(h0, every graph input, HS, ACC, gy per result, gHT, gh0, DACC,
- * the leaves' stacks, T): for t = T-1 .. 0, from g = dL/dh_{t+1} (gHT at first): every value
- * of step t recomputed from h_t (h0 or HS[t-1]), ACC[t] and the inputs; the adjoints from
- * g and gy[k][t] back through the pointwise ops (vjp_pw); DACC[t] = dL/d(h_t W), the leaves'
- * adjoints stored; dL/dh_t = its direct part + DACC[t] Wᵀ (Wᵀ in shared memory, the state
- * buffer holding DACC[t], one barrier a step); gh0 = dL/dh_0. */
-static void build_bwd(sg *G, const ic_scan_kernel *K) {
-    sa *A = G->A;
-    const ic_scan_shape *s = G->s;
-    ic_ctx *c = A->c;
-    const ic_graph *g = A->g;
-    const int64_t N = A->N, n = A->n;
-    const int R = s->R, nin = A->sp->ninputs, ny = A->sp->ny, nl = K->nleaf;
-    int npar = 1 + nin + 2 + ny + 3 + nl + 1;
-    LLVMTypeRef *pt = ic_alloc(c, (size_t)npar * sizeof *pt);
-    for (int i = 0; i < npar - 1; i++) pt[i] = G->gptr;
-    pt[npar - 1] = G->cg.i32;
-    G->fn = LLVMAddFunction(G->cg.mod, SCAN_BNAME, LLVMFunctionType(G->cg.vd, pt, (unsigned)npar, 0));
-    G->cg.fn = G->fn;
-    int q = 0;
-    G->h0 = LLVMGetParam(G->fn, (unsigned)q++);
-    for (int i = 0; i < nin; i++) G->in[i] = LLVMGetParam(G->fn, (unsigned)q++);
-    LLVMValueRef HS = LLVMGetParam(G->fn, (unsigned)q++), ACC = LLVMGetParam(G->fn, (unsigned)q++);
-    LLVMValueRef *gy = ic_alloc(c, ((size_t)ny + 1) * sizeof *gy), *dv = ic_alloc(c, ((size_t)nl + 1) * sizeof *dv);
-    for (int k = 0; k < ny; k++) gy[k] = LLVMGetParam(G->fn, (unsigned)q++);
-    LLVMValueRef gHT = LLVMGetParam(G->fn, (unsigned)q++), gh0 = LLVMGetParam(G->fn, (unsigned)q++);
-    LLVMValueRef DACC = LLVMGetParam(G->fn, (unsigned)q++);
-    for (int l = 0; l < nl; l++) dv[l] = LLVMGetParam(G->fn, (unsigned)q++);
-    G->T = LLVMGetParam(G->fn, (unsigned)q);
-    annotate(G, "kernel", 1);
-    annotate(G, "maxntidx", s->threads);
-
-    LLVMValueRef colok = prologue(G, true);
-    (void)colok;
-    barrier(G);
-    LLVMValueRef gs[SCAN_MAX_ROWS];
-    for (int r = 0; r < R; r++) gs[r] = ld(G, G->cg.f32, gHT, add(G, mul(G, G->rows[r], k64(G, n)), G->col), 4);
-    LLVMValueRef T64 = LLVMBuildZExt(B, G->T, G->cg.i64, "T64");
-    LLVMBasicBlockRef pre = LLVMGetInsertBlock(B), step = block(G, "bstep"), fin = block(G, "bfin");
-    LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntUGT, T64, k64(G, 0), ""), step, fin);
-
-    at(G, step);
-    LLVMValueRef tp = LLVMBuildPhi(B, G->cg.i64, "tp"), gph[SCAN_MAX_ROWS];
-    for (int r = 0; r < R; r++) gph[r] = LLVMBuildPhi(B, G->cg.f32, "g");
-    G->t64 = LLVMBuildSub(B, LLVMBuildSub(B, T64, k64(G, 1), ""), tp, "t");
-    G->cur = LLVMBuildAnd(B, tp, k64(G, 1), "cur");
-    LLVMValueRef first = LLVMBuildICmp(B, LLVMIntEQ, G->t64, k64(G, 0), "");
-    LLVMValueRef tprev = bsel(G, first, k64(G, 0), LLVMBuildSub(B, G->t64, k64(G, 1), ""));
-    LLVMValueRef dcar[SCAN_MAX_ROWS];
-    LLVMValueRef **adjs = ic_alloc(c, (size_t)R * sizeof *adjs);
-    G->memo = ic_alloc(c, ((size_t)g->n + 1) * sizeof *G->memo);
-    for (int r = 0; r < R; r++) {
-        memset(G->memo, 0, (size_t)g->n * sizeof *G->memo);
-        G->r = r;
-        LLVMValueRef e = add(G, mul(G, G->rows[r], k64(G, n)), G->col);
-        LLVMValueRef o = add(G, mul(G, G->t64, k64(G, N * n)), e);
-        LLVMValueRef hp = ld(G, G->cg.f32, HS, add(G, mul(G, tprev, k64(G, N * n)), e), 4);
-        LLVMValueRef h = bsel(G, first, ld(G, G->cg.f32, G->h0, e, 4), hp);
-        for (ic_val v = 0; v < g->n; v++)
-            if (A->kind[v] == V_CARRY) G->memo[v] = h;
-        G->acc = s->has_mv ? ld(G, G->cg.f32, ACC, o, 4) : skf(G, 0.0);
-        LLVMValueRef *adj = adjs[r] = ic_alloc(c, ((size_t)g->n + 1) * sizeof *adj);
-        memset(adj, 0, (size_t)g->n * sizeof *adj);
-        adj_add(G, adj, g->outputs[A->sp->cout], gph[r]);
-        for (int k = 0; k < ny; k++) adj_add(G, adj, g->outputs[A->sp->yout[k]], ld(G, G->cg.f32, gy[k], o, 4));
-        LLVMValueRef dacc = skf(G, 0.0);
-        dcar[r] = skf(G, 0.0);
-        for (ic_val v = g->n - 1; v >= 0; v--) {
-            if (!adj[v]) continue;
-            if (A->kind[v] == V_PW) {
-                vjp_pw(G, adj, v);
-            } else if (A->kind[v] == V_MM) {
-                const smm *m = &A->mms[A->mm[v]];
-                if (m->rec) dacc = m->alpha != 1 ? bfmul(G, adj[v], skf(G, m->alpha)) : adj[v];
-                if (m->bias != IC_NONE) adj_add(G, adj, m->bias, m->beta != 1 ? bfmul(G, adj[v], skf(G, m->beta)) : adj[v]);
-                if (!m->rec && m->alpha != 1) adj[v] = bfmul(G, adj[v], skf(G, m->alpha));
-            } else if (A->kind[v] == V_CARRY) {
-                dcar[r] = LLVMBuildFAdd(B, dcar[r], adj[v], "");
-            }
-        }
-        LLVMBasicBlockRef sb = block(G, "bstore"), sk = block(G, "bstore.end");
-        LLVMBuildCondBr(B, G->rowok[r], sb, sk);
-        at(G, sb);
-        if (s->has_mv) {
-            st(G, dacc, DACC, o);
-            st(G, dacc, G->smem, hs_off(G, G->cur, r, G->col));
-        }
-        for (int l = 0; l < nl; l++) st(G, adj[K->leaf[l]] ? adj[K->leaf[l]] : skf(G, 0.0), dv[l], o);
-        LLVMBuildBr(B, sk);
-        at(G, sk);
-    }
-    barrier(G);
-    LLVMValueRef accs[SCAN_MAX_ROWS], gn[SCAN_MAX_ROWS];
-    matvec(G, accs);
-    for (int r = 0; r < R; r++) gn[r] = s->has_mv ? LLVMBuildFAdd(B, dcar[r], accs[r], "") : dcar[r];
-    LLVMValueRef tn = add(G, tp, k64(G, 1));
-    LLVMBasicBlockRef send = LLVMGetInsertBlock(B), bt[2] = {pre, send};
-    LLVMValueRef vt[2] = {k64(G, 0), tn};
-    LLVMAddIncoming(tp, vt, bt, 2);
-    for (int r = 0; r < R; r++) {
-        LLVMValueRef vg[2] = {gs[r], gn[r]};
-        LLVMAddIncoming(gph[r], vg, bt, 2);
-    }
-    LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntEQ, tn, T64, ""), fin, step);
-
-    at(G, fin);
-    LLVMValueRef gf[SCAN_MAX_ROWS];
-    for (int r = 0; r < R; r++) {
-        LLVMValueRef ph = LLVMBuildPhi(B, G->cg.f32, "gf");
-        LLVMValueRef vg[2] = {gs[r], gn[r]};
-        LLVMAddIncoming(ph, vg, bt, 2);
-        gf[r] = ph;
-    }
-    for (int r = 0; r < R; r++) {
-        LLVMBasicBlockRef fb = block(G, "bfin.st"), fs = block(G, "bfin.end");
-        LLVMBuildCondBr(B, G->rowok[r], fb, fs);
-        at(G, fb);
-        st(G, gf[r], gh0, add(G, mul(G, G->rows[r], k64(G, n)), G->col));
-        LLVMBuildBr(B, fs);
-        at(G, fs);
-    }
-    LLVMBuildRetVoid(B);
-}
 #undef B
 
 /* ---- planning ------------------------------------------------------------------------------- */
 static void kernel_free(ic_scan_kernel *K) {
     if (!K) return;
-    for (int i = 0; i < K->ndev; i++) {
-        ic_cuda_fn_unload(K->dev[i].ctx, K->dev[i].mod);
-        if (K->dev[i].bmod) ic_cuda_fn_unload(K->dev[i].ctx, K->dev[i].bmod);
-    }
+    for (int i = 0; i < K->ndev; i++) ic_cuda_fn_unload(K->dev[i].ctx, K->dev[i].mod);
     pthread_mutex_destroy(&K->mu);
     free(K->key);
     free(K->ir);
@@ -1032,8 +762,6 @@ static void kernel_free(ic_scan_kernel *K) {
     free(K->in_meta);
     free(K->x_stride0);
     free(K->yslot);
-    free(K->leaf);
-    free(K->leaf_desc);
     free(K->ptx);
     free(K);
 }
@@ -1118,17 +846,14 @@ static ic_scan_kernel *scan_plan(const ic_scan_spec *sp, char *why, size_t nwhy)
         while (j < k && sp->yout[j] != sp->yout[k]) j++;
         K->yslot[k] = j < k ? K->yslot[j] : K->s.nres++;
     }
+    const char *where = K->s.w_smem ? "W in shared memory"
+                        : K->s.has_mv ? "W in global memory (L2; n*n floats exceed the shared memory)"
+                                      : "no matrix product of the carry (a pointwise recurrence)";
     snprintf(K->describe, sizeof K->describe,
              "persistent kernel (the CUDA body is %s): one launch for all steps, %d CTAs x %d threads, "
              "%d batch row(s) a CTA, %s, %d B shared",
              K->s.has_mv ? "a product of the carry with a constant plus pointwise ops" : "pointwise in the carry",
-             K->s.ctas, K->s.threads, K->s.R,
-             K->s.has_mv ? "W in shared memory" : "no matrix product of the carry (a pointwise recurrence)", K->s.smem);
-    if (K->s.nsave) {
-        size_t l = strlen(K->describe);
-        snprintf(K->describe + l, sizeof K->describe - l, ", storing the carries%s per step (training)",
-                 K->s.has_mv ? " and the recurrent product" : "");
-    }
+             K->s.ctas, K->s.threads, K->s.R, where, K->s.smem);
 
     if (gg_part_new(&S->q, ic_gpu_target_sm(sp->sm), msg, sizeof msg)) ic_fail(c, IC_EINTERNAL, "%s", msg);
     sg *G = &S->G;
@@ -1155,43 +880,6 @@ static ic_scan_kernel *scan_plan(const ic_scan_spec *sp, char *why, size_t nwhy)
     G->v4 = LLVMVectorType(G->cg.f32, 4);
     ol_target_nvptx(&G->cg, ic_gpu_target_sm(sp->sm));
     build(G, K);
-    if (sp->train) {
-        ic_val *lf = ic_alloc(c, ((size_t)g->n + 1) * sizeof *lf);
-        K->nleaf = bwd_leaves(A, lf);
-        K->leaf = malloc(((size_t)K->nleaf + 1) * sizeof *K->leaf);
-        if (!K->leaf) ic_fail(c, IC_ENOMEM, "out of memory");
-        memcpy(K->leaf, lf, (size_t)K->nleaf * sizeof *lf);
-        ic_str d = {0};
-        for (int l = 0; l < K->nleaf; l++) {
-            const sview *vs[2];
-            int nv = 1;
-            if (A->kind[lf[l]] == V_VIEW) {
-                ic_str_printf(&d, "v");
-                vs[0] = &A->view[lf[l]];
-            } else {
-                ic_str_printf(&d, "p");
-                vs[0] = &A->mms[A->mm[lf[l]]].a, vs[1] = &A->mms[A->mm[lf[l]]].b, nv = 2;
-            }
-            for (int k = 0; k < nv; k++) {
-                ic_str_printf(&d, " %d %lld %d", vs[k]->inp, (long long)vs[k]->off, vs[k]->nd);
-                for (int e = 0; e < vs[k]->nd; e++) ic_str_printf(&d, " %lld", (long long)vs[k]->sz[e]);
-                for (int e = 0; e < vs[k]->nd; e++) ic_str_printf(&d, " %lld", (long long)vs[k]->st[e]);
-            }
-            ic_str_printf(&d, "\n");
-        }
-        if (d.oom) {
-            free(d.s);
-            ic_fail(c, IC_ENOMEM, "out of memory");
-        }
-        K->leaf_desc = d.s ? d.s : strdup("");
-        if (A->rec >= 0) { /* W's own view: its gradient is H_prevᵀ DACC */
-            const sview *W = &A->mms[A->rec].b;
-            snprintf(K->wdesc, sizeof K->wdesc, "%d %lld %lld %lld %lld %lld %g", W->inp, (long long)W->off,
-                     (long long)W->sz[0], (long long)W->sz[1], (long long)W->st[0], (long long)W->st[1],
-                     A->mms[A->rec].alpha);
-        }
-        build_bwd(G, K);
-    }
     char *verr = NULL;
     if (LLVMVerifyModule(S->q.P.mod, LLVMReturnStatusAction, &verr)) {
         snprintf(msg, sizeof msg, "%s", verr ? verr : "?");
@@ -1225,8 +913,7 @@ static pthread_mutex_t cache_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static char *spec_key(const ic_scan_spec *sp) {
     ic_str s = {0};
-    ic_str_printf(&s, "%lld %lld %d %d %d %d %d|", (long long)sp->N, (long long)sp->n, sp->cout, sp->sm, sp->nsm,
-                  sp->ninputs, sp->train);
+    ic_str_printf(&s, "%lld %lld %d %d %d %d|", (long long)sp->N, (long long)sp->n, sp->cout, sp->sm, sp->nsm, sp->ninputs);
     for (int i = 0; i < sp->ninputs; i++) ic_str_printf(&s, "%c%d ", sp->role[i], sp->role_index[i]);
     for (int i = 0; i < sp->nx; i++) ic_str_printf(&s, "%lld ", (long long)sp->x_stride0[i]);
     ic_str_printf(&s, "|");
@@ -1301,12 +988,6 @@ void ic_scan_cache_clear(void) {
 const ic_scan_shape *ic_scan_kernel_shape(const ic_scan_kernel *K) { return &K->s; }
 const char *ic_scan_kernel_describe(const ic_scan_kernel *K) { return K->describe; }
 const char *ic_scan_kernel_ir(const ic_scan_kernel *K) { return K->ir; }
-int ic_scan_kernel_bwd_nptrs(const ic_scan_kernel *K) { return 1 + K->ninputs + 2 + K->ny + 3 + K->nleaf; }
-const char *ic_scan_kernel_leaves(const ic_scan_kernel *K, int *nleaf, const char **wdesc) {
-    *nleaf = K->nleaf;
-    *wdesc = K->wdesc;
-    return K->leaf_desc ? K->leaf_desc : "";
-}
 int ic_scan_kernel_ninputs(const ic_scan_kernel *K) { return K->ninputs; }
 int ic_scan_kernel_nresults(const ic_scan_kernel *K, const int **slot) {
     *slot = K->yslot;
@@ -1349,13 +1030,6 @@ static sdev *dev_of(ic_scan_kernel *K, int device, char *msg, size_t n) {
     if (!ptx) return NULL;
     sdev d = {.device = device};
     if (ic_cuda_fn_load(device, ptx, SCAN_KNAME, (unsigned)K->s.smem, &d.ctx, &d.mod, &d.fn, msg, n)) return NULL;
-    if (K->s.nsave) {
-        ic_CUcontext bctx;
-        if (ic_cuda_fn_load(device, ptx, SCAN_BNAME, (unsigned)K->s.smem, &bctx, &d.bmod, &d.bfn, msg, n)) {
-            ic_cuda_fn_unload(d.ctx, d.mod);
-            return NULL;
-        }
-    }
     K->dev[K->ndev] = d;
     return &K->dev[K->ndev++];
 }
@@ -1367,18 +1041,13 @@ int ic_scan_kernel_load(ic_scan_kernel *K, int device, char *msg, size_t n) {
     return d ? 0 : -1;
 }
 
-int ic_scan_kernel_launch(ic_scan_kernel *K, int device, void *stream, void *const *ptrs, int T, int bwd, char *msg,
-                          size_t n) {
+int ic_scan_kernel_launch(ic_scan_kernel *K, int device, void *stream, void *const *ptrs, int T, char *msg, size_t n) {
     pthread_mutex_lock(&K->mu);
     sdev *d = dev_of(K, device, msg, n);
     sdev dv = d ? *d : (sdev){0};
     pthread_mutex_unlock(&K->mu);
     if (!d) return -1;
-    if (bwd && !K->s.nsave) {
-        snprintf(msg, n, "the kernel has no backward (not planned for training)");
-        return -1;
-    }
-    int np = bwd ? ic_scan_kernel_bwd_nptrs(K) : 1 + K->ninputs + K->s.nres + K->s.nsave + 1;
+    int np = 1 + K->ninputs + K->s.nres + 1;
     void *small[32], **args = np + 1 <= 32 ? small : malloc(((size_t)np + 1) * sizeof *args);
     if (!args) {
         snprintf(msg, n, "out of memory");
@@ -1386,7 +1055,7 @@ int ic_scan_kernel_launch(ic_scan_kernel *K, int device, void *stream, void *con
     }
     for (int i = 0; i < np; i++) args[i] = (void *)&ptrs[i];
     args[np] = &T;
-    int r = ic_cuda_fn_launch(dv.ctx, bwd ? dv.bfn : dv.fn, (unsigned)K->s.ctas, (unsigned)K->s.threads, (unsigned)K->s.smem, stream,
+    int r = ic_cuda_fn_launch(dv.ctx, dv.fn, (unsigned)K->s.ctas, (unsigned)K->s.threads, (unsigned)K->s.smem, stream,
                               args, msg, n);
     if (args != small) free(args);
     return r;

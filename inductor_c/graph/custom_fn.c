@@ -34,7 +34,6 @@ void ic_custom_free(ic_graph *g) {
 }
 
 IC_API int ic_graph_num_values(const ic_graph *g) { return g->n; }
-IC_API int ic_graph_num_custom(const ic_graph *g) { return g->ncustom; }
 
 IC_API ic_val ic_custom_output(ic_graph *g, ic_val y) {
     const ic_meta *m = ic_value_meta(g, y);

@@ -158,14 +158,10 @@ def _recurrence(x, W_in, Bt, b, h0):
         box = None
         tap = Bt.new_zeros(N, n).expand(T, N, n)
 
-    cuda = h0.is_cuda
-
     def step(h, xs):  # one graph, compiled once: h' = modReLU(h Bᵀ + x W_inᵀ) (backward from h')
         x, e = xs
         z = torch.mm(h, Btd) + torch.mm(x, Wt) + e
-        # CUDA: modReLU's own ops, which the persistent kernels differentiate (they take no
-        # autograd.Function: gpu_scan.c; saving h instead of z is the CPU loop's economy)
-        h = torch.sign(z) * torch.relu(z.abs() + b) if cuda else _ModReLUFn.apply(z, b)
+        h = _ModReLUFn.apply(z, b)
         return h, h
     h, H = torchc.scan(step, h0, (x, tap))
     if box is not None:
