@@ -1513,15 +1513,14 @@ static int dynint_source(trace *t, PyObject *o, int src) {
 
 /* a tuple of constants some of whose items are marked dynamic ints (guards.c
  * mark_dynamic_tuple_items): wrapped item by item (wrap_uncached's sequence branch) instead of
- * as one constant, so those items become dynamic ints. 0 on any error (then one constant). */
+ * as one constant, so those items become dynamic ints. 0: no (or no source string: one constant),
+ * -1: an unexpected error. */
 static int tuple_has_dynint(trace *t, int src) {
     if (dh_tl_dynints == NULL || dh_tl_dynints == Py_True || src < 0 || t->in_gen)
         return 0;
     PyObject *base = dh_source_str(t->src, src);
-    if (base == NULL) {
-        PyErr_Clear();
-        return 0;
-    }
+    if (base == NULL)
+        return tc_clear_expected(PyExc_Exception) < 0 ? -1 : 0;
     int found = 0;
     Py_ssize_t pos = 0;
     PyObject *k;
@@ -1856,7 +1855,10 @@ static int wrap_uncached(trace *t, PyObject *o, int src, var *out) {
     out->src = src;
     if (tc_is_tensor(o))
         return wrap_tensor(t, o, src, out);
-    if (is_simple_const(o) && !(PyTuple_CheckExact(o) && tuple_has_dynint(t, src))) {
+    int dyn_items = PyTuple_CheckExact(o) ? tuple_has_dynint(t, src) : 0;
+    if (dyn_items < 0)
+        return -1;
+    if (is_simple_const(o) && !dyn_items) {
         int dyn = dynint_source(t, o, src);
         if (dyn < 0)
             return -1;
