@@ -700,15 +700,28 @@ PyObject *dh_intexpr_str(PyObject *x, const dh_source *sources, int depth) {
     return r;
 }
 
+/* key into the code's set of dynamic-int sources: 1 added, 0 there already, -1 an error */
+static int mark_key(dh_cache *c, PyObject *key) {
+    if (key == NULL)
+        return -1;
+    if (c->dynints == NULL && (c->dynints = PySet_New(NULL)) == NULL) {
+        Py_DECREF(key);
+        return -1;
+    }
+    int had = PySet_Contains(c->dynints, key);
+    int rc = had < 0 ? -1 : had ? 0 : PySet_Add(c->dynints, key) < 0 ? -1 : 1;
+    Py_DECREF(key);
+    return rc;
+}
+
 /* A tuple of constants guarded whole (CONSTANT_MATCH t == (1, 2)) that failed on a tuple of
  * the same length whose items differ only where both are ints: its changed items' sources,
- * L['t'][i], are marked (variables.c then wraps that tuple item by item, those items as dynamic
- * ints). Returns as dh_mark_dynamic_int. */
+ * L['t'][i], are marked, and L['t'][] for the tuple (variables.c then wraps that tuple item by
+ * item, those items as dynamic ints). Returns as dh_mark_dynamic_int. */
 static int mark_dynamic_tuple_items(dh_cache *c, const dh_entry *e, const dh_guard *g, PyObject *v) {
-    Py_ssize_t n = PyTuple_GET_SIZE(g->obj);
+    Py_ssize_t n = PyTuple_GET_SIZE(g->obj), changed[64], nch = 0;
     if (!PyTuple_CheckExact(v) || PyTuple_GET_SIZE(v) != n)
         return 0;
-    int marked = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *a = PyTuple_GET_ITEM(g->obj, i), *b = PyTuple_GET_ITEM(v, i);
         if (Py_TYPE(a) != Py_TYPE(b))
@@ -718,34 +731,19 @@ static int mark_dynamic_tuple_items(dh_cache *c, const dh_entry *e, const dh_gua
             return -1;
         if (eq)
             continue;
-        if (!PyLong_CheckExact(a))
+        if (!PyLong_CheckExact(a) || nch == 64)
             return 0; /* another item changed: a new entry, not a dynamic one */
-        marked = 1;
+        changed[nch++] = i;
     }
-    if (!marked)
+    if (nch == 0)
         return 0;
-    if (c->dynints == NULL && (c->dynints = PySet_New(NULL)) == NULL)
-        return -1;
     PyObject *base = dh_source_str(e->sources, g->src);
     if (base == NULL)
         return -1;
-    int rc = 0;
-    for (Py_ssize_t i = 0; i < n && rc >= 0; i++) {
-        PyObject *a = PyTuple_GET_ITEM(g->obj, i), *b = PyTuple_GET_ITEM(v, i);
-        if (!PyLong_CheckExact(a))
-            continue;
-        int eq = PyObject_RichCompareBool(a, b, Py_EQ);
-        if (eq != 0) {
-            rc = eq < 0 ? -1 : rc;
-            continue;
-        }
-        PyObject *key = PyUnicode_FromFormat("%U[%zd]", base, i);
-        int had = key == NULL ? -1 : PySet_Contains(c->dynints, key);
-        if (had < 0 || (!had && PySet_Add(c->dynints, key) < 0))
-            rc = -1;
-        else if (!had)
-            rc = 1;
-        Py_XDECREF(key);
+    int rc = mark_key(c, PyUnicode_FromFormat("%U[]", base));
+    for (Py_ssize_t k = 0; k < nch && rc >= 0; k++) {
+        int r = mark_key(c, PyUnicode_FromFormat("%U[%zd]", base, changed[k]));
+        rc = r < 0 ? -1 : rc | r;
     }
     Py_DECREF(base);
     return rc;
@@ -761,15 +759,7 @@ int dh_mark_dynamic_int(dh_cache *c, const dh_entry *e, const dh_guard *g, PyObj
     int eq = PyObject_RichCompareBool(g->obj, v, Py_EQ);
     if (eq != 0)
         return eq < 0 ? -1 : 0;
-    if (c->dynints == NULL && (c->dynints = PySet_New(NULL)) == NULL)
-        return -1;
-    PyObject *key = dh_source_str(e->sources, g->src);
-    if (key == NULL)
-        return -1;
-    int had = PySet_Contains(c->dynints, key);
-    int rc = had < 0 ? -1 : had ? 0 : PySet_Add(c->dynints, key) < 0 ? -1 : 1;
-    Py_DECREF(key);
-    return rc;
+    return mark_key(c, dh_source_str(e->sources, g->src));
 }
 
 int dh_guards_check(const dh_entry *e, PyObject *const *localsplus, PyObject *globals,

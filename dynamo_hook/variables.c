@@ -1521,21 +1521,11 @@ static int tuple_has_dynint(trace *t, int src) {
     PyObject *base = dh_source_str(t->src, src);
     if (base == NULL)
         return tc_clear_expected(PyExc_Exception) < 0 ? -1 : 0;
-    int found = 0;
-    Py_ssize_t pos = 0;
-    PyObject *k;
-    Py_hash_t h;
-    Py_ssize_t nb = PyUnicode_GET_LENGTH(base);
-    while (!found && _PySet_NextEntry(dh_tl_dynints, &pos, &k, &h)) {
-        if (!PyUnicode_Check(k) || PyUnicode_GET_LENGTH(k) <= nb + 2)
-            continue;
-        if (PyUnicode_Tailmatch(k, base, 0, nb, -1) != 1 || PyUnicode_READ_CHAR(k, nb) != '[')
-            continue;
-        Py_ssize_t close = PyUnicode_FindChar(k, ']', nb, PyUnicode_GET_LENGTH(k), 1);
-        found = close == PyUnicode_GET_LENGTH(k) - 1; /* base[i], not base[i].attr */
-    }
+    PyObject *key = PyUnicode_FromFormat("%U[]", base); /* guards.c mark_dynamic_tuple_items */
     Py_DECREF(base);
-    return found;
+    int in = key == NULL ? -1 : PySet_Contains(dh_tl_dynints, key);
+    Py_XDECREF(key);
+    return in;
 }
 
 static int dynint_new(trace *t, ic_val val, int src, uint64_t deps, PyObject *expr) {
